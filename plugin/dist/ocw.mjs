@@ -16555,9 +16555,6 @@ var init_config = __esm({
       OCW_COMMAND_CPU_SEC: num(1800).describe("CPU seconds per process of a worker command or check (RLIMIT_CPU)"),
       OCW_COMMAND_MAX_FILE_MB: num(4096).describe("largest file a worker command or check may write, MiB (RLIMIT_FSIZE)"),
       OCW_COMMAND_OUTPUT_MB: num(8).describe("output kept of one worker command or check, MiB; the rest is dropped"),
-      OCW_SNAPSHOT_MAX_FILES: num(2e4).describe("new files a worker's snapshot may add (untracked, not ignored); past it nothing is graded"),
-      OCW_SNAPSHOT_MAX_MB: num(1024).describe("bytes a worker's snapshot may add in all, MiB; past it nothing is graded"),
-      OCW_SNAPSHOT_FILE_MAX_MB: num(100).describe("largest file a worker's snapshot may hold, MiB; past it nothing is graded"),
       OCW_SANDBOX_TMPFS_MB: num(256).describe("size of each in-memory folder of a sandbox ($HOME, /tmp, /run, /dev/shm \u2026), MiB"),
       OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
       OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
@@ -17494,7 +17491,7 @@ var require_parse = __commonJS({
     var syntaxError2 = (type, char) => {
       return `Missing ${type}: "${char}" - use "\\\\${char}" to match literal characters`;
     };
-    var parse4 = (input2, options) => {
+    var parse3 = (input2, options) => {
       if (typeof input2 !== "string") {
         throw new TypeError("Expected a string");
       }
@@ -17642,7 +17639,7 @@ var require_parse = __commonJS({
             output = token.close = `)$))${extglobStar}`;
           }
           if (token.inner.includes("*") && (rest = remaining()) && /^\.[^\\/.]+$/.test(rest)) {
-            const expression = parse4(rest, { ...options, fastpaths: false }).output;
+            const expression = parse3(rest, { ...options, fastpaths: false }).output;
             output = token.close = `)${expression})${extglobStar})`;
           }
           if (token.prev.type === "bos") {
@@ -18164,7 +18161,7 @@ var require_parse = __commonJS({
       }
       return state;
     };
-    parse4.fastpaths = (input2, options) => {
+    parse3.fastpaths = (input2, options) => {
       const opts = { ...options };
       const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
       const len = input2.length;
@@ -18229,7 +18226,7 @@ var require_parse = __commonJS({
       }
       return source;
     };
-    module.exports = parse4;
+    module.exports = parse3;
   }
 });
 
@@ -18238,7 +18235,7 @@ var require_picomatch = __commonJS({
   "node_modules/picomatch/lib/picomatch.js"(exports, module) {
     "use strict";
     var scan = require_scan();
-    var parse4 = require_parse();
+    var parse3 = require_parse();
     var utils = require_utils();
     var constants6 = require_constants();
     var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
@@ -18326,7 +18323,7 @@ var require_picomatch = __commonJS({
     picomatch3.isMatch = (str3, patterns, options) => picomatch3(patterns, options)(str3);
     picomatch3.parse = (pattern, options) => {
       if (Array.isArray(pattern)) return pattern.map((p) => picomatch3.parse(p, options));
-      return parse4(pattern, { ...options, fastpaths: false });
+      return parse3(pattern, { ...options, fastpaths: false });
     };
     picomatch3.scan = (input2, options) => scan(input2, options);
     picomatch3.compileRe = (state, options, returnOutput = false, returnState = false) => {
@@ -18352,10 +18349,10 @@ var require_picomatch = __commonJS({
       }
       let parsed = { negated: false, fastpaths: true };
       if (options.fastpaths !== false && (input2[0] === "." || input2[0] === "*")) {
-        parsed.output = parse4.fastpaths(input2, options);
+        parsed.output = parse3.fastpaths(input2, options);
       }
       if (!parsed.output) {
-        parsed = parse4(input2, options);
+        parsed = parse3(input2, options);
       }
       return picomatch3.compileRe(parsed, options, returnOutput, returnState);
     };
@@ -18865,7 +18862,7 @@ var require_parse2 = __commonJS({
       }
       return parsed;
     }
-    function parse4(command, args, options) {
+    function parse3(command, args, options) {
       if (args && !Array.isArray(args)) {
         options = args;
         args = null;
@@ -18884,7 +18881,7 @@ var require_parse2 = __commonJS({
       };
       return options.shell ? parsed : parseNonShell(parsed);
     }
-    module.exports = parse4;
+    module.exports = parse3;
   }
 });
 
@@ -18943,16 +18940,16 @@ var require_cross_spawn = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js"(exports, module) {
     "use strict";
     var cp = __require("child_process");
-    var parse4 = require_parse2();
+    var parse3 = require_parse2();
     var enoent = require_enoent();
     function spawn9(command, args, options) {
-      const parsed = parse4(command, args, options);
+      const parsed = parse3(command, args, options);
       const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
       enoent.hookChildProcess(spawned, parsed);
       return spawned;
     }
     function spawnSync4(command, args, options) {
-      const parsed = parse4(command, args, options);
+      const parsed = parse3(command, args, options);
       const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
       return result;
@@ -18960,7 +18957,7 @@ var require_cross_spawn = __commonJS({
     module.exports = spawn9;
     module.exports.spawn = spawn9;
     module.exports.sync = spawnSync4;
-    module.exports._parse = parse4;
+    module.exports._parse = parse3;
     module.exports._enoent = enoent;
   }
 });
@@ -20329,7 +20326,7 @@ var require_parse3 = __commonJS({
       }
       return parsed;
     }
-    function parse4(command, args, options) {
+    function parse3(command, args, options) {
       if (args && !Array.isArray(args)) {
         options = args;
         args = null;
@@ -20348,7 +20345,7 @@ var require_parse3 = __commonJS({
       };
       return options.shell ? parsed : parseNonShell(parsed);
     }
-    module.exports = parse4;
+    module.exports = parse3;
   }
 });
 
@@ -20407,16 +20404,16 @@ var require_cross_spawn2 = __commonJS({
   "node_modules/cross-spawn/index.js"(exports, module) {
     "use strict";
     var cp = __require("child_process");
-    var parse4 = require_parse3();
+    var parse3 = require_parse3();
     var enoent = require_enoent2();
     function spawn9(command, args, options) {
-      const parsed = parse4(command, args, options);
+      const parsed = parse3(command, args, options);
       const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
       enoent.hookChildProcess(spawned, parsed);
       return spawned;
     }
     function spawnSync4(command, args, options) {
-      const parsed = parse4(command, args, options);
+      const parsed = parse3(command, args, options);
       const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
       return result;
@@ -20424,7 +20421,7 @@ var require_cross_spawn2 = __commonJS({
     module.exports = spawn9;
     module.exports.spawn = spawn9;
     module.exports.sync = spawnSync4;
-    module.exports._parse = parse4;
+    module.exports._parse = parse3;
     module.exports._enoent = enoent;
   }
 });
@@ -27206,218 +27203,6 @@ var init_execa = __esm({
   }
 });
 
-// node_modules/ini/lib/ini.js
-var require_ini = __commonJS({
-  "node_modules/ini/lib/ini.js"(exports, module) {
-    var { hasOwnProperty } = Object.prototype;
-    var encode3 = (obj2, opt = {}) => {
-      if (typeof opt === "string") {
-        opt = { section: opt };
-      }
-      opt.align = opt.align === true;
-      opt.newline = opt.newline === true;
-      opt.sort = opt.sort === true;
-      opt.whitespace = opt.whitespace === true || opt.align === true;
-      opt.platform = opt.platform || typeof process !== "undefined" && process.platform;
-      opt.bracketedArray = opt.bracketedArray !== false;
-      const eol = opt.platform === "win32" ? "\r\n" : "\n";
-      const separator = opt.whitespace ? " = " : "=";
-      const children = [];
-      const keys = opt.sort ? Object.keys(obj2).sort() : Object.keys(obj2);
-      let padToChars = 0;
-      if (opt.align) {
-        padToChars = safe2(
-          keys.filter((k) => obj2[k] === null || Array.isArray(obj2[k]) || typeof obj2[k] !== "object").map((k) => Array.isArray(obj2[k]) ? `${k}[]` : k).concat([""]).reduce((a2, b) => safe2(a2).length >= safe2(b).length ? a2 : b)
-        ).length;
-      }
-      let out = "";
-      const arraySuffix = opt.bracketedArray ? "[]" : "";
-      for (const k of keys) {
-        const val = obj2[k];
-        if (val && Array.isArray(val)) {
-          for (const item of val) {
-            out += safe2(`${k}${arraySuffix}`).padEnd(padToChars, " ") + separator + safe2(item) + eol;
-          }
-        } else if (val && typeof val === "object") {
-          children.push(k);
-        } else {
-          out += safe2(k).padEnd(padToChars, " ") + separator + safe2(val) + eol;
-        }
-      }
-      if (opt.section && out.length) {
-        out = "[" + safe2(opt.section) + "]" + (opt.newline ? eol + eol : eol) + out;
-      }
-      for (const k of children) {
-        const nk = splitSections(k, ".").join("\\.");
-        const section = (opt.section ? opt.section + "." : "") + nk;
-        const child = encode3(obj2[k], {
-          ...opt,
-          section
-        });
-        if (out.length && child.length) {
-          out += eol;
-        }
-        out += child;
-      }
-      return out;
-    };
-    function splitSections(str3, separator) {
-      var lastMatchIndex = 0;
-      var lastSeparatorIndex = 0;
-      var nextIndex = 0;
-      var sections = [];
-      do {
-        nextIndex = str3.indexOf(separator, lastMatchIndex);
-        if (nextIndex !== -1) {
-          lastMatchIndex = nextIndex + separator.length;
-          if (nextIndex > 0 && str3[nextIndex - 1] === "\\") {
-            continue;
-          }
-          sections.push(str3.slice(lastSeparatorIndex, nextIndex));
-          lastSeparatorIndex = nextIndex + separator.length;
-        }
-      } while (nextIndex !== -1);
-      sections.push(str3.slice(lastSeparatorIndex));
-      return sections;
-    }
-    var decode3 = (str3, opt = {}) => {
-      opt.bracketedArray = opt.bracketedArray !== false;
-      const out = /* @__PURE__ */ Object.create(null);
-      let p = out;
-      let section = null;
-      const re = /^\[([^\]]*)\]\s*$|^([^=]+)(=(.*))?$/i;
-      const lines = str3.split(/[\r\n]+/g);
-      const duplicates = {};
-      for (const line of lines) {
-        if (!line || line.match(/^\s*[;#]/) || line.match(/^\s*$/)) {
-          continue;
-        }
-        const match = line.match(re);
-        if (!match) {
-          continue;
-        }
-        if (match[1] !== void 0) {
-          section = unsafe(match[1]);
-          if (section === "__proto__") {
-            p = /* @__PURE__ */ Object.create(null);
-            continue;
-          }
-          p = out[section] = out[section] || /* @__PURE__ */ Object.create(null);
-          continue;
-        }
-        const keyRaw = unsafe(match[2]);
-        let isArray;
-        if (opt.bracketedArray) {
-          isArray = keyRaw.length > 2 && keyRaw.slice(-2) === "[]";
-        } else {
-          duplicates[keyRaw] = (duplicates?.[keyRaw] || 0) + 1;
-          isArray = duplicates[keyRaw] > 1;
-        }
-        const key = isArray && keyRaw.endsWith("[]") ? keyRaw.slice(0, -2) : keyRaw;
-        if (key === "__proto__") {
-          continue;
-        }
-        const valueRaw = match[3] ? unsafe(match[4]) : true;
-        const value = valueRaw === "true" || valueRaw === "false" || valueRaw === "null" ? JSON.parse(valueRaw) : valueRaw;
-        if (isArray) {
-          if (!hasOwnProperty.call(p, key)) {
-            p[key] = [];
-          } else if (!Array.isArray(p[key])) {
-            p[key] = [p[key]];
-          }
-        }
-        if (Array.isArray(p[key])) {
-          p[key].push(value);
-        } else {
-          p[key] = value;
-        }
-      }
-      const remove = [];
-      for (const k of Object.keys(out)) {
-        if (!hasOwnProperty.call(out, k) || typeof out[k] !== "object" || Array.isArray(out[k])) {
-          continue;
-        }
-        const parts = splitSections(k, ".");
-        p = out;
-        const l = parts.pop();
-        const nl = l.replace(/\\\./g, ".");
-        for (const part of parts) {
-          if (part === "__proto__") {
-            continue;
-          }
-          if (!hasOwnProperty.call(p, part) || typeof p[part] !== "object") {
-            p[part] = /* @__PURE__ */ Object.create(null);
-          }
-          p = p[part];
-        }
-        if (p === out && nl === l) {
-          continue;
-        }
-        p[nl] = out[k];
-        remove.push(k);
-      }
-      for (const del of remove) {
-        delete out[del];
-      }
-      return out;
-    };
-    var isQuoted = (val) => {
-      return val.startsWith('"') && val.endsWith('"') || val.startsWith("'") && val.endsWith("'");
-    };
-    var safe2 = (val) => {
-      if (typeof val !== "string" || val.match(/[=\r\n]/) || val.match(/^\[/) || val.length > 1 && isQuoted(val) || val !== val.trim()) {
-        return JSON.stringify(val);
-      }
-      return val.split(";").join("\\;").split("#").join("\\#");
-    };
-    var unsafe = (val) => {
-      val = (val || "").trim();
-      if (isQuoted(val)) {
-        if (val.charAt(0) === "'") {
-          val = val.slice(1, -1);
-        }
-        try {
-          val = JSON.parse(val);
-        } catch {
-        }
-      } else {
-        let esc2 = false;
-        let unesc = "";
-        for (let i2 = 0, l = val.length; i2 < l; i2++) {
-          const c3 = val.charAt(i2);
-          if (esc2) {
-            if ("\\;#".indexOf(c3) !== -1) {
-              unesc += c3;
-            } else {
-              unesc += "\\" + c3;
-            }
-            esc2 = false;
-          } else if (";#".indexOf(c3) !== -1) {
-            break;
-          } else if (c3 === "\\") {
-            esc2 = true;
-          } else {
-            unesc += c3;
-          }
-        }
-        if (esc2) {
-          unesc += "\\";
-        }
-        return unesc.trim();
-      }
-      return val;
-    };
-    module.exports = {
-      parse: decode3,
-      decode: decode3,
-      stringify: encode3,
-      encode: encode3,
-      safe: safe2,
-      unsafe
-    };
-  }
-});
-
 // engine/hardware/parse.ts
 function numOrNull(s) {
   if (s === void 0) return null;
@@ -27822,7 +27607,7 @@ var require_util = __commonJS({
     }
     function unique(obj2) {
       const uniques = [];
-      const stringify2 = {};
+      const stringify = {};
       for (let i2 = 0; i2 < obj2.length; i2++) {
         const keys = Object.keys(obj2[i2]);
         keys.sort((a2, b) => {
@@ -27833,9 +27618,9 @@ var require_util = __commonJS({
           str3 += JSON.stringify(keys[j]);
           str3 += JSON.stringify(obj2[i2][keys[j]]);
         }
-        if (!{}.hasOwnProperty.call(stringify2, str3)) {
+        if (!{}.hasOwnProperty.call(stringify, str3)) {
           uniques.push(obj2[i2]);
-          stringify2[str3] = true;
+          stringify[str3] = true;
         }
       }
       return uniques;
@@ -27905,7 +27690,7 @@ var require_util = __commonJS({
       });
       return seperator;
     }
-    function parseTime2(t2, pmDesignator) {
+    function parseTime(t2, pmDesignator) {
       pmDesignator = pmDesignator || "";
       t2 = t2.toUpperCase();
       let hour = 0;
@@ -27975,7 +27760,7 @@ var require_util = __commonJS({
       if (parts[1]) {
         parts.shift();
         const time3 = parts.join(" ");
-        result.time = parseTime2(time3, pmDesignator);
+        result.time = parseTime(time3, pmDesignator);
       }
       return result;
     }
@@ -42227,7 +42012,7 @@ var require_users = __commonJS({
     var _openbsd = _platform === "openbsd";
     var _netbsd = _platform === "netbsd";
     var _sunos = _platform === "sunos";
-    function parseDate2(dtMon, dtDay) {
+    function parseDate(dtMon, dtDay) {
       let dt = (/* @__PURE__ */ new Date()).toISOString().slice(0, 10);
       try {
         dt = "" + (/* @__PURE__ */ new Date()).getFullYear() + "-" + ("0" + ("JANFEBMARAPRMAYJUNJULAUGSEPOCTNOVDEC".indexOf(dtMon.toUpperCase()) / 3 + 1)).slice(-2) + "-" + ("0" + dtDay).slice(-2);
@@ -42264,7 +42049,7 @@ var require_users = __commonJS({
               result_who.push({
                 user: l[0],
                 tty: l[1],
-                date: timePos === 4 ? parseDate2(l[2], l[3]) : l[2],
+                date: timePos === 4 ? parseDate(l[2], l[3]) : l[2],
                 time: l[timePos],
                 ip: l && l.length > timePos + 1 ? l[timePos + 1].replace(/\(/g, "").replace(/\)/g, "") : "",
                 command: ""
@@ -42326,7 +42111,7 @@ var require_users = __commonJS({
             result_who.push({
               user: l[0],
               tty: l[1],
-              date: parseDate2(l[2], l[3]),
+              date: parseDate(l[2], l[3]),
               time: l[4]
             });
           } else {
@@ -49306,9 +49091,9 @@ async function planRepo(ref, want, env2 = process.env) {
   ] : [[["cpu"], [...good].reverse()]];
   for (const [phases, qs] of order) {
     for (const q2 of qs) {
-      const pick4 = planModel(await model(q2), want.dev, want.slots, want.minCtx, want.verified, phases, want.maxCtxPerSlot);
-      considered.push({ quant: q2.quant, totalBytes: q2.totalBytes, fits: !!pick4, placement: pick4?.placement ?? null });
-      if (pick4) return { repo: p.repo, rev: p.rev, quant: q2, pick: pick4, considered };
+      const pick3 = planModel(await model(q2), want.dev, want.slots, want.minCtx, want.verified, phases, want.maxCtxPerSlot);
+      considered.push({ quant: q2.quant, totalBytes: q2.totalBytes, fits: !!pick3, placement: pick3?.placement ?? null });
+      if (pick3) return { repo: p.repo, rev: p.rev, quant: q2, pick: pick3, considered };
     }
   }
   return {
@@ -50591,13 +50376,13 @@ async function proposeParallel(o2) {
     return null;
   };
   if (o2.model) {
-    const pick4 = first(named);
-    if (pick4) return { pick: pick4, alternatives: [], problem: null };
+    const pick3 = first(named);
+    if (pick3) return { pick: pick3, alternatives: [], problem: null };
   } else {
     for (const e of CATALOG.filter((c3) => c3.autoPick)) {
       if (found.length >= (o2.max ?? 3)) break;
-      const pick4 = first(await catalogModels(e, o2.runtime, hub));
-      if (pick4) found.push(pick4);
+      const pick3 = first(await catalogModels(e, o2.runtime, hub));
+      if (pick3) found.push(pick3);
     }
     if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
   }
@@ -50821,8 +50606,8 @@ async function planFit(i2, hw, o2 = {}) {
         } else {
           const info = await loadGguf(i2.model);
           const m = modelFromInfo(info, i2.model, existsSync18(i2.model) ? ["-m", path44.resolve(i2.model)] : ["-hf", i2.model]);
-          const pick4 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
-          result = pick4 ? { pick: pick4, alternatives: [], problem: null } : {
+          const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
+          result = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
             pick: null,
             alternatives: [],
             problem: minCtx > m.hparams.nCtxTrain ? `${i2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${i2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
@@ -50960,7 +50745,7 @@ async function streamTurn(url2, headers, body, timeoutMs) {
     });
     out.status = res.status;
     if (!res.ok || !res.body) {
-      const text = await readBounded(res, url2, 64 * 1024).catch(() => "");
+      const text = await res.text();
       let msg = text;
       try {
         const e = JSON.parse(text).error;
@@ -51114,7 +50899,6 @@ var init_tool_probe = __esm({
   "engine/serving/tool-probe.ts"() {
     init_sse();
     init_http();
-    init_bounded();
     str2 = (description) => ({ type: "string", description });
     num3 = (description) => ({ type: "number", description });
     obj = (properties, required2) => ({ type: "object", properties, required: required2, additionalProperties: false });
@@ -51576,11 +51360,11 @@ function servingAlive(r) {
 }
 async function stopServing(targetId) {
   const recs = listServing();
-  const pick4 = recs.filter((r) => !targetId || r.targetId === targetId || r.replicaOf === targetId);
+  const pick3 = recs.filter((r) => !targetId || r.targetId === targetId || r.replicaOf === targetId);
   const stopped = [];
   const alreadyGone = [];
   const reused = [];
-  for (const r of pick4) {
+  for (const r of pick3) {
     if (!signalablePid(r.pid) && !signalablePid(r.supervisorPid)) {
       alreadyGone.push(r);
       continue;
@@ -51593,7 +51377,7 @@ async function stopServing(targetId) {
       if (!supAlive && signalablePid(r.pid) && alive(r.pid)) reused.push(r);
     } else if (await stopPid(serverIdentity(r), 5e3)) stopped.push(r);
   }
-  saveServing(recs.filter((r) => !pick4.includes(r)));
+  saveServing(recs.filter((r) => !pick3.includes(r)));
   return { stopped, alreadyGone, reused };
 }
 function positiveInt(v, flag2) {
@@ -52031,14 +51815,14 @@ async function runOtherRuntime(o2, input2, job, ops, setLog) {
       logLine: null,
       remedy: "fewer slots, a shorter context, --runtime llama.cpp, or an API provider"
     });
-  const pick4 = fit.pick;
-  const slots = pick4.slots;
-  const ctx = pick4.ctxPerSlot;
-  const model = commandWords(pick4.command).args[runtime === "vllm" ? 1 : 3];
-  Object.assign(job, { model: pick4.model, quant: pick4.quant, slots, ctxPerSlot: ctx, plannedCommand: pick4.command, pick: pick4 });
+  const pick3 = fit.pick;
+  const slots = pick3.slots;
+  const ctx = pick3.ctxPerSlot;
+  const model = commandWords(pick3.command).args[runtime === "vllm" ? 1 : 3];
+  Object.assign(job, { model: pick3.model, quant: pick3.quant, slots, ctxPerSlot: ctx, plannedCommand: pick3.command, pick: pick3 });
   const found = findRuntime(runtime);
   ops.end(
-    pick4.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "")
+    pick3.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "")
   );
   ops.cancelled();
   if (o2.confirm) {
@@ -52055,7 +51839,7 @@ async function runOtherRuntime(o2, input2, job, ops, setLog) {
   }
   if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
   ops.begin("runtime", `looking for ${name}`);
-  const familyOf = `${pick4.model} ${model}`;
+  const familyOf = `${pick3.model} ${model}`;
   const version2 = installedVersion(runtime, found, familyOf);
   const tooOld = versionProblem(runtime, familyOf, version2);
   if (tooOld) throw new StartError({ phase: "runtime", kind: "runtime-version", cause: tooOld.cause, logLine: null, remedy: tooOld.remedy });
@@ -52065,18 +51849,18 @@ async function runOtherRuntime(o2, input2, job, ops, setLog) {
   ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
   ops.cancelled();
   ops.begin("load", `starting ${name}`);
-  const words = commandWords(pick4.command);
+  const words = commandWords(pick3.command);
   const servedName = words.args[words.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop(), quant: null });
-  const id2 = idOf(pick4);
+  const id2 = idOf(pick3);
   const port = await freePort();
   const key = generateKey();
   const keyFile = keyFilePath(id2);
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick4.command, port, key, configDir: path46.join(stateDir(), "runtime", id2), family: familyOf });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path46.join(stateDir(), "runtime", id2), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
-  const held = pick4.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
+  const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
   const logFile = path46.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
@@ -52164,7 +51948,7 @@ async function runOtherRuntime(o2, input2, job, ops, setLog) {
     const evidence = [...loaded.length ? [`log: ${loaded.join("; ")}`] : []];
     const devices = [];
     const measured = [];
-    for (const d of pick4.devices) {
+    for (const d of pick3.devices) {
       const index = indexOf.get(d.name.split(" ")[0]);
       const b = before.gpus.find((g) => g.index === index)?.usedBytes;
       const a2 = after?.gpus.find((g) => g.index === index)?.usedBytes;
@@ -52360,7 +52144,7 @@ async function modelFiles(modelArg, env2 = process.env) {
   }));
   return { local: downloads[0].dest, downloads };
 }
-function checkPlacement(pick4, logText, smi) {
+function checkPlacement(pick3, logText, smi) {
   const logged = parseServerLog(logText).modelMiB;
   const evidence = [];
   const names = Object.keys(logged);
@@ -52370,7 +52154,7 @@ function checkPlacement(pick4, logText, smi) {
   const cpuLoaded = names.filter((n2) => /^CPU/i.test(n2)).reduce((a2, n2) => a2 + logged[n2], 0) * MiB3;
   const devices = [];
   let passed = names.length > 0;
-  for (const d of pick4.devices) {
+  for (const d of pick3.devices) {
     const planned = d.breakdown?.weightsBytes ?? d.plannedBytes;
     if (d.name === "cpu") {
       devices.push({ name: d.name, plannedBytes: planned, loadedBytes: names.length ? cpuLoaded : null });
@@ -52386,8 +52170,8 @@ function checkPlacement(pick4, logText, smi) {
       );
     }
   }
-  if (pick4.placement === "gpu" && names.length) {
-    const gpuWeights = pick4.devices.filter((d) => d.name !== "cpu").reduce((a2, d) => a2 + (d.breakdown?.weightsBytes ?? 0), 0);
+  if (pick3.placement === "gpu" && names.length) {
+    const gpuWeights = pick3.devices.filter((d) => d.name !== "cpu").reduce((a2, d) => a2 + (d.breakdown?.weightsBytes ?? 0), 0);
     if (cpuLoaded > Math.max(gpuWeights * 0.2, 512 * MiB3)) {
       passed = false;
       evidence.push(`RAM holds ${(cpuLoaded / GiB3).toFixed(2)} GiB of weights although the plan put every layer on the GPU(s)`);
@@ -52401,7 +52185,7 @@ function checkPlacement(pick4, logText, smi) {
       evidence.push(
         `device memory: ${a2.name} ${(a2.usedBytes / GiB3).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / GiB3).toFixed(1)} GiB since before the start)`
       );
-      const planned = pick4.devices.find((d) => d.name.endsWith(a2.name));
+      const planned = pick3.devices.find((d) => d.name.endsWith(a2.name));
       if (planned && (planned.breakdown?.weightsBytes ?? 0) > 0 && delta < planned.breakdown.weightsBytes * 0.5) {
         passed = false;
         evidence.push(
@@ -52410,7 +52194,7 @@ function checkPlacement(pick4, logText, smi) {
       }
     }
   }
-  if (passed) evidence.push(pick4.placement === "cpu" ? "the weights are in RAM, as planned (CPU only)" : "the weights are where the plan put them");
+  if (passed) evidence.push(pick3.placement === "cpu" ? "the weights are in RAM, as planned (CPU only)" : "the weights are where the plan put them");
   return { passed, devices, evidence };
 }
 function newJob(jobId, runtime) {
@@ -52614,20 +52398,20 @@ async function runStartJob(o2) {
           logLine: null,
           remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider"
         });
-      let pick4 = fit.pick;
-      let entry = findCatalog(pick4.model);
-      Object.assign(job, { model: pick4.model, quant: pick4.quant, slots: pick4.slots, ctxPerSlot: pick4.ctxPerSlot, plannedCommand: pick4.command, pick: pick4 });
-      let words = commandWords(pick4.command);
+      let pick3 = fit.pick;
+      let entry = findCatalog(pick3.model);
+      Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
+      let words = commandWords(pick3.command);
       let mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
       if (mi < 0)
         throw new StartError({
           kind: "other",
-          cause: `the plan's command has no model argument: ${pick4.command}`,
+          cause: `the plan's command has no model argument: ${pick3.command}`,
           logLine: null,
           remedy: "report this (ocw fit --json shows the command)"
         });
       const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / GiB3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
-      end(`${entry?.name ?? pick4.model}${pick4.quant ? ` ${pick4.quant}` : ""}: ${pick4.reason}${held}${cacheNote}`);
+      end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}${cacheNote}`);
       cancelled();
       if (o2.confirm) {
         const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
@@ -52684,24 +52468,24 @@ async function runStartJob(o2) {
             logLine: null,
             remedy: "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context"
           });
-        const changed = again.pick.command !== pick4.command;
+        const changed = again.pick.command !== pick3.command;
         if (changed) {
-          pick4 = again.pick;
-          entry = findCatalog(pick4.model);
-          words = commandWords(pick4.command);
+          pick3 = again.pick;
+          entry = findCatalog(pick3.model);
+          words = commandWords(pick3.command);
           mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
           if (mi < 0)
             throw new StartError({
               kind: "other",
-              cause: `the plan's command has no model argument: ${pick4.command}`,
+              cause: `the plan's command has no model argument: ${pick3.command}`,
               logLine: null,
               remedy: "report this (ocw fit --json shows the command)"
             });
-          Object.assign(job, { model: pick4.model, quant: pick4.quant, slots: pick4.slots, ctxPerSlot: pick4.ctxPerSlot, plannedCommand: pick4.command, pick: pick4 });
+          Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
         }
         hw.llamaDevices = listed2;
         end(
-          `installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}; ${listed2 === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed2.length ? listed2.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick4.command}` : ""}`
+          `installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}; ${listed2 === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed2.length ? listed2.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick3.command}` : ""}`
         );
       }
       cancelled();
@@ -52709,10 +52493,10 @@ async function runStartJob(o2) {
       cancelled();
       const alias = targetSlug({
         model: entry?.name ?? path47.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
-        quant: pick4.quant
+        quant: pick3.quant
       });
       const id2 = input2.id ?? `llamacpp-${alias}`;
-      const replicas = pick4.pool ? pick4.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words, slots: pick4.slots, ctxPerSlot: pick4.ctxPerSlot, devices: null }];
+      const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
       const pooled = replicas.length > 1;
       begin("load", pooled ? `starting ${replicas.length} llama-servers (one per GPU group)` : "starting llama-server");
       const keyFile = keyFilePath(id2);
@@ -52866,16 +52650,16 @@ async function runStartJob(o2) {
       end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
       begin("placement", "reading llama-server's log and /props");
       const placements = [];
-      const after = before.gpus.some((g) => g.usedBytes !== null) && pick4.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
+      const after = before.gpus.some((g) => g.usedBytes !== null) && pick3.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
       const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g) => [g.runtimeId, g.index]));
       for (const [k, x] of servers.entries()) {
         const props = await httpJson(
           `${x.url.replace(/\/v1$/, "")}/props`,
           { headers: { authorization: `Bearer ${key}` }, timeoutMs: 1e4 }
         );
-        const devices = pooled ? replicaDevices(pick4, replicas[k].devices, x.env.length > 0) : pick4.devices;
+        const devices = pooled ? replicaDevices(pick3, replicas[k].devices, x.env.length > 0) : pick3.devices;
         const visible = x.env.find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))?.split("=")[1]?.split(",").map(Number);
-        const planned = (pooled ? replicas[k].devices : pick4.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0])).map((rid, j) => ({
+        const planned = (pooled ? replicas[k].devices : pick3.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0])).map((rid, j) => ({
           rid,
           index: visible?.[j] ?? indexOf.get(rid),
           device: devices.filter((d) => d.name !== "cpu")[j]
@@ -52885,7 +52669,7 @@ async function runStartJob(o2) {
           const fig = (h3) => planned.filter((p) => p.device && p.index !== void 0).map((p) => ({ name: p.device.name, usedBytes: h3.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
           smi = { before: fig(before), after: fig(after) };
         }
-        const pl = checkPlacement({ devices, placement: pick4.placement }, readLog(k), smi);
+        const pl = checkPlacement({ devices, placement: pick3.placement }, readLog(k), smi);
         const gpuBytes = planned.filter((p) => p.index !== void 0).map((p) => {
           const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
           const a2 = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
@@ -52911,12 +52695,12 @@ async function runStartJob(o2) {
       const target = {
         id: id2,
         model: alias,
-        quant: pick4.quant,
+        quant: pick3.quant,
         endpoint: servers[0].url,
         keyRef: "OCW_TARGET_API_KEY",
         keyFile,
-        contextLimit: pick4.ctxPerSlot,
-        serving: { engine: "llama.cpp", endpoints, slots: pick4.slots, perSlotCtx: pick4.ctxPerSlot },
+        contextLimit: pick3.ctxPerSlot,
+        serving: { engine: "llama.cpp", endpoints, slots: pick3.slots, perSlotCtx: pick3.ctxPerSlot },
         checks: []
       };
       const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
@@ -52956,15 +52740,15 @@ async function runStartJob(o2) {
   emit3();
   return job;
 }
-function replaces(pick4, g, inputId) {
+function replaces(pick3, g, inputId) {
   if (inputId) return g.id === inputId;
-  const entry = findCatalog(pick4.model);
-  if (entry) return g.id === `llamacpp-${targetSlug({ model: entry.name, quant: pick4.quant })}`;
+  const entry = findCatalog(pick3.model);
+  if (entry) return g.id === `llamacpp-${targetSlug({ model: entry.name, quant: pick3.quant })}`;
   const args = g.recs[0].args;
   const alias = args[args.indexOf("--alias") + 1];
   const file2 = args[args.indexOf("-m") + 1];
   if (!alias || !file2 || g.id !== `llamacpp-${alias}`) return false;
-  const w = commandWords(pick4.pool ? pick4.pool.endpoints[0].command : pick4.command).args;
+  const w = commandWords(pick3.pool ? pick3.pool.endpoints[0].command : pick3.command).args;
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
@@ -52988,9 +52772,9 @@ function poolVerdict(vs) {
     summary: `${vs.length} replicas; ${worst.outcome === "built" ? worst.summary : `replica ${k + 1}: ${worst.summary}`}`
   };
 }
-function replicaDevices(pick4, ids, isolated) {
+function replicaDevices(pick3, ids, isolated) {
   return ids.map((id2, k) => {
-    const d = pick4.devices.find((x) => x.name.split(" ")[0] === id2);
+    const d = pick3.devices.find((x) => x.name.split(" ")[0] === id2);
     return isolated ? { ...d, name: `${id2.replace(/\d+$/, "")}${k} ${d.name.split(" ").slice(1).join(" ")}` } : d;
   });
 }
@@ -53154,10 +52938,10 @@ var require_code = __commonJS({
     function interpolate(x) {
       return typeof x == "number" || typeof x == "boolean" || x === null ? x : safeStringify(Array.isArray(x) ? x.join(",") : x);
     }
-    function stringify2(x) {
+    function stringify(x) {
       return new _Code(safeStringify(x));
     }
-    exports.stringify = stringify2;
+    exports.stringify = stringify;
     function safeStringify(x) {
       return JSON.stringify(x).replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
     }
@@ -56864,7 +56648,7 @@ var require_fast_uri = __commonJS({
         normalizeString(uri, options);
       } else if (typeof uri === "object") {
         uri = /** @type {T} */
-        parse4(serialize2(uri, options), options);
+        parse3(serialize2(uri, options), options);
       }
       return uri;
     }
@@ -56907,8 +56691,8 @@ var require_fast_uri = __commonJS({
     function resolveComponent(base2, relative, options, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
-        base2 = parse4(serialize2(base2, options), options);
-        relative = parse4(serialize2(relative, options), options);
+        base2 = parse3(serialize2(base2, options), options);
+        relative = parse3(serialize2(relative, options), options);
       }
       options = options || {};
       if (!options.tolerant && relative.scheme) {
@@ -57226,7 +57010,7 @@ var require_fast_uri = __commonJS({
       }
       return { parsed, malformedAuthorityOrPort, malformedPercentEncoding, malformedSchemeSpecific, malformedHost, malformedScheme };
     }
-    function parse4(uri, opts) {
+    function parse3(uri, opts) {
       return parseWithStatus(uri, opts).parsed;
     }
     function normalizeString(uri, opts) {
@@ -57263,7 +57047,7 @@ var require_fast_uri = __commonJS({
       resolveComponent,
       equal,
       serialize: serialize2,
-      parse: parse4
+      parse: parse3
     };
     module.exports = fastUri;
     module.exports.default = fastUri;
@@ -60415,21 +60199,8 @@ init_zod();
 // shared/untrusted.ts
 var SHOW_MAX = 1e3;
 var hex3 = (cp) => `\u27EAU+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27EB`;
-var DEFAULT_IGNORABLE = new RegExp("^\\p{Default_Ignorable_Code_Point}$", "u");
-var PRIVATE_USE = new RegExp("^\\p{Co}$", "u");
-var COMBINING = new RegExp("^\\p{M}$", "u");
-var PICTOGRAPH = /^[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Regional_Indicator}]$/u;
-var MAX_MARKS = 4;
-var MAX_SPACES = 16;
-var BLOCK_MAX_SPACES = 64;
-var MAX_TABS = 16;
 function isHiddenCodePoint(cp) {
-  if (cp < 127) return cp < 32;
-  if (cp <= 159) return true;
-  if (cp === 160 || cp === 5760 || cp >= 8192 && cp <= 8207 || cp >= 8232 && cp <= 8239 || cp === 8287 || cp === 12288 || cp === 10240 || cp >= 55296 && cp <= 57343 || cp >= 64976 && cp <= 65007 || (cp & 65534) === 65534 || cp >= 65529 && cp <= 65531)
-    return true;
-  const ch = String.fromCodePoint(cp);
-  return DEFAULT_IGNORABLE.test(ch) || PRIVATE_USE.test(ch);
+  return cp < 32 || cp >= 127 && cp <= 159 || cp === 160 || cp === 173 || cp === 5760 || cp >= 8192 && cp <= 8202 || cp === 8239 || cp === 8287 || cp === 12288 || cp === 847 || cp === 1564 || cp === 4447 || cp === 4448 || cp === 6068 || cp === 6069 || cp === 6158 || cp >= 8203 && cp <= 8207 || cp >= 8232 && cp <= 8238 || cp >= 8288 && cp <= 8303 || cp === 12644 || cp >= 55296 && cp <= 57343 || cp >= 65024 && cp <= 65039 || cp === 65279 || cp === 65440 || cp >= 65529 && cp <= 65531 || cp >= 119155 && cp <= 119162 || cp >= 917504 && cp <= 917631 || cp >= 917760 && cp <= 917999;
 }
 function hasHidden(text) {
   for (const ch of text) if (isHiddenCodePoint(ch.codePointAt(0))) return true;
@@ -60438,57 +60209,18 @@ function hasHidden(text) {
 function mark(text, lines, keepTabs = false, block = false) {
   let out = "";
   let marked = 0;
-  const maxSpaces = block || keepTabs ? BLOCK_MAX_SPACES : MAX_SPACES;
-  let prev = 0;
-  let marks = 0;
-  let stacked = 0;
-  const flushStack = () => {
-    if (stacked) out += `\u27EA+${stacked} combining marks\u27EB`;
-    marked += stacked;
-    stacked = 0;
-  };
-  const chars = Array.from(text);
-  for (let i2 = 0; i2 < chars.length; i2++) {
-    const ch = chars[i2];
+  for (const ch of text) {
     const cp = ch.codePointAt(0);
-    if (cp === 32 || cp === 9 && (keepTabs || block)) {
-      let j = i2;
-      while (j < chars.length && chars[j] === ch) j++;
-      flushStack();
-      marks = 0;
-      if (j - i2 > (cp === 32 ? maxSpaces : MAX_TABS)) {
-        out += ` \u27EA${j - i2} ${cp === 32 ? "spaces" : "tabs"}\u27EB `;
-        marked += j - i2;
-      } else out += chars.slice(i2, j).join("");
-      i2 = j - 1;
-      prev = cp;
-      continue;
-    }
-    const presentation = (cp === 65038 || cp === 65039) && PICTOGRAPH.test(String.fromCodePoint(prev));
-    if (presentation || !isHiddenCodePoint(cp) || (keepTabs || block) && cp === 9 || block && cp === 10) {
-      if (!presentation && COMBINING.test(ch)) {
-        if (++marks > MAX_MARKS) {
-          stacked++;
-          continue;
-        }
-      } else if (!presentation) {
-        flushStack();
-        marks = 0;
-      }
+    if (!isHiddenCodePoint(cp) || (keepTabs || block) && cp === 9 || block && cp === 10) {
       out += ch;
-      prev = cp;
       continue;
     }
-    flushStack();
-    marks = 0;
-    prev = cp;
     marked++;
     if (cp === 10) out += lines ? "\u23CE\n" : "\u23CE";
     else if (cp === 13) out += "\u240D";
     else if (cp === 9) out += "\u2409";
     else out += hex3(cp);
   }
-  flushStack();
   return { text: out, marked };
 }
 function safeEnd(text, n2) {
@@ -60639,41 +60371,6 @@ function splitCommand(command) {
   if (!commands.length) return { ok: false, why: "it is empty" };
   return { ok: true, commands };
 }
-function redirectionParts(simple) {
-  const s = String(simple ?? "");
-  const texts = [];
-  const ops = [];
-  let cur = "";
-  for (let i2 = 0; i2 < s.length; i2++) {
-    const c3 = s[i2];
-    if (c3 === "'") {
-      const end = s.indexOf("'", i2 + 1);
-      const to = end < 0 ? s.length - 1 : end;
-      cur += s.slice(i2, to + 1);
-      i2 = to;
-    } else if (c3 === '"') {
-      let j = i2 + 1;
-      for (; j < s.length && s[j] !== '"'; j++) if (s[j] === "\\") j++;
-      cur += s.slice(i2, j + 1);
-      i2 = j;
-    } else if (c3 === "\\") {
-      cur += s.slice(i2, i2 + 2);
-      i2++;
-    } else if (c3 === "<" || c3 === ">") {
-      const fd = /(?:^|\s)(\d+|&)$/.exec(cur)?.[1] ?? "";
-      cur = cur.slice(0, cur.length - fd.length);
-      let j = i2;
-      while (j < s.length && "<>&|".includes(s[j])) j++;
-      if (s[j] === "-" && s[j - 1] === "&") j++;
-      ops.push(fd + s.slice(i2, j));
-      texts.push(cur);
-      cur = "";
-      i2 = j - 1;
-    } else cur += c3;
-  }
-  texts.push(cur);
-  return { texts, ops };
-}
 
 // shared/permission.ts
 var DecidedBy = external_exports.object({
@@ -60780,9 +60477,7 @@ var ScopeResult = external_exports.object({
   violations: external_exports.array(external_exports.string()),
   changedFiles: external_exports.array(external_exports.string()),
   /** Changed files that decide what a check runs (test runner configuration, scripts, tool shadowing): each also a violation. */
-  checkConfig: external_exports.array(external_exports.string()).optional(),
-  /** The worker's files were over the snapshot caps (new files, bytes, one file's size): nothing was graded. Also a violation. */
-  snapshotCap: external_exports.string().optional()
+  checkConfig: external_exports.array(external_exports.string()).optional()
 });
 var ChangeFlag = external_exports.object({
   path: external_exports.string(),
@@ -60923,8 +60618,6 @@ var TranscriptPart = external_exports.object({
   status: external_exports.string().optional(),
   input: external_exports.unknown().optional(),
   output: external_exports.string().optional(),
-  /** Characters cut from the middle of a long tool output (its head and tail are kept in `output`). */
-  outputCut: external_exports.number().int().optional(),
   error: external_exports.string().optional()
 });
 var base = { workerId: external_exports.string(), seq: external_exports.number().int(), ts: external_exports.number(), busSeq: external_exports.number().int().optional() };
@@ -61641,35 +61334,11 @@ function questionAsk(workerId, p) {
     status: "pending"
   };
 }
-var TOOL_OUTPUT_KEEP = 2e4;
-var TOOL_INPUT_STRING_KEEP = 2e4;
-var TEXT_KEEP = 2e5;
-function headTail(s, keep) {
-  if (s.length <= keep) return { text: s, cut: 0 };
-  let head = Math.ceil(keep * 0.6);
-  if (/[\ud800-\udbff]/.test(s[head - 1] ?? "")) head--;
-  let tail = s.length - (keep - head);
-  if (/[\udc00-\udfff]/.test(s[tail] ?? "")) tail++;
-  const cut = tail - head;
-  return { text: `${s.slice(0, head)}
-\u2026[${cut} characters cut]\u2026
-${s.slice(tail)}`, cut };
-}
-function keptOutput(output) {
-  const { text, cut } = headTail(output, TOOL_OUTPUT_KEEP);
-  return cut ? { output: text, outputCut: cut } : { output: text };
-}
-function capStrings(v, keep, depth = 0) {
-  if (typeof v === "string") return headTail(v, keep).text;
-  if (depth >= 8 || !v || typeof v !== "object") return v;
-  if (Array.isArray(v)) return v.slice(0, 1e3).map((x) => capStrings(x, keep, depth + 1));
-  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, capStrings(x, keep, depth + 1)]));
-}
 function translatePart(part) {
   if (!part?.id || !part.type) return { part: null };
   if (part.type === "text" || part.type === "reasoning") {
     if (!part.time?.end) return { part: null };
-    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: headTail(String(part.text ?? ""), TEXT_KEEP).text } };
+    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") } };
   }
   if (part.type !== "tool") return { part: null };
   const st = part.state ?? {};
@@ -61680,8 +61349,8 @@ function translatePart(part) {
     kind: "tool",
     tool: part.tool,
     status: st.status,
-    input: capStrings(st.input, TOOL_INPUT_STRING_KEEP),
-    ...st.output !== void 0 ? keptOutput(String(st.output)) : {},
+    input: st.input,
+    ...st.output !== void 0 ? { output: String(st.output).slice(0, 2e4) } : {},
     ...st.error !== void 0 ? { error: String(st.error).slice(0, 4e3) } : {}
   };
   const failed = st.status === "error" || part.tool === "invalid" && st.status === "completed";
@@ -61960,17 +61629,7 @@ function ruleMatches(ask, rule) {
   if (ask.tool !== "bash") return isMatch(ask.what);
   const split = splitCommand(ask.what);
   if (rule.decision === "reject") return isMatch(ask.what) || split.ok && split.commands.some(isMatch);
-  return split.ok && split.commands.every((c3) => approvesSimple(c3, rule.pattern));
-}
-function approvesSimple(command, pattern) {
-  const c3 = redirectionParts(command);
-  if (!c3.ops.length) return import_picomatch2.default.isMatch(command, pattern, { dot: true, bash: true });
-  const p = redirectionParts(pattern);
-  if (p.ops.length !== c3.ops.length || p.ops.some((op, i2) => op !== c3.ops[i2])) return false;
-  return c3.texts.every((t2, i2) => {
-    const [text, glob] = [t2.trim(), p.texts[i2].trim()];
-    return text === glob || !!text && !!glob && import_picomatch2.default.isMatch(text, glob, { dot: true, bash: true });
-  });
+  return split.ok && split.commands.every(isMatch);
 }
 
 // engine/approvals/worktree-guard.ts
@@ -68842,7 +68501,7 @@ function modelFor(endpoint, target) {
 // engine/grading/folders.ts
 import { randomBytes as randomBytes5 } from "node:crypto";
 import { renameSync as renameSync2 } from "node:fs";
-import { chmod, lstat, mkdir, readdir, rm } from "node:fs/promises";
+import { chmod, lstat, readdir, rm } from "node:fs/promises";
 import path14 from "node:path";
 var DISCARDED = ".discarded-";
 function discard(dir) {
@@ -68878,21 +68537,6 @@ async function writableFolders(dir) {
   await chmod(dir, st.mode & 4095 | 448).catch(() => void 0);
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
   for (const e of entries) if (e.isDirectory()) await writableFolders(path14.join(dir, e.name));
-}
-async function folderIn(checkout, sub) {
-  let at = checkout;
-  for (const part of sub.split(path14.sep).filter(Boolean)) {
-    at = path14.join(at, part);
-    const st = await lstat(at).catch(() => null);
-    if (!st) await mkdir(at);
-    else if (!st.isDirectory()) {
-      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
-      return {
-        problem: `${path14.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
-      };
-    }
-  }
-  return at;
 }
 
 // engine/recovery/recovery.ts
@@ -69053,58 +68697,17 @@ var WorkerLogStore = class {
 
 // engine/workspace/workspace.ts
 import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync3, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
-import { copyFile, link, lstat as lstat2, mkdir as mkdir2, readdir as readdir2, realpath, rename, rm as rm2 } from "node:fs/promises";
+import { copyFile, link, mkdir, readdir as readdir2, realpath, rename, rm as rm2 } from "node:fs/promises";
 import { createHash, randomBytes as randomBytes6 } from "node:crypto";
 import path18 from "node:path";
 
 // engine/process/run.ts
 import { Worker as Worker2 } from "node:worker_threads";
-function losslessUtf8(buf) {
-  const whole = buf.toString("utf8");
-  if (!whole.includes("\uFFFD")) return whole;
-  let out = "";
-  let start = 0;
-  for (let i2 = 0; i2 <= buf.length; i2++) {
-    if (i2 < buf.length && buf[i2] !== 10 && buf[i2] !== 0) continue;
-    const seg = buf.subarray(start, i2);
-    let valid = true;
-    try {
-      new TextDecoder("utf-8", { fatal: true }).decode(seg);
-    } catch {
-      valid = false;
-    }
-    if (valid) out += seg.toString("utf8");
-    else {
-      let j = 0;
-      while (j < seg.length) {
-        const c3 = seg[j];
-        let n2 = c3 < 128 ? 1 : c3 >= 194 && c3 <= 223 ? 2 : c3 >= 224 && c3 <= 239 ? 3 : c3 >= 240 && c3 <= 244 ? 4 : 0;
-        if (n2 > 1) {
-          if (j + n2 > seg.length) n2 = 0;
-          for (let k = 1; n2 && k < n2; k++) if ((seg[j + k] & 192) !== 128) n2 = 0;
-          const d = seg[j + 1];
-          if (n2 && (c3 === 224 && d < 160 || c3 === 237 && d >= 160 || c3 === 240 && d < 144 || c3 === 244 && d >= 144)) n2 = 0;
-        }
-        if (n2) {
-          out += seg.subarray(j, j + n2).toString("utf8").replace(/\\/g, "\\\\");
-          j += n2;
-        } else {
-          out += "\\x" + c3.toString(16).padStart(2, "0");
-          j++;
-        }
-      }
-    }
-    if (i2 < buf.length) out += String.fromCharCode(buf[i2]);
-    start = i2 + 1;
-  }
-  return out;
-}
 var MAX_OUTPUT_BYTES = 64 * 2 ** 20;
 var WORKER_SOURCE = `
 const { parentPort } = require("node:worker_threads");
 const { spawn } = require("node:child_process");
-const losslessUtf8 = ${losslessUtf8.toString()};
-parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
+parentPort.on("message", ({ id, file, args, cwd, env, max }) => {
   let child;
   const out = [], err = [];
   let bytes = 0, over = false;
@@ -69131,7 +68734,7 @@ parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBy
   child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
   child.on("close", (code, signal) => over
     ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
-    : finish({ exitCode: code, signal, stdout: asBytes ? Buffer.concat(out).toString("latin1") : lossless ? losslessUtf8(Buffer.concat(out)) : Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
+    : finish({ exitCode: code, signal, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
 });
 `;
 var CommandThread = class {
@@ -69144,16 +68747,7 @@ var CommandThread = class {
     return new Promise((resolve, reject) => {
       this.waiting.set(id2, { resolve, reject });
       if (this.waiting.size === 1) w.ref();
-      w.postMessage({
-        id: id2,
-        file: file2,
-        args,
-        cwd: opts.cwd,
-        env: definedOnly(opts.env),
-        max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
-        lossless: !!opts.lossless,
-        bytes: !!opts.bytes
-      });
+      w.postMessage({ id: id2, file: file2, args, cwd: opts.cwd, env: definedOnly(opts.env), max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES });
     });
   }
   ensure() {
@@ -69192,9 +68786,6 @@ function runCommand(file2, args, opts) {
 function trimFinalNewline(text) {
   return text.endsWith("\r\n") ? text.slice(0, -2) : text.endsWith("\n") ? text.slice(0, -1) : text;
 }
-
-// engine/workspace/workspace.ts
-init_config();
 
 // engine/workspace/git.ts
 init_errors3();
@@ -69417,7 +69008,7 @@ ${gradeObjects}
       OCW_WORKTREE: ws.worktree,
       ...inputs
     };
-    return await gitScript(script, { cwd: ws.gitDir, env: env2, lossless: !opts.bytes, bytes: opts.bytes });
+    return await gitScript(script, { cwd: ws.gitDir, env: env2 });
   } finally {
     await rm2(index, { force: true });
   }
@@ -69434,9 +69025,7 @@ function objectsOf(repo) {
   }
   return p;
 }
-async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()) {
-  const over = await snapshotOverCaps(ws, caps);
-  if (over) throw new SnapshotTooLarge(over);
+async function commitAndCheckOut(ws, message, checkoutDir) {
   await rm2(checkoutDir, { recursive: true, force: true });
   mkdirSync8(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
@@ -69453,73 +69042,6 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
   } finally {
     await rm2(checkoutIndex, { force: true });
   }
-}
-function snapshotCaps(env2 = process.env) {
-  const c3 = config2(env2);
-  const MiB4 = 1024 * 1024;
-  return { files: c3.OCW_SNAPSHOT_MAX_FILES, bytes: c3.OCW_SNAPSHOT_MAX_MB * MiB4, fileBytes: c3.OCW_SNAPSHOT_FILE_MAX_MB * MiB4 };
-}
-var SnapshotTooLarge = class extends OcwError {
-  constructor(message) {
-    super("conflict", message);
-    this.name = "SnapshotTooLarge";
-  }
-};
-var LIST_FOR_CAPS = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C ls-files -z -o --exclude-standard -- "$OCW_WORKTREE"
-printf '\\0'
-git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
-`;
-async function snapshotOverCaps(ws, caps = snapshotCaps()) {
-  if (!existsSync7(ws.worktree)) return null;
-  let out;
-  try {
-    out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true });
-  } catch (err) {
-    if (/output passed/.test(err.message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
-    throw err;
-  }
-  const cut = out.startsWith("\0") ? -1 : out.indexOf("\0\0");
-  const [fresh, tracked2] = cut < 0 ? ["", out.slice(1)] : [out.slice(0, cut), out.slice(cut + 2)];
-  const names = fresh ? fresh.split("\0").filter(Boolean) : [];
-  const size = (n2) => n2 < 1024 * 1024 ? `${n2.toLocaleString("en-US")} bytes` : `${Math.round(n2 / 1024 / 1024).toLocaleString("en-US")} MiB`;
-  if (names.length > caps.files)
-    return `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`;
-  const root2 = Buffer.from(ws.worktree + path18.sep);
-  const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
-  const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
-  let total2 = 0;
-  const sizes = await Promise.all(
-    names.map(
-      (n2) => lstat2(at(n2)).then(
-        (st) => st.isFile() || st.isSymbolicLink() ? st.size : 0,
-        () => 0
-      )
-    )
-  );
-  const grow = [];
-  for (const rec of tracked2.split("\0")) {
-    const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
-    if (m) grow.push([m[2], Number(m[1]), 0]);
-  }
-  await Promise.all(
-    grow.map(async (g) => {
-      const st = await lstat2(at(g[0])).catch(() => null);
-      g[2] = st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0;
-    })
-  );
-  for (const [i2, n2] of names.entries()) {
-    total2 += sizes[i2];
-    if (sizes[i2] > caps.fileBytes)
-      return `${shown(n2)} is ${size(sizes[i2])}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
-  }
-  for (const [n2, before, now] of grow) {
-    if (now <= before) continue;
-    total2 += now - before;
-    if (now > caps.fileBytes) return `${shown(n2)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
-  }
-  if (total2 > caps.bytes) return `the worker's files add ${size(total2)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
-  return null;
 }
 async function checkOutBase(ws, checkoutDir) {
   await rm2(checkoutDir, { recursive: true, force: true });
@@ -69547,8 +69069,6 @@ function parseNumstatAndStat(out) {
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
   if (!commit && !existsSync7(ws.worktree)) return "";
-  const over = commit ? null : await snapshotOverCaps(ws);
-  if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
   const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
@@ -69563,7 +69083,7 @@ async function copyObjects(from, to) {
     ...fanout.map(async (d) => {
       const names = (await readdir2(path18.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
-      await mkdir2(path18.join(to, d), { recursive: true });
+      await mkdir(path18.join(to, d), { recursive: true });
       for (const name of names) await copyWhole(path18.join(from, d, name), path18.join(to, d, name));
     }),
     copyPacks(path18.join(from, "pack"), path18.join(to, "pack"))
@@ -69573,7 +69093,7 @@ async function copyPacks(from, to) {
   const names = await readdir2(from).catch(() => []);
   const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
   if (!packs.length) return;
-  await mkdir2(to, { recursive: true });
+  await mkdir(to, { recursive: true });
   for (const pack of packs) {
     for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path18.join(from, pack + ext), path18.join(to, pack + ext));
   }
@@ -69837,17 +69357,10 @@ import { existsSync as existsSync9 } from "node:fs";
 import path26 from "node:path";
 
 // engine/workspace/land.ts
+init_errors3();
 import { createHash as createHash3 } from "node:crypto";
 import { lstatSync as lstatSync3, readFileSync as readFileSync11, readlinkSync } from "node:fs";
 import path25 from "node:path";
-
-// engine/workspace/fold.ts
-function foldPath(p) {
-  return p.normalize("NFC").toUpperCase().toLowerCase().normalize("NFC").split("/").map((part) => part === "." || part === ".." ? part : part.replace(/[. ]+$/, "") || part).join("/");
-}
-
-// engine/workspace/land.ts
-init_errors3();
 async function quietFlags(repo) {
   const names = /* @__PURE__ */ new Set(["lfs"]);
   const drivers = /* @__PURE__ */ new Set();
@@ -69876,7 +69389,7 @@ async function quietFlags(repo) {
 }
 var quietEnv = () => ({ ...userGitEnv(), GIT_LFS_SKIP_SMUDGE: "1" });
 async function q(repo, flags, args, opts = {}) {
-  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv(), lossless: opts.lossless });
+  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv() });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
   return { code: r.exitCode, out: r.stdout, err: r.stderr };
 }
@@ -69912,8 +69425,8 @@ async function combineCommits(repo, base2, commits, message) {
   if (at === base2) return { commit: base2, tree };
   return { commit: await commitTree(repo, tree, [base2], message), tree };
 }
-async function treeChanges(repo, from, to, opts = {}) {
-  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], opts)).out;
+async function treeChanges(repo, from, to) {
+  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to])).out;
   const parts = out.split("\0");
   const changes = [];
   for (let i2 = 0; i2 + 1 < parts.length; i2 += 2) {
@@ -69942,9 +69455,8 @@ var TOOL_CONFIG = [
 async function flaggedChanges(repo, base2, commit) {
   if (base2 === commit) return [];
   const flags = [];
-  for (const c3 of await treeChanges(repo, base2, commit, { lossless: true })) {
-    const folded = foldPath(c3.path);
-    const name = path25.posix.basename(folded);
+  for (const c3 of await treeChanges(repo, base2, commit)) {
+    const name = path25.posix.basename(c3.path);
     if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
     else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
     else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
@@ -69955,7 +69467,7 @@ async function flaggedChanges(repo, base2, commit) {
     } else if (c3.mode === "160000") flags.push({ path: c3.path, kind: "submodule", detail: `a submodule at ${c3.oid.slice(0, 12)}` });
     else if (c3.mode === "100755" && c3.oldMode !== "100755")
       flags.push({ path: c3.path, kind: "executable", detail: c3.oldMode ? "made executable" : "a new executable file" });
-    const tool = TOOL_CONFIG.find(([re]) => re.test(folded));
+    const tool = TOOL_CONFIG.find(([re]) => re.test(c3.path));
     if (tool) flags.push({ path: c3.path, kind: "tool-config", detail: tool[1] });
     if (name === "package.json") {
       const before = await scriptsOf2(repo, `${base2}:${c3.path}`);
@@ -70613,782 +70125,19 @@ var ReplyTrack = class {
 import path30 from "node:path";
 
 // engine/grading/grade.ts
-import { readdir as readdir3 } from "node:fs/promises";
+import { lstat as lstat2, mkdir as mkdir2, readdir as readdir3 } from "node:fs/promises";
 import path29 from "node:path";
 
 // engine/grading/runner-config.ts
-var import_ini = __toESM(require_ini());
 import { execFile } from "node:child_process";
 import { readFileSync as readFileSync12 } from "node:fs";
 import path28 from "node:path";
 import { promisify as promisify3 } from "node:util";
-
-// node_modules/smol-toml/dist/error.js
-function getLineColFromPtr(string4, ptr) {
-  let lines = string4.slice(0, ptr).split(/\r?\n/);
-  return [lines.length, lines.pop().length + 1];
-}
-function makeCodeBlock(string4, line, column) {
-  let lines = string4.split(/\r?\n/);
-  let codeblock2 = "";
-  let numberLen = (Math.log10(line + 1) | 0) + 1;
-  for (let i2 = line - 1; i2 <= line + 1; i2++) {
-    let l = lines[i2 - 1];
-    if (!l)
-      continue;
-    codeblock2 += i2.toString().padEnd(numberLen, " ");
-    codeblock2 += ":  ";
-    codeblock2 += l;
-    codeblock2 += "\n";
-    if (i2 === line) {
-      codeblock2 += " ".repeat(numberLen + column + 2);
-      codeblock2 += "^\n";
-    }
-  }
-  return codeblock2;
-}
-var TomlError = class _TomlError extends Error {
-  line;
-  column;
-  codeblock;
-  constructor(message, options) {
-    const [line, column] = getLineColFromPtr(options.toml, options.ptr);
-    const codeblock2 = makeCodeBlock(options.toml, line, column);
-    super(`Invalid TOML document: ${message}
-
-${codeblock2}`, options);
-    this.line = line;
-    this.column = column;
-    this.codeblock = codeblock2;
-  }
-  /** @internal */
-  static x(message, ctx, ptr) {
-    throw new _TomlError(message, { toml: ctx.s, ptr: ptr ?? ctx.p });
-  }
-};
-
-// node_modules/smol-toml/dist/primitive.js
-function parseString(ctx) {
-  let startPtr = ctx.p;
-  let c3 = ctx.s.charCodeAt(ctx.p++);
-  let first = c3;
-  let isLiteral = c3 === 39;
-  let isMultiline = c3 === ctx.s.charCodeAt(ctx.p) && c3 === ctx.s.charCodeAt(ctx.p + 1);
-  if (isMultiline) {
-    if ((c3 = ctx.s.charCodeAt(ctx.p += 2)) === 10)
-      ctx.p++;
-    else if (c3 === 13 && ctx.s.charCodeAt(ctx.p + 1) === 10)
-      ctx.p += 2;
-  }
-  let parsed = "";
-  let sliceStart = ctx.p;
-  let state = 0;
-  for (; ctx.p < ctx.s.length; ctx.p++) {
-    c3 = ctx.s.charCodeAt(ctx.p);
-    if (isMultiline && (c3 === 10 || c3 === 13 && ctx.s.charCodeAt(ctx.p + 1) === 10)) {
-      state = state && 3;
-    } else if (c3 < 32 && c3 !== 9 || c3 === 127) {
-      TomlError.x("control characters are not allowed in strings", ctx);
-    } else if ((!state || state === 3) && c3 === first && (!isMultiline || ctx.s.charCodeAt(ctx.p + 1) === first && ctx.s.charCodeAt(ctx.p + 2) === first)) {
-      if (isMultiline) {
-        if (ctx.s.charCodeAt(ctx.p + 3) === first)
-          ctx.p++;
-        if (ctx.s.charCodeAt(ctx.p + 3) === first)
-          ctx.p++;
-      }
-      if (!state) {
-        let s = ctx.s.slice(sliceStart, ctx.p);
-        parsed = parsed ? parsed + s : s;
-      }
-      ctx.p += isMultiline ? 3 : 1;
-      return parsed;
-    } else if (!state) {
-      if (!isLiteral && c3 === 92) {
-        parsed += ctx.s.slice(sliceStart, sliceStart = ctx.p);
-        state = 1;
-      }
-    } else if (state === 1) {
-      if (c3 === 120 || c3 === 117 || c3 === 85) {
-        let errPtr = ctx.p++ - 1;
-        let value = 0;
-        let len = c3 === 120 ? 2 : c3 === 117 ? 4 : 8;
-        for (let j = 0; j < len; j++, ctx.p++) {
-          let hex4 = ctx.s.charCodeAt(ctx.p);
-          let digit = (
-            /* 0-9 */
-            hex4 >= 48 && hex4 <= 57 ? hex4 - 48 : (
-              /* A-F */
-              hex4 >= 65 && hex4 <= 70 ? hex4 - 65 + 10 : (
-                /* a-f */
-                hex4 >= 97 && hex4 <= 102 ? hex4 - 97 + 10 : -1
-              )
-            )
-          );
-          if (digit < 0)
-            TomlError.x("invalid non-hex character in unicode escape", ctx);
-          value = value << 4 | digit;
-        }
-        if (value < 0 || value > 1114111 || value >= 55296 && value <= 57343) {
-          TomlError.x("invalid unicode escape", ctx, errPtr);
-        }
-        parsed += String.fromCodePoint(value);
-        sliceStart = ctx.p--;
-        state = 0;
-      } else if (isMultiline && (c3 === 32 || c3 === 9)) {
-        state = 2;
-      } else {
-        if (c3 === 98)
-          parsed += "\b";
-        else if (c3 === 116)
-          parsed += "	";
-        else if (c3 === 110)
-          parsed += "\n";
-        else if (c3 === 102)
-          parsed += "\f";
-        else if (c3 === 114)
-          parsed += "\r";
-        else if (c3 === 101)
-          parsed += "\x1B";
-        else if (c3 === 34)
-          parsed += '"';
-        else if (c3 === 92)
-          parsed += "\\";
-        else
-          TomlError.x("unrecognised escape sequence", ctx);
-        sliceStart = ctx.p + 1;
-        state = 0;
-      }
-    } else if (c3 !== 32 && c3 !== 9) {
-      if (state === 2)
-        TomlError.x("invalid escape: only line-ending whitespace may be escaped", ctx, sliceStart);
-      state = !isLiteral && c3 === 92 ? 1 : 0;
-      sliceStart = ctx.p;
-    }
-  }
-  TomlError.x("unfinished string", ctx, startPtr);
-}
-
-// node_modules/smol-toml/dist/date.js
-var DATE_TIME_RE = /^(\d{4}-\d{2}-\d{2})?[Tt ]?(?:(\d{2}):\d{2}(?::\d{2}(?:\.\d+)?)?)?(Z|z|[-+]\d{2}:\d{2})?$/i;
-var TomlDate = class _TomlDate extends Date {
-  #hasDate = false;
-  #hasTime = false;
-  #offset = null;
-  constructor(date5, fasttype, unsafeDelim) {
-    let hasDate = true;
-    let hasTime = true;
-    let offset = "Z";
-    let c3;
-    if (typeof date5 === "string") {
-      if (fasttype)
-        prep: {
-          if (fasttype < 3) {
-            if (+date5.slice(11, 13) > 23) {
-              date5 = "";
-              break prep;
-            }
-            if (fasttype === 2) {
-              offset = null;
-              date5 += "Z";
-            } else if ((c3 = date5.charCodeAt(date5.length - 1)) !== 90 && c3 !== 122) {
-              offset = date5.slice(date5.length - 6);
-            }
-            if (unsafeDelim)
-              date5 = date5.slice(0, 10) + "T" + date5.slice(11);
-          } else if (fasttype === 4) {
-            date5 = +date5.slice(0, 2) > 23 ? "" : `0000-01-01T${date5}Z`;
-          }
-          hasDate = fasttype !== 4;
-          hasTime = fasttype !== 3;
-        }
-      else {
-        let match = date5.match(DATE_TIME_RE);
-        if (match) {
-          if (!match[1]) {
-            hasDate = false;
-            date5 = `0000-01-01T${date5}`;
-          }
-          hasTime = !!match[2];
-          hasTime && date5[10] === " " && (date5 = date5.replace(" ", "T"));
-          if (match[2] && +match[2] > 23) {
-            date5 = "";
-          } else {
-            offset = match[3] || null;
-            if (!offset && hasTime)
-              date5 += "Z";
-          }
-        } else {
-          date5 = "";
-        }
-      }
-    }
-    super(date5);
-    if (!isNaN(this.getTime())) {
-      this.#hasDate = hasDate;
-      this.#hasTime = hasTime;
-      this.#offset = offset;
-    }
-  }
-  isDateTime() {
-    return this.#hasDate && this.#hasTime;
-  }
-  isLocal() {
-    return !this.#hasDate || !this.#hasTime || !this.#offset;
-  }
-  isDate() {
-    return this.#hasDate && !this.#hasTime;
-  }
-  isTime() {
-    return this.#hasTime && !this.#hasDate;
-  }
-  isValid() {
-    return this.#hasDate || this.#hasTime;
-  }
-  toISOString() {
-    let iso = super.toISOString();
-    if (this.isDate())
-      return iso.slice(0, 10);
-    if (this.isTime())
-      return iso.slice(11, 23);
-    if (this.#offset === null)
-      return iso.slice(0, -1);
-    if (this.#offset === "Z" || this.#offset === "z")
-      return iso;
-    let offset = +this.#offset.slice(1, 3) * 60 + +this.#offset.slice(4, 6);
-    offset = this.#offset[0] === "-" ? offset : -offset;
-    let offsetDate = new Date(this.getTime() - offset * 6e4);
-    return offsetDate.toISOString().slice(0, -1) + this.#offset;
-  }
-  static wrapAsOffsetDateTime(jsDate, offset = "Z") {
-    let date5 = new _TomlDate(jsDate);
-    date5.#offset = offset;
-    return date5;
-  }
-  static wrapAsLocalDateTime(jsDate) {
-    let date5 = new _TomlDate(jsDate);
-    date5.#offset = null;
-    return date5;
-  }
-  static wrapAsLocalDate(jsDate) {
-    let date5 = new _TomlDate(jsDate);
-    date5.#hasTime = false;
-    date5.#offset = null;
-    return date5;
-  }
-  static wrapAsLocalTime(jsDate) {
-    let date5 = new _TomlDate(jsDate);
-    date5.#hasDate = false;
-    date5.#offset = null;
-    return date5;
-  }
-};
-
-// node_modules/smol-toml/dist/extract.js
-function isDigit(char, base2 = 10) {
-  return base2 === 16 ? char > 47 && char < 58 || char > 64 && char < 71 || char > 96 && char < 103 : char > 47 && char < 48 + base2;
-}
-function isEndOfValue(char, delim) {
-  return char === 32 || char === 9 || char === 10 || char === 13 || // Structure end or next value delimiter
-  delim && (char === delim || char === 44) || // Comment
-  char === 35;
-}
-function extractValue(ctx, end) {
-  let errPtr = ctx.p;
-  let c3 = ctx.s.charCodeAt(ctx.p);
-  if (c3 === 91 || c3 === 123) {
-    ctx.d-- || TomlError.x("document contains excessively nested structures. aborting.", ctx);
-    let value = c3 === 91 ? parseArray(ctx) : parseInlineTable(ctx);
-    ctx.d++;
-    return value;
-  }
-  if (c3 === 34 || c3 === 39) {
-    return parseString(ctx);
-  }
-  if (c3 === 116) {
-    if (ctx.s.charCodeAt(++ctx.p) !== 114 || ctx.s.charCodeAt(++ctx.p) !== 117 || ctx.s.charCodeAt(++ctx.p) !== 101)
-      TomlError.x("invalid value", ctx, errPtr);
-    return ctx.p++, true;
-  }
-  if (c3 === 102) {
-    if (ctx.s.charCodeAt(++ctx.p) !== 97 || ctx.s.charCodeAt(++ctx.p) !== 108 || ctx.s.charCodeAt(++ctx.p) !== 115 || ctx.s.charCodeAt(++ctx.p) !== 101)
-      TomlError.x("invalid value", ctx, errPtr);
-    return ctx.p++, false;
-  }
-  if (c3 === 43 || c3 === 45) {
-    return parseNumber2(ctx, ctx.p, ctx.s.charCodeAt(++ctx.p), 44 - c3, end);
-  }
-  if (ctx.s.charCodeAt(ctx.p + 4) === 45 && ctx.s.charCodeAt(ctx.p + 7) === 45) {
-    return parseDate(ctx, c3, end);
-  }
-  if (ctx.s.charCodeAt(ctx.p + 2) === 58) {
-    return parseTime(ctx, c3, end);
-  }
-  return parseNumber2(ctx, ctx.p, c3, 0, end);
-}
-function parseNumber2(ctx, startPtr, startChr, sign, endChr) {
-  let c3 = startChr;
-  let state = 0;
-  let hasUnderscores = false;
-  if (c3 === 105) {
-    if (ctx.s.charCodeAt(++ctx.p) !== 110 || ctx.s.charCodeAt(++ctx.p) !== 102)
-      TomlError.x("invalid value", ctx, startPtr);
-    return ctx.p++, (sign || 1) / 0;
-  }
-  if (c3 === 110) {
-    if (ctx.s.charCodeAt(++ctx.p) !== 97 || ctx.s.charCodeAt(++ctx.p) !== 110)
-      TomlError.x("invalid value", ctx, startPtr);
-    return ctx.p++, NaN;
-  }
-  if (c3 === 48) {
-    if (++ctx.p >= ctx.s.length || isEndOfValue(c3 = ctx.s.charCodeAt(ctx.p), endChr))
-      return ctx.bi === true ? 0n : 0;
-    if (!sign) {
-      if (c3 === 120)
-        return parseIntegerBaseN(ctx, startPtr, 16, endChr);
-      else if (c3 === 98)
-        return parseIntegerBaseN(ctx, startPtr, 2, endChr);
-      else if (c3 === 111)
-        return parseIntegerBaseN(ctx, startPtr, 8, endChr);
-    }
-    if (c3 === 46)
-      state = 2;
-    else if (c3 === 101 || c3 === 69)
-      state = 4;
-    else
-      TomlError.x("illegal leading zero", ctx, startPtr);
-  } else if (!isDigit(c3))
-    TomlError.x("invalid value", ctx, startPtr);
-  while (++ctx.p < ctx.s.length && (c3 = ctx.s.charCodeAt(ctx.p), !isEndOfValue(c3, endChr))) {
-    if (!state)
-      state = 1;
-    if (c3 === 95) {
-      if (!(state & 1))
-        TomlError.x("illegal underscore", ctx);
-      state += 11;
-      hasUnderscores = true;
-    } else if (state === 1 && c3 === 46)
-      state = 2;
-    else if ((state === 1 || state === 3) && (c3 === 101 || c3 === 69))
-      state = 4;
-    else if (state === 4 && (c3 === 43 || c3 === 45)) {
-      state = 6;
-    } else if (!isDigit(c3))
-      TomlError.x(`illegal character in numeric literal`, ctx);
-    else if (state > 9)
-      state -= 11;
-    else if (!(state & 1))
-      state++;
-  }
-  if (!state) {
-    let val = (startChr - 48) * (sign || 1);
-    return ctx.bi === true ? BigInt(val) : val;
-  }
-  if (!(state & 1))
-    TomlError.x("unfinished numeric value", ctx, startPtr);
-  let str3 = ctx.s.slice(startPtr, ctx.p);
-  if (hasUnderscores)
-    str3 = str3.replaceAll("_", "");
-  return state > 1 ? parseFloat(str3) : parseInteger(ctx, str3, 10, startPtr);
-}
-function parseIntegerBaseN(ctx, startPtr, base2, endChr) {
-  let c3, underscore = 1;
-  while (++ctx.p < ctx.s.length && (c3 = ctx.s.charCodeAt(ctx.p), !isEndOfValue(c3, endChr))) {
-    if (c3 === 95) {
-      if (underscore & 1)
-        TomlError.x("illegal underscore", ctx);
-      underscore = 3;
-    } else if (!isDigit(c3, base2))
-      TomlError.x(`illegal character in numeric literal`, ctx);
-    else if (underscore & 1)
-      underscore--;
-  }
-  if (underscore & 1)
-    TomlError.x("unfinished numeric value", ctx);
-  let str3 = ctx.s.slice(startPtr + 2, ctx.p);
-  if (underscore)
-    str3 = str3.replaceAll("_", "");
-  return parseInteger(ctx, str3, base2, startPtr);
-}
-function parseInteger(ctx, str3, base2, startPtr) {
-  if (ctx.bi !== true)
-    int: {
-      let val = parseInt(str3, base2);
-      if (!Number.isSafeInteger(val)) {
-        if (ctx.bi)
-          break int;
-        TomlError.x("integer value cannot be represented losslessly", ctx, startPtr);
-      }
-      return val;
-    }
-  return base2 === 10 ? BigInt(str3) : BigInt((base2 === 2 ? "0b" : base2 === 8 ? "0o" : "0x") + str3);
-}
-function parseDate(ctx, c3, endChr) {
-  let startPtr = ctx.p++, unsafeSeparator;
-  if (!isDigit(c3) || !isDigit(ctx.s.charCodeAt(ctx.p++)) || !isDigit(ctx.s.charCodeAt(ctx.p++)) || !isDigit(ctx.s.charCodeAt(ctx.p++))) {
-    return parseNumber2(ctx, ctx.p = startPtr, c3, 0, endChr);
-  }
-  ctx.p += 5;
-  if (!isDigit(ctx.s.charCodeAt(ctx.p++)))
-    TomlError.x("invalid date-time: date part is malformed", ctx, startPtr);
-  if (ctx.p >= ctx.s.length || ((c3 = ctx.s.charCodeAt(ctx.p)) !== 32 || (unsafeSeparator = true, !isDigit(ctx.s.charCodeAt(ctx.p + 1)))) && c3 !== 84 && c3 !== 116) {
-    let t3 = ctx.s.slice(startPtr, ctx.p);
-    return readDate(ctx, t3, 3, false, startPtr);
-  }
-  if (ctx.s.charCodeAt(ctx.p += 3) !== 58)
-    TomlError.x("invalid date-time: time part is malformed", ctx, startPtr);
-  if (ctx.s.charCodeAt(ctx.p += 3) === 58)
-    ctx.p += 3;
-  if (ctx.s.charCodeAt(ctx.p) === 46)
-    while (isDigit(ctx.s.charCodeAt(++ctx.p)))
-      ;
-  if (c3 = ctx.s.charCodeAt(ctx.p)) {
-    if (c3 === 90 || c3 === 122) {
-      let t3 = ctx.s.slice(startPtr, ++ctx.p);
-      return readDate(ctx, t3, 1, unsafeSeparator, startPtr, "[+00:00]");
-    }
-    if (c3 === 43 || c3 === 45) {
-      let t3 = ctx.s.slice(startPtr, ctx.p += 6);
-      return readDate(ctx, t3, 1, unsafeSeparator, startPtr, !ctx.ld && "[" + ctx.s.slice(ctx.p - 6, ctx.p) + "]");
-    }
-  }
-  let t2 = ctx.s.slice(startPtr, ctx.p);
-  return readDate(ctx, t2, 2, unsafeSeparator, startPtr);
-}
-function parseTime(ctx, c3, endChr) {
-  let start = ctx.p;
-  if (!isDigit(c3) || !isDigit(ctx.s.charCodeAt(++ctx.p))) {
-    return parseNumber2(ctx, --ctx.p, c3, 0, endChr);
-  }
-  if (ctx.s.charCodeAt(ctx.p += 4) === 58)
-    ctx.p += 3;
-  if (ctx.s.charCodeAt(ctx.p) === 46)
-    while (isDigit(ctx.s.charCodeAt(++ctx.p)))
-      ;
-  let t2 = ctx.s.slice(start, ctx.p);
-  return readDate(ctx, t2, 4, false, start);
-}
-function readDate(ctx, str3, type, unsafeDelim, errPtr, temporalSuffix) {
-  if (ctx.ld) {
-    let date5 = new TomlDate(str3, type, unsafeDelim);
-    if (!date5.isValid())
-      TomlError.x("invalid date", ctx, errPtr);
-    return date5;
-  }
-  try {
-    if (temporalSuffix)
-      str3 += temporalSuffix;
-    switch (type) {
-      case 1:
-        return Temporal.ZonedDateTime.from(str3);
-      case 2:
-        return Temporal.PlainDateTime.from(str3);
-      case 3:
-        return Temporal.PlainDate.from(str3);
-      case 4:
-        return Temporal.PlainTime.from(str3);
-    }
-  } catch (e) {
-    TomlError.x(e instanceof Error ? e.message : "" + e, ctx, errPtr);
-  }
-}
-
-// node_modules/smol-toml/dist/util.js
-function skipComment(ctx) {
-  for (; ctx.p < ctx.s.length; ctx.p++) {
-    let c3 = ctx.s.charCodeAt(ctx.p);
-    if (c3 === 10)
-      break;
-    if (c3 === 13 && ctx.s.charCodeAt(ctx.p + 1) === 10) {
-      ctx.p++;
-      break;
-    }
-    if (c3 < 32 && c3 !== 9 || c3 === 127) {
-      TomlError.x("control characters are not allowed in comments", ctx);
-    }
-  }
-}
-function skipVoid(ctx, banNewLines, banComments) {
-  let c3;
-  while (ctx.p < ctx.s.length) {
-    while (ctx.p < ctx.s.length && ((c3 = ctx.s.charCodeAt(ctx.p)) === 32 || c3 === 9 || !banNewLines && (c3 === 10 || c3 === 13 && ctx.s.charCodeAt(ctx.p + 1) === 10)))
-      ctx.p++;
-    if (banComments || c3 !== 35)
-      break;
-    skipComment(ctx);
-  }
-}
-
-// node_modules/smol-toml/dist/struct.js
-function parseKey(ctx, end = 61) {
-  let startPtr;
-  let state = 0;
-  let parsed = [];
-  let sliceStart;
-  let c3 = ctx.s.charCodeAt(startPtr = ctx.p);
-  do {
-    if (c3 === end) {
-      if (!state)
-        TomlError.x("unexpected end of key", ctx);
-      if (state === 1)
-        parsed.push(ctx.s.slice(sliceStart, ctx.p));
-      return ctx.p++, parsed;
-    } else if (c3 === 46) {
-      if (!state)
-        TomlError.x("illegal empty bare key", ctx);
-      if (state === 1)
-        parsed.push(ctx.s.slice(sliceStart, ctx.p));
-      state = 0;
-    } else if (!state && (c3 === 34 || c3 === 39)) {
-      if (c3 === ctx.s.charCodeAt(ctx.p + 1) && c3 === ctx.s.charCodeAt(ctx.p + 2))
-        TomlError.x("illegal quoted key: multiline strings are not allowed", ctx);
-      parsed.push(parseString(ctx));
-      state = 2;
-      ctx.p--;
-    } else if (c3 === 32 || c3 === 9) {
-      if (state === 1) {
-        parsed.push(ctx.s.slice(sliceStart, ctx.p));
-        state = 2;
-      }
-    } else if (state === 2 || c3 < 48 && c3 !== 45 || c3 > 57 && c3 < 65 || c3 > 90 && c3 < 97 && c3 !== 95 || c3 > 122) {
-      TomlError.x("illegal character in key", ctx);
-    } else if (!state) {
-      state = 1;
-      sliceStart = ctx.p;
-    }
-  } while (c3 = ctx.s.charCodeAt(++ctx.p));
-  TomlError.x("incomplete key-value: cannot find end of key", ctx, startPtr);
-}
-function parseInlineTable(ctx) {
-  let startPtr = ctx.p++;
-  let res = /* @__PURE__ */ Object.create(null);
-  let seen = /* @__PURE__ */ new Set();
-  let c3;
-  while (ctx.p < ctx.s.length) {
-    skipVoid(ctx);
-    if ((c3 = ctx.s.charCodeAt(ctx.p)) === 125) {
-      ctx.p++;
-      return res;
-    }
-    let k;
-    let t2 = res;
-    let hasOwn = false;
-    let errPtr = ctx.p;
-    let key = parseKey(ctx);
-    for (let i2 = 0; i2 < key.length; i2++) {
-      if (i2)
-        t2 = hasOwn ? t2[k] : t2[k] = /* @__PURE__ */ Object.create(null);
-      k = key[i2];
-      if ((hasOwn = Object.hasOwn(t2, k)) && (typeof t2[k] !== "object" || seen.has(t2[k]))) {
-        TomlError.x("trying to redefine an already defined value", ctx, errPtr);
-      }
-      let unsafe = k === "__proto__";
-      if (ctx.uk && (unsafe || k === "constructor")) {
-        t2 = ctx.uk !== 1 && TomlError.x("document contains an unsafe property", ctx, errPtr);
-        break;
-      }
-      if (!hasOwn && unsafe) {
-        Object.defineProperty(t2, k, { enumerable: true, configurable: true, writable: true });
-      }
-    }
-    if (hasOwn) {
-      TomlError.x("trying to redefine an already defined value", ctx, errPtr);
-    }
-    skipVoid(ctx, true, true);
-    let value = extractValue(
-      ctx,
-      125
-      /* } */
-    );
-    if (t2 && typeof (t2[k] = value) === "object")
-      seen.add(value);
-    skipVoid(ctx);
-    if ((c3 = ctx.s.charCodeAt(ctx.p++)) === 125) {
-      return res;
-    }
-    if (c3 !== 44)
-      TomlError.x("expected comma or end of structure", ctx, ctx.p - 1);
-  }
-  TomlError.x("unfinished table", ctx, startPtr);
-}
-function parseArray(ctx) {
-  let startPtr = ctx.p++;
-  let res = [];
-  let c3;
-  while (ctx.p < ctx.s.length) {
-    skipVoid(ctx);
-    if ((c3 = ctx.s.charCodeAt(ctx.p)) === 93) {
-      ctx.p++;
-      return res;
-    }
-    res.push(extractValue(
-      ctx,
-      93
-      /* ] */
-    ));
-    skipVoid(ctx);
-    if ((c3 = ctx.s.charCodeAt(ctx.p++)) === 93) {
-      return res;
-    }
-    if (c3 !== 44)
-      TomlError.x("expected comma or end of structure", ctx, ctx.p - 1);
-  }
-  TomlError.x("unfinished array", ctx, startPtr);
-}
-
-// node_modules/smol-toml/dist/parse.js
-function peekTable(ctx, key, table, meta, type) {
-  let t2 = table;
-  let m = meta;
-  let k;
-  let hasOwn = false;
-  let state;
-  for (let i2 = 0; i2 < key.length; i2++) {
-    if (i2) {
-      t2 = hasOwn ? t2[k] : t2[k] = /* @__PURE__ */ Object.create(null);
-      m = (state = m[k]).c;
-      if (type === 0 && (state.t === 1 || state.t === 2)) {
-        return null;
-      }
-      if (state.t === 2) {
-        let l = t2.length - 1;
-        t2 = t2[l];
-        m = m[l].c;
-      }
-    }
-    k = key[i2];
-    if ((hasOwn = Object.hasOwn(t2, k)) && m[k]?.t === 0 && m[k]?.d) {
-      return null;
-    }
-    if (!hasOwn) {
-      let unsafe = k === "__proto__";
-      if (ctx.uk && (unsafe || k === "constructor"))
-        return false;
-      if (unsafe) {
-        Object.defineProperty(t2, k, { enumerable: true, configurable: true, writable: true });
-        Object.defineProperty(m, k, { enumerable: true, configurable: true, writable: true });
-      }
-      m[k] = {
-        t: i2 < key.length - 1 && type === 2 ? 3 : type,
-        d: false,
-        i: 0,
-        c: /* @__PURE__ */ Object.create(null)
-      };
-    }
-  }
-  state = m[k];
-  if (state.t !== type && !(type === 1 && state.t === 3)) {
-    return null;
-  }
-  if (type === 2) {
-    if (!state.d) {
-      state.d = true;
-      t2[k] = [];
-    }
-    t2[k].push(t2 = /* @__PURE__ */ Object.create(null));
-    state.c[state.i++] = state = { t: 1, d: false, i: 0, c: /* @__PURE__ */ Object.create(null) };
-  }
-  if (state.d) {
-    return null;
-  }
-  state.d = true;
-  if (type === 1) {
-    t2 = hasOwn ? t2[k] : t2[k] = /* @__PURE__ */ Object.create(null);
-  } else if (type === 0 && hasOwn) {
-    return null;
-  }
-  return [k, t2, state.c];
-}
-function validateTablePeek(ctx, peek, ptr) {
-  if (peek === null || ctx.uk === 2)
-    TomlError.x(peek === null ? "trying to redefine an already defined table or value" : "document contains an unsafe property", ctx, ptr);
-}
-function parse3(toml, options = {}) {
-  let ctx = {
-    s: toml,
-    p: 0,
-    d: options.maxDepth ?? 1e3,
-    bi: options.integersAsBigInt ?? false,
-    ld: options.useLegacyDate ?? true,
-    uk: options.unsafeKeyBehaviour === "throw" ? 2 : options.unsafeKeyBehaviour === "drop" ? 1 : 0
-  };
-  let res = /* @__PURE__ */ Object.create(null);
-  let meta = /* @__PURE__ */ Object.create(null);
-  let tmp;
-  let skipping = false;
-  let tbl = res;
-  let m = meta;
-  if (toml.charCodeAt(0) === 65279)
-    ctx.p++;
-  skipVoid(ctx);
-  while (ctx.p < toml.length) {
-    if (toml.charCodeAt(ctx.p) === 91) {
-      let isTableArray = toml.charCodeAt(++ctx.p) === 91;
-      tmp = ctx.p += +isTableArray;
-      skipping = false;
-      let k = parseKey(
-        ctx,
-        93
-        /* ] */
-      );
-      if (isTableArray) {
-        if (toml.charCodeAt(ctx.p) !== 93) {
-          TomlError.x("expected end of table array declaration", ctx);
-        }
-        ctx.p++;
-      }
-      let p = peekTable(
-        ctx,
-        k,
-        res,
-        meta,
-        isTableArray ? 2 : 1
-        /* Type.EXPLICIT */
-      );
-      if (!p) {
-        validateTablePeek(ctx, p, tmp);
-        skipping = true;
-      } else {
-        m = p[2];
-        tbl = p[1];
-      }
-    } else {
-      tmp = ctx.p;
-      let k = parseKey(ctx);
-      let p = peekTable(
-        ctx,
-        k,
-        tbl,
-        m,
-        0
-        /* Type.DOTTED */
-      );
-      if (!p && !skipping)
-        validateTablePeek(ctx, p, tmp);
-      skipVoid(ctx, true, true);
-      let v = extractValue(ctx, void 0);
-      if (p && !skipping)
-        p[1][p[0]] = v;
-    }
-    skipVoid(ctx, true);
-    if (ctx.p < toml.length && (tmp = toml.charCodeAt(ctx.p)) !== 10 && (tmp !== 13 || toml.charCodeAt(ctx.p + 1) !== 10)) {
-      TomlError.x("each key-value declaration must be followed by an end-of-line", ctx);
-    }
-    skipVoid(ctx);
-  }
-  return res;
-}
-
-// node_modules/smol-toml/dist/stringify.js
-var HAS_WELLFORMED = !!"".isWellFormed;
-
-// engine/grading/runner-config.ts
 var run = promisify3(execFile);
 var RUNNER_FILES = /* @__PURE__ */ new Set([
   "conftest.py",
   "pytest.ini",
   ".pytest.ini",
-  "pytest.toml",
-  ".pytest.toml",
   "tox.ini",
   "noxfile.py",
   ".npmrc",
@@ -71396,178 +70145,54 @@ var RUNNER_FILES = /* @__PURE__ */ new Set([
   ".yarnrc.yml",
   ".pnpmfile.cjs",
   ".mocharc",
+  ".mocharc.js",
+  ".mocharc.cjs",
+  ".mocharc.json",
+  ".mocharc.yml",
+  ".mocharc.yaml",
   ".babelrc",
-  ".swcrc",
+  ".babelrc.js",
   ".nycrc",
-  ".c8rc",
   ".coveragerc",
-  ".rspec",
-  ".rspec-local",
-  "spec_helper.rb",
-  "rails_helper.rb",
-  "rakefile",
   "sitecustomize.py",
   "usercustomize.py",
+  "Makefile",
   "makefile",
-  "gnumakefile",
-  "justfile",
-  ".justfile",
-  "go.work",
-  "rust-toolchain",
-  "rust-toolchain.toml",
-  "jsconfig.json"
+  "GNUmakefile"
 ]);
 var SHADOW_TOP = /^(pytest|_pytest|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
-var SECTIONED = /* @__PURE__ */ new Set(["package.json", "pyproject.toml", "setup.cfg", "cargo.toml", "go.mod"]);
+var SECTIONED = /* @__PURE__ */ new Set(["package.json", "pyproject.toml", "setup.cfg"]);
 function runnerConfigReason(file2) {
-  const parts = foldPath(file2).split("/");
+  const parts = file2.split("/");
   const base2 = parts[parts.length - 1];
-  const shown = file2.split("/").pop();
   if (parts.includes("node_modules")) return "node_modules/ (installed code a check runs)";
-  if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base2.endsWith(".pyc")) return "compiled Python a check may import";
-  if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base2 === "config" || base2 === "config.toml"))
-    return `.cargo/${shown} (cargo configuration: runners, aliases, flags)`;
-  if (RUNNER_FILES.has(base2)) return `${shown} (test runner configuration or hook)`;
-  if (/\.config\.[^/]+$/.test(base2) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base2) || /^\.mocharc(\.|$)/.test(base2))
-    return `${shown} (tool configuration)`;
-  if (/^(vitest|vite|jest)\.workspace\.[^/]+$/.test(base2) || /^(jest|vitest|test)[.-]setup\.[^/]+$/.test(base2) || /^setuptests\.[^/]+$/.test(base2))
-    return `${shown} (test runner setup file)`;
-  if (/^tsconfig(\.[^/]+)?\.json$/.test(base2)) return `${shown} (TypeScript configuration: path mappings decide what a test imports)`;
-  if (base2.endsWith(".pth")) return `${shown} (Python path hook)`;
-  if (parts.length === 1 && SHADOW_TOP.test(base2)) return `${shown} (named like a tool a check may run: it shadows it)`;
-  if (parts.length === 2 && SHADOW_TOP.test(parts[0]) && base2 === "__init__.py") return `${file2.split("/")[0]}/ (a package named like a tool a check may run)`;
+  if (RUNNER_FILES.has(base2)) return `${base2} (test runner configuration or hook)`;
+  if (/\.config\.[^/]+$/.test(base2) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|ya?ml)$/.test(base2)) return `${base2} (tool configuration)`;
+  if (base2.endsWith(".pth")) return `${base2} (Python path hook)`;
+  if (parts.length === 1 && SHADOW_TOP.test(base2)) return `${base2} (named like a tool a check may run: it shadows it)`;
+  if (parts.length === 2 && SHADOW_TOP.test(parts[0]) && base2 === "__init__.py") return `${parts[0]}/ (a package named like a tool a check may run)`;
   return null;
-}
-var PACKAGE_JSON_KEYS = [
-  "scripts",
-  "jest",
-  "mocha",
-  "ava",
-  "tap",
-  "c8",
-  "nyc",
-  "vitest",
-  "babel",
-  "exports",
-  "imports",
-  "eslintConfig",
-  "prettier",
-  "config",
-  "workspaces",
-  "pnpm"
-];
-function canonical(v) {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === "object" && !(v instanceof Date))
-    return Object.fromEntries(
-      Object.keys(v).sort().map((k) => [k, canonical(v[k])])
-    );
-  return v instanceof Date ? v.toISOString() : v;
-}
-var isDoc = (v) => !!v && typeof v === "object" && !Array.isArray(v);
-function without(doc, keys) {
-  const [k, ...rest] = keys;
-  if (!(k in doc)) return doc;
-  const copy = { ...doc };
-  if (!rest.length) delete copy[k];
-  else if (isDoc(copy[k])) copy[k] = without(copy[k], rest);
-  return copy;
-}
-var pick3 = (doc, keys) => keys.reduce((v, k) => isDoc(v) ? v[k] : void 0, doc);
-var PYPROJECT_FREE = [
-  ["project"],
-  ["build-system"],
-  ["dependency-groups"],
-  ["tool", "poetry"],
-  ["tool", "setuptools"],
-  ["tool", "setuptools_scm"],
-  ["tool", "hatch", "version"],
-  ["tool", "hatch", "metadata"],
-  ["tool", "hatch", "build"],
-  ["tool", "flit"],
-  ["tool", "maturin"],
-  ["tool", "pdm"]
-];
-var PYPROJECT_KEPT = [
-  ["project", "entry-points"],
-  ["tool", "poetry", "plugins"],
-  ["tool", "poetry", "scripts"],
-  ["tool", "pdm", "scripts"]
-];
-function pyprojectPart(doc) {
-  let rest = doc;
-  for (const k of PYPROJECT_FREE) rest = without(rest, k);
-  return { rest, kept: PYPROJECT_KEPT.map((k) => pick3(doc, k) ?? null) };
-}
-function cargoPart(doc) {
-  const pkg = isDoc(doc.package) ? doc.package : {};
-  const auto = ["autotests", "autobins", "autobenches", "autoexamples", "autolib", "build", "links"].map((k) => [k, pkg[k] ?? null]);
-  const workspace = isDoc(doc.workspace) ? without(without(doc.workspace, ["dependencies"]), ["package"]) : null;
-  return { auto, workspace, ...Object.fromEntries(["lib", "bin", "test", "bench", "example", "profile", "patch", "replace"].map((k) => [k, doc[k] ?? null])) };
-}
-var SETUP_CFG_FREE = /* @__PURE__ */ new Set([
-  "metadata",
-  "options",
-  "options.extras_require",
-  "options.packages.find",
-  "options.package_data",
-  "options.exclude_package_data",
-  "options.data_files",
-  "bdist_wheel",
-  "sdist",
-  "egg_info"
-]);
-function setupCfgPart(text) {
-  const doc = import_ini.default.parse(text);
-  const suspicious = (d) => Object.entries(d).some(([k, v]) => k.trim().startsWith("[") || isDoc(v) && suspicious(v));
-  if (suspicious(doc)) return { whole: text };
-  return Object.fromEntries(Object.entries(doc).filter(([k]) => !SETUP_CFG_FREE.has(k)));
-}
-function goModPart(text) {
-  const keep = [];
-  let block = null;
-  for (const raw2 of text.split(/\r?\n/)) {
-    const line = raw2.replace(/\/\/.*$/, "").trim();
-    if (!line) continue;
-    if (block) {
-      if (line === ")") block = null;
-      else if (["replace", "toolchain", "godebug", "retract"].includes(block)) keep.push(`${block} ${line}`);
-      continue;
-    }
-    const m = /^(\w+)\s*(\()?\s*(.*)$/.exec(line);
-    if (!m) {
-      keep.push(line);
-      continue;
-    }
-    if (m[2]) block = m[1];
-    else if (!["module", "go", "require", "exclude"].includes(m[1])) keep.push(line);
-  }
-  return keep;
 }
 function runnerPart(file2, text) {
   if (text === null) return "";
-  const base2 = foldPath(path28.posix.basename(file2));
-  try {
-    let part;
-    if (base2 === "package.json") {
+  const base2 = path28.posix.basename(file2);
+  if (base2 === "package.json") {
+    try {
       const j = JSON.parse(text);
-      part = PACKAGE_JSON_KEYS.map((k) => [k, (isDoc(j) ? j[k] : void 0) ?? null]);
-    } else if (base2 === "pyproject.toml") part = pyprojectPart(parse3(text));
-    else if (base2 === "cargo.toml") part = cargoPart(parse3(text));
-    else if (base2 === "setup.cfg") part = setupCfgPart(text);
-    else if (base2 === "go.mod") part = goModPart(text);
-    else part = { whole: text };
-    return isEmptyPart(part) ? "" : JSON.stringify(canonical(part));
-  } catch {
-    return `unparsable:${text}`;
+      return JSON.stringify(["scripts", "jest", "mocha", "ava", "c8", "nyc", "vitest"].map((k) => [k, j[k] ?? null]));
+    } catch {
+      return `unparsable:${text}`;
+    }
   }
-}
-function isEmptyPart(part) {
-  if (part === null || part === void 0) return true;
-  if (Array.isArray(part)) return part.every((p) => Array.isArray(p) && p.length === 2 && typeof p[0] === "string" ? p[1] === null : isEmptyPart(p));
-  if (isDoc(part)) return Object.values(part).every(isEmptyPart);
-  return false;
+  const keep = [];
+  let on6 = false;
+  for (const line of text.split(/\r?\n/)) {
+    const head = /^\s*\[+\s*([^\]]+?)\s*\]+\s*$/.exec(line);
+    if (head) on6 = /^(tool[.:])?(pytest|tox|coverage|testenv|nox)\b/i.test(head[1]);
+    if (on6) keep.push(line);
+  }
+  return keep.join("\n");
 }
 async function baseText(repo, commit, file2) {
   try {
@@ -71593,7 +70218,7 @@ async function runnerConfigChanges(opts) {
   for (const file2 of opts.changed) {
     const rel = opts.sub ? file2.startsWith(opts.sub + "/") ? file2.slice(opts.sub.length + 1) : `../${file2}` : file2;
     if (named.has(rel)) continue;
-    const base2 = foldPath(path28.posix.basename(file2));
+    const base2 = path28.posix.basename(file2);
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file2, await baseText(opts.repo, opts.baseCommit, file2));
       const after = runnerPart(file2, newText(opts.checkout, file2));
@@ -71608,6 +70233,21 @@ async function runnerConfigChanges(opts) {
 }
 
 // engine/grading/grade.ts
+async function folderIn(checkout, sub) {
+  let at = checkout;
+  for (const part of sub.split(path29.sep).filter(Boolean)) {
+    at = path29.join(at, part);
+    const st = await lstat2(at).catch(() => null);
+    if (!st) await mkdir2(at);
+    else if (!st.isDirectory()) {
+      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
+      return {
+        problem: `${path29.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
+      };
+    }
+  }
+  return at;
+}
 async function protectedIn(checkout, sub, protect) {
   if (!protect.length) return [];
   const isProtected = globsMatcher(protect);
@@ -71617,34 +70257,6 @@ async function protectedIn(checkout, sub, protect) {
   ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path29.join(checkout, f));
 }
 async function grade(input2) {
-  try {
-    return await gradeSnapshot(input2);
-  } catch (err) {
-    if (!(err instanceof SnapshotTooLarge)) throw err;
-    const { workspace: ws } = input2;
-    const { claim, reason } = parseClaim(input2.finalText);
-    return {
-      verdict: "honest-failure",
-      claim,
-      claimReason: reason,
-      honest: claim === "honest-failure",
-      checks: input2.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: `not run: ${err.message}` })),
-      scope: { passed: false, violations: [`snapshot too large: ${err.message}`], changedFiles: [], snapshotCap: err.message },
-      gradedAt: Date.now(),
-      branch: ws.branch,
-      worktree: ws.worktree,
-      commit: null,
-      diffStat: "",
-      mergeHint: null,
-      flags: [],
-      reason: err.message,
-      weakEvidence: false,
-      sincePrevious: null,
-      caveats: caveatsOf(input2.checks)
-    };
-  }
-}
-async function gradeSnapshot(input2) {
   const { workspace: ws } = input2;
   const checkout = input2.checkoutDir;
   let checks;
@@ -71945,9 +70557,9 @@ function summarizeFailure(v) {
 }
 
 // engine/workers/batches.ts
+init_errors3();
 import { existsSync as existsSync10, mkdirSync as mkdirSync10, readdirSync as readdirSync6 } from "node:fs";
 import path31 from "node:path";
-init_errors3();
 init_json_file();
 var Batches = class {
   constructor(opts) {
@@ -72175,8 +70787,8 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
           OCW_INDEX: `${root2}.index`
         }
       });
-      const cwd = await folderIn(root2, r.subdir);
-      if (typeof cwd !== "string") return checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
+      const cwd = path31.join(root2, r.subdir);
+      mkdirSync10(cwd, { recursive: true });
       const sandbox = this.opts.sandbox.kind === "none" ? void 0 : { kind: this.opts.sandbox.kind, stateDir: this.opts.stateDir, tmpDir, root: root2 };
       return await runChecks(checks, cwd, sandbox);
     } finally {
@@ -76380,12 +74992,12 @@ function createMiddlewareFactory() {
   }
   return createMiddleware;
 }
-function createInputMiddleware(parse4) {
+function createInputMiddleware(parse3) {
   const inputMiddleware = async function inputValidatorMiddleware(opts) {
     let parsedInput;
     const rawInput = await opts.getRawInput();
     try {
-      parsedInput = await parse4(rawInput);
+      parsedInput = await parse3(rawInput);
     } catch (cause) {
       throw new TRPCError({
         code: "BAD_REQUEST",
@@ -76453,12 +75065,12 @@ function createErrorFormatterMiddleware(formatter, isDev) {
   errorMiddleware._type = "errors";
   return errorMiddleware;
 }
-function createOutputMiddleware(parse4) {
+function createOutputMiddleware(parse3) {
   const outputMiddleware = async function outputValidatorMiddleware({ next }) {
     const result = await next();
     if (!result.ok) return result;
     try {
-      const data = await parse4(result.data);
+      const data = await parse3(result.data);
       return _objectSpread2(_objectSpread2({}, result), {}, { data });
     } catch (cause) {
       throw new TRPCError({
@@ -76492,12 +75104,12 @@ function getParseFn(procedureParser) {
   if (typeof parser === "function" && !isStandardSchema) return parser;
   if (typeof parser.parseAsync === "function") {
     if (typeof parser.parse !== "function") return parser.parseAsync.bind(parser);
-    const parse4 = parser.parse.bind(parser);
+    const parse3 = parser.parse.bind(parser);
     const parseAsync3 = parser.parseAsync.bind(parser);
     let isAsync2 = false;
     return (value) => {
       if (!isAsync2) try {
-        return parse4(value);
+        return parse3(value);
       } catch (cause) {
         if (Array.isArray(cause === null || cause === void 0 ? void 0 : cause.issues)) throw cause;
         isAsync2 = true;
@@ -77067,24 +75679,6 @@ init_errors3();
 import { accessSync, constants as constants4 } from "node:fs";
 import path35 from "node:path";
 
-// shared/remote-url.ts
-function redactUrlCredentials(text) {
-  return String(text ?? "").replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1***@");
-}
-function hostedRepo(url2) {
-  const u2 = String(url2 ?? "").trim();
-  let host;
-  let repoPath;
-  const full = /^(?:https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#:]+)(?::\d+)?\/([^?#]+)$/i.exec(u2);
-  const scp = /^(?:[^/@:\s]+@)?([^/:\s]+):(?!\/)([^?#\s]+)$/.exec(u2);
-  if (full) [host, repoPath] = [full[1], full[2]];
-  else if (scp) [host, repoPath] = [scp[1], scp[2]];
-  else return null;
-  const parts = repoPath.replace(/\/+$/, "").replace(/\.git$/, "").split("/");
-  if (parts.length !== 2 || parts.some((p) => !/^[\w.-]+$/.test(p) || p === "." || p === "..")) return null;
-  return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
-}
-
 // shared/vocabulary.ts
 var outcomeWord = (o2) => o2 === "built" ? "built" : "failed";
 function claimWords(v) {
@@ -77098,18 +75692,6 @@ function verdictLine(v) {
 
 // engine/workers/push.ts
 async function pushWork(engine, input2) {
-  try {
-    const r = await pushUnredacted(engine, input2);
-    return { ...r, remote: redactUrlCredentials(r.remote), prProblem: r.prProblem === null ? null : redactUrlCredentials(r.prProblem) };
-  } catch (err) {
-    if (err instanceof Error) {
-      err.message = redactUrlCredentials(err.message);
-      if (err.stack) err.stack = redactUrlCredentials(err.stack);
-    }
-    throw err;
-  }
-}
-async function pushUnredacted(engine, input2) {
   const what = input2.workerId ? workerPush(engine, input2.workerId) : batchPush(engine, input2.batchId);
   const { repo, commit, id: id2, body, title } = what;
   const flags = input2.workerId ? engine.get(input2.workerId).verdict?.flags ?? [] : await flaggedChanges(repo, what.base, commit);
@@ -77151,17 +75733,13 @@ async function pushUnredacted(engine, input2) {
   let prProblem = null;
   if (input2.pr) {
     const gh = findOnPath2("gh");
-    const url2 = remotes.includes(remote) ? await git(repo, ["config", "--get", `remote.${remote}.url`], { allowFail: true }) : remote;
-    const ghRepo = hostedRepo(url2);
-    if (!ghRepo) prProblem = `${remote} (${url2}) is not a repository on a hosting service that gh can name: open the pull request there (the branch is pushed)`;
-    else if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
+    if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
     else {
       const auth = await runCommand(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
       if (auth.exitCode !== 0) prProblem = "gh is not signed in (run `gh auth login`): open the pull request on the remote's site (the branch is pushed)";
       else {
         const args = ["pr", "create", "--head", branch, "--title", input2.title ?? title, "--body", body];
         if (def) args.push("--base", def);
-        args.push("--repo", ghRepo);
         const r = await runCommand(gh, args, { cwd: repo, env: { ...process.env } });
         if (r.exitCode !== 0) prProblem = `gh could not open the pull request: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" ")}`;
         else pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
@@ -77540,7 +76118,6 @@ init_setup2();
 // engine/serving/providers-api.ts
 init_errors3();
 init_cause();
-init_bounded();
 async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
   const i2 = ProviderModelsInput.parse(input2);
   const base2 = i2.url.replace(/\/+$/, "");
@@ -77566,10 +76143,8 @@ async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
   }
   const MAX = 16 * 1024 * 1024;
   if (Number(res.headers.get("content-length") ?? 0) > MAX) throw new OcwError("bad-input", `${url2} answered more than 16 MB: not a model list; check the URL`);
-  const text = await readBounded(res, url2, MAX).catch((e) => {
-    if (e instanceof BodyTooLarge) throw new OcwError("bad-input", `${url2} answered more than 16 MB: not a model list; check the URL`);
-    return "";
-  });
+  const text = await res.text().catch(() => "");
+  if (text.length > MAX) throw new OcwError("bad-input", `${url2} answered more than 16 MB: not a model list; check the URL`);
   if (res.status === 401 || res.status === 403)
     throw new OcwError(
       "bad-input",
@@ -93578,7 +92153,7 @@ async function runFit(o2) {
     const minCtx = int3(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
     const dev = { gpus: gpus.map((g, i2) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i2}` })), hostFreeBytes: hostFree };
     const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync26(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
-    const pick4 = planModel(m, dev, slots, minCtx, false);
+    const pick3 = planModel(m, dev, slots, minCtx, false);
     const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync26(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
     const out = {
       model: {
@@ -93594,8 +92169,8 @@ async function runFit(o2) {
       ...e,
       hardware: hwNote,
       llamaCpp,
-      recommendation: pick4,
-      recommendationProblem: pick4 ? null : minCtx > h3.nCtxTrain ? `the model was trained for ${h3.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
+      recommendation: pick3,
+      recommendationProblem: pick3 ? null : minCtx > h3.nCtxTrain ? `the model was trained for ${h3.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
     };
     if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const lines = [
@@ -93610,7 +92185,7 @@ async function runFit(o2) {
         `llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} \u2014 ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`
       ] : [],
       `hardware: ${hwNote}`,
-      pick4 ? `recommended: ${pick4.command}  (${pick4.reason})` : `does not fit: ${out.recommendationProblem}`,
+      pick3 ? `recommended: ${pick3.command}  (${pick3.reason})` : `does not fit: ${out.recommendationProblem}`,
       ...e.warnings.map((w) => `note: ${w}`)
     ];
     return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
