@@ -312,7 +312,7 @@ test("run a model here: Start downloads, loads, warms up, verifies live and chec
     });
     await open(page, e);
     const rec = page.getByRole("region", { name: "Recommended setup" });
-    await expect(rec).toContainText("Qwen3.6-27B");
+    await expect(rec).toContainText("Qwen3.8-27B");
     await expect(page.getByText("not wired")).toHaveCount(0);
     await rec.getByRole("button", { name: /^Start .* here$/ }).click();
     const start = page.getByRole("region", { name: "Model start" });
@@ -331,7 +331,7 @@ test("run a model here: Start downloads, loads, warms up, verifies live and chec
     await expect(load).toContainText("(supervised: restarted if it crashes)");
     await expect(load).not.toContainText("restarted after a crash");
     await expect(start.getByRole("status")).toContainText(/built.*saved and active/);
-    await expect(page.getByRole("region", { name: "Saved targets" })).toContainText("llamacpp-qwen3.6-27b");
+    await expect(page.getByRole("region", { name: "Saved targets" })).toContainText("llamacpp-qwen3.8-27b");
     await shot(page, "start-done", start);
     // The teardown leaves nothing behind: stopping the engine as a person does (`ocw stop`) stops the server it started
     // and its `ocw serving supervise` process (a bare SIGTERM of the engine left both running after the run).

@@ -95,6 +95,8 @@ export const SetupStartInput = z.object({
    * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.
    */
   cacheType: z.enum(["f16", "q8_0", "q4_0"]).optional(),
+  /** Plan a model too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing it. */
+  allowSlow: z.boolean().optional(),
 });
 export type SetupStartInput = z.input<typeof SetupStartInput>;
 

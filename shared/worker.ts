@@ -102,6 +102,8 @@ export const TranscriptPart = z.object({
   status: z.string().optional(),
   input: z.unknown().optional(),
   output: z.string().optional(),
+  /** Characters cut from the middle of a long tool output (its head and tail are kept in `output`). */
+  outputCut: z.number().int().optional(),
   error: z.string().optional(),
 });
 export type TranscriptPart = z.infer<typeof TranscriptPart>;

@@ -254,8 +254,9 @@ export const appRouter = t.router({
     catalog: proc
       .input(z.object({ slots: z.number().int().min(1).max(256).optional(), minCtx: z.number().int().min(1024).optional() }).optional())
       .query(({ input }) => setupCatalog(input ?? {})),
-    fit: proc.input(FitInput.optional()).query(async ({ input }) => {
-      return await setupFit(input ?? {});
+    fit: proc.input(FitInput.optional()).query(async ({ ctx, input }) => {
+      // the catalog's rank reordered by this engine's own ledger where it has measured models (issue 27)
+      return await setupFit(input ?? {}, { ledger: ledger(ctx.engine.list()) });
     }),
     /** Verify a running server, then save it as a target (cannot-build saves nothing); `unverified: true` saves without checks. */
     capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input }) => {

@@ -6,6 +6,7 @@ import { priceFromListing, type Price } from "../../shared/cost";
 import { OcwError } from "../../shared/errors";
 import { ProviderModelsInput } from "../../shared/servers";
 import { describeFetchError } from "../net/cause";
+import { BodyTooLarge, readBounded } from "../net/bounded";
 
 export interface ProviderModel {
   id: string;
@@ -46,8 +47,11 @@ export async function providerModelsApi(
   // a model list is kilobytes to a few MB (OpenRouter ≈ 1 MB): a larger answer is not one
   const MAX = 16 * 1024 * 1024;
   if (Number(res.headers.get("content-length") ?? 0) > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
-  const text = await res.text().catch(() => "");
-  if (text.length > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
+  // Read at most MAX bytes: a body streamed without a length is cut there, not read whole into memory first.
+  const text = await readBounded(res, url, MAX).catch((e: unknown) => {
+    if (e instanceof BodyTooLarge) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
+    return "";
+  });
   if (res.status === 401 || res.status === 403)
     throw new OcwError(
       "bad-input",

@@ -12,10 +12,12 @@ import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, Set
 import { SetupProviderKeyInput } from "../../shared/servers";
 import { storeApiKey } from "./keys";
 import { runStartJob } from "./start";
-import type { TargetStore } from "../store/targets";
+import { TargetStore } from "../store/targets";
+import type { LedgerRow } from "../../shared/ledger";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "./setup";
 import { detectHardware, type HardwareReport } from "../hardware/detect";
-import { CATALOG } from "../models/catalog";
+import { CATALOG, rankByLedger, servedBy } from "../models/catalog";
+import { readHubSizes, refreshHubSizes, withHubSizes } from "../models/hub-sizes";
 import { DEFAULT_MIN_CTX, devicesFromHardware, propose } from "../models/plan";
 import { planFit, toolVerifiedModels } from "./fit-service";
 import { isSetupError } from "../models/errors";
@@ -40,15 +42,27 @@ function hardware(): { hw: Promise<HardwareReport>; bin: string | null } {
   return cached;
 }
 
-export async function setupFit(input: FitInput): Promise<FitResult> {
+export async function setupFit(input: FitInput, extra: { ledger?: readonly LedgerRow[] } = {}): Promise<FitResult> {
   const i = FitInput.parse(input ?? {});
   const { hw, bin } = hardware();
   try {
-    return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx }, await hw, { llamaServer: bin });
+    const catalog = extra.ledger?.length ? rankByLedger(CATALOG, extra.ledger, targetModel()) : undefined;
+    return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx, allowSlow: i.allowSlow }, await hw, { llamaServer: bin, catalog });
   } catch (e) {
     if (isSetupError(e, "input")) throw new SetupApiInputError(e.message);
     throw e;
   }
+}
+
+/** A target id → the model it serves (the ledger's rows name targets). */
+function targetModel(): (target: string) => string | null {
+  let targets: { id: string; model: string }[] = [];
+  try {
+    targets = new TargetStore().list().targets;
+  } catch {
+    /* no store yet */
+  }
+  return (id) => targets.find((t) => t.id === id)?.model ?? null;
 }
 
 export async function setupHardware(): Promise<FitResult["hardware"]> {
@@ -61,8 +75,10 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
   const slots = input.slots ?? (dev.gpus.length ? 4 : 1);
   const minCtx = input.minCtx ?? DEFAULT_MIN_CTX;
   const verified = toolVerifiedModels();
-  return CATALOG.map((e) => {
-    const p = propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]);
+  // real file sizes from the Hub's listing when online (kept for later plans); offline, the catalog's figures
+  await refreshHubSizes(CATALOG).catch(() => null);
+  return withHubSizes(CATALOG, readHubSizes()).map((e) => {
+    const p = servedBy(e, "llama.cpp") && e.quants.length ? propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]) : null;
     return {
       id: e.id,
       name: e.name,
@@ -73,18 +89,20 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
       contextLength: e.contextLength,
       totalParamsB: e.totalParamsB,
       activeParamsB: e.activeParamsB,
-      quants: e.quants.map((q) => ({ quant: q.quant, bytes: q.bytes, sizeNote: q.sizeNote })),
+      quants: e.quants.map((q) => ({ quant: q.quant, bytes: q.bytes, sizeNote: q.sizeNote, derived: !!q.derived })),
       toolCalling: { ...e.toolCalling, status: verified(e.id) ? "verified" : "unverified" },
       unverified: e.unverified,
-      fit: p.pick
+      fit: p?.pick
         ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason }
         : null,
       // the planner's problem is worded for the whole catalog: say it of this entry
-      fitProblem: p.pick
+      fitProblem: p?.pick
         ? null
-        : !dev.gpus.length && e.activeParamsB > 5.5
-          ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider`
-          : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`),
+        : !p
+          ? `${e.name} is served by vLLM / SGLang only (no GGUF in the catalog): ocw setup --runtime vllm --model ${e.id} on datacenter GPUs`
+          : !dev.gpus.length && e.activeParamsB > 5.5
+            ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider`
+            : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`),
     };
   });
 }
