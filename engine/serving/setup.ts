@@ -8,7 +8,6 @@ import path from "node:path";
 import { spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { type Target, targetSlug } from "../../shared/target";
-import { readJson, writeJsonAtomic } from "../store/json-file";
 import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
 import { probeEndpoint } from "./capture";
@@ -26,48 +25,9 @@ export class SetupInputError extends SetupError {
   }
 }
 
-export interface ServingRecord {
-  /** The target's id, or `ID@N` for replica N of a pool target (then `replicaOf` is the target's id). */
-  targetId: string;
-  replicaOf?: string;
-  /** Environment the plan gave the server (a replica's CUDA_VISIBLE_DEVICES …); never the key. */
-  env?: Record<string, string>;
-  pid: number;
-  /**
-   * The kernel's start time of `pid` (processStartTime), so a pid given to another process since (a reboot, a long
-   * time) is never taken for our server nor signalled. Absent in records of an older ocw, or null where the OS gives no
-   * start time: such a record is judged by its pid alone (as before).
-   */
-  startTime?: string | null;
-  /** The `ocw serving supervise` process that restarts the server after a crash (absent when unsupervised). */
-  supervisorPid?: number | null;
-  /** The start time of `supervisorPid`, as `startTime` is of `pid` (absent/null: judged by the pid alone). */
-  supervisorStartTime?: string | null;
-  restarts?: number;
-  /** The person chose to keep it running when the engine stops (`ocw stop`); by default it stops with the engine. */
-  keep?: boolean;
-  port: number;
-  bin: string;
-  args: string[];
-  logFile: string;
-  keyFile: string | null;
-  startedAt: string;
-  /**
-   * GPU memory the server holds, by the vendor tool's index (nvidia-smi / rocm-smi): measured as used after − before its
-   * start, else the plan's bytes. A setup that replaces this target plans with it free (it is stopped before the load).
-   */
-  gpuBytes?: { index: number; bytes: number }[];
-}
-
-const servingFile = () => path.join(stateDir(), "serving.json");
-
-export function listServing(): ServingRecord[] {
-  return readJson<ServingRecord[]>(servingFile(), []);
-}
-
-export function saveServing(recs: ServingRecord[]): void {
-  writeJsonAtomic(servingFile(), recs);
-}
+// The records of the servers ocw starts have one owner (records.ts: a lock, atomic writes); re-exported here.
+export { listServing, patchServing, putServing, removeServing, type ServingRecord, updateServing } from "./records";
+import { listServing, patchServing, removeServing, type ServingRecord } from "./records";
 
 /** A recorded start time as the process module takes it: a string, else unknown (null: the pid alone is judged). */
 const recordedStart = (t: unknown): string | null => (typeof t === "string" ? t : null);
@@ -117,7 +77,9 @@ export async function stopServing(targetId?: string): Promise<{ stopped: Serving
       if (!supAlive && signalablePid(r.pid) && alive(r.pid)) reused.push(r);
     } else if (await stopPid(serverIdentity(r), 5000)) stopped.push(r);
   }
-  saveServing(recs.filter((r) => !pick.includes(r)));
+  // the records read above, by target and start (a record a new start wrote meanwhile is not ours to drop)
+  const gone = new Set(pick.map((r) => `${r.targetId}\0${r.startedAt}`));
+  removeServing((r) => gone.has(`${r.targetId}\0${r.startedAt}`));
   return { stopped, alreadyGone, reused };
 }
 
@@ -224,7 +186,7 @@ export async function startSupervised(cmd: string[], rec: ServingRecord, timeout
 export async function superviseServing(targetId: string): Promise<number> {
   const rec = listServing().find((r) => r.targetId === targetId);
   if (!rec) throw new SetupInputError(`no recorded server for target ${targetId}`);
-  const update = (patch: Partial<ServingRecord>) => saveServing(listServing().map((r) => (r.targetId === targetId ? { ...r, ...patch } : r)));
+  const update = (patch: Partial<ServingRecord>) => patchServing(targetId, patch);
   const apiKey = rec.keyFile ? readKey(rec.keyFile) : null;
   let sup: LlamaSupervisor | null = null;
   const done = new Promise<number>((resolve) => {

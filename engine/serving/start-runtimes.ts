@@ -16,7 +16,7 @@ import { stateDir } from "../store/paths";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort, stopPid } from "./llama-server";
-import { finish, listServing, saveServing, stopServing } from "./setup";
+import { finish, patchServing, putServing, stopServing } from "./setup";
 import { classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartJobOptions, StartError, withFreed } from "./start-common";
 import { findRuntime, imageFor, installedVersion, versionProblem } from "./runtime-adapters";
 import { commandWords, shellQuote } from "../models/plan";
@@ -242,23 +242,20 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
       logFile,
     });
   }
-  saveServing([
-    ...listServing().filter((r) => r.targetId !== id),
-    {
-      targetId: id,
-      pid: child.pid!,
-      startTime: processStartTime(child.pid!),
-      supervisorPid: null,
-      port,
-      bin: launch.cmd,
-      args: launch.args,
-      env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")),
-      logFile,
-      keyFile,
-      startedAt: new Date().toISOString(),
-      gpuBytes: held,
-    },
-  ]);
+  putServing({
+    targetId: id,
+    pid: child.pid!,
+    startTime: processStartTime(child.pid!),
+    supervisorPid: null,
+    port,
+    bin: launch.cmd,
+    args: launch.args,
+    env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")),
+    logFile,
+    keyFile,
+    startedAt: new Date().toISOString(),
+    gpuBytes: held,
+  });
   ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s`);
 
   ops.begin("warmup", "one short completion");
@@ -327,7 +324,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     }
     if (!placementFailed && devices.length) evidence.push("the weights are where the plan put them");
     job.placement = { passed: !placementFailed, devices, evidence };
-    if (measured.length) saveServing(listServing().map((r) => (r.targetId === id ? { ...r, gpuBytes: measured } : r)));
+    if (measured.length) patchServing(id, { gpuBytes: measured });
     ops.end(evidence.join("; ") || "no figures", placementFailed ? "failed" : "done");
   } else {
     ops.skip(

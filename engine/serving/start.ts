@@ -28,7 +28,7 @@ import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { processStartTime } from "../process/process";
 import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./llama-server";
-import { finish, listServing, saveServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { finish, patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 import { runOtherRuntime } from "./start-runtimes";
 import { classifyDownload, classifyLog, type PhaseOps, type RunningGroup, runningGroups, StartError, type StartJobOptions, withFreed } from "./start-common";
@@ -603,7 +603,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         let started: { pid: number; readyMs: number };
         try {
           if (sup) {
-            saveServing([...listServing().filter((x) => x.targetId !== recId), record]);
+            putServing(record);
             try {
               started = await startSupervised(sup, record, o.readyTimeoutMs ?? 600_000);
             } catch (e) {
@@ -621,7 +621,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
               detached: true,
               readyTimeoutMs: o.readyTimeoutMs ?? 600_000,
             });
-            saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record, pid: started.pid, startTime: processStartTime(started.pid) }]);
+            putServing({ ...record, pid: started.pid, startTime: processStartTime(started.pid) });
           }
         } catch (e) {
           const c = classifyLog(readLog(r.i), bin);
@@ -762,7 +762,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
           })
           .filter((g) => g.bytes > 0);
         const recId = pooled ? `${id}@${k + 1}` : id;
-        if (gpuBytes.length) saveServing(listServing().map((r) => (r.targetId === recId ? { ...r, gpuBytes } : r)));
+        if (gpuBytes.length) patchServing(recId, { gpuBytes });
         if (props.status === 200)
           pl.evidence.push(
             `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path.basename(props.body.model_path)}` : ""}`,
