@@ -15,12 +15,19 @@ const NEEDS_TOOLS = [
   "engine/process/run.test.ts",
 ];
 
+/**
+ * The benchmark after a model server starts or is captured (OCW_BENCH_SEC, 30 s by default) is off in tests: a test of
+ * another feature would wait for it, and a scripted model would answer its requests. Its own tests turn it on.
+ */
+const env = { OCW_BENCH_SEC: "0" };
+
 export default defineConfig({
   test: {
     projects: [
       {
         test: {
           name: "unit",
+          env,
           include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts"],
           testTimeout: 20_000,
         },
@@ -29,6 +36,7 @@ export default defineConfig({
         // The same files as `unit` minus the ones above: no git, bubblewrap or opencode; meant to run in seconds.
         test: {
           name: "pure",
+          env,
           // No process of its own per file: the pure files share one module graph (their imports are most of the time).
           isolate: false,
           // Its slow files mostly wait (timers, sockets): more of them at once than there are cores.
@@ -42,6 +50,7 @@ export default defineConfig({
       {
         test: {
           name: "integration",
+          env,
           include: ["test/integration/**/*.test.ts"],
           globalSetup: ["test/global-setup.ts"],
           testTimeout: 180_000,

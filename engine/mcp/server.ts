@@ -185,7 +185,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           verifiedAt: t.verifiedAt ?? null,
           reachable: reach.ok,
           reachDetail: reach.detail,
+          bench: t.bench ?? null,
         };
+        // measured too slow for agents at full load (the benchmark after setup): work goes ahead, with the warning
+        if (t.bench?.warning) warnings.push(`target ${t.id}: ${t.bench.warning}`);
         if (!reach.ok)
           problem = `the model endpoint ${t.endpoint} does not answer (${reach.detail}): start the model server (\`ocw setup\` manages one) or fix the target`;
         else if (t.outcome === "cannot-build")

@@ -113,6 +113,7 @@ function outcome(r: SetupResult): SetupOutcome {
     summary: r.summary,
     observed: r.observed ?? null,
     ms: Math.round(r.timings.totalMs),
+    ...(r.bench !== undefined ? { bench: r.bench } : {}),
   };
 }
 
@@ -127,6 +128,7 @@ export async function setupCaptureApi(input: SetupCaptureInput, store: TargetSto
         apiKeyEnv: i.apiKeyEnv,
         slots: i.slots,
         ctx: i.ctx,
+        benchSec: i.benchSec,
         id: i.id,
         acceptUnderpowered: i.acceptUnderpowered,
         unverified: i.unverified,

@@ -7,7 +7,8 @@ import { config } from "../config";
 import path from "node:path";
 import { spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
-import { type Target, targetSlug } from "../../shared/target";
+import { type Target, type TargetBench, targetSlug } from "../../shared/target";
+import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";
 import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
 import { probeEndpoint } from "./capture";
@@ -95,6 +96,8 @@ export interface SetupResult {
   summary: string;
   active: boolean;
   server?: { pid: number; port: number; logFile: string; readyMs: number; logged: LoggedSizes; args: string[] };
+  /** The benchmark after verify (capture); null when none ran. */
+  bench?: TargetBench | null;
   timings: { totalMs: number; detectMs?: number; startMs?: number; verifyMs: number };
 }
 
@@ -229,6 +232,8 @@ export interface CaptureSetupOptions extends CommonSetupOptions {
   ctx?: number;
   /** The served model to capture (default: the first /v1/models lists). */
   model?: string;
+  /** Seconds the benchmark after verify may take (default OCW_BENCH_SEC); 0 skips it. */
+  benchSec?: number;
 }
 
 function keyFromEnv(name: string | undefined, env: NodeJS.ProcessEnv): string | null {
@@ -292,6 +297,13 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
   const tv = performance.now();
   const v = await verifyEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx: ctx ?? null });
   const perSlotCtx = v.observed.perSlotCtx ?? ep.perSlotCtx;
+  // the benchmark: what this server gives one stream and all its slots at once (not for one verify found unusable)
+  const budget = o.benchSec ?? benchBudgetSec(env);
+  const bench =
+    budget > 0 && v.outcome !== "cannot-build"
+      ? await benchmarkEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx, budgetSec: budget })
+      : null;
+  if (bench) o.log?.(benchLine(bench));
   const target: Target = {
     id: idFor(model, ep.url),
     model,
@@ -301,6 +313,7 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
     contextLimit: perSlotCtx ?? undefined,
     serving: { engine, endpoints: [{ url: ep.url, slots }], slots, perSlotCtx },
     checks: [],
+    ...(bench ? { bench } : {}),
   };
   const saved = finish(store, target, v, o);
   return {
@@ -311,6 +324,7 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
     summary: `${ep.engine} at ${ep.url}: ${v.summary}`,
     active: saved.active,
     observed: { engine: ep.engine, totalSlots: v.observed.totalSlots ?? ep.totalSlots, perSlotCtx },
+    bench,
     timings: { totalMs: performance.now() - t0, verifyMs: performance.now() - tv },
   };
 }

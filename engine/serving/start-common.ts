@@ -5,6 +5,9 @@
  */
 import { OcwError } from "../../shared/errors";
 import type { SetupFailure, SetupJob, SetupPhase, SetupPhaseName, SetupStartInput } from "../../shared/setup";
+import type { TargetBench } from "../../shared/target";
+import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";
+import type { VerifyResult } from "./verify";
 import type { HardwareReport } from "../hardware/detect";
 import type { TargetStore } from "../store/targets";
 import { listServing, type ServingRecord, servingAlive } from "./setup";
@@ -153,4 +156,49 @@ export interface PhaseOps {
   emit: (force?: boolean) => void;
   cancelled: () => void;
   phase: (name: SetupPhaseName) => SetupPhase;
+}
+
+/** What every phase of a start gets: the options, the parsed input, the job it updates and the phase helpers. */
+export interface StartCtx {
+  o: StartJobOptions;
+  input: SetupStartInputParsed;
+  job: SetupJob;
+  ops: PhaseOps;
+  /** The log file a failure points at (set once a server is launched). */
+  setLog: (file: string) => void;
+}
+type SetupStartInputParsed = ReturnType<typeof SetupStartInput.parse>;
+
+/**
+ * bench: prefill and decode tokens/s at 1 stream and at N (the slots) over the endpoint, within OCW_BENCH_SEC (or the
+ * input's benchSec); skipped when the budget is 0 or verify found the server unusable. A pool is measured on its first
+ * replica (with that replica's slots). Never fails the start: what it could not measure it says.
+ */
+export async function benchPhase(
+  c: StartCtx,
+  t: { url: string; model: string; key: string | null; engine: string; slots: number; perSlotCtx: number | null; pooled?: number },
+  v: VerifyResult,
+): Promise<TargetBench | null> {
+  const { begin, end, skip, emit, phase } = c.ops;
+  const budget = c.input.benchSec ?? benchBudgetSec();
+  if (budget <= 0) {
+    skip("bench", "no benchmark (OCW_BENCH_SEC=0)");
+    return null;
+  }
+  if (v.outcome === "cannot-build") {
+    skip("bench", "not measured: verify found the server unusable");
+    return null;
+  }
+  begin("bench", `${t.slots > 1 ? `1 stream, then ${t.slots} at once` : "1 stream"}, about ${budget} s${t.pooled ? ` (replica 1 of ${t.pooled})` : ""}`);
+  const b = await benchmarkEndpoint({
+    ...t,
+    budgetSec: budget,
+    signal: c.o.signal,
+    onProgress: (n, note) => {
+      phase("bench").detail = `${n} request(s): ${note}`;
+      emit(false);
+    },
+  });
+  end(benchLine(b), "done");
+  return b;
 }

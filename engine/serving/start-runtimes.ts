@@ -17,7 +17,7 @@ import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort, stopPid } from "./llama-server";
 import { finish, patchServing, putServing, stopServing } from "./setup";
-import { classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartJobOptions, StartError, withFreed } from "./start-common";
+import { benchPhase, classifyLog, type RunningGroup, runningGroups, type StartCtx, StartError, withFreed } from "./start-common";
 import { findRuntime, imageFor, installedVersion, versionProblem } from "./runtime-adapters";
 import { commandWords, shellQuote } from "../models/plan";
 import type { FitPick } from "../../shared/fit";
@@ -125,7 +125,8 @@ async function waitReady(port: number, key: string, child: ChildProcess, logFile
 }
 
 /** The phases for vLLM / SGLang: plan (slots × context, tensor parallel), runtime, load (the runtime downloads), warm-up, verify. */
-export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput, job: SetupJob, ops: PhaseOps, setLog: (f: string) => void): Promise<void> {
+export async function runOtherRuntime(c: StartCtx): Promise<void> {
+  const { o, input, job, ops, setLog } = c;
   const runtime = input.runtime as "vllm" | "sglang";
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o.hardware ?? (await detectHardware({}));
@@ -346,6 +347,8 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     serving: { engine: runtime, endpoints: [{ url, slots }], slots, perSlotCtx: ctx },
     checks: [],
   };
+  const bench = await benchPhase(c, { url, model: servedName, key, engine: runtime, slots, perSlotCtx: ctx }, v);
+  if (bench) target.bench = bench;
   const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
   job.result = {
     outcome: v.outcome,
@@ -356,6 +359,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     summary: v.summary,
     observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
     ms: 0,
+    bench,
   };
   if (placementFailed) {
     job.failure = {
