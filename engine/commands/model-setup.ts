@@ -705,7 +705,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
           ? list
               .map(
                 (v) =>
-                  `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}`,
+                  `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}${v.restarts ? `  restarted ${v.restarts}×` : ""}${v.gaveUp ? `  supervisor gave up: ${v.gaveUp}` : v.lastCrash ? `  last crash: ${v.lastCrash}` : ""}`,
               )
               .join("\n")
           : "no model servers started by ocw";

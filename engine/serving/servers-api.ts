@@ -26,6 +26,9 @@ function view(r: ServingRecord): ServerView {
     startedAt: r.startedAt,
     logFile: r.logFile,
     bin: r.bin,
+    runtime: r.runtime ?? "llama.cpp",
+    lastCrash: r.lastCrash ?? null,
+    gaveUp: r.gaveUp ?? null,
   };
 }
 

@@ -14,7 +14,9 @@ import { TargetStore } from "../store/targets";
 import { probeEndpoint } from "./capture";
 import { readKey } from "./keys";
 import { alive, processStartTime, type ProcessIdentity } from "../process/process";
-import { LlamaSupervisor, type LoggedSizes, signalablePid, stopPid, waitHealthy } from "./llama-server";
+import { type LoggedSizes, signalablePid, startLlamaServer, stopPid, waitHealthy } from "./llama-server";
+import { Supervisor } from "../process/supervisor";
+import { startRuntimeProcess } from "./runtime-process";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 import { SetupError, type SetupErrorData } from "../models/errors";
 
@@ -181,37 +183,56 @@ export async function startSupervised(cmd: string[], rec: ServingRecord, timeout
   for (const deadline = Date.now() + 10_000; !r?.pid && Date.now() < deadline; r = listServing().find((x) => x.targetId === rec.targetId)) {
     await new Promise((res) => setTimeout(res, 100));
   }
-  if (!r?.pid) throw new Error("the supervisor started llama-server but did not record it");
+  if (!r?.pid)
+    throw new SetupError("serving", `the supervisor started ${path.basename(rec.bin)} but did not record it`, { targetId: rec.targetId }, "unavailable");
   return { pid: r.pid, readyMs: performance.now() - t0 };
 }
 
 /** `ocw serving supervise --target ID` (hidden): run and restart the recorded server until SIGTERM. */
 export async function superviseServing(targetId: string): Promise<number> {
   const rec = listServing().find((r) => r.targetId === targetId);
-  if (!rec) throw new SetupInputError(`no recorded server for target ${targetId}`);
+  if (!rec) throw new SetupInputError(`no recorded server for target ${targetId}`, { targetId });
   const update = (patch: Partial<ServingRecord>) => patchServing(targetId, patch);
   const apiKey = rec.keyFile ? readKey(rec.keyFile) : null;
-  let sup: LlamaSupervisor | null = null;
+  // what is started: llama-server (LLAMA_API_KEY), or vLLM / SGLang — binary or container — as start-runtimes launched it
+  const runtime = rec.runtime ?? "llama.cpp";
+  const launch =
+    runtime === "llama.cpp"
+      ? () => startLlamaServer({ bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port, detached: false })
+      : () =>
+          startRuntimeProcess({
+            cmd: rec.bin,
+            args: rec.args,
+            // vLLM reads its key from the environment (a container gets `-e VLLM_API_KEY`); SGLang from its config file
+            env: { ...rec.env, ...(runtime === "vllm" && apiKey ? { VLLM_API_KEY: apiKey } : {}) },
+            logFile: rec.logFile,
+            port: rec.port,
+            key: apiKey,
+            readyTimeoutMs: 1_800_000,
+          });
+  let sup: Supervisor | null = null;
   const done = new Promise<number>((resolve) => {
-    sup = new LlamaSupervisor(
-      { bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port },
-      {
-        onReady: (pid) =>
-          update({
-            pid,
-            startTime: processStartTime(pid),
-            supervisorPid: process.pid,
-            supervisorStartTime: processStartTime(process.pid),
-            restarts: sup?.restarts ?? 0,
-          }),
-        onRestart: (n, why, delay) => console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`),
-        onGiveUp: (why) => {
-          console.error(`supervise ${targetId}: ${why}`);
-          update({ supervisorPid: null, supervisorStartTime: null });
-          resolve(1);
-        },
+    sup = new Supervisor(launch, {
+      onReady: (pid) =>
+        update({
+          pid,
+          startTime: processStartTime(pid),
+          supervisorPid: process.pid,
+          supervisorStartTime: processStartTime(process.pid),
+          restarts: sup?.restarts ?? 0,
+          gaveUp: null,
+        }),
+      onRestart: (n, why, delay) => {
+        console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`);
+        update({ lastCrash: `${new Date().toISOString()} ${why}` });
       },
-    );
+      onGiveUp: (why) => {
+        console.error(`supervise ${targetId}: ${why}`);
+        // reported where the servers panel, `ocw serving list` and the next setup read it
+        update({ supervisorPid: null, supervisorStartTime: null, gaveUp: `${new Date().toISOString()} ${why}` });
+        resolve(1);
+      },
+    });
   });
   const stop = async () => {
     await sup?.stop();

@@ -2,21 +2,22 @@
  * vLLM and SGLang started by setup (issue 13), when installed: the `vllm` binary or Python's `sglang` package on this
  * machine, else their official container image through docker or podman. The key never appears in argv: vLLM reads
  * it from VLLM_API_KEY, SGLang from a 0600 `--config` YAML file (in a container: `-e VLLM_API_KEY` names the variable,
- * the config file is mounted read-only). Both are detached, recorded in serving.json like llama-server, and verified.
+ * the config file is mounted read-only). Both are recorded in serving.json like llama-server and run under the same supervisor
+ * (`ocw serving supervise`, engine/process/supervisor.ts), and verified.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { SetupJob, type SetupPlacement, type SetupStartInput } from "../../shared/setup";
+import { SetupJob, type SetupPlacement } from "../../shared/setup";
 import { type Target, targetSlug } from "../../shared/target";
 import { detectHardware } from "../hardware/detect";
 import { processStartTime } from "../process/process";
 import { stateDir } from "../store/paths";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
-import { freePort, stopPid } from "./llama-server";
-import { finish, patchServing, putServing, stopServing } from "./setup";
+import { freePort } from "./llama-server";
+import { finish, patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { startRuntimeProcess } from "./runtime-process";
 import { benchPhase, classifyLog, type RunningGroup, runningGroups, type StartCtx, StartError, withFreed } from "./start-common";
 import { findRuntime, imageFor, installedVersion, versionProblem } from "./runtime-adapters";
 import { commandWords, shellQuote } from "../models/plan";
@@ -106,22 +107,6 @@ export function buildLaunch(o: {
     ...(o.runtime === "vllm" ? args.slice(1) : ["python3", ...args]),
   ];
   return { how: "container", cmd: o.found.bin, args: run, env: extraEnv, port: o.port, configFile };
-}
-
-/** Waits until /health (or /v1/models with the key) answers 200 while the process lives; the log tail on exit. */
-async function waitReady(port: number, key: string, child: ChildProcess, logFile: string, timeoutMs: number): Promise<number> {
-  const t0 = performance.now();
-  let exited: string | null = null;
-  child.once("exit", (c, s) => (exited = String(c ?? s)));
-  while (performance.now() - t0 < timeoutMs) {
-    if (exited !== null) throw new Error(`exited (${exited}) before it was ready`);
-    const h = await httpJson(`http://127.0.0.1:${port}/health`, { timeoutMs: 2000 });
-    if (h.status === 200) return performance.now() - t0;
-    const m = await httpJson(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 2000 });
-    if (m.status === 200) return performance.now() - t0;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`did not become ready within ${Math.round(timeoutMs / 1000)} s (see ${logFile})`);
 }
 
 /** The phases for vLLM / SGLang: plan (slots × context, tensor parallel), runtime, load (the runtime downloads), warm-up, verify. */
@@ -222,31 +207,12 @@ export async function runOtherRuntime(c: StartCtx): Promise<void> {
   mkdirSync(path.dirname(logFile), { recursive: true, mode: 0o700 });
   const logStart = existsSync(logFile) ? statSync(logFile).size : 0;
   const readLog = () => (existsSync(logFile) ? readFileSync(logFile, "utf8").slice(logStart) : "");
-  const fd = openSync(logFile, "a", 0o600);
-  const env: NodeJS.ProcessEnv = { ...process.env, ...launch.env };
-  delete env.LLAMA_API_KEY;
-  const child = spawn(launch.cmd, launch.args, { env, stdio: ["ignore", fd, fd], detached: true });
-  closeSync(fd);
-  child.unref();
-  const spawnErr = new Promise<never>((_, rej) => child.once("error", (e) => rej(new Error(`cannot start ${launch.cmd}: ${e.message}`))));
-  let readyMs: number;
-  try {
-    readyMs = await Promise.race([waitReady(port, key, child, logFile, o.readyTimeoutMs ?? 1_800_000), spawnErr]);
-  } catch (e) {
-    if (child.pid) await stopPid(child.pid, 3000);
-    const c = classifyLog(readLog(), launch.cmd);
-    throw new StartError({
-      kind: c?.kind ?? "other",
-      cause: c?.logLine ? `${name} failed to start: ${c.logLine}` : `${name} ${(e as Error).message}`,
-      logLine: c?.logLine ?? null,
-      remedy: c?.remedy ?? "read the log file",
-      logFile,
-    });
-  }
-  putServing({
+  // recorded like llama-server's, with its runtime (the supervisor hands the key over as the runtime takes it)
+  const record: ServingRecord = {
     targetId: id,
-    pid: child.pid!,
-    startTime: processStartTime(child.pid!),
+    runtime,
+    pid: 0,
+    startTime: null,
     supervisorPid: null,
     port,
     bin: launch.cmd,
@@ -256,8 +222,46 @@ export async function runOtherRuntime(c: StartCtx): Promise<void> {
     keyFile,
     startedAt: new Date().toISOString(),
     gpuBytes: held,
-  });
-  ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s`);
+    container: launch.how === "container" ? launch.args[launch.args.indexOf("--name") + 1]! : null,
+  };
+  // under the one supervisor (engine/process/supervisor.ts, through `ocw serving supervise`): restarted after a crash,
+  // as llama-server is; unsupervised (detached) only where no supervisor command exists (OCW_SUPERVISE=0)
+  const sup = supervisorCommand();
+  let pid: number;
+  let readyMs: number;
+  try {
+    if (sup) {
+      putServing(record);
+      try {
+        ({ pid, readyMs } = await startSupervised(sup, record, o.readyTimeoutMs ?? 1_800_000));
+      } catch (e) {
+        await stopServing(id);
+        throw e;
+      }
+    } else {
+      ({ pid, readyMs } = await startRuntimeProcess({
+        cmd: launch.cmd,
+        args: launch.args,
+        env: launch.env,
+        logFile,
+        port,
+        key,
+        readyTimeoutMs: o.readyTimeoutMs ?? 1_800_000,
+        detached: true,
+      }));
+      putServing({ ...record, pid, startTime: processStartTime(pid) });
+    }
+  } catch (e) {
+    const c = classifyLog(readLog(), launch.cmd);
+    throw new StartError({
+      kind: c?.kind ?? "other",
+      cause: c?.logLine ? `${name} failed to start: ${c.logLine}` : `${name} ${(e as Error).message}`,
+      logLine: c?.logLine ?? null,
+      remedy: c?.remedy ?? "read the log file",
+      logFile,
+    });
+  }
+  ops.end(`${name} pid ${pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s${sup ? " (supervised: restarted after a crash)" : ""}`);
 
   ops.begin("warmup", "one short completion");
   const url = `http://127.0.0.1:${port}/v1`;
