@@ -1324,11 +1324,13 @@ function directoryProblem(dir: unknown, baseDir: string): string | null {
 
 function messageOf(err: unknown, log: (l: string) => void, tool: string): string {
   if (err instanceof ToolError) return err.message;
-  if (/^no active target/.test((err as Error)?.message ?? ""))
+  // the engine's coded errors (shared/errors.ts): acted on by code and kind, never by matching the message
+  const e = err as { message?: string; data?: { code?: string; ocwCode?: string; ocwKind?: string } };
+  if (e?.data?.ocwKind === "no-target")
     return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) — or pass `targetId` of a saved target; call setup_status to see where things stand";
-  const e = err as { message?: string; data?: { code?: string } };
-  // An engine started by an older install (engines outlive bridges) lacks the route this tool needs.
-  if (/No procedure found/i.test(e?.message ?? ""))
+  // An engine started by an older install (engines outlive bridges) lacks the route this tool needs: tRPC's NOT_FOUND
+  // for the path, which is none of the engine's own not-found errors (those carry ocwCode "not-found").
+  if (e?.data?.code === "NOT_FOUND" && e.data.ocwCode !== "not-found")
     return `${tool}: the running engine is older than this bridge (it has no such route): restart it with \`ocw stop\` (the next tool call starts the current one; running workers become interrupted and can be resumed)`;
   if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
   if (e?.data?.code) {

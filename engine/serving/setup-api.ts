@@ -2,7 +2,6 @@
  * Model setup on the engine's typed API (the wizard and other clients): hardware as the planner sees it, the catalog
  * with this machine's fit per entry, and the fit itself — the same code paths as `ocw fit --json`.
  */
-import { InputError } from "../../shared/errors";
 import { type CatalogView, FitInput, type FitResult } from "../../shared/fit";
 import { randomBytes } from "node:crypto";
 import { accessSync, constants, statSync } from "node:fs";
@@ -17,11 +16,16 @@ import { detectHardware, type HardwareReport } from "../hardware/detect";
 import { CATALOG } from "../models/catalog";
 import { DEFAULT_MIN_CTX, devicesFromHardware, propose } from "../models/plan";
 import { planFit, toolVerifiedModels } from "./fit-service";
-import { isSetupError } from "../models/errors";
+import { isSetupError, SetupError, type SetupErrorData } from "../models/errors";
 import { findLlamaServer } from "./llama-server";
 
-/** Bad input to a setup route: an InputError, so the API maps it to a 400 with its message (shared/errors.ts). */
-export class SetupApiInputError extends InputError {}
+/** Bad input to a setup route: a setup error of kind "input" (code bad-input), with what was wrong as data. */
+export class SetupApiInputError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("input", message, data);
+    this.name = "SetupApiInputError";
+  }
+}
 
 let cached: { at: number; hw: Promise<HardwareReport>; bin: string | null } | null = null;
 

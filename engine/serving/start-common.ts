@@ -3,7 +3,7 @@
  * job's options, the classified failure (StartError), the log and download classifiers, the phase helpers and the
  * running servers a start may replace. A leaf of engine/serving/: it imports no start, CLI or runtime module.
  */
-import { OcwError } from "../../shared/errors";
+import { SetupError } from "../models/errors";
 import type { SetupFailure, SetupJob, SetupPhase, SetupPhaseName, SetupStartInput } from "../../shared/setup";
 import type { TargetBench } from "../../shared/target";
 import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";
@@ -26,11 +26,16 @@ export interface StartJobOptions {
   confirm?: (job: SetupJob) => Promise<boolean>;
 }
 
-/** A start failure already classified. */
-export class StartError extends OcwError {
+/** A start failure already classified: a setup error of kind "start", its classification and phase as data. */
+export class StartError extends SetupError {
   constructor(readonly failure: Omit<SetupFailure, "phase" | "logFile"> & { phase?: SetupPhaseName; logFile?: string | null }) {
     // bad input and a plan that cannot fit are the caller's to change; the rest is the machine's or the runtime's
-    super(["input", "no-fit", "not-found", "not-confirmed"].includes(failure.kind) ? "bad-input" : "unavailable", failure.cause);
+    super(
+      "start",
+      failure.cause,
+      { failure: failure.kind, phase: failure.phase ?? null, logLine: failure.logLine ?? null, logFile: failure.logFile ?? null },
+      ["input", "no-fit", "not-found", "not-confirmed"].includes(failure.kind) ? "bad-input" : "unavailable",
+    );
     this.name = "StartError";
   }
 }

@@ -33,6 +33,7 @@ import { Recovery } from "../recovery/recovery";
 import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
+import { OcwError } from "../../shared/errors";
 import { createWorkspace, InputError, inspectRepo, objectsOf, worktreePath, type RepoInfo } from "../workspace/workspace";
 import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
@@ -242,7 +243,8 @@ export class Engine {
       return t;
     }
     const t = this.targets.active();
-    if (!t) throw new InputError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
+    // coded by kind: the MCP bridge answers `no-target` with its own pointer to setup (never by matching this text)
+    if (!t) throw new OcwError("bad-input", "no active target: run `ocw setup`, or pass --endpoint URL --model ID", { kind: "no-target", data: {} });
     return t;
   }
 
