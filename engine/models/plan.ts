@@ -16,6 +16,7 @@ import type { GgufTensorInfo } from "./gguf";
 import { hparamsFromMetadata, type ModelHparams } from "./hparams";
 import type { ModelInfo } from "./source";
 import { estimateSpeed, gpuBandwidth, ramBandwidth, type SpeedEstimate } from "./speed";
+import { llamaMtpArgs, mtpOf } from "./mtp";
 
 export const DEFAULT_MIN_CTX = 32768;
 const MARGIN = 1024 * MiB;
@@ -32,6 +33,8 @@ export interface PlanModel {
   modelArgs: string[];
   /** The share of the weights a token reads (active ÷ total parameters; 1 for a dense model). */
   activeShare?: number;
+  /** Tokens the model's own MTP head drafts a step (the catalog says the GGUF keeps it): llama.cpp's draft-mtp. */
+  mtpDraft?: number;
 }
 
 export interface PlanDevices {
@@ -268,6 +271,8 @@ function commandFor(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slot
     "--cache-ram",
     String(p.host.cacheRamMiB),
     ...(p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : []),
+    // speculative decoding with the model's own MTP head, where the catalog says the GGUF keeps it
+    ...llamaMtpArgs(m.mtpDraft),
     // Prometheus /metrics (501 without it): tokens/s and KV use as the server counts them
     "--metrics",
     "--jinja",
@@ -462,6 +467,7 @@ export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
     isMoe: !!e.spec.moe,
     activeShare: e.activeParamsB / e.totalParamsB,
     modelArgs: ["-hf", `${e.repo}:${q.quant}`],
+    ...(mtpOf(e)?.gguf ? { mtpDraft: mtpOf(e)!.draftTokens } : {}),
   };
 }
 
@@ -748,6 +754,8 @@ export interface ParallelModel {
   /** The family's reasoning parser (its thinking out of `content`), or null. */
   reasoningParser?: string | null;
   servedName: string;
+  /** Tokens the model's own MTP head drafts a step (the catalog says the safetensors carry it); absent: none. */
+  mtpDraft?: number;
 }
 
 /** Per GPU: activations, CUDA graphs and the NCCL buffers of tensor parallel, beside weights and KV. */

@@ -17,6 +17,7 @@ import { gpuWords, PARALLEL_OVERHEAD, type ParallelModel, type ParallelPlan, typ
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
 import { safetensorsRepo } from "./k8s";
 import { reasoningParser, toolParser } from "./runtime-adapters";
+import { mtpOf, sglangMtpArgs, vllmMtpArgs } from "../models/mtp";
 import { SetupError, type SetupErrorData } from "../models/errors";
 
 export class ParallelInputError extends SetupError {
@@ -114,6 +115,7 @@ async function catalogModels(e: CatalogEntry, runtime: "vllm" | "sglang", hub: H
       toolParser: toolParser(runtime, e, w.repo),
       reasoningParser: reasoningParser(runtime, e, w.repo),
       servedName: targetSlug({ model: w.repo.split("/").pop()!, quant: null }),
+      ...(mtpOf(e)?.safetensors ? { mtpDraft: mtpOf(e)!.draftTokens } : {}),
     });
   }
   return out;
@@ -303,7 +305,8 @@ export function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vll
       toolCallParser: m.toolParser,
       reasoningParser: m.reasoningParser,
     });
-    return `${[...w.env, "VLLM_API_KEY=…"].join(" ")} vllm ${b.args.map(shellQuote).join(" ")}`;
+    // speculative decoding with the model's own MTP head, where the catalog says the weights carry it
+    return `${[...w.env, "VLLM_API_KEY=…"].join(" ")} vllm ${[...b.args, ...vllmMtpArgs(m.mtpDraft)].map(shellQuote).join(" ")}`;
   }
   // SGLang's static pool (weights + KV) leaves the overhead for activations and CUDA graphs
   const g = p.gpus[0]!;
@@ -326,6 +329,7 @@ export function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vll
     "--tool-call-parser",
     m.toolParser,
     ...(m.reasoningParser ? ["--reasoning-parser", m.reasoningParser] : []),
+    ...sglangMtpArgs(m.mtpDraft),
     "--config",
     "…",
   ];
