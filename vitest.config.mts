@@ -16,10 +16,10 @@ const NEEDS_TOOLS = [
 ];
 
 /**
- * The benchmark after a model server starts or is captured (OCW_BENCH_SEC, 30 s by default) is off in tests: a test of
+ * The benchmark after a model server starts or is captured (OCW_SETUP_BENCH_SEC, 30 s by default) is off in tests: a test of
  * another feature would wait for it, and a scripted model would answer its requests. Its own tests turn it on.
  */
-const env = { OCW_BENCH_SEC: "0" };
+const env = { OCW_SETUP_BENCH_SEC: "0" };
 
 export default defineConfig({
   test: {

@@ -36,7 +36,7 @@ export const SetupCaptureInput = z.object({
   model: z.string().trim().min(1).optional(),
   /** Context each slot must have (checked against what the server reports). */
   ctx: z.number().int().min(1024, "the context per slot must be ≥ 1024 tokens").optional(),
-  /** Seconds the benchmark after verify may take (default OCW_BENCH_SEC, 30); 0 skips it. */
+  /** Seconds the benchmark after verify may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
   benchSec: z.number().int().min(0).max(600).optional(),
   ...Common,
 });
@@ -96,7 +96,7 @@ export const SetupStartInput = z.object({
    * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.
    */
   cacheType: z.enum(["f16", "q8_0", "q4_0"]).optional(),
-  /** Seconds the benchmark after start may take (default OCW_BENCH_SEC, 30); 0 skips it. */
+  /** Seconds the benchmark after start may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
   benchSec: z.number().int().min(0).max(600).optional(),
 });
 export type SetupStartInput = z.input<typeof SetupStartInput>;

@@ -95,7 +95,7 @@ export const Target = z.object({
   outcome: z.enum(["built", "underpowered", "cannot-build"]).optional(),
   verifiedAt: z.string().nullable().optional(),
   checks: z.array(TargetCheck).default([]),
-  /** The benchmark after setup (absent: none ran — a provider, an older ocw, OCW_BENCH_SEC=0). */
+  /** The benchmark after setup (absent: none ran — a provider, an older ocw, OCW_SETUP_BENCH_SEC=0). */
   bench: TargetBench.nullable().optional(),
 });
 export type Target = z.infer<typeof Target>;

@@ -325,7 +325,7 @@ export interface SetupCommandOptions {
   env?: NodeJS.ProcessEnv;
   /** tests: skip detection */
   hardware?: HardwareReport;
-  /** Seconds the benchmark after start / capture may take (default OCW_BENCH_SEC, 30); 0 skips it. */
+  /** Seconds the benchmark after start / capture may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
   benchSec?: string;
 }
 
@@ -650,7 +650,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)")
     .option("--yes", "do not ask before starting a server")
     .option("--accept-underpowered", "make an underpowered target active anyway")
-    .option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_BENCH_SEC); 0 skips it")
+    .option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it")
     .option("--json", "print JSON")
     .action(async (opts: SetupCommandOptions) => emit(await runSetup(opts)));
 

@@ -1,7 +1,7 @@
 /**
  * The benchmark after a model server starts or is captured (issue 27): prompt processing (prefill) and generation
  * (decode) tokens/s, one stream alone and then N streams at once (N = the target's slots), over the OpenAI-compatible
- * endpoint every worker uses. Bounded by a time budget (OCW_BENCH_SEC, 30 s by default): the single-stream part takes
+ * endpoint every worker uses. Bounded by a time budget (OCW_SETUP_BENCH_SEC, 30 s by default): the single-stream part takes
  * about a third of it, the N-stream rounds the rest; at least one request and one round always run.
  *
  * Figures: llama-server's own `timings` (prompt_per_second, predicted_per_second, in the last chunk of a stream) where
@@ -30,7 +30,7 @@ export interface BenchOptions {
   slots: number;
   /** The per-slot context, to keep prompt + answer inside it (null: unknown, 4,096 assumed). */
   perSlotCtx: number | null;
-  /** Time budget, seconds (default OCW_BENCH_SEC). */
+  /** Time budget, seconds (default OCW_SETUP_BENCH_SEC). */
   budgetSec?: number;
   /** Prompt tokens per request (default: 1,024, at most a quarter of the per-slot context). */
   promptTokens?: number;
@@ -54,7 +54,7 @@ interface One {
 
 /** The budget from the environment (seconds; 0 = no benchmark). */
 export function benchBudgetSec(env: NodeJS.ProcessEnv = process.env): number {
-  return Math.max(0, config(env).OCW_BENCH_SEC);
+  return Math.max(0, config(env).OCW_SETUP_BENCH_SEC);
 }
 
 const WORDS = "the quick brown fox jumps over a lazy dog while seven engineers review pull requests about caching parsers schedulers and tests".split(" ");

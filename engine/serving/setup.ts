@@ -253,7 +253,7 @@ export interface CaptureSetupOptions extends CommonSetupOptions {
   ctx?: number;
   /** The served model to capture (default: the first /v1/models lists). */
   model?: string;
-  /** Seconds the benchmark after verify may take (default OCW_BENCH_SEC); 0 skips it. */
+  /** Seconds the benchmark after verify may take (default OCW_SETUP_BENCH_SEC); 0 skips it. */
   benchSec?: number;
 }
 

@@ -175,7 +175,7 @@ export interface StartCtx {
 type SetupStartInputParsed = ReturnType<typeof SetupStartInput.parse>;
 
 /**
- * bench: prefill and decode tokens/s at 1 stream and at N (the slots) over the endpoint, within OCW_BENCH_SEC (or the
+ * bench: prefill and decode tokens/s at 1 stream and at N (the slots) over the endpoint, within OCW_SETUP_BENCH_SEC (or the
  * input's benchSec); skipped when the budget is 0 or verify found the server unusable. A pool is measured on its first
  * replica (with that replica's slots). Never fails the start: what it could not measure it says.
  */
@@ -187,7 +187,7 @@ export async function benchPhase(
   const { begin, end, skip, emit, phase } = c.ops;
   const budget = c.input.benchSec ?? benchBudgetSec();
   if (budget <= 0) {
-    skip("bench", "no benchmark (OCW_BENCH_SEC=0)");
+    skip("bench", "no benchmark (OCW_SETUP_BENCH_SEC=0)");
     return null;
   }
   if (v.outcome === "cannot-build") {

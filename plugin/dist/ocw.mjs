@@ -16661,6 +16661,103 @@ var init_paths = __esm({
   }
 });
 
+// shared/errors.ts
+function detailOf(err) {
+  return err instanceof OcwError && err.detail ? err.detail : null;
+}
+function codeOf(err) {
+  return err instanceof OcwError ? err.code : "internal";
+}
+var ErrorCode, ERROR_MAP, ErrorKind, ErrorData, OcwError, InputError;
+var init_errors3 = __esm({
+  "shared/errors.ts"() {
+    init_zod();
+    ErrorCode = external_exports.enum([
+      "bad-input",
+      // the request is wrong: fix it as the message says
+      "not-found",
+      // an unknown worker, ask, grant, target or batch id
+      "conflict",
+      // the state forbids it now (merge conflict, not pending, not finished)
+      "unavailable",
+      // something the engine needs is down (a model server, opencode, the sandbox)
+      "internal"
+      // a bug: the message and the engine log say more
+    ]);
+    ERROR_MAP = {
+      "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
+      "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
+      conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
+      unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
+      internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
+    };
+    ErrorKind = external_exports.enum([
+      "input",
+      // a flag or field is wrong
+      "model-source",
+      // the model file / repo / URL cannot be read
+      "metadata",
+      // the GGUF metadata is not a model we can size
+      "estimate",
+      // the estimator was asked for something impossible
+      "gguf",
+      // the GGUF reader met a damaged file
+      "download",
+      // a download failed (network, checksum, size)
+      "runtime",
+      // the runtime binary cannot be found, installed or run
+      "parallel",
+      // a vLLM / SGLang plan's input is wrong
+      "k8s",
+      // a Kubernetes plan's input is wrong
+      "serving",
+      // a serving record / capture request is wrong
+      "start",
+      // a model start failed (data.failure: its classification, data.phase)
+      "no-target"
+      // no active target, and none was named
+    ]);
+    ErrorData = external_exports.record(external_exports.string(), external_exports.union([external_exports.string(), external_exports.number(), external_exports.boolean(), external_exports.null()]));
+    OcwError = class extends Error {
+      constructor(code, message, detail) {
+        super(message);
+        this.code = code;
+        this.detail = detail;
+        this.name = "OcwError";
+      }
+      code;
+      detail;
+    };
+    InputError = class extends OcwError {
+      constructor(message, code = "bad-input") {
+        super(code, message);
+        this.name = "InputError";
+      }
+    };
+  }
+});
+
+// engine/models/errors.ts
+function isSetupError(e, ...kinds) {
+  return e instanceof SetupError && (!kinds.length || kinds.includes(e.kind));
+}
+var SetupError;
+var init_errors4 = __esm({
+  "engine/models/errors.ts"() {
+    init_errors3();
+    SetupError = class extends OcwError {
+      constructor(kind, message, data = {}, code = "bad-input") {
+        super(code, message, { kind, data });
+        this.kind = kind;
+        this.data = data;
+        this.name = "SetupError";
+      }
+      kind;
+      data;
+    };
+  }
+});
+
 // engine/serving/keys.ts
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync as mkdirSync2, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -16680,7 +16777,12 @@ function storeKey(file2, key) {
 function readKey(file2) {
   const st = statSync(file2);
   if (process.platform !== "win32" && (st.mode & 63) !== 0) {
-    throw new Error(`key file ${file2} is readable by others (mode ${(st.mode & 511).toString(8)}); run chmod 600 on it`);
+    throw new SetupError(
+      "serving",
+      `key file ${file2} is readable by others (mode ${(st.mode & 511).toString(8)}); run chmod 600 on it`,
+      { file: file2, mode: (st.mode & 511).toString(8) },
+      "unavailable"
+    );
   }
   return readFileSync(file2, "utf8").trim();
 }
@@ -16739,7 +16841,13 @@ function resolveKey(t2, env2 = process.env) {
     } catch {
       v = null;
     }
-    if (!v) throw new Error(`the key of target ${t2.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup`);
+    if (!v)
+      throw new SetupError(
+        "serving",
+        `the key of target ${t2.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup`,
+        { targetId: t2.id },
+        "unavailable"
+      );
     return v;
   }
   if (t2.keyFile) return readKey(t2.keyFile);
@@ -16758,6 +16866,7 @@ var init_keys = __esm({
   "engine/serving/keys.ts"() {
     init_config();
     init_paths();
+    init_errors4();
     SERVICE = "opencode-worker";
   }
 });
@@ -16800,50 +16909,6 @@ var init_bounded = __esm({
       url;
       maxBytes;
       code = "BODY_TOO_LARGE";
-    };
-  }
-});
-
-// shared/errors.ts
-function codeOf(err) {
-  return err instanceof OcwError ? err.code : "internal";
-}
-var ErrorCode, ERROR_MAP, OcwError, InputError;
-var init_errors3 = __esm({
-  "shared/errors.ts"() {
-    init_zod();
-    ErrorCode = external_exports.enum([
-      "bad-input",
-      // the request is wrong: fix it as the message says
-      "not-found",
-      // an unknown worker, ask, grant, target or batch id
-      "conflict",
-      // the state forbids it now (merge conflict, not pending, not finished)
-      "unavailable",
-      // something the engine needs is down (a model server, opencode, the sandbox)
-      "internal"
-      // a bug: the message and the engine log say more
-    ]);
-    ERROR_MAP = {
-      "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
-      "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
-      conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
-      unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
-      internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
-    };
-    OcwError = class extends Error {
-      constructor(code, message) {
-        super(message);
-        this.code = code;
-        this.name = "OcwError";
-      }
-      code;
-    };
-    InputError = class extends OcwError {
-      constructor(message, code = "bad-input") {
-        super(code, message);
-        this.name = "InputError";
-      }
     };
   }
 });
@@ -46928,27 +46993,6 @@ var init_catalog = __esm({
   }
 });
 
-// engine/models/errors.ts
-function isSetupError(e, ...kinds) {
-  return e instanceof SetupError && (!kinds.length || kinds.includes(e.kind));
-}
-var SetupError;
-var init_errors4 = __esm({
-  "engine/models/errors.ts"() {
-    init_errors3();
-    SetupError = class extends OcwError {
-      constructor(kind, message, data = {}, code = "bad-input") {
-        super(code, message);
-        this.kind = kind;
-        this.data = data;
-        this.name = "SetupError";
-      }
-      kind;
-      data;
-    };
-  }
-});
-
 // engine/models/download.ts
 import { createHash as createHash4 } from "node:crypto";
 import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync12, mkdirSync as mkdirSync12, renameSync as renameSync3, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
@@ -47060,7 +47104,7 @@ function ggmlTypeId(name) {
 }
 function rowBytes(type, n2) {
   const t2 = GGML_TYPES[type];
-  if (!t2) throw new Error(`unknown ggml type id ${type}`);
+  if (!t2) throw new SetupError("gguf", `unknown ggml type id ${type}`, { type });
   return Math.ceil(n2 / t2[1]) * t2[2];
 }
 function tensorBytes(type, shape) {
@@ -47073,6 +47117,7 @@ function isKvCacheType(s) {
 var GGML_TYPES, BY_NAME, KV_CACHE_TYPES;
 var init_ggml_types = __esm({
   "engine/models/ggml-types.ts"() {
+    init_errors4();
     GGML_TYPES = {
       0: ["f32", 1, 4],
       1: ["f16", 1, 2],
@@ -47509,14 +47554,15 @@ function resolveUrl(repo, file2, rev = "main", env2 = process.env) {
   return `${hubEndpoint(env2)}/${repo}/resolve/${encodeURIComponent(rev)}/${file2.split("/").map(encodeURIComponent).join("/")}`;
 }
 async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = process.env) {
-  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`"${repo}" is not a Hugging Face repo id (owner/name)`);
+  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new SetupError("model-source", `"${repo}" is not a Hugging Face repo id (owner/name)`, { repo });
   let url2 = `${hubEndpoint(env2)}/api/models/${repo}/tree/${encodeURIComponent(rev)}?recursive=true`;
   const out = [];
   for (let page = 0; url2 && page < 50; page++) {
     const res = await fetchImpl(url2, { headers: hubHeaders(env2) });
-    if (res.status === 401 || res.status === 403) throw new Error(`${repo} is gated or private: set HF_TOKEN`);
-    if (res.status === 404) throw new Error(`no Hugging Face repo ${repo} (revision ${rev})`);
-    if (!res.ok) throw new Error(`Hub tree API for ${repo} answered HTTP ${res.status}`);
+    if (res.status === 401 || res.status === 403)
+      throw new SetupError("model-source", `${repo} is gated or private: set HF_TOKEN`, { repo, status: res.status });
+    if (res.status === 404) throw new SetupError("model-source", `no Hugging Face repo ${repo} (revision ${rev})`, { repo, rev, status: 404 }, "not-found");
+    if (!res.ok) throw new SetupError("model-source", `Hub tree API for ${repo} answered HTTP ${res.status}`, { repo, status: res.status }, "unavailable");
     const entries = await res.json();
     for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
     const link2 = res.headers.get("link");
@@ -47548,6 +47594,7 @@ var init_hf = __esm({
   "engine/models/hf.ts"() {
     init_config();
     init_source2();
+    init_errors4();
     hubEndpoint = (env2 = process.env) => (config2(env2).OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
   }
 });
@@ -47908,7 +47955,8 @@ function arrLen(v) {
 }
 function perLayer(v, n2, fallback, key) {
   if (Array.isArray(v)) {
-    if (v.length !== n2) throw new Error(`${key} has ${v.length} entries, expected block_count = ${n2}`);
+    if (v.length !== n2)
+      throw new SetupError("metadata", `${key} has ${v.length} entries, expected block_count = ${n2}`, { key, entries: v.length, blockCount: n2 });
     return v.map((x) => num2(x) ?? 0);
   }
   const s = num2(v);
@@ -48532,6 +48580,39 @@ var init_speed = __esm({
   }
 });
 
+// engine/models/mtp.ts
+function mtpOf(e) {
+  return e.mtp ?? HEADS[e.id] ?? null;
+}
+function llamaMtpArgs(draftTokens) {
+  return draftTokens ? ["--spec-type", "draft-mtp", "--spec-draft-n-max", String(draftTokens)] : [];
+}
+function vllmMtpArgs(draftTokens) {
+  return draftTokens ? ["--speculative-config", JSON.stringify({ method: "mtp", num_speculative_tokens: draftTokens })] : [];
+}
+function sglangMtpArgs(draftTokens) {
+  return draftTokens ? [
+    "--speculative-algorithm",
+    "NEXTN",
+    "--speculative-num-steps",
+    String(draftTokens),
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    String(draftTokens + 1)
+  ] : [];
+}
+var HEADS;
+var init_mtp = __esm({
+  "engine/models/mtp.ts"() {
+    HEADS = {
+      "qwen3.6-27b": { gguf: false, safetensors: true, draftTokens: 2 },
+      "qwen3.6-35b-a3b": { gguf: false, safetensors: true, draftTokens: 2 },
+      "qwen3.5-397b-a17b": { gguf: false, safetensors: true, draftTokens: 2 }
+    };
+  }
+});
+
 // engine/models/plan.ts
 function hostCaches(e, slots, hostFreeBytes) {
   const used = e.perDevice.find((d) => d.kind === "cpu")?.totalBytes ?? 0;
@@ -48692,6 +48773,8 @@ function commandFor(m, p, gpus, slots, isolate = false) {
     "--cache-ram",
     String(p.host.cacheRamMiB),
     ...p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : [],
+    // speculative decoding with the model's own MTP head, where the catalog says the GGUF keeps it
+    ...llamaMtpArgs(m.mtpDraft),
     // Prometheus /metrics (501 without it): tokens/s and KV use as the server counts them
     "--metrics",
     "--jinja",
@@ -48838,7 +48921,8 @@ function catalogModel(e, quant) {
     fileBytes: q2.bytes,
     isMoe: !!e.spec.moe,
     activeShare: e.activeParamsB / e.totalParamsB,
-    modelArgs: ["-hf", `${e.repo}:${q2.quant}`]
+    modelArgs: ["-hf", `${e.repo}:${q2.quant}`],
+    ...mtpOf(e)?.gguf ? { mtpDraft: mtpOf(e).draftTokens } : {}
   };
 }
 function planScore(p, m, maxCtxPerSlot) {
@@ -49066,6 +49150,7 @@ var init_plan = __esm({
     init_estimate();
     init_hparams();
     init_speed();
+    init_mtp();
     DEFAULT_MIN_CTX = 32768;
     MARGIN = 1024 * MiB2;
     HOST_HEADROOM = 2 * GiB2;
@@ -49096,18 +49181,24 @@ function parseRepoRef(ref) {
 }
 async function planRepo(ref, want, env2 = process.env) {
   const p = parseRepoRef(ref);
-  if (!p) throw new Error(`"${ref}" is not owner/repo[:QUANT]`);
+  if (!p) throw new SetupError("model-source", `"${ref}" is not owner/repo[:QUANT]`, { ref });
   const g = await repoGgufs(p.repo, p.rev, fetch, env2).catch((e) => {
     if (e.message === "fetch failed")
-      throw new Error(
-        `cannot reach the Hugging Face Hub at ${hubEndpoint(env2)} (${e.cause?.code ?? "no connection"}): check the network (or HTTPS_PROXY), or pass a local .gguf or a catalog id`
+      throw new SetupError(
+        "model-source",
+        `cannot reach the Hugging Face Hub at ${hubEndpoint(env2)} (${e.cause?.code ?? "no connection"}): check the network (or HTTPS_PROXY), or pass a local .gguf or a catalog id`,
+        { endpoint: hubEndpoint(env2), cause: e.cause?.code ?? null },
+        "unavailable"
       );
     throw e;
   });
   let quants = g.quants;
   if (p.quant) quants = quants.filter((q2) => q2.quant.toUpperCase() === p.quant);
   if (!quants.length)
-    throw new Error(p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q2) => q2.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`);
+    throw new SetupError(
+      "model-source",
+      p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q2) => q2.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`
+    );
   const infos = /* @__PURE__ */ new Map();
   const model = async (q2) => {
     let info = infos.get(q2.quant);
@@ -49144,6 +49235,7 @@ var init_resolve = __esm({
     init_hf();
     init_plan();
     init_source2();
+    init_errors4();
   }
 });
 
@@ -49156,7 +49248,13 @@ async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = config2(env2).OCW_LLAMA_RELEASES_URL ?? (tag === LLAMA_CPP_PIN.tag ? null : `https://api.github.com/repos/ggml-org/llama.cpp/releases/tags/${tag}`);
   if (!url2) return { tag, assets: Object.entries(pins).map(([name, sha256]) => ({ name, url: `${DOWNLOAD}/${tag}/${name}`, size: null, sha256 })) };
   const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
-  if (!res.ok) throw new Error(`cannot list llama.cpp release ${tag} (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
+  if (!res.ok)
+    throw new SetupError(
+      "runtime",
+      `cannot list llama.cpp release ${tag} (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`,
+      { tag, url: url2, status: res.status },
+      "unavailable"
+    );
   const j = await res.json();
   const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
   return {
@@ -49234,7 +49332,7 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new Error(`cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`);
+  throw new SetupError("runtime", `cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`, { archive }, "unavailable");
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
@@ -49260,7 +49358,7 @@ function buildScript(env2 = process.env) {
 }
 async function buildCuda(env2, onLine) {
   const script = buildScript(env2);
-  if (!script) throw new Error("scripts/build-llama-server.sh is not part of this install");
+  if (!script) throw new SetupError("runtime", "scripts/build-llama-server.sh is not part of this install", {}, "unavailable");
   const p = execa("bash", [script], { reject: false, stdin: "ignore", env: { ...env2, GGML_CUDA: "1" }, timeout: 3 * 36e5 });
   p.stderr?.on("data", (d) => {
     for (const l of String(d).split("\n")) if (l.trim()) onLine?.(l.trim());
@@ -49268,8 +49366,11 @@ async function buildCuda(env2, onLine) {
   const r = await p;
   const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
   if (r.exitCode !== 0 || !bin || !existsSync14(bin))
-    throw new Error(
-      `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`
+    throw new SetupError(
+      "runtime",
+      `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`,
+      { exitCode: r.exitCode ?? null },
+      "unavailable"
     );
   return bin;
 }
@@ -49332,7 +49433,12 @@ async function installPrebuilt(o2) {
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
   }
-  throw new Error(`no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
+  throw new SetupError(
+    "runtime",
+    `no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`,
+    { problems: problems.length },
+    "unavailable"
+  );
 }
 var LLAMA_CPP_PIN, DOWNLOAD;
 var init_get_llama = __esm({
@@ -49341,6 +49447,7 @@ var init_get_llama = __esm({
     init_execa();
     init_download();
     init_paths2();
+    init_errors4();
     LLAMA_CPP_PIN = {
       tag: "b9631",
       sha256: {
@@ -50327,7 +50434,8 @@ async function catalogModels(e, runtime, hub) {
       contextLength: e.contextLength,
       toolParser: toolParser(runtime, e, w.repo),
       reasoningParser: reasoningParser(runtime, e, w.repo),
-      servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null })
+      servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null }),
+      ...mtpOf(e)?.safetensors ? { mtpDraft: mtpOf(e).draftTokens } : {}
     });
   }
   return out;
@@ -50456,7 +50564,7 @@ function parallelCommand(m, p, runtime, allGpus) {
       toolCallParser: m.toolParser,
       reasoningParser: m.reasoningParser
     });
-    return `${[...w.env, "VLLM_API_KEY=\u2026"].join(" ")} vllm ${b2.args.map(shellQuote).join(" ")}`;
+    return `${[...w.env, "VLLM_API_KEY=\u2026"].join(" ")} vllm ${[...b2.args, ...vllmMtpArgs(m.mtpDraft)].map(shellQuote).join(" ")}`;
   }
   const g = p.gpus[0];
   const frac = Math.max(0.1, Math.floor((p.utilization - PARALLEL_OVERHEAD / (g.totalBytes || g.freeBytes)) * 100) / 100);
@@ -50478,6 +50586,7 @@ function parallelCommand(m, p, runtime, allGpus) {
     "--tool-call-parser",
     m.toolParser,
     ...m.reasoningParser ? ["--reasoning-parser", m.reasoningParser] : [],
+    ...sglangMtpArgs(m.mtpDraft),
     "--config",
     "\u2026"
   ];
@@ -50527,6 +50636,7 @@ var init_parallel = __esm({
     init_runtimes();
     init_k8s();
     init_runtime_adapters();
+    init_mtp();
     init_errors4();
     ParallelInputError = class extends SetupError {
       constructor(message, data = {}) {
@@ -52101,12 +52211,17 @@ async function benchPhase(c3, t2, v) {
 var StartError, LOG_RULES;
 var init_start_common = __esm({
   "engine/serving/start-common.ts"() {
-    init_errors3();
+    init_errors4();
     init_bench();
     init_setup3();
-    StartError = class extends OcwError {
+    StartError = class extends SetupError {
       constructor(failure2) {
-        super(["input", "no-fit", "not-found", "not-confirmed"].includes(failure2.kind) ? "bad-input" : "unavailable", failure2.cause);
+        super(
+          "start",
+          failure2.cause,
+          { failure: failure2.kind, phase: failure2.phase ?? null, logLine: failure2.logLine ?? null, logFile: failure2.logFile ?? null },
+          ["input", "no-fit", "not-found", "not-confirmed"].includes(failure2.kind) ? "bad-input" : "unavailable"
+        );
         this.failure = failure2;
         this.name = "StartError";
       }
@@ -69208,6 +69323,9 @@ var WorkerLogStore = class {
   }
 };
 
+// engine/workers/engine.ts
+init_errors3();
+
 // engine/workspace/workspace.ts
 import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync3, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
 import { copyFile, link, mkdir, readdir as readdir2, realpath, rename, rm as rm2 } from "node:fs/promises";
@@ -71685,7 +71803,7 @@ var Engine = class {
       return t3;
     }
     const t2 = this.targets.active();
-    if (!t2) throw new InputError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
+    if (!t2) throw new OcwError("bad-input", "no active target: run `ocw setup`, or pass --endpoint URL --model ID", { kind: "no-target", data: {} });
     return t2;
   }
   /** Workers run only in the sandbox, unless the person opted out of it explicitly. */
@@ -76357,7 +76475,6 @@ function listWorkers(all, f) {
 init_fit();
 
 // engine/serving/setup-api.ts
-init_errors3();
 init_fit();
 init_setup2();
 import { randomBytes as randomBytes11 } from "node:crypto";
@@ -76407,7 +76524,11 @@ init_plan();
 init_fit_service();
 init_errors4();
 init_llama_server();
-var SetupApiInputError = class extends InputError {
+var SetupApiInputError = class extends SetupError {
+  constructor(message, data = {}) {
+    super("input", message, data);
+    this.name = "SetupApiInputError";
+  }
 };
 var cached4 = null;
 function hardware() {
@@ -76832,7 +76953,9 @@ var t = initTRPC.context().create({
     data: {
       code: shape.data.code,
       httpStatus: shape.data.httpStatus,
-      ocwCode: error46.cause instanceof external_exports.ZodError || shape.data.code === "BAD_REQUEST" ? "bad-input" : codeOf(error46.cause)
+      ocwCode: error46.cause instanceof external_exports.ZodError || shape.data.code === "BAD_REQUEST" ? "bad-input" : codeOf(error46.cause),
+      // the kind and typed data of a coded error (model setup's, no-target): clients act on them, never on the message
+      ...detailOf(error46.cause) ? { ocwKind: detailOf(error46.cause).kind, ocwData: detailOf(error46.cause).data } : {}
     }
   })
 });
@@ -91713,10 +91836,10 @@ function directoryProblem(dir, baseDir) {
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
-  if (/^no active target/.test(err?.message ?? ""))
-    return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) \u2014 or pass `targetId` of a saved target; call setup_status to see where things stand";
   const e = err;
-  if (/No procedure found/i.test(e?.message ?? ""))
+  if (e?.data?.ocwKind === "no-target")
+    return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) \u2014 or pass `targetId` of a saved target; call setup_status to see where things stand";
+  if (e?.data?.code === "NOT_FOUND" && e.data.ocwCode !== "not-found")
     return `${tool}: the running engine is older than this bridge (it has no such route): restart it with \`ocw stop\` (the next tool call starts the current one; running workers become interrupted and can be resumed)`;
   if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
   if (e?.data?.code) {
