@@ -4,7 +4,7 @@
  * running servers a start may replace. A leaf of engine/serving/: it imports no start, CLI or runtime module.
  */
 import { SetupError } from "../models/errors";
-import type { SetupFailure, SetupJob, SetupPhase, SetupPhaseName, SetupStartInput } from "../../shared/setup";
+import { type SetupFailure, SetupJob, type SetupPhase, type SetupPhaseName, type SetupStartInput } from "../../shared/setup";
 import type { TargetBench } from "../../shared/target";
 import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";
 import type { VerifyResult } from "./verify";
@@ -206,4 +206,21 @@ export async function benchPhase(
   });
   end(benchLine(b), "done");
   return b;
+}
+
+/** The person's yes (the CLI's question), once the plan is known and before anything is downloaded or started. */
+export async function confirmPhase(c: StartCtx): Promise<void> {
+  const { o, job } = c;
+  if (o.confirm) {
+    const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
+      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+    });
+    if (!ok)
+      throw new StartError({
+        kind: "not-confirmed",
+        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
+        logLine: null,
+        remedy: "pass --yes to skip the question",
+      });
+  }
 }

@@ -34,6 +34,7 @@ import { runOtherRuntime } from "./start-runtimes";
 import {
   benchPhase,
   classifyDownload,
+  confirmPhase,
   classifyLog,
   type PhaseOps,
   type RunningGroup,
@@ -448,23 +449,6 @@ export async function planLlamaPhase(c: StartCtx): Promise<LlamaPlan> {
     : "";
   end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}${held}${cacheNote}`);
   return { bin, hw, pick, entry, modelArg, replacing, planOn };
-}
-
-/** The person's yes (the CLI's question), once the plan is known and before anything is downloaded or started. */
-export async function confirmPhase(c: StartCtx): Promise<void> {
-  const { o, job } = c;
-  if (o.confirm) {
-    const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
-      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
-    });
-    if (!ok)
-      throw new StartError({
-        kind: "not-confirmed",
-        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
-        logLine: null,
-        remedy: "pass --yes to skip the question",
-      });
-  }
 }
 
 /** runtime: the llama-server found, or the pinned prebuilt installed — and then planned again on what it lists. */

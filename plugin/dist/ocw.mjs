@@ -16579,7 +16579,7 @@ var init_config = __esm({
       OCW_KEYCHAIN: str().describe("off: API keys set from the GUI go to a 0600 file under the state dir, never the OS keychain"),
       OCW_SUPERVISE: str().describe("0: model servers the engine starts run unsupervised (detached)"),
       OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
-      OCW_BENCH_SEC: num(30).describe("seconds the benchmark after a model server starts (or is captured) may take; 0 skips it")
+      OCW_SETUP_BENCH_SEC: num(30).describe("seconds the benchmark after a model server starts (or is captured) may take; 0 skips it")
     });
   }
 });
@@ -18533,7 +18533,7 @@ var init_target = __esm({
       outcome: external_exports.enum(["built", "underpowered", "cannot-build"]).optional(),
       verifiedAt: external_exports.string().nullable().optional(),
       checks: external_exports.array(TargetCheck).default([]),
-      /** The benchmark after setup (absent: none ran — a provider, an older ocw, OCW_BENCH_SEC=0). */
+      /** The benchmark after setup (absent: none ran — a provider, an older ocw, OCW_SETUP_BENCH_SEC=0). */
       bench: TargetBench.nullable().optional()
     });
   }
@@ -46469,7 +46469,7 @@ var init_setup2 = __esm({
       model: external_exports.string().trim().min(1).optional(),
       /** Context each slot must have (checked against what the server reports). */
       ctx: external_exports.number().int().min(1024, "the context per slot must be \u2265 1024 tokens").optional(),
-      /** Seconds the benchmark after verify may take (default OCW_BENCH_SEC, 30); 0 skips it. */
+      /** Seconds the benchmark after verify may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
       benchSec: external_exports.number().int().min(0).max(600).optional(),
       ...Common
     });
@@ -46517,7 +46517,7 @@ var init_setup2 = __esm({
        * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.
        */
       cacheType: external_exports.enum(["f16", "q8_0", "q4_0"]).optional(),
-      /** Seconds the benchmark after start may take (default OCW_BENCH_SEC, 30); 0 skips it. */
+      /** Seconds the benchmark after start may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
       benchSec: external_exports.number().int().min(0).max(600).optional()
     });
     SetupPhaseName = external_exports.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement", "bench"]);
@@ -50824,7 +50824,7 @@ var init_fit_service = __esm({
 // engine/serving/bench.ts
 import { randomBytes as randomBytes8 } from "node:crypto";
 function benchBudgetSec(env2 = process.env) {
-  return Math.max(0, config2(env2).OCW_BENCH_SEC);
+  return Math.max(0, config2(env2).OCW_SETUP_BENCH_SEC);
 }
 function benchPrompt(tokens, nonce = randomBytes8(6).toString("hex")) {
   const words = [];
@@ -52188,7 +52188,7 @@ async function benchPhase(c3, t2, v) {
   const { begin, end, skip, emit: emit3, phase } = c3.ops;
   const budget = c3.input.benchSec ?? benchBudgetSec();
   if (budget <= 0) {
-    skip("bench", "no benchmark (OCW_BENCH_SEC=0)");
+    skip("bench", "no benchmark (OCW_SETUP_BENCH_SEC=0)");
     return null;
   }
   if (v.outcome === "cannot-build") {
@@ -52208,10 +52208,26 @@ async function benchPhase(c3, t2, v) {
   end(benchLine(b), "done");
   return b;
 }
+async function confirmPhase(c3) {
+  const { o: o2, job } = c3;
+  if (o2.confirm) {
+    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
+      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+    });
+    if (!ok2)
+      throw new StartError({
+        kind: "not-confirmed",
+        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
+        logLine: null,
+        remedy: "pass --yes to skip the question"
+      });
+  }
+}
 var StartError, LOG_RULES;
 var init_start_common = __esm({
   "engine/serving/start-common.ts"() {
     init_errors4();
+    init_setup2();
     init_bench();
     init_setup3();
     StartError = class extends SetupError {
@@ -52322,8 +52338,8 @@ function buildLaunch(o2) {
   ];
   return { how: "container", cmd: o2.found.bin, args: run4, env: extraEnv, port: o2.port, configFile };
 }
-async function runOtherRuntime(c3) {
-  const { o: o2, input: input2, job, ops, setLog } = c3;
+async function planOtherPhase(c3) {
+  const { o: o2, input: input2, job, ops } = c3;
   const runtime = input2.runtime;
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o2.hardware ?? await detectHardware({});
@@ -52333,8 +52349,8 @@ async function runOtherRuntime(c3) {
     throw e;
   });
   const idOf = (p) => {
-    const w2 = commandWords(p.command).args;
-    return input2.id ?? `${runtime}-${w2[w2.indexOf("--served-model-name") + 1]}`;
+    const w = commandWords(p.command).args;
+    return input2.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
   };
   let fit = await planOn(hw);
   let replacing = null;
@@ -52363,22 +52379,13 @@ async function runOtherRuntime(c3) {
   ops.end(
     pick3.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "")
   );
-  ops.cancelled();
-  if (o2.confirm) {
-    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
-      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
-    });
-    if (!ok2)
-      throw new StartError({
-        kind: "not-confirmed",
-        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
-        logLine: null,
-        remedy: "pass --yes to skip the question"
-      });
-  }
+  return { runtime, name, hw, pick: pick3, slots, ctx, model, found, replacing, idOf, familyOf: `${pick3.model} ${model}` };
+}
+function runtimeOtherPhase(c3, p) {
+  const { ops } = c3;
+  const { runtime, name, found, familyOf } = p;
   if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
   ops.begin("runtime", `looking for ${name}`);
-  const familyOf = `${pick3.model} ${model}`;
   const version2 = installedVersion(runtime, found, familyOf);
   const tooOld = versionProblem(runtime, familyOf, version2);
   if (tooOld) throw new StartError({ phase: "runtime", kind: "runtime-version", cause: tooOld.cause, logLine: null, remedy: tooOld.remedy });
@@ -52386,7 +52393,11 @@ async function runOtherRuntime(c3) {
     `${found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${imageFor(runtime, familyOf)})`}${version2.version ? `, version ${version2.version}` : ", version not reported"}`
   );
   ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
-  ops.cancelled();
+  return found;
+}
+async function launchOtherPhase(c3, p, found) {
+  const { o: o2, job, ops } = c3;
+  const { runtime, name, pick: pick3, hw, replacing, idOf, familyOf, model } = p;
   ops.begin("load", `starting ${name}`);
   const words = commandWords(pick3.command);
   const servedName = words.args[words.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop(), quant: null });
@@ -52400,9 +52411,9 @@ async function runOtherRuntime(c3) {
   const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path48.join(stateDir(), "runtime", id2), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
-  job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
+  job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
   const logFile = path48.join(stateDir(), "logs", `${id2}.log`);
-  setLog(logFile);
+  c3.setLog(logFile);
   mkdirSync18(path48.dirname(logFile), { recursive: true, mode: 448 });
   const logStart = existsSync19(logFile) ? statSync10(logFile).size : 0;
   const readLog = () => existsSync19(logFile) ? readFileSync18(logFile, "utf8").slice(logStart) : "";
@@ -52458,8 +52469,12 @@ async function runOtherRuntime(c3) {
     });
   }
   ops.end(`${name} pid ${pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1e3).toFixed(1)} s${sup ? " (supervised: restarted after a crash)" : ""}`);
+  return { id: id2, servedName, port, key, keyFile, before, indexOf, launch: launch2, logFile, readLog, url: `http://127.0.0.1:${port}/v1` };
+}
+async function warmupOtherPhase(c3, l) {
+  const { ops } = c3;
+  const { url: url2, servedName, key, readLog, launch: launch2, logFile } = l;
   ops.begin("warmup", "one short completion");
-  const url2 = `http://127.0.0.1:${port}/v1`;
   const w = await httpJson(`${url2}/chat/completions`, {
     headers: { authorization: `Bearer ${key}` },
     body: { model: servedName, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
@@ -52476,6 +52491,11 @@ async function runOtherRuntime(c3) {
     });
   }
   ops.end(`first completion in ${(w.ms / 1e3).toFixed(2)} s`);
+}
+async function verifyOtherPhase(c3, p, l) {
+  const { job, ops } = c3;
+  const { runtime, slots, ctx } = p;
+  const { url: url2, servedName, key } = l;
   ops.begin("verify", "reachable, auth, slots, concurrency, capability, tools");
   const v = await verifyEndpoint({
     url: url2,
@@ -52492,7 +52512,13 @@ async function runOtherRuntime(c3) {
   });
   job.checks = v.checks;
   ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
-  const loaded = readLog().split("\n").filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l)).map((l) => l.trim().slice(0, 200));
+  return v;
+}
+async function placementOtherPhase(c3, p, l) {
+  const { job, ops } = c3;
+  const { name, pick: pick3 } = p;
+  const { readLog, before, indexOf, id: id2 } = l;
+  const loaded = readLog().split("\n").filter((l2) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l2)).map((l2) => l2.trim().slice(0, 200));
   let placementFailed = null;
   if (before.gpus.some((g) => g.usedBytes !== null)) {
     ops.begin("placement", "reading the vendor tool's memory per GPU");
@@ -52527,6 +52553,12 @@ async function runOtherRuntime(c3) {
       loaded.length ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}` : `${name} keeps every layer on the GPU(s); its log shows no loading figures`
     );
   }
+  return placementFailed;
+}
+function recordOtherPhase(c3, p, l, v, bench, placementFailed) {
+  const { o: o2, input: input2, job } = c3;
+  const { runtime, name, slots, ctx } = p;
+  const { id: id2, servedName, url: url2, keyFile, logFile } = l;
   const target = {
     id: id2,
     model: servedName,
@@ -52538,7 +52570,6 @@ async function runOtherRuntime(c3) {
     serving: { engine: runtime, endpoints: [{ url: url2, slots }], slots, perSlotCtx: ctx },
     checks: []
   };
-  const bench = await benchPhase(c3, { url: url2, model: servedName, key, engine: runtime, slots, perSlotCtx: ctx }, v);
   if (bench) target.bench = bench;
   const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
   job.result = {
@@ -52563,9 +52594,21 @@ async function runOtherRuntime(c3) {
     };
   }
 }
+async function runOtherRuntime(c3) {
+  const p = await planOtherPhase(c3);
+  c3.ops.cancelled();
+  await confirmPhase(c3);
+  const found = runtimeOtherPhase(c3, p);
+  c3.ops.cancelled();
+  const l = await launchOtherPhase(c3, p, found);
+  await warmupOtherPhase(c3, l);
+  const v = await verifyOtherPhase(c3, p, l);
+  const placementFailed = await placementOtherPhase(c3, p, l);
+  const bench = await benchPhase(c3, { url: l.url, model: l.servedName, key: l.key, engine: p.runtime, slots: p.slots, perSlotCtx: p.ctx }, v);
+  recordOtherPhase(c3, p, l, v, bench, placementFailed);
+}
 var init_start_runtimes = __esm({
   "engine/serving/start-runtimes.ts"() {
-    init_setup2();
     init_target();
     init_detect();
     init_process();
@@ -52593,7 +52636,6 @@ __export(start_exports, {
   checkPlacement: () => checkPlacement,
   classifyDownload: () => classifyDownload,
   classifyLog: () => classifyLog,
-  confirmPhase: () => confirmPhase,
   launchLlamaPhase: () => launchLlamaPhase,
   modelFiles: () => modelFiles,
   pathHasQuant: () => pathHasQuant,
@@ -52934,21 +52976,6 @@ async function planLlamaPhase(c3) {
   const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / GiB3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
   end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}${cacheNote}`);
   return { bin, hw, pick: pick3, entry, modelArg, replacing, planOn };
-}
-async function confirmPhase(c3) {
-  const { o: o2, job } = c3;
-  if (o2.confirm) {
-    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
-      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
-    });
-    if (!ok2)
-      throw new StartError({
-        kind: "not-confirmed",
-        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
-        logLine: null,
-        remedy: "pass --yes to skip the question"
-      });
-  }
 }
 async function runtimeLlamaPhase(c3, plan) {
   const { job } = c3;
@@ -93182,7 +93209,7 @@ function registerModelSetupCommands(program3, { targetsJson } = {}) {
     "--capture <url>",
     "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model",
     (v, prev = []) => [...prev, v]
-  ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_BENCH_SEC); 0 skips it").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
+  ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
   program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => {
     if (!o2.json || !targetsJson) return emit2(runTargets(o2));
     emit2({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
