@@ -460,6 +460,7 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
         apiKeyEnv: o.apiKeyEnv,
         slots,
         ctx,
+        benchSec: benchSecOf(o.benchSec),
         yes: o.yes,
         acceptUnderpowered: o.acceptUnderpowered,
         store: o.store,
