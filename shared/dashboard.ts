@@ -1,16 +1,15 @@
 // What the dashboard shows first, and what its filters keep: pure functions over the workers (unit-tested in
 // dashboard.test.ts), so the order a person sees is decided in one place. Needs-you first: a worker waiting for a
 // person, then running ones, then queued, then settled; a batch ranks by its most urgent worker.
-import { isFinal, type Worker } from "./worker";
+import { isAtRest, type Worker } from "./worker";
 
 /** 0 asks a person, 1 running (starting … grading), 2 queued, 3 settled. */
 export type Urgency = 0 | 1 | 2 | 3;
-export const URGENCY_LABEL = ["needs you", "running", "queued", "settled"] as const;
 
 export function urgency(w: Worker): Urgency {
   if (w.state === "waiting-approval" || w.asks.some((a) => a.status === "pending")) return 0;
   if (w.state === "queued") return 2;
-  if (isFinal(w.state)) return 3;
+  if (isAtRest(w.state)) return 3;
   return 1;
 }
 

@@ -19,10 +19,15 @@ export const WorkerState = z.enum([
 ]);
 export type WorkerState = z.infer<typeof WorkerState>;
 
-/** States a worker never leaves by itself (it may be resumed from stopped/interrupted). */
-export const FINAL_STATES: readonly WorkerState[] = ["built", "honest-failure", "stopped", "interrupted", "error"];
+/**
+ * The states a worker rests in, never leaving them by itself: nothing runs for it until someone acts (graded, stopped, interrupted or failed). Not
+ * final: stopped and interrupted resume, built and honest-failure continue with a new round, an error retries.
+ */
+export const AT_REST_STATES: readonly WorkerState[] = ["built", "honest-failure", "stopped", "interrupted", "error"];
 export const ACTIVE_STATES: readonly WorkerState[] = ["starting", "running", "waiting-approval"];
-export const isFinal = (s: WorkerState) => FINAL_STATES.includes(s);
+export const isAtRest = (s: WorkerState) => AT_REST_STATES.includes(s);
+/** @deprecated the old name of isAtRest (these states are not final); kept while parallel branches merge. */
+export const isFinal = isAtRest;
 export const isActive = (s: WorkerState) => ACTIVE_STATES.includes(s);
 
 const Glob = z.string().min(1).max(500);
@@ -158,7 +163,6 @@ export const WorkerEvent = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("discarded"), by: DecidedBy }),
 ]);
 export type WorkerEvent = z.infer<typeof WorkerEvent>;
-export type WorkerEventType = WorkerEvent["type"];
 /** An event before the store stamps it with seq/ts/workerId. */
 export type WorkerEventBody = WorkerEvent extends infer E ? (E extends WorkerEvent ? Omit<E, "seq" | "ts" | "workerId"> : never) : never;
 
@@ -295,7 +299,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.state = e.state;
       next.stateReason = e.reason ?? null;
       if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
-      next.endedAt = isFinal(e.state) ? e.ts : null;
+      next.endedAt = isAtRest(e.state) ? e.ts : null;
       if (!isActive(e.state)) next.currentTool = null;
       if (e.state === "running") next.stalled = false;
       if (e.state === "running" && w.rounds.length && !w.rounds.at(-1)!.ran) next.rounds = [...w.rounds.slice(0, -1), { ...w.rounds.at(-1)!, ran: true }];

@@ -1,7 +1,7 @@
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
-import { globsMatcher } from "../grading/scope";
+import { globsMatcher } from "../grading";
 import { grantsFor, type Grant, type PermissionAsk } from "../../shared/permission";
 import { splitCommand } from "../../shared/shell";
 

@@ -12,9 +12,9 @@ import { baselineWarning } from "../../shared/verdict";
 import { askView } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
-import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
+import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
-import { follow } from "../api/follow";
+import { follow, nextEvent } from "../api/follow";
 import { inspectRepo } from "../workspace/workspace";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
@@ -418,7 +418,7 @@ async function followBatch(
       for (const id of summary.workerIds) if (!all.has(id)) all.set(id, await client.workers.get.query({ workerId: id }));
       return { workers: all, summary };
     }
-    const active = summary.workerIds.filter((id) => !isFinalState(summary.states[id]!));
+    const active = summary.workerIds.filter((id) => !isAtRest(summary.states[id]!));
     let changed = false;
     if (active.length) {
       const r = await follow(client, active, {
@@ -433,33 +433,13 @@ async function followBatch(
       for (const [k, v] of r.workers) all.set(k, v);
     } else {
       if (summary.integration?.state === "running") say(`ocw: batch ${batchId}: integration checks running`);
-      await nextEvent(client, cursor, (e) => (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId));
+      await nextEvent(
+        client,
+        cursor,
+        (e) => e.type === "reset" || (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId),
+      );
     }
   }
-}
-
-const isFinalState = (s: Worker["state"]) => ["built", "honest-failure", "stopped", "interrupted", "error"].includes(s);
-
-/** Resolves at the first event after `cursor` that `pred` accepts (events are replayed from the cursor). */
-function nextEvent(client: EngineClient, cursor: string, pred: (e: EngineEvent) => boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const sub = client.events.subscribe(
-      { lastEventId: cursor },
-      {
-        onData: (t) => {
-          const e = t.data as EngineEvent;
-          if (e.type === "reset" || pred(e)) {
-            sub.unsubscribe();
-            resolve();
-          }
-        },
-        onError: (err) => {
-          sub.unsubscribe();
-          reject(err);
-        },
-      },
-    );
-  });
 }
 
 /** The attempts part of `ocw run --json` (the contract: `{attempts: [{workerId, target, verdict, honest}], winner}`). */

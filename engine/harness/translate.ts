@@ -190,7 +190,7 @@ const STREAMING_CAP = 256 * 1024;
 export interface TranslateRegistry {
   readonly workers: ReadonlyMap<string, Worker>;
   readonly sessions: Map<string, string>;
-  rt(id: string): { lastEventAt: number; turn: { error?: string }; replies?: { part(part: Part): void; message(info: Message): void } };
+  rt(id: string): { heard(): void; sessionError(message: string): void; replies?: { part(part: Part): void; message(info: Message): void } };
   transient(event: EngineEvent): void;
   safeRecord(workerId: string, body: WorkerEventBody): void;
 }
@@ -286,7 +286,7 @@ export class Translator {
     const w = workerId ? reg.workers.get(workerId) : undefined;
     if (!workerId || !w) return;
     const isRoot = sid === w.sessionId;
-    reg.rt(workerId).lastEventAt = Date.now();
+    reg.rt(workerId).heard();
     switch (e.type) {
       case "permission.asked": {
         const ask = permissionAsk(workerId, e.properties);
@@ -347,7 +347,7 @@ export class Translator {
         const err = e.properties.error;
         // Aborts come from stop/budget/shutdown, and their events can trail a resume: never an error of the new turn.
         if (err?.name === "MessageAbortedError") return;
-        reg.rt(workerId).turn.error = describeError(err);
+        reg.rt(workerId).sessionError(describeError(err));
         return;
       }
       case "session.idle":
@@ -357,11 +357,4 @@ export class Translator {
         return;
     }
   }
-}
-
-/** What an SDK call that got no HTTP answer failed with (the SDK returns the fetch error instead of throwing it). */
-export function noAnswer(error: unknown): string {
-  const e = error as { name?: string; message?: string; cause?: { message?: string; code?: string } } | undefined;
-  if (e?.name === "TimeoutError") return "no answer within the time limit";
-  return [e?.message ?? (e ? String(e) : "connection failed"), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
 }

@@ -318,7 +318,8 @@ export const SetupStatusOutput = z.object({
       bench: TargetBench.nullable().optional(),
     })
     .nullable(),
-  serving: z.array(z.object({ targetId: z.string(), ready: z.boolean(), url: z.string().nullable() })),
+  /** Each target's opencode server (the workers' harness), not its model server. */
+  opencode: z.array(z.object({ targetId: z.string(), ready: z.boolean(), url: z.string().nullable() })),
   slots: Slots,
   pendingApprovals: z.number(),
   workers: z.record(z.string(), z.number()),

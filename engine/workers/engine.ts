@@ -9,7 +9,7 @@ import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../.
 import type { Target } from "../../shared/target";
 import {
   isActive,
-  isFinal,
+  isAtRest,
   WorkerSpec,
   workerTitle,
   type TranscriptPart,
@@ -20,29 +20,24 @@ import {
 } from "../../shared/worker";
 import { Pools } from "../admission/pools";
 import { isPool, type EndpointStatus } from "../admission/capacity";
-import { Approvals } from "../approvals/queue";
-import { Budgets, type Clock } from "../budgets/budgets";
+import { Approvals } from "../approvals";
+import { Budgets, type Clock } from "../budgets";
 import { config } from "../config";
 import { EventBus } from "../events";
-import { WORKER_AGENT } from "../harness/config";
-import type { Harness, HarnessServer } from "../harness/harness";
-import { modelFor, OpencodeServers } from "../harness/servers";
-import { noAnswer, Translator, type OpencodeEvent } from "../harness/translate";
-import { sweepDiscarded } from "../grading/folders";
-import { Recovery } from "../recovery/recovery";
+import { type Harness, type HarnessServer, modelFor, noAnswer, type OpencodeEvent, OpencodeServers, Translator, WORKER_AGENT } from "../harness";
+import { heldBackProblem, sweepDiscarded } from "../grading";
+import { Recovery } from "../recovery";
 import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
 import { OcwError } from "../../shared/errors";
 import { createWorkspace, InputError, inspectRepo, objectsOf, worktreePath, type RepoInfo } from "../workspace/workspace";
-import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
-import { preflightTarget, unreachable } from "./preflight";
+import { preflightTarget, unreachable } from "../admission/preflight";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
 import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
-import { ReplyTrack } from "./replies";
 import { Settler } from "./settle";
 import { Batches } from "./batches";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
@@ -123,10 +118,10 @@ export class Engine {
       wire: (targetId, s) => {
         s.on("event", (e: OpencodeEvent) => this.translator.handle(e));
         s.on("down", (why: string) => this.recovery.onServerDown(targetId, why));
-        s.on("ready", () => this.reg.transient({ type: "serving", targetId, status: "ready", ts: Date.now() }));
+        s.on("ready", () => this.reg.transient({ type: "opencode", targetId, status: "ready", ts: Date.now() }));
         s.on("resync", () => {
           // Events were missed while the stream was down: no idle of this target settles from the stream's picture.
-          for (const w of reg.workers.values()) if (w.targetId === targetId) reg.rt(w.id).replies = undefined;
+          for (const w of reg.workers.values()) if (w.targetId === targetId) reg.rt(w.id).dropReplies();
           void this.recovery.resync(targetId);
         });
       },
@@ -214,12 +209,12 @@ export class Engine {
   private moved(workerId: string, state: WorkerState): void {
     // First: the attempts of a winner's group still queued leave the queue before its freed slot admits one of them.
     if (state === "built") this.attempts.onBuilt(workerId);
-    if (isFinal(state) || state === "settled") this.pump();
+    if (isAtRest(state) || state === "settled") this.pump();
     // A worker still waiting for a person after the hand-over time gives its model slot to the next queued one.
     if (state === "waiting-approval") setTimeout(() => this.pump(), this.pools.handoverMs + 20).unref();
-    if (isFinal(state)) this.releaser.finished(workerId);
+    if (isAtRest(state)) this.releaser.finished(workerId);
     else this.releaser.moved(workerId);
-    if (isFinal(state)) this.batches?.onFinal(workerId);
+    if (isAtRest(state)) this.batches?.onAtRest(workerId);
   }
 
   // ---------- public API ----------
@@ -290,7 +285,7 @@ export class Engine {
       ...(extra.taskId ? { taskId: extra.taskId } : {}),
     });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
-    this.reg.rt(workerId).repo = repo;
+    this.reg.rt(workerId).setRepo(repo);
     // The held-back checks run once on the base commit now, beside the worker's start (never awaited by it): a check
     // that already passes there proves nothing. The engine's own repository for the worker is all it needs.
     if (spec.checks.length) {
@@ -427,7 +422,7 @@ export class Engine {
     if (!ws.length) throw new InputError(`unknown batch "${batchId}"`, "not-found");
     const graded = ws.filter((w) => w.verdict);
     const honest = graded.filter((w) => w.verdict!.honest).length;
-    const settled = ws.every((w) => isFinal(w.state));
+    const settled = ws.every((w) => isAtRest(w.state));
     // A task with attempts counts once: built when its group has a winner (its losers are not failures of the batch).
     const tasks = new Map<string, Worker[]>();
     for (const w of ws) tasks.set(w.attempt?.groupId ?? w.id, [...(tasks.get(w.attempt?.groupId ?? w.id) ?? []), w]);
@@ -482,26 +477,20 @@ export class Engine {
         `worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : w.state === "built" || w.state === "honest-failure" ? "it was graded: continue it with a message (a new round) instead" : "a steer reaches running workers only"}`,
       );
     }
-    const c = this.reg.clientOf(workerId);
+    const c = this.reg.portOf(workerId);
     if (!c || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
     this.reg.record(workerId, { type: "steer.sent", text: body, by });
     this.reg.rt(workerId).replies?.promptSent();
     // A prompt to a busy session is stored at once and injected at the next step boundary (shared/notes/opencode.md).
     const target = w.targetId ? this.targets.get(w.targetId) : undefined;
     const model = target ? modelFor(w.endpoint, target) : undefined;
-    const res = await c.client.session.promptAsync({
-      sessionID: w.sessionId,
-      directory: c.directory,
-      agent: WORKER_AGENT,
-      ...(model ? { model } : {}),
-      parts: [{ type: "text", text: steerPrompt(body) }],
-    });
-    if (res.response && !res.response.ok) throw new Error(`opencode refused the steer (HTTP ${res.response.status})`);
+    const res = await c.port.prompt({ sessionID: w.sessionId, directory: c.directory, agent: WORKER_AGENT, model, text: steerPrompt(body) });
+    if (!res.ok && res.kind === "status") throw new Error(`opencode refused the steer (HTTP ${res.status})`);
   }
 
   async stop(workerId: string, reason = "stopped by request", by: DecidedBy = { kind: "person" }): Promise<Worker> {
     const w = this.get(workerId);
-    if (isFinal(w.state)) return w;
+    if (isAtRest(w.state)) return w;
     const was = this.reg.rt(workerId).activity;
     this.reg.begin(workerId, "stopping");
     const idx = this.queue.indexOf(workerId);
@@ -510,7 +499,7 @@ export class Engine {
       this.approvals.cancelAll(workerId, by, `worker stopped: ${reason}`);
     } catch (err) {
       // Nothing is stopped yet: the worker carries on as before (a left `stopping` would ignore its next idle).
-      this.reg.rt(workerId).activity = was;
+      this.reg.rt(workerId).restore(was);
       if (idx >= 0) this.queue.splice(idx, 0, workerId);
       throw new Error(`worker ${workerId} was not stopped: ${(err as Error).message}`);
     }
@@ -556,7 +545,7 @@ export class Engine {
     if (w.state !== "built" && w.state !== "honest-failure") {
       const hint = ["stopped", "interrupted", "error"].includes(w.state)
         ? "resume it (with a message) instead"
-        : isFinal(w.state)
+        : isAtRest(w.state)
           ? ""
           : "wait until it is graded, or steer it while it runs";
       throw new InputError(`worker ${workerId} is ${w.state}: only a graded worker (built or honest-failure) takes a follow-up${hint ? `; ${hint}` : ""}`);
@@ -586,9 +575,7 @@ export class Engine {
     const w = this.get(workerId);
     const from = w.state;
     this.reg.record(workerId, { type: "round.started", round: (w.rounds?.length ?? 1) + 1, kind, message, comments, by });
-    const rt = this.reg.rt(workerId);
-    rt.activity = { kind: "none" };
-    rt.turn = { followUp: message, followUpKind: kind };
+    this.reg.rt(workerId).newTurn({ followUp: message, followUpKind: kind });
     if (
       !this.reg.fire(
         workerId,
@@ -622,9 +609,7 @@ export class Engine {
 
   /** resume → queued, with a new turn that carries the message; admitted in its turn. */
   private requeue(workerId: string, reason: string, message?: string): boolean {
-    const rt = this.reg.rt(workerId);
-    rt.activity = { kind: "none" };
-    rt.turn = { resumeMessage: message };
+    this.reg.rt(workerId).newTurn({ resumeMessage: message });
     if (!this.reg.fire(workerId, "resume", reason)) return false;
     this.queue.push(workerId);
     this.pump();
@@ -712,7 +697,8 @@ export class Engine {
     return this.logs.load(workerId).events;
   }
 
-  serving(): { targetId: string; ready: boolean; url: string | null; pid: number | undefined }[] {
+  /** The targets' opencode servers (the workers' harness; model servers are setup's). */
+  opencodeServers(): { targetId: string; ready: boolean; url: string | null; pid: number | undefined }[] {
     return this.servers.list();
   }
 
@@ -816,7 +802,7 @@ export class Engine {
         this.log(`worker ${workerId} failed to start: ${(err as Error).stack}`);
         this.reg.fire(workerId, "fail-run", (err as Error).message);
       });
-    rt.run = { token, done };
+    rt.supersede({ token, done });
   }
 
   /** An admitted worker: its workspace (made once), its target's opencode server, its session, and the prompt. */
@@ -824,14 +810,14 @@ export class Engine {
     if (!current()) return;
     let w = this.get(workerId);
     const rt = this.reg.rt(workerId);
-    rt.activity = { kind: "none" };
+    rt.admitted();
     let ws = this.reg.workspaceOf(w);
     if (!ws || !existsSync(ws.worktree)) {
       const found = rt.repo ?? (await inspectRepo(w.spec.directory));
       // A task after others starts from the base plus their graded commits, recorded at its creation.
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
-      rt.workspace = ws;
+      rt.setWorkspace(ws);
       this.reg.record(workerId, {
         type: "worker.workspace",
         worktree: ws.worktree,
@@ -851,56 +837,49 @@ export class Engine {
     await rt.releasing;
     if (!current()) return;
     const server = await this.servers.for(target);
-    rt.server = server;
-    if (!server.ready) this.reg.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
+    rt.attach(server);
+    if (!server.ready) this.reg.transient({ type: "opencode", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
-    const client = server.client!;
+    const port = server.port!;
     if (!current() || this.get(workerId).state !== "starting") return; // stopped or superseded meanwhile
     let text: string;
     w = this.get(workerId);
     if (!w.sessionId) {
       const title = workerTitle(w.spec);
-      const create = () => client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      const create = () => port.createSession({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
       // A request that got no HTTP answer at all (seen under load: several at once, "HTTP undefined") is tried again;
       // a wrong answer is not. An unused session left by a lost answer (or a superseded run) is harmless.
       let res = await create();
-      for (let i = 1; i <= 3 && !res.response && current() && this.get(workerId).state === "starting"; i++) {
+      for (let i = 1; i <= 3 && !res.ok && res.kind === "no-answer" && current() && this.get(workerId).state === "starting"; i++) {
         await new Promise((r) => setTimeout(r, 1000 * i));
         res = await create();
       }
       if (!current()) return;
-      if (!res.data)
+      if (!res.ok)
         throw new Error(
-          `opencode could not create a session (${res.response ? `HTTP ${res.response.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`,
+          `opencode could not create a session (${res.kind === "status" ? `HTTP ${res.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`,
         );
-      this.reg.sessions.set(res.data.id, workerId);
-      this.reg.record(workerId, { type: "worker.session", sessionId: res.data.id });
+      this.reg.sessions.set(res.value.id, workerId);
+      this.reg.record(workerId, { type: "worker.session", sessionId: res.value.id });
       text = taskPrompt(w.spec);
     } else {
       this.reg.sessions.set(w.sessionId, workerId);
       // A round's follow-up that never reached the session (the engine restarted while it was queued) is sent now.
       const round = w.rounds?.at(-1);
       if (!rt.turn.followUp && !rt.turn.resumeMessage && round && round.kind !== "task" && !round.ran && round.message)
-        rt.turn = { followUp: round.message, followUpKind: round.kind };
+        rt.setFollowUp(round.message, round.kind);
       text = rt.turn.followUp ? followUpPrompt(rt.turn.followUp, rt.turn.followUpKind) : resumePrompt(rt.turn.resumeMessage);
-      rt.turn.resumeMessage = undefined;
-      rt.turn.followUp = undefined;
+      rt.promptTaken();
     }
     const sessionId = this.get(workerId).sessionId!;
     if (!this.reg.fire(workerId, "start")) return; // stopped meanwhile
     this.budgets.armWall(workerId);
     const model = modelFor(this.get(workerId).endpoint, target);
-    rt.replies = new ReplyTrack();
-    const res = await client.session.promptAsync({
-      sessionID: sessionId,
-      directory: ws.cwd,
-      agent: WORKER_AGENT,
-      ...(model ? { model } : {}),
-      parts: [{ type: "text", text }],
-    });
-    if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
+    rt.trackReplies();
+    const res = await port.prompt({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, model, text });
+    if (!res.ok && res.kind === "status") throw new Error(`opencode refused the prompt (HTTP ${res.status})`);
     // No answer at all: opencode may never have seen the prompt, and the worker would wait for an idle that never comes.
-    if (!res.response) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
+    if (!res.ok) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
   }
 
   /**

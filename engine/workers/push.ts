@@ -4,7 +4,7 @@ import type { PushResult } from "../../shared/api";
 import type { IntegrationResult } from "../../shared/batch";
 import { InputError } from "../../shared/errors";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
-import type { Worker } from "../../shared/worker";
+import { type Worker, workerTitle } from "../../shared/worker";
 import { runCommand } from "../process/run";
 import { git, gitComplaint, userGitEnv } from "../workspace/git";
 import { describeFlags, flaggedChanges } from "../workspace/land";
@@ -99,7 +99,7 @@ function workerPush(engine: Engine, workerId: string) {
   if (w.state !== "built" || !w.verdict?.commit)
     throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
-  const title = w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72);
+  const title = workerTitle(w.spec, 72);
   return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };
 }
 
@@ -127,7 +127,7 @@ const md = (s: string) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])
 export function verdictCard(w: Worker): string {
   const v = w.verdict!;
   const lines = [
-    `**${md(w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 100))}**`,
+    `**${md(workerTitle(w.spec))}**`,
     "",
     `Verdict: **${outcomeWord(v.verdict)}** (held-back checks the worker never saw) · ${claimWords(v)}`,
     `Graded commit: \`${v.commit}\` · worker \`${w.id}\``,

@@ -229,7 +229,10 @@ describe("each private repository is an opencode project of its own", () => {
     });
     try {
       await server.start();
-      const projectOf = async (dir: string) => (await server.client!.session.create({ directory: dir, title: "t" })).data!.projectID;
+      const projectOf = async (dir: string) => {
+        const r = await server.port!.createSession({ directory: dir, title: "t" });
+        return r.ok ? r.value.projectID : null;
+      };
       expect(await projectOf(a.worktree)).toBe(idOf(a));
       expect(await projectOf(b.worktree)).toBe(idOf(b));
     } finally {

@@ -110,6 +110,15 @@ describe("renderer store", () => {
     expect(engine.get).toHaveBeenCalledWith({ workerId: "w-b" });
   });
 
+  it("keeps each target's opencode server as its `opencode` events say (the workers' harness, not the model server)", async () => {
+    await store.connect();
+    engine.handlers!.onStarted!();
+    send({ type: "opencode", targetId: "t1", status: "starting", ts: 1 });
+    send({ type: "opencode", targetId: "t1", status: "down", message: "opencode serve exited", ts: 2 });
+    vi.advanceTimersByTime(60);
+    expect(store.useStore.getState().opencode).toEqual({ t1: { status: "down", message: "opencode serve exited", ts: 2 } });
+  });
+
   it("orders workers of one millisecond by the order the engine announced them", () => {
     const w1 = { ...picture(created("z-first")), createdAt: 7 };
     const w2 = { ...picture(created("a-second")), createdAt: 7 };

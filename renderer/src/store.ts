@@ -4,7 +4,7 @@ import { create } from "zustand";
 import type { EngineEvent } from "../../shared/events";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import type { Target } from "../../shared/target";
-import { isFinal, reduceWorker, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
+import { isAtRest, reduceWorker, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
 import { api, errorText } from "./api";
 import { freezeClock } from "./format";
 
@@ -61,7 +61,8 @@ interface State {
   workers: Record<string, Worker>;
   status: Status | null;
   targets: Target[];
-  serving: Record<string, { status: string; message?: string; ts: number }>;
+  /** Each target's opencode server as its events last said (starting, ready, down). */
+  opencode: Record<string, { status: string; message?: string; ts: number }>;
   /** Transcripts of the workers whose detail was opened: the latest version of each part, in order. */
   transcripts: Record<string, TranscriptPart[]>;
   /** Of the same workers: what the person, Claude or the engine did between the parts (steers, asks and their decisions), by log order. */
@@ -86,7 +87,7 @@ export const useStore = create<State>(() => ({
   workers: {},
   status: null,
   targets: [],
-  serving: {},
+  opencode: {},
   transcripts: {},
   marks: {},
   partSeqs: {},
@@ -330,7 +331,7 @@ function flush() {
   let transcripts = s.transcripts;
   let marks = s.marks;
   let partSeqs = s.partSeqs;
-  let serving = s.serving;
+  let opencode = s.opencode;
   let retries = s.retries;
   let order = s.order;
   let touched = false;
@@ -352,8 +353,8 @@ function flush() {
       }
       continue;
     }
-    if (e.type === "serving") {
-      serving = { ...serving, [e.targetId]: { status: e.status, message: e.message, ts: e.ts } };
+    if (e.type === "opencode") {
+      opencode = { ...opencode, [e.targetId]: { status: e.status, message: e.message, ts: e.ts } };
       statusChanged = true;
       continue;
     }
@@ -392,7 +393,7 @@ function flush() {
     touched = true;
     if (e.type === "worker.created" || e.type === "worker.state" || e.type === "ask.opened" || e.type === "ask.resolved") statusChanged = true;
     if (e.type === "part") partials.get(e.workerId)?.delete(e.part.partId);
-    if (e.type === "worker.state" && (isFinal(e.state) || e.state === "queued")) partials.delete(e.workerId);
+    if (e.type === "worker.state" && (isAtRest(e.state) || e.state === "queued")) partials.delete(e.workerId);
     if (e.type === "part" || e.type === "steer.sent" || e.type === "ask.opened" || e.type === "ask.resolved") loadingEvents.get(e.workerId)?.push(e);
     if (e.type === "part" && transcripts[e.workerId]) {
       transcripts = { ...transcripts, [e.workerId]: upsertPart(transcripts[e.workerId]!, e.part) };
@@ -411,7 +412,7 @@ function flush() {
   if (transcripts !== s.transcripts) patch.transcripts = transcripts;
   if (marks !== s.marks) patch.marks = marks;
   if (partSeqs !== s.partSeqs) patch.partSeqs = partSeqs;
-  if (serving !== s.serving) patch.serving = serving;
+  if (opencode !== s.opencode) patch.opencode = opencode;
   if (retries !== s.retries) patch.retries = retries;
   if (order !== s.order) patch.order = order;
   if (touched) patch.tick = s.tick + 1;
@@ -428,7 +429,7 @@ setInterval(() => {
   for (const w of Object.values(s.workers)) {
     const prev = s.rates[w.id] ?? [];
     const chars = charCounts.get(w.id) ?? 0;
-    if (!chars && (isFinal(w.state) || prev.length === 0)) {
+    if (!chars && (isAtRest(w.state) || prev.length === 0)) {
       if (prev.length) rates[w.id] = prev;
       continue;
     }

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from "react";
-import { isActive, isFinal, pendingAsks, type Worker } from "../../../shared/worker";
+import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
 import { countsAsBuilt } from "../../../shared/verdict";
 import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
@@ -40,7 +40,7 @@ function modelDown(targetId: string, workers: Worker[]): { since: number; reason
 export function Dashboard() {
   const workers = useStore((s) => s.workers);
   const status = useStore((s) => s.status);
-  const serving = useStore((s) => s.serving);
+  const opencode = useStore((s) => s.opencode);
   const order = useStore((s) => s.order);
   const connection = useStore((s) => s.connection);
   const targets = useStore((s) => s.targets);
@@ -79,8 +79,8 @@ export function Dashboard() {
         )}
         <div className="slots-row">
           {(status?.slots ?? []).map((s) => {
-            const srv = status?.serving.find((x) => x.targetId === s.targetId);
-            const live = serving[s.targetId];
+            const srv = status?.opencode.find((x) => x.targetId === s.targetId);
+            const live = opencode[s.targetId];
             const harness = live?.status ?? (srv ? (srv.ready ? "ready" : "starting") : "idle");
             const down = modelDown(s.targetId, list);
             // What a person needs first: is it working? Unknown when the engine is gone; down when the model is.
@@ -303,13 +303,13 @@ function BatchGroup({ group, archived, onArchive }: { group: DashboardGroup; arc
   // A no-op is never built (an older engine's log may say otherwise): it does not count.
   const built = graded.filter((w) => countsAsBuilt(w.verdict)).length;
   const honest = graded.filter((w) => w.verdict!.honest).length;
-  const settled = workers.every((w) => isFinal(w.state));
+  const settled = workers.every((w) => isAtRest(w.state));
   const count = (f: (w: Worker) => boolean) => workers.filter(f).length;
   const bar = [
     { key: "graded", n: graded.length, label: "graded" },
     { key: "waiting", n: count((w) => w.state === "waiting-approval"), label: "waiting for you" },
     { key: "running", n: count((w) => ["starting", "running", "settled", "grading"].includes(w.state)), label: "running" },
-    { key: "ended", n: count((w) => !w.verdict && isFinal(w.state)), label: "stopped / interrupted / error" },
+    { key: "ended", n: count((w) => !w.verdict && isAtRest(w.state)), label: "stopped / interrupted / error" },
     { key: "queued", n: count((w) => w.state === "queued"), label: "queued" },
   ];
   return (
@@ -420,7 +420,7 @@ function WorkerCard({ w }: { w: Worker }) {
         <span className="mono small muted">{w.id}</span>
       </div>
       <div className="card-stats small" aria-label={`progress of ${w.id}`}>
-        {isFinal(w.state) ? (
+        {isAtRest(w.state) ? (
           <span title="from its start to its end">took {duration(elapsed)}</span>
         ) : (
           <>
@@ -453,7 +453,7 @@ function WorkerCard({ w }: { w: Worker }) {
             </>
           ) : (
             <span className="muted">
-              {w.stalled ? "stalled" : ((isFinal(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—")}
+              {w.stalled ? "stalled" : ((isAtRest(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—")}
             </span>
           )}
         </span>

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "react";
-import { isActive, isFinal, pendingAsks } from "../../../shared/worker";
+import { isActive, isAtRest, pendingAsks } from "../../../shared/worker";
 import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
@@ -497,7 +497,7 @@ export function WorkerDetail({ id }: { id: string }) {
             </button>
           ))}
         </div>
-        {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isFinal(w.state)} />}
+        {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isAtRest(w.state)} />}
         {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} merged={w.merged} />}
         {tab === "task" && (
           <div className="task-view">
