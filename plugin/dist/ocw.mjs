@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path68 = __require("node:path");
+    var path66 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path68.resolve(baseDir, baseName);
+          const localBin = path66.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path68.extname(baseName))) return void 0;
+          if (sourceExt.includes(path66.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path68.resolve(
-            path68.dirname(resolvedScriptPath),
+          executableDir = path66.resolve(
+            path66.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path68.basename(
+            const legacyName = path66.basename(
               this._scriptPath,
-              path68.extname(this._scriptPath)
+              path66.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path68.extname(executableFile));
+        launchWithNode = sourceExt.includes(path66.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path68.basename(filename, path68.extname(filename));
+        this._name = path66.basename(filename, path66.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path69) {
-        if (path69 === void 0) return this._executableDir;
-        this._executableDir = path69;
+      executableDir(path67) {
+        if (path67 === void 0) return this._executableDir;
+        this._executableDir = path67;
         return this;
       }
       /**
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path68) {
-  if (!path68)
+function getElementAtPath(obj2, path66) {
+  if (!path66)
     return obj2;
-  return path68.reduce((acc, key) => acc?.[key], obj2);
+  return path66.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path68, issues) {
+function prefixIssues(path66, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path68);
+    iss.path.unshift(path66);
     return iss;
   });
 }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path68 = []) => {
+  const processError = (error47, path66 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path68, ...issue2.path];
+        const fullpath = [...path66, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path68 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path68) {
+  const path66 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path66) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -16578,8 +16578,7 @@ var init_config = __esm({
       OCW_SGLANG_IMAGE: str().describe("the SGLang image; default: the pinned one"),
       OCW_KEYCHAIN: str().describe("off: API keys set from the GUI go to a 0600 file under the state dir, never the OS keychain"),
       OCW_SUPERVISE: str().describe("0: model servers the engine starts run unsupervised (detached)"),
-      OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
-      OCW_SETUP_BENCH_SEC: num(30).describe("seconds the benchmark after a model server starts (or is captured) may take; 0 skips it")
+      OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI")
     });
   }
 });
@@ -16661,103 +16660,6 @@ var init_paths = __esm({
   }
 });
 
-// shared/errors.ts
-function detailOf(err) {
-  return err instanceof OcwError && err.detail ? err.detail : null;
-}
-function codeOf(err) {
-  return err instanceof OcwError ? err.code : "internal";
-}
-var ErrorCode, ERROR_MAP, ErrorKind, ErrorData, OcwError, InputError;
-var init_errors3 = __esm({
-  "shared/errors.ts"() {
-    init_zod();
-    ErrorCode = external_exports.enum([
-      "bad-input",
-      // the request is wrong: fix it as the message says
-      "not-found",
-      // an unknown worker, ask, grant, target or batch id
-      "conflict",
-      // the state forbids it now (merge conflict, not pending, not finished)
-      "unavailable",
-      // something the engine needs is down (a model server, opencode, the sandbox)
-      "internal"
-      // a bug: the message and the engine log say more
-    ]);
-    ERROR_MAP = {
-      "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
-      "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
-      conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
-      unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
-      internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
-    };
-    ErrorKind = external_exports.enum([
-      "input",
-      // a flag or field is wrong
-      "model-source",
-      // the model file / repo / URL cannot be read
-      "metadata",
-      // the GGUF metadata is not a model we can size
-      "estimate",
-      // the estimator was asked for something impossible
-      "gguf",
-      // the GGUF reader met a damaged file
-      "download",
-      // a download failed (network, checksum, size)
-      "runtime",
-      // the runtime binary cannot be found, installed or run
-      "parallel",
-      // a vLLM / SGLang plan's input is wrong
-      "k8s",
-      // a Kubernetes plan's input is wrong
-      "serving",
-      // a serving record / capture request is wrong
-      "start",
-      // a model start failed (data.failure: its classification, data.phase)
-      "no-target"
-      // no active target, and none was named
-    ]);
-    ErrorData = external_exports.record(external_exports.string(), external_exports.union([external_exports.string(), external_exports.number(), external_exports.boolean(), external_exports.null()]));
-    OcwError = class extends Error {
-      constructor(code, message, detail) {
-        super(message);
-        this.code = code;
-        this.detail = detail;
-        this.name = "OcwError";
-      }
-      code;
-      detail;
-    };
-    InputError = class extends OcwError {
-      constructor(message, code = "bad-input") {
-        super(code, message);
-        this.name = "InputError";
-      }
-    };
-  }
-});
-
-// engine/models/errors.ts
-function isSetupError(e, ...kinds) {
-  return e instanceof SetupError && (!kinds.length || kinds.includes(e.kind));
-}
-var SetupError;
-var init_errors4 = __esm({
-  "engine/models/errors.ts"() {
-    init_errors3();
-    SetupError = class extends OcwError {
-      constructor(kind, message, data = {}, code = "bad-input") {
-        super(code, message, { kind, data });
-        this.kind = kind;
-        this.data = data;
-        this.name = "SetupError";
-      }
-      kind;
-      data;
-    };
-  }
-});
-
 // engine/serving/keys.ts
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync as mkdirSync2, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -16777,12 +16679,7 @@ function storeKey(file2, key) {
 function readKey(file2) {
   const st = statSync(file2);
   if (process.platform !== "win32" && (st.mode & 63) !== 0) {
-    throw new SetupError(
-      "serving",
-      `key file ${file2} is readable by others (mode ${(st.mode & 511).toString(8)}); run chmod 600 on it`,
-      { file: file2, mode: (st.mode & 511).toString(8) },
-      "unavailable"
-    );
+    throw new Error(`key file ${file2} is readable by others (mode ${(st.mode & 511).toString(8)}); run chmod 600 on it`);
   }
   return readFileSync(file2, "utf8").trim();
 }
@@ -16841,13 +16738,7 @@ function resolveKey(t2, env2 = process.env) {
     } catch {
       v = null;
     }
-    if (!v)
-      throw new SetupError(
-        "serving",
-        `the key of target ${t2.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup`,
-        { targetId: t2.id },
-        "unavailable"
-      );
+    if (!v) throw new Error(`the key of target ${t2.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup`);
     return v;
   }
   if (t2.keyFile) return readKey(t2.keyFile);
@@ -16866,7 +16757,6 @@ var init_keys = __esm({
   "engine/serving/keys.ts"() {
     init_config();
     init_paths();
-    init_errors4();
     SERVICE = "opencode-worker";
   }
 });
@@ -16909,6 +16799,50 @@ var init_bounded = __esm({
       url;
       maxBytes;
       code = "BODY_TOO_LARGE";
+    };
+  }
+});
+
+// shared/errors.ts
+function codeOf(err) {
+  return err instanceof OcwError ? err.code : "internal";
+}
+var ErrorCode, ERROR_MAP, OcwError, InputError;
+var init_errors3 = __esm({
+  "shared/errors.ts"() {
+    init_zod();
+    ErrorCode = external_exports.enum([
+      "bad-input",
+      // the request is wrong: fix it as the message says
+      "not-found",
+      // an unknown worker, ask, grant, target or batch id
+      "conflict",
+      // the state forbids it now (merge conflict, not pending, not finished)
+      "unavailable",
+      // something the engine needs is down (a model server, opencode, the sandbox)
+      "internal"
+      // a bug: the message and the engine log say more
+    ]);
+    ERROR_MAP = {
+      "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
+      "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
+      conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
+      unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
+      internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
+    };
+    OcwError = class extends Error {
+      constructor(code, message) {
+        super(message);
+        this.code = code;
+        this.name = "OcwError";
+      }
+      code;
+    };
+    InputError = class extends OcwError {
+      constructor(message, code = "bad-input") {
+        super(code, message);
+        this.name = "InputError";
+      }
     };
   }
 });
@@ -17187,8 +17121,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path68, { windows: windows2 } = {}) => {
-      const segs = path68.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path66, { windows: windows2 } = {}) => {
+      const segs = path66.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -18454,15 +18388,11 @@ var require_picomatch2 = __commonJS({
 });
 
 // shared/target.ts
-function benchText(b) {
-  const f = (x) => x === null ? "?" : String(Math.round(x));
-  return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${b.warning ? ` \u2014 ${b.warning}` : ""}`;
-}
 function targetSlug(target) {
   const raw2 = [target.model, target.quant].filter(Boolean).join("-");
   return raw2.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "target";
 }
-var EnvVarName, ServingEngine, ServingEndpoint, TargetCheck, TargetBench, Target;
+var EnvVarName, ServingEngine, ServingEndpoint, TargetCheck, Target;
 var init_target = __esm({
   "shared/target.ts"() {
     init_zod();
@@ -18481,28 +18411,6 @@ var init_target = __esm({
       name: external_exports.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools", "reasoning"]),
       passed: external_exports.boolean(),
       evidence: external_exports.string()
-    });
-    TargetBench = external_exports.object({
-      at: external_exports.string(),
-      /** Wall time the benchmark took, seconds. */
-      sec: external_exports.number().nonnegative(),
-      /** Prompt tokens per request (the prefill measured), completion tokens asked per request. */
-      promptTokens: external_exports.number().int().nonnegative().nullable(),
-      maxTokens: external_exports.number().int().positive(),
-      /** One stream alone: prompt processing and generation, tokens/s. */
-      prefillTps1: external_exports.number().nonnegative().nullable(),
-      decodeTps1: external_exports.number().nonnegative().nullable(),
-      /** `slots` streams at once: generation tokens/s of all of them together, and of one stream (what a worker gets). */
-      slots: external_exports.number().int().positive(),
-      decodeTpsN: external_exports.number().nonnegative().nullable(),
-      decodeTpsPerStreamN: external_exports.number().nonnegative().nullable(),
-      /** Prompt processing of one stream while the others run, tokens/s. */
-      prefillTpsN: external_exports.number().nonnegative().nullable(),
-      /** Where the figures come from: the server's own timings, or the client's clock on the stream. */
-      source: external_exports.enum(["timings", "stream"]),
-      requests: external_exports.number().int().nonnegative(),
-      failed: external_exports.number().int().nonnegative(),
-      warning: external_exports.string().nullable()
     });
     Target = external_exports.object({
       id: external_exports.string().min(1),
@@ -18532,9 +18440,7 @@ var init_target = __esm({
       }),
       outcome: external_exports.enum(["built", "underpowered", "cannot-build"]).optional(),
       verifiedAt: external_exports.string().nullable().optional(),
-      checks: external_exports.array(TargetCheck).default([]),
-      /** The benchmark after setup (absent: none ran — a provider, an older ocw, OCW_SETUP_BENCH_SEC=0). */
-      bench: TargetBench.nullable().optional()
+      checks: external_exports.array(TargetCheck).default([])
     });
   }
 });
@@ -18565,7 +18471,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path68, options) {
+    function checkPathExt(path66, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18576,25 +18482,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path68.substr(-p.length).toLowerCase() === p) {
+        if (p && path66.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path68, options) {
+    function checkStat(stat, path66, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path68, options);
+      return checkPathExt(path66, options);
     }
-    function isexe(path68, options, cb) {
-      fs.stat(path68, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path68, options));
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path66, options));
       });
     }
-    function sync(path68, options) {
-      return checkStat(fs.statSync(path68), path68, options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), path66, options);
     }
   }
 });
@@ -18605,13 +18511,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path68, options, cb) {
-      fs.stat(path68, function(er, stat) {
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path68, options) {
-      return checkStat(fs.statSync(path68), options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18644,7 +18550,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path68, options, cb) {
+    function isexe(path66, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18654,7 +18560,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path68, options || {}, function(er, is) {
+          isexe(path66, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18663,7 +18569,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path68, options || {}, function(er, is) {
+      core(path66, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18673,9 +18579,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path68, options) {
+    function sync(path66, options) {
       try {
-        return core.sync(path68, options || {});
+        return core.sync(path66, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18691,7 +18597,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path68 = __require("path");
+    var path66 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18729,7 +18635,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path68.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18756,7 +18662,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path68.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18804,7 +18710,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path68 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18822,7 +18728,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path68.delimiter : void 0
+          pathExt: withoutPathExt ? path66.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18831,7 +18737,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path68.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18885,8 +18791,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path68, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path68.split("/").pop();
+      const [path66, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path66.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18921,7 +18827,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path68 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18946,7 +18852,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path68.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -20239,7 +20145,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path68 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -20261,7 +20167,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path68.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path66.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -20270,7 +20176,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path68.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20371,7 +20277,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path68 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20405,9 +20311,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path68.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path68.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path66.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -24541,13 +24447,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path68, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path68 === "string" ? path68 : path68.toString();
+      for (const { path: path66, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path66 === "string" ? path66 : path66.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path68, serializedResult);
+          appendFileSync(path66, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync7(path68, serializedResult);
+          writeFileSync7(path66, serializedResult);
         }
       }
     };
@@ -27612,7 +27518,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path68 = __require("path");
+    var path66 = __require("path");
     var spawn9 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28368,7 +28274,7 @@ var require_util = __commonJS({
     function getFilesInPath(source) {
       const lstatSync4 = fs.lstatSync;
       const readdirSync12 = fs.readdirSync;
-      const join = path68.join;
+      const join = path66.join;
       function isDirectory(source2) {
         return lstatSync4(source2).isDirectory();
       }
@@ -31104,7 +31010,7 @@ var require_network = __commonJS({
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync5 = __require("child_process").execFileSync;
-    var readFileSync23 = __require("fs").readFileSync;
+    var readFileSync22 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util();
     var _platform = process.platform;
@@ -31594,7 +31500,7 @@ var require_network = __commonJS({
         return result;
       }
       try {
-        const content = readFileSync23(file2, { encoding: "utf8" });
+        const content = readFileSync22(file2, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -37121,7 +37027,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path68 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync5 = __require("child_process").execFileSync;
@@ -37501,13 +37407,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path68.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path66.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path68.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path66.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path68.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path66.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -40782,7 +40688,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path68 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41410,7 +41316,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path68.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path66.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42681,7 +42587,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path68, callback) {
+    function fetchJson(path66, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42697,7 +42603,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path68} HTTP/1.0\r
+          socket.write(`GET ${path66} HTTP/1.0\r
 \r
 `);
         });
@@ -45467,7 +45373,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path68 = __require("path");
+    var path66 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45600,7 +45506,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path68.basename(element);
+              const filename = path66.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -46469,8 +46375,6 @@ var init_setup2 = __esm({
       model: external_exports.string().trim().min(1).optional(),
       /** Context each slot must have (checked against what the server reports). */
       ctx: external_exports.number().int().min(1024, "the context per slot must be \u2265 1024 tokens").optional(),
-      /** Seconds the benchmark after verify may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
-      benchSec: external_exports.number().int().min(0).max(600).optional(),
       ...Common
     });
     SetupProviderInput = external_exports.object({
@@ -46494,9 +46398,7 @@ var init_setup2 = __esm({
       summary: external_exports.string(),
       /** What the server itself reported (engine, per-slot context, slots). */
       observed: external_exports.object({ engine: external_exports.string(), totalSlots: external_exports.number().nullable(), perSlotCtx: external_exports.number().nullable() }).nullable(),
-      ms: external_exports.number(),
-      /** The benchmark after start / capture (also on the saved target); null when none ran. */
-      bench: TargetBench.nullable().optional()
+      ms: external_exports.number()
     });
     SetupRuntime = external_exports.enum(["llama.cpp", "vllm", "sglang"]);
     SetupStartInput = external_exports.object({
@@ -46516,11 +46418,9 @@ var init_setup2 = __esm({
        * llama.cpp: the KV cache type of the plan the person saw (its pick's `cacheType`): the start plans with it, so the
        * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.
        */
-      cacheType: external_exports.enum(["f16", "q8_0", "q4_0"]).optional(),
-      /** Seconds the benchmark after start may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
-      benchSec: external_exports.number().int().min(0).max(600).optional()
+      cacheType: external_exports.enum(["f16", "q8_0", "q4_0"]).optional()
     });
-    SetupPhaseName = external_exports.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement", "bench"]);
+    SetupPhaseName = external_exports.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement"]);
     SetupProgress = external_exports.object({
       /** Bytes done / total (null total: unknown size). */
       done: external_exports.number().nonnegative(),
@@ -46993,6 +46893,27 @@ var init_catalog = __esm({
   }
 });
 
+// engine/models/errors.ts
+function isSetupError(e, ...kinds) {
+  return e instanceof SetupError && (!kinds.length || kinds.includes(e.kind));
+}
+var SetupError;
+var init_errors4 = __esm({
+  "engine/models/errors.ts"() {
+    init_errors3();
+    SetupError = class extends OcwError {
+      constructor(kind, message, data = {}, code = "bad-input") {
+        super(code, message);
+        this.kind = kind;
+        this.data = data;
+        this.name = "SetupError";
+      }
+      kind;
+      data;
+    };
+  }
+});
+
 // engine/models/download.ts
 import { createHash as createHash4 } from "node:crypto";
 import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync12, mkdirSync as mkdirSync12, renameSync as renameSync3, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
@@ -47104,7 +47025,7 @@ function ggmlTypeId(name) {
 }
 function rowBytes(type, n2) {
   const t2 = GGML_TYPES[type];
-  if (!t2) throw new SetupError("gguf", `unknown ggml type id ${type}`, { type });
+  if (!t2) throw new Error(`unknown ggml type id ${type}`);
   return Math.ceil(n2 / t2[1]) * t2[2];
 }
 function tensorBytes(type, shape) {
@@ -47117,7 +47038,6 @@ function isKvCacheType(s) {
 var GGML_TYPES, BY_NAME, KV_CACHE_TYPES;
 var init_ggml_types = __esm({
   "engine/models/ggml-types.ts"() {
-    init_errors4();
     GGML_TYPES = {
       0: ["f32", 1, 4],
       1: ["f16", 1, 2],
@@ -47162,12 +47082,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path68) {
+function fileSource(path66) {
   let fh;
   return {
-    describe: path68,
+    describe: path66,
     async read(offset, length) {
-      fh ??= await open(path68, "r");
+      fh ??= await open(path66, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -47554,15 +47474,14 @@ function resolveUrl(repo, file2, rev = "main", env2 = process.env) {
   return `${hubEndpoint(env2)}/${repo}/resolve/${encodeURIComponent(rev)}/${file2.split("/").map(encodeURIComponent).join("/")}`;
 }
 async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = process.env) {
-  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new SetupError("model-source", `"${repo}" is not a Hugging Face repo id (owner/name)`, { repo });
+  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`"${repo}" is not a Hugging Face repo id (owner/name)`);
   let url2 = `${hubEndpoint(env2)}/api/models/${repo}/tree/${encodeURIComponent(rev)}?recursive=true`;
   const out = [];
   for (let page = 0; url2 && page < 50; page++) {
     const res = await fetchImpl(url2, { headers: hubHeaders(env2) });
-    if (res.status === 401 || res.status === 403)
-      throw new SetupError("model-source", `${repo} is gated or private: set HF_TOKEN`, { repo, status: res.status });
-    if (res.status === 404) throw new SetupError("model-source", `no Hugging Face repo ${repo} (revision ${rev})`, { repo, rev, status: 404 }, "not-found");
-    if (!res.ok) throw new SetupError("model-source", `Hub tree API for ${repo} answered HTTP ${res.status}`, { repo, status: res.status }, "unavailable");
+    if (res.status === 401 || res.status === 403) throw new Error(`${repo} is gated or private: set HF_TOKEN`);
+    if (res.status === 404) throw new Error(`no Hugging Face repo ${repo} (revision ${rev})`);
+    if (!res.ok) throw new Error(`Hub tree API for ${repo} answered HTTP ${res.status}`);
     const entries = await res.json();
     for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
     const link2 = res.headers.get("link");
@@ -47594,7 +47513,6 @@ var init_hf = __esm({
   "engine/models/hf.ts"() {
     init_config();
     init_source2();
-    init_errors4();
     hubEndpoint = (env2 = process.env) => (config2(env2).OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
   }
 });
@@ -47955,8 +47873,7 @@ function arrLen(v) {
 }
 function perLayer(v, n2, fallback, key) {
   if (Array.isArray(v)) {
-    if (v.length !== n2)
-      throw new SetupError("metadata", `${key} has ${v.length} entries, expected block_count = ${n2}`, { key, entries: v.length, blockCount: n2 });
+    if (v.length !== n2) throw new Error(`${key} has ${v.length} entries, expected block_count = ${n2}`);
     return v.map((x) => num2(x) ?? 0);
   }
   const s = num2(v);
@@ -48580,39 +48497,6 @@ var init_speed = __esm({
   }
 });
 
-// engine/models/mtp.ts
-function mtpOf(e) {
-  return e.mtp ?? HEADS[e.id] ?? null;
-}
-function llamaMtpArgs(draftTokens) {
-  return draftTokens ? ["--spec-type", "draft-mtp", "--spec-draft-n-max", String(draftTokens)] : [];
-}
-function vllmMtpArgs(draftTokens) {
-  return draftTokens ? ["--speculative-config", JSON.stringify({ method: "mtp", num_speculative_tokens: draftTokens })] : [];
-}
-function sglangMtpArgs(draftTokens) {
-  return draftTokens ? [
-    "--speculative-algorithm",
-    "NEXTN",
-    "--speculative-num-steps",
-    String(draftTokens),
-    "--speculative-eagle-topk",
-    "1",
-    "--speculative-num-draft-tokens",
-    String(draftTokens + 1)
-  ] : [];
-}
-var HEADS;
-var init_mtp = __esm({
-  "engine/models/mtp.ts"() {
-    HEADS = {
-      "qwen3.6-27b": { gguf: false, safetensors: true, draftTokens: 2 },
-      "qwen3.6-35b-a3b": { gguf: false, safetensors: true, draftTokens: 2 },
-      "qwen3.5-397b-a17b": { gguf: false, safetensors: true, draftTokens: 2 }
-    };
-  }
-});
-
 // engine/models/plan.ts
 function hostCaches(e, slots, hostFreeBytes) {
   const used = e.perDevice.find((d) => d.kind === "cpu")?.totalBytes ?? 0;
@@ -48773,8 +48657,6 @@ function commandFor(m, p, gpus, slots, isolate = false) {
     "--cache-ram",
     String(p.host.cacheRamMiB),
     ...p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : [],
-    // speculative decoding with the model's own MTP head, where the catalog says the GGUF keeps it
-    ...llamaMtpArgs(m.mtpDraft),
     // Prometheus /metrics (501 without it): tokens/s and KV use as the server counts them
     "--metrics",
     "--jinja",
@@ -48921,8 +48803,7 @@ function catalogModel(e, quant) {
     fileBytes: q2.bytes,
     isMoe: !!e.spec.moe,
     activeShare: e.activeParamsB / e.totalParamsB,
-    modelArgs: ["-hf", `${e.repo}:${q2.quant}`],
-    ...mtpOf(e)?.gguf ? { mtpDraft: mtpOf(e).draftTokens } : {}
+    modelArgs: ["-hf", `${e.repo}:${q2.quant}`]
   };
 }
 function planScore(p, m, maxCtxPerSlot) {
@@ -49150,7 +49031,6 @@ var init_plan = __esm({
     init_estimate();
     init_hparams();
     init_speed();
-    init_mtp();
     DEFAULT_MIN_CTX = 32768;
     MARGIN = 1024 * MiB2;
     HOST_HEADROOM = 2 * GiB2;
@@ -49181,24 +49061,18 @@ function parseRepoRef(ref) {
 }
 async function planRepo(ref, want, env2 = process.env) {
   const p = parseRepoRef(ref);
-  if (!p) throw new SetupError("model-source", `"${ref}" is not owner/repo[:QUANT]`, { ref });
+  if (!p) throw new Error(`"${ref}" is not owner/repo[:QUANT]`);
   const g = await repoGgufs(p.repo, p.rev, fetch, env2).catch((e) => {
     if (e.message === "fetch failed")
-      throw new SetupError(
-        "model-source",
-        `cannot reach the Hugging Face Hub at ${hubEndpoint(env2)} (${e.cause?.code ?? "no connection"}): check the network (or HTTPS_PROXY), or pass a local .gguf or a catalog id`,
-        { endpoint: hubEndpoint(env2), cause: e.cause?.code ?? null },
-        "unavailable"
+      throw new Error(
+        `cannot reach the Hugging Face Hub at ${hubEndpoint(env2)} (${e.cause?.code ?? "no connection"}): check the network (or HTTPS_PROXY), or pass a local .gguf or a catalog id`
       );
     throw e;
   });
   let quants = g.quants;
   if (p.quant) quants = quants.filter((q2) => q2.quant.toUpperCase() === p.quant);
   if (!quants.length)
-    throw new SetupError(
-      "model-source",
-      p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q2) => q2.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`
-    );
+    throw new Error(p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q2) => q2.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`);
   const infos = /* @__PURE__ */ new Map();
   const model = async (q2) => {
     let info = infos.get(q2.quant);
@@ -49235,7 +49109,6 @@ var init_resolve = __esm({
     init_hf();
     init_plan();
     init_source2();
-    init_errors4();
   }
 });
 
@@ -49248,13 +49121,7 @@ async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = config2(env2).OCW_LLAMA_RELEASES_URL ?? (tag === LLAMA_CPP_PIN.tag ? null : `https://api.github.com/repos/ggml-org/llama.cpp/releases/tags/${tag}`);
   if (!url2) return { tag, assets: Object.entries(pins).map(([name, sha256]) => ({ name, url: `${DOWNLOAD}/${tag}/${name}`, size: null, sha256 })) };
   const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
-  if (!res.ok)
-    throw new SetupError(
-      "runtime",
-      `cannot list llama.cpp release ${tag} (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`,
-      { tag, url: url2, status: res.status },
-      "unavailable"
-    );
+  if (!res.ok) throw new Error(`cannot list llama.cpp release ${tag} (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
   const j = await res.json();
   const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
   return {
@@ -49332,7 +49199,7 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new SetupError("runtime", `cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`, { archive }, "unavailable");
+  throw new Error(`cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`);
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
@@ -49358,7 +49225,7 @@ function buildScript(env2 = process.env) {
 }
 async function buildCuda(env2, onLine) {
   const script = buildScript(env2);
-  if (!script) throw new SetupError("runtime", "scripts/build-llama-server.sh is not part of this install", {}, "unavailable");
+  if (!script) throw new Error("scripts/build-llama-server.sh is not part of this install");
   const p = execa("bash", [script], { reject: false, stdin: "ignore", env: { ...env2, GGML_CUDA: "1" }, timeout: 3 * 36e5 });
   p.stderr?.on("data", (d) => {
     for (const l of String(d).split("\n")) if (l.trim()) onLine?.(l.trim());
@@ -49366,11 +49233,8 @@ async function buildCuda(env2, onLine) {
   const r = await p;
   const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
   if (r.exitCode !== 0 || !bin || !existsSync14(bin))
-    throw new SetupError(
-      "runtime",
-      `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`,
-      { exitCode: r.exitCode ?? null },
-      "unavailable"
+    throw new Error(
+      `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`
     );
   return bin;
 }
@@ -49433,12 +49297,7 @@ async function installPrebuilt(o2) {
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
   }
-  throw new SetupError(
-    "runtime",
-    `no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`,
-    { problems: problems.length },
-    "unavailable"
-  );
+  throw new Error(`no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
 }
 var LLAMA_CPP_PIN, DOWNLOAD;
 var init_get_llama = __esm({
@@ -49447,7 +49306,6 @@ var init_get_llama = __esm({
     init_execa();
     init_download();
     init_paths2();
-    init_errors4();
     LLAMA_CPP_PIN = {
       tag: "b9631",
       sha256: {
@@ -49463,68 +49321,6 @@ var init_get_llama = __esm({
       }
     };
     DOWNLOAD = "https://github.com/ggml-org/llama.cpp/releases/download";
-  }
-});
-
-// engine/process/supervisor.ts
-var Supervisor;
-var init_supervisor = __esm({
-  "engine/process/supervisor.ts"() {
-    init_process();
-    Supervisor = class {
-      constructor(launch2, ev = {}, o2 = {}) {
-        this.launch = launch2;
-        this.ev = ev;
-        this.o = o2;
-        this.backoff = new Backoff({ baseMs: o2.baseDelayMs ?? 1e3, capMs: 3e4, windowMs: o2.windowMs ?? 3e5, max: o2.maxRestarts ?? 5 });
-      }
-      launch;
-      ev;
-      o;
-      child = null;
-      stopping = false;
-      backoff;
-      restarts = 0;
-      pid = null;
-      /** The first start; rejects when the child never becomes ready (nothing is restarted then). */
-      async start() {
-        const s = await this.launch();
-        this.attach(s.child);
-        this.ev.onReady?.(s.pid, s.readyMs);
-        return s;
-      }
-      attach(child) {
-        this.child = child;
-        this.pid = child.pid ?? null;
-        child.once("exit", (code, sig) => {
-          if (this.stopping || this.child !== child) return;
-          void this.crashed(`exited ${code ?? sig}`);
-        });
-      }
-      async crashed(reason) {
-        const delay = this.backoff.crashed();
-        if (delay === null) {
-          this.ev.onGiveUp?.(`${reason}; ${this.backoff.count} crashes in ${(this.o.windowMs ?? 3e5) / 1e3} s \u2014 giving up`);
-          return;
-        }
-        this.ev.onRestart?.(this.backoff.count, reason, delay);
-        await new Promise((r) => setTimeout(r, delay));
-        if (this.stopping) return;
-        try {
-          const s = await this.launch();
-          this.restarts++;
-          this.attach(s.child);
-          this.ev.onReady?.(s.pid, s.readyMs);
-        } catch (e) {
-          await this.crashed(e.message);
-        }
-      }
-      /** Stops the child (SIGTERM, then SIGKILL after `graceMs`); no restart follows. */
-      async stop(graceMs = 5e3) {
-        this.stopping = true;
-        if (this.pid) await stopPid(this.pid, graceMs);
-      }
-    };
   }
 });
 
@@ -49786,12 +49582,12 @@ async function startLlamaServer(o2) {
   );
   return { pid: child.pid, child, readyMs };
 }
-var LlamaServerError;
+var LlamaServerError, LlamaSupervisor;
 var init_llama_server = __esm({
   "engine/serving/llama-server.ts"() {
     init_config();
     init_paths();
-    init_supervisor();
+    init_process();
     init_http();
     init_errors4();
     init_process();
@@ -49799,6 +49595,56 @@ var init_llama_server = __esm({
       constructor(message, data = {}) {
         super("runtime", message, data);
         this.name = "LlamaServerError";
+      }
+    };
+    LlamaSupervisor = class {
+      constructor(o2, ev = {}) {
+        this.o = o2;
+        this.ev = ev;
+        this.backoff = new Backoff({ baseMs: o2.baseDelayMs ?? 1e3, capMs: 3e4, windowMs: o2.windowMs ?? 3e5, max: o2.maxRestarts ?? 5 });
+      }
+      o;
+      ev;
+      child = null;
+      stopping = false;
+      backoff;
+      restarts = 0;
+      pid = null;
+      async start() {
+        const s = await startLlamaServer({ ...this.o, detached: false });
+        this.attach(s.child);
+        this.ev.onReady?.(s.pid, s.readyMs);
+        return s;
+      }
+      attach(child) {
+        this.child = child;
+        this.pid = child.pid ?? null;
+        child.once("exit", (code, sig) => {
+          if (this.stopping) return;
+          void this.crashed(`exited ${code ?? sig}`);
+        });
+      }
+      async crashed(reason) {
+        const delay = this.backoff.crashed();
+        if (delay === null) {
+          this.ev.onGiveUp?.(`${reason}; ${this.backoff.count} crashes in ${(this.o.windowMs ?? 3e5) / 1e3} s \u2014 giving up`);
+          return;
+        }
+        this.ev.onRestart?.(this.backoff.count, reason, delay);
+        await new Promise((r) => setTimeout(r, delay));
+        if (this.stopping) return;
+        try {
+          const s = await startLlamaServer({ ...this.o, detached: false });
+          this.restarts++;
+          this.attach(s.child);
+          this.ev.onReady?.(s.pid, s.readyMs);
+        } catch (e) {
+          await this.crashed(e.message);
+        }
+      }
+      async stop(graceMs = 5e3) {
+        this.stopping = true;
+        if (this.pid) await stopPid(this.pid, graceMs);
       }
     };
   }
@@ -50434,8 +50280,7 @@ async function catalogModels(e, runtime, hub) {
       contextLength: e.contextLength,
       toolParser: toolParser(runtime, e, w.repo),
       reasoningParser: reasoningParser(runtime, e, w.repo),
-      servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null }),
-      ...mtpOf(e)?.safetensors ? { mtpDraft: mtpOf(e).draftTokens } : {}
+      servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null })
     });
   }
   return out;
@@ -50564,7 +50409,7 @@ function parallelCommand(m, p, runtime, allGpus) {
       toolCallParser: m.toolParser,
       reasoningParser: m.reasoningParser
     });
-    return `${[...w.env, "VLLM_API_KEY=\u2026"].join(" ")} vllm ${[...b2.args, ...vllmMtpArgs(m.mtpDraft)].map(shellQuote).join(" ")}`;
+    return `${[...w.env, "VLLM_API_KEY=\u2026"].join(" ")} vllm ${b2.args.map(shellQuote).join(" ")}`;
   }
   const g = p.gpus[0];
   const frac = Math.max(0.1, Math.floor((p.utilization - PARALLEL_OVERHEAD / (g.totalBytes || g.freeBytes)) * 100) / 100);
@@ -50586,7 +50431,6 @@ function parallelCommand(m, p, runtime, allGpus) {
     "--tool-call-parser",
     m.toolParser,
     ...m.reasoningParser ? ["--reasoning-parser", m.reasoningParser] : [],
-    ...sglangMtpArgs(m.mtpDraft),
     "--config",
     "\u2026"
   ];
@@ -50636,7 +50480,6 @@ var init_parallel = __esm({
     init_runtimes();
     init_k8s();
     init_runtime_adapters();
-    init_mtp();
     init_errors4();
     ParallelInputError = class extends SetupError {
       constructor(message, data = {}) {
@@ -50821,206 +50664,6 @@ var init_fit_service = __esm({
   }
 });
 
-// engine/serving/bench.ts
-import { randomBytes as randomBytes8 } from "node:crypto";
-function benchBudgetSec(env2 = process.env) {
-  return Math.max(0, config2(env2).OCW_SETUP_BENCH_SEC);
-}
-function benchPrompt(tokens, nonce = randomBytes8(6).toString("hex")) {
-  const words = [];
-  for (let i2 = 0; words.length < tokens; i2++) words.push(WORDS[(i2 * 7 + (i2 >> 3)) % WORDS.length], ...i2 % 12 === 11 ? [`${i2}.`] : []);
-  return `Request ${nonce}. Continue this text:
-${words.slice(0, Math.max(8, tokens - 16)).join(" ")}`;
-}
-async function oneRequest(o2, promptTokens, maxTokens, timeoutMs) {
-  const own = ["llama.cpp", "vllm", "sglang"].includes(o2.engine);
-  const body = {
-    model: o2.model,
-    messages: [{ role: "user", content: benchPrompt(promptTokens) }],
-    max_tokens: maxTokens,
-    temperature: 0,
-    stream: true,
-    stream_options: { include_usage: true },
-    ...own ? { ignore_eos: true } : {},
-    ...o2.engine === "llama.cpp" ? { cache_prompt: false } : {}
-  };
-  const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(new Error(`no answer within ${Math.round(timeoutMs / 1e3)} s`)), timeoutMs);
-  const onAbort = () => ctl.abort(o2.signal?.reason);
-  o2.signal?.addEventListener("abort", onAbort);
-  const t0 = performance.now();
-  let tFirst = null;
-  let tLast = null;
-  let chunks = 0;
-  let usage = null;
-  let timings = null;
-  let bytes = 0;
-  try {
-    const res = await fetch(`${o2.url.replace(/\/+$/, "")}/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...o2.key ? { authorization: `Bearer ${o2.key}` } : {} },
-      body: JSON.stringify(body),
-      signal: ctl.signal
-    });
-    if (!res.ok || !res.body) {
-      const text = (await res.text().catch(() => "")).slice(0, 200);
-      return {
-        ok: false,
-        promptTokens: null,
-        completionTokens: null,
-        prefillTps: null,
-        decodeTps: null,
-        fromTimings: false,
-        error: `HTTP ${res.status} ${text}`
-      };
-    }
-    const counted = (async function* () {
-      for await (const b of res.body) {
-        bytes += b.length;
-        if (bytes > 4 * 2 ** 20) throw new Error("the stream passed 4 MiB");
-        yield b;
-      }
-    })();
-    for await (const data of sseData(counted)) {
-      if (data === "[DONE]") break;
-      let j;
-      try {
-        j = JSON.parse(data);
-      } catch {
-        continue;
-      }
-      if (j.error) throw new Error(j.error.message ?? "an error event in the stream");
-      const d = j.choices?.[0]?.delta;
-      if (d && (d.content || d.reasoning_content || d.reasoning || d.tool_calls)) {
-        const now = performance.now();
-        tFirst ??= now;
-        tLast = now;
-        chunks++;
-      }
-      if (j.usage) usage = j.usage;
-      if (j.timings) timings = j.timings;
-    }
-  } catch (e) {
-    const err = e;
-    return {
-      ok: false,
-      promptTokens: null,
-      completionTokens: null,
-      prefillTps: null,
-      decodeTps: null,
-      fromTimings: false,
-      error: ctl.signal.aborted ? String(ctl.signal.reason?.message ?? "aborted") : err.cause?.code ?? err.message
-    };
-  } finally {
-    clearTimeout(timer);
-    o2.signal?.removeEventListener("abort", onAbort);
-  }
-  const prompt = usage?.prompt_tokens ?? timings?.prompt_n ?? null;
-  const completion = usage?.completion_tokens ?? timings?.predicted_n ?? chunks;
-  if (timings && (timings.predicted_per_second ?? 0) > 0) {
-    return {
-      ok: true,
-      promptTokens: prompt,
-      completionTokens: completion,
-      prefillTps: timings.prompt_per_second && timings.prompt_per_second > 0 ? timings.prompt_per_second : null,
-      decodeTps: timings.predicted_per_second,
-      fromTimings: true
-    };
-  }
-  if (tFirst === null || tLast === null)
-    return { ok: false, promptTokens: prompt, completionTokens: 0, prefillTps: null, decodeTps: null, fromTimings: false, error: "no tokens came back" };
-  const ttft = (tFirst - t0) / 1e3;
-  const decodeSec = (tLast - tFirst) / 1e3;
-  return {
-    ok: true,
-    promptTokens: prompt,
-    completionTokens: completion,
-    prefillTps: prompt && ttft > 0 ? prompt / ttft : null,
-    decodeTps: completion > 1 && decodeSec > 0 ? (completion - 1) / decodeSec : null,
-    fromTimings: false
-  };
-}
-async function benchmarkEndpoint(o2) {
-  const budgetMs = (o2.budgetSec ?? benchBudgetSec()) * 1e3;
-  const ctx = o2.perSlotCtx ?? 4096;
-  const maxTokens = o2.maxTokens ?? Math.max(16, Math.min(128, Math.floor(ctx / 8)));
-  const promptTokens = o2.promptTokens ?? Math.max(32, Math.min(1024, Math.floor(ctx / 4)));
-  const slots = Math.max(1, o2.slots);
-  const timeoutMs = Math.max(6e4, budgetMs * 2);
-  const t0 = performance.now();
-  const elapsed = () => performance.now() - t0;
-  const all = [];
-  const single = [];
-  let n2 = 0;
-  do {
-    if (o2.signal?.aborted) throw o2.signal.reason;
-    const r = await oneRequest(o2, promptTokens, maxTokens, timeoutMs);
-    single.push(r);
-    all.push(r);
-    o2.onProgress?.(++n2, `1 stream: ${r.ok ? `${round1(r.decodeTps)} tokens/s` : r.error}`);
-  } while (single.length < 5 && elapsed() < budgetMs / 3);
-  const rounds = [];
-  do {
-    if (o2.signal?.aborted) throw o2.signal.reason;
-    const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o2, promptTokens, maxTokens, timeoutMs)));
-    rounds.push(rs);
-    all.push(...rs);
-    n2 += rs.length;
-    o2.onProgress?.(n2, `${slots} streams: ${rs.filter((r) => r.ok).length} answered`);
-  } while (rounds.length < 5 && elapsed() < budgetMs);
-  const ok2 = (rs) => rs.filter((r) => r.ok);
-  const okSingle = ok2(single);
-  const fullRounds = rounds.filter((rs) => ok2(rs).length === rs.length);
-  const perRoundTotal = fullRounds.map((rs) => rs.reduce((a2, r) => a2 + (r.decodeTps ?? 0), 0));
-  const perStream = fullRounds.flatMap((rs) => rs.map((r) => r.decodeTps).filter((x) => x !== null));
-  const decodeTpsPerStreamN = round1(median(perStream));
-  const bench = {
-    at: (/* @__PURE__ */ new Date()).toISOString(),
-    sec: Math.round(elapsed() / 100) / 10,
-    promptTokens: median(
-      ok2(all).map((r) => r.promptTokens).filter((x) => x !== null)
-    ),
-    maxTokens,
-    prefillTps1: round1(median(okSingle.map((r) => r.prefillTps).filter((x) => x !== null))),
-    decodeTps1: round1(median(okSingle.map((r) => r.decodeTps).filter((x) => x !== null))),
-    slots,
-    decodeTpsN: round1(median(perRoundTotal)),
-    decodeTpsPerStreamN,
-    prefillTpsN: round1(median(fullRounds.flatMap((rs) => rs.map((r) => r.prefillTps).filter((x) => x !== null)))),
-    source: ok2(all).length && ok2(all).every((r) => r.fromTimings) ? "timings" : "stream",
-    requests: all.length,
-    failed: all.length - ok2(all).length,
-    warning: null
-  };
-  bench.warning = benchWarning(bench, all.find((r) => !r.ok)?.error);
-  return bench;
-}
-function benchWarning(b, firstError) {
-  if (b.decodeTpsPerStreamN === null)
-    return `nothing was measured with ${b.slots} stream(s) at once (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
-  if (b.decodeTpsPerStreamN < MIN_AGENT_TOK_PER_SEC)
-    return `measured ${b.decodeTpsPerStreamN} tokens/s per stream with all ${b.slots} slots busy (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents \u2014 a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`;
-  return null;
-}
-var WORDS, median, round1, benchLine;
-var init_bench = __esm({
-  "engine/serving/bench.ts"() {
-    init_target();
-    init_config();
-    init_speed();
-    init_sse();
-    WORDS = "the quick brown fox jumps over a lazy dog while seven engineers review pull requests about caching parsers schedulers and tests".split(" ");
-    median = (xs) => {
-      if (!xs.length) return null;
-      const s = [...xs].sort((a2, b) => a2 - b);
-      const m = s.length >> 1;
-      return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-    };
-    round1 = (x) => x === null ? null : Math.round(x * 10) / 10;
-    benchLine = benchText;
-  }
-});
-
 // engine/serving/capture.ts
 async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
   const root2 = serverRoot(url2);
@@ -51085,56 +50728,6 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
 var init_capture = __esm({
   "engine/serving/capture.ts"() {
     init_http();
-  }
-});
-
-// engine/serving/runtime-process.ts
-import { spawn as spawn4 } from "node:child_process";
-import { closeSync as closeSync3, mkdirSync as mkdirSync15, openSync as openSync3 } from "node:fs";
-import path45 from "node:path";
-async function waitRuntimeReady(port, key, child, logFile, timeoutMs) {
-  const t0 = performance.now();
-  let exited = null;
-  const onExit2 = (c3, s) => exited = String(c3 ?? s);
-  child.once("exit", onExit2);
-  try {
-    while (performance.now() - t0 < timeoutMs) {
-      if (exited !== null || child.exitCode !== null) throw new SetupError("runtime", `exited (${exited ?? child.exitCode}) before it was ready`, { logFile });
-      const h3 = await httpJson(`http://127.0.0.1:${port}/health`, { timeoutMs: 2e3 });
-      if (h3.status === 200) return performance.now() - t0;
-      const m = await httpJson(`http://127.0.0.1:${port}/v1/models`, { headers: key ? { authorization: `Bearer ${key}` } : {}, timeoutMs: 2e3 });
-      if (m.status === 200) return performance.now() - t0;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    throw new SetupError("runtime", `did not become ready within ${Math.round(timeoutMs / 1e3)} s (see ${logFile})`, { logFile, timeoutMs }, "unavailable");
-  } finally {
-    child.off("exit", onExit2);
-  }
-}
-async function startRuntimeProcess(o2) {
-  mkdirSync15(path45.dirname(o2.logFile), { recursive: true, mode: 448 });
-  const fd = openSync3(o2.logFile, "a", 384);
-  const env2 = { ...process.env, ...o2.env };
-  delete env2.LLAMA_API_KEY;
-  const child = spawn4(o2.cmd, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
-  closeSync3(fd);
-  if (o2.detached) child.unref();
-  const spawnErr = new Promise(
-    (_, rej) => child.once("error", (e) => rej(new SetupError("runtime", `cannot start ${o2.cmd}: ${e.message}`, { cmd: o2.cmd })))
-  );
-  try {
-    const readyMs = await Promise.race([waitRuntimeReady(o2.port, o2.key, child, o2.logFile, o2.readyTimeoutMs), spawnErr]);
-    return { pid: child.pid, child, readyMs };
-  } catch (e) {
-    if (child.pid) await stopPid(child.pid, 3e3);
-    throw e;
-  }
-}
-var init_runtime_process = __esm({
-  "engine/serving/runtime-process.ts"() {
-    init_process();
-    init_http();
-    init_errors4();
   }
 });
 
@@ -51746,110 +51339,16 @@ var init_verify = __esm({
   }
 });
 
-// engine/serving/records.ts
-import { randomBytes as randomBytes9 } from "node:crypto";
-import { closeSync as closeSync4, linkSync as linkSync2, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync17, renameSync as renameSync5, rmSync as rmSync7, writeSync as writeSync2 } from "node:fs";
-import path46 from "node:path";
-function readOwner2(file2) {
-  try {
-    const v = JSON.parse(readFileSync17(file2, "utf8"));
-    return typeof v.pid === "number" && typeof v.nonce === "string" ? { pid: v.pid, startTime: v.startTime ?? null, nonce: v.nonce } : null;
-  } catch {
-    return null;
-  }
-}
-function stale(owner, file2) {
-  if (owner) return !alive({ pid: owner.pid, startTime: owner.startTime });
-  pause(20);
-  return readOwner2(file2) === null;
-}
-function lock(dir) {
-  mkdirSync16(dir, { recursive: true, mode: 448 });
-  const file2 = lockPath(dir);
-  const me = { pid: process.pid, startTime: processStartTime(process.pid), nonce: randomBytes9(8).toString("hex") };
-  const t0 = Date.now();
-  for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
-    try {
-      const fd = openSync4(file2, "wx", 384);
-      try {
-        writeSync2(fd, JSON.stringify(me));
-      } finally {
-        closeSync4(fd);
-      }
-      return () => {
-        if (readOwner2(file2)?.nonce === me.nonce) rmSync7(file2, { force: true });
-      };
-    } catch (e) {
-      if (e.code !== "EEXIST") throw e;
-    }
-    const owner = readOwner2(file2);
-    if (stale(owner, file2)) {
-      const aside = `${file2}.stale.${me.nonce}`;
-      try {
-        renameSync5(file2, aside);
-        const moved = readOwner2(aside);
-        if (moved && !stale(moved, aside)) {
-          try {
-            linkSync2(aside, file2);
-          } catch {
-          }
-        }
-        rmSync7(aside, { force: true });
-      } catch {
-      }
-      continue;
-    }
-    if (Date.now() - t0 > LOCK_WAIT_MS)
-      throw new SetupError(
-        "serving",
-        `the model-server records (${servingFile(dir)}) stayed locked by process ${owner?.pid ?? "?"} for ${LOCK_WAIT_MS / 1e3} s; if no ocw process runs, remove ${file2}`,
-        { lockFile: file2, ownerPid: owner?.pid ?? null },
-        "unavailable"
-      );
-    pause(wait);
-  }
-}
-function listServing(dir = stateDir()) {
-  return readJson(servingFile(dir), []);
-}
-function updateServing(change, dir = stateDir()) {
-  const release = lock(dir);
-  try {
-    const next = change(listServing(dir));
-    writeJsonAtomic(servingFile(dir), next);
-    return next;
-  } finally {
-    release();
-  }
-}
-function putServing(rec, dir = stateDir()) {
-  updateServing((recs) => [...recs.filter((r) => r.targetId !== rec.targetId), rec], dir);
-}
-function patchServing(targetId, patch, dir = stateDir()) {
-  updateServing((recs) => recs.map((r) => r.targetId === targetId ? { ...r, ...patch } : r), dir);
-}
-function removeServing(drop, dir = stateDir()) {
-  updateServing((recs) => recs.filter((r) => !drop(r)), dir);
-}
-var servingFile, lockPath, LOCK_WAIT_MS, sleeper, pause;
-var init_records = __esm({
-  "engine/serving/records.ts"() {
-    init_json_file();
-    init_paths();
-    init_process();
-    init_errors4();
-    servingFile = (dir = stateDir()) => path46.join(dir, "serving.json");
-    lockPath = (dir) => `${servingFile(dir)}.lock`;
-    LOCK_WAIT_MS = 15e3;
-    sleeper = new Int32Array(new SharedArrayBuffer(4));
-    pause = (ms) => Atomics.wait(sleeper, 0, 0, ms);
-  }
-});
-
 // engine/serving/setup.ts
-import path47 from "node:path";
-import { spawn as spawn5 } from "node:child_process";
-import { closeSync as closeSync5, mkdirSync as mkdirSync17, openSync as openSync5 } from "node:fs";
+import path45 from "node:path";
+import { spawn as spawn4 } from "node:child_process";
+import { closeSync as closeSync3, mkdirSync as mkdirSync15, openSync as openSync3 } from "node:fs";
+function listServing() {
+  return readJson(servingFile(), []);
+}
+function saveServing(recs) {
+  writeJsonAtomic(servingFile(), recs);
+}
 function serverIdentity(r) {
   return { pid: r.pid, startTime: recordedStart(r.startTime) };
 }
@@ -51878,8 +51377,7 @@ async function stopServing(targetId) {
       if (!supAlive && signalablePid(r.pid) && alive(r.pid)) reused.push(r);
     } else if (await stopPid(serverIdentity(r), 5e3)) stopped.push(r);
   }
-  const gone = new Set(pick3.map((r) => `${r.targetId}\0${r.startedAt}`));
-  removeServing((r) => gone.has(`${r.targetId}\0${r.startedAt}`));
+  saveServing(recs.filter((r) => !pick3.includes(r)));
   return { stopped, alreadyGone, reused };
 }
 function positiveInt(v, flag2) {
@@ -51913,18 +51411,18 @@ function supervisorCommand(env2 = process.env) {
   if (c3.OCW_SUPERVISE === "0") return null;
   if (c3.OCW_SUPERVISOR_CMD) return JSON.parse(c3.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path47.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path45.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync17(path47.dirname(rec.logFile), { recursive: true, mode: 448 });
-  const logFd = openSync5(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
-  const child = spawn5(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
+  mkdirSync15(path45.dirname(rec.logFile), { recursive: true, mode: 448 });
+  const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
+  const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
     stdio: ["ignore", logFd, logFd],
     env: { ...process.env, OCW_STATE_DIR: stateDir() }
   });
-  closeSync5(logFd);
+  closeSync3(logFd);
   child.unref();
   try {
     await waitHealthy(`http://127.0.0.1:${rec.port}`, child, rec.logFile, timeoutMs);
@@ -51936,47 +51434,34 @@ async function startSupervised(cmd, rec, timeoutMs) {
   for (const deadline = Date.now() + 1e4; !r?.pid && Date.now() < deadline; r = listServing().find((x) => x.targetId === rec.targetId)) {
     await new Promise((res) => setTimeout(res, 100));
   }
-  if (!r?.pid)
-    throw new SetupError("serving", `the supervisor started ${path47.basename(rec.bin)} but did not record it`, { targetId: rec.targetId }, "unavailable");
+  if (!r?.pid) throw new Error("the supervisor started llama-server but did not record it");
   return { pid: r.pid, readyMs: performance.now() - t0 };
 }
 async function superviseServing(targetId) {
   const rec = listServing().find((r) => r.targetId === targetId);
-  if (!rec) throw new SetupInputError(`no recorded server for target ${targetId}`, { targetId });
-  const update = (patch) => patchServing(targetId, patch);
+  if (!rec) throw new SetupInputError(`no recorded server for target ${targetId}`);
+  const update = (patch) => saveServing(listServing().map((r) => r.targetId === targetId ? { ...r, ...patch } : r));
   const apiKey = rec.keyFile ? readKey(rec.keyFile) : null;
-  const runtime = rec.runtime ?? "llama.cpp";
-  const launch2 = runtime === "llama.cpp" ? () => startLlamaServer({ bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port, detached: false }) : () => startRuntimeProcess({
-    cmd: rec.bin,
-    args: rec.args,
-    // vLLM reads its key from the environment (a container gets `-e VLLM_API_KEY`); SGLang from its config file
-    env: { ...rec.env, ...runtime === "vllm" && apiKey ? { VLLM_API_KEY: apiKey } : {} },
-    logFile: rec.logFile,
-    port: rec.port,
-    key: apiKey,
-    readyTimeoutMs: 18e5
-  });
   let sup = null;
   const done = new Promise((resolve) => {
-    sup = new Supervisor(launch2, {
-      onReady: (pid) => update({
-        pid,
-        startTime: processStartTime(pid),
-        supervisorPid: process.pid,
-        supervisorStartTime: processStartTime(process.pid),
-        restarts: sup?.restarts ?? 0,
-        gaveUp: null
-      }),
-      onRestart: (n2, why, delay) => {
-        console.error(`supervise ${targetId}: restart #${n2} in ${delay} ms (${why})`);
-        update({ lastCrash: `${(/* @__PURE__ */ new Date()).toISOString()} ${why}` });
-      },
-      onGiveUp: (why) => {
-        console.error(`supervise ${targetId}: ${why}`);
-        update({ supervisorPid: null, supervisorStartTime: null, gaveUp: `${(/* @__PURE__ */ new Date()).toISOString()} ${why}` });
-        resolve(1);
+    sup = new LlamaSupervisor(
+      { bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port },
+      {
+        onReady: (pid) => update({
+          pid,
+          startTime: processStartTime(pid),
+          supervisorPid: process.pid,
+          supervisorStartTime: processStartTime(process.pid),
+          restarts: sup?.restarts ?? 0
+        }),
+        onRestart: (n2, why, delay) => console.error(`supervise ${targetId}: restart #${n2} in ${delay} ms (${why})`),
+        onGiveUp: (why) => {
+          console.error(`supervise ${targetId}: ${why}`);
+          update({ supervisorPid: null, supervisorStartTime: null });
+          resolve(1);
+        }
       }
-    });
+    );
   });
   const stop2 = async () => {
     await sup?.stop();
@@ -52013,7 +51498,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path47.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path45.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -52046,9 +51531,6 @@ async function setupCapture(o2) {
   const tv = performance.now();
   const v = await verifyEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx: ctx ?? null });
   const perSlotCtx = v.observed.perSlotCtx ?? ep.perSlotCtx;
-  const budget = o2.benchSec ?? benchBudgetSec(env2);
-  const bench = budget > 0 && v.outcome !== "cannot-build" ? await benchmarkEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx, budgetSec: budget }) : null;
-  if (bench) o2.log?.(benchLine(bench));
   const target = {
     id: idFor(model, ep.url),
     model,
@@ -52057,8 +51539,7 @@ async function setupCapture(o2) {
     keyRef: o2.apiKeyEnv ?? null,
     contextLimit: perSlotCtx ?? void 0,
     serving: { engine, endpoints: [{ url: ep.url, slots }], slots, perSlotCtx },
-    checks: [],
-    ...bench ? { bench } : {}
+    checks: []
   };
   const saved = finish(store, target, v, o2);
   return {
@@ -52069,7 +51550,6 @@ async function setupCapture(o2) {
     summary: `${ep.engine} at ${ep.url}: ${v.summary}`,
     active: saved.active,
     observed: { engine: ep.engine, totalSlots: v.observed.totalSlots ?? ep.totalSlots, perSlotCtx },
-    bench,
     timings: { totalMs: performance.now() - t0, verifyMs: performance.now() - tv }
   };
 }
@@ -52108,30 +51588,27 @@ async function setupProvider(o2) {
     timings: { totalMs: performance.now() - t0, verifyMs: performance.now() - tv }
   };
 }
-var SetupInputError, recordedStart;
+var SetupInputError, servingFile, recordedStart;
 var init_setup3 = __esm({
   "engine/serving/setup.ts"() {
     init_config();
     init_target();
-    init_bench();
+    init_json_file();
     init_paths();
     init_targets();
     init_capture();
     init_keys();
     init_process();
     init_llama_server();
-    init_supervisor();
-    init_runtime_process();
     init_verify();
     init_errors4();
-    init_records();
-    init_records();
     SetupInputError = class extends SetupError {
       constructor(message, data = {}) {
         super("serving", message, data);
         this.name = "SetupInputError";
       }
     };
+    servingFile = () => path45.join(stateDir(), "serving.json");
     recordedStart = (t2) => typeof t2 === "string" ? t2 : null;
   }
 });
@@ -52184,60 +51661,14 @@ function withFreed(hw, bytes) {
     })
   };
 }
-async function benchPhase(c3, t2, v) {
-  const { begin, end, skip, emit: emit3, phase } = c3.ops;
-  const budget = c3.input.benchSec ?? benchBudgetSec();
-  if (budget <= 0) {
-    skip("bench", "no benchmark (OCW_SETUP_BENCH_SEC=0)");
-    return null;
-  }
-  if (v.outcome === "cannot-build") {
-    skip("bench", "not measured: verify found the server unusable");
-    return null;
-  }
-  begin("bench", `${t2.slots > 1 ? `1 stream, then ${t2.slots} at once` : "1 stream"}, about ${budget} s${t2.pooled ? ` (replica 1 of ${t2.pooled})` : ""}`);
-  const b = await benchmarkEndpoint({
-    ...t2,
-    budgetSec: budget,
-    signal: c3.o.signal,
-    onProgress: (n2, note) => {
-      phase("bench").detail = `${n2} request(s): ${note}`;
-      emit3(false);
-    }
-  });
-  end(benchLine(b), "done");
-  return b;
-}
-async function confirmPhase(c3) {
-  const { o: o2, job } = c3;
-  if (o2.confirm) {
-    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
-      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
-    });
-    if (!ok2)
-      throw new StartError({
-        kind: "not-confirmed",
-        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
-        logLine: null,
-        remedy: "pass --yes to skip the question"
-      });
-  }
-}
 var StartError, LOG_RULES;
 var init_start_common = __esm({
   "engine/serving/start-common.ts"() {
-    init_errors4();
-    init_setup2();
-    init_bench();
+    init_errors3();
     init_setup3();
-    StartError = class extends SetupError {
+    StartError = class extends OcwError {
       constructor(failure2) {
-        super(
-          "start",
-          failure2.cause,
-          { failure: failure2.kind, phase: failure2.phase ?? null, logLine: failure2.logLine ?? null, logFile: failure2.logFile ?? null },
-          ["input", "no-fit", "not-found", "not-confirmed"].includes(failure2.kind) ? "bad-input" : "unavailable"
-        );
+        super(["input", "no-fit", "not-found", "not-confirmed"].includes(failure2.kind) ? "bad-input" : "unavailable", failure2.cause);
         this.failure = failure2;
         this.name = "StartError";
       }
@@ -52284,9 +51715,10 @@ var init_start_common = __esm({
 });
 
 // engine/serving/start-runtimes.ts
-import { chmodSync as chmodSync3, existsSync as existsSync19, mkdirSync as mkdirSync18, readFileSync as readFileSync18, statSync as statSync10, writeFileSync as writeFileSync10 } from "node:fs";
+import { spawn as spawn5 } from "node:child_process";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync19, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync17, statSync as statSync10, writeFileSync as writeFileSync10 } from "node:fs";
 import os6 from "node:os";
-import path48 from "node:path";
+import path46 from "node:path";
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
   const words = commandWords(o2.command);
@@ -52306,8 +51738,8 @@ function buildLaunch(o2) {
   let configFile = null;
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
-    mkdirSync18(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path48.join(o2.configDir, "sglang.yaml");
+    mkdirSync16(o2.configDir, { recursive: true, mode: 448 });
+    configFile = path46.join(o2.configDir, "sglang.yaml");
     writeFileSync10(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
@@ -52315,7 +51747,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
-  const hfCache = env2.HF_HOME || path48.join(os6.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path46.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run4 = [
     "run",
@@ -52338,8 +51770,21 @@ function buildLaunch(o2) {
   ];
   return { how: "container", cmd: o2.found.bin, args: run4, env: extraEnv, port: o2.port, configFile };
 }
-async function planOtherPhase(c3) {
-  const { o: o2, input: input2, job, ops } = c3;
+async function waitReady(port, key, child, logFile, timeoutMs) {
+  const t0 = performance.now();
+  let exited = null;
+  child.once("exit", (c3, s) => exited = String(c3 ?? s));
+  while (performance.now() - t0 < timeoutMs) {
+    if (exited !== null) throw new Error(`exited (${exited}) before it was ready`);
+    const h3 = await httpJson(`http://127.0.0.1:${port}/health`, { timeoutMs: 2e3 });
+    if (h3.status === 200) return performance.now() - t0;
+    const m = await httpJson(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 2e3 });
+    if (m.status === 200) return performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`did not become ready within ${Math.round(timeoutMs / 1e3)} s (see ${logFile})`);
+}
+async function runOtherRuntime(o2, input2, job, ops, setLog) {
   const runtime = input2.runtime;
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o2.hardware ?? await detectHardware({});
@@ -52349,8 +51794,8 @@ async function planOtherPhase(c3) {
     throw e;
   });
   const idOf = (p) => {
-    const w = commandWords(p.command).args;
-    return input2.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
+    const w2 = commandWords(p.command).args;
+    return input2.id ?? `${runtime}-${w2[w2.indexOf("--served-model-name") + 1]}`;
   };
   let fit = await planOn(hw);
   let replacing = null;
@@ -52379,13 +51824,22 @@ async function planOtherPhase(c3) {
   ops.end(
     pick3.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "")
   );
-  return { runtime, name, hw, pick: pick3, slots, ctx, model, found, replacing, idOf, familyOf: `${pick3.model} ${model}` };
-}
-function runtimeOtherPhase(c3, p) {
-  const { ops } = c3;
-  const { runtime, name, found, familyOf } = p;
+  ops.cancelled();
+  if (o2.confirm) {
+    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
+      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+    });
+    if (!ok2)
+      throw new StartError({
+        kind: "not-confirmed",
+        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
+        logLine: null,
+        remedy: "pass --yes to skip the question"
+      });
+  }
   if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
   ops.begin("runtime", `looking for ${name}`);
+  const familyOf = `${pick3.model} ${model}`;
   const version2 = installedVersion(runtime, found, familyOf);
   const tooOld = versionProblem(runtime, familyOf, version2);
   if (tooOld) throw new StartError({ phase: "runtime", kind: "runtime-version", cause: tooOld.cause, logLine: null, remedy: tooOld.remedy });
@@ -52393,11 +51847,7 @@ function runtimeOtherPhase(c3, p) {
     `${found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${imageFor(runtime, familyOf)})`}${version2.version ? `, version ${version2.version}` : ", version not reported"}`
   );
   ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
-  return found;
-}
-async function launchOtherPhase(c3, p, found) {
-  const { o: o2, job, ops } = c3;
-  const { runtime, name, pick: pick3, hw, replacing, idOf, familyOf, model } = p;
+  ops.cancelled();
   ops.begin("load", `starting ${name}`);
   const words = commandWords(pick3.command);
   const servedName = words.args[words.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop(), quant: null });
@@ -52408,94 +51858,72 @@ async function launchOtherPhase(c3, p, found) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path48.join(stateDir(), "runtime", id2), family: familyOf });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path46.join(stateDir(), "runtime", id2), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
-  job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path48.join(stateDir(), "logs", `${id2}.log`);
-  c3.setLog(logFile);
-  mkdirSync18(path48.dirname(logFile), { recursive: true, mode: 448 });
+  job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
+  const logFile = path46.join(stateDir(), "logs", `${id2}.log`);
+  setLog(logFile);
+  mkdirSync16(path46.dirname(logFile), { recursive: true, mode: 448 });
   const logStart = existsSync19(logFile) ? statSync10(logFile).size : 0;
-  const readLog = () => existsSync19(logFile) ? readFileSync18(logFile, "utf8").slice(logStart) : "";
-  const record2 = {
-    targetId: id2,
-    runtime,
-    pid: 0,
-    startTime: null,
-    supervisorPid: null,
-    port,
-    bin: launch2.cmd,
-    args: launch2.args,
-    env: Object.fromEntries(Object.entries(launch2.env).filter(([k]) => k !== "VLLM_API_KEY")),
-    logFile,
-    keyFile,
-    startedAt: (/* @__PURE__ */ new Date()).toISOString(),
-    gpuBytes: held,
-    container: launch2.how === "container" ? launch2.args[launch2.args.indexOf("--name") + 1] : null
-  };
-  const sup = supervisorCommand();
-  let pid;
+  const readLog = () => existsSync19(logFile) ? readFileSync17(logFile, "utf8").slice(logStart) : "";
+  const fd = openSync4(logFile, "a", 384);
+  const env2 = { ...process.env, ...launch2.env };
+  delete env2.LLAMA_API_KEY;
+  const child = spawn5(launch2.cmd, launch2.args, { env: env2, stdio: ["ignore", fd, fd], detached: true });
+  closeSync4(fd);
+  child.unref();
+  const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new Error(`cannot start ${launch2.cmd}: ${e.message}`))));
   let readyMs;
   try {
-    if (sup) {
-      putServing(record2);
-      try {
-        ({ pid, readyMs } = await startSupervised(sup, record2, o2.readyTimeoutMs ?? 18e5));
-      } catch (e) {
-        await stopServing(id2);
-        throw e;
-      }
-    } else {
-      ({ pid, readyMs } = await startRuntimeProcess({
-        cmd: launch2.cmd,
-        args: launch2.args,
-        env: launch2.env,
-        logFile,
-        port,
-        key,
-        readyTimeoutMs: o2.readyTimeoutMs ?? 18e5,
-        detached: true
-      }));
-      putServing({ ...record2, pid, startTime: processStartTime(pid) });
-    }
+    readyMs = await Promise.race([waitReady(port, key, child, logFile, o2.readyTimeoutMs ?? 18e5), spawnErr]);
   } catch (e) {
-    const c4 = classifyLog(readLog(), launch2.cmd);
+    if (child.pid) await stopPid(child.pid, 3e3);
+    const c3 = classifyLog(readLog(), launch2.cmd);
     throw new StartError({
-      kind: c4?.kind ?? "other",
-      cause: c4?.logLine ? `${name} failed to start: ${c4.logLine}` : `${name} ${e.message}`,
-      logLine: c4?.logLine ?? null,
-      remedy: c4?.remedy ?? "read the log file",
+      kind: c3?.kind ?? "other",
+      cause: c3?.logLine ? `${name} failed to start: ${c3.logLine}` : `${name} ${e.message}`,
+      logLine: c3?.logLine ?? null,
+      remedy: c3?.remedy ?? "read the log file",
       logFile
     });
   }
-  ops.end(`${name} pid ${pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1e3).toFixed(1)} s${sup ? " (supervised: restarted after a crash)" : ""}`);
-  return { id: id2, servedName, port, key, keyFile, before, indexOf, launch: launch2, logFile, readLog, url: `http://127.0.0.1:${port}/v1` };
-}
-async function warmupOtherPhase(c3, l) {
-  const { ops } = c3;
-  const { url: url2, servedName, key, readLog, launch: launch2, logFile } = l;
+  saveServing([
+    ...listServing().filter((r) => r.targetId !== id2),
+    {
+      targetId: id2,
+      pid: child.pid,
+      startTime: processStartTime(child.pid),
+      supervisorPid: null,
+      port,
+      bin: launch2.cmd,
+      args: launch2.args,
+      env: Object.fromEntries(Object.entries(launch2.env).filter(([k]) => k !== "VLLM_API_KEY")),
+      logFile,
+      keyFile,
+      startedAt: (/* @__PURE__ */ new Date()).toISOString(),
+      gpuBytes: held
+    }
+  ]);
+  ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1e3).toFixed(1)} s`);
   ops.begin("warmup", "one short completion");
+  const url2 = `http://127.0.0.1:${port}/v1`;
   const w = await httpJson(`${url2}/chat/completions`, {
     headers: { authorization: `Bearer ${key}` },
     body: { model: servedName, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
     timeoutMs: 3e5
   });
   if (w.status !== 200) {
-    const c4 = classifyLog(readLog(), launch2.cmd);
+    const c3 = classifyLog(readLog(), launch2.cmd);
     throw new StartError({
-      kind: c4?.kind ?? "other",
+      kind: c3?.kind ?? "other",
       cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`,
-      logLine: c4?.logLine ?? null,
-      remedy: c4?.remedy ?? "read the log file",
+      logLine: c3?.logLine ?? null,
+      remedy: c3?.remedy ?? "read the log file",
       logFile
     });
   }
   ops.end(`first completion in ${(w.ms / 1e3).toFixed(2)} s`);
-}
-async function verifyOtherPhase(c3, p, l) {
-  const { job, ops } = c3;
-  const { runtime, slots, ctx } = p;
-  const { url: url2, servedName, key } = l;
   ops.begin("verify", "reachable, auth, slots, concurrency, capability, tools");
   const v = await verifyEndpoint({
     url: url2,
@@ -52512,13 +51940,7 @@ async function verifyOtherPhase(c3, p, l) {
   });
   job.checks = v.checks;
   ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
-  return v;
-}
-async function placementOtherPhase(c3, p, l) {
-  const { job, ops } = c3;
-  const { name, pick: pick3 } = p;
-  const { readLog, before, indexOf, id: id2 } = l;
-  const loaded = readLog().split("\n").filter((l2) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l2)).map((l2) => l2.trim().slice(0, 200));
+  const loaded = readLog().split("\n").filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l)).map((l) => l.trim().slice(0, 200));
   let placementFailed = null;
   if (before.gpus.some((g) => g.usedBytes !== null)) {
     ops.begin("placement", "reading the vendor tool's memory per GPU");
@@ -52545,7 +51967,7 @@ async function placementOtherPhase(c3, p, l) {
     }
     if (!placementFailed && devices.length) evidence.push("the weights are where the plan put them");
     job.placement = { passed: !placementFailed, devices, evidence };
-    if (measured.length) patchServing(id2, { gpuBytes: measured });
+    if (measured.length) saveServing(listServing().map((r) => r.targetId === id2 ? { ...r, gpuBytes: measured } : r));
     ops.end(evidence.join("; ") || "no figures", placementFailed ? "failed" : "done");
   } else {
     ops.skip(
@@ -52553,12 +51975,6 @@ async function placementOtherPhase(c3, p, l) {
       loaded.length ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}` : `${name} keeps every layer on the GPU(s); its log shows no loading figures`
     );
   }
-  return placementFailed;
-}
-function recordOtherPhase(c3, p, l, v, bench, placementFailed) {
-  const { o: o2, input: input2, job } = c3;
-  const { runtime, name, slots, ctx } = p;
-  const { id: id2, servedName, url: url2, keyFile, logFile } = l;
   const target = {
     id: id2,
     model: servedName,
@@ -52570,7 +51986,6 @@ function recordOtherPhase(c3, p, l, v, bench, placementFailed) {
     serving: { engine: runtime, endpoints: [{ url: url2, slots }], slots, perSlotCtx: ctx },
     checks: []
   };
-  if (bench) target.bench = bench;
   const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
   job.result = {
     outcome: v.outcome,
@@ -52580,8 +51995,7 @@ function recordOtherPhase(c3, p, l, v, bench, placementFailed) {
     checks: v.checks,
     summary: v.summary,
     observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
-    ms: 0,
-    bench
+    ms: 0
   };
   if (placementFailed) {
     job.failure = {
@@ -52594,21 +52008,9 @@ function recordOtherPhase(c3, p, l, v, bench, placementFailed) {
     };
   }
 }
-async function runOtherRuntime(c3) {
-  const p = await planOtherPhase(c3);
-  c3.ops.cancelled();
-  await confirmPhase(c3);
-  const found = runtimeOtherPhase(c3, p);
-  c3.ops.cancelled();
-  const l = await launchOtherPhase(c3, p, found);
-  await warmupOtherPhase(c3, l);
-  const v = await verifyOtherPhase(c3, p, l);
-  const placementFailed = await placementOtherPhase(c3, p, l);
-  const bench = await benchPhase(c3, { url: l.url, model: l.servedName, key: l.key, engine: p.runtime, slots: p.slots, perSlotCtx: p.ctx }, v);
-  recordOtherPhase(c3, p, l, v, bench, placementFailed);
-}
 var init_start_runtimes = __esm({
   "engine/serving/start-runtimes.ts"() {
+    init_setup2();
     init_target();
     init_detect();
     init_process();
@@ -52617,7 +52019,6 @@ var init_start_runtimes = __esm({
     init_keys();
     init_llama_server();
     init_setup3();
-    init_runtime_process();
     init_start_common();
     init_runtime_adapters();
     init_plan();
@@ -52636,23 +52037,17 @@ __export(start_exports, {
   checkPlacement: () => checkPlacement,
   classifyDownload: () => classifyDownload,
   classifyLog: () => classifyLog,
-  launchLlamaPhase: () => launchLlamaPhase,
   modelFiles: () => modelFiles,
   pathHasQuant: () => pathHasQuant,
-  placementLlamaPhase: () => placementLlamaPhase,
-  planLlamaPhase: () => planLlamaPhase,
   poolVerdict: () => poolVerdict,
   replaces: () => replaces,
   runStartJob: () => runStartJob,
   runningGroups: () => runningGroups,
-  runtimeLlamaPhase: () => runtimeLlamaPhase,
-  verifyLlamaPhase: () => verifyLlamaPhase,
-  warmupLlamaPhase: () => warmupLlamaPhase,
   withFreed: () => withFreed
 });
-import { randomBytes as randomBytes10 } from "node:crypto";
-import { existsSync as existsSync20, mkdirSync as mkdirSync19, readFileSync as readFileSync19, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
-import path49 from "node:path";
+import { randomBytes as randomBytes8 } from "node:crypto";
+import { existsSync as existsSync20, mkdirSync as mkdirSync17, readFileSync as readFileSync18, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
+import path47 from "node:path";
 function pathHasQuant(p, quant) {
   const q2 = quant.toUpperCase();
   const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
@@ -52676,7 +52071,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (missing.length)
         throw new StartError({
           kind: "not-found",
-          cause: `${path49.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path49.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
+          cause: `${path47.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path47.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
           logLine: null,
           remedy: "put every shard in the same folder (llama-server loads them from the first)"
         });
@@ -52700,8 +52095,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path49.basename(new URL(url2).pathname);
-      return { url: url2, dest: path49.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path47.basename(new URL(url2).pathname);
+      return { url: url2, dest: path47.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -52734,7 +52129,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (files.length !== Number(m[2]))
         throw new StartError({
           kind: "not-found",
-          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path49.basename(stem)}`,
+          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path47.basename(stem)}`,
           logLine: null,
           remedy: "the repository is incomplete (an upload in progress?): try again later or another quant"
         });
@@ -52745,7 +52140,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     dest: localPathFor(root2, repo, f.path),
     size: f.size || null,
     sha256: f.sha256,
-    name: path49.basename(f.path)
+    name: path47.basename(f.path)
   }));
   return { local: downloads[0].dest, downloads };
 }
@@ -52830,13 +52225,13 @@ async function downloadPhase(modelArg, ops, signal) {
   });
   if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
   else {
-    ops.begin("download", `${files.downloads.length} file(s) to ${path49.dirname(files.downloads[0].dest)}`);
+    ops.begin("download", `${files.downloads.length} file(s) to ${path47.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
     const onDisk = (d) => existsSync20(d.dest) ? statSync11(d.dest).size : existsSync20(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-      const dir = path49.dirname(files.downloads[0].dest);
-      mkdirSync19(dir, { recursive: true });
+      const dir = path47.dirname(files.downloads[0].dest);
+      mkdirSync17(dir, { recursive: true });
       const fs = statfsSync2(dir);
       const free = Number(fs.bavail) * Number(fs.bsize);
       if (need > free) {
@@ -52903,406 +52298,9 @@ async function downloadPhase(modelArg, ops, signal) {
   }
   return files;
 }
-function modelArgOf(pick3) {
-  const words = commandWords(pick3.pool ? pick3.pool.endpoints[0].command : pick3.command);
-  const mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
-  if (mi < 0)
-    throw new StartError({
-      kind: "other",
-      cause: `the plan's command has no model argument: ${pick3.command}`,
-      logLine: null,
-      remedy: "report this (ocw fit --json shows the command)"
-    });
-  return { flag: words.args[mi], value: words.args[mi + 1] };
-}
-async function planLlamaPhase(c3) {
-  const { o: o2, input: input2, job } = c3;
-  const { end } = c3.ops;
-  let bin;
-  try {
-    bin = findLlamaServer(o2.llamaServer);
-  } catch (e) {
-    throw new StartError({
-      kind: "not-found",
-      cause: e.message,
-      logLine: null,
-      remedy: "pass an existing llama-server, or leave it out to use the prebuilt build"
-    });
-  }
-  const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-  let keepCache = input2.cacheType;
-  let cacheNote = "";
-  const planOnce = (h3, llamaServer, nvcc, cacheType2) => planFit({ model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx, cacheType: cacheType2 }, h3, {
-    llamaServer,
-    store: o2.store,
-    nvcc
-  }).catch((e) => {
-    if (isSetupError(e, "input"))
-      throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
-    throw e;
-  });
-  const planOn = async (h3, llamaServer = bin, nvcc) => {
-    const r = await planOnce(h3, llamaServer, nvcc, keepCache);
-    if (r.pick || !keepCache) return r;
-    const free = await planOnce(h3, llamaServer, nvcc, void 0);
-    if (free.pick) {
-      cacheNote = `; the ${keepCache} KV cache of the plan shown no longer fits (free memory changed): ${free.pick.cacheType ?? "another"} instead`;
-      keepCache = void 0;
-    }
-    return free;
-  };
-  let replacing = null;
-  let fit = await planOn(hw);
-  for (const g of runningGroups()) {
-    if (input2.id && g.id !== input2.id) continue;
-    const freed = await planOn(withFreed(hw, g.bytes));
-    if (freed.pick && replaces(freed.pick, g, input2.id)) {
-      fit = freed;
-      replacing = g;
-      break;
-    }
-  }
-  if (!fit.pick)
-    throw new StartError({
-      kind: "no-fit",
-      cause: input2.model ? fit.problem ?? `${input2.model} does not fit this machine` : `nothing in the catalog fits this machine: ${fit.problem}`,
-      logLine: null,
-      remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider"
-    });
-  const pick3 = fit.pick;
-  const entry = findCatalog(pick3.model);
-  Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
-  const modelArg = modelArgOf(pick3);
-  const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / GiB3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
-  end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}${cacheNote}`);
-  return { bin, hw, pick: pick3, entry, modelArg, replacing, planOn };
-}
-async function runtimeLlamaPhase(c3, plan) {
-  const { job } = c3;
-  const { begin, end, emit: emit3, phase } = c3.ops;
-  begin("runtime", "looking for llama-server");
-  const { hw, replacing, planOn } = plan;
-  let { bin, pick: pick3 } = plan;
-  if (bin) end(`llama-server at ${bin}${hw.llamaDevices ? ` (devices: ${hw.llamaDevices.map((d) => d.id).join(", ") || "CPU only"})` : ""}`);
-  else {
-    phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
-    const got = await installPrebuilt({
-      root: path49.join(stateDir(), "llama"),
-      gpus: hw.gpus,
-      onBuildLine: (line) => {
-        phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
-        emit3(false);
-      },
-      onProgress: (asset, p) => {
-        phase("runtime").progress = {
-          done: p.received,
-          total: p.total,
-          bytesPerSec: p.bytesPerSec,
-          etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null,
-          file: asset,
-          fileIndex: 0,
-          files: 1,
-          resumedBytes: p.resumedFrom
-        };
-        emit3(false);
-      }
-    }).catch((e) => {
-      throw new StartError({
-        kind: "runtime",
-        cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config2().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`,
-        logLine: null,
-        remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh"
-      });
-    });
-    bin = got.bin;
-    const listed2 = await listLlamaDevices(bin);
-    const base2 = replacing ? withFreed(hw, replacing.bytes) : hw;
-    const again = listed2 ? await planOn({ ...base2, llamaDevices: listed2 }, bin) : await planOn({ ...base2, llamaDevices: null }, null, got.variant === "cuda");
-    if (!again.pick)
-      throw new StartError({
-        kind: "no-fit",
-        cause: `the installed llama.cpp ${got.variant} build lists ${listed2?.length ? listed2.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`,
-        logLine: null,
-        remedy: "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context"
-      });
-    const changed = again.pick.command !== pick3.command;
-    if (changed) {
-      pick3 = again.pick;
-      Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
-    }
-    hw.llamaDevices = listed2;
-    end(
-      `installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}; ${listed2 === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed2.length ? listed2.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick3.command}` : ""}`
-    );
-  }
-  return { ...plan, bin, pick: pick3, entry: findCatalog(pick3.model), modelArg: modelArgOf(pick3) };
-}
-async function launchLlamaPhase(c3, plan, files) {
-  const { o: o2, input: input2, job } = c3;
-  const { begin, end } = c3.ops;
-  const { pick: pick3, entry, hw, replacing } = plan;
-  const bin = plan.bin;
-  const alias = targetSlug({
-    model: entry?.name ?? path49.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
-    quant: pick3.quant
-  });
-  const id2 = input2.id ?? `llamacpp-${alias}`;
-  const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words: commandWords(pick3.command), slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
-  const pooled = replicas.length > 1;
-  begin("load", pooled ? `starting ${replicas.length} llama-servers (one per GPU group)` : "starting llama-server");
-  const keyFile = keyFilePath(id2);
-  const key = generateKey();
-  storeKey(keyFile, key);
-  await stopServing(id2);
-  const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const sup = supervisorCommand();
-  const launched = [];
-  const servers = [];
-  const logs = [];
-  const readLog = (k = 0) => {
-    const l = logs[k];
-    return l && existsSync20(l.file) ? readFileSync19(l.file, "utf8").slice(l.start) : "";
-  };
-  const startOne = async (r) => {
-    const port = await freePort();
-    const args = [...r.words.args];
-    const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-    args.splice(ri, 2, "-m", path49.resolve(files.local));
-    const pi = args.indexOf("--port");
-    if (pi >= 0) args[pi + 1] = String(port);
-    else args.push("--port", String(port));
-    if (!args.includes("--alias")) args.push("--alias", alias);
-    if (!args.includes("-fit")) args.push("-fit", "off");
-    if (!args.includes("-lv")) args.push("-lv", "4");
-    const env2 = Object.fromEntries(
-      r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)])
-    );
-    launched[r.i] = `${[...Object.entries(env2).map(([k, v]) => `${k}=${shellQuote(v)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
-    job.launchedCommand = launched.filter(Boolean).join("\n");
-    const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-    const file2 = path49.join(stateDir(), "logs", `${recId}.log`);
-    mkdirSync19(path49.dirname(file2), { recursive: true });
-    logs[r.i] = { file: file2, start: existsSync20(file2) ? statSync11(file2).size : 0 };
-    if (r.i === 0) c3.setLog(file2);
-    const record2 = {
-      targetId: recId,
-      ...pooled ? { replicaOf: id2 } : {},
-      pid: 0,
-      supervisorPid: null,
-      port,
-      bin,
-      args,
-      env: env2,
-      logFile: file2,
-      keyFile,
-      startedAt: (/* @__PURE__ */ new Date()).toISOString()
-    };
-    let started;
-    try {
-      if (sup) {
-        putServing(record2);
-        try {
-          started = await startSupervised(sup, record2, o2.readyTimeoutMs ?? 6e5);
-        } catch (e) {
-          await stopServing(recId);
-          throw e;
-        }
-      } else {
-        started = await startLlamaServer({
-          bin,
-          args,
-          env: env2,
-          apiKey: key,
-          logFile: file2,
-          port,
-          detached: true,
-          readyTimeoutMs: o2.readyTimeoutMs ?? 6e5
-        });
-        putServing({ ...record2, pid: started.pid, startTime: processStartTime(started.pid) });
-      }
-    } catch (e) {
-      const c4 = classifyLog(readLog(r.i), bin);
-      const msg = e.message;
-      throw new StartError({
-        kind: c4?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
-        cause: `${pooled ? `replica ${r.i + 1} (${r.devices?.join("+")}): ` : ""}${c4?.logLine ? `llama-server failed to start: ${c4.logLine}` : msg.replace(/: .*$/, "")}`,
-        logLine: c4?.logLine ?? null,
-        logFile: file2,
-        remedy: c4?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime")
-      });
-    }
-    servers[r.i] = {
-      pid: started.pid,
-      port,
-      url: `http://127.0.0.1:${port}/v1`,
-      readyMs: Math.round(started.readyMs),
-      args,
-      logFile: file2,
-      env: Object.keys(env2).map((k) => `${k}=${env2[k]}`)
-    };
-  };
-  try {
-    await Promise.all(replicas.map(startOne));
-  } catch (e) {
-    if (pooled) await stopServing(id2);
-    throw e;
-  }
-  job.launchedCommand = launched.join("\n");
-  job.servers = servers;
-  end(
-    servers.map(
-      (x, k) => `${pooled ? `replica ${k + 1} (${replicas[k].devices.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1e3).toFixed(1)} s`
-    ).join("; ") + (sup ? " (supervised: restarted after a crash)" : "")
-  );
-  return { alias, id: id2, replicas, pooled, key, keyFile, before, servers, readLog };
-}
-async function warmupLlamaPhase(c3, l, bin) {
-  const { begin, end } = c3.ops;
-  const { servers, alias, key, readLog, pooled } = l;
-  begin("warmup", `one short completion${pooled ? " per replica" : ""}`);
-  const warm = [];
-  for (const [k, x] of servers.entries()) {
-    const w = await httpJson(`${x.url}/chat/completions`, {
-      headers: { authorization: `Bearer ${key}` },
-      body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
-      timeoutMs: 3e5
-    });
-    if (w.status !== 200) {
-      const c4 = classifyLog(readLog(k), bin);
-      throw new StartError({
-        kind: c4?.kind ?? "other",
-        cause: `the first completion${pooled ? ` of replica ${k + 1}` : ""} failed: ${w.status || w.error} ${w.text.slice(0, 200)}`,
-        logLine: c4?.logLine ?? null,
-        remedy: c4?.remedy ?? "read the log file"
-      });
-    }
-    warm.push(`${(w.ms / 1e3).toFixed(2)} s`);
-  }
-  end(`first completion in ${warm.join(", ")}`);
-}
-async function verifyLlamaPhase(c3, l) {
-  const { job } = c3;
-  const { begin, end, emit: emit3 } = c3.ops;
-  const { servers, alias, key, replicas, pooled } = l;
-  begin("verify", "reachable, auth, slots (and the KV pool), concurrency, capability, tools");
-  const verdicts = [];
-  for (const [k, x] of servers.entries()) {
-    const v2 = await verifyEndpoint({
-      url: x.url,
-      model: alias,
-      key,
-      engine: "llama.cpp",
-      slots: replicas[k].slots,
-      perSlotCtx: replicas[k].ctxPerSlot,
-      onCheck: (_c, done) => {
-        job.checks = pooled ? [
-          ...verdicts.flatMap((d, j) => d.checks.map((c4) => ({ ...c4, evidence: `replica ${j + 1}: ${c4.evidence}` }))),
-          ...done.map((c4) => ({ ...c4, evidence: `replica ${k + 1}: ${c4.evidence}` }))
-        ] : done;
-        emit3();
-      }
-    });
-    verdicts.push(v2);
-  }
-  const v = pooled ? poolVerdict(verdicts) : verdicts[0];
-  job.checks = v.checks;
-  end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
-  return v;
-}
-async function placementLlamaPhase(c3, plan, l) {
-  const { job } = c3;
-  const { begin, end } = c3.ops;
-  const { pick: pick3, hw } = plan;
-  const bin = plan.bin;
-  const { before, servers, key, pooled, replicas, readLog, id: id2 } = l;
-  begin("placement", "reading llama-server's log and /props");
-  const placements = [];
-  const after = before.gpus.some((g) => g.usedBytes !== null) && pick3.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
-  const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g) => [g.runtimeId, g.index]));
-  for (const [k, x] of servers.entries()) {
-    const props = await httpJson(
-      `${x.url.replace(/\/v1$/, "")}/props`,
-      { headers: { authorization: `Bearer ${key}` }, timeoutMs: 1e4 }
-    );
-    const devices = pooled ? replicaDevices(pick3, replicas[k].devices, x.env.length > 0) : pick3.devices;
-    const visible = x.env.find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))?.split("=")[1]?.split(",").map(Number);
-    const planned = (pooled ? replicas[k].devices : pick3.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0])).map((rid, j) => ({
-      rid,
-      index: visible?.[j] ?? indexOf.get(rid),
-      device: devices.filter((d) => d.name !== "cpu")[j]
-    }));
-    let smi = null;
-    if (after) {
-      const fig = (h3) => planned.filter((p) => p.device && p.index !== void 0).map((p) => ({ name: p.device.name, usedBytes: h3.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
-      smi = { before: fig(before), after: fig(after) };
-    }
-    const pl = checkPlacement({ devices, placement: pick3.placement }, readLog(k), smi);
-    const gpuBytes = planned.filter((p) => p.index !== void 0).map((p) => {
-      const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
-      const a2 = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
-      const measured = a2 != null && b != null ? a2 - b : null;
-      return { index: p.index, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : p.device?.plannedBytes ?? 0)) };
-    }).filter((g) => g.bytes > 0);
-    const recId = pooled ? `${id2}@${k + 1}` : id2;
-    if (gpuBytes.length) patchServing(recId, { gpuBytes });
-    if (props.status === 200)
-      pl.evidence.push(
-        `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path49.basename(props.body.model_path)}` : ""}`
-      );
-    placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
-  }
-  const placement = {
-    passed: placements.every((p) => p.passed),
-    devices: placements.flatMap((p) => p.devices),
-    evidence: placements.flatMap((p) => p.evidence)
-  };
-  job.placement = placement;
-  end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
-  return placement;
-}
-function recordLlamaPhase(c3, plan, l, v, placement, bench) {
-  const { o: o2, input: input2, job } = c3;
-  const { pick: pick3 } = plan;
-  const { id: id2, alias, servers, replicas, keyFile } = l;
-  const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k].slots }));
-  const target = {
-    id: id2,
-    model: alias,
-    quant: pick3.quant,
-    endpoint: servers[0].url,
-    keyRef: "OCW_TARGET_API_KEY",
-    keyFile,
-    contextLimit: pick3.ctxPerSlot,
-    serving: { engine: "llama.cpp", endpoints, slots: pick3.slots, perSlotCtx: pick3.ctxPerSlot },
-    checks: [],
-    ...bench ? { bench } : {}
-  };
-  const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
-  job.result = {
-    outcome: v.outcome,
-    saved: saved.saved,
-    active: saved.active,
-    target: saved.target,
-    checks: v.checks,
-    summary: v.summary,
-    observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
-    ms: 0,
-    bench
-  };
-  if (!placement.passed) {
-    job.failure = {
-      phase: "placement",
-      kind: "placement",
-      cause: placement.evidence.filter((e) => /plan put|vendor tool|RAM holds/.test(e)).join("; ") || "the weights are not where the plan put them",
-      logLine: null,
-      logFile: l.servers[0]?.logFile ?? null,
-      remedy: "the runtime did not use the GPU the plan counted on: install a build for it (CUDA for NVIDIA, ROCm or Vulkan for AMD) or check the driver with nvidia-smi; the server runs, but slowly"
-    };
-  }
-}
 async function runStartJob(o2) {
   const input2 = SetupStartInput.parse(o2.input);
-  const job = newJob(o2.jobId ?? randomBytes10(6).toString("hex"), input2.runtime);
+  const job = newJob(o2.jobId ?? randomBytes8(6).toString("hex"), input2.runtime);
   const t0 = performance.now();
   let lastEmit = 0;
   const emit3 = (force = true) => {
@@ -53343,42 +52341,389 @@ async function runStartJob(o2) {
         remedy: "start again: a download resumes from the bytes on disk"
       });
   };
+  let bin = null;
   let logFile = null;
-  const ops = { begin, end, skip, emit: emit3, cancelled, phase };
-  const c3 = { o: o2, input: input2, job, ops, setLog: (f) => logFile = f };
+  let replacing = null;
   try {
     begin("plan", "detecting the hardware and planning");
-    if (input2.runtime !== "llama.cpp") await runOtherRuntime(c3);
-    else {
-      let plan = await planLlamaPhase(c3);
+    if (input2.runtime !== "llama.cpp") {
+      await runOtherRuntime(o2, input2, job, { begin, end, skip, emit: emit3, cancelled, phase }, (f) => logFile = f);
+    } else {
+      try {
+        bin = findLlamaServer(o2.llamaServer);
+      } catch (e) {
+        throw new StartError({
+          kind: "not-found",
+          cause: e.message,
+          logLine: null,
+          remedy: "pass an existing llama-server, or leave it out to use the prebuilt build"
+        });
+      }
+      const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
+      let keepCache = input2.cacheType;
+      let cacheNote = "";
+      const planOnce = (h3, llamaServer, nvcc, cacheType2) => planFit({ model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx, cacheType: cacheType2 }, h3, {
+        llamaServer,
+        store: o2.store,
+        nvcc
+      }).catch((e) => {
+        if (isSetupError(e, "input"))
+          throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+        throw e;
+      });
+      const planOn = async (h3, llamaServer = bin, nvcc) => {
+        const r = await planOnce(h3, llamaServer, nvcc, keepCache);
+        if (r.pick || !keepCache) return r;
+        const free = await planOnce(h3, llamaServer, nvcc, void 0);
+        if (free.pick) {
+          cacheNote = `; the ${keepCache} KV cache of the plan shown no longer fits (free memory changed): ${free.pick.cacheType ?? "another"} instead`;
+          keepCache = void 0;
+        }
+        return free;
+      };
+      let fit = await planOn(hw);
+      for (const g of runningGroups()) {
+        if (input2.id && g.id !== input2.id) continue;
+        const freed = await planOn(withFreed(hw, g.bytes));
+        if (freed.pick && replaces(freed.pick, g, input2.id)) {
+          fit = freed;
+          replacing = g;
+          break;
+        }
+      }
+      if (!fit.pick)
+        throw new StartError({
+          kind: "no-fit",
+          cause: input2.model ? fit.problem ?? `${input2.model} does not fit this machine` : `nothing in the catalog fits this machine: ${fit.problem}`,
+          logLine: null,
+          remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider"
+        });
+      let pick3 = fit.pick;
+      let entry = findCatalog(pick3.model);
+      Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
+      let words = commandWords(pick3.command);
+      let mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
+      if (mi < 0)
+        throw new StartError({
+          kind: "other",
+          cause: `the plan's command has no model argument: ${pick3.command}`,
+          logLine: null,
+          remedy: "report this (ocw fit --json shows the command)"
+        });
+      const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / GiB3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
+      end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}${cacheNote}`);
       cancelled();
-      await confirmPhase(c3);
-      plan = await runtimeLlamaPhase(c3, plan);
+      if (o2.confirm) {
+        const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
+          throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+        });
+        if (!ok2)
+          throw new StartError({
+            kind: "not-confirmed",
+            cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
+            logLine: null,
+            remedy: "pass --yes to skip the question"
+          });
+      }
+      begin("runtime", "looking for llama-server");
+      if (bin) end(`llama-server at ${bin}${hw.llamaDevices ? ` (devices: ${hw.llamaDevices.map((d) => d.id).join(", ") || "CPU only"})` : ""}`);
+      else {
+        phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
+        const got = await installPrebuilt({
+          root: path47.join(stateDir(), "llama"),
+          gpus: hw.gpus,
+          onBuildLine: (line) => {
+            phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
+            emit3(false);
+          },
+          onProgress: (asset, p) => {
+            phase("runtime").progress = {
+              done: p.received,
+              total: p.total,
+              bytesPerSec: p.bytesPerSec,
+              etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null,
+              file: asset,
+              fileIndex: 0,
+              files: 1,
+              resumedBytes: p.resumedFrom
+            };
+            emit3(false);
+          }
+        }).catch((e) => {
+          throw new StartError({
+            kind: "runtime",
+            cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config2().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`,
+            logLine: null,
+            remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh"
+          });
+        });
+        bin = got.bin;
+        const listed2 = await listLlamaDevices(bin);
+        const base2 = replacing ? withFreed(hw, replacing.bytes) : hw;
+        const again = listed2 ? await planOn({ ...base2, llamaDevices: listed2 }, bin) : await planOn({ ...base2, llamaDevices: null }, null, got.variant === "cuda");
+        if (!again.pick)
+          throw new StartError({
+            kind: "no-fit",
+            cause: `the installed llama.cpp ${got.variant} build lists ${listed2?.length ? listed2.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`,
+            logLine: null,
+            remedy: "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context"
+          });
+        const changed = again.pick.command !== pick3.command;
+        if (changed) {
+          pick3 = again.pick;
+          entry = findCatalog(pick3.model);
+          words = commandWords(pick3.command);
+          mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
+          if (mi < 0)
+            throw new StartError({
+              kind: "other",
+              cause: `the plan's command has no model argument: ${pick3.command}`,
+              logLine: null,
+              remedy: "report this (ocw fit --json shows the command)"
+            });
+          Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
+        }
+        hw.llamaDevices = listed2;
+        end(
+          `installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}; ${listed2 === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed2.length ? listed2.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick3.command}` : ""}`
+        );
+      }
       cancelled();
-      const files = await downloadPhase(plan.modelArg, ops, o2.signal);
+      const files = await downloadPhase({ flag: words.args[mi], value: words.args[mi + 1] }, { begin, end, skip, emit: emit3, cancelled, phase }, o2.signal);
       cancelled();
-      const l = await launchLlamaPhase(c3, plan, files);
-      cancelled();
-      await warmupLlamaPhase(c3, l, plan.bin);
-      cancelled();
-      const v = await verifyLlamaPhase(c3, l);
-      const placement = await placementLlamaPhase(c3, plan, l);
-      const first = l.servers[0];
-      const r0 = l.replicas[0];
-      const bench = await benchPhase(
-        c3,
-        {
-          url: first.url,
-          model: l.alias,
-          key: l.key,
-          engine: "llama.cpp",
-          slots: r0.slots,
-          perSlotCtx: r0.ctxPerSlot,
-          pooled: l.pooled ? l.replicas.length : void 0
-        },
-        v
+      const alias = targetSlug({
+        model: entry?.name ?? path47.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
+        quant: pick3.quant
+      });
+      const id2 = input2.id ?? `llamacpp-${alias}`;
+      const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
+      const pooled = replicas.length > 1;
+      begin("load", pooled ? `starting ${replicas.length} llama-servers (one per GPU group)` : "starting llama-server");
+      const keyFile = keyFilePath(id2);
+      const key = generateKey();
+      storeKey(keyFile, key);
+      await stopServing(id2);
+      const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
+      const sup = supervisorCommand();
+      const launched = [];
+      const servers = [];
+      const logs = [];
+      const readLog = (k = 0) => {
+        const l = logs[k];
+        return l && existsSync20(l.file) ? readFileSync18(l.file, "utf8").slice(l.start) : "";
+      };
+      const startOne = async (r) => {
+        const port = await freePort();
+        const args = [...r.words.args];
+        const ri = args.findIndex((x) => x === "-m" || x === "-hf");
+        args.splice(ri, 2, "-m", path47.resolve(files.local));
+        const pi = args.indexOf("--port");
+        if (pi >= 0) args[pi + 1] = String(port);
+        else args.push("--port", String(port));
+        if (!args.includes("--alias")) args.push("--alias", alias);
+        if (!args.includes("-fit")) args.push("-fit", "off");
+        if (!args.includes("-lv")) args.push("-lv", "4");
+        const env2 = Object.fromEntries(
+          r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)])
+        );
+        launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
+        job.launchedCommand = launched.filter(Boolean).join("\n");
+        const recId = pooled ? `${id2}@${r.i + 1}` : id2;
+        const file2 = path47.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync17(path47.dirname(file2), { recursive: true });
+        logs[r.i] = { file: file2, start: existsSync20(file2) ? statSync11(file2).size : 0 };
+        if (r.i === 0) logFile = file2;
+        const record2 = {
+          targetId: recId,
+          ...pooled ? { replicaOf: id2 } : {},
+          pid: 0,
+          supervisorPid: null,
+          port,
+          bin,
+          args,
+          env: env2,
+          logFile: file2,
+          keyFile,
+          startedAt: (/* @__PURE__ */ new Date()).toISOString()
+        };
+        let started;
+        try {
+          if (sup) {
+            saveServing([...listServing().filter((x) => x.targetId !== recId), record2]);
+            try {
+              started = await startSupervised(sup, record2, o2.readyTimeoutMs ?? 6e5);
+            } catch (e) {
+              await stopServing(recId);
+              throw e;
+            }
+          } else {
+            started = await startLlamaServer({
+              bin,
+              args,
+              env: env2,
+              apiKey: key,
+              logFile: file2,
+              port,
+              detached: true,
+              readyTimeoutMs: o2.readyTimeoutMs ?? 6e5
+            });
+            saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record2, pid: started.pid, startTime: processStartTime(started.pid) }]);
+          }
+        } catch (e) {
+          const c3 = classifyLog(readLog(r.i), bin);
+          const msg = e.message;
+          throw new StartError({
+            kind: c3?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
+            cause: `${pooled ? `replica ${r.i + 1} (${r.devices?.join("+")}): ` : ""}${c3?.logLine ? `llama-server failed to start: ${c3.logLine}` : msg.replace(/: .*$/, "")}`,
+            logLine: c3?.logLine ?? null,
+            logFile: file2,
+            remedy: c3?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime")
+          });
+        }
+        servers[r.i] = {
+          pid: started.pid,
+          port,
+          url: `http://127.0.0.1:${port}/v1`,
+          readyMs: Math.round(started.readyMs),
+          args,
+          logFile: file2,
+          env: Object.keys(env2).map((k) => `${k}=${env2[k]}`)
+        };
+      };
+      try {
+        await Promise.all(replicas.map(startOne));
+      } catch (e) {
+        if (pooled) await stopServing(id2);
+        throw e;
+      }
+      job.launchedCommand = launched.join("\n");
+      job.servers = servers;
+      end(
+        servers.map(
+          (x, k) => `${pooled ? `replica ${k + 1} (${replicas[k].devices.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1e3).toFixed(1)} s`
+        ).join("; ") + (sup ? " (supervised: restarted after a crash)" : "")
       );
-      recordLlamaPhase(c3, plan, l, v, placement, bench);
+      cancelled();
+      begin("warmup", `one short completion${pooled ? " per replica" : ""}`);
+      const warm = [];
+      for (const [k, x] of servers.entries()) {
+        const w = await httpJson(`${x.url}/chat/completions`, {
+          headers: { authorization: `Bearer ${key}` },
+          body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
+          timeoutMs: 3e5
+        });
+        if (w.status !== 200) {
+          const c3 = classifyLog(readLog(k), bin);
+          throw new StartError({
+            kind: c3?.kind ?? "other",
+            cause: `the first completion${pooled ? ` of replica ${k + 1}` : ""} failed: ${w.status || w.error} ${w.text.slice(0, 200)}`,
+            logLine: c3?.logLine ?? null,
+            remedy: c3?.remedy ?? "read the log file"
+          });
+        }
+        warm.push(`${(w.ms / 1e3).toFixed(2)} s`);
+      }
+      end(`first completion in ${warm.join(", ")}`);
+      cancelled();
+      begin("verify", "reachable, auth, slots (and the KV pool), concurrency, capability, tools");
+      const verdicts = [];
+      for (const [k, x] of servers.entries()) {
+        const v2 = await verifyEndpoint({
+          url: x.url,
+          model: alias,
+          key,
+          engine: "llama.cpp",
+          slots: replicas[k].slots,
+          perSlotCtx: replicas[k].ctxPerSlot,
+          onCheck: (_c, done) => {
+            job.checks = pooled ? [
+              ...verdicts.flatMap((d, j) => d.checks.map((c3) => ({ ...c3, evidence: `replica ${j + 1}: ${c3.evidence}` }))),
+              ...done.map((c3) => ({ ...c3, evidence: `replica ${k + 1}: ${c3.evidence}` }))
+            ] : done;
+            emit3();
+          }
+        });
+        verdicts.push(v2);
+      }
+      const v = pooled ? poolVerdict(verdicts) : verdicts[0];
+      job.checks = v.checks;
+      end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
+      begin("placement", "reading llama-server's log and /props");
+      const placements = [];
+      const after = before.gpus.some((g) => g.usedBytes !== null) && pick3.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
+      const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g) => [g.runtimeId, g.index]));
+      for (const [k, x] of servers.entries()) {
+        const props = await httpJson(
+          `${x.url.replace(/\/v1$/, "")}/props`,
+          { headers: { authorization: `Bearer ${key}` }, timeoutMs: 1e4 }
+        );
+        const devices = pooled ? replicaDevices(pick3, replicas[k].devices, x.env.length > 0) : pick3.devices;
+        const visible = x.env.find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))?.split("=")[1]?.split(",").map(Number);
+        const planned = (pooled ? replicas[k].devices : pick3.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0])).map((rid, j) => ({
+          rid,
+          index: visible?.[j] ?? indexOf.get(rid),
+          device: devices.filter((d) => d.name !== "cpu")[j]
+        }));
+        let smi = null;
+        if (after) {
+          const fig = (h3) => planned.filter((p) => p.device && p.index !== void 0).map((p) => ({ name: p.device.name, usedBytes: h3.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
+          smi = { before: fig(before), after: fig(after) };
+        }
+        const pl = checkPlacement({ devices, placement: pick3.placement }, readLog(k), smi);
+        const gpuBytes = planned.filter((p) => p.index !== void 0).map((p) => {
+          const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
+          const a2 = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
+          const measured = a2 != null && b != null ? a2 - b : null;
+          return { index: p.index, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : p.device?.plannedBytes ?? 0)) };
+        }).filter((g) => g.bytes > 0);
+        const recId = pooled ? `${id2}@${k + 1}` : id2;
+        if (gpuBytes.length) saveServing(listServing().map((r) => r.targetId === recId ? { ...r, gpuBytes } : r));
+        if (props.status === 200)
+          pl.evidence.push(
+            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path47.basename(props.body.model_path)}` : ""}`
+          );
+        placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
+      }
+      const placement = {
+        passed: placements.every((p) => p.passed),
+        devices: placements.flatMap((p) => p.devices),
+        evidence: placements.flatMap((p) => p.evidence)
+      };
+      job.placement = placement;
+      end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
+      const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k].slots }));
+      const target = {
+        id: id2,
+        model: alias,
+        quant: pick3.quant,
+        endpoint: servers[0].url,
+        keyRef: "OCW_TARGET_API_KEY",
+        keyFile,
+        contextLimit: pick3.ctxPerSlot,
+        serving: { engine: "llama.cpp", endpoints, slots: pick3.slots, perSlotCtx: pick3.ctxPerSlot },
+        checks: []
+      };
+      const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
+      job.result = {
+        outcome: v.outcome,
+        saved: saved.saved,
+        active: saved.active,
+        target: saved.target,
+        checks: v.checks,
+        summary: v.summary,
+        observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
+        ms: Math.round(performance.now() - t0)
+      };
+      if (!placement.passed) {
+        job.failure = {
+          phase: "placement",
+          kind: "placement",
+          cause: placement.evidence.filter((e) => /plan put|vendor tool|RAM holds/.test(e)).join("; ") || "the weights are not where the plan put them",
+          logLine: null,
+          logFile,
+          remedy: "the runtime did not use the GPU the plan counted on: install a build for it (CUDA for NVIDIA, ROCm or Vulkan for AMD) or check the driver with nvidia-smi; the server runs, but slowly"
+        };
+      }
     }
     job.state = "done";
   } catch (e) {
@@ -53407,10 +52752,10 @@ function replaces(pick3, g, inputId) {
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path49.resolve(value) === path49.resolve(file2);
+  if (w[mi] === "-m") return path47.resolve(value) === path47.resolve(file2);
   const [repo, quant] = value.split(":");
-  const dir = path49.join(stateDir(), "models", repo.replace("/", "__"));
-  return file2.startsWith(dir + path49.sep) && (!quant || pathHasQuant(path49.relative(dir, file2), quant));
+  const dir = path47.join(stateDir(), "models", repo.replace("/", "__"));
+  return file2.startsWith(dir + path47.sep) && (!quant || pathHasQuant(path47.relative(dir, file2), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -53458,7 +52803,7 @@ var init_start2 = __esm({
     init_verify();
     init_start_runtimes();
     init_start_common();
-    PHASES = ["plan", "runtime", "download", "load", "warmup", "verify", "placement", "bench"];
+    PHASES = ["plan", "runtime", "download", "load", "warmup", "verify", "placement"];
     MiB3 = 1024 ** 2;
     GiB3 = 1024 ** 3;
     SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
@@ -56694,8 +56039,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path68) {
-      let input2 = path68;
+    function removeDotSegments(path66) {
+      let input2 = path66;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -56769,11 +56114,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path68) {
-      if (path68 === "" || path68[0] === "/") {
-        return removeDotSegments(path68);
+    function removeDotSegmentsRelative(path66) {
+      if (path66 === "" || path66[0] === "/") {
+        return removeDotSegments(path66);
       }
-      const segments = path68.split("/");
+      const segments = path66.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -57136,8 +56481,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path68 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path68 && path68 !== "/" ? path68 : void 0;
+        const path66 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path66 && path66 !== "/" ? path66 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -60692,24 +60037,24 @@ var pool_exports = {};
 __export(pool_exports, {
   setupCapturePool: () => setupCapturePool
 });
-import { mkdtempSync as mkdtempSync2, rmSync as rmSync10 } from "node:fs";
+import { mkdtempSync as mkdtempSync2, rmSync as rmSync9 } from "node:fs";
 import os8 from "node:os";
-import path66 from "node:path";
+import path64 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync2(path66.join(os8.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync2(path64.join(os8.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path66.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path64.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
     }
   } finally {
-    rmSync10(scratch, { recursive: true, force: true });
+    rmSync9(scratch, { recursive: true, force: true });
   }
   const models = [...new Set(each.map((r) => r.target.model))];
   if (models.length > 1)
@@ -60721,7 +60066,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path66.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path64.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -60772,7 +60117,7 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path54 from "node:path";
+import path52 from "node:path";
 
 // engine/workers/engine.ts
 import { existsSync as existsSync11 } from "node:fs";
@@ -62816,8 +62161,8 @@ function seedOpencodeConfigDir(configDir) {
     return ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"].flatMap((k) => Object.keys(r[k] ?? {}));
   };
   const pkg = read(pkgFile);
-  const lock2 = read(lockFile2);
-  const locked = new Set(deps(lock2?.packages?.[""]));
+  const lock = read(lockFile2);
+  const locked = new Set(deps(lock?.packages?.[""]));
   const wanted = [...deps(pkg), OPENCODE_PLUGIN_PACKAGE];
   if (wanted.every((d) => locked.has(d))) return;
   const dependencies = Object.fromEntries(wanted.map((d) => [d, "*"]));
@@ -63664,7 +63009,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path68, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path66, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -63683,7 +63028,7 @@ var defaultPathSerializer = ({ path: path68, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path68[name];
+      const value = path66[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -63714,11 +63059,11 @@ var defaultPathSerializer = ({ path: path68, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path68, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path66, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path68) {
-    url2 = defaultPathSerializer({ path: path68, url: url2 });
+  if (path66) {
+    url2 = defaultPathSerializer({ path: path66, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -69350,9 +68695,6 @@ var WorkerLogStore = class {
   }
 };
 
-// engine/workers/engine.ts
-init_errors3();
-
 // engine/workspace/workspace.ts
 import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync3, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
 import { copyFile, link, mkdir, readdir as readdir2, realpath, rename, rm as rm2 } from "node:fs/promises";
@@ -71830,7 +71172,7 @@ var Engine = class {
       return t3;
     }
     const t2 = this.targets.active();
-    if (!t2) throw new OcwError("bad-input", "no active target: run `ocw setup`, or pass --endpoint URL --model ID", { kind: "no-target", data: {} });
+    if (!t2) throw new InputError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
     return t2;
   }
   /** Workers run only in the sandbox, unless the person opted out of it explicitly. */
@@ -72634,11 +71976,11 @@ function lastLock(stateDir2) {
   }
 }
 function readLock(stateDir2) {
-  const lock2 = lastLock(stateDir2);
-  return lock2 && alive({ pid: lock2.pid, startTime: lock2.startTime }) ? lock2 : null;
+  const lock = lastLock(stateDir2);
+  return lock && alive({ pid: lock.pid, startTime: lock.startTime }) ? lock : null;
 }
-function supervisorOf(lock2) {
-  return lock2?.supervisorPid ? { pid: lock2.supervisorPid, startTime: lock2.supervisorStartTime ?? null } : null;
+function supervisorOf(lock) {
+  return lock?.supervisorPid ? { pid: lock.supervisorPid, startTime: lock.supervisorStartTime ?? null } : null;
 }
 var endpointFile = (stateDir2) => path33.join(stateDir2, "engine.endpoint.json");
 var Endpoint = external_exports.object({ port: external_exports.number().int().min(1).max(65535), token: external_exports.string().min(16) });
@@ -72652,14 +71994,14 @@ function lastEndpoint(stateDir2) {
 function writeEndpoint(stateDir2, e) {
   writeJsonAtomic(endpointFile(stateDir2), e, 384);
 }
-function writeLock(stateDir2, lock2) {
-  writeJsonAtomic(lockFile(stateDir2), lock2, 384);
+function writeLock(stateDir2, lock) {
+  writeJsonAtomic(lockFile(stateDir2), lock, 384);
 }
 function removeLock(stateDir2, pid = process.pid) {
   const file2 = lockFile(stateDir2);
   try {
-    const lock2 = JSON.parse(readFileSync13(file2, "utf8"));
-    if (lock2.pid === pid) rmSync5(file2, { force: true });
+    const lock = JSON.parse(readFileSync13(file2, "utf8"));
+    if (lock.pid === pid) rmSync5(file2, { force: true });
   } catch {
   }
 }
@@ -72746,10 +72088,10 @@ function currentOwner(stateDir2) {
 }
 
 // engine/api/server.ts
-import { randomBytes as randomBytes12, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
+import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
 import { createReadStream as createReadStream3, existsSync as existsSync22, statSync as statSync13 } from "node:fs";
 import http2 from "node:http";
-import path53 from "node:path";
+import path51 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -72855,28 +72197,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path68, memo2) {
+function createInnerProxy(callback, path66, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path68.join(".");
+  const cacheKey = path66.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path68, key], memo2);
+      return createInnerProxy(callback, [...path66, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path68[path68.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path68.slice(0, -1).join(".")})`;
+      const lastOfPath = path66[path66.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path66.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path68
+        path: path66
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path68.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path68.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -73019,12 +72361,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path68, error: error46, config: config3 } = opts;
+  const { path: path66, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path68,
+    path: path66,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -73194,13 +72536,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path68 = []) {
+    function step(from, path66 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path68, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path66, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path68, key].join(".")] = createLazyLoader({
-            path: path68,
+          lazy3[[...path66, key].join(".")] = createLazyLoader({
+            path: path66,
             ref: item,
             key,
             aggregate
@@ -73208,14 +72550,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path68, key]);
+          aggregate[key] = step(getRouterInput(item), [...path66, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path68, key]);
+          aggregate[key] = step(item, [...path66, key]);
           continue;
         }
-        const newPath = [...path68, key].join(".");
+        const newPath = [...path66, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -73239,14 +72581,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path68) {
+async function getProcedureAtPath(router, path66) {
   const { _def } = router;
-  let procedure = _def.procedures[path68];
+  let procedure = _def.procedures[path66];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path68 === key2 || path68.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path66 === key2 || path66.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path68];
+    procedure = _def.procedures[path66];
   }
   return procedure;
 }
@@ -73255,15 +72597,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path68, args } = innerOpts;
-        const fullPath = path68.join(".");
-        if (path68.length === 1 && path68[0] === "_def") return _def;
+        const { path: path66, args } = innerOpts;
+        const fullPath = path66.join(".");
+        if (path66.length === 1 && path66[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path68}"`
+            message: `No procedure found on path "${path66}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -73323,13 +72665,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path68, separator) {
-  if (separator === ".") return path68;
-  return path68.split(".").join(separator);
+function procedurePathToURLPath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(".").join(separator);
 }
-function urlPathToProcedurePath(path68, separator) {
-  if (separator === ".") return path68;
-  return path68.split(separator).join(".");
+function urlPathToProcedurePath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -73784,11 +73126,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path68, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path68);
+    const calls = await Promise.all(paths.map(async (path66, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path66);
       return {
         batchIndex: index,
-        path: path68,
+        path: path66,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -74439,9 +73781,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path68) {
-    super("Max depth reached at path: " + path68.join("."));
-    this.path = path68;
+  constructor(path66) {
+    super("Max depth reached at path: " + path66.join("."));
+    this.path = path66;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -74459,16 +73801,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path68) {
+    function encodePromise(promise2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path68);
+          const error46 = checkMaxDepth(path66);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path68
+                path: path66
               });
             });
             promise2 = Promise.reject(error46);
@@ -74478,20 +73820,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path68)
+              encode3(next, path66)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path68
+              path: path66
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path68
+                path: path66
               })
             ];
           }
@@ -74501,12 +73843,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path68) {
+    function encodeAsyncIterable(iterable2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path68);
+            const error46 = checkMaxDepth(path66);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -74516,28 +73858,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path68)
+                    encode3(next.value, path66)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path68)
+                  encode3(next.value, path66)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path68
+                path: path66
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path68
+                  path: path66
                 })
               ];
             }
@@ -74552,27 +73894,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path68) {
-      if (opts.maxDepth && path68.length > opts.maxDepth) return new MaxDepthError(path68);
+    function checkMaxDepth(path66) {
+      if (opts.maxDepth && path66.length > opts.maxDepth) return new MaxDepthError(path66);
       return null;
     }
-    function encodeAsync3(value, path68) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path68)];
+    function encodeAsync3(value, path66) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path66)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path68.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path68)];
+        if (opts.maxDepth && path66.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path66)];
       }
       return null;
     }
-    function encode3(value, path68) {
+    function encode3(value, path66) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path68);
+      const reg = encodeAsync3(value, path66);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path68, key]);
+        const transformed = encodeAsync3(item, [...path66, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -74886,13 +74228,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path68) {
+function decodePath(path66) {
   try {
-    return decodeURIComponent(path68);
+    return decodeURIComponent(path66);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path68}"`,
+      message: `Invalid URL-encoding in path "${path66}"`,
       cause
     });
   }
@@ -75161,11 +74503,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call === null || call === void 0 ? void 0 : call.result();
-              const path68 = call === null || call === void 0 ? void 0 : call.path;
+              const path66 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path68,
+                path: path66,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -75176,7 +74518,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path68,
+                path: path66,
                 type
               });
             }
@@ -75292,14 +74634,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call === null || call === void 0 ? void 0 : call.result();
-          const path68 = call === null || call === void 0 ? void 0 : call.path;
+          const path66 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path68,
+            path: path66,
             type
           });
         }
@@ -75604,28 +74946,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path68) => {
-  path68 = path68.startsWith("/") ? path68.slice(1) : path68;
-  path68 = path68.endsWith("/") ? path68.slice(0, -1) : path68;
-  return path68;
+var trimSlashes = (path66) => {
+  path66 = path66.startsWith("/") ? path66.slice(1) : path66;
+  path66 = path66.endsWith("/") ? path66.slice(0, -1) : path66;
+  return path66;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path68 = "";
+    let path66 = "";
     run2(async () => {
       const url2 = createURL(req);
-      path68 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path66 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path68
+        path: path66
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path68
+      path: path66
     }, opts)));
   };
 }
@@ -76039,8 +75381,8 @@ var initTRPC = new class TRPCBuilder {
 // engine/api/router.ts
 init_errors3();
 init_zod();
-import { existsSync as existsSync21, readdirSync as readdirSync11, readFileSync as readFileSync20 } from "node:fs";
-import path52 from "node:path";
+import { existsSync as existsSync21, readdirSync as readdirSync11, readFileSync as readFileSync19 } from "node:fs";
+import path50 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -76502,11 +75844,12 @@ function listWorkers(all, f) {
 init_fit();
 
 // engine/serving/setup-api.ts
+init_errors3();
 init_fit();
 init_setup2();
-import { randomBytes as randomBytes11 } from "node:crypto";
+import { randomBytes as randomBytes9 } from "node:crypto";
 import { accessSync as accessSync2, constants as constants5, statSync as statSync12 } from "node:fs";
-import path50 from "node:path";
+import path48 from "node:path";
 
 // shared/servers.ts
 init_zod();
@@ -76525,11 +75868,7 @@ var ServerView = external_exports.object({
   keep: external_exports.boolean(),
   startedAt: external_exports.string(),
   logFile: external_exports.string(),
-  bin: external_exports.string(),
-  /** The runtime it runs (llama.cpp, vllm, sglang); the supervisor's last crash and when it gave up (null: none). */
-  runtime: external_exports.string().optional(),
-  lastCrash: external_exports.string().nullable().optional(),
-  gaveUp: external_exports.string().nullable().optional()
+  bin: external_exports.string()
 });
 var ProviderModelsInput = external_exports.object({
   url: external_exports.string().trim().url("the URL must be an http(s) URL such as https://api.example.com/v1"),
@@ -76551,11 +75890,7 @@ init_plan();
 init_fit_service();
 init_errors4();
 init_llama_server();
-var SetupApiInputError = class extends SetupError {
-  constructor(message, data = {}) {
-    super("input", message, data);
-    this.name = "SetupApiInputError";
-  }
+var SetupApiInputError = class extends InputError {
 };
 var cached4 = null;
 function hardware() {
@@ -76629,8 +75964,7 @@ function outcome(r) {
     checks: r.checks,
     summary: r.summary,
     observed: r.observed ?? null,
-    ms: Math.round(r.timings.totalMs),
-    ...r.bench !== void 0 ? { bench: r.bench } : {}
+    ms: Math.round(r.timings.totalMs)
   };
 }
 async function setupCaptureApi(input2, store) {
@@ -76643,7 +75977,6 @@ async function setupCaptureApi(input2, store) {
         apiKeyEnv: i2.apiKeyEnv,
         slots: i2.slots,
         ctx: i2.ctx,
-        benchSec: i2.benchSec,
         id: i2.id,
         acceptUnderpowered: i2.acceptUnderpowered,
         unverified: i2.unverified,
@@ -76714,7 +76047,7 @@ function setupStartApi(input2, store, publish, opts = {}) {
   const running = [...jobs.values()].find((j) => j.job.state === "running");
   if (running)
     throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
-  const jobId = randomBytes11(6).toString("hex");
+  const jobId = randomBytes9(6).toString("hex");
   const abort = new AbortController();
   let first = null;
   const entry = { job: null, abort };
@@ -76744,7 +76077,7 @@ function setupStartApi(input2, store, publish, opts = {}) {
   return SetupJob.parse(first ?? entry.job);
 }
 function checkLlamaServerPath(p) {
-  if (!path50.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
+  if (!path48.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
     st = statSync12(p);
@@ -76849,8 +76182,8 @@ init_keys();
 init_llama_server();
 init_process();
 init_setup3();
-import { rmSync as rmSync8 } from "node:fs";
-import path51 from "node:path";
+import { rmSync as rmSync7 } from "node:fs";
+import path49 from "node:path";
 function view(r) {
   return {
     targetId: r.targetId,
@@ -76863,10 +76196,7 @@ function view(r) {
     keep: !!r.keep,
     startedAt: r.startedAt,
     logFile: r.logFile,
-    bin: r.bin,
-    runtime: r.runtime ?? "llama.cpp",
-    lastCrash: r.lastCrash ?? null,
-    gaveUp: r.gaveUp ?? null
+    bin: r.bin
   };
 }
 function recordsOf(id2) {
@@ -76882,23 +76212,23 @@ async function serverStopApi(id2) {
   const recs = recordsOf(id2);
   await stopServing(id2);
   const keep = recs.map((r) => ({ ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null }));
-  updateServing((all) => [...all.filter((r) => !keep.some((k) => k.targetId === r.targetId)), ...keep]);
+  saveServing([...listServing().filter((r) => !keep.some((k) => k.targetId === r.targetId)), ...keep]);
   return keep.map(view);
 }
 async function serverRestartApi(id2, o2 = {}) {
   const recs = recordsOf(id2);
-  const other = recs.find((r) => !path51.basename(r.bin).startsWith("llama-server"));
+  const other = recs.find((r) => !path49.basename(r.bin).startsWith("llama-server"));
   if (other)
     throw new OcwError(
       "bad-input",
-      `${id2} runs ${path51.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
+      `${id2} runs ${path49.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
     );
   await stopServing(id2);
   const sup = supervisorCommand();
   const out = [];
   for (const r of recs) {
     const base2 = { ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
-    putServing(base2);
+    saveServing([...listServing().filter((x) => x.targetId !== r.targetId), base2]);
     try {
       if (sup) {
         await startSupervised(sup, base2, o2.readyTimeoutMs ?? 6e5);
@@ -76916,7 +76246,7 @@ async function serverRestartApi(id2, o2 = {}) {
           readyTimeoutMs: o2.readyTimeoutMs ?? 6e5
         });
         const rec = { ...base2, pid: s.pid, startTime: processStartTime(s.pid) };
-        putServing(rec);
+        saveServing([...listServing().filter((x) => x.targetId !== r.targetId), rec]);
         out.push(rec);
       }
     } catch (e) {
@@ -76928,7 +76258,7 @@ async function serverRestartApi(id2, o2 = {}) {
 async function serverDeleteApi(id2) {
   const recs = recordsOf(id2);
   await stopServing(id2);
-  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync8(r.keyFile, { force: true });
+  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync7(r.keyFile, { force: true });
   return { deleted: recs.map((r) => r.targetId) };
 }
 async function serverDeleteOf(targetId) {
@@ -76937,7 +76267,8 @@ async function serverDeleteOf(targetId) {
 }
 function serverKeepApi(id2, keep) {
   const ids = new Set(recordsOf(id2).map((r) => r.targetId));
-  const recs = updateServing((all) => all.map((r) => ids.has(r.targetId) ? { ...r, keep } : r));
+  const recs = listServing().map((r) => ids.has(r.targetId) ? { ...r, keep } : r);
+  saveServing(recs);
   return recs.filter((r) => ids.has(r.targetId)).map(view);
 }
 async function stopUnkeptServing() {
@@ -76957,12 +76288,12 @@ async function stopUnkeptServing() {
 // engine/api/router.ts
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path52.join(projectRoot(), "packs");
+  const dir = config2().OCW_PACKS_DIR ?? path50.join(projectRoot(), "packs");
   if (!existsSync21(dir)) return [];
   return readdirSync11(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path52.join(dir, d.name, "grade.json");
+    const file2 = path50.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync21(file2)) return [];
-    const g = Grade.safeParse(JSON.parse(readFileSync20(file2, "utf8")));
+    const g = Grade.safeParse(JSON.parse(readFileSync19(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
 }
@@ -76980,9 +76311,7 @@ var t = initTRPC.context().create({
     data: {
       code: shape.data.code,
       httpStatus: shape.data.httpStatus,
-      ocwCode: error46.cause instanceof external_exports.ZodError || shape.data.code === "BAD_REQUEST" ? "bad-input" : codeOf(error46.cause),
-      // the kind and typed data of a coded error (model setup's, no-target): clients act on them, never on the message
-      ...detailOf(error46.cause) ? { ocwKind: detailOf(error46.cause).kind, ocwData: detailOf(error46.cause).data } : {}
+      ocwCode: error46.cause instanceof external_exports.ZodError || shape.data.code === "BAD_REQUEST" ? "bad-input" : codeOf(error46.cause)
     }
   })
 });
@@ -77242,7 +76571,7 @@ function clientIdentity(req) {
   return { kind: "person", name: name ?? kind ?? "gui" };
 }
 async function startApiServer(opts) {
-  const token = opts.token ?? randomBytes12(24).toString("base64url");
+  const token = opts.token ?? randomBytes10(24).toString("base64url");
   let port = 0;
   const clients = /* @__PURE__ */ new Map();
   const allowedHosts = () => /* @__PURE__ */ new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
@@ -77342,16 +76671,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync22(path53.join(dir, "index.html"))) {
+  if (!dir || !existsSync22(path51.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path53.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path53.join(dir, rel);
-  if (!file2.startsWith(dir + path53.sep) || !existsSync22(file2) || statSync13(file2).isDirectory()) file2 = path53.join(dir, "index.html");
+  const rel = path51.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path51.join(dir, rel);
+  if (!file2.startsWith(dir + path51.sep) || !existsSync22(file2) || statSync13(file2).isDirectory()) file2 = path51.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path53.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path51.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -77395,7 +76724,7 @@ async function hostEngine(opts) {
     engine,
     version: VERSION,
     instanceId,
-    rendererDir: path54.join(projectRoot(), "out", "renderer"),
+    rendererDir: path52.join(projectRoot(), "out", "renderer"),
     shutdown: () => void close().then(() => process.exit(0))
   };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) ?? lastEndpoint(opts.stateDir) : null;
@@ -77421,19 +76750,19 @@ async function hostEngine(opts) {
 // engine/commands/deploy.ts
 init_detect();
 init_hf();
-import { mkdirSync as mkdirSync20, mkdtempSync, writeFileSync as writeFileSync11 } from "node:fs";
+import { mkdirSync as mkdirSync18, mkdtempSync, writeFileSync as writeFileSync11 } from "node:fs";
 import os7 from "node:os";
-import path56 from "node:path";
+import path54 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
 init_k8s();
 import { spawnSync as spawnSync3 } from "node:child_process";
 import { existsSync as existsSync23 } from "node:fs";
-import path55 from "node:path";
+import path53 from "node:path";
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path55.delimiter)) {
-    const p = dir && path55.join(dir, "kubectl");
+  for (const dir of (env2.PATH ?? "").split(path53.delimiter)) {
+    const p = dir && path53.join(dir, "kubectl");
     if (p && existsSync23(p)) return p;
   }
   return null;
@@ -77543,9 +76872,9 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path56.resolve(o2.output) : mkdtempSync(path56.join(os7.tmpdir(), "ocw-k8s-"));
-      mkdirSync20(dir, { recursive: true });
-      file2 = path56.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      const dir = o2.output ? path54.resolve(o2.output) : mkdtempSync(path54.join(os7.tmpdir(), "ocw-k8s-"));
+      mkdirSync18(dir, { recursive: true });
+      file2 = path54.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync11(file2, yaml);
     }
     let applied = null;
@@ -77611,8 +76940,8 @@ function registerDeployCommand(program3) {
 
 // engine/commands/grade.ts
 init_target();
-import { mkdirSync as mkdirSync22 } from "node:fs";
-import path59 from "node:path";
+import { mkdirSync as mkdirSync20 } from "node:fs";
+import path57 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client3, workerIds, opts = {}) {
@@ -77692,8 +77021,8 @@ async function follow(client3, workerIds, opts = {}) {
 
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { mkdirSync as mkdirSync21, writeFileSync as writeFileSync12 } from "node:fs";
-import path57 from "node:path";
+import { mkdirSync as mkdirSync19, writeFileSync as writeFileSync12 } from "node:fs";
+import path55 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -77794,10 +77123,10 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
   }
 ];
 function materializeRung(rung, dir) {
-  mkdirSync21(dir, { recursive: true });
+  mkdirSync19(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync21(path57.dirname(path57.join(dir, name)), { recursive: true });
-    writeFileSync12(path57.join(dir, name), content);
+    mkdirSync19(path55.dirname(path55.join(dir, name)), { recursive: true });
+    writeFileSync12(path55.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -78382,21 +77711,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path68 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path68,
+            path: path66,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path68 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path68,
+            path: path66,
             inputs,
             type,
             headers() {
@@ -78642,30 +77971,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path68, input2, opts) {
+  query(path66, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path68,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path68, input2, opts) {
+  mutation(path66, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path68,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path68, input2, opts = {}) {
+  subscription(path66, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path68,
+      path: path66,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -78730,8 +78059,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client3) {
-  const proxy = createRecursiveProxy(({ path: path68, args }) => {
-    const pathCopy = [...path68];
+  const proxy = createRecursiveProxy(({ path: path66, args }) => {
+    const pathCopy = [...path66];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client3[procedureType](fullPath, ...args);
@@ -78806,7 +78135,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path68, input: input2 } = op;
+        const { type, path: path66, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -78816,7 +78145,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path68,
+            path: path66,
             pathSeparator,
             type,
             signal: null
@@ -79474,8 +78803,8 @@ function getBaseURL() {
 }
 
 // engine/api/client.ts
-function addressOf(lock2) {
-  return { origin: `http://127.0.0.1:${lock2.port}`, token: lock2.token };
+function addressOf(lock) {
+  return { origin: `http://127.0.0.1:${lock.port}`, token: lock.token };
 }
 function authedFetch(address, client3, base2 = (i2, init) => globalThis.fetch(i2, init)) {
   return (input2, init) => {
@@ -79500,15 +78829,15 @@ function connect(target, client3 = "cli") {
     ]
   });
 }
-async function healthy(lock2, timeoutMs = 2e3) {
+async function healthy(lock, timeoutMs = 2e3) {
   try {
-    const res = await fetch(`${addressOf(lock2).origin}${HEALTH_PATH}`, {
-      headers: { authorization: `Bearer ${lock2.token}` },
+    const res = await fetch(`${addressOf(lock).origin}${HEALTH_PATH}`, {
+      headers: { authorization: `Bearer ${lock.token}` },
       signal: AbortSignal.timeout(timeoutMs)
     });
     if (!res.ok) return false;
     const h3 = EngineHealth.safeParse(await res.json());
-    return h3.success && h3.data.pid === lock2.pid && h3.data.instanceId === lock2.instanceId;
+    return h3.success && h3.data.pid === lock.pid && h3.data.instanceId === lock.instanceId;
   } catch {
     return false;
   }
@@ -79517,10 +78846,10 @@ async function healthy(lock2, timeoutMs = 2e3) {
 // engine/api/launcher.ts
 init_config();
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync24, rmSync as rmSync9, statSync as statSync14, writeFileSync as writeFileSync13 } from "node:fs";
-import path58 from "node:path";
+import { existsSync as existsSync24, rmSync as rmSync8, statSync as statSync14, writeFileSync as writeFileSync13 } from "node:fs";
+import path56 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path58.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path56.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -79528,8 +78857,8 @@ async function ensureEngine(stateDir2, opts = {}) {
   if (existing && await healthy(existing)) return existing;
   const supervisor = supervisorOf(lastLock(stateDir2));
   if (currentOwner(stateDir2) || !existing && supervisor && alive(supervisor)) {
-    const lock2 = await waitForEngine(stateDir2, Math.min(timeoutMs, 1e4));
-    if (lock2) return lock2;
+    const lock = await waitForEngine(stateDir2, Math.min(timeoutMs, 1e4));
+    if (lock) return lock;
   }
   const command = opts.command ?? selfCommand();
   if (!existsSync24(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
@@ -79547,7 +78876,7 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path58.join(stateDir2, "engine.starting");
+  const marker = path56.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
     writeFileSync13(marker, String(process.pid), { flag: "wx", mode: 384 });
@@ -79555,23 +78884,23 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
   } catch {
     const age2 = Date.now() - (statSync14(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age2 > 3e4) {
-      rmSync9(marker, { force: true });
+      rmSync8(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
     }
   }
   try {
     if (spawned) spawnEngine();
-    const lock2 = await waitForEngine(stateDir2, timeoutMs);
-    return lock2 ? { lock: lock2, spawned } : null;
+    const lock = await waitForEngine(stateDir2, timeoutMs);
+    return lock ? { lock, spawned } : null;
   } finally {
-    if (spawned) rmSync9(marker, { force: true });
+    if (spawned) rmSync8(marker, { force: true });
   }
 }
 async function waitForEngine(stateDir2, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const lock2 = readLock(stateDir2);
-    if (lock2 && await healthy(lock2)) return lock2;
+    const lock = readLock(stateDir2);
+    if (lock && await healthy(lock)) return lock;
     await new Promise((r) => setTimeout(r, 50));
   }
   return null;
@@ -79607,8 +78936,8 @@ async function connectWithTarget(o2, clientName) {
       throw new CliError(err.message);
     });
   }
-  const lock2 = await ensureEngine(stateDir(), { env: o2.apiKeyEnv ? { [o2.apiKeyEnv]: process.env[o2.apiKeyEnv] } : {} });
-  const client3 = connect(lock2, clientName);
+  const lock = await ensureEngine(stateDir(), { env: o2.apiKeyEnv ? { [o2.apiKeyEnv]: process.env[o2.apiKeyEnv] } : {} });
+  const client3 = connect(lock, clientName);
   if (target) await client3.targets.save.mutate({ target });
   return { client: client3, targetId: target?.id };
 }
@@ -79625,11 +78954,11 @@ async function gradeCommand(o2) {
   const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client3.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client3.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path59.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path57.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path59.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path57.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -79663,9 +78992,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path59.join(projectRoot(), "packs");
-  const file2 = path59.join(packs, targetSlug(target), "grade.json");
-  mkdirSync22(path59.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path57.join(projectRoot(), "packs");
+  const file2 = path57.join(packs, targetSlug(target), "grade.json");
+  mkdirSync20(path57.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -79680,8 +79009,8 @@ async function gradeCommand(o2) {
 }
 
 // engine/commands/run.ts
-import { readFileSync as readFileSync21 } from "node:fs";
-import path60 from "node:path";
+import { readFileSync as readFileSync20 } from "node:fs";
+import path58 from "node:path";
 import readline from "node:readline";
 
 // shared/ask-view.ts
@@ -79796,7 +79125,7 @@ async function followAndAnswer(client3, ids, approve, timeoutSec, batchId) {
 function parseBatch(file2) {
   let raw2;
   try {
-    raw2 = JSON.parse(readFileSync21(file2, "utf8"));
+    raw2 = JSON.parse(readFileSync20(file2, "utf8"));
   } catch (err) {
     throw new CliError(`cannot read the batch file ${file2}: ${err.message}`);
   }
@@ -79809,14 +79138,14 @@ function parseBatch(file2) {
     const where = at === null ? i2.path.length ? `${i2.path.join(".")}: ` : "" : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
     throw new CliError(`batch file ${file2}: ${where}${i2.message}`);
   }
-  const base2 = path60.dirname(path60.resolve(file2));
+  const base2 = path58.dirname(path58.resolve(file2));
   const { tasks, integration } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: void 0 } : parsed.data;
   return {
     tasks: tasks.map(({ dir, after, id: id2, ...t2 }) => ({
       ...t2,
       ...id2 ? { id: id2 } : {},
       ...after.length ? { after } : {},
-      directory: path60.resolve(base2, dir ?? t2.directory)
+      directory: path58.resolve(base2, dir ?? t2.directory)
     })),
     integration
   };
@@ -79842,9 +79171,9 @@ async function runCommand3(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
-    const files = o2.heldBack ? path60.resolve(o2.heldBack) : void 0;
+    const files = o2.heldBack ? path58.resolve(o2.heldBack) : void 0;
     const checks = o2.check.map((run4) => files ? { run: run4, files } : { run: run4 });
-    specs = [{ task: o2.task, directory: path60.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path58.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -81930,7 +81259,7 @@ var StdioServerTransport = class {
 init_paths();
 
 // engine/mcp/format.ts
-import path61 from "node:path";
+import path59 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
@@ -81943,12 +81272,12 @@ function untrustedText(s, max, opts = {}) {
 var WORKSPACE_MARK = "\u27E8workspace\u27E9";
 function askWhat(a2, worktree) {
   if (!worktree) return a2.what;
-  const root2 = path61.resolve(worktree);
+  const root2 = path59.resolve(worktree);
   const swap = (p) => {
-    const abs = path61.resolve(p);
-    return abs === root2 ? "." : abs.startsWith(root2 + path61.sep) ? path61.relative(root2, abs).split(path61.sep).join("/") : p;
+    const abs = path59.resolve(p);
+    return abs === root2 ? "." : abs.startsWith(root2 + path59.sep) ? path59.relative(root2, abs).split(path59.sep).join("/") : p;
   };
-  if (path61.isAbsolute(a2.what)) return swap(a2.what);
+  if (path59.isAbsolute(a2.what)) return swap(a2.what);
   return a2.what.split(root2).join(WORKSPACE_MARK);
 }
 function pendingItem(a2, worktree) {
@@ -82094,13 +81423,13 @@ var EngineLink = class {
   ensure() {
     this.lockP ??= (async () => {
       const had = readLock(this.stateDir);
-      const lock2 = await ensureEngine(this.stateDir).catch((err) => {
+      const lock = await ensureEngine(this.stateDir).catch((err) => {
         throw new ToolError(`cannot reach or start the opencode-worker engine: ${err.message}`);
       });
-      if (!had || had.pid !== lock2.pid) this.log(`started the engine (pid ${lock2.pid}, state ${this.stateDir})`);
-      else if (this.lockPid !== lock2.pid) this.log(`attached to the engine (pid ${lock2.pid})`);
-      this.lockPid = lock2.pid;
-      return lock2;
+      if (!had || had.pid !== lock.pid) this.log(`started the engine (pid ${lock.pid}, state ${this.stateDir})`);
+      else if (this.lockPid !== lock.pid) this.log(`attached to the engine (pid ${lock.pid})`);
+      this.lockPid = lock.pid;
+      return lock;
     })();
     const p = this.lockP;
     p.catch(() => {
@@ -82114,10 +81443,10 @@ var EngineLink = class {
   }
   async clientOn(header) {
     const lockP = this.ensure();
-    const lock2 = await lockP;
+    const lock = await lockP;
     let c3 = this.clients.get(header);
-    if (!c3 || c3.pid !== lock2.pid) {
-      c3 = { pid: lock2.pid, client: connect(lock2, header) };
+    if (!c3 || c3.pid !== lock.pid) {
+      c3 = { pid: lock.pid, client: connect(lock, header) };
       this.clients.set(header, c3);
     }
     return { lockP, client: c3.client };
@@ -82146,7 +81475,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile as execFile2 } from "node:child_process";
-import path62 from "node:path";
+import path60 from "node:path";
 import { promisify as promisify4 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -82508,8 +81837,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path68, errorMaps, issueData } = params;
-  const fullPath = [...path68, ...issueData.path || []];
+  const { data, path: path66, errorMaps, issueData } = params;
+  const fullPath = [...path66, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -82624,11 +81953,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path68, key) {
+  constructor(parent, value, path66, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path68;
+    this._path = path66;
     this._key = key;
   }
   get path() {
@@ -86174,11 +85503,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path68) {
-  if (path68.length === 0) {
+function getDotPath(path66) {
+  if (path66.length === 0) {
     return "object root";
   }
-  return path68.reduce((acc, seg, index) => {
+  return path66.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -90308,7 +89637,6 @@ Never trust the worker's claim: the verdict comes from the checks and scope (a n
 
 // engine/mcp/schemas.ts
 init_zod();
-init_target();
 function advertised(strict, shape) {
   const { $schema: _drop, ...json2 } = external_exports.toJSONSchema(strict, { target: "draft-7", io: "input", unrepresentable: "any" });
   const lean = lean_(json2);
@@ -90517,9 +89845,7 @@ var SetupStatusOutput = external_exports.object({
     outcome: external_exports.string().nullable(),
     verifiedAt: external_exports.string().nullable(),
     reachable: external_exports.boolean(),
-    reachDetail: external_exports.string(),
-    /** What the benchmark after setup measured (tokens/s at 1 and N streams); absent when none ran. */
-    bench: TargetBench.nullable().optional()
+    reachDetail: external_exports.string()
   }).nullable(),
   serving: external_exports.array(external_exports.object({ targetId: external_exports.string(), ready: external_exports.boolean(), url: external_exports.string().nullable() })),
   slots: Slots,
@@ -90903,10 +90229,8 @@ function createMcpServer(opts) {
           outcome: t2.outcome ?? null,
           verifiedAt: t2.verifiedAt ?? null,
           reachable: reach.ok,
-          reachDetail: reach.detail,
-          bench: t2.bench ?? null
+          reachDetail: reach.detail
         };
-        if (t2.bench?.warning) warnings.push(`target ${t2.id}: ${t2.bench.warning}`);
         if (!reach.ok)
           problem = `the model endpoint ${t2.endpoint} does not answer (${reach.detail}): start the model server (\`ocw setup\` manages one) or fix the target`;
         else if (t2.outcome === "cannot-build")
@@ -90918,12 +90242,12 @@ function createMcpServer(opts) {
       } else
         problem = "no active target: set one up with `ocw setup` in a terminal (the model-setup skill walks through it; or the GUI's setup wizard), then call setup_status again";
       const slots = slotsOf(st.slots, t2?.id ?? null);
-      const lock2 = readLock(link2.stateDir);
+      const lock = readLock(link2.stateDir);
       return {
         ready: !problem,
         problem,
         engine: { version: health.version, pid: health.pid, stateDir: link2.stateDir },
-        gui: lock2 ? `http://127.0.0.1:${lock2.port}/?token=${lock2.token}` : null,
+        gui: lock ? `http://127.0.0.1:${lock.port}/?token=${lock.token}` : null,
         activeTarget,
         serving: st.serving.map((s) => ({ targetId: s.targetId, ready: s.ready, url: s.url })),
         slots,
@@ -91023,14 +90347,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path62.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path60.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path62.resolve(a2.directory) === path62.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path60.resolve(a2.directory) === path60.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -91845,28 +91169,28 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path62.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path60.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path62.resolve(top || dir);
+  return path60.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path62.resolve(w.repo);
-  return r === root2 || path62.resolve(w.spec.directory) === root2 || path62.resolve(w.spec.directory).startsWith(root2 + path62.sep);
+  const r = path60.resolve(w.repo);
+  return r === root2 || path60.resolve(w.spec.directory) === root2 || path60.resolve(w.spec.directory).startsWith(root2 + path60.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path62.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path62.resolve(baseDir, dir)}"`;
+  if (path60.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path60.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
-  const e = err;
-  if (e?.data?.ocwKind === "no-target")
+  if (/^no active target/.test(err?.message ?? ""))
     return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) \u2014 or pass `targetId` of a saved target; call setup_status to see where things stand";
-  if (e?.data?.code === "NOT_FOUND" && e.data.ocwCode !== "not-found")
+  const e = err;
+  if (/No procedure found/i.test(e?.message ?? ""))
     return `${tool}: the running engine is older than this bridge (it has no such route): restart it with \`ocw stop\` (the next tool call starts the current one; running workers become interrupted and can be resumed)`;
   if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
   if (e?.data?.code) {
@@ -92015,7 +91339,7 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path63 from "node:path";
+import path61 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -92093,11 +91417,11 @@ function registerServeCommands(program3) {
       process.once("disconnect", () => process.exit(0));
       await new Promise((resolve) => process.on("message", (m) => m === ACTIVATE && resolve()));
     }
-    const attach = async (lock2) => {
-      console.log(`http://127.0.0.1:${lock2.port}/?token=${lock2.token}`);
-      console.error(`ocw: attached to the engine already running (pid ${lock2.pid}); Ctrl-C detaches, \`ocw stop\` stops it`);
+    const attach = async (lock) => {
+      console.log(`http://127.0.0.1:${lock.port}/?token=${lock.token}`);
+      console.error(`ocw: attached to the engine already running (pid ${lock.pid}); Ctrl-C detaches, \`ocw stop\` stops it`);
       await new Promise((resolve) => {
-        const t2 = setInterval(() => readLock(dir)?.instanceId !== lock2.instanceId && (clearInterval(t2), resolve()), 1e3);
+        const t2 = setInterval(() => readLock(dir)?.instanceId !== lock.instanceId && (clearInterval(t2), resolve()), 1e3);
         process.once("SIGINT", () => (clearInterval(t2), resolve()));
       });
     };
@@ -92108,7 +91432,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path63.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path61.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -92120,12 +91444,12 @@ function registerServeCommands(program3) {
     } catch (err) {
       if (!(err instanceof StateDirTaken)) throw err;
       if (o2.supervised) process.exit(0);
-      const lock2 = await waitForEngine(dir, 3e4);
-      if (!lock2) {
+      const lock = await waitForEngine(dir, 3e4);
+      if (!lock) {
         console.error(`ocw: ${err.message}; it did not answer within 30 s`);
         process.exit(1);
       }
-      return attach(lock2);
+      return attach(lock);
     }
     if (!o2.background) {
       console.log(`${hosted.url}/?token=${hosted.token}`);
@@ -92137,31 +91461,31 @@ function registerServeCommands(program3) {
   });
   program3.command("stop").description("stop the running engine (workers that are running become interrupted and can be resumed)").action(async () => {
     const dir = stateDir();
-    const lock2 = readLock(dir);
-    if (!lock2) {
+    const lock = readLock(dir);
+    if (!lock) {
       console.error("ocw: no engine is running");
       return;
     }
-    await connect(lock2).shutdown.mutate().catch(() => void 0);
+    await connect(lock).shutdown.mutate().catch(() => void 0);
     const deadline = Date.now() + 15e3;
     while (Date.now() < deadline && readLock(dir)) await new Promise((r) => setTimeout(r, 100));
-    console.error(readLock(dir) ? `ocw: the engine (pid ${lock2.pid}) did not stop in 15 s` : "ocw: engine stopped");
+    console.error(readLock(dir) ? `ocw: the engine (pid ${lock.pid}) did not stop in 15 s` : "ocw: engine stopped");
   });
 }
 async function superviseAndFollow(dir, port) {
   if (port !== void 0) console.error("ocw: --port is ignored with --supervise: the engine takes back the port it had");
-  let lock2;
+  let lock;
   try {
-    lock2 = await ensureEngine(dir, { timeoutMs: 3e4 });
+    lock = await ensureEngine(dir, { timeoutMs: 3e4 });
   } catch (err) {
     console.error(`ocw: ${err.message}`);
     process.exit(1);
   }
-  console.log(`http://127.0.0.1:${lock2.port}/?token=${lock2.token}`);
+  console.log(`http://127.0.0.1:${lock.port}/?token=${lock.token}`);
   console.error(
-    `ocw: engine running under its supervisor (pid ${lock2.pid}, state ${dir}); open the URL above in a browser. Ctrl-C detaches (the engine keeps running), \`ocw stop\` stops it.`
+    `ocw: engine running under its supervisor (pid ${lock.pid}, state ${dir}); open the URL above in a browser. Ctrl-C detaches (the engine keeps running), \`ocw stop\` stops it.`
   );
-  let current = lock2;
+  let current = lock;
   let goneSince = null;
   await new Promise((resolve) => {
     const t2 = setInterval(() => {
@@ -92262,7 +91586,7 @@ function registerHousekeepingCommands(program3) {
 }
 
 // engine/commands/workers.ts
-import path64 from "node:path";
+import path62 from "node:path";
 init_paths();
 var client2 = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
@@ -92285,7 +91609,7 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path64.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path62.resolve(o2.repo) } : {}
       });
       if (o2.json) return console.log(JSON.stringify(ws, null, 2));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
@@ -92395,7 +91719,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client2("prune")).workers.prune.mutate({ directory: path64.resolve(o2.dir ?? ".") });
+      const r = await (await client2("prune")).workers.prune.mutate({ directory: path62.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -92562,26 +91886,26 @@ var LogPrinter = class {
 
 // engine/commands/claude.ts
 import { execFileSync as execFileSync4, spawn as spawn8 } from "node:child_process";
-import { existsSync as existsSync25, readFileSync as readFileSync22, writeFileSync as writeFileSync14 } from "node:fs";
-import path65 from "node:path";
+import { existsSync as existsSync25, readFileSync as readFileSync21, writeFileSync as writeFileSync14 } from "node:fs";
+import path63 from "node:path";
 init_paths();
-var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
+var guiUrl = (lock) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
 function repoRootOf(dir) {
   try {
-    return path65.resolve(
+    return path63.resolve(
       execFileSync4("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path65.resolve(dir);
+    return path63.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path65.resolve(w.spec.directory);
-  return path65.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path65.sep);
+  const d = path63.resolve(w.spec.directory);
+  return path63.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path63.sep);
 };
 async function runningEngine() {
-  const lock2 = readLock(stateDir());
-  return lock2 && await healthy(lock2) ? lock2 : null;
+  const lock = readLock(stateDir());
+  return lock && await healthy(lock) ? lock : null;
 }
 var plural = (n2, one, many = `${one}s`) => `${n2} ${n2 === 1 ? one : many}`;
 var quoted = (s, n2 = 120) => {
@@ -92599,9 +91923,9 @@ function registerClaudeCommands(program3) {
   program3.command("wait").description("block until a worker asks or a verdict arrives, print one line and exit (run it in the background from Claude Code)").option("--until-ask-or-settled", "return on the first ask or the first worker that settles (the default, and only, mode)").option("--batch <batchId>", "watch this batch's workers").option("--worker <workerId>", "watch this worker").option("--timeout <sec>", "give up after this many seconds (default 3600)", (v) => Number(v)).action(async (o2) => {
     try {
       if (o2.batch && o2.worker) throw new CliError("give --batch or --worker, not both");
-      const lock2 = await runningEngine();
-      if (!lock2) throw new CliError("no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
-      const client3 = connect(lock2, "cli:ocw wait");
+      const lock = await runningEngine();
+      if (!lock) throw new CliError("no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
+      const client3 = connect(lock, "cli:ocw wait");
       let ids;
       let load2;
       if (o2.worker) ids = [(await client3.workers.get.query({ workerId: o2.worker })).id];
@@ -92646,10 +91970,10 @@ function registerClaudeCommands(program3) {
   program3.command("hook").description("Claude Code plugin hooks: session-start (one-line summary of this repository's workers) and stop (unanswered asks)").argument("<event>", "session-start | stop").action(async (event) => {
     try {
       const input2 = readHookInput();
-      const lock2 = await runningEngine();
-      if (!lock2) return;
+      const lock = await runningEngine();
+      if (!lock) return;
       const root2 = repoRootOf(typeof input2.cwd === "string" && input2.cwd ? input2.cwd : process.cwd());
-      const ws = (await connect(lock2, "cli:ocw hook").workers.list.query()).filter((w) => inRepo(w, root2));
+      const ws = (await connect(lock, "cli:ocw hook").workers.list.query()).filter((w) => inRepo(w, root2));
       if (!ws.length) return;
       if (event === "session-start") {
         const line = sessionSummary(ws, lastSeen(root2));
@@ -92675,10 +91999,10 @@ async function snapshot(client3, ids, load2) {
   return Promise.all(ids.map((id2) => client3.workers.get.query({ workerId: id2 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path65.isAbsolute(what)) return what;
-  const root2 = path65.resolve(worktree);
-  const abs = path65.resolve(what);
-  return abs.startsWith(root2 + path65.sep) ? path65.relative(root2, abs).split(path65.sep).join("/") : what;
+  if (!worktree || !path63.isAbsolute(what)) return what;
+  const root2 = path63.resolve(worktree);
+  const abs = path63.resolve(what);
+  return abs.startsWith(root2 + path63.sep) ? path63.relative(root2, abs).split(path63.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -92697,10 +92021,10 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path65.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path63.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
-    return JSON.parse(readFileSync22(seenFile(), "utf8"))[root2] ?? 0;
+    return JSON.parse(readFileSync21(seenFile(), "utf8"))[root2] ?? 0;
   } catch {
     return 0;
   }
@@ -92708,7 +92032,7 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync25(seenFile())) all = JSON.parse(readFileSync22(seenFile(), "utf8"));
+    if (existsSync25(seenFile())) all = JSON.parse(readFileSync21(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
@@ -92720,7 +92044,7 @@ function markSeen(root2) {
 function readHookInput() {
   if (process.stdin.isTTY) return {};
   try {
-    const text = readFileSync22(0, "utf8");
+    const text = readFileSync21(0, "utf8");
     return text.trim() ? JSON.parse(text) : {};
   } catch {
     return {};
@@ -92750,8 +92074,7 @@ init_llama_server();
 init_plan();
 init_setup3();
 import { existsSync as existsSync26 } from "node:fs";
-import path67 from "node:path";
-init_target();
+import path65 from "node:path";
 init_fit_service();
 init_errors4();
 var InputError2 = class extends SetupError {
@@ -92914,7 +92237,7 @@ async function runFitPlan(o2) {
 async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path67.join(path67.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  const bin = path65.join(path65.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
   if (!existsSync26(bin)) return null;
   const args = [
     "-m",
@@ -92943,12 +92266,6 @@ async function llamaFitParams(file2, e, llamaServer) {
   };
 }
 var safeFind = safeFindLlamaServer;
-function benchSecOf(v) {
-  if (v === void 0) return void 0;
-  const n2 = Number(v);
-  if (!Number.isInteger(n2) || n2 < 0 || n2 > 600) throw new SetupInputError(`--bench-sec takes whole seconds from 0 to 600 (got "${v}")`);
-  return n2;
-}
 async function runStartCommand(o2, slots, ctx, log) {
   const minCtx = int3(o2.minCtx, "--min-ctx", 1024);
   if (ctx !== void 0 && ctx < 1024) throw new SetupInputError(`--ctx must be \u2265 1024 tokens per slot (got ${ctx})`);
@@ -92970,15 +92287,7 @@ async function runStartCommand(o2, slots, ctx, log) {
   const seen = /* @__PURE__ */ new Map();
   let lastPct = -1;
   const job = await runStartJob2({
-    input: {
-      runtime: o2.runtime,
-      model: o2.model,
-      slots,
-      ctx,
-      minCtx,
-      acceptUnderpowered: o2.acceptUnderpowered,
-      benchSec: benchSecOf(o2.benchSec)
-    },
+    input: { runtime: o2.runtime, model: o2.model, slots, ctx, minCtx, acceptUnderpowered: o2.acceptUnderpowered },
     store: o2.store ?? new TargetStore(),
     hardware: o2.hardware,
     llamaServer: o2.llamaServer,
@@ -93020,23 +92329,13 @@ async function runStartCommand(o2, slots, ctx, log) {
   }
   const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
   const text = o2.json ? JSON.stringify(
-    {
-      outcome: r.outcome,
-      target: r.target,
-      checks: r.checks,
-      summary: r.summary,
-      active: r.active,
-      server: job.servers?.[0] ?? null,
-      bench: r.bench ?? null,
-      job
-    },
+    { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job.servers?.[0] ?? null, job },
     null,
     2
   ) + "\n" : [
     `${r.outcome.toUpperCase()}: ${r.summary}`,
     ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
     ...job.placement ? [`placement: ${job.placement.passed ? "as planned" : "NOT as planned"} \u2014 ${job.placement.evidence.join("; ")}`] : [],
-    ...r.bench ? [`speed: ${benchText(r.bench)}`] : [],
     ...job.failure ? [`warning: ${job.failure.cause} \u2014 ${job.failure.remedy}`] : [],
     `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
   ].join("\n") + "\n";
@@ -93083,8 +92382,7 @@ async function runSetup(o2) {
         acceptUnderpowered: o2.acceptUnderpowered,
         store: o2.store,
         env: o2.env,
-        log,
-        benchSec: benchSecOf(o2.benchSec)
+        log
       });
     } else {
       r = await setupProvider({
@@ -93100,20 +92398,10 @@ async function runSetup(o2) {
       });
     }
     const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
-    const body = {
-      outcome: r.outcome,
-      target: r.target,
-      checks: r.checks,
-      summary: r.summary,
-      active: r.active,
-      server: r.server,
-      timings: r.timings,
-      ...r.bench !== void 0 ? { bench: r.bench } : {}
-    };
+    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: r.server, timings: r.timings };
     const text = o2.json ? JSON.stringify(body, null, 2) + "\n" : [
       `${r.outcome.toUpperCase()}: ${r.summary}`,
       ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
-      ...r.bench ? [`speed: ${benchText(r.bench)}`] : [],
       `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
     ].join("\n") + "\n";
     return { code, stdout: text, stderr: "", result: r };
@@ -93130,11 +92418,9 @@ function runTargets(o2) {
   const { active, targets } = store.list();
   if (o2.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
   if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
-  const lines = targets.flatMap((t2) => [
-    `${t2.id === active ? "*" : " "} ${t2.id.padEnd(40)} ${(t2.outcome ?? "?").padEnd(12)} ${t2.serving.engine.padEnd(9)} ${t2.serving.slots} slot(s)${t2.serving.perSlotCtx ? ` \xD7 ${t2.serving.perSlotCtx}` : ""}  ${t2.endpoint}`,
-    // what the benchmark after setup measured (absent for a provider, or when none ran)
-    ...t2.bench ? [`    ${benchText(t2.bench)} (${t2.bench.at.slice(0, 10)})`] : []
-  ]);
+  const lines = targets.map(
+    (t2) => `${t2.id === active ? "*" : " "} ${t2.id.padEnd(40)} ${(t2.outcome ?? "?").padEnd(12)} ${t2.serving.engine.padEnd(9)} ${t2.serving.slots} slot(s)${t2.serving.perSlotCtx ? ` \xD7 ${t2.serving.perSlotCtx}` : ""}  ${t2.endpoint}`
+  );
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
 }
 function runTargetUse(id2, o2 = {}) {
@@ -93209,7 +92495,7 @@ function registerModelSetupCommands(program3, { targetsJson } = {}) {
     "--capture <url>",
     "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model",
     (v, prev = []) => [...prev, v]
-  ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
+  ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
   program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => {
     if (!o2.json || !targetsJson) return emit2(runTargets(o2));
     emit2({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
@@ -93238,7 +92524,7 @@ function registerModelSetupCommands(program3, { targetsJson } = {}) {
     () => servingCli(async () => {
       const list = serversListApi();
       return list.length ? list.map(
-        (v) => `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}${v.restarts ? `  restarted ${v.restarts}\xD7` : ""}${v.gaveUp ? `  supervisor gave up: ${v.gaveUp}` : v.lastCrash ? `  last crash: ${v.lastCrash}` : ""}`
+        (v) => `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}`
       ).join("\n") : "no model servers started by ocw";
     })
   );
@@ -93261,9 +92547,9 @@ init_targets();
 async function targetsWithEndpoints(store = new TargetStore()) {
   const { active, targets } = store.list();
   let live = null;
-  const lock2 = readLock(stateDir());
-  if (lock2 && await healthy(lock2).catch(() => false)) {
-    const rows = await connect(lock2, "cli").targets.endpoints.query().catch(() => null);
+  const lock = readLock(stateDir());
+  if (lock && await healthy(lock).catch(() => false)) {
+    const rows = await connect(lock, "cli").targets.endpoints.query().catch(() => null);
     if (rows) live = new Map(rows.map((r) => [r.targetId, r.endpoints]));
   }
   const out = await Promise.all(
