@@ -4,10 +4,11 @@
  * in-process, `ocw serving stop`). Each change is read → change → atomic write under one lock file
  * (`serving.json.lock`, created exclusively, holding its owner's identity: pid + the kernel's start time, as the
  * engine's other pid files). A lock whose owner is gone (a crash between lock and unlock) is taken over; a live one is
- * waited for. Nothing else writes serving.json.
+ * waited for. The lock is written to a file of its own first and linked into place, so it never exists half written.
+ * Nothing else writes serving.json.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import path from "node:path";
 import { readJson, writeJsonAtomic } from "../store/json-file";
 import { stateDir } from "../store/paths";
@@ -80,12 +81,17 @@ function readOwner(file: string): LockOwner | null {
   }
 }
 
-/** Whether the lock's owner is gone (or the file is unreadable: a crash between create and write). */
+/**
+ * Whether the lock's owner is gone. A lock appears whole (linked from a written file), so one with no owner in it was
+ * damaged (a full disk, a hand edit): stale once it has stayed so for a while.
+ */
 function stale(owner: LockOwner | null, file: string): boolean {
   if (owner) return !alive({ pid: owner.pid, startTime: owner.startTime });
-  // a file with no owner in it: half written, or emptied; stale only once it stays so (its writer is not mid-write)
-  pause(20);
-  return readOwner(file) === null;
+  try {
+    return Date.now() - statSync(file).mtimeMs > 2000;
+  } catch {
+    return false; // gone meanwhile: try again
+  }
 }
 
 /** Takes the lock; returns its release. */
@@ -94,29 +100,39 @@ function lock(dir: string): () => void {
   const file = lockPath(dir);
   const me: LockOwner = { pid: process.pid, startTime: processStartTime(process.pid), nonce: randomBytes(8).toString("hex") };
   const t0 = Date.now();
+  // the lock appears whole: written to a file of our own, then linked into place (link fails when the lock exists),
+  // so no other process ever reads a lock half written and takes it for a crashed one
+  const mine = `${file}.${me.nonce}`;
+  const fd = openSync(mine, "wx", 0o600);
+  try {
+    writeSync(fd, JSON.stringify(me));
+  } finally {
+    closeSync(fd);
+  }
+  const release = () => {
+    // only our own lock is removed (a lock taken over from us after we were judged gone is the new owner's)
+    if (readOwner(file)?.nonce === me.nonce) rmSync(file, { force: true });
+  };
   for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
     try {
-      const fd = openSync(file, "wx", 0o600);
-      try {
-        writeSync(fd, JSON.stringify(me));
-      } finally {
-        closeSync(fd);
-      }
-      return () => {
-        // only our own lock is removed (a lock taken over from us after we were judged gone is the new owner's)
-        if (readOwner(file)?.nonce === me.nonce) rmSync(file, { force: true });
-      };
+      linkSync(mine, file);
+      rmSync(mine, { force: true });
+      return release;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") {
+        rmSync(mine, { force: true });
+        throw e;
+      }
     }
     const owner = readOwner(file);
     if (stale(owner, file)) {
-      // take over: move the stale lock aside (one process wins the rename); if what moved was live after all, put it back
+      // take over: move the stale lock aside (one process wins the rename); if what moved is not the lock judged stale
+      // (another process took over first and holds it now), put it back
       const aside = `${file}.stale.${me.nonce}`;
       try {
         renameSync(file, aside);
         const moved = readOwner(aside);
-        if (moved && !stale(moved, aside)) {
+        if (moved && (moved.nonce !== owner?.nonce || !stale(moved, aside))) {
           try {
             linkSync(aside, file);
           } catch {
@@ -129,13 +145,15 @@ function lock(dir: string): () => void {
       }
       continue;
     }
-    if (Date.now() - t0 > LOCK_WAIT_MS)
+    if (Date.now() - t0 > LOCK_WAIT_MS) {
+      rmSync(mine, { force: true });
       throw new SetupError(
         "serving",
         `the model-server records (${servingFile(dir)}) stayed locked by process ${owner?.pid ?? "?"} for ${LOCK_WAIT_MS / 1000} s; if no ocw process runs, remove ${file}`,
         { lockFile: file, ownerPid: owner?.pid ?? null },
         "unavailable",
       );
+    }
     pause(wait);
   }
 }
