@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Price } from "./cost";
 import { FitPick } from "./fit";
 import { EnvVarName, Target, TargetBench, TargetCheck } from "./target";
 
@@ -50,6 +51,8 @@ export const SetupProviderInput = z.object({
   id: Common.id,
   acceptUnderpowered: Common.acceptUnderpowered,
   unverified: Common.unverified,
+  /** Dollars per million tokens (the provider's listed price for the model): kept on the target for costs. */
+  price: Price.optional(),
 });
 export type SetupProviderInput = z.input<typeof SetupProviderInput>;
 
@@ -98,6 +101,8 @@ export const SetupStartInput = z.object({
   cacheType: z.enum(["f16", "q8_0", "q4_0"]).optional(),
   /** Seconds the benchmark after start may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
   benchSec: z.number().int().min(0).max(600).optional(),
+  /** Plan a model too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing it. */
+  allowSlow: z.boolean().optional(),
 });
 export type SetupStartInput = z.input<typeof SetupStartInput>;
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Price } from "./cost";
 
 /** Name of an environment variable that holds a key. The key itself is never stored. */
 export const EnvVarName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
@@ -97,6 +98,8 @@ export const Target = z.object({
   checks: z.array(TargetCheck).default([]),
   /** The benchmark after setup (absent: none ran — a provider, an older ocw, OCW_SETUP_BENCH_SEC=0). */
   bench: TargetBench.nullable().optional(),
+  /** API targets: dollars per million tokens (from the provider's model list or set by the person); costs use it. */
+  price: Price.nullable().optional(),
 });
 export type Target = z.infer<typeof Target>;
 

@@ -10,6 +10,8 @@ export const ScopeResult = z.object({
   changedFiles: z.array(z.string()),
   /** Changed files that decide what a check runs (test runner configuration, scripts, tool shadowing): each also a violation. */
   checkConfig: z.array(z.string()).optional(),
+  /** The worker's files were over the snapshot caps (new files, bytes, one file's size): nothing was graded. Also a violation. */
+  snapshotCap: z.string().optional(),
 });
 export type ScopeResult = z.infer<typeof ScopeResult>;
 
@@ -55,6 +57,8 @@ export const Verdict = z.object({
   sincePrevious: z.array(z.string()).nullable().default(null),
   /** What the checks cannot rule out (e.g. code that behaves differently when graded): said with every verdict. */
   caveats: z.array(z.string()).optional(),
+  /** What bound the check runs' processes and memory as a whole, e.g. "cgroup v1 (pids, memory+swap)" or "prlimit only (…)". */
+  limits: z.string().optional(),
 });
 export type Verdict = z.infer<typeof Verdict>;
 

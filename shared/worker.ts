@@ -90,6 +90,8 @@ export const TranscriptPart = z.object({
   status: z.string().optional(),
   input: z.unknown().optional(),
   output: z.string().optional(),
+  /** Characters cut from the middle of a long tool output (its head and tail are kept in `output`). */
+  outputCut: z.number().int().optional(),
   error: z.string().optional(),
 });
 export type TranscriptPart = z.infer<typeof TranscriptPart>;
@@ -215,6 +217,13 @@ export const Worker = z.object({
   discarded: z.boolean().default(false),
   /** Its attempt group when it is one of several attempts at one task (shared/attempts.ts); null otherwise. */
   attempt: AttemptRef.nullable().default(null),
+  /**
+   * Time on the model (ms): spent running with no ask waiting for a person. Queued, starting, waiting for a person,
+   * settled and grading time are not in it (shared/metrics.ts turns tokens over it into tok/s).
+   */
+  modelMs: z.number().default(0),
+  /** Since when it is on the model now (running, no pending ask); null when it is not. */
+  modelSince: z.number().nullable().default(null),
   lastSeq: z.number(),
 });
 export type Worker = z.infer<typeof Worker>;
@@ -289,6 +298,8 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       grants: [],
       discarded: false,
       attempt: e.attempt ?? null,
+      modelMs: 0,
+      modelSince: null,
       lastSeq: e.seq,
     };
   }
@@ -380,8 +391,18 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.discarded = true;
       break;
   }
+  // Model time: an interval opens when the worker is running with no ask pending, and closes when either changes.
+  const was = w.modelSince != null;
+  const is = onModel(next);
+  if (was && !is) {
+    next.modelMs = (w.modelMs ?? 0) + Math.max(0, e.ts - w.modelSince!);
+    next.modelSince = null;
+  } else if (!was && is) next.modelSince = e.ts;
   return next;
 }
+
+/** Running with no ask waiting for a person: the time its tokens are made in. */
+export const onModel = (w: Pick<Worker, "state" | "asks">) => w.state === "running" && !w.asks.some((a) => a.status === "pending");
 
 /**
  * A worker's title, the one way every client and the engine derive it: the spec's title, else the task's first

@@ -130,6 +130,31 @@ describe("the approvals queue", () => {
     expect(registry.get(w.id).asks.map((a) => a.status)).toEqual(["decided", "pending", "pending"]);
   });
 
+  it("an approving policy rule never approves a redirection it does not spell out: `npm test*` leaves `npm test > ~/.bashrc` to a person", async () => {
+    const { approvals, w, registry } = setup();
+    approvals.setPolicies([
+      { tool: "bash", pattern: "npm test*", decision: "once" },
+      { tool: "bash", pattern: "npm run lint > lint/*.log", decision: "once" },
+    ]);
+    // Inside the worktree (the engine's own guard refuses writes outside it before any rule is looked at).
+    const asks: [string, boolean][] = [
+      ["npm test -- --grep '>'", true],
+      ["npm test > src/app.js", false],
+      ["npm test >> package.json", false],
+      ["npm test 2>tests/test_a.py", false],
+      ["npm test &>x", false],
+      ["npm test</etc/shadow", false],
+      ["npm test -- a>b", false],
+      ["npm run lint > lint/a.log", true],
+      ["npm run lint > lint/a.log > package.json", false],
+      ["npm run lint >> lint/a.log", false],
+      ["npm test > ~/.bashrc", false],
+    ];
+    for (const [a] of asks) approvals.onAsk(w.id, ask(w.id, "bash", a));
+    await settled();
+    expect(registry.get(w.id).asks.map((a) => [a.what, a.by?.kind === "policy" && a.decision === "once"])).toEqual(asks);
+  });
+
   it("a policy rule answers matching asks and is named as the decider; a bash write outside the worktree is refused first", async () => {
     const { approvals, w, registry } = setup();
     approvals.setPolicies([{ tool: "bash", pattern: "ls*", decision: "once" }]);

@@ -27,6 +27,8 @@ import type { SetupJob } from "../../shared/setup";
 import { benchText } from "../../shared/target";
 import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "../serving/fit-service";
 import { isSetupError, SetupError } from "../models/errors";
+import { limitSetup } from "../sandbox/cgroup";
+import { sandboxStatus } from "../sandbox/sandbox";
 
 export interface CommandOutput {
   code: number;
@@ -83,6 +85,8 @@ export interface FitCommandOptions {
   hardware?: HardwareReport;
   /** Confirm with llama-fit-params when a llama.cpp build is found (default true). */
   llamaFit?: boolean;
+  /** Plan models too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing them. */
+  allowSlow?: boolean;
 }
 
 export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
@@ -215,7 +219,11 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     const parallel = runtime === "vllm" || runtime === "sglang";
     const bin = parallel ? null : safeFind();
     const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-    const out = await planFit({ model: o.model, slots, minCtx, ctxPerSlot, runtime: runtime as FitRuntime }, hw, { llamaServer: bin, store: o.store });
+    const out = await planFit(
+      { model: o.model, slots, minCtx, ctxPerSlot, runtime: o.runtime ? (runtime as FitRuntime) : undefined, allowSlow: o.allowSlow },
+      hw,
+      { llamaServer: bin, store: o.store },
+    );
     const code = out.pick ? 0 : 3;
     if (o.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const p = out.pick;
@@ -224,8 +232,13 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
       ...out.hardware.notes.map((n) => `note: ${n}`),
       ...(p
         ? [
-            `pick: ${p.model} ${p.quant ?? ""} — ${p.slots} slot(s) × ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
+            `pick: ${p.model} ${p.quant ?? ""} — ${p.runtime}, ${p.slots} slot(s) × ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
             `  ${p.reason}`,
+            ...(p.speed
+              ? [
+                  `  speed (estimated): ≈ ${p.speed.decodeTokPerSecPerSlot} tokens/s per slot with ${p.slots} busy, ${p.speed.decodeTokPerSecSingle ?? "?"} alone; prompt ≈ ${p.speed.prefillTokPerSec ?? "?"} tokens/s`,
+                ]
+              : []),
             ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
             `  ${p.command}`,
             ...out.alternatives.map(
@@ -234,6 +247,9 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
             ),
           ]
         : [`no fit: ${out.problem}`]),
+      ...(out.refused ?? []).map(
+        (r) => `refused as too slow: ${r.model} ${r.quant ?? ""} (≈ ${r.speed?.decodeTokPerSecPerSlot} tokens/s per slot × ${r.slots}; --allow-slow plans it)`,
+      ),
     ];
     return { code, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
@@ -320,6 +336,8 @@ export interface SetupCommandOptions {
   apiKeyEnv?: string;
   yes?: boolean;
   acceptUnderpowered?: boolean;
+  /** Plan a model too slow for an agent instead of refusing it. */
+  allowSlow?: boolean;
   json?: boolean;
   store?: TargetStore;
   env?: NodeJS.ProcessEnv;
@@ -368,6 +386,7 @@ async function runStartCommand(
       minCtx,
       acceptUnderpowered: o.acceptUnderpowered,
       benchSec: benchSecOf(o.benchSec),
+      ...(o.allowSlow ? { allowSlow: true } : {}),
     },
     store: o.store ?? new TargetStore(),
     hardware: o.hardware,
@@ -564,11 +583,15 @@ export async function runDoctor(o: { json?: boolean; llamaServer?: string; hardw
   }
   const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
   const serving = listServing();
+  // How worker commands and checks are contained here, and what binds their processes and memory as a whole.
+  const sb = sandboxStatus();
+  const sandbox = { kind: sb.kind, reason: sb.reason, limits: sb.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label };
   const out = {
     hardware: hw,
     llamaServer: bin,
     llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"),
     serving,
+    sandbox,
   };
   if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
   const lines = [
@@ -590,6 +613,8 @@ export async function runDoctor(o: { json?: boolean; llamaServer?: string; hardw
     ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
     ...hw.problems.map((p) => `problem    ${p}`),
     `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
+    `sandbox    ${sandbox.kind === "bwrap" ? "bubblewrap" : `none: ${sandbox.reason}`}`,
+    `limits     ${sandbox.limits}`,
     `detected in ${hw.ms} ms`,
   ];
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
@@ -624,6 +649,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)")
     .option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB")
     .option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)")
+    .option("--allow-slow", "plan a model even when it would decode below 8 tokens/s per slot (refused otherwise)")
     .option("--json", "print JSON")
     .action(async (opts: FitCommandOptions) => emit(await runFit(opts)));
 
@@ -652,6 +678,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .option("--yes", "do not ask before starting a server")
     .option("--accept-underpowered", "make an underpowered target active anyway")
     .option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it")
+    .option("--allow-slow", "start a plan even when it would decode below 8 tokens/s per slot (refused otherwise)")
     .option("--json", "print JSON")
     .action(async (opts: SetupCommandOptions) => emit(await runSetup(opts)));
 

@@ -51,13 +51,15 @@ export function registerWorkerCommands(program: Command): void {
         });
         if (o.json) return console.log(JSON.stringify(ws, null, 2));
         if (!ws.length) return console.log("no workers" + (o.state || o.repo || o.batch ? " match" : " yet: start one with `ocw run`"));
+        // Batch names are read instead of ids (an engine from before names has none).
+        const names: Record<string, string> = ws.some((w) => w.batchId) ? await c.workers.batchNames.query().catch(() => ({})) : {};
         for (const w of ws) {
           const v = w.verdict ? verdictLine(w.verdict) : stateWord(w.state);
           const extra = [
             w.merged ? `merged into ${w.merged.into}` : null,
             w.reverted ? "reverted" : null,
             w.discarded ? "discarded" : null,
-            w.batchId ? `batch ${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null,
+            w.batchId ? `batch ${names[w.batchId] ? `"${safe(names[w.batchId]!)}" ` : ""}${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null,
           ]
             .filter(Boolean)
             .join(", ");
@@ -65,6 +67,35 @@ export function registerWorkerCommands(program: Command): void {
             `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(workerTitle(w.spec, 60))}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`,
           );
         }
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("batch")
+    .description('a batch: its name, workers and built count; --name renames it ("" takes the name away), shown instead of its id')
+    .argument("<batchId>", "a batch id (b-…)")
+    .option("--name <text>", "the batch's new name (one line, at most 80 characters)")
+    .option("--json", "print JSON")
+    .action(async (batchId: string, o: { name?: string; json?: boolean }) => {
+      try {
+        const c = await client("batch");
+        if (o.name !== undefined) {
+          try {
+            await c.workers.nameBatch.mutate({ batchId, name: o.name });
+          } catch (err) {
+            throw new CliError((err as Error).message);
+          }
+        }
+        let b: BatchSummary;
+        try {
+          b = await c.workers.batch.query({ batchId });
+        } catch (err) {
+          throw new CliError((err as Error).message);
+        }
+        if (o.json) return console.log(JSON.stringify(b, null, 2));
+        console.log(batchText(b));
       } catch (err) {
         fail(err);
       }
@@ -240,7 +271,7 @@ export function registerWorkerCommands(program: Command): void {
 }
 
 export function batchText(b: BatchSummary): string {
-  const lines = [`batch ${b.id}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " · done" : ""}`];
+  const lines = [`batch ${b.id}${b.name ? ` "${safe(b.name)}"` : ""}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " · done" : ""}`];
   if (b.tasks.length)
     for (const t of b.tasks)
       lines.push(

@@ -1,10 +1,11 @@
-import { lstat, mkdir, readdir } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
-import { changedBetween, checkOutBase, commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
+import { changedBetween, checkOutBase, commitAndCheckOut, mergeHint, publishBranch, SnapshotTooLarge, type Workspace } from "../workspace/workspace";
+import { limitSetup } from "../sandbox/cgroup";
 import { runChecks, type CheckSandbox } from "./checks";
-import { discard } from "./folders";
+import { discard, folderIn } from "./folders";
 import { flaggedChanges } from "../workspace/land";
 import { runnerConfigChanges } from "./runner-config";
 import { checkScope, globsMatcher } from "./scope";
@@ -24,27 +25,6 @@ export interface GradeInput {
   baseline?: Baseline | null;
   /** The previous round's graded commit: the verdict lists the files changed since (rounds after the first). */
   previousCommit?: string | null;
-}
-
-/**
- * The folder the task named, inside the fresh checkout (made when the commit deleted it). The commit may have turned a
- * part of its path into a symlink or a file: following it would make the engine create folders and run the checks
- * outside the checkout, so the checks cannot run and fail with the reason.
- */
-async function folderIn(checkout: string, sub: string): Promise<string | { problem: string }> {
-  let at = checkout;
-  for (const part of sub.split(path.sep).filter(Boolean)) {
-    at = path.join(at, part);
-    const st = await lstat(at).catch(() => null);
-    if (!st) await mkdir(at);
-    else if (!st.isDirectory()) {
-      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
-      return {
-        problem: `${path.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`,
-      };
-    }
-  }
-  return at;
 }
 
 /** The checkout's files that `protect` names (its globs are relative to the folder the user named), as absolute paths. */
@@ -70,6 +50,37 @@ async function protectedIn(checkout: string, sub: string, protect: string[]): Pr
  * worker's claim. `built` only if every check and the scope pass. The verdict names the commit; only it is merged.
  */
 export async function grade(input: GradeInput): Promise<Verdict> {
+  try {
+    return await gradeSnapshot(input);
+  } catch (err) {
+    if (!(err instanceof SnapshotTooLarge)) throw err;
+    // Over the snapshot caps (files, bytes, one file's size): nothing was committed, checked or published. A verdict of
+    // its own kind, with the claim kept: the worker is not built, and the violation says why.
+    const { workspace: ws } = input;
+    const { claim, reason } = parseClaim(input.finalText);
+    return {
+      verdict: "honest-failure",
+      claim,
+      claimReason: reason,
+      honest: claim === "honest-failure",
+      checks: input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${err.message}` })),
+      scope: { passed: false, violations: [`snapshot too large: ${err.message}`], changedFiles: [], snapshotCap: err.message },
+      gradedAt: Date.now(),
+      branch: ws.branch,
+      worktree: ws.worktree,
+      commit: null,
+      diffStat: "",
+      mergeHint: null,
+      flags: [],
+      reason: err.message,
+      weakEvidence: false,
+      sincePrevious: null,
+      caveats: caveatsOf(input.checks),
+    };
+  }
+}
+
+async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   const { workspace: ws } = input;
   const checkout = input.checkoutDir;
   let checks;
@@ -150,6 +161,7 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     weakEvidence,
     sincePrevious,
     caveats: caveatsOf(input.checks),
+    limits: checkLimits(!!input.sandbox),
   };
 }
 
@@ -187,6 +199,13 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
     discard(checkoutDir);
     if (input.sandbox) discard(input.sandbox.tmpDir);
   }
+}
+
+/** What bound the check runs' processes and memory as a whole (cgroup v1/v2, a systemd-run scope, prlimit only). */
+export function checkLimits(sandboxed: boolean): string {
+  if (!sandboxed) return "none: the checks ran unsandboxed";
+  const s = limitSetup();
+  return s.checks === "prlimit" ? s.label : s.checks === "systemd-run" ? "systemd-run scope (tasks, memory)" : s.label;
 }
 
 /** What the checks cannot rule out, said with the verdict so that "built" is not read as more than it is. */

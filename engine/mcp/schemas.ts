@@ -93,6 +93,7 @@ export const DelegateBatchInput = z
       .max(64, "at most 64 tasks per batch")
       .describe("Tasks with disjoint scopes; those without `after` run at once."),
     integration: IntegrationSpec.optional().describe("Checks run on the built commits combined; merge {batchId} lands that commit."),
+    name: z.string().optional(),
   })
   .strict();
 

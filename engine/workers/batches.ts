@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import path from "node:path";
 import type { BatchSummary, BatchTaskStatus, IntegrationResult, IntegrationSpec, SkippedTask } from "../../shared/batch";
-import type { CheckSpec } from "../../shared/check";
+import { checkName, type CheckSpec } from "../../shared/check";
 import { InputError } from "../../shared/errors";
 import { isAtRest, type Worker, type WorkerSpec, workerTitle } from "../../shared/worker";
-import { discard, runChecks } from "../grading";
+import { discard, folderIn, runChecks } from "../grading";
 import type { SandboxKind } from "../sandbox/sandbox";
 import { readJson, writeJsonAtomic } from "../store/json-file";
 import { git, gitScript, userGitEnv } from "../workspace/git";
@@ -286,8 +286,10 @@ export class Batches {
           OCW_INDEX: `${root}.index`,
         },
       });
-      const cwd = path.join(root, r.subdir);
-      mkdirSync(cwd, { recursive: true });
+      // The folder the batch names, inside the checkout: a part of its path turned into a symlink by the combined commit
+      // would send the checks (and the held-back files copied in) outside it; the checks fail with the reason instead.
+      const cwd = await folderIn(root, r.subdir);
+      if (typeof cwd !== "string") return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
       const sandbox = this.opts.sandbox.kind === "none" ? undefined : { kind: this.opts.sandbox.kind, stateDir: this.opts.stateDir, tmpDir, root };
       return await runChecks(checks, cwd, sandbox);
     } finally {

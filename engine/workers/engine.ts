@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import type { BatchSummary, IntegrationSpec } from "../../shared/batch";
-import type { BatchTaskInput, StartBatchResult } from "../../shared/api";
+import type { BatchTaskInput, SearchResult, StartBatchResult } from "../../shared/api";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
@@ -27,6 +27,7 @@ import { EventBus } from "../events";
 import { type Harness, type HarnessServer, modelFor, noAnswer, type OpencodeEvent, OpencodeServers, Translator, WORKER_AGENT } from "../harness";
 import { heldBackProblem, sweepDiscarded } from "../grading";
 import { Recovery } from "../recovery";
+import { limitSetup } from "../sandbox/cgroup";
 import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
@@ -39,6 +40,8 @@ import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Ver
 import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
 import { Settler } from "./settle";
+import { BatchNames } from "./batch-names";
+import { searchTranscripts } from "./search";
 import { Batches } from "./batches";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
 import { stoppedForWinnerReason, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
@@ -74,7 +77,7 @@ export class Engine {
   readonly bus: EventBus;
   readonly targets: TargetStore;
   /** How workers are contained; "none" only by the person's opt-out. */
-  readonly sandbox: { kind: SandboxKind; reason: string | null; optedOut: boolean };
+  readonly sandbox: { kind: SandboxKind; reason: string | null; optedOut: boolean; limits: string };
   private readonly logs: WorkerLogStore;
   private readonly reg: WorkerRegistry;
   private readonly approvals: Approvals;
@@ -88,6 +91,8 @@ export class Engine {
   private readonly servers: OpencodeServers;
   /** Batches' plans: task names, dependencies, skipped tasks, integration checks. */
   readonly batches: Batches;
+  /** Batch names (people read them instead of ids). */
+  readonly batchNames: BatchNames;
   /** Best-of-N: attempt groups, their winner, and stopping the rest once one is built. */
   private readonly attempts: Attempts;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
@@ -100,7 +105,9 @@ export class Engine {
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config().OCW_NO_SANDBOX;
-    this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
+    // What binds a command's processes and memory as a whole here (cgroup v1/v2, systemd-run, or prlimit only).
+    const limits = optedOut || found.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label;
+    this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut, limits };
     const reg = (this.reg = new WorkerRegistry({
       stateDir: opts.stateDir,
       bus: this.bus,
@@ -127,6 +134,7 @@ export class Engine {
       },
     });
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
+    this.batchNames = new BatchNames(opts.stateDir, (l) => this.log(l));
     this.batches = new Batches({
       stateDir: opts.stateDir,
       sandbox: this.sandbox,
@@ -328,9 +336,9 @@ export class Engine {
    * others starts only once they are built, from the base plus their graded commits; with integration checks, the
    * built workers' commits are combined and checked together once every task has ended (engine/workers/batches.ts).
    */
-  async startBatch(inputs: (AttemptInput & { id?: string; after?: string[] })[], integration?: IntegrationSpec): Promise<StartBatchResult> {
+  async startBatch(inputs: (AttemptInput & { id?: string; after?: string[] })[], integration?: IntegrationSpec, name?: string): Promise<StartBatchResult> {
     if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
-    const r = await this.createTasks(inputs, true, integration);
+    const r = await this.createTasks(inputs, true, integration, name);
     return { batchId: r.batchId!, workerIds: r.workerIds, groups: r.groups, tasks: r.tasks };
   }
 
@@ -338,6 +346,7 @@ export class Engine {
     inputs: (AttemptInput & { id?: string; after?: string[] })[],
     asBatch: boolean,
     integration?: IntegrationSpec,
+    name?: string,
   ): Promise<{ batchId: string | null; workerIds: string[]; groups: { groupId: string; workerIds: string[] }[]; tasks: StartBatchResult["tasks"] }> {
     this.requireSandbox();
     const where = (n: number, msg: string) => (asBatch ? `task ${n + 1}: ${msg}` : msg);
@@ -381,6 +390,8 @@ export class Engine {
       checked.push({ spec, repo, target });
     }
     const batchId = asBatch ? newId("b") : null;
+    // Named before its first worker is announced, so every client shows the name from the start.
+    if (batchId && name?.trim()) this.batchNames.set(batchId, name.trim());
     if (!planned) {
       const workerIds = checked.map((c, i) => this.create(c.spec, c.repo, c.target, batchId, expanded[i]!.attempt).workerId);
       const groups = new Map<string, string[]>();
@@ -430,6 +441,7 @@ export class Engine {
     const built = [...tasks.entries()].filter(([key, t]) => (t[0]!.attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t[0]!.verdict))).length;
     const summary: BatchSummary = {
       id: batchId,
+      name: this.batchNames.get(batchId),
       workerIds: ws.map((w) => w.id),
       states: Object.fromEntries(ws.map((w) => [w.id, w.state])),
       settled,
@@ -445,6 +457,27 @@ export class Engine {
       done: settled,
     };
     return this.batches.extend(batchId, summary);
+  }
+
+  /** Names a batch ("" takes the name away); every client hears it as a `batch` event. */
+  nameBatch(batchId: string, name: string): { batchId: string; name: string | null } {
+    if (!this.list().some((w) => w.batchId === batchId)) throw new InputError(`unknown batch "${batchId}"`, "not-found");
+    this.batchNames.set(batchId, name.trim());
+    this.bus.publish({ type: "batch", batchId, ts: Date.now() });
+    return { batchId, name: this.batchNames.get(batchId) };
+  }
+
+  /** Workers whose stored transcript holds every word of `query` (engine/workers/search.ts). */
+  search(query: string, limit: number): SearchResult {
+    return searchTranscripts(
+      {
+        workers: this.list(),
+        logFile: (id) => this.logs.file(id),
+        streaming: (id) => [...(this.translator.streaming.get(id)?.values() ?? [])].map((s) => s.part),
+      },
+      query,
+      limit,
+    );
   }
 
   decide(d: Decision, by: DecidedBy): Promise<PermissionAsk> {

@@ -151,3 +151,16 @@ describe("renderer store", () => {
     expect(store.markOf(ev("w-a", { type: "usage", usage: { input: 1, output: 1, reasoning: 0, cost: 0 } }), [])).toBeNull();
   });
 });
+
+describe("live tokens: text streamed since the last usage report", () => {
+  it("adds up second by second, starts again after a report, and is gone once the worker ends", () => {
+    let n = store.nextStreamed(0, 400, false, false);
+    expect(n).toBe(400);
+    n = store.nextStreamed(n, 200, false, false);
+    expect(n).toBe(600);
+    // A usage report came: what streamed before it is in the reported tokens now.
+    n = store.nextStreamed(n, 80, true, false);
+    expect(n).toBe(80);
+    expect(store.nextStreamed(n, 0, false, true)).toBe(0);
+  });
+});
