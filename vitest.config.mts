@@ -21,7 +21,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts"],
+          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "bench/**/*.test.ts"],
           testTimeout: 20_000,
         },
       },
@@ -34,7 +34,7 @@ export default defineConfig({
           // Its slow files mostly wait (timers, sockets): more of them at once than there are cores.
           maxWorkers: 6,
           sequence: { groupOrder: 2 },
-          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts"],
+          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "bench/**/*.test.ts"],
           exclude: ["**/node_modules/**", ...NEEDS_TOOLS],
           testTimeout: 20_000,
         },

@@ -13,7 +13,7 @@ import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch
 import { runFaultSuite } from "./faults";
 import { compareEnv, environOf, opencodeServeUnder } from "./procs";
 import { loneStarts, repoCost, startMedians, type WorkerStart } from "./sandbox";
-import { concurrent } from "./scale";
+import { concurrent, type Concurrent } from "./scale";
 import { fitLive, fitRecorded, timeDetection, type FitResult } from "./fit";
 import { gateLatency, gateRig, type Latency } from "./gate";
 import { manyWorkers } from "./memory";
@@ -35,7 +35,9 @@ function flag(name: string): string | undefined {
 const quick = process.argv.includes("--quick");
 const reps = Number(flag("--reps") ?? (quick ? 1 : 3));
 const manyCount = Number(flag("--workers") ?? (quick ? 32 : 1000));
-const scaleCount = Number(flag("--scale") ?? (quick ? 16 : 64));
+/** `--scale 64,128`: workers at once, one fresh engine per size. */
+const scaleCounts = (flag("--scale") ?? (quick ? "16" : "64,128")).split(",").map((x) => Number(x.trim()));
+const scaleCount = Math.min(...scaleCounts);
 const loneCount = Number(flag("--lone") ?? (quick ? 3 : 5));
 const repoFiles = Number(flag("--repo-files") ?? (quick ? 500 : 3000));
 const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "pool", "attempts", "setup", "faults"] as const;
@@ -54,10 +56,10 @@ const intoReport = process.argv.includes("--into-report");
 /** `--many-from FILE`: the many-workers figures from an earlier partial run's report (`--only many --out FILE`). */
 const manyFrom = flag("--many-from");
 const manyDeadlineMin = Number(flag("--many-minutes") ?? Infinity);
-const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N] [--lone N] [--repo-files N] [--only ${PARTS.join(",")}] [--skip parts] [--no-faults] [--no-ui]
+const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N[,N…]] [--lone N] [--repo-files N] [--only ${PARTS.join(",")}] [--skip parts] [--no-faults] [--no-ui]
   --reps N        repetitions of every repeated figure (default 3, --quick 1)
   --workers N     tiny workers for the engine-memory run (default 1000, --quick 32)
-  --scale N       workers at once for the concurrency run (default 64, --quick 16)
+  --scale N,N     workers at once for the concurrency run, one fresh engine per size (default 64,128, --quick 16)
   --lone N        lone workers per repetition for the start-up time, sandbox on and off (default 5, --quick 3)
   --repo-files N  files in the generated repository for private repository vs worktree (default 3000, --quick 500)
   --only / --skip measure only / all but these parts; the report then goes to bench/tmp/report.{md,json}, the
@@ -104,7 +106,13 @@ function write(report: Report, json = OUT_JSON()) {
 
 async function measure() {
   if (process.argv.includes("--help")) return void console.log(HELP);
-  for (const [name, v] of Object.entries({ "--reps": reps, "--workers": manyCount, "--scale": scaleCount, "--lone": loneCount, "--repo-files": repoFiles }))
+  for (const [name, v] of Object.entries({
+    "--reps": reps,
+    "--workers": manyCount,
+    "--scale": scaleCounts.every((x) => Number.isInteger(x) && x >= 1) ? scaleCount : NaN,
+    "--lone": loneCount,
+    "--repo-files": repoFiles,
+  }))
     if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer (got ${flag(name)}); see --help`);
   for (const p of [...(only ?? []), ...skip]) if (!PARTS.includes(p as Part)) throw new Error(`unknown part "${p}": the parts are ${PARTS.join(", ")}`);
   const started = Date.now();
@@ -177,7 +185,7 @@ async function measure() {
   const partStart = (part: Part) => {
     const t0 = Date.now();
     const before = loadNow();
-    return () => void (partLoad[part] = { before, after: loadNow(), seconds: round((Date.now() - t0) / 1000) });
+    return () => void (partLoad[part] = { before, after: loadNow(), seconds: round((Date.now() - t0) / 1000), cores: CORES });
   };
   /** A part that fails is recorded in the report with its error; the other parts still run. */
   const guard = async (part: Part, fn: () => Promise<void>) => {
@@ -339,19 +347,23 @@ async function measure() {
 
   if (runs("scale"))
     await guard("scale", async () => {
-      const engine = await startEngine();
-      try {
-        log(`${scaleCount} workers at once (${scaleCount} slots, sandbox on)…`);
-        const c = await concurrent(engine, model, scaleCount);
-        log(
-          `  ${c.built}/${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} at once; opencode serve peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker); ${c.errors.length} errors`,
-        );
-        for (const e of c.errors) log(`  ${e}`);
-        report.scale = { ...(report.scale ?? {}), concurrent: c } as Report["scale"];
-      } finally {
-        await engine.kill();
-        cleanup(engine.stateDir);
+      const bySize: Record<string, Concurrent> = {};
+      for (const n of scaleCounts) {
+        const engine = await startEngine();
+        try {
+          log(`${n} workers at once (${n} slots, sandbox on; load ${os.loadavg()[0]!.toFixed(2)} on ${CORES} cores)…`);
+          const c = await concurrent(engine, model, n);
+          log(
+            `  ${c.built}/${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} at once; engine RSS ${c.engineRssMbBefore} → peak ${c.engineRssMbPeak} MB; ask → subscriber p50 ${c.askToSubscriberMs?.p50} p99 ${c.askToSubscriberMs?.p99} ms (${c.askToSubscriberMs?.n} asks); opencode serve peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker); ${c.errors.length} errors; load ${c.load?.before} → ${c.load?.after}`,
+          );
+          for (const e of c.errors) log(`  ${e}`);
+          bySize[`w${n}`] = c;
+        } finally {
+          await engine.kill();
+          cleanup(engine.stateDir);
+        }
       }
+      report.scale = { ...(report.scale ?? {}), concurrent: bySize[`w${scaleCount}`], concurrentBySize: bySize } as Report["scale"];
     });
 
   if (runs("many"))
@@ -478,6 +490,8 @@ function mergeMany(file: string) {
 }
 
 const loadAtStart = os.loadavg().map((x) => round(x, 2));
+/** The cores the bench's processes can run on: a load average above it means work waited for a core. */
+const CORES = os.availableParallelism?.() ?? os.cpus().length;
 const FAULT_FILES_COUNT = 7;
 
 /**
@@ -505,6 +519,8 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const add = (side: Side, n: number, r: EngineBatch | BareBatch) => runsOf.set(`${side}${n}`, [...(runsOf.get(`${side}${n}`) ?? []), r]);
   const lone: Record<"on" | "off", WorkerStart[][]> = { on: [], off: [] };
   const batchMisses: NonNullable<Report["batchMisses"]> = [];
+  /** Every timed batch in the order it ran: the report checks from it that the sides of each ratio took turns. */
+  const sequence: NonNullable<Report["batchSequence"]> = [];
   let env: ReturnType<typeof compareEnv> | null = null;
   let envNoSandbox: ReturnType<typeof compareEnv> | null = null;
   const up = async (kind: "sandbox" | "noSandbox" | "keyed") => {
@@ -565,6 +581,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
         // Odd repetitions run the sides in reverse: each pair (engine/bare, sandbox on/off) takes turns going first.
         const order = rep % 2 ? [...sides].reverse() : sides;
         for (const side of order) {
+          sequence.push({ side, rep, size });
           // The bench process also serves the scripted model: a stall of its own would delay both sides' requests.
           benchLoop.reset();
           const stall = () => `bench process's longest stall ${round(benchLoop.max / 1e6, 0)} ms`;
@@ -744,6 +761,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   report.batchStartMs = startMs;
   report.batchStartPhases = startPhases;
   report.batchSplit = batchSplit;
+  report.batchSequence = sequence;
   const pacedEng = get<EngineBatch>("enginePaced", pacedSize);
   const pacedBare = get<BareBatch>("bareClonePaced", pacedSize);
   if (pacedEng?.length && pacedBare?.length) {

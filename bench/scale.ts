@@ -6,7 +6,8 @@ import type { ScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, type TestEngine } from "../test/helpers";
 import { benchTarget } from "./batch";
 import { opencodeServeUnder, rssMbOf, samplePeak } from "./procs";
-import { log, round, rssPeak } from "./stats";
+import { log, pct, median, procStat, round, rssPeak } from "./stats";
+import os from "node:os";
 
 export interface Concurrent {
   workers: number;
@@ -25,6 +26,15 @@ export interface Concurrent {
   stopped?: string;
   /** How often the bench's own event stream / queries to the engine failed (fetch failed) and were reopened. */
   connectionDrops: number;
+  /**
+   * Ask → subscriber: from the engine taking opencode's `permission.asked` (the ask's createdAt, the engine's clock) to
+   * this bench's subscriber of the engine's API holding `ask.opened` (same machine, same clock), over every ask.
+   */
+  askToSubscriberMs?: { p50: number; p99: number; max: number; n: number };
+  /** Engine RSS when the batch started (after a warm-up worker). */
+  engineRssMbBefore?: number;
+  /** Load average (1 min) at the batch's start and end, and the machine's cores. */
+  load?: { before: number; after: number; cores: number };
 }
 
 const memAvailableMb = () => Number(/MemAvailable:\s+(\d+)/.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0) / 1024;
@@ -47,7 +57,10 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
   const oc = opencodeServeUnder(pid);
   const ocBefore = rssMbOf(oc);
   const ocPeak = samplePeak(oc);
+  const engineRssMbBefore = round(procStat(pid).rssMb);
   const enginePeak = rssPeak(pid, 250);
+  const loadBefore = round(os.loadavg()[0]!, 2);
+  const askLatency: number[] = [];
   const errLen = engine.stderr().length;
   let stopped: string | undefined;
   let maxActive = 0;
@@ -83,7 +96,8 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
       try {
         r = await follow(engine.client, workerIds, {
           timeoutMs: 20 * 60_000,
-          onEvent: (_e, ws) => {
+          onEvent: (e, ws) => {
+            if (e.type === "ask.opened") askLatency.push(Date.now() - e.ask.createdAt);
             current = ws;
             maxActive = Math.max(maxActive, [...ws.values()].filter((w) => isActive(w.state)).length);
             for (const w of ws.values())
@@ -140,5 +154,13 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
     opencodeRssMbPeak: ocPeakMb,
     opencodeRssMbPerWorker: ocPeakMb === null || !maxActive ? null : round(ocPeakMb / maxActive),
     ...(stopped ? { stopped } : {}),
+    askToSubscriberMs: {
+      p50: round(median(askLatency)),
+      p99: round(pct(askLatency, 99)),
+      max: askLatency.length ? Math.max(...askLatency) : NaN,
+      n: askLatency.length,
+    },
+    engineRssMbBefore,
+    load: { before: loadBefore, after: round(os.loadavg()[0]!, 2), cores: os.availableParallelism?.() ?? os.cpus().length },
   };
 }
