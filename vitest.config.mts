@@ -22,6 +22,8 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "bench/**/*.test.ts"],
+          // bench/tmp holds the bench's scratch (a bundle of an earlier commit's source, for before/after runs).
+          exclude: ["**/node_modules/**", "bench/tmp/**"],
           testTimeout: 20_000,
         },
       },
@@ -35,7 +37,7 @@ export default defineConfig({
           maxWorkers: 6,
           sequence: { groupOrder: 2 },
           include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "bench/**/*.test.ts"],
-          exclude: ["**/node_modules/**", ...NEEDS_TOOLS],
+          exclude: ["**/node_modules/**", "bench/tmp/**", ...NEEDS_TOOLS],
           testTimeout: 20_000,
         },
       },

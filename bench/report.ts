@@ -1,5 +1,6 @@
 // The report's shape and its markdown rendering (bench/report.json, bench/report.md).
 import type { BatchMiss } from "./batch";
+import type { EngineCost } from "./cost";
 import type { FaultSuite } from "./faults";
 import type { FitResult } from "./fit";
 import type { Latency } from "./gate";
@@ -127,6 +128,8 @@ export interface Report {
     /** The concurrency run per size (`--scale 64,128`), keyed w64, w128. */
     concurrentBySize?: Record<string, Concurrent>;
   };
+  /** The engine's own cost against the bare SDK on private clones, this build and an earlier one in the same run. */
+  engineCost?: EngineCost;
   /** The fault and attack suite, run by the bench (vitest JSON reporter). */
   faults?: FaultSuite;
   /** A batch on a pool of endpoints vs one endpoint with the same total slots; an endpoint's death → out of admission. */
@@ -255,6 +258,7 @@ export function renderMarkdown(r: Report): string {
       ? ["", "Engine-side workers that did not end built (the lowest count of the runs is shown above):", ...r.batchMisses.map((x) => `- ${x.tasks} tasks, run ${x.run}: ${x.workerId} ${x.state}: ${x.reason ?? "(no reason)"}`)]
       : []),
     ...sandboxSection(r),
+    ...costSection(r),
     ...repoSection(r),
     "",
     "## Engine process",
@@ -350,6 +354,7 @@ const PART_OF: [RegExp, string][] = [
   [/^(batch|sandbox|gateway|engine\.)/, "batch"],
   [/^startupMs\.(engine|mcp)/, "startup"],
   [/^gate|^poll/, "gate"],
+  [/^engineCost\./, "cost"],
 ];
 
 /**
@@ -376,6 +381,18 @@ function goalsSection(r: Report): string[] {
     if (!r.range[key]) return;
     rows.push(`| ${what} | ${goalText(r.range[key], goal, atMost)} | ${loadOf(key)} | ${sides ? turns(...sides) : "–"} |`);
   };
+  for (const [k, x] of Object.entries(r.engineCost?.sizes ?? {})) {
+    const size = x.pacedMs ? -x.tasks : x.tasks;
+    const what = `${x.tasks} tasks${x.pacedMs ? `, model paced ${x.pacedMs} ms a turn` : ""}`;
+    const seq = r.engineCost!.sequence.filter((s) => s.size === size);
+    const t = (a: string) => {
+      const i = interleaving(seq, a, "bareClone");
+      return i.why ? `**no**: ${i.why}` : `yes${i.gap ? ` (up to ${i.gap} other run${i.gap > 1 ? "s" : ""} between a pair)` : ", back to back"}`;
+    };
+    if (r.range[`engineCost.${k}.ratio`]) rows.push(`| engine ÷ bare SDK on private clones, ${what} (cost part, this build) | ${goalText(r.range[`engineCost.${k}.ratio`], 1.05)} | ${loadOf(`engineCost.${k}`)} | ${t("engine")} |`);
+    if (r.range[`engineCost.${k}.ratioBefore`])
+      rows.push(`| the same, ${r.engineCost!.before ?? "earlier build"} | ${goalText(r.range[`engineCost.${k}.ratioBefore`], 1.05)} | ${loadOf(`engineCost.${k}`)} | ${t("engineBefore")} |`);
+  }
   for (const w of Object.keys(r.batchRatioSameWorkspaces ?? {})) {
     const n = Number(w.slice(1));
     add(`engine ÷ bare SDK on private clones, ${n} tasks`, `batchRatioSameWorkspaces.${w}`, 1.05, true, ["engine", "bareClone", n]);
@@ -444,6 +461,25 @@ function gatewayLines(r: Report): string[] {
   return [
     "",
     `Through the key gateway: a third engine of the same build, sandboxed, whose target names a key variable, so its opencode reaches the model through the engine's loopback gateway (engine/gateway/), which adds the key, as every managed llama-server's opencode does; the batches above use a target without a key. Same repetitions, same ${g.tasks}-task batch: ${R("gateway.batchMsKeyed", " ms")} through the gateway against ${R("gateway.batchMsOpen", " ms")} without a key, **${R("gateway.batchRatio")}**; engine CPU ${R("gateway.engineCpuSecKeyed", " s")} against ${R("gateway.engineCpuSecOpen", " s")}; built ${g.builtKeyed} of ${g.tasks}.`,
+  ];
+}
+
+function costSection(r: Report): string[] {
+  const c = r.engineCost;
+  if (!c) return [];
+  const rows = Object.values(c.sizes);
+  const loads = c.loadAtBatch.map((x) => x.load);
+  return [
+    "",
+    "## The engine's own cost, before and after, in one run",
+    `The engine over MCP (as above) against the bare SDK on private clones, ${c.reps} repetition${c.reps > 1 ? "s" : ""}, each on fresh engines and a fresh bare serve; in every repetition the sides run one after another at each size, the order reversed every other repetition.${c.before ? ` Beside this build, an engine built from ${c.before} (its own \`ocw mcp\` bridge too) takes its turn in the same repetitions, against the same bare runs.` : ""} Load average (1 min) at the batches' starts: ${Math.min(...loads)}–${Math.max(...loads)} (median ${median(loads)}) on ${c.cores} cores${Math.max(...loads) > c.cores ? ": **above the core count**, so every figure here carries waits for a core" : ""}.`,
+    "",
+    `| tasks | engine ms | ${c.before ? "earlier build ms | " : ""}bare on private clones ms | engine ÷ bare | ${c.before ? "earlier ÷ bare | " : ""}tail after the last first request, ms (engine${c.before ? " / earlier" : ""} / bare) | engine CPU + its git, s${c.before ? " (this / earlier)" : ""} | built |`,
+    `|---|---|${c.before ? "---|" : ""}---|---|${c.before ? "---|" : ""}---|---|---|`,
+    ...rows.map(
+      (x) =>
+        `| ${x.tasks}${x.pacedMs ? `, paced ${x.pacedMs} ms` : ""} | ${fmt(x.engineMs)} | ${c.before ? `${fmt(x.engineBeforeMs)} | ` : ""}${fmt(x.bareCloneMs)} | ${goalText(x.ratio, 1.05)} | ${c.before ? `${goalText(x.ratioBefore, 1.05)} | ` : ""}${x.tailMs.engine}${c.before ? ` / ${x.tailMs.before}` : ""} / ${x.tailMs.bare} | ${x.engineCpuSec.engine}${c.before ? ` / ${x.engineCpuSec.before}` : ""} | ${x.built}${c.before ? ` / ${x.builtBefore}` : ""} / ${x.bareBuilt} of ${x.tasks} |`,
+    ),
   ];
 }
 

@@ -10,6 +10,7 @@ import { bash, startScriptedModel, writeFile } from "../test/fixtures/scripted-m
 import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
+import { engineCost } from "./cost";
 import { runFaultSuite } from "./faults";
 import { compareEnv, environOf, opencodeServeUnder } from "./procs";
 import { loneStarts, repoCost, startMedians, type WorkerStart } from "./sandbox";
@@ -40,7 +41,7 @@ const scaleCounts = (flag("--scale") ?? (quick ? "16" : "64,128")).split(",").ma
 const scaleCount = Math.min(...scaleCounts);
 const loneCount = Number(flag("--lone") ?? (quick ? 3 : 5));
 const repoFiles = Number(flag("--repo-files") ?? (quick ? 500 : 3000));
-const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "pool", "attempts", "setup", "faults"] as const;
+const PARTS = ["startup", "fit", "gate", "batch", "cost", "repo", "scale", "many", "pool", "attempts", "setup", "faults"] as const;
 type Part = (typeof PARTS)[number];
 /** `--only a,b`: measure just those parts; the rest of the report is the committed one, written to bench/tmp/. */
 const only = flag("--only")
@@ -65,6 +66,8 @@ const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N[,Nโ
   --only / --skip measure only / all but these parts; the report then goes to bench/tmp/report.{md,json}, the
                   parts not measured copied from bench/report.json
   --out FILE      where a partial run writes its report (and FILE's .md); --into-report: into bench/report.*
+  --before BUNDLE the cost part also runs this engine bundle (a build of an earlier commit; --before-label names it),
+                  taking turns with this build and the bare SDK in every repetition
   --attempt-tasks N  tasks per side of the attempts part (default 8, --quick 4): each once vs 3 attempts each
   --many-minutes M  stop the many-workers run after M minutes (it says how many finished)
   --merge-many FILE  only put FILE's many-workers figures into the report (bench/report.* with --into-report)
@@ -332,6 +335,27 @@ async function measure() {
   }
 
   if (runs("batch")) await guard("batch", () => batches(model, report, put));
+
+  if (runs("cost"))
+    await guard("cost", async () => {
+      const bundle = flag("--before");
+      const c = await engineCost({
+        model,
+        reps,
+        sizes: quick ? [4, 8] : [16, 32],
+        pacedMs: PACED_MODEL_MS,
+        paced: PACED,
+        ...(bundle ? { before: { bundle: path.resolve(bundle), label: flag("--before-label") ?? bundle } } : {}),
+      });
+      for (const [k, x] of Object.entries(c.sizes)) {
+        range[`engineCost.${k}.ratio`] = x.ratio;
+        if (x.ratioBefore) range[`engineCost.${k}.ratioBefore`] = x.ratioBefore;
+        log(
+          `cost ${k}: engine รท bare on private clones ${fmt(x.ratio)}${x.ratioBefore ? `; before ${fmt(x.ratioBefore)}` : ""}; tail ${JSON.stringify(x.tailMs)}; engine CPU ${JSON.stringify(x.engineCpuSec)}`,
+        );
+      }
+      report.engineCost = c;
+    });
 
   if (runs("repo"))
     await guard("repo", async () => {
