@@ -34,6 +34,8 @@ export interface UiResult {
   heapStartMb: number | null;
   heapEndMb: number | null;
   dashboardStartupMs: Spread | null;
+  /** Where the dashboard's start-up went, medians in ms since `ocw serve` was spawned, and the 1-min load before/after. */
+  dashboardStartupPhases?: { urlPrintedMs: number; documentMs: number; healthMs: number; pictureMs: number; eventsMs: number; liveMs: number; load: number[]; cores: number };
 }
 
 type Phases = ReturnType<typeof startMedians>;
@@ -156,6 +158,8 @@ export interface Report {
   };
   hardware: { detectMs: number; gpus: number; probes: string };
   startupMs: Record<string, number>;
+  /** The dashboard start-up's phases (from the Playwright bench). */
+  dashboardStartupPhases?: UiResult["dashboardStartupPhases"];
   /** The context a supervising Claude pays: tool definitions (sent on every request) and a batch's tool results. */
   mcpContext?: { tools?: number; definitionChars?: number; instructionsChars?: number; batchTasks?: number; batchResultChars?: number; batchToolCalls?: number };
   /** Per repeated figure (dotted path into this report): min, max and every run. */
@@ -299,6 +303,11 @@ export function renderMarkdown(r: Report): string {
     "|---|---|",
     `| \`ocw serve\` spawned → URL printed (engine ready) | ${R("startupMs.engine")} |`,
     `| \`ocw serve\` spawned (fresh state dir) → Chromium shows the dashboard live | ${R("startupMs.dashboard")} |`,
+    ...(r.dashboardStartupPhases
+      ? [
+          `| … of which (medians since spawned): URL printed ${r.dashboardStartupPhases.urlPrintedMs} → page document ${r.dashboardStartupPhases.documentMs} → health answered ${r.dashboardStartupPhases.healthMs} → workers/status/targets ${r.dashboardStartupPhases.pictureMs} → event stream answered ${r.dashboardStartupPhases.eventsMs} → live ${r.dashboardStartupPhases.liveMs}; load (1 min) ${r.dashboardStartupPhases.load.join(" → ")} on ${r.dashboardStartupPhases.cores} cores${Math.max(...r.dashboardStartupPhases.load) > r.dashboardStartupPhases.cores ? " (**above the core count**)" : ""} | |`,
+        ]
+      : []),
     `| \`ocw mcp\` spawned → initialize → \`tools/list\` answered, engine running | ${R("startupMs.mcpToolsList")} |`,
     `| the same, no engine running | ${R("startupMs.mcpToolsListCold")} |`,
     `| \`ocw mcp\` spawned, no engine → first tool call answered (the bridge starts the engine) | ${R("startupMs.mcpFirstCallCold")} |`,

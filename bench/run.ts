@@ -944,7 +944,8 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
 function mergeUi(file: string, error: string | undefined) {
   const report = JSON.parse(readFileSync(OUT_JSON(), "utf8")) as Report;
   const ui = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Partial<UiResult>) : null;
-  const { dashboardStartupMs, ...stream } = ui ?? {};
+  const { dashboardStartupMs, dashboardStartupPhases, ...stream } = ui ?? {};
+  if (dashboardStartupPhases) report.dashboardStartupPhases = dashboardStartupPhases;
   if (dashboardStartupMs) {
     report.startupMs.dashboard = dashboardStartupMs.median;
     report.range["startupMs.dashboard"] = dashboardStartupMs;
