@@ -149,6 +149,38 @@ describe("the approvals queue", () => {
     expect(registry.get(w.id).state).toBe("running");
   });
 
+  it("an answer opencode announces as taken is recorded then, without waiting for its HTTP reply; any other announcement still waits for it", async () => {
+    const { approvals, w, registry } = setup();
+    const permission = (registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>) => Promise<unknown> } }).permission;
+    let httpDone = false;
+    let release!: () => void;
+    // opencode announces the reply on its stream, then its HTTP reply comes only later (its one thread is busy).
+    permission.reply = (args) => {
+      setTimeout(() => approvals.onAskGone(w.id, String(args.requestID), String(args.reply)), 0);
+      return new Promise((r) => {
+        release = () => ((httpDone = true), r({ data: true, response: { ok: true, status: 200 } as Response }));
+        // Never later than this: an engine that waits for the HTTP reply still finishes (and fails the check below).
+        setTimeout(release, 2000);
+      });
+    };
+    const a = ask(w.id, "edit", "a.txt");
+    approvals.onAsk(w.id, a);
+    expect(registry.get(w.id).state).toBe("waiting-approval");
+    const decided = await approvals.decide({ askId: a.id, decision: "once" }, { kind: "person", name: "p" });
+    expect(httpDone).toBe(false);
+    expect(decided).toMatchObject({ status: "decided", decision: "once", by: { kind: "person", name: "p" } });
+    expect(registry.get(w.id).state).toBe("running");
+    release();
+    // opencode announces a different answer: the engine waits for the HTTP reply and records what opencode did.
+    const b = ask(w.id, "edit", "b.txt", { always: ["*"] });
+    approvals.onAsk(w.id, b);
+    permission.reply = async (args) => (
+      approvals.onAskGone(w.id, String(args.requestID), "reject"), { error: new TypeError("socket hang up"), response: undefined }
+    );
+    await expect(approvals.decide({ askId: b.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(/on its own, not "once"/);
+    expect(registry.get(w.id).asks[1]).toMatchObject({ decision: "reject", by: { kind: "engine", name: "opencode" } });
+  });
+
   it("refusals say what to do: unknown ask, decided twice, a question without answers, opencode no longer has it", async () => {
     const { approvals, w, registry } = setup();
     await expect(approvals.decide({ askId: "nope", decision: "once" }, { kind: "person" })).rejects.toThrow(/unknown askId "nope"/);

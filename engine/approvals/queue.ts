@@ -34,6 +34,8 @@ export class Approvals {
   private readonly deciding = new Map<string, DecidedBy>();
   /** What opencode announced for an ask while our answer was on its way (usually the echo of ours). */
   private readonly echoed = new Map<string, string>();
+  /** Answers on their way that end as soon as opencode announces it took them (its stream often runs ahead of its HTTP answer). */
+  private readonly echoWaiters = new Map<string, (reply: string) => void>();
   private readonly reg: WorkerRegistry;
 
   constructor(private readonly opts: ApprovalsOptions) {
@@ -70,7 +72,11 @@ export class Approvals {
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
   onAskGone(workerId: string, askId: string, reply: string): void {
     const ask = this.reg.get(workerId).asks.find((a) => a.id === askId);
-    if (this.deciding.has(askId)) return void this.echoed.set(askId, reply);
+    if (this.deciding.has(askId)) {
+      this.echoed.set(askId, reply);
+      this.echoWaiters.get(askId)?.(reply);
+      return;
+    }
     if (!ask || ask.status !== "pending") return;
     this.recordOpencodeAnswer(workerId, askId, reply);
   }
@@ -187,12 +193,26 @@ export class Approvals {
       call = client.permission.reply({ requestID: ask.id, directory, reply: sent as "once" | "reject", ...(message ? { message } : {}) }, limit);
     }
     let res: { response?: Response; error?: unknown };
+    // opencode announcing our very answer on its stream is opencode taking it: the answer is recorded then, without
+    // waiting for its HTTP reply (which comes after, from the same busy thread). Any other announcement, or none,
+    // waits for the HTTP reply as before.
+    const announced = new Promise<"announced">((resolve) => {
+      if (this.echoed.get(ask.id) === sent) return resolve("announced");
+      this.echoWaiters.set(ask.id, (reply) => reply === sent && resolve("announced"));
+    });
     try {
-      res = await call;
-    } catch (error) {
-      // The SDK returns a failed call's error, but throws when an answer came and its body could not be read: both are
-      // an answer opencode may not have taken.
-      res = { error, response: undefined };
+      const first = await Promise.race([
+        // The SDK returns a failed call's error, but throws when an answer came and its body could not be read: both are
+        // an answer opencode may not have taken.
+        call.then(
+          (r) => r,
+          (error: unknown) => ({ error, response: undefined }),
+        ),
+        announced,
+      ]);
+      res = first === "announced" ? { response: new Response(null, { status: 200 }) } : first;
+    } finally {
+      this.echoWaiters.delete(ask.id);
     }
     const current = this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
     if (!res.response) {
