@@ -31,7 +31,7 @@ describe("a figure against its goal", () => {
   it("says when one run cannot show its noise", () => {
     expect(verdict(spread([1.2]), 1.05)).toBe("not met");
     expect(noise(spread([1.2]))).toBe(0);
-    expect(goalText(spread([1.2]), 1.05)).toBe("1.2 — **not met** (goal ≤ 1.05)");
+    expect(goalText(spread([1.2]), 1.05)).toBe("1.2 — **not met** (one run, its noise unknown; goal ≤ 1.05)");
   });
 
   it("states the spread as ± half the range", () => {

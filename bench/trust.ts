@@ -28,7 +28,7 @@ export function loadNote(l: PartLoad, cores = l.cores): string {
   return `load ${b} → ${a}${cores ? ` on ${cores} cores${overloaded(l, cores) ? ", **above the core count**" : ""}` : ""}`;
 }
 
-export type Verdict = "met" | "met, within noise" | "not met, within noise" | "not met" | "one run: noise unknown";
+export type Verdict = "met" | "met, within noise" | "not met, within noise" | "not met";
 
 /**
  * Where a repeated figure stands against its goal (`atMost`: the figure must be ≤ goal; else ≥ goal). The noise is the
@@ -57,7 +57,7 @@ export function goalText(s: Spread | undefined, goal: number, atMost = true, dig
   const n = noise(s);
   const f = (x: number) => Number(x.toFixed(digits));
   const spread = s.runs.length > 1 ? ` [${f(s.min)}–${f(s.max)}]` : "";
-  const pm = s.runs.length > 1 ? `± ${f(n)}; ` : "";
+  const pm = s.runs.length > 1 ? `± ${f(n)}; ` : "one run, its noise unknown; ";
   return `${f(s.median)}${spread} — ${v === "met" || v === "not met" ? `**${v}**` : v} (${pm}goal ${atMost ? "≤" : "≥"} ${goal})`;
 }
 
