@@ -70,6 +70,8 @@ const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N[,N�
                   taking turns with this build and the bare SDK in every repetition
   --attempt-tasks N  tasks per side of the attempts part (default 8, --quick 4): each once vs 3 attempts each
   --many-minutes M  stop the many-workers run after M minutes (it says how many finished)
+  --merge-ui FILE [--startup-only]  put a Playwright bench result into the report (--startup-only: it measured only the start-up)
+  --merge-part PART --from FILE  only put FILE's figures of PART (cost, scale) into the report (bench/report.* with --into-report)
   --merge-many FILE  only put FILE's many-workers figures into the report (bench/report.* with --into-report)
   --many-from FILE  take the many-workers figures from an earlier run's report JSON (e.g. --only many --out FILE)
   --no-faults     leave out the fault and attack suite (the same as --skip faults)
@@ -953,6 +955,13 @@ function mergeUi(file: string, error: string | undefined) {
   if (stream.fpsW16 !== undefined) {
     report.ui = stream as Report["ui"];
     delete report.uiError;
+  } else if (dashboardStartupMs && report.ui && !error && process.argv.includes("--startup-only")) {
+    // Only the start-up was measured again (`-g "ocw serve"`): the streaming figures stay those of their own run.
+    const p = dashboardStartupPhases;
+    report.reruns = [
+      ...(report.reruns ?? []).filter((x) => !x.startsWith("dashboard start-up measured again")),
+      `dashboard start-up measured again at ${new Date().toISOString()}, ${dashboardStartupMs.runs.length} repetitions, code ${gitState()}${p ? ` (load ${p.load.join(" → ")} on ${p.cores} cores)` : ""}; the streaming dashboard figures are from the earlier run`,
+    ];
   } else report.uiError = error ?? "the Playwright bench wrote no streaming result";
   if (error && report.ui) report.uiError = error;
   report.totalSeconds = round(report.totalSeconds + Number(process.env.OCW_BENCH_UI_SECONDS ?? 0));
@@ -960,13 +969,43 @@ function mergeUi(file: string, error: string | undefined) {
   console.error(renderMarkdown(report));
 }
 
+/** Report keys and range prefixes of the parts `--merge-part` can take from another run's report. */
+const PART_KEYS: Partial<Record<Part, { keys: (keyof Report)[]; range: string }>> = {
+  cost: { keys: ["engineCost"], range: "engineCost." },
+  scale: { keys: ["scale"], range: "scale." },
+};
+
+/** `--merge-part PART --from FILE`: that part's figures of an earlier partial run (`--only PART --out FILE`) into the report, with when. */
+function mergePart(part: Part, file: string) {
+  const spec = PART_KEYS[part];
+  if (!spec) throw new Error(`--merge-part takes ${Object.keys(PART_KEYS).join(", ")}`);
+  const other = JSON.parse(readFileSync(file, "utf8")) as Report;
+  if (!other.parts?.includes(part)) throw new Error(`${file} did not measure ${part} (it measured ${other.parts?.join(", ") || "nothing"})`);
+  const report = JSON.parse(readFileSync(OUT_JSON(), "utf8")) as Report;
+  for (const k of spec.keys) (report as unknown as Record<string, unknown>)[k] = other[k];
+  for (const k of Object.keys(report.range)) if (k.startsWith(spec.range)) delete report.range[k];
+  for (const [k, v] of Object.entries(other.range)) if (k.startsWith(spec.range)) report.range[k] = v;
+  report.partLoad = { ...(report.partLoad ?? {}), [part]: other.partLoad![part]! };
+  const l = other.partLoad![part]!;
+  report.reruns = [
+    ...(report.reruns ?? []).filter((x) => x.split(" measured again")[0] !== part),
+    `${part} measured again at ${other.date}, ${other.reps} repetition${other.reps > 1 ? "s" : ""}, code ${other.machine.commit ?? "?"} (load ${l.before.join(", ")} → ${l.after.join(", ")}, ${l.seconds} s) and put into this report`,
+  ];
+  report.parts = [...new Set([...(report.parts ?? []), part])];
+  write(report);
+  log(`merged the ${part} figures of ${file} into ${path.relative(ROOT, OUT_JSON())}`);
+}
+
 const merge = flag("--merge-ui");
+const mergePartName = flag("--merge-part") as Part | undefined;
 const mergeManyFile = flag("--merge-many");
-(merge
-  ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined))
-  : mergeManyFile
-    ? Promise.resolve(mergeMany(mergeManyFile))
-    : measure()
+(mergePartName
+  ? Promise.resolve(mergePart(mergePartName, flag("--from") ?? ""))
+  : merge
+    ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined))
+    : mergeManyFile
+      ? Promise.resolve(mergeMany(mergeManyFile))
+      : measure()
 ).then(
   () => process.exit(0),
   (err) => {
