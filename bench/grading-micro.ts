@@ -26,6 +26,7 @@ const count = () => {
   }
 };
 
+const loadAtStart = Math.round(os.loadavg()[0]! * 100) / 100;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 const sides = [
   { name: "this checkout", root: here },
@@ -82,5 +83,8 @@ const out = mods.map((m, k) => ({
   gitProcessesPerBaseCheck: median(results[k]!.baseGits),
 }));
 console.log(JSON.stringify({ load: os.loadavg().map((x) => Math.round(x * 100) / 100), cores: os.availableParallelism(), repoFiles: 201, out }, null, 2));
-appendFileSync(path.join(here, "bench", "tmp", "grading-micro.jsonl"), JSON.stringify({ at: new Date().toISOString(), out }) + "\n");
+appendFileSync(
+  path.join(here, "bench", "tmp", "grading-micro.jsonl"),
+  `${JSON.stringify({ at: new Date().toISOString(), load: [loadAtStart, Math.round(os.loadavg()[0]! * 100) / 100], cores: os.availableParallelism(), repoFiles: 201, other: path.relative(here, other), out })}\n`,
+);
 rmSync(tmp, { recursive: true, force: true });

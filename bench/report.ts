@@ -132,6 +132,15 @@ export interface Report {
   };
   /** The engine's own cost against the bare SDK on private clones, this build and an earlier one in the same run. */
   engineCost?: EngineCost;
+  /** Grading alone (bench/grading-micro.ts): this build's grading and base-commit checks against an earlier source tree's. */
+  gradingAlone?: {
+    at: string;
+    load: number[];
+    cores: number;
+    repoFiles: number;
+    other: string;
+    out: { side: string; gradings: number; built: number; medianMs: number; minMs: number; maxMs: number; gitProcessesPerGrading: number; baseChecksMedianMs: number; gitProcessesPerBaseCheck: number }[];
+  };
   /** The fault and attack suite, run by the bench (vitest JSON reporter). */
   faults?: FaultSuite;
   /** A batch on a pool of endpoints vs one endpoint with the same total slots; an endpoint's death → out of admission. */
@@ -263,6 +272,7 @@ export function renderMarkdown(r: Report): string {
       : []),
     ...sandboxSection(r),
     ...costSection(r),
+    ...gradingAloneSection(r),
     ...repoSection(r),
     "",
     "## Engine process",
@@ -489,6 +499,19 @@ function costSection(r: Report): string[] {
       (x) =>
         `| ${x.tasks}${x.pacedMs ? `, paced ${x.pacedMs} ms` : ""} | ${fmt(x.engineMs)} | ${c.before ? `${fmt(x.engineBeforeMs)} | ` : ""}${fmt(x.bareCloneMs)} | ${goalText(x.ratio, 1.05)} | ${c.before ? `${goalText(x.ratioBefore, 1.05)} | ` : ""}${x.tailMs.engine}${c.before ? ` / ${x.tailMs.before}` : ""} / ${x.tailMs.bare} | ${x.engineCpuSec.engine}${c.before ? ` / ${x.engineCpuSec.before}` : ""} | ${x.built}${c.before ? ` / ${x.builtBefore}` : ""} / ${x.bareBuilt} of ${x.tasks} |`,
     ),
+  ];
+}
+
+function gradingAloneSection(r: Report): string[] {
+  const g = r.gradingAlone;
+  if (!g) return [];
+  return [
+    "",
+    `Grading alone (\`npx jiti bench/grading-micro.ts ${g.other} N\`, ${g.at}): a worker that wrote one file in a ${g.repoFiles}-file repository, graded with a file check, no sandbox; this build and the source tree ${g.other} taking turns worker by worker; git processes counted by a logging \`git\` first on PATH. Load (1 min) ${g.load.join(" → ")} on ${g.cores} cores${Math.max(...g.load) > g.cores ? " (**above the core count**)" : ""}.`,
+    "",
+    "| build | gradings (built) | grading ms, median [min–max] | git processes per grading | checks on the base commit ms, median | git processes there |",
+    "|---|---|---|---|---|---|",
+    ...g.out.map((x) => `| ${x.side} | ${x.gradings} (${x.built}) | ${x.medianMs} [${x.minMs}–${x.maxMs}] | ${x.gitProcessesPerGrading} | ${x.baseChecksMedianMs} | ${x.gitProcessesPerBaseCheck} |`),
   ];
 }
 

@@ -71,6 +71,7 @@ const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N[,Nâ
   --attempt-tasks N  tasks per side of the attempts part (default 8, --quick 4): each once vs 3 attempts each
   --many-minutes M  stop the many-workers run after M minutes (it says how many finished)
   --merge-ui FILE [--startup-only]  put a Playwright bench result into the report (--startup-only: it measured only the start-up)
+  --merge-grading FILE  the last record of bench/grading-micro.ts (bench/tmp/grading-micro.jsonl) into the report
   --merge-part PART --from FILE  only put FILE's figures of PART (cost, scale) into the report (bench/report.* with --into-report)
   --merge-many FILE  only put FILE's many-workers figures into the report (bench/report.* with --into-report)
   --many-from FILE  take the many-workers figures from an earlier run's report JSON (e.g. --only many --out FILE)
@@ -996,16 +997,27 @@ function mergePart(part: Part, file: string) {
   log(`merged the ${part} figures of ${file} into ${path.relative(ROOT, OUT_JSON())}`);
 }
 
+/** `--merge-grading FILE`: the last line of bench/grading-micro.ts's record (bench/tmp/grading-micro.jsonl) into the report. */
+function mergeGrading(file: string) {
+  const lines = readFileSync(file, "utf8").trim().split("\n");
+  const report = JSON.parse(readFileSync(OUT_JSON(), "utf8")) as Report;
+  report.gradingAlone = JSON.parse(lines.at(-1)!);
+  write(report);
+  log(`merged the grading-alone figures of ${file} into ${path.relative(ROOT, OUT_JSON())}`);
+}
+
 const merge = flag("--merge-ui");
 const mergePartName = flag("--merge-part") as Part | undefined;
 const mergeManyFile = flag("--merge-many");
-(mergePartName
-  ? Promise.resolve(mergePart(mergePartName, flag("--from") ?? ""))
-  : merge
-    ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined))
-    : mergeManyFile
-      ? Promise.resolve(mergeMany(mergeManyFile))
-      : measure()
+(flag("--merge-grading")
+  ? Promise.resolve(mergeGrading(flag("--merge-grading")!))
+  : mergePartName
+    ? Promise.resolve(mergePart(mergePartName, flag("--from") ?? ""))
+    : merge
+      ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined))
+      : mergeManyFile
+        ? Promise.resolve(mergeMany(mergeManyFile))
+        : measure()
 ).then(
   () => process.exit(0),
   (err) => {
