@@ -71,7 +71,9 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
   // The engine checks the model endpoint first (3 s); on a loaded machine the scripted model can miss that: try again.
   for (let attempt = 1; ; attempt++) {
     try {
-      workerIds = (await engine.client.workers.startBatch.mutate({ tasks })).workerIds;
+      // A batch holds at most 64 tasks (the API's limit): more at once are several batches started together.
+      const chunks = Array.from({ length: Math.ceil(tasks.length / 64) }, (_, i) => tasks.slice(i * 64, i * 64 + 64));
+      workerIds = (await Promise.all(chunks.map((chunk) => engine.client.workers.startBatch.mutate({ tasks: chunk })))).flatMap((r) => r.workerIds);
       break;
     } catch (err) {
       if (attempt >= 10 || !/cannot reach the model endpoint/.test((err as Error).message)) throw err;
