@@ -1,7 +1,7 @@
 // Grading alone, this checkout's engine against another source tree's (an earlier commit's, unpacked with
 // `git archive <commit> engine shared test/fixtures | tar -x -C DIR`), taking turns worker by worker: wall time per
 // grading (a worker that wrote one file, graded with a file check, no sandbox) and the git processes it started,
-// counted by a `git` first on PATH that logs each start. Run: npx jiti bench/grading-micro.ts DIR [N]
+// counted by a `git` first on PATH that logs each start. Run: npx jiti bench/grading-micro.ts DIR [N] [LABEL]
 import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -9,6 +9,8 @@ import { execFileSync } from "node:child_process";
 
 const other = path.resolve(process.argv[2] ?? "bench/tmp/before-src");
 const n = Number(process.argv[3] ?? 16);
+/** What the other tree is, for the record (e.g. "afb41fc"). */
+const label = process.argv[4];
 const here = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-grade-micro-"));
 const shim = path.join(tmp, "bin");
@@ -85,6 +87,6 @@ const out = mods.map((m, k) => ({
 console.log(JSON.stringify({ load: os.loadavg().map((x) => Math.round(x * 100) / 100), cores: os.availableParallelism(), repoFiles: 201, out }, null, 2));
 appendFileSync(
   path.join(here, "bench", "tmp", "grading-micro.jsonl"),
-  `${JSON.stringify({ at: new Date().toISOString(), load: [loadAtStart, Math.round(os.loadavg()[0]! * 100) / 100], cores: os.availableParallelism(), repoFiles: 201, other: path.relative(here, other), out })}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), load: [loadAtStart, Math.round(os.loadavg()[0]! * 100) / 100], cores: os.availableParallelism(), repoFiles: 201, other: label ? `${label} (${path.relative(here, other)})` : path.relative(here, other), out })}\n`,
 );
 rmSync(tmp, { recursive: true, force: true });

@@ -507,7 +507,7 @@ function gradingAloneSection(r: Report): string[] {
   if (!g) return [];
   return [
     "",
-    `Grading alone (\`npx jiti bench/grading-micro.ts ${g.other} N\`, ${g.at}): a worker that wrote one file in a ${g.repoFiles}-file repository, graded with a file check, no sandbox; this build and the source tree ${g.other} taking turns worker by worker; git processes counted by a logging \`git\` first on PATH. Load (1 min) ${g.load.join(" → ")} on ${g.cores} cores${Math.max(...g.load) > g.cores ? " (**above the core count**)" : ""}.`,
+    `Grading alone (\`npx jiti bench/grading-micro.ts DIR N LABEL\`, ${g.at}): a worker that wrote one file in a ${g.repoFiles}-file repository, graded with a file check, no sandbox; this build and the source tree of ${g.other}, taking turns worker by worker; git processes counted by a logging \`git\` first on PATH. Load (1 min) ${g.load.join(" → ")} on ${g.cores} cores${Math.max(...g.load) > g.cores ? " (**above the core count**)" : ""}.`,
     "",
     "| build | gradings (built) | grading ms, median [min–max] | git processes per grading | checks on the base commit ms, median | git processes there |",
     "|---|---|---|---|---|---|",

@@ -146,7 +146,7 @@ async function measure() {
                 .split(", ")
                 .every((p) => now.includes(p as Part)),
           ),
-          `${now.join(", ")} measured again at ${new Date().toISOString()}, ${reps} repetition${reps > 1 ? "s" : ""}, code ${gitState()} (load ${loadAtStart.join(", ")} → ${os
+          `${now.join(", ")} measured again at ${new Date().toISOString()}, ${reps} repetition${reps > 1 ? "s" : ""}, code ${codeAtStart} (load ${loadAtStart.join(", ")} → ${os
             .loadavg()
             .map((x) => round(x, 2))
             .join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`,
@@ -166,7 +166,7 @@ async function measure() {
         platform: `${os.platform()} ${os.release()}`,
         opencode: existsSync(opencodePkg) ? (JSON.parse(readFileSync(opencodePkg, "utf8")) as { version: string }).version : "unknown",
         loadBefore: loadAtStart,
-        commit: gitState(),
+        commit: codeAtStart,
         loadAfter: os.loadavg().map((x) => round(x, 2)),
       },
       date: new Date().toISOString(),
@@ -517,6 +517,8 @@ function mergeMany(file: string) {
 }
 
 const loadAtStart = os.loadavg().map((x) => round(x, 2));
+/** The code the run measures: the tree when it started (npm run bench bundles it then), not when it ends. */
+const codeAtStart = gitState();
 /** The cores the bench's processes can run on: a load average above it means work waited for a core. */
 const CORES = os.availableParallelism?.() ?? os.cpus().length;
 const FAULT_FILES_COUNT = 7;
