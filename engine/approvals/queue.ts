@@ -196,21 +196,25 @@ export class Approvals {
     // opencode announcing our very answer on its stream is opencode taking it: the answer is recorded then, without
     // waiting for its HTTP reply (which comes after, from the same busy thread). Any other announcement, or none,
     // waits for the HTTP reply as before.
-    const announced = new Promise<"announced">((resolve) => {
-      if (this.echoed.get(ask.id) === sent) return resolve("announced");
-      this.echoWaiters.set(ask.id, (reply) => reply === sent && resolve("announced"));
-    });
+    const taken = { response: new Response(null, { status: 200 }) };
+    const announced = new Promise<"announced">((resolve) => this.echoWaiters.set(ask.id, (reply) => reply === sent && resolve("announced")));
     try {
-      const first = await Promise.race([
-        // The SDK returns a failed call's error, but throws when an answer came and its body could not be read: both are
-        // an answer opencode may not have taken.
-        call.then(
-          (r) => r,
-          (error: unknown) => ({ error, response: undefined }),
-        ),
-        announced,
-      ]);
-      res = first === "announced" ? { response: new Response(null, { status: 200 }) } : first;
+      // Announced already (while the request was being sent): recorded now, before anything opencode does next.
+      if (this.echoed.get(ask.id) === sent) {
+        call.catch(() => undefined);
+        res = taken;
+      } else {
+        const first = await Promise.race([
+          // The SDK returns a failed call's error, but throws when an answer came and its body could not be read: both are
+          // an answer opencode may not have taken.
+          call.then(
+            (r) => r,
+            (error: unknown) => ({ error, response: undefined }),
+          ),
+          announced,
+        ]);
+        res = first === "announced" ? taken : first;
+      }
     } finally {
       this.echoWaiters.delete(ask.id);
     }
