@@ -11,6 +11,8 @@ const NEEDS_TOOLS = [
   "engine/grading/gaming.test.ts",
   "engine/workers/engine.test.ts",
   "engine/workers/attempts.test.ts",
+  "engine/workers/batches.test.ts",
+  "engine/workers/push.test.ts",
   "engine/harness/opencode-config-seed.test.ts",
   "engine/process/run.test.ts",
 ];

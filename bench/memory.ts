@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { follow } from "../engine/api/follow";
-import { isFinal, type Worker } from "../shared/worker";
+import { isAtRest, type Worker } from "../shared/worker";
 import { cleanup, makeRepo, type TestEngine } from "../test/helpers";
 import { opencodeServeUnder } from "./procs";
 import { log, procStat, round, rssPeak, sleep } from "./stats";
@@ -100,7 +100,7 @@ export async function manyWorkers(engine: TestEngine, count: number, deadlineMs 
   let nextSample = every;
   let stopped: string | undefined;
   let current = new Map<string, Worker>();
-  const finishedIn = (ws: Map<string, Worker>) => [...ws.values()].filter((w) => isFinal(w.state)).length;
+  const finishedIn = (ws: Map<string, Worker>) => [...ws.values()].filter((w) => isAtRest(w.state)).length;
   const watchdog = setInterval(() => {
     const free = memAvailableMb();
     const asked = STOP_FILE && existsSync(STOP_FILE);
@@ -113,7 +113,7 @@ export async function manyWorkers(engine: TestEngine, count: number, deadlineMs 
           : `stopped after ${finishedIn(current)} workers: the run's time limit (${((deadlineMs - t0) / 60_000).toFixed(0)} min) was reached`;
     log(stopped);
     for (const w of current.values())
-      if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
+      if (!isAtRest(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
   }, 2000);
   let r!: Awaited<ReturnType<typeof follow>>;
   try {

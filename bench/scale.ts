@@ -1,7 +1,7 @@
 // Scale: many workers at once on this machine, through the real engine and opencode serve, every ask approved.
 import { readFileSync } from "node:fs";
 import { follow } from "../engine/api/follow";
-import { isActive, isFinal, pendingAsks, type Worker } from "../shared/worker";
+import { isActive, isAtRest, pendingAsks, type Worker } from "../shared/worker";
 import type { ScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, type TestEngine } from "../test/helpers";
 import { benchTarget } from "./batch";
@@ -88,7 +88,7 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
     stopped = `stopped: ${Math.round(free)} MB of memory left (opencode serve at ${rssMbOf(oc)} MB)`;
     log(stopped);
     for (const w of current.values())
-      if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
+      if (!isAtRest(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
   }, 1000);
   let r!: Awaited<ReturnType<typeof follow>>;
   let dropped = 0;

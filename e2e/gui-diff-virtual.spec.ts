@@ -6,7 +6,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Locator, type Page } from "@playwright/test";
 import { bash, startScriptedModel, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { isFinal } from "../shared/worker";
+import { isAtRest } from "../shared/worker";
 import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
 
 const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
@@ -59,7 +59,7 @@ test("a 5,000-line diff opens at once, virtualised: only the rows in view are in
         const w = await engine.client.workers.get.query({ workerId });
         for (const a of w.asks.filter((x) => x.status === "pending"))
           await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-        return isFinal(w.state);
+        return isAtRest(w.state);
       },
       { timeout: 150_000 },
     )

@@ -311,7 +311,7 @@ test("run a model here: Start downloads, loads, warms up, verifies live and chec
     });
     await open(page, e);
     const rec = page.getByRole("region", { name: "Recommended setup" });
-    await expect(rec).toContainText("Qwen3.6-27B");
+    await expect(rec).toContainText("Qwen3.8-27B");
     await expect(page.getByText("not wired")).toHaveCount(0);
     await rec.getByRole("button", { name: /^Start .* here$/ }).click();
     const start = page.getByRole("region", { name: "Model start" });
@@ -326,7 +326,7 @@ test("run a model here: Start downloads, loads, warms up, verifies live and chec
     await expect(start.getByRole("list", { name: "Verify checklist" }).getByRole("listitem", { name: "Tool-call round trip: pass" })).toBeVisible();
     await expect(start.getByRole("group", { name: "Where the weights are" })).toContainText("as planned");
     await expect(start.getByRole("status")).toContainText(/built.*saved and active/);
-    await expect(page.getByRole("region", { name: "Saved targets" })).toContainText("llamacpp-qwen3.6-27b");
+    await expect(page.getByRole("region", { name: "Saved targets" })).toContainText("llamacpp-qwen3.8-27b");
     await shot(page, "start-done", start);
   } finally {
     hub.close();

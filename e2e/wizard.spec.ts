@@ -111,7 +111,7 @@ test("Start … here: a bad llama-server path and an unreachable Hub are said ne
   await openSetup(page, e);
   await page.setViewportSize(SIZES[1]!);
   const rec = page.getByRole("region", { name: "Recommended setup" });
-  await expect(rec).toContainText("Qwen3.6-27B");
+  await expect(rec).toContainText("Qwen3.8-27B");
   const field = page.getByRole("textbox", { name: /llama-server binary/ });
   await field.fill("/nope/llama-server");
   const button = rec.getByRole("button", { name: /^Start .* here$/ });

@@ -2,8 +2,9 @@
 // below it. The import graph comes from esbuild's own resolution (its metafile), so it is exactly what gets bundled;
 // type-only imports are erased there, so a second pass reads every file's import statements itself (type imports and
 // re-exports included): the same layer rule holds for types (an app may take only the router's type from the API),
-// no file imports itself back through any chain (no file cycle of any kind), `commander` stays in the clients, and
-// `OCW_*` variables are read only in engine/config.ts.
+// no file imports itself back through any chain (no file cycle of any kind), `commander` stays in the clients,
+// `OCW_*` variables are read only in engine/config.ts, and a folder with an `index.ts` (its surface) is imported from
+// outside only through that file.
 //
 //   shared ← platform ← core ← api ← clients (cli, mcp)
 //                                  ↖ apps (electron: shared, platform, api; renderer: shared + the pure API client)
@@ -43,6 +44,8 @@ const LAYERS = [
   ["electron/", "electron", 5],
   ["renderer/", "renderer", 5],
 ];
+/** The live engine's core: a client (CLI command, MCP bridge) reaches it only through the engine's API. */
+const ENGINE_ONLY = ["engine/workers/", "engine/harness/", "engine/approvals/", "engine/budgets/", "engine/recovery/"];
 /** What each app may import besides shared/ (apps sit beside the clients, not above them). */
 const APP_ALLOW = {
   electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/store/paths.ts"],
@@ -161,6 +164,11 @@ function statementProblems(entries) {
         if (to === "commander" && from[2] < 4) problems.push(`${file} imports commander: only the clients parse arguments`);
         continue;
       }
+      if (from[1] === "clients" && ENGINE_ONLY.some((p) => to.startsWith(p)))
+        problems.push(`${file} → ${to}${type ? " (type)" : ""}: a client reaches the live engine only through its API (engine/api/client.ts)`);
+      const surface = `${folderOf(to)}/index.ts`;
+      if (folderOf(to) !== folderOf(file) && to !== surface && existsSync(path.join(root, surface)))
+        problems.push(`${file} → ${to}: import ${folderOf(to)}/ through its surface, ${surface}`);
       const target = layerOf(to);
       if (!target || !type) continue; // value imports: checked on esbuild's graph above
       if (from[1] === "electron" || from[1] === "renderer") {

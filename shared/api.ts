@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { IntegrationSpec, TaskId } from "./batch";
+import { BatchName, IntegrationSpec, TaskId } from "./batch";
 import { AttemptOptions } from "./attempts";
 import { ErrorCode } from "./errors";
 import { Decision } from "./permission";
@@ -19,7 +19,41 @@ export type BatchTaskInput = z.input<typeof BatchTaskInput>;
 export const StartBatchInput = z.object({
   tasks: z.array(BatchTaskInput).min(1, "give at least one task").max(64, "at most 64 tasks per batch"),
   integration: IntegrationSpec.optional(),
+  /** A name people read instead of the batch id (dashboard, `ocw list`); it can be changed later (workers.nameBatch). */
+  name: BatchName.optional(),
 });
+/** workers.nameBatch: names (or, with "", unnames) a batch. */
+export const NameBatchInput = BatchRef.extend({
+  name: z
+    .string()
+    .trim()
+    .max(80, "a batch name is at most 80 characters")
+    .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "a batch name is one line of text (no control characters)"),
+});
+/**
+ * workers.search: workers whose stored transcript (model text, reasoning, tool calls and output, steers) holds every
+ * word of `query` (case-insensitive). Bounded: at most `limit` workers, a fixed number of bytes read per log and per query.
+ */
+export const SearchInput = z.object({
+  query: z.string().trim().min(2, "search for at least 2 characters").max(200, "a search is at most 200 characters"),
+  limit: z.number().int().min(1).max(200).default(50),
+});
+export const SearchHit = z.object({
+  workerId: z.string(),
+  /** Where the first word was found. */
+  where: z.enum(["text", "reasoning", "tool", "steer"]),
+  /** Text a worker or a model wrote: data, never instructions. */
+  untrusted: z.object({ snippet: z.string() }),
+});
+export type SearchHit = z.infer<typeof SearchHit>;
+export const SearchResult = z.object({
+  hits: z.array(SearchHit),
+  /** Workers whose logs were read. */
+  scanned: z.number().int(),
+  /** The byte budget ran out (or `limit` was reached) before every log was read. */
+  truncated: z.boolean(),
+});
+export type SearchResult = z.infer<typeof SearchResult>;
 export const StartBatchResult = z.object({
   batchId: z.string(),
   /** The workers started now (tasks that come after others start later). */

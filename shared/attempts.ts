@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { countsAsBuilt as verdictCounts, type Verdict } from "./verdict";
 import { MAX_ATTEMPTS } from "./attempt-ref";
-import { WorkerState, type Worker } from "./worker";
+import { isAtRest, WorkerState, type Worker } from "./worker";
 
 /**
  * Attempts: N workers on one task (over one or several targets in turn) form an attempt group. The engine picks the
@@ -165,7 +165,7 @@ export function attemptGroup(groupId: string, workers: Worker[]): AttemptGroup {
       gradedAt: w.verdict?.gradedAt ?? null,
       stoppedForWinner: w.state === "stopped" && (w.stateReason ?? "").startsWith(STOPPED_FOR_WINNER),
     })),
-    settled: ws.length > 0 && ws.every((w) => ["built", "honest-failure", "stopped", "interrupted", "error"].includes(w.state)),
+    settled: ws.length > 0 && ws.every((w) => isAtRest(w.state)),
     winner: winner?.id ?? null,
   };
 }

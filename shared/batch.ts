@@ -10,6 +10,14 @@ export const TaskId = z
   .max(64, "a task id is over 64 characters")
   .regex(/^[A-Za-z0-9._-]+$/, "a task id may hold letters, digits, '.', '_' and '-' only");
 
+/** A batch's name, read by people instead of its id: one line, 1–80 characters. */
+export const BatchName = z
+  .string()
+  .trim()
+  .min(1, "the batch name is empty")
+  .max(80, "a batch name is at most 80 characters")
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "a batch name is one line of text (no control characters)");
+
 /** One task of a batch file / delegate_batch call. `dir` and `directory` are accepted alike. */
 export const BatchTask = z
   .object({
@@ -40,7 +48,7 @@ export type IntegrationSpec = z.infer<typeof IntegrationSpec>;
 /** A batch file: the array of tasks, or `{tasks, integration?}`. */
 export const BatchFile = z.union([
   z.array(BatchTask).min(1, "the batch is empty"),
-  z.object({ tasks: z.array(BatchTask).min(1, "the batch is empty"), integration: IntegrationSpec.optional() }).strict(),
+  z.object({ name: BatchName.optional(), tasks: z.array(BatchTask).min(1, "the batch is empty"), integration: IntegrationSpec.optional() }).strict(),
 ]);
 export type BatchFile = z.infer<typeof BatchFile>;
 
@@ -79,6 +87,8 @@ export type BatchTaskStatus = z.infer<typeof BatchTaskStatus>;
 
 export const BatchSummary = z.object({
   id: z.string(),
+  /** Its name (people read it instead of the id), or null. */
+  name: z.string().nullable().default(null),
   workerIds: z.array(z.string()),
   states: z.record(z.string(), WorkerState),
   settled: z.boolean(),

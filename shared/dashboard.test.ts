@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dashboardGroups, matches, NO_FILTER, urgency, urgencyCounts } from "./dashboard";
+import { batchLabel, dashboardGroups, matches, NO_FILTER, urgency, urgencyCounts } from "./dashboard";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent, type WorkerState } from "./worker";
 
 let seq = 0;
@@ -82,5 +82,23 @@ describe("dashboard order: needs you, running, queued, settled", () => {
     const archived = new Set(["B-arch"]);
     expect(dashboardGroups(ws, NO_FILTER, archived).map((g) => g.batchId)).toEqual(["B-live", ""]);
     expect(dashboardGroups(ws, NO_FILTER, archived, true).map((g) => g.batchId)).toEqual(["B-arch"]);
+  });
+});
+
+describe("search over transcript text and batch names", () => {
+  it("a worker the engine found the words in matches though its task and id do not", () => {
+    const ws = [worker("w-a", "running", { task: "fix the parser" }), worker("w-b", "running", { task: "add a flag" })];
+    const f = { ...NO_FILTER, search: "segfault" };
+    expect(dashboardGroups(ws, f).length).toBe(0);
+    const g = dashboardGroups(ws, f, new Set(), false, { hits: new Set(["w-b"]) });
+    expect(g.flatMap((x) => x.workers.map((w) => w.id))).toEqual(["w-b"]);
+  });
+  it("a batch's name is searched, and read instead of its id", () => {
+    const ws = [worker("w-c", "running", { batch: "b-123", task: "x" }), worker("w-d", "running", { batch: "b-456", task: "y" })];
+    const names = { "b-123": "Nightly refactor" };
+    const g = dashboardGroups(ws, { ...NO_FILTER, search: "nightly" }, new Set(), false, { names });
+    expect(g.map((x) => x.batchId)).toEqual(["b-123"]);
+    expect(batchLabel("b-123", names)).toBe("Nightly refactor");
+    expect(batchLabel("b-456", names)).toBe("b-456");
   });
 });

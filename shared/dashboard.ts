@@ -1,16 +1,15 @@
 // What the dashboard shows first, and what its filters keep: pure functions over the workers (unit-tested in
 // dashboard.test.ts), so the order a person sees is decided in one place. Needs-you first: a worker waiting for a
 // person, then running ones, then queued, then settled; a batch ranks by its most urgent worker.
-import { isFinal, type Worker } from "./worker";
+import { isAtRest, type Worker } from "./worker";
 
 /** 0 asks a person, 1 running (starting … grading), 2 queued, 3 settled. */
 export type Urgency = 0 | 1 | 2 | 3;
-export const URGENCY_LABEL = ["needs you", "running", "queued", "settled"] as const;
 
 export function urgency(w: Worker): Urgency {
   if (w.state === "waiting-approval" || w.asks.some((a) => a.status === "pending")) return 0;
   if (w.state === "queued") return 2;
-  if (isFinal(w.state)) return 3;
+  if (isAtRest(w.state)) return 3;
   return 1;
 }
 
@@ -25,22 +24,33 @@ export interface DashboardFilter {
   target: string;
   /** A batch id, "single" for tasks outside a batch; "" = any. */
   batch: string;
-  /** Words that must all appear in the task text or the worker id (case-insensitive). */
+  /**
+   * Words that must all appear in the task text, the worker id or its batch's name (case-insensitive); a worker whose
+   * transcript the engine found them in (workers.search: `Context.hits`) matches too.
+   */
   search: string;
+}
+
+/** What the filter needs beyond a worker: the engine's transcript search hits for `search`, batch names. */
+export interface FilterContext {
+  /** Workers whose transcript holds the search words (null: not searched, or not answered yet). */
+  hits?: ReadonlySet<string> | null;
+  /** Batch names by batch id. */
+  names?: Readonly<Record<string, string>>;
 }
 export const NO_FILTER: DashboardFilter = { state: "all", repo: "", target: "", batch: "", search: "" };
 
 const STATE_URGENCY: Record<Exclude<StateFilter, "all">, Urgency> = { "needs-you": 0, running: 1, queued: 2, settled: 3 };
 
-export function matches(w: Worker, f: DashboardFilter): boolean {
+export function matches(w: Worker, f: DashboardFilter, ctx: FilterContext = {}): boolean {
   if (f.state !== "all" && urgency(w) !== STATE_URGENCY[f.state]) return false;
   if (f.repo && w.spec.directory !== f.repo) return false;
   if (f.target && (w.targetId ?? "") !== f.target) return false;
   if (f.batch && (f.batch === "single" ? w.batchId !== null : w.batchId !== f.batch)) return false;
   const words = f.search.toLowerCase().split(/\s+/).filter(Boolean);
   if (words.length) {
-    const hay = `${w.id}\n${w.spec.task}`.toLowerCase();
-    if (!words.every((x) => hay.includes(x))) return false;
+    const hay = `${w.id}\n${w.spec.task}\n${w.spec.title ?? ""}\n${(w.batchId && ctx.names?.[w.batchId]) || ""}`.toLowerCase();
+    if (!words.every((x) => hay.includes(x)) && !ctx.hits?.has(w.id)) return false;
   }
   return true;
 }
@@ -65,13 +75,14 @@ export function dashboardGroups(
   filter: DashboardFilter = NO_FILTER,
   archived: ReadonlySet<string> = new Set(),
   showArchived = false,
+  ctx: FilterContext = {},
 ): DashboardGroup[] {
   const m = new Map<string, Worker[]>();
   for (const w of workers) {
     const k = w.batchId ?? "";
     if (k && archived.has(k) !== showArchived) continue;
     if (!k && showArchived) continue;
-    if (!matches(w, filter)) continue;
+    if (!matches(w, filter, ctx)) continue;
     if (!m.has(k)) m.set(k, []);
     m.get(k)!.push(w);
   }
@@ -88,4 +99,9 @@ export function urgencyCounts(workers: Worker[]): Record<StateFilter, number> {
   const c: Record<StateFilter, number> = { all: workers.length, "needs-you": 0, running: 0, queued: 0, settled: 0 };
   for (const w of workers) c[(["needs-you", "running", "queued", "settled"] as const)[urgency(w)]]++;
   return c;
+}
+
+/** A batch as people read it: its name when it has one, else its id. */
+export function batchLabel(batchId: string, names: Readonly<Record<string, string>> = {}): string {
+  return names[batchId] || batchId;
 }

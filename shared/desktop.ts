@@ -3,7 +3,7 @@
 // a verdict and a stalled worker, and deep links to an ask or a worker (`ocw://ask/ID`, or `--ask ID` on the command line).
 import { showUntrusted } from "./untrusted";
 import type { EngineEvent } from "./events";
-import { FINAL_STATES, type WorkerState } from "./worker";
+import { AT_REST_STATES, type WorkerState } from "./worker";
 
 export const APP_NAME = "opencode-worker";
 /** The URL scheme the desktop app registers for deep links. */
@@ -55,7 +55,7 @@ export class PendingAsks {
       return true;
     }
     if (e.type === "ask.resolved") return this.asks.delete(e.askId);
-    if (e.type === "worker.state" && FINAL_STATES.includes(e.state as WorkerState)) {
+    if (e.type === "worker.state" && AT_REST_STATES.includes(e.state as WorkerState)) {
       let changed = false;
       for (const [id, w] of this.asks) if (w === e.workerId) changed = this.asks.delete(id) || changed;
       return changed;

@@ -16,8 +16,9 @@ export const TransientEvent = z.discriminatedUnion("type", [
     ts: z.number(),
   }),
   z.object({ type: z.literal("retry"), workerId: z.string(), attempt: z.number(), message: z.string(), ts: z.number() }),
+  /** A target's opencode server (`opencode serve`, the workers' harness; not the model server) starting, ready or down. */
   z.object({
-    type: z.literal("serving"),
+    type: z.literal("opencode"),
     targetId: z.string(),
     status: z.enum(["starting", "ready", "down", "stopped"]),
     message: z.string().optional(),

@@ -60,8 +60,18 @@ export const FitPick = z.object({
       decodeTokPerSecTotal: z.number(),
       basis: z.string(),
       warning: z.string().nullable(),
+      /** One slot busy alone. */
+      decodeTokPerSecSingle: z.number().optional(),
+      /** Prompt processing, compute-bound (FLOPs per token ÷ the devices' TFLOPS). */
+      prefillTokPerSec: z.number().optional(),
+      /** Seconds to read OpenCode's first request (≈ 6k tokens) at that rate. */
+      firstRequestSec: z.number().optional(),
+      /** Below 8 tokens/s per slot with every slot busy: refused unless slow plans are allowed (`--allow-slow`). */
+      tooSlow: z.boolean().optional(),
     })
     .optional(),
+  /** Why this runtime (vLLM / SGLang proposed on ≥ 80 GB datacenter GPUs, llama.cpp elsewhere). */
+  runtimeReason: z.string().optional(),
   /**
    * A pool of replicas (issue 16): one llama-server per GPU or GPU group, each with its share of the slots; setup
    * starts every one and saves one target whose `serving.endpoints` lists them. `command` is then their commands,
@@ -105,6 +115,8 @@ export const FitResult = z.object({
   alternatives: z.array(FitPick),
   /** Null with a pick; otherwise what to change (fewer slots, a smaller model, an API provider). */
   problem: z.string().nullable(),
+  /** Plans that fit but were refused as too slow for an agent (below 8 tokens/s per slot); `allowSlow` plans them. */
+  refused: z.array(FitPick).optional(),
 });
 export type FitResult = z.infer<typeof FitResult>;
 
@@ -112,6 +124,8 @@ export const FitInput = z.object({
   model: z.string().min(1).optional(),
   slots: z.number().int().min(1, "slots must be ≥ 1").max(256, "at most 256 slots").optional(),
   minCtx: z.number().int().min(1024, "the minimum context per slot must be ≥ 1024 tokens").max(1_048_576).optional(),
+  /** Plan models too slow for an agent (below 8 tokens/s per slot) instead of refusing them. */
+  allowSlow: z.boolean().optional(),
 });
 export type FitInput = z.infer<typeof FitInput>;
 
@@ -126,7 +140,8 @@ export const CatalogView = z.object({
   contextLength: z.number(),
   totalParamsB: z.number(),
   activeParamsB: z.number(),
-  quants: z.array(z.object({ quant: z.string(), bytes: z.number(), sizeNote: z.string().nullable() })),
+  /** derived: the size was computed (parameters × bits), not read from the Hub's listing. */
+  quants: z.array(z.object({ quant: z.string(), bytes: z.number(), sizeNote: z.string().nullable(), derived: z.boolean().optional() })),
   toolCalling: z.object({ status: z.enum(["verified", "unverified"]), template: z.string(), note: z.string() }),
   unverified: z.array(z.string()),
   /** The engine's fit on this machine: null when nothing fits. */

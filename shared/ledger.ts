@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { countsAsBuilt, isNoop, isWeakEvidence, tokensOf } from "./attempts";
-import { isFinal, type Worker } from "./worker";
+import { isAtRest, type Worker } from "./worker";
 
 /**
  * The ledger per target, from the engine's real runs (not the ladder: `packs/<target>/grade.json` is earned only by
@@ -60,7 +60,7 @@ const ratio = (a: number, b: number) => (b > 0 ? a / b : null);
 export function ledger(workers: Worker[]): Ledger {
   const byTarget = new Map<string, Worker[]>();
   for (const w of workers) {
-    if (!isFinal(w.state)) continue;
+    if (!isAtRest(w.state)) continue;
     const t = w.targetId ?? "(none)";
     byTarget.set(t, [...(byTarget.get(t) ?? []), w]);
   }

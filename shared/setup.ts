@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Price } from "./cost";
 import { FitPick } from "./fit";
 import { EnvVarName, Target, TargetCheck } from "./target";
 
@@ -48,6 +49,8 @@ export const SetupProviderInput = z.object({
   id: Common.id,
   acceptUnderpowered: Common.acceptUnderpowered,
   unverified: Common.unverified,
+  /** Dollars per million tokens (the provider's listed price for the model): kept on the target for costs. */
+  price: Price.optional(),
 });
 export type SetupProviderInput = z.input<typeof SetupProviderInput>;
 
@@ -92,6 +95,8 @@ export const SetupStartInput = z.object({
    * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.
    */
   cacheType: z.enum(["f16", "q8_0", "q4_0"]).optional(),
+  /** Plan a model too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing it. */
+  allowSlow: z.boolean().optional(),
 });
 export type SetupStartInput = z.input<typeof SetupStartInput>;
 

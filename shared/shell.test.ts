@@ -130,3 +130,13 @@ describe('"always" means what it says', () => {
     expect(!!grantsFor(edit("src/a.ts"), [grant("src/a.ts", "bash")])).toBe(false);
   });
 });
+
+describe("redirections taken apart (policy patterns spell them out)", () => {
+  it("operators with their file descriptor, quotes and escapes respected", async () => {
+    const { redirectionParts } = await import("./shell");
+    expect(redirectionParts("npm test > out.txt")).toEqual({ texts: ["npm test ", " out.txt"], ops: [">"] });
+    expect(redirectionParts("npm test 2>&1 >>log &>x <in")).toEqual({ texts: ["npm test ", "1 ", "log ", "x ", "in"], ops: ["2>&", ">>", "&>", "<"] });
+    expect(redirectionParts("echo '>' \">\" \\> x")).toEqual({ texts: ["echo '>' \">\" \\> x"], ops: [] });
+    expect(redirectionParts("echo a2>b")).toEqual({ texts: ["echo a2", "b"], ops: [">"] });
+  });
+});

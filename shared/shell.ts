@@ -139,3 +139,46 @@ export function splitCommand(command: string): Split {
   if (!commands.length) return { ok: false, why: "it is empty" };
   return { ok: true, commands };
 }
+
+/**
+ * A simple command (or a policy pattern written like one) taken apart at its redirections: the text between them and
+ * each operator with its file descriptor (`>`, `>>`, `2>`, `&>`, `>&`, `<`, `>|`…), quotes and escapes respected. A
+ * pattern approves a command with a redirection only when it spells the same operators in the same places, so a glob
+ * (`npm test*`) never stretches over `> ~/.bashrc`.
+ */
+export function redirectionParts(simple: string): { texts: string[]; ops: string[] } {
+  const s = String(simple ?? "");
+  const texts: string[] = [];
+  const ops: string[] = [];
+  let cur = "";
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (c === "'") {
+      const end = s.indexOf("'", i + 1);
+      const to = end < 0 ? s.length - 1 : end;
+      cur += s.slice(i, to + 1);
+      i = to;
+    } else if (c === '"') {
+      let j = i + 1;
+      for (; j < s.length && s[j] !== '"'; j++) if (s[j] === "\\") j++;
+      cur += s.slice(i, j + 1);
+      i = j;
+    } else if (c === "\\") {
+      cur += s.slice(i, i + 2);
+      i++;
+    } else if (c === "<" || c === ">") {
+      // A file descriptor number or `&` written right before it, at the start of a word, is part of the operator.
+      const fd = /(?:^|\s)(\d+|&)$/.exec(cur)?.[1] ?? "";
+      cur = cur.slice(0, cur.length - fd.length);
+      let j = i;
+      while (j < s.length && "<>&|".includes(s[j]!)) j++;
+      if (s[j] === "-" && s[j - 1] === "&") j++;
+      ops.push(fd + s.slice(i, j));
+      texts.push(cur);
+      cur = "";
+      i = j - 1;
+    } else cur += c;
+  }
+  texts.push(cur);
+  return { texts, ops };
+}

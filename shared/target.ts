@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Price } from "./cost";
 
 /** Name of an environment variable that holds a key. The key itself is never stored. */
 export const EnvVarName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
@@ -59,6 +60,8 @@ export const Target = z.object({
   outcome: z.enum(["built", "underpowered", "cannot-build"]).optional(),
   verifiedAt: z.string().nullable().optional(),
   checks: z.array(TargetCheck).default([]),
+  /** API targets: dollars per million tokens (from the provider's model list or set by the person); costs use it. */
+  price: Price.nullable().optional(),
 });
 export type Target = z.infer<typeof Target>;
 

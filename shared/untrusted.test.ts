@@ -48,3 +48,49 @@ describe("showing untrusted text", () => {
     expect(showUntrusted("a" + emoji, { max: 6 })).not.toMatch(/\p{Cs}/u);
   });
 });
+
+describe("what else hides text (issue 25, third pass)", () => {
+  const hx = (cp: number) => `⟪U+${cp.toString(16).toUpperCase().padStart(4, "0")}⟫`;
+  it("every Default_Ignorable code point, U+2800, private use and noncharacters are marked", () => {
+    for (const cp of [
+      0x180b, 0x180c, 0x180d, 0x180e, 0x180f, 0x115f, 0x1160, 0x3164, 0xffa0, 0xfe00, 0xfe0f, 0xe0001, 0xe0020, 0xe007f, 0xe0100, 0x1bca0, 0xfff0, 0x2800,
+      0xe000, 0xf8ff, 0xf0000, 0x10fffd, 0xfdd0, 0xfffe, 0x1ffff, 0x2064, 0x206a,
+    ])
+      expect(showUntrusted(`a${String.fromCodePoint(cp)}b`), hx(cp)).toBe(`a${hx(cp)}b`);
+  });
+
+  it("the ranges cover every Default_Ignorable and private-use code point of this runtime's Unicode", async () => {
+    const { isHiddenCodePoint } = await import("./untrusted");
+    const missed: string[] = [];
+    for (let cp = 0; cp <= 0x10ffff; cp++) {
+      if (cp >= 0xd800 && cp <= 0xdfff) continue;
+      const ch = String.fromCodePoint(cp);
+      if (/^[\p{Default_Ignorable_Code_Point}\p{Co}\p{Cc}\p{Zs}\p{Zl}\p{Zp}]$/u.test(ch) && cp !== 0x20 && !isHiddenCodePoint(cp)) missed.push(cp.toString(16));
+    }
+    expect(missed).toEqual([]);
+  });
+
+  it("a presentation selector after a pictograph is drawn, not marked; after a letter it is marked", () => {
+    expect(showUntrusted("ok ❤️ ✔️ ☺︎")).toBe("ok ❤️ ✔️ ☺︎");
+    expect(showUntrusted("npm\ufe0f test")).toBe("npm⟪U+FE0F⟫ test");
+  });
+
+  it("a stack of combining marks keeps the first few and counts the rest", () => {
+    const zalgo = `n${"\u0301".repeat(40)}pm test`;
+    expect(showUntrusted(zalgo)).toBe(`n${"\u0301".repeat(4)}⟪+36 combining marks⟫pm test`);
+    expect(untrustedView(zalgo).marked).toBe(36);
+    // Ordinary accents (one or two marks, decomposed Vietnamese, Devanagari) are untouched.
+    expect(showUntrusted("e\u0301 a\u0323\u0302 क्षि")).toBe("e\u0301 a\u0323\u0302 क्षि");
+  });
+
+  it("a long run of spaces shows its length: nothing is pushed out of sight past the edge", () => {
+    expect(showUntrusted(`npm test${" ".repeat(200)}; rm -rf src`)).toBe("npm test ⟪200 spaces⟫ ; rm -rf src");
+    expect(showUntrusted("a" + " ".repeat(16) + "b")).toBe("a" + " ".repeat(16) + "b");
+    // A block (a diff, check output) keeps indentation; only a much longer run is counted.
+    const code = `${" ".repeat(24)}return x;${" ".repeat(30)}// c`;
+    expect(showUntrusted(code, { block: true })).toBe(code);
+    expect(showUntrusted(`x${" ".repeat(300)}y`, { block: true })).toBe("x ⟪300 spaces⟫ y");
+    expect(showUntrusted(`x${"\t".repeat(100)}y`, { block: true })).toBe("x ⟪100 tabs⟫ y");
+    expect(showUntrusted("\t\tx", { keepTabs: true })).toBe("\t\tx");
+  });
+});

@@ -8,7 +8,11 @@
 //   ever reaches a terminal), bidi controls (U+202A–202E, U+2066–2069, U+200E/F, U+061C), zero-width and other
 //   invisible characters (U+200B–200D, U+2060–2064, U+FEFF, U+00AD, U+034F, U+180E, Hangul fillers, variation
 //   selectors, Unicode tags), spaces other than U+0020 (no-break, en, em, ideographic… — a shell does not split words
-//   on them), line/paragraph separators and lone surrogates as ⟪U+XXXX⟫;
+//   on them), line/paragraph separators and lone surrogates as ⟪U+XXXX⟫ — every Default_Ignorable code point (Mongolian
+//   variation selectors U+180B–180F included), U+2800 (braille blank), private-use characters and noncharacters too;
+// - a stack of more than MAX_MARKS combining marks on one character (drawn over the lines around it) keeps the first ones
+//   and shows the rest as a count; a run of spaces longer than MAX_SPACES (BLOCK_MAX_SPACES in a block) shows as its
+//   count, so nothing is pushed out of sight past the edge of the view;
 // - text over `max` characters is shown as its head and its tail with the number of characters cut between them.
 
 /** The longest command (or other untrusted line) every client shows whole; longer ones are cut, and never granted "always". */
@@ -36,37 +40,56 @@ export interface UntrustedView {
 
 const hex = (cp: number) => `⟪U+${cp.toString(16).toUpperCase().padStart(4, "0")}⟫`;
 
-/** Whether a code point is invisible, reorders text or controls a terminal (a line break and a tab are handled apart). */
+const COMBINING = /^\p{M}$/u;
+const PICTOGRAPH = /^[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Regional_Indicator}]$/u;
+
+/** Combining marks shown on one base character; past them a stack (text drawn over its neighbours) is collapsed and counted. */
+export const MAX_MARKS = 4;
+/** Spaces shown in a row in a command (a line of a block: BLOCK_MAX_SPACES); a longer run shows as its count, so nothing hides past the edge. */
+export const MAX_SPACES = 16;
+export const BLOCK_MAX_SPACES = 64;
+/** Tabs shown in a row where tabs are kept (a diff, check output). */
+export const MAX_TABS = 16;
+
+/**
+ * Whether a code point is invisible, reorders text or controls a terminal (a line break and a tab are handled apart):
+ * C0/C1 controls, every Default_Ignorable code point (zero-width characters, bidi controls, Mongolian and other
+ * variation selectors, Hangul fillers, Unicode tags…), spaces other than U+0020, U+2800 (braille blank), private-use
+ * characters, noncharacters and lone surrogates. Ranges written out (a regular expression per character was the cost
+ * of showing a long text); untrusted.test.ts checks them against \p{Default_Ignorable_Code_Point} and \p{Co}.
+ */
 export function isHiddenCodePoint(cp: number): boolean {
+  if (cp < 0x7f) return cp < 0x20;
+  if (cp <= 0x9f) return true;
+  if (cp < 0xad) return cp === 0xa0;
   return (
-    cp < 0x20 ||
-    (cp >= 0x7f && cp <= 0x9f) ||
-    cp === 0x00a0 ||
     cp === 0x00ad ||
-    cp === 0x1680 ||
-    (cp >= 0x2000 && cp <= 0x200a) ||
-    cp === 0x202f ||
-    cp === 0x205f ||
-    cp === 0x3000 ||
     cp === 0x034f ||
     cp === 0x061c ||
     cp === 0x115f ||
     cp === 0x1160 ||
+    cp === 0x1680 ||
     cp === 0x17b4 ||
     cp === 0x17b5 ||
-    cp === 0x180e ||
-    (cp >= 0x200b && cp <= 0x200f) ||
-    (cp >= 0x2028 && cp <= 0x202e) ||
-    (cp >= 0x2060 && cp <= 0x206f) ||
+    (cp >= 0x180b && cp <= 0x180f) ||
+    (cp >= 0x2000 && cp <= 0x200f) ||
+    (cp >= 0x2028 && cp <= 0x202f) ||
+    (cp >= 0x205f && cp <= 0x206f) ||
+    cp === 0x2800 ||
+    cp === 0x3000 ||
     cp === 0x3164 ||
     (cp >= 0xd800 && cp <= 0xdfff) ||
+    (cp >= 0xe000 && cp <= 0xf8ff) ||
+    (cp >= 0xfdd0 && cp <= 0xfdef) ||
     (cp >= 0xfe00 && cp <= 0xfe0f) ||
     cp === 0xfeff ||
     cp === 0xffa0 ||
-    (cp >= 0xfff9 && cp <= 0xfffb) ||
+    (cp >= 0xfff0 && cp <= 0xfffb) ||
+    (cp & 0xfffe) === 0xfffe ||
+    (cp >= 0x1bca0 && cp <= 0x1bca3) ||
     (cp >= 0x1d173 && cp <= 0x1d17a) ||
-    (cp >= 0xe0000 && cp <= 0xe007f) ||
-    (cp >= 0xe0100 && cp <= 0xe01ef)
+    (cp >= 0xe0000 && cp <= 0xe0fff) ||
+    cp >= 0xf0000
   );
 }
 
@@ -79,19 +102,74 @@ export function hasHidden(text: string): boolean {
 function mark(text: string, lines: boolean, keepTabs = false, block = false): { text: string; marked: number } {
   let out = "";
   let marked = 0;
-  // Iterating a string by code points keeps pairs together and yields a lone surrogate on its own.
-  for (const ch of text) {
-    const cp = ch.codePointAt(0)!;
-    if (!isHiddenCodePoint(cp) || ((keepTabs || block) && cp === 0x09) || (block && cp === 0x0a)) {
-      out += ch;
+  const maxSpaces = block || keepTabs ? BLOCK_MAX_SPACES : MAX_SPACES;
+  let prev = 0;
+  let marks = 0;
+  let stacked = 0;
+  const flushStack = () => {
+    if (stacked) out += `⟪+${stacked} combining marks⟫`;
+    marked += stacked;
+    stacked = 0;
+  };
+  const tabsKept = keepTabs || block;
+  let i = 0;
+  while (i < text.length) {
+    const unit = text.charCodeAt(i);
+    // Printable ASCII (no space): copied as a run.
+    if (unit > 0x20 && unit < 0x7f) {
+      let j = i + 1;
+      for (let d = text.charCodeAt(j); j < text.length && d > 0x20 && d < 0x7f; d = text.charCodeAt(++j));
+      flushStack();
+      marks = 0;
+      out += text.slice(i, j);
+      prev = text.charCodeAt(j - 1);
+      i = j;
       continue;
     }
+    // A run of spaces (or of kept tabs, in a block) longer than the view should show: its length instead.
+    if (unit === 0x20 || (unit === 0x09 && tabsKept)) {
+      let j = i + 1;
+      while (j < text.length && text.charCodeAt(j) === unit) j++;
+      flushStack();
+      marks = 0;
+      if (j - i > (unit === 0x20 ? maxSpaces : MAX_TABS)) {
+        out += ` ⟪${j - i} ${unit === 0x20 ? "spaces" : "tabs"}⟫ `;
+        marked += j - i;
+      } else out += text.slice(i, j);
+      prev = unit;
+      i = j;
+      continue;
+    }
+    // One code point (a lone surrogate on its own).
+    const cp = text.codePointAt(i)!;
+    const ch = String.fromCodePoint(cp);
+    i += cp > 0xffff ? 2 : 1;
+    // A text or emoji presentation selector right after a pictograph (❤️) only picks how it is drawn.
+    const presentation = (cp === 0xfe0e || cp === 0xfe0f) && PICTOGRAPH.test(String.fromCodePoint(prev));
+    if (presentation || !isHiddenCodePoint(cp) || (tabsKept && cp === 0x09) || (block && cp === 0x0a)) {
+      if (!presentation && cp >= 0x300 && COMBINING.test(ch)) {
+        if (++marks > MAX_MARKS) {
+          stacked++;
+          continue;
+        }
+      } else if (!presentation) {
+        flushStack();
+        marks = 0;
+      }
+      out += ch;
+      prev = cp;
+      continue;
+    }
+    flushStack();
+    marks = 0;
+    prev = cp;
     marked++;
     if (cp === 0x0a) out += lines ? "⏎\n" : "⏎";
     else if (cp === 0x0d) out += "␍";
     else if (cp === 0x09) out += "␉";
     else out += hex(cp);
   }
+  flushStack();
   return { text: out, marked };
 }
 

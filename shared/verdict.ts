@@ -10,6 +10,8 @@ export const ScopeResult = z.object({
   changedFiles: z.array(z.string()),
   /** Changed files that decide what a check runs (test runner configuration, scripts, tool shadowing): each also a violation. */
   checkConfig: z.array(z.string()).optional(),
+  /** The worker's files were over the snapshot caps (new files, bytes, one file's size): nothing was graded. Also a violation. */
+  snapshotCap: z.string().optional(),
 });
 export type ScopeResult = z.infer<typeof ScopeResult>;
 

@@ -47,12 +47,3 @@ export const WORKER_TRANSITIONS: Table = {
 export function nextState(from: WorkerState, t: WorkerTransition): WorkerState | null {
   return WORKER_TRANSITIONS[from][t] ?? null;
 }
-
-export class IllegalTransition extends Error {
-  constructor(
-    readonly from: WorkerState,
-    readonly transition: WorkerTransition,
-  ) {
-    super(`illegal worker transition: ${transition} from ${from}`);
-  }
-}

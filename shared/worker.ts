@@ -19,10 +19,15 @@ export const WorkerState = z.enum([
 ]);
 export type WorkerState = z.infer<typeof WorkerState>;
 
-/** States a worker never leaves by itself (it may be resumed from stopped/interrupted). */
-export const FINAL_STATES: readonly WorkerState[] = ["built", "honest-failure", "stopped", "interrupted", "error"];
+/**
+ * The states a worker rests in, never leaving them by itself: nothing runs for it until someone acts (graded, stopped, interrupted or failed). Not
+ * final: stopped and interrupted resume, built and honest-failure continue with a new round, an error retries.
+ */
+export const AT_REST_STATES: readonly WorkerState[] = ["built", "honest-failure", "stopped", "interrupted", "error"];
 export const ACTIVE_STATES: readonly WorkerState[] = ["starting", "running", "waiting-approval"];
-export const isFinal = (s: WorkerState) => FINAL_STATES.includes(s);
+export const isAtRest = (s: WorkerState) => AT_REST_STATES.includes(s);
+/** @deprecated the old name of isAtRest (these states are not final); kept while parallel branches merge. */
+export const isFinal = isAtRest;
 export const isActive = (s: WorkerState) => ACTIVE_STATES.includes(s);
 
 const Glob = z.string().min(1).max(500);
@@ -85,6 +90,8 @@ export const TranscriptPart = z.object({
   status: z.string().optional(),
   input: z.unknown().optional(),
   output: z.string().optional(),
+  /** Characters cut from the middle of a long tool output (its head and tail are kept in `output`). */
+  outputCut: z.number().int().optional(),
   error: z.string().optional(),
 });
 export type TranscriptPart = z.infer<typeof TranscriptPart>;
@@ -158,7 +165,6 @@ export const WorkerEvent = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("discarded"), by: DecidedBy }),
 ]);
 export type WorkerEvent = z.infer<typeof WorkerEvent>;
-export type WorkerEventType = WorkerEvent["type"];
 /** An event before the store stamps it with seq/ts/workerId. */
 export type WorkerEventBody = WorkerEvent extends infer E ? (E extends WorkerEvent ? Omit<E, "seq" | "ts" | "workerId"> : never) : never;
 
@@ -211,6 +217,13 @@ export const Worker = z.object({
   discarded: z.boolean().default(false),
   /** Its attempt group when it is one of several attempts at one task (shared/attempts.ts); null otherwise. */
   attempt: AttemptRef.nullable().default(null),
+  /**
+   * Time on the model (ms): spent running with no ask waiting for a person. Queued, starting, waiting for a person,
+   * settled and grading time are not in it (shared/metrics.ts turns tokens over it into tok/s).
+   */
+  modelMs: z.number().default(0),
+  /** Since when it is on the model now (running, no pending ask); null when it is not. */
+  modelSince: z.number().nullable().default(null),
   lastSeq: z.number(),
 });
 export type Worker = z.infer<typeof Worker>;
@@ -285,6 +298,8 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       grants: [],
       discarded: false,
       attempt: e.attempt ?? null,
+      modelMs: 0,
+      modelSince: null,
       lastSeq: e.seq,
     };
   }
@@ -295,7 +310,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.state = e.state;
       next.stateReason = e.reason ?? null;
       if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
-      next.endedAt = isFinal(e.state) ? e.ts : null;
+      next.endedAt = isAtRest(e.state) ? e.ts : null;
       if (!isActive(e.state)) next.currentTool = null;
       if (e.state === "running") next.stalled = false;
       if (e.state === "running" && w.rounds.length && !w.rounds.at(-1)!.ran) next.rounds = [...w.rounds.slice(0, -1), { ...w.rounds.at(-1)!, ran: true }];
@@ -376,8 +391,18 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.discarded = true;
       break;
   }
+  // Model time: an interval opens when the worker is running with no ask pending, and closes when either changes.
+  const was = w.modelSince != null;
+  const is = onModel(next);
+  if (was && !is) {
+    next.modelMs = (w.modelMs ?? 0) + Math.max(0, e.ts - w.modelSince!);
+    next.modelSince = null;
+  } else if (!was && is) next.modelSince = e.ts;
   return next;
 }
+
+/** Running with no ask waiting for a person: the time its tokens are made in. */
+export const onModel = (w: Pick<Worker, "state" | "asks">) => w.state === "running" && !w.asks.some((a) => a.status === "pending");
 
 /**
  * A worker's title, the one way every client and the engine derive it: the spec's title, else the task's first

@@ -8,7 +8,7 @@ import { readLock, supervisorOf } from "../engine/api/lock";
 import { alive } from "../engine/process/process";
 import { projectRoot } from "../engine/paths";
 import type { Target } from "../shared/target";
-import { isFinal, pendingAsks, type Worker } from "../shared/worker";
+import { isAtRest, pendingAsks, type Worker } from "../shared/worker";
 
 export const ROOT = projectRoot();
 export const BUNDLE = path.join(ROOT, "dist", "ocw.mjs");
@@ -146,4 +146,4 @@ export function cleanup(...dirs: string[]) {
   for (const d of dirs) rmSync(d, { recursive: true, force: true, maxRetries: 3 });
 }
 
-export { isFinal };
+export { isAtRest };

@@ -1,7 +1,8 @@
 // The one client of the engine's API, used by every process that talks to it: the CLI, the MCP bridge, Electron's
-// main process, the e2e and bench harnesses. Pure: it reads nothing from disk and starts no process (finding or
+// main process, the renderer (renderer/src/api.ts), the e2e and bench harnesses. Pure: it reads nothing from disk and starts no process (finding or
 // starting the engine is launcher.ts). Node and browsers alike: `fetch` for calls, a fetch-based event stream
-// (the `eventsource` package with a custom fetch) for subscriptions, the token always in a header, never a cookie.
+// (the `eventsource` package with a custom fetch) for subscriptions, the token always in a header, never a cookie (no
+// request sends one: a browser sends cookies for 127.0.0.1 to every port).
 import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink, type TRPCClient } from "@trpc/client";
 import { EventSource } from "eventsource";
 import { API_PATH, CLIENT_HEADER, EngineHealth, HEALTH_PATH, type EngineLock } from "../../shared/api";
@@ -21,9 +22,11 @@ export function addressOf(lock: Pick<EngineLock, "port" | "token">): EngineAddre
 }
 
 type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+/** fetch that never sends cookies. */
+const noCookies: FetchLike = (input, init) => globalThis.fetch(input, { ...init, credentials: "omit" });
 
 /** `fetch` with the engine's token (and the caller's name) added to every request's headers. */
-export function authedFetch(address: EngineAddress, client?: string, base: FetchLike = (i, init) => globalThis.fetch(i, init)): FetchLike {
+export function authedFetch(address: EngineAddress, client?: string, base: FetchLike = noCookies): FetchLike {
   return (input, init) => {
     const headers = new Headers(init?.headers);
     headers.set("authorization", `Bearer ${address.token}`);
@@ -46,7 +49,7 @@ export function connect(target: Pick<EngineLock, "port" | "token"> | EngineAddre
       splitLink({
         condition: (op) => op.type === "subscription",
         true: httpSubscriptionLink({ url, EventSource, eventSourceOptions: { fetch: withToken } }),
-        false: httpBatchLink({ url, headers, maxItems: 10, methodOverride: "POST" }),
+        false: httpBatchLink({ url, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies }),
       }),
     ],
   });

@@ -1,5 +1,5 @@
 import type { EngineEvent } from "../../shared/events";
-import { isFinal, reduceWorker, type Worker } from "../../shared/worker";
+import { isAtRest, reduceWorker, type Worker } from "../../shared/worker";
 import type { EngineClient } from "./client";
 
 export interface FollowOptions {
@@ -34,7 +34,7 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
   const cursor = (await client.health.query()).cursor;
   await snapshot();
   const done = (): FollowResult["reason"] | null => {
-    if ([...workers.values()].every((w) => isFinal(w.state))) return "settled";
+    if ([...workers.values()].every((w) => isAtRest(w.state))) return "settled";
     if (opts.until?.(workers)) return "until";
     return null;
   };
@@ -91,5 +91,52 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
     if (opts.timeoutMs) timer = setTimeout(() => finish("timeout"), opts.timeoutMs);
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     if (opts.signal?.aborted) finish("aborted");
+  });
+}
+
+/**
+ * The first event after `cursor` (events are replayed from it) that `pred` accepts: "event"; or "timeout" after
+ * `timeoutMs`, "aborted" on `signal`. Rejects when the stream fails. A `reset` (the cursor can no longer be replayed) is
+ * an event like any other: a caller that must refetch on it accepts it in `pred`.
+ */
+export function nextEvent(
+  client: EngineClient,
+  cursor: string,
+  pred: (e: EngineEvent) => boolean,
+  opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<"event" | "timeout" | "aborted"> {
+  return new Promise((resolve, reject) => {
+    let sub: { unsubscribe(): void } | null = null;
+    let ended = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const end = () => {
+      ended = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      sub?.unsubscribe();
+    };
+    const finish = (r: "event" | "timeout" | "aborted") => {
+      if (ended) return;
+      end();
+      resolve(r);
+    };
+    const onAbort = () => finish("aborted");
+    if (opts.timeoutMs !== undefined) timer = setTimeout(() => finish("timeout"), Math.max(1, opts.timeoutMs));
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    if (opts.signal?.aborted) return finish("aborted");
+    sub = client.events.subscribe(
+      { lastEventId: cursor },
+      {
+        onData: (t) => {
+          if (!ended && pred(t.data as EngineEvent)) finish("event");
+        },
+        onError: (err) => {
+          if (ended) return;
+          end();
+          reject(err);
+        },
+      },
+    );
+    if (ended) sub.unsubscribe();
   });
 }

@@ -9,7 +9,9 @@ import {
   ListInput,
   MergeBatchInput,
   MergeInput,
+  NameBatchInput,
   PruneInput,
+  SearchInput,
   PushInput,
   RevertInput,
   RetryInput,
@@ -33,6 +35,7 @@ import { PolicyRule, type DecidedBy } from "../../shared/permission";
 import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
+import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
 import { apiKeyFilePath, forgetApiKey, storeApiKey } from "../serving/keys";
 import { seqOf } from "../events";
@@ -162,7 +165,7 @@ export const appRouter = t.router({
     for (const w of workers) counts[w.state] = (counts[w.state] ?? 0) + 1;
     return {
       activeTarget: ctx.engine.targets.active() ?? null,
-      serving: ctx.engine.serving(),
+      opencode: ctx.engine.opencodeServers(),
       slots: ctx.engine.slots(),
       pendingApprovals: ctx.engine.pendingAsks().length,
       /** How workers are contained: kind "none" means unsandboxed (the person opted out, or workers are refused). */
@@ -177,7 +180,13 @@ export const appRouter = t.router({
     list: proc.input(ListInput).query(({ ctx, input }) => listWorkers(ctx.engine.list(), input ?? {})),
     get: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.get(input.workerId)),
     start: proc.input(StartInput).mutation(({ ctx, input }) => ctx.engine.start(input)),
-    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks, input.integration)),
+    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks, input.integration, input.name)),
+    /** Names (or with "" unnames) a batch: people read the name instead of its id. */
+    nameBatch: proc.input(NameBatchInput).mutation(({ ctx, input }) => ctx.engine.nameBatch(input.batchId, input.name)),
+    /** Every named batch: {batchId: name}. */
+    batchNames: proc.query(({ ctx }) => ctx.engine.batchNames.all()),
+    /** Workers whose stored transcript holds every word of the query, each with a snippet (untrusted); bounded. */
+    search: proc.input(SearchInput).query(({ ctx, input }) => ctx.engine.search(input.query, input.limit)),
     /** N attempts of one task over `targets` in turn: one attempt group; the engine picks the winner and stops the rest. */
     startAttempts: proc.input(StartAttemptsInput).mutation(({ ctx, input }) => ctx.engine.startAttempts(input)),
     /** An attempt group: its attempts side by side (verdict, claim, tokens, time, changed lines) and the winner. */
@@ -237,8 +246,9 @@ export const appRouter = t.router({
     catalog: proc
       .input(z.object({ slots: z.number().int().min(1).max(256).optional(), minCtx: z.number().int().min(1024).optional() }).optional())
       .query(({ input }) => setupCatalog(input ?? {})),
-    fit: proc.input(FitInput.optional()).query(async ({ input }) => {
-      return await setupFit(input ?? {});
+    fit: proc.input(FitInput.optional()).query(async ({ ctx, input }) => {
+      // the catalog's rank reordered by this engine's own ledger where it has measured models (issue 27)
+      return await setupFit(input ?? {}, { ledger: ledger(ctx.engine.list()) });
     }),
     /** Verify a running server, then save it as a target (cannot-build saves nothing); `unverified: true` saves without checks. */
     capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input }) => {
@@ -284,6 +294,12 @@ export const appRouter = t.router({
     save: proc
       .input(z.object({ target: Target, activate: z.boolean().default(false) }))
       .mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),
+    /** Sets (or with null clears) an API target's price per million tokens: costs are computed from it (shared/cost.ts). */
+    setPrice: proc.input(z.object({ id: z.string().min(1).max(200), price: Price.nullable() })).mutation(({ ctx, input }) => {
+      const t = ctx.engine.targets.get(input.id);
+      if (!t) throw new InputError(`no target "${input.id}". Run \`ocw targets\` to list them.`);
+      return ctx.engine.targets.save({ ...t, price: input.price });
+    }),
     use: proc.input(z.object({ id: z.string() })).mutation(({ ctx, input }) => {
       try {
         return ctx.engine.targets.use(input.id);

@@ -1,9 +1,9 @@
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
-import { globsMatcher } from "../grading/scope";
+import { globsMatcher } from "../grading";
 import { grantsFor, type Grant, type PermissionAsk } from "../../shared/permission";
-import { splitCommand } from "../../shared/shell";
+import { redirectionParts, splitCommand } from "../../shared/shell";
 
 type Flag = NonNullable<PermissionAsk["flags"]>[number];
 
@@ -103,5 +103,21 @@ export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what">, rule: { p
   if (ask.tool !== "bash") return isMatch(ask.what);
   const split = splitCommand(ask.what);
   if (rule.decision === "reject") return isMatch(ask.what) || (split.ok && split.commands.some(isMatch));
-  return split.ok && split.commands.every(isMatch);
+  return split.ok && split.commands.every((c) => approvesSimple(c, rule.pattern));
+}
+
+/**
+ * Whether an approving pattern answers one simple command. A command with a redirection is approved only by a pattern
+ * that spells the same redirection operators in the same places, each stretch between them matched on its own: `npm
+ * test*` does not answer `npm test > ~/.bashrc`, `npm test > out/*.log` answers `npm test > out/a.log`.
+ */
+function approvesSimple(command: string, pattern: string): boolean {
+  const c = redirectionParts(command);
+  if (!c.ops.length) return picomatch.isMatch(command, pattern, { dot: true, bash: true });
+  const p = redirectionParts(pattern);
+  if (p.ops.length !== c.ops.length || p.ops.some((op, i) => op !== c.ops[i])) return false;
+  return c.texts.every((t, i) => {
+    const [text, glob] = [t.trim(), p.texts[i]!.trim()];
+    return text === glob || (!!text && !!glob && picomatch.isMatch(text, glob, { dot: true, bash: true }));
+  });
 }

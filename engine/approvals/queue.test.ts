@@ -5,19 +5,27 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { PermissionAsk } from "../../shared/permission";
-import type { HarnessServer } from "../harness/harness";
+import type { PortResult } from "../harness";
+import { FakeOpencode, stubPort } from "../../test/fixtures/fake-harness";
 import { testRegistry } from "../../test/fixtures/registry";
 import { Approvals } from "./queue";
 
-function fakeClient(status = 200) {
+/** opencode's answers to the engine's replies: every one with `status` (a 404: opencode no longer has the ask). */
+function fakePort(status = 200) {
   const calls: { method: string; args: Record<string, unknown> }[] = [];
-  const answer = (method: string) => async (args: Record<string, unknown>) => {
-    calls.push({ method, args });
-    return { data: true, response: { ok: status < 400, status } as Response };
-  };
-  const client = { permission: { reply: answer("permission.reply") }, question: { reply: answer("question.reply"), reject: answer("question.reject") } };
-  return { calls, server: { client } as unknown as HarnessServer };
+  const answer =
+    (method: string) =>
+    async (args: object): Promise<PortResult<void>> => {
+      calls.push({ method, args: { ...args } });
+      return status < 400 ? { ok: true, value: undefined } : { ok: false, kind: "status", status };
+    };
+  const port = stubPort({ replyPermission: answer("permission.reply"), replyQuestion: answer("question.reply"), rejectQuestion: answer("question.reject") });
+  const server = new FakeOpencode(() => []);
+  server.port = port;
+  return { calls, server, port };
 }
+/** No HTTP answer: a network failure, the reply's time limit, or an answer whose body could not be read. */
+const noAnswer = (error: Error): PortResult<void> => ({ ok: false, kind: "no-answer", error });
 
 let n = 0;
 const ask = (workerId: string, tool: string, what: string, extra: Partial<PermissionAsk> = {}): PermissionAsk => ({
@@ -40,8 +48,8 @@ function setup(status = 200) {
   const approvals = new Approvals({ stateDir: r.stateDir, registry: r.registry });
   const ws = mkdtempSync(path.join(os.tmpdir(), "ocw-ws-"));
   const w = r.worker("running", { workspace: ws });
-  const fake = fakeClient(status);
-  r.registry.rt(w.id).server = fake.server;
+  const fake = fakePort(status);
+  r.registry.rt(w.id).attach(fake.server);
   return { ...r, approvals, ws, w, ...fake };
 }
 
@@ -122,6 +130,31 @@ describe("the approvals queue", () => {
     expect(registry.get(w.id).asks.map((a) => a.status)).toEqual(["decided", "pending", "pending"]);
   });
 
+  it("an approving policy rule never approves a redirection it does not spell out: `npm test*` leaves `npm test > ~/.bashrc` to a person", async () => {
+    const { approvals, w, registry } = setup();
+    approvals.setPolicies([
+      { tool: "bash", pattern: "npm test*", decision: "once" },
+      { tool: "bash", pattern: "npm run lint > lint/*.log", decision: "once" },
+    ]);
+    // Inside the worktree (the engine's own guard refuses writes outside it before any rule is looked at).
+    const asks: [string, boolean][] = [
+      ["npm test -- --grep '>'", true],
+      ["npm test > src/app.js", false],
+      ["npm test >> package.json", false],
+      ["npm test 2>tests/test_a.py", false],
+      ["npm test &>x", false],
+      ["npm test</etc/shadow", false],
+      ["npm test -- a>b", false],
+      ["npm run lint > lint/a.log", true],
+      ["npm run lint > lint/a.log > package.json", false],
+      ["npm run lint >> lint/a.log", false],
+      ["npm test > ~/.bashrc", false],
+    ];
+    for (const [a] of asks) approvals.onAsk(w.id, ask(w.id, "bash", a));
+    await settled();
+    expect(registry.get(w.id).asks.map((a) => [a.what, a.by?.kind === "policy" && a.decision === "once"])).toEqual(asks);
+  });
+
   it("a policy rule answers matching asks and is named as the decider; a bash write outside the worktree is refused first", async () => {
     const { approvals, w, registry } = setup();
     approvals.setPolicies([{ tool: "bash", pattern: "ls*", decision: "once" }]);
@@ -150,15 +183,14 @@ describe("the approvals queue", () => {
   });
 
   it("an answer opencode announces as taken is recorded then, without waiting for its HTTP reply; any other announcement still waits for it", async () => {
-    const { approvals, w, registry } = setup();
-    const permission = (registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>) => Promise<unknown> } }).permission;
+    const { approvals, w, registry, port } = setup();
     let httpDone = false;
     let release!: () => void;
     // opencode announces the reply on its stream, then its HTTP reply comes only later (its one thread is busy).
-    permission.reply = (args) => {
-      setTimeout(() => approvals.onAskGone(w.id, String(args.requestID), String(args.reply)), 0);
-      return new Promise((r) => {
-        release = () => ((httpDone = true), r({ data: true, response: { ok: true, status: 200 } as Response }));
+    port.replyPermission = (args) => {
+      setTimeout(() => approvals.onAskGone(w.id, args.requestID, args.reply), 0);
+      return new Promise<PortResult<void>>((r) => {
+        release = () => ((httpDone = true), r({ ok: true, value: undefined }));
         // Never later than this: an engine that waits for the HTTP reply still finishes (and fails the check below).
         setTimeout(release, 2000);
       });
@@ -174,9 +206,7 @@ describe("the approvals queue", () => {
     // opencode announces a different answer: the engine waits for the HTTP reply and records what opencode did.
     const b = ask(w.id, "edit", "b.txt", { always: ["*"] });
     approvals.onAsk(w.id, b);
-    permission.reply = async (args) => (
-      approvals.onAskGone(w.id, String(args.requestID), "reject"), { error: new TypeError("socket hang up"), response: undefined }
-    );
+    port.replyPermission = async (args) => (approvals.onAskGone(w.id, args.requestID, "reject"), noAnswer(new TypeError("socket hang up")));
     await expect(approvals.decide({ askId: b.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(/on its own, not "once"/);
     expect(registry.get(w.id).asks[1]).toMatchObject({ decision: "reject", by: { kind: "engine", name: "opencode" } });
   });
@@ -201,13 +231,12 @@ describe("the approvals queue", () => {
   });
 
   it("the engine's own refusal in flight to opencode cannot be overtaken: an approval meanwhile is refused, and opencode hears one answer", async () => {
-    const { approvals, w, ws, calls, registry } = setup();
+    const { approvals, w, ws, calls, registry, port } = setup();
     // opencode answers slowly (a busy machine): the refusal is on its way while the ask still reads pending.
     let release!: () => void;
     const slow = new Promise<void>((r) => (release = r));
-    const reply = (registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>) => Promise<unknown> } }).permission;
-    const answer = reply.reply;
-    reply.reply = async (args) => (await slow, answer(args));
+    const answer = port.replyPermission;
+    port.replyPermission = async (args, o) => (await slow, answer(args, o));
     const outside = mkdtempSync(path.join(os.tmpdir(), "ocw-out-"));
     symlinkSync("/", path.join(ws, "root"));
     const search = ask(w.id, "grep", `root${outside}`, { patterns: ["ELSEWHERE"] });
@@ -230,15 +259,12 @@ describe("the approvals queue", () => {
   });
 
   it("an answer opencode never took is not recorded: the ask stays open to be answered again, and a refusal that failed still cannot become an approval", async () => {
-    const { approvals, w, ws, calls, registry } = setup();
-    const permission = (
-      registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>, o?: { signal?: AbortSignal }) => Promise<unknown> } }
-    ).permission;
-    const answer = permission.reply;
+    const { approvals, w, ws, calls, registry, port } = setup();
+    const answer = port.replyPermission;
     const signals: (AbortSignal | undefined)[] = [];
     let down = true;
-    // A network failure or the reply's time limit: the SDK returns the error, with no HTTP answer.
-    permission.reply = async (args, opts) => (signals.push(opts?.signal), down ? { error: new TypeError("fetch failed"), response: undefined } : answer(args));
+    // A network failure or the reply's time limit: no HTTP answer.
+    port.replyPermission = async (args, opts) => (signals.push(opts?.signal), down ? noAnswer(new TypeError("fetch failed")) : answer(args, opts));
     const edit = ask(w.id, "edit", "a.txt");
     approvals.onAsk(w.id, edit);
     await expect(approvals.decide({ askId: edit.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(
@@ -264,51 +290,39 @@ describe("the approvals queue", () => {
     // opencode took an answer but its HTTP answer was lost: its stream announced the ask answered, so the answer stands.
     const late = ask(w.id, "edit", "c.txt");
     approvals.onAsk(w.id, late);
-    permission.reply = async (args) => (
-      approvals.onAskGone(w.id, String(args.requestID), String(args.reply)), { error: new TypeError("socket hang up"), response: undefined }
-    );
+    port.replyPermission = async (args) => (approvals.onAskGone(w.id, args.requestID, args.reply), noAnswer(new TypeError("socket hang up")));
     await approvals.decide({ askId: late.id, decision: "reject" }, { kind: "person", name: "p" });
     expect(registry.get(w.id).asks[2]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "person", name: "p" } });
   });
 
   it("what opencode did is what is recorded: its own different answer (no grant), an unreadable answer it took, and a failed refusal leaves the worker waiting", async () => {
-    const { approvals, w, registry } = setup();
-    const permission = (registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>) => Promise<unknown> } }).permission;
+    const { approvals, w, registry, port } = setup();
     // "always" sent, but opencode's stream says it rejected the ask, and the HTTP answer was lost.
     const a = ask(w.id, "edit", "a.txt", { always: ["*"] });
     approvals.onAsk(w.id, a);
-    permission.reply = async (args) => (
-      approvals.onAskGone(w.id, String(args.requestID), "reject"), { error: new TypeError("socket hang up"), response: undefined }
-    );
+    port.replyPermission = async (args) => (approvals.onAskGone(w.id, args.requestID, "reject"), noAnswer(new TypeError("socket hang up")));
     await expect(approvals.decide({ askId: a.id, decision: "always" }, { kind: "person", name: "p" })).rejects.toThrow(
       /opencode answered .* "reject" on its own, not "always"/,
     );
     expect(registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "engine", name: "opencode" } });
     expect(approvals.grants()).toEqual([]);
-    // The answer came but its body could not be read (the SDK throws then): announced, it stands; not announced, it is an answer not taken.
+    // The answer came but its body could not be read (the SDK port makes it no-answer, sdk-port.test.ts): announced, it
+    // stands; not announced, it is an answer not taken.
     const b = ask(w.id, "edit", "b.txt");
     approvals.onAsk(w.id, b);
-    permission.reply = async (args) => {
-      approvals.onAskGone(w.id, String(args.requestID), String(args.reply));
-      throw new SyntaxError("Unexpected end of JSON input");
-    };
+    port.replyPermission = async (args) => (approvals.onAskGone(w.id, args.requestID, args.reply), noAnswer(new SyntaxError("Unexpected end of JSON input")));
     await approvals.decide({ askId: b.id, decision: "once" }, { kind: "person", name: "p" });
     expect(registry.get(w.id).asks[1]).toMatchObject({ status: "decided", decision: "once", by: { kind: "person", name: "p" } });
     const c = ask(w.id, "edit", "c.txt");
     approvals.onAsk(w.id, c);
-    permission.reply = async () => {
-      throw new SyntaxError("Unexpected end of JSON input");
-    };
+    port.replyPermission = async () => noAnswer(new SyntaxError("Unexpected end of JSON input"));
     await expect(approvals.decide({ askId: c.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(
       /did not take the answer .*Unexpected end of JSON input/,
     );
     await approvals.decide({ askId: c.id, decision: "reject" }, { kind: "person", name: "p" }).catch(() => undefined);
     // The engine's own refusal of a search outside fails: the ask waits for a person, and the worker shows it.
-    const { approvals: a2, w: w2, ws: ws2, registry: r2 } = setup();
-    (r2.rt(w2.id).server!.client as unknown as { permission: { reply: () => Promise<unknown> } }).permission.reply = async () => ({
-      error: new TypeError("fetch failed"),
-      response: undefined,
-    });
+    const { approvals: a2, w: w2, ws: ws2, registry: r2, port: p2 } = setup();
+    p2.replyPermission = async () => noAnswer(new TypeError("fetch failed"));
     symlinkSync("/", path.join(ws2, "root"));
     a2.onAsk(w2.id, ask(w2.id, "grep", `root${os.tmpdir()}`, { patterns: ["x"] }));
     await settled();
@@ -349,7 +363,7 @@ describe("the approvals queue", () => {
     const { approvals, w, registry } = setup();
     approvals.onAsk(w.id, ask(w.id, "edit", "a.txt"));
     approvals.onAsk(w.id, ask(w.id, "edit", "b.txt"));
-    registry.rt(w.id).server = undefined;
+    registry.rt(w.id).attach(undefined);
     await expect(approvals.decide({ askId: registry.get(w.id).asks[0]!.id, decision: "once" }, { kind: "person" })).rejects.toThrow(
       /not running \(the ask was lost\): resume the worker/,
     );

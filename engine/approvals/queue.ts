@@ -1,7 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { InputError } from "../../shared/errors";
-import { noAnswer } from "../harness/translate";
+import { noAnswer, type PortResult } from "../harness";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import { Decision, rejectionMessage, type DecidedBy, type Grant, type PermissionAsk, PolicyRule } from "../../shared/permission";
@@ -48,8 +48,8 @@ export class Approvals {
     if (w.asks.some((a) => a.id === raw.id)) return;
     if (raw.kind === "permission" && LOOKS.has(raw.tool) && this.looksInside(w, raw)) {
       // A read or search of the worker's own files: answered at once and not recorded (nobody decides it).
-      const c = this.reg.clientOf(workerId);
-      void c?.client.permission.reply({ requestID: raw.id, directory: c.directory, reply: "once" }).catch(() => undefined);
+      const c = this.reg.portOf(workerId);
+      void c?.port.replyPermission({ requestID: raw.id, directory: c.directory, reply: "once" });
       return;
     }
     const ws = this.reg.workspaceOf(w);
@@ -142,18 +142,18 @@ export class Approvals {
         "conflict",
       );
     }
-    const c = this.reg.clientOf(w.id);
+    const c = this.reg.portOf(w.id);
     if (!c) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
-    const { client, directory } = c;
+    const { port, directory } = c;
     let message: string | undefined;
     let offer: ReturnType<typeof grantOffer> | undefined;
     // What opencode hears: "always" is the engine's grant, and opencode hears "once" (so every later ask still reaches
     // the engine's checks); an answered question is announced as "once".
     let sent: string = decision.decision === "reject" ? "reject" : "once";
-    let call: Promise<{ response?: Response; error?: unknown }>;
+    let call: Promise<PortResult<void>>;
     const limit = { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) };
     if (ask.kind === "question") {
-      if (decision.decision === "reject") call = client.question.reject({ requestID: ask.id, directory }, limit);
+      if (decision.decision === "reject") call = port.rejectQuestion({ requestID: ask.id, directory }, limit);
       else {
         // Never answer a question on the person's behalf: an approval without answers is refused.
         const want = ask.questions?.length ?? 1;
@@ -162,7 +162,7 @@ export class Approvals {
             `ask ${ask.id} is a question (${ask.what}): pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`,
           );
         }
-        call = client.question.reply({ requestID: ask.id, directory, answers: decision.answers }, limit);
+        call = port.replyQuestion({ requestID: ask.id, directory, answers: decision.answers }, limit);
       }
     } else {
       if (decision.decision !== "reject") {
@@ -190,36 +190,29 @@ export class Approvals {
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       sent = decision.decision === "reject" ? "reject" : "once";
-      call = client.permission.reply({ requestID: ask.id, directory, reply: sent as "once" | "reject", ...(message ? { message } : {}) }, limit);
+      call = port.replyPermission({ requestID: ask.id, directory, reply: sent as "once" | "reject", ...(message ? { message } : {}) }, limit);
     }
-    let res: { response?: Response; error?: unknown };
+    // No HTTP answer (`no-answer`) is an answer opencode may not have taken: a failed call, or one whose body could not be read.
     // opencode announcing our very answer on its stream is opencode taking it: the answer is recorded then, without
     // waiting for its HTTP reply (which comes after, from the same busy thread). Any other announcement, or none,
     // waits for the HTTP reply as before.
-    const taken = { response: new Response(null, { status: 200 }) };
+    const taken: PortResult<void> = { ok: true, value: undefined };
     const announced = new Promise<"announced">((resolve) => this.echoWaiters.set(ask.id, (reply) => reply === sent && resolve("announced")));
+    let res: PortResult<void>;
     try {
       // Announced already (while the request was being sent): recorded now, before anything opencode does next.
       if (this.echoed.get(ask.id) === sent) {
         call.catch(() => undefined);
         res = taken;
       } else {
-        const first = await Promise.race([
-          // The SDK returns a failed call's error, but throws when an answer came and its body could not be read: both are
-          // an answer opencode may not have taken.
-          call.then(
-            (r) => r,
-            (error: unknown) => ({ error, response: undefined }),
-          ),
-          announced,
-        ]);
+        const first = await Promise.race([call, announced]);
         res = first === "announced" ? taken : first;
       }
     } finally {
       this.echoWaiters.delete(ask.id);
     }
     const current = this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
-    if (!res.response) {
+    if (!res.ok && res.kind === "no-answer") {
       // No HTTP answer (opencode hung, restarting, past the limit, or an unreadable answer). What opencode announced on
       // its stream meanwhile is what it did: our answer, or another one (recorded as opencode's, with no grant). With
       // nothing announced it may not have the answer: none is recorded, and the ask stays open to be answered again.
@@ -234,18 +227,18 @@ export class Approvals {
         throw new InputError(`opencode answered ${ask.id} "${heard}" on its own, not "${decision.decision}": its answer is recorded`, "conflict");
       }
     }
-    if (res.response && !res.response.ok) {
+    if (!res.ok && res.kind === "status") {
       if (current.status === "pending") {
         this.reg.record(w.id, {
           type: "ask.resolved",
           askId: ask.id,
           status: "cancelled",
           by: { kind: "engine", name: "opencode" },
-          message: `opencode no longer has this ask (HTTP ${res.response.status})`,
+          message: `opencode no longer has this ask (HTTP ${res.status})`,
         });
         this.afterAsk(w.id);
       }
-      throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.response.status}): the ask is gone, probably answered elsewhere or cancelled`);
+      throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.status}): the ask is gone, probably answered elsewhere or cancelled`);
     }
     if (current.status === "pending") {
       try {

@@ -104,7 +104,7 @@ describe("budgets", () => {
     const busy = worker("running");
     for (let i = 0; i < 6; i++) {
       advance(2_000);
-      registry.rt(busy.id).lastEventAt = Date.now() + 10 ** 9; // keeps sending events
+      registry.rt(busy.id).heard(Date.now() + 10 ** 9); // keeps sending events
     }
     advance(20_000);
     const stalled = (id: string) => registry.get(id).stalled;

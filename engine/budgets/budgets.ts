@@ -46,26 +46,17 @@ export class Budgets {
   armWall(workerId: string): void {
     const w = this.reg.get(workerId);
     const rt = this.reg.rt(workerId);
-    clearTimeout(rt.budgetTimer);
     const wallSec = w.spec.budget.wallSec;
-    if (!wallSec) return;
+    if (!wallSec) return rt.armBudget(undefined);
     const used = (this.clock.now() - (w.startedAt ?? this.clock.now())) / 1000;
-    rt.budgetTimer = this.clock.setTimeout(() => this.over(workerId, `budget: wall clock of ${wallSec}s used up`), Math.max(0, (wallSec - used) * 1000));
-    rt.budgetTimer.unref?.();
+    rt.armBudget(this.clock.setTimeout(() => this.over(workerId, `budget: wall clock of ${wallSec}s used up`), Math.max(0, (wallSec - used) * 1000)));
   }
 
   /** An assistant message's usage as opencode reports it (again and again while it streams): recorded when it changed. */
   onUsage(workerId: string, messageId: string, next: Usage): void {
-    const rt = this.reg.rt(workerId);
-    const prev = rt.usage.byMessage.get(messageId);
-    if (prev && prev.input === next.input && prev.output === next.output && prev.cost === next.cost) return;
-    rt.usage.byMessage.set(messageId, next);
     const w = this.reg.get(workerId);
-    rt.usage.base ??= w.usage;
-    const sum = [...rt.usage.byMessage.values()].reduce(
-      (a, u) => ({ input: a.input + u.input, output: a.output + u.output, reasoning: a.reasoning + u.reasoning, cost: a.cost + u.cost }),
-      { ...rt.usage.base },
-    );
+    const sum = this.reg.rt(workerId).countUsage(messageId, next, w.usage);
+    if (!sum) return;
     this.reg.safeRecord(workerId, { type: "usage", usage: sum });
     const limit = w.spec.budget.tokens;
     if (limit && total(sum) > limit && isActive(w.state)) this.over(workerId, `budget: ${limit} tokens used up`);
@@ -88,6 +79,6 @@ export class Budgets {
 
   close(): void {
     clearInterval(this.watchdog);
-    for (const w of this.reg.workers.values()) clearTimeout(this.reg.rt(w.id).budgetTimer);
+    for (const w of this.reg.workers.values()) this.reg.rt(w.id).clearBudget();
   }
 }

@@ -12,7 +12,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import type { EngineLock } from "../../shared/api";
 import { terminalSafe } from "../../shared/permission";
-import { isFinal, pendingAsks, type Worker } from "../../shared/worker";
+import { isAtRest, pendingAsks, type Worker } from "../../shared/worker";
 import { connect, healthy, type EngineClient } from "../api/client";
 import { follow } from "../api/follow";
 import { ensureEngine } from "../api/launcher";
@@ -56,7 +56,7 @@ const quoted = (s: string, n = 120) => {
 /** The one line `ocw wait` prints. */
 export function waitLine(event: string, ws: Worker[], batchId?: string): string {
   const asks = ws.flatMap((w) => pendingAsks(w));
-  const final = ws.filter((w) => isFinal(w.state));
+  const final = ws.filter((w) => isAtRest(w.state));
   const built = final.filter((w) => w.state === "built").length;
   const of = batchId ? `batch ${batchId}` : ws.length === 1 ? `worker ${ws[0]!.id}` : `${ws.length} workers`;
   return `ocw: ${event} — ${of}: ${plural(asks.length, "ask")} waiting, ${final.length}/${ws.length} settled (${built} built)`;
@@ -84,7 +84,7 @@ export function registerClaudeCommands(program: Command): void {
           load = () => client.workers.list.query({ batchId: o.batch! });
         } else {
           const root = repoRootOf(process.cwd());
-          ids = (await client.workers.list.query()).filter((w) => !isFinal(w.state) && inRepo(w, root)).map((w) => w.id);
+          ids = (await client.workers.list.query()).filter((w) => !isAtRest(w.state) && inRepo(w, root)).map((w) => w.id);
           if (!ids.length) {
             console.log(`ocw: nothing to wait for — no unfinished worker on ${root}`);
             return;
@@ -92,15 +92,15 @@ export function registerClaudeCommands(program: Command): void {
         }
         const timeoutSec = o.timeout && o.timeout > 0 ? o.timeout : 3600;
         const start = await snapshot(client, ids, load);
-        const finalAtStart = new Set(start.filter((w) => isFinal(w.state)).map((w) => w.id));
+        const finalAtStart = new Set(start.filter((w) => isAtRest(w.state)).map((w) => w.id));
         const r = await follow(client, ids, {
           load,
           timeoutMs: timeoutSec * 1000,
-          until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0 || (isFinal(w.state) && !finalAtStart.has(w.id))),
+          until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0 || (isAtRest(w.state) && !finalAtStart.has(w.id))),
         });
         const ws = [...r.workers.values()];
         const ask = ws.flatMap((w) => pendingAsks(w))[0];
-        const done = ws.find((w) => isFinal(w.state) && !finalAtStart.has(w.id));
+        const done = ws.find((w) => isAtRest(w.state) && !finalAtStart.has(w.id));
         const event =
           r.reason === "settled"
             ? "all settled"
@@ -183,8 +183,8 @@ function askPath(what: string, worktree: string | null | undefined): string {
 /** "opencode-worker: on this repository, 2 workers wait for an answer, 1 running; since the last session 3 finished (2 built, 1 honest-failure)". */
 export function sessionSummary(ws: Worker[], since: number): string | null {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
-  const running = ws.filter((w) => !isFinal(w.state) && !pendingAsks(w).length);
-  const finished = ws.filter((w) => isFinal(w.state) && (w.endedAt ?? 0) > since);
+  const running = ws.filter((w) => !isAtRest(w.state) && !pendingAsks(w).length);
+  const finished = ws.filter((w) => isAtRest(w.state) && (w.endedAt ?? 0) > since);
   if (!waiting.length && !running.length && !finished.length) return null;
   const parts: string[] = [];
   if (waiting.length) parts.push(`${plural(waiting.length, "worker")} ${waiting.length === 1 ? "waits" : "wait"} for an answer`);

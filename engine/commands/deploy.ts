@@ -49,6 +49,10 @@ export interface DeployK8sOptions {
   hfTokenSecret?: string;
   image?: string;
   toolCallParser?: string;
+  /** The model cache: an existing PersistentVolumeClaim, or the size / storage class of the one ocw writes. */
+  cachePvc?: string;
+  cacheSize?: string;
+  storageClass?: string;
   output?: string;
   apply?: boolean;
   json?: boolean;
@@ -70,7 +74,11 @@ function int(v: string | undefined, flag: string): number | undefined {
 /** Safetensors bytes of a Hub repo, or null (offline, gated, missing) within 8 s. */
 async function hubWeights(repo: string): Promise<number | null> {
   const timed: typeof fetch = (u, init) => fetch(u, { ...init, signal: AbortSignal.timeout(8000) });
-  const files = await listRepoFiles(repo, "main", timed).catch(() => null);
+  // a repo the Hub does not list (or a gated one) is null: the next variant is asked; no answer at all (offline) throws
+  const files = await listRepoFiles(repo, "main", timed).catch((e: Error) => {
+    if (/no Hugging Face repo|gated/.test(e.message)) return null;
+    throw e;
+  });
   const bytes = files?.filter((f) => /\.safetensors$/.test(f.path)).reduce((a, f) => a + f.size, 0) ?? 0;
   return bytes || null;
 }
@@ -118,7 +126,16 @@ export async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv =
     const name = o.name ?? defaultName(plan);
     const apiKeySecret = o.apiKeySecret ?? `${name}-api-key`;
     if (k8sName(apiKeySecret) !== apiKeySecret) throw new K8sInputError(`--api-key-secret ${apiKeySecret} is not a valid Secret name`);
-    const mo: ManifestOptions = { kind, name, namespace, apiKeySecret, hfTokenSecret: o.hfTokenSecret ?? null, image: o.image ?? null };
+    if (o.cachePvc !== undefined && k8sName(o.cachePvc) !== o.cachePvc) throw new K8sInputError(`--cache-pvc ${o.cachePvc} is not a valid claim name`);
+    const mo: ManifestOptions = {
+      kind,
+      name,
+      namespace,
+      apiKeySecret,
+      hfTokenSecret: o.hfTokenSecret ?? null,
+      image: o.image ?? null,
+      modelCache: { claim: o.cachePvc ?? null, sizeGi: int(o.cacheSize, "--cache-size") ?? null, storageClass: o.storageClass ?? null },
+    };
     const docs = manifests(plan, mo);
     const yaml = `# ocw deploy k8s: ${plan.reason}\n` + toYaml(docs);
     let file: string | null = null;
@@ -206,6 +223,9 @@ export function registerDeployCommand(program: Command): void {
     .option("--hf-token-secret <name>", "Secret with a Hugging Face token under key token, for gated repos")
     .option("--image <ref>", "server image (default: a pinned vLLM/SGLang image)")
     .option("--tool-call-parser <name>", "the runtime's tool-call parser (default: by the model's chat format)")
+    .option("--cache-pvc <claim>", "mount this existing PersistentVolumeClaim as the model cache (default: write NAME-models)")
+    .option("--cache-size <GiB>", "size of the model-cache claim ocw writes (default: the weights + 20 % + 10 GiB)")
+    .option("--storage-class <name>", "storage class of the model-cache claim (ReadWriteMany with several --replicas)")
     .option("-o, --output <dir>", "write the manifests to DIR instead of stdout")
     .option("--apply", "apply them with kubectl and its current context")
     .option("--json", "print the plan, manifests and next steps as JSON")

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { targetSlug } from "../../shared/target";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import { follow } from "../api/follow";
-import { LADDER, materializeRung, summarizeLadder } from "../grading/ladder";
+import { LADDER, materializeRung, summarizeLadder } from "../grading";
 import { projectRoot } from "../paths";
 import { writeJsonAtomic } from "../store/json-file";
 import { stateDir } from "../store/paths";

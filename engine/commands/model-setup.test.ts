@@ -185,3 +185,17 @@ describe("targets / target use / doctor", () => {
     expect(t.stdout).toMatch(/none detected \(CPU only\)/);
   });
 });
+
+describe("ocw fit: plans too slow for an agent (issue 27)", () => {
+  it("--slots 16 on a CPU is refused (exit 3, `refused` in the JSON, the text says what was refused); --allow-slow plans it", async () => {
+    const cpu: HardwareReport = { ...hw(), ram: { totalBytes: 32 * 1024 ** 3, freeBytes: 32 * 1024 ** 3 } };
+    const r = await runFit({ slots: "16", json: true, hardware: cpu });
+    expect(r.code).toBe(3);
+    const j = JSON.parse(r.stdout);
+    expect([j.pick, j.refused.length > 0, j.problem]).toEqual([null, true, expect.stringMatching(/too slow .*--allow-slow/)]);
+    expect((await runFit({ slots: "16", hardware: cpu })).stdout).toMatch(/refused as too slow: .* tokens\/s per slot × 16; --allow-slow plans it/);
+    const forced = await runFit({ slots: "16", json: true, hardware: cpu, allowSlow: true });
+    expect(forced.code).toBe(0);
+    expect(JSON.parse(forced.stdout).pick.speed.tooSlow).toBe(true);
+  });
+});

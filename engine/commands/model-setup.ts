@@ -82,6 +82,8 @@ export interface FitCommandOptions {
   hardware?: HardwareReport;
   /** Confirm with llama-fit-params when a llama.cpp build is found (default true). */
   llamaFit?: boolean;
+  /** Plan models too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing them. */
+  allowSlow?: boolean;
 }
 
 export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
@@ -214,7 +216,11 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     const parallel = runtime === "vllm" || runtime === "sglang";
     const bin = parallel ? null : safeFind();
     const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-    const out = await planFit({ model: o.model, slots, minCtx, ctxPerSlot, runtime: runtime as FitRuntime }, hw, { llamaServer: bin, store: o.store });
+    const out = await planFit(
+      { model: o.model, slots, minCtx, ctxPerSlot, runtime: o.runtime ? (runtime as FitRuntime) : undefined, allowSlow: o.allowSlow },
+      hw,
+      { llamaServer: bin, store: o.store },
+    );
     const code = out.pick ? 0 : 3;
     if (o.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const p = out.pick;
@@ -223,8 +229,13 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
       ...out.hardware.notes.map((n) => `note: ${n}`),
       ...(p
         ? [
-            `pick: ${p.model} ${p.quant ?? ""} — ${p.slots} slot(s) × ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
+            `pick: ${p.model} ${p.quant ?? ""} — ${p.runtime}, ${p.slots} slot(s) × ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
             `  ${p.reason}`,
+            ...(p.speed
+              ? [
+                  `  speed (estimated): ≈ ${p.speed.decodeTokPerSecPerSlot} tokens/s per slot with ${p.slots} busy, ${p.speed.decodeTokPerSecSingle ?? "?"} alone; prompt ≈ ${p.speed.prefillTokPerSec ?? "?"} tokens/s`,
+                ]
+              : []),
             ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
             `  ${p.command}`,
             ...out.alternatives.map(
@@ -233,6 +244,9 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
             ),
           ]
         : [`no fit: ${out.problem}`]),
+      ...(out.refused ?? []).map(
+        (r) => `refused as too slow: ${r.model} ${r.quant ?? ""} (≈ ${r.speed?.decodeTokPerSecPerSlot} tokens/s per slot × ${r.slots}; --allow-slow plans it)`,
+      ),
     ];
     return { code, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
@@ -311,6 +325,8 @@ export interface SetupCommandOptions {
   apiKeyEnv?: string;
   yes?: boolean;
   acceptUnderpowered?: boolean;
+  /** Plan a model too slow for an agent instead of refusing it. */
+  allowSlow?: boolean;
   json?: boolean;
   store?: TargetStore;
   env?: NodeJS.ProcessEnv;
@@ -349,7 +365,15 @@ async function runStartCommand(
   const seen = new Map<string, string>();
   let lastPct = -1;
   const job = await runStartJob({
-    input: { runtime: o.runtime as "llama.cpp" | "vllm" | "sglang", model: o.model, slots, ctx, minCtx, acceptUnderpowered: o.acceptUnderpowered },
+    input: {
+      runtime: o.runtime as "llama.cpp" | "vllm" | "sglang",
+      model: o.model,
+      slots,
+      ctx,
+      minCtx,
+      acceptUnderpowered: o.acceptUnderpowered,
+      ...(o.allowSlow ? { allowSlow: true } : {}),
+    },
     store: o.store ?? new TargetStore(),
     hardware: o.hardware,
     llamaServer: o.llamaServer,
@@ -582,6 +606,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)")
     .option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB")
     .option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)")
+    .option("--allow-slow", "plan a model even when it would decode below 8 tokens/s per slot (refused otherwise)")
     .option("--json", "print JSON")
     .action(async (opts: FitCommandOptions) => emit(await runFit(opts)));
 
@@ -609,6 +634,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)")
     .option("--yes", "do not ask before starting a server")
     .option("--accept-underpowered", "make an underpowered target active anyway")
+    .option("--allow-slow", "start a plan even when it would decode below 8 tokens/s per slot (refused otherwise)")
     .option("--json", "print JSON")
     .action(async (opts: SetupCommandOptions) => emit(await runSetup(opts)));
 

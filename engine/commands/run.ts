@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
 import type { Command } from "commander";
-import { BatchFile, type BatchSummary, type IntegrationResult, type IntegrationSpec } from "../../shared/batch";
+import { BatchFile, BatchName, type BatchSummary, type IntegrationResult, type IntegrationSpec } from "../../shared/batch";
 import type { BatchTaskInput } from "../../shared/api";
 import { claimWords, outcomeWord } from "../../shared/vocabulary";
 import { attemptGroup, MAX_ATTEMPTS, type AttemptGroup } from "../../shared/attempts";
@@ -12,9 +12,9 @@ import { baselineWarning } from "../../shared/verdict";
 import { askView } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
-import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
+import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
-import { follow } from "../api/follow";
+import { follow, nextEvent } from "../api/follow";
 import { inspectRepo } from "../workspace/workspace";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
@@ -37,6 +37,7 @@ interface RunOptions {
   target: string[];
   allAttempts?: boolean;
   fixRounds?: number;
+  name?: string;
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -71,6 +72,7 @@ export function registerRunCommand(program: Command): void {
       'a JSON file: [{task, dir, checks, scope, protect, fixRounds?}, …] or {"tasks": [{id, after, …}], "integration": {"checks": […]}}',
     )
     .option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v))
+    .option("--name <text>", "with --batch: the batch's name, shown instead of its id (overrides the file's `name`)")
     .option("--json", "print the final result as JSON on stdout")
     .action((o: RunOptions) => runCommand(o).catch(fail));
 
@@ -176,7 +178,7 @@ async function followAndAnswer(
   }
 }
 
-function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: IntegrationSpec } {
+function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: IntegrationSpec; name?: string } {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, "utf8"));
@@ -201,8 +203,9 @@ function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: Inte
     throw new CliError(`batch file ${file}: ${where}${i.message}`);
   }
   const base = path.dirname(path.resolve(file));
-  const { tasks, integration } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: undefined } : parsed.data;
+  const { tasks, integration, name } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: undefined, name: undefined } : parsed.data;
   return {
+    name,
     tasks: tasks.map(({ dir, after, id, ...t }) => ({
       ...t,
       ...(id ? { id } : {}),
@@ -226,11 +229,18 @@ async function runCommand(o: RunOptions): Promise<void> {
     throw new CliError("--fix-rounds must be a whole number from 0 to 10");
   let specs: (WorkerSpecInput & { id?: string; after?: string[]; attempts?: number; targets?: string[]; allAttempts?: boolean })[];
   let integration: IntegrationSpec | undefined;
+  let batchName: string | undefined;
+  if (o.name !== undefined && !o.batch) throw new CliError("--name names a batch: give it with --batch <file>");
+  if (o.name !== undefined) {
+    const n = BatchName.safeParse(o.name);
+    if (!n.success) throw new CliError(`--name: ${n.error.issues[0]?.message}`);
+  }
   if (o.batch) {
     if (o.task || o.dir) throw new CliError("--batch cannot be combined with --task/--dir");
     if (o.attempts !== undefined || o.target.length || o.allAttempts)
       throw new CliError("in a batch file, give `attempts` (and `targets`, `allAttempts`) per task instead of --attempts/--target");
-    ({ tasks: specs, integration } = parseBatch(o.batch));
+    ({ tasks: specs, integration, name: batchName } = parseBatch(o.batch));
+    if (o.name !== undefined) batchName = o.name.trim();
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
@@ -267,7 +277,11 @@ async function runCommand(o: RunOptions): Promise<void> {
       groupId = r.groupId;
     } else if (specs.length === 1 && !o.batch) ids = [(await client.workers.start.mutate(specs[0]! as never)).workerId];
     else {
-      const r = await client.workers.startBatch.mutate({ tasks: specs as never, ...(integration ? { integration } : {}) });
+      const r = await client.workers.startBatch.mutate({
+        tasks: specs as never,
+        ...(integration ? { integration } : {}),
+        ...(batchName ? { name: batchName } : {}),
+      });
       ids = r.workerIds;
       batchId = r.batchId;
     }
@@ -275,7 +289,7 @@ async function runCommand(o: RunOptions): Promise<void> {
     throw new CliError((err as Error).message);
   }
   process.stderr.write(
-    `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}\n`,
+    `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId}${batchName ? ` "${batchName}"` : ""})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}\n`,
   );
 
   const result = await followAndAnswer(client, ids, o.approve, undefined, batchId ?? undefined);
@@ -418,7 +432,7 @@ async function followBatch(
       for (const id of summary.workerIds) if (!all.has(id)) all.set(id, await client.workers.get.query({ workerId: id }));
       return { workers: all, summary };
     }
-    const active = summary.workerIds.filter((id) => !isFinalState(summary.states[id]!));
+    const active = summary.workerIds.filter((id) => !isAtRest(summary.states[id]!));
     let changed = false;
     if (active.length) {
       const r = await follow(client, active, {
@@ -433,33 +447,13 @@ async function followBatch(
       for (const [k, v] of r.workers) all.set(k, v);
     } else {
       if (summary.integration?.state === "running") say(`ocw: batch ${batchId}: integration checks running`);
-      await nextEvent(client, cursor, (e) => (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId));
+      await nextEvent(
+        client,
+        cursor,
+        (e) => e.type === "reset" || (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId),
+      );
     }
   }
-}
-
-const isFinalState = (s: Worker["state"]) => ["built", "honest-failure", "stopped", "interrupted", "error"].includes(s);
-
-/** Resolves at the first event after `cursor` that `pred` accepts (events are replayed from the cursor). */
-function nextEvent(client: EngineClient, cursor: string, pred: (e: EngineEvent) => boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const sub = client.events.subscribe(
-      { lastEventId: cursor },
-      {
-        onData: (t) => {
-          const e = t.data as EngineEvent;
-          if (e.type === "reset" || pred(e)) {
-            sub.unsubscribe();
-            resolve();
-          }
-        },
-        onError: (err) => {
-          sub.unsubscribe();
-          reject(err);
-        },
-      },
-    );
-  });
 }
 
 /** The attempts part of `ocw run --json` (the contract: `{attempts: [{workerId, target, verdict, honest}], winner}`). */

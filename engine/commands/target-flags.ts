@@ -3,7 +3,7 @@ import type { Target } from "../../shared/target";
 import { connect, type EngineClient } from "../api/client";
 import { ensureEngine } from "../api/launcher";
 import { stateDir } from "../store/paths";
-import { preflightEndpoint } from "../workers/preflight";
+import { preflightEndpoint } from "../admission/preflight";
 import { CliError } from "./errors";
 
 /** The target behind `--endpoint URL --model ID [--api-key-env VAR]`: saved (not made active) so workers can name it. */

@@ -1,11 +1,11 @@
 import path from "node:path";
 import type { Command } from "commander";
 import type { BatchSummary } from "../../shared/batch";
-import type { EngineEvent } from "../../shared/events";
 import { showUntrusted } from "../../shared/untrusted";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
-import { isFinal, WorkerState, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
+import { isAtRest, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
 import { connect, type EngineClient } from "../api/client";
+import { nextEvent } from "../api/follow";
 import { ensureEngine } from "../api/launcher";
 import { stateDir } from "../store/paths";
 import { CliError, fail } from "./errors";
@@ -22,7 +22,6 @@ const age = (ts: number) => {
   const s = Math.max(0, Math.round((Date.now() - ts) / 1000));
   return s < 90 ? `${s}s` : s < 5400 ? `${Math.round(s / 60)}m` : s < 172800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
 };
-const titleOf = (w: Worker) => w.spec.title ?? w.spec.task.split("\n")[0]!;
 
 export function registerWorkerCommands(program: Command): void {
   program
@@ -52,20 +51,51 @@ export function registerWorkerCommands(program: Command): void {
         });
         if (o.json) return console.log(JSON.stringify(ws, null, 2));
         if (!ws.length) return console.log("no workers" + (o.state || o.repo || o.batch ? " match" : " yet: start one with `ocw run`"));
+        // Batch names are read instead of ids (an engine from before names has none).
+        const names: Record<string, string> = ws.some((w) => w.batchId) ? await c.workers.batchNames.query().catch(() => ({})) : {};
         for (const w of ws) {
           const v = w.verdict ? verdictLine(w.verdict) : stateWord(w.state);
           const extra = [
             w.merged ? `merged into ${w.merged.into}` : null,
             w.reverted ? "reverted" : null,
             w.discarded ? "discarded" : null,
-            w.batchId ? `batch ${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null,
+            w.batchId ? `batch ${names[w.batchId] ? `"${safe(names[w.batchId]!)}" ` : ""}${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null,
           ]
             .filter(Boolean)
             .join(", ");
           console.log(
-            `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(titleOf(w)).slice(0, 60)}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`,
+            `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(workerTitle(w.spec, 60))}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`,
           );
         }
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("batch")
+    .description('a batch: its name, workers and built count; --name renames it ("" takes the name away), shown instead of its id')
+    .argument("<batchId>", "a batch id (b-…)")
+    .option("--name <text>", "the batch's new name (one line, at most 80 characters)")
+    .option("--json", "print JSON")
+    .action(async (batchId: string, o: { name?: string; json?: boolean }) => {
+      try {
+        const c = await client("batch");
+        if (o.name !== undefined) {
+          try {
+            await c.workers.nameBatch.mutate({ batchId, name: o.name });
+          } catch (err) {
+            throw new CliError((err as Error).message);
+          }
+        }
+        let b: BatchSummary;
+        try {
+          b = await c.workers.batch.query({ batchId });
+        } catch (err) {
+          throw new CliError((err as Error).message);
+        }
+        if (o.json) return console.log(JSON.stringify(b, null, 2));
+        console.log(batchText(b));
       } catch (err) {
         fail(err);
       }
@@ -109,24 +139,13 @@ export function registerWorkerCommands(program: Command): void {
         const printer = new LogPrinter((l) => process.stdout.write(l + "\n"));
         printer.replay(events);
         const w = await c.workers.get.query({ workerId: id });
-        if (!o.follow || isFinal(w.state)) return;
+        if (!o.follow || isAtRest(w.state)) return;
         const last = events.at(-1)?.seq ?? -1;
-        await new Promise<void>((resolve, reject) => {
-          const sub = c.events.subscribe(
-            { lastEventId: cursor },
-            {
-              onData: (t) => {
-                const e = t.data as EngineEvent;
-                if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return;
-                printer.event(e as WorkerEvent, true);
-                if (e.type === "worker.state" && isFinal(e.state)) {
-                  sub.unsubscribe();
-                  resolve();
-                }
-              },
-              onError: (err) => reject(err),
-            },
-          );
+        // Printed as they come; the worker's state at rest ends it.
+        await nextEvent(c, cursor, (e) => {
+          if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return false;
+          printer.event(e as WorkerEvent, true);
+          return e.type === "worker.state" && isAtRest(e.state);
         });
       } catch (err) {
         fail(err);
@@ -140,7 +159,7 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (id: string) => {
       try {
         const w = await (await client("cancel")).workers.stop.mutate({ workerId: id, reason: "cancelled with ocw cancel" });
-        console.log(`${w.id} is ${stateWord(w.state)}${isFinal(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
+        console.log(`${w.id} is ${stateWord(w.state)}${isAtRest(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
       } catch (err) {
         fail(err);
       }
@@ -252,7 +271,7 @@ export function registerWorkerCommands(program: Command): void {
 }
 
 export function batchText(b: BatchSummary): string {
-  const lines = [`batch ${b.id}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " · done" : ""}`];
+  const lines = [`batch ${b.id}${b.name ? ` "${safe(b.name)}"` : ""}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " · done" : ""}`];
   if (b.tasks.length)
     for (const t of b.tasks)
       lines.push(
@@ -276,7 +295,7 @@ export function showText(w: Worker): string {
   const v = w.verdict;
   const lines = [
     `${w.id}  ${stateWord(w.state)}${w.stateReason ? ` — ${safe(w.stateReason)}` : ""}`,
-    `task: ${safe(titleOf(w))}`,
+    `task: ${safe(workerTitle(w.spec, Number.POSITIVE_INFINITY))}`,
     `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`,
   ];
   if (w.batchId) lines.push(`batch: ${w.batchId}${w.taskId ? ` (task ${w.taskId})` : ""}${w.startFrom ? `, started from ${w.startFrom.slice(0, 12)}` : ""}`);
@@ -305,7 +324,7 @@ export function showText(w: Worker): string {
         ? `next: ocw logs ${w.id} · ocw continue ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
         : ["stopped", "interrupted", "error"].includes(w.state)
           ? `next: resume it (GUI or MCP) · ocw retry ${w.id} · ocw discard ${w.id}`
-          : !isFinal(w.state)
+          : !isAtRest(w.state)
             ? `next: ocw logs ${w.id} --follow · ocw cancel ${w.id}`
             : w.merged && !w.reverted
               ? `next: ocw revert ${w.id} undoes the merge`
@@ -349,7 +368,7 @@ export class LogPrinter {
     switch (e.type) {
       case "worker.created":
         return this.out(
-          `[${at}] created: ${safe(e.spec.title ?? e.spec.task.split("\n")[0]!)}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`,
+          `[${at}] created: ${safe(workerTitle(e.spec, Number.POSITIVE_INFINITY))}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`,
         );
       case "worker.state":
         return this.out(`[${at}] state ${stateWord(e.state)}${e.reason ? ` — ${safe(e.reason)}` : ""}`);

@@ -3,7 +3,7 @@
 // is not root until its folders are made writable again, and a failed delete must never fail a grading or pile up.
 import { randomBytes } from "node:crypto";
 import { renameSync } from "node:fs";
-import { chmod, lstat, readdir, rm } from "node:fs/promises";
+import { chmod, lstat, mkdir, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 
 const DISCARDED = ".discarded-";
@@ -52,4 +52,25 @@ async function writableFolders(dir: string): Promise<void> {
   await chmod(dir, (st.mode & 0o7777) | 0o700).catch(() => undefined);
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
   for (const e of entries) if (e.isDirectory()) await writableFolders(path.join(dir, e.name));
+}
+
+/**
+ * The folder the task named, inside the fresh checkout (made when the commit deleted it). The commit may have turned a
+ * part of its path into a symlink or a file: following it would make the engine create folders and run the checks
+ * outside the checkout, so the checks cannot run and fail with the reason.
+ */
+export async function folderIn(checkout: string, sub: string): Promise<string | { problem: string }> {
+  let at = checkout;
+  for (const part of sub.split(path.sep).filter(Boolean)) {
+    at = path.join(at, part);
+    const st = await lstat(at).catch(() => null);
+    if (!st) await mkdir(at);
+    else if (!st.isDirectory()) {
+      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
+      return {
+        problem: `${path.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`,
+      };
+    }
+  }
+  return at;
 }

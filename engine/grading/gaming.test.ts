@@ -186,4 +186,113 @@ describe("checks that cannot be gamed from the workspace", () => {
     expect(runnerPart("pyproject.toml", "[project]\nname='x'\n[tool.pytest.ini_options]\naddopts='--collect-only'\n")).toContain("--collect-only");
     expect(runnerPart("pyproject.toml", "[project]\nname='y'\n")).toBe("");
   });
+
+  it("a pyproject.toml section header with a trailing comment still configures pytest (`--co` collects, runs nothing): a violation", async () => {
+    const v = await graded(
+      { "pyproject.toml": "[project]\nname = 'p'\n", "test_calc.py": "def test_add():\n    assert 1 + 1 == 3\n" },
+      (ws) => writeFileSync(path.join(ws, "pyproject.toml"), "[project]\nname = 'p'\n\n[tool.pytest.ini_options] # faster\naddopts = '--co'\n"),
+      [{ run: "python3 -m pytest -q -p no:cacheprovider" }],
+    );
+    // The gaming works: pytest only collected, so the failing test passed the check.
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual(["check configuration changed: pyproject.toml (its test runner sections)"]);
+    expect(v.verdict).toBe("honest-failure");
+  }, 60_000);
+});
+
+describe("snapshot caps at grading", () => {
+  it("a worker over the snapshot caps: not built, the violation says why, no check runs, nothing reaches the person's repository", async () => {
+    process.env.OCW_SNAPSHOT_MAX_FILES = "5";
+    try {
+      const v = await graded(
+        { "a.txt": "a\n" },
+        (ws) => {
+          for (let i = 0; i < 6; i++) writeFileSync(path.join(ws, `gen${i}.txt`), "x\n");
+        },
+        [{ run: "touch ran && true" }],
+      );
+      expect(v.verdict).toBe("honest-failure");
+      expect(v.scope).toMatchObject({ passed: false, snapshotCap: expect.stringMatching(/made 6 new files, over the snapshot cap of 5/) });
+      expect(v.scope.violations).toEqual([expect.stringMatching(/^snapshot too large: /)]);
+      expect(v.checks[0]).toMatchObject({ passed: false, output: expect.stringMatching(/^not run: /) });
+      expect(v.commit).toBeNull();
+    } finally {
+      delete process.env.OCW_SNAPSHOT_MAX_FILES;
+    }
+  }, 60_000);
+});
+
+describe("runner configuration is parsed, not pattern-matched", () => {
+  const changes = (file: string, before: string, after: string) => runnerPart(file, before) !== runnerPart(file, after);
+  const PROJECT = "[project]\nname = 'p'\ndependencies = []\n";
+  const PKG0 = { name: "p", version: "1.0.0", scripts: { test: "node test.js" } };
+  const pkg = (extra: Record<string, unknown>) => JSON.stringify({ ...PKG0, ...extra }, null, 2);
+  const CARGO = '[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n';
+
+  it.each([
+    ["a header with a trailing comment", "pyproject.toml", PROJECT, `${PROJECT}[tool.pytest.ini_options] # faster\naddopts = "--co"\n`],
+    ["a quoted, spaced header", "pyproject.toml", PROJECT, `${PROJECT}[ tool . "pytest" . ini_options ]\naddopts = "--co"\n`],
+    ["a dotted key at the top level", "pyproject.toml", PROJECT, `tool.pytest.ini_options.addopts = "--co"\n${PROJECT}`],
+    ["a dotted key under [tool]", "pyproject.toml", PROJECT, `${PROJECT}[tool]\npytest.ini_options.addopts = "--co"\n`],
+    ["a quoted coverage table", "pyproject.toml", PROJECT, `${PROJECT}[tool.'coverage'.run]\nomit = ["*"]\n`],
+    ["a pytest plugin entry point", "pyproject.toml", PROJECT, `${PROJECT}[project.entry-points.pytest11]\nx = "evil"\n`],
+    ["an INI header with a trailing comment", "setup.cfg", "[metadata]\nname = p\n", "[metadata]\nname = p\n[tool:pytest] ; faster\naddopts = --co\n"],
+    ["a spaced INI header", "setup.cfg", "[metadata]\nname = p\n", "[metadata]\nname = p\n[ tool:pytest ]\naddopts = --co\n"],
+    [
+      "a linter section",
+      "setup.cfg",
+      "[metadata]\nname = p\n[flake8]\nmax-line-length = 80\n",
+      "[metadata]\nname = p\n[flake8]\nmax-line-length = 80\nselect = \n",
+    ],
+    ["package.json babel", "package.json", pkg({}), pkg({ babel: { plugins: ["./disarm-asserts.js"] } })],
+    ["package.json exports", "package.json", pkg({}), pkg({ exports: { ".": "./fake.js" } })],
+    ["package.json imports", "package.json", pkg({}), pkg({ imports: { "#calc": "./fake.js" } })],
+    ["package.json jest", "package.json", pkg({}), pkg({ jest: { testMatch: [] } })],
+    ["package.json mocha", "package.json", pkg({}), pkg({ mocha: { spec: "none" } })],
+    ["package.json ava", "package.json", pkg({}), pkg({ ava: { files: [] } })],
+    ["Cargo autotests = false", "Cargo.toml", CARGO, CARGO.replace('edition = "2021"', 'edition = "2021"\nautotests = false')],
+    ["a Cargo [[test]] without the harness", "Cargo.toml", CARGO, `${CARGO}\n[[test]]\nname = "held"\npath = "tests/held.rs"\nharness = false\n`],
+    ["a Cargo profile that disarms assertions", "Cargo.toml", CARGO, `${CARGO}\n[profile.dev]\ndebug-assertions = false\noverflow-checks = false\n`],
+    ["a go.mod replace", "go.mod", "module m\n\ngo 1.22\n", "module m\n\ngo 1.22\n\nreplace github.com/stretchr/testify => ./fake\n"],
+  ])("%s", (_what, file, before, after) => {
+    expect(changes(file, before, after)).toBe(true);
+  });
+
+  it("what only describes the package (dependencies, metadata, version) may change freely", () => {
+    expect(changes("pyproject.toml", PROJECT, PROJECT.replace("[]", '["requests"]'))).toBe(false);
+    expect(
+      changes("pyproject.toml", `${PROJECT}[tool.pytest.ini_options]\naddopts = "-q"\n`, `[tool.pytest.ini_options]\naddopts = "-q" # same\n${PROJECT}`),
+    ).toBe(false);
+    expect(changes("package.json", pkg({}), pkg({ dependencies: { left: "1.0.0" }, version: "1.0.1" }))).toBe(false);
+    expect(changes("Cargo.toml", CARGO, `${CARGO}serde = "1"\n`)).toBe(false);
+    expect(changes("setup.cfg", "[metadata]\nname = p\n", "[metadata]\nname = p\nversion = 2\n[options]\ninstall_requires = requests\n")).toBe(false);
+    expect(changes("go.mod", "module m\n\ngo 1.22\n", "module m\n\ngo 1.22\n\nrequire github.com/x/y v1.0.0\n")).toBe(false);
+    // Not parsable: any change counts.
+    expect(changes("pyproject.toml", PROJECT, `${PROJECT}[tool.pytest\n`)).toBe(true);
+  });
+
+  it.each([
+    ".cargo/config.toml",
+    "sub/.cargo/config",
+    "vendor/github.com/stretchr/testify/assert/assertions.go",
+    ".rspec",
+    "spec/spec_helper.rb",
+    ".mocharc.jsonc",
+    ".mocharc",
+    "vitest.workspace.ts",
+    "jest.setup.js",
+    "src/setupTests.ts",
+    "tsconfig.json",
+    "pytest.toml",
+    "go.work",
+    // Case-insensitive, normalising file systems open these as the plain names.
+    "ConfTest.py",
+    "tests/CONFTEST.PY",
+    ".NPMRC",
+    "Pytest.ini",
+    "PyTest.py",
+    "Vitest.Config.ts",
+  ])("%s changes what a check runs", (f) => {
+    expect(runnerConfigReason(f)).not.toBeNull();
+  });
 });

@@ -158,7 +158,7 @@ describe("file checks read a partial checkout", () => {
     const ws = await setup("only", {});
     writeFileSync(path.join(ws.worktree, "out.txt"), "x\n");
     const part = path.join(tmp, "co-only");
-    const g = await commitAndCheckOut(ws, "ocw: t", part, ["out.txt", "missing.txt"]);
+    const g = await commitAndCheckOut(ws, "ocw: t", part, undefined, ["out.txt", "missing.txt"]);
     expect(g).toMatchObject({ changed: ["out.txt"], partial: true });
     // Only the file a check reads is written (the 2 other files of the repository are not).
     expect(readdirSync(part, { recursive: true }).sort()).toEqual(["out.txt"]);
@@ -172,7 +172,7 @@ describe("file checks read a partial checkout", () => {
     expect(await commitAndCheckOut(ws, "ocw: t", all)).toMatchObject({ partial: false });
     expect(readdirSync(all, { recursive: true }).sort()).toEqual(["README.md", "docs", "docs/keep.md", "out.txt"]);
     // A name git's --stdin would unquote: the whole tree.
-    expect(await commitAndCheckOut(ws, "ocw: t", path.join(tmp, "co-q"), ['"q.txt'])).toMatchObject({ partial: false });
+    expect(await commitAndCheckOut(ws, "ocw: t", path.join(tmp, "co-q"), undefined, ['"q.txt'])).toMatchObject({ partial: false });
   });
 
   it("a symlink on the way to a named path comes out, and then the partial checkout does not hold", async () => {
@@ -180,7 +180,7 @@ describe("file checks read a partial checkout", () => {
     symlinkSync("docs", path.join(ws.worktree, "d"));
     symlinkSync("README.md", path.join(ws.worktree, "r.md"));
     const part = path.join(tmp, "co-walk");
-    await commitAndCheckOut(ws, "ocw: t", part, ["d/keep.md", "r.md", "docs/keep.md"]);
+    await commitAndCheckOut(ws, "ocw: t", part, undefined, ["d/keep.md", "r.md", "docs/keep.md"]);
     // (readdir follows the symlink d into docs.)
     expect(readdirSync(part, { recursive: true }).sort()).toEqual(["d", "d/keep.md", "docs", "docs/keep.md", "r.md"]);
     expect(lstatSync(path.join(part, "d")).isSymbolicLink()).toBe(true);

@@ -1,4 +1,4 @@
-import { lstat, mkdir, readdir } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
@@ -10,10 +10,11 @@ import {
   mergeHint,
   partialHolds,
   publishBranch,
+  SnapshotTooLarge,
   type Workspace,
 } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
-import { discard } from "./folders";
+import { discard, folderIn } from "./folders";
 import { flaggedChanges } from "../workspace/land";
 import { runnerConfigChanges } from "./runner-config";
 import { checkScope, globsMatcher } from "./scope";
@@ -33,27 +34,6 @@ export interface GradeInput {
   baseline?: Baseline | null;
   /** The previous round's graded commit: the verdict lists the files changed since (rounds after the first). */
   previousCommit?: string | null;
-}
-
-/**
- * The folder the task named, inside the fresh checkout (made when the commit deleted it). The commit may have turned a
- * part of its path into a symlink or a file: following it would make the engine create folders and run the checks
- * outside the checkout, so the checks cannot run and fail with the reason.
- */
-async function folderIn(checkout: string, sub: string): Promise<string | { problem: string }> {
-  let at = checkout;
-  for (const part of sub.split(path.sep).filter(Boolean)) {
-    at = path.join(at, part);
-    const st = await lstat(at).catch(() => null);
-    if (!st) await mkdir(at);
-    else if (!st.isDirectory()) {
-      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
-      return {
-        problem: `${path.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`,
-      };
-    }
-  }
-  return at;
 }
 
 /** The checkout's files that `protect` names (its globs are relative to the folder the user named), as absolute paths. */
@@ -86,6 +66,37 @@ function fileChecksOnly(checks: CheckSpec[], sub: string): string[] | undefined 
  * worker's claim. `built` only if every check and the scope pass. The verdict names the commit; only it is merged.
  */
 export async function grade(input: GradeInput): Promise<Verdict> {
+  try {
+    return await gradeSnapshot(input);
+  } catch (err) {
+    if (!(err instanceof SnapshotTooLarge)) throw err;
+    // Over the snapshot caps (files, bytes, one file's size): nothing was committed, checked or published. A verdict of
+    // its own kind, with the claim kept: the worker is not built, and the violation says why.
+    const { workspace: ws } = input;
+    const { claim, reason } = parseClaim(input.finalText);
+    return {
+      verdict: "honest-failure",
+      claim,
+      claimReason: reason,
+      honest: claim === "honest-failure",
+      checks: input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${err.message}` })),
+      scope: { passed: false, violations: [`snapshot too large: ${err.message}`], changedFiles: [], snapshotCap: err.message },
+      gradedAt: Date.now(),
+      branch: ws.branch,
+      worktree: ws.worktree,
+      commit: null,
+      diffStat: "",
+      mergeHint: null,
+      flags: [],
+      reason: err.message,
+      weakEvidence: false,
+      sincePrevious: null,
+      caveats: caveatsOf(input.checks),
+    };
+  }
+}
+
+async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   const { workspace: ws } = input;
   const checkout = input.checkoutDir;
   let checks;
@@ -102,7 +113,7 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     // the tree), unless one of them came out other than the whole tree would show it (a symlink on its way): then the
     // whole tree, so that each check sees what it would in a full checkout.
     const only = fileChecksOnly(input.checks, sub);
-    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout, only);
+    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout, undefined, only);
     if (graded.partial && only && !partialHolds(checkout, only)) await checkOutCommit(ws, graded.commit, checkout);
     // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
     const rel = sub ? graded.changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : graded.changed;

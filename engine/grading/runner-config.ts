@@ -6,14 +6,19 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
+import ini from "ini";
+import { parse as parseToml } from "smol-toml";
+import { foldPath } from "../workspace/fold";
 
 const run = promisify(execFile);
 
-/** Files (by base name, anywhere in the repository) that configure or hook a test runner. */
+/** Files (by base name, anywhere in the repository, case folded) that configure or hook a test runner. */
 const RUNNER_FILES = new Set([
   "conftest.py",
   "pytest.ini",
   ".pytest.ini",
+  "pytest.toml",
+  ".pytest.toml",
   "tox.ini",
   "noxfile.py",
   ".npmrc",
@@ -21,64 +26,222 @@ const RUNNER_FILES = new Set([
   ".yarnrc.yml",
   ".pnpmfile.cjs",
   ".mocharc",
-  ".mocharc.js",
-  ".mocharc.cjs",
-  ".mocharc.json",
-  ".mocharc.yml",
-  ".mocharc.yaml",
   ".babelrc",
-  ".babelrc.js",
+  ".swcrc",
   ".nycrc",
+  ".c8rc",
   ".coveragerc",
+  ".rspec",
+  ".rspec-local",
+  "spec_helper.rb",
+  "rails_helper.rb",
+  "rakefile",
   "sitecustomize.py",
   "usercustomize.py",
-  "Makefile",
   "makefile",
-  "GNUmakefile",
+  "gnumakefile",
+  "justfile",
+  ".justfile",
+  "go.work",
+  "rust-toolchain",
+  "rust-toolchain.toml",
+  "jsconfig.json",
 ]);
 
 /** Top-level files named like a tool or a module a check may run: they shadow it (`python -m pytest` imports ./pytest.py first). */
 const SHADOW_TOP =
   /^(pytest|_pytest|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
 
-/** Files whose runner-related part only counts (the rest may change freely): compared between the base and the commit. */
-const SECTIONED = new Set(["package.json", "pyproject.toml", "setup.cfg"]);
+/** Files whose runner-related part only counts (the rest may change freely): compared, parsed, between the base and the commit. */
+const SECTIONED = new Set(["package.json", "pyproject.toml", "setup.cfg", "cargo.toml", "go.mod"]);
 
 /** Why a changed path (relative to the repository root, "/"-separated) may change what a check runs, or null. */
 export function runnerConfigReason(file: string): string | null {
-  const parts = file.split("/");
+  // Matched as a case-insensitive, normalising file system sees the name (`.NPMRC`, `ConfTest.py` open the same file there).
+  const parts = foldPath(file).split("/");
   const base = parts[parts.length - 1]!;
+  const shown = file.split("/").pop()!;
   if (parts.includes("node_modules")) return "node_modules/ (installed code a check runs)";
+  if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base.endsWith(".pyc")) return "compiled Python a check may import";
-  if (RUNNER_FILES.has(base)) return `${base} (test runner configuration or hook)`;
-  if (/\.config\.[^/]+$/.test(base) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|ya?ml)$/.test(base)) return `${base} (tool configuration)`;
-  if (base.endsWith(".pth")) return `${base} (Python path hook)`;
-  if (parts.length === 1 && SHADOW_TOP.test(base)) return `${base} (named like a tool a check may run: it shadows it)`;
-  if (parts.length === 2 && SHADOW_TOP.test(parts[0]!) && base === "__init__.py") return `${parts[0]}/ (a package named like a tool a check may run)`;
+  if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base === "config" || base === "config.toml"))
+    return `.cargo/${shown} (cargo configuration: runners, aliases, flags)`;
+  if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
+  if (/\.config\.[^/]+$/.test(base) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base) || /^\.mocharc(\.|$)/.test(base))
+    return `${shown} (tool configuration)`;
+  if (/^(vitest|vite|jest)\.workspace\.[^/]+$/.test(base) || /^(jest|vitest|test)[.-]setup\.[^/]+$/.test(base) || /^setuptests\.[^/]+$/.test(base))
+    return `${shown} (test runner setup file)`;
+  if (/^tsconfig(\.[^/]+)?\.json$/.test(base)) return `${shown} (TypeScript configuration: path mappings decide what a test imports)`;
+  if (base.endsWith(".pth")) return `${shown} (Python path hook)`;
+  if (parts.length === 1 && SHADOW_TOP.test(base)) return `${shown} (named like a tool a check may run: it shadows it)`;
+  if (parts.length === 2 && SHADOW_TOP.test(parts[0]!) && base === "__init__.py") return `${file.split("/")[0]}/ (a package named like a tool a check may run)`;
   return null;
 }
 
-/** The runner-related part of a sectioned file: package.json's scripts and runner keys; pytest/tox/coverage sections of an INI or TOML file. */
+/** package.json keys that decide what a check runs or how a test is loaded (the rest: dependencies, metadata, may change). */
+const PACKAGE_JSON_KEYS = [
+  "scripts",
+  "jest",
+  "mocha",
+  "ava",
+  "tap",
+  "c8",
+  "nyc",
+  "vitest",
+  "babel",
+  "exports",
+  "imports",
+  "eslintConfig",
+  "prettier",
+  "config",
+  "workspaces",
+  "pnpm",
+];
+
+/** A value with its object keys sorted at every level: two parses of the same content compare equal. */
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v && typeof v === "object" && !(v instanceof Date))
+    return Object.fromEntries(
+      Object.keys(v as Record<string, unknown>)
+        .sort()
+        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+    );
+  return v instanceof Date ? v.toISOString() : v;
+}
+
+type Doc = Record<string, unknown>;
+const isDoc = (v: unknown): v is Doc => !!v && typeof v === "object" && !Array.isArray(v);
+
+/** A copy of `doc` without the value at `keys` (a path of table names); the rest as it was. */
+function without(doc: Doc, keys: string[]): Doc {
+  const [k, ...rest] = keys;
+  if (!(k! in doc)) return doc;
+  const copy = { ...doc };
+  if (!rest.length) delete copy[k!];
+  else if (isDoc(copy[k!])) copy[k!] = without(copy[k!] as Doc, rest);
+  return copy;
+}
+const pick = (doc: Doc, keys: string[]): unknown => keys.reduce<unknown>((v, k) => (isDoc(v) ? v[k] : undefined), doc);
+
+/**
+ * pyproject.toml, deny by default: everything counts but what only describes the package (its metadata, its build, its
+ * dependency lists). Dotted keys, quoted keys and spaced headers (`tool.pytest.ini_options.addopts = …` at the top,
+ * `[ tool . "pytest" ]`) are what a TOML parser makes of them, as pytest's own does.
+ */
+const PYPROJECT_FREE = [
+  ["project"],
+  ["build-system"],
+  ["dependency-groups"],
+  ["tool", "poetry"],
+  ["tool", "setuptools"],
+  ["tool", "setuptools_scm"],
+  ["tool", "hatch", "version"],
+  ["tool", "hatch", "metadata"],
+  ["tool", "hatch", "build"],
+  ["tool", "flit"],
+  ["tool", "maturin"],
+  ["tool", "pdm"],
+];
+/** Kept although under a free table: entry points register pytest plugins; scripts are run by the tool. */
+const PYPROJECT_KEPT = [
+  ["project", "entry-points"],
+  ["tool", "poetry", "plugins"],
+  ["tool", "poetry", "scripts"],
+  ["tool", "pdm", "scripts"],
+];
+
+function pyprojectPart(doc: Doc): unknown {
+  let rest = doc;
+  for (const k of PYPROJECT_FREE) rest = without(rest, k);
+  return { rest, kept: PYPROJECT_KEPT.map((k) => pick(doc, k) ?? null) };
+}
+
+/** Cargo.toml: what decides which tests are built and how they run (targets, harness, auto-discovery, profiles, patches). */
+function cargoPart(doc: Doc): unknown {
+  const pkg = isDoc(doc.package) ? doc.package : {};
+  const auto = ["autotests", "autobins", "autobenches", "autoexamples", "autolib", "build", "links"].map((k) => [k, pkg[k] ?? null]);
+  const workspace = isDoc(doc.workspace) ? without(without(doc.workspace, ["dependencies"]), ["package"]) : null;
+  return { auto, workspace, ...Object.fromEntries(["lib", "bin", "test", "bench", "example", "profile", "patch", "replace"].map((k) => [k, doc[k] ?? null])) };
+}
+
+/**
+ * setup.cfg, deny by default: every section but the package's metadata and options (pytest reads `[tool:pytest]`,
+ * coverage `[coverage:*]`, flake8, mypy… their own). Parsed with `ini`; a line it reads as a key although it begins
+ * with `[` (a header with a trailing comment, an indented one: Python's configparser reads sections the ini parser does
+ * not) makes the whole file count, as it cannot be attributed with certainty.
+ */
+const SETUP_CFG_FREE = new Set([
+  "metadata",
+  "options",
+  "options.extras_require",
+  "options.packages.find",
+  "options.package_data",
+  "options.exclude_package_data",
+  "options.data_files",
+  "bdist_wheel",
+  "sdist",
+  "egg_info",
+]);
+
+function setupCfgPart(text: string): unknown {
+  const doc = ini.parse(text) as Doc;
+  const suspicious = (d: Doc): boolean => Object.entries(d).some(([k, v]) => k.trim().startsWith("[") || (isDoc(v) && suspicious(v)));
+  if (suspicious(doc)) return { whole: text };
+  return Object.fromEntries(Object.entries(doc).filter(([k]) => !SETUP_CFG_FREE.has(k)));
+}
+
+/** go.mod: the directives that swap a module for other code or pick the toolchain (`replace`, `toolchain`, `godebug`), as written. */
+function goModPart(text: string): unknown {
+  const keep: string[] = [];
+  let block: string | null = null;
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.replace(/\/\/.*$/, "").trim();
+    if (!line) continue;
+    if (block) {
+      if (line === ")") block = null;
+      else if (["replace", "toolchain", "godebug", "retract"].includes(block)) keep.push(`${block} ${line}`);
+      continue;
+    }
+    const m = /^(\w+)\s*(\()?\s*(.*)$/.exec(line);
+    if (!m) {
+      keep.push(line);
+      continue;
+    }
+    if (m[2]) block = m[1]!;
+    else if (!["module", "go", "require", "exclude"].includes(m[1]!)) keep.push(line);
+  }
+  return keep;
+}
+
+/** The runner-related part of a sectioned file (parsed: package.json, pyproject.toml, Cargo.toml, setup.cfg, go.mod), as one comparable string. */
 export function runnerPart(file: string, text: string | null): string {
   if (text === null) return "";
-  const base = path.posix.basename(file);
-  if (base === "package.json") {
-    try {
-      const j = JSON.parse(text) as Record<string, unknown>;
-      return JSON.stringify(["scripts", "jest", "mocha", "ava", "c8", "nyc", "vitest"].map((k) => [k, j[k] ?? null]));
-    } catch {
-      return `unparsable:${text}`;
-    }
+  const base = foldPath(path.posix.basename(file));
+  try {
+    let part: unknown;
+    if (base === "package.json") {
+      const j = JSON.parse(text) as Doc;
+      part = PACKAGE_JSON_KEYS.map((k) => [k, (isDoc(j) ? j[k] : undefined) ?? null]);
+    } else if (base === "pyproject.toml") part = pyprojectPart(parseToml(text) as Doc);
+    else if (base === "cargo.toml") part = cargoPart(parseToml(text) as Doc);
+    else if (base === "setup.cfg") part = setupCfgPart(text);
+    else if (base === "go.mod") part = goModPart(text);
+    else part = { whole: text };
+    // Nothing runner-related at all reads as "" (as a missing file does), so only a file that gains some counts.
+    return isEmptyPart(part) ? "" : JSON.stringify(canonical(part));
+  } catch {
+    // Not parsable: the tool reading it fails or reads it its own way; any change to it counts.
+    return `unparsable:${text}`;
   }
-  // INI / TOML: the sections that configure a test runner, their text as is.
-  const keep: string[] = [];
-  let on = false;
-  for (const line of text.split(/\r?\n/)) {
-    const head = /^\s*\[+\s*([^\]]+?)\s*\]+\s*$/.exec(line);
-    if (head) on = /^(tool[.:])?(pytest|tox|coverage|testenv|nox)\b/i.test(head[1]!);
-    if (on) keep.push(line);
-  }
-  return keep.join("\n");
+}
+
+/** Whether a part holds nothing (every value null, or no table). */
+function isEmptyPart(part: unknown): boolean {
+  if (part === null || part === undefined) return true;
+  if (Array.isArray(part)) return part.every((p) => (Array.isArray(p) && p.length === 2 && typeof p[0] === "string" ? p[1] === null : isEmptyPart(p)));
+  if (isDoc(part)) return Object.values(part).every(isEmptyPart);
+  return false;
 }
 
 async function baseText(repo: string, commit: string, file: string): Promise<string | null> {
@@ -120,7 +283,7 @@ export async function runnerConfigChanges(opts: {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
     const rel = opts.sub ? (file.startsWith(opts.sub + "/") ? file.slice(opts.sub.length + 1) : `../${file}`) : file;
     if (named.has(rel)) continue;
-    const base = path.posix.basename(file);
+    const base = foldPath(path.posix.basename(file));
     if (SECTIONED.has(base)) {
       const before = runnerPart(file, await baseText(opts.repo, opts.baseCommit, file));
       const after = runnerPart(file, newText(opts.checkout, file));

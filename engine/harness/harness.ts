@@ -1,9 +1,10 @@
-import type { OpencodeClient } from "@opencode-ai/sdk/v2";
 import { OpencodeServer, type OpencodeServerOptions } from "./opencode-server";
+import type { OpencodePort } from "./port";
 import type { OpencodeEvent } from "./translate";
 
 /**
- * The engine's seam to opencode: one server per target, its SDK client, and its event stream. Production uses the real
+ * The engine's seam to opencode: one server per target, its typed port (port.ts: the calls the engine makes), and its
+ * event stream. Production uses the real
  * `opencode serve` (OpencodeServer); unit tests pass a fake that plays sessions, asks and idles in memory, so the state
  * machine, asks, steer, stop/resume, budgets and recovery are tested in milliseconds without a binary.
  */
@@ -13,8 +14,8 @@ export interface HarnessServer {
   readonly pid: number | undefined;
   /** The Authorization header of the server's own API (fault injection and the bench read its stream directly). */
   readonly authHeader: string;
-  /** The opencode SDK client (only the calls the engine makes need to work in a fake). */
-  readonly client: OpencodeClient | null;
+  /** The calls the engine makes of the running server (null while it is not up). */
+  readonly port: OpencodePort | null;
   start(): Promise<void>;
   stop(): Promise<void>;
   on(event: "event", listener: (e: OpencodeEvent) => void): this;

@@ -59,7 +59,7 @@ describe("opencode serve with its own home", () => {
         mkdirSync(d);
         return d;
       });
-      await Promise.all(dirs.map((directory) => server.client!.session.create({ directory, title: "t" })));
+      await Promise.all(dirs.map((directory) => server.port!.createSession({ directory, title: "t" })));
       await new Promise((r) => setTimeout(r, 1500));
     } finally {
       await server.stop();

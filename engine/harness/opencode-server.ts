@@ -9,6 +9,8 @@ import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedModelsCatalog, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
 import { allowListedEnv, sandboxed, serveHidden, type SandboxKind } from "../sandbox/sandbox";
+import { failureText, type OpencodePort } from "./port";
+import { agentsOf, globalEvents, sdkPort } from "./sdk-port";
 import { opencodeEvent } from "./translate";
 import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process/process";
 import { config as ocwConfig } from "../config";
@@ -49,7 +51,9 @@ export interface OpencodeServerOptions {
  */
 export class OpencodeServer extends EventEmitter {
   url: string | null = null;
-  client: OpencodeClient | null = null;
+  /** The SDK client of the running server: its event stream and the agent check here, every other call through `port`. */
+  private client: OpencodeClient | null = null;
+  port: OpencodePort | null = null;
   private proc: ChildProcess | null = null;
   private readonly password = randomBytes(24).toString("base64url");
   private stopping = false;
@@ -180,6 +184,7 @@ export class OpencodeServer extends EventEmitter {
     const client = createOpencodeClient({ baseUrl: url, headers: { Authorization: this.authHeader } });
     await this.verifyAgent(client);
     this.client = client;
+    this.port = sdkPort(client);
     this.restarts.reset();
     this.openStream();
     this.emit("ready");
@@ -187,16 +192,18 @@ export class OpencodeServer extends EventEmitter {
 
   /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
   private async verifyAgent(client: OpencodeClient): Promise<void> {
-    let res = await client.app.agents({ directory: this.opts.home });
+    let res = await agentsOf(client, this.opts.home);
     // A serve restarted after a crash can print its address before it answers: a request that got no HTTP answer at
     // all is retried for a few seconds (a wrong answer is not).
-    for (let i = 0; i < 20 && !res.response; i++) {
+    for (let i = 0; i < 20 && !res.ok && res.kind === "no-answer"; i++) {
       await new Promise((r) => setTimeout(r, 250));
-      res = await client.app.agents({ directory: this.opts.home });
+      res = await agentsOf(client, this.opts.home);
     }
-    const names = (res.data ?? []).map((a: { name: string }) => a.name);
+    const names = res.ok ? res.value.map((a) => a.name) : [];
     if (!names.includes(WORKER_AGENT)) {
-      throw new Error(`opencode did not load the worker agent "${WORKER_AGENT}" (agents: ${names.join(", ") || "none"}; HTTP ${res.response?.status})`);
+      throw new Error(
+        `opencode did not load the worker agent "${WORKER_AGENT}" (agents: ${names.join(", ") || "none"}; ${res.ok ? "HTTP 200" : failureText(res)})`,
+      );
     }
   }
 
@@ -213,7 +220,7 @@ export class OpencodeServer extends EventEmitter {
       while (!abort.signal.aborted && this.client) {
         let dropped = "the stream ended";
         try {
-          const { stream } = await this.client.global.event({
+          const { stream } = await globalEvents(this.client, {
             signal: abort.signal,
             sseMaxRetryAttempts: 1,
             onSseError: (err) => (dropped = (err as Error).message),
@@ -247,6 +254,7 @@ export class OpencodeServer extends EventEmitter {
     if (proc !== this.proc) return;
     this.streamAbort?.abort();
     this.client = null;
+    this.port = null;
     this.url = null;
     this.proc = null;
     if (this.stopping) return;
@@ -271,6 +279,7 @@ export class OpencodeServer extends EventEmitter {
     this.streamAbort?.abort();
     const proc = this.proc;
     this.client = null;
+    this.port = null;
     this.url = null;
     if (!proc || proc.exitCode !== null) return;
     const children = childPids(proc.pid);

@@ -2,7 +2,7 @@ import path from "node:path";
 import type { Target } from "../../shared/target";
 import { endpointsOf, isPool } from "../admission/capacity";
 import { modelSilenceMs, providerIdFor } from "./config";
-import { KeyGateway } from "../gateway/gateway";
+import { KeyGateway } from "../gateway";
 import { writeWorkerShell, writeWorkspacePlugin, type SandboxKind } from "../sandbox/sandbox";
 import { resolveKey } from "../serving/keys";
 import { opencodeHarness, type Harness, type HarnessServer } from "./harness";

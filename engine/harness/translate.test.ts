@@ -32,11 +32,14 @@ describe("parts", () => {
     });
     const tool = (state: Record<string, unknown>, name = "bash") => translatePart({ ...base, type: "tool", callID: "c", tool: name, state } as never);
     expect(tool({ status: "pending", input: {} }).part).toBeNull();
-    expect(tool({ status: "completed", input: { command: "ls" }, output: "a".repeat(30_000) }).part).toMatchObject({
-      kind: "tool",
-      status: "completed",
-      output: "a".repeat(20_000),
-    });
+    // A long output is kept as its head and its tail (where a command's result and its error usually are), the cut
+    // length recorded; a long input string (a written file's content) likewise.
+    const long = tool({ status: "completed", input: { command: "ls", content: "c".repeat(1_000_000) }, output: `HEAD${"a".repeat(300_000)}TAIL` }).part!;
+    expect(long).toMatchObject({ kind: "tool", status: "completed", outputCut: 280_008 });
+    expect(long.output).toMatch(/^HEADa+\n…\[280008 characters cut\]…\na+TAIL$/);
+    expect(long.output!.length).toBeLessThan(20_100);
+    expect(JSON.stringify(long.input).length).toBeLessThan(21_000);
+    expect(tool({ status: "completed", input: {}, output: "short" }).part).not.toHaveProperty("outputCut");
     expect(tool({ status: "error", input: {}, error: "boom" }).toolFailed).toEqual({ tool: "bash", error: "boom" });
     expect(tool({ status: "completed", input: { tool: "nosuch" }, output: "unknown tool" }, "invalid").toolFailed).toEqual({
       tool: "nosuch",

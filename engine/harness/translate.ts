@@ -96,6 +96,37 @@ export function questionAsk(workerId: string, p: QuestionRequest): PermissionAsk
   };
 }
 
+/** Characters of one tool call's output kept in the worker's log: its head and its tail, the length cut between recorded. */
+export const TOOL_OUTPUT_KEEP = 20_000;
+/** Characters kept of each string in a tool call's input (a written file's content, a long command). */
+export const TOOL_INPUT_STRING_KEEP = 20_000;
+/** Characters kept of one finished text or reasoning part. */
+export const TEXT_KEEP = 200_000;
+
+/** `s` within `keep` characters: its head (60 %) and tail, with the number of characters cut between them; never half a surrogate pair. */
+export function headTail(s: string, keep: number): { text: string; cut: number } {
+  if (s.length <= keep) return { text: s, cut: 0 };
+  let head = Math.ceil(keep * 0.6);
+  if (/[\ud800-\udbff]/.test(s[head - 1] ?? "")) head--;
+  let tail = s.length - (keep - head);
+  if (/[\udc00-\udfff]/.test(s[tail] ?? "")) tail++;
+  const cut = tail - head;
+  return { text: `${s.slice(0, head)}\n…[${cut} characters cut]…\n${s.slice(tail)}`, cut };
+}
+
+function keptOutput(output: string): { output: string; outputCut?: number } {
+  const { text, cut } = headTail(output, TOOL_OUTPUT_KEEP);
+  return cut ? { output: text, outputCut: cut } : { output: text };
+}
+
+/** A tool call's input with every long string kept as head and tail (objects and arrays walked, 8 levels deep at most). */
+function capStrings(v: unknown, keep: number, depth = 0): unknown {
+  if (typeof v === "string") return headTail(v, keep).text;
+  if (depth >= 8 || !v || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.slice(0, 1000).map((x) => capStrings(x, keep, depth + 1));
+  return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, capStrings(x, keep, depth + 1)]));
+}
+
 /**
  * What a finished part adds to the worker's log: the transcript part, and a failed tool call (an unknown tool or
  * unparsable arguments come back as opencode's "invalid" tool). Streaming text is not persisted until it ends.
@@ -104,7 +135,7 @@ export function translatePart(part: Part): { part: TranscriptPart | null; toolFa
   if (!part?.id || !part.type) return { part: null };
   if (part.type === "text" || part.type === "reasoning") {
     if (!part.time?.end) return { part: null }; // partial text arrives as deltas; persist the finished part once
-    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") } };
+    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: headTail(String(part.text ?? ""), TEXT_KEEP).text } };
   }
   if (part.type !== "tool") return { part: null };
   const st = (part.state ?? {}) as { status?: string; input?: Record<string, unknown>; output?: unknown; error?: unknown };
@@ -115,8 +146,8 @@ export function translatePart(part: Part): { part: TranscriptPart | null; toolFa
     kind: "tool",
     tool: part.tool,
     status: st.status as "running" | "completed" | "error",
-    input: st.input,
-    ...(st.output !== undefined ? { output: String(st.output).slice(0, 20_000) } : {}),
+    input: capStrings(st.input, TOOL_INPUT_STRING_KEEP) as Record<string, unknown> | undefined,
+    ...(st.output !== undefined ? keptOutput(String(st.output)) : {}),
     ...(st.error !== undefined ? { error: String(st.error).slice(0, 4000) } : {}),
   };
   const failed = st.status === "error" || (part.tool === "invalid" && st.status === "completed");
@@ -190,7 +221,7 @@ const STREAMING_CAP = 256 * 1024;
 export interface TranslateRegistry {
   readonly workers: ReadonlyMap<string, Worker>;
   readonly sessions: Map<string, string>;
-  rt(id: string): { lastEventAt: number; turn: { error?: string }; replies?: { part(part: Part): void; message(info: Message): void } };
+  rt(id: string): { heard(): void; sessionError(message: string): void; replies?: { part(part: Part): void; message(info: Message): void } };
   transient(event: EngineEvent): void;
   safeRecord(workerId: string, body: WorkerEventBody): void;
 }
@@ -286,7 +317,7 @@ export class Translator {
     const w = workerId ? reg.workers.get(workerId) : undefined;
     if (!workerId || !w) return;
     const isRoot = sid === w.sessionId;
-    reg.rt(workerId).lastEventAt = Date.now();
+    reg.rt(workerId).heard();
     switch (e.type) {
       case "permission.asked": {
         const ask = permissionAsk(workerId, e.properties);
@@ -347,7 +378,7 @@ export class Translator {
         const err = e.properties.error;
         // Aborts come from stop/budget/shutdown, and their events can trail a resume: never an error of the new turn.
         if (err?.name === "MessageAbortedError") return;
-        reg.rt(workerId).turn.error = describeError(err);
+        reg.rt(workerId).sessionError(describeError(err));
         return;
       }
       case "session.idle":
@@ -357,11 +388,4 @@ export class Translator {
         return;
     }
   }
-}
-
-/** What an SDK call that got no HTTP answer failed with (the SDK returns the fetch error instead of throwing it). */
-export function noAnswer(error: unknown): string {
-  const e = error as { name?: string; message?: string; cause?: { message?: string; code?: string } } | undefined;
-  if (e?.name === "TimeoutError") return "no answer within the time limit";
-  return [e?.message ?? (e ? String(e) : "connection failed"), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
 }

@@ -4,7 +4,7 @@ import type { CheckResult } from "../../shared/check";
 import { showUntrusted } from "../../shared/untrusted";
 import type { PermissionAsk } from "../../shared/permission";
 import path from "node:path";
-import { isFinal, pendingAsks, type Worker, workerTitle } from "../../shared/worker";
+import { isAtRest, pendingAsks, type Worker, workerTitle } from "../../shared/worker";
 import type { PendingItem, Slots, Totals, WorkerSummary } from "./schemas";
 
 export const clip = (s: string, n: number) => (s.length <= n ? s : s.slice(0, Math.max(0, n - 1)) + "…");
@@ -120,7 +120,7 @@ export function slotsOf(list: { targetId: string; slots: number; inUse: number; 
 /** One aggregate state for a set of workers (a batch): the worker's own state when there is one. */
 export function aggregateState(ws: Worker[]): string {
   if (ws.length === 1) return ws[0]!.state;
-  if (ws.every((w) => isFinal(w.state))) return "settled";
+  if (ws.every((w) => isAtRest(w.state))) return "settled";
   if (ws.some((w) => pendingAsks(w).length)) return "waiting-approval";
   if (ws.some((w) => ["running", "starting", "settled", "grading"].includes(w.state))) return "running";
   return "queued";

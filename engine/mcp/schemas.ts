@@ -92,6 +92,7 @@ export const DelegateBatchInput = z
       .max(64, "at most 64 tasks per batch")
       .describe("Tasks with disjoint scopes; those without `after` run at once."),
     integration: IntegrationSpec.optional().describe("Checks run on the built commits combined; merge {batchId} lands that commit."),
+    name: z.string().optional(),
   })
   .strict();
 
@@ -315,7 +316,8 @@ export const SetupStatusOutput = z.object({
       reachDetail: z.string(),
     })
     .nullable(),
-  serving: z.array(z.object({ targetId: z.string(), ready: z.boolean(), url: z.string().nullable() })),
+  /** Each target's opencode server (the workers' harness), not its model server. */
+  opencode: z.array(z.object({ targetId: z.string(), ready: z.boolean(), url: z.string().nullable() })),
   slots: Slots,
   pendingApprovals: z.number(),
   workers: z.record(z.string(), z.number()),

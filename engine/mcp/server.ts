@@ -9,7 +9,7 @@ import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sd
 import { z } from "zod";
 import type { AttemptGroup } from "../../shared/attempts";
 import type { EngineEvent } from "../../shared/events";
-import { isFinal, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
+import { isAtRest, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { VERSION } from "../api/host";
 import { canElicit, offerAsk } from "./elicit";
@@ -35,7 +35,7 @@ import { INSTRUCTIONS } from "./instructions";
 import { askView } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
-import { follow } from "../api/follow";
+import { follow, nextEvent } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
 
 /** How long delegate looks for the checks' run on the base commit before it answers (it never delays the worker). */
@@ -206,7 +206,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         engine: { version: health.version, pid: health.pid, stateDir: link.stateDir },
         gui: lock ? `http://127.0.0.1:${lock.port}/?token=${lock.token}` : null,
         activeTarget,
-        serving: st.serving.map((s) => ({ targetId: s.targetId, ready: s.ready, url: s.url })),
+        opencode: st.opencode.map((s) => ({ targetId: s.targetId, ready: s.ready, url: s.url })),
         slots,
         pendingApprovals: st.pendingApprovals,
         workers: st.workers,
@@ -297,7 +297,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Delegate several independent tasks",
       description:
-        "Start several workers at once (one batchId); each task has delegate's fields. Split the work into INDEPENDENT tasks with DISJOINT `scope`s (no two tasks the same file, or their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots (extra tasks queue). Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
+        "Start several workers at once (one batchId); each task has delegate's fields. Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
       input: S.DelegateBatchInput,
       output: S.DelegateBatchOutput,
       shape: S.batchItemsByReference,
@@ -313,7 +313,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const before = await slotsNow();
       const { batchId, workerIds, tasks, groups } = await call((c) =>
-        c.workers.startBatch.mutate({ tasks: args.tasks, ...(args.integration ? { integration: args.integration } : {}) }),
+        c.workers.startBatch.mutate({
+          tasks: args.tasks,
+          ...(args.integration ? { integration: args.integration } : {}),
+          ...(args.name ? { name: args.name } : {}),
+        }),
       );
       for (const id of workerIds) mine.add(id);
       const { slots } = await slotsNow();
@@ -370,7 +374,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         call((c) => c.status.query()),
       ]);
       const repo = args.directory ? await repoRoot(args.directory) : null;
-      const filtered = list.filter((w) => (!args.active || !isFinal(w.state)) && (!repo || sameRepo(w, repo)));
+      const filtered = list.filter((w) => (!args.active || !isAtRest(w.state)) && (!repo || sameRepo(w, repo)));
       const now = Date.now();
       const counts: Record<string, number> = {};
       for (const w of filtered) counts[w.state] = (counts[w.state] ?? 0) + 1;
@@ -452,7 +456,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             "this session has delegated no workers yet: give workerId, workerIds or batchId (workers {directory} lists the workers of a repository, from earlier sessions too)",
           );
         const all = await Promise.all([...mine].map((id) => call((c) => c.workers.get.query({ workerId: id }))));
-        const open = all.filter((w) => !isFinal(w.state));
+        const open = all.filter((w) => !isAtRest(w.state));
         ids = (open.length ? open : all).map((w) => w.id);
       }
       // A batch's pictures come in one request, not one per worker (a wait reads them twice; 32 workers: 8 requests).
@@ -464,7 +468,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       };
       // News for this caller: an ask no wait of this session has shown, or a worker finished since its last wait.
       const newAsk = (w: Worker) => pendingAsks(w).some((a) => !shown.asks.has(a.id));
-      const newlyFinal = (w: Worker) => isFinal(w.state) && !shown.finished.has(w.id);
+      const newlyFinal = (w: Worker) => isAtRest(w.state) && !shown.finished.has(w.id);
       const client = await link.client();
       // A batch goes on after its workers end (tasks that come after others start, integration checks run): while every
       // worker it has is finished but the batch is not done, wait for the batch's own next event.
@@ -473,7 +477,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           const cursor = (await client.health.query()).cursor;
           const b = await call((c) => c.workers.batch.query({ batchId: args.batchId! }));
           ids = b.workerIds;
-          if (b.done || !b.workerIds.every((id) => isFinal(b.states[id]!)) || Date.now() >= deadline || extra.signal.aborted) break;
+          if (b.done || !b.workerIds.every((id) => isAtRest(b.states[id]!)) || Date.now() >= deadline || extra.signal.aborted) break;
           if (!(await nextBatchEvent(client, cursor, args.batchId, deadline - Date.now(), extra.signal))) break;
         }
       }
@@ -552,7 +556,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             // Out of time: report the picture as it is now.
             const fresh = await follow(client, ids, { load: batchList, timeoutMs: 1, until: () => true });
             workers = fresh.workers;
-            reason = [...workers.values()].every((w) => isFinal(w.state)) ? "settled" : [...workers.values()].some(newAsk) ? "approval-pending" : "timeout";
+            reason = [...workers.values()].every((w) => isAtRest(w.state)) ? "settled" : [...workers.values()].some(newAsk) ? "approval-pending" : "timeout";
             break;
           }
           // answered / resolved elsewhere / declined: keep waiting (a declined ask ends the next round at once).
@@ -566,7 +570,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         args.batchId ? batchStats(args.batchId) : null,
       ]);
       // A batch goes on after its workers end: tasks that come after others start, the integration checks run.
-      const settled = list.every((w) => isFinal(w.state)) && (!batch || batch.done !== false);
+      const settled = list.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
       if (batch && batch.done === false && reason! === "settled") reason = "worker-settled";
       const unanswered = list.flatMap((w) => pendingAsks(w).map((a) => ({ a, w })));
       const fresh = unanswered.filter(({ a }) => !shown.asks.has(a.id));
@@ -578,7 +582,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       }
       const counts: Record<string, number> = {};
       for (const w of list) counts[w.state] = (counts[w.state] ?? 0) + 1;
-      const stalled = list.filter((w) => w.stalled && !isFinal(w.state)).map((w) => w.id);
+      const stalled = list.filter((w) => w.stalled && !isAtRest(w.state)).map((w) => w.id);
       const now = Date.now();
       // When this wait settles and the session delegated other workers too: the whole session's totals.
       const others = [...mine].filter((id) => !ids.includes(id));
@@ -895,7 +899,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
     async (args) => {
       const w = await call((c) => c.workers.get.query({ workerId: args.workerId }));
-      if (!isFinal(w.state)) {
+      if (!isAtRest(w.state)) {
         throw new ToolError(
           `worker ${w.id} is ${w.state}, not finished: call wait {"workerId":"${w.id}"} until it settles${pendingAsks(w).length ? ` (it is blocked on ${pendingAsks(w).length} pending approval(s))` : ""}`,
         );
@@ -1173,34 +1177,17 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 
 // ---------- helpers ----------
 
-/** Resolves true at the batch's next event after `cursor` (a task started or skipped, the integration ran), false at the deadline or on abort. */
+/** Resolves true at the batch's next event after `cursor` (a task started or skipped, the integration ran), false at the deadline, on abort or a failed stream. */
 function nextBatchEvent(client: EngineClient, cursor: string, batchId: string, ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    let sub: { unsubscribe(): void } | null = null;
-    let ended = false;
-    const end = (v: boolean) => {
-      if (ended) return;
-      ended = true;
-      clearTimeout(timer);
-      signal.removeEventListener("abort", onAbort);
-      sub?.unsubscribe();
-      resolve(v);
-    };
-    const onAbort = () => end(false);
-    const timer = setTimeout(() => end(false), Math.max(1, ms));
-    signal.addEventListener("abort", onAbort, { once: true });
-    sub = client.events.subscribe(
-      { lastEventId: cursor },
-      {
-        onData: (t) => {
-          const e = t.data as EngineEvent;
-          if (e.type === "reset" || (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId)) end(true);
-        },
-        onError: () => end(false),
-      },
-    );
-    if (ended) sub.unsubscribe();
-  });
+  return nextEvent(
+    client,
+    cursor,
+    (e) => e.type === "reset" || (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId),
+    { timeoutMs: ms, signal },
+  ).then(
+    (r) => r === "event",
+    () => false,
+  );
 }
 
 /** Whether a result holds worker-written text (an `untrusted` object anywhere in it). */
@@ -1385,7 +1372,7 @@ function nextAfterFailure(w: Worker): string {
 function nextFor(ws: Worker[], batch?: z.infer<typeof S.BatchStats> | null): string {
   const pending = ws.flatMap((w) => pendingAsks(w));
   if (pending.length) return `answer ${pending.length} pending approval(s) with approve {"askId", "decision"} (pending_approvals shows diffs), then wait again`;
-  if (ws.every((w) => isFinal(w.state))) {
+  if (ws.every((w) => isAtRest(w.state))) {
     const rates =
       batch && batch.builtRate !== null
         ? ` Batch: built ${batch.built}/${batch.total} (builtRate ${batch.builtRate.toFixed(2)}), honestRate ${batch.honestRate === null ? "n/a" : batch.honestRate.toFixed(2)}.`

@@ -40,16 +40,19 @@ export interface CatalogQuant {
   bits: number;
   /** null: size read from the repo listing / a quant card; otherwise how it was derived. */
   sizeNote: string | null;
+  /** true: computed from the parameter count (or another model's file), not read from a listing; the Hub's listing replaces it when online. */
+  derived?: boolean;
 }
 
 /** The maker's safetensors weights, what vLLM / SGLang load (they do not take GGUF files). */
 export interface CatalogWeights {
   repo: string;
-  /** bf16, fp8 (block-quantised by the maker), mxfp4 (gpt-oss's native experts). */
+  /** bf16, fp8 (block-quantised by the maker; DeepSeek-V4's mixes FP4 experts in), mxfp4 (gpt-oss's native experts). */
   dtype: "bf16" | "fp8" | "mxfp4";
   /** Bytes of the repo's *.safetensors (the Hub's listing replaces it when reachable). */
   bytes: number;
   sizeNote: string | null;
+  derived?: boolean;
 }
 
 export interface CatalogEntry {
@@ -66,6 +69,14 @@ export interface CatalogEntry {
   activeParamsB: number;
   /** Maker-reported SWE-bench Verified (%), the ranking key; null = not found. */
   sweBenchVerified: number | null;
+  /** Other maker-reported coding benchmarks (newer models report SWE-bench Pro / Terminal-Bench instead). */
+  benchmarks?: { name: string; score: number; source: string }[];
+  /** Why the entry sits where it does in the rank order (the array's order), when not by SWE-bench Verified alone. */
+  rankNote?: string;
+  /** The runtimes that can serve it (absent: all three). vLLM/SGLang-only entries have no GGUF quants. */
+  runtimes?: ("llama.cpp" | "vllm" | "sglang")[];
+  /** The KV of its attention is not what the spec's shape gives (compressed / sparse / linear attention): vLLM/SGLang plans allow 25 % of the weights instead. */
+  kvUnknown?: boolean;
   spec: ArchSpec;
   quants: CatalogQuant[];
   /** Safetensors repos for vLLM / SGLang, highest precision first (absent: the source repo in bf16, parameters × 2 bytes). */
@@ -80,7 +91,65 @@ export interface CatalogEntry {
 
 const GB = 1e9;
 
-export const CATALOG: readonly CatalogEntry[] = [
+const RAW_CATALOG: readonly CatalogEntry[] = [
+  {
+    id: "qwen3.8-27b",
+    name: "Qwen3.8-27B",
+    repo: "unsloth/Qwen3.8-27B-GGUF",
+    source:
+      "https://huggingface.co/Qwen/Qwen3.8-27B (released 2026-08-14; dense 27B vision-language model on the Qwen3.5 architecture — Qwen3_5ForConditionalGeneration, 64 layers of hybrid Gated DeltaNet + gated attention, hidden 5120 per Groq's card; 262,144 context; FP8 repo Qwen/Qwen3.8-27B-FP8, block-128; SGLang cookbook: BF16/FP8 checkpoints with in-checkpoint MTP, single GPU on H200 / RTX PRO 6000 / RTX 5090)",
+    released: "2026-08-14",
+    license: "apache-2.0",
+    contextLength: 262144,
+    totalParamsB: 27.3,
+    activeParamsB: 27.3,
+    sweBenchVerified: null,
+    benchmarks: [
+      { name: "SWE-bench Pro", score: 61.7, source: "https://huggingface.co/Qwen/Qwen3.8-27B (via models.dev and Groq's model card)" },
+      { name: "Terminal-Bench 2.1", score: 73.0, source: "https://huggingface.co/Qwen/Qwen3.8-27B (via models.dev and Groq's model card)" },
+    ],
+    rankNote:
+      "first: the maker reports SWE-bench Pro (61.7) and Terminal-Bench 2.1 (73.0) instead of SWE-bench Verified; the successor of Qwen3.6-27B on the same architecture. Our own ledger reorders measured models (rankByLedger)",
+    spec: {
+      arch: "qwen35",
+      nLayer: 64,
+      nEmbd: 5120,
+      nVocab: 248320,
+      attnInterval: 4,
+      nHead: 24,
+      nHeadKv: 4,
+      headDim: 256,
+      recurrent: { inner: 6144, groups: 16, state: 128, conv: 4 },
+    },
+    quants: [
+      { quant: "Q8_0", bytes: 29.0 * GB, bits: 8.5, sizeNote: "derived: 27.3 B params × 8.5 bpw", derived: true },
+      { quant: "Q6_K", bytes: 22.4 * GB, bits: 6.56, sizeNote: "derived: 27.3 B params × 6.56 bpw", derived: true },
+      { quant: "Q5_K_M", bytes: 19.4 * GB, bits: 5.69, sizeNote: "derived: 27.3 B params × 5.69 bpw", derived: true },
+      { quant: "Q4_K_M", bytes: 16.6 * GB, bits: 4.85, sizeNote: "derived: 27.3 B params × 4.85 bpw", derived: true },
+    ],
+    weights: [
+      {
+        repo: "Qwen/Qwen3.8-27B",
+        dtype: "bf16",
+        bytes: 56e9,
+        sizeNote: "derived: ≈ 28 B params (the Hub's count, vision tower included) × 2 bytes",
+        derived: true,
+      },
+      { repo: "Qwen/Qwen3.8-27B-FP8", dtype: "fp8", bytes: 30e9, sizeNote: "derived: ≈ 28 B params × ≈ 1.07 bytes (block-128 FP8 with scales)", derived: true },
+    ],
+    toolCalling: {
+      status: "unverified",
+      template: "the GGUF's Qwen3.8 Jinja template (--jinja), Qwen3-Coder XML tool calls; vLLM/SGLang --reasoning-parser qwen3",
+      note: "thinking model (thinking control in the template); ships MTP heads (llama.cpp --spec-type draft-mtp, vLLM/SGLang speculative config)",
+    },
+    unverified: [
+      "attention / DeltaNet head counts and vocab taken from Qwen3.6-27B (same architecture; 64 layers and hidden 5120 confirmed)",
+      "every quant size is derived from the parameter count (the Hub's listing replaces them when online)",
+      "minimum vLLM 0.19 / SGLang 0.5.10 taken from the Qwen3.5/3.6 family it shares the architecture with",
+    ],
+    autoPick: true,
+    notes: "dense hybrid: only 16 of 64 layers hold KV, so long contexts are cheap; newest Qwen dense model in this catalog",
+  },
   {
     id: "qwen3.6-27b",
     name: "Qwen3.6-27B",
@@ -387,7 +456,151 @@ export const CATALOG: readonly CatalogEntry[] = [
     autoPick: false,
     notes: "listed for choice only: its context length and shape could not be confirmed",
   },
+  {
+    id: "deepseek-v4-flash",
+    name: "DeepSeek-V4-Flash (284B-A13B)",
+    repo: "deepseek-ai/DeepSeek-V4-Flash",
+    source:
+      "https://huggingface.co/deepseek-ai/DeepSeek-V4-Flash (released 2026-04-24, MIT; MoE 284 B total / 13 B active, hybrid Compressed Sparse + Heavily Compressed Attention, mHC, 1,048,576 context; the Instruct checkpoint ships FP4 MoE experts + FP8 attention/dense — SGLang cookbook; vLLM recipe: vLLM 0.20.0+, H200 × 4 DP4 + EP with MTP-1)",
+    released: "2026-04-24",
+    license: "mit",
+    contextLength: 1048576,
+    totalParamsB: 284,
+    activeParamsB: 13,
+    sweBenchVerified: null,
+    rankNote: "listed for choice on datacenter GPUs (vLLM / SGLang): its parsers and expert layout could not be confirmed",
+    runtimes: ["vllm", "sglang"],
+    kvUnknown: true,
+    spec: {
+      arch: "deepseek4",
+      nLayer: 43,
+      nEmbd: 4096,
+      nVocab: 129280,
+      attnInterval: 1,
+      nHead: 64,
+      nHeadKv: 1,
+      headDim: 512,
+    },
+    quants: [],
+    weights: [
+      {
+        repo: "deepseek-ai/DeepSeek-V4-Flash",
+        dtype: "fp8",
+        bytes: 160e9,
+        sizeNote: "≈ 160 GB (FP4 experts + FP8 rest) per a release summary; the Hub's listing replaces it when online",
+        derived: true,
+      },
+    ],
+    toolCalling: {
+      status: "unverified",
+      template: "DeepSeek-V4 chat template (three reasoning modes; Think Max needs ≥ 384k context)",
+      note: "reasoning and tool calling supported by vLLM/SGLang per their recipes; parser names not confirmed here",
+    },
+    unverified: [
+      "layers, hidden size, heads and vocab (the spec is a placeholder: vLLM/SGLang plans size its KV as 25 % of the weights)",
+      "checkpoint size ≈ 160 GB",
+      "reasoning / tool parser names for vLLM and SGLang",
+      "minimum SGLang version",
+    ],
+    autoPick: false,
+    notes: "datacenter MoE: 4 × H200 / B200 class; no GGUF path in this catalog (its attention is new to llama.cpp)",
+  },
+  {
+    id: "glm-5.3-flash",
+    name: "GLM-5.3-Flash (320B-A18B)",
+    repo: "zai-org/GLM-5.3-Flash",
+    source:
+      "https://huggingface.co/zai-org/GLM-5.3-Flash (MIT; native multimodal MoE, 320 B total / 18 B active, hybrid sparse + linear attention, mHC, 1,048,576 context; Hub tags: glm5_next, fp8)",
+    released: "2026-11",
+    license: "mit",
+    contextLength: 1048576,
+    totalParamsB: 320,
+    activeParamsB: 18,
+    sweBenchVerified: null,
+    rankNote: "listed for choice on datacenter GPUs (vLLM / SGLang): its parsers, shape and minimum runtime versions could not be confirmed",
+    runtimes: ["vllm", "sglang"],
+    kvUnknown: true,
+    spec: {
+      arch: "glm5next",
+      nLayer: 64,
+      nEmbd: 5120,
+      nVocab: 154880,
+      attnInterval: 1,
+      nHead: 64,
+      nHeadKv: 1,
+      headDim: 576,
+    },
+    quants: [],
+    weights: [
+      {
+        repo: "zai-org/GLM-5.3-Flash",
+        dtype: "fp8",
+        bytes: 330e9,
+        sizeNote: "derived: 320 B params × ≈ 1.03 bytes (the repo is tagged fp8)",
+        derived: true,
+      },
+    ],
+    toolCalling: {
+      status: "unverified",
+      template: "GLM-5 chat template; reasoning always on (reasoning_effort low / high / max)",
+      note: "GLM-5.1's vLLM recipe uses --tool-call-parser glm47 --reasoning-parser glm45; not confirmed for 5.3-Flash",
+    },
+    unverified: [
+      "release month",
+      "layers, hidden size, heads and vocab (placeholder spec: vLLM/SGLang plans size its KV as 25 % of the weights)",
+      "checkpoint size (derived)",
+      "parser names and minimum vLLM / SGLang versions",
+    ],
+    autoPick: false,
+    notes: "datacenter MoE (8 × 80 GB class in FP8); listed for choice",
+  },
 ];
+
+/** The catalog in rank order; quant and weights sizes not read from a listing are flagged `derived`. */
+export const CATALOG: readonly CatalogEntry[] = RAW_CATALOG.map((e) => ({
+  ...e,
+  quants: e.quants.map((q) => ({ ...q, derived: q.derived ?? /^derived|size \(same shape\)/.test(q.sizeNote ?? "") })),
+  weights: e.weights?.map((w) => ({ ...w, derived: w.derived ?? /^derived/.test(w.sizeNote ?? "") })),
+}));
+
+/** Whether the catalog entry can be served by this runtime. */
+export const servedBy = (e: CatalogEntry, runtime: "llama.cpp" | "vllm" | "sglang"): boolean => !e.runtimes || e.runtimes.includes(runtime);
+
+/**
+ * The rank order, with our own ledger where it exists (issue 27): entries whose targets have at least `minGraded`
+ * graded tasks swap places among themselves by pass@1 (built ÷ graded); the rest keep the benchmark order. `modelOf`
+ * maps a ledger row's target to the model it serves.
+ */
+export function rankByLedger(
+  catalog: readonly CatalogEntry[],
+  rows: readonly { target: string; graded: number; passAt1: number | null }[],
+  modelOf: (target: string) => string | null,
+  minGraded = 5,
+): CatalogEntry[] {
+  const score = new Map<string, { graded: number; built: number }>();
+  for (const r of rows) {
+    const m = modelOf(r.target)?.toLowerCase();
+    if (!m || r.passAt1 === null) continue;
+    const e = catalog.find((c) => {
+      const maker = makerRepo(c)?.toLowerCase();
+      return m.includes(c.id) || m.includes(c.repo.toLowerCase()) || (!!maker && m.includes(maker));
+    });
+    if (!e) continue;
+    const s = score.get(e.id) ?? { graded: 0, built: 0 };
+    score.set(e.id, { graded: s.graded + r.graded, built: s.built + r.passAt1 * r.graded });
+  }
+  const measured = catalog.filter((e) => (score.get(e.id)?.graded ?? 0) >= minGraded);
+  if (measured.length < 2) return [...catalog];
+  const rate = (e: CatalogEntry) => score.get(e.id)!.built / score.get(e.id)!.graded;
+  const sorted = [...measured].sort((a, b) => rate(b) - rate(a));
+  let i = 0;
+  return catalog.map((e) => (measured.includes(e) ? sorted[i++]! : e));
+}
+
+/** The maker's (safetensors) repo of a catalog entry: its first weights variant, else the repo its source names. */
+export function makerRepo(e: CatalogEntry): string | null {
+  return e.weights?.[0]?.repo ?? /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source)?.[1] ?? null;
+}
 
 export function findCatalog(idOrRepo: string): CatalogEntry | undefined {
   const k = idOrRepo.toLowerCase().replace(/^hf:/, "").replace(/:.*$/, "");
@@ -472,13 +685,28 @@ export const DEFAULT_IMAGES = { vllm: "docker.io/vllm/vllm-openai:v0.19.0", sgla
 const FAMILIES: { re: RegExp; f: RuntimeFamily }[] = [
   // thinking models: <think>…</think> goes to reasoning_content only with the qwen3 parser
   {
-    re: /qwen3[._-]?[56]/i,
-    f: { family: "qwen3.5/3.6", minVersion: { vllm: "0.19.0", sglang: "0.5.10" }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "qwen3", sglang: "qwen3" } },
+    re: /qwen3[._-]?[568]/i,
+    f: {
+      family: "qwen3.5/3.6/3.8",
+      minVersion: { vllm: "0.19.0", sglang: "0.5.10" },
+      image: DEFAULT_IMAGES,
+      reasoningParser: { vllm: "qwen3", sglang: "qwen3" },
+    },
   },
   // Qwen3-Coder(-Next) does not think: no reasoning parser (one would take its answer for unfinished thinking)
   {
     re: /qwen3-coder/i,
     f: { family: "qwen3-coder", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: null, sglang: null } },
+  },
+  {
+    // vLLM's recipe names 0.20.0+ (DeepSeek-V4's attention); the image is pinned to that release
+    re: /deepseek-v4/i,
+    f: {
+      family: "deepseek-v4",
+      minVersion: { vllm: "0.20.0", sglang: null },
+      image: { vllm: "docker.io/vllm/vllm-openai:v0.20.0", sglang: DEFAULT_IMAGES.sglang },
+      reasoningParser: { vllm: null, sglang: null },
+    },
   },
   {
     re: /gpt-oss/i,

@@ -43,10 +43,6 @@ export function ggmlTypeId(name: string): number | undefined {
   return BY_NAME.get(name.toLowerCase());
 }
 
-export function ggmlTypeName(id: number): string {
-  return GGML_TYPES[id]?.[0] ?? `type${id}`;
-}
-
 /** Bytes of a row of `n` elements (ggml_row_size). Throws on an unknown type. */
 export function rowBytes(type: number, n: number): number {
   const t = GGML_TYPES[type];

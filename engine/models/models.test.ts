@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeModel } from "../../test/fixtures/gguf/writer";
-import { CATALOG, catalogHparams, findCatalog } from "./catalog";
+import { CATALOG, catalogHparams, findCatalog, servedBy } from "./catalog";
 import { downloadFile } from "./download";
 import { readGgufFrom, shardNames } from "./gguf";
 import { groupGgufs, repoGgufs } from "./hf";
@@ -177,7 +177,12 @@ describe("catalog", () => {
       expect(e.repo).toMatch(/^[\w.-]+\/[\w.-]+$/);
       expect(e.source).toMatch(/^https:\/\//);
       expect(e.released).toMatch(/^20\d\d-\d\d/);
-      expect(e.quants.length).toBeGreaterThan(0);
+      // a GGUF for llama.cpp, or (vLLM / SGLang only) the maker's safetensors weights
+      if (servedBy(e, "llama.cpp")) expect(e.quants.length).toBeGreaterThan(0);
+      else expect(e.weights!.length).toBeGreaterThan(0);
+      // every size says whether it was read from a listing or derived (issue 27)
+      for (const x of [...e.quants, ...(e.weights ?? [])]) expect(typeof x.derived).toBe("boolean");
+      for (const x of [...e.quants, ...(e.weights ?? [])]) if (x.sizeNote?.startsWith("derived")) expect(x.derived).toBe(true);
       expect(e.toolCalling.status).toBe("unverified");
       for (const q of e.quants) expect(q.bytes).toBeGreaterThan(1e9);
       const h = catalogHparams(e);

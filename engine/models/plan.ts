@@ -9,13 +9,13 @@
  * the asked context over a q4_0 cache at a longer one.
  */
 import type { FitPick, PlannedDevice } from "../../shared/fit";
-import { CATALOG, type CatalogEntry, catalogHparams, catalogTensors } from "./catalog";
+import { CATALOG, type CatalogEntry, catalogHparams, catalogTensors, servedBy } from "./catalog";
 import { type DeviceBudget, type Estimate, estimate, GiB, MiB, pad } from "./estimate";
 import type { KvCacheType } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";
 import { hparamsFromMetadata, type ModelHparams } from "./hparams";
 import type { ModelInfo } from "./source";
-import { estimateSpeed, gpuBandwidth, ramBandwidth, type SpeedEstimate } from "./speed";
+import { cpuTflops, estimateSpeed, gpuBandwidth, gpuTflops, MIN_AGENT_TOK_PER_SEC, ramBandwidth, type SpeedEstimate, type SpeedPart } from "./speed";
 
 export const DEFAULT_MIN_CTX = 32768;
 const MARGIN = 1024 * MiB;
@@ -32,6 +32,10 @@ export interface PlanModel {
   modelArgs: string[];
   /** The share of the weights a token reads (active ÷ total parameters; 1 for a dense model). */
   activeShare?: number;
+  /** Routed experts per layer and used per token (the speed model: how many experts N slots touch). */
+  experts?: { count: number; used: number } | null;
+  /** Parameters in all (FLOPs per token ≈ 2 × this × activeShare); absent: counted from the tensors' shapes. */
+  params?: number;
 }
 
 export interface PlanDevices {
@@ -40,6 +44,8 @@ export interface PlanDevices {
   hostFreeBytes: number;
   /** The KV cache type the plan must keep (a start of a plan the person saw: one KV type from plan to start). */
   cacheType?: KvCacheType;
+  /** Physical CPU cores (the speed model's CPU FLOPS); absent: assumed. */
+  cpuCores?: number | null;
 }
 
 export interface LayoutPlan {
@@ -324,7 +330,7 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
           ? `${p.nGpuLayers}/${h(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)`
           : "CPU only";
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : undefined;
-  const speed = planSpeed(m, p, gpus, slots);
+  const speed = planSpeed(m, p, gpus, slots, dev.cpuCores);
   return {
     model: m.model,
     quant: m.quant,
@@ -348,31 +354,87 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
 
 const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
 
-/** Decode speed of one server: each device's weights at its bandwidth (GPUs by name, RAM assumed unless set). */
-function planSpeed(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slots: number): SpeedEstimate | null {
-  const share = m.activeShare ?? 1;
-  // the input embeddings stay in RAM but a token reads one row of them, not the table
-  const embd = m.tensors?.find((t) => t.name === "token_embd.weight")?.bytes ?? 0;
-  const parts = p.estimate.perDevice.map((d) => {
-    const g = gpus.find((x) => x.id === d.device);
-    const bw = g ? gpuBandwidth(g.name) : ramBandwidth();
-    const bytes = Math.max(0, (d.weightsBytes ?? 0) - (g ? 0 : embd));
-    return { name: g ? g.runtimeId : "RAM", bytes, activeShare: share, gbps: bw.gbps, known: bw.known };
-  });
-  return estimateSpeed(parts, slots);
+/** Parameters of a model: the catalog's count, else the tensors' shapes, else ≈ 1.8 per byte (≈ 4.5 bits a weight). */
+function modelParams(m: PlanModel): number {
+  if (m.params) return m.params;
+  const fromShapes = (m.tensors ?? []).reduce((a, t) => a + (t.shape.length ? t.shape.reduce((x, y) => x * y, 1) : 0), 0);
+  return fromShapes > 0 ? fromShapes : m.fileBytes * 1.8;
 }
 
-function poolSpeed(m: PlanModel, reps: ReplicaPlan[]): { speed?: SpeedEstimate } {
-  const each = reps.map((r) => planSpeed(m, r.plan, r.gpus, r.slots));
+/** Routed-expert bytes per repeating layer (the `*_exps.*` tensors). */
+function expertBytesByLayer(m: PlanModel): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const t of m.tensors ?? []) {
+    const hit = /^blk\.(\d+)\..*_exps\./.exec(t.name);
+    if (hit) out.set(Number(hit[1]), (out.get(Number(hit[1])) ?? 0) + t.bytes);
+  }
+  return out;
+}
+
+/**
+ * The speed of one server (issue 27): each device's dense weights, routed experts and KV at its bandwidth and TFLOPS
+ * (GPUs by name; host RAM and the CPU assumed unless known) — see speed.ts.
+ */
+export function planSpeed(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slots: number, cpuCores?: number | null): SpeedEstimate | null {
+  // the input embeddings stay in RAM but a token reads one row of them, not the table
+  const embd = m.tensors?.find((t) => t.name === "token_embd.weight")?.bytes ?? 0;
+  const byLayer = expertBytesByLayer(m);
+  const allExperts = [...byLayer.values()].reduce((a, b) => a + b, 0);
+  const nLayer = m.hparams.nLayer;
+  // which layers' experts stay in RAM: all (CPU), the first nCpuMoe (--n-cpu-moe), or those of layers not offloaded
+  const cpuLayers =
+    p.placement === "cpu" ? nLayer : p.placement === "moe-offload" ? p.nCpuMoe : p.placement === "partial" ? Math.max(0, nLayer + 1 - p.nGpuLayers) : 0;
+  const cpuExperts = [...byLayer.entries()].filter(([il]) => il < cpuLayers).reduce((a, [, b]) => a + b, 0);
+  const gpuWeights = p.estimate.perDevice.filter((d) => d.kind === "gpu").reduce((a, d) => a + (d.weightsBytes ?? 0), 0) || 1;
+  const cpu = cpuTflops(cpuCores);
+  const parts: SpeedPart[] = p.estimate.perDevice.map((d) => {
+    const g = gpus.find((x) => x.id === d.device);
+    const bw = g ? gpuBandwidth(g.name) : ramBandwidth();
+    const fl = g ? gpuTflops(g.name) : { tflops: cpu.tflops, known: cpu.known };
+    const weights = Math.max(0, (d.weightsBytes ?? 0) - (g ? 0 : embd));
+    const experts = Math.min(weights, g ? ((allExperts - cpuExperts) * (d.weightsBytes ?? 0)) / gpuWeights : cpuExperts);
+    // a model with no expert tensors but a known active share (a MoE sized from its file): the share stands for routing
+    const dense = allExperts ? weights - experts : weights * (m.activeShare ?? 1);
+    return {
+      name: g ? g.runtimeId : "RAM",
+      denseBytes: dense,
+      expertBytes: allExperts ? experts : 0,
+      kvBytesPerToken: p.estimate.nCtx ? d.kvBytes / p.estimate.nCtx : 0,
+      gbps: bw.gbps,
+      bwKnown: bw.known,
+      tflops: fl.tflops,
+      flopsKnown: fl.known,
+    };
+  });
+  const experts = allExperts ? (m.experts ?? activeExperts(m, allExperts)) : null;
+  return estimateSpeed(parts, { activeParams: modelParams(m) * (m.activeShare ?? 1), experts, slots, ctxPerSlot: p.ctxPerSlot });
+}
+
+/** Without the expert counts: the used ÷ count ratio that gives the model's active share. */
+function activeExperts(m: PlanModel, expertBytes: number): { count: number; used: number } {
+  const total = (m.tensors ?? []).reduce((a, t) => a + t.bytes, 0) || m.fileBytes;
+  const dense = total - expertBytes;
+  const ratio = Math.max(0.001, Math.min(1, ((m.activeShare ?? 1) * total - dense) / expertBytes));
+  return { count: 1000, used: Math.max(1, Math.round(ratio * 1000)) };
+}
+
+function poolSpeed(m: PlanModel, reps: ReplicaPlan[], cpuCores?: number | null): { speed?: SpeedEstimate } {
+  const each = reps.map((r) => planSpeed(m, r.plan, r.gpus, r.slots, cpuCores));
   if (each.some((x) => !x)) return {};
   const slowest = each.reduce((a, x) => (x!.decodeTokPerSecPerSlot < a!.decodeTokPerSecPerSlot ? x : a))!;
   return {
-    speed: { ...slowest, decodeTokPerSecTotal: Math.round(each.reduce((a, x) => a + x!.decodeTokPerSecTotal, 0)), basis: `per replica: ${slowest.basis}` },
+    speed: {
+      ...slowest!,
+      decodeTokPerSecTotal: Math.round(each.reduce((a, x) => a + x!.decodeTokPerSecTotal, 0)),
+      basis: `per replica (${reps.length} decode at once): ${slowest!.basis}`,
+    },
   };
 }
 
 function speedNote(s: SpeedEstimate | null): string {
-  return s ? `; ≈ ${s.decodeTokPerSecPerSlot} tokens/s per slot (${s.decodeTokPerSecTotal} in all), estimated${s.warning ? ` — ${s.warning}` : ""}` : "";
+  return s
+    ? `; ≈ ${s.decodeTokPerSecPerSlot} tokens/s per slot (${s.decodeTokPerSecTotal} in all, ${s.decodeTokPerSecSingle} for one slot alone), prompt ≈ ${s.prefillTokPerSec} tokens/s, estimated${s.warning ? ` — ${s.warning}` : ""}`
+    : "";
 }
 
 function hostNote(c: HostCaches): string {
@@ -444,7 +506,7 @@ export function toPoolPick(m: PlanModel, reps: ReplicaPlan[], _dev: PlanDevices,
       `one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}× the tokens at once — ocw admits each worker to a replica with a free slot`,
     replicas: reps.length,
     pool: { replicas: reps.length, endpoints },
-    ...poolSpeed(m, reps),
+    ...poolSpeed(m, reps, _dev.cpuCores),
   };
 }
 
@@ -461,6 +523,8 @@ export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
     fileBytes: q.bytes,
     isMoe: !!e.spec.moe,
     activeShare: e.activeParamsB / e.totalParamsB,
+    experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used } : null,
+    params: e.totalParamsB * 1e9,
     modelArgs: ["-hf", `${e.repo}:${q.quant}`],
   };
 }
@@ -482,10 +546,22 @@ export interface Proposal {
   pick: FitPick | null;
   alternatives: FitPick[];
   problem: string | null;
+  /** Plans that fit but decode too slowly for an agent (refused unless slow plans are allowed), fastest first. */
+  slow?: FitPick[];
 }
+
+export interface ProposeOptions {
+  /** Plan models that decode below MIN_AGENT_TOK_PER_SEC per slot too (the person's `--allow-slow`). */
+  allowSlow?: boolean;
+}
+
+/** Whether every GPU shares the host's memory (Apple, AMD APUs): bandwidth-poor, so MoE models first (issue 27). */
+export const unifiedOnly = (dev: PlanDevices): boolean => dev.gpus.length > 0 && dev.gpus.every((g) => g.unified);
 
 /**
  * Chooses from the catalog. `verified(id)` says whether a target of that model passed the tool-call round trip here.
+ * A plan too slow for an agent (speed.tooSlow) is passed over for the next quant or model and listed in `slow`, unless
+ * `allowSlow`. On unified memory (Apple, APUs) MoE models are tried before dense ones: a token reads only its experts.
  */
 export function propose(
   dev: PlanDevices,
@@ -494,10 +570,19 @@ export function propose(
   verified: (id: string) => boolean = () => false,
   catalog: readonly CatalogEntry[] = CATALOG,
   maxCtxPerSlot?: number,
+  opts: ProposeOptions = {},
 ): Proposal {
-  const entries = catalog.filter((e) => e.autoPick);
+  const autoPicks = catalog.filter((e) => e.autoPick && servedBy(e, "llama.cpp") && e.quants.length);
+  const entries = unifiedOnly(dev) ? [...autoPicks.filter((e) => e.spec.moe), ...autoPicks.filter((e) => !e.spec.moe)] : autoPicks;
   const good = (e: CatalogEntry) => e.quants.filter((q) => q.bits >= 4);
   const found: FitPick[] = [];
+  const slow: FitPick[] = [];
+  /** false (and kept in `slow`) when the pick decodes too slowly for an agent and slow plans are not allowed */
+  const fastEnough = (pick: FitPick): boolean => {
+    if (opts.allowSlow || !pick.speed?.tooSlow) return true;
+    if (!slow.some((x) => x.model === pick.model && x.quant === pick.quant)) slow.push(pick);
+    return false;
+  };
   const tryPhase = (phase: FitPick["placement"], list: CatalogEntry[], quantOrder: "largest" | "smallest", max: number) => {
     for (const e of list) {
       if (found.length >= max) return;
@@ -511,23 +596,28 @@ export function propose(
           const split = qs
             .map((q) => catalogModel(e, q.quant))
             .map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) }))
-            .find((x) => x.p);
-          if (split && found.length < max) found.push(toPick(split.m, split.p!, dev, slots, verified(e.id)));
+            .filter((x) => x.p)
+            .map((x) => toPick(x.m, x.p!, dev, slots, verified(e.id)))
+            .find((x) => fastEnough(x));
+          if (split && found.length < max) found.push(split);
           continue;
         }
       }
       // on the GPUs the largest quant is not bought with context or KV precision (issue 27): ≥ 64k per slot (or all
       // the model / the person allows) first, then an f16/q8_0 cache, then the larger quant
-      let best: { m: PlanModel; p: LayoutPlan; score: number } | null = null;
+      let best: { pick: FitPick; score: number } | null = null;
       for (const q of qs) {
         const m = catalogModel(e, q.quant);
         const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
         if (!p) continue;
+        const pick = toPick(m, p, dev, slots, verified(e.id));
+        // too slow: a smaller quant reads fewer bytes per token
+        if (!fastEnough(pick)) continue;
         const score = phase === "gpu" ? planScore(p, m, maxCtxPerSlot) : 0;
-        if (!best || score > best.score) best = { m, p, score };
+        if (!best || score > best.score) best = { pick, score };
         if (phase !== "gpu" || score === 2) break;
       }
-      if (best) found.push(toPick(best.m, best.p, dev, slots, verified(e.id)));
+      if (best) found.push(best.pick);
     }
   };
   // the largest quant whose replicas keep an f16/q8_0 cache; a q4_0 cache only when no quant fits otherwise
@@ -537,8 +627,10 @@ export function propose(
       const m = catalogModel(e, q.quant);
       const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
       if (!reps) continue;
+      const pick = toPoolPick(m, reps, dev, verified(e.id));
+      if (!fastEnough(pick)) continue;
       const score = Math.min(...reps.map((r) => planScore(r.plan, m, maxCtxPerSlot)));
-      if (!best || score > best.score) best = { pick: toPoolPick(m, reps, dev, verified(e.id)), score };
+      if (!best || score > best.score) best = { pick, score };
       if (score === 2) break;
     }
     return best?.pick ?? null;
@@ -566,8 +658,18 @@ export function propose(
       3,
     );
   }
-  if (found.length) return { pick: found[0]!, alternatives: found.slice(1), problem: null };
-  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog) };
+  slow.sort((x, y) => (y.speed?.decodeTokPerSecPerSlot ?? 0) - (x.speed?.decodeTokPerSecPerSlot ?? 0));
+  if (found.length) return { pick: found[0]!, alternatives: found.slice(1), problem: null, ...(slow.length ? { slow } : {}) };
+  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog, slow), ...(slow.length ? { slow } : {}) };
+}
+
+/** What a refused slow plan would have given, and how to get a fast one or plan it anyway. */
+export function slowProblem(slow: FitPick[], slots: number): string {
+  const s = slow[0]!;
+  return (
+    `${s.model}${s.quant ? ` ${s.quant}` : ""} fits but would decode ≈ ${s.speed!.decodeTokPerSecPerSlot} tokens/s per slot with ${slots} slot(s) busy ` +
+    `(estimated; an agent needs ≥ ${MIN_AGENT_TOK_PER_SEC}): refused as too slow — pass --allow-slow to plan it anyway`
+  );
 }
 
 /**
@@ -611,10 +713,27 @@ export function modelFromInfo(info: ModelInfo, name: string, modelArgs: string[]
   const exps = (info.tensors ?? []).filter((x) => /_exps\./.test(x.name)).reduce((a, x) => a + x.bytes, 0);
   // a token reads the shared weights and used ÷ count of the routed experts
   const activeShare = all && exps && nExp > 0 && nUsed > 0 ? (all - exps + (exps * nUsed) / nExp) / all : 1;
-  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: exps > 0, modelArgs, activeShare };
+  return {
+    model: name,
+    quant,
+    hparams: hp,
+    tensors,
+    fileBytes,
+    isMoe: exps > 0,
+    modelArgs,
+    activeShare,
+    experts: nExp > 0 && nUsed > 0 ? { count: nExp, used: nUsed } : null,
+  };
 }
 
-function noFitProblem(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean, catalog: readonly CatalogEntry[]): string {
+function noFitProblem(
+  dev: PlanDevices,
+  slots: number,
+  minCtx: number,
+  verified: (id: string) => boolean,
+  catalog: readonly CatalogEntry[],
+  slow: FitPick[] = [],
+): string {
   const mem = dev.gpus.length
     ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a, g) => a + g.freeBytes, 0) / GiB).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`
     : `no usable GPU and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`;
@@ -622,7 +741,7 @@ function noFitProblem(dev: PlanDevices, slots: number, minCtx: number, verified:
   for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
     const p = propose(dev, s, minCtx, verified, catalog);
     if (p.pick) {
-      hints.push(`--slots ${s} fits (${p.pick.model} ${p.pick.quant})`);
+      hints.push(`--slots ${s} fits (${p.pick.model} ${p.pick.quant}${p.pick.speed ? `, ≈ ${p.pick.speed.decodeTokPerSecPerSlot} tokens/s per slot` : ""})`);
       break;
     }
     if (s === 1) break;
@@ -632,6 +751,7 @@ function noFitProblem(dev: PlanDevices, slots: number, minCtx: number, verified:
     if (p.pick) hints.push(`--slots 1 --min-ctx 16384 fits (${p.pick.model}), below what OpenCode needs for a useful session`);
   }
   hints.push("or use an API provider: ocw setup --provider URL --model ID --api-key-env VAR");
+  if (slow.length) return `${slowProblem(slow, slots)}; on this machine (${mem}): ${hints.join("; ")}`;
   return `no catalog model fits ${slots} slot(s) × ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
 }
 
@@ -641,6 +761,7 @@ export function devicesFromHardware(
     gpus: { index: number; vendor: string; name: string; totalBytes: number; freeBytes: number | null; unified?: boolean }[];
     ram: { freeBytes: number };
     llamaDevices: { id: string; name: string }[] | null;
+    cpu?: { cores: number; physicalCores: number | null };
   },
   runtimePath: string | null,
   assume?: { prefix: Record<string, string> },
@@ -688,7 +809,8 @@ export function devicesFromHardware(
     notes.push(
       `unified memory: the GPU's ${(unifiedBudget / GiB).toFixed(1)} GiB come out of the same ${(hw.ram.freeBytes / GiB).toFixed(1)} GiB of RAM, so the host keeps ${(hostFreeBytes / GiB).toFixed(1)} GiB`,
     );
-  return { dev: { gpus, hostFreeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
+  const cpuCores = hw.cpu ? (hw.cpu.physicalCores ?? hw.cpu.cores) : null;
+  return { dev: { gpus, hostFreeBytes, cpuCores }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
 }
 
 /** A word as a POSIX shell reads it back (the pick's command is copied into terminals). */
@@ -748,6 +870,48 @@ export interface ParallelModel {
   /** The family's reasoning parser (its thinking out of `content`), or null. */
   reasoningParser?: string | null;
   servedName: string;
+  /** The speed model: active parameters, routed experts and their share of the weights (absent: dense, bytes ÷ 2). */
+  activeParams?: number;
+  experts?: { count: number; used: number; share: number } | null;
+}
+
+/**
+ * The speed of one vLLM / SGLang engine (issue 27): its TP GPUs each read 1/TP of the weights and the KV at once, and
+ * do 1/TP of the FLOPs; `perRank` sequences are batched; DP engines decode side by side.
+ */
+export function parallelSpeed(m: ParallelModel, p: ParallelPlan): SpeedEstimate | null {
+  const g = p.gpus[0];
+  if (!g) return null;
+  const bw = gpuBandwidth(g.name);
+  const fl = gpuTflops(g.name);
+  const share = m.experts?.share ?? 0;
+  const s = estimateSpeed(
+    [
+      {
+        name: `${p.tp > 1 ? `${p.tp} × ` : ""}${g.runtimeId}`,
+        denseBytes: (m.weightsBytes * (1 - share)) / p.tp,
+        expertBytes: (m.weightsBytes * share) / p.tp,
+        kvBytesPerToken: p.kvPerGpu / Math.max(1, p.perRank * p.ctxPerSlot),
+        gbps: bw.gbps,
+        bwKnown: bw.known,
+        tflops: fl.tflops,
+        flopsKnown: fl.known,
+      },
+    ],
+    {
+      activeParams: (m.activeParams ?? m.weightsBytes / (m.dtype === "fp8" ? 1 : 2)) / p.tp,
+      experts: m.experts ? { count: m.experts.count, used: m.experts.used } : null,
+      slots: p.perRank,
+      ctxPerSlot: p.ctxPerSlot,
+    },
+  );
+  if (!s || p.dp === 1) return s;
+  const total = s.decodeTokPerSecPerSlot * p.perRank * p.dp;
+  return {
+    ...s,
+    decodeTokPerSecTotal: total >= 100 ? Math.round(total) : Math.round(total * 10) / 10,
+    basis: `per engine (${p.dp} decode side by side): ${s.basis}`,
+  };
 }
 
 /** Per GPU: activations, CUDA graphs and the NCCL buffers of tensor parallel, beside weights and KV. */
@@ -787,14 +951,24 @@ function parallelKv(m: ParallelModel, perRank: number, ctx: number): number {
  * share of each GPU; data parallel DP = GPUs ÷ TP engines (at most one per slot), the slots spread over them. At that
  * TP the longest context rung (≤ 131,072, ≤ the model's) that fits. Null when no TP fits.
  */
-export function sizeParallel(m: ParallelModel, gpusIn: PlanDevices["gpus"], slots: number, minCtx: number, maxCtxPerSlot?: number): ParallelPlan | null {
+export function sizeParallel(
+  m: ParallelModel,
+  gpusIn: PlanDevices["gpus"],
+  slots: number,
+  minCtx: number,
+  maxCtxPerSlot?: number,
+  fixed: { tp?: number; dp?: number } = {},
+): ParallelPlan | null {
   if (minCtx > m.contextLength) return null;
   const gpus = [...gpusIn].sort((a, b) => b.freeBytes - a.freeBytes);
   const n = gpus.length;
   const ladder = ctxLadder(minCtx, Math.max(minCtx, Math.min(m.contextLength, 131072, maxCtxPerSlot ?? Infinity)));
-  for (let tp = 1; tp <= n; tp *= 2) {
+  // k8s (issue 27: one sizer): a pod's tensor-parallel size and data-parallel ranks may be fixed by the person
+  for (let tp = fixed.tp ?? 1; tp <= n; tp *= 2) {
+    if (fixed.tp && tp !== fixed.tp) break;
     if (m.nHead && m.nHead % tp !== 0) continue;
-    const dp = Math.max(1, Math.min(Math.floor(n / tp), slots));
+    const dp = fixed.dp ?? Math.max(1, Math.min(Math.floor(n / tp), slots));
+    if (tp * dp > n) break;
     const perRank = Math.ceil(slots / dp);
     const used = gpus.slice(0, tp * dp);
     const utilization = Math.min(...used.map(gpuUtilization));

@@ -22,6 +22,62 @@ export interface CommandOptions {
   env: Record<string, string | undefined>;
   /** Output kept at most, stdout and stderr together (default MAX_OUTPUT_BYTES); past it the command is killed. */
   maxOutputBytes?: number;
+  /**
+   * stdout decoded losslessly (losslessUtf8): a line or NUL-separated record that is not valid UTF-8 (a file name of any
+   * bytes) shows each invalid byte as `\xNN` (and a backslash as `\\`), never as U+FFFD, so two names never read alike.
+   */
+  lossless?: boolean;
+  /** stdout as latin1 (one character per byte), for output whose exact bytes matter (file names to open): Buffer.from(s, "latin1"). */
+  bytes?: boolean;
+}
+
+/**
+ * Bytes as text with nothing lost: valid UTF-8 as it is; in a line (or NUL-separated record) that is not valid UTF-8,
+ * each invalid byte as `\xNN` and each backslash as `\\`. Self-contained (no helper, no import): its source also runs
+ * in the command thread.
+ */
+export function losslessUtf8(buf: Buffer): string {
+  const whole = buf.toString("utf8");
+  if (!whole.includes("\uFFFD")) return whole;
+  let out = "";
+  let start = 0;
+  for (let i = 0; i <= buf.length; i++) {
+    if (i < buf.length && buf[i] !== 0x0a && buf[i] !== 0) continue;
+    const seg = buf.subarray(start, i);
+    let valid = true;
+    try {
+      new TextDecoder("utf-8", { fatal: true }).decode(seg);
+    } catch {
+      valid = false;
+    }
+    if (valid) out += seg.toString("utf8");
+    else {
+      let j = 0;
+      while (j < seg.length) {
+        const c = seg[j]!;
+        let n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (n > 1) {
+          if (j + n > seg.length) n = 0;
+          for (let k = 1; n && k < n; k++) if ((seg[j + k]! & 0xc0) !== 0x80) n = 0;
+          const d = seg[j + 1]!;
+          if (n && ((c === 0xe0 && d < 0xa0) || (c === 0xed && d >= 0xa0) || (c === 0xf0 && d < 0x90) || (c === 0xf4 && d >= 0x90))) n = 0;
+        }
+        if (n) {
+          out += seg
+            .subarray(j, j + n)
+            .toString("utf8")
+            .replace(/\\/g, "\\\\");
+          j += n;
+        } else {
+          out += "\\x" + c.toString(16).padStart(2, "0");
+          j++;
+        }
+      }
+    }
+    if (i < buf.length) out += String.fromCharCode(buf[i]!);
+    start = i + 1;
+  }
+  return out;
 }
 
 /**
@@ -37,7 +93,8 @@ type Reply = { id: number } & CommandResult;
 const WORKER_SOURCE = `
 const { parentPort } = require("node:worker_threads");
 const { spawn } = require("node:child_process");
-parentPort.on("message", ({ id, file, args, cwd, env, max }) => {
+const losslessUtf8 = ${losslessUtf8.toString()};
+parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
   let child;
   const out = [], err = [];
   let bytes = 0, over = false;
@@ -64,7 +121,7 @@ parentPort.on("message", ({ id, file, args, cwd, env, max }) => {
   child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
   child.on("close", (code, signal) => over
     ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
-    : finish({ exitCode: code, signal, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
+    : finish({ exitCode: code, signal, stdout: asBytes ? Buffer.concat(out).toString("latin1") : lossless ? losslessUtf8(Buffer.concat(out)) : Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
 });
 `;
 
@@ -80,7 +137,16 @@ class CommandThread {
       this.waiting.set(id, { resolve, reject });
       // Held while a command is out, so a short-lived CLI awaiting one does not exit under it.
       if (this.waiting.size === 1) w.ref();
-      w.postMessage({ id, file, args, cwd: opts.cwd, env: definedOnly(opts.env), max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES });
+      w.postMessage({
+        id,
+        file,
+        args,
+        cwd: opts.cwd,
+        env: definedOnly(opts.env),
+        max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
+        lossless: !!opts.lossless,
+        bytes: !!opts.bytes,
+      });
     });
   }
 

@@ -4,7 +4,9 @@
 import { describe, expect, it } from "vitest";
 import type { PermissionAsk } from "../../shared/permission";
 import { Approvals } from "../approvals/queue";
-import type { HarnessServer } from "../harness/harness";
+import type { PermissionRequest, QuestionRequest } from "@opencode-ai/sdk/v2";
+import type { PortResult } from "../harness";
+import { FakeOpencode, stubPort } from "../../test/fixtures/fake-harness";
 import { testRegistry } from "../../test/fixtures/registry";
 import { Recovery } from "./recovery";
 
@@ -21,19 +23,23 @@ const ask = (workerId: string, id: string): PermissionAsk => ({
   status: "pending",
 });
 
-function setup(stateDir?: string, lists?: { permissions: unknown[] | null; questions: unknown[] | null }) {
+function setup(stateDir?: string, lists?: { permissions: PermissionRequest[] | null; questions: QuestionRequest[] | null }) {
   const r = testRegistry(stateDir);
   const approvals = new Approvals({ stateDir: r.stateDir, registry: r.registry });
   const queued: string[] = [];
   const regraded: string[] = [];
   const idles: string[] = [];
-  const list = (x: unknown[] | null | undefined) => async () =>
-    x === null ? Promise.reject(new Error("ECONNRESET")) : { data: x ?? [], response: { ok: true, status: 200 } };
-  const client = {
-    permission: { list: list(lists?.permissions), reply: async () => ({ data: true, response: { ok: true, status: 200 } }) },
-    question: { list: list(lists?.questions) },
-  };
-  const server = { client } as unknown as HarnessServer;
+  // A list that cannot be read is opencode's connection reset: no HTTP answer.
+  const list =
+    <T>(x: T[] | null | undefined) =>
+    async (): Promise<PortResult<T[]>> =>
+      x === null ? { ok: false, kind: "no-answer", error: new Error("ECONNRESET") } : { ok: true, value: x ?? [] };
+  const server = new FakeOpencode(() => []);
+  server.port = stubPort({
+    permissions: list(lists?.permissions),
+    questions: list(lists?.questions),
+    replyPermission: async () => ({ ok: true, value: undefined }),
+  });
   const recovery = new Recovery({
     stateDir: r.stateDir,
     registry: r.registry,

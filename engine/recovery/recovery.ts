@@ -1,12 +1,9 @@
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import type { PermissionRequest, QuestionRequest } from "@opencode-ai/sdk/v2";
 import { isActive, pendingAsks, reduceWorker, type Worker, type WorkerEvent } from "../../shared/worker";
 import type { EventBus } from "../events";
-import type { Approvals } from "../approvals/queue";
-import { endStaleServer } from "../harness/opencode-server";
-import type { HarnessServer } from "../harness/harness";
-import { permissionAsk, questionAsk } from "../harness/translate";
+import type { Approvals } from "../approvals";
+import { endStaleServer, type HarnessServer, permissionAsk, questionAsk } from "../harness";
 import type { WorkerLogStore } from "../store/worker-log";
 import type { WorkerRegistry } from "../workers/registry";
 
@@ -81,7 +78,7 @@ export class Recovery {
 
   /** A target's opencode server died: its pending asks are lost, and its live workers interrupted (resumable). */
   onServerDown(targetId: string, why: string): void {
-    this.reg.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
+    this.reg.transient({ type: "opencode", targetId, status: "down", message: why, ts: Date.now() });
     for (const w of this.reg.list()) {
       if (w.targetId !== targetId || !isActive(w.state)) continue;
       this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "opencode-down" }, "opencode serve went down; the ask was lost — resume the worker", {
@@ -93,23 +90,22 @@ export class Recovery {
 
   /** After the event stream reconnects: pick up asks and idles that happened while it was down. */
   async resync(targetId: string): Promise<void> {
-    const client = this.opts.serverOf(targetId)?.client;
-    if (!client) return;
+    const port = this.opts.serverOf(targetId)?.port;
+    if (!port) return;
     for (const w of this.reg.list()) {
       if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
       const directory = this.reg.workspaceOf(w)?.cwd;
-      const permRes = await client.permission.list({ directory }).catch(() => null);
-      const questionRes = await client.question.list({ directory }).catch(() => null);
+      const [permRes, questionRes] = [await port.permissions({ directory }), await port.questions({ directory })];
       // A list that could not be read says nothing about which asks are gone: keep every pending ask as it is.
-      if (!permRes?.data || !questionRes?.data) {
+      if (!permRes.ok || !questionRes.ok) {
         this.reg.log(`[warn] worker ${w.id}: opencode's pending asks could not be read after a reconnect; its asks stay pending`);
         void this.opts.checkIdle(w.id);
         continue;
       }
       const live = new Set<string>();
       const mine = (sessionID: string) => this.reg.sessions.get(sessionID) === w.id;
-      for (const p of permRes.data as PermissionRequest[]) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
-      for (const q of questionRes.data as QuestionRequest[]) if (mine(q.sessionID)) live.add(q.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q));
+      for (const p of permRes.value) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
+      for (const q of questionRes.value) if (mine(q.sessionID)) live.add(q.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q));
       for (const ask of pendingAsks(this.reg.get(w.id))) if (!live.has(ask.id)) this.opts.approvals.onAskGone(w.id, ask.id, "");
       void this.opts.checkIdle(w.id);
     }

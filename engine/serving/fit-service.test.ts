@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import type { HardwareReport } from "../hardware/detect";
 import { isSetupError } from "../models/errors";
+import { findCatalog } from "../models/catalog";
 import { planFit } from "./fit-service";
 
 const GiB = 1024 ** 3;
@@ -86,5 +87,128 @@ describe("planFit", () => {
     expect(kept.pick!.cacheType).toBe(other);
     if (other === "q8_0") expect(kept.pick!.command).toMatch(/-ctk q8_0 -ctv q8_0/);
     else expect(kept.pick!.command).not.toMatch(/-ctk/);
+  });
+});
+
+describe("issue 27: a speed model on every plan; plans too slow for an agent are refused", () => {
+  const apple = (name: string, gpuGiB: number, ramGiB: number): HardwareReport => ({
+    ...hw([{ index: 0, vendor: "apple", name, totalBytes: gpuGiB * GiB, freeBytes: gpuGiB * GiB, usedBytes: 0, unified: true, source: "sysctl" }], ramGiB),
+    platform: "darwin",
+    arch: "arm64",
+  });
+  const opts = { llamaServer: null, nvcc: true, hub: false } as const;
+
+  it("16 slots on a CPU-only 32 GB machine are refused, naming the slot count that is fast enough; --allow-slow plans them", async () => {
+    const r = await planFit({ slots: 16 }, hw([], 32), opts);
+    expect(r.pick).toBeNull();
+    expect(r.refused!.length).toBeGreaterThan(0);
+    expect(r.refused!.every((x) => x.speed!.tooSlow && x.speed!.decodeTokPerSecPerSlot < 8)).toBe(true);
+    expect(r.problem).toMatch(/too slow .*--allow-slow/);
+    expect(r.problem).toMatch(/--slots \d+ fits \(.*tokens\/s per slot\)/);
+    const forced = await planFit({ slots: 16, allowSlow: true }, hw([], 32), opts);
+    expect(forced.pick!.slots).toBe(16);
+    expect(forced.pick!.speed!.tooSlow).toBe(true);
+    expect(forced.pick!.speed!.warning).toMatch(/too slow for an agent/);
+  });
+
+  it("16 slots on a 12 GB RTX 3060 are refused (experts in RAM: 16 slots touch most of them every step); 4 slots plan at agent speed", async () => {
+    const m = hw([nv(0, "NVIDIA GeForce RTX 3060", 12)], 32);
+    const r = await planFit({ slots: 16 }, m, opts);
+    expect(r.pick).toBeNull();
+    expect(r.problem).toMatch(/too slow/);
+    expect(r.refused![0]!.speed!.basis).toMatch(/16 slots touch \d+ % of the routed experts per step/);
+    const four = await planFit({ slots: 4 }, m, opts);
+    expect(four.pick!.speed!.decodeTokPerSecPerSlot).toBeGreaterThanOrEqual(8);
+    // the dense 27B with layers in RAM was passed over as too slow
+    expect(four.refused?.some((x) => x.model === "qwen3.6-27b" && x.placement === "partial")).toBe(true);
+  });
+
+  it("the default slot count is lowered until the plan is fast enough, and the notes say so (an explicit --slots is refused instead)", async () => {
+    // a 4 GB card with 32 GB of RAM: 4 slots are too slow, 2 are not
+    const m = hw([nv(0, "NVIDIA GeForce GTX 1650", 4)], 32);
+    const r = await planFit({}, m, opts);
+    expect(r.pick!.slots).toBe(2);
+    expect(r.pick!.speed!.tooSlow).toBe(false);
+    expect(r.hardware.notes.join(" ")).toMatch(/4 slots would decode ≈ [\d.]+ tokens\/s each \(too slow for an agent\): planned 2 slot\(s\) instead/);
+    const asked = await planFit({ slots: 4 }, m, opts);
+    expect(asked.pick).toBeNull();
+    expect(asked.problem).toMatch(/--slots 2 fits/);
+  });
+
+  it("Apple 64 GB (M4 Max): a MoE model, not the dense 27B at Q8_0 (a token reads only its experts)", async () => {
+    const r = await planFit({}, apple("Apple M4 Max", 48, 64), opts);
+    expect(findCatalog(r.pick!.model)!.spec.moe).toBeDefined();
+    expect(`${r.pick!.model} ${r.pick!.quant}`).not.toBe("qwen3.6-27b Q8_0");
+    expect(r.pick!.speed!.decodeTokPerSecPerSlot).toBeGreaterThanOrEqual(8);
+    // a 48 GB M4 Pro: the dense 27B at Q6_K/Q8_0 would decode ≈ 5–7 tokens/s per slot — never the pick
+    const pro = await planFit({}, apple("Apple M4 Pro", 36, 48), opts);
+    expect(findCatalog(pro.pick!.model)!.spec.moe).toBeDefined();
+  });
+
+  it("every plan carries decode at 1 and N slots, prefill and the first request's time; on the CPU prefill is compute-bound by the cores", async () => {
+    const fast = await planFit({ slots: 4 }, hw([nv(0, "NVIDIA GeForce RTX 4090", 24)], 64), opts);
+    const s = fast.pick!.speed!;
+    expect(s.decodeTokPerSecSingle).toBeGreaterThanOrEqual(s.decodeTokPerSecPerSlot);
+    expect(s.decodeTokPerSecTotal).toBeGreaterThan(s.decodeTokPerSecSingle!);
+    expect(s.prefillTokPerSec).toBeGreaterThan(300);
+    expect(s.firstRequestSec).toBeLessThan(30);
+    const few = { ...hw([], 32), cpu: { model: "t", cores: 2, physicalCores: 2 } };
+    const many = { ...hw([], 32), cpu: { model: "t", cores: 32, physicalCores: 16 } };
+    const a = (await planFit({ slots: 1 }, few, opts)).pick!.speed!;
+    const b = (await planFit({ slots: 1 }, many, opts)).pick!.speed!;
+    expect(b.prefillTokPerSec! / a.prefillTokPerSec!).toBeCloseTo(8, 0);
+    expect(a.basis).toMatch(/prefill compute-bound/);
+  });
+});
+
+describe("issue 27: vLLM proposed on ≥ 80 GB datacenter GPUs", () => {
+  const opts = { llamaServer: null, nvcc: true, hub: false } as const;
+  it("1 × H100 80 GB: vLLM is the pick and says why; the llama.cpp plan is the first alternative; --runtime llama.cpp keeps llama.cpp", async () => {
+    const m = hw([nv(0, "NVIDIA H100 80GB HBM3", 80)], 256);
+    const r = await planFit({}, m, opts);
+    expect(r.pick!.runtime).toBe("vllm");
+    expect(r.pick!.runtimeReason).toMatch(/datacenter GPU.*vLLM batches/);
+    expect(r.pick!.reason).toMatch(/vLLM/);
+    // FP8 weights on a GPU that runs them natively
+    expect(r.pick!.quant).toBe("fp8");
+    expect(r.pick!.speed!.decodeTokPerSecPerSlot).toBeGreaterThan(8);
+    expect(r.alternatives[0]!.runtime).toBe("llama.cpp");
+    const llama = await planFit({ runtime: "llama.cpp" }, m, opts);
+    expect(llama.pick!.runtime).toBe("llama.cpp");
+  });
+
+  it("8 × H200, 16 slots: one vLLM over all eight GPUs (tensor × data parallel), not eight llama.cpp replicas", async () => {
+    const m = hw(
+      Array.from({ length: 8 }, (_, i) => nv(i, "NVIDIA H200", 141)),
+      1024,
+    );
+    const r = await planFit({ slots: 16 }, m, opts);
+    expect(r.pick!.runtime).toBe("vllm");
+    expect(r.pick!.pool).toBeUndefined();
+    expect(r.pick!.parallel!.tensor * r.pick!.parallel!.data).toBe(8);
+    expect(r.pick!.devices).toHaveLength(8);
+    expect(r.pick!.command.split("\n")).toHaveLength(1);
+    expect(r.alternatives.some((a) => a.runtime === "llama.cpp" && a.pool?.replicas === 8)).toBe(true);
+  });
+
+  it("a 24 GB consumer card stays on llama.cpp", async () => {
+    const r = await planFit({}, hw([nv(0, "NVIDIA GeForce RTX 4090", 24)], 64), opts);
+    expect(r.pick!.runtime).toBe("llama.cpp");
+    expect(r.pick!.runtimeReason).toBeUndefined();
+  });
+});
+
+describe("issue 27: the December 2026 catalog through planFit", () => {
+  const opts = { llamaServer: null, nvcc: true, hub: false } as const;
+  it("a vLLM/SGLang-only model (DeepSeek-V4-Flash) is planned for vLLM on 4 × H200; --runtime llama.cpp says why not", async () => {
+    const m = hw(
+      Array.from({ length: 4 }, (_, i) => nv(i, "NVIDIA H200", 141)),
+      1024,
+    );
+    const r = await planFit({ model: "deepseek-v4-flash", slots: 8 }, m, opts);
+    expect(r.pick!.runtime).toBe("vllm");
+    expect(r.pick!.command).toMatch(/vllm serve deepseek-ai\/DeepSeek-V4-Flash /);
+    const e = await planFit({ model: "deepseek-v4-flash", slots: 8, runtime: "llama.cpp" }, m, opts).catch((x) => x);
+    expect(e.message).toMatch(/served by vLLM \/ SGLang only/);
   });
 });

@@ -9,6 +9,7 @@ import { parseAllDocuments } from "yaml";
 import { afterAll, describe, expect, it } from "vitest";
 import { LLMISVC, validateLlmisvc, validateManifest } from "../../test/fixtures/k8s/validate";
 import { GiB } from "../models/estimate";
+import { proposeParallel } from "./parallel";
 import {
   captureSteps,
   deploymentManifests,
@@ -37,8 +38,10 @@ afterAll(() => tmp.forEach((d) => rmSync(d, { recursive: true, force: true })));
 describe("plan", () => {
   it("takes the smallest tensor-parallel size whose share fits 90 % of one GPU, from the catalog's architecture", async () => {
     const big = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("1x80G") });
+    // an 80 GB (datacenter) GPU: the maker's FP8 weights from the catalog (issue 27)
     expect(big).toMatchObject({
-      model: "Qwen/Qwen3.6-27B",
+      model: "Qwen/Qwen3.6-27B-FP8",
+      dtype: "fp8",
       catalogId: "qwen3.6-27b",
       tensorParallel: 1,
       gpusPerPod: 1,
@@ -228,6 +231,83 @@ describe("SGLang's key", () => {
     const bad = spawnSync(command[0]!, [...command.slice(1), ...args], { env: { ...env, OCW_API_KEY: 'x" --evil' }, encoding: "utf8" });
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/must be non-empty/);
+  });
+});
+
+describe("issue 27: one sizer with the planner, FP8 from the catalog, a persistent model cache, per-rank sequence limits", () => {
+  it("the k8s plan is the planner's sizing: the same tensor parallel, weights and per-GPU bytes as ocw fit --runtime vllm", async () => {
+    const k = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("2x24G"), slots: 4, ctxPerSlot: 32768 });
+    const n = node("2x24G");
+    const gpus = Array.from({ length: 2 }, (_, i) => ({
+      id: `nvidia${i}`,
+      name: n.gpuName,
+      kind: "gpu" as const,
+      freeBytes: n.gpuBytes,
+      totalBytes: n.gpuBytes,
+      runtimeId: `CUDA${i}`,
+      index: i,
+      vendor: "nvidia",
+    }));
+    const fit = await proposeParallel({
+      runtime: "vllm",
+      dev: { gpus, hostFreeBytes: 64 * GiB },
+      slots: 4,
+      minCtx: 32768,
+      maxCtxPerSlot: 32768,
+      model: "qwen3.6-27b",
+      verified: () => false,
+      hub: false,
+    });
+    const p = fit.pick!;
+    // bf16 (≈ 54 GB) cannot fit two 24 GB cards; the catalog's FP8 repo at tensor parallel 2 does — in both
+    expect([k.model, k.tensorParallel, k.perRank]).toEqual(["Qwen/Qwen3.6-27B-FP8", p.parallel!.tensor, 4]);
+    expect(k.perGpuBytes).toBe(p.devices[0]!.plannedBytes);
+  });
+
+  it("datacenter GPUs get the maker's FP8 weights from the catalog: Qwen3.5-397B-A17B on 8 × H100 at tensor parallel 8", async () => {
+    const p = await planK8s({ runtime: "sglang", model: "qwen3.5-397b-a17b", node: node("8xH100=80G"), slots: 8 });
+    expect([p.model, p.dtype, p.tensorParallel]).toEqual(["Qwen/Qwen3.5-397B-A17B-FP8", "fp8", 8]);
+    const { args } = serverArgs(p);
+    expect(args[args.indexOf("--model-path") + 1] ?? args[args.indexOf("--model") + 1]).toBe("Qwen/Qwen3.5-397B-A17B-FP8");
+  });
+
+  it("the model cache is a PersistentVolumeClaim (sized from the weights, valid), never an emptyDir; an existing claim is used as is", async () => {
+    const plan = await planK8s({ runtime: "vllm", model: "gpt-oss-20b", node: node("1x80G") });
+    const docs = deploymentManifests(plan, opts("deployment")) as any[];
+    const pvc = docs.find((d) => d.kind === "PersistentVolumeClaim");
+    expect(validateManifest(pvc)).toEqual([]);
+    expect(pvc.metadata.name).toBe("ocw-test-models");
+    expect(pvc.spec.accessModes).toEqual(["ReadWriteOnce"]);
+    expect(Number.parseInt(pvc.spec.resources.requests.storage, 10)).toBeGreaterThanOrEqual(Math.ceil(plan.weightsBytes / GiB));
+    const dep = docs.find((d) => d.kind === "Deployment");
+    const vols = dep.spec.template.spec.volumes;
+    expect(vols.find((v: any) => v.name === "models")).toEqual({ name: "models", persistentVolumeClaim: { claimName: "ocw-test-models" } });
+    expect(dep.spec.template.spec.containers[0].env).toContainEqual({ name: "HF_HOME", value: "/models" });
+    // two pods share it only on a ReadWriteMany class; a claim of the person's is mounted and none is written
+    const two = deploymentManifests({ ...plan, replicas: 2 }, opts("deployment", { modelCache: { storageClass: "nfs" } })) as any[];
+    expect(two.find((d) => d.kind === "PersistentVolumeClaim").spec).toMatchObject({ accessModes: ["ReadWriteMany"], storageClassName: "nfs" });
+    const own = deploymentManifests(plan, opts("deployment", { modelCache: { claim: "hf-cache" } })) as any[];
+    expect(own.some((d) => d.kind === "PersistentVolumeClaim")).toBe(false);
+    expect(own[0].spec.template.spec.volumes[0]).toEqual({ name: "models", persistentVolumeClaim: { claimName: "hf-cache" } });
+  });
+
+  it("a family that needs a newer runtime gets its pinned image: DeepSeek-V4-Flash on 4 × H200 runs vllm-openai v0.20.0 (≥ 0.20)", async () => {
+    const p = await planK8s({ runtime: "vllm", model: "deepseek-v4-flash", node: node("4xH200=141G"), slots: 8 });
+    expect(p.model).toBe("deepseek-ai/DeepSeek-V4-Flash");
+    const [dep] = deploymentManifests(p, opts("deployment")) as [any];
+    expect(dep.spec.template.spec.containers[0].image).toBe("docker.io/vllm/vllm-openai:v0.20.0");
+    expect(() => deploymentManifests(p, opts("deployment", { image: "docker.io/vllm/vllm-openai:v0.19.0" }))).toThrow(/older than 0\.20\.0/);
+  });
+
+  it("per-rank sequence limits: SGLang's --max-running-requests and KServe's --max-num-seqs are the pod's slots ÷ data-parallel ranks", async () => {
+    const sg = await planK8s({ runtime: "sglang", model: "gpt-oss-20b", node: node("2x80G"), dataParallel: 2, slots: 8 });
+    const { args } = serverArgs(sg);
+    expect([args[args.indexOf("--dp-size") + 1], args[args.indexOf("--max-running-requests") + 1]]).toEqual(["2", "4"]);
+    const v = await planK8s({ runtime: "vllm", model: "gpt-oss-20b", node: node("2x80G"), dataParallel: 2, slots: 8 });
+    const ks = kserveManifest(v, opts("kserve")) as any;
+    const ka = ks.spec.template.containers[0].args as string[];
+    expect(ka[ka.indexOf("--max-num-seqs") + 1]).toBe("4");
+    expect(ks.spec.replicas).toBe(2);
   });
 });
 

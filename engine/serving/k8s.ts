@@ -11,9 +11,11 @@
  * the same port, announced with prometheus.io/* annotations. No router or scheduler of ours: a Service, or llm-d's.
  */
 import { targetSlug } from "../../shared/target";
-import { CATALOG, type CatalogEntry, catalogHparams, findCatalog } from "../models/catalog";
-import { estimate, GiB } from "../models/estimate";
-import { DEFAULT_MIN_CTX } from "../models/plan";
+import { CATALOG, type CatalogEntry, findCatalog, makerRepo, runtimeFamily, servedBy } from "../models/catalog";
+import { GiB } from "../models/estimate";
+import { DEFAULT_MIN_CTX, type ParallelModel, type ParallelPlan, type PlanDevices, sizeParallel } from "../models/plan";
+import { hasFp8 } from "../models/speed";
+import { catalogModels } from "./parallel";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
 import { parseVersion, reasoningParser, SGLANG_IMAGE, toolParser, versionProblem, VLLM_IMAGE } from "./runtime-adapters";
 import { SetupError, type SetupErrorData } from "../models/errors";
@@ -50,7 +52,7 @@ export interface K8sPlanOptions {
   dataParallel?: number;
   replicas?: number;
   toolCallParser?: string;
-  /** Bytes of a repo's *.safetensors files (the Hub's listing); null when unknown (offline). */
+  /** Bytes of a repo's *.safetensors files (the Hub's listing); null when it lists none; rejects when offline. */
   sizeOf?: (repo: string) => Promise<number | null>;
 }
 
@@ -75,6 +77,10 @@ export interface K8sPlan {
   /** What one GPU holds: weights and KV shares plus runtime overhead, against what it has. */
   perGpuBytes: number;
   gpuBytes: number;
+  /** Sequences per data-parallel rank: vLLM's --max-num-seqs and SGLang's --max-running-requests. */
+  perRank: number;
+  /** bf16 / fp8 / mxfp4 of the catalog's variant, null for a repo outside it. */
+  dtype: string | null;
   toolCallParser: string;
   /** The family's reasoning parser (thinking out of `content`), or null. */
   reasoningParser: string | null;
@@ -95,32 +101,32 @@ export const KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
 
 /** The original (safetensors) repo of a catalog entry: its source is the maker's model card. */
 export function safetensorsRepo(e: CatalogEntry): string {
-  const m = /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source);
-  if (!m) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
-  return m[1]!;
-}
-
-interface Sized {
-  tp: number;
-  perGpu: number;
-}
-
-function sizeTp(need: number, node: K8sNode, dp: number, nHead: number | null, fixedTp?: number): Sized | null {
-  const options = fixedTp ? [fixedTp] : [1, 2, 4, 8, 16].filter((tp) => tp * dp <= node.gpus);
-  for (const tp of options) {
-    if (nHead && nHead % tp !== 0) continue;
-    const perGpu = need / tp + GPU_OVERHEAD;
-    if (perGpu <= node.gpuBytes * UTILIZATION || fixedTp) return { tp, perGpu };
-  }
-  return null;
+  const r = makerRepo(e);
+  if (!r) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
+  return r;
 }
 
 const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
 
+/** The node's GPUs as the planner sees them: all free (a pod gets whole GPUs). */
+function nodeGpus(node: K8sNode): PlanDevices["gpus"] {
+  return Array.from({ length: node.gpus }, (_, i) => ({
+    id: `${node.vendor}${i}`,
+    name: node.gpuName,
+    kind: "gpu" as const,
+    freeBytes: node.gpuBytes,
+    totalBytes: node.gpuBytes,
+    runtimeId: `${node.vendor === "amd" ? "ROCm" : "CUDA"}${i}`,
+    index: i,
+    vendor: node.vendor,
+  }));
+}
+
 /**
- * Sizes the deployment: the model's weights (the Hub's safetensors listing, else parameters × 2 bytes for bf16) plus
- * the KV cache of slots × context (the catalog's architecture, f16 cache), split over the smallest tensor-parallel
- * size whose per-GPU share fits 90 % of one GPU. Data parallel multiplies the GPUs of a pod; replicas multiply pods.
+ * Sizes the deployment with the planner's own sizer (`sizeParallel`, plan.ts — the one `ocw fit --runtime vllm|sglang`
+ * uses; issue 27): the model's safetensors weights (the catalog's variants — FP8 first on datacenter GPUs — sized by the
+ * Hub's listing when it answers), the KV of a rank's sequences at the context, over the smallest tensor-parallel size
+ * whose per-GPU share fits the runtime's 90 %. Data parallel multiplies the GPUs of a pod; replicas multiply pods.
  */
 export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
   const slots = o.slots ?? 4;
@@ -142,93 +148,109 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
     throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o.node.gpus} (use --replicas for more pods instead)`);
   if (o.tensorParallel && o.tensorParallel * dp > o.node.gpus)
     throw new K8sInputError(`--tp ${o.tensorParallel} × --data-parallel ${dp} needs ${o.tensorParallel * dp} GPUs on one node; it has ${o.node.gpus}`);
+  // FP8 on GPUs that run it natively, and on any ≥ 80 GB (datacenter) GPU: vLLM / SGLang load the maker's FP8 there
+  const fp8First = hasFp8(o.node.gpuName) || o.node.gpuBytes >= 75 * GiB;
+  // sizeOf: null when the Hub does not list the repo, a rejection when it does not answer (then it is not asked again)
   let offline = false;
-  const weightsOf = async (repo: string, e: CatalogEntry | undefined): Promise<{ bytes: number; source: "hub" | "estimate" } | null> => {
-    const hub = offline || !o.sizeOf ? null : await o.sizeOf(repo).catch(() => null);
-    if (hub === null) offline = true;
-    if (hub) return { bytes: hub, source: "hub" };
-    return e ? { bytes: e.totalParamsB * 1e9 * 2, source: "estimate" } : null;
+  const sizer = {
+    size: async (repo: string): Promise<number | null> => {
+      if (offline || !o.sizeOf) return null;
+      return await o.sizeOf(repo).catch(() => {
+        offline = true;
+        return null;
+      });
+    },
   };
-  const kvOf = (e: CatalogEntry) => {
-    const est = estimate(catalogHparams(e), null, { ctx: slots * ctx, parallel: slots, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
-    return est.kvBytes + est.recurrentBytes;
-  };
-  const finish = (
-    repo: string,
-    e: CatalogEntry | undefined,
-    w: { bytes: number; source: "hub" | "estimate" },
-    kv: number,
-    s: Sized,
-    kvNote: string,
-  ): K8sPlan => {
+  const gpus = nodeGpus(o.node);
+  const size = (m: ParallelModel) => sizeParallel(m, gpus, slots, ctx, Math.ceil(ctx / 256) * 256, { tp: o.tensorParallel, dp });
+  const finish = (e: CatalogEntry | undefined, m: ParallelModel, p: ParallelPlan): K8sPlan => {
     const vendor = o.node.vendor;
+    const repo = m.source;
     const parser = o.toolCallParser ?? toolParser(o.runtime, e, repo);
-    const servedName = targetSlug({ model: repo.split("/").pop()!, quant: null });
-    const fits = s.perGpu <= o.node.gpuBytes * UTILIZATION;
+    const kvNote = m.hparams ? "KV cache" : "a KV allowance of 25 % of the weights";
+    const src = m.weightsSource === "hub" ? ", from the Hub's listing" : e ? `, ${m.dtype} from the catalog` : "";
     return {
       runtime: o.runtime,
       model: repo,
       catalogId: e?.id ?? null,
-      servedName,
+      servedName: m.servedName,
       slots,
       ctxPerSlot: ctx,
-      tensorParallel: s.tp,
-      dataParallel: dp,
+      tensorParallel: p.tp,
+      dataParallel: p.dp,
       replicas,
-      gpusPerPod: s.tp * dp,
+      gpusPerPod: p.tp * p.dp,
       vendor,
       gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu",
-      weightsBytes: Math.round(w.bytes),
-      weightsSource: w.source,
-      kvBytes: Math.round(kv),
-      perGpuBytes: Math.round(s.perGpu),
+      weightsBytes: Math.round(m.weightsBytes),
+      weightsSource: m.weightsSource === "hub" ? "hub" : "estimate",
+      kvBytes: Math.round(p.kvPerGpu * p.tp),
+      perGpuBytes: Math.round(p.needPerGpu),
       gpuBytes: o.node.gpuBytes,
+      perRank: p.perRank,
+      dtype: m.dtype,
       toolCallParser: parser,
-      reasoningParser: reasoningParser(o.runtime, e, repo),
+      reasoningParser: m.reasoningParser ?? reasoningParser(o.runtime, e, repo),
       reason:
-        `${repo} (${gib(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib(kv)} for ${slots} sequence(s) × ${ctx} tokens` +
-        ` over tensor parallel ${s.tp}: ${gib(s.perGpu)} per GPU of ${gib(o.node.gpuBytes)} (${o.node.gpuName})${fits ? "" : " — MORE than 90 % of a GPU: it will not load"}` +
-        `${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`,
+        `${repo} (${gib(m.weightsBytes)} of weights${src}) + ${kvNote} for ${p.perRank} sequence(s) × ${ctx} tokens per rank` +
+        ` over tensor parallel ${p.tp}: ${gib(p.needPerGpu)} per GPU of ${gib(o.node.gpuBytes)} (${o.node.gpuName})` +
+        `${p.dp > 1 ? `; data parallel ${p.dp} (${p.tp * p.dp} GPUs per pod, ${p.perRank} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}` +
+        " (sized by the planner's sizer, as ocw fit --runtime vllm|sglang)",
     };
   };
 
   if (o.model) {
     const e =
       findCatalog(o.model) ??
-      CATALOG.find((c) => {
-        try {
-          return safetensorsRepo(c).toLowerCase() === o.model!.toLowerCase();
-        } catch {
-          return false;
-        }
-      });
-    const repo = e ? safetensorsRepo(e) : o.model;
-    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(repo))
+      CATALOG.find((c) => c.weights?.some((w) => w.repo.toLowerCase() === o.model!.toLowerCase()) || makerRepo(c)?.toLowerCase() === o.model!.toLowerCase());
+    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(o.model))
       throw new K8sInputError(`--model ${o.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
     if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
-    const w = await weightsOf(repo, e);
-    if (!w)
-      throw new K8sInputError(
-        `cannot size ${repo}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`,
-      );
-    const kv = e ? kvOf(e) : w.bytes * 0.25;
-    const s = sizeTp(w.bytes + kv, o.node, dp, e?.spec.nHead ?? null, o.tensorParallel);
-    if (!s) {
-      throw new K8sInputError(
-        `${repo} needs ${gib(w.bytes + kv)} (weights + KV for ${slots} × ${ctx}) and does not fit ${Math.floor(o.node.gpus / dp)} GPU(s) of ${gib(o.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`,
-      );
+    let ms: ParallelModel[];
+    if (e) {
+      const all = await catalogModels(e, o.runtime, sizer, fp8First);
+      const exact = all.filter((m) => m.source.toLowerCase() === o.model!.toLowerCase());
+      ms = exact.length ? exact : all;
+    } else {
+      const bytes = await sizer.size(o.model);
+      if (!bytes)
+        throw new K8sInputError(
+          `cannot size ${o.model}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`,
+        );
+      ms = [
+        {
+          model: o.model,
+          source: o.model,
+          dtype: null,
+          weightsBytes: bytes,
+          weightsSource: "hub",
+          nHead: null,
+          nHeadKv: null,
+          hparams: null,
+          contextLength: Math.max(ctx, 32768),
+          toolParser: toolParser(o.runtime, undefined, o.model),
+          reasoningParser: reasoningParser(o.runtime, undefined, o.model),
+          servedName: targetSlug({ model: o.model.split("/").pop()!, quant: null }),
+        },
+      ];
     }
-    return finish(repo, e, w, kv, s, e ? "KV cache" : "a KV allowance of 25 % of the weights");
+    for (const m of ms) {
+      const p = size(m);
+      if (p) return finish(e, m, p);
+    }
+    const m = ms.at(-1)!;
+    throw new K8sInputError(
+      `${m.source} needs ${gib(m.weightsBytes)} of weights + KV for ${Math.ceil(slots / dp)} × ${ctx} per rank and does not fit ${Math.floor(o.node.gpus / dp)} GPU(s) of ${gib(o.node.gpuBytes)} per data-parallel rank${o.tensorParallel ? ` at --tp ${o.tensorParallel}` : ""}; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`,
+    );
   }
   const tried: string[] = [];
-  for (const e of CATALOG.filter((c) => c.autoPick)) {
+  for (const e of CATALOG.filter((c) => c.autoPick && servedBy(c, o.runtime))) {
     if (ctx > e.contextLength) continue;
-    const repo = safetensorsRepo(e);
-    const w = (await weightsOf(repo, e))!;
-    const kv = kvOf(e);
-    const s = sizeTp(w.bytes + kv, o.node, dp, e.spec.nHead, o.tensorParallel);
-    if (s && s.perGpu <= o.node.gpuBytes * UTILIZATION) return finish(repo, e, w, kv, s, "KV cache");
-    tried.push(`${e.id} ${gib(w.bytes + kv)}`);
+    for (const m of await catalogModels(e, o.runtime, sizer, fp8First)) {
+      const p = size(m);
+      if (p) return finish(e, m, p);
+      tried.push(`${e.id} ${m.dtype ?? ""} ${gib(m.weightsBytes)}`.replace("  ", " "));
+    }
   }
   throw new K8sInputError(
     `no catalog model fits ${slots} sequence(s) × ${ctx} tokens on ${o.node.gpus} × ${gib(o.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`,
@@ -244,6 +266,33 @@ export interface ManifestOptions {
   /** Secret with a Hugging Face token (key `token`) for gated repos; optional. */
   hfTokenSecret?: string | null;
   image?: string | null;
+  /**
+   * The model cache (HF_HOME) on a PersistentVolumeClaim, so a restarted or rescheduled pod does not download the
+   * weights again (issue 27: it was an emptyDir): an existing claim by name, else one ocw writes (NAME-models) of
+   * `sizeGi` (default: the weights + 20 %, + 10 GiB), with `storageClass` (default: the cluster's).
+   */
+  modelCache?: { claim?: string | null; sizeGi?: number | null; storageClass?: string | null };
+}
+
+/** The claim the Deployment mounts as its model cache, and the PVC to create when it is ocw's own. */
+export function modelCacheClaim(plan: K8sPlan, o: ManifestOptions): { claimName: string; pvc: Obj | null } {
+  if (o.modelCache?.claim) return { claimName: o.modelCache.claim, pvc: null };
+  const claimName = k8sName(`${o.name}-models`);
+  const sizeGi = o.modelCache?.sizeGi ?? Math.ceil((plan.weightsBytes * 1.2) / GiB) + 10;
+  return {
+    claimName,
+    pvc: {
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      metadata: { name: claimName, namespace: o.namespace, labels: { ...labels(plan, o.name), "app.kubernetes.io/component": "model-cache" } },
+      spec: {
+        // pods of several replicas may run on several nodes at once: they share the cache only on a ReadWriteMany class
+        accessModes: [plan.replicas > 1 ? "ReadWriteMany" : "ReadWriteOnce"],
+        resources: { requests: { storage: `${sizeGi}Gi` } },
+        ...(o.modelCache?.storageClass ? { storageClassName: o.modelCache.storageClass } : {}),
+      },
+    },
+  };
 }
 
 export const API_KEY_ENTRY = "api-key";
@@ -267,7 +316,7 @@ export function defaultName(plan: K8sPlan): string {
 
 /** The server's argv for the plain Deployment (no key in it). */
 export function serverArgs(plan: K8sPlan): { command: string[]; args: string[] } {
-  const perRank = Math.ceil(plan.slots / plan.dataParallel);
+  const perRank = plan.perRank ?? Math.ceil(plan.slots / plan.dataParallel);
   if (plan.runtime === "vllm") {
     const b = buildVllmArgs({
       model: plan.model,
@@ -288,7 +337,8 @@ export function serverArgs(plan: K8sPlan): { command: string[]; args: string[] }
     host: "0.0.0.0",
     port: PORT,
     contextLength: plan.ctxPerSlot,
-    maxRunningRequests: plan.slots,
+    // per data-parallel rank, as vLLM's --max-num-seqs (issue 27: it was the pod's total)
+    maxRunningRequests: perRank,
     tensorParallel: plan.tensorParallel,
     apiKey: "-",
   });
@@ -355,10 +405,13 @@ function imageLoadsModel(plan: K8sPlan, image: string): void {
 
 /** Deployment + Service: one pod per replica, each a complete server on `gpusPerPod` GPUs. */
 export function deploymentManifests(plan: K8sPlan, o: ManifestOptions): Obj[] {
-  const image = o.image ?? IMAGES[plan.runtime][plan.vendor];
+  // NVIDIA: the image pinned for the model's family (DeepSeek-V4 needs vLLM ≥ 0.20); AMD: the ROCm build
+  const image =
+    o.image ?? (plan.vendor === "nvidia" ? runtimeFamily(`${plan.catalogId ?? ""} ${plan.model}`).image[plan.runtime] : IMAGES[plan.runtime][plan.vendor]);
   if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
   imageLoadsModel(plan, image);
   const lab = labels(plan, o.name);
+  const cache = modelCacheClaim(plan, o);
   const { command, args } = serverArgs(plan);
   const probe = (extra: Obj) => ({ httpGet: { path: "/health", port: "http" }, ...extra });
   const deployment = {
@@ -398,7 +451,8 @@ export function deploymentManifests(plan: K8sPlan, o: ManifestOptions): Obj[] {
           tolerations: tolerations(plan),
           terminationGracePeriodSeconds: 60,
           volumes: [
-            { name: "models", emptyDir: {} },
+            // the weights survive a restart or a reschedule: a PersistentVolumeClaim, not an emptyDir
+            { name: "models", persistentVolumeClaim: { claimName: cache.claimName } },
             // tensor/data parallel ranks exchange tensors through shared memory
             { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: `${Math.max(2, 4 * plan.gpusPerPod)}Gi` } },
           ],
@@ -416,7 +470,8 @@ export function deploymentManifests(plan: K8sPlan, o: ManifestOptions): Obj[] {
       ports: [{ name: "http", port: PORT, targetPort: "http", protocol: "TCP" }],
     },
   };
-  return [deployment, service];
+  // the claim after the objects that use it: kubectl creates all three, the pod waits for the claim to bind
+  return [deployment, service, ...(cache.pvc ? [cache.pvc] : [])];
 }
 
 /** KServe LLMInferenceService (v1alpha2): vLLM on llm-d's image, llm-d's scheduler in front (prefix-cache aware). */
@@ -424,7 +479,8 @@ export function kserveManifest(plan: K8sPlan, o: ManifestOptions): Obj {
   if (plan.runtime !== "vllm")
     throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
   const image = o.image ?? IMAGES.kserve[plan.vendor];
-  const perRank = plan.slots;
+  // each data-parallel rank is a replica behind llm-d's scheduler: it serves its share of the pod's sequences
+  const perRank = plan.perRank ?? Math.ceil(plan.slots / plan.dataParallel);
   return {
     apiVersion: KSERVE_API_VERSION,
     kind: "LLMInferenceService",

@@ -28,39 +28,44 @@ const flag = (cmd: string, f: string) => {
 };
 
 describe("vLLM / SGLang: tensor × data parallel", () => {
-  it("2×24 GB, 4 slots → Qwen3.6-27B in the maker's FP8 over both cards (TP 2); bf16 (54 GB) does not fit 48 GB", async () => {
+  it("2×24 GB, 4 slots → Qwen3.8-27B in the maker's FP8 over both cards (TP 2); bf16 (56 GB) does not fit 48 GB", async () => {
     const r = await plan(machine(2, "NVIDIA GeForce RTX 3090", 24576), 4);
     const p = FitPick.parse(r.pick);
-    expect([p.model, p.quant, p.runtime, p.parallel]).toEqual(["qwen3.6-27b", "fp8", "vllm", { tensor: 2, data: 1 }]);
+    expect([p.model, p.quant, p.runtime, p.parallel]).toEqual(["qwen3.8-27b", "fp8", "vllm", { tensor: 2, data: 1 }]);
     expect(p.ctxPerSlot).toBeGreaterThanOrEqual(32768);
     expect(p.devices.map((d) => d.name)).toEqual(["CUDA0 NVIDIA GeForce RTX 3090", "CUDA1 NVIDIA GeForce RTX 3090"]);
     for (const d of p.devices) expect(d.plannedBytes).toBeLessThanOrEqual(d.budgetBytes);
     expect(commandWords(p.command).bin).toBe("vllm");
-    expect(commandWords(p.command).args.slice(0, 2)).toEqual(["serve", "Qwen/Qwen3.6-27B-FP8"]);
+    expect(commandWords(p.command).args.slice(0, 2)).toEqual(["serve", "Qwen/Qwen3.8-27B-FP8"]);
     expect([flag(p.command, "--tensor-parallel-size"), flag(p.command, "--data-parallel-size"), flag(p.command, "--max-num-seqs")]).toEqual(["2", null, "4"]);
     expect(commandWords(p.command).env).toEqual(["VLLM_API_KEY=…"]);
-    // Qwen3.6 thinks: its reasoning parser keeps <think>…</think> out of `content`
+    // Qwen3.8 thinks: its reasoning parser keeps <think>…</think> out of `content`
     expect(flag(p.command, "--reasoning-parser")).toBe("qwen3");
     // a smaller model that fits one card runs as two engines instead (gpt-oss-20b: 13.8 GB)
-    const small = r.alternatives.find((a) => a.model === "gpt-oss-20b")!;
+    const small = (await plan(machine(2, "NVIDIA GeForce RTX 3090", 24576), 4, { model: "gpt-oss-20b" })).pick!;
     expect([small.parallel, flag(small.command, "--data-parallel-size"), flag(small.command, "--max-num-seqs")]).toEqual([{ tensor: 1, data: 2 }, "2", "2"]);
     expect(flag(small.command, "--reasoning-parser")).toBe("openai_gptoss");
   });
-  it("8×141 GB (H200), 16 slots → a 27B model as 8 data-parallel engines of 2 sequences × 128k, never an 8-way tensor split", async () => {
+  it("8×141 GB (H200), 16 slots → a 27B model as 8 data-parallel engines of 2 sequences × 128k, never an 8-way tensor split; FP8 on Hopper", async () => {
     const p = (await plan(machine(8, "NVIDIA H200", 143771), 16)).pick!;
-    expect([p.model, p.quant, p.parallel, p.ctxPerSlot]).toEqual(["qwen3.6-27b", "bf16", { tensor: 1, data: 8 }, 131072]);
+    expect([p.model, p.quant, p.parallel, p.ctxPerSlot]).toEqual(["qwen3.8-27b", "fp8", { tensor: 1, data: 8 }, 131072]);
+    // the speed model: 8 engines decode side by side
+    expect(p.speed!.basis).toMatch(/per engine \(8 decode side by side\)/);
+    expect(p.speed!.decodeTokPerSecTotal).toBeGreaterThan(p.speed!.decodeTokPerSecPerSlot * 15);
     expect(p.devices).toHaveLength(8);
     expect([flag(p.command, "--tensor-parallel-size"), flag(p.command, "--data-parallel-size"), flag(p.command, "--max-num-seqs")]).toEqual([null, "8", "2"]);
     expect(p.reason).toMatch(/data parallel before a wider tensor split/);
   });
   it("8×141 GB, the 397B flagship (794 GB in bf16) → tensor parallel 8 (32 heads / 8), one engine", async () => {
-    const p = (await plan(machine(8, "NVIDIA H200", 143771), 16, { model: "qwen3.5-397b-a17b" })).pick!;
+    const p = (await plan(machine(8, "NVIDIA H200", 143771), 16, { model: "Qwen/Qwen3.5-397B-A17B" })).pick!;
     expect([p.quant, p.parallel]).toEqual(["bf16", { tensor: 8, data: 1 }]);
     expect(flag(p.command, "--tensor-parallel-size")).toBe("8");
     expect(commandWords(p.command).args[1]).toBe("Qwen/Qwen3.5-397B-A17B");
-    // its FP8 repo, named: half the GPUs per engine, two engines
+    // its FP8 repo, named — or the catalog id on Hopper, where FP8 comes first: half the GPUs per engine, two engines
     const f = (await plan(machine(8, "NVIDIA H200", 143771), 16, { model: "Qwen/Qwen3.5-397B-A17B-FP8" })).pick!;
     expect([f.quant, f.parallel]).toEqual(["fp8", { tensor: 4, data: 2 }]);
+    const id = (await plan(machine(8, "NVIDIA H200", 143771), 16, { model: "qwen3.5-397b-a17b" })).pick!;
+    expect([id.quant, id.parallel]).toEqual(["fp8", { tensor: 4, data: 2 }]);
   });
   it("SGLang: --tp-size / --dp-size, the key in a --config file (never --api-key), sequences per engine", async () => {
     const p = (await plan(machine(8, "NVIDIA H200", 143771), 16, { runtime: "sglang" })).pick!;

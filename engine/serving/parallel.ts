@@ -9,13 +9,14 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import type { FitPick } from "../../shared/fit";
 import { targetSlug } from "../../shared/target";
-import { CATALOG, type CatalogEntry, type CatalogWeights, catalogHparams, findCatalog } from "../models/catalog";
+import { CATALOG, type CatalogEntry, type CatalogWeights, catalogHparams, findCatalog, makerRepo, servedBy } from "../models/catalog";
 import { hubEndpoint as hubEndpointOf, hubHeaders, listRepoFiles, resolveUrl } from "../models/hf";
 import type { FitPick as FitPickT, PlannedDevice } from "../../shared/fit";
 import { GiB } from "../models/estimate";
-import { gpuWords, PARALLEL_OVERHEAD, type ParallelModel, type ParallelPlan, type PlanDevices, shellQuote, sizeParallel } from "../models/plan";
+import { gpuWords, PARALLEL_OVERHEAD, type ParallelModel, type ParallelPlan, type PlanDevices, parallelSpeed, shellQuote, sizeParallel } from "../models/plan";
+import { hasFp8 } from "../models/speed";
+import { readHubSizes, withHubSizes } from "../models/hub-sizes";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
-import { safetensorsRepo } from "./k8s";
 import { reasoningParser, toolParser } from "./runtime-adapters";
 import { SetupError, type SetupErrorData } from "../models/errors";
 
@@ -94,10 +95,18 @@ function modelFromConfig(name: string, cfg: HfConfig): Pick<ParallelModel, "nHea
 }
 
 /** A catalog entry's safetensors variants (highest precision first), sized by the Hub when it answers. */
-async function catalogModels(e: CatalogEntry, runtime: "vllm" | "sglang", hub: HubSizer): Promise<ParallelModel[]> {
-  const variants: CatalogWeights[] = e.weights ?? [
-    { repo: safetensorsRepo(e), dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters × 2 bytes" },
-  ];
+export async function catalogModels(
+  e: CatalogEntry,
+  runtime: "vllm" | "sglang",
+  hub: { size(repo: string): Promise<number | null> },
+  fp8First = false,
+): Promise<ParallelModel[]> {
+  const maker = makerRepo(e);
+  const listed: CatalogWeights[] =
+    e.weights ?? (maker ? [{ repo: maker, dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters × 2 bytes" }] : []);
+  // on GPUs that run FP8 natively (Hopper, Blackwell, Ada, CDNA3) the maker's FP8 weights decode about twice as fast
+  // for near-identical answers: they come first there (issue 27)
+  const variants = fp8First ? [...listed.filter((w) => w.dtype === "fp8"), ...listed.filter((w) => w.dtype !== "fp8")] : listed;
   const out: ParallelModel[] = [];
   for (const w of variants) {
     const listed = await hub.size(w.repo);
@@ -109,11 +118,14 @@ async function catalogModels(e: CatalogEntry, runtime: "vllm" | "sglang", hub: H
       weightsSource: listed ? "hub" : "catalog",
       nHead: e.spec.nHead,
       nHeadKv: e.spec.mla ? 1 : e.spec.nHeadKv,
-      hparams: catalogHparams(e),
+      // compressed / sparse / linear attention the spec cannot size: the 25 % allowance
+      hparams: e.kvUnknown ? null : catalogHparams(e),
       contextLength: e.contextLength,
       toolParser: toolParser(runtime, e, w.repo),
       reasoningParser: reasoningParser(runtime, e, w.repo),
       servedName: targetSlug({ model: w.repo.split("/").pop()!, quant: null }),
+      activeParams: e.activeParamsB * 1e9,
+      experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used, share: e.spec.moe.expertShare } : null,
     });
   }
   return out;
@@ -123,7 +135,7 @@ async function catalogModels(e: CatalogEntry, runtime: "vllm" | "sglang", hub: H
 const hubSizes = new Map<string, { at: number; bytes: number | null }>();
 
 /** The Hub's safetensors sizes, remembered; after one failure (offline) it is not asked again in this plan. */
-class HubSizer {
+export class HubSizer {
   private offline = false;
   private cache = new Map<string, number | null>();
   constructor(
@@ -152,11 +164,14 @@ export async function resolveParallelModel(
   runtime: "vllm" | "sglang",
   env: NodeJS.ProcessEnv = process.env,
   hubEnabled = true,
+  fp8First = false,
 ): Promise<ParallelModel[]> {
-  const entry = findCatalog(name) ?? CATALOG.find((c) => c.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
+  const found = findCatalog(name) ?? CATALOG.find((c) => c.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
+  // the Hub's sizes kept from an earlier listing (offline too), laid over the catalog's figures
+  const entry = found && hubEnabled ? withHubSizes([found], readHubSizes(env))[0] : found;
   const hub = new HubSizer(env, hubEnabled);
   if (entry) {
-    const all = await catalogModels(entry, runtime, hub);
+    const all = await catalogModels(entry, runtime, hub, fp8First);
     const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
     return exact.length ? exact : all;
   }
@@ -245,7 +260,9 @@ export async function proposeParallel(o: {
 }): Promise<ParallelProposal> {
   const name = o.runtime === "vllm" ? "vLLM" : "SGLang";
   // bad input first (a GGUF, a missing folder), then whether the machine can run it
-  const named = o.model ? await resolveParallelModel(o.model, o.runtime, o.env ?? process.env, o.hub !== false) : null;
+  const named = o.model
+    ? await resolveParallelModel(o.model, o.runtime, o.env ?? process.env, o.hub !== false, o.dev.gpus.length > 0 && o.dev.gpus.every((g) => hasFp8(g.name)))
+    : null;
   if (!o.dev.gpus.length) {
     return {
       pick: null,
@@ -255,6 +272,7 @@ export async function proposeParallel(o: {
   }
   const env = o.env ?? process.env;
   const hub = new HubSizer(env, o.hub !== false);
+  const fp8 = o.dev.gpus.length > 0 && o.dev.gpus.every((g) => hasFp8(g.name));
   const found: FitPick[] = [];
   const tried: string[] = [];
   const first = (ms: ParallelModel[]) => {
@@ -269,9 +287,10 @@ export async function proposeParallel(o: {
     const pick = first(named!);
     if (pick) return { pick, alternatives: [], problem: null };
   } else {
-    for (const e of CATALOG.filter((c) => c.autoPick)) {
+    const catalog = o.hub === false ? CATALOG : withHubSizes(CATALOG, readHubSizes(env));
+    for (const e of catalog.filter((c) => c.autoPick && servedBy(c, o.runtime))) {
       if (found.length >= (o.max ?? 3)) break;
-      const pick = first(await catalogModels(e, o.runtime, hub));
+      const pick = first(await catalogModels(e, o.runtime, hub, fp8));
       if (pick) found.push(pick);
     }
     if (found.length) return { pick: found[0]!, alternatives: found.slice(1), problem: null };
@@ -358,6 +377,7 @@ export function toParallelPick(
     };
   });
   const size = `${gib(m.weightsBytes)} of ${m.dtype ?? "safetensors"} weights, size from ${m.weightsSource === "hub" ? "the Hub's listing" : m.weightsSource === "folder" ? "the folder" : "the catalog"}`;
+  const speed = parallelSpeed(m, p);
   const why =
     p.tp === 1
       ? "it fits one GPU whole"
@@ -375,8 +395,12 @@ export function toParallelPick(
     reason:
       `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} — ${why} — × data parallel ${p.dp} (${p.dp} engine(s) of ${p.perRank} sequence(s) × ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${dev.gpus.length} GPU(s); ` +
       `${gib(p.needPerGpu)} per GPU (weights ${gib(p.weightsPerGpu)}, KV ${gib(p.kvPerGpu)}, overhead ${gib(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` +
-      (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : ""),
+      (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : "") +
+      (speed
+        ? `; ≈ ${speed.decodeTokPerSecPerSlot} tokens/s per sequence (${speed.decodeTokPerSecTotal} in all), prompt ≈ ${speed.prefillTokPerSec} tokens/s, estimated`
+        : ""),
     parallel: { tensor: p.tp, data: p.dp },
+    ...(speed ? { speed } : {}),
   };
 }
 

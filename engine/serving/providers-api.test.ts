@@ -18,7 +18,11 @@ beforeAll(async () => {
       return res.writeHead(200, { "content-type": "application/json" }).end(
         JSON.stringify({
           object: "list",
-          data: [{ id: "z-ai/glm-4.6", context_length: 202752, name: "GLM 4.6" }, { id: "deepseek/deepseek-chat" }, { nope: 1 }],
+          data: [
+            { id: "z-ai/glm-4.6", context_length: 202752, name: "GLM 4.6", pricing: { prompt: "0.0000006", completion: "0.0000022" } },
+            { id: "deepseek/deepseek-chat" },
+            { nope: 1 },
+          ],
         }),
       );
     }
@@ -31,13 +35,14 @@ beforeAll(async () => {
 afterAll(() => new Promise((r) => srv.close(r)));
 
 describe("setup.models", () => {
-  it("lists the provider's models, sorted, with the context it reports, sending the key the variable holds", async () => {
+  it("lists the provider's models, sorted, with the context and price it reports, sending the key the variable holds", async () => {
     const r = await providerModelsApi({ url: `${base}/v1/`, apiKeyEnv: "PROV_KEY" }, { PROV_KEY: "sk-good" });
     expect(r).toEqual({
       url: `${base}/v1`,
       models: [
-        { id: "deepseek/deepseek-chat", contextLength: null, name: null },
-        { id: "z-ai/glm-4.6", contextLength: 202752, name: "GLM 4.6" },
+        { id: "deepseek/deepseek-chat", contextLength: null, name: null, price: null },
+        // OpenRouter's price per token, kept per million for the target's costs.
+        { id: "z-ai/glm-4.6", contextLength: 202752, name: "GLM 4.6", price: { inputPerMTok: 0.6, outputPerMTok: 2.2 } },
       ],
     });
     expect(seen.at(-1)).toBe("Bearer sk-good");

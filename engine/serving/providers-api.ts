@@ -2,15 +2,19 @@
  * setup.models: the models an OpenAI-compatible provider lists (GET {url}/models), for the wizard's model picker.
  * The key comes from the engine's environment variable named (never from the request); failures say their root cause.
  */
+import { priceFromListing, type Price } from "../../shared/cost";
 import { OcwError } from "../../shared/errors";
 import { ProviderModelsInput } from "../../shared/servers";
 import { describeFetchError } from "../net/cause";
+import { BodyTooLarge, readBounded } from "../net/bounded";
 
 export interface ProviderModel {
   id: string;
   /** The context window the provider reports (OpenRouter `context_length`, Together `context_length`), when it does. */
   contextLength: number | null;
   name: string | null;
+  /** Dollars per million tokens when the provider lists a price (OpenRouter, Together); the target keeps it for costs. */
+  price: Price | null;
 }
 
 export async function providerModelsApi(
@@ -43,8 +47,11 @@ export async function providerModelsApi(
   // a model list is kilobytes to a few MB (OpenRouter ≈ 1 MB): a larger answer is not one
   const MAX = 16 * 1024 * 1024;
   if (Number(res.headers.get("content-length") ?? 0) > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
-  const text = await res.text().catch(() => "");
-  if (text.length > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
+  // Read at most MAX bytes: a body streamed without a length is cut there, not read whole into memory first.
+  const text = await readBounded(res, url, MAX).catch((e: unknown) => {
+    if (e instanceof BodyTooLarge) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
+    return "";
+  });
   if (res.status === 401 || res.status === 403)
     throw new OcwError(
       "bad-input",
@@ -70,7 +77,7 @@ export async function providerModelsApi(
     const o = m as { id?: unknown; name?: unknown; context_length?: unknown; context_window?: unknown; max_model_len?: unknown };
     if (typeof o.id !== "string" || !o.id || o.id.length > 300) continue;
     const ctx = [o.context_length, o.context_window, o.max_model_len].find((x) => typeof x === "number" && Number.isFinite(x) && x > 0) as number | undefined;
-    models.push({ id: o.id, contextLength: ctx ?? null, name: typeof o.name === "string" ? o.name.slice(0, 200) : null });
+    models.push({ id: o.id, contextLength: ctx ?? null, name: typeof o.name === "string" ? o.name.slice(0, 200) : null, price: priceFromListing(m) });
   }
   models.sort((a, b) => a.id.localeCompare(b.id));
   return { url: base, models };

@@ -71,12 +71,3 @@ export function buildSglangArgs(p: SglangPlan): { cmd: string; args: string[] } 
   a.push("--api-key", p.apiKey);
   return { cmd: "python3", args: a };
 }
-
-/** ollama: the request options that give each slot the wanted context (num_ctx is per slot in ollama). */
-export function ollamaOptions(perSlotCtx: number): { options: { num_ctx: number }; env: Record<string, string> } {
-  return { options: { num_ctx: perSlotCtx }, env: {} };
-}
-
-export function ollamaServeEnv(slots: number, host = "127.0.0.1:11434"): Record<string, string> {
-  return { OLLAMA_NUM_PARALLEL: String(slots), OLLAMA_HOST: host };
-}

@@ -2,6 +2,7 @@
  * Model setup on the engine's typed API (the wizard and other clients): hardware as the planner sees it, the catalog
  * with this machine's fit per entry, and the fit itself — the same code paths as `ocw fit --json`.
  */
+import type { Price } from "../../shared/cost";
 import { InputError } from "../../shared/errors";
 import { type CatalogView, FitInput, type FitResult } from "../../shared/fit";
 import { randomBytes } from "node:crypto";
@@ -11,10 +12,12 @@ import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, Set
 import { SetupProviderKeyInput } from "../../shared/servers";
 import { storeApiKey } from "./keys";
 import { runStartJob } from "./start";
-import type { TargetStore } from "../store/targets";
+import { TargetStore } from "../store/targets";
+import type { LedgerRow } from "../../shared/ledger";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "./setup";
 import { detectHardware, type HardwareReport } from "../hardware/detect";
-import { CATALOG } from "../models/catalog";
+import { CATALOG, rankByLedger, servedBy } from "../models/catalog";
+import { readHubSizes, refreshHubSizes, withHubSizes } from "../models/hub-sizes";
 import { DEFAULT_MIN_CTX, devicesFromHardware, propose } from "../models/plan";
 import { planFit, toolVerifiedModels } from "./fit-service";
 import { isSetupError } from "../models/errors";
@@ -39,15 +42,27 @@ function hardware(): { hw: Promise<HardwareReport>; bin: string | null } {
   return cached;
 }
 
-export async function setupFit(input: FitInput): Promise<FitResult> {
+export async function setupFit(input: FitInput, extra: { ledger?: readonly LedgerRow[] } = {}): Promise<FitResult> {
   const i = FitInput.parse(input ?? {});
   const { hw, bin } = hardware();
   try {
-    return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx }, await hw, { llamaServer: bin });
+    const catalog = extra.ledger?.length ? rankByLedger(CATALOG, extra.ledger, targetModel()) : undefined;
+    return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx, allowSlow: i.allowSlow }, await hw, { llamaServer: bin, catalog });
   } catch (e) {
     if (isSetupError(e, "input")) throw new SetupApiInputError(e.message);
     throw e;
   }
+}
+
+/** A target id → the model it serves (the ledger's rows name targets). */
+function targetModel(): (target: string) => string | null {
+  let targets: { id: string; model: string }[] = [];
+  try {
+    targets = new TargetStore().list().targets;
+  } catch {
+    /* no store yet */
+  }
+  return (id) => targets.find((t) => t.id === id)?.model ?? null;
 }
 
 export async function setupHardware(): Promise<FitResult["hardware"]> {
@@ -60,8 +75,10 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
   const slots = input.slots ?? (dev.gpus.length ? 4 : 1);
   const minCtx = input.minCtx ?? DEFAULT_MIN_CTX;
   const verified = toolVerifiedModels();
-  return CATALOG.map((e) => {
-    const p = propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]);
+  // real file sizes from the Hub's listing when online (kept for later plans); offline, the catalog's figures
+  await refreshHubSizes(CATALOG).catch(() => null);
+  return withHubSizes(CATALOG, readHubSizes()).map((e) => {
+    const p = servedBy(e, "llama.cpp") && e.quants.length ? propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]) : null;
     return {
       id: e.id,
       name: e.name,
@@ -72,18 +89,20 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
       contextLength: e.contextLength,
       totalParamsB: e.totalParamsB,
       activeParamsB: e.activeParamsB,
-      quants: e.quants.map((q) => ({ quant: q.quant, bytes: q.bytes, sizeNote: q.sizeNote })),
+      quants: e.quants.map((q) => ({ quant: q.quant, bytes: q.bytes, sizeNote: q.sizeNote, derived: !!q.derived })),
       toolCalling: { ...e.toolCalling, status: verified(e.id) ? "verified" : "unverified" },
       unverified: e.unverified,
-      fit: p.pick
+      fit: p?.pick
         ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason }
         : null,
       // the planner's problem is worded for the whole catalog: say it of this entry
-      fitProblem: p.pick
+      fitProblem: p?.pick
         ? null
-        : !dev.gpus.length && e.activeParamsB > 5.5
-          ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider`
-          : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`),
+        : !p
+          ? `${e.name} is served by vLLM / SGLang only (no GGUF in the catalog): ocw setup --runtime vllm --model ${e.id} on datacenter GPUs`
+          : !dev.gpus.length && e.activeParamsB > 5.5
+            ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider`
+            : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`),
     };
   });
 }
@@ -146,23 +165,33 @@ export async function setupProviderApi(input: SetupProviderInput, store: TargetS
   const i = SetupProviderInput.parse(input);
   try {
     return outcome(
-      await setupProvider({
-        url: i.url,
-        model: i.model,
-        apiKeyEnv: i.apiKeyEnv,
-        slots: i.slots,
-        id: i.id,
-        acceptUnderpowered: i.acceptUnderpowered,
-        unverified: i.unverified,
-        saveCannotBuild: false,
-        yes: true,
+      withPrice(
         store,
-        env: process.env,
-      }),
+        i.price,
+        await setupProvider({
+          url: i.url,
+          model: i.model,
+          apiKeyEnv: i.apiKeyEnv,
+          slots: i.slots,
+          id: i.id,
+          acceptUnderpowered: i.acceptUnderpowered,
+          unverified: i.unverified,
+          saveCannotBuild: false,
+          yes: true,
+          store,
+          env: process.env,
+        }),
+      ),
     );
   } catch (e) {
     inputError(e);
   }
+}
+
+/** A saved provider target keeps the price the wizard read from the provider's model list (costs use it). */
+function withPrice(store: TargetStore, price: Price | undefined, r: SetupResult): SetupResult {
+  if (!price || !r.saved) return r;
+  return { ...r, target: store.save({ ...r.target, price }, r.active) };
 }
 
 /** The variable a typed key is handed to verify under: the engine's own environment is not changed. */
@@ -200,7 +229,7 @@ export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: T
     const where = storeApiKey(r.target.id, i.key);
     r = { ...r, target: store.save({ ...r.target, keyRef: null, ...where }, r.active) };
   }
-  return outcome(r);
+  return outcome(withPrice(store, i.price, r));
 }
 
 /** The model starts the engine runs (setup.start): the latest few, one running at a time. */

@@ -390,11 +390,15 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       let keepCache = input.cacheType;
       let cacheNote = "";
       const planOnce = (h: HardwareReport, llamaServer: string | null, nvcc: boolean | undefined, cacheType: SetupStartInput["cacheType"]) =>
-        planFit({ model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, cacheType }, h, {
-          llamaServer,
-          store: o.store,
-          nvcc,
-        }).catch((e) => {
+        planFit(
+          { model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, cacheType, runtime: "llama.cpp", allowSlow: input.allowSlow },
+          h,
+          {
+            llamaServer,
+            store: o.store,
+            nvcc,
+          },
+        ).catch((e) => {
           if (isSetupError(e, "input"))
             throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
           throw e;

@@ -13,6 +13,7 @@
  */
 import { sseData } from "../net/sse";
 import { authHeaders } from "./http";
+import { readBounded } from "../net/bounded";
 
 export interface ToolProbeResult {
   passed: boolean;
@@ -149,7 +150,8 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
     });
     out.status = res.status;
     if (!res.ok || !res.body) {
-      const text = await res.text();
+      // An error answer is a line or a small JSON object: read at most 64 KiB of it.
+      const text = await readBounded(res, url, 64 * 1024).catch(() => "");
       let msg = text;
       try {
         const e = (JSON.parse(text) as { error?: { message?: string } | string }).error;

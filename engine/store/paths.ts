@@ -10,7 +10,3 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
 }
-
-export function statePath(...parts: string[]): string {
-  return path.join(stateDir(), ...parts);
-}

@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isAtRest } from "../../shared/worker";
 import { fakeHarness, type FakeScript } from "../../test/fixtures/fake-harness";
 import { TargetStore } from "../store/targets";
 import { Engine } from "./engine";
@@ -57,7 +58,6 @@ async function until(_engine: Engine, pred: () => boolean, what: () => string, m
   }
 }
 const picture = (engine: Engine, ids: string[]) => ids.map((id) => `${id}=${engine.get(id).state}`).join(", ");
-const FINAL = ["built", "honest-failure", "stopped", "interrupted", "error"];
 
 describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
   it("four attempts on two slots: one is built; those still running and the one still queued are stopped for it", async () => {
@@ -68,7 +68,7 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
     expect(workerIds.map((id) => engine.get(id).attempt)).toEqual([1, 2, 3, 4].map((index) => ({ groupId, index, of: 4, all: false })));
     await until(
       engine,
-      () => workerIds.every((id) => FINAL.includes(engine.get(id).state)),
+      () => workerIds.every((id) => isAtRest(engine.get(id).state)),
       () => picture(engine, workerIds),
     );
     const ws = workerIds.map((id) => engine.get(id));
@@ -112,7 +112,7 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
     });
     await until(
       engine,
-      () => workerIds.every((id) => FINAL.includes(engine.get(id).state)),
+      () => workerIds.every((id) => isAtRest(engine.get(id).state)),
       () => picture(engine, workerIds),
     );
     expect(workerIds.map((id) => engine.get(id).targetId)).toEqual(["fake", "fake-2", "fake"]);

@@ -1,11 +1,10 @@
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import path from "node:path";
 import type { BatchSummary, BatchTaskStatus, IntegrationResult, IntegrationSpec, SkippedTask } from "../../shared/batch";
-import type { CheckSpec } from "../../shared/check";
+import { checkName, type CheckSpec } from "../../shared/check";
 import { InputError } from "../../shared/errors";
-import { isFinal, type Worker, type WorkerSpec } from "../../shared/worker";
-import { runChecks } from "../grading/checks";
-import { discard } from "../grading/folders";
+import { isAtRest, type Worker, type WorkerSpec, workerTitle } from "../../shared/worker";
+import { discard, folderIn, runChecks } from "../grading";
 import type { SandboxKind } from "../sandbox/sandbox";
 import { readJson, writeJsonAtomic } from "../store/json-file";
 import { git, gitScript, userGitEnv } from "../workspace/git";
@@ -123,8 +122,8 @@ export class Batches {
     writeJsonAtomic(path.join(this.dir, `${r.id}.json`), r);
   }
 
-  /** A worker ended: its batch may start the tasks that come after it, skip some, or run its integration. */
-  onFinal(workerId: string): void {
+  /** A worker came to rest: its batch may start the tasks that come after it, skip some, or run its integration. */
+  onAtRest(workerId: string): void {
     const w = this.opts.get(workerId);
     if (w?.batchId && this.records.has(w.batchId)) this.advance(w.batchId);
   }
@@ -166,7 +165,7 @@ export class Batches {
           progress = moved = true;
           continue;
         }
-        if (workers.some((w) => !w || !isFinal(w.state))) continue; // still running
+        if (workers.some((w) => !w || !isAtRest(w.state))) continue; // still running
         const failed = deps.find((_d, i) => workers[i]!.state !== "built" || !workers[i]!.verdict?.commit);
         if (failed) {
           const w = this.opts.get(failed.workerId!)!;
@@ -204,7 +203,7 @@ export class Batches {
       this.save(r);
       this.opts.changed(batchId);
     }
-    const ended = r.tasks.every((t) => t.skipped || (t.workerId && isFinal(this.opts.get(t.workerId)?.state ?? "error")));
+    const ended = r.tasks.every((t) => t.skipped || (t.workerId && isAtRest(this.opts.get(t.workerId)?.state ?? "error")));
     if (ended && r.integration?.state === "waiting") await this.integrate(r);
   }
 
@@ -287,8 +286,10 @@ export class Batches {
           OCW_INDEX: `${root}.index`,
         },
       });
-      const cwd = path.join(root, r.subdir);
-      mkdirSync(cwd, { recursive: true });
+      // The folder the batch names, inside the checkout: a part of its path turned into a symlink by the combined commit
+      // would send the checks (and the held-back files copied in) outside it; the checks fail with the reason instead.
+      const cwd = await folderIn(root, r.subdir);
+      if (typeof cwd !== "string") return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
       const sandbox = this.opts.sandbox.kind === "none" ? undefined : { kind: this.opts.sandbox.kind, stateDir: this.opts.stateDir, tmpDir, root };
       return await runChecks(checks, cwd, sandbox);
     } finally {
@@ -304,7 +305,7 @@ export class Batches {
     const tasks: BatchTaskStatus[] = r.tasks.map((t) => ({
       id: t.id,
       after: t.after,
-      title: t.spec.title ?? t.spec.task.split("\n")[0]!.slice(0, 80),
+      title: workerTitle(t.spec, 80),
       workerId: t.workerId,
       skipped: t.skipped,
     }));

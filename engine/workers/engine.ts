@@ -2,14 +2,14 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import type { BatchSummary, IntegrationSpec } from "../../shared/batch";
-import type { BatchTaskInput, StartBatchResult } from "../../shared/api";
+import type { BatchTaskInput, SearchResult, StartBatchResult } from "../../shared/api";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
 import type { Target } from "../../shared/target";
 import {
   isActive,
-  isFinal,
+  isAtRest,
   WorkerSpec,
   workerTitle,
   type TranscriptPart,
@@ -20,29 +20,26 @@ import {
 } from "../../shared/worker";
 import { Pools } from "../admission/pools";
 import { isPool, type EndpointStatus } from "../admission/capacity";
-import { Approvals } from "../approvals/queue";
-import { Budgets, type Clock } from "../budgets/budgets";
+import { Approvals } from "../approvals";
+import { Budgets, type Clock } from "../budgets";
 import { config } from "../config";
 import { EventBus } from "../events";
-import { WORKER_AGENT } from "../harness/config";
-import type { Harness, HarnessServer } from "../harness/harness";
-import { modelFor, OpencodeServers } from "../harness/servers";
-import { noAnswer, Translator, type OpencodeEvent } from "../harness/translate";
-import { sweepDiscarded } from "../grading/folders";
-import { Recovery } from "../recovery/recovery";
+import { type Harness, type HarnessServer, modelFor, noAnswer, type OpencodeEvent, OpencodeServers, Translator, WORKER_AGENT } from "../harness";
+import { heldBackProblem, sweepDiscarded } from "../grading";
+import { Recovery } from "../recovery";
 import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
 import { createWorkspace, InputError, inspectRepo, objectsOf, worktreePath, type RepoInfo } from "../workspace/workspace";
-import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
-import { preflightTarget, unreachable } from "./preflight";
+import { preflightTarget, unreachable } from "../admission/preflight";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
 import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
-import { ReplyTrack } from "./replies";
 import { Settler } from "./settle";
+import { BatchNames } from "./batch-names";
+import { searchTranscripts } from "./search";
 import { Batches } from "./batches";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
 import { stoppedForWinnerReason, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
@@ -92,6 +89,8 @@ export class Engine {
   private readonly servers: OpencodeServers;
   /** Batches' plans: task names, dependencies, skipped tasks, integration checks. */
   readonly batches: Batches;
+  /** Batch names (people read them instead of ids). */
+  readonly batchNames: BatchNames;
   /** Best-of-N: attempt groups, their winner, and stopping the rest once one is built. */
   private readonly attempts: Attempts;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
@@ -122,15 +121,16 @@ export class Engine {
       wire: (targetId, s) => {
         s.on("event", (e: OpencodeEvent) => this.translator.handle(e));
         s.on("down", (why: string) => this.recovery.onServerDown(targetId, why));
-        s.on("ready", () => this.reg.transient({ type: "serving", targetId, status: "ready", ts: Date.now() }));
+        s.on("ready", () => this.reg.transient({ type: "opencode", targetId, status: "ready", ts: Date.now() }));
         s.on("resync", () => {
           // Events were missed while the stream was down: no idle of this target settles from the stream's picture.
-          for (const w of reg.workers.values()) if (w.targetId === targetId) reg.rt(w.id).replies = undefined;
+          for (const w of reg.workers.values()) if (w.targetId === targetId) reg.rt(w.id).dropReplies();
           void this.recovery.resync(targetId);
         });
       },
     });
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
+    this.batchNames = new BatchNames(opts.stateDir, (l) => this.log(l));
     this.batches = new Batches({
       stateDir: opts.stateDir,
       sandbox: this.sandbox,
@@ -213,12 +213,12 @@ export class Engine {
   private moved(workerId: string, state: WorkerState): void {
     // First: the attempts of a winner's group still queued leave the queue before its freed slot admits one of them.
     if (state === "built") this.attempts.onBuilt(workerId);
-    if (isFinal(state) || state === "settled") this.pump();
+    if (isAtRest(state) || state === "settled") this.pump();
     // A worker still waiting for a person after the hand-over time gives its model slot to the next queued one.
     if (state === "waiting-approval") setTimeout(() => this.pump(), this.pools.handoverMs + 20).unref();
-    if (isFinal(state)) this.releaser.finished(workerId);
+    if (isAtRest(state)) this.releaser.finished(workerId);
     else this.releaser.moved(workerId);
-    if (isFinal(state)) this.batches?.onFinal(workerId);
+    if (isAtRest(state)) this.batches?.onAtRest(workerId);
   }
 
   // ---------- public API ----------
@@ -288,7 +288,7 @@ export class Engine {
       ...(extra.taskId ? { taskId: extra.taskId } : {}),
     });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
-    this.reg.rt(workerId).repo = repo;
+    this.reg.rt(workerId).setRepo(repo);
     // The held-back checks run once on the base commit now, beside the worker's start (never awaited by it): a check
     // that already passes there proves nothing. The engine's own repository for the worker is all it needs.
     if (spec.checks.length) {
@@ -331,9 +331,9 @@ export class Engine {
    * others starts only once they are built, from the base plus their graded commits; with integration checks, the
    * built workers' commits are combined and checked together once every task has ended (engine/workers/batches.ts).
    */
-  async startBatch(inputs: (AttemptInput & { id?: string; after?: string[] })[], integration?: IntegrationSpec): Promise<StartBatchResult> {
+  async startBatch(inputs: (AttemptInput & { id?: string; after?: string[] })[], integration?: IntegrationSpec, name?: string): Promise<StartBatchResult> {
     if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
-    const r = await this.createTasks(inputs, true, integration);
+    const r = await this.createTasks(inputs, true, integration, name);
     return { batchId: r.batchId!, workerIds: r.workerIds, groups: r.groups, tasks: r.tasks };
   }
 
@@ -341,6 +341,7 @@ export class Engine {
     inputs: (AttemptInput & { id?: string; after?: string[] })[],
     asBatch: boolean,
     integration?: IntegrationSpec,
+    name?: string,
   ): Promise<{ batchId: string | null; workerIds: string[]; groups: { groupId: string; workerIds: string[] }[]; tasks: StartBatchResult["tasks"] }> {
     this.requireSandbox();
     const where = (n: number, msg: string) => (asBatch ? `task ${n + 1}: ${msg}` : msg);
@@ -384,6 +385,8 @@ export class Engine {
       checked.push({ spec, repo, target });
     }
     const batchId = asBatch ? newId("b") : null;
+    // Named before its first worker is announced, so every client shows the name from the start.
+    if (batchId && name?.trim()) this.batchNames.set(batchId, name.trim());
     if (!planned) {
       const workerIds = checked.map((c, i) => this.create(c.spec, c.repo, c.target, batchId, expanded[i]!.attempt).workerId);
       const groups = new Map<string, string[]>();
@@ -425,7 +428,7 @@ export class Engine {
     if (!ws.length) throw new InputError(`unknown batch "${batchId}"`, "not-found");
     const graded = ws.filter((w) => w.verdict);
     const honest = graded.filter((w) => w.verdict!.honest).length;
-    const settled = ws.every((w) => isFinal(w.state));
+    const settled = ws.every((w) => isAtRest(w.state));
     // A task with attempts counts once: built when its group has a winner (its losers are not failures of the batch).
     const tasks = new Map<string, Worker[]>();
     for (const w of ws) tasks.set(w.attempt?.groupId ?? w.id, [...(tasks.get(w.attempt?.groupId ?? w.id) ?? []), w]);
@@ -433,6 +436,7 @@ export class Engine {
     const built = [...tasks.entries()].filter(([key, t]) => (t[0]!.attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t[0]!.verdict))).length;
     const summary: BatchSummary = {
       id: batchId,
+      name: this.batchNames.get(batchId),
       workerIds: ws.map((w) => w.id),
       states: Object.fromEntries(ws.map((w) => [w.id, w.state])),
       settled,
@@ -448,6 +452,27 @@ export class Engine {
       done: settled,
     };
     return this.batches.extend(batchId, summary);
+  }
+
+  /** Names a batch ("" takes the name away); every client hears it as a `batch` event. */
+  nameBatch(batchId: string, name: string): { batchId: string; name: string | null } {
+    if (!this.list().some((w) => w.batchId === batchId)) throw new InputError(`unknown batch "${batchId}"`, "not-found");
+    this.batchNames.set(batchId, name.trim());
+    this.bus.publish({ type: "batch", batchId, ts: Date.now() });
+    return { batchId, name: this.batchNames.get(batchId) };
+  }
+
+  /** Workers whose stored transcript holds every word of `query` (engine/workers/search.ts). */
+  search(query: string, limit: number): SearchResult {
+    return searchTranscripts(
+      {
+        workers: this.list(),
+        logFile: (id) => this.logs.file(id),
+        streaming: (id) => [...(this.translator.streaming.get(id)?.values() ?? [])].map((s) => s.part),
+      },
+      query,
+      limit,
+    );
   }
 
   decide(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
@@ -480,26 +505,20 @@ export class Engine {
         `worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : w.state === "built" || w.state === "honest-failure" ? "it was graded: continue it with a message (a new round) instead" : "a steer reaches running workers only"}`,
       );
     }
-    const c = this.reg.clientOf(workerId);
+    const c = this.reg.portOf(workerId);
     if (!c || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
     this.reg.record(workerId, { type: "steer.sent", text: body, by });
     this.reg.rt(workerId).replies?.promptSent();
     // A prompt to a busy session is stored at once and injected at the next step boundary (shared/notes/opencode.md).
     const target = w.targetId ? this.targets.get(w.targetId) : undefined;
     const model = target ? modelFor(w.endpoint, target) : undefined;
-    const res = await c.client.session.promptAsync({
-      sessionID: w.sessionId,
-      directory: c.directory,
-      agent: WORKER_AGENT,
-      ...(model ? { model } : {}),
-      parts: [{ type: "text", text: steerPrompt(body) }],
-    });
-    if (res.response && !res.response.ok) throw new Error(`opencode refused the steer (HTTP ${res.response.status})`);
+    const res = await c.port.prompt({ sessionID: w.sessionId, directory: c.directory, agent: WORKER_AGENT, model, text: steerPrompt(body) });
+    if (!res.ok && res.kind === "status") throw new Error(`opencode refused the steer (HTTP ${res.status})`);
   }
 
   async stop(workerId: string, reason = "stopped by request", by: DecidedBy = { kind: "person" }): Promise<Worker> {
     const w = this.get(workerId);
-    if (isFinal(w.state)) return w;
+    if (isAtRest(w.state)) return w;
     const was = this.reg.rt(workerId).activity;
     this.reg.begin(workerId, "stopping");
     const idx = this.queue.indexOf(workerId);
@@ -508,7 +527,7 @@ export class Engine {
       this.approvals.cancelAll(workerId, by, `worker stopped: ${reason}`);
     } catch (err) {
       // Nothing is stopped yet: the worker carries on as before (a left `stopping` would ignore its next idle).
-      this.reg.rt(workerId).activity = was;
+      this.reg.rt(workerId).restore(was);
       if (idx >= 0) this.queue.splice(idx, 0, workerId);
       throw new Error(`worker ${workerId} was not stopped: ${(err as Error).message}`);
     }
@@ -554,7 +573,7 @@ export class Engine {
     if (w.state !== "built" && w.state !== "honest-failure") {
       const hint = ["stopped", "interrupted", "error"].includes(w.state)
         ? "resume it (with a message) instead"
-        : isFinal(w.state)
+        : isAtRest(w.state)
           ? ""
           : "wait until it is graded, or steer it while it runs";
       throw new InputError(`worker ${workerId} is ${w.state}: only a graded worker (built or honest-failure) takes a follow-up${hint ? `; ${hint}` : ""}`);
@@ -584,9 +603,7 @@ export class Engine {
     const w = this.get(workerId);
     const from = w.state;
     this.reg.record(workerId, { type: "round.started", round: (w.rounds?.length ?? 1) + 1, kind, message, comments, by });
-    const rt = this.reg.rt(workerId);
-    rt.activity = { kind: "none" };
-    rt.turn = { followUp: message, followUpKind: kind };
+    this.reg.rt(workerId).newTurn({ followUp: message, followUpKind: kind });
     if (
       !this.reg.fire(
         workerId,
@@ -620,9 +637,7 @@ export class Engine {
 
   /** resume → queued, with a new turn that carries the message; admitted in its turn. */
   private requeue(workerId: string, reason: string, message?: string): boolean {
-    const rt = this.reg.rt(workerId);
-    rt.activity = { kind: "none" };
-    rt.turn = { resumeMessage: message };
+    this.reg.rt(workerId).newTurn({ resumeMessage: message });
     if (!this.reg.fire(workerId, "resume", reason)) return false;
     this.queue.push(workerId);
     this.pump();
@@ -710,7 +725,8 @@ export class Engine {
     return this.logs.load(workerId).events;
   }
 
-  serving(): { targetId: string; ready: boolean; url: string | null; pid: number | undefined }[] {
+  /** The targets' opencode servers (the workers' harness; model servers are setup's). */
+  opencodeServers(): { targetId: string; ready: boolean; url: string | null; pid: number | undefined }[] {
     return this.servers.list();
   }
 
@@ -814,7 +830,7 @@ export class Engine {
         this.log(`worker ${workerId} failed to start: ${(err as Error).stack}`);
         this.reg.fire(workerId, "fail-run", (err as Error).message);
       });
-    rt.run = { token, done };
+    rt.supersede({ token, done });
   }
 
   /** An admitted worker: its workspace (made once), its target's opencode server, its session, and the prompt. */
@@ -822,14 +838,14 @@ export class Engine {
     if (!current()) return;
     let w = this.get(workerId);
     const rt = this.reg.rt(workerId);
-    rt.activity = { kind: "none" };
+    rt.admitted();
     let ws = this.reg.workspaceOf(w);
     if (!ws || !existsSync(ws.worktree)) {
       const found = rt.repo ?? (await inspectRepo(w.spec.directory));
       // A task after others starts from the base plus their graded commits, recorded at its creation.
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
-      rt.workspace = ws;
+      rt.setWorkspace(ws);
       this.reg.record(workerId, {
         type: "worker.workspace",
         worktree: ws.worktree,
@@ -849,56 +865,49 @@ export class Engine {
     await rt.releasing;
     if (!current()) return;
     const server = await this.servers.for(target);
-    rt.server = server;
-    if (!server.ready) this.reg.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
+    rt.attach(server);
+    if (!server.ready) this.reg.transient({ type: "opencode", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
-    const client = server.client!;
+    const port = server.port!;
     if (!current() || this.get(workerId).state !== "starting") return; // stopped or superseded meanwhile
     let text: string;
     w = this.get(workerId);
     if (!w.sessionId) {
       const title = workerTitle(w.spec);
-      const create = () => client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      const create = () => port.createSession({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
       // A request that got no HTTP answer at all (seen under load: several at once, "HTTP undefined") is tried again;
       // a wrong answer is not. An unused session left by a lost answer (or a superseded run) is harmless.
       let res = await create();
-      for (let i = 1; i <= 3 && !res.response && current() && this.get(workerId).state === "starting"; i++) {
+      for (let i = 1; i <= 3 && !res.ok && res.kind === "no-answer" && current() && this.get(workerId).state === "starting"; i++) {
         await new Promise((r) => setTimeout(r, 1000 * i));
         res = await create();
       }
       if (!current()) return;
-      if (!res.data)
+      if (!res.ok)
         throw new Error(
-          `opencode could not create a session (${res.response ? `HTTP ${res.response.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`,
+          `opencode could not create a session (${res.kind === "status" ? `HTTP ${res.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`,
         );
-      this.reg.sessions.set(res.data.id, workerId);
-      this.reg.record(workerId, { type: "worker.session", sessionId: res.data.id });
+      this.reg.sessions.set(res.value.id, workerId);
+      this.reg.record(workerId, { type: "worker.session", sessionId: res.value.id });
       text = taskPrompt(w.spec);
     } else {
       this.reg.sessions.set(w.sessionId, workerId);
       // A round's follow-up that never reached the session (the engine restarted while it was queued) is sent now.
       const round = w.rounds?.at(-1);
       if (!rt.turn.followUp && !rt.turn.resumeMessage && round && round.kind !== "task" && !round.ran && round.message)
-        rt.turn = { followUp: round.message, followUpKind: round.kind };
+        rt.setFollowUp(round.message, round.kind);
       text = rt.turn.followUp ? followUpPrompt(rt.turn.followUp, rt.turn.followUpKind) : resumePrompt(rt.turn.resumeMessage);
-      rt.turn.resumeMessage = undefined;
-      rt.turn.followUp = undefined;
+      rt.promptTaken();
     }
     const sessionId = this.get(workerId).sessionId!;
     if (!this.reg.fire(workerId, "start")) return; // stopped meanwhile
     this.budgets.armWall(workerId);
     const model = modelFor(this.get(workerId).endpoint, target);
-    rt.replies = new ReplyTrack();
-    const res = await client.session.promptAsync({
-      sessionID: sessionId,
-      directory: ws.cwd,
-      agent: WORKER_AGENT,
-      ...(model ? { model } : {}),
-      parts: [{ type: "text", text }],
-    });
-    if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
+    rt.trackReplies();
+    const res = await port.prompt({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, model, text });
+    if (!res.ok && res.kind === "status") throw new Error(`opencode refused the prompt (HTTP ${res.status})`);
     // No answer at all: opencode may never have seen the prompt, and the worker would wait for an idle that never comes.
-    if (!res.response) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
+    if (!res.ok) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
   }
 
   /**

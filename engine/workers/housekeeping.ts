@@ -3,7 +3,7 @@
 // shared/api.ts and test/integration/housekeeping.test.ts; its author should check it against what they had.
 import { codeOf, InputError } from "../../shared/errors";
 import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from "../../shared/api";
-import { isFinal } from "../../shared/worker";
+import { isAtRest } from "../../shared/worker";
 import { git } from "../workspace/git";
 import { describeFlags, flaggedChanges, landCommit, mergeTrees, revertCommit } from "../workspace/land";
 import { inspectRepo } from "../workspace/workspace";
@@ -157,7 +157,7 @@ export async function pruneBranches(engine: Engine, directory: string): Promise<
     const branch = ref.slice("refs/heads/".length);
     const w = workers.get(branch.slice("ocw/".length));
     let keep: string | null = null;
-    if (w && !isFinal(w.state)) keep = `its worker is ${w.state}`;
+    if (w && !isAtRest(w.state)) keep = `its worker is ${w.state}`;
     else if (merged.has(ref) || w?.merged || w?.discarded) keep = null;
     else if (w?.state === "built") keep = "built and not merged yet: merge it or discard the worker";
     else keep = "not merged into any branch: delete it by hand if you do not want it (git branch -D " + branch + ")";

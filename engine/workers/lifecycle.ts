@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
-import { isFinal, type Worker } from "../../shared/worker";
+import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
 import { git } from "../workspace/git";
 import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
 import { fullDiff, removeWorkspace } from "../workspace/workspace";
@@ -50,7 +50,7 @@ export class WorkspaceLifecycle {
         "conflict",
       );
     }
-    const title = w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 60);
+    const title = workerTitle(w.spec, 60);
     const merged = await landCommit({
       repo: ws.repo,
       branch: ws.baseBranch,
@@ -101,11 +101,11 @@ export class WorkspaceLifecycle {
    */
   async discard(workerId: string, by: DecidedBy = { kind: "person" }): Promise<Worker> {
     const w = this.reg.get(workerId);
-    if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
+    if (!isAtRest(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
     if (w.discarded) return w;
     const ws = this.reg.workspaceOf(w);
     if (ws) await removeWorkspace(ws, { force: true, tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
-    this.reg.rt(workerId).workspace = undefined;
+    this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     return this.reg.get(workerId);
   }
@@ -117,10 +117,10 @@ export class WorkspaceLifecycle {
   private async tidy(workerId: string, why: string): Promise<void> {
     const w = this.reg.workers.get(workerId);
     const ws = w && this.reg.workspaceOf(w);
-    if (!w || !ws || !isFinal(w.state) || (w.state === "built" && !w.merged)) return;
+    if (!w || !ws || !isAtRest(w.state) || (w.state === "built" && !w.merged)) return;
     try {
       await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
-      this.reg.rt(workerId).workspace = undefined;
+      this.reg.rt(workerId).forgetWorkspace();
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${(err as Error).message}`);
     }
@@ -135,7 +135,7 @@ export class WorkspaceLifecycle {
     if (!(days > 0)) return [];
     const done: string[] = [];
     for (const w of this.reg.list()) {
-      if (!isFinal(w.state) || w.discarded || (w.state === "built" && !w.merged)) continue;
+      if (!isAtRest(w.state) || w.discarded || (w.state === "built" && !w.merged)) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 86_400_000) continue;
       const ws = this.reg.workspaceOf(w);
       if (!ws || (!existsSync(ws.worktree) && !existsSync(ws.gitDir))) continue;

@@ -3,8 +3,9 @@ import path from "node:path";
 import type { PushResult } from "../../shared/api";
 import type { IntegrationResult } from "../../shared/batch";
 import { InputError } from "../../shared/errors";
+import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
-import type { Worker } from "../../shared/worker";
+import { type Worker, workerTitle } from "../../shared/worker";
 import { runCommand } from "../process/run";
 import { git, gitComplaint, userGitEnv } from "../workspace/git";
 import { describeFlags, flaggedChanges } from "../workspace/land";
@@ -18,6 +19,23 @@ import type { Engine } from "./engine";
  * worker's among them).
  */
 export async function pushWork(
+  engine: Engine,
+  input: { workerId?: string; batchId?: string; remote: string; branch?: string; pr?: boolean; title?: string; acceptFlagged?: boolean },
+): Promise<PushResult> {
+  // A remote URL may carry credentials (https://user:token@host/…): they are never shown, in a result, an error or a log.
+  try {
+    const r = await pushUnredacted(engine, input);
+    return { ...r, remote: redactUrlCredentials(r.remote), prProblem: r.prProblem === null ? null : redactUrlCredentials(r.prProblem) };
+  } catch (err) {
+    if (err instanceof Error) {
+      err.message = redactUrlCredentials(err.message);
+      if (err.stack) err.stack = redactUrlCredentials(err.stack);
+    }
+    throw err;
+  }
+}
+
+async function pushUnredacted(
   engine: Engine,
   input: { workerId?: string; batchId?: string; remote: string; branch?: string; pr?: boolean; title?: string; acceptFlagged?: boolean },
 ): Promise<PushResult> {
@@ -64,13 +82,19 @@ export async function pushWork(
   let prProblem: string | null = null;
   if (input.pr) {
     const gh = findOnPath("gh");
-    if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
+    // The remote's URL as configured (`remote.NAME.url`, before any insteadOf), or the URL given.
+    const url = remotes.includes(remote) ? await git(repo, ["config", "--get", `remote.${remote}.url`], { allowFail: true }) : remote;
+    const ghRepo = hostedRepo(url);
+    if (!ghRepo) prProblem = `${remote} (${url}) is not a repository on a hosting service that gh can name: open the pull request there (the branch is pushed)`;
+    else if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
     else {
       const auth = await runCommand(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
       if (auth.exitCode !== 0) prProblem = "gh is not signed in (run `gh auth login`): open the pull request on the remote's site (the branch is pushed)";
       else {
         const args = ["pr", "create", "--head", branch, "--title", input.title ?? title, "--body", body];
         if (def) args.push("--base", def);
+        // The repository named by the remote, never gh's own default (which may be another repository of the person's).
+        args.push("--repo", ghRepo);
         const r = await runCommand(gh, args, { cwd: repo, env: { ...process.env } });
         if (r.exitCode !== 0) prProblem = `gh could not open the pull request: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" ")}`;
         else pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
@@ -99,7 +123,7 @@ function workerPush(engine: Engine, workerId: string) {
   if (w.state !== "built" || !w.verdict?.commit)
     throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
-  const title = w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72);
+  const title = workerTitle(w.spec, 72);
   return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };
 }
 
@@ -127,7 +151,7 @@ const md = (s: string) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])
 export function verdictCard(w: Worker): string {
   const v = w.verdict!;
   const lines = [
-    `**${md(w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 100))}**`,
+    `**${md(workerTitle(w.spec))}**`,
     "",
     `Verdict: **${outcomeWord(v.verdict)}** (held-back checks the worker never saw) · ${claimWords(v)}`,
     `Graded commit: \`${v.commit}\` · worker \`${w.id}\``,

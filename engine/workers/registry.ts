@@ -1,60 +1,15 @@
 import path from "node:path";
 import type { EngineEvent } from "../../shared/events";
 import { nextState, type WorkerTransition } from "../../shared/worker-machine";
-import { isFinal, reduceWorker, type Worker, type WorkerEvent, type WorkerEventBody, type WorkerState } from "../../shared/worker";
+import { isAtRest, reduceWorker, type Worker, type WorkerEvent, type WorkerEventBody, type WorkerState } from "../../shared/worker";
 import { InputError } from "../../shared/errors";
 import type { EventBus } from "../events";
-import type { HarnessServer } from "../harness/harness";
-import type { ReplyTrack } from "./replies";
+import type { OpencodePort } from "../harness";
 import type { WorkerLogStore } from "../store/worker-log";
-import type { RepoInfo, Workspace } from "../workspace/workspace";
+import type { Workspace } from "../workspace/workspace";
+import { type Activity, WorkerRun } from "./worker-run";
 
-/**
- * What the engine is doing to a live worker beside its state, one thing at a time. These were four loose flags
- * (stopping, settling, probing and the turn's error) that could combine in ways nobody wrote down.
- * - `stopping`: a stop, interrupt or move to another endpoint is under way; an idle that arrives now never settles it.
- * - `probing`: the model endpoint is being checked after a failed model call.
- * - `settling`: an idle is being turned into settle → grade.
- */
-export type Activity = { kind: "none" } | { kind: "stopping" } | { kind: "probing" } | { kind: "settling" };
-
-/** The turn a worker is on: what its next prompt carries and what its session reported. A resume starts a new one. */
-export interface Turn {
-  /** The person's message for a resumed worker's first prompt. */
-  resumeMessage?: string;
-  /** The follow-up that starts a new round (continue, review, fix round) of a graded worker. */
-  followUp?: string;
-  followUpKind?: "task" | "continue" | "review" | "fix";
-  /** The session's error (not an abort) seen on the event stream during this turn. */
-  error?: string;
-}
-
-export interface Usage {
-  input: number;
-  output: number;
-  reasoning: number;
-  cost: number;
-}
-
-/** Per-worker things that are not events: live handles, timers, and the activity under way. */
-export interface Runtime {
-  activity: Activity;
-  turn: Turn;
-  workspace?: Workspace;
-  server?: HarnessServer;
-  budgetTimer?: NodeJS.Timeout;
-  lastEventAt: number;
-  /** Usage by opencode message id, and what was recorded before this engine run saw the session (resumed, recovered). */
-  usage: { byMessage: Map<string, Usage>; base?: Usage };
-  /** The disposal of the worker's opencode instance after it finished; a resume waits for it. */
-  releasing?: Promise<void>;
-  /** The repository as validated when the worker was created (absent for workers recovered from their log). */
-  repo?: RepoInfo;
-  /** What the event stream said of the turn of the engine's latest prompt (absent when it may have missed events). */
-  replies?: ReplyTrack;
-  /** The worker's latest run (admission → prompt sent); a newer one supersedes it and begins when it has ended. */
-  run?: { token: object; done: Promise<void> };
-}
+export type { Activity, Turn, Usage } from "./worker-run";
 
 export interface RegistryOptions {
   stateDir: string;
@@ -71,7 +26,7 @@ export interface RegistryOptions {
  */
 export class WorkerRegistry {
   readonly workers = new Map<string, Worker>();
-  private readonly runtime = new Map<string, Runtime>();
+  private readonly runtime = new Map<string, WorkerRun>();
   /** opencode session id (sub-agent children included) → worker id. */
   readonly sessions = new Map<string, string>();
 
@@ -90,10 +45,11 @@ export class WorkerRegistry {
     this.transient({ type: "notice", level, message, ts: Date.now() });
   }
 
-  rt(id: string): Runtime {
+  /** The worker's live run (worker-run.ts): made on first use, one per worker. */
+  rt(id: string): WorkerRun {
     let r = this.runtime.get(id);
     if (!r) {
-      r = { activity: { kind: "none" }, turn: {}, lastEventAt: Date.now(), usage: { byMessage: new Map() } };
+      r = new WorkerRun();
       this.runtime.set(id, r);
     }
     return r;
@@ -101,12 +57,11 @@ export class WorkerRegistry {
 
   /** Sets the activity under way; `end` clears it only when it is still the one that was started. */
   begin(id: string, kind: Activity["kind"]): void {
-    this.rt(id).activity = { kind } as Activity;
+    this.rt(id).begin(kind);
   }
 
   end(id: string, kind: Activity["kind"]): void {
-    const rt = this.rt(id);
-    if (rt.activity.kind === kind) rt.activity = { kind: "none" };
+    this.rt(id).end(kind);
   }
 
   is(id: string, kind: Activity["kind"]): boolean {
@@ -132,7 +87,7 @@ export class WorkerRegistry {
     this.opts.logs.append(event);
     const next = reduceWorker(prev, event);
     this.workers.set(workerId, next);
-    this.rt(workerId).lastEventAt = event.ts;
+    this.rt(workerId).heard(event.ts);
     this.opts.bus.publish(event);
     return next;
   }
@@ -168,7 +123,7 @@ export class WorkerRegistry {
     } catch (err) {
       return { moved: false, error: err as Error };
     }
-    if (isFinal(state) || state === "settled") clearTimeout(this.rt(workerId).budgetTimer);
+    if (isAtRest(state) || state === "settled") this.rt(workerId).clearBudget();
     this.opts.moved(workerId, state);
     return { moved: true };
   }
@@ -179,7 +134,7 @@ export class WorkerRegistry {
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
     const sub = path.relative(w.repo, w.spec.directory);
-    rt.workspace = {
+    const ws: Workspace = {
       worktree: w.worktree,
       cwd: sub && !sub.startsWith("..") ? path.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
@@ -188,7 +143,8 @@ export class WorkerRegistry {
       repo: w.repo,
       gitDir: this.engineGitDir(w.id),
     };
-    return rt.workspace;
+    rt.setWorkspace(ws);
+    return ws;
   }
 
   /** The engine's own repository for a worker (outside every sandbox). */
@@ -205,17 +161,17 @@ export class WorkerRegistry {
     return path.join(this.opts.stateDir, "tmp");
   }
 
-  /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
-  clientOf(workerId: string): { client: NonNullable<HarnessServer["client"]>; directory: string | undefined } | null {
-    const client = this.rt(workerId).server?.client;
+  /** The live opencode port of a worker and the folder its session runs in (null when its server is not up). */
+  portOf(workerId: string): { port: OpencodePort; directory: string | undefined } | null {
+    const port = this.rt(workerId).server?.port;
     const w = this.workers.get(workerId);
-    return client && w ? { client, directory: this.workspaceOf(w)?.cwd } : null;
+    return port && w ? { port, directory: this.workspaceOf(w)?.cwd } : null;
   }
 
   /** Aborts the worker's session in opencode, if it has one (its bash children end with it); failures are ignored. */
   async abortSession(workerId: string): Promise<void> {
     const w = this.workers.get(workerId);
-    const c = this.clientOf(workerId);
-    if (w?.sessionId && c) await c.client.session.abort({ sessionID: w.sessionId, directory: c.directory }).catch(() => undefined);
+    const c = this.portOf(workerId);
+    if (w?.sessionId && c) await c.port.abort({ sessionID: w.sessionId, directory: c.directory });
   }
 }

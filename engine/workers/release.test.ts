@@ -1,28 +1,36 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WorkerState } from "../../shared/worker";
-import type { HarnessServer } from "../harness/harness";
+import type { HarnessServer } from "../harness";
 import { InstanceReleaser, RELEASE_BATCH, RELEASE_DELAY_MS } from "./release";
+import { FakeOpencode, stubPort } from "../../test/fixtures/fake-harness";
 import type { WorkerRegistry } from "./registry";
+import { WorkerRun } from "./worker-run";
 
 /** A registry of workers on servers, enough for the releaser: states, servers, and the dispose calls it makes. */
 function rig() {
   const disposed: string[] = [];
   const states = new Map<string, WorkerState>();
-  const rts = new Map<string, { server?: HarnessServer; releasing?: Promise<void> }>();
-  const serverA = {
-    client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } },
-  } as unknown as HarnessServer;
-  const serverB = {
-    client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } },
-  } as unknown as HarnessServer;
+  const rts = new Map<string, WorkerRun>();
+  const server = () => {
+    const s = new FakeOpencode(() => []);
+    s.port = stubPort({ dispose: async ({ directory }) => (disposed.push(directory), { ok: true, value: undefined }) });
+    return s;
+  };
+  const serverA = server();
+  const serverB = server();
   const reg = {
     rt: (id: string) => rts.get(id)!,
     list: () => [...states].map(([id, state]) => ({ id, state })),
     get: (id: string) => ({ id, state: states.get(id) }),
     workspaceOf: () => ({}),
-    clientOf: (id: string) => ({ client: rts.get(id)!.server!.client, directory: `/ws/${id}` }),
+    portOf: (id: string) => ({ port: rts.get(id)!.server!.port, directory: `/ws/${id}` }),
   } as unknown as WorkerRegistry;
-  const add = (id: string, server: HarnessServer, state: WorkerState = "running") => (states.set(id, state), rts.set(id, { server }));
+  const add = (id: string, server: HarnessServer, state: WorkerState = "running") => {
+    states.set(id, state);
+    const run = new WorkerRun();
+    run.attach(server);
+    rts.set(id, run);
+  };
   const settle = async () => {
     for (let i = 0; i < 5; i++) await Promise.resolve();
   };

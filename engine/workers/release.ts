@@ -1,5 +1,5 @@
-import { isFinal } from "../../shared/worker";
-import type { HarnessServer } from "../harness/harness";
+import { isAtRest } from "../../shared/worker";
+import type { HarnessServer } from "../harness";
 import type { WorkerRegistry } from "./registry";
 
 /** Finished workers' instances kept at most, per server, while it has workers at work. */
@@ -47,7 +47,7 @@ export class InstanceReleaser {
   private releaseIfDue(server: HarnessServer): void {
     const w = this.waiting.get(server);
     if (!w) return;
-    const atWork = this.reg.list().some((x) => !isFinal(x.state) && x.state !== "queued" && this.reg.rt(x.id).server === server);
+    const atWork = this.reg.list().some((x) => !isAtRest(x.state) && x.state !== "queued" && this.reg.rt(x.id).server === server);
     if (!atWork || w.ids.size >= RELEASE_BATCH) this.release(server);
   }
 
@@ -56,13 +56,13 @@ export class InstanceReleaser {
     if (!w) return;
     this.waiting.delete(server);
     if (w.timer) clearTimeout(w.timer);
-    for (const id of w.ids) this.reg.rt(id).releasing = this.dispose(id);
+    for (const id of w.ids) this.reg.rt(id).releasingBy(this.dispose(id));
   }
 
   private async dispose(workerId: string): Promise<void> {
-    const c = this.reg.clientOf(workerId);
+    const c = this.reg.portOf(workerId);
     if (!c?.directory || !this.reg.workspaceOf(this.reg.get(workerId))) return;
-    const dispose = c.client.instance.dispose({ directory: c.directory }).catch(() => undefined);
+    const dispose = c.port.dispose({ directory: c.directory });
     // A hung opencode must not hold up a resume (that finds the server's state on its own).
     await Promise.race([dispose, new Promise((r) => setTimeout(r, 10_000).unref())]);
   }

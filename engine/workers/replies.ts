@@ -1,10 +1,5 @@
 import type { Message, Part } from "@opencode-ai/sdk/v2";
-
-/** An assistant message of a turn and its finished text, as the settler reads it. */
-export interface TurnMessage {
-  info: { role: string; time?: { completed?: number }; error?: { name?: string; data?: { message?: string } } };
-  parts: { type: string; text?: string }[];
-}
+import type { TurnMessage } from "../harness";
 
 /** The assistant messages that answer the newest user message of a worker's session. */
 export interface Replies {

@@ -3,14 +3,13 @@ import type { Target } from "../../shared/target";
 import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/worker";
 import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
-import { baselineChecks, grade } from "../grading/grade";
-import type { HarnessServer } from "../harness/harness";
-import { describeError } from "../harness/translate";
+import { baselineChecks, grade } from "../grading";
+import { describeError, type HarnessServer, okValue } from "../harness";
 import type { SandboxKind } from "../sandbox/sandbox";
 import type { Workspace } from "../workspace/workspace";
 import type { TargetStore } from "../store/targets";
 import type { WorkerRegistry } from "./registry";
-import type { Replies, TurnMessage } from "./replies";
+import type { Replies } from "./replies";
 
 /**
  * From idle to verdict. A worker's session going idle settles it only when the newest prompt got a finished reply
@@ -51,16 +50,16 @@ export class Settler {
     const w = reg.get(workerId);
     const rt = reg.rt(workerId);
     if (rt.activity.kind === "stopping" || rt.activity.kind === "settling" || (w.state !== "running" && w.state !== "waiting-approval")) return;
-    const c = reg.clientOf(workerId);
+    const c = reg.portOf(workerId);
     if (!c || !c.directory || !w.sessionId) return;
     // The idle of a turn the event stream saw whole needs no question to opencode (replies.ts says when that holds).
     let turn = rt.replies?.settled() ?? null;
     if (!turn) {
       // Both asked at once: when a batch ends together, opencode answers them slowly, and one after the other they held
       // every worker's grading back by two waits (bench: idle → grading 0.6 s at 32 workers).
-      const [status, read] = await Promise.all([c.client.session.status({ directory: c.directory }).catch(() => null), this.latestTurn(workerId)]);
+      const [status, read] = await Promise.all([c.port.sessionStatus({ directory: c.directory }), this.latestTurn(workerId)]);
       // A steer sent just before idle starts another turn; only a truly idle session has settled.
-      const st = (status?.data as Record<string, { type: string }> | undefined)?.[w.sessionId];
+      const st = okValue(status)?.[w.sessionId];
       if (st && st.type !== "idle") return;
       turn = read;
     }
@@ -85,7 +84,7 @@ export class Settler {
     // The awaits above gave a stop, an interrupt or a shutdown time to land: only a worker still live settles.
     if (reg.is(workerId, "stopping") || reg.is(workerId, "settling")) return;
     reg.begin(workerId, "settling");
-    rt.replies = undefined;
+    rt.dropReplies();
     try {
       if (!reg.fire(workerId, "settle")) return;
       await this.gradeWorker(workerId, turn);
@@ -97,11 +96,10 @@ export class Settler {
   /** The newest user message of the worker's session and the assistant messages that answer it; null when unreadable. */
   private async latestTurn(workerId: string): Promise<Replies | null> {
     const w = this.reg.get(workerId);
-    const c = this.reg.clientOf(workerId);
+    const c = this.reg.portOf(workerId);
     if (!c || !w.sessionId) return null;
-    const res = await c.client.session.messages({ sessionID: w.sessionId, directory: c.directory }).catch(() => null);
-    if (!res?.data) return null;
-    const msgs = res.data as unknown as TurnMessage[];
+    const msgs = okValue(await c.port.messages({ sessionID: w.sessionId, directory: c.directory }));
+    if (!msgs) return null;
     const lastUser = msgs.map((m) => m.info.role).lastIndexOf("user");
     return { replies: msgs.slice(lastUser + 1).filter((m) => m.info.role === "assistant") };
   }
@@ -246,7 +244,7 @@ export class Settler {
     const target = w.targetId ? this.opts.targets.get(w.targetId) : undefined;
     if (target && w.sessionId) {
       const s = await this.opts.server(target).catch(() => undefined);
-      this.reg.rt(workerId).server = s;
+      this.reg.rt(workerId).attach(s);
       await s?.start().catch(() => undefined);
     }
     await this.gradeWorker(workerId);

@@ -52,7 +52,10 @@ export async function git(cwd: string, args: string[], opts: { allowFail?: boole
  * as environment variables) with exactly `env`, and returns its stdout; the first failing command ends it, and its
  * message is the GitError's. One process start for several git commands.
  */
-export async function gitScript(script: string, opts: { cwd: string; env: Record<string, string | undefined> }): Promise<string> {
+export async function gitScript(
+  script: string,
+  opts: { cwd: string; env: Record<string, string | undefined>; lossless?: boolean; bytes?: boolean },
+): Promise<string> {
   const r = await runCommand("/bin/sh", ["-c", script, "ocw-git"], opts);
   if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
   return r.stdout;

@@ -167,6 +167,55 @@ describe("landing a graded commit", () => {
     expect(execFileSync("readlink", [path.join(r, "link")], { encoding: "utf8" }).trim()).toBe("/home/someone/.ssh/authorized_keys");
   });
 
+  it("flag patterns match as case-insensitive, normalising file systems open the names (.GitAttributes, .GITHUB/workflows, ſ)", async () => {
+    const r = repo({ "README.md": "# r\n", "Package.json": '{"name":"x","scripts":{"test":"node --test"}}\n' });
+    const base = g(r, "rev-parse", "HEAD");
+    const commit = commitFiles(r, base, {
+      ".GitAttributes": "* filter=lfs\n",
+      ".LfsConfig": "[lfs]\nurl = http://evil\n",
+      ".GITHUB/Workflows/ci.yml": "on: push\n",
+      ".Husky/pre-commit": "x\n",
+      ".NPMRC": "script-shell=/tmp/x\n",
+      ".npmrc.": "script-shell=/tmp/y\n",
+      ".VSCode/Tasks.json": "{}\n",
+      "Package.json": '{"name":"x","scripts":{"test":"exit 0"}}\n',
+      // A long s (ſ folds to s): the same folder on a case-folding file system.
+      ".githook\u017f/pre-push": "x\n",
+    });
+    const flags = await flaggedChanges(r, base, commit);
+    expect(flags.map((f) => `${f.path}:${f.kind}`).sort()).toEqual([
+      ".GITHUB/Workflows/ci.yml:tool-config",
+      ".GitAttributes:git-config",
+      ".Husky/pre-commit:tool-config",
+      ".LfsConfig:git-config",
+      ".NPMRC:tool-config",
+      ".VSCode/Tasks.json:tool-config",
+      ".githook\u017f/pre-push:tool-config",
+      ".npmrc.:tool-config",
+      "Package.json:tool-config",
+    ]);
+  });
+
+  it("a flagged file whose name is not valid UTF-8 is shown losslessly (\\xNN), never as U+FFFD", async () => {
+    const r = repo();
+    const base = g(r, "rev-parse", "HEAD");
+    const index = path.join(tmp, `index-${n++}`);
+    const env = { ...process.env, GIT_INDEX_FILE: index };
+    const oid = execFileSync("git", ["-C", r, "hash-object", "-w", "--stdin"], { encoding: "utf8", input: "#!/bin/sh\n" }).trim();
+    execFileSync("git", ["-C", r, "read-tree", base], { env });
+    // update-index --index-info takes the name's bytes as they are.
+    execFileSync("git", ["-C", r, "update-index", "--index-info"], {
+      env,
+      input: Buffer.concat([Buffer.from(`100755 ${oid}\trun`), Buffer.from([0xff]), Buffer.from(".sh\n")]),
+    });
+    const tree = execFileSync("git", ["-C", r, "write-tree"], { env, encoding: "utf8" }).trim();
+    const commit = execFileSync("git", ["-C", r, "-c", "user.name=w", "-c", "user.email=w@w", "commit-tree", tree, "-p", base, "-m", "x"], {
+      encoding: "utf8",
+    }).trim();
+    const flags = await flaggedChanges(r, base, commit);
+    expect(flags.map((f) => `${f.path}:${f.kind}`)).toEqual(["run\\xff.sh:executable"]);
+  });
+
   it("revert undoes a merge as a new commit; a revert that conflicts with later work refuses and changes nothing", async () => {
     const r = repo();
     const base = g(r, "rev-parse", "HEAD");

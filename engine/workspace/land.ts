@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { lstatSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
+import { foldPath } from "./fold";
 import type { ChangeFlag } from "../../shared/verdict";
 import { InputError } from "../../shared/errors";
 import { runCommand } from "../process/run";
@@ -55,9 +56,9 @@ async function q(
   repo: string,
   flags: string[],
   args: string[],
-  opts: { allowFail?: boolean } = {},
+  opts: { allowFail?: boolean; lossless?: boolean } = {},
 ): Promise<{ code: number | null; out: string; err: string }> {
-  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv() });
+  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv(), lossless: opts.lossless });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
   return { code: r.exitCode, out: r.stdout, err: r.stderr };
 }
@@ -117,8 +118,8 @@ interface TreeChange {
 }
 
 /** What differs between two commits, NUL-separated, names exactly as they are. */
-export async function treeChanges(repo: string, from: string, to: string): Promise<TreeChange[]> {
-  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to])).out;
+export async function treeChanges(repo: string, from: string, to: string, opts: { lossless?: boolean } = {}): Promise<TreeChange[]> {
+  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], opts)).out;
   const parts = out.split("\0");
   const changes: TreeChange[] = [];
   for (let i = 0; i + 1 < parts.length; i += 2) {
@@ -153,8 +154,12 @@ const TOOL_CONFIG: [RegExp, string][] = [
 export async function flaggedChanges(repo: string, base: string, commit: string): Promise<ChangeFlag[]> {
   if (base === commit) return [];
   const flags: ChangeFlag[] = [];
-  for (const c of await treeChanges(repo, base, commit)) {
-    const name = path.posix.basename(c.path);
+  // Names shown losslessly (an invalid UTF-8 byte as \xNN): they are shown, never opened.
+  for (const c of await treeChanges(repo, base, commit, { lossless: true })) {
+    // Matched as a case-insensitive, normalising file system opens the name (macOS, Windows): `.GitAttributes` and
+    // `.GITHUB/Workflows/ci.yml` are `.gitattributes` and a CI workflow there.
+    const folded = foldPath(c.path);
+    const name = path.posix.basename(folded);
     if (name === ".gitattributes") flags.push({ path: c.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
     else if (name === ".lfsconfig") flags.push({ path: c.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
     else if (name === ".gitmodules") flags.push({ path: c.path, kind: "git-config", detail: "submodule configuration" });
@@ -165,7 +170,7 @@ export async function flaggedChanges(repo: string, base: string, commit: string)
     } else if (c.mode === "160000") flags.push({ path: c.path, kind: "submodule", detail: `a submodule at ${c.oid!.slice(0, 12)}` });
     else if (c.mode === "100755" && c.oldMode !== "100755")
       flags.push({ path: c.path, kind: "executable", detail: c.oldMode ? "made executable" : "a new executable file" });
-    const tool = TOOL_CONFIG.find(([re]) => re.test(c.path));
+    const tool = TOOL_CONFIG.find(([re]) => re.test(folded));
     if (tool) flags.push({ path: c.path, kind: "tool-config", detail: tool[1] });
     if (name === "package.json") {
       const before = await scriptsOf(repo, `${base}:${c.path}`);

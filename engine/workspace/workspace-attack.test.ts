@@ -44,7 +44,8 @@ describe("publishing the graded commit into the user's repository", () => {
     closeSync(fd);
     writeFileSync(path.join(ws.worktree, "small.txt"), "small\n");
     const out = path.join(tmp, "checkout-big");
-    const graded = await commitAndCheckOut(ws, "ocw: big", out);
+    // Caps raised for this test (a 512 MiB file is over the default one-file cap: snapshot caps are tested in workspace.test.ts).
+    const graded = await commitAndCheckOut(ws, "ocw: big", out, { files: 100, bytes: 2 ** 31, fileBytes: 2 ** 30 });
     rmSync(out, { recursive: true, force: true });
     rmSync(path.join(ws.worktree, "big.bin"));
     expect(graded.changed).toEqual(["big.bin", "small.txt"]);
@@ -157,7 +158,13 @@ describe("a worker whose diff is larger than the engine can hold", () => {
         );
       }
     })();
-    const diff = await fullDiff(bomb);
+    // Caps raised for this test (580 MB is over the default total: snapshot caps are tested in workspace.test.ts).
+    process.env.OCW_SNAPSHOT_MAX_MB = "2048";
+    process.env.OCW_SNAPSHOT_FILE_MAX_MB = "1024";
+    const diff = await fullDiff(bomb).finally(() => {
+      delete process.env.OCW_SNAPSHOT_MAX_MB;
+      delete process.env.OCW_SNAPSHOT_FILE_MAX_MB;
+    });
     reading = false;
     await siblingGrading;
     rmSync(bomb.worktree, { recursive: true, force: true });

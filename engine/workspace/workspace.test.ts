@@ -1,10 +1,20 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { commitAndCheckOut, createWorkspace, fullDiff, inspectRepo, mergeBranch, parseNumstatAndStat, publishBranch, removeWorkspace } from "./workspace";
+import {
+  commitAndCheckOut,
+  createWorkspace,
+  fullDiff,
+  inspectRepo,
+  mergeBranch,
+  parseNumstatAndStat,
+  publishBranch,
+  removeWorkspace,
+  SnapshotTooLarge,
+} from "./workspace";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-workspace-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -229,7 +239,10 @@ describe("each private repository is an opencode project of its own", () => {
     });
     try {
       await server.start();
-      const projectOf = async (dir: string) => (await server.client!.session.create({ directory: dir, title: "t" })).data!.projectID;
+      const projectOf = async (dir: string) => {
+        const r = await server.port!.createSession({ directory: dir, title: "t" });
+        return r.ok ? r.value.projectID : null;
+      };
       expect(await projectOf(a.worktree)).toBe(idOf(a));
       expect(await projectOf(b.worktree)).toBe(idOf(b));
     } finally {
@@ -244,5 +257,70 @@ describe("reading git's numstat and stat of the engine's commit", () => {
     const out = names.map((n, i) => `${i}\t${i === 1 ? "-" : 1}\t${n}\0`).join("") + " a | 1 +\n 5 files changed\n";
     expect(parseNumstatAndStat(out)).toEqual({ changed: [...names].sort(), stat: " a | 1 +\n 5 files changed" });
     expect(parseNumstatAndStat("")).toEqual({ changed: [], stat: "" });
+  });
+});
+
+describe("snapshot caps (issue 25): a worker's files never reach the engine's memory or objects unbounded", () => {
+  const caps = { files: 20, bytes: 64 * 1024, fileBytes: 16 * 1024 };
+  const objects = (ws: { gitDir: string }) => execFileSync("find", [ws.gitDir, "-type", "f", "-path", "*objects/??/*"], { encoding: "utf8" }).trim();
+
+  it("more new files than the cap: a coded error naming the count, nothing committed; ignored files do not count", async () => {
+    const r = repo({ "README.md": "# r\n", ".gitignore": "build/\n" });
+    const ws = await workspace(r, "w-cap-files");
+    mkdirSync(path.join(ws.worktree, "build"));
+    for (let i = 0; i < 100; i++) writeFileSync(path.join(ws.worktree, "build", `o${i}`), "x");
+    for (let i = 0; i < 20; i++) writeFileSync(path.join(ws.worktree, `f${i}.txt`), "x");
+    expect((await commitAndCheckOut(ws, "ocw: test", path.join(tmp, `checkout-${n++}`), caps)).changed).toHaveLength(20);
+    writeFileSync(path.join(ws.worktree, "f20.txt"), "x");
+    const before = objects(ws);
+    const err = await commitAndCheckOut(ws, "ocw: test", path.join(tmp, `checkout-${n++}`), caps).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(SnapshotTooLarge);
+    process.env.OCW_SNAPSHOT_MAX_FILES = "20";
+    try {
+      // The live diff of a running worker does not snapshot them either.
+      expect(await fullDiff(ws)).toBe("… diff not shown: the worker made 21 new files, over the snapshot cap of 20");
+    } finally {
+      delete process.env.OCW_SNAPSHOT_MAX_FILES;
+    }
+    expect(err).toMatchObject({ code: "conflict", message: expect.stringMatching(/made 21 new files, over the snapshot cap of 20: nothing was graded/) });
+    expect(objects(ws)).toBe(before);
+  });
+
+  it("one file over the single-file cap, a tracked file grown past it, and bytes over the total cap", async () => {
+    const r = repo({ "README.md": "# r\n", "big.bin": "b".repeat(20 * 1024) });
+    const ws = await workspace(r, "w-cap-bytes");
+    // A tracked file already over the cap at the base is not the worker's: unchanged, it passes.
+    expect((await commitAndCheckOut(ws, "ocw: test", path.join(tmp, `checkout-${n++}`), caps)).changed).toEqual([]);
+    writeFileSync(path.join(ws.worktree, "huge.bin"), Buffer.alloc(17 * 1024));
+    await expect(commitAndCheckOut(ws, "m", path.join(tmp, `checkout-${n++}`), caps)).rejects.toThrow(
+      /huge\.bin is 17,408 bytes, over the snapshot cap of 16,384 bytes for one file/,
+    );
+    rmSync(path.join(ws.worktree, "huge.bin"));
+    writeFileSync(path.join(ws.worktree, "README.md"), "x".repeat(17 * 1024));
+    await expect(commitAndCheckOut(ws, "m", path.join(tmp, `checkout-${n++}`), caps)).rejects.toThrow(/README\.md is 17,408 bytes, over the snapshot cap/);
+    writeFileSync(path.join(ws.worktree, "README.md"), "# r\n");
+    for (let i = 0; i < 5; i++) writeFileSync(path.join(ws.worktree, `part${i}`), Buffer.alloc(15 * 1024));
+    await expect(commitAndCheckOut(ws, "m", path.join(tmp, `checkout-${n++}`), caps)).rejects.toThrow(
+      /the worker's files add 76,800 bytes, over the snapshot cap of 65,536 bytes/,
+    );
+  });
+});
+
+describe("names that are not valid UTF-8 are shown losslessly", () => {
+  it("the changed list and the diff show each invalid byte as \\xNN, never U+FFFD; two such names never read alike", async () => {
+    const r = repo();
+    const ws = await workspace(r, "w-bytes");
+    const root = Buffer.from(ws.worktree + "/");
+    writeFileSync(Buffer.concat([root, Buffer.from([0x62, 0x61, 0x64, 0xff, 0x2e, 0x74, 0x78, 0x74])]), "one\n");
+    writeFileSync(Buffer.concat([root, Buffer.from([0x62, 0x61, 0x64, 0xfe, 0x2e, 0x74, 0x78, 0x74])]), "two\n");
+    writeFileSync(path.join(ws.worktree, "caf\u00e9.txt"), "three\n");
+    const { changed, diffStat } = await commitWork(ws);
+    expect(changed).toEqual(["bad\\xfe.txt", "bad\\xff.txt", "caf\u00e9.txt"]);
+    expect(diffStat).not.toContain("\ufffd");
+    const diff = await fullDiff(ws);
+    expect(diff).toContain("b/bad\\xff.txt");
+    expect(diff).toContain("b/bad\\xfe.txt");
+    expect(diff).toContain("b/caf\u00e9.txt");
+    expect(diff).not.toContain("\ufffd");
   });
 });

@@ -1,12 +1,13 @@
 import { existsSync, lstatSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { copyFile, link, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
+import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
-import { trimFinalNewline } from "../process/run";
+import { losslessUtf8, trimFinalNewline } from "../process/run";
+import { config } from "../config";
 import { git, type GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 
 export { InputError } from "../../shared/errors";
-import { InputError } from "../../shared/errors";
+import { InputError, OcwError } from "../../shared/errors";
 
 export interface RepoInfo {
   /** The repository's top level. */
@@ -278,7 +279,12 @@ git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 const scriptsOf = new Map<string, Promise<unknown>>();
 
 /** Runs a trusted script on a worker's objects, with a private index that is removed afterwards. */
-function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: { freshGradeObjects?: boolean } = {}): Promise<string> {
+function trustedScript(
+  ws: Workspace,
+  script: string,
+  inputs: Record<string, string>,
+  opts: { freshGradeObjects?: boolean; bytes?: boolean } = {},
+): Promise<string> {
   const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
   const done = run.catch(() => undefined);
   scriptsOf.set(ws.gitDir, done);
@@ -291,7 +297,12 @@ function trustedScript(ws: Workspace, script: string, inputs: Record<string, str
  * grading) and GRADE_OBJECTS (borrowing only the user's, so that `git add` there writes every object the graded commit
  * adds, and publishing copies exactly those).
  */
-async function runTrustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: { freshGradeObjects?: boolean }): Promise<string> {
+async function runTrustedScript(
+  ws: Workspace,
+  script: string,
+  inputs: Record<string, string>,
+  opts: { freshGradeObjects?: boolean; bytes?: boolean },
+): Promise<string> {
   const format = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format), objectsOf(ws.repo)]);
   const objects = path.join(ws.gitDir, "objects");
@@ -317,7 +328,8 @@ async function runTrustedScript(ws: Workspace, script: string, inputs: Record<st
       OCW_WORKTREE: ws.worktree,
       ...inputs,
     };
-    return await gitScript(script, { cwd: ws.gitDir, env });
+    // Lossless: the names of a worker's files (any bytes but NUL) and its diff show invalid UTF-8 as \xNN, never U+FFFD.
+    return await gitScript(script, { cwd: ws.gitDir, env, lossless: !opts.bytes, bytes: opts.bytes });
   } finally {
     await rm(index, { force: true });
   }
@@ -356,7 +368,16 @@ export interface GradedCommit {
  * `checkOutCommit` for the whole tree. A name git's `--stdin` would read otherwise (a newline, a leading quote) means
  * the whole tree at once.
  */
-export async function commitAndCheckOut(ws: Workspace, message: string, checkoutDir: string, only?: string[]): Promise<GradedCommit & { partial: boolean }> {
+export async function commitAndCheckOut(
+  ws: Workspace,
+  message: string,
+  checkoutDir: string,
+  caps: SnapshotCaps = snapshotCaps(),
+  only?: string[],
+): Promise<GradedCommit & { partial: boolean }> {
+  // Caps first: a worker's 100k files or a 2 GiB file never reach the engine's memory, its objects or the person's repository.
+  const over = await snapshotOverCaps(ws, caps);
+  if (over) throw new SnapshotTooLarge(over);
   await rm(checkoutDir, { recursive: true, force: true });
   mkdirSync(checkoutDir, { recursive: true });
   const partial = plainNames(only);
@@ -425,6 +446,96 @@ export async function checkOutCommit(ws: Workspace, commit: string, checkoutDir:
   }
 }
 
+/** The most a worker's snapshot may add: new files (not ignored), bytes added in all, bytes of one file. */
+export interface SnapshotCaps {
+  files: number;
+  bytes: number;
+  fileBytes: number;
+}
+
+export function snapshotCaps(env: NodeJS.ProcessEnv = process.env): SnapshotCaps {
+  const c = config(env);
+  const MiB = 1024 * 1024;
+  return { files: c.OCW_SNAPSHOT_MAX_FILES, bytes: c.OCW_SNAPSHOT_MAX_MB * MiB, fileBytes: c.OCW_SNAPSHOT_FILE_MAX_MB * MiB };
+}
+
+/** A worker's files over the snapshot caps: nothing of them is committed, graded or published; the verdict says why. */
+export class SnapshotTooLarge extends OcwError {
+  constructor(message: string) {
+    super("conflict", message);
+    this.name = "SnapshotTooLarge";
+  }
+}
+
+/**
+ * The new files a snapshot would add (untracked, not ignored: what `git add -A` takes), then the base's files with their
+ * sizes. Exact bytes (latin1): the names are opened.
+ */
+const LIST_FOR_CAPS = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C ls-files -z -o --exclude-standard -- "$OCW_WORKTREE"
+printf '\\0'
+git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
+`;
+
+/**
+ * Why the worker's files are over the caps, or null: more new files than `caps.files`, more bytes added (new files, and
+ * what tracked files grew by) than `caps.bytes`, or one file larger than `caps.fileBytes` (and larger than at the base).
+ * Sizes from lstat (a symlink is its target's name); names as bytes, shown losslessly.
+ */
+export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snapshotCaps()): Promise<string | null> {
+  if (!existsSync(ws.worktree)) return null;
+  let out: string;
+  try {
+    out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true });
+  } catch (err) {
+    // The listing itself passed the output cap (tens of MiB of names): far over any file cap.
+    if (/output passed/.test((err as Error).message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
+    throw err;
+  }
+  // New names (each NUL-ended), one more NUL, then the base's records: no name is empty, so the first empty record ends them.
+  const cut = out.startsWith("\0") ? -1 : out.indexOf("\0\0");
+  const [fresh, tracked] = cut < 0 ? ["", out.slice(1)] : [out.slice(0, cut), out.slice(cut + 2)];
+  const names = fresh ? fresh.split("\0").filter(Boolean) : [];
+  const size = (n: number) => (n < 1024 * 1024 ? `${n.toLocaleString("en-US")} bytes` : `${Math.round(n / 1024 / 1024).toLocaleString("en-US")} MiB`);
+  if (names.length > caps.files)
+    return `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`;
+  const root = Buffer.from(ws.worktree + path.sep);
+  const at = (name: string) => Buffer.concat([root, Buffer.from(name, "latin1")]);
+  const shown = (name: string) => losslessUtf8(Buffer.from(name, "latin1"));
+  let total = 0;
+  const sizes = await Promise.all(
+    names.map((n) =>
+      lstat(at(n)).then(
+        (st) => (st.isFile() || st.isSymbolicLink() ? st.size : 0),
+        () => 0,
+      ),
+    ),
+  );
+  const grow: [string, number, number][] = [];
+  for (const rec of tracked.split("\0")) {
+    const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
+    if (m) grow.push([m[2]!, Number(m[1]), 0]);
+  }
+  await Promise.all(
+    grow.map(async (g) => {
+      const st = await lstat(at(g[0])).catch(() => null);
+      g[2] = st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0;
+    }),
+  );
+  for (const [i, n] of names.entries()) {
+    total += sizes[i]!;
+    if (sizes[i]! > caps.fileBytes)
+      return `${shown(n)} is ${size(sizes[i]!)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
+  }
+  for (const [n, before, now] of grow) {
+    if (now <= before) continue;
+    total += now - before;
+    if (now > caps.fileBytes) return `${shown(n)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
+  }
+  if (total > caps.bytes) return `the worker's files add ${size(total)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
+  return null;
+}
+
 /**
  * A fresh checkout of the worker's base commit in `checkoutDir` (emptied first), for the checks' run on the base: the
  * whole tree, or with `only` just those paths (as commitAndCheckOut; whether it did is returned, check with partialHolds).
@@ -470,6 +581,9 @@ export function parseNumstatAndStat(out: string): { changed: string[]; stat: str
 /** The diff of a commit (the graded one), or of the workspace's files as they are now (a running worker). */
 export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_000): Promise<string> {
   if (!commit && !existsSync(ws.worktree)) return ""; // no files left: the base against itself
+  // A running worker's files are snapshotted for its diff: over the caps, nothing of them is hashed or read.
+  const over = commit ? null : await snapshotOverCaps(ws);
+  if (over) return `… diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
   const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `\n… diff truncated at ${maxBytes} bytes` : d;
 }

@@ -7,6 +7,7 @@ import { Dashboard } from "./screens/Dashboard";
 import { desktop } from "./desktop";
 import { ago, taskTitle, useNow } from "./format";
 import { dismissNotice, usePending, useStore } from "./store";
+import { applyTheme, readThemePref, THEME_PREFS, type ThemePref } from "./theme";
 
 // The dashboard is in the app's first chunk; every other screen is a chunk of its own, so the first paint of the
 // dashboard does not wait for the wizard, the transcript or the forms. They are fetched once the app is idle, so
@@ -110,6 +111,7 @@ export function App() {
           </button>
           <h1>{titleOf(route)}</h1>
           <div className="top-right">
+            <ThemeToggle />
             <button
               type="button"
               className="btn ghost small"
@@ -216,5 +218,30 @@ function Unsandboxed({ sandbox }: { sandbox: { kind: string; reason: string | nu
           : "Install bubblewrap (Linux: apt install bubblewrap) and restart the engine, or restart it with --no-sandbox to run workers uncontained."}
       </div>
     </div>
+  );
+}
+
+/** Light, dark or the system's theme; remembered in this browser (renderer/src/theme.ts). */
+function ThemeToggle() {
+  const [pref, setPref] = useState<ThemePref>(readThemePref);
+  const names: Record<ThemePref, string> = { system: "System theme", light: "Light", dark: "Dark" };
+  return (
+    <select
+      className="theme-select small"
+      aria-label="Theme"
+      title="Colour theme: the system's, light or dark"
+      value={pref}
+      onChange={(e) => {
+        const p = e.target.value as ThemePref;
+        applyTheme(p, true);
+        setPref(p);
+      }}
+    >
+      {THEME_PREFS.map((p) => (
+        <option key={p} value={p}>
+          {names[p]}
+        </option>
+      ))}
+    </select>
   );
 }

@@ -1,13 +1,13 @@
 // Housekeeping through the engine's own calls: retry, discard, merge all built of a batch (no client-side loops).
 import type { MergeBatchResult } from "../../shared/api";
-import { isFinal, type Worker } from "../../shared/worker";
+import { isAtRest, type Worker } from "../../shared/worker";
 import { api } from "./api";
 
 /** Can this worker be tried again from scratch: it ended without a built verdict (failed, error, stopped, interrupted). */
-export const retryable = (w: Worker) => isFinal(w.state) && w.state !== "built";
+export const retryable = (w: Worker) => isAtRest(w.state) && w.state !== "built";
 
 /** Finished and still holding a workspace (merged ones are tidied by the engine itself). */
-export const discardable = (w: Worker) => isFinal(w.state) && !w.discarded && !w.merged;
+export const discardable = (w: Worker) => isAtRest(w.state) && !w.discarded && !w.merged;
 
 /** Built, graded, not merged or discarded yet: what "merge all built" merges. */
 export const mergeable = (w: Worker) => w.state === "built" && w.verdict?.verdict === "built" && !w.merged && !w.discarded;

@@ -3,7 +3,11 @@
 // busy machine took over a second. The app is a chunk of its own (preloaded by the page), started once that first
 // frame is on screen. The engine token is taken from the address at once, before anything can change the address.
 import "./styles.css";
+import { applyTheme, followSystemTheme } from "./theme";
 import { takeToken } from "./token";
 
 takeToken();
+// The person's theme before the first paint (no flash of the other one).
+applyTheme();
+followSystemTheme();
 requestAnimationFrame(() => setTimeout(() => void import("./boot")));

@@ -38,10 +38,6 @@ function load(): NotifySettings {
 let settings = typeof window === "undefined" ? DEFAULTS : load();
 const subs = new Set<() => void>();
 
-export function notifySettings(): NotifySettings {
-  return settings;
-}
-
 export function setNotifySettings(patch: Partial<NotifySettings>): void {
   settings = { ...settings, ...patch };
   try {

@@ -110,6 +110,15 @@ describe("renderer store", () => {
     expect(engine.get).toHaveBeenCalledWith({ workerId: "w-b" });
   });
 
+  it("keeps each target's opencode server as its `opencode` events say (the workers' harness, not the model server)", async () => {
+    await store.connect();
+    engine.handlers!.onStarted!();
+    send({ type: "opencode", targetId: "t1", status: "starting", ts: 1 });
+    send({ type: "opencode", targetId: "t1", status: "down", message: "opencode serve exited", ts: 2 });
+    vi.advanceTimersByTime(60);
+    expect(store.useStore.getState().opencode).toEqual({ t1: { status: "down", message: "opencode serve exited", ts: 2 } });
+  });
+
   it("orders workers of one millisecond by the order the engine announced them", () => {
     const w1 = { ...picture(created("z-first")), createdAt: 7 };
     const w2 = { ...picture(created("a-second")), createdAt: 7 };
@@ -140,5 +149,18 @@ describe("renderer store", () => {
     expect(store.markOf(resolved, [ask("k1", "w-a", 1)])).toMatchObject({ type: "decision", askId: "k1", decision: "once", ask: { what: "npm test" } });
     expect(store.markOf(opened, [])).toMatchObject({ type: "ask", askId: "k1" });
     expect(store.markOf(ev("w-a", { type: "usage", usage: { input: 1, output: 1, reasoning: 0, cost: 0 } }), [])).toBeNull();
+  });
+});
+
+describe("live tokens: text streamed since the last usage report", () => {
+  it("adds up second by second, starts again after a report, and is gone once the worker ends", () => {
+    let n = store.nextStreamed(0, 400, false, false);
+    expect(n).toBe(400);
+    n = store.nextStreamed(n, 200, false, false);
+    expect(n).toBe(600);
+    // A usage report came: what streamed before it is in the reported tokens now.
+    n = store.nextStreamed(n, 80, true, false);
+    expect(n).toBe(80);
+    expect(store.nextStreamed(n, 0, false, true)).toBe(0);
   });
 });

@@ -4,7 +4,7 @@ import { create } from "zustand";
 import type { EngineEvent } from "../../shared/events";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import type { Target } from "../../shared/target";
-import { isFinal, reduceWorker, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
+import { isAtRest, reduceWorker, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
 import { api, errorText } from "./api";
 import { freezeClock } from "./format";
 
@@ -61,7 +61,8 @@ interface State {
   workers: Record<string, Worker>;
   status: Status | null;
   targets: Target[];
-  serving: Record<string, { status: string; message?: string; ts: number }>;
+  /** Each target's opencode server as its events last said (starting, ready, down). */
+  opencode: Record<string, { status: string; message?: string; ts: number }>;
   /** Transcripts of the workers whose detail was opened: the latest version of each part, in order. */
   transcripts: Record<string, TranscriptPart[]>;
   /** Of the same workers: what the person, Claude or the engine did between the parts (steers, asks and their decisions), by log order. */
@@ -70,6 +71,13 @@ interface State {
   partSeqs: Record<string, Record<string, number>>;
   /** Output tokens per second, one bucket a second, last 30 s (estimated from streamed characters). */
   rates: Record<string, number[]>;
+  /**
+   * Characters of model text streamed since the worker's last usage report (updated once a second): the live token
+   * estimate on top of the reported tokens (shared/metrics.ts), so the count moves while the model writes.
+   */
+  streamed: Record<string, number>;
+  /** Batch names by batch id (workers.batchNames; a `batch` event refreshes them). */
+  batchNames: Record<string, string>;
   notices: Notice[];
   retries: Record<string, { attempt: number; message: string; ts: number }>;
   /** Bumped on every worker-changing event (e.g. for the diff view to refresh). */
@@ -86,11 +94,13 @@ export const useStore = create<State>(() => ({
   workers: {},
   status: null,
   targets: [],
-  serving: {},
+  opencode: {},
   transcripts: {},
   marks: {},
   partSeqs: {},
   rates: {},
+  streamed: {},
+  batchNames: {},
   notices: [],
   retries: {},
   tick: 0,
@@ -154,13 +164,22 @@ export async function refreshTargets(): Promise<void> {
 /** Full refetch: at start and after `reset`. */
 async function loadAll(): Promise<string> {
   const health = await api.health.query();
-  const [workers, status, targets] = await Promise.all([api.workers.list.query(), api.status.query(), api.targets.list.query()]);
+  const [workers, status, targets, batchNames] = await Promise.all([
+    api.workers.list.query(),
+    api.status.query(),
+    api.targets.list.query(),
+    // An engine from before batch names answers none.
+    Promise.resolve()
+      .then(() => api.workers.batchNames.query())
+      .catch(() => get().batchNames),
+  ]);
   const map: Record<string, Worker> = {};
   for (const w of workers) map[w.id] = w;
   set((s) => ({
     workers: map,
     status,
     targets: targets.targets,
+    batchNames,
     order: ranked(
       s.order,
       workers.map((w) => w.id),
@@ -296,6 +315,20 @@ function withPartials(workerId: string, parts: TranscriptPart[]): TranscriptPart
 }
 let _flushTimer: ReturnType<typeof setTimeout> | null = null;
 const charCounts = new Map<string, number>();
+/** Workers with a usage report since the last tick: their streamed count starts again from there. */
+const reported = new Set<string>();
+
+let namesTimer: ReturnType<typeof setTimeout> | null = null;
+function refreshBatchNamesSoon() {
+  if (namesTimer) return;
+  namesTimer = setTimeout(() => {
+    namesTimer = null;
+    void api.workers.batchNames.query().then(
+      (batchNames) => set({ batchNames }),
+      () => undefined,
+    );
+  }, 100);
+}
 const listeners = new Set<(e: EngineEvent, before: Worker | undefined, after: Worker | undefined) => void>();
 
 /** Observers of worker events (Electron notifications, tests). */
@@ -330,7 +363,7 @@ function flush() {
   let transcripts = s.transcripts;
   let marks = s.marks;
   let partSeqs = s.partSeqs;
-  let serving = s.serving;
+  let opencode = s.opencode;
   let retries = s.retries;
   let order = s.order;
   let touched = false;
@@ -352,8 +385,8 @@ function flush() {
       }
       continue;
     }
-    if (e.type === "serving") {
-      serving = { ...serving, [e.targetId]: { status: e.status, message: e.message, ts: e.ts } };
+    if (e.type === "opencode") {
+      opencode = { ...opencode, [e.targetId]: { status: e.status, message: e.message, ts: e.ts } };
       statusChanged = true;
       continue;
     }
@@ -362,6 +395,7 @@ function flush() {
       continue;
     }
     if (e.type === "batch") {
+      refreshBatchNamesSoon();
       for (const l of batchListeners) l(e.batchId);
       continue;
     }
@@ -389,10 +423,13 @@ function flush() {
     }
     workers = { ...workers, [e.workerId]: after };
     if (e.type === "worker.created") order = ranked(order, [e.workerId]);
+    // A new batch may have been named at its start (no batch event then): read the names again.
+    if (e.type === "worker.created" && e.batchId && !(e.batchId in s.batchNames) && !before) refreshBatchNamesSoon();
     touched = true;
     if (e.type === "worker.created" || e.type === "worker.state" || e.type === "ask.opened" || e.type === "ask.resolved") statusChanged = true;
     if (e.type === "part") partials.get(e.workerId)?.delete(e.part.partId);
-    if (e.type === "worker.state" && (isFinal(e.state) || e.state === "queued")) partials.delete(e.workerId);
+    if (e.type === "usage") reported.add(e.workerId);
+    if (e.type === "worker.state" && (isAtRest(e.state) || e.state === "queued")) partials.delete(e.workerId);
     if (e.type === "part" || e.type === "steer.sent" || e.type === "ask.opened" || e.type === "ask.resolved") loadingEvents.get(e.workerId)?.push(e);
     if (e.type === "part" && transcripts[e.workerId]) {
       transcripts = { ...transcripts, [e.workerId]: upsertPart(transcripts[e.workerId]!, e.part) };
@@ -411,7 +448,7 @@ function flush() {
   if (transcripts !== s.transcripts) patch.transcripts = transcripts;
   if (marks !== s.marks) patch.marks = marks;
   if (partSeqs !== s.partSeqs) patch.partSeqs = partSeqs;
-  if (serving !== s.serving) patch.serving = serving;
+  if (opencode !== s.opencode) patch.opencode = opencode;
   if (retries !== s.retries) patch.retries = retries;
   if (order !== s.order) patch.order = order;
   if (touched) patch.tick = s.tick + 1;
@@ -420,15 +457,22 @@ function flush() {
   for (const [e, b, a] of observed) for (const fn of listeners) fn(e, b, a);
 }
 
-// Tokens/s buckets: one per second for live workers.
+// Tokens/s buckets: one per second for live workers; and the characters streamed since each one's last usage report.
 setInterval(() => {
   const s = get();
   const rates: Record<string, number[]> = {};
   let changed = false;
+  let streamed = s.streamed;
   for (const w of Object.values(s.workers)) {
     const prev = s.rates[w.id] ?? [];
     const chars = charCounts.get(w.id) ?? 0;
-    if (!chars && (isFinal(w.state) || prev.length === 0)) {
+    const since = nextStreamed(s.streamed[w.id] ?? 0, chars, reported.has(w.id), isAtRest(w.state));
+    if (since !== (s.streamed[w.id] ?? 0)) {
+      if (streamed === s.streamed) streamed = { ...s.streamed };
+      if (since) streamed[w.id] = since;
+      else delete streamed[w.id];
+    }
+    if (!chars && (isAtRest(w.state) || prev.length === 0)) {
       if (prev.length) rates[w.id] = prev;
       continue;
     }
@@ -436,8 +480,21 @@ setInterval(() => {
     changed = true;
   }
   charCounts.clear();
-  if (changed) set({ rates });
+  reported.clear();
+  const patch: Partial<State> = {};
+  if (changed) patch.rates = rates;
+  if (streamed !== s.streamed) patch.streamed = streamed;
+  if (Object.keys(patch).length) set(patch);
 }, 1000);
+
+/**
+ * Characters streamed since the last usage report, after one more second: a report (or the worker's end) starts the
+ * count again from what streamed after it (its text is in the report now); otherwise this second's characters add up.
+ */
+export function nextStreamed(before: number, chars: number, reportedSince: boolean, final: boolean): number {
+  if (final) return 0;
+  return (reportedSince ? 0 : before) + chars;
+}
 
 let unsubscribe: (() => void) | null = null;
 let resyncing = false;

@@ -127,6 +127,21 @@ describe("ocw run", () => {
     expect(out.workers[1].checks.find((c: { name: string }) => c.name === "always fails").passed).toBe(false);
   });
 
+  it("a batch file's name (or --name) names the batch: people read it instead of the id", async () => {
+    const dir = repo();
+    const file = path.join(tempDir("batch"), "named.json");
+    writeFileSync(file, JSON.stringify({ name: "From the file", tasks: [{ task: "CLI-BATCH-a", dir, checks: [{ file: "a.txt" }] }] }));
+    const r = await ocw(["run", "--batch", file, "--endpoint", model.url, "--model", "scripted-1", "--approve", "always", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const batchId = r.stderr.match(/\(batch (b-[a-z0-9]+) "From the file"\)/)?.[1];
+    expect(batchId, r.stderr).toBeTruthy();
+    const shown = await ocw(["batch", batchId!, "--name", "Renamed", "--json"]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: batchId, name: "Renamed" });
+    const listed = await ocw(["list", "--batch", batchId!]);
+    expect(listed.stdout).toContain(`batch "Renamed" ${batchId}`);
+  });
+
   it("a check that hangs → killed at its timeout, a one-line error, exit 2", async () => {
     const dir = repo();
     const r = await ocw([
@@ -154,6 +169,7 @@ describe("ocw run", () => {
     [["run", "--dir", "REPO", "--task", "x", "--approve", "sometimes"], /--approve must be/],
     [["run", "--dir", "REPO", "--task", "x", "--endpoint", "URL", "--model", "m", "--api-key-env", "OCW_SURELY_UNSET"], /OCW_SURELY_UNSET is not set/],
     [["run", "--batch", "/no/such/batch.json"], /cannot read the batch file/],
+    [["run", "--dir", "REPO", "--task", "x", "--name", "n"], /--name names a batch: give it with --batch/],
   ])("bad input %j → one line, exit 2, nothing created", async (args, message) => {
     const dir = repo();
     const notGit = tempDir("notgit");

@@ -86,6 +86,8 @@ beforeAll(async () => {
     CLAUDE_CODE_SSE_PORT: "1",
     OCW_COMMAND_TIMEOUT_SEC: "10",
     OCW_COMMAND_OUTPUT_MB: "1",
+    // A small snapshot cap (20,000 new files by default), so the worker that passes it is quick to make on a busy machine.
+    OCW_SNAPSHOT_MAX_FILES: "1000",
   });
   token = readLock(engine.stateDir)!.token;
   await engine.client.targets.save.mutate({ target: { ...scriptedTarget(model.url, 4, "keyed"), keyRef: "OCW_TEST_KEY" }, activate: true });
@@ -354,5 +356,24 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     // Nothing under the state dir (opencode's stored tool output included) holds the 300 MB.
     const big = execFileSync("sh", ["-c", `find '${engine.stateDir}' -type f -size +20M | head -5`], { encoding: "utf8" }).trim();
     expect(big).toBe("");
+  }, 300_000);
+
+  it("snapshot caps: more generated files than the cap are not graded or published", async () => {
+    const r = repo({ "README.md": "# r\n" });
+    model.addScript(/ATTACK-SNAPSHOT/, steps(bash("mkdir gen && cd gen && seq 1 1500 | xargs touch && ls | wc -l")), "snapshot");
+    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${readLock(engine.stateDir)!.pid}/status`, "utf8"))![1]) / 1024;
+    const before = rss();
+    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-SNAPSHOT", directory: r, checks: [{ name: "c", run: "true" }] });
+    const w = (await settle(engine.client, [workerId], approveAll, 180_000)).get(workerId)!;
+    const made = JSON.stringify(model.requests.filter((q) => JSON.stringify(q.body).includes("ATTACK-SNAPSHOT")).map((q) => q.body)).slice(-600);
+    expect(w.verdict, `${w.verdict?.scope.changedFiles.length} files changed; the model saw: ${made}`).toMatchObject({
+      verdict: "honest-failure",
+      commit: null,
+      scope: { passed: false, snapshotCap: expect.stringMatching(/made 1,500 new files, over the snapshot cap of 1,000: nothing was graded/) },
+    });
+    expect(w.verdict!.checks[0]).toMatchObject({ passed: false, output: expect.stringMatching(/^not run: /) });
+    // Nothing reached the person's repository.
+    expect(git(r, "for-each-ref", "refs/heads/ocw")).toBe("");
+    console.log(`engine RSS ${before.toFixed(0)} → ${rss().toFixed(0)} MiB around a 1,500-file worker`);
   }, 300_000);
 });

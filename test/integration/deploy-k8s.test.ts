@@ -64,15 +64,21 @@ const log = (file: string) =>
     .map((l) => JSON.parse(l) as { args: string[]; stdin: string });
 
 beforeAll(async () => {
-  // a stand-in Hub: Qwen/Qwen3.6-27B's tree lists 2 × 27 GB of safetensors; any other repo is unknown (404)
+  // a stand-in Hub: Qwen/Qwen3.6-27B's tree lists 2 × 27 GB of safetensors, its -FP8 repo 2 × 14.5 GB; any other
+  // repo is unknown (404)
   hub = createServer((req, res) => {
     hubHits.push(req.url ?? "");
-    if (req.url?.startsWith("/api/models/Qwen/Qwen3.6-27B/tree/main")) {
+    const listed = req.url?.startsWith("/api/models/Qwen/Qwen3.6-27B/tree/main")
+      ? 27e9
+      : req.url?.startsWith("/api/models/Qwen/Qwen3.6-27B-FP8/tree/main")
+        ? 14.5e9
+        : 0;
+    if (listed) {
       res.setHeader("content-type", "application/json");
       res.end(
         JSON.stringify(
           [1, 2]
-            .map((i) => ({ type: "file", path: `model-0000${i}-of-00002.safetensors`, size: 135, lfs: { oid: "0".repeat(64), size: 27e9 } }))
+            .map((i) => ({ type: "file", path: `model-0000${i}-of-00002.safetensors`, size: 135, lfs: { oid: "0".repeat(64), size: listed } }))
             .concat([{ type: "file", path: "config.json", size: 2000 } as any]),
         ),
       );
@@ -116,19 +122,20 @@ describe("ocw deploy k8s", () => {
     ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    expect(hubHits.some((u) => u.startsWith("/api/models/Qwen/Qwen3.6-27B/tree/main"))).toBe(true);
-    const file = path.join(out, "ocw-qwen3-6-27b.yaml");
+    // L40S runs FP8 natively: the catalog's FP8 repo, sized by the Hub (issue 27)
+    expect(hubHits.some((u) => u.startsWith("/api/models/Qwen/Qwen3.6-27B-FP8/tree/main"))).toBe(true);
+    const file = path.join(out, "ocw-qwen3-6-27b-fp8.yaml");
     expect(r.stdout).toContain(`wrote ${file}`);
-    expect(r.stdout).toMatch(/50\.3 GiB of weights, from the Hub's listing/);
+    expect(r.stdout).toMatch(/Qwen\/Qwen3\.6-27B-FP8 \(27\.0 GiB of weights, from the Hub's listing/);
     const docs = docsOf(readFileSync(file, "utf8"));
-    expect(docs.map((d) => `${d.apiVersion} ${d.kind}`)).toEqual(["apps/v1 Deployment", "v1 Service"]);
+    expect(docs.map((d) => `${d.apiVersion} ${d.kind}`)).toEqual(["apps/v1 Deployment", "v1 Service", "v1 PersistentVolumeClaim"]);
     for (const d of docs) expect(validateManifest(d)).toEqual([]);
     const c = docs[0].spec.template.spec.containers[0];
-    expect(c.args).toEqual(expect.arrayContaining(["--tensor-parallel-size", "2", "--max-num-seqs", "8", "--served-model-name", "qwen3.6-27b"]));
+    expect(c.args).toEqual(expect.arrayContaining(["--tensor-parallel-size", "2", "--max-num-seqs", "8", "--served-model-name", "qwen3.6-27b-fp8"]));
     expect(c.resources.limits["nvidia.com/gpu"]).toBe("2");
     expect(docs[0].metadata.namespace).toBe("models");
     // the next steps: create the Secret from stdin, apply, then capture the pods as a pool (or the Service as a router)
-    expect(r.stdout).toContain("kubectl -n models create secret generic ocw-qwen3-6-27b-api-key --from-file=api-key=/dev/stdin");
+    expect(r.stdout).toContain("kubectl -n models create secret generic ocw-qwen3-6-27b-fp8-api-key --from-file=api-key=/dev/stdin");
     expect(r.stdout).toContain(`kubectl apply -f ${file}`);
     expect(r.stdout).toMatch(/ocw setup \$caps --api-key-env OCW_K8S_API_KEY --slots 8/);
   });
@@ -137,7 +144,7 @@ describe("ocw deploy k8s", () => {
     const r = await ocw(["deploy", "k8s", "--kind", "kserve", "--model", "gpt-oss-20b", "--gpus", "4x80G", "--data-parallel", "2"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/LLMInferenceService ocw-gpt-oss-20b \(serving\.kserve\.io\/v1alpha2\)/);
-    expect(r.stderr).toMatch(/estimated at 2 bytes per parameter/); // the stand-in Hub does not know openai/gpt-oss-20b
+    expect(r.stderr).toMatch(/mxfp4 from the catalog/); // the stand-in Hub does not know openai/gpt-oss-20b: the catalog's size
     const [doc, ...rest] = docsOf(r.stdout);
     expect(rest).toEqual([]);
     expect(validateManifest(doc)).toEqual([]);

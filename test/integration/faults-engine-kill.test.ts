@@ -125,7 +125,7 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
     const before = await api.workers.list.query();
     expect(before.filter((w) => w.verdict?.verdict === "built")).toHaveLength(2);
 
-    const oldServe = (await api.status.query()).serving[0]!.pid!;
+    const oldServe = (await api.status.query()).opencode[0]!.pid!;
     const killedAt = Date.now();
     process.kill(first.pid, "SIGKILL");
     let back: ReturnType<typeof readLock> = null;
@@ -186,7 +186,7 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
     const pendingIds: string[] = r.pending.slice(1).map((p: any) => p.workerId);
     await waitFor(batch.batchId, (x) => (x.counts.built ?? 0) >= 1);
     const before = await api.workers.list.query();
-    const serve = (await api.status.query()).serving[0]!;
+    const serve = (await api.status.query()).opencode[0]!;
     process.kill(serve.pid!, "SIGKILL");
     const interrupted = await waitFor(batch.batchId, (x) => x.counts.interrupted === pendingIds.length);
     expect(interrupted.counts.built).toBe(1);
@@ -198,7 +198,7 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
     }
     r = await resumeAndFinish(batch.batchId, pendingIds);
     expect(r.batch).toMatchObject({ settled: true, built: 3, builtRate: 1 });
-    expect((await api.status.query()).serving[0]!.pid).not.toBe(serve.pid);
+    expect((await api.status.query()).opencode[0]!.pid).not.toBe(serve.pid);
     await expectNothingMissed(batch.workerIds, received);
     unsubscribe();
   });

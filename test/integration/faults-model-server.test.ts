@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildLlamaArgs, freePort, startLlamaServer, stopPid, type StartOptions } from "../../engine/serving/llama-server";
 import type { Target } from "../../shared/target";
-import { isFinal } from "../../shared/worker";
+import { isAtRest } from "../../shared/worker";
 import { vocabDirFor, writeTinyModels } from "../fixtures/gguf/writer";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
 import { cleanup, makeRepo, scriptedTarget, settle, startEngine, untilAsk, untilState, type TestEngine } from "../helpers";
@@ -102,7 +102,7 @@ describe("kill -9 of the model server mid-batch (real llama-server)", () => {
     expect(afterMs).toBeLessThan(15_000);
     expect(hit.stateReason).toMatch(new RegExp(`model endpoint http://127.0.0.1:${port}/v1 stopped answering .*resume`));
     // The other one either was interrupted too or ends on its own (it was not mid-call): nothing is left hanging.
-    const other = await untilState(engine.client, hit.id === a ? b : a, (w) => w.state === "interrupted" || isFinal(w.state), 120_000);
+    const other = await untilState(engine.client, hit.id === a ? b : a, (w) => w.state === "interrupted" || isAtRest(w.state), 120_000);
     // Resuming while the server is still down says so and changes nothing.
     await expect(engine.client.workers.resume.mutate({ workerId: hit.id })).rejects.toThrow(/cannot reach the model endpoint/);
     expect((await engine.client.workers.get.query({ workerId: hit.id })).state).toBe("interrupted");

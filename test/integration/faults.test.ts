@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { bash, startScriptedModel, toolCall, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, isFinal, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilState, type TestEngine } from "../helpers";
+import { cleanup, isAtRest, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilState, type TestEngine } from "../helpers";
 
 let model: ScriptedModel;
 let engine: TestEngine;
@@ -87,7 +87,7 @@ describe("faults", () => {
 
   it("a model endpoint that hangs mid-response → the wall-clock budget stops the worker with its reason; nothing hangs", async () => {
     const { workerId } = await engine.client.workers.start.mutate({ task: "FAULT-HANG", directory: repo(), budget: { wallSec: 15 } });
-    const w = await untilState(engine.client, workerId, (x) => isFinal(x.state), 60_000);
+    const w = await untilState(engine.client, workerId, (x) => isAtRest(x.state), 60_000);
     expect(w.state).toBe("stopped");
     expect(w.stateReason).toMatch(/budget: wall clock of 15s/);
     expect(model.requests.some((r) => r.matched === "hang" && r.response?.type === "hang")).toBe(true);

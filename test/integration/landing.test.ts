@@ -238,7 +238,9 @@ describe("flagged changes, push and pull request", () => {
     const remote = tempDir("remote");
     dirs.push(remote);
     git(remote, "init", "-q", "--bare", "-b", "main");
-    git(dir, "remote", "add", "origin", remote);
+    // A hosted repository's URL (gh is told it with --repo), leading to the local bare repository.
+    git(dir, "remote", "add", "origin", "https://github.example/acme/app.git");
+    git(dir, "config", `url.${remote}.insteadOf`, "https://github.example/acme/app.git");
     git(dir, "push", "-q", "origin", "main");
     const { workerId } = await engine.client.workers.start.mutate({
       task: "LD-WRITE file=.npmrc text=script-shell=/tmp/evil",
@@ -276,6 +278,7 @@ describe("flagged changes, push and pull request", () => {
     const create = calls[1]!.join("\n");
     expect(calls[1]!.slice(0, 4)).toEqual(["pr", "create", "--head", `ocw/${workerId}`]);
     expect(create).toContain("--base\nmain");
+    expect(create).toContain("--repo\ngithub.example/acme/app");
     expect(create).toContain("Add npm config");
     expect(create).toContain("Verdict: **built**");
     expect(create).toContain("| npmrc written | passed (exit 0) |");

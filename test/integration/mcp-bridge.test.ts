@@ -343,12 +343,15 @@ describe("ocw mcp", () => {
     expect(r.batch.honestRate).toBe(0.5);
     // Overlapping scopes are flagged.
     const overlap = await mcp.call("delegate_batch", {
+      name: "Overlap check",
       tasks: [
         { task: "MCP-WRITE file=x.txt text=x", directory: dir, checks: [{ file: "x.txt" }] },
         { task: "MCP-WRITE file=y.txt text=y", directory: dir, checks: [{ file: "y.txt" }] },
       ],
     });
     expect(overlap.warnings.join(" ")).toMatch(/overlapping/);
+    // Named by Claude: people read the name instead of the id.
+    expect((await engine.client.workers.batch.query({ batchId: overlap.batchId })).name).toBe("Overlap check");
     for (const id of overlap.workerIds) await mcp.call("stop", { workerId: id });
   });
 

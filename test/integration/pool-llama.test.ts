@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildLlamaArgs, freePort, startLlamaServer, stopPid, type StartOptions } from "../../engine/serving/llama-server";
 import type { Target } from "../../shared/target";
-import { isActive, isFinal, type Worker } from "../../shared/worker";
+import { isActive, isAtRest, type Worker } from "../../shared/worker";
 import { vocabDirFor, writeTinyModels } from "../fixtures/gguf/writer";
 import { cleanup, makeRepo, settle, startEngine, type TestEngine } from "../helpers";
 
@@ -169,7 +169,7 @@ describe("a pool of three real llama-servers", () => {
     console.log(
       `batch of 12 settled in ${Date.now() - t0} ms: ${[...done.values()].map((w) => w.state).join(", ")}; most of ours at once per endpoint: ${[...maxOurs.values()].join(", ")}`,
     );
-    expect([...done.values()].every((w) => isFinal(w.state))).toBe(true);
+    expect([...done.values()].every((w) => isAtRest(w.state))).toBe(true);
     // Never more of ours on an endpoint than its slots, as configured and as its own /slots reports.
     expect(over).toEqual([]);
     // Spread: every endpoint served workers, none more than its slots at once.

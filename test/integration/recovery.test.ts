@@ -94,7 +94,7 @@ describe("admission and recovery", () => {
     expect(await engine.client.workers.batch.query({ batchId })).toMatchObject({ settled: true, builtRate: 1, honestRate: 1, verdict: "built" });
     // opencode serve runs with the system allocator (config.ts): its memory maps stay in the hundreds. With Bun's
     // bmalloc they were 6,027 after these 8 workers, on their way to vm.max_map_count, where opencode livelocks.
-    const pid = (await engine.client.status.query()).serving[0]!.pid!;
+    const pid = (await engine.client.status.query()).opencode[0]!.pid!;
     if (existsSync(`/proc/${pid}/maps`)) expect(readFileSync(`/proc/${pid}/maps`, "utf8").split("\n").length).toBeLessThan(4000);
   });
 
@@ -108,13 +108,13 @@ describe("admission and recovery", () => {
     });
     await untilState(engine.client, workerId, (w) => w.state === "running");
     await expect.poll(() => model.requests.some((r) => r.matched === "crash" && r.response?.type === "hang"), { timeout: 30_000 }).toBe(true);
-    const before = (await engine.client.status.query()).serving[0]!;
+    const before = (await engine.client.status.query()).opencode[0]!;
     const killedAt = Date.now();
     process.kill(before.pid!, "SIGKILL");
     const interrupted = await untilState(engine.client, workerId, (w) => w.state === "interrupted", 10_000);
     expect(interrupted.updatedAt - killedAt).toBeLessThan(2000);
-    await expect.poll(async () => (await engine.client.status.query()).serving[0], { timeout: 30_000 }).toMatchObject({ ready: true });
-    expect((await engine.client.status.query()).serving[0]!.pid).not.toBe(before.pid);
+    await expect.poll(async () => (await engine.client.status.query()).opencode[0], { timeout: 30_000 }).toMatchObject({ ready: true });
+    expect((await engine.client.status.query()).opencode[0]!.pid).not.toBe(before.pid);
     await engine.client.workers.resume.mutate({ workerId });
     const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
     expect(w.state).toBe("built");
@@ -134,7 +134,7 @@ describe("admission and recovery", () => {
     });
     const waiting = await untilAsk(engine.client, pending.workerId);
     const before = await engine.client.workers.list.query();
-    const oldServe = (await engine.client.status.query()).serving[0]!.pid!;
+    const oldServe = (await engine.client.status.query()).opencode[0]!.pid!;
 
     await engine.kill("SIGKILL");
     engine = await startEngine(engine.stateDir);

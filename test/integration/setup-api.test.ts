@@ -52,7 +52,7 @@ describe("setup.* routes", () => {
     const hw = await eng.client.setup.hardware.query();
     expect(hw.gpus.map((g) => g.name)).toEqual(["NVIDIA GeForce RTX 4090"]);
     const fit = FitResult.parse(await eng.client.setup.fit.query({ slots: 4 }));
-    expect([fit.pick?.model, fit.pick?.quant, fit.pick?.placement]).toEqual(["qwen3.6-27b", "Q4_K_M", "gpu"]);
+    expect([fit.pick?.model, fit.pick?.quant, fit.pick?.placement]).toEqual(["qwen3.8-27b", "Q4_K_M", "gpu"]);
     const cat = (await eng.client.setup.catalog.query({ slots: 4 })).map((c) => CatalogView.parse(c));
     expect(cat.find((c) => c.id === "qwen3.6-27b")?.fit?.placement).toBe("gpu");
     expect(cat.find((c) => c.id === "qwen3.5-397b-a17b")?.fit).toBeNull();

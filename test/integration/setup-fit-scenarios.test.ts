@@ -82,16 +82,17 @@ describe("ocw fit --json on simulated machines", () => {
     expect(p.command).toMatch(/^LLAMA_API_KEY=… llama-server -hf /);
     expect(j.problem).toBeNull();
   });
-  it("1×24 GB → Qwen3.6-27B Q4_K_M whole on the GPU, 4 slots × ≥32k", async () => {
+  it("1×24 GB → Qwen3.8-27B Q4_K_M whole on the GPU, 4 slots × ≥32k, at agent speed", async () => {
     const j = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(1, "NVIDIA GeForce RTX 4090", 24564), ramGiB: 64 })).stdout));
-    expect([j.pick!.model, j.pick!.quant, j.pick!.placement, j.pick!.slots]).toEqual(["qwen3.6-27b", "Q4_K_M", "gpu", 4]);
+    expect([j.pick!.model, j.pick!.quant, j.pick!.placement, j.pick!.slots]).toEqual(["qwen3.8-27b", "Q4_K_M", "gpu", 4]);
+    expect(j.pick!.speed!.decodeTokPerSecPerSlot).toBeGreaterThanOrEqual(8);
     expect(j.pick!.ctxPerSlot).toBeGreaterThanOrEqual(32768);
     expect(j.pick!.devices).toHaveLength(1);
     expect(j.alternatives.length).toBeGreaterThan(0);
   });
-  it("2×24 GB, 4 slots → two replicas of the same model (Q4_K_M, 2 slots each, one GPU each); the Q8_0 split over both is the alternative", async () => {
+  it("2×24 GB, 4 slots → two replicas of the same model (Q5_K_M, 2 slots each, one GPU each); the Q8_0 split over both is the alternative", async () => {
     const j = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 })).stdout));
-    expect([j.pick!.model, j.pick!.quant, j.pick!.slots]).toEqual(["qwen3.6-27b", "Q4_K_M", 4]);
+    expect([j.pick!.model, j.pick!.quant, j.pick!.slots]).toEqual(["qwen3.8-27b", "Q5_K_M", 4]);
     expect(j.pick!.ctxPerSlot).toBeGreaterThanOrEqual(32768);
     expect(["f16", "q8_0"]).toContain(kvType(j.pick!.command));
     expect(j.pick!.pool!.endpoints.map((e) => [e.devices, e.slots])).toEqual([
@@ -102,7 +103,7 @@ describe("ocw fit --json on simulated machines", () => {
     expect(j.pick!.devices.map((d) => d.name)).toEqual(["CUDA0 NVIDIA GeForce RTX 3090", "CUDA1 NVIDIA GeForce RTX 3090"]);
     expect(j.pick!.command).not.toMatch(/ -ts /);
     expect(j.pick!.reason).toMatch(/2 replicas, one llama-server per GPU/);
-    const split = j.alternatives.find((a) => a.model === "qwen3.6-27b" && !a.pool)!;
+    const split = j.alternatives.find((a) => a.model === "qwen3.8-27b" && !a.pool)!;
     expect(split.quant).toBe("Q8_0");
     expect(split.command).toMatch(/ -ts \d+,\d+ /);
     // one slot cannot be shared by two servers: then the Q8_0 split is the pick
@@ -111,12 +112,22 @@ describe("ocw fit --json on simulated machines", () => {
     );
     expect([one.pick!.quant, one.pick!.pool]).toEqual(["Q8_0", undefined]);
   });
-  it("1×80 GB → Q8_0 with 128k per slot, f16 cache", async () => {
-    const j = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(1, "NVIDIA H100 80GB HBM3", 81559), ramGiB: 256 })).stdout));
+  it("1×80 GB → vLLM with the maker's FP8 (a datacenter GPU), saying why; --runtime llama.cpp → Q8_0 with 128k per slot, f16 cache", async () => {
+    const v = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(1, "NVIDIA H100 80GB HBM3", 81559), ramGiB: 256 })).stdout));
+    expect([v.pick!.runtime, v.pick!.quant]).toEqual(["vllm", "fp8"]);
+    expect(v.pick!.runtimeReason).toMatch(/datacenter GPU/);
+    expect(v.alternatives[0]!.runtime).toBe("llama.cpp");
+    const j = FitResult.parse(
+      JSON.parse((await fit(["--json", "--runtime", "llama.cpp"], { nvidia: nvidia(1, "NVIDIA H100 80GB HBM3", 81559), ramGiB: 256 })).stdout),
+    );
     expect([j.pick!.quant, j.pick!.ctxPerSlot, kvType(j.pick!.command)]).toEqual(["Q8_0", 131072, "f16"]);
   });
-  it("8×141 GB, 16 slots → 8 replicas × 2 slots, one H200 each, never layer-split over all eight", async () => {
-    const j = FitResult.parse(JSON.parse((await fit(["--json", "--slots", "16"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout));
+  it("8×141 GB, 16 slots → one vLLM over all eight (issue 27); with llama.cpp 8 replicas × 2 slots, one H200 each, never layer-split over all eight", async () => {
+    const v = FitResult.parse(JSON.parse((await fit(["--json", "--slots", "16"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout));
+    expect([v.pick!.runtime, v.pick!.parallel!.tensor * v.pick!.parallel!.data, v.pick!.pool]).toEqual(["vllm", 8, undefined]);
+    const j = FitResult.parse(
+      JSON.parse((await fit(["--json", "--slots", "16", "--runtime", "llama.cpp"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout),
+    );
     expect(j.pick!.pool!.replicas).toBe(8);
     expect(j.pick!.pool!.endpoints.every((e) => e.devices.length === 1 && e.slots === 2 && !/ -ts /.test(e.command))).toBe(true);
     expect(j.pick!.pool!.endpoints.map((e) => /CUDA_VISIBLE_DEVICES=(\d)/.exec(e.command)?.[1])).toEqual(["0", "1", "2", "3", "4", "5", "6", "7"]);
@@ -129,8 +140,13 @@ describe("ocw fit --json on simulated machines", () => {
     const a = FitResult.parse(JSON.parse((await fit(["--json"], { rocm: rocm("Radeon RX 7900 XTX", 25753026560, 1102827520), ramGiB: 64 })).stdout));
     expect(a.pick!.devices[0]!.name).toBe("Vulkan0 Radeon RX 7900 XTX");
     expect(a.pick!.placement).toBe("gpu");
-    const b = FitResult.parse(JSON.parse((await fit(["--json"], { rocm: rocm("AMD Instinct MI300X", 192 * GiB, 300 * MiB), ramGiB: 512 })).stdout));
+    const b = FitResult.parse(
+      JSON.parse((await fit(["--json", "--runtime", "llama.cpp"], { rocm: rocm("AMD Instinct MI300X", 192 * GiB, 300 * MiB), ramGiB: 512 })).stdout),
+    );
     expect([b.pick!.quant, b.pick!.devices[0]!.name]).toEqual(["Q8_0", "Vulkan0 AMD Instinct MI300X"]);
+    // a 192 GB datacenter GPU without a runtime asked: vLLM on ROCm
+    const c = FitResult.parse(JSON.parse((await fit(["--json"], { rocm: rocm("AMD Instinct MI300X", 192 * GiB, 300 * MiB), ramGiB: 512 })).stdout));
+    expect([c.pick!.runtime, c.pick!.devices[0]!.name]).toEqual(["vllm", "ROCm0 AMD Instinct MI300X"]);
   });
   it("CPU only, 16 GiB → gpt-oss-20b on the CPU, 1 slot; 8 GiB → exit 3 with what to change", async () => {
     const r = await fit(["--json"], { ramGiB: 16 });
@@ -164,19 +180,20 @@ describe("ocw fit --json on simulated machines", () => {
       expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
     }
   });
-  it("--runtime vllm on 2×24 GB → Qwen3.6-27B FP8, tensor parallel 2 (bf16's 54 GB does not fit); 8×141 GB → 8 data-parallel engines", async () => {
+  it("--runtime vllm on 2×24 GB → Qwen3.8-27B FP8, tensor parallel 2 (bf16's 56 GB does not fit); 8×141 GB → 8 data-parallel engines", async () => {
     const arg = (cmd: string, f: string) => new RegExp(`${f} (\\S+)`).exec(cmd)?.[1] ?? null;
     const a = await fit(["--json", "--runtime", "vllm"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 });
     expect(a.code, a.stderr).toBe(0);
     const p = FitResult.parse(JSON.parse(a.stdout)).pick!;
-    expect([p.model, p.quant, p.runtime, p.parallel, p.slots]).toEqual(["qwen3.6-27b", "fp8", "vllm", { tensor: 2, data: 1 }, 4]);
-    expect(p.command).toMatch(/^VLLM_API_KEY=… vllm serve Qwen\/Qwen3.6-27B-FP8 /);
+    expect([p.model, p.quant, p.runtime, p.parallel, p.slots]).toEqual(["qwen3.8-27b", "fp8", "vllm", { tensor: 2, data: 1 }, 4]);
+    expect(p.command).toMatch(/^VLLM_API_KEY=… vllm serve Qwen\/Qwen3.8-27B-FP8 /);
     expect([arg(p.command, "--tensor-parallel-size"), arg(p.command, "--max-num-seqs")]).toEqual(["2", "4"]);
     expect(p.devices.map((d) => d.name)).toEqual(["CUDA0 NVIDIA GeForce RTX 3090", "CUDA1 NVIDIA GeForce RTX 3090"]);
     const b = FitResult.parse(
       JSON.parse((await fit(["--json", "--runtime", "sglang", "--slots", "16"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout),
     ).pick!;
-    expect([b.model, b.quant, b.runtime, b.parallel, b.ctxPerSlot]).toEqual(["qwen3.6-27b", "bf16", "sglang", { tensor: 1, data: 8 }, 131072]);
+    // H200 runs FP8 natively: the maker's FP8 weights first
+    expect([b.model, b.quant, b.runtime, b.parallel, b.ctxPerSlot]).toEqual(["qwen3.8-27b", "fp8", "sglang", { tensor: 1, data: 8 }, 131072]);
     expect([arg(b.command, "--dp-size"), arg(b.command, "--max-running-requests")]).toEqual(["8", "2"]);
     expect(b.command).not.toMatch(/--api-key/);
     // no GPU: exit 3 saying to use llama.cpp; a GGUF file: exit 2
@@ -195,7 +212,7 @@ describe("ocw fit --json on simulated machines", () => {
     const j = FitResult.parse(JSON.parse(r.stdout));
     expect(j.pick!.runtime).toBe("llama.cpp");
     const v = j.alternatives.find((a) => a.runtime === "vllm")!;
-    expect([v.model, v.parallel]).toEqual(["qwen3.6-27b", { tensor: 2, data: 1 }]);
+    expect([v.model, v.parallel]).toEqual(["qwen3.8-27b", { tensor: 2, data: 1 }]);
     // without it: llama.cpp alternatives only
     const none = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 })).stdout));
     expect(none.alternatives.every((a) => a.runtime === "llama.cpp")).toBe(true);

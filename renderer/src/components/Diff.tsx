@@ -2,6 +2,7 @@
 // file, with a file list and per-file collapse. A large file is virtualised: cut into pieces of PIECE lines (each a
 // valid diff with the file's own line numbers) in a @tanstack/react-virtual list, so only the pieces in view (and a
 // few around them) are in the page, whatever the file's size.
+import { onThemeChange, themeIsDark } from "../theme";
 import { showUntrustedLines } from "../../../shared/untrusted";
 import { DiffModeEnum, DiffView, SplitSide } from "@git-diff-view/react";
 import "@git-diff-view/react/styles/diff-view-pure.css";
@@ -44,15 +45,9 @@ function useMode(fallback: Mode): [Mode, (m: Mode) => void] {
   ];
 }
 
-const darkQuery = typeof window !== "undefined" && window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+/** Whether the dark theme shows (the person's choice in the header, else the system's). */
 export function useDarkTheme(): boolean {
-  return useSyncExternalStore(
-    (fn) => {
-      darkQuery?.addEventListener("change", fn);
-      return () => darkQuery?.removeEventListener("change", fn);
-    },
-    () => darkQuery?.matches ?? false,
-  );
+  return useSyncExternalStore(onThemeChange, themeIsDark);
 }
 
 const STATUS_MARK: Record<FileDiff["status"], string> = { added: "A", deleted: "D", modified: "M", renamed: "R", binary: "B" };

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from "react";
-import { isActive, isFinal, pendingAsks, type Worker } from "../../../shared/worker";
+import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
 import { countsAsBuilt } from "../../../shared/verdict";
 import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
@@ -8,6 +8,7 @@ import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common"
 import { duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { go, href } from "../router";
 import {
+  batchLabel,
   dashboardGroups,
   NO_FILTER,
   STATE_FILTERS,
@@ -18,6 +19,9 @@ import {
 } from "../../../shared/dashboard";
 import { onBatchEvent, pushNotice, sortedWorkers, useStore } from "../store";
 import type { BatchSummary } from "../../../shared/batch";
+import type { SearchHit } from "../../../shared/api";
+import { spendBy, spendText } from "../../../shared/cost";
+import { throughput } from "../../../shared/metrics";
 
 /** A worker interrupted because its model endpoint stopped answering (the engine's reason says so). */
 const MODEL_GONE = /model endpoint .* stopped answering/;
@@ -40,7 +44,7 @@ function modelDown(targetId: string, workers: Worker[]): { since: number; reason
 export function Dashboard() {
   const workers = useStore((s) => s.workers);
   const status = useStore((s) => s.status);
-  const serving = useStore((s) => s.serving);
+  const opencode = useStore((s) => s.opencode);
   const order = useStore((s) => s.order);
   const connection = useStore((s) => s.connection);
   const targets = useStore((s) => s.targets);
@@ -53,7 +57,15 @@ export function Dashboard() {
   const [filter, setFilter] = useState<DashboardFilter>(NO_FILTER);
   const [archived, setArchived] = useState<Set<string>>(readSet(ARCHIVE_KEY));
   const [showArchived, setShowArchived] = useState(false);
-  const groups = useMemo(() => dashboardGroups(list, filter, archived, showArchived), [list, filter, archived, showArchived]);
+  const batchNames = useStore((s) => s.batchNames);
+  // Transcript text is searched by the engine (workers.search); task text, ids and batch names here.
+  const searched = useTranscriptSearch(filter.search, connection === "live");
+  const hits = searched?.map ?? null;
+  const hitIds = useMemo(() => (hits ? new Set(hits.keys()) : null), [hits]);
+  const groups = useMemo(
+    () => dashboardGroups(list, filter, archived, showArchived, { hits: hitIds, names: batchNames }),
+    [list, filter, archived, showArchived, hitIds, batchNames],
+  );
   const archivedCount = useMemo(() => new Set(list.filter((w) => w.batchId && archived.has(w.batchId)).map((w) => w.batchId)).size, [list, archived]);
   // The last archived batch taken back: back to the live view.
   useEffect(() => {
@@ -79,8 +91,8 @@ export function Dashboard() {
         )}
         <div className="slots-row">
           {(status?.slots ?? []).map((s) => {
-            const srv = status?.serving.find((x) => x.targetId === s.targetId);
-            const live = serving[s.targetId];
+            const srv = status?.opencode.find((x) => x.targetId === s.targetId);
+            const live = opencode[s.targetId];
             const harness = live?.status ?? (srv ? (srv.ready ? "ready" : "starting") : "idle");
             const down = modelDown(s.targetId, list);
             // What a person needs first: is it working? Unknown when the engine is gone; down when the model is.
@@ -172,6 +184,12 @@ export function Dashboard() {
         />
       )}
 
+      {searched?.truncated && filter.search.trim() && (
+        <p className="muted small" role="status">
+          The transcript search stopped early (at most 50 matches, 8 MiB of each log and 96 MiB in all, newest workers first).
+        </p>
+      )}
+
       {list.length > 0 && groups.length === 0 && (
         <p className="muted pad" role="status">
           {showArchived ? "No archived batch matches." : "No worker matches these filters."}{" "}
@@ -182,9 +200,69 @@ export function Dashboard() {
       )}
 
       {groups.map((g) => (
-        <BatchGroup key={g.batchId || "single"} group={g} archived={archived.has(g.batchId)} onArchive={(on) => archive(g.batchId, on)} />
+        <BatchGroup
+          key={g.batchId || "single"}
+          group={g}
+          archived={archived.has(g.batchId)}
+          onArchive={(on) => archive(g.batchId, on)}
+          hits={filter.search.trim() ? hits : null}
+        />
       ))}
+
+      {list.length > 0 && <RepoCosts workers={list} />}
     </div>
+  );
+}
+
+/**
+ * The engine's transcript search for what is typed in the search box (2 characters or more), 300 ms after the last
+ * key; null while there is nothing to search or no answer yet. An answer for an older text is dropped.
+ */
+function useTranscriptSearch(text: string, live: boolean): { map: Map<string, SearchHit>; truncated: boolean } | null {
+  const [hits, setHits] = useState<{ q: string; map: Map<string, SearchHit>; truncated: boolean } | null>(null);
+  const q = text.trim();
+  useEffect(() => {
+    if (q.length < 2 || !live) return;
+    let current = true;
+    const t = setTimeout(() => {
+      void api.workers.search.query({ query: q }).then(
+        (r) => current && setHits({ q, map: new Map(r.hits.map((h) => [h.workerId, h])), truncated: r.truncated }),
+        (err) => current && pushNotice("warn", `search in transcripts: ${errorText(err)}`),
+      );
+    }, 300);
+    return () => {
+      current = false;
+      clearTimeout(t);
+    };
+  }, [q, live]);
+  return hits && hits.q === q ? hits : null;
+}
+
+/** What the workers cost per repository: money on API targets, tokens on a model of one's own (shared/cost.ts). */
+function RepoCosts({ workers }: { workers: Worker[] }) {
+  const targets = useStore((s) => s.targets);
+  const rows = useMemo(() => [...spendBy(workers, targets, (w) => w.spec.directory).entries()].sort((a, b) => a[0].localeCompare(b[0])), [workers, targets]);
+  return (
+    <section className="panel repo-costs" aria-label="Cost by repository">
+      <h2>
+        Cost by repository <span className="muted small">· money on API targets, tokens on your own model</span>
+      </h2>
+      <table className="small">
+        <tbody>
+          {rows.map(([repo, sp]) => (
+            <tr key={repo} aria-label={`cost of ${repo}`}>
+              <td className="mono ellipsis" title={repo}>
+                {repo.split("/").filter(Boolean).pop() ?? repo}
+              </td>
+              <td className="muted">
+                {sp.workers} worker{sp.workers === 1 ? "" : "s"}
+              </td>
+              <td>{spendText(sp, tokens)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
   );
 }
 
@@ -220,6 +298,7 @@ function FilterBar(p: {
   const repos = useMemo(() => [...new Set(list.map((w) => w.spec.directory))].sort(), [list]);
   const targets = useMemo(() => [...new Set(list.map((w) => w.targetId ?? ""))].filter(Boolean).sort(), [list]);
   const batches = useMemo(() => [...new Set(list.map((w) => w.batchId ?? ""))].filter(Boolean), [list]);
+  const names = useStore((s) => s.batchNames);
   const set = (patch: Partial<DashboardFilter>) => setFilter({ ...filter, ...patch });
   const labels: Record<StateFilter, string> = { all: "All", "needs-you": "Needs you", running: "Running", queued: "Queued", settled: "Settled" };
   return (
@@ -241,7 +320,8 @@ function FilterBar(p: {
       <input
         type="search"
         className="filter-search"
-        placeholder="Search task or id"
+        placeholder="Search task, id or transcript"
+        title="Words in the task, the worker id, the batch name, or anything in the transcript (model text, tool output, steers)"
         aria-label="Search task or id"
         value={filter.search}
         onChange={(e) => set({ search: e.target.value })}
@@ -272,7 +352,7 @@ function FilterBar(p: {
           <option value="single">Single tasks</option>
           {batches.map((b) => (
             <option key={b} value={b}>
-              {b}
+              {batchLabel(b, names)}
             </option>
           ))}
         </select>
@@ -286,8 +366,23 @@ function FilterBar(p: {
   );
 }
 
-function BatchGroup({ group, archived, onArchive }: { group: DashboardGroup; archived: boolean; onArchive: (on: boolean) => void }) {
+function BatchGroup({
+  group,
+  archived,
+  onArchive,
+  hits,
+}: {
+  group: DashboardGroup;
+  archived: boolean;
+  onArchive: (on: boolean) => void;
+  hits: Map<string, SearchHit> | null;
+}) {
   const { batchId, workers } = group;
+  const name = useStore((s) => (batchId ? (s.batchNames[batchId] ?? null) : null));
+  const targets = useStore((s) => s.targets);
+  const spend = useMemo(() => spendBy(workers, targets).get(""), [workers, targets]);
+  const [renaming, setRenaming] = useState(false);
+  const label = batchId ? `Batch ${name ?? batchId}` : "Single tasks";
   // A settled batch can be folded to its header line (remembered in this browser); it sinks below what needs you anyway.
   const [collapsedSet, setCollapsedSet] = useState(() => readSet(COLLAPSE_KEY));
   const collapsible = !!batchId && group.settled;
@@ -303,13 +398,13 @@ function BatchGroup({ group, archived, onArchive }: { group: DashboardGroup; arc
   // A no-op is never built (an older engine's log may say otherwise): it does not count.
   const built = graded.filter((w) => countsAsBuilt(w.verdict)).length;
   const honest = graded.filter((w) => w.verdict!.honest).length;
-  const settled = workers.every((w) => isFinal(w.state));
+  const settled = workers.every((w) => isAtRest(w.state));
   const count = (f: (w: Worker) => boolean) => workers.filter(f).length;
   const bar = [
     { key: "graded", n: graded.length, label: "graded" },
     { key: "waiting", n: count((w) => w.state === "waiting-approval"), label: "waiting for you" },
     { key: "running", n: count((w) => ["starting", "running", "settled", "grading"].includes(w.state)), label: "running" },
-    { key: "ended", n: count((w) => !w.verdict && isFinal(w.state)), label: "stopped / interrupted / error" },
+    { key: "ended", n: count((w) => !w.verdict && isAtRest(w.state)), label: "stopped / interrupted / error" },
     { key: "queued", n: count((w) => w.state === "queued"), label: "queued" },
   ];
   return (
@@ -318,17 +413,33 @@ function BatchGroup({ group, archived, onArchive }: { group: DashboardGroup; arc
         {collapsible ? (
           <h2>
             <button type="button" className="btn ghost collapse-btn" aria-expanded={!collapsed} onClick={toggle}>
-              <span aria-hidden="true">{collapsed ? "▸" : "▾"}</span> Batch {batchId}
+              <span aria-hidden="true">{collapsed ? "▸" : "▾"}</span> {label}
             </button>
           </h2>
         ) : (
-          <h2>{batchId ? `Batch ${batchId}` : "Single tasks"}</h2>
+          <h2>{label}</h2>
         )}
+        {name && <span className="mono small muted">{batchId}</span>}
+        {batchId && !renaming && (
+          <button type="button" className="btn ghost small" aria-label={`Rename ${batchId}`} onClick={() => setRenaming(true)}>
+            {name ? "Rename" : "Name…"}
+          </button>
+        )}
+        {batchId && renaming && <RenameBatch batchId={batchId} name={name ?? ""} done={() => setRenaming(false)} />}
         <span className="muted small">
           {workers.length} worker{workers.length === 1 ? "" : "s"} · built {built}/{graded.length} ({pct(graded.length ? built / graded.length : null)}) ·
           honest {pct(graded.length ? honest / graded.length : null)}
           {settled ? " · settled" : ""}
         </span>
+        {spend && (
+          <span
+            className="small batch-cost"
+            aria-label={`cost of ${batchId ? `batch ${batchId}` : "single tasks"}`}
+            title="money on API targets, tokens on your own model"
+          >
+            {spendText(spend, tokens)}
+          </span>
+        )}
         {batchId && !collapsed && <MergeAll batchId={batchId} workers={workers} />}
         {collapsible && (
           <button
@@ -350,7 +461,7 @@ function BatchGroup({ group, archived, onArchive }: { group: DashboardGroup; arc
       {!collapsed && (
         <div className="cards">
           {workers.map((w) => (
-            <WorkerCard key={w.id} w={w} />
+            <WorkerCard key={w.id} w={w} hit={hits?.get(w.id)} />
           ))}
         </div>
       )}
@@ -358,9 +469,49 @@ function BatchGroup({ group, archived, onArchive }: { group: DashboardGroup; arc
   );
 }
 
-function WorkerCard({ w }: { w: Worker }) {
+/** Names (or renames) a batch in place: Enter saves, Escape cancels; an empty name takes the name away. */
+function RenameBatch({ batchId, name, done }: { batchId: string; name: string; done: () => void }) {
+  const [value, setValue] = useState(name);
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      className="rename-batch"
+      aria-label={`name of batch ${batchId}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        setBusy(true);
+        void api.workers.nameBatch
+          .mutate({ batchId, name: value })
+          .then(
+            () => done(),
+            (err) => pushNotice("error", `name of batch ${batchId}: ${errorText(err)}`),
+          )
+          .finally(() => setBusy(false));
+      }}
+    >
+      <input
+        aria-label="Batch name"
+        value={value}
+        maxLength={80}
+        placeholder="a name for this batch"
+        autoFocus
+        onChange={(e) => setValue(e.target.value)}
+        onKeyDown={(e) => e.key === "Escape" && done()}
+      />
+      <button type="submit" className="btn primary small" disabled={busy}>
+        Save
+      </button>
+      <button type="button" className="btn small" onClick={done}>
+        Cancel
+      </button>
+    </form>
+  );
+}
+
+function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
   const now = useNow();
   const rate = useStore((s) => s.rates[w.id]);
+  const streamedChars = useStore((s) => s.streamed[w.id] ?? 0);
   const asks = pendingAsks(w);
   const pending = asks.length;
   const [busy, setBusy] = useState(false);
@@ -377,11 +528,12 @@ function WorkerCard({ w }: { w: Worker }) {
   const resumable = !w.discarded && (w.state === "stopped" || w.state === "interrupted" || w.state === "error");
   const start = w.startedAt ?? w.createdAt;
   const elapsed = (w.endedAt ?? now) - start;
-  const ran = w.startedAt ? ((w.endedAt ?? now) - w.startedAt) / 1000 : 0;
-  const total = w.usage.input + w.usage.output + w.usage.reasoning;
-  // Tokens/s: the target's reported output over the time it ran; while streaming, the live estimate of the last second.
+  // Tokens: reported, plus the text streamed since the last report (estimated). Tokens/s: over the time on the model
+  // (waiting for a person, queued and grading left out); while streaming, the live estimate of the last second.
+  const tp = throughput(w, now, isActive(w.state) ? streamedChars : 0);
+  const total = tp.tokens;
   const liveRate = isActive(w.state) ? (rate?.[rate.length - 1] ?? null) : null;
-  const avgRate = ran > 0 && w.usage.output > 0 ? (w.usage.output + w.usage.reasoning) / ran : null;
+  const avgRate = tp.tokPerSec;
   const retry = () =>
     void act("retry", async () => {
       const id = await retryWorker(w);
@@ -420,7 +572,7 @@ function WorkerCard({ w }: { w: Worker }) {
         <span className="mono small muted">{w.id}</span>
       </div>
       <div className="card-stats small" aria-label={`progress of ${w.id}`}>
-        {isFinal(w.state) ? (
+        {isAtRest(w.state) ? (
           <span title="from its start to its end">took {duration(elapsed)}</span>
         ) : (
           <>
@@ -431,15 +583,15 @@ function WorkerCard({ w }: { w: Worker }) {
           </>
         )}
         <span
-          title={`tokens: in ${w.usage.input.toLocaleString()} · out ${w.usage.output.toLocaleString()}${w.usage.reasoning ? ` · reasoning ${w.usage.reasoning.toLocaleString()}` : ""} (as the target reports them)`}
+          title={`tokens: in ${w.usage.input.toLocaleString()} · out ${w.usage.output.toLocaleString()}${w.usage.reasoning ? ` · reasoning ${w.usage.reasoning.toLocaleString()}` : ""} (as the target reports them)${tp.estimated ? ` + ~${tp.estimated.toLocaleString()} streamed since its last report (estimated)` : ""}`}
         >
-          {total ? `${tokens(total)} tok` : "— tok"}
+          {total ? `${tp.estimated ? "~" : ""}${tokens(total)} tok` : "— tok"}
         </span>
         <span
           title={
             liveRate !== null
               ? "output tokens in the last second (estimated from streamed text)"
-              : "output tokens per second over the time it ran (as the target reports them)"
+              : `output tokens per second over its ${duration(tp.modelSec * 1000)} on the model (time waiting for you, queued or grading left out)`
           }
         >
           {liveRate !== null && liveRate > 0 ? `~${liveRate} tok/s` : avgRate !== null ? `${avgRate.toFixed(1)} tok/s` : "— tok/s"}
@@ -453,7 +605,7 @@ function WorkerCard({ w }: { w: Worker }) {
             </>
           ) : (
             <span className="muted">
-              {w.stalled ? "stalled" : ((isFinal(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—")}
+              {w.stalled ? "stalled" : ((isAtRest(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—")}
             </span>
           )}
         </span>
@@ -465,6 +617,16 @@ function WorkerCard({ w }: { w: Worker }) {
           {w.merged && <span className="chip chip-ok">merged</span>}
           {w.toolFailures > 0 && <span className="chip chip-warn">{w.toolFailures} tool failures</span>}
           {w.stalled && <span className="chip chip-warn">stalled</span>}
+        </div>
+      )}
+      {hit && (
+        <div className="card-hit small" aria-label={`transcript match in ${w.id}`}>
+          <a className="io-label" href={href({ name: "worker", id: w.id })} title="open its transcript">
+            {hit.where === "tool" ? "tool" : hit.where === "steer" ? "steer" : "transcript"}
+          </a>{" "}
+          <span className="untrusted muted" title="text the worker or its model wrote: data, not instructions">
+            {hit.untrusted.snippet}
+          </span>
         </div>
       )}
       {pending > 0 && (

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "react";
-import { isActive, isFinal, pendingAsks } from "../../../shared/worker";
+import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
 import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
@@ -13,8 +13,10 @@ import type { DraftComment } from "../components/Diff";
 import { baselineWarning } from "../../../shared/verdict";
 import { desktop } from "../desktop";
 import { duration, phaseOf, taskTitle, tokens, useNow } from "../format";
+import { throughput } from "../../../shared/metrics";
+import { spendText, workerSpend, type Price } from "../../../shared/cost";
 import { go, href } from "../router";
-import { closeTranscript, loadTranscript, pushNotice, useStore } from "../store";
+import { closeTranscript, loadTranscript, pushNotice, refreshTargets, useStore } from "../store";
 
 const EMPTY: never[] = [];
 const NO_SEQS: Record<string, number> = {};
@@ -124,13 +126,7 @@ export function WorkerDetail({ id }: { id: string }) {
               {w.baseBranch ? ` from ${w.baseBranch}` : ""}
             </span>
           )}
-          <span>
-            tokens in {w.usage.input.toLocaleString()} · out {w.usage.output.toLocaleString()}
-            {w.startedAt && w.usage.output > 0
-              ? ` · ${((w.usage.output + w.usage.reasoning) / Math.max(1, ((w.endedAt ?? now) - w.startedAt) / 1000)).toFixed(1)} tok/s`
-              : ""}
-            {w.usage.input + w.usage.output > 0 ? ` (${tokens(w.usage.input + w.usage.output + w.usage.reasoning)} total)` : ""}
-          </span>
+          <WorkerTokens w={w} now={now} />
           {w.currentTool && (
             <span>
               running <code>{w.currentTool}</code>
@@ -497,7 +493,7 @@ export function WorkerDetail({ id }: { id: string }) {
             </button>
           ))}
         </div>
-        {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isFinal(w.state)} />}
+        {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isAtRest(w.state)} />}
         {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} merged={w.merged} />}
         {tab === "task" && (
           <div className="task-view">
@@ -774,5 +770,79 @@ function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").
         </div>
       ))}
     </section>
+  );
+}
+
+/**
+ * Tokens (reported, plus the text streamed since the last report, estimated), tok/s over the time on the model
+ * (waiting for a person, queued and grading left out: shared/metrics.ts) and what it cost (shared/cost.ts).
+ */
+function WorkerTokens({ w, now }: { w: Worker; now: number }) {
+  const streamed = useStore((s) => s.streamed[w.id] ?? 0);
+  const target = useStore((s) => s.targets.find((t) => t.id === w.targetId));
+  const tp = throughput(w, now, isActive(w.state) ? streamed : 0);
+  const spend = workerSpend(w, target);
+  return (
+    <>
+      <span aria-label={`tokens of ${w.id}`}>
+        tokens in {w.usage.input.toLocaleString()} · out {w.usage.output.toLocaleString()}
+        {tp.estimated ? ` + ~${tp.estimated.toLocaleString()} streaming` : ""}
+        {tp.tokens > 0 ? ` (${tp.estimated ? "~" : ""}${tokens(tp.tokens)} total)` : ""}
+      </span>
+      <span aria-label={`speed of ${w.id}`} title="output tokens per second over the time on the model (time waiting for you, queued or grading left out)">
+        {tp.tokPerSec !== null ? `${tp.tokPerSec.toFixed(1)} tok/s` : "— tok/s"} over {duration(tp.modelSec * 1000)} on the model
+      </span>
+      <span aria-label={`cost of ${w.id}`} title="money on API targets (the provider's report, else the target's price), tokens on your own model">
+        cost {spendText(spend, tokens)}
+      </span>
+      {target?.serving.engine === "api" && <TargetPrice targetId={target.id} price={target.price ?? null} />}
+    </>
+  );
+}
+
+/** An API target's price per million tokens, set or changed in place (targets.setPrice); every cost follows it. */
+function TargetPrice({ targetId, price }: { targetId: string; price: Price | null }) {
+  const [open, setOpen] = useState(false);
+  const [input, setInput] = useState(price ? String(price.inputPerMTok) : "");
+  const [output, setOutput] = useState(price ? String(price.outputPerMTok) : "");
+  const [busy, setBusy] = useState(false);
+  if (!open)
+    return (
+      <span>
+        {price ? `$${price.inputPerMTok} in / $${price.outputPerMTok} out per M tokens ` : "no price for this API target "}
+        <button type="button" className="btn ghost small" aria-label={`Set the price of ${targetId}`} onClick={() => setOpen(true)}>
+          {price ? "Change…" : "Set price…"}
+        </button>
+      </span>
+    );
+  const num = (v: string) => (v.trim() === "" ? Number.NaN : Number(v));
+  const valid = Number.isFinite(num(input)) && num(input) >= 0 && Number.isFinite(num(output)) && num(output) >= 0;
+  return (
+    <form
+      className="price-form"
+      aria-label={`price of ${targetId}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        setBusy(true);
+        void api.targets.setPrice
+          .mutate({ id: targetId, price: { inputPerMTok: num(input), outputPerMTok: num(output) } })
+          .then(
+            () => refreshTargets().then(() => setOpen(false)),
+            (err) => pushNotice("error", `price of ${targetId}: ${errorText(err)}`),
+          )
+          .finally(() => setBusy(false));
+      }}
+    >
+      $
+      <input aria-label="dollars per million input tokens" inputMode="decimal" value={input} onChange={(e) => setInput(e.target.value)} size={6} /> in · $
+      <input aria-label="dollars per million output tokens" inputMode="decimal" value={output} onChange={(e) => setOutput(e.target.value)} size={6} /> out per M
+      tokens{" "}
+      <button type="submit" className="btn primary small" disabled={busy || !valid}>
+        Save
+      </button>
+      <button type="button" className="btn small" onClick={() => setOpen(false)}>
+        Cancel
+      </button>
+    </form>
   );
 }

@@ -1,5 +1,6 @@
 // Capture a running server, or add an API provider: the engine verifies it (setup.capture / setup.provider) and saves
 // the target only after that verify; saving without verify is the person's explicit, confirmed choice.
+import type { Price } from "../../../../shared/cost";
 import { useState, type FormEvent } from "react";
 import type { SetupOutcome } from "../../../../shared/setup";
 import { PROVIDER_PRESETS } from "../../../../shared/servers";
@@ -39,7 +40,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   const [result, setResult] = useState<SetupOutcome | null>(null);
   const [confirmUnverified, setConfirmUnverified] = useState(false);
   const [preset, setPreset] = useState("");
-  const [models, setModels] = useState<{ id: string; contextLength: number | null }[] | null>(null);
+  const [models, setModels] = useState<{ id: string; contextLength: number | null; price?: Price | null }[] | null>(null);
   const [modelsState, setModelsState] = useState<{ busy: boolean; error: string | null }>({ busy: false, error: null });
 
   /** A preset fills the base URL and the usual key variable; the model list is fetched from the provider. */
@@ -89,6 +90,9 @@ export function EndpointForm({ mode }: { mode: Mode }) {
     try {
       const i = input(unverified);
       const { apiKeyEnv, ...rest } = i;
+      // The provider's listed price of the chosen model goes with the target: costs use it.
+      const price = models?.find((m) => m.id === i.model)?.price ?? undefined;
+      if (!capture && price) Object.assign(rest, { price });
       const r = capture
         ? await api.setup.capture.mutate(i)
         : typedKey.trim()
@@ -187,6 +191,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
                   <option key={m.id} value={m.id}>
                     {m.id}
                     {m.contextLength ? ` (${Math.round(m.contextLength / 1024)}k context)` : ""}
+                    {m.price ? ` · $${m.price.inputPerMTok} / $${m.price.outputPerMTok} per M tokens` : ""}
                   </option>
                 ))}
               </select>

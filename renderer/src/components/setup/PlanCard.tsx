@@ -10,6 +10,8 @@ import { MemoryChart } from "./MemoryChart";
 export function setupCommand(pick: FitPick, repoOf: (id: string) => string | undefined): string {
   const repo = repoOf(pick.model);
   const model = repo ? `${repo}${pick.quant ? `:${pick.quant}` : ""}` : pick.model;
+  // vLLM / SGLang load the catalog id's safetensors weights; llama.cpp the GGUF repo:QUANT
+  if (pick.runtime !== "llama.cpp") return `ocw setup --runtime ${pick.runtime} --model ${sh(pick.model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}`;
   return `ocw setup --runtime llama.cpp --model ${sh(model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}`;
 }
 
@@ -56,7 +58,25 @@ export function PlanCard({
           {pick.ctxPerSlot.toLocaleString()} tokens ({ctxText(pick.ctxPerSlot)})
         </dd>
         <dt>runtime</dt>
-        <dd>{pick.runtime}</dd>
+        <dd>
+          {pick.runtime}
+          {pick.runtimeReason ? <span className="small muted"> — {pick.runtimeReason}</span> : null}
+        </dd>
+        {pick.speed ? (
+          <>
+            <dt>speed (estimated)</dt>
+            <dd>
+              <span className={`chip chip-${pick.speed.tooSlow ? "bad" : "ok"}`}>≈ {pick.speed.decodeTokPerSecPerSlot} tokens/s per slot</span>{" "}
+              <span className="small muted">
+                with {pick.slots} busy ({pick.speed.decodeTokPerSecTotal} in all)
+                {pick.speed.decodeTokPerSecSingle !== undefined ? `, ${pick.speed.decodeTokPerSecSingle} alone` : ""}
+                {pick.speed.prefillTokPerSec !== undefined ? `; prompt ≈ ${pick.speed.prefillTokPerSec} tokens/s` : ""}
+                {pick.speed.firstRequestSec !== undefined ? `, OpenCode's first request ≈ ${pick.speed.firstRequestSec} s` : ""}
+              </span>
+              {pick.speed.warning ? <div className="small">{pick.speed.warning}</div> : null}
+            </dd>
+          </>
+        ) : null}
         <dt>tool calling</dt>
         <dd>
           <span className={`chip chip-${pick.toolCalling === "verified" ? "ok" : "idle"}`}>{pick.toolCalling}</span>{" "}
@@ -88,9 +108,11 @@ export function PlanCard({
         <span>
           {pick.pool
             ? `The ${pick.pool.replicas} llama-servers it runs, one per line (key elided, each with its GPUs alone)`
-            : "The llama-server it runs (key elided)"}
+            : pick.runtime === "llama.cpp"
+              ? "The llama-server it runs (key elided)"
+              : `The ${pick.runtime === "vllm" ? "vLLM" : "SGLang"} server it runs (key elided)`}
         </span>
-        <CopyField label="llama-server command" value={pick.command} />
+        <CopyField label={pick.runtime === "llama.cpp" ? "llama-server command" : `${pick.runtime} command`} value={pick.command} />
       </div>
       {onStart && (
         <p>

@@ -1,7 +1,7 @@
 import type { Target } from "../../shared/target";
-import { endpointsOf, isPool, probeHealth } from "../admission/capacity";
+import { endpointsOf, isPool, probeHealth } from "./capacity";
 import { resolveKey } from "../serving/keys";
-import { InputError } from "../workspace/workspace";
+import { InputError } from "../../shared/errors";
 
 const ok = new Map<string, number>();
 

@@ -1,0 +1,7 @@
+// Grading's surface: checks run held back, scope, the verdict, the ladder, grading's folders.
+// Code outside engine/grading/ imports only this file (scripts/layers.mjs).
+export { heldBackProblem, runChecks } from "./checks";
+export { discard, folderIn, sweepDiscarded } from "./folders";
+export { baselineChecks, grade } from "./grade";
+export { LADDER, materializeRung, summarizeLadder } from "./ladder";
+export { globsMatcher } from "./scope";

@@ -1,0 +1,153 @@
+// Push and pull request with the person's git and gh: a remote URL's credentials (https://user:token@host/…) are never
+// shown (result, error, the gh complaint), and the pull request names the remote's repository to gh (`--repo`), never
+// gh's own default repository.
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
+import type { Worker } from "../../shared/worker";
+import { committedRepo } from "../../test/fixtures/git-repo";
+import type { Engine } from "./engine";
+import { pushWork, verdictCard } from "./push";
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-push-"));
+const PATH = process.env.PATH;
+let ghLog = "";
+let n = 0;
+const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8" }).trim();
+
+beforeAll(() => {
+  // A fake gh: records its arguments; `pr create` answers with a URL, or (GH_FAIL) fails quoting the remote's URL.
+  const bin = path.join(tmp, "bin");
+  ghLog = path.join(tmp, "gh.log");
+  execFileSync("mkdir", ["-p", bin]);
+  writeFileSync(
+    path.join(bin, "gh"),
+    `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> "${ghLog}"; done\nprintf -- '----\\n' >> "${ghLog}"\nif [ "$1" = auth ]; then exit 0; fi\nif [ -n "$GH_FAIL" ]; then echo "could not push to https://alice:s3cr3t-token@github.example/acme/app.git" >&2; exit 1; fi\necho "https://github.example/acme/app/pull/1"\n`,
+  );
+  chmodSync(path.join(bin, "gh"), 0o755);
+  process.env.PATH = `${bin}:${PATH}`;
+});
+afterEach(() => {
+  delete process.env.GH_FAIL;
+});
+afterAll(() => {
+  process.env.PATH = PATH;
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+/** A repository with a built worker's commit, and an engine that knows only that worker. */
+function setup() {
+  const repo = committedRepo(path.join(tmp, `repo-${++n}`), { "a.txt": "a\n" });
+  const base = g(repo, "rev-parse", "HEAD");
+  writeFileSync(path.join(repo, "a.txt"), "b\n");
+  g(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "work");
+  const commit = g(repo, "rev-parse", "HEAD");
+  g(repo, "reset", "-q", "--hard", base);
+  const remote = path.join(tmp, `remote-${n}.git`);
+  execFileSync("git", ["init", "-q", "--bare", "-b", "main", remote]);
+  g(repo, "push", "-q", remote, "main");
+  const worker = {
+    id: "w-1",
+    state: "built",
+    repo,
+    baseCommit: base,
+    spec: { task: "t", title: "T" },
+    verdict: { verdict: "built", claim: "built", honest: true, commit, checks: [], scope: { passed: true, violations: [] }, flags: [] },
+  } as unknown as Worker;
+  const engine = { get: () => worker } as unknown as Engine;
+  return { repo, remote, commit, engine };
+}
+
+const SECRET_URL = "https://alice:s3cr3t-token@github.example/acme/app.git";
+
+describe("push and pull request", () => {
+  it("credentials in a remote URL are never shown: an unreachable remote's error", async () => {
+    const { engine } = setup();
+    const err = await pushWork(engine, { workerId: "w-1", remote: "https://alice:s3cr3t-token@127.0.0.1:9/acme/app.git" }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(err?.message).toMatch(/cannot reach the remote https:\/\/\*\*\*@127\.0\.0\.1:9\/acme\/app\.git/);
+    expect(`${err?.message}\n${err?.stack}`).not.toContain("s3cr3t");
+  });
+
+  it("a pushed remote URL with credentials is shown without them, and gh is told the remote's repository (--repo)", async () => {
+    const { repo, remote, commit, engine } = setup();
+    // The hosted URL leads to the local bare repository (as a credential helper or a mirror would).
+    g(repo, "config", `url.${remote}.insteadOf`, SECRET_URL);
+    writeFileSync(ghLog, "");
+    const r = await pushWork(engine, { workerId: "w-1", remote: SECRET_URL, pr: true });
+    expect(r).toMatchObject({ remote: "https://***@github.example/acme/app.git", branch: "ocw/w-1", commit, prProblem: null });
+    expect(JSON.stringify(r)).not.toContain("s3cr3t");
+    expect(g(remote, "rev-parse", "refs/heads/ocw/w-1")).toBe(commit);
+    const create = readFileSync(ghLog, "utf8").split("----\n")[1]!.split("\n");
+    expect(create.slice(0, 2)).toEqual(["pr", "create"]);
+    expect(create[create.indexOf("--repo") + 1]).toBe("github.example/acme/app");
+    expect(create).not.toContain(SECRET_URL);
+
+    // A configured remote: its URL names the repository; gh's complaint quoting the URL is redacted.
+    g(repo, "remote", "add", "origin", SECRET_URL);
+    process.env.GH_FAIL = "1";
+    writeFileSync(ghLog, "");
+    const failed = await pushWork(engine, { workerId: "w-1", remote: "origin", branch: "ocw/again", pr: true });
+    expect(failed.prProblem).toMatch(/gh could not open the pull request: could not push to https:\/\/\*\*\*@github\.example/);
+    expect(readFileSync(ghLog, "utf8")).toContain("--repo\ngithub.example/acme/app\n");
+  });
+
+  it("a remote that names no hosted repository (a local path): no pull request is guessed", async () => {
+    const { remote, engine } = setup();
+    writeFileSync(ghLog, "");
+    const r = await pushWork(engine, { workerId: "w-1", remote, pr: true });
+    expect(r.pr).toBeNull();
+    expect(r.prProblem).toMatch(/is not a repository on a hosting service that gh can name/);
+    expect(readFileSync(ghLog, "utf8")).not.toContain("create");
+  });
+
+  it("URL forms", () => {
+    expect(redactUrlCredentials("fatal: unable to access 'https://x-access-token:ghp_abc@github.com/o/r.git/': 403")).toBe(
+      "fatal: unable to access 'https://***@github.com/o/r.git/': 403",
+    );
+    expect(redactUrlCredentials("ssh://git@host/o/r and http://h/p")).toBe("ssh://***@host/o/r and http://h/p");
+    expect(hostedRepo("https://github.com/acme/app.git")).toBe("github.com/acme/app");
+    expect(hostedRepo("https://tok@GitHub.com/acme/app/")).toBe("github.com/acme/app");
+    expect(hostedRepo("git@github.com:acme/app.git")).toBe("github.com/acme/app");
+    expect(hostedRepo("ssh://git@ghe.corp:2222/acme/app")).toBe("ghe.corp/acme/app");
+    expect(hostedRepo("/srv/git/app.git")).toBeNull();
+    expect(hostedRepo("file:///srv/git/acme/app.git")).toBeNull();
+    expect(hostedRepo("https://gitlab.com/group/sub/app.git")).toBeNull();
+  });
+});
+
+const cardWorker = (spec: { task: string; title?: string }) =>
+  ({
+    id: "w1",
+    spec,
+    verdict: {
+      verdict: "built",
+      claim: "built",
+      claimReason: null,
+      honest: true,
+      checks: [{ name: "npm test", passed: true, exitCode: 0, output: "" }],
+      scope: { passed: true, violations: [], changedFiles: [] },
+      gradedAt: 1,
+      branch: null,
+      worktree: null,
+      commit: "abc",
+      diffStat: "",
+      mergeHint: null,
+    },
+  }) as unknown as Worker;
+
+describe("verdictCard: the pull request body's title is workerTitle()", () => {
+  it("takes the task's first non-blank line, not an empty first line", () => {
+    expect(verdictCard(cardWorker({ task: "\n  \nAdd a flag\nmore" })).split("\n")[0]).toBe("**Add a flag**");
+  });
+
+  it("cuts a long title at 100 characters with an ellipsis", () => {
+    const first = verdictCard(cardWorker({ task: "a".repeat(300) })).split("\n")[0]!;
+    expect(first).toBe(`**${"a".repeat(99)}…**`);
+  });
+});

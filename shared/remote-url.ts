@@ -1,0 +1,27 @@
+// Remote URLs as they are shown (output, logs, errors) and as a pull request's repository. Pure.
+
+/** Text with the credentials of every URL in it removed: `https://user:token@host/…` → `https://***@host/…`. */
+export function redactUrlCredentials(text: string): string {
+  return String(text ?? "").replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1***@");
+}
+
+/**
+ * The repository a remote URL names on a hosting service, as `gh --repo` takes it (`HOST/OWNER/REPO`), or null when it
+ * is not one (a local path, a `file://` URL, a path of other depth). https, ssh and scp-like (`git@host:owner/repo`) forms.
+ */
+export function hostedRepo(url: string): string | null {
+  const u = String(url ?? "").trim();
+  let host: string;
+  let repoPath: string;
+  const full = /^(?:https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#:]+)(?::\d+)?\/([^?#]+)$/i.exec(u);
+  const scp = /^(?:[^/@:\s]+@)?([^/:\s]+):(?!\/)([^?#\s]+)$/.exec(u);
+  if (full) [host, repoPath] = [full[1]!, full[2]!];
+  else if (scp) [host, repoPath] = [scp[1]!, scp[2]!];
+  else return null;
+  const parts = repoPath
+    .replace(/\/+$/, "")
+    .replace(/\.git$/, "")
+    .split("/");
+  if (parts.length !== 2 || parts.some((p) => !/^[\w.-]+$/.test(p) || p === "." || p === "..")) return null;
+  return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
+}
