@@ -499,6 +499,18 @@ function costSection(r: Report): string[] {
       (x) =>
         `| ${x.tasks}${x.pacedMs ? `, paced ${x.pacedMs} ms` : ""} | ${fmt(x.engineMs)} | ${c.before ? `${fmt(x.engineBeforeMs)} | ` : ""}${fmt(x.bareCloneMs)} | ${goalText(x.ratio, 1.05)} | ${c.before ? `${goalText(x.ratioBefore, 1.05)} | ` : ""}${x.tailMs.engine}${c.before ? ` / ${x.tailMs.before}` : ""} / ${x.tailMs.bare} | ${x.engineCpuSec.engine}${c.before ? ` / ${x.engineCpuSec.before}` : ""} | ${x.built}${c.before ? ` / ${x.builtBefore}` : ""} / ${x.bareBuilt} of ${x.tasks} |`,
     ),
+    ...(c.before
+      ? [
+          "",
+          `This build against ${c.before}, per size: ${rows
+            .map((x) => {
+              const b = x.ratioBefore!;
+              const apart = x.ratio.max < b.min || b.max < x.ratio.min;
+              return `${x.tasks}${x.pacedMs ? " paced" : ""}: ${apart ? `**apart** (${x.ratio.max < b.min ? "this build lower" : "this build higher"} in every repetition)` : "the ranges overlap, no difference shown"}`;
+            })
+            .join("; ")}.`,
+        ]
+      : []),
   ];
 }
 
