@@ -3,6 +3,7 @@ import { defineConfig } from "vitest/config";
 /** Unit files that need git, bubblewrap or a real opencode (the rest of `unit` is the `pure` tier: `npm run test:pure`). */
 const NEEDS_TOOLS = [
   "engine/sandbox/sandbox.test.ts",
+  "engine/sandbox/cgroup.test.ts",
   "engine/workspace/workspace.test.ts",
   "engine/workspace/workspace-attack.test.ts",
   "engine/workspace/land.test.ts",

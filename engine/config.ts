@@ -31,8 +31,12 @@ export const ConfigSchema = z.object({
     'extra folders (":"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list',
   ),
   OCW_COMMAND_TIMEOUT_SEC: num(600).describe("wall-clock seconds one worker command may run, whatever timeout the model asked for"),
-  OCW_COMMAND_MAX_PROCS: num(1024).describe("processes a worker command or check may have (RLIMIT_NPROC; root is exempt by the kernel)"),
-  OCW_COMMAND_MAX_MEM_MB: num(8192).describe("data memory per process of a worker command or check, MiB (RLIMIT_DATA)"),
+  OCW_COMMAND_MAX_PROCS: num(1024).describe(
+    "processes (tasks) a worker command or check may have: its cgroup's pids.max where cgroups bind, and RLIMIT_NPROC (which the kernel does not apply to root)",
+  ),
+  OCW_COMMAND_MAX_MEM_MB: num(8192).describe(
+    "memory of a worker command or check, MiB: its cgroup's memory limit (all its processes and in-memory files, no swap) where cgroups bind, and RLIMIT_DATA per process",
+  ),
   OCW_COMMAND_CPU_SEC: num(1800).describe("CPU seconds per process of a worker command or check (RLIMIT_CPU)"),
   OCW_COMMAND_MAX_FILE_MB: num(4096).describe("largest file a worker command or check may write, MiB (RLIMIT_FSIZE)"),
   OCW_COMMAND_OUTPUT_MB: num(8).describe("output kept of one worker command or check, MiB; the rest is dropped"),
@@ -40,6 +44,10 @@ export const ConfigSchema = z.object({
   OCW_SNAPSHOT_MAX_MB: num(1024).describe("bytes a worker's snapshot may add in all, MiB; past it nothing is graded"),
   OCW_SNAPSHOT_FILE_MAX_MB: num(100).describe("largest file a worker's snapshot may hold, MiB; past it nothing is graded"),
   OCW_SANDBOX_TMPFS_MB: num(256).describe("size of each in-memory folder of a sandbox ($HOME, /tmp, /run, /dev/shm …), MiB"),
+  OCW_LIMITS: str().describe(
+    "prlimit: keep the per-process limits only; default: a cgroup per worker command and check where cgroups are writable (v2 delegated, else v1 pids+memory), a systemd-run scope per check where a user systemd runs",
+  ),
+  OCW_WORKER_WALL_SEC: num(14400).describe("wall-clock seconds a worker may run when its task names no budget (0: no limit)"),
   OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
   OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
   OCW_POOL_PROBE_MS: num(2000).describe("how often the endpoints of pool targets with work are read (health, live load)"),

@@ -57,6 +57,8 @@ export const Verdict = z.object({
   sincePrevious: z.array(z.string()).nullable().default(null),
   /** What the checks cannot rule out (e.g. code that behaves differently when graded): said with every verdict. */
   caveats: z.array(z.string()).optional(),
+  /** What bound the check runs' processes and memory as a whole, e.g. "cgroup v1 (pids, memory+swap)" or "prlimit only (…)". */
+  limits: z.string().optional(),
 });
 export type Verdict = z.infer<typeof Verdict>;
 

@@ -68,11 +68,26 @@ describe("budgets", () => {
     expect(stops).toHaveLength(1);
   });
 
-  it("no wall budget, no timer", () => {
-    const { worker, budgets, advance, stops } = setup();
-    budgets.armWall(worker("running").id);
-    advance(10 * 86_400_000);
+  it("a task that names no wall budget still has the default one (4 h, OCW_WORKER_WALL_SEC); 0 turns it off", () => {
+    const { worker, budgets, advance, stops, registry, set } = setup();
+    const w = worker("running");
+    set(registry.get(w.id).startedAt!);
+    budgets.armWall(w.id);
+    advance(4 * 3600_000 - 1);
     expect(stops).toEqual([]);
+    advance(1);
+    expect(stops).toEqual([[w.id, "budget: wall clock of 14400s used up"]]);
+    const before = process.env.OCW_WORKER_WALL_SEC;
+    process.env.OCW_WORKER_WALL_SEC = "0";
+    try {
+      const off = setup();
+      off.budgets.armWall(off.worker("running").id);
+      off.advance(10 * 86_400_000);
+      expect(off.stops).toEqual([]);
+    } finally {
+      if (before === undefined) delete process.env.OCW_WORKER_WALL_SEC;
+      else process.env.OCW_WORKER_WALL_SEC = before;
+    }
   });
 
   it("usage is the sum over the session's messages on top of what was recorded before; over the token budget it stops", () => {

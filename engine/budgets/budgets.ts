@@ -1,5 +1,6 @@
 import { isActive, type Worker } from "../../shared/worker";
 import type { Usage, WorkerRegistry } from "../workers/registry";
+import { config } from "../config";
 
 /**
  * Budgets and the watchdog. A worker's spec carries `budget: { tokens?, wallSec? }`; its usage is the sum over its
@@ -46,7 +47,9 @@ export class Budgets {
   armWall(workerId: string): void {
     const w = this.reg.get(workerId);
     const rt = this.reg.rt(workerId);
-    const wallSec = w.spec.budget.wallSec;
+    // A task that names no budget still has one (OCW_WORKER_WALL_SEC, 4 h by default; 0: none).
+    const fallback = config().OCW_WORKER_WALL_SEC;
+    const wallSec = w.spec.budget.wallSec ?? (fallback > 0 ? fallback : undefined);
     if (!wallSec) return rt.armBudget(undefined);
     const used = (this.clock.now() - (w.startedAt ?? this.clock.now())) / 1000;
     rt.armBudget(this.clock.setTimeout(() => this.over(workerId, `budget: wall clock of ${wallSec}s used up`), Math.max(0, (wallSec - used) * 1000)));

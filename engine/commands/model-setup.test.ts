@@ -183,6 +183,10 @@ describe("targets / target use / doctor", () => {
     expect(JSON.parse(r.stdout).hardware.gpus[0].name).toBe("RTX");
     const t = await runDoctor({ hardware: hw() });
     expect(t.stdout).toMatch(/none detected \(CPU only\)/);
+    // What contains worker commands, and what binds their processes and memory (cgroup v1/v2, systemd-run, prlimit only).
+    expect(t.stdout).toMatch(/^sandbox {4}(bubblewrap|none: .+)$/m);
+    expect(t.stdout).toMatch(/^limits {5}(cgroup v[12] \(pids, memory|prlimit only|checks: systemd-run)/m);
+    expect(JSON.parse(r.stdout).sandbox.limits).toBeTruthy();
   });
 });
 

@@ -26,6 +26,8 @@ import { serverKeepApi, serverRestartApi, serversListApi } from "../serving/serv
 import type { SetupJob } from "../../shared/setup";
 import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "../serving/fit-service";
 import { isSetupError, SetupError } from "../models/errors";
+import { limitSetup } from "../sandbox/cgroup";
+import { sandboxStatus } from "../sandbox/sandbox";
 
 export interface CommandOutput {
   code: number;
@@ -546,11 +548,15 @@ export async function runDoctor(o: { json?: boolean; llamaServer?: string; hardw
   }
   const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
   const serving = listServing();
+  // How worker commands and checks are contained here, and what binds their processes and memory as a whole.
+  const sb = sandboxStatus();
+  const sandbox = { kind: sb.kind, reason: sb.reason, limits: sb.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label };
   const out = {
     hardware: hw,
     llamaServer: bin,
     llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"),
     serving,
+    sandbox,
   };
   if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
   const lines = [
@@ -572,6 +578,8 @@ export async function runDoctor(o: { json?: boolean; llamaServer?: string; hardw
     ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
     ...hw.problems.map((p) => `problem    ${p}`),
     `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
+    `sandbox    ${sandbox.kind === "bwrap" ? "bubblewrap" : `none: ${sandbox.reason}`}`,
+    `limits     ${sandbox.limits}`,
     `detected in ${hw.ms} ms`,
   ];
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };

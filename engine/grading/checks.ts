@@ -3,6 +3,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSy
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
+import { checkGroup, hitNote, joinPrefix, limitSetup, systemdPrefix, type CommandGroup } from "../sandbox/cgroup";
 import { allowListedEnv, commandLimits, deniedRoots, LIMITS_WORDS, revealed, sandboxed, type SandboxKind } from "../sandbox/sandbox";
 import { killGroup } from "../process/process";
 
@@ -42,6 +43,8 @@ function atWorkerLayout(
   cwd: string,
   sandbox: CheckSandbox,
   at: { root: string; tmp?: string },
+  join: string[] | undefined,
+  timeoutSec: number,
 ): { file: string; args: string[]; env: Record<string, string> } {
   const root = sandbox.root ?? cwd;
   const inside = (p: string, r: string) => p === r || p.startsWith(r + path.sep);
@@ -54,6 +57,7 @@ function atWorkerLayout(
   const cmd = sandboxed(
     argv,
     {
+      base: "allow-list",
       tmpfs: deniedRoots(),
       hidden: [sandbox.stateDir],
       reveal: revealed(),
@@ -62,7 +66,8 @@ function atWorkerLayout(
       network: "none",
       env,
       cwd: map(cwd),
-      limits: commandLimits(),
+      limits: { ...commandLimits(), wallSec: timeoutSec },
+      join,
     },
     "bwrap",
   );
@@ -80,8 +85,17 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   const started = Date.now();
   const shell = existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check.run], env: allowListedEnv({ CI: "1" }) };
+  // Every process of the check together: its own cgroup (processes, memory) where cgroups bind, else a systemd-run
+  // scope; the per-process limits always (limitSetup says which bound).
+  const l = commandLimits();
+  let group: CommandGroup | null = null;
+  let join: string[] | undefined;
+  if (sandbox) {
+    group = checkGroup(l.procs, l.memMb);
+    join = group ? joinPrefix(group) : limitSetup().checks === "systemd-run" ? systemdPrefix(l.procs, l.memMb) : undefined;
+  }
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
-    cmd = atWorkerLayout([shell, "-c", check.run], cwd, sandbox, sandbox.mountAs);
+    cmd = atWorkerLayout([shell, "-c", check.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
   } else if (sandbox) {
     mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
     const env = allowListedEnv({ CI: "1", HOME: path.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
@@ -91,6 +105,8 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
     cmd = sandboxed(
       [shell, "-c", check.run],
       {
+        base: "allow-list",
+        join,
         tmpfs: deniedRoots(),
         hidden: [sandbox.stateDir],
         reveal: revealed(),
@@ -114,7 +130,10 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   }, timeoutSec * 1000);
   const r = await child;
   clearTimeout(timer);
-  const output = cap(String(r.all ?? ""));
+  const hits = group?.hits() ?? [];
+  group?.remove();
+  const note = hitNote(hits, l.procs, l.memMb);
+  const output = cap(String(r.all ?? "") + (note ? `\n${note}` : ""));
   if (timedOut) {
     return {
       name,

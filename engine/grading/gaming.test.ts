@@ -162,6 +162,8 @@ describe("checks that cannot be gamed from the workspace", () => {
     const v = await graded({ "a.txt": "a\n" }, () => undefined, [{ run: "true" }]);
     expect(v.caveats?.join("\n")).toMatch(/behaves differently when it is checked/);
     expect(v.caveats?.join("\n")).toMatch(/no held-back files/);
+    // And what bound the check runs' processes and memory as a whole here.
+    expect(v.limits).toMatch(/^(cgroup v[12] \(pids, memory|systemd-run scope|prlimit only|none: the checks ran unsandboxed)/);
   }, 60_000);
 
   it("which files count", () => {

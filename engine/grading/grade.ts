@@ -13,6 +13,7 @@ import {
   SnapshotTooLarge,
   type Workspace,
 } from "../workspace/workspace";
+import { limitSetup } from "../sandbox/cgroup";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
 import { flaggedChanges } from "../workspace/land";
@@ -182,6 +183,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     weakEvidence,
     sincePrevious,
     caveats: caveatsOf(input.checks),
+    limits: checkLimits(!!input.sandbox),
   };
 }
 
@@ -221,6 +223,13 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
     discard(checkoutDir);
     if (input.sandbox) discard(input.sandbox.tmpDir);
   }
+}
+
+/** What bound the check runs' processes and memory as a whole (cgroup v1/v2, a systemd-run scope, prlimit only). */
+export function checkLimits(sandboxed: boolean): string {
+  if (!sandboxed) return "none: the checks ran unsandboxed";
+  const s = limitSetup();
+  return s.checks === "prlimit" ? s.label : s.checks === "systemd-run" ? "systemd-run scope (tasks, memory)" : s.label;
 }
 
 /** What the checks cannot rule out, said with the verdict so that "built" is not read as more than it is. */

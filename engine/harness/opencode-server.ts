@@ -8,12 +8,19 @@ import { pathToFileURL } from "node:url";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedModelsCatalog, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
+import { limitSetup } from "../sandbox/cgroup";
 import { allowListedEnv, sandboxed, serveHidden, type SandboxKind } from "../sandbox/sandbox";
 import { failureText, type OpencodePort } from "./port";
 import { agentsOf, globalEvents, sdkPort } from "./sdk-port";
 import { opencodeEvent } from "./translate";
 import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process/process";
 import { config as ocwConfig } from "../config";
+
+/** The engine's cgroup folders (where cgroups bind), which the worker shell writes each command's group into. */
+function cgroupParents(): string[] {
+  const p = limitSetup().parents;
+  return p ? [...new Set([p.pids, p.memory])] : [];
+}
 
 export type { OpencodeEvent } from "./translate";
 
@@ -131,7 +138,10 @@ export class OpencodeServer extends EventEmitter {
         // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
         // home and the workspaces stay writable; the worker shell is read-only.
         hidden: [...serveHidden(), c.stateDir],
-        writable: [this.opts.home, c.workspacesRoot, c.tmpRoot],
+        // The engine's cgroups too: the worker shell makes each command's group under them (cgroup.ts).
+        writable: [this.opts.home, c.workspacesRoot, c.tmpRoot, ...cgroupParents()],
+        // As root: capabilities only in a user namespace of its own (enough for the worker shell's bubblewrap).
+        caps: "nested",
         // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
         // installed under ~/.claude/plugins, whose credentials are hidden).
         readOnly: [path.dirname(c.shell), ...(c.plugin ? [path.dirname(c.plugin)] : []), path.dirname(path.dirname(realpathSync(argv[0]!)))],

@@ -1,5 +1,5 @@
-import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -219,6 +219,8 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
           kind: "bwrap",
           limits,
           home: path.join(base, "home"),
+          // RLIMIT_NPROC alone (the cgroup case runs as root in cgroup.test.ts).
+          cgroups: { commands: "prlimit", checks: "prlimit", label: "prlimit only", parents: null, swap: false },
         });
         const r = spawnSync(
           "/usr/bin/setpriv",
@@ -251,4 +253,198 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     },
     60_000,
   );
+});
+
+// Deny by default outside the workspace: worker commands and checks start from the system allow-list (systemBinds),
+// not from the whole machine with a few folders hidden; root inside keeps no capability to unmount what hides a folder.
+describe.skipIf(status.kind === "none")(`the allow-list, for real (${status.reason ?? "bwrap"})`, () => {
+  const tag = `ocw-decoy-${process.pid}`;
+  const decoys: string[] = [];
+  const servers: net.Server[] = [];
+  /** A decoy file in a folder of the machine's (skipped where the folder is not writable: not a silent pass). */
+  const decoy = (dir: string, name = "secret.txt") => {
+    try {
+      decoys.push(path.join(dir, tag));
+      mkdirSync(path.dirname(path.join(dir, tag, name)), { recursive: true });
+      writeFileSync(path.join(dir, tag, name), `DECOY ${dir}\n`);
+      return path.join(dir, tag, name);
+    } catch {
+      return null;
+    }
+  };
+  const socket = async (dir: string) => {
+    const p = path.join(dir, `${tag}.sock`);
+    try {
+      const srv = net.createServer((c) => c.end("SOCKET-REACHED"));
+      await new Promise<void>((res, rej) => srv.once("error", rej).listen(p, () => res()));
+      servers.push(srv);
+      return p;
+    } catch {
+      return null;
+    }
+  };
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => new Promise((res) => s.close(res))));
+    for (const d of decoys) rmSync(d, { recursive: true, force: true });
+  });
+
+  /** What a command prints when it reaches a path: its content, or VISIBLE for what exists (a socket, a folder). */
+  const probe = (paths: string[]) =>
+    paths
+      .map(
+        (p) =>
+          `cat '${p}' 2>/dev/null; [ -e '${p}' ] && echo 'VISIBLE ${p}'; [ -S '${p}' ] && python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(99).decode())" '${p}' 2>/dev/null`,
+      )
+      .join("; ");
+
+  it("folders outside the workspace (an /opt- and a /srv-like folder, a held-back checks folder, sockets in /run and /tmp, an abstract socket) are absent from a worker command and a check", async (ctx) => {
+    const files = [decoy("/opt"), decoy("/srv"), decoy("/var/lib", "held-back/check.sh")].filter((f): f is string => !!f);
+    const socks = [await socket("/run"), await socket(os.tmpdir())].filter((f): f is string => !!f);
+    // An abstract Unix socket (no file at all): it belongs to the host's network namespace, which no command shares.
+    const asrv = spawn(
+      "python3",
+      [
+        "-c",
+        `import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind("\\0${tag}-abstract")\ns.listen(8)\nprint("ready", flush=True)\nwhile True:\n    c, _ = s.accept()\n    c.send(b"SOCKET-REACHED")\n    c.close()`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    await new Promise<void>((res) => asrv.stdout!.once("data", () => res()));
+    ctx.onTestFinished(() => void asrv.kill("SIGKILL"));
+    const reachAbstract = `python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('\\0${tag}-abstract'); print(s.recv(99).decode())" 2>/dev/null`;
+    // From the engine's side it answers: the probe is real.
+    expect(execFileSync("sh", ["-c", reachAbstract], { encoding: "utf8" })).toContain("SOCKET-REACHED");
+    if (files.length < 3 || socks.length < 2)
+      return ctx.skip(`cannot place decoys in /opt, /srv, /var/lib, /run here (not root?): ${files.length} files, ${socks.length} sockets`);
+    // Reachable from the engine's own side: the decoys are real.
+    expect(readFileSync(files[0]!, "utf8")).toContain("DECOY");
+    const state = path.join(tmp, "allow-state");
+    const root = path.join(state, "workspaces");
+    const ws = path.join(root, "repo-1", "w-1");
+    mkdirSync(ws, { recursive: true });
+    const shell = writeWorkerShell(path.join(state, "sandbox", "worker-shell"), {
+      workspacesRoot: root,
+      tmpRoot: path.join(state, "tmp"),
+      kind: "bwrap",
+      stateDir: state,
+    });
+    const r = spawnSync(shell, ["-c", `${probe([...files, ...socks])}; ${reachAbstract}`], {
+      cwd: ws,
+      encoding: "utf8",
+      env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws },
+    });
+    expect(r.stdout).not.toMatch(/DECOY|VISIBLE|SOCKET-REACHED/);
+    const { runChecks } = await import("../grading/checks");
+    const checkRoot = path.join(tmp, "allow-check");
+    mkdirSync(checkRoot, { recursive: true });
+    const [c] = await runChecks([{ run: `${probe([...files, ...socks])}; ${reachAbstract}` }], checkRoot, {
+      kind: "bwrap",
+      stateDir: state,
+      tmpDir: path.join(state, "ctmp"),
+      root: checkRoot,
+    });
+    expect(c!.output).not.toMatch(/DECOY|VISIBLE|SOCKET-REACHED/);
+  }, 60_000);
+
+  it("root in a worker command or a check cannot unmount what hides a folder (no capabilities are kept)", async (ctx) => {
+    if (process.getuid?.() !== 0) return ctx.skip("not root here: bubblewrap gives another user no capability to drop");
+    const secret = path.join(os.tmpdir(), `${tag}-umount.txt`);
+    writeFileSync(secret, "HIDDEN-BY-TMPFS\n");
+    decoys.push(secret);
+    const state = path.join(tmp, "caps-state");
+    const root = path.join(state, "workspaces");
+    const ws = path.join(root, "repo-1", "w-1");
+    mkdirSync(ws, { recursive: true });
+    const shell = writeWorkerShell(path.join(state, "sandbox", "worker-shell"), {
+      workspacesRoot: root,
+      tmpRoot: path.join(state, "tmp"),
+      kind: "bwrap",
+      stateDir: state,
+    });
+    const attack = `grep CapEff /proc/self/status; umount -l /tmp 2>&1; umount -l '${os.tmpdir()}' 2>&1; cat '${secret}'; mount -t tmpfs x '${ws}' 2>&1 && echo MOUNTED`;
+    const r = spawnSync(shell, ["-c", attack], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
+    expect(r.stdout).toContain("CapEff:\t0000000000000000");
+    expect(r.stdout).not.toMatch(/HIDDEN-BY-TMPFS|MOUNTED/);
+    const { runChecks } = await import("../grading/checks");
+    const checkRoot = path.join(tmp, "caps-check");
+    mkdirSync(checkRoot, { recursive: true });
+    const [c] = await runChecks([{ run: attack }], checkRoot, { kind: "bwrap", stateDir: state, tmpDir: path.join(state, "ctmp"), root: checkRoot });
+    expect(c!.output).toContain("CapEff:\t0000000000000000");
+    expect(c!.output).not.toMatch(/HIDDEN-BY-TMPFS|MOUNTED/);
+  }, 60_000);
+
+  it("real toolchains still work inside: node, npm, python3, git, sh", () => {
+    const state = path.join(tmp, "tools-state");
+    const root = path.join(state, "workspaces");
+    const ws = path.join(root, "repo-1", "w-1");
+    mkdirSync(ws, { recursive: true });
+    const shell = writeWorkerShell(path.join(state, "sandbox", "worker-shell"), {
+      workspacesRoot: root,
+      tmpRoot: path.join(state, "tmp"),
+      kind: "bwrap",
+      stateDir: state,
+    });
+    const r = spawnSync(
+      shell,
+      [
+        "-c",
+        "node -e 'console.log(\"node\", 1+1)' && npm --version >/dev/null && echo npm && python3 -c 'print(\"py\", 2+2)' && git init -q . && git --version >/dev/null && echo git",
+      ],
+      { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } },
+    );
+    expect(r.stdout + r.stderr).toContain("node 2\nnpm\npy 4\ngit");
+  }, 60_000);
+});
+
+describe("the allow-list's toolchains from PATH", () => {
+  it("a PATH folder outside the system folders comes with its prefix (bin's parent); $HOME's, /tmp's and node_modules' do not", async () => {
+    const { pathToolchains } = await import("./sandbox");
+    // A prefix outside every denied root ($HOME, /tmp …): in the current folder (the repository), which none covers.
+    const prefix = mkdtempSync(path.join(process.cwd(), ".ocw-path-"));
+    try {
+      mkdirSync(path.join(prefix, "node", "bin"), { recursive: true });
+      mkdirSync(path.join(prefix, "tools"), { recursive: true });
+      mkdirSync(path.join(prefix, "node_modules", ".bin"), { recursive: true });
+      const home = path.join(prefix, "home");
+      mkdirSync(path.join(home, "bin"), { recursive: true });
+      const PATH = [
+        path.join(prefix, "node", "bin"),
+        path.join(prefix, "tools"),
+        path.join(prefix, "node_modules", ".bin"),
+        path.join(home, "bin"),
+        "/usr/bin",
+        "relative/bin",
+      ].join(":");
+      const found = pathToolchains({ PATH }, home);
+      expect(found).toContain(path.join(prefix, "node"));
+      expect(found).toContain(path.join(prefix, "tools"));
+      expect(found.some((p) => p.includes("node_modules") || p.startsWith(home) || p.startsWith("/usr") || p.includes("relative"))).toBe(false);
+    } finally {
+      rmSync(prefix, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(status.kind === "none")("opencode serve's own sandbox as root (the worker shell's bubblewrap runs inside it)", () => {
+  it("a nested bubblewrap still works, but nothing inside holds a capability on the host (no cgroup mount, no device node)", async (ctx) => {
+    if (process.getuid?.() !== 0) return ctx.skip("not root here: bubblewrap already runs in a user namespace of its own");
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-serve-caps-"));
+    try {
+      const c = sandboxed(
+        [
+          "/bin/sh",
+          "-c",
+          // What the worker shell does (a sandbox per command), then what an attacker holding serve would try: mount a
+          // cgroup v1 hierarchy (its release_agent runs as the host's root), make a disk's device node.
+          `${status.bwrap} --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-net --cap-drop ALL -- echo NESTED-OK; mkdir -p ${dir}/m; mount -t cgroup -o pids none ${dir}/m 2>/dev/null && echo CGROUP-MOUNTED; mknod ${dir}/disk b 8 0 2>/dev/null && echo DEVICE-MADE`,
+        ],
+        { hidden: [], writable: [dir], readOnly: [], network: "host", env: allowListedEnv({}), cwd: dir, caps: "nested" },
+      );
+      const r = spawnSync(c.file, c.args, { env: c.env, encoding: "utf8" });
+      expect(r.stdout).toContain("NESTED-OK");
+      expect(r.stdout).not.toMatch(/CGROUP-MOUNTED|DEVICE-MADE/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

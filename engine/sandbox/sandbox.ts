@@ -1,9 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { config } from "../config";
+import { JOIN_SCRIPT, limitFiles, limitSetup, type LimitSetup } from "./cgroup";
 
 /**
  * What a sandboxed process may touch. Everything else on the machine is read-only; `hidden` paths are replaced by an
@@ -24,6 +25,21 @@ export const SandboxPolicy = z.object({
   limits: z
     .object({ wallSec: z.number(), procs: z.number(), memMb: z.number(), cpuSec: z.number(), fileMb: z.number(), outputBytes: z.number(), tmpfsMb: z.number() })
     .optional(),
+  /**
+   * What the sandbox starts from: "root" binds the whole machine read-only (opencode serve, which serves workspaces of
+   * any repository); "allow-list" binds only the system allow-list (systemBinds: /usr, /etc minus its secrets, the
+   * toolchains on PATH …), so every other folder of the machine (/opt, /srv, a project or a held-back folder outside
+   * the workspace) is absent. Default "root".
+   */
+  base: z.enum(["root", "allow-list"]).optional(),
+  /**
+   * Capabilities: "none" (default) drops every one, so root inside cannot unmount what hides a folder; "nested" keeps
+   * what a nested bubblewrap needs, in a user namespace of the sandbox's own when the engine runs as root (opencode
+   * serve, whose worker shell makes one sandbox per command).
+   */
+  caps: z.enum(["none", "nested"]).optional(),
+  /** A command prefix bubblewrap runs under (joining the command's cgroup, a systemd-run scope; see cgroup.ts). */
+  join: z.array(z.string()).optional(),
   /** Network: "none" gives the process its own empty network namespace (no loopback servers, no internet). */
   network: z.enum(["none", "host"]),
   /** The process's environment, exactly (nothing is inherited). */
@@ -252,6 +268,111 @@ export function revealed(home = os.homedir()): string[] {
 }
 
 /**
+ * The system allow-list, read-only: all a worker command or a check sees of the machine besides its workspace, its tmp
+ * and the toolchain folders of $HOME (`revealed`). Top-level symbolic links (/bin → usr/bin on merged-/usr systems)
+ * are made as links. Nothing else of the root is there: /opt, /srv, /home, /var, /sys, a project or a held-back
+ * checks folder elsewhere on the machine are absent (docs/security.md lists it).
+ */
+export const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix", "/gnu"];
+
+/** Files and folders of /etc that hold secrets (host keys, password hashes, VPN and cluster credentials): never bound. */
+export const ETC_SECRETS = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/ssh",
+  "/etc/ssl/private",
+  "/etc/security/opasswd",
+  "/etc/krb5.keytab",
+  "/etc/NetworkManager/system-connections",
+  "/etc/wpa_supplicant",
+  "/etc/wireguard",
+  "/etc/openvpn",
+  "/etc/ipsec.secrets",
+  "/etc/ppp",
+  "/etc/letsencrypt",
+  "/etc/kubernetes",
+  "/etc/rancher",
+  "/etc/docker",
+  "/etc/containers/auth.json",
+  "/etc/pki/private",
+  "/etc/libvirt",
+  "/etc/cups/ssl",
+];
+
+/**
+ * Toolchain folders outside the system folders, found at run time: each PATH folder (a `bin` folder two levels or more
+ * deep brings its prefix, so /opt/node/bin brings /opt/node and its lib/) and the engine's own node's prefix. Folders
+ * under the denied roots ($HOME, /tmp, /run …) are not taken from PATH: $HOME's come only from TOOLCHAIN_DIRS.
+ */
+export function pathToolchains(env: NodeJS.ProcessEnv = process.env, home = os.homedir()): string[] {
+  const denied = deniedRoots(home);
+  const covered = (p: string) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path.sep));
+  const out: string[] = [];
+  const add = (p: string) => {
+    if (!path.isAbsolute(p)) return;
+    const r = real(p);
+    // node_modules/.bin (npm puts the engine's own project's there when a script started it) is not a toolchain.
+    if (r === "/" || covered(r) || !existsSync(r) || r.split(path.sep).includes("node_modules")) return;
+    const parent = path.dirname(r);
+    const dir = path.basename(r) === "bin" && path.dirname(parent) !== "/" ? parent : r;
+    if (!out.includes(dir)) out.push(dir);
+  };
+  for (const p of (env.PATH ?? "").split(path.delimiter)) add(p);
+  if (path.basename(process.execPath) === "node") add(path.dirname(process.execPath));
+  return out;
+}
+
+/** bubblewrap's arguments for the system allow-list (the root of an allow-list sandbox). */
+export function systemBinds(): string[] {
+  const args: string[] = [];
+  for (const d of SYSTEM_DIRS) {
+    let st;
+    try {
+      st = lstatSync(d);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) args.push("--symlink", readlinkSync(d), d);
+    else if (st.isDirectory()) args.push("--ro-bind", d, d);
+  }
+  for (const f of ETC_SECRETS) {
+    try {
+      const st = lstatSync(f);
+      if (st.isDirectory()) args.push("--tmpfs", f, "--remount-ro", f);
+      else args.push("--ro-bind", "/dev/null", f);
+    } catch {
+      /* absent here */
+    }
+  }
+  for (const p of pathToolchains()) args.push("--ro-bind", p, p);
+  return args;
+}
+
+/** Hidden folders that a revealed folder (one of its ancestors) would show again: hidden once more after the reveal. */
+function reshown(hidden: string[], reveal: string[]): string[] {
+  const r = reveal.map(real);
+  return hidden
+    .map(real)
+    .filter((h) => r.some((x) => h === x || h.startsWith(x + path.sep)))
+    .filter((h) => existsSync(h) && statSync(h).isDirectory());
+}
+
+/**
+ * bubblewrap's capability arguments (see SandboxPolicy.caps). As another user than root there are none to drop, and
+ * bubblewrap already works in a user namespace of its own. As root, "nested" gives the sandbox a user namespace of its
+ * own (root mapped to root): its capabilities hold only there, enough for the worker shell's own bubblewrap, none on
+ * the host (no kernel module, no new cgroup or other file system mount, no unmounting what hides a folder outside).
+ */
+export function capArgs(caps: "none" | "nested", uid = process.getuid?.() ?? -1): string[] {
+  if (caps === "none") return ["--cap-drop", "ALL"];
+  return uid === 0 ? ["--unshare-user", "--uid", "0", "--gid", "0"] : [];
+}
+
+/**
  * For opencode serve (long-lived, one per target, serving workspaces of any repository, so it keeps the user's
  * repositories readable): every hidden entry of $HOME (dot-files and dot-folders: tokens, caches, histories, other
  * tools' configuration) except the toolchain folders, plus the known secrets and every host socket.
@@ -309,7 +430,7 @@ function nprocPerNamespace(): boolean {
 
 /** bubblewrap's arguments for a policy (the command follows `--`). */
 export function bwrapArgs(policy: SandboxPolicy): string[] {
-  const args = ["--ro-bind", "/", "/", "--dev", "/dev"];
+  const args = [...(policy.base === "allow-list" ? systemBinds() : ["--ro-bind", "/", "/"]), "--dev", "/dev", ...capArgs(policy.caps ?? "none")];
   const size = policy.limits && bwrapHasSize() ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
   // /dev is bubblewrap's own tmpfs: read-only, with a size-limited /dev/shm (shared memory counts as memory).
   if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
@@ -322,6 +443,8 @@ export function bwrapArgs(policy: SandboxPolicy): string[] {
     else args.push("--ro-bind", "/dev/null", p);
   }
   for (const p of (policy.reveal ?? []).map(real)) if (existsSync(p)) args.push("--ro-bind", p, p);
+  // A revealed folder (OCW_SANDBOX_READONLY) above a hidden one does not show it again.
+  for (const p of reshown(policy.hidden, policy.reveal ?? [])) args.push(...size, "--tmpfs", p);
   for (const p of policy.writable.map(real)) {
     mkdirSync(p, { recursive: true });
     args.push("--bind", p, p);
@@ -370,6 +493,10 @@ export function sandboxed(
     kind === "none"
       ? { file: inner[0]!, args: inner.slice(1), env: policy.env }
       : { file: sandboxStatus().bwrap!, args: [...bwrapArgs(policy), "--", ...inner], env: {} as Record<string, string> };
+  if (policy.join?.length) {
+    base.args = [...policy.join.slice(1), base.file, ...base.args];
+    base.file = policy.join[0]!;
+  }
   if (!l) return base;
   // sh -c '"$@" 2>&1 | cap; exit the command's status' sh <file> <args…>
   const script = `exec 3>&1; rc=$( { { "$@" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 ); exit \${rc:-1}`;
@@ -404,17 +531,53 @@ const real = (p) => {
 const PATH_ARGS = { list: "path" };
 // The variable the worker shell reads its workspace from.
 const WORKSPACE_VAR = "OCW_WORKSPACE";
+// The file tools run while no bash command of this workspace runs, and the other way round: the engine checks a file
+// tool's real path when it asks, and a bash command running beside it could otherwise swap a folder of that path for a
+// symlink (to another workspace) between the check and the tool's own open. Only the worker's commands can change its
+// workspace (other workers' sandboxes cannot reach it; what a command starts dies with it), so holding them back from
+// a file tool's start (before its ask) to its end makes the checked path the used one. Shared within a kind (many
+// reads at once, many commands at once), first come first served between kinds. Released when the tool ends: its
+// "after" hook, or its part ending (an error or a refusal skips "after").
+const FILE_TOOLS = new Set(["read", "write", "edit", "multiedit", "patch", "apply_patch", "list", "glob", "grep", "lsp"]);
+const kindOf = (tool) => (tool === "bash" ? "bash" : FILE_TOOLS.has(tool) ? "file" : null);
 export const OcwWorkspace = async ({ directory, worktree }) => {
   const root = real(worktree && worktree !== "/" ? worktree : directory);
+  const lock = { kind: null, holders: new Set(), queue: [] };
+  const pump = () => {
+    while (lock.queue.length) {
+      const next = lock.queue[0];
+      if (lock.holders.size && lock.kind !== next.kind) return;
+      lock.queue.shift();
+      lock.kind = next.kind;
+      lock.holders.add(next.id);
+      next.resolve();
+    }
+  };
+  const release = (id) => {
+    lock.queue = lock.queue.filter((w) => (w.id === id ? (w.resolve(), false) : true));
+    if (!lock.holders.delete(id)) return;
+    if (!lock.holders.size) lock.kind = null;
+    pump();
+  };
   return {
     "tool.execute.before": async (input, output) => {
       const args = output.args ?? {};
       const key = input.tool === "bash" ? "workdir" : PATH_ARGS[input.tool];
-      if (!key || typeof args[key] !== "string" || !args[key]) return;
-      const where = real(path.resolve(directory, args[key]));
-      if (where !== root && !where.startsWith(root + path.sep)) {
-        throw new Error("opencode-worker refused this " + input.tool + " call: " + args[key] + " is " + where + ", outside your workspace. Work only inside your own workspace.");
+      if (key && typeof args[key] === "string" && args[key]) {
+        const where = real(path.resolve(directory, args[key]));
+        if (where !== root && !where.startsWith(root + path.sep)) {
+          throw new Error("opencode-worker refused this " + input.tool + " call: " + args[key] + " is " + where + ", outside your workspace. Work only inside your own workspace.");
+        }
       }
+      const kind = kindOf(input.tool);
+      if (kind && input.callID) await new Promise((resolve) => (lock.queue.push({ kind, id: input.callID, resolve }), pump()));
+    },
+    "tool.execute.after": async (input) => {
+      if (input.callID) release(input.callID);
+    },
+    event: async ({ event }) => {
+      const part = event?.type === "message.part.updated" ? event.properties?.part : null;
+      if (part?.type === "tool" && part.callID && (part.state?.status === "completed" || part.state?.status === "error")) release(part.callID);
     },
     "shell.env": async (_input, output) => {
       output.env[WORKSPACE_VAR] = directory;
@@ -467,6 +630,8 @@ export interface WorkerShellOptions {
   limits?: CommandLimits;
   home?: string;
   bash?: string;
+  /** How a command's processes and memory are bound as a whole (cgroup.ts); default: limitSetup(). */
+  cgroups?: LimitSetup;
 }
 
 /**
@@ -549,20 +714,57 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
       ...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`),
       ...secretsInside.map((s) => (statSync(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)),
     ].join(" ");
+    const again = reshown(hide, reveal)
+      .map((p) => `${size} --tmpfs ${shq(p)}`)
+      .join(" ");
     const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t) => existsSync(t));
+    const cg = opts.cgroups ?? limitSetup();
+    const joined = !!cg.parents && (cg.commands === "cgroup1" || cg.commands === "cgroup2");
+    if (joined && cg.parents) {
+      // The command's own group under the engine's: made, limited and joined before bubblewrap starts (fail closed: a
+      // command whose limits cannot be set does not run), emptied and removed after it.
+      const set = limitFiles(cg, l.procs, l.memMb)
+        .map((f) => {
+          const target = `"$${f.file === "pids" ? "cgp" : "cgm"}/${f.name}"`;
+          return f.optional ? `{ [ ! -e ${target} ] || echo ${f.value} > ${target}; }` : `echo ${f.value} > ${target}`;
+        })
+        .join(" && ");
+      lines.push(
+        `cgp=${shq(cg.parents.pids)}/"c-$id-$$"`,
+        `cgm=${shq(cg.parents.memory)}/"c-$id-$$"`,
+        `{ mkdir "$cgp" && { [ -d "$cgm" ] || mkdir "$cgm"; } && ${set}; } 2>/dev/null || { rmdir "$cgp" "$cgm" 2>/dev/null; ${refuse("its process and memory limits could not be set (cgroup)")}; }`,
+        // Stopped from outside (opencode ends a command it gave up on): the group is emptied and removed all the same.
+        'cgclean() { for g in "$cgp" "$cgm"; do i=0; while [ -d "$g" ] && ! rmdir "$g" 2>/dev/null && [ $i -lt 200 ]; do',
+        '  [ -e "$g/cgroup.kill" ] && echo 1 > "$g/cgroup.kill" 2>/dev/null',
+        '  while read -r p; do kill -9 "$p" 2>/dev/null; done < "$g/cgroup.procs"; i=$((i+1)); sleep 0.05',
+        "done; done; }",
+        "trap 'cgclean; exit 143' TERM INT HUP",
+      );
+    }
+    const system = systemBinds().map(shq).join(" ");
     lines.push(
       "exec 3>&1",
       // The command's status comes back on fd 4; its output (stdout and stderr) goes through the cap to fd 3.
-      `rc=$( { { ${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} --ro-bind / / --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc \\`,
+      `rc=$( { { ${joined ? `/bin/sh -c ${shq(JOIN_SCRIPT)} ocw-limits "$cgp" "$cgm" ` : ""}${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} \\`,
+      `  ${system} \\`,
+      `  --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc --cap-drop ALL \\`,
       "  --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\",
       // The repository's part (its checkout hidden, its objects back) before the allow-list: a repository that is an
       // ancestor of a toolchain folder ($HOME itself) must not hide it again.
       `  ${hideArgs} --args 5 \\`,
-      `  ${revealArgs} \\`,
+      `  ${revealArgs} ${again} \\`,
       '  --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',
       `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" \\`,
       `  -- ${bash} -c ${shq(limitsPrelude(l, bash.endsWith("bash")))} ${bash} "$@" 5<"$extra" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 )`,
       timeout ? `[ "$rc" = 124 ] && echo "[opencode-worker: the command was stopped after its wall-clock budget of ${l.wallSec} s]"` : ":",
+      ...(joined
+        ? [
+            // What reached a limit, said once; then every process left is killed and the group removed.
+            `grep -qs '^oom_kill [1-9]' "$cgm/memory.oom_control" "$cgm/memory.events" && echo "[opencode-worker: the command reached its memory limit of ${l.memMb} MiB: a process was killed]"`,
+            `grep -qs '^max [1-9]' "$cgp/pids.events" && echo "[opencode-worker: the command reached its process limit of ${l.procs}: a fork was refused]"`,
+            "cgclean",
+          ]
+        : []),
       "exit ${rc:-1}",
     );
   }

@@ -27,6 +27,7 @@ import { EventBus } from "../events";
 import { type Harness, type HarnessServer, modelFor, noAnswer, type OpencodeEvent, OpencodeServers, Translator, WORKER_AGENT } from "../harness";
 import { heldBackProblem, sweepDiscarded } from "../grading";
 import { Recovery } from "../recovery";
+import { limitSetup } from "../sandbox/cgroup";
 import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
@@ -75,7 +76,7 @@ export class Engine {
   readonly bus: EventBus;
   readonly targets: TargetStore;
   /** How workers are contained; "none" only by the person's opt-out. */
-  readonly sandbox: { kind: SandboxKind; reason: string | null; optedOut: boolean };
+  readonly sandbox: { kind: SandboxKind; reason: string | null; optedOut: boolean; limits: string };
   private readonly logs: WorkerLogStore;
   private readonly reg: WorkerRegistry;
   private readonly approvals: Approvals;
@@ -103,7 +104,9 @@ export class Engine {
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config().OCW_NO_SANDBOX;
-    this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
+    // What binds a command's processes and memory as a whole here (cgroup v1/v2, systemd-run, or prlimit only).
+    const limits = optedOut || found.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label;
+    this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut, limits };
     const reg = (this.reg = new WorkerRegistry({
       stateDir: opts.stateDir,
       bus: this.bus,

@@ -86,6 +86,9 @@ beforeAll(async () => {
     CLAUDE_CODE_SSE_PORT: "1",
     OCW_COMMAND_TIMEOUT_SEC: "10",
     OCW_COMMAND_OUTPUT_MB: "1",
+    // Small enough for a fork loop and a few processes of Python to pass them (the defaults are 1,024 and 8 GiB).
+    OCW_COMMAND_MAX_PROCS: "96",
+    OCW_COMMAND_MAX_MEM_MB: "200",
     // A small snapshot cap (20,000 new files by default), so the worker that passes it is quick to make on a busy machine.
     OCW_SNAPSHOT_MAX_FILES: "1000",
   });
@@ -356,6 +359,54 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     // Nothing under the state dir (opencode's stored tool output included) holds the 300 MB.
     const big = execFileSync("sh", ["-c", `find '${engine.stateDir}' -type f -size +20M | head -5`], { encoding: "utf8" }).trim();
     expect(big).toBe("");
+  }, 300_000);
+
+  it("a file tool never runs beside a bash command of its workspace: the path the engine checked is the path used (no symlink swapped in between)", async () => {
+    const r = repo({ "README.md": "# r\n" });
+    // One answer of the model with two calls at once: a command that (slowly) changes the workspace, and a read of
+    // what it changes. The read waits for the command: before, it ran at once beside it (its ask answered, the file not
+    // there yet), so a command could swap a checked folder for a symlink to another workspace under a file tool.
+    model.addScript(
+      /ATTACK-RACE/,
+      steps({
+        toolCalls: [
+          { name: "bash", args: { command: "sleep 3; echo AFTER-THE-COMMAND > marker.txt", description: "slow change" } },
+          { name: "read", args: { filePath: "marker.txt" } },
+        ],
+      }),
+      "race",
+    );
+    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-RACE", directory: r });
+    await settle(engine.client, [workerId], approveAll, 180_000);
+    const tools = model.requests
+      .filter((q) => JSON.stringify(q.body).includes("ATTACK-RACE"))
+      .flatMap((q) => ((q.body as { messages?: { role: string; content: unknown }[] }).messages ?? []).filter((m) => m.role === "tool"))
+      .map((m) => JSON.stringify(m.content));
+    expect(tools.join("\n")).toContain("AFTER-THE-COMMAND");
+    expect(tools.join("\n")).not.toMatch(/not found|does not exist|ENOENT/i);
+  }, 300_000);
+
+  it("limits that bind as root: a worker command's fork loop and its processes' memory stop at its own cgroup's limits, and the group is gone after", async (ctx) => {
+    const { sandbox: sb } = (await engine.client.status.query()) as { sandbox: { limits: string } };
+    if (sb.limits && !/^cgroup/.test(sb.limits)) return ctx.skip(`no cgroup binds here: ${sb.limits}`);
+    const r = repo({ "README.md": "# r\n" });
+    const fork = "sh -c 'i=0; while [ $i -lt 400 ]; do sleep 20 & i=$((i+1)); echo $i > n; done' 2>/dev/null; read n < n; echo \"forked $n\"";
+    const mem =
+      "for i in 1 2 3 4 5 6; do python3 -c 'import time; a = bytearray(60 * 2**20); a[::4096] = b\"x\" * len(a[::4096]); time.sleep(3)' & done; wait; echo done";
+    model.addScript(/ATTACK-CGROUP/, steps(bash(fork), bash(mem)), "cgroup");
+    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-CGROUP", directory: r });
+    await settle(engine.client, [workerId], approveAll, 180_000);
+    const seen = JSON.stringify(model.requests.filter((q) => JSON.stringify(q.body).includes("ATTACK-CGROUP")).map((q) => q.body));
+    const forked = Number(/forked (\d+)/.exec(seen)?.[1]);
+    expect(forked).toBeGreaterThan(10);
+    expect(forked).toBeLessThan(96);
+    expect(seen).toContain("its process limit of 96");
+    expect(seen).toContain("its memory limit of 200 MiB");
+    // Every command's group is gone (a group with a process left in it cannot be removed).
+    const groups = execFileSync("sh", ["-c", "find /sys/fs/cgroup -maxdepth 6 -type d -name 'c-w-*' 2>/dev/null | grep -F -- '-" + workerId + "-' || true"], {
+      encoding: "utf8",
+    }).trim();
+    expect(groups).toBe("");
   }, 300_000);
 
   it("snapshot caps: more generated files than the cap are not graded or published", async () => {
