@@ -760,6 +760,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     const by = `mcp:${clientName()} (batch answer)`;
     const answered: string[] = [];
     const left: { askId: string; why: string }[] = [];
+    const sendable: string[] = [];
     for (const w of ws)
       for (const a of pendingAsks(w)) {
         const flags = (a.flags ?? []).map((f) => f.kind);
@@ -777,13 +778,17 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           left.push({ askId: a.id, why });
           continue;
         }
-        try {
-          await link.call((c) => c.approvals.decide.mutate({ askId: a.id, decision: "once", ...(message ? { message } : {}) }), by);
-          answered.push(a.id);
-        } catch (err) {
-          left.push({ askId: a.id, why: clip((err as Error).message ?? String(err), 200) });
-        }
+        sendable.push(a.id);
       }
+    // All at once: each answer waits on opencode's HTTP reply, and one ask's wait must not hold up the next ask's answer.
+    const results = await Promise.allSettled(
+      sendable.map((askId) => link.call((c) => c.approvals.decide.mutate({ askId, decision: "once", ...(message ? { message } : {}) }), by)),
+    );
+    results.forEach((r, i) =>
+      r.status === "fulfilled"
+        ? answered.push(sendable[i]!)
+        : left.push({ askId: sendable[i]!, why: clip((r.reason as Error)?.message ?? String(r.reason), 200) }),
+    );
     return {
       by,
       answered,
