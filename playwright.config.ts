@@ -10,6 +10,8 @@ import { defineConfig } from "@playwright/test";
 // Outside the checkout: test repos made under TMPDIR must not sit inside this project's own git work tree.
 // One folder per checkout (two checkouts' runs at once would sweep each other's engines at global setup).
 const checkout = createHash("sha256").update(path.resolve(__dirname)).digest("hex").slice(0, 8);
+// the benchmark after a model server starts or is captured is off in e2e (as in vitest.config.mts): 30 s per setup
+process.env.OCW_SETUP_BENCH_SEC ??= "0";
 const runDir = (process.env.OCW_E2E_RUN_DIR ??= path.join(os.tmpdir(), `ocw-e2e-${process.getuid?.() ?? "run"}-${checkout}`));
 for (const d of ["xdg-cache", "xdg-config", "xdg-data", "tmp"]) mkdirSync(path.join(runDir, d), { recursive: true });
 process.env.XDG_CACHE_HOME = path.join(runDir, "xdg-cache");

@@ -18,13 +18,22 @@ const NEEDS_TOOLS = [
   "engine/process/run.test.ts",
 ];
 
+/**
+ * The benchmark after a model server starts or is captured (OCW_SETUP_BENCH_SEC, 30 s by default) is off in tests: a test of
+ * another feature would wait for it, and a scripted model would answer its requests. Its own tests turn it on.
+ */
+const env = { OCW_SETUP_BENCH_SEC: "0" };
+
 export default defineConfig({
   test: {
     projects: [
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "electron/**/*.test.ts"],
+          env,
+          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "bench/**/*.test.ts", "electron/**/*.test.ts"],
+          // bench/tmp holds the bench's scratch (a bundle of an earlier commit's source, for before/after runs).
+          exclude: ["**/node_modules/**", "bench/tmp/**"],
           testTimeout: 20_000,
         },
       },
@@ -32,19 +41,21 @@ export default defineConfig({
         // The same files as `unit` minus the ones above: no git, bubblewrap or opencode; meant to run in seconds.
         test: {
           name: "pure",
+          env,
           // No process of its own per file: the pure files share one module graph (their imports are most of the time).
           isolate: false,
           // Its slow files mostly wait (timers, sockets): more of them at once than there are cores.
           maxWorkers: 6,
           sequence: { groupOrder: 2 },
-          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "electron/**/*.test.ts"],
-          exclude: ["**/node_modules/**", ...NEEDS_TOOLS],
+          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "bench/**/*.test.ts", "electron/**/*.test.ts"],
+          exclude: ["**/node_modules/**", "bench/tmp/**", ...NEEDS_TOOLS],
           testTimeout: 20_000,
         },
       },
       {
         test: {
           name: "integration",
+          env,
           include: ["test/integration/**/*.test.ts"],
           globalSetup: ["test/global-setup.ts"],
           testTimeout: 180_000,

@@ -1,5 +1,6 @@
 // The report's shape and its markdown rendering (bench/report.json, bench/report.md).
 import type { BatchMiss } from "./batch";
+import type { EngineCost } from "./cost";
 import type { FaultSuite } from "./faults";
 import type { FitResult } from "./fit";
 import type { Latency } from "./gate";
@@ -11,6 +12,7 @@ import type { EnvComparison } from "./procs";
 import type { RepoCost, startMedians } from "./sandbox";
 import type { Concurrent } from "./scale";
 import { fmt, median, type Spread } from "./stats";
+import { goalText, interleaving, overloaded, type PartLoad, type SideRun } from "./trust";
 
 export interface UiResult {
   workers: number;
@@ -32,6 +34,8 @@ export interface UiResult {
   heapStartMb: number | null;
   heapEndMb: number | null;
   dashboardStartupMs: Spread | null;
+  /** Where the dashboard's start-up went, medians in ms since `ocw serve` was spawned, and the 1-min load before/after. */
+  dashboardStartupPhases?: { urlPrintedMs: number; documentMs: number; healthMs: number; pictureMs: number; eventsMs: number; liveMs: number; load: number[]; cores: number };
 }
 
 type Phases = ReturnType<typeof startMedians>;
@@ -43,7 +47,9 @@ export interface Report {
   /** Parts that failed, with their error (the others still ran). */
   partErrors?: Record<string, string>;
   /** Per part: load average (1, 5, 15 min) when it started and ended, and how long it took (s). */
-  partLoad?: Record<string, { before: number[]; after: number[]; seconds: number }>;
+  partLoad?: Record<string, PartLoad>;
+  /** The batch part's timed runs in the order they ran (side, repetition, tasks): shows the sides of each ratio took turns. */
+  batchSequence?: (SideRun & { size: number })[];
   /** CPU seconds of each side's `opencode serve` per batch (keys engineW16, bareW16, engineChildrenW16 …): medians. */
   batchOpencodeCpuSec?: Record<string, number>;
   /** The parts this run measured (the others, in a partial run, are the committed report's). */
@@ -121,6 +127,19 @@ export interface Report {
     bareOpencodeRssMbPeak?: number;
     goalMbPerWorker?: number;
     concurrent?: Concurrent;
+    /** The concurrency run per size (`--scale 64,128`), keyed w64, w128. */
+    concurrentBySize?: Record<string, Concurrent>;
+  };
+  /** The engine's own cost against the bare SDK on private clones, this build and an earlier one in the same run. */
+  engineCost?: EngineCost;
+  /** Grading alone (bench/grading-micro.ts): this build's grading and base-commit checks against an earlier source tree's. */
+  gradingAlone?: {
+    at: string;
+    load: number[];
+    cores: number;
+    repoFiles: number;
+    other: string;
+    out: { side: string; gradings: number; built: number; medianMs: number; minMs: number; maxMs: number; gitProcessesPerGrading: number; baseChecksMedianMs: number; gitProcessesPerBaseCheck: number }[];
   };
   /** The fault and attack suite, run by the bench (vitest JSON reporter). */
   faults?: FaultSuite;
@@ -148,6 +167,8 @@ export interface Report {
   };
   hardware: { detectMs: number; gpus: number; probes: string };
   startupMs: Record<string, number>;
+  /** The dashboard start-up's phases (from the Playwright bench). */
+  dashboardStartupPhases?: UiResult["dashboardStartupPhases"];
   /** The context a supervising Claude pays: tool definitions (sent on every request) and a batch's tool results. */
   mcpContext?: { tools?: number; definitionChars?: number; instructionsChars?: number; batchTasks?: number; batchResultChars?: number; batchToolCalls?: number };
   /** Per repeated figure (dotted path into this report): min, max and every run. */
@@ -185,6 +206,7 @@ export function renderMarkdown(r: Report): string {
     `Reproduce: \`${r.reproduce}\` (add \`-- --quick\` for a short run, \`-- --reps N\` for N repetitions). Real engine, real opencode, scripted model.`,
     `${r.quick ? "**Quick run** (smaller sizes; not the figures to quote). " : ""}Repeated figures are the median of ${r.reps} run${r.reps > 1 ? "s" : ""}${r.reps > 1 ? ", with [min–max]" : ""}${r.reruns?.length ? "; parts measured again later (see \"Measured again\" at the end) carry that run's repetitions, code and date" : ""}.`,
     "",
+    ...goalsSection(r),
     "## Permission ask → visible to an API subscriber",
     "Clock starts when opencode emits `permission.asked` (on a direct connection of the bench to its event stream); stops when a subscriber of the engine's API holds the engine's `ask.opened` event.",
     "Baseline measured on the same asks: a client polling the approvals list every second (the seed's approach).",
@@ -207,7 +229,7 @@ export function renderMarkdown(r: Report): string {
     "|---|---|---|---|---|---|",
     ...batchSizes.map((w) => {
       const W = w.toUpperCase();
-      return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bare${W}`)} | **${R(`batchRatio.${w}`)}** (goal ≤ 1.05: ${met(r.batchRatio[w]! <= 1.05)}) | ${r.batchMs[`built${W}`]} / ${r.batchMs[`bareBuilt${W}`]} of ${w.slice(1)} | ${r.batchStartMs ? `${R(`batchStartMs.engine${W}`)} / ${R(`batchStartMs.bare${W}`)}` : "–"} |`;
+      return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bare${W}`)} | ${goalText(r.range[`batchRatio.${w}`], 1.05)} | ${r.batchMs[`built${W}`]} / ${r.batchMs[`bareBuilt${W}`]} of ${w.slice(1)} | ${r.batchStartMs ? `${R(`batchStartMs.engine${W}`)} / ${R(`batchStartMs.bare${W}`)}` : "–"} |`;
     }),
     ...(r.batchRatioSameWorkspaces
       ? [
@@ -218,7 +240,7 @@ export function renderMarkdown(r: Report): string {
           "|---|---|---|---|---|",
           ...batchSizes.map((w) => {
             const W = w.toUpperCase();
-            return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bareClone${W}`)} | **${R(`batchRatioSameWorkspaces.${w}`)}** (goal ≤ 1.05: ${met(r.batchRatioSameWorkspaces![w]! <= 1.05)}) | ${r.batchMs[`bareCloneBuilt${W}`]} of ${w.slice(1)} |`;
+            return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bareClone${W}`)} | ${goalText(r.range[`batchRatioSameWorkspaces.${w}`], 1.05)} | ${r.batchMs[`bareCloneBuilt${W}`]} of ${w.slice(1)} |`;
           }),
           ...(r.batchSplit
             ? [
@@ -233,7 +255,7 @@ export function renderMarkdown(r: Report): string {
           ...(r.batchPaced
             ? [
                 "",
-                `The scripted model answers at once, so the figures above are the engine's cost at its largest share: the machine is busy with nothing but opencode, the engine and git. The same ${r.batchPaced.tasks}-task batch with a model that takes ${r.batchPaced.modelMs} ms before each turn's first token (a fast API; a local model takes longer), same repetitions: engine + MCP ${R("batchPaced.engineMs")} ms, bare SDK on private clones ${R("batchPaced.bareCloneMs")} ms, **${R("batchPaced.ratio")}** (goal ≤ 1.05: ${met(r.batchPaced.ratio <= 1.05)}); built ${r.batchPaced.built} / ${r.batchPaced.bareBuilt} of ${r.batchPaced.tasks}.`,
+                `The scripted model answers at once, so the figures above are the engine's cost at its largest share: the machine is busy with nothing but opencode, the engine and git. The same ${r.batchPaced.tasks}-task batch with a model that takes ${r.batchPaced.modelMs} ms before each turn's first token (a fast API; a local model takes longer), same repetitions: engine + MCP ${R("batchPaced.engineMs")} ms, bare SDK on private clones ${R("batchPaced.bareCloneMs")} ms, ${goalText(r.range["batchPaced.ratio"], 1.05)}; built ${r.batchPaced.built} / ${r.batchPaced.bareBuilt} of ${r.batchPaced.tasks}.`,
               ]
             : []),
         ]
@@ -249,6 +271,8 @@ export function renderMarkdown(r: Report): string {
       ? ["", "Engine-side workers that did not end built (the lowest count of the runs is shown above):", ...r.batchMisses.map((x) => `- ${x.tasks} tasks, run ${x.run}: ${x.workerId} ${x.state}: ${x.reason ?? "(no reason)"}`)]
       : []),
     ...sandboxSection(r),
+    ...costSection(r),
+    ...gradingAloneSection(r),
     ...repoSection(r),
     "",
     "## Engine process",
@@ -289,6 +313,11 @@ export function renderMarkdown(r: Report): string {
     "|---|---|",
     `| \`ocw serve\` spawned → URL printed (engine ready) | ${R("startupMs.engine")} |`,
     `| \`ocw serve\` spawned (fresh state dir) → Chromium shows the dashboard live | ${R("startupMs.dashboard")} |`,
+    ...(r.dashboardStartupPhases
+      ? [
+          `| … of which (medians since spawned): URL printed ${r.dashboardStartupPhases.urlPrintedMs} → page document ${r.dashboardStartupPhases.documentMs} → health answered ${r.dashboardStartupPhases.healthMs} → workers/status/targets ${r.dashboardStartupPhases.pictureMs} → event stream answered ${r.dashboardStartupPhases.eventsMs} → live ${r.dashboardStartupPhases.liveMs}; load (1 min) ${r.dashboardStartupPhases.load.join(" → ")} on ${r.dashboardStartupPhases.cores} cores${Math.max(...r.dashboardStartupPhases.load) > r.dashboardStartupPhases.cores ? " (**above the core count**)" : ""} | |`,
+        ]
+      : []),
     `| \`ocw mcp\` spawned → initialize → \`tools/list\` answered, engine running | ${R("startupMs.mcpToolsList")} |`,
     `| the same, no engine running | ${R("startupMs.mcpToolsListCold")} |`,
     `| \`ocw mcp\` spawned, no engine → first tool call answered (the bridge starts the engine) | ${R("startupMs.mcpFirstCallCold")} |`,
@@ -308,7 +337,17 @@ export function renderMarkdown(r: Report): string {
     ...faultSection(r),
     ...(r.reruns?.length ? ["## Measured again", ...r.reruns.map((x) => `- ${x}`), ""] : []),
     ...(r.partLoad && Object.keys(r.partLoad).length
-      ? ["## Load on the machine per part", "Load average (1, 5, 15 min) of this 2-core machine when each part started and ended: other work shows here, and a figure measured under load reads accordingly.", "", "| part | load at start | load at end | s |", "|---|---|---|---|", ...Object.entries(r.partLoad).map(([p, l]) => `| ${p} | ${l.before.join(", ")} | ${l.after.join(", ")} | ${l.seconds} |`), ""]
+      ? [
+          "## Load on the machine per part",
+          `Load average (1, 5, 15 min) of this ${r.machine.cpus}-core machine when each part started and ended: other work shows here. A part whose 1-minute load was above the core count at its start or end is marked: its processes waited for a core, so its wall times (and a ratio of two of them) carry that wait.`,
+          "",
+          "| part | load at start | load at end | s | |",
+          "|---|---|---|---|---|",
+          ...Object.entries(r.partLoad).map(
+            ([p, l]) => `| ${p} | ${l.before.join(", ")} | ${l.after.join(", ")} | ${l.seconds} | ${overloaded(l, l.cores ?? r.machine.cpus) ? `**above the ${l.cores ?? r.machine.cpus} cores**` : ""}`.trimEnd() + " |",
+          ),
+          "",
+        ]
       : []),
     ...(r.partErrors && Object.keys(r.partErrors).length ? ["## Parts that failed", ...Object.entries(r.partErrors).map(([p, e]) => `- ${p}: ${e}`), ""] : []),
     `Whole run: ${r.totalSeconds} s.${r.machine.loadBefore ? ` Load average (1, 5, 15 min) at the start ${r.machine.loadBefore.join(", ")}, at the end ${r.machine.loadAfter?.join(", ")} (${r.machine.cpus} cores; other work on the machine shows here).` : ""}${r.parts && r.parts.length < 8 ? ` This run measured: ${r.parts.join(", ")}; the rest is from the previous report.` : ""}`,
@@ -328,6 +367,76 @@ function trend(rss: number[], workers: number): string {
 }
 
 const met = (ok: boolean) => (ok ? "met" : "**not met**");
+
+/** Which part measured a figure of the report (for its load). */
+const PART_OF: [RegExp, string][] = [
+  [/^(batch|sandbox|gateway|engine\.)/, "batch"],
+  [/^startupMs\.(engine|mcp)/, "startup"],
+  [/^gate|^poll/, "gate"],
+  [/^engineCost\./, "cost"],
+];
+
+/**
+ * Every goal the report states, each with its figure, the spread of its repetitions and what that spread allows one to
+ * say (met / not met, or within noise), the load its part ran under, and for a ratio whether its two sides took turns.
+ */
+function goalsSection(r: Report): string[] {
+  const rows: string[] = [];
+  const cores = r.machine.cpus;
+  const loadOf = (key: string) => {
+    const part = PART_OF.find(([re]) => re.test(key))?.[1];
+    const l = part ? r.partLoad?.[part] : undefined;
+    if (!l) return "–";
+    const over = overloaded(l, l.cores ?? cores);
+    return `${l.before[0]} → ${l.after[0]}${over ? ` (**above its ${l.cores ?? cores} cores**)` : ""}`;
+  };
+  const turns = (a: string, b: string, size: number) => {
+    const seq = r.batchSequence?.filter((x) => x.size === size);
+    if (!seq?.length) return "–";
+    const t = interleaving(seq, a, b);
+    return t.why ? `**no**: ${t.why}` : `yes${t.gap ? ` (up to ${t.gap} other run${t.gap > 1 ? "s" : ""} between a pair)` : ", back to back"}`;
+  };
+  const add = (what: string, key: string, goal: number, atMost: boolean, sides?: [string, string, number]) => {
+    if (!r.range[key]) return;
+    rows.push(`| ${what} | ${goalText(r.range[key], goal, atMost)} | ${loadOf(key)} | ${sides ? turns(...sides) : "–"} |`);
+  };
+  for (const [k, x] of Object.entries(r.engineCost?.sizes ?? {})) {
+    const size = x.pacedMs ? -x.tasks : x.tasks;
+    const what = `${x.tasks} tasks${x.pacedMs ? `, model paced ${x.pacedMs} ms a turn` : ""}`;
+    const seq = r.engineCost!.sequence.filter((s) => s.size === size);
+    const t = (a: string) => {
+      const i = interleaving(seq, a, "bareClone");
+      return i.why ? `**no**: ${i.why}` : `yes${i.gap ? ` (up to ${i.gap} other run${i.gap > 1 ? "s" : ""} between a pair)` : ", back to back"}`;
+    };
+    if (r.range[`engineCost.${k}.ratio`]) rows.push(`| engine ÷ bare SDK on private clones, ${what} (cost part, this build) | ${goalText(r.range[`engineCost.${k}.ratio`], 1.05)} | ${loadOf(`engineCost.${k}`)} | ${t("engine")} |`);
+    if (r.range[`engineCost.${k}.ratioBefore`])
+      rows.push(`| the same, ${r.engineCost!.before ?? "earlier build"} | ${goalText(r.range[`engineCost.${k}.ratioBefore`], 1.05)} | ${loadOf(`engineCost.${k}`)} | ${t("engineBefore")} |`);
+  }
+  for (const w of Object.keys(r.batchRatioSameWorkspaces ?? {})) {
+    const n = Number(w.slice(1));
+    add(`engine ÷ bare SDK on private clones, ${n} tasks`, `batchRatioSameWorkspaces.${w}`, 1.05, true, ["engine", "bareClone", n]);
+  }
+  if (r.batchPaced) add(`the same, ${r.batchPaced.tasks} tasks, model paced ${r.batchPaced.modelMs} ms a turn`, "batchPaced.ratio", 1.05, true, ["enginePaced", "bareClonePaced", -r.batchPaced.tasks]);
+  for (const w of Object.keys(r.batchRatio ?? {})) {
+    const n = Number(w.slice(1));
+    add(`engine ÷ bare SDK on worktrees, ${n} tasks`, `batchRatio.${w}`, 1.05, true, ["engine", "bare", n]);
+  }
+  if (r.sandbox) {
+    add(`sandbox on ÷ off, ${r.sandbox.tasks} tasks`, "sandbox.batchRatio", r.sandbox.goals.batchRatio, true, ["engine", "noSandbox", r.sandbox.tasks]);
+    add("lone worker start, sandbox on − off, ms", "sandbox.loneStartOverheadMs", r.sandbox.goals.startOverheadMs, true);
+  }
+  if (!rows.length) return [];
+  const over = Object.entries(r.partLoad ?? {}).filter(([, l]) => overloaded(l, l.cores ?? cores));
+  return [
+    "## Goals against the noise of their repetitions",
+    `Each goal's figure is the median of its repetitions, [min–max] beside it. Where the goal lies inside [min–max], some repetitions met it and some did not: the figure is **within noise** of its goal, and the median's side of it is not a finding. ± is half the range. "Took turns": the two sides of the ratio ran one after the other in each repetition, the side going first alternating, so a drift in the machine's load weighs on both alike.${over.length ? ` Parts measured with the machine's load above its ${cores} cores: ${over.map(([p]) => p).join(", ")}; their wall times carry the wait for a core, and a ratio of two of them the difference in that wait.` : ""}`,
+    "",
+    "| figure | median [min–max] — against the goal | load (1 min) of its part, start → end | sides took turns |",
+    "|---|---|---|---|",
+    ...rows,
+    "",
+  ];
+}
 
 function baselineText(b: NonNullable<Report["baseline"]>): string {
   const e = b.env;
@@ -374,6 +483,50 @@ function gatewayLines(r: Report): string[] {
   ];
 }
 
+function costSection(r: Report): string[] {
+  const c = r.engineCost;
+  if (!c) return [];
+  const rows = Object.values(c.sizes);
+  const loads = c.loadAtBatch.map((x) => x.load);
+  return [
+    "",
+    "## The engine's own cost, before and after, in one run",
+    `The engine over MCP (as above) against the bare SDK on private clones, ${c.reps} repetition${c.reps > 1 ? "s" : ""}, each on fresh engines and a fresh bare serve; in every repetition the sides run one after another at each size, the order reversed every other repetition.${c.before ? ` Beside this build, an engine built from ${c.before} (its own \`ocw mcp\` bridge too) takes its turn in the same repetitions, against the same bare runs.` : ""} Load average (1 min) at the batches' starts: ${Math.min(...loads)}–${Math.max(...loads)} (median ${median(loads)}) on ${c.cores} cores${Math.max(...loads) > c.cores ? ": **above the core count**, so every figure here carries waits for a core" : ""}.`,
+    "",
+    `| tasks | engine ms | ${c.before ? "earlier build ms | " : ""}bare on private clones ms | engine ÷ bare | ${c.before ? "earlier ÷ bare | " : ""}tail after the last first request, ms (engine${c.before ? " / earlier" : ""} / bare) | engine CPU + its git, s${c.before ? " (this / earlier)" : ""} | built |`,
+    `|---|---|${c.before ? "---|" : ""}---|---|${c.before ? "---|" : ""}---|---|---|`,
+    ...rows.map(
+      (x) =>
+        `| ${x.tasks}${x.pacedMs ? `, paced ${x.pacedMs} ms` : ""} | ${fmt(x.engineMs)} | ${c.before ? `${fmt(x.engineBeforeMs)} | ` : ""}${fmt(x.bareCloneMs)} | ${goalText(x.ratio, 1.05)} | ${c.before ? `${goalText(x.ratioBefore, 1.05)} | ` : ""}${x.tailMs.engine}${c.before ? ` / ${x.tailMs.before}` : ""} / ${x.tailMs.bare} | ${x.engineCpuSec.engine}${c.before ? ` / ${x.engineCpuSec.before}` : ""} | ${x.built}${c.before ? ` / ${x.builtBefore}` : ""} / ${x.bareBuilt} of ${x.tasks} |`,
+    ),
+    ...(c.before
+      ? [
+          "",
+          `This build against ${c.before}, per size: ${rows
+            .map((x) => {
+              const b = x.ratioBefore!;
+              const apart = x.ratio.max < b.min || b.max < x.ratio.min;
+              return `${x.tasks}${x.pacedMs ? " paced" : ""}: ${apart ? `**apart** (${x.ratio.max < b.min ? "this build lower" : "this build higher"} in every repetition)` : "the ranges overlap, no difference shown"}`;
+            })
+            .join("; ")}.`,
+        ]
+      : []),
+  ];
+}
+
+function gradingAloneSection(r: Report): string[] {
+  const g = r.gradingAlone;
+  if (!g) return [];
+  return [
+    "",
+    `Grading alone (\`npx jiti bench/grading-micro.ts DIR N LABEL\`, ${g.at}): a worker that wrote one file in a ${g.repoFiles}-file repository, graded with a file check, no sandbox; this build and the source tree of ${g.other}, taking turns worker by worker; git processes counted by a logging \`git\` first on PATH. Load (1 min) ${g.load.join(" → ")} on ${g.cores} cores${Math.max(...g.load) > g.cores ? " (**above the core count**)" : ""}.`,
+    "",
+    "| build | gradings (built) | grading ms, median [min–max] | git processes per grading | checks on the base commit ms, median | git processes there |",
+    "|---|---|---|---|---|---|",
+    ...g.out.map((x) => `| ${x.side} | ${x.gradings} (${x.built}) | ${x.medianMs} [${x.minMs}–${x.maxMs}] | ${x.gitProcessesPerGrading} | ${x.baseChecksMedianMs} | ${x.gitProcessesPerBaseCheck} |`),
+  ];
+}
+
 function repoSection(r: Report): string[] {
   const p = r.privateRepo;
   if (!p) return [];
@@ -402,7 +555,20 @@ function scaleSection(r: Report): string[] {
     out.push(
       `opencode serve during the ${s.tasks}-task engine batch (the serve process itself, inside its sandbox, sampled every 250 ms): idle ${R("scale.opencodeRssMbIdle", " MB")} → peak ${R("scale.opencodeRssMbPeak", " MB")}: **${R("scale.opencodeRssMbPerWorker", " MB")} per concurrent worker** (peak ÷ ${s.tasks}; goal ≤ ${s.goalMbPerWorker} MB: ${met(s.opencodeRssMbPerWorker <= (s.goalMbPerWorker ?? 120))}), ${R("scale.opencodeRssMbPerWorkerAboveIdle", " MB")} each above idle. The bare side's serve on the same batch peaked at ${R("scale.bareOpencodeRssMbPeak", " MB")}.`,
     );
-  if (c)
+  const sizes = Object.values(s.concurrentBySize ?? {});
+  if (sizes.length)
+    out.push(
+      "",
+      "Many workers at once on this machine, each size on a fresh engine (as many slots as workers, sandbox on; each worker writes a file after an approved ask and is graded with a file check). Ask → subscriber: from the engine taking opencode's `permission.asked` (the ask's `createdAt`) to the bench's subscriber of the engine's API holding `ask.opened`, over every ask of the run (opencode's own hop to the engine is not in it; the gate table above has it at up to 32).",
+      "",
+      "| workers at once | built | errors | wall s | most active at once | engine RSS MB: start → peak | ask → subscriber p50 / p99 / max ms (asks) | opencode serve peak MB | load (1 min) start → end |",
+      "|---|---|---|---|---|---|---|---|---|",
+      ...sizes.map(
+        (x) =>
+          `| ${x.workers} | ${x.built} of ${x.workers} | ${x.errors.length ? `**${x.errors.length}**: ${x.errors.slice(0, 3).join("; ")}` : "none"} | ${(x.wallMs / 1000).toFixed(1)} | ${x.maxActive} | ${x.engineRssMbBefore ?? "–"} → ${x.engineRssMbPeak} | ${x.askToSubscriberMs ? `${x.askToSubscriberMs.p50} / ${x.askToSubscriberMs.p99} / ${x.askToSubscriberMs.max} (${x.askToSubscriberMs.n})` : "–"} | ${x.opencodeRssMbPeak ?? "–"} | ${x.load ? `${x.load.before} → ${x.load.after}${x.load.before > x.load.cores || x.load.after > x.load.cores ? ` (**above its ${x.load.cores} cores**)` : ""}` : "–"} |`,
+      ),
+    );
+  else if (c)
     out.push(
       "",
       `${c.workers} workers at once (${c.workers} slots, sandbox on, each writes a file after an approved ask and is graded with a file check): ${c.built} of ${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} active at the same moment; ${c.errors.length ? `**${c.errors.length} errors**: ${c.errors.slice(0, 5).join("; ")}` : "no error"}${c.stopped ? ` (${c.stopped})` : ""}${c.connectionDrops ? `; the bench's own connection to the engine failed (fetch failed) ${c.connectionDrops}× and was reopened, the engine staying up` : ""}. Final states: ${Object.entries(c.finalStates).map(([k, v]) => `${v} ${k}`).join(", ")}.`,

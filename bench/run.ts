@@ -10,10 +10,11 @@ import { bash, startScriptedModel, writeFile } from "../test/fixtures/scripted-m
 import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
+import { engineCost } from "./cost";
 import { runFaultSuite } from "./faults";
 import { compareEnv, environOf, opencodeServeUnder } from "./procs";
 import { loneStarts, repoCost, startMedians, type WorkerStart } from "./sandbox";
-import { concurrent } from "./scale";
+import { concurrent, type Concurrent } from "./scale";
 import { fitLive, fitRecorded, timeDetection, type FitResult } from "./fit";
 import { gateLatency, gateRig, type Latency } from "./gate";
 import { manyWorkers } from "./memory";
@@ -35,10 +36,12 @@ function flag(name: string): string | undefined {
 const quick = process.argv.includes("--quick");
 const reps = Number(flag("--reps") ?? (quick ? 1 : 3));
 const manyCount = Number(flag("--workers") ?? (quick ? 32 : 1000));
-const scaleCount = Number(flag("--scale") ?? (quick ? 16 : 64));
+/** `--scale 64,128`: workers at once, one fresh engine per size. */
+const scaleCounts = (flag("--scale") ?? (quick ? "16" : "64,128")).split(",").map((x) => Number(x.trim()));
+const scaleCount = Math.min(...scaleCounts);
 const loneCount = Number(flag("--lone") ?? (quick ? 3 : 5));
 const repoFiles = Number(flag("--repo-files") ?? (quick ? 500 : 3000));
-const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "pool", "attempts", "setup", "faults"] as const;
+const PARTS = ["startup", "fit", "gate", "batch", "cost", "repo", "scale", "many", "pool", "attempts", "setup", "faults"] as const;
 type Part = (typeof PARTS)[number];
 /** `--only a,b`: measure just those parts; the rest of the report is the committed one, written to bench/tmp/. */
 const only = flag("--only")
@@ -54,17 +57,22 @@ const intoReport = process.argv.includes("--into-report");
 /** `--many-from FILE`: the many-workers figures from an earlier partial run's report (`--only many --out FILE`). */
 const manyFrom = flag("--many-from");
 const manyDeadlineMin = Number(flag("--many-minutes") ?? Infinity);
-const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N] [--lone N] [--repo-files N] [--only ${PARTS.join(",")}] [--skip parts] [--no-faults] [--no-ui]
+const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N[,N…]] [--lone N] [--repo-files N] [--only ${PARTS.join(",")}] [--skip parts] [--no-faults] [--no-ui]
   --reps N        repetitions of every repeated figure (default 3, --quick 1)
   --workers N     tiny workers for the engine-memory run (default 1000, --quick 32)
-  --scale N       workers at once for the concurrency run (default 64, --quick 16)
+  --scale N,N     workers at once for the concurrency run, one fresh engine per size (default 64,128, --quick 16)
   --lone N        lone workers per repetition for the start-up time, sandbox on and off (default 5, --quick 3)
   --repo-files N  files in the generated repository for private repository vs worktree (default 3000, --quick 500)
   --only / --skip measure only / all but these parts; the report then goes to bench/tmp/report.{md,json}, the
                   parts not measured copied from bench/report.json
   --out FILE      where a partial run writes its report (and FILE's .md); --into-report: into bench/report.*
+  --before BUNDLE the cost part also runs this engine bundle (a build of an earlier commit; --before-label names it),
+                  taking turns with this build and the bare SDK in every repetition
   --attempt-tasks N  tasks per side of the attempts part (default 8, --quick 4): each once vs 3 attempts each
   --many-minutes M  stop the many-workers run after M minutes (it says how many finished)
+  --merge-ui FILE [--startup-only]  put a Playwright bench result into the report (--startup-only: it measured only the start-up)
+  --merge-grading FILE  the last record of bench/grading-micro.ts (bench/tmp/grading-micro.jsonl) into the report
+  --merge-part PART --from FILE  only put FILE's figures of PART (cost, scale) into the report (bench/report.* with --into-report)
   --merge-many FILE  only put FILE's many-workers figures into the report (bench/report.* with --into-report)
   --many-from FILE  take the many-workers figures from an earlier run's report JSON (e.g. --only many --out FILE)
   --no-faults     leave out the fault and attack suite (the same as --skip faults)
@@ -104,7 +112,13 @@ function write(report: Report, json = OUT_JSON()) {
 
 async function measure() {
   if (process.argv.includes("--help")) return void console.log(HELP);
-  for (const [name, v] of Object.entries({ "--reps": reps, "--workers": manyCount, "--scale": scaleCount, "--lone": loneCount, "--repo-files": repoFiles }))
+  for (const [name, v] of Object.entries({
+    "--reps": reps,
+    "--workers": manyCount,
+    "--scale": scaleCounts.every((x) => Number.isInteger(x) && x >= 1) ? scaleCount : NaN,
+    "--lone": loneCount,
+    "--repo-files": repoFiles,
+  }))
     if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer (got ${flag(name)}); see --help`);
   for (const p of [...(only ?? []), ...skip]) if (!PARTS.includes(p as Part)) throw new Error(`unknown part "${p}": the parts are ${PARTS.join(", ")}`);
   const started = Date.now();
@@ -132,7 +146,7 @@ async function measure() {
                 .split(", ")
                 .every((p) => now.includes(p as Part)),
           ),
-          `${now.join(", ")} measured again at ${new Date().toISOString()}, ${reps} repetition${reps > 1 ? "s" : ""}, code ${gitState()} (load ${loadAtStart.join(", ")} → ${os
+          `${now.join(", ")} measured again at ${new Date().toISOString()}, ${reps} repetition${reps > 1 ? "s" : ""}, code ${codeAtStart} (load ${loadAtStart.join(", ")} → ${os
             .loadavg()
             .map((x) => round(x, 2))
             .join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`,
@@ -152,7 +166,7 @@ async function measure() {
         platform: `${os.platform()} ${os.release()}`,
         opencode: existsSync(opencodePkg) ? (JSON.parse(readFileSync(opencodePkg, "utf8")) as { version: string }).version : "unknown",
         loadBefore: loadAtStart,
-        commit: gitState(),
+        commit: codeAtStart,
         loadAfter: os.loadavg().map((x) => round(x, 2)),
       },
       date: new Date().toISOString(),
@@ -177,7 +191,7 @@ async function measure() {
   const partStart = (part: Part) => {
     const t0 = Date.now();
     const before = loadNow();
-    return () => void (partLoad[part] = { before, after: loadNow(), seconds: round((Date.now() - t0) / 1000) });
+    return () => void (partLoad[part] = { before, after: loadNow(), seconds: round((Date.now() - t0) / 1000), cores: CORES });
   };
   /** A part that fails is recorded in the report with its error; the other parts still run. */
   const guard = async (part: Part, fn: () => Promise<void>) => {
@@ -325,6 +339,27 @@ async function measure() {
 
   if (runs("batch")) await guard("batch", () => batches(model, report, put));
 
+  if (runs("cost"))
+    await guard("cost", async () => {
+      const bundle = flag("--before");
+      const c = await engineCost({
+        model,
+        reps,
+        sizes: quick ? [4, 8] : [16, 32],
+        pacedMs: PACED_MODEL_MS,
+        paced: PACED,
+        ...(bundle ? { before: { bundle: path.resolve(bundle), label: flag("--before-label") ?? bundle } } : {}),
+      });
+      for (const [k, x] of Object.entries(c.sizes)) {
+        range[`engineCost.${k}.ratio`] = x.ratio;
+        if (x.ratioBefore) range[`engineCost.${k}.ratioBefore`] = x.ratioBefore;
+        log(
+          `cost ${k}: engine ÷ bare on private clones ${fmt(x.ratio)}${x.ratioBefore ? `; before ${fmt(x.ratioBefore)}` : ""}; tail ${JSON.stringify(x.tailMs)}; engine CPU ${JSON.stringify(x.engineCpuSec)}`,
+        );
+      }
+      report.engineCost = c;
+    });
+
   if (runs("repo"))
     await guard("repo", async () => {
       log(`private repository vs worktree on a ${repoFiles}-file repository (${Math.max(3, reps * 2)} each)…`);
@@ -339,19 +374,23 @@ async function measure() {
 
   if (runs("scale"))
     await guard("scale", async () => {
-      const engine = await startEngine();
-      try {
-        log(`${scaleCount} workers at once (${scaleCount} slots, sandbox on)…`);
-        const c = await concurrent(engine, model, scaleCount);
-        log(
-          `  ${c.built}/${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} at once; opencode serve peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker); ${c.errors.length} errors`,
-        );
-        for (const e of c.errors) log(`  ${e}`);
-        report.scale = { ...(report.scale ?? {}), concurrent: c } as Report["scale"];
-      } finally {
-        await engine.kill();
-        cleanup(engine.stateDir);
+      const bySize: Record<string, Concurrent> = {};
+      for (const n of scaleCounts) {
+        const engine = await startEngine();
+        try {
+          log(`${n} workers at once (${n} slots, sandbox on; load ${os.loadavg()[0]!.toFixed(2)} on ${CORES} cores)…`);
+          const c = await concurrent(engine, model, n);
+          log(
+            `  ${c.built}/${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} at once; engine RSS ${c.engineRssMbBefore} → peak ${c.engineRssMbPeak} MB; ask → subscriber p50 ${c.askToSubscriberMs?.p50} p99 ${c.askToSubscriberMs?.p99} ms (${c.askToSubscriberMs?.n} asks); opencode serve peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker); ${c.errors.length} errors; load ${c.load?.before} → ${c.load?.after}`,
+          );
+          for (const e of c.errors) log(`  ${e}`);
+          bySize[`w${n}`] = c;
+        } finally {
+          await engine.kill();
+          cleanup(engine.stateDir);
+        }
       }
+      report.scale = { ...(report.scale ?? {}), concurrent: bySize[`w${scaleCount}`], concurrentBySize: bySize } as Report["scale"];
     });
 
   if (runs("many"))
@@ -478,6 +517,10 @@ function mergeMany(file: string) {
 }
 
 const loadAtStart = os.loadavg().map((x) => round(x, 2));
+/** The code the run measures: the tree when it started (npm run bench bundles it then), not when it ends. */
+const codeAtStart = gitState();
+/** The cores the bench's processes can run on: a load average above it means work waited for a core. */
+const CORES = os.availableParallelism?.() ?? os.cpus().length;
 const FAULT_FILES_COUNT = 7;
 
 /**
@@ -505,6 +548,8 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const add = (side: Side, n: number, r: EngineBatch | BareBatch) => runsOf.set(`${side}${n}`, [...(runsOf.get(`${side}${n}`) ?? []), r]);
   const lone: Record<"on" | "off", WorkerStart[][]> = { on: [], off: [] };
   const batchMisses: NonNullable<Report["batchMisses"]> = [];
+  /** Every timed batch in the order it ran: the report checks from it that the sides of each ratio took turns. */
+  const sequence: NonNullable<Report["batchSequence"]> = [];
   let env: ReturnType<typeof compareEnv> | null = null;
   let envNoSandbox: ReturnType<typeof compareEnv> | null = null;
   const up = async (kind: "sandbox" | "noSandbox" | "keyed") => {
@@ -565,6 +610,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
         // Odd repetitions run the sides in reverse: each pair (engine/bare, sandbox on/off) takes turns going first.
         const order = rep % 2 ? [...sides].reverse() : sides;
         for (const side of order) {
+          sequence.push({ side, rep, size });
           // The bench process also serves the scripted model: a stall of its own would delay both sides' requests.
           benchLoop.reset();
           const stall = () => `bench process's longest stall ${round(benchLoop.max / 1e6, 0)} ms`;
@@ -744,6 +790,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   report.batchStartMs = startMs;
   report.batchStartPhases = startPhases;
   report.batchSplit = batchSplit;
+  report.batchSequence = sequence;
   const pacedEng = get<EngineBatch>("enginePaced", pacedSize);
   const pacedBare = get<BareBatch>("bareClonePaced", pacedSize);
   if (pacedEng?.length && pacedBare?.length) {
@@ -902,7 +949,8 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
 function mergeUi(file: string, error: string | undefined) {
   const report = JSON.parse(readFileSync(OUT_JSON(), "utf8")) as Report;
   const ui = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Partial<UiResult>) : null;
-  const { dashboardStartupMs, ...stream } = ui ?? {};
+  const { dashboardStartupMs, dashboardStartupPhases, ...stream } = ui ?? {};
+  if (dashboardStartupPhases) report.dashboardStartupPhases = dashboardStartupPhases;
   if (dashboardStartupMs) {
     report.startupMs.dashboard = dashboardStartupMs.median;
     report.range["startupMs.dashboard"] = dashboardStartupMs;
@@ -910,6 +958,13 @@ function mergeUi(file: string, error: string | undefined) {
   if (stream.fpsW16 !== undefined) {
     report.ui = stream as Report["ui"];
     delete report.uiError;
+  } else if (dashboardStartupMs && report.ui && !error && process.argv.includes("--startup-only")) {
+    // Only the start-up was measured again (`-g "ocw serve"`): the streaming figures stay those of their own run.
+    const p = dashboardStartupPhases;
+    report.reruns = [
+      ...(report.reruns ?? []).filter((x) => !x.startsWith("dashboard start-up measured again")),
+      `dashboard start-up measured again at ${new Date().toISOString()}, ${dashboardStartupMs.runs.length} repetitions, code ${gitState()}${p ? ` (load ${p.load.join(" → ")} on ${p.cores} cores)` : ""}; the streaming dashboard figures are from the earlier run`,
+    ];
   } else report.uiError = error ?? "the Playwright bench wrote no streaming result";
   if (error && report.ui) report.uiError = error;
   report.totalSeconds = round(report.totalSeconds + Number(process.env.OCW_BENCH_UI_SECONDS ?? 0));
@@ -917,13 +972,54 @@ function mergeUi(file: string, error: string | undefined) {
   console.error(renderMarkdown(report));
 }
 
+/** Report keys and range prefixes of the parts `--merge-part` can take from another run's report. */
+const PART_KEYS: Partial<Record<Part, { keys: (keyof Report)[]; range: string }>> = {
+  cost: { keys: ["engineCost"], range: "engineCost." },
+  scale: { keys: ["scale"], range: "scale." },
+};
+
+/** `--merge-part PART --from FILE`: that part's figures of an earlier partial run (`--only PART --out FILE`) into the report, with when. */
+function mergePart(part: Part, file: string) {
+  const spec = PART_KEYS[part];
+  if (!spec) throw new Error(`--merge-part takes ${Object.keys(PART_KEYS).join(", ")}`);
+  const other = JSON.parse(readFileSync(file, "utf8")) as Report;
+  if (!other.parts?.includes(part)) throw new Error(`${file} did not measure ${part} (it measured ${other.parts?.join(", ") || "nothing"})`);
+  const report = JSON.parse(readFileSync(OUT_JSON(), "utf8")) as Report;
+  for (const k of spec.keys) (report as unknown as Record<string, unknown>)[k] = other[k];
+  for (const k of Object.keys(report.range)) if (k.startsWith(spec.range)) delete report.range[k];
+  for (const [k, v] of Object.entries(other.range)) if (k.startsWith(spec.range)) report.range[k] = v;
+  report.partLoad = { ...(report.partLoad ?? {}), [part]: other.partLoad![part]! };
+  const l = other.partLoad![part]!;
+  report.reruns = [
+    ...(report.reruns ?? []).filter((x) => x.split(" measured again")[0] !== part),
+    `${part} measured again at ${other.date}, ${other.reps} repetition${other.reps > 1 ? "s" : ""}, code ${other.machine.commit ?? "?"} (load ${l.before.join(", ")} → ${l.after.join(", ")}, ${l.seconds} s) and put into this report`,
+  ];
+  report.parts = [...new Set([...(report.parts ?? []), part])];
+  write(report);
+  log(`merged the ${part} figures of ${file} into ${path.relative(ROOT, OUT_JSON())}`);
+}
+
+/** `--merge-grading FILE`: the last line of bench/grading-micro.ts's record (bench/tmp/grading-micro.jsonl) into the report. */
+function mergeGrading(file: string) {
+  const lines = readFileSync(file, "utf8").trim().split("\n");
+  const report = JSON.parse(readFileSync(OUT_JSON(), "utf8")) as Report;
+  report.gradingAlone = JSON.parse(lines.at(-1)!);
+  write(report);
+  log(`merged the grading-alone figures of ${file} into ${path.relative(ROOT, OUT_JSON())}`);
+}
+
 const merge = flag("--merge-ui");
+const mergePartName = flag("--merge-part") as Part | undefined;
 const mergeManyFile = flag("--merge-many");
-(merge
-  ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined))
-  : mergeManyFile
-    ? Promise.resolve(mergeMany(mergeManyFile))
-    : measure()
+(flag("--merge-grading")
+  ? Promise.resolve(mergeGrading(flag("--merge-grading")!))
+  : mergePartName
+    ? Promise.resolve(mergePart(mergePartName, flag("--from") ?? ""))
+    : merge
+      ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined))
+      : mergeManyFile
+        ? Promise.resolve(mergeMany(mergeManyFile))
+        : measure()
 ).then(
   () => process.exit(0),
   (err) => {

@@ -6,7 +6,8 @@ import type { ScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, type TestEngine } from "../test/helpers";
 import { benchTarget } from "./batch";
 import { opencodeServeUnder, rssMbOf, samplePeak } from "./procs";
-import { log, round, rssPeak } from "./stats";
+import { log, pct, median, procStat, round, rssPeak } from "./stats";
+import os from "node:os";
 
 export interface Concurrent {
   workers: number;
@@ -25,6 +26,15 @@ export interface Concurrent {
   stopped?: string;
   /** How often the bench's own event stream / queries to the engine failed (fetch failed) and were reopened. */
   connectionDrops: number;
+  /**
+   * Ask → subscriber: from the engine taking opencode's `permission.asked` (the ask's createdAt, the engine's clock) to
+   * this bench's subscriber of the engine's API holding `ask.opened` (same machine, same clock), over every ask.
+   */
+  askToSubscriberMs?: { p50: number; p99: number; max: number; n: number };
+  /** Engine RSS when the batch started (after a warm-up worker). */
+  engineRssMbBefore?: number;
+  /** Load average (1 min) at the batch's start and end, and the machine's cores. */
+  load?: { before: number; after: number; cores: number };
 }
 
 const memAvailableMb = () => Number(/MemAvailable:\s+(\d+)/.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0) / 1024;
@@ -47,7 +57,10 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
   const oc = opencodeServeUnder(pid);
   const ocBefore = rssMbOf(oc);
   const ocPeak = samplePeak(oc);
+  const engineRssMbBefore = round(procStat(pid).rssMb);
   const enginePeak = rssPeak(pid, 250);
+  const loadBefore = round(os.loadavg()[0]!, 2);
+  const askLatency: number[] = [];
   const errLen = engine.stderr().length;
   let stopped: string | undefined;
   let maxActive = 0;
@@ -58,7 +71,9 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
   // The engine checks the model endpoint first (3 s); on a loaded machine the scripted model can miss that: try again.
   for (let attempt = 1; ; attempt++) {
     try {
-      workerIds = (await engine.client.workers.startBatch.mutate({ tasks })).workerIds;
+      // A batch holds at most 64 tasks (the API's limit): more at once are several batches started together.
+      const chunks = Array.from({ length: Math.ceil(tasks.length / 64) }, (_, i) => tasks.slice(i * 64, i * 64 + 64));
+      workerIds = (await Promise.all(chunks.map((chunk) => engine.client.workers.startBatch.mutate({ tasks: chunk })))).flatMap((r) => r.workerIds);
       break;
     } catch (err) {
       if (attempt >= 10 || !/cannot reach the model endpoint/.test((err as Error).message)) throw err;
@@ -83,7 +98,8 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
       try {
         r = await follow(engine.client, workerIds, {
           timeoutMs: 20 * 60_000,
-          onEvent: (_e, ws) => {
+          onEvent: (e, ws) => {
+            if (e.type === "ask.opened") askLatency.push(Date.now() - e.ask.createdAt);
             current = ws;
             maxActive = Math.max(maxActive, [...ws.values()].filter((w) => isActive(w.state)).length);
             for (const w of ws.values())
@@ -140,5 +156,13 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
     opencodeRssMbPeak: ocPeakMb,
     opencodeRssMbPerWorker: ocPeakMb === null || !maxActive ? null : round(ocPeakMb / maxActive),
     ...(stopped ? { stopped } : {}),
+    askToSubscriberMs: {
+      p50: round(median(askLatency)),
+      p99: round(pct(askLatency, 99)),
+      max: askLatency.length ? Math.max(...askLatency) : NaN,
+      n: askLatency.length,
+    },
+    engineRssMbBefore,
+    load: { before: loadBefore, after: round(os.loadavg()[0]!, 2), cores: os.availableParallelism?.() ?? os.cpus().length },
   };
 }

@@ -95,7 +95,8 @@ test.beforeAll(async () => {
     fallback: () => ({ text: "one two three four five six seven eight nine ten eleven twelve" }),
   });
   models.push(good, noTools);
-  cpu = await engineOn([], 16, { OCW_E2E_GOOD_KEY: "sk-e2e-setup" });
+  // the benchmark after a capture / start, short (the e2e default is off: playwright.config.ts)
+  cpu = await engineOn([], 16, { OCW_E2E_GOOD_KEY: "sk-e2e-setup", OCW_SETUP_BENCH_SEC: "1" });
 });
 
 test.afterAll(async () => {
@@ -198,6 +199,12 @@ test("capture: a dead URL says so and saves nothing; a working server is verifie
     await expect(list.getByLabel(`${name}: pass`)).toBeVisible();
   await expect(page.getByLabel("Active target")).toContainText("scripted-good");
   await shot(page, "06-capture-verified", list);
+  // the benchmark after verify: prefill and decode at 1 stream and at the 2 slots, from the stream's clock
+  await expect(result.getByLabel("Measured speed")).toContainText(
+    /measured: prefill \d+ tok\/s, decode \d+ tok\/s \(1 stream\); \d+ tok\/s in all, \d+ per stream \(2 streams\)/,
+  );
+  await shot(page, "06b-capture-measured", result);
+  expect((await cpu.client.targets.list.query()).targets.find((t) => t.id === "scripted-good")?.bench).toMatchObject({ source: "stream", slots: 2 });
   expect((await cpu.client.targets.list.query()).active).toBe("scripted-good");
 });
 

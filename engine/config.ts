@@ -71,6 +71,7 @@ export const ConfigSchema = z.object({
   OCW_KEYCHAIN: str().describe("off: API keys set from the GUI go to a 0600 file under the state dir, never the OS keychain"),
   OCW_SUPERVISE: str().describe("0: model servers the engine starts run unsupervised (detached)"),
   OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
+  OCW_SETUP_BENCH_SEC: num(30).describe("seconds the benchmark after a model server starts (or is captured) may take; 0 skips it"),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 

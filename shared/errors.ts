@@ -24,11 +24,37 @@ export const ERROR_MAP: Record<
   internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 },
 };
 
-/** An error with a code; its message says what is wrong and what to do. */
+/**
+ * Which part refused, for errors a client acts on by kind rather than by code (issue 27): model setup's errors (each
+ * setup error class has one) and the few conditions a client answers itself (`no-target`: the MCP bridge points to
+ * setup_status). Sent beside the code as `ocwKind`, with the typed figures as `ocwData`; clients never match messages.
+ */
+export const ErrorKind = z.enum([
+  "input", // a flag or field is wrong
+  "model-source", // the model file / repo / URL cannot be read
+  "metadata", // the GGUF metadata is not a model we can size
+  "estimate", // the estimator was asked for something impossible
+  "gguf", // the GGUF reader met a damaged file
+  "download", // a download failed (network, checksum, size)
+  "runtime", // the runtime binary cannot be found, installed or run
+  "parallel", // a vLLM / SGLang plan's input is wrong
+  "k8s", // a Kubernetes plan's input is wrong
+  "serving", // a serving record / capture request is wrong
+  "start", // a model start failed (data.failure: its classification, data.phase)
+  "no-target", // no active target, and none was named
+]);
+export type ErrorKind = z.infer<typeof ErrorKind>;
+
+/** An error's typed figures and names (no nested objects: every client can show them). */
+export const ErrorData = z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()]));
+export type ErrorData = z.infer<typeof ErrorData>;
+
+/** An error with a code; its message says what is wrong and what to do. `detail`: its kind and typed data, when it has them. */
 export class OcwError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
+    readonly detail?: { kind: ErrorKind; data: ErrorData },
   ) {
     super(message);
     this.name = "OcwError";
@@ -41,6 +67,11 @@ export class InputError extends OcwError {
     super(code, message);
     this.name = "InputError";
   }
+}
+
+/** The kind and data of any thrown value (an OcwError that has them), else null. */
+export function detailOf(err: unknown): { kind: ErrorKind; data: ErrorData } | null {
+  return err instanceof OcwError && err.detail ? err.detail : null;
 }
 
 /** The code of any thrown value: an OcwError's own, else "internal". */

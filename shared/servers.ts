@@ -17,6 +17,10 @@ export const ServerView = z.object({
   startedAt: z.string(),
   logFile: z.string(),
   bin: z.string(),
+  /** The runtime it runs (llama.cpp, vllm, sglang); the supervisor's last crash and when it gave up (null: none). */
+  runtime: z.string().optional(),
+  lastCrash: z.string().nullable().optional(),
+  gaveUp: z.string().nullable().optional(),
 });
 export type ServerView = z.infer<typeof ServerView>;
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Price } from "./cost";
 import { FitPick } from "./fit";
-import { EnvVarName, Target, TargetCheck } from "./target";
+import { EnvVarName, Target, TargetBench, TargetCheck } from "./target";
 
 /**
  * Model setup mutations on the engine's API (the wizard, and any client): capture a running server or add an API
@@ -37,6 +37,8 @@ export const SetupCaptureInput = z.object({
   model: z.string().trim().min(1).optional(),
   /** Context each slot must have (checked against what the server reports). */
   ctx: z.number().int().min(1024, "the context per slot must be ≥ 1024 tokens").optional(),
+  /** Seconds the benchmark after verify may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
+  benchSec: z.number().int().min(0).max(600).optional(),
   ...Common,
 });
 export type SetupCaptureInput = z.input<typeof SetupCaptureInput>;
@@ -67,6 +69,8 @@ export const SetupOutcome = z.object({
   /** What the server itself reported (engine, per-slot context, slots). */
   observed: z.object({ engine: z.string(), totalSlots: z.number().nullable(), perSlotCtx: z.number().nullable() }).nullable(),
   ms: z.number(),
+  /** The benchmark after start / capture (also on the saved target); null when none ran. */
+  bench: TargetBench.nullable().optional(),
 });
 export type SetupOutcome = z.infer<typeof SetupOutcome>;
 
@@ -95,12 +99,14 @@ export const SetupStartInput = z.object({
    * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.
    */
   cacheType: z.enum(["f16", "q8_0", "q4_0"]).optional(),
+  /** Seconds the benchmark after start may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
+  benchSec: z.number().int().min(0).max(600).optional(),
   /** Plan a model too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing it. */
   allowSlow: z.boolean().optional(),
 });
 export type SetupStartInput = z.input<typeof SetupStartInput>;
 
-export const SetupPhaseName = z.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement"]);
+export const SetupPhaseName = z.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement", "bench"]);
 export type SetupPhaseName = z.infer<typeof SetupPhaseName>;
 
 export const SetupProgress = z.object({

@@ -25,6 +25,42 @@ export const TargetCheck = z.object({
 });
 export type TargetCheck = z.infer<typeof TargetCheck>;
 
+/**
+ * What the model server measured right after setup (issue 27): a short benchmark over its OpenAI-compatible endpoint,
+ * one stream alone and then `slots` streams at once. Tokens/s come from the server's own `timings` where it reports
+ * them (llama-server), else from the stream's arrival times (`source`). `warning` when a stream at full load decodes
+ * too slowly for an agent.
+ */
+export const TargetBench = z.object({
+  at: z.string(),
+  /** Wall time the benchmark took, seconds. */
+  sec: z.number().nonnegative(),
+  /** Prompt tokens per request (the prefill measured), completion tokens asked per request. */
+  promptTokens: z.number().int().nonnegative().nullable(),
+  maxTokens: z.number().int().positive(),
+  /** One stream alone: prompt processing and generation, tokens/s. */
+  prefillTps1: z.number().nonnegative().nullable(),
+  decodeTps1: z.number().nonnegative().nullable(),
+  /** `slots` streams at once: generation tokens/s of all of them together, and of one stream (what a worker gets). */
+  slots: z.number().int().positive(),
+  decodeTpsN: z.number().nonnegative().nullable(),
+  decodeTpsPerStreamN: z.number().nonnegative().nullable(),
+  /** Prompt processing of one stream while the others run, tokens/s. */
+  prefillTpsN: z.number().nonnegative().nullable(),
+  /** Where the figures come from: the server's own timings, or the client's clock on the stream. */
+  source: z.enum(["timings", "stream"]),
+  requests: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  warning: z.string().nullable(),
+});
+export type TargetBench = z.infer<typeof TargetBench>;
+
+/** The benchmark in one line for people (`ocw setup`, `ocw targets`, the wizard). */
+export function benchText(b: TargetBench): string {
+  const f = (x: number | null) => (x === null ? "?" : String(Math.round(x)));
+  return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${b.warning ? ` — ${b.warning}` : ""}`;
+}
+
 /** A verified model endpoint the workers run on. `serving.slots` caps how many workers run at once. */
 export const Target = z.object({
   id: z.string().min(1),
@@ -60,6 +96,8 @@ export const Target = z.object({
   outcome: z.enum(["built", "underpowered", "cannot-build"]).optional(),
   verifiedAt: z.string().nullable().optional(),
   checks: z.array(TargetCheck).default([]),
+  /** The benchmark after setup (absent: none ran — a provider, an older ocw, OCW_SETUP_BENCH_SEC=0). */
+  bench: TargetBench.nullable().optional(),
   /** API targets: dollars per million tokens (from the provider's model list or set by the person); costs use it. */
   price: Price.nullable().optional(),
 });

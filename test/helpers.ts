@@ -40,10 +40,10 @@ export interface TestEngine {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts `ocw serve` (the real bundle) in its own state dir and connects to it. */
-export async function startEngine(stateDir = tempDir("state"), env: NodeJS.ProcessEnv = {}): Promise<TestEngine> {
+/** Starts `ocw serve` (the real bundle, or `bundle`: the bench's build of an earlier commit) in its own state dir and connects to it. */
+export async function startEngine(stateDir = tempDir("state"), env: NodeJS.ProcessEnv = {}, bundle = BUNDLE): Promise<TestEngine> {
   const prof = process.env.OCW_ENGINE_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.OCW_ENGINE_CPU_PROF}`] : [];
-  const proc = spawn(process.execPath, [...prof, BUNDLE, "serve"], {
+  const proc = spawn(process.execPath, [...prof, bundle, "serve"], {
     env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -1,5 +1,5 @@
 import { initTRPC, tracked, TRPCError } from "@trpc/server";
-import { codeOf, ERROR_MAP, OcwError } from "../../shared/errors";
+import { codeOf, detailOf, ERROR_MAP, OcwError } from "../../shared/errors";
 import { z } from "zod";
 import {
   BatchRef,
@@ -100,6 +100,8 @@ const t = initTRPC.context<ApiContext>().create({
       code: shape.data.code,
       httpStatus: shape.data.httpStatus,
       ocwCode: error.cause instanceof z.ZodError || shape.data.code === "BAD_REQUEST" ? "bad-input" : codeOf(error.cause),
+      // the kind and typed data of a coded error (model setup's, no-target): clients act on them, never on the message
+      ...(detailOf(error.cause) ? { ocwKind: detailOf(error.cause)!.kind, ocwData: detailOf(error.cause)!.data } : {}),
     },
   }),
 });

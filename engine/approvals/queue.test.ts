@@ -182,6 +182,35 @@ describe("the approvals queue", () => {
     expect(registry.get(w.id).state).toBe("running");
   });
 
+  it("an answer opencode announces as taken is recorded then, without waiting for its HTTP reply; any other announcement still waits for it", async () => {
+    const { approvals, w, registry, port } = setup();
+    let httpDone = false;
+    let release!: () => void;
+    // opencode announces the reply on its stream, then its HTTP reply comes only later (its one thread is busy).
+    port.replyPermission = (args) => {
+      setTimeout(() => approvals.onAskGone(w.id, args.requestID, args.reply), 0);
+      return new Promise<PortResult<void>>((r) => {
+        release = () => ((httpDone = true), r({ ok: true, value: undefined }));
+        // Never later than this: an engine that waits for the HTTP reply still finishes (and fails the check below).
+        setTimeout(release, 2000);
+      });
+    };
+    const a = ask(w.id, "edit", "a.txt");
+    approvals.onAsk(w.id, a);
+    expect(registry.get(w.id).state).toBe("waiting-approval");
+    const decided = await approvals.decide({ askId: a.id, decision: "once" }, { kind: "person", name: "p" });
+    expect(httpDone).toBe(false);
+    expect(decided).toMatchObject({ status: "decided", decision: "once", by: { kind: "person", name: "p" } });
+    expect(registry.get(w.id).state).toBe("running");
+    release();
+    // opencode announces a different answer: the engine waits for the HTTP reply and records what opencode did.
+    const b = ask(w.id, "edit", "b.txt", { always: ["*"] });
+    approvals.onAsk(w.id, b);
+    port.replyPermission = async (args) => (approvals.onAskGone(w.id, args.requestID, "reject"), noAnswer(new TypeError("socket hang up")));
+    await expect(approvals.decide({ askId: b.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(/on its own, not "once"/);
+    expect(registry.get(w.id).asks[1]).toMatchObject({ decision: "reject", by: { kind: "engine", name: "opencode" } });
+  });
+
   it("refusals say what to do: unknown ask, decided twice, a question without answers, opencode no longer has it", async () => {
     const { approvals, w, registry } = setup();
     await expect(approvals.decide({ askId: "nope", decision: "once" }, { kind: "person" })).rejects.toThrow(/unknown askId "nope"/);

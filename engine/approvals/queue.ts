@@ -34,6 +34,8 @@ export class Approvals {
   private readonly deciding = new Map<string, DecidedBy>();
   /** What opencode announced for an ask while our answer was on its way (usually the echo of ours). */
   private readonly echoed = new Map<string, string>();
+  /** Answers on their way that end as soon as opencode announces it took them (its stream often runs ahead of its HTTP answer). */
+  private readonly echoWaiters = new Map<string, (reply: string) => void>();
   private readonly reg: WorkerRegistry;
 
   constructor(private readonly opts: ApprovalsOptions) {
@@ -70,7 +72,11 @@ export class Approvals {
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
   onAskGone(workerId: string, askId: string, reply: string): void {
     const ask = this.reg.get(workerId).asks.find((a) => a.id === askId);
-    if (this.deciding.has(askId)) return void this.echoed.set(askId, reply);
+    if (this.deciding.has(askId)) {
+      this.echoed.set(askId, reply);
+      this.echoWaiters.get(askId)?.(reply);
+      return;
+    }
     if (!ask || ask.status !== "pending") return;
     this.recordOpencodeAnswer(workerId, askId, reply);
   }
@@ -187,7 +193,24 @@ export class Approvals {
       call = port.replyPermission({ requestID: ask.id, directory, reply: sent as "once" | "reject", ...(message ? { message } : {}) }, limit);
     }
     // No HTTP answer (`no-answer`) is an answer opencode may not have taken: a failed call, or one whose body could not be read.
-    const res = await call;
+    // opencode announcing our very answer on its stream is opencode taking it: the answer is recorded then, without
+    // waiting for its HTTP reply (which comes after, from the same busy thread). Any other announcement, or none,
+    // waits for the HTTP reply as before.
+    const taken: PortResult<void> = { ok: true, value: undefined };
+    const announced = new Promise<"announced">((resolve) => this.echoWaiters.set(ask.id, (reply) => reply === sent && resolve("announced")));
+    let res: PortResult<void>;
+    try {
+      // Announced already (while the request was being sent): recorded now, before anything opencode does next.
+      if (this.echoed.get(ask.id) === sent) {
+        call.catch(() => undefined);
+        res = taken;
+      } else {
+        const first = await Promise.race([call, announced]);
+        res = first === "announced" ? taken : first;
+      }
+    } finally {
+      this.echoWaiters.delete(ask.id);
+    }
     const current = this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
     if (!res.ok && res.kind === "no-answer") {
       // No HTTP answer (opencode hung, restarting, past the limit, or an unreadable answer). What opencode announced on

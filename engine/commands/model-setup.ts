@@ -24,6 +24,7 @@ import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
 import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "../serving/setup";
 import { serverKeepApi, serverRestartApi, serversListApi } from "../serving/servers-api";
 import type { SetupJob } from "../../shared/setup";
+import { benchText } from "../../shared/target";
 import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "../serving/fit-service";
 import { isSetupError, SetupError } from "../models/errors";
 import { limitSetup } from "../sandbox/cgroup";
@@ -313,6 +314,14 @@ export async function llamaFitParams(file: string, e: Estimate, llamaServer?: st
 
 const safeFind = safeFindLlamaServer;
 
+/** --bench-sec: a whole number of seconds, 0 to 600 (undefined: the default). */
+function benchSecOf(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 600) throw new SetupInputError(`--bench-sec takes whole seconds from 0 to 600 (got "${v}")`);
+  return n;
+}
+
 export interface SetupCommandOptions {
   runtime?: string;
   model?: string;
@@ -334,6 +343,8 @@ export interface SetupCommandOptions {
   env?: NodeJS.ProcessEnv;
   /** tests: skip detection */
   hardware?: HardwareReport;
+  /** Seconds the benchmark after start / capture may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
+  benchSec?: string;
 }
 
 /**
@@ -374,6 +385,7 @@ async function runStartCommand(
       ctx,
       minCtx,
       acceptUnderpowered: o.acceptUnderpowered,
+      benchSec: benchSecOf(o.benchSec),
       ...(o.allowSlow ? { allowSlow: true } : {}),
     },
     store: o.store ?? new TargetStore(),
@@ -419,7 +431,16 @@ async function runStartCommand(
   const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
   const text = o.json
     ? JSON.stringify(
-        { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job.servers?.[0] ?? null, job },
+        {
+          outcome: r.outcome,
+          target: r.target,
+          checks: r.checks,
+          summary: r.summary,
+          active: r.active,
+          server: job.servers?.[0] ?? null,
+          bench: r.bench ?? null,
+          job,
+        },
         null,
         2,
       ) + "\n"
@@ -427,6 +448,7 @@ async function runStartCommand(
         `${r.outcome.toUpperCase()}: ${r.summary}`,
         ...r.checks.map((c) => `  [${c.passed ? "x" : " "}] ${c.name.padEnd(11)} ${c.evidence}`),
         ...(job.placement ? [`placement: ${job.placement.passed ? "as planned" : "NOT as planned"} — ${job.placement.evidence.join("; ")}`] : []),
+        ...(r.bench ? [`speed: ${benchText(r.bench)}`] : []),
         ...(job.failure ? [`warning: ${job.failure.cause} — ${job.failure.remedy}`] : []),
         `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`,
       ].join("\n") + "\n";
@@ -457,6 +479,7 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
         apiKeyEnv: o.apiKeyEnv,
         slots,
         ctx,
+        benchSec: benchSecOf(o.benchSec),
         yes: o.yes,
         acceptUnderpowered: o.acceptUnderpowered,
         store: o.store,
@@ -475,6 +498,7 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
         store: o.store,
         env: o.env,
         log,
+        benchSec: benchSecOf(o.benchSec),
       });
     } else {
       r = await setupProvider({
@@ -490,12 +514,22 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
       });
     }
     const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
-    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: r.server, timings: r.timings };
+    const body = {
+      outcome: r.outcome,
+      target: r.target,
+      checks: r.checks,
+      summary: r.summary,
+      active: r.active,
+      server: r.server,
+      timings: r.timings,
+      ...(r.bench !== undefined ? { bench: r.bench } : {}),
+    };
     const text = o.json
       ? JSON.stringify(body, null, 2) + "\n"
       : [
           `${r.outcome.toUpperCase()}: ${r.summary}`,
           ...r.checks.map((c) => `  [${c.passed ? "x" : " "}] ${c.name.padEnd(11)} ${c.evidence}`),
+          ...(r.bench ? [`speed: ${benchText(r.bench)}`] : []),
           `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`,
         ].join("\n") + "\n";
     return { code, stdout: text, stderr: "", result: r };
@@ -511,10 +545,11 @@ export function runTargets(o: { json?: boolean; store?: TargetStore }): CommandO
   const { active, targets } = store.list();
   if (o.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
   if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
-  const lines = targets.map(
-    (t) =>
-      `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${t.serving.slots} slot(s)${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`,
-  );
+  const lines = targets.flatMap((t) => [
+    `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${t.serving.slots} slot(s)${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`,
+    // what the benchmark after setup measured (absent for a provider, or when none ran)
+    ...(t.bench ? [`    ${benchText(t.bench)} (${t.bench.at.slice(0, 10)})`] : []),
+  ]);
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
 }
 
@@ -642,6 +677,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)")
     .option("--yes", "do not ask before starting a server")
     .option("--accept-underpowered", "make an underpowered target active anyway")
+    .option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it")
     .option("--allow-slow", "start a plan even when it would decode below 8 tokens/s per slot (refused otherwise)")
     .option("--json", "print JSON")
     .action(async (opts: SetupCommandOptions) => emit(await runSetup(opts)));
@@ -697,7 +733,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
           ? list
               .map(
                 (v) =>
-                  `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}`,
+                  `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}${v.restarts ? `  restarted ${v.restarts}×` : ""}${v.gaveUp ? `  supervisor gave up: ${v.gaveUp}` : v.lastCrash ? `  last crash: ${v.lastCrash}` : ""}`,
               )
               .join("\n")
           : "no model servers started by ocw";

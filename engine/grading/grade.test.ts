@@ -1,12 +1,12 @@
 // Grading's own folders: the fresh checkout and the checks' private HOME/TMPDIR. A check can leave anything there (a
 // cache, a marker that makes the next run pass); a regrade must start from nothing, and nothing may pile up per worker.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { createWorkspace, inspectRepo } from "../workspace/workspace";
+import { checkOutCommit, commitAndCheckOut, createWorkspace, inspectRepo, partialHolds } from "../workspace/workspace";
 import { sweepDiscarded } from "./folders";
 import { baselineChecks, grade, type GradeInput } from "./grade";
 
@@ -144,5 +144,83 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     await sweepDiscarded(gradingDir);
     expect(readdirSync(gradingDir).sort()).toEqual(["w-4", "w-4.tmp"]);
     await sweepDiscarded(path.join(tmp, "never-made"));
+  });
+});
+
+describe("file checks read a partial checkout", () => {
+  const setup = async (name: string, files: Record<string, string>) => {
+    const repo = committedRepo(path.join(tmp, `repo-${name}`), { "README.md": "# r\n", "docs/keep.md": "k\n", ...files });
+    const ws = await createWorkspace(path.join(tmp, `ws-${name}`), await inspectRepo(repo), `w-${name}`, path.join(tmp, "objects", `w-${name}.git`));
+    return ws;
+  };
+
+  it("checks out only the named files, from the snapshot's index; the whole tree without a list", async () => {
+    const ws = await setup("only", {});
+    writeFileSync(path.join(ws.worktree, "out.txt"), "x\n");
+    const part = path.join(tmp, "co-only");
+    const g = await commitAndCheckOut(ws, "ocw: t", part, undefined, ["out.txt", "missing.txt"]);
+    expect(g).toMatchObject({ changed: ["out.txt"], partial: true });
+    // Only the file a check reads is written (the 2 other files of the repository are not).
+    expect(readdirSync(part, { recursive: true }).sort()).toEqual(["out.txt"]);
+    // A file that came out, and one missing from the commit, are shown as the whole tree shows them.
+    expect(partialHolds(part, ["out.txt"])).toBe(true);
+    expect(partialHolds(part, ["out.txt", "missing.txt", "no/such/folder.txt"])).toBe(true);
+    const whole = path.join(tmp, "co-whole");
+    await checkOutCommit(ws, g.commit, whole);
+    expect(readdirSync(whole, { recursive: true }).sort()).toEqual(["README.md", "docs", "docs/keep.md", "out.txt"]);
+    const all = path.join(tmp, "co-all");
+    expect(await commitAndCheckOut(ws, "ocw: t", all)).toMatchObject({ partial: false });
+    expect(readdirSync(all, { recursive: true }).sort()).toEqual(["README.md", "docs", "docs/keep.md", "out.txt"]);
+    // A name git's --stdin would unquote: the whole tree.
+    expect(await commitAndCheckOut(ws, "ocw: t", path.join(tmp, "co-q"), undefined, ['"q.txt'])).toMatchObject({ partial: false });
+  });
+
+  it("a symlink on the way to a named path comes out, and then the partial checkout does not hold", async () => {
+    const ws = await setup("walk", {});
+    symlinkSync("docs", path.join(ws.worktree, "d"));
+    symlinkSync("README.md", path.join(ws.worktree, "r.md"));
+    const part = path.join(tmp, "co-walk");
+    await commitAndCheckOut(ws, "ocw: t", part, undefined, ["d/keep.md", "r.md", "docs/keep.md"]);
+    // (readdir follows the symlink d into docs.)
+    expect(readdirSync(part, { recursive: true }).sort()).toEqual(["d", "d/keep.md", "docs", "docs/keep.md", "r.md"]);
+    expect(lstatSync(path.join(part, "d")).isSymbolicLink()).toBe(true);
+    expect(partialHolds(part, ["docs/keep.md"])).toBe(true);
+    expect(partialHolds(part, ["d/keep.md"])).toBe(false);
+    expect(partialHolds(part, ["r.md"])).toBe(false);
+    // A named folder (not a file): the whole tree decides.
+    expect(partialHolds(part, ["docs"])).toBe(false);
+  });
+
+  it("a verdict is the same as on the whole tree: a symlink, a path through a symlink, a file that must be absent", async () => {
+    const ws = await setup("links", {});
+    writeFileSync(path.join(ws.worktree, "real.txt"), "hello\n");
+    symlinkSync("real.txt", path.join(ws.worktree, "link.txt"));
+    symlinkSync("docs", path.join(ws.worktree, "d"));
+    symlinkSync("/etc/hostname", path.join(ws.worktree, "out.txt"));
+    const input = (checks: GradeInput["checks"]): GradeInput => ({
+      workspace: ws,
+      checks,
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: built",
+      title: "t",
+      checkoutDir: path.join(tmp, "grading-links"),
+    });
+    const v = await grade(
+      input([
+        { file: "real.txt", equals: "hello" },
+        { file: "link.txt", equals: "hello" },
+        { file: "d/keep.md", equals: "k" },
+        { file: "gone.txt", exists: false },
+      ]),
+    );
+    expect(v.checks.map((c) => [c.name, c.passed])).toEqual([
+      ["file real.txt", true],
+      ["file link.txt", true],
+      ["file d/keep.md", true],
+      ["file gone.txt", true],
+    ]);
+    const out = await grade(input([{ file: "out.txt" }]));
+    expect(out.checks[0]).toMatchObject({ passed: false, output: "out.txt resolves outside the workspace" });
   });
 });

@@ -2,7 +2,17 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
-import { changedBetween, checkOutBase, commitAndCheckOut, mergeHint, publishBranch, SnapshotTooLarge, type Workspace } from "../workspace/workspace";
+import {
+  changedBetween,
+  checkOutBase,
+  checkOutCommit,
+  commitAndCheckOut,
+  mergeHint,
+  partialHolds,
+  publishBranch,
+  SnapshotTooLarge,
+  type Workspace,
+} from "../workspace/workspace";
 import { limitSetup } from "../sandbox/cgroup";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
@@ -42,6 +52,13 @@ async function protectedIn(checkout: string, sub: string, protect: string[]): Pr
     )
     .filter((f) => isProtected(sub ? (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : f))
     .map((f) => path.join(checkout, f));
+}
+
+/** The paths (from the repository's root) that file checks read, when every check is a file check; else undefined. */
+function fileChecksOnly(checks: CheckSpec[], sub: string): string[] | undefined {
+  if (!checks.length || checks.some((c) => "run" in c)) return undefined;
+  const root = sub.split(path.sep).join("/");
+  return checks.map((c) => path.posix.join(root, (c as { file: string }).file));
 }
 
 /**
@@ -93,7 +110,12 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   discard(checkout);
   if (input.sandbox) discard(input.sandbox.tmpDir);
   try {
-    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
+    // File checks alone read only their files: just those are checked out (from the snapshot's index, no second read of
+    // the tree), unless one of them came out other than the whole tree would show it (a symlink on its way): then the
+    // whole tree, so that each check sees what it would in a full checkout.
+    const only = fileChecksOnly(input.checks, sub);
+    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout, undefined, only);
+    if (graded.partial && only && !partialHolds(checkout, only)) await checkOutCommit(ws, graded.commit, checkout);
     // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
     const rel = sub ? graded.changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
@@ -184,7 +206,9 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
   discard(checkoutDir);
   if (input.sandbox) discard(input.sandbox.tmpDir);
   try {
-    await checkOutBase(ws, checkoutDir);
+    const only = fileChecksOnly(input.checks, sub);
+    const { partial } = await checkOutBase(ws, checkoutDir, only);
+    if (partial && only && !partialHolds(checkoutDir, only)) await checkOutBase(ws, checkoutDir);
     const cwd = await folderIn(checkoutDir, sub);
     if (typeof cwd !== "string") return { passedOnBase: [] };
     // Confined and laid out as at grading (the checkout seen at the worker's path), so a check passes here only if it

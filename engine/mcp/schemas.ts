@@ -6,6 +6,7 @@ import { Outcome } from "../../shared/verdict";
 import { IntegrationSpec, TaskId } from "../../shared/batch";
 import { DecisionKind } from "../../shared/permission";
 import { AttemptOptions, MAX_ATTEMPTS } from "../../shared/attempts";
+import { TargetBench } from "../../shared/target";
 
 /**
  * The schema the SDK sees for a tool's input: it advertises `strict`'s JSON Schema to the model, but accepts any
@@ -314,6 +315,8 @@ export const SetupStatusOutput = z.object({
       verifiedAt: z.string().nullable(),
       reachable: z.boolean(),
       reachDetail: z.string(),
+      /** What the benchmark after setup measured (tokens/s at 1 and N streams); absent when none ran. */
+      bench: TargetBench.nullable().optional(),
     })
     .nullable(),
   /** Each target's opencode server (the workers' harness), not its model server. */

@@ -185,7 +185,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           verifiedAt: t.verifiedAt ?? null,
           reachable: reach.ok,
           reachDetail: reach.detail,
+          bench: t.bench ?? null,
         };
+        // measured too slow for agents at full load (the benchmark after setup): work goes ahead, with the warning
+        if (t.bench?.warning) warnings.push(`target ${t.id}: ${t.bench.warning}`);
         if (!reach.ok)
           problem = `the model endpoint ${t.endpoint} does not answer (${reach.detail}): start the model server (\`ocw setup\` manages one) or fix the target`;
         else if (t.outcome === "cannot-build")
@@ -757,6 +760,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     const by = `mcp:${clientName()} (batch answer)`;
     const answered: string[] = [];
     const left: { askId: string; why: string }[] = [];
+    const sendable: string[] = [];
     for (const w of ws)
       for (const a of pendingAsks(w)) {
         const flags = (a.flags ?? []).map((f) => f.kind);
@@ -774,13 +778,17 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           left.push({ askId: a.id, why });
           continue;
         }
-        try {
-          await link.call((c) => c.approvals.decide.mutate({ askId: a.id, decision: "once", ...(message ? { message } : {}) }), by);
-          answered.push(a.id);
-        } catch (err) {
-          left.push({ askId: a.id, why: clip((err as Error).message ?? String(err), 200) });
-        }
+        sendable.push(a.id);
       }
+    // All at once: each answer waits on opencode's HTTP reply, and one ask's wait must not hold up the next ask's answer.
+    const results = await Promise.allSettled(
+      sendable.map((askId) => link.call((c) => c.approvals.decide.mutate({ askId, decision: "once", ...(message ? { message } : {}) }), by)),
+    );
+    results.forEach((r, i) =>
+      r.status === "fulfilled"
+        ? answered.push(sendable[i]!)
+        : left.push({ askId: sendable[i]!, why: clip((r.reason as Error)?.message ?? String(r.reason), 200) }),
+    );
     return {
       by,
       answered,
@@ -1308,11 +1316,13 @@ function directoryProblem(dir: unknown, baseDir: string): string | null {
 
 function messageOf(err: unknown, log: (l: string) => void, tool: string): string {
   if (err instanceof ToolError) return err.message;
-  if (/^no active target/.test((err as Error)?.message ?? ""))
+  // the engine's coded errors (shared/errors.ts): acted on by code and kind, never by matching the message
+  const e = err as { message?: string; data?: { code?: string; ocwCode?: string; ocwKind?: string } };
+  if (e?.data?.ocwKind === "no-target")
     return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) — or pass `targetId` of a saved target; call setup_status to see where things stand";
-  const e = err as { message?: string; data?: { code?: string } };
-  // An engine started by an older install (engines outlive bridges) lacks the route this tool needs.
-  if (/No procedure found/i.test(e?.message ?? ""))
+  // An engine started by an older install (engines outlive bridges) lacks the route this tool needs: tRPC's NOT_FOUND
+  // for the path, which is none of the engine's own not-found errors (those carry ocwCode "not-found").
+  if (e?.data?.code === "NOT_FOUND" && e.data.ocwCode !== "not-found")
     return `${tool}: the running engine is older than this bridge (it has no such route): restart it with \`ocw stop\` (the next tool call starts the current one; running workers become interrupted and can be resumed)`;
   if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
   if (e?.data?.code) {

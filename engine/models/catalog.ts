@@ -10,6 +10,7 @@
  */
 import type { GgufTensorInfo } from "./gguf";
 import type { ModelHparams } from "./hparams";
+import type { MtpHead } from "./mtp";
 
 export interface ArchSpec {
   /** GGUF general.architecture. */
@@ -87,6 +88,8 @@ export interface CatalogEntry {
   /** false: listed for people to choose, never proposed automatically (key figures unconfirmed). */
   autoPick: boolean;
   notes: string;
+  /** The MTP head the weights ship (engine/models/mtp.ts; absent: its table, else none). */
+  mtp?: MtpHead | null;
 }
 
 const GB = 1e9;

@@ -3,21 +3,11 @@
  * refused) and typed `data` (the figures or names behind it), on top of the engine's error code (shared/errors.ts),
  * so the API maps it to a status, the CLI to an exit code and the MCP bridge to a result without matching messages.
  */
-import { type ErrorCode, OcwError } from "../../shared/errors";
+import { type ErrorCode, type ErrorData, type ErrorKind, OcwError } from "../../shared/errors";
 
-export type SetupErrorKind =
-  | "input" // a flag or field is wrong
-  | "model-source" // the model file / repo / URL cannot be read
-  | "metadata" // the GGUF metadata is not a model we can size
-  | "estimate" // the estimator was asked for something impossible
-  | "gguf" // the GGUF reader met a damaged file
-  | "download" // a download failed (network, checksum, size)
-  | "runtime" // the runtime binary cannot be found, installed or run
-  | "parallel" // a vLLM / SGLang plan's input is wrong
-  | "k8s" // a Kubernetes plan's input is wrong
-  | "serving"; // a serving record / capture request is wrong
-
-export type SetupErrorData = Record<string, string | number | boolean | null>;
+/** The kinds of shared/errors.ts (ErrorKind): which part of setup refused. */
+export type SetupErrorKind = ErrorKind;
+export type SetupErrorData = ErrorData;
 
 export class SetupError extends OcwError {
   constructor(
@@ -26,7 +16,8 @@ export class SetupError extends OcwError {
     readonly data: SetupErrorData = {},
     code: ErrorCode = "bad-input",
   ) {
-    super(code, message);
+    // the kind and data travel with the code (the API sends them as ocwKind / ocwData)
+    super(code, message, { kind, data });
     this.name = "SetupError";
   }
 }

@@ -1,4 +1,5 @@
 /** ggml tensor types as stored in GGUF files: id → [name, block size, bytes per block] (ggml/src/ggml.c type_traits). */
+import { SetupError } from "./errors";
 export const GGML_TYPES: Record<number, readonly [name: string, blck: number, size: number]> = {
   0: ["f32", 1, 4],
   1: ["f16", 1, 2],
@@ -46,7 +47,7 @@ export function ggmlTypeId(name: string): number | undefined {
 /** Bytes of a row of `n` elements (ggml_row_size). Throws on an unknown type. */
 export function rowBytes(type: number, n: number): number {
   const t = GGML_TYPES[type];
-  if (!t) throw new Error(`unknown ggml type id ${type}`);
+  if (!t) throw new SetupError("gguf", `unknown ggml type id ${type}`, { type });
   return Math.ceil(n / t[1]) * t[2];
 }
 

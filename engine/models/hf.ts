@@ -5,6 +5,7 @@
  */
 import { config } from "../config";
 import { quantFromName } from "./source";
+import { SetupError } from "./errors";
 
 export interface HubFile {
   path: string;
@@ -40,14 +41,15 @@ export function resolveUrl(repo: string, file: string, rev = "main", env: NodeJS
 type TreeEntry = { type: string; path: string; size: number; lfs?: { oid?: string; size?: number } };
 
 export async function listRepoFiles(repo: string, rev = "main", fetchImpl: typeof fetch = fetch, env: NodeJS.ProcessEnv = process.env): Promise<HubFile[]> {
-  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`"${repo}" is not a Hugging Face repo id (owner/name)`);
+  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new SetupError("model-source", `"${repo}" is not a Hugging Face repo id (owner/name)`, { repo });
   let url: string | null = `${hubEndpoint(env)}/api/models/${repo}/tree/${encodeURIComponent(rev)}?recursive=true`;
   const out: HubFile[] = [];
   for (let page = 0; url && page < 50; page++) {
     const res: Response = await fetchImpl(url, { headers: hubHeaders(env) });
-    if (res.status === 401 || res.status === 403) throw new Error(`${repo} is gated or private: set HF_TOKEN`);
-    if (res.status === 404) throw new Error(`no Hugging Face repo ${repo} (revision ${rev})`);
-    if (!res.ok) throw new Error(`Hub tree API for ${repo} answered HTTP ${res.status}`);
+    if (res.status === 401 || res.status === 403)
+      throw new SetupError("model-source", `${repo} is gated or private: set HF_TOKEN`, { repo, status: res.status });
+    if (res.status === 404) throw new SetupError("model-source", `no Hugging Face repo ${repo} (revision ${rev})`, { repo, rev, status: 404 }, "not-found");
+    if (!res.ok) throw new SetupError("model-source", `Hub tree API for ${repo} answered HTTP ${res.status}`, { repo, status: res.status }, "unavailable");
     const entries = (await res.json()) as TreeEntry[];
     for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
     const link = res.headers.get("link");

@@ -97,7 +97,8 @@ function arrLen(v: unknown): number | undefined {
 /** get_key_or_arr: a scalar fills every layer; an array is taken per layer (must have n entries). */
 function perLayer(v: unknown, n: number, fallback: number[] | number, key: string): number[] {
   if (Array.isArray(v)) {
-    if (v.length !== n) throw new Error(`${key} has ${v.length} entries, expected block_count = ${n}`);
+    if (v.length !== n)
+      throw new SetupError("metadata", `${key} has ${v.length} entries, expected block_count = ${n}`, { key, entries: v.length, blockCount: n });
     return v.map((x) => num(x) ?? 0);
   }
   const s = num(v);

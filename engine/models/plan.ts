@@ -16,6 +16,7 @@ import type { GgufTensorInfo } from "./gguf";
 import { hparamsFromMetadata, type ModelHparams } from "./hparams";
 import type { ModelInfo } from "./source";
 import { cpuTflops, estimateSpeed, gpuBandwidth, gpuTflops, MIN_AGENT_TOK_PER_SEC, ramBandwidth, type SpeedEstimate, type SpeedPart } from "./speed";
+import { llamaMtpArgs, mtpOf } from "./mtp";
 
 export const DEFAULT_MIN_CTX = 32768;
 const MARGIN = 1024 * MiB;
@@ -36,6 +37,8 @@ export interface PlanModel {
   experts?: { count: number; used: number } | null;
   /** Parameters in all (FLOPs per token ≈ 2 × this × activeShare); absent: counted from the tensors' shapes. */
   params?: number;
+  /** Tokens the model's own MTP head drafts a step (the catalog says the GGUF keeps it): llama.cpp's draft-mtp. */
+  mtpDraft?: number;
 }
 
 export interface PlanDevices {
@@ -274,6 +277,8 @@ function commandFor(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slot
     "--cache-ram",
     String(p.host.cacheRamMiB),
     ...(p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : []),
+    // speculative decoding with the model's own MTP head, where the catalog says the GGUF keeps it
+    ...llamaMtpArgs(m.mtpDraft),
     // Prometheus /metrics (501 without it): tokens/s and KV use as the server counts them
     "--metrics",
     "--jinja",
@@ -526,6 +531,7 @@ export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
     experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used } : null,
     params: e.totalParamsB * 1e9,
     modelArgs: ["-hf", `${e.repo}:${q.quant}`],
+    ...(mtpOf(e)?.gguf ? { mtpDraft: mtpOf(e)!.draftTokens } : {}),
   };
 }
 
@@ -873,6 +879,8 @@ export interface ParallelModel {
   /** The speed model: active parameters, routed experts and their share of the weights (absent: dense, bytes ÷ 2). */
   activeParams?: number;
   experts?: { count: number; used: number; share: number } | null;
+  /** Tokens the model's own MTP head drafts a step (the catalog says the safetensors carry it); absent: none. */
+  mtpDraft?: number;
 }
 
 /**

@@ -8,6 +8,7 @@ import type { FitPick } from "../../shared/fit";
 import { hubEndpoint, hubHeaders, repoGgufs, resolveUrl, type QuantFile } from "./hf";
 import { modelFromInfo, type PlanDevices, planModel } from "./plan";
 import { loadGguf, type ModelInfo } from "./source";
+import { SetupError } from "./errors";
 
 export interface RepoPlan {
   repo: string;
@@ -40,18 +41,24 @@ export async function planRepo(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<RepoPlan | { problem: string; considered: RepoPlan["considered"] }> {
   const p = parseRepoRef(ref);
-  if (!p) throw new Error(`"${ref}" is not owner/repo[:QUANT]`);
+  if (!p) throw new SetupError("model-source", `"${ref}" is not owner/repo[:QUANT]`, { ref });
   const g = await repoGgufs(p.repo, p.rev, fetch, env).catch((e: Error & { cause?: { code?: string } }) => {
     if (e.message === "fetch failed")
-      throw new Error(
+      throw new SetupError(
+        "model-source",
         `cannot reach the Hugging Face Hub at ${hubEndpoint(env)} (${e.cause?.code ?? "no connection"}): check the network (or HTTPS_PROXY), or pass a local .gguf or a catalog id`,
+        { endpoint: hubEndpoint(env), cause: e.cause?.code ?? null },
+        "unavailable",
       );
     throw e;
   });
   let quants = g.quants; // largest first
   if (p.quant) quants = quants.filter((q) => q.quant.toUpperCase() === p.quant);
   if (!quants.length)
-    throw new Error(p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q) => q.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`);
+    throw new SetupError(
+      "model-source",
+      p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q) => q.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`,
+    );
   const infos = new Map<string, ModelInfo>();
   const model = async (q: QuantFile) => {
     let info = infos.get(q.quant);

@@ -11,6 +11,7 @@ import { execa } from "execa";
 import type { Gpu } from "../hardware/parse";
 import { downloadFile, type DownloadProgress } from "../models/download";
 import { projectRoot } from "../paths";
+import { SetupError } from "../models/errors";
 
 export interface ReleaseAsset {
   name: string;
@@ -63,7 +64,13 @@ export async function pinnedRelease(env: NodeJS.ProcessEnv = process.env, fetchI
   const url = config(env).OCW_LLAMA_RELEASES_URL ?? (tag === LLAMA_CPP_PIN.tag ? null : `https://api.github.com/repos/ggml-org/llama.cpp/releases/tags/${tag}`);
   if (!url) return { tag, assets: Object.entries(pins).map(([name, sha256]) => ({ name, url: `${DOWNLOAD}/${tag}/${name}`, size: null, sha256 })) };
   const res = await fetchImpl(url, { headers: { accept: "application/vnd.github+json" } });
-  if (!res.ok) throw new Error(`cannot list llama.cpp release ${tag} (${url} → HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
+  if (!res.ok)
+    throw new SetupError(
+      "runtime",
+      `cannot list llama.cpp release ${tag} (${url} → HTTP ${res.status}); build from source with scripts/build-llama-server.sh`,
+      { tag, url, status: res.status },
+      "unavailable",
+    );
   const j = (await res.json()) as { tag_name: string; assets: { name: string; browser_download_url: string; size?: number; digest?: string }[] };
   const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
   return {
@@ -169,7 +176,7 @@ async function extract(archive: string, dest: string): Promise<void> {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new Error(`cannot unpack ${path.basename(archive)} (${errors.join("; ")})`);
+  throw new SetupError("runtime", `cannot unpack ${path.basename(archive)} (${errors.join("; ")})`, { archive }, "unavailable");
 }
 
 function findBinary(dir: string, name: string, depth = 0): string | null {
@@ -209,7 +216,7 @@ export function buildScript(env: NodeJS.ProcessEnv = process.env): string | null
 /** A CUDA llama-server built here from source (nvcc present): the script's last stdout line is its path. */
 async function buildCuda(env: NodeJS.ProcessEnv, onLine?: (line: string) => void): Promise<string> {
   const script = buildScript(env);
-  if (!script) throw new Error("scripts/build-llama-server.sh is not part of this install");
+  if (!script) throw new SetupError("runtime", "scripts/build-llama-server.sh is not part of this install", {}, "unavailable");
   const p = execa("bash", [script], { reject: false, stdin: "ignore", env: { ...env, GGML_CUDA: "1" }, timeout: 3 * 3600_000 });
   p.stderr?.on("data", (d: Buffer) => {
     for (const l of String(d).split("\n")) if (l.trim()) onLine?.(l.trim());
@@ -221,13 +228,16 @@ async function buildCuda(env: NodeJS.ProcessEnv, onLine?: (line: string) => void
     .at(-1)
     ?.trim();
   if (r.exitCode !== 0 || !bin || !existsSync(bin))
-    throw new Error(
+    throw new SetupError(
+      "runtime",
       `the CUDA source build failed (${
         String(r.stderr ?? "")
           .trim()
           .split("\n")
           .at(-1) ?? `exit ${r.exitCode}`
       })`,
+      { exitCode: r.exitCode ?? null },
+      "unavailable",
     );
   return bin;
 }
@@ -308,5 +318,10 @@ export async function installPrebuilt(o: {
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
   }
-  throw new Error(`no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
+  throw new SetupError(
+    "runtime",
+    `no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`,
+    { problems: problems.length },
+    "unavailable",
+  );
 }

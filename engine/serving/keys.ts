@@ -5,6 +5,7 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } f
 import { createRequire } from "node:module";
 import path from "node:path";
 import { stateDir } from "../store/paths";
+import { SetupError } from "../models/errors";
 
 export function generateKey(): string {
   return `ocw-${randomBytes(24).toString("base64url")}`;
@@ -23,7 +24,12 @@ export function storeKey(file: string, key: string): void {
 export function readKey(file: string): string {
   const st = statSync(file);
   if (process.platform !== "win32" && (st.mode & 0o077) !== 0) {
-    throw new Error(`key file ${file} is readable by others (mode ${(st.mode & 0o777).toString(8)}); run chmod 600 on it`);
+    throw new SetupError(
+      "serving",
+      `key file ${file} is readable by others (mode ${(st.mode & 0o777).toString(8)}); run chmod 600 on it`,
+      { file, mode: (st.mode & 0o777).toString(8) },
+      "unavailable",
+    );
   }
   return readFileSync(file, "utf8").trim();
 }
@@ -123,7 +129,13 @@ export function resolveKey(
     } catch {
       v = null;
     }
-    if (!v) throw new Error(`the key of target ${t.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup`);
+    if (!v)
+      throw new SetupError(
+        "serving",
+        `the key of target ${t.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup`,
+        { targetId: t.id },
+        "unavailable",
+      );
     return v;
   }
   if (t.keyFile) return readKey(t.keyFile);

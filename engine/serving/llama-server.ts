@@ -10,7 +10,7 @@ import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { stateDir } from "../store/paths";
-import { Backoff, stopPid } from "../process/process";
+import { Supervisor, type SupervisorEvents, type SupervisorOptions } from "../process/supervisor";
 import { httpJson } from "./http";
 import { SetupError, type SetupErrorData } from "../models/errors";
 
@@ -258,67 +258,15 @@ export async function startLlamaServer(o: StartOptions): Promise<Started> {
 // Process identity and stopping live in the one process module; re-exported for the serving commands that use them.
 export { pidAlive, signalablePid, stopPid } from "../process/process";
 
-export interface SupervisorEvents {
-  onRestart?: (attempt: number, reason: string, delayMs: number) => void;
-  onReady?: (pid: number, readyMs: number) => void;
-  onGiveUp?: (reason: string) => void;
-}
+// Restart after a crash: the one supervisor of engine/process/ (also vLLM's and SGLang's, runtime-process.ts).
+export type { SupervisorEvents } from "../process/supervisor";
 
 /**
  * Keeps a llama-server running: restarts it with exponential backoff (1 s, 2 s, 4 s … capped at 30 s) when it
  * dies unexpectedly; gives up after `maxRestarts` crashes within `windowMs`. `stop()` is a clean stop.
  */
-export class LlamaSupervisor {
-  private child: ChildProcess | null = null;
-  private stopping = false;
-  private readonly backoff: Backoff;
-  restarts = 0;
-  pid: number | null = null;
-
-  constructor(
-    private readonly o: StartOptions & { maxRestarts?: number; windowMs?: number; baseDelayMs?: number },
-    private readonly ev: SupervisorEvents = {},
-  ) {
-    this.backoff = new Backoff({ baseMs: o.baseDelayMs ?? 1000, capMs: 30_000, windowMs: o.windowMs ?? 300_000, max: o.maxRestarts ?? 5 });
-  }
-
-  async start(): Promise<Started> {
-    const s = await startLlamaServer({ ...this.o, detached: false });
-    this.attach(s.child);
-    this.ev.onReady?.(s.pid, s.readyMs);
-    return s;
-  }
-
-  private attach(child: ChildProcess): void {
-    this.child = child;
-    this.pid = child.pid ?? null;
-    child.once("exit", (code, sig) => {
-      if (this.stopping) return;
-      void this.crashed(`exited ${code ?? sig}`);
-    });
-  }
-
-  private async crashed(reason: string): Promise<void> {
-    const delay = this.backoff.crashed();
-    if (delay === null) {
-      this.ev.onGiveUp?.(`${reason}; ${this.backoff.count} crashes in ${(this.o.windowMs ?? 300_000) / 1000} s — giving up`);
-      return;
-    }
-    this.ev.onRestart?.(this.backoff.count, reason, delay);
-    await new Promise((r) => setTimeout(r, delay));
-    if (this.stopping) return;
-    try {
-      const s = await startLlamaServer({ ...this.o, detached: false });
-      this.restarts++;
-      this.attach(s.child);
-      this.ev.onReady?.(s.pid, s.readyMs);
-    } catch (e) {
-      await this.crashed((e as Error).message);
-    }
-  }
-
-  async stop(graceMs = 5000): Promise<void> {
-    this.stopping = true;
-    if (this.pid) await stopPid(this.pid, graceMs);
+export class LlamaSupervisor extends Supervisor {
+  constructor(o: StartOptions & SupervisorOptions, ev: SupervisorEvents = {}) {
+    super(() => startLlamaServer({ ...o, detached: false }), ev, o);
   }
 }

@@ -18,6 +18,7 @@ import { hasFp8 } from "../models/speed";
 import { readHubSizes, withHubSizes } from "../models/hub-sizes";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
 import { reasoningParser, toolParser } from "./runtime-adapters";
+import { mtpOf, sglangMtpArgs, vllmMtpArgs } from "../models/mtp";
 import { SetupError, type SetupErrorData } from "../models/errors";
 
 export class ParallelInputError extends SetupError {
@@ -126,6 +127,7 @@ export async function catalogModels(
       servedName: targetSlug({ model: w.repo.split("/").pop()!, quant: null }),
       activeParams: e.activeParamsB * 1e9,
       experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used, share: e.spec.moe.expertShare } : null,
+      ...(mtpOf(e)?.safetensors ? { mtpDraft: mtpOf(e)!.draftTokens } : {}),
     });
   }
   return out;
@@ -322,7 +324,8 @@ export function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vll
       toolCallParser: m.toolParser,
       reasoningParser: m.reasoningParser,
     });
-    return `${[...w.env, "VLLM_API_KEY=…"].join(" ")} vllm ${b.args.map(shellQuote).join(" ")}`;
+    // speculative decoding with the model's own MTP head, where the catalog says the weights carry it
+    return `${[...w.env, "VLLM_API_KEY=…"].join(" ")} vllm ${[...b.args, ...vllmMtpArgs(m.mtpDraft)].map(shellQuote).join(" ")}`;
   }
   // SGLang's static pool (weights + KV) leaves the overhead for activations and CUDA graphs
   const g = p.gpus[0]!;
@@ -345,6 +348,7 @@ export function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vll
     "--tool-call-parser",
     m.toolParser,
     ...(m.reasoningParser ? ["--reasoning-parser", m.reasoningParser] : []),
+    ...sglangMtpArgs(m.mtpDraft),
     "--config",
     "…",
   ];

@@ -20,8 +20,10 @@ export async function setupCapturePool(urls: string[], o: Omit<CaptureSetupOptio
   try {
     // Verify every endpoint on its own, without saving any of them as a target of its own.
     each = [];
-    for (const url of urls) {
-      const r = await setupCapture({ ...o, url, store: new TargetStore(path.join(scratch, "targets.json")), id: undefined }).catch((err: Error) => {
+    for (const [i, url] of urls.entries()) {
+      // the benchmark runs on the first endpoint only (with its slots): the pool target carries it, as a started pool does
+      const benchSec = i === 0 ? o.benchSec : 0;
+      const r = await setupCapture({ ...o, url, benchSec, store: new TargetStore(path.join(scratch, "targets.json")), id: undefined }).catch((err: Error) => {
         throw new SetupInputError(`endpoint ${url}: ${err.message}`);
       });
       each.push(r);
@@ -59,6 +61,7 @@ export async function setupCapturePool(urls: string[], o: Omit<CaptureSetupOptio
     summary: `pool of ${endpoints.length} endpoints serving ${first.model} (${target.serving.slots} slots in all): ${each.map((r) => `${r.target.endpoint} ${r.outcome}`).join("; ")}`,
     active: !unsaved && activate,
     observed: { engine: first.serving.engine, totalSlots: target.serving.slots, perSlotCtx },
+    bench: each[0]!.bench ?? null,
     timings: { totalMs: performance.now() - t0, verifyMs: each.reduce((a, r) => a + r.timings.verifyMs, 0) },
   };
 }

@@ -12,7 +12,7 @@ import { pidAlive } from "../process/process";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort, startLlamaServer } from "./llama-server";
 import { serverDeleteApi, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "./servers-api";
-import { listServing, saveServing, stopServing } from "./setup";
+import { listServing, stopServing, updateServing } from "./setup";
 
 let state: string;
 let prev: { state?: string; sup?: string };
@@ -38,7 +38,7 @@ async function launch(targetId: string): Promise<{ port: number; key: string }> 
   const logFile = path.join(state, "logs", `${targetId}.log`);
   const args = ["--port", String(port), "-m", "model.gguf"];
   const s = await startLlamaServer({ bin: stub, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: 20_000 });
-  saveServing([...listServing(), { targetId, pid: s.pid, port, bin: stub, args, logFile, keyFile, startedAt: new Date().toISOString() }]);
+  updateServing((all) => [...all, { targetId, pid: s.pid, port, bin: stub, args, logFile, keyFile, startedAt: new Date().toISOString() }]);
   return { port, key };
 }
 
@@ -106,9 +106,9 @@ describe("servers the engine started", () => {
     expect(serversListApi()).toEqual([]);
     expect(existsSync(keyFile)).toBe(false);
     // a vLLM server (recorded by start-runtimes.ts) is not restarted as a llama-server would be
-    saveServing([{ targetId: "vllm-x", pid: 0, port: 1, bin: "/usr/bin/vllm", args: [], logFile: "/dev/null", keyFile: null, startedAt: "" }]);
+    updateServing(() => [{ targetId: "vllm-x", pid: 0, port: 1, bin: "/usr/bin/vllm", args: [], logFile: "/dev/null", keyFile: null, startedAt: "" }]);
     await expect(serverRestartApi("vllm-x")).rejects.toThrow(/runs vllm, not llama-server: start it again/);
-    saveServing([]);
+    updateServing(() => []);
     const err = await serverStopApi("gone").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OcwError);
     expect((err as OcwError).code).toBe("not-found");

@@ -10,7 +10,7 @@ import type { ServerView } from "../../shared/servers";
 import { readKey } from "./keys";
 import { startLlamaServer } from "./llama-server";
 import { processStartTime } from "../process/process";
-import { listServing, saveServing, type ServingRecord, servingAlive, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { listServing, putServing, type ServingRecord, updateServing, servingAlive, startSupervised, stopServing, supervisorCommand } from "./setup";
 
 /** A server record as a person sees it (no key, no environment values). */
 function view(r: ServingRecord): ServerView {
@@ -26,6 +26,9 @@ function view(r: ServingRecord): ServerView {
     startedAt: r.startedAt,
     logFile: r.logFile,
     bin: r.bin,
+    runtime: r.runtime ?? "llama.cpp",
+    lastCrash: r.lastCrash ?? null,
+    gaveUp: r.gaveUp ?? null,
   };
 }
 
@@ -46,7 +49,7 @@ export async function serverStopApi(id: string): Promise<ServerView[]> {
   await stopServing(id);
   // stopped, but remembered (so it can be restarted): the record stays with no live pid
   const keep = recs.map((r) => ({ ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null }));
-  saveServing([...listServing().filter((r) => !keep.some((k) => k.targetId === r.targetId)), ...keep]);
+  updateServing((all) => [...all.filter((r) => !keep.some((k) => k.targetId === r.targetId)), ...keep]);
   return keep.map(view);
 }
 
@@ -65,7 +68,7 @@ export async function serverRestartApi(id: string, o: { readyTimeoutMs?: number 
   const out: ServingRecord[] = [];
   for (const r of recs) {
     const base: ServingRecord = { ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null, startedAt: new Date().toISOString() };
-    saveServing([...listServing().filter((x) => x.targetId !== r.targetId), base]);
+    putServing(base);
     try {
       if (sup) {
         await startSupervised(sup, base, o.readyTimeoutMs ?? 600_000);
@@ -83,7 +86,7 @@ export async function serverRestartApi(id: string, o: { readyTimeoutMs?: number 
           readyTimeoutMs: o.readyTimeoutMs ?? 600_000,
         });
         const rec = { ...base, pid: s.pid, startTime: processStartTime(s.pid) };
-        saveServing([...listServing().filter((x) => x.targetId !== r.targetId), rec]);
+        putServing(rec);
         out.push(rec);
       }
     } catch (e) {
@@ -110,8 +113,7 @@ export async function serverDeleteOf(targetId: string): Promise<string[]> {
 /** Keep (or no longer keep) the server(s) running when the engine is stopped with `ocw stop`. */
 export function serverKeepApi(id: string, keep: boolean): ServerView[] {
   const ids = new Set(recordsOf(id).map((r) => r.targetId));
-  const recs = listServing().map((r) => (ids.has(r.targetId) ? { ...r, keep } : r));
-  saveServing(recs);
+  const recs = updateServing((all) => all.map((r) => (ids.has(r.targetId) ? { ...r, keep } : r)));
   return recs.filter((r) => ids.has(r.targetId)).map(view);
 }
 

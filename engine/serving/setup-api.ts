@@ -3,7 +3,6 @@
  * with this machine's fit per entry, and the fit itself — the same code paths as `ocw fit --json`.
  */
 import type { Price } from "../../shared/cost";
-import { InputError } from "../../shared/errors";
 import { type CatalogView, FitInput, type FitResult } from "../../shared/fit";
 import { randomBytes } from "node:crypto";
 import { accessSync, constants, statSync } from "node:fs";
@@ -20,11 +19,16 @@ import { CATALOG, rankByLedger, servedBy } from "../models/catalog";
 import { readHubSizes, refreshHubSizes, withHubSizes } from "../models/hub-sizes";
 import { DEFAULT_MIN_CTX, devicesFromHardware, propose } from "../models/plan";
 import { planFit, toolVerifiedModels } from "./fit-service";
-import { isSetupError } from "../models/errors";
+import { isSetupError, SetupError, type SetupErrorData } from "../models/errors";
 import { findLlamaServer } from "./llama-server";
 
-/** Bad input to a setup route: an InputError, so the API maps it to a 400 with its message (shared/errors.ts). */
-export class SetupApiInputError extends InputError {}
+/** Bad input to a setup route: a setup error of kind "input" (code bad-input), with what was wrong as data. */
+export class SetupApiInputError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("input", message, data);
+    this.name = "SetupApiInputError";
+  }
+}
 
 let cached: { at: number; hw: Promise<HardwareReport>; bin: string | null } | null = null;
 
@@ -132,6 +136,7 @@ function outcome(r: SetupResult): SetupOutcome {
     summary: r.summary,
     observed: r.observed ?? null,
     ms: Math.round(r.timings.totalMs),
+    ...(r.bench !== undefined ? { bench: r.bench } : {}),
   };
 }
 
@@ -146,6 +151,7 @@ export async function setupCaptureApi(input: SetupCaptureInput, store: TargetSto
         apiKeyEnv: i.apiKeyEnv,
         slots: i.slots,
         ctx: i.ctx,
+        benchSec: i.benchSec,
         id: i.id,
         acceptUnderpowered: i.acceptUnderpowered,
         unverified: i.unverified,

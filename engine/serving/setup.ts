@@ -7,14 +7,16 @@ import { config } from "../config";
 import path from "node:path";
 import { spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
-import { type Target, targetSlug } from "../../shared/target";
-import { readJson, writeJsonAtomic } from "../store/json-file";
+import { type Target, type TargetBench, targetSlug } from "../../shared/target";
+import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";
 import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
 import { probeEndpoint } from "./capture";
 import { readKey } from "./keys";
 import { alive, processStartTime, type ProcessIdentity } from "../process/process";
-import { LlamaSupervisor, type LoggedSizes, signalablePid, stopPid, waitHealthy } from "./llama-server";
+import { type LoggedSizes, signalablePid, startLlamaServer, stopPid, waitHealthy } from "./llama-server";
+import { Supervisor } from "../process/supervisor";
+import { startRuntimeProcess } from "./runtime-process";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 import { SetupError, type SetupErrorData } from "../models/errors";
 
@@ -26,48 +28,9 @@ export class SetupInputError extends SetupError {
   }
 }
 
-export interface ServingRecord {
-  /** The target's id, or `ID@N` for replica N of a pool target (then `replicaOf` is the target's id). */
-  targetId: string;
-  replicaOf?: string;
-  /** Environment the plan gave the server (a replica's CUDA_VISIBLE_DEVICES …); never the key. */
-  env?: Record<string, string>;
-  pid: number;
-  /**
-   * The kernel's start time of `pid` (processStartTime), so a pid given to another process since (a reboot, a long
-   * time) is never taken for our server nor signalled. Absent in records of an older ocw, or null where the OS gives no
-   * start time: such a record is judged by its pid alone (as before).
-   */
-  startTime?: string | null;
-  /** The `ocw serving supervise` process that restarts the server after a crash (absent when unsupervised). */
-  supervisorPid?: number | null;
-  /** The start time of `supervisorPid`, as `startTime` is of `pid` (absent/null: judged by the pid alone). */
-  supervisorStartTime?: string | null;
-  restarts?: number;
-  /** The person chose to keep it running when the engine stops (`ocw stop`); by default it stops with the engine. */
-  keep?: boolean;
-  port: number;
-  bin: string;
-  args: string[];
-  logFile: string;
-  keyFile: string | null;
-  startedAt: string;
-  /**
-   * GPU memory the server holds, by the vendor tool's index (nvidia-smi / rocm-smi): measured as used after − before its
-   * start, else the plan's bytes. A setup that replaces this target plans with it free (it is stopped before the load).
-   */
-  gpuBytes?: { index: number; bytes: number }[];
-}
-
-const servingFile = () => path.join(stateDir(), "serving.json");
-
-export function listServing(): ServingRecord[] {
-  return readJson<ServingRecord[]>(servingFile(), []);
-}
-
-export function saveServing(recs: ServingRecord[]): void {
-  writeJsonAtomic(servingFile(), recs);
-}
+// The records of the servers ocw starts have one owner (records.ts: a lock, atomic writes); re-exported here.
+export { listServing, patchServing, putServing, removeServing, type ServingRecord, updateServing } from "./records";
+import { listServing, patchServing, removeServing, type ServingRecord } from "./records";
 
 /** A recorded start time as the process module takes it: a string, else unknown (null: the pid alone is judged). */
 const recordedStart = (t: unknown): string | null => (typeof t === "string" ? t : null);
@@ -117,7 +80,9 @@ export async function stopServing(targetId?: string): Promise<{ stopped: Serving
       if (!supAlive && signalablePid(r.pid) && alive(r.pid)) reused.push(r);
     } else if (await stopPid(serverIdentity(r), 5000)) stopped.push(r);
   }
-  saveServing(recs.filter((r) => !pick.includes(r)));
+  // the records read above, by target and start (a record a new start wrote meanwhile is not ours to drop)
+  const gone = new Set(pick.map((r) => `${r.targetId}\0${r.startedAt}`));
+  removeServing((r) => gone.has(`${r.targetId}\0${r.startedAt}`));
   return { stopped, alreadyGone, reused };
 }
 
@@ -133,6 +98,8 @@ export interface SetupResult {
   summary: string;
   active: boolean;
   server?: { pid: number; port: number; logFile: string; readyMs: number; logged: LoggedSizes; args: string[] };
+  /** The benchmark after verify (capture); null when none ran. */
+  bench?: TargetBench | null;
   timings: { totalMs: number; detectMs?: number; startMs?: number; verifyMs: number };
 }
 
@@ -216,37 +183,56 @@ export async function startSupervised(cmd: string[], rec: ServingRecord, timeout
   for (const deadline = Date.now() + 10_000; !r?.pid && Date.now() < deadline; r = listServing().find((x) => x.targetId === rec.targetId)) {
     await new Promise((res) => setTimeout(res, 100));
   }
-  if (!r?.pid) throw new Error("the supervisor started llama-server but did not record it");
+  if (!r?.pid)
+    throw new SetupError("serving", `the supervisor started ${path.basename(rec.bin)} but did not record it`, { targetId: rec.targetId }, "unavailable");
   return { pid: r.pid, readyMs: performance.now() - t0 };
 }
 
 /** `ocw serving supervise --target ID` (hidden): run and restart the recorded server until SIGTERM. */
 export async function superviseServing(targetId: string): Promise<number> {
   const rec = listServing().find((r) => r.targetId === targetId);
-  if (!rec) throw new SetupInputError(`no recorded server for target ${targetId}`);
-  const update = (patch: Partial<ServingRecord>) => saveServing(listServing().map((r) => (r.targetId === targetId ? { ...r, ...patch } : r)));
+  if (!rec) throw new SetupInputError(`no recorded server for target ${targetId}`, { targetId });
+  const update = (patch: Partial<ServingRecord>) => patchServing(targetId, patch);
   const apiKey = rec.keyFile ? readKey(rec.keyFile) : null;
-  let sup: LlamaSupervisor | null = null;
+  // what is started: llama-server (LLAMA_API_KEY), or vLLM / SGLang — binary or container — as start-runtimes launched it
+  const runtime = rec.runtime ?? "llama.cpp";
+  const launch =
+    runtime === "llama.cpp"
+      ? () => startLlamaServer({ bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port, detached: false })
+      : () =>
+          startRuntimeProcess({
+            cmd: rec.bin,
+            args: rec.args,
+            // vLLM reads its key from the environment (a container gets `-e VLLM_API_KEY`); SGLang from its config file
+            env: { ...rec.env, ...(runtime === "vllm" && apiKey ? { VLLM_API_KEY: apiKey } : {}) },
+            logFile: rec.logFile,
+            port: rec.port,
+            key: apiKey,
+            readyTimeoutMs: 1_800_000,
+          });
+  let sup: Supervisor | null = null;
   const done = new Promise<number>((resolve) => {
-    sup = new LlamaSupervisor(
-      { bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port },
-      {
-        onReady: (pid) =>
-          update({
-            pid,
-            startTime: processStartTime(pid),
-            supervisorPid: process.pid,
-            supervisorStartTime: processStartTime(process.pid),
-            restarts: sup?.restarts ?? 0,
-          }),
-        onRestart: (n, why, delay) => console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`),
-        onGiveUp: (why) => {
-          console.error(`supervise ${targetId}: ${why}`);
-          update({ supervisorPid: null, supervisorStartTime: null });
-          resolve(1);
-        },
+    sup = new Supervisor(launch, {
+      onReady: (pid) =>
+        update({
+          pid,
+          startTime: processStartTime(pid),
+          supervisorPid: process.pid,
+          supervisorStartTime: processStartTime(process.pid),
+          restarts: sup?.restarts ?? 0,
+          gaveUp: null,
+        }),
+      onRestart: (n, why, delay) => {
+        console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`);
+        update({ lastCrash: `${new Date().toISOString()} ${why}` });
       },
-    );
+      onGiveUp: (why) => {
+        console.error(`supervise ${targetId}: ${why}`);
+        // reported where the servers panel, `ocw serving list` and the next setup read it
+        update({ supervisorPid: null, supervisorStartTime: null, gaveUp: `${new Date().toISOString()} ${why}` });
+        resolve(1);
+      },
+    });
   });
   const stop = async () => {
     await sup?.stop();
@@ -267,6 +253,8 @@ export interface CaptureSetupOptions extends CommonSetupOptions {
   ctx?: number;
   /** The served model to capture (default: the first /v1/models lists). */
   model?: string;
+  /** Seconds the benchmark after verify may take (default OCW_SETUP_BENCH_SEC); 0 skips it. */
+  benchSec?: number;
 }
 
 function keyFromEnv(name: string | undefined, env: NodeJS.ProcessEnv): string | null {
@@ -330,6 +318,13 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
   const tv = performance.now();
   const v = await verifyEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx: ctx ?? null });
   const perSlotCtx = v.observed.perSlotCtx ?? ep.perSlotCtx;
+  // the benchmark: what this server gives one stream and all its slots at once (not for one verify found unusable)
+  const budget = o.benchSec ?? benchBudgetSec(env);
+  const bench =
+    budget > 0 && v.outcome !== "cannot-build"
+      ? await benchmarkEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx, budgetSec: budget })
+      : null;
+  if (bench) o.log?.(benchLine(bench));
   const target: Target = {
     id: idFor(model, ep.url),
     model,
@@ -339,6 +334,7 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
     contextLimit: perSlotCtx ?? undefined,
     serving: { engine, endpoints: [{ url: ep.url, slots }], slots, perSlotCtx },
     checks: [],
+    ...(bench ? { bench } : {}),
   };
   const saved = finish(store, target, v, o);
   return {
@@ -349,6 +345,7 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
     summary: `${ep.engine} at ${ep.url}: ${v.summary}`,
     active: saved.active,
     observed: { engine: ep.engine, totalSlots: v.observed.totalSlots ?? ep.totalSlots, perSlotCtx },
+    bench,
     timings: { totalMs: performance.now() - t0, verifyMs: performance.now() - tv },
   };
 }

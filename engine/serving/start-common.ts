@@ -3,8 +3,11 @@
  * job's options, the classified failure (StartError), the log and download classifiers, the phase helpers and the
  * running servers a start may replace. A leaf of engine/serving/: it imports no start, CLI or runtime module.
  */
-import { OcwError } from "../../shared/errors";
-import type { SetupFailure, SetupJob, SetupPhase, SetupPhaseName, SetupStartInput } from "../../shared/setup";
+import { SetupError } from "../models/errors";
+import { type SetupFailure, SetupJob, type SetupPhase, type SetupPhaseName, type SetupStartInput } from "../../shared/setup";
+import type { TargetBench } from "../../shared/target";
+import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";
+import type { VerifyResult } from "./verify";
 import type { HardwareReport } from "../hardware/detect";
 import type { TargetStore } from "../store/targets";
 import { listServing, type ServingRecord, servingAlive } from "./setup";
@@ -23,11 +26,16 @@ export interface StartJobOptions {
   confirm?: (job: SetupJob) => Promise<boolean>;
 }
 
-/** A start failure already classified. */
-export class StartError extends OcwError {
+/** A start failure already classified: a setup error of kind "start", its classification and phase as data. */
+export class StartError extends SetupError {
   constructor(readonly failure: Omit<SetupFailure, "phase" | "logFile"> & { phase?: SetupPhaseName; logFile?: string | null }) {
     // bad input and a plan that cannot fit are the caller's to change; the rest is the machine's or the runtime's
-    super(["input", "no-fit", "not-found", "not-confirmed"].includes(failure.kind) ? "bad-input" : "unavailable", failure.cause);
+    super(
+      "start",
+      failure.cause,
+      { failure: failure.kind, phase: failure.phase ?? null, logLine: failure.logLine ?? null, logFile: failure.logFile ?? null },
+      ["input", "no-fit", "not-found", "not-confirmed"].includes(failure.kind) ? "bad-input" : "unavailable",
+    );
     this.name = "StartError";
   }
 }
@@ -153,4 +161,66 @@ export interface PhaseOps {
   emit: (force?: boolean) => void;
   cancelled: () => void;
   phase: (name: SetupPhaseName) => SetupPhase;
+}
+
+/** What every phase of a start gets: the options, the parsed input, the job it updates and the phase helpers. */
+export interface StartCtx {
+  o: StartJobOptions;
+  input: SetupStartInputParsed;
+  job: SetupJob;
+  ops: PhaseOps;
+  /** The log file a failure points at (set once a server is launched). */
+  setLog: (file: string) => void;
+}
+type SetupStartInputParsed = ReturnType<typeof SetupStartInput.parse>;
+
+/**
+ * bench: prefill and decode tokens/s at 1 stream and at N (the slots) over the endpoint, within OCW_SETUP_BENCH_SEC (or the
+ * input's benchSec); skipped when the budget is 0 or verify found the server unusable. A pool is measured on its first
+ * replica (with that replica's slots). Never fails the start: what it could not measure it says.
+ */
+export async function benchPhase(
+  c: StartCtx,
+  t: { url: string; model: string; key: string | null; engine: string; slots: number; perSlotCtx: number | null; pooled?: number },
+  v: VerifyResult,
+): Promise<TargetBench | null> {
+  const { begin, end, skip, emit, phase } = c.ops;
+  const budget = c.input.benchSec ?? benchBudgetSec();
+  if (budget <= 0) {
+    skip("bench", "no benchmark (OCW_SETUP_BENCH_SEC=0)");
+    return null;
+  }
+  if (v.outcome === "cannot-build") {
+    skip("bench", "not measured: verify found the server unusable");
+    return null;
+  }
+  begin("bench", `${t.slots > 1 ? `1 stream, then ${t.slots} at once` : "1 stream"}, about ${budget} s${t.pooled ? ` (replica 1 of ${t.pooled})` : ""}`);
+  const b = await benchmarkEndpoint({
+    ...t,
+    budgetSec: budget,
+    signal: c.o.signal,
+    onProgress: (n, note) => {
+      phase("bench").detail = `${n} request(s): ${note}`;
+      emit(false);
+    },
+  });
+  end(benchLine(b), "done");
+  return b;
+}
+
+/** The person's yes (the CLI's question), once the plan is known and before anything is downloaded or started. */
+export async function confirmPhase(c: StartCtx): Promise<void> {
+  const { o, job } = c;
+  if (o.confirm) {
+    const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
+      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+    });
+    if (!ok)
+      throw new StartError({
+        kind: "not-confirmed",
+        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
+        logLine: null,
+        remedy: "pass --yes to skip the question",
+      });
+  }
 }

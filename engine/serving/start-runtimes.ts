@@ -2,22 +2,26 @@
  * vLLM and SGLang started by setup (issue 13), when installed: the `vllm` binary or Python's `sglang` package on this
  * machine, else their official container image through docker or podman. The key never appears in argv: vLLM reads
  * it from VLLM_API_KEY, SGLang from a 0600 `--config` YAML file (in a container: `-e VLLM_API_KEY` names the variable,
- * the config file is mounted read-only). Both are detached, recorded in serving.json like llama-server, and verified.
+ * the config file is mounted read-only). Both are recorded in serving.json like llama-server and run under the same supervisor
+ * (`ocw serving supervise`, engine/process/supervisor.ts), and verified.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { SetupJob, type SetupPlacement, type SetupStartInput } from "../../shared/setup";
+import type { SetupPlacement } from "../../shared/setup";
 import { type Target, targetSlug } from "../../shared/target";
 import { detectHardware } from "../hardware/detect";
 import { processStartTime } from "../process/process";
 import { stateDir } from "../store/paths";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
-import { freePort, stopPid } from "./llama-server";
-import { finish, listServing, saveServing, stopServing } from "./setup";
-import { classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartJobOptions, StartError, withFreed } from "./start-common";
+import { freePort } from "./llama-server";
+import { finish, patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { startRuntimeProcess } from "./runtime-process";
+import { benchPhase, classifyLog, confirmPhase, type RunningGroup, runningGroups, type StartCtx, StartError, withFreed } from "./start-common";
+import type { HardwareReport } from "../hardware/detect";
+import type { TargetBench } from "../../shared/target";
+import type { VerifyResult } from "./verify";
 import { findRuntime, imageFor, installedVersion, versionProblem } from "./runtime-adapters";
 import { commandWords, shellQuote } from "../models/plan";
 import type { FitPick } from "../../shared/fit";
@@ -108,24 +112,40 @@ export function buildLaunch(o: {
   return { how: "container", cmd: o.found.bin, args: run, env: extraEnv, port: o.port, configFile };
 }
 
-/** Waits until /health (or /v1/models with the key) answers 200 while the process lives; the log tail on exit. */
-async function waitReady(port: number, key: string, child: ChildProcess, logFile: string, timeoutMs: number): Promise<number> {
-  const t0 = performance.now();
-  let exited: string | null = null;
-  child.once("exit", (c, s) => (exited = String(c ?? s)));
-  while (performance.now() - t0 < timeoutMs) {
-    if (exited !== null) throw new Error(`exited (${exited}) before it was ready`);
-    const h = await httpJson(`http://127.0.0.1:${port}/health`, { timeoutMs: 2000 });
-    if (h.status === 200) return performance.now() - t0;
-    const m = await httpJson(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 2000 });
-    if (m.status === 200) return performance.now() - t0;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`did not become ready within ${Math.round(timeoutMs / 1000)} s (see ${logFile})`);
+/** The plan of a vLLM / SGLang start: the pick (tensor × data parallel), the runtime found, the server it replaces. */
+interface OtherPlan {
+  runtime: "vllm" | "sglang";
+  name: string;
+  hw: HardwareReport;
+  pick: FitPick;
+  slots: number;
+  ctx: number;
+  model: string;
+  found: ReturnType<typeof findRuntime>;
+  replacing: RunningGroup | null;
+  idOf: (p: FitPick) => string;
+  /** What picks the family (minimum version, image): the catalog id and the repo. */
+  familyOf: string;
 }
 
-/** The phases for vLLM / SGLang: plan (slots × context, tensor parallel), runtime, load (the runtime downloads), warm-up, verify. */
-export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput, job: SetupJob, ops: PhaseOps, setLog: (f: string) => void): Promise<void> {
+/** The started vLLM / SGLang server, with what the later phases need of it. */
+interface OtherLaunched {
+  id: string;
+  servedName: string;
+  port: number;
+  key: string;
+  keyFile: string;
+  before: HardwareReport;
+  indexOf: Map<string, number>;
+  launch: RuntimeLaunch;
+  logFile: string;
+  readLog: () => string;
+  url: string;
+}
+
+/** plan: the same planner as `ocw fit --runtime vllm|sglang`, with a running server this start replaces counted free. */
+async function planOtherPhase(c: StartCtx): Promise<OtherPlan> {
+  const { o, input, job, ops } = c;
   const runtime = input.runtime as "vllm" | "sglang";
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o.hardware ?? (await detectHardware({}));
@@ -171,24 +191,18 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
         ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)`
         : ""),
   );
-  ops.cancelled();
-  if (o.confirm) {
-    const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
-      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
-    });
-    if (!ok)
-      throw new StartError({
-        kind: "not-confirmed",
-        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
-        logLine: null,
-        remedy: "pass --yes to skip the question",
-      });
-  }
-  if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
+  return { runtime, name, hw, pick, slots, ctx, model, found, replacing, idOf, familyOf: `${pick.model} ${model}` };
+}
 
+type Found = Extract<ReturnType<typeof findRuntime>, { how: "binary" | "container" }>;
+
+/** runtime: the runtime found, its version against the family's minimum (catalog), before anything is launched. */
+function runtimeOtherPhase(c: StartCtx, p: OtherPlan): Found {
+  const { ops } = c;
+  const { runtime, name, found, familyOf } = p;
+  if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
   ops.begin("runtime", `looking for ${name}`);
   // the family's minimum version (catalog), checked before anything is launched: an old runtime fails late and obscurely
-  const familyOf = `${pick.model} ${model}`;
   const version = installedVersion(runtime, found, familyOf);
   const tooOld = versionProblem(runtime, familyOf, version);
   if (tooOld) throw new StartError({ phase: "runtime", kind: "runtime-version", cause: tooOld.cause, logLine: null, remedy: tooOld.remedy });
@@ -196,8 +210,13 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     `${found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${imageFor(runtime, familyOf)})`}${version.version ? `, version ${version.version}` : ", version not reported"}`,
   );
   ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
-  ops.cancelled();
+  return found;
+}
 
+/** load: the planner's command with the port, host and key file filled in, under the supervisor. */
+async function launchOtherPhase(c: StartCtx, p: OtherPlan, found: Found): Promise<OtherLaunched> {
+  const { o, job, ops } = c;
+  const { runtime, name, pick, hw, replacing, idOf, familyOf, model } = p;
   ops.begin("load", `starting ${name}`);
   const words = commandWords(pick.command);
   const servedName = words.args[words.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop()!, quant: null });
@@ -217,22 +236,55 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     .filter((x): x is { index: number; bytes: number } => x.index !== undefined);
   job.launchedCommand = `${[...Object.entries(launch.env).map(([k, v]) => (k === "VLLM_API_KEY" ? `${k}=…` : `${k}=${shellQuote(v)}`))].join(" ")}${Object.keys(launch.env).length ? " " : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;
   const logFile = path.join(stateDir(), "logs", `${id}.log`);
-  setLog(logFile);
+  c.setLog(logFile);
   mkdirSync(path.dirname(logFile), { recursive: true, mode: 0o700 });
   const logStart = existsSync(logFile) ? statSync(logFile).size : 0;
   const readLog = () => (existsSync(logFile) ? readFileSync(logFile, "utf8").slice(logStart) : "");
-  const fd = openSync(logFile, "a", 0o600);
-  const env: NodeJS.ProcessEnv = { ...process.env, ...launch.env };
-  delete env.LLAMA_API_KEY;
-  const child = spawn(launch.cmd, launch.args, { env, stdio: ["ignore", fd, fd], detached: true });
-  closeSync(fd);
-  child.unref();
-  const spawnErr = new Promise<never>((_, rej) => child.once("error", (e) => rej(new Error(`cannot start ${launch.cmd}: ${e.message}`))));
+  // recorded like llama-server's, with its runtime (the supervisor hands the key over as the runtime takes it)
+  const record: ServingRecord = {
+    targetId: id,
+    runtime,
+    pid: 0,
+    startTime: null,
+    supervisorPid: null,
+    port,
+    bin: launch.cmd,
+    args: launch.args,
+    env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")),
+    logFile,
+    keyFile,
+    startedAt: new Date().toISOString(),
+    gpuBytes: held,
+    container: launch.how === "container" ? launch.args[launch.args.indexOf("--name") + 1]! : null,
+  };
+  // under the one supervisor (engine/process/supervisor.ts, through `ocw serving supervise`): restarted after a crash,
+  // as llama-server is; unsupervised (detached) only where no supervisor command exists (OCW_SUPERVISE=0)
+  const sup = supervisorCommand();
+  let pid: number;
   let readyMs: number;
   try {
-    readyMs = await Promise.race([waitReady(port, key, child, logFile, o.readyTimeoutMs ?? 1_800_000), spawnErr]);
+    if (sup) {
+      putServing(record);
+      try {
+        ({ pid, readyMs } = await startSupervised(sup, record, o.readyTimeoutMs ?? 1_800_000));
+      } catch (e) {
+        await stopServing(id);
+        throw e;
+      }
+    } else {
+      ({ pid, readyMs } = await startRuntimeProcess({
+        cmd: launch.cmd,
+        args: launch.args,
+        env: launch.env,
+        logFile,
+        port,
+        key,
+        readyTimeoutMs: o.readyTimeoutMs ?? 1_800_000,
+        detached: true,
+      }));
+      putServing({ ...record, pid, startTime: processStartTime(pid) });
+    }
   } catch (e) {
-    if (child.pid) await stopPid(child.pid, 3000);
     const c = classifyLog(readLog(), launch.cmd);
     throw new StartError({
       kind: c?.kind ?? "other",
@@ -242,27 +294,15 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
       logFile,
     });
   }
-  saveServing([
-    ...listServing().filter((r) => r.targetId !== id),
-    {
-      targetId: id,
-      pid: child.pid!,
-      startTime: processStartTime(child.pid!),
-      supervisorPid: null,
-      port,
-      bin: launch.cmd,
-      args: launch.args,
-      env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")),
-      logFile,
-      keyFile,
-      startedAt: new Date().toISOString(),
-      gpuBytes: held,
-    },
-  ]);
-  ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s`);
+  ops.end(`${name} pid ${pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s${sup ? " (supervised: restarted if it crashes)" : ""}`);
+  return { id, servedName, port, key, keyFile, before, indexOf, launch, logFile, readLog, url: `http://127.0.0.1:${port}/v1` };
+}
 
+/** warm-up: one short completion. */
+async function warmupOtherPhase(c: StartCtx, l: OtherLaunched): Promise<void> {
+  const { ops } = c;
+  const { url, servedName, key, readLog, launch, logFile } = l;
   ops.begin("warmup", "one short completion");
-  const url = `http://127.0.0.1:${port}/v1`;
   const w = await httpJson(`${url}/chat/completions`, {
     headers: { authorization: `Bearer ${key}` },
     body: { model: servedName, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
@@ -279,7 +319,13 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     });
   }
   ops.end(`first completion in ${(w.ms / 1000).toFixed(2)} s`);
+}
 
+/** verify: the checklist, live (no llama.cpp extensions). */
+async function verifyOtherPhase(c: StartCtx, p: OtherPlan, l: OtherLaunched): Promise<VerifyResult> {
+  const { job, ops } = c;
+  const { runtime, slots, ctx } = p;
+  const { url, servedName, key } = l;
   ops.begin("verify", "reachable, auth, slots, concurrency, capability, tools");
   const v = await verifyEndpoint({
     url,
@@ -296,6 +342,14 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   });
   job.checks = v.checks;
   ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
+  return v;
+}
+
+/** placement: every GPU of the plan gained at least half its share of the weights (the vendor tool, by index). */
+async function placementOtherPhase(c: StartCtx, p: OtherPlan, l: OtherLaunched): Promise<string | null> {
+  const { job, ops } = c;
+  const { name, pick } = p;
+  const { readLog, before, indexOf, id } = l;
   const loaded = readLog()
     .split("\n")
     .filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l))
@@ -327,7 +381,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     }
     if (!placementFailed && devices.length) evidence.push("the weights are where the plan put them");
     job.placement = { passed: !placementFailed, devices, evidence };
-    if (measured.length) saveServing(listServing().map((r) => (r.targetId === id ? { ...r, gpuBytes: measured } : r)));
+    if (measured.length) patchServing(id, { gpuBytes: measured });
     ops.end(evidence.join("; ") || "no figures", placementFailed ? "failed" : "done");
   } else {
     ops.skip(
@@ -337,7 +391,14 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
         : `${name} keeps every layer on the GPU(s); its log shows no loading figures`,
     );
   }
+  return placementFailed;
+}
 
+/** record: the target, saved as verify decided, with the benchmark. */
+function recordOtherPhase(c: StartCtx, p: OtherPlan, l: OtherLaunched, v: VerifyResult, bench: TargetBench | null, placementFailed: string | null): void {
+  const { o, input, job } = c;
+  const { runtime, name, slots, ctx } = p;
+  const { id, servedName, url, keyFile, logFile } = l;
   const target: Target = {
     id,
     model: servedName,
@@ -349,6 +410,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     serving: { engine: runtime, endpoints: [{ url, slots }], slots, perSlotCtx: ctx },
     checks: [],
   };
+  if (bench) target.bench = bench;
   const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
   job.result = {
     outcome: v.outcome,
@@ -359,6 +421,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     summary: v.summary,
     observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
     ms: 0,
+    bench,
   };
   if (placementFailed) {
     job.failure = {
@@ -370,4 +433,19 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
       remedy: `${name} did not load onto the GPUs the plan counted on: check CUDA_VISIBLE_DEVICES and nvidia-smi (another process may hold them); the server runs`,
     };
   }
+}
+
+/** The phases for vLLM / SGLang: plan, runtime, (download: the runtime's own), load, warm-up, verify, placement, bench, record. */
+export async function runOtherRuntime(c: StartCtx): Promise<void> {
+  const p = await planOtherPhase(c);
+  c.ops.cancelled();
+  await confirmPhase(c);
+  const found = runtimeOtherPhase(c, p);
+  c.ops.cancelled();
+  const l = await launchOtherPhase(c, p, found);
+  await warmupOtherPhase(c, l);
+  const v = await verifyOtherPhase(c, p, l);
+  const placementFailed = await placementOtherPhase(c, p, l);
+  const bench = await benchPhase(c, { url: l.url, model: l.servedName, key: l.key, engine: p.runtime, slots: p.slots, perSlotCtx: p.ctx }, v);
+  recordOtherPhase(c, p, l, v, bench, placementFailed);
 }

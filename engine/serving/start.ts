@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, statfsSync, statSync } from "node:
 import path from "node:path";
 import type { FitPick } from "../../shared/fit";
 import { SetupJob, type SetupPhase, type SetupPhaseName, type SetupPlacement, SetupStartInput } from "../../shared/setup";
-import { type Target, type TargetCheck, targetSlug } from "../../shared/target";
+import { type Target, type TargetBench, type TargetCheck, targetSlug } from "../../shared/target";
 import { detectHardware, type HardwareReport, listLlamaDevices } from "../hardware/detect";
 import { findCatalog } from "../models/catalog";
 import { DownloadError, downloadFile } from "../models/download";
@@ -28,14 +28,26 @@ import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { processStartTime } from "../process/process";
 import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./llama-server";
-import { finish, listServing, saveServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { finish, patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 import { runOtherRuntime } from "./start-runtimes";
-import { classifyDownload, classifyLog, type PhaseOps, type RunningGroup, runningGroups, StartError, type StartJobOptions, withFreed } from "./start-common";
+import {
+  benchPhase,
+  classifyDownload,
+  confirmPhase,
+  classifyLog,
+  type PhaseOps,
+  type RunningGroup,
+  runningGroups,
+  type StartCtx,
+  StartError,
+  type StartJobOptions,
+  withFreed,
+} from "./start-common";
 
-export { classifyDownload, classifyLog, type PhaseOps, type RunningGroup, runningGroups, StartError, type StartJobOptions, withFreed };
+export { classifyDownload, classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartCtx, StartError, type StartJobOptions, withFreed };
 
-const PHASES: SetupPhaseName[] = ["plan", "runtime", "download", "load", "warmup", "verify", "placement"];
+const PHASES: SetupPhaseName[] = ["plan", "runtime", "download", "load", "warmup", "verify", "placement", "bench"];
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 
@@ -321,7 +333,506 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
   return files;
 }
 
-/** Runs a whole start; never throws: a failure is the job's `failure` (state "failed"). */
+/** The llama.cpp plan: the pick, its model argument, the runtime binary (null until installed), the hardware, the server it replaces. */
+export interface LlamaPlan {
+  bin: string | null;
+  hw: HardwareReport;
+  pick: FitPick;
+  entry: ReturnType<typeof findCatalog>;
+  modelArg: { flag: string; value: string };
+  replacing: RunningGroup | null;
+  /** Plans again (the runtime phase: on what the installed build lists). */
+  planOn: (h: HardwareReport, llamaServer?: string | null, nvcc?: boolean) => Promise<Awaited<ReturnType<typeof planFit>>>;
+}
+
+interface Replica {
+  i: number;
+  words: ReturnType<typeof commandWords>;
+  slots: number;
+  ctxPerSlot: number;
+  devices: string[] | null;
+}
+
+/** The servers the load phase started (one per replica of a pool), with what the later phases need of them. */
+export interface Launched {
+  alias: string;
+  id: string;
+  replicas: Replica[];
+  pooled: boolean;
+  key: string;
+  keyFile: string;
+  /** The hardware as the vendor tool showed it before the load. */
+  before: HardwareReport;
+  servers: NonNullable<SetupJob["servers"]>;
+  readLog: (k?: number) => string;
+}
+
+/** The model argument of the plan's command (-m FILE, -hf REPO:QUANT). */
+function modelArgOf(pick: FitPick): { flag: string; value: string } {
+  const words = commandWords(pick.pool ? pick.pool.endpoints[0]!.command : pick.command);
+  const mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
+  if (mi < 0)
+    throw new StartError({
+      kind: "other",
+      cause: `the plan's command has no model argument: ${pick.command}`,
+      logLine: null,
+      remedy: "report this (ocw fit --json shows the command)",
+    });
+  return { flag: words.args[mi]!, value: words.args[mi + 1]! };
+}
+
+/** plan: the same planner as `ocw fit` (planFit), with a running server this start replaces counted free. */
+export async function planLlamaPhase(c: StartCtx): Promise<LlamaPlan> {
+  const { o, input, job } = c;
+  const { end } = c.ops;
+  let bin: string | null;
+  try {
+    bin = findLlamaServer(o.llamaServer);
+  } catch (e) {
+    throw new StartError({
+      kind: "not-found",
+      cause: (e as Error).message,
+      logLine: null,
+      remedy: "pass an existing llama-server, or leave it out to use the prebuilt build",
+    });
+  }
+  const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
+  // the KV cache type of the plan the person saw is kept (one KV type from plan to start); when it no longer fits
+  // (free memory changed) the start plans freely and says so
+  let keepCache = input.cacheType;
+  let cacheNote = "";
+  const planOnce = (h: HardwareReport, llamaServer: string | null, nvcc: boolean | undefined, cacheType: SetupStartInput["cacheType"]) =>
+    planFit(
+      { model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, cacheType, runtime: "llama.cpp", allowSlow: input.allowSlow },
+      h,
+      {
+        llamaServer,
+        store: o.store,
+        nvcc,
+      },
+    ).catch((e) => {
+      if (isSetupError(e, "input"))
+        throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+      throw e;
+    });
+  const planOn = async (h: HardwareReport, llamaServer: string | null = bin, nvcc?: boolean) => {
+    const r = await planOnce(h, llamaServer, nvcc, keepCache);
+    if (r.pick || !keepCache) return r;
+    const free = await planOnce(h, llamaServer, nvcc, undefined);
+    if (free.pick) {
+      cacheNote = `; the ${keepCache} KV cache of the plan shown no longer fits (free memory changed): ${free.pick.cacheType ?? "another"} instead`;
+      keepCache = undefined;
+    }
+    return free;
+  };
+  let replacing: RunningGroup | null = null;
+  let fit = await planOn(hw);
+  // a running server of the target this setup replaces is stopped before the load: plan with its memory free
+  for (const g of runningGroups()) {
+    if (input.id && g.id !== input.id) continue;
+    const freed = await planOn(withFreed(hw, g.bytes));
+    if (freed.pick && replaces(freed.pick, g, input.id)) {
+      fit = freed;
+      replacing = g;
+      break;
+    }
+  }
+  if (!fit.pick)
+    throw new StartError({
+      kind: "no-fit",
+      cause: input.model ? (fit.problem ?? `${input.model} does not fit this machine`) : `nothing in the catalog fits this machine: ${fit.problem}`,
+      logLine: null,
+      remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider",
+    });
+  const pick = fit.pick;
+  const entry = findCatalog(pick.model);
+  Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
+  const modelArg = modelArgOf(pick);
+  const held = replacing
+    ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / GiB).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)`
+    : "";
+  end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}${held}${cacheNote}`);
+  return { bin, hw, pick, entry, modelArg, replacing, planOn };
+}
+
+/** runtime: the llama-server found, or the pinned prebuilt installed — and then planned again on what it lists. */
+export async function runtimeLlamaPhase(c: StartCtx, plan: LlamaPlan): Promise<LlamaPlan> {
+  const { job } = c;
+  const { begin, end, emit, phase } = c.ops;
+  begin("runtime", "looking for llama-server");
+  const { hw, replacing, planOn } = plan;
+  let { bin, pick } = plan;
+  if (bin) end(`llama-server at ${bin}${hw.llamaDevices ? ` (devices: ${hw.llamaDevices.map((d) => d.id).join(", ") || "CPU only"})` : ""}`);
+  else {
+    phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
+    const got = await installPrebuilt({
+      root: path.join(stateDir(), "llama"),
+      gpus: hw.gpus,
+      onBuildLine: (line) => {
+        phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
+        emit(false);
+      },
+      onProgress: (asset, p) => {
+        phase("runtime").progress = {
+          done: p.received,
+          total: p.total,
+          bytesPerSec: p.bytesPerSec,
+          etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null,
+          file: asset,
+          fileIndex: 0,
+          files: 1,
+          resumedBytes: p.resumedFrom,
+        };
+        emit(false);
+      },
+    }).catch((e) => {
+      throw new StartError({
+        kind: "runtime",
+        cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`,
+        logLine: null,
+        remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh",
+      });
+    });
+    bin = got.bin;
+    // plan again on what the installed build itself lists (its --list-devices): a Vulkan build names Vulkan0,
+    // not CUDA0, and a build that sees no GPU gets a CPU plan — never a flag the binary refuses
+    const listed = await listLlamaDevices(bin);
+    const base = replacing ? withFreed(hw, replacing.bytes) : hw;
+    // a build that cannot list its devices is planned by what it is (a Vulkan build names Vulkan0 …)
+    const again = listed ? await planOn({ ...base, llamaDevices: listed }, bin) : await planOn({ ...base, llamaDevices: null }, null, got.variant === "cuda");
+    if (!again.pick)
+      throw new StartError({
+        kind: "no-fit",
+        cause: `the installed llama.cpp ${got.variant} build lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`,
+        logLine: null,
+        remedy:
+          "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context",
+      });
+    const changed = again.pick.command !== pick.command;
+    if (changed) {
+      pick = again.pick;
+      Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
+    }
+    hw.llamaDevices = listed;
+    end(
+      `installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}; ${listed === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed.length ? listed.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick.command}` : ""}`,
+    );
+  }
+  return { ...plan, bin, pick, entry: findCatalog(pick.model), modelArg: modelArgOf(pick) };
+}
+
+/** load: the planner's command(s) — one per replica of a pool — with the local file, a free port and the alias. */
+export async function launchLlamaPhase(c: StartCtx, plan: LlamaPlan, files: ModelFiles): Promise<Launched> {
+  const { o, input, job } = c;
+  const { begin, end } = c.ops;
+  const { pick, entry, hw, replacing } = plan;
+  const bin = plan.bin!;
+  // ── load: the planner's command(s) — one per replica of a pool — with the local file, a free port and the alias
+  const alias = targetSlug({
+    model:
+      entry?.name ??
+      path
+        .basename(files.local)
+        .replace(SHARD, "")
+        .replace(/\.gguf$/i, ""),
+    quant: pick.quant,
+  });
+  const id = input.id ?? `llamacpp-${alias}`;
+  const replicas: Replica[] = pick.pool
+    ? pick.pool.endpoints.map((e, i) => ({ i, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices }))
+    : [{ i: 0, words: commandWords(pick.command), slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, devices: null }];
+  const pooled = replicas.length > 1;
+  begin("load", pooled ? `starting ${replicas.length} llama-servers (one per GPU group)` : "starting llama-server");
+  // one key for the target: every replica requires it (0600 file, handed over in the environment, never argv)
+  const keyFile = keyFilePath(id);
+  const key = generateKey();
+  storeKey(keyFile, key);
+  await stopServing(id);
+  // the vendor tool's figures before this start (the replaced server's memory is free again)
+  const before = replacing ? ((await detectHardware({}).catch(() => null)) ?? hw) : hw;
+  const sup = supervisorCommand();
+  const launched: string[] = [];
+  const servers: NonNullable<SetupJob["servers"]> = [];
+  const logs: { file: string; start: number }[] = [];
+  const readLog = (k = 0) => {
+    const l = logs[k];
+    return l && existsSync(l.file) ? readFileSync(l.file, "utf8").slice(l.start) : "";
+  };
+  const startOne = async (r: (typeof replicas)[number]) => {
+    const port = await freePort();
+    const args = [...r.words.args];
+    const ri = args.findIndex((x) => x === "-m" || x === "-hf");
+    args.splice(ri, 2, "-m", path.resolve(files.local));
+    const pi = args.indexOf("--port");
+    if (pi >= 0) args[pi + 1] = String(port);
+    else args.push("--port", String(port));
+    if (!args.includes("--alias")) args.push("--alias", alias);
+    if (!args.includes("-fit")) args.push("-fit", "off");
+    if (!args.includes("-lv")) args.push("-lv", "4");
+    // the plan's environment (a replica's CUDA_VISIBLE_DEVICES …), never the key: that goes in LLAMA_API_KEY
+    const env = Object.fromEntries(
+      r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]),
+    );
+    launched[r.i] =
+      `${[...Object.entries(env).map(([k, v]) => `${k}=${shellQuote(v)}`), "LLAMA_API_KEY=…"].join(" ")} ${shellQuote(bin!)} ${args.map(shellQuote).join(" ")}`;
+    job.launchedCommand = launched.filter(Boolean).join("\n");
+    const recId = pooled ? `${id}@${r.i + 1}` : id;
+    const file = path.join(stateDir(), "logs", `${recId}.log`);
+    mkdirSync(path.dirname(file), { recursive: true });
+    logs[r.i] = { file, start: existsSync(file) ? statSync(file).size : 0 };
+    if (r.i === 0) c.setLog(file);
+    const record: ServingRecord = {
+      targetId: recId,
+      ...(pooled ? { replicaOf: id } : {}),
+      pid: 0,
+      supervisorPid: null,
+      port,
+      bin: bin!,
+      args,
+      env,
+      logFile: file,
+      keyFile,
+      startedAt: new Date().toISOString(),
+    };
+    let started: { pid: number; readyMs: number };
+    try {
+      if (sup) {
+        putServing(record);
+        try {
+          started = await startSupervised(sup, record, o.readyTimeoutMs ?? 600_000);
+        } catch (e) {
+          await stopServing(recId);
+          throw e;
+        }
+      } else {
+        started = await startLlamaServer({
+          bin: bin!,
+          args,
+          env,
+          apiKey: key,
+          logFile: file,
+          port,
+          detached: true,
+          readyTimeoutMs: o.readyTimeoutMs ?? 600_000,
+        });
+        putServing({ ...record, pid: started.pid, startTime: processStartTime(started.pid) });
+      }
+    } catch (e) {
+      const c = classifyLog(readLog(r.i), bin);
+      const msg = (e as Error).message;
+      throw new StartError({
+        kind: c?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
+        cause: `${pooled ? `replica ${r.i + 1} (${r.devices?.join("+")}): ` : ""}${c?.logLine ? `llama-server failed to start: ${c.logLine}` : msg.replace(/: .*$/, "")}`,
+        logLine: c?.logLine ?? null,
+        logFile: file,
+        remedy:
+          c?.remedy ??
+          (/did not become healthy/.test(msg)
+            ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)"
+            : "read the log file; `ocw doctor` checks the runtime"),
+      });
+    }
+    servers[r.i] = {
+      pid: started.pid,
+      port,
+      url: `http://127.0.0.1:${port}/v1`,
+      readyMs: Math.round(started.readyMs),
+      args,
+      logFile: file,
+      env: Object.keys(env).map((k) => `${k}=${env[k]}`),
+    };
+  };
+  try {
+    // replicas load side by side (each on its own GPUs); a failed one stops the others
+    await Promise.all(replicas.map(startOne));
+  } catch (e) {
+    if (pooled) await stopServing(id);
+    throw e;
+  }
+  job.launchedCommand = launched.join("\n");
+  job.servers = servers;
+  end(
+    servers
+      .map(
+        (x, k) =>
+          `${pooled ? `replica ${k + 1} (${replicas[k]!.devices!.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1000).toFixed(1)} s`,
+      )
+      .join("; ") + (sup ? " (supervised: restarted if it crashes)" : ""),
+  );
+  return { alias, id, replicas, pooled, key, keyFile, before, servers, readLog };
+}
+
+/** warm-up: one short completion per server (first-use costs out of verify's timings). */
+export async function warmupLlamaPhase(c: StartCtx, l: Launched, bin: string): Promise<void> {
+  const { begin, end } = c.ops;
+  const { servers, alias, key, readLog, pooled } = l;
+  begin("warmup", `one short completion${pooled ? " per replica" : ""}`);
+  const warm: string[] = [];
+  for (const [k, x] of servers.entries()) {
+    const w = await httpJson<{ choices?: unknown[] }>(`${x.url}/chat/completions`, {
+      headers: { authorization: `Bearer ${key}` },
+      body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
+      timeoutMs: 300_000,
+    });
+    if (w.status !== 200) {
+      const c = classifyLog(readLog(k), bin);
+      throw new StartError({
+        kind: c?.kind ?? "other",
+        cause: `the first completion${pooled ? ` of replica ${k + 1}` : ""} failed: ${w.status || w.error} ${w.text.slice(0, 200)}`,
+        logLine: c?.logLine ?? null,
+        remedy: c?.remedy ?? "read the log file",
+      });
+    }
+    warm.push(`${(w.ms / 1000).toFixed(2)} s`);
+  }
+  end(`first completion in ${warm.join(", ")}`);
+}
+
+/** verify: the checklist, live — every replica like a single server (one after the other: their timings). */
+export async function verifyLlamaPhase(c: StartCtx, l: Launched): Promise<VerifyResult> {
+  const { job } = c;
+  const { begin, end, emit } = c.ops;
+  const { servers, alias, key, replicas, pooled } = l;
+  begin("verify", "reachable, auth, slots (and the KV pool), concurrency, capability, tools");
+  const verdicts: VerifyResult[] = [];
+  for (const [k, x] of servers.entries()) {
+    const v = await verifyEndpoint({
+      url: x.url,
+      model: alias,
+      key,
+      engine: "llama.cpp",
+      slots: replicas[k]!.slots,
+      perSlotCtx: replicas[k]!.ctxPerSlot,
+      onCheck: (_c: TargetCheck, done: TargetCheck[]) => {
+        job.checks = pooled
+          ? [
+              ...verdicts.flatMap((d, j) => d.checks.map((c) => ({ ...c, evidence: `replica ${j + 1}: ${c.evidence}` }))),
+              ...done.map((c) => ({ ...c, evidence: `replica ${k + 1}: ${c.evidence}` })),
+            ]
+          : done;
+        emit();
+      },
+    });
+    verdicts.push(v);
+  }
+  const v = pooled ? poolVerdict(verdicts) : verdicts[0]!;
+  job.checks = v.checks;
+  end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
+  return v;
+}
+
+/** placement: the weights where the plan put them (each server's log, its /props, the vendor tool). */
+export async function placementLlamaPhase(c: StartCtx, plan: LlamaPlan, l: Launched): Promise<SetupPlacement> {
+  const { job } = c;
+  const { begin, end } = c.ops;
+  const { pick, hw } = plan;
+  const bin = plan.bin!;
+  const { before, servers, key, pooled, replicas, readLog, id } = l;
+  begin("placement", "reading llama-server's log and /props");
+  const placements: SetupPlacement[] = [];
+  const after = before.gpus.some((g) => g.usedBytes !== null) && pick.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
+  // the plan's device ids → the vendor tool's index (llama.cpp's CUDA0 is not always nvidia-smi's 0)
+  const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g) => [g.runtimeId, g.index!]));
+  for (const [k, x] of servers.entries()) {
+    const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(
+      `${x.url.replace(/\/v1$/, "")}/props`,
+      { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 },
+    );
+    // a replica sees its GPUs renumbered from 0 (the others are hidden): its log names them so
+    const devices = pooled ? replicaDevices(pick, replicas[k]!.devices!, x.env.length > 0) : pick.devices;
+    // this server's GPUs by the vendor tool's index: a replica's from its CUDA_VISIBLE_DEVICES (in its order)
+    const visible = x.env
+      .find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))
+      ?.split("=")[1]
+      ?.split(",")
+      .map(Number);
+    const planned = (pooled ? replicas[k]!.devices! : pick.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0]!)).map((rid, j) => ({
+      rid,
+      index: visible?.[j] ?? indexOf.get(rid),
+      device: devices.filter((d) => d.name !== "cpu")[j],
+    }));
+    let smi: Parameters<typeof checkPlacement>[2] = null;
+    if (after) {
+      // named as this server's devices, matched by index (GPUs of one model share a name)
+      const fig = (h: HardwareReport) =>
+        planned
+          .filter((p) => p.device && p.index !== undefined)
+          .map((p) => ({ name: p.device!.name, usedBytes: h.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
+      smi = { before: fig(before), after: fig(after) };
+    }
+    const pl = checkPlacement({ devices, placement: pick.placement }, readLog(k), smi);
+    // what it holds, for a later setup that replaces it: measured, else planned
+    const gpuBytes = planned
+      .filter((p) => p.index !== undefined)
+      .map((p) => {
+        const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
+        const a = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
+        const measured = a != null && b != null ? a - b : null;
+        return { index: p.index!, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : (p.device?.plannedBytes ?? 0))) };
+      })
+      .filter((g) => g.bytes > 0);
+    const recId = pooled ? `${id}@${k + 1}` : id;
+    if (gpuBytes.length) patchServing(recId, { gpuBytes });
+    if (props.status === 200)
+      pl.evidence.push(
+        `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path.basename(props.body.model_path)}` : ""}`,
+      );
+    placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
+  }
+  const placement: SetupPlacement = {
+    passed: placements.every((p) => p.passed),
+    devices: placements.flatMap((p) => p.devices),
+    evidence: placements.flatMap((p) => p.evidence),
+  };
+  job.placement = placement;
+  end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
+  return placement;
+}
+
+/** record: the target, saved as verify decided (the engine is its single writer); a pool is one target of its replicas. */
+function recordLlamaPhase(c: StartCtx, plan: LlamaPlan, l: Launched, v: VerifyResult, placement: SetupPlacement, bench: TargetBench | null): void {
+  const { o, input, job } = c;
+  const { pick } = plan;
+  const { id, alias, servers, replicas, keyFile } = l;
+  const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k]!.slots }));
+  const target: Target = {
+    id,
+    model: alias,
+    quant: pick.quant,
+    endpoint: servers[0]!.url,
+    keyRef: "OCW_TARGET_API_KEY",
+    keyFile,
+    contextLimit: pick.ctxPerSlot,
+    serving: { engine: "llama.cpp", endpoints, slots: pick.slots, perSlotCtx: pick.ctxPerSlot },
+    checks: [],
+    ...(bench ? { bench } : {}),
+  };
+  const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
+  job.result = {
+    outcome: v.outcome,
+    saved: saved.saved,
+    active: saved.active,
+    target: saved.target,
+    checks: v.checks,
+    summary: v.summary,
+    observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
+    ms: 0,
+    bench,
+  };
+  if (!placement.passed) {
+    job.failure = {
+      phase: "placement",
+      kind: "placement",
+      cause: placement.evidence.filter((e) => /plan put|vendor tool|RAM holds/.test(e)).join("; ") || "the weights are not where the plan put them",
+      logLine: null,
+      logFile: l.servers[0]?.logFile ?? null,
+      remedy:
+        "the runtime did not use the GPU the plan counted on: install a build for it (CUDA for NVIDIA, ROCm or Vulkan for AMD) or check the driver with nvidia-smi; the server runs, but slowly",
+    };
+  }
+}
+
+/** Runs a whole start, phase by phase; never throws: a failure is the job's `failure` (state "failed"). */
 export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
   const input = SetupStartInput.parse(o.input);
   const job = newJob(o.jobId ?? randomBytes(6).toString("hex"), input.runtime);
@@ -365,457 +876,43 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         remedy: "start again: a download resumes from the bytes on disk",
       });
   };
-  let bin: string | null = null;
+
   let logFile: string | null = null;
-  let replacing: RunningGroup | null = null;
+  const ops: PhaseOps = { begin, end, skip, emit, cancelled, phase };
+  const c: StartCtx = { o, input, job, ops, setLog: (f) => (logFile = f) };
   try {
-    // ── plan: the same planner as `ocw fit`
     begin("plan", "detecting the hardware and planning");
-    if (input.runtime !== "llama.cpp") {
-      await runOtherRuntime(o, input, job, { begin, end, skip, emit, cancelled, phase }, (f) => (logFile = f));
-    } else {
-      try {
-        bin = findLlamaServer(o.llamaServer);
-      } catch (e) {
-        throw new StartError({
-          kind: "not-found",
-          cause: (e as Error).message,
-          logLine: null,
-          remedy: "pass an existing llama-server, or leave it out to use the prebuilt build",
-        });
-      }
-      const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-      // the KV cache type of the plan the person saw is kept (one KV type from plan to start); when it no longer fits
-      // (free memory changed) the start plans freely and says so
-      let keepCache = input.cacheType;
-      let cacheNote = "";
-      const planOnce = (h: HardwareReport, llamaServer: string | null, nvcc: boolean | undefined, cacheType: SetupStartInput["cacheType"]) =>
-        planFit(
-          { model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, cacheType, runtime: "llama.cpp", allowSlow: input.allowSlow },
-          h,
-          {
-            llamaServer,
-            store: o.store,
-            nvcc,
-          },
-        ).catch((e) => {
-          if (isSetupError(e, "input"))
-            throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
-          throw e;
-        });
-      const planOn = async (h: HardwareReport, llamaServer: string | null = bin, nvcc?: boolean) => {
-        const r = await planOnce(h, llamaServer, nvcc, keepCache);
-        if (r.pick || !keepCache) return r;
-        const free = await planOnce(h, llamaServer, nvcc, undefined);
-        if (free.pick) {
-          cacheNote = `; the ${keepCache} KV cache of the plan shown no longer fits (free memory changed): ${free.pick.cacheType ?? "another"} instead`;
-          keepCache = undefined;
-        }
-        return free;
-      };
-      let fit = await planOn(hw);
-      // a running server of the target this setup replaces is stopped before the load: plan with its memory free
-      for (const g of runningGroups()) {
-        if (input.id && g.id !== input.id) continue;
-        const freed = await planOn(withFreed(hw, g.bytes));
-        if (freed.pick && replaces(freed.pick, g, input.id)) {
-          fit = freed;
-          replacing = g;
-          break;
-        }
-      }
-      if (!fit.pick)
-        throw new StartError({
-          kind: "no-fit",
-          cause: input.model ? (fit.problem ?? `${input.model} does not fit this machine`) : `nothing in the catalog fits this machine: ${fit.problem}`,
-          logLine: null,
-          remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider",
-        });
-      let pick = fit.pick;
-      let entry = findCatalog(pick.model);
-      Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
-      let words = commandWords(pick.command);
-      let mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
-      if (mi < 0)
-        throw new StartError({
-          kind: "other",
-          cause: `the plan's command has no model argument: ${pick.command}`,
-          logLine: null,
-          remedy: "report this (ocw fit --json shows the command)",
-        });
-      const held = replacing
-        ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / GiB).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)`
-        : "";
-      end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}${held}${cacheNote}`);
+    if (input.runtime !== "llama.cpp") await runOtherRuntime(c);
+    else {
+      let plan = await planLlamaPhase(c);
       cancelled();
-      if (o.confirm) {
-        const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
-          throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
-        });
-        if (!ok)
-          throw new StartError({
-            kind: "not-confirmed",
-            cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
-            logLine: null,
-            remedy: "pass --yes to skip the question",
-          });
-      }
-
-      // ── runtime binary
-      begin("runtime", "looking for llama-server");
-      if (bin) end(`llama-server at ${bin}${hw.llamaDevices ? ` (devices: ${hw.llamaDevices.map((d) => d.id).join(", ") || "CPU only"})` : ""}`);
-      else {
-        phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
-        const got = await installPrebuilt({
-          root: path.join(stateDir(), "llama"),
-          gpus: hw.gpus,
-          onBuildLine: (line) => {
-            phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
-            emit(false);
-          },
-          onProgress: (asset, p) => {
-            phase("runtime").progress = {
-              done: p.received,
-              total: p.total,
-              bytesPerSec: p.bytesPerSec,
-              etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null,
-              file: asset,
-              fileIndex: 0,
-              files: 1,
-              resumedBytes: p.resumedFrom,
-            };
-            emit(false);
-          },
-        }).catch((e) => {
-          throw new StartError({
-            kind: "runtime",
-            cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`,
-            logLine: null,
-            remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh",
-          });
-        });
-        bin = got.bin;
-        // plan again on what the installed build itself lists (its --list-devices): a Vulkan build names Vulkan0,
-        // not CUDA0, and a build that sees no GPU gets a CPU plan — never a flag the binary refuses
-        const listed = await listLlamaDevices(bin);
-        const base = replacing ? withFreed(hw, replacing.bytes) : hw;
-        // a build that cannot list its devices is planned by what it is (a Vulkan build names Vulkan0 …)
-        const again = listed
-          ? await planOn({ ...base, llamaDevices: listed }, bin)
-          : await planOn({ ...base, llamaDevices: null }, null, got.variant === "cuda");
-        if (!again.pick)
-          throw new StartError({
-            kind: "no-fit",
-            cause: `the installed llama.cpp ${got.variant} build lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`,
-            logLine: null,
-            remedy:
-              "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context",
-          });
-        const changed = again.pick.command !== pick.command;
-        if (changed) {
-          pick = again.pick;
-          entry = findCatalog(pick.model);
-          words = commandWords(pick.command);
-          mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
-          if (mi < 0)
-            throw new StartError({
-              kind: "other",
-              cause: `the plan's command has no model argument: ${pick.command}`,
-              logLine: null,
-              remedy: "report this (ocw fit --json shows the command)",
-            });
-          Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
-        }
-        hw.llamaDevices = listed;
-        end(
-          `installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}; ${listed === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed.length ? listed.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick.command}` : ""}`,
-        );
-      }
+      await confirmPhase(c);
+      plan = await runtimeLlamaPhase(c, plan);
       cancelled();
-
-      // ── download: every file of the model (all shards), disk space first
-      const files = await downloadPhase({ flag: words.args[mi]!, value: words.args[mi + 1]! }, { begin, end, skip, emit, cancelled, phase }, o.signal);
+      const files = await downloadPhase(plan.modelArg, ops, o.signal);
       cancelled();
-
-      // ── load: the planner's command(s) — one per replica of a pool — with the local file, a free port and the alias
-      const alias = targetSlug({
-        model:
-          entry?.name ??
-          path
-            .basename(files.local)
-            .replace(SHARD, "")
-            .replace(/\.gguf$/i, ""),
-        quant: pick.quant,
-      });
-      const id = input.id ?? `llamacpp-${alias}`;
-      const replicas = pick.pool
-        ? pick.pool.endpoints.map((e, i) => ({ i, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices }))
-        : [{ i: 0, words, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, devices: null as string[] | null }];
-      const pooled = replicas.length > 1;
-      begin("load", pooled ? `starting ${replicas.length} llama-servers (one per GPU group)` : "starting llama-server");
-      // one key for the target: every replica requires it (0600 file, handed over in the environment, never argv)
-      const keyFile = keyFilePath(id);
-      const key = generateKey();
-      storeKey(keyFile, key);
-      await stopServing(id);
-      // the vendor tool's figures before this start (the replaced server's memory is free again)
-      const before = replacing ? ((await detectHardware({}).catch(() => null)) ?? hw) : hw;
-      const sup = supervisorCommand();
-      const launched: string[] = [];
-      const servers: NonNullable<SetupJob["servers"]> = [];
-      const logs: { file: string; start: number }[] = [];
-      const readLog = (k = 0) => {
-        const l = logs[k];
-        return l && existsSync(l.file) ? readFileSync(l.file, "utf8").slice(l.start) : "";
-      };
-      const startOne = async (r: (typeof replicas)[number]) => {
-        const port = await freePort();
-        const args = [...r.words.args];
-        const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-        args.splice(ri, 2, "-m", path.resolve(files.local));
-        const pi = args.indexOf("--port");
-        if (pi >= 0) args[pi + 1] = String(port);
-        else args.push("--port", String(port));
-        if (!args.includes("--alias")) args.push("--alias", alias);
-        if (!args.includes("-fit")) args.push("-fit", "off");
-        if (!args.includes("-lv")) args.push("-lv", "4");
-        // the plan's environment (a replica's CUDA_VISIBLE_DEVICES …), never the key: that goes in LLAMA_API_KEY
-        const env = Object.fromEntries(
-          r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]),
-        );
-        launched[r.i] =
-          `${[...Object.entries(env).map(([k, v]) => `${k}=${shellQuote(v)}`), "LLAMA_API_KEY=…"].join(" ")} ${shellQuote(bin!)} ${args.map(shellQuote).join(" ")}`;
-        job.launchedCommand = launched.filter(Boolean).join("\n");
-        const recId = pooled ? `${id}@${r.i + 1}` : id;
-        const file = path.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync(path.dirname(file), { recursive: true });
-        logs[r.i] = { file, start: existsSync(file) ? statSync(file).size : 0 };
-        if (r.i === 0) logFile = file;
-        const record: ServingRecord = {
-          targetId: recId,
-          ...(pooled ? { replicaOf: id } : {}),
-          pid: 0,
-          supervisorPid: null,
-          port,
-          bin: bin!,
-          args,
-          env,
-          logFile: file,
-          keyFile,
-          startedAt: new Date().toISOString(),
-        };
-        let started: { pid: number; readyMs: number };
-        try {
-          if (sup) {
-            saveServing([...listServing().filter((x) => x.targetId !== recId), record]);
-            try {
-              started = await startSupervised(sup, record, o.readyTimeoutMs ?? 600_000);
-            } catch (e) {
-              await stopServing(recId);
-              throw e;
-            }
-          } else {
-            started = await startLlamaServer({
-              bin: bin!,
-              args,
-              env,
-              apiKey: key,
-              logFile: file,
-              port,
-              detached: true,
-              readyTimeoutMs: o.readyTimeoutMs ?? 600_000,
-            });
-            saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record, pid: started.pid, startTime: processStartTime(started.pid) }]);
-          }
-        } catch (e) {
-          const c = classifyLog(readLog(r.i), bin);
-          const msg = (e as Error).message;
-          throw new StartError({
-            kind: c?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
-            cause: `${pooled ? `replica ${r.i + 1} (${r.devices?.join("+")}): ` : ""}${c?.logLine ? `llama-server failed to start: ${c.logLine}` : msg.replace(/: .*$/, "")}`,
-            logLine: c?.logLine ?? null,
-            logFile: file,
-            remedy:
-              c?.remedy ??
-              (/did not become healthy/.test(msg)
-                ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)"
-                : "read the log file; `ocw doctor` checks the runtime"),
-          });
-        }
-        servers[r.i] = {
-          pid: started.pid,
-          port,
-          url: `http://127.0.0.1:${port}/v1`,
-          readyMs: Math.round(started.readyMs),
-          args,
-          logFile: file,
-          env: Object.keys(env).map((k) => `${k}=${env[k]}`),
-        };
-      };
-      try {
-        // replicas load side by side (each on its own GPUs); a failed one stops the others
-        await Promise.all(replicas.map(startOne));
-      } catch (e) {
-        if (pooled) await stopServing(id);
-        throw e;
-      }
-      job.launchedCommand = launched.join("\n");
-      job.servers = servers;
-      end(
-        servers
-          .map(
-            (x, k) =>
-              `${pooled ? `replica ${k + 1} (${replicas[k]!.devices!.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1000).toFixed(1)} s`,
-          )
-          .join("; ") + (sup ? " (supervised: restarted if it crashes)" : ""),
-      );
+      const l = await launchLlamaPhase(c, plan, files);
       cancelled();
-
-      // ── warm-up: one short completion per server (first-use costs out of verify's timings)
-      begin("warmup", `one short completion${pooled ? " per replica" : ""}`);
-      const warm: string[] = [];
-      for (const [k, x] of servers.entries()) {
-        const w = await httpJson<{ choices?: unknown[] }>(`${x.url}/chat/completions`, {
-          headers: { authorization: `Bearer ${key}` },
-          body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
-          timeoutMs: 300_000,
-        });
-        if (w.status !== 200) {
-          const c = classifyLog(readLog(k), bin);
-          throw new StartError({
-            kind: c?.kind ?? "other",
-            cause: `the first completion${pooled ? ` of replica ${k + 1}` : ""} failed: ${w.status || w.error} ${w.text.slice(0, 200)}`,
-            logLine: c?.logLine ?? null,
-            remedy: c?.remedy ?? "read the log file",
-          });
-        }
-        warm.push(`${(w.ms / 1000).toFixed(2)} s`);
-      }
-      end(`first completion in ${warm.join(", ")}`);
+      await warmupLlamaPhase(c, l, plan.bin!);
       cancelled();
-
-      // ── verify: the checklist, live — every replica like a single server (one after the other: their timings)
-      begin("verify", "reachable, auth, slots (and the KV pool), concurrency, capability, tools");
-      const verdicts: VerifyResult[] = [];
-      for (const [k, x] of servers.entries()) {
-        const v = await verifyEndpoint({
-          url: x.url,
-          model: alias,
-          key,
+      const v = await verifyLlamaPhase(c, l);
+      const placement = await placementLlamaPhase(c, plan, l);
+      const first = l.servers[0]!;
+      const r0 = l.replicas[0]!;
+      const bench = await benchPhase(
+        c,
+        {
+          url: first.url,
+          model: l.alias,
+          key: l.key,
           engine: "llama.cpp",
-          slots: replicas[k]!.slots,
-          perSlotCtx: replicas[k]!.ctxPerSlot,
-          onCheck: (_c: TargetCheck, done: TargetCheck[]) => {
-            job.checks = pooled
-              ? [
-                  ...verdicts.flatMap((d, j) => d.checks.map((c) => ({ ...c, evidence: `replica ${j + 1}: ${c.evidence}` }))),
-                  ...done.map((c) => ({ ...c, evidence: `replica ${k + 1}: ${c.evidence}` })),
-                ]
-              : done;
-            emit();
-          },
-        });
-        verdicts.push(v);
-      }
-      const v = pooled ? poolVerdict(verdicts) : verdicts[0]!;
-      job.checks = v.checks;
-      end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
-
-      // ── placement: the weights where the plan put them (each server's log, its /props, the vendor tool)
-      begin("placement", "reading llama-server's log and /props");
-      const placements: SetupPlacement[] = [];
-      const after = before.gpus.some((g) => g.usedBytes !== null) && pick.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
-      // the plan's device ids → the vendor tool's index (llama.cpp's CUDA0 is not always nvidia-smi's 0)
-      const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g) => [g.runtimeId, g.index!]));
-      for (const [k, x] of servers.entries()) {
-        const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(
-          `${x.url.replace(/\/v1$/, "")}/props`,
-          { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 },
-        );
-        // a replica sees its GPUs renumbered from 0 (the others are hidden): its log names them so
-        const devices = pooled ? replicaDevices(pick, replicas[k]!.devices!, x.env.length > 0) : pick.devices;
-        // this server's GPUs by the vendor tool's index: a replica's from its CUDA_VISIBLE_DEVICES (in its order)
-        const visible = x.env
-          .find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))
-          ?.split("=")[1]
-          ?.split(",")
-          .map(Number);
-        const planned = (pooled ? replicas[k]!.devices! : pick.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0]!)).map((rid, j) => ({
-          rid,
-          index: visible?.[j] ?? indexOf.get(rid),
-          device: devices.filter((d) => d.name !== "cpu")[j],
-        }));
-        let smi: Parameters<typeof checkPlacement>[2] = null;
-        if (after) {
-          // named as this server's devices, matched by index (GPUs of one model share a name)
-          const fig = (h: HardwareReport) =>
-            planned
-              .filter((p) => p.device && p.index !== undefined)
-              .map((p) => ({ name: p.device!.name, usedBytes: h.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
-          smi = { before: fig(before), after: fig(after) };
-        }
-        const pl = checkPlacement({ devices, placement: pick.placement }, readLog(k), smi);
-        // what it holds, for a later setup that replaces it: measured, else planned
-        const gpuBytes = planned
-          .filter((p) => p.index !== undefined)
-          .map((p) => {
-            const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
-            const a = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
-            const measured = a != null && b != null ? a - b : null;
-            return { index: p.index!, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : (p.device?.plannedBytes ?? 0))) };
-          })
-          .filter((g) => g.bytes > 0);
-        const recId = pooled ? `${id}@${k + 1}` : id;
-        if (gpuBytes.length) saveServing(listServing().map((r) => (r.targetId === recId ? { ...r, gpuBytes } : r)));
-        if (props.status === 200)
-          pl.evidence.push(
-            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path.basename(props.body.model_path)}` : ""}`,
-          );
-        placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
-      }
-      const placement: SetupPlacement = {
-        passed: placements.every((p) => p.passed),
-        devices: placements.flatMap((p) => p.devices),
-        evidence: placements.flatMap((p) => p.evidence),
-      };
-      job.placement = placement;
-      end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
-
-      // ── the target: saved as verify decided (the engine is its single writer); a pool is one target of its replicas
-      const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k]!.slots }));
-      const target: Target = {
-        id,
-        model: alias,
-        quant: pick.quant,
-        endpoint: servers[0]!.url,
-        keyRef: "OCW_TARGET_API_KEY",
-        keyFile,
-        contextLimit: pick.ctxPerSlot,
-        serving: { engine: "llama.cpp", endpoints, slots: pick.slots, perSlotCtx: pick.ctxPerSlot },
-        checks: [],
-      };
-      const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
-      job.result = {
-        outcome: v.outcome,
-        saved: saved.saved,
-        active: saved.active,
-        target: saved.target,
-        checks: v.checks,
-        summary: v.summary,
-        observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
-        ms: Math.round(performance.now() - t0),
-      };
-      if (!placement.passed) {
-        job.failure = {
-          phase: "placement",
-          kind: "placement",
-          cause: placement.evidence.filter((e) => /plan put|vendor tool|RAM holds/.test(e)).join("; ") || "the weights are not where the plan put them",
-          logLine: null,
-          logFile,
-          remedy:
-            "the runtime did not use the GPU the plan counted on: install a build for it (CUDA for NVIDIA, ROCm or Vulkan for AMD) or check the driver with nvidia-smi; the server runs, but slowly",
-        };
-      }
+          slots: r0.slots,
+          perSlotCtx: r0.ctxPerSlot,
+          pooled: l.pooled ? l.replicas.length : undefined,
+        },
+        v,
+      );
+      recordLlamaPhase(c, plan, l, v, placement, bench);
     }
     job.state = "done";
   } catch (e) {

@@ -32,6 +32,7 @@ import { limitSetup } from "../sandbox/cgroup";
 import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
+import { OcwError } from "../../shared/errors";
 import { createWorkspace, InputError, inspectRepo, objectsOf, worktreePath, type RepoInfo } from "../workspace/workspace";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "../admission/preflight";
@@ -252,7 +253,8 @@ export class Engine {
       return t;
     }
     const t = this.targets.active();
-    if (!t) throw new InputError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
+    // coded by kind: the MCP bridge answers `no-target` with its own pointer to setup (never by matching this text)
+    if (!t) throw new OcwError("bad-input", "no active target: run `ocw setup`, or pass --endpoint URL --model ID", { kind: "no-target", data: {} });
     return t;
   }
 

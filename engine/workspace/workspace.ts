@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
@@ -180,7 +180,16 @@ const COMMIT_AND_CHECK_OUT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_
 ${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
 printf '%s\n' "$commit"
 git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
-GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$commit"
+if [ -n "$OCW_CHECKOUT_ONLY" ]; then
+  printf '%s\n' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
+else
+  GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+fi
+`;
+
+/** A fresh checkout of a commit of the worker's (emptied first): a graded commit whose partial checkout did not do. */
+const CHECK_OUT_COMMIT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_COMMIT"
 GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
 `;
 
@@ -190,7 +199,11 @@ GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout
  * "." to match, and git then fails with "pathspec '.' did not match any file(s)".
  */
 const CHECK_OUT_BASE = `${TRUSTED}GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_BASE"
-GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+if [ -n "$OCW_CHECKOUT_ONLY" ]; then
+  printf '%s\n' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
+else
+  GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+fi
 `;
 
 /** The files that differ between two commits (NUL-separated numstat records). */
@@ -349,26 +362,85 @@ export interface GradedCommit {
 
 /**
  * The engine's commit of the worker's files on top of its base, made in the engine's own repository, and a fresh
- * checkout of it in `checkoutDir` (emptied first) for the checks.
+ * checkout of it in `checkoutDir` (emptied first) for the checks: every file, or with `only` (paths from the
+ * repository's root) just those, from the snapshot's own index (no second read of the tree). A partial checkout is
+ * good only where each named path came out a regular file: the caller checks with `partialHolds` and else calls
+ * `checkOutCommit` for the whole tree. A name git's `--stdin` would read otherwise (a newline, a leading quote) means
+ * the whole tree at once.
  */
-export async function commitAndCheckOut(ws: Workspace, message: string, checkoutDir: string, caps: SnapshotCaps = snapshotCaps()): Promise<GradedCommit> {
+export async function commitAndCheckOut(
+  ws: Workspace,
+  message: string,
+  checkoutDir: string,
+  caps: SnapshotCaps = snapshotCaps(),
+  only?: string[],
+): Promise<GradedCommit & { partial: boolean }> {
   // Caps first: a worker's 100k files or a 2 GiB file never reach the engine's memory, its objects or the person's repository.
   const over = await snapshotOverCaps(ws, caps);
   if (over) throw new SnapshotTooLarge(over);
   await rm(checkoutDir, { recursive: true, force: true });
   mkdirSync(checkoutDir, { recursive: true });
+  const partial = plainNames(only);
+  const out = await trustedScript(
+    ws,
+    COMMIT_AND_CHECK_OUT,
+    { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial ? checkoutList(only) : "" },
+    { freshGradeObjects: true },
+  );
+  const eol = out.indexOf("\n");
+  const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
+  // Nothing changed: the base is the commit (the engine's commit object of the same tree is left unused).
+  return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat, partial } : { commit: ws.baseCommit, changed, diffStat: "", partial };
+}
+
+/**
+ * Whether a partial checkout (the named paths and every folder above them, see `checkoutList`) shows the named paths
+ * as the whole tree would. git writes an entry of the tree only: a folder above a path that is a symlink or a file in
+ * the commit comes out as that symlink or file (then the whole tree is needed: a check would follow it), and one that
+ * is a folder comes out only where a named file lies below it. So a path is shown truly when every part of it that came
+ * out is a real folder and the path itself is a regular file or missing (missing from the whole tree too: nothing of
+ * the tree could have led to it).
+ */
+export function partialHolds(checkoutDir: string, only: string[]): boolean {
+  return only.every((p) => {
+    const parts = p.split("/").filter(Boolean);
+    let at = checkoutDir;
+    for (const [i, part] of parts.entries()) {
+      at = path.join(at, part);
+      let st;
+      try {
+        st = lstatSync(at);
+      } catch {
+        return true; // missing here and in the whole tree
+      }
+      if (i === parts.length - 1) return st.isFile();
+      if (!st.isDirectory() || st.isSymbolicLink()) return false;
+    }
+    return false;
+  });
+}
+
+/** The paths to check out for `only`: each one and every folder above it (to see a symlink or file standing there). */
+function checkoutList(only: string[]): string {
+  const all = new Set<string>();
+  for (const p of only) {
+    const parts = p.split("/").filter(Boolean);
+    for (let i = 1; i <= parts.length; i++) all.add(parts.slice(0, i).join("/"));
+  }
+  return [...all].join("\n");
+}
+
+/** A list `git checkout-index --stdin` reads as written: no empty name, no newline, no leading quote (it unquotes those). */
+const plainNames = (only?: string[]): only is string[] =>
+  !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
+
+/** A fresh checkout of one of the worker's commits (the graded one, emptied first): the whole tree. */
+export async function checkOutCommit(ws: Workspace, commit: string, checkoutDir: string): Promise<void> {
+  await rm(checkoutDir, { recursive: true, force: true });
+  mkdirSync(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
-    const out = await trustedScript(
-      ws,
-      COMMIT_AND_CHECK_OUT,
-      { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex },
-      { freshGradeObjects: true },
-    );
-    const eol = out.indexOf("\n");
-    const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
-    // Nothing changed: the base is the commit (the engine's commit object of the same tree is left unused).
-    return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat } : { commit: ws.baseCommit, changed, diffStat: "" };
+    await trustedScript(ws, CHECK_OUT_COMMIT, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex, OCW_COMMIT: commit });
   } finally {
     await rm(checkoutIndex, { force: true });
   }
@@ -464,16 +536,25 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   return null;
 }
 
-/** A fresh checkout of the worker's base commit in `checkoutDir` (emptied first), for the checks' run on the base. */
-export async function checkOutBase(ws: Workspace, checkoutDir: string): Promise<void> {
+/**
+ * A fresh checkout of the worker's base commit in `checkoutDir` (emptied first), for the checks' run on the base: the
+ * whole tree, or with `only` just those paths (as commitAndCheckOut; whether it did is returned, check with partialHolds).
+ */
+export async function checkOutBase(ws: Workspace, checkoutDir: string, only?: string[]): Promise<{ partial: boolean }> {
   await rm(checkoutDir, { recursive: true, force: true });
   mkdirSync(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
+  const partial = plainNames(only);
   try {
-    await trustedScript(ws, CHECK_OUT_BASE, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
+    await trustedScript(ws, CHECK_OUT_BASE, {
+      OCW_CHECKOUT: checkoutDir,
+      OCW_CHECKOUT_INDEX: checkoutIndex,
+      OCW_CHECKOUT_ONLY: partial ? checkoutList(only) : "",
+    });
   } finally {
     await rm(checkoutIndex, { force: true });
   }
+  return { partial };
 }
 
 /** The files that differ between two of the worker's graded commits (a round and the one before). */

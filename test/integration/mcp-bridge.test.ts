@@ -543,11 +543,33 @@ describe("ocw mcp", () => {
   });
 
   it("setup_status is ready with a warning for an accepted underpowered target; delegate without a target names its own parameters", async () => {
-    await engine.client.targets.save.mutate({ target: { ...scriptedTarget(model.url, 4, "weak"), outcome: "underpowered" } as any, activate: true });
+    // measured too slow at full load by the benchmark after setup (target.bench): setup_status shows it and warns
+    const bench = {
+      at: new Date().toISOString(),
+      sec: 30,
+      promptTokens: 1024,
+      maxTokens: 128,
+      prefillTps1: 180,
+      decodeTps1: 11,
+      slots: 4,
+      decodeTpsN: 12,
+      decodeTpsPerStreamN: 3,
+      prefillTpsN: 60,
+      source: "timings",
+      requests: 9,
+      failed: 0,
+      warning: "measured 3 tokens/s per stream with all 4 slots busy (under 8): too slow for agents",
+    };
+    await engine.client.targets.save.mutate({ target: { ...scriptedTarget(model.url, 4, "weak"), outcome: "underpowered", bench } as any, activate: true });
     try {
       const s = await mcp.call("setup_status");
-      expect(s).toMatchObject({ ready: true, problem: null, activeTarget: { id: "weak", outcome: "underpowered" } });
+      expect(s).toMatchObject({
+        ready: true,
+        problem: null,
+        activeTarget: { id: "weak", outcome: "underpowered", bench: { decodeTpsPerStreamN: 3, slots: 4 } },
+      });
       expect(s.warnings.join(" ")).toMatch(/underpowered and accepted anyway: expect mostly honest-failure/);
+      expect(s.warnings.join(" ")).toMatch(/target weak: measured 3 tokens\/s per stream with all 4 slots busy/);
     } finally {
       await engine.client.targets.use.mutate({ id: "scripted" });
     }

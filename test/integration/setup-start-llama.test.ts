@@ -68,6 +68,7 @@ describe.skipIf(!!SKIP)(`setup.start with a real llama-server${SKIP ? ` (skipped
       ["warmup", "done"],
       ["verify", "done"],
       ["placement", "done"],
+      ["bench", "skipped"],
     ]);
     expect(j.plannedCommand).toMatch(/-c 16384 -np 2 --kv-unified .*-ngl 0/);
     expect(j.launchedCommand).toContain(`-m ${models.llama}`);

@@ -232,6 +232,7 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
       ["warmup", "done"],
       ["verify", "done"],
       ["placement", "done"],
+      ["bench", "skipped"],
     ]);
     for (const p of job.phases) expect(p.ms).toEqual(expect.any(Number));
     // download: both shards, the first resumed at 1 MiB, sha256 checked

@@ -4,6 +4,7 @@ import type { Price } from "../../../../shared/cost";
 import { useState, type FormEvent } from "react";
 import type { SetupOutcome } from "../../../../shared/setup";
 import { PROVIDER_PRESETS } from "../../../../shared/servers";
+import { benchText } from "../../../../shared/target";
 import { api, errorText } from "../../api";
 import { refreshTargets } from "../../store";
 import { CopyField } from "../common";
@@ -305,6 +306,11 @@ export function EndpointForm({ mode }: { mode: Mode }) {
               ) : (
                 <strong>Nothing was saved.</strong>
               )}
+            </p>
+          )}
+          {result?.bench && (
+            <p className={result.bench.warning ? "bad-text" : ""} aria-label="Measured speed">
+              {benchText(result.bench)}
             </p>
           )}
           {result?.outcome !== "unverified" && <VerifyChecklist checks={result?.checks ?? []} running={busy === "verify"} />}

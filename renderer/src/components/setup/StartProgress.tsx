@@ -18,6 +18,7 @@ const LABEL: Record<SetupPhase["name"], string> = {
   warmup: "Warm-up",
   verify: "Verify",
   placement: "Weights placement",
+  bench: "Speed (benchmark)",
 };
 
 /** Bytes in the unit that shows them: MiB below 1 GiB. */

@@ -1,0 +1,173 @@
+// The engine's own cost, before and after a change, in one run: the engine over MCP against the bare opencode SDK on
+// private clones (the engine's kind of workspace), at each batch size with a model that answers at once and with one
+// paced like a fast API, the current build and (optionally) a build of an earlier commit taking turns with the bare
+// side in every repetition. `npm run bench -- --only cost [--before BUNDLE]`.
+import { chmodSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { startScriptedModel } from "../test/fixtures/scripted-model";
+import { cleanup, startEngine, tempDir, type TestEngine } from "../test/helpers";
+import { startMcp } from "../test/integration/mcp-helpers";
+import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
+import { log, median, round, spread, type Spread } from "./stats";
+import type { SideRun } from "./trust";
+
+type Model = Awaited<ReturnType<typeof startScriptedModel>>;
+
+export interface CostSize {
+  tasks: number;
+  /** Paced: the model waits `pacedMs` before each turn's first token. */
+  pacedMs: number;
+  /** Engine (this build) ÷ bare SDK on private clones, per repetition. */
+  ratio: Spread;
+  /** The earlier build ÷ the same bare runs, where one was given. */
+  ratioBefore?: Spread;
+  engineMs: Spread;
+  engineBeforeMs?: Spread;
+  bareCloneMs: Spread;
+  built: number;
+  builtBefore?: number;
+  bareBuilt: number;
+  /** The tail: from the batch's last first model request to its end (engine / earlier build / bare), medians. */
+  tailMs: { engine: number; before?: number; bare: number };
+  /** Engine CPU (its own + the git it ran) per batch, medians: CPU does not stretch with load as wall time does. */
+  engineCpuSec: { engine: number; before?: number };
+}
+
+export interface EngineCost {
+  reps: number;
+  /** What the earlier build is (the --before bundle's label), or null when only this build ran. */
+  before: string | null;
+  sizes: Record<string, CostSize>;
+  sequence: (SideRun & { size: number })[];
+  /** 1-minute load average at each batch's start (side, size, rep): the batches' own load. */
+  loadAtBatch: { side: string; size: number; rep: number; load: number }[];
+  cores: number;
+}
+
+type Side = "engine" | "engineBefore" | "bareClone";
+
+/** A wrapper that runs the bridge of the earlier build (startMcp's `command` takes an executable). */
+function bridgeOf(bundle: string): string {
+  const file = path.join(tempDir("bench-before-bridge"), "ocw");
+  writeFileSync(file, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(bundle)} "$@"\n`);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+export async function engineCost(opts: {
+  model: Model;
+  reps: number;
+  sizes: number[];
+  pacedMs: number;
+  paced: string;
+  before?: { bundle: string; label: string };
+}): Promise<EngineCost> {
+  const { model, reps, pacedMs } = opts;
+  const sides: Side[] = opts.before ? ["engine", "bareClone", "engineBefore"] : ["engine", "bareClone"];
+  const bridge = opts.before ? bridgeOf(opts.before.bundle) : undefined;
+  const runs = new Map<string, (EngineBatch | BareBatch)[]>();
+  const sequence: EngineCost["sequence"] = [];
+  const loadAtBatch: EngineCost["loadAtBatch"] = [];
+  const up = async (bundle?: string) => {
+    const e: TestEngine = await startEngine(tempDir("state"), {}, bundle);
+    await e.client.targets.save.mutate({ target: benchTarget(opts.model.url), activate: true });
+    const mcp = await startMcp(e.stateDir, "claude-code", bundle ? { command: bridge } : {});
+    await batchThroughMcp(mcp, e, model, 1, `warm-up-cost${bundle ? "-before" : ""}`);
+    return { e, mcp };
+  };
+  const down = async (x: { e: TestEngine; mcp: Awaited<ReturnType<typeof startMcp>> } | null) => {
+    if (!x) return;
+    await x.mcp.close();
+    await x.e.kill();
+    cleanup(x.e.stateDir);
+  };
+  for (let rep = 0; rep < reps; rep++) {
+    const now = await up();
+    const before = opts.before ? await up(opts.before.bundle).catch(async (err) => (await down(now), Promise.reject(err))) : null;
+    const bare = await bareRig(model, "private-clone").catch(async (err) => (await down(before), await down(now), Promise.reject(err)));
+    try {
+      for (const size of [...opts.sizes, -opts.sizes.at(-1)!]) {
+        const n = Math.abs(size);
+        const paced = size < 0;
+        // Odd repetitions run the sides in reverse: each pair takes turns going first.
+        for (const side of rep % 2 ? [...sides].reverse() : sides) {
+          sequence.push({ side, rep, size });
+          loadAtBatch.push({ side, size, rep, load: round(os.loadavg()[0]!, 2) });
+          const tag = `c${rep}n${n}${side}${paced ? ` ${opts.paced}` : ""}`;
+          const r =
+            side === "bareClone"
+              ? await bare.run(n, tag)
+              : await batchThroughMcp((side === "engine" ? now : before!).mcp, (side === "engine" ? now : before!).e, model, n, tag);
+          runs.set(`${side}${size}`, [...(runs.get(`${side}${size}`) ?? []), r]);
+          log(
+            `cost ${n} tasks${paced ? `, paced ${pacedMs} ms` : ""}, ${side} (run ${rep + 1}/${reps}): ${r.wallMs} ms, ${r.built} built${"cpuSec" in r ? `; engine CPU ${r.cpuSec} + ${r.childrenCpuSec} s of its git` : ""}; load ${os
+              .loadavg()
+              .map((x) => round(x, 2))
+              .join(", ")}`,
+          );
+        }
+      }
+    } finally {
+      await bare.close();
+      await down(before);
+      await down(now);
+    }
+  }
+  const sizes: Record<string, CostSize> = {};
+  for (const size of [...opts.sizes, -opts.sizes.at(-1)!]) {
+    const n = Math.abs(size);
+    const eng = runs.get(`engine${size}`) as EngineBatch[];
+    const bare = runs.get(`bareClone${size}`) as BareBatch[];
+    const bef = runs.get(`engineBefore${size}`) as EngineBatch[] | undefined;
+    const lastFirst = (r: EngineBatch) => Math.max(...r.starts.map((x) => x.firstRequestAt ?? 0)) - r.startedAt;
+    sizes[size < 0 ? `paced${n}` : `w${n}`] = {
+      tasks: n,
+      pacedMs: size < 0 ? pacedMs : 0,
+      ratio: spread(
+        eng.map((r, i) => r.wallMs / bare[i]!.wallMs),
+        2,
+      ),
+      ...(bef
+        ? {
+            ratioBefore: spread(
+              bef.map((r, i) => r.wallMs / bare[i]!.wallMs),
+              2,
+            ),
+            engineBeforeMs: spread(
+              bef.map((r) => r.wallMs),
+              0,
+            ),
+            builtBefore: Math.min(...bef.map((r) => r.built)),
+          }
+        : {}),
+      engineMs: spread(
+        eng.map((r) => r.wallMs),
+        0,
+      ),
+      bareCloneMs: spread(
+        bare.map((r) => r.wallMs),
+        0,
+      ),
+      built: Math.min(...eng.map((r) => r.built)),
+      bareBuilt: Math.min(...bare.map((r) => r.built)),
+      tailMs: {
+        engine: round(median(eng.map((r) => r.wallMs - lastFirst(r))), 0),
+        ...(bef ? { before: round(median(bef.map((r) => r.wallMs - lastFirst(r))), 0) } : {}),
+        bare: round(median(bare.map((r) => r.wallMs - Math.max(...r.startMs))), 0),
+      },
+      engineCpuSec: {
+        engine: round(median(eng.map((r) => r.cpuSec + r.childrenCpuSec)), 2),
+        ...(bef ? { before: round(median(bef.map((r) => r.cpuSec + r.childrenCpuSec)), 2) } : {}),
+      },
+    };
+  }
+  return {
+    reps,
+    before: opts.before?.label ?? null,
+    sizes,
+    sequence,
+    loadAtBatch,
+    cores: os.availableParallelism?.() ?? os.cpus().length,
+  };
+}

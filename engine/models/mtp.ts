@@ -1,0 +1,61 @@
+/**
+ * Multi-token prediction (MTP) heads the catalog's models ship (issue 27): speculative decoding with the model's own
+ * head drafts a few tokens a step and verifies them in one pass — more decode tokens/s where decode is memory-bound
+ * (a single stream, a few slots), nothing to download beside the model. Planned only where the catalog says the
+ * weights carry the head:
+ * - llama.cpp: `--spec-type draft-mtp --spec-draft-n-max N` (the pinned build's --help; the GGUF must hold the NextN
+ *   layers — a conversion that dropped them cannot use it, so `gguf` is true only for a GGUF repo known to keep them);
+ * - vLLM: `--speculative-config {"method":"mtp","num_speculative_tokens":N}` on the maker's safetensors;
+ * - SGLang: `--speculative-algorithm NEXTN` with N steps (its MTP path), on the maker's safetensors.
+ * A catalog entry may say it itself (`mtp`); the table below covers the entries whose makers ship the head.
+ */
+export interface MtpHead {
+  /** The catalog's GGUF repo keeps the MTP (NextN) layers: llama.cpp can draft with them. */
+  gguf: boolean;
+  /** The maker's safetensors carry the head: vLLM / SGLang can draft with it. */
+  safetensors: boolean;
+  /** Tokens drafted per step (llama.cpp's default is 3; the makers' cards use 1–3 for vLLM). */
+  draftTokens: number;
+}
+
+/**
+ * The heads by catalog id. Qwen3.5/3.6 ship one MTP layer in their safetensors (their model cards serve it with vLLM's
+ * and SGLang's MTP); the catalog's unsloth GGUFs are not confirmed to keep the NextN tensors, so llama.cpp is not
+ * planned with MTP for them (a GGUF repo that keeps them sets `gguf`).
+ */
+const HEADS: Record<string, MtpHead> = {
+  "qwen3.6-27b": { gguf: false, safetensors: true, draftTokens: 2 },
+  "qwen3.6-35b-a3b": { gguf: false, safetensors: true, draftTokens: 2 },
+  "qwen3.5-397b-a17b": { gguf: false, safetensors: true, draftTokens: 2 },
+};
+
+/** The MTP head a catalog entry ships, or null (no head: no speculative flags). */
+export function mtpOf(e: { id: string; mtp?: MtpHead | null }): MtpHead | null {
+  return e.mtp ?? HEADS[e.id] ?? null;
+}
+
+/** llama-server's words for a model whose GGUF keeps its MTP head; none otherwise. */
+export function llamaMtpArgs(draftTokens: number | undefined): string[] {
+  return draftTokens ? ["--spec-type", "draft-mtp", "--spec-draft-n-max", String(draftTokens)] : [];
+}
+
+/** vLLM's words for a model whose safetensors carry the head; none otherwise. */
+export function vllmMtpArgs(draftTokens: number | undefined): string[] {
+  return draftTokens ? ["--speculative-config", JSON.stringify({ method: "mtp", num_speculative_tokens: draftTokens })] : [];
+}
+
+/** SGLang's words (its NEXTN speculative algorithm) for a model whose safetensors carry the head; none otherwise. */
+export function sglangMtpArgs(draftTokens: number | undefined): string[] {
+  return draftTokens
+    ? [
+        "--speculative-algorithm",
+        "NEXTN",
+        "--speculative-num-steps",
+        String(draftTokens),
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        String(draftTokens + 1),
+      ]
+    : [];
+}

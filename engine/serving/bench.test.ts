@@ -1,0 +1,123 @@
+/**
+ * The post-start benchmark against a stub OpenAI-compatible server: the server's own `timings` are taken where it
+ * sends them, N streams really run at once, a slow server at full load earns the agent warning, a failing one is
+ * counted (never thrown), and the budget bounds the requests.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { benchLine, benchmarkEndpoint, benchPrompt } from "./bench";
+
+interface Stub {
+  url: string;
+  server: Server;
+  maxInFlight: number;
+  bodies: Record<string, unknown>[];
+}
+
+/**
+ * A streaming chat endpoint. `timings`: llama-server-like figures in the last chunk, the decode rate shared by the
+ * streams in flight (`decodeTotal` ÷ in flight, as a memory-bound server shares its bandwidth); `fail`: HTTP 500.
+ */
+async function stub(o: { timings?: boolean; decodeTotal?: number; fail?: boolean } = {}): Promise<Stub> {
+  const s: Stub = { url: "", server: createServer(), maxInFlight: 0, bodies: [] };
+  let inFlight = 0;
+  // each live stream's most peers at once over its life (a stream shares the bandwidth with every one it overlaps)
+  const live = new Set<{ peak: number }>();
+  s.server.on("request", (req, res) => {
+    let raw = "";
+    req.on("data", (b) => (raw += b));
+    req.on("end", async () => {
+      const body = JSON.parse(raw) as { max_tokens: number };
+      s.bodies.push(body);
+      if (o.fail) {
+        res.writeHead(500, { "content-type": "application/json" }).end('{"error":{"message":"boom"}}');
+        return;
+      }
+      inFlight++;
+      s.maxInFlight = Math.max(s.maxInFlight, inFlight);
+      const me = { peak: 0 };
+      live.add(me);
+      for (const l of live) l.peak = Math.max(l.peak, inFlight);
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const n = Math.min(body.max_tokens, 12);
+      for (let i = 0; i < n; i++) {
+        res.write(`data: ${JSON.stringify({ choices: [{ delta: { content: "tok " } }] })}\n\n`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const usage = { prompt_tokens: 300, completion_tokens: n };
+      const timings = o.timings ? { prompt_n: 300, prompt_per_second: 1500, predicted_n: n, predicted_per_second: (o.decodeTotal ?? 40) / me.peak } : undefined;
+      res.write(`data: ${JSON.stringify({ choices: [], usage, ...(timings ? { timings } : {}) })}\n\n`);
+      res.end("data: [DONE]\n\n");
+      inFlight--;
+      live.delete(me);
+    });
+  });
+  await new Promise<void>((r) => s.server.listen(0, "127.0.0.1", () => r()));
+  s.url = `http://127.0.0.1:${(s.server.address() as AddressInfo).port}/v1`;
+  return s;
+}
+
+const servers: Stub[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) s.server.close();
+});
+
+describe("benchmark after start", () => {
+  it("takes the server's own timings: prefill and decode at 1 stream, and N streams side by side", async () => {
+    const s = await stub({ timings: true, decodeTotal: 40 });
+    servers.push(s);
+    const b = await benchmarkEndpoint({ url: s.url, model: "m", key: "k", engine: "llama.cpp", slots: 4, perSlotCtx: 8192, budgetSec: 0 });
+    expect(b.source).toBe("timings");
+    expect(b.requests).toBe(1 + 4); // a zero budget: one request alone, one round of 4
+    expect(b.failed).toBe(0);
+    expect(b.prefillTps1).toBe(1500);
+    expect(b.decodeTps1).toBe(40);
+    expect(s.maxInFlight).toBe(4);
+    expect(b.decodeTpsPerStreamN).toBeLessThanOrEqual(40 / 2); // shared by the streams in flight
+    expect(b.slots).toBe(4);
+    expect(b.promptTokens).toBe(300);
+    // llama.cpp: no prompt cache, no early stop, usage in the stream
+    expect(s.bodies[0]).toMatchObject({ stream: true, cache_prompt: false, ignore_eos: true, stream_options: { include_usage: true } });
+    expect(benchLine(b)).toMatch(/prefill 1500 tok\/s, decode 40 tok\/s \(1 stream\)/);
+  });
+
+  it("warns when a stream at full load decodes too slowly for an agent", async () => {
+    const s = await stub({ timings: true, decodeTotal: 24 });
+    servers.push(s);
+    const b = await benchmarkEndpoint({ url: s.url, model: "m", key: null, engine: "llama.cpp", slots: 4, perSlotCtx: 8192, budgetSec: 0 });
+    expect(b.decodeTps1).toBe(24); // fine alone …
+    expect(b.decodeTpsPerStreamN).toBe(6); // … 6 tokens/s each with 4 busy
+    expect(b.decodeTpsN).toBe(24);
+    expect(b.warning).toMatch(/6 tokens\/s per stream with all 4 slots busy .*too slow for agents/);
+  });
+
+  it("falls back to the stream's clock where the server sends no timings", async () => {
+    const s = await stub({ timings: false });
+    servers.push(s);
+    const b = await benchmarkEndpoint({ url: s.url, model: "m", key: null, engine: "vllm", slots: 2, perSlotCtx: null, budgetSec: 0 });
+    expect(b.source).toBe("stream");
+    expect(b.failed).toBe(0);
+    expect(b.decodeTps1).toBeGreaterThan(0);
+    expect(b.prefillTps1).toBeGreaterThan(0);
+    expect(b.decodeTpsN).toBeGreaterThan(0);
+    expect(s.bodies[0]).not.toHaveProperty("cache_prompt");
+  });
+
+  it("an API provider gets no runtime-only fields; failures are counted and said, never thrown", async () => {
+    const s = await stub({ fail: true });
+    servers.push(s);
+    const b = await benchmarkEndpoint({ url: s.url, model: "m", key: null, engine: "api", slots: 2, perSlotCtx: 4096, budgetSec: 0 });
+    expect(s.bodies[0]).not.toHaveProperty("ignore_eos");
+    expect(b.failed).toBe(3);
+    expect(b.decodeTps1).toBeNull();
+    expect(b.warning).toMatch(/nothing was measured .*3 of 3 requests failed: HTTP 500/);
+  });
+
+  it("prompts differ (no cache serves them) and stay near the size asked", () => {
+    const a = benchPrompt(200);
+    expect(a).not.toBe(benchPrompt(200));
+    expect(a.split(/\s+/).length).toBeGreaterThan(150);
+    expect(a.split(/\s+/).length).toBeLessThan(260);
+  });
+});

@@ -1,0 +1,265 @@
+/**
+ * The benchmark after a model server starts or is captured (issue 27): prompt processing (prefill) and generation
+ * (decode) tokens/s, one stream alone and then N streams at once (N = the target's slots), over the OpenAI-compatible
+ * endpoint every worker uses. Bounded by a time budget (OCW_SETUP_BENCH_SEC, 30 s by default): the single-stream part takes
+ * about a third of it, the N-stream rounds the rest; at least one request and one round always run.
+ *
+ * Figures: llama-server's own `timings` (prompt_per_second, predicted_per_second, in the last chunk of a stream) where
+ * the server reports them; otherwise the client's clock — prefill = prompt tokens ÷ time to the first token, decode =
+ * the tokens after the first ÷ the time after it. Each prompt starts with a fresh nonce and asks not to be cached, so
+ * the prefill measured is a real one. Generation ignores end-of-sequence where the runtime allows (llama.cpp, vLLM,
+ * SGLang), so every stream decodes the tokens asked.
+ *
+ * The warning threshold is the planner's (MIN_AGENT_TOK_PER_SEC, 8 tokens/s per slot): a worker's turn writes a few
+ * hundred tokens (a tool call with an edit is often 300–800), so below 8 tokens/s one turn takes a minute or more and a
+ * 20-turn task an hour; the estimate before start and the measurement after it then say the same thing.
+ */
+import { randomBytes } from "node:crypto";
+import { benchText, type TargetBench } from "../../shared/target";
+import { config } from "../config";
+import { MIN_AGENT_TOK_PER_SEC } from "../models/speed";
+import { sseData } from "../net/sse";
+
+export interface BenchOptions {
+  /** The OpenAI-compatible base URL (…/v1). */
+  url: string;
+  model: string;
+  key: string | null;
+  /** Which runtime answers (llama.cpp, vllm, sglang take `ignore_eos` and `cache_prompt`). */
+  engine: string;
+  slots: number;
+  /** The per-slot context, to keep prompt + answer inside it (null: unknown, 4,096 assumed). */
+  perSlotCtx: number | null;
+  /** Time budget, seconds (default OCW_SETUP_BENCH_SEC). */
+  budgetSec?: number;
+  /** Prompt tokens per request (default: 1,024, at most a quarter of the per-slot context). */
+  promptTokens?: number;
+  /** Tokens generated per request (default 128). */
+  maxTokens?: number;
+  signal?: AbortSignal;
+  /** Called after each request (for progress). */
+  onProgress?: (done: number, note: string) => void;
+}
+
+/** One request's figures. */
+interface One {
+  ok: boolean;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  prefillTps: number | null;
+  decodeTps: number | null;
+  fromTimings: boolean;
+  error?: string;
+}
+
+/** The budget from the environment (seconds; 0 = no benchmark). */
+export function benchBudgetSec(env: NodeJS.ProcessEnv = process.env): number {
+  return Math.max(0, config(env).OCW_SETUP_BENCH_SEC);
+}
+
+const WORDS = "the quick brown fox jumps over a lazy dog while seven engineers review pull requests about caching parsers schedulers and tests".split(" ");
+
+/** A prompt of about `tokens` tokens (≈ one token per short English word), opened by a nonce so no cache serves it. */
+export function benchPrompt(tokens: number, nonce = randomBytes(6).toString("hex")): string {
+  const words: string[] = [];
+  for (let i = 0; words.length < tokens; i++) words.push(WORDS[(i * 7 + (i >> 3)) % WORDS.length]!, ...(i % 12 === 11 ? [`${i}.`] : []));
+  return `Request ${nonce}. Continue this text:\n${words.slice(0, Math.max(8, tokens - 16)).join(" ")}`;
+}
+
+const median = (xs: number[]): number | null => {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const round1 = (x: number | null) => (x === null ? null : Math.round(x * 10) / 10);
+
+async function oneRequest(o: BenchOptions, promptTokens: number, maxTokens: number, timeoutMs: number): Promise<One> {
+  const own = ["llama.cpp", "vllm", "sglang"].includes(o.engine);
+  const body: Record<string, unknown> = {
+    model: o.model,
+    messages: [{ role: "user", content: benchPrompt(promptTokens) }],
+    max_tokens: maxTokens,
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(own ? { ignore_eos: true } : {}),
+    ...(o.engine === "llama.cpp" ? { cache_prompt: false } : {}),
+  };
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+  const onAbort = () => ctl.abort(o.signal?.reason);
+  o.signal?.addEventListener("abort", onAbort);
+  const t0 = performance.now();
+  let tFirst: number | null = null;
+  let tLast: number | null = null;
+  let chunks = 0;
+  let usage = null as { prompt_tokens?: number; completion_tokens?: number } | null;
+  let timings = null as { prompt_n?: number; prompt_per_second?: number; predicted_n?: number; predicted_per_second?: number } | null;
+  let bytes = 0;
+  try {
+    const res = await fetch(`${o.url.replace(/\/+$/, "")}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(o.key ? { authorization: `Bearer ${o.key}` } : {}) },
+      body: JSON.stringify(body),
+      signal: ctl.signal,
+    });
+    if (!res.ok || !res.body) {
+      const text = (await res.text().catch(() => "")).slice(0, 200);
+      return {
+        ok: false,
+        promptTokens: null,
+        completionTokens: null,
+        prefillTps: null,
+        decodeTps: null,
+        fromTimings: false,
+        error: `HTTP ${res.status} ${text}`,
+      };
+    }
+    const counted = (async function* () {
+      for await (const b of res.body as unknown as AsyncIterable<Uint8Array>) {
+        bytes += b.length;
+        if (bytes > 4 * 2 ** 20) throw new Error("the stream passed 4 MiB");
+        yield b;
+      }
+    })();
+    for await (const data of sseData(counted)) {
+      if (data === "[DONE]") break;
+      let j: {
+        choices?: { delta?: { content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: unknown } }[];
+        usage?: { prompt_tokens?: number; completion_tokens?: number };
+        timings?: { prompt_n?: number; prompt_per_second?: number; predicted_n?: number; predicted_per_second?: number };
+        error?: { message?: string };
+      };
+      try {
+        j = JSON.parse(data);
+      } catch {
+        continue;
+      }
+      if (j.error) throw new Error(j.error.message ?? "an error event in the stream");
+      const d = j.choices?.[0]?.delta;
+      if (d && (d.content || d.reasoning_content || d.reasoning || d.tool_calls)) {
+        const now = performance.now();
+        tFirst ??= now;
+        tLast = now;
+        chunks++;
+      }
+      if (j.usage) usage = j.usage;
+      if (j.timings) timings = j.timings;
+    }
+  } catch (e) {
+    const err = e as Error & { cause?: { code?: string } };
+    return {
+      ok: false,
+      promptTokens: null,
+      completionTokens: null,
+      prefillTps: null,
+      decodeTps: null,
+      fromTimings: false,
+      error: ctl.signal.aborted ? String((ctl.signal.reason as Error)?.message ?? "aborted") : (err.cause?.code ?? err.message),
+    };
+  } finally {
+    clearTimeout(timer);
+    o.signal?.removeEventListener("abort", onAbort);
+  }
+  const prompt = usage?.prompt_tokens ?? timings?.prompt_n ?? null;
+  const completion = usage?.completion_tokens ?? timings?.predicted_n ?? chunks;
+  if (timings && (timings.predicted_per_second ?? 0) > 0) {
+    return {
+      ok: true,
+      promptTokens: prompt,
+      completionTokens: completion,
+      prefillTps: timings.prompt_per_second && timings.prompt_per_second > 0 ? timings.prompt_per_second : null,
+      decodeTps: timings.predicted_per_second!,
+      fromTimings: true,
+    };
+  }
+  if (tFirst === null || tLast === null)
+    return { ok: false, promptTokens: prompt, completionTokens: 0, prefillTps: null, decodeTps: null, fromTimings: false, error: "no tokens came back" };
+  const ttft = (tFirst - t0) / 1000;
+  const decodeSec = (tLast - tFirst) / 1000;
+  return {
+    ok: true,
+    promptTokens: prompt,
+    completionTokens: completion,
+    prefillTps: prompt && ttft > 0 ? prompt / ttft : null,
+    decodeTps: completion > 1 && decodeSec > 0 ? (completion - 1) / decodeSec : null,
+    fromTimings: false,
+  };
+}
+
+/** Runs the benchmark; never throws for a server that fails requests (they are counted), only for an abort. */
+export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
+  const budgetMs = (o.budgetSec ?? benchBudgetSec()) * 1000;
+  const ctx = o.perSlotCtx ?? 4096;
+  const maxTokens = o.maxTokens ?? Math.max(16, Math.min(128, Math.floor(ctx / 8)));
+  // ≈ 1–1.6 tokens a word by vocabulary: a quarter of the context keeps prompt + answer inside one slot
+  const promptTokens = o.promptTokens ?? Math.max(32, Math.min(1024, Math.floor(ctx / 4)));
+  const slots = Math.max(1, o.slots);
+  // a request may take longer than the budget on a slow machine (one always runs), but not forever
+  const timeoutMs = Math.max(60_000, budgetMs * 2);
+  const t0 = performance.now();
+  const elapsed = () => performance.now() - t0;
+  const all: One[] = [];
+  const single: One[] = [];
+  let n = 0;
+  // one stream alone: until a third of the budget is spent (at least one request, at most 5)
+  do {
+    if (o.signal?.aborted) throw o.signal.reason;
+    const r = await oneRequest(o, promptTokens, maxTokens, timeoutMs);
+    single.push(r);
+    all.push(r);
+    o.onProgress?.(++n, `1 stream: ${r.ok ? `${round1(r.decodeTps)} tokens/s` : r.error}`);
+  } while (single.length < 5 && elapsed() < budgetMs / 3);
+  // N streams at once: rounds until the budget is spent (at least one, at most 5)
+  const rounds: One[][] = [];
+  do {
+    if (o.signal?.aborted) throw o.signal.reason;
+    const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o, promptTokens, maxTokens, timeoutMs)));
+    rounds.push(rs);
+    all.push(...rs);
+    n += rs.length;
+    o.onProgress?.(n, `${slots} streams: ${rs.filter((r) => r.ok).length} answered`);
+  } while (rounds.length < 5 && elapsed() < budgetMs);
+  const ok = (rs: One[]) => rs.filter((r) => r.ok);
+  const okSingle = ok(single);
+  // a round counts when every stream of it answered: its streams ran side by side
+  const fullRounds = rounds.filter((rs) => ok(rs).length === rs.length);
+  const perRoundTotal = fullRounds.map((rs) => rs.reduce((a, r) => a + (r.decodeTps ?? 0), 0));
+  const perStream = fullRounds.flatMap((rs) => rs.map((r) => r.decodeTps).filter((x): x is number => x !== null));
+  const decodeTpsPerStreamN = round1(median(perStream));
+  const bench: TargetBench = {
+    at: new Date().toISOString(),
+    sec: Math.round(elapsed() / 100) / 10,
+    promptTokens: median(
+      ok(all)
+        .map((r) => r.promptTokens)
+        .filter((x): x is number => x !== null),
+    ),
+    maxTokens,
+    prefillTps1: round1(median(okSingle.map((r) => r.prefillTps).filter((x): x is number => x !== null))),
+    decodeTps1: round1(median(okSingle.map((r) => r.decodeTps).filter((x): x is number => x !== null))),
+    slots,
+    decodeTpsN: round1(median(perRoundTotal)),
+    decodeTpsPerStreamN,
+    prefillTpsN: round1(median(fullRounds.flatMap((rs) => rs.map((r) => r.prefillTps).filter((x): x is number => x !== null)))),
+    source: ok(all).length && ok(all).every((r) => r.fromTimings) ? "timings" : "stream",
+    requests: all.length,
+    failed: all.length - ok(all).length,
+    warning: null,
+  };
+  bench.warning = benchWarning(bench, all.find((r) => !r.ok)?.error);
+  return bench;
+}
+
+/** The warning a benchmark earns, or null: too slow per stream at full load, or nothing measured. */
+export function benchWarning(b: Pick<TargetBench, "decodeTpsPerStreamN" | "decodeTps1" | "slots" | "requests" | "failed">, firstError?: string): string | null {
+  if (b.decodeTpsPerStreamN === null)
+    return `nothing was measured with ${b.slots} stream(s) at once (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
+  if (b.decodeTpsPerStreamN < MIN_AGENT_TOK_PER_SEC)
+    return `measured ${b.decodeTpsPerStreamN} tokens/s per stream with all ${b.slots} slots busy (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents — a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`;
+  return null;
+}
+
+/** One line for people: `ocw setup`, `ocw targets`, the wizard (shared/target.ts). */
+export const benchLine = benchText;
