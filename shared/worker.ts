@@ -26,8 +26,6 @@ export type WorkerState = z.infer<typeof WorkerState>;
 export const AT_REST_STATES: readonly WorkerState[] = ["built", "honest-failure", "stopped", "interrupted", "error"];
 export const ACTIVE_STATES: readonly WorkerState[] = ["starting", "running", "waiting-approval"];
 export const isAtRest = (s: WorkerState) => AT_REST_STATES.includes(s);
-/** @deprecated the old name of isAtRest (these states are not final); kept while parallel branches merge. */
-export const isFinal = isAtRest;
 /**
  * The task a worker works on, for counting tasks (a batch's rate, the ledger): its attempt group, else the first worker
  * of its retry chain (a retry runs the same task again), else itself. `byId`: the workers counted together.
