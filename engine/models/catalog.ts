@@ -497,12 +497,12 @@ const RAW_CATALOG: readonly CatalogEntry[] = [
     toolCalling: {
       status: "unverified",
       template: "DeepSeek-V4 chat template (three reasoning modes; Think Max needs ≥ 384k context)",
-      note: "reasoning and tool calling supported by vLLM/SGLang per their recipes; parser names not confirmed here",
+      note: "vLLM: --reasoning-parser deepseek_v4 --tool-call-parser deepseek_v4 (vllm.parser.deepseek_v4: <think> + DSML tool calls); SGLang: --reasoning-parser deepseek-v4 (its tool parser name is not confirmed here)",
     },
     unverified: [
       "layers, hidden size, heads and vocab (the spec is a placeholder: vLLM/SGLang plans size its KV as 25 % of the weights)",
       "checkpoint size ≈ 160 GB",
-      "reasoning / tool parser names for vLLM and SGLang",
+      "SGLang's tool parser name (vLLM's deepseek_v4 parsers are confirmed by its API docs)",
       "minimum SGLang version",
     ],
     autoPick: false,
@@ -708,7 +708,8 @@ const FAMILIES: { re: RegExp; f: RuntimeFamily }[] = [
       family: "deepseek-v4",
       minVersion: { vllm: "0.20.0", sglang: null },
       image: { vllm: "docker.io/vllm/vllm-openai:v0.20.0", sglang: DEFAULT_IMAGES.sglang },
-      reasoningParser: { vllm: null, sglang: null },
+      // docs.vllm.ai vllm.parser.deepseek_v4 (<think> reasoning + DSML tool calls); docs.sglang.io DeepSeek-V4 cookbook
+      reasoningParser: { vllm: "deepseek_v4", sglang: "deepseek-v4" },
     },
   },
   {

@@ -61,6 +61,8 @@ export function toolParser(runtime: ParallelRuntime, e: CatalogEntry | undefined
   if (/harmony|gpt-oss/.test(t)) return runtime === "vllm" ? "openai" : "gpt-oss";
   if (/mistral|devstral/.test(t)) return "mistral";
   if (/glm/.test(t)) return "glm45";
+  // vLLM's deepseek_v4 parser reads V4's DSML tool calls (docs.vllm.ai vllm.parser.deepseek_v4)
+  if (/deepseek-v4/.test(t) && runtime === "vllm") return "deepseek_v4";
   if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t)) return "qwen3_coder";
   return runtime === "vllm" ? "hermes" : "qwen25";
 }
