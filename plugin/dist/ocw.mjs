@@ -47686,12 +47686,12 @@ var init_catalog = __esm({
         toolCalling: {
           status: "unverified",
           template: "DeepSeek-V4 chat template (three reasoning modes; Think Max needs \u2265 384k context)",
-          note: "reasoning and tool calling supported by vLLM/SGLang per their recipes; parser names not confirmed here"
+          note: "vLLM: --reasoning-parser deepseek_v4 --tool-call-parser deepseek_v4 (vllm.parser.deepseek_v4: <think> + DSML tool calls); SGLang: --reasoning-parser deepseek-v4 (its tool parser name is not confirmed here)"
         },
         unverified: [
           "layers, hidden size, heads and vocab (the spec is a placeholder: vLLM/SGLang plans size its KV as 25 % of the weights)",
           "checkpoint size \u2248 160 GB",
-          "reasoning / tool parser names for vLLM and SGLang",
+          "SGLang's tool parser name (vLLM's deepseek_v4 parsers are confirmed by its API docs)",
           "minimum SGLang version"
         ],
         autoPick: false,
@@ -47776,7 +47776,8 @@ var init_catalog = __esm({
           family: "deepseek-v4",
           minVersion: { vllm: "0.20.0", sglang: null },
           image: { vllm: "docker.io/vllm/vllm-openai:v0.20.0", sglang: DEFAULT_IMAGES.sglang },
-          reasoningParser: { vllm: null, sglang: null }
+          // docs.vllm.ai vllm.parser.deepseek_v4 (<think> reasoning + DSML tool calls); docs.sglang.io DeepSeek-V4 cookbook
+          reasoningParser: { vllm: "deepseek_v4", sglang: "deepseek-v4" }
         }
       },
       {
@@ -50606,6 +50607,7 @@ function toolParser(runtime, e, repo) {
   if (/harmony|gpt-oss/.test(t2)) return runtime === "vllm" ? "openai" : "gpt-oss";
   if (/mistral|devstral/.test(t2)) return "mistral";
   if (/glm/.test(t2)) return "glm45";
+  if (/deepseek-v4/.test(t2) && runtime === "vllm") return "deepseek_v4";
   if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t2)) return "qwen3_coder";
   return runtime === "vllm" ? "hermes" : "qwen25";
 }
