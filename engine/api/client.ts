@@ -1,5 +1,5 @@
 // The one client of the engine's API, used by every process that talks to it: the CLI, the MCP bridge, Electron's
-// main process, the renderer (renderer/src/api.ts), the e2e and bench harnesses. Pure: it reads nothing from disk and starts no process (finding or
+// main process, the e2e and bench harnesses (the renderer keeps its own createTRPCClient: it bundles nothing from engine/). Pure: it reads nothing from disk and starts no process (finding or
 // starting the engine is launcher.ts). Node and browsers alike: `fetch` for calls, a fetch-based event stream
 // (the `eventsource` package with a custom fetch) for subscriptions, the token always in a header, never a cookie (no
 // request sends one: a browser sends cookies for 127.0.0.1 to every port).
