@@ -18,6 +18,8 @@ export const FAULT_FILES = [
   "test/integration/containment.test.ts",
   "test/integration/grants.test.ts",
   "engine/grading/gaming.test.ts",
+  "engine/sandbox/sandbox.test.ts",
+  "engine/sandbox/cgroup.test.ts",
 ];
 
 interface Entry {
@@ -229,6 +231,62 @@ const CATALOG: Entry[] = [
     injected: "code that passes only where its path, HOME or TMPDIR says `grading`",
     times: "1 check",
     held: "the checks run at the worker's own paths; no grading folder is visible",
+    escapes: true,
+  },
+  {
+    match: /one worker cannot write into another's workspace/,
+    injected: "worker A's bash call with a workdir symlinked to worker B's workspace; cd into the link, B's absolute path, list/glob/read/write through it",
+    times: "6 routes, every ask approved",
+    held: "B's workspace unchanged; the outside workdir refused before anyone is asked",
+    escapes: true,
+  },
+  {
+    match: /see no credential of \$HOME/,
+    injected: "decoy credentials in a test HOME (9 tools' token files, another project's .env), other workers' transcripts, host Unix sockets",
+    times: "1 worker, every ask approved",
+    held: "none readable from a worker command or a check; no socket reachable",
+    escapes: true,
+  },
+  {
+    match: /a file tool never runs beside a bash command/,
+    injected: "a symlink swapped by a parallel bash call between the engine's path check and opencode's file tool",
+    times: "1 race",
+    held: "a file tool and a bash command of one workspace never overlap: the checked path is the path used",
+    escapes: true,
+  },
+  {
+    match: /limits that bind as root/,
+    injected: "a fork loop and processes allocating past the command's memory, as root (RLIMIT_NPROC does not bind root)",
+    times: "1 worker command",
+    held: "stopped at its own cgroup's pids and memory limits; the group is gone afterwards",
+    escapes: true,
+  },
+  {
+    match: /snapshot caps/,
+    injected: "more generated files than the snapshot cap",
+    times: "1 worker",
+    held: "not graded built and not published; a snapshot-too-large violation",
+    escapes: true,
+  },
+  {
+    match: /folders outside the workspace \(an \/opt/,
+    injected: "decoys in /opt- and /srv-like folders, a held-back checks folder outside the repository, sockets in /run and /tmp, an abstract socket",
+    times: "1 worker command + 1 check",
+    held: "absent: commands and checks start from an empty root plus a read-only allow-list",
+    escapes: true,
+  },
+  {
+    match: /cannot unmount what hides a folder/,
+    injected: "root inside a worker command or a check unmounting the tmpfs over $HOME and /tmp",
+    times: "2",
+    held: "refused (no capability is kept); the hidden files stay hidden",
+    escapes: true,
+  },
+  {
+    match: /nothing inside holds a capability on the host/,
+    injected: "mounting a cgroup v1 hierarchy and making a disk device node from opencode serve's sandbox",
+    times: "2",
+    held: "refused: serve runs in its own user namespace",
     escapes: true,
   },
 ];
