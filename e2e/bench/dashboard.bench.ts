@@ -4,7 +4,7 @@
 // 2. The dashboard with 32 live streaming workers (OCW_BENCH_WORKERS): frames per second (goal ≥ 60) beside a blank
 //    page's at the same moment (the machine's own limit), first contentful paint on a reload (goal ≤ 500 ms) and where
 //    it went (document, scripts, first worker card),
-//    long tasks, the live transcript of one worker (fps, characters streamed per second), and the JS heap at the start and the end of OCW_SETUP_BENCH_SEC seconds on
+//    long tasks, the live transcript of one worker (fps, characters streamed per second), and the JS heap at the start and the end of OCW_BENCH_SEC seconds on
 //    the dashboard (default 20; `npm run bench` uses 600 for "heap after 10 minutes").
 // Run alone: `npx playwright test -c playwright.bench.config.ts`. Result: OCW_BENCH_UI_OUT (default test-results/bench-ui.json).
 // OCW_BENCH_PROFILE=1 also saves a CPU profile of the page over the dashboard stretch (test-results/bench-ui.cpuprofile,
@@ -17,7 +17,7 @@ import { startScriptedModel, type ScriptedModel } from "../../test/fixtures/scri
 import { cleanup, makeRepo, startEngine, type E2EEngine } from "../engine";
 
 const WORKERS = Number(process.env.OCW_BENCH_WORKERS ?? 32);
-const SECONDS = Number(process.env.OCW_SETUP_BENCH_SEC ?? 20);
+const SECONDS = Number(process.env.OCW_BENCH_SEC ?? 20);
 const REPS = Number(process.env.OCW_BENCH_REPS ?? 1);
 const CHUNK_MS = 20;
 const RESULTS = path.resolve(__dirname, "..", "..", "test-results");
