@@ -92,16 +92,16 @@ describe("control", () => {
     expect(waiting.asks[0]).toMatchObject({ tool: "bash", what: "echo policy-ok > p.txt", status: "pending" });
     await engine.client.workers.stop.mutate({ workerId: first.workerId });
 
-    writeFileSync(path.join(engine.stateDir, "policies.json"), JSON.stringify([{ tool: "bash", pattern: "echo *", decision: "once" }]));
+    // An approving rule answers a redirection only where it spells it out (`echo *` alone never stretches over `> file`).
+    writeFileSync(path.join(engine.stateDir, "policies.json"), JSON.stringify([{ tool: "bash", pattern: "echo * > p.txt", decision: "once" }]));
     const { workerId } = await engine.client.workers.start.mutate({
       task: "TASK-POLICY: run echo",
       directory: repo(),
       checks: [{ file: "p.txt", equals: "policy-ok" }],
     });
-    const w = (await settle(engine.client, [workerId])).get(workerId)!;
-    writeFileSync(path.join(engine.stateDir, "policies.json"), "[]");
-    expect(w.state).toBe("built");
-    expect(w.asks[0]).toMatchObject({ decision: "once", by: { kind: "policy", name: "bash echo * → once" } });
+    const w = await settle(engine.client, [workerId]).finally(() => writeFileSync(path.join(engine.stateDir, "policies.json"), "[]"));
+    expect(w.get(workerId)!.state).toBe("built");
+    expect(w.get(workerId)!.asks[0]).toMatchObject({ decision: "once", by: { kind: "policy", name: "bash echo * > p.txt → once" } });
   });
 
   it("an unanswered ask stays pending with its age until the wall-clock budget expires; then the worker stops with the reason", async () => {
