@@ -188,6 +188,8 @@ async function oneRequest(o: BenchOptions, promptTokens: number, maxTokens: numb
   };
 }
 
+const wholeOrNull = (x: number | null) => (x === null ? null : Math.round(x));
+
 /** Runs the benchmark; never throws for a server that fails requests (they are counted), only for an abort. */
 export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
   const budgetMs = (o.budgetSec ?? benchBudgetSec()) * 1000;
@@ -231,10 +233,13 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
   const bench: TargetBench = {
     at: new Date().toISOString(),
     sec: Math.round(elapsed() / 100) / 10,
-    promptTokens: median(
-      ok(all)
-        .map((r) => r.promptTokens)
-        .filter((x): x is number => x !== null),
+    // a whole number of tokens: the median of an even count may fall between two
+    promptTokens: wholeOrNull(
+      median(
+        ok(all)
+          .map((r) => r.promptTokens)
+          .filter((x): x is number => x !== null),
+      ),
     ),
     maxTokens,
     prefillTps1: round1(median(okSingle.map((r) => r.prefillTps).filter((x): x is number => x !== null))),

@@ -920,7 +920,9 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       e instanceof StartError
         ? e.failure
         : { kind: "other", cause: describeFetchError(e), logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
-    const failedPhase = f.phase ?? (current as { p: SetupPhase } | null)?.p.name ?? "plan";
+    // outside any phase (saving the target after the last one): the phase that ran last, not "plan"
+    const failedPhase =
+      f.phase ?? (current as { p: SetupPhase } | null)?.p.name ?? [...job.phases].reverse().find((p) => p.status !== "pending")?.name ?? "plan";
     if (current) end(f.cause, "failed");
     else if (f.kind !== "not-confirmed") phase(failedPhase).status = "failed";
     job.failure = { phase: failedPhase, kind: f.kind, cause: f.cause, logLine: f.logLine ?? null, remedy: f.remedy, logFile: f.logFile ?? logFile };

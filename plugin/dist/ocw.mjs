@@ -51354,8 +51354,11 @@ async function benchmarkEndpoint(o2) {
   const bench = {
     at: (/* @__PURE__ */ new Date()).toISOString(),
     sec: Math.round(elapsed() / 100) / 10,
-    promptTokens: median(
-      ok2(all).map((r) => r.promptTokens).filter((x) => x !== null)
+    // a whole number of tokens: the median of an even count may fall between two
+    promptTokens: wholeOrNull(
+      median(
+        ok2(all).map((r) => r.promptTokens).filter((x) => x !== null)
+      )
     ),
     maxTokens,
     prefillTps1: round1(median(okSingle.map((r) => r.prefillTps).filter((x) => x !== null))),
@@ -51379,7 +51382,7 @@ function benchWarning(b, firstError) {
     return `measured ${b.decodeTpsPerStreamN} tokens/s per stream with all ${b.slots} slots busy (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents \u2014 a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`;
   return null;
 }
-var WORDS, median, round1, benchLine;
+var WORDS, median, round1, wholeOrNull, benchLine;
 var init_bench = __esm({
   "engine/serving/bench.ts"() {
     init_target();
@@ -51394,6 +51397,7 @@ var init_bench = __esm({
       return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
     };
     round1 = (x) => x === null ? null : Math.round(x * 10) / 10;
+    wholeOrNull = (x) => x === null ? null : Math.round(x);
     benchLine = benchText;
   }
 });
@@ -53777,7 +53781,7 @@ async function runStartJob(o2) {
     job2.state = "done";
   } catch (e) {
     const f = e instanceof StartError ? e.failure : { kind: "other", cause: describeFetchError(e), logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
-    const failedPhase = f.phase ?? current?.p.name ?? "plan";
+    const failedPhase = f.phase ?? current?.p.name ?? [...job2.phases].reverse().find((p) => p.status !== "pending")?.name ?? "plan";
     if (current) end(f.cause, "failed");
     else if (f.kind !== "not-confirmed") phase(failedPhase).status = "failed";
     job2.failure = { phase: failedPhase, kind: f.kind, cause: f.cause, logLine: f.logLine ?? null, remedy: f.remedy, logFile: f.logFile ?? logFile };

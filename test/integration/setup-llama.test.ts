@@ -69,6 +69,8 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
       "warmup:done",
       "verify:done",
       "placement:done",
+      // the tests run with OCW_SETUP_BENCH_SEC=0 (vitest.config.mts); setup-bench-llama.test.ts measures it
+      "bench:skipped",
     ]);
     for (const c of json.checks) console.log(`  ${c.passed ? "✓" : "✗"} ${c.name}: ${c.evidence}`);
     expect(json.outcome).toBe("underpowered");
