@@ -47702,7 +47702,8 @@ var init_catalog = __esm({
         name: "GLM-5.3-Flash (320B-A18B)",
         repo: "zai-org/GLM-5.3-Flash",
         source: "https://huggingface.co/zai-org/GLM-5.3-Flash (MIT; native multimodal MoE, 320 B total / 18 B active, hybrid sparse + linear attention, mHC, 1,048,576 context; Hub tags: glm5_next, fp8)",
-        released: "2026-11",
+        // Venice's model page: released 2026-08-21, open weights, 1M context, 128k output
+        released: "2026-08-21",
         license: "mit",
         contextLength: 1048576,
         totalParamsB: 320,
@@ -47737,7 +47738,6 @@ var init_catalog = __esm({
           note: "GLM-5.1's vLLM recipe uses --tool-call-parser glm47 --reasoning-parser glm45; not confirmed for 5.3-Flash"
         },
         unverified: [
-          "release month",
           "layers, hidden size, heads and vocab (placeholder spec: vLLM/SGLang plans size its KV as 25 % of the weights)",
           "checkpoint size (derived)",
           "parser names and minimum vLLM / SGLang versions"
