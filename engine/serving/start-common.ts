@@ -153,6 +153,25 @@ export function withFreed(hw: HardwareReport, bytes: Map<number, number>): Hardw
   };
 }
 
+/**
+ * The plan to start: a running server of the target this setup replaces (`id`, or any whose plan `replaces` names)
+ * is stopped before the load, so plan again with its memory free; the first plan when none is replaced.
+ */
+export async function planReplacing<F extends { pick: unknown }>(
+  hw: HardwareReport,
+  first: F,
+  planOn: (h: HardwareReport) => Promise<F>,
+  id: string | undefined,
+  replaces: (pick: NonNullable<F["pick"]>, g: RunningGroup) => boolean,
+): Promise<{ fit: F; replacing: RunningGroup | null }> {
+  for (const g of runningGroups()) {
+    if (id && g.id !== id) continue;
+    const freed = await planOn(withFreed(hw, g.bytes));
+    if (freed.pick && replaces(freed.pick as NonNullable<F["pick"]>, g)) return { fit: freed, replacing: g };
+  }
+  return { fit: first, replacing: null };
+}
+
 /** The helpers the other runtimes' phases use (start-runtimes.ts). */
 export interface PhaseOps {
   begin: (name: SetupPhaseName, detail: string) => void;

@@ -18,7 +18,7 @@ import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort } from "./llama-server";
 import { finish, patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { startRuntimeProcess } from "./runtime-process";
-import { benchPhase, classifyLog, confirmPhase, type RunningGroup, runningGroups, type StartCtx, StartError, withFreed } from "./start-common";
+import { benchPhase, classifyLog, confirmPhase, planReplacing, type RunningGroup, type StartCtx, StartError } from "./start-common";
 import type { HardwareReport } from "../hardware/detect";
 import type { TargetBench } from "../../shared/target";
 import type { VerifyResult } from "./verify";
@@ -160,18 +160,7 @@ async function planOtherPhase(c: StartCtx): Promise<OtherPlan> {
     const w = commandWords(p.command).args;
     return input.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
   };
-  let fit = await planOn(hw);
-  // a running server of the target this setup replaces is stopped before the load: plan with its memory free
-  let replacing: RunningGroup | null = null;
-  for (const g of runningGroups()) {
-    if (input.id && g.id !== input.id) continue;
-    const freed = await planOn(withFreed(hw, g.bytes));
-    if (freed.pick && idOf(freed.pick) === g.id) {
-      fit = freed;
-      replacing = g;
-      break;
-    }
-  }
+  const { fit, replacing } = await planReplacing(hw, await planOn(hw), planOn, input.id, (pick, g) => idOf(pick) === g.id);
   if (!fit.pick)
     throw new StartError({
       kind: "no-fit",

@@ -38,6 +38,7 @@ import {
   classifyLog,
   type PhaseOps,
   type RunningGroup,
+  planReplacing,
   runningGroups,
   type StartCtx,
   StartError,
@@ -425,18 +426,13 @@ export async function planLlamaPhase(c: StartCtx): Promise<LlamaPlan> {
     }
     return free;
   };
-  let replacing: RunningGroup | null = null;
-  let fit = await planOn(hw);
-  // a running server of the target this setup replaces is stopped before the load: plan with its memory free
-  for (const g of runningGroups()) {
-    if (input.id && g.id !== input.id) continue;
-    const freed = await planOn(withFreed(hw, g.bytes));
-    if (freed.pick && replaces(freed.pick, g, input.id)) {
-      fit = freed;
-      replacing = g;
-      break;
-    }
-  }
+  const { fit, replacing } = await planReplacing(
+    hw,
+    await planOn(hw),
+    (h) => planOn(h),
+    input.id,
+    (pick, g) => replaces(pick, g, input.id),
+  );
   if (!fit.pick)
     throw new StartError({
       kind: "no-fit",
