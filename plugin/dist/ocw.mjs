@@ -52578,6 +52578,14 @@ function withFreed(hw, bytes) {
     })
   };
 }
+async function planReplacing(hw, first, planOn, id2, replaces2) {
+  for (const g of runningGroups()) {
+    if (id2 && g.id !== id2) continue;
+    const freed = await planOn(withFreed(hw, g.bytes));
+    if (freed.pick && replaces2(freed.pick, g)) return { fit: freed, replacing: g };
+  }
+  return { fit: first, replacing: null };
+}
 async function benchPhase(c3, t2, v) {
   const { begin, end, skip, emit: emit3, phase } = c3.ops;
   const budget = c3.input.benchSec ?? benchBudgetSec();
@@ -52746,17 +52754,7 @@ async function planOtherPhase(c3) {
     const w = commandWords(p.command).args;
     return input2.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
   };
-  let fit = await planOn(hw);
-  let replacing = null;
-  for (const g of runningGroups()) {
-    if (input2.id && g.id !== input2.id) continue;
-    const freed = await planOn(withFreed(hw, g.bytes));
-    if (freed.pick && idOf(freed.pick) === g.id) {
-      fit = freed;
-      replacing = g;
-      break;
-    }
-  }
+  const { fit, replacing } = await planReplacing(hw, await planOn(hw), planOn, input2.id, (pick5, g) => idOf(pick5) === g.id);
   if (!fit.pick)
     throw new StartError({
       kind: "no-fit",
@@ -53349,17 +53347,13 @@ async function planLlamaPhase(c3) {
     }
     return free;
   };
-  let replacing = null;
-  let fit = await planOn(hw);
-  for (const g of runningGroups()) {
-    if (input2.id && g.id !== input2.id) continue;
-    const freed = await planOn(withFreed(hw, g.bytes));
-    if (freed.pick && replaces(freed.pick, g, input2.id)) {
-      fit = freed;
-      replacing = g;
-      break;
-    }
-  }
+  const { fit, replacing } = await planReplacing(
+    hw,
+    await planOn(hw),
+    (h3) => planOn(h3),
+    input2.id,
+    (pick5, g) => replaces(pick5, g, input2.id)
+  );
   if (!fit.pick)
     throw new StartError({
       kind: "no-fit",
