@@ -13,7 +13,7 @@ import { OpencodeServer } from "../engine/harness/opencode-server";
 import type { ScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, scriptedTarget, tempDir, type TestEngine } from "../test/helpers";
 import type { McpHandle } from "../test/integration/mcp-helpers";
-import { opencodeServeUnder, rssMbOf, samplePeak } from "./procs";
+import { commandHelperUnder, opencodeServeUnder, rssMbOf, samplePeak } from "./procs";
 import { workerStarts, type WorkerStart } from "./sandbox";
 import { cpuWithChildren, procStat, round, rssPeak, untilQuiet } from "./stats";
 
@@ -29,9 +29,9 @@ export interface EngineBatch {
   /** Per MCP tool: how long each call took (ms), and `waitReturnedAt`: when each wait returned (ms since delegate_batch). */
   callMs: Record<string, number[]>;
   built: number;
-  /** CPU seconds and peak RSS of the engine process during the batch. */
+  /** CPU seconds and peak RSS of the engine process during the batch (CPU: with its command helper's own). */
   cpuSec: number;
-  /** CPU seconds of the processes the engine ran and reaped during the batch: its git (workspaces, grading, publishing). */
+  /** CPU seconds of the processes the engine (or its command helper) ran and reaped during the batch: its git (workspaces, grading, publishing). */
   childrenCpuSec: number;
   rssMb: number;
   /** CPU seconds of the `ocw mcp` bridge process during the batch. */
@@ -66,6 +66,9 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   const bridgePid = (mcp.client.transport as StdioClientTransport).pid!;
   const before = procStat(enginePid);
   const kidsBefore = cpuWithChildren(enginePid);
+  // The engine's command helper starts its git: its CPU and its children's are the engine's.
+  const helper = commandHelperUnder(enginePid);
+  const helperBefore = cpuWithChildren(helper);
   const bridgeBefore = procStat(bridgePid);
   const peak = rssPeak(enginePid);
   const oc = opencodeServeUnder(enginePid);
@@ -101,12 +104,15 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
     await Promise.all(r.pending.map((p) => call("approve", { askId: p.askId, decision: "once" })));
   }
   const wallMs = Date.now() - t0;
-  await untilQuiet([enginePid, oc]);
+  await untilQuiet([enginePid, oc, helper]);
   const rssMb = peak.stop();
   const ocPeakMb = oc === null ? null : round(ocPeak.stop());
   const ocCpuAfter = cpuWithChildren(oc);
   const after = procStat(enginePid);
   const kidsAfter = cpuWithChildren(enginePid);
+  const helperAfter = cpuWithChildren(helper);
+  const helperSelf = helperBefore && helperAfter ? helperAfter.self - helperBefore.self : 0;
+  const helperKids = helperBefore && helperAfter ? helperAfter.children - helperBefore.children : 0;
   const ids = b.workerIds;
   const starts = await workerStarts(engine.client, model, ids);
   const final = await Promise.all(ids.map((id) => engine.client.workers.get.query({ workerId: id })));
@@ -117,8 +123,8 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
     wallMs,
     startedAt: t0,
     built: r.batch?.built ?? final.filter((w) => w.state === "built").length,
-    cpuSec: round(after.cpuSec - before.cpuSec, 2),
-    childrenCpuSec: round((kidsAfter?.children ?? 0) - (kidsBefore?.children ?? 0), 2),
+    cpuSec: round(after.cpuSec - before.cpuSec + helperSelf, 2),
+    childrenCpuSec: round((kidsAfter?.children ?? 0) - (kidsBefore?.children ?? 0) + helperKids, 2),
     rssMb: round(rssMb),
     bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2),
     toolCalls: calls,

@@ -46,6 +46,18 @@ export function opencodeServeUnder(root: number): number | null {
   return null;
 }
 
+/**
+ * The engine's command helper (engine/process/run.ts: a bare Node that starts the engine's git and scripts), a direct
+ * child of the engine; null for a build without one. Its CPU and that of what it ran are the engine's.
+ */
+export function commandHelperUnder(engine: number): number | null {
+  for (const pid of descendants(engine)) {
+    const argv = cmdline(pid);
+    if (parentOf(pid) === engine && argv[1] === "-e" && argv[2]?.includes('process.on("disconnect"')) return pid;
+  }
+  return null;
+}
+
 export function rssMbOf(pid: number | null): number | null {
   if (pid === null) return null;
   try {

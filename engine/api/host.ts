@@ -1,5 +1,6 @@
 import path from "node:path";
 import { Engine } from "../workers/engine";
+import { useCommandHelper } from "../process/run";
 import { projectRoot } from "../paths";
 import {
   claimOwnership,
@@ -47,6 +48,8 @@ export async function hostEngine(opts: { stateDir: string; port?: number; log?: 
   const me = selfIdentity();
   const claim = claimOwnership(opts.stateDir, instanceId, me);
   if (!claim.owned) throw new StateDirTaken(opts.stateDir, claim.holder);
+  // The engine's git and scripts start from a small helper process: a start from the engine itself costs it ~5 ms of CPU.
+  useCommandHelper();
   let engine: Engine;
   try {
     engine = new Engine({ stateDir: opts.stateDir, log: opts.log });

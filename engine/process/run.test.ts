@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCommand, trimFinalNewline } from "./run";
+import { readFileSync } from "node:fs";
+import { runCommand, trimFinalNewline, useCommandHelper } from "./run";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-run-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -57,6 +58,41 @@ describe("runCommand (off the engine's thread)", () => {
     const bundle = path.join(dir, "cli.bundle.mjs");
     execFileSync(esbuild, [script, "--bundle", "--platform=node", "--format=esm", `--outfile=${bundle}`, "--log-level=error"]);
     expect(execFileSync(process.execPath, [bundle], { encoding: "utf8", cwd: dir, timeout: 20_000 }).trim()).toBe("done");
+  });
+
+  it("with the helper on (the engine), commands start from a small helper process, not from the engine's own (a fork costs the forking process's size)", async () => {
+    useCommandHelper();
+    try {
+      const env = { PATH: process.env.PATH, OCW_RUN_PROBE: "h" };
+      const r = await runCommand("sh", ["-c", 'echo "$PPID:$OCW_RUN_PROBE:${HOME:-none}"; pwd'], { cwd: dir, env });
+      const [ppid, probe, home] = r.stdout.split("\n")[0]!.split(":");
+      expect(Number(ppid)).not.toBe(process.pid);
+      expect([probe, home, r.stdout.split("\n")[1]]).toEqual(["h", "none", dir]);
+      // The helper is a child of this process, a bare Node.
+      const stat = readFileSync(`/proc/${ppid}/stat`, "utf8");
+      expect(Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])).toBe(process.pid);
+      // The same contract: exit codes, a command that cannot start, large output whole, the cap, many at once.
+      expect((await runCommand("sh", ["-c", "exit 3"], { cwd: dir, env })).exitCode).toBe(3);
+      expect((await runCommand("ocw-no-such-binary", [], { cwd: dir, env })).startError).toMatch(/ENOENT/);
+      expect((await runCommand("sh", ["-c", "head -c 3000000 /dev/zero | tr '\\0' x"], { cwd: dir, env })).stdout.length).toBe(3_000_000);
+      const capped = await runCommand("sh", ["-c", "head -c 3000000 /dev/zero >&2"], { cwd: dir, env, maxOutputBytes: 1_000_000 });
+      expect(capped.exitCode).toBeNull();
+      const many = await Promise.all(Array.from({ length: 20 }, (_, i) => runCommand("sh", ["-c", `echo ${i}`], { cwd: dir, env })));
+      expect(many.map((m) => m.stdout.trim())).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+      // Bytes stay bytes: a name that is not UTF-8 comes back losslessly, or as latin1 when asked.
+      const raw = await runCommand("printf", ["a\\377b"], { cwd: dir, env, lossless: true });
+      expect(raw.stdout).toBe("a\\xffb");
+      // A helper that dies fails the commands it held (they may or may not have run), and the next command gets a new one.
+      const held = runCommand("sh", ["-c", "sleep 5"], { cwd: dir, env });
+      await new Promise((r) => setTimeout(r, 300));
+      process.kill(Number(ppid), "SIGKILL");
+      await expect(held).rejects.toThrow(/command helper exited.*may or may not have run/);
+      const again = await runCommand("sh", ["-c", "echo $PPID"], { cwd: dir, env });
+      expect(Number(again.stdout)).not.toBe(Number(ppid));
+      expect(Number(again.stdout)).not.toBe(process.pid);
+    } finally {
+      useCommandHelper(false);
+    }
   });
 
   it("trims exactly one final newline, as a command line prints output", () => {

@@ -4,6 +4,7 @@
 // approvals, the event stream to every client — for seconds in a 16-worker batch (measured: 7.4 s of the engine's
 // CPU profile in ChildProcess.spawn). From a worker thread only that thread waits.
 // Platform layer: Node only, no business logic.
+import { type ChildProcess, spawn } from "node:child_process";
 import { Worker } from "node:worker_threads";
 
 /** What a finished command left: exit code (null when it could not start or died by a signal), its output. */
@@ -89,17 +90,17 @@ export const MAX_OUTPUT_BYTES = 64 * 2 ** 20;
 
 type Reply = { id: number } & CommandResult;
 
-// Plain CommonJS, evaluated in the worker: the engine is one bundled file, so the worker cannot load a module of ours.
-const WORKER_SOURCE = `
-const { parentPort } = require("node:worker_threads");
+// Plain CommonJS, evaluated in the worker thread or the helper process (COMMAND_HELPER): the engine is one bundled file,
+// so neither can load a module of ours. `on` and `post` are the host's message port.
+const COMMAND_SOURCE = `
 const { spawn } = require("node:child_process");
 const losslessUtf8 = ${losslessUtf8.toString()};
-parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
+on(({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
   let child;
   const out = [], err = [];
   let bytes = 0, over = false;
   let done = false;
-  const finish = (r) => { if (!done) { done = true; parentPort.postMessage({ id, ...r }); } };
+  const finish = (r) => { if (!done) { done = true; post({ id, ...r }); } };
   try {
     child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   } catch (e) {
@@ -125,8 +126,34 @@ parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBy
 });
 `;
 
+const WORKER_SOURCE = `const { parentPort } = require("node:worker_threads");
+const on = (f) => parentPort.on("message", f);
+const post = (m) => parentPort.postMessage(m);
+${COMMAND_SOURCE}`;
+
+/**
+ * The same, in a small helper process of the engine's: a fork copies the page tables of the process that forks, so a
+ * start from the engine (100–200 MB resident) costs its thread ~5 ms of CPU and waits on the scheduler for longer under
+ * load, where the helper (a bare Node, ~40 MB) forks in ~1 ms (measured: 128 starts from a process 100 MB larger took
+ * 4.7 ms of CPU each against 1.1 ms; bench/report.md). It ends when the engine does (its channel closes).
+ */
+const HELPER_SOURCE = `const on = (f) => process.on("message", f);
+const post = (m) => process.send(m);
+process.on("disconnect", () => process.exit(0));
+${COMMAND_SOURCE}`;
+
+interface CommandHost {
+  post(m: unknown): void;
+  ref(): void;
+  unref(): void;
+  close(): void;
+}
+
 class CommandThread {
-  private worker: Worker | null = null;
+  private worker: CommandHost | null = null;
+  /** Commands go to a helper process (useCommandHelper), else to a worker thread. */
+  private helper = false;
+  private helperFailed = false;
   private seq = 0;
   private readonly waiting = new Map<number, { resolve: (r: CommandResult) => void; reject: (e: Error) => void }>();
 
@@ -137,7 +164,7 @@ class CommandThread {
       this.waiting.set(id, { resolve, reject });
       // Held while a command is out, so a short-lived CLI awaiting one does not exit under it.
       if (this.waiting.size === 1) w.ref();
-      w.postMessage({
+      w.post({
         id,
         file,
         args,
@@ -150,28 +177,63 @@ class CommandThread {
     });
   }
 
-  private ensure(): Worker {
+  private ensure(): CommandHost {
     if (this.worker) return this.worker;
-    const w = new Worker(WORKER_SOURCE, { eval: true, name: "ocw commands" });
-    w.unref();
-    w.on("message", (m: Reply) => {
+    const onMessage = (m: Reply) => {
       const p = this.waiting.get(m.id);
       if (!p) return;
       this.waiting.delete(m.id);
-      if (!this.waiting.size) w.unref();
+      if (!this.waiting.size) host.unref();
       const { id: _id, ...result } = m;
       p.resolve(result);
-    });
-    const lost = (why: string) => {
-      if (this.worker !== w) return;
+    };
+    const lost = (what: string, why: string) => {
+      if (this.worker !== host) return;
       this.worker = null;
-      for (const p of this.waiting.values()) p.reject(new Error(`the engine's command thread ${why}; the command may or may not have run`));
+      for (const p of this.waiting.values()) p.reject(new Error(`the engine's ${what} ${why}; the command may or may not have run`));
       this.waiting.clear();
     };
-    w.on("error", (e) => lost(`failed: ${e.message}`));
-    w.on("exit", (code) => lost(`exited (${code})`));
-    this.worker = w;
-    return w;
+    let host: CommandHost;
+    if (this.helper && !this.helperFailed) {
+      const child: ChildProcess = spawn(process.execPath, ["-e", HELPER_SOURCE], {
+        stdio: ["ignore", "ignore", "ignore", "ipc"],
+        // A bare Node (Electron's binary runs as one with this set); the commands get their own environment each.
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ELECTRON_RUN_AS_NODE: "1" },
+      });
+      host = {
+        post: (m) => child.send(m as object),
+        ref: () => (child.ref(), child.channel?.ref()),
+        unref: () => (child.unref(), child.channel?.unref()),
+        close: () => child.connected && child.disconnect(),
+      };
+      child.on("message", onMessage);
+      child.on("error", (e) => {
+        // It could not start at all: the thread takes the commands from now on.
+        if (!child.pid) this.helperFailed = true;
+        lost("command helper", `failed: ${e.message}`);
+      });
+      child.on("exit", (code, signal) => lost("command helper", `exited (${signal ?? code})`));
+    } else {
+      const w = new Worker(WORKER_SOURCE, { eval: true, name: "ocw commands" });
+      host = { post: (m) => w.postMessage(m), ref: () => w.ref(), unref: () => w.unref(), close: () => void w.terminate() };
+      w.on("message", onMessage);
+      w.on("error", (e) => lost("command thread", `failed: ${e.message}`));
+      w.on("exit", (code) => lost("command thread", `exited (${code})`));
+    }
+    host.unref();
+    this.worker = host;
+    return host;
+  }
+
+  /** Where commands start from next: the helper process or the thread (an idle current one is closed). */
+  setHelper(on: boolean): void {
+    if (this.helper === on) return;
+    this.helper = on;
+    const w = this.worker;
+    if (w && !this.waiting.size) {
+      this.worker = null;
+      w.close();
+    }
   }
 }
 
@@ -182,6 +244,14 @@ function definedOnly(env: Record<string, string | undefined>): Record<string, st
 }
 
 const thread = new CommandThread();
+
+/**
+ * The engine (a long-lived, large process) starts its commands from a small helper process instead of its own thread;
+ * a short-lived CLI keeps the thread (a helper's start would cost it more than it saves).
+ */
+export function useCommandHelper(on = true): void {
+  thread.setHelper(on);
+}
 
 /** Runs `file args` to completion off the engine's thread and returns its output; never throws for a failed command. */
 export function runCommand(file: string, args: string[], opts: CommandOptions): Promise<CommandResult> {

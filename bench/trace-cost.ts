@@ -1,0 +1,133 @@
+// Where the engine's wall time goes beyond the bare SDK's: the cost part's two sides (engine over MCP, bare SDK on
+// private clones) on the same scripted model, sides taking turns, with each worker's timeline and, with STRACE=1, the
+// processes each side started during the batch (strace -f on the engine and its opencode serve / the bare serve).
+// `npx jiti bench/trace-cost.ts [N] [REPS] [paced]` (a scratch tool of the cost investigation; not part of `npm run bench`).
+import { execFileSync, spawn } from "node:child_process";
+import { readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
+import { cleanup, startEngine, tempDir } from "../test/helpers";
+import { startMcp } from "../test/integration/mcp-helpers";
+import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
+import { opencodeServeUnder } from "./procs";
+import { median, round } from "./stats";
+
+const n = Number(process.argv[2] ?? 16);
+const reps = Number(process.argv[3] ?? 2);
+const paced = process.argv[4] === "paced";
+const STRACE = process.env.STRACE === "1";
+
+const model = await startScriptedModel({
+  scripts: [
+    {
+      name: "batch",
+      match: /BENCH-BATCH (\d+)/,
+      script: (c) => {
+        const silentMs = c.firstUserText.includes("paced") ? 1000 : 0;
+        return c.turnStep === 0
+          ? { ...writeFile(`f${/BENCH-BATCH (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n"), silentMs }
+          : { text: "OUTCOME: built", silentMs };
+      },
+    },
+  ],
+});
+
+/** strace -f on these pids while fn runs: the programs each exec'd, counted. */
+async function traced<T>(pids: number[], fn: () => Promise<T>): Promise<{ r: T; execs: Record<string, number> }> {
+  if (!STRACE) return { r: await fn(), execs: {} };
+  const out = path.join(tempDir("strace"), "log");
+  const st = spawn("strace", ["-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", out, ...pids.flatMap((p) => ["-p", String(p)])], { stdio: "ignore" });
+  await new Promise((r) => setTimeout(r, 800));
+  const r = await fn();
+  st.kill("SIGINT");
+  await new Promise((r) => st.once("exit", r));
+  const execs: Record<string, number> = {};
+  for (const line of readFileSync(out, "utf8").split("\n")) {
+    const m = /execve\("([^"]+)", \[([^\]]*)\]/.exec(line);
+    if (!m || line.includes("= -1")) continue;
+    const argv = m[2]!.split(", ").map((s) => s.replace(/^"|"$/g, ""));
+    const prog = path.basename(m[1]!);
+    const sub = prog === "git" ? argv.find((a, i) => i > 0 && !a.startsWith("-") && !/^[A-Za-z_.]+=/.test(a) && argv[i - 1] !== "-C" && argv[i - 1] !== "-c") : undefined;
+    const key = sub ? `git ${sub}` : prog;
+    execs[key] = (execs[key] ?? 0) + 1;
+  }
+  rmSync(path.dirname(out), { recursive: true, force: true });
+  return { r, execs };
+}
+
+const med = (xs: (number | null | undefined)[]) => {
+  const v = xs.filter((x): x is number => typeof x === "number");
+  return v.length ? round(median(v), 0) : null;
+};
+const max = (xs: (number | null | undefined)[]) => {
+  const v = xs.filter((x): x is number => typeof x === "number");
+  return v.length ? Math.max(...v) : null;
+};
+
+const tag = paced ? " paced" : "";
+const e = await startEngine(tempDir("state"), {});
+await e.client.targets.save.mutate({ target: benchTarget(model.url), activate: true });
+const mcp = await startMcp(e.stateDir, "claude-code");
+await batchThroughMcp(mcp, e, model, 1, "warm-up");
+const bare = await bareRig(model, "private-clone");
+const oc = opencodeServeUnder(e.proc.pid!)!;
+const results: { side: string; wall: number; tail: number; load: number; detail: string; execs: Record<string, number> }[] = [];
+try {
+  for (let rep = 0; rep < reps; rep++) {
+    for (const side of rep % 2 ? ["bare", "engine"] : ["engine", "bare"]) {
+      const load = round(os.loadavg()[0]!, 2);
+      if (side === "engine") {
+        const { r, execs } = await traced([e.proc.pid!, oc], () => batchThroughMcp(mcp, e, model, n, `t${rep}${tag}`));
+        const s = r.starts;
+        const lastFirst = Math.max(...s.map((x) => x.firstRequestAt ?? 0)) - r.startedAt;
+        const detail = (["admitMs", "workspaceMs", "sessionMs", "firstRequestMs", "askMs", "answeredMs", "lastRequestMs", "settledMs", "verdictMs"] as const)
+          .map((k) => `${k.replace(/Ms$/, "")} ${med(s.map((x) => x[k]))}/${max(s.map((x) => x[k]))}`)
+          .join(", ");
+        // Per worker from its log: the baseline recorded, grading began, the verdict; and the batch's last verdict → wait's end.
+        const evs = await Promise.all(r.starts.map((x) => e.client.workers.events.query({ workerId: x.workerId }) as Promise<{ type: string; ts: number; state?: string }[]>));
+        const rel = (es: { type: string; ts: number; state?: string }[], f: (x: { type: string; state?: string }) => boolean) => {
+          const c = es.find((x) => x.type === "worker.created")?.ts;
+          const hit = es.find(f);
+          return c && hit ? hit.ts - c : null;
+        };
+        const baseline = evs.map((es) => rel(es, (x) => x.type === "worker.baseline"));
+        const grading = evs.map((es) => rel(es, (x) => x.type === "worker.state" && x.state === "grading"));
+        const lastVerdict = Math.max(...evs.map((es) => es.find((x) => x.type === "verdict")?.ts ?? 0));
+        const extra = `; baseline ${med(baseline)}/${max(baseline)}, grading ${med(grading)}/${max(grading)}; last verdict → batch end ${r.startedAt + r.wallMs - lastVerdict} ms`;
+        results.push({
+          side,
+          wall: r.wallMs,
+          tail: r.wallMs - lastFirst,
+          load,
+          detail: `${detail}; engine CPU ${r.cpuSec}+${r.childrenCpuSec} s, bridge ${r.bridgeCpuSec} s, opencode ${r.opencodeCpuSec}+${r.opencodeChildrenCpuSec} s; calls ${JSON.stringify(Object.fromEntries(Object.entries(r.callMs).map(([k, v]) => [k, v.length + "×" + med(v)])))}; waits returned at ${r.callMs.waitReturnedAt?.join(",")}; built ${r.built}${extra}`,
+          execs,
+        });
+      } else {
+        const { r, execs } = await traced([bare.pid, process.pid], () => bare.run(n, `b${rep}${tag}`));
+        const b = r as BareBatch;
+        results.push({
+          side,
+          wall: b.wallMs,
+          tail: b.wallMs - Math.max(...b.startMs),
+          load,
+          detail: `workspace ${med(b.phaseMs.workspace)}/${max(b.phaseMs.workspace)}, session ${med(b.phaseMs.session)}/${max(b.phaseMs.session)}, firstRequest ${med(b.startMs)}/${max(b.startMs)}; opencode ${b.opencodeCpuSec}+${b.opencodeChildrenCpuSec} s; built ${b.built}`,
+          execs,
+        });
+      }
+      const x = results.at(-1)!;
+      console.log(`${side} n=${n}${tag} rep ${rep}: wall ${x.wall} ms, tail ${x.tail} ms, load ${x.load}\n  ${x.detail}${STRACE ? `\n  execs ${JSON.stringify(x.execs)}` : ""}`);
+    }
+  }
+  const w = (side: string) => results.filter((r) => r.side === side).map((r) => r.wall);
+  const ratios = w("engine").map((x, i) => round(x / w("bare")[i]!, 2));
+  console.log(`ratios ${ratios.join(", ")}; median ${median(ratios)}; load now ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+} finally {
+  await bare.close();
+  await mcp.close();
+  await e.kill();
+  cleanup(e.stateDir);
+  await model.close();
+}
+void execFileSync;
+process.exit(0);
