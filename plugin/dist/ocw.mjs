@@ -17538,7 +17538,7 @@ var require_cross_spawn = __commonJS({
     var cp = __require("child_process");
     var parse4 = require_parse();
     var enoent = require_enoent();
-    function spawn10(command, args, options) {
+    function spawn9(command, args, options) {
       const parsed = parse4(command, args, options);
       const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
       enoent.hookChildProcess(spawned, parsed);
@@ -17550,8 +17550,8 @@ var require_cross_spawn = __commonJS({
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
       return result;
     }
-    module.exports = spawn10;
-    module.exports.spawn = spawn10;
+    module.exports = spawn9;
+    module.exports.spawn = spawn9;
     module.exports.sync = spawnSync4;
     module.exports._parse = parse4;
     module.exports._enoent = enoent;
@@ -20485,7 +20485,7 @@ var require_cross_spawn2 = __commonJS({
     var cp = __require("child_process");
     var parse4 = require_parse3();
     var enoent = require_enoent2();
-    function spawn10(command, args, options) {
+    function spawn9(command, args, options) {
       const parsed = parse4(command, args, options);
       const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
       enoent.hookChildProcess(spawned, parsed);
@@ -20497,8 +20497,8 @@ var require_cross_spawn2 = __commonJS({
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
       return result;
     }
-    module.exports = spawn10;
-    module.exports.spawn = spawn10;
+    module.exports = spawn9;
+    module.exports.spawn = spawn9;
     module.exports.sync = spawnSync4;
     module.exports._parse = parse4;
     module.exports._enoent = enoent;
@@ -28199,7 +28199,7 @@ var require_util = __commonJS({
     var os9 = __require("os");
     var fs = __require("fs");
     var path72 = __require("path");
-    var spawn10 = __require("child_process").spawn;
+    var spawn9 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = __require("util");
@@ -28548,7 +28548,7 @@ var require_util = __commonJS({
     }
     function powerShellStart() {
       if (!_psChild) {
-        _psChild = spawn10(_powerShell, ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-NoExit", "-Command", "-"], {
+        _psChild = spawn9(_powerShell, ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-NoExit", "-Command", "-"], {
           stdio: "pipe",
           windowsHide: true,
           maxBuffer: 1024 * 102400,
@@ -28626,7 +28626,7 @@ var require_util = __commonJS({
             try {
               const osVersion = os9.release().split(".").map(Number);
               const spanOptions = osVersion[0] < 10 ? ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-NoExit", "-ExecutionPolicy", "Unrestricted", "-Command", "-"] : ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-ExecutionPolicy", "Unrestricted", "-Command", _psToUTF8 + cmd];
-              const child = spawn10(_powerShell, spanOptions, {
+              const child = spawn9(_powerShell, spanOptions, {
                 stdio: "pipe",
                 windowsHide: true,
                 maxBuffer: 1024 * 102400,
@@ -28681,7 +28681,7 @@ var require_util = __commonJS({
       return new Promise((resolve) => {
         process.nextTick(() => {
           try {
-            const child = spawn10(cmd, args, options);
+            const child = spawn9(cmd, args, options);
             if (child && !child.pid) {
               child.on("error", () => {
                 resolve(result);
@@ -50379,7 +50379,7 @@ var init_http = __esm({
 });
 
 // engine/serving/llama-server.ts
-import { spawn as spawn4 } from "node:child_process";
+import { spawn as spawn3 } from "node:child_process";
 import { closeSync as closeSync3, existsSync as existsSync18, mkdirSync as mkdirSync16, openSync as openSync3, readdirSync as readdirSync10, readFileSync as readFileSync17 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
@@ -50497,7 +50497,7 @@ async function startLlamaServer(o2) {
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
   env2.LD_LIBRARY_PATH = [path46.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path46.delimiter);
-  const child = spawn4(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
+  const child = spawn3(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync3(fd);
   if (o2.detached) child.unref();
@@ -51470,7 +51470,7 @@ var init_capture = __esm({
 });
 
 // engine/serving/runtime-process.ts
-import { spawn as spawn5 } from "node:child_process";
+import { spawn as spawn4 } from "node:child_process";
 import { closeSync as closeSync4, mkdirSync as mkdirSync17, openSync as openSync4 } from "node:fs";
 import path50 from "node:path";
 async function waitRuntimeReady(port, key, child, logFile, timeoutMs) {
@@ -51497,7 +51497,7 @@ async function startRuntimeProcess(o2) {
   const fd = openSync4(o2.logFile, "a", 384);
   const env2 = { ...process.env, ...o2.env };
   delete env2.LLAMA_API_KEY;
-  const child = spawn5(o2.cmd, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
+  const child = spawn4(o2.cmd, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   closeSync4(fd);
   if (o2.detached) child.unref();
   const spawnErr = new Promise(
@@ -52242,7 +52242,7 @@ var init_records = __esm({
 
 // engine/serving/setup.ts
 import path52 from "node:path";
-import { spawn as spawn6 } from "node:child_process";
+import { spawn as spawn5 } from "node:child_process";
 import { closeSync as closeSync6, mkdirSync as mkdirSync19, openSync as openSync6 } from "node:fs";
 function serverIdentity(r) {
   return { pid: r.pid, startTime: recordedStart(r.startTime) };
@@ -52313,7 +52313,7 @@ async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
   mkdirSync19(path52.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync6(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
-  const child = spawn6(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
+  const child = spawn5(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
     stdio: ["ignore", logFd, logFd],
     env: { ...process.env, OCW_STATE_DIR: stateDir() }
@@ -69939,7 +69939,6 @@ import { createHash as createHash2, randomBytes as randomBytes5 } from "node:cry
 import path18 from "node:path";
 
 // engine/process/run.ts
-import { spawn as spawn3 } from "node:child_process";
 import { Worker as Worker2 } from "node:worker_threads";
 function losslessUtf8(buf) {
   const whole = buf.toString("utf8");
@@ -69982,15 +69981,16 @@ function losslessUtf8(buf) {
   return out;
 }
 var MAX_OUTPUT_BYTES = 64 * 2 ** 20;
-var COMMAND_SOURCE = `
+var WORKER_SOURCE = `
+const { parentPort } = require("node:worker_threads");
 const { spawn } = require("node:child_process");
 const losslessUtf8 = ${losslessUtf8.toString()};
-on(({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
+parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
   let child;
   const out = [], err = [];
   let bytes = 0, over = false;
   let done = false;
-  const finish = (r) => { if (!done) { done = true; post({ id, ...r }); } };
+  const finish = (r) => { if (!done) { done = true; parentPort.postMessage({ id, ...r }); } };
   try {
     child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   } catch (e) {
@@ -70015,19 +70015,8 @@ on(({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
     : finish({ exitCode: code, signal, stdout: asBytes ? Buffer.concat(out).toString("latin1") : lossless ? losslessUtf8(Buffer.concat(out)) : Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
 });
 `;
-var WORKER_SOURCE = `const { parentPort } = require("node:worker_threads");
-const on = (f) => parentPort.on("message", f);
-const post = (m) => parentPort.postMessage(m);
-${COMMAND_SOURCE}`;
-var HELPER_SOURCE = `const on = (f) => process.on("message", f);
-const post = (m) => process.send(m);
-process.on("disconnect", () => process.exit(0));
-${COMMAND_SOURCE}`;
 var CommandThread = class {
   worker = null;
-  /** Commands go to a helper process (useCommandHelper), else to a worker thread. */
-  helper = false;
-  helperFailed = false;
   seq = 0;
   waiting = /* @__PURE__ */ new Map();
   run(file3, args, opts) {
@@ -70036,7 +70025,7 @@ var CommandThread = class {
     return new Promise((resolve, reject) => {
       this.waiting.set(id2, { resolve, reject });
       if (this.waiting.size === 1) w.ref();
-      w.post({
+      w.postMessage({
         id: id2,
         file: file3,
         args,
@@ -70050,59 +70039,26 @@ var CommandThread = class {
   }
   ensure() {
     if (this.worker) return this.worker;
-    const onMessage2 = (m) => {
+    const w = new Worker2(WORKER_SOURCE, { eval: true, name: "ocw commands" });
+    w.unref();
+    w.on("message", (m) => {
       const p = this.waiting.get(m.id);
       if (!p) return;
       this.waiting.delete(m.id);
-      if (!this.waiting.size) host.unref();
+      if (!this.waiting.size) w.unref();
       const { id: _id, ...result } = m;
       p.resolve(result);
-    };
-    const lost = (what, why) => {
-      if (this.worker !== host) return;
+    });
+    const lost = (why) => {
+      if (this.worker !== w) return;
       this.worker = null;
-      for (const p of this.waiting.values()) p.reject(new Error(`the engine's ${what} ${why}; the command may or may not have run`));
+      for (const p of this.waiting.values()) p.reject(new Error(`the engine's command thread ${why}; the command may or may not have run`));
       this.waiting.clear();
     };
-    let host;
-    if (this.helper && !this.helperFailed) {
-      const child = spawn3(process.execPath, ["-e", HELPER_SOURCE], {
-        stdio: ["ignore", "ignore", "ignore", "ipc"],
-        // A bare Node (Electron's binary runs as one with this set); the commands get their own environment each.
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ELECTRON_RUN_AS_NODE: "1" }
-      });
-      host = {
-        post: (m) => child.send(m),
-        ref: () => (child.ref(), child.channel?.ref()),
-        unref: () => (child.unref(), child.channel?.unref()),
-        close: () => child.connected && child.disconnect()
-      };
-      child.on("message", onMessage2);
-      child.on("error", (e) => {
-        if (!child.pid) this.helperFailed = true;
-        lost("command helper", `failed: ${e.message}`);
-      });
-      child.on("exit", (code, signal) => lost("command helper", `exited (${signal ?? code})`));
-    } else {
-      const w = new Worker2(WORKER_SOURCE, { eval: true, name: "ocw commands" });
-      host = { post: (m) => w.postMessage(m), ref: () => w.ref(), unref: () => w.unref(), close: () => void w.terminate() };
-      w.on("message", onMessage2);
-      w.on("error", (e) => lost("command thread", `failed: ${e.message}`));
-      w.on("exit", (code) => lost("command thread", `exited (${code})`));
-    }
-    host.unref();
-    this.worker = host;
-    return host;
-  }
-  /** Where commands start from next: the helper process or the thread (an idle current one is closed). */
-  setHelper(on6) {
-    if (this.helper === on6) return;
-    this.helper = on6;
-    const w = this.worker;
-    if (w && !this.waiting.size) {
-      this.worker = null;
-      w.close();
-    }
+    w.on("error", (e) => lost(`failed: ${e.message}`));
+    w.on("exit", (code) => lost(`exited (${code})`));
+    this.worker = w;
+    return w;
   }
 };
 function definedOnly(env2) {
@@ -70111,9 +70067,6 @@ function definedOnly(env2) {
   return out;
 }
 var thread = new CommandThread();
-function useCommandHelper(on6 = true) {
-  thread.setHelper(on6);
-}
 function runCommand2(file3, args, opts) {
   return thread.run(file3, args, opts);
 }
@@ -80339,7 +80292,6 @@ async function hostEngine(opts) {
   const me = selfIdentity();
   const claim = claimOwnership(opts.stateDir, instanceId, me);
   if (!claim.owned) throw new StateDirTaken(opts.stateDir, claim.holder);
-  useCommandHelper();
   let engine;
   try {
     engine = new Engine({ stateDir: opts.stateDir, log: opts.log });
@@ -82855,7 +82807,7 @@ async function healthy(lock2, timeoutMs = 2e3) {
 
 // engine/api/launcher.ts
 init_config();
-import { spawn as spawn7 } from "node:child_process";
+import { spawn as spawn6 } from "node:child_process";
 import { existsSync as existsSync27, rmSync as rmSync9, statSync as statSync18, writeFileSync as writeFileSync15 } from "node:fs";
 import path62 from "node:path";
 function selfCommand() {
@@ -82873,7 +82825,7 @@ async function ensureEngine(stateDir2, opts = {}) {
   const command = opts.command ?? selfCommand();
   if (!existsSync27(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
   const started = await startExclusive(stateDir2, timeoutMs, () => {
-    const child = spawn7(command.node, [command.bundle, "serve", "--background"], {
+    const child = spawn6(command.node, [command.bundle, "serve", "--background"], {
       detached: true,
       stdio: "ignore",
       cwd: stateDir2,
@@ -95343,7 +95295,7 @@ import { appendFileSync as appendFileSync2 } from "node:fs";
 import path67 from "node:path";
 
 // engine/api/supervisor.ts
-import { spawn as spawn8 } from "node:child_process";
+import { spawn as spawn7 } from "node:child_process";
 import { once as once11 } from "node:events";
 init_process();
 var CRASH_WINDOW_MS = 6e4;
@@ -95360,7 +95312,7 @@ async function superviseEngine(stateDir2, log = () => {
     }
   }
   const self = selfCommand();
-  const start = (standby2) => spawn8(self.node, [self.bundle, "serve", "--background", "--supervised", ...standby2 ? ["--standby"] : []], {
+  const start = (standby2) => spawn7(self.node, [self.bundle, "serve", "--background", "--supervised", ...standby2 ? ["--standby"] : []], {
     stdio: ["ignore", "ignore", "ignore", "ipc"],
     cwd: process.cwd(),
     env: process.env
@@ -95898,7 +95850,7 @@ var LogPrinter = class {
 };
 
 // engine/commands/claude.ts
-import { execFileSync as execFileSync5, spawn as spawn9 } from "node:child_process";
+import { execFileSync as execFileSync5, spawn as spawn8 } from "node:child_process";
 import { existsSync as existsSync28, readFileSync as readFileSync24, writeFileSync as writeFileSync16 } from "node:fs";
 import path69 from "node:path";
 init_paths();
@@ -96066,7 +96018,7 @@ function readHookInput() {
 function openBrowser(url2) {
   const [cmd, args] = process.platform === "darwin" ? ["open", [url2]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", url2]] : ["xdg-open", [url2]];
   try {
-    const child = spawn9(cmd, args, { detached: true, stdio: "ignore" });
+    const child = spawn8(cmd, args, { detached: true, stdio: "ignore" });
     child.on("error", () => console.error("ocw: could not open a browser: open the URL above"));
     child.unref();
   } catch {
