@@ -3,20 +3,22 @@
 // processes each side started during the batch (strace -f on the engine and its opencode serve / the bare serve).
 // `npx jiti bench/trace-cost.ts [N] [REPS] [paced]` (a scratch tool of the cost investigation; not part of `npm run bench`).
 import { execFileSync, spawn } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, startEngine, tempDir } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
-import { opencodeServeUnder } from "./procs";
+import { commandHelperUnder, opencodeServeUnder } from "./procs";
 import { median, round } from "./stats";
 
 const n = Number(process.argv[2] ?? 16);
 const reps = Number(process.argv[3] ?? 2);
 const paced = process.argv[4] === "paced";
 const STRACE = process.env.STRACE === "1";
+/** BEFORE=BUNDLE: an engine of an earlier build takes its turn too (its own bridge), against the same bare runs. */
+const BEFORE = process.env.BEFORE;
 
 const model = await startScriptedModel({
   scripts: [
@@ -37,7 +39,9 @@ const model = await startScriptedModel({
 async function traced<T>(pids: number[], fn: () => Promise<T>): Promise<{ r: T; execs: Record<string, number> }> {
   if (!STRACE) return { r: await fn(), execs: {} };
   const out = path.join(tempDir("strace"), "log");
-  const st = spawn("strace", ["-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", out, ...pids.flatMap((p) => ["-p", String(p)])], { stdio: "ignore" });
+  const st = spawn("strace", ["-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", out, ...pids.flatMap((p) => ["-p", String(p)])], {
+    stdio: "ignore",
+  });
   await new Promise((r) => setTimeout(r, 800));
   const r = await fn();
   st.kill("SIGINT");
@@ -48,7 +52,8 @@ async function traced<T>(pids: number[], fn: () => Promise<T>): Promise<{ r: T; 
     if (!m || line.includes("= -1")) continue;
     const argv = m[2]!.split(", ").map((s) => s.replace(/^"|"$/g, ""));
     const prog = path.basename(m[1]!);
-    const sub = prog === "git" ? argv.find((a, i) => i > 0 && !a.startsWith("-") && !/^[A-Za-z_.]+=/.test(a) && argv[i - 1] !== "-C" && argv[i - 1] !== "-c") : undefined;
+    const sub =
+      prog === "git" ? argv.find((a, i) => i > 0 && !a.startsWith("-") && !/^[A-Za-z_.]+=/.test(a) && argv[i - 1] !== "-C" && argv[i - 1] !== "-c") : undefined;
     const key = sub ? `git ${sub}` : prog;
     execs[key] = (execs[key] ?? 0) + 1;
   }
@@ -66,26 +71,42 @@ const max = (xs: (number | null | undefined)[]) => {
 };
 
 const tag = paced ? " paced" : "";
-const e = await startEngine(tempDir("state"), {});
-await e.client.targets.save.mutate({ target: benchTarget(model.url), activate: true });
-const mcp = await startMcp(e.stateDir, "claude-code");
-await batchThroughMcp(mcp, e, model, 1, "warm-up");
+const up = async (bundle?: string) => {
+  const e = await startEngine(tempDir("state"), {}, bundle);
+  await e.client.targets.save.mutate({ target: benchTarget(model.url), activate: true });
+  let command: string | undefined;
+  if (bundle) {
+    command = path.join(tempDir("before-bridge"), "ocw");
+    writeFileSync(command, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(bundle)} "$@"\n`);
+    chmodSync(command, 0o755);
+  }
+  const mcp = await startMcp(e.stateDir, "claude-code", command ? { command } : {});
+  await batchThroughMcp(mcp, e, model, 1, `warm-up${bundle ? "-before" : ""}`);
+  return { e, mcp, oc: opencodeServeUnder(e.proc.pid!)! };
+};
+const engines: Record<string, Awaited<ReturnType<typeof up>>> = { engine: await up() };
+if (BEFORE) engines.before = await up(path.resolve(BEFORE));
 const bare = await bareRig(model, "private-clone");
-const oc = opencodeServeUnder(e.proc.pid!)!;
 const results: { side: string; wall: number; tail: number; load: number; detail: string; execs: Record<string, number> }[] = [];
 try {
   for (let rep = 0; rep < reps; rep++) {
-    for (const side of rep % 2 ? ["bare", "engine"] : ["engine", "bare"]) {
+    const sides = BEFORE ? ["engine", "bare", "before"] : ["engine", "bare"];
+    for (const side of rep % 2 ? sides.reverse() : sides) {
       const load = round(os.loadavg()[0]!, 2);
-      if (side === "engine") {
-        const { r, execs } = await traced([e.proc.pid!, oc], () => batchThroughMcp(mcp, e, model, n, `t${rep}${tag}`));
+      if (side !== "bare") {
+        const { e, mcp, oc } = engines[side]!;
+        const { r, execs } = await traced([e.proc.pid!, oc, ...(commandHelperUnder(e.proc.pid!) ? [commandHelperUnder(e.proc.pid!)!] : [])], () =>
+          batchThroughMcp(mcp, e, model, n, `t${rep}${side}${tag}`),
+        );
         const s = r.starts;
         const lastFirst = Math.max(...s.map((x) => x.firstRequestAt ?? 0)) - r.startedAt;
         const detail = (["admitMs", "workspaceMs", "sessionMs", "firstRequestMs", "askMs", "answeredMs", "lastRequestMs", "settledMs", "verdictMs"] as const)
           .map((k) => `${k.replace(/Ms$/, "")} ${med(s.map((x) => x[k]))}/${max(s.map((x) => x[k]))}`)
           .join(", ");
         // Per worker from its log: the baseline recorded, grading began, the verdict; and the batch's last verdict → wait's end.
-        const evs = await Promise.all(r.starts.map((x) => e.client.workers.events.query({ workerId: x.workerId }) as Promise<{ type: string; ts: number; state?: string }[]>));
+        const evs = await Promise.all(
+          r.starts.map((x) => e.client.workers.events.query({ workerId: x.workerId }) as Promise<{ type: string; ts: number; state?: string }[]>),
+        );
         const rel = (es: { type: string; ts: number; state?: string }[], f: (x: { type: string; state?: string }) => boolean) => {
           const c = es.find((x) => x.type === "worker.created")?.ts;
           const hit = es.find(f);
@@ -116,17 +137,29 @@ try {
         });
       }
       const x = results.at(-1)!;
-      console.log(`${side} n=${n}${tag} rep ${rep}: wall ${x.wall} ms, tail ${x.tail} ms, load ${x.load}\n  ${x.detail}${STRACE ? `\n  execs ${JSON.stringify(x.execs)}` : ""}`);
+      console.log(
+        `${side} n=${n}${tag} rep ${rep}: wall ${x.wall} ms, tail ${x.tail} ms, load ${x.load}\n  ${x.detail}${STRACE ? `\n  execs ${JSON.stringify(x.execs)}` : ""}`,
+      );
     }
   }
   const w = (side: string) => results.filter((r) => r.side === side).map((r) => r.wall);
-  const ratios = w("engine").map((x, i) => round(x / w("bare")[i]!, 2));
-  console.log(`ratios ${ratios.join(", ")}; median ${median(ratios)}; load now ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+  for (const side of Object.keys(engines)) {
+    const ratios = w(side).map((x, i) => round(x / w("bare")[i]!, 2));
+    console.log(`${side} ÷ bare: ${ratios.join(", ")}; median ${median(ratios)} [${Math.min(...ratios)}–${Math.max(...ratios)}]`);
+  }
+  console.log(
+    `load now ${os
+      .loadavg()
+      .map((x) => round(x, 2))
+      .join(", ")}`,
+  );
 } finally {
   await bare.close();
-  await mcp.close();
-  await e.kill();
-  cleanup(e.stateDir);
+  for (const { e, mcp } of Object.values(engines)) {
+    await mcp.close();
+    await e.kill();
+    cleanup(e.stateDir);
+  }
   await model.close();
 }
 void execFileSync;

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { checkOutCommit, commitAndCheckOut, createWorkspace, inspectRepo, partialHolds } from "../workspace/workspace";
 import { sweepDiscarded } from "./folders";
-import { baselineChecks, grade, type GradeInput } from "./grade";
+import { baselineChecks, baselineInFreshWorkspace, grade, type GradeInput } from "./grade";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-grade-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -102,6 +102,39 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     // No baseline (the base run failed): not flagged, since nothing is known.
     expect(await grade({ ...base, baseline: null })).toMatchObject({ verdict: "built", weakEvidence: false });
   }, 30_000);
+
+  it("file checks on the base are read in the workspace just made, as a fresh checkout of the base shows them; a command check or a checks' folder that is not a folder there leaves it to baselineChecks", async () => {
+    const repo = committedRepo(path.join(tmp, "repo-fresh"), { "README.md": "# r\n", "sub/a.txt": "A\n", "sub/link": "x" });
+    execFileSync("sh", ["-c", "rm sub/link && ln -s ../../outside.txt sub/link && git add -A && git -c user.name=t -c user.email=t@t commit -qm link"], {
+      cwd: repo,
+    });
+    const ws = await createWorkspace(
+      path.join(tmp, "workspaces"),
+      await inspectRepo(path.join(repo, "sub")),
+      "w-fresh",
+      path.join(tmp, "objects", "w-fresh.git"),
+    );
+    const checks = [
+      { file: "a.txt", equals: "A" },
+      { file: "a.txt", matches: "B" },
+      { file: "missing.txt" },
+      { file: "missing.txt", exists: false },
+      { file: "link" },
+      { file: "../README.md" },
+    ];
+    const fresh = await baselineInFreshWorkspace(ws, checks);
+    const checkedOut = await baselineChecks({ workspace: ws, checks, checkoutDir: path.join(tmp, "grading", "w-fresh.base") });
+    expect(fresh).toEqual(checkedOut);
+    expect(fresh!.passedOnBase.length).toBeGreaterThan(0);
+    expect(fresh!.passedOnBase.length).toBeLessThan(checks.length);
+    // A command check runs sandboxed in a fresh checkout: not here.
+    expect(await baselineInFreshWorkspace(ws, [...checks, { run: "true" }])).toBeNull();
+    // No checks: nothing passes.
+    expect(await baselineInFreshWorkspace(ws, [])).toEqual({ passedOnBase: [] });
+    // The checks' folder turned into something else: not here either.
+    const moved = { ...ws, cwd: path.join(ws.worktree, "README.md") };
+    expect(await baselineInFreshWorkspace(moved, checks)).toBeNull();
+  });
 
   it("the checks on the base commit: which already pass there; an empty base tree (git commit --allow-empty) checks out", async () => {
     const empty = path.join(tmp, "repo-empty");

@@ -1,4 +1,4 @@
-import { readdir } from "node:fs/promises";
+import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
@@ -223,6 +223,26 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
     discard(checkoutDir);
     if (input.sandbox) discard(input.sandbox.tmpDir);
   }
+}
+
+/**
+ * The checks' run on the base when every check is a file check, read in the worker's workspace just as it was made (a
+ * checkout of the base commit nobody has run in yet): the same files a fresh checkout of the base shows, with no
+ * checkout, no process and no queue (baselineChecks takes a script and two git processes per worker, at most two at
+ * once). Null when that does not hold (a command check, or the folder the checks run in is not a plain folder there):
+ * then baselineChecks runs as before.
+ */
+export async function baselineInFreshWorkspace(ws: Workspace, checks: CheckSpec[]): Promise<Baseline | null> {
+  if (!checks.length) return { passedOnBase: [] };
+  if (checks.some((c) => "run" in c)) return null;
+  let cwd = ws.worktree;
+  for (const part of path.relative(ws.worktree, ws.cwd).split(path.sep).filter(Boolean)) {
+    cwd = path.join(cwd, part);
+    const st = await lstat(cwd).catch(() => null);
+    if (!st?.isDirectory()) return null;
+  }
+  const results = await runChecks(checks, cwd);
+  return { passedOnBase: results.filter((r) => r.passed).map((r) => r.name) };
 }
 
 /** What bound the check runs' processes and memory as a whole (cgroup v1/v2, a systemd-run scope, prlimit only). */

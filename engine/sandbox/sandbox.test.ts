@@ -180,6 +180,24 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     expect(sh(`touch ${user}/.git/objects/x 2>&1 || echo RO`).stdout).toContain("RO");
   });
 
+  it("a repository's binds are written once per engine, not per worker (serveHidden reads $HOME, /tmp and /var/tmp), and again when the file is gone", () => {
+    const state = path.join(tmp, "binds-once");
+    const user = path.join(state, "user");
+    mkdirSync(path.join(user, ".git", "objects", "info"), { recursive: true });
+    const binds = path.join(state, "sandbox", "binds");
+    const ws = (id: string) => path.join(state, "workspaces", "user-1", id);
+    writeRepoBinds(binds, ws("w-1"), user, path.join(user, ".git", "objects"));
+    const file = path.join(binds, "user-1");
+    const first = readFileSync(file, "utf8");
+    expect(first).toContain(path.join(user, ".git", "objects"));
+    writeFileSync(file, "MARK");
+    writeRepoBinds(binds, ws("w-2"), user, path.join(user, ".git", "objects"));
+    expect(readFileSync(file, "utf8")).toBe("MARK");
+    rmSync(file);
+    writeRepoBinds(binds, ws("w-3"), user, path.join(user, ".git", "objects"));
+    expect(readFileSync(file, "utf8")).toBe(first);
+  });
+
   it("limits: output is capped and the rest dropped, the exit status kept, a command past its wall-clock budget is stopped, a file past its size cut", () => {
     const root = path.join(tmp, "lim-ws");
     const ws = path.join(root, "repo-1", "w-1");

@@ -607,8 +607,14 @@ export function writeRepoBinds(bindsDir: string, worktree: string, repoRoot: str
   } catch {
     /* no alternates */
   }
-  const args: string[] = [];
   const root = real(repoRoot);
+  const file = path.join(bindsDir, path.basename(path.dirname(worktree)));
+  // Once per repository (and object folders) in an engine's life, not once per worker: what serve cannot see below is
+  // read from $HOME, /tmp and /var/tmp (serveHidden), ~20 ms of the engine's thread on a busy /tmp, and serve's own view
+  // was fixed when it started, so reading it again per worker finds nothing serve would not already show.
+  const key = [file, root, ...dirs].join("\0");
+  if (repoBindsWritten.has(key) && existsSync(file)) return;
+  const args: string[] = [];
   // What opencode serve cannot see (a repository inside a hidden folder of $HOME), its commands cannot either: then the
   // workspace's git has no history, and nothing is named here (a bind of a missing folder would fail every command).
   const unseen = serveHidden().map(real);
@@ -616,8 +622,13 @@ export function writeRepoBinds(bindsDir: string, worktree: string, repoRoot: str
   if (root !== "/" && existsSync(root) && visible(root)) args.push("--tmpfs", root);
   for (const d of dirs) if (existsSync(d) && visible(d)) args.push("--ro-bind-try", d, d);
   mkdirSync(bindsDir, { recursive: true });
-  writeFileSync(path.join(bindsDir, path.basename(path.dirname(worktree))), args.map((a) => a + "\0").join(""));
+  writeFileSync(file, args.map((a) => a + "\0").join(""));
+  if (repoBindsWritten.size >= 1024) repoBindsWritten.clear();
+  repoBindsWritten.add(key);
 }
+
+/** The repositories' binds this engine wrote (writeRepoBinds), by file, repository and object folders. */
+const repoBindsWritten = new Set<string>();
 
 export interface WorkerShellOptions {
   workspacesRoot: string;

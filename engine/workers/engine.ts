@@ -303,8 +303,9 @@ export class Engine {
     // The repository as validated: the worktree starts from this HEAD without asking git again.
     this.reg.rt(workerId).setRepo(repo);
     // The held-back checks run once on the base commit now, beside the worker's start (never awaited by it): a check
-    // that already passes there proves nothing. The engine's own repository for the worker is all it needs.
-    if (spec.checks.length) {
+    // that already passes there proves nothing. The engine's own repository for the worker is all it needs. File checks
+    // only are read in the workspace as soon as it is made instead (run: no checkout, no process).
+    if (spec.checks.some((c) => "run" in c)) {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
       void this.settler.baseline(workerId, {
         worktree,
@@ -315,7 +316,7 @@ export class Engine {
         repo: repo.root,
         gitDir: this.reg.engineGitDir(workerId),
       });
-    } else this.reg.safeRecord(workerId, { type: "worker.baseline", baseline: { passedOnBase: [] } });
+    } else if (!spec.checks.length) this.reg.safeRecord(workerId, { type: "worker.baseline", baseline: { passedOnBase: [] } });
     this.queue.push(workerId);
     this.pump();
     return { workerId };
@@ -857,10 +858,12 @@ export class Engine {
     const rt = this.reg.rt(workerId);
     rt.admitted();
     let ws = this.reg.workspaceOf(w);
+    let made = false;
     if (!ws || !existsSync(ws.worktree)) {
       const found = rt.repo ?? (await inspectRepo(w.spec.directory));
       // A task after others starts from the base plus their graded commits, recorded at its creation.
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
+      made = !existsSync(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
       rt.setWorkspace(ws);
       this.reg.record(workerId, {
@@ -875,8 +878,10 @@ export class Engine {
     }
     // The worker shell's trusted view of this repository: the user's checkout hidden, its objects read-only.
     if (this.sandbox.kind !== "none") writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
-    // The held-back checks run once on the base commit, beside the worker's start (never awaited here).
-    if (!w.baseline) void this.settler.baseline(workerId);
+    // The held-back checks run once on the base commit: file checks in the workspace just made, before its session
+    // exists; others beside the worker's start (never awaited here).
+    if (made) await this.settler.baselineAtCreation(workerId, ws);
+    else if (!this.get(workerId).baseline) void this.settler.baseline(workerId);
     // A resume right after a stop must not have its new turn land in the instance being disposed.
     this.releaser.cancel(workerId);
     await rt.releasing;

@@ -3,7 +3,7 @@ import type { Target } from "../../shared/target";
 import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/worker";
 import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
-import { baselineChecks, grade } from "../grading";
+import { baselineChecks, baselineInFreshWorkspace, grade } from "../grading";
 import { describeError, type HarnessServer, okValue } from "../harness";
 import type { SandboxKind } from "../sandbox/sandbox";
 import type { Workspace } from "../workspace/workspace";
@@ -150,6 +150,19 @@ export class Settler {
     this.baselines.set(workerId, p);
     void p.finally(() => this.baselines.delete(workerId));
     return p;
+  }
+
+  /**
+   * A worker's workspace just made, before its session exists: where every check is a file check, the base's files are
+   * right there, untouched, and the baseline is read from them now (no checkout, no process); else it runs beside the
+   * worker's start, as `baseline` does.
+   */
+  async baselineAtCreation(workerId: string, ws: Workspace): Promise<void> {
+    const w = this.reg.get(workerId);
+    if (w.baseline || this.baselines.has(workerId)) return;
+    const now = await baselineInFreshWorkspace(ws, w.spec.checks).catch(() => null);
+    if (now) return void this.reg.safeRecord(workerId, { type: "worker.baseline", baseline: now });
+    void this.baseline(workerId, ws);
   }
 
   /** Base-commit check runs at once: a batch of 32 must not start 32 check runs beside 32 workers' starts. */

@@ -152,6 +152,10 @@ describe("evidence, not absence", () => {
     const w2 = (await settle(engine.client, [id2], once)).get(id2)!;
     expect(w2.verdict).toMatchObject({ verdict: "built", weakEvidence: false });
     expect(w2.baseline).toEqual({ passedOnBase: [] });
+    // File checks only: the baseline is read in the workspace just made, before the worker's session exists.
+    const types = ((await engine.client.workers.events.query({ workerId: id2 })) as { type: string }[]).map((e) => e.type);
+    expect(types.indexOf("worker.baseline"), types.join(" ")).toBeGreaterThan(types.indexOf("worker.workspace"));
+    expect(types.indexOf("worker.baseline")).toBeLessThan(types.indexOf("worker.session"));
   });
 });
 
