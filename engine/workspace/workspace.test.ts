@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -322,5 +322,41 @@ describe("names that are not valid UTF-8 are shown losslessly", () => {
     expect(diff).toContain("b/bad\\xfe.txt");
     expect(diff).toContain("b/caf\u00e9.txt");
     expect(diff).not.toContain("\ufffd");
+  });
+});
+
+describe("the git a grading's snapshot starts", () => {
+  it("the caps listing and the commit share one private index: the base is read into it once", async () => {
+    const r = repo({ "README.md": "# r\n", "src/a.txt": "a\n" });
+    const ws = await workspace(r, "w-count");
+    writeFileSync(path.join(ws.worktree, "new.txt"), "new\n");
+    writeFileSync(path.join(ws.worktree, "src", "a.txt"), "a2\n");
+    // A `git` first on PATH that logs each start's subcommand (the engine's trusted git takes PATH from the engine).
+    const bin = path.join(tmp, "count-bin");
+    const log = path.join(tmp, "count.log");
+    mkdirSync(bin, { recursive: true });
+    const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
+    writeFileSync(
+      path.join(bin, "git"),
+      `#!/bin/sh\nskip=\nfor a in "$@"; do if [ -n "$skip" ]; then skip=; continue; fi; case "$a" in --work-tree|-C|-c) skip=1 ;; -*) ;; *) echo "$a" >> ${JSON.stringify(log)}; break ;; esac; done\nexec ${JSON.stringify(real)} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const path0 = process.env.PATH;
+    process.env.PATH = `${bin}:${path0}`;
+    try {
+      const out = await commitAndCheckOut(ws, "ocw: count", path.join(tmp, "checkout-count"));
+      expect(out.changed).toEqual(["new.txt", "src/a.txt"]);
+    } finally {
+      process.env.PATH = path0;
+    }
+    // The engine's shared git directory is made once (`init`), by whichever script comes first in this file.
+    const subs = readFileSync(log, "utf8")
+      .trim()
+      .split("\n")
+      .filter((s) => s !== "init");
+    expect(subs.filter((s) => s === "read-tree")).toHaveLength(1);
+    expect(subs.sort()).toEqual(["add", "checkout-index", "commit-tree", "diff", "ls-files", "ls-tree", "read-tree", "write-tree"]);
+    // The shared index is gone afterwards.
+    expect(readdirSync(path.dirname(ws.gitDir)).filter((f) => f.includes(".index-"))).toEqual([]);
   });
 });

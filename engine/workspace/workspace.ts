@@ -1,5 +1,5 @@
 import { existsSync, lstatSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
+import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { losslessUtf8, trimFinalNewline } from "../process/run";
@@ -86,23 +86,23 @@ export async function createWorkspace(worktreesRoot: string, repo: RepoInfo, wor
       OCW_BRANCH: branch,
       OCW_BASE: repo.head,
       OCW_OBJECT_FORMAT: objectFormat(repo.head),
+      // Its own opencode project (see opencodeProjectId), written by the script: a file write on the engine's thread
+      // took ~8 ms a worker under load.
+      OCW_PROJECT_ID: opencodeProjectId(),
     },
   });
-  writeOpencodeProjectId(worktree);
   return ws;
 }
 
 /**
- * Makes the private repository its own opencode project. opencode names a project by its origin remote, else by the id
+ * The id that makes a private repository its own opencode project (NEW_WORKSPACE writes it). opencode names a project by its origin remote, else by the id
  * in `<git dir>/opencode`, else by its root commit: every clone of one user repository would be the same project, and
  * each session's instance boot then runs `git worktree list` (plus three `git rev-parse`) in every existing workspace
  * of that project ("project copy refresh"), so N workers at once cost O(N²) git processes, and each new worker the
  * workspaces of all finished ones (measured with 32 at once: 4,736 git processes and 94 s of their CPU; with an id of
  * its own: 608 and 12 s; bench/report.md). The id is random, so a worker that reads its own cannot name a sibling's.
  */
-export function writeOpencodeProjectId(worktree: string): void {
-  writeFileSync(path.join(worktree, ".git", "opencode"), randomBytes(20).toString("hex") + "\n", { mode: 0o644 });
-}
+const opencodeProjectId = (): string => randomBytes(20).toString("hex");
 
 /**
  * git run by the engine on files a worker wrote: no system or global config (no user excludes, no credential helpers),
@@ -142,6 +142,8 @@ const GRADE_OBJECTS = "grade-objects";
 const NEW_WORKSPACE = `set -eu
 if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
 printf '%s\n' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
+printf '%s\n' "$OCW_PROJECT_ID" > "$OCW_WORKTREE/.git/opencode"
+chmod 644 "$OCW_WORKTREE/.git/opencode"
 cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
@@ -166,7 +168,7 @@ const INIT_ENGINE_GIT_DIR = `${TRUSTED}if [ "$OCW_OBJECT_FORMAT" = sha256 ]; the
  * The tree of the workspace's files as they are now: a fresh index from the base (index flags in the workspace cannot
  * hide a change), every file added. Run with the trusted environment.
  */
-const SNAPSHOT = `GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+const SNAPSHOT = `[ -n "\${OCW_INDEX_READY-}" ] || GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
 GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
 tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
 `;
@@ -279,12 +281,7 @@ git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 const scriptsOf = new Map<string, Promise<unknown>>();
 
 /** Runs a trusted script on a worker's objects, with a private index that is removed afterwards. */
-function trustedScript(
-  ws: Workspace,
-  script: string,
-  inputs: Record<string, string>,
-  opts: { freshGradeObjects?: boolean; bytes?: boolean } = {},
-): Promise<string> {
+function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: TrustedScriptOptions = {}): Promise<string> {
   const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
   const done = run.catch(() => undefined);
   scriptsOf.set(ws.gitDir, done);
@@ -297,12 +294,7 @@ function trustedScript(
  * grading) and GRADE_OBJECTS (borrowing only the user's, so that `git add` there writes every object the graded commit
  * adds, and publishing copies exactly those).
  */
-async function runTrustedScript(
-  ws: Workspace,
-  script: string,
-  inputs: Record<string, string>,
-  opts: { freshGradeObjects?: boolean; bytes?: boolean },
-): Promise<string> {
+async function runTrustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: TrustedScriptOptions): Promise<string> {
   const format = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format), objectsOf(ws.repo)]);
   const objects = path.join(ws.gitDir, "objects");
@@ -313,10 +305,13 @@ async function runTrustedScript(
     if (existsSync(gradeObjects)) await copyObjects(gradeObjects, objects).catch(() => undefined);
     await rm(gradeObjects, { recursive: true, force: true });
   }
-  for (const dir of [objects, gradeObjects]) mkdirSync(path.join(dir, "info"), { recursive: true });
-  writeFileSync(path.join(objects, "info", "alternates"), `${userObjects}\n${gradeObjects}\n`);
-  writeFileSync(path.join(gradeObjects, "info", "alternates"), `${userObjects}\n`);
-  const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  // Off the engine's thread: a synchronous mkdir or write here took several ms a script under load, three scripts a worker.
+  await Promise.all([objects, gradeObjects].map((dir) => mkdir(path.join(dir, "info"), { recursive: true })));
+  await Promise.all([
+    writeFile(path.join(objects, "info", "alternates"), `${userObjects}\n${gradeObjects}\n`),
+    writeFile(path.join(gradeObjects, "info", "alternates"), `${userObjects}\n`),
+  ]);
+  const index = opts.index?.path ?? privateIndex(ws);
   try {
     const env = {
       ...trustedEnv(ws.gitDir),
@@ -324,6 +319,8 @@ async function runTrustedScript(
       GIT_OBJECT_DIRECTORY: objects,
       OCW_GRADE_OBJECTS: gradeObjects,
       OCW_INDEX: index,
+      // The index already holds the base (read by the caps listing just before): the snapshot does not read it again.
+      ...(opts.index?.ready ? { OCW_INDEX_READY: "1" } : {}),
       OCW_BASE: ws.baseCommit,
       OCW_WORKTREE: ws.worktree,
       ...inputs,
@@ -331,9 +328,19 @@ async function runTrustedScript(
     // Lossless: the names of a worker's files (any bytes but NUL) and its diff show invalid UTF-8 as \xNN, never U+FFFD.
     return await gitScript(script, { cwd: ws.gitDir, env, lossless: !opts.bytes, bytes: opts.bytes });
   } finally {
-    await rm(index, { force: true });
+    if (!opts.index?.keep) await rm(index, { force: true });
   }
 }
+
+interface TrustedScriptOptions {
+  freshGradeObjects?: boolean;
+  bytes?: boolean;
+  /** A private index shared by two scripts in a row (the caps listing, then the commit): kept after the first, read by the second. */
+  index?: { path: string; keep?: boolean; ready?: boolean };
+}
+
+/** A fresh private index's name beside the worker's objects (no file yet: git makes it). */
+const privateIndex = (ws: Workspace) => `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
 
 /** A sha256 repository's commits are named by 64 hex digits: its workspace and engine repository must be sha256 too. */
 const objectFormat = (commit: string): ObjectFormat => (commit.length === 64 ? "sha256" : "sha1");
@@ -376,17 +383,25 @@ export async function commitAndCheckOut(
   only?: string[],
 ): Promise<GradedCommit & { partial: boolean }> {
   // Caps first: a worker's 100k files or a 2 GiB file never reach the engine's memory, its objects or the person's repository.
-  const over = await snapshotOverCaps(ws, caps);
-  if (over) throw new SnapshotTooLarge(over);
-  await rm(checkoutDir, { recursive: true, force: true });
-  mkdirSync(checkoutDir, { recursive: true });
+  // One private index for both scripts: the listing reads the base into it, the commit adds the files to it (a `git
+  // read-tree` less per grading).
+  const index = privateIndex(ws);
   const partial = plainNames(only);
-  const out = await trustedScript(
-    ws,
-    COMMIT_AND_CHECK_OUT,
-    { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial ? checkoutList(only) : "" },
-    { freshGradeObjects: true },
-  );
+  let out: string;
+  try {
+    const over = await snapshotOverCaps(ws, caps, index);
+    if (over) throw new SnapshotTooLarge(over);
+    await rm(checkoutDir, { recursive: true, force: true });
+    mkdirSync(checkoutDir, { recursive: true });
+    out = await trustedScript(
+      ws,
+      COMMIT_AND_CHECK_OUT,
+      { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial ? checkoutList(only) : "" },
+      { freshGradeObjects: true, index: { path: index, ready: existsSync(index) } },
+    );
+  } finally {
+    await rm(index, { force: true });
+  }
   const eol = out.indexOf("\n");
   const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
   // Nothing changed: the base is the commit (the engine's commit object of the same tree is left unused).
@@ -482,11 +497,11 @@ git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
  * what tracked files grew by) than `caps.bytes`, or one file larger than `caps.fileBytes` (and larger than at the base).
  * Sizes from lstat (a symlink is its target's name); names as bytes, shown losslessly.
  */
-export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snapshotCaps()): Promise<string | null> {
+export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snapshotCaps(), keepIndex?: string): Promise<string | null> {
   if (!existsSync(ws.worktree)) return null;
   let out: string;
   try {
-    out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true });
+    out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true, ...(keepIndex ? { index: { path: keepIndex, keep: true } } : {}) });
   } catch (err) {
     // The listing itself passed the output cap (tens of MiB of names): far over any file cap.
     if (/output passed/.test((err as Error).message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
