@@ -87,10 +87,11 @@ const up = async (bundle?: string) => {
 const engines: Record<string, Awaited<ReturnType<typeof up>>> = { engine: await up() };
 if (BEFORE) engines.before = await up(path.resolve(BEFORE));
 const bare = await bareRig(model, "private-clone");
-const results: { side: string; wall: number; tail: number; load: number; detail: string; execs: Record<string, number> }[] = [];
+const results: { side: string; wall: number; tail: number; load: number; detail: string; execs: Record<string, number>; cpu?: number }[] = [];
 try {
   for (let rep = 0; rep < reps; rep++) {
-    const sides = BEFORE ? ["engine", "bare", "before"] : ["engine", "bare"];
+    // NOBARE=1: only the two engines, taking turns (a before/after of the engine alone).
+    const sides = (BEFORE ? ["engine", "bare", "before"] : ["engine", "bare"]).filter((x) => !(process.env.NOBARE === "1" && x === "bare"));
     for (const side of rep % 2 ? sides.reverse() : sides) {
       const load = round(os.loadavg()[0]!, 2);
       if (side !== "bare") {
@@ -118,6 +119,7 @@ try {
         const extra = `; baseline ${med(baseline)}/${max(baseline)}, grading ${med(grading)}/${max(grading)}; last verdict → batch end ${r.startedAt + r.wallMs - lastVerdict} ms`;
         results.push({
           side,
+          cpu: round(r.cpuSec + r.childrenCpuSec + r.bridgeCpuSec, 2),
           wall: r.wallMs,
           tail: r.wallMs - lastFirst,
           load,
@@ -144,8 +146,19 @@ try {
   }
   const w = (side: string) => results.filter((r) => r.side === side).map((r) => r.wall);
   for (const side of Object.keys(engines)) {
-    const ratios = w(side).map((x, i) => round(x / w("bare")[i]!, 2));
-    console.log(`${side} ÷ bare: ${ratios.join(", ")}; median ${median(ratios)} [${Math.min(...ratios)}–${Math.max(...ratios)}]`);
+    const vs = process.env.NOBARE === "1" ? "before" : "bare";
+    if (side === vs) continue;
+    const ratios = w(side).map((x, i) => round(x / w(vs)[i]!, 2));
+    console.log(
+      `${side} ÷ ${vs} (CPU: ${results
+        .filter((r) => r.side === side)
+        .map((r) => r.cpu)
+        .join(", ")} vs ${results
+        .filter((r) => r.side === vs)
+        .map((r) => r.cpu)
+        .join(", ")})`,
+    );
+    console.log(`${side} ÷ ${vs}: ${ratios.join(", ")}; median ${median(ratios)} [${Math.min(...ratios)}–${Math.max(...ratios)}]`);
   }
   console.log(
     `load now ${os

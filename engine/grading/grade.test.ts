@@ -1,7 +1,7 @@
 // Grading's own folders: the fresh checkout and the checks' private HOME/TMPDIR. A check can leave anything there (a
 // cache, a marker that makes the next run pass); a regrade must start from nothing, and nothing may pile up per worker.
 import { execFileSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
@@ -9,6 +9,7 @@ import { committedRepo } from "../../test/fixtures/git-repo";
 import { checkOutCommit, commitAndCheckOut, createWorkspace, inspectRepo, partialHolds } from "../workspace/workspace";
 import { sweepDiscarded } from "./folders";
 import { baselineChecks, baselineInFreshWorkspace, grade, type GradeInput } from "./grade";
+import { flaggedChanges } from "../workspace/land";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-grade-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -102,6 +103,51 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     // No baseline (the base run failed): not flagged, since nothing is known.
     expect(await grade({ ...base, baseline: null })).toMatchObject({ verdict: "built", weakEvidence: false });
   }, 30_000);
+
+  it("a built verdict's flags come from the graded commit's own diff, the same as read from the person's repository, with no git started for them", async () => {
+    const repo = committedRepo(path.join(tmp, "repo-flags"), { "README.md": "# r\n", "package.json": '{"scripts":{"test":"vitest"}}\n', "gone.txt": "g\n" });
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), "w-flags", path.join(tmp, "objects", "w-flags.git"));
+    writeFileSync(path.join(ws.worktree, ".gitattributes"), "*.bin filter=lfs\n");
+    writeFileSync(path.join(ws.worktree, "package.json"), '{"scripts":{"test":"true"}}\n');
+    writeFileSync(path.join(ws.worktree, "run.sh"), "#!/bin/sh\n", { mode: 0o755 });
+    symlinkSync("../outside", path.join(ws.worktree, "link"));
+    // A name that is not UTF-8 (shown losslessly as \xff either way).
+    writeFileSync(Buffer.concat([Buffer.from(path.join(ws.worktree, "bad-")), Buffer.from([0xff]), Buffer.from(".txt")]), "x\n");
+    rmSync(path.join(ws.worktree, "gone.txt"));
+    mkdirSync(path.join(ws.worktree, ".github", "workflows"), { recursive: true });
+    writeFileSync(path.join(ws.worktree, ".github", "workflows", "ci.yml"), "on: push\n");
+    // A `git` first on PATH that logs each start's subcommand.
+    const bin = path.join(tmp, "flags-bin");
+    const log = path.join(tmp, "flags.log");
+    mkdirSync(bin, { recursive: true });
+    const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
+    writeFileSync(
+      path.join(bin, "git"),
+      `#!/bin/sh\nskip=\nfor a in "$@"; do if [ -n "$skip" ]; then skip=; continue; fi; case "$a" in --work-tree|-C|-c) skip=1 ;; -*) ;; *) echo "$a" >> ${JSON.stringify(log)}; break ;; esac; done\nexec ${JSON.stringify(real)} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const path0 = process.env.PATH;
+    process.env.PATH = `${bin}:${path0}`;
+    let v;
+    try {
+      v = await grade({
+        workspace: ws,
+        checks: [{ file: "run.sh" }],
+        scope: [],
+        protect: [],
+        finalText: "OUTCOME: built",
+        title: "t",
+        checkoutDir: path.join(tmp, "grading", "w-flags"),
+      });
+    } finally {
+      process.env.PATH = path0;
+    }
+    expect(v.verdict).toBe("built");
+    expect(readFileSync(log, "utf8").split("\n")).not.toContain("diff-tree");
+    // The same flags as read from the person's repository, where the graded commit is published.
+    expect(v.flags).toEqual(await flaggedChanges(repo, ws.baseCommit, v.commit!));
+    expect(v.flags!.map((f) => f.kind).sort()).toEqual(["executable", "git-config", "symlink", "tool-config", "tool-config"]);
+  });
 
   it("file checks on the base are read in the workspace just made, as a fresh checkout of the base shows them; a command check or a checks' folder that is not a folder there leaves it to baselineChecks", async () => {
     const repo = committedRepo(path.join(tmp, "repo-fresh"), { "README.md": "# r\n", "sub/a.txt": "A\n", "sub/link": "x" });

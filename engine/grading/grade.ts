@@ -164,7 +164,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   const sincePrevious = input.previousCommit ? await changedBetween(ws, input.previousCommit, graded.commit).catch(() => null) : null;
   if (built) await publishBranch(ws, graded.commit);
   // What needs an explicit acceptance before it is merged: read from the person's repository, where it was published.
-  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit) : [];
+  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit, graded.changes) : [];
   return {
     verdict,
     claim,

@@ -109,7 +109,7 @@ export async function combineCommits(
   return { commit: await commitTree(repo, tree, [base], message), tree };
 }
 
-interface TreeChange {
+export interface TreeChange {
   path: string;
   /** The new mode and blob, or null when the path is deleted. */
   mode: string | null;
@@ -119,18 +119,31 @@ interface TreeChange {
 
 /** What differs between two commits, NUL-separated, names exactly as they are. */
 export async function treeChanges(repo: string, from: string, to: string, opts: { lossless?: boolean } = {}): Promise<TreeChange[]> {
-  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], opts)).out;
-  const parts = out.split("\0");
+  return parseRawChanges((await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], opts)).out).changes;
+}
+
+/**
+ * Reads git's raw diff records (`-z --raw --no-abbrev --no-renames`: `:oldmode newmode oldoid newoid status NUL path
+ * NUL` each) from the start of `out`; `rest` is what follows them (another format's output in the same diff).
+ */
+export function parseRawChanges(out: string): { changes: TreeChange[]; rest: string } {
   const changes: TreeChange[] = [];
-  for (let i = 0; i + 1 < parts.length; i += 2) {
-    const meta = parts[i]!;
-    const p = parts[i + 1]!;
-    if (!meta.startsWith(":")) break;
-    const [oldMode, newMode, , newOid, status] = meta.slice(1).split(" ");
+  let at = 0;
+  while (out.startsWith(":", at)) {
+    const metaEnd = out.indexOf("\0", at);
+    const pathEnd = metaEnd < 0 ? -1 : out.indexOf("\0", metaEnd + 1);
+    if (pathEnd < 0) break;
+    const [oldMode, newMode, , newOid, status] = out.slice(at + 1, metaEnd).split(" ");
     const deleted = status === "D";
-    changes.push({ path: p, mode: deleted ? null : newMode!, oid: deleted ? null : newOid!, oldMode: oldMode === "000000" ? null : oldMode! });
+    changes.push({
+      path: out.slice(metaEnd + 1, pathEnd),
+      mode: deleted ? null : newMode!,
+      oid: deleted ? null : newOid!,
+      oldMode: oldMode === "000000" ? null : oldMode!,
+    });
+    at = pathEnd + 1;
   }
-  return changes;
+  return { changes, rest: out.slice(at) };
 }
 
 const TOOL_CONFIG: [RegExp, string][] = [
@@ -151,11 +164,12 @@ const TOOL_CONFIG: [RegExp, string][] = [
  * The changes from `base` to `commit` that do more than their diff shows (see ChangeFlag). Read from the person's
  * repository (the graded commit is published there).
  */
-export async function flaggedChanges(repo: string, base: string, commit: string): Promise<ChangeFlag[]> {
+export async function flaggedChanges(repo: string, base: string, commit: string, known?: TreeChange[]): Promise<ChangeFlag[]> {
   if (base === commit) return [];
   const flags: ChangeFlag[] = [];
-  // Names shown losslessly (an invalid UTF-8 byte as \xNN): they are shown, never opened.
-  for (const c of await treeChanges(repo, base, commit, { lossless: true })) {
+  // Names shown losslessly (an invalid UTF-8 byte as \xNN): they are shown, never opened. `known`: the same records,
+  // read with the graded commit's own diff (grading's script), so no git starts here for them.
+  for (const c of known ?? (await treeChanges(repo, base, commit, { lossless: true }))) {
     // Matched as a case-insensitive, normalising file system opens the name (macOS, Windows): `.GitAttributes` and
     // `.GITHUB/Workflows/ci.yml` are `.gitattributes` and a CI workflow there.
     const folded = foldPath(c.path);

@@ -5,6 +5,7 @@ import path from "node:path";
 import { losslessUtf8, trimFinalNewline } from "../process/run";
 import { config } from "../config";
 import { git, type GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
+import { parseRawChanges, type TreeChange } from "./land";
 
 export { InputError } from "../../shared/errors";
 import { InputError, OcwError } from "../../shared/errors";
@@ -143,7 +144,6 @@ const NEW_WORKSPACE = `set -eu
 if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
 printf '%s\n' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
 printf '%s\n' "$OCW_PROJECT_ID" > "$OCW_WORKTREE/.git/opencode"
-chmod 644 "$OCW_WORKTREE/.git/opencode"
 cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
@@ -181,7 +181,7 @@ tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
 const COMMIT_AND_CHECK_OUT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
 ${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
 printf '%s\n' "$commit"
-git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
+git $C diff --raw --no-abbrev --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
 if [ -n "$OCW_CHECKOUT_ONLY" ]; then
   printf '%s\n' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
 else
@@ -365,6 +365,8 @@ export interface GradedCommit {
   /** Files changed between the base and the commit (paths relative to the repository's root, as they are). */
   changed: string[];
   diffStat: string;
+  /** The changes' raw records (modes, blobs), for flaggedChanges. */
+  changes?: TreeChange[];
 }
 
 /**
@@ -403,9 +405,13 @@ export async function commitAndCheckOut(
     await rm(index, { force: true });
   }
   const eol = out.indexOf("\n");
-  const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
+  // The raw records first (what flaggedChanges reads: modes and blobs), then the numstat records and the stat.
+  const raw = parseRawChanges(out.slice(eol + 1));
+  const { changed, stat } = parseNumstatAndStat(raw.rest);
   // Nothing changed: the base is the commit (the engine's commit object of the same tree is left unused).
-  return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat, partial } : { commit: ws.baseCommit, changed, diffStat: "", partial };
+  return changed.length
+    ? { commit: out.slice(0, eol), changed, diffStat: stat, partial, changes: raw.changes }
+    : { commit: ws.baseCommit, changed, diffStat: "", partial, changes: [] };
 }
 
 /**
