@@ -141,6 +141,21 @@ export interface Report {
     other: string;
     out: { side: string; gradings: number; built: number; medianMs: number; minMs: number; maxMs: number; gitProcessesPerGrading: number; baseChecksMedianMs: number; gitProcessesPerBaseCheck: number }[];
   };
+  /**
+   * Where the engine's wall time goes beyond the bare SDK's (bench/trace-cost.ts, written into the report by hand from
+   * its output): a worker's path from queued to verdict per segment, the processes each side starts per worker, and
+   * the CPU each side adds, this build against an earlier one.
+   */
+  costTrace?: {
+    at: string;
+    /** How it was run (command, sizes, repetitions). */
+    how: string;
+    load: string;
+    segments: { segment: string; engine: string; before: string; bare: string; note: string }[];
+    processes: { what: string; engine: string; before: string; bare: string }[];
+    cpu: { what: string; engine: string; before: string; bare: string }[];
+    notes: string[];
+  };
   /** The fault and attack suite, run by the bench (vitest JSON reporter). */
   faults?: FaultSuite;
   /** A batch on a pool of endpoints vs one endpoint with the same total slots; an endpoint's death → out of admission. */
@@ -273,6 +288,7 @@ export function renderMarkdown(r: Report): string {
     ...sandboxSection(r),
     ...costSection(r),
     ...gradingAloneSection(r),
+    ...costTraceSection(r),
     ...repoSection(r),
     "",
     "## Engine process",
@@ -524,6 +540,30 @@ function gradingAloneSection(r: Report): string[] {
     "| build | gradings (built) | grading ms, median [min–max] | git processes per grading | checks on the base commit ms, median | git processes there |",
     "|---|---|---|---|---|---|",
     ...g.out.map((x) => `| ${x.side} | ${x.gradings} (${x.built}) | ${x.medianMs} [${x.minMs}–${x.maxMs}] | ${x.gitProcessesPerGrading} | ${x.baseChecksMedianMs} | ${x.gitProcessesPerBaseCheck} |`),
+  ];
+}
+
+function costTraceSection(r: Report): string[] {
+  const t = r.costTrace;
+  if (!t) return [];
+  return [
+    "",
+    `### Where the engine's time goes beyond the bare SDK (trace, ${t.at})`,
+    `${t.how} Load (1 min): ${t.load}.`,
+    "",
+    "| a worker's path, medians of per-batch medians (ms) | this build | earlier build | bare SDK on private clones | |",
+    "|---|---|---|---|---|",
+    ...t.segments.map((x) => `| ${x.segment} | ${x.engine} | ${x.before} | ${x.bare} | ${x.note} |`),
+    "",
+    "| processes per worker | this build | earlier build | bare SDK on private clones |",
+    "|---|---|---|---|",
+    ...t.processes.map((x) => `| ${x.what} | ${x.engine} | ${x.before} | ${x.bare} |`),
+    "",
+    "| CPU per batch, s (median) | this build | earlier build | bare SDK on private clones |",
+    "|---|---|---|---|",
+    ...t.cpu.map((x) => `| ${x.what} | ${x.engine} | ${x.before} | ${x.bare} |`),
+    "",
+    ...t.notes.map((n) => `- ${n}`),
   ];
 }
 
