@@ -2,14 +2,14 @@
 // private clones) on the same scripted model, sides taking turns, with each worker's timeline and, with STRACE=1, the
 // processes each side started during the batch (strace -f on the engine and its opencode serve / the bare serve).
 // `npx jiti bench/trace-cost.ts [N] [REPS] [paced]` (a scratch tool of the cost investigation; not part of `npm run bench`).
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, startEngine, tempDir } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
-import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
+import { bareRig, batchThroughMcp, benchTarget, type BareBatch } from "./batch";
 import { commandHelperUnder, opencodeServeUnder } from "./procs";
 import { median, round } from "./stats";
 
@@ -175,5 +175,4 @@ try {
   }
   await model.close();
 }
-void execFileSync;
 process.exit(0);

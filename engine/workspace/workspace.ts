@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
