@@ -4,8 +4,8 @@ import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
 import { git } from "../workspace/git";
-import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
-import { fullDiff, removeWorkspace } from "../workspace/workspace";
+import { describeFlags, flaggedChanges, gitWithObjects, landCommit, revertCommit } from "../workspace/land";
+import { fullDiff, gradedStoreOf, landObjects, publishBranch, type PublishedBranch, removeWorkspace, type Workspace } from "../workspace/workspace";
 import type { WorkerRegistry } from "./registry";
 
 /**
@@ -41,9 +41,12 @@ export class WorkspaceLifecycle {
         `${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged — reset the branch or merge it by hand`,
         "conflict",
       );
+    // The graded commit is in the engine's store until it lands: the merge is computed there, and exactly the objects
+    // of the result the person's repository lacks are copied into it once the merge applies.
+    const graded = await gradedStoreOf(ws);
     const head = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.baseBranch}`], { allowFail: true });
-    const from = head ? (await git(ws.repo, ["merge-base", head, commit], { allowFail: true })) || ws.baseCommit : ws.baseCommit;
-    const flags = await flaggedChanges(ws.repo, from, commit);
+    const from = head ? (await gitWithObjects(ws.repo, graded, ["merge-base", head, commit])) || ws.baseCommit : ws.baseCommit;
+    const flags = await flaggedChanges(ws.repo, from, commit, graded);
     if (flags.length && !opts.acceptFlagged) {
       throw new InputError(
         `worker ${workerId}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,
@@ -56,13 +59,37 @@ export class WorkspaceLifecycle {
       branch: ws.baseBranch,
       commit,
       message: `Merge ${ws.branch}: ${title}`,
+      objects: graded,
+      publish: (next) => landObjects(ws.repo, graded, next),
       onConflict: (files) =>
-        `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge ${ws.branch} by hand.`,
+        `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`,
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     // Merged, the work lives in the user's branch: the workspace, the engine's repository and ocw/<id> go.
     await this.tidy(workerId, "merged");
     return { commit: merged, into: ws.baseBranch };
+  }
+
+  /**
+   * "Publish the branch": exactly the graded commit's objects the person's repository lacks are copied into it and
+   * `ocw/<id>` is set to that commit, for a person who reviews or merges with their own git tools. Grading publishes
+   * nothing; merge, push and pull request bring the commit themselves.
+   */
+  async publish(workerId: string): Promise<PublishedBranch> {
+    const { ws, commit } = this.landable(workerId, "published");
+    return publishBranch(ws, commit);
+  }
+
+  /** A built, unmerged, undiscarded worker's workspace and graded commit, or why it has none to land. */
+  landable(workerId: string, verb: string): { ws: Workspace; commit: string } {
+    const w = this.reg.get(workerId);
+    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are ${verb}`, "conflict");
+    if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
+    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to publish`, "conflict");
+    const ws = this.reg.workspaceOf(w);
+    const commit = w.verdict?.commit;
+    if (!ws || !commit) throw new InputError(`worker ${workerId} has no graded commit to publish`, "conflict");
+    return { ws, commit };
   }
 
   /** A batch's integration commit landed: each worker it combines counts as merged there. */
