@@ -209,12 +209,12 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     expect(git(r, "rev-parse", w.branch!)).toBe(w.verdict!.commit);
   }, 180_000);
 
-  it("a 20 MiB file in a built change: grading writes no object and no ref into the person's .git; publishing brings exactly the graded commit", async () => {
+  it("a 16 MiB file in a built change: grading writes no object and no ref into the person's .git; publishing brings exactly the graded commit", async () => {
     const r = repo();
     const objects = () => git(r, "count-objects", "-v");
     const refs = () => git(r, "for-each-ref", "--format=%(refname) %(objectname)");
     const before = { objects: objects(), refs: refs() };
-    model.addScript(/ATTACK-BIGOBJ/, steps(bash("head -c 20971520 /dev/urandom > big.bin && echo ok > ok.txt")), "bigobj");
+    model.addScript(/ATTACK-BIGOBJ/, steps(bash("head -c 16777216 /dev/urandom > big.bin && echo ok > ok.txt")), "bigobj");
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-BIGOBJ", directory: r, checks: [{ file: "ok.txt" }] });
     const w = (await settle(engine.client, [workerId], approveAll, 120_000)).get(workerId)!;
     expect(w.verdict?.verdict).toBe("built");
@@ -226,7 +226,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     expect(() => git(r, "cat-file", "-e", blob)).toThrow();
     const p = await engine.client.workers.publish.mutate({ workerId });
     expect(git(r, "rev-parse", w.branch!)).toBe(w.verdict!.commit);
-    expect(git(r, "cat-file", "-s", blob)).toBe("20971520");
+    expect(git(r, "cat-file", "-s", blob)).toBe("16777216");
     expect(p.objects).toBe(git(r, "rev-list", "--objects", "--no-object-names", w.verdict!.commit!, "--not", "main").split("\n").length);
   }, 180_000);
 
