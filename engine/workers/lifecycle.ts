@@ -1,11 +1,20 @@
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
 import { git } from "../workspace/git";
 import { describeFlags, flaggedChanges, gitWithObjects, landCommit, revertCommit } from "../workspace/land";
-import { fullDiff, gradedStoreOf, landObjects, publishBranch, type PublishedBranch, removeWorkspace, type Workspace } from "../workspace/workspace";
+import {
+  fullDiff,
+  gradedObjectsDir,
+  gradedStoreOf,
+  landObjects,
+  publishBranch,
+  type PublishedBranch,
+  removeWorkspace,
+  type Workspace,
+} from "../workspace/workspace";
 import type { WorkerRegistry } from "./registry";
 
 /**
@@ -134,6 +143,7 @@ export class WorkspaceLifecycle {
     if (ws) await removeWorkspace(ws, { force: true, tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
+    if (ws) this.dropGradedStore(ws.repo);
     return this.reg.get(workerId);
   }
 
@@ -148,8 +158,25 @@ export class WorkspaceLifecycle {
     try {
       await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
+      this.dropGradedStore(ws.repo);
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * The engine's graded store of a repository (engine/workspace/workspace.ts) goes once nothing can need it: no worker
+   * anywhere is active (a queued task may start from a graded commit), and every worker of that repository was merged,
+   * discarded or tidied (its engine folder gone). What was landed is in the person's repository by then.
+   */
+  private dropGradedStore(repo: string): void {
+    const workers = this.reg.list();
+    if (workers.some((w) => !isAtRest(w.state))) return;
+    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync(this.reg.engineGitDir(w.id)))) return;
+    try {
+      rmSync(gradedObjectsDir(path.dirname(this.reg.engineGitDir("w")), repo), { recursive: true, force: true });
+    } catch (err) {
+      this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${(err as Error).message}`);
     }
   }
 

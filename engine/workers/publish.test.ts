@@ -5,7 +5,7 @@
 // Real git, the real grading path (grade()), the real lifecycle on a registry of real logs, a fake gh (as in push.test.ts).
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +14,7 @@ import { committedRepo } from "../../test/fixtures/git-repo";
 import { testRegistry } from "../../test/fixtures/registry";
 import { grade } from "../grading/grade";
 import { combineCommits } from "../workspace/land";
-import { createWorkspace, fullDiff, gradedStore, inspectRepo, publishBranch, type Workspace } from "../workspace/workspace";
+import { createWorkspace, fullDiff, gradedObjectsDir, gradedStore, inspectRepo, publishBranch, type Workspace } from "../workspace/workspace";
 import { Batches } from "./batches";
 import type { Engine } from "./engine";
 import { WorkspaceLifecycle } from "./lifecycle";
@@ -159,6 +159,13 @@ describe("grading publishes nothing; landing brings exactly the graded commit", 
     expect(w.verdict.mergeHint).toMatch(new RegExp(`^ocw publish ${w.id} && cd .* && git checkout main && git merge --no-ff ocw/${w.id}$`));
     // The commit stays readable in the engine's copy: the diff of the graded commit shows the change.
     expect(await w.lifecycle.diff(w.id)).toContain("+small");
+    // Discarded, the worker's objects leave the engine too: its graded store goes with the last worker of the repository.
+    const store = gradedObjectsDir(path.dirname(w.ws.gitDir), w.repo);
+    expect(existsSync(store)).toBe(true);
+    await w.lifecycle.discard(w.id);
+    expect(existsSync(store)).toBe(false);
+    expect(existsSync(w.ws.gitDir)).toBe(false);
+    expect(gitBytes(w.repo)).toEqual(w.before.bytes);
   }, 60_000);
 
   it("publish: ocw/<id> names exactly the graded commit and exactly the objects it adds come in (not a snapshot-only file); again is a no-op; a moved branch is refused", async () => {
@@ -205,6 +212,9 @@ describe("grading publishes nothing; landing brings exactly the graded commit", 
     expect(came.has(w.commit)).toBe(true);
     expect(readFileSync(path.join(w.repo, "small.txt"), "utf8")).toBe("small\n");
     g(w.repo, "fsck", "--no-dangling", "--connectivity-only");
+    // Merged, the work is the person's: the worker's folders and the repository's graded store are gone.
+    expect(existsSync(w.ws.gitDir)).toBe(false);
+    expect(existsSync(gradedObjectsDir(path.dirname(w.ws.gitDir), w.repo))).toBe(false);
   }, 60_000);
 
   it("push and pull request: the remote and the person's repository get exactly the graded commit (ocw/<id> names it)", async () => {
