@@ -35,6 +35,7 @@ const LAYERS = [
   ["engine/approvals/", "core", 2],
   ["engine/admission/", "core", 2],
   ["engine/workers/", "core", 2],
+  ["engine/registry/", "core", 2],
   ["engine/budgets/", "core", 2],
   ["engine/recovery/", "core", 2],
   ["engine/api/", "api", 3],
@@ -46,6 +47,7 @@ const LAYERS = [
 ];
 /** The live engine's core: a client (CLI command, MCP bridge) reaches it only through the engine's API. */
 const ENGINE_ONLY = ["engine/workers/", "engine/harness/", "engine/approvals/", "engine/budgets/", "engine/recovery/"];
+ENGINE_ONLY.push("engine/registry/");
 /** What each app may import besides shared/ (apps sit beside the clients, not above them). */
 const APP_ALLOW = {
   electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/store/paths.ts"],

@@ -1,5 +1,5 @@
 import { initTRPC, tracked, TRPCError } from "@trpc/server";
-import { codeOf, detailOf, ERROR_MAP, OcwError } from "../../shared/errors";
+import { codeOf, detailOf, ERROR_MAP, InputError, OcwError } from "../../shared/errors";
 import { z } from "zod";
 import {
   BatchRef,
@@ -41,7 +41,7 @@ import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
 import { apiKeyFilePath, forgetApiKey, storeApiKey } from "../serving/keys";
 import { seqOf } from "../events";
-import { InputError, type Engine } from "../workers/engine";
+import type { Engine } from "../workers/engine";
 import { continueOnNewBase, mergeBatch, pruneBranches, retryWorker, revertLanded } from "../workers/housekeeping";
 import { pushWork } from "../workers/push";
 import { listWorkers } from "../workers/listing";

@@ -3,7 +3,8 @@ import { readLock } from "../api/lock";
 import { keyForProbe } from "../serving/keys";
 import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
-import { endpointsOf, readEndpoint, type EndpointStatus } from "../admission/capacity";
+import { endpointsOf } from "../../shared/target";
+import { readEndpoint, type EndpointStatus } from "../admission/capacity";
 
 /**
  * `ocw targets --json`: every target with `endpoints: [{url, healthy, slots, inUse, …}]` — from the running engine

@@ -6,7 +6,7 @@ import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
 import { git } from "../workspace/git";
 import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
 import { fullDiff, removeWorkspace } from "../workspace/workspace";
-import type { WorkerRegistry } from "./registry";
+import type { WorkerRegistry } from "../registry";
 
 /**
  * A finished worker's workspace lifecycle: merge (exactly the graded commit), diff, discard, and garbage collection.

@@ -6,7 +6,6 @@ import { losslessUtf8, trimFinalNewline } from "../process/run";
 import { config } from "../config";
 import { git, type GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 
-export { InputError } from "../../shared/errors";
 import { InputError, OcwError } from "../../shared/errors";
 
 export interface RepoInfo {

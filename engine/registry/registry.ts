@@ -9,8 +9,6 @@ import type { WorkerLogStore } from "../store/worker-log";
 import type { Workspace } from "../workspace/workspace";
 import { type Activity, WorkerRun } from "./worker-run";
 
-export type { Activity, Turn, Usage } from "./worker-run";
-
 export interface RegistryOptions {
   stateDir: string;
   bus: EventBus;
