@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ServingEndpoint } from "../../shared/target";
-import { readBounded } from "../net/bounded";
+import { readBounded } from "../net";
 
 /** What an endpoint of a target looks like right now, from its own server's reports. */
 export const EndpointStatus = z.object({
@@ -33,7 +33,6 @@ export const EndpointStatus = z.object({
 });
 export type EndpointStatus = z.infer<typeof EndpointStatus>;
 export type LiveReading = NonNullable<EndpointStatus["live"]>;
-
 
 /** A KV cache fuller than this takes no new worker (the engine would only queue it inside the server). */
 const KV_FULL = 0.9;

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { selfCommand, startExclusive } from "./launcher";
-import { alive, Backoff } from "../process/process";
+import { alive, Backoff } from "../process";
 import { lastLock, readLock, supervisorOf } from "./lock";
 
 const CRASH_WINDOW_MS = 60_000;

@@ -7,7 +7,7 @@ import { firstIssue } from "../../shared/issues";
 import { Decision, rejectionMessage, type DecidedBy, type Grant, type PermissionAsk, PolicyRule } from "../../shared/permission";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../registry";
-import { readJson, writeJsonAtomic } from "../store/json-file";
+import { readJson, writeJsonAtomic } from "../store";
 import { grantFor, grantOffer, inspectAsk, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
 

@@ -1,10 +1,9 @@
 import { connect, healthy } from "../api/client";
 import { readLock } from "../api/lock";
 import { keyForProbe } from "../serving/keys";
-import { stateDir } from "../store/paths";
-import { TargetStore } from "../store/targets";
+import { stateDir, TargetStore } from "../store";
 import { endpointsOf } from "../../shared/target";
-import { readEndpoint, type EndpointStatus } from "../admission/capacity";
+import { type EndpointStatus, readEndpoint } from "../admission";
 
 /**
  * `ocw targets --json`: every target with `endpoints: [{url, healthy, slots, inUse, …}]` — from the running engine

@@ -8,12 +8,11 @@ import { pathToFileURL } from "node:url";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedModelsCatalog, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
-import { limitSetup } from "../sandbox/cgroup";
-import { allowListedEnv, sandboxed, serveHidden, type SandboxKind } from "../sandbox/sandbox";
+import { allowListedEnv, limitSetup, sandboxed, type SandboxKind, serveHidden } from "../sandbox";
 import { failureText, type OpencodePort } from "./port";
 import { agentsOf, globalEvents, sdkPort } from "./sdk-port";
 import { opencodeEvent } from "./translate";
-import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process/process";
+import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process";
 import { config as ocwConfig } from "../config";
 
 /** The engine's cgroup folders (where cgroups bind), which the worker shell writes each command's group into. */

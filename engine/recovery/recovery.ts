@@ -4,7 +4,7 @@ import { isActive, pendingAsks, reduceWorker, type Worker, type WorkerEvent } fr
 import type { EventBus } from "../events";
 import type { Approvals } from "../approvals";
 import { endStaleServer, type HarnessServer, permissionAsk, questionAsk } from "../harness";
-import type { WorkerLogStore } from "../store/worker-log";
+import type { WorkerLogStore } from "../store";
 import type { WorkerRegistry } from "../registry";
 
 /**

@@ -3,9 +3,7 @@ import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
-import { git } from "../workspace/git";
-import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
-import { fullDiff, removeWorkspace } from "../workspace/workspace";
+import { describeFlags, flaggedChanges, fullDiff, git, landCommit, removeWorkspace, revertCommit } from "../workspace";
 import type { WorkerRegistry } from "../registry";
 
 /**
