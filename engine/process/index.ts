@@ -15,4 +15,4 @@ export {
   writePidFile,
 } from "./process";
 export { type CommandResult, losslessUtf8, runCommand, trimFinalNewline } from "./run";
-export { type Launched, Supervisor, type SupervisorEvents, type SupervisorOptions } from "./supervisor";
+export { GiveUp, type Launched, Supervisor, type SupervisorEvents, type SupervisorOptions } from "./supervisor";
