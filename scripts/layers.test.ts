@@ -56,7 +56,7 @@ function lint(files: Record<string, string>, drop: string[] = []): string[] {
   return problems;
 }
 
-describe("the layering lint", () => {
+describe("the layering lint", { timeout: 120_000 }, () => {
   it("passes a tree that imports every folder through its surface", () => {
     expect(
       lint({

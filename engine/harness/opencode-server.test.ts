@@ -65,7 +65,7 @@ function server(home: string, log: string[] = []): OpencodeServer {
 }
 
 const until = async (what: string, f: () => boolean) => {
-  for (let i = 0; i < 800 && !f(); i++) await new Promise((r) => setTimeout(r, 25));
+  for (let i = 0; i < 2400 && !f(); i++) await new Promise((r) => setTimeout(r, 25));
   if (!f()) throw new Error(`timed out waiting for ${what}`);
 };
 
@@ -90,7 +90,7 @@ describe("OpencodeServer on the one supervisor", () => {
     expect(s.ready).toBe(true);
     expect(s.pid).not.toBe(first);
     expect(s.port).not.toBeNull();
-  }, 30_000);
+  }, 120_000);
 
   it("concurrent starts share one serve; a stop ends it and nothing restarts it", async () => {
     const dir = tempDir("oc-sup");
@@ -109,7 +109,7 @@ describe("OpencodeServer on the one supervisor", () => {
     await s.start();
     expect(fake.starts()).toBe(2);
     expect(s.pid).not.toBe(pid);
-  }, 30_000);
+  }, 120_000);
 
   it("a first start that fails rejects with serve's own words, and nothing is restarted", async () => {
     const dir = tempDir("oc-sup");
@@ -119,5 +119,5 @@ describe("OpencodeServer on the one supervisor", () => {
     await expect(s.start()).rejects.toThrow(/exited during start-up \(code 1, signal null\): start 1 fails/);
     await new Promise((r) => setTimeout(r, 600));
     expect(fake.starts()).toBe(1);
-  }, 30_000);
+  }, 120_000);
 });
