@@ -21,7 +21,7 @@ afterEach(async () => {
 
 /**
  * A stand-in `opencode`: start N (counted in `starts`) reads its fate from `plan` (one word per start: `ok`, or `fail`
- * to exit 1 before listening); `ok` answers GET /agent with the worker agent and holds every other request open.
+ * to exit 1 before listening, `slow` never to listen); `ok` answers GET /agent with the worker agent and holds every other request open.
  */
 function standIn(dir: string, plan: string[]): { starts: () => number } {
   const bin = path.join(dir, "opencode");
@@ -36,6 +36,7 @@ const n = Number(fs.readFileSync(${JSON.stringify(counter)}, "utf8")) + 1;
 fs.writeFileSync(${JSON.stringify(counter)}, String(n));
 const fate = fs.readFileSync(${JSON.stringify(path.join(dir, "plan"))}, "utf8").split("\\n")[n - 1] ?? "ok";
 if (fate === "fail") { process.stderr.write("start " + n + " fails\\n"); process.exit(1); }
+if (fate === "slow") { setInterval(() => {}, 1000); return; }
 const server = http.createServer((req, res) => {
   if (req.url.startsWith("/agent")) { res.setHeader("content-type", "application/json"); res.end(JSON.stringify([{ name: "ocw-worker" }])); }
 });
@@ -109,6 +110,19 @@ describe("OpencodeServer on the one supervisor", () => {
     await s.start();
     expect(fake.starts()).toBe(2);
     expect(s.pid).not.toBe(pid);
+  }, 120_000);
+
+  it("a stop while serve is still starting ends that serve, and its start fails", async () => {
+    const dir = tempDir("oc-sup");
+    tmps.push(dir);
+    const fake = standIn(dir, ["slow"]);
+    const s = server(path.join(dir, "home"));
+    const started = s.start();
+    await until("the serve spawned", () => fake.starts() === 1);
+    const pid = s.pid!;
+    await s.stop();
+    expect(pidAlive(pid)).toBe(false);
+    await expect(started).rejects.toThrow(/exited during start-up/);
   }, 120_000);
 
   it("a first start that fails rejects with serve's own words, and nothing is restarted", async () => {
