@@ -7,17 +7,17 @@ import {
   checkOutBase,
   checkOutCommit,
   commitAndCheckOut,
+  flaggedChanges,
   gradedStoreOf,
   keepGraded,
   mergeHint,
   partialHolds,
   SnapshotTooLarge,
   type Workspace,
-} from "../workspace/workspace";
-import { limitSetup } from "../sandbox/cgroup";
+} from "../workspace";
+import { limitSetup } from "../sandbox";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
-import { flaggedChanges } from "../workspace/land";
 import { runnerConfigChanges } from "./runner-config";
 import { checkScope, globsMatcher } from "./scope";
 

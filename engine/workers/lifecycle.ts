@@ -3,19 +3,23 @@ import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
-import { git } from "../workspace/git";
-import { describeFlags, flaggedChanges, gitWithObjects, landCommit, revertCommit } from "../workspace/land";
 import {
+  describeFlags,
+  flaggedChanges,
   fullDiff,
+  git,
+  gitWithObjects,
   gradedObjectsDir,
   gradedStoreOf,
+  landCommit,
   landObjects,
   publishBranch,
   type PublishedBranch,
   removeWorkspace,
+  revertCommit,
   type Workspace,
-} from "../workspace/workspace";
-import type { WorkerRegistry } from "./registry";
+} from "../workspace";
+import type { WorkerRegistry } from "../registry";
 
 /**
  * A finished worker's workspace lifecycle: merge (exactly the graded commit), diff, discard, and garbage collection.
