@@ -113,8 +113,7 @@ describe("dependent tasks and integration checks", () => {
     expect(sb.stdout).toMatch(/integration: passed .*\n {2}pass both files \(exit 0\)\nnext: ocw merge --batch/);
     // The dependent start, the combined commit and the integration ran on the engine's store: nothing of the workers'
     // commits is in the person's repository before the batch lands.
-    for (const c of [wa.verdict!.commit!, wb.verdict!.commit!, out.integration.commit])
-      expect(() => git(dir, "cat-file", "-e", c)).toThrow();
+    for (const c of [wa.verdict!.commit!, wb.verdict!.commit!, out.integration.commit]) expect(() => git(dir, "cat-file", "-e", c)).toThrow();
     expect(git(dir, "branch", "--list", "ocw/*")).toBe("");
 
     // merge --batch lands exactly one commit: the integration commit (a fast-forward: main was still at the base).
@@ -337,7 +336,7 @@ describe("the daily CLI against a running engine", () => {
     const show = await ocw(["show", built]);
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toMatch(/verdict: built \(held-back checks\) · claim honest/);
-    expect(show.stdout).toMatch(new RegExp(`next: ocw merge ${built}`));
+    expect(show.stdout).toMatch(new RegExp(`next: ocw merge ${built} .* · ocw publish ${built} \\(its branch, to review with git\\)`));
 
     const logs = await ocw(["logs", built]);
     expect(logs.code, logs.stderr).toBe(0);
