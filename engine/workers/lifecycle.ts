@@ -49,7 +49,8 @@ export class WorkspaceLifecycle {
     const commit = w.verdict?.commit;
     if (!commit) throw new InputError(`worker ${workerId} has no graded commit to merge`, "conflict");
     const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (tip && tip !== commit)
+    // A branch published at an earlier round's commit is the engine's own, not a move of the person's.
+    if (tip && tip !== commit && !this.earlierCommits(workerId, commit).includes(tip))
       throw new InputError(
         `${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged — reset the branch or merge it by hand`,
         "conflict",
@@ -90,7 +91,12 @@ export class WorkspaceLifecycle {
    */
   async publish(workerId: string): Promise<PublishedBranch> {
     const { ws, commit } = this.landable(workerId, "published");
-    return publishBranch(ws, commit);
+    return publishBranch(ws, commit, this.earlierCommits(workerId, commit));
+  }
+
+  /** The worker's earlier rounds' graded commits (a branch published at one of them follows the latest verdict). */
+  private earlierCommits(workerId: string, commit: string): string[] {
+    return (this.reg.get(workerId).rounds ?? []).flatMap((r) => (r.commit && r.commit !== commit ? [r.commit] : []));
   }
 
   /** A built, unmerged, undiscarded worker's workspace and graded commit, or why it has none to land. */

@@ -168,7 +168,7 @@ describe("grading publishes nothing; landing brings exactly the graded commit", 
     expect(gitBytes(w.repo)).toEqual(w.before.bytes);
   }, 60_000);
 
-  it("publish: ocw/<id> names exactly the graded commit and exactly the objects it adds come in (not a snapshot-only file); again is a no-op; a moved branch is refused", async () => {
+  it("publish: ocw/<id> names exactly the graded commit and exactly the objects it adds come in (not a snapshot-only file); again is a no-op; a later round's commit moves it; a branch the person moved is refused", async () => {
     const w = await gradedWorker(bigChange);
     const scratch = blobOf(Buffer.from("seen by a diff only\n"));
     const p = await w.lifecycle.publish(w.id);
@@ -181,8 +181,29 @@ describe("grading publishes nothing; landing brings exactly the graded commit", 
     g(w.repo, "fsck", "--no-dangling", "--connectivity-only");
     // Publishing again copies nothing and leaves the branch.
     expect(await w.lifecycle.publish(w.id)).toMatchObject({ objects: 0, commit: w.commit });
+    // A later round's graded commit: the branch published at the earlier round's follows it (that commit stays readable).
+    writeFileSync(path.join(w.ws.worktree, "round2.txt"), "two\n");
+    const r2 = await grade({
+      workspace: w.ws,
+      checks: [{ run: "test -s round2.txt" }],
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: built",
+      title: "round 2",
+      checkoutDir: path.join(w.t.stateDir, "grading", `${w.id}.r2`),
+      previousCommit: w.commit,
+    });
+    expect(r2).toMatchObject({ verdict: "built", sincePrevious: ["round2.txt"] });
+    expect(gOk(w.repo, "cat-file", "-e", r2.commit!)).toBe(false);
+    await expect(publishBranch(w.ws, r2.commit!)).rejects.toThrow(/already exists at .*not the graded commit/);
+    await publishBranch(w.ws, r2.commit!, [w.commit]);
+    expect(g(w.repo, "rev-parse", `refs/heads/ocw/${w.id}`)).toBe(r2.commit);
+    expect(g(w.repo, "show", `ocw/${w.id}:round2.txt`)).toBe("two");
+    expect((await w.lifecycle.diff(w.id)).length).toBeGreaterThan(0);
+    expect(await fullDiff(w.ws, w.commit)).toContain("+small");
     // A branch the person moved is never overwritten.
     g(w.repo, "update-ref", `refs/heads/ocw/${w.id}`, w.base);
+    await expect(publishBranch(w.ws, w.commit, [r2.commit!])).rejects.toThrow(/already exists at .*not the graded commit/);
     await expect(w.lifecycle.publish(w.id)).rejects.toThrow(/already exists at .*not the graded commit/);
     expect(g(w.repo, "rev-parse", `refs/heads/ocw/${w.id}`)).toBe(w.base);
   }, 60_000);

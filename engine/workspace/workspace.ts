@@ -695,27 +695,29 @@ export async function landObjects(repo: string, graded: string, commit: string):
  * Publishes the graded commit in the user's repository as branch `ocw/<id>`, when the person asks (a merge, a push, a
  * pull request, or "publish the branch" to review it with their own git tools): exactly the commit's objects the user's
  * repository lacks are copied from the engine's graded store, then the branch is set to exactly that commit. Grading
- * publishes nothing. A branch already there is left alone when it names that commit, and refused when it names another
- * (the person's commits on it are never overwritten).
+ * publishes nothing. A branch already there is left alone when it names that commit, moved when it names one of
+ * `earlier` (the worker's earlier rounds' graded commits, published before a follow-up), and refused when it names
+ * another (the person's commits on it are never overwritten).
  */
-export async function publishBranch(ws: Workspace, commit: string): Promise<PublishedBranch> {
+export async function publishBranch(ws: Workspace, commit: string, earlier: string[] = []): Promise<PublishedBranch> {
   // Read through the worker's own object folder while it is there (it borrows the graded store and its latest grading),
   // else from the graded store: either way only objects the commit reaches are copied.
   const own = path.join(ws.gitDir, "objects");
   const from = existsSync(path.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
   const objects = await landObjects(ws.repo, from, commit);
   const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-  if (tip && tip !== commit)
+  if (tip && tip !== commit && !earlier.includes(tip))
     throw new InputError(
       `${ws.branch} already exists at ${tip.slice(0, 12)}, not the graded commit ${commit.slice(0, 12)}: delete or rename that branch, then publish again`,
       "conflict",
     );
-  if (!tip) {
-    const r = await runCommand("git", ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, ""], {
+  if (tip !== commit) {
+    // Compare-and-swap: still absent (""), or still at the earlier round's commit.
+    const r = await runCommand("git", ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, tip], {
       cwd: ws.repo,
       env: userGitEnv(),
     });
-    if (r.exitCode !== 0) throw new InputError(`${ws.branch} appeared while publishing; nothing was changed: publish again`, "conflict");
+    if (r.exitCode !== 0) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
   }
   return { repo: ws.repo, branch: ws.branch, commit, objects };
 }
