@@ -208,7 +208,7 @@ describe("grading publishes nothing; landing brings exactly the graded commit", 
     expect(g(w.repo, "rev-parse", `refs/heads/ocw/${w.id}`)).toBe(w.base);
   }, 60_000);
 
-  it("merge: a refused merge (a conflict) brings nothing; the merge brings exactly the graded commit and the merge commit", async () => {
+  it("merge: a refused merge (a conflict; files that would not be the graded blobs) brings nothing; the merge brings exactly the graded commit and the merge commit", async () => {
     const w = await gradedWorker(async (ws) => {
       await bigChange(ws);
       writeFileSync(path.join(ws.worktree, "README.md"), "# the worker's\n");
@@ -221,8 +221,18 @@ describe("grading publishes nothing; landing brings exactly the graded commit", 
     await expect(w.lifecycle.merge(w.id)).rejects.toThrow(/conflicts in README\.md; nothing was changed/);
     expect(gitBytes(w.repo)).toEqual(bytes);
     expect(objectIds(w.repo)).toEqual(mine);
-    // Undone: the merge lands, with exactly the objects of the graded commit and of the merge.
+    // Undone; then files that would not be the graded blobs (an eol conversion of the person's): undone and refused,
+    // and still no object came in (the checkout was moved reading the engine's store).
     g(w.repo, "reset", "-q", "--hard", w.base);
+    writeFileSync(path.join(w.repo, ".git", "info", "attributes"), "*.txt text eol=crlf\n");
+    const objectsThen = objectIds(w.repo);
+    const refsThen = g(w.repo, "for-each-ref");
+    await expect(w.lifecycle.merge(w.id)).rejects.toThrow(/not the graded ones .*small\.txt.*undone and refused/);
+    expect(objectIds(w.repo)).toEqual(objectsThen);
+    expect(g(w.repo, "for-each-ref")).toBe(refsThen);
+    expect(g(w.repo, "status", "--porcelain")).toBe("");
+    rmSync(path.join(w.repo, ".git", "info", "attributes"));
+    // The merge lands, with exactly the objects of the graded commit and of the merge.
     const head = w.base;
     const before = objectIds(w.repo);
     const m = await w.lifecycle.merge(w.id);

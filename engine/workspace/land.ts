@@ -344,10 +344,11 @@ export async function applyToCheckout(
       `your checkout has untracked files where this merge writes: move or remove ${listed(dirty.untracked)} first, then merge again (nothing was changed)`,
       "conflict",
     );
-  // The merge applies: exactly the objects of `next` the person's repository lacks are brought from the engine's store.
-  if (from.publish) await from.publish(next);
   // Index and files to `next`, with HEAD still at `head`: read-tree refuses, changing nothing, when a file is in the way.
-  const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true });
+  // With the engine's store (`objects`), the files are read from there: nothing is written to the person's object
+  // store before the checkout is known to hold exactly the graded blobs.
+  const objects = from.objects;
+  const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
   if (r.code !== 0) {
     const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
     throw new InputError(
@@ -357,17 +358,26 @@ export async function applyToCheckout(
   }
   const wrong = verifyCheckout(repo, changes);
   if (wrong.length) {
-    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
+    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(
       `the files written to your checkout are not the graded ones (${wrong.slice(0, 5).join(", ")}): the merge was undone and refused`,
       "conflict",
     );
   }
+  // The merge applied as graded: exactly the objects of `next` the person's repository lacks come from the engine's store.
+  if (from.publish) {
+    try {
+      await from.publish(next);
+    } catch (err) {
+      await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
+      throw err;
+    }
+  }
   const u = await q(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0]!.slice(0, 100)}`, `refs/heads/${branch}`, next, head], {
     allowFail: true,
   });
   if (u.code !== 0) {
-    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
+    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(`${branch} moved while merging; nothing was changed: merge again`, "conflict");
   }
 }
