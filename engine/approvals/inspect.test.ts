@@ -24,4 +24,14 @@ describe("an ask's flags", () => {
     expect(inspectAsk({ tool: "edit", what: path.join(ws, "src", "a\nb.ts") }, { worktree: ws, cwd: ws }, spec)).toEqual([]);
     expect(inspectAsk({ tool: "edit", what: path.join(ws, "docs", "x.md") }, { worktree: ws, cwd: ws }, spec).map((f) => f.kind)).toEqual(["out-of-scope"]);
   });
+
+  it("a write under a case-variant of a protected folder (Secrets/, SECRETS./) is flagged protected at the ask", () => {
+    for (const name of ["Secrets/a.txt", "SECRETS/b.txt", "secrets./c.txt"]) {
+      const flags = inspectAsk({ tool: "edit", what: path.join(ws, name) }, { worktree: ws, cwd: ws }, { scope: [], protect: ["secrets/**"] });
+      expect(
+        flags.map((f) => f.kind),
+        name,
+      ).toEqual(["protected"]);
+    }
+  });
 });

@@ -1,7 +1,7 @@
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
-import { globsMatcher } from "../grading";
+import { protectMatcher, scopeMatcher } from "../grading";
 import { grantsFor, type Grant, type PermissionAsk } from "../../shared/permission";
 import { redirectionParts, splitCommand } from "../../shared/shell";
 
@@ -61,8 +61,8 @@ export function inspectAsk(
     return flags;
   }
   const rel = path.relative(realLocation(ws.cwd), real).split(path.sep).join("/");
-  if (globsMatcher(spec.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec.protect.join(", ")})` });
-  else if (spec.scope.length && !globsMatcher(spec.scope)(rel))
+  if (protectMatcher(spec.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec.protect.join(", ")})` });
+  else if (spec.scope.length && !scopeMatcher(spec.scope)(rel))
     flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec.scope.join(", ")})` });
   return flags;
 }
