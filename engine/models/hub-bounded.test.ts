@@ -10,6 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { pinnedRelease } from "../serving/get-llama";
 import { resolveParallelModel } from "../serving/parallel";
 import { downloadFile } from "./download";
+import { urlSource } from "./gguf";
 import { SetupError } from "./errors";
 import { HUB_CONFIG_MAX_BYTES, HUB_LISTING_MAX_BYTES, listRepoFiles } from "./hf";
 
@@ -102,6 +103,16 @@ describe("Hub and release answers are read to a cap", () => {
     expect((err as Error).message).toMatch(/sent more than the 1000000 bytes expected: stopped and the partial file removed/);
     expect(existsSync(`${dest}.part`)).toBe(false);
     expect(existsSync(dest)).toBe(false);
+    expect(srv.sent()).toBeLessThan(huge);
+  }, 60_000);
+
+  it("a ranged read of a model file from a server that ignores Range reads what was asked for, not the whole file", async () => {
+    const huge = 64 * 1024 * 1024;
+    const srv = await stubHub({ "/m.gguf": { huge, entry: '"0123456789abcdef"' } });
+    const src = urlSource(`${srv.url}/m.gguf`);
+    const head = await src.read(1, 1024);
+    expect(head.byteLength).toBe(1024);
+    expect(Buffer.from(head).subarray(0, 18).toString()).toBe('"0123456789abcdef"');
     expect(srv.sent()).toBeLessThan(huge);
   }, 60_000);
 });

@@ -51,3 +51,22 @@ export async function readBoundedBytes(res: Response, url: string, maxBytes = EN
   }
   return Buffer.concat(chunks);
 }
+
+/**
+ * The first `maxBytes` of a body (fewer where it is shorter); the rest is not read: the connection is cancelled. For a
+ * ranged read of a large file from a server that may ignore `Range` and send all of it.
+ */
+export async function readPrefix(res: Response, maxBytes: number): Promise<Buffer> {
+  if (!res.body) return Buffer.alloc(0);
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (size < maxBytes) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks);
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  await reader.cancel().catch(() => undefined);
+  return Buffer.concat(chunks).subarray(0, maxBytes);
+}

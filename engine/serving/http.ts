@@ -1,6 +1,9 @@
 /** Small HTTP helpers for probing OpenAI-compatible servers (loopback or user-given URLs). */
 import { sseData } from "../net/sse";
-import { BodyTooLarge, ENDPOINT_MAX_BYTES, readBoundedBytes } from "../net/bounded";
+import { BodyTooLarge, ENDPOINT_MAX_BYTES, readBounded, readBoundedBytes } from "../net/bounded";
+
+/** The most read of an error answer (only its first 200 characters are shown). */
+const ERROR_MAX_BYTES = 64 * 1024;
 import { type Keep, PARSE_INLINE_MAX, parseBody } from "../net/parse";
 
 /** The most of an answer kept as `text` (the whole of any answer parsed inline). */
@@ -115,7 +118,14 @@ export async function streamTimed(url: string, headers: Record<string, string>, 
       signal: ctl.signal,
     });
     if (!res.ok || !res.body)
-      return { status: res.status, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (await res.text()).slice(0, 200) };
+      return {
+        status: res.status,
+        startMs,
+        firstTokenMs: null,
+        endMs: performance.now() - t0,
+        tokens: 0,
+        error: (await readBounded(res, url, ERROR_MAX_BYTES).catch(() => "")).slice(0, 200),
+      };
     let first: number | null = null;
     let tokens = 0;
     for await (const data of sseData(res.body)) {
