@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { inspectAsk } from "./inspect";
+import { inspectAsk, ruleMatches } from "./inspect";
 
 const ws = mkdtempSync(path.join(os.tmpdir(), "ocw-inspect-"));
 afterAll(() => rmSync(ws, { recursive: true, force: true }));
@@ -33,5 +33,13 @@ describe("an ask's flags", () => {
         name,
       ).toEqual(["protected"]);
     }
+  });
+
+  it("a rejecting policy rule on a path holds for its case-variants; an approving one answers only the name as written", () => {
+    const reject = { pattern: "**/secrets/**", decision: "reject" };
+    for (const what of ["/w/secrets/a", "/w/Secrets/a", "/w/SECRETS./a"]) expect(ruleMatches({ tool: "edit", what }, reject), what).toBe(true);
+    const approve = { pattern: "**/docs/**", decision: "approve" };
+    expect(ruleMatches({ tool: "edit", what: "/w/docs/a.md" }, approve)).toBe(true);
+    expect(ruleMatches({ tool: "edit", what: "/w/DOCS/a.md" }, approve)).toBe(false);
   });
 });

@@ -2,6 +2,7 @@ import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { protectMatcher, scopeMatcher } from "../grading";
+import { foldPath } from "../workspace/fold";
 import { grantsFor, type Grant, type PermissionAsk } from "../../shared/permission";
 import { redirectionParts, splitCommand } from "../../shared/shell";
 
@@ -100,7 +101,10 @@ export function grantFor(ask: PermissionAsk, grants: Grant[]): Grant[] | undefin
  */
 export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what">, rule: { pattern: string; decision: string }): boolean {
   const isMatch = (text: string) => picomatch.isMatch(text, rule.pattern, { dot: true, bash: true });
-  if (ask.tool !== "bash") return isMatch(ask.what);
+  // A rejecting rule on a path (an edit, a read…) holds for the names a case-insensitive, normalising file system
+  // opens as the same file (`SECRETS/x`, `.Env`), as protect globs do; an approving one answers only the name as written.
+  if (ask.tool !== "bash")
+    return isMatch(ask.what) || (rule.decision === "reject" && picomatch.isMatch(foldPath(ask.what), foldPath(rule.pattern), { dot: true, bash: true }));
   const split = splitCommand(ask.what);
   if (rule.decision === "reject") return isMatch(ask.what) || (split.ok && split.commands.some(isMatch));
   return split.ok && split.commands.every((c) => approvesSimple(c, rule.pattern));
