@@ -2,7 +2,7 @@ import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { protectMatcher, scopeMatcher } from "../grading";
-import { foldPath } from "../workspace/fold";
+import { foldPath } from "../workspace";
 import { grantsFor, type Grant, type PermissionAsk } from "../../shared/permission";
 import { redirectionParts, splitCommand } from "../../shared/shell";
 

@@ -1,6 +1,6 @@
 import picomatch from "picomatch";
 import type { ScopeResult } from "../../shared/verdict";
-import { foldPath } from "../workspace/fold";
+import { foldPath } from "../workspace";
 
 // A file name may hold any byte but NUL and "/": the globs' `.` must match line terminators too (\n, \r, U+2028, U+2029),
 // or a file named with one under a protected folder matches no protect glob.

@@ -5,7 +5,7 @@
 import { open } from "node:fs/promises";
 import { tensorBytes } from "./ggml-types";
 import { SetupError, type SetupErrorData } from "./errors";
-import { readPrefix } from "../net/bounded";
+import { readPrefix } from "../net";
 
 export type GgufValue = number | bigint | boolean | string | GgufValue[] | GgufArraySummary;
 

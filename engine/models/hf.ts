@@ -6,8 +6,7 @@
 import { config } from "../config";
 import { quantFromName } from "./source";
 import { SetupError } from "./errors";
-import { BodyTooLarge } from "../net/bounded";
-import { readJsonBounded } from "../net/parse";
+import { BodyTooLarge, readJsonBounded } from "../net";
 
 export interface HubFile {
   path: string;

@@ -5,7 +5,7 @@
  */
 import type { ServingEngine } from "../../shared/target";
 import { authHeaders, httpJson, serverRoot } from "./http";
-import type { Keep } from "../net/parse";
+import type { Keep } from "../net";
 
 export const USUAL_PORTS = [8080, 11434, 1234, 8000, 30000] as const;
 

@@ -8,12 +8,11 @@ import { config } from "../config";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
-import type { Gpu } from "../hardware/parse";
+import type { Gpu } from "../hardware";
 import { downloadFile, type DownloadProgress } from "../models/download";
 import { projectRoot } from "../paths";
 import { SetupError } from "../models/errors";
-import { BodyTooLarge } from "../net/bounded";
-import { readJsonBounded } from "../net/parse";
+import { BodyTooLarge, readJsonBounded } from "../net";
 
 /** The most read of a GitHub release's JSON (tens of KiB with every asset). */
 const RELEASE_MAX_BYTES = 8 * 1024 * 1024;

@@ -1,11 +1,8 @@
 /** Small HTTP helpers for probing OpenAI-compatible servers (loopback or user-given URLs). */
-import { sseData } from "../net/sse";
-import { BodyTooLarge, ENDPOINT_MAX_BYTES, readBounded, readBoundedBytes } from "../net/bounded";
+import { BodyTooLarge, ENDPOINT_MAX_BYTES, type Keep, PARSE_INLINE_MAX, parseBody, readBounded, readBoundedBytes, sseData } from "../net";
 
 /** The most read of an error answer (only its first 200 characters are shown). */
 const ERROR_MAX_BYTES = 64 * 1024;
-import { type Keep, PARSE_INLINE_MAX, parseBody } from "../net/parse";
-
 /** The most of an answer kept as `text` (the whole of any answer parsed inline). */
 const TEXT_HEAD = PARSE_INLINE_MAX;
 

@@ -5,9 +5,7 @@
 import { priceFromListing, type Price } from "../../shared/cost";
 import { OcwError } from "../../shared/errors";
 import { ProviderModelsInput } from "../../shared/servers";
-import { describeFetchError } from "../net/cause";
-import { BodyTooLarge, readBoundedBytes } from "../net/bounded";
-import { parseBody } from "../net/parse";
+import { BodyTooLarge, describeFetchError, parseBody, readBoundedBytes } from "../net";
 
 export interface ProviderModel {
   id: string;
