@@ -77,7 +77,7 @@ function ownDir(m: Mount, own: string): string {
 }
 
 /**
- * The cgroup file system as the engine uses it: the host's by default; a stand-in in tests (cgroup-v2-standin.ts), since
+ * The cgroup file system as the engine uses it: the host's by default; a stand-in in tests (test/fixtures/cgroup2-standin.ts), since
  * a machine whose unified hierarchy delegates pids and memory cannot be had everywhere. Errors are thrown as node:fs
  * throws them (an Error with `code`: EBUSY, ENOENT, EACCES…), as the kernel answers a write or a mkdir.
  */
