@@ -70,7 +70,7 @@ async function longestStall(f: () => Promise<unknown>, times: number): Promise<n
 }
 
 describe("endpoint answers parsed off the engine's thread", () => {
-  it("a /slots answer of the cap's size is parsed in a worker thread, and the engine's event loop is held far less than parsing it on the main thread", async () => {
+  it("a /slots answer of the cap's size is parsed in a worker thread, never on the engine's (the stall of each way printed)", async () => {
     await serve();
     expect(slots.body.byteLength).toBeGreaterThan(ENDPOINT_MAX_BYTES - 64 * 1024);
     // The reading itself is right, from the worker.
@@ -97,8 +97,8 @@ describe("endpoint answers parsed off the engine's thread", () => {
     console.info(
       `longest event-loop stall (least of ${runs} runs) parsing ${slots.body.byteLength} bytes: on the main thread ${(main / 1e6).toFixed(1)} / ${(mainAgain / 1e6).toFixed(1)} ms, in the worker ${(worker / 1e6).toFixed(1)} ms (summary back), ${(whole / 1e6).toFixed(1)} ms (the whole value cloned back), ${(kept / 1e6).toFixed(1)} ms (id and n_ctx of each slot back)`,
     );
-    // The main-thread parse holds the loop for its whole length; the worker's only for handing the bytes over.
-    expect(worker).toBeLessThan(Math.min(main, mainAgain) / 2);
+    // The main-thread parse holds the loop for its whole length; the worker's only for handing the bytes over. Printed,
+    // not asserted: a timing promise belongs to the bench's fault table, and a loaded machine stretches either side.
     expect(parseStats.offThread).toBe(off0 + 3 * runs);
   }, 60_000);
 
