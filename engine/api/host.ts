@@ -1,6 +1,6 @@
 import path from "node:path";
-import { Engine } from "../workers/engine";
-import { useCommandHelper } from "../process/run";
+import { Engine } from "../workers";
+import { useCommandHelper } from "../process";
 import { projectRoot } from "../paths";
 import {
   claimOwnership,

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { checkOutCommit, commitAndCheckOut, createWorkspace, inspectRepo, partialHolds } from "../workspace/workspace";
+import { checkOutCommit, commitAndCheckOut, createWorkspace, gradedStoreOf, inspectRepo, partialHolds } from "../workspace/workspace";
 import { sweepDiscarded } from "./folders";
 import { baselineChecks, baselineInFreshWorkspace, grade, type GradeInput } from "./grade";
 import { flaggedChanges } from "../workspace/land";
@@ -104,7 +104,7 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     expect(await grade({ ...base, baseline: null })).toMatchObject({ verdict: "built", weakEvidence: false });
   }, 30_000);
 
-  it("a built verdict's flags come from the graded commit's own diff, the same as read from the person's repository, with no git started for them", async () => {
+  it("a built verdict's flags come from the graded commit's own diff, the same as read with git from the graded store, with no git started for them", async () => {
     const repo = committedRepo(path.join(tmp, "repo-flags"), { "README.md": "# r\n", "package.json": '{"scripts":{"test":"vitest"}}\n', "gone.txt": "g\n" });
     const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), "w-flags", path.join(tmp, "objects", "w-flags.git"));
     writeFileSync(path.join(ws.worktree, ".gitattributes"), "*.bin filter=lfs\n");
@@ -144,8 +144,8 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     }
     expect(v.verdict).toBe("built");
     expect(readFileSync(log, "utf8").split("\n")).not.toContain("diff-tree");
-    // The same flags as read from the person's repository, where the graded commit is published.
-    expect(v.flags).toEqual(await flaggedChanges(repo, ws.baseCommit, v.commit!));
+    // The same flags as read with git from the engine's graded store, where the graded commit is kept.
+    expect(v.flags).toEqual(await flaggedChanges(repo, ws.baseCommit, v.commit!, await gradedStoreOf(ws)));
     expect(v.flags!.map((f) => f.kind).sort()).toEqual(["executable", "git-config", "symlink", "tool-config", "tool-config"]);
   });
 

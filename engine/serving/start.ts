@@ -12,21 +12,21 @@ import path from "node:path";
 import type { FitPick } from "../../shared/fit";
 import { SetupJob, type SetupPhase, type SetupPhaseName, type SetupPlacement, SetupStartInput } from "../../shared/setup";
 import { type Target, type TargetBench, type TargetCheck, targetSlug } from "../../shared/target";
-import { detectHardware, type HardwareReport, listLlamaDevices } from "../hardware/detect";
+import { detectHardware, type HardwareReport, listLlamaDevices } from "../hardware";
 import { findCatalog } from "../models/catalog";
 import { DownloadError, downloadFile } from "../models/download";
 import { hubEndpoint, hubHeaders, listRepoFiles, resolveUrl, type HubFile } from "../models/hf";
-import { describeFetchError } from "../net/cause";
+import { describeFetchError } from "../net";
 import { config } from "../config";
 import { commandWords, devicesFromHardware, shellQuote } from "../models/plan";
 import { localPathFor, parseRepoRef } from "../models/resolve";
-import { stateDir } from "../store/paths";
+import { stateDir } from "../store";
 import { planFit } from "./fit-service";
 import { isSetupError } from "../models/errors";
 import { installPrebuilt } from "./get-llama";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
-import { processStartTime } from "../process/process";
+import { processStartTime } from "../process";
 import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./llama-server";
 import { finish, patchServing, putServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { type VerifyResult, verifyEndpoint } from "./verify";
@@ -732,7 +732,11 @@ export async function placementLlamaPhase(c: StartCtx, plan: LlamaPlan, l: Launc
   for (const [k, x] of servers.entries()) {
     const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(
       `${x.url.replace(/\/v1$/, "")}/props`,
-      { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 },
+      {
+        headers: { authorization: `Bearer ${key}` },
+        timeoutMs: 10_000,
+        keep: { total_slots: true, model_path: true, default_generation_settings: { n_ctx: true } },
+      },
     );
     // a replica sees its GPUs renumbered from 0 (the others are hidden): its log names them so
     const devices = pooled ? replicaDevices(pick, replicas[k]!.devices!, x.env.length > 0) : pick.devices;

@@ -6,7 +6,7 @@ import type { BatchTaskInput, SearchResult, StartBatchResult } from "../../share
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
-import type { Target } from "../../shared/target";
+import { isPool, type Target } from "../../shared/target";
 import {
   isActive,
   isAtRest,
@@ -19,8 +19,7 @@ import {
   type WorkerSpecInput,
   type WorkerState,
 } from "../../shared/worker";
-import { Pools } from "../admission/pools";
-import { isPool, type EndpointStatus } from "../admission/capacity";
+import { type EndpointStatus, Pools, preflightTarget, unreachable } from "../admission";
 import { Approvals } from "../approvals";
 import { Budgets, type Clock } from "../budgets";
 import { config } from "../config";
@@ -28,18 +27,15 @@ import { EventBus } from "../events";
 import { type Harness, type HarnessServer, modelFor, noAnswer, type OpencodeEvent, OpencodeServers, Translator, WORKER_AGENT } from "../harness";
 import { heldBackProblem, sweepDiscarded } from "../grading";
 import { Recovery } from "../recovery";
-import { limitSetup } from "../sandbox/cgroup";
-import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
-import { TargetStore } from "../store/targets";
-import { WorkerLogStore } from "../store/worker-log";
-import { OcwError } from "../../shared/errors";
-import { createWorkspace, InputError, inspectRepo, objectsOf, worktreePath, type RepoInfo } from "../workspace/workspace";
+import { limitSetup, type SandboxKind, sandboxStatus, writeRepoBinds } from "../sandbox";
+import { TargetStore, WorkerLogStore } from "../store";
+import { InputError, OcwError } from "../../shared/errors";
+import { createWorkspace, gradedStore, inspectRepo, objectsOf, type PublishedBranch, type RepoInfo, worktreePath } from "../workspace";
 import { WorkspaceLifecycle } from "./lifecycle";
-import { preflightTarget, unreachable } from "../admission/preflight";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
 import { workspaceToOpen } from "./open";
-import { WorkerRegistry } from "./registry";
+import { WorkerRegistry } from "../registry";
 import { InstanceReleaser } from "./release";
 import { Settler } from "./settle";
 import { BatchNames } from "./batch-names";
@@ -47,8 +43,6 @@ import { searchTranscripts } from "./search";
 import { Batches } from "./batches";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
 import { stoppedForWinnerReason, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
-
-export { InputError } from "../workspace/workspace";
 
 export interface EngineOptions {
   stateDir: string;
@@ -666,6 +660,11 @@ export class Engine {
     return this.lifecycle.merge(workerId, opts);
   }
 
+  /** "Publish the branch": the graded commit as `ocw/<id>` in the person's repository (nothing else lands it but a merge or push). */
+  publish(workerId: string): Promise<PublishedBranch> {
+    return this.lifecycle.publish(workerId);
+  }
+
   /** Undoes a merge the engine made (a new commit on the branch it landed on). */
   revert(workerId: string): Promise<{ commit: string; into: string }> {
     return this.lifecycle.revert(workerId);
@@ -864,7 +863,10 @@ export class Engine {
       // A task after others starts from the base plus their graded commits, recorded at its creation.
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       made = !existsSync(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
-      ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
+      // Its base (graded commits of the tasks before it) is in the engine's graded store only: the workspace gets a copy
+      // of exactly the objects of it that the person's repository lacks.
+      const importFrom = w.startFrom ? await gradedStore(path.dirname(this.reg.engineGitDir(workerId)), found.root) : undefined;
+      ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
       rt.setWorkspace(ws);
       this.reg.record(workerId, {
         type: "worker.workspace",

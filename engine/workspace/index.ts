@@ -1,0 +1,29 @@
+// The workspace's surface: private repositories and worktrees, the engine's commit of a worker's files, fresh checkouts,
+// landing and publishing, git itself. Code outside engine/workspace/ imports only this file (scripts/layers.mjs).
+export { foldPath } from "./fold";
+export { git, gitComplaint, gitScript, userGitEnv } from "./git";
+export { combineCommits, describeFlags, flaggedChanges, gitWithObjects, landCommit, mergeTrees, revertCommit } from "./land";
+export {
+  changedBetween,
+  checkOutBase,
+  checkOutCommit,
+  commitAndCheckOut,
+  createWorkspace,
+  fullDiff,
+  gradedObjectsDir,
+  gradedStore,
+  gradedStoreOf,
+  inspectRepo,
+  keepGraded,
+  landObjects,
+  mergeHint,
+  objectsOf,
+  partialHolds,
+  publishBranch,
+  type PublishedBranch,
+  removeWorkspace,
+  type RepoInfo,
+  SnapshotTooLarge,
+  type Workspace,
+  worktreePath,
+} from "./workspace";
