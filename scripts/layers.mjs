@@ -49,9 +49,10 @@ const ENGINE_ONLY = ["engine/workers/", "engine/harness/", "engine/approvals/", 
 /** What each app may import besides shared/ (apps sit beside the clients, not above them). */
 const APP_ALLOW = {
   electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/store/paths.ts"],
-  renderer: ["engine/api/client.ts"],
+  renderer: [],
 };
 
+const allowText = (app) => ["shared/", ...APP_ALLOW[app]].join(", ");
 const layerOf = (f) => LAYERS.find(([p]) => f === p || f.startsWith(p)) ?? null;
 const folderOf = (f) => (f.startsWith("engine/") && f.split("/").length > 2 ? f.split("/").slice(0, 2).join("/") : f);
 const builtins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
@@ -98,7 +99,7 @@ export async function checkLayers() {
       if (!target) continue;
       if (from[1] === "electron" || from[1] === "renderer") {
         if (target[1] !== "shared" && target[1] !== from[1] && !APP_ALLOW[from[1]].includes(to))
-          problems.push(`${file} → ${to}: ${from[1]}/ may import only shared/ and ${APP_ALLOW[from[1]].join(", ")}`);
+          problems.push(`${file} → ${to}: ${from[1]}/ may import only ${allowText(from[1])}`);
         continue;
       }
       if (target[1] === "electron" || target[1] === "renderer") problems.push(`${file} → ${to}: the engine never imports an app`);
@@ -173,7 +174,7 @@ function statementProblems(entries) {
       if (!target || !type) continue; // value imports: checked on esbuild's graph above
       if (from[1] === "electron" || from[1] === "renderer") {
         if (target[1] !== "shared" && target[1] !== from[1] && to !== "engine/api/router.ts" && !APP_ALLOW[from[1]].includes(to))
-          problems.push(`${file} → ${to} (type): ${from[1]}/ may import only shared/, the router's type and ${APP_ALLOW[from[1]].join(", ")}`);
+          problems.push(`${file} → ${to} (type): ${from[1]}/ may import only the router's type and ${allowText(from[1])}`);
       } else if (target[1] === "electron" || target[1] === "renderer") problems.push(`${file} → ${to} (type): the engine never imports an app`);
       else if (target[2] > from[2])
         problems.push(`${file} (${from[1]}) → ${to} (${target[1]}) (type): a layer imports only the layers below it, types included`);

@@ -80,7 +80,7 @@ export function registerServeCommands(program: Command): void {
         console.error("ocw: no engine is running");
         return;
       }
-      await connect(lock)
+      await connect(lock, "cli:ocw stop")
         .shutdown.mutate()
         .catch(() => undefined);
       const deadline = Date.now() + 15_000;

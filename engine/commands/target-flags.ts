@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Target } from "../../shared/target";
-import { connect, type EngineClient } from "../api/client";
+import { type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine } from "../api/launcher";
 import { stateDir } from "../store/paths";
 import { preflightEndpoint } from "../admission/preflight";
@@ -41,7 +41,7 @@ export interface TargetFlags {
  * Connects to the user's engine (starting it if absent). With --endpoint/--model, first checks the endpoint
  * answers and saves it as a target, so nothing is created for an endpoint that is down.
  */
-export async function connectWithTarget(o: TargetFlags, clientName: string): Promise<{ client: EngineClient; targetId?: string }> {
+export async function connectWithTarget(o: TargetFlags, clientName: ClientKind): Promise<{ client: EngineClient; targetId?: string }> {
   if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let target: Target | undefined;
   if (o.endpoint && o.model) {

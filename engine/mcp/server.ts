@@ -757,7 +757,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       throw new ToolError('a batch answer allows each in-scope edit once: decision must be "once" (answer other asks one by one with askId)');
     const ws = await call((c) => c.workers.list.query({ batchId }));
     if (!ws.length) throw new ToolError(`batch ${clip(batchId, 60)} has no workers: use a batchId from delegate_batch or workers`);
-    const by = `mcp:${clientName()} (batch answer)`;
+    const by = `mcp:${clientName()} (batch answer)` as const;
     const answered: string[] = [];
     const left: { askId: string; why: string }[] = [];
     const sendable: string[] = [];
