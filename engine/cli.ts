@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { VERSION } from "./api/host";
+import { VERSION } from "../shared/api";
 import { registerDeployCommand } from "./commands/deploy";
 import { registerGradeCommand } from "./commands/grade";
 import { registerRunCommand } from "./commands/run";

@@ -13,7 +13,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import path from "node:path";
 
-const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
+// LAYERS_ROOT: another tree to check (the lint's own tests run it on a fixture tree).
+const root = process.env.LAYERS_ROOT ? path.resolve(process.env.LAYERS_ROOT) : path.dirname(path.dirname(new URL(import.meta.url).pathname));
 
 /** Where each file belongs; the first matching prefix wins. */
 const LAYERS = [
@@ -52,6 +53,39 @@ const APP_ALLOW = {
   renderer: [],
 };
 
+/**
+ * Pure modules: no I/O, no process, no environment, no clock-dependent state — a function of their arguments. A client
+ * may import them (a CLI flag checked or a figure formatted as the engine does). Checked: a pure module imports no
+ * Node module, never reads `process`, and its value imports are shared/ and other pure modules only (its type-only
+ * imports follow the layer rule: a type cannot do I/O).
+ */
+const PURE = [
+  "engine/hardware/parse.ts",
+  "engine/models/errors.ts",
+  "engine/models/ggml-types.ts",
+  "engine/models/hparams.ts",
+  "engine/models/compute-graph.ts",
+  "engine/models/estimate.ts",
+  "engine/models/mtp.ts",
+  "engine/models/catalog.ts",
+];
+/** The clients: each `ocw` command, the CLI's entry and the MCP bridge. */
+const isClient = (f) => f.startsWith("engine/commands/") || f.startsWith("engine/mcp/") || f === "engine/cli.ts";
+/**
+ * What a client may import besides shared/, PURE and the other clients: the API's client surface — the client, the
+ * launcher that finds or starts the engine (and names the state dir its lock is in), the lock itself, the event
+ * follower. Everything impure a client needs is a procedure of the engine's API.
+ */
+const CLIENT_ALLOW = ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/api/follow.ts"];
+/** The one client that hosts the engine in its own process (`ocw serve`, and a model server's supervisor under it). */
+const HOSTS = { "engine/commands/serve.ts": ["engine/api/host.ts", "engine/api/supervisor.ts"] };
+/**
+ * Imports of the old kind not yet behind the API, each named (file → module): a new one fails the lint, and an entry
+ * that is no longer imported fails too, so this list only shrinks.
+ */
+const CLIENT_DEBT = {};
+const clientMayImport = (file, to) =>
+  layerOf(to)?.[1] === "shared" || isClient(to) || PURE.includes(to) || CLIENT_ALLOW.includes(to) || (HOSTS[file] ?? []).includes(to);
 const allowText = (app) => ["shared/", ...APP_ALLOW[app]].join(", ");
 const layerOf = (f) => LAYERS.find(([p]) => f === p || f.startsWith(p)) ?? null;
 const folderOf = (f) => (f.startsWith("engine/") && f.split("/").length > 2 ? f.split("/").slice(0, 2).join("/") : f);
@@ -88,6 +122,12 @@ export async function checkLayers() {
     if (!from && !file.startsWith("node_modules/") && /\.(ts|tsx)$/.test(file))
       problems.push(`${file} has no layer: add its folder to LAYERS in scripts/layers.mjs`);
     if (!from) continue;
+    if (PURE.includes(file)) {
+      if (/\bprocess\s*[.[]/.test(readFileSync(path.join(root, file), "utf8"))) problems.push(`${file} reads process: a pure module has no environment`);
+      for (const { path: to, external } of info.imports)
+        if (external ? builtins.has(to) : layerOf(to)?.[1] !== "shared" && !PURE.includes(to))
+          problems.push(`${file} (pure) → ${to}: a pure module imports only shared/, other pure modules and packages, no Node module`);
+    }
     for (const { path: to, external } of info.imports) {
       if (external) {
         if (to === "electron" && from[1] !== "electron") problems.push(`${file} imports electron: only electron/ may`);
@@ -150,6 +190,7 @@ function importsOf(abs) {
 
 function statementProblems(entries) {
   const problems = [];
+  const debtSeen = new Set();
   const graph = new Map();
   for (const abs of entries) {
     const file = path.relative(root, abs);
@@ -164,6 +205,13 @@ function statementProblems(entries) {
       if (external) {
         if (to === "commander" && from[2] < 4) problems.push(`${file} imports commander: only the clients parse arguments`);
         continue;
+      }
+      if (isClient(file) && !clientMayImport(file, to)) {
+        if ((CLIENT_DEBT[file] ?? []).includes(to)) debtSeen.add(`${file} → ${to}`);
+        else
+          problems.push(
+            `${file} → ${to}${type ? " (type)" : ""}: a client imports only the API's client surface (${CLIENT_ALLOW.join(", ")}), shared/, pure modules and other clients; add an API procedure`,
+          );
       }
       if (from[1] === "clients" && ENGINE_ONLY.some((p) => to.startsWith(p)))
         problems.push(`${file} → ${to}${type ? " (type)" : ""}: a client reaches the live engine only through its API (engine/api/client.ts)`);
@@ -185,6 +233,9 @@ function statementProblems(entries) {
         problems.push(`${file} reads ${m[1]}: every OCW_* variable is read in engine/config.ts`);
     }
   }
+  for (const [file, tos] of Object.entries(CLIENT_DEBT))
+    for (const to of graph.has(file) ? tos : [])
+      if (!debtSeen.has(`${file} → ${to}`)) problems.push(`CLIENT_DEBT lists ${file} → ${to}, which is no longer imported: remove it from the list`);
   // File cycles (Tarjan's strongly connected components): any component of two or more files is a cycle.
   let next = 0;
   const index = new Map(),

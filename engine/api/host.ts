@@ -17,7 +17,9 @@ import {
 } from "./lock";
 import { startApiServer } from "./server";
 
-export const VERSION = "0.1.0";
+import { VERSION } from "../../shared/api";
+
+export { VERSION };
 
 export interface HostedEngine {
   engine: Engine;

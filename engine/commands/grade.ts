@@ -1,3 +1,4 @@
+import { stateDir } from "../api/launcher";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
@@ -7,7 +8,6 @@ import { follow } from "../api/follow";
 import { LADDER, materializeRung, summarizeLadder } from "../grading";
 import { projectRoot } from "../paths";
 import { writeJsonAtomic } from "../store/json-file";
-import { stateDir } from "../store/paths";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget, type TargetFlags } from "./target-flags";
 import { config } from "../config";

@@ -4,10 +4,9 @@ import { Option, type Command } from "commander";
 import type { EngineLock } from "../../shared/api";
 import { connect, healthy } from "../api/client";
 import { hostEngine, StateDirTaken, type HostedEngine } from "../api/host";
-import { ensureEngine, waitForEngine } from "../api/launcher";
+import { ensureEngine, waitForEngine, stateDir } from "../api/launcher";
 import { alive, readLock, supervisorOf } from "../api/lock";
 import { ACTIVATE, superviseEngine } from "../api/supervisor";
-import { stateDir } from "../store/paths";
 
 export function registerServeCommands(program: Command): void {
   program

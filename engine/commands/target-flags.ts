@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Target } from "../../shared/target";
 import { type ClientKind, connect, type EngineClient } from "../api/client";
-import { ensureEngine } from "../api/launcher";
-import { stateDir } from "../store/paths";
+import { ensureEngine, stateDir } from "../api/launcher";
 import { preflightEndpoint } from "../admission/preflight";
 import { CliError } from "./errors";
 

@@ -1,7 +1,7 @@
+import { stateDir } from "../api/launcher";
 import { connect, healthy } from "../api/client";
 import { readLock } from "../api/lock";
 import { keyForProbe } from "../serving/keys";
-import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
 import { endpointsOf, readEndpoint, type EndpointStatus } from "../admission/capacity";
 

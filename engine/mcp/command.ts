@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import { ErrorCode, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
-import { stateDir } from "../store/paths";
+import { stateDir } from "../api/launcher";
 import { hardwareSummary } from "../hardware/summary";
 import { clip } from "./format";
 import { EngineLink } from "./link";

@@ -11,7 +11,7 @@ import type { AttemptGroup } from "../../shared/attempts";
 import type { EngineEvent } from "../../shared/events";
 import { isAtRest, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
-import { VERSION } from "../api/host";
+import { VERSION } from "../../shared/api";
 import { canElicit, offerAsk } from "./elicit";
 import {
   aggregateState,

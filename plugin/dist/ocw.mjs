@@ -17125,10 +17125,10 @@ var require_mode = __commonJS({
       var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
       var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
       var u2 = parseInt("100", 8);
-      var g = parseInt("010", 8);
+      var g2 = parseInt("010", 8);
       var o2 = parseInt("001", 8);
-      var ug = u2 | g;
-      var ret = mod & o2 || mod & g && gid === myGid || mod & u2 && uid === myUid || mod & ug && myUid === 0;
+      var ug = u2 | g2;
+      var ret = mod & o2 || mod & g2 && gid === myGid || mod & u2 && uid === myUid || mod & ug && myUid === 0;
       return ret;
     }
   }
@@ -27697,16 +27697,16 @@ function findNvcc(env2 = process.env) {
 function variantsFor(platform2, arch, gpus, o2 = {}) {
   const v = [];
   if (platform2 === "darwin") return arch === "arm64" ? ["metal", "cpu"] : ["cpu"];
-  if (gpus.some((g) => g.vendor === "nvidia")) v.push(...platform2 === "win32" || o2.nvcc ? ["cuda"] : [], "vulkan");
-  if (gpus.some((g) => g.vendor === "amd")) v.push(platform2 === "win32" ? "rocm" : "vulkan", "vulkan");
-  if (gpus.some((g) => g.vendor === "intel" || g.vendor === "other")) v.push("vulkan");
+  if (gpus.some((g2) => g2.vendor === "nvidia")) v.push(...platform2 === "win32" || o2.nvcc ? ["cuda"] : [], "vulkan");
+  if (gpus.some((g2) => g2.vendor === "amd")) v.push(platform2 === "win32" ? "rocm" : "vulkan", "vulkan");
+  if (gpus.some((g2) => g2.vendor === "intel" || g2.vendor === "other")) v.push("vulkan");
   v.push("cpu");
   return [...new Set(v)];
 }
 function expectedLlamaBackend(platform2, gpus, nvcc) {
   const first = variantsFor(platform2, process.arch, gpus, { nvcc: nvcc ?? !!findNvcc() })[0];
   if (first === "vulkan") {
-    const nv = gpus.some((g) => g.vendor === "nvidia");
+    const nv = gpus.some((g2) => g2.vendor === "nvidia");
     return {
       prefix: { nvidia: "Vulkan", amd: "Vulkan", intel: "Vulkan", other: "Vulkan" },
       variant: first,
@@ -46822,7 +46822,7 @@ async function detectHardware(opts = {}) {
     );
     if (reg.ok) {
       const p = parseWindowsRegistry(reg.stdout);
-      for (const g of p.items) if (!(g.vendor === "nvidia" && gpus.some((x) => x.vendor === "nvidia"))) gpus.push(g);
+      for (const g2 of p.items) if (!(g2.vendor === "nvidia" && gpus.some((x) => x.vendor === "nvidia"))) gpus.push(g2);
     }
   }
   let llamaDevices = null;
@@ -46838,8 +46838,8 @@ async function detectHardware(opts = {}) {
           if (apple) Object.assign(apple, { totalBytes: d.totalBytes, freeBytes: d.freeBytes, source: "llama-server (Metal)" });
           continue;
         }
-        const g = gpus.find((x) => x.name && d.name.includes(x.name));
-        if (g && g.freeBytes === null) g.freeBytes = d.freeBytes;
+        const g2 = gpus.find((x) => x.name && d.name.includes(x.name));
+        if (g2 && g2.freeBytes === null) g2.freeBytes = d.freeBytes;
       }
       if (!gpus.length) {
         p.items.forEach(
@@ -46876,13 +46876,13 @@ async function detectHardware(opts = {}) {
   };
 }
 function budgetsFromReport(r) {
-  const gpus = r.gpus.map((g) => ({
-    id: `${g.vendor}${g.index}`,
-    name: g.name,
+  const gpus = r.gpus.map((g2) => ({
+    id: `${g2.vendor}${g2.index}`,
+    name: g2.name,
     kind: "gpu",
-    freeBytes: g.unified ? Math.min(g.totalBytes, r.ram.freeBytes) : g.freeBytes ?? Math.floor(g.totalBytes * 0.9),
-    totalBytes: g.totalBytes,
-    unified: g.unified
+    freeBytes: g2.unified ? Math.min(g2.totalBytes, r.ram.freeBytes) : g2.freeBytes ?? Math.floor(g2.totalBytes * 0.9),
+    totalBytes: g2.totalBytes,
+    unified: g2.unified
   }));
   return { gpus, hostFreeBytes: r.ram.freeBytes };
 }
@@ -48278,7 +48278,7 @@ function groupGgufs(repo, rev, files) {
     const m = /-(\d{5})-of-(\d{5})\.gguf$/i.exec(f.path);
     if (m && m[1] !== "00001") continue;
     const q2 = quantFromName(f.path.split("/").pop()) ?? f.path;
-    const shards = m ? ggufs.filter((g) => g.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "") === f.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "")).sort((a2, b) => a2.path.localeCompare(b.path)) : [f];
+    const shards = m ? ggufs.filter((g2) => g2.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "") === f.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "")).sort((a2, b) => a2.path.localeCompare(b.path)) : [f];
     byQuant.set(q2, shards);
   }
   const quants = [...byQuant.entries()].map(([quant, fs]) => ({ quant, files: fs, totalBytes: fs.reduce((a2, x) => a2 + x.size, 0) })).sort((a2, b) => b.totalBytes - a2.totalBytes);
@@ -48353,7 +48353,7 @@ var init_cause = __esm({
 
 // engine/models/compute-graph.ts
 function computeBufferBytes(s) {
-  const g = new ComputeGraph();
+  const g2 = new ComputeGraph();
   const T2 = s.nTokens;
   const E = s.nEmbd;
   const hasAttn = s.kvLayer.some(Boolean);
@@ -48361,9 +48361,9 @@ function computeBufferBytes(s) {
   const vWidthMax = Math.max(0, ...s.kvLayer.map((k, il) => k ? (s.isSwa[il] ? s.headVSwa : s.headV) * (s.nHeadKv[il] ?? 0) : 0));
   const maskBytes = (nKv) => nKv * T2 * (s.flashAttn ? 2 : F32);
   const vIdxBytes = s.flashAttn ? 8 * T2 : 8 * T2 * vWidthMax;
-  const tokens = g.input(4 * T2);
-  g.input(E * T2 * F32);
-  const pos = g.input(4 * T2);
+  const tokens = g2.input(4 * T2);
+  g2.input(E * T2 * F32);
+  const pos = g2.input(4 * T2);
   let kIdx = -1, vIdx = -1, mask = -1, kIdxSwa = -1, vIdxSwa = -1, maskSwa = -1;
   const first = s.kvLayer.findIndex(Boolean);
   const caches = hasSwa && s.isSwa[first] ? ["swa", "main"] : hasSwa ? ["main", "swa"] : hasAttn ? ["main"] : [];
@@ -48374,24 +48374,24 @@ function computeBufferBytes(s) {
     if (s.quantK && dk > 0 && dk % 64 === 0 && s.headK % 64 === 0) {
       let nrot = 64;
       while (dk % (nrot * 2) === 0) nrot *= 2;
-      rot[c4].k = g.input(nrot * nrot * F32);
+      rot[c4].k = g2.input(nrot * nrot * F32);
     }
-    if (s.quantV && dv > 0 && dv % 64 === 0 && s.headV % 64 === 0) rot[c4].v = g.input(64 * 64 * F32);
-    const k = g.input(8 * T2);
-    const v = g.input(vIdxBytes);
-    const m = g.input(maskBytes(c4 === "swa" ? s.nKvSwa : s.nKv));
+    if (s.quantV && dv > 0 && dv % 64 === 0 && s.headV % 64 === 0) rot[c4].v = g2.input(64 * 64 * F32);
+    const k = g2.input(8 * T2);
+    const v = g2.input(vIdxBytes);
+    const m = g2.input(maskBytes(c4 === "swa" ? s.nKvSwa : s.nKv));
     if (c4 === "swa") [kIdxSwa, vIdxSwa, maskSwa] = [k, v, m];
     else [kIdx, vIdx, mask] = [k, v, m];
   }
-  const outIds = g.input(4 * s.nOutputs);
-  let x = g.op(E * T2 * F32, [tokens]);
-  if (GEMMA.test(s.arch)) x = g.op(E * T2 * F32, [x], { inplace: true });
+  const outIds = g2.input(4 * s.nOutputs);
+  let x = g2.op(E * T2 * F32, [tokens]);
+  if (GEMMA.test(s.arch)) x = g2.op(E * T2 * F32, [x], { inplace: true });
   const qkNorm = QK_NORM.test(s.arch);
   const gemma = GEMMA.test(s.arch);
   const lastLayer = s.nLayer - 1;
   let n2 = T2;
   const stateBytes = Math.max(0, s.nEmbdR) * s.nSeqs * F32;
-  const fetchState = () => g.op(stateBytes, []);
+  const fetchState = () => g2.op(stateBytes, []);
   const isConv = (il) => il < s.nLayer && !!s.rsLayer[il] && !s.kvLayer[il];
   let nextState2 = isConv(0) ? fetchState() : -1;
   const prefetch = (il) => {
@@ -48399,8 +48399,8 @@ function computeBufferBytes(s) {
   };
   for (let il = 0; il < s.nLayer; il++) {
     const last = il === lastLayer;
-    let cur = g.op(E * n2 * F32, [x], { inplace: true });
-    cur = g.op(E * n2 * F32, [cur], { inplace: true });
+    let cur = g2.op(E * n2 * F32, [x], { inplace: true });
+    cur = g2.op(E * n2 * F32, [cur], { inplace: true });
     let mixed;
     if (s.kvLayer[il]) {
       const swa = s.isSwa[il] && hasSwa;
@@ -48410,83 +48410,83 @@ function computeBufferBytes(s) {
       const hkv = s.nHeadKv[il] ?? 0;
       const nKv = swa ? s.nKvSwa : s.nKv;
       const rope = (t2, bytes) => {
-        if (!qkNorm) return g.op(bytes, [g.view(t2), pos], { inplace: true });
-        let r2 = g.op(bytes, [g.view(t2)], { inplace: true });
-        r2 = g.op(bytes, [r2], { inplace: true });
-        return g.op(bytes, [r2, pos], { inplace: true });
+        if (!qkNorm) return g2.op(bytes, [g2.view(t2), pos], { inplace: true });
+        let r2 = g2.op(bytes, [g2.view(t2)], { inplace: true });
+        r2 = g2.op(bytes, [r2], { inplace: true });
+        return g2.op(bytes, [r2, pos], { inplace: true });
       };
       const r = rot[swa ? "swa" : "main"];
-      const hadamard = (t2, bytes, by) => by >= 0 ? g.op(bytes, [by, g.view(t2)]) : t2;
-      let q2 = rope(g.op(dk * h3 * n2 * F32, [cur]), dk * h3 * n2 * F32);
-      if (gemma) q2 = g.op(dk * h3 * n2 * F32, [q2], { inplace: true });
+      const hadamard = (t2, bytes, by) => by >= 0 ? g2.op(bytes, [by, g2.view(t2)]) : t2;
+      let q2 = rope(g2.op(dk * h3 * n2 * F32, [cur]), dk * h3 * n2 * F32);
+      if (gemma) q2 = g2.op(dk * h3 * n2 * F32, [q2], { inplace: true });
       q2 = hadamard(q2, dk * h3 * n2 * F32, r.k);
       let k, v;
       if (gemma || qkNorm) {
-        k = hadamard(rope(g.op(dk * hkv * n2 * F32, [cur]), dk * hkv * n2 * F32), dk * hkv * n2 * F32, r.k);
-        v = hadamard(g.op(dv * hkv * n2 * F32, [cur]), dv * hkv * n2 * F32, r.v);
+        k = hadamard(rope(g2.op(dk * hkv * n2 * F32, [cur]), dk * hkv * n2 * F32), dk * hkv * n2 * F32, r.k);
+        v = hadamard(g2.op(dv * hkv * n2 * F32, [cur]), dv * hkv * n2 * F32, r.v);
       } else {
-        v = hadamard(g.op(dv * hkv * n2 * F32, [cur]), dv * hkv * n2 * F32, r.v);
-        k = hadamard(rope(g.op(dk * hkv * n2 * F32, [cur]), dk * hkv * n2 * F32), dk * hkv * n2 * F32, r.k);
+        v = hadamard(g2.op(dv * hkv * n2 * F32, [cur]), dv * hkv * n2 * F32, r.v);
+        k = hadamard(rope(g2.op(dk * hkv * n2 * F32, [cur]), dk * hkv * n2 * F32), dk * hkv * n2 * F32, r.k);
       }
-      g.sink([g.view(k), swa ? kIdxSwa : kIdx]);
-      g.sink([g.view(v), swa ? vIdxSwa : vIdx]);
+      g2.sink([g2.view(k), swa ? kIdxSwa : kIdx]);
+      g2.sink([g2.view(v), swa ? vIdxSwa : vIdx]);
       const m = swa ? maskSwa : mask;
       let o2;
       if (s.flashAttn)
-        o2 = g.op(dv * h3 * n2 * F32, [g.view(q2), m]);
+        o2 = g2.op(dv * h3 * n2 * F32, [g2.view(q2), m]);
       else {
-        const kq = g.op(nKv * n2 * h3 * F32, [g.view(q2)]);
-        const sm = g.op(nKv * n2 * h3 * F32, [kq, m], { inplace: true });
-        const kqv = g.op(dv * n2 * h3 * F32, [sm]);
-        o2 = g.op(dv * h3 * n2 * F32, [g.view(kqv)]);
+        const kq = g2.op(nKv * n2 * h3 * F32, [g2.view(q2)]);
+        const sm = g2.op(nKv * n2 * h3 * F32, [kq, m], { inplace: true });
+        const kqv = g2.op(dv * n2 * h3 * F32, [sm]);
+        o2 = g2.op(dv * h3 * n2 * F32, [g2.view(kqv)]);
       }
       o2 = hadamard(o2, dv * h3 * n2 * F32, r.v);
       prefetch(il);
-      mixed = g.op(E * n2 * F32, [g.view(o2)]);
+      mixed = g2.op(E * n2 * F32, [g2.view(o2)]);
     } else {
-      const bcx = g.op(3 * E * n2 * F32, [cur]);
-      const bx = g.op(E * n2 * F32, [g.view(bcx), g.view(bcx)], { inplace: true });
+      const bcx = g2.op(3 * E * n2 * F32, [cur]);
+      const bx = g2.op(E * n2 * F32, [g2.view(bcx), g2.view(bcx)], { inplace: true });
       const state = nextState2 >= 0 ? nextState2 : fetchState();
-      const cat = g.op((E * n2 + stateBytes / F32) * F32, [g.view(state), g.view(bx)]);
-      g.sink([g.view(cat)]);
+      const cat = g2.op((E * n2 + stateBytes / F32) * F32, [g2.view(state), g2.view(bx)]);
+      g2.sink([g2.view(cat)]);
       prefetch(il);
-      const conv = g.op(E * n2 * F32, [cat]);
-      const y = g.op(E * n2 * F32, [g.view(bcx), conv], { inplace: true });
-      mixed = g.op(E * n2 * F32, [y]);
+      const conv = g2.op(E * n2 * F32, [cat]);
+      const y = g2.op(E * n2 * F32, [g2.view(bcx), conv], { inplace: true });
+      mixed = g2.op(E * n2 * F32, [y]);
     }
     if (last) {
-      mixed = g.op(E * s.nOutputs * F32, [mixed, outIds]);
-      x = g.op(E * s.nOutputs * F32, [x, outIds]);
+      mixed = g2.op(E * s.nOutputs * F32, [mixed, outIds]);
+      x = g2.op(E * s.nOutputs * F32, [x, outIds]);
       n2 = s.nOutputs;
     }
     if (gemma) {
-      mixed = g.op(E * n2 * F32, [mixed], { inplace: true });
-      mixed = g.op(E * n2 * F32, [mixed], { inplace: true });
+      mixed = g2.op(E * n2 * F32, [mixed], { inplace: true });
+      mixed = g2.op(E * n2 * F32, [mixed], { inplace: true });
     }
     const residualFirst = LFM2.test(s.arch);
-    const add = (branch, residual) => g.op(E * n2 * F32, residualFirst ? [residual, branch] : [branch, residual], { inplace: true });
+    const add = (branch, residual) => g2.op(E * n2 * F32, residualFirst ? [residual, branch] : [branch, residual], { inplace: true });
     const ffnInp = add(mixed, x);
     const ff = s.nFf[il] ?? 0;
     let out;
     if (ff > 0) {
-      let c4 = g.op(E * n2 * F32, [ffnInp], { inplace: true });
-      c4 = g.op(E * n2 * F32, [c4], { inplace: true });
-      const gate = g.op(ff * n2 * F32, [c4]);
-      const up = g.op(ff * n2 * F32, [c4]);
-      const glu = g.op(ff * n2 * F32, [gate, up]);
-      let down = g.op(E * n2 * F32, [glu]);
+      let c4 = g2.op(E * n2 * F32, [ffnInp], { inplace: true });
+      c4 = g2.op(E * n2 * F32, [c4], { inplace: true });
+      const gate = g2.op(ff * n2 * F32, [c4]);
+      const up = g2.op(ff * n2 * F32, [c4]);
+      const glu = g2.op(ff * n2 * F32, [gate, up]);
+      let down = g2.op(E * n2 * F32, [glu]);
       if (gemma) {
-        down = g.op(E * n2 * F32, [down], { inplace: true });
-        down = g.op(E * n2 * F32, [down], { inplace: true });
+        down = g2.op(E * n2 * F32, [down], { inplace: true });
+        down = g2.op(E * n2 * F32, [down], { inplace: true });
       }
       out = add(down, ffnInp);
     } else out = ffnInp;
     x = out;
   }
-  let c3 = g.op(E * n2 * F32, [x], { inplace: true });
-  c3 = g.op(E * n2 * F32, [c3], { inplace: true });
-  g.op(s.nVocab * s.nOutputs * F32, [c3], { output: true });
-  return g.bufferSize();
+  let c3 = g2.op(E * n2 * F32, [x], { inplace: true });
+  c3 = g2.op(E * n2 * F32, [c3], { inplace: true });
+  g2.op(s.nVocab * s.nOutputs * F32, [c3], { output: true });
+  return g2.bufferSize();
 }
 var DynAllocator, ComputeGraph, F32, QK_NORM, GEMMA, LFM2;
 var init_compute_graph = __esm({
@@ -48977,7 +48977,7 @@ function assignLayers(nLayerAll, nGpuLayers, gpus, tensorSplit) {
   const n2 = gpus.length;
   const out = new Array(nLayerAll + 1).fill(-1);
   if (n2 === 0 || nGpuLayers <= 0) return out;
-  const raw2 = tensorSplit && tensorSplit.some((x) => x > 0) ? gpus.map((_, i2) => tensorSplit[i2] ?? 0) : gpus.map((g) => g.freeBytes);
+  const raw2 = tensorSplit && tensorSplit.some((x) => x > 0) ? gpus.map((_, i2) => tensorSplit[i2] ?? 0) : gpus.map((g2) => g2.freeBytes);
   const splits = [];
   let sum = 0;
   for (const x of raw2) splits.push(sum += x);
@@ -49109,7 +49109,7 @@ function estimate(h3, tensors, o2 = {}) {
   const perDevice = [];
   const count2 = (d) => layerDev.slice(0, nLayerAll).filter((x) => x === d).length;
   const usedGpus = new Set(layerDev.filter((d) => d >= 0));
-  gpus.forEach((g, i2) => {
+  gpus.forEach((g2, i2) => {
     const used = usedGpus.has(i2);
     const w = weights === null ? null : devW.get(i2) ?? 0;
     const kv = devKv.get(i2) ?? 0;
@@ -49117,9 +49117,9 @@ function estimate(h3, tensors, o2 = {}) {
     const comp = used ? compute : 0;
     const ov = used ? overhead : 0;
     perDevice.push({
-      device: g.id,
-      name: g.name,
-      kind: g.kind,
+      device: g2.id,
+      name: g2.name,
+      kind: g2.kind,
       layers: count2(i2),
       hasOutput: layerDev[nLayerAll] === i2,
       weightsBytes: w,
@@ -49129,7 +49129,7 @@ function estimate(h3, tensors, o2 = {}) {
       outputBytes: 0,
       overheadBytes: ov,
       totalBytes: (w ?? 0) + kv + r + comp + ov,
-      freeBytes: g.freeBytes
+      freeBytes: g2.freeBytes
     });
   });
   {
@@ -49400,7 +49400,7 @@ function ctxLadder(min, max) {
 }
 function fits(e, gpus, hostFree) {
   for (const d of e.perDevice) {
-    const free = d.kind === "cpu" ? hostFree : gpus.find((g) => g.id === d.device)?.freeBytes ?? 0;
+    const free = d.kind === "cpu" ? hostFree : gpus.find((g2) => g2.id === d.device)?.freeBytes ?? 0;
     if (d.totalBytes + MARGIN > free) return false;
   }
   return true;
@@ -49412,37 +49412,37 @@ function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial",
   const ladder = ctxLadder(minCtx, maxCtx);
   const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes);
   const all = h3.nLayerAll + 1;
-  const est = (ctx, ct, g, ngl, nCpuMoe) => estimate(h3, m.tensors, {
+  const est = (ctx, ct, g2, ngl, nCpuMoe) => estimate(h3, m.tensors, {
     ctx: ctx * slots,
     parallel: slots,
     kvUnified: slots > 1,
     cacheTypeK: ct,
     cacheTypeV: ct,
     flashAttn: "on",
-    nGpuLayers: g.length ? ngl : 0,
-    gpus: g,
+    nGpuLayers: g2.length ? ngl : 0,
+    gpus: g2,
     nCpuMoe,
-    tensorSplit: g.length > 1 ? g.map((x) => x.freeBytes / MiB2) : void 0
+    tensorSplit: g2.length > 1 ? g2.map((x) => x.freeBytes / MiB2) : void 0
   });
   const fixed = dev.cacheType;
-  const bestCtx = (g, ngl, nCpuMoe) => {
+  const bestCtx = (g2, ngl, nCpuMoe) => {
     for (const ctx of ladder)
       for (const ct of fixed ? [fixed] : ["f16", "q8_0"]) {
-        const e2 = est(ctx, ct, g, ngl, nCpuMoe);
-        if (fits(e2, g, dev.hostFreeBytes)) return { ctx, ct, e: e2 };
+        const e2 = est(ctx, ct, g2, ngl, nCpuMoe);
+        if (fits(e2, g2, dev.hostFreeBytes)) return { ctx, ct, e: e2 };
       }
     if (fixed) return null;
-    const e = est(ladder.at(-1), "q4_0", g, ngl, nCpuMoe);
-    return fits(e, g, dev.hostFreeBytes) ? { ctx: ladder.at(-1), ct: "q4_0", e } : null;
+    const e = est(ladder.at(-1), "q4_0", g2, ngl, nCpuMoe);
+    return fits(e, g2, dev.hostFreeBytes) ? { ctx: ladder.at(-1), ct: "q4_0", e } : null;
   };
   let minCt = "q8_0";
-  const fitsMin = (g, ngl, nCpuMoe) => fits(est(ladder.at(-1), minCt, g, ngl, nCpuMoe), g, dev.hostFreeBytes);
-  const mk = (placement, g, ngl, nCpuMoe, r) => ({
+  const fitsMin = (g2, ngl, nCpuMoe) => fits(est(ladder.at(-1), minCt, g2, ngl, nCpuMoe), g2, dev.hostFreeBytes);
+  const mk = (placement, g2, ngl, nCpuMoe, r) => ({
     placement,
-    gpusUsed: g.length,
+    gpusUsed: g2.length,
     ctxPerSlot: Math.floor(r.e.nCtx / slots),
     cacheType: r.ct,
-    nGpuLayers: g.length ? ngl : 0,
+    nGpuLayers: g2.length ? ngl : 0,
     nCpuMoe,
     estimate: r.e,
     host: hostCaches(r.e, slots, dev.hostFreeBytes)
@@ -49450,9 +49450,9 @@ function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial",
   if (gpus.length) {
     if (allow.includes("gpu")) {
       for (let k = 1; k <= gpus.length; k++) {
-        const g = gpus.slice(0, k);
-        const r = bestCtx(g, all, 0);
-        if (r) return mk("gpu", g, all, 0, r);
+        const g2 = gpus.slice(0, k);
+        const r = bestCtx(g2, all, 0);
+        if (r) return mk("gpu", g2, all, 0, r);
       }
     }
     const gpuFits = (e) => fits(e, gpus, Infinity);
@@ -49499,11 +49499,11 @@ function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial",
 }
 function gpuWords(gpus, isolate) {
   const visible = isolate && gpus.length && gpus.every(
-    (g) => g.index !== void 0 && /^(CUDA|ROCm)\d+$/.test(g.runtimeId) && g.runtimeId.replace(/\d+$/, "") === gpus[0].runtimeId.replace(/\d+$/, "")
+    (g2) => g2.index !== void 0 && /^(CUDA|ROCm)\d+$/.test(g2.runtimeId) && g2.runtimeId.replace(/\d+$/, "") === gpus[0].runtimeId.replace(/\d+$/, "")
   );
-  if (!visible) return { env: [], device: gpus.map((g) => g.runtimeId).join(",") };
+  if (!visible) return { env: [], device: gpus.map((g2) => g2.runtimeId).join(",") };
   const prefix = gpus[0].runtimeId.replace(/\d+$/, "");
-  const idx = gpus.map((g) => String(g.index)).join(",");
+  const idx = gpus.map((g2) => String(g2.index)).join(",");
   return {
     env: prefix === "CUDA" ? ["CUDA_DEVICE_ORDER=PCI_BUS_ID", `CUDA_VISIBLE_DEVICES=${idx}`] : [`HIP_VISIBLE_DEVICES=${idx}`],
     device: gpus.map((_, i2) => `${prefix}${i2}`).join(",")
@@ -49528,7 +49528,7 @@ function commandFor(m, p, gpus, slots, isolate = false) {
     "on",
     ...gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", w.device] : ["-ngl", "0"],
     ...p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : [],
-    ...gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB2))).join(",")] : [],
+    ...gpus.length > 1 ? ["-ts", gpus.map((g2) => String(Math.round(g2.freeBytes / MiB2))).join(",")] : [],
     "--cache-ram",
     String(p.host.cacheRamMiB),
     ...p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : [],
@@ -49542,11 +49542,11 @@ function commandFor(m, p, gpus, slots, isolate = false) {
   return `${[...w.env, "LLAMA_API_KEY=\u2026"].join(" ")} llama-server ${args.map(shellQuote).join(" ")}`;
 }
 function gpuDevices(p, gpus) {
-  return gpus.map((g) => {
-    const d = p.estimate.perDevice.find((x) => x.device === g.id);
+  return gpus.map((g2) => {
+    const d = p.estimate.perDevice.find((x) => x.device === g2.id);
     return {
-      name: `${g.runtimeId} ${g.name}`,
-      budgetBytes: Math.round(g.freeBytes),
+      name: `${g2.runtimeId} ${g2.name}`,
+      budgetBytes: Math.round(g2.freeBytes),
       plannedBytes: Math.round(d.totalBytes),
       breakdown: {
         weightsBytes: Math.round(d.weightsBytes ?? 0),
@@ -49620,14 +49620,14 @@ function planSpeed(m, p, gpus, slots, cpuCores) {
   const gpuWeights = p.estimate.perDevice.filter((d) => d.kind === "gpu").reduce((a2, d) => a2 + (d.weightsBytes ?? 0), 0) || 1;
   const cpu = cpuTflops(cpuCores);
   const parts = p.estimate.perDevice.map((d) => {
-    const g = gpus.find((x) => x.id === d.device);
-    const bw = g ? gpuBandwidth(g.name) : ramBandwidth();
-    const fl = g ? gpuTflops(g.name) : { tflops: cpu.tflops, known: cpu.known };
-    const weights = Math.max(0, (d.weightsBytes ?? 0) - (g ? 0 : embd));
-    const experts2 = Math.min(weights, g ? (allExperts - cpuExperts) * (d.weightsBytes ?? 0) / gpuWeights : cpuExperts);
+    const g2 = gpus.find((x) => x.id === d.device);
+    const bw = g2 ? gpuBandwidth(g2.name) : ramBandwidth();
+    const fl = g2 ? gpuTflops(g2.name) : { tflops: cpu.tflops, known: cpu.known };
+    const weights = Math.max(0, (d.weightsBytes ?? 0) - (g2 ? 0 : embd));
+    const experts2 = Math.min(weights, g2 ? (allExperts - cpuExperts) * (d.weightsBytes ?? 0) / gpuWeights : cpuExperts);
     const dense = allExperts ? weights - experts2 : weights * (m.activeShare ?? 1);
     return {
-      name: g ? g.runtimeId : "RAM",
+      name: g2 ? g2.runtimeId : "RAM",
       denseBytes: dense,
       expertBytes: allExperts ? experts2 : 0,
       kvBytesPerToken: p.estimate.nCtx ? d.kvBytes / p.estimate.nCtx : 0,
@@ -49668,11 +49668,11 @@ function replicate(m, dev, slots, minCtx, maxCtxPerSlot) {
   const n2 = dev.gpus.length;
   if (slots < 2 || n2 < 2) return null;
   const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes);
-  for (let g = 1; g * 2 <= n2; g++) {
-    const r = Math.min(Math.floor(n2 / g), slots);
+  for (let g2 = 1; g2 * 2 <= n2; g2++) {
+    const r = Math.min(Math.floor(n2 / g2), slots);
     const out = [];
     for (let i2 = 0; i2 < r; i2++) {
-      const group = gpus.slice(i2 * g, (i2 + 1) * g);
+      const group = gpus.slice(i2 * g2, (i2 + 1) * g2);
       const s = Math.floor(slots / r) + (i2 < slots % r ? 1 : 0);
       const p = layout(m, { gpus: group, hostFreeBytes: dev.hostFreeBytes / r, cacheType: dev.cacheType }, s, minCtx, ["gpu"], maxCtxPerSlot);
       if (!p || p.gpusUsed !== group.length) break;
@@ -49686,12 +49686,12 @@ function toPoolPick(m, reps, _dev, toolVerified) {
   const slots = reps.reduce((a2, r) => a2 + r.slots, 0);
   const ctxPerSlot = Math.min(...reps.map((r) => r.plan.ctxPerSlot));
   const endpoints = reps.map((r) => ({
-    devices: r.gpus.map((g2) => g2.runtimeId),
+    devices: r.gpus.map((g3) => g3.runtimeId),
     slots: r.slots,
     ctxPerSlot: r.plan.ctxPerSlot,
     command: commandFor(m, r.plan, r.gpus, r.slots, true)
   }));
-  const g = reps[0].gpus.length;
+  const g2 = reps[0].gpus.length;
   const caches = [...new Set(reps.map((r) => r.plan.cacheType))].join("/");
   return {
     model: m.model,
@@ -49705,7 +49705,7 @@ function toPoolPick(m, reps, _dev, toolVerified) {
     placement: "gpu",
     // one type for the pool when its replicas agree (a start pins it); mixed pools name none
     ...new Set(reps.map((r) => r.plan.cacheType)).size === 1 ? { cacheType: reps[0].plan.cacheType } : {},
-    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} (${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) \xD7 ${ctxPerSlot} tokens, unified KV (${caches}); one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}\xD7 the tokens at once \u2014 ocw admits each worker to a replica with a free slot`,
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g2 === 1 ? "GPU" : `${g2} GPUs`} (${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) \xD7 ${ctxPerSlot} tokens, unified KV (${caches}); one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}\xD7 the tokens at once \u2014 ocw admits each worker to a replica with a free slot`,
     replicas: reps.length,
     pool: { replicas: reps.length, endpoints },
     ...poolSpeed(m, reps, _dev.cpuCores)
@@ -49854,7 +49854,7 @@ function modelFromInfo(info, name, modelArgs, quant = info.quant) {
   };
 }
 function noFitProblem(dev, slots, minCtx, verified, catalog, slow = []) {
-  const mem = dev.gpus.length ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a2, g) => a2 + g.freeBytes, 0) / GiB2).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free`;
+  const mem = dev.gpus.length ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a2, g2) => a2 + g2.freeBytes, 0) / GiB2).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free`;
   const hints = [];
   for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
     const p = propose(dev, s, minCtx, verified, catalog);
@@ -49877,37 +49877,37 @@ function devicesFromHardware(hw, runtimePath, assume) {
   const prefix = { nvidia: "CUDA", amd: "ROCm", apple: "MTL", ...assume?.prefix };
   const counters = {};
   const gpus = [];
-  for (const g of hw.gpus) {
-    const free = g.unified ? Math.min(g.totalBytes, hw.ram.freeBytes) : g.freeBytes ?? Math.floor(g.totalBytes * 0.9);
+  for (const g2 of hw.gpus) {
+    const free = g2.unified ? Math.min(g2.totalBytes, hw.ram.freeBytes) : g2.freeBytes ?? Math.floor(g2.totalBytes * 0.9);
     let runtimeId;
     if (hw.llamaDevices) {
-      const listed2 = hw.llamaDevices.find((d) => d.name.includes(g.name) || g.name.includes(d.name));
+      const listed2 = hw.llamaDevices.find((d) => d.name.includes(g2.name) || g2.name.includes(d.name));
       runtimeId = listed2?.id ?? null;
     } else {
-      const p = prefix[g.vendor] ?? "Vulkan";
+      const p = prefix[g2.vendor] ?? "Vulkan";
       runtimeId = `${p}${counters[p] ?? 0}`;
       counters[p] = (counters[p] ?? 0) + 1;
     }
     if (!runtimeId) {
       notes.push(
-        `${g.name} is not visible to llama-server at ${runtimePath} (it lists ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => d.id).join(", ") : "no GPU: a CPU build"}); install a ${g.vendor === "nvidia" ? "CUDA" : g.vendor === "amd" ? "ROCm or Vulkan" : "GPU"} build to use it \u2014 planning without it`
+        `${g2.name} is not visible to llama-server at ${runtimePath} (it lists ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => d.id).join(", ") : "no GPU: a CPU build"}); install a ${g2.vendor === "nvidia" ? "CUDA" : g2.vendor === "amd" ? "ROCm or Vulkan" : "GPU"} build to use it \u2014 planning without it`
       );
       continue;
     }
     gpus.push({
-      id: `${g.vendor}${g.index}`,
-      name: g.name,
+      id: `${g2.vendor}${g2.index}`,
+      name: g2.name,
       kind: "gpu",
       freeBytes: free,
-      totalBytes: g.totalBytes,
-      unified: g.unified,
+      totalBytes: g2.totalBytes,
+      unified: g2.unified,
       runtimeId,
-      index: g.index,
-      vendor: g.vendor
+      index: g2.index,
+      vendor: g2.vendor
     });
   }
   if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
-  const unifiedBudget = gpus.filter((g) => g.unified).reduce((a2, g) => a2 + g.freeBytes, 0);
+  const unifiedBudget = gpus.filter((g2) => g2.unified).reduce((a2, g2) => a2 + g2.freeBytes, 0);
   const hostFreeBytes = Math.max(0, hw.ram.freeBytes - unifiedBudget);
   if (unifiedBudget)
     notes.push(
@@ -49944,15 +49944,15 @@ function commandWords(command) {
   return { env: env2, bin, args: words };
 }
 function parallelSpeed(m, p) {
-  const g = p.gpus[0];
-  if (!g) return null;
-  const bw = gpuBandwidth(g.name);
-  const fl = gpuTflops(g.name);
+  const g2 = p.gpus[0];
+  if (!g2) return null;
+  const bw = gpuBandwidth(g2.name);
+  const fl = gpuTflops(g2.name);
   const share2 = m.experts?.share ?? 0;
   const s = estimateSpeed(
     [
       {
-        name: `${p.tp > 1 ? `${p.tp} \xD7 ` : ""}${g.runtimeId}`,
+        name: `${p.tp > 1 ? `${p.tp} \xD7 ` : ""}${g2.runtimeId}`,
         denseBytes: m.weightsBytes * (1 - share2) / p.tp,
         expertBytes: m.weightsBytes * share2 / p.tp,
         kvBytesPerToken: p.kvPerGpu / Math.max(1, p.perRank * p.ctxPerSlot),
@@ -49977,9 +49977,9 @@ function parallelSpeed(m, p) {
     basis: `per engine (${p.dp} decode side by side): ${s.basis}`
   };
 }
-function gpuUtilization(g) {
-  const total2 = g.totalBytes || g.freeBytes;
-  return Math.max(0, Math.min(PARALLEL_MAX_UTIL, Math.floor((g.freeBytes - 256 * MiB2) / total2 * 100) / 100));
+function gpuUtilization(g2) {
+  const total2 = g2.totalBytes || g2.freeBytes;
+  return Math.max(0, Math.min(PARALLEL_MAX_UTIL, Math.floor((g2.freeBytes - 256 * MiB2) / total2 * 100) / 100));
 }
 function parallelKv(m, perRank, ctx) {
   if (!m.hparams) return m.weightsBytes * 0.25;
@@ -49999,7 +49999,7 @@ function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot, fixed = {}) {
     const perRank = Math.ceil(slots / dp);
     const used = gpus.slice(0, tp * dp);
     const utilization = Math.min(...used.map(gpuUtilization));
-    const budget = Math.min(...used.map((g) => utilization * (g.totalBytes || g.freeBytes)));
+    const budget = Math.min(...used.map((g2) => utilization * (g2.totalBytes || g2.freeBytes)));
     const weightsPerGpu = m.weightsBytes / tp;
     const kvShare = m.nHeadKv && tp > m.nHeadKv ? 1 / m.nHeadKv : 1 / tp;
     for (const ctx of ladder) {
@@ -50026,7 +50026,7 @@ var init_plan = __esm({
     gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
     h2 = (m) => m.hparams;
     LONG_CTX = 65536;
-    unifiedOnly = (dev) => dev.gpus.length > 0 && dev.gpus.every((g) => g.unified);
+    unifiedOnly = (dev) => dev.gpus.length > 0 && dev.gpus.every((g2) => g2.unified);
     PARALLEL_OVERHEAD = 2 * GiB2;
     PARALLEL_MAX_UTIL = 0.9;
   }
@@ -50050,7 +50050,7 @@ function parseRepoRef(ref) {
 async function planRepo(ref, want, env2 = process.env) {
   const p = parseRepoRef(ref);
   if (!p) throw new SetupError("model-source", `"${ref}" is not owner/repo[:QUANT]`, { ref });
-  const g = await repoGgufs(p.repo, p.rev, fetch, env2).catch((e) => {
+  const g2 = await repoGgufs(p.repo, p.rev, fetch, env2).catch((e) => {
     if (e.message === "fetch failed")
       throw new SetupError(
         "model-source",
@@ -50060,12 +50060,12 @@ async function planRepo(ref, want, env2 = process.env) {
       );
     throw e;
   });
-  let quants = g.quants;
+  let quants = g2.quants;
   if (p.quant) quants = quants.filter((q2) => q2.quant.toUpperCase() === p.quant);
   if (!quants.length)
     throw new SetupError(
       "model-source",
-      p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q2) => q2.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`
+      p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g2.quants.map((q2) => q2.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`
     );
   const infos = /* @__PURE__ */ new Map();
   const model = async (q2) => {
@@ -50142,9 +50142,9 @@ async function refreshHubSizes(entries, o2 = {}) {
     if (!o2.force && kept && now - kept.at < REFRESH_AFTER_MS) continue;
     try {
       const files = await listRepoFiles(repo, "main", fetchImpl, env2);
-      const g = groupGgufs(repo, "main", files);
+      const g2 = groupGgufs(repo, "main", files);
       const st = files.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a2, f) => a2 + f.size, 0);
-      data.repos[repo] = { at: now, ggufs: Object.fromEntries(g.quants.map((q2) => [q2.quant.toUpperCase(), q2.totalBytes])), safetensors: st || null };
+      data.repos[repo] = { at: now, ggufs: Object.fromEntries(g2.quants.map((q2) => [q2.quant.toUpperCase(), q2.totalBytes])), safetensors: st || null };
       listed2.push(repo);
     } catch (e) {
       failed.push(repo);
@@ -50165,10 +50165,10 @@ function withHubSizes(entries, data, now = Date.now()) {
   };
   const day = (at) => new Date(at).toISOString().slice(0, 10);
   return entries.map((e) => {
-    const g = fresh(e.repo);
+    const g2 = fresh(e.repo);
     const quants = e.quants.map((q2) => {
-      const bytes = g?.ggufs[q2.quant.toUpperCase()];
-      return bytes && plausible(bytes, q2.bytes) ? { ...q2, bytes, derived: false, sizeNote: `the Hub's listing of ${e.repo} (${day(g.at)})` } : q2;
+      const bytes = g2?.ggufs[q2.quant.toUpperCase()];
+      return bytes && plausible(bytes, q2.bytes) ? { ...q2, bytes, derived: false, sizeNote: `the Hub's listing of ${e.repo} (${day(g2.at)})` } : q2;
     });
     const weights = e.weights?.map((w) => {
       const r = fresh(w.repo);
@@ -50668,22 +50668,22 @@ import { existsSync as existsSync20, readdirSync as readdirSync11, readFileSync 
 import path48 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
-  const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
+  const by = (v) => hw.gpus.filter((g2) => g2.vendor === v && !g2.unified);
   const nv = by("nvidia");
   const amd = by("amd");
   const use = nv.length >= amd.length ? nv : amd;
   const prefix = use === nv ? "CUDA" : "ROCm";
-  const other = hw.gpus.filter((g) => !use.includes(g));
-  if (other.length) notes.push(`vLLM / SGLang run on NVIDIA (CUDA) or AMD (ROCm) GPUs of one kind: not planning on ${other.map((g) => g.name).join(", ")}`);
-  const gpus = use.map((g, i2) => ({
-    id: `${g.vendor}${g.index}`,
-    name: g.name,
+  const other = hw.gpus.filter((g2) => !use.includes(g2));
+  if (other.length) notes.push(`vLLM / SGLang run on NVIDIA (CUDA) or AMD (ROCm) GPUs of one kind: not planning on ${other.map((g2) => g2.name).join(", ")}`);
+  const gpus = use.map((g2, i2) => ({
+    id: `${g2.vendor}${g2.index}`,
+    name: g2.name,
     kind: "gpu",
-    freeBytes: g.freeBytes ?? Math.floor(g.totalBytes * 0.9),
-    totalBytes: g.totalBytes,
+    freeBytes: g2.freeBytes ?? Math.floor(g2.totalBytes * 0.9),
+    totalBytes: g2.totalBytes,
     runtimeId: `${prefix}${i2}`,
-    index: g.index,
-    vendor: g.vendor
+    index: g2.index,
+    vendor: g2.vendor
   }));
   return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes };
 }
@@ -50808,7 +50808,7 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
 }
 async function proposeParallel(o2) {
   const name = o2.runtime === "vllm" ? "vLLM" : "SGLang";
-  const named = o2.model ? await resolveParallelModel(o2.model, o2.runtime, o2.env ?? process.env, o2.hub !== false, o2.dev.gpus.length > 0 && o2.dev.gpus.every((g) => hasFp8(g.name))) : null;
+  const named = o2.model ? await resolveParallelModel(o2.model, o2.runtime, o2.env ?? process.env, o2.hub !== false, o2.dev.gpus.length > 0 && o2.dev.gpus.every((g2) => hasFp8(g2.name))) : null;
   if (!o2.dev.gpus.length) {
     return {
       pick: null,
@@ -50818,7 +50818,7 @@ async function proposeParallel(o2) {
   }
   const env2 = o2.env ?? process.env;
   const hub = new HubSizer(env2, o2.hub !== false);
-  const fp8 = o2.dev.gpus.length > 0 && o2.dev.gpus.every((g) => hasFp8(g.name));
+  const fp8 = o2.dev.gpus.length > 0 && o2.dev.gpus.every((g2) => hasFp8(g2.name));
   const found = [];
   const tried = [];
   const first = (ms) => {
@@ -50842,7 +50842,7 @@ async function proposeParallel(o2) {
     if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
   }
   const gpus = o2.dev.gpus;
-  const mem = `${gpus.length} GPU(s) of ${(Math.min(...gpus.map((g) => g.totalBytes)) / 1024 ** 3).toFixed(0)} GiB`;
+  const mem = `${gpus.length} GPU(s) of ${(Math.min(...gpus.map((g2) => g2.totalBytes)) / 1024 ** 3).toFixed(0)} GiB`;
   return {
     pick: null,
     alternatives: [],
@@ -50866,8 +50866,8 @@ function parallelCommand(m, p, runtime, allGpus) {
     });
     return `${[...w.env, "VLLM_API_KEY=\u2026"].join(" ")} vllm ${[...b2.args, ...vllmMtpArgs(m.mtpDraft)].map(shellQuote).join(" ")}`;
   }
-  const g = p.gpus[0];
-  const frac = Math.max(0.1, Math.floor((p.utilization - PARALLEL_OVERHEAD / (g.totalBytes || g.freeBytes)) * 100) / 100);
+  const g2 = p.gpus[0];
+  const frac = Math.max(0.1, Math.floor((p.utilization - PARALLEL_OVERHEAD / (g2.totalBytes || g2.freeBytes)) * 100) / 100);
   const b = buildSglangArgs({
     model: m.source,
     servedName: m.servedName,
@@ -50894,10 +50894,10 @@ function parallelCommand(m, p, runtime, allGpus) {
 }
 function toParallelPick(m, p, runtime, dev, slots, toolVerified) {
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
-  const devices = p.gpus.map((g) => {
-    const budget = Math.round(p.utilization * (g.totalBytes || g.freeBytes));
+  const devices = p.gpus.map((g2) => {
+    const budget = Math.round(p.utilization * (g2.totalBytes || g2.freeBytes));
     return {
-      name: `${g.runtimeId} ${g.name}`,
+      name: `${g2.runtimeId} ${g2.name}`,
       budgetBytes: budget,
       plannedBytes: Math.round(p.needPerGpu),
       breakdown: {
@@ -50905,7 +50905,7 @@ function toParallelPick(m, p, runtime, dev, slots, toolVerified) {
         kvBytes: Math.round(p.kvPerGpu),
         computeBytes: PARALLEL_OVERHEAD,
         overheadBytes: 0,
-        marginBytes: Math.max(0, Math.round(g.freeBytes - budget))
+        marginBytes: Math.max(0, Math.round(g2.freeBytes - budget))
       }
     };
   });
@@ -51028,7 +51028,7 @@ async function planFit(i2, hw, o2 = {}) {
   const dev = pd ? pd.dev : { ...ld.dev, ...i2.cacheType ? { cacheType: i2.cacheType } : {} };
   const notes = pd ? pd.notes : ld.notes;
   if (assume?.note) notes.push(assume.note);
-  const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
+  const runtimeDevices = pd ? pd.dev.gpus.map((g2) => g2.runtimeId) : ld.runtimeDevices;
   const slots = i2.slots ?? (dev.gpus.length ? 4 : 1);
   if (i2.slots === void 0 && !dev.gpus.length && !parallel)
     notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
@@ -51059,7 +51059,7 @@ async function planFit(i2, hw, o2 = {}) {
       }
     }
   }
-  const big = hw.gpus.filter((g) => (g.vendor === "nvidia" || g.vendor === "amd") && !g.unified && isDatacenterGpu(g.name, g.totalBytes));
+  const big = hw.gpus.filter((g2) => (g2.vendor === "nvidia" || g2.vendor === "amd") && !g2.unified && isDatacenterGpu(g2.name, g2.totalBytes));
   if (!parallel && !i2.runtime && big.length && (!i2.model || findCatalog(i2.model))) {
     const p = await proposeParallel({
       runtime: "vllm",
@@ -51080,7 +51080,7 @@ async function planFit(i2, hw, o2 = {}) {
       result = { ...result, pick: vllmPick, alternatives: [...llama, ...result.alternatives], problem: null };
     }
   }
-  if (!parallel && (!i2.model || findCatalog(i2.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
+  if (!parallel && (!i2.model || findCatalog(i2.model)) && hw.gpus.filter((g2) => g2.vendor === "nvidia" || g2.vendor === "amd").length >= 2) {
     for (const rt of ["vllm", "sglang"]) {
       if (installedRuntime(rt).how !== "binary") continue;
       if (result.pick?.runtime === rt || result.alternatives.some((x) => x.runtime === rt)) continue;
@@ -51102,7 +51102,7 @@ async function planFit(i2, hw, o2 = {}) {
   const { refused, ...rest } = result;
   return FitResult.parse({
     hardware: {
-      gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
+      gpus: hw.gpus.map((g2) => ({ name: g2.name, vendor: String(g2.vendor), totalBytes: g2.totalBytes, freeBytes: g2.freeBytes, unified: g2.unified })),
       ramTotalBytes: hw.ram.totalBytes,
       ramFreeBytes: hw.ram.freeBytes,
       cpu: hw.cpu.model,
@@ -52561,28 +52561,28 @@ function runningGroups(recs = listServing()) {
   for (const r of recs) {
     if (!servingAlive(r) || !r.gpuBytes?.length) continue;
     const id2 = r.replicaOf ?? r.targetId;
-    const g = m.get(id2) ?? { id: id2, recs: [], bytes: /* @__PURE__ */ new Map() };
-    g.recs.push(r);
-    for (const x of r.gpuBytes) g.bytes.set(x.index, (g.bytes.get(x.index) ?? 0) + x.bytes);
-    m.set(id2, g);
+    const g2 = m.get(id2) ?? { id: id2, recs: [], bytes: /* @__PURE__ */ new Map() };
+    g2.recs.push(r);
+    for (const x of r.gpuBytes) g2.bytes.set(x.index, (g2.bytes.get(x.index) ?? 0) + x.bytes);
+    m.set(id2, g2);
   }
   return [...m.values()];
 }
 function withFreed(hw, bytes) {
   return {
     ...hw,
-    gpus: hw.gpus.map((g) => {
-      const b = bytes.get(g.index) ?? 0;
-      if (!b || g.freeBytes === null) return g;
-      return { ...g, freeBytes: Math.min(g.totalBytes, g.freeBytes + b), usedBytes: g.usedBytes === null ? null : Math.max(0, g.usedBytes - b) };
+    gpus: hw.gpus.map((g2) => {
+      const b = bytes.get(g2.index) ?? 0;
+      if (!b || g2.freeBytes === null) return g2;
+      return { ...g2, freeBytes: Math.min(g2.totalBytes, g2.freeBytes + b), usedBytes: g2.usedBytes === null ? null : Math.max(0, g2.usedBytes - b) };
     })
   };
 }
 async function planReplacing(hw, first, planOn, id2, replaces2) {
-  for (const g of runningGroups()) {
-    if (id2 && g.id !== id2) continue;
-    const freed = await planOn(withFreed(hw, g.bytes));
-    if (freed.pick && replaces2(freed.pick, g)) return { fit: freed, replacing: g };
+  for (const g2 of runningGroups()) {
+    if (id2 && g2.id !== id2) continue;
+    const freed = await planOn(withFreed(hw, g2.bytes));
+    if (freed.pick && replaces2(freed.pick, g2)) return { fit: freed, replacing: g2 };
   }
   return { fit: first, replacing: null };
 }
@@ -52754,7 +52754,7 @@ async function planOtherPhase(c3) {
     const w = commandWords(p.command).args;
     return input2.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
   };
-  const { fit, replacing } = await planReplacing(hw, await planOn(hw), planOn, input2.id, (pick5, g) => idOf(pick5) === g.id);
+  const { fit, replacing } = await planReplacing(hw, await planOn(hw), planOn, input2.id, (pick5, g2) => idOf(pick5) === g2.id);
   if (!fit.pick)
     throw new StartError({
       kind: "no-fit",
@@ -52801,7 +52801,7 @@ async function launchOtherPhase(c3, p, found) {
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
   const launch2 = buildLaunch({ runtime, found, command: pick4.command, port, key, configDir: path53.join(stateDir(), "runtime", id2), family: familyOf });
-  const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
+  const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g2) => [g2.runtimeId, g2.index]));
   const held = pick4.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job2.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
   const logFile = path53.join(stateDir(), "logs", `${id2}.log`);
@@ -52912,7 +52912,7 @@ async function placementOtherPhase(c3, p, l) {
   const { readLog, before, indexOf, id: id2 } = l;
   const loaded = readLog().split("\n").filter((l2) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l2)).map((l2) => l2.trim().slice(0, 200));
   let placementFailed = null;
-  if (before.gpus.some((g) => g.usedBytes !== null)) {
+  if (before.gpus.some((g2) => g2.usedBytes !== null)) {
     ops.begin("placement", "reading the vendor tool's memory per GPU");
     const after = await detectHardware({}).catch(() => null);
     const evidence = [...loaded.length ? [`log: ${loaded.join("; ")}`] : []];
@@ -52920,8 +52920,8 @@ async function placementOtherPhase(c3, p, l) {
     const measured = [];
     for (const d of pick4.devices) {
       const index = indexOf.get(d.name.split(" ")[0]);
-      const b = before.gpus.find((g) => g.index === index)?.usedBytes;
-      const a2 = after?.gpus.find((g) => g.index === index)?.usedBytes;
+      const b = before.gpus.find((g2) => g2.index === index)?.usedBytes;
+      const a2 = after?.gpus.find((g2) => g2.index === index)?.usedBytes;
       const weights = d.breakdown?.weightsBytes ?? 0;
       if (index === void 0 || a2 == null || b == null) continue;
       const delta = a2 - b;
@@ -53352,7 +53352,7 @@ async function planLlamaPhase(c3) {
     await planOn(hw),
     (h3) => planOn(h3),
     input2.id,
-    (pick5, g) => replaces(pick5, g, input2.id)
+    (pick5, g2) => replaces(pick5, g2, input2.id)
   );
   if (!fit.pick)
     throw new StartError({
@@ -53609,8 +53609,8 @@ async function placementLlamaPhase(c3, plan, l) {
   const { before, servers, key, pooled, replicas, readLog, id: id2 } = l;
   begin("placement", "reading llama-server's log and /props");
   const placements = [];
-  const after = before.gpus.some((g) => g.usedBytes !== null) && pick4.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
-  const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g) => [g.runtimeId, g.index]));
+  const after = before.gpus.some((g2) => g2.usedBytes !== null) && pick4.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
+  const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g2) => [g2.runtimeId, g2.index]));
   for (const [k, x] of servers.entries()) {
     const props = await httpJson(
       `${x.url.replace(/\/v1$/, "")}/props`,
@@ -53625,16 +53625,16 @@ async function placementLlamaPhase(c3, plan, l) {
     }));
     let smi = null;
     if (after) {
-      const fig = (h3) => planned.filter((p) => p.device && p.index !== void 0).map((p) => ({ name: p.device.name, usedBytes: h3.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
+      const fig = (h3) => planned.filter((p) => p.device && p.index !== void 0).map((p) => ({ name: p.device.name, usedBytes: h3.gpus.find((g2) => g2.index === p.index)?.usedBytes ?? null }));
       smi = { before: fig(before), after: fig(after) };
     }
     const pl = checkPlacement({ devices, placement: pick4.placement }, readLog(k), smi);
     const gpuBytes = planned.filter((p) => p.index !== void 0).map((p) => {
-      const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
-      const a2 = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
+      const b = before.gpus.find((g2) => g2.index === p.index)?.usedBytes;
+      const a2 = after?.gpus.find((g2) => g2.index === p.index)?.usedBytes;
       const measured = a2 != null && b != null ? a2 - b : null;
       return { index: p.index, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : p.device?.plannedBytes ?? 0)) };
-    }).filter((g) => g.bytes > 0);
+    }).filter((g2) => g2.bytes > 0);
     const recId = pooled ? `${id2}@${k + 1}` : id2;
     if (gpuBytes.length) patchServing(recId, { gpuBytes });
     if (props.status === 200)
@@ -53787,14 +53787,14 @@ async function runStartJob(o2) {
   emit3();
   return job2;
 }
-function replaces(pick4, g, inputId) {
-  if (inputId) return g.id === inputId;
+function replaces(pick4, g2, inputId) {
+  if (inputId) return g2.id === inputId;
   const entry = findCatalog(pick4.model);
-  if (entry) return g.id === `llamacpp-${targetSlug({ model: entry.name, quant: pick4.quant })}`;
-  const args = g.recs[0].args;
+  if (entry) return g2.id === `llamacpp-${targetSlug({ model: entry.name, quant: pick4.quant })}`;
+  const args = g2.recs[0].args;
   const alias = args[args.indexOf("--alias") + 1];
   const file3 = args[args.indexOf("-m") + 1];
-  if (!alias || !file3 || g.id !== `llamacpp-${alias}`) return false;
+  if (!alias || !file3 || g2.id !== `llamacpp-${alias}`) return false;
   const w = commandWords(pick4.pool ? pick4.pool.endpoints[0].command : pick4.command).args;
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
@@ -61609,9 +61609,9 @@ function grantsFor(ask, grants) {
   if (!offer.ok) return void 0;
   const found = [];
   for (const p of offer.patterns) {
-    const g = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p && x.expiredAt === void 0);
-    if (!g) return void 0;
-    found.push(g);
+    const g2 = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p && x.expiredAt === void 0);
+    if (!g2) return void 0;
+    found.push(g2);
   }
   return found;
 }
@@ -61982,8 +61982,8 @@ function reduceWorker(w, e) {
       next.endedAt = isAtRest(e.state) ? e.ts : null;
       if (!isActive(e.state)) next.currentTool = null;
       if (e.state === "running") next.stalled = false;
-      if (GRANT_ENDS.has(e.state) && w.grants.some((g) => g.expiredAt === void 0))
-        next.grants = w.grants.map((g) => g.expiredAt === void 0 ? { ...g, expiredAt: e.ts } : g);
+      if (GRANT_ENDS.has(e.state) && w.grants.some((g2) => g2.expiredAt === void 0))
+        next.grants = w.grants.map((g2) => g2.expiredAt === void 0 ? { ...g2, expiredAt: e.ts } : g2);
       if (e.state === "running" && w.rounds.length && !w.rounds.at(-1).ran) next.rounds = [...w.rounds.slice(0, -1), { ...w.rounds.at(-1), ran: true }];
       break;
     case "worker.workspace":
@@ -62049,14 +62049,14 @@ function reduceWorker(w, e) {
       next.reverted = { into: e.into, commit: e.commit };
       break;
     case "grant.added":
-      next.grants = [...w.grants.filter((g) => g.id !== e.grant.id), e.grant];
+      next.grants = [...w.grants.filter((g2) => g2.id !== e.grant.id), e.grant];
       break;
     case "grant.revoked":
-      next.grants = w.grants.filter((g) => g.id !== e.grantId);
+      next.grants = w.grants.filter((g2) => g2.id !== e.grantId);
       break;
     case "discarded":
       next.discarded = true;
-      if (w.grants.some((g) => g.expiredAt === void 0)) next.grants = w.grants.map((g) => g.expiredAt === void 0 ? { ...g, expiredAt: e.ts } : g);
+      if (w.grants.some((g2) => g2.expiredAt === void 0)) next.grants = w.grants.map((g2) => g2.expiredAt === void 0 ? { ...g2, expiredAt: e.ts } : g2);
       break;
   }
   const was = w.modelSince != null;
@@ -68269,8 +68269,8 @@ function hitsIn(s, [pids, memory]) {
   return out;
 }
 var JOIN_SCRIPT = 'echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" && shift 2 && exec "$@"';
-function joinPrefix(g) {
-  return ["/bin/sh", "-c", JOIN_SCRIPT, "ocw-limits", g.dirs[0], g.dirs[1]];
+function joinPrefix(g2) {
+  return ["/bin/sh", "-c", JOIN_SCRIPT, "ocw-limits", g2.dirs[0], g2.dirs[1]];
 }
 function hitNote(hits, procs, memMb) {
   const parts = hits.map(
@@ -70430,9 +70430,9 @@ async function snapshotOverCaps(ws, caps = snapshotCaps()) {
     if (m) grow.push([m[2], Number(m[1]), 0]);
   }
   await Promise.all(
-    grow.map(async (g) => {
-      const st = await lstat2(at(g[0])).catch(() => null);
-      g[2] = st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0;
+    grow.map(async (g2) => {
+      const st = await lstat2(at(g2[0])).catch(() => null);
+      g2[2] = st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0;
     })
   );
   for (const [i2, n2] of names.entries()) {
@@ -72504,7 +72504,7 @@ var Approvals = class {
         this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...message ? { message } : {} });
         if (decision.decision === "always" && ask.kind === "permission" && offer?.ok) {
           const held = new Set(
-            this.reg.get(w.id).grants.filter((g) => g.tool === ask.tool).map((g) => g.pattern)
+            this.reg.get(w.id).grants.filter((g2) => g2.tool === ask.tool).map((g2) => g2.pattern)
           );
           for (const pattern of offer.patterns) {
             if (held.has(pattern)) continue;
@@ -72524,11 +72524,11 @@ var Approvals = class {
     return this.reg.list().flatMap((w) => w.grants);
   }
   revokeGrant(grantId, by = { kind: "person" }) {
-    const w = this.reg.list().find((x) => x.grants.some((g2) => g2.id === grantId));
-    const g = w?.grants.find((x) => x.id === grantId);
-    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`, "not-found");
+    const w = this.reg.list().find((x) => x.grants.some((g3) => g3.id === grantId));
+    const g2 = w?.grants.find((x) => x.id === grantId);
+    if (!w || !g2) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`, "not-found");
     this.reg.record(w.id, { type: "grant.revoked", grantId, by });
-    return g;
+    return g2;
   }
   /** The user's approval rules (policies.json in the state dir); none by default. */
   policies() {
@@ -72585,7 +72585,7 @@ var Approvals = class {
     if (refused) return refused;
     const granted = grantFor(ask, w.grants);
     if (granted?.length) {
-      const name = granted.map((g) => `grant ${g.tool} ${g.pattern} (always, by ${byWhom(g.by)})`).join("; ");
+      const name = granted.map((g2) => `grant ${g2.tool} ${g2.pattern} (always, by ${byWhom(g2.by)})`).join("; ");
       return { decision: { decision: "once" }, by: { kind: "policy", name: name.length > 200 ? name.slice(0, 199) + "\u2026" : name } };
     }
     const rule = this.policyFor(ask);
@@ -74312,9 +74312,9 @@ var Attempts = class {
   }
   deps;
   group(groupId) {
-    const g = attemptGroup(groupId, this.deps.list());
-    if (!g.attempts.length) throw new InputError(`unknown attempt group "${groupId}"`, "not-found");
-    return g;
+    const g2 = attemptGroup(groupId, this.deps.list());
+    if (!g2.attempts.length) throw new InputError(`unknown attempt group "${groupId}"`, "not-found");
+    return g2;
   }
   /** Every attempt group the engine knows, newest first. */
   groups() {
@@ -75430,7 +75430,7 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
         rmSync5(path37.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g of all) if (g < mine) rmSync5(path37.join(dir, String(g)), { force: true });
+      for (const g2 of all) if (g2 < mine) rmSync5(path37.join(dir, String(g2)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
@@ -75452,8 +75452,8 @@ function releaseOwnership(stateDir2, claim) {
   }
 }
 function currentOwner(stateDir2) {
-  for (const g of generations(stateDir2)) {
-    const holder = readOwner(stateDir2, g);
+  for (const g2 of generations(stateDir2)) {
+    const holder = readOwner(stateDir2, g2);
     if (holder === "gone") continue;
     return holder !== "unreadable" && !holder.released && alive2(holder) ? holder : null;
   }
@@ -78994,12 +78994,12 @@ async function detect() {
     cpu: hw.cpu.model,
     cores: hw.cpu.cores,
     ramGiB: round(hw.ram.totalBytes / GiB),
-    gpus: hw.gpus.map((g) => ({
-      name: g.name,
-      vendor: String(g.vendor),
-      vramGiB: round(g.totalBytes / GiB),
-      freeGiB: g.freeBytes === null ? null : round(g.freeBytes / GiB),
-      unified: g.unified
+    gpus: hw.gpus.map((g2) => ({
+      name: g2.name,
+      vendor: String(g2.vendor),
+      vramGiB: round(g2.totalBytes / GiB),
+      freeGiB: g2.freeBytes === null ? null : round(g2.freeBytes / GiB),
+      unified: g2.unified
     })),
     problems: hw.problems.slice(0, 10)
   };
@@ -79857,8 +79857,8 @@ function readGrades() {
   return readdirSync12(dir, { withFileTypes: true }).flatMap((d) => {
     const file3 = path57.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync24(file3)) return [];
-    const g = Grade.safeParse(JSON.parse(readFileSync22(file3, "utf8")));
-    return g.success ? [g.data] : [];
+    const g2 = Grade.safeParse(JSON.parse(readFileSync22(file3, "utf8")));
+    return g2.success ? [g2.data] : [];
   });
 }
 function humanMessage(error46) {
@@ -80887,12 +80887,12 @@ async function nodeFrom(o2) {
   if (o2.vendor !== void 0 && o2.vendor !== "nvidia" && o2.vendor !== "amd") throw new K8sInputError(`--vendor must be nvidia or amd (got "${o2.vendor}")`);
   if (o2.gpus) return parseNodeSpec(o2.gpus, o2.vendor ?? "nvidia");
   const hw = await detectHardware({});
-  const gpus = hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd");
+  const gpus = hw.gpus.filter((g2) => g2.vendor === "nvidia" || g2.vendor === "amd");
   if (!gpus.length)
     throw new K8sInputError(
       "this machine has no NVIDIA or AMD GPU to size the deployment by; describe a cluster node's GPUs with --gpus, e.g. --gpus 4x80G (and --vendor amd for amd.com/gpu)"
     );
-  const min = gpus.reduce((a2, g) => g.totalBytes < a2.totalBytes ? g : a2);
+  const min = gpus.reduce((a2, g2) => g2.totalBytes < a2.totalBytes ? g2 : a2);
   return { gpus: gpus.length, gpuBytes: min.totalBytes, gpuName: min.name, vendor: o2.vendor ?? min.vendor };
 }
 async function runDeployK8s(o2, env2 = process.env) {
@@ -82763,33 +82763,34 @@ function getBaseURL() {
   return doc && typeof doc == "object" && "baseURI" in doc && typeof doc.baseURI == "string" ? doc.baseURI : void 0;
 }
 
+// shared/api-client.ts
+var g = globalThis;
+var noCookies = (input2, init) => g.fetch(input2, { ...init, credentials: "omit" });
+function authedFetch(address, client3) {
+  return (input2, init) => {
+    const headers = new g.Headers(init?.headers);
+    headers.set("authorization", `Bearer ${address.token}`);
+    headers.set(CLIENT_HEADER, client3);
+    return noCookies(input2, { ...init, headers });
+  };
+}
+function createEngineClient(address, client3) {
+  const url2 = `${address.origin}${API_PATH}`;
+  const headers = { authorization: `Bearer ${address.token}`, [CLIENT_HEADER]: client3 };
+  const link2 = splitLink({
+    condition: (op) => op.type === "subscription",
+    true: httpSubscriptionLink({ url: url2, EventSource, eventSourceOptions: { fetch: authedFetch(address, client3) } }),
+    false: httpBatchLink({ url: url2, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies })
+  });
+  return createTRPCClient({ links: [link2] });
+}
+
 // engine/api/client.ts
 function addressOf(lock2) {
   return { origin: `http://127.0.0.1:${lock2.port}`, token: lock2.token };
 }
-var noCookies = (input2, init) => globalThis.fetch(input2, { ...init, credentials: "omit" });
-function authedFetch(address, client3, base2 = noCookies) {
-  return (input2, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set("authorization", `Bearer ${address.token}`);
-    if (client3) headers.set(CLIENT_HEADER, client3);
-    return base2(input2, { ...init, headers });
-  };
-}
-function connect(target, client3 = "cli") {
-  const address = "origin" in target ? target : addressOf(target);
-  const url2 = `${address.origin}${API_PATH}`;
-  const headers = { authorization: `Bearer ${address.token}`, ...client3 ? { [CLIENT_HEADER]: client3 } : {} };
-  const withToken = authedFetch(address, client3);
-  return createTRPCClient({
-    links: [
-      splitLink({
-        condition: (op) => op.type === "subscription",
-        true: httpSubscriptionLink({ url: url2, EventSource, eventSourceOptions: { fetch: withToken } }),
-        false: httpBatchLink({ url: url2, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies })
-      })
-    ]
-  });
+function connect(target, client3) {
+  return createEngineClient("origin" in target ? target : addressOf(target), client3);
 }
 async function healthy(lock2, timeoutMs = 2e3) {
   try {
@@ -83198,13 +83199,13 @@ async function runCommand3(o2) {
   let payload;
   let built;
   const finalList = await Promise.all(ids.map(async (id2) => finalWorkers.get(id2) ?? await client3.workers.get.query({ workerId: id2 })));
-  const groupsOf = () => [...new Set(finalList.map((w) => w.attempt?.groupId).filter((g) => !!g))].map((g) => attemptGroup(g, finalList));
+  const groupsOf = () => [...new Set(finalList.map((w) => w.attempt?.groupId).filter((g2) => !!g2))].map((g2) => attemptGroup(g2, finalList));
   if (groupId) {
-    const g = attemptGroup(groupId, finalList);
-    const winner = g.winner ? outputs[ids.indexOf(g.winner)].json : null;
-    payload = { groupId, ...attemptsJson(g), mergeHint: winner?.mergeHint ?? null, workers: outputs.map((r) => r.json) };
-    built = g.winner !== null;
-    if (!o2.json) process.stderr.write(attemptsSummary(g) + "\n");
+    const g2 = attemptGroup(groupId, finalList);
+    const winner = g2.winner ? outputs[ids.indexOf(g2.winner)].json : null;
+    payload = { groupId, ...attemptsJson(g2), mergeHint: winner?.mergeHint ?? null, workers: outputs.map((r) => r.json) };
+    built = g2.winner !== null;
+    if (!o2.json) process.stderr.write(attemptsSummary(g2) + "\n");
   } else if (batchId && summary) {
     const groups = groupsOf();
     const integ = summary.integration?.result ?? null;
@@ -83217,7 +83218,7 @@ async function runCommand3(o2) {
       builtRate: summary.builtRate,
       honestRate: summary.honestRate,
       verdict: summary.verdict,
-      ...groups.length ? { groups: groups.map((g) => ({ groupId: g.groupId, ...attemptsJson(g) })) } : {}
+      ...groups.length ? { groups: groups.map((g2) => ({ groupId: g2.groupId, ...attemptsJson(g2) })) } : {}
     };
     built = summary.verdict === "built" && !summary.skipped.length && (!summary.integration || !!integ?.passed);
   } else {
@@ -83335,9 +83336,9 @@ async function followBatch(client3, batchId, onEvent, onAsks, say) {
     }
   }
 }
-function attemptsJson(g) {
+function attemptsJson(g2) {
   return {
-    attempts: g.attempts.map((a2) => ({
+    attempts: g2.attempts.map((a2) => ({
       workerId: a2.workerId,
       target: a2.target,
       verdict: a2.verdict,
@@ -83351,14 +83352,14 @@ function attemptsJson(g) {
       weakEvidence: a2.weakEvidence,
       stoppedForWinner: a2.stoppedForWinner
     })),
-    winner: g.winner
+    winner: g2.winner
   };
 }
-function attemptsSummary(g) {
-  const rows = g.attempts.map(
-    (a2) => `  ${a2.workerId === g.winner ? "*" : " "} ${a2.index}. ${a2.workerId} on ${a2.target ?? "?"}: ${a2.verdict ?? a2.state}${a2.changedLines !== null ? `, ${a2.changedLines} changed line(s)` : ""}${a2.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`
+function attemptsSummary(g2) {
+  const rows = g2.attempts.map(
+    (a2) => `  ${a2.workerId === g2.winner ? "*" : " "} ${a2.index}. ${a2.workerId} on ${a2.target ?? "?"}: ${a2.verdict ?? a2.state}${a2.changedLines !== null ? `, ${a2.changedLines} changed line(s)` : ""}${a2.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`
   );
-  return [`attempts (${g.groupId}): ${g.winner ? `winner ${g.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
+  return [`attempts (${g2.groupId}): ${g2.winner ? `winner ${g2.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
 }
 function workerResult(w, events) {
   const v = w.verdict;
@@ -85338,7 +85339,7 @@ function asText(value) {
 }
 function scopesOverlap(a2, b) {
   if (!a2.length || !b.length) return true;
-  const prefix = (g) => g.split(/[*?[{]/)[0];
+  const prefix = (g2) => g2.split(/[*?[{]/)[0];
   for (const x of a2)
     for (const y of b) {
       const px = prefix(x);
@@ -94151,10 +94152,10 @@ function createMcpServer(opts) {
   }
   const call2 = (fn) => link2.call(fn);
   async function attemptsNext(w) {
-    const g = await call2((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }));
-    if (g.winner)
-      return `this attempt was not the winner (${w.state}); attempt ${g.winner} won: result {"workerId":"${g.winner}"}, then merge {"workerId":"${g.winner}"}`;
-    if (!g.settled) return `not built; other attempts of this task are still running: wait {"workerIds":${JSON.stringify(g.attempts.map((a2) => a2.workerId))}}`;
+    const g2 = await call2((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }));
+    if (g2.winner)
+      return `this attempt was not the winner (${w.state}); attempt ${g2.winner} won: result {"workerId":"${g2.winner}"}, then merge {"workerId":"${g2.winner}"}`;
+    if (!g2.settled) return `not built; other attempts of this task are still running: wait {"workerIds":${JSON.stringify(g2.attempts.map((a2) => a2.workerId))}}`;
     return `no attempt of this task was built and honest: read the failing checks, then delegate a targeted fix (the checks on each attempt say what failed)`;
   }
   async function slotsNow(targetId) {
@@ -95085,12 +95086,12 @@ function blockingLocalFiles(message) {
   const files = m[2].split("\n").map((l) => l.trim()).filter(Boolean).slice(0, 10);
   return files.length ? { kind: m[1].startsWith("untracked") ? "untracked" : "changed", files } : null;
 }
-function attemptsOut(g) {
+function attemptsOut(g2) {
   return {
-    groupId: g.groupId,
-    winner: g.winner,
-    settled: g.settled,
-    attempts: g.attempts.map((a2) => ({
+    groupId: g2.groupId,
+    winner: g2.winner,
+    settled: g2.settled,
+    attempts: g2.attempts.map((a2) => ({
       workerId: a2.workerId,
       target: a2.target,
       state: a2.state,
@@ -95419,7 +95420,7 @@ function registerServeCommands(program3) {
       console.error("ocw: no engine is running");
       return;
     }
-    await connect(lock2).shutdown.mutate().catch(() => void 0);
+    await connect(lock2, "cli:ocw stop").shutdown.mutate().catch(() => void 0);
     const deadline = Date.now() + 15e3;
     while (Date.now() < deadline && readLock(dir)) await new Promise((r) => setTimeout(r, 100));
     console.error(readLock(dir) ? `ocw: the engine (pid ${lock2.pid}) did not stop in 15 s` : "ocw: engine stopped");
@@ -95470,16 +95471,16 @@ function registerGrantsCommand(program3) {
     try {
       const client3 = connect(await ensureEngine(stateDir()), "cli:ocw grants");
       if (o2.revoke) {
-        const g = await client3.approvals.revokeGrant.mutate({ grantId: o2.revoke });
-        console.log(o2.json ? JSON.stringify(g) : `revoked ${g.id}: ${g.tool} ${terminalSafe2(g.pattern)} (worker ${g.workerId})`);
+        const g2 = await client3.approvals.revokeGrant.mutate({ grantId: o2.revoke });
+        console.log(o2.json ? JSON.stringify(g2) : `revoked ${g2.id}: ${g2.tool} ${terminalSafe2(g2.pattern)} (worker ${g2.workerId})`);
         return;
       }
       const grants = await client3.approvals.grants.query();
       if (o2.json) return console.log(JSON.stringify(grants, null, 2));
       if (!grants.length) return console.log('no grants: nothing is answered "always"');
-      for (const g of grants)
+      for (const g2 of grants)
         console.log(
-          `${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe2(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})${g.expiredAt === void 0 ? "" : "  expired: its worker's run ended"}`
+          `${g2.id}  worker ${g2.workerId}  ${g2.tool} ${terminalSafe2(g2.pattern)}  (by ${g2.by.kind}${g2.by.name ? " " + g2.by.name : ""})${g2.expiredAt === void 0 ? "" : "  expired: its worker's run ended"}`
         );
     } catch (err) {
       fail(err);
@@ -96096,7 +96097,7 @@ async function runFit(o2) {
       const b = budgetsFromReport(hw);
       gpus = b.gpus;
       hostFree = b.hostFreeBytes;
-      hwNote = gpus.length ? gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : `CPU only, ${fmt(hostFree)} RAM free`;
+      hwNote = gpus.length ? gpus.map((g2) => `${g2.name} ${fmt(g2.freeBytes)} free`).join(", ") : `CPU only, ${fmt(hostFree)} RAM free`;
     }
     let info;
     try {
@@ -96117,7 +96118,7 @@ async function runFit(o2) {
     });
     const slots = e.slots;
     const minCtx = int3(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
-    const dev = { gpus: gpus.map((g, i2) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i2}` })), hostFreeBytes: hostFree };
+    const dev = { gpus: gpus.map((g2, i2) => ({ ...g2, runtimeId: /^[A-Za-z]+\d+$/.test(g2.name) ? g2.name : `GPU${i2}` })), hostFreeBytes: hostFree };
     const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync29(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
     const pick4 = planModel(m, dev, slots, minCtx, false);
     const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync29(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
@@ -96183,7 +96184,7 @@ async function runFitPlan(o2) {
     if (o2.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const p = out.pick;
     const lines = [
-      `hardware: ${out.hardware.gpus.length ? out.hardware.gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : "no GPU"}; RAM ${fmt(out.hardware.ramFreeBytes)} free`,
+      `hardware: ${out.hardware.gpus.length ? out.hardware.gpus.map((g2) => `${g2.name} ${fmt(g2.freeBytes)} free`).join(", ") : "no GPU"}; RAM ${fmt(out.hardware.ramFreeBytes)} free`,
       ...out.hardware.notes.map((n2) => `note: ${n2}`),
       ...p ? [
         `pick: ${p.model} ${p.quant ?? ""} \u2014 ${p.runtime}, ${p.slots} slot(s) \xD7 ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
@@ -96483,7 +96484,7 @@ async function runDoctor(o2) {
     `cpu        ${hw.cpu.model} (${hw.cpu.cores} threads${hw.cpu.physicalCores ? `, ${hw.cpu.physicalCores} cores` : ""})`,
     `ram        ${fmt(hw.ram.freeBytes)} free of ${fmt(hw.ram.totalBytes)}`,
     ...hw.gpus.length ? hw.gpus.map(
-      (g) => `gpu ${g.index}      ${g.name}: ${g.freeBytes === null ? "free ?" : `${fmt(g.freeBytes)} free`} of ${fmt(g.totalBytes)}${g.unified ? " (unified)" : ""} [${g.source}]`
+      (g2) => `gpu ${g2.index}      ${g2.name}: ${g2.freeBytes === null ? "free ?" : `${fmt(g2.freeBytes)} free`} of ${fmt(g2.totalBytes)}${g2.unified ? " (unified)" : ""} [${g2.source}]`
     ) : ["gpu        none detected (CPU only)"],
     ...hw.llamaDevices ? [
       `llama.cpp  sees ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => `${d.id} ${d.name} ${fmt(d.freeBytes)} free`).join(", ") : "no GPU devices (CPU backend)"}`
