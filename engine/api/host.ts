@@ -20,6 +20,8 @@ import { startApiServer } from "./server";
 import { VERSION } from "../../shared/api";
 
 export { VERSION };
+/** A model server's supervisor (`ocw serving supervise`, a process the engine starts): hosted by the CLI like the engine. */
+export { superviseServing } from "../serving/setup";
 
 export interface HostedEngine {
   engine: Engine;

@@ -62,6 +62,11 @@ import { ProviderModelsInput, SetupProviderKeyInput } from "../../shared/servers
 import { providerModelsApi } from "../serving/providers-api";
 import { serverDeleteApi, serverDeleteOf, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "../serving/servers-api";
 import { config } from "../config";
+import { doctor, fitFile, fitPlan, stopRecorded } from "../serving/setup-commands";
+import { targetsWithEndpoints } from "./targets-view";
+import { deployK8s } from "../serving/k8s-deploy";
+import { DeployK8sInput } from "../../shared/deploy";
+import { FitFileInput, FitPlanInput } from "../../shared/fit";
 
 export interface ApiContext {
   engine: Engine;
@@ -290,6 +295,16 @@ export const appRouter = t.router({
     providerKey: proc.input(SetupProviderKeyInput).mutation(async ({ ctx, input }) => {
       return await setupProviderKeyApi(input, ctx.engine.targets);
     }),
+    /** `ocw fit --gguf/--metadata`: one file estimated in detail on the engine's machine (paths relative to `cwd`). */
+    estimate: proc.input(FitFileInput).query(({ input }) => fitFile(input)),
+    /** `ocw deploy k8s`: the plan sized for a node's GPUs (given, or the engine's machine's) and its manifests. */
+    k8s: proc.input(DeployK8sInput).query(({ input }) => deployK8s(input)),
+    /** `ocw fit`: the planner with the CLI's options (runtime, exact context per slot) on freshly detected hardware. */
+    plan: proc.input(FitPlanInput).query(({ input }) => fitPlan(input)),
+    /** `ocw doctor`: hardware, the llama-server found, the model servers ocw started, and how workers are contained. */
+    doctor: proc
+      .input(z.object({ llamaServer: z.string().min(1).max(4096).optional(), cwd: z.string().max(4096).optional() }).optional())
+      .query(({ input }) => doctor(input ?? {})),
     /** The models an OpenAI-compatible provider lists (GET {url}/models), with the key the named variable holds. */
     models: proc.input(ProviderModelsInput).query(({ input }) => providerModelsApi(input)),
   }),
@@ -300,11 +315,17 @@ export const appRouter = t.router({
     restart: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverRestartApi(input.id)),
     delete: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverDeleteApi(input.id)),
     keep: proc.input(z.object({ id: z.string().min(1).max(200), keep: z.boolean() })).mutation(({ input }) => serverKeepApi(input.id, input.keep)),
+    /** `ocw serving stop [--target ID]`: every recorded server ocw started (or one target's), stopped. */
+    stopRecorded: proc.input(z.object({ target: z.string().min(1).max(200).optional() }).optional()).mutation(({ input }) => stopRecorded(input?.target)),
   }),
   targets: t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
     endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
+    /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
+    withEndpoints: proc.query(async ({ ctx }) =>
+      targetsWithEndpoints(ctx.engine.targets, new Map((await ctx.engine.endpoints()).map((r) => [r.targetId, r.endpoints]))),
+    ),
     save: proc
       .input(z.object({ target: Target, activate: z.boolean().default(false) }))
       .mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),

@@ -9,31 +9,69 @@
  * Exit codes: 0 ok/built, 3 underpowered, 2 bad input (one line saying what to do).
  */
 import type { Command } from "commander";
-import { existsSync } from "node:fs";
-import path from "node:path";
-import { execa } from "execa";
-import { budgetsFromReport, detectHardware, type HardwareReport } from "../hardware/detect";
-import { parseGpuSpec } from "../hardware/parse";
-import { type DeviceBudget, type Estimate, estimate, EstimateError, GiB, MiB } from "../models/estimate";
-import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
-import { hparamsFromMetadata, MetadataError } from "../models/hparams";
-import { loadGguf, loadMetadataFile, type ModelInfo, ModelSourceError } from "../models/source";
-import { TargetStore } from "../store/targets";
-import { findLlamaServer } from "../serving/llama-server";
-import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
-import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "../serving/setup";
-import { serverKeepApi, serverRestartApi, serversListApi } from "../serving/servers-api";
+import type { FitFileInput, FitPlanInput } from "../../shared/fit";
 import type { SetupJob } from "../../shared/setup";
 import { benchText } from "../../shared/target";
-import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "../serving/fit-service";
-import { isSetupError, SetupError } from "../models/errors";
-import { limitSetup } from "../sandbox/cgroup";
-import { sandboxStatus } from "../sandbox/sandbox";
+import { type ApiOutputs, type ClientKind, connect, type EngineClient } from "../api/client";
+import { ensureEngine, stateDir } from "../api/launcher";
+import { parseGpuSpec } from "../hardware/parse";
+import { SetupError } from "../models/errors";
+import { MiB, GiB } from "../models/estimate";
+import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
+import type { HardwareReport } from "../hardware/detect";
+import { TargetStore } from "../store/targets";
+import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "../serving/setup";
 
 export interface CommandOutput {
   code: number;
   stdout: string;
   stderr: string;
+}
+
+/**
+ * What these commands ask the engine: its API (`enginePort`, the engine started when none runs). Tests give the
+ * engine's own functions instead (engine/serving/setup-commands.ts), with hardware or a store of their own.
+ */
+export interface SetupPort {
+  estimate(i: FitFileInput): Promise<ApiOutputs["setup"]["estimate"]>;
+  plan(i: FitPlanInput): Promise<ApiOutputs["setup"]["plan"]>;
+  doctor(i: { llamaServer?: string; cwd?: string }): Promise<ApiOutputs["setup"]["doctor"]>;
+  targets(): Promise<ApiOutputs["targets"]["list"]>;
+  targetsWithEndpoints(): Promise<ApiOutputs["targets"]["withEndpoints"]>;
+  useTarget(id: string): Promise<ApiOutputs["targets"]["use"]>;
+  stopServing(target?: string): Promise<ApiOutputs["servers"]["stopRecorded"]>;
+  servers(): Promise<ApiOutputs["servers"]["list"]>;
+  restartServer(id: string): Promise<ApiOutputs["servers"]["restart"]>;
+  keepServer(id: string, keep: boolean): Promise<unknown>;
+}
+
+/** The engine's API as a SetupPort: the user's engine, started when none runs, with `name` on every call. */
+export function enginePort(name: ClientKind): SetupPort {
+  let client: Promise<EngineClient> | null = null;
+  const c = () => (client ??= ensureEngine(stateDir()).then((lock) => connect(lock, name)));
+  return {
+    estimate: async (i) => (await c()).setup.estimate.query(i),
+    plan: async (i) => (await c()).setup.plan.query(i),
+    doctor: async (i) => (await c()).setup.doctor.query(i),
+    targets: async () => (await c()).targets.list.query(),
+    targetsWithEndpoints: async () => (await c()).targets.withEndpoints.query(),
+    useTarget: async (id) => (await c()).targets.use.mutate({ id }),
+    stopServing: async (target) => (await c()).servers.stopRecorded.mutate(target ? { target } : {}),
+    servers: async () => (await c()).servers.list.query(),
+    restartServer: async (id) => (await c()).servers.restart.mutate({ id }),
+    keepServer: async (id, keep) => (await c()).servers.keep.mutate({ id, keep }),
+  };
+}
+
+/**
+ * The first line of a setup error's message when it is one of these kinds (any kind when none given): thrown here or
+ * by the engine's own functions (a SetupError), or answered by the API (its `ocwKind`; a rejected input is "input").
+ */
+function setupFailure(err: unknown, kinds: string[] = []): string | null {
+  const data = (err as { data?: { ocwKind?: string; code?: string } } | null)?.data;
+  const kind = err instanceof SetupError ? err.kind : (data?.ocwKind ?? (data?.code === "BAD_REQUEST" ? "input" : undefined));
+  if (!kind || (kinds.length && !kinds.includes(kind))) return null;
+  return String((err as Error).message ?? err).split("\n")[0]!;
 }
 
 /** A flag the CLI cannot use: a setup error of kind "input" (exit 2). */
@@ -79,18 +117,15 @@ export interface FitCommandOptions {
   json?: boolean;
   /** `ocw setup --ctx`: exactly this context per slot (the planner still chooses quant, cache and placement). */
   ctxPerSlot?: string;
-  /** tests: the targets whose tool-call round trip passed */
-  store?: TargetStore;
-  /** tests: skip detection */
-  hardware?: HardwareReport;
   /** Confirm with llama-fit-params when a llama.cpp build is found (default true). */
   llamaFit?: boolean;
   /** Plan models too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing them. */
   allowSlow?: boolean;
 }
 
-export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
-  if (!o.metadata && !o.gguf) return runFitPlan(o);
+/** `ocw fit --gguf/--metadata`: the flags checked here, the estimate made by the engine (setup.estimate), printed here. */
+export async function runFit(o: FitCommandOptions, port: SetupPort = enginePort("cli:ocw fit")): Promise<CommandOutput> {
+  if (!o.metadata && !o.gguf) return runFitPlan(o, port);
   try {
     if (o.model) throw new InputError("--model goes without --metadata/--gguf (those print the detailed estimate of one file)");
     if (o.runtime && o.runtime !== "llama.cpp") throw new InputError("--runtime goes without --metadata/--gguf (those estimate one GGUF file for llama.cpp)");
@@ -105,35 +140,17 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
     const cacheTypeV = cacheType(o.cacheTypeV, "--cache-type-v");
     if (o.flashAttn !== undefined && !["on", "off", "auto"].includes(o.flashAttn))
       throw new InputError(`--flash-attn must be on, off or auto (got "${o.flashAttn}")`);
-    let gpus: DeviceBudget[];
-    let hostFree: number;
-    let hwNote: string;
     if (o.gpus && o.gpus !== "auto") {
-      let spec;
       try {
-        spec = parseGpuSpec(o.gpus);
+        parseGpuSpec(o.gpus);
       } catch (e) {
         throw new InputError((e as Error).message);
       }
-      gpus = budgetsFromReport({ gpus: spec, ram: { totalBytes: 0, freeBytes: 0 } }).gpus;
-      const hw = o.hardware ?? (await detectHardware());
-      hostFree = hw.ram.freeBytes;
-      hwNote = `--gpus ${o.gpus}`;
-    } else {
-      const hw = o.hardware ?? (await detectHardware({ llamaServer: safeFind() }));
-      const b = budgetsFromReport(hw);
-      gpus = b.gpus;
-      hostFree = b.hostFreeBytes;
-      hwNote = gpus.length ? gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : `CPU only, ${fmt(hostFree)} RAM free`;
     }
-    let info: ModelInfo;
-    try {
-      info = o.metadata ? loadMetadataFile(o.metadata) : await loadGguf(o.gguf!);
-    } catch (e) {
-      throw new InputError((e as Error).message);
-    }
-    const h = hparamsFromMetadata(info.metadata);
-    const e: Estimate = estimate(h, info.tensors, {
+    const out = await port.estimate({
+      metadata: o.metadata,
+      gguf: o.gguf,
+      cwd: process.cwd(),
       ctx,
       parallel: parallelRaw,
       kvUnified: o.kvUnified,
@@ -141,39 +158,17 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
       cacheTypeV,
       ubatch,
       flashAttn: o.flashAttn as "on" | "off" | "auto" | undefined,
-      gpus,
+      gpus: o.gpus,
+      minCtx: int(o.minCtx, "--min-ctx"),
+      llamaFit: o.llamaFit,
     });
-    const slots = e.slots;
-    const minCtx = int(o.minCtx, "--min-ctx") ?? Math.min(4096, h.nCtxTrain);
-    // the planner's answer for this file on this machine (or --gpus): the same chooser as `ocw fit --model FILE`
-    const dev: PlanDevices = { gpus: gpus.map((g, i) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i}` })), hostFreeBytes: hostFree };
-    const m = modelFromInfo(info, o.gguf ?? o.metadata!, o.gguf ? [existsSync(o.gguf) ? "-m" : "-hf", o.gguf] : ["-m", `${h.name ?? "model"}.gguf`]);
-    const pick = planModel(m, dev, slots, minCtx, false);
-    const llamaCpp = o.llamaFit !== false && o.gguf && existsSync(o.gguf) ? await llamaFitParams(o.gguf, e) : null;
-    const out = {
-      model: {
-        source: info.source,
-        arch: h.arch,
-        name: h.name,
-        quant: info.quant,
-        kind: h.kind,
-        nLayer: h.nLayerAll,
-        nCtxTrain: h.nCtxTrain,
-        fileBytes: info.fileBytes,
-      },
-      ...e,
-      hardware: hwNote,
-      llamaCpp,
-      recommendation: pick,
-      recommendationProblem: pick
-        ? null
-        : minCtx > h.nCtxTrain
-          ? `the model was trained for ${h.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
-          : `does not fit ${slots} slot(s) × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
-    };
     if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+    const e = out;
+    const h = out.model;
+    const llamaCpp = out.llamaCpp;
+    const pick = out.recommendation;
     const lines = [
-      `${h.name ?? info.source} (${h.arch}, ${h.kind}${info.quant ? `, ${info.quant}` : ""})`,
+      `${h.name ?? h.source} (${h.arch}, ${h.kind}${h.quant ? `, ${h.quant}` : ""})`,
       `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) × ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
       `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
       `weights ${fmt(e.weightsBytes)}, compute ≈ ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
@@ -188,27 +183,24 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
             `llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} — ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`,
           ]
         : []),
-      `hardware: ${hwNote}`,
+      `hardware: ${out.hardware}`,
       pick ? `recommended: ${pick.command}  (${pick.reason})` : `does not fit: ${out.recommendationProblem}`,
       ...e.warnings.map((w) => `note: ${w}`),
     ];
     return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
-    if (err instanceof InputError || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
-      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
-    }
+    const line = setupFailure(err, ["input", "model-source", "metadata", "estimate"]);
+    if (line !== null) return { code: 2, stdout: "", stderr: `ocw: ${line}\n` };
     throw err;
   }
 }
 
-export { toolVerifiedModels };
-
 /**
  * `ocw fit [--model REPO|FILE] [--slots N] [--min-ctx TOKENS] --json` → {hardware, pick, alternatives, problem};
  * exit 0 with a pick, 3 with none (problem says what to change), 2 on bad input. The plan is the engine's
- * `planFit` (fit-service.ts); this only reads the flags and prints.
+ * (setup.plan: `planFit`, fit-service.ts); this only reads the flags and prints.
  */
-export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
+export async function runFitPlan(o: FitCommandOptions, port: SetupPort = enginePort("cli:ocw fit")): Promise<CommandOutput> {
   try {
     const slots = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
     const ctxPerSlot = int(o.ctxPerSlot, "--ctx", 1024);
@@ -216,14 +208,14 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const runtime = o.runtime ?? "llama.cpp";
     if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
-    const parallel = runtime === "vllm" || runtime === "sglang";
-    const bin = parallel ? null : safeFind();
-    const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-    const out = await planFit(
-      { model: o.model, slots, minCtx, ctxPerSlot, runtime: o.runtime ? (runtime as FitRuntime) : undefined, allowSlow: o.allowSlow },
-      hw,
-      { llamaServer: bin, store: o.store },
-    );
+    const out = await port.plan({
+      model: o.model,
+      slots,
+      minCtx,
+      ctxPerSlot,
+      runtime: o.runtime ? (runtime as "llama.cpp" | "vllm" | "sglang") : undefined,
+      allowSlow: o.allowSlow,
+    });
     const code = out.pick ? 0 : 3;
     if (o.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const p = out.pick;
@@ -253,66 +245,11 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     ];
     return { code, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
-    if (err instanceof InputError || isSetupError(err)) {
-      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
-    }
+    const line = setupFailure(err);
+    if (line !== null) return { code: 2, stdout: "", stderr: `ocw: ${line}\n` };
     throw err;
   }
 }
-
-export interface LlamaFitParams {
-  bin: string;
-  args: string[];
-  devices: { device: string; modelMiB: number; contextMiB: number; computeMiB: number }[];
-  note: string | null;
-  error: string | null;
-}
-
-/** Confirms with llama.cpp itself: `llama-fit-params -m FILE … -fitp on` prints `DEVICE model context compute` in MiB. */
-export async function llamaFitParams(file: string, e: Estimate, llamaServer?: string | null): Promise<LlamaFitParams | null> {
-  const server = llamaServer ?? safeFind();
-  if (!server) return null;
-  const bin = path.join(path.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync(bin)) return null;
-  // llama-fit-params has no --kv-unified: a unified pool of n_ctx cells is sized like one sequence of n_ctx
-  const args = [
-    "-m",
-    file,
-    "-c",
-    String(e.nCtx),
-    "-np",
-    String(e.kvUnified ? 1 : e.slots),
-    "-ub",
-    String(e.ubatch),
-    "-fa",
-    e.flashAttn ? "on" : "off",
-    "-fitp",
-    "on",
-  ];
-  if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
-  if (e.cacheTypeV !== "f16") args.push("-ctv", e.cacheTypeV);
-  const r = await execa(bin, args, { reject: false, timeout: 60_000, stdin: "ignore" });
-  const devices = String(r.stdout ?? "")
-    .split("\n")
-    .map((l) => /^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(l.trim()))
-    .filter((m): m is RegExpExecArray => !!m)
-    .map((m) => ({ device: m[1]!, modelMiB: Number(m[2]), contextMiB: Number(m[3]), computeMiB: Number(m[4]) }));
-  return {
-    bin,
-    args,
-    devices,
-    note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null,
-    error:
-      r.exitCode === 0
-        ? null
-        : (String(r.stderr ?? "")
-            .trim()
-            .split("\n")
-            .at(-1) ?? `exit ${r.exitCode}`),
-  };
-}
-
-const safeFind = safeFindLlamaServer;
 
 /** --bench-sec: a whole number of seconds, 0 to 600 (undefined: the default). */
 function benchSecOf(v: string | undefined): number | undefined {
@@ -540,10 +477,10 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
   }
 }
 
-export function runTargets(o: { json?: boolean; store?: TargetStore }): CommandOutput {
-  const store = o.store ?? new TargetStore();
-  const { active, targets } = store.list();
-  if (o.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
+export async function runTargets(o: { json?: boolean }, port: SetupPort = enginePort("cli:ocw targets")): Promise<CommandOutput> {
+  // With --json every target carries its endpoints' live state (healthy, slots, inUse), as the engine sees them.
+  if (o.json) return { code: 0, stdout: JSON.stringify(await port.targetsWithEndpoints(), null, 2) + "\n", stderr: "" };
+  const { active, targets } = await port.targets();
   if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
   const lines = targets.flatMap((t) => [
     `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${t.serving.slots} slot(s)${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`,
@@ -553,10 +490,9 @@ export function runTargets(o: { json?: boolean; store?: TargetStore }): CommandO
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
 }
 
-export function runTargetUse(id: string, o: { store?: TargetStore } = {}): CommandOutput {
-  const store = o.store ?? new TargetStore();
+export async function runTargetUse(id: string, port: SetupPort = enginePort("cli:ocw target use")): Promise<CommandOutput> {
   try {
-    const t = store.use(id);
+    const t = await port.useTarget(id);
     const warn = t.outcome && t.outcome !== "built" ? ` (warning: its last verification was ${t.outcome})` : "";
     return { code: 0, stdout: `active target: ${t.id}${warn}\n`, stderr: "" };
   } catch (e) {
@@ -564,35 +500,18 @@ export function runTargetUse(id: string, o: { store?: TargetStore } = {}): Comma
   }
 }
 
-export async function runServingStop(o: { target?: string } = {}): Promise<CommandOutput> {
-  const r = await stopServing(o.target);
+export async function runServingStop(o: { target?: string } = {}, port: SetupPort = enginePort("cli:ocw serving stop")): Promise<CommandOutput> {
+  const r = await port.stopServing(o.target);
   const lines = [
     ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
-    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${r.reused.includes(s) ? " (that pid is another process now: left alone)" : ""}`),
+    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${s.reused ? " (that pid is another process now: left alone)" : ""}`),
   ];
   return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
 }
 
-export async function runDoctor(o: { json?: boolean; llamaServer?: string; hardware?: HardwareReport }): Promise<CommandOutput> {
-  let bin: string | null = null;
-  let binNote = "";
-  try {
-    bin = findLlamaServer(o.llamaServer);
-  } catch (e) {
-    binNote = (e as Error).message;
-  }
-  const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-  const serving = listServing();
-  // How worker commands and checks are contained here, and what binds their processes and memory as a whole.
-  const sb = sandboxStatus();
-  const sandbox = { kind: sb.kind, reason: sb.reason, limits: sb.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label };
-  const out = {
-    hardware: hw,
-    llamaServer: bin,
-    llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"),
-    serving,
-    sandbox,
-  };
+export async function runDoctor(o: { json?: boolean; llamaServer?: string }, port: SetupPort = enginePort("cli:ocw doctor")): Promise<CommandOutput> {
+  const out = await port.doctor({ llamaServer: o.llamaServer, cwd: process.cwd() });
+  const { hardware: hw, llamaServer: bin, serving, sandbox } = out;
   if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
   const lines = [
     `platform   ${hw.platform}/${hw.arch}`,
@@ -626,11 +545,11 @@ function emit(r: CommandOutput): void {
   process.exitCode = r.code;
 }
 
-/**
- * `targetsJson`: what `ocw targets --json` prints, given by the CLI layer (it asks the running engine for each endpoint's
- * live state; this module stays below the API).
- */
-export function registerModelSetupCommands(program: Command, { targetsJson }: { targetsJson?: () => Promise<unknown> } = {}): void {
+/** `registerServingSupervisor`: adds the hidden `serving supervise` (serve.ts: the commands that host engine processes). */
+export function registerModelSetupCommands(
+  program: Command,
+  { registerServingSupervisor }: { registerServingSupervisor?: (serving: Command) => void } = {},
+): void {
   program
     .command("fit")
     .description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)")
@@ -686,18 +605,14 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .command("targets")
     .description("list targets")
     .option("--json", "print JSON")
-    .action(async (o: { json?: boolean }) => {
-      if (!o.json || !targetsJson) return emit(runTargets(o));
-      // With --json every target carries its endpoints' live state (healthy, slots, inUse), from the engine when it runs.
-      emit({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
-    });
+    .action(async (o: { json?: boolean }) => emit(await runTargets(o)));
 
   program
     .command("target")
     .description("manage targets")
     .command("use <id>")
     .description("make a target active")
-    .action((id: string) => emit(runTargetUse(id)));
+    .action(async (id: string) => emit(await runTargetUse(id)));
 
   const serving = program.command("serving").description("model servers started by ocw");
   serving
@@ -705,17 +620,9 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .description("stop the model servers ocw started")
     .option("--target <id>", "only this target's server")
     .action(async (opts: { target?: string }) => emit(await runServingStop(opts)));
-  serving
-    .command("supervise", { hidden: true })
-    .requiredOption("--target <id>", "target whose recorded server to run")
-    .action(async (opts: { target: string }) => {
-      try {
-        process.exitCode = await superviseServing(opts.target);
-      } catch (e) {
-        emit({ code: 2, stdout: "", stderr: `ocw: ${(e as Error).message.split("\n")[0]}\n` });
-      }
-    });
-  // the wizard's servers panel, on the command line (engine/serving/servers-api.ts)
+  // `ocw serving supervise` (hidden): a process the engine starts, hosted by serve.ts (registerServingSupervisor)
+  registerServingSupervisor?.(serving);
+  // the wizard's servers panel, on the command line (the engine's servers API)
   const servingCli = async (f: () => Promise<string>) => {
     try {
       emit({ code: 0, stdout: `${await f()}\n`, stderr: "" });
@@ -728,7 +635,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .description("the model servers ocw started: running or stopped, port, and whether `ocw stop` stops them")
     .action(() =>
       servingCli(async () => {
-        const list = serversListApi();
+        const list = await enginePort("cli:ocw serving list").servers();
         return list.length
           ? list
               .map(
@@ -743,7 +650,9 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .command("restart <target>")
     .description("stop a server ocw started and start it again as recorded (same port and key)")
     .action((target: string) =>
-      servingCli(async () => (await serverRestartApi(target)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n")),
+      servingCli(async () =>
+        (await enginePort("cli:ocw serving restart").restartServer(target)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n"),
+      ),
     );
   serving
     .command("keep <target>")
@@ -751,7 +660,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .option("--off", "stop it with the engine")
     .action((target: string, o: { off?: boolean }) =>
       servingCli(async () => {
-        serverKeepApi(target, !o.off);
+        await enginePort("cli:ocw serving keep").keepServer(target, !o.off);
         return `${target}: ${o.off ? "stops with ocw stop" : "kept running after ocw stop"}`;
       }),
     );

@@ -21,6 +21,8 @@ process.env.OCW_STATE_DIR = state;
 
 // imported after OCW_STATE_DIR is set (stateDir() is read at call time, but keep it obvious)
 const { runSetup, runServingStop, runTargets } = await import("../../engine/commands/model-setup");
+// the commands' engine functions in this process (no engine started for them): `ocw targets`, `ocw serving stop`
+const { localSetupPort } = await import("../setup-port");
 const { TargetStore } = await import("../../engine/store/targets");
 const { setupCapture } = await import("../../engine/serving/setup");
 const { verifyEndpoint } = await import("../../engine/serving/verify");
@@ -37,7 +39,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await runServingStop();
+  await runServingStop({}, localSetupPort());
   for (const pid of started) await stopPid(pid);
 });
 
@@ -111,7 +113,7 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     // a random-weight model never calls a tool: the server takes the tools, the model does not use them
     expect(t.checks.find((c: { name: string }) => c.name === "tools")).toMatchObject({ passed: false });
     expect(store.list().active).toBeNull();
-    expect(runTargets({ json: true }).stdout).toContain(json.target.id);
+    expect((await runTargets({ json: true }, localSetupPort())).stdout).toContain(json.target.id);
   });
 
   it("the server's logged KV equals the plan's (the planner's estimate, as ocw fit shows it)", async (ctx) => {
@@ -142,7 +144,7 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
 
   it("ocw serving stop stops it", async (ctx) => {
     if (SKIP || !json) return ctx.skip(SKIP ?? "setup did not run");
-    const out = await runServingStop();
+    const out = await runServingStop({}, localSetupPort());
     expect(out.stdout).toMatch(/stopped llama-server pid/);
     expect(pidAlive(json.server.pid)).toBe(false);
   });
@@ -296,7 +298,7 @@ describe("ocw setup from a Hugging Face repo (a local stand-in for the Hub)", ()
       expect(j.checks.find((c: any) => c.name === "slots").passed).toBe(true);
     } finally {
       delete process.env.OCW_HF_ENDPOINT;
-      await runServingStop();
+      await runServingStop({}, localSetupPort());
       hub.close();
     }
   });

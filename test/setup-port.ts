@@ -1,0 +1,25 @@
+// The `ocw` setup commands' port (engine/commands/model-setup.ts: SetupPort) without an engine: the functions the API
+// runs for them, called in this process on hardware or a store of the test's own.
+import type { HardwareReport } from "../engine/hardware/detect";
+import { targetsWithEndpoints } from "../engine/api/targets-view";
+import { doctor, fitFile, fitPlan, stopRecorded } from "../engine/serving/setup-commands";
+import { serverKeepApi, serverRestartApi, serversListApi } from "../engine/serving/servers-api";
+import { TargetStore } from "../engine/store/targets";
+import type { FitFileInput, FitPlanInput } from "../shared/fit";
+
+/** The port: each method the function its API procedure calls. */
+export function localSetupPort(o: { hardware?: HardwareReport; store?: TargetStore } = {}) {
+  const store = () => o.store ?? new TargetStore();
+  return {
+    estimate: (i: FitFileInput) => fitFile(i, o),
+    plan: (i: FitPlanInput) => fitPlan(i, o),
+    doctor: (i: { llamaServer?: string; cwd?: string }) => doctor(i, o),
+    targets: async () => store().list(),
+    targetsWithEndpoints: () => targetsWithEndpoints(store()),
+    useTarget: async (id: string) => store().use(id),
+    stopServing: (target?: string) => stopRecorded(target),
+    servers: async () => serversListApi(),
+    restartServer: (id: string) => serverRestartApi(id),
+    keepServer: async (id: string, keep: boolean) => serverKeepApi(id, keep),
+  };
+}
