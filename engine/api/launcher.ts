@@ -28,6 +28,8 @@ export function selfCommand(): EngineCommand {
  * engine, given here so the clients import the API's surface and never engine/store/.
  */
 export { stateDir } from "../store/paths";
+/** The OCW_* settings (engine/config.ts), for the few a client reads itself (OCW_DEBUG: a stack with an error). */
+export { config } from "../config";
 
 export interface EnsureOptions {
   timeoutMs?: number;

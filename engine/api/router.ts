@@ -65,6 +65,8 @@ import { config } from "../config";
 import { doctor, fitFile, fitPlan, stopRecorded } from "../serving/setup-commands";
 import { targetsWithEndpoints } from "./targets-view";
 import { deployK8s } from "../serving/k8s-deploy";
+import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "./ladder";
+import { preflightEndpoint } from "../admission/preflight";
 import { DeployK8sInput } from "../../shared/deploy";
 import { FitFileInput, FitPlanInput } from "../../shared/fit";
 
@@ -245,6 +247,11 @@ export const appRouter = t.router({
       .mutation(({ ctx, input }) => ctx.engine.revokeGrant(input.grantId, ctx.by)),
   }),
   grades: proc.query(() => readGrades()),
+  /** `ocw grade`: the five-rung ladder as one batch on a target (start), then its grade written to packs/ (finish). */
+  ladder: t.router({
+    start: proc.input(LadderStartInput).mutation(({ ctx, input }) => ladderStart(ctx.engine, input)),
+    finish: proc.input(LadderFinishInput).mutation(({ ctx, input }) => ladderFinish(ctx.engine, input)),
+  }),
   /** The ledger per target from this engine's real runs: pass@1, pass@k, rounds to built, honest rate, cost per built task. */
   ledger: proc.query(({ ctx }) => ledger(ctx.engine.list())),
   policies: t.router({
@@ -322,6 +329,11 @@ export const appRouter = t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
     endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
+    /** Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one). */
+    preflight: proc.input(z.object({ target: Target })).mutation(async ({ input }) => {
+      await preflightEndpoint(input.target);
+      return { ok: true as const };
+    }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
     withEndpoints: proc.query(async ({ ctx }) =>
       targetsWithEndpoints(ctx.engine.targets, new Map((await ctx.engine.endpoints()).map((r) => [r.targetId, r.endpoints]))),

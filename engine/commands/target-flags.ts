@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import type { Target } from "../../shared/target";
 import { type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
-import { preflightEndpoint } from "../admission/preflight";
 import { CliError } from "./errors";
 
 /** The target behind `--endpoint URL --model ID [--api-key-env VAR]`: saved (not made active) so workers can name it. */
@@ -37,8 +36,9 @@ export interface TargetFlags {
 }
 
 /**
- * Connects to the user's engine (starting it if absent). With --endpoint/--model, first checks the endpoint
- * answers and saves it as a target, so nothing is created for an endpoint that is down.
+ * Connects to the user's engine (starting it if absent). With --endpoint/--model, the engine first checks the endpoint
+ * answers (targets.preflight, with the key the engine holds), then saves it as a target: no target is created for an
+ * endpoint that is down.
  */
 export async function connectWithTarget(o: TargetFlags, clientName: ClientKind): Promise<{ client: EngineClient; targetId?: string }> {
   if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
@@ -46,12 +46,14 @@ export async function connectWithTarget(o: TargetFlags, clientName: ClientKind):
   if (o.endpoint && o.model) {
     if (o.apiKeyEnv && !process.env[o.apiKeyEnv]) throw new CliError(`--api-key-env ${o.apiKeyEnv} is not set in this environment: export it first`);
     target = adhocTarget(o.endpoint, o.model, o.apiKeyEnv);
-    await preflightEndpoint(target).catch((err) => {
-      throw new CliError((err as Error).message);
-    });
   }
   const lock = await ensureEngine(stateDir(), { env: o.apiKeyEnv ? { [o.apiKeyEnv]: process.env[o.apiKeyEnv] } : {} });
   const client = connect(lock, clientName);
-  if (target) await client.targets.save.mutate({ target });
+  if (target) {
+    await client.targets.preflight.mutate({ target }).catch((err) => {
+      throw new CliError((err as Error).message);
+    });
+    await client.targets.save.mutate({ target });
+  }
   return { client, targetId: target?.id };
 }
