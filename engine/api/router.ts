@@ -65,6 +65,7 @@ import { config } from "../config";
 import { doctor, fitFile, fitPlan, stopRecorded } from "../serving/setup-commands";
 import { targetsWithEndpoints } from "./targets-view";
 import { deployK8s } from "../serving/k8s-deploy";
+import { inspectRepo } from "../workspace/workspace";
 import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "./ladder";
 import { preflightEndpoint } from "../admission/preflight";
 import { DeployK8sInput } from "../../shared/deploy";
@@ -190,6 +191,11 @@ export const appRouter = t.router({
   workers: t.router({
     list: proc.input(ListInput).query(({ ctx, input }) => listWorkers(ctx.engine.list(), input ?? {})),
     get: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.get(input.workerId)),
+    /** Whether a directory can be a task's (an existing, committed git repository or a folder committed in one). */
+    inspect: proc.input(z.object({ directory: z.string().min(1).max(4096) })).query(async ({ input }) => {
+      const r = await inspectRepo(input.directory);
+      return { root: r.root, subdir: r.subdir, head: r.head, branch: r.branch };
+    }),
     /** The worker's workspace path to open on the desktop (folder, editor, terminal) or copy: only ever a workspace of the engine's. */
     workspace: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.workspaceToOpen(input.workerId)),
     start: proc.input(StartInput).mutation(({ ctx, input }) => ctx.engine.start(input)),

@@ -40,7 +40,12 @@ export interface TargetFlags {
  * answers (targets.preflight, with the key the engine holds), then saves it as a target: no target is created for an
  * endpoint that is down.
  */
-export async function connectWithTarget(o: TargetFlags, clientName: ClientKind): Promise<{ client: EngineClient; targetId?: string }> {
+export async function connectWithTarget(
+  o: TargetFlags,
+  clientName: ClientKind,
+  /** Checks that need the engine and must pass before anything is saved (e.g. the task's directories). */
+  check?: (client: EngineClient) => Promise<void>,
+): Promise<{ client: EngineClient; targetId?: string }> {
   if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let target: Target | undefined;
   if (o.endpoint && o.model) {
@@ -49,6 +54,7 @@ export async function connectWithTarget(o: TargetFlags, clientName: ClientKind):
   }
   const lock = await ensureEngine(stateDir(), { env: o.apiKeyEnv ? { [o.apiKeyEnv]: process.env[o.apiKeyEnv] } : {} });
   const client = connect(lock, clientName);
+  await check?.(client);
   if (target) {
     await client.targets.preflight.mutate({ target }).catch((err) => {
       throw new CliError((err as Error).message);
