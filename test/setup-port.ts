@@ -1,10 +1,10 @@
 // The `ocw` setup commands' port (engine/commands/model-setup.ts: SetupPort) without an engine: the functions the API
 // runs for them, called in this process on hardware or a store of the test's own.
-import type { HardwareReport } from "../engine/hardware/detect";
+import type { HardwareReport } from "../engine/hardware";
 import { targetsWithEndpoints } from "../engine/api/targets-view";
 import { doctor, fitFile, fitPlan, stopRecorded } from "../engine/serving/setup-commands";
 import { serverKeepApi, serverRestartApi, serversListApi } from "../engine/serving/servers-api";
-import { TargetStore } from "../engine/store/targets";
+import { TargetStore } from "../engine/store";
 import type { FitFileInput, FitPlanInput } from "../shared/fit";
 
 /** The port: each method the function its API procedure calls. */

@@ -12,9 +12,9 @@ import type { Worker } from "../../shared/worker";
 import { config } from "../config";
 import { LADDER, materializeRung, summarizeLadder } from "../grading";
 import { projectRoot } from "../paths";
-import { writeJsonAtomic } from "../store/json-file";
-import { stateDir } from "../store/paths";
-import { InputError, type Engine } from "../workers/engine";
+import { stateDir, writeJsonAtomic } from "../store";
+import { InputError } from "../../shared/errors";
+import type { Engine } from "../workers";
 
 export const LadderStartInput = z.object({ targetId: z.string().min(1).max(200), samples: z.number().int().min(1).max(12) });
 export const LadderFinishInput = LadderStartInput.extend({ workerIds: z.array(z.string().min(1).max(200)).max(LADDER.length * 12) });

@@ -27,7 +27,7 @@ export function selfCommand(): EngineCommand {
  * The user's state directory, where the engine's lock and token live: what a client needs to find (or start) the
  * engine, given here so the clients import the API's surface and never engine/store/.
  */
-export { stateDir } from "../store/paths";
+export { stateDir } from "../store";
 /** The OCW_* settings (engine/config.ts), for the few a client reads itself (OCW_DEBUG: a stack with an error). */
 export { config } from "../config";
 

@@ -1,5 +1,5 @@
 import { initTRPC, tracked, TRPCError } from "@trpc/server";
-import { codeOf, detailOf, ERROR_MAP, OcwError } from "../../shared/errors";
+import { codeOf, detailOf, ERROR_MAP, InputError, OcwError } from "../../shared/errors";
 import { z } from "zod";
 import {
   BatchRef,
@@ -34,17 +34,14 @@ import { firstIssue } from "../../shared/issues";
 import { PolicyRule, type DecidedBy } from "../../shared/permission";
 import { explainPolicy } from "../approvals";
 import { cancelLlamaBuild, llamaBuildJob, startLlamaBuild } from "../serving/llama-build";
-import { hardwareSummary } from "../hardware/summary";
+import { hardwareSummary } from "../hardware";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
 import { apiKeyFilePath, forgetApiKey, storeApiKey } from "../serving/keys";
 import { seqOf } from "../events";
-import { InputError, type Engine } from "../workers/engine";
-import { continueOnNewBase, mergeBatch, pruneBranches, retryWorker, revertLanded } from "../workers/housekeeping";
-import { pushWork } from "../workers/push";
-import { listWorkers } from "../workers/listing";
+import { continueOnNewBase, type Engine, listWorkers, mergeBatch, pruneBranches, pushWork, retryWorker, revertLanded } from "../workers";
 import { FitInput } from "../../shared/fit";
 import {
   setupCancelApi,
@@ -65,9 +62,9 @@ import { config } from "../config";
 import { doctor, fitFile, fitPlan, stopRecorded } from "../serving/setup-commands";
 import { targetsWithEndpoints } from "./targets-view";
 import { deployK8s } from "../serving/k8s-deploy";
-import { inspectRepo } from "../workspace/workspace";
+import { inspectRepo } from "../workspace";
 import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "./ladder";
-import { preflightEndpoint } from "../admission/preflight";
+import { preflightEndpoint } from "../admission";
 import { DeployK8sInput } from "../../shared/deploy";
 import { FitFileInput, FitPlanInput } from "../../shared/fit";
 

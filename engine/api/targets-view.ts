@@ -1,6 +1,7 @@
-import { endpointsOf, readEndpoint, type EndpointStatus } from "../admission/capacity";
+import { endpointsOf } from "../../shared/target";
+import { type EndpointStatus, readEndpoint } from "../admission";
 import { keyForProbe } from "../serving/keys";
-import type { TargetStore } from "../store/targets";
+import type { TargetStore } from "../store";
 
 /**
  * `ocw targets --json`: every target with `endpoints: [{url, healthy, slots, inUse, …}]` — as admission sees them

@@ -18,8 +18,8 @@ import { parseGpuSpec } from "../hardware/parse";
 import { SetupError } from "../models/errors";
 import { MiB, GiB } from "../models/estimate";
 import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
-import type { HardwareReport } from "../hardware/detect";
-import { TargetStore } from "../store/targets";
+import type { HardwareReport } from "../hardware";
+import { TargetStore } from "../store";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "../serving/setup";
 
 export interface CommandOutput {

@@ -4,7 +4,7 @@
  * and `--apply` (the person's kubectl and context) stay with the command.
  */
 import { DeployK8sInput } from "../../shared/deploy";
-import { detectHardware } from "../hardware/detect";
+import { detectHardware } from "../hardware";
 import { listRepoFiles } from "../models/hf";
 import {
   captureSteps,

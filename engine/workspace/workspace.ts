@@ -2,11 +2,10 @@ import { existsSync, lstatSync, mkdirSync, rmSync, statSync, writeFileSync } fro
 import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
-import { losslessUtf8, trimFinalNewline } from "../process/run";
+import { losslessUtf8, trimFinalNewline } from "../process";
 import { config } from "../config";
 import { git, type GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 
-export { InputError } from "../../shared/errors";
 import { InputError, OcwError } from "../../shared/errors";
 
 export interface RepoInfo {

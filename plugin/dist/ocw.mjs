@@ -24276,23 +24276,23 @@ var init_target = __esm({
 });
 
 // engine/serving/keys.ts
-import { randomBytes as randomBytes4 } from "node:crypto";
-import { chmodSync, mkdirSync as mkdirSync6, readFileSync as readFileSync5, rmSync as rmSync4, statSync as statSync3, writeFileSync as writeFileSync7 } from "node:fs";
+import { randomBytes as randomBytes3 } from "node:crypto";
+import { chmodSync, mkdirSync as mkdirSync5, readFileSync as readFileSync5, rmSync as rmSync3, statSync as statSync2, writeFileSync as writeFileSync6 } from "node:fs";
 import { createRequire } from "node:module";
-import path12 from "node:path";
+import path11 from "node:path";
 function generateKey2() {
-  return `ocw-${randomBytes4(24).toString("base64url")}`;
+  return `ocw-${randomBytes3(24).toString("base64url")}`;
 }
 function keyFilePath(targetId, dir = stateDir()) {
-  return path12.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
+  return path11.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
 }
 function storeKey(file3, key) {
-  mkdirSync6(path12.dirname(file3), { recursive: true, mode: 448 });
-  writeFileSync7(file3, key + "\n", { mode: 384 });
+  mkdirSync5(path11.dirname(file3), { recursive: true, mode: 448 });
+  writeFileSync6(file3, key + "\n", { mode: 384 });
   chmodSync(file3, 384);
 }
 function readKey(file3) {
-  const st = statSync3(file3);
+  const st = statSync2(file3);
   if (process.platform !== "win32" && (st.mode & 63) !== 0) {
     throw new SetupError(
       "serving",
@@ -24326,14 +24326,14 @@ function osKeychain() {
   return keychain;
 }
 function apiKeyFilePath(targetId, dir = stateDir()) {
-  return path12.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.api-key`);
+  return path11.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.api-key`);
 }
 function storeApiKey(targetId, key, dir = stateDir()) {
   const k = osKeychain();
   if (k) {
     try {
       k.set(`target:${targetId}`, key);
-      rmSync4(apiKeyFilePath(targetId, dir), { force: true });
+      rmSync3(apiKeyFilePath(targetId, dir), { force: true });
       return { keyStore: "keychain", keyFile: null };
     } catch {
     }
@@ -24347,7 +24347,7 @@ function forgetApiKey(targetId, dir = stateDir()) {
     osKeychain()?.delete(`target:${targetId}`);
   } catch {
   }
-  rmSync4(apiKeyFilePath(targetId, dir), { force: true });
+  rmSync3(apiKeyFilePath(targetId, dir), { force: true });
 }
 function resolveKey(t2, env2 = process.env) {
   if (t2.keyStore === "keychain" && t2.id) {
@@ -24431,16 +24431,16 @@ var init_bounded = __esm({
 });
 
 // engine/paths.ts
-import { existsSync as existsSync4 } from "node:fs";
-import path13 from "node:path";
+import { existsSync as existsSync3 } from "node:fs";
+import path12 from "node:path";
 import { fileURLToPath } from "node:url";
 function projectRoot() {
   const configured = config2().OCW_ROOT;
   if (configured) return configured;
-  let dir = path13.dirname(fileURLToPath(import.meta.url));
+  let dir = path12.dirname(fileURLToPath(import.meta.url));
   for (let i2 = 0; i2 < 6; i2++) {
-    if (existsSync4(path13.join(dir, "protocol")) && existsSync4(path13.join(dir, "package.json"))) return dir;
-    dir = path13.dirname(dir);
+    if (existsSync3(path12.join(dir, "protocol")) && existsSync3(path12.join(dir, "package.json"))) return dir;
+    dir = path12.dirname(dir);
   }
   throw new Error("cannot find the opencode-worker root (protocol/ and package.json); set OCW_ROOT");
 }
@@ -27752,7 +27752,7 @@ var init_default2 = __esm({
 // node_modules/unicorn-magic/node.js
 import { promisify as promisify2 } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
-import path19 from "node:path";
+import path18 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function toPath(urlOrPath) {
   return urlOrPath instanceof URL ? fileURLToPath3(urlOrPath) : urlOrPath;
@@ -27760,12 +27760,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = path19.resolve(toPath(startPath));
+      let currentPath = path18.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = path19.resolve(currentPath, "..");
+        currentPath = path18.resolve(currentPath, "..");
       }
     }
   };
@@ -27781,7 +27781,7 @@ var init_node = __esm({
 
 // node_modules/npm-run-path/index.js
 import process6 from "node:process";
-import path20 from "node:path";
+import path19 from "node:path";
 var npmRunPath, applyPreferLocal, applyExecPath, npmRunPathEnv;
 var init_npm_run_path = __esm({
   "node_modules/npm-run-path/index.js"() {
@@ -27794,27 +27794,27 @@ var init_npm_run_path = __esm({
       execPath: execPath2 = process6.execPath,
       addExecPath = true
     } = {}) => {
-      const cwdPath = path20.resolve(toPath(cwd));
+      const cwdPath = path19.resolve(toPath(cwd));
       const result = [];
-      const pathParts = pathOption.split(path20.delimiter);
+      const pathParts = pathOption.split(path19.delimiter);
       if (preferLocal) {
         applyPreferLocal(result, pathParts, cwdPath);
       }
       if (addExecPath) {
         applyExecPath(result, pathParts, execPath2, cwdPath);
       }
-      return pathOption === "" || pathOption === path20.delimiter ? `${result.join(path20.delimiter)}${pathOption}` : [...result, pathOption].join(path20.delimiter);
+      return pathOption === "" || pathOption === path19.delimiter ? `${result.join(path19.delimiter)}${pathOption}` : [...result, pathOption].join(path19.delimiter);
     };
     applyPreferLocal = (result, pathParts, cwdPath) => {
       for (const directory of traversePathUp(cwdPath)) {
-        const pathPart = path20.join(directory, "node_modules/.bin");
+        const pathPart = path19.join(directory, "node_modules/.bin");
         if (!pathParts.includes(pathPart)) {
           result.push(pathPart);
         }
       }
     };
     applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-      const pathPart = path20.resolve(cwdPath, toPath(execPath2), "..");
+      const pathPart = path19.resolve(cwdPath, toPath(execPath2), "..");
       if (!pathParts.includes(pathPart)) {
         result.push(pathPart);
       }
@@ -29098,7 +29098,7 @@ var init_timeout = __esm({
 
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
-import path21 from "node:path";
+import path20 from "node:path";
 var mapNode, handleNodeOption;
 var init_node2 = __esm({
   "node_modules/execa/lib/methods/node.js"() {
@@ -29121,7 +29121,7 @@ var init_node2 = __esm({
         throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
       }
       const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-      const resolvedNodePath = path21.resolve(cwd, normalizedNodePath);
+      const resolvedNodePath = path20.resolve(cwd, normalizedNodePath);
       const newOptions = {
         ...options,
         nodePath: resolvedNodePath,
@@ -29131,7 +29131,7 @@ var init_node2 = __esm({
       if (!shouldHandleNode) {
         return [file3, commandArguments, newOptions];
       }
-      if (path21.basename(file3, ".exe") === "node") {
+      if (path20.basename(file3, ".exe") === "node") {
         throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
       }
       return [
@@ -29232,8 +29232,8 @@ Please rename it to one of: ${correctEncodings}.`);
 });
 
 // node_modules/execa/lib/arguments/cwd.js
-import { statSync as statSync6 } from "node:fs";
-import path22 from "node:path";
+import { statSync as statSync5 } from "node:fs";
+import path21 from "node:path";
 import process7 from "node:process";
 var normalizeCwd, getDefaultCwd, fixCwdError;
 var init_cwd = __esm({
@@ -29241,7 +29241,7 @@ var init_cwd = __esm({
     init_file_url();
     normalizeCwd = (cwd = getDefaultCwd()) => {
       const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-      return path22.resolve(cwdString);
+      return path21.resolve(cwdString);
     };
     getDefaultCwd = () => {
       try {
@@ -29258,7 +29258,7 @@ ${error46.message}`;
       }
       let cwdStat;
       try {
-        cwdStat = statSync6(cwd);
+        cwdStat = statSync5(cwd);
       } catch (error46) {
         return `The "cwd" option is invalid: ${cwd}.
 ${error46.message}
@@ -29274,7 +29274,7 @@ ${originalMessage}`;
 });
 
 // node_modules/execa/lib/arguments/options.js
-import path23 from "node:path";
+import path22 from "node:path";
 import process8 from "node:process";
 var import_cross_spawn2, normalizeOptions, addDefaultOptions, getEnv;
 var init_options = __esm({
@@ -29308,7 +29308,7 @@ var init_options = __esm({
       options.killSignal = normalizeKillSignal(options.killSignal);
       options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
       options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-      if (process8.platform === "win32" && path23.basename(file3, ".exe") === "cmd") {
+      if (process8.platform === "win32" && path22.basename(file3, ".exe") === "cmd") {
         commandArguments.unshift("/q");
       }
       return { file: file3, commandArguments, options };
@@ -31647,7 +31647,7 @@ var init_output = __esm({
 });
 
 // node_modules/execa/lib/io/output-sync.js
-import { writeFileSync as writeFileSync11, appendFileSync } from "node:fs";
+import { writeFileSync as writeFileSync10, appendFileSync } from "node:fs";
 var transformOutputSync, transformOutputResultSync, runOutputGeneratorsSync, serializeChunks, logOutputSync, writeToFiles;
 var init_output_sync = __esm({
   "node_modules/execa/lib/io/output-sync.js"() {
@@ -31754,7 +31754,7 @@ var init_output_sync = __esm({
           appendFileSync(path72, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync11(path72, serializedResult);
+          writeFileSync10(path72, serializedResult);
         }
       }
     };
@@ -67607,7 +67607,7 @@ function adhocTarget(endpoint, model, keyRef) {
     checks: []
   };
 }
-async function connectWithTarget(o2, clientName) {
+async function connectWithTarget(o2, clientName, check2) {
   if (!!o2.endpoint !== !!o2.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let target;
   if (o2.endpoint && o2.model) {
@@ -67616,6 +67616,7 @@ async function connectWithTarget(o2, clientName) {
   }
   const lock2 = await ensureEngine(stateDir(), { env: o2.apiKeyEnv ? { [o2.apiKeyEnv]: process.env[o2.apiKeyEnv] } : {} });
   const client3 = connect(lock2, clientName);
+  await check2?.(client3);
   if (target) {
     await client3.targets.preflight.mutate({ target }).catch((err) => {
       throw new CliError(err.message);
@@ -67671,7 +67672,7 @@ async function gradeCommand(o2) {
 
 // engine/commands/run.ts
 import { readFileSync as readFileSync4 } from "node:fs";
-import path9 from "node:path";
+import path8 from "node:path";
 import readline from "node:readline";
 
 // shared/vocabulary.ts
@@ -67706,613 +67707,6 @@ function askView(ask, opts = {}) {
   };
 }
 
-// engine/workspace/workspace.ts
-import { existsSync as existsSync3, lstatSync, mkdirSync as mkdirSync5, rmSync as rmSync3, statSync as statSync2, writeFileSync as writeFileSync6 } from "node:fs";
-import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
-import { createHash as createHash2, randomBytes as randomBytes3 } from "node:crypto";
-import path8 from "node:path";
-
-// engine/process/run.ts
-import { Worker as Worker2 } from "node:worker_threads";
-function losslessUtf8(buf) {
-  const whole = buf.toString("utf8");
-  if (!whole.includes("\uFFFD")) return whole;
-  let out = "";
-  let start = 0;
-  for (let i2 = 0; i2 <= buf.length; i2++) {
-    if (i2 < buf.length && buf[i2] !== 10 && buf[i2] !== 0) continue;
-    const seg = buf.subarray(start, i2);
-    let valid = true;
-    try {
-      new TextDecoder("utf-8", { fatal: true }).decode(seg);
-    } catch {
-      valid = false;
-    }
-    if (valid) out += seg.toString("utf8");
-    else {
-      let j = 0;
-      while (j < seg.length) {
-        const c3 = seg[j];
-        let n2 = c3 < 128 ? 1 : c3 >= 194 && c3 <= 223 ? 2 : c3 >= 224 && c3 <= 239 ? 3 : c3 >= 240 && c3 <= 244 ? 4 : 0;
-        if (n2 > 1) {
-          if (j + n2 > seg.length) n2 = 0;
-          for (let k = 1; n2 && k < n2; k++) if ((seg[j + k] & 192) !== 128) n2 = 0;
-          const d = seg[j + 1];
-          if (n2 && (c3 === 224 && d < 160 || c3 === 237 && d >= 160 || c3 === 240 && d < 144 || c3 === 244 && d >= 144)) n2 = 0;
-        }
-        if (n2) {
-          out += seg.subarray(j, j + n2).toString("utf8").replace(/\\/g, "\\\\");
-          j += n2;
-        } else {
-          out += "\\x" + c3.toString(16).padStart(2, "0");
-          j++;
-        }
-      }
-    }
-    if (i2 < buf.length) out += String.fromCharCode(buf[i2]);
-    start = i2 + 1;
-  }
-  return out;
-}
-var MAX_OUTPUT_BYTES = 64 * 2 ** 20;
-var WORKER_SOURCE = `
-const { parentPort } = require("node:worker_threads");
-const { spawn } = require("node:child_process");
-const losslessUtf8 = ${losslessUtf8.toString()};
-parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
-  let child;
-  const out = [], err = [];
-  let bytes = 0, over = false;
-  let done = false;
-  const finish = (r) => { if (!done) { done = true; parentPort.postMessage({ id, ...r }); } };
-  try {
-    child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-  } catch (e) {
-    return finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) });
-  }
-  const keep = (into) => (b) => {
-    if (over) return;
-    bytes += b.length;
-    if (bytes > max) {
-      over = true;
-      out.length = 0;
-      err.length = 0;
-      return child.kill("SIGKILL");
-    }
-    into.push(b);
-  };
-  child.stdout.on("data", keep(out));
-  child.stderr.on("data", keep(err));
-  child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
-  child.on("close", (code, signal) => over
-    ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
-    : finish({ exitCode: code, signal, stdout: asBytes ? Buffer.concat(out).toString("latin1") : lossless ? losslessUtf8(Buffer.concat(out)) : Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
-});
-`;
-var CommandThread = class {
-  worker = null;
-  seq = 0;
-  waiting = /* @__PURE__ */ new Map();
-  run(file3, args, opts) {
-    const w = this.ensure();
-    const id2 = ++this.seq;
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id2, { resolve, reject });
-      if (this.waiting.size === 1) w.ref();
-      w.postMessage({
-        id: id2,
-        file: file3,
-        args,
-        cwd: opts.cwd,
-        env: definedOnly(opts.env),
-        max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
-        lossless: !!opts.lossless,
-        bytes: !!opts.bytes
-      });
-    });
-  }
-  ensure() {
-    if (this.worker) return this.worker;
-    const w = new Worker2(WORKER_SOURCE, { eval: true, name: "ocw commands" });
-    w.unref();
-    w.on("message", (m) => {
-      const p = this.waiting.get(m.id);
-      if (!p) return;
-      this.waiting.delete(m.id);
-      if (!this.waiting.size) w.unref();
-      const { id: _id, ...result } = m;
-      p.resolve(result);
-    });
-    const lost = (why) => {
-      if (this.worker !== w) return;
-      this.worker = null;
-      for (const p of this.waiting.values()) p.reject(new Error(`the engine's command thread ${why}; the command may or may not have run`));
-      this.waiting.clear();
-    };
-    w.on("error", (e) => lost(`failed: ${e.message}`));
-    w.on("exit", (code) => lost(`exited (${code})`));
-    this.worker = w;
-    return w;
-  }
-};
-function definedOnly(env2) {
-  const out = {};
-  for (const [k, v] of Object.entries(env2)) if (v !== void 0) out[k] = v;
-  return out;
-}
-var thread = new CommandThread();
-function runCommand(file3, args, opts) {
-  return thread.run(file3, args, opts);
-}
-function trimFinalNewline(text) {
-  return text.endsWith("\r\n") ? text.slice(0, -2) : text.endsWith("\n") ? text.slice(0, -1) : text;
-}
-
-// engine/workspace/workspace.ts
-init_config();
-
-// engine/workspace/git.ts
-init_errors3();
-var GitError = class extends OcwError {
-  constructor(message) {
-    super("conflict", message);
-    this.name = "GitError";
-  }
-};
-var LOCAL_REPO_ENV = [
-  "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-  "GIT_CONFIG",
-  "GIT_CONFIG_PARAMETERS",
-  "GIT_CONFIG_COUNT",
-  "GIT_OBJECT_DIRECTORY",
-  "GIT_DIR",
-  "GIT_WORK_TREE",
-  "GIT_IMPLICIT_WORK_TREE",
-  "GIT_GRAFT_FILE",
-  "GIT_INDEX_FILE",
-  "GIT_NO_REPLACE_OBJECTS",
-  "GIT_REPLACE_REF_BASE",
-  "GIT_PREFIX",
-  "GIT_INTERNAL_SUPER_PREFIX",
-  "GIT_SHALLOW_FILE",
-  "GIT_COMMON_DIR"
-];
-var userGitEnv = () => {
-  const env2 = { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
-  for (const name of LOCAL_REPO_ENV) delete env2[name];
-  return env2;
-};
-async function git(cwd, args, opts = {}) {
-  const r = await runCommand("git", args, { cwd, env: userGitEnv() });
-  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
-  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
-}
-async function gitScript(script, opts) {
-  const r = await runCommand("/bin/sh", ["-c", script, "ocw-git"], opts);
-  if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
-  return r.stdout;
-}
-function gitComplaint(r) {
-  return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
-}
-var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
-
-// engine/workspace/workspace.ts
-init_errors3();
-init_errors3();
-async function inspectRepo(dir) {
-  if (!path8.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync3(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
-  if (!statSync2(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
-  const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
-  if (!root2 || !head || !ref) {
-    const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
-    if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
-    throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
-  }
-  const branch = ref === "HEAD" ? null : ref;
-  const subdir = path8.relative(await realpath(root2), await realpath(path8.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path8.sep).join("/")}`], { allowFail: true })) {
-    throw new InputError(
-      `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
-    );
-  }
-  return { root: root2, subdir, head, branch };
-}
-function worktreePath(worktreesRoot, repoRoot2, workerId) {
-  const tag = createHash2("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path8.join(worktreesRoot, `${path8.basename(repoRoot2)}-${tag}`, workerId);
-}
-async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
-  const branch = `ocw/${workerId}`;
-  const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path8.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  if (existsSync3(worktree)) return ws;
-  mkdirSync5(path8.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, {
-    cwd: path8.dirname(worktree),
-    env: {
-      ...userGitEnv(),
-      ...workspaceGitEnv(path8.dirname(gitDir)),
-      OCW_WORKTREE: worktree,
-      OCW_OBJECTS: await objectsOf(repo.root),
-      OCW_BRANCH: branch,
-      OCW_BASE: repo.head,
-      OCW_OBJECT_FORMAT: objectFormat(repo.head)
-    }
-  });
-  writeOpencodeProjectId(worktree);
-  return ws;
-}
-function writeOpencodeProjectId(worktree) {
-  writeFileSync6(path8.join(worktree, ".git", "opencode"), randomBytes3(20).toString("hex") + "\n", { mode: 420 });
-}
-var TRUSTED_FLAGS = [
-  "-c",
-  "core.quotePath=false",
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false",
-  "-c",
-  "core.untrackedCache=false",
-  "-c",
-  "core.sparseCheckout=false",
-  "-c",
-  "core.symlinks=true",
-  "-c",
-  "commit.gpgsign=false"
-];
-var GRADE_OBJECTS = "grade-objects";
-var NEW_WORKSPACE = `set -eu
-if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
-printf '%s
-' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
-cd "$OCW_WORKTREE"
-git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
-`;
-var workspaceGitEnv = (home) => ({ GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", HOME: home, XDG_CONFIG_HOME: void 0 });
-var TRUSTED = `set -eu
-C="${TRUSTED_FLAGS.join(" ")}"
-`;
-var INIT_ENGINE_GIT_DIR = `${TRUSTED}if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$OCW_DIR"; else git $C init -q --bare --template= "$OCW_DIR"; fi
-`;
-var SNAPSHOT = `GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
-tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
-`;
-var COMMIT_AND_CHECK_OUT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
-${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
-printf '%s
-' "$commit"
-git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
-if [ -n "$OCW_CHECKOUT_ONLY" ]; then
-  printf '%s
-' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
-else
-  GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
-fi
-`;
-var CHECK_OUT_COMMIT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
-GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_COMMIT"
-GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
-`;
-var CHECK_OUT_BASE = `${TRUSTED}GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_BASE"
-if [ -n "$OCW_CHECKOUT_ONLY" ]; then
-  printf '%s
-' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
-else
-  GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
-fi
-`;
-var CHANGED_BETWEEN = `${TRUSTED}git $C diff --numstat -z --no-renames "$OCW_FROM" "$OCW_TO"
-`;
-function trustedEnv(home) {
-  return {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    LC_ALL: "C",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    HOME: home,
-    GIT_AUTHOR_NAME: "opencode-worker",
-    GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
-    GIT_COMMITTER_NAME: "opencode-worker",
-    GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
-  };
-}
-var engineGitDirs = /* @__PURE__ */ new Map();
-function engineGitDir(workerDir, format2) {
-  const dir = path8.join(path8.dirname(workerDir), `.engine-${format2}.git`);
-  let made2 = engineGitDirs.get(dir);
-  if (!made2) {
-    made2 = (async () => {
-      if (existsSync3(path8.join(dir, "HEAD"))) return dir;
-      const tmp = `${dir}.tmp-${process.pid}-${randomBytes3(4).toString("hex")}`;
-      mkdirSync5(path8.dirname(dir), { recursive: true });
-      try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path8.dirname(dir), env: { ...trustedEnv(path8.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
-        await rename(tmp, dir).catch((err) => {
-          if (!existsSync3(path8.join(dir, "HEAD"))) throw err;
-        });
-      } finally {
-        await rm(tmp, { recursive: true, force: true });
-      }
-      return dir;
-    })();
-    engineGitDirs.set(dir, made2);
-    made2.catch(() => engineGitDirs.delete(dir));
-  }
-  return made2;
-}
-var DIFF = `${TRUSTED}if [ -z "$OCW_TO" ]; then
-${SNAPSHOT}OCW_TO="$tree"
-fi
-git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
-`;
-var scriptsOf = /* @__PURE__ */ new Map();
-function trustedScript(ws, script, inputs, opts = {}) {
-  const run4 = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
-  const done = run4.catch(() => void 0);
-  scriptsOf.set(ws.gitDir, done);
-  void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
-  return run4;
-}
-async function runTrustedScript(ws, script, inputs, opts) {
-  const format2 = objectFormat(ws.baseCommit);
-  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path8.join(ws.gitDir, "objects");
-  const gradeObjects = path8.join(ws.gitDir, GRADE_OBJECTS);
-  if (opts.freshGradeObjects) {
-    if (existsSync3(gradeObjects)) await copyObjects(gradeObjects, objects).catch(() => void 0);
-    await rm(gradeObjects, { recursive: true, force: true });
-  }
-  for (const dir of [objects, gradeObjects]) mkdirSync5(path8.join(dir, "info"), { recursive: true });
-  writeFileSync6(path8.join(objects, "info", "alternates"), `${userObjects}
-${gradeObjects}
-`);
-  writeFileSync6(path8.join(gradeObjects, "info", "alternates"), `${userObjects}
-`);
-  const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  try {
-    const env2 = {
-      ...trustedEnv(ws.gitDir),
-      GIT_DIR: gitDir,
-      GIT_OBJECT_DIRECTORY: objects,
-      OCW_GRADE_OBJECTS: gradeObjects,
-      OCW_INDEX: index,
-      OCW_BASE: ws.baseCommit,
-      OCW_WORKTREE: ws.worktree,
-      ...inputs
-    };
-    return await gitScript(script, { cwd: ws.gitDir, env: env2, lossless: !opts.bytes, bytes: opts.bytes });
-  } finally {
-    await rm(index, { force: true });
-  }
-}
-var objectFormat = (commit) => commit.length === 64 ? "sha256" : "sha1";
-var objectDirs = /* @__PURE__ */ new Map();
-function objectsOf(repo) {
-  let p = objectDirs.get(repo);
-  if (!p) {
-    if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path8.resolve(repo, dir));
-    objectDirs.set(repo, p);
-    p.catch(() => objectDirs.delete(repo));
-  }
-  return p;
-}
-async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps(), only) {
-  const over = await snapshotOverCaps(ws, caps);
-  if (over) throw new SnapshotTooLarge(over);
-  await rm(checkoutDir, { recursive: true, force: true });
-  mkdirSync5(checkoutDir, { recursive: true });
-  const partial2 = plainNames(only);
-  const out = await trustedScript(
-    ws,
-    COMMIT_AND_CHECK_OUT,
-    { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : "" },
-    { freshGradeObjects: true }
-  );
-  const eol = out.indexOf("\n");
-  const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
-  return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat, partial: partial2 } : { commit: ws.baseCommit, changed, diffStat: "", partial: partial2 };
-}
-function partialHolds(checkoutDir, only) {
-  return only.every((p) => {
-    const parts = p.split("/").filter(Boolean);
-    let at = checkoutDir;
-    for (const [i2, part] of parts.entries()) {
-      at = path8.join(at, part);
-      let st;
-      try {
-        st = lstatSync(at);
-      } catch {
-        return true;
-      }
-      if (i2 === parts.length - 1) return st.isFile();
-      if (!st.isDirectory() || st.isSymbolicLink()) return false;
-    }
-    return false;
-  });
-}
-function checkoutList(only) {
-  const all = /* @__PURE__ */ new Set();
-  for (const p of only) {
-    const parts = p.split("/").filter(Boolean);
-    for (let i2 = 1; i2 <= parts.length; i2++) all.add(parts.slice(0, i2).join("/"));
-  }
-  return [...all].join("\n");
-}
-var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
-async function checkOutCommit(ws, commit, checkoutDir) {
-  await rm(checkoutDir, { recursive: true, force: true });
-  mkdirSync5(checkoutDir, { recursive: true });
-  const checkoutIndex = `${checkoutDir}.index`;
-  try {
-    await trustedScript(ws, CHECK_OUT_COMMIT, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex, OCW_COMMIT: commit });
-  } finally {
-    await rm(checkoutIndex, { force: true });
-  }
-}
-function snapshotCaps(env2 = process.env) {
-  const c3 = config2(env2);
-  const MiB4 = 1024 * 1024;
-  return { files: c3.OCW_SNAPSHOT_MAX_FILES, bytes: c3.OCW_SNAPSHOT_MAX_MB * MiB4, fileBytes: c3.OCW_SNAPSHOT_FILE_MAX_MB * MiB4 };
-}
-var SnapshotTooLarge = class extends OcwError {
-  constructor(message) {
-    super("conflict", message);
-    this.name = "SnapshotTooLarge";
-  }
-};
-var LIST_FOR_CAPS = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C ls-files -z -o --exclude-standard -- "$OCW_WORKTREE"
-printf '\\0'
-git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
-`;
-async function snapshotOverCaps(ws, caps = snapshotCaps()) {
-  if (!existsSync3(ws.worktree)) return null;
-  let out;
-  try {
-    out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true });
-  } catch (err) {
-    if (/output passed/.test(err.message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
-    throw err;
-  }
-  const cut = out.startsWith("\0") ? -1 : out.indexOf("\0\0");
-  const [fresh, tracked2] = cut < 0 ? ["", out.slice(1)] : [out.slice(0, cut), out.slice(cut + 2)];
-  const names = fresh ? fresh.split("\0").filter(Boolean) : [];
-  const size = (n2) => n2 < 1024 * 1024 ? `${n2.toLocaleString("en-US")} bytes` : `${Math.round(n2 / 1024 / 1024).toLocaleString("en-US")} MiB`;
-  if (names.length > caps.files)
-    return `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`;
-  const root2 = Buffer.from(ws.worktree + path8.sep);
-  const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
-  const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
-  let total2 = 0;
-  const sizes = await Promise.all(
-    names.map(
-      (n2) => lstat(at(n2)).then(
-        (st) => st.isFile() || st.isSymbolicLink() ? st.size : 0,
-        () => 0
-      )
-    )
-  );
-  const grow = [];
-  for (const rec of tracked2.split("\0")) {
-    const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
-    if (m) grow.push([m[2], Number(m[1]), 0]);
-  }
-  await Promise.all(
-    grow.map(async (g2) => {
-      const st = await lstat(at(g2[0])).catch(() => null);
-      g2[2] = st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0;
-    })
-  );
-  for (const [i2, n2] of names.entries()) {
-    total2 += sizes[i2];
-    if (sizes[i2] > caps.fileBytes)
-      return `${shown(n2)} is ${size(sizes[i2])}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
-  }
-  for (const [n2, before, now] of grow) {
-    if (now <= before) continue;
-    total2 += now - before;
-    if (now > caps.fileBytes) return `${shown(n2)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
-  }
-  if (total2 > caps.bytes) return `the worker's files add ${size(total2)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
-  return null;
-}
-async function checkOutBase(ws, checkoutDir, only) {
-  await rm(checkoutDir, { recursive: true, force: true });
-  mkdirSync5(checkoutDir, { recursive: true });
-  const checkoutIndex = `${checkoutDir}.index`;
-  const partial2 = plainNames(only);
-  try {
-    await trustedScript(ws, CHECK_OUT_BASE, {
-      OCW_CHECKOUT: checkoutDir,
-      OCW_CHECKOUT_INDEX: checkoutIndex,
-      OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : ""
-    });
-  } finally {
-    await rm(checkoutIndex, { force: true });
-  }
-  return { partial: partial2 };
-}
-async function changedBetween(ws, from, to) {
-  if (from === to) return [];
-  return parseNumstatAndStat(await trustedScript(ws, CHANGED_BETWEEN, { OCW_FROM: from, OCW_TO: to })).changed;
-}
-function parseNumstatAndStat(out) {
-  const record2 = /(?:\d+|-)\t(?:\d+|-)\t([^\0]*)\0/y;
-  const changed = [];
-  let at = 0;
-  for (let m = record2.exec(out); m; m = record2.exec(out)) {
-    changed.push(m[1]);
-    at = record2.lastIndex;
-  }
-  return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
-}
-async function fullDiff(ws, commit, maxBytes = 2e5) {
-  if (!commit && !existsSync3(ws.worktree)) return "";
-  const over = commit ? null : await snapshotOverCaps(ws);
-  if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
-  const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
-  return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
-\u2026 diff truncated at ${maxBytes} bytes` : d;
-}
-async function publishBranch(ws, commit) {
-  if (commit !== ws.baseCommit) await copyObjects(path8.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
-  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
-}
-async function copyObjects(from, to) {
-  const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
-  await Promise.all([
-    ...fanout.map(async (d) => {
-      const names = (await readdir(path8.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
-      if (!names.length) return;
-      await mkdir(path8.join(to, d), { recursive: true });
-      for (const name of names) await copyWhole(path8.join(from, d, name), path8.join(to, d, name));
-    }),
-    copyPacks(path8.join(from, "pack"), path8.join(to, "pack"))
-  ]);
-}
-async function copyPacks(from, to) {
-  const names = await readdir(from).catch(() => []);
-  const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
-  if (!packs.length) return;
-  await mkdir(to, { recursive: true });
-  for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path8.join(from, pack + ext), path8.join(to, pack + ext));
-  }
-}
-async function copyWhole(src, dest) {
-  if (existsSync3(dest)) return;
-  const tmp = path8.join(path8.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes3(6).toString("hex")}`);
-  try {
-    await copyFile(src, tmp);
-    await link(tmp, dest).catch((err) => {
-      if (err.code !== "EEXIST") throw err;
-    });
-  } finally {
-    await rm(tmp, { force: true });
-  }
-}
-function mergeHint(ws) {
-  if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
-}
-async function removeWorkspace(ws, opts = {}) {
-  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-  if (tip && !opts.force) {
-    const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
-    if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it, or discard the worker to delete it`);
-  }
-  rmSync3(ws.worktree, { recursive: true, force: true });
-  rmSync3(ws.gitDir, { recursive: true, force: true });
-  if (opts.tmpDir) rmSync3(opts.tmpDir, { recursive: true, force: true });
-  if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
-}
-
 // engine/commands/run.ts
 var collect = (v, prev) => [...prev, v];
 function registerRunCommand(program3) {
@@ -68326,7 +67720,7 @@ function registerRunCommand(program3) {
   ).option("--target <id>", "a saved target (repeatable): the attempts use them in turn", collect, []).option("--all-attempts", "let every attempt run to its verdict (nothing is stopped when one is built)").option(
     "--batch <file>",
     'a JSON file: [{task, dir, checks, scope, protect, fixRounds?}, \u2026] or {"tasks": [{id, after, \u2026}], "integration": {"checks": [\u2026]}}'
-  ).option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v)).option("--name <text>", "with --batch: the batch's name, shown instead of its id (overrides the file's `name`)").option("--json", "print the final result as JSON on stdout").action((o2) => runCommand2(o2).catch(fail));
+  ).option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v)).option("--name <text>", "with --batch: the batch's name, shown instead of its id (overrides the file's `name`)").option("--json", "print the final result as JSON on stdout").action((o2) => runCommand(o2).catch(fail));
   program3.command("continue").description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built").argument("<workerId>", "the worker (see `ocw ps`)").requiredOption("--message <text>", "what the worker should do next").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v)).option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)").action((workerId, o2) => continueCommand(workerId, o2).catch(fail));
 }
 async function continueCommand(workerId, o2) {
@@ -68417,7 +67811,7 @@ function parseBatch(file3) {
     const where = at === null ? i2.path.length ? `${i2.path.join(".")}: ` : "" : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
     throw new CliError(`batch file ${file3}: ${where}${i2.message}`);
   }
-  const base2 = path9.dirname(path9.resolve(file3));
+  const base2 = path8.dirname(path8.resolve(file3));
   const { tasks, integration, name } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: void 0, name: void 0 } : parsed.data;
   return {
     name,
@@ -68425,12 +67819,12 @@ function parseBatch(file3) {
       ...t2,
       ...id2 ? { id: id2 } : {},
       ...after.length ? { after } : {},
-      directory: path9.resolve(base2, dir ?? t2.directory)
+      directory: path8.resolve(base2, dir ?? t2.directory)
     })),
     integration
   };
 }
-async function runCommand2(o2) {
+async function runCommand(o2) {
   if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
   if (o2.timeout !== void 0 && !(o2.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
   if (o2.attempts !== void 0 && !(Number.isInteger(o2.attempts) && o2.attempts >= 1 && o2.attempts <= MAX_ATTEMPTS))
@@ -68458,18 +67852,20 @@ async function runCommand2(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
-    const files = o2.heldBack ? path9.resolve(o2.heldBack) : void 0;
+    const files = o2.heldBack ? path8.resolve(o2.heldBack) : void 0;
     const checks = o2.check.map((run4) => files ? { run: run4, files } : { run: run4 });
-    specs = [{ task: o2.task, directory: path9.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path8.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
-  for (const [n2, s] of specs.entries()) {
-    await inspectRepo(s.directory).catch((err) => {
-      throw new CliError(specs.length > 1 ? `task ${n2 + 1}: ${err.message}` : err.message);
-    });
-  }
+  const checkDirectories = async (client4) => {
+    for (const [n2, s] of specs.entries()) {
+      await client4.workers.inspect.query({ directory: s.directory }).catch((err) => {
+        throw new CliError(specs.length > 1 ? `task ${n2 + 1}: ${err.message}` : err.message);
+      });
+    }
+  };
   if (o2.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o2.timeout } }));
   if (o2.fixRounds !== void 0) specs = specs.map((s) => ({ ...s, fixRounds: o2.fixRounds }));
-  const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw run");
+  const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw run", checkDirectories);
   if (targetId) specs = specs.map((s) => s.targets?.length ? s : { ...s, targetId });
   if (!o2.batch && o2.target.length === 1 && !attemptsMode) specs = [{ ...specs[0], targetId: o2.target[0] }];
   let ids;
@@ -70530,7 +69926,7 @@ var StdioServerTransport = class {
 };
 
 // engine/mcp/format.ts
-import path10 from "node:path";
+import path9 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
@@ -70543,12 +69939,12 @@ function untrustedText(s, max, opts = {}) {
 var WORKSPACE_MARK = "\u27E8workspace\u27E9";
 function askWhat(a2, worktree) {
   if (!worktree) return a2.what;
-  const root2 = path10.resolve(worktree);
+  const root2 = path9.resolve(worktree);
   const swap = (p) => {
-    const abs = path10.resolve(p);
-    return abs === root2 ? "." : abs.startsWith(root2 + path10.sep) ? path10.relative(root2, abs).split(path10.sep).join("/") : p;
+    const abs = path9.resolve(p);
+    return abs === root2 ? "." : abs.startsWith(root2 + path9.sep) ? path9.relative(root2, abs).split(path9.sep).join("/") : p;
   };
-  if (path10.isAbsolute(a2.what)) return swap(a2.what);
+  if (path9.isAbsolute(a2.what)) return swap(a2.what);
   return a2.what.split(root2).join(WORKSPACE_MARK);
 }
 function pendingItem(a2, worktree) {
@@ -70746,7 +70142,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile } from "node:child_process";
-import path11 from "node:path";
+import path10 from "node:path";
 import { promisify } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -79640,14 +79036,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path11.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path10.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path11.resolve(a2.directory) === path11.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path10.resolve(a2.directory) === path10.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -80447,21 +79843,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path11.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path10.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path11.resolve(top || dir);
+  return path10.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path11.resolve(w.repo);
-  return r === root2 || path11.resolve(w.spec.directory) === root2 || path11.resolve(w.spec.directory).startsWith(root2 + path11.sep);
+  const r = path10.resolve(w.repo);
+  return r === root2 || path10.resolve(w.spec.directory) === root2 || path10.resolve(w.spec.directory).startsWith(root2 + path10.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path11.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path11.resolve(baseDir, dir)}"`;
+  if (path10.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path10.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -81006,8 +80402,8 @@ import path32 from "node:path";
 // engine/harness/config.ts
 init_target();
 init_paths2();
-import { readFileSync as readFileSync6, existsSync as existsSync5, mkdirSync as mkdirSync7, writeFileSync as writeFileSync8 } from "node:fs";
-import path14 from "node:path";
+import { readFileSync as readFileSync6, existsSync as existsSync4, mkdirSync as mkdirSync6, writeFileSync as writeFileSync7 } from "node:fs";
+import path13 from "node:path";
 var WORKER_AGENT = "ocw-worker";
 var PROVIDER_ID = "ocw";
 var OFFLINE_ENV = {
@@ -81033,9 +80429,9 @@ var OFFLINE_ENV = {
 };
 var OPENCODE_PLUGIN_PACKAGE = "@opencode-ai/plugin";
 function seedOpencodeConfigDir(configDir) {
-  mkdirSync7(path14.join(configDir, "node_modules"), { recursive: true, mode: 448 });
-  const lockFile2 = path14.join(configDir, "package-lock.json");
-  const pkgFile = path14.join(configDir, "package.json");
+  mkdirSync6(path13.join(configDir, "node_modules"), { recursive: true, mode: 448 });
+  const lockFile2 = path13.join(configDir, "package-lock.json");
+  const pkgFile = path13.join(configDir, "package.json");
   const read2 = (f) => {
     try {
       return JSON.parse(readFileSync6(f, "utf8"));
@@ -81053,19 +80449,19 @@ function seedOpencodeConfigDir(configDir) {
   const wanted = [...deps(pkg), OPENCODE_PLUGIN_PACKAGE];
   if (wanted.every((d) => locked.has(d))) return;
   const dependencies = Object.fromEntries(wanted.map((d) => [d, "*"]));
-  if (!pkg) writeFileSync8(pkgFile, JSON.stringify({ dependencies }, null, 2) + "\n");
-  writeFileSync8(lockFile2, JSON.stringify({ name: "opencode-config", lockfileVersion: 3, requires: true, packages: { "": { dependencies } } }, null, 2) + "\n");
+  if (!pkg) writeFileSync7(pkgFile, JSON.stringify({ dependencies }, null, 2) + "\n");
+  writeFileSync7(lockFile2, JSON.stringify({ name: "opencode-config", lockfileVersion: 3, requires: true, packages: { "": { dependencies } } }, null, 2) + "\n");
 }
 var OPENCODE_MODELS_CATALOG = "{}\n";
 function seedModelsCatalog(file3) {
-  mkdirSync7(path14.dirname(file3), { recursive: true, mode: 448 });
+  mkdirSync6(path13.dirname(file3), { recursive: true, mode: 448 });
   let current = null;
   try {
     current = readFileSync6(file3, "utf8");
   } catch {
     current = null;
   }
-  if (current !== OPENCODE_MODELS_CATALOG) writeFileSync8(file3, OPENCODE_MODELS_CATALOG);
+  if (current !== OPENCODE_MODELS_CATALOG) writeFileSync7(file3, OPENCODE_MODELS_CATALOG);
   return file3;
 }
 var WORKER_PERMISSION = {
@@ -81086,13 +80482,13 @@ var WORKER_PERMISSION = {
   skill: "deny"
 };
 function compileAgentPrompt(target, root2 = projectRoot()) {
-  const protocolFile = path14.join(root2, "protocol", "opencode-worker-protocol.md");
-  if (!existsSync5(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
+  const protocolFile = path13.join(root2, "protocol", "opencode-worker-protocol.md");
+  if (!existsSync4(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
   let prompt = readFileSync6(protocolFile, "utf8").trim();
   let pack = null;
   if (target) {
-    const packFile = path14.join(root2, "packs", targetSlug(target), "agent.md");
-    if (existsSync5(packFile)) {
+    const packFile = path13.join(root2, "packs", targetSlug(target), "agent.md");
+    if (existsSync4(packFile)) {
       pack = packFile;
       prompt += `
 
@@ -81152,11 +80548,11 @@ function compileOpencodeConfig(target, agent, access) {
 
 // engine/harness/opencode-server.ts
 import { spawn as spawn2 } from "node:child_process";
-import { randomBytes as randomBytes5 } from "node:crypto";
+import { randomBytes as randomBytes4 } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { existsSync as existsSync8, mkdirSync as mkdirSync10, readFileSync as readFileSync9, realpathSync as realpathSync2 } from "node:fs";
+import { existsSync as existsSync7, mkdirSync as mkdirSync9, readFileSync as readFileSync9, realpathSync as realpathSync2 } from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
-import path17 from "node:path";
+import path16 from "node:path";
 import { pathToFileURL } from "node:url";
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/serverSentEvents.gen.js
@@ -86565,8 +85961,8 @@ var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 // engine/sandbox/cgroup.ts
 init_config();
 import { execFileSync as execFileSync2 } from "node:child_process";
-import { existsSync as existsSync6, mkdirSync as mkdirSync8, readdirSync as readdirSync3, readFileSync as readFileSync7, rmdirSync, statSync as statSync4, writeFileSync as writeFileSync9 } from "node:fs";
-import path15 from "node:path";
+import { existsSync as existsSync5, mkdirSync as mkdirSync7, readdirSync as readdirSync3, readFileSync as readFileSync7, rmdirSync, statSync as statSync3, writeFileSync as writeFileSync8 } from "node:fs";
+import path14 from "node:path";
 var MIB = 1024 * 1024;
 function mounts(mountinfo) {
   const out = [];
@@ -86592,7 +85988,7 @@ function ownPaths(procCgroup) {
 }
 function ownDir(m, own) {
   const rel = m.root === "/" ? own : own.startsWith(m.root) ? own.slice(m.root.length) : own;
-  return path15.join(m.point, rel);
+  return path14.join(m.point, rel);
 }
 var read = (f) => {
   try {
@@ -86619,20 +86015,20 @@ function removeStale(parentOfParents) {
   for (const n2 of names) {
     const pid = Number(n2.slice(4));
     if (pid === process.pid || alive2(pid)) continue;
-    const dir = path15.join(parentOfParents, n2);
+    const dir = path14.join(parentOfParents, n2);
     removeTree(dir);
   }
 }
 function emptyAndRemove(dir) {
   for (let i2 = 0; i2 < 100; i2++) {
-    if (!existsSync6(dir)) return true;
-    if (existsSync6(path15.join(dir, "cgroup.kill"))) {
+    if (!existsSync5(dir)) return true;
+    if (existsSync5(path14.join(dir, "cgroup.kill"))) {
       try {
-        writeFileSync9(path15.join(dir, "cgroup.kill"), "1");
+        writeFileSync8(path14.join(dir, "cgroup.kill"), "1");
       } catch {
       }
     }
-    for (const p of read(path15.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) {
+    for (const p of read(path14.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) {
       try {
         process.kill(Number(p), "SIGKILL");
       } catch {
@@ -86650,7 +86046,7 @@ function emptyAndRemove(dir) {
 }
 function removeTree(dir) {
   try {
-    for (const c3 of readdirSync3(dir, { withFileTypes: true })) if (c3.isDirectory()) removeTree(path15.join(dir, c3.name));
+    for (const c3 of readdirSync3(dir, { withFileTypes: true })) if (c3.isDirectory()) removeTree(path14.join(dir, c3.name));
   } catch {
   }
   return emptyAndRemove(dir);
@@ -86664,9 +86060,9 @@ function sweep(now = Date.now()) {
       continue;
     }
     for (const n2 of names) {
-      const dir = path15.join(parent, n2);
+      const dir = path14.join(parent, n2);
       try {
-        if (now - statSync4(dir).ctimeMs < 6e4 || read(path15.join(dir, "cgroup.procs")).trim()) continue;
+        if (now - statSync3(dir).ctimeMs < 6e4 || read(path14.join(dir, "cgroup.procs")).trim()) continue;
         rmdirSync(dir);
       } catch {
       }
@@ -86679,11 +86075,11 @@ function forgetOnExit(dirs) {
   made = [...made, ...dirs];
 }
 function engineGroup(own) {
-  const dir = path15.join(own, `ocw-${process.pid}`);
+  const dir = path14.join(own, `ocw-${process.pid}`);
   try {
     removeStale(own);
-    mkdirSync8(dir, { recursive: true });
-    statSync4(path15.join(dir, "cgroup.procs"));
+    mkdirSync7(dir, { recursive: true });
+    statSync3(path14.join(dir, "cgroup.procs"));
     return dir;
   } catch {
     return null;
@@ -86693,20 +86089,20 @@ function v2(ms, own) {
   const m = ms.find((x) => x.fstype === "cgroup2");
   if (!m) return "no cgroup2 hierarchy";
   const base2 = ownDir(m, own.get("") ?? "/");
-  const controllers = read(path15.join(base2, "cgroup.controllers")).trim().split(/\s+/);
+  const controllers = read(path14.join(base2, "cgroup.controllers")).trim().split(/\s+/);
   if (!controllers.includes("pids") || !controllers.includes("memory")) return `cgroup2 at ${m.point} has no pids and memory controllers for this process`;
   const dir = engineGroup(base2);
   if (!dir) return `cgroup2: ${base2} is not writable`;
   try {
-    const sub = read(path15.join(base2, "cgroup.subtree_control"));
-    if (!/\bpids\b/.test(sub) || !/\bmemory\b/.test(sub)) writeFileSync9(path15.join(base2, "cgroup.subtree_control"), "+pids +memory");
-    writeFileSync9(path15.join(dir, "cgroup.subtree_control"), "+pids +memory");
+    const sub = read(path14.join(base2, "cgroup.subtree_control"));
+    if (!/\bpids\b/.test(sub) || !/\bmemory\b/.test(sub)) writeFileSync8(path14.join(base2, "cgroup.subtree_control"), "+pids +memory");
+    writeFileSync8(path14.join(dir, "cgroup.subtree_control"), "+pids +memory");
   } catch (err) {
     emptyAndRemove(dir);
     return `cgroup2: pids and memory are not delegated to ${base2} (${err.code ?? "refused"})`;
   }
   forgetOnExit([dir]);
-  return { dir, swap: existsSync6(path15.join(dir, "memory.swap.max")) };
+  return { dir, swap: existsSync5(path14.join(dir, "memory.swap.max")) };
 }
 function v1(ms, own) {
   const pm = ms.find((x) => x.fstype === "cgroup" && x.options.includes("pids"));
@@ -86719,7 +86115,7 @@ function v1(ms, own) {
     return "cgroup v1 is not writable here";
   }
   forgetOnExit([pids, memory]);
-  return { pids, memory, swap: existsSync6(path15.join(memory, "memory.memsw.limit_in_bytes")) };
+  return { pids, memory, swap: existsSync5(path14.join(memory, "memory.memsw.limit_in_bytes")) };
 }
 function userSystemd() {
   if (!findOnPath("systemd-run") || !findOnPath("systemctl")) return false;
@@ -86731,8 +86127,8 @@ function userSystemd() {
   }
 }
 function findOnPath(name) {
-  for (const dir of (process.env.PATH ?? "").split(path15.delimiter)) {
-    if (dir && existsSync6(path15.join(dir, name))) return path15.join(dir, name);
+  for (const dir of (process.env.PATH ?? "").split(path14.delimiter)) {
+    if (dir && existsSync5(path14.join(dir, name))) return path14.join(dir, name);
   }
   return null;
 }
@@ -86798,13 +86194,13 @@ function checkGroup(procs, memMb) {
   if (!s.parents) return null;
   sweep();
   const name = `check-${++seq}`;
-  const dirs = [path15.join(s.parents.pids, name), path15.join(s.parents.memory, name)];
+  const dirs = [path14.join(s.parents.pids, name), path14.join(s.parents.memory, name)];
   try {
-    for (const d of new Set(dirs)) mkdirSync8(d);
+    for (const d of new Set(dirs)) mkdirSync7(d);
     for (const f of limitFiles(s, procs, memMb)) {
-      const file3 = path15.join(f.file === "pids" ? dirs[0] : dirs[1], f.name);
-      if (f.optional && !existsSync6(file3)) continue;
-      writeFileSync9(file3, f.value);
+      const file3 = path14.join(f.file === "pids" ? dirs[0] : dirs[1], f.name);
+      if (f.optional && !existsSync5(file3)) continue;
+      writeFileSync8(file3, f.value);
     }
   } catch (err) {
     for (const d of new Set(dirs)) emptyAndRemove(d);
@@ -86819,11 +86215,11 @@ function checkGroup(procs, memMb) {
 function hitsIn(s, [pids, memory]) {
   const out = [];
   if (s.commands === "cgroup2") {
-    if (/^oom_kill [1-9]/m.test(read(path15.join(memory, "memory.events")))) out.push("memory");
-    if (/^max [1-9]/m.test(read(path15.join(pids, "pids.events")))) out.push("processes");
+    if (/^oom_kill [1-9]/m.test(read(path14.join(memory, "memory.events")))) out.push("memory");
+    if (/^max [1-9]/m.test(read(path14.join(pids, "pids.events")))) out.push("processes");
   } else {
-    if (/^oom_kill [1-9]/m.test(read(path15.join(memory, "memory.oom_control")))) out.push("memory");
-    if (/^max [1-9]/m.test(read(path15.join(pids, "pids.events")))) out.push("processes");
+    if (/^oom_kill [1-9]/m.test(read(path14.join(memory, "memory.oom_control")))) out.push("memory");
+    if (/^max [1-9]/m.test(read(path14.join(pids, "pids.events")))) out.push("processes");
   }
   return out;
 }
@@ -86845,9 +86241,9 @@ function systemdPrefix(procs, memMb) {
 init_zod();
 init_config();
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { chmodSync as chmodSync2, existsSync as existsSync7, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readdirSync as readdirSync4, readFileSync as readFileSync8, readlinkSync, realpathSync, statSync as statSync5, writeFileSync as writeFileSync10 } from "node:fs";
+import { chmodSync as chmodSync2, existsSync as existsSync6, lstatSync, mkdirSync as mkdirSync8, readdirSync as readdirSync4, readFileSync as readFileSync8, readlinkSync, realpathSync, statSync as statSync4, writeFileSync as writeFileSync9 } from "node:fs";
 import os3 from "node:os";
-import path16 from "node:path";
+import path15 from "node:path";
 var SandboxPolicy = external_exports.object({
   /** Writable folders (bound read-write at the same path). */
   writable: external_exports.array(external_exports.string()),
@@ -86919,11 +86315,11 @@ function sandboxStatus() {
   return cached3;
 }
 function findOnPath2(name) {
-  for (const dir of (process.env.PATH ?? "").split(path16.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path15.delimiter)) {
     if (!dir) continue;
-    const p = path16.join(dir, name);
+    const p = path15.join(dir, name);
     try {
-      if (statSync5(p).isFile()) return p;
+      if (statSync4(p).isFile()) return p;
     } catch {
     }
   }
@@ -86977,15 +86373,15 @@ var HOME_SECRETS = [
 function hostSockets(env2 = process.env) {
   const list = ["/run/user", "/var/run/docker.sock", "/run/docker.sock", "/run/podman", "/tmp/.X11-unix", "/run/dbus", "/var/run/dbus"];
   if (env2.XDG_RUNTIME_DIR) list.push(env2.XDG_RUNTIME_DIR);
-  if (env2.SSH_AUTH_SOCK) list.push(path16.dirname(env2.SSH_AUTH_SOCK));
+  if (env2.SSH_AUTH_SOCK) list.push(path15.dirname(env2.SSH_AUTH_SOCK));
   try {
-    for (const d of readdirSync4("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path16.join("/tmp", d));
+    for (const d of readdirSync4("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path15.join("/tmp", d));
   } catch {
   }
-  return list.filter((p) => existsSync7(p));
+  return list.filter((p) => existsSync6(p));
 }
 function homeSecrets(home = os3.homedir()) {
-  return [...HOME_SECRETS.map((p) => path16.join(home, p)).filter((p) => existsSync7(p)), ...hostSockets()];
+  return [...HOME_SECRETS.map((p) => path15.join(home, p)).filter((p) => existsSync6(p)), ...hostSockets()];
 }
 var PASS_ENV = ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"];
 function allowListedEnv(extra, from = process.env) {
@@ -86997,7 +86393,7 @@ function real(p) {
   try {
     return realpathSync(p);
   } catch {
-    return path16.resolve(p);
+    return path15.resolve(p);
   }
 }
 function commandLimits() {
@@ -87019,7 +86415,7 @@ function deniedRoots(home = os3.homedir()) {
   for (const p of list.map(real)) {
     if (p === "/" || out.includes(p)) continue;
     try {
-      if (statSync5(p).isDirectory()) out.push(p);
+      if (statSync4(p).isDirectory()) out.push(p);
     } catch {
     }
   }
@@ -87027,8 +86423,8 @@ function deniedRoots(home = os3.homedir()) {
 }
 var TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
 function revealed(home = os3.homedir()) {
-  const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path16.isAbsolute(p));
-  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path16.join(home, p)), ...extra].filter((p) => existsSync7(p)).map(real))];
+  const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path15.isAbsolute(p));
+  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path15.join(home, p)), ...extra].filter((p) => existsSync6(p)).map(real))];
 }
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix", "/gnu"];
 var ETC_SECRETS = [
@@ -87059,18 +86455,18 @@ var ETC_SECRETS = [
 ];
 function pathToolchains(env2 = process.env, home = os3.homedir()) {
   const denied = deniedRoots(home);
-  const covered = (p) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path16.sep));
+  const covered = (p) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path15.sep));
   const out = [];
   const add = (p) => {
-    if (!path16.isAbsolute(p)) return;
+    if (!path15.isAbsolute(p)) return;
     const r = real(p);
-    if (r === "/" || covered(r) || !existsSync7(r) || r.split(path16.sep).includes("node_modules")) return;
-    const parent = path16.dirname(r);
-    const dir = path16.basename(r) === "bin" && path16.dirname(parent) !== "/" ? parent : r;
+    if (r === "/" || covered(r) || !existsSync6(r) || r.split(path15.sep).includes("node_modules")) return;
+    const parent = path15.dirname(r);
+    const dir = path15.basename(r) === "bin" && path15.dirname(parent) !== "/" ? parent : r;
     if (!out.includes(dir)) out.push(dir);
   };
-  for (const p of (env2.PATH ?? "").split(path16.delimiter)) add(p);
-  if (path16.basename(process.execPath) === "node") add(path16.dirname(process.execPath));
+  for (const p of (env2.PATH ?? "").split(path15.delimiter)) add(p);
+  if (path15.basename(process.execPath) === "node") add(path15.dirname(process.execPath));
   return out;
 }
 function systemBinds() {
@@ -87078,7 +86474,7 @@ function systemBinds() {
   for (const d of SYSTEM_DIRS) {
     let st;
     try {
-      st = lstatSync2(d);
+      st = lstatSync(d);
     } catch {
       continue;
     }
@@ -87087,7 +86483,7 @@ function systemBinds() {
   }
   for (const f of ETC_SECRETS) {
     try {
-      const st = lstatSync2(f);
+      const st = lstatSync(f);
       if (st.isDirectory()) args.push("--tmpfs", f, "--remount-ro", f);
       else args.push("--ro-bind", "/dev/null", f);
     } catch {
@@ -87098,7 +86494,7 @@ function systemBinds() {
 }
 function reshown(hidden2, reveal) {
   const r = reveal.map(real);
-  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path16.sep))).filter((h3) => existsSync7(h3) && statSync5(h3).isDirectory());
+  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path15.sep))).filter((h3) => existsSync6(h3) && statSync4(h3).isDirectory());
 }
 function capArgs(caps, uid = process.getuid?.() ?? -1) {
   if (caps === "none") return ["--cap-drop", "ALL"];
@@ -87108,7 +86504,7 @@ function serveHidden(home = os3.homedir()) {
   const keep = new Set(TOOLCHAIN_DIRS.map((p) => p.split("/")[0]).concat([".local"]));
   let dots = [];
   try {
-    dots = readdirSync4(home).filter((n2) => n2.startsWith(".") && !keep.has(n2)).map((n2) => path16.join(home, n2));
+    dots = readdirSync4(home).filter((n2) => n2.startsWith(".") && !keep.has(n2)).map((n2) => path15.join(home, n2));
   } catch {
   }
   return [.../* @__PURE__ */ new Set([...dots, ...homeSecrets(home), ...socketsIn(["/tmp", "/var/tmp", home])])];
@@ -87117,7 +86513,7 @@ function socketsIn(dirs) {
   const out = [];
   for (const d of dirs) {
     try {
-      for (const e of readdirSync4(d, { withFileTypes: true })) if (e.isSocket()) out.push(path16.join(d, e.name));
+      for (const e of readdirSync4(d, { withFileTypes: true })) if (e.isSocket()) out.push(path15.join(d, e.name));
     } catch {
     }
   }
@@ -87144,19 +86540,19 @@ function bwrapArgs(policy) {
   if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   args.push("--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
   if (policy.network === "none") args.push("--unshare-net");
-  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync7(p)) args.push(...size, "--tmpfs", p);
+  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync6(p)) args.push(...size, "--tmpfs", p);
   for (const p of policy.hidden.map(real)) {
-    if (!existsSync7(p)) continue;
-    if (statSync5(p).isDirectory()) args.push(...size, "--tmpfs", p);
+    if (!existsSync6(p)) continue;
+    if (statSync4(p).isDirectory()) args.push(...size, "--tmpfs", p);
     else args.push("--ro-bind", "/dev/null", p);
   }
-  for (const p of (policy.reveal ?? []).map(real)) if (existsSync7(p)) args.push("--ro-bind", p, p);
+  for (const p of (policy.reveal ?? []).map(real)) if (existsSync6(p)) args.push("--ro-bind", p, p);
   for (const p of reshown(policy.hidden, policy.reveal ?? [])) args.push(...size, "--tmpfs", p);
   for (const p of policy.writable.map(real)) {
-    mkdirSync9(p, { recursive: true });
+    mkdirSync8(p, { recursive: true });
     args.push("--bind", p, p);
   }
-  for (const p of policy.readOnly.map(real)) if (existsSync7(p)) args.push("--ro-bind", p, p);
+  for (const p of policy.readOnly.map(real)) if (existsSync6(p)) args.push("--ro-bind", p, p);
   args.push("--clearenv");
   for (const [k, v] of Object.entries(policy.env)) args.push("--setenv", k, v);
   args.push("--chdir", policy.cwd);
@@ -87173,7 +86569,7 @@ function capFilter(outputBytes) {
 }
 function sandboxed(argv, policy, kind = sandboxStatus().kind) {
   const l = policy.limits;
-  const shell = existsSync7("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync6("/bin/bash") ? "/bin/bash" : "/bin/sh";
   const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash"), kind !== "none"), ...argv] : argv;
   const base2 = kind === "none" ? { file: inner[0], args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap, args: [...bwrapArgs(policy), "--", ...inner], env: {} };
   if (policy.join?.length) {
@@ -87266,34 +86662,34 @@ export const OcwWorkspace = async ({ directory, worktree }) => {
 };
 `;
 function writeWorkspacePlugin(file3) {
-  mkdirSync9(path16.dirname(file3), { recursive: true });
-  writeFileSync10(file3, WORKSPACE_PLUGIN);
+  mkdirSync8(path15.dirname(file3), { recursive: true });
+  writeFileSync9(file3, WORKSPACE_PLUGIN);
   return file3;
 }
 function writeRepoBinds(bindsDir, worktree, repoRoot2, objects) {
   const dirs = [real(objects)];
   try {
-    for (const line of readFileSync8(path16.join(objects, "info", "alternates"), "utf8").split("\n")) {
+    for (const line of readFileSync8(path15.join(objects, "info", "alternates"), "utf8").split("\n")) {
       const p = line.trim();
-      if (p && !p.startsWith("#")) dirs.push(real(path16.resolve(objects, p)));
+      if (p && !p.startsWith("#")) dirs.push(real(path15.resolve(objects, p)));
     }
   } catch {
   }
   const args = [];
   const root2 = real(repoRoot2);
   const unseen = serveHidden().map(real);
-  const visible = (p) => !unseen.some((h3) => p === h3 || p.startsWith(h3 + path16.sep));
-  if (root2 !== "/" && existsSync7(root2) && visible(root2)) args.push("--tmpfs", root2);
-  for (const d of dirs) if (existsSync7(d) && visible(d)) args.push("--ro-bind-try", d, d);
-  mkdirSync9(bindsDir, { recursive: true });
-  writeFileSync10(path16.join(bindsDir, path16.basename(path16.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
+  const visible = (p) => !unseen.some((h3) => p === h3 || p.startsWith(h3 + path15.sep));
+  if (root2 !== "/" && existsSync6(root2) && visible(root2)) args.push("--tmpfs", root2);
+  for (const d of dirs) if (existsSync6(d) && visible(d)) args.push("--ro-bind-try", d, d);
+  mkdirSync8(bindsDir, { recursive: true });
+  writeFileSync9(path15.join(bindsDir, path15.basename(path15.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
 }
 function writeWorkerShell(file3, opts) {
   const root2 = real(opts.workspacesRoot);
-  const named = path16.resolve(opts.workspacesRoot);
+  const named = path15.resolve(opts.workspacesRoot);
   const tmpRoot = real(opts.tmpRoot);
-  const binds = real(opts.bindsDir ?? path16.join(path16.dirname(file3), "binds"));
-  const bash = opts.bash ?? (existsSync7("/bin/bash") ? "/bin/bash" : "/bin/sh");
+  const binds = real(opts.bindsDir ?? path15.join(path15.dirname(file3), "binds"));
+  const bash = opts.bash ?? (existsSync6("/bin/bash") ? "/bin/bash" : "/bin/sh");
   const l = opts.limits ?? commandLimits();
   const env2 = allowListedEnv({
     TERM: "dumb",
@@ -87348,13 +86744,13 @@ function writeWorkerShell(file3, opts) {
     const hide = [...deniedRoots(home), ...opts.stateDir ? [real(opts.stateDir)] : [], root2, tmpRoot].filter((p, i2, a2) => a2.indexOf(p) === i2);
     const hideArgs = hide.map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
     const reveal = revealed(home);
-    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path16.sep)));
+    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path15.sep)));
     const revealArgs = [
       ...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`),
-      ...secretsInside.map((s) => statSync5(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)
+      ...secretsInside.map((s) => statSync4(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)
     ].join(" ");
     const again = reshown(hide, reveal).map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
-    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync7(t2));
+    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync6(t2));
     const cg = opts.cgroups ?? limitSetup();
     const joined = !!cg.parents && (cg.commands === "cgroup1" || cg.commands === "cgroup2");
     if (joined && cg.parents) {
@@ -87399,8 +86795,8 @@ function writeWorkerShell(file3, opts) {
       "exit ${rc:-1}"
     );
   }
-  mkdirSync9(path16.dirname(file3), { recursive: true });
-  writeFileSync10(file3, lines.join("\n") + "\n");
+  mkdirSync8(path15.dirname(file3), { recursive: true });
+  writeFileSync9(file3, lines.join("\n") + "\n");
   chmodSync2(file3, 493);
   return file3;
 }
@@ -87765,8 +87161,8 @@ function opencodeBinary() {
   if (configured) return configured;
   const require2 = createRequire2(import.meta.url);
   const pkg = require2.resolve("opencode-ai/package.json");
-  const bin = path17.join(path17.dirname(pkg), "bin", "opencode.exe");
-  if (!existsSync8(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
+  const bin = path16.join(path16.dirname(pkg), "bin", "opencode.exe");
+  if (!existsSync7(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
   return bin;
 }
 var OpencodeServer = class extends EventEmitter {
@@ -87781,7 +87177,7 @@ var OpencodeServer = class extends EventEmitter {
   client = null;
   port = null;
   proc = null;
-  password = randomBytes5(24).toString("base64url");
+  password = randomBytes4(24).toString("base64url");
   stopping = false;
   streamAbort = null;
   /** Restarts after a crash: 250 ms, 500 ms, … up to 30 s; a start that holds resets it. */
@@ -87803,17 +87199,17 @@ var OpencodeServer = class extends EventEmitter {
   /** An allow-listed environment: nothing of the engine's (its token, the user's keys, Claude Code's) is inherited. */
   env() {
     const h3 = this.opts.home;
-    mkdirSync10(h3, { recursive: true, mode: 448 });
+    mkdirSync9(h3, { recursive: true, mode: 448 });
     const xdg = {
       HOME: h3,
-      XDG_DATA_HOME: path17.join(h3, ".local/share"),
-      XDG_CONFIG_HOME: path17.join(h3, ".config"),
-      XDG_STATE_HOME: path17.join(h3, ".local/state"),
-      XDG_CACHE_HOME: path17.join(h3, ".cache"),
-      TMPDIR: path17.join(h3, "tmp")
+      XDG_DATA_HOME: path16.join(h3, ".local/share"),
+      XDG_CONFIG_HOME: path16.join(h3, ".config"),
+      XDG_STATE_HOME: path16.join(h3, ".local/state"),
+      XDG_CACHE_HOME: path16.join(h3, ".cache"),
+      TMPDIR: path16.join(h3, "tmp")
     };
-    for (const d of Object.values(xdg)) mkdirSync10(d, { recursive: true, mode: 448 });
-    seedOpencodeConfigDir(path17.join(xdg.XDG_CONFIG_HOME, "opencode"));
+    for (const d of Object.values(xdg)) mkdirSync9(d, { recursive: true, mode: 448 });
+    seedOpencodeConfigDir(path16.join(xdg.XDG_CONFIG_HOME, "opencode"));
     const config3 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
     const plugin = this.opts.confine?.plugin;
     if (plugin) config3.plugin = [pathToFileURL(plugin).href];
@@ -87826,7 +87222,7 @@ var OpencodeServer = class extends EventEmitter {
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
       // An empty models.dev catalog: the embedded one costs ~0.9 s of serve's JS thread per new workspace (see config.ts).
-      OPENCODE_MODELS_PATH: seedModelsCatalog(path17.join(h3, "models-catalog.json")),
+      OPENCODE_MODELS_PATH: seedModelsCatalog(path16.join(h3, "models-catalog.json")),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
       npm_config_registry: config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/"
     });
@@ -87849,7 +87245,7 @@ var OpencodeServer = class extends EventEmitter {
         caps: "nested",
         // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
         // installed under ~/.claude/plugins, whose credentials are hidden).
-        readOnly: [path17.dirname(c3.shell), ...c3.plugin ? [path17.dirname(c3.plugin)] : [], path17.dirname(path17.dirname(realpathSync2(argv[0])))],
+        readOnly: [path16.dirname(c3.shell), ...c3.plugin ? [path16.dirname(c3.plugin)] : [], path16.dirname(path16.dirname(realpathSync2(argv[0])))],
         network: "host",
         env: env2,
         cwd: this.opts.home
@@ -87858,7 +87254,7 @@ var OpencodeServer = class extends EventEmitter {
     );
   }
   get pidFile() {
-    return path17.join(this.opts.home, "opencode.pid");
+    return path16.join(this.opts.home, "opencode.pid");
   }
   async spawnOnce() {
     this.stopping = false;
@@ -88001,7 +87397,7 @@ var OpencodeServer = class extends EventEmitter {
   }
 };
 function endStaleServer(home, log) {
-  const who = readPidFile(path17.join(home, "opencode.pid"));
+  const who = readPidFile(path16.join(home, "opencode.pid"));
   if (!who || who.pid === process.pid) return;
   if (!alive(who)) return;
   const pid = who.pid;
@@ -88024,10 +87420,10 @@ function endStaleServer(home, log) {
 var opencodeHarness = (opts) => new OpencodeServer(opts);
 
 // engine/harness/servers.ts
-import path18 from "node:path";
+import path17 from "node:path";
 
 // engine/gateway/gateway.ts
-import { randomBytes as randomBytes6, timingSafeEqual } from "node:crypto";
+import { randomBytes as randomBytes5, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 var HOP_BY_HOP = /* @__PURE__ */ new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
@@ -88053,8 +87449,8 @@ var KeyGateway = class {
   /** Registers a route and returns what opencode should use as its provider's baseURL and apiKey. */
   async add(id2, route) {
     await this.listen();
-    const token = randomBytes6(24).toString("base64url");
-    const slug = `${encodeURIComponent(id2)}-${randomBytes6(4).toString("hex")}`;
+    const token = randomBytes5(24).toString("base64url");
+    const slug = `${encodeURIComponent(id2)}-${randomBytes5(4).toString("hex")}`;
     this.routes.set(slug, { route, token: Buffer.from(token) });
     return { baseURL: `http://127.0.0.1:${this.port}/${slug}`, apiKey: token };
   }
@@ -88154,13 +87550,13 @@ var OpencodeServers = class {
       )
     );
     const { stateDir: stateDir2, workspacesRoot, tmpRoot, sandbox } = this.opts;
-    const shell = writeWorkerShell(path18.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
-    const plugin = writeWorkspacePlugin(path18.join(stateDir2, "sandbox", "ocw-workspace.js"));
+    const shell = writeWorkerShell(path17.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
+    const plugin = writeWorkspacePlugin(path17.join(stateDir2, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
     s = (this.opts.harness ?? opencodeHarness)({
       target,
-      home: path18.join(stateDir2, "opencode", target.id),
+      home: path17.join(stateDir2, "opencode", target.id),
       log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
       provider,
       confine: { kind: sandbox.kind, stateDir: stateDir2, workspacesRoot, tmpRoot, shell, plugin }
@@ -88193,9 +87589,9 @@ import path30 from "node:path";
 
 // engine/grading/checks.ts
 init_execa();
-import { createHash as createHash3 } from "node:crypto";
-import { existsSync as existsSync9, lstatSync as lstatSync3, mkdirSync as mkdirSync11, readdirSync as readdirSync5, readFileSync as readFileSync12, realpathSync as realpathSync3, rmSync as rmSync5, statSync as statSync7, writeFileSync as writeFileSync12 } from "node:fs";
-import path24 from "node:path";
+import { createHash as createHash2 } from "node:crypto";
+import { existsSync as existsSync8, lstatSync as lstatSync2, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync12, realpathSync as realpathSync3, rmSync as rmSync4, statSync as statSync6, writeFileSync as writeFileSync11 } from "node:fs";
+import path23 from "node:path";
 init_process();
 var DEFAULT_CHECK_TIMEOUT_SEC = 300;
 var OUTPUT_CAP = 64 * 1024;
@@ -88207,11 +87603,11 @@ function cap(text) {
 }
 function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
   const root2 = sandbox.root ?? cwd;
-  const inside2 = (p, r) => p === r || p.startsWith(r + path24.sep);
-  const map3 = (p) => path24.join(at.root, path24.relative(root2, p));
-  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync9(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync11(path24.join(sandbox.tmpDir, "home"), { recursive: true });
-  const env2 = allowListedEnv({ CI: "1", HOME: path24.join(tmp, "home"), TMPDIR: tmp });
+  const inside2 = (p, r) => p === r || p.startsWith(r + path23.sep);
+  const map3 = (p) => path23.join(at.root, path23.relative(root2, p));
+  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync8(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync10(path23.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path23.join(tmp, "home"), TMPDIR: tmp });
   const cmd = sandboxed(
     argv,
     {
@@ -88230,15 +87626,15 @@ function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
     "bwrap"
   );
   const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
-  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync9(f)) binds.push("--ro-bind", f, map3(f));
+  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync8(f)) binds.push("--ro-bind", f, map3(f));
   const sep = cmd.args.length - argv.length - LIMITS_WORDS - 1;
   return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
 }
-async function runCommand3(check2, name, cwd, sandbox) {
+async function runCommand2(check2, name, cwd, sandbox) {
   const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check2.expectExit ?? 0;
   const started = Date.now();
-  const shell = existsSync9("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync8("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
   const l = commandLimits();
   let group = null;
@@ -88250,8 +87646,8 @@ async function runCommand3(check2, name, cwd, sandbox) {
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
     cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
   } else if (sandbox) {
-    mkdirSync11(path24.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path24.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    mkdirSync10(path23.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path23.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
       [shell, "-c", check2.run],
@@ -88300,17 +87696,17 @@ ${note}` : ""));
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 function runFile(check2, name, cwd, realCwd) {
-  const file3 = path24.join(cwd, check2.file);
+  const file3 = path23.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
-  const exists = existsSync9(file3);
-  if (exists && !realpathSync3(file3).startsWith(realCwd + path24.sep)) {
+  const exists = existsSync8(file3);
+  if (exists && !realpathSync3(file3).startsWith(realCwd + path23.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
   if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
   const problems = [];
   if (check2.equals !== void 0 || check2.matches !== void 0) {
-    const st = statSync7(file3);
+    const st = statSync6(file3);
     if (!st.isFile())
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
@@ -88352,8 +87748,8 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
       results.push(runFile(check2, name, cwd, realCwd));
       continue;
     }
-    const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path24.relative(realCwd, f)) : [];
+    const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path23.relative(realCwd, f)) : [];
     results.push(changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed protected file(s): ${changed.join(", ")}]` } : r);
   }
@@ -88366,24 +87762,24 @@ function copyHeldBack(checks, root2) {
     const src = check2.files;
     let st;
     try {
-      st = statSync7(src);
+      st = statSync6(src);
     } catch {
       throw new Error(`${src} (a check's \`files\`) does not exist`);
     }
     if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
     const walk = (from, rel) => {
       for (const e of readdirSync5(from, { withFileTypes: true })) {
-        const f = path24.join(from, e.name);
+        const f = path23.join(from, e.name);
         const r = rel ? `${rel}/${e.name}` : e.name;
-        const dest = path24.join(root2, r);
+        const dest = path23.join(root2, r);
         const there = lstatOrNull(dest);
         if (e.isDirectory()) {
-          if (there && !there.isDirectory()) rmSync5(dest, { force: true, recursive: true });
-          if (!there || !there.isDirectory()) mkdirSync11(dest);
+          if (there && !there.isDirectory()) rmSync4(dest, { force: true, recursive: true });
+          if (!there || !there.isDirectory()) mkdirSync10(dest);
           walk(f, r);
         } else if (e.isFile()) {
-          if (there) rmSync5(dest, { force: true, recursive: true });
-          writeFileSync12(dest, readFileSync12(f), { mode: statSync7(f).mode & 511 });
+          if (there) rmSync4(dest, { force: true, recursive: true });
+          writeFileSync11(dest, readFileSync12(f), { mode: statSync6(f).mode & 511 });
           written.push(dest);
         }
       }
@@ -88399,11 +87795,11 @@ function heldBackProblem(checks, repoRoot2) {
     let real2;
     try {
       real2 = realpathSync3(c3.files);
-      if (!statSync7(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
+      if (!statSync6(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
-    if (real2 === root2 || real2.startsWith(root2 + path24.sep))
+    if (real2 === root2 || real2.startsWith(root2 + path23.sep))
       return `a check's files ${c3.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
   }
   return null;
@@ -88412,33 +87808,33 @@ var realpathOr = (p) => {
   try {
     return realpathSync3(p);
   } catch {
-    return path24.resolve(p);
+    return path23.resolve(p);
   }
 };
 var lstatOrNull = (p) => {
   try {
-    return lstatSync3(p);
+    return lstatSync2(p);
   } catch {
     return null;
   }
 };
 function fingerprint(file3) {
   try {
-    const st = lstatSync3(file3);
-    return st.isFile() ? createHash3("sha256").update(readFileSync12(file3)).digest("hex") : `not a file (${st.mode})`;
+    const st = lstatSync2(file3);
+    return st.isFile() ? createHash2("sha256").update(readFileSync12(file3)).digest("hex") : `not a file (${st.mode})`;
   } catch {
     return "absent";
   }
 }
 
 // engine/grading/folders.ts
-import { randomBytes as randomBytes7 } from "node:crypto";
+import { randomBytes as randomBytes6 } from "node:crypto";
 import { renameSync as renameSync2 } from "node:fs";
-import { chmod, lstat as lstat2, mkdir as mkdir2, readdir as readdir2, rm as rm2 } from "node:fs/promises";
-import path25 from "node:path";
+import { chmod, lstat, mkdir, readdir, rm } from "node:fs/promises";
+import path24 from "node:path";
 var DISCARDED = ".discarded-";
 function discard(dir) {
-  const away = `${dir}${DISCARDED}${randomBytes7(4).toString("hex")}`;
+  const away = `${dir}${DISCARDED}${randomBytes6(4).toString("hex")}`;
   try {
     renameSync2(dir, away);
   } catch {
@@ -88447,40 +87843,40 @@ function discard(dir) {
   void removeTree2(away);
 }
 async function sweepDiscarded(gradingDir) {
-  const names = await readdir2(gradingDir).catch(() => []);
-  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path25.join(gradingDir, n2))));
+  const names = await readdir(gradingDir).catch(() => []);
+  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path24.join(gradingDir, n2))));
 }
 async function removeTree2(dir) {
   try {
-    await rm2(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
     return true;
   } catch (err) {
     const code = err.code;
     if (code !== "EACCES" && code !== "EPERM") return false;
   }
   await writableFolders(dir);
-  return rm2(dir, { recursive: true, force: true }).then(
+  return rm(dir, { recursive: true, force: true }).then(
     () => true,
     () => false
   );
 }
 async function writableFolders(dir) {
-  const st = await lstat2(dir).catch(() => null);
+  const st = await lstat(dir).catch(() => null);
   if (!st?.isDirectory()) return;
   await chmod(dir, st.mode & 4095 | 448).catch(() => void 0);
-  const entries = await readdir2(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries) if (e.isDirectory()) await writableFolders(path25.join(dir, e.name));
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) if (e.isDirectory()) await writableFolders(path24.join(dir, e.name));
 }
 async function folderIn(checkout, sub) {
   let at = checkout;
-  for (const part of sub.split(path25.sep).filter(Boolean)) {
-    at = path25.join(at, part);
-    const st = await lstat2(at).catch(() => null);
-    if (!st) await mkdir2(at);
+  for (const part of sub.split(path24.sep).filter(Boolean)) {
+    at = path24.join(at, part);
+    const st = await lstat(at).catch(() => null);
+    if (!st) await mkdir(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
       return {
-        problem: `${path25.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
+        problem: `${path24.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
       };
     }
   }
@@ -88490,6 +87886,613 @@ async function folderIn(checkout, sub) {
 // engine/grading/grade.ts
 import { readdir as readdir3 } from "node:fs/promises";
 import path28 from "node:path";
+
+// engine/workspace/workspace.ts
+import { existsSync as existsSync9, lstatSync as lstatSync3, mkdirSync as mkdirSync11, rmSync as rmSync5, statSync as statSync7, writeFileSync as writeFileSync12 } from "node:fs";
+import { copyFile, link, lstat as lstat2, mkdir as mkdir2, readdir as readdir2, realpath, rename, rm as rm2 } from "node:fs/promises";
+import { createHash as createHash3, randomBytes as randomBytes7 } from "node:crypto";
+import path25 from "node:path";
+
+// engine/process/run.ts
+import { Worker as Worker2 } from "node:worker_threads";
+function losslessUtf8(buf) {
+  const whole = buf.toString("utf8");
+  if (!whole.includes("\uFFFD")) return whole;
+  let out = "";
+  let start = 0;
+  for (let i2 = 0; i2 <= buf.length; i2++) {
+    if (i2 < buf.length && buf[i2] !== 10 && buf[i2] !== 0) continue;
+    const seg = buf.subarray(start, i2);
+    let valid = true;
+    try {
+      new TextDecoder("utf-8", { fatal: true }).decode(seg);
+    } catch {
+      valid = false;
+    }
+    if (valid) out += seg.toString("utf8");
+    else {
+      let j = 0;
+      while (j < seg.length) {
+        const c3 = seg[j];
+        let n2 = c3 < 128 ? 1 : c3 >= 194 && c3 <= 223 ? 2 : c3 >= 224 && c3 <= 239 ? 3 : c3 >= 240 && c3 <= 244 ? 4 : 0;
+        if (n2 > 1) {
+          if (j + n2 > seg.length) n2 = 0;
+          for (let k = 1; n2 && k < n2; k++) if ((seg[j + k] & 192) !== 128) n2 = 0;
+          const d = seg[j + 1];
+          if (n2 && (c3 === 224 && d < 160 || c3 === 237 && d >= 160 || c3 === 240 && d < 144 || c3 === 244 && d >= 144)) n2 = 0;
+        }
+        if (n2) {
+          out += seg.subarray(j, j + n2).toString("utf8").replace(/\\/g, "\\\\");
+          j += n2;
+        } else {
+          out += "\\x" + c3.toString(16).padStart(2, "0");
+          j++;
+        }
+      }
+    }
+    if (i2 < buf.length) out += String.fromCharCode(buf[i2]);
+    start = i2 + 1;
+  }
+  return out;
+}
+var MAX_OUTPUT_BYTES = 64 * 2 ** 20;
+var WORKER_SOURCE = `
+const { parentPort } = require("node:worker_threads");
+const { spawn } = require("node:child_process");
+const losslessUtf8 = ${losslessUtf8.toString()};
+parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
+  let child;
+  const out = [], err = [];
+  let bytes = 0, over = false;
+  let done = false;
+  const finish = (r) => { if (!done) { done = true; parentPort.postMessage({ id, ...r }); } };
+  try {
+    child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  } catch (e) {
+    return finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) });
+  }
+  const keep = (into) => (b) => {
+    if (over) return;
+    bytes += b.length;
+    if (bytes > max) {
+      over = true;
+      out.length = 0;
+      err.length = 0;
+      return child.kill("SIGKILL");
+    }
+    into.push(b);
+  };
+  child.stdout.on("data", keep(out));
+  child.stderr.on("data", keep(err));
+  child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
+  child.on("close", (code, signal) => over
+    ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
+    : finish({ exitCode: code, signal, stdout: asBytes ? Buffer.concat(out).toString("latin1") : lossless ? losslessUtf8(Buffer.concat(out)) : Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
+});
+`;
+var CommandThread = class {
+  worker = null;
+  seq = 0;
+  waiting = /* @__PURE__ */ new Map();
+  run(file3, args, opts) {
+    const w = this.ensure();
+    const id2 = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id2, { resolve, reject });
+      if (this.waiting.size === 1) w.ref();
+      w.postMessage({
+        id: id2,
+        file: file3,
+        args,
+        cwd: opts.cwd,
+        env: definedOnly(opts.env),
+        max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
+        lossless: !!opts.lossless,
+        bytes: !!opts.bytes
+      });
+    });
+  }
+  ensure() {
+    if (this.worker) return this.worker;
+    const w = new Worker2(WORKER_SOURCE, { eval: true, name: "ocw commands" });
+    w.unref();
+    w.on("message", (m) => {
+      const p = this.waiting.get(m.id);
+      if (!p) return;
+      this.waiting.delete(m.id);
+      if (!this.waiting.size) w.unref();
+      const { id: _id, ...result } = m;
+      p.resolve(result);
+    });
+    const lost = (why) => {
+      if (this.worker !== w) return;
+      this.worker = null;
+      for (const p of this.waiting.values()) p.reject(new Error(`the engine's command thread ${why}; the command may or may not have run`));
+      this.waiting.clear();
+    };
+    w.on("error", (e) => lost(`failed: ${e.message}`));
+    w.on("exit", (code) => lost(`exited (${code})`));
+    this.worker = w;
+    return w;
+  }
+};
+function definedOnly(env2) {
+  const out = {};
+  for (const [k, v] of Object.entries(env2)) if (v !== void 0) out[k] = v;
+  return out;
+}
+var thread = new CommandThread();
+function runCommand3(file3, args, opts) {
+  return thread.run(file3, args, opts);
+}
+function trimFinalNewline(text) {
+  return text.endsWith("\r\n") ? text.slice(0, -2) : text.endsWith("\n") ? text.slice(0, -1) : text;
+}
+
+// engine/workspace/workspace.ts
+init_config();
+
+// engine/workspace/git.ts
+init_errors3();
+var GitError = class extends OcwError {
+  constructor(message) {
+    super("conflict", message);
+    this.name = "GitError";
+  }
+};
+var LOCAL_REPO_ENV = [
+  "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+  "GIT_CONFIG",
+  "GIT_CONFIG_PARAMETERS",
+  "GIT_CONFIG_COUNT",
+  "GIT_OBJECT_DIRECTORY",
+  "GIT_DIR",
+  "GIT_WORK_TREE",
+  "GIT_IMPLICIT_WORK_TREE",
+  "GIT_GRAFT_FILE",
+  "GIT_INDEX_FILE",
+  "GIT_NO_REPLACE_OBJECTS",
+  "GIT_REPLACE_REF_BASE",
+  "GIT_PREFIX",
+  "GIT_INTERNAL_SUPER_PREFIX",
+  "GIT_SHALLOW_FILE",
+  "GIT_COMMON_DIR"
+];
+var userGitEnv = () => {
+  const env2 = { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+  for (const name of LOCAL_REPO_ENV) delete env2[name];
+  return env2;
+};
+async function git(cwd, args, opts = {}) {
+  const r = await runCommand3("git", args, { cwd, env: userGitEnv() });
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
+  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
+}
+async function gitScript(script, opts) {
+  const r = await runCommand3("/bin/sh", ["-c", script, "ocw-git"], opts);
+  if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
+  return r.stdout;
+}
+function gitComplaint(r) {
+  return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
+}
+var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
+
+// engine/workspace/workspace.ts
+init_errors3();
+init_errors3();
+async function inspectRepo(dir) {
+  if (!path25.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!existsSync9(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!statSync7(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
+  const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
+  if (!root2 || !head || !ref) {
+    const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
+    if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
+    throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
+  }
+  const branch = ref === "HEAD" ? null : ref;
+  const subdir = path25.relative(await realpath(root2), await realpath(path25.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path25.sep).join("/")}`], { allowFail: true })) {
+    throw new InputError(
+      `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
+    );
+  }
+  return { root: root2, subdir, head, branch };
+}
+function worktreePath(worktreesRoot, repoRoot2, workerId) {
+  const tag = createHash3("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path25.join(worktreesRoot, `${path25.basename(repoRoot2)}-${tag}`, workerId);
+}
+async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
+  const branch = `ocw/${workerId}`;
+  const worktree = worktreePath(worktreesRoot, repo.root, workerId);
+  const ws = { worktree, cwd: path25.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  if (existsSync9(worktree)) return ws;
+  mkdirSync11(path25.dirname(worktree), { recursive: true });
+  await gitScript(NEW_WORKSPACE, {
+    cwd: path25.dirname(worktree),
+    env: {
+      ...userGitEnv(),
+      ...workspaceGitEnv(path25.dirname(gitDir)),
+      OCW_WORKTREE: worktree,
+      OCW_OBJECTS: await objectsOf(repo.root),
+      OCW_BRANCH: branch,
+      OCW_BASE: repo.head,
+      OCW_OBJECT_FORMAT: objectFormat(repo.head)
+    }
+  });
+  writeOpencodeProjectId(worktree);
+  return ws;
+}
+function writeOpencodeProjectId(worktree) {
+  writeFileSync12(path25.join(worktree, ".git", "opencode"), randomBytes7(20).toString("hex") + "\n", { mode: 420 });
+}
+var TRUSTED_FLAGS = [
+  "-c",
+  "core.quotePath=false",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "core.untrackedCache=false",
+  "-c",
+  "core.sparseCheckout=false",
+  "-c",
+  "core.symlinks=true",
+  "-c",
+  "commit.gpgsign=false"
+];
+var GRADE_OBJECTS = "grade-objects";
+var NEW_WORKSPACE = `set -eu
+if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
+printf '%s
+' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
+cd "$OCW_WORKTREE"
+git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
+`;
+var workspaceGitEnv = (home) => ({ GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", HOME: home, XDG_CONFIG_HOME: void 0 });
+var TRUSTED = `set -eu
+C="${TRUSTED_FLAGS.join(" ")}"
+`;
+var INIT_ENGINE_GIT_DIR = `${TRUSTED}if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$OCW_DIR"; else git $C init -q --bare --template= "$OCW_DIR"; fi
+`;
+var SNAPSHOT = `GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
+tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
+`;
+var COMMIT_AND_CHECK_OUT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
+${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
+printf '%s
+' "$commit"
+git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
+if [ -n "$OCW_CHECKOUT_ONLY" ]; then
+  printf '%s
+' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
+else
+  GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+fi
+`;
+var CHECK_OUT_COMMIT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_COMMIT"
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+`;
+var CHECK_OUT_BASE = `${TRUSTED}GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_BASE"
+if [ -n "$OCW_CHECKOUT_ONLY" ]; then
+  printf '%s
+' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
+else
+  GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+fi
+`;
+var CHANGED_BETWEEN = `${TRUSTED}git $C diff --numstat -z --no-renames "$OCW_FROM" "$OCW_TO"
+`;
+function trustedEnv(home) {
+  return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    LC_ALL: "C",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    HOME: home,
+    GIT_AUTHOR_NAME: "opencode-worker",
+    GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
+    GIT_COMMITTER_NAME: "opencode-worker",
+    GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
+  };
+}
+var engineGitDirs = /* @__PURE__ */ new Map();
+function engineGitDir(workerDir, format2) {
+  const dir = path25.join(path25.dirname(workerDir), `.engine-${format2}.git`);
+  let made2 = engineGitDirs.get(dir);
+  if (!made2) {
+    made2 = (async () => {
+      if (existsSync9(path25.join(dir, "HEAD"))) return dir;
+      const tmp = `${dir}.tmp-${process.pid}-${randomBytes7(4).toString("hex")}`;
+      mkdirSync11(path25.dirname(dir), { recursive: true });
+      try {
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path25.dirname(dir), env: { ...trustedEnv(path25.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await rename(tmp, dir).catch((err) => {
+          if (!existsSync9(path25.join(dir, "HEAD"))) throw err;
+        });
+      } finally {
+        await rm2(tmp, { recursive: true, force: true });
+      }
+      return dir;
+    })();
+    engineGitDirs.set(dir, made2);
+    made2.catch(() => engineGitDirs.delete(dir));
+  }
+  return made2;
+}
+var DIFF = `${TRUSTED}if [ -z "$OCW_TO" ]; then
+${SNAPSHOT}OCW_TO="$tree"
+fi
+git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
+`;
+var scriptsOf = /* @__PURE__ */ new Map();
+function trustedScript(ws, script, inputs, opts = {}) {
+  const run4 = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
+  const done = run4.catch(() => void 0);
+  scriptsOf.set(ws.gitDir, done);
+  void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
+  return run4;
+}
+async function runTrustedScript(ws, script, inputs, opts) {
+  const format2 = objectFormat(ws.baseCommit);
+  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
+  const objects = path25.join(ws.gitDir, "objects");
+  const gradeObjects = path25.join(ws.gitDir, GRADE_OBJECTS);
+  if (opts.freshGradeObjects) {
+    if (existsSync9(gradeObjects)) await copyObjects(gradeObjects, objects).catch(() => void 0);
+    await rm2(gradeObjects, { recursive: true, force: true });
+  }
+  for (const dir of [objects, gradeObjects]) mkdirSync11(path25.join(dir, "info"), { recursive: true });
+  writeFileSync12(path25.join(objects, "info", "alternates"), `${userObjects}
+${gradeObjects}
+`);
+  writeFileSync12(path25.join(gradeObjects, "info", "alternates"), `${userObjects}
+`);
+  const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  try {
+    const env2 = {
+      ...trustedEnv(ws.gitDir),
+      GIT_DIR: gitDir,
+      GIT_OBJECT_DIRECTORY: objects,
+      OCW_GRADE_OBJECTS: gradeObjects,
+      OCW_INDEX: index,
+      OCW_BASE: ws.baseCommit,
+      OCW_WORKTREE: ws.worktree,
+      ...inputs
+    };
+    return await gitScript(script, { cwd: ws.gitDir, env: env2, lossless: !opts.bytes, bytes: opts.bytes });
+  } finally {
+    await rm2(index, { force: true });
+  }
+}
+var objectFormat = (commit) => commit.length === 64 ? "sha256" : "sha1";
+var objectDirs = /* @__PURE__ */ new Map();
+function objectsOf(repo) {
+  let p = objectDirs.get(repo);
+  if (!p) {
+    if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path25.resolve(repo, dir));
+    objectDirs.set(repo, p);
+    p.catch(() => objectDirs.delete(repo));
+  }
+  return p;
+}
+async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps(), only) {
+  const over = await snapshotOverCaps(ws, caps);
+  if (over) throw new SnapshotTooLarge(over);
+  await rm2(checkoutDir, { recursive: true, force: true });
+  mkdirSync11(checkoutDir, { recursive: true });
+  const partial2 = plainNames(only);
+  const out = await trustedScript(
+    ws,
+    COMMIT_AND_CHECK_OUT,
+    { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : "" },
+    { freshGradeObjects: true }
+  );
+  const eol = out.indexOf("\n");
+  const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
+  return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat, partial: partial2 } : { commit: ws.baseCommit, changed, diffStat: "", partial: partial2 };
+}
+function partialHolds(checkoutDir, only) {
+  return only.every((p) => {
+    const parts = p.split("/").filter(Boolean);
+    let at = checkoutDir;
+    for (const [i2, part] of parts.entries()) {
+      at = path25.join(at, part);
+      let st;
+      try {
+        st = lstatSync3(at);
+      } catch {
+        return true;
+      }
+      if (i2 === parts.length - 1) return st.isFile();
+      if (!st.isDirectory() || st.isSymbolicLink()) return false;
+    }
+    return false;
+  });
+}
+function checkoutList(only) {
+  const all = /* @__PURE__ */ new Set();
+  for (const p of only) {
+    const parts = p.split("/").filter(Boolean);
+    for (let i2 = 1; i2 <= parts.length; i2++) all.add(parts.slice(0, i2).join("/"));
+  }
+  return [...all].join("\n");
+}
+var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
+async function checkOutCommit(ws, commit, checkoutDir) {
+  await rm2(checkoutDir, { recursive: true, force: true });
+  mkdirSync11(checkoutDir, { recursive: true });
+  const checkoutIndex = `${checkoutDir}.index`;
+  try {
+    await trustedScript(ws, CHECK_OUT_COMMIT, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex, OCW_COMMIT: commit });
+  } finally {
+    await rm2(checkoutIndex, { force: true });
+  }
+}
+function snapshotCaps(env2 = process.env) {
+  const c3 = config2(env2);
+  const MiB4 = 1024 * 1024;
+  return { files: c3.OCW_SNAPSHOT_MAX_FILES, bytes: c3.OCW_SNAPSHOT_MAX_MB * MiB4, fileBytes: c3.OCW_SNAPSHOT_FILE_MAX_MB * MiB4 };
+}
+var SnapshotTooLarge = class extends OcwError {
+  constructor(message) {
+    super("conflict", message);
+    this.name = "SnapshotTooLarge";
+  }
+};
+var LIST_FOR_CAPS = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C ls-files -z -o --exclude-standard -- "$OCW_WORKTREE"
+printf '\\0'
+git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
+`;
+async function snapshotOverCaps(ws, caps = snapshotCaps()) {
+  if (!existsSync9(ws.worktree)) return null;
+  let out;
+  try {
+    out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true });
+  } catch (err) {
+    if (/output passed/.test(err.message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
+    throw err;
+  }
+  const cut = out.startsWith("\0") ? -1 : out.indexOf("\0\0");
+  const [fresh, tracked2] = cut < 0 ? ["", out.slice(1)] : [out.slice(0, cut), out.slice(cut + 2)];
+  const names = fresh ? fresh.split("\0").filter(Boolean) : [];
+  const size = (n2) => n2 < 1024 * 1024 ? `${n2.toLocaleString("en-US")} bytes` : `${Math.round(n2 / 1024 / 1024).toLocaleString("en-US")} MiB`;
+  if (names.length > caps.files)
+    return `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`;
+  const root2 = Buffer.from(ws.worktree + path25.sep);
+  const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
+  const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
+  let total2 = 0;
+  const sizes = await Promise.all(
+    names.map(
+      (n2) => lstat2(at(n2)).then(
+        (st) => st.isFile() || st.isSymbolicLink() ? st.size : 0,
+        () => 0
+      )
+    )
+  );
+  const grow = [];
+  for (const rec of tracked2.split("\0")) {
+    const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
+    if (m) grow.push([m[2], Number(m[1]), 0]);
+  }
+  await Promise.all(
+    grow.map(async (g2) => {
+      const st = await lstat2(at(g2[0])).catch(() => null);
+      g2[2] = st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0;
+    })
+  );
+  for (const [i2, n2] of names.entries()) {
+    total2 += sizes[i2];
+    if (sizes[i2] > caps.fileBytes)
+      return `${shown(n2)} is ${size(sizes[i2])}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
+  }
+  for (const [n2, before, now] of grow) {
+    if (now <= before) continue;
+    total2 += now - before;
+    if (now > caps.fileBytes) return `${shown(n2)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
+  }
+  if (total2 > caps.bytes) return `the worker's files add ${size(total2)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
+  return null;
+}
+async function checkOutBase(ws, checkoutDir, only) {
+  await rm2(checkoutDir, { recursive: true, force: true });
+  mkdirSync11(checkoutDir, { recursive: true });
+  const checkoutIndex = `${checkoutDir}.index`;
+  const partial2 = plainNames(only);
+  try {
+    await trustedScript(ws, CHECK_OUT_BASE, {
+      OCW_CHECKOUT: checkoutDir,
+      OCW_CHECKOUT_INDEX: checkoutIndex,
+      OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : ""
+    });
+  } finally {
+    await rm2(checkoutIndex, { force: true });
+  }
+  return { partial: partial2 };
+}
+async function changedBetween(ws, from, to) {
+  if (from === to) return [];
+  return parseNumstatAndStat(await trustedScript(ws, CHANGED_BETWEEN, { OCW_FROM: from, OCW_TO: to })).changed;
+}
+function parseNumstatAndStat(out) {
+  const record2 = /(?:\d+|-)\t(?:\d+|-)\t([^\0]*)\0/y;
+  const changed = [];
+  let at = 0;
+  for (let m = record2.exec(out); m; m = record2.exec(out)) {
+    changed.push(m[1]);
+    at = record2.lastIndex;
+  }
+  return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
+}
+async function fullDiff(ws, commit, maxBytes = 2e5) {
+  if (!commit && !existsSync9(ws.worktree)) return "";
+  const over = commit ? null : await snapshotOverCaps(ws);
+  if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
+  const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
+  return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
+\u2026 diff truncated at ${maxBytes} bytes` : d;
+}
+async function publishBranch(ws, commit) {
+  if (commit !== ws.baseCommit) await copyObjects(path25.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
+  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
+}
+async function copyObjects(from, to) {
+  const fanout = (await readdir2(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
+  await Promise.all([
+    ...fanout.map(async (d) => {
+      const names = (await readdir2(path25.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      if (!names.length) return;
+      await mkdir2(path25.join(to, d), { recursive: true });
+      for (const name of names) await copyWhole(path25.join(from, d, name), path25.join(to, d, name));
+    }),
+    copyPacks(path25.join(from, "pack"), path25.join(to, "pack"))
+  ]);
+}
+async function copyPacks(from, to) {
+  const names = await readdir2(from).catch(() => []);
+  const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
+  if (!packs.length) return;
+  await mkdir2(to, { recursive: true });
+  for (const pack of packs) {
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path25.join(from, pack + ext), path25.join(to, pack + ext));
+  }
+}
+async function copyWhole(src, dest) {
+  if (existsSync9(dest)) return;
+  const tmp = path25.join(path25.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes7(6).toString("hex")}`);
+  try {
+    await copyFile(src, tmp);
+    await link(tmp, dest).catch((err) => {
+      if (err.code !== "EEXIST") throw err;
+    });
+  } finally {
+    await rm2(tmp, { force: true });
+  }
+}
+function mergeHint(ws) {
+  if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
+  return `cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
+}
+async function removeWorkspace(ws, opts = {}) {
+  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+  if (tip && !opts.force) {
+    const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
+    if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it, or discard the worker to delete it`);
+  }
+  rmSync5(ws.worktree, { recursive: true, force: true });
+  rmSync5(ws.gitDir, { recursive: true, force: true });
+  if (opts.tmpDir) rmSync5(opts.tmpDir, { recursive: true, force: true });
+  if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
+}
 
 // engine/workspace/land.ts
 import { createHash as createHash4 } from "node:crypto";
@@ -88531,7 +88534,7 @@ async function quietFlags(repo) {
 }
 var quietEnv = () => ({ ...userGitEnv(), GIT_LFS_SKIP_SMUDGE: "1" });
 async function q(repo, flags, args, opts = {}) {
-  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv(), lossless: opts.lossless });
+  const r = await runCommand3("git", [...flags, ...args], { cwd: repo, env: quietEnv(), lossless: opts.lossless });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
   return { code: r.exitCode, out: r.stdout, err: r.stderr };
 }
@@ -88668,7 +88671,7 @@ async function dirtyAmong(repo, paths) {
   const untracked = [];
   for (let i2 = 0; i2 < paths.length; i2 += 200) {
     const chunk = paths.slice(i2, i2 + 200);
-    const r = await runCommand(
+    const r = await runCommand3(
       "git",
       ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", ...chunk],
       { cwd: repo, env: userGitEnv() }
@@ -88752,7 +88755,7 @@ async function revertCommit(repo, branch, merge2, message) {
   if (current !== branch)
     throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
   const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
-  const isAncestor = await runCommand("git", ["merge-base", "--is-ancestor", merge2, head], { cwd: repo, env: userGitEnv() });
+  const isAncestor = await runCommand3("git", ["merge-base", "--is-ancestor", merge2, head], { cwd: repo, env: userGitEnv() });
   if (isAncestor.exitCode !== 0) throw new InputError(`${merge2.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
   const flags = await quietFlags(repo);
   const firstParentTree = (await q(repo, [], ["rev-parse", `${merge2}^1^{tree}`])).out.trim();
@@ -93700,9 +93703,9 @@ async function pushUnredacted(engine, input2) {
   if (!remotes.includes(remote) && !/[:/]/.test(remote))
     throw new InputError(`${repo} has no remote "${remote}"${remotes.length ? ` (it has: ${remotes.join(", ")})` : ""}: name one, or give a URL`);
   const branch = (input2.branch ?? `ocw/${id2}`).replace(/^refs\/heads\//, "");
-  const valid = await runCommand("git", ["check-ref-format", "--branch", branch], { cwd: repo, env: userGitEnv() });
+  const valid = await runCommand3("git", ["check-ref-format", "--branch", branch], { cwd: repo, env: userGitEnv() });
   if (valid.exitCode !== 0 || branch.startsWith("-")) throw new InputError(`"${branch}" is not a valid branch name`);
-  const head = await runCommand("git", ["ls-remote", "--symref", remote, "HEAD"], { cwd: repo, env: userGitEnv() });
+  const head = await runCommand3("git", ["ls-remote", "--symref", remote, "HEAD"], { cwd: repo, env: userGitEnv() });
   if (head.exitCode !== 0) throw new InputError(`cannot reach the remote ${remote}: ${gitComplaint(head)}`, "unavailable");
   const def = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(head.stdout)?.[1] ?? null;
   if (branch === def || !def && ["main", "master", "trunk"].includes(branch)) {
@@ -93711,7 +93714,7 @@ async function pushUnredacted(engine, input2) {
       "conflict"
     );
   }
-  const push = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], {
+  const push = await runCommand3("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], {
     cwd: repo,
     env: userGitEnv()
   });
@@ -93731,13 +93734,13 @@ async function pushUnredacted(engine, input2) {
     if (!ghRepo) prProblem = `${remote} (${url2}) is not a repository on a hosting service that gh can name: open the pull request there (the branch is pushed)`;
     else if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
     else {
-      const auth = await runCommand(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
+      const auth = await runCommand3(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
       if (auth.exitCode !== 0) prProblem = "gh is not signed in (run `gh auth login`): open the pull request on the remote's site (the branch is pushed)";
       else {
         const args = ["pr", "create", "--head", branch, "--title", input2.title ?? title, "--body", body];
         if (def) args.push("--base", def);
         args.push("--repo", ghRepo);
-        const r = await runCommand(gh, args, { cwd: repo, env: { ...process.env } });
+        const r = await runCommand3(gh, args, { cwd: repo, env: { ...process.env } });
         if (r.exitCode !== 0) prProblem = `gh could not open the pull request: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" ")}`;
         else pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
       }
@@ -95200,6 +95203,11 @@ var appRouter = t.router({
   workers: t.router({
     list: proc2.input(ListInput).query(({ ctx, input: input2 }) => listWorkers(ctx.engine.list(), input2 ?? {})),
     get: proc2.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.get(input2.workerId)),
+    /** Whether a directory can be a task's (an existing, committed git repository or a folder committed in one). */
+    inspect: proc2.input(external_exports.object({ directory: external_exports.string().min(1).max(4096) })).query(async ({ input: input2 }) => {
+      const r = await inspectRepo(input2.directory);
+      return { root: r.root, subdir: r.subdir, head: r.head, branch: r.branch };
+    }),
     /** The worker's workspace path to open on the desktop (folder, editor, terminal) or copy: only ever a workspace of the engine's. */
     workspace: proc2.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.workspaceToOpen(input2.workerId)),
     start: proc2.input(StartInput).mutation(({ ctx, input: input2 }) => ctx.engine.start(input2)),
