@@ -62,17 +62,23 @@ describe("layers: the clients' rule", () => {
   it("fails on a client that imports the store, a setup module or (as a type) the store, and on the CLI's entry doing so", async () => {
     const r = await lint({
       ...BASE,
-      "engine/commands/model-setup.ts": "import { TargetStore } from '../store';\nexport const list = () => new TargetStore();\n",
+      "engine/commands/targets-old.ts": "import { TargetStore } from '../store';\nexport const list = () => new TargetStore();\n",
       "engine/commands/deploy.ts": "import { setup } from '../serving/setup';\nexport const deploy = () => setup();\n",
       "engine/mcp/command.ts": "import type { TargetStore } from '../store';\nexport const t = (s: TargetStore) => s;\n",
       "engine/cli.ts": "import { setup } from './serving/setup';\nexport const cli = () => setup();\n",
     });
     expect(r.code).toBe(1);
     const text = r.lines.join("\n");
-    expect(text).toMatch(/engine\/commands\/model-setup\.ts → engine\/store\/index\.ts: a client imports only the API's client surface/);
+    expect(text).toMatch(/engine\/commands\/targets-old\.ts → engine\/store\/index\.ts: a client imports only the API's client surface/);
     expect(text).toMatch(/engine\/commands\/deploy\.ts → engine\/serving\/setup\.ts: a client imports only/);
     expect(text).toMatch(/engine\/mcp\/command\.ts → engine\/store\/index\.ts \(type\): a client imports only/);
     expect(text).toMatch(/engine\/cli\.ts → engine\/serving\/setup\.ts: a client imports only/);
+  });
+
+  it("fails on a debt entry (CLIENT_DEBT) that is no longer imported: the list only shrinks", async () => {
+    const r = await lint({ ...BASE, "engine/commands/model-setup.ts": "import { connect } from '../api/client';\nexport const f = connect;\n" });
+    expect(r.code).toBe(1);
+    expect(r.lines.join("\n")).toMatch(/CLIENT_DEBT lists engine\/commands\/model-setup\.ts → engine\/serving\/setup\.ts, which is no longer imported/);
   });
 
   it("fails on a pure module that imports a Node module, reads process or imports an impure module", async () => {
