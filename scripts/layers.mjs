@@ -51,7 +51,7 @@ const ENGINE_ONLY = ["engine/workers/", "engine/harness/", "engine/approvals/", 
 ENGINE_ONLY.push("engine/registry/");
 /** What each app may import besides shared/ (apps sit beside the clients, not above them). */
 const APP_ALLOW = {
-  electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/store/paths.ts"],
+  electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts"],
   renderer: [],
 };
 
