@@ -6,6 +6,8 @@ import { doctor, fitFile, fitPlan, stopRecorded } from "../engine/serving/setup-
 import { serverKeepApi, serverRestartApi, serversListApi } from "../engine/serving/servers-api";
 import { TargetStore } from "../engine/store";
 import type { FitFileInput, FitPlanInput } from "../shared/fit";
+import type { SetupJob, SetupStartInput } from "../shared/setup";
+import { runStartJob } from "../engine/serving/start";
 
 /** The port: each method the function its API procedure calls. */
 export function localSetupPort(o: { hardware?: HardwareReport; store?: TargetStore } = {}) {
@@ -21,5 +23,15 @@ export function localSetupPort(o: { hardware?: HardwareReport; store?: TargetSto
     servers: async () => serversListApi(),
     restartServer: (id: string) => serverRestartApi(id),
     keepServer: async (id: string, keep: boolean) => serverKeepApi(id, keep),
+    // the start by phases in this process, its question asked with the job once planned (as the engine's own start)
+    start: (input: SetupStartInput, s: { yes: boolean; confirm: (j: SetupJob) => Promise<boolean>; onUpdate: (j: SetupJob) => void }) =>
+      runStartJob({
+        input,
+        store: store(),
+        hardware: o.hardware,
+        llamaServer: input.llamaServer,
+        confirm: s.yes ? undefined : s.confirm,
+        onUpdate: s.onUpdate,
+      }),
   };
 }

@@ -10,7 +10,9 @@
  */
 import type { Command } from "commander";
 import type { FitFileInput, FitPlanInput } from "../../shared/fit";
-import type { SetupJob } from "../../shared/setup";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import type { SetupJob, SetupStartInput } from "../../shared/setup";
 import { benchText } from "../../shared/target";
 import { type ApiOutputs, type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
@@ -18,8 +20,7 @@ import { parseGpuSpec } from "../hardware/parse";
 import { SetupError } from "../models/errors";
 import { MiB, GiB } from "../models/estimate";
 import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
-import type { HardwareReport } from "../hardware";
-import { TargetStore } from "../store";
+import type { TargetStore } from "../store";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "../serving/setup";
 
 export interface CommandOutput {
@@ -43,6 +44,80 @@ export interface SetupPort {
   servers(): Promise<ApiOutputs["servers"]["list"]>;
   restartServer(id: string): Promise<ApiOutputs["servers"]["restart"]>;
   keepServer(id: string, keep: boolean): Promise<unknown>;
+  /**
+   * `ocw setup --runtime`: the start by phases, each change of the job to `onUpdate`, the job at its end. Unless
+   * `yes`, `confirm` is asked with the plan (what will be downloaded and started) before anything is.
+   */
+  start(input: SetupStartInput, o: { yes: boolean; confirm: (j: StartQuestion) => Promise<boolean>; onUpdate: (j: SetupJob) => void }): Promise<SetupJob>;
+}
+
+/** What the question before a start shows: the planned model, quant, slots and context per slot. */
+export type StartQuestion = Pick<SetupJob, "model" | "quant" | "slots" | "ctxPerSlot">;
+
+/** The start's answer when the person says no (as the engine's own start says it). */
+const NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
+
+/**
+ * The engine's start (setup.start), followed on its event stream until it ends. The question, when there is one, is
+ * asked first with the engine's plan for the same flags (setup.plan), and the start keeps that plan's cache type.
+ */
+async function startOnEngine(
+  client: EngineClient,
+  input: SetupStartInput,
+  o: { yes: boolean; confirm: (j: StartQuestion) => Promise<boolean>; onUpdate: (j: SetupJob) => void },
+): Promise<SetupJob> {
+  let i = input;
+  if (!o.yes) {
+    // the plan's refusal (a file that is not there, a context beyond the model's) is said before any question
+    const { pick } = await client.setup.plan
+      .query({ model: i.model, slots: i.slots, minCtx: i.minCtx, ctxPerSlot: i.ctx, runtime: i.runtime, allowSlow: i.allowSlow })
+      .catch((e: Error) => {
+        throw new SetupInputError(e.message);
+      });
+    // no pick: the start itself ends in its plan phase with the planner's words, before any download
+    if (pick) {
+      const ok = await o.confirm({ model: pick.model, quant: pick.quant ?? null, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot }).catch((e: Error) => {
+        throw new SetupInputError(e.message);
+      });
+      if (!ok) throw new SetupInputError(NOT_CONFIRMED);
+      if (pick.cacheType) i = { ...i, cacheType: pick.cacheType as SetupStartInput["cacheType"] };
+    }
+  }
+  const { cursor } = await client.health.query();
+  const first = await client.setup.start.mutate(i);
+  o.onUpdate(first);
+  if (first.state !== "running") return first;
+  // Ctrl-C ends the start in the engine too (it would otherwise go on downloading for a command that is gone)
+  const cancel = () => {
+    void client.setup.cancel
+      .mutate({ jobId: first.jobId })
+      .catch(() => undefined)
+      .finally(() => process.exit(130));
+  };
+  process.once("SIGINT", cancel);
+  return await new Promise<SetupJob>((resolve, reject) => {
+    let sub: { unsubscribe(): void } | null = null;
+    sub = client.events.subscribe(
+      { lastEventId: cursor },
+      {
+        onData: (tracked) => {
+          const e = tracked.data;
+          if (e.type !== "setup" || e.job.jobId !== first.jobId) return;
+          o.onUpdate(e.job);
+          if (e.job.state !== "running") {
+            sub?.unsubscribe();
+            process.removeListener("SIGINT", cancel);
+            resolve(e.job);
+          }
+        },
+        onError: (err) => {
+          sub?.unsubscribe();
+          process.removeListener("SIGINT", cancel);
+          reject(err);
+        },
+      },
+    );
+  });
 }
 
 /** The engine's API as a SetupPort: the user's engine, started when none runs, with `name` on every call. */
@@ -60,6 +135,7 @@ export function enginePort(name: ClientKind): SetupPort {
     servers: async () => (await c()).servers.list.query(),
     restartServer: async (id) => (await c()).servers.restart.mutate({ id }),
     keepServer: async (id, keep) => (await c()).servers.keep.mutate({ id, keep }),
+    start: async (input, o) => startOnEngine(await c(), input, o),
   };
 }
 
@@ -278,8 +354,6 @@ export interface SetupCommandOptions {
   json?: boolean;
   store?: TargetStore;
   env?: NodeJS.ProcessEnv;
-  /** tests: skip detection */
-  hardware?: HardwareReport;
   /** Seconds the benchmark after start / capture may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
   benchSec?: string;
 }
@@ -293,13 +367,14 @@ async function runStartCommand(
   slots: number | undefined,
   ctx: number | undefined,
   log: (l: string) => void,
+  port: SetupPort,
 ): Promise<CommandOutput & { result?: SetupResult }> {
   const minCtx = int(o.minCtx, "--min-ctx", 1024);
   if (ctx !== undefined && ctx < 1024) throw new SetupInputError(`--ctx must be ≥ 1024 tokens per slot (got ${ctx})`);
   if (ctx !== undefined && minCtx !== undefined)
     throw new SetupInputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
   // asked once the plan is known (what will be downloaded and started), before any download
-  const confirm = async (j: SetupJob): Promise<boolean> => {
+  const confirm = async (j: StartQuestion): Promise<boolean> => {
     if (o.yes) return true;
     if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to download and start without a question");
     const { createInterface } = await import("node:readline/promises");
@@ -311,47 +386,50 @@ async function runStartCommand(
       rl.close();
     }
   };
-  const { runStartJob } = await import("../serving/start");
   const seen = new Map<string, string>();
   let lastPct = -1;
-  const job = await runStartJob({
-    input: {
+  const job = await port.start(
+    {
       runtime: o.runtime as "llama.cpp" | "vllm" | "sglang",
-      model: o.model,
+      // a file here is named to the engine by its absolute path (a repo, catalog id or URL as given)
+      model: o.model && existsSync(o.model) ? path.resolve(o.model) : o.model,
       slots,
       ctx,
       minCtx,
       acceptUnderpowered: o.acceptUnderpowered,
       benchSec: benchSecOf(o.benchSec),
       ...(o.allowSlow ? { allowSlow: true } : {}),
+      // a path on this machine, given to the engine as an absolute one (the engine's checks name it so)
+      ...(o.llamaServer ? { llamaServer: path.resolve(o.llamaServer) } : {}),
     },
-    store: o.store ?? new TargetStore(),
-    hardware: o.hardware,
-    llamaServer: o.llamaServer,
-    confirm,
-    onUpdate: (j) => {
-      for (const p of j.phases) {
-        const key = `${p.status}:${p.detail}`;
-        // the plan is logged once it holds (bad input and no-fit end in one `ocw: …` line); failures and the phases
-        // skipped after them are said by that last line
-        const quiet = p.status === "pending" || p.status === "failed" || (p.name === "plan" && p.status === "running") || (p.status === "skipped" && !p.detail);
-        if (seen.get(p.name) !== key && !quiet) {
-          seen.set(p.name, key);
-          log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` — ${p.detail}` : ""}`);
-        }
-        const pr = p.progress;
-        if (p.status === "running" && pr?.total) {
-          const pct = Math.floor((pr.done / pr.total) * 20) * 5;
-          if (pct !== lastPct) {
-            lastPct = pct;
-            log(
-              `${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`,
-            );
+    {
+      yes: !!o.yes,
+      confirm,
+      onUpdate: (j) => {
+        for (const p of j.phases) {
+          const key = `${p.status}:${p.detail}`;
+          // the plan is logged once it holds (bad input and no-fit end in one `ocw: …` line); failures and the phases
+          // skipped after them are said by that last line
+          const quiet =
+            p.status === "pending" || p.status === "failed" || (p.name === "plan" && p.status === "running") || (p.status === "skipped" && !p.detail);
+          if (seen.get(p.name) !== key && !quiet) {
+            seen.set(p.name, key);
+            log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` — ${p.detail}` : ""}`);
+          }
+          const pr = p.progress;
+          if (p.status === "running" && pr?.total) {
+            const pct = Math.floor((pr.done / pr.total) * 20) * 5;
+            if (pct !== lastPct) {
+              lastPct = pct;
+              log(
+                `${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`,
+              );
+            }
           }
         }
-      }
+      },
     },
-  });
+  );
   if (job.plannedCommand) log(`command: ${job.launchedCommand ?? job.plannedCommand}`);
   const r = job.result;
   if (!r) {
@@ -392,7 +470,7 @@ async function runStartCommand(
   return { code, stdout: text, stderr: "" };
 }
 
-export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & { result?: SetupResult }> {
+export async function runSetup(o: SetupCommandOptions, port: SetupPort = enginePort("cli:ocw setup")): Promise<CommandOutput & { result?: SetupResult }> {
   const logs: string[] = [];
   const log = (l: string) => {
     logs.push(l);
@@ -408,7 +486,7 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
       if (!["llama.cpp", "vllm", "sglang"].includes(o.runtime))
         throw new SetupInputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
       // every runtime starts by phases: the planner's pick or the named model, planned by the same planner as ocw fit
-      return await runStartCommand(o, slots, ctx, log);
+      return await runStartCommand(o, slots, ctx, log, port);
     } else if (Array.isArray(o.capture) && o.capture.length > 1) {
       const { setupCapturePool } = await import("../serving/pool");
       r = await setupCapturePool(o.capture, {

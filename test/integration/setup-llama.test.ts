@@ -56,7 +56,7 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
   it("starts a key-protected server, verifies it and honestly reports underpowered", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const t0 = performance.now();
-    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: BIN, yes: true, json: true });
+    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: BIN, yes: true, json: true }, localSetupPort());
     const ms = performance.now() - t0;
     code = r.code;
     expect(r.stderr).toBe("");
@@ -287,7 +287,10 @@ describe("ocw setup from a Hugging Face repo (a local stand-in for the Hub)", ()
     await new Promise<void>((r) => hub.listen(0, "127.0.0.1", () => r()));
     process.env.OCW_HF_ENDPOINT = `http://127.0.0.1:${(hub.address() as any).port}`;
     try {
-      const r = await runSetup({ runtime: "llama.cpp", model: "acme/tiny-GGUF:Q8_0", slots: "2", ctx: "8192", llamaServer: BIN, yes: true, json: true });
+      const r = await runSetup(
+        { runtime: "llama.cpp", model: "acme/tiny-GGUF:Q8_0", slots: "2", ctx: "8192", llamaServer: BIN, yes: true, json: true },
+        localSetupPort(),
+      );
       expect(r.stderr).toBe("");
       const j = JSON.parse(r.stdout);
       expect(j.outcome).toBe("underpowered");
@@ -308,13 +311,13 @@ describe("setup bad inputs with a real binary", () => {
   it("a model that cannot fit → exit 2 with the remedy", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     // the tiny model fits any machine's RAM, so ask for more context than it was trained for
-    const r2 = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "1", ctx: "65536", llamaServer: BIN, yes: true });
+    const r2 = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "1", ctx: "65536", llamaServer: BIN, yes: true }, localSetupPort());
     expect(r2.code).toBe(2);
     expect(r2.stderr).toMatch(/was trained for 32768 tokens of context; 65536 per slot is beyond it/);
   });
   it("a file that is not a GGUF → exit 2", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
-    const r = await runSetup({ runtime: "llama.cpp", model: BIN, slots: "1", llamaServer: BIN, yes: true });
+    const r = await runSetup({ runtime: "llama.cpp", model: BIN, slots: "1", llamaServer: BIN, yes: true }, localSetupPort());
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/not a GGUF file/);
   });

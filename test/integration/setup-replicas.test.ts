@@ -73,7 +73,10 @@ describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () =>
     mkdirSync(path.join(tmp, "models"), { recursive: true });
     const models = await writeTinyModels(path.join(tmp, "models"), VOCAB!);
     // 8,192 per slot: the floor verify puts under every slot (OpenCode's first request with our agent is ~6k tokens).
-    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: wrapper(), yes: true, json: true });
+    const r = await runSetup(
+      { runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: wrapper(), yes: true, json: true },
+      localSetupPort(),
+    );
     expect(r.stderr).toBe("");
     j = JSON.parse(r.stdout);
     console.log(`pick: ${j.job.pick.reason}`);
