@@ -81,15 +81,6 @@ const isClient = (f) => f.startsWith("engine/commands/") || f.startsWith("engine
 const CLIENT_ALLOW = ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/api/follow.ts"];
 /** The one client that hosts the engine in its own process (`ocw serve`, and a model server's supervisor under it). */
 const HOSTS = { "engine/commands/serve.ts": ["engine/api/host.ts", "engine/api/supervisor.ts"] };
-/**
- * Imports of the old kind not yet behind the API, each named (file → module): a new one fails the lint, and an entry
- * that is no longer imported fails too, so this list only shrinks.
- */
-const CLIENT_DEBT = {
-  // `ocw setup --capture/--provider` (a pool of captures too) still verify and save in the CLI's own process (the
-  // API's setup.capture/provider answer the wizard with other outputs); `--runtime` goes through setup.start.
-  "engine/commands/model-setup.ts": ["engine/store/index.ts", "engine/serving/setup.ts", "engine/serving/pool.ts"],
-};
 const clientMayImport = (file, to) =>
   layerOf(to)?.[1] === "shared" || isClient(to) || PURE.includes(to) || CLIENT_ALLOW.includes(to) || (HOSTS[file] ?? []).includes(to);
 const allowText = (app) => (APP_ALLOW[app].length ? `shared/ and ${APP_ALLOW[app].join(", ")}` : "shared/");
@@ -201,7 +192,6 @@ function importsOf(abs) {
 
 function statementProblems(entries) {
   const problems = [];
-  const debtSeen = new Set();
   const graph = new Map();
   for (const abs of entries) {
     const file = path.relative(root, abs);
@@ -217,13 +207,10 @@ function statementProblems(entries) {
         if (to === "commander" && from[2] < 4) problems.push(`${file} imports commander: only the clients parse arguments`);
         continue;
       }
-      if (isClient(file) && !clientMayImport(file, to)) {
-        if ((CLIENT_DEBT[file] ?? []).includes(to)) debtSeen.add(`${file} → ${to}`);
-        else
-          problems.push(
-            `${file} → ${to}${type ? " (type)" : ""}: a client imports only the API's client surface (${CLIENT_ALLOW.join(", ")}), shared/, pure modules and other clients; add an API procedure`,
-          );
-      }
+      if (isClient(file) && !clientMayImport(file, to))
+        problems.push(
+          `${file} → ${to}${type ? " (type)" : ""}: a client imports only the API's client surface (${CLIENT_ALLOW.join(", ")}), shared/, pure modules and other clients; add an API procedure`,
+        );
       if (from[1] === "clients" && ENGINE_ONLY.some((p) => to.startsWith(p)))
         problems.push(`${file} → ${to}${type ? " (type)" : ""}: a client reaches the live engine only through its API (engine/api/client.ts)`);
       const surface = `${folderOf(to)}/index.ts`;
@@ -250,9 +237,6 @@ function statementProblems(entries) {
         problems.push(`${file} reads ${m[1]}: every OCW_* variable is read in engine/config.ts`);
     }
   }
-  for (const [file, tos] of Object.entries(CLIENT_DEBT))
-    for (const to of graph.has(file) ? tos : [])
-      if (!debtSeen.has(`${file} → ${to}`)) problems.push(`CLIENT_DEBT lists ${file} → ${to}, which is no longer imported: remove it from the list`);
   // File cycles (Tarjan's strongly connected components): any component of two or more files is a cycle.
   let next = 0;
   const index = new Map(),

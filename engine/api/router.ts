@@ -59,7 +59,8 @@ import { ProviderModelsInput, SetupProviderKeyInput } from "../../shared/servers
 import { providerModelsApi } from "../serving/providers-api";
 import { serverDeleteApi, serverDeleteOf, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "../serving/servers-api";
 import { config } from "../config";
-import { doctor, fitFile, fitPlan, stopRecorded } from "../serving/setup-commands";
+import { doctor, fitFile, fitPlan, setupVerify, stopRecorded } from "../serving/setup-commands";
+import { SetupVerifyInput } from "../../shared/setup";
 import { targetsWithEndpoints } from "./targets-view";
 import { deployK8s } from "../serving/k8s-deploy";
 import { inspectRepo } from "../workspace";
@@ -307,6 +308,8 @@ export const appRouter = t.router({
     }),
     /** `ocw fit --gguf/--metadata`: one file estimated in detail on the engine's machine (paths relative to `cwd`). */
     estimate: proc.input(FitFileInput).query(({ input }) => fitFile(input)),
+    /** `ocw setup --capture/--provider`: verify and save as the command always did, its log lines returned with the result. */
+    verify: proc.input(SetupVerifyInput).mutation(({ ctx, input }) => setupVerify(input, ctx.engine.targets)),
     /** `ocw deploy k8s`: the plan sized for a node's GPUs (given, or the engine's machine's) and its manifests. */
     k8s: proc.input(DeployK8sInput).query(({ input }) => deployK8s(input)),
     /** `ocw fit`: the planner with the CLI's options (runtime, exact context per slot) on freshly detected hardware. */

@@ -75,12 +75,6 @@ describe("layers: the clients' rule", () => {
     expect(text).toMatch(/engine\/cli\.ts → engine\/serving\/setup\.ts: a client imports only/);
   });
 
-  it("fails on a debt entry (CLIENT_DEBT) that is no longer imported: the list only shrinks", async () => {
-    const r = await lint({ ...BASE, "engine/commands/model-setup.ts": "import { connect } from '../api/client';\nexport const f = connect;\n" });
-    expect(r.code).toBe(1);
-    expect(r.lines.join("\n")).toMatch(/CLIENT_DEBT lists engine\/commands\/model-setup\.ts → engine\/serving\/setup\.ts, which is no longer imported/);
-  });
-
   it("fails on a pure module that imports a Node module, reads process or imports an impure module", async () => {
     const r = await lint({
       ...BASE,

@@ -125,7 +125,7 @@ describe("ocw setup bad inputs (no server needed)", () => {
   ];
   for (const [name, o, re] of cases) {
     it(name, async () => {
-      const r = await runSetup({ ...o, store, env: {} }, localSetupPort({ store }));
+      const r = await runSetup({ ...o }, localSetupPort({ store, env: {} }));
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(re);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
@@ -149,14 +149,14 @@ describe("ocw setup --runtime llama.cpp without --model takes the planner's pick
   ]);
   it("nothing fits (CPU only, 8 GiB): exit 2 with what to change, before any download", async () => {
     const small: HardwareReport = { ...hw(), ram: { totalBytes: 8 * GiB, freeBytes: 8 * GiB } };
-    const r = await runSetup({ runtime: "llama.cpp", yes: true, env: {}, llamaServer: process.execPath }, localSetupPort({ store, hardware: small }));
+    const r = await runSetup({ runtime: "llama.cpp", yes: true, llamaServer: process.execPath }, localSetupPort({ store, hardware: small, env: {} }));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^ocw: nothing in the catalog fits this machine: .*API provider/);
   });
   it("without --model no --slots is needed; it goes on to set up the pick (here: stopped by the missing llama-server)", async () => {
     const r = await runSetup(
-      { runtime: "llama.cpp", yes: true, json: true, env: {}, llamaServer: "/nope/llama-server" },
-      localSetupPort({ store, hardware: rtx }),
+      { runtime: "llama.cpp", yes: true, json: true, llamaServer: "/nope/llama-server" },
+      localSetupPort({ store, hardware: rtx, env: {} }),
     );
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no llama-server at \/nope\/llama-server/);

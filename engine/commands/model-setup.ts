@@ -12,7 +12,7 @@ import type { Command } from "commander";
 import type { FitFileInput, FitPlanInput } from "../../shared/fit";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import type { SetupJob, SetupStartInput } from "../../shared/setup";
+import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../../shared/setup";
 import { benchText } from "../../shared/target";
 import { type ApiOutputs, type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
@@ -20,8 +20,6 @@ import { parseGpuSpec } from "../hardware/parse";
 import { SetupError } from "../models/errors";
 import { MiB, GiB } from "../models/estimate";
 import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
-import type { TargetStore } from "../store";
-import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "../serving/setup";
 
 export interface CommandOutput {
   code: number;
@@ -49,6 +47,8 @@ export interface SetupPort {
    * `yes`, `confirm` is asked with the plan (what will be downloaded and started) before anything is.
    */
   start(input: SetupStartInput, o: { yes: boolean; confirm: (j: StartQuestion) => Promise<boolean>; onUpdate: (j: SetupJob) => void }): Promise<SetupJob>;
+  /** `ocw setup --capture/--provider`: verified and saved; its log lines to `log` (as they come, or after). */
+  verify(input: SetupVerifyInput, log: (l: string) => void): Promise<ApiOutputs["setup"]["verify"]["result"]>;
 }
 
 /** What the question before a start shows: the planned model, quant, slots and context per slot. */
@@ -72,14 +72,14 @@ async function startOnEngine(
     const { pick } = await client.setup.plan
       .query({ model: i.model, slots: i.slots, minCtx: i.minCtx, ctxPerSlot: i.ctx, runtime: i.runtime, allowSlow: i.allowSlow })
       .catch((e: Error) => {
-        throw new SetupInputError(e.message);
+        throw new InputError(e.message);
       });
     // no pick: the start itself ends in its plan phase with the planner's words, before any download
     if (pick) {
       const ok = await o.confirm({ model: pick.model, quant: pick.quant ?? null, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot }).catch((e: Error) => {
-        throw new SetupInputError(e.message);
+        throw new InputError(e.message);
       });
-      if (!ok) throw new SetupInputError(NOT_CONFIRMED);
+      if (!ok) throw new InputError(NOT_CONFIRMED);
       if (pick.cacheType) i = { ...i, cacheType: pick.cacheType as SetupStartInput["cacheType"] };
     }
   }
@@ -136,6 +136,11 @@ export function enginePort(name: ClientKind): SetupPort {
     restartServer: async (id) => (await c()).servers.restart.mutate({ id }),
     keepServer: async (id, keep) => (await c()).servers.keep.mutate({ id, keep }),
     start: async (input, o) => startOnEngine(await c(), input, o),
+    verify: async (input, log) => {
+      const { result, logs } = await (await c()).setup.verify.mutate(input);
+      for (const l of logs) log(l);
+      return result;
+    },
   };
 }
 
@@ -331,7 +336,7 @@ export async function runFitPlan(o: FitCommandOptions, port: SetupPort = engineP
 function benchSecOf(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 600) throw new SetupInputError(`--bench-sec takes whole seconds from 0 to 600 (got "${v}")`);
+  if (!Number.isInteger(n) || n < 0 || n > 600) throw new InputError(`--bench-sec takes whole seconds from 0 to 600 (got "${v}")`);
   return n;
 }
 
@@ -352,8 +357,6 @@ export interface SetupCommandOptions {
   /** Plan a model too slow for an agent instead of refusing it. */
   allowSlow?: boolean;
   json?: boolean;
-  store?: TargetStore;
-  env?: NodeJS.ProcessEnv;
   /** Seconds the benchmark after start / capture may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
   benchSec?: string;
 }
@@ -368,15 +371,14 @@ async function runStartCommand(
   ctx: number | undefined,
   log: (l: string) => void,
   port: SetupPort,
-): Promise<CommandOutput & { result?: SetupResult }> {
+): Promise<CommandOutput> {
   const minCtx = int(o.minCtx, "--min-ctx", 1024);
-  if (ctx !== undefined && ctx < 1024) throw new SetupInputError(`--ctx must be ≥ 1024 tokens per slot (got ${ctx})`);
-  if (ctx !== undefined && minCtx !== undefined)
-    throw new SetupInputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
+  if (ctx !== undefined && ctx < 1024) throw new InputError(`--ctx must be ≥ 1024 tokens per slot (got ${ctx})`);
+  if (ctx !== undefined && minCtx !== undefined) throw new InputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
   // asked once the plan is known (what will be downloaded and started), before any download
   const confirm = async (j: StartQuestion): Promise<boolean> => {
     if (o.yes) return true;
-    if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to download and start without a question");
+    if (!process.stdin.isTTY) throw new InputError("not a terminal: pass --yes to download and start without a question");
     const { createInterface } = await import("node:readline/promises");
     const rl = createInterface({ input: process.stdin, output: process.stderr });
     const what = `${j.model}${j.quant ? ` ${j.quant}` : ""}${j.slots ? ` (${j.slots} slot(s) × ${j.ctxPerSlot} tokens)` : ""} with ${o.runtime}`;
@@ -436,7 +438,7 @@ async function runStartCommand(
     const f = job.failure!;
     // nothing fits: the planner's problem says what to change, as `ocw fit` does
     if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}\n` };
-    if (f.kind === "not-confirmed") throw new SetupInputError(f.cause);
+    if (f.kind === "not-confirmed") throw new InputError(f.cause);
     return {
       code: 2,
       stdout: o.json ? JSON.stringify({ job }, null, 2) + "\n" : "",
@@ -470,7 +472,7 @@ async function runStartCommand(
   return { code, stdout: text, stderr: "" };
 }
 
-export async function runSetup(o: SetupCommandOptions, port: SetupPort = enginePort("cli:ocw setup")): Promise<CommandOutput & { result?: SetupResult }> {
+export async function runSetup(o: SetupCommandOptions, port: SetupPort = enginePort("cli:ocw setup")): Promise<CommandOutput> {
   const logs: string[] = [];
   const log = (l: string) => {
     logs.push(l);
@@ -478,56 +480,33 @@ export async function runSetup(o: SetupCommandOptions, port: SetupPort = engineP
   };
   try {
     const modes = [o.runtime ? "runtime" : null, o.capture ? "capture" : null, o.provider ? "provider" : null].filter(Boolean);
-    if (modes.length !== 1) throw new SetupInputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
+    if (modes.length !== 1) throw new InputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
     const slots = int(o.slots, "--slots");
     const ctx = int(o.ctx, "--ctx");
-    let r: SetupResult;
     if (o.runtime) {
       if (!["llama.cpp", "vllm", "sglang"].includes(o.runtime))
-        throw new SetupInputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
+        throw new InputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
       // every runtime starts by phases: the planner's pick or the named model, planned by the same planner as ocw fit
       return await runStartCommand(o, slots, ctx, log, port);
-    } else if (Array.isArray(o.capture) && o.capture.length > 1) {
-      const { setupCapturePool } = await import("../serving/pool");
-      r = await setupCapturePool(o.capture, {
-        model: o.model,
-        apiKeyEnv: o.apiKeyEnv,
-        slots,
-        ctx,
-        benchSec: benchSecOf(o.benchSec),
-        yes: o.yes,
-        acceptUnderpowered: o.acceptUnderpowered,
-        store: o.store,
-        env: o.env,
-        log,
-      });
-    } else if (o.capture) {
-      r = await setupCapture({
-        url: Array.isArray(o.capture) ? o.capture[0]! : o.capture,
-        model: o.model,
-        apiKeyEnv: o.apiKeyEnv,
-        slots,
-        ctx,
-        yes: o.yes,
-        acceptUnderpowered: o.acceptUnderpowered,
-        store: o.store,
-        env: o.env,
-        log,
-        benchSec: benchSecOf(o.benchSec),
-      });
-    } else {
-      r = await setupProvider({
-        url: o.provider!,
-        model: o.model ?? "",
-        apiKeyEnv: o.apiKeyEnv ?? "",
-        slots,
-        yes: o.yes,
-        acceptUnderpowered: o.acceptUnderpowered,
-        store: o.store,
-        env: o.env,
-        log,
-      });
     }
+    // capture (one endpoint, or a pool of several) or provider: verified and saved by the engine (setup.verify)
+    const urls = o.capture ? (Array.isArray(o.capture) ? o.capture : [o.capture]) : [o.provider!];
+    const r = await port.verify(
+      {
+        mode: o.capture ? "capture" : "provider",
+        urls,
+        model: o.model,
+        apiKeyEnv: o.apiKeyEnv,
+        // the key as exported where `ocw` runs (the target keeps only the variable's name)
+        ...(o.apiKeyEnv && process.env[o.apiKeyEnv] !== undefined ? { apiKey: process.env[o.apiKeyEnv] } : {}),
+        slots,
+        ctx,
+        benchSec: benchSecOf(o.benchSec),
+        yes: o.yes,
+        acceptUnderpowered: o.acceptUnderpowered,
+      },
+      log,
+    );
     const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
     const body = {
       outcome: r.outcome,
@@ -547,9 +526,11 @@ export async function runSetup(o: SetupCommandOptions, port: SetupPort = engineP
           ...(r.bench ? [`speed: ${benchText(r.bench)}`] : []),
           `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`,
         ].join("\n") + "\n";
-    return { code, stdout: text, stderr: "", result: r };
+    return { code, stdout: text, stderr: "" };
   } catch (err) {
-    if (err instanceof SetupInputError || err instanceof InputError) return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
+    // a setup refusal (bad flags, an endpoint that does not answer as needed): one line, exit 2
+    const line = setupFailure(err, ["input", "serving"]);
+    if (line !== null) return { code: 2, stdout: "", stderr: `ocw: ${line}\n` };
     const e = err as Error;
     return { code: 2, stdout: "", stderr: `ocw: setup failed: ${e.message.split("\n")[0]}\n` };
   }

@@ -19,7 +19,9 @@ import { limitSetup, sandboxStatus } from "../sandbox";
 import type { TargetStore } from "../store";
 import { planFit, safeFindLlamaServer } from "./fit-service";
 import { findLlamaServer } from "./llama-server";
-import { listServing, stopServing } from "./setup";
+import { listServing, setupCapture, setupProvider, stopServing } from "./setup";
+import { setupCapturePool } from "./pool";
+import { SetupVerifyInput } from "../../shared/setup";
 import type { KvCacheType } from "../models/ggml-types";
 
 const fmt = (b: number | null) => (b === null ? "?" : b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / MiB).toFixed(2)} MiB`);
@@ -216,3 +218,23 @@ export async function stopRecorded(target?: string) {
   return { stopped: r.stopped.map(line), alreadyGone: r.alreadyGone.map((s) => ({ ...line(s), reused: r.reused.includes(s) })) };
 }
 export type StopRecordedResult = Awaited<ReturnType<typeof stopRecorded>>;
+
+/**
+ * `ocw setup --capture URL… | --provider URL`: verify the endpoint(s) and save the target, on `store`; the lines
+ * the verification logs, returned with its result (the command prints them).
+ */
+export async function setupVerify(input: SetupVerifyInput, store: TargetStore, baseEnv: NodeJS.ProcessEnv = process.env, log?: (l: string) => void) {
+  const i = SetupVerifyInput.parse(input);
+  const logs: string[] = [];
+  const say = (l: string) => (log ? log(l) : logs.push(l));
+  const env = i.apiKeyEnv && i.apiKey !== undefined ? { ...baseEnv, [i.apiKeyEnv]: i.apiKey } : baseEnv;
+  const common = { model: i.model, apiKeyEnv: i.apiKeyEnv, slots: i.slots, yes: i.yes, acceptUnderpowered: i.acceptUnderpowered, store, env, log: say };
+  const result =
+    i.mode === "provider"
+      ? await setupProvider({ ...common, url: i.urls[0]!, model: i.model ?? "", apiKeyEnv: i.apiKeyEnv ?? "" })
+      : i.urls.length > 1
+        ? await setupCapturePool(i.urls, { ...common, ctx: i.ctx, benchSec: i.benchSec })
+        : await setupCapture({ ...common, url: i.urls[0]!, ctx: i.ctx, benchSec: i.benchSec });
+  return { result, logs };
+}
+export type SetupVerifyResult = Awaited<ReturnType<typeof setupVerify>>;
