@@ -8,9 +8,10 @@ import {
   checkOutCommit,
   commitAndCheckOut,
   flaggedChanges,
+  gradedStoreOf,
+  keepGraded,
   mergeHint,
   partialHolds,
-  publishBranch,
   SnapshotTooLarge,
   type Workspace,
 } from "../workspace";
@@ -18,7 +19,7 @@ import { limitSetup } from "../sandbox";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
 import { runnerConfigChanges } from "./runner-config";
-import { checkScope, globsMatcher } from "./scope";
+import { checkScope, protectMatcher } from "./scope";
 
 export interface GradeInput {
   workspace: Workspace;
@@ -40,7 +41,7 @@ export interface GradeInput {
 /** The checkout's files that `protect` names (its globs are relative to the folder the user named), as absolute paths. */
 async function protectedIn(checkout: string, sub: string, protect: string[]): Promise<string[]> {
   if (!protect.length) return [];
-  const isProtected = globsMatcher(protect);
+  const isProtected = protectMatcher(protect);
   const entries = await readdir(checkout, { recursive: true, withFileTypes: true });
   return entries
     .filter((e) => !e.isDirectory())
@@ -162,9 +163,11 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   const weakEvidence = built && !!input.baseline && checks.every((c) => passedOnBase.has(c.name));
   const { claim, reason } = parseClaim(input.finalText);
   const sincePrevious = input.previousCommit ? await changedBetween(ws, input.previousCommit, graded.commit).catch(() => null) : null;
-  if (built) await publishBranch(ws, graded.commit);
-  // What needs an explicit acceptance before it is merged: read from the person's repository, where it was published.
-  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit) : [];
+  // Nothing reaches the person's repository at grading: a built commit is kept in the engine's graded store until the
+  // person lands or publishes it (engine/workspace/workspace.ts, publishBranch).
+  if (built) await keepGraded(ws, graded.commit);
+  // What needs an explicit acceptance before it is merged: read from the engine's store.
+  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit, await gradedStoreOf(ws)) : [];
   return {
     verdict,
     claim,

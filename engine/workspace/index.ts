@@ -2,7 +2,7 @@
 // landing and publishing, git itself. Code outside engine/workspace/ imports only this file (scripts/layers.mjs).
 export { foldPath } from "./fold";
 export { git, gitComplaint, gitScript, userGitEnv } from "./git";
-export { combineCommits, describeFlags, flaggedChanges, landCommit, mergeTrees, revertCommit } from "./land";
+export { combineCommits, describeFlags, flaggedChanges, gitWithObjects, landCommit, mergeTrees, revertCommit } from "./land";
 export {
   changedBetween,
   checkOutBase,
@@ -10,11 +10,17 @@ export {
   commitAndCheckOut,
   createWorkspace,
   fullDiff,
+  gradedObjectsDir,
+  gradedStore,
+  gradedStoreOf,
   inspectRepo,
+  keepGraded,
+  landObjects,
   mergeHint,
   objectsOf,
   partialHolds,
   publishBranch,
+  type PublishedBranch,
   removeWorkspace,
   type RepoInfo,
   SnapshotTooLarge,
