@@ -50,7 +50,13 @@ async function fit(args: string[], hw: { nvidia?: string; rocm?: string; ramGiB:
     HOME: process.env.HOME,
     PATH: [FAKE_BIN, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
     // one engine per simulated machine: the engine detects the hardware it plans for
-    OCW_STATE_DIR: path.join(tmp, `state-${createHash("sha256").update(JSON.stringify([hw, extraEnv])).digest("hex").slice(0, 12)}`),
+    OCW_STATE_DIR: path.join(
+      tmp,
+      `state-${createHash("sha256")
+        .update(JSON.stringify([hw, extraEnv]))
+        .digest("hex")
+        .slice(0, 12)}`,
+    ),
     OCW_LLAMA_CACHE: path.join(tmp, "no-llama"),
     OCW_RAM_BYTES: String(hw.ramGiB * GiB),
     // a CUDA toolkit is here: with no llama-server yet, NVIDIA GPUs are planned for the CUDA source build (CUDA0 …)
