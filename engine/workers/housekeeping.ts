@@ -170,7 +170,8 @@ export async function pruneBranches(engine: Engine, directory: string): Promise<
       out.kept.push({ branch, reason: keep });
       continue;
     }
-    await git(repo.root, ["update-ref", "-d", ref, oid]);
+    // --no-deref: an ocw/ symbolic ref is deleted itself, never the person's branch it names.
+    await git(repo.root, ["update-ref", "--no-deref", "-d", ref, oid]);
     out.deleted.push({ branch, commit: oid });
   }
   return out;

@@ -704,6 +704,13 @@ export async function publishBranch(ws: Workspace, commit: string, earlier: stri
   // else from the graded store: either way only objects the commit reaches are copied.
   const own = path.join(ws.gitDir, "objects");
   const from = existsSync(path.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
+  // A symbolic ref named ocw/<id> (to a branch of the person's) is never followed: moving it would move their branch.
+  const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
+  if (symbolic)
+    throw new InputError(
+      `${ws.branch} is a symbolic ref to ${symbolic}, not a branch of the engine's: delete it (git symbolic-ref --delete refs/heads/${ws.branch}), then publish again`,
+      "conflict",
+    );
   const objects = await landObjects(ws.repo, from, commit);
   const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
   if (tip && tip !== commit && !earlier.includes(tip))
@@ -713,11 +720,14 @@ export async function publishBranch(ws: Workspace, commit: string, earlier: stri
     );
   if (tip !== commit) {
     // Compare-and-swap: still absent (""), or still at the earlier round's commit.
-    const r = await runCommand("git", ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, tip], {
+    // --no-deref: a symbolic ref made meanwhile is replaced, never followed to the person's branch.
+    const r = await runCommand("git", ["update-ref", "--no-deref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, tip], {
       cwd: ws.repo,
       env: userGitEnv(),
     });
-    if (r.exitCode !== 0) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
+    // A publish of the same commit at once (a second click, the GUI and MCP) set it first: that is this publish done.
+    const now = r.exitCode === 0 ? commit : await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+    if (now !== commit) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
   }
   return { repo: ws.repo, branch: ws.branch, commit, objects };
 }
