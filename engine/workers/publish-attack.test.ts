@@ -117,12 +117,20 @@ describe("publish under attack: objects a worker's tree can hold", () => {
       execFileSync("git", ["-C", sub, "add", "-A"]);
       execFileSync("git", ["-C", sub, "-c", "user.name=w", "-c", "user.email=w@w", "commit", "-q", "-m", "x"]);
       inner = g(sub, "rev-parse", "HEAD");
+      // The nested repository's own configuration and hooks: the engine's git must run none of them.
+      const marker = path.join(path.dirname(ws.worktree), "nested-ran");
+      writeFileSync(path.join(sub, ".git", "hooks", "prog"), `#!/bin/sh\necho ran >> "${marker}"\n`, { mode: 0o755 });
+      execFileSync("git", ["-C", sub, "config", "core.fsmonitor", path.join(sub, ".git", "hooks", "prog")]);
+      execFileSync("git", ["-C", sub, "config", "core.hooksPath", path.join(sub, ".git", "hooks")]);
+      for (const h of ["post-index-change", "reference-transaction", "pre-commit"])
+        writeFileSync(path.join(sub, ".git", "hooks", h), `#!/bin/sh\necho ${h} >> "${marker}"\n`, { mode: 0o755 });
       writeFileSync(path.join(ws.worktree, "line\nbreak.txt"), "nl\n");
       writeFileSync(path.join(ws.worktree, "--upload-pack=touch pwned"), "dash\n");
       writeFileSync(path.join(ws.worktree, '"quoted" name'), "q\n");
       symlinkSync(".git/config", path.join(ws.worktree, ".git-config"));
       symlinkSync("/etc/passwd", path.join(ws.worktree, "outside"));
     });
+    expect(existsSync(path.join(path.dirname(w.ws.worktree), "nested-ran"))).toBe(false);
     const p = await publishBranch(w.ws, w.commit);
     expect(p.objects).toBeGreaterThan(0);
     const tree = g(w.repo, "ls-tree", "-r", "-z", w.commit).split("\0").filter(Boolean);
@@ -148,6 +156,46 @@ describe("publish under attack: objects a worker's tree can hold", () => {
     expect(g(a.repo, "rev-parse", `refs/heads/${a.ws.branch}`)).toBe(a.commit);
     expect(g(a.repo, "rev-parse", `refs/heads/${b.ws.branch}`)).toBe(b.commit);
     g(a.repo, "fsck", "--no-dangling", "--connectivity-only");
+  }, 60_000);
+});
+
+describe("publish under attack: timing and the person's fsck", () => {
+  it("publish of round 1 while round 2 is being graded: the branch names round 1's commit, whole; round 2's publish then moves it", async () => {
+    const w = await built((ws) => writeFileSync(path.join(ws.worktree, "r1.txt"), "one\n"));
+    for (let i = 0; i < 200; i++) writeFileSync(path.join(w.ws.worktree, `r2-${i}.txt`), `${i}\n`);
+    const round2 = grade({
+      workspace: w.ws,
+      checks: [{ run: "true" }],
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: built",
+      title: "round 2",
+      checkoutDir: path.join(path.dirname(w.ws.worktree), "grading2"),
+      previousCommit: w.commit,
+    });
+    const p1 = await publishBranch(w.ws, w.commit);
+    const r2 = await round2;
+    expect(p1.commit).toBe(w.commit);
+    g(w.repo, "fsck", "--no-dangling", "--connectivity-only");
+    expect(r2.verdict).toBe("built");
+    await publishBranch(w.ws, r2.commit!, [w.commit]);
+    expect(g(w.repo, "rev-parse", `refs/heads/${w.ws.branch}`)).toBe(r2.commit);
+    g(w.repo, "fsck", "--no-dangling", "--connectivity-only");
+  }, 60_000);
+
+  it("a person's repository with transfer.fsckObjects and a worker's .gitmodules whose url is an option: publish refuses with git's words, no ref, no object, as a fetch would", async () => {
+    const repo = committedRepo(path.join(mkdtempSync(path.join(tmp, "fsck-")), "repo"));
+    g(repo, "config", "transfer.fsckObjects", "true");
+    const w = await built((ws) => {
+      writeFileSync(path.join(ws.worktree, ".gitmodules"), '[submodule "x"]\n\tpath = x\n\turl = --upload-pack=touch$IFS/tmp/ocw-pwned\n');
+    }, repo);
+    const before = g(repo, "count-objects", "-v");
+    await expect(publishBranch(w.ws, w.commit)).rejects.toMatchObject({ code: "conflict", message: expect.stringMatching(/gitmodulesUrl/) });
+    expect(g(repo, "count-objects", "-v")).toBe(before);
+    expect(() => g(repo, "rev-parse", "--verify", `refs/heads/${w.ws.branch}`)).toThrow();
+    // Without the setting, the same commit is published (the person's git would take it from a fetch too).
+    g(repo, "config", "transfer.fsckObjects", "false");
+    expect((await publishBranch(w.ws, w.commit)).commit).toBe(w.commit);
   }, 60_000);
 });
 

@@ -146,8 +146,9 @@ const GRADE_OBJECTS = "grade-objects";
  * the user's store, count as having them), read from OCW_FROM (the engine's store of graded objects, whose alternates
  * reach the user's store). Run in the user's repository with no system or global config: its refs bound the walk (`--not
  * --all`: what they reach is the user's already), nothing of it runs (rev-list, cat-file, pack-objects and
- * unpack-objects run no hook, filter or helper), and no lazy fetch. Then every object the commit needs must resolve from
- * OCW_TO. Prints how many objects were copied. Files under OCW_TMP (a prefix in the engine's folder), removed by the caller.
+ * unpack-objects run no hook, filter or helper), and no lazy fetch. With OCW_STRICT the objects are first unpacked with
+ * git's fsck checks into a quarantine folder beside OCW_TMP (nothing reaches OCW_TO when one fails). Then every object the
+ * commit needs must resolve from OCW_TO. Prints how many objects were copied. Files under OCW_TMP (a prefix in the engine's folder), removed by the caller.
  */
 const COPY_MISSING = `GIT_NO_LAZY_FETCH=1; export GIT_NO_LAZY_FETCH
 GIT_OBJECT_DIRECTORY="$OCW_FROM" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > "$OCW_TMP.list"
@@ -155,6 +156,10 @@ GIT_OBJECT_DIRECTORY="$OCW_TO" git cat-file --batch-check < "$OCW_TMP.list" > "$
 sed -n 's/ missing$//p' "$OCW_TMP.check" > "$OCW_TMP.missing"
 if [ -s "$OCW_TMP.missing" ]; then
   GIT_OBJECT_DIRECTORY="$OCW_FROM" git pack-objects -q --stdout < "$OCW_TMP.missing" > "$OCW_TMP.pack"
+  if [ -n "\${OCW_STRICT:-}" ]; then
+    mkdir -p "$OCW_TMP.q/info" && printf '%s\n' "$OCW_TO" > "$OCW_TMP.q/info/alternates"
+    GIT_OBJECT_DIRECTORY="$OCW_TMP.q" git unpack-objects -q --strict < "$OCW_TMP.pack"
+  fi
   GIT_OBJECT_DIRECTORY="$OCW_TO" git unpack-objects -q < "$OCW_TMP.pack"
 fi
 GIT_OBJECT_DIRECTORY="$OCW_TO" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > /dev/null
@@ -673,22 +678,29 @@ export async function keepGraded(ws: Workspace, commit: string): Promise<void> {
  * lacks, read from the engine's graded store `from`; returns how many were copied (COPY_MISSING). Refuses, with git's
  * words, when the engine does not hold the whole commit.
  */
-export async function copyCommitObjects(repo: string, from: string, to: string, commit: string): Promise<number> {
+export async function copyCommitObjects(repo: string, from: string, to: string, commit: string, opts: { strict?: boolean } = {}): Promise<number> {
   const tmp = path.join(path.dirname(from), `.copy-${process.pid}-${randomBytes(6).toString("hex")}`);
   try {
     const out = await gitScript(`set -eu\n${COPY_MISSING}`, {
       cwd: repo,
-      env: { ...trustedEnv(path.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp },
+      env: { ...trustedEnv(path.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" },
     });
     return Number(out.trim()) || 0;
   } finally {
-    await Promise.all([".list", ".check", ".missing", ".pack"].map((ext) => rm(tmp + ext, { force: true })));
+    await Promise.all([".list", ".check", ".missing", ".pack", ".q"].map((ext) => rm(tmp + ext, { force: true, recursive: true })));
   }
 }
 
-/** Brings exactly `commit`'s missing objects from the engine's graded store into the user's repository (landing it). */
+/**
+ * Brings exactly `commit`'s missing objects from the engine's graded store into the user's repository (landing it). A
+ * person who has git check the objects a fetch brings in (fetch.fsckObjects, else transfer.fsckObjects, their global
+ * config included) has these checked too: a worker's objects are objects from outside.
+ */
 export async function landObjects(repo: string, graded: string, commit: string): Promise<number> {
-  return copyCommitObjects(repo, graded, await objectsOf(repo), commit);
+  const fsck = await git(repo, ["config", "--type=bool", "--get-regexp", "^(fetch|transfer)\\.fsckobjects$"], { allowFail: true });
+  const set = new Map(fsck.split("\n").map((l) => l.split(" ") as [string, string]));
+  const strict = (set.get("fetch.fsckobjects") ?? set.get("transfer.fsckobjects")) === "true";
+  return copyCommitObjects(repo, graded, await objectsOf(repo), commit, { strict });
 }
 
 /**
