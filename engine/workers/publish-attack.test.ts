@@ -8,11 +8,13 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Worker } from "../../shared/worker";
 import { committedRepo } from "../../test/fixtures/git-repo";
+import { testRegistry } from "../../test/fixtures/registry";
 import { grade } from "../grading/grade";
 import { createWorkspace, gradedObjectsDir, inspectRepo, publishBranch, type Workspace } from "../workspace/workspace";
 import { Batches, type BatchRecord } from "./batches";
 import type { Engine } from "./engine";
 import { pruneBranches } from "./housekeeping";
+import { WorkspaceLifecycle } from "./lifecycle";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-pub-attack-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -66,6 +68,35 @@ describe("prune under attack: the ref it deletes", () => {
     expect(g(repo, "rev-parse", "refs/heads/keep")).toBe(main);
     expect(g(repo, "for-each-ref", "--format=%(refname)")).toBe("refs/heads/keep\nrefs/heads/main");
   }, 30_000);
+});
+
+describe("a branch the person has checked out", () => {
+  it("ocw/<id> checked out to review round 1: round 2's publish refuses to move it under the person's files; prune keeps it", async () => {
+    const w = await built((ws) => writeFileSync(path.join(ws.worktree, "r1.txt"), "one\n"));
+    await publishBranch(w.ws, w.commit);
+    g(w.repo, "checkout", "-q", w.ws.branch);
+    writeFileSync(path.join(w.ws.worktree, "r2.txt"), "two\n");
+    const r2 = await grade({
+      workspace: w.ws,
+      checks: [{ run: "true" }],
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: built",
+      title: "round 2",
+      checkoutDir: path.join(path.dirname(w.ws.worktree), "grading2"),
+      previousCommit: w.commit,
+    });
+    await expect(publishBranch(w.ws, r2.commit!, [w.commit])).rejects.toMatchObject({ code: "conflict", message: expect.stringMatching(/is checked out in/) });
+    expect(g(w.repo, "rev-parse", "HEAD")).toBe(w.commit);
+    expect(g(w.repo, "status", "--porcelain")).toBe("");
+    expect(() => g(w.repo, "cat-file", "-e", r2.commit!)).toThrow();
+    // Merged into main meanwhile, a prune still keeps the branch that is checked out.
+    g(w.repo, "branch", "-f", "main", w.commit);
+    const out = await pruneBranches({ list: () => [] } as unknown as Engine, w.repo);
+    expect(out.deleted).toEqual([]);
+    expect(out.kept).toEqual([expect.objectContaining({ branch: w.ws.branch, reason: expect.stringMatching(/checked out/) })]);
+    expect(g(w.repo, "rev-parse", "HEAD")).toBe(w.commit);
+  }, 60_000);
 });
 
 describe("publish under attack: the person's own local configuration runs nothing of theirs", () => {
@@ -263,4 +294,14 @@ describe("dependent tasks under attack", () => {
     expect(created).toEqual([]);
     expect(batches.get("b-dep")!.tasks[2]!.skipped).toMatch(/comes after a, which was not built \(discarded\)/);
   }, 30_000);
+});
+
+describe("publish by a crafted id (MCP merge {publish:true}, workers.publish)", () => {
+  it("ids that read as paths, options, refs or object keys: a not-found error each, nothing written anywhere", async () => {
+    const t = testRegistry(mkdtempSync(path.join(tmp, "ids-")));
+    const lifecycle = new WorkspaceLifecycle(t.registry, () => 14);
+    for (const id of ["../../etc", "--upload-pack=touch pwned", "main", "refs/heads/main", "__proto__", "constructor", "w-1\nw-2", " "])
+      await expect(lifecycle.publish(id)).rejects.toMatchObject({ code: "not-found" });
+    expect(existsSync(path.join(t.stateDir, "repos"))).toBe(false);
+  });
 });

@@ -723,13 +723,23 @@ export async function publishBranch(ws: Workspace, commit: string, earlier: stri
       `${ws.branch} is a symbolic ref to ${symbolic}, not a branch of the engine's: delete it (git symbolic-ref --delete refs/heads/${ws.branch}), then publish again`,
       "conflict",
     );
-  const objects = await landObjects(ws.repo, from, commit);
   const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
   if (tip && tip !== commit && !earlier.includes(tip))
     throw new InputError(
       `${ws.branch} already exists at ${tip.slice(0, 12)}, not the graded commit ${commit.slice(0, 12)}: delete or rename that branch, then publish again`,
       "conflict",
     );
+  if (tip && tip !== commit) {
+    // A branch checked out (here or in a linked worktree) is not moved under the person's files: git branch -f refuses too.
+    const at = await git(ws.repo, ["for-each-ref", "--format=%(worktreepath)", `refs/heads/${ws.branch}`], { allowFail: true });
+    if (at)
+      throw new InputError(
+        `${ws.branch} is checked out in ${at}: switch that checkout to another branch, then publish again (nothing was changed)`,
+        "conflict",
+      );
+  }
+  // Refusals first: the objects are copied only for a branch that will name them.
+  const objects = await landObjects(ws.repo, from, commit);
   if (tip !== commit) {
     // Compare-and-swap: still absent (""), or still at the earlier round's commit.
     // --no-deref: a symbolic ref made meanwhile is replaced, never followed to the person's branch.
