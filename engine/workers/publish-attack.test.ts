@@ -124,6 +124,8 @@ describe("publish under attack: the person's own local configuration runs nothin
     g(repo, "config", "core.hooksPath", hooks);
     g(repo, "config", "gc.auto", "1");
     g(repo, "config", "gc.autoDetach", "false");
+    // Checking fetched objects in a partial clone: the base's missing blobs must not make every publish fail.
+    g(repo, "config", "transfer.fsckObjects", "true");
     const w = await built((ws) => {
       for (let i = 0; i < 20; i++) writeFileSync(path.join(ws.worktree, `new${i}.txt`), `${i}\n`);
     }, repo);
