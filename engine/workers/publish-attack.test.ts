@@ -10,7 +10,7 @@ import type { Worker } from "../../shared/worker";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { testRegistry } from "../../test/fixtures/registry";
 import { grade } from "../grading/grade";
-import { createWorkspace, gradedObjectsDir, inspectRepo, publishBranch, type Workspace } from "../workspace/workspace";
+import { commitAndCheckOut, createWorkspace, gradedObjectsDir, inspectRepo, publishBranch, type Workspace } from "../workspace/workspace";
 import { Batches, type BatchRecord } from "./batches";
 import type { Engine } from "./engine";
 import { pruneBranches } from "./housekeeping";
@@ -179,6 +179,32 @@ describe("publish under attack: objects a worker's tree can hold", () => {
     expect(w.verdict.flags).toEqual(
       expect.arrayContaining([expect.objectContaining({ path: "sub", kind: "submodule" }), expect.objectContaining({ path: "outside", kind: "symlink" })]),
     );
+  }, 60_000);
+
+  it("a nested .git that is a link or a gitfile to another repository of the host (new, or in the base's submodule): not graded, its commit id nowhere", async () => {
+    const root = mkdtempSync(path.join(tmp, "nested-"));
+    const other = committedRepo(path.join(root, "other-private"), { "s.txt": "secret\n" });
+    const otherHead = g(other, "rev-parse", "HEAD");
+    // The person's repository has a submodule `mod` (a gitlink; its folder empty in a checkout).
+    const repo = committedRepo(path.join(root, "repo"));
+    g(repo, "update-index", "--add", "--cacheinfo", `160000,${g(repo, "rev-parse", "HEAD")},mod`);
+    g(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "submodule");
+    const cases: [string, (wt: string) => void][] = [
+      ["sub/", (wt) => (mkdirSync(path.join(wt, "sub")), symlinkSync(path.join(other, ".git"), path.join(wt, "sub", ".git")))],
+      ["sub/", (wt) => (mkdirSync(path.join(wt, "sub")), writeFileSync(path.join(wt, "sub", ".git"), `gitdir: ${path.join(other, ".git")}\n`))],
+      ["mod/", (wt) => (mkdirSync(path.join(wt, "mod"), { recursive: true }), symlinkSync(path.join(other, ".git"), path.join(wt, "mod", ".git")))],
+    ];
+    for (const [i, [dir, make]] of cases.entries()) {
+      const ws = await createWorkspace(path.join(root, "ws"), await inspectRepo(repo), `w-nest${i}`, path.join(root, "repos", `w-nest${i}`));
+      make(ws.worktree);
+      await expect(commitAndCheckOut(ws, "m", path.join(root, `co${i}`))).rejects.toThrow(new RegExp(`${dir}\\.git names a repository outside the workspace`));
+    }
+    // A nested repository of the worker's own (its .git a folder of the workspace) is still a gitlink, and flagged.
+    const own = await createWorkspace(path.join(root, "ws"), await inspectRepo(repo), "w-nest-own", path.join(root, "repos", "w-nest-own"));
+    committedRepo(path.join(own.worktree, "inner"));
+    const r = await commitAndCheckOut(own, "m", path.join(root, "co-own"));
+    expect(r.changed).toEqual(["inner"]);
+    expect(r.diffStat).not.toContain(otherHead.slice(0, 7));
   }, 60_000);
 
   it("two publishes of two workers of one repository at once, and one worker's twice: each branch names its commit, the store stays consistent", async () => {

@@ -1,5 +1,5 @@
 import { existsSync, lstatSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
+import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
@@ -556,10 +556,17 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
     ),
   );
   const grow: [string, number, number][] = [];
+  // Nested repositories: new ones (`ls-files -o` names them with a trailing slash) and the base's submodules.
+  const nested = names.filter((n) => n.endsWith("/"));
   for (const rec of tracked.split("\0")) {
     const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
     if (m) grow.push([m[2]!, Number(m[1]), 0]);
+    const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
+    if (sub) nested.push(`${sub[1]}/`);
   }
+  const outside = await nestedGitOutside(ws.worktree, nested, at);
+  if (outside)
+    return `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`;
   await Promise.all(
     grow.map(async (g) => {
       const st = await lstat(at(g[0])).catch(() => null);
@@ -577,6 +584,40 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
     if (now > caps.fileBytes) return `${shown(n)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
   }
   if (total > caps.bytes) return `the worker's files add ${size(total)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
+  return null;
+}
+
+/**
+ * The first nested repository (a folder named with its trailing slash) whose `.git` is a link or a gitfile that leads
+ * outside the workspace, or null. git's snapshot (run by the engine, outside the sandbox) reads the HEAD of whatever
+ * repository a nested `.git` names and records it as a gitlink: a worker's link to another repository of the host would
+ * put that repository's commit id in the graded commit, and tell the worker whether a repository is there.
+ */
+async function nestedGitOutside(worktree: string, dirs: string[], at: (name: string) => Buffer): Promise<string | null> {
+  if (!dirs.length) return null;
+  // Bytes throughout: a name that is not valid UTF-8 must resolve as the file system has it.
+  const root = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), Buffer.from(path.sep)]);
+  const real = (p: Buffer) => realpath(p, { encoding: "buffer" }).catch(() => null);
+  for (const dir of dirs) {
+    const dotGit = at(`${dir}.git`);
+    const st = await lstat(dotGit).catch(() => null);
+    if (!st || (st.isDirectory() && !st.isSymbolicLink())) continue;
+    let target: Buffer | null = null;
+    if (st.isSymbolicLink()) target = await real(dotGit);
+    else if (st.isFile()) {
+      const m = /^gitdir: *(.+?)\s*$/m.exec((await readFile(dotGit).catch(() => Buffer.alloc(0))).subarray(0, 4096).toString("latin1"));
+      const named = m ? Buffer.from(m[1]!, "latin1") : null;
+      if (named) target = await real(named[0] === 0x2f ? named : Buffer.concat([at(dir), named]));
+    }
+    // A link or gitfile that leads nowhere names no repository: git reads nothing through it.
+    if (
+      target !== null &&
+      !Buffer.concat([target, Buffer.from(path.sep)])
+        .subarray(0, root.length)
+        .equals(root)
+    )
+      return dir;
+  }
   return null;
 }
 
