@@ -57,6 +57,18 @@ describe("publish under attack: the ref it moves", () => {
   }, 30_000);
 });
 
+describe("publish: a branch named ocw is in the way", () => {
+  it("a branch `ocw` of the person's: publish says git's words (not 'moved while publishing'), and `ocw` stays", async () => {
+    const w = await built((ws) => writeFileSync(path.join(ws.worktree, "a.txt"), "a\n"));
+    g(w.repo, "branch", "ocw");
+    await expect(publishBranch(w.ws, w.commit)).rejects.toMatchObject({
+      code: "conflict",
+      message: expect.stringMatching(/could not be made \(git: .*refs\/heads\/ocw' exists/),
+    });
+    expect(g(w.repo, "rev-parse", "refs/heads/ocw")).toBe(g(w.repo, "rev-parse", "main"));
+  }, 30_000);
+});
+
 describe("prune under attack: the ref it deletes", () => {
   it("an ocw/ symbolic ref to a branch of the person's is pruned as a ref of its own: the person's branch stays", async () => {
     const repo = committedRepo(path.join(mkdtempSync(path.join(tmp, "prune-")), "repo"));
