@@ -26,6 +26,7 @@ export const FAULT_FILES = [
   "engine/models/hub-bounded.test.ts",
   "engine/workspace/workspace-attack.test.ts",
   "engine/workers/publish-attack.test.ts",
+  "engine/net/parse-attack.test.ts",
 ];
 
 interface Entry {
