@@ -205,6 +205,25 @@ describe("publish under attack: objects a worker's tree can hold", () => {
       ["sub/", (wt) => (mkdirSync(path.join(wt, "sub")), symlinkSync(path.join(other, ".git"), path.join(wt, "sub", ".git")))],
       ["sub/", (wt) => (mkdirSync(path.join(wt, "sub")), writeFileSync(path.join(wt, "sub", ".git"), `gitdir: ${path.join(other, ".git")}\n`))],
       ["mod/", (wt) => (mkdirSync(path.join(wt, "mod"), { recursive: true }), symlinkSync(path.join(other, ".git"), path.join(wt, "mod", ".git")))],
+      // A real .git folder whose refs are a link to the other repository's refs (HEAD names its branch).
+      [
+        "sub/",
+        (wt) => {
+          mkdirSync(path.join(wt, "sub", ".git", "objects"), { recursive: true });
+          writeFileSync(path.join(wt, "sub", ".git", "HEAD"), `ref: ${g(other, "symbolic-ref", "HEAD")}\n`);
+          symlinkSync(path.join(other, ".git", "refs"), path.join(wt, "sub", ".git", "refs"));
+        },
+      ],
+      // A real .git folder whose commondir names the other repository.
+      [
+        "sub/",
+        (wt) => {
+          mkdirSync(path.join(wt, "sub", ".git", "objects"), { recursive: true });
+          mkdirSync(path.join(wt, "sub", ".git", "refs"));
+          writeFileSync(path.join(wt, "sub", ".git", "HEAD"), `ref: ${g(other, "symbolic-ref", "HEAD")}\n`);
+          writeFileSync(path.join(wt, "sub", ".git", "commondir"), `${path.join(other, ".git")}\n`);
+        },
+      ],
     ];
     for (const [i, [dir, make]] of cases.entries()) {
       const ws = await createWorkspace(path.join(root, "ws"), await inspectRepo(repo), `w-nest${i}`, path.join(root, "repos", `w-nest${i}`));

@@ -566,7 +566,7 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   }
   const outside = await nestedGitOutside(ws.worktree, nested, at);
   if (outside)
-    return `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`;
+    return `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`;
   await Promise.all(
     grow.map(async (g) => {
       const st = await lstat(at(g[0])).catch(() => null);
@@ -596,27 +596,48 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
 async function nestedGitOutside(worktree: string, dirs: string[], at: (name: string) => Buffer): Promise<string | null> {
   if (!dirs.length) return null;
   // Bytes throughout: a name that is not valid UTF-8 must resolve as the file system has it.
-  const root = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), Buffer.from(path.sep)]);
+  const sep = Buffer.from(path.sep);
+  const root = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), sep]);
   const real = (p: Buffer) => realpath(p, { encoding: "buffer" }).catch(() => null);
+  const inside = (p: Buffer) => Buffer.concat([p, sep]).subarray(0, root.length).equals(root);
+  const join = (dir: Buffer, name: string | Buffer) => Buffer.concat([dir, sep, typeof name === "string" ? Buffer.from(name) : name]);
+  // Where git reads a repository's HEAD from: HEAD, packed-refs, every loose ref, and the common folder `commondir`
+  // names (once). Any of them a link out of the workspace, or more than 10,000 refs: outside (git would read there).
+  const readsOutside = async (gitDir: Buffer, hops = 1): Promise<boolean> => {
+    let seen = 0;
+    const walk = async (p: Buffer): Promise<boolean> => {
+      if (++seen > 10_000) return true;
+      const st = await lstat(p).catch(() => null);
+      if (!st) return false;
+      if (st.isSymbolicLink()) {
+        const t = await real(p);
+        if (t && !inside(t)) return true;
+      }
+      if (!st.isDirectory()) return false;
+      for (const e of await readdir(p, { encoding: "buffer" }).catch(() => [] as Buffer[])) if (await walk(join(p, e))) return true;
+      return false;
+    };
+    for (const name of ["HEAD", "packed-refs", "refs"]) if (await walk(join(gitDir, name))) return true;
+    const common = await readFile(join(gitDir, "commondir")).catch(() => null);
+    if (!common) return false;
+    const named = common.subarray(0, 4096).toString("latin1").trim();
+    const t = await real(named.startsWith("/") ? Buffer.from(named, "latin1") : join(gitDir, Buffer.from(named, "latin1")));
+    return !!t && (!inside(t) || hops <= 0 || (await readsOutside(t, hops - 1)));
+  };
   for (const dir of dirs) {
     const dotGit = at(`${dir}.git`);
     const st = await lstat(dotGit).catch(() => null);
-    if (!st || (st.isDirectory() && !st.isSymbolicLink())) continue;
+    if (!st) continue;
     let target: Buffer | null = null;
-    if (st.isSymbolicLink()) target = await real(dotGit);
+    if (st.isDirectory() && !st.isSymbolicLink()) target = await real(dotGit);
+    else if (st.isSymbolicLink()) target = await real(dotGit);
     else if (st.isFile()) {
       const m = /^gitdir: *(.+?)\s*$/m.exec((await readFile(dotGit).catch(() => Buffer.alloc(0))).subarray(0, 4096).toString("latin1"));
       const named = m ? Buffer.from(m[1]!, "latin1") : null;
       if (named) target = await real(named[0] === 0x2f ? named : Buffer.concat([at(dir), named]));
     }
     // A link or gitfile that leads nowhere names no repository: git reads nothing through it.
-    if (
-      target !== null &&
-      !Buffer.concat([target, Buffer.from(path.sep)])
-        .subarray(0, root.length)
-        .equals(root)
-    )
-      return dir;
+    if (target !== null && (!inside(target) || (await readsOutside(target)))) return dir;
   }
   return null;
 }
