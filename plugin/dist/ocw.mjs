@@ -16523,1324 +16523,6 @@ var init_zod = __esm({
   }
 });
 
-// shared/cost.ts
-function priceFromListing(m) {
-  const o2 = m ?? {};
-  const p = o2.pricing;
-  if (!p || typeof p !== "object") return null;
-  const num4 = (v) => typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" ? Number(v) : Number.NaN;
-  const perToken = [num4(p.prompt), num4(p.completion)];
-  if (perToken.every((x) => Number.isFinite(x) && x >= 0)) return clean(perToken[0] * 1e6, perToken[1] * 1e6);
-  const perM = [num4(p.input), num4(p.output)];
-  if (perM.every((x) => Number.isFinite(x) && x >= 0)) return clean(perM[0], perM[1]);
-  return null;
-}
-function clean(i2, o2) {
-  const r = (x) => Math.round(x * 1e6) / 1e6;
-  const parsed = Price.safeParse({ inputPerMTok: r(i2), outputPerMTok: r(o2) });
-  return parsed.success ? parsed.data : null;
-}
-var Price;
-var init_cost = __esm({
-  "shared/cost.ts"() {
-    init_zod();
-    Price = external_exports.object({
-      inputPerMTok: external_exports.number().nonnegative().max(1e4),
-      outputPerMTok: external_exports.number().nonnegative().max(1e4)
-    }).strict();
-  }
-});
-
-// shared/target.ts
-function benchText(b) {
-  const f = (x) => x === null ? "?" : String(Math.round(x));
-  return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${b.warning ? ` \u2014 ${b.warning}` : ""}`;
-}
-function endpointsOf(target) {
-  return target.serving.endpoints.length ? target.serving.endpoints : [{ url: target.endpoint, slots: target.serving.slots }];
-}
-function targetSlug(target) {
-  const raw2 = [target.model, target.quant].filter(Boolean).join("-");
-  return raw2.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "target";
-}
-var EnvVarName, ServingEngine, ServingEndpoint, TargetCheck, TargetBench, Target, isPool;
-var init_target = __esm({
-  "shared/target.ts"() {
-    init_zod();
-    init_cost();
-    EnvVarName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
-    ServingEngine = external_exports.enum(["llama.cpp", "vllm", "sglang", "ollama", "capture", "api", "scripted"]);
-    ServingEndpoint = external_exports.object({
-      url: external_exports.string().url(),
-      slots: external_exports.number().int().positive()
-    });
-    TargetCheck = external_exports.object({
-      /**
-       * `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). `reasoning`: the
-       * model's thinking stays out of `content` (a server without the family's reasoning parser returns `<think>…</think>`
-       * as the answer).
-       */
-      name: external_exports.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools", "reasoning"]),
-      passed: external_exports.boolean(),
-      evidence: external_exports.string()
-    });
-    TargetBench = external_exports.object({
-      at: external_exports.string(),
-      /** Wall time the benchmark took, seconds. */
-      sec: external_exports.number().nonnegative(),
-      /** Prompt tokens per request (the prefill measured), completion tokens asked per request. */
-      promptTokens: external_exports.number().int().nonnegative().nullable(),
-      maxTokens: external_exports.number().int().positive(),
-      /** One stream alone: prompt processing and generation, tokens/s. */
-      prefillTps1: external_exports.number().nonnegative().nullable(),
-      decodeTps1: external_exports.number().nonnegative().nullable(),
-      /** `slots` streams at once: generation tokens/s of all of them together, and of one stream (what a worker gets). */
-      slots: external_exports.number().int().positive(),
-      decodeTpsN: external_exports.number().nonnegative().nullable(),
-      decodeTpsPerStreamN: external_exports.number().nonnegative().nullable(),
-      /** Prompt processing of one stream while the others run, tokens/s. */
-      prefillTpsN: external_exports.number().nonnegative().nullable(),
-      /** Where the figures come from: the server's own timings, or the client's clock on the stream. */
-      source: external_exports.enum(["timings", "stream"]),
-      requests: external_exports.number().int().nonnegative(),
-      failed: external_exports.number().int().nonnegative(),
-      warning: external_exports.string().nullable()
-    });
-    Target = external_exports.object({
-      id: external_exports.string().min(1),
-      model: external_exports.string().min(1),
-      quant: external_exports.string().nullable().optional(),
-      /** OpenAI-compatible base URL, ending in /v1. */
-      endpoint: external_exports.string().url(),
-      /** Environment variable that holds the endpoint's key; null when the endpoint needs none. */
-      keyRef: EnvVarName.nullable().optional(),
-      /** Managed servers: path of the 0600 file in the state dir that holds the generated key (handed out via `keyRef`). */
-      keyFile: external_exports.string().nullable().optional(),
-      /** "keychain": the key a person typed in is in the OS keychain (engine/serving/keys.ts), under this target's id. */
-      keyStore: external_exports.enum(["keychain"]).nullable().optional(),
-      contextLimit: external_exports.number().int().positive().optional(),
-      outputLimit: external_exports.number().int().positive().optional(),
-      serving: external_exports.object({
-        engine: ServingEngine,
-        endpoints: external_exports.array(ServingEndpoint).default([]),
-        slots: external_exports.number().int().positive(),
-        perSlotCtx: external_exports.number().int().positive().nullable().optional(),
-        /**
-         * How long a model request may go without a byte from the server before it is given up (modelSilenceMs): a server
-         * of one's own sends nothing while it processes a long prompt, minutes on a CPU. Default: 1800 s for one's own
-         * server, 300 s (opencode's own) for an API provider.
-         */
-        silenceSec: external_exports.number().int().positive().max(24 * 3600).optional()
-      }),
-      outcome: external_exports.enum(["built", "underpowered", "cannot-build"]).optional(),
-      verifiedAt: external_exports.string().nullable().optional(),
-      checks: external_exports.array(TargetCheck).default([]),
-      /** The benchmark after setup (absent: none ran — a provider, an older ocw, OCW_SETUP_BENCH_SEC=0). */
-      bench: TargetBench.nullable().optional(),
-      /** API targets: dollars per million tokens (from the provider's model list or set by the person); costs use it. */
-      price: Price.nullable().optional()
-    });
-    isPool = (target) => target.serving.endpoints.length > 1;
-  }
-});
-
-// shared/attempt-ref.ts
-var MAX_ATTEMPTS, AttemptRef;
-var init_attempt_ref = __esm({
-  "shared/attempt-ref.ts"() {
-    init_zod();
-    MAX_ATTEMPTS = 16;
-    AttemptRef = external_exports.object({
-      groupId: external_exports.string().min(1),
-      /** 1-based. */
-      index: external_exports.number().int().min(1),
-      of: external_exports.number().int().min(1).max(MAX_ATTEMPTS),
-      /** The person asked for every attempt to run to its verdict (`--all-attempts`): nothing is stopped. */
-      all: external_exports.boolean().default(false)
-    });
-  }
-});
-
-// shared/check.ts
-function checkName(check2, _index) {
-  if (check2.name) return check2.name;
-  return "run" in check2 ? check2.run.slice(0, 80) : `file ${check2.file}`;
-}
-var CommandCheck, FileCheck, CheckSpec, CheckResult;
-var init_check = __esm({
-  "shared/check.ts"() {
-    init_zod();
-    CommandCheck = external_exports.object({
-      name: external_exports.string().min(1).max(200).optional(),
-      run: external_exports.string().min(1, "a check's `run` must be a non-empty shell command").max(1e4),
-      expectExit: external_exports.number().int().min(0).max(255).optional(),
-      timeoutSec: external_exports.number().positive().max(3600).optional(),
-      /**
-       * Held-back files: an absolute path to a folder no worker can see (keep it outside the repository). Its files are
-       * copied into the check's folder of the graded checkout just before the checks run (over the worker's files of the
-       * same name; read-only while checks run), and never reach a worker's workspace.
-       */
-      files: external_exports.string().min(1).max(4096).refine((p) => p.startsWith("/") && !p.split("/").includes(".."), { message: "a check's `files` must be an absolute path to a folder, without `..`" }).optional()
-    }).strict();
-    FileCheck = external_exports.object({
-      name: external_exports.string().min(1).max(200).optional(),
-      file: external_exports.string().min(1).max(1e3).refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), {
-        message: "a file check's `file` must be a path relative to the workspace, without `..`"
-      }),
-      exists: external_exports.boolean().optional(),
-      equals: external_exports.string().max(1e6).optional(),
-      matches: external_exports.string().max(1e4).optional()
-    }).strict();
-    CheckSpec = external_exports.union([CommandCheck, FileCheck], {
-      error: 'a check is {"run": "shell command", expectExit?, timeoutSec?, files?} or {"file": "relative/path", exists?, equals?, matches?}'
-    });
-    CheckResult = external_exports.object({
-      name: external_exports.string(),
-      passed: external_exports.boolean(),
-      exitCode: external_exports.number().int().nullable().optional(),
-      timedOut: external_exports.boolean().optional(),
-      durationMs: external_exports.number().optional(),
-      output: external_exports.string()
-    });
-  }
-});
-
-// shared/untrusted.ts
-function isHiddenCodePoint(cp) {
-  if (cp < 127) return cp < 32;
-  if (cp <= 159) return true;
-  if (cp < 173) return cp === 160;
-  return cp === 173 || cp === 847 || cp === 1564 || cp === 4447 || cp === 4448 || cp === 5760 || cp === 6068 || cp === 6069 || cp >= 6155 && cp <= 6159 || cp >= 8192 && cp <= 8207 || cp >= 8232 && cp <= 8239 || cp >= 8287 && cp <= 8303 || cp === 10240 || cp === 12288 || cp === 12644 || cp >= 55296 && cp <= 57343 || cp >= 57344 && cp <= 63743 || cp >= 64976 && cp <= 65007 || cp >= 65024 && cp <= 65039 || cp === 65279 || cp === 65440 || cp >= 65520 && cp <= 65531 || (cp & 65534) === 65534 || cp >= 113824 && cp <= 113827 || cp >= 119155 && cp <= 119162 || cp >= 917504 && cp <= 921599 || cp >= 983040;
-}
-function hasHidden(text) {
-  for (const ch of text) if (isHiddenCodePoint(ch.codePointAt(0))) return true;
-  return false;
-}
-function mark(text, lines, keepTabs = false, block = false) {
-  let out = "";
-  let marked = 0;
-  const maxSpaces = block || keepTabs ? BLOCK_MAX_SPACES : MAX_SPACES;
-  let prev = 0;
-  let marks = 0;
-  let stacked = 0;
-  const flushStack = () => {
-    if (stacked) out += `\u27EA+${stacked} combining marks\u27EB`;
-    marked += stacked;
-    stacked = 0;
-  };
-  const tabsKept = keepTabs || block;
-  let i2 = 0;
-  while (i2 < text.length) {
-    const unit = text.charCodeAt(i2);
-    if (unit > 32 && unit < 127) {
-      let j = i2 + 1;
-      for (let d = text.charCodeAt(j); j < text.length && d > 32 && d < 127; d = text.charCodeAt(++j)) ;
-      flushStack();
-      marks = 0;
-      out += text.slice(i2, j);
-      prev = text.charCodeAt(j - 1);
-      i2 = j;
-      continue;
-    }
-    if (unit === 32 || unit === 9 && tabsKept) {
-      let j = i2 + 1;
-      while (j < text.length && text.charCodeAt(j) === unit) j++;
-      flushStack();
-      marks = 0;
-      if (j - i2 > (unit === 32 ? maxSpaces : MAX_TABS)) {
-        out += ` \u27EA${j - i2} ${unit === 32 ? "spaces" : "tabs"}\u27EB `;
-        marked += j - i2;
-      } else out += text.slice(i2, j);
-      prev = unit;
-      i2 = j;
-      continue;
-    }
-    const cp = text.codePointAt(i2);
-    const ch = String.fromCodePoint(cp);
-    i2 += cp > 65535 ? 2 : 1;
-    const presentation = (cp === 65038 || cp === 65039) && PICTOGRAPH.test(String.fromCodePoint(prev));
-    if (presentation || !isHiddenCodePoint(cp) || tabsKept && cp === 9 || block && cp === 10) {
-      if (!presentation && cp >= 768 && COMBINING.test(ch)) {
-        if (++marks > MAX_MARKS) {
-          stacked++;
-          continue;
-        }
-      } else if (!presentation) {
-        flushStack();
-        marks = 0;
-      }
-      out += ch;
-      prev = cp;
-      continue;
-    }
-    flushStack();
-    marks = 0;
-    prev = cp;
-    marked++;
-    if (cp === 10) out += lines ? "\u23CE\n" : "\u23CE";
-    else if (cp === 13) out += "\u240D";
-    else if (cp === 9) out += "\u2409";
-    else out += hex3(cp);
-  }
-  flushStack();
-  return { text: out, marked };
-}
-function safeEnd(text, n2) {
-  const c3 = text.charCodeAt(n2 - 1);
-  return n2 > 0 && c3 >= 55296 && c3 <= 56319 ? n2 - 1 : n2;
-}
-function safeStart(text, n2) {
-  const c3 = text.charCodeAt(n2);
-  return n2 < text.length && c3 >= 56320 && c3 <= 57343 ? n2 + 1 : n2;
-}
-function untrustedView(text, opts = {}) {
-  const s = String(text ?? "");
-  const lines = opts.lines ?? true;
-  const max = opts.max;
-  if (max === void 0 || s.length <= max) {
-    const m = mark(s, lines, opts.keepTabs, opts.block);
-    return { text: m.text, cut: 0, marked: m.marked };
-  }
-  const keep = Math.max(0, max);
-  const headEnd = safeEnd(s, Math.ceil(keep * 0.6));
-  const tailStart = safeStart(s, s.length - (keep - headEnd));
-  const cut = tailStart - headEnd;
-  const head = mark(s.slice(0, headEnd), lines, opts.keepTabs, opts.block);
-  const tail = mark(s.slice(tailStart), lines, opts.keepTabs, opts.block);
-  return { text: `${head.text} \u2026[${cut} characters cut]\u2026 ${tail.text}`, cut, marked: head.marked + tail.marked };
-}
-function showUntrusted(text, opts = {}) {
-  return untrustedView(text, opts).text;
-}
-var SHOW_MAX, hex3, COMBINING, PICTOGRAPH, MAX_MARKS, MAX_SPACES, BLOCK_MAX_SPACES, MAX_TABS;
-var init_untrusted = __esm({
-  "shared/untrusted.ts"() {
-    SHOW_MAX = 1e3;
-    hex3 = (cp) => `\u27EAU+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27EB`;
-    COMBINING = new RegExp("^\\p{M}$", "u");
-    PICTOGRAPH = /^[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Regional_Indicator}]$/u;
-    MAX_MARKS = 4;
-    MAX_SPACES = 16;
-    BLOCK_MAX_SPACES = 64;
-    MAX_TABS = 16;
-  }
-});
-
-// shared/shell.ts
-function splitCommand(command) {
-  const s = String(command ?? "");
-  for (const ch of s) {
-    const cp = ch.codePointAt(0);
-    if (cp === 10 || cp === 9) continue;
-    if (isHiddenCodePoint(cp)) return { ok: false, why: `it holds an invisible or control character (U+${cp.toString(16).toUpperCase().padStart(4, "0")})` };
-  }
-  const commands = [];
-  let words = [];
-  let word = "";
-  let inWord = false;
-  const endWord = () => {
-    if (inWord) words.push(word);
-    word = "";
-    inWord = false;
-  };
-  const endCommand = (op) => {
-    endWord();
-    if (!words.length) {
-      return op === "\n" || op === "end" ? null : `an operator (${op}) with no command before it`;
-    }
-    if (KEYWORDS.has(words[0])) return `it uses the shell keyword "${words[0]}"`;
-    commands.push(words.join(" "));
-    words = [];
-    return null;
-  };
-  let redirEnd = "";
-  for (let i2 = 0; i2 < s.length; i2++) {
-    const c3 = s[i2];
-    const endsRedir = redirEnd;
-    redirEnd = "";
-    if (c3 === "$" && (s[i2 + 1] === "'" || s[i2 + 1] === '"')) return { ok: false, why: `it uses $'\u2026' or $"\u2026" quoting` };
-    if (c3 === "'") {
-      const end = s.indexOf("'", i2 + 1);
-      if (end < 0) return { ok: false, why: "it has an unterminated quote" };
-      word += s.slice(i2, end + 1);
-      inWord = true;
-      i2 = end;
-    } else if (c3 === '"') {
-      let j = i2 + 1;
-      for (; j < s.length && s[j] !== '"'; j++) {
-        if (s[j] === "\\") j++;
-        else if (s[j] === "`" || s[j] === "$" && s[j + 1] === "(") return { ok: false, why: "it uses command substitution ($(\u2026) or backticks)" };
-      }
-      if (j >= s.length) return { ok: false, why: "it has an unterminated quote" };
-      word += s.slice(i2, j + 1);
-      inWord = true;
-      i2 = j;
-    } else if (c3 === "\\") {
-      if (i2 + 1 >= s.length) return { ok: false, why: "it ends with a backslash" };
-      if (s[i2 + 1] === "\n") return { ok: false, why: "it continues a line with a backslash" };
-      word += s.slice(i2, i2 + 2);
-      inWord = true;
-      i2++;
-    } else if (c3 === "`") return { ok: false, why: "it uses command substitution ($(\u2026) or backticks)" };
-    else if (c3 === "$" && s[i2 + 1] === "(") return { ok: false, why: "it uses command substitution ($(\u2026) or backticks)" };
-    else if ((c3 === "<" || c3 === ">") && s[i2 + 1] === "(") return { ok: false, why: "it uses process substitution (<(\u2026) or >(\u2026))" };
-    else if (c3 === "(" || c3 === ")") return { ok: false, why: "it uses a subshell, a function or parentheses outside quotes" };
-    else if (c3 === "#" && !inWord) return { ok: false, why: "it holds a comment (#), which can hide text after it" };
-    else if (c3 === "<" && s[i2 + 1] === "<") return { ok: false, why: "it uses a here-document or here-string (<<)" };
-    else if (c3 === " " || c3 === "	") endWord();
-    else if (c3 === "\n" || c3 === ";" || c3 === "|" || c3 === "&") {
-      let op = c3;
-      if (c3 === "&" && endsRedir) {
-        word += c3;
-        inWord = true;
-        continue;
-      }
-      if (c3 === "|" && endsRedir === ">") {
-        word += c3;
-        inWord = true;
-        continue;
-      }
-      if (c3 === "&" && s[i2 + 1] === ">") {
-        endWord();
-        word = "&";
-        inWord = true;
-        continue;
-      }
-      if ((c3 === "&" || c3 === "|") && s[i2 + 1] === c3) op = s.slice(i2, ++i2 + 1);
-      else if (c3 === "|" && s[i2 + 1] === "&") op = s.slice(i2, ++i2 + 1);
-      else if (c3 === ";" && s[i2 + 1] === ";") return { ok: false, why: "it uses ;; (a case statement)" };
-      const problem2 = endCommand(op);
-      if (problem2) return { ok: false, why: problem2 };
-      if (op !== ";" && op !== "&" && op !== "\n" && !s.slice(i2 + 1).trim()) return { ok: false, why: `it ends with ${op}` };
-    } else {
-      word += c3;
-      inWord = true;
-      if (c3 === "<" || c3 === ">") redirEnd = c3;
-    }
-  }
-  const problem = endCommand("end");
-  if (problem) return { ok: false, why: problem };
-  if (!commands.length) return { ok: false, why: "it is empty" };
-  return { ok: true, commands };
-}
-function redirectionParts(simple) {
-  const s = String(simple ?? "");
-  const texts = [];
-  const ops = [];
-  let cur = "";
-  for (let i2 = 0; i2 < s.length; i2++) {
-    const c3 = s[i2];
-    if (c3 === "'") {
-      const end = s.indexOf("'", i2 + 1);
-      const to = end < 0 ? s.length - 1 : end;
-      cur += s.slice(i2, to + 1);
-      i2 = to;
-    } else if (c3 === '"') {
-      let j = i2 + 1;
-      for (; j < s.length && s[j] !== '"'; j++) if (s[j] === "\\") j++;
-      cur += s.slice(i2, j + 1);
-      i2 = j;
-    } else if (c3 === "\\") {
-      cur += s.slice(i2, i2 + 2);
-      i2++;
-    } else if (c3 === "<" || c3 === ">") {
-      const fd = /(?:^|\s)(\d+|&)$/.exec(cur)?.[1] ?? "";
-      cur = cur.slice(0, cur.length - fd.length);
-      let j = i2;
-      while (j < s.length && "<>&|".includes(s[j])) j++;
-      if (s[j] === "-" && s[j - 1] === "&") j++;
-      ops.push(fd + s.slice(i2, j));
-      texts.push(cur);
-      cur = "";
-      i2 = j - 1;
-    } else cur += c3;
-  }
-  texts.push(cur);
-  return { texts, ops };
-}
-var KEYWORDS;
-var init_shell = __esm({
-  "shared/shell.ts"() {
-    init_untrusted();
-    KEYWORDS = /* @__PURE__ */ new Set([
-      "if",
-      "then",
-      "else",
-      "elif",
-      "fi",
-      "for",
-      "while",
-      "until",
-      "do",
-      "done",
-      "case",
-      "esac",
-      "select",
-      "function",
-      "time",
-      "coproc",
-      "!",
-      "[[",
-      "]]",
-      "{",
-      "}"
-    ]);
-  }
-});
-
-// shared/permission.ts
-function rejectionMessage(ask, extra) {
-  const base2 = `The supervisor refused this ${ask.tool} request (${ask.what}). Do not retry it or work around it; continue without it, and report your outcome honestly.`;
-  return extra ? `${base2} Reason: ${extra}` : base2;
-}
-function terminalSafe(text) {
-  return text.replace(
-    /[\u0000-\u001f\u007f-\u009f]/g,
-    (c3) => c3 === "\n" ? "\\n" : c3 === "	" ? "\\t" : `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`
-  );
-}
-function grantOffer(ask) {
-  if (ask.kind !== "permission") return { ok: false, why: "a question is answered each time" };
-  const flag2 = ask.flags?.find((f) => f.kind !== "symlink");
-  if (flag2) return { ok: false, why: `the engine flagged it (${flag2.kind}): a flagged ask is decided each time` };
-  if (ask.what.length > SHOW_MAX) return { ok: false, why: `it is ${ask.what.length} characters long, over the ${SHOW_MAX} shown whole` };
-  if (ask.tool === "bash") {
-    const split = splitCommand(ask.what);
-    if (!split.ok) return { ok: false, why: `the command cannot be split into simple commands with certainty: ${split.why}` };
-    return { ok: true, patterns: [...new Set(split.commands)] };
-  }
-  if (!ask.what.trim()) return { ok: false, why: "it names nothing" };
-  if (hasHidden(ask.what)) return { ok: false, why: "it holds invisible or control characters" };
-  return { ok: true, patterns: [ask.what] };
-}
-function grantsFor(ask, grants) {
-  const offer = grantOffer(ask);
-  if (!offer.ok) return void 0;
-  const found = [];
-  for (const p of offer.patterns) {
-    const g = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p && x.expiredAt === void 0);
-    if (!g) return void 0;
-    found.push(g);
-  }
-  return found;
-}
-var DecidedBy, DecisionKind, QuestionItem, PermissionAsk, Decision, PolicyRule, Grant;
-var init_permission = __esm({
-  "shared/permission.ts"() {
-    init_zod();
-    init_shell();
-    init_untrusted();
-    DecidedBy = external_exports.object({
-      kind: external_exports.enum(["person", "mcp", "policy", "cli", "engine"]),
-      /** e.g. "gui", "claude-code", the policy rule's text, "--approve once". */
-      name: external_exports.string().max(200).optional()
-    });
-    DecisionKind = external_exports.enum(["once", "always", "reject"], {
-      error: 'decision must be "once", "always" or "reject"'
-    });
-    QuestionItem = external_exports.object({
-      question: external_exports.string(),
-      header: external_exports.string().optional(),
-      options: external_exports.array(external_exports.object({ label: external_exports.string(), description: external_exports.string().optional() })).default([]),
-      multiple: external_exports.boolean().optional()
-    });
-    PermissionAsk = external_exports.object({
-      id: external_exports.string(),
-      workerId: external_exports.string(),
-      sessionId: external_exports.string(),
-      kind: external_exports.enum(["permission", "question"]),
-      /** edit | bash | webfetch | external_directory | question | … (opencode's permission name). */
-      tool: external_exports.string(),
-      /** What is asked, in one line: the command, the path, the URL, or the question. */
-      what: external_exports.string(),
-      /** A bash command's folder (opencode's `workdir`) as the worker gave it; absent: the worker's own folder. */
-      workdir: external_exports.string().optional(),
-      diff: external_exports.string().optional(),
-      patterns: external_exports.array(external_exports.string()).default([]),
-      always: external_exports.array(external_exports.string()).default([]),
-      questions: external_exports.array(QuestionItem).optional(),
-      /** What the engine found before anyone decides: real paths (symlinks resolved) and what they touch. */
-      flags: external_exports.array(external_exports.object({ kind: external_exports.enum(["outside-workspace", "protected", "out-of-scope", "symlink"]), detail: external_exports.string() })).optional(),
-      createdAt: external_exports.number(),
-      status: external_exports.enum(["pending", "decided", "cancelled"]),
-      decision: DecisionKind.optional(),
-      by: DecidedBy.optional(),
-      message: external_exports.string().optional(),
-      decidedAt: external_exports.number().optional()
-    });
-    Decision = external_exports.object({
-      askId: external_exports.string().min(1, "askId is required (see pending_approvals)"),
-      decision: DecisionKind,
-      message: external_exports.string().max(4e3).optional(),
-      answers: external_exports.array(external_exports.array(external_exports.string())).optional()
-    });
-    PolicyRule = external_exports.object({
-      tool: external_exports.string().min(1),
-      /** A glob matched against what is asked (command, path, URL); "*" matches everything. */
-      pattern: external_exports.string().min(1),
-      decision: DecisionKind
-    });
-    Grant = external_exports.object({
-      id: external_exports.string(),
-      workerId: external_exports.string(),
-      tool: external_exports.string(),
-      /** One simple command (or the path / URL) matched exactly, as written: never a glob (see grantOffer). */
-      pattern: external_exports.string(),
-      askId: external_exports.string(),
-      by: DecidedBy,
-      createdAt: external_exports.number(),
-      /** When its worker's run ended (settled, stopped, failed): an expired grant answers nothing (shared/grants.ts). */
-      expiredAt: external_exports.number().optional()
-    });
-  }
-});
-
-// shared/verdict.ts
-function baselineWarning(b) {
-  if (!b?.passedOnBase.length) return null;
-  return `these checks already pass before any change: they prove nothing (${b.passedOnBase.join(", ")}) \u2014 give checks that fail on the untouched workspace`;
-}
-function countsAsBuilt(v) {
-  return !!v && v.verdict === "built" && v.scope.changedFiles.length > 0;
-}
-function reviewText(comments, message) {
-  const lines = [`Review of your change: ${comments.length} comment${comments.length === 1 ? "" : "s"}. Address each one.`];
-  if (message?.trim()) lines.push("", message.trim());
-  lines.push("");
-  for (const c3 of comments) lines.push(`- ${c3.file}${c3.line ? `:${c3.line}` : ""} \u2014 ${c3.body.trim()}`);
-  return lines.join("\n");
-}
-function parseClaim(text) {
-  const lines = text.split(/\r?\n/);
-  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
-    const m = OUTCOME_LINE.exec(lines[i2]);
-    if (m) return { claim: m[1].toLowerCase(), reason: m[2]?.trim() || null };
-  }
-  return { claim: null, reason: null };
-}
-var Outcome, ScopeResult, ChangeFlag, Verdict, Baseline, ReviewComment, RoundKind, Round, OUTCOME_LINE;
-var init_verdict = __esm({
-  "shared/verdict.ts"() {
-    init_zod();
-    init_check();
-    Outcome = external_exports.enum(["built", "honest-failure"]);
-    ScopeResult = external_exports.object({
-      passed: external_exports.boolean(),
-      violations: external_exports.array(external_exports.string()),
-      changedFiles: external_exports.array(external_exports.string()),
-      /** Changed files that decide what a check runs (test runner configuration, scripts, tool shadowing): each also a violation. */
-      checkConfig: external_exports.array(external_exports.string()).optional(),
-      /** The worker's files were over the snapshot caps (new files, bytes, one file's size): nothing was graded. Also a violation. */
-      snapshotCap: external_exports.string().optional()
-    });
-    ChangeFlag = external_exports.object({
-      path: external_exports.string(),
-      kind: external_exports.enum(["git-config", "symlink", "executable", "submodule", "tool-config"]),
-      detail: external_exports.string()
-    });
-    Verdict = external_exports.object({
-      verdict: Outcome,
-      /** What the worker's `OUTCOME:` line said; null when it gave none. */
-      claim: Outcome.nullable(),
-      claimReason: external_exports.string().nullable(),
-      honest: external_exports.boolean(),
-      checks: external_exports.array(CheckResult),
-      scope: ScopeResult,
-      gradedAt: external_exports.number(),
-      branch: external_exports.string().nullable(),
-      worktree: external_exports.string().nullable(),
-      /** The commit the checks ran on (made by the engine from the worker's files); merge takes exactly this one. */
-      commit: external_exports.string().nullable().default(null),
-      diffStat: external_exports.string(),
-      mergeHint: external_exports.string().nullable(),
-      /** Changes that need an explicit acceptance before they are merged (see ChangeFlag). */
-      flags: external_exports.array(ChangeFlag).optional(),
-      /**
-       * Why the verdict is what it is, when the checks alone do not say it: a worker that changed nothing showed nothing
-       * ("no change"), whatever its checks did on the untouched base. Null when the checks and scope say it all.
-       */
-      reason: external_exports.string().nullable().default(null),
-      /** A built change whose every check already passed on the base commit: built, but the checks prove nothing about it. */
-      weakEvidence: external_exports.boolean().default(false),
-      /** The files changed since the previous round's graded commit (rounds after the first); null for round 1. */
-      sincePrevious: external_exports.array(external_exports.string()).nullable().default(null),
-      /** What the checks cannot rule out (e.g. code that behaves differently when graded): said with every verdict. */
-      caveats: external_exports.array(external_exports.string()).optional(),
-      /** What bound the check runs' processes and memory as a whole, e.g. "cgroup v1 (pids, memory+swap)" or "prlimit only (…)". */
-      limits: external_exports.string().optional()
-    });
-    Baseline = external_exports.object({ passedOnBase: external_exports.array(external_exports.string()) });
-    ReviewComment = external_exports.object({
-      file: external_exports.string().trim().min(1, "a review comment needs `file`").max(1e3),
-      line: external_exports.number().int().positive().optional(),
-      body: external_exports.string().trim().min(1, "a review comment's `body` is empty").max(1e4)
-    });
-    RoundKind = external_exports.enum(["task", "continue", "review", "fix"]);
-    Round = external_exports.object({
-      round: external_exports.number().int().positive(),
-      kind: RoundKind,
-      /** The follow-up text (null for round 1: the task). */
-      message: external_exports.string().nullable(),
-      comments: external_exports.array(ReviewComment).default([]),
-      startedAt: external_exports.number(),
-      /** The follow-up reached the session (the worker ran in this round). */
-      ran: external_exports.boolean().default(false),
-      verdict: Outcome.nullable(),
-      claim: Outcome.nullable(),
-      honest: external_exports.boolean().nullable(),
-      commit: external_exports.string().nullable(),
-      reason: external_exports.string().nullable().default(null),
-      weakEvidence: external_exports.boolean().default(false),
-      /** Files changed since the previous round's commit. */
-      changed: external_exports.array(external_exports.string()).nullable().default(null),
-      gradedAt: external_exports.number().nullable()
-    });
-    OUTCOME_LINE = /^\s*\**\s*OUTCOME:\s*\**\s*(built|honest-failure)\b\s*(?:[—–-]+\s*(.*))?$/i;
-  }
-});
-
-// shared/worker.ts
-function taskKey(w, byId) {
-  let x = w;
-  for (let i2 = 0; x.retryOf && byId.has(x.retryOf) && i2 < 1e3; i2++) x = byId.get(x.retryOf);
-  return x.attempt?.groupId ?? x.id;
-}
-function summarizePart(part) {
-  if (part.kind === "tool") return `${part.tool ?? "tool"} ${part.status ?? ""}`.trim();
-  return (part.text ?? "").split("\n").find((l) => l.trim())?.slice(0, 160) ?? part.kind;
-}
-function newRound(round3, kind, message, comments, ts) {
-  return {
-    round: round3,
-    kind,
-    message,
-    comments,
-    startedAt: ts,
-    ran: false,
-    verdict: null,
-    claim: null,
-    honest: null,
-    commit: null,
-    reason: null,
-    weakEvidence: false,
-    changed: null,
-    gradedAt: null
-  };
-}
-function reduceWorker(w, e) {
-  if (e.type === "worker.created") {
-    return {
-      id: e.workerId,
-      spec: e.spec,
-      batchId: e.batchId,
-      targetId: e.targetId,
-      state: "queued",
-      stateReason: null,
-      createdAt: e.ts,
-      createdSeq: e.busSeq ?? 0,
-      updatedAt: e.ts,
-      startedAt: null,
-      endedAt: null,
-      sessionId: null,
-      worktree: null,
-      branch: null,
-      baseCommit: null,
-      baseBranch: null,
-      repo: e.spec.directory,
-      asks: [],
-      steers: [],
-      usage: { input: 0, output: 0, reasoning: 0, cost: 0 },
-      lastActivity: null,
-      currentTool: null,
-      stalled: false,
-      toolFailures: 0,
-      verdict: null,
-      baseline: null,
-      rounds: [newRound(1, "task", null, [], e.ts)],
-      merged: null,
-      reverted: null,
-      startFrom: e.startFrom ?? null,
-      taskId: e.taskId ?? null,
-      sandbox: e.sandbox ?? null,
-      endpoint: null,
-      grants: [],
-      discarded: false,
-      attempt: e.attempt ?? null,
-      retryOf: e.retryOf ?? null,
-      modelMs: 0,
-      modelSince: null,
-      lastSeq: e.seq
-    };
-  }
-  if (!w) throw new Error(`event ${e.type} for unknown worker ${e.workerId}`);
-  const next = { ...w, updatedAt: e.ts, lastSeq: e.seq };
-  switch (e.type) {
-    case "worker.state":
-      next.state = e.state;
-      next.stateReason = e.reason ?? null;
-      if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
-      next.endedAt = isAtRest(e.state) ? e.ts : null;
-      if (!isActive(e.state)) next.currentTool = null;
-      if (e.state === "running") next.stalled = false;
-      if (GRANT_ENDS.has(e.state) && w.grants.some((g) => g.expiredAt === void 0))
-        next.grants = w.grants.map((g) => g.expiredAt === void 0 ? { ...g, expiredAt: e.ts } : g);
-      if (e.state === "running" && w.rounds.length && !w.rounds.at(-1).ran) next.rounds = [...w.rounds.slice(0, -1), { ...w.rounds.at(-1), ran: true }];
-      break;
-    case "worker.workspace":
-      Object.assign(next, { worktree: e.worktree, branch: e.branch, baseCommit: e.baseCommit, baseBranch: e.baseBranch, repo: e.repo });
-      break;
-    case "worker.session":
-      next.sessionId = e.sessionId;
-      break;
-    case "worker.endpoint":
-      next.endpoint = e.url;
-      break;
-    case "ask.opened":
-      next.asks = [...w.asks.filter((a2) => a2.id !== e.ask.id), e.ask];
-      break;
-    case "ask.resolved":
-      next.asks = w.asks.map((a2) => a2.id === e.askId ? { ...a2, status: e.status, decision: e.decision, by: e.by, message: e.message, decidedAt: e.ts } : a2);
-      break;
-    case "steer.sent":
-      next.steers = [...w.steers, { text: e.text, ts: e.ts, by: e.by }];
-      break;
-    case "part":
-      next.lastActivity = { ts: e.ts, summary: summarizePart(e.part) };
-      next.stalled = false;
-      if (e.part.kind === "tool") next.currentTool = e.part.status === "running" || e.part.status === "pending" ? e.part.tool ?? null : null;
-      break;
-    case "usage":
-      next.usage = e.usage;
-      break;
-    case "stalled":
-      next.stalled = true;
-      break;
-    case "tool.failed":
-      next.toolFailures = w.toolFailures + 1;
-      break;
-    case "verdict": {
-      next.verdict = e.verdict;
-      const v = e.verdict;
-      const rounds = w.rounds ?? [];
-      const graded = {
-        verdict: v.verdict,
-        claim: v.claim,
-        honest: v.honest,
-        commit: v.commit,
-        reason: v.reason ?? null,
-        weakEvidence: v.weakEvidence ?? false,
-        changed: v.sincePrevious ?? null,
-        gradedAt: v.gradedAt
-      };
-      next.rounds = rounds.length ? [...rounds.slice(0, -1), { ...rounds.at(-1), ...graded }] : [{ round: 1, kind: "task", message: null, comments: [], startedAt: e.ts, ran: true, ...graded }];
-      break;
-    }
-    case "worker.baseline":
-      next.baseline = e.baseline;
-      break;
-    case "round.started":
-      next.verdict = null;
-      next.rounds = [...w.rounds ?? [], newRound(e.round, e.kind, e.message, e.comments ?? [], e.ts)];
-      break;
-    case "merged":
-      next.merged = { into: e.into, commit: e.commit };
-      break;
-    case "reverted":
-      next.reverted = { into: e.into, commit: e.commit };
-      break;
-    case "grant.added":
-      next.grants = [...w.grants.filter((g) => g.id !== e.grant.id), e.grant];
-      break;
-    case "grant.revoked":
-      next.grants = w.grants.filter((g) => g.id !== e.grantId);
-      break;
-    case "discarded":
-      next.discarded = true;
-      if (w.grants.some((g) => g.expiredAt === void 0)) next.grants = w.grants.map((g) => g.expiredAt === void 0 ? { ...g, expiredAt: e.ts } : g);
-      break;
-  }
-  const was = w.modelSince != null;
-  const is = onModel(next);
-  if (was && !is) {
-    next.modelMs = (w.modelMs ?? 0) + Math.max(0, e.ts - w.modelSince);
-    next.modelSince = null;
-  } else if (!was && is) next.modelSince = e.ts;
-  return next;
-}
-function workerTitle(spec2, max = 100) {
-  const t2 = spec2.title?.trim() || spec2.task.split("\n").find((l) => l.trim())?.trim() || "(untitled task)";
-  return t2.length <= max ? t2 : `${t2.slice(0, Math.max(0, max - 1))}\u2026`;
-}
-var WorkerState, AT_REST_STATES, ACTIVE_STATES, isAtRest, GRANT_ENDS, isActive, Glob, Budget, WorkerSpec, Usage, TranscriptPart, base, WorkerEvent, Worker, onModel, pendingAsks;
-var init_worker = __esm({
-  "shared/worker.ts"() {
-    init_zod();
-    init_attempt_ref();
-    init_check();
-    init_permission();
-    init_verdict();
-    WorkerState = external_exports.enum([
-      "queued",
-      "starting",
-      "running",
-      "waiting-approval",
-      "settled",
-      "grading",
-      "built",
-      "honest-failure",
-      "stopped",
-      "interrupted",
-      "error"
-    ]);
-    AT_REST_STATES = ["built", "honest-failure", "stopped", "interrupted", "error"];
-    ACTIVE_STATES = ["starting", "running", "waiting-approval"];
-    isAtRest = (s) => AT_REST_STATES.includes(s);
-    GRANT_ENDS = /* @__PURE__ */ new Set(["settled", "built", "honest-failure", "stopped", "error"]);
-    isActive = (s) => ACTIVE_STATES.includes(s);
-    Glob = external_exports.string().min(1).max(500);
-    Budget = external_exports.object({
-      wallSec: external_exports.number().positive().max(7 * 24 * 3600).optional(),
-      tokens: external_exports.number().int().positive().optional()
-    }).strict();
-    WorkerSpec = external_exports.object({
-      task: external_exports.string().trim().min(1, "the task is empty: say what the worker should do").max(1e5, "the task is over 100,000 characters: shorten it or point at a file"),
-      directory: external_exports.string().min(1, "directory is required").max(4096).refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), {
-        message: "directory must be an absolute path to a git repository"
-      }),
-      checks: external_exports.array(CheckSpec).max(100).default([]),
-      scope: external_exports.array(Glob).max(200).default([]),
-      protect: external_exports.array(Glob).max(200).default([]),
-      budget: Budget.default({}),
-      targetId: external_exports.string().optional(),
-      title: external_exports.string().max(200).optional(),
-      /**
-       * Fix rounds (opt-in): on honest-failure the engine continues the worker with the failing checks' names and trimmed
-       * output (never a check's source), at most this many times.
-       */
-      fixRounds: external_exports.number().int().min(0).max(10, "at most 10 fix rounds").optional()
-    });
-    Usage = external_exports.object({
-      input: external_exports.number(),
-      output: external_exports.number(),
-      reasoning: external_exports.number(),
-      cost: external_exports.number()
-    });
-    TranscriptPart = external_exports.object({
-      partId: external_exports.string(),
-      messageId: external_exports.string(),
-      kind: external_exports.enum(["text", "reasoning", "tool", "user"]),
-      text: external_exports.string().optional(),
-      tool: external_exports.string().optional(),
-      status: external_exports.string().optional(),
-      input: external_exports.unknown().optional(),
-      output: external_exports.string().optional(),
-      /** Characters cut from the middle of a long tool output (its head and tail are kept in `output`). */
-      outputCut: external_exports.number().int().optional(),
-      error: external_exports.string().optional()
-    });
-    base = { workerId: external_exports.string(), seq: external_exports.number().int(), ts: external_exports.number(), busSeq: external_exports.number().int().optional() };
-    WorkerEvent = external_exports.discriminatedUnion("type", [
-      external_exports.object({
-        ...base,
-        type: external_exports.literal("worker.created"),
-        spec: WorkerSpec,
-        batchId: external_exports.string().nullable(),
-        targetId: external_exports.string().nullable(),
-        /** How the worker is contained: "bwrap", or "none" when the person opted out of the sandbox. */
-        sandbox: external_exports.enum(["bwrap", "none"]).optional(),
-        /** The commit it starts from when not the repository's HEAD (a task after others: the base plus their graded commits). */
-        startFrom: external_exports.string().optional(),
-        /** Its task's name in its batch. */
-        taskId: external_exports.string().optional(),
-        /** One attempt of several at the same task (shared/attempts.ts). */
-        attempt: AttemptRef.optional(),
-        /** The worker whose task this one runs again (retry): it stays in that worker's batch, as the same task. */
-        retryOf: external_exports.string().optional()
-      }),
-      external_exports.object({ ...base, type: external_exports.literal("worker.state"), state: WorkerState, reason: external_exports.string().optional() }),
-      external_exports.object({
-        ...base,
-        type: external_exports.literal("worker.workspace"),
-        worktree: external_exports.string(),
-        branch: external_exports.string(),
-        baseCommit: external_exports.string(),
-        baseBranch: external_exports.string().nullable(),
-        repo: external_exports.string()
-      }),
-      external_exports.object({ ...base, type: external_exports.literal("worker.session"), sessionId: external_exports.string() }),
-      /** The endpoint of a pool target the worker runs on (it stays there unless that endpoint dies). */
-      external_exports.object({ ...base, type: external_exports.literal("worker.endpoint"), url: external_exports.string() }),
-      external_exports.object({ ...base, type: external_exports.literal("ask.opened"), ask: PermissionAsk }),
-      external_exports.object({
-        ...base,
-        type: external_exports.literal("ask.resolved"),
-        askId: external_exports.string(),
-        status: external_exports.enum(["decided", "cancelled"]),
-        decision: DecisionKind.optional(),
-        by: DecidedBy.optional(),
-        message: external_exports.string().optional()
-      }),
-      external_exports.object({ ...base, type: external_exports.literal("steer.sent"), text: external_exports.string(), by: DecidedBy }),
-      external_exports.object({ ...base, type: external_exports.literal("part"), part: TranscriptPart }),
-      external_exports.object({ ...base, type: external_exports.literal("usage"), usage: Usage }),
-      external_exports.object({ ...base, type: external_exports.literal("stalled"), idleSec: external_exports.number() }),
-      external_exports.object({ ...base, type: external_exports.literal("tool.failed"), tool: external_exports.string(), error: external_exports.string() }),
-      external_exports.object({ ...base, type: external_exports.literal("verdict"), verdict: Verdict }),
-      /** The held-back checks ran on the base commit (beside the worker's start): which already pass there. */
-      external_exports.object({ ...base, type: external_exports.literal("worker.baseline"), baseline: Baseline }),
-      /** A settled worker took a follow-up (continue, review, fix round): a new round begins in the same session. */
-      external_exports.object({
-        ...base,
-        type: external_exports.literal("round.started"),
-        round: external_exports.number().int().positive(),
-        kind: RoundKind,
-        message: external_exports.string(),
-        comments: external_exports.array(ReviewComment).default([]),
-        by: DecidedBy
-      }),
-      external_exports.object({ ...base, type: external_exports.literal("merged"), into: external_exports.string(), commit: external_exports.string() }),
-      /** The engine reverted its merge: `commit` is the revert commit on `into`. */
-      external_exports.object({ ...base, type: external_exports.literal("reverted"), into: external_exports.string(), commit: external_exports.string() }),
-      external_exports.object({ ...base, type: external_exports.literal("grant.added"), grant: Grant }),
-      external_exports.object({ ...base, type: external_exports.literal("grant.revoked"), grantId: external_exports.string(), by: DecidedBy }),
-      external_exports.object({ ...base, type: external_exports.literal("discarded"), by: DecidedBy })
-    ]);
-    Worker = external_exports.object({
-      id: external_exports.string(),
-      spec: WorkerSpec,
-      batchId: external_exports.string().nullable(),
-      targetId: external_exports.string().nullable(),
-      state: WorkerState,
-      stateReason: external_exports.string().nullable(),
-      createdAt: external_exports.number(),
-      /** The engine stream position of its creation: orders workers created in the same millisecond (a batch). */
-      createdSeq: external_exports.number().default(0),
-      updatedAt: external_exports.number(),
-      startedAt: external_exports.number().nullable(),
-      endedAt: external_exports.number().nullable(),
-      sessionId: external_exports.string().nullable(),
-      worktree: external_exports.string().nullable(),
-      branch: external_exports.string().nullable(),
-      baseCommit: external_exports.string().nullable(),
-      baseBranch: external_exports.string().nullable(),
-      repo: external_exports.string(),
-      asks: external_exports.array(PermissionAsk),
-      steers: external_exports.array(external_exports.object({ text: external_exports.string(), ts: external_exports.number(), by: DecidedBy })),
-      usage: Usage,
-      lastActivity: external_exports.object({ ts: external_exports.number(), summary: external_exports.string() }).nullable(),
-      currentTool: external_exports.string().nullable(),
-      stalled: external_exports.boolean(),
-      toolFailures: external_exports.number(),
-      /** The latest round's verdict (null while a round runs); every round's is in `rounds`. */
-      verdict: Verdict.nullable(),
-      /** Which held-back checks already pass on the base commit; null until they ran there. */
-      baseline: Baseline.nullable().default(null),
-      /** Round 1 is the task; each follow-up (continue, review, fix round) adds one, graded again from a fresh checkout. */
-      rounds: external_exports.array(Round).default([]),
-      merged: external_exports.object({ into: external_exports.string(), commit: external_exports.string() }).nullable(),
-      /** Its merge was reverted by the engine (the revert commit). */
-      reverted: external_exports.object({ into: external_exports.string(), commit: external_exports.string() }).nullable().default(null),
-      /** "bwrap" when the worker runs in the OS sandbox; "none" when the person opted out; null for workers from before. */
-      sandbox: external_exports.enum(["bwrap", "none"]).nullable().default(null),
-      /** The endpoint of its target it runs on (pool targets); null for single-endpoint targets. */
-      endpoint: external_exports.string().nullable().default(null),
-      grants: external_exports.array(Grant).default([]),
-      /** The commit it starts from when not the repository's HEAD (it comes after other tasks of its batch). */
-      startFrom: external_exports.string().nullable().default(null),
-      /** Its task's name in its batch (what `after` names), or null. */
-      taskId: external_exports.string().nullable().default(null),
-      /** Its workspace and branch were removed on request. */
-      discarded: external_exports.boolean().default(false),
-      /** Its attempt group when it is one of several attempts at one task (shared/attempts.ts); null otherwise. */
-      attempt: AttemptRef.nullable().default(null),
-      /** The worker whose task it runs again (a retry), or null. */
-      retryOf: external_exports.string().nullable().default(null),
-      /**
-       * Time on the model (ms): spent running with no ask waiting for a person. Queued, starting, waiting for a person,
-       * settled and grading time are not in it (shared/metrics.ts turns tokens over it into tok/s).
-       */
-      modelMs: external_exports.number().default(0),
-      /** Since when it is on the model now (running, no pending ask); null when it is not. */
-      modelSince: external_exports.number().nullable().default(null),
-      lastSeq: external_exports.number()
-    });
-    onModel = (w) => w.state === "running" && !w.asks.some((a2) => a2.status === "pending");
-    pendingAsks = (w) => w.asks.filter((a2) => a2.status === "pending");
-  }
-});
-
-// engine/net/bounded.ts
-async function readBounded(res, url2, maxBytes = ENDPOINT_MAX_BYTES) {
-  return (await readBoundedBytes(res, url2, maxBytes)).toString("utf8");
-}
-async function readBoundedBytes(res, url2, maxBytes = ENDPOINT_MAX_BYTES) {
-  const declared = Number(res.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    await res.body?.cancel().catch(() => void 0);
-    throw new BodyTooLarge(url2, maxBytes);
-  }
-  if (!res.body) return Buffer.alloc(0);
-  const reader = res.body.getReader();
-  const chunks = [];
-  let size = 0;
-  for (; ; ) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => void 0);
-      throw new BodyTooLarge(url2, maxBytes);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
-}
-async function readPrefix(res, maxBytes) {
-  if (!res.body) return Buffer.alloc(0);
-  const reader = res.body.getReader();
-  const chunks = [];
-  let size = 0;
-  while (size < maxBytes) {
-    const { done, value } = await reader.read();
-    if (done) return Buffer.concat(chunks);
-    chunks.push(value);
-    size += value.byteLength;
-  }
-  await reader.cancel().catch(() => void 0);
-  return Buffer.concat(chunks).subarray(0, maxBytes);
-}
-var ENDPOINT_MAX_BYTES, BodyTooLarge;
-var init_bounded = __esm({
-  "engine/net/bounded.ts"() {
-    ENDPOINT_MAX_BYTES = 4 * 1024 * 1024;
-    BodyTooLarge = class extends Error {
-      constructor(url2, maxBytes) {
-        super(
-          `the answer of ${url2} is larger than ${Math.round(maxBytes / 1024)} KiB: not read (a server answering this much is not one the engine can read safely)`
-        );
-        this.url = url2;
-        this.maxBytes = maxBytes;
-      }
-      url;
-      maxBytes;
-      code = "BODY_TOO_LARGE";
-    };
-  }
-});
-
-// engine/net/cause.ts
-function hostOf(url2) {
-  if (!url2) return null;
-  try {
-    return new URL(url2).host;
-  } catch {
-    return null;
-  }
-}
-function describeFetchError(e, url2) {
-  const err = e;
-  const msg = err?.message ?? String(e);
-  let c3 = err;
-  let code;
-  let inner;
-  for (let i2 = 0; c3 && i2 < 5; i2++) {
-    const x = c3;
-    if (typeof x.code === "string") code = x.code;
-    if (typeof x.message === "string" && x.message && x.message !== "fetch failed") inner = x.message;
-    if (typeof x.hostname === "string" && !url2) url2 = `http://${x.hostname}`;
-    c3 = x.cause ?? (Array.isArray(x.errors) ? x.errors[0] : void 0);
-  }
-  const isFetch = msg === "fetch failed" || /^fetch failed/.test(msg) || err?.name === "AbortError" || err?.name === "TimeoutError";
-  if (!isFetch && !(code && (CODES[code] || code.startsWith("UND_ERR")))) return msg;
-  const host = hostOf(url2);
-  const where = host ? `cannot reach ${host}` : "the request could not be made";
-  if (err?.name === "TimeoutError" || err?.name === "AbortError") return `${where}: it did not answer in time`;
-  if (code && CODES[code]) return `${where}: ${CODES[code]} [${code}]`;
-  if (code) return `${where}: ${inner ?? code} [${code}]`;
-  return `${where}: ${inner ?? "the connection failed before any answer"}`;
-}
-var CODES;
-var init_cause = __esm({
-  "engine/net/cause.ts"() {
-    CODES = {
-      ENOTFOUND: "its name does not resolve (DNS): no network, a typo in the host, or a proxy-only network",
-      EAI_AGAIN: "its name could not be resolved right now (DNS): no network or a DNS outage",
-      ECONNREFUSED: "nothing listens there (connection refused)",
-      ECONNRESET: "the connection was cut (reset by the other end or a proxy)",
-      ETIMEDOUT: "it did not answer in time (connection timed out)",
-      UND_ERR_CONNECT_TIMEOUT: "it did not answer in time (connection timed out)",
-      UND_ERR_HEADERS_TIMEOUT: "it accepted the connection but sent no answer in time",
-      UND_ERR_SOCKET: "the connection broke while talking to it",
-      EHOSTUNREACH: "the host cannot be reached (no route)",
-      ENETUNREACH: "the network is unreachable (offline?)",
-      CERT_HAS_EXPIRED: "its TLS certificate has expired",
-      DEPTH_ZERO_SELF_SIGNED_CERT: "its TLS certificate is self-signed (not trusted)",
-      SELF_SIGNED_CERT_IN_CHAIN: "its TLS certificate chain is not trusted (a proxy that inspects TLS? set NODE_EXTRA_CA_CERTS)",
-      UNABLE_TO_VERIFY_LEAF_SIGNATURE: "its TLS certificate cannot be verified (a proxy that inspects TLS? set NODE_EXTRA_CA_CERTS)",
-      ERR_TLS_CERT_ALTNAME_INVALID: "its TLS certificate is for another host name"
-    };
-  }
-});
-
-// engine/net/parse.ts
-import os from "node:os";
-import { threadId as mainThreadId, Worker as Worker2 } from "node:worker_threads";
-function reduceBody(text, job2) {
-  if (job2.kind === "metrics") {
-    const family = /^vllm:/m.test(text) ? "vllm" : /^sglang:/m.test(text) ? "sglang" : null;
-    const values = {};
-    for (const name of job2.names) {
-      const m = new RegExp(`^${name.replace(/[^A-Za-z0-9_]/g, "\\$&")}(?:\\{[^}\\n]*\\})?[ \\t]+([0-9.eE+-]+)`, "m").exec(text);
-      values[name] = m ? Number(m[1]) : null;
-    }
-    return { family, values };
-  }
-  let value;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (job2.kind === "slots") {
-    if (!Array.isArray(value) || !value.length) return null;
-    let busy = 0;
-    for (const s of value) if (s && (s.is_processing ?? s.state === 1)) busy++;
-    return { total: value.length, busy };
-  }
-  if (value === void 0) return null;
-  if (!job2.keep) return value;
-  const pick4 = (v, k) => {
-    if (k === true) return v;
-    if (Array.isArray(k)) return Array.isArray(v) ? v.map((e) => pick4(e, k[0])) : void 0;
-    if (v === null || typeof v !== "object" || Array.isArray(v)) return void 0;
-    const out = {};
-    for (const key of Object.keys(k)) if (Object.hasOwn(v, key)) out[key] = pick4(v[key], k[key]);
-    return out;
-  };
-  return pick4(value, job2.keep) ?? null;
-}
-async function parseBody(bytes, job2) {
-  if (bytes.byteLength <= PARSE_INLINE_MAX) {
-    parseStats.inline++;
-    return reduceBody(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"), job2);
-  }
-  return pool.parse(bytes, job2);
-}
-async function readJsonBounded(res, url2, maxBytes = ENDPOINT_MAX_BYTES) {
-  return await parseBody(await readBoundedBytes(res, url2, maxBytes), { kind: "json" });
-}
-var PARSE_INLINE_MAX, WORKER_SOURCE, parseStats, ParsePool, pool;
-var init_parse3 = __esm({
-  "engine/net/parse.ts"() {
-    init_bounded();
-    PARSE_INLINE_MAX = 256 * 1024;
-    WORKER_SOURCE = `
-const { parentPort, threadId } = require("node:worker_threads");
-const reduceBody = ${reduceBody.toString()};
-parentPort.on("message", ({ id, bytes, job }) => {
-  try {
-    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
-    parentPort.postMessage({ id, ok: true, value: reduceBody(text, job), threadId });
-  } catch (e) {
-    parentPort.postMessage({ id, ok: false, error: String((e && e.message) || e), threadId });
-  }
-});
-`;
-    parseStats = { inline: 0, offThread: 0, lastThreadId: mainThreadId };
-    ParsePool = class {
-      constructor(size) {
-        this.size = size;
-      }
-      size;
-      threads = [];
-      seq = 0;
-      waiting = /* @__PURE__ */ new Map();
-      parse(bytes, job2) {
-        const slot = this.pick();
-        const id2 = ++this.seq;
-        return new Promise((resolve, reject) => {
-          this.waiting.set(id2, { resolve, reject, slot });
-          if (slot.busy++ === 0) slot.worker.ref();
-          const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-          const data = own ? bytes : Uint8Array.prototype.slice.call(bytes);
-          slot.worker.postMessage({ id: id2, bytes: data, job: job2 }, [data.buffer]);
-        });
-      }
-      pick() {
-        const idle = this.threads.find((t2) => t2.busy === 0);
-        if (idle) return idle;
-        if (this.threads.length < this.size) return this.start();
-        return this.threads.reduce((a2, b) => b.busy < a2.busy ? b : a2);
-      }
-      start() {
-        const worker = new Worker2(WORKER_SOURCE, { eval: true, name: "ocw parse", resourceLimits: { maxOldGenerationSizeMb: 512 } });
-        const slot = { worker, busy: 0 };
-        worker.unref();
-        worker.on("message", (m) => {
-          const p = this.waiting.get(m.id);
-          if (!p) return;
-          this.waiting.delete(m.id);
-          if (--slot.busy === 0) worker.unref();
-          parseStats.offThread++;
-          parseStats.lastThreadId = m.threadId;
-          if (m.ok) p.resolve(m.value);
-          else p.reject(new Error(`the answer could not be parsed: ${m.error}`));
-        });
-        const lost = (why) => {
-          const i2 = this.threads.indexOf(slot);
-          if (i2 < 0) return;
-          this.threads.splice(i2, 1);
-          for (const [id2, p] of this.waiting) {
-            if (p.slot !== slot) continue;
-            this.waiting.delete(id2);
-            p.reject(new Error(`the engine's parse thread ${why}`));
-          }
-        };
-        worker.on("error", (e) => lost(`failed: ${e.message}`));
-        worker.on("exit", (code) => lost(`exited (${code})`));
-        this.threads.push(slot);
-        return slot;
-      }
-    };
-    pool = new ParsePool(Math.max(1, Math.min(2, os.availableParallelism() - 1)));
-  }
-});
-
-// engine/net/sse.ts
-async function* sseData(body) {
-  const decoder = new TextDecoder();
-  let buf = "";
-  let data = [];
-  for await (const chunk of body) {
-    buf += decoder.decode(chunk, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, nl).replace(/\r$/, "");
-      buf = buf.slice(nl + 1);
-      if (line === "") {
-        if (data.length) yield data.join("\n");
-        data = [];
-      } else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
-    }
-  }
-  if (buf.startsWith("data:")) data.push(buf.slice(5).trimStart());
-  if (data.length) yield data.join("\n");
-}
-var init_sse = __esm({
-  "engine/net/sse.ts"() {
-  }
-});
-
-// engine/net/index.ts
-var init_net = __esm({
-  "engine/net/index.ts"() {
-    init_bounded();
-    init_cause();
-    init_parse3();
-    init_sse();
-  }
-});
-
 // engine/config.ts
 function config2(env2 = process.env) {
   return ConfigSchema.parse(env2);
@@ -17913,31 +16595,9 @@ var init_config = __esm({
   }
 });
 
-// engine/store/json-file.ts
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import path from "node:path";
-function readJson(file3, fallback) {
-  try {
-    return JSON.parse(readFileSync(file3, "utf8"));
-  } catch (err) {
-    if (err.code === "ENOENT") return fallback;
-    throw new Error(`cannot read ${file3}: ${err.message}. Fix or remove the file.`);
-  }
-}
-function writeJsonAtomic(file3, value, mode = 384) {
-  mkdirSync(path.dirname(file3), { recursive: true, mode: 448 });
-  const tmp = `${file3}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(value, null, 2) + "\n", { mode });
-  renameSync(tmp, file3);
-}
-var init_json_file = __esm({
-  "engine/store/json-file.ts"() {
-  }
-});
-
 // node_modules/env-paths/index.js
-import path2 from "node:path";
-import os2 from "node:os";
+import path from "node:path";
+import os from "node:os";
 import process2 from "node:process";
 function envPaths(name, { suffix = "nodejs" } = {}) {
   if (typeof name !== "string") {
@@ -17957,203 +16617,58 @@ function envPaths(name, { suffix = "nodejs" } = {}) {
 var homedir, tmpdir, env, macos, windows, linux;
 var init_env_paths = __esm({
   "node_modules/env-paths/index.js"() {
-    homedir = os2.homedir();
-    tmpdir = os2.tmpdir();
+    homedir = os.homedir();
+    tmpdir = os.tmpdir();
     ({ env } = process2);
     macos = (name) => {
-      const library = path2.join(homedir, "Library");
+      const library = path.join(homedir, "Library");
       return {
-        data: path2.join(library, "Application Support", name),
-        config: path2.join(library, "Preferences", name),
-        cache: path2.join(library, "Caches", name),
-        log: path2.join(library, "Logs", name),
-        temp: path2.join(tmpdir, name)
+        data: path.join(library, "Application Support", name),
+        config: path.join(library, "Preferences", name),
+        cache: path.join(library, "Caches", name),
+        log: path.join(library, "Logs", name),
+        temp: path.join(tmpdir, name)
       };
     };
     windows = (name) => {
-      const appData = env.APPDATA || path2.join(homedir, "AppData", "Roaming");
-      const localAppData = env.LOCALAPPDATA || path2.join(homedir, "AppData", "Local");
+      const appData = env.APPDATA || path.join(homedir, "AppData", "Roaming");
+      const localAppData = env.LOCALAPPDATA || path.join(homedir, "AppData", "Local");
       return {
         // Data/config/cache/log are invented by me as Windows isn't opinionated about this
-        data: path2.join(localAppData, name, "Data"),
-        config: path2.join(appData, name, "Config"),
-        cache: path2.join(localAppData, name, "Cache"),
-        log: path2.join(localAppData, name, "Log"),
-        temp: path2.join(tmpdir, name)
+        data: path.join(localAppData, name, "Data"),
+        config: path.join(appData, name, "Config"),
+        cache: path.join(localAppData, name, "Cache"),
+        log: path.join(localAppData, name, "Log"),
+        temp: path.join(tmpdir, name)
       };
     };
     linux = (name) => {
-      const username = path2.basename(homedir);
+      const username = path.basename(homedir);
       return {
-        data: path2.join(env.XDG_DATA_HOME || path2.join(homedir, ".local", "share"), name),
-        config: path2.join(env.XDG_CONFIG_HOME || path2.join(homedir, ".config"), name),
-        cache: path2.join(env.XDG_CACHE_HOME || path2.join(homedir, ".cache"), name),
+        data: path.join(env.XDG_DATA_HOME || path.join(homedir, ".local", "share"), name),
+        config: path.join(env.XDG_CONFIG_HOME || path.join(homedir, ".config"), name),
+        cache: path.join(env.XDG_CACHE_HOME || path.join(homedir, ".cache"), name),
         // https://wiki.debian.org/XDGBaseDirectorySpecification#state
-        log: path2.join(env.XDG_STATE_HOME || path2.join(homedir, ".local", "state"), name),
-        temp: path2.join(tmpdir, username, name)
+        log: path.join(env.XDG_STATE_HOME || path.join(homedir, ".local", "state"), name),
+        temp: path.join(tmpdir, username, name)
       };
     };
   }
 });
 
 // engine/store/paths.ts
-import { mkdirSync as mkdirSync2 } from "node:fs";
-import path3 from "node:path";
+import { mkdirSync } from "node:fs";
+import path2 from "node:path";
 function stateDir(env2 = process.env) {
   const configured = config2(env2).OCW_STATE_DIR;
-  const dir = configured ? path3.resolve(configured) : envPaths("opencode-worker", { suffix: "" }).data;
-  mkdirSync2(dir, { recursive: true, mode: 448 });
+  const dir = configured ? path2.resolve(configured) : envPaths("opencode-worker", { suffix: "" }).data;
+  mkdirSync(dir, { recursive: true, mode: 448 });
   return dir;
 }
 var init_paths = __esm({
   "engine/store/paths.ts"() {
     init_env_paths();
     init_config();
-  }
-});
-
-// engine/store/targets.ts
-import path4 from "node:path";
-var TargetStore;
-var init_targets = __esm({
-  "engine/store/targets.ts"() {
-    init_target();
-    init_json_file();
-    init_paths();
-    TargetStore = class {
-      constructor(file3 = path4.join(stateDir(), "targets.json")) {
-        this.file = file3;
-      }
-      file;
-      load() {
-        const raw2 = readJson(this.file, { active: null, targets: [] });
-        return { active: raw2.active ?? null, targets: (raw2.targets ?? []).map((t2) => Target.parse(t2)) };
-      }
-      list() {
-        return this.load();
-      }
-      get(id2) {
-        return this.load().targets.find((t2) => t2.id === id2);
-      }
-      active() {
-        const f = this.load();
-        return f.targets.find((t2) => t2.id === f.active);
-      }
-      /** Saves (replacing a target with the same id); makes it active when `activate`. */
-      save(target, activate = false) {
-        const parsed = Target.parse(target);
-        const f = this.load();
-        f.targets = [...f.targets.filter((t2) => t2.id !== parsed.id), parsed];
-        if (activate) f.active = parsed.id;
-        writeJsonAtomic(this.file, f);
-        return parsed;
-      }
-      /** Deletes a target (no longer active if it was). Throws when there is none by that id. */
-      remove(id2) {
-        const f = this.load();
-        if (!f.targets.some((t2) => t2.id === id2)) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
-        f.targets = f.targets.filter((t2) => t2.id !== id2);
-        if (f.active === id2) f.active = null;
-        writeJsonAtomic(this.file, f);
-        return { active: f.active };
-      }
-      use(id2) {
-        const f = this.load();
-        const t2 = f.targets.find((x) => x.id === id2);
-        if (!t2) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
-        f.active = id2;
-        writeJsonAtomic(this.file, f);
-        return t2;
-      }
-    };
-  }
-});
-
-// engine/store/worker-log.ts
-import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync as mkdirSync3, openSync, readdirSync, readFileSync as readFileSync2, rmSync, writeSync } from "node:fs";
-import path5 from "node:path";
-var WorkerLogStore;
-var init_worker_log = __esm({
-  "engine/store/worker-log.ts"() {
-    init_worker();
-    WorkerLogStore = class {
-      constructor(root2) {
-        this.root = root2;
-        mkdirSync3(root2, { recursive: true, mode: 448 });
-      }
-      root;
-      broken = /* @__PURE__ */ new Set();
-      file(workerId) {
-        return path5.join(this.root, workerId, "events.jsonl");
-      }
-      dir(workerId) {
-        return path5.join(this.root, workerId);
-      }
-      /**
-       * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
-       * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
-       */
-      append(event) {
-        const file3 = this.file(event.workerId);
-        const prefix = this.broken.has(file3) ? "\n" : "";
-        const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
-        let madeDir;
-        let fd;
-        let size = 0;
-        try {
-          madeDir = mkdirSync3(path5.dirname(file3), { recursive: true, mode: 448 });
-          fd = openSync(file3, "a", 384);
-          size = fstatSync(fd).size;
-          for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
-          this.broken.delete(file3);
-        } catch (err) {
-          this.cutBack(file3, fd, size, madeDir);
-          const code = err.code;
-          const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
-          throw new Error(`cannot append to ${file3} (${code ?? err.message}): ${hint}`);
-        } finally {
-          if (fd !== void 0) closeSync(fd);
-        }
-      }
-      cutBack(file3, fd, size, madeDir) {
-        try {
-          if (fd !== void 0) ftruncateSync(fd, size);
-          if (madeDir && size === 0) rmSync(madeDir, { recursive: true, force: true });
-        } catch {
-          this.broken.add(file3);
-        }
-      }
-      load(workerId) {
-        const file3 = this.file(workerId);
-        if (!existsSync(file3)) return { workerId, events: [], skipped: 0 };
-        const events = [];
-        let skipped = 0;
-        for (const line of readFileSync2(file3, "utf8").split("\n")) {
-          if (!line.trim()) continue;
-          try {
-            const parsed = WorkerEvent.safeParse(JSON.parse(line));
-            if (parsed.success) events.push(parsed.data);
-            else skipped++;
-          } catch {
-            skipped++;
-          }
-        }
-        return { workerId, events, skipped };
-      }
-      list() {
-        return readdirSync(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync(path5.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
-      }
-    };
-  }
-});
-
-// engine/store/index.ts
-var init_store = __esm({
-  "engine/store/index.ts"() {
-    init_json_file();
-    init_paths();
-    init_targets();
-    init_worker_log();
   }
 });
 
@@ -18256,18 +16771,18 @@ var init_errors4 = __esm({
 
 // engine/serving/keys.ts
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync as mkdirSync4, readFileSync as readFileSync3, rmSync as rmSync2, statSync, writeFileSync as writeFileSync2 } from "node:fs";
+import { chmodSync, mkdirSync as mkdirSync2, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import path6 from "node:path";
+import path3 from "node:path";
 function generateKey() {
   return `ocw-${randomBytes(24).toString("base64url")}`;
 }
 function keyFilePath(targetId, dir = stateDir()) {
-  return path6.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
+  return path3.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
 }
 function storeKey(file3, key) {
-  mkdirSync4(path6.dirname(file3), { recursive: true, mode: 448 });
-  writeFileSync2(file3, key + "\n", { mode: 384 });
+  mkdirSync2(path3.dirname(file3), { recursive: true, mode: 448 });
+  writeFileSync(file3, key + "\n", { mode: 384 });
   chmodSync(file3, 384);
 }
 function readKey(file3) {
@@ -18280,7 +16795,7 @@ function readKey(file3) {
       "unavailable"
     );
   }
-  return readFileSync3(file3, "utf8").trim();
+  return readFileSync(file3, "utf8").trim();
 }
 function osKeychain() {
   if (backendOverride !== void 0) return backendOverride;
@@ -18305,14 +16820,14 @@ function osKeychain() {
   return keychain;
 }
 function apiKeyFilePath(targetId, dir = stateDir()) {
-  return path6.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.api-key`);
+  return path3.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.api-key`);
 }
 function storeApiKey(targetId, key, dir = stateDir()) {
   const k = osKeychain();
   if (k) {
     try {
       k.set(`target:${targetId}`, key);
-      rmSync2(apiKeyFilePath(targetId, dir), { force: true });
+      rmSync(apiKeyFilePath(targetId, dir), { force: true });
       return { keyStore: "keychain", keyFile: null };
     } catch {
     }
@@ -18326,7 +16841,7 @@ function forgetApiKey(targetId, dir = stateDir()) {
     osKeychain()?.delete(`target:${targetId}`);
   } catch {
   }
-  rmSync2(apiKeyFilePath(targetId, dir), { force: true });
+  rmSync(apiKeyFilePath(targetId, dir), { force: true });
 }
 function resolveKey(t2, env2 = process.env) {
   if (t2.keyStore === "keychain" && t2.id) {
@@ -18361,23 +16876,182 @@ var SERVICE, keychain, backendOverride;
 var init_keys = __esm({
   "engine/serving/keys.ts"() {
     init_config();
-    init_store();
+    init_paths();
     init_errors4();
     SERVICE = "opencode-worker";
   }
 });
 
+// engine/net/bounded.ts
+async function readBounded(res, url2, maxBytes = ENDPOINT_MAX_BYTES) {
+  const declared = Number(res.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await res.body?.cancel().catch(() => void 0);
+    throw new BodyTooLarge(url2, maxBytes);
+  }
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (; ; ) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => void 0);
+      throw new BodyTooLarge(url2, maxBytes);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+var ENDPOINT_MAX_BYTES, BodyTooLarge;
+var init_bounded = __esm({
+  "engine/net/bounded.ts"() {
+    ENDPOINT_MAX_BYTES = 4 * 1024 * 1024;
+    BodyTooLarge = class extends Error {
+      constructor(url2, maxBytes) {
+        super(
+          `the answer of ${url2} is larger than ${Math.round(maxBytes / 1024)} KiB: not read (a server answering this much is not one the engine can read safely)`
+        );
+        this.url = url2;
+        this.maxBytes = maxBytes;
+      }
+      url;
+      maxBytes;
+      code = "BODY_TOO_LARGE";
+    };
+  }
+});
+
+// shared/cost.ts
+function priceFromListing(m) {
+  const o2 = m ?? {};
+  const p = o2.pricing;
+  if (!p || typeof p !== "object") return null;
+  const num4 = (v) => typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" ? Number(v) : Number.NaN;
+  const perToken = [num4(p.prompt), num4(p.completion)];
+  if (perToken.every((x) => Number.isFinite(x) && x >= 0)) return clean(perToken[0] * 1e6, perToken[1] * 1e6);
+  const perM = [num4(p.input), num4(p.output)];
+  if (perM.every((x) => Number.isFinite(x) && x >= 0)) return clean(perM[0], perM[1]);
+  return null;
+}
+function clean(i2, o2) {
+  const r = (x) => Math.round(x * 1e6) / 1e6;
+  const parsed = Price.safeParse({ inputPerMTok: r(i2), outputPerMTok: r(o2) });
+  return parsed.success ? parsed.data : null;
+}
+var Price;
+var init_cost = __esm({
+  "shared/cost.ts"() {
+    init_zod();
+    Price = external_exports.object({
+      inputPerMTok: external_exports.number().nonnegative().max(1e4),
+      outputPerMTok: external_exports.number().nonnegative().max(1e4)
+    }).strict();
+  }
+});
+
+// shared/target.ts
+function benchText(b) {
+  const f = (x) => x === null ? "?" : String(Math.round(x));
+  return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${b.warning ? ` \u2014 ${b.warning}` : ""}`;
+}
+function targetSlug(target) {
+  const raw2 = [target.model, target.quant].filter(Boolean).join("-");
+  return raw2.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "target";
+}
+var EnvVarName, ServingEngine, ServingEndpoint, TargetCheck, TargetBench, Target;
+var init_target = __esm({
+  "shared/target.ts"() {
+    init_zod();
+    init_cost();
+    EnvVarName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
+    ServingEngine = external_exports.enum(["llama.cpp", "vllm", "sglang", "ollama", "capture", "api", "scripted"]);
+    ServingEndpoint = external_exports.object({
+      url: external_exports.string().url(),
+      slots: external_exports.number().int().positive()
+    });
+    TargetCheck = external_exports.object({
+      /**
+       * `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). `reasoning`: the
+       * model's thinking stays out of `content` (a server without the family's reasoning parser returns `<think>…</think>`
+       * as the answer).
+       */
+      name: external_exports.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools", "reasoning"]),
+      passed: external_exports.boolean(),
+      evidence: external_exports.string()
+    });
+    TargetBench = external_exports.object({
+      at: external_exports.string(),
+      /** Wall time the benchmark took, seconds. */
+      sec: external_exports.number().nonnegative(),
+      /** Prompt tokens per request (the prefill measured), completion tokens asked per request. */
+      promptTokens: external_exports.number().int().nonnegative().nullable(),
+      maxTokens: external_exports.number().int().positive(),
+      /** One stream alone: prompt processing and generation, tokens/s. */
+      prefillTps1: external_exports.number().nonnegative().nullable(),
+      decodeTps1: external_exports.number().nonnegative().nullable(),
+      /** `slots` streams at once: generation tokens/s of all of them together, and of one stream (what a worker gets). */
+      slots: external_exports.number().int().positive(),
+      decodeTpsN: external_exports.number().nonnegative().nullable(),
+      decodeTpsPerStreamN: external_exports.number().nonnegative().nullable(),
+      /** Prompt processing of one stream while the others run, tokens/s. */
+      prefillTpsN: external_exports.number().nonnegative().nullable(),
+      /** Where the figures come from: the server's own timings, or the client's clock on the stream. */
+      source: external_exports.enum(["timings", "stream"]),
+      requests: external_exports.number().int().nonnegative(),
+      failed: external_exports.number().int().nonnegative(),
+      warning: external_exports.string().nullable()
+    });
+    Target = external_exports.object({
+      id: external_exports.string().min(1),
+      model: external_exports.string().min(1),
+      quant: external_exports.string().nullable().optional(),
+      /** OpenAI-compatible base URL, ending in /v1. */
+      endpoint: external_exports.string().url(),
+      /** Environment variable that holds the endpoint's key; null when the endpoint needs none. */
+      keyRef: EnvVarName.nullable().optional(),
+      /** Managed servers: path of the 0600 file in the state dir that holds the generated key (handed out via `keyRef`). */
+      keyFile: external_exports.string().nullable().optional(),
+      /** "keychain": the key a person typed in is in the OS keychain (engine/serving/keys.ts), under this target's id. */
+      keyStore: external_exports.enum(["keychain"]).nullable().optional(),
+      contextLimit: external_exports.number().int().positive().optional(),
+      outputLimit: external_exports.number().int().positive().optional(),
+      serving: external_exports.object({
+        engine: ServingEngine,
+        endpoints: external_exports.array(ServingEndpoint).default([]),
+        slots: external_exports.number().int().positive(),
+        perSlotCtx: external_exports.number().int().positive().nullable().optional(),
+        /**
+         * How long a model request may go without a byte from the server before it is given up (modelSilenceMs): a server
+         * of one's own sends nothing while it processes a long prompt, minutes on a CPU. Default: 1800 s for one's own
+         * server, 300 s (opencode's own) for an API provider.
+         */
+        silenceSec: external_exports.number().int().positive().max(24 * 3600).optional()
+      }),
+      outcome: external_exports.enum(["built", "underpowered", "cannot-build"]).optional(),
+      verifiedAt: external_exports.string().nullable().optional(),
+      checks: external_exports.array(TargetCheck).default([]),
+      /** The benchmark after setup (absent: none ran — a provider, an older ocw, OCW_SETUP_BENCH_SEC=0). */
+      bench: TargetBench.nullable().optional(),
+      /** API targets: dollars per million tokens (from the provider's model list or set by the person); costs use it. */
+      price: Price.nullable().optional()
+    });
+  }
+});
+
 // engine/paths.ts
-import { existsSync as existsSync2 } from "node:fs";
-import path7 from "node:path";
+import { existsSync } from "node:fs";
+import path4 from "node:path";
 import { fileURLToPath } from "node:url";
 function projectRoot() {
   const configured = config2().OCW_ROOT;
   if (configured) return configured;
-  let dir = path7.dirname(fileURLToPath(import.meta.url));
+  let dir = path4.dirname(fileURLToPath(import.meta.url));
   for (let i2 = 0; i2 < 6; i2++) {
-    if (existsSync2(path7.join(dir, "protocol")) && existsSync2(path7.join(dir, "package.json"))) return dir;
-    dir = path7.dirname(dir);
+    if (existsSync(path4.join(dir, "protocol")) && existsSync(path4.join(dir, "package.json"))) return dir;
+    dir = path4.dirname(dir);
   }
   throw new Error("cannot find the opencode-worker root (protocol/ and package.json); set OCW_ROOT");
 }
@@ -18886,7 +17560,7 @@ var require_cross_spawn = __commonJS({
 
 // engine/process/process.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { readdirSync as readdirSync4, readFileSync as readFileSync7, writeFileSync as writeFileSync6 } from "node:fs";
+import { readdirSync as readdirSync3, readFileSync as readFileSync5, writeFileSync as writeFileSync5 } from "node:fs";
 function signalablePid(pid) {
   return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
 }
@@ -18894,7 +17568,7 @@ function processStartTime(pid) {
   if (!Number.isInteger(pid) || pid <= 0) return null;
   if (process.platform === "linux") {
     try {
-      const stat = readFileSync7(`/proc/${pid}/stat`, "utf8");
+      const stat = readFileSync5(`/proc/${pid}/stat`, "utf8");
       const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       return rest[19] ?? null;
     } catch {
@@ -18936,10 +17610,10 @@ function childPids(pid) {
   if (!pid || process.platform !== "linux") return [];
   const out = [];
   try {
-    for (const d of readdirSync4("/proc")) {
+    for (const d of readdirSync3("/proc")) {
       if (!/^\d+$/.test(d)) continue;
       try {
-        const stat = readFileSync7(`/proc/${d}/stat`, "utf8");
+        const stat = readFileSync5(`/proc/${d}/stat`, "utf8");
         const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
         if (ppid === pid) out.push(Number(d));
       } catch {
@@ -18982,12 +17656,12 @@ async function stopPid(who, graceMs = 5e3) {
   return !alive2(who);
 }
 function writePidFile(file3, pid) {
-  writeFileSync6(file3, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
+  writeFileSync5(file3, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
 }
 function readPidFile(file3) {
   let text;
   try {
-    text = readFileSync7(file3, "utf8").trim();
+    text = readFileSync5(file3, "utf8").trim();
   } catch {
     return null;
   }
@@ -19029,287 +17703,25 @@ var init_process = __esm({
   }
 });
 
-// engine/process/run.ts
-import { Worker as Worker3 } from "node:worker_threads";
-function losslessUtf8(buf) {
-  const whole = buf.toString("utf8");
-  if (!whole.includes("\uFFFD")) return whole;
-  let out = "";
-  let start = 0;
-  for (let i2 = 0; i2 <= buf.length; i2++) {
-    if (i2 < buf.length && buf[i2] !== 10 && buf[i2] !== 0) continue;
-    const seg = buf.subarray(start, i2);
-    let valid = true;
-    try {
-      new TextDecoder("utf-8", { fatal: true }).decode(seg);
-    } catch {
-      valid = false;
-    }
-    if (valid) out += seg.toString("utf8");
-    else {
-      let j = 0;
-      while (j < seg.length) {
-        const c3 = seg[j];
-        let n2 = c3 < 128 ? 1 : c3 >= 194 && c3 <= 223 ? 2 : c3 >= 224 && c3 <= 239 ? 3 : c3 >= 240 && c3 <= 244 ? 4 : 0;
-        if (n2 > 1) {
-          if (j + n2 > seg.length) n2 = 0;
-          for (let k = 1; n2 && k < n2; k++) if ((seg[j + k] & 192) !== 128) n2 = 0;
-          const d = seg[j + 1];
-          if (n2 && (c3 === 224 && d < 160 || c3 === 237 && d >= 160 || c3 === 240 && d < 144 || c3 === 244 && d >= 144)) n2 = 0;
-        }
-        if (n2) {
-          out += seg.subarray(j, j + n2).toString("utf8").replace(/\\/g, "\\\\");
-          j += n2;
-        } else {
-          out += "\\x" + c3.toString(16).padStart(2, "0");
-          j++;
-        }
-      }
-    }
-    if (i2 < buf.length) out += String.fromCharCode(buf[i2]);
-    start = i2 + 1;
-  }
-  return out;
-}
-function definedOnly(env2) {
-  const out = {};
-  for (const [k, v] of Object.entries(env2)) if (v !== void 0) out[k] = v;
-  return out;
-}
-function runCommand(file3, args, opts) {
-  return thread.run(file3, args, opts);
-}
-function trimFinalNewline(text) {
-  return text.endsWith("\r\n") ? text.slice(0, -2) : text.endsWith("\n") ? text.slice(0, -1) : text;
-}
-var MAX_OUTPUT_BYTES, WORKER_SOURCE2, CommandThread, thread;
-var init_run = __esm({
-  "engine/process/run.ts"() {
-    MAX_OUTPUT_BYTES = 64 * 2 ** 20;
-    WORKER_SOURCE2 = `
-const { parentPort } = require("node:worker_threads");
-const { spawn } = require("node:child_process");
-const losslessUtf8 = ${losslessUtf8.toString()};
-parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
-  let child;
-  const out = [], err = [];
-  let bytes = 0, over = false;
-  let done = false;
-  const finish = (r) => { if (!done) { done = true; parentPort.postMessage({ id, ...r }); } };
+// engine/store/json-file.ts
+import { mkdirSync as mkdirSync7, readFileSync as readFileSync7, renameSync, writeFileSync as writeFileSync6 } from "node:fs";
+import path10 from "node:path";
+function readJson(file3, fallback) {
   try {
-    child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-  } catch (e) {
-    return finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) });
+    return JSON.parse(readFileSync7(file3, "utf8"));
+  } catch (err) {
+    if (err.code === "ENOENT") return fallback;
+    throw new Error(`cannot read ${file3}: ${err.message}. Fix or remove the file.`);
   }
-  const keep = (into) => (b) => {
-    if (over) return;
-    bytes += b.length;
-    if (bytes > max) {
-      over = true;
-      out.length = 0;
-      err.length = 0;
-      return child.kill("SIGKILL");
-    }
-    into.push(b);
-  };
-  child.stdout.on("data", keep(out));
-  child.stderr.on("data", keep(err));
-  child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
-  child.on("close", (code, signal) => over
-    ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
-    : finish({ exitCode: code, signal, stdout: asBytes ? Buffer.concat(out).toString("latin1") : lossless ? losslessUtf8(Buffer.concat(out)) : Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
-});
-`;
-    CommandThread = class {
-      worker = null;
-      seq = 0;
-      waiting = /* @__PURE__ */ new Map();
-      run(file3, args, opts) {
-        const w = this.ensure();
-        const id2 = ++this.seq;
-        return new Promise((resolve, reject) => {
-          this.waiting.set(id2, { resolve, reject });
-          if (this.waiting.size === 1) w.ref();
-          w.postMessage({
-            id: id2,
-            file: file3,
-            args,
-            cwd: opts.cwd,
-            env: definedOnly(opts.env),
-            max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
-            lossless: !!opts.lossless,
-            bytes: !!opts.bytes
-          });
-        });
-      }
-      ensure() {
-        if (this.worker) return this.worker;
-        const w = new Worker3(WORKER_SOURCE2, { eval: true, name: "ocw commands" });
-        w.unref();
-        w.on("message", (m) => {
-          const p = this.waiting.get(m.id);
-          if (!p) return;
-          this.waiting.delete(m.id);
-          if (!this.waiting.size) w.unref();
-          const { id: _id, ...result } = m;
-          p.resolve(result);
-        });
-        const lost = (why) => {
-          if (this.worker !== w) return;
-          this.worker = null;
-          for (const p of this.waiting.values()) p.reject(new Error(`the engine's command thread ${why}; the command may or may not have run`));
-          this.waiting.clear();
-        };
-        w.on("error", (e) => lost(`failed: ${e.message}`));
-        w.on("exit", (code) => lost(`exited (${code})`));
-        this.worker = w;
-        return w;
-      }
-    };
-    thread = new CommandThread();
-  }
-});
-
-// engine/process/supervisor.ts
-var GiveUp, exitReason, Supervisor;
-var init_supervisor = __esm({
-  "engine/process/supervisor.ts"() {
-    init_process();
-    GiveUp = class extends Error {
-    };
-    exitReason = (code, signal) => `exited ${code ?? signal}`;
-    Supervisor = class {
-      constructor(launch2, ev = {}, o2 = {}) {
-        this.launch = launch2;
-        this.ev = ev;
-        this.o = o2;
-        this.backoff = new Backoff({
-          baseMs: o2.baseDelayMs ?? 1e3,
-          capMs: o2.capDelayMs ?? 3e4,
-          windowMs: o2.windowMs ?? 3e5,
-          max: o2.maxRestarts ?? 5,
-          firstImmediate: o2.firstImmediate
-        });
-        this.done = this.newRun();
-      }
-      launch;
-      ev;
-      o;
-      current = null;
-      launching = null;
-      stopping = false;
-      backoff;
-      pause = null;
-      finish = () => {
-      };
-      /** Resolves when the supervision ends (a later `start()` begins a new one). */
-      done;
-      restarts = 0;
-      /** The child's pid (the last one's, once it has gone), null before the first start. */
-      pid = null;
-      /** The running child, null while none is up (starting, restarting, stopped). */
-      get running() {
-        return this.current;
-      }
-      newRun() {
-        let settled = false;
-        return new Promise((resolve) => {
-          this.finish = (end) => {
-            if (settled) return;
-            settled = true;
-            resolve(end);
-          };
-        });
-      }
-      /**
-       * Starts the child, or joins the start (or restart) under way; resolves at once while one runs. Rejects when it never
-       * becomes ready (nothing is restarted then). After `stop()` it starts anew.
-       */
-      async start() {
-        if (this.current) return this.current;
-        if (this.stopping) {
-          this.stopping = false;
-          this.done = this.newRun();
-        }
-        const l = await (this.launching ??= this.launchOnce(0).finally(() => this.launching = null));
-        if (!l) throw new Error("another owner took the child's place");
-        return l;
-      }
-      async launchOnce(attempt) {
-        const l = await this.launch(attempt);
-        if (!l) return null;
-        if (this.stopping) {
-          await this.endChild(l, 5e3);
-          throw new Error("stopped while starting");
-        }
-        if (attempt > 0) this.restarts++;
-        this.attach(l);
-        return l;
-      }
-      attach(l) {
-        this.current = l;
-        this.pid = l.pid;
-        if (this.o.resetOnReady) this.backoff.reset();
-        this.ev.onReady?.(l.pid, l.readyMs);
-        const exited = (code, signal) => {
-          if (this.current !== l) return;
-          this.current = null;
-          if (this.stopping) return;
-          const reason = exitReason(code, signal);
-          if (this.o.cleanExit?.(code, signal)) return this.finish({ kind: "exited", reason });
-          this.ev.onDown?.(reason, code, signal);
-          void this.crashed(reason);
-        };
-        if (l.child.exitCode !== null || l.child.signalCode !== null) exited(l.child.exitCode, l.child.signalCode);
-        else l.child.once("exit", exited);
-      }
-      giveUp(reason) {
-        this.ev.onGiveUp?.(reason);
-        this.finish({ kind: "gave-up", reason });
-      }
-      async crashed(reason) {
-        const delay = this.backoff.crashed();
-        if (delay === null) return this.giveUp(`${reason}; ${this.backoff.count} crashes in ${(this.o.windowMs ?? 3e5) / 1e3} s \u2014 giving up`);
-        this.ev.onRestart?.(this.backoff.count, reason, delay);
-        if (delay > 0) await new Promise((resume) => this.pause = { timer: setTimeout(resume, delay), resume });
-        this.pause = null;
-        if (this.stopping || this.current) return;
-        try {
-          const l = await (this.launching ??= this.launchOnce(this.backoff.count).finally(() => this.launching = null));
-          if (!l) this.finish({ kind: "handed-over" });
-        } catch (e) {
-          if (this.stopping) return;
-          if (e instanceof GiveUp) return this.giveUp(e.message);
-          await this.crashed(e.message);
-        }
-      }
-      endChild(l, graceMs) {
-        if (l.child.exitCode !== null || l.child.signalCode !== null) return Promise.resolve();
-        return this.o.end ? this.o.end(l, graceMs) : stopPid(l.pid, graceMs).then(() => {
-        });
-      }
-      /** Stops the child (by `end`, default SIGTERM then SIGKILL after `graceMs`); no restart follows. */
-      async stop(graceMs = 5e3) {
-        this.stopping = true;
-        if (this.pause) {
-          clearTimeout(this.pause.timer);
-          this.pause.resume();
-        }
-        const l = this.current;
-        this.current = null;
-        if (l) await this.endChild(l, graceMs);
-        this.finish({ kind: "stopped" });
-      }
-    };
-  }
-});
-
-// engine/process/index.ts
-var init_process2 = __esm({
-  "engine/process/index.ts"() {
-    init_process();
-    init_run();
-    init_supervisor();
+}
+function writeJsonAtomic(file3, value, mode = 384) {
+  mkdirSync7(path10.dirname(file3), { recursive: true, mode: 448 });
+  const tmp = `${file3}.${process.pid}.tmp`;
+  writeFileSync6(tmp, JSON.stringify(value, null, 2) + "\n", { mode });
+  renameSync(tmp, file3);
+}
+var init_json_file = __esm({
+  "engine/store/json-file.ts"() {
   }
 });
 
@@ -22118,7 +20530,7 @@ var init_default2 = __esm({
 // node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
-import path13 from "node:path";
+import path11 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function toPath(urlOrPath) {
   return urlOrPath instanceof URL ? fileURLToPath3(urlOrPath) : urlOrPath;
@@ -22126,12 +20538,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = path13.resolve(toPath(startPath));
+      let currentPath = path11.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = path13.resolve(currentPath, "..");
+        currentPath = path11.resolve(currentPath, "..");
       }
     }
   };
@@ -22147,7 +20559,7 @@ var init_node = __esm({
 
 // node_modules/npm-run-path/index.js
 import process5 from "node:process";
-import path14 from "node:path";
+import path12 from "node:path";
 var npmRunPath, applyPreferLocal, applyExecPath, npmRunPathEnv;
 var init_npm_run_path = __esm({
   "node_modules/npm-run-path/index.js"() {
@@ -22160,27 +20572,27 @@ var init_npm_run_path = __esm({
       execPath: execPath2 = process5.execPath,
       addExecPath = true
     } = {}) => {
-      const cwdPath = path14.resolve(toPath(cwd));
+      const cwdPath = path12.resolve(toPath(cwd));
       const result = [];
-      const pathParts = pathOption.split(path14.delimiter);
+      const pathParts = pathOption.split(path12.delimiter);
       if (preferLocal) {
         applyPreferLocal(result, pathParts, cwdPath);
       }
       if (addExecPath) {
         applyExecPath(result, pathParts, execPath2, cwdPath);
       }
-      return pathOption === "" || pathOption === path14.delimiter ? `${result.join(path14.delimiter)}${pathOption}` : [...result, pathOption].join(path14.delimiter);
+      return pathOption === "" || pathOption === path12.delimiter ? `${result.join(path12.delimiter)}${pathOption}` : [...result, pathOption].join(path12.delimiter);
     };
     applyPreferLocal = (result, pathParts, cwdPath) => {
       for (const directory of traversePathUp(cwdPath)) {
-        const pathPart = path14.join(directory, "node_modules/.bin");
+        const pathPart = path12.join(directory, "node_modules/.bin");
         if (!pathParts.includes(pathPart)) {
           result.push(pathPart);
         }
       }
     };
     applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-      const pathPart = path14.resolve(cwdPath, toPath(execPath2), "..");
+      const pathPart = path12.resolve(cwdPath, toPath(execPath2), "..");
       if (!pathParts.includes(pathPart)) {
         result.push(pathPart);
       }
@@ -23464,7 +21876,7 @@ var init_timeout = __esm({
 
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
-import path15 from "node:path";
+import path13 from "node:path";
 var mapNode, handleNodeOption;
 var init_node2 = __esm({
   "node_modules/execa/lib/methods/node.js"() {
@@ -23487,7 +21899,7 @@ var init_node2 = __esm({
         throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
       }
       const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-      const resolvedNodePath = path15.resolve(cwd, normalizedNodePath);
+      const resolvedNodePath = path13.resolve(cwd, normalizedNodePath);
       const newOptions = {
         ...options,
         nodePath: resolvedNodePath,
@@ -23497,7 +21909,7 @@ var init_node2 = __esm({
       if (!shouldHandleNode) {
         return [file3, commandArguments, newOptions];
       }
-      if (path15.basename(file3, ".exe") === "node") {
+      if (path13.basename(file3, ".exe") === "node") {
         throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
       }
       return [
@@ -23599,7 +22011,7 @@ Please rename it to one of: ${correctEncodings}.`);
 
 // node_modules/execa/lib/arguments/cwd.js
 import { statSync as statSync4 } from "node:fs";
-import path16 from "node:path";
+import path14 from "node:path";
 import process6 from "node:process";
 var normalizeCwd, getDefaultCwd, fixCwdError;
 var init_cwd = __esm({
@@ -23607,7 +22019,7 @@ var init_cwd = __esm({
     init_file_url();
     normalizeCwd = (cwd = getDefaultCwd()) => {
       const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-      return path16.resolve(cwdString);
+      return path14.resolve(cwdString);
     };
     getDefaultCwd = () => {
       try {
@@ -23640,7 +22052,7 @@ ${originalMessage}`;
 });
 
 // node_modules/execa/lib/arguments/options.js
-import path17 from "node:path";
+import path15 from "node:path";
 import process7 from "node:process";
 var import_cross_spawn2, normalizeOptions, addDefaultOptions, getEnv;
 var init_options = __esm({
@@ -23674,7 +22086,7 @@ var init_options = __esm({
       options.killSignal = normalizeKillSignal(options.killSignal);
       options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
       options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-      if (process7.platform === "win32" && path17.basename(file3, ".exe") === "cmd") {
+      if (process7.platform === "win32" && path15.basename(file3, ".exe") === "cmd") {
         commandArguments.unshift("/q");
       }
       return { file: file3, commandArguments, options };
@@ -23732,7 +22144,7 @@ var init_options = __esm({
 
 // node_modules/execa/lib/arguments/shell.js
 var concatenateShell;
-var init_shell2 = __esm({
+var init_shell = __esm({
   "node_modules/execa/lib/arguments/shell.js"() {
     concatenateShell = (file3, commandArguments, options) => options.shell && commandArguments.length > 0 ? [[file3, ...commandArguments].join(" "), [], options] : [file3, commandArguments, options];
   }
@@ -25167,7 +23579,7 @@ var init_stdio_option = __esm({
 });
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync9 } from "node:fs";
+import { readFileSync as readFileSync8 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream, handleNativeStreamSync, getTargetFd, getTargetFdNumber, handleNativeStreamAsync, getStandardStream;
 var init_native = __esm({
@@ -25208,7 +23620,7 @@ var init_native = __esm({
       if (tty2.isatty(targetFdNumber)) {
         throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
       }
-      return { type: "uint8Array", value: bufferToUint8Array(readFileSync9(targetFdNumber)), optionName };
+      return { type: "uint8Array", value: bufferToUint8Array(readFileSync8(targetFdNumber)), optionName };
     };
     getTargetFdNumber = (value, fdNumber) => {
       if (value === "inherit") {
@@ -25544,7 +23956,7 @@ For example, you can use the \`pathToFileURL()\` method of the \`url\` core modu
 });
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync10 } from "node:fs";
+import { readFileSync as readFileSync9 } from "node:fs";
 var handleStdioSync, forbiddenIfSync, forbiddenNativeIfSync, throwInvalidSyncValue, addProperties, addPropertiesSync;
 var init_handle_sync = __esm({
   "node_modules/execa/lib/stdio/handle-sync.js"() {
@@ -25578,8 +23990,8 @@ var init_handle_sync = __esm({
     addPropertiesSync = {
       input: {
         ...addProperties,
-        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync10(value))] }),
-        filePath: ({ value: { file: file3 } }) => ({ contents: [bufferToUint8Array(readFileSync10(file3))] }),
+        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync9(value))] }),
+        filePath: ({ value: { file: file3 } }) => ({ contents: [bufferToUint8Array(readFileSync9(file3))] }),
         fileNumber: forbiddenIfSync,
         iterable: ({ value }) => ({ contents: [...value] }),
         string: ({ value }) => ({ contents: [value] }),
@@ -26232,7 +24644,7 @@ var init_main_sync = __esm({
   "node_modules/execa/lib/methods/main-sync.js"() {
     init_command();
     init_options();
-    init_shell2();
+    init_shell();
     init_result();
     init_reject();
     init_handle_sync();
@@ -28540,7 +26952,7 @@ var init_main_async = __esm({
     init_command();
     init_options();
     init_fd_options();
-    init_shell2();
+    init_shell();
     init_methods();
     init_result();
     init_reject();
@@ -29082,11 +27494,68 @@ var require_ini = __commonJS({
   }
 });
 
+// engine/store/targets.ts
+import path28 from "node:path";
+var TargetStore;
+var init_targets = __esm({
+  "engine/store/targets.ts"() {
+    init_target();
+    init_json_file();
+    init_paths();
+    TargetStore = class {
+      constructor(file3 = path28.join(stateDir(), "targets.json")) {
+        this.file = file3;
+      }
+      file;
+      load() {
+        const raw2 = readJson(this.file, { active: null, targets: [] });
+        return { active: raw2.active ?? null, targets: (raw2.targets ?? []).map((t2) => Target.parse(t2)) };
+      }
+      list() {
+        return this.load();
+      }
+      get(id2) {
+        return this.load().targets.find((t2) => t2.id === id2);
+      }
+      active() {
+        const f = this.load();
+        return f.targets.find((t2) => t2.id === f.active);
+      }
+      /** Saves (replacing a target with the same id); makes it active when `activate`. */
+      save(target, activate = false) {
+        const parsed = Target.parse(target);
+        const f = this.load();
+        f.targets = [...f.targets.filter((t2) => t2.id !== parsed.id), parsed];
+        if (activate) f.active = parsed.id;
+        writeJsonAtomic(this.file, f);
+        return parsed;
+      }
+      /** Deletes a target (no longer active if it was). Throws when there is none by that id. */
+      remove(id2) {
+        const f = this.load();
+        if (!f.targets.some((t2) => t2.id === id2)) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
+        f.targets = f.targets.filter((t2) => t2.id !== id2);
+        if (f.active === id2) f.active = null;
+        writeJsonAtomic(this.file, f);
+        return { active: f.active };
+      }
+      use(id2) {
+        const f = this.load();
+        const t2 = f.targets.find((x) => x.id === id2);
+        if (!t2) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
+        f.active = id2;
+        writeJsonAtomic(this.file, f);
+        return t2;
+      }
+    };
+  }
+});
+
 // engine/models/download.ts
 import { createHash as createHash4 } from "node:crypto";
 import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync14, mkdirSync as mkdirSync14, renameSync as renameSync3, statfsSync, statSync as statSync9, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
-import path40 from "node:path";
+import path38 from "node:path";
 async function sha256File(file3) {
   const h3 = createHash4("sha256");
   for await (const chunk of createReadStream2(file3)) h3.update(chunk);
@@ -29094,7 +27563,7 @@ async function sha256File(file3) {
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync14(path40.dirname(o2.dest), { recursive: true });
+  mkdirSync14(path38.dirname(o2.dest), { recursive: true });
   if (existsSync14(o2.dest) && o2.expectedSize && statSync9(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
       return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
@@ -29106,12 +27575,12 @@ async function downloadFile(o2) {
     start = 0;
   }
   if (o2.expectedSize) {
-    const fs = statfsSync(path40.dirname(o2.dest));
+    const fs = statfsSync(path38.dirname(o2.dest));
     const free = Number(fs.bavail) * Number(fs.bsize);
     const need = o2.expectedSize - start;
     if (need > free) {
       throw new DownloadError(
-        `${path40.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path40.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
+        `${path38.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path38.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
       );
     }
   }
@@ -29136,14 +27605,9 @@ async function downloadFile(o2) {
   let received = start;
   const t0 = performance.now();
   let lastTick = 0;
-  let over = false;
   try {
     if (res.status !== 416 && res.body) {
       for await (const chunk of res.body) {
-        if (total2 !== null && received + chunk.length > total2) {
-          over = true;
-          break;
-        }
         if (!out.write(chunk)) await once10(out, "drain");
         received += chunk.length;
         const now = performance.now();
@@ -29162,10 +27626,6 @@ async function downloadFile(o2) {
   }
   out.end();
   await once10(out, "finish");
-  if (over) {
-    unlinkSync(part);
-    throw new DownloadError(`${o2.url} sent more than the ${total2} bytes expected: stopped and the partial file removed; run again`);
-  }
   o2.onProgress?.({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
   const size = statSync9(part).size;
   if (total2 !== null && size !== total2) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total2}; run again to resume`);
@@ -29175,7 +27635,7 @@ async function downloadFile(o2) {
     if (got !== o2.sha256.toLowerCase()) {
       unlinkSync(part);
       throw new DownloadError(
-        `checksum mismatch for ${path40.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
+        `checksum mismatch for ${path38.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
       );
     }
     verified = "sha256";
@@ -29197,8 +27657,8 @@ var init_download = __esm({
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync15, mkdirSync as mkdirSync15, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync7, statSync as statSync10 } from "node:fs";
-import path41 from "node:path";
+import { existsSync as existsSync15, mkdirSync as mkdirSync15, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync10 } from "node:fs";
+import path39 from "node:path";
 async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
   const tag = config2(env2).OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
   const pins = tag === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
@@ -29212,25 +27672,7 @@ async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
       { tag, url: url2, status: res.status },
       "unavailable"
     );
-  const j = await readJsonBounded(
-    res,
-    url2,
-    RELEASE_MAX_BYTES
-  ).catch((e) => {
-    throw new SetupError(
-      "runtime",
-      e instanceof BodyTooLarge ? `${url2} answered more than ${RELEASE_MAX_BYTES / 1024 / 1024} MiB for llama.cpp release ${tag}: not read; build from source with scripts/build-llama-server.sh` : `cannot read llama.cpp release ${tag} from ${url2} (${e.message})`,
-      { tag, url: url2, maxBytes: RELEASE_MAX_BYTES },
-      "unavailable"
-    );
-  });
-  if (!j || typeof j.tag_name !== "string" || !Array.isArray(j.assets))
-    throw new SetupError(
-      "runtime",
-      `${url2} did not answer a GitHub release for ${tag}; build from source with scripts/build-llama-server.sh`,
-      { tag, url: url2 },
-      "unavailable"
-    );
+  const j = await res.json();
   const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
   return {
     tag: j.tag_name,
@@ -29246,8 +27688,8 @@ function findNvcc(env2 = process.env) {
   const given = config2(env2).OCW_NVCC;
   if (given !== void 0) return given && existsSync15(given) ? given : null;
   const cands = [
-    ...(env2.PATH ?? "").split(path41.delimiter).filter(Boolean).map((d) => path41.join(d, "nvcc")),
-    ...env2.CUDA_HOME ? [path41.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
+    ...(env2.PATH ?? "").split(path39.delimiter).filter(Boolean).map((d) => path39.join(d, "nvcc")),
+    ...env2.CUDA_HOME ? [path39.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
     "/usr/local/cuda/bin/nvcc"
   ];
   return cands.find((c3) => existsSync15(c3)) ?? null;
@@ -29274,10 +27716,10 @@ function expectedLlamaBackend(platform2, gpus, nvcc) {
   return { prefix: {}, variant: first, note: null };
 }
 function pickAsset(rel, platform2, arch, variant) {
-  const os10 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
+  const os9 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
   const a2 = arch === "arm64" ? "arm64" : "x64";
   const bins = rel.assets.filter(
-    (x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os10}-`) && x.name.includes(a2)
+    (x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os9}-`) && x.name.includes(a2)
   );
   const has = (x, k) => x.name.includes(`-${k}`);
   const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
@@ -29307,12 +27749,12 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new SetupError("runtime", `cannot unpack ${path41.basename(archive)} (${errors.join("; ")})`, { archive }, "unavailable");
+  throw new SetupError("runtime", `cannot unpack ${path39.basename(archive)} (${errors.join("; ")})`, { archive }, "unavailable");
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
   for (const e of readdirSync9(dir)) {
-    const p = path41.join(dir, e);
+    const p = path39.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
     if (statSync10(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
@@ -29325,7 +27767,7 @@ function buildScript(env2 = process.env) {
   const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
   if (given) return existsSync15(given) ? given : null;
   try {
-    const f = path41.join(projectRoot(), "scripts", "build-llama-server.sh");
+    const f = path39.join(projectRoot(), "scripts", "build-llama-server.sh");
     return existsSync15(f) ? f : null;
   } catch {
     return null;
@@ -29372,7 +27814,7 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path41.join(o2.root, `${rel.tag}-${variant}`);
+    const dir = path39.join(o2.root, `${rel.tag}-${variant}`);
     let bin = existsSync15(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "installed";
     if (!bin) {
@@ -29380,7 +27822,7 @@ async function installPrebuilt(o2) {
         problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
         continue;
       }
-      const archive = path41.join(o2.root, "downloads", asset.name);
+      const archive = path39.join(o2.root, "downloads", asset.name);
       try {
         await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       } catch (e) {
@@ -29389,9 +27831,9 @@ async function installPrebuilt(o2) {
       }
       verified = "sha256";
       const tmp = `${dir}.tmp.${process.pid}`;
-      rmSync7(tmp, { recursive: true, force: true });
+      rmSync6(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
-      rmSync7(dir, { recursive: true, force: true });
+      rmSync6(dir, { recursive: true, force: true });
       renameSync4(tmp, dir);
       bin = findBinary(dir, "llama-server");
       if (!bin) {
@@ -29403,7 +27845,7 @@ async function installPrebuilt(o2) {
       reject: false,
       timeout: 2e4,
       stdin: "ignore",
-      env: { ...process.env, LD_LIBRARY_PATH: [path41.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+      env: { ...process.env, LD_LIBRARY_PATH: [path39.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
     });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
@@ -29415,7 +27857,7 @@ async function installPrebuilt(o2) {
     "unavailable"
   );
 }
-var RELEASE_MAX_BYTES, LLAMA_CPP_PIN, DOWNLOAD;
+var LLAMA_CPP_PIN, DOWNLOAD;
 var init_get_llama = __esm({
   "engine/serving/get-llama.ts"() {
     init_config();
@@ -29423,8 +27865,6 @@ var init_get_llama = __esm({
     init_download();
     init_paths2();
     init_errors4();
-    init_net();
-    RELEASE_MAX_BYTES = 8 * 1024 * 1024;
     LLAMA_CPP_PIN = {
       tag: "b9631",
       sha256: {
@@ -29634,7 +28074,7 @@ function parseGpuSpec(spec2) {
   });
 }
 var MiB, NVIDIA_SMI_ARGS;
-var init_parse4 = __esm({
+var init_parse3 = __esm({
   "engine/hardware/parse.ts"() {
     MiB = 1024 * 1024;
     NVIDIA_SMI_ARGS = [
@@ -29756,7 +28196,7 @@ var require_package = __commonJS({
 var require_util = __commonJS({
   "node_modules/systeminformation/lib/util.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os9 = __require("os");
     var fs = __require("fs");
     var path72 = __require("path");
     var spawn9 = __require("child_process").spawn;
@@ -29878,7 +28318,7 @@ var require_util = __commonJS({
     }
     function cores() {
       if (_cores === 0) {
-        _cores = os10.cpus().length;
+        _cores = os9.cpus().length;
       }
       return _cores;
     }
@@ -30145,7 +28585,7 @@ var require_util = __commonJS({
     function powerShellRelease() {
       try {
         if (_psChild) {
-          _psChild.stdin.write("exit" + os10.EOL);
+          _psChild.stdin.write("exit" + os9.EOL);
           _psChild.stdin.end();
         }
       } catch {
@@ -30172,7 +28612,7 @@ var require_util = __commonJS({
             });
             try {
               if (_psChild && _psChild.pid) {
-                _psChild.stdin.write(_psToUTF8 + "echo " + _psCmdStart + id2 + _psIdSeperator + "; " + os10.EOL + cmd + os10.EOL + "echo " + _psCmdSeperator + os10.EOL);
+                _psChild.stdin.write(_psToUTF8 + "echo " + _psCmdStart + id2 + _psIdSeperator + "; " + os9.EOL + cmd + os9.EOL + "echo " + _psCmdSeperator + os9.EOL);
               }
             } catch {
               resolve("");
@@ -30184,7 +28624,7 @@ var require_util = __commonJS({
         return new Promise((resolve) => {
           process.nextTick(() => {
             try {
-              const osVersion = os10.release().split(".").map(Number);
+              const osVersion = os9.release().split(".").map(Number);
               const spanOptions = osVersion[0] < 10 ? ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-NoExit", "-ExecutionPolicy", "Unrestricted", "-Command", "-"] : ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-ExecutionPolicy", "Unrestricted", "-Command", _psToUTF8 + cmd];
               const child = spawn9(_powerShell, spanOptions, {
                 stdio: "pipe",
@@ -30217,8 +28657,8 @@ var require_util = __commonJS({
                 });
                 if (osVersion[0] < 10) {
                   try {
-                    child.stdin.write(_psToUTF8 + cmd + os10.EOL);
-                    child.stdin.write("exit" + os10.EOL);
+                    child.stdin.write(_psToUTF8 + cmd + os9.EOL);
+                    child.stdin.write("exit" + os9.EOL);
                     child.stdin.end();
                   } catch {
                     child.kill();
@@ -32467,7 +30907,7 @@ var require_system = __commonJS({
   "node_modules/systeminformation/lib/system.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var os10 = __require("os");
+    var os9 = __require("os");
     var util2 = require_util();
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -32591,8 +31031,8 @@ var require_system = __commonJS({
                   util2.noop();
                 }
               }
-              if (!result.virtual && (os10.release().toLowerCase().indexOf("microsoft") >= 0 || os10.release().toLowerCase().endsWith("wsl2"))) {
-                const kernelVersion = parseFloat(os10.release().toLowerCase());
+              if (!result.virtual && (os9.release().toLowerCase().indexOf("microsoft") >= 0 || os9.release().toLowerCase().endsWith("wsl2"))) {
+                const kernelVersion = parseFloat(os9.release().toLowerCase());
                 result.virtual = true;
                 result.manufacturer = "Microsoft";
                 result.model = "WSL";
@@ -33004,7 +31444,7 @@ var require_system = __commonJS({
                 result.model = "Raspberry Pi";
                 result.serial = rpi.serial;
                 result.version = rpi.type + " - " + rpi.revision;
-                result.memMax = os10.totalmem();
+                result.memMax = os9.totalmem();
                 result.memSlots = 0;
               }
               if (callback) {
@@ -33030,9 +31470,9 @@ var require_system = __commonJS({
               }
               devices.shift();
               result.memSlots = devices.length;
-              if (os10.arch() === "arm64") {
+              if (os9.arch() === "arm64") {
                 result.memSlots = 0;
-                result.memMax = os10.totalmem();
+                result.memMax = os9.totalmem();
               }
               if (callback) {
                 callback(result);
@@ -33049,7 +31489,7 @@ var require_system = __commonJS({
           if (_windows) {
             try {
               const workload = [];
-              const win10plus = parseInt(os10.release()) >= 10;
+              const win10plus = parseInt(os9.release()) >= 10;
               const maxCapacityAttribute = win10plus ? "MaxCapacityEx" : "MaxCapacity";
               workload.push(util2.powerShell("Get-CimInstance Win32_baseboard | select Model,Manufacturer,Product,Version,SerialNumber,PartNumber,SKU | fl"));
               workload.push(util2.powerShell(`Get-CimInstance Win32_physicalmemoryarray | select ${maxCapacityAttribute}, MemoryDevices | fl`));
@@ -33246,7 +31686,7 @@ var require_system = __commonJS({
 var require_network = __commonJS({
   "node_modules/systeminformation/lib/network.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os9 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync6 = __require("child_process").execFileSync;
@@ -33272,7 +31712,7 @@ var require_network = __commonJS({
       let ifacename = "";
       let ifacenameFirst = "";
       try {
-        const ifaces = os10.networkInterfaces();
+        const ifaces = os9.networkInterfaces();
         let scopeid = 9999;
         for (const dev in ifaces) {
           if ({}.hasOwnProperty.call(ifaces, dev)) {
@@ -33292,7 +31732,7 @@ var require_network = __commonJS({
           let defaultIp = "";
           const cmd = "netstat -r";
           const result = execSync(cmd, util2.execOptsWin);
-          const lines = result.toString().split(os10.EOL);
+          const lines = result.toString().split(os9.EOL);
           lines.forEach((line) => {
             line = line.replace(/\s+/g, " ").trim();
             if (line.indexOf("0.0.0.0 0.0.0.0") > -1 && !/[a-zA-Z]/.test(line)) {
@@ -33925,7 +32365,7 @@ var require_network = __commonJS({
       defaultString = typeof defaultString === "string" ? defaultString : "";
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const ifaces = os10.networkInterfaces();
+          const ifaces = os9.networkInterfaces();
           let result = [];
           let nics = [];
           let dnsSuffixes = [];
@@ -34988,7 +33428,7 @@ var require_network = __commonJS({
           if (_windows) {
             try {
               exec("netstat -r", util2.execOptsWin, (error46, stdout) => {
-                const lines = stdout.toString().split(os10.EOL);
+                const lines = stdout.toString().split(os9.EOL);
                 lines.forEach((line) => {
                   line = line.replace(/\s+/g, " ").trim();
                   if (line.indexOf("0.0.0.0 0.0.0.0") > -1 && !/[a-zA-Z]/.test(line)) {
@@ -35034,7 +33474,7 @@ var require_network = __commonJS({
 var require_osinfo = __commonJS({
   "node_modules/systeminformation/lib/osinfo.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os9 = __require("os");
     var fs = __require("fs");
     var util2 = require_util();
     var exec = util2.execCwd;
@@ -35058,14 +33498,14 @@ var require_osinfo = __commonJS({
       }
       const result = {
         current: Date.now(),
-        uptime: os10.uptime(),
+        uptime: os9.uptime(),
         timezone: t2.length >= 7 ? t2[5] : "",
         timezoneName
       };
       if (_darwin || _linux) {
         try {
           const stdout = execSync("date +%Z && date +%z && ls -l /etc/localtime 2>/dev/null", util2.execOptsLinux);
-          const lines = stdout.toString().split(os10.EOL);
+          const lines = stdout.toString().split(os9.EOL);
           if (lines.length > 3 && !lines[0]) {
             lines.shift();
           }
@@ -35075,7 +33515,7 @@ var require_osinfo = __commonJS({
           }
           return {
             current: Date.now(),
-            uptime: os10.uptime(),
+            uptime: os9.uptime(),
             timezone: lines[1] ? timezone + lines[1] : timezone,
             timezoneName: lines[2] && lines[2].indexOf("/zoneinfo/") > 0 ? lines[2].split("/zoneinfo/")[1] || "" : ""
           };
@@ -35194,11 +33634,11 @@ var require_osinfo = __commonJS({
       return "";
     }
     function getFQDN() {
-      let fqdn = os10.hostname();
+      let fqdn = os9.hostname();
       if (_linux || _darwin) {
         try {
           const stdout = execSync("hostname -f 2>/dev/null", util2.execOptsLinux);
-          fqdn = stdout.toString().split(os10.EOL)[0];
+          fqdn = stdout.toString().split(os9.EOL)[0];
         } catch {
           util2.noop();
         }
@@ -35206,7 +33646,7 @@ var require_osinfo = __commonJS({
       if (_freebsd || _openbsd || _netbsd) {
         try {
           const stdout = execSync("hostname 2>/dev/null");
-          fqdn = stdout.toString().split(os10.EOL)[0];
+          fqdn = stdout.toString().split(os9.EOL)[0];
         } catch {
           util2.noop();
         }
@@ -35228,9 +33668,9 @@ var require_osinfo = __commonJS({
             distro: "unknown",
             release: "unknown",
             codename: "",
-            kernel: os10.release(),
-            arch: os10.arch(),
-            hostname: os10.hostname(),
+            kernel: os9.release(),
+            arch: os9.arch(),
+            hostname: os9.hostname(),
             fqdn: getFQDN(),
             codepage: "",
             logofile: "",
@@ -35440,7 +33880,7 @@ var require_osinfo = __commonJS({
     function versions(apps, callback) {
       callback = util2.isFunction(callback) ? callback : null;
       let versionObject = {
-        kernel: os10.release(),
+        kernel: os9.release(),
         apache: "",
         bash: "",
         bun: "",
@@ -36136,7 +34576,7 @@ var require_osinfo = __commonJS({
     function getUniqueMacAdresses() {
       let macs = [];
       try {
-        const ifaces = os10.networkInterfaces();
+        const ifaces = os9.networkInterfaces();
         let fallbackMacs = null;
         for (let dev in ifaces) {
           if ({}.hasOwnProperty.call(ifaces, dev)) {
@@ -36270,7 +34710,7 @@ echo -n "hardware: "; cat /sys/class/dmi/id/product_uuid 2> /dev/null; echo;`;
 var require_cpu = __commonJS({
   "node_modules/systeminformation/lib/cpu.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os9 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var fs = __require("fs");
@@ -37188,7 +35628,7 @@ var require_cpu = __commonJS({
                 const countProcessors = util2.getValue(lines, "hw.packages");
                 const countCores = util2.getValue(lines, "hw.physicalcpu_max");
                 const countThreads = util2.getValue(lines, "hw.ncpu");
-                if (os10.arch() === "arm64") {
+                if (os9.arch() === "arm64") {
                   result.socket = "SOC";
                   try {
                     const clusters = execSync("ioreg -c IOPlatformDevice -d 3 -r | grep cluster-type").toString().split("\n");
@@ -37216,8 +35656,8 @@ var require_cpu = __commonJS({
             if (_linux) {
               let modelline = "";
               let lines = [];
-              if (os10.cpus()[0] && os10.cpus()[0].model) {
-                modelline = os10.cpus()[0].model;
+              if (os9.cpus()[0] && os9.cpus()[0].model) {
+                modelline = os9.cpus()[0].model;
               }
               exec('export LC_ALL=C; lscpu; echo -n "Governor: "; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null; echo; unset LC_ALL', (error46, stdout) => {
                 if (!error46) {
@@ -37310,8 +35750,8 @@ var require_cpu = __commonJS({
             if (_freebsd || _openbsd || _netbsd) {
               let modelline = "";
               let lines = [];
-              if (os10.cpus()[0] && os10.cpus()[0].model) {
-                modelline = os10.cpus()[0].model;
+              if (os9.cpus()[0] && os9.cpus()[0].model) {
+                modelline = os9.cpus()[0].model;
               }
               exec("export LC_ALL=C; dmidecode -t 4; dmidecode -t 7; unset LC_ALL", (error46, stdout) => {
                 let cache = [];
@@ -37472,7 +35912,7 @@ var require_cpu = __commonJS({
     }
     exports.cpu = cpu;
     function getCpuCurrentSpeedSync() {
-      const cpus = os10.cpus();
+      const cpus = os9.cpus();
       let minFreq = 999999999;
       let maxFreq = 0;
       let avgFreq = 0;
@@ -38186,7 +36626,7 @@ var require_cpu = __commonJS({
     function getLoad() {
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const loads = os10.loadavg().map((x) => {
+          const loads = os9.loadavg().map((x) => {
             return x / util2.cores();
           });
           const avgLoad = parseFloat(Math.max.apply(Math, loads).toFixed(2));
@@ -38194,7 +36634,7 @@ var require_cpu = __commonJS({
           const now = Date.now() - _current_cpu.ms;
           if (now >= 200) {
             _current_cpu.ms = Date.now();
-            const cpus = os10.cpus().map((cpu2) => {
+            const cpus = os9.cpus().map((cpu2) => {
               cpu2.times.steal = 0;
               cpu2.times.guest = 0;
               if (_windows) {
@@ -38409,7 +36849,7 @@ var require_cpu = __commonJS({
     function getFullLoad() {
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const cpus = os10.cpus();
+          const cpus = os9.cpus();
           let totalUser = 0;
           let totalSystem = 0;
           let totalNice = 0;
@@ -38453,7 +36893,7 @@ var require_cpu = __commonJS({
 var require_memory = __commonJS({
   "node_modules/systeminformation/lib/memory.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os9 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -38500,12 +36940,12 @@ var require_memory = __commonJS({
       return new Promise((resolve) => {
         process.nextTick(() => {
           let result = {
-            total: os10.totalmem(),
-            free: os10.freemem(),
-            used: os10.totalmem() - os10.freemem(),
-            active: os10.totalmem() - os10.freemem(),
+            total: os9.totalmem(),
+            free: os9.freemem(),
+            used: os9.totalmem() - os9.freemem(),
+            active: os9.totalmem() - os9.freemem(),
             // temporarily (fallback)
-            available: os10.freemem(),
+            available: os9.freemem(),
             // temporarily (fallback)
             buffers: 0,
             cached: 0,
@@ -38524,9 +36964,9 @@ var require_memory = __commonJS({
                 if (!error46) {
                   const lines = stdout.toString().split("\n");
                   result.total = parseInt(util2.getValue(lines, "memtotal"), 10);
-                  result.total = result.total ? result.total * 1024 : os10.totalmem();
+                  result.total = result.total ? result.total * 1024 : os9.totalmem();
                   result.free = parseInt(util2.getValue(lines, "memfree"), 10);
-                  result.free = result.free ? result.free * 1024 : os10.freemem();
+                  result.free = result.free ? result.free * 1024 : os9.freemem();
                   result.used = result.total - result.free;
                   result.buffers = parseInt(util2.getValue(lines, "buffers"), 10);
                   result.buffers = result.buffers ? result.buffers * 1024 : 0;
@@ -38756,7 +37196,7 @@ var require_memory = __commonJS({
                 }
                 if (!result.length) {
                   result.push({
-                    size: os10.totalmem(),
+                    size: os9.totalmem(),
                     bank: "",
                     type: "",
                     ecc: null,
@@ -42150,7 +40590,7 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
 var require_wifi = __commonJS({
   "node_modules/systeminformation/lib/wifi.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os9 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -42385,7 +40825,7 @@ var require_wifi = __commonJS({
         parts.shift();
         parts.forEach((part) => {
           part = "ACTIVE:" + part;
-          const lines = part.split(os10.EOL);
+          const lines = part.split(os9.EOL);
           const channel = util2.getValue(lines, "CHAN");
           const frequency = util2.getValue(lines, "FREQ").toLowerCase().replace("mhz", "").trim();
           const security = util2.getValue(lines, "SECURITY").replace("(", "").replace(")", "");
@@ -42603,15 +41043,15 @@ var require_wifi = __commonJS({
           } else if (_windows) {
             const cmd = "netsh wlan show networks mode=Bssid";
             util2.powerShell(cmd).then((stdout) => {
-              const ssidParts = stdout.toString("utf8").split(os10.EOL + os10.EOL + "SSID ");
+              const ssidParts = stdout.toString("utf8").split(os9.EOL + os9.EOL + "SSID ");
               ssidParts.shift();
               ssidParts.forEach((ssidPart) => {
-                const ssidLines = ssidPart.split(os10.EOL);
+                const ssidLines = ssidPart.split(os9.EOL);
                 if (ssidLines && ssidLines.length >= 8 && ssidLines[0].indexOf(":") >= 0) {
                   const bssidsParts = ssidPart.split(" BSSID");
                   bssidsParts.shift();
                   bssidsParts.forEach((bssidPart) => {
-                    const bssidLines = bssidPart.split(os10.EOL);
+                    const bssidLines = bssidPart.split(os9.EOL);
                     if (bssidLines.length < 4) {
                       return;
                     }
@@ -42926,7 +41366,7 @@ var require_wifi = __commonJS({
 var require_processes = __commonJS({
   "node_modules/systeminformation/lib/processes.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os9 = __require("os");
     var fs = __require("fs");
     var path72 = __require("path");
     var exec = __require("child_process").exec;
@@ -43646,7 +42086,7 @@ var require_processes = __commonJS({
             line = line.trim().replace(/ +/g, " ").replace(/,+/g, ".");
             const parts = line.split(" ");
             const command = parts.slice(9).join(" ");
-            const pmem = parseFloat((1 * parseInt(parts[3]) * 1024 / os10.totalmem()).toFixed(1));
+            const pmem = parseFloat((1 * parseInt(parts[3]) * 1024 / os9.totalmem()).toFixed(1));
             const started = parseElapsed(parts[5]);
             result.push({
               pid: parseInt(parts[0]),
@@ -43848,7 +42288,7 @@ var require_processes = __commonJS({
                         cpu: 0,
                         cpuu: 0,
                         cpus: 0,
-                        mem: memw / os10.totalmem() * 100,
+                        mem: memw / os9.totalmem() * 100,
                         priority: element.Priority || null,
                         memVsz: element.PageFileUsage || null,
                         memRss: Math.floor((element.WorkingSetSize || 0) / 1024),
@@ -44009,7 +42449,7 @@ var require_processes = __commonJS({
                         result.forEach((item) => {
                           if (item.proc.toLowerCase() === pname.toLowerCase()) {
                             item.pids.push(pid);
-                            item.mem += mem / os10.totalmem() * 100;
+                            item.mem += mem / os9.totalmem() * 100;
                             processFound = true;
                           }
                         });
@@ -44019,7 +42459,7 @@ var require_processes = __commonJS({
                             pid,
                             pids: [pid],
                             cpu: 0,
-                            mem: mem / os10.totalmem() * 100
+                            mem: mem / os9.totalmem() * 100
                           });
                         }
                       }
@@ -45604,7 +44044,7 @@ var require_docker = __commonJS({
 var require_virtualbox = __commonJS({
   "node_modules/systeminformation/lib/virtualbox.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os9 = __require("os");
     var util2 = require_util();
     var exec = util2.execCwd;
     function vboxInfo(callback) {
@@ -45614,10 +44054,10 @@ var require_virtualbox = __commonJS({
         process.nextTick(() => {
           try {
             exec(util2.getVboxmanage() + " list vms --long", (error46, stdout) => {
-              let parts = (os10.EOL + stdout.toString()).split(os10.EOL + "Name:");
+              let parts = (os9.EOL + stdout.toString()).split(os9.EOL + "Name:");
               parts.shift();
               parts.forEach((part) => {
-                const lines = ("Name:" + part).split(os10.EOL);
+                const lines = ("Name:" + part).split(os9.EOL);
                 const state = util2.getValue(lines, "State");
                 const running = state.startsWith("running");
                 const runningSinceString = running ? state.replace("running (since ", "").replace(")", "").trim() : "";
@@ -48276,36 +46716,36 @@ var require_lib = __commonJS({
 
 // engine/hardware/detect.ts
 import { readdir as readdir4, readFile } from "node:fs/promises";
-import os5 from "node:os";
-import path42 from "node:path";
+import os4 from "node:os";
+import path40 from "node:path";
 async function cpuRamDefault() {
   try {
     const si = await Promise.resolve().then(() => __toESM(require_lib()));
     const [cpu, mem] = await Promise.all([si.cpu(), si.mem()]);
     return {
-      model: `${cpu.manufacturer} ${cpu.brand}`.trim() || os5.cpus()[0]?.model || "unknown",
-      cores: cpu.cores || os5.cpus().length,
+      model: `${cpu.manufacturer} ${cpu.brand}`.trim() || os4.cpus()[0]?.model || "unknown",
+      cores: cpu.cores || os4.cpus().length,
       physicalCores: cpu.physicalCores || null,
-      ram: { totalBytes: mem.total, freeBytes: mem.available || os5.freemem() }
+      ram: { totalBytes: mem.total, freeBytes: mem.available || os4.freemem() }
     };
   } catch {
     return {
-      model: os5.cpus()[0]?.model ?? "unknown",
-      cores: os5.cpus().length,
+      model: os4.cpus()[0]?.model ?? "unknown",
+      cores: os4.cpus().length,
       physicalCores: null,
-      ram: { totalBytes: os5.totalmem(), freeBytes: os5.freemem() }
+      ram: { totalBytes: os4.totalmem(), freeBytes: os4.freemem() }
     };
   }
 }
 async function readSysfs(root2) {
-  const base2 = path42.join(root2, "class/drm");
+  const base2 = path40.join(root2, "class/drm");
   let names;
   try {
     names = (await readdir4(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
-  const rd = (card, f) => readFile(path42.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
+  const rd = (card, f) => readFile(path40.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
   return Promise.all(
     names.map(async (card) => ({
       card,
@@ -48425,7 +46865,7 @@ async function detectHardware(opts = {}) {
   }
   return {
     platform: platform2,
-    arch: os5.arch(),
+    arch: os4.arch(),
     cpu: { model: cr.model, cores: cr.cores, physicalCores: cr.physicalCores },
     ram: cr.ram,
     gpus,
@@ -48451,7 +46891,7 @@ async function listLlamaDevices(bin) {
     reject: false,
     timeout: 15e3,
     stdin: "ignore",
-    env: { ...process.env, LD_LIBRARY_PATH: [path42.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+    env: { ...process.env, LD_LIBRARY_PATH: [path40.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
   }).catch(() => null);
   if (!r || r.exitCode !== 0 && !r.stdout) return null;
   return parseListDevices(`${r.stdout}
@@ -48462,7 +46902,7 @@ var init_detect = __esm({
   "engine/hardware/detect.ts"() {
     init_config();
     init_execa();
-    init_parse4();
+    init_parse3();
     defaultRunner = async (cmd, args, timeoutMs) => {
       try {
         const r = await execa(cmd, args, { timeout: timeoutMs, reject: false, stdin: "ignore", env: { ...process.env, LC_ALL: "C" } });
@@ -48472,47 +46912,6 @@ var init_detect = __esm({
         return { ok: false, missing: err.code === "ENOENT", stdout: "", stderr: String(err), code: null };
       }
     };
-  }
-});
-
-// engine/hardware/summary.ts
-async function detect() {
-  const hw = await Promise.race([detectHardware({ llamaServer: null }), new Promise((r) => setTimeout(() => r(null), 12e3).unref())]);
-  if (!hw) return null;
-  return {
-    cpu: hw.cpu.model,
-    cores: hw.cpu.cores,
-    ramGiB: round(hw.ram.totalBytes / GiB),
-    gpus: hw.gpus.map((g) => ({
-      name: g.name,
-      vendor: String(g.vendor),
-      vramGiB: round(g.totalBytes / GiB),
-      freeGiB: g.freeBytes === null ? null : round(g.freeBytes / GiB),
-      unified: g.unified
-    })),
-    problems: hw.problems.slice(0, 10)
-  };
-}
-function hardwareSummary() {
-  cached4 ??= detect().catch(() => null);
-  return cached4;
-}
-var GiB, round, cached4;
-var init_summary = __esm({
-  "engine/hardware/summary.ts"() {
-    init_detect();
-    GiB = 1024 ** 3;
-    round = (n2) => Math.round(n2 * 10) / 10;
-    cached4 = null;
-  }
-});
-
-// engine/hardware/index.ts
-var init_hardware = __esm({
-  "engine/hardware/index.ts"() {
-    init_detect();
-    init_parse4();
-    init_summary();
   }
 });
 
@@ -49499,8 +47898,9 @@ function urlSource(url2, headers = {}, fetchImpl = fetch) {
       if (res.status !== 206 && res.status !== 200) {
         throw new GgufError(`GET ${url2} (range ${offset}+${length}) answered HTTP ${res.status}`);
       }
-      if (res.status === 200) return new Uint8Array((await readPrefix(res, offset + length)).subarray(offset, offset + length));
-      return new Uint8Array(await readPrefix(res, length));
+      const buf = new Uint8Array(await res.arrayBuffer());
+      if (res.status === 200) return buf.subarray(offset, offset + length);
+      return buf.subarray(0, length);
     }
   };
 }
@@ -49642,7 +48042,6 @@ var init_gguf = __esm({
   "engine/models/gguf.ts"() {
     init_ggml_types();
     init_errors4();
-    init_net();
     GgufError = class extends SetupError {
       constructor(message, data = {}) {
         super("gguf", message, data);
@@ -49852,20 +48251,6 @@ function hubHeaders(env2 = process.env) {
 function resolveUrl(repo, file3, rev = "main", env2 = process.env) {
   return `${hubEndpoint(env2)}/${repo}/resolve/${encodeURIComponent(rev)}/${file3.split("/").map(encodeURIComponent).join("/")}`;
 }
-async function readHubJson(res, url2, what, maxBytes) {
-  try {
-    return await readJsonBounded(res, url2, maxBytes);
-  } catch (e) {
-    if (e instanceof BodyTooLarge)
-      throw new SetupError(
-        "model-source",
-        `${url2} answered more than ${maxBytes / MIB2} MiB for ${what}: not read (the Hub's answer is far smaller; check OCW_HF_ENDPOINT)`,
-        { url: url2, maxBytes, tooLarge: true },
-        "unavailable"
-      );
-    throw new SetupError("model-source", `${url2}: the answer for ${what} broke off (${e.message})`, { url: url2 }, "unavailable");
-  }
-}
 async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = process.env) {
   if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new SetupError("model-source", `"${repo}" is not a Hugging Face repo id (owner/name)`, { repo });
   let url2 = `${hubEndpoint(env2)}/api/models/${repo}/tree/${encodeURIComponent(rev)}?recursive=true`;
@@ -49876,9 +48261,7 @@ async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = proce
       throw new SetupError("model-source", `${repo} is gated or private: set HF_TOKEN`, { repo, status: res.status });
     if (res.status === 404) throw new SetupError("model-source", `no Hugging Face repo ${repo} (revision ${rev})`, { repo, rev, status: 404 }, "not-found");
     if (!res.ok) throw new SetupError("model-source", `Hub tree API for ${repo} answered HTTP ${res.status}`, { repo, status: res.status }, "unavailable");
-    const entries = await readHubJson(res, url2, `${repo}'s file listing`, HUB_LISTING_MAX_BYTES);
-    if (!Array.isArray(entries))
-      throw new SetupError("model-source", `Hub tree API for ${repo} did not answer a file list (check OCW_HF_ENDPOINT)`, { repo }, "unavailable");
+    const entries = await res.json();
     for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
     const link2 = res.headers.get("link");
     const next = link2 && /<([^>]+)>;\s*rel="next"/.exec(link2);
@@ -49904,17 +48287,67 @@ function groupGgufs(repo, rev, files) {
 async function repoGgufs(repo, rev = "main", fetchImpl = fetch, env2 = process.env) {
   return groupGgufs(repo, rev, await listRepoFiles(repo, rev, fetchImpl, env2));
 }
-var hubEndpoint, MIB2, HUB_LISTING_MAX_BYTES, HUB_CONFIG_MAX_BYTES;
+var hubEndpoint;
 var init_hf = __esm({
   "engine/models/hf.ts"() {
     init_config();
     init_source2();
     init_errors4();
-    init_net();
     hubEndpoint = (env2 = process.env) => (config2(env2).OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
-    MIB2 = 1024 * 1024;
-    HUB_LISTING_MAX_BYTES = 16 * MIB2;
-    HUB_CONFIG_MAX_BYTES = 4 * MIB2;
+  }
+});
+
+// engine/net/cause.ts
+function hostOf(url2) {
+  if (!url2) return null;
+  try {
+    return new URL(url2).host;
+  } catch {
+    return null;
+  }
+}
+function describeFetchError(e, url2) {
+  const err = e;
+  const msg = err?.message ?? String(e);
+  let c3 = err;
+  let code;
+  let inner;
+  for (let i2 = 0; c3 && i2 < 5; i2++) {
+    const x = c3;
+    if (typeof x.code === "string") code = x.code;
+    if (typeof x.message === "string" && x.message && x.message !== "fetch failed") inner = x.message;
+    if (typeof x.hostname === "string" && !url2) url2 = `http://${x.hostname}`;
+    c3 = x.cause ?? (Array.isArray(x.errors) ? x.errors[0] : void 0);
+  }
+  const isFetch = msg === "fetch failed" || /^fetch failed/.test(msg) || err?.name === "AbortError" || err?.name === "TimeoutError";
+  if (!isFetch && !(code && (CODES[code] || code.startsWith("UND_ERR")))) return msg;
+  const host = hostOf(url2);
+  const where = host ? `cannot reach ${host}` : "the request could not be made";
+  if (err?.name === "TimeoutError" || err?.name === "AbortError") return `${where}: it did not answer in time`;
+  if (code && CODES[code]) return `${where}: ${CODES[code]} [${code}]`;
+  if (code) return `${where}: ${inner ?? code} [${code}]`;
+  return `${where}: ${inner ?? "the connection failed before any answer"}`;
+}
+var CODES;
+var init_cause = __esm({
+  "engine/net/cause.ts"() {
+    CODES = {
+      ENOTFOUND: "its name does not resolve (DNS): no network, a typo in the host, or a proxy-only network",
+      EAI_AGAIN: "its name could not be resolved right now (DNS): no network or a DNS outage",
+      ECONNREFUSED: "nothing listens there (connection refused)",
+      ECONNRESET: "the connection was cut (reset by the other end or a proxy)",
+      ETIMEDOUT: "it did not answer in time (connection timed out)",
+      UND_ERR_CONNECT_TIMEOUT: "it did not answer in time (connection timed out)",
+      UND_ERR_HEADERS_TIMEOUT: "it accepted the connection but sent no answer in time",
+      UND_ERR_SOCKET: "the connection broke while talking to it",
+      EHOSTUNREACH: "the host cannot be reached (no route)",
+      ENETUNREACH: "the network is unreachable (offline?)",
+      CERT_HAS_EXPIRED: "its TLS certificate has expired",
+      DEPTH_ZERO_SELF_SIGNED_CERT: "its TLS certificate is self-signed (not trusted)",
+      SELF_SIGNED_CERT_IN_CHAIN: "its TLS certificate chain is not trusted (a proxy that inspects TLS? set NODE_EXTRA_CA_CERTS)",
+      UNABLE_TO_VERIFY_LEAF_SIGNATURE: "its TLS certificate cannot be verified (a proxy that inspects TLS? set NODE_EXTRA_CA_CERTS)",
+      ERR_TLS_CERT_ALTNAME_INVALID: "its TLS certificate is for another host name"
+    };
   }
 });
 
@@ -51317,9 +49750,9 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
       if (found.some((f) => f.model === e.id)) continue;
       const qs = quantOrder === "largest" ? good(e) : [...good(e)].reverse();
       if (phase === "gpu") {
-        const pool2 = firstPool(e, qs);
-        if (pool2) {
-          found.push(pool2);
+        const pool = firstPool(e, qs);
+        if (pool) {
+          found.push(pool);
           const split = qs.map((q2) => catalogModel(e, q2.quant)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).filter((x) => x.p).map((x) => toPick(x.m, x.p, dev, slots, verified(e.id))).find((x) => fastEnough(x));
           if (split && found.length < max) found.push(split);
           continue;
@@ -51747,7 +50180,7 @@ function withHubSizes(entries, data, now = Date.now()) {
 var HUB_SIZES_MAX_AGE_MS, REFRESH_AFTER_MS, file2, OFFLINE_BACKOFF_MS, offlineUntil, PLAUSIBLE, plausible;
 var init_hub_sizes = __esm({
   "engine/models/hub-sizes.ts"() {
-    init_store();
+    init_paths();
     init_hf();
     HUB_SIZES_MAX_AGE_MS = 30 * 24 * 36e5;
     REFRESH_AFTER_MS = 24 * 36e5;
@@ -51756,6 +50189,93 @@ var init_hub_sizes = __esm({
     offlineUntil = 0;
     PLAUSIBLE = [0.6, 1.6];
     plausible = (listed2, figure) => listed2 >= figure * PLAUSIBLE[0] && listed2 <= figure * PLAUSIBLE[1];
+  }
+});
+
+// engine/process/supervisor.ts
+var Supervisor;
+var init_supervisor = __esm({
+  "engine/process/supervisor.ts"() {
+    init_process();
+    Supervisor = class {
+      constructor(launch2, ev = {}, o2 = {}) {
+        this.launch = launch2;
+        this.ev = ev;
+        this.o = o2;
+        this.backoff = new Backoff({ baseMs: o2.baseDelayMs ?? 1e3, capMs: 3e4, windowMs: o2.windowMs ?? 3e5, max: o2.maxRestarts ?? 5 });
+      }
+      launch;
+      ev;
+      o;
+      child = null;
+      stopping = false;
+      backoff;
+      restarts = 0;
+      pid = null;
+      /** The first start; rejects when the child never becomes ready (nothing is restarted then). */
+      async start() {
+        const s = await this.launch();
+        this.attach(s.child);
+        this.ev.onReady?.(s.pid, s.readyMs);
+        return s;
+      }
+      attach(child) {
+        this.child = child;
+        this.pid = child.pid ?? null;
+        child.once("exit", (code, sig) => {
+          if (this.stopping || this.child !== child) return;
+          void this.crashed(`exited ${code ?? sig}`);
+        });
+      }
+      async crashed(reason) {
+        const delay = this.backoff.crashed();
+        if (delay === null) {
+          this.ev.onGiveUp?.(`${reason}; ${this.backoff.count} crashes in ${(this.o.windowMs ?? 3e5) / 1e3} s \u2014 giving up`);
+          return;
+        }
+        this.ev.onRestart?.(this.backoff.count, reason, delay);
+        await new Promise((r) => setTimeout(r, delay));
+        if (this.stopping) return;
+        try {
+          const s = await this.launch();
+          this.restarts++;
+          this.attach(s.child);
+          this.ev.onReady?.(s.pid, s.readyMs);
+        } catch (e) {
+          await this.crashed(e.message);
+        }
+      }
+      /** Stops the child (SIGTERM, then SIGKILL after `graceMs`); no restart follows. */
+      async stop(graceMs = 5e3) {
+        this.stopping = true;
+        if (this.pid) await stopPid(this.pid, graceMs);
+      }
+    };
+  }
+});
+
+// engine/net/sse.ts
+async function* sseData(body) {
+  const decoder = new TextDecoder();
+  let buf = "";
+  let data = [];
+  for await (const chunk of body) {
+    buf += decoder.decode(chunk, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).replace(/\r$/, "");
+      buf = buf.slice(nl + 1);
+      if (line === "") {
+        if (data.length) yield data.join("\n");
+        data = [];
+      } else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+    }
+  }
+  if (buf.startsWith("data:")) data.push(buf.slice(5).trimStart());
+  if (data.length) yield data.join("\n");
+}
+var init_sse = __esm({
+  "engine/net/sse.ts"() {
   }
 });
 
@@ -51779,15 +50299,19 @@ async function httpJsonOnce(url2, init) {
       body: init.body === void 0 ? void 0 : JSON.stringify(init.body),
       signal: ctl.signal
     });
-    let bytes;
+    let text;
     try {
-      bytes = await readBoundedBytes(res, url2, init.maxBytes ?? ENDPOINT_MAX_BYTES);
+      text = await readBounded(res, url2, init.maxBytes ?? ENDPOINT_MAX_BYTES);
     } catch (e) {
       if (e instanceof BodyTooLarge) return { ok: false, status: res.status, body: null, text: "", ms: performance.now() - t0, error: e.message };
       throw e;
     }
-    const text = bytes.subarray(0, TEXT_HEAD).toString("utf8");
-    const body = await parseBody(bytes, { kind: "json", keep: init.keep }).catch(() => null);
+    let body = null;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = null;
+    }
     return { ok: res.ok, status: res.status, body, text, ms: performance.now() - t0 };
   } catch (e) {
     const err = e;
@@ -51823,14 +50347,7 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
       signal: ctl.signal
     });
     if (!res.ok || !res.body)
-      return {
-        status: res.status,
-        startMs,
-        firstTokenMs: null,
-        endMs: performance.now() - t0,
-        tokens: 0,
-        error: (await readBounded(res, url2, ERROR_MAX_BYTES).catch(() => "")).slice(0, 200)
-      };
+      return { status: res.status, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (await res.text()).slice(0, 200) };
     let first = null;
     let tokens = 0;
     for await (const data of sseData(res.body)) {
@@ -51852,12 +50369,11 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
     clearTimeout(timer);
   }
 }
-var ERROR_MAX_BYTES, TEXT_HEAD, STALE_CONNECTION;
+var STALE_CONNECTION;
 var init_http = __esm({
   "engine/serving/http.ts"() {
-    init_net();
-    ERROR_MAX_BYTES = 64 * 1024;
-    TEXT_HEAD = PARSE_INLINE_MAX;
+    init_sse();
+    init_bounded();
     STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
   }
 });
@@ -51866,7 +50382,7 @@ var init_http = __esm({
 import { spawn as spawn3 } from "node:child_process";
 import { closeSync as closeSync3, existsSync as existsSync18, mkdirSync as mkdirSync16, openSync as openSync3, readdirSync as readdirSync10, readFileSync as readFileSync17 } from "node:fs";
 import { createServer } from "node:net";
-import os6 from "node:os";
+import os5 from "node:os";
 import path46 from "node:path";
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
@@ -51878,7 +50394,7 @@ function findLlamaServer(explicit, env2 = process.env) {
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
   for (const dir of (env2.PATH ?? "").split(path46.delimiter))
     if (dir) cands.push(path46.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = config2(env2).OCW_LLAMA_CACHE ?? path46.join(os6.homedir(), ".cache/opencode-worker/llama");
+  const cache = config2(env2).OCW_LLAMA_CACHE ?? path46.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
     for (const d of readdirSync10(cache).sort().reverse()) cands.push(path46.join(cache, d, "bin", "llama-server"));
   } catch {
@@ -52000,11 +50516,11 @@ var LlamaServerError;
 var init_llama_server = __esm({
   "engine/serving/llama-server.ts"() {
     init_config();
-    init_store();
-    init_process2();
+    init_paths();
+    init_supervisor();
     init_http();
     init_errors4();
-    init_process2();
+    init_process();
     LlamaServerError = class extends SetupError {
       constructor(message, data = {}) {
         super("runtime", message, data);
@@ -52274,10 +50790,7 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
   let cfg = {};
   if (files.some((f) => f.path === "config.json")) {
     const r = await timedFetch(resolveUrl(repo, "config.json", "main", env2), { headers: hubHeaders(env2) }).catch(() => null);
-    if (r?.ok) {
-      const got = await readHubJson(r, resolveUrl(repo, "config.json", "main", env2), `${repo}'s config.json`, HUB_CONFIG_MAX_BYTES);
-      if (got && typeof got === "object" && !Array.isArray(got)) cfg = got;
-    }
+    if (r?.ok) cfg = await r.json().catch(() => ({}));
   }
   return [
     {
@@ -52676,7 +51189,7 @@ var init_fit_service = __esm({
     init_speed();
     init_resolve();
     init_source2();
-    init_store();
+    init_targets();
     init_get_llama();
     init_llama_server();
     init_parallel();
@@ -52727,7 +51240,7 @@ async function oneRequest(o2, promptTokens, maxTokens, timeoutMs) {
       signal: ctl.signal
     });
     if (!res.ok || !res.body) {
-      const text = (await readBounded(res, `${o2.url}/chat/completions`, 64 * 1024).catch(() => "")).slice(0, 200);
+      const text = (await res.text().catch(() => "")).slice(0, 200);
       return {
         ok: false,
         promptTokens: null,
@@ -52875,7 +51388,7 @@ var init_bench = __esm({
     init_target();
     init_config();
     init_speed();
-    init_net();
+    init_sse();
     WORDS = "the quick brown fox jumps over a lazy dog while seven engineers review pull requests about caching parsers schedulers and tests".split(" ");
     median = (xs) => {
       if (!xs.length) return null;
@@ -52893,7 +51406,7 @@ var init_bench = __esm({
 async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
   const root2 = serverRoot(url2);
   const h3 = authHeaders(key);
-  const models = await httpJson(`${root2}/v1/models`, { headers: h3, timeoutMs, keep: MODELS_KEEP });
+  const models = await httpJson(`${root2}/v1/models`, { headers: h3, timeoutMs });
   if (models.status === 0) return null;
   const notes = [];
   const needsKey = models.status === 401 || models.status === 403;
@@ -52907,22 +51420,21 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
   let build = null;
   const props = await httpJson(`${root2}/props`, {
     headers: h3,
-    timeoutMs,
-    keep: { total_slots: true, build_info: true, default_generation_settings: { n_ctx: true } }
+    timeoutMs
   });
   if (props.ok && typeof props.body?.total_slots === "number") {
     engine = "llama.cpp";
     totalSlots = props.body.total_slots;
     perSlotCtx = props.body.default_generation_settings?.n_ctx ?? null;
     build = props.body.build_info ?? null;
-    const slots = await httpJson(`${root2}/slots`, { headers: h3, timeoutMs, keep: [{ n_ctx: true }] });
+    const slots = await httpJson(`${root2}/slots`, { headers: h3, timeoutMs });
     if (Array.isArray(slots.body)) notes.push(`/slots: ${slots.body.length} \xD7 n_ctx [${[...new Set(slots.body.map((s) => s.n_ctx))].join(",")}]`);
     else if (slots.status === 501) notes.push("/slots disabled (--no-slots)");
   } else if (props.status === 401 && needsKey) {
     engine = "llama.cpp";
     notes.push("llama.cpp-style /props refused without the key");
   } else {
-    const ol = await httpJson(`${root2}/api/version`, { timeoutMs, keep: { version: true } });
+    const ol = await httpJson(`${root2}/api/version`, { timeoutMs });
     if (ol.ok && ol.body?.version) {
       engine = "ollama";
       build = ol.body.version;
@@ -52930,8 +51442,7 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
     } else {
       const sg = await httpJson(`${root2}/get_server_info`, {
         headers: h3,
-        timeoutMs,
-        keep: { max_running_requests: true, context_length: true, version: true }
+        timeoutMs
       });
       if (sg.ok && sg.body && typeof sg.body === "object") {
         engine = "sglang";
@@ -52952,11 +51463,9 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
   }
   return { url: `${root2}/v1`, engine, models: ids, totalSlots, perSlotCtx, needsKey, build, notes };
 }
-var MODELS_KEEP;
 var init_capture = __esm({
   "engine/serving/capture.ts"() {
     init_http();
-    MODELS_KEEP = { data: [{ id: true, owned_by: true, max_model_len: true, meta: { n_ctx: true } }], models: [{ name: true }] };
   }
 });
 
@@ -53004,7 +51513,7 @@ async function startRuntimeProcess(o2) {
 }
 var init_runtime_process = __esm({
   "engine/serving/runtime-process.ts"() {
-    init_process2();
+    init_process();
     init_http();
     init_errors4();
   }
@@ -53176,8 +51685,9 @@ async function toolRoundTrip(p) {
 var str2, num3, obj, OPENCODE_TOOLS, FILE, SYSTEM, ASK, TEXT_CALL;
 var init_tool_probe = __esm({
   "engine/serving/tool-probe.ts"() {
-    init_net();
+    init_sse();
     init_http();
+    init_bounded();
     str2 = (description) => ({ type: "string", description });
     num3 = (description) => ({ type: "number", description });
     obj = (properties, required2) => ({ type: "object", properties, required: required2, additionalProperties: false });
@@ -53406,14 +51916,9 @@ async function verifyEndpoint(v) {
   if (v.engine === "llama.cpp") {
     const props = await httpJson(`${root2}/props`, {
       headers: authHeaders(v.key),
-      timeoutMs: 1e4,
-      keep: { total_slots: true, default_generation_settings: { n_ctx: true } }
+      timeoutMs: 1e4
     });
-    const slotsRes = await httpJson(`${root2}/slots`, {
-      headers: authHeaders(v.key),
-      timeoutMs: 1e4,
-      keep: [{ id: true, n_ctx: true }]
-    });
+    const slotsRes = await httpJson(`${root2}/slots`, { headers: authHeaders(v.key), timeoutMs: 1e4 });
     const total2 = props.body?.total_slots ?? null;
     const perSlot = props.body?.default_generation_settings?.n_ctx ?? null;
     observed.totalSlots = total2;
@@ -53425,29 +51930,29 @@ async function verifyEndpoint(v) {
     let okPool = true;
     if (okSlots && okCtx && v.slots > 1 && perSlot !== null && v.poolCheck !== false) {
       const want = v.perSlotCtx ?? perSlot;
-      let pool2 = await poolCheck({ root: root2, chatUrl, key: v.key, model: v.model, n: v.slots, ctx: want, ext, timeoutMs: Math.max(timeoutMs, 6e5) });
-      if (pool2.passed === false && v.perSlotCtx === null) {
+      let pool = await poolCheck({ root: root2, chatUrl, key: v.key, model: v.model, n: v.slots, ctx: want, ext, timeoutMs: Math.max(timeoutMs, 6e5) });
+      if (pool.passed === false && v.perSlotCtx === null) {
         const share2 = Math.floor(perSlot / v.slots / 256) * 256;
         const again = share2 >= 1024 ? await poolCheck({ root: root2, chatUrl, key: v.key, model: v.model, n: v.slots, ctx: share2, ext, timeoutMs: Math.max(timeoutMs, 6e5) }) : null;
         if (again?.passed) {
           observed.perSlotCtx = share2;
-          pool2 = {
+          pool = {
             passed: true,
-            evidence: `${again.evidence}; at the reported ${perSlot} per slot: ${pool2.evidence.replace(/ — .*$/, "")} \u2014 one KV pool of ${perSlot} shared by ${v.slots} slots: each worker is given ${share2}`
+            evidence: `${again.evidence}; at the reported ${perSlot} per slot: ${pool.evidence.replace(/ — .*$/, "")} \u2014 one KV pool of ${perSlot} shared by ${v.slots} slots: each worker is given ${share2}`
           };
         }
       }
-      if (pool2.passed === null && v.perSlotCtx === null) {
+      if (pool.passed === null && v.perSlotCtx === null) {
         const share2 = Math.floor(perSlot / v.slots / 256) * 256;
         observed.perSlotCtx = share2;
-        pool2 = {
+        pool = {
           passed: null,
-          evidence: `${pool2.evidence}; one KV pool may be shared by the ${v.slots} slots: each worker is given ${perSlot} \xF7 ${v.slots} = ${share2}`
+          evidence: `${pool.evidence}; one KV pool may be shared by the ${v.slots} slots: each worker is given ${perSlot} \xF7 ${v.slots} = ${share2}`
         };
       }
-      okPool = pool2.passed !== false;
-      if (pool2.passed && v.perSlotCtx !== null && perSlot > v.perSlotCtx) observed.perSlotCtx = v.perSlotCtx;
-      evidence += `; pool: ${pool2.evidence}`;
+      okPool = pool.passed !== false;
+      if (pool.passed && v.perSlotCtx !== null && perSlot > v.perSlotCtx) observed.perSlotCtx = v.perSlotCtx;
+      evidence += `; pool: ${pool.evidence}`;
     }
     const floor = minSlotProblem(observed.perSlotCtx ?? perSlot);
     if (floor) evidence += `; ${floor}`;
@@ -53456,17 +51961,14 @@ async function verifyEndpoint(v) {
     let ctx = null;
     let where;
     if (v.engine === "ollama") {
-      const ps = await httpJson(`${root2}/api/ps`, {
-        timeoutMs: 1e4,
-        keep: { models: [{ name: true, model: true, context_length: true }] }
-      });
+      const ps = await httpJson(`${root2}/api/ps`, { timeoutMs: 1e4 });
       const m = ps.body?.models?.find((x) => x.name === v.model || x.model === v.model || x.name === `${v.model}:latest`) ?? (ps.body?.models?.length === 1 ? ps.body.models[0] : void 0);
       ctx = typeof m?.context_length === "number" ? m.context_length : null;
       where = ps.status !== 200 ? `/api/ps \u2192 ${ps.status || ps.error}` : !m ? `/api/ps does not list ${v.model} as loaded` : ctx === null ? "/api/ps lists no context_length (ollama older than 0.12?)" : `/api/ps context_length ${ctx}`;
     } else {
       const lm = await httpJson(
         `${root2}/api/v0/models`,
-        { headers: authHeaders(v.key), timeoutMs: 1e4, keep: { data: [{ id: true, state: true, loaded_context_length: true, max_context_length: true }] } }
+        { headers: authHeaders(v.key), timeoutMs: 1e4 }
       );
       const m = lm.body?.data?.find((x) => x.id === v.model);
       ctx = typeof m?.loaded_context_length === "number" ? m.loaded_context_length : null;
@@ -53484,8 +51986,7 @@ async function verifyEndpoint(v) {
   } else {
     const models = await httpJson(`${root2}/v1/models`, {
       headers: authHeaders(v.key),
-      timeoutMs: 1e4,
-      keep: { data: [{ id: true, max_model_len: true, meta: { n_ctx: true } }] }
+      timeoutMs: 1e4
     });
     const m = models.body?.data?.find((d) => d.id === v.model) ?? models.body?.data?.[0];
     const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
@@ -53515,7 +52016,7 @@ async function verifyEndpoint(v) {
       return s.endMs - s.startMs;
     };
     const slotsNow = async () => {
-      const sl = await httpJson(`${root2}/slots`, { headers, timeoutMs: 5e3, keep: [{ is_processing: true }] });
+      const sl = await httpJson(`${root2}/slots`, { headers, timeoutMs: 5e3 });
       return Array.isArray(sl.body) ? { listed: sl.body.length, busy: sl.body.filter((x) => x.is_processing).length } : null;
     };
     const before = v.engine === "llama.cpp" ? await slotsNow() : null;
@@ -53629,7 +52130,7 @@ var init_verify = __esm({
 
 // engine/serving/records.ts
 import { randomBytes as randomBytes9 } from "node:crypto";
-import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync18, openSync as openSync5, readFileSync as readFileSync19, renameSync as renameSync6, rmSync as rmSync8, statSync as statSync13, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync18, openSync as openSync5, readFileSync as readFileSync19, renameSync as renameSync6, rmSync as rmSync7, statSync as statSync13, writeSync as writeSync2 } from "node:fs";
 import path51 from "node:path";
 function readOwner2(file3) {
   try {
@@ -53660,16 +52161,16 @@ function lock(dir) {
     closeSync5(fd);
   }
   const release = () => {
-    if (readOwner2(file3)?.nonce === me.nonce) rmSync8(file3, { force: true });
+    if (readOwner2(file3)?.nonce === me.nonce) rmSync7(file3, { force: true });
   };
   for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
     try {
       linkSync2(mine, file3);
-      rmSync8(mine, { force: true });
+      rmSync7(mine, { force: true });
       return release;
     } catch (e) {
       if (e.code !== "EEXIST") {
-        rmSync8(mine, { force: true });
+        rmSync7(mine, { force: true });
         throw e;
       }
     }
@@ -53685,13 +52186,13 @@ function lock(dir) {
           } catch {
           }
         }
-        rmSync8(aside, { force: true });
+        rmSync7(aside, { force: true });
       } catch {
       }
       continue;
     }
     if (Date.now() - t0 > LOCK_WAIT_MS) {
-      rmSync8(mine, { force: true });
+      rmSync7(mine, { force: true });
       throw new SetupError(
         "serving",
         `the model-server records (${servingFile(dir)}) stayed locked by process ${owner?.pid ?? "?"} for ${LOCK_WAIT_MS / 1e3} s; if no ocw process runs, remove ${file3}`,
@@ -53727,8 +52228,9 @@ function removeServing(drop, dir = stateDir()) {
 var servingFile, lockPath, LOCK_WAIT_MS, sleeper, pause;
 var init_records = __esm({
   "engine/serving/records.ts"() {
-    init_store();
-    init_process2();
+    init_json_file();
+    init_paths();
+    init_process();
     init_errors4();
     servingFile = (dir = stateDir()) => path51.join(dir, "serving.json");
     lockPath = (dir) => `${servingFile(dir)}.lock`;
@@ -53848,33 +52350,37 @@ async function superviseServing(targetId) {
     key: apiKey,
     readyTimeoutMs: 18e5
   });
-  const sup = new Supervisor(launch2, {
-    onReady: (pid) => update({
-      pid,
-      startTime: processStartTime(pid),
-      supervisorPid: process.pid,
-      supervisorStartTime: processStartTime(process.pid),
-      restarts: sup.restarts,
-      gaveUp: null
-    }),
-    onRestart: (n2, why, delay) => {
-      console.error(`supervise ${targetId}: restart #${n2} in ${delay} ms (${why})`);
-      update({ lastCrash: `${(/* @__PURE__ */ new Date()).toISOString()} ${why}` });
-    },
-    onGiveUp: (why) => {
-      console.error(`supervise ${targetId}: ${why}`);
-      update({ supervisorPid: null, supervisorStartTime: null, gaveUp: `${(/* @__PURE__ */ new Date()).toISOString()} ${why}` });
-    }
+  let sup = null;
+  const done = new Promise((resolve) => {
+    sup = new Supervisor(launch2, {
+      onReady: (pid) => update({
+        pid,
+        startTime: processStartTime(pid),
+        supervisorPid: process.pid,
+        supervisorStartTime: processStartTime(process.pid),
+        restarts: sup?.restarts ?? 0,
+        gaveUp: null
+      }),
+      onRestart: (n2, why, delay) => {
+        console.error(`supervise ${targetId}: restart #${n2} in ${delay} ms (${why})`);
+        update({ lastCrash: `${(/* @__PURE__ */ new Date()).toISOString()} ${why}` });
+      },
+      onGiveUp: (why) => {
+        console.error(`supervise ${targetId}: ${why}`);
+        update({ supervisorPid: null, supervisorStartTime: null, gaveUp: `${(/* @__PURE__ */ new Date()).toISOString()} ${why}` });
+        resolve(1);
+      }
+    });
   });
   const stop2 = async () => {
-    await sup.stop();
+    await sup?.stop();
     update({ supervisorPid: null, supervisorStartTime: null });
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop2());
   process.on("SIGINT", () => void stop2());
   await sup.start();
-  return (await sup.done).kind === "gave-up" ? 1 : 0;
+  return done;
 }
 function keyFromEnv(name, env2) {
   if (!name) return null;
@@ -54002,11 +52508,13 @@ var init_setup3 = __esm({
     init_config();
     init_target();
     init_bench();
-    init_store();
+    init_paths();
+    init_targets();
     init_capture();
     init_keys();
-    init_process2();
+    init_process();
     init_llama_server();
+    init_supervisor();
     init_runtime_process();
     init_verify();
     init_errors4();
@@ -54179,7 +52687,7 @@ var init_start_common = __esm({
 
 // engine/serving/start-runtimes.ts
 import { chmodSync as chmodSync3, existsSync as existsSync22, mkdirSync as mkdirSync20, readFileSync as readFileSync20, statSync as statSync14, writeFileSync as writeFileSync13 } from "node:fs";
-import os7 from "node:os";
+import os6 from "node:os";
 import path53 from "node:path";
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
@@ -54209,7 +52717,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
-  const hfCache = env2.HF_HOME || path53.join(os7.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path53.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run4 = [
     "run",
@@ -54494,9 +53002,9 @@ async function runOtherRuntime(c3) {
 var init_start_runtimes = __esm({
   "engine/serving/start-runtimes.ts"() {
     init_target();
-    init_hardware();
-    init_process2();
-    init_store();
+    init_detect();
+    init_process();
+    init_paths();
     init_http();
     init_keys();
     init_llama_server();
@@ -55106,11 +53614,7 @@ async function placementLlamaPhase(c3, plan, l) {
   for (const [k, x] of servers.entries()) {
     const props = await httpJson(
       `${x.url.replace(/\/v1$/, "")}/props`,
-      {
-        headers: { authorization: `Bearer ${key}` },
-        timeoutMs: 1e4,
-        keep: { total_slots: true, model_path: true, default_generation_settings: { n_ctx: true } }
-      }
+      { headers: { authorization: `Bearer ${key}` }, timeoutMs: 1e4 }
     );
     const devices = pooled ? replicaDevices(pick4, replicas[k].devices, x.env.length > 0) : pick4.devices;
     const visible = x.env.find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))?.split("=")[1]?.split(",").map(Number);
@@ -55326,21 +53830,21 @@ var init_start2 = __esm({
   "engine/serving/start.ts"() {
     init_setup2();
     init_target();
-    init_hardware();
+    init_detect();
     init_catalog();
     init_download();
     init_hf();
-    init_net();
+    init_cause();
     init_config();
     init_plan();
     init_resolve();
-    init_store();
+    init_paths();
     init_fit_service();
     init_errors4();
     init_get_llama();
     init_http();
     init_keys();
-    init_process2();
+    init_process();
     init_llama_server();
     init_setup3();
     init_verify();
@@ -62580,13 +61084,13 @@ var pool_exports = {};
 __export(pool_exports, {
   setupCapturePool: () => setupCapturePool
 });
-import { mkdtempSync as mkdtempSync2, rmSync as rmSync11 } from "node:fs";
-import os9 from "node:os";
+import { mkdtempSync as mkdtempSync2, rmSync as rmSync10 } from "node:fs";
+import os8 from "node:os";
 import path70 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync2(path70.join(os9.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync2(path70.join(os8.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
@@ -62598,7 +61102,7 @@ async function setupCapturePool(urls, o2) {
       each.push(r);
     }
   } finally {
-    rmSync11(scratch, { recursive: true, force: true });
+    rmSync10(scratch, { recursive: true, force: true });
   }
   const models = [...new Set(each.map((r) => r.target.model))];
   if (models.length > 1)
@@ -62638,7 +61142,7 @@ var RANK;
 var init_pool = __esm({
   "engine/serving/pool.ts"() {
     init_target();
-    init_store();
+    init_targets();
     init_setup3();
     RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 };
   }
@@ -62684,13 +61188,898 @@ function firstIssue(error46, prefix = "") {
   return `${prefix}${field ? `${field}: ` : ""}${i2.message}`;
 }
 
-// engine/workers/engine.ts
-init_target();
-init_worker();
+// shared/worker.ts
+init_zod();
+
+// shared/attempt-ref.ts
+init_zod();
+var MAX_ATTEMPTS = 16;
+var AttemptRef = external_exports.object({
+  groupId: external_exports.string().min(1),
+  /** 1-based. */
+  index: external_exports.number().int().min(1),
+  of: external_exports.number().int().min(1).max(MAX_ATTEMPTS),
+  /** The person asked for every attempt to run to its verdict (`--all-attempts`): nothing is stopped. */
+  all: external_exports.boolean().default(false)
+});
+
+// shared/check.ts
+init_zod();
+var CommandCheck = external_exports.object({
+  name: external_exports.string().min(1).max(200).optional(),
+  run: external_exports.string().min(1, "a check's `run` must be a non-empty shell command").max(1e4),
+  expectExit: external_exports.number().int().min(0).max(255).optional(),
+  timeoutSec: external_exports.number().positive().max(3600).optional(),
+  /**
+   * Held-back files: an absolute path to a folder no worker can see (keep it outside the repository). Its files are
+   * copied into the check's folder of the graded checkout just before the checks run (over the worker's files of the
+   * same name; read-only while checks run), and never reach a worker's workspace.
+   */
+  files: external_exports.string().min(1).max(4096).refine((p) => p.startsWith("/") && !p.split("/").includes(".."), { message: "a check's `files` must be an absolute path to a folder, without `..`" }).optional()
+}).strict();
+var FileCheck = external_exports.object({
+  name: external_exports.string().min(1).max(200).optional(),
+  file: external_exports.string().min(1).max(1e3).refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), {
+    message: "a file check's `file` must be a path relative to the workspace, without `..`"
+  }),
+  exists: external_exports.boolean().optional(),
+  equals: external_exports.string().max(1e6).optional(),
+  matches: external_exports.string().max(1e4).optional()
+}).strict();
+var CheckSpec = external_exports.union([CommandCheck, FileCheck], {
+  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?, files?} or {"file": "relative/path", exists?, equals?, matches?}'
+});
+function checkName(check2, _index) {
+  if (check2.name) return check2.name;
+  return "run" in check2 ? check2.run.slice(0, 80) : `file ${check2.file}`;
+}
+var CheckResult = external_exports.object({
+  name: external_exports.string(),
+  passed: external_exports.boolean(),
+  exitCode: external_exports.number().int().nullable().optional(),
+  timedOut: external_exports.boolean().optional(),
+  durationMs: external_exports.number().optional(),
+  output: external_exports.string()
+});
+
+// shared/permission.ts
+init_zod();
+
+// shared/untrusted.ts
+var SHOW_MAX = 1e3;
+var hex3 = (cp) => `\u27EAU+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27EB`;
+var COMBINING = new RegExp("^\\p{M}$", "u");
+var PICTOGRAPH = /^[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Regional_Indicator}]$/u;
+var MAX_MARKS = 4;
+var MAX_SPACES = 16;
+var BLOCK_MAX_SPACES = 64;
+var MAX_TABS = 16;
+function isHiddenCodePoint(cp) {
+  if (cp < 127) return cp < 32;
+  if (cp <= 159) return true;
+  if (cp < 173) return cp === 160;
+  return cp === 173 || cp === 847 || cp === 1564 || cp === 4447 || cp === 4448 || cp === 5760 || cp === 6068 || cp === 6069 || cp >= 6155 && cp <= 6159 || cp >= 8192 && cp <= 8207 || cp >= 8232 && cp <= 8239 || cp >= 8287 && cp <= 8303 || cp === 10240 || cp === 12288 || cp === 12644 || cp >= 55296 && cp <= 57343 || cp >= 57344 && cp <= 63743 || cp >= 64976 && cp <= 65007 || cp >= 65024 && cp <= 65039 || cp === 65279 || cp === 65440 || cp >= 65520 && cp <= 65531 || (cp & 65534) === 65534 || cp >= 113824 && cp <= 113827 || cp >= 119155 && cp <= 119162 || cp >= 917504 && cp <= 921599 || cp >= 983040;
+}
+function hasHidden(text) {
+  for (const ch of text) if (isHiddenCodePoint(ch.codePointAt(0))) return true;
+  return false;
+}
+function mark(text, lines, keepTabs = false, block = false) {
+  let out = "";
+  let marked = 0;
+  const maxSpaces = block || keepTabs ? BLOCK_MAX_SPACES : MAX_SPACES;
+  let prev = 0;
+  let marks = 0;
+  let stacked = 0;
+  const flushStack = () => {
+    if (stacked) out += `\u27EA+${stacked} combining marks\u27EB`;
+    marked += stacked;
+    stacked = 0;
+  };
+  const tabsKept = keepTabs || block;
+  let i2 = 0;
+  while (i2 < text.length) {
+    const unit = text.charCodeAt(i2);
+    if (unit > 32 && unit < 127) {
+      let j = i2 + 1;
+      for (let d = text.charCodeAt(j); j < text.length && d > 32 && d < 127; d = text.charCodeAt(++j)) ;
+      flushStack();
+      marks = 0;
+      out += text.slice(i2, j);
+      prev = text.charCodeAt(j - 1);
+      i2 = j;
+      continue;
+    }
+    if (unit === 32 || unit === 9 && tabsKept) {
+      let j = i2 + 1;
+      while (j < text.length && text.charCodeAt(j) === unit) j++;
+      flushStack();
+      marks = 0;
+      if (j - i2 > (unit === 32 ? maxSpaces : MAX_TABS)) {
+        out += ` \u27EA${j - i2} ${unit === 32 ? "spaces" : "tabs"}\u27EB `;
+        marked += j - i2;
+      } else out += text.slice(i2, j);
+      prev = unit;
+      i2 = j;
+      continue;
+    }
+    const cp = text.codePointAt(i2);
+    const ch = String.fromCodePoint(cp);
+    i2 += cp > 65535 ? 2 : 1;
+    const presentation = (cp === 65038 || cp === 65039) && PICTOGRAPH.test(String.fromCodePoint(prev));
+    if (presentation || !isHiddenCodePoint(cp) || tabsKept && cp === 9 || block && cp === 10) {
+      if (!presentation && cp >= 768 && COMBINING.test(ch)) {
+        if (++marks > MAX_MARKS) {
+          stacked++;
+          continue;
+        }
+      } else if (!presentation) {
+        flushStack();
+        marks = 0;
+      }
+      out += ch;
+      prev = cp;
+      continue;
+    }
+    flushStack();
+    marks = 0;
+    prev = cp;
+    marked++;
+    if (cp === 10) out += lines ? "\u23CE\n" : "\u23CE";
+    else if (cp === 13) out += "\u240D";
+    else if (cp === 9) out += "\u2409";
+    else out += hex3(cp);
+  }
+  flushStack();
+  return { text: out, marked };
+}
+function safeEnd(text, n2) {
+  const c3 = text.charCodeAt(n2 - 1);
+  return n2 > 0 && c3 >= 55296 && c3 <= 56319 ? n2 - 1 : n2;
+}
+function safeStart(text, n2) {
+  const c3 = text.charCodeAt(n2);
+  return n2 < text.length && c3 >= 56320 && c3 <= 57343 ? n2 + 1 : n2;
+}
+function untrustedView(text, opts = {}) {
+  const s = String(text ?? "");
+  const lines = opts.lines ?? true;
+  const max = opts.max;
+  if (max === void 0 || s.length <= max) {
+    const m = mark(s, lines, opts.keepTabs, opts.block);
+    return { text: m.text, cut: 0, marked: m.marked };
+  }
+  const keep = Math.max(0, max);
+  const headEnd = safeEnd(s, Math.ceil(keep * 0.6));
+  const tailStart = safeStart(s, s.length - (keep - headEnd));
+  const cut = tailStart - headEnd;
+  const head = mark(s.slice(0, headEnd), lines, opts.keepTabs, opts.block);
+  const tail = mark(s.slice(tailStart), lines, opts.keepTabs, opts.block);
+  return { text: `${head.text} \u2026[${cut} characters cut]\u2026 ${tail.text}`, cut, marked: head.marked + tail.marked };
+}
+function showUntrusted(text, opts = {}) {
+  return untrustedView(text, opts).text;
+}
+
+// shared/shell.ts
+var KEYWORDS = /* @__PURE__ */ new Set([
+  "if",
+  "then",
+  "else",
+  "elif",
+  "fi",
+  "for",
+  "while",
+  "until",
+  "do",
+  "done",
+  "case",
+  "esac",
+  "select",
+  "function",
+  "time",
+  "coproc",
+  "!",
+  "[[",
+  "]]",
+  "{",
+  "}"
+]);
+function splitCommand(command) {
+  const s = String(command ?? "");
+  for (const ch of s) {
+    const cp = ch.codePointAt(0);
+    if (cp === 10 || cp === 9) continue;
+    if (isHiddenCodePoint(cp)) return { ok: false, why: `it holds an invisible or control character (U+${cp.toString(16).toUpperCase().padStart(4, "0")})` };
+  }
+  const commands = [];
+  let words = [];
+  let word = "";
+  let inWord = false;
+  const endWord = () => {
+    if (inWord) words.push(word);
+    word = "";
+    inWord = false;
+  };
+  const endCommand = (op) => {
+    endWord();
+    if (!words.length) {
+      return op === "\n" || op === "end" ? null : `an operator (${op}) with no command before it`;
+    }
+    if (KEYWORDS.has(words[0])) return `it uses the shell keyword "${words[0]}"`;
+    commands.push(words.join(" "));
+    words = [];
+    return null;
+  };
+  let redirEnd = "";
+  for (let i2 = 0; i2 < s.length; i2++) {
+    const c3 = s[i2];
+    const endsRedir = redirEnd;
+    redirEnd = "";
+    if (c3 === "$" && (s[i2 + 1] === "'" || s[i2 + 1] === '"')) return { ok: false, why: `it uses $'\u2026' or $"\u2026" quoting` };
+    if (c3 === "'") {
+      const end = s.indexOf("'", i2 + 1);
+      if (end < 0) return { ok: false, why: "it has an unterminated quote" };
+      word += s.slice(i2, end + 1);
+      inWord = true;
+      i2 = end;
+    } else if (c3 === '"') {
+      let j = i2 + 1;
+      for (; j < s.length && s[j] !== '"'; j++) {
+        if (s[j] === "\\") j++;
+        else if (s[j] === "`" || s[j] === "$" && s[j + 1] === "(") return { ok: false, why: "it uses command substitution ($(\u2026) or backticks)" };
+      }
+      if (j >= s.length) return { ok: false, why: "it has an unterminated quote" };
+      word += s.slice(i2, j + 1);
+      inWord = true;
+      i2 = j;
+    } else if (c3 === "\\") {
+      if (i2 + 1 >= s.length) return { ok: false, why: "it ends with a backslash" };
+      if (s[i2 + 1] === "\n") return { ok: false, why: "it continues a line with a backslash" };
+      word += s.slice(i2, i2 + 2);
+      inWord = true;
+      i2++;
+    } else if (c3 === "`") return { ok: false, why: "it uses command substitution ($(\u2026) or backticks)" };
+    else if (c3 === "$" && s[i2 + 1] === "(") return { ok: false, why: "it uses command substitution ($(\u2026) or backticks)" };
+    else if ((c3 === "<" || c3 === ">") && s[i2 + 1] === "(") return { ok: false, why: "it uses process substitution (<(\u2026) or >(\u2026))" };
+    else if (c3 === "(" || c3 === ")") return { ok: false, why: "it uses a subshell, a function or parentheses outside quotes" };
+    else if (c3 === "#" && !inWord) return { ok: false, why: "it holds a comment (#), which can hide text after it" };
+    else if (c3 === "<" && s[i2 + 1] === "<") return { ok: false, why: "it uses a here-document or here-string (<<)" };
+    else if (c3 === " " || c3 === "	") endWord();
+    else if (c3 === "\n" || c3 === ";" || c3 === "|" || c3 === "&") {
+      let op = c3;
+      if (c3 === "&" && endsRedir) {
+        word += c3;
+        inWord = true;
+        continue;
+      }
+      if (c3 === "|" && endsRedir === ">") {
+        word += c3;
+        inWord = true;
+        continue;
+      }
+      if (c3 === "&" && s[i2 + 1] === ">") {
+        endWord();
+        word = "&";
+        inWord = true;
+        continue;
+      }
+      if ((c3 === "&" || c3 === "|") && s[i2 + 1] === c3) op = s.slice(i2, ++i2 + 1);
+      else if (c3 === "|" && s[i2 + 1] === "&") op = s.slice(i2, ++i2 + 1);
+      else if (c3 === ";" && s[i2 + 1] === ";") return { ok: false, why: "it uses ;; (a case statement)" };
+      const problem2 = endCommand(op);
+      if (problem2) return { ok: false, why: problem2 };
+      if (op !== ";" && op !== "&" && op !== "\n" && !s.slice(i2 + 1).trim()) return { ok: false, why: `it ends with ${op}` };
+    } else {
+      word += c3;
+      inWord = true;
+      if (c3 === "<" || c3 === ">") redirEnd = c3;
+    }
+  }
+  const problem = endCommand("end");
+  if (problem) return { ok: false, why: problem };
+  if (!commands.length) return { ok: false, why: "it is empty" };
+  return { ok: true, commands };
+}
+function redirectionParts(simple) {
+  const s = String(simple ?? "");
+  const texts = [];
+  const ops = [];
+  let cur = "";
+  for (let i2 = 0; i2 < s.length; i2++) {
+    const c3 = s[i2];
+    if (c3 === "'") {
+      const end = s.indexOf("'", i2 + 1);
+      const to = end < 0 ? s.length - 1 : end;
+      cur += s.slice(i2, to + 1);
+      i2 = to;
+    } else if (c3 === '"') {
+      let j = i2 + 1;
+      for (; j < s.length && s[j] !== '"'; j++) if (s[j] === "\\") j++;
+      cur += s.slice(i2, j + 1);
+      i2 = j;
+    } else if (c3 === "\\") {
+      cur += s.slice(i2, i2 + 2);
+      i2++;
+    } else if (c3 === "<" || c3 === ">") {
+      const fd = /(?:^|\s)(\d+|&)$/.exec(cur)?.[1] ?? "";
+      cur = cur.slice(0, cur.length - fd.length);
+      let j = i2;
+      while (j < s.length && "<>&|".includes(s[j])) j++;
+      if (s[j] === "-" && s[j - 1] === "&") j++;
+      ops.push(fd + s.slice(i2, j));
+      texts.push(cur);
+      cur = "";
+      i2 = j - 1;
+    } else cur += c3;
+  }
+  texts.push(cur);
+  return { texts, ops };
+}
+
+// shared/permission.ts
+var DecidedBy = external_exports.object({
+  kind: external_exports.enum(["person", "mcp", "policy", "cli", "engine"]),
+  /** e.g. "gui", "claude-code", the policy rule's text, "--approve once". */
+  name: external_exports.string().max(200).optional()
+});
+var DecisionKind = external_exports.enum(["once", "always", "reject"], {
+  error: 'decision must be "once", "always" or "reject"'
+});
+var QuestionItem = external_exports.object({
+  question: external_exports.string(),
+  header: external_exports.string().optional(),
+  options: external_exports.array(external_exports.object({ label: external_exports.string(), description: external_exports.string().optional() })).default([]),
+  multiple: external_exports.boolean().optional()
+});
+var PermissionAsk = external_exports.object({
+  id: external_exports.string(),
+  workerId: external_exports.string(),
+  sessionId: external_exports.string(),
+  kind: external_exports.enum(["permission", "question"]),
+  /** edit | bash | webfetch | external_directory | question | … (opencode's permission name). */
+  tool: external_exports.string(),
+  /** What is asked, in one line: the command, the path, the URL, or the question. */
+  what: external_exports.string(),
+  /** A bash command's folder (opencode's `workdir`) as the worker gave it; absent: the worker's own folder. */
+  workdir: external_exports.string().optional(),
+  diff: external_exports.string().optional(),
+  patterns: external_exports.array(external_exports.string()).default([]),
+  always: external_exports.array(external_exports.string()).default([]),
+  questions: external_exports.array(QuestionItem).optional(),
+  /** What the engine found before anyone decides: real paths (symlinks resolved) and what they touch. */
+  flags: external_exports.array(external_exports.object({ kind: external_exports.enum(["outside-workspace", "protected", "out-of-scope", "symlink"]), detail: external_exports.string() })).optional(),
+  createdAt: external_exports.number(),
+  status: external_exports.enum(["pending", "decided", "cancelled"]),
+  decision: DecisionKind.optional(),
+  by: DecidedBy.optional(),
+  message: external_exports.string().optional(),
+  decidedAt: external_exports.number().optional()
+});
+var Decision = external_exports.object({
+  askId: external_exports.string().min(1, "askId is required (see pending_approvals)"),
+  decision: DecisionKind,
+  message: external_exports.string().max(4e3).optional(),
+  answers: external_exports.array(external_exports.array(external_exports.string())).optional()
+});
+var PolicyRule = external_exports.object({
+  tool: external_exports.string().min(1),
+  /** A glob matched against what is asked (command, path, URL); "*" matches everything. */
+  pattern: external_exports.string().min(1),
+  decision: DecisionKind
+});
+function rejectionMessage(ask, extra) {
+  const base2 = `The supervisor refused this ${ask.tool} request (${ask.what}). Do not retry it or work around it; continue without it, and report your outcome honestly.`;
+  return extra ? `${base2} Reason: ${extra}` : base2;
+}
+var Grant = external_exports.object({
+  id: external_exports.string(),
+  workerId: external_exports.string(),
+  tool: external_exports.string(),
+  /** One simple command (or the path / URL) matched exactly, as written: never a glob (see grantOffer). */
+  pattern: external_exports.string(),
+  askId: external_exports.string(),
+  by: DecidedBy,
+  createdAt: external_exports.number(),
+  /** When its worker's run ended (settled, stopped, failed): an expired grant answers nothing (shared/grants.ts). */
+  expiredAt: external_exports.number().optional()
+});
+function terminalSafe(text) {
+  return text.replace(
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (c3) => c3 === "\n" ? "\\n" : c3 === "	" ? "\\t" : `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`
+  );
+}
+function grantOffer(ask) {
+  if (ask.kind !== "permission") return { ok: false, why: "a question is answered each time" };
+  const flag2 = ask.flags?.find((f) => f.kind !== "symlink");
+  if (flag2) return { ok: false, why: `the engine flagged it (${flag2.kind}): a flagged ask is decided each time` };
+  if (ask.what.length > SHOW_MAX) return { ok: false, why: `it is ${ask.what.length} characters long, over the ${SHOW_MAX} shown whole` };
+  if (ask.tool === "bash") {
+    const split = splitCommand(ask.what);
+    if (!split.ok) return { ok: false, why: `the command cannot be split into simple commands with certainty: ${split.why}` };
+    return { ok: true, patterns: [...new Set(split.commands)] };
+  }
+  if (!ask.what.trim()) return { ok: false, why: "it names nothing" };
+  if (hasHidden(ask.what)) return { ok: false, why: "it holds invisible or control characters" };
+  return { ok: true, patterns: [ask.what] };
+}
+function grantsFor(ask, grants) {
+  const offer = grantOffer(ask);
+  if (!offer.ok) return void 0;
+  const found = [];
+  for (const p of offer.patterns) {
+    const g = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p && x.expiredAt === void 0);
+    if (!g) return void 0;
+    found.push(g);
+  }
+  return found;
+}
+
+// shared/verdict.ts
+init_zod();
+var Outcome = external_exports.enum(["built", "honest-failure"]);
+var ScopeResult = external_exports.object({
+  passed: external_exports.boolean(),
+  violations: external_exports.array(external_exports.string()),
+  changedFiles: external_exports.array(external_exports.string()),
+  /** Changed files that decide what a check runs (test runner configuration, scripts, tool shadowing): each also a violation. */
+  checkConfig: external_exports.array(external_exports.string()).optional(),
+  /** The worker's files were over the snapshot caps (new files, bytes, one file's size): nothing was graded. Also a violation. */
+  snapshotCap: external_exports.string().optional()
+});
+var ChangeFlag = external_exports.object({
+  path: external_exports.string(),
+  kind: external_exports.enum(["git-config", "symlink", "executable", "submodule", "tool-config"]),
+  detail: external_exports.string()
+});
+var Verdict = external_exports.object({
+  verdict: Outcome,
+  /** What the worker's `OUTCOME:` line said; null when it gave none. */
+  claim: Outcome.nullable(),
+  claimReason: external_exports.string().nullable(),
+  honest: external_exports.boolean(),
+  checks: external_exports.array(CheckResult),
+  scope: ScopeResult,
+  gradedAt: external_exports.number(),
+  branch: external_exports.string().nullable(),
+  worktree: external_exports.string().nullable(),
+  /** The commit the checks ran on (made by the engine from the worker's files); merge takes exactly this one. */
+  commit: external_exports.string().nullable().default(null),
+  diffStat: external_exports.string(),
+  mergeHint: external_exports.string().nullable(),
+  /** Changes that need an explicit acceptance before they are merged (see ChangeFlag). */
+  flags: external_exports.array(ChangeFlag).optional(),
+  /**
+   * Why the verdict is what it is, when the checks alone do not say it: a worker that changed nothing showed nothing
+   * ("no change"), whatever its checks did on the untouched base. Null when the checks and scope say it all.
+   */
+  reason: external_exports.string().nullable().default(null),
+  /** A built change whose every check already passed on the base commit: built, but the checks prove nothing about it. */
+  weakEvidence: external_exports.boolean().default(false),
+  /** The files changed since the previous round's graded commit (rounds after the first); null for round 1. */
+  sincePrevious: external_exports.array(external_exports.string()).nullable().default(null),
+  /** What the checks cannot rule out (e.g. code that behaves differently when graded): said with every verdict. */
+  caveats: external_exports.array(external_exports.string()).optional(),
+  /** What bound the check runs' processes and memory as a whole, e.g. "cgroup v1 (pids, memory+swap)" or "prlimit only (…)". */
+  limits: external_exports.string().optional()
+});
+var Baseline = external_exports.object({ passedOnBase: external_exports.array(external_exports.string()) });
+function baselineWarning(b) {
+  if (!b?.passedOnBase.length) return null;
+  return `these checks already pass before any change: they prove nothing (${b.passedOnBase.join(", ")}) \u2014 give checks that fail on the untouched workspace`;
+}
+function countsAsBuilt(v) {
+  return !!v && v.verdict === "built" && v.scope.changedFiles.length > 0;
+}
+var ReviewComment = external_exports.object({
+  file: external_exports.string().trim().min(1, "a review comment needs `file`").max(1e3),
+  line: external_exports.number().int().positive().optional(),
+  body: external_exports.string().trim().min(1, "a review comment's `body` is empty").max(1e4)
+});
+var RoundKind = external_exports.enum(["task", "continue", "review", "fix"]);
+var Round = external_exports.object({
+  round: external_exports.number().int().positive(),
+  kind: RoundKind,
+  /** The follow-up text (null for round 1: the task). */
+  message: external_exports.string().nullable(),
+  comments: external_exports.array(ReviewComment).default([]),
+  startedAt: external_exports.number(),
+  /** The follow-up reached the session (the worker ran in this round). */
+  ran: external_exports.boolean().default(false),
+  verdict: Outcome.nullable(),
+  claim: Outcome.nullable(),
+  honest: external_exports.boolean().nullable(),
+  commit: external_exports.string().nullable(),
+  reason: external_exports.string().nullable().default(null),
+  weakEvidence: external_exports.boolean().default(false),
+  /** Files changed since the previous round's commit. */
+  changed: external_exports.array(external_exports.string()).nullable().default(null),
+  gradedAt: external_exports.number().nullable()
+});
+function reviewText(comments, message) {
+  const lines = [`Review of your change: ${comments.length} comment${comments.length === 1 ? "" : "s"}. Address each one.`];
+  if (message?.trim()) lines.push("", message.trim());
+  lines.push("");
+  for (const c3 of comments) lines.push(`- ${c3.file}${c3.line ? `:${c3.line}` : ""} \u2014 ${c3.body.trim()}`);
+  return lines.join("\n");
+}
+var OUTCOME_LINE = /^\s*\**\s*OUTCOME:\s*\**\s*(built|honest-failure)\b\s*(?:[—–-]+\s*(.*))?$/i;
+function parseClaim(text) {
+  const lines = text.split(/\r?\n/);
+  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
+    const m = OUTCOME_LINE.exec(lines[i2]);
+    if (m) return { claim: m[1].toLowerCase(), reason: m[2]?.trim() || null };
+  }
+  return { claim: null, reason: null };
+}
+
+// shared/worker.ts
+var WorkerState = external_exports.enum([
+  "queued",
+  "starting",
+  "running",
+  "waiting-approval",
+  "settled",
+  "grading",
+  "built",
+  "honest-failure",
+  "stopped",
+  "interrupted",
+  "error"
+]);
+var AT_REST_STATES = ["built", "honest-failure", "stopped", "interrupted", "error"];
+var ACTIVE_STATES = ["starting", "running", "waiting-approval"];
+var isAtRest = (s) => AT_REST_STATES.includes(s);
+function taskKey(w, byId) {
+  let x = w;
+  for (let i2 = 0; x.retryOf && byId.has(x.retryOf) && i2 < 1e3; i2++) x = byId.get(x.retryOf);
+  return x.attempt?.groupId ?? x.id;
+}
+var GRANT_ENDS = /* @__PURE__ */ new Set(["settled", "built", "honest-failure", "stopped", "error"]);
+var isActive = (s) => ACTIVE_STATES.includes(s);
+var Glob = external_exports.string().min(1).max(500);
+var Budget = external_exports.object({
+  wallSec: external_exports.number().positive().max(7 * 24 * 3600).optional(),
+  tokens: external_exports.number().int().positive().optional()
+}).strict();
+var WorkerSpec = external_exports.object({
+  task: external_exports.string().trim().min(1, "the task is empty: say what the worker should do").max(1e5, "the task is over 100,000 characters: shorten it or point at a file"),
+  directory: external_exports.string().min(1, "directory is required").max(4096).refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), {
+    message: "directory must be an absolute path to a git repository"
+  }),
+  checks: external_exports.array(CheckSpec).max(100).default([]),
+  scope: external_exports.array(Glob).max(200).default([]),
+  protect: external_exports.array(Glob).max(200).default([]),
+  budget: Budget.default({}),
+  targetId: external_exports.string().optional(),
+  title: external_exports.string().max(200).optional(),
+  /**
+   * Fix rounds (opt-in): on honest-failure the engine continues the worker with the failing checks' names and trimmed
+   * output (never a check's source), at most this many times.
+   */
+  fixRounds: external_exports.number().int().min(0).max(10, "at most 10 fix rounds").optional()
+});
+var Usage = external_exports.object({
+  input: external_exports.number(),
+  output: external_exports.number(),
+  reasoning: external_exports.number(),
+  cost: external_exports.number()
+});
+var TranscriptPart = external_exports.object({
+  partId: external_exports.string(),
+  messageId: external_exports.string(),
+  kind: external_exports.enum(["text", "reasoning", "tool", "user"]),
+  text: external_exports.string().optional(),
+  tool: external_exports.string().optional(),
+  status: external_exports.string().optional(),
+  input: external_exports.unknown().optional(),
+  output: external_exports.string().optional(),
+  /** Characters cut from the middle of a long tool output (its head and tail are kept in `output`). */
+  outputCut: external_exports.number().int().optional(),
+  error: external_exports.string().optional()
+});
+var base = { workerId: external_exports.string(), seq: external_exports.number().int(), ts: external_exports.number(), busSeq: external_exports.number().int().optional() };
+var WorkerEvent = external_exports.discriminatedUnion("type", [
+  external_exports.object({
+    ...base,
+    type: external_exports.literal("worker.created"),
+    spec: WorkerSpec,
+    batchId: external_exports.string().nullable(),
+    targetId: external_exports.string().nullable(),
+    /** How the worker is contained: "bwrap", or "none" when the person opted out of the sandbox. */
+    sandbox: external_exports.enum(["bwrap", "none"]).optional(),
+    /** The commit it starts from when not the repository's HEAD (a task after others: the base plus their graded commits). */
+    startFrom: external_exports.string().optional(),
+    /** Its task's name in its batch. */
+    taskId: external_exports.string().optional(),
+    /** One attempt of several at the same task (shared/attempts.ts). */
+    attempt: AttemptRef.optional(),
+    /** The worker whose task this one runs again (retry): it stays in that worker's batch, as the same task. */
+    retryOf: external_exports.string().optional()
+  }),
+  external_exports.object({ ...base, type: external_exports.literal("worker.state"), state: WorkerState, reason: external_exports.string().optional() }),
+  external_exports.object({
+    ...base,
+    type: external_exports.literal("worker.workspace"),
+    worktree: external_exports.string(),
+    branch: external_exports.string(),
+    baseCommit: external_exports.string(),
+    baseBranch: external_exports.string().nullable(),
+    repo: external_exports.string()
+  }),
+  external_exports.object({ ...base, type: external_exports.literal("worker.session"), sessionId: external_exports.string() }),
+  /** The endpoint of a pool target the worker runs on (it stays there unless that endpoint dies). */
+  external_exports.object({ ...base, type: external_exports.literal("worker.endpoint"), url: external_exports.string() }),
+  external_exports.object({ ...base, type: external_exports.literal("ask.opened"), ask: PermissionAsk }),
+  external_exports.object({
+    ...base,
+    type: external_exports.literal("ask.resolved"),
+    askId: external_exports.string(),
+    status: external_exports.enum(["decided", "cancelled"]),
+    decision: DecisionKind.optional(),
+    by: DecidedBy.optional(),
+    message: external_exports.string().optional()
+  }),
+  external_exports.object({ ...base, type: external_exports.literal("steer.sent"), text: external_exports.string(), by: DecidedBy }),
+  external_exports.object({ ...base, type: external_exports.literal("part"), part: TranscriptPart }),
+  external_exports.object({ ...base, type: external_exports.literal("usage"), usage: Usage }),
+  external_exports.object({ ...base, type: external_exports.literal("stalled"), idleSec: external_exports.number() }),
+  external_exports.object({ ...base, type: external_exports.literal("tool.failed"), tool: external_exports.string(), error: external_exports.string() }),
+  external_exports.object({ ...base, type: external_exports.literal("verdict"), verdict: Verdict }),
+  /** The held-back checks ran on the base commit (beside the worker's start): which already pass there. */
+  external_exports.object({ ...base, type: external_exports.literal("worker.baseline"), baseline: Baseline }),
+  /** A settled worker took a follow-up (continue, review, fix round): a new round begins in the same session. */
+  external_exports.object({
+    ...base,
+    type: external_exports.literal("round.started"),
+    round: external_exports.number().int().positive(),
+    kind: RoundKind,
+    message: external_exports.string(),
+    comments: external_exports.array(ReviewComment).default([]),
+    by: DecidedBy
+  }),
+  external_exports.object({ ...base, type: external_exports.literal("merged"), into: external_exports.string(), commit: external_exports.string() }),
+  /** The engine reverted its merge: `commit` is the revert commit on `into`. */
+  external_exports.object({ ...base, type: external_exports.literal("reverted"), into: external_exports.string(), commit: external_exports.string() }),
+  external_exports.object({ ...base, type: external_exports.literal("grant.added"), grant: Grant }),
+  external_exports.object({ ...base, type: external_exports.literal("grant.revoked"), grantId: external_exports.string(), by: DecidedBy }),
+  external_exports.object({ ...base, type: external_exports.literal("discarded"), by: DecidedBy })
+]);
+var Worker = external_exports.object({
+  id: external_exports.string(),
+  spec: WorkerSpec,
+  batchId: external_exports.string().nullable(),
+  targetId: external_exports.string().nullable(),
+  state: WorkerState,
+  stateReason: external_exports.string().nullable(),
+  createdAt: external_exports.number(),
+  /** The engine stream position of its creation: orders workers created in the same millisecond (a batch). */
+  createdSeq: external_exports.number().default(0),
+  updatedAt: external_exports.number(),
+  startedAt: external_exports.number().nullable(),
+  endedAt: external_exports.number().nullable(),
+  sessionId: external_exports.string().nullable(),
+  worktree: external_exports.string().nullable(),
+  branch: external_exports.string().nullable(),
+  baseCommit: external_exports.string().nullable(),
+  baseBranch: external_exports.string().nullable(),
+  repo: external_exports.string(),
+  asks: external_exports.array(PermissionAsk),
+  steers: external_exports.array(external_exports.object({ text: external_exports.string(), ts: external_exports.number(), by: DecidedBy })),
+  usage: Usage,
+  lastActivity: external_exports.object({ ts: external_exports.number(), summary: external_exports.string() }).nullable(),
+  currentTool: external_exports.string().nullable(),
+  stalled: external_exports.boolean(),
+  toolFailures: external_exports.number(),
+  /** The latest round's verdict (null while a round runs); every round's is in `rounds`. */
+  verdict: Verdict.nullable(),
+  /** Which held-back checks already pass on the base commit; null until they ran there. */
+  baseline: Baseline.nullable().default(null),
+  /** Round 1 is the task; each follow-up (continue, review, fix round) adds one, graded again from a fresh checkout. */
+  rounds: external_exports.array(Round).default([]),
+  merged: external_exports.object({ into: external_exports.string(), commit: external_exports.string() }).nullable(),
+  /** Its merge was reverted by the engine (the revert commit). */
+  reverted: external_exports.object({ into: external_exports.string(), commit: external_exports.string() }).nullable().default(null),
+  /** "bwrap" when the worker runs in the OS sandbox; "none" when the person opted out; null for workers from before. */
+  sandbox: external_exports.enum(["bwrap", "none"]).nullable().default(null),
+  /** The endpoint of its target it runs on (pool targets); null for single-endpoint targets. */
+  endpoint: external_exports.string().nullable().default(null),
+  grants: external_exports.array(Grant).default([]),
+  /** The commit it starts from when not the repository's HEAD (it comes after other tasks of its batch). */
+  startFrom: external_exports.string().nullable().default(null),
+  /** Its task's name in its batch (what `after` names), or null. */
+  taskId: external_exports.string().nullable().default(null),
+  /** Its workspace and branch were removed on request. */
+  discarded: external_exports.boolean().default(false),
+  /** Its attempt group when it is one of several attempts at one task (shared/attempts.ts); null otherwise. */
+  attempt: AttemptRef.nullable().default(null),
+  /** The worker whose task it runs again (a retry), or null. */
+  retryOf: external_exports.string().nullable().default(null),
+  /**
+   * Time on the model (ms): spent running with no ask waiting for a person. Queued, starting, waiting for a person,
+   * settled and grading time are not in it (shared/metrics.ts turns tokens over it into tok/s).
+   */
+  modelMs: external_exports.number().default(0),
+  /** Since when it is on the model now (running, no pending ask); null when it is not. */
+  modelSince: external_exports.number().nullable().default(null),
+  lastSeq: external_exports.number()
+});
+function summarizePart(part) {
+  if (part.kind === "tool") return `${part.tool ?? "tool"} ${part.status ?? ""}`.trim();
+  return (part.text ?? "").split("\n").find((l) => l.trim())?.slice(0, 160) ?? part.kind;
+}
+function newRound(round3, kind, message, comments, ts) {
+  return {
+    round: round3,
+    kind,
+    message,
+    comments,
+    startedAt: ts,
+    ran: false,
+    verdict: null,
+    claim: null,
+    honest: null,
+    commit: null,
+    reason: null,
+    weakEvidence: false,
+    changed: null,
+    gradedAt: null
+  };
+}
+function reduceWorker(w, e) {
+  if (e.type === "worker.created") {
+    return {
+      id: e.workerId,
+      spec: e.spec,
+      batchId: e.batchId,
+      targetId: e.targetId,
+      state: "queued",
+      stateReason: null,
+      createdAt: e.ts,
+      createdSeq: e.busSeq ?? 0,
+      updatedAt: e.ts,
+      startedAt: null,
+      endedAt: null,
+      sessionId: null,
+      worktree: null,
+      branch: null,
+      baseCommit: null,
+      baseBranch: null,
+      repo: e.spec.directory,
+      asks: [],
+      steers: [],
+      usage: { input: 0, output: 0, reasoning: 0, cost: 0 },
+      lastActivity: null,
+      currentTool: null,
+      stalled: false,
+      toolFailures: 0,
+      verdict: null,
+      baseline: null,
+      rounds: [newRound(1, "task", null, [], e.ts)],
+      merged: null,
+      reverted: null,
+      startFrom: e.startFrom ?? null,
+      taskId: e.taskId ?? null,
+      sandbox: e.sandbox ?? null,
+      endpoint: null,
+      grants: [],
+      discarded: false,
+      attempt: e.attempt ?? null,
+      retryOf: e.retryOf ?? null,
+      modelMs: 0,
+      modelSince: null,
+      lastSeq: e.seq
+    };
+  }
+  if (!w) throw new Error(`event ${e.type} for unknown worker ${e.workerId}`);
+  const next = { ...w, updatedAt: e.ts, lastSeq: e.seq };
+  switch (e.type) {
+    case "worker.state":
+      next.state = e.state;
+      next.stateReason = e.reason ?? null;
+      if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
+      next.endedAt = isAtRest(e.state) ? e.ts : null;
+      if (!isActive(e.state)) next.currentTool = null;
+      if (e.state === "running") next.stalled = false;
+      if (GRANT_ENDS.has(e.state) && w.grants.some((g) => g.expiredAt === void 0))
+        next.grants = w.grants.map((g) => g.expiredAt === void 0 ? { ...g, expiredAt: e.ts } : g);
+      if (e.state === "running" && w.rounds.length && !w.rounds.at(-1).ran) next.rounds = [...w.rounds.slice(0, -1), { ...w.rounds.at(-1), ran: true }];
+      break;
+    case "worker.workspace":
+      Object.assign(next, { worktree: e.worktree, branch: e.branch, baseCommit: e.baseCommit, baseBranch: e.baseBranch, repo: e.repo });
+      break;
+    case "worker.session":
+      next.sessionId = e.sessionId;
+      break;
+    case "worker.endpoint":
+      next.endpoint = e.url;
+      break;
+    case "ask.opened":
+      next.asks = [...w.asks.filter((a2) => a2.id !== e.ask.id), e.ask];
+      break;
+    case "ask.resolved":
+      next.asks = w.asks.map((a2) => a2.id === e.askId ? { ...a2, status: e.status, decision: e.decision, by: e.by, message: e.message, decidedAt: e.ts } : a2);
+      break;
+    case "steer.sent":
+      next.steers = [...w.steers, { text: e.text, ts: e.ts, by: e.by }];
+      break;
+    case "part":
+      next.lastActivity = { ts: e.ts, summary: summarizePart(e.part) };
+      next.stalled = false;
+      if (e.part.kind === "tool") next.currentTool = e.part.status === "running" || e.part.status === "pending" ? e.part.tool ?? null : null;
+      break;
+    case "usage":
+      next.usage = e.usage;
+      break;
+    case "stalled":
+      next.stalled = true;
+      break;
+    case "tool.failed":
+      next.toolFailures = w.toolFailures + 1;
+      break;
+    case "verdict": {
+      next.verdict = e.verdict;
+      const v = e.verdict;
+      const rounds = w.rounds ?? [];
+      const graded = {
+        verdict: v.verdict,
+        claim: v.claim,
+        honest: v.honest,
+        commit: v.commit,
+        reason: v.reason ?? null,
+        weakEvidence: v.weakEvidence ?? false,
+        changed: v.sincePrevious ?? null,
+        gradedAt: v.gradedAt
+      };
+      next.rounds = rounds.length ? [...rounds.slice(0, -1), { ...rounds.at(-1), ...graded }] : [{ round: 1, kind: "task", message: null, comments: [], startedAt: e.ts, ran: true, ...graded }];
+      break;
+    }
+    case "worker.baseline":
+      next.baseline = e.baseline;
+      break;
+    case "round.started":
+      next.verdict = null;
+      next.rounds = [...w.rounds ?? [], newRound(e.round, e.kind, e.message, e.comments ?? [], e.ts)];
+      break;
+    case "merged":
+      next.merged = { into: e.into, commit: e.commit };
+      break;
+    case "reverted":
+      next.reverted = { into: e.into, commit: e.commit };
+      break;
+    case "grant.added":
+      next.grants = [...w.grants.filter((g) => g.id !== e.grant.id), e.grant];
+      break;
+    case "grant.revoked":
+      next.grants = w.grants.filter((g) => g.id !== e.grantId);
+      break;
+    case "discarded":
+      next.discarded = true;
+      if (w.grants.some((g) => g.expiredAt === void 0)) next.grants = w.grants.map((g) => g.expiredAt === void 0 ? { ...g, expiredAt: e.ts } : g);
+      break;
+  }
+  const was = w.modelSince != null;
+  const is = onModel(next);
+  if (was && !is) {
+    next.modelMs = (w.modelMs ?? 0) + Math.max(0, e.ts - w.modelSince);
+    next.modelSince = null;
+  } else if (!was && is) next.modelSince = e.ts;
+  return next;
+}
+var onModel = (w) => w.state === "running" && !w.asks.some((a2) => a2.status === "pending");
+function workerTitle(spec2, max = 100) {
+  const t2 = spec2.title?.trim() || spec2.task.split("\n").find((l) => l.trim())?.trim() || "(untitled task)";
+  return t2.length <= max ? t2 : `${t2.slice(0, Math.max(0, max - 1))}\u2026`;
+}
+var pendingAsks = (w) => w.asks.filter((a2) => a2.status === "pending");
+
+// engine/admission/pools.ts
+init_keys();
 
 // engine/admission/capacity.ts
 init_zod();
-init_net();
+init_bounded();
 var EndpointStatus = external_exports.object({
   url: external_exports.string(),
   /** Answered its last probe. */
@@ -62717,29 +62106,44 @@ var EndpointStatus = external_exports.object({
   /** Its last probe timed out once after a healthy reading: kept in admission until a second one does. */
   slowOnce: external_exports.boolean().optional()
 });
+function endpointsOf(target) {
+  return target.serving.endpoints.length ? target.serving.endpoints : [{ url: target.endpoint, slots: target.serving.slots }];
+}
+var isPool = (target) => target.serving.endpoints.length > 1;
 var KV_FULL = 0.9;
 var root = (url2) => url2.replace(/\/+$/, "").replace(/\/v1$/, "");
+function parseJson(text) {
+  try {
+    return text === null ? null : JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
 async function readLive(url2, key, timeoutMs = 1500) {
   const headers = key ? { authorization: `Bearer ${key}` } : {};
   const get = async (p) => {
     const res = await fetch(root(url2) + p, { headers, signal: AbortSignal.timeout(timeoutMs) }).catch(() => null);
     return res?.ok ? res : null;
   };
-  const bytes = (res, p) => readBoundedBytes(res, root(url2) + p).catch(() => null);
+  const text = (res, p) => readBounded(res, root(url2) + p).catch(() => null);
   const slots = await get("/slots");
   if (slots) {
-    const body = await bytes(slots, "/slots");
-    const s = body && await parseBody(body, { kind: "slots" }).catch(() => null);
-    if (s?.total) return { source: "llama.cpp /slots", totalSlots: s.total, busy: s.busy, waiting: null, kvUsage: null };
+    const body = await text(slots, "/slots");
+    const list = parseJson(body);
+    if (Array.isArray(list) && list.length) {
+      const busy = list.filter((s) => s.is_processing ?? s.state === 1).length;
+      return { source: "llama.cpp /slots", totalSlots: list.length, busy, waiting: null, kvUsage: null };
+    }
   }
   const metrics = await get("/metrics");
   if (!metrics) return null;
-  const metricsBody = await bytes(metrics, "/metrics");
-  if (metricsBody === null) return null;
-  const m = await parseBody(metricsBody, { kind: "metrics", names: METRICS }).catch(() => null);
-  if (!m) return null;
-  const metric = (name) => m.values[name] ?? null;
-  if (m.family === "vllm") {
+  const metricsText = await text(metrics, "/metrics");
+  if (metricsText === null) return null;
+  const metric = (name) => {
+    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(metricsText);
+    return m ? Number(m[1]) : null;
+  };
+  if (/^vllm:/m.test(metricsText)) {
     return {
       source: "vllm /metrics",
       totalSlots: null,
@@ -62748,7 +62152,7 @@ async function readLive(url2, key, timeoutMs = 1500) {
       kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc")
     };
   }
-  if (m.family === "sglang") {
+  if (/^sglang:/m.test(metricsText)) {
     return {
       source: "sglang /metrics",
       totalSlots: null,
@@ -62759,15 +62163,6 @@ async function readLive(url2, key, timeoutMs = 1500) {
   }
   return null;
 }
-var METRICS = [
-  "vllm:num_requests_running",
-  "vllm:num_requests_waiting",
-  "vllm:kv_cache_usage_perc",
-  "vllm:gpu_cache_usage_perc",
-  "sglang:num_running_reqs",
-  "sglang:num_queue_reqs",
-  "sglang:token_usage"
-];
 async function probeHealth(url2, key, timeoutMs = 1500) {
   const headers = key ? { authorization: `Bearer ${key}` } : {};
   try {
@@ -62879,9 +62274,6 @@ function chooseEndpoint(statuses, previous) {
 }
 
 // engine/admission/pools.ts
-init_target();
-init_worker();
-init_keys();
 function holdsSlot(w, now, handoverMs) {
   if (w.state === "starting" || w.state === "running") return true;
   if (w.state !== "waiting-approval") return false;
@@ -63047,55 +62439,16 @@ var Pools = class {
   }
 };
 
-// engine/admission/preflight.ts
-init_target();
-init_keys();
-init_errors3();
-var ok = /* @__PURE__ */ new Map();
-async function preflightEndpoint(target, timeoutMs = 3e3) {
-  let key;
-  try {
-    key = resolveKey(target);
-  } catch (err) {
-    throw new InputError(err.message);
-  }
-  if ((target.keyRef || target.keyFile) && !key) {
-    throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=\u2026 before starting the engine`);
-  }
-  const cacheKey = target.endpoint;
-  if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
-  const problem = await unreachable(target, key, timeoutMs);
-  if (problem) throw new InputError(`cannot reach the model endpoint ${target.endpoint} (${problem}): start the model server or fix the URL`);
-  ok.set(cacheKey, Date.now() + 3e4);
-}
-async function unreachable(target, key = resolveKey(target), timeoutMs = 3e3) {
-  const problem = await probeHealth(target.endpoint, key, timeoutMs);
-  if (problem) ok.delete(target.endpoint);
-  return problem;
-}
-async function preflightTarget(target) {
-  if (!isPool(target)) return preflightEndpoint(target);
-  const errors = [];
-  for (const e of endpointsOf(target)) {
-    try {
-      return await preflightEndpoint({ ...target, endpoint: e.url });
-    } catch (err) {
-      errors.push(err.message);
-    }
-  }
-  throw new InputError(`no endpoint of the pool ${target.id} answers: ${errors.join("; ")}`);
-}
-
 // engine/approvals/queue.ts
 init_zod();
 init_errors3();
-import path27 from "node:path";
+import path25 from "node:path";
 
 // engine/harness/config.ts
 init_target();
 init_paths2();
-import { readFileSync as readFileSync4, existsSync as existsSync3, mkdirSync as mkdirSync5, writeFileSync as writeFileSync3 } from "node:fs";
-import path8 from "node:path";
+import { readFileSync as readFileSync2, existsSync as existsSync2, mkdirSync as mkdirSync3, writeFileSync as writeFileSync2 } from "node:fs";
+import path5 from "node:path";
 var WORKER_AGENT = "ocw-worker";
 var PROVIDER_ID = "ocw";
 var OFFLINE_ENV = {
@@ -63121,12 +62474,12 @@ var OFFLINE_ENV = {
 };
 var OPENCODE_PLUGIN_PACKAGE = "@opencode-ai/plugin";
 function seedOpencodeConfigDir(configDir) {
-  mkdirSync5(path8.join(configDir, "node_modules"), { recursive: true, mode: 448 });
-  const lockFile2 = path8.join(configDir, "package-lock.json");
-  const pkgFile = path8.join(configDir, "package.json");
+  mkdirSync3(path5.join(configDir, "node_modules"), { recursive: true, mode: 448 });
+  const lockFile2 = path5.join(configDir, "package-lock.json");
+  const pkgFile = path5.join(configDir, "package.json");
   const read2 = (f) => {
     try {
-      return JSON.parse(readFileSync4(f, "utf8"));
+      return JSON.parse(readFileSync2(f, "utf8"));
     } catch {
       return null;
     }
@@ -63141,19 +62494,19 @@ function seedOpencodeConfigDir(configDir) {
   const wanted = [...deps(pkg), OPENCODE_PLUGIN_PACKAGE];
   if (wanted.every((d) => locked.has(d))) return;
   const dependencies = Object.fromEntries(wanted.map((d) => [d, "*"]));
-  if (!pkg) writeFileSync3(pkgFile, JSON.stringify({ dependencies }, null, 2) + "\n");
-  writeFileSync3(lockFile2, JSON.stringify({ name: "opencode-config", lockfileVersion: 3, requires: true, packages: { "": { dependencies } } }, null, 2) + "\n");
+  if (!pkg) writeFileSync2(pkgFile, JSON.stringify({ dependencies }, null, 2) + "\n");
+  writeFileSync2(lockFile2, JSON.stringify({ name: "opencode-config", lockfileVersion: 3, requires: true, packages: { "": { dependencies } } }, null, 2) + "\n");
 }
 var OPENCODE_MODELS_CATALOG = "{}\n";
 function seedModelsCatalog(file3) {
-  mkdirSync5(path8.dirname(file3), { recursive: true, mode: 448 });
+  mkdirSync3(path5.dirname(file3), { recursive: true, mode: 448 });
   let current = null;
   try {
-    current = readFileSync4(file3, "utf8");
+    current = readFileSync2(file3, "utf8");
   } catch {
     current = null;
   }
-  if (current !== OPENCODE_MODELS_CATALOG) writeFileSync3(file3, OPENCODE_MODELS_CATALOG);
+  if (current !== OPENCODE_MODELS_CATALOG) writeFileSync2(file3, OPENCODE_MODELS_CATALOG);
   return file3;
 }
 var WORKER_PERMISSION = {
@@ -63174,19 +62527,19 @@ var WORKER_PERMISSION = {
   skill: "deny"
 };
 function compileAgentPrompt(target, root2 = projectRoot()) {
-  const protocolFile = path8.join(root2, "protocol", "opencode-worker-protocol.md");
-  if (!existsSync3(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
-  let prompt = readFileSync4(protocolFile, "utf8").trim();
+  const protocolFile = path5.join(root2, "protocol", "opencode-worker-protocol.md");
+  if (!existsSync2(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
+  let prompt = readFileSync2(protocolFile, "utf8").trim();
   let pack = null;
   if (target) {
-    const packFile = path8.join(root2, "packs", targetSlug(target), "agent.md");
-    if (existsSync3(packFile)) {
+    const packFile = path5.join(root2, "packs", targetSlug(target), "agent.md");
+    if (existsSync2(packFile)) {
       pack = packFile;
       prompt += `
 
 ## Notes for this model (pack ${targetSlug(target)})
 
-` + readFileSync4(packFile, "utf8").trim();
+` + readFileSync2(packFile, "utf8").trim();
     }
   }
   return { prompt, pack };
@@ -63242,9 +62595,9 @@ function compileOpencodeConfig(target, agent, access) {
 import { spawn } from "node:child_process";
 import { randomBytes as randomBytes2 } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { existsSync as existsSync6, mkdirSync as mkdirSync8, readFileSync as readFileSync8, realpathSync as realpathSync2 } from "node:fs";
+import { existsSync as existsSync5, mkdirSync as mkdirSync6, readFileSync as readFileSync6, realpathSync as realpathSync2 } from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
-import path11 from "node:path";
+import path8 from "node:path";
 import { pathToFileURL } from "node:url";
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/serverSentEvents.gen.js
@@ -68653,8 +68006,8 @@ var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 // engine/sandbox/cgroup.ts
 init_config();
 import { execFileSync } from "node:child_process";
-import { existsSync as existsSync4, mkdirSync as mkdirSync6, readdirSync as readdirSync2, readFileSync as readFileSync5, rmdirSync, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
-import path9 from "node:path";
+import { existsSync as existsSync3, mkdirSync as mkdirSync4, readdirSync, readFileSync as readFileSync3, rmdirSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import path6 from "node:path";
 var MIB = 1024 * 1024;
 function mounts(mountinfo) {
   const out = [];
@@ -68680,36 +68033,15 @@ function ownPaths(procCgroup) {
 }
 function ownDir(m, own) {
   const rel = m.root === "/" ? own : own.startsWith(m.root) ? own.slice(m.root.length) : own;
-  return path9.join(m.point, rel);
+  return path6.join(m.point, rel);
 }
-var hostCgroupFs = {
-  read: (f) => {
-    try {
-      return readFileSync5(f, "utf8");
-    } catch {
-      return "";
-    }
-  },
-  write: (f, v) => writeFileSync4(f, v),
-  mkdir: (d) => mkdirSync6(d),
-  rmdir: (d) => rmdirSync(d),
-  exists: (p) => existsSync4(p),
-  dirs: (d) => {
-    try {
-      return readdirSync2(d, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
-    } catch {
-      return [];
-    }
-  },
-  ctimeMs: (d) => statSync2(d).ctimeMs,
-  kill: (pid) => {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-    }
+var read = (f) => {
+  try {
+    return readFileSync3(f, "utf8");
+  } catch {
+    return "";
   }
 };
-var read = (f) => hostCgroupFs.read(f);
 function alive(pid) {
   try {
     process.kill(pid, 0);
@@ -68718,27 +68050,37 @@ function alive(pid) {
     return err.code === "EPERM";
   }
 }
-var ENGINE_LEAF = "engine";
-function removeStale(parentOfParents, fs, isAlive, self) {
-  const names = fs.dirs(parentOfParents).filter((n2) => /^ocw-\d+$/.test(n2));
+function removeStale(parentOfParents) {
+  let names = [];
+  try {
+    names = readdirSync(parentOfParents).filter((n2) => /^ocw-\d+$/.test(n2));
+  } catch {
+    return;
+  }
   for (const n2 of names) {
     const pid = Number(n2.slice(4));
-    if (pid === self || isAlive(pid)) continue;
-    removeTree(path9.join(parentOfParents, n2), fs);
+    if (pid === process.pid || alive(pid)) continue;
+    const dir = path6.join(parentOfParents, n2);
+    removeTree(dir);
   }
 }
-function emptyAndRemove(dir, fs = hostCgroupFs) {
+function emptyAndRemove(dir) {
   for (let i2 = 0; i2 < 100; i2++) {
-    if (!fs.exists(dir)) return true;
-    if (fs.exists(path9.join(dir, "cgroup.kill"))) {
+    if (!existsSync3(dir)) return true;
+    if (existsSync3(path6.join(dir, "cgroup.kill"))) {
       try {
-        fs.write(path9.join(dir, "cgroup.kill"), "1");
+        writeFileSync3(path6.join(dir, "cgroup.kill"), "1");
       } catch {
       }
     }
-    for (const p of fs.read(path9.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) fs.kill(Number(p));
+    for (const p of read(path6.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) {
+      try {
+        process.kill(Number(p), "SIGKILL");
+      } catch {
+      }
+    }
     try {
-      fs.rmdir(dir);
+      rmdirSync(dir);
       return true;
     } catch (err) {
       if (err.code === "ENOENT") return true;
@@ -68747,126 +68089,78 @@ function emptyAndRemove(dir, fs = hostCgroupFs) {
   }
   return false;
 }
-function removeTree(dir, fs = hostCgroupFs, keep) {
-  for (const c3 of fs.dirs(dir)) if (c3 !== keep) removeTree(path9.join(dir, c3), fs);
-  return keep && fs.exists(path9.join(dir, keep)) ? true : emptyAndRemove(dir, fs);
+function removeTree(dir) {
+  try {
+    for (const c3 of readdirSync(dir, { withFileTypes: true })) if (c3.isDirectory()) removeTree(path6.join(dir, c3.name));
+  } catch {
+  }
+  return emptyAndRemove(dir);
 }
 function sweep(now = Date.now()) {
-  for (const { dir: parent, fs } of made) {
-    for (const n2 of fs.dirs(parent).filter((x) => /^(c|check)-/.test(x))) {
-      const dir = path9.join(parent, n2);
+  for (const parent of made) {
+    let names = [];
+    try {
+      names = readdirSync(parent).filter((n2) => /^(c|check)-/.test(n2));
+    } catch {
+      continue;
+    }
+    for (const n2 of names) {
+      const dir = path6.join(parent, n2);
       try {
-        if (now - fs.ctimeMs(dir) < 6e4 || fs.read(path9.join(dir, "cgroup.procs")).trim()) continue;
-        fs.rmdir(dir);
+        if (now - statSync2(dir).ctimeMs < 6e4 || read(path6.join(dir, "cgroup.procs")).trim()) continue;
+        rmdirSync(dir);
       } catch {
       }
     }
   }
 }
 var made = [];
-function forgetOnExit(dirs, fs) {
-  if (!made.length) process.once("exit", () => made.forEach((m) => removeTree(m.dir, m.fs, ENGINE_LEAF)));
-  made = [...made, ...dirs.map((dir) => ({ dir, fs }))];
+function forgetOnExit(dirs) {
+  if (!made.length) process.once("exit", () => made.forEach((d) => removeTree(d)));
+  made = [...made, ...dirs];
 }
-function engineGroup(own, h3) {
-  const dir = path9.join(own, `ocw-${h3.pid}`);
+function engineGroup(own) {
+  const dir = path6.join(own, `ocw-${process.pid}`);
   try {
-    removeStale(own, h3.fs, h3.alive ?? alive, h3.pid);
-    if (!h3.fs.exists(dir)) h3.fs.mkdir(dir);
-    if (!h3.fs.exists(path9.join(dir, "cgroup.procs"))) throw new Error("not a cgroup");
+    removeStale(own);
+    mkdirSync4(dir, { recursive: true });
+    statSync2(path6.join(dir, "cgroup.procs"));
     return dir;
   } catch {
     return null;
   }
 }
-var errCode = (err) => err.code ?? "refused";
-var hasBoth = (list) => /(^|\s)pids(\s|$)/.test(list) && /(^|\s)memory(\s|$)/.test(list);
-function v2(ms, own, h3) {
-  const fs = h3.fs;
+function v2(ms, own) {
   const m = ms.find((x) => x.fstype === "cgroup2");
   if (!m) return "no cgroup2 hierarchy";
   const base2 = ownDir(m, own.get("") ?? "/");
-  if (!hasBoth(fs.read(path9.join(base2, "cgroup.controllers")))) return `cgroup2 at ${m.point} has no pids and memory controllers for this process`;
-  const enable = (dir2) => {
-    if (!hasBoth(fs.read(path9.join(dir2, "cgroup.subtree_control")))) fs.write(path9.join(dir2, "cgroup.subtree_control"), "+pids +memory");
-  };
-  let dir = null;
-  let leaf = null;
-  let enabledBase = false;
-  const undo = (why) => {
-    if (leaf && dir) {
-      try {
-        if (enabledBase) fs.write(path9.join(base2, "cgroup.subtree_control"), "-pids -memory");
-        fs.write(path9.join(base2, "cgroup.procs"), String(h3.pid));
-      } catch {
-      }
-    }
-    if (dir) removeTree(dir, fs, leaf && fs.read(path9.join(leaf, "cgroup.procs")).trim() ? ENGINE_LEAF : void 0);
-    return why;
-  };
-  try {
-    enable(base2);
-  } catch (err) {
-    if (errCode(err) !== "EBUSY") return `cgroup2: pids and memory are not delegated to ${base2} (${errCode(err)})`;
-    dir = engineGroup(base2, h3);
-    if (!dir) return `cgroup2: ${base2} is not writable`;
-    leaf = path9.join(dir, ENGINE_LEAF);
-    try {
-      if (!fs.exists(leaf)) fs.mkdir(leaf);
-      fs.write(path9.join(leaf, "cgroup.procs"), String(h3.pid));
-    } catch (e) {
-      return undo(`cgroup2: the engine could not move into a leaf group of its own (${errCode(e)})`);
-    }
-    try {
-      enable(base2);
-      enabledBase = true;
-    } catch (e) {
-      return undo(
-        `cgroup2: ${base2} holds other processes than the engine, so it cannot hand pids and memory on (${errCode(e)}); start the engine in a group of its own (systemd-run --user --scope -p Delegate=yes)`
-      );
-    }
-  }
-  dir ??= engineGroup(base2, h3);
+  const controllers = read(path6.join(base2, "cgroup.controllers")).trim().split(/\s+/);
+  if (!controllers.includes("pids") || !controllers.includes("memory")) return `cgroup2 at ${m.point} has no pids and memory controllers for this process`;
+  const dir = engineGroup(base2);
   if (!dir) return `cgroup2: ${base2} is not writable`;
   try {
-    enable(dir);
+    const sub = read(path6.join(base2, "cgroup.subtree_control"));
+    if (!/\bpids\b/.test(sub) || !/\bmemory\b/.test(sub)) writeFileSync3(path6.join(base2, "cgroup.subtree_control"), "+pids +memory");
+    writeFileSync3(path6.join(dir, "cgroup.subtree_control"), "+pids +memory");
   } catch (err) {
-    return undo(`cgroup2: pids and memory are not delegated to ${base2} (${errCode(err)})`);
+    emptyAndRemove(dir);
+    return `cgroup2: pids and memory are not delegated to ${base2} (${err.code ?? "refused"})`;
   }
-  if (h3.fs === hostCgroupFs) forgetOnExit([dir], fs);
-  return { dir, swap: fs.exists(path9.join(dir, "memory.swap.max")) || fs.exists(path9.join(dir, ENGINE_LEAF, "memory.swap.max")) };
+  forgetOnExit([dir]);
+  return { dir, swap: existsSync3(path6.join(dir, "memory.swap.max")) };
 }
-function v1(ms, own, h3) {
+function v1(ms, own) {
   const pm = ms.find((x) => x.fstype === "cgroup" && x.options.includes("pids"));
   const mm = ms.find((x) => x.fstype === "cgroup" && x.options.includes("memory"));
   if (!pm || !mm) return "no cgroup v1 pids and memory hierarchies";
-  const pids = engineGroup(ownDir(pm, own.get("pids") ?? "/"), h3);
-  const memory = pids && engineGroup(ownDir(mm, own.get("memory") ?? "/"), h3);
+  const pids = engineGroup(ownDir(pm, own.get("pids") ?? "/"));
+  const memory = pids && engineGroup(ownDir(mm, own.get("memory") ?? "/"));
   if (!pids || !memory) {
-    if (pids) emptyAndRemove(pids, h3.fs);
+    if (pids) emptyAndRemove(pids);
     return "cgroup v1 is not writable here";
   }
-  if (h3.fs === hostCgroupFs) forgetOnExit([pids, memory], h3.fs);
-  return { pids, memory, swap: h3.fs.exists(path9.join(memory, "memory.memsw.limit_in_bytes")) };
-}
-function cgroupLimits(h3) {
-  const ms = mounts(h3.mountinfo);
-  const own = ownPaths(h3.procCgroup);
-  const two = v2(ms, own, h3);
-  if (typeof two !== "string") {
-    return { commands: "cgroup2", checks: "cgroup2", label: "cgroup v2 (pids, memory)", parents: { pids: two.dir, memory: two.dir }, swap: two.swap };
-  }
-  const one = v1(ms, own, h3);
-  if (typeof one !== "string") {
-    return {
-      commands: "cgroup1",
-      checks: "cgroup1",
-      label: `cgroup v1 (pids, memory${one.swap ? "+swap" : ""})`,
-      parents: { pids: one.pids, memory: one.memory },
-      swap: one.swap
-    };
-  }
-  return `${two}; ${one}`;
+  forgetOnExit([pids, memory]);
+  return { pids, memory, swap: existsSync3(path6.join(memory, "memory.memsw.limit_in_bytes")) };
 }
 function userSystemd() {
   if (!findOnPath("systemd-run") || !findOnPath("systemctl")) return false;
@@ -68878,8 +68172,8 @@ function userSystemd() {
   }
 }
 function findOnPath(name) {
-  for (const dir of (process.env.PATH ?? "").split(path9.delimiter)) {
-    if (dir && existsSync4(path9.join(dir, name))) return path9.join(dir, name);
+  for (const dir of (process.env.PATH ?? "").split(path6.delimiter)) {
+    if (dir && existsSync3(path6.join(dir, name))) return path6.join(dir, name);
   }
   return null;
 }
@@ -68898,8 +68192,29 @@ function limitSetup() {
   };
   if (process.platform !== "linux") return cached2 = none(`no cgroups on ${process.platform}`);
   if (config2().OCW_LIMITS === "prlimit") return cached2 = none("OCW_LIMITS=prlimit");
-  const found = cgroupLimits({ mountinfo: read("/proc/self/mountinfo"), procCgroup: read("/proc/self/cgroup"), pid: process.pid, fs: hostCgroupFs });
-  return cached2 = typeof found === "string" ? none(found) : found;
+  const ms = mounts(read("/proc/self/mountinfo"));
+  const own = ownPaths(read("/proc/self/cgroup"));
+  const two = v2(ms, own);
+  if (typeof two !== "string") {
+    return cached2 = {
+      commands: "cgroup2",
+      checks: "cgroup2",
+      label: "cgroup v2 (pids, memory)",
+      parents: { pids: two.dir, memory: two.dir },
+      swap: two.swap
+    };
+  }
+  const one = v1(ms, own);
+  if (typeof one !== "string") {
+    return cached2 = {
+      commands: "cgroup1",
+      checks: "cgroup1",
+      label: `cgroup v1 (pids, memory${one.swap ? "+swap" : ""})`,
+      parents: { pids: one.pids, memory: one.memory },
+      swap: one.swap
+    };
+  }
+  return cached2 = none(`${two}; ${one}`);
 }
 function limitFiles(s, procs, memMb) {
   const bytes = String(memMb * MIB);
@@ -68919,37 +68234,37 @@ function limitFiles(s, procs, memMb) {
   ];
 }
 var seq = 0;
-function checkGroup(procs, memMb, s = limitSetup(), fs = hostCgroupFs) {
+function checkGroup(procs, memMb) {
+  const s = limitSetup();
   if (!s.parents) return null;
-  if (fs === hostCgroupFs) sweep();
+  sweep();
   const name = `check-${++seq}`;
-  const dirs = [path9.join(s.parents.pids, name), path9.join(s.parents.memory, name)];
+  const dirs = [path6.join(s.parents.pids, name), path6.join(s.parents.memory, name)];
   try {
-    for (const d of new Set(dirs)) fs.mkdir(d);
+    for (const d of new Set(dirs)) mkdirSync4(d);
     for (const f of limitFiles(s, procs, memMb)) {
-      const file3 = path9.join(f.file === "pids" ? dirs[0] : dirs[1], f.name);
-      if (f.optional && !fs.exists(file3)) continue;
-      fs.write(file3, f.value);
+      const file3 = path6.join(f.file === "pids" ? dirs[0] : dirs[1], f.name);
+      if (f.optional && !existsSync3(file3)) continue;
+      writeFileSync3(file3, f.value);
     }
   } catch (err) {
-    for (const d of new Set(dirs)) emptyAndRemove(d, fs);
+    for (const d of new Set(dirs)) emptyAndRemove(d);
     throw new Error(`the check's limits could not be set (${err.code ?? err.message}): ${s.label}`);
   }
   return {
     dirs,
-    hits: () => hitsIn(s, dirs, fs),
-    remove: () => [...new Set(dirs)].map((d) => emptyAndRemove(d, fs)).every(Boolean)
+    hits: () => hitsIn(s, dirs),
+    remove: () => [...new Set(dirs)].map(emptyAndRemove).every(Boolean)
   };
 }
-function hitsIn(s, [pids, memory], fs) {
-  const read2 = fs.read;
+function hitsIn(s, [pids, memory]) {
   const out = [];
   if (s.commands === "cgroup2") {
-    if (/^oom_kill [1-9]/m.test(read2(path9.join(memory, "memory.events")))) out.push("memory");
-    if (/^max [1-9]/m.test(read2(path9.join(pids, "pids.events")))) out.push("processes");
+    if (/^oom_kill [1-9]/m.test(read(path6.join(memory, "memory.events")))) out.push("memory");
+    if (/^max [1-9]/m.test(read(path6.join(pids, "pids.events")))) out.push("processes");
   } else {
-    if (/^oom_kill [1-9]/m.test(read2(path9.join(memory, "memory.oom_control")))) out.push("memory");
-    if (/^max [1-9]/m.test(read2(path9.join(pids, "pids.events")))) out.push("processes");
+    if (/^oom_kill [1-9]/m.test(read(path6.join(memory, "memory.oom_control")))) out.push("memory");
+    if (/^max [1-9]/m.test(read(path6.join(pids, "pids.events")))) out.push("processes");
   }
   return out;
 }
@@ -68971,9 +68286,9 @@ function systemdPrefix(procs, memMb) {
 init_zod();
 init_config();
 import { execFileSync as execFileSync2 } from "node:child_process";
-import { chmodSync as chmodSync2, existsSync as existsSync5, lstatSync, mkdirSync as mkdirSync7, readdirSync as readdirSync3, readFileSync as readFileSync6, readlinkSync, realpathSync, statSync as statSync3, writeFileSync as writeFileSync5 } from "node:fs";
-import os3 from "node:os";
-import path10 from "node:path";
+import { chmodSync as chmodSync2, existsSync as existsSync4, lstatSync, mkdirSync as mkdirSync5, readdirSync as readdirSync2, readFileSync as readFileSync4, readlinkSync, realpathSync, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
+import os2 from "node:os";
+import path7 from "node:path";
 var SandboxPolicy = external_exports.object({
   /** Writable folders (bound read-write at the same path). */
   writable: external_exports.array(external_exports.string()),
@@ -69045,9 +68360,9 @@ function sandboxStatus() {
   return cached3;
 }
 function findOnPath2(name) {
-  for (const dir of (process.env.PATH ?? "").split(path10.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path7.delimiter)) {
     if (!dir) continue;
-    const p = path10.join(dir, name);
+    const p = path7.join(dir, name);
     try {
       if (statSync3(p).isFile()) return p;
     } catch {
@@ -69103,15 +68418,15 @@ var HOME_SECRETS = [
 function hostSockets(env2 = process.env) {
   const list = ["/run/user", "/var/run/docker.sock", "/run/docker.sock", "/run/podman", "/tmp/.X11-unix", "/run/dbus", "/var/run/dbus"];
   if (env2.XDG_RUNTIME_DIR) list.push(env2.XDG_RUNTIME_DIR);
-  if (env2.SSH_AUTH_SOCK) list.push(path10.dirname(env2.SSH_AUTH_SOCK));
+  if (env2.SSH_AUTH_SOCK) list.push(path7.dirname(env2.SSH_AUTH_SOCK));
   try {
-    for (const d of readdirSync3("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path10.join("/tmp", d));
+    for (const d of readdirSync2("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path7.join("/tmp", d));
   } catch {
   }
-  return list.filter((p) => existsSync5(p));
+  return list.filter((p) => existsSync4(p));
 }
-function homeSecrets(home = os3.homedir()) {
-  return [...HOME_SECRETS.map((p) => path10.join(home, p)).filter((p) => existsSync5(p)), ...hostSockets()];
+function homeSecrets(home = os2.homedir()) {
+  return [...HOME_SECRETS.map((p) => path7.join(home, p)).filter((p) => existsSync4(p)), ...hostSockets()];
 }
 var PASS_ENV = ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"];
 function allowListedEnv(extra, from = process.env) {
@@ -69123,7 +68438,7 @@ function real(p) {
   try {
     return realpathSync(p);
   } catch {
-    return path10.resolve(p);
+    return path7.resolve(p);
   }
 }
 function commandLimits() {
@@ -69139,7 +68454,7 @@ function commandLimits() {
     tmpfsMb: pos(c3.OCW_SANDBOX_TMPFS_MB, 256)
   };
 }
-function deniedRoots(home = os3.homedir()) {
+function deniedRoots(home = os2.homedir()) {
   const list = [home, "/tmp", "/var/tmp", "/run", "/var/run", "/media", "/mnt"];
   const out = [];
   for (const p of list.map(real)) {
@@ -69152,9 +68467,9 @@ function deniedRoots(home = os3.homedir()) {
   return out.sort((a2, b) => a2.length - b.length);
 }
 var TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
-function revealed(home = os3.homedir()) {
-  const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path10.isAbsolute(p));
-  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path10.join(home, p)), ...extra].filter((p) => existsSync5(p)).map(real))];
+function revealed(home = os2.homedir()) {
+  const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path7.isAbsolute(p));
+  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path7.join(home, p)), ...extra].filter((p) => existsSync4(p)).map(real))];
 }
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix", "/gnu"];
 var ETC_SECRETS = [
@@ -69183,20 +68498,20 @@ var ETC_SECRETS = [
   "/etc/libvirt",
   "/etc/cups/ssl"
 ];
-function pathToolchains(env2 = process.env, home = os3.homedir()) {
+function pathToolchains(env2 = process.env, home = os2.homedir()) {
   const denied = deniedRoots(home);
-  const covered = (p) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path10.sep));
+  const covered = (p) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path7.sep));
   const out = [];
   const add = (p) => {
-    if (!path10.isAbsolute(p)) return;
+    if (!path7.isAbsolute(p)) return;
     const r = real(p);
-    if (r === "/" || covered(r) || !existsSync5(r) || r.split(path10.sep).includes("node_modules")) return;
-    const parent = path10.dirname(r);
-    const dir = path10.basename(r) === "bin" && path10.dirname(parent) !== "/" ? parent : r;
+    if (r === "/" || covered(r) || !existsSync4(r) || r.split(path7.sep).includes("node_modules")) return;
+    const parent = path7.dirname(r);
+    const dir = path7.basename(r) === "bin" && path7.dirname(parent) !== "/" ? parent : r;
     if (!out.includes(dir)) out.push(dir);
   };
-  for (const p of (env2.PATH ?? "").split(path10.delimiter)) add(p);
-  if (path10.basename(process.execPath) === "node") add(path10.dirname(process.execPath));
+  for (const p of (env2.PATH ?? "").split(path7.delimiter)) add(p);
+  if (path7.basename(process.execPath) === "node") add(path7.dirname(process.execPath));
   return out;
 }
 function systemBinds() {
@@ -69224,17 +68539,17 @@ function systemBinds() {
 }
 function reshown(hidden2, reveal) {
   const r = reveal.map(real);
-  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path10.sep))).filter((h3) => existsSync5(h3) && statSync3(h3).isDirectory());
+  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path7.sep))).filter((h3) => existsSync4(h3) && statSync3(h3).isDirectory());
 }
 function capArgs(caps, uid = process.getuid?.() ?? -1) {
   if (caps === "none") return ["--cap-drop", "ALL"];
   return uid === 0 ? ["--unshare-user", "--uid", "0", "--gid", "0"] : [];
 }
-function serveHidden(home = os3.homedir()) {
+function serveHidden(home = os2.homedir()) {
   const keep = new Set(TOOLCHAIN_DIRS.map((p) => p.split("/")[0]).concat([".local"]));
   let dots = [];
   try {
-    dots = readdirSync3(home).filter((n2) => n2.startsWith(".") && !keep.has(n2)).map((n2) => path10.join(home, n2));
+    dots = readdirSync2(home).filter((n2) => n2.startsWith(".") && !keep.has(n2)).map((n2) => path7.join(home, n2));
   } catch {
   }
   return [.../* @__PURE__ */ new Set([...dots, ...homeSecrets(home), ...socketsIn(["/tmp", "/var/tmp", home])])];
@@ -69243,7 +68558,7 @@ function socketsIn(dirs) {
   const out = [];
   for (const d of dirs) {
     try {
-      for (const e of readdirSync3(d, { withFileTypes: true })) if (e.isSocket()) out.push(path10.join(d, e.name));
+      for (const e of readdirSync2(d, { withFileTypes: true })) if (e.isSocket()) out.push(path7.join(d, e.name));
     } catch {
     }
   }
@@ -69261,7 +68576,7 @@ function bwrapHasSize() {
   return sizeOption;
 }
 function nprocPerNamespace() {
-  const [major, minor] = os3.release().split(".").map((n2) => parseInt(n2, 10));
+  const [major, minor] = os2.release().split(".").map((n2) => parseInt(n2, 10));
   return (major ?? 0) > 5 || (major ?? 0) === 5 && (minor ?? 0) >= 14;
 }
 function bwrapArgs(policy) {
@@ -69270,19 +68585,19 @@ function bwrapArgs(policy) {
   if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   args.push("--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
   if (policy.network === "none") args.push("--unshare-net");
-  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync5(p)) args.push(...size, "--tmpfs", p);
+  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync4(p)) args.push(...size, "--tmpfs", p);
   for (const p of policy.hidden.map(real)) {
-    if (!existsSync5(p)) continue;
+    if (!existsSync4(p)) continue;
     if (statSync3(p).isDirectory()) args.push(...size, "--tmpfs", p);
     else args.push("--ro-bind", "/dev/null", p);
   }
-  for (const p of (policy.reveal ?? []).map(real)) if (existsSync5(p)) args.push("--ro-bind", p, p);
+  for (const p of (policy.reveal ?? []).map(real)) if (existsSync4(p)) args.push("--ro-bind", p, p);
   for (const p of reshown(policy.hidden, policy.reveal ?? [])) args.push(...size, "--tmpfs", p);
   for (const p of policy.writable.map(real)) {
-    mkdirSync7(p, { recursive: true });
+    mkdirSync5(p, { recursive: true });
     args.push("--bind", p, p);
   }
-  for (const p of policy.readOnly.map(real)) if (existsSync5(p)) args.push("--ro-bind", p, p);
+  for (const p of policy.readOnly.map(real)) if (existsSync4(p)) args.push("--ro-bind", p, p);
   args.push("--clearenv");
   for (const [k, v] of Object.entries(policy.env)) args.push("--setenv", k, v);
   args.push("--chdir", policy.cwd);
@@ -69299,7 +68614,7 @@ function capFilter(outputBytes) {
 }
 function sandboxed(argv, policy, kind = sandboxStatus().kind) {
   const l = policy.limits;
-  const shell = existsSync5("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync4("/bin/bash") ? "/bin/bash" : "/bin/sh";
   const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash"), kind !== "none"), ...argv] : argv;
   const base2 = kind === "none" ? { file: inner[0], args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap, args: [...bwrapArgs(policy), "--", ...inner], env: {} };
   if (policy.join?.length) {
@@ -69392,34 +68707,34 @@ export const OcwWorkspace = async ({ directory, worktree }) => {
 };
 `;
 function writeWorkspacePlugin(file3) {
-  mkdirSync7(path10.dirname(file3), { recursive: true });
-  writeFileSync5(file3, WORKSPACE_PLUGIN);
+  mkdirSync5(path7.dirname(file3), { recursive: true });
+  writeFileSync4(file3, WORKSPACE_PLUGIN);
   return file3;
 }
 function writeRepoBinds(bindsDir, worktree, repoRoot2, objects) {
   const dirs = [real(objects)];
   try {
-    for (const line of readFileSync6(path10.join(objects, "info", "alternates"), "utf8").split("\n")) {
+    for (const line of readFileSync4(path7.join(objects, "info", "alternates"), "utf8").split("\n")) {
       const p = line.trim();
-      if (p && !p.startsWith("#")) dirs.push(real(path10.resolve(objects, p)));
+      if (p && !p.startsWith("#")) dirs.push(real(path7.resolve(objects, p)));
     }
   } catch {
   }
   const args = [];
   const root2 = real(repoRoot2);
   const unseen = serveHidden().map(real);
-  const visible = (p) => !unseen.some((h3) => p === h3 || p.startsWith(h3 + path10.sep));
-  if (root2 !== "/" && existsSync5(root2) && visible(root2)) args.push("--tmpfs", root2);
-  for (const d of dirs) if (existsSync5(d) && visible(d)) args.push("--ro-bind-try", d, d);
-  mkdirSync7(bindsDir, { recursive: true });
-  writeFileSync5(path10.join(bindsDir, path10.basename(path10.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
+  const visible = (p) => !unseen.some((h3) => p === h3 || p.startsWith(h3 + path7.sep));
+  if (root2 !== "/" && existsSync4(root2) && visible(root2)) args.push("--tmpfs", root2);
+  for (const d of dirs) if (existsSync4(d) && visible(d)) args.push("--ro-bind-try", d, d);
+  mkdirSync5(bindsDir, { recursive: true });
+  writeFileSync4(path7.join(bindsDir, path7.basename(path7.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
 }
 function writeWorkerShell(file3, opts) {
   const root2 = real(opts.workspacesRoot);
-  const named = path10.resolve(opts.workspacesRoot);
+  const named = path7.resolve(opts.workspacesRoot);
   const tmpRoot = real(opts.tmpRoot);
-  const binds = real(opts.bindsDir ?? path10.join(path10.dirname(file3), "binds"));
-  const bash = opts.bash ?? (existsSync5("/bin/bash") ? "/bin/bash" : "/bin/sh");
+  const binds = real(opts.bindsDir ?? path7.join(path7.dirname(file3), "binds"));
+  const bash = opts.bash ?? (existsSync4("/bin/bash") ? "/bin/bash" : "/bin/sh");
   const l = opts.limits ?? commandLimits();
   const env2 = allowListedEnv({
     TERM: "dumb",
@@ -69469,18 +68784,18 @@ function writeWorkerShell(file3, opts) {
     );
   } else {
     const bwrap = sandboxStatus().bwrap;
-    const home = opts.home ?? os3.homedir();
+    const home = opts.home ?? os2.homedir();
     const size = bwrapHasSize() ? `--size ${l.tmpfsMb * 1024 * 1024}` : "";
     const hide = [...deniedRoots(home), ...opts.stateDir ? [real(opts.stateDir)] : [], root2, tmpRoot].filter((p, i2, a2) => a2.indexOf(p) === i2);
     const hideArgs = hide.map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
     const reveal = revealed(home);
-    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path10.sep)));
+    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path7.sep)));
     const revealArgs = [
       ...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`),
       ...secretsInside.map((s) => statSync3(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)
     ].join(" ");
     const again = reshown(hide, reveal).map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
-    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync5(t2));
+    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync4(t2));
     const cg = opts.cgroups ?? limitSetup();
     const joined = !!cg.parents && (cg.commands === "cgroup1" || cg.commands === "cgroup2");
     if (joined && cg.parents) {
@@ -69525,8 +68840,8 @@ function writeWorkerShell(file3, opts) {
       "exit ${rc:-1}"
     );
   }
-  mkdirSync7(path10.dirname(file3), { recursive: true });
-  writeFileSync5(file3, lines.join("\n") + "\n");
+  mkdirSync5(path7.dirname(file3), { recursive: true });
+  writeFileSync4(file3, lines.join("\n") + "\n");
   chmodSync2(file3, 493);
   return file3;
 }
@@ -69880,7 +69195,7 @@ var Translator = class {
 };
 
 // engine/harness/opencode-server.ts
-init_process2();
+init_process();
 init_config();
 function cgroupParents() {
   const p = limitSetup().parents;
@@ -69891,8 +69206,8 @@ function opencodeBinary() {
   if (configured) return configured;
   const require2 = createRequire2(import.meta.url);
   const pkg = require2.resolve("opencode-ai/package.json");
-  const bin = path11.join(path11.dirname(pkg), "bin", "opencode.exe");
-  if (!existsSync6(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
+  const bin = path8.join(path8.dirname(pkg), "bin", "opencode.exe");
+  if (!existsSync5(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
   return bin;
 }
 var OpencodeServer = class extends EventEmitter {
@@ -69908,23 +69223,11 @@ var OpencodeServer = class extends EventEmitter {
   port = null;
   proc = null;
   password = randomBytes2(24).toString("base64url");
+  stopping = false;
   streamAbort = null;
-  /**
-   * Restarts after a crash: 250 ms, 500 ms, … up to 30 s, never giving up (a failed restart is tried again); a start
-   * that holds resets it. Concurrent `start()` callers share one start.
-   */
-  supervisor = new Supervisor(
-    () => this.launch(),
-    {
-      onReady: () => this.emit("ready"),
-      onDown: (_why, code, signal) => {
-        this.clear();
-        this.emit("down", `opencode serve exited unexpectedly (code ${code}, signal ${signal})`);
-      },
-      onRestart: (n2, why, delayMs) => n2 > 1 && this.opts.log?.(`restart failed: ${why}; trying again in ${delayMs} ms`)
-    },
-    { baseDelayMs: 250, capDelayMs: 3e4, maxRestarts: Number.POSITIVE_INFINITY, resetOnReady: true, end: (l) => this.end(l) }
-  );
+  /** Restarts after a crash: 250 ms, 500 ms, … up to 30 s; a start that holds resets it. */
+  restarts = new Backoff({ baseMs: 250, capMs: 3e4 });
+  starting = null;
   authHeader;
   get pid() {
     return this.proc?.pid;
@@ -69933,23 +69236,25 @@ var OpencodeServer = class extends EventEmitter {
     return this.client !== null;
   }
   /** Starts the server (once; concurrent callers share the start). Resolves when the worker agent is verified. */
-  async start() {
-    await this.supervisor.start();
+  start() {
+    if (this.client) return Promise.resolve();
+    this.starting ??= this.spawnOnce().finally(() => this.starting = null);
+    return this.starting;
   }
   /** An allow-listed environment: nothing of the engine's (its token, the user's keys, Claude Code's) is inherited. */
   env() {
     const h3 = this.opts.home;
-    mkdirSync8(h3, { recursive: true, mode: 448 });
+    mkdirSync6(h3, { recursive: true, mode: 448 });
     const xdg = {
       HOME: h3,
-      XDG_DATA_HOME: path11.join(h3, ".local/share"),
-      XDG_CONFIG_HOME: path11.join(h3, ".config"),
-      XDG_STATE_HOME: path11.join(h3, ".local/state"),
-      XDG_CACHE_HOME: path11.join(h3, ".cache"),
-      TMPDIR: path11.join(h3, "tmp")
+      XDG_DATA_HOME: path8.join(h3, ".local/share"),
+      XDG_CONFIG_HOME: path8.join(h3, ".config"),
+      XDG_STATE_HOME: path8.join(h3, ".local/state"),
+      XDG_CACHE_HOME: path8.join(h3, ".cache"),
+      TMPDIR: path8.join(h3, "tmp")
     };
-    for (const d of Object.values(xdg)) mkdirSync8(d, { recursive: true, mode: 448 });
-    seedOpencodeConfigDir(path11.join(xdg.XDG_CONFIG_HOME, "opencode"));
+    for (const d of Object.values(xdg)) mkdirSync6(d, { recursive: true, mode: 448 });
+    seedOpencodeConfigDir(path8.join(xdg.XDG_CONFIG_HOME, "opencode"));
     const config3 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
     const plugin = this.opts.confine?.plugin;
     if (plugin) config3.plugin = [pathToFileURL(plugin).href];
@@ -69962,7 +69267,7 @@ var OpencodeServer = class extends EventEmitter {
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
       // An empty models.dev catalog: the embedded one costs ~0.9 s of serve's JS thread per new workspace (see config.ts).
-      OPENCODE_MODELS_PATH: seedModelsCatalog(path11.join(h3, "models-catalog.json")),
+      OPENCODE_MODELS_PATH: seedModelsCatalog(path8.join(h3, "models-catalog.json")),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
       npm_config_registry: config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/"
     });
@@ -69985,7 +69290,7 @@ var OpencodeServer = class extends EventEmitter {
         caps: "nested",
         // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
         // installed under ~/.claude/plugins, whose credentials are hidden).
-        readOnly: [path11.dirname(c3.shell), ...c3.plugin ? [path11.dirname(c3.plugin)] : [], path11.dirname(path11.dirname(realpathSync2(argv[0])))],
+        readOnly: [path8.dirname(c3.shell), ...c3.plugin ? [path8.dirname(c3.plugin)] : [], path8.dirname(path8.dirname(realpathSync2(argv[0])))],
         network: "host",
         env: env2,
         cwd: this.opts.home
@@ -69994,11 +69299,10 @@ var OpencodeServer = class extends EventEmitter {
     );
   }
   get pidFile() {
-    return path11.join(this.opts.home, "opencode.pid");
+    return path8.join(this.opts.home, "opencode.pid");
   }
-  /** One start for the supervisor: spawn, wait for the address, verify the worker agent, open the event stream. */
-  async launch() {
-    const t0 = performance.now();
+  async spawnOnce() {
+    this.stopping = false;
     endStaleServer(this.opts.home, this.opts.log);
     const cmd = this.command();
     const proc3 = spawn(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
@@ -70029,18 +69333,15 @@ var OpencodeServer = class extends EventEmitter {
         reject(new Error(`opencode serve exited during start-up (code ${code}, signal ${signal}): ${err.trim().slice(-500) || "no output"}`));
       });
     });
+    proc3.on("exit", (code, signal) => this.onExit(proc3, code, signal));
     this.url = url2;
     const client3 = createOpencodeClient({ baseUrl: url2, headers: { Authorization: this.authHeader } });
-    try {
-      await this.verifyAgent(client3);
-    } catch (err) {
-      proc3.kill("SIGKILL");
-      throw err;
-    }
+    await this.verifyAgent(client3);
     this.client = client3;
     this.port = sdkPort(client3);
+    this.restarts.reset();
     this.openStream();
-    return { pid: proc3.pid, child: proc3, readyMs: performance.now() - t0 };
+    this.emit("ready");
   }
   /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
   async verifyAgent(client3) {
@@ -70098,44 +69399,56 @@ var OpencodeServer = class extends EventEmitter {
     };
     void loop();
   }
-  /** What a running server leaves behind when it goes: its client, port, address and event stream. */
-  clear() {
+  onExit(proc3, code, signal) {
+    if (proc3 !== this.proc) return;
     this.streamAbort?.abort();
     this.client = null;
     this.port = null;
     this.url = null;
     this.proc = null;
-  }
-  /** Stops a serve: SIGTERM, SIGKILL after 3 s, then the process groups of its bash children. */
-  async end(l) {
-    this.clear();
-    const children = childPids(l.pid);
-    await new Promise((resolve) => {
-      const t2 = setTimeout(() => l.child.kill("SIGKILL"), 3e3);
-      l.child.once("exit", () => {
-        clearTimeout(t2);
-        resolve();
+    if (this.stopping) return;
+    this.emit("down", `opencode serve exited unexpectedly (code ${code}, signal ${signal})`);
+    setTimeout(() => {
+      if (this.stopping) return;
+      this.start().catch((err) => {
+        this.opts.log?.(`restart failed: ${err.message}`);
+        this.onExitRetry();
       });
-      l.child.kill("SIGTERM");
-    });
-    for (const c3 of children) killGroup(c3);
+    }, this.restarts.crashed() ?? 3e4);
+  }
+  onExitRetry() {
+    if (this.stopping) return;
+    setTimeout(() => !this.stopping && this.start().catch(() => this.onExitRetry()), this.restarts.crashed() ?? 3e4);
   }
   /** Stops the server. Callers abort busy sessions first so bash children end (they run in their own process groups). */
   async stop() {
-    const starting = this.proc && this.supervisor.running?.child !== this.proc ? this.proc : null;
-    this.clear();
-    await this.supervisor.stop();
-    if (starting?.pid && starting.exitCode === null && starting.signalCode === null) await this.end({ pid: starting.pid, child: starting, readyMs: 0 });
+    this.stopping = true;
+    this.streamAbort?.abort();
+    const proc3 = this.proc;
+    this.client = null;
+    this.port = null;
+    this.url = null;
+    if (!proc3 || proc3.exitCode !== null) return;
+    const children = childPids(proc3.pid);
+    await new Promise((resolve) => {
+      const t2 = setTimeout(() => proc3.kill("SIGKILL"), 3e3);
+      proc3.once("exit", () => {
+        clearTimeout(t2);
+        resolve();
+      });
+      proc3.kill("SIGTERM");
+    });
+    for (const c3 of children) killGroup(c3);
   }
 };
 function endStaleServer(home, log) {
-  const who = readPidFile(path11.join(home, "opencode.pid"));
+  const who = readPidFile(path8.join(home, "opencode.pid"));
   if (!who || who.pid === process.pid) return;
   if (!alive2(who)) return;
   const pid = who.pid;
   if (who.startTime === null) {
     try {
-      if (!readFileSync8(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
+      if (!readFileSync6(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
     } catch {
       if (process.platform === "linux") return;
     }
@@ -70152,8 +69465,7 @@ function endStaleServer(home, log) {
 var opencodeHarness = (opts) => new OpencodeServer(opts);
 
 // engine/harness/servers.ts
-init_target();
-import path12 from "node:path";
+import path9 from "node:path";
 
 // engine/gateway/gateway.ts
 import { randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
@@ -70283,13 +69595,13 @@ var OpencodeServers = class {
       )
     );
     const { stateDir: stateDir2, workspacesRoot, tmpRoot, sandbox } = this.opts;
-    const shell = writeWorkerShell(path12.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
-    const plugin = writeWorkspacePlugin(path12.join(stateDir2, "sandbox", "ocw-workspace.js"));
+    const shell = writeWorkerShell(path9.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
+    const plugin = writeWorkspacePlugin(path9.join(stateDir2, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
     s = (this.opts.harness ?? opencodeHarness)({
       target,
-      home: path12.join(stateDir2, "opencode", target.id),
+      home: path9.join(stateDir2, "opencode", target.id),
       log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
       provider,
       confine: { kind: sandbox.kind, stateDir: stateDir2, workspacesRoot, tmpRoot, shell, plugin }
@@ -70313,22 +69625,19 @@ function modelFor(endpoint, target) {
 }
 
 // engine/approvals/queue.ts
-init_permission();
-init_worker();
-init_store();
+init_json_file();
 
 // engine/approvals/inspect.ts
 var import_picomatch2 = __toESM(require_picomatch2());
 import { lstatSync as lstatSync5, realpathSync as realpathSync4 } from "node:fs";
-import path25 from "node:path";
+import path23 from "node:path";
 
 // engine/grading/checks.ts
 init_execa();
-init_check();
 import { createHash } from "node:crypto";
-import { existsSync as existsSync7, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readdirSync as readdirSync5, readFileSync as readFileSync11, realpathSync as realpathSync3, rmSync as rmSync3, statSync as statSync5, writeFileSync as writeFileSync8 } from "node:fs";
-import path18 from "node:path";
-init_process2();
+import { existsSync as existsSync6, lstatSync as lstatSync2, mkdirSync as mkdirSync8, readdirSync as readdirSync4, readFileSync as readFileSync10, realpathSync as realpathSync3, rmSync as rmSync2, statSync as statSync5, writeFileSync as writeFileSync8 } from "node:fs";
+import path16 from "node:path";
+init_process();
 var DEFAULT_CHECK_TIMEOUT_SEC = 300;
 var OUTPUT_CAP = 64 * 1024;
 var MAX_COMPARED_BYTES = 64 * 1024 * 1024;
@@ -70339,11 +69648,11 @@ function cap(text) {
 }
 function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
   const root2 = sandbox.root ?? cwd;
-  const inside2 = (p, r) => p === r || p.startsWith(r + path18.sep);
-  const map3 = (p) => path18.join(at.root, path18.relative(root2, p));
-  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync7(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync9(path18.join(sandbox.tmpDir, "home"), { recursive: true });
-  const env2 = allowListedEnv({ CI: "1", HOME: path18.join(tmp, "home"), TMPDIR: tmp });
+  const inside2 = (p, r) => p === r || p.startsWith(r + path16.sep);
+  const map3 = (p) => path16.join(at.root, path16.relative(root2, p));
+  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync6(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync8(path16.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path16.join(tmp, "home"), TMPDIR: tmp });
   const cmd = sandboxed(
     argv,
     {
@@ -70362,15 +69671,15 @@ function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
     "bwrap"
   );
   const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
-  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync7(f)) binds.push("--ro-bind", f, map3(f));
+  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync6(f)) binds.push("--ro-bind", f, map3(f));
   const sep = cmd.args.length - argv.length - LIMITS_WORDS - 1;
   return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
 }
-async function runCommand2(check2, name, cwd, sandbox) {
+async function runCommand(check2, name, cwd, sandbox) {
   const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check2.expectExit ?? 0;
   const started = Date.now();
-  const shell = existsSync7("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync6("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
   const l = commandLimits();
   let group = null;
@@ -70382,8 +69691,8 @@ async function runCommand2(check2, name, cwd, sandbox) {
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
     cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
   } else if (sandbox) {
-    mkdirSync9(path18.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path18.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    mkdirSync8(path16.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path16.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
       [shell, "-c", check2.run],
@@ -70432,10 +69741,10 @@ ${note}` : ""));
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 function runFile(check2, name, cwd, realCwd) {
-  const file3 = path18.join(cwd, check2.file);
+  const file3 = path16.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
-  const exists = existsSync7(file3);
-  if (exists && !realpathSync3(file3).startsWith(realCwd + path18.sep)) {
+  const exists = existsSync6(file3);
+  if (exists && !realpathSync3(file3).startsWith(realCwd + path16.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
@@ -70447,7 +69756,7 @@ function runFile(check2, name, cwd, realCwd) {
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
       return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync11(file3, "utf8");
+    const content = readFileSync10(file3, "utf8");
     if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
       problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
     }
@@ -70484,8 +69793,8 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
       results.push(runFile(check2, name, cwd, realCwd));
       continue;
     }
-    const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path18.relative(realCwd, f)) : [];
+    const r = await runCommand(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path16.relative(realCwd, f)) : [];
     results.push(changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed protected file(s): ${changed.join(", ")}]` } : r);
   }
@@ -70504,18 +69813,18 @@ function copyHeldBack(checks, root2) {
     }
     if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
     const walk = (from, rel) => {
-      for (const e of readdirSync5(from, { withFileTypes: true })) {
-        const f = path18.join(from, e.name);
+      for (const e of readdirSync4(from, { withFileTypes: true })) {
+        const f = path16.join(from, e.name);
         const r = rel ? `${rel}/${e.name}` : e.name;
-        const dest = path18.join(root2, r);
+        const dest = path16.join(root2, r);
         const there = lstatOrNull(dest);
         if (e.isDirectory()) {
-          if (there && !there.isDirectory()) rmSync3(dest, { force: true, recursive: true });
-          if (!there || !there.isDirectory()) mkdirSync9(dest);
+          if (there && !there.isDirectory()) rmSync2(dest, { force: true, recursive: true });
+          if (!there || !there.isDirectory()) mkdirSync8(dest);
           walk(f, r);
         } else if (e.isFile()) {
-          if (there) rmSync3(dest, { force: true, recursive: true });
-          writeFileSync8(dest, readFileSync11(f), { mode: statSync5(f).mode & 511 });
+          if (there) rmSync2(dest, { force: true, recursive: true });
+          writeFileSync8(dest, readFileSync10(f), { mode: statSync5(f).mode & 511 });
           written.push(dest);
         }
       }
@@ -70535,7 +69844,7 @@ function heldBackProblem(checks, repoRoot2) {
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
-    if (real2 === root2 || real2.startsWith(root2 + path18.sep))
+    if (real2 === root2 || real2.startsWith(root2 + path16.sep))
       return `a check's files ${c3.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
   }
   return null;
@@ -70544,7 +69853,7 @@ var realpathOr = (p) => {
   try {
     return realpathSync3(p);
   } catch {
-    return path18.resolve(p);
+    return path16.resolve(p);
   }
 };
 var lstatOrNull = (p) => {
@@ -70557,7 +69866,7 @@ var lstatOrNull = (p) => {
 function fingerprint(file3) {
   try {
     const st = lstatSync2(file3);
-    return st.isFile() ? createHash("sha256").update(readFileSync11(file3)).digest("hex") : `not a file (${st.mode})`;
+    return st.isFile() ? createHash("sha256").update(readFileSync10(file3)).digest("hex") : `not a file (${st.mode})`;
   } catch {
     return "absent";
   }
@@ -70567,7 +69876,7 @@ function fingerprint(file3) {
 import { randomBytes as randomBytes4 } from "node:crypto";
 import { renameSync as renameSync2 } from "node:fs";
 import { chmod, lstat, mkdir, readdir, rm } from "node:fs/promises";
-import path19 from "node:path";
+import path17 from "node:path";
 var DISCARDED = ".discarded-";
 function discard(dir) {
   const away = `${dir}${DISCARDED}${randomBytes4(4).toString("hex")}`;
@@ -70580,7 +69889,7 @@ function discard(dir) {
 }
 async function sweepDiscarded(gradingDir) {
   const names = await readdir(gradingDir).catch(() => []);
-  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path19.join(gradingDir, n2))));
+  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path17.join(gradingDir, n2))));
 }
 async function removeTree2(dir) {
   try {
@@ -70601,18 +69910,18 @@ async function writableFolders(dir) {
   if (!st?.isDirectory()) return;
   await chmod(dir, st.mode & 4095 | 448).catch(() => void 0);
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries) if (e.isDirectory()) await writableFolders(path19.join(dir, e.name));
+  for (const e of entries) if (e.isDirectory()) await writableFolders(path17.join(dir, e.name));
 }
 async function folderIn(checkout, sub) {
   let at = checkout;
-  for (const part of sub.split(path19.sep).filter(Boolean)) {
-    at = path19.join(at, part);
+  for (const part of sub.split(path17.sep).filter(Boolean)) {
+    at = path17.join(at, part);
     const st = await lstat(at).catch(() => null);
     if (!st) await mkdir(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
       return {
-        problem: `${path19.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
+        problem: `${path17.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
       };
     }
   }
@@ -70620,19 +69929,156 @@ async function folderIn(checkout, sub) {
 }
 
 // engine/grading/grade.ts
-init_verdict();
-init_check();
 import { readdir as readdir3 } from "node:fs/promises";
-import path23 from "node:path";
+import path21 from "node:path";
 
-// engine/workspace/fold.ts
-function foldPath(p) {
-  return p.normalize("NFC").toUpperCase().toLowerCase().normalize("NFC").split("/").map((part) => part === "." || part === ".." ? part : part.replace(/[. ]+$/, "") || part).join("/");
+// engine/workspace/workspace.ts
+import { existsSync as existsSync7, lstatSync as lstatSync3, mkdirSync as mkdirSync9, rmSync as rmSync3, statSync as statSync6, writeFileSync as writeFileSync9 } from "node:fs";
+import { copyFile, link, lstat as lstat2, mkdir as mkdir2, readdir as readdir2, realpath, rename, rm as rm2 } from "node:fs/promises";
+import { createHash as createHash2, randomBytes as randomBytes5 } from "node:crypto";
+import path18 from "node:path";
+
+// engine/process/run.ts
+import { Worker as Worker2 } from "node:worker_threads";
+function losslessUtf8(buf) {
+  const whole = buf.toString("utf8");
+  if (!whole.includes("\uFFFD")) return whole;
+  let out = "";
+  let start = 0;
+  for (let i2 = 0; i2 <= buf.length; i2++) {
+    if (i2 < buf.length && buf[i2] !== 10 && buf[i2] !== 0) continue;
+    const seg = buf.subarray(start, i2);
+    let valid = true;
+    try {
+      new TextDecoder("utf-8", { fatal: true }).decode(seg);
+    } catch {
+      valid = false;
+    }
+    if (valid) out += seg.toString("utf8");
+    else {
+      let j = 0;
+      while (j < seg.length) {
+        const c3 = seg[j];
+        let n2 = c3 < 128 ? 1 : c3 >= 194 && c3 <= 223 ? 2 : c3 >= 224 && c3 <= 239 ? 3 : c3 >= 240 && c3 <= 244 ? 4 : 0;
+        if (n2 > 1) {
+          if (j + n2 > seg.length) n2 = 0;
+          for (let k = 1; n2 && k < n2; k++) if ((seg[j + k] & 192) !== 128) n2 = 0;
+          const d = seg[j + 1];
+          if (n2 && (c3 === 224 && d < 160 || c3 === 237 && d >= 160 || c3 === 240 && d < 144 || c3 === 244 && d >= 144)) n2 = 0;
+        }
+        if (n2) {
+          out += seg.subarray(j, j + n2).toString("utf8").replace(/\\/g, "\\\\");
+          j += n2;
+        } else {
+          out += "\\x" + c3.toString(16).padStart(2, "0");
+          j++;
+        }
+      }
+    }
+    if (i2 < buf.length) out += String.fromCharCode(buf[i2]);
+    start = i2 + 1;
+  }
+  return out;
 }
+var MAX_OUTPUT_BYTES = 64 * 2 ** 20;
+var WORKER_SOURCE = `
+const { parentPort } = require("node:worker_threads");
+const { spawn } = require("node:child_process");
+const losslessUtf8 = ${losslessUtf8.toString()};
+parentPort.on("message", ({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
+  let child;
+  const out = [], err = [];
+  let bytes = 0, over = false;
+  let done = false;
+  const finish = (r) => { if (!done) { done = true; parentPort.postMessage({ id, ...r }); } };
+  try {
+    child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  } catch (e) {
+    return finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) });
+  }
+  const keep = (into) => (b) => {
+    if (over) return;
+    bytes += b.length;
+    if (bytes > max) {
+      over = true;
+      out.length = 0;
+      err.length = 0;
+      return child.kill("SIGKILL");
+    }
+    into.push(b);
+  };
+  child.stdout.on("data", keep(out));
+  child.stderr.on("data", keep(err));
+  child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
+  child.on("close", (code, signal) => over
+    ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
+    : finish({ exitCode: code, signal, stdout: asBytes ? Buffer.concat(out).toString("latin1") : lossless ? losslessUtf8(Buffer.concat(out)) : Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
+});
+`;
+var CommandThread = class {
+  worker = null;
+  seq = 0;
+  waiting = /* @__PURE__ */ new Map();
+  run(file3, args, opts) {
+    const w = this.ensure();
+    const id2 = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id2, { resolve, reject });
+      if (this.waiting.size === 1) w.ref();
+      w.postMessage({
+        id: id2,
+        file: file3,
+        args,
+        cwd: opts.cwd,
+        env: definedOnly(opts.env),
+        max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
+        lossless: !!opts.lossless,
+        bytes: !!opts.bytes
+      });
+    });
+  }
+  ensure() {
+    if (this.worker) return this.worker;
+    const w = new Worker2(WORKER_SOURCE, { eval: true, name: "ocw commands" });
+    w.unref();
+    w.on("message", (m) => {
+      const p = this.waiting.get(m.id);
+      if (!p) return;
+      this.waiting.delete(m.id);
+      if (!this.waiting.size) w.unref();
+      const { id: _id, ...result } = m;
+      p.resolve(result);
+    });
+    const lost = (why) => {
+      if (this.worker !== w) return;
+      this.worker = null;
+      for (const p of this.waiting.values()) p.reject(new Error(`the engine's command thread ${why}; the command may or may not have run`));
+      this.waiting.clear();
+    };
+    w.on("error", (e) => lost(`failed: ${e.message}`));
+    w.on("exit", (code) => lost(`exited (${code})`));
+    this.worker = w;
+    return w;
+  }
+};
+function definedOnly(env2) {
+  const out = {};
+  for (const [k, v] of Object.entries(env2)) if (v !== void 0) out[k] = v;
+  return out;
+}
+var thread = new CommandThread();
+function runCommand2(file3, args, opts) {
+  return thread.run(file3, args, opts);
+}
+function trimFinalNewline(text) {
+  return text.endsWith("\r\n") ? text.slice(0, -2) : text.endsWith("\n") ? text.slice(0, -1) : text;
+}
+
+// engine/workspace/workspace.ts
+init_config();
 
 // engine/workspace/git.ts
 init_errors3();
-init_process2();
 var GitError = class extends OcwError {
   constructor(message) {
     super("conflict", message);
@@ -70663,12 +70109,12 @@ var userGitEnv = () => {
   return env2;
 };
 async function git(cwd, args, opts = {}) {
-  const r = await runCommand("git", args, { cwd, env: userGitEnv() });
+  const r = await runCommand2("git", args, { cwd, env: userGitEnv() });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
   return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
 }
 async function gitScript(script, opts) {
-  const r = await runCommand("/bin/sh", ["-c", script, "ocw-git"], opts);
+  const r = await runCommand2("/bin/sh", ["-c", script, "ocw-git"], opts);
   if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
   return r.stdout;
 }
@@ -70677,303 +70123,12 @@ function gitComplaint(r) {
 }
 var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
 
-// engine/workspace/land.ts
-import { createHash as createHash2 } from "node:crypto";
-import { lstatSync as lstatSync3, readFileSync as readFileSync12, readlinkSync as readlinkSync2 } from "node:fs";
-import path20 from "node:path";
-init_errors3();
-init_process2();
-async function quietFlags(repo) {
-  const names = /* @__PURE__ */ new Set(["lfs"]);
-  const drivers = /* @__PURE__ */ new Set();
-  const listed2 = await git(repo, ["config", "--name-only", "--get-regexp", "^(filter|merge)\\."], { allowFail: true });
-  for (const line of listed2.split("\n")) {
-    const f = /^filter\.(.+)\.(clean|smudge|process|required)$/.exec(line);
-    if (f) names.add(f[1]);
-    const m = /^merge\.(.+)\.driver$/.exec(line);
-    if (m) drivers.add(m[1]);
-  }
-  const flags = [
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "merge.renormalize=false",
-    "-c",
-    "core.autocrlf=false",
-    "-c",
-    "core.safecrlf=false"
-  ];
-  for (const n2 of names) flags.push("-c", `filter.${n2}.smudge=`, "-c", `filter.${n2}.clean=`, "-c", `filter.${n2}.process=`, "-c", `filter.${n2}.required=false`);
-  for (const d of drivers) flags.push("-c", `merge.${d}.driver=false`);
-  return flags;
-}
-var quietEnv = () => ({ ...userGitEnv(), GIT_LFS_SKIP_SMUDGE: "1" });
-async function q(repo, flags, args, opts = {}) {
-  const env2 = opts.objects ? { ...quietEnv(), GIT_OBJECT_DIRECTORY: opts.objects, GIT_NO_LAZY_FETCH: "1" } : quietEnv();
-  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: env2, lossless: opts.lossless });
-  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
-  return { code: r.exitCode, out: r.stdout, err: r.stderr };
-}
-async function gitWithObjects(repo, objects, args) {
-  const r = await q(repo, [], args, { allowFail: true, objects });
-  return r.code === 0 ? r.out.trim() : "";
-}
-async function mergeTrees(repo, a2, b, flags, objects) {
-  const f = flags ?? await quietFlags(repo);
-  const r = await q(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a2, b], { allowFail: true, objects });
-  const parts = r.out.split("\0");
-  if (r.code === 0) return { tree: parts[0].trim() };
-  if (r.code === 1) {
-    const files = [];
-    for (const p of parts.slice(1)) {
-      if (!p) break;
-      if (!files.includes(p)) files.push(p);
-    }
-    return { conflict: files };
-  }
-  throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
-}
-async function commitTree(repo, tree, parents, message, objects) {
-  const r = await q(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message], { objects });
-  return r.out.trim();
-}
-async function combineCommits(repo, base2, commits, message, objects) {
-  const flags = await quietFlags(repo);
-  let at = base2;
-  let tree = (await q(repo, [], ["rev-parse", `${base2}^{tree}`], { objects })).out.trim();
-  for (const c3 of commits) {
-    const m = await mergeTrees(repo, at, c3.commit, flags, objects);
-    if ("conflict" in m) return { conflict: { id: c3.id, files: m.conflict } };
-    tree = m.tree;
-    at = await commitTree(repo, tree, [at, c3.commit], `ocw: combine ${c3.id}`, objects);
-  }
-  if (at === base2) return { commit: base2, tree };
-  return { commit: await commitTree(repo, tree, [base2], message, objects), tree };
-}
-async function treeChanges(repo, from, to, opts = {}) {
-  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], { lossless: opts.lossless, objects: opts.objects })).out;
-  const parts = out.split("\0");
-  const changes = [];
-  for (let i2 = 0; i2 + 1 < parts.length; i2 += 2) {
-    const meta = parts[i2];
-    const p = parts[i2 + 1];
-    if (!meta.startsWith(":")) break;
-    const [oldMode, newMode, , newOid, status] = meta.slice(1).split(" ");
-    const deleted = status === "D";
-    changes.push({ path: p, mode: deleted ? null : newMode, oid: deleted ? null : newOid, oldMode: oldMode === "000000" ? null : oldMode });
-  }
-  return changes;
-}
-var TOOL_CONFIG = [
-  [/(^|\/)\.npmrc$/, "npm configuration (can set script-shell, registries, lifecycle scripts)"],
-  [/(^|\/)\.yarnrc(\.yml)?$/, "yarn configuration"],
-  [/(^|\/)\.pnpmfile\.cjs$/, "pnpm hook file (runs at install)"],
-  [/(^|\/)\.envrc$/, "direnv file (runs on cd)"],
-  [/(^|\/)\.pre-commit-config\.ya?ml$/, "pre-commit hooks"],
-  [/(^|\/)(\.husky|\.githooks|hooks)\//, "a hooks folder"],
-  [/^\.github\/workflows\//, "a CI workflow"],
-  [/^\.gitlab-ci\.yml$|^\.circleci\/|^azure-pipelines\.yml$|^Jenkinsfile$/, "CI configuration"],
-  [/(^|\/)\.vscode\/(tasks|settings|launch)\.json$/, "editor tasks/settings (can run commands)"],
-  [/(^|\/)\.idea\//, "editor configuration"],
-  [/(^|\/)\.devcontainer\//, "dev container configuration"]
-];
-async function flaggedChanges(repo, base2, commit, objects) {
-  if (base2 === commit) return [];
-  const flags = [];
-  for (const c3 of await treeChanges(repo, base2, commit, { lossless: true, objects })) {
-    const folded = foldPath(c3.path);
-    const name = path20.posix.basename(folded);
-    if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
-    else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
-    else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
-    if (!c3.mode) continue;
-    if (c3.mode === "120000") {
-      const target = (await q(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out;
-      flags.push({ path: c3.path, kind: "symlink", detail: `a symlink to ${JSON.stringify(target.slice(0, 200))}` });
-    } else if (c3.mode === "160000") flags.push({ path: c3.path, kind: "submodule", detail: `a submodule at ${c3.oid.slice(0, 12)}` });
-    else if (c3.mode === "100755" && c3.oldMode !== "100755")
-      flags.push({ path: c3.path, kind: "executable", detail: c3.oldMode ? "made executable" : "a new executable file" });
-    const tool = TOOL_CONFIG.find(([re]) => re.test(folded));
-    if (tool) flags.push({ path: c3.path, kind: "tool-config", detail: tool[1] });
-    if (name === "package.json") {
-      const before = await scriptsOf(repo, `${base2}:${c3.path}`, objects);
-      const after = await scriptsOf(repo, `${commit}:${c3.path}`, objects);
-      if (before !== after) flags.push({ path: c3.path, kind: "tool-config", detail: "package.json scripts changed (npm runs them)" });
-    }
-  }
-  return flags;
-}
-async function scriptsOf(repo, spec2, objects) {
-  const r = await q(repo, [], ["cat-file", "blob", spec2], { allowFail: true, objects });
-  if (r.code !== 0) return "";
-  try {
-    const j = JSON.parse(r.out);
-    return JSON.stringify([j.scripts ?? null, j.config ?? null]);
-  } catch {
-    return r.out;
-  }
-}
-function describeFlags(flags) {
-  return flags.map((f) => `${f.path} (${f.detail})`).join("; ");
-}
-function blobId(bytes, like) {
-  return createHash2(like.length === 64 ? "sha256" : "sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
-}
-function verifyCheckout(repo, changes) {
-  const wrong = [];
-  for (const c3 of changes) {
-    const file3 = path20.join(repo, c3.path);
-    const st = lstatSync3(file3, { throwIfNoEntry: false });
-    if (!c3.mode) {
-      if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
-      continue;
-    }
-    if (c3.mode === "160000") continue;
-    if (!st) {
-      wrong.push(`${c3.path} (missing)`);
-      continue;
-    }
-    if (c3.mode === "120000") {
-      if (!st.isSymbolicLink() || blobId(Buffer.from(readlinkSync2(file3, { encoding: "buffer" })), c3.oid) !== c3.oid) wrong.push(`${c3.path} (symlink differs)`);
-      continue;
-    }
-    if (!st.isFile()) {
-      wrong.push(`${c3.path} (not a file)`);
-      continue;
-    }
-    if (blobId(readFileSync12(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
-    else if (c3.mode === "100755" !== !!(st.mode & 64)) wrong.push(`${c3.path} (mode differs)`);
-  }
-  return wrong;
-}
-async function dirtyAmong(repo, paths) {
-  const changed = [];
-  const untracked = [];
-  for (let i2 = 0; i2 < paths.length; i2 += 200) {
-    const chunk = paths.slice(i2, i2 + 200);
-    const r = await runCommand(
-      "git",
-      ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", ...chunk],
-      { cwd: repo, env: userGitEnv() }
-    );
-    if (r.exitCode !== 0) throw new GitError(`git status failed in ${repo}: ${gitComplaint(r)}`);
-    for (const x of r.stdout.split("\0")) {
-      if (x.length <= 3) continue;
-      (x.startsWith("??") || x.startsWith("!!") ? untracked : changed).push(x.slice(3));
-    }
-  }
-  return { changed, untracked };
-}
-var listed = (files) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
-async function landCommit(o2) {
-  const { repo, branch } = o2;
-  const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
-  if (current !== branch)
-    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
-  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
-  const flags = await quietFlags(repo);
-  let next;
-  const objects = o2.objects;
-  const parent = (await q(repo, [], ["rev-parse", "-q", "--verify", `${o2.commit}^1`], { allowFail: true, objects })).out.trim();
-  if (o2.fastForward && parent === head) next = o2.commit;
-  else {
-    const m = await mergeTrees(repo, head, o2.commit, flags, objects);
-    if ("conflict" in m) {
-      const files = m.conflict.length ? m.conflict.join(", ") : "(git named none)";
-      throw new InputError(
-        `merging into ${branch} conflicts in ${files}; nothing was changed.${o2.onConflict ? " " + o2.onConflict(m.conflict) : ""}`,
-        "conflict"
-      );
-    }
-    next = await commitTree(repo, m.tree, [head, o2.commit], o2.message, objects);
-  }
-  await applyToCheckout(repo, branch, head, next, flags, o2.message, { objects, publish: o2.publish });
-  return next;
-}
-async function applyToCheckout(repo, branch, head, next, flags, reflog, from = {}) {
-  const f = flags ?? await quietFlags(repo);
-  const changes = await treeChanges(repo, head, next, { objects: from.objects });
-  const dirty = await dirtyAmong(
-    repo,
-    changes.map((c3) => c3.path)
-  );
-  if (dirty.changed.length)
-    throw new InputError(
-      `your checkout has local changes to files this merge changes: commit or stash ${listed(dirty.changed)} first, then merge again (nothing was changed)`,
-      "conflict"
-    );
-  if (dirty.untracked.length)
-    throw new InputError(
-      `your checkout has untracked files where this merge writes: move or remove ${listed(dirty.untracked)} first, then merge again (nothing was changed)`,
-      "conflict"
-    );
-  const objects = from.objects;
-  const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
-  if (r.code !== 0) {
-    const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
-    throw new InputError(
-      `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
-      "conflict"
-    );
-  }
-  const wrong = verifyCheckout(repo, changes);
-  if (wrong.length) {
-    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
-    throw new InputError(
-      `the files written to your checkout are not the graded ones (${wrong.slice(0, 5).join(", ")}): the merge was undone and refused`,
-      "conflict"
-    );
-  }
-  if (from.publish) {
-    try {
-      await from.publish(next);
-    } catch (err) {
-      await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
-      throw err;
-    }
-  }
-  const u2 = await q(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0].slice(0, 100)}`, `refs/heads/${branch}`, next, head], {
-    allowFail: true
-  });
-  if (u2.code !== 0) {
-    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
-    throw new InputError(`${branch} moved while merging; nothing was changed: merge again`, "conflict");
-  }
-}
-async function revertCommit(repo, branch, merge2, message) {
-  const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
-  if (current !== branch)
-    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
-  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
-  const isAncestor = await runCommand("git", ["merge-base", "--is-ancestor", merge2, head], { cwd: repo, env: userGitEnv() });
-  if (isAncestor.exitCode !== 0) throw new InputError(`${merge2.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
-  const flags = await quietFlags(repo);
-  const firstParentTree = (await q(repo, [], ["rev-parse", `${merge2}^1^{tree}`])).out.trim();
-  const undo = await commitTree(repo, firstParentTree, [merge2], "ocw: undo");
-  const m = await mergeTrees(repo, head, undo, flags);
-  if ("conflict" in m)
-    throw new InputError(
-      `reverting ${merge2.slice(0, 12)} conflicts with later changes in ${m.conflict.join(", ") || "(git named none)"}; nothing was changed: revert it by hand (git revert -m 1 ${merge2.slice(0, 12)})`,
-      "conflict"
-    );
-  const next = await commitTree(repo, m.tree, [head], message);
-  await applyToCheckout(repo, branch, head, next, flags, message);
-  return next;
-}
-
 // engine/workspace/workspace.ts
-init_process2();
-init_config();
-import { existsSync as existsSync8, lstatSync as lstatSync4, mkdirSync as mkdirSync10, rmSync as rmSync4, statSync as statSync6, writeFileSync as writeFileSync9 } from "node:fs";
-import { copyFile, link, lstat as lstat2, mkdir as mkdir2, readdir as readdir2, realpath, rename, rm as rm2 } from "node:fs/promises";
-import { createHash as createHash3, randomBytes as randomBytes5 } from "node:crypto";
-import path21 from "node:path";
+init_errors3();
 init_errors3();
 async function inspectRepo(dir) {
-  if (!path21.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync8(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!path18.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!existsSync7(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
   if (!statSync6(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root2 || !head || !ref) {
@@ -70982,8 +70137,8 @@ async function inspectRepo(dir) {
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
   const branch = ref === "HEAD" ? null : ref;
-  const subdir = path21.relative(await realpath(root2), await realpath(path21.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path21.sep).join("/")}`], { allowFail: true })) {
+  const subdir = path18.relative(await realpath(root2), await realpath(path18.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path18.sep).join("/")}`], { allowFail: true })) {
     throw new InputError(
       `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
     );
@@ -70991,35 +70146,32 @@ async function inspectRepo(dir) {
   return { root: root2, subdir, head, branch };
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
-  const tag = createHash3("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path21.join(worktreesRoot, `${path21.basename(repoRoot2)}-${tag}`, workerId);
+  const tag = createHash2("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path18.join(worktreesRoot, `${path18.basename(repoRoot2)}-${tag}`, workerId);
 }
-async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {}) {
+async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path21.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  if (existsSync8(worktree)) return ws;
-  mkdirSync10(path21.dirname(worktree), { recursive: true });
+  const ws = { worktree, cwd: path18.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  if (existsSync7(worktree)) return ws;
+  mkdirSync9(path18.dirname(worktree), { recursive: true });
   await gitScript(NEW_WORKSPACE, {
-    cwd: path21.dirname(worktree),
+    cwd: path18.dirname(worktree),
     env: {
       ...userGitEnv(),
-      ...workspaceGitEnv(path21.dirname(gitDir)),
+      ...workspaceGitEnv(path18.dirname(gitDir)),
       OCW_WORKTREE: worktree,
       OCW_OBJECTS: await objectsOf(repo.root),
       OCW_BRANCH: branch,
       OCW_BASE: repo.head,
-      OCW_OBJECT_FORMAT: objectFormat(repo.head),
-      // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
-      // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
-      ...opts.importFrom ? { OCW_IMPORT_FROM: opts.importFrom, OCW_REPO: repo.root } : {}
+      OCW_OBJECT_FORMAT: objectFormat(repo.head)
     }
   });
   writeOpencodeProjectId(worktree);
   return ws;
 }
 function writeOpencodeProjectId(worktree) {
-  writeFileSync9(path21.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
+  writeFileSync9(path18.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
 }
 var TRUSTED_FLAGS = [
   "-c",
@@ -71038,32 +70190,10 @@ var TRUSTED_FLAGS = [
   "commit.gpgsign=false"
 ];
 var GRADE_OBJECTS = "grade-objects";
-var COPY_MISSING = `GIT_NO_LAZY_FETCH=1; export GIT_NO_LAZY_FETCH
-GIT_OBJECT_DIRECTORY="$OCW_FROM" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > "$OCW_TMP.list"
-GIT_OBJECT_DIRECTORY="$OCW_TO" git cat-file --batch-check < "$OCW_TMP.list" > "$OCW_TMP.check"
-sed -n 's/ missing$//p' "$OCW_TMP.check" > "$OCW_TMP.missing"
-if [ -s "$OCW_TMP.missing" ]; then
-  GIT_OBJECT_DIRECTORY="$OCW_FROM" git pack-objects -q --stdout < "$OCW_TMP.missing" > "$OCW_TMP.pack"
-  if [ -n "\${OCW_STRICT:-}" ]; then
-    mkdir -p "$OCW_TMP.q/info" && printf '%s
-' "$OCW_TO" > "$OCW_TMP.q/info/alternates"
-    GIT_OBJECT_DIRECTORY="$OCW_TMP.q" git unpack-objects -q --strict < "$OCW_TMP.pack"
-  fi
-  GIT_OBJECT_DIRECTORY="$OCW_TO" git unpack-objects -q < "$OCW_TMP.pack"
-fi
-GIT_OBJECT_DIRECTORY="$OCW_TO" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > /dev/null
-wc -l < "$OCW_TMP.missing"
-`;
 var NEW_WORKSPACE = `set -eu
 if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
 printf '%s
 ' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
-if [ -n "\${OCW_IMPORT_FROM:-}" ]; then
-  OCW_FROM="$OCW_IMPORT_FROM" OCW_TO="$OCW_WORKTREE/.git/objects" OCW_COMMIT="$OCW_BASE" OCW_TMP="$OCW_WORKTREE/.git/ocw-import"
-  (cd "$OCW_REPO"
-${COPY_MISSING}) > /dev/null
-  rm -f "$OCW_TMP".*
-fi
 cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
@@ -71119,17 +70249,17 @@ function trustedEnv(home) {
 }
 var engineGitDirs = /* @__PURE__ */ new Map();
 function engineGitDir(workerDir, format2) {
-  const dir = path21.join(path21.dirname(workerDir), `.engine-${format2}.git`);
+  const dir = path18.join(path18.dirname(workerDir), `.engine-${format2}.git`);
   let made2 = engineGitDirs.get(dir);
   if (!made2) {
     made2 = (async () => {
-      if (existsSync8(path21.join(dir, "HEAD"))) return dir;
+      if (existsSync7(path18.join(dir, "HEAD"))) return dir;
       const tmp = `${dir}.tmp-${process.pid}-${randomBytes5(4).toString("hex")}`;
-      mkdirSync10(path21.dirname(dir), { recursive: true });
+      mkdirSync9(path18.dirname(dir), { recursive: true });
       try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path21.dirname(dir), env: { ...trustedEnv(path21.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path18.dirname(dir), env: { ...trustedEnv(path18.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
         await rename(tmp, dir).catch((err) => {
-          if (!existsSync8(path21.join(dir, "HEAD"))) throw err;
+          if (!existsSync7(path18.join(dir, "HEAD"))) throw err;
         });
       } finally {
         await rm2(tmp, { recursive: true, force: true });
@@ -71146,31 +70276,28 @@ ${SNAPSHOT}OCW_TO="$tree"
 fi
 git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 `;
-var scriptsOf2 = /* @__PURE__ */ new Map();
+var scriptsOf = /* @__PURE__ */ new Map();
 function trustedScript(ws, script, inputs, opts = {}) {
-  const run4 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
+  const run4 = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
   const done = run4.catch(() => void 0);
-  scriptsOf2.set(ws.gitDir, done);
-  void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
+  scriptsOf.set(ws.gitDir, done);
+  void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
   return run4;
 }
 async function runTrustedScript(ws, script, inputs, opts) {
   const format2 = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path21.join(ws.gitDir, "objects");
-  const gradeObjects = path21.join(ws.gitDir, GRADE_OBJECTS);
-  const graded = await gradedStoreOf(ws);
+  const objects = path18.join(ws.gitDir, "objects");
+  const gradeObjects = path18.join(ws.gitDir, GRADE_OBJECTS);
   if (opts.freshGradeObjects) {
-    if (existsSync8(gradeObjects)) await copyObjects(gradeObjects, objects);
+    if (existsSync7(gradeObjects)) await copyObjects(gradeObjects, objects).catch(() => void 0);
     await rm2(gradeObjects, { recursive: true, force: true });
   }
-  for (const dir of [objects, gradeObjects]) mkdirSync10(path21.join(dir, "info"), { recursive: true });
-  writeFileSync9(path21.join(objects, "info", "alternates"), `${userObjects}
-${graded}
+  for (const dir of [objects, gradeObjects]) mkdirSync9(path18.join(dir, "info"), { recursive: true });
+  writeFileSync9(path18.join(objects, "info", "alternates"), `${userObjects}
 ${gradeObjects}
 `);
-  writeFileSync9(path21.join(gradeObjects, "info", "alternates"), `${userObjects}
-${graded}
+  writeFileSync9(path18.join(gradeObjects, "info", "alternates"), `${userObjects}
 `);
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
@@ -71195,7 +70322,7 @@ function objectsOf(repo) {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path21.resolve(repo, dir));
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path18.resolve(repo, dir));
     objectDirs.set(repo, p);
     p.catch(() => objectDirs.delete(repo));
   }
@@ -71205,7 +70332,7 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
   const over = await snapshotOverCaps(ws, caps);
   if (over) throw new SnapshotTooLarge(over);
   await rm2(checkoutDir, { recursive: true, force: true });
-  mkdirSync10(checkoutDir, { recursive: true });
+  mkdirSync9(checkoutDir, { recursive: true });
   const partial2 = plainNames(only);
   const out = await trustedScript(
     ws,
@@ -71222,10 +70349,10 @@ function partialHolds(checkoutDir, only) {
     const parts = p.split("/").filter(Boolean);
     let at = checkoutDir;
     for (const [i2, part] of parts.entries()) {
-      at = path21.join(at, part);
+      at = path18.join(at, part);
       let st;
       try {
-        st = lstatSync4(at);
+        st = lstatSync3(at);
       } catch {
         return true;
       }
@@ -71246,7 +70373,7 @@ function checkoutList(only) {
 var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
 async function checkOutCommit(ws, commit, checkoutDir) {
   await rm2(checkoutDir, { recursive: true, force: true });
-  mkdirSync10(checkoutDir, { recursive: true });
+  mkdirSync9(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
     await trustedScript(ws, CHECK_OUT_COMMIT, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex, OCW_COMMIT: commit });
@@ -71271,7 +70398,7 @@ printf '\\0'
 git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
 `;
 async function snapshotOverCaps(ws, caps = snapshotCaps()) {
-  if (!existsSync8(ws.worktree)) return null;
+  if (!existsSync7(ws.worktree)) return null;
   let out;
   try {
     out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true });
@@ -71285,7 +70412,7 @@ async function snapshotOverCaps(ws, caps = snapshotCaps()) {
   const size = (n2) => n2 < 1024 * 1024 ? `${n2.toLocaleString("en-US")} bytes` : `${Math.round(n2 / 1024 / 1024).toLocaleString("en-US")} MiB`;
   if (names.length > caps.files)
     return `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`;
-  const root2 = Buffer.from(ws.worktree + path21.sep);
+  const root2 = Buffer.from(ws.worktree + path18.sep);
   const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
   const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
   let total2 = 0;
@@ -71323,7 +70450,7 @@ async function snapshotOverCaps(ws, caps = snapshotCaps()) {
 }
 async function checkOutBase(ws, checkoutDir, only) {
   await rm2(checkoutDir, { recursive: true, force: true });
-  mkdirSync10(checkoutDir, { recursive: true });
+  mkdirSync9(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   const partial2 = plainNames(only);
   try {
@@ -71352,101 +70479,27 @@ function parseNumstatAndStat(out) {
   return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
-  if (!commit && !existsSync8(ws.worktree)) return "";
+  if (!commit && !existsSync7(ws.worktree)) return "";
   const over = commit ? null : await snapshotOverCaps(ws);
   if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
   const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
-function gradedObjectsDir(reposDir, repoRoot2) {
-  const tag = createHash3("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path21.join(reposDir, "graded", `${path21.basename(repoRoot2)}-${tag}`);
-}
-async function gradedStore(reposDir, repoRoot2) {
-  const dir = gradedObjectsDir(reposDir, repoRoot2);
-  const alternates = path21.join(dir, "info", "alternates");
-  const want = `${await objectsOf(repoRoot2)}
-`;
-  if (!existsSync8(alternates)) {
-    mkdirSync10(path21.join(dir, "info"), { recursive: true });
-    writeFileSync9(alternates, want);
-  }
-  return dir;
-}
-var gradedStoreOf = (ws) => gradedStore(path21.dirname(ws.gitDir), ws.repo);
-async function keepGraded(ws, commit) {
-  if (commit === ws.baseCommit) return;
-  const graded = await gradedStoreOf(ws);
-  const run4 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path21.join(ws.gitDir, GRADE_OBJECTS), graded));
-  const done = run4.catch(() => void 0);
-  scriptsOf2.set(ws.gitDir, done);
-  void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
-  await run4;
-}
-async function copyCommitObjects(repo, from, to, commit, opts = {}) {
-  const tmp = path21.join(path21.dirname(from), `.copy-${process.pid}-${randomBytes5(6).toString("hex")}`);
-  try {
-    const out = await gitScript(`set -eu
-${COPY_MISSING}`, {
-      cwd: repo,
-      env: { ...trustedEnv(path21.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
-    });
-    return Number(out.trim()) || 0;
-  } finally {
-    await Promise.all([".list", ".check", ".missing", ".pack", ".q"].map((ext) => rm2(tmp + ext, { force: true, recursive: true })));
-  }
-}
-async function landObjects(repo, graded, commit) {
-  const fsck = await git(repo, ["config", "--type=bool", "--get-regexp", "^(fetch|transfer)\\.fsckobjects$"], { allowFail: true });
-  const set2 = new Map(fsck.split("\n").map((l) => l.split(" ")));
-  const strict = (set2.get("fetch.fsckobjects") ?? set2.get("transfer.fsckobjects")) === "true";
-  return copyCommitObjects(repo, graded, await objectsOf(repo), commit, { strict });
-}
-async function publishBranch(ws, commit, earlier = []) {
-  const own = path21.join(ws.gitDir, "objects");
-  const from = existsSync8(path21.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
-  const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
-  if (symbolic)
-    throw new InputError(
-      `${ws.branch} is a symbolic ref to ${symbolic}, not a branch of the engine's: delete it (git symbolic-ref --delete refs/heads/${ws.branch}), then publish again`,
-      "conflict"
-    );
-  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-  if (tip && tip !== commit && !earlier.includes(tip))
-    throw new InputError(
-      `${ws.branch} already exists at ${tip.slice(0, 12)}, not the graded commit ${commit.slice(0, 12)}: delete or rename that branch, then publish again`,
-      "conflict"
-    );
-  if (tip && tip !== commit) {
-    const at = await git(ws.repo, ["for-each-ref", "--format=%(worktreepath)", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (at)
-      throw new InputError(
-        `${ws.branch} is checked out in ${at}: switch that checkout to another branch, then publish again (nothing was changed)`,
-        "conflict"
-      );
-  }
-  const objects = await landObjects(ws.repo, from, commit);
-  if (tip !== commit) {
-    const r = await runCommand("git", ["update-ref", "--no-deref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, tip], {
-      cwd: ws.repo,
-      env: userGitEnv()
-    });
-    const now = r.exitCode === 0 ? commit : await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (now !== commit) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
-  }
-  return { repo: ws.repo, branch: ws.branch, commit, objects };
+async function publishBranch(ws, commit) {
+  if (commit !== ws.baseCommit) await copyObjects(path18.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
+  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
 }
 async function copyObjects(from, to) {
   const fanout = (await readdir2(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
   await Promise.all([
     ...fanout.map(async (d) => {
-      const names = (await readdir2(path21.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      const names = (await readdir2(path18.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
-      await mkdir2(path21.join(to, d), { recursive: true });
-      for (const name of names) await copyWhole(path21.join(from, d, name), path21.join(to, d, name));
+      await mkdir2(path18.join(to, d), { recursive: true });
+      for (const name of names) await copyWhole(path18.join(from, d, name), path18.join(to, d, name));
     }),
-    copyPacks(path21.join(from, "pack"), path21.join(to, "pack"))
+    copyPacks(path18.join(from, "pack"), path18.join(to, "pack"))
   ]);
 }
 async function copyPacks(from, to) {
@@ -71455,12 +70508,12 @@ async function copyPacks(from, to) {
   if (!packs.length) return;
   await mkdir2(to, { recursive: true });
   for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path21.join(from, pack + ext), path21.join(to, pack + ext));
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path18.join(from, pack + ext), path18.join(to, pack + ext));
   }
 }
 async function copyWhole(src, dest) {
-  if (existsSync8(dest)) return;
-  const tmp = path21.join(path21.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes5(6).toString("hex")}`);
+  if (existsSync7(dest)) return;
+  const tmp = path18.join(path18.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes5(6).toString("hex")}`);
   try {
     await copyFile(src, tmp);
     await link(tmp, dest).catch((err) => {
@@ -71471,10 +70524,8 @@ async function copyWhole(src, dest) {
   }
 }
 function mergeHint(ws) {
-  const id2 = ws.branch.replace(/^ocw\//, "");
-  if (!ws.baseBranch)
-    return `ocw publish ${id2} && cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `ocw publish ${id2} && cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
+  if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
+  return `cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
 }
 async function removeWorkspace(ws, opts = {}) {
   const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
@@ -71482,17 +70533,294 @@ async function removeWorkspace(ws, opts = {}) {
     const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
     if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it, or discard the worker to delete it`);
   }
-  rmSync4(ws.worktree, { recursive: true, force: true });
-  rmSync4(ws.gitDir, { recursive: true, force: true });
-  if (opts.tmpDir) rmSync4(opts.tmpDir, { recursive: true, force: true });
+  rmSync3(ws.worktree, { recursive: true, force: true });
+  rmSync3(ws.gitDir, { recursive: true, force: true });
+  if (opts.tmpDir) rmSync3(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
+}
+
+// engine/workspace/land.ts
+import { createHash as createHash3 } from "node:crypto";
+import { lstatSync as lstatSync4, readFileSync as readFileSync11, readlinkSync as readlinkSync2 } from "node:fs";
+import path19 from "node:path";
+
+// engine/workspace/fold.ts
+function foldPath(p) {
+  return p.normalize("NFC").toUpperCase().toLowerCase().normalize("NFC").split("/").map((part) => part === "." || part === ".." ? part : part.replace(/[. ]+$/, "") || part).join("/");
+}
+
+// engine/workspace/land.ts
+init_errors3();
+async function quietFlags(repo) {
+  const names = /* @__PURE__ */ new Set(["lfs"]);
+  const drivers = /* @__PURE__ */ new Set();
+  const listed2 = await git(repo, ["config", "--name-only", "--get-regexp", "^(filter|merge)\\."], { allowFail: true });
+  for (const line of listed2.split("\n")) {
+    const f = /^filter\.(.+)\.(clean|smudge|process|required)$/.exec(line);
+    if (f) names.add(f[1]);
+    const m = /^merge\.(.+)\.driver$/.exec(line);
+    if (m) drivers.add(m[1]);
+  }
+  const flags = [
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "merge.renormalize=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.safecrlf=false"
+  ];
+  for (const n2 of names) flags.push("-c", `filter.${n2}.smudge=`, "-c", `filter.${n2}.clean=`, "-c", `filter.${n2}.process=`, "-c", `filter.${n2}.required=false`);
+  for (const d of drivers) flags.push("-c", `merge.${d}.driver=false`);
+  return flags;
+}
+var quietEnv = () => ({ ...userGitEnv(), GIT_LFS_SKIP_SMUDGE: "1" });
+async function q(repo, flags, args, opts = {}) {
+  const r = await runCommand2("git", [...flags, ...args], { cwd: repo, env: quietEnv(), lossless: opts.lossless });
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
+  return { code: r.exitCode, out: r.stdout, err: r.stderr };
+}
+async function mergeTrees(repo, a2, b, flags) {
+  const f = flags ?? await quietFlags(repo);
+  const r = await q(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a2, b], { allowFail: true });
+  const parts = r.out.split("\0");
+  if (r.code === 0) return { tree: parts[0].trim() };
+  if (r.code === 1) {
+    const files = [];
+    for (const p of parts.slice(1)) {
+      if (!p) break;
+      if (!files.includes(p)) files.push(p);
+    }
+    return { conflict: files };
+  }
+  throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
+}
+async function commitTree(repo, tree, parents, message) {
+  const r = await q(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message]);
+  return r.out.trim();
+}
+async function combineCommits(repo, base2, commits, message) {
+  const flags = await quietFlags(repo);
+  let at = base2;
+  let tree = (await q(repo, [], ["rev-parse", `${base2}^{tree}`])).out.trim();
+  for (const c3 of commits) {
+    const m = await mergeTrees(repo, at, c3.commit, flags);
+    if ("conflict" in m) return { conflict: { id: c3.id, files: m.conflict } };
+    tree = m.tree;
+    at = await commitTree(repo, tree, [at, c3.commit], `ocw: combine ${c3.id}`);
+  }
+  if (at === base2) return { commit: base2, tree };
+  return { commit: await commitTree(repo, tree, [base2], message), tree };
+}
+async function treeChanges(repo, from, to, opts = {}) {
+  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], opts)).out;
+  const parts = out.split("\0");
+  const changes = [];
+  for (let i2 = 0; i2 + 1 < parts.length; i2 += 2) {
+    const meta = parts[i2];
+    const p = parts[i2 + 1];
+    if (!meta.startsWith(":")) break;
+    const [oldMode, newMode, , newOid, status] = meta.slice(1).split(" ");
+    const deleted = status === "D";
+    changes.push({ path: p, mode: deleted ? null : newMode, oid: deleted ? null : newOid, oldMode: oldMode === "000000" ? null : oldMode });
+  }
+  return changes;
+}
+var TOOL_CONFIG = [
+  [/(^|\/)\.npmrc$/, "npm configuration (can set script-shell, registries, lifecycle scripts)"],
+  [/(^|\/)\.yarnrc(\.yml)?$/, "yarn configuration"],
+  [/(^|\/)\.pnpmfile\.cjs$/, "pnpm hook file (runs at install)"],
+  [/(^|\/)\.envrc$/, "direnv file (runs on cd)"],
+  [/(^|\/)\.pre-commit-config\.ya?ml$/, "pre-commit hooks"],
+  [/(^|\/)(\.husky|\.githooks|hooks)\//, "a hooks folder"],
+  [/^\.github\/workflows\//, "a CI workflow"],
+  [/^\.gitlab-ci\.yml$|^\.circleci\/|^azure-pipelines\.yml$|^Jenkinsfile$/, "CI configuration"],
+  [/(^|\/)\.vscode\/(tasks|settings|launch)\.json$/, "editor tasks/settings (can run commands)"],
+  [/(^|\/)\.idea\//, "editor configuration"],
+  [/(^|\/)\.devcontainer\//, "dev container configuration"]
+];
+async function flaggedChanges(repo, base2, commit) {
+  if (base2 === commit) return [];
+  const flags = [];
+  for (const c3 of await treeChanges(repo, base2, commit, { lossless: true })) {
+    const folded = foldPath(c3.path);
+    const name = path19.posix.basename(folded);
+    if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
+    else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
+    else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
+    if (!c3.mode) continue;
+    if (c3.mode === "120000") {
+      const target = (await q(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true })).out;
+      flags.push({ path: c3.path, kind: "symlink", detail: `a symlink to ${JSON.stringify(target.slice(0, 200))}` });
+    } else if (c3.mode === "160000") flags.push({ path: c3.path, kind: "submodule", detail: `a submodule at ${c3.oid.slice(0, 12)}` });
+    else if (c3.mode === "100755" && c3.oldMode !== "100755")
+      flags.push({ path: c3.path, kind: "executable", detail: c3.oldMode ? "made executable" : "a new executable file" });
+    const tool = TOOL_CONFIG.find(([re]) => re.test(folded));
+    if (tool) flags.push({ path: c3.path, kind: "tool-config", detail: tool[1] });
+    if (name === "package.json") {
+      const before = await scriptsOf2(repo, `${base2}:${c3.path}`);
+      const after = await scriptsOf2(repo, `${commit}:${c3.path}`);
+      if (before !== after) flags.push({ path: c3.path, kind: "tool-config", detail: "package.json scripts changed (npm runs them)" });
+    }
+  }
+  return flags;
+}
+async function scriptsOf2(repo, spec2) {
+  const r = await q(repo, [], ["cat-file", "blob", spec2], { allowFail: true });
+  if (r.code !== 0) return "";
+  try {
+    const j = JSON.parse(r.out);
+    return JSON.stringify([j.scripts ?? null, j.config ?? null]);
+  } catch {
+    return r.out;
+  }
+}
+function describeFlags(flags) {
+  return flags.map((f) => `${f.path} (${f.detail})`).join("; ");
+}
+function blobId(bytes, like) {
+  return createHash3(like.length === 64 ? "sha256" : "sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+}
+function verifyCheckout(repo, changes) {
+  const wrong = [];
+  for (const c3 of changes) {
+    const file3 = path19.join(repo, c3.path);
+    const st = lstatSync4(file3, { throwIfNoEntry: false });
+    if (!c3.mode) {
+      if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
+      continue;
+    }
+    if (c3.mode === "160000") continue;
+    if (!st) {
+      wrong.push(`${c3.path} (missing)`);
+      continue;
+    }
+    if (c3.mode === "120000") {
+      if (!st.isSymbolicLink() || blobId(Buffer.from(readlinkSync2(file3, { encoding: "buffer" })), c3.oid) !== c3.oid) wrong.push(`${c3.path} (symlink differs)`);
+      continue;
+    }
+    if (!st.isFile()) {
+      wrong.push(`${c3.path} (not a file)`);
+      continue;
+    }
+    if (blobId(readFileSync11(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
+    else if (c3.mode === "100755" !== !!(st.mode & 64)) wrong.push(`${c3.path} (mode differs)`);
+  }
+  return wrong;
+}
+async function dirtyAmong(repo, paths) {
+  const changed = [];
+  const untracked = [];
+  for (let i2 = 0; i2 < paths.length; i2 += 200) {
+    const chunk = paths.slice(i2, i2 + 200);
+    const r = await runCommand2(
+      "git",
+      ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", ...chunk],
+      { cwd: repo, env: userGitEnv() }
+    );
+    if (r.exitCode !== 0) throw new GitError(`git status failed in ${repo}: ${gitComplaint(r)}`);
+    for (const x of r.stdout.split("\0")) {
+      if (x.length <= 3) continue;
+      (x.startsWith("??") || x.startsWith("!!") ? untracked : changed).push(x.slice(3));
+    }
+  }
+  return { changed, untracked };
+}
+var listed = (files) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
+async function landCommit(o2) {
+  const { repo, branch } = o2;
+  const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
+  if (current !== branch)
+    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
+  const flags = await quietFlags(repo);
+  let next;
+  const parent = (await q(repo, [], ["rev-parse", "-q", "--verify", `${o2.commit}^1`], { allowFail: true })).out.trim();
+  if (o2.fastForward && parent === head) next = o2.commit;
+  else {
+    const m = await mergeTrees(repo, head, o2.commit, flags);
+    if ("conflict" in m) {
+      const files = m.conflict.length ? m.conflict.join(", ") : "(git named none)";
+      throw new InputError(
+        `merging into ${branch} conflicts in ${files}; nothing was changed.${o2.onConflict ? " " + o2.onConflict(m.conflict) : ""}`,
+        "conflict"
+      );
+    }
+    next = await commitTree(repo, m.tree, [head, o2.commit], o2.message);
+  }
+  await applyToCheckout(repo, branch, head, next, flags, o2.message);
+  return next;
+}
+async function applyToCheckout(repo, branch, head, next, flags, reflog) {
+  const f = flags ?? await quietFlags(repo);
+  const changes = await treeChanges(repo, head, next);
+  const dirty = await dirtyAmong(
+    repo,
+    changes.map((c3) => c3.path)
+  );
+  if (dirty.changed.length)
+    throw new InputError(
+      `your checkout has local changes to files this merge changes: commit or stash ${listed(dirty.changed)} first, then merge again (nothing was changed)`,
+      "conflict"
+    );
+  if (dirty.untracked.length)
+    throw new InputError(
+      `your checkout has untracked files where this merge writes: move or remove ${listed(dirty.untracked)} first, then merge again (nothing was changed)`,
+      "conflict"
+    );
+  const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true });
+  if (r.code !== 0) {
+    const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
+    throw new InputError(
+      `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
+      "conflict"
+    );
+  }
+  const wrong = verifyCheckout(repo, changes);
+  if (wrong.length) {
+    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
+    throw new InputError(
+      `the files written to your checkout are not the graded ones (${wrong.slice(0, 5).join(", ")}): the merge was undone and refused`,
+      "conflict"
+    );
+  }
+  const u2 = await q(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0].slice(0, 100)}`, `refs/heads/${branch}`, next, head], {
+    allowFail: true
+  });
+  if (u2.code !== 0) {
+    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
+    throw new InputError(`${branch} moved while merging; nothing was changed: merge again`, "conflict");
+  }
+}
+async function revertCommit(repo, branch, merge2, message) {
+  const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
+  if (current !== branch)
+    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
+  const isAncestor = await runCommand2("git", ["merge-base", "--is-ancestor", merge2, head], { cwd: repo, env: userGitEnv() });
+  if (isAncestor.exitCode !== 0) throw new InputError(`${merge2.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
+  const flags = await quietFlags(repo);
+  const firstParentTree = (await q(repo, [], ["rev-parse", `${merge2}^1^{tree}`])).out.trim();
+  const undo = await commitTree(repo, firstParentTree, [merge2], "ocw: undo");
+  const m = await mergeTrees(repo, head, undo, flags);
+  if ("conflict" in m)
+    throw new InputError(
+      `reverting ${merge2.slice(0, 12)} conflicts with later changes in ${m.conflict.join(", ") || "(git named none)"}; nothing was changed: revert it by hand (git revert -m 1 ${merge2.slice(0, 12)})`,
+      "conflict"
+    );
+  const next = await commitTree(repo, m.tree, [head], message);
+  await applyToCheckout(repo, branch, head, next, flags, message);
+  return next;
 }
 
 // engine/grading/runner-config.ts
 var import_ini = __toESM(require_ini());
 import { execFile } from "node:child_process";
-import { readFileSync as readFileSync13 } from "node:fs";
-import path22 from "node:path";
+import { readFileSync as readFileSync12 } from "node:fs";
+import path20 from "node:path";
 import { promisify as promisify3 } from "node:util";
 
 // node_modules/smol-toml/dist/error.js
@@ -72419,7 +71747,7 @@ function goModPart(text) {
 }
 function runnerPart(file3, text) {
   if (text === null) return "";
-  const base2 = foldPath(path22.posix.basename(file3));
+  const base2 = foldPath(path20.posix.basename(file3));
   try {
     let part;
     if (base2 === "package.json") {
@@ -72454,7 +71782,7 @@ async function baseText(repo, commit, file3) {
 }
 function newText(checkout, file3) {
   try {
-    return readFileSync13(path22.join(checkout, file3), "utf8");
+    return readFileSync12(path20.join(checkout, file3), "utf8");
   } catch {
     return null;
   }
@@ -72465,7 +71793,7 @@ async function runnerConfigChanges(opts) {
   for (const file3 of opts.changed) {
     const rel = opts.sub ? file3.startsWith(opts.sub + "/") ? file3.slice(opts.sub.length + 1) : `../${file3}` : file3;
     if (named.has(rel)) continue;
-    const base2 = foldPath(path22.posix.basename(file3));
+    const base2 = foldPath(path20.posix.basename(file3));
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file3, await baseText(opts.repo, opts.baseCommit, file3));
       const after = runnerPart(file3, newText(opts.checkout, file3));
@@ -72485,20 +71813,9 @@ var GLOB = { dot: true, flags: "s" };
 function globsMatcher(globs) {
   return globs.length ? (0, import_picomatch.default)(globs, GLOB) : () => false;
 }
-function foldedMatcher(globs) {
-  if (!globs.length) return () => false;
-  const literal2 = globsMatcher(globs);
-  const folded = globsMatcher(globs.map(foldPath));
-  return (file3) => literal2(file3) || folded(foldPath(file3));
-}
-var protectMatcher = foldedMatcher;
-function scopeMatcher(globs, platform2 = process.platform) {
-  if (!globs.length) return () => true;
-  return platform2 === "darwin" || platform2 === "win32" ? foldedMatcher(globs) : globsMatcher(globs);
-}
-function checkScope(changed, scope, protect, platform2 = process.platform) {
-  const inScope = scopeMatcher(scope, platform2);
-  const isProtected = protectMatcher(protect);
+function checkScope(changed, scope, protect) {
+  const inScope = scope.length ? globsMatcher(scope) : () => true;
+  const isProtected = globsMatcher(protect);
   const violations = [];
   for (const file3 of changed) {
     if (isProtected(file3)) violations.push(`protected file changed: ${file3}`);
@@ -72510,16 +71827,16 @@ function checkScope(changed, scope, protect, platform2 = process.platform) {
 // engine/grading/grade.ts
 async function protectedIn(checkout, sub, protect) {
   if (!protect.length) return [];
-  const isProtected = protectMatcher(protect);
+  const isProtected = globsMatcher(protect);
   const entries = await readdir3(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map(
-    (e) => path23.relative(checkout, path23.join(e.parentPath ?? e.path, e.name)).split(path23.sep).join("/")
-  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path23.join(checkout, f));
+    (e) => path21.relative(checkout, path21.join(e.parentPath ?? e.path, e.name)).split(path21.sep).join("/")
+  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path21.join(checkout, f));
 }
 function fileChecksOnly(checks, sub) {
   if (!checks.length || checks.some((c3) => "run" in c3)) return void 0;
-  const root2 = sub.split(path23.sep).join("/");
-  return checks.map((c3) => path23.posix.join(root2, c3.file));
+  const root2 = sub.split(path21.sep).join("/");
+  return checks.map((c3) => path21.posix.join(root2, c3.file));
 }
 async function grade(input2) {
   try {
@@ -72555,7 +71872,7 @@ async function gradeSnapshot(input2) {
   let checks;
   let scope;
   let graded;
-  const sub = path23.relative(ws.worktree, ws.cwd);
+  const sub = path21.relative(ws.worktree, ws.cwd);
   discard(checkout);
   if (input2.sandbox) discard(input2.sandbox.tmpDir);
   try {
@@ -72567,7 +71884,7 @@ async function gradeSnapshot(input2) {
     if (input2.checks.some((c3) => "run" in c3)) {
       const config3 = await runnerConfigChanges({
         changed: graded.changed,
-        sub: sub.split(path23.sep).join("/"),
+        sub: sub.split(path21.sep).join("/"),
         scope: input2.scope,
         repo: ws.repo,
         baseCommit: ws.baseCommit,
@@ -72596,8 +71913,8 @@ async function gradeSnapshot(input2) {
   const weakEvidence = built && !!input2.baseline && checks.every((c3) => passedOnBase.has(c3.name));
   const { claim, reason } = parseClaim(input2.finalText);
   const sincePrevious = input2.previousCommit ? await changedBetween(ws, input2.previousCommit, graded.commit).catch(() => null) : null;
-  if (built) await keepGraded(ws, graded.commit);
-  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit, await gradedStoreOf(ws)) : [];
+  if (built) await publishBranch(ws, graded.commit);
+  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit) : [];
   return {
     verdict,
     claim,
@@ -72622,7 +71939,7 @@ async function gradeSnapshot(input2) {
 async function baselineChecks(input2) {
   if (!input2.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input2;
-  const sub = path23.relative(ws.worktree, ws.cwd);
+  const sub = path21.relative(ws.worktree, ws.cwd);
   discard(checkoutDir);
   if (input2.sandbox) discard(input2.sandbox.tmpDir);
   try {
@@ -72664,8 +71981,8 @@ function caveatsOf(checks) {
 
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync4 } from "node:child_process";
-import { mkdirSync as mkdirSync11, writeFileSync as writeFileSync10 } from "node:fs";
-import path24 from "node:path";
+import { mkdirSync as mkdirSync10, writeFileSync as writeFileSync10 } from "node:fs";
+import path22 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -72790,10 +72107,10 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
   }
 ];
 function materializeRung(rung, dir) {
-  mkdirSync11(dir, { recursive: true });
+  mkdirSync10(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync11(path24.dirname(path24.join(dir, name)), { recursive: true });
-    writeFileSync10(path24.join(dir, name), content);
+    mkdirSync10(path22.dirname(path22.join(dir, name)), { recursive: true });
+    writeFileSync10(path22.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync4("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -72830,60 +72147,57 @@ function summarizeLadder(target, samples, byRung) {
 }
 
 // engine/approvals/inspect.ts
-init_permission();
-init_shell();
-init_permission();
 function realLocation(p) {
-  let dir = path25.resolve(p);
+  let dir = path23.resolve(p);
   const rest = [];
   for (; ; ) {
     try {
-      return path25.join(realpathSync4(dir), ...rest);
+      return path23.join(realpathSync4(dir), ...rest);
     } catch {
-      const parent = path25.dirname(dir);
-      if (parent === dir) return path25.join(dir, ...rest);
-      rest.unshift(path25.basename(dir));
+      const parent = path23.dirname(dir);
+      if (parent === dir) return path23.join(dir, ...rest);
+      rest.unshift(path23.basename(dir));
       dir = parent;
     }
   }
 }
 function viaSymlink(p, root2) {
-  let dir = path25.resolve(p);
-  while (dir.startsWith(root2 + path25.sep)) {
+  let dir = path23.resolve(p);
+  while (dir.startsWith(root2 + path23.sep)) {
     try {
       if (lstatSync5(dir).isSymbolicLink()) return dir;
     } catch {
     }
-    dir = path25.dirname(dir);
+    dir = path23.dirname(dir);
   }
   return null;
 }
-var inside = (p, root2) => p === root2 || p.startsWith(root2 + path25.sep);
+var inside = (p, root2) => p === root2 || p.startsWith(root2 + path23.sep);
 function inspectAsk(ask, ws, spec2) {
   if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
-  const asked = path25.resolve(ws.cwd, ask.what);
+  const asked = path23.resolve(ws.cwd, ask.what);
   const root2 = realLocation(ws.worktree);
   const real2 = realLocation(asked);
   const flags = [];
-  const link2 = viaSymlink(asked, path25.resolve(ws.worktree));
-  if (link2) flags.push({ kind: "symlink", detail: `${path25.relative(ws.worktree, link2)} is a symlink: the write lands in ${real2}` });
+  const link2 = viaSymlink(asked, path23.resolve(ws.worktree));
+  if (link2) flags.push({ kind: "symlink", detail: `${path23.relative(ws.worktree, link2)} is a symlink: the write lands in ${real2}` });
   if (!inside(real2, root2)) {
     flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
     return flags;
   }
-  const rel = path25.relative(realLocation(ws.cwd), real2).split(path25.sep).join("/");
-  if (protectMatcher(spec2.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
-  else if (spec2.scope.length && !scopeMatcher(spec2.scope)(rel))
+  const rel = path23.relative(realLocation(ws.cwd), real2).split(path23.sep).join("/");
+  if (globsMatcher(spec2.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
+  else if (spec2.scope.length && !globsMatcher(spec2.scope)(rel))
     flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
   return flags;
 }
 function inspectWorkdir(workdir, ws) {
-  const asked = path25.resolve(ws.cwd, workdir);
+  const asked = path23.resolve(ws.cwd, workdir);
   const real2 = realLocation(asked);
   const flags = [];
-  const link2 = viaSymlink(asked, path25.resolve(ws.worktree));
-  if (link2) flags.push({ kind: "symlink", detail: `the command's folder ${path25.relative(ws.worktree, link2)} is a symlink to ${real2}` });
+  const link2 = viaSymlink(asked, path23.resolve(ws.worktree));
+  if (link2) flags.push({ kind: "symlink", detail: `the command's folder ${path23.relative(ws.worktree, link2)} is a symlink to ${real2}` });
   if (!inside(real2, realLocation(ws.worktree)))
     flags.push({ kind: "outside-workspace", detail: `the command's folder ${real2} is outside the worker's workspace` });
   return flags;
@@ -72893,8 +72207,7 @@ function grantFor(ask, grants) {
 }
 function ruleMatches(ask, rule) {
   const isMatch = (text) => import_picomatch2.default.isMatch(text, rule.pattern, { dot: true, bash: true });
-  if (ask.tool !== "bash")
-    return isMatch(ask.what) || rule.decision === "reject" && import_picomatch2.default.isMatch(foldPath(ask.what), foldPath(rule.pattern), { dot: true, bash: true });
+  if (ask.tool !== "bash") return isMatch(ask.what);
   const split = splitCommand(ask.what);
   if (rule.decision === "reject") return isMatch(ask.what) || split.ok && split.commands.some(isMatch);
   return split.ok && split.commands.every((c3) => approvesSimple(c3, rule.pattern));
@@ -72932,8 +72245,8 @@ function explainPolicy(rules, ask) {
 }
 
 // engine/approvals/worktree-guard.ts
-import os4 from "node:os";
-import path26 from "node:path";
+import os3 from "node:os";
+import path24 from "node:path";
 var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
 function tokenize(command) {
   const tokens = [];
@@ -72968,10 +72281,10 @@ function tokenize(command) {
 var isOperator = (t2) => /^\d*[<>|;&]/.test(t2);
 var isRedirect = (t2) => /^(\d*>{1,2}\|?|&>{1,2})$/.test(t2);
 function resolveTarget(target, cwd) {
-  const home = os4.homedir();
+  const home = os3.homedir();
   const expanded = target.replace(/^~(?=\/|$)/, home).replace(/^\$\{?HOME\}?(?=\/|$)/, home);
   if (expanded.includes("$") || expanded.includes("`")) return null;
-  return path26.resolve(cwd, expanded);
+  return path24.resolve(cwd, expanded);
 }
 function withoutHeredocBodies(command) {
   const lines = command.split("\n");
@@ -72998,12 +72311,12 @@ function writesOutside(command, worktree, workdir = worktree) {
       for (let j = i2 + 1; j < tokens.length && !isOperator(tokens[j]); j++) if (!tokens[j].startsWith("-")) targets.push(tokens[j]);
     } else if (t2.startsWith("of=")) targets.push(t2.slice(3));
   }
-  const root2 = path26.resolve(worktree);
+  const root2 = path24.resolve(worktree);
   const outside = [];
   for (const target of targets) {
-    const file3 = resolveTarget(target, path26.resolve(root2, workdir));
+    const file3 = resolveTarget(target, path24.resolve(root2, workdir));
     if (file3 === null || HARMLESS.test(file3)) continue;
-    if (file3 !== root2 && !file3.startsWith(root2 + path26.sep)) outside.push(target);
+    if (file3 !== root2 && !file3.startsWith(root2 + path24.sep)) outside.push(target);
   }
   return [...new Set(outside)];
 }
@@ -73219,24 +72532,24 @@ var Approvals = class {
   }
   /** The user's approval rules (policies.json in the state dir); none by default. */
   policies() {
-    return external_exports.array(PolicyRule).catch([]).parse(readJson(path27.join(this.opts.stateDir, "policies.json"), []));
+    return external_exports.array(PolicyRule).catch([]).parse(readJson(path25.join(this.opts.stateDir, "policies.json"), []));
   }
   setPolicies(rules) {
-    writeJsonAtomic(path27.join(this.opts.stateDir, "policies.json"), external_exports.array(PolicyRule).parse(rules));
+    writeJsonAtomic(path25.join(this.opts.stateDir, "policies.json"), external_exports.array(PolicyRule).parse(rules));
     return this.policies();
   }
   /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
   lookTarget(w, ask) {
     const ws = this.reg.workspaceOf(w);
     if (!ws) return null;
-    return ask.tool === "read" ? realLocation(path27.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path27.resolve(ws.cwd, ask.what || "."));
+    return ask.tool === "read" ? realLocation(path25.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path25.resolve(ws.cwd, ask.what || "."));
   }
   looksInside(w, ask) {
     const ws = this.reg.workspaceOf(w);
     const real2 = this.lookTarget(w, ask);
     if (!ws || !real2) return false;
     const root2 = realLocation(ws.worktree);
-    return real2 === root2 || real2.startsWith(root2 + path27.sep);
+    return real2 === root2 || real2.startsWith(root2 + path25.sep);
   }
   /**
    * The engine's own refusals, which no grant, rule or person overrides: a read or search outside the workspace, a write
@@ -73285,7 +72598,6 @@ var Approvals = class {
 var byWhom = (by) => `${by.kind}${by.name ? " " + by.name : ""}`;
 
 // engine/budgets/budgets.ts
-init_worker();
 init_config();
 var realClock = {
   now: () => Date.now(),
@@ -73347,10 +72659,10 @@ var Budgets = class {
 init_config();
 
 // engine/events.ts
-init_store();
+init_json_file();
 import { randomBytes as randomBytes6 } from "node:crypto";
 import { EventEmitter as EventEmitter3 } from "node:events";
-import path28 from "node:path";
+import path26 from "node:path";
 var EventBus = class _EventBus {
   epoch;
   seq;
@@ -73367,7 +72679,7 @@ var EventBus = class _EventBus {
   }
   /** The epoch of the bus of a state dir, created on first use. */
   static forStateDir(stateDir2, capacity) {
-    const file3 = path28.join(stateDir2, "events.json");
+    const file3 = path26.join(stateDir2, "events.json");
     let epoch = readJson(file3, {}).epoch;
     if (!epoch) {
       epoch = randomBytes6(4).toString("hex");
@@ -73423,9 +72735,8 @@ var EventBus = class _EventBus {
 var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/recovery/recovery.ts
-init_worker();
-import { existsSync as existsSync9, readdirSync as readdirSync6 } from "node:fs";
-import path29 from "node:path";
+import { existsSync as existsSync8, readdirSync as readdirSync5 } from "node:fs";
+import path27 from "node:path";
 var Recovery = class {
   constructor(opts) {
     this.opts = opts;
@@ -73435,9 +72746,9 @@ var Recovery = class {
   reg;
   /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
   endStaleServers() {
-    const root2 = path29.join(this.opts.stateDir, "opencode");
-    if (!existsSync9(root2)) return;
-    for (const dir of readdirSync6(root2)) endStaleServer(path29.join(root2, dir), (l) => this.reg.log(l));
+    const root2 = path27.join(this.opts.stateDir, "opencode");
+    if (!existsSync8(root2)) return;
+    for (const dir of readdirSync5(root2)) endStaleServer(path27.join(root2, dir), (l) => this.reg.log(l));
   }
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
   recover() {
@@ -73504,13 +72815,86 @@ var Recovery = class {
 };
 
 // engine/workers/engine.ts
-init_store();
+init_targets();
+
+// engine/store/worker-log.ts
+import { closeSync, existsSync as existsSync9, fstatSync, ftruncateSync, mkdirSync as mkdirSync11, openSync, readdirSync as readdirSync6, readFileSync as readFileSync13, rmSync as rmSync4, writeSync } from "node:fs";
+import path29 from "node:path";
+var WorkerLogStore = class {
+  constructor(root2) {
+    this.root = root2;
+    mkdirSync11(root2, { recursive: true, mode: 448 });
+  }
+  root;
+  broken = /* @__PURE__ */ new Set();
+  file(workerId) {
+    return path29.join(this.root, workerId, "events.jsonl");
+  }
+  dir(workerId) {
+    return path29.join(this.root, workerId);
+  }
+  /**
+   * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
+   * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
+   */
+  append(event) {
+    const file3 = this.file(event.workerId);
+    const prefix = this.broken.has(file3) ? "\n" : "";
+    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
+    let madeDir;
+    let fd;
+    let size = 0;
+    try {
+      madeDir = mkdirSync11(path29.dirname(file3), { recursive: true, mode: 448 });
+      fd = openSync(file3, "a", 384);
+      size = fstatSync(fd).size;
+      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+      this.broken.delete(file3);
+    } catch (err) {
+      this.cutBack(file3, fd, size, madeDir);
+      const code = err.code;
+      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
+      throw new Error(`cannot append to ${file3} (${code ?? err.message}): ${hint}`);
+    } finally {
+      if (fd !== void 0) closeSync(fd);
+    }
+  }
+  cutBack(file3, fd, size, madeDir) {
+    try {
+      if (fd !== void 0) ftruncateSync(fd, size);
+      if (madeDir && size === 0) rmSync4(madeDir, { recursive: true, force: true });
+    } catch {
+      this.broken.add(file3);
+    }
+  }
+  load(workerId) {
+    const file3 = this.file(workerId);
+    if (!existsSync9(file3)) return { workerId, events: [], skipped: 0 };
+    const events = [];
+    let skipped = 0;
+    for (const line of readFileSync13(file3, "utf8").split("\n")) {
+      if (!line.trim()) continue;
+      try {
+        const parsed = WorkerEvent.safeParse(JSON.parse(line));
+        if (parsed.success) events.push(parsed.data);
+        else skipped++;
+      } catch {
+        skipped++;
+      }
+    }
+    return { workerId, events, skipped };
+  }
+  list() {
+    return readdirSync6(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync9(path29.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
+  }
+};
+
+// engine/workers/engine.ts
 init_errors3();
 
 // engine/workers/lifecycle.ts
 init_errors3();
-init_worker();
-import { existsSync as existsSync10, rmSync as rmSync5 } from "node:fs";
+import { existsSync as existsSync10 } from "node:fs";
 import path30 from "node:path";
 var WorkspaceLifecycle = class {
   constructor(reg, retentionDays) {
@@ -73535,15 +72919,14 @@ var WorkspaceLifecycle = class {
     const commit = w.verdict?.commit;
     if (!commit) throw new InputError(`worker ${workerId} has no graded commit to merge`, "conflict");
     const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (tip && tip !== commit && !this.earlierCommits(workerId, commit).includes(tip))
+    if (tip && tip !== commit)
       throw new InputError(
         `${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged \u2014 reset the branch or merge it by hand`,
         "conflict"
       );
-    const graded = await gradedStoreOf(ws);
     const head = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.baseBranch}`], { allowFail: true });
-    const from = head ? await gitWithObjects(ws.repo, graded, ["merge-base", head, commit]) || ws.baseCommit : ws.baseCommit;
-    const flags = await flaggedChanges(ws.repo, from, commit, graded);
+    const from = head ? await git(ws.repo, ["merge-base", head, commit], { allowFail: true }) || ws.baseCommit : ws.baseCommit;
+    const flags = await flaggedChanges(ws.repo, from, commit);
     if (flags.length && !opts.acceptFlagged) {
       throw new InputError(
         `worker ${workerId}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,
@@ -73556,37 +72939,11 @@ var WorkspaceLifecycle = class {
       branch: ws.baseBranch,
       commit,
       message: `Merge ${ws.branch}: ${title}`,
-      objects: graded,
-      publish: (next) => landObjects(ws.repo, graded, next),
-      onConflict: (files) => `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`
+      onConflict: (files) => `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge ${ws.branch} by hand.`
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     await this.tidy(workerId, "merged");
     return { commit: merged, into: ws.baseBranch };
-  }
-  /**
-   * "Publish the branch": exactly the graded commit's objects the person's repository lacks are copied into it and
-   * `ocw/<id>` is set to that commit, for a person who reviews or merges with their own git tools. Grading publishes
-   * nothing; merge, push and pull request bring the commit themselves.
-   */
-  async publish(workerId) {
-    const { ws, commit } = this.landable(workerId, "published");
-    return publishBranch(ws, commit, this.earlierCommits(workerId, commit));
-  }
-  /** The worker's earlier rounds' graded commits (a branch published at one of them follows the latest verdict). */
-  earlierCommits(workerId, commit) {
-    return (this.reg.get(workerId).rounds ?? []).flatMap((r) => r.commit && r.commit !== commit ? [r.commit] : []);
-  }
-  /** A built, unmerged, undiscarded worker's workspace and graded commit, or why it has none to land. */
-  landable(workerId, verb) {
-    const w = this.reg.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are ${verb}`, "conflict");
-    if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
-    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to publish`, "conflict");
-    const ws = this.reg.workspaceOf(w);
-    const commit = w.verdict?.commit;
-    if (!ws || !commit) throw new InputError(`worker ${workerId} has no graded commit to publish`, "conflict");
-    return { ws, commit };
   }
   /** A batch's integration commit landed: each worker it combines counts as merged there. */
   async recordLanded(workerId, into, commit) {
@@ -73626,7 +72983,6 @@ var WorkspaceLifecycle = class {
     if (ws) await removeWorkspace(ws, { force: true, tmpDir: path30.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
-    if (ws) this.dropGradedStore(ws.repo);
     return this.reg.get(workerId);
   }
   /**
@@ -73640,24 +72996,8 @@ var WorkspaceLifecycle = class {
     try {
       await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path30.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
-      this.dropGradedStore(ws.repo);
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${err.message}`);
-    }
-  }
-  /**
-   * The engine's graded store of a repository (engine/workspace/workspace.ts) goes once nothing can need it: no worker
-   * anywhere is active (a queued task may start from a graded commit), and every worker of that repository was merged,
-   * discarded or tidied (its engine folder gone). What was landed is in the person's repository by then.
-   */
-  dropGradedStore(repo) {
-    const workers = this.reg.list();
-    if (workers.some((w) => !isAtRest(w.state))) return;
-    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync10(this.reg.engineGitDir(w.id)))) return;
-    try {
-      rmSync5(gradedObjectsDir(path30.dirname(this.reg.engineGitDir("w")), repo), { recursive: true, force: true });
-    } catch (err) {
-      this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${err.message}`);
     }
   }
   /**
@@ -73679,6 +73019,44 @@ var WorkspaceLifecycle = class {
     return done;
   }
 };
+
+// engine/admission/preflight.ts
+init_keys();
+init_errors3();
+var ok = /* @__PURE__ */ new Map();
+async function preflightEndpoint(target, timeoutMs = 3e3) {
+  let key;
+  try {
+    key = resolveKey(target);
+  } catch (err) {
+    throw new InputError(err.message);
+  }
+  if ((target.keyRef || target.keyFile) && !key) {
+    throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=\u2026 before starting the engine`);
+  }
+  const cacheKey = target.endpoint;
+  if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
+  const problem = await unreachable(target, key, timeoutMs);
+  if (problem) throw new InputError(`cannot reach the model endpoint ${target.endpoint} (${problem}): start the model server or fix the URL`);
+  ok.set(cacheKey, Date.now() + 3e4);
+}
+async function unreachable(target, key = resolveKey(target), timeoutMs = 3e3) {
+  const problem = await probeHealth(target.endpoint, key, timeoutMs);
+  if (problem) ok.delete(target.endpoint);
+  return problem;
+}
+async function preflightTarget(target) {
+  if (!isPool(target)) return preflightEndpoint(target);
+  const errors = [];
+  for (const e of endpointsOf(target)) {
+    try {
+      return await preflightEndpoint({ ...target, endpoint: e.url });
+    } catch (err) {
+      errors.push(err.message);
+    }
+  }
+  throw new InputError(`no endpoint of the pool ${target.id} answers: ${errors.join("; ")}`);
+}
 
 // engine/workers/prompts.ts
 function taskPrompt(spec2) {
@@ -73730,9 +73108,6 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
   return lines.join("\n");
 }
 
-// engine/workers/engine.ts
-init_verdict();
-
 // engine/workers/open.ts
 init_errors3();
 import { realpathSync as realpathSync5, statSync as statSync7 } from "node:fs";
@@ -73756,7 +73131,7 @@ function workspaceToOpen(w, workspacesRoot) {
   return { workerId: w.id, path: real2 };
 }
 
-// engine/registry/registry.ts
+// engine/workers/registry.ts
 import path32 from "node:path";
 
 // shared/worker-machine.ts
@@ -73810,11 +73185,10 @@ function nextState(from, t2) {
   return WORKER_TRANSITIONS[from][t2] ?? null;
 }
 
-// engine/registry/registry.ts
-init_worker();
+// engine/workers/registry.ts
 init_errors3();
 
-// engine/registry/replies.ts
+// engine/workers/replies.ts
 var ReplyTrack = class {
   prompts = 1;
   users = /* @__PURE__ */ new Set();
@@ -73861,7 +73235,7 @@ var ReplyTrack = class {
   }
 };
 
-// engine/registry/worker-run.ts
+// engine/workers/worker-run.ts
 var WorkerRun = class {
   _activity = { kind: "none" };
   _turn = {};
@@ -74004,7 +73378,7 @@ var WorkerRun = class {
   }
 };
 
-// engine/registry/registry.ts
+// engine/workers/registry.ts
 var WorkerRegistry = class {
   constructor(opts) {
     this.opts = opts;
@@ -74139,7 +73513,6 @@ var WorkerRegistry = class {
 };
 
 // engine/workers/release.ts
-init_worker();
 var RELEASE_BATCH = 16;
 var RELEASE_DELAY_MS = 1e4;
 var InstanceReleaser = class {
@@ -74189,8 +73562,6 @@ var InstanceReleaser = class {
 };
 
 // engine/workers/settle.ts
-init_worker();
-init_verdict();
 import path33 from "node:path";
 var BASELINES_AT_ONCE = 2;
 var Settler = class {
@@ -74388,7 +73759,7 @@ function summarizeFailure(v) {
 }
 
 // engine/workers/batch-names.ts
-init_store();
+init_json_file();
 import path34 from "node:path";
 var BatchNames = class {
   file;
@@ -74420,7 +73791,6 @@ var BatchNames = class {
 };
 
 // engine/workers/search.ts
-init_untrusted();
 import { closeSync as closeSync2, existsSync as existsSync11, openSync as openSync2, readSync, statSync as statSync8 } from "node:fs";
 var PER_LOG_BYTES = 8 * 1024 * 1024;
 var TOTAL_BYTES = 96 * 1024 * 1024;
@@ -74517,12 +73887,10 @@ function searchTranscripts(src, query, limit) {
 }
 
 // engine/workers/batches.ts
-init_check();
-init_errors3();
-init_worker();
 import { existsSync as existsSync12, mkdirSync as mkdirSync12, readdirSync as readdirSync7 } from "node:fs";
 import path35 from "node:path";
-init_store();
+init_errors3();
+init_json_file();
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
@@ -74630,10 +73998,10 @@ var Batches = class {
           continue;
         }
         if (workers.some((w) => !w || !isAtRest(w.state))) continue;
-        const failed = deps.find((_d, i2) => workers[i2].state !== "built" || !workers[i2].verdict?.commit || workers[i2].discarded);
+        const failed = deps.find((_d, i2) => workers[i2].state !== "built" || !workers[i2].verdict?.commit);
         if (failed) {
           const w = this.opts.get(failed.workerId);
-          t2.skipped = `it comes after ${failed.id}, which was not built (${w.discarded ? "discarded" : w.state === "honest-failure" ? "failed" : w.state})`;
+          t2.skipped = `it comes after ${failed.id}, which was not built (${w.state === "honest-failure" ? "failed" : w.state})`;
           t2.waitsOnDependency = true;
           progress2 = moved = true;
           continue;
@@ -74645,8 +74013,7 @@ var Batches = class {
             r.repo,
             r.base,
             deps.map((d, i2) => ({ id: d.id, commit: workers[i2].verdict.commit })),
-            `ocw: base of ${t2.id} (after ${t2.after.join(", ")})`,
-            await this.graded(r.repo)
+            `ocw: base of ${t2.id} (after ${t2.after.join(", ")})`
           );
           if ("conflict" in c3) {
             t2.skipped = `the tasks it comes after do not combine: ${c3.conflict.id} conflicts in ${c3.conflict.files.join(", ") || "(git named none)"}`;
@@ -74669,13 +74036,6 @@ var Batches = class {
     }
     const ended = r.tasks.every((t2) => t2.skipped || t2.workerId && isAtRest(this.opts.get(t2.workerId)?.state ?? "error"));
     if (ended && r.integration?.state === "waiting") await this.integrate(r);
-  }
-  /**
-   * The engine's graded store of a repository (`<state>/repos`, beside the workers' folders): graded commits are there (not in the person's
-   * repository before they are landed), and what combining them writes goes there too.
-   */
-  graded(repo) {
-    return gradedStore(path35.join(this.opts.stateDir, "repos"), repo);
   }
   /** The built workers' graded commits combined in task order on the base, checked together in a fresh checkout. */
   async integrate(r) {
@@ -74707,8 +74067,7 @@ var Batches = class {
           built,
           `ocw: integration of batch ${r.id} (${built.length} worker${built.length === 1 ? "" : "s"})
 
-${built.map((b) => `- ${b.id}`).join("\n")}`,
-          await this.graded(r.repo)
+${built.map((b) => `- ${b.id}`).join("\n")}`
         );
         if ("conflict" in c3) {
           result.conflict = { workerId: c3.conflict.id, files: c3.conflict.files };
@@ -74739,7 +74098,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
     mkdirSync12(root2, { recursive: true });
     mkdirSync12(tmpDir, { recursive: true });
     try {
-      const objects = await this.graded(r.repo);
+      const objects = path35.resolve(r.repo, await git(r.repo, ["rev-parse", "--git-path", "objects"]));
       const gitDir = path35.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
@@ -74816,10 +74175,6 @@ rm -f "$OCW_INDEX"
 
 // shared/attempts.ts
 init_zod();
-init_verdict();
-init_attempt_ref();
-init_worker();
-init_attempt_ref();
 var AttemptOptions = external_exports.object({
   attempts: external_exports.number().int().min(1, "attempts must be at least 1").max(MAX_ATTEMPTS, `at most ${MAX_ATTEMPTS} attempts per task`).optional(),
   targets: external_exports.array(external_exports.string().min(1)).max(MAX_ATTEMPTS, `at most ${MAX_ATTEMPTS} targets per task`).optional(),
@@ -74937,7 +74292,6 @@ function attemptGroup(groupId, workers) {
 
 // engine/workers/attempts.ts
 init_errors3();
-init_worker();
 function expandAttempts(input2) {
   const { attempts, targets, allAttempts, ...spec2 } = input2;
   const parsed = AttemptOptions.safeParse({ attempts, targets, allAttempts });
@@ -75506,10 +74860,6 @@ var Engine = class {
   merge(workerId, opts = {}) {
     return this.lifecycle.merge(workerId, opts);
   }
-  /** "Publish the branch": the graded commit as `ocw/<id>` in the person's repository (nothing else lands it but a merge or push). */
-  publish(workerId) {
-    return this.lifecycle.publish(workerId);
-  }
   /** Undoes a merge the engine made (a new commit on the branch it landed on). */
   revert(workerId) {
     return this.lifecycle.revert(workerId);
@@ -75677,8 +75027,7 @@ var Engine = class {
     if (!ws || !existsSync13(ws.worktree)) {
       const found = rt.repo ?? await inspectRepo(w.spec.directory);
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
-      const importFrom = w.startFrom ? await gradedStore(path36.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
-      ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
+      ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
       rt.setWorkspace(ws);
       this.reg.record(workerId, {
         type: "worker.workspace",
@@ -75775,389 +75124,20 @@ function parseInput(schema, input2) {
   throw new InputError(firstIssue(r.error));
 }
 
-// engine/workers/housekeeping.ts
-init_errors3();
-init_worker();
-async function retryWorker(engine, workerId) {
-  const w = engine.get(workerId);
-  if (w.state === "built") throw new InputError(`worker ${workerId} is built: there is nothing to retry (merge it or discard it)`, "conflict");
-  if (!["honest-failure", "stopped", "interrupted", "error"].includes(w.state)) {
-    throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then retry it`, "conflict");
-  }
-  const { workerId: id2 } = await engine.start(
-    { ...w.spec, ...w.targetId ? { targetId: w.targetId } : {} },
-    { retryOf: w.id, ...w.batchId ? { batchId: w.batchId } : {} }
-  );
-  return { workerId: id2, retryOf: workerId };
-}
-var merging = /* @__PURE__ */ new Set();
-async function mergeBatch(engine, batchId, opts = {}) {
-  const summary = engine.batch(batchId);
-  if (merging.has(batchId)) throw new InputError(`a merge of batch ${batchId} is already under way: wait for it, then look at the batch again`, "conflict");
-  merging.add(batchId);
-  try {
-    if (summary.integration) return await landIntegration(engine, batchId, opts);
-    const r = { batchId, merged: [], stopped: null, notTried: [], skipped: [], integration: null };
-    for (const w of engine.list().filter((x) => x.batchId === batchId)) {
-      const why = w.state !== "built" ? `not built (${w.state})` : w.merged ? `already merged into ${w.merged.into}` : w.discarded ? "discarded" : null;
-      if (why) {
-        r.skipped.push({ workerId: w.id, reason: why });
-        continue;
-      }
-      if (r.stopped) {
-        r.notTried.push(w.id);
-        continue;
-      }
-      try {
-        const m = await engine.merge(w.id, opts);
-        r.merged.push({ workerId: w.id, commit: m.commit, into: m.into });
-      } catch (err) {
-        const code = codeOf(err);
-        r.stopped = { workerId: w.id, reason: err.message, code: code === "bad-input" ? "conflict" : code };
-      }
-    }
-    return r;
-  } finally {
-    merging.delete(batchId);
-  }
-}
-async function landIntegration(engine, batchId, opts) {
-  const rec = engine.batches.get(batchId);
-  const summary = engine.batch(batchId);
-  const integ = summary.integration;
-  if (integ.state !== "done")
-    throw new InputError(
-      `batch ${batchId}'s integration is ${integ.state === "running" ? "running" : "waiting for its tasks to end"}: merge it once it passed`,
-      "conflict"
-    );
-  const res = integ.result;
-  if (res.landed) throw new InputError(`batch ${batchId} was already merged into ${res.landed.into} (${res.landed.commit.slice(0, 12)})`, "conflict");
-  if (!res.passed || !res.commit)
-    throw new InputError(
-      `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Dispatch a follow-up (continue a worker, or a new task) and run the batch's checks again`,
-      "conflict"
-    );
-  if (!rec.branch)
-    throw new InputError(`batch ${batchId} started from a detached HEAD: merge its integration commit ${res.commit.slice(0, 12)} by hand`, "conflict");
-  const graded = await engine.batches.graded(rec.repo);
-  const head = await git(rec.repo, ["rev-parse", "-q", "--verify", `refs/heads/${rec.branch}`], { allowFail: true });
-  const from = head ? await gitWithObjects(rec.repo, graded, ["merge-base", head, res.commit]) || res.base : res.base;
-  const flags = await flaggedChanges(rec.repo, from, res.commit, graded);
-  if (flags.length && !opts.acceptFlagged)
-    throw new InputError(
-      `batch ${batchId}'s integration commit holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,
-      "conflict"
-    );
-  const landed = await landCommit({
-    repo: rec.repo,
-    branch: rec.branch,
-    commit: res.commit,
-    fastForward: true,
-    objects: graded,
-    publish: (next) => landObjects(rec.repo, graded, next),
-    message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
-    onConflict: (files) => `To go on: continue the workers on the new base (files: ${files.join(", ")}), or run the batch again from the current HEAD.`
-  });
-  for (const id2 of res.workers) await engine.recordLanded(id2, rec.branch, landed);
-  engine.batches.landed(batchId, rec.branch, landed);
-  const skipped = engine.list().filter((w) => w.batchId === batchId && !res.workers.includes(w.id)).map((w) => ({ workerId: w.id, reason: w.state !== "built" ? `not built (${w.state})` : "not in the integration commit" }));
-  return {
-    batchId,
-    merged: res.workers.map((id2) => ({ workerId: id2, commit: landed, into: rec.branch })),
-    stopped: null,
-    notTried: [],
-    skipped,
-    integration: { commit: res.commit, into: rec.branch, merge: landed }
-  };
-}
-async function revertLanded(engine, ref) {
-  if (ref.workerId) {
-    const r = await engine.revert(ref.workerId);
-    return { reverted: ref.workerId, ...r };
-  }
-  const batchId = ref.batchId;
-  engine.batch(batchId);
-  const rec = engine.batches.get(batchId);
-  const landed = rec?.integration?.result?.landed;
-  if (!rec || !landed)
-    throw new InputError(`batch ${batchId} has no landed integration commit: revert its workers one by one (ocw revert WORKER_ID)`, "conflict");
-  const commit = await revertCommit(rec.repo, landed.into, landed.commit, `Revert ${landed.commit.slice(0, 12)}: batch ${batchId}`);
-  for (const id2 of rec.integration.result.workers) engine.recordReverted(id2, landed.into, commit);
-  return { reverted: batchId, into: landed.into, commit };
-}
-async function pruneBranches(engine, directory) {
-  const repo = await inspectRepo(directory);
-  const refs = (await git(repo.root, ["for-each-ref", "--format=%(refname)%00%(objectname)%00%(worktreepath)", "refs/heads/"])).split("\n").filter(Boolean).map((l) => l.split("\0"));
-  const ours = refs.filter(([r]) => r.startsWith("refs/heads/ocw/"));
-  const others = refs.filter(([r]) => !r.startsWith("refs/heads/ocw/"));
-  const merged = /* @__PURE__ */ new Set();
-  for (const [other] of others) {
-    for (const r of (await git(repo.root, ["for-each-ref", "--format=%(refname)", `--merged=${other}`, "refs/heads/ocw/"], { allowFail: true })).split("\n"))
-      if (r) merged.add(r);
-  }
-  const workers = new Map(engine.list().map((w) => [w.id, w]));
-  const out = { deleted: [], kept: [] };
-  for (const [ref, oid, checkedOut] of ours) {
-    const branch = ref.slice("refs/heads/".length);
-    const w = workers.get(branch.slice("ocw/".length));
-    let keep = null;
-    if (checkedOut) keep = `checked out in ${checkedOut}: switch that checkout to another branch first`;
-    else if (w && !isAtRest(w.state)) keep = `its worker is ${w.state}`;
-    else if (merged.has(ref) || w?.merged || w?.discarded) keep = null;
-    else if (w?.state === "built") keep = "built and not merged yet: merge it or discard the worker";
-    else keep = "not merged into any branch: delete it by hand if you do not want it (git branch -D " + branch + ")";
-    if (keep) {
-      out.kept.push({ branch, reason: keep });
-      continue;
-    }
-    await git(repo.root, ["update-ref", "--no-deref", "-d", ref, oid]);
-    out.deleted.push({ branch, commit: oid });
-  }
-  return out;
-}
-async function continueOnNewBase(engine, workerId) {
-  const w = engine.get(workerId);
-  if (w.state !== "built" || !w.verdict?.commit)
-    throw new InputError(`worker ${workerId} is ${w.state}: only a built worker is continued on a new base (retry the others)`, "conflict");
-  if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into}`, "conflict");
-  if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue`, "conflict");
-  const head = w.baseBranch ? await git(w.repo, ["rev-parse", "-q", "--verify", `refs/heads/${w.baseBranch}`], { allowFail: true }) : "";
-  if (!head) throw new InputError(`worker ${workerId}'s base branch ${w.baseBranch ?? "(detached)"} is gone: delegate the task again by hand`, "conflict");
-  const m = await mergeTrees(w.repo, head, w.verdict.commit, void 0, await engine.batches.graded(w.repo));
-  const files = "conflict" in m ? m.conflict : [];
-  const note = files.length ? `
-
-Note from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${files.join(", ")}, which changed since. Do the task on the code as it is now.` : `
-
-Note from the engine: ${w.baseBranch} moved since an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}). Do the task on the code as it is now.`;
-  const { workerId: id2 } = await engine.start({ ...w.spec, task: w.spec.task + note, ...w.targetId ? { targetId: w.targetId } : {} });
-  return { workerId: id2, retryOf: workerId, files };
-}
-
-// engine/workers/listing.ts
-import { realpathSync as realpathSync6 } from "node:fs";
-import path37 from "node:path";
-function listWorkers(all, f) {
-  let repo = f.repo ? path37.resolve(f.repo) : null;
-  if (repo) {
-    try {
-      repo = realpathSync6(repo);
-    } catch {
-    }
-  }
-  return all.filter(
-    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path37.sep) || w.spec.directory === repo)
-  );
-}
-
-// engine/workers/push.ts
-init_errors3();
-import { accessSync, constants as constants4 } from "node:fs";
-import path38 from "node:path";
-
-// shared/remote-url.ts
-function redactUrlCredentials(text) {
-  return String(text ?? "").replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1***@");
-}
-function hostedRepo(url2) {
-  const u2 = String(url2 ?? "").trim();
-  let host;
-  let repoPath;
-  const full = /^(?:https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#:]+)(?::\d+)?\/([^?#]+)$/i.exec(u2);
-  const scp = /^(?:[^/@:\s]+@)?([^/:\s]+):(?!\/)([^?#\s]+)$/.exec(u2);
-  if (full) [host, repoPath] = [full[1], full[2]];
-  else if (scp) [host, repoPath] = [scp[1], scp[2]];
-  else return null;
-  const parts = repoPath.replace(/\/+$/, "").replace(/\.git$/, "").split("/");
-  if (parts.length !== 2 || parts.some((p) => !/^[\w.-]+$/.test(p) || p === "." || p === "..")) return null;
-  return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
-}
-
-// shared/vocabulary.ts
-var outcomeWord = (o2) => o2 === "built" ? "built" : "failed";
-function claimWords(v) {
-  if (!v.claim) return "no claim";
-  return v.honest ? "claim honest" : `claim false: said ${outcomeWord(v.claim)}`;
-}
-function verdictLine(v) {
-  const passed = v.checks.filter((c3) => c3.passed).length;
-  return `${outcomeWord(v.verdict)} \xB7 ${passed}/${v.checks.length} checks \xB7 ${claimWords(v)}`;
-}
-
-// engine/workers/push.ts
-init_worker();
-init_process2();
-async function pushWork(engine, input2) {
-  try {
-    const r = await pushUnredacted(engine, input2);
-    return { ...r, remote: redactUrlCredentials(r.remote), prProblem: r.prProblem === null ? null : redactUrlCredentials(r.prProblem) };
-  } catch (err) {
-    if (err instanceof Error) {
-      err.message = redactUrlCredentials(err.message);
-      if (err.stack) err.stack = redactUrlCredentials(err.stack);
-    }
-    throw err;
-  }
-}
-async function pushUnredacted(engine, input2) {
-  const what = input2.workerId ? workerPush(engine, input2.workerId) : batchPush(engine, input2.batchId);
-  const { repo, commit, id: id2, body, title } = what;
-  const flags = input2.workerId ? engine.get(input2.workerId).verdict?.flags ?? [] : await flaggedChanges(repo, what.base, commit, await engine.batches.graded(repo));
-  if (flags.length && !input2.acceptFlagged)
-    throw new InputError(
-      `${id2}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then push with --accept-flagged (nothing was pushed)`,
-      "conflict"
-    );
-  const remote = input2.remote.trim();
-  if (!remote || remote.startsWith("-") || /[\s\0]/.test(remote))
-    throw new InputError(`"${input2.remote}" is not a remote: name one of \`git remote\`, or give its URL`);
-  const remotes = (await git(repo, ["remote"], { allowFail: true })).split("\n").filter(Boolean);
-  if (!remotes.includes(remote) && !/[:/]/.test(remote))
-    throw new InputError(`${repo} has no remote "${remote}"${remotes.length ? ` (it has: ${remotes.join(", ")})` : ""}: name one, or give a URL`);
-  const branch = (input2.branch ?? `ocw/${id2}`).replace(/^refs\/heads\//, "");
-  const valid = await runCommand("git", ["check-ref-format", "--branch", branch], { cwd: repo, env: userGitEnv() });
-  if (valid.exitCode !== 0 || branch.startsWith("-")) throw new InputError(`"${branch}" is not a valid branch name`);
-  const head = await runCommand("git", ["ls-remote", "--symref", remote, "HEAD"], { cwd: repo, env: userGitEnv() });
-  if (head.exitCode !== 0) throw new InputError(`cannot reach the remote ${remote}: ${gitComplaint(head)}`, "unavailable");
-  const def = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(head.stdout)?.[1] ?? null;
-  if (branch === def || !def && ["main", "master", "trunk"].includes(branch)) {
-    throw new InputError(
-      `${branch} is ${remote}'s default branch: the engine never pushes there. Push to a branch of its own (--branch), then merge through a pull request`,
-      "conflict"
-    );
-  }
-  const graded = await engine.batches.graded(repo);
-  await landObjects(repo, graded, commit);
-  if (input2.workerId && !engine.get(input2.workerId).merged)
-    await engine.publish(input2.workerId).catch((err) => {
-      if (codeOf(err) !== "conflict") throw err;
-    });
-  const push = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], {
-    cwd: repo,
-    env: userGitEnv()
-  });
-  if (push.exitCode !== 0) {
-    const why = gitComplaint(push);
-    if (/rejected|non-fast-forward|fetch first/.test(push.stdout + push.stderr)) {
-      throw new InputError(`${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch`, "conflict");
-    }
-    throw new InputError(`the push to ${remote} failed: ${why}`, "unavailable");
-  }
-  let pr = null;
-  let prProblem = null;
-  if (input2.pr) {
-    const gh = findOnPath3("gh");
-    const url2 = remotes.includes(remote) ? await git(repo, ["config", "--get", `remote.${remote}.url`], { allowFail: true }) : remote;
-    const ghRepo = hostedRepo(url2);
-    if (!ghRepo) prProblem = `${remote} (${url2}) is not a repository on a hosting service that gh can name: open the pull request there (the branch is pushed)`;
-    else if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
-    else {
-      const auth = await runCommand(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
-      if (auth.exitCode !== 0) prProblem = "gh is not signed in (run `gh auth login`): open the pull request on the remote's site (the branch is pushed)";
-      else {
-        const args = ["pr", "create", "--head", branch, "--title", input2.title ?? title, "--body", body];
-        if (def) args.push("--base", def);
-        args.push("--repo", ghRepo);
-        const r = await runCommand(gh, args, { cwd: repo, env: { ...process.env } });
-        if (r.exitCode !== 0) prProblem = `gh could not open the pull request: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" ")}`;
-        else pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
-      }
-    }
-  }
-  return { remote, branch, commit, pr, prProblem };
-}
-function findOnPath3(name) {
-  for (const dir of (process.env.PATH ?? "").split(path38.delimiter)) {
-    if (!dir) continue;
-    const f = path38.join(dir, name);
-    try {
-      accessSync(f, constants4.X_OK);
-      return f;
-    } catch {
-    }
-  }
-  return null;
-}
-function workerPush(engine, workerId) {
-  const w = engine.get(workerId);
-  if (w.state !== "built" || !w.verdict?.commit)
-    throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
-  if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
-  const title = workerTitle(w.spec, 72);
-  return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };
-}
-function batchPush(engine, batchId) {
-  const s = engine.batch(batchId);
-  const rec = engine.batches.get(batchId);
-  const res = s.integration?.result;
-  if (!rec || !res) throw new InputError(`batch ${batchId} has no integration checks: push its workers one by one (ocw push WORKER_ID)`, "conflict");
-  if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing to push`, "conflict");
-  const workers = res.workers.map((id2) => engine.get(id2));
-  return {
-    repo: rec.repo,
-    commit: res.commit,
-    base: res.base,
-    id: batchId,
-    title: `Batch ${batchId}: ${workers.length} task${workers.length === 1 ? "" : "s"}`,
-    body: batchCard(batchId, res, workers)
-  };
-}
-var md = (s) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])/g, "\\$1");
-function verdictCard(w) {
-  const v = w.verdict;
-  const lines = [
-    `**${md(workerTitle(w.spec))}**`,
-    "",
-    `Verdict: **${outcomeWord(v.verdict)}** (held-back checks the worker never saw) \xB7 ${claimWords(v)}`,
-    `Graded commit: \`${v.commit}\` \xB7 worker \`${w.id}\``,
-    "",
-    "| check | result |",
-    "|---|---|",
-    ...v.checks.map(
-      (c3) => `| ${md(c3.name)} | ${c3.passed ? "passed" : "failed"}${c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""} |`
-    ),
-    `| scope | ${v.scope.passed ? "passed" : `failed: ${md(v.scope.violations.join(", "))}`} |`
-  ];
-  const rounds = v.rounds;
-  if (Array.isArray(rounds)) lines.push("", `Rounds: ${rounds.length}`);
-  if (v.flags?.length) lines.push("", "Flagged files (accepted before landing):", ...v.flags.map((f) => `- \`${md(f.path)}\`: ${f.detail}`));
-  if (v.diffStat) lines.push("", "```", v.diffStat.replace(/```/g, "\u02BC\u02BC\u02BC"), "```");
-  lines.push("", "_Opened by opencode-worker. The worker's own words are not part of this card._");
-  return lines.join("\n");
-}
-function batchCard(batchId, res, workers) {
-  const lines = [
-    `**Batch ${batchId}**: integration commit \`${res.commit}\` on \`${res.base.slice(0, 12)}\``,
-    "",
-    `Integration: **${res.passed ? "passed" : "failed"}**`,
-    "",
-    "| integration check | result |",
-    "|---|---|",
-    ...res.checks.map(
-      (c3) => `| ${md(c3.name)} | ${c3.passed ? "passed" : "failed"}${c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""} |`
-    ),
-    "",
-    ...workers.flatMap((w) => ["---", "", verdictCard(w), ""])
-  ];
-  return lines.join("\n");
-}
-
 // engine/api/host.ts
 init_paths2();
 
 // engine/api/lock.ts
 init_zod();
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync13, readdirSync as readdirSync8, readFileSync as readFileSync14, rmSync as rmSync6, writeFileSync as writeFileSync11 } from "node:fs";
-import path39 from "node:path";
+import { linkSync, mkdirSync as mkdirSync13, readdirSync as readdirSync8, readFileSync as readFileSync14, rmSync as rmSync5, writeFileSync as writeFileSync11 } from "node:fs";
+import path37 from "node:path";
 
 // shared/api.ts
 init_zod();
 
 // shared/batch.ts
 init_zod();
-init_check();
-init_worker();
 var TaskId = external_exports.string().min(1, "a task id is empty").max(64, "a task id is over 64 characters").regex(/^[A-Za-z0-9._-]+$/, "a task id may hold letters, digits, '.', '_' and '-' only");
 var BatchName = external_exports.string().trim().min(1, "the batch name is empty").max(80, "a batch name is at most 80 characters").refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "a batch name is one line of text (no control characters)");
 var BatchTask = external_exports.object({
@@ -76231,9 +75211,6 @@ var BatchSummary = external_exports.object({
 
 // shared/api.ts
 init_errors3();
-init_permission();
-init_verdict();
-init_worker();
 var WorkerRef = external_exports.object({ workerId: external_exports.string().min(1, "workerId is required") });
 var BatchRef = external_exports.object({ batchId: external_exports.string().min(1, "batchId is required") });
 var StartInput = WorkerSpec;
@@ -76359,11 +75336,11 @@ var EngineLock = external_exports.object({
 });
 
 // engine/api/lock.ts
-init_store();
-init_process2();
-init_process2();
-var lockFile = (stateDir2) => path39.join(stateDir2, "engine.json");
-var ownerDir = (stateDir2) => path39.join(stateDir2, "engine.owner");
+init_json_file();
+init_process();
+init_process();
+var lockFile = (stateDir2) => path37.join(stateDir2, "engine.json");
+var ownerDir = (stateDir2) => path37.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
   try {
     return EngineLock.parse(JSON.parse(readFileSync14(lockFile(stateDir2), "utf8")));
@@ -76378,7 +75355,7 @@ function readLock(stateDir2) {
 function supervisorOf(lock2) {
   return lock2?.supervisorPid ? { pid: lock2.supervisorPid, startTime: lock2.supervisorStartTime ?? null } : null;
 }
-var endpointFile = (stateDir2) => path39.join(stateDir2, "engine.endpoint.json");
+var endpointFile = (stateDir2) => path37.join(stateDir2, "engine.endpoint.json");
 var Endpoint = external_exports.object({ port: external_exports.number().int().min(1).max(65535), token: external_exports.string().min(16) });
 function lastEndpoint(stateDir2) {
   try {
@@ -76397,7 +75374,7 @@ function removeLock(stateDir2, pid = process.pid) {
   const file3 = lockFile(stateDir2);
   try {
     const lock2 = JSON.parse(readFileSync14(file3, "utf8"));
-    if (lock2.pid === pid) rmSync6(file3, { force: true });
+    if (lock2.pid === pid) rmSync5(file3, { force: true });
   } catch {
   }
 }
@@ -76418,7 +75395,7 @@ function generations(stateDir2) {
 }
 function readOwner(stateDir2, generation) {
   try {
-    return OwnerRecord.parse(JSON.parse(readFileSync14(path39.join(ownerDir(stateDir2), String(generation)), "utf8")));
+    return OwnerRecord.parse(JSON.parse(readFileSync14(path37.join(ownerDir(stateDir2), String(generation)), "utf8")));
   } catch (err) {
     return err.code === "ENOENT" ? "gone" : "unreadable";
   }
@@ -76430,7 +75407,7 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
   mkdirSync13(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
-  const tmp = path39.join(dir, `.claim-${me.pid}-${instanceId}`);
+  const tmp = path37.join(dir, `.claim-${me.pid}-${instanceId}`);
   writeFileSync11(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
   try {
     for (let attempt = 0; attempt < 1e3; attempt++) {
@@ -76443,35 +75420,35 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
       }
       const mine = newest + 1;
       try {
-        linkSync(tmp, path39.join(dir, String(mine)));
+        linkSync(tmp, path37.join(dir, String(mine)));
       } catch (err) {
         if (err.code === "EEXIST") continue;
         throw err;
       }
       const all = generations(stateDir2);
       if ((all[0] ?? 0) > mine) {
-        rmSync6(path39.join(dir, String(mine)), { force: true });
+        rmSync5(path37.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g of all) if (g < mine) rmSync6(path39.join(dir, String(g)), { force: true });
+      for (const g of all) if (g < mine) rmSync5(path37.join(dir, String(g)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
   } finally {
-    rmSync6(tmp, { force: true });
+    rmSync5(tmp, { force: true });
   }
 }
 function releaseOwnership(stateDir2, claim) {
   const dir = ownerDir(stateDir2);
   if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
-  const tmp = path39.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  const tmp = path37.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
   try {
     writeFileSync11(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
-    linkSync(tmp, path39.join(dir, String(claim.generation + 1)));
-    rmSync6(path39.join(dir, String(claim.generation)), { force: true });
+    linkSync(tmp, path37.join(dir, String(claim.generation + 1)));
+    rmSync5(path37.join(dir, String(claim.generation)), { force: true });
   } catch {
   } finally {
-    rmSync6(tmp, { force: true });
+    rmSync5(tmp, { force: true });
   }
 }
 function currentOwner(stateDir2) {
@@ -79782,7 +78759,6 @@ import path57 from "node:path";
 
 // shared/ledger.ts
 init_zod();
-init_worker();
 var LedgerRow = external_exports.object({
   target: external_exports.string(),
   /** Tasks with at least one verdict on this target. */
@@ -79867,13 +78843,10 @@ function ledger(workers) {
   return rows.sort((a2, b) => a2.target < b.target ? -1 : a2.target > b.target ? 1 : 0);
 }
 
-// engine/api/router.ts
-init_permission();
-
 // engine/serving/llama-build.ts
 init_execa();
 init_errors3();
-import { accessSync as accessSync2, constants as constants5 } from "node:fs";
+import { accessSync, constants as constants4 } from "node:fs";
 init_get_llama();
 var KEEP_LINES = 200;
 var MAX_LINE = 500;
@@ -79988,7 +78961,7 @@ function startLlamaBuild(publish, env2 = process.env) {
 }
 async function runs(bin, env2) {
   try {
-    accessSync2(bin, constants5.X_OK);
+    accessSync(bin, constants4.X_OK);
   } catch {
     return "it is missing or not executable";
   }
@@ -80009,13 +78982,394 @@ function cancelLlamaBuild(jobId) {
   return job;
 }
 
+// engine/hardware/summary.ts
+init_detect();
+var GiB = 1024 ** 3;
+var round = (n2) => Math.round(n2 * 10) / 10;
+var cached4 = null;
+async function detect() {
+  const hw = await Promise.race([detectHardware({ llamaServer: null }), new Promise((r) => setTimeout(() => r(null), 12e3).unref())]);
+  if (!hw) return null;
+  return {
+    cpu: hw.cpu.model,
+    cores: hw.cpu.cores,
+    ramGiB: round(hw.ram.totalBytes / GiB),
+    gpus: hw.gpus.map((g) => ({
+      name: g.name,
+      vendor: String(g.vendor),
+      vramGiB: round(g.totalBytes / GiB),
+      freeGiB: g.freeBytes === null ? null : round(g.freeBytes / GiB),
+      unified: g.unified
+    })),
+    problems: hw.problems.slice(0, 10)
+  };
+}
+function hardwareSummary() {
+  cached4 ??= detect().catch(() => null);
+  return cached4;
+}
+
 // engine/api/router.ts
-init_hardware();
 init_paths2();
 init_target();
 init_cost();
-init_worker();
 init_keys();
+
+// engine/workers/housekeeping.ts
+init_errors3();
+async function retryWorker(engine, workerId) {
+  const w = engine.get(workerId);
+  if (w.state === "built") throw new InputError(`worker ${workerId} is built: there is nothing to retry (merge it or discard it)`, "conflict");
+  if (!["honest-failure", "stopped", "interrupted", "error"].includes(w.state)) {
+    throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then retry it`, "conflict");
+  }
+  const { workerId: id2 } = await engine.start(
+    { ...w.spec, ...w.targetId ? { targetId: w.targetId } : {} },
+    { retryOf: w.id, ...w.batchId ? { batchId: w.batchId } : {} }
+  );
+  return { workerId: id2, retryOf: workerId };
+}
+var merging = /* @__PURE__ */ new Set();
+async function mergeBatch(engine, batchId, opts = {}) {
+  const summary = engine.batch(batchId);
+  if (merging.has(batchId)) throw new InputError(`a merge of batch ${batchId} is already under way: wait for it, then look at the batch again`, "conflict");
+  merging.add(batchId);
+  try {
+    if (summary.integration) return await landIntegration(engine, batchId, opts);
+    const r = { batchId, merged: [], stopped: null, notTried: [], skipped: [], integration: null };
+    for (const w of engine.list().filter((x) => x.batchId === batchId)) {
+      const why = w.state !== "built" ? `not built (${w.state})` : w.merged ? `already merged into ${w.merged.into}` : w.discarded ? "discarded" : null;
+      if (why) {
+        r.skipped.push({ workerId: w.id, reason: why });
+        continue;
+      }
+      if (r.stopped) {
+        r.notTried.push(w.id);
+        continue;
+      }
+      try {
+        const m = await engine.merge(w.id, opts);
+        r.merged.push({ workerId: w.id, commit: m.commit, into: m.into });
+      } catch (err) {
+        const code = codeOf(err);
+        r.stopped = { workerId: w.id, reason: err.message, code: code === "bad-input" ? "conflict" : code };
+      }
+    }
+    return r;
+  } finally {
+    merging.delete(batchId);
+  }
+}
+async function landIntegration(engine, batchId, opts) {
+  const rec = engine.batches.get(batchId);
+  const summary = engine.batch(batchId);
+  const integ = summary.integration;
+  if (integ.state !== "done")
+    throw new InputError(
+      `batch ${batchId}'s integration is ${integ.state === "running" ? "running" : "waiting for its tasks to end"}: merge it once it passed`,
+      "conflict"
+    );
+  const res = integ.result;
+  if (res.landed) throw new InputError(`batch ${batchId} was already merged into ${res.landed.into} (${res.landed.commit.slice(0, 12)})`, "conflict");
+  if (!res.passed || !res.commit)
+    throw new InputError(
+      `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Dispatch a follow-up (continue a worker, or a new task) and run the batch's checks again`,
+      "conflict"
+    );
+  if (!rec.branch)
+    throw new InputError(`batch ${batchId} started from a detached HEAD: merge its integration commit ${res.commit.slice(0, 12)} by hand`, "conflict");
+  const head = await git(rec.repo, ["rev-parse", "-q", "--verify", `refs/heads/${rec.branch}`], { allowFail: true });
+  const from = head ? await git(rec.repo, ["merge-base", head, res.commit], { allowFail: true }) || res.base : res.base;
+  const flags = await flaggedChanges(rec.repo, from, res.commit);
+  if (flags.length && !opts.acceptFlagged)
+    throw new InputError(
+      `batch ${batchId}'s integration commit holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,
+      "conflict"
+    );
+  const landed = await landCommit({
+    repo: rec.repo,
+    branch: rec.branch,
+    commit: res.commit,
+    fastForward: true,
+    message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
+    onConflict: (files) => `To go on: continue the workers on the new base (files: ${files.join(", ")}), or run the batch again from the current HEAD.`
+  });
+  for (const id2 of res.workers) await engine.recordLanded(id2, rec.branch, landed);
+  engine.batches.landed(batchId, rec.branch, landed);
+  const skipped = engine.list().filter((w) => w.batchId === batchId && !res.workers.includes(w.id)).map((w) => ({ workerId: w.id, reason: w.state !== "built" ? `not built (${w.state})` : "not in the integration commit" }));
+  return {
+    batchId,
+    merged: res.workers.map((id2) => ({ workerId: id2, commit: landed, into: rec.branch })),
+    stopped: null,
+    notTried: [],
+    skipped,
+    integration: { commit: res.commit, into: rec.branch, merge: landed }
+  };
+}
+async function revertLanded(engine, ref) {
+  if (ref.workerId) {
+    const r = await engine.revert(ref.workerId);
+    return { reverted: ref.workerId, ...r };
+  }
+  const batchId = ref.batchId;
+  engine.batch(batchId);
+  const rec = engine.batches.get(batchId);
+  const landed = rec?.integration?.result?.landed;
+  if (!rec || !landed)
+    throw new InputError(`batch ${batchId} has no landed integration commit: revert its workers one by one (ocw revert WORKER_ID)`, "conflict");
+  const commit = await revertCommit(rec.repo, landed.into, landed.commit, `Revert ${landed.commit.slice(0, 12)}: batch ${batchId}`);
+  for (const id2 of rec.integration.result.workers) engine.recordReverted(id2, landed.into, commit);
+  return { reverted: batchId, into: landed.into, commit };
+}
+async function pruneBranches(engine, directory) {
+  const repo = await inspectRepo(directory);
+  const refs = (await git(repo.root, ["for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads/"])).split("\n").filter(Boolean).map((l) => l.split("\0"));
+  const ours = refs.filter(([r]) => r.startsWith("refs/heads/ocw/"));
+  const others = refs.filter(([r]) => !r.startsWith("refs/heads/ocw/"));
+  const merged = /* @__PURE__ */ new Set();
+  for (const [other] of others) {
+    for (const r of (await git(repo.root, ["for-each-ref", "--format=%(refname)", `--merged=${other}`, "refs/heads/ocw/"], { allowFail: true })).split("\n"))
+      if (r) merged.add(r);
+  }
+  const workers = new Map(engine.list().map((w) => [w.id, w]));
+  const out = { deleted: [], kept: [] };
+  for (const [ref, oid] of ours) {
+    const branch = ref.slice("refs/heads/".length);
+    const w = workers.get(branch.slice("ocw/".length));
+    let keep = null;
+    if (w && !isAtRest(w.state)) keep = `its worker is ${w.state}`;
+    else if (merged.has(ref) || w?.merged || w?.discarded) keep = null;
+    else if (w?.state === "built") keep = "built and not merged yet: merge it or discard the worker";
+    else keep = "not merged into any branch: delete it by hand if you do not want it (git branch -D " + branch + ")";
+    if (keep) {
+      out.kept.push({ branch, reason: keep });
+      continue;
+    }
+    await git(repo.root, ["update-ref", "-d", ref, oid]);
+    out.deleted.push({ branch, commit: oid });
+  }
+  return out;
+}
+async function continueOnNewBase(engine, workerId) {
+  const w = engine.get(workerId);
+  if (w.state !== "built" || !w.verdict?.commit)
+    throw new InputError(`worker ${workerId} is ${w.state}: only a built worker is continued on a new base (retry the others)`, "conflict");
+  if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into}`, "conflict");
+  if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue`, "conflict");
+  const head = w.baseBranch ? await git(w.repo, ["rev-parse", "-q", "--verify", `refs/heads/${w.baseBranch}`], { allowFail: true }) : "";
+  if (!head) throw new InputError(`worker ${workerId}'s base branch ${w.baseBranch ?? "(detached)"} is gone: delegate the task again by hand`, "conflict");
+  const m = await mergeTrees(w.repo, head, w.verdict.commit);
+  const files = "conflict" in m ? m.conflict : [];
+  const note = files.length ? `
+
+Note from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${files.join(", ")}, which changed since. Do the task on the code as it is now.` : `
+
+Note from the engine: ${w.baseBranch} moved since an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}). Do the task on the code as it is now.`;
+  const { workerId: id2 } = await engine.start({ ...w.spec, task: w.spec.task + note, ...w.targetId ? { targetId: w.targetId } : {} });
+  return { workerId: id2, retryOf: workerId, files };
+}
+
+// engine/workers/push.ts
+init_errors3();
+import { accessSync as accessSync2, constants as constants5 } from "node:fs";
+import path41 from "node:path";
+
+// shared/remote-url.ts
+function redactUrlCredentials(text) {
+  return String(text ?? "").replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1***@");
+}
+function hostedRepo(url2) {
+  const u2 = String(url2 ?? "").trim();
+  let host;
+  let repoPath;
+  const full = /^(?:https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#:]+)(?::\d+)?\/([^?#]+)$/i.exec(u2);
+  const scp = /^(?:[^/@:\s]+@)?([^/:\s]+):(?!\/)([^?#\s]+)$/.exec(u2);
+  if (full) [host, repoPath] = [full[1], full[2]];
+  else if (scp) [host, repoPath] = [scp[1], scp[2]];
+  else return null;
+  const parts = repoPath.replace(/\/+$/, "").replace(/\.git$/, "").split("/");
+  if (parts.length !== 2 || parts.some((p) => !/^[\w.-]+$/.test(p) || p === "." || p === "..")) return null;
+  return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
+}
+
+// shared/vocabulary.ts
+var outcomeWord = (o2) => o2 === "built" ? "built" : "failed";
+function claimWords(v) {
+  if (!v.claim) return "no claim";
+  return v.honest ? "claim honest" : `claim false: said ${outcomeWord(v.claim)}`;
+}
+function verdictLine(v) {
+  const passed = v.checks.filter((c3) => c3.passed).length;
+  return `${outcomeWord(v.verdict)} \xB7 ${passed}/${v.checks.length} checks \xB7 ${claimWords(v)}`;
+}
+
+// engine/workers/push.ts
+async function pushWork(engine, input2) {
+  try {
+    const r = await pushUnredacted(engine, input2);
+    return { ...r, remote: redactUrlCredentials(r.remote), prProblem: r.prProblem === null ? null : redactUrlCredentials(r.prProblem) };
+  } catch (err) {
+    if (err instanceof Error) {
+      err.message = redactUrlCredentials(err.message);
+      if (err.stack) err.stack = redactUrlCredentials(err.stack);
+    }
+    throw err;
+  }
+}
+async function pushUnredacted(engine, input2) {
+  const what = input2.workerId ? workerPush(engine, input2.workerId) : batchPush(engine, input2.batchId);
+  const { repo, commit, id: id2, body, title } = what;
+  const flags = input2.workerId ? engine.get(input2.workerId).verdict?.flags ?? [] : await flaggedChanges(repo, what.base, commit);
+  if (flags.length && !input2.acceptFlagged)
+    throw new InputError(
+      `${id2}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then push with --accept-flagged (nothing was pushed)`,
+      "conflict"
+    );
+  const remote = input2.remote.trim();
+  if (!remote || remote.startsWith("-") || /[\s\0]/.test(remote))
+    throw new InputError(`"${input2.remote}" is not a remote: name one of \`git remote\`, or give its URL`);
+  const remotes = (await git(repo, ["remote"], { allowFail: true })).split("\n").filter(Boolean);
+  if (!remotes.includes(remote) && !/[:/]/.test(remote))
+    throw new InputError(`${repo} has no remote "${remote}"${remotes.length ? ` (it has: ${remotes.join(", ")})` : ""}: name one, or give a URL`);
+  const branch = (input2.branch ?? `ocw/${id2}`).replace(/^refs\/heads\//, "");
+  const valid = await runCommand2("git", ["check-ref-format", "--branch", branch], { cwd: repo, env: userGitEnv() });
+  if (valid.exitCode !== 0 || branch.startsWith("-")) throw new InputError(`"${branch}" is not a valid branch name`);
+  const head = await runCommand2("git", ["ls-remote", "--symref", remote, "HEAD"], { cwd: repo, env: userGitEnv() });
+  if (head.exitCode !== 0) throw new InputError(`cannot reach the remote ${remote}: ${gitComplaint(head)}`, "unavailable");
+  const def = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(head.stdout)?.[1] ?? null;
+  if (branch === def || !def && ["main", "master", "trunk"].includes(branch)) {
+    throw new InputError(
+      `${branch} is ${remote}'s default branch: the engine never pushes there. Push to a branch of its own (--branch), then merge through a pull request`,
+      "conflict"
+    );
+  }
+  const push = await runCommand2("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], {
+    cwd: repo,
+    env: userGitEnv()
+  });
+  if (push.exitCode !== 0) {
+    const why = gitComplaint(push);
+    if (/rejected|non-fast-forward|fetch first/.test(push.stdout + push.stderr)) {
+      throw new InputError(`${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch`, "conflict");
+    }
+    throw new InputError(`the push to ${remote} failed: ${why}`, "unavailable");
+  }
+  let pr = null;
+  let prProblem = null;
+  if (input2.pr) {
+    const gh = findOnPath3("gh");
+    const url2 = remotes.includes(remote) ? await git(repo, ["config", "--get", `remote.${remote}.url`], { allowFail: true }) : remote;
+    const ghRepo = hostedRepo(url2);
+    if (!ghRepo) prProblem = `${remote} (${url2}) is not a repository on a hosting service that gh can name: open the pull request there (the branch is pushed)`;
+    else if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
+    else {
+      const auth = await runCommand2(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
+      if (auth.exitCode !== 0) prProblem = "gh is not signed in (run `gh auth login`): open the pull request on the remote's site (the branch is pushed)";
+      else {
+        const args = ["pr", "create", "--head", branch, "--title", input2.title ?? title, "--body", body];
+        if (def) args.push("--base", def);
+        args.push("--repo", ghRepo);
+        const r = await runCommand2(gh, args, { cwd: repo, env: { ...process.env } });
+        if (r.exitCode !== 0) prProblem = `gh could not open the pull request: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" ")}`;
+        else pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
+      }
+    }
+  }
+  return { remote, branch, commit, pr, prProblem };
+}
+function findOnPath3(name) {
+  for (const dir of (process.env.PATH ?? "").split(path41.delimiter)) {
+    if (!dir) continue;
+    const f = path41.join(dir, name);
+    try {
+      accessSync2(f, constants5.X_OK);
+      return f;
+    } catch {
+    }
+  }
+  return null;
+}
+function workerPush(engine, workerId) {
+  const w = engine.get(workerId);
+  if (w.state !== "built" || !w.verdict?.commit)
+    throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
+  if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
+  const title = workerTitle(w.spec, 72);
+  return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };
+}
+function batchPush(engine, batchId) {
+  const s = engine.batch(batchId);
+  const rec = engine.batches.get(batchId);
+  const res = s.integration?.result;
+  if (!rec || !res) throw new InputError(`batch ${batchId} has no integration checks: push its workers one by one (ocw push WORKER_ID)`, "conflict");
+  if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing to push`, "conflict");
+  const workers = res.workers.map((id2) => engine.get(id2));
+  return {
+    repo: rec.repo,
+    commit: res.commit,
+    base: res.base,
+    id: batchId,
+    title: `Batch ${batchId}: ${workers.length} task${workers.length === 1 ? "" : "s"}`,
+    body: batchCard(batchId, res, workers)
+  };
+}
+var md = (s) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])/g, "\\$1");
+function verdictCard(w) {
+  const v = w.verdict;
+  const lines = [
+    `**${md(workerTitle(w.spec))}**`,
+    "",
+    `Verdict: **${outcomeWord(v.verdict)}** (held-back checks the worker never saw) \xB7 ${claimWords(v)}`,
+    `Graded commit: \`${v.commit}\` \xB7 worker \`${w.id}\``,
+    "",
+    "| check | result |",
+    "|---|---|",
+    ...v.checks.map(
+      (c3) => `| ${md(c3.name)} | ${c3.passed ? "passed" : "failed"}${c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""} |`
+    ),
+    `| scope | ${v.scope.passed ? "passed" : `failed: ${md(v.scope.violations.join(", "))}`} |`
+  ];
+  const rounds = v.rounds;
+  if (Array.isArray(rounds)) lines.push("", `Rounds: ${rounds.length}`);
+  if (v.flags?.length) lines.push("", "Flagged files (accepted before landing):", ...v.flags.map((f) => `- \`${md(f.path)}\`: ${f.detail}`));
+  if (v.diffStat) lines.push("", "```", v.diffStat.replace(/```/g, "\u02BC\u02BC\u02BC"), "```");
+  lines.push("", "_Opened by opencode-worker. The worker's own words are not part of this card._");
+  return lines.join("\n");
+}
+function batchCard(batchId, res, workers) {
+  const lines = [
+    `**Batch ${batchId}**: integration commit \`${res.commit}\` on \`${res.base.slice(0, 12)}\``,
+    "",
+    `Integration: **${res.passed ? "passed" : "failed"}**`,
+    "",
+    "| integration check | result |",
+    "|---|---|",
+    ...res.checks.map(
+      (c3) => `| ${md(c3.name)} | ${c3.passed ? "passed" : "failed"}${c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""} |`
+    ),
+    "",
+    ...workers.flatMap((w) => ["---", "", verdictCard(w), ""])
+  ];
+  return lines.join("\n");
+}
+
+// engine/workers/listing.ts
+import { realpathSync as realpathSync6 } from "node:fs";
+import path42 from "node:path";
+function listWorkers(all, f) {
+  let repo = f.repo ? path42.resolve(f.repo) : null;
+  if (repo) {
+    try {
+      repo = realpathSync6(repo);
+    } catch {
+    }
+  }
+  return all.filter(
+    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path42.sep) || w.spec.directory === repo)
+  );
+}
+
+// engine/api/router.ts
 init_fit();
 
 // engine/serving/setup-api.ts
@@ -80061,9 +79415,9 @@ var SetupProviderKeyInput = SetupProviderInput.omit({ apiKeyEnv: true }).extend(
 // engine/serving/setup-api.ts
 init_keys();
 init_start2();
-init_store();
+init_targets();
 init_setup3();
-init_hardware();
+init_detect();
 init_catalog();
 init_hub_sizes();
 init_plan();
@@ -80322,7 +79676,8 @@ init_setup2();
 // engine/serving/providers-api.ts
 init_cost();
 init_errors3();
-init_net();
+init_cause();
+init_bounded();
 async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
   const i2 = ProviderModelsInput.parse(input2);
   const base2 = i2.url.replace(/\/+$/, "");
@@ -80348,11 +79703,10 @@ async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
   }
   const MAX = 16 * 1024 * 1024;
   if (Number(res.headers.get("content-length") ?? 0) > MAX) throw new OcwError("bad-input", `${url2} answered more than 16 MB: not a model list; check the URL`);
-  const bytes = await readBoundedBytes(res, url2, MAX).catch((e) => {
+  const text = await readBounded(res, url2, MAX).catch((e) => {
     if (e instanceof BodyTooLarge) throw new OcwError("bad-input", `${url2} answered more than 16 MB: not a model list; check the URL`);
-    return Buffer.alloc(0);
+    return "";
   });
-  const text = bytes.subarray(0, 4096).toString("utf8");
   if (res.status === 401 || res.status === 403)
     throw new OcwError(
       "bad-input",
@@ -80364,8 +79718,10 @@ async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
       `${url2} \u2192 HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1), or type the model id yourself`
     );
   if (!res.ok) throw new OcwError("unavailable", `${url2} \u2192 HTTP ${res.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 160)}` : ""}`);
-  const body = await parseBody(bytes, { kind: "json" });
-  if (body === null || typeof body !== "object") {
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
     throw new OcwError("bad-input", `${url2} did not answer JSON (${JSON.stringify(text.slice(0, 60))}\u2026): is this an OpenAI-compatible API base URL?`);
   }
   const b = body;
@@ -80386,9 +79742,9 @@ async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
 init_errors3();
 init_keys();
 init_llama_server();
-init_process2();
+init_process();
 init_setup3();
-import { rmSync as rmSync9 } from "node:fs";
+import { rmSync as rmSync8 } from "node:fs";
 import path56 from "node:path";
 function view(r) {
   return {
@@ -80467,7 +79823,7 @@ async function serverRestartApi(id2, o2 = {}) {
 async function serverDeleteApi(id2) {
   const recs = recordsOf(id2);
   await stopServing(id2);
-  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync9(r.keyFile, { force: true });
+  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync8(r.keyFile, { force: true });
   return { deleted: recs.map((r) => r.targetId) };
 }
 async function serverDeleteOf(targetId) {
@@ -80626,8 +79982,6 @@ var appRouter = t.router({
     /** A review of a graded worker's change: its comments sent as one follow-up that quotes each file:line (a new round). */
     review: proc2.input(ReviewInput).mutation(({ ctx, input: input2 }) => ctx.engine.review(input2.workerId, input2.comments, input2.message, ctx.by)),
     merge: proc2.input(MergeInput).mutation(({ ctx, input: input2 }) => ctx.engine.merge(input2.workerId, { acceptFlagged: input2.acceptFlagged })),
-    /** "Publish the branch": the graded commit as ocw/<id> in the person's repository (grading publishes nothing). */
-    publish: proc2.input(WorkerRef).mutation(({ ctx, input: input2 }) => ctx.engine.publish(input2.workerId)),
     /** A built worker whose merge conflicts: its task again as a new worker from the current HEAD, told the files. */
     onNewBase: proc2.input(WorkerRef).mutation(({ ctx, input: input2 }) => continueOnNewBase(ctx.engine, input2.workerId)),
     /** Undoes a merge the engine made (a worker's, or a batch's integration commit) as a new commit; refuses on conflict. */
@@ -80980,10 +80334,10 @@ async function hostEngine(opts) {
 }
 
 // engine/commands/deploy.ts
-init_hardware();
+init_detect();
 init_hf();
 import { mkdirSync as mkdirSync22, mkdtempSync, writeFileSync as writeFileSync14 } from "node:fs";
-import os8 from "node:os";
+import os7 from "node:os";
 import path61 from "node:path";
 
 // engine/serving/k8s-apply.ts
@@ -81586,7 +80940,7 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file3 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path61.resolve(o2.output) : mkdtempSync(path61.join(os8.tmpdir(), "ocw-k8s-"));
+      const dir = o2.output ? path61.resolve(o2.output) : mkdtempSync(path61.join(os7.tmpdir(), "ocw-k8s-"));
       mkdirSync22(dir, { recursive: true });
       file3 = path61.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync14(file3, yaml);
@@ -81654,12 +81008,10 @@ function registerDeployCommand(program3) {
 
 // engine/commands/grade.ts
 init_target();
-init_worker();
 import { mkdirSync as mkdirSync23 } from "node:fs";
 import path63 from "node:path";
 
 // engine/api/follow.ts
-init_worker();
 async function follow(client3, workerIds, opts = {}) {
   const ids = new Set(workerIds);
   const workers = /* @__PURE__ */ new Map();
@@ -81773,13 +81125,12 @@ function nextEvent(client3, cursor, pred, opts = {}) {
 
 // engine/commands/grade.ts
 init_paths2();
-init_store();
+init_json_file();
+init_paths();
 
 // engine/commands/errors.ts
 init_errors3();
 init_config();
-init_permission();
-init_untrusted();
 var CliError = class extends Error {
 };
 function fail(err) {
@@ -83457,7 +82808,7 @@ async function healthy(lock2, timeoutMs = 2e3) {
 // engine/api/launcher.ts
 init_config();
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync27, rmSync as rmSync10, statSync as statSync18, writeFileSync as writeFileSync15 } from "node:fs";
+import { existsSync as existsSync27, rmSync as rmSync9, statSync as statSync18, writeFileSync as writeFileSync15 } from "node:fs";
 import path62 from "node:path";
 function selfCommand() {
   return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path62.resolve(process.argv[1] ?? "ocw.mjs") };
@@ -83495,7 +82846,7 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
   } catch {
     const age2 = Date.now() - (statSync18(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age2 > 3e4) {
-      rmSync10(marker, { force: true });
+      rmSync9(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
     }
   }
@@ -83504,7 +82855,7 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
     const lock2 = await waitForEngine(stateDir2, timeoutMs);
     return lock2 ? { lock: lock2, spawned } : null;
   } finally {
-    if (spawned) rmSync10(marker, { force: true });
+    if (spawned) rmSync9(marker, { force: true });
   }
 }
 async function waitForEngine(stateDir2, timeoutMs) {
@@ -83518,7 +82869,7 @@ async function waitForEngine(stateDir2, timeoutMs) {
 }
 
 // engine/commands/target-flags.ts
-init_store();
+init_paths();
 function adhocTarget(endpoint, model, keyRef) {
   let url2;
   try {
@@ -83623,11 +82974,8 @@ async function gradeCommand(o2) {
 import { readFileSync as readFileSync23 } from "node:fs";
 import path64 from "node:path";
 import readline from "node:readline";
-init_verdict();
 
 // shared/ask-view.ts
-init_permission();
-init_untrusted();
 var FLAG_LABEL = {
   "outside-workspace": "outside the workspace",
   protected: "protected",
@@ -83649,8 +82997,6 @@ function askView(ask, opts = {}) {
 }
 
 // engine/commands/run.ts
-init_untrusted();
-init_worker();
 var collect = (v, prev) => [...prev, v];
 function registerRunCommand(program3) {
   program3.command("run").description("run one task (or a batch) on a worker, grade it with held-back checks, exit 0 only if built").option("--dir <dir>", "the git repository the task works on").option("--task <text>", "what the worker should do").option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, []).option(
@@ -85867,12 +85213,9 @@ var StdioServerTransport = class {
 };
 
 // engine/mcp/command.ts
-init_store();
-init_hardware();
+init_paths();
 
 // engine/mcp/format.ts
-init_untrusted();
-init_worker();
 import path65 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
@@ -94119,10 +93462,8 @@ var EMPTY_COMPLETION_RESULT = {
 
 // engine/mcp/server.ts
 init_zod();
-init_worker();
 
 // engine/mcp/elicit.ts
-init_untrusted();
 function canElicit(server) {
   const e = server.getClientCapabilities()?.elicitation;
   return !!e && (!!e.form || Object.keys(e).length === 0);
@@ -94253,9 +93594,6 @@ Never trust the worker's claim: the verdict comes from the checks and scope (a n
 
 // engine/mcp/schemas.ts
 init_zod();
-init_worker();
-init_verdict();
-init_permission();
 init_target();
 function advertised(strict, shape) {
   const { $schema: _drop, ...json2 } = external_exports.toJSONSchema(strict, { target: "draft-7", io: "input", unrepresentable: "any" });
@@ -94722,8 +94060,7 @@ var DiffOutput = external_exports.object({
 var MergeInput2 = external_exports.object({
   workerId: id().optional(),
   batchId: id().optional().describe("A batch with integration checks: lands its integration commit."),
-  acceptFlagged: external_exports.boolean().optional().describe("Only on the person's explicit yes to result's flagged files."),
-  publish: external_exports.boolean().optional()
+  acceptFlagged: external_exports.boolean().optional().describe("Only on the person's explicit yes to result's flagged files.")
 }).strict();
 var PushInput2 = external_exports.object({
   workerId: id().optional(),
@@ -94757,7 +94094,6 @@ var DiscardOutput = external_exports.object({
 });
 
 // engine/mcp/server.ts
-init_verdict();
 var BASELINE_WAIT_MS = 8e3;
 var SERVER_NAME = "ocw";
 function toolTimeoutFromEnv(env2 = process.env) {
@@ -95605,24 +94941,13 @@ function createMcpServer(opts) {
     "merge",
     {
       title: "Merge a built worker",
-      description: "Merge a built worker's graded commit (or batchId's integration commit) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
+      description: "Merge a built worker's graded commit (or batchId's integration commit) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict, or unaccepted flagged files, and says what to do. One at a time; run the tests between merges.",
       input: MergeInput2,
       output: MergeOutput,
       destructive: true
     },
-    async ({ workerId, batchId, acceptFlagged, publish }) => {
+    async ({ workerId, batchId, acceptFlagged }) => {
       if (!workerId === !batchId) throw new ToolError("give workerId, or batchId (a batch with integration checks), not both");
-      if (publish) {
-        if (!workerId) throw new ToolError("publish takes a workerId: a batch lands only by merge {batchId}");
-        const p = await call2((c3) => c3.workers.publish.mutate({ workerId }));
-        return {
-          workerId,
-          into: p.branch,
-          commit: p.commit,
-          repo: p.repo,
-          next: `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${p.objects} objects copied; nothing merged): the person can review it with git (git diff HEAD...${p.branch}); merge {"workerId":"${workerId}"} lands it`
-        };
-      }
       if (batchId) {
         const r = await call2((c3) => c3.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch((err) => {
           throw new ToolError(
@@ -95660,7 +94985,7 @@ function createMcpServer(opts) {
           );
         if (/conflict/i.test(msg))
           throw new ToolError(
-            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`
+            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or let the person merge ${w.branch} by hand`
           );
         throw err;
       }
@@ -95972,10 +95297,9 @@ import path67 from "node:path";
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
 import { once as once11 } from "node:events";
-init_process2();
+init_process();
 var CRASH_WINDOW_MS = 6e4;
 var MAX_CRASHES = 5;
-var RESTART_TIMEOUT_MS = 2e4;
 var ACTIVATE = "ocw:activate";
 async function superviseEngine(stateDir2, log = () => {
 }) {
@@ -95993,8 +95317,16 @@ async function superviseEngine(stateDir2, log = () => {
     cwd: process.cwd(),
     env: process.env
   });
-  let active = null;
+  let active = start(false);
   let standby = null;
+  let stopping = false;
+  const stop2 = (signal) => {
+    stopping = true;
+    active.kill(signal);
+  };
+  process.once("SIGTERM", () => stop2("SIGTERM"));
+  process.once("SIGINT", () => stop2("SIGINT"));
+  const spare = setTimeout(() => standby = start(true), 3e3);
   const takeOver = () => {
     const ready = standby && standby.exitCode === null && standby.signalCode === null && standby.connected ? standby : null;
     standby = null;
@@ -96004,50 +95336,24 @@ async function superviseEngine(stateDir2, log = () => {
     } else active = start(false);
     standby = start(true);
   };
-  const launched = (child, t0) => ({ pid: child.pid ?? 0, child, readyMs: performance.now() - t0 });
-  const launch2 = async (attempt) => {
-    const t0 = performance.now();
-    if (attempt === 0) return launched(active = start(false), t0);
-    if (readLock(stateDir2)) return null;
-    const started = await startExclusive(stateDir2, RESTART_TIMEOUT_MS, takeOver);
-    if (!started) {
-      active?.kill("SIGKILL");
-      throw new GiveUp(`the engine did not come back within ${RESTART_TIMEOUT_MS / 1e3} s; giving up`);
-    }
-    return started.spawned && active ? launched(active, t0) : null;
-  };
-  let stopSignal = "SIGTERM";
-  const sup = new Supervisor(
-    launch2,
-    {
-      onRestart: (_n, why, _delay) => log(`the engine died (${why}); starting it again`),
-      onGiveUp: (why) => log(why.startsWith("the engine") ? why : `the engine died (${why})`)
-    },
-    {
-      // The first crash of a minute restarts at once; then 250 ms, 500 ms, …; more than 5 within a minute gives up.
-      baseDelayMs: 250,
-      windowMs: CRASH_WINDOW_MS,
-      maxRestarts: MAX_CRASHES,
-      firstImmediate: true,
-      cleanExit: (code) => code === 0,
-      end: async (l) => {
-        const gone = once11(l.child, "exit");
-        l.child.kill(stopSignal);
-        await gone;
-      }
-    }
-  );
-  const stop2 = (signal) => {
-    stopSignal = signal;
-    void sup.stop();
-  };
-  process.once("SIGTERM", () => stop2("SIGTERM"));
-  process.once("SIGINT", () => stop2("SIGINT"));
-  const spare = setTimeout(() => standby = start(true), 3e3);
+  const backoff = new Backoff({ baseMs: 250, windowMs: CRASH_WINDOW_MS, max: MAX_CRASHES, firstImmediate: true });
   try {
-    await sup.start();
-    const end = await sup.done;
-    return end.kind === "gave-up" ? 1 : 0;
+    for (; ; ) {
+      const [code, signal] = await once11(active, "exit");
+      if (stopping || code === 0) return 0;
+      const delay = backoff.crashed();
+      log(`the engine died (${signal ?? `exit ${code}`}); ${delay === null ? "giving up" : "starting it again"}`);
+      if (delay === null) return 1;
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      if (readLock(stateDir2)) return 0;
+      const started = await startExclusive(stateDir2, 2e4, takeOver);
+      if (!started) {
+        log("the engine did not come back within 20 s; giving up");
+        active.kill("SIGKILL");
+        return 1;
+      }
+      if (!started.spawned) return 0;
+    }
   } finally {
     clearTimeout(spare);
     standby?.kill("SIGTERM");
@@ -96055,7 +95361,7 @@ async function superviseEngine(stateDir2, log = () => {
 }
 
 // engine/commands/serve.ts
-init_store();
+init_paths();
 function registerServeCommands(program3) {
   program3.command("serve").description("start the engine (or attach to the running one) and print the browser UI's URL; stays in the foreground").option("--port <n>", "port for the control API and UI (default: a free one)", (v) => Number(v)).option("--background", "run without printing, restarted when it dies (how clients start the engine)").option("--supervise", "start the engine as a client does (detached, under its supervisor) or attach to it; print its URL; Ctrl-C detaches").option("--no-sandbox", "run workers without the OS sandbox: they can then read your files and secrets (only where no sandbox is available)").addOption(new Option("--supervised", "the engine process under a --background supervisor").hideHelp()).addOption(new Option("--standby", "load, then wait for the supervisor to make this the engine").hideHelp()).action(async (o2) => {
     if (o2.sandbox === false) process.env.OCW_NO_SANDBOX = "1";
@@ -96157,8 +95463,7 @@ async function superviseAndFollow(dir, port) {
 }
 
 // engine/commands/grants.ts
-init_untrusted();
-init_store();
+init_paths();
 var terminalSafe2 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
 function registerGrantsCommand(program3) {
   program3.command("grants").description('list the "always" answers the engine holds, or revoke one (--revoke ID)').option("--revoke <grantId>", "revoke this grant: later matching asks of its worker go to a person again").option("--json", "print JSON").action(async (o2) => {
@@ -96184,8 +95489,7 @@ function registerGrantsCommand(program3) {
 
 // engine/commands/housekeeping.ts
 init_errors3();
-init_untrusted();
-init_store();
+init_paths();
 var terminalSafe3 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
 function registerHousekeepingCommands(program3) {
   program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
@@ -96234,26 +95538,11 @@ function registerHousekeepingCommands(program3) {
       fail(err);
     }
   });
-  program3.command("publish").description(
-    "put a built worker's graded commit into your repository as branch ocw/<id>, to review or merge it with your own git tools (grading puts nothing there; merge and push do this themselves)"
-  ).argument("<workerId>", "the built worker whose branch to publish").option("--json", "print JSON").action(async (workerId, o2) => {
-    try {
-      const client3 = connect(await ensureEngine(stateDir()), "cli:ocw publish");
-      const p = await client3.workers.publish.mutate({ workerId });
-      console.log(
-        o2.json ? JSON.stringify({ workerId, ...p }) : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${p.objects} object${p.objects === 1 ? "" : "s"} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``
-      );
-    } catch (err) {
-      fail(err);
-    }
-  });
 }
 
 // engine/commands/workers.ts
-init_untrusted();
 import path68 from "node:path";
-init_worker();
-init_store();
+init_paths();
 var client2 = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
 var stateWord = (s) => s === "honest-failure" ? "failed" : s;
@@ -96471,7 +95760,7 @@ function showText(w) {
   }
   if (w.merged)
     lines.push(`merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
-  const next = w.state === "built" && !w.merged && !w.discarded ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} \xB7 ocw push ${w.id} --remote R --pr \xB7 ocw publish ${w.id} (its branch, to review with git) \xB7 ocw discard ${w.id}` : w.state === "honest-failure" ? `next: ocw logs ${w.id} \xB7 ocw continue ${w.id} \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : ["stopped", "interrupted", "error"].includes(w.state) ? `next: resume it (GUI or MCP) \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : !isAtRest(w.state) ? `next: ocw logs ${w.id} --follow \xB7 ocw cancel ${w.id}` : w.merged && !w.reverted ? `next: ocw revert ${w.id} undoes the merge` : null;
+  const next = w.state === "built" && !w.merged && !w.discarded ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} \xB7 ocw push ${w.id} --remote R --pr \xB7 ocw discard ${w.id}` : w.state === "honest-failure" ? `next: ocw logs ${w.id} \xB7 ocw continue ${w.id} \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : ["stopped", "interrupted", "error"].includes(w.state) ? `next: resume it (GUI or MCP) \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : !isAtRest(w.state) ? `next: ocw logs ${w.id} --follow \xB7 ocw cancel ${w.id}` : w.merged && !w.reverted ? `next: ocw revert ${w.id} undoes the merge` : null;
   if (next) lines.push(next);
   return lines.join("\n");
 }
@@ -96561,12 +95850,10 @@ var LogPrinter = class {
 };
 
 // engine/commands/claude.ts
-init_permission();
-init_worker();
 import { execFileSync as execFileSync5, spawn as spawn8 } from "node:child_process";
 import { existsSync as existsSync28, readFileSync as readFileSync24, writeFileSync as writeFileSync16 } from "node:fs";
 import path69 from "node:path";
-init_store();
+init_paths();
 var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
 function repoRootOf(dir) {
   try {
@@ -96741,12 +96028,13 @@ function openBrowser(url2) {
 
 // engine/commands/model-setup.ts
 init_execa();
-init_hardware();
+init_detect();
+init_parse3();
 init_estimate();
 init_ggml_types();
 init_hparams();
 init_source2();
-init_store();
+init_targets();
 init_llama_server();
 init_plan();
 init_setup3();
@@ -97274,8 +96562,8 @@ function registerModelSetupCommands(program3, { targetsJson } = {}) {
 
 // engine/commands/targets-view.ts
 init_keys();
-init_store();
-init_target();
+init_paths();
+init_targets();
 async function targetsWithEndpoints(store = new TargetStore()) {
   const { active, targets } = store.list();
   let live = null;
