@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
@@ -332,6 +332,22 @@ function trustedScript(
 }
 
 /**
+ * An object folder's alternates, replaced whole (a temporary file renamed into place) and only when they differ: a
+ * publish or diff of the worker reading them at that moment sees the old list or the new one, never a half-written one.
+ */
+function writeAlternates(objects: string, text: string): void {
+  const file = path.join(objects, "info", "alternates");
+  try {
+    if (readFileSync(file, "utf8") === text) return;
+  } catch {
+    /* not there yet */
+  }
+  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+}
+
+/**
  * The worker's object folders: its own (snapshots for diffs; it borrows the user's objects and those of its latest
  * grading) and GRADE_OBJECTS (borrowing only the user's, so that `git add` there writes every object the graded commit
  * adds, and publishing copies exactly those).
@@ -358,8 +374,8 @@ async function runTrustedScript(
   for (const dir of [objects, gradeObjects]) mkdirSync(path.join(dir, "info"), { recursive: true });
   // The engine's store of graded objects (built verdicts, combined commits) is borrowed too: a task after others starts
   // from commits only it holds.
-  writeFileSync(path.join(objects, "info", "alternates"), `${userObjects}\n${graded}\n${gradeObjects}\n`);
-  writeFileSync(path.join(gradeObjects, "info", "alternates"), `${userObjects}\n${graded}\n`);
+  writeAlternates(objects, `${userObjects}\n${graded}\n${gradeObjects}\n`);
+  writeAlternates(gradeObjects, `${userObjects}\n${graded}\n`);
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
     const env = {
