@@ -33,7 +33,7 @@ import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sand
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
 import { OcwError } from "../../shared/errors";
-import { createWorkspace, InputError, inspectRepo, objectsOf, worktreePath, type RepoInfo } from "../workspace/workspace";
+import { createWorkspace, InputError, inspectRepo, mirrorsRootOf, moveOntoMirror, workspaceMirror, worktreePath, type RepoInfo } from "../workspace/workspace";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "../admission/preflight";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
@@ -122,6 +122,7 @@ export class Engine {
       sandbox: this.sandbox,
       workspacesRoot: reg.workspacesRoot,
       tmpRoot: reg.workerTmpRoot,
+      mirrorsRoot: mirrorsRootOf(reg.workspacesRoot),
       harness: opts.harness,
       log: (l) => this.log(l),
       wire: (targetId, s) => {
@@ -872,9 +873,10 @@ export class Engine {
         repo: ws.repo,
       });
       if (!current()) return;
-    }
-    // The worker shell's trusted view of this repository: the user's checkout hidden, its objects read-only.
-    if (this.sandbox.kind !== "none") writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
+    } else await moveOntoMirror(this.reg.workspacesRoot, ws);
+    // The worker shell's trusted view of this repository: the engine's mirror of its objects, read-only.
+    if (this.sandbox.kind !== "none")
+      writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
     // The held-back checks run once on the base commit, beside the worker's start (never awaited here).
     if (!w.baseline) void this.settler.baseline(workerId);
     // A resume right after a stop must not have its new turn land in the instance being disposed.
