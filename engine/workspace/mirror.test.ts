@@ -171,16 +171,26 @@ describe("the engine's mirror of a user repository's objects", () => {
   });
 });
 
-/** The figures the report gives: a mirror of a real repository made, then refreshed with nothing new. */
+/**
+ * The figures the report gives (OCW_MIRROR_COST_REPO=<a repository>): a mirror of it made, refreshed with nothing new,
+ * and refreshed after one commit (made in a `--shared` clone of it, whose own alternate is the repository's store).
+ */
 describe.skipIf(!process.env.OCW_MIRROR_COST_REPO)("the cost of a mirror of a real repository", () => {
   it("makes one and refreshes it", async () => {
     const r = process.env.OCW_MIRROR_COST_REPO!;
+    const clone = path.join(tmp, "cost-clone");
+    execFileSync("git", ["clone", "-q", "--shared", "--no-checkout", r, clone]);
+    const objects = objectsIn(clone);
     const mirror = path.join(tmp, "cost", "objects");
-    const objects = path.resolve(r, g(r, "rev-parse", "--git-path", "objects"));
     const made = await refreshMirror(objects, mirror);
     const again = await refreshMirror(objects, mirror);
-    console.log(JSON.stringify({ made: { ...made, objects: undefined }, again: { ...again, objects: undefined } }));
+    const tree = g(clone, "mktree", "--missing");
+    g(clone, "update-ref", "HEAD", g(clone, "commit-tree", tree, "-m", "one more"));
+    const after = await refreshMirror(objects, mirror);
+    const figures = (x: typeof made) => ({ ms: x.ms, linked: x.linked, copied: x.copied, present: x.present });
+    console.log(JSON.stringify({ made: figures(made), again: figures(again), afterOneCommit: figures(after) }));
     expect(made.linked + made.copied).toBeGreaterThan(0);
     expect(again.linked + again.copied).toBe(0);
+    expect(after.linked + after.copied).toBeGreaterThan(0);
   });
 });
