@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
@@ -106,7 +106,8 @@ export async function createWorkspace(
         ...userGitEnv(),
         ...workspaceGitEnv(path.dirname(gitDir)),
         OCW_WORKTREE: worktree,
-        OCW_OBJECTS: mirror,
+        // Its real path: the sandboxes bind the mirrors there.
+        OCW_OBJECTS: realpathSync(mirror),
         OCW_BRANCH: branch,
         OCW_BASE: repo.head,
         OCW_OBJECT_FORMAT: objectFormat(repo.head),
@@ -143,10 +144,10 @@ export async function moveOntoMirror(
   const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
   const alternates = path.join(ws.worktree, ".git", "objects", "info", "alternates");
   const named = existsSync(alternates) ? readFileSync(alternates, "utf8").trim() : null;
-  const old = named !== null && named !== mirror && named === (await objectsOf(ws.repo).catch(() => null));
+  const old = named !== null && named === (await objectsOf(ws.repo).catch(() => null));
   if (!old && existsSync(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
-  if (old) writeFileSync(alternates, mirror + "\n");
+  if (old) writeFileSync(alternates, realpathSync(mirror) + "\n");
 }
 
 /** Why a workspace could not be checked out from the mirror, as a coded error (nothing of the user's was changed). */
