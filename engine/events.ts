@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import path from "node:path";
 import type { Delivered, EngineEvent } from "../shared/events";
-import { readJson, writeJsonAtomic } from "./store/json-file";
+import { readJson, writeJsonAtomic } from "./store";
 
 /**
  * The engine's fan-out: every event gets a cursor `<epoch>:<seq>`; a ring of recent events lets a reconnecting client

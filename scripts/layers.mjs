@@ -35,6 +35,7 @@ const LAYERS = [
   ["engine/approvals/", "core", 2],
   ["engine/admission/", "core", 2],
   ["engine/workers/", "core", 2],
+  ["engine/registry/", "core", 2],
   ["engine/budgets/", "core", 2],
   ["engine/recovery/", "core", 2],
   ["engine/api/", "api", 3],
@@ -46,11 +47,16 @@ const LAYERS = [
 ];
 /** The live engine's core: a client (CLI command, MCP bridge) reaches it only through the engine's API. */
 const ENGINE_ONLY = ["engine/workers/", "engine/harness/", "engine/approvals/", "engine/budgets/", "engine/recovery/"];
+ENGINE_ONLY.push("engine/registry/");
 /** What each app may import besides shared/ (apps sit beside the clients, not above them). */
 const APP_ALLOW = {
   electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/store/paths.ts"],
   renderer: ["engine/api/client.ts"],
 };
+
+/** Folders that must have an `index.ts` surface (then imported from outside only through it): a surface deleted fails. */
+const SURFACED = ["harness", "approvals", "budgets", "recovery", "grading", "gateway"];
+SURFACED.push("registry", "workers", "admission", "workspace", "process", "sandbox", "net", "store", "hardware");
 
 const layerOf = (f) => LAYERS.find(([p]) => f === p || f.startsWith(p)) ?? null;
 const folderOf = (f) => (f.startsWith("engine/") && f.split("/").length > 2 ? f.split("/").slice(0, 2).join("/") : f);
@@ -80,6 +86,7 @@ export async function checkLayers() {
     loader: { ".css": "empty", ".svg": "empty", ".png": "empty", ".woff2": "empty" },
   });
   const problems = [];
+  for (const f of SURFACED) if (!existsSync(path.join(root, "engine", f, "index.ts"))) problems.push(`engine/${f}/ has no index.ts: its surface is required`);
   const folderEdges = new Map();
   for (const [file, info] of Object.entries(r.metafile.inputs)) {
     const from = layerOf(file);
@@ -167,7 +174,9 @@ function statementProblems(entries) {
       if (from[1] === "clients" && ENGINE_ONLY.some((p) => to.startsWith(p)))
         problems.push(`${file} → ${to}${type ? " (type)" : ""}: a client reaches the live engine only through its API (engine/api/client.ts)`);
       const surface = `${folderOf(to)}/index.ts`;
-      if (folderOf(to) !== folderOf(file) && to !== surface && existsSync(path.join(root, surface)))
+      // An app (electron/, renderer/) takes only its allow-listed files (APP_ALLOW), each one by name.
+      const appAllowed = from && APP_ALLOW[from[1]]?.includes(to);
+      if (folderOf(to) !== folderOf(file) && to !== surface && existsSync(path.join(root, surface)) && !appAllowed)
         problems.push(`${file} → ${to}: import ${folderOf(to)}/ through its surface, ${surface}`);
       const target = layerOf(to);
       if (!target || !type) continue; // value imports: checked on esbuild's graph above

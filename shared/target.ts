@@ -103,6 +103,14 @@ export const Target = z.object({
 });
 export type Target = z.infer<typeof Target>;
 
+/** The endpoints of a target: its pool, or its one endpoint with the target's slots. */
+export function endpointsOf(target: Target): ServingEndpoint[] {
+  return target.serving.endpoints.length ? target.serving.endpoints : [{ url: target.endpoint, slots: target.serving.slots }];
+}
+
+/** A target served by more than one endpoint (a pool): workers are placed on an endpoint each. */
+export const isPool = (target: Target) => target.serving.endpoints.length > 1;
+
 /** A filesystem- and URL-safe slug of a target, used to key its pack in packs/<slug>/. */
 export function targetSlug(target: Pick<Target, "model" | "quant">): string {
   const raw = [target.model, target.quant].filter(Boolean).join("-");

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { Target } from "../../shared/target";
 import type { Worker } from "../../shared/worker";
 import type { TargetStore } from "../store/targets";
-import type { WorkerRegistry } from "../workers/registry";
+import type { WorkerRegistry } from "../registry";
 import { Pools } from "./pools";
 import { chooseEndpoint, EndpointProbes, freeSlots, hasRoom, readEndpoint, readLive, type EndpointStatus } from "./capacity";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { ServingEndpoint, Target } from "../../shared/target";
-import { readBounded } from "../net/bounded";
+import type { ServingEndpoint } from "../../shared/target";
+import { readBounded } from "../net";
 
 /** What an endpoint of a target looks like right now, from its own server's reports. */
 export const EndpointStatus = z.object({
@@ -33,13 +33,6 @@ export const EndpointStatus = z.object({
 });
 export type EndpointStatus = z.infer<typeof EndpointStatus>;
 export type LiveReading = NonNullable<EndpointStatus["live"]>;
-
-/** The endpoints of a target: its pool, or its one endpoint with the target's slots. */
-export function endpointsOf(target: Target): ServingEndpoint[] {
-  return target.serving.endpoints.length ? target.serving.endpoints : [{ url: target.endpoint, slots: target.serving.slots }];
-}
-
-export const isPool = (target: Target) => target.serving.endpoints.length > 1;
 
 /** A KV cache fuller than this takes no new worker (the engine would only queue it inside the server). */
 const KV_FULL = 0.9;

@@ -1,9 +1,9 @@
-import type { Target } from "../../shared/target";
+import { endpointsOf, isPool, type Target } from "../../shared/target";
 import { isActive, type Worker } from "../../shared/worker";
-import type { WorkerRegistry } from "../workers/registry";
-import type { TargetStore } from "../store/targets";
+import type { WorkerRegistry } from "../registry";
+import type { TargetStore } from "../store";
 import { keyForProbe } from "../serving/keys";
-import { chooseEndpoint, EndpointProbes, endpointsOf, isPool, type EndpointStatus } from "./capacity";
+import { chooseEndpoint, EndpointProbes, type EndpointStatus } from "./capacity";
 
 /**
  * What admission knows about the model servers: the live state of every endpoint of pool targets (by target id, then

@@ -1,5 +1,5 @@
-import type { Target } from "../../shared/target";
-import { endpointsOf, isPool, probeHealth } from "./capacity";
+import { endpointsOf, isPool, type Target } from "../../shared/target";
+import { probeHealth } from "./capacity";
 import { resolveKey } from "../serving/keys";
 import { InputError } from "../../shared/errors";
 

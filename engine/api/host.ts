@@ -1,5 +1,5 @@
 import path from "node:path";
-import { Engine } from "../workers/engine";
+import { Engine } from "../workers";
 import { projectRoot } from "../paths";
 import {
   claimOwnership,

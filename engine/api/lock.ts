@@ -17,14 +17,14 @@ import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync }
 import path from "node:path";
 import { z } from "zod";
 import { EngineLock } from "../../shared/api";
-import { writeJsonAtomic } from "../store/json-file";
+import { writeJsonAtomic } from "../store";
 
 export const lockFile = (stateDir: string) => path.join(stateDir, "engine.json");
 const ownerDir = (stateDir: string) => path.join(stateDir, "engine.owner");
 
 // Who a process is and whether it still runs: the process module (pid + kernel start time).
-export { alive, processStartTime, selfIdentity, type ProcessIdentity } from "../process/process";
-import { alive, selfIdentity, type ProcessIdentity } from "../process/process";
+export { alive, type ProcessIdentity, processStartTime, selfIdentity } from "../process";
+import { alive, type ProcessIdentity, selfIdentity } from "../process";
 
 /** The lock file as written, alive or not (a stale one tells a restarted engine which port and token to take back). */
 export function lastLock(stateDir: string): EngineLock | null {

@@ -1,5 +1,5 @@
 import { initTRPC, tracked, TRPCError } from "@trpc/server";
-import { codeOf, detailOf, ERROR_MAP, OcwError } from "../../shared/errors";
+import { codeOf, detailOf, ERROR_MAP, InputError, OcwError } from "../../shared/errors";
 import { z } from "zod";
 import {
   BatchRef,
@@ -34,17 +34,14 @@ import { firstIssue } from "../../shared/issues";
 import { PolicyRule, type DecidedBy } from "../../shared/permission";
 import { explainPolicy } from "../approvals";
 import { cancelLlamaBuild, llamaBuildJob, startLlamaBuild } from "../serving/llama-build";
-import { hardwareSummary } from "../hardware/summary";
+import { hardwareSummary } from "../hardware";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
 import { apiKeyFilePath, forgetApiKey, storeApiKey } from "../serving/keys";
 import { seqOf } from "../events";
-import { InputError, type Engine } from "../workers/engine";
-import { continueOnNewBase, mergeBatch, pruneBranches, retryWorker, revertLanded } from "../workers/housekeeping";
-import { pushWork } from "../workers/push";
-import { listWorkers } from "../workers/listing";
+import { continueOnNewBase, type Engine, listWorkers, mergeBatch, pruneBranches, pushWork, retryWorker, revertLanded } from "../workers";
 import { FitInput } from "../../shared/fit";
 import {
   setupCancelApi,

@@ -6,7 +6,7 @@ import path from "node:path";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { API_PATH, CLIENT_HEADER, HEALTH_PATH, type EngineHealth } from "../../shared/api";
 import type { DecidedBy } from "../../shared/permission";
-import type { Engine } from "../workers/engine";
+import type { Engine } from "../workers";
 import { appRouter } from "./router";
 
 export interface ApiServerOptions {

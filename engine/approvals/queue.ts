@@ -6,8 +6,8 @@ import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import { Decision, rejectionMessage, type DecidedBy, type Grant, type PermissionAsk, PolicyRule } from "../../shared/permission";
 import { pendingAsks, type Worker } from "../../shared/worker";
-import type { WorkerRegistry } from "../workers/registry";
-import { readJson, writeJsonAtomic } from "../store/json-file";
+import type { WorkerRegistry } from "../registry";
+import { readJson, writeJsonAtomic } from "../store";
 import { grantFor, grantOffer, inspectAsk, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
 

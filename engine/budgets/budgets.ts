@@ -1,5 +1,5 @@
 import { isActive, type Worker } from "../../shared/worker";
-import type { Usage, WorkerRegistry } from "../workers/registry";
+import type { Usage, WorkerRegistry } from "../registry";
 import { config } from "../config";
 
 /**

@@ -17,7 +17,7 @@ import { connect, healthy, type EngineClient } from "../api/client";
 import { follow } from "../api/follow";
 import { ensureEngine } from "../api/launcher";
 import { readLock } from "../api/lock";
-import { stateDir } from "../store/paths";
+import { stateDir } from "../store";
 import { CliError, fail } from "./errors";
 
 /** The dashboard's address for a running engine (the token in it lets the browser in). */

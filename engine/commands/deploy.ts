@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Command } from "commander";
-import { detectHardware } from "../hardware/detect";
+import { detectHardware } from "../hardware";
 import { listRepoFiles } from "../models/hf";
 import { applyManifests, type ApplyResult } from "../serving/k8s-apply";
 import {

@@ -5,7 +5,7 @@ import { showUntrusted } from "../../shared/untrusted";
 const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
 import { connect } from "../api/client";
 import { ensureEngine } from "../api/launcher";
-import { stateDir } from "../store/paths";
+import { stateDir } from "../store";
 import { CliError, fail } from "./errors";
 
 /**

@@ -12,13 +12,12 @@ import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
-import { budgetsFromReport, detectHardware, type HardwareReport } from "../hardware/detect";
-import { parseGpuSpec } from "../hardware/parse";
+import { budgetsFromReport, detectHardware, type HardwareReport, parseGpuSpec } from "../hardware";
 import { type DeviceBudget, type Estimate, estimate, EstimateError, GiB, MiB } from "../models/estimate";
 import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
 import { hparamsFromMetadata, MetadataError } from "../models/hparams";
 import { loadGguf, loadMetadataFile, type ModelInfo, ModelSourceError } from "../models/source";
-import { TargetStore } from "../store/targets";
+import { TargetStore } from "../store";
 import { findLlamaServer } from "../serving/llama-server";
 import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
 import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "../serving/setup";
@@ -27,8 +26,7 @@ import type { SetupJob } from "../../shared/setup";
 import { benchText } from "../../shared/target";
 import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "../serving/fit-service";
 import { isSetupError, SetupError } from "../models/errors";
-import { limitSetup } from "../sandbox/cgroup";
-import { sandboxStatus } from "../sandbox/sandbox";
+import { limitSetup, sandboxStatus } from "../sandbox";
 
 export interface CommandOutput {
   code: number;

@@ -15,7 +15,7 @@ import { showUntrusted } from "../../shared/untrusted";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow, nextEvent } from "../api/follow";
-import { inspectRepo } from "../workspace/workspace";
+import { inspectRepo } from "../workspace";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
 

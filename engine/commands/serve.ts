@@ -7,7 +7,7 @@ import { hostEngine, StateDirTaken, type HostedEngine } from "../api/host";
 import { ensureEngine, waitForEngine } from "../api/launcher";
 import { alive, readLock, supervisorOf } from "../api/lock";
 import { ACTIVATE, superviseEngine } from "../api/supervisor";
-import { stateDir } from "../store/paths";
+import { stateDir } from "../store";
 
 export function registerServeCommands(program: Command): void {
   program

@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import type { Target } from "../../shared/target";
 import { connect, type EngineClient } from "../api/client";
 import { ensureEngine } from "../api/launcher";
-import { stateDir } from "../store/paths";
-import { preflightEndpoint } from "../admission/preflight";
+import { stateDir } from "../store";
+import { preflightEndpoint } from "../admission";
 import { CliError } from "./errors";
 
 /** The target behind `--endpoint URL --model ID [--api-key-env VAR]`: saved (not made active) so workers can name it. */

@@ -1,9 +1,9 @@
 import { connect, healthy } from "../api/client";
 import { readLock } from "../api/lock";
 import { keyForProbe } from "../serving/keys";
-import { stateDir } from "../store/paths";
-import { TargetStore } from "../store/targets";
-import { endpointsOf, readEndpoint, type EndpointStatus } from "../admission/capacity";
+import { stateDir, TargetStore } from "../store";
+import { endpointsOf } from "../../shared/target";
+import { type EndpointStatus, readEndpoint } from "../admission";
 
 /**
  * `ocw targets --json`: every target with `endpoints: [{url, healthy, slots, inUse, …}]` — from the running engine

@@ -7,7 +7,7 @@ import { isAtRest, WorkerState, type TranscriptPart, type Worker, type WorkerEve
 import { connect, type EngineClient } from "../api/client";
 import { nextEvent } from "../api/follow";
 import { ensureEngine } from "../api/launcher";
-import { stateDir } from "../store/paths";
+import { stateDir } from "../store";
 import { CliError, fail } from "./errors";
 
 /**

@@ -3,9 +3,22 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSy
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
-import { checkGroup, hitNote, joinPrefix, limitSetup, systemdPrefix, type CommandGroup } from "../sandbox/cgroup";
-import { allowListedEnv, commandLimits, deniedRoots, LIMITS_WORDS, revealed, sandboxed, type SandboxKind } from "../sandbox/sandbox";
-import { killGroup } from "../process/process";
+import {
+  allowListedEnv,
+  checkGroup,
+  type CommandGroup,
+  commandLimits,
+  deniedRoots,
+  hitNote,
+  joinPrefix,
+  LIMITS_WORDS,
+  limitSetup,
+  revealed,
+  sandboxed,
+  type SandboxKind,
+  systemdPrefix,
+} from "../sandbox";
+import { killGroup } from "../process";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
 export interface CheckSandbox {

@@ -7,16 +7,16 @@ import {
   checkOutBase,
   checkOutCommit,
   commitAndCheckOut,
+  flaggedChanges,
   mergeHint,
   partialHolds,
   publishBranch,
   SnapshotTooLarge,
   type Workspace,
-} from "../workspace/workspace";
-import { limitSetup } from "../sandbox/cgroup";
+} from "../workspace";
+import { limitSetup } from "../sandbox";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
-import { flaggedChanges } from "../workspace/land";
 import { runnerConfigChanges } from "./runner-config";
 import { checkScope, globsMatcher } from "./scope";
 

@@ -8,7 +8,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
-import { foldPath } from "../workspace/fold";
+import { foldPath } from "../workspace";
 
 const run = promisify(execFile);
 

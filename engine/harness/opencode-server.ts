@@ -8,12 +8,11 @@ import { pathToFileURL } from "node:url";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedModelsCatalog, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
-import { limitSetup } from "../sandbox/cgroup";
-import { allowListedEnv, sandboxed, servePolicy, type SandboxKind } from "../sandbox/sandbox";
+import { allowListedEnv, limitSetup, sandboxed, type SandboxKind, servePolicy } from "../sandbox";
 import { failureText, type OpencodePort } from "./port";
 import { agentsOf, globalEvents, sdkPort } from "./sdk-port";
 import { opencodeEvent } from "./translate";
-import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process/process";
+import { alive, childPids, killGroup, type Launched, readPidFile, Supervisor, writePidFile } from "../process";
 import { config as ocwConfig } from "../config";
 
 /** The engine's cgroup folders (where cgroups bind), which the worker shell writes each command's group into. */
@@ -63,7 +62,7 @@ export interface OpencodeServerOptions {
 /**
  * A supervised `opencode serve` for one target: loopback, random port, generated password, offline env.
  * Emits `event` (an OpencodeEvent: the SDK's typed union, see translate.ts), `ready`, `down` (crash or exit; workers must be marked interrupted), `resync`
- * (the event stream reconnected: state may have been missed).
+ * (the event stream reconnected: state may have been missed). Restarts are the one supervisor's (engine/process/supervisor.ts).
  */
 export class OpencodeServer extends EventEmitter {
   url: string | null = null;
@@ -72,11 +71,23 @@ export class OpencodeServer extends EventEmitter {
   port: OpencodePort | null = null;
   private proc: ChildProcess | null = null;
   private readonly password = randomBytes(24).toString("base64url");
-  private stopping = false;
   private streamAbort: AbortController | null = null;
-  /** Restarts after a crash: 250 ms, 500 ms, … up to 30 s; a start that holds resets it. */
-  private readonly restarts = new Backoff({ baseMs: 250, capMs: 30_000 });
-  private starting: Promise<void> | null = null;
+  /**
+   * Restarts after a crash: 250 ms, 500 ms, … up to 30 s, never giving up (a failed restart is tried again); a start
+   * that holds resets it. Concurrent `start()` callers share one start.
+   */
+  private readonly supervisor = new Supervisor(
+    () => this.launch(),
+    {
+      onReady: () => this.emit("ready"),
+      onDown: (_why, code, signal) => {
+        this.clear();
+        this.emit("down", `opencode serve exited unexpectedly (code ${code}, signal ${signal})`);
+      },
+      onRestart: (n, why, delayMs) => n > 1 && this.opts.log?.(`restart failed: ${why}; trying again in ${delayMs} ms`),
+    },
+    { baseDelayMs: 250, capDelayMs: 30_000, maxRestarts: Number.POSITIVE_INFINITY, resetOnReady: true, end: (l) => this.end(l) },
+  );
   readonly authHeader: string;
 
   constructor(private readonly opts: OpencodeServerOptions) {
@@ -93,10 +104,8 @@ export class OpencodeServer extends EventEmitter {
   }
 
   /** Starts the server (once; concurrent callers share the start). Resolves when the worker agent is verified. */
-  start(): Promise<void> {
-    if (this.client) return Promise.resolve();
-    this.starting ??= this.spawnOnce().finally(() => (this.starting = null));
-    return this.starting;
+  async start(): Promise<void> {
+    await this.supervisor.start();
   }
 
   /** An allow-listed environment: nothing of the engine's (its token, the user's keys, Claude Code's) is inherited. */
@@ -165,8 +174,9 @@ export class OpencodeServer extends EventEmitter {
     return path.join(this.opts.home, "opencode.pid");
   }
 
-  private async spawnOnce(): Promise<void> {
-    this.stopping = false;
+  /** One start for the supervisor: spawn, wait for the address, verify the worker agent, open the event stream. */
+  private async launch(): Promise<Launched> {
+    const t0 = performance.now();
     endStaleServer(this.opts.home, this.opts.log);
     const cmd = this.command();
     const proc = spawn(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
@@ -197,15 +207,19 @@ export class OpencodeServer extends EventEmitter {
         reject(new Error(`opencode serve exited during start-up (code ${code}, signal ${signal}): ${err.trim().slice(-500) || "no output"}`));
       });
     });
-    proc.on("exit", (code, signal) => this.onExit(proc, code, signal));
     this.url = url;
     const client = createOpencodeClient({ baseUrl: url, headers: { Authorization: this.authHeader } });
-    await this.verifyAgent(client);
+    try {
+      await this.verifyAgent(client);
+    } catch (err) {
+      // a serve without the worker agent (or that stopped answering) is not left running beside the next try
+      proc.kill("SIGKILL");
+      throw err;
+    }
     this.client = client;
     this.port = sdkPort(client);
-    this.restarts.reset();
     this.openStream();
-    this.emit("ready");
+    return { pid: proc.pid!, child: proc, readyMs: performance.now() - t0 };
   }
 
   /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
@@ -268,48 +282,34 @@ export class OpencodeServer extends EventEmitter {
     void loop();
   }
 
-  private onExit(proc: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    if (proc !== this.proc) return;
+  /** What a running server leaves behind when it goes: its client, port, address and event stream. */
+  private clear(): void {
     this.streamAbort?.abort();
     this.client = null;
     this.port = null;
     this.url = null;
     this.proc = null;
-    if (this.stopping) return;
-    this.emit("down", `opencode serve exited unexpectedly (code ${code}, signal ${signal})`);
-    setTimeout(() => {
-      if (this.stopping) return;
-      this.start().catch((err) => {
-        this.opts.log?.(`restart failed: ${(err as Error).message}`);
-        this.onExitRetry();
-      });
-    }, this.restarts.crashed() ?? 30_000);
   }
 
-  private onExitRetry(): void {
-    if (this.stopping) return;
-    setTimeout(() => !this.stopping && this.start().catch(() => this.onExitRetry()), this.restarts.crashed() ?? 30_000);
+  /** Stops a serve: SIGTERM, SIGKILL after 3 s, then the process groups of its bash children. */
+  private async end(l: Launched): Promise<void> {
+    this.clear();
+    const children = childPids(l.pid);
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => l.child.kill("SIGKILL"), 3000);
+      l.child.once("exit", () => {
+        clearTimeout(t);
+        resolve();
+      });
+      l.child.kill("SIGTERM");
+    });
+    for (const c of children) killGroup(c);
   }
 
   /** Stops the server. Callers abort busy sessions first so bash children end (they run in their own process groups). */
   async stop(): Promise<void> {
-    this.stopping = true;
-    this.streamAbort?.abort();
-    const proc = this.proc;
-    this.client = null;
-    this.port = null;
-    this.url = null;
-    if (!proc || proc.exitCode !== null) return;
-    const children = childPids(proc.pid);
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(() => proc.kill("SIGKILL"), 3000);
-      proc.once("exit", () => {
-        clearTimeout(t);
-        resolve();
-      });
-      proc.kill("SIGTERM");
-    });
-    for (const c of children) killGroup(c);
+    this.clear();
+    await this.supervisor.stop();
   }
 }
 

@@ -1,10 +1,9 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import type { Target } from "../../shared/target";
-import { endpointsOf, isPool } from "../admission/capacity";
+import { endpointsOf, isPool, type Target } from "../../shared/target";
 import { modelSilenceMs, providerIdFor } from "./config";
 import { KeyGateway } from "../gateway";
-import { writeWorkerShell, writeWorkspacePlugin, type SandboxKind } from "../sandbox/sandbox";
+import { type SandboxKind, writeWorkerShell, writeWorkspacePlugin } from "../sandbox";
 import { resolveKey } from "../serving/keys";
 import { opencodeHarness, type Harness, type HarnessServer } from "./harness";
 

@@ -215,7 +215,7 @@ export class DeltaCoalescer {
 const STREAMING_CAP = 256 * 1024;
 
 /**
- * What the translator needs of the worker registry (`engine/workers/registry.ts` satisfies it structurally, so the
+ * What the translator needs of the worker registry (`engine/registry/registry.ts` satisfies it structurally, so the
  * harness never imports the workers' module: workers → harness, one way).
  */
 export interface TranslateRegistry {

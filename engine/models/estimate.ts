@@ -9,7 +9,7 @@
  * reserve and ggml-alloc on the decoder block (compute-graph.ts); driver overhead is a documented estimate
  * (see docs/model-setup.md).
  */
-import type { DeviceBudget } from "../hardware/parse";
+import type { DeviceBudget } from "../hardware";
 import { computeBufferBytes } from "./compute-graph";
 import { ggmlTypeId, type KvCacheType, rowBytes } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";

@@ -8,7 +8,7 @@
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { stateDir } from "../store/paths";
+import { stateDir } from "../store";
 import type { CatalogEntry } from "./catalog";
 import { groupGgufs, listRepoFiles } from "./hf";
 

@@ -4,8 +4,8 @@ import { isActive, pendingAsks, reduceWorker, type Worker, type WorkerEvent } fr
 import type { EventBus } from "../events";
 import type { Approvals } from "../approvals";
 import { endStaleServer, type HarnessServer, permissionAsk, questionAsk } from "../harness";
-import type { WorkerLogStore } from "../store/worker-log";
-import type { WorkerRegistry } from "../workers/registry";
+import type { WorkerLogStore } from "../store";
+import type { WorkerRegistry } from "../registry";
 
 /**
  * Recovery: what the engine does when something under it went away. At start-up, from the workers' logs (the only

@@ -4,7 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { refreshMirror } from "../workspace/mirror";
+import { refreshMirror } from "../workspace";
 import { allowListedEnv, sandboxed, sandboxStatus, writeRepoBinds, writeWorkerShell } from "./sandbox";
 
 const status = sandboxStatus();

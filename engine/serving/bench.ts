@@ -18,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import { benchText, type TargetBench } from "../../shared/target";
 import { config } from "../config";
 import { MIN_AGENT_TOK_PER_SEC } from "../models/speed";
-import { sseData } from "../net/sse";
+import { sseData } from "../net";
 
 export interface BenchOptions {
   /** The OpenAI-compatible base URL (…/v1). */

@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { type FitPick, FitResult } from "../../shared/fit";
-import type { HardwareReport } from "../hardware/detect";
+import type { HardwareReport } from "../hardware";
 import { CATALOG, type CatalogEntry, findCatalog, servedBy } from "../models/catalog";
 import { readHubSizes, withHubSizes } from "../models/hub-sizes";
 import type { KvCacheType } from "../models/ggml-types";
@@ -15,7 +15,7 @@ import { DEFAULT_MIN_CTX, devicesFromHardware, modelFromInfo, type PlanDevices, 
 import { isDatacenterGpu } from "../models/speed";
 import { parseRepoRef, planRepo } from "../models/resolve";
 import { loadGguf } from "../models/source";
-import { TargetStore } from "../store/targets";
+import { TargetStore } from "../store";
 import { expectedLlamaBackend } from "./get-llama";
 import { findLlamaServer } from "./llama-server";
 import { ParallelInputError, parallelDevices, proposeParallel } from "./parallel";

@@ -8,7 +8,7 @@ import { config } from "../config";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
-import type { Gpu } from "../hardware/parse";
+import type { Gpu } from "../hardware";
 import { downloadFile, type DownloadProgress } from "../models/download";
 import { projectRoot } from "../paths";
 import { SetupError } from "../models/errors";

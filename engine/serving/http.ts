@@ -1,6 +1,5 @@
 /** Small HTTP helpers for probing OpenAI-compatible servers (loopback or user-given URLs). */
-import { sseData } from "../net/sse";
-import { BodyTooLarge, ENDPOINT_MAX_BYTES, readBounded } from "../net/bounded";
+import { BodyTooLarge, ENDPOINT_MAX_BYTES, readBounded, sseData } from "../net";
 
 export interface HttpResult<T = unknown> {
   ok: boolean;

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { stateDir } from "../store/paths";
+import { stateDir } from "../store";
 import { SetupError } from "../models/errors";
 
 export function generateKey(): string {

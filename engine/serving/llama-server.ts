@@ -9,8 +9,8 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync }
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { stateDir } from "../store/paths";
-import { Supervisor, type SupervisorEvents, type SupervisorOptions } from "../process/supervisor";
+import { stateDir } from "../store";
+import { Supervisor, type SupervisorEvents, type SupervisorOptions } from "../process";
 import { httpJson } from "./http";
 import { SetupError, type SetupErrorData } from "../models/errors";
 
@@ -256,10 +256,9 @@ export async function startLlamaServer(o: StartOptions): Promise<Started> {
 }
 
 // Process identity and stopping live in the one process module; re-exported for the serving commands that use them.
-export { pidAlive, signalablePid, stopPid } from "../process/process";
+export { pidAlive, signalablePid, stopPid, type SupervisorEvents } from "../process";
 
 // Restart after a crash: the one supervisor of engine/process/ (also vLLM's and SGLang's, runtime-process.ts).
-export type { SupervisorEvents } from "../process/supervisor";
 
 /**
  * Keeps a llama-server running: restarts it with exponential backoff (1 s, 2 s, 4 s … capped at 30 s) when it

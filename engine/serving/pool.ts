@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { targetSlug, type Target } from "../../shared/target";
-import { TargetStore } from "../store/targets";
+import { TargetStore } from "../store";
 import { setupCapture, SetupInputError, type CaptureSetupOptions, type SetupResult } from "./setup";
 
 const RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 } as const;

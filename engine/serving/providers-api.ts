@@ -5,8 +5,7 @@
 import { priceFromListing, type Price } from "../../shared/cost";
 import { OcwError } from "../../shared/errors";
 import { ProviderModelsInput } from "../../shared/servers";
-import { describeFetchError } from "../net/cause";
-import { BodyTooLarge, readBounded } from "../net/bounded";
+import { BodyTooLarge, describeFetchError, readBounded } from "../net";
 
 export interface ProviderModel {
   id: string;

@@ -10,9 +10,8 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import path from "node:path";
-import { readJson, writeJsonAtomic } from "../store/json-file";
-import { stateDir } from "../store/paths";
-import { alive, processStartTime } from "../process/process";
+import { readJson, stateDir, writeJsonAtomic } from "../store";
+import { alive, processStartTime } from "../process";
 import { SetupError } from "../models/errors";
 
 export interface ServingRecord {

@@ -7,8 +7,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
-import type { Launched } from "../process/supervisor";
-import { stopPid } from "../process/process";
+import { type Launched, stopPid } from "../process";
 import { httpJson } from "./http";
 import { SetupError } from "../models/errors";
 

@@ -9,7 +9,7 @@ import { OcwError } from "../../shared/errors";
 import type { ServerView } from "../../shared/servers";
 import { readKey } from "./keys";
 import { startLlamaServer } from "./llama-server";
-import { processStartTime } from "../process/process";
+import { processStartTime } from "../process";
 import { listServing, putServing, type ServingRecord, updateServing, servingAlive, startSupervised, stopServing, supervisorCommand } from "./setup";
 
 /** A server record as a person sees it (no key, no environment values). */

@@ -11,10 +11,10 @@ import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, Set
 import { SetupProviderKeyInput } from "../../shared/servers";
 import { storeApiKey } from "./keys";
 import { runStartJob } from "./start";
-import { TargetStore } from "../store/targets";
+import { TargetStore } from "../store";
 import type { LedgerRow } from "../../shared/ledger";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "./setup";
-import { detectHardware, type HardwareReport } from "../hardware/detect";
+import { detectHardware, type HardwareReport } from "../hardware";
 import { CATALOG, rankByLedger, servedBy } from "../models/catalog";
 import { readHubSizes, refreshHubSizes, withHubSizes } from "../models/hub-sizes";
 import { DEFAULT_MIN_CTX, devicesFromHardware, propose } from "../models/plan";

@@ -8,8 +8,8 @@ import { type SetupFailure, SetupJob, type SetupPhase, type SetupPhaseName, type
 import type { TargetBench } from "../../shared/target";
 import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";
 import type { VerifyResult } from "./verify";
-import type { HardwareReport } from "../hardware/detect";
-import type { TargetStore } from "../store/targets";
+import type { HardwareReport } from "../hardware";
+import type { TargetStore } from "../store";
 import { listServing, type ServingRecord, servingAlive } from "./setup";
 
 export interface StartJobOptions {

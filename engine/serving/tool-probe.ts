@@ -11,9 +11,8 @@
  *  - `model`    the server accepts tools but the model did not call one, sent broken arguments or ignored the result
  *               → underpowered (a better model or quant).
  */
-import { sseData } from "../net/sse";
+import { readBounded, sseData } from "../net";
 import { authHeaders } from "./http";
-import { readBounded } from "../net/bounded";
 
 export interface ToolProbeResult {
   passed: boolean;

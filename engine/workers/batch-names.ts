@@ -4,7 +4,7 @@
  * so names live beside the batch plans, in `<state>/batch-names.json` ({batchId: name}), not in the workers' logs.
  */
 import path from "node:path";
-import { readJson, writeJsonAtomic } from "../store/json-file";
+import { readJson, writeJsonAtomic } from "../store";
 
 export class BatchNames {
   private readonly file: string;

@@ -5,11 +5,9 @@ import { checkName, type CheckSpec } from "../../shared/check";
 import { InputError } from "../../shared/errors";
 import { isAtRest, type Worker, type WorkerSpec, workerTitle } from "../../shared/worker";
 import { discard, folderIn, runChecks } from "../grading";
-import type { SandboxKind } from "../sandbox/sandbox";
-import { readJson, writeJsonAtomic } from "../store/json-file";
-import { git, gitScript, userGitEnv } from "../workspace/git";
-import { combineCommits } from "../workspace/land";
-import type { RepoInfo } from "../workspace/workspace";
+import type { SandboxKind } from "../sandbox";
+import { readJson, writeJsonAtomic } from "../store";
+import { combineCommits, git, gitScript, type RepoInfo, userGitEnv } from "../workspace";
 
 /**
  * A batch's plan beside its workers: the tasks with their names and the tasks each comes `after`, the workers started

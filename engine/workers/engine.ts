@@ -6,7 +6,7 @@ import type { BatchTaskInput, SearchResult, StartBatchResult } from "../../share
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
-import type { Target } from "../../shared/target";
+import { isPool, type Target } from "../../shared/target";
 import {
   isActive,
   isAtRest,
@@ -19,8 +19,7 @@ import {
   type WorkerSpecInput,
   type WorkerState,
 } from "../../shared/worker";
-import { Pools } from "../admission/pools";
-import { isPool, type EndpointStatus } from "../admission/capacity";
+import { type EndpointStatus, Pools, preflightTarget, unreachable } from "../admission";
 import { Approvals } from "../approvals";
 import { Budgets, type Clock } from "../budgets";
 import { config } from "../config";
@@ -28,18 +27,15 @@ import { EventBus } from "../events";
 import { type Harness, type HarnessServer, modelFor, noAnswer, type OpencodeEvent, OpencodeServers, Translator, WORKER_AGENT } from "../harness";
 import { heldBackProblem, sweepDiscarded } from "../grading";
 import { Recovery } from "../recovery";
-import { limitSetup } from "../sandbox/cgroup";
-import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
-import { TargetStore } from "../store/targets";
-import { WorkerLogStore } from "../store/worker-log";
-import { OcwError } from "../../shared/errors";
-import { createWorkspace, InputError, inspectRepo, mirrorsRootOf, moveOntoMirror, workspaceMirror, worktreePath, type RepoInfo } from "../workspace/workspace";
+import { limitSetup, type SandboxKind, sandboxStatus, writeRepoBinds } from "../sandbox";
+import { TargetStore, WorkerLogStore } from "../store";
+import { InputError, OcwError } from "../../shared/errors";
+import { createWorkspace, inspectRepo, mirrorsRootOf, moveOntoMirror, type RepoInfo, workspaceMirror, worktreePath } from "../workspace";
 import { WorkspaceLifecycle } from "./lifecycle";
-import { preflightTarget, unreachable } from "../admission/preflight";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
 import { workspaceToOpen } from "./open";
-import { WorkerRegistry } from "./registry";
+import { WorkerRegistry } from "../registry";
 import { InstanceReleaser } from "./release";
 import { Settler } from "./settle";
 import { BatchNames } from "./batch-names";
@@ -47,8 +43,6 @@ import { searchTranscripts } from "./search";
 import { Batches } from "./batches";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
 import { stoppedForWinnerReason, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
-
-export { InputError } from "../workspace/workspace";
 
 export interface EngineOptions {
   stateDir: string;

@@ -4,9 +4,7 @@
 import { codeOf, InputError } from "../../shared/errors";
 import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from "../../shared/api";
 import { isAtRest } from "../../shared/worker";
-import { git } from "../workspace/git";
-import { describeFlags, flaggedChanges, landCommit, mergeTrees, revertCommit } from "../workspace/land";
-import { inspectRepo } from "../workspace/workspace";
+import { describeFlags, flaggedChanges, git, inspectRepo, landCommit, mergeTrees, revertCommit } from "../workspace";
 import type { Engine } from "./engine";
 
 /**

@@ -3,10 +3,8 @@ import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
-import { git } from "../workspace/git";
-import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
-import { fullDiff, removeWorkspace } from "../workspace/workspace";
-import type { WorkerRegistry } from "./registry";
+import { describeFlags, flaggedChanges, fullDiff, git, landCommit, removeWorkspace, revertCommit } from "../workspace";
+import type { WorkerRegistry } from "../registry";
 
 /**
  * A finished worker's workspace lifecycle: merge (exactly the graded commit), diff, discard, and garbage collection.

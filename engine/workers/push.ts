@@ -6,9 +6,8 @@ import { InputError } from "../../shared/errors";
 import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
 import { type Worker, workerTitle } from "../../shared/worker";
-import { runCommand } from "../process/run";
-import { git, gitComplaint, userGitEnv } from "../workspace/git";
-import { describeFlags, flaggedChanges } from "../workspace/land";
+import { runCommand } from "../process";
+import { describeFlags, flaggedChanges, git, gitComplaint, userGitEnv } from "../workspace";
 import type { Engine } from "./engine";
 
 /**

@@ -3,8 +3,7 @@ import type { WorkerState } from "../../shared/worker";
 import type { HarnessServer } from "../harness";
 import { InstanceReleaser, RELEASE_BATCH, RELEASE_DELAY_MS } from "./release";
 import { FakeOpencode, stubPort } from "../../test/fixtures/fake-harness";
-import type { WorkerRegistry } from "./registry";
-import { WorkerRun } from "./worker-run";
+import { type WorkerRegistry, WorkerRun } from "../registry";
 
 /** A registry of workers on servers, enough for the releaser: states, servers, and the dispose calls it makes. */
 function rig() {

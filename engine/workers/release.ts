@@ -1,6 +1,6 @@
 import { isAtRest } from "../../shared/worker";
 import type { HarnessServer } from "../harness";
-import type { WorkerRegistry } from "./registry";
+import type { WorkerRegistry } from "../registry";
 
 /** Finished workers' instances kept at most, per server, while it has workers at work. */
 export const RELEASE_BATCH = 16;

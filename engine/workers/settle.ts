@@ -5,11 +5,10 @@ import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
 import { baselineChecks, grade } from "../grading";
 import { describeError, type HarnessServer, okValue } from "../harness";
-import type { SandboxKind } from "../sandbox/sandbox";
-import type { Workspace } from "../workspace/workspace";
-import type { TargetStore } from "../store/targets";
-import type { WorkerRegistry } from "./registry";
-import type { Replies } from "./replies";
+import type { SandboxKind } from "../sandbox";
+import type { Workspace } from "../workspace";
+import type { TargetStore } from "../store";
+import type { Replies, WorkerRegistry } from "../registry";
 
 /**
  * From idle to verdict. A worker's session going idle settles it only when the newest prompt got a finished reply

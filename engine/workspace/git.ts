@@ -1,5 +1,5 @@
 import { OcwError } from "../../shared/errors";
-import { runCommand, trimFinalNewline, type CommandResult } from "../process/run";
+import { type CommandResult, runCommand, trimFinalNewline } from "../process";
 
 /** git refused: the message is git's own (a conflict, a missing ref, a locked index). */
 export class GitError extends OcwError {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { foldPath } from "./fold";
 import type { ChangeFlag } from "../../shared/verdict";
 import { InputError } from "../../shared/errors";
-import { runCommand } from "../process/run";
+import { runCommand } from "../process";
 import { git, gitComplaint, GitError, OCW_IDENTITY, userGitEnv } from "./git";
 
 /**

@@ -2,12 +2,11 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, s
 import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
-import { losslessUtf8, trimFinalNewline } from "../process/run";
+import { losslessUtf8, trimFinalNewline } from "../process";
 import { config } from "../config";
 import { git, type GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
 
-export { InputError } from "../../shared/errors";
 import { InputError, OcwError } from "../../shared/errors";
 
 export interface RepoInfo {

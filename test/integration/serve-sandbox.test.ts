@@ -9,7 +9,7 @@ import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, 
 import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sandboxStatus } from "../../engine/sandbox/sandbox";
+import { sandboxStatus } from "../../engine/sandbox";
 import { bash, startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
 import type { Worker } from "../../shared/worker";
 import { cleanup, ROOT, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";

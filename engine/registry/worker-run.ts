@@ -1,5 +1,5 @@
 import type { HarnessServer } from "../harness";
-import type { RepoInfo, Workspace } from "../workspace/workspace";
+import type { RepoInfo, Workspace } from "../workspace";
 import { ReplyTrack } from "./replies";
 
 /**

@@ -5,11 +5,9 @@ import { isAtRest, reduceWorker, type Worker, type WorkerEvent, type WorkerEvent
 import { InputError } from "../../shared/errors";
 import type { EventBus } from "../events";
 import type { OpencodePort } from "../harness";
-import type { WorkerLogStore } from "../store/worker-log";
-import type { Workspace } from "../workspace/workspace";
+import type { WorkerLogStore } from "../store";
+import type { Workspace } from "../workspace";
 import { type Activity, WorkerRun } from "./worker-run";
-
-export type { Activity, Turn, Usage } from "./worker-run";
 
 export interface RegistryOptions {
   stateDir: string;

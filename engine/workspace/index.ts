@@ -1,0 +1,27 @@
+// The workspace's surface: private repositories and worktrees, the engine's commit of a worker's files, fresh checkouts,
+// landing and publishing, git itself. Code outside engine/workspace/ imports only this file (scripts/layers.mjs).
+export { foldPath } from "./fold";
+export { git, gitComplaint, gitScript, userGitEnv } from "./git";
+export { type LinkFn, type MirrorRefresh, mirrorObjects, refreshMirror } from "./mirror";
+export { combineCommits, describeFlags, flaggedChanges, landCommit, mergeTrees, revertCommit } from "./land";
+export {
+  changedBetween,
+  checkOutBase,
+  checkOutCommit,
+  commitAndCheckOut,
+  createWorkspace,
+  fullDiff,
+  inspectRepo,
+  mergeHint,
+  mirrorsRootOf,
+  moveOntoMirror,
+  objectsOf,
+  partialHolds,
+  publishBranch,
+  removeWorkspace,
+  type RepoInfo,
+  SnapshotTooLarge,
+  type Workspace,
+  workspaceMirror,
+  worktreePath,
+} from "./workspace";
