@@ -867,7 +867,11 @@ export class Engine {
         repo: ws.repo,
       });
       if (!current()) return;
-    } else await moveOntoMirror(this.reg.workspacesRoot, ws);
+    } else {
+      // A resumed workspace keeps working when its mirror cannot be made again (the user's repository gone): its files
+      // are all there, only its git history is not.
+      await moveOntoMirror(this.reg.workspacesRoot, ws).catch((err) => this.log(`worker ${workerId}: its object mirror: ${(err as Error).message}`));
+    }
     // The worker shell's trusted view of this repository: the engine's mirror of its objects, read-only.
     if (this.sandbox.kind !== "none")
       writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
