@@ -31,7 +31,14 @@ export default defineConfig({
         test: {
           name: "unit",
           env,
-          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "bench/**/*.test.ts", "electron/**/*.test.ts"],
+          include: [
+            "shared/**/*.test.ts",
+            "engine/**/*.test.ts",
+            "renderer/src/**/*.test.ts",
+            "bench/**/*.test.ts",
+            "electron/**/*.test.ts",
+            "scripts/**/*.test.ts",
+          ],
           // bench/tmp holds the bench's scratch (a bundle of an earlier commit's source, for before/after runs).
           exclude: ["**/node_modules/**", "bench/tmp/**"],
           testTimeout: 20_000,
@@ -47,7 +54,14 @@ export default defineConfig({
           // Its slow files mostly wait (timers, sockets): more of them at once than there are cores.
           maxWorkers: 6,
           sequence: { groupOrder: 2 },
-          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts", "bench/**/*.test.ts", "electron/**/*.test.ts"],
+          include: [
+            "shared/**/*.test.ts",
+            "engine/**/*.test.ts",
+            "renderer/src/**/*.test.ts",
+            "bench/**/*.test.ts",
+            "electron/**/*.test.ts",
+            "scripts/**/*.test.ts",
+          ],
           exclude: ["**/node_modules/**", "bench/tmp/**", ...NEEDS_TOOLS],
           testTimeout: 20_000,
         },

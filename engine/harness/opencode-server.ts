@@ -308,8 +308,11 @@ export class OpencodeServer extends EventEmitter {
 
   /** Stops the server. Callers abort busy sessions first so bash children end (they run in their own process groups). */
   async stop(): Promise<void> {
+    // a serve still starting is not the supervisor's yet: ended here, so its start fails instead of outliving the stop
+    const starting = this.proc && this.supervisor.running?.child !== this.proc ? this.proc : null;
     this.clear();
     await this.supervisor.stop();
+    if (starting?.pid && starting.exitCode === null && starting.signalCode === null) await this.end({ pid: starting.pid, child: starting, readyMs: 0 });
   }
 }
 

@@ -2,7 +2,6 @@
 // supervisor of long-running children. Code outside engine/process/ imports only this file (scripts/layers.mjs).
 export {
   alive,
-  Backoff,
   childPids,
   killGroup,
   pidAlive,

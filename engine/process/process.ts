@@ -1,6 +1,6 @@
 // Processes the engine owns: who a process is (pid + the kernel's start time, so a reused pid never passes for ours),
 // whether it is alive, its children, stopping it or its whole process group, a pid file that records identity, and
-// the restart backoff every supervisor uses (opencode serve, llama-server, the engine's own supervisor).
+// the restart backoff of the one supervisor (supervisor.ts: opencode serve, the engine's own, the model servers).
 // Platform layer: Node only, no business logic.
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";

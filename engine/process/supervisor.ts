@@ -42,7 +42,7 @@ export interface SupervisorOptions {
 }
 
 /** How a supervision ended: stopped, a clean exit, given up, or another owner took the child's place (launch → null). */
-export type SupervisorEnd = { kind: "stopped" } | { kind: "exited"; reason: string } | { kind: "gave-up"; reason: string } | { kind: "handed-over" };
+type SupervisorEnd = { kind: "stopped" } | { kind: "exited"; reason: string } | { kind: "gave-up"; reason: string } | { kind: "handed-over" };
 
 /** Thrown by a launch that failed for good: the supervisor gives up at once instead of trying again. */
 export class GiveUp extends Error {}

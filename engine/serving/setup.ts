@@ -208,39 +208,35 @@ export async function superviseServing(targetId: string): Promise<number> {
             key: apiKey,
             readyTimeoutMs: 1_800_000,
           });
-  let sup: Supervisor | null = null;
-  const done = new Promise<number>((resolve) => {
-    sup = new Supervisor(launch, {
-      onReady: (pid) =>
-        update({
-          pid,
-          startTime: processStartTime(pid),
-          supervisorPid: process.pid,
-          supervisorStartTime: processStartTime(process.pid),
-          restarts: sup?.restarts ?? 0,
-          gaveUp: null,
-        }),
-      onRestart: (n, why, delay) => {
-        console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`);
-        update({ lastCrash: `${new Date().toISOString()} ${why}` });
-      },
-      onGiveUp: (why) => {
-        console.error(`supervise ${targetId}: ${why}`);
-        // reported where the servers panel, `ocw serving list` and the next setup read it
-        update({ supervisorPid: null, supervisorStartTime: null, gaveUp: `${new Date().toISOString()} ${why}` });
-        resolve(1);
-      },
-    });
+  const sup: Supervisor = new Supervisor(launch, {
+    onReady: (pid) =>
+      update({
+        pid,
+        startTime: processStartTime(pid),
+        supervisorPid: process.pid,
+        supervisorStartTime: processStartTime(process.pid),
+        restarts: sup.restarts,
+        gaveUp: null,
+      }),
+    onRestart: (n, why, delay) => {
+      console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`);
+      update({ lastCrash: `${new Date().toISOString()} ${why}` });
+    },
+    onGiveUp: (why) => {
+      console.error(`supervise ${targetId}: ${why}`);
+      // reported where the servers panel, `ocw serving list` and the next setup read it
+      update({ supervisorPid: null, supervisorStartTime: null, gaveUp: `${new Date().toISOString()} ${why}` });
+    },
   });
   const stop = async () => {
-    await sup?.stop();
+    await sup.stop();
     update({ supervisorPid: null, supervisorStartTime: null });
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop());
   process.on("SIGINT", () => void stop());
-  await sup!.start();
-  return done;
+  await sup.start();
+  return (await sup.done).kind === "gave-up" ? 1 : 0;
 }
 
 export interface CaptureSetupOptions extends CommonSetupOptions {
