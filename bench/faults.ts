@@ -21,6 +21,11 @@ export const FAULT_FILES = [
   "engine/grading/gaming.test.ts",
   "engine/sandbox/sandbox.test.ts",
   "engine/sandbox/cgroup.test.ts",
+  "engine/sandbox/cgroup-v2.test.ts",
+  "engine/net/bounded.test.ts",
+  "engine/net/parse.test.ts",
+  "engine/models/hub-bounded.test.ts",
+  "engine/workspace/workspace-attack.test.ts",
 ];
 
 interface Entry {
@@ -296,6 +301,38 @@ const CATALOG: Entry[] = [
     injected: "root inside a worker command or a check unmounting the tmpfs over $HOME and /tmp",
     times: "2",
     held: "refused (no capability is kept); the hidden files stay hidden",
+    escapes: true,
+  },
+  {
+    match: /150 MB \/slots/,
+    injected: "a model endpoint answering /slots and /metrics with 150 MB",
+    times: "1 endpoint",
+    held: "read to 4 MiB at most, then 'reports nothing': the engine's API is not held",
+  },
+  {
+    match: /parsed in a worker thread/,
+    injected: "a /slots answer of the read cap's size (4 MiB), parsed",
+    times: "4 parses each way",
+    held: "parsed in a worker thread, never on the engine's (each way's event-loop stall printed by the test)",
+  },
+  {
+    match: /HUB_LISTING_MAX_BYTES|HUB_CONFIG_MAX_BYTES|release listing larger|more than the file's known size/,
+    injected: "a Hub, release listing or download answering past its cap",
+    times: "1 stub server",
+    held: "a coded error; the answer is not read whole",
+  },
+  {
+    match: /case-variant of a protected folder|Tests\/Test_x\.py/,
+    injected: "a worker writing Tests/Test_x.py, TESTS/, tests./ and an NFD name with tests/** protected",
+    times: "4 names",
+    held: "a protected-file violation: not graded built",
+    escapes: true,
+  },
+  {
+    match: /cgroup v2 against a stand-in/,
+    injected: "the cgroup v2 path on a stand-in hierarchy (no internal processes, a refused write, a kernel without cgroup.kill)",
+    times: "7",
+    held: "limits set before any command runs, refused (never unlimited) when a write fails, every group removed, the engine never killed",
     escapes: true,
   },
   {

@@ -11,7 +11,7 @@ import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type T
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
 import { engineCost } from "./cost";
-import { runFaultSuite } from "./faults";
+import { FAULT_FILES, runFaultSuite } from "./faults";
 import { compareEnv, environOf, opencodeServeUnder } from "./procs";
 import { loneStarts, repoCost, startMedians, type WorkerStart } from "./sandbox";
 import { concurrent, type Concurrent } from "./scale";
@@ -521,7 +521,7 @@ const loadAtStart = os.loadavg().map((x) => round(x, 2));
 const codeAtStart = gitState();
 /** The cores the bench's processes can run on: a load average above it means work waited for a core. */
 const CORES = os.availableParallelism?.() ?? os.cpus().length;
-const FAULT_FILES_COUNT = 7;
+const FAULT_FILES_COUNT = FAULT_FILES.length;
 
 /**
  * The batches, each repetition on fresh engines: one sandboxed (the default), one with OCW_NO_SANDBOX=1, and the bare

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ServingEndpoint } from "../../shared/target";
-import { readBounded } from "../net";
+import { type MetricsReading, parseBody, readBoundedBytes, type SlotsSummary } from "../net";
 
 /** What an endpoint of a target looks like right now, from its own server's reports. */
 export const EndpointStatus = z.object({
@@ -39,14 +39,6 @@ const KV_FULL = 0.9;
 
 const root = (url: string) => url.replace(/\/+$/, "").replace(/\/v1$/, "");
 
-function parseJson(text: string | null): unknown {
-  try {
-    return text === null ? null : JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
 /** Reads what the server reports about its load; null when it reports nothing we understand. */
 export async function readLive(url: string, key: string | null, timeoutMs = 1500): Promise<LiveReading | null> {
   const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
@@ -54,26 +46,23 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
     const res = await fetch(root(url) + p, { headers, signal: AbortSignal.timeout(timeoutMs) }).catch(() => null);
     return res?.ok ? res : null;
   };
-  // Bounded reads: an endpoint answering megabytes must not hold the engine's thread (it reports nothing then).
-  const text = (res: Response, p: string) => readBounded(res, root(url) + p).catch(() => null);
+  // Bounded reads, parsed off the engine's thread when large (net/parse.ts): an endpoint answering megabytes must not
+  // hold the engine's thread (it reports nothing then).
+  const bytes = (res: Response, p: string) => readBoundedBytes(res, root(url) + p).catch(() => null);
   const slots = await get("/slots");
   if (slots) {
-    const body = await text(slots, "/slots");
-    const list = parseJson(body) as { is_processing?: boolean; state?: number }[] | null;
-    if (Array.isArray(list) && list.length) {
-      const busy = list.filter((s) => s.is_processing ?? s.state === 1).length;
-      return { source: "llama.cpp /slots", totalSlots: list.length, busy, waiting: null, kvUsage: null };
-    }
+    const body = await bytes(slots, "/slots");
+    const s = body && ((await parseBody(body, { kind: "slots" }).catch(() => null)) as SlotsSummary | null);
+    if (s?.total) return { source: "llama.cpp /slots", totalSlots: s.total, busy: s.busy, waiting: null, kvUsage: null };
   }
   const metrics = await get("/metrics");
   if (!metrics) return null;
-  const metricsText = await text(metrics, "/metrics");
-  if (metricsText === null) return null;
-  const metric = (name: string): number | null => {
-    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(metricsText);
-    return m ? Number(m[1]) : null;
-  };
-  if (/^vllm:/m.test(metricsText)) {
+  const metricsBody = await bytes(metrics, "/metrics");
+  if (metricsBody === null) return null;
+  const m = (await parseBody(metricsBody, { kind: "metrics", names: METRICS }).catch(() => null)) as MetricsReading | null;
+  if (!m) return null;
+  const metric = (name: string): number | null => m.values[name] ?? null;
+  if (m.family === "vllm") {
     return {
       source: "vllm /metrics",
       totalSlots: null,
@@ -82,7 +71,7 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
       kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc"),
     };
   }
-  if (/^sglang:/m.test(metricsText)) {
+  if (m.family === "sglang") {
     return {
       source: "sglang /metrics",
       totalSlots: null,
@@ -93,6 +82,17 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
   }
   return null;
 }
+
+/** The metrics read of a vLLM or SGLang `/metrics` answer. */
+const METRICS = [
+  "vllm:num_requests_running",
+  "vllm:num_requests_waiting",
+  "vllm:kv_cache_usage_perc",
+  "vllm:gpu_cache_usage_perc",
+  "sglang:num_running_reqs",
+  "sglang:num_queue_reqs",
+  "sglang:token_usage",
+];
 
 /** Whether the endpoint answers at all (any HTTP answer counts), or why not. */
 export async function probeHealth(url: string, key: string | null, timeoutMs = 1500): Promise<string | null> {

@@ -1,7 +1,8 @@
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
-import { globsMatcher } from "../grading";
+import { protectMatcher, scopeMatcher } from "../grading";
+import { foldPath } from "../workspace";
 import { grantsFor, type Grant, type PermissionAsk } from "../../shared/permission";
 import { redirectionParts, splitCommand } from "../../shared/shell";
 
@@ -61,8 +62,8 @@ export function inspectAsk(
     return flags;
   }
   const rel = path.relative(realLocation(ws.cwd), real).split(path.sep).join("/");
-  if (globsMatcher(spec.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec.protect.join(", ")})` });
-  else if (spec.scope.length && !globsMatcher(spec.scope)(rel))
+  if (protectMatcher(spec.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec.protect.join(", ")})` });
+  else if (spec.scope.length && !scopeMatcher(spec.scope)(rel))
     flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec.scope.join(", ")})` });
   return flags;
 }
@@ -100,7 +101,10 @@ export function grantFor(ask: PermissionAsk, grants: Grant[]): Grant[] | undefin
  */
 export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what">, rule: { pattern: string; decision: string }): boolean {
   const isMatch = (text: string) => picomatch.isMatch(text, rule.pattern, { dot: true, bash: true });
-  if (ask.tool !== "bash") return isMatch(ask.what);
+  // A rejecting rule on a path (an edit, a read…) holds for the names a case-insensitive, normalising file system
+  // opens as the same file (`SECRETS/x`, `.Env`), as protect globs do; an approving one answers only the name as written.
+  if (ask.tool !== "bash")
+    return isMatch(ask.what) || (rule.decision === "reject" && picomatch.isMatch(foldPath(ask.what), foldPath(rule.pattern), { dot: true, bash: true }));
   const split = splitCommand(ask.what);
   if (rule.decision === "reject") return isMatch(ask.what) || (split.ok && split.commands.some(isMatch));
   return split.ok && split.commands.every((c) => approvesSimple(c, rule.pattern));

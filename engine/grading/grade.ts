@@ -18,7 +18,7 @@ import { limitSetup } from "../sandbox";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
 import { runnerConfigChanges } from "./runner-config";
-import { checkScope, globsMatcher } from "./scope";
+import { checkScope, protectMatcher } from "./scope";
 
 export interface GradeInput {
   workspace: Workspace;
@@ -40,7 +40,7 @@ export interface GradeInput {
 /** The checkout's files that `protect` names (its globs are relative to the folder the user named), as absolute paths. */
 async function protectedIn(checkout: string, sub: string, protect: string[]): Promise<string[]> {
   if (!protect.length) return [];
-  const isProtected = globsMatcher(protect);
+  const isProtected = protectMatcher(protect);
   const entries = await readdir(checkout, { recursive: true, withFileTypes: true });
   return entries
     .filter((e) => !e.isDirectory())

@@ -4,4 +4,4 @@ export { heldBackProblem, runChecks } from "./checks";
 export { discard, folderIn, sweepDiscarded } from "./folders";
 export { baselineChecks, grade } from "./grade";
 export { LADDER, materializeRung, summarizeLadder } from "./ladder";
-export { globsMatcher } from "./scope";
+export { protectMatcher, scopeMatcher } from "./scope";

@@ -18,4 +18,20 @@ describe("checkScope", () => {
     expect(checkScope([".github/ci.yml"], [], []).passed).toBe(true);
     expect(checkScope([".env"], [], [".env"]).passed).toBe(false);
   });
+  it("protect globs match case-folded names (NFC, case, trailing dots and spaces), on every platform", () => {
+    for (const file of ["Tests/Test_x.py", "TESTS/x", "tests./x.py", "tests /x.py", "tEsTs/a/b.py"]) {
+      for (const platform of ["linux", "darwin", "win32"] as const)
+        expect(checkScope([file], [], ["tests/**"], platform).violations, `${file} on ${platform}`).toEqual([`protected file changed: ${file}`]);
+    }
+    // Written upper-case, the glob still holds the lower-case name (both sides are folded).
+    expect(checkScope([".env"], [], [".ENV"]).violations).toEqual(["protected file changed: .env"]);
+    expect(checkScope(["src/x.ts"], [], ["tests/**"]).passed).toBe(true);
+  });
+  it("scope globs match case-folded names where the platform's file systems fold them (macOS, Windows), as written elsewhere", () => {
+    expect(checkScope(["SRC/x.ts"], ["src/**"], [], "darwin").passed).toBe(true);
+    expect(checkScope(["Src/x.ts"], ["src/**"], [], "win32").passed).toBe(true);
+    // On Linux SRC/ is another folder than src/: outside the scope.
+    expect(checkScope(["SRC/x.ts"], ["src/**"], [], "linux").violations).toEqual(["outside scope: SRC/x.ts"]);
+    expect(checkScope(["src/x.ts"], ["src/**"], [], "linux").passed).toBe(true);
+  });
 });

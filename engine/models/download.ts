@@ -86,9 +86,16 @@ export async function downloadFile(o: DownloadOptions): Promise<{ path: string; 
   let received = start;
   const t0 = performance.now();
   let lastTick = 0;
+  let over = false;
   try {
     if (res.status !== 416 && res.body) {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        // A server sending more than the file's known size is not sending the file: stop reading (the disk is not
+        // filled with it), and the partial file goes (it cannot be resumed from).
+        if (total !== null && received + chunk.length > total) {
+          over = true;
+          break;
+        }
         if (!out.write(chunk)) await once(out, "drain");
         received += chunk.length;
         const now = performance.now();
@@ -106,6 +113,10 @@ export async function downloadFile(o: DownloadOptions): Promise<{ path: string; 
   }
   out.end();
   await once(out, "finish");
+  if (over) {
+    unlinkSync(part);
+    throw new DownloadError(`${o.url} sent more than the ${total} bytes expected: stopped and the partial file removed; run again`);
+  }
   o.onProgress?.({ received, total, resumedFrom: start, bytesPerSec: ((received - start) / Math.max(1, performance.now() - t0)) * 1000 });
   const size = statSync(part).size;
   if (total !== null && size !== total) throw new DownloadError(`size mismatch for ${o.url}: got ${size} bytes, expected ${total}; run again to resume`);

@@ -5,6 +5,7 @@
 import { open } from "node:fs/promises";
 import { tensorBytes } from "./ggml-types";
 import { SetupError, type SetupErrorData } from "./errors";
+import { readPrefix } from "../net";
 
 export type GgufValue = number | bigint | boolean | string | GgufValue[] | GgufArraySummary;
 
@@ -93,10 +94,10 @@ export function urlSource(url: string, headers: Record<string, string> = {}, fet
       if (res.status !== 206 && res.status !== 200) {
         throw new GgufError(`GET ${url} (range ${offset}+${length}) answered HTTP ${res.status}`);
       }
-      const buf = new Uint8Array(await res.arrayBuffer());
-      // A server that ignores Range sends the whole body from 0.
-      if (res.status === 200) return buf.subarray(offset, offset + length);
-      return buf.subarray(0, length);
+      // A server that ignores Range sends the whole body from 0 (a model file: gigabytes): only what is asked for is
+      // read, the rest of the connection is cancelled.
+      if (res.status === 200) return new Uint8Array((await readPrefix(res, offset + length)).subarray(offset, offset + length));
+      return new Uint8Array(await readPrefix(res, length));
     },
   };
 }

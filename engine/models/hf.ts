@@ -6,6 +6,7 @@
 import { config } from "../config";
 import { quantFromName } from "./source";
 import { SetupError } from "./errors";
+import { BodyTooLarge, readJsonBounded } from "../net";
 
 export interface HubFile {
   path: string;
@@ -38,6 +39,31 @@ export function resolveUrl(repo: string, file: string, rev = "main", env: NodeJS
   return `${hubEndpoint(env)}/${repo}/resolve/${encodeURIComponent(rev)}/${file.split("/").map(encodeURIComponent).join("/")}`;
 }
 
+const MIB = 1024 * 1024;
+/** The most read of one page of the Hub's tree listing (1,000 entries, a few hundred KiB; a large repo's is paged). */
+export const HUB_LISTING_MAX_BYTES = 16 * MIB;
+/** The most read of a model's config.json (a few KiB; quantization configs listing modules run to hundreds). */
+export const HUB_CONFIG_MAX_BYTES = 4 * MIB;
+
+/**
+ * A Hub (or mirror: OCW_HF_ENDPOINT) answer's JSON, read to `maxBytes` at most and parsed off the engine's thread when
+ * large; over the cap a coded error (kind model-source, data.maxBytes), never read whole. null: not JSON.
+ */
+export async function readHubJson<T>(res: Response, url: string, what: string, maxBytes: number): Promise<T | null> {
+  try {
+    return await readJsonBounded<T>(res, url, maxBytes);
+  } catch (e) {
+    if (e instanceof BodyTooLarge)
+      throw new SetupError(
+        "model-source",
+        `${url} answered more than ${maxBytes / MIB} MiB for ${what}: not read (the Hub's answer is far smaller; check OCW_HF_ENDPOINT)`,
+        { url, maxBytes, tooLarge: true },
+        "unavailable",
+      );
+    throw new SetupError("model-source", `${url}: the answer for ${what} broke off (${(e as Error).message})`, { url }, "unavailable");
+  }
+}
+
 type TreeEntry = { type: string; path: string; size: number; lfs?: { oid?: string; size?: number } };
 
 export async function listRepoFiles(repo: string, rev = "main", fetchImpl: typeof fetch = fetch, env: NodeJS.ProcessEnv = process.env): Promise<HubFile[]> {
@@ -50,7 +76,9 @@ export async function listRepoFiles(repo: string, rev = "main", fetchImpl: typeo
       throw new SetupError("model-source", `${repo} is gated or private: set HF_TOKEN`, { repo, status: res.status });
     if (res.status === 404) throw new SetupError("model-source", `no Hugging Face repo ${repo} (revision ${rev})`, { repo, rev, status: 404 }, "not-found");
     if (!res.ok) throw new SetupError("model-source", `Hub tree API for ${repo} answered HTTP ${res.status}`, { repo, status: res.status }, "unavailable");
-    const entries = (await res.json()) as TreeEntry[];
+    const entries = await readHubJson<TreeEntry[]>(res, url, `${repo}'s file listing`, HUB_LISTING_MAX_BYTES);
+    if (!Array.isArray(entries))
+      throw new SetupError("model-source", `Hub tree API for ${repo} did not answer a file list (check OCW_HF_ENDPOINT)`, { repo }, "unavailable");
     for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
     const link = res.headers.get("link");
     const next = link && /<([^>]+)>;\s*rel="next"/.exec(link);

@@ -22,12 +22,20 @@ export class BodyTooLarge extends Error {
 
 /** The body as text, at most `maxBytes` (a larger Content-Length is refused before any byte is read). */
 export async function readBounded(res: Response, url: string, maxBytes = ENDPOINT_MAX_BYTES): Promise<string> {
+  return (await readBoundedBytes(res, url, maxBytes)).toString("utf8");
+}
+
+/**
+ * The body's bytes, at most `maxBytes`, undecoded: a large one is decoded and parsed off the engine's thread
+ * (parse.ts `parseBody`), not here.
+ */
+export async function readBoundedBytes(res: Response, url: string, maxBytes = ENDPOINT_MAX_BYTES): Promise<Buffer> {
   const declared = Number(res.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > maxBytes) {
     await res.body?.cancel().catch(() => undefined);
     throw new BodyTooLarge(url, maxBytes);
   }
-  if (!res.body) return "";
+  if (!res.body) return Buffer.alloc(0);
   const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -41,5 +49,24 @@ export async function readBounded(res: Response, url: string, maxBytes = ENDPOIN
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The first `maxBytes` of a body (fewer where it is shorter); the rest is not read: the connection is cancelled. For a
+ * ranged read of a large file from a server that may ignore `Range` and send all of it.
+ */
+export async function readPrefix(res: Response, maxBytes: number): Promise<Buffer> {
+  if (!res.body) return Buffer.alloc(0);
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (size < maxBytes) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks);
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  await reader.cancel().catch(() => undefined);
+  return Buffer.concat(chunks).subarray(0, maxBytes);
 }

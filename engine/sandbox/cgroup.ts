@@ -76,13 +76,58 @@ function ownDir(m: Mount, own: string): string {
   return path.join(m.point, rel);
 }
 
-const read = (f: string): string => {
-  try {
-    return readFileSync(f, "utf8");
-  } catch {
-    return "";
-  }
+/**
+ * The cgroup file system as the engine uses it: the host's by default; a stand-in in tests (test/fixtures/cgroup2-standin.ts), since
+ * a machine whose unified hierarchy delegates pids and memory cannot be had everywhere. Errors are thrown as node:fs
+ * throws them (an Error with `code`: EBUSY, ENOENT, EACCES…), as the kernel answers a write or a mkdir.
+ */
+export interface CgroupFs {
+  /** A file's text; "" when it cannot be read. */
+  read(file: string): string;
+  write(file: string, value: string): void;
+  mkdir(dir: string): void;
+  rmdir(dir: string): void;
+  exists(p: string): boolean;
+  /** The names of a folder's sub-folders (child groups); [] when it cannot be read. */
+  dirs(dir: string): string[];
+  /** When a folder was made (ms). */
+  ctimeMs(dir: string): number;
+  /** SIGKILL to a process; no error when it is gone. */
+  kill(pid: number): void;
+}
+
+export const hostCgroupFs: CgroupFs = {
+  read: (f) => {
+    try {
+      return readFileSync(f, "utf8");
+    } catch {
+      return "";
+    }
+  },
+  write: (f, v) => writeFileSync(f, v),
+  mkdir: (d) => mkdirSync(d),
+  rmdir: (d) => rmdirSync(d),
+  exists: (p) => existsSync(p),
+  dirs: (d) => {
+    try {
+      return readdirSync(d, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
+    } catch {
+      return [];
+    }
+  },
+  ctimeMs: (d) => statSync(d).ctimeMs,
+  kill: (pid) => {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  },
 };
+
+const read = (f: string): string => hostCgroupFs.read(f);
 
 function alive(pid: number): boolean {
   try {
@@ -93,42 +138,33 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The leaf the engine's own process moves into where its group must hold no process (cgroup v2, see v2()). */
+export const ENGINE_LEAF = "engine";
+
 /** Groups an earlier engine left behind (it died before removing them): empty ones whose engine is gone are removed. */
-function removeStale(parentOfParents: string): void {
-  let names: string[] = [];
-  try {
-    names = readdirSync(parentOfParents).filter((n) => /^ocw-\d+$/.test(n));
-  } catch {
-    return;
-  }
+function removeStale(parentOfParents: string, fs: CgroupFs, isAlive: (pid: number) => boolean, self: number): void {
+  const names = fs.dirs(parentOfParents).filter((n) => /^ocw-\d+$/.test(n));
   for (const n of names) {
     const pid = Number(n.slice(4));
-    if (pid === process.pid || alive(pid)) continue;
-    const dir = path.join(parentOfParents, n);
-    removeTree(dir);
+    if (pid === self || isAlive(pid)) continue;
+    removeTree(path.join(parentOfParents, n), fs);
   }
 }
 
 /** Kills every process left in a group (SIGKILL; cgroup.kill where the kernel has it), then removes the group. */
-export function emptyAndRemove(dir: string): boolean {
+export function emptyAndRemove(dir: string, fs: CgroupFs = hostCgroupFs): boolean {
   for (let i = 0; i < 100; i++) {
-    if (!existsSync(dir)) return true;
-    if (existsSync(path.join(dir, "cgroup.kill"))) {
+    if (!fs.exists(dir)) return true;
+    if (fs.exists(path.join(dir, "cgroup.kill"))) {
       try {
-        writeFileSync(path.join(dir, "cgroup.kill"), "1");
+        fs.write(path.join(dir, "cgroup.kill"), "1");
       } catch {
         /* no permission: kill one by one */
       }
     }
-    for (const p of read(path.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) {
-      try {
-        process.kill(Number(p), "SIGKILL");
-      } catch {
-        /* gone */
-      }
-    }
+    for (const p of fs.read(path.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) fs.kill(Number(p));
     try {
-      rmdirSync(dir);
+      fs.rmdir(dir);
       return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return true;
@@ -139,14 +175,10 @@ export function emptyAndRemove(dir: string): boolean {
   return false;
 }
 
-/** A group and every group under it (deepest first), each emptied and removed. */
-export function removeTree(dir: string): boolean {
-  try {
-    for (const c of readdirSync(dir, { withFileTypes: true })) if (c.isDirectory()) removeTree(path.join(dir, c.name));
-  } catch {
-    /* gone */
-  }
-  return emptyAndRemove(dir);
+/** A group and every group under it (deepest first), each emptied and removed; `keep`: a sub-folder left alone. */
+export function removeTree(dir: string, fs: CgroupFs = hostCgroupFs, keep?: string): boolean {
+  for (const c of fs.dirs(dir)) if (c !== keep) removeTree(path.join(dir, c), fs);
+  return keep && fs.exists(path.join(dir, keep)) ? true : emptyAndRemove(dir, fs);
 }
 
 /**
@@ -154,18 +186,12 @@ export function removeTree(dir: string): boolean {
  * removed (a younger one may be a command's that is still being set up).
  */
 export function sweep(now = Date.now()): void {
-  for (const parent of made) {
-    let names: string[] = [];
-    try {
-      names = readdirSync(parent).filter((n) => /^(c|check)-/.test(n));
-    } catch {
-      continue;
-    }
-    for (const n of names) {
+  for (const { dir: parent, fs } of made) {
+    for (const n of fs.dirs(parent).filter((x) => /^(c|check)-/.test(x))) {
       const dir = path.join(parent, n);
       try {
-        if (now - statSync(dir).ctimeMs < 60_000 || read(path.join(dir, "cgroup.procs")).trim()) continue;
-        rmdirSync(dir);
+        if (now - fs.ctimeMs(dir) < 60_000 || fs.read(path.join(dir, "cgroup.procs")).trim()) continue;
+        fs.rmdir(dir);
       } catch {
         /* in use, or gone */
       }
@@ -173,58 +199,151 @@ export function sweep(now = Date.now()): void {
   }
 }
 
-let made: string[] = [];
-function forgetOnExit(dirs: string[]): void {
-  if (!made.length) process.once("exit", () => made.forEach((d) => removeTree(d)));
-  made = [...made, ...dirs];
+let made: { dir: string; fs: CgroupFs }[] = [];
+/**
+ * The engine's groups, removed when it exits: every command's group in them, and they themselves — except a group that
+ * holds the engine's own leaf (cgroup v2): the engine is still in it while it exits, and a process cannot leave for a
+ * group with controllers enabled; the next engine removes it (removeStale).
+ */
+function forgetOnExit(dirs: string[], fs: CgroupFs): void {
+  if (!made.length) process.once("exit", () => made.forEach((m) => removeTree(m.dir, m.fs, ENGINE_LEAF)));
+  made = [...made, ...dirs.map((dir) => ({ dir, fs }))];
 }
 
-/** A group of the engine's: made (or found) and checked writable. */
-function engineGroup(own: string): string | null {
-  const dir = path.join(own, `ocw-${process.pid}`);
+/** A group of the engine's: made (or found) and checked to be a cgroup (it has cgroup.procs). */
+function engineGroup(own: string, h: CgroupHost): string | null {
+  const dir = path.join(own, `ocw-${h.pid}`);
   try {
-    removeStale(own);
-    mkdirSync(dir, { recursive: true });
-    statSync(path.join(dir, "cgroup.procs"));
+    removeStale(own, h.fs, h.alive ?? alive, h.pid);
+    if (!h.fs.exists(dir)) h.fs.mkdir(dir);
+    if (!h.fs.exists(path.join(dir, "cgroup.procs"))) throw new Error("not a cgroup");
     return dir;
   } catch {
     return null;
   }
 }
 
-function v2(ms: Mount[], own: Map<string, string>): { dir: string; swap: boolean } | string {
+const errCode = (err: unknown) => (err as NodeJS.ErrnoException).code ?? "refused";
+const hasBoth = (list: string) => /(^|\s)pids(\s|$)/.test(list) && /(^|\s)memory(\s|$)/.test(list);
+
+/**
+ * cgroup v2 (Documentation/admin-guide/cgroup-v2.rst). The rules that shape this:
+ * - top-down: a group can enable in its cgroup.subtree_control only controllers in its own cgroup.controllers (what
+ *   its parent enabled for it); the files of a controller (pids.max, memory.max…) exist in a group only then;
+ * - no internal processes: a group other than the root that holds processes cannot enable controllers for its
+ *   children (EBUSY), and a process cannot be moved into a group that has (EBUSY).
+ * So the engine's own group (`base`, where the engine was started) can hand pids and memory on only once no process is
+ * left in it: where the first write is refused, the engine moves itself into a leaf of its own group
+ * (`ocw-<pid>/engine`) and tries again; where other processes still hold `base` (a terminal's shell), it moves back and
+ * v2 is not used. Then `ocw-<pid>` (which holds no process, only the leaf) enables pids and memory for the command
+ * groups made under it, each of which holds processes and enables nothing.
+ */
+function v2(ms: Mount[], own: Map<string, string>, h: CgroupHost): { dir: string; swap: boolean } | string {
+  const fs = h.fs;
   const m = ms.find((x) => x.fstype === "cgroup2");
   if (!m) return "no cgroup2 hierarchy";
   const base = ownDir(m, own.get("") ?? "/");
-  const controllers = read(path.join(base, "cgroup.controllers")).trim().split(/\s+/);
-  if (!controllers.includes("pids") || !controllers.includes("memory")) return `cgroup2 at ${m.point} has no pids and memory controllers for this process`;
-  const dir = engineGroup(base);
+  if (!hasBoth(fs.read(path.join(base, "cgroup.controllers")))) return `cgroup2 at ${m.point} has no pids and memory controllers for this process`;
+  const enable = (dir: string) => {
+    if (!hasBoth(fs.read(path.join(dir, "cgroup.subtree_control")))) fs.write(path.join(dir, "cgroup.subtree_control"), "+pids +memory");
+  };
+  let dir: string | null = null;
+  let leaf: string | null = null;
+  let enabledBase = false;
+  const undo = (why: string) => {
+    // Back where it was started, then nothing of ours: `base` first enables nothing again (a group that enables
+    // controllers takes no process), then the engine moves back.
+    if (leaf && dir) {
+      try {
+        if (enabledBase) fs.write(path.join(base, "cgroup.subtree_control"), "-pids -memory");
+        fs.write(path.join(base, "cgroup.procs"), String(h.pid));
+      } catch {
+        /* stays in the leaf, which is then kept */
+      }
+    }
+    if (dir) removeTree(dir, fs, leaf && fs.read(path.join(leaf, "cgroup.procs")).trim() ? ENGINE_LEAF : undefined);
+    return why;
+  };
+  try {
+    enable(base);
+  } catch (err) {
+    if (errCode(err) !== "EBUSY") return `cgroup2: pids and memory are not delegated to ${base} (${errCode(err)})`;
+    // The engine itself is in `base`: into a leaf of its own group first.
+    dir = engineGroup(base, h);
+    if (!dir) return `cgroup2: ${base} is not writable`;
+    leaf = path.join(dir, ENGINE_LEAF);
+    try {
+      if (!fs.exists(leaf)) fs.mkdir(leaf);
+      fs.write(path.join(leaf, "cgroup.procs"), String(h.pid));
+    } catch (e) {
+      return undo(`cgroup2: the engine could not move into a leaf group of its own (${errCode(e)})`);
+    }
+    try {
+      enable(base);
+      enabledBase = true;
+    } catch (e) {
+      return undo(
+        `cgroup2: ${base} holds other processes than the engine, so it cannot hand pids and memory on (${errCode(e)}); start the engine in a group of its own (systemd-run --user --scope -p Delegate=yes)`,
+      );
+    }
+  }
+  dir ??= engineGroup(base, h);
   if (!dir) return `cgroup2: ${base} is not writable`;
   try {
-    // The engine's group holds no process: its children may have the controllers (its parent must delegate them).
-    const sub = read(path.join(base, "cgroup.subtree_control"));
-    if (!/\bpids\b/.test(sub) || !/\bmemory\b/.test(sub)) writeFileSync(path.join(base, "cgroup.subtree_control"), "+pids +memory");
-    writeFileSync(path.join(dir, "cgroup.subtree_control"), "+pids +memory");
+    enable(dir);
   } catch (err) {
-    emptyAndRemove(dir);
-    return `cgroup2: pids and memory are not delegated to ${base} (${(err as NodeJS.ErrnoException).code ?? "refused"})`;
+    return undo(`cgroup2: pids and memory are not delegated to ${base} (${errCode(err)})`);
   }
-  forgetOnExit([dir]);
-  return { dir, swap: existsSync(path.join(dir, "memory.swap.max")) };
+  if (h.fs === hostCgroupFs) forgetOnExit([dir], fs);
+  return { dir, swap: fs.exists(path.join(dir, "memory.swap.max")) || fs.exists(path.join(dir, ENGINE_LEAF, "memory.swap.max")) };
 }
 
-function v1(ms: Mount[], own: Map<string, string>): { pids: string; memory: string; swap: boolean } | string {
+function v1(ms: Mount[], own: Map<string, string>, h: CgroupHost): { pids: string; memory: string; swap: boolean } | string {
   const pm = ms.find((x) => x.fstype === "cgroup" && x.options.includes("pids"));
   const mm = ms.find((x) => x.fstype === "cgroup" && x.options.includes("memory"));
   if (!pm || !mm) return "no cgroup v1 pids and memory hierarchies";
-  const pids = engineGroup(ownDir(pm, own.get("pids") ?? "/"));
-  const memory = pids && engineGroup(ownDir(mm, own.get("memory") ?? "/"));
+  const pids = engineGroup(ownDir(pm, own.get("pids") ?? "/"), h);
+  const memory = pids && engineGroup(ownDir(mm, own.get("memory") ?? "/"), h);
   if (!pids || !memory) {
-    if (pids) emptyAndRemove(pids);
+    if (pids) emptyAndRemove(pids, h.fs);
     return "cgroup v1 is not writable here";
   }
-  forgetOnExit([pids, memory]);
-  return { pids, memory, swap: existsSync(path.join(memory, "memory.memsw.limit_in_bytes")) };
+  if (h.fs === hostCgroupFs) forgetOnExit([pids, memory], h.fs);
+  return { pids, memory, swap: h.fs.exists(path.join(memory, "memory.memsw.limit_in_bytes")) };
+}
+
+/** Where cgroups are looked for: this process by default; a stand-in hierarchy in tests. */
+export interface CgroupHost {
+  /** /proc/self/mountinfo's text. */
+  mountinfo: string;
+  /** /proc/self/cgroup's text. */
+  procCgroup: string;
+  /** The engine's pid (its groups are named `ocw-<pid>`; it is the process moved into the v2 leaf). */
+  pid: number;
+  fs: CgroupFs;
+  /** Whether a process lives (an earlier engine's groups are removed when it does not). */
+  alive?: (pid: number) => boolean;
+}
+
+/** The cgroup mechanism a host offers (cgroup v2, else v1), or why neither: what limitSetup() decides from. */
+export function cgroupLimits(h: CgroupHost): LimitSetup | string {
+  const ms = mounts(h.mountinfo);
+  const own = ownPaths(h.procCgroup);
+  const two = v2(ms, own, h);
+  if (typeof two !== "string") {
+    return { commands: "cgroup2", checks: "cgroup2", label: "cgroup v2 (pids, memory)", parents: { pids: two.dir, memory: two.dir }, swap: two.swap };
+  }
+  const one = v1(ms, own, h);
+  if (typeof one !== "string") {
+    return {
+      commands: "cgroup1",
+      checks: "cgroup1",
+      label: `cgroup v1 (pids, memory${one.swap ? "+swap" : ""})`,
+      parents: { pids: one.pids, memory: one.memory },
+      swap: one.swap,
+    };
+  }
+  return `${two}; ${one}`;
 }
 
 function userSystemd(): boolean {
@@ -266,29 +385,8 @@ export function limitSetup(): LimitSetup {
   };
   if (process.platform !== "linux") return (cached = none(`no cgroups on ${process.platform}`));
   if (config().OCW_LIMITS === "prlimit") return (cached = none("OCW_LIMITS=prlimit"));
-  const ms = mounts(read("/proc/self/mountinfo"));
-  const own = ownPaths(read("/proc/self/cgroup"));
-  const two = v2(ms, own);
-  if (typeof two !== "string") {
-    return (cached = {
-      commands: "cgroup2",
-      checks: "cgroup2",
-      label: "cgroup v2 (pids, memory)",
-      parents: { pids: two.dir, memory: two.dir },
-      swap: two.swap,
-    });
-  }
-  const one = v1(ms, own);
-  if (typeof one !== "string") {
-    return (cached = {
-      commands: "cgroup1",
-      checks: "cgroup1",
-      label: `cgroup v1 (pids, memory${one.swap ? "+swap" : ""})`,
-      parents: { pids: one.pids, memory: one.memory },
-      swap: one.swap,
-    });
-  }
-  return (cached = none(`${two}; ${one}`));
+  const found = cgroupLimits({ mountinfo: read("/proc/self/mountinfo"), procCgroup: read("/proc/self/cgroup"), pid: process.pid, fs: hostCgroupFs });
+  return (cached = typeof found === "string" ? none(found) : found);
 }
 
 /** The files and values that limit one group (both hierarchies for cgroup1, one folder for cgroup2). */
@@ -322,32 +420,32 @@ export interface CommandGroup {
 let seq = 0;
 
 /** A group for one check run, with its limits set (null where checks have no cgroup here). */
-export function checkGroup(procs: number, memMb: number): CommandGroup | null {
-  const s = limitSetup();
+export function checkGroup(procs: number, memMb: number, s: LimitSetup = limitSetup(), fs: CgroupFs = hostCgroupFs): CommandGroup | null {
   if (!s.parents) return null;
-  sweep();
+  if (fs === hostCgroupFs) sweep();
   const name = `check-${++seq}`;
   const dirs: [string, string] = [path.join(s.parents.pids, name), path.join(s.parents.memory, name)];
   try {
-    for (const d of new Set(dirs)) mkdirSync(d);
+    for (const d of new Set(dirs)) fs.mkdir(d);
     for (const f of limitFiles(s, procs, memMb)) {
       const file = path.join(f.file === "pids" ? dirs[0] : dirs[1], f.name);
-      if (f.optional && !existsSync(file)) continue;
-      writeFileSync(file, f.value);
+      if (f.optional && !fs.exists(file)) continue;
+      fs.write(file, f.value);
     }
   } catch (err) {
-    for (const d of new Set(dirs)) emptyAndRemove(d);
+    for (const d of new Set(dirs)) emptyAndRemove(d, fs);
     throw new Error(`the check's limits could not be set (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): ${s.label}`);
   }
   return {
     dirs,
-    hits: () => hitsIn(s, dirs),
-    remove: () => [...new Set(dirs)].map(emptyAndRemove).every(Boolean),
+    hits: () => hitsIn(s, dirs, fs),
+    remove: () => [...new Set(dirs)].map((d) => emptyAndRemove(d, fs)).every(Boolean),
   };
 }
 
 /** Which limit a group reached: an OOM kill (memory), a refused fork (processes). */
-function hitsIn(s: LimitSetup, [pids, memory]: [string, string]): string[] {
+function hitsIn(s: LimitSetup, [pids, memory]: [string, string], fs: CgroupFs): string[] {
+  const read = fs.read;
   const out: string[] = [];
   if (s.commands === "cgroup2") {
     if (/^oom_kill [1-9]/m.test(read(path.join(memory, "memory.events")))) out.push("memory");

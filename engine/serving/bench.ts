@@ -18,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import { benchText, type TargetBench } from "../../shared/target";
 import { config } from "../config";
 import { MIN_AGENT_TOK_PER_SEC } from "../models/speed";
-import { sseData } from "../net";
+import { readBounded, sseData } from "../net";
 
 export interface BenchOptions {
   /** The OpenAI-compatible base URL (…/v1). */
@@ -105,7 +105,8 @@ async function oneRequest(o: BenchOptions, promptTokens: number, maxTokens: numb
       signal: ctl.signal,
     });
     if (!res.ok || !res.body) {
-      const text = (await res.text().catch(() => "")).slice(0, 200);
+      // An error answer is read to 64 KiB at most (its first 200 characters are shown).
+      const text = (await readBounded(res, `${o.url}/chat/completions`, 64 * 1024).catch(() => "")).slice(0, 200);
       return {
         ok: false,
         promptTokens: null,

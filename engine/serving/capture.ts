@@ -5,6 +5,7 @@
  */
 import type { ServingEngine } from "../../shared/target";
 import { authHeaders, httpJson, serverRoot } from "./http";
+import type { Keep } from "../net";
 
 export const USUAL_PORTS = [8080, 11434, 1234, 8000, 30000] as const;
 
@@ -20,12 +21,15 @@ export interface CapturedEndpoint {
   notes: string[];
 }
 
+/** What is read of a `/v1/models` answer (a large one is parsed off the engine's thread; only this comes back). */
+const MODELS_KEEP: Keep = { data: [{ id: true, owned_by: true, max_model_len: true, meta: { n_ctx: true } }], models: [{ name: true }] };
+
 type Models = { data?: { id: string; owned_by?: string; max_model_len?: number; meta?: { n_ctx?: number } }[]; models?: { name: string }[] };
 
 export async function probeEndpoint(url: string, key: string | null = null, timeoutMs = 2500): Promise<CapturedEndpoint | null> {
   const root = serverRoot(url);
   const h = authHeaders(key);
-  const models = await httpJson<Models>(`${root}/v1/models`, { headers: h, timeoutMs });
+  const models = await httpJson<Models>(`${root}/v1/models`, { headers: h, timeoutMs, keep: MODELS_KEEP });
   if (models.status === 0) return null;
   const notes: string[] = [];
   const needsKey = models.status === 401 || models.status === 403;
@@ -41,20 +45,21 @@ export async function probeEndpoint(url: string, key: string | null = null, time
   const props = await httpJson<{ total_slots?: number; build_info?: string; default_generation_settings?: { n_ctx?: number } }>(`${root}/props`, {
     headers: h,
     timeoutMs,
+    keep: { total_slots: true, build_info: true, default_generation_settings: { n_ctx: true } },
   });
   if (props.ok && typeof props.body?.total_slots === "number") {
     engine = "llama.cpp";
     totalSlots = props.body.total_slots;
     perSlotCtx = props.body.default_generation_settings?.n_ctx ?? null;
     build = props.body.build_info ?? null;
-    const slots = await httpJson<{ n_ctx: number }[]>(`${root}/slots`, { headers: h, timeoutMs });
+    const slots = await httpJson<{ n_ctx: number }[]>(`${root}/slots`, { headers: h, timeoutMs, keep: [{ n_ctx: true }] });
     if (Array.isArray(slots.body)) notes.push(`/slots: ${slots.body.length} × n_ctx [${[...new Set(slots.body.map((s) => s.n_ctx))].join(",")}]`);
     else if (slots.status === 501) notes.push("/slots disabled (--no-slots)");
   } else if (props.status === 401 && needsKey) {
     engine = "llama.cpp";
     notes.push("llama.cpp-style /props refused without the key");
   } else {
-    const ol = await httpJson<{ version?: string }>(`${root}/api/version`, { timeoutMs });
+    const ol = await httpJson<{ version?: string }>(`${root}/api/version`, { timeoutMs, keep: { version: true } });
     if (ol.ok && ol.body?.version) {
       engine = "ollama";
       build = ol.body.version;
@@ -63,6 +68,7 @@ export async function probeEndpoint(url: string, key: string | null = null, time
       const sg = await httpJson<{ max_running_requests?: number; context_length?: number; version?: string }>(`${root}/get_server_info`, {
         headers: h,
         timeoutMs,
+        keep: { max_running_requests: true, context_length: true, version: true },
       });
       if (sg.ok && sg.body && typeof sg.body === "object") {
         engine = "sglang";

@@ -12,6 +12,10 @@ import type { Gpu } from "../hardware";
 import { downloadFile, type DownloadProgress } from "../models/download";
 import { projectRoot } from "../paths";
 import { SetupError } from "../models/errors";
+import { BodyTooLarge, readJsonBounded } from "../net";
+
+/** The most read of a GitHub release's JSON (tens of KiB with every asset). */
+const RELEASE_MAX_BYTES = 8 * 1024 * 1024;
 
 export interface ReleaseAsset {
   name: string;
@@ -71,7 +75,28 @@ export async function pinnedRelease(env: NodeJS.ProcessEnv = process.env, fetchI
       { tag, url, status: res.status },
       "unavailable",
     );
-  const j = (await res.json()) as { tag_name: string; assets: { name: string; browser_download_url: string; size?: number; digest?: string }[] };
+  // A release's listing is tens of KiB: read 8 MiB at most (a larger answer is a coded error, not read whole).
+  const j = await readJsonBounded<{ tag_name: string; assets: { name: string; browser_download_url: string; size?: number; digest?: string }[] }>(
+    res,
+    url,
+    RELEASE_MAX_BYTES,
+  ).catch((e: unknown) => {
+    throw new SetupError(
+      "runtime",
+      e instanceof BodyTooLarge
+        ? `${url} answered more than ${RELEASE_MAX_BYTES / 1024 / 1024} MiB for llama.cpp release ${tag}: not read; build from source with scripts/build-llama-server.sh`
+        : `cannot read llama.cpp release ${tag} from ${url} (${(e as Error).message})`,
+      { tag, url, maxBytes: RELEASE_MAX_BYTES },
+      "unavailable",
+    );
+  });
+  if (!j || typeof j.tag_name !== "string" || !Array.isArray(j.assets))
+    throw new SetupError(
+      "runtime",
+      `${url} did not answer a GitHub release for ${tag}; build from source with scripts/build-llama-server.sh`,
+      { tag, url },
+      "unavailable",
+    );
   const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
   return {
     tag: j.tag_name,

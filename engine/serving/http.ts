@@ -1,17 +1,35 @@
 /** Small HTTP helpers for probing OpenAI-compatible servers (loopback or user-given URLs). */
-import { BodyTooLarge, ENDPOINT_MAX_BYTES, readBounded, sseData } from "../net";
+import { BodyTooLarge, ENDPOINT_MAX_BYTES, type Keep, PARSE_INLINE_MAX, parseBody, readBounded, readBoundedBytes, sseData } from "../net";
+
+/** The most read of an error answer (only its first 200 characters are shown). */
+const ERROR_MAX_BYTES = 64 * 1024;
+/** The most of an answer kept as `text` (the whole of any answer parsed inline). */
+const TEXT_HEAD = PARSE_INLINE_MAX;
 
 export interface HttpResult<T = unknown> {
   ok: boolean;
   status: number;
   body: T | null;
+  /** The answer's text (its first PARSE_INLINE_MAX bytes, when larger). */
   text: string;
   ms: number;
   error?: string;
 }
 
-/** `maxBytes`: the most of the answer read (ENDPOINT_MAX_BYTES by default); a larger one is an error, not read. */
-type HttpInit = { method?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number; signal?: AbortSignal; maxBytes?: number };
+/**
+ * `maxBytes`: the most of the answer read (ENDPOINT_MAX_BYTES by default); a larger one is an error, not read. `keep`:
+ * the part of the answer's JSON the caller reads (net/parse.ts Keep): a large answer is parsed off the engine's thread
+ * either way, and with `keep` only that part is handed back to it.
+ */
+type HttpInit = {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  maxBytes?: number;
+  keep?: Keep;
+};
 
 /** A kept-alive connection the server closed while idle fails the next request sent on it at once; a GET is safe to send again on a fresh one. */
 const STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
@@ -36,19 +54,17 @@ async function httpJsonOnce<T>(url: string, init: HttpInit & { method: string })
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
       signal: ctl.signal,
     });
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = await readBounded(res, url, init.maxBytes ?? ENDPOINT_MAX_BYTES);
+      bytes = await readBoundedBytes(res, url, init.maxBytes ?? ENDPOINT_MAX_BYTES);
     } catch (e) {
       if (e instanceof BodyTooLarge) return { ok: false, status: res.status, body: null, text: "", ms: performance.now() - t0, error: e.message };
       throw e;
     }
-    let body: T | null = null;
-    try {
-      body = JSON.parse(text) as T;
-    } catch {
-      body = null;
-    }
+    // A large answer is parsed off the engine's thread (net/parse.ts); its text is kept to its head (callers quote a
+    // few hundred characters of it at most).
+    const text = bytes.subarray(0, TEXT_HEAD).toString("utf8");
+    const body = (await parseBody(bytes, { kind: "json", keep: init.keep }).catch(() => null)) as T | null;
     return { ok: res.ok, status: res.status, body, text, ms: performance.now() - t0 };
   } catch (e) {
     const err = e as Error & { cause?: { code?: string } };
@@ -99,7 +115,14 @@ export async function streamTimed(url: string, headers: Record<string, string>, 
       signal: ctl.signal,
     });
     if (!res.ok || !res.body)
-      return { status: res.status, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (await res.text()).slice(0, 200) };
+      return {
+        status: res.status,
+        startMs,
+        firstTokenMs: null,
+        endMs: performance.now() - t0,
+        tokens: 0,
+        error: (await readBounded(res, url, ERROR_MAX_BYTES).catch(() => "")).slice(0, 200),
+      };
     let first: number | null = null;
     let tokens = 0;
     for await (const data of sseData(res.body)) {

@@ -10,7 +10,7 @@ import path from "node:path";
 import type { FitPick } from "../../shared/fit";
 import { targetSlug } from "../../shared/target";
 import { CATALOG, type CatalogEntry, type CatalogWeights, catalogHparams, findCatalog, makerRepo, servedBy } from "../models/catalog";
-import { hubEndpoint as hubEndpointOf, hubHeaders, listRepoFiles, resolveUrl } from "../models/hf";
+import { HUB_CONFIG_MAX_BYTES, hubEndpoint as hubEndpointOf, hubHeaders, listRepoFiles, readHubJson, resolveUrl } from "../models/hf";
 import type { FitPick as FitPickT, PlannedDevice } from "../../shared/fit";
 import { GiB } from "../models/estimate";
 import { gpuWords, PARALLEL_OVERHEAD, type ParallelModel, type ParallelPlan, type PlanDevices, parallelSpeed, shellQuote, sizeParallel } from "../models/plan";
@@ -221,7 +221,11 @@ export async function resolveParallelModel(
   let cfg: HfConfig = {};
   if (files.some((f) => f.path === "config.json")) {
     const r = await timedFetch(resolveUrl(repo, "config.json", "main", env), { headers: hubHeaders(env) }).catch(() => null);
-    if (r?.ok) cfg = (await r.json().catch(() => ({}))) as HfConfig;
+    // Read to HUB_CONFIG_MAX_BYTES at most (a larger answer is a coded error, not read whole); not JSON: sized without it.
+    if (r?.ok) {
+      const got = await readHubJson<HfConfig>(r, resolveUrl(repo, "config.json", "main", env), `${repo}'s config.json`, HUB_CONFIG_MAX_BYTES);
+      if (got && typeof got === "object" && !Array.isArray(got)) cfg = got;
+    }
   }
   return [
     {

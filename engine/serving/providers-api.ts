@@ -5,7 +5,7 @@
 import { priceFromListing, type Price } from "../../shared/cost";
 import { OcwError } from "../../shared/errors";
 import { ProviderModelsInput } from "../../shared/servers";
-import { BodyTooLarge, describeFetchError, readBounded } from "../net";
+import { BodyTooLarge, describeFetchError, parseBody, readBoundedBytes } from "../net";
 
 export interface ProviderModel {
   id: string;
@@ -47,10 +47,12 @@ export async function providerModelsApi(
   const MAX = 16 * 1024 * 1024;
   if (Number(res.headers.get("content-length") ?? 0) > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
   // Read at most MAX bytes: a body streamed without a length is cut there, not read whole into memory first.
-  const text = await readBounded(res, url, MAX).catch((e: unknown) => {
+  const bytes = await readBoundedBytes(res, url, MAX).catch((e: unknown) => {
     if (e instanceof BodyTooLarge) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
-    return "";
+    return Buffer.alloc(0);
   });
+  // Its head for messages; the whole is parsed off the engine's thread when large (net/parse.ts).
+  const text = bytes.subarray(0, 4096).toString("utf8");
   if (res.status === 401 || res.status === 403)
     throw new OcwError(
       "bad-input",
@@ -62,10 +64,8 @@ export async function providerModelsApi(
       `${url} → HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1), or type the model id yourself`,
     );
   if (!res.ok) throw new OcwError("unavailable", `${url} → HTTP ${res.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 160)}` : ""}`);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
+  const body = await parseBody(bytes, { kind: "json" });
+  if (body === null || typeof body !== "object") {
     throw new OcwError("bad-input", `${url} did not answer JSON (${JSON.stringify(text.slice(0, 60))}…): is this an OpenAI-compatible API base URL?`);
   }
   const b = body as { data?: unknown; models?: unknown };

@@ -732,7 +732,11 @@ export async function placementLlamaPhase(c: StartCtx, plan: LlamaPlan, l: Launc
   for (const [k, x] of servers.entries()) {
     const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(
       `${x.url.replace(/\/v1$/, "")}/props`,
-      { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 },
+      {
+        headers: { authorization: `Bearer ${key}` },
+        timeoutMs: 10_000,
+        keep: { total_slots: true, model_path: true, default_generation_settings: { n_ctx: true } },
+      },
     );
     // a replica sees its GPUs renumbered from 0 (the others are hidden): its log names them so
     const devices = pooled ? replicaDevices(pick, replicas[k]!.devices!, x.env.length > 0) : pick.devices;

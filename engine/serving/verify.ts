@@ -242,8 +242,13 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const props = await httpJson<{ total_slots?: number; default_generation_settings?: { n_ctx?: number } }>(`${root}/props`, {
       headers: authHeaders(v.key),
       timeoutMs: 10000,
+      keep: { total_slots: true, default_generation_settings: { n_ctx: true } },
     });
-    const slotsRes = await httpJson<{ id: number; n_ctx: number }[]>(`${root}/slots`, { headers: authHeaders(v.key), timeoutMs: 10000 });
+    const slotsRes = await httpJson<{ id: number; n_ctx: number }[]>(`${root}/slots`, {
+      headers: authHeaders(v.key),
+      timeoutMs: 10000,
+      keep: [{ id: true, n_ctx: true }],
+    });
     const total = props.body?.total_slots ?? null;
     const perSlot = props.body?.default_generation_settings?.n_ctx ?? null;
     observed.totalSlots = total;
@@ -297,7 +302,10 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     let ctx: number | null = null;
     let where: string;
     if (v.engine === "ollama") {
-      const ps = await httpJson<{ models?: { name?: string; model?: string; context_length?: number }[] }>(`${root}/api/ps`, { timeoutMs: 10000 });
+      const ps = await httpJson<{ models?: { name?: string; model?: string; context_length?: number }[] }>(`${root}/api/ps`, {
+        timeoutMs: 10000,
+        keep: { models: [{ name: true, model: true, context_length: true }] },
+      });
       const m =
         ps.body?.models?.find((x) => x.name === v.model || x.model === v.model || x.name === `${v.model}:latest`) ??
         (ps.body?.models?.length === 1 ? ps.body.models[0] : undefined);
@@ -313,7 +321,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     } else {
       const lm = await httpJson<{ data?: { id: string; state?: string; loaded_context_length?: number; max_context_length?: number }[] }>(
         `${root}/api/v0/models`,
-        { headers: authHeaders(v.key), timeoutMs: 10000 },
+        { headers: authHeaders(v.key), timeoutMs: 10000, keep: { data: [{ id: true, state: true, loaded_context_length: true, max_context_length: true }] } },
       );
       const m = lm.body?.data?.find((x) => x.id === v.model);
       ctx = typeof m?.loaded_context_length === "number" ? m.loaded_context_length : null;
@@ -344,6 +352,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const models = await httpJson<{ data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number } }[] }>(`${root}/v1/models`, {
       headers: authHeaders(v.key),
       timeoutMs: 10000,
+      keep: { data: [{ id: true, max_model_len: true, meta: { n_ctx: true } }] },
     });
     const m = models.body?.data?.find((d) => d.id === v.model) ?? models.body?.data?.[0];
     const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
@@ -380,7 +389,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     };
     // llama.cpp shows its own view: how many slots it has (/slots lists them) and how many process at once
     const slotsNow = async () => {
-      const sl = await httpJson<{ is_processing?: boolean }[]>(`${root}/slots`, { headers, timeoutMs: 5000 });
+      const sl = await httpJson<{ is_processing?: boolean }[]>(`${root}/slots`, { headers, timeoutMs: 5000, keep: [{ is_processing: true }] });
       return Array.isArray(sl.body) ? { listed: sl.body.length, busy: sl.body.filter((x) => x.is_processing).length } : null;
     };
     const before = v.engine === "llama.cpp" ? await slotsNow() : null;

@@ -199,6 +199,30 @@ describe("protected files whose names hold a line break", () => {
   }, 60_000);
 });
 
+// Protect globs are matched case-folded: on macOS and Windows `Tests/` and `TESTS/` are the folder `tests/`, and the
+// user's checkout may be there whatever the engine runs on. Before, `tests/**` matched only the name as written.
+describe("protected files under a case-variant of a protected folder", () => {
+  it("Tests/Test_x.py, TESTS/x.py, a trailing-dot `tests./` and an NFD-named file are protected changes when tests/** is protected", async () => {
+    const r = repo({ "tests/test_x.py": "def test_x():\n    assert False\n", "README.md": "# r\n" });
+    for (const name of ["Tests/Test_x.py", "TESTS/conftest.py", "tests./x.py", "Te\u0301sts/x.py"]) {
+      const ws = await workspace(r, `w-case-${n++}`);
+      mkdirSync(path.join(ws.worktree, path.dirname(name)), { recursive: true });
+      writeFileSync(path.join(ws.worktree, name), "def test_x():\n    assert True\n");
+      const verdict = await grade({
+        workspace: ws,
+        checks: [{ file: "README.md" }],
+        scope: [],
+        protect: name.startsWith("Te\u0301") ? ["t\u00e9sts/**"] : ["tests/**"],
+        finalText: "OUTCOME: built",
+        title: "t",
+        checkoutDir: path.join(tmp, `checkout-case-${n++}`),
+      });
+      expect(verdict.scope.violations, name).toEqual([`protected file changed: ${name}`]);
+      expect(verdict.verdict, name).toBe("honest-failure");
+    }
+  }, 90_000);
+});
+
 // The user named a folder inside the repository (`a/b`): grade() runs the checks in <checkout>/a/b after
 // `mkdir -p`-ing it. The worker's commit may hold `a` as a symlink to any folder, and the engine, outside every
 // sandbox, then creates <target>/b there and runs the checks with that folder as their cwd.
