@@ -342,6 +342,13 @@ const CATALOG: Entry[] = [
     held: "refused: serve runs in its own user namespace",
     escapes: true,
   },
+  {
+    match: /grading writes no object and no ref into the person's \.git/,
+    injected: "a built change holding a 16 MiB file, graded, then published",
+    times: "1",
+    held: "the person's .git unchanged by grading (objects and refs); publishing brings exactly the graded commit",
+    escapes: true,
+  },
 ];
 
 export interface FaultRow {

@@ -2,6 +2,7 @@
 // task b comes after a shows the dependency (a → b) and its integration verdict beside the workers' own; a worker whose
 // change holds a flagged file (.npmrc) shows it on the verdict card, and its merge dialog needs an explicit acceptance.
 // Screenshots land in OCW_SHOTS_DIR (default test-results/screenshots).
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
@@ -89,6 +90,32 @@ test("a batch with a dependency draws a → b and shows the integration verdict 
   await expect(verdict).toContainText("landed on main", { timeout: 30_000 });
   expect(readFileSync(path.join(repo, "b.txt"), "utf8")).toBe("copy of ALPHA-7\n");
   await shot(page, "02-batch-landed");
+});
+
+test("grading puts nothing into the repository; Publish branch adds exactly the graded commit as ocw/<id>", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "GL-WRITE file=notes.txt text=published",
+    title: "publish me",
+    directory: repo,
+    checks: [{ file: "notes.txt", equals: "published" }],
+    scope: ["notes.txt"],
+  });
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 120_000 }).toBe("built");
+  const branchOf = () => execFileSync("git", ["-C", repo, "branch", "--list", `ocw/${workerId}`], { encoding: "utf8" }).trim();
+  expect(branchOf()).toBe("");
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const publish = page.getByRole("button", { name: "Publish branch" });
+  await expect(publish).toBeVisible();
+  await shot(page, "00-verdict-publish-branch");
+  await publish.click();
+  await expect.poll(branchOf, { timeout: 30_000 }).toBe(`ocw/${workerId}`);
+  const commit = (await engine.client.workers.get.query({ workerId })).verdict!.commit!;
+  expect(execFileSync("git", ["-C", repo, "rev-parse", `ocw/${workerId}`], { encoding: "utf8" }).trim()).toBe(commit);
+  await expect(page.getByText(`published ocw/${workerId} at ${commit.slice(0, 8)}`)).toBeVisible();
+  await shot(page, "00b-branch-published");
+  // Not merged: main is where it was; discard removes the published branch with the worker's workspace.
+  await engine.client.workers.discard.mutate({ workerId });
+  expect(branchOf()).toBe("");
 });
 
 test("a flagged file is on the verdict card, and the merge needs an explicit acceptance", async () => {

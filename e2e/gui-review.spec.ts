@@ -110,7 +110,16 @@ test("comment two diff lines, send them as one review: round 2 is graded built, 
   expect(sent).toContain("- src/list.txt:2 — Capitals here: BETA.");
   expect(sent).toContain("- src/list.txt:3 — And here: GAMMA.");
   expect(sent).toContain("Two lines to fix.");
+  // Grading published nothing; Publish branch brings round 2's graded commit as ocw/<id>.
+  const branchTip = () =>
+    execFileSync("git", ["-C", repo, "for-each-ref", "--format=%(objectname)", `refs/heads/ocw/${workerId}`])
+      .toString()
+      .trim();
+  expect(branchTip()).toBe("");
+  await page.getByRole("button", { name: "Publish branch" }).click();
+  await expect.poll(branchTip, { timeout: 30_000 }).not.toBe("");
   expect(execFileSync("git", ["-C", repo, "show", `ocw/${workerId}:src/list.txt`]).toString()).toBe("alpha\nBETA\nGAMMA\n");
+  const round2 = branchTip();
 
   // Continue… sends a plain follow-up: round 3, graded again.
   await page.getByRole("button", { name: "Continue…" }).click();
@@ -120,6 +129,11 @@ test("comment two diff lines, send them as one review: round 2 is graded built, 
   await expect(rounds.getByRole("listitem", { name: "round 3" })).toContainText("built", { timeout: 60_000 });
   await expect(rounds.getByRole("listitem", { name: "round 3" })).toContainText("Add delta at the end.");
   await shot(page, "3-round-3");
+  // The branch published at round 2 follows the latest verdict when published again (nothing moves it by itself).
+  expect(branchTip()).toBe(round2);
+  await page.getByRole("button", { name: "Publish branch" }).click();
+  const round3 = (await engine.client.workers.get.query({ workerId })).verdict!.commit!;
+  await expect.poll(branchTip, { timeout: 30_000 }).toBe(round3);
 });
 
 test("a check that already passes on the base is called out on the worker page; the built verdict is flagged weak evidence", async () => {

@@ -209,6 +209,8 @@ export const appRouter = t.router({
     /** A review of a graded worker's change: its comments sent as one follow-up that quotes each file:line (a new round). */
     review: proc.input(ReviewInput).mutation(({ ctx, input }) => ctx.engine.review(input.workerId, input.comments, input.message, ctx.by)),
     merge: proc.input(MergeInput).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId, { acceptFlagged: input.acceptFlagged })),
+    /** "Publish the branch": the graded commit as ocw/<id> in the person's repository (grading publishes nothing). */
+    publish: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.publish(input.workerId)),
     /** A built worker whose merge conflicts: its task again as a new worker from the current HEAD, told the files. */
     onNewBase: proc.input(WorkerRef).mutation(({ ctx, input }) => continueOnNewBase(ctx.engine, input.workerId)),
     /** Undoes a merge the engine made (a worker's, or a batch's integration commit) as a new commit; refuses on conflict. */

@@ -11,7 +11,8 @@ import { CliError, fail } from "./errors";
 /**
  * `ocw retry ID` runs a finished, not built worker's task again as a new worker (fresh workspace, same target);
  * `ocw merge ID` merges one built worker's graded commit into its base branch; `ocw merge --batch ID` merges every
- * built worker of a batch one by one in submission order and stops at the first refused merge (exit 1, with why).
+ * built worker of a batch one by one in submission order and stops at the first refused merge (exit 1, with why);
+ * `ocw publish ID` puts a built worker's graded commit into the person's repository as branch ocw/<id>.
  */
 export function registerHousekeepingCommands(program: Command): void {
   program
@@ -69,6 +70,27 @@ export function registerHousekeepingCommands(program: Command): void {
           if (!r.merged.length && !r.stopped) console.log(`batch ${r.batchId}: no built worker left to merge`);
         }
         if (r.stopped) process.exit(ERROR_MAP[r.stopped.code].exit);
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("publish")
+    .description(
+      "put a built worker's graded commit into your repository as branch ocw/<id>, to review or merge it with your own git tools (grading puts nothing there; merge and push do this themselves)",
+    )
+    .argument("<workerId>", "the built worker whose branch to publish")
+    .option("--json", "print JSON")
+    .action(async (workerId: string, o: { json?: boolean }) => {
+      try {
+        const client = connect(await ensureEngine(stateDir()), "cli:ocw publish");
+        const p = await client.workers.publish.mutate({ workerId });
+        console.log(
+          o.json
+            ? JSON.stringify({ workerId, ...p })
+            : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${p.objects} object${p.objects === 1 ? "" : "s"} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``,
+        );
       } catch (err) {
         fail(err);
       }

@@ -8,9 +8,10 @@ import {
   checkOutCommit,
   commitAndCheckOut,
   flaggedChanges,
+  gradedStoreOf,
+  keepGraded,
   mergeHint,
   partialHolds,
-  publishBranch,
   SnapshotTooLarge,
   type Workspace,
 } from "../workspace";
@@ -162,9 +163,11 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   const weakEvidence = built && !!input.baseline && checks.every((c) => passedOnBase.has(c.name));
   const { claim, reason } = parseClaim(input.finalText);
   const sincePrevious = input.previousCommit ? await changedBetween(ws, input.previousCommit, graded.commit).catch(() => null) : null;
-  if (built) await publishBranch(ws, graded.commit);
-  // What needs an explicit acceptance before it is merged: read from the person's repository, where it was published.
-  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit) : [];
+  // Nothing reaches the person's repository at grading: a built commit is kept in the engine's graded store until the
+  // person lands or publishes it (engine/workspace/workspace.ts, publishBranch).
+  if (built) await keepGraded(ws, graded.commit);
+  // What needs an explicit acceptance before it is merged: read from the engine's store.
+  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit, await gradedStoreOf(ws)) : [];
   return {
     verdict,
     claim,

@@ -599,6 +599,7 @@ export const MergeInput = z
     workerId: id().optional(),
     batchId: id().optional().describe("A batch with integration checks: lands its integration commit."),
     acceptFlagged: z.boolean().optional().describe("Only on the person's explicit yes to result's flagged files."),
+    publish: z.boolean().optional(),
   })
   .strict();
 

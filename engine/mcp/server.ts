@@ -1060,13 +1060,25 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Merge a built worker",
       description:
-        "Merge a built worker's graded commit (or batchId's integration commit) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict, or unaccepted flagged files, and says what to do. One at a time; run the tests between merges.",
+        "Merge a built worker's graded commit (or batchId's integration commit) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict or unaccepted flagged files. publish: only add branch ocw/<id>.",
       input: S.MergeInput,
       output: S.MergeOutput,
       destructive: true,
     },
-    async ({ workerId, batchId, acceptFlagged }) => {
+    async ({ workerId, batchId, acceptFlagged, publish }) => {
       if (!workerId === !batchId) throw new ToolError("give workerId, or batchId (a batch with integration checks), not both");
+      if (publish) {
+        // "Publish the branch": grading put nothing into the person's repository; this brings exactly the graded commit.
+        if (!workerId) throw new ToolError("publish takes a workerId: a batch lands only by merge {batchId}");
+        const p = await call((c) => c.workers.publish.mutate({ workerId }));
+        return {
+          workerId,
+          into: p.branch,
+          commit: p.commit,
+          repo: p.repo,
+          next: `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${p.objects} objects copied; nothing merged): the person can review it with git (git diff HEAD...${p.branch}); merge {"workerId":"${workerId}"} lands it`,
+        };
+      }
       if (batchId) {
         const r = await call((c) => c.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch((err: Error) => {
           // The engine's refusal names files the workers chose (a conflict, flagged files): framed as untrusted.
@@ -1107,7 +1119,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           );
         if (/conflict/i.test(msg))
           throw new ToolError(
-            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or let the person merge ${w.branch} by hand`,
+            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`,
           );
         throw err;
       }

@@ -7,7 +7,7 @@ import { isAtRest, type Worker, type WorkerSpec, workerTitle } from "../../share
 import { discard, folderIn, runChecks } from "../grading";
 import type { SandboxKind } from "../sandbox";
 import { readJson, writeJsonAtomic } from "../store";
-import { combineCommits, git, gitScript, type RepoInfo, userGitEnv } from "../workspace";
+import { combineCommits, gitScript, gradedStore, type RepoInfo, userGitEnv } from "../workspace";
 
 /**
  * A batch's plan beside its workers: the tasks with their names and the tasks each comes `after`, the workers started
@@ -181,6 +181,7 @@ export class Batches {
             r.base!,
             deps.map((d, i) => ({ id: d.id, commit: workers[i]!.verdict!.commit! })),
             `ocw: base of ${t.id} (after ${t.after.join(", ")})`,
+            await this.graded(r.repo!),
           );
           if ("conflict" in c) {
             t.skipped = `the tasks it comes after do not combine: ${c.conflict.id} conflicts in ${c.conflict.files.join(", ") || "(git named none)"}`;
@@ -203,6 +204,14 @@ export class Batches {
     }
     const ended = r.tasks.every((t) => t.skipped || (t.workerId && isAtRest(this.opts.get(t.workerId)?.state ?? "error")));
     if (ended && r.integration?.state === "waiting") await this.integrate(r);
+  }
+
+  /**
+   * The engine's graded store of a repository (`<state>/repos`, beside the workers' folders): graded commits are there (not in the person's
+   * repository before they are landed), and what combining them writes goes there too.
+   */
+  graded(repo: string): Promise<string> {
+    return gradedStore(path.join(this.opts.stateDir, "repos"), repo);
   }
 
   /** The built workers' graded commits combined in task order on the base, checked together in a fresh checkout. */
@@ -234,6 +243,7 @@ export class Batches {
           r.base!,
           built,
           `ocw: integration of batch ${r.id} (${built.length} worker${built.length === 1 ? "" : "s"})\n\n${built.map((b) => `- ${b.id}`).join("\n")}`,
+          await this.graded(r.repo!),
         );
         if ("conflict" in c) {
           result.conflict = { workerId: c.conflict.id, files: c.conflict.files };
@@ -265,7 +275,8 @@ export class Batches {
     mkdirSync(root, { recursive: true });
     mkdirSync(tmpDir, { recursive: true });
     try {
-      const objects = path.resolve(r.repo!, await git(r.repo!, ["rev-parse", "--git-path", "objects"]));
+      // The combined commit is in the engine's graded store (whose alternates reach the person's objects), not in theirs.
+      const objects = await this.graded(r.repo!);
       const gitDir = path.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,

@@ -30,7 +30,17 @@ import { Recovery } from "../recovery";
 import { limitSetup, type SandboxKind, sandboxStatus, writeRepoBinds } from "../sandbox";
 import { TargetStore, WorkerLogStore } from "../store";
 import { InputError, OcwError } from "../../shared/errors";
-import { createWorkspace, inspectRepo, mirrorsRootOf, moveOntoMirror, type RepoInfo, workspaceMirror, worktreePath } from "../workspace";
+import {
+  createWorkspace,
+  gradedStore,
+  inspectRepo,
+  mirrorsRootOf,
+  moveOntoMirror,
+  type PublishedBranch,
+  type RepoInfo,
+  workspaceMirror,
+  worktreePath,
+} from "../workspace";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
@@ -660,6 +670,11 @@ export class Engine {
     return this.lifecycle.merge(workerId, opts);
   }
 
+  /** "Publish the branch": the graded commit as `ocw/<id>` in the person's repository (nothing else lands it but a merge or push). */
+  publish(workerId: string): Promise<PublishedBranch> {
+    return this.lifecycle.publish(workerId);
+  }
+
   /** Undoes a merge the engine made (a new commit on the branch it landed on). */
   revert(workerId: string): Promise<{ commit: string; into: string }> {
     return this.lifecycle.revert(workerId);
@@ -856,7 +871,10 @@ export class Engine {
       const found = rt.repo ?? (await inspectRepo(w.spec.directory));
       // A task after others starts from the base plus their graded commits, recorded at its creation.
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
-      ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
+      // Its base (graded commits of the tasks before it) is in the engine's graded store only: the workspace gets a copy
+      // of exactly the objects of it that the person's repository lacks.
+      const importFrom = w.startFrom ? await gradedStore(path.dirname(this.reg.engineGitDir(workerId)), found.root) : undefined;
+      ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
       rt.setWorkspace(ws);
       this.reg.record(workerId, {
         type: "worker.workspace",

@@ -4,7 +4,7 @@
 import { codeOf, InputError } from "../../shared/errors";
 import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from "../../shared/api";
 import { isAtRest } from "../../shared/worker";
-import { describeFlags, flaggedChanges, git, inspectRepo, landCommit, mergeTrees, revertCommit } from "../workspace";
+import { describeFlags, flaggedChanges, git, gitWithObjects, inspectRepo, landCommit, landObjects, mergeTrees, revertCommit } from "../workspace";
 import type { Engine } from "./engine";
 
 /**
@@ -86,9 +86,11 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
     );
   if (!rec.branch)
     throw new InputError(`batch ${batchId} started from a detached HEAD: merge its integration commit ${res.commit.slice(0, 12)} by hand`, "conflict");
+  // The integration commit is in the engine's graded store until it lands (then exactly its missing objects are copied).
+  const graded = await engine.batches.graded(rec.repo!);
   const head = await git(rec.repo!, ["rev-parse", "-q", "--verify", `refs/heads/${rec.branch}`], { allowFail: true });
-  const from = head ? (await git(rec.repo!, ["merge-base", head, res.commit], { allowFail: true })) || res.base : res.base;
-  const flags = await flaggedChanges(rec.repo!, from, res.commit);
+  const from = head ? (await gitWithObjects(rec.repo!, graded, ["merge-base", head, res.commit])) || res.base : res.base;
+  const flags = await flaggedChanges(rec.repo!, from, res.commit, graded);
   if (flags.length && !opts.acceptFlagged)
     throw new InputError(
       `batch ${batchId}'s integration commit holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,
@@ -99,6 +101,8 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
     branch: rec.branch,
     commit: res.commit,
     fastForward: true,
+    objects: graded,
+    publish: (next) => landObjects(rec.repo!, graded, next),
     message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
     onConflict: (files) => `To go on: continue the workers on the new base (files: ${files.join(", ")}), or run the batch again from the current HEAD.`,
   });
@@ -175,7 +179,7 @@ export async function pruneBranches(engine: Engine, directory: string): Promise<
 /**
  * "Continue the worker on the new base": a built worker whose merge conflicts with its base branch as it is now runs its
  * task again as a new worker from the current HEAD, told which files conflicted and where its earlier change is (the
- * graded commit, on branch ocw/<id>). The old worker stays until it is discarded.
+ * graded commit, which `ocw publish <id>` puts on branch ocw/<id>). The old worker stays until it is discarded.
  */
 export async function continueOnNewBase(engine: Engine, workerId: string): Promise<RetryResult & { files: string[] }> {
   const w = engine.get(workerId);
@@ -185,7 +189,8 @@ export async function continueOnNewBase(engine: Engine, workerId: string): Promi
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue`, "conflict");
   const head = w.baseBranch ? await git(w.repo, ["rev-parse", "-q", "--verify", `refs/heads/${w.baseBranch}`], { allowFail: true }) : "";
   if (!head) throw new InputError(`worker ${workerId}'s base branch ${w.baseBranch ?? "(detached)"} is gone: delegate the task again by hand`, "conflict");
-  const m = await mergeTrees(w.repo, head, w.verdict.commit);
+  // From the engine's graded store (the graded commit is not in the person's repository): nothing is written to theirs.
+  const m = await mergeTrees(w.repo, head, w.verdict.commit, undefined, await engine.batches.graded(w.repo));
   const files = "conflict" in m ? m.conflict : [];
   const note = files.length
     ? `\n\nNote from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${files.join(", ")}, which changed since. Do the task on the code as it is now.`

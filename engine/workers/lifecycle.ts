@@ -1,9 +1,24 @@
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
-import { describeFlags, flaggedChanges, fullDiff, git, landCommit, removeWorkspace, revertCommit } from "../workspace";
+import {
+  describeFlags,
+  flaggedChanges,
+  fullDiff,
+  git,
+  gitWithObjects,
+  gradedObjectsDir,
+  gradedStoreOf,
+  landCommit,
+  landObjects,
+  publishBranch,
+  type PublishedBranch,
+  removeWorkspace,
+  revertCommit,
+  type Workspace,
+} from "../workspace";
 import type { WorkerRegistry } from "../registry";
 
 /**
@@ -34,14 +49,18 @@ export class WorkspaceLifecycle {
     const commit = w.verdict?.commit;
     if (!commit) throw new InputError(`worker ${workerId} has no graded commit to merge`, "conflict");
     const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (tip && tip !== commit)
+    // A branch published at an earlier round's commit is the engine's own, not a move of the person's.
+    if (tip && tip !== commit && !this.earlierCommits(workerId, commit).includes(tip))
       throw new InputError(
         `${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged — reset the branch or merge it by hand`,
         "conflict",
       );
+    // The graded commit is in the engine's store until it lands: the merge is computed there, and exactly the objects
+    // of the result the person's repository lacks are copied into it once the merge applies.
+    const graded = await gradedStoreOf(ws);
     const head = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.baseBranch}`], { allowFail: true });
-    const from = head ? (await git(ws.repo, ["merge-base", head, commit], { allowFail: true })) || ws.baseCommit : ws.baseCommit;
-    const flags = await flaggedChanges(ws.repo, from, commit);
+    const from = head ? (await gitWithObjects(ws.repo, graded, ["merge-base", head, commit])) || ws.baseCommit : ws.baseCommit;
+    const flags = await flaggedChanges(ws.repo, from, commit, graded);
     if (flags.length && !opts.acceptFlagged) {
       throw new InputError(
         `worker ${workerId}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,
@@ -54,13 +73,42 @@ export class WorkspaceLifecycle {
       branch: ws.baseBranch,
       commit,
       message: `Merge ${ws.branch}: ${title}`,
+      objects: graded,
+      publish: (next) => landObjects(ws.repo, graded, next),
       onConflict: (files) =>
-        `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge ${ws.branch} by hand.`,
+        `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`,
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     // Merged, the work lives in the user's branch: the workspace, the engine's repository and ocw/<id> go.
     await this.tidy(workerId, "merged");
     return { commit: merged, into: ws.baseBranch };
+  }
+
+  /**
+   * "Publish the branch": exactly the graded commit's objects the person's repository lacks are copied into it and
+   * `ocw/<id>` is set to that commit, for a person who reviews or merges with their own git tools. Grading publishes
+   * nothing; merge, push and pull request bring the commit themselves.
+   */
+  async publish(workerId: string): Promise<PublishedBranch> {
+    const { ws, commit } = this.landable(workerId, "published");
+    return publishBranch(ws, commit, this.earlierCommits(workerId, commit));
+  }
+
+  /** The worker's earlier rounds' graded commits (a branch published at one of them follows the latest verdict). */
+  private earlierCommits(workerId: string, commit: string): string[] {
+    return (this.reg.get(workerId).rounds ?? []).flatMap((r) => (r.commit && r.commit !== commit ? [r.commit] : []));
+  }
+
+  /** A built, unmerged, undiscarded worker's workspace and graded commit, or why it has none to land. */
+  landable(workerId: string, verb: string): { ws: Workspace; commit: string } {
+    const w = this.reg.get(workerId);
+    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are ${verb}`, "conflict");
+    if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
+    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to publish`, "conflict");
+    const ws = this.reg.workspaceOf(w);
+    const commit = w.verdict?.commit;
+    if (!ws || !commit) throw new InputError(`worker ${workerId} has no graded commit to publish`, "conflict");
+    return { ws, commit };
   }
 
   /** A batch's integration commit landed: each worker it combines counts as merged there. */
@@ -105,6 +153,7 @@ export class WorkspaceLifecycle {
     if (ws) await removeWorkspace(ws, { force: true, tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
+    if (ws) this.dropGradedStore(ws.repo);
     return this.reg.get(workerId);
   }
 
@@ -119,8 +168,25 @@ export class WorkspaceLifecycle {
     try {
       await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
+      this.dropGradedStore(ws.repo);
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * The engine's graded store of a repository (engine/workspace/workspace.ts) goes once nothing can need it: no worker
+   * anywhere is active (a queued task may start from a graded commit), and every worker of that repository was merged,
+   * discarded or tidied (its engine folder gone). What was landed is in the person's repository by then.
+   */
+  private dropGradedStore(repo: string): void {
+    const workers = this.reg.list();
+    if (workers.some((w) => !isAtRest(w.state))) return;
+    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync(this.reg.engineGitDir(w.id)))) return;
+    try {
+      rmSync(gradedObjectsDir(path.dirname(this.reg.engineGitDir("w")), repo), { recursive: true, force: true });
+    } catch (err) {
+      this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${(err as Error).message}`);
     }
   }
 

@@ -10,6 +10,7 @@ import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
 import type { Worker } from "../../shared/worker";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import type { Engine } from "./engine";
+import { gradedStore } from "../workspace/workspace";
 import { pushWork, verdictCard } from "./push";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-push-"));
@@ -57,7 +58,12 @@ function setup() {
     spec: { task: "t", title: "T" },
     verdict: { verdict: "built", claim: "built", honest: true, commit, checks: [], scope: { passed: true, violations: [] }, flags: [] },
   } as unknown as Worker;
-  const engine = { get: () => worker } as unknown as Engine;
+  // The engine's graded store (the commit is in the person's repository here already: nothing is copied) and publish.
+  const engine = {
+    get: () => worker,
+    batches: { graded: (r: string) => gradedStore(path.join(tmp, "repos"), r) },
+    publish: async () => ({ repo, branch: "ocw/w-1", commit, objects: 0 }),
+  } as unknown as Engine;
   return { repo, remote, commit, engine };
 }
 

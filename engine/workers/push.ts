@@ -2,12 +2,12 @@ import { accessSync, constants } from "node:fs";
 import path from "node:path";
 import type { PushResult } from "../../shared/api";
 import type { IntegrationResult } from "../../shared/batch";
-import { InputError } from "../../shared/errors";
+import { codeOf, InputError } from "../../shared/errors";
 import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
 import { type Worker, workerTitle } from "../../shared/worker";
 import { runCommand } from "../process";
-import { describeFlags, flaggedChanges, git, gitComplaint, userGitEnv } from "../workspace";
+import { describeFlags, flaggedChanges, git, gitComplaint, landObjects, userGitEnv } from "../workspace";
 import type { Engine } from "./engine";
 
 /**
@@ -42,7 +42,9 @@ async function pushUnredacted(
   const { repo, commit, id, body, title } = what;
   // A pushed branch runs the remote's CI (a workflow the worker wrote, with the repository's secrets): flagged files
   // need the same explicit acceptance as a merge.
-  const flags = input.workerId ? (engine.get(input.workerId).verdict?.flags ?? []) : await flaggedChanges(repo, what.base, commit);
+  const flags = input.workerId
+    ? (engine.get(input.workerId).verdict?.flags ?? [])
+    : await flaggedChanges(repo, what.base, commit, await engine.batches.graded(repo));
   if (flags.length && !input.acceptFlagged)
     throw new InputError(
       `${id}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then push with --accept-flagged (nothing was pushed)`,
@@ -66,6 +68,15 @@ async function pushUnredacted(
       "conflict",
     );
   }
+  // The person lands the work: exactly the commit's objects their repository lacks come from the engine's graded store
+  // (grading put nothing there), and a worker's branch ocw/<id> is published as by `ocw publish` (one the person moved
+  // elsewhere is left as it is: the push names the graded commit itself).
+  const graded = await engine.batches.graded(repo);
+  await landObjects(repo, graded, commit);
+  if (input.workerId && !engine.get(input.workerId).merged)
+    await engine.publish(input.workerId).catch((err: unknown) => {
+      if (codeOf(err) !== "conflict") throw err;
+    });
   const push = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], {
     cwd: repo,
     env: userGitEnv(),

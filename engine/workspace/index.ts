@@ -3,7 +3,7 @@
 export { foldPath } from "./fold";
 export { git, gitComplaint, gitScript, userGitEnv } from "./git";
 export { type LinkFn, type MirrorRefresh, mirrorObjects, refreshMirror } from "./mirror";
-export { combineCommits, describeFlags, flaggedChanges, landCommit, mergeTrees, revertCommit } from "./land";
+export { combineCommits, describeFlags, flaggedChanges, gitWithObjects, landCommit, mergeTrees, revertCommit } from "./land";
 export {
   changedBetween,
   checkOutBase,
@@ -11,13 +11,19 @@ export {
   commitAndCheckOut,
   createWorkspace,
   fullDiff,
+  gradedObjectsDir,
+  gradedStore,
+  gradedStoreOf,
   inspectRepo,
+  keepGraded,
+  landObjects,
   mergeHint,
   mirrorsRootOf,
   moveOntoMirror,
   objectsOf,
   partialHolds,
   publishBranch,
+  type PublishedBranch,
   removeWorkspace,
   type RepoInfo,
   SnapshotTooLarge,

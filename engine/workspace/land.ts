@@ -56,17 +56,27 @@ async function q(
   repo: string,
   flags: string[],
   args: string[],
-  opts: { allowFail?: boolean; lossless?: boolean } = {},
+  opts: { allowFail?: boolean; lossless?: boolean; objects?: string } = {},
 ): Promise<{ code: number | null; out: string; err: string }> {
-  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv(), lossless: opts.lossless });
+  // `objects`: the engine's graded store (its alternates reach the person's objects) read and written instead of the
+  // person's own object store: a graded commit is there until the person lands it, and nothing computed on the way
+  // (a merge's trees, a combined commit) is written into their repository.
+  const env = opts.objects ? { ...quietEnv(), GIT_OBJECT_DIRECTORY: opts.objects, GIT_NO_LAZY_FETCH: "1" } : quietEnv();
+  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env, lossless: opts.lossless });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
   return { code: r.exitCode, out: r.stdout, err: r.stderr };
 }
 
+/** git in the person's repository reading (and writing) the engine's graded store `objects`: trimmed stdout, "" on failure. */
+export async function gitWithObjects(repo: string, objects: string, args: string[]): Promise<string> {
+  const r = await q(repo, [], args, { allowFail: true, objects });
+  return r.code === 0 ? r.out.trim() : "";
+}
+
 /** `git merge-tree --write-tree A B` (merge base found by git): the tree, or the conflicting files. */
-export async function mergeTrees(repo: string, a: string, b: string, flags?: string[]): Promise<{ tree: string } | { conflict: string[] }> {
+export async function mergeTrees(repo: string, a: string, b: string, flags?: string[], objects?: string): Promise<{ tree: string } | { conflict: string[] }> {
   const f = flags ?? (await quietFlags(repo));
-  const r = await q(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a, b], { allowFail: true });
+  const r = await q(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a, b], { allowFail: true, objects });
   const parts = r.out.split("\0");
   if (r.code === 0) return { tree: parts[0]!.trim() };
   if (r.code === 1) {
@@ -80,33 +90,35 @@ export async function mergeTrees(repo: string, a: string, b: string, flags?: str
   throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
 }
 
-export async function commitTree(repo: string, tree: string, parents: string[], message: string): Promise<string> {
-  const r = await q(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message]);
+export async function commitTree(repo: string, tree: string, parents: string[], message: string, objects?: string): Promise<string> {
+  const r = await q(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message], { objects });
   return r.out.trim();
 }
 
 /**
  * Combines commits in order on `base`: each merged into the result so far (git's merge base decides, so a commit made on
  * top of another of the list adds only its own change). The result is one commit whose parent is `base`, holding the
- * combined tree. Done in the person's object store from objects only: no checkout, no ref, no filter.
+ * combined tree. From objects only: no checkout, no ref, no filter; with `objects` (the engine's graded store, where the
+ * workers' graded commits are) nothing is written to the person's object store.
  */
 export async function combineCommits(
   repo: string,
   base: string,
   commits: { id: string; commit: string }[],
   message: string,
+  objects?: string,
 ): Promise<{ commit: string; tree: string } | { conflict: { id: string; files: string[] } }> {
   const flags = await quietFlags(repo);
   let at = base;
-  let tree = (await q(repo, [], ["rev-parse", `${base}^{tree}`])).out.trim();
+  let tree = (await q(repo, [], ["rev-parse", `${base}^{tree}`], { objects })).out.trim();
   for (const c of commits) {
-    const m = await mergeTrees(repo, at, c.commit, flags);
+    const m = await mergeTrees(repo, at, c.commit, flags, objects);
     if ("conflict" in m) return { conflict: { id: c.id, files: m.conflict } };
     tree = m.tree;
-    at = await commitTree(repo, tree, [at, c.commit], `ocw: combine ${c.id}`);
+    at = await commitTree(repo, tree, [at, c.commit], `ocw: combine ${c.id}`, objects);
   }
   if (at === base) return { commit: base, tree };
-  return { commit: await commitTree(repo, tree, [base], message), tree };
+  return { commit: await commitTree(repo, tree, [base], message, objects), tree };
 }
 
 interface TreeChange {
@@ -118,8 +130,9 @@ interface TreeChange {
 }
 
 /** What differs between two commits, NUL-separated, names exactly as they are. */
-export async function treeChanges(repo: string, from: string, to: string, opts: { lossless?: boolean } = {}): Promise<TreeChange[]> {
-  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], opts)).out;
+export async function treeChanges(repo: string, from: string, to: string, opts: { lossless?: boolean; objects?: string } = {}): Promise<TreeChange[]> {
+  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], { lossless: opts.lossless, objects: opts.objects }))
+    .out;
   const parts = out.split("\0");
   const changes: TreeChange[] = [];
   for (let i = 0; i + 1 < parts.length; i += 2) {
@@ -148,14 +161,15 @@ const TOOL_CONFIG: [RegExp, string][] = [
 ];
 
 /**
- * The changes from `base` to `commit` that do more than their diff shows (see ChangeFlag). Read from the person's
- * repository (the graded commit is published there).
+ * The changes from `base` to `commit` that do more than their diff shows (see ChangeFlag). Read from the engine's graded
+ * store `objects` (a graded commit is not in the person's repository before it is landed or published), else from the
+ * person's repository.
  */
-export async function flaggedChanges(repo: string, base: string, commit: string): Promise<ChangeFlag[]> {
+export async function flaggedChanges(repo: string, base: string, commit: string, objects?: string): Promise<ChangeFlag[]> {
   if (base === commit) return [];
   const flags: ChangeFlag[] = [];
   // Names shown losslessly (an invalid UTF-8 byte as \xNN): they are shown, never opened.
-  for (const c of await treeChanges(repo, base, commit, { lossless: true })) {
+  for (const c of await treeChanges(repo, base, commit, { lossless: true, objects })) {
     // Matched as a case-insensitive, normalising file system opens the name (macOS, Windows): `.GitAttributes` and
     // `.GITHUB/Workflows/ci.yml` are `.gitattributes` and a CI workflow there.
     const folded = foldPath(c.path);
@@ -165,7 +179,7 @@ export async function flaggedChanges(repo: string, base: string, commit: string)
     else if (name === ".gitmodules") flags.push({ path: c.path, kind: "git-config", detail: "submodule configuration" });
     if (!c.mode) continue;
     if (c.mode === "120000") {
-      const target = (await q(repo, [], ["cat-file", "blob", c.oid!], { allowFail: true })).out;
+      const target = (await q(repo, [], ["cat-file", "blob", c.oid!], { allowFail: true, objects })).out;
       flags.push({ path: c.path, kind: "symlink", detail: `a symlink to ${JSON.stringify(target.slice(0, 200))}` });
     } else if (c.mode === "160000") flags.push({ path: c.path, kind: "submodule", detail: `a submodule at ${c.oid!.slice(0, 12)}` });
     else if (c.mode === "100755" && c.oldMode !== "100755")
@@ -173,16 +187,16 @@ export async function flaggedChanges(repo: string, base: string, commit: string)
     const tool = TOOL_CONFIG.find(([re]) => re.test(folded));
     if (tool) flags.push({ path: c.path, kind: "tool-config", detail: tool[1] });
     if (name === "package.json") {
-      const before = await scriptsOf(repo, `${base}:${c.path}`);
-      const after = await scriptsOf(repo, `${commit}:${c.path}`);
+      const before = await scriptsOf(repo, `${base}:${c.path}`, objects);
+      const after = await scriptsOf(repo, `${commit}:${c.path}`, objects);
       if (before !== after) flags.push({ path: c.path, kind: "tool-config", detail: "package.json scripts changed (npm runs them)" });
     }
   }
   return flags;
 }
 
-async function scriptsOf(repo: string, spec: string): Promise<string> {
-  const r = await q(repo, [], ["cat-file", "blob", spec], { allowFail: true });
+async function scriptsOf(repo: string, spec: string, objects?: string): Promise<string> {
+  const r = await q(repo, [], ["cat-file", "blob", spec], { allowFail: true, objects });
   if (r.code !== 0) return "";
   try {
     const j = JSON.parse(r.out) as { scripts?: unknown; config?: unknown };
@@ -266,6 +280,12 @@ export interface LandOptions {
   fastForward?: boolean;
   /** What the conflict message offers as the way on. */
   onConflict?: (files: string[]) => string;
+  /**
+   * The engine's graded store, where `commit` is: the merge is computed there, and the result's objects reach the
+   * person's repository (`publish`) only once the merge is known to apply (no conflict, a clean checkout).
+   */
+  objects?: string;
+  publish?: (next: string) => Promise<unknown>;
 }
 
 /**
@@ -280,10 +300,11 @@ export async function landCommit(o: LandOptions): Promise<string> {
   const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
   const flags = await quietFlags(repo);
   let next: string;
-  const parent = (await q(repo, [], ["rev-parse", "-q", "--verify", `${o.commit}^1`], { allowFail: true })).out.trim();
+  const objects = o.objects;
+  const parent = (await q(repo, [], ["rev-parse", "-q", "--verify", `${o.commit}^1`], { allowFail: true, objects })).out.trim();
   if (o.fastForward && parent === head) next = o.commit;
   else {
-    const m = await mergeTrees(repo, head, o.commit, flags);
+    const m = await mergeTrees(repo, head, o.commit, flags, objects);
     if ("conflict" in m) {
       const files = m.conflict.length ? m.conflict.join(", ") : "(git named none)";
       throw new InputError(
@@ -291,16 +312,24 @@ export async function landCommit(o: LandOptions): Promise<string> {
         "conflict",
       );
     }
-    next = await commitTree(repo, m.tree, [head, o.commit], o.message);
+    next = await commitTree(repo, m.tree, [head, o.commit], o.message, objects);
   }
-  await applyToCheckout(repo, branch, head, next, flags, o.message);
+  await applyToCheckout(repo, branch, head, next, flags, o.message, { objects, publish: o.publish });
   return next;
 }
 
 /** Moves the checkout and `branch` from `head` to `next` safely (dirty check, filters off, verification, CAS update). */
-export async function applyToCheckout(repo: string, branch: string, head: string, next: string, flags: string[] | null, reflog: string): Promise<void> {
+export async function applyToCheckout(
+  repo: string,
+  branch: string,
+  head: string,
+  next: string,
+  flags: string[] | null,
+  reflog: string,
+  from: { objects?: string; publish?: (next: string) => Promise<unknown> } = {},
+): Promise<void> {
   const f = flags ?? (await quietFlags(repo));
-  const changes = await treeChanges(repo, head, next);
+  const changes = await treeChanges(repo, head, next, { objects: from.objects });
   const dirty = await dirtyAmong(
     repo,
     changes.map((c) => c.path),
@@ -316,7 +345,10 @@ export async function applyToCheckout(repo: string, branch: string, head: string
       "conflict",
     );
   // Index and files to `next`, with HEAD still at `head`: read-tree refuses, changing nothing, when a file is in the way.
-  const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true });
+  // With the engine's store (`objects`), the files are read from there: nothing is written to the person's object
+  // store before the checkout is known to hold exactly the graded blobs.
+  const objects = from.objects;
+  const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
   if (r.code !== 0) {
     const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
     throw new InputError(
@@ -326,17 +358,26 @@ export async function applyToCheckout(repo: string, branch: string, head: string
   }
   const wrong = verifyCheckout(repo, changes);
   if (wrong.length) {
-    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
+    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(
       `the files written to your checkout are not the graded ones (${wrong.slice(0, 5).join(", ")}): the merge was undone and refused`,
       "conflict",
     );
   }
+  // The merge applied as graded: exactly the objects of `next` the person's repository lacks come from the engine's store.
+  if (from.publish) {
+    try {
+      await from.publish(next);
+    } catch (err) {
+      await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
+      throw err;
+    }
+  }
   const u = await q(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0]!.slice(0, 100)}`, `refs/heads/${branch}`, next, head], {
     allowFail: true,
   });
   if (u.code !== 0) {
-    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
+    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(`${branch} moved while merging; nothing was changed: merge again`, "conflict");
   }
 }

@@ -2,7 +2,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, s
 import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
-import { losslessUtf8, trimFinalNewline } from "../process";
+import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
 import { config } from "../config";
 import { git, type GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
@@ -86,7 +86,7 @@ export async function createWorkspace(
   repo: RepoInfo,
   workerId: string,
   gitDir: string,
-  opts: { mirrorsRoot?: string; link?: LinkFn } = {},
+  opts: { mirrorsRoot?: string; link?: LinkFn; importFrom?: string } = {},
 ): Promise<Workspace> {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
@@ -110,6 +110,9 @@ export async function createWorkspace(
         OCW_BRANCH: branch,
         OCW_BASE: repo.head,
         OCW_OBJECT_FORMAT: objectFormat(repo.head),
+        // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
+        // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
+        ...(opts.importFrom ? { OCW_IMPORT_FROM: opts.importFrom, OCW_REPO: repo.root } : {}),
       },
     });
   let last: MirrorRefresh | null = existsSync(mirror) ? null : await refresh();
@@ -207,6 +210,26 @@ const GRADE_OBJECTS = "grade-objects";
 // 2-core machine, most of a worker's cost to the engine; bench/report.md).
 
 /**
+ * Copies into the objects folder OCW_TO exactly the objects of commit OCW_COMMIT that it lacks (its alternates, which reach
+ * the user's store, count as having them), read from OCW_FROM (the engine's store of graded objects, whose alternates
+ * reach the user's store). Run in the user's repository with no system or global config: its refs bound the walk (`--not
+ * --all`: what they reach is the user's already), nothing of it runs (rev-list, cat-file, pack-objects and
+ * unpack-objects run no hook, filter or helper), and no lazy fetch. Then every object the commit needs must resolve from
+ * OCW_TO. Prints how many objects were copied. Files under OCW_TMP (a prefix in the engine's folder), removed by the caller.
+ */
+const COPY_MISSING = `GIT_NO_LAZY_FETCH=1; export GIT_NO_LAZY_FETCH
+GIT_OBJECT_DIRECTORY="$OCW_FROM" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > "$OCW_TMP.list"
+GIT_OBJECT_DIRECTORY="$OCW_TO" git cat-file --batch-check < "$OCW_TMP.list" > "$OCW_TMP.check"
+sed -n 's/ missing$//p' "$OCW_TMP.check" > "$OCW_TMP.missing"
+if [ -s "$OCW_TMP.missing" ]; then
+  GIT_OBJECT_DIRECTORY="$OCW_FROM" git pack-objects -q --stdout < "$OCW_TMP.missing" > "$OCW_TMP.pack"
+  GIT_OBJECT_DIRECTORY="$OCW_TO" git unpack-objects -q < "$OCW_TMP.pack"
+fi
+GIT_OBJECT_DIRECTORY="$OCW_TO" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > /dev/null
+wc -l < "$OCW_TMP.missing"
+`;
+
+/**
  * A new private repository: borrows the mirror's objects, checks out the base on the worker's branch. Run without the
  * user's or the system's git config (workspaceGitEnv), so its files are the committed bytes, as grading reads them: a
  * smudge filter of the user's (git-lfs puts every LFS file's content in place of its pointer) would write other bytes,
@@ -216,6 +239,12 @@ const GRADE_OBJECTS = "grade-objects";
 const NEW_WORKSPACE = `set -eu
 if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
 printf '%s\n' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
+if [ -n "\${OCW_IMPORT_FROM:-}" ]; then
+  OCW_FROM="$OCW_IMPORT_FROM" OCW_TO="$OCW_WORKTREE/.git/objects" OCW_COMMIT="$OCW_BASE" OCW_TMP="$OCW_WORKTREE/.git/ocw-import"
+  (cd "$OCW_REPO"
+${COPY_MISSING}) > /dev/null
+  rm -f "$OCW_TMP".*
+fi
 cd "$OCW_WORKTREE"
 out=$(git checkout -q -b "$OCW_BRANCH" "$OCW_BASE" 2>&1) || { printf '%s\n' "$out" >&2; exit 1; }
 case "$out" in *"unable to read"*|*"invalid object"*) printf '%s\n' "$out" >&2; exit 1 ;; esac
@@ -380,15 +409,20 @@ async function runTrustedScript(
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format), objectsOf(ws.repo)]);
   const objects = path.join(ws.gitDir, "objects");
   const gradeObjects = path.join(ws.gitDir, GRADE_OBJECTS);
+  const graded = await gradedStoreOf(ws);
   if (opts.freshGradeObjects) {
     // The previous grading's objects move to the worker's own folder first: a later round is compared with the commit
-    // of the round before (what changed since), which an honest-failure never published to the user's repository.
-    if (existsSync(gradeObjects)) await copyObjects(gradeObjects, objects).catch(() => undefined);
+    // of the round before (what changed since), and the verdict naming it must stay readable until the worker is
+    // removed (nothing of it is in the user's repository before the person lands or publishes it). A failed copy fails
+    // this grading rather than lose that commit.
+    if (existsSync(gradeObjects)) await copyObjects(gradeObjects, objects);
     await rm(gradeObjects, { recursive: true, force: true });
   }
   for (const dir of [objects, gradeObjects]) mkdirSync(path.join(dir, "info"), { recursive: true });
-  writeFileSync(path.join(objects, "info", "alternates"), `${userObjects}\n${gradeObjects}\n`);
-  writeFileSync(path.join(gradeObjects, "info", "alternates"), `${userObjects}\n`);
+  // The engine's store of graded objects (built verdicts, combined commits) is borrowed too: a task after others starts
+  // from commits only it holds.
+  writeFileSync(path.join(objects, "info", "alternates"), `${userObjects}\n${graded}\n${gradeObjects}\n`);
+  writeFileSync(path.join(gradeObjects, "info", "alternates"), `${userObjects}\n${graded}\n`);
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
     const env = {
@@ -662,15 +696,106 @@ export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_00
 }
 
 /**
- * Puts the graded commit into the user's repository as branch `ocw/<id>` (nothing runs from the worker's repository):
- * the objects its grading wrote — exactly the commit's objects the user's repository lacks — are copied into the user's
- * object store (each file whole or not at all, as git itself writes them), then the branch is set to exactly that
- * commit. git fetch did the same with six processes (measured: 16 gradings 0.88 → 1.5 s, 1.7 → 3.0 s of CPU).
- * The user's branch `ocw/<id>` is only ever set to the commit the verdict names.
+ * The engine's store of graded objects for one repository (`<repos>/graded/<name>-<hash>`), outside every sandbox and
+ * outside the user's repository: a built verdict's commit and the objects it adds, the commits a batch combines. Its
+ * alternates reach the user's objects, so git reads any graded commit whole from it. Nothing of it reaches the user's
+ * repository until the person lands (merge, push, pull request) or publishes the work (copyCommitObjects).
  */
-export async function publishBranch(ws: Workspace, commit: string): Promise<void> {
-  if (commit !== ws.baseCommit) await copyObjects(path.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
-  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
+export function gradedObjectsDir(reposDir: string, repoRoot: string): string {
+  const tag = createHash("sha256").update(repoRoot).digest("hex").slice(0, 8);
+  return path.join(reposDir, "graded", `${path.basename(repoRoot)}-${tag}`);
+}
+
+/** The engine's store of graded objects for `repoRoot` (made on first use), as gradedObjectsDir names it. */
+export async function gradedStore(reposDir: string, repoRoot: string): Promise<string> {
+  const dir = gradedObjectsDir(reposDir, repoRoot);
+  const alternates = path.join(dir, "info", "alternates");
+  const want = `${await objectsOf(repoRoot)}\n`;
+  if (!existsSync(alternates)) {
+    mkdirSync(path.join(dir, "info"), { recursive: true });
+    writeFileSync(alternates, want);
+  }
+  return dir;
+}
+
+/** The graded store of a worker's repository (beside the engine's folders of its workers). */
+export const gradedStoreOf = (ws: Pick<Workspace, "gitDir" | "repo">): Promise<string> => gradedStore(path.dirname(ws.gitDir), ws.repo);
+
+/**
+ * Keeps a built verdict's commit in the engine's graded store: the objects its grading wrote (GRADE_OBJECTS: exactly
+ * the commit's objects that neither the user's repository nor the store held) are copied there, each file whole or not
+ * at all. Nothing is written to the user's repository. In the worker's queue of scripts: a grading empties GRADE_OBJECTS.
+ */
+export async function keepGraded(ws: Workspace, commit: string): Promise<void> {
+  if (commit === ws.baseCommit) return;
+  const graded = await gradedStoreOf(ws);
+  const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path.join(ws.gitDir, GRADE_OBJECTS), graded));
+  const done = run.catch(() => undefined);
+  scriptsOf.set(ws.gitDir, done);
+  void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
+  await run;
+}
+
+/**
+ * Copies into `to` (the user's object store, or one whose alternates reach it) exactly the objects of `commit` that it
+ * lacks, read from the engine's graded store `from`; returns how many were copied (COPY_MISSING). Refuses, with git's
+ * words, when the engine does not hold the whole commit.
+ */
+export async function copyCommitObjects(repo: string, from: string, to: string, commit: string): Promise<number> {
+  const tmp = path.join(path.dirname(from), `.copy-${process.pid}-${randomBytes(6).toString("hex")}`);
+  try {
+    const out = await gitScript(`set -eu\n${COPY_MISSING}`, {
+      cwd: repo,
+      env: { ...trustedEnv(path.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp },
+    });
+    return Number(out.trim()) || 0;
+  } finally {
+    await Promise.all([".list", ".check", ".missing", ".pack"].map((ext) => rm(tmp + ext, { force: true })));
+  }
+}
+
+/** Brings exactly `commit`'s missing objects from the engine's graded store into the user's repository (landing it). */
+export async function landObjects(repo: string, graded: string, commit: string): Promise<number> {
+  return copyCommitObjects(repo, graded, await objectsOf(repo), commit);
+}
+
+/**
+ * Publishes the graded commit in the user's repository as branch `ocw/<id>`, when the person asks (a merge, a push, a
+ * pull request, or "publish the branch" to review it with their own git tools): exactly the commit's objects the user's
+ * repository lacks are copied from the engine's graded store, then the branch is set to exactly that commit. Grading
+ * publishes nothing. A branch already there is left alone when it names that commit, moved when it names one of
+ * `earlier` (the worker's earlier rounds' graded commits, published before a follow-up), and refused when it names
+ * another (the person's commits on it are never overwritten).
+ */
+export async function publishBranch(ws: Workspace, commit: string, earlier: string[] = []): Promise<PublishedBranch> {
+  // Read through the worker's own object folder while it is there (it borrows the graded store and its latest grading),
+  // else from the graded store: either way only objects the commit reaches are copied.
+  const own = path.join(ws.gitDir, "objects");
+  const from = existsSync(path.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
+  const objects = await landObjects(ws.repo, from, commit);
+  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+  if (tip && tip !== commit && !earlier.includes(tip))
+    throw new InputError(
+      `${ws.branch} already exists at ${tip.slice(0, 12)}, not the graded commit ${commit.slice(0, 12)}: delete or rename that branch, then publish again`,
+      "conflict",
+    );
+  if (tip !== commit) {
+    // Compare-and-swap: still absent (""), or still at the earlier round's commit.
+    const r = await runCommand("git", ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, tip], {
+      cwd: ws.repo,
+      env: userGitEnv(),
+    });
+    if (r.exitCode !== 0) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
+  }
+  return { repo: ws.repo, branch: ws.branch, commit, objects };
+}
+
+/** A published branch: where, which commit, and how many objects were copied into the person's repository for it. */
+export interface PublishedBranch {
+  repo: string;
+  branch: string;
+  commit: string;
+  objects: number;
 }
 
 async function copyObjects(from: string, to: string): Promise<void> {
@@ -715,9 +840,15 @@ async function copyWhole(src: string, dest: string): Promise<void> {
   }
 }
 
+/**
+ * How to merge a built worker's work: `ocw merge <id>`, or by hand once the branch is published (grading publishes
+ * nothing into the user's repository: `ocw publish <id>` brings exactly the graded commit as branch `ocw/<id>`).
+ */
 export function mergeHint(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">): string {
-  if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
+  const id = ws.branch.replace(/^ocw\//, "");
+  if (!ws.baseBranch)
+    return `ocw publish ${id} && cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
+  return `ocw publish ${id} && cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
 }
 
 /** Merges exactly `commit` (the graded one) into the base branch in the user's checkout; refuses, changing nothing, on conflict. */

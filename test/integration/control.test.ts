@@ -170,14 +170,16 @@ describe("control", () => {
     expect(execFileSync("git", ["-C", dir, "status", "--porcelain"]).toString()).toBe("");
     await expect(engine.client.workers.merge.mutate({ workerId: a.workerId })).rejects.toThrow(/already merged/);
     expect((await engine.client.workers.get.query({ workerId: a.workerId })).merged).toMatchObject({ into: "main" });
-    // Housekeeping: the merged worker's workspace and branch are gone; the conflicting one keeps its work until a
-    // discard, which then removes its workspace and branch too.
+    // Housekeeping: the merged worker's workspace and branch are gone; the conflicting one keeps its work (in the engine's
+    // store: grading published nothing) until a discard, which then removes its workspace and its published branch too.
     const wa = await engine.client.workers.get.query({ workerId: a.workerId });
     const wb = await engine.client.workers.get.query({ workerId: b.workerId });
     const branches = () => execFileSync("git", ["-C", dir, "branch", "--list", "ocw/*"]).toString();
     expect(existsSync(wa.worktree!)).toBe(false);
     expect(branches()).not.toContain(wa.branch!);
     expect(existsSync(wb.worktree!)).toBe(true);
+    expect(branches()).not.toContain(wb.branch!);
+    await engine.client.workers.publish.mutate({ workerId: b.workerId });
     expect(branches()).toContain(wb.branch!);
     await engine.client.workers.discard.mutate({ workerId: b.workerId });
     expect(existsSync(wb.worktree!)).toBe(false);

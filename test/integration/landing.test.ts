@@ -111,8 +111,10 @@ describe("dependent tasks and integration checks", () => {
     const sb = await ocw(["show", out.batchId]);
     expect(sb.stdout).toMatch(new RegExp(`b \\(after a\\): ${b} built`));
     expect(sb.stdout).toMatch(/integration: passed .*\n {2}pass both files \(exit 0\)\nnext: ocw merge --batch/);
-    // The integration commit's parent is the base; it holds both files.
-    expect(git(dir, "rev-parse", `${out.integration.commit}^`)).toBe(base);
+    // The dependent start, the combined commit and the integration ran on the engine's store: nothing of the workers'
+    // commits is in the person's repository before the batch lands.
+    for (const c of [wa.verdict!.commit!, wb.verdict!.commit!, out.integration.commit]) expect(() => git(dir, "cat-file", "-e", c)).toThrow();
+    expect(git(dir, "branch", "--list", "ocw/*")).toBe("");
 
     // merge --batch lands exactly one commit: the integration commit (a fast-forward: main was still at the base).
     const m = await ocw(["merge", "--batch", out.batchId, "--json"]);
@@ -121,6 +123,8 @@ describe("dependent tasks and integration checks", () => {
     expect(merged.integration).toMatchObject({ commit: out.integration.commit, into: "main" });
     expect(git(dir, "rev-list", "--count", `${base}..main`)).toBe("1");
     expect(git(dir, "rev-parse", "main")).toBe(out.integration.commit);
+    // The integration commit's parent is the base; it holds both files.
+    expect(git(dir, "rev-parse", `${out.integration.commit}^`)).toBe(base);
     expect(readFileSync(path.join(dir, "b.txt"), "utf8")).toBe("copy of ALPHA-1\n");
     expect(git(dir, "status", "--porcelain")).toBe("");
     expect((await engine.client.workers.get.query({ workerId: a })).merged).toMatchObject({ into: "main" });
@@ -332,7 +336,7 @@ describe("the daily CLI against a running engine", () => {
     const show = await ocw(["show", built]);
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toMatch(/verdict: built \(held-back checks\) · claim honest/);
-    expect(show.stdout).toMatch(new RegExp(`next: ocw merge ${built}`));
+    expect(show.stdout).toMatch(new RegExp(`next: ocw merge ${built} .* · ocw publish ${built} \\(its branch, to review with git\\)`));
 
     const logs = await ocw(["logs", built]);
     expect(logs.code, logs.stderr).toBe(0);
@@ -355,7 +359,10 @@ describe("the daily CLI against a running engine", () => {
     expect(discard.code, discard.stderr).toBe(0);
     expect(discard.stdout).toContain(`discarded ${hang}`);
 
-    // prune: a merged ocw/ branch goes; a built one nobody merged stays, with why.
+    // prune: a merged ocw/ branch goes; a built one nobody merged stays, with why (published first: grading publishes nothing).
+    const pub = await ocw(["publish", built]);
+    expect(pub.code, pub.stderr).toBe(0);
+    expect(pub.stdout).toContain(`published ocw/${built} at `);
     mkdirSync(path.join(dir, "sub"), { recursive: true });
     git(dir, "branch", "ocw/w_old_merged", "main");
     const pr = await ocw(["prune", "--json"], { cwd: dir });

@@ -496,6 +496,13 @@ describe("ocw mcp", () => {
     expect(conflict).toMatch(/conflict/i);
     expect(conflict).toMatch(/delegate the task again from the current HEAD/);
     expect(conflict).not.toMatch(/--\w/);
+    // Grading put nothing in the person's repository; merge {publish} brings exactly the graded commit as ocw/<id>.
+    expect(git("branch", "--list", `ocw/${second}`)).toBe("");
+    const pub = await mcp.call("merge", { workerId: second, publish: true });
+    const graded = (await mcp.call("result", { workerId: second })).rounds.at(-1).commit;
+    expect(pub).toMatchObject({ workerId: second, into: `ocw/${second}`, commit: graded, repo: dir });
+    expect(git("rev-parse", `ocw/${second}`)).toBe(graded);
+    expect(git("rev-parse", "HEAD")).toBe(m.commit);
     expect(git("status", "--porcelain")).toBe("");
     expect(existsSync(path.join(dir, ".git", "MERGE_HEAD"))).toBe(false);
     expect(git("rev-parse", "HEAD")).toBe(m.commit);

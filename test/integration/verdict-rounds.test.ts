@@ -165,7 +165,7 @@ describe("an empty base tree", () => {
     expect(w.baseline).toEqual({ passedOnBase: ["always"] });
   });
 
-  it("grades and publishes a worker that added a file to it", async () => {
+  it("grades a worker that added a file to it; published, its branch holds the file", async () => {
     const dir = emptyRepo();
     const { workerId } = await engine.client.workers.start.mutate({
       task: "TASK-WRITE: add new.txt",
@@ -174,6 +174,8 @@ describe("an empty base tree", () => {
     });
     const w = (await settle(engine.client, [workerId], once)).get(workerId)!;
     expect(w.state, w.stateReason ?? "").toBe("built");
+    expect(execFileSync("git", ["-C", dir, "branch", "--list", `ocw/${workerId}`]).toString()).toBe("");
+    await engine.client.workers.publish.mutate({ workerId });
     expect(execFileSync("git", ["-C", dir, "show", `ocw/${workerId}:new.txt`]).toString()).toBe("new\n");
   });
 });
@@ -204,6 +206,11 @@ describe("rounds", () => {
     expect(JSON.stringify(last.body.messages)).toContain("Make v.txt say v2 instead.");
     const w = await engine.client.workers.get.query({ workerId });
     expect(w.rounds[1]).toMatchObject({ kind: "continue", message: "Make v.txt say v2 instead.", changed: ["v.txt"] });
+    // Round 2's graded commit, published by the person (grading published nothing), holds the follow-up's change.
+    expect(execFileSync("git", ["-C", dir, "branch", "--list", `ocw/${workerId}`]).toString()).toBe("");
+    const pub = await ocw(["publish", workerId, "--json"]);
+    expect(pub.code, pub.stderr).toBe(0);
+    expect(JSON.parse(pub.stdout)).toMatchObject({ workerId, branch: `ocw/${workerId}`, commit: w.verdict!.commit });
     expect(execFileSync("git", ["-C", dir, "show", `ocw/${workerId}:v.txt`]).toString()).toBe("v2\n");
 
     // resume stays for stopped / interrupted / error: refused here, naming the verb that works.

@@ -98,9 +98,14 @@ describe("worker engine", () => {
     expect(existsSync(path.join(dir, "hello.txt"))).toBe(false);
     expect(w!.worktree!.startsWith(engine.stateDir)).toBe(true);
     expect(readFileSync(path.join(w!.worktree!, "hello.txt"), "utf8")).toBe("hello world\n");
+    // Nothing of it is in the user's repository until they publish (or merge, or push) it: then exactly the graded commit.
+    expect(execFileSync("git", ["-C", dir, "branch", "--list", w!.branch!]).toString()).toBe("");
+    expect(w!.verdict!.mergeHint).toContain(`ocw publish ${workerId} && `);
+    expect(w!.verdict!.mergeHint).toContain(`git merge --no-ff ${w!.branch}`);
+    await engine.client.workers.publish.mutate({ workerId });
+    expect(execFileSync("git", ["-C", dir, "rev-parse", w!.branch!]).toString().trim()).toBe(w!.verdict!.commit);
     expect(execFileSync("git", ["-C", dir, "show", `${w!.branch}:hello.txt`]).toString()).toBe("hello world\n");
     expect(execFileSync("git", ["-C", dir, "status", "--porcelain"]).toString()).toBe("");
-    expect(w!.verdict!.mergeHint).toContain(`git merge --no-ff ${w!.branch}`);
     // The worker agent's prompt (the protocol) reached the model, and the checks did not.
     const req = model.requests.find((r) => r.kind === "chat" && r.sessionId === w!.sessionId)!;
     const system = JSON.stringify(req.body.messages.filter((m: { role: string }) => m.role === "system"));

@@ -213,6 +213,22 @@ export function WorkerDetail({ id }: { id: string }) {
               Push…
             </button>
           )}
+          {canMerge && (
+            <button
+              type="button"
+              className="btn"
+              disabled={!!busy}
+              title={`grading put nothing into your repository: this adds exactly the graded commit there as branch ${w.branch ?? `ocw/${id}`}, to review or merge with your own git tools (nothing is merged)`}
+              onClick={() =>
+                void run("publish", async () => {
+                  const r = await api.workers.publish.mutate({ workerId: id });
+                  pushNotice("info", `published ${r.branch} at ${r.commit.slice(0, 8)} in ${r.repo}: review it with git, or merge it here`);
+                })
+              }
+            >
+              Publish branch
+            </button>
+          )}
           {canRetry && (
             <button
               type="button"
