@@ -127,6 +127,13 @@ test("electron-builder config covers Linux, macOS and Windows", () => {
 test("one API client: electron/ re-implements no lock reading, engine start, event-stream parser or hand-typed call; the client launches nothing", () => {
   const client = read("engine/api/client.ts");
   expect(client).not.toMatch(/node:child_process|node:fs|\bspawn\(|import\.meta/);
+  // One factory behind every client, the page's included: shared/api-client.ts, no Node module, the caller's kind required.
+  const factory = read("shared/api-client.ts");
+  expect(factory).not.toMatch(/from\s+["'](node:|\.\.\/engine)/);
+  expect(factory).toMatch(/export function createEngineClient<R extends AnyTRPCRouter>\(address: EngineAddress, client: ClientKind\)/);
+  expect(client).toMatch(/createEngineClient<AppRouter>\(/);
+  expect(read("renderer/src/api.ts")).toMatch(/createEngineClient<AppRouter>\(\{ origin: "", token: takeToken\(\) \}, "gui"\)/);
+  expect(read("renderer/src/api.ts")).not.toMatch(/createTRPCClient|httpBatchLink/);
   for (const f of ["electron/main.ts", "electron/engine-link.ts"]) {
     const src = read(f);
     expect(src, f).not.toMatch(/\bspawn\(|child_process|engine\.json|readFileSync|process\.kill\(/); // lock reading, liveness, start

@@ -8,7 +8,7 @@ import path from "node:path";
 import { app, BrowserWindow, dialog, ipcMain, Menu, nativeImage, Notification, session, shell, Tray, type MenuItemConstructorOptions } from "electron";
 import { DEEP_LINK_SCHEME, deepLinkFromArgv, deepLinkHash, noteFor, PendingAsks, trayText, type DesktopNote } from "../shared/desktop";
 import type { EngineEvent } from "../shared/events";
-import { stateDir } from "../engine/store/paths";
+import { stateDir } from "../engine/api/launcher";
 import { desktopClient, ensureEngine, followEvents, type EngineInfo } from "./engine-link";
 import { openWorker } from "./open-worker";
 

@@ -1,16 +1,15 @@
 import { Command } from "commander";
-import { VERSION } from "./api/host";
+import { VERSION } from "../shared/api";
 import { registerDeployCommand } from "./commands/deploy";
 import { registerGradeCommand } from "./commands/grade";
 import { registerRunCommand } from "./commands/run";
 import { registerMcpCommand } from "./mcp/command";
-import { registerServeCommands } from "./commands/serve";
+import { registerServeCommands, registerServingSupervisor } from "./commands/serve";
 import { registerGrantsCommand } from "./commands/grants";
 import { registerHousekeepingCommands } from "./commands/housekeeping";
 import { registerWorkerCommands } from "./commands/workers";
 import { registerClaudeCommands } from "./commands/claude";
 import { registerModelSetupCommands } from "./commands/model-setup";
-import { targetsWithEndpoints } from "./commands/targets-view";
 
 const program = new Command();
 program
@@ -32,6 +31,6 @@ registerGradeCommand(program);
 registerMcpCommand(program);
 registerClaudeCommands(program);
 registerDeployCommand(program);
-registerModelSetupCommands(program, { targetsJson: () => targetsWithEndpoints() });
+registerModelSetupCommands(program, { registerServingSupervisor });
 
 await program.parseAsync(process.argv);

@@ -13,7 +13,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import path from "node:path";
 
-const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
+// LAYERS_ROOT: another tree to check (the lint's own tests run it on a fixture tree).
+const root = process.env.LAYERS_ROOT ? path.resolve(process.env.LAYERS_ROOT) : path.dirname(path.dirname(new URL(import.meta.url).pathname));
 
 /** Where each file belongs; the first matching prefix wins. */
 const LAYERS = [
@@ -51,9 +52,38 @@ ENGINE_ONLY.push("engine/registry/");
 /** What each app may import besides shared/ (apps sit beside the clients, not above them). */
 const APP_ALLOW = {
   electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/store/paths.ts"],
-  renderer: ["engine/api/client.ts"],
+  renderer: [],
 };
 
+/**
+ * Pure modules: no I/O, no process, no environment, no clock-dependent state — a function of their arguments. A client
+ * may import them (a CLI flag checked or a figure formatted as the engine does). Checked: a pure module imports no
+ * Node module, never reads `process`, and its value imports are shared/ and other pure modules only (its type-only
+ * imports follow the layer rule: a type cannot do I/O).
+ */
+const PURE = [
+  "engine/hardware/parse.ts",
+  "engine/models/errors.ts",
+  "engine/models/ggml-types.ts",
+  "engine/models/hparams.ts",
+  "engine/models/compute-graph.ts",
+  "engine/models/estimate.ts",
+  "engine/models/mtp.ts",
+  "engine/models/catalog.ts",
+];
+/** The clients: each `ocw` command, the CLI's entry and the MCP bridge. */
+const isClient = (f) => f.startsWith("engine/commands/") || f.startsWith("engine/mcp/") || f === "engine/cli.ts";
+/**
+ * What a client may import besides shared/, PURE and the other clients: the API's client surface — the client, the
+ * launcher that finds or starts the engine (and names the state dir its lock is in), the lock itself, the event
+ * follower. Everything impure a client needs is a procedure of the engine's API.
+ */
+const CLIENT_ALLOW = ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/api/follow.ts"];
+/** The one client that hosts the engine in its own process (`ocw serve`, and a model server's supervisor under it). */
+const HOSTS = { "engine/commands/serve.ts": ["engine/api/host.ts", "engine/api/supervisor.ts"] };
+const clientMayImport = (file, to) =>
+  layerOf(to)?.[1] === "shared" || isClient(to) || PURE.includes(to) || CLIENT_ALLOW.includes(to) || (HOSTS[file] ?? []).includes(to);
+const allowText = (app) => (APP_ALLOW[app].length ? `shared/ and ${APP_ALLOW[app].join(", ")}` : "shared/");
 /** Folders that must have an `index.ts` surface (then imported from outside only through it): a surface deleted fails. */
 const SURFACED = ["harness", "approvals", "budgets", "recovery", "grading", "gateway"];
 SURFACED.push("registry", "workers", "admission", "workspace", "process", "sandbox", "net", "store", "hardware");
@@ -94,6 +124,12 @@ export async function checkLayers() {
     if (!from && !file.startsWith("node_modules/") && /\.(ts|tsx)$/.test(file))
       problems.push(`${file} has no layer: add its folder to LAYERS in scripts/layers.mjs`);
     if (!from) continue;
+    if (PURE.includes(file)) {
+      if (/\bprocess\s*[.[]/.test(readFileSync(path.join(root, file), "utf8"))) problems.push(`${file} reads process: a pure module has no environment`);
+      for (const { path: to, external } of info.imports)
+        if (external ? builtins.has(to) : layerOf(to)?.[1] !== "shared" && !PURE.includes(to))
+          problems.push(`${file} (pure) → ${to}: a pure module imports only shared/, other pure modules and packages, no Node module`);
+    }
     for (const { path: to, external } of info.imports) {
       if (external) {
         if (to === "electron" && from[1] !== "electron") problems.push(`${file} imports electron: only electron/ may`);
@@ -105,7 +141,7 @@ export async function checkLayers() {
       if (!target) continue;
       if (from[1] === "electron" || from[1] === "renderer") {
         if (target[1] !== "shared" && target[1] !== from[1] && !APP_ALLOW[from[1]].includes(to))
-          problems.push(`${file} → ${to}: ${from[1]}/ may import only shared/ and ${APP_ALLOW[from[1]].join(", ")}`);
+          problems.push(`${file} → ${to}: ${from[1]}/ may import only ${allowText(from[1])}`);
         continue;
       }
       if (target[1] === "electron" || target[1] === "renderer") problems.push(`${file} → ${to}: the engine never imports an app`);
@@ -171,18 +207,26 @@ function statementProblems(entries) {
         if (to === "commander" && from[2] < 4) problems.push(`${file} imports commander: only the clients parse arguments`);
         continue;
       }
+      if (isClient(file) && !clientMayImport(file, to))
+        problems.push(
+          `${file} → ${to}${type ? " (type)" : ""}: a client imports only the API's client surface (${CLIENT_ALLOW.join(", ")}), shared/, pure modules and other clients; add an API procedure`,
+        );
       if (from[1] === "clients" && ENGINE_ONLY.some((p) => to.startsWith(p)))
         problems.push(`${file} → ${to}${type ? " (type)" : ""}: a client reaches the live engine only through its API (engine/api/client.ts)`);
       const surface = `${folderOf(to)}/index.ts`;
       // An app (electron/, renderer/) takes only its allow-listed files (APP_ALLOW), each one by name.
       const appAllowed = from && APP_ALLOW[from[1]]?.includes(to);
-      if (folderOf(to) !== folderOf(file) && to !== surface && existsSync(path.join(root, surface)) && !appAllowed)
+      // A client takes a pure module by name: the folder's surface re-exports impure ones beside it.
+      const pureAllowed = isClient(file) && PURE.includes(to);
+      if (folderOf(to) !== folderOf(file) && to !== surface && existsSync(path.join(root, surface)) && !appAllowed && !pureAllowed)
         problems.push(`${file} → ${to}: import ${folderOf(to)}/ through its surface, ${surface}`);
       const target = layerOf(to);
       if (!target || !type) continue; // value imports: checked on esbuild's graph above
       if (from[1] === "electron" || from[1] === "renderer") {
         if (target[1] !== "shared" && target[1] !== from[1] && to !== "engine/api/router.ts" && !APP_ALLOW[from[1]].includes(to))
-          problems.push(`${file} → ${to} (type): ${from[1]}/ may import only shared/, the router's type and ${APP_ALLOW[from[1]].join(", ")}`);
+          problems.push(
+            `${file} → ${to} (type): ${from[1]}/ may import only shared/, the router's type${APP_ALLOW[from[1]].length ? ` and ${APP_ALLOW[from[1]].join(", ")}` : ""}`,
+          );
       } else if (target[1] === "electron" || target[1] === "renderer") problems.push(`${file} → ${to} (type): the engine never imports an app`);
       else if (target[2] > from[2])
         problems.push(`${file} (${from[1]}) → ${to} (${target[1]}) (type): a layer imports only the layers below it, types included`);

@@ -174,3 +174,6 @@ export const EngineLock = z.object({
   startedAt: z.number(),
 });
 export type EngineLock = z.infer<typeof EngineLock>;
+
+/** The engine's (and `ocw`'s) version: what /health and `ocw --version` say. */
+export const VERSION = "0.1.0";

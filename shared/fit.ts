@@ -149,3 +149,34 @@ export const CatalogView = z.object({
   fitProblem: z.string().nullable(),
 });
 export type CatalogView = z.infer<typeof CatalogView>;
+
+/**
+ * `ocw fit --gguf/--metadata`: one file estimated in detail on the engine's machine. Paths are read relative to `cwd`
+ * (the CLI's working directory) and shown as given.
+ */
+export const FitFileInput = z.object({
+  metadata: z.string().min(1).max(4096).optional(),
+  gguf: z.string().min(1).max(4096).optional(),
+  cwd: z.string().max(4096).optional(),
+  ctx: z.number().int().min(0).optional(),
+  /** Slots, or -1 for auto. */
+  parallel: z.number().int().min(-1).optional(),
+  kvUnified: z.boolean().optional(),
+  cacheTypeK: z.string().max(16).optional(),
+  cacheTypeV: z.string().max(16).optional(),
+  ubatch: z.number().int().min(1).optional(),
+  flashAttn: z.enum(["on", "off", "auto"]).optional(),
+  /** auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB. */
+  gpus: z.string().max(1000).optional(),
+  minCtx: z.number().int().min(1).optional(),
+  /** Confirm with llama-fit-params when a llama.cpp build is found (default true). */
+  llamaFit: z.boolean().optional(),
+});
+export type FitFileInput = z.infer<typeof FitFileInput>;
+
+/** `ocw fit` (the planner) with the CLI's options: what FitInput has, plus the runtime and an exact context per slot. */
+export const FitPlanInput = FitInput.extend({
+  ctxPerSlot: z.number().int().min(1024).max(1_048_576).optional(),
+  runtime: z.enum(["llama.cpp", "vllm", "sglang"]).optional(),
+});
+export type FitPlanInput = z.infer<typeof FitPlanInput>;

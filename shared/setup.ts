@@ -195,3 +195,22 @@ export const SetupJob = z.object({
   ms: z.number().nullable(),
 });
 export type SetupJob = z.infer<typeof SetupJob>;
+
+/**
+ * `ocw setup --capture URL… | --provider URL` on the engine's API (setup.verify): the flags as the command read them.
+ * `apiKey`: the named variable's value in the command's own environment (absent: the engine's), so a key exported
+ * where `ocw` runs verifies as it always did; the target records only the variable's name.
+ */
+export const SetupVerifyInput = z.object({
+  mode: z.enum(["capture", "provider"]),
+  urls: z.array(z.string().max(4096)).min(1).max(64),
+  model: z.string().max(1000).optional(),
+  apiKeyEnv: z.string().max(1000).optional(),
+  apiKey: z.string().max(8192).optional(),
+  slots: z.number().int().optional(),
+  ctx: z.number().int().optional(),
+  benchSec: z.number().int().min(0).max(600).optional(),
+  yes: z.boolean().optional(),
+  acceptUnderpowered: z.boolean().optional(),
+});
+export type SetupVerifyInput = z.infer<typeof SetupVerifyInput>;

@@ -134,7 +134,7 @@ export async function stopDetachedEngine(stateDir: string): Promise<void> {
   const lock = readLock(stateDir);
   if (!lock) return;
   const procs = [{ pid: lock.pid, startTime: lock.startTime }, supervisorOf(lock)].filter((p): p is NonNullable<typeof p> => !!p);
-  await connect(lock)
+  await connect(lock, "cli:test")
     .shutdown.mutate()
     .catch(() => undefined);
   const deadline = Date.now() + 15_000;

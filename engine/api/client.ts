@@ -1,58 +1,29 @@
-// The one client of the engine's API, used by every process that talks to it: the CLI, the MCP bridge, Electron's
-// main process, the e2e and bench harnesses (the renderer keeps its own createTRPCClient: it bundles nothing from engine/). Pure: it reads nothing from disk and starts no process (finding or
-// starting the engine is launcher.ts). Node and browsers alike: `fetch` for calls, a fetch-based event stream
-// (the `eventsource` package with a custom fetch) for subscriptions, the token always in a header, never a cookie (no
-// request sends one: a browser sends cookies for 127.0.0.1 to every port).
-import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink, type TRPCClient } from "@trpc/client";
-import { EventSource } from "eventsource";
-import { API_PATH, CLIENT_HEADER, EngineHealth, HEALTH_PATH, type EngineLock } from "../../shared/api";
+// The engine's API client for Node processes (the CLI, the MCP bridge, Electron's main process, the e2e and bench
+// harnesses): the one factory in shared/api-client.ts (the renderer uses the same one), typed with this engine's
+// router, plus the health check that tells a lock's engine from another process. Pure: it reads nothing from disk and
+// starts no process (finding or starting the engine is launcher.ts).
+import type { TRPCClient } from "@trpc/client";
+import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
+import { EngineHealth, HEALTH_PATH, type EngineLock } from "../../shared/api";
+import { type ClientKind, createEngineClient, type EngineAddress } from "../../shared/api-client";
 import type { AppRouter } from "./router";
 
 export type EngineClient = TRPCClient<AppRouter>;
-
-/** Where an engine listens and how to prove we may talk to it: what a lock file holds, or what a page was given. */
-export interface EngineAddress {
-  /** `http://127.0.0.1:PORT`; "" for the page's own origin (the browser UI). */
-  origin: string;
-  token: string;
-}
+/** What each procedure answers and takes, as a client sees it (e.g. `ApiOutputs["setup"]["doctor"]`). */
+export type ApiOutputs = inferRouterOutputs<AppRouter>;
+export type ApiInputs = inferRouterInputs<AppRouter>;
+export type { ClientKind, EngineAddress };
 
 export function addressOf(lock: Pick<EngineLock, "port" | "token">): EngineAddress {
   return { origin: `http://127.0.0.1:${lock.port}`, token: lock.token };
 }
 
-type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
-/** fetch that never sends cookies. */
-const noCookies: FetchLike = (input, init) => globalThis.fetch(input, { ...init, credentials: "omit" });
-
-/** `fetch` with the engine's token (and the caller's name) added to every request's headers. */
-export function authedFetch(address: EngineAddress, client?: string, base: FetchLike = noCookies): FetchLike {
-  return (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set("authorization", `Bearer ${address.token}`);
-    if (client) headers.set(CLIENT_HEADER, client);
-    return base(input, { ...init, headers });
-  };
-}
-
 /**
- * A typed client of a running engine; `client` names the caller (e.g. "cli", "mcp:claude-code") for decisions it
- * makes (the browser UI leaves it out and counts as a person).
+ * A typed client of a running engine; `client` names the caller (e.g. "cli:ocw run", "mcp:claude-code", "gui:desktop")
+ * for the decisions it makes: required, so no caller is ever recorded as another kind by leaving it out.
  */
-export function connect(target: Pick<EngineLock, "port" | "token"> | EngineAddress, client: string | undefined = "cli"): EngineClient {
-  const address = "origin" in target ? target : addressOf(target);
-  const url = `${address.origin}${API_PATH}`;
-  const headers = { authorization: `Bearer ${address.token}`, ...(client ? { [CLIENT_HEADER]: client } : {}) };
-  const withToken = authedFetch(address, client);
-  return createTRPCClient<AppRouter>({
-    links: [
-      splitLink({
-        condition: (op) => op.type === "subscription",
-        true: httpSubscriptionLink({ url, EventSource, eventSourceOptions: { fetch: withToken } }),
-        false: httpBatchLink({ url, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies }),
-      }),
-    ],
-  });
+export function connect(target: Pick<EngineLock, "port" | "token"> | EngineAddress, client: ClientKind): EngineClient {
+  return createEngineClient<AppRouter>("origin" in target ? target : addressOf(target), client);
 }
 
 /**

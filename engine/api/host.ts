@@ -17,7 +17,11 @@ import {
 } from "./lock";
 import { startApiServer } from "./server";
 
-export const VERSION = "0.1.0";
+import { VERSION } from "../../shared/api";
+
+export { VERSION };
+/** A model server's supervisor (`ocw serving supervise`, a process the engine starts): hosted by the CLI like the engine. */
+export { superviseServing } from "../serving/setup";
 
 export interface HostedEngine {
   engine: Engine;

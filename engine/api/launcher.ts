@@ -23,6 +23,14 @@ export function selfCommand(): EngineCommand {
   return { node: process.execPath, bundle: config().OCW_BUNDLE ?? path.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 
+/**
+ * The user's state directory, where the engine's lock and token live: what a client needs to find (or start) the
+ * engine, given here so the clients import the API's surface and never engine/store/.
+ */
+export { stateDir } from "../store";
+/** The OCW_* settings (engine/config.ts), for the few a client reads itself (OCW_DEBUG: a stack with an error). */
+export { config } from "../config";
+
 export interface EnsureOptions {
   timeoutMs?: number;
   /** What the engine's environment adds to this process's (e.g. a key variable named on the command line). */

@@ -59,6 +59,15 @@ import { ProviderModelsInput, SetupProviderKeyInput } from "../../shared/servers
 import { providerModelsApi } from "../serving/providers-api";
 import { serverDeleteApi, serverDeleteOf, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "../serving/servers-api";
 import { config } from "../config";
+import { doctor, fitFile, fitPlan, setupVerify, stopRecorded } from "../serving/setup-commands";
+import { SetupVerifyInput } from "../../shared/setup";
+import { targetsWithEndpoints } from "./targets-view";
+import { deployK8s } from "../serving/k8s-deploy";
+import { inspectRepo } from "../workspace";
+import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "./ladder";
+import { preflightEndpoint } from "../admission";
+import { DeployK8sInput } from "../../shared/deploy";
+import { FitFileInput, FitPlanInput } from "../../shared/fit";
 
 export interface ApiContext {
   engine: Engine;
@@ -180,6 +189,11 @@ export const appRouter = t.router({
   workers: t.router({
     list: proc.input(ListInput).query(({ ctx, input }) => listWorkers(ctx.engine.list(), input ?? {})),
     get: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.get(input.workerId)),
+    /** Whether a directory can be a task's (an existing, committed git repository or a folder committed in one). */
+    inspect: proc.input(z.object({ directory: z.string().min(1).max(4096) })).query(async ({ input }) => {
+      const r = await inspectRepo(input.directory);
+      return { root: r.root, subdir: r.subdir, head: r.head, branch: r.branch };
+    }),
     /** The worker's workspace path to open on the desktop (folder, editor, terminal) or copy: only ever a workspace of the engine's. */
     workspace: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.workspaceToOpen(input.workerId)),
     start: proc.input(StartInput).mutation(({ ctx, input }) => ctx.engine.start(input)),
@@ -239,6 +253,11 @@ export const appRouter = t.router({
       .mutation(({ ctx, input }) => ctx.engine.revokeGrant(input.grantId, ctx.by)),
   }),
   grades: proc.query(() => readGrades()),
+  /** `ocw grade`: the five-rung ladder as one batch on a target (start), then its grade written to packs/ (finish). */
+  ladder: t.router({
+    start: proc.input(LadderStartInput).mutation(({ ctx, input }) => ladderStart(ctx.engine, input)),
+    finish: proc.input(LadderFinishInput).mutation(({ ctx, input }) => ladderFinish(ctx.engine, input)),
+  }),
   /** The ledger per target from this engine's real runs: pass@1, pass@k, rounds to built, honest rate, cost per built task. */
   ledger: proc.query(({ ctx }) => ledger(ctx.engine.list())),
   policies: t.router({
@@ -289,6 +308,18 @@ export const appRouter = t.router({
     providerKey: proc.input(SetupProviderKeyInput).mutation(async ({ ctx, input }) => {
       return await setupProviderKeyApi(input, ctx.engine.targets);
     }),
+    /** `ocw fit --gguf/--metadata`: one file estimated in detail on the engine's machine (paths relative to `cwd`). */
+    estimate: proc.input(FitFileInput).query(({ input }) => fitFile(input)),
+    /** `ocw setup --capture/--provider`: verify and save as the command always did, its log lines returned with the result. */
+    verify: proc.input(SetupVerifyInput).mutation(({ ctx, input }) => setupVerify(input, ctx.engine.targets)),
+    /** `ocw deploy k8s`: the plan sized for a node's GPUs (given, or the engine's machine's) and its manifests. */
+    k8s: proc.input(DeployK8sInput).query(({ input }) => deployK8s(input)),
+    /** `ocw fit`: the planner with the CLI's options (runtime, exact context per slot) on freshly detected hardware. */
+    plan: proc.input(FitPlanInput).query(({ input }) => fitPlan(input)),
+    /** `ocw doctor`: hardware, the llama-server found, the model servers ocw started, and how workers are contained. */
+    doctor: proc
+      .input(z.object({ llamaServer: z.string().min(1).max(4096).optional(), cwd: z.string().max(4096).optional() }).optional())
+      .query(({ input }) => doctor(input ?? {})),
     /** The models an OpenAI-compatible provider lists (GET {url}/models), with the key the named variable holds. */
     models: proc.input(ProviderModelsInput).query(({ input }) => providerModelsApi(input)),
   }),
@@ -299,11 +330,22 @@ export const appRouter = t.router({
     restart: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverRestartApi(input.id)),
     delete: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverDeleteApi(input.id)),
     keep: proc.input(z.object({ id: z.string().min(1).max(200), keep: z.boolean() })).mutation(({ input }) => serverKeepApi(input.id, input.keep)),
+    /** `ocw serving stop [--target ID]`: every recorded server ocw started (or one target's), stopped. */
+    stopRecorded: proc.input(z.object({ target: z.string().min(1).max(200).optional() }).optional()).mutation(({ input }) => stopRecorded(input?.target)),
   }),
   targets: t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
     endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
+    /** Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one). */
+    preflight: proc.input(z.object({ target: Target })).mutation(async ({ input }) => {
+      await preflightEndpoint(input.target);
+      return { ok: true as const };
+    }),
+    /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
+    withEndpoints: proc.query(async ({ ctx }) =>
+      targetsWithEndpoints(ctx.engine.targets, new Map((await ctx.engine.endpoints()).map((r) => [r.targetId, r.endpoints]))),
+    ),
     save: proc
       .input(z.object({ target: Target, activate: z.boolean().default(false) }))
       .mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),

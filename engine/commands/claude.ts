@@ -15,9 +15,8 @@ import { terminalSafe } from "../../shared/permission";
 import { isAtRest, pendingAsks, type Worker } from "../../shared/worker";
 import { connect, healthy, type EngineClient } from "../api/client";
 import { follow } from "../api/follow";
-import { ensureEngine } from "../api/launcher";
+import { ensureEngine, stateDir } from "../api/launcher";
 import { readLock } from "../api/lock";
-import { stateDir } from "../store";
 import { CliError, fail } from "./errors";
 
 /** The dashboard's address for a running engine (the token in it lets the browser in). */

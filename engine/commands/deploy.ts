@@ -13,24 +13,11 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Command } from "commander";
-import { detectHardware } from "../hardware";
-import { listRepoFiles } from "../models/hf";
-import { applyManifests, type ApplyResult } from "../serving/k8s-apply";
-import {
-  captureSteps,
-  defaultName,
-  type GpuVendor,
-  K8sInputError,
-  k8sName,
-  type K8sNode,
-  KSERVE_API_VERSION,
-  type ManifestKind,
-  manifests,
-  type ManifestOptions,
-  parseNodeSpec,
-  planK8s,
-  toYaml,
-} from "../serving/k8s";
+import { type DeployK8sInput, KSERVE_API_VERSION } from "../../shared/deploy";
+import { type ApiOutputs, connect } from "../api/client";
+import { ensureEngine, stateDir } from "../api/launcher";
+import { SetupError } from "../models/errors";
+import { applyManifests, type ApplyResult } from "./k8s-apply";
 
 export interface DeployK8sOptions {
   runtime?: string;
@@ -64,93 +51,29 @@ export interface DeployOutput {
   stderr: string;
 }
 
-function int(v: string | undefined, flag: string): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new K8sInputError(`${flag} must be an integer ≥ 1 (got "${v}")`);
-  return n;
-}
+/** The plan and manifests for these flags: the engine's (setup.k8s); tests pass the engine's function itself. */
+export type DeployPlanner = (input: DeployK8sInput) => Promise<ApiOutputs["setup"]["k8s"]>;
 
-/** Safetensors bytes of a Hub repo, or null (offline, gated, missing) within 8 s. */
-async function hubWeights(repo: string): Promise<number | null> {
-  const timed: typeof fetch = (u, init) => fetch(u, { ...init, signal: AbortSignal.timeout(8000) });
-  // a repo the Hub does not list (or a gated one) is null: the next variant is asked; no answer at all (offline) throws
-  const files = await listRepoFiles(repo, "main", timed).catch((e: Error) => {
-    if (/no Hugging Face repo|gated/.test(e.message)) return null;
-    throw e;
-  });
-  const bytes = files?.filter((f) => /\.safetensors$/.test(f.path)).reduce((a, f) => a + f.size, 0) ?? 0;
-  return bytes || null;
-}
+const enginePlanner: DeployPlanner = async (input) => connect(await ensureEngine(stateDir()), "cli:ocw deploy k8s").setup.k8s.query(input);
 
-async function nodeFrom(o: DeployK8sOptions): Promise<K8sNode> {
-  if (o.vendor !== undefined && o.vendor !== "nvidia" && o.vendor !== "amd") throw new K8sInputError(`--vendor must be nvidia or amd (got "${o.vendor}")`);
-  if (o.gpus) return parseNodeSpec(o.gpus, (o.vendor as GpuVendor | undefined) ?? "nvidia");
-  const hw = await detectHardware({});
-  const gpus = hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd");
-  if (!gpus.length)
-    throw new K8sInputError(
-      "this machine has no NVIDIA or AMD GPU to size the deployment by; describe a cluster node's GPUs with --gpus, e.g. --gpus 4x80G (and --vendor amd for amd.com/gpu)",
-    );
-  const min = gpus.reduce((a, g) => (g.totalBytes < a.totalBytes ? g : a));
-  return { gpus: gpus.length, gpuBytes: min.totalBytes, gpuName: min.name, vendor: (o.vendor as GpuVendor | undefined) ?? (min.vendor as GpuVendor) };
-}
-
-export async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv = process.env): Promise<DeployOutput> {
+export async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv = process.env, planner: DeployPlanner = enginePlanner): Promise<DeployOutput> {
   try {
-    const runtime = o.runtime ?? "vllm";
-    if (runtime !== "vllm" && runtime !== "sglang")
-      throw new K8sInputError(`--runtime must be vllm or sglang (got "${runtime}"); llama.cpp targets are made with \`ocw setup\``);
-    const kind = (o.kind ?? "deployment") as ManifestKind;
-    if (kind !== "deployment" && kind !== "kserve") throw new K8sInputError(`--kind must be deployment or kserve (got "${o.kind}")`);
-    if (kind === "kserve" && runtime !== "vllm")
-      throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
-    const namespace = o.namespace ?? "default";
-    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace))
-      throw new K8sInputError(`--namespace ${namespace} is not a Kubernetes namespace name (lower case letters, digits, '-')`);
-    if (o.name !== undefined && k8sName(o.name) !== o.name)
-      throw new K8sInputError(`--name ${o.name} is not a valid name; use lower case letters, digits and '-', starting with a letter (e.g. ${k8sName(o.name)})`);
-    const node = await nodeFrom(o);
-    const plan = await planK8s({
-      runtime,
-      model: o.model,
-      slots: int(o.slots, "--slots"),
-      ctxPerSlot: int(o.ctx, "--ctx"),
-      node,
-      tensorParallel: int(o.tp, "--tp"),
-      dataParallel: int(o.dataParallel, "--data-parallel"),
-      replicas: int(o.replicas, "--replicas"),
-      toolCallParser: o.toolCallParser,
-      sizeOf: hubWeights,
-    });
-    const name = o.name ?? defaultName(plan);
-    const apiKeySecret = o.apiKeySecret ?? `${name}-api-key`;
-    if (k8sName(apiKeySecret) !== apiKeySecret) throw new K8sInputError(`--api-key-secret ${apiKeySecret} is not a valid Secret name`);
-    if (o.cachePvc !== undefined && k8sName(o.cachePvc) !== o.cachePvc) throw new K8sInputError(`--cache-pvc ${o.cachePvc} is not a valid claim name`);
-    const mo: ManifestOptions = {
-      kind,
-      name,
-      namespace,
-      apiKeySecret,
-      hfTokenSecret: o.hfTokenSecret ?? null,
-      image: o.image ?? null,
-      modelCache: { claim: o.cachePvc ?? null, sizeGi: int(o.cacheSize, "--cache-size") ?? null, storageClass: o.storageClass ?? null },
-    };
-    const docs = manifests(plan, mo);
-    const yaml = `# ocw deploy k8s: ${plan.reason}\n` + toYaml(docs);
+    const { output, apply, json, ...flags } = o;
+    const d = await planner(flags);
+    const { plan, kind, name, namespace, apiKeySecret, manifests: docs, yaml } = d;
     let file: string | null = null;
-    if (o.output || o.apply) {
-      const dir = o.output ? path.resolve(o.output) : mkdtempSync(path.join(os.tmpdir(), "ocw-k8s-"));
+    if (output || apply) {
+      const dir = output ? path.resolve(output) : mkdtempSync(path.join(os.tmpdir(), "ocw-k8s-"));
       mkdirSync(dir, { recursive: true });
       file = path.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync(file, yaml);
     }
     let applied: ApplyResult | null = null;
-    if (o.apply) applied = applyManifests(file!, mo, env);
+    if (apply) applied = applyManifests(file!, { kind, namespace, apiKeySecret }, env);
     const secretStep = `openssl rand -hex 32 | tr -d '\\n' | kubectl -n ${namespace} create secret generic ${apiKeySecret} --from-file=api-key=/dev/stdin`;
-    const steps = [...(applied ? [] : [secretStep, `kubectl apply -f ${file ?? `${name}.yaml`}`]), ...captureSteps(plan, mo)];
-    const what = kind === "kserve" ? `LLMInferenceService ${name} (${KSERVE_API_VERSION})` : `Deployment + Service ${name} (apps/v1, v1)`;
-    if (o.json) {
+    const steps = [...(applied ? [] : [secretStep, `kubectl apply -f ${file ?? `${name}.yaml`}`]), ...d.captureSteps];
+    const what = d.what;
+    if (json) {
       return {
         code: 0,
         stdout:
@@ -188,10 +111,12 @@ export async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv =
         ...steps.map((s) => `  ${s}`),
       ].join("\n") + "\n";
     // Without -o the manifests are stdout (pipe them to kubectl) and the plan goes to stderr.
-    if (!o.output && !o.apply) return { code: 0, stdout: yaml, stderr: summary };
+    if (!output && !apply) return { code: 0, stdout: yaml, stderr: summary };
     return { code: 0, stdout: summary, stderr: "" };
   } catch (err) {
-    if (err instanceof K8sInputError) return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
+    // a refusal with what to do: the engine's (its ocwKind "k8s") or kubectl's here (a SetupError of kind "k8s")
+    const kindOf = err instanceof SetupError ? err.kind : (err as { data?: { ocwKind?: string } } | null)?.data?.ocwKind;
+    if (kindOf === "k8s") return { code: 2, stdout: "", stderr: `ocw: ${String((err as Error).message).split("\n")[0]}\n` };
     throw err;
   }
 }

@@ -1,5 +1,5 @@
 import { ERROR_MAP, OcwError, type ErrorCode } from "../../shared/errors";
-import { config } from "../config";
+import { config } from "../api/launcher";
 import { grantOffer, type PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
 

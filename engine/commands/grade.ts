@@ -1,15 +1,8 @@
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import type { Command } from "commander";
-import { targetSlug } from "../../shared/target";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import { follow } from "../api/follow";
-import { LADDER, materializeRung, summarizeLadder } from "../grading";
-import { projectRoot } from "../paths";
-import { stateDir, writeJsonAtomic } from "../store";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget, type TargetFlags } from "./target-flags";
-import { config } from "../config";
 
 interface GradeOptions extends TargetFlags {
   samples: number;
@@ -36,19 +29,8 @@ async function gradeCommand(o: GradeOptions): Promise<void> {
   const target = targetId ? (await client.targets.list.query()).targets.find((t) => t.id === targetId) : (await client.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
 
-  const runDir = path.join(stateDir(), "ladder", new Date().toISOString().replace(/[:.]/g, "-"));
-  const tasks = LADDER.flatMap((rung) =>
-    Array.from({ length: o.samples }, (_, k) => ({
-      task: rung.task,
-      directory: materializeRung(rung, path.join(runDir, `rung${rung.rung}-s${k + 1}`)),
-      checks: rung.checks,
-      scope: rung.scope,
-      protect: rung.protect,
-      targetId: target.id,
-      title: `ladder ${rung.rung}.${k + 1}: ${rung.name}`,
-    })),
-  );
-  const { batchId, workerIds } = await client.workers.startBatch.mutate({ tasks });
+  // the ladder's repositories are made, and its batch started, by the engine (ladder.start)
+  const { batchId, workerIds } = await client.ladder.start.mutate({ targetId: target.id, samples: o.samples });
   process.stderr.write(`ocw: ladder batch ${batchId}: ${workerIds.length} workers on ${target.id}\n`);
   const answered = new Set<string>();
   const approve = (workers: Map<string, Worker>) => {
@@ -59,23 +41,15 @@ async function gradeCommand(o: GradeOptions): Promise<void> {
           void client.approvals.decide.mutate(unattendedDecision(a, "once")).catch(() => undefined);
         }
   };
-  const { workers } = await follow(client, workerIds, {
+  // until every worker is graded (follow ends then), its asks answered once as they come
+  await follow(client, workerIds, {
     onEvent: (e, ws) => {
       approve(ws);
       if (e.type === "verdict") process.stderr.write(`ocw: ${e.workerId} ${e.verdict.verdict}${e.verdict.honest ? "" : " (dishonest claim)"}\n`);
     },
     until: (ws) => (approve(ws), false),
   });
-  const byRung = new Map<number, Worker[]>();
-  workerIds.forEach((id, i) => {
-    const rung = LADDER[Math.floor(i / o.samples)]!.rung;
-    byRung.set(rung, [...(byRung.get(rung) ?? []), workers.get(id)!]);
-  });
-  const grade = summarizeLadder(target, o.samples, byRung);
-  const packs = config().OCW_PACKS_DIR ?? path.join(projectRoot(), "packs");
-  const file = path.join(packs, targetSlug(target), "grade.json");
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeJsonAtomic(file, grade, 0o644);
+  const { grade, file } = await client.ladder.finish.mutate({ targetId: target.id, samples: o.samples, workerIds });
   if (o.json) process.stdout.write(JSON.stringify({ ...grade, file }, null, 2) + "\n");
   else {
     for (const r of grade.rungs)

@@ -3,8 +3,7 @@ import { showUntrusted } from "../../shared/untrusted";
 
 const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
 import { connect } from "../api/client";
-import { ensureEngine } from "../api/launcher";
-import { stateDir } from "../store";
+import { ensureEngine, stateDir } from "../api/launcher";
 import { fail } from "./errors";
 
 /**

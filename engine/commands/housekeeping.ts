@@ -4,8 +4,7 @@ import { showUntrusted } from "../../shared/untrusted";
 
 const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
 import { connect } from "../api/client";
-import { ensureEngine } from "../api/launcher";
-import { stateDir } from "../store";
+import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
 
 /**

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { modelMetadata, writeModel } from "../../test/fixtures/gguf/writer";
 import type { HardwareReport } from "../hardware/detect";
 import { TargetStore } from "../store/targets";
+import { localSetupPort } from "../../test/setup-port";
 import { runDoctor, runFit, runSetup, runTargets, runTargetUse } from "./model-setup";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-cmd-"));
@@ -30,7 +31,7 @@ async function metaFile(name: string, meta: Record<string, unknown>): Promise<st
 describe("ocw fit", () => {
   it("--metadata --json prints the contract fields with llama-server defaults", async () => {
     const f = await metaFile("llama.json", await modelMetadata({ arch: "llama" }));
-    const r = await runFit({ metadata: f, json: true, hardware: hw(), llamaFit: false });
+    const r = await runFit({ metadata: f, json: true, llamaFit: false }, localSetupPort({ hardware: hw() }));
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j).toMatchObject({ nCtx: 32768, nCtxPerSlot: 32768, slots: 4, kvUnified: true, kvBytes: 33554432, recurrentBytes: 0, weightsBytes: null });
@@ -41,35 +42,39 @@ describe("ocw fit", () => {
   });
   it("flags map to llama-server's", async () => {
     const f = await metaFile("llama2.json", await modelMetadata({ arch: "llama" }));
-    const r = await runFit({
-      metadata: f,
-      json: true,
-      ctx: "5000",
-      parallel: "3",
-      kvUnified: false,
-      cacheTypeK: "q8_0",
-      cacheTypeV: "q8_0",
-      hardware: hw(),
-      llamaFit: false,
-    });
+    const r = await runFit(
+      {
+        metadata: f,
+        json: true,
+        ctx: "5000",
+        parallel: "3",
+        kvUnified: false,
+        cacheTypeK: "q8_0",
+        cacheTypeV: "q8_0",
+        llamaFit: false,
+      },
+      localSetupPort({ hardware: hw() }),
+    );
     expect(JSON.parse(r.stdout)).toMatchObject({ nCtx: 5376, nCtxPerSlot: 1792, slots: 3, kvUnified: false, kvBytes: 2_924_544 });
   });
   it("--gguf reads a local file's tensors for weightsBytes", async () => {
     const g = path.join(dir, "m.gguf");
     await writeModel(g, { arch: "llama", nVocab: 1000 });
-    const j = JSON.parse((await runFit({ gguf: g, json: true, ctx: "4096", parallel: "1", hardware: hw(), llamaFit: false })).stdout);
+    const j = JSON.parse((await runFit({ gguf: g, json: true, ctx: "4096", parallel: "1", llamaFit: false }, localSetupPort({ hardware: hw() }))).stdout);
     expect(j.weightsBytes).toBeGreaterThan(0);
     expect(j.kvBytes).toBe(4194304);
   });
   it("--gpus SPEC places layers on the given devices", async () => {
     const g = path.join(dir, "m2.gguf");
     await writeModel(g, { arch: "llama", nVocab: 1000 });
-    const j = JSON.parse((await runFit({ gguf: g, json: true, gpus: "8G,8G", ctx: "4096", parallel: "1", hardware: hw(), llamaFit: false })).stdout);
+    const j = JSON.parse(
+      (await runFit({ gguf: g, json: true, gpus: "8G,8G", ctx: "4096", parallel: "1", llamaFit: false }, localSetupPort({ hardware: hw() }))).stdout,
+    );
     expect(j.perDevice.map((d: { layers: number }) => d.layers)).toEqual([3, 1, 0]);
   });
   it("text output is readable", async () => {
     const f = await metaFile("l3.json", await modelMetadata({ arch: "gemma3", nLayer: 6, nHead: 4, nHeadKv: 1, headDim: 64, swa: 512, swaPattern: 3 }));
-    const r = await runFit({ metadata: f, hardware: hw(), llamaFit: false });
+    const r = await runFit({ metadata: f, llamaFit: false }, localSetupPort({ hardware: hw() }));
     expect(r.stdout).toMatch(/SWA window 2560 cells/);
     expect(r.stdout).toMatch(/recommended: LLAMA_API_KEY=… llama-server .* -c \d+ -np 4 --kv-unified/);
   });
@@ -93,7 +98,7 @@ describe("ocw fit", () => {
       writeFileSync(badJson, "{ nope");
       const noArch = await metaFile("noarch.json", { "llama.block_count": 4 });
       const sub = (v?: string) => (v === "__OK__" ? ok : v === "__BADJSON__" ? badJson : v === "__NOARCH__" ? noArch : v);
-      const r = await runFit({ ...o, metadata: sub(o.metadata), gguf: sub(o.gguf), hardware: hw(), llamaFit: false });
+      const r = await runFit({ ...o, metadata: sub(o.metadata), gguf: sub(o.gguf), llamaFit: false }, localSetupPort({ hardware: hw() }));
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(re);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
@@ -120,7 +125,7 @@ describe("ocw setup bad inputs (no server needed)", () => {
   ];
   for (const [name, o, re] of cases) {
     it(name, async () => {
-      const r = await runSetup({ ...o, store, env: {} });
+      const r = await runSetup({ ...o }, localSetupPort({ store, env: {} }));
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(re);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
@@ -144,21 +149,25 @@ describe("ocw setup --runtime llama.cpp without --model takes the planner's pick
   ]);
   it("nothing fits (CPU only, 8 GiB): exit 2 with what to change, before any download", async () => {
     const small: HardwareReport = { ...hw(), ram: { totalBytes: 8 * GiB, freeBytes: 8 * GiB } };
-    const r = await runSetup({ runtime: "llama.cpp", yes: true, store, env: {}, hardware: small, llamaServer: process.execPath });
+    const r = await runSetup({ runtime: "llama.cpp", yes: true, llamaServer: process.execPath }, localSetupPort({ store, hardware: small, env: {} }));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^ocw: nothing in the catalog fits this machine: .*API provider/);
   });
   it("without --model no --slots is needed; it goes on to set up the pick (here: stopped by the missing llama-server)", async () => {
-    const r = await runSetup({ runtime: "llama.cpp", yes: true, json: true, store, env: {}, hardware: rtx, llamaServer: "/nope/llama-server" });
+    const r = await runSetup(
+      { runtime: "llama.cpp", yes: true, json: true, llamaServer: "/nope/llama-server" },
+      localSetupPort({ store, hardware: rtx, env: {} }),
+    );
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no llama-server at \/nope\/llama-server/);
   });
 });
 
 describe("targets / target use / doctor", () => {
-  it("lists and activates", () => {
+  it("lists and activates", async () => {
     const store = new TargetStore(path.join(dir, "t2.json"));
-    expect(runTargets({ store }).stdout).toMatch(/no targets/);
+    const port = localSetupPort({ store });
+    expect((await runTargets({}, port)).stdout).toMatch(/no targets/);
     store.save({
       id: "a",
       model: "m",
@@ -167,21 +176,25 @@ describe("targets / target use / doctor", () => {
       checks: [],
       outcome: "underpowered",
     });
-    expect(runTargetUse("nope", { store }).code).toBe(2);
-    const u = runTargetUse("a", { store });
+    expect((await runTargetUse("nope", port)).code).toBe(2);
+    const u = await runTargetUse("a", port);
     expect(u.code).toBe(0);
     expect(u.stdout).toMatch(/warning: its last verification was underpowered/);
-    expect(JSON.parse(runTargets({ store, json: true }).stdout).active).toBe("a");
+    expect(JSON.parse((await runTargets({ json: true }, port)).stdout).active).toBe("a");
   });
   it("doctor --json", async () => {
-    const r = await runDoctor({
-      json: true,
-      hardware: hw([
-        { index: 0, vendor: "nvidia", name: "RTX", totalBytes: 24 * GiB, freeBytes: 20 * GiB, usedBytes: 4 * GiB, unified: false, source: "nvidia-smi" },
-      ]),
-    });
+    const r = await runDoctor(
+      {
+        json: true,
+      },
+      localSetupPort({
+        hardware: hw([
+          { index: 0, vendor: "nvidia", name: "RTX", totalBytes: 24 * GiB, freeBytes: 20 * GiB, usedBytes: 4 * GiB, unified: false, source: "nvidia-smi" },
+        ]),
+      }),
+    );
     expect(JSON.parse(r.stdout).hardware.gpus[0].name).toBe("RTX");
-    const t = await runDoctor({ hardware: hw() });
+    const t = await runDoctor({}, localSetupPort({ hardware: hw() }));
     expect(t.stdout).toMatch(/none detected \(CPU only\)/);
     // What contains worker commands, and what binds their processes and memory (cgroup v1/v2, systemd-run, prlimit only).
     expect(t.stdout).toMatch(/^sandbox {4}(bubblewrap|none: .+)$/m);
@@ -193,12 +206,14 @@ describe("targets / target use / doctor", () => {
 describe("ocw fit: plans too slow for an agent (issue 27)", () => {
   it("--slots 16 on a CPU is refused (exit 3, `refused` in the JSON, the text says what was refused); --allow-slow plans it", async () => {
     const cpu: HardwareReport = { ...hw(), ram: { totalBytes: 32 * 1024 ** 3, freeBytes: 32 * 1024 ** 3 } };
-    const r = await runFit({ slots: "16", json: true, hardware: cpu });
+    const r = await runFit({ slots: "16", json: true }, localSetupPort({ hardware: cpu }));
     expect(r.code).toBe(3);
     const j = JSON.parse(r.stdout);
     expect([j.pick, j.refused.length > 0, j.problem]).toEqual([null, true, expect.stringMatching(/too slow .*--allow-slow/)]);
-    expect((await runFit({ slots: "16", hardware: cpu })).stdout).toMatch(/refused as too slow: .* tokens\/s per slot × 16; --allow-slow plans it/);
-    const forced = await runFit({ slots: "16", json: true, hardware: cpu, allowSlow: true });
+    expect((await runFit({ slots: "16" }, localSetupPort({ hardware: cpu }))).stdout).toMatch(
+      /refused as too slow: .* tokens\/s per slot × 16; --allow-slow plans it/,
+    );
+    const forced = await runFit({ slots: "16", json: true, allowSlow: true }, localSetupPort({ hardware: cpu }));
     expect(forced.code).toBe(0);
     expect(JSON.parse(forced.stdout).pick.speed.tooSlow).toBe(true);
   });

@@ -9,29 +9,150 @@
  * Exit codes: 0 ok/built, 3 underpowered, 2 bad input (one line saying what to do).
  */
 import type { Command } from "commander";
+import type { FitFileInput, FitPlanInput } from "../../shared/fit";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { execa } from "execa";
-import { budgetsFromReport, detectHardware, type HardwareReport, parseGpuSpec } from "../hardware";
-import { type DeviceBudget, type Estimate, estimate, EstimateError, GiB, MiB } from "../models/estimate";
-import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
-import { hparamsFromMetadata, MetadataError } from "../models/hparams";
-import { loadGguf, loadMetadataFile, type ModelInfo, ModelSourceError } from "../models/source";
-import { TargetStore } from "../store";
-import { findLlamaServer } from "../serving/llama-server";
-import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
-import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "../serving/setup";
-import { serverKeepApi, serverRestartApi, serversListApi } from "../serving/servers-api";
-import type { SetupJob } from "../../shared/setup";
+import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../../shared/setup";
 import { benchText } from "../../shared/target";
-import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "../serving/fit-service";
-import { isSetupError, SetupError } from "../models/errors";
-import { limitSetup, sandboxStatus } from "../sandbox";
+import { type ApiOutputs, type ClientKind, connect, type EngineClient } from "../api/client";
+import { ensureEngine, stateDir } from "../api/launcher";
+import { parseGpuSpec } from "../hardware/parse";
+import { SetupError } from "../models/errors";
+import { MiB, GiB } from "../models/estimate";
+import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
 
 export interface CommandOutput {
   code: number;
   stdout: string;
   stderr: string;
+}
+
+/**
+ * What these commands ask the engine: its API (`enginePort`, the engine started when none runs). Tests give the
+ * engine's own functions instead (engine/serving/setup-commands.ts), with hardware or a store of their own.
+ */
+export interface SetupPort {
+  estimate(i: FitFileInput): Promise<ApiOutputs["setup"]["estimate"]>;
+  plan(i: FitPlanInput): Promise<ApiOutputs["setup"]["plan"]>;
+  doctor(i: { llamaServer?: string; cwd?: string }): Promise<ApiOutputs["setup"]["doctor"]>;
+  targets(): Promise<ApiOutputs["targets"]["list"]>;
+  targetsWithEndpoints(): Promise<ApiOutputs["targets"]["withEndpoints"]>;
+  useTarget(id: string): Promise<ApiOutputs["targets"]["use"]>;
+  stopServing(target?: string): Promise<ApiOutputs["servers"]["stopRecorded"]>;
+  servers(): Promise<ApiOutputs["servers"]["list"]>;
+  restartServer(id: string): Promise<ApiOutputs["servers"]["restart"]>;
+  keepServer(id: string, keep: boolean): Promise<unknown>;
+  /**
+   * `ocw setup --runtime`: the start by phases, each change of the job to `onUpdate`, the job at its end. Unless
+   * `yes`, `confirm` is asked with the plan (what will be downloaded and started) before anything is.
+   */
+  start(input: SetupStartInput, o: { yes: boolean; confirm: (j: StartQuestion) => Promise<boolean>; onUpdate: (j: SetupJob) => void }): Promise<SetupJob>;
+  /** `ocw setup --capture/--provider`: verified and saved; its log lines to `log` (as they come, or after). */
+  verify(input: SetupVerifyInput, log: (l: string) => void): Promise<ApiOutputs["setup"]["verify"]["result"]>;
+}
+
+/** What the question before a start shows: the planned model, quant, slots and context per slot. */
+export type StartQuestion = Pick<SetupJob, "model" | "quant" | "slots" | "ctxPerSlot">;
+
+/** The start's answer when the person says no (as the engine's own start says it). */
+const NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
+
+/**
+ * The engine's start (setup.start), followed on its event stream until it ends. The question, when there is one, is
+ * asked first with the engine's plan for the same flags (setup.plan), and the start keeps that plan's cache type.
+ */
+async function startOnEngine(
+  client: EngineClient,
+  input: SetupStartInput,
+  o: { yes: boolean; confirm: (j: StartQuestion) => Promise<boolean>; onUpdate: (j: SetupJob) => void },
+): Promise<SetupJob> {
+  let i = input;
+  if (!o.yes) {
+    // the plan's refusal (a file that is not there, a context beyond the model's) is said before any question
+    const { pick } = await client.setup.plan
+      .query({ model: i.model, slots: i.slots, minCtx: i.minCtx, ctxPerSlot: i.ctx, runtime: i.runtime, allowSlow: i.allowSlow })
+      .catch((e: Error) => {
+        throw new InputError(e.message);
+      });
+    // no pick: the start itself ends in its plan phase with the planner's words, before any download
+    if (pick) {
+      const ok = await o.confirm({ model: pick.model, quant: pick.quant ?? null, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot }).catch((e: Error) => {
+        throw new InputError(e.message);
+      });
+      if (!ok) throw new InputError(NOT_CONFIRMED);
+      if (pick.cacheType) i = { ...i, cacheType: pick.cacheType as SetupStartInput["cacheType"] };
+    }
+  }
+  const { cursor } = await client.health.query();
+  const first = await client.setup.start.mutate(i);
+  o.onUpdate(first);
+  if (first.state !== "running") return first;
+  // Ctrl-C ends the start in the engine too (it would otherwise go on downloading for a command that is gone)
+  const cancel = () => {
+    void client.setup.cancel
+      .mutate({ jobId: first.jobId })
+      .catch(() => undefined)
+      .finally(() => process.exit(130));
+  };
+  process.once("SIGINT", cancel);
+  return await new Promise<SetupJob>((resolve, reject) => {
+    let sub: { unsubscribe(): void } | null = null;
+    sub = client.events.subscribe(
+      { lastEventId: cursor },
+      {
+        onData: (tracked) => {
+          const e = tracked.data;
+          if (e.type !== "setup" || e.job.jobId !== first.jobId) return;
+          o.onUpdate(e.job);
+          if (e.job.state !== "running") {
+            sub?.unsubscribe();
+            process.removeListener("SIGINT", cancel);
+            resolve(e.job);
+          }
+        },
+        onError: (err) => {
+          sub?.unsubscribe();
+          process.removeListener("SIGINT", cancel);
+          reject(err);
+        },
+      },
+    );
+  });
+}
+
+/** The engine's API as a SetupPort: the user's engine, started when none runs, with `name` on every call. */
+export function enginePort(name: ClientKind): SetupPort {
+  let client: Promise<EngineClient> | null = null;
+  const c = () => (client ??= ensureEngine(stateDir()).then((lock) => connect(lock, name)));
+  return {
+    estimate: async (i) => (await c()).setup.estimate.query(i),
+    plan: async (i) => (await c()).setup.plan.query(i),
+    doctor: async (i) => (await c()).setup.doctor.query(i),
+    targets: async () => (await c()).targets.list.query(),
+    targetsWithEndpoints: async () => (await c()).targets.withEndpoints.query(),
+    useTarget: async (id) => (await c()).targets.use.mutate({ id }),
+    stopServing: async (target) => (await c()).servers.stopRecorded.mutate(target ? { target } : {}),
+    servers: async () => (await c()).servers.list.query(),
+    restartServer: async (id) => (await c()).servers.restart.mutate({ id }),
+    keepServer: async (id, keep) => (await c()).servers.keep.mutate({ id, keep }),
+    start: async (input, o) => startOnEngine(await c(), input, o),
+    verify: async (input, log) => {
+      const { result, logs } = await (await c()).setup.verify.mutate(input);
+      for (const l of logs) log(l);
+      return result;
+    },
+  };
+}
+
+/**
+ * The first line of a setup error's message when it is one of these kinds (any kind when none given): thrown here or
+ * by the engine's own functions (a SetupError), or answered by the API (its `ocwKind`; a rejected input is "input").
+ */
+function setupFailure(err: unknown, kinds: string[] = []): string | null {
+  const data = (err as { data?: { ocwKind?: string; code?: string } } | null)?.data;
+  const kind = err instanceof SetupError ? err.kind : (data?.ocwKind ?? (data?.code === "BAD_REQUEST" ? "input" : undefined));
+  if (!kind || (kinds.length && !kinds.includes(kind))) return null;
+  return String((err as Error).message ?? err).split("\n")[0]!;
 }
 
 /** A flag the CLI cannot use: a setup error of kind "input" (exit 2). */
@@ -77,18 +198,15 @@ export interface FitCommandOptions {
   json?: boolean;
   /** `ocw setup --ctx`: exactly this context per slot (the planner still chooses quant, cache and placement). */
   ctxPerSlot?: string;
-  /** tests: the targets whose tool-call round trip passed */
-  store?: TargetStore;
-  /** tests: skip detection */
-  hardware?: HardwareReport;
   /** Confirm with llama-fit-params when a llama.cpp build is found (default true). */
   llamaFit?: boolean;
   /** Plan models too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing them. */
   allowSlow?: boolean;
 }
 
-export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
-  if (!o.metadata && !o.gguf) return runFitPlan(o);
+/** `ocw fit --gguf/--metadata`: the flags checked here, the estimate made by the engine (setup.estimate), printed here. */
+export async function runFit(o: FitCommandOptions, port: SetupPort = enginePort("cli:ocw fit")): Promise<CommandOutput> {
+  if (!o.metadata && !o.gguf) return runFitPlan(o, port);
   try {
     if (o.model) throw new InputError("--model goes without --metadata/--gguf (those print the detailed estimate of one file)");
     if (o.runtime && o.runtime !== "llama.cpp") throw new InputError("--runtime goes without --metadata/--gguf (those estimate one GGUF file for llama.cpp)");
@@ -103,35 +221,17 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
     const cacheTypeV = cacheType(o.cacheTypeV, "--cache-type-v");
     if (o.flashAttn !== undefined && !["on", "off", "auto"].includes(o.flashAttn))
       throw new InputError(`--flash-attn must be on, off or auto (got "${o.flashAttn}")`);
-    let gpus: DeviceBudget[];
-    let hostFree: number;
-    let hwNote: string;
     if (o.gpus && o.gpus !== "auto") {
-      let spec;
       try {
-        spec = parseGpuSpec(o.gpus);
+        parseGpuSpec(o.gpus);
       } catch (e) {
         throw new InputError((e as Error).message);
       }
-      gpus = budgetsFromReport({ gpus: spec, ram: { totalBytes: 0, freeBytes: 0 } }).gpus;
-      const hw = o.hardware ?? (await detectHardware());
-      hostFree = hw.ram.freeBytes;
-      hwNote = `--gpus ${o.gpus}`;
-    } else {
-      const hw = o.hardware ?? (await detectHardware({ llamaServer: safeFind() }));
-      const b = budgetsFromReport(hw);
-      gpus = b.gpus;
-      hostFree = b.hostFreeBytes;
-      hwNote = gpus.length ? gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : `CPU only, ${fmt(hostFree)} RAM free`;
     }
-    let info: ModelInfo;
-    try {
-      info = o.metadata ? loadMetadataFile(o.metadata) : await loadGguf(o.gguf!);
-    } catch (e) {
-      throw new InputError((e as Error).message);
-    }
-    const h = hparamsFromMetadata(info.metadata);
-    const e: Estimate = estimate(h, info.tensors, {
+    const out = await port.estimate({
+      metadata: o.metadata,
+      gguf: o.gguf,
+      cwd: process.cwd(),
       ctx,
       parallel: parallelRaw,
       kvUnified: o.kvUnified,
@@ -139,39 +239,17 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
       cacheTypeV,
       ubatch,
       flashAttn: o.flashAttn as "on" | "off" | "auto" | undefined,
-      gpus,
+      gpus: o.gpus,
+      minCtx: int(o.minCtx, "--min-ctx"),
+      llamaFit: o.llamaFit,
     });
-    const slots = e.slots;
-    const minCtx = int(o.minCtx, "--min-ctx") ?? Math.min(4096, h.nCtxTrain);
-    // the planner's answer for this file on this machine (or --gpus): the same chooser as `ocw fit --model FILE`
-    const dev: PlanDevices = { gpus: gpus.map((g, i) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i}` })), hostFreeBytes: hostFree };
-    const m = modelFromInfo(info, o.gguf ?? o.metadata!, o.gguf ? [existsSync(o.gguf) ? "-m" : "-hf", o.gguf] : ["-m", `${h.name ?? "model"}.gguf`]);
-    const pick = planModel(m, dev, slots, minCtx, false);
-    const llamaCpp = o.llamaFit !== false && o.gguf && existsSync(o.gguf) ? await llamaFitParams(o.gguf, e) : null;
-    const out = {
-      model: {
-        source: info.source,
-        arch: h.arch,
-        name: h.name,
-        quant: info.quant,
-        kind: h.kind,
-        nLayer: h.nLayerAll,
-        nCtxTrain: h.nCtxTrain,
-        fileBytes: info.fileBytes,
-      },
-      ...e,
-      hardware: hwNote,
-      llamaCpp,
-      recommendation: pick,
-      recommendationProblem: pick
-        ? null
-        : minCtx > h.nCtxTrain
-          ? `the model was trained for ${h.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
-          : `does not fit ${slots} slot(s) × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
-    };
     if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+    const e = out;
+    const h = out.model;
+    const llamaCpp = out.llamaCpp;
+    const pick = out.recommendation;
     const lines = [
-      `${h.name ?? info.source} (${h.arch}, ${h.kind}${info.quant ? `, ${info.quant}` : ""})`,
+      `${h.name ?? h.source} (${h.arch}, ${h.kind}${h.quant ? `, ${h.quant}` : ""})`,
       `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) × ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
       `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
       `weights ${fmt(e.weightsBytes)}, compute ≈ ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
@@ -186,27 +264,24 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
             `llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} — ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`,
           ]
         : []),
-      `hardware: ${hwNote}`,
+      `hardware: ${out.hardware}`,
       pick ? `recommended: ${pick.command}  (${pick.reason})` : `does not fit: ${out.recommendationProblem}`,
       ...e.warnings.map((w) => `note: ${w}`),
     ];
     return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
-    if (err instanceof InputError || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
-      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
-    }
+    const line = setupFailure(err, ["input", "model-source", "metadata", "estimate"]);
+    if (line !== null) return { code: 2, stdout: "", stderr: `ocw: ${line}\n` };
     throw err;
   }
 }
 
-export { toolVerifiedModels };
-
 /**
  * `ocw fit [--model REPO|FILE] [--slots N] [--min-ctx TOKENS] --json` → {hardware, pick, alternatives, problem};
  * exit 0 with a pick, 3 with none (problem says what to change), 2 on bad input. The plan is the engine's
- * `planFit` (fit-service.ts); this only reads the flags and prints.
+ * (setup.plan: `planFit`, fit-service.ts); this only reads the flags and prints.
  */
-export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
+export async function runFitPlan(o: FitCommandOptions, port: SetupPort = enginePort("cli:ocw fit")): Promise<CommandOutput> {
   try {
     const slots = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
     const ctxPerSlot = int(o.ctxPerSlot, "--ctx", 1024);
@@ -214,14 +289,14 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const runtime = o.runtime ?? "llama.cpp";
     if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
-    const parallel = runtime === "vllm" || runtime === "sglang";
-    const bin = parallel ? null : safeFind();
-    const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-    const out = await planFit(
-      { model: o.model, slots, minCtx, ctxPerSlot, runtime: o.runtime ? (runtime as FitRuntime) : undefined, allowSlow: o.allowSlow },
-      hw,
-      { llamaServer: bin, store: o.store },
-    );
+    const out = await port.plan({
+      model: o.model,
+      slots,
+      minCtx,
+      ctxPerSlot,
+      runtime: o.runtime ? (runtime as "llama.cpp" | "vllm" | "sglang") : undefined,
+      allowSlow: o.allowSlow,
+    });
     const code = out.pick ? 0 : 3;
     if (o.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const p = out.pick;
@@ -251,72 +326,17 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     ];
     return { code, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
-    if (err instanceof InputError || isSetupError(err)) {
-      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
-    }
+    const line = setupFailure(err);
+    if (line !== null) return { code: 2, stdout: "", stderr: `ocw: ${line}\n` };
     throw err;
   }
 }
-
-export interface LlamaFitParams {
-  bin: string;
-  args: string[];
-  devices: { device: string; modelMiB: number; contextMiB: number; computeMiB: number }[];
-  note: string | null;
-  error: string | null;
-}
-
-/** Confirms with llama.cpp itself: `llama-fit-params -m FILE … -fitp on` prints `DEVICE model context compute` in MiB. */
-export async function llamaFitParams(file: string, e: Estimate, llamaServer?: string | null): Promise<LlamaFitParams | null> {
-  const server = llamaServer ?? safeFind();
-  if (!server) return null;
-  const bin = path.join(path.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync(bin)) return null;
-  // llama-fit-params has no --kv-unified: a unified pool of n_ctx cells is sized like one sequence of n_ctx
-  const args = [
-    "-m",
-    file,
-    "-c",
-    String(e.nCtx),
-    "-np",
-    String(e.kvUnified ? 1 : e.slots),
-    "-ub",
-    String(e.ubatch),
-    "-fa",
-    e.flashAttn ? "on" : "off",
-    "-fitp",
-    "on",
-  ];
-  if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
-  if (e.cacheTypeV !== "f16") args.push("-ctv", e.cacheTypeV);
-  const r = await execa(bin, args, { reject: false, timeout: 60_000, stdin: "ignore" });
-  const devices = String(r.stdout ?? "")
-    .split("\n")
-    .map((l) => /^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(l.trim()))
-    .filter((m): m is RegExpExecArray => !!m)
-    .map((m) => ({ device: m[1]!, modelMiB: Number(m[2]), contextMiB: Number(m[3]), computeMiB: Number(m[4]) }));
-  return {
-    bin,
-    args,
-    devices,
-    note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null,
-    error:
-      r.exitCode === 0
-        ? null
-        : (String(r.stderr ?? "")
-            .trim()
-            .split("\n")
-            .at(-1) ?? `exit ${r.exitCode}`),
-  };
-}
-
-const safeFind = safeFindLlamaServer;
 
 /** --bench-sec: a whole number of seconds, 0 to 600 (undefined: the default). */
 function benchSecOf(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 600) throw new SetupInputError(`--bench-sec takes whole seconds from 0 to 600 (got "${v}")`);
+  if (!Number.isInteger(n) || n < 0 || n > 600) throw new InputError(`--bench-sec takes whole seconds from 0 to 600 (got "${v}")`);
   return n;
 }
 
@@ -337,10 +357,6 @@ export interface SetupCommandOptions {
   /** Plan a model too slow for an agent instead of refusing it. */
   allowSlow?: boolean;
   json?: boolean;
-  store?: TargetStore;
-  env?: NodeJS.ProcessEnv;
-  /** tests: skip detection */
-  hardware?: HardwareReport;
   /** Seconds the benchmark after start / capture may take (default OCW_SETUP_BENCH_SEC, 30); 0 skips it. */
   benchSec?: string;
 }
@@ -354,15 +370,15 @@ async function runStartCommand(
   slots: number | undefined,
   ctx: number | undefined,
   log: (l: string) => void,
-): Promise<CommandOutput & { result?: SetupResult }> {
+  port: SetupPort,
+): Promise<CommandOutput> {
   const minCtx = int(o.minCtx, "--min-ctx", 1024);
-  if (ctx !== undefined && ctx < 1024) throw new SetupInputError(`--ctx must be ≥ 1024 tokens per slot (got ${ctx})`);
-  if (ctx !== undefined && minCtx !== undefined)
-    throw new SetupInputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
+  if (ctx !== undefined && ctx < 1024) throw new InputError(`--ctx must be ≥ 1024 tokens per slot (got ${ctx})`);
+  if (ctx !== undefined && minCtx !== undefined) throw new InputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
   // asked once the plan is known (what will be downloaded and started), before any download
-  const confirm = async (j: SetupJob): Promise<boolean> => {
+  const confirm = async (j: StartQuestion): Promise<boolean> => {
     if (o.yes) return true;
-    if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to download and start without a question");
+    if (!process.stdin.isTTY) throw new InputError("not a terminal: pass --yes to download and start without a question");
     const { createInterface } = await import("node:readline/promises");
     const rl = createInterface({ input: process.stdin, output: process.stderr });
     const what = `${j.model}${j.quant ? ` ${j.quant}` : ""}${j.slots ? ` (${j.slots} slot(s) × ${j.ctxPerSlot} tokens)` : ""} with ${o.runtime}`;
@@ -372,54 +388,57 @@ async function runStartCommand(
       rl.close();
     }
   };
-  const { runStartJob } = await import("../serving/start");
   const seen = new Map<string, string>();
   let lastPct = -1;
-  const job = await runStartJob({
-    input: {
+  const job = await port.start(
+    {
       runtime: o.runtime as "llama.cpp" | "vllm" | "sglang",
-      model: o.model,
+      // a file here is named to the engine by its absolute path (a repo, catalog id or URL as given)
+      model: o.model && existsSync(o.model) ? path.resolve(o.model) : o.model,
       slots,
       ctx,
       minCtx,
       acceptUnderpowered: o.acceptUnderpowered,
       benchSec: benchSecOf(o.benchSec),
       ...(o.allowSlow ? { allowSlow: true } : {}),
+      // a path on this machine, given to the engine as an absolute one (the engine's checks name it so)
+      ...(o.llamaServer ? { llamaServer: path.resolve(o.llamaServer) } : {}),
     },
-    store: o.store ?? new TargetStore(),
-    hardware: o.hardware,
-    llamaServer: o.llamaServer,
-    confirm,
-    onUpdate: (j) => {
-      for (const p of j.phases) {
-        const key = `${p.status}:${p.detail}`;
-        // the plan is logged once it holds (bad input and no-fit end in one `ocw: …` line); failures and the phases
-        // skipped after them are said by that last line
-        const quiet = p.status === "pending" || p.status === "failed" || (p.name === "plan" && p.status === "running") || (p.status === "skipped" && !p.detail);
-        if (seen.get(p.name) !== key && !quiet) {
-          seen.set(p.name, key);
-          log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` — ${p.detail}` : ""}`);
-        }
-        const pr = p.progress;
-        if (p.status === "running" && pr?.total) {
-          const pct = Math.floor((pr.done / pr.total) * 20) * 5;
-          if (pct !== lastPct) {
-            lastPct = pct;
-            log(
-              `${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`,
-            );
+    {
+      yes: !!o.yes,
+      confirm,
+      onUpdate: (j) => {
+        for (const p of j.phases) {
+          const key = `${p.status}:${p.detail}`;
+          // the plan is logged once it holds (bad input and no-fit end in one `ocw: …` line); failures and the phases
+          // skipped after them are said by that last line
+          const quiet =
+            p.status === "pending" || p.status === "failed" || (p.name === "plan" && p.status === "running") || (p.status === "skipped" && !p.detail);
+          if (seen.get(p.name) !== key && !quiet) {
+            seen.set(p.name, key);
+            log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` — ${p.detail}` : ""}`);
+          }
+          const pr = p.progress;
+          if (p.status === "running" && pr?.total) {
+            const pct = Math.floor((pr.done / pr.total) * 20) * 5;
+            if (pct !== lastPct) {
+              lastPct = pct;
+              log(
+                `${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`,
+              );
+            }
           }
         }
-      }
+      },
     },
-  });
+  );
   if (job.plannedCommand) log(`command: ${job.launchedCommand ?? job.plannedCommand}`);
   const r = job.result;
   if (!r) {
     const f = job.failure!;
     // nothing fits: the planner's problem says what to change, as `ocw fit` does
     if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}\n` };
-    if (f.kind === "not-confirmed") throw new SetupInputError(f.cause);
+    if (f.kind === "not-confirmed") throw new InputError(f.cause);
     return {
       code: 2,
       stdout: o.json ? JSON.stringify({ job }, null, 2) + "\n" : "",
@@ -453,7 +472,7 @@ async function runStartCommand(
   return { code, stdout: text, stderr: "" };
 }
 
-export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & { result?: SetupResult }> {
+export async function runSetup(o: SetupCommandOptions, port: SetupPort = enginePort("cli:ocw setup")): Promise<CommandOutput> {
   const logs: string[] = [];
   const log = (l: string) => {
     logs.push(l);
@@ -461,56 +480,33 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
   };
   try {
     const modes = [o.runtime ? "runtime" : null, o.capture ? "capture" : null, o.provider ? "provider" : null].filter(Boolean);
-    if (modes.length !== 1) throw new SetupInputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
+    if (modes.length !== 1) throw new InputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
     const slots = int(o.slots, "--slots");
     const ctx = int(o.ctx, "--ctx");
-    let r: SetupResult;
     if (o.runtime) {
       if (!["llama.cpp", "vllm", "sglang"].includes(o.runtime))
-        throw new SetupInputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
+        throw new InputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
       // every runtime starts by phases: the planner's pick or the named model, planned by the same planner as ocw fit
-      return await runStartCommand(o, slots, ctx, log);
-    } else if (Array.isArray(o.capture) && o.capture.length > 1) {
-      const { setupCapturePool } = await import("../serving/pool");
-      r = await setupCapturePool(o.capture, {
-        model: o.model,
-        apiKeyEnv: o.apiKeyEnv,
-        slots,
-        ctx,
-        benchSec: benchSecOf(o.benchSec),
-        yes: o.yes,
-        acceptUnderpowered: o.acceptUnderpowered,
-        store: o.store,
-        env: o.env,
-        log,
-      });
-    } else if (o.capture) {
-      r = await setupCapture({
-        url: Array.isArray(o.capture) ? o.capture[0]! : o.capture,
-        model: o.model,
-        apiKeyEnv: o.apiKeyEnv,
-        slots,
-        ctx,
-        yes: o.yes,
-        acceptUnderpowered: o.acceptUnderpowered,
-        store: o.store,
-        env: o.env,
-        log,
-        benchSec: benchSecOf(o.benchSec),
-      });
-    } else {
-      r = await setupProvider({
-        url: o.provider!,
-        model: o.model ?? "",
-        apiKeyEnv: o.apiKeyEnv ?? "",
-        slots,
-        yes: o.yes,
-        acceptUnderpowered: o.acceptUnderpowered,
-        store: o.store,
-        env: o.env,
-        log,
-      });
+      return await runStartCommand(o, slots, ctx, log, port);
     }
+    // capture (one endpoint, or a pool of several) or provider: verified and saved by the engine (setup.verify)
+    const urls = o.capture ? (Array.isArray(o.capture) ? o.capture : [o.capture]) : [o.provider!];
+    const r = await port.verify(
+      {
+        mode: o.capture ? "capture" : "provider",
+        urls,
+        model: o.model,
+        apiKeyEnv: o.apiKeyEnv,
+        // the key as exported where `ocw` runs (the target keeps only the variable's name)
+        ...(o.apiKeyEnv && process.env[o.apiKeyEnv] !== undefined ? { apiKey: process.env[o.apiKeyEnv] } : {}),
+        slots,
+        ctx,
+        benchSec: benchSecOf(o.benchSec),
+        yes: o.yes,
+        acceptUnderpowered: o.acceptUnderpowered,
+      },
+      log,
+    );
     const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
     const body = {
       outcome: r.outcome,
@@ -530,18 +526,20 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
           ...(r.bench ? [`speed: ${benchText(r.bench)}`] : []),
           `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`,
         ].join("\n") + "\n";
-    return { code, stdout: text, stderr: "", result: r };
+    return { code, stdout: text, stderr: "" };
   } catch (err) {
-    if (err instanceof SetupInputError || err instanceof InputError) return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
+    // a setup refusal (bad flags, an endpoint that does not answer as needed): one line, exit 2
+    const line = setupFailure(err, ["input", "serving"]);
+    if (line !== null) return { code: 2, stdout: "", stderr: `ocw: ${line}\n` };
     const e = err as Error;
     return { code: 2, stdout: "", stderr: `ocw: setup failed: ${e.message.split("\n")[0]}\n` };
   }
 }
 
-export function runTargets(o: { json?: boolean; store?: TargetStore }): CommandOutput {
-  const store = o.store ?? new TargetStore();
-  const { active, targets } = store.list();
-  if (o.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
+export async function runTargets(o: { json?: boolean }, port: SetupPort = enginePort("cli:ocw targets")): Promise<CommandOutput> {
+  // With --json every target carries its endpoints' live state (healthy, slots, inUse), as the engine sees them.
+  if (o.json) return { code: 0, stdout: JSON.stringify(await port.targetsWithEndpoints(), null, 2) + "\n", stderr: "" };
+  const { active, targets } = await port.targets();
   if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
   const lines = targets.flatMap((t) => [
     `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${t.serving.slots} slot(s)${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`,
@@ -551,10 +549,9 @@ export function runTargets(o: { json?: boolean; store?: TargetStore }): CommandO
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
 }
 
-export function runTargetUse(id: string, o: { store?: TargetStore } = {}): CommandOutput {
-  const store = o.store ?? new TargetStore();
+export async function runTargetUse(id: string, port: SetupPort = enginePort("cli:ocw target use")): Promise<CommandOutput> {
   try {
-    const t = store.use(id);
+    const t = await port.useTarget(id);
     const warn = t.outcome && t.outcome !== "built" ? ` (warning: its last verification was ${t.outcome})` : "";
     return { code: 0, stdout: `active target: ${t.id}${warn}\n`, stderr: "" };
   } catch (e) {
@@ -562,35 +559,18 @@ export function runTargetUse(id: string, o: { store?: TargetStore } = {}): Comma
   }
 }
 
-export async function runServingStop(o: { target?: string } = {}): Promise<CommandOutput> {
-  const r = await stopServing(o.target);
+export async function runServingStop(o: { target?: string } = {}, port: SetupPort = enginePort("cli:ocw serving stop")): Promise<CommandOutput> {
+  const r = await port.stopServing(o.target);
   const lines = [
     ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
-    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${r.reused.includes(s) ? " (that pid is another process now: left alone)" : ""}`),
+    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${s.reused ? " (that pid is another process now: left alone)" : ""}`),
   ];
   return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
 }
 
-export async function runDoctor(o: { json?: boolean; llamaServer?: string; hardware?: HardwareReport }): Promise<CommandOutput> {
-  let bin: string | null = null;
-  let binNote = "";
-  try {
-    bin = findLlamaServer(o.llamaServer);
-  } catch (e) {
-    binNote = (e as Error).message;
-  }
-  const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-  const serving = listServing();
-  // How worker commands and checks are contained here, and what binds their processes and memory as a whole.
-  const sb = sandboxStatus();
-  const sandbox = { kind: sb.kind, reason: sb.reason, limits: sb.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label };
-  const out = {
-    hardware: hw,
-    llamaServer: bin,
-    llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"),
-    serving,
-    sandbox,
-  };
+export async function runDoctor(o: { json?: boolean; llamaServer?: string }, port: SetupPort = enginePort("cli:ocw doctor")): Promise<CommandOutput> {
+  const out = await port.doctor({ llamaServer: o.llamaServer, cwd: process.cwd() });
+  const { hardware: hw, llamaServer: bin, serving, sandbox } = out;
   if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
   const lines = [
     `platform   ${hw.platform}/${hw.arch}`,
@@ -624,11 +604,11 @@ function emit(r: CommandOutput): void {
   process.exitCode = r.code;
 }
 
-/**
- * `targetsJson`: what `ocw targets --json` prints, given by the CLI layer (it asks the running engine for each endpoint's
- * live state; this module stays below the API).
- */
-export function registerModelSetupCommands(program: Command, { targetsJson }: { targetsJson?: () => Promise<unknown> } = {}): void {
+/** `registerServingSupervisor`: adds the hidden `serving supervise` (serve.ts: the commands that host engine processes). */
+export function registerModelSetupCommands(
+  program: Command,
+  { registerServingSupervisor }: { registerServingSupervisor?: (serving: Command) => void } = {},
+): void {
   program
     .command("fit")
     .description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)")
@@ -684,18 +664,14 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .command("targets")
     .description("list targets")
     .option("--json", "print JSON")
-    .action(async (o: { json?: boolean }) => {
-      if (!o.json || !targetsJson) return emit(runTargets(o));
-      // With --json every target carries its endpoints' live state (healthy, slots, inUse), from the engine when it runs.
-      emit({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
-    });
+    .action(async (o: { json?: boolean }) => emit(await runTargets(o)));
 
   program
     .command("target")
     .description("manage targets")
     .command("use <id>")
     .description("make a target active")
-    .action((id: string) => emit(runTargetUse(id)));
+    .action(async (id: string) => emit(await runTargetUse(id)));
 
   const serving = program.command("serving").description("model servers started by ocw");
   serving
@@ -703,17 +679,9 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .description("stop the model servers ocw started")
     .option("--target <id>", "only this target's server")
     .action(async (opts: { target?: string }) => emit(await runServingStop(opts)));
-  serving
-    .command("supervise", { hidden: true })
-    .requiredOption("--target <id>", "target whose recorded server to run")
-    .action(async (opts: { target: string }) => {
-      try {
-        process.exitCode = await superviseServing(opts.target);
-      } catch (e) {
-        emit({ code: 2, stdout: "", stderr: `ocw: ${(e as Error).message.split("\n")[0]}\n` });
-      }
-    });
-  // the wizard's servers panel, on the command line (engine/serving/servers-api.ts)
+  // `ocw serving supervise` (hidden): a process the engine starts, hosted by serve.ts (registerServingSupervisor)
+  registerServingSupervisor?.(serving);
+  // the wizard's servers panel, on the command line (the engine's servers API)
   const servingCli = async (f: () => Promise<string>) => {
     try {
       emit({ code: 0, stdout: `${await f()}\n`, stderr: "" });
@@ -726,7 +694,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .description("the model servers ocw started: running or stopped, port, and whether `ocw stop` stops them")
     .action(() =>
       servingCli(async () => {
-        const list = serversListApi();
+        const list = await enginePort("cli:ocw serving list").servers();
         return list.length
           ? list
               .map(
@@ -741,7 +709,9 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .command("restart <target>")
     .description("stop a server ocw started and start it again as recorded (same port and key)")
     .action((target: string) =>
-      servingCli(async () => (await serverRestartApi(target)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n")),
+      servingCli(async () =>
+        (await enginePort("cli:ocw serving restart").restartServer(target)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n"),
+      ),
     );
   serving
     .command("keep <target>")
@@ -749,7 +719,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .option("--off", "stop it with the engine")
     .action((target: string, o: { off?: boolean }) =>
       servingCli(async () => {
-        serverKeepApi(target, !o.off);
+        await enginePort("cli:ocw serving keep").keepServer(target, !o.off);
         return `${target}: ${o.off ? "stops with ocw stop" : "kept running after ocw stop"}`;
       }),
     );

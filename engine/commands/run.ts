@@ -15,7 +15,6 @@ import { showUntrusted } from "../../shared/untrusted";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow, nextEvent } from "../api/follow";
-import { inspectRepo } from "../workspace";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
 
@@ -249,16 +248,18 @@ async function runCommand(o: RunOptions): Promise<void> {
     const checks: CheckSpec[] = o.check.map((run) => (files ? { run, files } : { run }));
     specs = [{ task: o.task, directory: path.resolve(o.dir), checks, scope: o.scope, protect: o.protect }];
   }
-  // Validate every directory here, before an engine is started or anything is created.
-  for (const [n, s] of specs.entries()) {
-    await inspectRepo(s.directory).catch((err) => {
-      throw new CliError(specs.length > 1 ? `task ${n + 1}: ${(err as Error).message}` : (err as Error).message);
-    });
-  }
+  // Every directory is checked by the engine (workers.inspect) before anything is saved or started.
+  const checkDirectories = async (client: EngineClient) => {
+    for (const [n, s] of specs.entries()) {
+      await client.workers.inspect.query({ directory: s.directory }).catch((err) => {
+        throw new CliError(specs.length > 1 ? `task ${n + 1}: ${(err as Error).message}` : (err as Error).message);
+      });
+    }
+  };
   if (o.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o.timeout } }));
   if (o.fixRounds !== undefined) specs = specs.map((s) => ({ ...s, fixRounds: o.fixRounds }));
 
-  const { client, targetId } = await connectWithTarget(o, "cli:ocw run");
+  const { client, targetId } = await connectWithTarget(o, "cli:ocw run", checkDirectories);
   if (targetId) specs = specs.map((s) => (s.targets?.length ? s : { ...s, targetId }));
   if (!o.batch && o.target.length === 1 && !attemptsMode) specs = [{ ...specs[0]!, targetId: o.target[0] }];
 

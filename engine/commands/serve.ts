@@ -3,11 +3,10 @@ import path from "node:path";
 import { Option, type Command } from "commander";
 import type { EngineLock } from "../../shared/api";
 import { connect, healthy } from "../api/client";
-import { hostEngine, StateDirTaken, type HostedEngine } from "../api/host";
-import { ensureEngine, waitForEngine } from "../api/launcher";
+import { hostEngine, StateDirTaken, superviseServing, type HostedEngine } from "../api/host";
+import { ensureEngine, waitForEngine, stateDir } from "../api/launcher";
 import { alive, readLock, supervisorOf } from "../api/lock";
 import { ACTIVATE, superviseEngine } from "../api/supervisor";
-import { stateDir } from "../store";
 
 export function registerServeCommands(program: Command): void {
   program
@@ -80,7 +79,7 @@ export function registerServeCommands(program: Command): void {
         console.error("ocw: no engine is running");
         return;
       }
-      await connect(lock)
+      await connect(lock, "cli:ocw stop")
         .shutdown.mutate()
         .catch(() => undefined);
       const deadline = Date.now() + 15_000;
@@ -130,4 +129,19 @@ async function superviseAndFollow(dir: string, port?: number): Promise<void> {
     process.once("SIGINT", () => (clearInterval(t), resolve()));
     process.once("SIGTERM", () => (clearInterval(t), resolve()));
   });
+}
+
+/** `ocw serving supervise --target ID` (hidden): runs a recorded model server under its supervisor, as the engine starts it. */
+export function registerServingSupervisor(serving: Command): void {
+  serving
+    .command("supervise", { hidden: true })
+    .requiredOption("--target <id>", "target whose recorded server to run")
+    .action(async (opts: { target: string }) => {
+      try {
+        process.exitCode = await superviseServing(opts.target);
+      } catch (e) {
+        process.stderr.write(`ocw: ${(e as Error).message.split("\n")[0]}\n`);
+        process.exitCode = 2;
+      }
+    });
 }

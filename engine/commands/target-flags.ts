@@ -1,9 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Target } from "../../shared/target";
-import { connect, type EngineClient } from "../api/client";
-import { ensureEngine } from "../api/launcher";
-import { stateDir } from "../store";
-import { preflightEndpoint } from "../admission";
+import { type ClientKind, connect, type EngineClient } from "../api/client";
+import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError } from "./errors";
 
 /** The target behind `--endpoint URL --model ID [--api-key-env VAR]`: saved (not made active) so workers can name it. */
@@ -38,21 +36,30 @@ export interface TargetFlags {
 }
 
 /**
- * Connects to the user's engine (starting it if absent). With --endpoint/--model, first checks the endpoint
- * answers and saves it as a target, so nothing is created for an endpoint that is down.
+ * Connects to the user's engine (starting it if absent). With --endpoint/--model, the engine first checks the endpoint
+ * answers (targets.preflight, with the key the engine holds), then saves it as a target: no target is created for an
+ * endpoint that is down.
  */
-export async function connectWithTarget(o: TargetFlags, clientName: string): Promise<{ client: EngineClient; targetId?: string }> {
+export async function connectWithTarget(
+  o: TargetFlags,
+  clientName: ClientKind,
+  /** Checks that need the engine and must pass before anything is saved (e.g. the task's directories). */
+  check?: (client: EngineClient) => Promise<void>,
+): Promise<{ client: EngineClient; targetId?: string }> {
   if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let target: Target | undefined;
   if (o.endpoint && o.model) {
     if (o.apiKeyEnv && !process.env[o.apiKeyEnv]) throw new CliError(`--api-key-env ${o.apiKeyEnv} is not set in this environment: export it first`);
     target = adhocTarget(o.endpoint, o.model, o.apiKeyEnv);
-    await preflightEndpoint(target).catch((err) => {
-      throw new CliError((err as Error).message);
-    });
   }
   const lock = await ensureEngine(stateDir(), { env: o.apiKeyEnv ? { [o.apiKeyEnv]: process.env[o.apiKeyEnv] } : {} });
   const client = connect(lock, clientName);
-  if (target) await client.targets.save.mutate({ target });
+  await check?.(client);
+  if (target) {
+    await client.targets.preflight.mutate({ target }).catch((err) => {
+      throw new CliError((err as Error).message);
+    });
+    await client.targets.save.mutate({ target });
+  }
   return { client, targetId: target?.id };
 }

@@ -6,8 +6,7 @@ import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
 import { isAtRest, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
 import { connect, type EngineClient } from "../api/client";
 import { nextEvent } from "../api/follow";
-import { ensureEngine } from "../api/launcher";
-import { stateDir } from "../store";
+import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
 
 /**

@@ -5,8 +5,7 @@ import type { Command } from "commander";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import { ErrorCode, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
-import { stateDir } from "../store";
-import { hardwareSummary } from "../hardware";
+import { stateDir } from "../api/launcher";
 import { clip } from "./format";
 import { EngineLink } from "./link";
 import { createMcpServer, toolTimeoutFromEnv } from "./server";
@@ -47,7 +46,8 @@ export async function runMcpBridge(): Promise<void> {
 
   let server: ReturnType<typeof createMcpServer> | null = null;
   const link = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
-  server = createMcpServer({ link, log, hardware: hardwareSummary, baseDir, toolTimeoutMs });
+  // setup_status's hardware: the engine's machine as the engine detected it (the API's `hardware`, detected once there)
+  server = createMcpServer({ link, log, hardware: () => link.call((c) => c.hardware.query()), baseDir, toolTimeoutMs });
   const transport = new StdioServerTransport(answerInvalidLines(process.stdin, (line) => process.stdout.write(line), log));
   let closing = false;
   const shutdown = (why: string) => {

@@ -1,4 +1,4 @@
-import { connect, type EngineClient } from "../api/client";
+import { type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine } from "../api/launcher";
 import { readLock } from "../api/lock";
 import type { EngineLock } from "../../shared/api";
@@ -36,7 +36,7 @@ export class EngineLink {
   constructor(
     readonly stateDir: string,
     /** The caller's name as the engine records it, e.g. "mcp:claude-code". */
-    private readonly name: () => string,
+    private readonly name: () => ClientKind,
     private readonly log: (line: string) => void = () => {},
   ) {}
 
@@ -59,11 +59,11 @@ export class EngineLink {
   }
 
   /** A client that names itself `header` (default: the MCP client), on the current engine. */
-  async client(header = this.name()): Promise<EngineClient> {
+  async client(header: ClientKind = this.name()): Promise<EngineClient> {
     return (await this.clientOn(header)).client;
   }
 
-  private async clientOn(header: string): Promise<{ lockP: Promise<EngineLock>; client: EngineClient }> {
+  private async clientOn(header: ClientKind): Promise<{ lockP: Promise<EngineLock>; client: EngineClient }> {
     const lockP = this.ensure();
     const lock = await lockP;
     let c = this.clients.get(header);
@@ -78,7 +78,7 @@ export class EngineLink {
    * Runs `fn` with a client. When the engine refused the connection (it stopped, or restarted on another port), finds
    * or starts it again and retries once; other failures are not retried, so a mutation is never sent twice.
    */
-  async call<T>(fn: (client: EngineClient) => Promise<T>, header = this.name()): Promise<T> {
+  async call<T>(fn: (client: EngineClient) => Promise<T>, header: ClientKind = this.name()): Promise<T> {
     const { lockP, client } = await this.clientOn(header);
     try {
       return await fn(client);

@@ -11,7 +11,7 @@ import type { AttemptGroup } from "../../shared/attempts";
 import type { EngineEvent } from "../../shared/events";
 import { isAtRest, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
-import { VERSION } from "../api/host";
+import { VERSION } from "../../shared/api";
 import { canElicit, offerAsk } from "./elicit";
 import {
   aggregateState,
@@ -757,7 +757,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       throw new ToolError('a batch answer allows each in-scope edit once: decision must be "once" (answer other asks one by one with askId)');
     const ws = await call((c) => c.workers.list.query({ batchId }));
     if (!ws.length) throw new ToolError(`batch ${clip(batchId, 60)} has no workers: use a batchId from delegate_batch or workers`);
-    const by = `mcp:${clientName()} (batch answer)`;
+    const by = `mcp:${clientName()} (batch answer)` as const;
     const answered: string[] = [];
     const left: { askId: string; why: string }[] = [];
     const sendable: string[] = [];

@@ -87,7 +87,7 @@ describe("endpoint answers parsed off the engine's thread", () => {
     const offMain = () => parseBody(Buffer.from(slots.body), { kind: "slots" });
     await onMain();
     await offMain();
-    const runs = 5;
+    const runs = 2;
     const off0 = parseStats.offThread;
     const main = await longestStall(onMain, runs);
     const worker = await longestStall(offMain, runs);

@@ -10,6 +10,7 @@
  * environment into a 0600 --config file before exec'ing SGLang). Readiness is /health; /metrics (Prometheus) is on
  * the same port, announced with prometheus.io/* annotations. No router or scheduler of ours: a Service, or llm-d's.
  */
+import { API_KEY_ENTRY, KSERVE_API_VERSION, secretManifest } from "../../shared/deploy";
 import { targetSlug } from "../../shared/target";
 import { CATALOG, type CatalogEntry, findCatalog, makerRepo, runtimeFamily, servedBy } from "../models/catalog";
 import { GiB } from "../models/estimate";
@@ -97,7 +98,7 @@ export const IMAGES = {
   sglang: { nvidia: SGLANG_IMAGE, amd: null as string | null },
   kserve: { nvidia: null as string | null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" },
 };
-export const KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
+export { KSERVE_API_VERSION };
 
 /** The original (safetensors) repo of a catalog entry: its source is the maker's model card. */
 export function safetensorsRepo(e: CatalogEntry): string {
@@ -295,7 +296,7 @@ export function modelCacheClaim(plan: K8sPlan, o: ManifestOptions): { claimName:
   };
 }
 
-export const API_KEY_ENTRY = "api-key";
+export { API_KEY_ENTRY };
 const KEY_ENV = "OCW_API_KEY";
 
 /** A DNS-1035 label (Service names): lower case, digits and '-', starting with a letter, at most 63 characters. */
@@ -523,16 +524,8 @@ export function manifests(plan: K8sPlan, o: ManifestOptions): Obj[] {
   return o.kind === "kserve" ? [kserveManifest(plan, o)] : deploymentManifests(plan, o);
 }
 
-/** The Secret for the API key (applied from stdin by `--apply`, never written to disk by ocw). */
-export function secretManifest(name: string, namespace: string, key: string): Obj {
-  return {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } },
-    type: "Opaque",
-    stringData: { [API_KEY_ENTRY]: key },
-  };
-}
+/** The Secret for the API key (shared/deploy.ts: `--apply` makes it on the client's side). */
+export { secretManifest };
 
 /** How to turn the deployed service into an ocw target: a router target (the Service / gateway) or a pool of pods. */
 export function captureSteps(plan: K8sPlan, o: ManifestOptions): string[] {

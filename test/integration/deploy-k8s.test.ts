@@ -10,9 +10,11 @@ import path from "node:path";
 import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateManifest } from "../fixtures/k8s/validate";
-import { BUNDLE, cleanup, tempDir } from "../helpers";
+import { BUNDLE, cleanup, stopDetachedEngine, tempDir } from "../helpers";
 
 const dirs: string[] = [];
+// `ocw deploy k8s` asks the engine for the plan (setup.k8s): one engine for this file, in a state dir of its own
+const state = tempDir("k8s-state");
 let hub: Server;
 let hubUrl = "";
 const hubHits: string[] = [];
@@ -46,8 +48,11 @@ err("fake kubectl: unexpected " + args.join(" ") + "\\n", 3);
 
 function ocw(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) =>
-    execFile(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_HF_ENDPOINT: hubUrl, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [BUNDLE, ...args],
+      { env: { ...process.env, OCW_HF_ENDPOINT: hubUrl, OCW_STATE_DIR: state, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     ),
   );
 }
@@ -92,8 +97,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await stopDetachedEngine(state);
   await new Promise((r) => hub.close(r));
-  cleanup(...dirs);
+  cleanup(state, ...dirs);
 });
 
 const realKubectl = process.env.PATH?.split(path.delimiter)

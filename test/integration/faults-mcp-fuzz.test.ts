@@ -215,7 +215,7 @@ describe("ocw mcp under hostile input", () => {
     for (const t of tools) expect(perTool.get(t.name) ?? 0, `${t.name} was fuzzed`).toBeGreaterThan(20);
 
     // Still up: the engine answers, the bridge lists the same tools, and nothing was started or run.
-    expect((await connect(readLock(stateDir)!).health.query()).ok).toBe(true);
+    expect((await connect(readLock(stateDir)!, "cli:test").health.query()).ok).toBe(true);
     // The same engine process: not one its supervisor brought back after a crash.
     expect(readLock(stateDir)!.pid).toBe(lock.pid);
     expect((await mcp.client.listTools()).tools.map((t) => t.name)).toEqual(tools.map((t) => t.name));
@@ -333,6 +333,6 @@ describe("ocw mcp under hostile input", () => {
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
-    expect((await connect(readLock(stateDir)!).health.query()).ok).toBe(true);
+    expect((await connect(readLock(stateDir)!, "cli:test").health.query()).ok).toBe(true);
   });
 });

@@ -5,7 +5,7 @@
 import { execFile } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModel, toolCall, writeFile, type ScriptContext, type ScriptedModel, type ScriptedModelOptions } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, settle, startEngine, tempDir, untilState, type TestEngine } from "../helpers";
+import { BUNDLE, cleanup, makeRepo, settle, startEngine, tempDir, untilState, type TestEngine, stopDetachedEngine } from "../helpers";
 import type { Target } from "../../shared/target";
 
 const GOOD = "```js\nfunction sumOfSquares(n) {\n  let s = 0;\n  for (let i = 1; i <= n; i++) s += i * i;\n  return s;\n}\n```";
@@ -86,6 +86,8 @@ describe("pool targets", () => {
     await ms[2]!.close();
     const again = JSON.parse((await run("targets", "--json")).stdout).targets.find((x: { id: string }) => x.id === made.target.id);
     expect(again.endpoints.map((e: { healthy: boolean }) => e.healthy)).toEqual([true, true, false]);
+    // `ocw setup` and `ocw targets` asked the engine they started in this state dir
+    await stopDetachedEngine(state);
     cleanup(state);
     // Bad input: the same URL twice.
     const twice = await run("setup", "--capture", ms[0]!.url, "--capture", ms[0]!.url, "--json");

@@ -3,11 +3,15 @@ import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { BUNDLE, tempDir } from "../helpers";
+import { BUNDLE, stopDetachedEngine, tempDir } from "../helpers";
 import { rmSync } from "node:fs";
 
 const state = tempDir("serving-cli");
-afterAll(() => rmSync(state, { recursive: true, force: true }));
+afterAll(async () => {
+  // `ocw serving …` asks the engine's servers API: the engine the first call started in this state dir stops here
+  await stopDetachedEngine(state);
+  rmSync(state, { recursive: true, force: true });
+});
 const ocw = (...args: string[]) =>
   spawnSync(process.execPath, [BUNDLE, "serving", ...args], { env: { ...process.env, OCW_STATE_DIR: state }, encoding: "utf8" });
 

@@ -11,6 +11,7 @@ import { startScriptedModel, toolCall, type Script, type ScriptedModel, type Scr
 
 process.env.OCW_STATE_DIR = mkdtempSync(path.join(os.tmpdir(), "ocw-capture-state-"));
 const { runSetup } = await import("../../engine/commands/model-setup");
+const { localSetupPort } = await import("../setup-port");
 const { TargetStore } = await import("../../engine/store/targets");
 const { discoverEndpoints } = await import("../../engine/serving/capture");
 
@@ -50,14 +51,16 @@ async function scripted(opts: {
 describe("ocw setup --capture URL (scripted OpenAI-compatible endpoint)", () => {
   it("a capable, key-protected endpoint → built, active, exit 0; the key is referenced by name only", async () => {
     const m = await scripted({ capable: true, apiKey: "sk-scripted-123" });
-    const r = await runSetup({
-      capture: m.url,
-      apiKeyEnv: "OCW_TEST_CAPTURE_KEY",
-      slots: "4",
-      yes: true,
-      json: true,
-      env: { OCW_TEST_CAPTURE_KEY: "sk-scripted-123" },
-    });
+    const r = await runSetup(
+      {
+        capture: m.url,
+        apiKeyEnv: "OCW_TEST_CAPTURE_KEY",
+        slots: "4",
+        yes: true,
+        json: true,
+      },
+      localSetupPort({ env: { OCW_TEST_CAPTURE_KEY: "sk-scripted-123" } }),
+    );
     expect(r.stderr).toBe("");
     const j = JSON.parse(r.stdout);
     for (const c of j.checks) console.log(`  ${c.passed ? "✓" : "✗"} ${c.name}: ${c.evidence}`);
@@ -86,7 +89,7 @@ describe("ocw setup --capture URL (scripted OpenAI-compatible endpoint)", () => 
   });
   it("an endpoint that answers 'hello' → underpowered, exit 3, not active", async () => {
     const m = await scripted({ capable: false, modelId: "toy" });
-    const r = await runSetup({ capture: m.url, slots: "2", yes: true, json: true, env: {} });
+    const r = await runSetup({ capture: m.url, slots: "2", yes: true, json: true }, localSetupPort({ env: {} }));
     const j = JSON.parse(r.stdout);
     expect(j.outcome).toBe("underpowered");
     expect(r.code).toBe(3);
@@ -102,13 +105,13 @@ describe("ocw setup --capture URL (scripted OpenAI-compatible endpoint)", () => 
   });
   it("--accept-underpowered makes it active anyway", async () => {
     const m = await scripted({ capable: false, modelId: "toy2" });
-    const r = await runSetup({ capture: m.url, slots: "1", yes: true, json: true, acceptUnderpowered: true, env: {} });
+    const r = await runSetup({ capture: m.url, slots: "1", yes: true, json: true, acceptUnderpowered: true }, localSetupPort({ env: {} }));
     expect(r.code).toBe(3);
     expect(new TargetStore().active()?.id).toBe(JSON.parse(r.stdout).target.id);
   });
   it("a key-protected endpoint without --api-key-env → exit 2 with the remedy", async () => {
     const m = await scripted({ capable: true, apiKey: "k" });
-    const r = await runSetup({ capture: m.url, yes: true, env: {} });
+    const r = await runSetup({ capture: m.url, yes: true }, localSetupPort({ env: {} }));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/requires a key: pass --api-key-env/);
   });
@@ -121,7 +124,7 @@ describe("ocw setup --capture URL (scripted OpenAI-compatible endpoint)", () => 
 
 describe("verify: the tool-call round trip", () => {
   const capture = async (m: ScriptedModel) => {
-    const r = await runSetup({ capture: m.url, slots: "1", yes: true, json: true, env: {} });
+    const r = await runSetup({ capture: m.url, slots: "1", yes: true, json: true }, localSetupPort({ env: {} }));
     const j = JSON.parse(r.stdout);
     return { code: r.code, j, tools: j.checks.find((c: { name: string }) => c.name === "tools") as { passed: boolean; evidence: string } };
   };
@@ -231,22 +234,24 @@ describe("engine identification", () => {
 describe("ocw setup --provider URL --model ID --api-key-env VAR", () => {
   it("verifies the provider like any endpoint and records engine api", async () => {
     const m = await scripted({ capable: true, apiKey: "prov-key", modelId: "vendor/coder-large" });
-    const r = await runSetup({
-      provider: m.url.replace(/\/v1$/, ""),
-      model: "vendor/coder-large",
-      apiKeyEnv: "OCW_PROV",
-      slots: "2",
-      yes: true,
-      json: true,
-      env: { OCW_PROV: "prov-key" },
-    });
+    const r = await runSetup(
+      {
+        provider: m.url.replace(/\/v1$/, ""),
+        model: "vendor/coder-large",
+        apiKeyEnv: "OCW_PROV",
+        slots: "2",
+        yes: true,
+        json: true,
+      },
+      localSetupPort({ env: { OCW_PROV: "prov-key" } }),
+    );
     const j = JSON.parse(r.stdout);
     expect(j.outcome).toBe("built");
     expect(j.target).toMatchObject({ id: "api-vendor-coder-large", keyRef: "OCW_PROV", serving: { engine: "api", slots: 2 } });
   });
   it("a wrong key → exit 2 (unreachable with that key)", async () => {
     const m = await scripted({ capable: true, apiKey: "prov-key" });
-    const r = await runSetup({ provider: m.url, model: "x", apiKeyEnv: "OCW_PROV", yes: true, env: { OCW_PROV: "nope" } });
+    const r = await runSetup({ provider: m.url, model: "x", apiKeyEnv: "OCW_PROV", yes: true }, localSetupPort({ env: { OCW_PROV: "nope" } }));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/not reachable with that key/);
   });
@@ -294,7 +299,7 @@ describe("captured ollama / LM Studio: the context the loaded model really has",
   }
   it("ollama at its 4096 default fails the slots check with the fix; OpenCode is not told more than it has", async () => {
     const url = await behind("ollama", 4096, "qwen3-coder:30b");
-    const r = await runSetup({ capture: url, slots: "1", yes: true, json: true, env: {} });
+    const r = await runSetup({ capture: url, slots: "1", yes: true, json: true }, localSetupPort({ env: {} }));
     const j = JSON.parse(r.stdout);
     const slots = j.checks.find((c: { name: string }) => c.name === "slots");
     expect(slots.passed).toBe(false);
@@ -305,7 +310,7 @@ describe("captured ollama / LM Studio: the context the loaded model really has",
   });
   it("ollama with OLLAMA_CONTEXT_LENGTH=32768 passes and records 32768 per slot", async () => {
     const url = await behind("ollama", 32768, "qwen3-coder:30b-b");
-    const r = await runSetup({ capture: url, slots: "1", ctx: "32768", yes: true, json: true, env: {} });
+    const r = await runSetup({ capture: url, slots: "1", ctx: "32768", yes: true, json: true }, localSetupPort({ env: {} }));
     const j = JSON.parse(r.stdout);
     expect(j.checks.find((c: { name: string }) => c.name === "slots").passed).toBe(true);
     expect(j.target.serving).toMatchObject({ engine: "ollama", perSlotCtx: 32768 });
@@ -313,7 +318,7 @@ describe("captured ollama / LM Studio: the context the loaded model really has",
   });
   it("LM Studio: loaded_context_length from /api/v0/models is checked", async () => {
     const url = await behind("lmstudio", 4096, "qwen/qwen3-coder-30b");
-    const r = await runSetup({ capture: url, slots: "1", yes: true, json: true, env: {} });
+    const r = await runSetup({ capture: url, slots: "1", yes: true, json: true }, localSetupPort({ env: {} }));
     const j = JSON.parse(r.stdout);
     const slots = j.checks.find((c: { name: string }) => c.name === "slots");
     expect(slots.evidence).toMatch(/loaded_context_length 4096/);

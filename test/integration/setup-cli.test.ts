@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { BUNDLE, pidAlive } from "../helpers";
+import { BUNDLE, pidAlive, stopDetachedEngine } from "../helpers";
 import { vocabDirFor, writeTinyModels } from "../fixtures/gguf/writer";
 
 const BIN = process.env.LLAMA_SERVER;
@@ -35,6 +35,8 @@ async function ocw(args: string[], env: NodeJS.ProcessEnv = {}, timeout = 120_00
 
 afterAll(async () => {
   await ocw(["serving", "stop"]);
+  // fit, targets, doctor, target use and serving stop ask the engine, started in this state dir by the first of them
+  await stopDetachedEngine(state);
 });
 
 describe("ocw (model setup commands) as a process", () => {

@@ -50,7 +50,8 @@ describe("ocw fit --gguf shows llama.cpp's own figures next to ours", () => {
   it("llama-fit-params model/context MiB agree with the estimate", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const { runFit } = await import("../../engine/commands/model-setup");
-    const r = await runFit({ gguf: models.gemma3, ctx: "8192", parallel: "2", json: true });
+    const { localSetupPort } = await import("../setup-port");
+    const r = await runFit({ gguf: models.gemma3, ctx: "8192", parallel: "2", json: true }, localSetupPort());
     const j = JSON.parse(r.stdout);
     expect(j.llamaCpp.devices).toHaveLength(1);
     const d = j.llamaCpp.devices[0];

@@ -1,16 +1,19 @@
 /**
  * `ocw fit --json` as a real process on simulated machines: fake nvidia-smi / rocm-smi first on PATH (the only test
  * doubles), host RAM set with OCW_RAM_BYTES, no llama-server (so the plan assumes the matching build). Each expected
- * pick was reviewed against what an expert would run (docs/model-setup.md, "Scenario review").
+ * pick was reviewed against what an expert would run (docs/model-setup.md, "Scenario review"). `ocw fit` asks the
+ * engine (setup.plan), which plans for its own machine: one engine per simulated machine (its state dir keyed by the
+ * machine), each started by the first `ocw fit` there and stopped after the file.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { describe, expect, it } from "vitest";
+import { createHash } from "node:crypto";
+import { afterAll, describe, expect, it } from "vitest";
 import { FitResult } from "../../shared/fit";
-import { BUNDLE } from "../helpers";
+import { BUNDLE, stopDetachedEngine } from "../helpers";
 
 const run = promisify(execFile);
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-fit-scen-"));
@@ -46,7 +49,14 @@ async function fit(args: string[], hw: { nvidia?: string; rocm?: string; ramGiB:
   const env: NodeJS.ProcessEnv = {
     HOME: process.env.HOME,
     PATH: [FAKE_BIN, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
-    OCW_STATE_DIR: path.join(tmp, "state"),
+    // one engine per simulated machine: the engine detects the hardware it plans for
+    OCW_STATE_DIR: path.join(
+      tmp,
+      `state-${createHash("sha256")
+        .update(JSON.stringify([hw, extraEnv]))
+        .digest("hex")
+        .slice(0, 12)}`,
+    ),
     OCW_LLAMA_CACHE: path.join(tmp, "no-llama"),
     OCW_RAM_BYTES: String(hw.ramGiB * GiB),
     // a CUDA toolkit is here: with no llama-server yet, NVIDIA GPUs are planned for the CUDA source build (CUDA0 …)
@@ -55,6 +65,7 @@ async function fit(args: string[], hw: { nvidia?: string; rocm?: string; ramGiB:
     ...(hw.rocm ? { OCW_FAKE_ROCM_SMI: hw.rocm } : {}),
     ...extraEnv,
   };
+  engines.add(env.OCW_STATE_DIR!);
   try {
     const r = await run(process.execPath, [BUNDLE, "fit", ...args], { env, timeout: 60_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -63,6 +74,11 @@ async function fit(args: string[], hw: { nvidia?: string; rocm?: string; ramGiB:
     return { code: x.code, stdout: x.stdout, stderr: x.stderr };
   }
 }
+
+const engines = new Set<string>();
+afterAll(async () => {
+  for (const dir of engines) await stopDetachedEngine(dir);
+}, 120_000);
 
 const kvType = (cmd: string) => /-ctk (\S+)/.exec(cmd)?.[1] ?? "f16";
 

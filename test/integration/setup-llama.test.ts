@@ -21,6 +21,8 @@ process.env.OCW_STATE_DIR = state;
 
 // imported after OCW_STATE_DIR is set (stateDir() is read at call time, but keep it obvious)
 const { runSetup, runServingStop, runTargets } = await import("../../engine/commands/model-setup");
+// the commands' engine functions in this process (no engine started for them): `ocw targets`, `ocw serving stop`
+const { localSetupPort } = await import("../setup-port");
 const { TargetStore } = await import("../../engine/store/targets");
 const { setupCapture } = await import("../../engine/serving/setup");
 const { verifyEndpoint } = await import("../../engine/serving/verify");
@@ -37,7 +39,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await runServingStop();
+  await runServingStop({}, localSetupPort());
   for (const pid of started) await stopPid(pid);
 });
 
@@ -54,7 +56,7 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
   it("starts a key-protected server, verifies it and honestly reports underpowered", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const t0 = performance.now();
-    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: BIN, yes: true, json: true });
+    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: BIN, yes: true, json: true }, localSetupPort());
     const ms = performance.now() - t0;
     code = r.code;
     expect(r.stderr).toBe("");
@@ -111,7 +113,7 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     // a random-weight model never calls a tool: the server takes the tools, the model does not use them
     expect(t.checks.find((c: { name: string }) => c.name === "tools")).toMatchObject({ passed: false });
     expect(store.list().active).toBeNull();
-    expect(runTargets({ json: true }).stdout).toContain(json.target.id);
+    expect((await runTargets({ json: true }, localSetupPort())).stdout).toContain(json.target.id);
   });
 
   it("the server's logged KV equals the plan's (the planner's estimate, as ocw fit shows it)", async (ctx) => {
@@ -142,7 +144,7 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
 
   it("ocw serving stop stops it", async (ctx) => {
     if (SKIP || !json) return ctx.skip(SKIP ?? "setup did not run");
-    const out = await runServingStop();
+    const out = await runServingStop({}, localSetupPort());
     expect(out.stdout).toMatch(/stopped llama-server pid/);
     expect(pidAlive(json.server.pid)).toBe(false);
   });
@@ -285,7 +287,10 @@ describe("ocw setup from a Hugging Face repo (a local stand-in for the Hub)", ()
     await new Promise<void>((r) => hub.listen(0, "127.0.0.1", () => r()));
     process.env.OCW_HF_ENDPOINT = `http://127.0.0.1:${(hub.address() as any).port}`;
     try {
-      const r = await runSetup({ runtime: "llama.cpp", model: "acme/tiny-GGUF:Q8_0", slots: "2", ctx: "8192", llamaServer: BIN, yes: true, json: true });
+      const r = await runSetup(
+        { runtime: "llama.cpp", model: "acme/tiny-GGUF:Q8_0", slots: "2", ctx: "8192", llamaServer: BIN, yes: true, json: true },
+        localSetupPort(),
+      );
       expect(r.stderr).toBe("");
       const j = JSON.parse(r.stdout);
       expect(j.outcome).toBe("underpowered");
@@ -296,7 +301,7 @@ describe("ocw setup from a Hugging Face repo (a local stand-in for the Hub)", ()
       expect(j.checks.find((c: any) => c.name === "slots").passed).toBe(true);
     } finally {
       delete process.env.OCW_HF_ENDPOINT;
-      await runServingStop();
+      await runServingStop({}, localSetupPort());
       hub.close();
     }
   });
@@ -306,13 +311,13 @@ describe("setup bad inputs with a real binary", () => {
   it("a model that cannot fit → exit 2 with the remedy", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     // the tiny model fits any machine's RAM, so ask for more context than it was trained for
-    const r2 = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "1", ctx: "65536", llamaServer: BIN, yes: true });
+    const r2 = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "1", ctx: "65536", llamaServer: BIN, yes: true }, localSetupPort());
     expect(r2.code).toBe(2);
     expect(r2.stderr).toMatch(/was trained for 32768 tokens of context; 65536 per slot is beyond it/);
   });
   it("a file that is not a GGUF → exit 2", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
-    const r = await runSetup({ runtime: "llama.cpp", model: BIN, slots: "1", llamaServer: BIN, yes: true });
+    const r = await runSetup({ runtime: "llama.cpp", model: BIN, slots: "1", llamaServer: BIN, yes: true }, localSetupPort());
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/not a GGUF file/);
   });

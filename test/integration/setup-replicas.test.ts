@@ -31,6 +31,8 @@ process.env.PATH = `${path.join(FIX, "bin")}${path.delimiter}${process.env.PATH}
 process.env.OCW_FAKE_NVIDIA_SMI = path.join(FIX, "nvidia-smi-2gpu.csv"); // RTX 4090 (22.0 GiB free) + RTX 3090 (23.3 GiB free)
 
 const { runSetup, runServingStop } = await import("../../engine/commands/model-setup");
+const { localSetupPort } = await import("../setup-port");
+const { stopDetachedEngine } = await import("../helpers");
 const { pidAlive } = await import("../../engine/serving/llama-server");
 const { readKey } = await import("../../engine/serving/keys");
 
@@ -59,7 +61,9 @@ function wrapper(): string {
 }
 
 afterAll(async () => {
-  await runServingStop();
+  // `ocw targets --json` below asks the engine, which it starts in this state dir
+  await stopDetachedEngine(state);
+  await runServingStop({}, localSetupPort());
 });
 
 describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () => {
@@ -69,7 +73,10 @@ describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () =>
     mkdirSync(path.join(tmp, "models"), { recursive: true });
     const models = await writeTinyModels(path.join(tmp, "models"), VOCAB!);
     // 8,192 per slot: the floor verify puts under every slot (OpenCode's first request with our agent is ~6k tokens).
-    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: wrapper(), yes: true, json: true });
+    const r = await runSetup(
+      { runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: wrapper(), yes: true, json: true },
+      localSetupPort(),
+    );
     expect(r.stderr).toBe("");
     j = JSON.parse(r.stdout);
     console.log(`pick: ${j.job.pick.reason}`);
@@ -127,7 +134,7 @@ describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () =>
 
   it("ocw serving stop --target ID stops both replicas", async (ctx) => {
     if (SKIP || !j) return ctx.skip(SKIP ?? "setup did not run");
-    const out = await runServingStop({ target: j.target.id });
+    const out = await runServingStop({ target: j.target.id }, localSetupPort());
     expect(out.stdout.match(/stopped llama-server pid/g)).toHaveLength(2);
     for (const s of j.job.servers) expect(pidAlive(s.pid)).toBe(false);
     expect(existsSync(path.join(state, "serving.json")) ? JSON.parse(readFileSync(path.join(state, "serving.json"), "utf8")) : []).toEqual([]);

@@ -198,6 +198,9 @@ async function stopServers() {
 
 afterAll(async () => {
   unsubscribe?.();
+  // `ocw serving stop` asks the engine, which it started in the CLI's state dir
+  const { stopDetachedEngine } = await import("../helpers");
+  await stopDetachedEngine(path.join(tmp, "cli-state"));
   await stopServers();
   await eng?.kill();
   hub?.close();

@@ -1,13 +1,33 @@
 /**
  * Applies generated manifests with the person's own `kubectl` and current context (issue 16). The API key's Secret is
  * created only when it is missing, from stdin (never argv, never a file); an existing Secret is kept (no rotation
- * behind the person's back). Everything else is `kubectl apply -f FILE`.
+ * behind the person's back). Everything else is `kubectl apply -f FILE`. On the client's side (issue 31): the person's
+ * kubectl, environment and context, and a key generated here that never reaches the engine.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { generateKey } from "./keys";
-import { K8sInputError, type ManifestOptions, secretManifest } from "./k8s";
+import { secretManifest } from "../../shared/deploy";
+import { SetupError } from "../models/errors";
+
+/** A refusal with what to do (kind "k8s", exit 2), as the engine's plan refuses bad flags. */
+class K8sInputError extends SetupError {
+  constructor(message: string) {
+    super("k8s", message);
+    this.name = "K8sInputError";
+  }
+}
+
+/** What applying needs of the manifests' options. */
+interface ManifestOptions {
+  kind: "deployment" | "kserve";
+  namespace: string;
+  apiKeySecret: string;
+}
+
+/** A new API key, in the engine's form (engine/serving/keys.ts). */
+const generateKey = () => `ocw-${randomBytes(24).toString("base64url")}`;
 
 export interface KubectlRun {
   args: string[];
