@@ -15,6 +15,7 @@ const NEEDS_TOOLS = [
   "engine/workers/batches.test.ts",
   "engine/workers/push.test.ts",
   "engine/workers/publish.test.ts",
+  "engine/workers/publish-attack.test.ts",
   "engine/harness/opencode-config-seed.test.ts",
   "engine/process/run.test.ts",
 ];

@@ -26,6 +26,8 @@ export const FAULT_FILES = [
   "engine/net/parse.test.ts",
   "engine/models/hub-bounded.test.ts",
   "engine/workspace/workspace-attack.test.ts",
+  "engine/workers/publish-attack.test.ts",
+  "engine/net/parse-attack.test.ts",
 ];
 
 interface Entry {

@@ -140,6 +140,15 @@ class ParsePool {
         p.reject(new Error(`the engine's parse thread ${why}`));
       }
     };
+    // An answer that could not be cloned back (a value nested deeper than this thread's stack can rebuild): it is the
+    // slot's oldest parse, since a worker answers in order. Without this its caller would wait for ever.
+    worker.on("messageerror", (e) => {
+      const first = [...this.waiting].find(([, p]) => p.slot === slot);
+      if (!first) return;
+      this.waiting.delete(first[0]);
+      if (--slot.busy === 0) worker.unref();
+      first[1].reject(new Error(`the answer could not be parsed: ${e.message}`));
+    });
     worker.on("error", (e) => lost(`failed: ${e.message}`));
     worker.on("exit", (code) => lost(`exited (${code})`));
     this.threads.push(slot);

@@ -164,10 +164,11 @@ export class Batches {
           continue;
         }
         if (workers.some((w) => !w || !isAtRest(w.state))) continue; // still running
-        const failed = deps.find((_d, i) => workers[i]!.state !== "built" || !workers[i]!.verdict?.commit);
+        // A dependency the person discarded is not built work any more: nothing of it is started from.
+        const failed = deps.find((_d, i) => workers[i]!.state !== "built" || !workers[i]!.verdict?.commit || workers[i]!.discarded);
         if (failed) {
           const w = this.opts.get(failed.workerId!)!;
-          t.skipped = `it comes after ${failed.id}, which was not built (${w.state === "honest-failure" ? "failed" : w.state})`;
+          t.skipped = `it comes after ${failed.id}, which was not built (${w.discarded ? "discarded" : w.state === "honest-failure" ? "failed" : w.state})`;
           t.waitsOnDependency = true;
           progress = moved = true;
           continue;

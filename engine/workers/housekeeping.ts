@@ -145,10 +145,10 @@ export async function revertLanded(engine: Engine, ref: { workerId?: string; bat
  */
 export async function pruneBranches(engine: Engine, directory: string): Promise<PruneResult> {
   const repo = await inspectRepo(directory);
-  const refs = (await git(repo.root, ["for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads/"]))
+  const refs = (await git(repo.root, ["for-each-ref", "--format=%(refname)%00%(objectname)%00%(worktreepath)", "refs/heads/"]))
     .split("\n")
     .filter(Boolean)
-    .map((l) => l.split("\0") as [string, string]);
+    .map((l) => l.split("\0") as [string, string, string]);
   const ours = refs.filter(([r]) => r.startsWith("refs/heads/ocw/"));
   const others = refs.filter(([r]) => !r.startsWith("refs/heads/ocw/"));
   const merged = new Set<string>();
@@ -158,11 +158,13 @@ export async function pruneBranches(engine: Engine, directory: string): Promise<
   }
   const workers = new Map(engine.list().map((w) => [w.id, w]));
   const out: PruneResult = { deleted: [], kept: [] };
-  for (const [ref, oid] of ours) {
+  for (const [ref, oid, checkedOut] of ours) {
     const branch = ref.slice("refs/heads/".length);
     const w = workers.get(branch.slice("ocw/".length));
     let keep: string | null = null;
-    if (w && !isAtRest(w.state)) keep = `its worker is ${w.state}`;
+    // Deleting a checked-out branch would leave that checkout on no commit (git branch -d refuses too).
+    if (checkedOut) keep = `checked out in ${checkedOut}: switch that checkout to another branch first`;
+    else if (w && !isAtRest(w.state)) keep = `its worker is ${w.state}`;
     else if (merged.has(ref) || w?.merged || w?.discarded) keep = null;
     else if (w?.state === "built") keep = "built and not merged yet: merge it or discard the worker";
     else keep = "not merged into any branch: delete it by hand if you do not want it (git branch -D " + branch + ")";
@@ -170,7 +172,8 @@ export async function pruneBranches(engine: Engine, directory: string): Promise<
       out.kept.push({ branch, reason: keep });
       continue;
     }
-    await git(repo.root, ["update-ref", "-d", ref, oid]);
+    // --no-deref: an ocw/ symbolic ref is deleted itself, never the person's branch it names.
+    await git(repo.root, ["update-ref", "--no-deref", "-d", ref, oid]);
     out.deleted.push({ branch, commit: oid });
   }
   return out;

@@ -1,10 +1,10 @@
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
 import { config } from "../config";
-import { git, type GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
+import { git, type GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
 
 import { InputError, OcwError } from "../../shared/errors";
@@ -214,8 +214,9 @@ const GRADE_OBJECTS = "grade-objects";
  * the user's store, count as having them), read from OCW_FROM (the engine's store of graded objects, whose alternates
  * reach the user's store). Run in the user's repository with no system or global config: its refs bound the walk (`--not
  * --all`: what they reach is the user's already), nothing of it runs (rev-list, cat-file, pack-objects and
- * unpack-objects run no hook, filter or helper), and no lazy fetch. Then every object the commit needs must resolve from
- * OCW_TO. Prints how many objects were copied. Files under OCW_TMP (a prefix in the engine's folder), removed by the caller.
+ * unpack-objects run no hook, filter or helper), and no lazy fetch. With OCW_STRICT the objects are first unpacked with
+ * git's fsck checks into a quarantine folder beside OCW_TMP (nothing reaches OCW_TO when one fails). Then every object the
+ * commit needs must resolve from OCW_TO. Prints how many objects were copied. Files under OCW_TMP (a prefix in the engine's folder), removed by the caller.
  */
 const COPY_MISSING = `GIT_NO_LAZY_FETCH=1; export GIT_NO_LAZY_FETCH
 GIT_OBJECT_DIRECTORY="$OCW_FROM" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > "$OCW_TMP.list"
@@ -223,6 +224,10 @@ GIT_OBJECT_DIRECTORY="$OCW_TO" git cat-file --batch-check < "$OCW_TMP.list" > "$
 sed -n 's/ missing$//p' "$OCW_TMP.check" > "$OCW_TMP.missing"
 if [ -s "$OCW_TMP.missing" ]; then
   GIT_OBJECT_DIRECTORY="$OCW_FROM" git pack-objects -q --stdout < "$OCW_TMP.missing" > "$OCW_TMP.pack"
+  if [ -n "\${OCW_STRICT:-}" ]; then
+    mkdir -p "$OCW_TMP.q/info" && printf '%s\n' "$OCW_TO" > "$OCW_TMP.q/info/alternates"
+    GIT_OBJECT_DIRECTORY="$OCW_TMP.q" git unpack-objects -q --strict < "$OCW_TMP.pack"
+  fi
   GIT_OBJECT_DIRECTORY="$OCW_TO" git unpack-objects -q < "$OCW_TMP.pack"
 fi
 GIT_OBJECT_DIRECTORY="$OCW_TO" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > /dev/null
@@ -395,6 +400,22 @@ function trustedScript(
 }
 
 /**
+ * An object folder's alternates, replaced whole (a temporary file renamed into place) and only when they differ: a
+ * publish or diff of the worker reading them at that moment sees the old list or the new one, never a half-written one.
+ */
+function writeAlternates(objects: string, text: string): void {
+  const file = path.join(objects, "info", "alternates");
+  try {
+    if (readFileSync(file, "utf8") === text) return;
+  } catch {
+    /* not there yet */
+  }
+  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+}
+
+/**
  * The worker's object folders: its own (snapshots for diffs; it borrows the user's objects and those of its latest
  * grading) and GRADE_OBJECTS (borrowing only the user's, so that `git add` there writes every object the graded commit
  * adds, and publishing copies exactly those).
@@ -421,8 +442,8 @@ async function runTrustedScript(
   for (const dir of [objects, gradeObjects]) mkdirSync(path.join(dir, "info"), { recursive: true });
   // The engine's store of graded objects (built verdicts, combined commits) is borrowed too: a task after others starts
   // from commits only it holds.
-  writeFileSync(path.join(objects, "info", "alternates"), `${userObjects}\n${graded}\n${gradeObjects}\n`);
-  writeFileSync(path.join(gradeObjects, "info", "alternates"), `${userObjects}\n${graded}\n`);
+  writeAlternates(objects, `${userObjects}\n${graded}\n${gradeObjects}\n`);
+  writeAlternates(gradeObjects, `${userObjects}\n${graded}\n`);
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
     const env = {
@@ -619,10 +640,17 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
     ),
   );
   const grow: [string, number, number][] = [];
+  // Nested repositories: new ones (`ls-files -o` names them with a trailing slash) and the base's submodules.
+  const nested = names.filter((n) => n.endsWith("/"));
   for (const rec of tracked.split("\0")) {
     const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
     if (m) grow.push([m[2]!, Number(m[1]), 0]);
+    const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
+    if (sub) nested.push(`${sub[1]}/`);
   }
+  const outside = await nestedGitOutside(ws.worktree, nested, at);
+  if (outside)
+    return `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`;
   await Promise.all(
     grow.map(async (g) => {
       const st = await lstat(at(g[0])).catch(() => null);
@@ -640,6 +668,61 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
     if (now > caps.fileBytes) return `${shown(n)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
   }
   if (total > caps.bytes) return `the worker's files add ${size(total)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
+  return null;
+}
+
+/**
+ * The first nested repository (a folder named with its trailing slash) whose `.git` is a link or a gitfile that leads
+ * outside the workspace, or null. git's snapshot (run by the engine, outside the sandbox) reads the HEAD of whatever
+ * repository a nested `.git` names and records it as a gitlink: a worker's link to another repository of the host would
+ * put that repository's commit id in the graded commit, and tell the worker whether a repository is there.
+ */
+async function nestedGitOutside(worktree: string, dirs: string[], at: (name: string) => Buffer): Promise<string | null> {
+  if (!dirs.length) return null;
+  // Bytes throughout: a name that is not valid UTF-8 must resolve as the file system has it.
+  const sep = Buffer.from(path.sep);
+  const root = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), sep]);
+  const real = (p: Buffer) => realpath(p, { encoding: "buffer" }).catch(() => null);
+  const inside = (p: Buffer) => Buffer.concat([p, sep]).subarray(0, root.length).equals(root);
+  const join = (dir: Buffer, name: string | Buffer) => Buffer.concat([dir, sep, typeof name === "string" ? Buffer.from(name) : name]);
+  // Where git reads a repository's HEAD from: HEAD, packed-refs, every loose ref, and the common folder `commondir`
+  // names (once). Any of them a link out of the workspace, or more than 10,000 refs: outside (git would read there).
+  const readsOutside = async (gitDir: Buffer, hops = 1): Promise<boolean> => {
+    let seen = 0;
+    const walk = async (p: Buffer): Promise<boolean> => {
+      if (++seen > 10_000) return true;
+      const st = await lstat(p).catch(() => null);
+      if (!st) return false;
+      if (st.isSymbolicLink()) {
+        const t = await real(p);
+        if (t && !inside(t)) return true;
+      }
+      if (!st.isDirectory()) return false;
+      for (const e of await readdir(p, { encoding: "buffer" }).catch(() => [] as Buffer[])) if (await walk(join(p, e))) return true;
+      return false;
+    };
+    for (const name of ["HEAD", "packed-refs", "refs"]) if (await walk(join(gitDir, name))) return true;
+    const common = await readFile(join(gitDir, "commondir")).catch(() => null);
+    if (!common) return false;
+    const named = common.subarray(0, 4096).toString("latin1").trim();
+    const t = await real(named.startsWith("/") ? Buffer.from(named, "latin1") : join(gitDir, Buffer.from(named, "latin1")));
+    return !!t && (!inside(t) || hops <= 0 || (await readsOutside(t, hops - 1)));
+  };
+  for (const dir of dirs) {
+    const dotGit = at(`${dir}.git`);
+    const st = await lstat(dotGit).catch(() => null);
+    if (!st) continue;
+    let target: Buffer | null = null;
+    if (st.isDirectory() && !st.isSymbolicLink()) target = await real(dotGit);
+    else if (st.isSymbolicLink()) target = await real(dotGit);
+    else if (st.isFile()) {
+      const m = /^gitdir: *(.+?)\s*$/m.exec((await readFile(dotGit).catch(() => Buffer.alloc(0))).subarray(0, 4096).toString("latin1"));
+      const named = m ? Buffer.from(m[1]!, "latin1") : null;
+      if (named) target = await real(named[0] === 0x2f ? named : Buffer.concat([at(dir), named]));
+    }
+    // A link or gitfile that leads nowhere names no repository: git reads nothing through it.
+    if (target !== null && (!inside(target) || (await readsOutside(target)))) return dir;
+  }
   return null;
 }
 
@@ -741,22 +824,36 @@ export async function keepGraded(ws: Workspace, commit: string): Promise<void> {
  * lacks, read from the engine's graded store `from`; returns how many were copied (COPY_MISSING). Refuses, with git's
  * words, when the engine does not hold the whole commit.
  */
-export async function copyCommitObjects(repo: string, from: string, to: string, commit: string): Promise<number> {
+export async function copyCommitObjects(repo: string, from: string, to: string, commit: string, opts: { strict?: boolean } = {}): Promise<number> {
   const tmp = path.join(path.dirname(from), `.copy-${process.pid}-${randomBytes(6).toString("hex")}`);
   try {
     const out = await gitScript(`set -eu\n${COPY_MISSING}`, {
       cwd: repo,
-      env: { ...trustedEnv(path.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp },
+      env: { ...trustedEnv(path.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" },
     });
     return Number(out.trim()) || 0;
   } finally {
-    await Promise.all([".list", ".check", ".missing", ".pack"].map((ext) => rm(tmp + ext, { force: true })));
+    await Promise.all([".list", ".check", ".missing", ".pack", ".q"].map((ext) => rm(tmp + ext, { force: true, recursive: true })));
   }
 }
 
-/** Brings exactly `commit`'s missing objects from the engine's graded store into the user's repository (landing it). */
+/**
+ * Brings exactly `commit`'s missing objects from the engine's graded store into the user's repository (landing it). A
+ * person who has git check the objects a fetch brings in (fetch.fsckObjects, else transfer.fsckObjects, their global
+ * config included) has these checked too: a worker's objects are objects from outside.
+ */
 export async function landObjects(repo: string, graded: string, commit: string): Promise<number> {
-  return copyCommitObjects(repo, graded, await objectsOf(repo), commit);
+  // Not in a partial clone: its base's blobs may be missing by design, and git's strict check would refuse every copy.
+  const listed = await git(repo, ["config", "--get-regexp", "^((fetch|transfer)\\.fsckobjects|extensions\\.partialclone)$"], { allowFail: true });
+  const set = new Map(
+    listed
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => (l.includes(" ") ? [l.slice(0, l.indexOf(" ")), l.slice(l.indexOf(" ") + 1)] : [l, "true"])),
+  );
+  const on = (v: string | undefined) => v !== undefined && (/^(true|yes|on)$/i.test(v) || /^-?[1-9][0-9]*$/.test(v));
+  const strict = !set.has("extensions.partialclone") && on(set.get("fetch.fsckobjects") ?? set.get("transfer.fsckobjects"));
+  return copyCommitObjects(repo, graded, await objectsOf(repo), commit, { strict });
 }
 
 /**
@@ -772,20 +869,42 @@ export async function publishBranch(ws: Workspace, commit: string, earlier: stri
   // else from the graded store: either way only objects the commit reaches are copied.
   const own = path.join(ws.gitDir, "objects");
   const from = existsSync(path.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
-  const objects = await landObjects(ws.repo, from, commit);
+  // A symbolic ref named ocw/<id> (to a branch of the person's) is never followed: moving it would move their branch.
+  const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
+  if (symbolic)
+    throw new InputError(
+      `${ws.branch} is a symbolic ref to ${symbolic}, not a branch of the engine's: delete it (git symbolic-ref --delete refs/heads/${ws.branch}), then publish again`,
+      "conflict",
+    );
   const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
   if (tip && tip !== commit && !earlier.includes(tip))
     throw new InputError(
       `${ws.branch} already exists at ${tip.slice(0, 12)}, not the graded commit ${commit.slice(0, 12)}: delete or rename that branch, then publish again`,
       "conflict",
     );
+  if (tip && tip !== commit) {
+    // A branch checked out (here or in a linked worktree) is not moved under the person's files: git branch -f refuses too.
+    const at = await git(ws.repo, ["for-each-ref", "--format=%(worktreepath)", `refs/heads/${ws.branch}`], { allowFail: true });
+    if (at)
+      throw new InputError(
+        `${ws.branch} is checked out in ${at}: switch that checkout to another branch, then publish again (nothing was changed)`,
+        "conflict",
+      );
+  }
+  // Refusals first: the objects are copied only for a branch that will name them.
+  const objects = await landObjects(ws.repo, from, commit);
   if (tip !== commit) {
     // Compare-and-swap: still absent (""), or still at the earlier round's commit.
-    const r = await runCommand("git", ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, tip], {
+    // --no-deref: a symbolic ref made meanwhile is replaced, never followed to the person's branch.
+    const r = await runCommand("git", ["update-ref", "--no-deref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, tip], {
       cwd: ws.repo,
       env: userGitEnv(),
     });
-    if (r.exitCode !== 0) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
+    // A publish of the same commit at once (a second click, the GUI and MCP) set it first: that is this publish done.
+    const now = r.exitCode === 0 ? commit : await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+    // Still absent: git could not make it (a branch named like its folder, `ocw`, is in the way): git's words.
+    if (!now) throw new InputError(`${ws.branch} could not be made (git: ${gitComplaint(r)}); no branch was set`, "conflict");
+    if (now !== commit) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
   }
   return { repo: ws.repo, branch: ws.branch, commit, objects };
 }
