@@ -17,6 +17,7 @@ export const FAULT_FILES = [
   "test/integration/recovery.test.ts",
   "test/integration/containment.test.ts",
   "test/integration/grants.test.ts",
+  "test/integration/serve-sandbox.test.ts",
   "engine/grading/gaming.test.ts",
   "engine/sandbox/sandbox.test.ts",
   "engine/sandbox/cgroup.test.ts",
@@ -280,6 +281,21 @@ const CATALOG: Entry[] = [
     injected: "decoys in /opt- and /srv-like folders, a held-back checks folder outside the repository, sockets in /run and /tmp, an abstract socket",
     times: "1 worker command + 1 check",
     held: "absent: commands and checks start from an empty root plus a read-only allow-list",
+    escapes: true,
+  },
+  {
+    match: /opencode serve itself reaches no other project/,
+    injected:
+      "as opencode serve itself: another project's .env in $HOME, the user's checkout, .git/config and objects, /opt- and /srv-like decoys, host sockets in $HOME and /tmp",
+    times: "1 serve start",
+    held: "absent or unreachable: serve starts from the allow-list; workspaces borrow the engine's object mirror",
+    escapes: true,
+  },
+  {
+    match: /a worker command reaches none of them either/,
+    injected: "the same decoys from a worker command, the user's object store included",
+    times: "1 worker command",
+    held: "absent or unreachable; git log and git diff work from the engine's mirror",
     escapes: true,
   },
   {

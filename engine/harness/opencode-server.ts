@@ -8,7 +8,7 @@ import { pathToFileURL } from "node:url";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedModelsCatalog, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
-import { allowListedEnv, limitSetup, sandboxed, type SandboxKind, serveHidden } from "../sandbox";
+import { allowListedEnv, limitSetup, sandboxed, type SandboxKind, servePolicy } from "../sandbox";
 import { failureText, type OpencodePort } from "./port";
 import { agentsOf, globalEvents, sdkPort } from "./sdk-port";
 import { opencodeEvent } from "./translate";
@@ -43,11 +43,20 @@ export interface OpencodeServerOptions {
   /** How opencode reaches the model: the engine's key gateway for keyed targets (the real key never enters opencode). */
   provider?: ProviderAccess | ProviderAccess[];
   /**
-   * The sandbox opencode serve runs in (its file tools write only the workspaces; the engine's state and the user's
-   * secrets are hidden) and the shell each bash command gets (its own sandbox per command). Absent: unconfined, for
+   * The sandbox opencode serve runs in (deny by default: its file tools write only the workspaces; the engine's state,
+   * $HOME, /tmp, /run and every user repository are not there) and the shell each bash command gets (its own sandbox per command). Absent: unconfined, for
    * the bare-SDK baseline of the bench.
    */
-  confine?: { kind: SandboxKind; stateDir: string; workspacesRoot: string; tmpRoot: string; shell: string; plugin?: string };
+  confine?: {
+    kind: SandboxKind;
+    stateDir: string;
+    workspacesRoot: string;
+    tmpRoot: string;
+    /** The engine's object mirrors (workspace/mirror.ts), which every workspace borrows its objects from: read-only. */
+    mirrorsRoot: string;
+    shell: string;
+    plugin?: string;
+  };
 }
 
 /**
@@ -141,23 +150,22 @@ export class OpencodeServer extends EventEmitter {
     const env = this.env();
     const c = this.opts.confine;
     if (!c) return { file: argv[0]!, args: argv.slice(1), env };
+    // Deny by default (servePolicy): the system allow-list, the engine's state hidden whole (lock, token, logs with
+    // held-back checks, keys, other targets) but what is bound back. No user repository is there: every workspace
+    // borrows its objects from the engine's mirrors.
     return sandboxed(
       argv,
-      {
-        // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
-        // home and the workspaces stay writable; the worker shell is read-only.
-        hidden: [...serveHidden(), c.stateDir],
-        // The engine's cgroups too: the worker shell makes each command's group under them (cgroup.ts).
+      servePolicy({
+        stateDir: c.stateDir,
+        // opencode's own home and the workspaces writable; the engine's cgroups too (the worker shell makes each
+        // command's group under them, cgroup.ts).
         writable: [this.opts.home, c.workspacesRoot, c.tmpRoot, ...cgroupParents()],
-        // As root: capabilities only in a user namespace of its own (enough for the worker shell's bubblewrap).
-        caps: "nested",
-        // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
-        // installed under ~/.claude/plugins, whose credentials are hidden).
-        readOnly: [path.dirname(c.shell), ...(c.plugin ? [path.dirname(c.plugin)] : []), path.dirname(path.dirname(realpathSync(argv[0]!)))],
-        network: "host",
+        // The mirrors, the worker shell and plugin, and the opencode install itself (wherever it lives: a Claude Code
+        // plugin is installed under ~/.claude/plugins), read-only.
+        readOnly: [c.mirrorsRoot, path.dirname(c.shell), ...(c.plugin ? [path.dirname(c.plugin)] : []), path.dirname(path.dirname(realpathSync(argv[0]!)))],
         env,
         cwd: this.opts.home,
-      },
+      }),
       c.kind,
     );
   }

@@ -1,3 +1,4 @@
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { endpointsOf, isPool, type Target } from "../../shared/target";
 import { modelSilenceMs, providerIdFor } from "./config";
@@ -17,6 +18,8 @@ export interface ServersOptions {
   sandbox: { kind: SandboxKind };
   workspacesRoot: string;
   tmpRoot: string;
+  /** The engine's object mirrors (workspace/mirror.ts): read-only in every server's sandbox. */
+  mirrorsRoot: string;
   harness?: Harness;
   log: (line: string) => void;
   /** Wiring of a new server's events (translation, down, ready, resync). */
@@ -52,7 +55,9 @@ export class OpencodeServers {
           : { baseURL: e.url, apiKey: "none" },
       ),
     );
-    const { stateDir, workspacesRoot, tmpRoot, sandbox } = this.opts;
+    const { stateDir, workspacesRoot, tmpRoot, mirrorsRoot, sandbox } = this.opts;
+    // There before the server starts: a mount namespace cannot gain the folder later (its mirrors come and go inside).
+    mkdirSync(mirrorsRoot, { recursive: true });
     const shell = writeWorkerShell(path.join(stateDir, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir });
     // Names each session's workspace to the worker shell (the shell refuses a command without it).
     const plugin = writeWorkspacePlugin(path.join(stateDir, "sandbox", "ocw-workspace.js"));
@@ -63,7 +68,7 @@ export class OpencodeServers {
       home: path.join(stateDir, "opencode", target.id),
       log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
       provider,
-      confine: { kind: sandbox.kind, stateDir, workspacesRoot, tmpRoot, shell, plugin },
+      confine: { kind: sandbox.kind, stateDir, workspacesRoot, tmpRoot, mirrorsRoot, shell, plugin },
     });
     this.opts.wire(target.id, s);
     this.servers.set(target.id, s);

@@ -10,7 +10,7 @@ export {
   sandboxed,
   type SandboxKind,
   sandboxStatus,
-  serveHidden,
+  servePolicy,
   writeRepoBinds,
   writeWorkerShell,
   writeWorkspacePlugin,

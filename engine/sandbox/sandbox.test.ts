@@ -4,6 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { refreshMirror } from "../workspace";
 import { allowListedEnv, sandboxed, sandboxStatus, writeRepoBinds, writeWorkerShell } from "./sandbox";
 
 const status = sandboxStatus();
@@ -150,7 +151,7 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     }
   });
 
-  it("the user's checkout is hidden from worker commands; its objects are there, read-only, so the workspace's git works", () => {
+  it("worker commands see nothing of the user's repository (checkout, .git, object store); the engine's mirror of its objects is there, read-only, so the workspace's git works", async () => {
     const state = path.join(tmp, "repo-state");
     const user = path.join(tmp, "user-repo");
     mkdirSync(user, { recursive: true });
@@ -160,14 +161,17 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     writeFileSync(path.join(user, "README.md"), "USER-CHECKOUT\n");
     git(user, "add", "-A");
     git(user, "commit", "-qm", "init");
+    git(user, "config", "remote.origin.url", "https://USER-CONFIG.example/secret.git");
     const root = path.join(state, "workspaces");
     const ws = path.join(root, "user-repo-1", "w-1");
+    const mirror = path.join(state, "mirrors", "user-repo-1-sha1", "objects");
+    await refreshMirror(path.join(user, ".git", "objects"), mirror);
     mkdirSync(path.dirname(ws), { recursive: true });
     git(path.dirname(ws), "init", "-q", "w-1");
-    writeFileSync(path.join(ws, ".git", "objects", "info", "alternates"), path.join(user, ".git", "objects") + "\n");
+    writeFileSync(path.join(ws, ".git", "objects", "info", "alternates"), mirror + "\n");
     git(ws, "checkout", "-q", git(user, "rev-parse", "HEAD").trim());
     const sandboxDir = path.join(state, "sandbox");
-    writeRepoBinds(path.join(sandboxDir, "binds"), ws, user, path.join(user, ".git", "objects"));
+    writeRepoBinds(path.join(sandboxDir, "binds"), ws, mirror);
     const shell = writeWorkerShell(path.join(sandboxDir, "worker-shell"), {
       workspacesRoot: root,
       tmpRoot: path.join(state, "tmp"),
@@ -176,26 +180,12 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     });
     const sh = (cmd: string) => spawnSync(shell, ["-c", cmd], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
     expect(sh("git log --oneline | wc -l").stdout.trim()).toBe("1");
+    expect(sh("git diff HEAD --stat && echo DIFF-OK").stdout).toContain("DIFF-OK");
     expect(sh(`cat ${user}/README.md 2>&1`).stdout).not.toContain("USER-CHECKOUT");
-    expect(sh(`touch ${user}/.git/objects/x 2>&1 || echo RO`).stdout).toContain("RO");
-  });
-
-  it("a repository's binds are written once per engine, not per worker (serveHidden reads $HOME, /tmp and /var/tmp), and again when the file is gone", () => {
-    const state = path.join(tmp, "binds-once");
-    const user = path.join(state, "user");
-    mkdirSync(path.join(user, ".git", "objects", "info"), { recursive: true });
-    const binds = path.join(state, "sandbox", "binds");
-    const ws = (id: string) => path.join(state, "workspaces", "user-1", id);
-    writeRepoBinds(binds, ws("w-1"), user, path.join(user, ".git", "objects"));
-    const file = path.join(binds, "user-1");
-    const first = readFileSync(file, "utf8");
-    expect(first).toContain(path.join(user, ".git", "objects"));
-    writeFileSync(file, "MARK");
-    writeRepoBinds(binds, ws("w-2"), user, path.join(user, ".git", "objects"));
-    expect(readFileSync(file, "utf8")).toBe("MARK");
-    rmSync(file);
-    writeRepoBinds(binds, ws("w-3"), user, path.join(user, ".git", "objects"));
-    expect(readFileSync(file, "utf8")).toBe(first);
+    expect(sh(`cat ${user}/.git/config 2>&1`).stdout).not.toContain("USER-CONFIG");
+    // The user's object store itself is not there (before: bound back read-only at its own path).
+    expect(sh(`ls ${user}/.git/objects 2>&1 || echo ABSENT`).stdout).toContain("ABSENT");
+    expect(sh(`touch ${mirror}/x 2>&1 || echo RO`).stdout).toContain("RO");
   });
 
   it("limits: output is capped and the rest dropped, the exit status kept, a command past its wall-clock budget is stopped, a file past its size cut", () => {

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
@@ -26,8 +26,8 @@ export const SandboxPolicy = z.object({
     .object({ wallSec: z.number(), procs: z.number(), memMb: z.number(), cpuSec: z.number(), fileMb: z.number(), outputBytes: z.number(), tmpfsMb: z.number() })
     .optional(),
   /**
-   * What the sandbox starts from: "root" binds the whole machine read-only (opencode serve, which serves workspaces of
-   * any repository); "allow-list" binds only the system allow-list (systemBinds: /usr, /etc minus its secrets, the
+   * What the sandbox starts from: "root" binds the whole machine read-only (the sandbox test's own use; nothing of
+   * the engine's runs so any more); "allow-list" binds only the system allow-list (systemBinds: /usr, /etc minus its secrets, the
    * toolchains on PATH …), so every other folder of the machine (/opt, /srv, a project or a held-back folder outside
    * the workspace) is absent. Default "root".
    */
@@ -361,6 +361,56 @@ function reshown(hidden: string[], reveal: string[]): string[] {
     .filter((h) => existsSync(h) && statSync(h).isDirectory());
 }
 
+/** Hidden files that a revealed folder would show again (a credential file inside a toolchain folder). */
+function reshownFiles(hidden: string[], reveal: string[]): string[] {
+  const r = reveal.map(real);
+  return hidden
+    .map(real)
+    .filter((h) => r.some((x) => h.startsWith(x + path.sep)))
+    .filter((h) => existsSync(h) && !statSync(h).isDirectory());
+}
+
+/**
+ * The view of the machine `opencode serve` gets (one per target, long-lived): deny by default, as a worker command's.
+ * The system allow-list (systemBinds) with $HOME, /tmp, /var/tmp, /run, /var/run, /media, /mnt and the whole state dir
+ * empty; the toolchain folders of $HOME read-only (their credential files hidden again); writable: opencode's own home,
+ * the workspaces and the workers' tmp (and the engine's cgroup folders the worker shell makes each command's group
+ * in); read-only: the engine's object mirrors (every workspace borrows its objects there), the worker shell and plugin
+ * folders, the opencode install, and the file /etc/resolv.conf points to when it is a link out of /etc (a model
+ * endpoint by name). No user repository, no other project, no host Unix socket in any folder is there.
+ */
+export function servePolicy(o: {
+  stateDir: string;
+  writable: string[];
+  readOnly: string[];
+  env: Record<string, string>;
+  cwd: string;
+  home?: string;
+}): SandboxPolicy {
+  const home = o.home ?? os.homedir();
+  const reveal = revealed(home);
+  const secrets = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path.sep)));
+  const resolv: string[] = [];
+  try {
+    if (lstatSync("/etc/resolv.conf").isSymbolicLink()) resolv.push(realpathSync("/etc/resolv.conf"));
+  } catch {
+    /* none, or a dangling link */
+  }
+  return {
+    base: "allow-list",
+    tmpfs: deniedRoots(home),
+    hidden: [o.stateDir, ...secrets],
+    reveal,
+    writable: o.writable,
+    readOnly: [...o.readOnly, ...resolv],
+    // As root: capabilities only in a user namespace of its own (enough for the worker shell's bubblewrap).
+    caps: "nested",
+    network: "host",
+    env: o.env,
+    cwd: o.cwd,
+  };
+}
+
 /**
  * bubblewrap's capability arguments (see SandboxPolicy.caps). As another user than root there are none to drop, and
  * bubblewrap already works in a user namespace of its own. As root, "nested" gives the sandbox a user namespace of its
@@ -370,37 +420,6 @@ function reshown(hidden: string[], reveal: string[]): string[] {
 export function capArgs(caps: "none" | "nested", uid = process.getuid?.() ?? -1): string[] {
   if (caps === "none") return ["--cap-drop", "ALL"];
   return uid === 0 ? ["--unshare-user", "--uid", "0", "--gid", "0"] : [];
-}
-
-/**
- * For opencode serve (long-lived, one per target, serving workspaces of any repository, so it keeps the user's
- * repositories readable): every hidden entry of $HOME (dot-files and dot-folders: tokens, caches, histories, other
- * tools' configuration) except the toolchain folders, plus the known secrets and every host socket.
- */
-export function serveHidden(home = os.homedir()): string[] {
-  const keep = new Set(TOOLCHAIN_DIRS.map((p) => p.split("/")[0]!).concat([".local"]));
-  let dots: string[] = [];
-  try {
-    dots = readdirSync(home)
-      .filter((n) => n.startsWith(".") && !keep.has(n))
-      .map((n) => path.join(home, n));
-  } catch {
-    /* no home */
-  }
-  return [...new Set([...dots, ...homeSecrets(home), ...socketsIn(["/tmp", "/var/tmp", home])])];
-}
-
-/** Unix sockets directly in these folders (a program's socket left in /tmp or $HOME). */
-function socketsIn(dirs: string[]): string[] {
-  const out: string[] = [];
-  for (const d of dirs) {
-    try {
-      for (const e of readdirSync(d, { withFileTypes: true })) if (e.isSocket()) out.push(path.join(d, e.name));
-    } catch {
-      /* absent */
-    }
-  }
-  return out;
 }
 
 let sizeOption: boolean | null = null;
@@ -443,8 +462,9 @@ export function bwrapArgs(policy: SandboxPolicy): string[] {
     else args.push("--ro-bind", "/dev/null", p);
   }
   for (const p of (policy.reveal ?? []).map(real)) if (existsSync(p)) args.push("--ro-bind", p, p);
-  // A revealed folder (OCW_SANDBOX_READONLY) above a hidden one does not show it again.
+  // A revealed folder (OCW_SANDBOX_READONLY) above a hidden one does not show it again; nor a hidden file inside one.
   for (const p of reshown(policy.hidden, policy.reveal ?? [])) args.push(...size, "--tmpfs", p);
+  for (const p of reshownFiles(policy.hidden, policy.reveal ?? [])) args.push("--ro-bind", "/dev/null", p);
   for (const p of policy.writable.map(real)) {
     mkdirSync(p, { recursive: true });
     args.push("--bind", p, p);
@@ -594,41 +614,16 @@ export function writeWorkspacePlugin(file: string): string {
 
 /**
  * The trusted per-repository part of the command sandbox, read by the worker shell (NUL-separated bubblewrap
- * arguments, in the engine's sandbox folder, which no worker can write): the user's checkout hidden, its object store
- * (and that store's alternates) bound back read-only, so the workspace's `git` works without the checkout.
+ * arguments, in the engine's sandbox folder, which no worker can write): the engine's mirror of the repository's
+ * objects (workspace.ts, mirror.ts) bound back read-only, so the workspace's `git log` and `git diff` work. Nothing of
+ * the user's repository is named: its checkout, `.git` and object store are in no sandbox (the mirror is the engine's).
  */
-export function writeRepoBinds(bindsDir: string, worktree: string, repoRoot: string, objects: string): void {
-  const dirs = [real(objects)];
-  try {
-    for (const line of readFileSync(path.join(objects, "info", "alternates"), "utf8").split("\n")) {
-      const p = line.trim();
-      if (p && !p.startsWith("#")) dirs.push(real(path.resolve(objects, p)));
-    }
-  } catch {
-    /* no alternates */
-  }
-  const root = real(repoRoot);
-  const file = path.join(bindsDir, path.basename(path.dirname(worktree)));
-  // Once per repository (and object folders) in an engine's life, not once per worker: what serve cannot see below is
-  // read from $HOME, /tmp and /var/tmp (serveHidden), ~20 ms of the engine's thread on a busy /tmp, and serve's own view
-  // was fixed when it started, so reading it again per worker finds nothing serve would not already show.
-  const key = [file, root, ...dirs].join("\0");
-  if (repoBindsWritten.has(key) && existsSync(file)) return;
-  const args: string[] = [];
-  // What opencode serve cannot see (a repository inside a hidden folder of $HOME), its commands cannot either: then the
-  // workspace's git has no history, and nothing is named here (a bind of a missing folder would fail every command).
-  const unseen = serveHidden().map(real);
-  const visible = (p: string) => !unseen.some((h) => p === h || p.startsWith(h + path.sep));
-  if (root !== "/" && existsSync(root) && visible(root)) args.push("--tmpfs", root);
-  for (const d of dirs) if (existsSync(d) && visible(d)) args.push("--ro-bind-try", d, d);
+export function writeRepoBinds(bindsDir: string, worktree: string, mirror: string): void {
+  const dir = real(mirror);
+  const args = existsSync(dir) ? ["--ro-bind-try", dir, dir] : [];
   mkdirSync(bindsDir, { recursive: true });
-  writeFileSync(file, args.map((a) => a + "\0").join(""));
-  if (repoBindsWritten.size >= 1024) repoBindsWritten.clear();
-  repoBindsWritten.add(key);
+  writeFileSync(path.join(bindsDir, path.basename(path.dirname(worktree))), args.map((a) => a + "\0").join(""));
 }
-
-/** The repositories' binds this engine wrote (writeRepoBinds), by file, repository and object folders. */
-const repoBindsWritten = new Set<string>();
 
 export interface WorkerShellOptions {
   workspacesRoot: string;
@@ -651,7 +646,7 @@ export interface WorkerShellOptions {
  * (WORKSPACE_PLUGIN) names it in OCW_WORKSPACE, and a command whose folder (its `workdir`, symlinks resolved) is not
  * inside that workspace is refused. Inside: only that workspace and the worker's private tmp are writable; the whole
  * state dir (other workspaces, opencode's database and log), $HOME, /tmp, /run, /var/run, /media and /mnt are empty
- * size-limited tmpfs, with the toolchain allow-list and the repository's objects bound back read-only; no network;
+ * size-limited tmpfs, with the toolchain allow-list and the engine's mirror of the repository's objects bound back read-only; no network;
  * an environment rebuilt from scratch; its own pid namespace (whatever it leaves running dies with it); the
  * per-process limits, a wall-clock budget and an output cap (CommandLimits).
  */
@@ -760,8 +755,7 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
       `  ${system} \\`,
       `  --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc --cap-drop ALL \\`,
       "  --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\",
-      // The repository's part (its checkout hidden, its objects back) before the allow-list: a repository that is an
-      // ancestor of a toolchain folder ($HOME itself) must not hide it again.
+      // The repository's part (the engine's mirror of its objects, read-only), after the state dir is hidden.
       `  ${hideArgs} --args 5 \\`,
       `  ${revealArgs} ${again} \\`,
       '  --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',

@@ -88,8 +88,6 @@ export interface K8sPlan {
   reason: string;
 }
 
-/** Per-GPU reserve for the CUDA/ROCm context, activations and CUDA graphs; the runtimes use 90 % of a GPU. */
-const GPU_OVERHEAD = 2 * GiB;
 const UTILIZATION = 0.9;
 export const PORT = 8000;
 /** Images, pinned. KServe's are those of its v0.20.0 presets and samples (llm-d 0.8). */

@@ -12,7 +12,7 @@ import { pidAlive } from "../process/process";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort, startLlamaServer } from "./llama-server";
 import { serverDeleteApi, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "./servers-api";
-import { listServing, stopServing, updateServing } from "./setup";
+import { stopServing, updateServing } from "./setup";
 
 let state: string;
 let prev: { state?: string; sup?: string };

@@ -30,7 +30,17 @@ import { Recovery } from "../recovery";
 import { limitSetup, type SandboxKind, sandboxStatus, writeRepoBinds } from "../sandbox";
 import { TargetStore, WorkerLogStore } from "../store";
 import { InputError, OcwError } from "../../shared/errors";
-import { createWorkspace, gradedStore, inspectRepo, objectsOf, type PublishedBranch, type RepoInfo, worktreePath } from "../workspace";
+import {
+  createWorkspace,
+  gradedStore,
+  inspectRepo,
+  mirrorsRootOf,
+  moveOntoMirror,
+  type PublishedBranch,
+  type RepoInfo,
+  workspaceMirror,
+  worktreePath,
+} from "../workspace";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
@@ -116,6 +126,7 @@ export class Engine {
       sandbox: this.sandbox,
       workspacesRoot: reg.workspacesRoot,
       tmpRoot: reg.workerTmpRoot,
+      mirrorsRoot: mirrorsRootOf(reg.workspacesRoot),
       harness: opts.harness,
       log: (l) => this.log(l),
       wire: (targetId, s) => {
@@ -877,9 +888,14 @@ export class Engine {
         repo: ws.repo,
       });
       if (!current()) return;
+    } else {
+      // A resumed workspace keeps working when its mirror cannot be made again (the user's repository gone): its files
+      // are all there, only its git history is not.
+      await moveOntoMirror(this.reg.workspacesRoot, ws).catch((err) => this.log(`worker ${workerId}: its object mirror: ${(err as Error).message}`));
     }
-    // The worker shell's trusted view of this repository: the user's checkout hidden, its objects read-only.
-    if (this.sandbox.kind !== "none") writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
+    // The worker shell's trusted view of this repository: the engine's mirror of its objects, read-only.
+    if (this.sandbox.kind !== "none")
+      writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
     // The held-back checks run once on the base commit: file checks in the workspace just made, before its session
     // exists; others beside the worker's start (never awaited here).
     if (made) await this.settler.baselineAtCreation(workerId, ws);

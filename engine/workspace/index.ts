@@ -2,6 +2,7 @@
 // landing and publishing, git itself. Code outside engine/workspace/ imports only this file (scripts/layers.mjs).
 export { foldPath } from "./fold";
 export { git, gitComplaint, gitScript, userGitEnv } from "./git";
+export { type LinkFn, type MirrorRefresh, mirrorObjects, refreshMirror } from "./mirror";
 export { combineCommits, describeFlags, flaggedChanges, gitWithObjects, landCommit, mergeTrees, revertCommit } from "./land";
 export {
   changedBetween,
@@ -17,6 +18,8 @@ export {
   keepGraded,
   landObjects,
   mergeHint,
+  mirrorsRootOf,
+  moveOntoMirror,
   objectsOf,
   partialHolds,
   publishBranch,
@@ -25,5 +28,6 @@ export {
   type RepoInfo,
   SnapshotTooLarge,
   type Workspace,
+  workspaceMirror,
   worktreePath,
 } from "./workspace";

@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
@@ -6,6 +6,7 @@ import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
 import { config } from "../config";
 import { git, type GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { parseRawChanges, type TreeChange } from "./land";
+import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
 
 import { InputError, OcwError } from "../../shared/errors";
 
@@ -65,42 +66,109 @@ export function worktreePath(worktreesRoot: string, repoRoot: string, workerId: 
   return path.join(worktreesRoot, `${path.basename(repoRoot)}-${tag}`, workerId);
 }
 
+/** The engine's object mirrors (mirror.ts), beside the workspaces unless named: `<state dir>/mirrors`. */
+export const mirrorsRootOf = (worktreesRoot: string): string => path.join(path.dirname(worktreesRoot), "mirrors");
+
+/** The mirror a workspace of `repoRoot` borrows its objects from (never the user's own object store). */
+export function workspaceMirror(worktreesRoot: string, repoRoot: string, baseCommit: string, mirrorsRoot = mirrorsRootOf(worktreesRoot)): string {
+  return mirrorObjects(mirrorsRoot, repoRoot, objectFormat(baseCommit));
+}
+
 /**
- * A private repository for the worker: its own repository that borrows the user's objects (read-only to the sandbox)
- * instead of copying them, with its own config, hooks, refs and index, and no remote. Made by one script (`git init`,
- * the alternate, `git checkout -b`): measured here, starting a process is the engine's costliest step.
+ * A private repository for the worker: its own repository that borrows the objects of the engine's mirror of the
+ * user's store (mirror.ts: hard links, read-only to every sandbox) instead of copying them, with its own config, hooks,
+ * refs and index, and no remote. Made by one script (`git init`, the alternate, `git checkout -b`): measured here,
+ * starting a process is the engine's costliest step. The mirror is refreshed first when it does not exist yet, and
+ * again when the checkout fails (the base is newer than the mirror, or an earlier refresh was cut short); a base the
+ * user's store itself cannot give whole is a coded error that says why (a partial clone, an unreadable alternate).
  */
 export async function createWorkspace(
   worktreesRoot: string,
   repo: RepoInfo,
   workerId: string,
   gitDir: string,
-  opts: { importFrom?: string } = {},
+  opts: { mirrorsRoot?: string; link?: LinkFn; importFrom?: string } = {},
 ): Promise<Workspace> {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
   const ws = { worktree, cwd: path.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  if (existsSync(worktree)) return ws; // a resumed worker keeps its workspace
+  const mirror = workspaceMirror(worktreesRoot, repo.root, repo.head, opts.mirrorsRoot);
+  const refresh = async () => refreshMirror(await objectsOf(repo.root), mirror, { link: opts.link });
+  if (existsSync(worktree)) {
+    await moveOntoMirror(worktreesRoot, ws, opts);
+    return ws; // a resumed worker keeps its workspace
+  }
   mkdirSync(path.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, {
-    cwd: path.dirname(worktree),
-    env: {
-      ...userGitEnv(),
-      ...workspaceGitEnv(path.dirname(gitDir)),
-      OCW_WORKTREE: worktree,
-      OCW_OBJECTS: await objectsOf(repo.root),
-      OCW_BRANCH: branch,
-      OCW_BASE: repo.head,
-      OCW_OBJECT_FORMAT: objectFormat(repo.head),
-      // Its own opencode project (see opencodeProjectId), written by the script: a file write on the engine's thread
-      // took ~8 ms a worker under load.
-      OCW_PROJECT_ID: opencodeProjectId(),
-      // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
-      // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
-      ...(opts.importFrom ? { OCW_IMPORT_FROM: opts.importFrom, OCW_REPO: repo.root } : {}),
-    },
-  });
+  const make = () =>
+    gitScript(NEW_WORKSPACE, {
+      cwd: path.dirname(worktree),
+      env: {
+        ...userGitEnv(),
+        ...workspaceGitEnv(path.dirname(gitDir)),
+        OCW_WORKTREE: worktree,
+        // Its real path: the sandboxes bind the mirrors there.
+        OCW_OBJECTS: realpathSync(mirror),
+        OCW_BRANCH: branch,
+        OCW_BASE: repo.head,
+        OCW_OBJECT_FORMAT: objectFormat(repo.head),
+        // Its own opencode project (see opencodeProjectId), written by the script: a file write on the engine's thread
+        // took ~8 ms a worker under load.
+        OCW_PROJECT_ID: opencodeProjectId(),
+        // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
+        // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
+        ...(opts.importFrom ? { OCW_IMPORT_FROM: opts.importFrom, OCW_REPO: repo.root } : {}),
+      },
+    });
+  let last: MirrorRefresh | null = existsSync(mirror) ? null : await refresh();
+  try {
+    await make();
+  } catch (first) {
+    // Half made: removed, so that it is never taken for a resumed worker's workspace.
+    await rm(worktree, { recursive: true, force: true });
+    if (last) throw mirrorFailure(repo, last, first as Error);
+    last = await refresh();
+    try {
+      await make();
+    } catch (again) {
+      await rm(worktree, { recursive: true, force: true });
+      throw mirrorFailure(repo, last, again as Error);
+    }
+  }
   return ws;
+}
+
+/**
+ * A resumed worker's workspace: its mirror is made again when it is gone, and a workspace made before the mirrors
+ * existed (its alternate the user's own object store, which no sandbox shows any more) is moved onto its mirror.
+ */
+export async function moveOntoMirror(
+  worktreesRoot: string,
+  ws: Pick<Workspace, "worktree" | "repo" | "baseCommit">,
+  opts: { mirrorsRoot?: string; link?: LinkFn } = {},
+): Promise<void> {
+  const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
+  const alternates = path.join(ws.worktree, ".git", "objects", "info", "alternates");
+  const named = existsSync(alternates) ? readFileSync(alternates, "utf8").trim() : null;
+  const old = named !== null && named === (await objectsOf(ws.repo).catch(() => null));
+  if (!old && existsSync(mirror)) return;
+  await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
+  if (old) writeFileSync(alternates, realpathSync(mirror) + "\n");
+}
+
+/** Why a workspace could not be checked out from the mirror, as a coded error (nothing of the user's was changed). */
+function mirrorFailure(repo: RepoInfo, r: MirrorRefresh, err: Error): Error {
+  const base = repo.head.slice(0, 12);
+  if (r.promisor)
+    return new InputError(
+      `${repo.root} is a partial clone: objects of ${base} were never fetched, and a worker's workspace cannot fetch them. Fetch them in your repository first (\`git -C ${repo.root} fetch --refetch\`, or \`git checkout ${base}\` there), then start again. Nothing was changed.`,
+      "conflict",
+    );
+  if (r.unreadable.length)
+    return new InputError(
+      `${repo.root} borrows objects from ${r.unreadable.join(", ")} (objects/info/alternates), which the engine cannot read: ${base} cannot be checked out for the worker. Make it readable, or run \`git repack -a -d\` in your repository to copy those objects in. Nothing was changed.`,
+      "conflict",
+    );
+  return err;
 }
 
 /**
@@ -168,10 +236,11 @@ wc -l < "$OCW_TMP.missing"
 `;
 
 /**
- * A new private repository: borrows the user's objects, checks out the base on the worker's branch. Run without the
+ * A new private repository: borrows the mirror's objects, checks out the base on the worker's branch. Run without the
  * user's or the system's git config (workspaceGitEnv), so its files are the committed bytes, as grading reads them: a
  * smudge filter of the user's (git-lfs puts every LFS file's content in place of its pointer) would write other bytes,
- * and the engine's snapshot, which runs no filter, would grade every such file as changed.
+ * and the engine's snapshot, which runs no filter, would grade every such file as changed. A checkout that could not
+ * read an object (a blob the mirror lacks) says so but exits 0, leaving the file out: that is a failure here.
  */
 const NEW_WORKSPACE = `set -eu
 if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
@@ -184,7 +253,8 @@ ${COPY_MISSING}) > /dev/null
   rm -f "$OCW_TMP".*
 fi
 cd "$OCW_WORKTREE"
-git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
+out=$(git checkout -q -b "$OCW_BRANCH" "$OCW_BASE" 2>&1) || { printf '%s\n' "$out" >&2; exit 1; }
+case "$out" in *"unable to read"*|*"invalid object"*) printf '%s\n' "$out" >&2; exit 1 ;; esac
 `;
 
 /**
@@ -266,8 +336,6 @@ function trustedEnv(home: string): Record<string, string> {
     GIT_COMMITTER_EMAIL: "opencode-worker@localhost",
   };
 }
-
-type ObjectFormat = "sha1" | "sha256";
 
 /**
  * The engine's git directory, one per object format beside the workers' folders, shared by every worker: a bare
