@@ -16,6 +16,7 @@ const NEEDS_TOOLS = [
   "engine/workers/push.test.ts",
   "engine/workers/publish.test.ts",
   "engine/workers/publish-attack.test.ts",
+  "engine/workspace/mirror.test.ts",
   "engine/harness/opencode-config-seed.test.ts",
   "engine/process/run.test.ts",
 ];

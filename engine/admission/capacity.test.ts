@@ -218,6 +218,9 @@ describe("admission by live capacity", () => {
     const pools = new Pools({ registry, targets, poolProbeMs: period, modelProbeMs: period, endpointDown: () => undefined, changed: () => undefined });
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, 10 * period));
+    // A loaded machine may not have finished a reading of each endpoint yet: wait for one (the count below allows for
+    // the periods that took).
+    for (let i = 0; i < 200 && !pools.endpoints()[0]!.endpoints.every((e) => e.live); i++) await new Promise((r) => setTimeout(r, 50));
     pools.close();
     const periods = (performance.now() - t0) / period;
     await new Promise((r) => setTimeout(r, 100)); // probes in flight end
