@@ -411,6 +411,8 @@ export function runFaultSuite(root: string): FaultSuite {
     }[];
   };
   const rows: FaultRow[] = [];
+  // An entry that several tests match (a file of cases) says what was injected once; its other rows name their test.
+  const used = new Set<Entry>();
   for (const f of json.testResults) {
     const file = path.relative(root, f.name);
     for (const t of f.assertionResults) {
@@ -421,12 +423,14 @@ export function runFaultSuite(root: string): FaultSuite {
       const where = /test\/integration\/[\w.-]+\.test\.ts:\d+/.exec(msg)?.[0];
       const note =
         status === "failed" ? `${msg.split("\n")[0]!.slice(0, 300)}${where ? ` (${where})` : ""}` : status === "skipped" ? skipReason(file) : undefined;
+      const again = !!e && used.has(e);
+      if (e) used.add(e);
       rows.push({
         file,
         test: t.title,
-        injected: e?.injected ?? t.title,
-        times: e?.times ?? "–",
-        held: e?.held ?? "(see the test)",
+        injected: again ? `↳ ${t.title}` : (e?.injected ?? t.title),
+        times: again ? "–" : (e?.times ?? "–"),
+        held: again ? "as above" : (e?.held ?? "(see the test)"),
         status,
         durationSec: round((t.duration ?? 0) / 1000),
         recordsLost: col(e?.lost),
