@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 
-/** Unit files that need git, bubblewrap or a real opencode (the rest of `unit` is the `pure` tier: `npm run test:pure`). */
+/** Unit files that need git, bubblewrap or a real opencode (the rest of `unit`, less STARTS_PROCESSES, is the `pure` tier: `npm run test:pure`). */
 const NEEDS_TOOLS = [
   "engine/sandbox/sandbox.test.ts",
   "engine/sandbox/cgroup.test.ts",
@@ -19,6 +19,25 @@ const NEEDS_TOOLS = [
   "engine/workspace/mirror.test.ts",
   "engine/harness/opencode-config-seed.test.ts",
   "engine/process/run.test.ts",
+];
+
+/**
+ * Unit files that start child processes (node, a stand-in binary, a stub server in a process of its own, esbuild): in
+ * the `unit` tier only. The `pure` tier runs in-process code alone, so it stays fast on 2 cores (each process start is
+ * ~100 ms of CPU here).
+ */
+const STARTS_PROCESSES = [
+  "engine/process/supervisor.test.ts",
+  "engine/harness/opencode-server.test.ts",
+  "engine/process/process.test.ts",
+  "scripts/layers.test.ts",
+  "engine/commands/layers-clients.test.ts",
+  "engine/serving/records.test.ts",
+  "engine/api/lock.test.ts",
+  "engine/serving/serving-identity.test.ts",
+  "engine/serving/get-llama.test.ts",
+  "engine/serving/k8s.test.ts",
+  "engine/models/mtp.test.ts",
 ];
 
 /**
@@ -48,7 +67,7 @@ export default defineConfig({
         },
       },
       {
-        // The same files as `unit` minus the ones above: no git, bubblewrap or opencode; meant to run in seconds.
+        // The same files as `unit` minus the ones above: no git, bubblewrap, opencode or child process; meant to run in seconds.
         test: {
           name: "pure",
           env,
@@ -65,7 +84,7 @@ export default defineConfig({
             "electron/**/*.test.ts",
             "scripts/**/*.test.ts",
           ],
-          exclude: ["**/node_modules/**", "bench/tmp/**", ...NEEDS_TOOLS],
+          exclude: ["**/node_modules/**", "bench/tmp/**", ...NEEDS_TOOLS, ...STARTS_PROCESSES],
           testTimeout: 20_000,
         },
       },
