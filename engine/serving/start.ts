@@ -638,9 +638,20 @@ export async function launchLlamaPhase(c: StartCtx, plan: LlamaPlan, files: Mode
       env: Object.keys(env).map((k) => `${k}=${env[k]}`),
     };
   };
+  // The port freePort chose can be taken by another program before llama-server binds it (it is free only when
+  // chosen): then the start is tried again on a new port, twice at most, and only for that failure.
+  const startOnNewPortIfTaken = async (r: (typeof replicas)[number]) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await startOne(r);
+      } catch (e) {
+        if (!(e instanceof StartError) || e.failure.kind !== "port" || attempt >= 2) throw e;
+      }
+    }
+  };
   try {
     // replicas load side by side (each on its own GPUs); a failed one stops the others
-    await Promise.all(replicas.map(startOne));
+    await Promise.all(replicas.map(startOnNewPortIfTaken));
   } catch (e) {
     if (pooled) await stopServing(id);
     throw e;

@@ -200,7 +200,7 @@ afterAll(async () => {
   unsubscribe?.();
   // `ocw serving stop` asks the engine, which it started in the CLI's state dir
   const { stopDetachedEngine } = await import("../helpers");
-  await stopDetachedEngine(path.join(tmp, "cli-state"));
+  for (const dir of ["cli-state", "cli-state-old", "cli-state-nogpu"]) await stopDetachedEngine(path.join(tmp, dir));
   await stopServers();
   await eng?.kill();
   hub?.close();
@@ -328,6 +328,27 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
     expect(j.phases.find((p) => p.name === "warmup")!.status).toBe("skipped");
     const serving = JSON.parse(readFileSync(path.join(tmp, "state", "serving.json"), "utf8")) as { targetId: string; pid: number }[];
     expect(serving.find((r) => r.targetId === "oom-try")).toBeUndefined();
+  }, 120_000);
+
+  it("a port taken between choosing and binding it is started again on another port, not failed", async () => {
+    await stopServers();
+    const launches = () => records().filter((x) => x.mode === "llama" && x.argv.includes("--port"));
+    const before = launches().length;
+    writeFileSync(
+      control,
+      JSON.stringify({
+        failOnce: "main: couldn't bind HTTP server socket, hostname: 127.0.0.1\nError: listen EADDRINUSE: address already in use 127.0.0.1:1",
+        onceFile: path.join(tmp, "port-taken-once"),
+      }),
+    );
+    const j = await finished((await eng.client.setup.start.mutate({ id: "port-race" })).jobId);
+    expect(j.phases.find((p) => p.name === "load")!.status, JSON.stringify(j.failure)).toBe("done");
+    const ports = launches()
+      .slice(before)
+      .map((x) => x.argv[x.argv.indexOf("--port") + 1]);
+    expect(ports).toHaveLength(2);
+    expect(ports[0]).not.toBe(ports[1]);
+    await stopServers();
   }, 120_000);
 
   it("weights that went to RAM fail the placement check with the fix", async () => {
@@ -498,9 +519,12 @@ describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
     expect(records().filter((x) => x.mode === "vllm" && x.argv[0] === "serve").length).toBe(launchesBefore);
   }, 60_000);
   it("an unknown runtime, or vLLM without a model, is exit 2 with one line", async () => {
-    const a = await ocw(["setup", "--runtime", "ollama", "--yes"], env());
+    // A machine without GPUs: its own state dir, so its own engine (an engine detects the hardware it plans for, and
+    // the tests above left one running on 4 simulated GPUs).
+    const noGpu = { ...env(), OCW_STATE_DIR: path.join(tmp, "cli-state-nogpu") };
+    const a = await ocw(["setup", "--runtime", "ollama", "--yes"], noGpu);
     expect([a.exitCode, a.stderr.trim()]).toEqual([2, expect.stringMatching(/^ocw: --runtime ollama is not supported; use llama.cpp, vllm or sglang/)]);
-    const b = await ocw(["setup", "--runtime", "sglang", "--yes"], env());
+    const b = await ocw(["setup", "--runtime", "sglang", "--yes"], noGpu);
     expect(b.exitCode).toBe(2);
     expect(b.stderr.trim()).toMatch(/^ocw: SGLang needs NVIDIA \(CUDA\) or AMD \(ROCm\) GPUs .*--runtime llama.cpp/);
   }, 60_000);
