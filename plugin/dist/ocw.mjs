@@ -92382,8 +92382,17 @@ async function launchLlamaPhase(c3, plan, files) {
       env: Object.keys(env2).map((k) => `${k}=${env2[k]}`)
     };
   };
+  const startOnNewPortIfTaken = async (r) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await startOne(r);
+      } catch (e) {
+        if (!(e instanceof StartError) || e.failure.kind !== "port" || attempt >= 2) throw e;
+      }
+    }
+  };
   try {
-    await Promise.all(replicas.map(startOne));
+    await Promise.all(replicas.map(startOnNewPortIfTaken));
   } catch (e) {
     if (pooled) await stopServing(id2);
     throw e;
