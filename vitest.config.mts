@@ -46,6 +46,18 @@ const STARTS_PROCESSES = [
  */
 const env = { OCW_SETUP_BENCH_SEC: "0" };
 
+/** The unit files (the `pure` tier is these less NEEDS_TOOLS and STARTS_PROCESSES). */
+const UNIT_FILES = [
+  "shared/**/*.test.ts",
+  "engine/**/*.test.ts",
+  "renderer/src/**/*.test.ts",
+  "bench/**/*.test.ts",
+  "electron/**/*.test.ts",
+  "scripts/**/*.test.ts",
+];
+// bench/tmp holds the bench's scratch (a bundle of an earlier commit's source, for before/after runs).
+const UNIT_EXCLUDE = ["**/node_modules/**", "bench/tmp/**"];
+
 export default defineConfig({
   test: {
     projects: [
@@ -53,16 +65,8 @@ export default defineConfig({
         test: {
           name: "unit",
           env,
-          include: [
-            "shared/**/*.test.ts",
-            "engine/**/*.test.ts",
-            "renderer/src/**/*.test.ts",
-            "bench/**/*.test.ts",
-            "electron/**/*.test.ts",
-            "scripts/**/*.test.ts",
-          ],
-          // bench/tmp holds the bench's scratch (a bundle of an earlier commit's source, for before/after runs).
-          exclude: ["**/node_modules/**", "bench/tmp/**"],
+          include: UNIT_FILES,
+          exclude: UNIT_EXCLUDE,
           testTimeout: 20_000,
         },
       },
@@ -76,15 +80,8 @@ export default defineConfig({
           // Its slow files mostly wait (timers, sockets): more of them at once than there are cores.
           maxWorkers: 6,
           sequence: { groupOrder: 2 },
-          include: [
-            "shared/**/*.test.ts",
-            "engine/**/*.test.ts",
-            "renderer/src/**/*.test.ts",
-            "bench/**/*.test.ts",
-            "electron/**/*.test.ts",
-            "scripts/**/*.test.ts",
-          ],
-          exclude: ["**/node_modules/**", "bench/tmp/**", ...NEEDS_TOOLS, ...STARTS_PROCESSES],
+          include: UNIT_FILES,
+          exclude: [...UNIT_EXCLUDE, ...NEEDS_TOOLS, ...STARTS_PROCESSES],
           testTimeout: 20_000,
         },
       },
