@@ -43,6 +43,20 @@ async function built(change: (ws: Workspace) => unknown, repo?: string) {
   return { repo, ws, commit: verdict.commit!, verdict };
 }
 
+/** The worker's second round graded (its files as they are now), after round 1's commit. */
+function gradeRound2(w: Awaited<ReturnType<typeof built>>) {
+  return grade({
+    workspace: w.ws,
+    checks: [{ run: "true" }],
+    scope: [],
+    protect: [],
+    finalText: "OUTCOME: built",
+    title: "round 2",
+    checkoutDir: path.join(path.dirname(w.ws.worktree), "grading2"),
+    previousCommit: w.commit,
+  });
+}
+
 describe("publish under attack: the ref it moves", () => {
   it("ocw/<id> made a symbolic ref to a branch of the person's: publish refuses and the person's branch stays where it was", async () => {
     const w = await built((ws) => writeFileSync(path.join(ws.worktree, "a.txt"), "a\n"));
@@ -88,16 +102,7 @@ describe("a branch the person has checked out", () => {
     await publishBranch(w.ws, w.commit);
     g(w.repo, "checkout", "-q", w.ws.branch);
     writeFileSync(path.join(w.ws.worktree, "r2.txt"), "two\n");
-    const r2 = await grade({
-      workspace: w.ws,
-      checks: [{ run: "true" }],
-      scope: [],
-      protect: [],
-      finalText: "OUTCOME: built",
-      title: "round 2",
-      checkoutDir: path.join(path.dirname(w.ws.worktree), "grading2"),
-      previousCommit: w.commit,
-    });
+    const r2 = await gradeRound2(w);
     await expect(publishBranch(w.ws, r2.commit!, [w.commit])).rejects.toMatchObject({ code: "conflict", message: expect.stringMatching(/is checked out in/) });
     expect(g(w.repo, "rev-parse", "HEAD")).toBe(w.commit);
     expect(g(w.repo, "status", "--porcelain")).toBe("");
@@ -253,16 +258,7 @@ describe("publish under attack: timing and the person's fsck", () => {
   it("publish of round 1 while round 2 is being graded: the branch names round 1's commit, whole; round 2's publish then moves it", async () => {
     const w = await built((ws) => writeFileSync(path.join(ws.worktree, "r1.txt"), "one\n"));
     for (let i = 0; i < 200; i++) writeFileSync(path.join(w.ws.worktree, `r2-${i}.txt`), `${i}\n`);
-    const round2 = grade({
-      workspace: w.ws,
-      checks: [{ run: "true" }],
-      scope: [],
-      protect: [],
-      finalText: "OUTCOME: built",
-      title: "round 2",
-      checkoutDir: path.join(path.dirname(w.ws.worktree), "grading2"),
-      previousCommit: w.commit,
-    });
+    const round2 = gradeRound2(w);
     const p1 = await publishBranch(w.ws, w.commit);
     const r2 = await round2;
     expect(p1.commit).toBe(w.commit);
