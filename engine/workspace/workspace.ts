@@ -152,7 +152,7 @@ export async function moveOntoMirror(
   const old = named !== null && named === (await objectsOf(ws.repo).catch(() => null));
   if (!old && existsSync(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
-  if (old) writeFileSync(alternates, realpathSync(mirror) + "\n");
+  if (old) writeAlternates(path.join(ws.worktree, ".git", "objects"), realpathSync(mirror) + "\n");
 }
 
 /** Why a workspace could not be checked out from the mirror, as a coded error (nothing of the user's was changed). */
@@ -815,7 +815,7 @@ export async function gradedStore(reposDir: string, repoRoot: string): Promise<s
   const want = `${await objectsOf(repoRoot)}\n`;
   if (!existsSync(alternates)) {
     mkdirSync(path.join(dir, "info"), { recursive: true });
-    writeFileSync(alternates, want);
+    writeAlternates(dir, want);
   }
   return dir;
 }
