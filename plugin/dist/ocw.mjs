@@ -79733,7 +79733,7 @@ async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
   const old = named !== null && named === await objectsOf(ws.repo).catch(() => null);
   if (!old && existsSync11(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
-  if (old) writeFileSync12(alternates, realpathSync4(mirror) + "\n");
+  if (old) writeAlternates(path29.join(ws.worktree, ".git", "objects"), realpathSync4(mirror) + "\n");
 }
 function mirrorFailure(repo, r, err) {
   const base2 = repo.head.slice(0, 12);
@@ -80174,7 +80174,7 @@ async function gradedStore(reposDir, repoRoot2) {
 `;
   if (!existsSync11(alternates)) {
     mkdirSync13(path29.join(dir, "info"), { recursive: true });
-    writeFileSync12(alternates, want);
+    writeAlternates(dir, want);
   }
   return dir;
 }
