@@ -39,14 +39,35 @@ const model = await startScriptedModel({
 async function traced<T>(pids: number[], fn: () => Promise<T>): Promise<{ r: T; execs: Record<string, number> }> {
   if (!STRACE) return { r: await fn(), execs: {} };
   const out = path.join(tempDir("strace"), "log");
-  const st = spawn("strace", ["-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", out, ...pids.flatMap((p) => ["-p", String(p)])], {
-    stdio: "ignore",
-  });
+  const io = process.env.IOTRACE === "1";
+  const st = spawn(
+    "strace",
+    [
+      ...(io ? [] : ["-f"]),
+      "-qq",
+      "-e",
+      io ? "trace=writev,write,accept4,read,readv" : "trace=execve",
+      "-e",
+      "signal=none",
+      "-s",
+      io ? "300" : "32",
+      "-o",
+      out,
+      ...pids.flatMap((p) => ["-p", String(p)]),
+    ],
+    {
+      stdio: "ignore",
+    },
+  );
   await new Promise((r) => setTimeout(r, 800));
   const r = await fn();
   st.kill("SIGINT");
   await new Promise((r) => st.once("exit", r));
   const execs: Record<string, number> = {};
+  if (process.env.IOTRACE === "1") {
+    const { copyFileSync } = await import("node:fs");
+    copyFileSync(out, `/work/iotrace-${pids[0]}.log`);
+  }
   for (const line of readFileSync(out, "utf8").split("\n")) {
     const m = /execve\("([^"]+)", \[([^\]]*)\]/.exec(line);
     if (!m || line.includes("= -1")) continue;
