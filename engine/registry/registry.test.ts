@@ -57,6 +57,29 @@ describe("the worker registry", () => {
     expect(registry.is(w.id, "none")).toBe(true);
   });
 
+  it("a live worker's log stays open between its events and is closed when the worker comes to rest", () => {
+    const own = testRegistry();
+    const a = own.worker("running");
+    const b = own.worker("running");
+    expect(own.logs.openCount).toBe(2);
+    own.registry.fire(a.id, "stop", "why");
+    expect(own.logs.openCount).toBe(1);
+    own.registry.fire(b.id, "settle");
+    expect(own.logs.openCount).toBe(1); // settled is not at rest: grading appends next
+    own.registry.fire(b.id, "grade");
+    own.registry.fire(b.id, "pass");
+    expect(own.logs.openCount).toBe(0);
+    expect(own.logs.load(a.id).events.at(-1)).toMatchObject({ type: "worker.state", state: "stopped" });
+    expect(own.logs.load(b.id).events.map((e) => (e.type === "worker.state" ? e.state : e.type))).toEqual([
+      "worker.created",
+      "starting",
+      "running",
+      "settled",
+      "grading",
+      "built",
+    ]);
+  });
+
   it("unknown workers are a not-found input error", () => {
     expect(() => registry.get("w-nope")).toThrow(/unknown worker "w-nope"/);
     expect(registry.fire("w-nope", "admit")).toBe(false);

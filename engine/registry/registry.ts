@@ -122,6 +122,8 @@ export class WorkerRegistry {
       return { moved: false, error: err as Error };
     }
     if (isAtRest(state) || state === "settled") this.rt(workerId).clearBudget();
+    // A worker at rest appends rarely (a later round, a landing): its log need not stay open.
+    if (isAtRest(state)) this.opts.logs.release(workerId);
     this.opts.moved(workerId, state);
     return { moved: true };
   }

@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, renameSync, symlinkSync, unlinkSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, symlinkSync, unlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -48,5 +48,83 @@ describe("WorkerLogStore", () => {
     renameSync(file + ".real", file);
     store.append(state(3));
     expect(store.load("w1")).toEqual({ workerId: "w1", events: [created, state(3)], skipped: 0 });
+  });
+});
+
+/** The files this process holds open under `dir` (Linux: /proc/self/fd). */
+function openUnder(dir: string): string[] {
+  return readdirSync("/proc/self/fd")
+    .map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return "";
+      }
+    })
+    .filter((f) => f.startsWith(dir + path.sep))
+    .sort();
+}
+const ev = (workerId: string, seq: number) => ({ workerId, seq, ts: seq, type: "worker.state", state: "running" }) as WorkerEvent;
+
+describe.skipIf(process.platform !== "linux")("WorkerLogStore keeps a live worker's log open", () => {
+  it("one open file per live worker between appends (not open + close per event); release closes it, the next append opens it again", () => {
+    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "ocw-log-")));
+    const store = new WorkerLogStore(root);
+    for (let seq = 1; seq <= 5; seq++) store.append(ev("w1", seq));
+    store.append(ev("w2", 1));
+    expect(openUnder(root)).toEqual([store.file("w1"), store.file("w2")]);
+    store.release("w1");
+    expect(openUnder(root)).toEqual([store.file("w2")]);
+    store.append(ev("w1", 6));
+    expect(store.load("w1").events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    store.close();
+    expect(openUnder(root)).toEqual([]);
+    expect(store.openCount).toBe(0);
+  });
+
+  it("at most `cap` logs stay open (the least recently appended closes first); every event still lands, in order", () => {
+    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "ocw-log-")));
+    const store = new WorkerLogStore(root, 2);
+    for (let seq = 1; seq <= 3; seq++) for (const w of ["w1", "w2", "w3"]) store.append(ev(w, seq));
+    store.append(ev("w2", 4));
+    expect(openUnder(root)).toEqual([store.file("w2"), store.file("w3")]);
+    expect(store.openCount).toBe(2);
+    for (const w of ["w1", "w3"]) expect(store.load(w)).toEqual({ workerId: w, events: [1, 2, 3].map((s) => ev(w, s)), skipped: 0 });
+    expect(store.load("w2").events.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    store.close();
+  });
+
+  it("a log moved away while open is not written behind the engine's back: the next append goes to the path, as a fresh open would", () => {
+    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "ocw-log-")));
+    const store = new WorkerLogStore(root);
+    store.append(created);
+    store.append(state(2));
+    renameSync(store.file("w1"), store.file("w1") + ".old");
+    store.append(state(3));
+    expect(store.load("w1").events.map((e) => e.seq)).toEqual([3]);
+    expect(
+      readFileSync(store.file("w1") + ".old", "utf8")
+        .trim()
+        .split("\n"),
+    ).toHaveLength(2);
+    expect(openUnder(root)).toEqual([store.file("w1")]);
+    store.close();
+  });
+
+  it.skipIf(!existsSync("/dev/full"))("a failed append leaves nothing open; the log is whole and a later append opens it again", () => {
+    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "ocw-log-")));
+    const store = new WorkerLogStore(root);
+    store.append(created);
+    const file = store.file("w1");
+    renameSync(file, file + ".real");
+    symlinkSync("/dev/full", file);
+    expect(() => store.append(state(2))).toThrow(/ENOSPC/);
+    expect(openUnder(root)).toEqual([]);
+    expect(openUnder("/dev")).not.toContain("/dev/full");
+    unlinkSync(file);
+    renameSync(file + ".real", file);
+    store.append(state(3));
+    expect(store.load("w1")).toEqual({ workerId: "w1", events: [created, state(3)], skipped: 0 });
+    store.close();
   });
 });

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import path from "node:path";
 import { WorkerEvent } from "../../shared/worker";
 
@@ -9,14 +9,25 @@ export interface LoadedLog {
   skipped: number;
 }
 
+/** Open log files kept at most (least recently appended closed first): a worker at rest closes its own. */
+export const OPEN_LOGS_CAP = 256;
+
 /**
  * Append-only event logs, one JSONL file per worker: `<root>/<workerId>/events.jsonl`.
  * Appends are synchronous so the order on disk is the order of events, and a kill -9 loses nothing already emitted.
+ * A live worker's log stays open between appends (one write per event, not open + write + close): `release` closes it
+ * when the worker is at rest, and at most `cap` stay open. Before each write the path is checked to still name the
+ * open file (one stat), so a log moved or replaced under the engine is reopened, as a fresh open per append would.
  */
 export class WorkerLogStore {
   private readonly broken = new Set<string>();
+  /** Open logs by file, least recently appended first. */
+  private readonly open = new Map<string, { fd: number; dev: number; ino: number }>();
 
-  constructor(private readonly root: string) {
+  constructor(
+    private readonly root: string,
+    private readonly cap = OPEN_LOGS_CAP,
+  ) {
     mkdirSync(root, { recursive: true, mode: 0o700 });
   }
 
@@ -26,6 +37,11 @@ export class WorkerLogStore {
 
   dir(workerId: string): string {
     return path.join(this.root, workerId);
+  }
+
+  /** How many logs are open now. */
+  get openCount(): number {
+    return this.open.size;
   }
 
   /**
@@ -40,18 +56,54 @@ export class WorkerLogStore {
     let fd: number | undefined;
     let size = 0;
     try {
-      madeDir = mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-      fd = openSync(file, "a", 0o600);
-      size = fstatSync(fd).size;
+      let h = this.open.get(file);
+      // The size before this write (for the cut-back) and whether the path still names the open file.
+      const st = h ? statSync(file, { throwIfNoEntry: false }) : undefined;
+      if (h && st && st.ino === h.ino && st.dev === h.dev) {
+        this.open.delete(file); // re-inserted below: most recently appended last
+        size = st.size;
+      } else {
+        if (h) this.closeOne(file);
+        madeDir = mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+        fd = openSync(file, "a", 0o600);
+        const ost = fstatSync(fd);
+        h = { fd, dev: ost.dev, ino: ost.ino };
+        size = ost.size;
+      }
+      fd = h.fd;
+      this.open.set(file, h);
       for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
       this.broken.delete(file);
+      if (this.open.size > this.cap) this.closeOne(this.open.keys().next().value!);
     } catch (err) {
       this.cutBack(file, fd, size, madeDir);
+      // A failed append leaves the log closed: the next one opens it again.
+      if (fd !== undefined && this.open.get(file)?.fd !== fd) closeSync(fd);
+      this.closeOne(file);
       const code = (err as NodeJS.ErrnoException).code;
       const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
       throw new Error(`cannot append to ${file} (${code ?? (err as Error).message}): ${hint}`);
-    } finally {
-      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /** Closes a worker's log (it is at rest); its next append opens it again. */
+  release(workerId: string): void {
+    this.closeOne(this.file(workerId));
+  }
+
+  /** Closes every open log (the engine stops); appends after this open them again. */
+  close(): void {
+    for (const file of [...this.open.keys()]) this.closeOne(file);
+  }
+
+  private closeOne(file: string): void {
+    const h = this.open.get(file);
+    if (!h) return;
+    this.open.delete(file);
+    try {
+      closeSync(h.fd);
+    } catch {
+      /* already closed */
     }
   }
 

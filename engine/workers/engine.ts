@@ -800,6 +800,7 @@ export class Engine {
       await this.reg.abortSession(w.id);
     }
     await this.servers.close();
+    this.logs.close();
   }
 
   // ---------- admission & running ----------
