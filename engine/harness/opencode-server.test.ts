@@ -21,9 +21,10 @@ afterEach(async () => {
 
 /**
  * A stand-in `opencode`: start N (counted in `starts`) reads its fate from `plan` (one word per start: `ok`, or `fail`
- * to exit 1 before listening, `slow` never to listen); `ok` answers GET /agent with the worker agent and holds every other request open.
+ * to exit 1 before listening, `slow` never to listen); `ok` answers GET /agent with the worker agent, its event stream
+ * requests with `streams` (one text per connection, the last held open) and holds every other request open.
  */
-function standIn(dir: string, plan: string[]): { starts: () => number } {
+function standIn(dir: string, plan: string[], streams: string[] = []): { starts: () => number } {
   const bin = path.join(dir, "opencode");
   const counter = path.join(dir, "starts");
   writeFileSync(counter, "0");
@@ -37,8 +38,18 @@ fs.writeFileSync(${JSON.stringify(counter)}, String(n));
 const fate = fs.readFileSync(${JSON.stringify(path.join(dir, "plan"))}, "utf8").split("\\n")[n - 1] ?? "ok";
 if (fate === "fail") { process.stderr.write("start " + n + " fails\\n"); process.exit(1); }
 if (fate === "slow") { setInterval(() => {}, 1000); return; }
+const streams = ${JSON.stringify(streams)};
+let streamed = 0;
 const server = http.createServer((req, res) => {
   if (req.url.startsWith("/agent")) { res.setHeader("content-type", "application/json"); res.end(JSON.stringify([{ name: "ocw-worker" }])); }
+  if (req.url.startsWith("/global/event") && streamed < streams.length) {
+    // stream n of the list, written 7 bytes at a time (a character's bytes may part); the last one stays open
+    const text = Buffer.from(streams[streamed++]), last = streamed === streams.length;
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    let at = 0;
+    const step = () => { if (at >= text.length) { if (!last) res.end(); return; } res.write(text.subarray(at, at += 7)); setTimeout(step, 1); };
+    step();
+  }
 });
 server.listen(0, "127.0.0.1", () => console.log("opencode server listening on http://127.0.0.1:" + server.address().port));
 `,
@@ -133,5 +144,45 @@ describe("OpencodeServer on the one supervisor", () => {
     await expect(s.start()).rejects.toThrow(/exited during start-up \(code 1, signal null\): start 1 fails/);
     await new Promise((r) => setTimeout(r, 600));
     expect(fake.starts()).toBe(1);
+  }, 120_000);
+
+  it("reads opencode's event stream: the events the engine acts on, in order, with their directory; the rest dropped; a reconnect is a resync", async () => {
+    const dir = tempDir("oc-sup");
+    tmps.push(dir);
+    const data = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
+    const connected = data({ payload: { id: "evt_0", type: "server.connected", properties: {} } });
+    const idle = (sessionID: string, directory = "/w/a") =>
+      data({ directory, project: "p", payload: { id: "evt_1", type: "session.idle", properties: { sessionID } } });
+    standIn(
+      dir,
+      ["ok"],
+      [
+        connected +
+          data({ directory: "global", project: "p", payload: { type: "plugin.added", properties: { id: "core/x" } } }) +
+          idle("s1") +
+          data({ directory: "/w/a", project: "p", payload: { type: "sync", syncEvent: { type: "session.idle.1", data: { sessionID: "s1" } } } }) +
+          ": comment\n\n" +
+          data({
+            directory: "/w/b",
+            project: "p",
+            payload: { id: "evt_2", type: "message.part.delta", properties: { sessionID: "s2", partID: "p", field: "text", delta: "hé" } },
+          }),
+        connected + data({ payload: { type: "server.heartbeat", properties: {} } }) + idle("s3", "/w/c"),
+      ],
+    );
+    const log: string[] = [];
+    const s = server(path.join(dir, "home"), log);
+    const seen: unknown[] = [];
+    s.on("event", (e) => seen.push(e));
+    s.on("resync", () => seen.push("resync"));
+    await s.start();
+    await until("both streams read", () => seen.length === 4);
+    expect(seen).toEqual([
+      { directory: "/w/a", type: "session.idle", properties: { sessionID: "s1" } },
+      { directory: "/w/b", type: "message.part.delta", properties: { sessionID: "s2", partID: "p", field: "text", delta: "hé" } },
+      "resync",
+      { directory: "/w/c", type: "session.idle", properties: { sessionID: "s3" } },
+    ]);
+    expect(log).toContain("event stream dropped: the stream ended; reconnecting");
   }, 120_000);
 });

@@ -10,8 +10,9 @@ import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedModelsCatalog, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
 import { allowListedEnv, limitSetup, sandboxed, type SandboxKind, servePolicy } from "../sandbox";
 import { failureText, type OpencodePort } from "./port";
-import { agentsOf, globalEvents, sdkPort } from "./sdk-port";
-import { opencodeEvent } from "./translate";
+import { agentsOf, sdkPort } from "./sdk-port";
+import { followSse } from "./sse";
+import { mayHandle, opencodeEvent } from "./translate";
 import { alive, childPids, killGroup, type Launched, readPidFile, Supervisor, writePidFile } from "../process";
 import { config as ocwConfig } from "../config";
 
@@ -66,7 +67,7 @@ export interface OpencodeServerOptions {
  */
 export class OpencodeServer extends EventEmitter {
   url: string | null = null;
-  /** The SDK client of the running server: its event stream and the agent check here, every other call through `port`. */
+  /** The SDK client of the running server: the agent check here, every other call through `port` (events: sse.ts). */
   private client: OpencodeClient | null = null;
   port: OpencodePort | null = null;
   private proc: ChildProcess | null = null;
@@ -218,7 +219,7 @@ export class OpencodeServer extends EventEmitter {
     }
     this.client = client;
     this.port = sdkPort(client);
-    this.openStream();
+    this.openStream(url);
     return { pid: proc.pid!, child: proc, readyMs: performance.now() - t0 };
   }
 
@@ -240,39 +241,39 @@ export class OpencodeServer extends EventEmitter {
   }
 
   /**
-   * opencode's global event stream, read with the SDK's own SSE client and typed by it (GlobalEvent). Reconnects are
-   * ours: the SDK would retry silently, and a reconnect must be known because events may have been missed (resync).
+   * opencode's global event stream (sse.ts reads it; the SDK's types describe its events, translate.ts adapts them).
+   * An event whose type the engine drops is told by its head and never parsed. Reconnects are ours: a reconnect must be
+   * known because events may have been missed (resync).
    */
-  private openStream(): void {
+  private openStream(url: string): void {
     const abort = new AbortController();
     this.streamAbort = abort;
     let first = true;
+    let delay = 100;
+    const headers = { Authorization: this.authHeader };
+    const onData = (data: string) => {
+      if (!mayHandle(data)) return;
+      let env: { directory?: string; payload?: { type?: unknown } } | null;
+      try {
+        env = JSON.parse(data);
+      } catch {
+        return; // not JSON: carries nothing for us
+      }
+      if (typeof env !== "object" || env === null) return;
+      const p = env.payload;
+      if (!p?.type) return;
+      if (p.type === "server.connected") {
+        if (!first) this.emit("resync");
+        first = false;
+        delay = 100;
+        return;
+      }
+      const e = opencodeEvent(p, env.directory);
+      if (e) this.emit("event", e);
+    };
     const loop = async () => {
-      let delay = 100;
       while (!abort.signal.aborted && this.client) {
-        let dropped = "the stream ended";
-        try {
-          const { stream } = await globalEvents(this.client, {
-            signal: abort.signal,
-            sseMaxRetryAttempts: 1,
-            onSseError: (err) => (dropped = (err as Error).message),
-          });
-          for await (const env of stream) {
-            if (typeof env !== "object" || env === null) continue; // a keep-alive or comment carries nothing for us
-            const p = env.payload;
-            if (!p?.type) continue;
-            if (p.type === "server.connected") {
-              if (!first) this.emit("resync");
-              first = false;
-              delay = 100;
-              continue;
-            }
-            const e = opencodeEvent(p, env.directory);
-            if (e) this.emit("event", e);
-          }
-        } catch (err) {
-          dropped = (err as Error).message;
-        }
+        const dropped = await followSse(`${url}/global/event`, headers, abort.signal, onData);
         if (abort.signal.aborted) return;
         this.opts.log?.(`event stream dropped: ${dropped}; reconnecting`);
         await new Promise((r) => setTimeout(r, delay));

@@ -28,10 +28,7 @@ const same = <T>(d: T | undefined): T | undefined => d;
 export const agentsOf = (client: OpencodeClient, directory: string): Promise<PortResult<{ name: string }[]>> =>
   call(() => client.app.agents({ directory }), same);
 
-/** opencode's global event stream, read with the SDK's own SSE client (opencode-server.ts follows it). */
-export const globalEvents = (client: OpencodeClient, opts: Parameters<OpencodeClient["global"]["event"]>[0]) => client.global.event(opts);
-
-/** The port over opencode's SDK client: with the two above, the only place the engine calls the SDK. */
+/** The port over opencode's SDK client: with the one above, the only place the engine calls the SDK (its event stream is read by sse.ts). */
 export function sdkPort(client: OpencodeClient): OpencodePort {
   return {
     createSession: ({ directory, title }) =>

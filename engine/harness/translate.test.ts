@@ -2,7 +2,7 @@
 // the log, deltas coalesced on a fake clock, asks/usage/retries/idles routed, sub-agent sessions mapped to their worker.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { testRegistry } from "../../test/fixtures/registry";
-import { DeltaCoalescer, opencodeEvent, translatePart, Translator, type OpencodeEvent } from "./translate";
+import { DeltaCoalescer, mayHandle, opencodeEvent, translatePart, Translator, type OpencodeEvent } from "./translate";
 
 afterEach(() => vi.useRealTimers());
 
@@ -17,6 +17,52 @@ describe("the typed adapter", () => {
     });
     for (const raw of [{ type: "server.heartbeat", properties: {} }, { type: "session.idle" }, { properties: {} }, null, "x", { type: 3, properties: {} }])
       expect(opencodeEvent(raw)).toBeNull();
+  });
+});
+
+describe("telling a raw stream line the engine drops before parsing it", () => {
+  // Lines as opencode's /global/event writes them (directory, project, payload with or without its id), and heads the
+  // cheap reading does not know, which are parsed.
+  const dir = '/tmp/we\\"ird \\"type\\":\\"sync\\" \\\\ dir';
+  const line = (type: string, props: string, head = `"directory":"${dir}","project":"p1",`, id = '"id":"evt_1",') =>
+    `{${head}"payload":{${id}"type":"${type}","properties":${props}}}`;
+  const lines = [
+    line("server.connected", "{}", "", ""),
+    line("server.heartbeat", "{}", "", ""),
+    line("session.idle", '{"sessionID":"s"}'),
+    line("message.part.delta", '{"sessionID":"s","partID":"p","field":"text","delta":"\\"type\\":\\"x"}'),
+    line("message.part.updated", '{"sessionID":"s","part":{"type":"tool","id":"p"}}', `"directory":"${dir}",`),
+    line("permission.asked", '{"id":"per_1","sessionID":"s"}', `"project":"p1",`, ""),
+    line("plugin.added", '{"id":"core/x"}', '"directory":"global","project":"p1",', ""),
+    line("session.updated", '{"sessionID":"s","info":{"type":"session.idle"}}'),
+    line("session.diff", '{"sessionID":"s","diff":[]}'),
+    `{"directory":"${dir}","project":"p1","payload":{"type":"sync","syncEvent":{"type":"session.idle.1","data":{"sessionID":"s"}}}}`,
+    // heads the cheap reading does not know: parsed, whatever they hold
+    `{"project":"p1","directory":"/d","payload":{"type":"sync","syncEvent":{}}}`,
+    `{"payload":{"properties":{"sessionID":"s"},"type":"session.idle"}}`,
+    `{ "payload": { "type": "plugin.added", "properties": {} } }`,
+    `{"directory":"/d","payload":{"id":"evt_\\u0031","type":"plugin\\u002eadded","properties":{}}}`,
+    "not json",
+  ];
+
+  it("drops a line only when parsing it would have dropped it too; keeps every line the engine acts on", () => {
+    for (const l of lines) {
+      let payload: { type?: string } | undefined;
+      try {
+        payload = (JSON.parse(l) as { payload?: { type?: string } }).payload;
+      } catch {
+        payload = undefined;
+      }
+      const wanted = payload?.type === "server.connected" || opencodeEvent(payload) !== null;
+      if (wanted) expect(mayHandle(l), l).toBe(true);
+      if (!mayHandle(l)) expect(wanted, l).toBe(false);
+    }
+  });
+
+  it("tells the usual lines by their head: sync duplicates, plugin.added, session.updated and .diff and heartbeats are dropped", () => {
+    for (const l of lines.slice(0, -1)) expect(() => JSON.parse(l), l).not.toThrow();
+    expect(lines.slice(0, 10).map(mayHandle)).toEqual([true, false, true, true, true, true, false, false, false, false]);
+    expect(lines.slice(10).map(mayHandle)).toEqual([true, true, true, true, true]);
   });
 });
 

@@ -29,6 +29,22 @@ type WithoutId<E> = E extends unknown ? Omit<E, "id"> : never;
 export type OpencodeEvent = WithoutId<Extract<Event, { type: Handled }>> & { directory?: string };
 
 /**
+ * The head of a `/global/event` data line as opencode writes it: `{"directory":…,"project":…,"payload":{"id":…,"type":"…"`
+ * (directory, project and id each optional), strings read with their escapes.
+ */
+const ENVELOPE_HEAD = /^\{(?:"directory":"(?:[^"\\]|\\.)*",)?(?:"project":"(?:[^"\\]|\\.)*",)?"payload":\{(?:"id":"(?:[^"\\]|\\.)*",)?"type":"([^"\\]*)"/;
+
+/**
+ * Whether a raw `/global/event` data line may matter to the engine, told before parsing it: false only when its head
+ * names a type that `opencodeEvent` drops (the `sync` duplicates, `plugin.added`, `session.updated`, …, three quarters
+ * of the stream) and is not `server.connected` (the stream's own). A line that begins any other way is parsed.
+ */
+export function mayHandle(data: string): boolean {
+  const m = ENVELOPE_HEAD.exec(data);
+  return !m || m[1] === "server.connected" || handled.has(m[1]!);
+}
+
+/**
  * The typed adapter: a raw payload from the stream (or a fake) becomes an OpencodeEvent when its type is one the
  * engine handles and it carries a properties object; anything else is null. Field access stays defensive below: the
  * SDK's types describe what opencode sends, and a test double sends the fields the engine reads.
