@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { runCommand, trimFinalNewline, useCommandHelper } from "./run";
+import { commandChannelStats, runCommand, trimFinalNewline, useCommandHelper } from "./run";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-run-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -90,6 +90,50 @@ describe("runCommand (off the engine's thread)", () => {
       const again = await runCommand("sh", ["-c", "echo $PPID"], { cwd: dir, env });
       expect(Number(again.stdout)).not.toBe(Number(ppid));
       expect(Number(again.stdout)).not.toBe(process.pid);
+    } finally {
+      useCommandHelper(false);
+    }
+  });
+
+  it.each([
+    ["thread", false],
+    ["helper process", true],
+  ])("each command gets exactly its own environment (%s), though only its differences from a base go over the channel", async (_name, helper) => {
+    useCommandHelper(helper);
+    try {
+      const printed = async (env: Record<string, string | undefined>) => {
+        const r = await runCommand("/usr/bin/env", ["-0"], { cwd: dir, env });
+        return Object.fromEntries(
+          r.stdout
+            .split("\0")
+            .filter(Boolean)
+            .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+        );
+      };
+      const defined = (env: Record<string, string | undefined>) => Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined));
+      const a: Record<string, string | undefined> = { PATH: process.env.PATH };
+      for (let i = 0; i < 30; i++) a[`OCW_BASE_${i}`] = `value ${i} =\u00e9`;
+      const b: Record<string, string | undefined> = { PATH: "/bin", OTHER: "1" };
+      const before = commandChannelStats();
+      const envs = [
+        a,
+        { ...a, OCW_EXTRA: "x" },
+        { ...a, OCW_BASE_3: undefined, OCW_BASE_4: "changed" },
+        a,
+        b,
+        { ...b, OTHER: "2", MORE: "3" },
+        { ...a, OCW_BASE_0: "" },
+      ];
+      for (const env of envs) expect(await printed(env)).toEqual(defined(env));
+      // Commands at once, each with its own differences.
+      const many = await Promise.all(Array.from({ length: 10 }, (_, i) => printed({ ...a, OCW_N: String(i) })));
+      expect(many.map((e) => e.OCW_N)).toEqual(Array.from({ length: 10 }, (_, i) => String(i)));
+      const after = commandChannelStats();
+      expect(after.commands - before.commands).toBe(envs.length + 10);
+      // Bases: a, b (every entry differs), b's variant (most of so small a base differs), a again. Each other command sends
+      // its differences only: ~25 entries in all, where the whole environments are ~500.
+      expect(after.bases - before.bases).toBeLessThanOrEqual(4);
+      expect(after.envEntries - before.envEntries).toBeLessThan(40);
     } finally {
       useCommandHelper(false);
     }

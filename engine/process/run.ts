@@ -95,7 +95,13 @@ type Reply = { id: number } & CommandResult;
 const COMMAND_SOURCE = `
 const { spawn } = require("node:child_process");
 const losslessUtf8 = ${losslessUtf8.toString()};
-on(({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
+// Environments come as a base (sent when it changes) and each command's differences from it (see EnvChannel).
+let base = {};
+on((m) => {
+  if (m.base) { base = m.base; return; }
+  const { id, file, args, cwd, set, unset, max, lossless, bytes: asBytes } = m;
+  const env = Object.assign({}, base, set);
+  for (const k of unset) delete env[k];
   let child;
   const out = [], err = [];
   let bytes = 0, over = false;
@@ -156,6 +162,9 @@ class CommandThread {
   private helperFailed = false;
   private seq = 0;
   private readonly waiting = new Map<number, { resolve: (r: CommandResult) => void; reject: (e: Error) => void }>();
+  /** The environment base the current host holds (a new host starts without one). */
+  private env = new EnvChannel();
+  readonly stats = { commands: 0, envEntries: 0, bases: 0 };
 
   run(file: string, args: string[], opts: CommandOptions): Promise<CommandResult> {
     const w = this.ensure();
@@ -164,12 +173,16 @@ class CommandThread {
       this.waiting.set(id, { resolve, reject });
       // Held while a command is out, so a short-lived CLI awaiting one does not exit under it.
       if (this.waiting.size === 1) w.ref();
+      const { set, unset } = this.env.diff(opts.env, (b) => w.post({ base: b }));
+      this.stats.commands++;
+      this.stats.envEntries += Object.keys(set).length + unset.length;
       w.post({
         id,
         file,
         args,
         cwd: opts.cwd,
-        env: definedOnly(opts.env),
+        set,
+        unset,
         max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
         lossless: !!opts.lossless,
         bytes: !!opts.bytes,
@@ -194,6 +207,7 @@ class CommandThread {
       this.waiting.clear();
     };
     let host: CommandHost;
+    this.env = new EnvChannel(() => this.stats.bases++);
     if (this.helper && !this.helperFailed) {
       const child: ChildProcess = spawn(process.execPath, ["-e", HELPER_SOURCE], {
         stdio: ["ignore", "ignore", "ignore", "ipc"],
@@ -237,10 +251,42 @@ class CommandThread {
   }
 }
 
-function definedOnly(env: Record<string, string | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
-  return out;
+/**
+ * A command's environment over the channel to the command host, as its differences from a base the host already holds:
+ * the whole environment (~1.5 KB, ~40 entries) was sent with every command, though the engine's commands share nearly
+ * all of it. The base is the first environment sent, and is sent again whenever a command's environment differs from it
+ * in more entries than half its size (the commands changed company). The channel keeps order, so a base sent before a
+ * command is the one its differences apply to.
+ */
+export class EnvChannel {
+  private base: Record<string, string> | null = null;
+
+  constructor(private readonly onBase?: () => void) {}
+
+  /** `env`'s entries (undefined ones are unset) as `set`/`unset` against the base; `sendBase` first when the base changes. */
+  diff(env: Record<string, string | undefined>, sendBase: (base: Record<string, string>) => void): { set: Record<string, string>; unset: string[] } {
+    let d = this.base ? delta(this.base, env) : null;
+    if (!d || Object.keys(d.set).length + d.unset.length > Object.keys(this.base!).length / 2) {
+      const whole: Record<string, string> = {};
+      for (const [k, v] of Object.entries(env)) if (v !== undefined) whole[k] = v;
+      this.base = whole;
+      sendBase(whole);
+      this.onBase?.();
+      d = { set: {}, unset: [] };
+    }
+    return d;
+  }
+}
+
+function delta(base: Record<string, string>, env: Record<string, string | undefined>): { set: Record<string, string>; unset: string[] } {
+  const set: Record<string, string> = {};
+  const unset: string[] = [];
+  for (const k in env) {
+    const v = env[k];
+    if (v !== undefined && base[k] !== v) set[k] = v;
+  }
+  for (const k in base) if (env[k] === undefined) unset.push(k);
+  return { set, unset };
 }
 
 const thread = new CommandThread();
@@ -256,6 +302,11 @@ export function useCommandHelper(on = true): void {
 /** Runs `file args` to completion off the engine's thread and returns its output; never throws for a failed command. */
 export function runCommand(file: string, args: string[], opts: CommandOptions): Promise<CommandResult> {
   return thread.run(file, args, opts);
+}
+
+/** What went over the channel to the command host in this process: commands, environment entries with them, bases. */
+export function commandChannelStats(): { commands: number; envEntries: number; bases: number } {
+  return { ...thread.stats };
 }
 
 /** Output as a command line prints it, without its one final newline. */
