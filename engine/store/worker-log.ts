@@ -21,8 +21,8 @@ export const OPEN_LOGS_CAP = 256;
  */
 export class WorkerLogStore {
   private readonly broken = new Set<string>();
-  /** Open logs by file, least recently appended first. */
-  private readonly open = new Map<string, { fd: number; dev: number; ino: number }>();
+  /** Open logs by worker id, least recently appended first. */
+  private readonly open = new Map<string, { file: string; fd: number; dev: number; ino: number }>();
 
   constructor(
     private readonly root: string,
@@ -49,37 +49,38 @@ export class WorkerLogStore {
    * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
    */
   append(event: WorkerEvent): void {
-    const file = this.file(event.workerId);
-    const prefix = this.broken.has(file) ? "\n" : "";
+    const id = event.workerId;
+    let h = this.open.get(id);
+    const file = h?.file ?? this.file(id);
+    const prefix = this.broken.size && this.broken.has(file) ? "\n" : "";
     const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
     let madeDir: string | undefined;
     let fd: number | undefined;
     let size = 0;
     try {
-      let h = this.open.get(file);
       // The size before this write (for the cut-back) and whether the path still names the open file.
       const st = h ? statSync(file, { throwIfNoEntry: false }) : undefined;
       if (h && st && st.ino === h.ino && st.dev === h.dev) {
-        this.open.delete(file); // re-inserted below: most recently appended last
+        this.open.delete(id); // re-inserted below: most recently appended last
         size = st.size;
       } else {
-        if (h) this.closeOne(file);
+        if (h) this.closeOne(id);
         madeDir = mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
         fd = openSync(file, "a", 0o600);
         const ost = fstatSync(fd);
-        h = { fd, dev: ost.dev, ino: ost.ino };
+        h = { file, fd, dev: ost.dev, ino: ost.ino };
         size = ost.size;
       }
       fd = h.fd;
-      this.open.set(file, h);
+      this.open.set(id, h);
       for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
-      this.broken.delete(file);
+      if (prefix) this.broken.delete(file);
       if (this.open.size > this.cap) this.closeOne(this.open.keys().next().value!);
     } catch (err) {
       this.cutBack(file, fd, size, madeDir);
       // A failed append leaves the log closed: the next one opens it again.
-      if (fd !== undefined && this.open.get(file)?.fd !== fd) closeSync(fd);
-      this.closeOne(file);
+      if (fd !== undefined && this.open.get(id)?.fd !== fd) closeSync(fd);
+      this.closeOne(id);
       const code = (err as NodeJS.ErrnoException).code;
       const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
       throw new Error(`cannot append to ${file} (${code ?? (err as Error).message}): ${hint}`);
@@ -88,18 +89,18 @@ export class WorkerLogStore {
 
   /** Closes a worker's log (it is at rest); its next append opens it again. */
   release(workerId: string): void {
-    this.closeOne(this.file(workerId));
+    this.closeOne(workerId);
   }
 
   /** Closes every open log (the engine stops); appends after this open them again. */
   close(): void {
-    for (const file of [...this.open.keys()]) this.closeOne(file);
+    for (const id of [...this.open.keys()]) this.closeOne(id);
   }
 
-  private closeOne(file: string): void {
-    const h = this.open.get(file);
+  private closeOne(workerId: string): void {
+    const h = this.open.get(workerId);
     if (!h) return;
-    this.open.delete(file);
+    this.open.delete(workerId);
     try {
       closeSync(h.fd);
     } catch {
