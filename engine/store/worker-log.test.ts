@@ -82,6 +82,24 @@ describe.skipIf(process.platform !== "linux")("WorkerLogStore keeps a live worke
     expect(store.openCount).toBe(0);
   });
 
+  it("an open log is close-on-exec: no process the engine starts inherits it (a worker's command must never hold the engine's state)", () => {
+    const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "ocw-log-")));
+    const store = new WorkerLogStore(root);
+    store.append(ev("w1", 1));
+    const fds = readdirSync("/proc/self/fd").filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === store.file("w1");
+      } catch {
+        return false;
+      }
+    });
+    expect(fds).toHaveLength(1);
+    // /proc/<pid>/fdinfo: "flags:" in octal; O_CLOEXEC is 02000000 on Linux
+    const flags = Number.parseInt(/^flags:\s+([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fds[0]}`, "utf8"))![1]!, 8);
+    expect(flags & 0o2000000).toBe(0o2000000);
+    store.close();
+  });
+
   it("at most `cap` logs stay open (the least recently appended closes first); every event still lands, in order", () => {
     const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "ocw-log-")));
     const store = new WorkerLogStore(root, 2);
