@@ -96,8 +96,12 @@ function humanMessage(error: unknown): string {
   return (error as Error).message;
 }
 
+/** The event stream's keep-alive: a ping after this long without a message; a client reconnects after `reconnectAfterInactivityMs` of silence. */
+export const SSE_PING_MS = 15_000;
+export const SSE_CLIENT = { reconnectAfterInactivityMs: 40_000 };
+
 const t = initTRPC.context<ApiContext>().create({
-  sse: { ping: { enabled: true, intervalMs: 15_000 }, client: { reconnectAfterInactivityMs: 40_000 } },
+  sse: { ping: { enabled: true, intervalMs: SSE_PING_MS }, client: SSE_CLIENT },
   // `ocwCode` is the error model's code (shared/errors.ts): clients map it, not the message text.
   errorFormatter: ({ shape, error }) => ({
     ...shape,
@@ -122,7 +126,12 @@ const proc = t.procedure.use(async ({ next }) => {
   return res;
 });
 
-async function* eventStream(engine: Engine, lastEventId: string | null | undefined, signal: AbortSignal | undefined) {
+/**
+ * The engine's events for one subscriber, in order, each once: those after `lastEventId` first (or `reset` when they
+ * can no longer be replayed), then each new one as it is published. Served by tRPC (`events` below) and, for a plain
+ * subscription, straight by the HTTP server (event-stream.ts), which writes the same frames for less.
+ */
+export async function* engineEvents(engine: Engine, lastEventId: string | null | undefined, signal: AbortSignal | undefined): AsyncGenerator<Delivered> {
   const buffer: Delivered[] = [];
   let wake: (() => void) | null = null;
   const unsubscribe = engine.bus.subscribe((d) => {
@@ -133,18 +142,18 @@ async function* eventStream(engine: Engine, lastEventId: string | null | undefin
   signal?.addEventListener("abort", onAbort, { once: true });
   try {
     const { events, reset } = engine.bus.since(lastEventId);
-    if (reset) yield tracked(engine.bus.cursor, { type: "reset", ts: Date.now() } as EngineEvent);
+    if (reset) yield { cursor: engine.bus.cursor, event: { type: "reset", ts: Date.now() } as EngineEvent };
     let last = 0;
     for (const d of events) {
       last = seqOf(d.cursor);
-      yield tracked(d.cursor, d.event);
+      yield d;
     }
     while (!signal?.aborted) {
       while (buffer.length) {
         const d = buffer.shift()!;
         if (seqOf(d.cursor) <= last) continue;
         last = seqOf(d.cursor);
-        yield tracked(d.cursor, d.event);
+        yield d;
       }
       if (signal?.aborted || buffer.length) continue;
       await new Promise<void>((resolve) => (wake = resolve));
@@ -154,6 +163,10 @@ async function* eventStream(engine: Engine, lastEventId: string | null | undefin
     signal?.removeEventListener("abort", onAbort);
     unsubscribe();
   }
+}
+
+async function* eventStream(engine: Engine, lastEventId: string | null | undefined, signal: AbortSignal | undefined) {
+  for await (const d of engineEvents(engine, lastEventId, signal)) yield tracked(d.cursor, d.event);
 }
 
 export const appRouter = t.router({

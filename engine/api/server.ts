@@ -7,7 +7,10 @@ import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { API_PATH, CLIENT_HEADER, HEALTH_PATH, type EngineHealth } from "../../shared/api";
 import type { DecidedBy } from "../../shared/permission";
 import type { Engine } from "../workers";
+import { plainSubscription, serveEvents } from "./event-stream";
 import { appRouter } from "./router";
+
+const EVENTS_PATH = `${API_PATH}/events`;
 
 export interface ApiServerOptions {
   engine: Engine;
@@ -69,16 +72,21 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   let port = 0;
   const clients = new Map<string, { kind: string; name: string; lastSeen: number; requests: number }>();
   const allowedHosts = () => new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
+  /** Who called (the `clients` list): each API request counts once. */
+  const seenClient = (req: http.IncomingMessage): DecidedBy => {
+    const by = clientIdentity(req);
+    const key = `${by.kind}:${by.name ?? ""}`;
+    const seen = clients.get(key) ?? { kind: by.kind, name: by.name ?? by.kind, lastSeen: 0, requests: 0 };
+    clients.set(key, { ...seen, lastSeen: Date.now(), requests: seen.requests + 1 });
+    return by;
+  };
   const trpc = createHTTPHandler({
     router: appRouter,
     // Queries may come as POST, so a long input (a huge id, a long directory) is refused with a message, not a 431.
     allowMethodOverride: true,
     basePath: API_PATH + "/",
     createContext: ({ req }) => {
-      const by = clientIdentity(req);
-      const key = `${by.kind}:${by.name ?? ""}`;
-      const seen = clients.get(key) ?? { kind: by.kind, name: by.name ?? by.kind, lastSeen: 0, requests: 0 };
-      clients.set(key, { ...seen, lastSeen: Date.now(), requests: seen.requests + 1 });
+      const by = seenClient(req);
       return {
         engine: opts.engine,
         by,
@@ -126,6 +134,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         const body: EngineHealth = { ok: true, pid: process.pid, instanceId: opts.instanceId };
         res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });
         return res.end(JSON.stringify(body));
+      }
+      // The event stream, written straight (event-stream.ts); anything but a plain, valid subscription goes to tRPC.
+      const plain = url.pathname === EVENTS_PATH ? plainSubscription(req, url) : undefined;
+      if (plain) {
+        seenClient(req);
+        return void serveEvents(opts.engine, plain.lastEventId, req, res).catch(() => res.destroy());
       }
       return trpc(req, res);
     }
