@@ -39,6 +39,7 @@ export const WaitWorker = z.object({
   title: z.string(),
   batchId: z.string().nullable(),
   state: WorkerState,
+  /** Its workspace while an ask is pending (what an ask's paths are made relative to); null otherwise. */
   worktree: z.string().nullable(),
   /** Pending asks only. */
   asks: z.array(PermissionAsk),
@@ -50,13 +51,25 @@ export const WaitWorker = z.object({
 });
 export type WaitWorker = z.infer<typeof WaitWorker>;
 
+/** A batch's summary as a wait reads it: its rates and state, without the per-task and per-worker lists. */
+export const WaitBatch = BatchSummary.omit({ name: true, workerIds: true, states: true, tasks: true }).extend({
+  /** Its tasks (its workers, for batches from before tasks were recorded). */
+  total: z.number(),
+});
+export type WaitBatch = z.infer<typeof WaitBatch>;
+
+export function slimBatch(b: BatchSummary): WaitBatch {
+  const { name: _name, workerIds, states: _states, tasks, ...rest } = b;
+  return { ...rest, total: tasks.length || workerIds.length };
+}
+
 export const WaitResult = z.object({
   /** The workers waited on (a batch's as they were when the wait began to follow them). */
   workerIds: z.array(z.string()),
   /** settled: every one at rest; news: a new ask or a worker finished since; timeout; aborted: the request was cancelled. */
   reason: z.enum(["settled", "news", "timeout", "aborted"]),
   workers: z.array(WaitWorker),
-  batch: BatchSummary.nullable(),
+  batch: WaitBatch.nullable(),
   also: z.array(WaitWorker),
 });
 export type WaitResult = z.infer<typeof WaitResult>;
@@ -77,13 +90,14 @@ export function slimWorker(w: {
   stalled: boolean;
   verdict: { verdict: Outcome; honest: boolean } | null;
 }): WaitWorker {
+  const pending = w.asks.filter((a) => a.status === "pending");
   return {
     id: w.id,
     title: workerTitle(w.spec),
     batchId: w.batchId,
     state: w.state,
-    worktree: w.worktree,
-    asks: w.asks.filter((a) => a.status === "pending"),
+    worktree: pending.length ? w.worktree : null,
+    asks: pending,
     usage: w.usage,
     startedAt: w.startedAt,
     endedAt: w.endedAt,

@@ -4,7 +4,7 @@
 import type { z } from "zod";
 import type { BatchSummary } from "../../shared/batch";
 import type { Delivered, EngineEvent } from "../../shared/events";
-import { describeEvent, slimWorker, type WaitInput, type WaitResult, type WaitStreamItem } from "../../shared/wait";
+import { describeEvent, slimBatch, slimWorker, type WaitInput, type WaitResult, type WaitStreamItem } from "../../shared/wait";
 import { isAtRest, pendingAsks, type Worker } from "../../shared/worker";
 
 /** What a wait reads of the engine (the Engine itself in production). */
@@ -71,7 +71,7 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
   if (input.batchId) batch = src.batch(input.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
   const also = settled && input.also ? [...new Set(input.also)].filter((id) => !followed.has(id)).map((id) => slimWorker(src.get(id))) : [];
-  return { workerIds: ids, reason, workers, batch, also };
+  return { workerIds: ids, reason, workers, batch: batch && slimBatch(batch), also };
 }
 
 /**

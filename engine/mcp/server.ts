@@ -8,7 +8,6 @@ import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/proto
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { AttemptGroup } from "../../shared/attempts";
-import type { BatchSummary } from "../../shared/batch";
 import { isAtRest, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { VERSION } from "../../shared/api";
@@ -37,7 +36,7 @@ import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
-import type { WaitInput, WaitResult, WaitWorker } from "../../shared/wait";
+import type { WaitBatch, WaitInput, WaitResult, WaitWorker } from "../../shared/wait";
 
 /** The longest wait input sent as a stream (its input is in the URL); longer ones ask without progress lines. */
 const STREAM_INPUT_MAX = 6000;
@@ -648,7 +647,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
   );
 
-  function batchStatsOf(b: BatchSummary): z.infer<typeof S.BatchStats> {
+  function batchStatsOf(b: WaitBatch): z.infer<typeof S.BatchStats> {
     const r = b.integration?.result ?? null;
     return {
       batchId: b.id,
@@ -656,7 +655,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       built: b.built,
       honest: b.honest,
       graded: b.graded,
-      total: b.tasks.length || b.workerIds.length,
+      total: b.total,
       builtRate: b.builtRate,
       honestRate: b.honestRate,
       verdict: b.verdict,
