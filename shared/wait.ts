@@ -14,7 +14,7 @@ const ids = (what: string) => z.array(z.string().min(1, `${what}: an id is empty
 export const WaitInput = z
   .object({
     /** These workers (ids as given; each must exist)… */
-    workerIds: z.array(z.string().min(1, "workerIds: an id is empty").max(200)).min(1, "workerIds is empty: give at least one id").max(500).optional(),
+    workerIds: z.array(z.string().min(1, "workerIds: an id is empty").max(200)).min(1, "workerIds is empty: give at least one id").max(10_000).optional(),
     /** …or a batch's (its workers as the batch goes on: tasks that come after others, the integration checks). */
     batchId: z.string().min(1, "batchId is empty").max(200).optional(),
     /** With workerIds: only those not at rest (all of them when every one is), e.g. a session's own workers. */
