@@ -25,6 +25,8 @@ export const WaitInput = z
     shownFinished: ids("shownFinished").default([]),
     /** How long to wait for news (0: answer with the pictures as they are now). */
     timeoutMs: z.number().int().min(0).max(600_000),
+    /** Whether the pending asks carry their diffs (an edit's change; a form shows it): default true. */
+    diffs: z.boolean().default(true),
     /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
     also: ids("also").optional(),
   })
@@ -77,20 +79,29 @@ export type WaitResult = z.infer<typeof WaitResult>;
 /** What `workers.waitStream` sends: the workers it follows, progress lines while it waits, then the result once. */
 export type WaitStreamItem = { following: string[] } | { note: string } | { result: WaitResult };
 
-export function slimWorker(w: {
-  id: string;
-  spec: { task: string; title?: string };
-  batchId: string | null;
-  state: WorkerState;
-  worktree: string | null;
-  asks: PermissionAsk[];
-  usage: Usage;
-  startedAt: number | null;
-  endedAt: number | null;
-  stalled: boolean;
-  verdict: { verdict: Outcome; honest: boolean } | null;
-}): WaitWorker {
-  const pending = w.asks.filter((a) => a.status === "pending");
+export function slimWorker(
+  w: {
+    id: string;
+    spec: { task: string; title?: string };
+    batchId: string | null;
+    state: WorkerState;
+    worktree: string | null;
+    asks: PermissionAsk[];
+    usage: Usage;
+    startedAt: number | null;
+    endedAt: number | null;
+    stalled: boolean;
+    verdict: { verdict: Outcome; honest: boolean } | null;
+  },
+  opts: { diffs?: boolean } = {},
+): WaitWorker {
+  const pending = w.asks
+    .filter((a) => a.status === "pending")
+    .map((a) => {
+      if (opts.diffs !== false || a.diff === undefined) return a;
+      const { diff: _diff, ...rest } = a;
+      return rest;
+    });
   return {
     id: w.id,
     title: workerTitle(w.spec),

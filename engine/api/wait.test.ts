@@ -56,6 +56,7 @@ function rig() {
         kind: "permission",
         tool: "edit",
         what: "/r/a.txt",
+        diff: "+a",
         patterns: [],
         always: [],
         createdAt: Date.now(),
@@ -95,7 +96,12 @@ describe("waitForNews", () => {
     const again = await waitForNews(r.src, input({ workerIds: [a], shownAsks: ["per-1"], timeoutMs: 30 }));
     expect(again.reason).toBe("timeout");
     expect(again.workers[0]!.asks).toHaveLength(1);
+    expect(again.workers[0]!.asks[0]!.diff).toBe("+a");
     expect(r.listeners()).toBe(0);
+    // Without diffs (a caller that shows no forms): the ask as it is, less its diff.
+    const slim = await waitForNews(r.src, input({ workerIds: [a], shownAsks: ["per-1"], timeoutMs: 0, diffs: false }));
+    expect(slim.workers[0]!.asks[0]).toMatchObject({ id: "per-1", what: "/r/a.txt", tool: "edit" });
+    expect(Object.keys(slim.workers[0]!.asks[0]!)).not.toContain("diff");
   });
 
   it("a worker finishing is news until shown; every worker at rest is settled, with pending asks only in pictures", async () => {

@@ -67,7 +67,7 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
     return null;
   };
   const reason = outcome() ?? (signal?.aborted ? "aborted" : await follow(src, followed, outcome, deadline, opts));
-  const workers = ids.map((id) => slimWorker(src.get(id)));
+  const workers = ids.map((id) => slimWorker(src.get(id), { diffs: input.diffs }));
   if (input.batchId) batch = src.batch(input.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
   const also = settled && input.also ? [...new Set(input.also)].filter((id) => !followed.has(id)).map((id) => slimWorker(src.get(id))) : [];

@@ -489,10 +489,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           })
           .catch(() => undefined);
       };
+      const useForms = args.elicit !== false && canElicit(server.server);
       let announced = false;
       /** One request: the engine waits for news (its answer holds the pictures and the batch's summary). */
       const engineWait = (timeoutMs: number): Promise<WaitResult> => {
-        const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), ...(mine.size ? { also: [...mine] } : {}) };
+        // An ask's diff is read only by a form (wait's own output names the path): without forms, it stays in the engine.
+        const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...(mine.size ? { also: [...mine] } : {}) };
         if (token === undefined) return call((c) => c.workers.wait.query(input, { signal: extra.signal }));
         // A stream's input travels in its URL: a session of very many workers asks without the event lines instead.
         if (JSON.stringify(input).length > STREAM_INPUT_MAX) {
@@ -517,7 +519,6 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       };
       const heartbeat = token !== undefined ? setInterval(() => progress(lastNote), 10_000) : undefined;
       const answeredInForm: { askId: string; decision: string }[] = [];
-      const useForms = args.elicit !== false && canElicit(server.server);
       // News for this caller: an ask no wait of this session has shown, or a worker finished since its last wait.
       const newAsk = (w: WaitWorker) => pendingAsks(w).some((a) => !shown.asks.has(a.id));
       const newlyFinal = (w: WaitWorker) => isAtRest(w.state) && !shown.finished.has(w.id);

@@ -186,8 +186,17 @@ describe("the MCP bridge's wait and approve: one engine request each, outputs as
     await hit;
     const progress: string[] = [];
     let before = await requests("wait1-count");
-    setTimeout(open, 300);
-    const w1 = await mcp.call("wait", { workerId: d.workerId, timeoutSec: 60 }, { onprogress: (p) => progress.push(p.message ?? "") });
+    // The ask may come once the engine follows the worker (its first progress line says so): its lines come after.
+    const w1 = await mcp.call(
+      "wait",
+      { workerId: d.workerId, timeoutSec: 60 },
+      {
+        onprogress: (p) => {
+          progress.push(p.message ?? "");
+          if (p.message?.startsWith("waiting on")) open();
+        },
+      },
+    );
     expect(await requests("wait1-count")).toBe(before + 1);
     expect(w1).toMatchObject({ reason: "approval-pending", state: "waiting-approval", settled: false, unanswered: 1 });
     expect(w1.pending[0]).toMatchObject({ workerId: d.workerId, tool: "edit", untrusted: { what: "h.txt" } });
