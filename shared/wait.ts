@@ -25,6 +25,8 @@ export const WaitInput = z
     shownFinished: ids("shownFinished").default([]),
     /** How long to wait for news (0: answer with the pictures as they are now). */
     timeoutMs: z.number().int().min(0).max(600_000),
+    /** The wait also ends (as news) once this ask is no longer pending: a form shown for it is withdrawn then. */
+    untilGone: z.string().min(1).max(200).optional(),
     /** Whether the pending asks carry their diffs (an edit's change; a form shows it): default true. */
     diffs: z.boolean().default(true),
     /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */

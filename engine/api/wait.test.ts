@@ -142,6 +142,21 @@ describe("waitForNews", () => {
     expect(all.also.map((w) => w.id)).toEqual([a]);
   });
 
+  it("untilGone: the wait also ends once that ask is no longer pending (a form withdrawn)", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    r.ask(a, "per-1");
+    const p = waitForNews(r.src, input({ workerIds: [a], shownAsks: ["per-1"], untilGone: "per-1", timeoutMs: 60_000 }));
+    await tick();
+    expect(r.listeners()).toBe(1);
+    r.reg.record(a, { type: "ask.resolved", askId: "per-1", status: "decided", decision: "once", by: { kind: "person", name: "gui" } });
+    const got = await p;
+    expect(got.reason).toBe("news");
+    expect(got.workers[0]!.asks).toEqual([]);
+    // Gone already: at once.
+    expect((await waitForNews(r.src, input({ workerIds: [a], untilGone: "per-1", timeoutMs: 60_000 }))).reason).toBe("news");
+  });
+
   it("a cancelled request ends the wait at once and lets go of the bus", async () => {
     const r = rig();
     const a = r.create("w-a");

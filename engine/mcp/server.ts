@@ -491,6 +491,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       };
       const useForms = args.elicit !== false && canElicit(server.server);
       let announced = false;
+      const announce = (ids: string[]) => {
+        if (announced) return;
+        announced = true;
+        progress(`waiting on ${ids.length === 1 ? ids[0] : `${ids.length} workers`}`);
+      };
+      // Ids the caller named are the ones waited on: said at once (a batch's, or the session's unfinished ones, once
+      // the engine says which).
+      if ("workerIds" in target && !target.unfinished) announce([...new Set(target.workerIds)]);
       /** One request: the engine waits for news (its answer holds the pictures and the batch's summary). */
       const engineWait = (timeoutMs: number): Promise<WaitResult> => {
         // An ask's diff is read only by a form (wait's own output names the path): without forms, it stays in the engine.
@@ -498,21 +506,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         if (token === undefined) return call((c) => c.workers.wait.query(input, { signal: extra.signal }));
         // A stream's input travels in its URL: a session of very many workers asks without the event lines instead.
         if (JSON.stringify(input).length > STREAM_INPUT_MAX) {
-          if (!announced)
-            progress(
-              `waiting on ${"batchId" in target ? `batch ${target.batchId}` : target.workerIds.length === 1 ? target.workerIds[0] : `${target.workerIds.length} workers`}`,
-            );
+          if (!announced) progress(`waiting on ${"batchId" in target ? `batch ${target.batchId}` : `${target.workerIds.length} workers`}`);
           announced = true;
           return call((c) => c.workers.wait.query(input, { signal: extra.signal }));
         }
         // With progress wanted: the engine streams a line per event worth showing of these workers, then the answer.
         return link.client().then((client) =>
           streamWait(client, input, extra.signal, {
-            following: (ids) => {
-              if (announced) return;
-              announced = true;
-              progress(`waiting on ${ids.length === 1 ? ids[0] : `${ids.length} workers`}`);
-            },
+            following: announce,
             note: progress,
           }),
         );
