@@ -3,14 +3,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import type { Delivered } from "../../shared/events";
 import { WaitInput } from "../../shared/wait";
 import { WorkerSpec } from "../../shared/worker";
 import { EventBus } from "../events";
 import { WorkerRegistry } from "../registry/registry";
 import { WorkerLogStore } from "../store/worker-log";
-import { waitForNews, waitStream, type WaitSource } from "./wait";
+import { GATHER_MS, waitForNews, waitStream, type WaitSource } from "./wait";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -155,6 +155,32 @@ describe("waitForNews", () => {
     expect(got.workers[0]!.asks).toEqual([]);
     // Gone already: at once.
     expect((await waitForNews(r.src, input({ workerIds: [a], untilGone: "per-1", timeoutMs: 60_000 }))).reason).toBe("news");
+  });
+
+  it("news that comes in a burst is answered once: what arrives within the gathering window comes in the same answer", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate"] });
+    try {
+      const r = rig();
+      const a = r.create("w-a");
+      const b = r.create("w-b");
+      let answered = false;
+      const p = waitForNews(r.src, input({ workerIds: [a, b], timeoutMs: 60_000 })).then((x) => {
+        answered = true;
+        return x;
+      });
+      await vi.advanceTimersByTimeAsync(1);
+      r.ask(a, "per-a");
+      await vi.advanceTimersByTimeAsync(GATHER_MS - 5);
+      expect(answered).toBe(false);
+      r.ask(b, "per-b");
+      await vi.advanceTimersByTimeAsync(10);
+      const got = await p;
+      expect(got.reason).toBe("news");
+      expect(got.workers.flatMap((w) => w.asks.map((x) => x.id))).toEqual(["per-a", "per-b"]);
+      expect(r.listeners()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("a cancelled request ends the wait at once and lets go of the bus", async () => {

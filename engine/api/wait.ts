@@ -25,6 +25,9 @@ export interface WaitOptions {
 
 type Input = z.output<typeof WaitInput>;
 
+/** How long news that arrives while a wait follows its workers gathers before the answer (a burst answered once). */
+export const GATHER_MS = 25;
+
 /**
  * Waits until there is news for the caller — a pending ask it was not shown, a worker finished that it was not shown
  * finished — or every followed worker is at rest, or the time is up, or the request is cancelled. A batch goes on
@@ -78,7 +81,7 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
 /**
  * Follows the workers' events until `outcome` says so, the deadline or the signal. `outcome` is looked at once per
  * turn of the event loop after an event of a followed worker, not per event: an ask and the state change it causes
- * are published together, and the answer reports both.
+ * are published together, and the answer reports both; news is answered GATHER_MS later, with whatever came meanwhile.
  */
 function follow(
   src: WaitSource,
@@ -90,12 +93,14 @@ function follow(
   return new Promise((resolve) => {
     let ended = false;
     let pending: NodeJS.Immediate | null = null;
+    let gather: NodeJS.Timeout | null = null;
     const finish = (r: WaitResult["reason"]) => {
       if (ended) return;
       ended = true;
       unsubscribe();
       clearTimeout(timer);
       if (pending) clearImmediate(pending);
+      if (gather) clearTimeout(gather);
       opts.signal?.removeEventListener("abort", onAbort);
       resolve(r);
     };
@@ -109,7 +114,18 @@ function follow(
       pending ??= setImmediate(() => {
         pending = null;
         const r = outcome();
-        if (r) finish(r);
+        if (r === "settled") return finish(r);
+        // News that comes in a burst (a batch's asks, its workers' verdicts) is answered together: one answer, not one
+        // wait per worker. Looked at again when the short window ends (it may have settled, or gone: then wait on).
+        if (r && !gather)
+          gather = setTimeout(
+            () => {
+              gather = null;
+              const again = outcome();
+              if (again) finish(again);
+            },
+            Math.min(GATHER_MS, Math.max(0, deadline - Date.now())),
+          );
       });
     });
     const timer = setTimeout(() => finish("timeout"), Math.max(0, deadline - Date.now()));
