@@ -511,12 +511,18 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           return call((c) => c.workers.wait.query(input, { signal: extra.signal }));
         }
         // With progress wanted: the engine streams a line per event worth showing of these workers, then the answer.
-        return link.client().then((client) =>
-          streamWait(client, input, extra.signal, {
-            following: announce,
-            note: progress,
-          }),
-        );
+        // A stream that fails (or an engine older than this bridge, which has none: its 404 says only that) is asked
+        // again as a plain wait for the time left, whose error, if any, is the engine's own coded one.
+        const ends = Date.now() + input.timeoutMs;
+        return link
+          .client()
+          .then((client) => streamWait(client, input, extra.signal, { following: announce, note: progress }))
+          .catch((err: unknown) => {
+            if (extra.signal.aborted) throw err;
+            log(`wait: the event stream failed (${(err as Error)?.message ?? String(err)}); waiting without its lines`);
+            const rest = { ...input, timeoutMs: Math.max(0, ends - Date.now()) };
+            return call((c) => c.workers.wait.query(rest, { signal: extra.signal }));
+          });
       };
       const heartbeat = token !== undefined ? setInterval(() => progress(lastNote), 10_000) : undefined;
       const answeredInForm: { askId: string; decision: string }[] = [];
