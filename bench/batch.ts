@@ -238,6 +238,8 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
       const built = await Promise.all(Array.from({ length: n }, (_, i) => one(dir, i, `${tag}-w${i}`, `BENCH-BATCH ${i} ${tag}`)));
       const wallMs = Date.now() - t0;
       const p = round(peak.stop());
+      // As the engine's serve is measured (batchThroughMcp): until it is quiet, so what a batch leaves running counts too.
+      await untilQuiet([pid]);
       const cpu1 = cpuWithChildren(pid);
       cleanup(dir);
       return {
