@@ -1,10 +1,10 @@
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
+import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
 import { config } from "../config";
-import { git, type GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
+import { git, GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { parseRawChanges, type TreeChange } from "./land";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
 
@@ -152,7 +152,7 @@ export async function moveOntoMirror(
   const old = named !== null && named === (await objectsOf(ws.repo).catch(() => null));
   if (!old && existsSync(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
-  if (old) writeAlternates(path.join(ws.worktree, ".git", "objects"), realpathSync(mirror) + "\n");
+  if (old) await writeAlternates(path.join(ws.worktree, ".git", "objects"), realpathSync(mirror) + "\n");
 }
 
 /** Why a workspace could not be checked out from the mirror, as a coded error (nothing of the user's was changed). */
@@ -387,8 +387,14 @@ git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 // while grading empties GRADE_OBJECTS, which they borrow from.
 const scriptsOf = new Map<string, Promise<unknown>>();
 
+/**
+ * A trusted script (a fixed sh text), or one git command with the trusted flags, its private index (GIT_INDEX_FILE) and
+ * the workspace as its work tree: no shell started where one command does.
+ */
+type TrustedRun = string | { git: string[] };
+
 /** Runs a trusted script on a worker's objects, with a private index that is removed afterwards. */
-function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: TrustedScriptOptions = {}): Promise<string> {
+function trustedScript(ws: Workspace, script: TrustedRun, inputs: Record<string, string>, opts: TrustedScriptOptions = {}): Promise<string> {
   const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
   const done = run.catch(() => undefined);
   scriptsOf.set(ws.gitDir, done);
@@ -400,16 +406,20 @@ function trustedScript(ws: Workspace, script: string, inputs: Record<string, str
  * An object folder's alternates, replaced whole (a temporary file renamed into place) and only when they differ: a
  * publish or diff of the worker reading them at that moment sees the old list or the new one, never a half-written one.
  */
-function writeAlternates(objects: string, text: string): void {
+async function writeAlternates(objects: string, text: string): Promise<void> {
   const file = path.join(objects, "info", "alternates");
-  try {
-    if (readFileSync(file, "utf8") === text) return;
-  } catch {
-    /* not there yet */
-  }
+  // Off the engine's thread: written synchronously, three files a worker took ~100 ms of a 32-task batch's engine CPU.
+  if ((await readFile(file, "utf8").catch(() => null)) === text) return;
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
+  try {
+    await writeFile(tmp, text);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    // The folder is not there yet (a new worker's, or GRADE_OBJECTS just emptied): made, then written.
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(tmp, text);
+  }
+  await rename(tmp, file);
 }
 
 /**
@@ -417,7 +427,7 @@ function writeAlternates(objects: string, text: string): void {
  * grading) and GRADE_OBJECTS (borrowing only the user's, so that `git add` there writes every object the graded commit
  * adds, and publishing copies exactly those).
  */
-async function runTrustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: TrustedScriptOptions): Promise<string> {
+async function runTrustedScript(ws: Workspace, script: TrustedRun, inputs: Record<string, string>, opts: TrustedScriptOptions): Promise<string> {
   const format = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format), objectsOf(ws.repo)]);
   const objects = path.join(ws.gitDir, "objects");
@@ -431,12 +441,9 @@ async function runTrustedScript(ws: Workspace, script: string, inputs: Record<st
     if (existsSync(gradeObjects)) await copyObjects(gradeObjects, objects);
     await rm(gradeObjects, { recursive: true, force: true });
   }
-  // Off the engine's thread: a synchronous mkdir here took several ms a script under load, three scripts a worker.
-  await Promise.all([objects, gradeObjects].map((dir) => mkdir(path.join(dir, "info"), { recursive: true })));
   // The engine's store of graded objects (built verdicts, combined commits) is borrowed too: a task after others starts
-  // from commits only it holds.
-  writeAlternates(objects, `${userObjects}\n${graded}\n${gradeObjects}\n`);
-  writeAlternates(gradeObjects, `${userObjects}\n${graded}\n`);
+  // from commits only it holds. Each folder is made with its alternates (off the engine's thread).
+  await Promise.all([writeAlternates(objects, `${userObjects}\n${graded}\n${gradeObjects}\n`), writeAlternates(gradeObjects, `${userObjects}\n${graded}\n`)]);
   const index = opts.index?.path ?? privateIndex(ws);
   try {
     const env = {
@@ -452,7 +459,15 @@ async function runTrustedScript(ws: Workspace, script: string, inputs: Record<st
       ...inputs,
     };
     // Lossless: the names of a worker's files (any bytes but NUL) and its diff show invalid UTF-8 as \xNN, never U+FFFD.
-    return await gitScript(script, { cwd: ws.gitDir, env, lossless: !opts.bytes, bytes: opts.bytes });
+    if (typeof script === "string") return await gitScript(script, { cwd: ws.gitDir, env, lossless: !opts.bytes, bytes: opts.bytes });
+    const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
+      cwd: ws.gitDir,
+      env: { ...env, GIT_INDEX_FILE: index, GIT_WORK_TREE: ws.worktree },
+      lossless: !opts.bytes,
+      bytes: opts.bytes,
+    });
+    if (r.exitCode !== 0) throw new GitError(`git ${script.git[0]} failed in ${ws.gitDir}: ${gitComplaint(r)}`);
+    return r.stdout;
   } finally {
     if (!opts.index?.keep) await rm(index, { force: true });
   }
@@ -615,14 +630,107 @@ export class SnapshotTooLarge extends OcwError {
 }
 
 /**
- * The new files a snapshot would add (untracked, not ignored: what `git add -A` takes), then the base's files with their
- * sizes. Exact bytes (latin1): the names are opened.
+ * What every grading of a base commit reads of it, made once per base (not per worker): an index of its tree (as `git
+ * read-tree` writes it: no stat data, so `git add -A` on a copy of it hashes every file of the workspace again, as a
+ * fresh `read-tree` per grading did) and the base's files with their sizes (`ls-tree -r -l`). Exact bytes (latin1): the
+ * names are opened. Run with the trusted environment; the index is written to OCW_INDEX (a temporary name, renamed
+ * into place by the engine).
  */
-const LIST_FOR_CAPS = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C ls-files -z -o --exclude-standard -- "$OCW_WORKTREE"
-printf '\\0'
+const BASE_LISTING = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
 git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
 `;
+
+/** A base commit as grading reads it (BASE_LISTING): its index file (the engine's, never written after), its files. */
+interface BaseListing {
+  index: string;
+  /** The base's blobs: name (latin1) and size. */
+  blobs: [string, number][];
+  /** The base's submodules (gitlinks), each named with a trailing slash. */
+  submodules: string[];
+}
+
+/**
+ * The engine's base listings, one per folder of worker repositories and base commit, made by whichever grading (or
+ * diff) of that base comes first; the others wait for it. A handful are kept; an older one's index file is removed.
+ */
+const baseListings = new Map<string, Promise<BaseListing>>();
+const BASE_LISTINGS_KEPT = 8;
+/** Folders of base indexes already cleared of what an earlier engine left there. */
+const baseIndexDirs = new Map<string, Promise<void>>();
+
+function baseListing(ws: Workspace): Promise<BaseListing> {
+  const dir = path.join(path.dirname(ws.gitDir), ".base-index");
+  const index = path.join(dir, `${ws.baseCommit}-${process.pid}`);
+  let p = baseListings.get(index);
+  if (p) {
+    // Most recently used last.
+    baseListings.delete(index);
+    baseListings.set(index, p);
+    return p;
+  }
+  p = (async () => {
+    let cleared = baseIndexDirs.get(dir);
+    if (!cleared) {
+      // What an engine of another process left (it ended before removing its own): never read, removed once.
+      cleared = readdir(dir)
+        .then((names) => Promise.all(names.filter((n) => !n.endsWith(`-${process.pid}`)).map((n) => rm(path.join(dir, n), { force: true }))))
+        .catch(() => undefined)
+        .then(() => mkdir(dir, { recursive: true }))
+        .then(() => undefined);
+      baseIndexDirs.set(dir, cleared);
+      cleared.catch(() => baseIndexDirs.delete(dir));
+    }
+    await cleared;
+    const tmp = `${index}.tmp-${randomBytes(4).toString("hex")}`;
+    try {
+      const out = await trustedScript(ws, BASE_LISTING, { OCW_INDEX: tmp }, { bytes: true, index: { path: tmp, keep: true } });
+      await rename(tmp, index);
+      const blobs: [string, number][] = [];
+      const submodules: string[] = [];
+      for (const rec of out.split("\0")) {
+        const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
+        if (m) blobs.push([m[2]!, Number(m[1])]);
+        const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
+        if (sub) submodules.push(`${sub[1]}/`);
+      }
+      return { index, blobs, submodules };
+    } finally {
+      await rm(tmp, { force: true });
+    }
+  })();
+  baseListings.set(index, p);
+  p.catch(() => baseListings.get(index) === p && baseListings.delete(index));
+  while (baseListings.size > BASE_LISTINGS_KEPT) {
+    const [oldest, old] = baseListings.entries().next().value!;
+    baseListings.delete(oldest);
+    void old.then(() => rm(oldest, { force: true })).catch(() => undefined);
+  }
+  return p;
+}
+
+/**
+ * A private index holding the base (a copy of its listing's index: no `git read-tree` per grading), for the caps
+ * listing and then the snapshot. Returns the base's listing. A listing whose index file is gone (removed meanwhile) is
+ * made again.
+ */
+async function baseIndexInto(ws: Workspace, index: string): Promise<BaseListing> {
+  for (let tries = 0; ; tries++) {
+    const listing = await baseListing(ws);
+    try {
+      await copyFile(listing.index, index);
+      return listing;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT" || tries) throw err;
+      if (baseListings.get(listing.index)) baseListings.delete(listing.index);
+    }
+  }
+}
+
+/**
+ * The new files a snapshot would add (untracked, not ignored: what `git add -A` takes), read against a private index
+ * holding the base (baseIndexInto). One git, no shell. Exact bytes (latin1): the names are opened.
+ */
+const LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 
 /**
  * Why the worker's files are over the caps, or null: more new files than `caps.files`, more bytes added (new files, and
@@ -631,17 +739,19 @@ git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
  */
 export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snapshotCaps(), keepIndex?: string): Promise<string | null> {
   if (!existsSync(ws.worktree)) return null;
-  let out: string;
+  // The caller's index (kept for its snapshot), else one of this listing's own.
+  const index = keepIndex ?? privateIndex(ws);
+  let fresh: string;
+  let base: BaseListing;
   try {
-    out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true, ...(keepIndex ? { index: { path: keepIndex, keep: true } } : {}) });
+    base = await baseIndexInto(ws, index);
+    fresh = await trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, index: { path: index, keep: !!keepIndex } });
   } catch (err) {
+    if (!keepIndex) await rm(index, { force: true });
     // The listing itself passed the output cap (tens of MiB of names): far over any file cap.
     if (/output passed/.test((err as Error).message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
     throw err;
   }
-  // New names (each NUL-ended), one more NUL, then the base's records: no name is empty, so the first empty record ends them.
-  const cut = out.startsWith("\0") ? -1 : out.indexOf("\0\0");
-  const [fresh, tracked] = cut < 0 ? ["", out.slice(1)] : [out.slice(0, cut), out.slice(cut + 2)];
   const names = fresh ? fresh.split("\0").filter(Boolean) : [];
   const size = (n: number) => (n < 1024 * 1024 ? `${n.toLocaleString("en-US")} bytes` : `${Math.round(n / 1024 / 1024).toLocaleString("en-US")} MiB`);
   if (names.length > caps.files)
@@ -650,32 +760,14 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   const at = (name: string) => Buffer.concat([root, Buffer.from(name, "latin1")]);
   const shown = (name: string) => losslessUtf8(Buffer.from(name, "latin1"));
   let total = 0;
-  const sizes = await Promise.all(
-    names.map((n) =>
-      lstat(at(n)).then(
-        (st) => (st.isFile() || st.isSymbolicLink() ? st.size : 0),
-        () => 0,
-      ),
-    ),
-  );
-  const grow: [string, number, number][] = [];
+  const sizes = await sizesOf(names.map(at));
   // Nested repositories: new ones (`ls-files -o` names them with a trailing slash) and the base's submodules.
-  const nested = names.filter((n) => n.endsWith("/"));
-  for (const rec of tracked.split("\0")) {
-    const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
-    if (m) grow.push([m[2]!, Number(m[1]), 0]);
-    const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
-    if (sub) nested.push(`${sub[1]}/`);
-  }
+  const nested = [...names.filter((n) => n.endsWith("/")), ...base.submodules];
+  const grow: [string, number, number][] = base.blobs.map(([name, before]) => [name, before, 0]);
   const outside = await nestedGitOutside(ws.worktree, nested, at);
   if (outside)
     return `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`;
-  await Promise.all(
-    grow.map(async (g) => {
-      const st = await lstat(at(g[0])).catch(() => null);
-      g[2] = st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0;
-    }),
-  );
+  for (const [i, now] of (await sizesOf(grow.map((g) => at(g[0])))).entries()) grow[i]![2] = now;
   for (const [i, n] of names.entries()) {
     total += sizes[i]!;
     if (sizes[i]! > caps.fileBytes)
@@ -688,6 +780,26 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   }
   if (total > caps.bytes) return `the worker's files add ${size(total)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
   return null;
+}
+
+/**
+ * Each path's size as lstat gives it (a regular file's bytes, a symlink's target name; 0 for anything else or nothing
+ * there). lstat on the engine's thread, a few hundred paths at a time with a turn of the event loop between: a promise
+ * per path cost more of the engine's CPU than the call itself (a local file system's lstat takes microseconds).
+ */
+async function sizesOf(paths: Buffer[]): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < paths.length; i++) {
+    if (i && i % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync(paths[i]!, { throwIfNoEntry: false });
+    } catch {
+      st = undefined; // a part of the path is not a folder (ENOTDIR), or not readable
+    }
+    out.push(st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0);
+  }
+  return out;
 }
 
 /**
@@ -790,10 +902,20 @@ export function parseNumstatAndStat(out: string): { changed: string[]; stat: str
 /** The diff of a commit (the graded one), or of the workspace's files as they are now (a running worker). */
 export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_000): Promise<string> {
   if (!commit && !existsSync(ws.worktree)) return ""; // no files left: the base against itself
-  // A running worker's files are snapshotted for its diff: over the caps, nothing of them is hashed or read.
-  const over = commit ? null : await snapshotOverCaps(ws);
-  if (over) return `… diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
-  const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
+  // A running worker's files are snapshotted for its diff: over the caps, nothing of them is hashed or read. The caps
+  // listing's index (the base) is the snapshot's too.
+  const index = commit ? null : privateIndex(ws);
+  let d: string;
+  try {
+    const over = index ? await snapshotOverCaps(ws, snapshotCaps(), index) : null;
+    if (over) return `… diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
+    const ready = !!index && existsSync(index);
+    d = trimFinalNewline(
+      await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {}),
+    );
+  } finally {
+    if (index) await rm(index, { force: true });
+  }
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `\n… diff truncated at ${maxBytes} bytes` : d;
 }
 
@@ -811,14 +933,21 @@ export function gradedObjectsDir(reposDir: string, repoRoot: string): string {
 /** The engine's store of graded objects for `repoRoot` (made on first use), as gradedObjectsDir names it. */
 export async function gradedStore(reposDir: string, repoRoot: string): Promise<string> {
   const dir = gradedObjectsDir(reposDir, repoRoot);
-  const alternates = path.join(dir, "info", "alternates");
   const want = `${await objectsOf(repoRoot)}\n`;
-  if (!existsSync(alternates)) {
-    mkdirSync(path.join(dir, "info"), { recursive: true });
-    writeAlternates(dir, want);
+  // Made once: asked for by every script of every worker, its alternates are read (not written) only the first time.
+  let made = gradedStores.get(dir);
+  if (!made) {
+    if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value!);
+    made = (async () => {
+      if (!existsSync(path.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
+    })();
+    gradedStores.set(dir, made);
+    made.catch(() => gradedStores.get(dir) === made && gradedStores.delete(dir));
   }
+  await made;
   return dir;
 }
+const gradedStores = new Map<string, Promise<void>>();
 
 /** The graded store of a worker's repository (beside the engine's folders of its workers). */
 export const gradedStoreOf = (ws: Pick<Workspace, "gitDir" | "repo">): Promise<string> => gradedStore(path.dirname(ws.gitDir), ws.repo);
