@@ -42,6 +42,32 @@ async function workspace(r: string, id: string) {
   return createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(r), id, path.join(tmp, "repos", `${id}.git`));
 }
 
+/** The git subcommands `fn` starts (a `git` first on PATH logs each; the engine's trusted git takes PATH from the engine). */
+async function gitStarts(fn: () => Promise<unknown>): Promise<string[]> {
+  const bin = path.join(tmp, `count-bin-${n++}`);
+  const log = path.join(bin, "log");
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(log, "");
+  const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
+  writeFileSync(
+    path.join(bin, "git"),
+    `#!/bin/sh\nskip=\nfor a in "$@"; do if [ -n "$skip" ]; then skip=; continue; fi; case "$a" in --work-tree|-C|-c) skip=1 ;; -*) ;; *) echo "$a" >> ${JSON.stringify(log)}; break ;; esac; done\nexec ${JSON.stringify(real)} "$@"\n`,
+    { mode: 0o755 },
+  );
+  const path0 = process.env.PATH;
+  process.env.PATH = `${bin}:${path0}`;
+  try {
+    await fn();
+  } finally {
+    process.env.PATH = path0;
+  }
+  // The engine's shared git directory is made once (`init`), by whichever script comes first in this file.
+  return readFileSync(log, "utf8")
+    .split("\n")
+    .filter((s) => s && s !== "init")
+    .sort();
+}
+
 describe("private repositories of one user repository", () => {
   it("32 created at once all succeed, each its own repository, and all are removed", async () => {
     const r = repo();
@@ -58,6 +84,29 @@ describe("private repositories of one user repository", () => {
     await Promise.all(spaces.map((ws) => removeWorkspace(ws)));
     for (const ws of spaces) expect(existsSync(ws.worktree) || existsSync(ws.gitDir)).toBe(false);
   }, 120_000); // ~4 s on an idle 2-core machine; 64 git processes at once on a loaded one take far longer
+
+  it("a workspace is made with one git (its checkout) once git's own init layout is known; its .git is git's", async () => {
+    const r = repo({ "README.md": "# r\n", "src/a.txt": "a\n" });
+    await workspace(r, "w-one-0"); // git's layout for this folder of workspaces is read (one `git init`)
+    let ws: Awaited<ReturnType<typeof workspace>> | undefined;
+    const info = await inspectRepo(r);
+    const made = () => createWorkspace(path.join(tmp, "workspaces"), info, "w-one-1", path.join(tmp, "repos", "w-one-1.git"));
+    expect(await gitStarts(async () => void (ws = await made()))).toEqual(["checkout"]);
+    // The same as `git init --template=` and `git checkout -b` make, with no config or attributes of the user's.
+    const ref = path.join(tmp, `ref-init-${n++}`);
+    const env = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_DIR: undefined, GIT_WORK_TREE: undefined };
+    execFileSync("git", ["init", "-q", "--template=", ref], { env });
+    writeFileSync(path.join(ref, ".git", "objects", "info", "alternates"), path.join(r, ".git", "objects") + "\n");
+    execFileSync("git", ["-C", ref, "checkout", "-q", "-b", ws!.branch, ws!.baseCommit], { env });
+    const listing = (dir: string) =>
+      execFileSync("find", [".", "-not", "-path", "./objects/info/alternates", "-not", "-name", "opencode"], { cwd: path.join(dir, ".git"), encoding: "utf8" })
+        .split("\n")
+        .sort();
+    expect(listing(ws!.worktree)).toEqual(listing(ref));
+    expect(readFileSync(path.join(ws!.worktree, ".git", "config"), "utf8")).toBe(readFileSync(path.join(ref, ".git", "config"), "utf8"));
+    expect(g(ws!.worktree, "status", "--porcelain")).toBe("");
+    expect(g(ws!.worktree, "symbolic-ref", "HEAD")).toBe(`refs/heads/${ws!.branch}`);
+  });
 
   it("git run inside the workspace cannot change the user's repository (hooks, config, refs, index)", async () => {
     const r = repo();
@@ -326,32 +375,6 @@ describe("names that are not valid UTF-8 are shown losslessly", () => {
 });
 
 describe("the git a grading's snapshot starts", () => {
-  /** The git subcommands `fn` starts (a `git` first on PATH logs each; the engine's trusted git takes PATH from the engine). */
-  async function gitStarts(fn: () => Promise<unknown>): Promise<string[]> {
-    const bin = path.join(tmp, `count-bin-${n++}`);
-    const log = path.join(bin, "log");
-    mkdirSync(bin, { recursive: true });
-    writeFileSync(log, "");
-    const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
-    writeFileSync(
-      path.join(bin, "git"),
-      `#!/bin/sh\nskip=\nfor a in "$@"; do if [ -n "$skip" ]; then skip=; continue; fi; case "$a" in --work-tree|-C|-c) skip=1 ;; -*) ;; *) echo "$a" >> ${JSON.stringify(log)}; break ;; esac; done\nexec ${JSON.stringify(real)} "$@"\n`,
-      { mode: 0o755 },
-    );
-    const path0 = process.env.PATH;
-    process.env.PATH = `${bin}:${path0}`;
-    try {
-      await fn();
-    } finally {
-      process.env.PATH = path0;
-    }
-    // The engine's shared git directory is made once (`init`), by whichever script comes first in this file.
-    return readFileSync(log, "utf8")
-      .split("\n")
-      .filter((s) => s && s !== "init")
-      .sort();
-  }
-
   it("the base is read once per base commit, not per worker: later gradings of it start no read-tree or ls-tree", async () => {
     const r = repo({ "README.md": "# r\n", "src/a.txt": "a\n" });
     const [first, second] = [await workspace(r, "w-count-1"), await workspace(r, "w-count-2")];

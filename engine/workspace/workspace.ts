@@ -98,27 +98,31 @@ export async function createWorkspace(
     await moveOntoMirror(worktreesRoot, ws, opts);
     return ws; // a resumed worker keeps its workspace
   }
-  mkdirSync(path.dirname(worktree), { recursive: true });
-  const make = () =>
-    gitScript(NEW_WORKSPACE, {
+  await mkdir(path.dirname(worktree), { recursive: true });
+  const env = { ...userGitEnv(), ...workspaceGitEnv(path.dirname(gitDir)) };
+  const make = async () => {
+    // Its real path: the sandboxes bind the mirrors there.
+    const objects = await realMirror(mirror);
+    // Its own opencode project (see opencodeProjectId).
+    const projectId = opencodeProjectId();
+    if (!opts.importFrom) return newWorkspace(worktree, env, { objects, projectId, branch, base: repo.head });
+    await gitScript(NEW_WORKSPACE, {
       cwd: path.dirname(worktree),
       env: {
-        ...userGitEnv(),
-        ...workspaceGitEnv(path.dirname(gitDir)),
+        ...env,
         OCW_WORKTREE: worktree,
-        // Its real path: the sandboxes bind the mirrors there.
-        OCW_OBJECTS: realpathSync(mirror),
+        OCW_OBJECTS: objects,
         OCW_BRANCH: branch,
         OCW_BASE: repo.head,
         OCW_OBJECT_FORMAT: objectFormat(repo.head),
-        // Its own opencode project (see opencodeProjectId), written by the script: a file write on the engine's thread
-        // took ~8 ms a worker under load.
-        OCW_PROJECT_ID: opencodeProjectId(),
+        OCW_PROJECT_ID: projectId,
         // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
         // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
-        ...(opts.importFrom ? { OCW_IMPORT_FROM: opts.importFrom, OCW_REPO: repo.root } : {}),
+        OCW_IMPORT_FROM: opts.importFrom,
+        OCW_REPO: repo.root,
       },
     });
+  };
   let last: MirrorRefresh | null = existsSync(mirror) ? null : await refresh();
   try {
     await make();
@@ -135,6 +139,88 @@ export async function createWorkspace(
     }
   }
   return ws;
+}
+
+/** A mirror's real path (asked once per mirror: it does not move). */
+const realMirrors = new Map<string, Promise<string>>();
+function realMirror(mirror: string): Promise<string> {
+  let p = realMirrors.get(mirror);
+  if (!p) {
+    if (realMirrors.size >= 256) realMirrors.delete(realMirrors.keys().next().value!);
+    p = realpath(mirror);
+    realMirrors.set(mirror, p);
+    p.catch(() => realMirrors.get(mirror) === p && realMirrors.delete(mirror));
+  }
+  return p;
+}
+
+/**
+ * What `git init --template=` makes in a folder (its folders, then its files: config and HEAD), read once per folder of
+ * workspaces and object format from a repository git made there: the config git writes depends on what it probed of
+ * that file system (file modes, symlinks, case), so it is git's own, not the engine's guess.
+ */
+interface RepoSkeleton {
+  /** The folders no other folder is in. */
+  leaves: string[];
+  files: [string, Buffer][];
+}
+const skeletons = new Map<string, Promise<RepoSkeleton>>();
+function repoSkeleton(parent: string, format: ObjectFormat, env: Record<string, string | undefined>): Promise<RepoSkeleton> {
+  const key = `${parent}\0${format}`;
+  let p = skeletons.get(key);
+  if (!p) {
+    if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value!);
+    p = (async () => {
+      const tmp = path.join(parent, `.ocw-init-${process.pid}-${randomBytes(4).toString("hex")}`);
+      try {
+        const r = await runCommand("git", ["init", "-q", "--template=", ...(format === "sha256" ? ["--object-format=sha256"] : []), tmp], { cwd: parent, env });
+        if (r.exitCode !== 0) throw new GitError(`git init failed in ${parent}: ${gitComplaint(r)}`);
+        const dirs: string[] = [];
+        const files: [string, Buffer][] = [];
+        const walk = async (rel: string): Promise<void> => {
+          for (const e of await readdir(path.join(tmp, rel), { withFileTypes: true })) {
+            const name = path.join(rel, e.name);
+            if (e.isDirectory()) {
+              dirs.push(name);
+              await walk(name);
+            } else if (e.isFile()) files.push([name, await readFile(path.join(tmp, name))]);
+            else throw new GitError(`git init made ${name}, which is neither a file nor a folder`);
+          }
+        };
+        await walk(".git");
+        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path.sep))), files };
+      } finally {
+        await rm(tmp, { recursive: true, force: true });
+      }
+    })();
+    skeletons.set(key, p);
+    p.catch(() => skeletons.get(key) === p && skeletons.delete(key));
+  }
+  return p;
+}
+
+/**
+ * A new private repository (NEW_WORKSPACE without an import) with one process: git's own `init` layout written from
+ * its skeleton, the alternate and the opencode id beside it, then `git checkout -b` of the base. Checked as the script
+ * checks it: a checkout that could not read an object says so but exits 0, leaving the file out: a failure here.
+ */
+async function newWorkspace(
+  worktree: string,
+  env: Record<string, string | undefined>,
+  o: { objects: string; projectId: string; branch: string; base: string },
+): Promise<void> {
+  const skeleton = await repoSkeleton(path.dirname(worktree), objectFormat(o.base), env);
+  const dotGit = path.join(worktree, ".git");
+  // Every folder (the innermost ones, their parents with them), then the files.
+  await Promise.all(skeleton.leaves.map((d) => mkdir(path.join(worktree, d), { recursive: true })));
+  await Promise.all([
+    ...skeleton.files.map(([name, bytes]) => writeFile(path.join(worktree, name), bytes, { flag: "wx" })),
+    writeFile(path.join(dotGit, "objects", "info", "alternates"), `${o.objects}\n`, { flag: "wx" }),
+    writeFile(path.join(dotGit, "opencode"), `${o.projectId}\n`, { flag: "wx" }),
+  ]);
+  const r = await runCommand("git", ["checkout", "-q", "-b", o.branch, o.base], { cwd: worktree, env });
+  const out = `${r.stdout}${r.stderr}`;
+  if (r.exitCode !== 0 || /unable to read|invalid object/.test(out)) throw new GitError(`git failed in ${worktree}: ${gitComplaint(r)}`);
 }
 
 /**
@@ -535,7 +621,7 @@ export async function commitAndCheckOut(
     const over = await snapshotOverCaps(ws, caps, index);
     if (over) throw new SnapshotTooLarge(over);
     await rm(checkoutDir, { recursive: true, force: true });
-    mkdirSync(checkoutDir, { recursive: true });
+    await mkdir(checkoutDir, { recursive: true });
     out = await trustedScript(
       ws,
       COMMIT_AND_CHECK_OUT,
@@ -599,7 +685,7 @@ const plainNames = (only?: string[]): only is string[] =>
 /** A fresh checkout of one of the worker's commits (the graded one, emptied first): the whole tree. */
 export async function checkOutCommit(ws: Workspace, commit: string, checkoutDir: string): Promise<void> {
   await rm(checkoutDir, { recursive: true, force: true });
-  mkdirSync(checkoutDir, { recursive: true });
+  await mkdir(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
     await trustedScript(ws, CHECK_OUT_COMMIT, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex, OCW_COMMIT: commit });
@@ -863,7 +949,7 @@ async function nestedGitOutside(worktree: string, dirs: string[], at: (name: str
  */
 export async function checkOutBase(ws: Workspace, checkoutDir: string, only?: string[]): Promise<{ partial: boolean }> {
   await rm(checkoutDir, { recursive: true, force: true });
-  mkdirSync(checkoutDir, { recursive: true });
+  await mkdir(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   const partial = plainNames(only);
   try {
@@ -1093,9 +1179,19 @@ async function copyPacks(from: string, to: string): Promise<void> {
   }
 }
 
-/** Copies a file of git's (named by its content) whole or not at all: to a temporary name beside it, then linked. */
+/** Places a file of git's (named by its content) whole or not at all: linked, else copied to a temporary name beside it, then linked. */
 async function copyWhole(src: string, dest: string): Promise<void> {
-  if (existsSync(dest)) return;
+  // A hard link where the file system allows it (the engine's folders: no bytes copied, whole at once); git's object
+  // files are named by their content and never written in place, so the two names never differ.
+  try {
+    await link(src, dest);
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return;
+    // EXDEV (another file system), EPERM (links refused), EMLINK: copied instead.
+    if (code !== "EXDEV" && code !== "EPERM" && code !== "EMLINK") throw err;
+  }
   const tmp = path.join(path.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes(6).toString("hex")}`);
   try {
     await copyFile(src, tmp);
