@@ -106,6 +106,9 @@ describe("private repositories of one user repository", () => {
     expect(readFileSync(path.join(ws!.worktree, ".git", "config"), "utf8")).toBe(readFileSync(path.join(ref, ".git", "config"), "utf8"));
     expect(g(ws!.worktree, "status", "--porcelain")).toBe("");
     expect(g(ws!.worktree, "symbolic-ref", "HEAD")).toBe(`refs/heads/${ws!.branch}`);
+    // git's layout was read in the engine's own folder (outside every sandbox), and nothing of it is left there.
+    expect(readdirSync(path.dirname(ws!.gitDir)).filter((f) => f.startsWith(".ocw-init-"))).toEqual([]);
+    expect(readdirSync(path.dirname(ws!.worktree)).filter((f) => f.startsWith("."))).toEqual([]);
   });
 
   it("git run inside the workspace cannot change the user's repository (hooks, config, refs, index)", async () => {

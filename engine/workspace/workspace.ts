@@ -98,14 +98,14 @@ export async function createWorkspace(
     await moveOntoMirror(worktreesRoot, ws, opts);
     return ws; // a resumed worker keeps its workspace
   }
-  await mkdir(path.dirname(worktree), { recursive: true });
+  mkdirSync(path.dirname(worktree), { recursive: true });
   const env = { ...userGitEnv(), ...workspaceGitEnv(path.dirname(gitDir)) };
   const make = async () => {
     // Its real path: the sandboxes bind the mirrors there.
     const objects = await realMirror(mirror);
     // Its own opencode project (see opencodeProjectId).
     const projectId = opencodeProjectId();
-    if (!opts.importFrom) return newWorkspace(worktree, env, { objects, projectId, branch, base: repo.head });
+    if (!opts.importFrom) return newWorkspace(worktree, env, { objects, projectId, branch, base: repo.head, engineDir: path.dirname(gitDir) });
     await gitScript(NEW_WORKSPACE, {
       cwd: path.dirname(worktree),
       env: {
@@ -155,9 +155,11 @@ function realMirror(mirror: string): Promise<string> {
 }
 
 /**
- * What `git init --template=` makes in a folder (its folders, then its files: config and HEAD), read once per folder of
- * workspaces and object format from a repository git made there: the config git writes depends on what it probed of
- * that file system (file modes, symlinks, case), so it is git's own, not the engine's guess.
+ * What `git init --template=` makes (its folders, then its files: config and HEAD), read once per object format from a
+ * repository git made in the engine's folder of worker repositories (`engineDir`: outside every sandbox, so nothing of a
+ * worker's can write into it while it is read; beside the workspaces in the state dir, so on their file system): the
+ * config git writes depends on what it probed of the file system (file modes, symlinks, case), so it is git's own, not
+ * the engine's guess.
  */
 interface RepoSkeleton {
   /** The folders no other folder is in. */
@@ -172,6 +174,7 @@ function repoSkeleton(parent: string, format: ObjectFormat, env: Record<string, 
     if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value!);
     p = (async () => {
       const tmp = path.join(parent, `.ocw-init-${process.pid}-${randomBytes(4).toString("hex")}`);
+      await mkdir(parent, { recursive: true });
       try {
         const r = await runCommand("git", ["init", "-q", "--template=", ...(format === "sha256" ? ["--object-format=sha256"] : []), tmp], { cwd: parent, env });
         if (r.exitCode !== 0) throw new GitError(`git init failed in ${parent}: ${gitComplaint(r)}`);
@@ -207,9 +210,9 @@ function repoSkeleton(parent: string, format: ObjectFormat, env: Record<string, 
 async function newWorkspace(
   worktree: string,
   env: Record<string, string | undefined>,
-  o: { objects: string; projectId: string; branch: string; base: string },
+  o: { objects: string; projectId: string; branch: string; base: string; engineDir: string },
 ): Promise<void> {
-  const skeleton = await repoSkeleton(path.dirname(worktree), objectFormat(o.base), env);
+  const skeleton = await repoSkeleton(o.engineDir, objectFormat(o.base), env);
   const dotGit = path.join(worktree, ".git");
   // Every folder (the innermost ones, their parents with them), then the files.
   await Promise.all(skeleton.leaves.map((d) => mkdir(path.join(worktree, d), { recursive: true })));
@@ -218,7 +221,11 @@ async function newWorkspace(
     writeFile(path.join(dotGit, "objects", "info", "alternates"), `${o.objects}\n`, { flag: "wx" }),
     writeFile(path.join(dotGit, "opencode"), `${o.projectId}\n`, { flag: "wx" }),
   ]);
-  const r = await runCommand("git", ["checkout", "-q", "-b", o.branch, o.base], { cwd: worktree, env });
+  // No hook or fsmonitor of anyone's runs (the new repository has none; the flags make sure of it).
+  const r = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "checkout", "-q", "-b", o.branch, o.base], {
+    cwd: worktree,
+    env,
+  });
   const out = `${r.stdout}${r.stderr}`;
   if (r.exitCode !== 0 || /unable to read|invalid object/.test(out)) throw new GitError(`git failed in ${worktree}: ${gitComplaint(r)}`);
 }
