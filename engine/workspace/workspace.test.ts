@@ -5,6 +5,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import {
+  checkOutBase,
   commitAndCheckOut,
   createWorkspace,
   fullDiff,
@@ -394,6 +395,23 @@ describe("the git a grading's snapshot starts", () => {
     expect(await grades(second)).toEqual(["add", "checkout-index", "commit-tree", "diff", "ls-files", "write-tree"]);
     // The private indexes are gone afterwards.
     expect(readdirSync(path.dirname(first.gitDir)).filter((f) => f.includes(".index-"))).toEqual([]);
+  });
+
+  it("a fresh checkout of the base (the checks' run on it) is one git, from the base's index: every file, or the named ones", async () => {
+    const r = repo({ "README.md": "# r\n", "src/a.txt": "a\n", "-n.txt": "dash\n" });
+    const ws = await workspace(r, "w-base-checkout");
+    await commitWork(ws); // the base's listing is made
+    const whole = path.join(tmp, `base-${n++}`);
+    expect(await gitStarts(() => checkOutBase(ws, whole))).toEqual(["checkout-index"]);
+    expect(execFileSync("find", [".", "-type", "f"], { cwd: whole, encoding: "utf8" }).split("\n").filter(Boolean).sort()).toEqual([
+      "./-n.txt",
+      "./README.md",
+      "./src/a.txt",
+    ]);
+    const some = path.join(tmp, `base-${n++}`);
+    expect(await checkOutBase(ws, some, ["src/a.txt", "-n.txt", "missing.txt"])).toEqual({ partial: true });
+    expect(execFileSync("find", [".", "-type", "f"], { cwd: some, encoding: "utf8" }).split("\n").filter(Boolean).sort()).toEqual(["./-n.txt", "./src/a.txt"]);
+    expect(readFileSync(path.join(some, "src", "a.txt"), "utf8")).toBe("a\n");
   });
 
   it("the shared base index is never written: a sibling graded after a worker is graded on its own files only", async () => {

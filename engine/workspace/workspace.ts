@@ -397,23 +397,6 @@ GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tre
 GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
 `;
 
-/**
- * A fresh checkout of the base commit (the held-back checks run there once, to find the ones that already pass).
- * read-tree + checkout-index, not `checkout -- .`: an empty tree (a first `git commit --allow-empty`) has no path for
- * "." to match, and git then fails with "pathspec '.' did not match any file(s)".
- */
-const CHECK_OUT_BASE = `${TRUSTED}GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_BASE"
-if [ -n "$OCW_CHECKOUT_ONLY" ]; then
-  printf '%s\n' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
-else
-  GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
-fi
-`;
-
-/** The files that differ between two commits (NUL-separated numstat records). */
-const CHANGED_BETWEEN = `${TRUSTED}git $C diff --numstat -z --no-renames "$OCW_FROM" "$OCW_TO"
-`;
-
 /** The environment of the engine's own git: no system or global config, no repository of the worker's, a fixed identity. */
 function trustedEnv(home: string): Record<string, string> {
   return {
@@ -482,9 +465,10 @@ const scriptsOf = new Map<string, Promise<unknown>>();
 
 /**
  * A trusted script (a fixed sh text), or one git command with the trusted flags, its private index (GIT_INDEX_FILE) and
- * the workspace as its work tree: no shell started where one command does.
+ * the workspace (or `workTree`) as its work tree: no shell started where one command does. `allowFail`: its exit code
+ * is not looked at (a script's `|| :`).
  */
-type TrustedRun = string | { git: string[] };
+type TrustedRun = string | { git: string[]; workTree?: string; allowFail?: boolean };
 
 /** Runs a trusted script on a worker's objects, with a private index that is removed afterwards. */
 function trustedScript(ws: Workspace, script: TrustedRun, inputs: Record<string, string>, opts: TrustedScriptOptions = {}): Promise<string> {
@@ -555,11 +539,11 @@ async function runTrustedScript(ws: Workspace, script: TrustedRun, inputs: Recor
     if (typeof script === "string") return await gitScript(script, { cwd: ws.gitDir, env, lossless: !opts.bytes, bytes: opts.bytes });
     const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
       cwd: ws.gitDir,
-      env: { ...env, GIT_INDEX_FILE: index, GIT_WORK_TREE: ws.worktree },
+      env: { ...env, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
       lossless: !opts.bytes,
       bytes: opts.bytes,
     });
-    if (r.exitCode !== 0) throw new GitError(`git ${script.git[0]} failed in ${ws.gitDir}: ${gitComplaint(r)}`);
+    if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${ws.gitDir}: ${gitComplaint(r)}`);
     return r.stdout;
   } finally {
     if (!opts.index?.keep) await rm(index, { force: true });
@@ -960,11 +944,11 @@ export async function checkOutBase(ws: Workspace, checkoutDir: string, only?: st
   const checkoutIndex = `${checkoutDir}.index`;
   const partial = plainNames(only);
   try {
-    await trustedScript(ws, CHECK_OUT_BASE, {
-      OCW_CHECKOUT: checkoutDir,
-      OCW_CHECKOUT_INDEX: checkoutIndex,
-      OCW_CHECKOUT_ONLY: partial ? checkoutList(only) : "",
-    });
+    // The base's own index (a copy of its listing's: no read-tree), checked out by one git, no shell. A named path the
+    // index does not hold (a folder above a file, a missing file) is git's complaint only: partialHolds decides.
+    await baseIndexInto(ws, checkoutIndex);
+    const args = partial ? ["checkout-index", "-f", "-q", "--", ...checkoutList(only).split("\n")] : ["checkout-index", "-a", "-f", "-q"];
+    await trustedScript(ws, { git: args, workTree: checkoutDir, allowFail: partial }, {}, { index: { path: checkoutIndex, keep: true } });
   } finally {
     await rm(checkoutIndex, { force: true });
   }
@@ -974,7 +958,7 @@ export async function checkOutBase(ws: Workspace, checkoutDir: string, only?: st
 /** The files that differ between two of the worker's graded commits (a round and the one before). */
 export async function changedBetween(ws: Workspace, from: string, to: string): Promise<string[]> {
   if (from === to) return [];
-  return parseNumstatAndStat(await trustedScript(ws, CHANGED_BETWEEN, { OCW_FROM: from, OCW_TO: to })).changed;
+  return parseNumstatAndStat(await trustedScript(ws, { git: ["diff", "--numstat", "-z", "--no-renames", from, to] }, {})).changed;
 }
 
 /**
