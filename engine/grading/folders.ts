@@ -3,7 +3,7 @@
 // is not root until its folders are made writable again, and a failed delete must never fail a grading or pile up.
 import { randomBytes } from "node:crypto";
 import { renameSync } from "node:fs";
-import { chmod, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
+import { chmod, lstat, mkdir, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 
 const DISCARDED = ".discarded-";
@@ -17,17 +17,6 @@ export function discard(dir: string): void {
   const away = awayName(dir);
   try {
     renameSync(dir, away);
-  } catch {
-    return; // never made, or already gone
-  }
-  removeLater(away);
-}
-
-/** discard, the rename off the engine's thread: the folder is out of the way once this resolves. */
-export async function discardAway(dir: string): Promise<void> {
-  const away = awayName(dir);
-  try {
-    await rename(dir, away);
   } catch {
     return; // never made, or already gone
   }

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { checkOutCommit, commitAndCheckOut, createWorkspace, gradedStoreOf, inspectRepo, partialHolds } from "../workspace/workspace";
-import { discard, discardAway, sweepDiscarded } from "./folders";
+import { discard, sweepDiscarded } from "./folders";
 import { baselineChecks, baselineInFreshWorkspace, grade, type GradeInput } from "./grade";
 import { flaggedChanges } from "../workspace/land";
 
@@ -229,7 +229,7 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
       for (let i = 0; i < 40; i++) mkdirSync(path.join(dir, `w-${i}`, "deep"), { recursive: true });
       discard(path.join(dir, "w-0"));
       await vi.advanceTimersByTimeAsync(200);
-      await discardAway(path.join(dir, "w-1"));
+      discard(path.join(dir, "w-1"));
       await vi.advanceTimersByTimeAsync(200);
       // Out of the way at once, deleted only once no grading discarded anything for a while.
       expect(readdirSync(dir).filter((d) => /^w-[01]$/.test(d))).toEqual([]);
