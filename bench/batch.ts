@@ -51,6 +51,8 @@ export interface EngineBatch {
   opencodeChildrenCpuSec: number | null;
   /** How the batch's workers were contained ("bwrap" / "none"), from their records. */
   sandbox: string[];
+  /** HTTP requests the bridge made to the engine's API during the batch (the engine's count for its MCP client name). */
+  bridgeRequests: number | null;
 }
 
 /** The scripted target both sides run on: the same id, model, endpoint and slots, so opencode's config is the same. */
@@ -75,6 +77,12 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   const ocBefore = rssMbOf(oc);
   const ocPeak = samplePeak(oc);
   const ocCpu = cpuWithChildren(oc);
+  // The bridge names itself "mcp:<client name>"; the engine counts that caller's API requests (its `clients` list).
+  const bridgeRequests = async () => {
+    const all = await engine.client.clients.query().catch(() => null);
+    return all ? all.filter((c) => c.kind === "mcp").reduce((n, c) => n + c.requests, 0) : null;
+  };
+  const requestsBefore = await bridgeRequests();
   let calls = 0;
   let resultChars = 0;
   const callMs: Record<string, number[]> = {};
@@ -104,6 +112,7 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
     await Promise.all(r.pending.map((p) => call("approve", { askId: p.askId, decision: "once" })));
   }
   const wallMs = Date.now() - t0;
+  const requestsAfter = await bridgeRequests();
   await untilQuiet([enginePid, oc, helper]);
   const rssMb = peak.stop();
   const ocPeakMb = oc === null ? null : round(ocPeak.stop());
@@ -134,6 +143,7 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
     opencodeRssMbPeak: ocPeakMb,
     starts,
     sandbox,
+    bridgeRequests: requestsBefore !== null && requestsAfter !== null ? requestsAfter - requestsBefore : null,
     opencodeCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.self - ocCpu.self, 2) : null,
     opencodeChildrenCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.children - ocCpu.children, 2) : null,
   };
@@ -228,6 +238,8 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
       const built = await Promise.all(Array.from({ length: n }, (_, i) => one(dir, i, `${tag}-w${i}`, `BENCH-BATCH ${i} ${tag}`)));
       const wallMs = Date.now() - t0;
       const p = round(peak.stop());
+      // As the engine's serve is measured (batchThroughMcp): until it is quiet, so what a batch leaves running counts too.
+      await untilQuiet([pid]);
       const cpu1 = cpuWithChildren(pid);
       cleanup(dir);
       return {

@@ -144,7 +144,7 @@ try {
           wall: r.wallMs,
           tail: r.wallMs - lastFirst,
           load,
-          detail: `${detail}; engine CPU ${r.cpuSec}+${r.childrenCpuSec} s, bridge ${r.bridgeCpuSec} s, opencode ${r.opencodeCpuSec}+${r.opencodeChildrenCpuSec} s; calls ${JSON.stringify(Object.fromEntries(Object.entries(r.callMs).map(([k, v]) => [k, v.length + "×" + med(v)])))}; waits returned at ${r.callMs.waitReturnedAt?.join(",")}; built ${r.built}${extra}`,
+          detail: `${detail}; engine CPU ${r.cpuSec}+${r.childrenCpuSec} s, bridge ${r.bridgeCpuSec} s (${r.bridgeRequests} requests), opencode ${r.opencodeCpuSec}+${r.opencodeChildrenCpuSec} s; calls ${JSON.stringify(Object.fromEntries(Object.entries(r.callMs).map(([k, v]) => [k, v.length + "×" + med(v)])))}; waits returned at ${r.callMs.waitReturnedAt?.join(",")}; built ${r.built}${extra}`,
           execs,
         });
       } else {

@@ -11,7 +11,7 @@
 // The token is always in a header, never a cookie (no request sends one: a browser sends cookies for 127.0.0.1 to
 // every port, so a dev server a worker starts would get it). Subscriptions use a fetch-based event stream (the
 // `eventsource` package with a custom fetch), since the browser's EventSource cannot send headers.
-import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink, type TRPCClient, type TRPCLink } from "@trpc/client";
+import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink, type TRPCClient, type TRPCLink } from "@trpc/client";
 import type { AnyTRPCRouter, initTRPC } from "@trpc/server";
 import { EventSource } from "eventsource";
 import { API_PATH, CLIENT_HEADER } from "./api";
@@ -60,6 +60,9 @@ export function authedFetch(address: EngineAddress, client: ClientKind) {
   };
 }
 
+/** Queries that may take long by design (a bounded wait): each is sent in a request of its own. */
+export const LONG_QUERIES: ReadonlySet<string> = new Set(["workers.wait"]);
+
 /** A typed client of a running engine, naming its caller on every request. */
 export function createEngineClient<R extends AnyTRPCRouter>(address: EngineAddress, client: ClientKind): TRPCClient<R> {
   const url = `${address.origin}${API_PATH}`;
@@ -68,7 +71,12 @@ export function createEngineClient<R extends AnyTRPCRouter>(address: EngineAddre
   const link = splitLink<Plain>({
     condition: (op) => op.type === "subscription",
     true: httpSubscriptionLink<Plain, typeof EventSource>({ url, EventSource, eventSourceOptions: { fetch: authedFetch(address, client) as never } }),
-    false: httpBatchLink<Plain>({ url, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies as never }),
+    // A batch answers when its slowest call does: a query that waits (workers.wait) goes alone, never holding up others.
+    false: splitLink<Plain>({
+      condition: (op) => LONG_QUERIES.has(op.path),
+      true: httpLink<Plain>({ url, headers, methodOverride: "POST", fetch: noCookies as never }),
+      false: httpBatchLink<Plain>({ url, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies as never }),
+    }),
   });
   return createTRPCClient<R>({ links: [link as unknown as TRPCLink<R>] });
 }

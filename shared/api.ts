@@ -79,7 +79,8 @@ export const ReviewInput = WorkerRef.extend({
   comments: z.array(ReviewComment).min(1, "a review needs at least one comment").max(200, "at most 200 comments per review"),
   message: z.string().max(20_000).optional(),
 });
-export const DecideInput = Decision;
+/** `withWorker`: answer with the ask's worker's slim picture too (shared/wait.ts WaitWorker). */
+export const DecideInput = Decision.extend({ withWorker: z.boolean().optional() });
 export const EventsInput = z.object({ lastEventId: z.string().nullish() });
 export const ListInput = z
   .object({

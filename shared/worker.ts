@@ -438,4 +438,4 @@ export function workerTitle(spec: { title?: string; task: string }, max = 100): 
   return t.length <= max ? t : `${t.slice(0, Math.max(0, max - 1))}…`;
 }
 
-export const pendingAsks = (w: Worker) => w.asks.filter((a) => a.status === "pending");
+export const pendingAsks = (w: Pick<Worker, "asks">) => w.asks.filter((a) => a.status === "pending");

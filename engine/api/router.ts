@@ -31,7 +31,9 @@ import { Grade } from "../../shared/grade";
 import { AttemptGroupRef } from "../../shared/attempts";
 import { ledger } from "../../shared/ledger";
 import { firstIssue } from "../../shared/issues";
-import { PolicyRule, type DecidedBy } from "../../shared/permission";
+import { PolicyRule, type DecidedBy, type PermissionAsk } from "../../shared/permission";
+import { slimWorker, WaitInput, type WaitWorker } from "../../shared/wait";
+import { waitForNews, waitStream } from "./wait";
 import { explainPolicy } from "../approvals";
 import { cancelLlamaBuild, llamaBuildJob, startLlamaBuild } from "../serving/llama-build";
 import { hardwareSummary } from "../hardware";
@@ -210,6 +212,13 @@ export const appRouter = t.router({
     attempts: proc.input(AttemptGroupRef).query(({ ctx, input }) => ctx.engine.attemptGroup(input.groupId)),
     attemptGroups: proc.query(({ ctx }) => ctx.engine.attemptGroups()),
     batch: proc.input(BatchRef).query(({ ctx, input }) => ctx.engine.batch(input.batchId)),
+    /**
+     * Waits (bounded) until there is news for the caller — an ask or a finished worker it was not shown — or every
+     * worker is at rest; answers slim pictures and the batch's summary (shared/wait.ts). One request per wait.
+     */
+    wait: proc.input(WaitInput).query(({ ctx, input, signal }) => waitForNews(ctx.engine, input, { signal })),
+    /** wait, with a progress line per event worth showing while it waits; the result comes last. */
+    waitStream: proc.input(WaitInput).subscription(({ ctx, input, signal }) => waitStream(ctx.engine, input, signal)),
     steer: proc.input(SteerInput).mutation(async ({ ctx, input }) => {
       await ctx.engine.steer(input.workerId, input.text, ctx.by);
       return ctx.engine.get(input.workerId);
@@ -245,7 +254,12 @@ export const appRouter = t.router({
   }),
   approvals: t.router({
     list: proc.query(({ ctx }) => ctx.engine.pendingAsks()),
-    decide: proc.input(DecideInput).mutation(({ ctx, input }) => ctx.engine.decide(input, ctx.by)),
+    /** `withWorker`: the answer carries its worker's slim picture too (shared/wait.ts), so a caller needs no second request. */
+    decide: proc.input(DecideInput).mutation(async ({ ctx, input }): Promise<PermissionAsk & { worker?: WaitWorker }> => {
+      const { withWorker, ...decision } = input;
+      const ask = await ctx.engine.decide(decision, ctx.by);
+      return withWorker ? { ...ask, worker: slimWorker(ctx.engine.get(ask.workerId)) } : ask;
+    }),
     /** "always" answers the engine holds (opencode only ever hears "once"); each is revocable. */
     grants: proc.query(({ ctx }) => ctx.engine.grants()),
     revokeGrant: proc

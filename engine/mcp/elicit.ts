@@ -98,17 +98,23 @@ export async function offerAsk(opts: {
   const onAbort = () => ac.abort();
   opts.signal?.addEventListener("abort", onAbort, { once: true });
   let resolvedElsewhere = false;
-  // Withdraw the form as soon as the ask stops being pending anywhere.
-  const watcher = follow(opts.client, [ask.workerId], {
-    until: (ws) => ws.get(ask.workerId)?.asks.find((a) => a.id === ask.id)?.status !== "pending",
-    signal: ac.signal,
-  })
-    .then((r) => {
-      if (r.reason !== "aborted") {
-        resolvedElsewhere = true;
-        ac.abort();
-      }
-    })
+  // Withdraw the form as soon as the ask stops being pending anywhere: the engine waits for that, one request at a time
+  // (no stream of every engine event while the person reads the form).
+  const gone = () => {
+    resolvedElsewhere = true;
+    ac.abort();
+  };
+  const watcher = watchAsk(opts.client, ask, ac.signal)
+    .then((r) => (r === "gone" ? gone() : undefined))
+    // An engine older than this bridge has no workers.wait: follow its events, as before.
+    .catch(() =>
+      ac.signal.aborted
+        ? undefined
+        : follow(opts.client, [ask.workerId], {
+            until: (ws) => ws.get(ask.workerId)?.asks.find((a) => a.id === ask.id)?.status !== "pending",
+            signal: ac.signal,
+          }).then((r) => (r.reason !== "aborted" ? gone() : undefined)),
+    )
     .catch(() => undefined);
   const form = formFor(ask, opts.title);
   try {
@@ -144,4 +150,23 @@ export async function offerAsk(opts: {
     opts.signal?.removeEventListener("abort", onAbort);
     await watcher;
   }
+}
+
+/**
+ * Until `ask` is no longer pending ("gone"), the signal aborts ("aborted"), or its worker is at rest with the ask still
+ * pending ("stop": nothing more will change it). Each round is one engine wait; another ask of the worker ends a round.
+ */
+async function watchAsk(client: EngineClient, ask: PermissionAsk, signal: AbortSignal): Promise<"gone" | "aborted" | "stop"> {
+  let shown = [ask.id];
+  while (!signal.aborted) {
+    const r = await client.workers.wait.query(
+      { workerIds: [ask.workerId], shownAsks: shown, shownFinished: [ask.workerId], untilGone: ask.id, timeoutMs: 600_000, diffs: false },
+      { signal },
+    );
+    const w = r.workers[0];
+    if (!w?.asks.some((a) => a.id === ask.id)) return "gone";
+    if (r.reason === "settled" || r.reason === "aborted") return r.reason === "aborted" ? "aborted" : "stop";
+    shown = w.asks.map((a) => a.id);
+  }
+  return "aborted";
 }

@@ -69,7 +69,7 @@ export function pendingItem(a: PermissionAsk, worktree?: string | null): Pending
 }
 
 /** Tokens (input + output + reasoning), cost as the provider reports it (0 when it reports none) and seconds worked. */
-export function totalsOf(ws: Worker[], now = Date.now()): Totals {
+export function totalsOf(ws: Pick<Worker, "usage" | "startedAt" | "endedAt">[], now = Date.now()): Totals {
   let tokens = 0;
   let cost = 0;
   let sec = 0;
@@ -81,7 +81,7 @@ export function totalsOf(ws: Worker[], now = Date.now()): Totals {
   return { tokens, cost: Math.round(cost * 10_000) / 10_000, sec: Math.round(sec * 10) / 10 };
 }
 
-export function elapsedSec(w: Worker, now = Date.now()): number {
+export function elapsedSec(w: Pick<Worker, "startedAt" | "endedAt">, now = Date.now()): number {
   if (w.startedAt === null) return 0;
   return secs((w.endedAt ?? now) - w.startedAt);
 }
@@ -118,7 +118,7 @@ export function slotsOf(list: { targetId: string; slots: number; inUse: number; 
 }
 
 /** One aggregate state for a set of workers (a batch): the worker's own state when there is one. */
-export function aggregateState(ws: Worker[]): string {
+export function aggregateState(ws: Pick<Worker, "state" | "asks">[]): string {
   if (ws.length === 1) return ws[0]!.state;
   if (ws.every((w) => isAtRest(w.state))) return "settled";
   if (ws.some((w) => pendingAsks(w).length)) return "waiting-approval";

@@ -8,7 +8,6 @@ import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/proto
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { AttemptGroup } from "../../shared/attempts";
-import type { EngineEvent } from "../../shared/events";
 import { isAtRest, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { VERSION } from "../../shared/api";
@@ -35,8 +34,12 @@ import { INSTRUCTIONS } from "./instructions";
 import { askView } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
-import { follow, nextEvent } from "../api/follow";
+import { follow } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
+import type { WaitBatch, WaitInput, WaitResult, WaitWorker } from "../../shared/wait";
+
+/** The longest wait input sent as a stream (its input is in the URL); longer ones ask without progress lines. */
+const STREAM_INPUT_MAX = 6000;
 
 /** How long delegate looks for the checks' run on the base commit before it answers (it never delays the worker). */
 const BASELINE_WAIT_MS = 8000;
@@ -81,7 +84,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   /** Workers this session delegated: what a wait with no ids waits on. */
   const mine = new Set<string>();
   /** What this session's waits have shown already, so that each wait reports only what changed since the last. */
-  const shown = { asks: new Set<string>(), finished: new Set<string>() };
+  const shown = {
+    /** Asks shown, while they may still be pending (an answered one never is again): its worker and the worker's batch. */
+    asks: new Map<string, { workerId: string; batchId: string | null }>(),
+    /** Workers shown finished, with their batch. */
+    finished: new Map<string, string | null>(),
+  };
   /** Asks this session offered as a form: a declined form is not offered again. */
   const offered = new Set<string>();
 
@@ -448,42 +456,24 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           : null;
       const t0 = Date.now();
       const deadline = t0 + timeoutSec * 1000;
-      let ids: string[];
-      if (args.workerId) ids = [(await call((c) => c.workers.get.query({ workerId: args.workerId! }))).id];
-      else if (args.batchId) ids = (await call((c) => c.workers.batch.query({ batchId: args.batchId! }))).workerIds;
-      else if (args.workerIds)
-        ids = [...new Set(await Promise.all(args.workerIds.map((id) => call((c) => c.workers.get.query({ workerId: id })).then((w) => w.id))))];
+      // What to wait on, as the engine's wait takes it: the engine resolves the ids (an unknown one is its coded error).
+      let target: { workerIds: string[]; unfinished?: boolean } | { batchId: string };
+      if (args.workerId) target = { workerIds: [args.workerId] };
+      else if (args.batchId) target = { batchId: args.batchId };
+      else if (args.workerIds) target = { workerIds: args.workerIds };
       else {
         if (!mine.size)
           throw new ToolError(
             "this session has delegated no workers yet: give workerId, workerIds or batchId (workers {directory} lists the workers of a repository, from earlier sessions too)",
           );
-        const all = await Promise.all([...mine].map((id) => call((c) => c.workers.get.query({ workerId: id }))));
-        const open = all.filter((w) => !isAtRest(w.state));
-        ids = (open.length ? open : all).map((w) => w.id);
+        target = { workerIds: [...mine], unfinished: true };
       }
-      // A batch's pictures come in one request, not one per worker (a wait reads them twice; 32 workers: 8 requests).
-      const batchList = args.batchId ? () => call((c) => c.workers.list.query({ batchId: args.batchId! })) : undefined;
-      const pictures = async (): Promise<Worker[]> => {
-        if (!batchList) return Promise.all(ids.map((id) => call((c) => c.workers.get.query({ workerId: id }))));
-        const byId = new Map((await batchList()).map((w) => [w.id, w]));
-        return ids.map((id) => byId.get(id)).filter((w): w is Worker => !!w);
+      // What this session's waits have shown of these workers: only that is sent (a batch's by its id, others by theirs).
+      const concerns = (workerId: string, batchId: string | null) => ("batchId" in target ? batchId === target.batchId : target.workerIds.includes(workerId));
+      const seen = {
+        shownAsks: [...shown.asks].filter(([, s]) => concerns(s.workerId, s.batchId)).map(([id]) => id),
+        shownFinished: [...shown.finished].filter(([id, batchId]) => concerns(id, batchId)).map(([id]) => id),
       };
-      // News for this caller: an ask no wait of this session has shown, or a worker finished since its last wait.
-      const newAsk = (w: Worker) => pendingAsks(w).some((a) => !shown.asks.has(a.id));
-      const newlyFinal = (w: Worker) => isAtRest(w.state) && !shown.finished.has(w.id);
-      const client = await link.client();
-      // A batch goes on after its workers end (tasks that come after others start, integration checks run): while every
-      // worker it has is finished but the batch is not done, wait for the batch's own next event.
-      if (args.batchId) {
-        for (;;) {
-          const cursor = (await client.health.query()).cursor;
-          const b = await call((c) => c.workers.batch.query({ batchId: args.batchId! }));
-          ids = b.workerIds;
-          if (b.done || !b.workerIds.every((id) => isAtRest(b.states[id]!)) || Date.now() >= deadline || extra.signal.aborted) break;
-          if (!(await nextBatchEvent(client, cursor, args.batchId, deadline - Date.now(), extra.signal))) break;
-        }
-      }
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
       let lastProgress = 0;
@@ -499,44 +489,77 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           })
           .catch(() => undefined);
       };
+      const useForms = args.elicit !== false && canElicit(server.server);
+      let announced = false;
+      const announce = (ids: string[]) => {
+        if (announced) return;
+        announced = true;
+        progress(`waiting on ${ids.length === 1 ? ids[0] : `${ids.length} workers`}`);
+      };
+      // Ids the caller named are the ones waited on: said at once (a batch's, or the session's unfinished ones, once
+      // the engine says which).
+      if ("workerIds" in target && !target.unfinished) announce([...new Set(target.workerIds)]);
+      /** One request: the engine waits for news (its answer holds the pictures and the batch's summary). */
+      const engineWait = (timeoutMs: number): Promise<WaitResult> => {
+        // An ask's diff is read only by a form (wait's own output names the path): without forms, it stays in the engine.
+        const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...(mine.size ? { also: [...mine] } : {}) };
+        if (token === undefined) return call((c) => c.workers.wait.query(input, { signal: extra.signal }));
+        // A stream's input travels in its URL: a session of very many workers asks without the event lines instead.
+        if (JSON.stringify(input).length > STREAM_INPUT_MAX) {
+          if (!announced) progress(`waiting on ${"batchId" in target ? `batch ${target.batchId}` : `${target.workerIds.length} workers`}`);
+          announced = true;
+          return call((c) => c.workers.wait.query(input, { signal: extra.signal }));
+        }
+        // With progress wanted: the engine streams a line per event worth showing of these workers, then the answer.
+        // A stream that fails (or an engine older than this bridge, which has none: its 404 says only that) is asked
+        // again as a plain wait for the time left, whose error, if any, is the engine's own coded one.
+        const ends = Date.now() + input.timeoutMs;
+        return link
+          .client()
+          .then((client) => streamWait(client, input, extra.signal, { following: announce, note: progress }))
+          .catch((err: unknown) => {
+            if (extra.signal.aborted) throw err;
+            log(`wait: the event stream failed (${(err as Error)?.message ?? String(err)}); waiting without its lines`);
+            const rest = { ...input, timeoutMs: Math.max(0, ends - Date.now()) };
+            return call((c) => c.workers.wait.query(rest, { signal: extra.signal }));
+          });
+      };
       const heartbeat = token !== undefined ? setInterval(() => progress(lastNote), 10_000) : undefined;
       const answeredInForm: { askId: string; decision: string }[] = [];
-      const useForms = args.elicit !== false && canElicit(server.server);
+      // News for this caller: an ask no wait of this session has shown, or a worker finished since its last wait.
+      const newAsk = (w: WaitWorker) => pendingAsks(w).some((a) => !shown.asks.has(a.id));
+      const newlyFinal = (w: WaitWorker) => isAtRest(w.state) && !shown.finished.has(w.id);
       let reason: z.infer<typeof S.WaitOutput>["reason"];
-      let workers: Map<string, Worker>;
+      let r: WaitResult;
       try {
-        progress(`waiting on ${ids.length === 1 ? ids[0] : `${ids.length} workers`}`);
         for (;;) {
-          const r = await follow(client, ids, {
-            load: batchList,
-            until: (ws) => [...ws.values()].some((w) => newAsk(w) || newlyFinal(w)),
-            timeoutMs: Math.max(1, deadline - Date.now()),
-            signal: extra.signal,
-            onEvent: (e, ws) => {
-              const note = describe(e, ws);
-              if (note) progress(note);
-            },
-          });
-          workers = r.workers;
+          try {
+            r = await engineWait(deadline - Date.now());
+          } catch (err) {
+            // A cancelled call's result never reaches the caller: what it held stays news.
+            if (extra.signal.aborted) throw new ToolError("the wait was cancelled");
+            throw err;
+          }
           reason =
             r.reason === "settled"
               ? "settled"
-              : r.reason === "until"
-                ? [...r.workers.values()].some(newAsk)
+              : r.reason === "news"
+                ? r.workers.some(newAsk)
                   ? "approval-pending"
                   : "worker-settled"
                 : r.reason === "timeout"
                   ? "timeout"
                   : "cancelled";
           if (reason !== "approval-pending" || !useForms) break;
+          const workers = new Map(r.workers.map((w) => [w.id, w]));
           // A form is offered once per session: a declined one is not shown again on the next wait.
-          const ask = [...workers.values()].flatMap((w) => pendingAsks(w)).find((a) => !offered.has(a.id));
+          const ask = r.workers.flatMap((w) => pendingAsks(w)).find((a) => !offered.has(a.id));
           if (!ask) break;
           offered.add(ask.id);
           progress(`asking the person about ${ask.workerId}'s ${ask.tool}`);
           const outcome = await offerAsk({
             server: server.server,
-            client,
+            client: await link.client(),
             decider: () => link.client(`person:${clientName()} (form)`),
             // The person reads repository-relative paths, not the engine's private workspace.
             ask: {
@@ -544,7 +567,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
               what: askWhat(ask, workers.get(ask.workerId)?.worktree),
               ...(ask.diff ? { diff: askWhat({ what: ask.diff }, workers.get(ask.workerId)?.worktree) } : {}),
             },
-            title: titleOf(workers.get(ask.workerId)!),
+            title: workers.get(ask.workerId)!.title,
             timeoutMs: deadline - Date.now(),
             signal: extra.signal,
             log,
@@ -557,9 +580,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           }
           if (Date.now() >= deadline) {
             // Out of time: report the picture as it is now.
-            const fresh = await follow(client, ids, { load: batchList, timeoutMs: 1, until: () => true });
-            workers = fresh.workers;
-            reason = [...workers.values()].every((w) => isAtRest(w.state)) ? "settled" : [...workers.values()].some(newAsk) ? "approval-pending" : "timeout";
+            r = await engineWait(0);
+            reason = r.workers.every((w) => isAtRest(w.state)) ? "settled" : r.workers.some(newAsk) ? "approval-pending" : "timeout";
             break;
           }
           // answered / resolved elsewhere / declined: keep waiting (a declined ask ends the next round at once).
@@ -567,11 +589,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       } finally {
         clearInterval(heartbeat);
       }
-      // A fresh picture: an ask and the state change it causes arrive as two events; report both.
-      const [list, batch] = await Promise.all([
-        extra.signal.aborted ? ids.map((id) => workers!.get(id)!).filter(Boolean) : pictures(),
-        args.batchId ? batchStats(args.batchId) : null,
-      ]);
+      // The engine's answer is the picture as it was when it answered: an ask and the state change it causes both.
+      const list = r!.workers;
+      const ids = r!.workerIds;
+      const batch = r!.batch ? batchStatsOf(r!.batch) : null;
       // A batch goes on after its workers end: tasks that come after others start, the integration checks run.
       const settled = list.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
       if (batch && batch.done === false && reason! === "settled") reason = "worker-settled";
@@ -580,8 +601,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const finished = list.filter(newlyFinal);
       // A cancelled call's result never reaches the caller: what it held stays news.
       if (!extra.signal.aborted) {
-        for (const { a } of fresh) shown.asks.add(a.id);
-        for (const w of finished) shown.finished.add(w.id);
+        for (const { a, w } of fresh) shown.asks.set(a.id, { workerId: w.id, batchId: w.batchId });
+        for (const w of finished) shown.finished.set(w.id, w.batchId);
+        // An ask shown before that is no longer pending never is again: not sent with later waits.
+        const open = new Set(unanswered.map(({ a }) => a.id));
+        const here = new Set(ids);
+        for (const [id, s] of shown.asks) if (here.has(s.workerId) && !open.has(id)) shown.asks.delete(id);
       }
       const counts: Record<string, number> = {};
       for (const w of list) counts[w.state] = (counts[w.state] ?? 0) + 1;
@@ -589,10 +614,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const now = Date.now();
       // When this wait settles and the session delegated other workers too: the whole session's totals.
       const others = [...mine].filter((id) => !ids.includes(id));
-      const session =
-        settled && others.length
-          ? totalsOf([...list, ...(await Promise.all(others.map((id) => call((c) => c.workers.get.query({ workerId: id })))))], now)
-          : null;
+      let session: z.infer<typeof S.Totals> | null = null;
+      if (settled && others.length) {
+        const got = new Map(r!.also.map((w) => [w.id, w]));
+        // Delegated while this wait ran (another call of this session): not in the engine's answer.
+        const late = await Promise.all(others.filter((id) => !got.has(id)).map((id) => call((c) => c.workers.get.query({ workerId: id }))));
+        session = totalsOf([...list, ...others.map((id) => got.get(id)).filter((w): w is WaitWorker => !!w), ...late], now);
+      }
       const older = unanswered.length - fresh.length;
       const next =
         (fresh.length
@@ -627,16 +655,15 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
   );
 
-  async function batchStats(batchId: string): Promise<z.infer<typeof S.BatchStats>> {
-    const b = await call((c) => c.workers.batch.query({ batchId }));
+  function batchStatsOf(b: WaitBatch): z.infer<typeof S.BatchStats> {
     const r = b.integration?.result ?? null;
     return {
-      batchId,
+      batchId: b.id,
       settled: b.settled,
       built: b.built,
       honest: b.honest,
       graded: b.graded,
-      total: b.tasks.length || b.workerIds.length,
+      total: b.total,
       builtRate: b.builtRate,
       honestRate: b.honestRate,
       verdict: b.verdict,
@@ -653,7 +680,6 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         : null,
     };
   }
-
   // ---------------- pending_approvals ----------------
   register(
     "pending_approvals",
@@ -725,15 +751,18 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       if (args.batchId) return approveBatch(args.batchId, args.decision, args.message);
       if (!args.askId) throw new ToolError("askId is required (see wait / pending_approvals), or batchId to answer a batch's in-scope edits alike");
       const askId = args.askId;
+      // One request: the answer carries the worker's picture (an engine older than this bridge leaves it out).
       const ask = await call((c) =>
         c.approvals.decide.mutate({
           askId,
           decision: args.decision as "once",
           ...(args.message ? { message: args.message } : {}),
           ...(args.answers ? { answers: args.answers } : {}),
+          withWorker: true,
         }),
       );
-      const w = await call((c) => c.workers.get.query({ workerId: ask.workerId }));
+      if (ask.status !== "pending") shown.asks.delete(ask.id);
+      const w = ask.worker ?? (await call((c) => c.workers.get.query({ workerId: ask.workerId })));
       return {
         askId: ask.id,
         workerId: ask.workerId,
@@ -1192,17 +1221,41 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 
 // ---------- helpers ----------
 
-/** Resolves true at the batch's next event after `cursor` (a task started or skipped, the integration ran), false at the deadline, on abort or a failed stream. */
-function nextBatchEvent(client: EngineClient, cursor: string, batchId: string, ms: number, signal: AbortSignal): Promise<boolean> {
-  return nextEvent(
-    client,
-    cursor,
-    (e) => e.type === "reset" || (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId),
-    { timeoutMs: ms, signal },
-  ).then(
-    (r) => r === "event",
-    () => false,
-  );
+/**
+ * workers.waitStream: the engine's wait as one stream — the workers it follows, a line per event worth showing, then
+ * its answer. Rejects when the stream fails, ends without an answer, or `signal` aborts (the stream is closed then).
+ */
+function streamWait(
+  client: EngineClient,
+  input: WaitInput,
+  signal: AbortSignal,
+  on: { following: (ids: string[]) => void; note: (line: string) => void },
+): Promise<WaitResult> {
+  return new Promise((resolve, reject) => {
+    let ended = false;
+    let sub: { unsubscribe(): void } | null = null;
+    const end = (fn: () => void) => {
+      if (ended) return;
+      ended = true;
+      signal.removeEventListener("abort", onAbort);
+      sub?.unsubscribe();
+      fn();
+    };
+    const onAbort = () => end(() => reject(new Error("the wait was cancelled")));
+    signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) return onAbort();
+    sub = client.workers.waitStream.subscribe(input, {
+      onData: (item) => {
+        if (ended) return;
+        if ("result" in item) end(() => resolve(item.result));
+        else if ("note" in item) on.note(item.note);
+        else on.following(item.following);
+      },
+      onError: (err) => end(() => reject(err)),
+      onComplete: () => end(() => reject(new Error("the engine ended the wait without an answer"))),
+    });
+    if (ended) sub.unsubscribe();
+  });
 }
 
 /** Whether a result holds worker-written text (an `untrusted` object anywhere in it). */
@@ -1354,27 +1407,6 @@ async function reachable(endpoint: string): Promise<{ ok: boolean; detail: strin
   }
 }
 
-/** A one-line progress note for an event, or null when it is not worth showing. */
-function describe(e: EngineEvent, ws: Map<string, Worker>): string | null {
-  if (!("workerId" in e) || !ws.has(e.workerId)) return null;
-  switch (e.type) {
-    case "worker.state":
-      return `${e.workerId} ${e.state}${e.reason ? `: ${e.reason}` : ""}`;
-    case "ask.opened":
-      return `${e.workerId} asks ${e.ask.tool}: ${e.ask.what}`;
-    case "ask.resolved":
-      return `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText(e.by)}` : ""}`;
-    case "part":
-      return e.part.kind === "tool" && e.part.status !== "running" && e.part.status !== "pending" ? `${e.workerId} ${e.part.tool} ${e.part.status}` : null;
-    case "verdict":
-      return `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}`;
-    case "stalled":
-      return `${e.workerId} idle for ${e.idleSec}s`;
-    default:
-      return null;
-  }
-}
-
 /** What to do with a worker that is not built: verbs that work in its state. */
 function nextAfterFailure(w: Worker): string {
   // The reason itself is the worker's to shape (file names, check output): it stays in untrusted.reason.
@@ -1386,7 +1418,7 @@ function nextAfterFailure(w: Worker): string {
   return `not built${why}: wait {"workerId":"${w.id}"} until it settles`;
 }
 
-function nextFor(ws: Worker[], batch?: z.infer<typeof S.BatchStats> | null): string {
+function nextFor(ws: Pick<Worker, "id" | "state" | "asks">[], batch?: z.infer<typeof S.BatchStats> | null): string {
   const pending = ws.flatMap((w) => pendingAsks(w));
   if (pending.length) return `answer ${pending.length} pending approval(s) with approve {"askId", "decision"} (pending_approvals shows diffs), then wait again`;
   if (ws.every((w) => isAtRest(w.state))) {

@@ -171,7 +171,7 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     writeFileSync(path.join(ws, ".git", "objects", "info", "alternates"), mirror + "\n");
     git(ws, "checkout", "-q", git(user, "rev-parse", "HEAD").trim());
     const sandboxDir = path.join(state, "sandbox");
-    writeRepoBinds(path.join(sandboxDir, "binds"), ws, mirror);
+    await writeRepoBinds(path.join(sandboxDir, "binds"), ws, mirror);
     const shell = writeWorkerShell(path.join(sandboxDir, "worker-shell"), {
       workspacesRoot: root,
       tmpRoot: path.join(state, "tmp"),
@@ -454,5 +454,23 @@ describe.skipIf(status.kind === "none")("opencode serve's own sandbox as root (t
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("writeRepoBinds (the worker shell's per-workspace binds)", () => {
+  it("writes the mirror's real path as NUL-separated arguments, off the caller's thread; nothing for a missing mirror", async () => {
+    const root = mkdtempSync(path.join(tmp, "binds-"));
+    const mirror = path.join(root, "mirrors", "repo-sha1", "objects");
+    mkdirSync(mirror, { recursive: true });
+    // A link to the mirror: the sandbox binds the real folder.
+    symlinkSync(path.join(root, "mirrors"), path.join(root, "linked"));
+    const binds = path.join(root, "sandbox", "binds");
+    const pending = writeRepoBinds(binds, path.join(root, "workspaces", "repo-1", "w-1"), path.join(root, "linked", "repo-sha1", "objects"));
+    // Nothing written yet when the call returns: the engine's thread goes on with the other workers' starts.
+    expect(existsSync(path.join(binds, "repo-1"))).toBe(false);
+    await pending;
+    expect(readFileSync(path.join(binds, "repo-1"), "utf8")).toBe(`--ro-bind-try\0${mirror}\0${mirror}\0`);
+    await writeRepoBinds(binds, path.join(root, "workspaces", "repo-2", "w-2"), path.join(root, "mirrors", "gone", "objects"));
+    expect(readFileSync(path.join(binds, "repo-2"), "utf8")).toBe("");
   });
 });

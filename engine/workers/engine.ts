@@ -895,7 +895,7 @@ export class Engine {
     }
     // The worker shell's trusted view of this repository: the engine's mirror of its objects, read-only.
     if (this.sandbox.kind !== "none")
-      writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
+      await writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
     // The held-back checks run once on the base commit: file checks in the workspace just made, before its session
     // exists; others beside the worker's start (never awaited here).
     if (made) await this.settler.baselineAtCreation(workerId, ws);

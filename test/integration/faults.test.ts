@@ -161,6 +161,7 @@ describe("faults", () => {
       "targets.save",
       "targets.use",
       "workers.batch",
+      "workers.wait",
     ];
     const hostile = fc.oneof(
       fc.string({ maxLength: 200 }),
@@ -174,6 +175,11 @@ describe("faults", () => {
     const body = fc.oneof(
       fc.record({ task: hostile, directory: hostile, checks: fc.oneof(hostile, fc.array(fc.record({ run: hostile }))) }, { requiredKeys: [] }),
       fc.record({ workerId: hostile, askId: hostile, decision: hostile, text: hostile, batchId: hostile, id: hostile }, { requiredKeys: [] }),
+      // workers.wait's fields: never a valid wait (its ids are hostile or unknown), so never a long one.
+      fc.record(
+        { workerIds: hostile, batchId: hostile, shownAsks: hostile, timeoutMs: fc.oneof(hostile, fc.constant(-1), fc.constant(1e12)) },
+        { requiredKeys: [] },
+      ),
       fc.record({ tasks: fc.array(fc.record({ task: hostile, directory: hostile }), { maxLength: 3 }) }),
       hostile,
     );

@@ -1,0 +1,158 @@
+// The CPU of `opencode serve` alone for one batch, in variants that differ in one thing each from the engine's serve
+// (sandbox, worker shell + plugin, instance disposal), driven the same way (the bare SDK, no engine beside it), taking
+// turns. A scratch tool of the cost investigation (issue 31): `npx jiti bench/serve-ab.ts N REPS variant,variant,…`.
+// Variants: bare (unconfined, no shell/plugin) · engine (bwrap + worker shell + plugin) · nosandbox (kind none + shell +
+// plugin) · noplugin (bwrap + shell, OPENCODE_PURE) · shellonly (no sandbox, shell, no plugin); suffix `+dispose`: each
+// task's instance is disposed after its task, as the engine does.
+import { execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { createOpencodeClient } from "@opencode-ai/sdk/v2";
+import { WORKER_AGENT } from "../engine/harness/config";
+import { OpencodeServer } from "../engine/harness/opencode-server";
+import { sandboxStatus, writeWorkerShell, writeWorkspacePlugin } from "../engine/sandbox";
+import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
+import { cleanup, makeRepo, tempDir } from "../test/helpers";
+import { benchTarget } from "./batch";
+import { opencodeServeUnder } from "./procs";
+import { cpuWithChildren, median, round, untilQuiet } from "./stats";
+
+const execFileP = promisify(execFile);
+const n = Number(process.argv[2] ?? 16);
+const reps = Number(process.argv[3] ?? 2);
+const variants = (process.argv[4] ?? "bare,engine").split(",");
+
+const model = await startScriptedModel({
+  scripts: [
+    {
+      name: "batch",
+      match: /BENCH-BATCH (\d+)/,
+      script: (c) => (c.turnStep === 0 ? writeFile(`f${/BENCH-BATCH (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n") : { text: "OUTCOME: built" }),
+    },
+  ],
+});
+
+const BURNER = `
+const { execFileSync } = require("node:child_process");
+const dir = process.argv[1];
+setInterval(() => { const t = Date.now(); while (Date.now() - t < 20) {} }, 100);
+const git = () => { try { execFileSync("git", ["-C", dir, "rev-parse", "HEAD"], { stdio: "ignore" }); } catch {} setTimeout(git, 12); };
+git();
+`;
+
+async function rig(variant: string) {
+  const [kind, ...flags] = variant.split("+");
+  const dispose = flags.includes("dispose");
+  const release = flags.includes("release");
+  // Work beside the serve like the engine's during a batch (its node thread ~20% of a core, its git ~60 processes a second).
+  const burn = flags.includes("burn");
+  const dirs: string[] = [];
+  const state = tempDir(`ab-${kind}`);
+  const home = path.join(state, "opencode", "scripted");
+  const workspacesRoot = path.join(state, "workspaces");
+  const tmpRoot = path.join(state, "tmp");
+  const mirrorsRoot = path.join(workspacesRoot, ".mirrors");
+  for (const d of [workspacesRoot, tmpRoot, mirrorsRoot]) mkdirSync(d, { recursive: true });
+  const sbKind = kind === "engine" || kind === "noplugin" ? sandboxStatus().kind : "none";
+  const confined = kind !== "bare";
+  const shell = confined ? writeWorkerShell(path.join(state, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sbKind, stateDir: state }) : "";
+  const plugin = kind === "engine" || kind === "nosandbox" ? writeWorkspacePlugin(path.join(state, "sandbox", "ocw-workspace.js")) : undefined;
+  const server = new OpencodeServer({
+    target: benchTarget(model.url),
+    home,
+    confine: confined ? { kind: sbKind, stateDir: state, workspacesRoot, tmpRoot, mirrorsRoot, shell, plugin } : undefined,
+  });
+  await server.start();
+  const client = createOpencodeClient({ baseUrl: server.url!, headers: { Authorization: server.authHeader } });
+  const pending = new Map<string, () => void>();
+  server.on("event", (e: { type: string; directory?: string; properties: Record<string, any> }) => {
+    if (e.type === "permission.asked") void client.permission.reply({ requestID: e.properties.id, directory: e.directory, reply: "once" });
+    if (e.type === "session.idle") pending.get(e.properties.sessionID)?.();
+  });
+  const firsts: number[] = [];
+  const one = async (dir: string, _i: number, branch: string, text: string) => {
+    const t0 = Date.now();
+    const wt = path.join(workspacesRoot, branch, "repo");
+    mkdirSync(path.dirname(wt), { recursive: true });
+    await execFileP("git", ["clone", "-q", "--template=", dir, wt]);
+    writeFileSync(path.join(wt, ".git", "opencode"), randomBytes(20).toString("hex") + "\n");
+    const s = (await client.session.create({ directory: wt, title: `ab ${branch}` })).data!;
+    const idle = new Promise<void>((r) => pending.set(s.id, r));
+    await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
+    await idle;
+    pending.delete(s.id);
+    const first = model.requests.find((r) => r.kind === "chat" && r.sessionId === s.id);
+    if (first) firsts.push(first.at - t0);
+    if (dispose) await client.instance.dispose({ directory: wt });
+    else dirs.push(wt);
+  };
+  await one(makeRepo(), 0, "warm", "BENCH-BATCH 0 warm-up");
+  const pid = opencodeServeUnder(server.pid!)!;
+  return {
+    variant,
+    async run(tag: string) {
+      const dir = makeRepo();
+      firsts.length = 0;
+      await untilQuiet([pid]);
+      const c0 = cpuWithChildren(pid)!;
+      const burner = burn ? spawn(process.execPath, ["-e", BURNER, dir], { stdio: "ignore" }) : null;
+      const t0 = Date.now();
+      await Promise.all(Array.from({ length: n }, (_, i) => one(dir, i, `${tag}-w${i}`, `BENCH-BATCH ${i} ${tag}`)));
+      const wall = Date.now() - t0;
+      burner?.kill();
+      const c1 = cpuWithChildren(pid)!;
+      await untilQuiet([pid]);
+      const c2 = cpuWithChildren(pid)!;
+      let released = 0;
+      if (release) {
+        // the engine's way: every finished worker's instance at once, when none is at work
+        await Promise.all(dirs.map((d) => client.instance.dispose({ directory: d })));
+        await untilQuiet([pid]);
+        const c3 = cpuWithChildren(pid)!;
+        released = round(c3.self + c3.children - c2.self - c2.children, 2);
+      }
+      dirs.length = 0;
+      cleanup(dir);
+      return {
+        wall,
+        cpu: round(c1.self - c0.self, 2),
+        kids: round(c1.children - c0.children, 2),
+        after: round(c2.self + c2.children - c1.self - c1.children, 2),
+        first: round(median(firsts), 0),
+        firstMax: Math.max(...firsts),
+        released,
+      };
+    },
+    close: async () => {
+      await server.stop();
+      cleanup(state);
+    },
+  };
+}
+
+const rigs = [];
+for (const v of variants) rigs.push(await rig(v));
+const res: Record<string, { cpu: number; kids: number; after: number; first: number; firstMax: number; wall: number; released: number }[]> = {};
+try {
+  for (let rep = 0; rep < reps; rep++) {
+    for (const r of rep % 2 ? [...rigs].reverse() : rigs) {
+      const x = await r.run(`r${rep}`);
+      (res[r.variant] ??= []).push(x);
+      console.log(
+        `${r.variant} rep ${rep}: serve CPU ${x.cpu}+${x.kids} s (+${x.after} s after, disposals ${x.released} s), first request ${x.first}/${x.firstMax} ms, wall ${x.wall} ms`,
+      );
+    }
+  }
+  for (const [v, xs] of Object.entries(res)) {
+    const m = (f: (x: (typeof xs)[number]) => number) => round(median(xs.map(f)), 2);
+    console.log(
+      `${v}: median serve CPU ${m((x) => x.cpu)}+${m((x) => x.kids)} s, after ${m((x) => x.after)} s, total ${m((x) => x.cpu + x.kids + x.after)} s, disposals ${m((x) => x.released)} s; first ${m((x) => x.first)}/${m((x) => x.firstMax)} ms`,
+    );
+  }
+} finally {
+  for (const r of rigs) await r.close();
+  await model.close();
+}
+process.exit(0);

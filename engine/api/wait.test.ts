@@ -1,0 +1,234 @@
+// waitForNews against the engine's real worker registry and event bus (pictures folded from recorded events), without
+// opencode: what a wait answers, when, and that it lets go of the bus when it ends or its request is cancelled.
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import type { Delivered } from "../../shared/events";
+import { WaitInput } from "../../shared/wait";
+import { WorkerSpec } from "../../shared/worker";
+import { EventBus } from "../events";
+import { WorkerRegistry } from "../registry/registry";
+import { WorkerLogStore } from "../store/worker-log";
+import { GATHER_MS, waitForNews, waitStream, type WaitSource } from "./wait";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function rig() {
+  const stateDir = mkdtempSync(path.join(os.tmpdir(), "ocw-wait-"));
+  dirs.push(stateDir);
+  const bus = new EventBus();
+  const reg = new WorkerRegistry({ stateDir, bus, logs: new WorkerLogStore(path.join(stateDir, "workers")), log: () => {}, moved: () => {} });
+  let listeners = 0;
+  const src: WaitSource = {
+    bus: {
+      subscribe(fn: (d: Delivered) => void) {
+        listeners++;
+        const off = bus.subscribe(fn);
+        return () => {
+          listeners--;
+          off();
+        };
+      },
+    },
+    get: (id) => reg.get(id),
+    batch: () => {
+      throw new Error("no batches here");
+    },
+  };
+  const create = (id: string, task = `task ${id}`) => {
+    reg.record(id, { type: "worker.created", spec: WorkerSpec.parse({ task, directory: "/r" }), batchId: null, targetId: null });
+    reg.fire(id, "admit");
+    reg.fire(id, "start");
+    return id;
+  };
+  // An ask and the state change it causes, recorded together (as the approvals queue does).
+  const ask = (id: string, askId: string) => {
+    reg.record(id, {
+      type: "ask.opened",
+      ask: {
+        id: askId,
+        workerId: id,
+        sessionId: "s",
+        kind: "permission",
+        tool: "edit",
+        what: "/r/a.txt",
+        diff: "+a",
+        patterns: [],
+        always: [],
+        createdAt: Date.now(),
+        status: "pending",
+      },
+    });
+    reg.fire(id, "ask");
+  };
+  const finish = (id: string) => {
+    reg.fire(id, "settle");
+    reg.fire(id, "grade");
+    reg.fire(id, "pass");
+  };
+  return { src, reg, create, ask, finish, listeners: () => listeners };
+}
+
+const input = (x: Record<string, unknown>) => WaitInput.parse(x);
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+describe("waitForNews", () => {
+  it("answers an ask that arrives during the wait with the state it caused, then not again once shown", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const notes: string[] = [];
+    const p = waitForNews(r.src, input({ workerIds: [a], timeoutMs: 60_000 }), { onNote: (n) => notes.push(n) });
+    await tick();
+    expect(r.listeners()).toBe(1);
+    r.ask(a, "per-1");
+    const got = await p;
+    expect(got.reason).toBe("news");
+    expect(got.workers).toHaveLength(1);
+    expect(got.workers[0]).toMatchObject({ id: a, state: "waiting-approval", title: "task w-a", batchId: null, verdict: null });
+    expect(got.workers[0]!.asks.map((x) => x.id)).toEqual(["per-1"]);
+    expect(notes).toEqual(["w-a asks edit: /r/a.txt", "w-a waiting-approval"]);
+    expect(r.listeners()).toBe(0);
+    // Shown already: not news; the wait runs to its timeout.
+    const again = await waitForNews(r.src, input({ workerIds: [a], shownAsks: ["per-1"], timeoutMs: 30 }));
+    expect(again.reason).toBe("timeout");
+    expect(again.workers[0]!.asks).toHaveLength(1);
+    expect(again.workers[0]!.asks[0]!.diff).toBe("+a");
+    expect(r.listeners()).toBe(0);
+    // Without diffs (a caller that shows no forms): the ask as it is, less its diff.
+    const slim = await waitForNews(r.src, input({ workerIds: [a], shownAsks: ["per-1"], timeoutMs: 0, diffs: false }));
+    expect(slim.workers[0]!.asks[0]).toMatchObject({ id: "per-1", what: "/r/a.txt", tool: "edit" });
+    expect(Object.keys(slim.workers[0]!.asks[0]!)).not.toContain("diff");
+  });
+
+  it("a worker finishing is news until shown; every worker at rest is settled, with pending asks only in pictures", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const b = r.create("w-b");
+    r.ask(a, "per-1");
+    r.reg.record(a, { type: "ask.resolved", askId: "per-1", status: "decided", decision: "once", by: { kind: "mcp", name: "t" } });
+    r.reg.fire(a, "answered");
+    const p = waitForNews(r.src, input({ workerIds: [a, b, a], shownAsks: ["per-1"], timeoutMs: 60_000 }));
+    await tick();
+    r.finish(a);
+    const got = await p;
+    expect(got.reason).toBe("news");
+    expect(got.workerIds).toEqual([a, b]);
+    expect(got.workers.map((w) => w.state)).toEqual(["built", "running"]);
+    // The resolved ask is not in the slim picture (only pending ones are).
+    expect(got.workers[0]!.asks).toEqual([]);
+    expect(await waitForNews(r.src, input({ workerIds: [a, b], shownFinished: [a], timeoutMs: 20 }))).toMatchObject({ reason: "timeout" });
+    const q = waitForNews(r.src, input({ workerIds: [a, b], shownFinished: [a], timeoutMs: 60_000, also: [a, b, "w-c"].slice(0, 2) }));
+    await tick();
+    r.finish(b);
+    const done = await q;
+    expect(done.reason).toBe("settled");
+    expect(done.also).toEqual([]);
+  });
+
+  it("unfinished narrows a session's workers to those not at rest; also adds others' pictures once settled", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const b = r.create("w-b");
+    r.finish(a);
+    const got = await waitForNews(r.src, input({ workerIds: [a, b], unfinished: true, shownFinished: [a], timeoutMs: 0 }));
+    expect(got).toMatchObject({ reason: "timeout", workerIds: [b] });
+    r.finish(b);
+    const all = await waitForNews(r.src, input({ workerIds: [b], timeoutMs: 0, also: [a, b] }));
+    expect(all.reason).toBe("settled");
+    expect(all.also.map((w) => w.id)).toEqual([a]);
+  });
+
+  it("untilGone: the wait also ends once that ask is no longer pending (a form withdrawn)", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    r.ask(a, "per-1");
+    const p = waitForNews(r.src, input({ workerIds: [a], shownAsks: ["per-1"], untilGone: "per-1", timeoutMs: 60_000 }));
+    await tick();
+    expect(r.listeners()).toBe(1);
+    r.reg.record(a, { type: "ask.resolved", askId: "per-1", status: "decided", decision: "once", by: { kind: "person", name: "gui" } });
+    const got = await p;
+    expect(got.reason).toBe("news");
+    expect(got.workers[0]!.asks).toEqual([]);
+    // Gone already: at once.
+    expect((await waitForNews(r.src, input({ workerIds: [a], untilGone: "per-1", timeoutMs: 60_000 }))).reason).toBe("news");
+  });
+
+  it("news that comes in a burst is answered once: what arrives within the gathering window comes in the same answer", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate"] });
+    try {
+      const r = rig();
+      const a = r.create("w-a");
+      const b = r.create("w-b");
+      let answered = false;
+      const p = waitForNews(r.src, input({ workerIds: [a, b], timeoutMs: 60_000 })).then((x) => {
+        answered = true;
+        return x;
+      });
+      await vi.advanceTimersByTimeAsync(1);
+      r.ask(a, "per-a");
+      await vi.advanceTimersByTimeAsync(GATHER_MS - 5);
+      expect(answered).toBe(false);
+      r.ask(b, "per-b");
+      await vi.advanceTimersByTimeAsync(10);
+      const got = await p;
+      expect(got.reason).toBe("news");
+      expect(got.workers.flatMap((w) => w.asks.map((x) => x.id))).toEqual(["per-a", "per-b"]);
+      expect(r.listeners()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("a cancelled request ends the wait at once and lets go of the bus", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const ac = new AbortController();
+    const p = waitForNews(r.src, input({ workerIds: [a], timeoutMs: 600_000 }), { signal: ac.signal });
+    await tick();
+    expect(r.listeners()).toBe(1);
+    ac.abort();
+    expect((await p).reason).toBe("aborted");
+    expect(r.listeners()).toBe(0);
+    // Cancelled before it began: no subscription at all.
+    expect((await waitForNews(r.src, input({ workerIds: [a], timeoutMs: 600_000 }), { signal: AbortSignal.abort() })).reason).toBe("aborted");
+    expect(r.listeners()).toBe(0);
+  });
+
+  it("an unknown worker is the registry's coded not-found error, before anything is followed", async () => {
+    const r = rig();
+    r.create("w-a");
+    await expect(waitForNews(r.src, input({ workerIds: ["w-a", "w-nope"], timeoutMs: 1000 }))).rejects.toMatchObject({
+      code: "not-found",
+      message: 'unknown worker "w-nope": list workers to see valid ids',
+    });
+    expect(r.listeners()).toBe(0);
+  });
+
+  it("refuses input that names neither or both of workerIds and batchId, and a negative timeout", () => {
+    expect(WaitInput.safeParse({ timeoutMs: 1 }).error?.issues[0]?.message).toBe("give workerIds or batchId (one of them)");
+    expect(WaitInput.safeParse({ workerIds: ["a"], batchId: "b", timeoutMs: 1 }).error?.issues[0]?.message).toBe("give workerIds or batchId (one of them)");
+    expect(WaitInput.safeParse({ workerIds: [], timeoutMs: 1 }).success).toBe(false);
+    expect(WaitInput.safeParse({ workerIds: ["a"], timeoutMs: -1 }).success).toBe(false);
+    expect(WaitInput.safeParse({ workerIds: ["a"], timeoutMs: 1, extra: 1 }).success).toBe(false);
+  });
+
+  it("as a stream: the workers it follows, a line per event worth showing, then the result", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const items: unknown[] = [];
+    const run = (async () => {
+      for await (const it of waitStream(r.src, input({ workerIds: [a], timeoutMs: 60_000 }))) items.push(it);
+    })();
+    await tick();
+    r.ask(a, "per-9");
+    await run;
+    expect(items.slice(0, 3)).toEqual([{ following: [a] }, { note: "w-a asks edit: /r/a.txt" }, { note: "w-a waiting-approval" }]);
+    expect(items).toHaveLength(4);
+    expect(items[3]).toMatchObject({ result: { reason: "news", workerIds: [a] } });
+    expect(r.listeners()).toBe(0);
+  });
+});

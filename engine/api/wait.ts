@@ -1,0 +1,195 @@
+// `workers.wait` / `workers.waitStream`: a bounded wait done inside the engine (shared/wait.ts). The engine holds every
+// worker's live picture and hears every event first, so a waiting client sends one request and gets one answer,
+// instead of reading pictures, opening a stream of every engine event and folding it itself.
+import type { z } from "zod";
+import type { BatchSummary } from "../../shared/batch";
+import type { Delivered, EngineEvent } from "../../shared/events";
+import { describeEvent, slimBatch, slimWorker, type WaitInput, type WaitResult, type WaitStreamItem } from "../../shared/wait";
+import { isAtRest, pendingAsks, type Worker } from "../../shared/worker";
+
+/** What a wait reads of the engine (the Engine itself in production). */
+export interface WaitSource {
+  bus: { subscribe(fn: (d: Delivered) => void): () => void };
+  get(id: string): Worker;
+  batch(batchId: string): BatchSummary;
+}
+
+export interface WaitOptions {
+  /** The request's signal: a cancelled request ends the wait at once (reason "aborted"). */
+  signal?: AbortSignal;
+  /** A progress line per event worth showing of a followed worker (shared/wait.ts describeEvent). */
+  onNote?: (note: string) => void;
+  /** The workers it follows, once known (a batch's after it waited for the batch's next step), before it follows them. */
+  onFollow?: (workerIds: string[]) => void;
+}
+
+type Input = z.output<typeof WaitInput>;
+
+/** How long news that arrives while a wait follows its workers gathers before the answer (a burst answered once). */
+export const GATHER_MS = 25;
+
+/**
+ * Waits until there is news for the caller — a pending ask it was not shown, a worker finished that it was not shown
+ * finished — or every followed worker is at rest, or the time is up, or the request is cancelled. A batch goes on
+ * after its workers end (tasks that come after others start, the integration checks run): while every worker it has
+ * is at rest but the batch is not done, the wait first waits for the batch's next step.
+ */
+export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptions = {}): Promise<WaitResult> {
+  const deadline = Date.now() + input.timeoutMs;
+  const signal = opts.signal;
+  let ids: string[];
+  let batch: BatchSummary | null = null;
+  if (input.batchId) {
+    batch = src.batch(input.batchId);
+    ids = batch.workerIds;
+    const batchId = input.batchId;
+    while (!batch.done && batch.workerIds.every((id) => isAtRest(batch!.states[id]!)) && Date.now() < deadline && !signal?.aborted) {
+      const got = await nextEvent(
+        src,
+        (e) => (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId),
+        deadline,
+        signal,
+      );
+      batch = src.batch(batchId);
+      ids = batch.workerIds;
+      if (got !== "event") break;
+    }
+  } else {
+    const all = [...new Set(input.workerIds!.map((id) => src.get(id).id))];
+    const open = input.unfinished ? all.filter((id) => !isAtRest(src.get(id).state)) : [];
+    ids = open.length ? open : all;
+  }
+  const shownAsks = new Set(input.shownAsks);
+  const shownFinished = new Set(input.shownFinished);
+  const followed = new Set(ids);
+  opts.onFollow?.(ids);
+  const outcome = (): "settled" | "news" | null => {
+    const ws = ids.map((id) => src.get(id));
+    if (ws.every((w) => isAtRest(w.state))) return "settled";
+    if (ws.some((w) => pendingAsks(w).some((a) => !shownAsks.has(a.id)) || (isAtRest(w.state) && !shownFinished.has(w.id)))) return "news";
+    if (input.untilGone && !ws.some((w) => pendingAsks(w).some((a) => a.id === input.untilGone))) return "news";
+    return null;
+  };
+  const reason = outcome() ?? (signal?.aborted ? "aborted" : await follow(src, followed, outcome, deadline, opts));
+  const workers = ids.map((id) => slimWorker(src.get(id), { diffs: input.diffs }));
+  if (input.batchId) batch = src.batch(input.batchId);
+  const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
+  const also = settled && input.also ? [...new Set(input.also)].filter((id) => !followed.has(id)).map((id) => slimWorker(src.get(id))) : [];
+  return { workerIds: ids, reason, workers, batch: batch && slimBatch(batch), also };
+}
+
+/**
+ * Follows the workers' events until `outcome` says so, the deadline or the signal. `outcome` is looked at once per
+ * turn of the event loop after an event of a followed worker, not per event: an ask and the state change it causes
+ * are published together, and the answer reports both; news is answered GATHER_MS later, with whatever came meanwhile.
+ */
+function follow(
+  src: WaitSource,
+  followed: Set<string>,
+  outcome: () => "settled" | "news" | null,
+  deadline: number,
+  opts: WaitOptions,
+): Promise<WaitResult["reason"]> {
+  return new Promise((resolve) => {
+    let ended = false;
+    let pending: NodeJS.Immediate | null = null;
+    let gather: NodeJS.Timeout | null = null;
+    const finish = (r: WaitResult["reason"]) => {
+      if (ended) return;
+      ended = true;
+      unsubscribe();
+      clearTimeout(timer);
+      if (pending) clearImmediate(pending);
+      if (gather) clearTimeout(gather);
+      opts.signal?.removeEventListener("abort", onAbort);
+      resolve(r);
+    };
+    const onAbort = () => finish("aborted");
+    const unsubscribe = src.bus.subscribe(({ event }) => {
+      if (ended || !("workerId" in event) || !followed.has(event.workerId)) return;
+      if (opts.onNote) {
+        const note = describeEvent(event, followed);
+        if (note) opts.onNote(note);
+      }
+      pending ??= setImmediate(() => {
+        pending = null;
+        const r = outcome();
+        if (r === "settled") return finish(r);
+        // News that comes in a burst (a batch's asks, its workers' verdicts) is answered together: one answer, not one
+        // wait per worker. Looked at again when the short window ends (it may have settled, or gone: then wait on).
+        if (r && !gather)
+          gather = setTimeout(
+            () => {
+              gather = null;
+              const again = outcome();
+              if (again) finish(again);
+            },
+            Math.min(GATHER_MS, Math.max(0, deadline - Date.now())),
+          );
+      });
+    });
+    const timer = setTimeout(() => finish("timeout"), Math.max(0, deadline - Date.now()));
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    if (opts.signal?.aborted) finish("aborted");
+  });
+}
+
+/** The first event `pred` accepts ("event"), else "timeout" at the deadline or "aborted" on the signal. */
+function nextEvent(src: WaitSource, pred: (e: EngineEvent) => boolean, deadline: number, signal?: AbortSignal): Promise<"event" | "timeout" | "aborted"> {
+  return new Promise((resolve) => {
+    let ended = false;
+    const finish = (r: "event" | "timeout" | "aborted") => {
+      if (ended) return;
+      ended = true;
+      unsubscribe();
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(r);
+    };
+    const onAbort = () => finish("aborted");
+    const unsubscribe = src.bus.subscribe(({ event }) => {
+      if (!ended && pred(event)) finish("event");
+    });
+    const timer = setTimeout(() => finish("timeout"), Math.max(0, deadline - Date.now()));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) finish("aborted");
+  });
+}
+
+/** waitForNews as a stream: progress lines while it waits, then the result (workers.waitStream). */
+export async function* waitStream(src: WaitSource, input: Input, signal?: AbortSignal): AsyncGenerator<WaitStreamItem> {
+  const notes: WaitStreamItem[] = [];
+  let wake: (() => void) | null = null;
+  let done: { result: WaitResult } | { error: unknown } | null = null;
+  void waitForNews(src, input, {
+    signal,
+    onNote: (note) => {
+      notes.push({ note });
+      wake?.();
+    },
+    onFollow: (following) => {
+      notes.push({ following });
+      wake?.();
+    },
+  }).then(
+    (result) => {
+      done = { result };
+      wake?.();
+    },
+    (error: unknown) => {
+      done = { error };
+      wake?.();
+    },
+  );
+  for (;;) {
+    while (notes.length) yield notes.shift()!;
+    if (done) {
+      const d = done as { result: WaitResult } | { error: unknown };
+      if ("error" in d) throw d.error;
+      yield { result: d.result };
+      return;
+    }
+    await new Promise<void>((r) => (wake = r));
+    wake = null;
+  }
+}
