@@ -1208,8 +1208,17 @@ async function copyObjects(from: string, to: string): Promise<void> {
       // Only files named as objects: not a temporary file of a git still writing one.
       const names = (await readdir(path.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
-      await mkdir(path.join(to, d), { recursive: true });
-      for (const name of names) await copyWhole(path.join(from, d, name), path.join(to, d, name));
+      for (const [i, name] of names.entries()) {
+        const place = () => copyWhole(path.join(from, d, name), path.join(to, d, name));
+        // The folder is made only when it is not there yet (most of the store's folders are, after a few gradings).
+        if (i) await place();
+        else
+          await place().catch(async (err: NodeJS.ErrnoException) => {
+            if (err.code !== "ENOENT" || !existsSync(path.join(from, d, name))) throw err;
+            await mkdir(path.join(to, d), { recursive: true });
+            await place();
+          });
+      }
     }),
     copyPacks(path.join(from, "pack"), path.join(to, "pack")),
   ]);
