@@ -9,18 +9,47 @@ import path from "node:path";
 const DISCARDED = ".discarded-";
 
 /**
- * A folder out of the way at once (renamed beside itself) and deleted in the background: the verdict does not wait for
- * a checkout of a large repository to be deleted, and the next grading of the same worker finds its folders free. What
- * is left when the engine stops is swept at its next start (sweepDiscarded).
+ * A folder out of the way at once (renamed beside itself) and deleted later (removeLater): the verdict does not wait
+ * for a checkout of a large repository to be deleted, and the next grading of the same worker finds its folders free.
+ * What is left when the engine stops is swept at its next start (sweepDiscarded).
  */
 export function discard(dir: string): void {
-  const away = `${dir}${DISCARDED}${randomBytes(4).toString("hex")}`;
+  const away = awayName(dir);
   try {
     renameSync(dir, away);
   } catch {
     return; // never made, or already gone
   }
-  void removeTree(away);
+  removeLater(away);
+}
+
+const awayName = (dir: string) => `${dir}${DISCARDED}${randomBytes(4).toString("hex")}`;
+
+/**
+ * Discarded folders are deleted once gradings pause (QUIET_MS with no new one), or at the latest MAX_WAIT_MS after the
+ * first of them: deleting a checkout (a readdir, an lstat and an unlink per file) while a batch's other workers are
+ * being graded took CPU from their gradings, and nothing waits on it.
+ */
+const QUIET_MS = 300;
+const MAX_WAIT_MS = 5000;
+const pending: string[] = [];
+let timer: NodeJS.Timeout | null = null;
+let firstAt = 0;
+
+function removeLater(dir: string): void {
+  pending.push(dir);
+  if (!timer) {
+    firstAt = Date.now();
+    timer = setTimeout(removePending, QUIET_MS);
+    // An engine about to exit does not wait for it: what is left is swept at its next start.
+    timer.unref();
+  } else if (Date.now() - firstAt < MAX_WAIT_MS) timer.refresh();
+}
+
+async function removePending(): Promise<void> {
+  timer = null;
+  const dirs = pending.splice(0);
+  for (const d of dirs) await removeTree(d);
 }
 
 /** Deletes what discard left in `gradingDir` when the engine stopped before it was deleted. */

@@ -4,10 +4,11 @@ import { execFileSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { checkOutCommit, commitAndCheckOut, createWorkspace, gradedStoreOf, inspectRepo, partialHolds } from "../workspace/workspace";
-import { sweepDiscarded } from "./folders";
+import { discard, sweepDiscarded } from "./folders";
 import { baselineChecks, baselineInFreshWorkspace, grade, type GradeInput } from "./grade";
 import { flaggedChanges } from "../workspace/land";
 
@@ -215,6 +216,41 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     });
     expect(built).toMatchObject({ verdict: "built", sincePrevious: ["a.txt"] });
   }, 30_000);
+
+  it("discarded folders are deleted once gradings pause (nothing of a batch's gradings waits on it), at the latest 5 s on", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const dir = path.join(tmp, "later");
+      const left = () => readdirSync(dir).filter((d) => d.includes(".discarded-")).length;
+      const settle = async () => {
+        // Real time (node:timers/promises is not faked): the deletions run on the file system's threads.
+        for (let i = 0; i < 100 && left(); i++) await sleep(20);
+      };
+      for (let i = 0; i < 40; i++) mkdirSync(path.join(dir, `w-${i}`, "deep"), { recursive: true });
+      discard(path.join(dir, "w-0"));
+      await vi.advanceTimersByTimeAsync(200);
+      discard(path.join(dir, "w-1"));
+      await vi.advanceTimersByTimeAsync(200);
+      // Out of the way at once, deleted only once no grading discarded anything for a while.
+      expect(readdirSync(dir).filter((d) => /^w-[01]$/.test(d))).toEqual([]);
+      expect(left()).toBe(2);
+      await vi.advanceTimersByTimeAsync(150);
+      await settle();
+      expect(left()).toBe(0);
+      // Gradings that never pause: deleted all the same, 5 s after the first.
+      for (let i = 2; i < 40; i++) {
+        discard(path.join(dir, `w-${i}`));
+        await vi.advanceTimersByTimeAsync(200);
+      }
+      await settle();
+      expect(left()).toBeLessThan(20);
+      await vi.advanceTimersByTimeAsync(400);
+      await settle();
+      expect(left()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 
   it("what an engine stopped mid-deletion left is swept; other folders are not touched", async () => {
     const gradingDir = path.join(tmp, "sweep");

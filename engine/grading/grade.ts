@@ -108,8 +108,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   // A check's HOME and TMPDIR start empty at every grading: what an earlier grading's checks left there (a cache, a
   // marker file) must not decide this one. Renamed away, never deleted here: a tree the user may not delete at once (a
   // read-only module cache) must not fail the grading.
-  discard(checkout);
-  if (input.sandbox) discard(input.sandbox.tmpDir);
+  discardAll(checkout, input.sandbox?.tmpDir);
   try {
     // File checks alone read only their files: just those are checked out (from the snapshot's index, no second read of
     // the tree), unless one of them came out other than the whole tree would show it (a symlink on its way): then the
@@ -144,8 +143,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
           )
         : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
   } finally {
-    discard(checkout);
-    if (input.sandbox) discard(input.sandbox.tmpDir);
+    discardAll(checkout, input.sandbox?.tmpDir);
   }
   const checksPassed = scope.passed && checks.every((c) => c.passed);
   // Evidence, not absence: a worker that changed nothing showed nothing, whatever its checks say (they ran on the
@@ -207,8 +205,7 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
   if (!input.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input;
   const sub = path.relative(ws.worktree, ws.cwd);
-  discard(checkoutDir);
-  if (input.sandbox) discard(input.sandbox.tmpDir);
+  discardAll(checkoutDir, input.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input.checks, sub);
     const { partial } = await checkOutBase(ws, checkoutDir, only);
@@ -224,10 +221,14 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
     );
     return { passedOnBase: results.filter((r) => r.passed).map((r) => r.name) };
   } finally {
-    discard(checkoutDir);
-    if (input.sandbox) discard(input.sandbox.tmpDir);
+    discardAll(checkoutDir, input.sandbox?.tmpDir);
   }
 }
+
+/** Grading's folders out of the way (folders.ts: renamed at once, deleted once gradings pause). */
+const discardAll = (...dirs: (string | undefined)[]) => {
+  for (const d of dirs) if (d) discard(d);
+};
 
 /**
  * The checks' run on the base when every check is a file check, read in the worker's workspace just as it was made (a

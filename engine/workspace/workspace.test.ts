@@ -5,6 +5,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import {
+  checkOutBase,
   commitAndCheckOut,
   createWorkspace,
   fullDiff,
@@ -42,6 +43,32 @@ async function workspace(r: string, id: string) {
   return createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(r), id, path.join(tmp, "repos", `${id}.git`));
 }
 
+/** The git subcommands `fn` starts (a `git` first on PATH logs each; the engine's trusted git takes PATH from the engine). */
+async function gitStarts(fn: () => Promise<unknown>): Promise<string[]> {
+  const bin = path.join(tmp, `count-bin-${n++}`);
+  const log = path.join(bin, "log");
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(log, "");
+  const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
+  writeFileSync(
+    path.join(bin, "git"),
+    `#!/bin/sh\nskip=\nfor a in "$@"; do if [ -n "$skip" ]; then skip=; continue; fi; case "$a" in --work-tree|-C|-c) skip=1 ;; -*) ;; *) echo "$a" >> ${JSON.stringify(log)}; break ;; esac; done\nexec ${JSON.stringify(real)} "$@"\n`,
+    { mode: 0o755 },
+  );
+  const path0 = process.env.PATH;
+  process.env.PATH = `${bin}:${path0}`;
+  try {
+    await fn();
+  } finally {
+    process.env.PATH = path0;
+  }
+  // The engine's shared git directory is made once (`init`), by whichever script comes first in this file.
+  return readFileSync(log, "utf8")
+    .split("\n")
+    .filter((s) => s && s !== "init")
+    .sort();
+}
+
 describe("private repositories of one user repository", () => {
   it("32 created at once all succeed, each its own repository, and all are removed", async () => {
     const r = repo();
@@ -58,6 +85,32 @@ describe("private repositories of one user repository", () => {
     await Promise.all(spaces.map((ws) => removeWorkspace(ws)));
     for (const ws of spaces) expect(existsSync(ws.worktree) || existsSync(ws.gitDir)).toBe(false);
   }, 120_000); // ~4 s on an idle 2-core machine; 64 git processes at once on a loaded one take far longer
+
+  it("a workspace is made with one git (its checkout) once git's own init layout is known; its .git is git's", async () => {
+    const r = repo({ "README.md": "# r\n", "src/a.txt": "a\n" });
+    await workspace(r, "w-one-0"); // git's layout for this folder of workspaces is read (one `git init`)
+    let ws: Awaited<ReturnType<typeof workspace>> | undefined;
+    const info = await inspectRepo(r);
+    const made = () => createWorkspace(path.join(tmp, "workspaces"), info, "w-one-1", path.join(tmp, "repos", "w-one-1.git"));
+    expect(await gitStarts(async () => void (ws = await made()))).toEqual(["checkout"]);
+    // The same as `git init --template=` and `git checkout -b` make, with no config or attributes of the user's.
+    const ref = path.join(tmp, `ref-init-${n++}`);
+    const env = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_DIR: undefined, GIT_WORK_TREE: undefined };
+    execFileSync("git", ["init", "-q", "--template=", ref], { env });
+    writeFileSync(path.join(ref, ".git", "objects", "info", "alternates"), path.join(r, ".git", "objects") + "\n");
+    execFileSync("git", ["-C", ref, "checkout", "-q", "-b", ws!.branch, ws!.baseCommit], { env });
+    const listing = (dir: string) =>
+      execFileSync("find", [".", "-not", "-path", "./objects/info/alternates", "-not", "-name", "opencode"], { cwd: path.join(dir, ".git"), encoding: "utf8" })
+        .split("\n")
+        .sort();
+    expect(listing(ws!.worktree)).toEqual(listing(ref));
+    expect(readFileSync(path.join(ws!.worktree, ".git", "config"), "utf8")).toBe(readFileSync(path.join(ref, ".git", "config"), "utf8"));
+    expect(g(ws!.worktree, "status", "--porcelain")).toBe("");
+    expect(g(ws!.worktree, "symbolic-ref", "HEAD")).toBe(`refs/heads/${ws!.branch}`);
+    // git's layout was read in the engine's own folder (outside every sandbox), and nothing of it is left there.
+    expect(readdirSync(path.dirname(ws!.gitDir)).filter((f) => f.startsWith(".ocw-init-"))).toEqual([]);
+    expect(readdirSync(path.dirname(ws!.worktree)).filter((f) => f.startsWith("."))).toEqual([]);
+  });
 
   it("git run inside the workspace cannot change the user's repository (hooks, config, refs, index)", async () => {
     const r = repo();
@@ -326,37 +379,73 @@ describe("names that are not valid UTF-8 are shown losslessly", () => {
 });
 
 describe("the git a grading's snapshot starts", () => {
-  it("the caps listing and the commit share one private index: the base is read into it once", async () => {
+  it("the base is read once per base commit, not per worker: later gradings of it start no read-tree or ls-tree", async () => {
     const r = repo({ "README.md": "# r\n", "src/a.txt": "a\n" });
-    const ws = await workspace(r, "w-count");
-    writeFileSync(path.join(ws.worktree, "new.txt"), "new\n");
-    writeFileSync(path.join(ws.worktree, "src", "a.txt"), "a2\n");
-    // A `git` first on PATH that logs each start's subcommand (the engine's trusted git takes PATH from the engine).
-    const bin = path.join(tmp, "count-bin");
-    const log = path.join(tmp, "count.log");
-    mkdirSync(bin, { recursive: true });
-    const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
-    writeFileSync(
-      path.join(bin, "git"),
-      `#!/bin/sh\nskip=\nfor a in "$@"; do if [ -n "$skip" ]; then skip=; continue; fi; case "$a" in --work-tree|-C|-c) skip=1 ;; -*) ;; *) echo "$a" >> ${JSON.stringify(log)}; break ;; esac; done\nexec ${JSON.stringify(real)} "$@"\n`,
-      { mode: 0o755 },
-    );
-    const path0 = process.env.PATH;
-    process.env.PATH = `${bin}:${path0}`;
-    try {
-      const out = await commitAndCheckOut(ws, "ocw: count", path.join(tmp, "checkout-count"));
-      expect(out.changed).toEqual(["new.txt", "src/a.txt"]);
-    } finally {
-      process.env.PATH = path0;
+    const [first, second] = [await workspace(r, "w-count-1"), await workspace(r, "w-count-2")];
+    for (const ws of [first, second]) {
+      writeFileSync(path.join(ws.worktree, "new.txt"), "new\n");
+      writeFileSync(path.join(ws.worktree, "src", "a.txt"), "a2\n");
     }
-    // The engine's shared git directory is made once (`init`), by whichever script comes first in this file.
-    const subs = readFileSync(log, "utf8")
-      .trim()
-      .split("\n")
-      .filter((s) => s !== "init");
-    expect(subs.filter((s) => s === "read-tree")).toHaveLength(1);
-    expect(subs.sort()).toEqual(["add", "checkout-index", "commit-tree", "diff", "ls-files", "ls-tree", "read-tree", "write-tree"]);
-    // The shared index is gone afterwards.
-    expect(readdirSync(path.dirname(ws.gitDir)).filter((f) => f.includes(".index-"))).toEqual([]);
+    const grades = async (ws: typeof first) =>
+      gitStarts(async () =>
+        expect((await commitAndCheckOut(ws, "ocw: count", path.join(tmp, `checkout-count-${n++}`))).changed).toEqual(["new.txt", "src/a.txt"]),
+      );
+    // The first grading of the base reads it (read-tree, ls-tree), once; the caps listing is one git, no shell.
+    expect(await grades(first)).toEqual(["add", "checkout-index", "commit-tree", "diff", "ls-files", "ls-tree", "read-tree", "write-tree"]);
+    expect(await grades(second)).toEqual(["add", "checkout-index", "commit-tree", "diff", "ls-files", "write-tree"]);
+    // The private indexes are gone afterwards.
+    expect(readdirSync(path.dirname(first.gitDir)).filter((f) => f.includes(".index-"))).toEqual([]);
+  });
+
+  it("a fresh checkout of the base (the checks' run on it) is one git, from the base's index: every file, or the named ones", async () => {
+    const r = repo({ "README.md": "# r\n", "src/a.txt": "a\n", "-n.txt": "dash\n" });
+    const ws = await workspace(r, "w-base-checkout");
+    await commitWork(ws); // the base's listing is made
+    const whole = path.join(tmp, `base-${n++}`);
+    expect(await gitStarts(() => checkOutBase(ws, whole))).toEqual(["checkout-index"]);
+    expect(execFileSync("find", [".", "-type", "f"], { cwd: whole, encoding: "utf8" }).split("\n").filter(Boolean).sort()).toEqual([
+      "./-n.txt",
+      "./README.md",
+      "./src/a.txt",
+    ]);
+    const some = path.join(tmp, `base-${n++}`);
+    expect(await checkOutBase(ws, some, ["src/a.txt", "-n.txt", "missing.txt"])).toEqual({ partial: true });
+    expect(execFileSync("find", [".", "-type", "f"], { cwd: some, encoding: "utf8" }).split("\n").filter(Boolean).sort()).toEqual(["./-n.txt", "./src/a.txt"]);
+    expect(readFileSync(path.join(some, "src", "a.txt"), "utf8")).toBe("a\n");
+  });
+
+  it("the shared base index is never written: a sibling graded after a worker is graded on its own files only", async () => {
+    const r = repo({ "README.md": "# r\n", "src/a.txt": "a\n", ".gitignore": "*.log\n" });
+    const [a, b] = [await workspace(r, "w-share-a"), await workspace(r, "w-share-b")];
+    // a un-ignores logs and commits one (its index then tracks debug.log), changes and deletes a file.
+    writeFileSync(path.join(a.worktree, ".gitignore"), "");
+    writeFileSync(path.join(a.worktree, "debug.log"), "a\n");
+    writeFileSync(path.join(a.worktree, "README.md"), "# changed by a\n");
+    rmSync(path.join(a.worktree, "src", "a.txt"));
+    expect((await commitWork(a)).changed).toEqual([".gitignore", "README.md", "debug.log", "src/a.txt"]);
+    // b's debug.log is ignored by b's own .gitignore: an index that tracked it (a's) would commit it.
+    writeFileSync(path.join(b.worktree, "debug.log"), "b\n");
+    writeFileSync(path.join(b.worktree, "only-b.txt"), "b\n");
+    expect((await commitWork(b)).changed).toEqual(["only-b.txt"]);
+    // And the live diff of a (read with the same base index) still shows all of a's changes.
+    expect(await fullDiff(a)).toMatch(/debug\.log[\s\S]*src\/a\.txt/);
+  });
+
+  it("a file rewritten by a shell command (same size, its old mtime put back) is graded as the bytes on disk", async () => {
+    const r = repo({ "README.md": "# r\n", "src/a.txt": "aaaa\n" });
+    const ws = await workspace(r, "w-touch");
+    // A grading of the base first: the base's listing is made and kept for the next.
+    expect((await commitWork(ws)).changed).toEqual([]);
+    const file = path.join(ws.worktree, "src", "a.txt");
+    // An old mtime the worker's own index records (its git refreshed it: not racily clean), then the same size rewritten
+    // and that mtime put back: only the file's bytes (and its ctime) tell the change.
+    execFileSync("touch", ["-d", "2020-01-01 00:00:00", file]);
+    g(ws.worktree, "update-index", "--refresh");
+    execFileSync("sh", ["-c", 'printf "bbbb\\n" > "$1" && touch -d "2020-01-01 00:00:00" "$1"', "sh", file]);
+    expect(readFileSync(file, "utf8")).toBe("bbbb\n");
+    const out = path.join(tmp, `checkout-${n++}`);
+    const graded = await commitAndCheckOut(ws, "ocw: test", out);
+    expect(graded.changed).toEqual(["src/a.txt"]);
+    expect(readFileSync(path.join(out, "src", "a.txt"), "utf8")).toBe("bbbb\n");
   });
 });

@@ -1,10 +1,10 @@
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm } from "node:fs/promises";
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
+import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
 import { config } from "../config";
-import { git, type GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
+import { git, GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { parseRawChanges, type TreeChange } from "./land";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
 
@@ -99,26 +99,30 @@ export async function createWorkspace(
     return ws; // a resumed worker keeps its workspace
   }
   mkdirSync(path.dirname(worktree), { recursive: true });
-  const make = () =>
-    gitScript(NEW_WORKSPACE, {
+  const env = { ...userGitEnv(), ...workspaceGitEnv(path.dirname(gitDir)) };
+  const make = async () => {
+    // Its real path: the sandboxes bind the mirrors there.
+    const objects = await realMirror(mirror);
+    // Its own opencode project (see opencodeProjectId).
+    const projectId = opencodeProjectId();
+    if (!opts.importFrom) return newWorkspace(worktree, env, { objects, projectId, branch, base: repo.head, engineDir: path.dirname(gitDir) });
+    await gitScript(NEW_WORKSPACE, {
       cwd: path.dirname(worktree),
       env: {
-        ...userGitEnv(),
-        ...workspaceGitEnv(path.dirname(gitDir)),
+        ...env,
         OCW_WORKTREE: worktree,
-        // Its real path: the sandboxes bind the mirrors there.
-        OCW_OBJECTS: realpathSync(mirror),
+        OCW_OBJECTS: objects,
         OCW_BRANCH: branch,
         OCW_BASE: repo.head,
         OCW_OBJECT_FORMAT: objectFormat(repo.head),
-        // Its own opencode project (see opencodeProjectId), written by the script: a file write on the engine's thread
-        // took ~8 ms a worker under load.
-        OCW_PROJECT_ID: opencodeProjectId(),
+        OCW_PROJECT_ID: projectId,
         // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
         // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
-        ...(opts.importFrom ? { OCW_IMPORT_FROM: opts.importFrom, OCW_REPO: repo.root } : {}),
+        OCW_IMPORT_FROM: opts.importFrom,
+        OCW_REPO: repo.root,
       },
     });
+  };
   let last: MirrorRefresh | null = existsSync(mirror) ? null : await refresh();
   try {
     await make();
@@ -137,6 +141,96 @@ export async function createWorkspace(
   return ws;
 }
 
+/** A mirror's real path (asked once per mirror: it does not move). */
+const realMirrors = new Map<string, Promise<string>>();
+function realMirror(mirror: string): Promise<string> {
+  let p = realMirrors.get(mirror);
+  if (!p) {
+    if (realMirrors.size >= 256) realMirrors.delete(realMirrors.keys().next().value!);
+    p = realpath(mirror);
+    realMirrors.set(mirror, p);
+    p.catch(() => realMirrors.get(mirror) === p && realMirrors.delete(mirror));
+  }
+  return p;
+}
+
+/**
+ * What `git init --template=` makes (its folders, then its files: config and HEAD), read once per object format from a
+ * repository git made in the engine's folder of worker repositories (`engineDir`: outside every sandbox, so nothing of a
+ * worker's can write into it while it is read; beside the workspaces in the state dir, so on their file system): the
+ * config git writes depends on what it probed of the file system (file modes, symlinks, case), so it is git's own, not
+ * the engine's guess.
+ */
+interface RepoSkeleton {
+  /** The folders no other folder is in. */
+  leaves: string[];
+  files: [string, Buffer][];
+}
+const skeletons = new Map<string, Promise<RepoSkeleton>>();
+function repoSkeleton(parent: string, format: ObjectFormat, env: Record<string, string | undefined>): Promise<RepoSkeleton> {
+  const key = `${parent}\0${format}`;
+  let p = skeletons.get(key);
+  if (!p) {
+    if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value!);
+    p = (async () => {
+      const tmp = path.join(parent, `.ocw-init-${process.pid}-${randomBytes(4).toString("hex")}`);
+      await mkdir(parent, { recursive: true });
+      try {
+        const r = await runCommand("git", ["init", "-q", "--template=", ...(format === "sha256" ? ["--object-format=sha256"] : []), tmp], { cwd: parent, env });
+        if (r.exitCode !== 0) throw new GitError(`git init failed in ${parent}: ${gitComplaint(r)}`);
+        const dirs: string[] = [".git"];
+        const files: [string, Buffer][] = [];
+        const walk = async (rel: string): Promise<void> => {
+          for (const e of await readdir(path.join(tmp, rel), { withFileTypes: true })) {
+            const name = path.join(rel, e.name);
+            if (e.isDirectory()) {
+              dirs.push(name);
+              await walk(name);
+            } else if (e.isFile()) files.push([name, await readFile(path.join(tmp, name))]);
+            else throw new GitError(`git init made ${name}, which is neither a file nor a folder`);
+          }
+        };
+        await walk(".git");
+        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path.sep))), files };
+      } finally {
+        await rm(tmp, { recursive: true, force: true });
+      }
+    })();
+    skeletons.set(key, p);
+    p.catch(() => skeletons.get(key) === p && skeletons.delete(key));
+  }
+  return p;
+}
+
+/**
+ * A new private repository (NEW_WORKSPACE without an import) with one process: git's own `init` layout written from
+ * its skeleton, the alternate and the opencode id beside it, then `git checkout -b` of the base. Checked as the script
+ * checks it: a checkout that could not read an object says so but exits 0, leaving the file out: a failure here.
+ */
+async function newWorkspace(
+  worktree: string,
+  env: Record<string, string | undefined>,
+  o: { objects: string; projectId: string; branch: string; base: string; engineDir: string },
+): Promise<void> {
+  const skeleton = await repoSkeleton(o.engineDir, objectFormat(o.base), env);
+  const dotGit = path.join(worktree, ".git");
+  // Every folder (the innermost ones, their parents with them), then the files, each new: off the engine's thread (the
+  // same written directly held it ~3 ms a worker under load).
+  await Promise.all(skeleton.leaves.map((d) => mkdir(path.join(worktree, d), { recursive: true })));
+  await Promise.all([
+    ...skeleton.files.map(([name, bytes]) => writeFile(path.join(worktree, name), bytes, { flag: "wx" })),
+    writeFile(path.join(dotGit, "objects", "info", "alternates"), `${o.objects}\n`, { flag: "wx" }),
+    writeFile(path.join(dotGit, "opencode"), `${o.projectId}\n`, { flag: "wx" }),
+  ]);
+  // No hook or fsmonitor of anyone's runs (the new repository has none; the flags make sure of it).
+  const r = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "checkout", "-q", "-b", o.branch, o.base], {
+    cwd: worktree,
+    env,
+  });
+  const out = `${r.stdout}${r.stderr}`;
+  if (r.exitCode !== 0 || /unable to read|invalid object/.test(out)) throw new GitError(`git failed in ${worktree}: ${gitComplaint(r)}`);
+}
+
 /**
  * A resumed worker's workspace: its mirror is made again when it is gone, and a workspace made before the mirrors
  * existed (its alternate the user's own object store, which no sandbox shows any more) is moved onto its mirror.
@@ -152,7 +246,7 @@ export async function moveOntoMirror(
   const old = named !== null && named === (await objectsOf(ws.repo).catch(() => null));
   if (!old && existsSync(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
-  if (old) writeAlternates(path.join(ws.worktree, ".git", "objects"), realpathSync(mirror) + "\n");
+  if (old) await writeAlternates(path.join(ws.worktree, ".git", "objects"), realpathSync(mirror) + "\n");
 }
 
 /** Why a workspace could not be checked out from the mirror, as a coded error (nothing of the user's was changed). */
@@ -304,23 +398,6 @@ GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tre
 GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
 `;
 
-/**
- * A fresh checkout of the base commit (the held-back checks run there once, to find the ones that already pass).
- * read-tree + checkout-index, not `checkout -- .`: an empty tree (a first `git commit --allow-empty`) has no path for
- * "." to match, and git then fails with "pathspec '.' did not match any file(s)".
- */
-const CHECK_OUT_BASE = `${TRUSTED}GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_BASE"
-if [ -n "$OCW_CHECKOUT_ONLY" ]; then
-  printf '%s\n' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
-else
-  GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
-fi
-`;
-
-/** The files that differ between two commits (NUL-separated numstat records). */
-const CHANGED_BETWEEN = `${TRUSTED}git $C diff --numstat -z --no-renames "$OCW_FROM" "$OCW_TO"
-`;
-
 /** The environment of the engine's own git: no system or global config, no repository of the worker's, a fixed identity. */
 function trustedEnv(home: string): Record<string, string> {
   return {
@@ -387,8 +464,15 @@ git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 // while grading empties GRADE_OBJECTS, which they borrow from.
 const scriptsOf = new Map<string, Promise<unknown>>();
 
+/**
+ * A trusted script (a fixed sh text), or one git command with the trusted flags, its private index (GIT_INDEX_FILE) and
+ * the workspace (or `workTree`) as its work tree: no shell started where one command does. `allowFail`: its exit code
+ * is not looked at (a script's `|| :`).
+ */
+type TrustedRun = string | { git: string[]; workTree?: string; allowFail?: boolean };
+
 /** Runs a trusted script on a worker's objects, with a private index that is removed afterwards. */
-function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: TrustedScriptOptions = {}): Promise<string> {
+function trustedScript(ws: Workspace, script: TrustedRun, inputs: Record<string, string>, opts: TrustedScriptOptions = {}): Promise<string> {
   const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
   const done = run.catch(() => undefined);
   scriptsOf.set(ws.gitDir, done);
@@ -400,43 +484,60 @@ function trustedScript(ws: Workspace, script: string, inputs: Record<string, str
  * An object folder's alternates, replaced whole (a temporary file renamed into place) and only when they differ: a
  * publish or diff of the worker reading them at that moment sees the old list or the new one, never a half-written one.
  */
-function writeAlternates(objects: string, text: string): void {
+async function writeAlternates(objects: string, text: string, opts: { engines?: boolean } = {}): Promise<void> {
   const file = path.join(objects, "info", "alternates");
-  try {
-    if (readFileSync(file, "utf8") === text) return;
-  } catch {
-    /* not there yet */
+  // In the engine's own folders (`engines`: nobody else writes there; a folder emptied or removed is forgotten,
+  // forgetAlternates), once written they are not read again: three scripts a worker read or wrote them each time (~100
+  // ms of a 32-task batch's engine CPU). A workspace's own are always read: its worker may have changed them.
+  if (opts.engines && alternatesWritten.get(file) === text) return;
+  if ((await readFile(file, "utf8").catch(() => null)) !== text) {
+    const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+    // Off the engine's thread (written directly, each held the engine's thread ~1 ms under load), with its folder when
+    // that is not there yet.
+    try {
+      await writeFile(tmp, text);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(tmp, text);
+    }
+    await rename(tmp, file);
   }
-  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
+  if (!opts.engines) return;
+  if (alternatesWritten.size >= 4096) alternatesWritten.delete(alternatesWritten.keys().next().value!);
+  alternatesWritten.set(file, text);
 }
+const alternatesWritten = new Map<string, string>();
+/** An object folder emptied or removed: its alternates are written again next time. */
+const forgetAlternates = (objects: string) => alternatesWritten.delete(path.join(objects, "info", "alternates"));
 
 /**
  * The worker's object folders: its own (snapshots for diffs; it borrows the user's objects and those of its latest
  * grading) and GRADE_OBJECTS (borrowing only the user's, so that `git add` there writes every object the graded commit
  * adds, and publishing copies exactly those).
  */
-async function runTrustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: TrustedScriptOptions): Promise<string> {
+async function runTrustedScript(ws: Workspace, script: TrustedRun, inputs: Record<string, string>, opts: TrustedScriptOptions): Promise<string> {
   const format = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format), objectsOf(ws.repo)]);
   const objects = path.join(ws.gitDir, "objects");
   const gradeObjects = path.join(ws.gitDir, GRADE_OBJECTS);
   const graded = await gradedStoreOf(ws);
+  if (opts.baseOnly) return runOnBase(ws, script, inputs, opts, { gitDir, userObjects, graded });
   if (opts.freshGradeObjects) {
     // The previous grading's objects move to the worker's own folder first: a later round is compared with the commit
     // of the round before (what changed since), and the verdict naming it must stay readable until the worker is
     // removed (nothing of it is in the user's repository before the person lands or publishes it). A failed copy fails
     // this grading rather than lose that commit.
     if (existsSync(gradeObjects)) await copyObjects(gradeObjects, objects);
+    forgetAlternates(gradeObjects);
     await rm(gradeObjects, { recursive: true, force: true });
   }
-  // Off the engine's thread: a synchronous mkdir here took several ms a script under load, three scripts a worker.
-  await Promise.all([objects, gradeObjects].map((dir) => mkdir(path.join(dir, "info"), { recursive: true })));
   // The engine's store of graded objects (built verdicts, combined commits) is borrowed too: a task after others starts
-  // from commits only it holds.
-  writeAlternates(objects, `${userObjects}\n${graded}\n${gradeObjects}\n`);
-  writeAlternates(gradeObjects, `${userObjects}\n${graded}\n`);
+  // from commits only it holds. Each folder is made with its alternates (off the engine's thread).
+  await Promise.all([
+    writeAlternates(objects, `${userObjects}\n${graded}\n${gradeObjects}\n`, { engines: true }),
+    writeAlternates(gradeObjects, `${userObjects}\n${graded}\n`, { engines: true }),
+  ]);
   const index = opts.index?.path ?? privateIndex(ws);
   try {
     const env = {
@@ -452,13 +553,63 @@ async function runTrustedScript(ws: Workspace, script: string, inputs: Record<st
       ...inputs,
     };
     // Lossless: the names of a worker's files (any bytes but NUL) and its diff show invalid UTF-8 as \xNN, never U+FFFD.
-    return await gitScript(script, { cwd: ws.gitDir, env, lossless: !opts.bytes, bytes: opts.bytes });
+    if (typeof script === "string") return await gitScript(script, { cwd: ws.gitDir, env, lossless: !opts.bytes, bytes: opts.bytes });
+    const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
+      cwd: ws.gitDir,
+      env: { ...env, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
+      lossless: !opts.bytes,
+      bytes: opts.bytes,
+    });
+    if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${ws.gitDir}: ${gitComplaint(r)}`);
+    return r.stdout;
+  } finally {
+    if (!opts.index?.keep) await rm(index, { force: true });
+  }
+}
+
+/**
+ * A trusted run that reads only the base (its listing, the caps listing, a checkout of it): the user's objects and the
+ * engine's graded store named to git directly (a base is in one of them), so the worker's own object folders are not
+ * made or written for it.
+ */
+async function runOnBase(
+  ws: Workspace,
+  script: TrustedRun,
+  inputs: Record<string, string>,
+  opts: TrustedScriptOptions,
+  at: { gitDir: string; userObjects: string; graded: string },
+): Promise<string> {
+  const index = opts.index?.path ?? privateIndex(ws);
+  const cwd = path.dirname(ws.gitDir);
+  try {
+    const env = {
+      ...trustedEnv(ws.gitDir),
+      GIT_DIR: at.gitDir,
+      GIT_OBJECT_DIRECTORY: at.userObjects,
+      GIT_ALTERNATE_OBJECT_DIRECTORIES: at.graded,
+      GIT_NO_LAZY_FETCH: "1",
+      OCW_INDEX: index,
+      OCW_BASE: ws.baseCommit,
+      OCW_WORKTREE: ws.worktree,
+      ...inputs,
+    };
+    if (typeof script === "string") return await gitScript(script, { cwd, env, lossless: !opts.bytes, bytes: opts.bytes });
+    const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
+      cwd,
+      env: { ...env, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
+      lossless: !opts.bytes,
+      bytes: opts.bytes,
+    });
+    if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${cwd}: ${gitComplaint(r)}`);
+    return r.stdout;
   } finally {
     if (!opts.index?.keep) await rm(index, { force: true });
   }
 }
 
 interface TrustedScriptOptions {
+  /** Reads only the base (runOnBase). */
+  baseOnly?: boolean;
   freshGradeObjects?: boolean;
   bytes?: boolean;
   /** A private index shared by two scripts in a row (the caps listing, then the commit): kept after the first, read by the second. */
@@ -519,7 +670,7 @@ export async function commitAndCheckOut(
   try {
     const over = await snapshotOverCaps(ws, caps, index);
     if (over) throw new SnapshotTooLarge(over);
-    await rm(checkoutDir, { recursive: true, force: true });
+    if (existsSync(checkoutDir)) await rm(checkoutDir, { recursive: true, force: true });
     mkdirSync(checkoutDir, { recursive: true });
     out = await trustedScript(
       ws,
@@ -583,7 +734,7 @@ const plainNames = (only?: string[]): only is string[] =>
 
 /** A fresh checkout of one of the worker's commits (the graded one, emptied first): the whole tree. */
 export async function checkOutCommit(ws: Workspace, commit: string, checkoutDir: string): Promise<void> {
-  await rm(checkoutDir, { recursive: true, force: true });
+  if (existsSync(checkoutDir)) await rm(checkoutDir, { recursive: true, force: true });
   mkdirSync(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
@@ -615,14 +766,107 @@ export class SnapshotTooLarge extends OcwError {
 }
 
 /**
- * The new files a snapshot would add (untracked, not ignored: what `git add -A` takes), then the base's files with their
- * sizes. Exact bytes (latin1): the names are opened.
+ * What every grading of a base commit reads of it, made once per base (not per worker): an index of its tree (as `git
+ * read-tree` writes it: no stat data, so `git add -A` on a copy of it hashes every file of the workspace again, as a
+ * fresh `read-tree` per grading did) and the base's files with their sizes (`ls-tree -r -l`). Exact bytes (latin1): the
+ * names are opened. Run with the trusted environment; the index is written to OCW_INDEX (a temporary name, renamed
+ * into place by the engine).
  */
-const LIST_FOR_CAPS = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C ls-files -z -o --exclude-standard -- "$OCW_WORKTREE"
-printf '\\0'
+const BASE_LISTING = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
 git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
 `;
+
+/** A base commit as grading reads it (BASE_LISTING): its index file (the engine's, never written after), its files. */
+interface BaseListing {
+  index: string;
+  /** The base's blobs: name (latin1) and size. */
+  blobs: [string, number][];
+  /** The base's submodules (gitlinks), each named with a trailing slash. */
+  submodules: string[];
+}
+
+/**
+ * The engine's base listings, one per folder of worker repositories and base commit, made by whichever grading (or
+ * diff) of that base comes first; the others wait for it. A handful are kept; an older one's index file is removed.
+ */
+const baseListings = new Map<string, Promise<BaseListing>>();
+const BASE_LISTINGS_KEPT = 8;
+/** Folders of base indexes already cleared of what an earlier engine left there. */
+const baseIndexDirs = new Map<string, Promise<void>>();
+
+function baseListing(ws: Workspace): Promise<BaseListing> {
+  const dir = path.join(path.dirname(ws.gitDir), ".base-index");
+  const index = path.join(dir, `${ws.baseCommit}-${process.pid}`);
+  let p = baseListings.get(index);
+  if (p) {
+    // Most recently used last.
+    baseListings.delete(index);
+    baseListings.set(index, p);
+    return p;
+  }
+  p = (async () => {
+    let cleared = baseIndexDirs.get(dir);
+    if (!cleared) {
+      // What an engine of another process left (it ended before removing its own): never read, removed once.
+      cleared = readdir(dir)
+        .then((names) => Promise.all(names.filter((n) => !n.endsWith(`-${process.pid}`)).map((n) => rm(path.join(dir, n), { force: true }))))
+        .catch(() => undefined)
+        .then(() => mkdir(dir, { recursive: true }))
+        .then(() => undefined);
+      baseIndexDirs.set(dir, cleared);
+      cleared.catch(() => baseIndexDirs.delete(dir));
+    }
+    await cleared;
+    const tmp = `${index}.tmp-${randomBytes(4).toString("hex")}`;
+    try {
+      const out = await trustedScript(ws, BASE_LISTING, { OCW_INDEX: tmp }, { bytes: true, baseOnly: true, index: { path: tmp, keep: true } });
+      await rename(tmp, index);
+      const blobs: [string, number][] = [];
+      const submodules: string[] = [];
+      for (const rec of out.split("\0")) {
+        const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
+        if (m) blobs.push([m[2]!, Number(m[1])]);
+        const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
+        if (sub) submodules.push(`${sub[1]}/`);
+      }
+      return { index, blobs, submodules };
+    } finally {
+      await rm(tmp, { force: true });
+    }
+  })();
+  baseListings.set(index, p);
+  p.catch(() => baseListings.get(index) === p && baseListings.delete(index));
+  while (baseListings.size > BASE_LISTINGS_KEPT) {
+    const [oldest, old] = baseListings.entries().next().value!;
+    baseListings.delete(oldest);
+    void old.then(() => rm(oldest, { force: true })).catch(() => undefined);
+  }
+  return p;
+}
+
+/**
+ * A private index holding the base (a copy of its listing's index: no `git read-tree` per grading), for the caps
+ * listing and then the snapshot. Returns the base's listing. A listing whose index file is gone (removed meanwhile) is
+ * made again.
+ */
+async function baseIndexInto(ws: Workspace, index: string): Promise<BaseListing> {
+  for (let tries = 0; ; tries++) {
+    const listing = await baseListing(ws);
+    try {
+      await copyFile(listing.index, index);
+      return listing;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT" || tries) throw err;
+      if (baseListings.get(listing.index)) baseListings.delete(listing.index);
+    }
+  }
+}
+
+/**
+ * The new files a snapshot would add (untracked, not ignored: what `git add -A` takes), read against a private index
+ * holding the base (baseIndexInto). One git, no shell. Exact bytes (latin1): the names are opened.
+ */
+const LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 
 /**
  * Why the worker's files are over the caps, or null: more new files than `caps.files`, more bytes added (new files, and
@@ -631,17 +875,19 @@ git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
  */
 export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snapshotCaps(), keepIndex?: string): Promise<string | null> {
   if (!existsSync(ws.worktree)) return null;
-  let out: string;
+  // The caller's index (kept for its snapshot), else one of this listing's own.
+  const index = keepIndex ?? privateIndex(ws);
+  let fresh: string;
+  let base: BaseListing;
   try {
-    out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true, ...(keepIndex ? { index: { path: keepIndex, keep: true } } : {}) });
+    base = await baseIndexInto(ws, index);
+    fresh = await trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep: !!keepIndex } });
   } catch (err) {
+    if (!keepIndex) await rm(index, { force: true });
     // The listing itself passed the output cap (tens of MiB of names): far over any file cap.
     if (/output passed/.test((err as Error).message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
     throw err;
   }
-  // New names (each NUL-ended), one more NUL, then the base's records: no name is empty, so the first empty record ends them.
-  const cut = out.startsWith("\0") ? -1 : out.indexOf("\0\0");
-  const [fresh, tracked] = cut < 0 ? ["", out.slice(1)] : [out.slice(0, cut), out.slice(cut + 2)];
   const names = fresh ? fresh.split("\0").filter(Boolean) : [];
   const size = (n: number) => (n < 1024 * 1024 ? `${n.toLocaleString("en-US")} bytes` : `${Math.round(n / 1024 / 1024).toLocaleString("en-US")} MiB`);
   if (names.length > caps.files)
@@ -650,32 +896,14 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   const at = (name: string) => Buffer.concat([root, Buffer.from(name, "latin1")]);
   const shown = (name: string) => losslessUtf8(Buffer.from(name, "latin1"));
   let total = 0;
-  const sizes = await Promise.all(
-    names.map((n) =>
-      lstat(at(n)).then(
-        (st) => (st.isFile() || st.isSymbolicLink() ? st.size : 0),
-        () => 0,
-      ),
-    ),
-  );
-  const grow: [string, number, number][] = [];
+  const sizes = await sizesOf(names.map(at));
   // Nested repositories: new ones (`ls-files -o` names them with a trailing slash) and the base's submodules.
-  const nested = names.filter((n) => n.endsWith("/"));
-  for (const rec of tracked.split("\0")) {
-    const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
-    if (m) grow.push([m[2]!, Number(m[1]), 0]);
-    const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
-    if (sub) nested.push(`${sub[1]}/`);
-  }
+  const nested = [...names.filter((n) => n.endsWith("/")), ...base.submodules];
+  const grow: [string, number, number][] = base.blobs.map(([name, before]) => [name, before, 0]);
   const outside = await nestedGitOutside(ws.worktree, nested, at);
   if (outside)
     return `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`;
-  await Promise.all(
-    grow.map(async (g) => {
-      const st = await lstat(at(g[0])).catch(() => null);
-      g[2] = st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0;
-    }),
-  );
+  for (const [i, now] of (await sizesOf(grow.map((g) => at(g[0])))).entries()) grow[i]![2] = now;
   for (const [i, n] of names.entries()) {
     total += sizes[i]!;
     if (sizes[i]! > caps.fileBytes)
@@ -688,6 +916,26 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   }
   if (total > caps.bytes) return `the worker's files add ${size(total)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
   return null;
+}
+
+/**
+ * Each path's size as lstat gives it (a regular file's bytes, a symlink's target name; 0 for anything else or nothing
+ * there). lstat on the engine's thread, a few hundred paths at a time with a turn of the event loop between: a promise
+ * per path cost more of the engine's CPU than the call itself (a local file system's lstat takes microseconds).
+ */
+async function sizesOf(paths: Buffer[]): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < paths.length; i++) {
+    if (i && i % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync(paths[i]!, { throwIfNoEntry: false });
+    } catch {
+      st = undefined; // a part of the path is not a folder (ENOTDIR), or not readable
+    }
+    out.push(st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0);
+  }
+  return out;
 }
 
 /**
@@ -750,16 +998,16 @@ async function nestedGitOutside(worktree: string, dirs: string[], at: (name: str
  * whole tree, or with `only` just those paths (as commitAndCheckOut; whether it did is returned, check with partialHolds).
  */
 export async function checkOutBase(ws: Workspace, checkoutDir: string, only?: string[]): Promise<{ partial: boolean }> {
-  await rm(checkoutDir, { recursive: true, force: true });
+  if (existsSync(checkoutDir)) await rm(checkoutDir, { recursive: true, force: true });
   mkdirSync(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   const partial = plainNames(only);
   try {
-    await trustedScript(ws, CHECK_OUT_BASE, {
-      OCW_CHECKOUT: checkoutDir,
-      OCW_CHECKOUT_INDEX: checkoutIndex,
-      OCW_CHECKOUT_ONLY: partial ? checkoutList(only) : "",
-    });
+    // The base's own index (a copy of its listing's: no read-tree), checked out by one git, no shell. A named path the
+    // index does not hold (a folder above a file, a missing file) is git's complaint only: partialHolds decides.
+    await baseIndexInto(ws, checkoutIndex);
+    const args = partial ? ["checkout-index", "-f", "-q", "--", ...checkoutList(only).split("\n")] : ["checkout-index", "-a", "-f", "-q"];
+    await trustedScript(ws, { git: args, workTree: checkoutDir, allowFail: partial }, {}, { baseOnly: true, index: { path: checkoutIndex, keep: true } });
   } finally {
     await rm(checkoutIndex, { force: true });
   }
@@ -769,7 +1017,7 @@ export async function checkOutBase(ws: Workspace, checkoutDir: string, only?: st
 /** The files that differ between two of the worker's graded commits (a round and the one before). */
 export async function changedBetween(ws: Workspace, from: string, to: string): Promise<string[]> {
   if (from === to) return [];
-  return parseNumstatAndStat(await trustedScript(ws, CHANGED_BETWEEN, { OCW_FROM: from, OCW_TO: to })).changed;
+  return parseNumstatAndStat(await trustedScript(ws, { git: ["diff", "--numstat", "-z", "--no-renames", from, to] }, {})).changed;
 }
 
 /**
@@ -790,10 +1038,20 @@ export function parseNumstatAndStat(out: string): { changed: string[]; stat: str
 /** The diff of a commit (the graded one), or of the workspace's files as they are now (a running worker). */
 export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_000): Promise<string> {
   if (!commit && !existsSync(ws.worktree)) return ""; // no files left: the base against itself
-  // A running worker's files are snapshotted for its diff: over the caps, nothing of them is hashed or read.
-  const over = commit ? null : await snapshotOverCaps(ws);
-  if (over) return `… diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
-  const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
+  // A running worker's files are snapshotted for its diff: over the caps, nothing of them is hashed or read. The caps
+  // listing's index (the base) is the snapshot's too.
+  const index = commit ? null : privateIndex(ws);
+  let d: string;
+  try {
+    const over = index ? await snapshotOverCaps(ws, snapshotCaps(), index) : null;
+    if (over) return `… diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
+    const ready = !!index && existsSync(index);
+    d = trimFinalNewline(
+      await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {}),
+    );
+  } finally {
+    if (index) await rm(index, { force: true });
+  }
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `\n… diff truncated at ${maxBytes} bytes` : d;
 }
 
@@ -811,14 +1069,21 @@ export function gradedObjectsDir(reposDir: string, repoRoot: string): string {
 /** The engine's store of graded objects for `repoRoot` (made on first use), as gradedObjectsDir names it. */
 export async function gradedStore(reposDir: string, repoRoot: string): Promise<string> {
   const dir = gradedObjectsDir(reposDir, repoRoot);
-  const alternates = path.join(dir, "info", "alternates");
   const want = `${await objectsOf(repoRoot)}\n`;
-  if (!existsSync(alternates)) {
-    mkdirSync(path.join(dir, "info"), { recursive: true });
-    writeAlternates(dir, want);
+  // Made once: asked for by every script of every worker, its alternates are read (not written) only the first time.
+  let made = gradedStores.get(dir);
+  if (!made) {
+    if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value!);
+    made = (async () => {
+      if (!existsSync(path.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
+    })();
+    gradedStores.set(dir, made);
+    made.catch(() => gradedStores.get(dir) === made && gradedStores.delete(dir));
   }
+  await made;
   return dir;
 }
+const gradedStores = new Map<string, Promise<void>>();
 
 /** The graded store of a worker's repository (beside the engine's folders of its workers). */
 export const gradedStoreOf = (ws: Pick<Workspace, "gitDir" | "repo">): Promise<string> => gradedStore(path.dirname(ws.gitDir), ws.repo);
@@ -943,8 +1208,17 @@ async function copyObjects(from: string, to: string): Promise<void> {
       // Only files named as objects: not a temporary file of a git still writing one.
       const names = (await readdir(path.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
-      await mkdir(path.join(to, d), { recursive: true });
-      for (const name of names) await copyWhole(path.join(from, d, name), path.join(to, d, name));
+      for (const [i, name] of names.entries()) {
+        const place = () => copyWhole(path.join(from, d, name), path.join(to, d, name));
+        // The folder is made only when it is not there yet (most of the store's folders are, after a few gradings).
+        if (i) await place();
+        else
+          await place().catch(async (err: NodeJS.ErrnoException) => {
+            if (err.code !== "ENOENT" || !existsSync(path.join(from, d, name))) throw err;
+            await mkdir(path.join(to, d), { recursive: true });
+            await place();
+          });
+      }
     }),
     copyPacks(path.join(from, "pack"), path.join(to, "pack")),
   ]);
@@ -964,9 +1238,19 @@ async function copyPacks(from: string, to: string): Promise<void> {
   }
 }
 
-/** Copies a file of git's (named by its content) whole or not at all: to a temporary name beside it, then linked. */
+/** Places a file of git's (named by its content) whole or not at all: linked, else copied to a temporary name beside it, then linked. */
 async function copyWhole(src: string, dest: string): Promise<void> {
-  if (existsSync(dest)) return;
+  // A hard link where the file system allows it (the engine's folders: no bytes copied, whole at once); git's object
+  // files are named by their content and never written in place, so the two names never differ.
+  try {
+    await link(src, dest);
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return;
+    // EXDEV (another file system), EPERM (links refused), EMLINK: copied instead.
+    if (code !== "EXDEV" && code !== "EPERM" && code !== "EMLINK") throw err;
+  }
   const tmp = path.join(path.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes(6).toString("hex")}`);
   try {
     await copyFile(src, tmp);
@@ -1025,6 +1309,8 @@ export async function removeWorkspace(ws: Workspace, opts: { force?: boolean; tm
   }
   rmSync(ws.worktree, { recursive: true, force: true });
   rmSync(ws.gitDir, { recursive: true, force: true });
+  forgetAlternates(path.join(ws.gitDir, "objects"));
+  forgetAlternates(path.join(ws.gitDir, GRADE_OBJECTS));
   if (opts.tmpDir) rmSync(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
