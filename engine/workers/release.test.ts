@@ -80,6 +80,31 @@ describe("releasing finished workers' opencode instances", () => {
     expect(states.get("busy")).toBe("running");
   });
 
+  it(`at ${RELEASE_BATCH} waiting, waits while a worker of the server is graded (up to ${2 * RELEASE_BATCH})`, async () => {
+    const { releaser, disposed, states, add, serverA, settle } = rig();
+    add("busy", serverA);
+    add("grading", serverA, "grading");
+    for (let i = 0; i < RELEASE_BATCH; i++) {
+      add(`f${i}`, serverA, "built");
+      releaser.finished(`f${i}`);
+    }
+    await settle();
+    expect(disposed).toEqual([]); // the other half of the batch is being graded
+    states.set("grading", "built");
+    releaser.finished("grading");
+    await settle();
+    expect(disposed.length).toBe(RELEASE_BATCH + 1); // gradings paused: released, though "busy" still runs
+    // Gradings that never pause: released at twice the batch all the same.
+    add("g2", serverA, "settled");
+    for (let i = 0; i < 2 * RELEASE_BATCH; i++) {
+      add(`h${i}`, serverA, "built");
+      releaser.finished(`h${i}`);
+      await settle();
+      if (i < 2 * RELEASE_BATCH - 1) expect(disposed.length).toBe(RELEASE_BATCH + 1);
+    }
+    expect(disposed.length).toBe(3 * RELEASE_BATCH + 1);
+  });
+
   it("a worker resumed before its release keeps its instance", async () => {
     const { releaser, disposed, states, add, serverA, settle } = rig();
     add("busy", serverA);

@@ -13,8 +13,9 @@ export const RELEASE_DELAY_MS = 10_000;
  * Disposing costs opencode's one JS thread ~25 ms a worker (measured: 16 disposals, 0.41 s of its CPU), and that
  * thread is what a batch of workers waits on. So a finished worker's instance is disposed when its server has no
  * worker at work (starting, running, waiting for an approval, or being graded: disposals while a batch's last workers
- * are graded took one of the machine's two cores from their git), or at the latest when RELEASE_BATCH of them wait or
- * RELEASE_DELAY_MS has passed. A resume boots the instance again from the session stored on disk; a worker resumed
+ * are graded took one of the machine's two cores from their git), or at the latest when RELEASE_BATCH of them wait and
+ * none of the server's workers is being graded (a batch's verdicts come together: disposing the first half's instances
+ * then slowed the other half's gradings), 2 × RELEASE_BATCH wait, or RELEASE_DELAY_MS has passed. A resume boots the instance again from the session stored on disk; a worker resumed
  * before its disposal keeps the instance it has.
  */
 export class InstanceReleaser {
@@ -47,8 +48,14 @@ export class InstanceReleaser {
   private releaseIfDue(server: HarnessServer): void {
     const w = this.waiting.get(server);
     if (!w) return;
-    const atWork = this.reg.list().some((x) => !isAtRest(x.state) && x.state !== "queued" && this.reg.rt(x.id).server === server);
-    if (!atWork || w.ids.size >= RELEASE_BATCH) this.release(server);
+    let atWork = false;
+    let grading = false;
+    for (const x of this.reg.list()) {
+      if (isAtRest(x.state) || x.state === "queued" || this.reg.rt(x.id).server !== server) continue;
+      atWork = true;
+      if (x.state === "settled" || x.state === "grading") grading = true;
+    }
+    if (!atWork || (w.ids.size >= RELEASE_BATCH && !grading) || w.ids.size >= 2 * RELEASE_BATCH) this.release(server);
   }
 
   private release(server: HarnessServer): void {
