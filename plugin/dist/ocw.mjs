@@ -6774,10 +6774,10 @@ var require_utils = __commonJS({
         return removeDotSegments(path74);
       }
       const segments = path74.split("/");
-      const last = segments.length - 1;
+      const last2 = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
-      for (let i2 = 0; i2 <= last; i2++) {
+      for (let i2 = 0; i2 <= last2; i2++) {
         const segment = segments[i2];
         if (segment === "." || segment === "..") {
           if (segment === "..") {
@@ -6787,7 +6787,7 @@ var require_utils = __commonJS({
               output.push("..");
             }
           }
-          trailingDirectory = i2 === last;
+          trailingDirectory = i2 === last2;
         } else {
           output.push(segment);
         }
@@ -7196,7 +7196,7 @@ var require_schemes = __commonJS({
       urnComponent.nss = (uuidComponent.uuid || "").toLowerCase();
       return urnComponent;
     }
-    var http3 = (
+    var http4 = (
       /** @type {SchemeHandler} */
       {
         scheme: "http",
@@ -7209,7 +7209,7 @@ var require_schemes = __commonJS({
       /** @type {SchemeHandler} */
       {
         scheme: "https",
-        domainHost: http3.domainHost,
+        domainHost: http4.domainHost,
         parse: httpParse,
         serialize: httpSerialize
       }
@@ -7253,7 +7253,7 @@ var require_schemes = __commonJS({
     var SCHEMES = (
       /** @type {Record<SchemeName, SchemeHandler>} */
       {
-        http: http3,
+        http: http4,
         https: https2,
         ws,
         wss,
@@ -11438,11 +11438,11 @@ var require_utils2 = __commonJS({
     };
     exports.basename = (path74, { windows: windows2 } = {}) => {
       const segs = path74.split(windows2 ? /[\\/]/ : "/");
-      const last = segs[segs.length - 1];
-      if (last === "") {
+      const last2 = segs[segs.length - 1];
+      if (last2 === "") {
         return segs[segs.length - 2];
       }
-      return last;
+      return last2;
     };
   }
 });
@@ -15900,11 +15900,11 @@ var require_util2 = __commonJS({
       };
     }
     function checkWebsite(url2, timeout = 5e3) {
-      const http3 = url2.startsWith("https:") || url2.indexOf(":443/") > 0 || url2.indexOf(":8443/") > 0 ? __require("https") : __require("http");
+      const http4 = url2.startsWith("https:") || url2.indexOf(":443/") > 0 || url2.indexOf(":8443/") > 0 ? __require("https") : __require("http");
       const t2 = Date.now();
       return new Promise((resolve) => {
         try {
-          const request = http3.get(url2, (res) => {
+          const request = http4.get(url2, (res) => {
             res.on("data", () => {
             });
             res.on("end", () => {
@@ -26901,14 +26901,14 @@ var require_processes = __commonJS({
           }
           const batch = paths.slice(pos, pos + PROC_READ_BATCH);
           pos += PROC_READ_BATCH;
-          let pending = batch.length;
+          let pending2 = batch.length;
           batch.forEach((file3) => {
             fs.readFile(file3, "utf8", (err2, data2) => {
               if (!err2 && data2) {
                 lines.push(data2.trim());
               }
-              pending--;
-              if (pending === 0) {
+              pending2--;
+              if (pending2 === 0) {
                 nextBatch();
               }
             });
@@ -26956,9 +26956,9 @@ var require_processes = __commonJS({
           let cpuu = 0;
           let cpus = 0;
           if (_cpu_old.all > 0 && _cpu_old.list[pid]) {
-            const delta = all - _cpu_old.all;
-            cpuu = delta > 0 ? (utime - _cpu_old.list[pid].utime) / delta * 100 : 0;
-            cpus = delta > 0 ? (stime - _cpu_old.list[pid].stime) / delta * 100 : 0;
+            const delta2 = all - _cpu_old.all;
+            cpuu = delta2 > 0 ? (utime - _cpu_old.list[pid].utime) / delta2 * 100 : 0;
+            cpus = delta2 > 0 ? (stime - _cpu_old.list[pid].stime) / delta2 * 100 : 0;
           } else {
             cpuu = all > 0 ? utime / all * 100 : 0;
             cpus = all > 0 ? stime / all * 100 : 0;
@@ -26994,9 +26994,9 @@ var require_processes = __commonJS({
       let cpuu = 0;
       let cpus = 0;
       if (_cpu_old.all > 0 && _cpu_old.list[procStat.pid]) {
-        const delta = all - _cpu_old.all;
-        cpuu = delta > 0 ? (procStat.utime - _cpu_old.list[procStat.pid].utime) / delta * 100 : 0;
-        cpus = delta > 0 ? (procStat.stime - _cpu_old.list[procStat.pid].stime) / delta * 100 : 0;
+        const delta2 = all - _cpu_old.all;
+        cpuu = delta2 > 0 ? (procStat.utime - _cpu_old.list[procStat.pid].utime) / delta2 * 100 : 0;
+        cpus = delta2 > 0 ? (procStat.stime - _cpu_old.list[procStat.pid].stime) / delta2 * 100 : 0;
       } else {
         cpuu = all > 0 ? procStat.utime / all * 100 : 0;
         cpus = all > 0 ? procStat.stime / all * 100 : 0;
@@ -34783,14 +34783,14 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
       return `shape[${k}]._zod.run({ value: input[${k}], issues: [] }, ctx)`;
     };
     doc.write(`const input = payload.value;`);
-    const ids = /* @__PURE__ */ Object.create(null);
+    const ids2 = /* @__PURE__ */ Object.create(null);
     let counter = 0;
     for (const key of normalized.keys) {
-      ids[key] = `key_${counter++}`;
+      ids2[key] = `key_${counter++}`;
     }
     doc.write(`const newResult = {};`);
     for (const key of normalized.keys) {
-      const id2 = ids[key];
+      const id2 = ids2[key];
       const k = esc(key);
       doc.write(`const ${id2} = ${parseStr(key)};`);
       doc.write(`
@@ -38925,11 +38925,11 @@ var capitalizeFirstCharacter = (text) => {
 };
 function getUnitTypeFromNumber(number4) {
   const abs = Math.abs(number4);
-  const last = abs % 10;
-  const last2 = abs % 100;
-  if (last2 >= 11 && last2 <= 19 || last === 0)
+  const last2 = abs % 10;
+  const last22 = abs % 100;
+  if (last22 >= 11 && last22 <= 19 || last2 === 0)
     return "many";
-  if (last === 1)
+  if (last2 === 1)
     return "one";
   return "few";
 }
@@ -42498,24 +42498,24 @@ var JSONSchemaGenerator = class {
         const _json = result.schema;
         switch (def.type) {
           case "string": {
-            const json2 = _json;
-            json2.type = "string";
+            const json3 = _json;
+            json3.type = "string";
             const { minimum, maximum, format: format2, patterns, contentEncoding } = schema._zod.bag;
             if (typeof minimum === "number")
-              json2.minLength = minimum;
+              json3.minLength = minimum;
             if (typeof maximum === "number")
-              json2.maxLength = maximum;
+              json3.maxLength = maximum;
             if (format2) {
-              json2.format = formatMap[format2] ?? format2;
-              if (json2.format === "")
-                delete json2.format;
+              json3.format = formatMap[format2] ?? format2;
+              if (json3.format === "")
+                delete json3.format;
             }
             if (contentEncoding)
-              json2.contentEncoding = contentEncoding;
+              json3.contentEncoding = contentEncoding;
             if (patterns && patterns.size > 0) {
               const regexes = [...patterns];
               if (regexes.length === 1)
-                json2.pattern = regexes[0].source;
+                json3.pattern = regexes[0].source;
               else if (regexes.length > 1) {
                 result.schema.allOf = [
                   ...regexes.map((regex) => ({
@@ -42528,53 +42528,53 @@ var JSONSchemaGenerator = class {
             break;
           }
           case "number": {
-            const json2 = _json;
+            const json3 = _json;
             const { minimum, maximum, format: format2, multipleOf, exclusiveMaximum, exclusiveMinimum } = schema._zod.bag;
             if (typeof format2 === "string" && format2.includes("int"))
-              json2.type = "integer";
+              json3.type = "integer";
             else
-              json2.type = "number";
+              json3.type = "number";
             if (typeof exclusiveMinimum === "number") {
               if (this.target === "draft-4" || this.target === "openapi-3.0") {
-                json2.minimum = exclusiveMinimum;
-                json2.exclusiveMinimum = true;
+                json3.minimum = exclusiveMinimum;
+                json3.exclusiveMinimum = true;
               } else {
-                json2.exclusiveMinimum = exclusiveMinimum;
+                json3.exclusiveMinimum = exclusiveMinimum;
               }
             }
             if (typeof minimum === "number") {
-              json2.minimum = minimum;
+              json3.minimum = minimum;
               if (typeof exclusiveMinimum === "number" && this.target !== "draft-4") {
                 if (exclusiveMinimum >= minimum)
-                  delete json2.minimum;
+                  delete json3.minimum;
                 else
-                  delete json2.exclusiveMinimum;
+                  delete json3.exclusiveMinimum;
               }
             }
             if (typeof exclusiveMaximum === "number") {
               if (this.target === "draft-4" || this.target === "openapi-3.0") {
-                json2.maximum = exclusiveMaximum;
-                json2.exclusiveMaximum = true;
+                json3.maximum = exclusiveMaximum;
+                json3.exclusiveMaximum = true;
               } else {
-                json2.exclusiveMaximum = exclusiveMaximum;
+                json3.exclusiveMaximum = exclusiveMaximum;
               }
             }
             if (typeof maximum === "number") {
-              json2.maximum = maximum;
+              json3.maximum = maximum;
               if (typeof exclusiveMaximum === "number" && this.target !== "draft-4") {
                 if (exclusiveMaximum <= maximum)
-                  delete json2.maximum;
+                  delete json3.maximum;
                 else
-                  delete json2.exclusiveMaximum;
+                  delete json3.exclusiveMaximum;
               }
             }
             if (typeof multipleOf === "number")
-              json2.multipleOf = multipleOf;
+              json3.multipleOf = multipleOf;
             break;
           }
           case "boolean": {
-            const json2 = _json;
-            json2.type = "boolean";
+            const json3 = _json;
+            json3.type = "boolean";
             break;
           }
           case "bigint": {
@@ -42627,23 +42627,23 @@ var JSONSchemaGenerator = class {
             break;
           }
           case "array": {
-            const json2 = _json;
+            const json3 = _json;
             const { minimum, maximum } = schema._zod.bag;
             if (typeof minimum === "number")
-              json2.minItems = minimum;
+              json3.minItems = minimum;
             if (typeof maximum === "number")
-              json2.maxItems = maximum;
-            json2.type = "array";
-            json2.items = this.process(def.element, { ...params, path: [...params.path, "items"] });
+              json3.maxItems = maximum;
+            json3.type = "array";
+            json3.items = this.process(def.element, { ...params, path: [...params.path, "items"] });
             break;
           }
           case "object": {
-            const json2 = _json;
-            json2.type = "object";
-            json2.properties = {};
+            const json3 = _json;
+            json3.type = "object";
+            json3.properties = {};
             const shape = def.shape;
             for (const key in shape) {
-              json2.properties[key] = this.process(shape[key], {
+              json3.properties[key] = this.process(shape[key], {
                 ...params,
                 path: [...params.path, "properties", key]
               });
@@ -42658,15 +42658,15 @@ var JSONSchemaGenerator = class {
               }
             }));
             if (requiredKeys.size > 0) {
-              json2.required = Array.from(requiredKeys);
+              json3.required = Array.from(requiredKeys);
             }
             if (def.catchall?._zod.def.type === "never") {
-              json2.additionalProperties = false;
+              json3.additionalProperties = false;
             } else if (!def.catchall) {
               if (this.io === "output")
-                json2.additionalProperties = false;
+                json3.additionalProperties = false;
             } else if (def.catchall) {
-              json2.additionalProperties = this.process(def.catchall, {
+              json3.additionalProperties = this.process(def.catchall, {
                 ...params,
                 path: [...params.path, "additionalProperties"]
               });
@@ -42674,16 +42674,16 @@ var JSONSchemaGenerator = class {
             break;
           }
           case "union": {
-            const json2 = _json;
+            const json3 = _json;
             const options = def.options.map((x, i2) => this.process(x, {
               ...params,
               path: [...params.path, "anyOf", i2]
             }));
-            json2.anyOf = options;
+            json3.anyOf = options;
             break;
           }
           case "intersection": {
-            const json2 = _json;
+            const json3 = _json;
             const a2 = this.process(def.left, {
               ...params,
               path: [...params.path, "allOf", 0]
@@ -42697,12 +42697,12 @@ var JSONSchemaGenerator = class {
               ...isSimpleIntersection(a2) ? a2.allOf : [a2],
               ...isSimpleIntersection(b) ? b.allOf : [b]
             ];
-            json2.allOf = allOf;
+            json3.allOf = allOf;
             break;
           }
           case "tuple": {
-            const json2 = _json;
-            json2.type = "array";
+            const json3 = _json;
+            json3.type = "array";
             const prefixPath = this.target === "draft-2020-12" ? "prefixItems" : "items";
             const restPath = this.target === "draft-2020-12" ? "items" : this.target === "openapi-3.0" ? "items" : "additionalItems";
             const prefixItems = def.items.map((x, i2) => this.process(x, {
@@ -42714,44 +42714,44 @@ var JSONSchemaGenerator = class {
               path: [...params.path, restPath, ...this.target === "openapi-3.0" ? [def.items.length] : []]
             }) : null;
             if (this.target === "draft-2020-12") {
-              json2.prefixItems = prefixItems;
+              json3.prefixItems = prefixItems;
               if (rest) {
-                json2.items = rest;
+                json3.items = rest;
               }
             } else if (this.target === "openapi-3.0") {
-              json2.items = {
+              json3.items = {
                 anyOf: prefixItems
               };
               if (rest) {
-                json2.items.anyOf.push(rest);
+                json3.items.anyOf.push(rest);
               }
-              json2.minItems = prefixItems.length;
+              json3.minItems = prefixItems.length;
               if (!rest) {
-                json2.maxItems = prefixItems.length;
+                json3.maxItems = prefixItems.length;
               }
             } else {
-              json2.items = prefixItems;
+              json3.items = prefixItems;
               if (rest) {
-                json2.additionalItems = rest;
+                json3.additionalItems = rest;
               }
             }
             const { minimum, maximum } = schema._zod.bag;
             if (typeof minimum === "number")
-              json2.minItems = minimum;
+              json3.minItems = minimum;
             if (typeof maximum === "number")
-              json2.maxItems = maximum;
+              json3.maxItems = maximum;
             break;
           }
           case "record": {
-            const json2 = _json;
-            json2.type = "object";
+            const json3 = _json;
+            json3.type = "object";
             if (this.target === "draft-7" || this.target === "draft-2020-12") {
-              json2.propertyNames = this.process(def.keyType, {
+              json3.propertyNames = this.process(def.keyType, {
                 ...params,
                 path: [...params.path, "propertyNames"]
               });
             }
-            json2.additionalProperties = this.process(def.valueType, {
+            json3.additionalProperties = this.process(def.valueType, {
               ...params,
               path: [...params.path, "additionalProperties"]
             });
@@ -42770,17 +42770,17 @@ var JSONSchemaGenerator = class {
             break;
           }
           case "enum": {
-            const json2 = _json;
+            const json3 = _json;
             const values = getEnumValues(def.entries);
             if (values.every((v) => typeof v === "number"))
-              json2.type = "number";
+              json3.type = "number";
             if (values.every((v) => typeof v === "string"))
-              json2.type = "string";
-            json2.enum = values;
+              json3.type = "string";
+            json3.enum = values;
             break;
           }
           case "literal": {
-            const json2 = _json;
+            const json3 = _json;
             const vals = [];
             for (const val of def.values) {
               if (val === void 0) {
@@ -42801,27 +42801,27 @@ var JSONSchemaGenerator = class {
             if (vals.length === 0) {
             } else if (vals.length === 1) {
               const val = vals[0];
-              json2.type = val === null ? "null" : typeof val;
+              json3.type = val === null ? "null" : typeof val;
               if (this.target === "draft-4" || this.target === "openapi-3.0") {
-                json2.enum = [val];
+                json3.enum = [val];
               } else {
-                json2.const = val;
+                json3.const = val;
               }
             } else {
               if (vals.every((v) => typeof v === "number"))
-                json2.type = "number";
+                json3.type = "number";
               if (vals.every((v) => typeof v === "string"))
-                json2.type = "string";
+                json3.type = "string";
               if (vals.every((v) => typeof v === "boolean"))
-                json2.type = "string";
+                json3.type = "string";
               if (vals.every((v) => v === null))
-                json2.type = "null";
-              json2.enum = vals;
+                json3.type = "null";
+              json3.enum = vals;
             }
             break;
           }
           case "file": {
-            const json2 = _json;
+            const json3 = _json;
             const file3 = {
               type: "string",
               format: "binary",
@@ -42835,15 +42835,15 @@ var JSONSchemaGenerator = class {
             if (mime) {
               if (mime.length === 1) {
                 file3.contentMediaType = mime[0];
-                Object.assign(json2, file3);
+                Object.assign(json3, file3);
               } else {
-                json2.anyOf = mime.map((m) => {
+                json3.anyOf = mime.map((m) => {
                   const mFile = { ...file3, contentMediaType: m };
                   return mFile;
                 });
               }
             } else {
-              Object.assign(json2, file3);
+              Object.assign(json3, file3);
             }
             break;
           }
@@ -42869,8 +42869,8 @@ var JSONSchemaGenerator = class {
             break;
           }
           case "success": {
-            const json2 = _json;
-            json2.type = "boolean";
+            const json3 = _json;
+            json3.type = "boolean";
             break;
           }
           case "default": {
@@ -42905,12 +42905,12 @@ var JSONSchemaGenerator = class {
             break;
           }
           case "template_literal": {
-            const json2 = _json;
+            const json3 = _json;
             const pattern = schema._zod.pattern;
             if (!pattern)
               throw new Error("Pattern not found in template literal");
-            json2.type = "string";
-            json2.pattern = pattern.source;
+            json3.type = "string";
+            json3.pattern = pattern.source;
             break;
           }
           case "pipe": {
@@ -45335,10 +45335,10 @@ function changedLines(v) {
   const lv = v;
   if (typeof lv.changedLines === "number") return lv.changedLines;
   if (!v.diffStat?.trim()) return isNoop(v) ? 0 : null;
-  const last = v.diffStat.trim().split("\n").at(-1);
-  const ins = /(\d+) insertions?\(\+\)/.exec(last);
-  const del = /(\d+) deletions?\(-\)/.exec(last);
-  if (!ins && !del) return /files? changed/.test(last) ? 0 : null;
+  const last2 = v.diffStat.trim().split("\n").at(-1);
+  const ins = /(\d+) insertions?\(\+\)/.exec(last2);
+  const del = /(\d+) deletions?\(-\)/.exec(last2);
+  if (!ins && !del) return /files? changed/.test(last2) ? 0 : null;
   return Number(ins?.[1] ?? 0) + Number(del?.[1] ?? 0);
 }
 var tokensOf = (w) => w.usage.input + w.usage.output + w.usage.reasoning;
@@ -45575,7 +45575,7 @@ var ReviewInput = WorkerRef.extend({
   comments: external_exports.array(ReviewComment).min(1, "a review needs at least one comment").max(200, "at most 200 comments per review"),
   message: external_exports.string().max(2e4).optional()
 });
-var DecideInput = Decision;
+var DecideInput = Decision.extend({ withWorker: external_exports.boolean().optional() });
 var EventsInput = external_exports.object({ lastEventId: external_exports.string().nullish() });
 var ListInput = external_exports.object({
   batchId: external_exports.string().optional(),
@@ -45790,7 +45790,7 @@ function observableToPromise(observable2) {
 }
 function observableToAsyncIterable(observable2, signal) {
   const values = [];
-  const pending = [];
+  const pending2 = [];
   let error46 = null;
   let finished7 = false;
   let subscription = null;
@@ -45806,13 +45806,13 @@ function observableToAsyncIterable(observable2, signal) {
     }
   }
   function settle() {
-    const first = error46 ? pending.shift() : void 0;
+    const first = error46 ? pending2.shift() : void 0;
     if (error46 && first) {
       const { cause } = error46;
       error46 = null;
       first.reject(cause);
     }
-    for (const promise2 of pending.splice(0)) promise2.resolve({
+    for (const promise2 of pending2.splice(0)) promise2.resolve({
       value: void 0,
       done: true
     });
@@ -45830,7 +45830,7 @@ function observableToAsyncIterable(observable2, signal) {
   subscription = observable2.subscribe({
     next(value) {
       if (finished7) return;
-      const promise2 = pending.shift();
+      const promise2 = pending2.shift();
       if (promise2) promise2.resolve({
         value,
         done: false
@@ -45866,7 +45866,7 @@ function observableToAsyncIterable(observable2, signal) {
         done: true
       };
       return new Promise((resolve, reject) => {
-        pending.push({
+        pending2.push({
           resolve,
           reject
         });
@@ -46252,8 +46252,8 @@ function getStatusCodeFromKey(code) {
   var _JSONRPC2_TO_HTTP_COD;
   return (_JSONRPC2_TO_HTTP_COD = JSONRPC2_TO_HTTP_CODE[code]) !== null && _JSONRPC2_TO_HTTP_COD !== void 0 ? _JSONRPC2_TO_HTTP_COD : 500;
 }
-function getHTTPStatusCode(json2, errors) {
-  const httpStatuses = new Set((Array.isArray(json2) ? json2 : [json2]).map((res, index) => {
+function getHTTPStatusCode(json3, errors) {
+  const httpStatuses = new Set((Array.isArray(json3) ? json3 : [json3]).map((res, index) => {
     if ("error" in res) {
       if (isObject2(res.error.data) && typeof res.error.data["httpStatus"] === "number") return res.error.data["httpStatus"];
       const original = errors === null || errors === void 0 ? void 0 : errors[index];
@@ -47271,14 +47271,14 @@ function makeAsyncResource(thing, dispose) {
 }
 var disposablePromiseTimerResult = /* @__PURE__ */ Symbol();
 function timerResource(ms) {
-  let timer = null;
+  let timer2 = null;
   return makeResource({ start() {
-    if (timer) throw new Error("Timer already started");
+    if (timer2) throw new Error("Timer already started");
     return new Promise((resolve) => {
-      timer = setTimeout(() => resolve(disposablePromiseTimerResult), ms);
+      timer2 = setTimeout(() => resolve(disposablePromiseTimerResult), ms);
     });
   } }, () => {
-    if (timer) clearTimeout(timer);
+    if (timer2) clearTimeout(timer2);
   });
 }
 function _usingCtx() {
@@ -47355,7 +47355,7 @@ function _takeWithGrace() {
       var _usingCtx$5 = _usingCtx();
       const iterator = _usingCtx$5.a(iteratorResource(iterable));
       let result;
-      const timer = _usingCtx$5.u(timerResource(opts.gracePeriodMs));
+      const timer2 = _usingCtx$5.u(timerResource(opts.gracePeriodMs));
       let count2 = opts.count;
       let timerPromise = new Promise(() => {
       });
@@ -47364,7 +47364,7 @@ function _takeWithGrace() {
         if (result === disposablePromiseTimerResult) throwAbortError();
         if (result.done) return result.value;
         yield result.value;
-        if (--count2 === 0) timerPromise = timer.start();
+        if (--count2 === 0) timerPromise = timer2.start();
         result = null;
       }
     } catch (_) {
@@ -49109,11 +49109,95 @@ async function httpRequest(opts) {
   const meta = {};
   const res = await fetchHTTPResponse(opts);
   meta.response = res;
-  const json2 = await res.json();
-  meta.responseJSON = json2;
+  const json3 = await res.json();
+  meta.responseJSON = json3;
   return {
-    json: json2,
+    json: json3,
     meta
+  };
+}
+
+// node_modules/@trpc/client/dist/httpLink-CWd1U86f.mjs
+function isOctetType(input2) {
+  return input2 instanceof Uint8Array || input2 instanceof Blob;
+}
+function isFormData(input2) {
+  return input2 instanceof FormData;
+}
+var universalRequester = (opts) => {
+  if ("input" in opts) {
+    const { input: input2 } = opts;
+    if (isFormData(input2)) {
+      if (opts.type !== "mutation" && opts.methodOverride !== "POST") throw new Error("FormData is only supported for mutations");
+      return httpRequest(_objectSpread2(_objectSpread2({}, opts), {}, {
+        contentTypeHeader: void 0,
+        getUrl,
+        getBody: () => input2
+      }));
+    }
+    if (isOctetType(input2)) {
+      if (opts.type !== "mutation" && opts.methodOverride !== "POST") throw new Error("Octet type input is only supported for mutations");
+      return httpRequest(_objectSpread2(_objectSpread2({}, opts), {}, {
+        contentTypeHeader: "application/octet-stream",
+        getUrl,
+        getBody: () => input2
+      }));
+    }
+  }
+  return jsonHttpRequester(opts);
+};
+function httpLink(opts) {
+  const resolvedOpts = resolveHTTPLinkOptions(opts);
+  return () => {
+    return (operationOpts) => {
+      const { op } = operationOpts;
+      return observable((observer) => {
+        const { path: path74, input: input2, type } = op;
+        if (type === "subscription") throw new Error("Subscriptions are unsupported by `httpLink` - use `httpSubscriptionLink` or `wsLink`");
+        const ac = new AbortController();
+        const { signal, cleanup } = raceAbortSignalsWithCleanup(op.signal, ac.signal);
+        let request;
+        try {
+          request = universalRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
+            type,
+            path: path74,
+            input: input2,
+            signal,
+            headers() {
+              if (!opts.headers) return {};
+              if (typeof opts.headers === "function") return opts.headers({ op });
+              return opts.headers;
+            }
+          }));
+        } catch (cause) {
+          cleanup();
+          throw cause;
+        }
+        let isDone = false;
+        let meta = void 0;
+        request.then((res) => {
+          isDone = true;
+          meta = res.meta;
+          const transformed = transformResult(res.json, resolvedOpts.transformer.output);
+          if (!transformed.ok) {
+            observer.error(TRPCClientError.from(transformed.error, { meta }));
+            return;
+          }
+          observer.next({
+            context: res.meta,
+            result: transformed.result
+          });
+          observer.complete();
+        }).catch((cause) => {
+          isDone = true;
+          observer.error(TRPCClientError.from(cause, { meta }));
+        });
+        return () => {
+          if (!isDone) ac.abort();
+          cleanup();
+        };
+      });
+    };
   };
 }
 
@@ -50336,13 +50420,19 @@ function authedFetch(address, client3) {
     return noCookies(input2, { ...init, headers });
   };
 }
+var LONG_QUERIES = /* @__PURE__ */ new Set(["workers.wait"]);
 function createEngineClient(address, client3) {
   const url2 = `${address.origin}${API_PATH}`;
   const headers = { authorization: `Bearer ${address.token}`, [CLIENT_HEADER]: client3 };
   const link3 = splitLink({
     condition: (op) => op.type === "subscription",
     true: httpSubscriptionLink({ url: url2, EventSource, eventSourceOptions: { fetch: authedFetch(address, client3) } }),
-    false: httpBatchLink({ url: url2, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies })
+    // A batch answers when its slowest call does: a query that waits (workers.wait) goes alone, never holding up others.
+    false: splitLink({
+      condition: (op) => LONG_QUERIES.has(op.path),
+      true: httpLink({ url: url2, headers, methodOverride: "POST", fetch: noCookies }),
+      false: httpBatchLink({ url: url2, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies })
+    })
   });
   return createTRPCClient({ links: [link3] });
 }
@@ -50430,13 +50520,21 @@ var ConfigSchema = external_exports.object({
   OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
   OCW_SETUP_BENCH_SEC: num(30).describe("seconds the benchmark after a model server starts (or is captured) may take; 0 skips it")
 });
+var KEYS = Object.keys(ConfigSchema.shape);
+var last = null;
 function config2(env2 = process.env) {
-  return ConfigSchema.parse(env2);
+  let key = "";
+  for (const k of KEYS) {
+    const v = env2[k];
+    key += v === void 0 ? "-" : `+${v.length}:${v}`;
+  }
+  if (last?.key !== key) last = { key, config: ConfigSchema.parse(env2) };
+  return { ...last.config };
 }
 
 // engine/api/launcher.ts
 import { spawn as spawn2 } from "node:child_process";
-import { existsSync as existsSync2, rmSync as rmSync3, statSync, writeFileSync as writeFileSync4 } from "node:fs";
+import { existsSync as existsSync2, rmSync as rmSync3, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
 import path7 from "node:path";
 
 // engine/api/lock.ts
@@ -50688,45 +50786,85 @@ var TargetStore = class {
 };
 
 // engine/store/worker-log.ts
-import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync as mkdirSync3, openSync, readdirSync, readFileSync as readFileSync2, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync as mkdirSync3, openSync, readdirSync, readFileSync as readFileSync2, rmSync, statSync, writeSync } from "node:fs";
 import path5 from "node:path";
+var OPEN_LOGS_CAP = 256;
 var WorkerLogStore = class {
-  constructor(root2) {
+  constructor(root2, cap2 = OPEN_LOGS_CAP) {
     this.root = root2;
+    this.cap = cap2;
     mkdirSync3(root2, { recursive: true, mode: 448 });
   }
   root;
+  cap;
   broken = /* @__PURE__ */ new Set();
+  /** Open logs by worker id, least recently appended first. */
+  open = /* @__PURE__ */ new Map();
   file(workerId) {
     return path5.join(this.root, workerId, "events.jsonl");
   }
   dir(workerId) {
     return path5.join(this.root, workerId);
   }
+  /** How many logs are open now. */
+  get openCount() {
+    return this.open.size;
+  }
   /**
    * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
    * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
    */
   append(event) {
-    const file3 = this.file(event.workerId);
-    const prefix = this.broken.has(file3) ? "\n" : "";
+    const id2 = event.workerId;
+    let h3 = this.open.get(id2);
+    const file3 = h3?.file ?? this.file(id2);
+    const prefix = this.broken.size && this.broken.has(file3) ? "\n" : "";
     const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
     let madeDir;
     let fd;
     let size = 0;
     try {
-      madeDir = mkdirSync3(path5.dirname(file3), { recursive: true, mode: 448 });
-      fd = openSync(file3, "a", 384);
-      size = fstatSync(fd).size;
+      const st = h3 ? statSync(file3, { throwIfNoEntry: false }) : void 0;
+      if (h3 && st && st.ino === h3.ino && st.dev === h3.dev) {
+        this.open.delete(id2);
+        size = st.size;
+      } else {
+        if (h3) this.closeOne(id2);
+        madeDir = mkdirSync3(path5.dirname(file3), { recursive: true, mode: 448 });
+        fd = openSync(file3, "a", 384);
+        const ost = fstatSync(fd);
+        h3 = { file: file3, fd, dev: ost.dev, ino: ost.ino };
+        size = ost.size;
+      }
+      fd = h3.fd;
+      this.open.set(id2, h3);
       for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
-      this.broken.delete(file3);
+      if (prefix) this.broken.delete(file3);
+      if (this.open.size > this.cap) this.closeOne(this.open.keys().next().value);
     } catch (err) {
       this.cutBack(file3, fd, size, madeDir);
+      if (fd !== void 0 && this.open.get(id2)?.fd !== fd) closeSync(fd);
+      this.closeOne(id2);
       const code = err.code;
       const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
       throw new Error(`cannot append to ${file3} (${code ?? err.message}): ${hint}`);
-    } finally {
-      if (fd !== void 0) closeSync(fd);
+    }
+  }
+  /** Closes a worker's log (it is at rest); its next append opens it again. */
+  release(workerId) {
+    this.closeOne(workerId);
+  }
+  /** Closes every open log (the engine stops); appends after this open them again. */
+  close() {
+    for (const id2 of [...this.open.keys()]) this.closeOne(id2);
+  }
+  closeOne(workerId) {
+    const h3 = this.open.get(workerId);
+    if (!h3) return;
+    this.open.delete(workerId);
+    try {
+      closeSync(h3.fd);
+    } catch {
     }
   }
   cutBack(file3, fd, size, madeDir) {
@@ -50946,7 +51084,13 @@ var MAX_OUTPUT_BYTES = 64 * 2 ** 20;
 var COMMAND_SOURCE = `
 const { spawn } = require("node:child_process");
 const losslessUtf8 = ${losslessUtf8.toString()};
-on(({ id, file, args, cwd, env, max, lossless, bytes: asBytes }) => {
+// Environments come as a base (sent when it changes) and each command's differences from it (see EnvChannel).
+let base = {};
+on((m) => {
+  if (m.base) { base = m.base; return; }
+  const { id, file, args, cwd, set, unset, max, lossless, bytes: asBytes } = m;
+  const env = Object.assign({}, base, set);
+  for (const k of unset) delete env[k];
   let child;
   const out = [], err = [];
   let bytes = 0, over = false;
@@ -50991,18 +51135,25 @@ var CommandThread = class {
   helperFailed = false;
   seq = 0;
   waiting = /* @__PURE__ */ new Map();
+  /** The environment base the current host holds (a new host starts without one). */
+  env = new EnvChannel();
+  stats = { commands: 0, envEntries: 0, bases: 0 };
   run(file3, args, opts) {
     const w = this.ensure();
     const id2 = ++this.seq;
     return new Promise((resolve, reject) => {
       this.waiting.set(id2, { resolve, reject });
       if (this.waiting.size === 1) w.ref();
+      const { set: set2, unset } = this.env.diff(opts.env, (b) => w.post({ base: b }));
+      this.stats.commands++;
+      this.stats.envEntries += Object.keys(set2).length + unset.length;
       w.post({
         id: id2,
         file: file3,
         args,
         cwd: opts.cwd,
-        env: definedOnly(opts.env),
+        set: set2,
+        unset,
         max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
         lossless: !!opts.lossless,
         bytes: !!opts.bytes
@@ -51026,6 +51177,7 @@ var CommandThread = class {
       this.waiting.clear();
     };
     let host;
+    this.env = new EnvChannel(() => this.stats.bases++);
     if (this.helper && !this.helperFailed) {
       const child = spawn(process.execPath, ["-e", HELPER_SOURCE], {
         stdio: ["ignore", "ignore", "ignore", "ipc"],
@@ -51066,10 +51218,35 @@ var CommandThread = class {
     }
   }
 };
-function definedOnly(env2) {
-  const out = {};
-  for (const [k, v] of Object.entries(env2)) if (v !== void 0) out[k] = v;
-  return out;
+var EnvChannel = class {
+  constructor(onBase) {
+    this.onBase = onBase;
+  }
+  onBase;
+  base = null;
+  /** `env`'s entries (undefined ones are unset) as `set`/`unset` against the base; `sendBase` first when the base changes. */
+  diff(env2, sendBase) {
+    let d = this.base ? delta(this.base, env2) : null;
+    if (!d || Object.keys(d.set).length + d.unset.length > Object.keys(this.base).length / 2) {
+      const whole = {};
+      for (const [k, v] of Object.entries(env2)) if (v !== void 0) whole[k] = v;
+      this.base = whole;
+      sendBase(whole);
+      this.onBase?.();
+      d = { set: {}, unset: [] };
+    }
+    return d;
+  }
+};
+function delta(base2, env2) {
+  const set2 = {};
+  const unset = [];
+  for (const k in env2) {
+    const v = env2[k];
+    if (v !== void 0 && base2[k] !== v) set2[k] = v;
+  }
+  for (const k in base2) if (env2[k] === void 0) unset.push(k);
+  return { set: set2, unset };
 }
 var thread = new CommandThread();
 function useCommandHelper(on6 = true) {
@@ -51367,7 +51544,7 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
     writeFileSync4(marker, String(process.pid), { flag: "wx", mode: 384 });
     spawned = true;
   } catch {
-    const age2 = Date.now() - (statSync(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    const age2 = Date.now() - (statSync2(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age2 > 3e4) {
       rmSync3(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
@@ -51472,7 +51649,7 @@ function applyManifests(file3, o2, env2 = process.env) {
 var enginePlanner = async (input2) => connect(await ensureEngine(stateDir()), "cli:ocw deploy k8s").setup.k8s.query(input2);
 async function runDeployK8s(o2, env2 = process.env, planner = enginePlanner) {
   try {
-    const { output, apply, json: json2, ...flags } = o2;
+    const { output, apply, json: json3, ...flags } = o2;
     const d = await planner(flags);
     const { plan, kind, name, namespace, apiKeySecret, manifests: docs, yaml } = d;
     let file3 = null;
@@ -51487,7 +51664,7 @@ async function runDeployK8s(o2, env2 = process.env, planner = enginePlanner) {
     const secretStep = `openssl rand -hex 32 | tr -d '\\n' | kubectl -n ${namespace} create secret generic ${apiKeySecret} --from-file=api-key=/dev/stdin`;
     const steps = [...applied ? [] : [secretStep, `kubectl apply -f ${file3 ?? `${name}.yaml`}`], ...d.captureSteps];
     const what = d.what;
-    if (json2) {
+    if (json3) {
       return {
         code: 0,
         stdout: JSON.stringify(
@@ -51546,14 +51723,14 @@ function registerDeployCommand(program3) {
 
 // engine/api/follow.ts
 async function follow(client3, workerIds, opts = {}) {
-  const ids = new Set(workerIds);
+  const ids2 = new Set(workerIds);
   const workers = /* @__PURE__ */ new Map();
   const snapshot2 = async () => {
     if (opts.load) {
-      for (const w of await opts.load()) if (ids.has(w.id)) workers.set(w.id, w);
+      for (const w of await opts.load()) if (ids2.has(w.id)) workers.set(w.id, w);
       return;
     }
-    const list = [...ids];
+    const list = [...ids2];
     const got = await Promise.all(list.map((id2) => client3.workers.get.query({ workerId: id2 })));
     list.forEach((id2, i2) => workers.set(id2, got[i2]));
   };
@@ -51569,12 +51746,12 @@ async function follow(client3, workerIds, opts = {}) {
   if (opts.signal?.aborted) return { workers, reason: "aborted" };
   return new Promise((resolve, reject) => {
     let finished7 = false;
-    let timer;
+    let timer2;
     let sub = null;
     const onAbort = () => finish2("aborted");
     const end = () => {
       finished7 = true;
-      clearTimeout(timer);
+      clearTimeout(timer2);
       sub?.unsubscribe();
       opts.signal?.removeEventListener("abort", onAbort);
     };
@@ -51599,7 +51776,7 @@ async function follow(client3, workerIds, opts = {}) {
             );
             return;
           }
-          if ("workerId" in event && ids.has(event.workerId) && "seq" in event) {
+          if ("workerId" in event && ids2.has(event.workerId) && "seq" in event) {
             const w = workers.get(event.workerId);
             if (w && event.seq > w.lastSeq) workers.set(event.workerId, reduceWorker(w, event));
           }
@@ -51614,7 +51791,7 @@ async function follow(client3, workerIds, opts = {}) {
         }
       }
     );
-    if (opts.timeoutMs) timer = setTimeout(() => finish2("timeout"), opts.timeoutMs);
+    if (opts.timeoutMs) timer2 = setTimeout(() => finish2("timeout"), opts.timeoutMs);
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     if (opts.signal?.aborted) finish2("aborted");
   });
@@ -51623,10 +51800,10 @@ function nextEvent(client3, cursor, pred, opts = {}) {
   return new Promise((resolve, reject) => {
     let sub = null;
     let ended = false;
-    let timer;
+    let timer2;
     const end = () => {
       ended = true;
-      clearTimeout(timer);
+      clearTimeout(timer2);
       opts.signal?.removeEventListener("abort", onAbort);
       sub?.unsubscribe();
     };
@@ -51636,7 +51813,7 @@ function nextEvent(client3, cursor, pred, opts = {}) {
       resolve(r);
     };
     const onAbort = () => finish2("aborted");
-    if (opts.timeoutMs !== void 0) timer = setTimeout(() => finish2("timeout"), Math.max(1, opts.timeoutMs));
+    if (opts.timeoutMs !== void 0) timer2 = setTimeout(() => finish2("timeout"), Math.max(1, opts.timeoutMs));
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     if (opts.signal?.aborted) return finish2("aborted");
     sub = client3.events.subscribe(
@@ -51829,8 +52006,8 @@ async function continueCommand(workerId, o2) {
   const out = workerResult(w, await client3.workers.events.query({ workerId }));
   const rounds = (w.rounds ?? []).map((r) => ({ round: r.round, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit }));
   const latest = rounds.at(-1);
-  const json2 = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
-  if (o2.json) process.stdout.write(JSON.stringify(json2, null, 2) + "\n");
+  const json3 = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
+  if (o2.json) process.stdout.write(JSON.stringify(json3, null, 2) + "\n");
   else
     process.stderr.write(
       out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n"
@@ -51840,9 +52017,9 @@ async function continueCommand(workerId, o2) {
 `);
     process.exit(1);
   }
-  process.exit(json2.verdict === "built" && w.state === "built" ? 0 : 1);
+  process.exit(json3.verdict === "built" && w.state === "built" ? 0 : 1);
 }
-async function followAndAnswer(client3, ids, approve, timeoutSec, batchId) {
+async function followAndAnswer(client3, ids2, approve, timeoutSec, batchId) {
   const asker = approve === "ask" ? new TerminalAsker(client3) : null;
   const say = (line) => asker ? asker.status(line) : process.stderr.write(line + "\n");
   const answered = /* @__PURE__ */ new Set();
@@ -51864,7 +52041,7 @@ async function followAndAnswer(client3, ids, approve, timeoutSec, batchId) {
       }
     }
   };
-  const mine = new Set(ids);
+  const mine = new Set(ids2);
   const onEvent = (event, workers) => {
     if (event.type === "worker.created" && batchId && event.batchId === batchId) mine.add(event.workerId);
     if (!("workerId" in event) || !mine.has(event.workerId)) return;
@@ -51874,7 +52051,7 @@ async function followAndAnswer(client3, ids, approve, timeoutSec, batchId) {
   };
   try {
     if (batchId) return { ...await followBatch(client3, batchId, onEvent, onAsks, say), reason: "settled" };
-    const result = await follow(client3, ids, { ...timeoutSec ? { timeoutMs: timeoutSec * 1e3 } : {}, onEvent });
+    const result = await follow(client3, ids2, { ...timeoutSec ? { timeoutMs: timeoutSec * 1e3 } : {}, onEvent });
     onAsks(result.workers);
     return { workers: result.workers, summary: null, reason: result.reason };
   } finally {
@@ -51954,7 +52131,7 @@ async function runCommand2(o2) {
   const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw run", checkDirectories);
   if (targetId) specs = specs.map((s) => s.targets?.length ? s : { ...s, targetId });
   if (!o2.batch && o2.target.length === 1 && !attemptsMode) specs = [{ ...specs[0], targetId: o2.target[0] }];
-  let ids;
+  let ids2;
   let batchId = null;
   let groupId = null;
   try {
@@ -51965,42 +52142,42 @@ async function runCommand2(o2) {
         ...o2.target.length ? { targets: o2.target } : {},
         allAttempts: !!o2.allAttempts
       });
-      ids = r.workerIds;
+      ids2 = r.workerIds;
       groupId = r.groupId;
-    } else if (specs.length === 1 && !o2.batch) ids = [(await client3.workers.start.mutate(specs[0])).workerId];
+    } else if (specs.length === 1 && !o2.batch) ids2 = [(await client3.workers.start.mutate(specs[0])).workerId];
     else {
       const r = await client3.workers.startBatch.mutate({
         tasks: specs,
         ...integration ? { integration } : {},
         ...batchName ? { name: batchName } : {}
       });
-      ids = r.workerIds;
+      ids2 = r.workerIds;
       batchId = r.batchId;
     }
   } catch (err) {
     throw new CliError(err.message);
   }
   process.stderr.write(
-    `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId}${batchName ? ` "${batchName}"` : ""})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}
+    `ocw: started ${ids2.join(", ")}${batchId ? ` (batch ${batchId}${batchName ? ` "${batchName}"` : ""})` : ""}${groupId ? ` (${ids2.length} attempts, group ${groupId})` : ""}
 `
   );
-  const result = await followAndAnswer(client3, ids, o2.approve, void 0, batchId ?? void 0);
+  const result = await followAndAnswer(client3, ids2, o2.approve, void 0, batchId ?? void 0);
   const finalWorkers = result.workers;
   const summary = result.summary;
-  if (summary) ids = summary.workerIds;
+  if (summary) ids2 = summary.workerIds;
   const outputs = await Promise.all(
-    ids.map(
+    ids2.map(
       async (id2) => workerResult(finalWorkers.get(id2) ?? await client3.workers.get.query({ workerId: id2 }), await client3.workers.events.query({ workerId: id2 }))
     )
   );
   const hung = outputs.flatMap((r) => r.timedOutChecks);
   let payload;
   let built;
-  const finalList = await Promise.all(ids.map(async (id2) => finalWorkers.get(id2) ?? await client3.workers.get.query({ workerId: id2 })));
+  const finalList = await Promise.all(ids2.map(async (id2) => finalWorkers.get(id2) ?? await client3.workers.get.query({ workerId: id2 })));
   const groupsOf = () => [...new Set(finalList.map((w) => w.attempt?.groupId).filter((g2) => !!g2))].map((g2) => attemptGroup(g2, finalList));
   if (groupId) {
     const g2 = attemptGroup(groupId, finalList);
-    const winner = g2.winner ? outputs[ids.indexOf(g2.winner)].json : null;
+    const winner = g2.winner ? outputs[ids2.indexOf(g2.winner)].json : null;
     payload = { groupId, ...attemptsJson(g2), mergeHint: winner?.mergeHint ?? null, workers: outputs.map((r) => r.json) };
     built = g2.winner !== null;
     if (!o2.json) process.stderr.write(attemptsSummary(g2) + "\n");
@@ -52161,7 +52338,7 @@ function attemptsSummary(g2) {
 }
 function workerResult(w, events) {
   const v = w.verdict;
-  const json2 = {
+  const json3 = {
     workerId: w.id,
     sessionId: w.sessionId,
     state: w.state,
@@ -52184,9 +52361,9 @@ function workerResult(w, events) {
   };
   const flagged = v?.flags?.length ? `
   flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}` : "";
-  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"}${json2.weakEvidence ? " \u2014 weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `
+  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"}${json3.weakEvidence ? " \u2014 weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `
   merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
-  return { json: json2, summary, timedOutChecks: (v?.checks ?? []).filter((c3) => c3.timedOut).map((c3) => c3.name) };
+  return { json: json3, summary, timedOutChecks: (v?.checks ?? []).filter((c3) => c3.timedOut).map((c3) => c3.name) };
 }
 var CANCELLED = /* @__PURE__ */ Symbol("answered elsewhere");
 function askText(ask) {
@@ -53997,8 +54174,8 @@ var StdioServerTransport = class {
   }
   send(message) {
     return new Promise((resolve) => {
-      const json2 = serializeMessage(message);
-      if (this._stdout.write(json2)) {
+      const json3 = serializeMessage(message);
+      if (this._stdout.write(json3)) {
         resolve();
       } else {
         this._stdout.once("drain", resolve);
@@ -62301,15 +62478,16 @@ async function offerAsk(opts) {
   const onAbort = () => ac.abort();
   opts.signal?.addEventListener("abort", onAbort, { once: true });
   let resolvedElsewhere = false;
-  const watcher = follow(opts.client, [ask.workerId], {
-    until: (ws) => ws.get(ask.workerId)?.asks.find((a2) => a2.id === ask.id)?.status !== "pending",
-    signal: ac.signal
-  }).then((r) => {
-    if (r.reason !== "aborted") {
-      resolvedElsewhere = true;
-      ac.abort();
-    }
-  }).catch(() => void 0);
+  const gone = () => {
+    resolvedElsewhere = true;
+    ac.abort();
+  };
+  const watcher = watchAsk(opts.client, ask, ac.signal).then((r) => r === "gone" ? gone() : void 0).catch(
+    () => ac.signal.aborted ? void 0 : follow(opts.client, [ask.workerId], {
+      until: (ws) => ws.get(ask.workerId)?.asks.find((a2) => a2.id === ask.id)?.status !== "pending",
+      signal: ac.signal
+    }).then((r) => r.reason !== "aborted" ? gone() : void 0)
+  ).catch(() => void 0);
   const form = formFor(ask, opts.title);
   try {
     const res = await opts.server.elicitInput(
@@ -62345,6 +62523,20 @@ async function offerAsk(opts) {
     await watcher;
   }
 }
+async function watchAsk(client3, ask, signal) {
+  let shown = [ask.id];
+  while (!signal.aborted) {
+    const r = await client3.workers.wait.query(
+      { workerIds: [ask.workerId], shownAsks: shown, shownFinished: [ask.workerId], untilGone: ask.id, timeoutMs: 6e5, diffs: false },
+      { signal }
+    );
+    const w = r.workers[0];
+    if (!w?.asks.some((a2) => a2.id === ask.id)) return "gone";
+    if (r.reason === "settled" || r.reason === "aborted") return r.reason === "aborted" ? "aborted" : "stop";
+    shown = w.asks.map((a2) => a2.id);
+  }
+  return "aborted";
+}
 
 // engine/mcp/instructions.ts
 var INSTRUCTIONS = `opencode-worker runs coding tasks on OpenCode workers (local or API model), each in a private repository, graded by held-back checks the worker never sees.
@@ -62370,8 +62562,8 @@ function firstIssue(error46, prefix = "") {
 
 // engine/mcp/schemas.ts
 function advertised(strict, shape) {
-  const { $schema: _drop, ...json2 } = external_exports.toJSONSchema(strict, { target: "draft-7", io: "input", unrepresentable: "any" });
-  const lean = lean_(json2);
+  const { $schema: _drop, ...json3 } = external_exports.toJSONSchema(strict, { target: "draft-7", io: "input", unrepresentable: "any" });
+  const lean = lean_(json3);
   return external_exports.looseObject({}).meta(shape ? shape(lean) : lean);
 }
 var NOT_ADVERTISED = /* @__PURE__ */ new Set([
@@ -62425,8 +62617,8 @@ var DelegateBatchInput = external_exports.object({
   integration: IntegrationSpec.optional().describe("Checks run on the built commits combined; merge {batchId} lands that commit."),
   name: external_exports.string().optional()
 }).strict();
-function batchItemsByReference(json2) {
-  const props = json2.properties;
+function batchItemsByReference(json3) {
+  const props = json3.properties;
   props.tasks = {
     ...props.tasks,
     items: {
@@ -62437,7 +62629,7 @@ function batchItemsByReference(json2) {
     }
   };
   if (props.integration) props.integration = { type: "object", description: props.integration.description };
-  return json2;
+  return json3;
 }
 var WorkersInput = external_exports.object({
   batchId: id().optional().describe("Only the workers of this batch."),
@@ -62869,6 +63061,7 @@ var DiscardOutput = external_exports.object({
 });
 
 // engine/mcp/server.ts
+var STREAM_INPUT_MAX = 6e3;
 var BASELINE_WAIT_MS = 8e3;
 var SERVER_NAME = "ocw";
 function toolTimeoutFromEnv(env2 = process.env) {
@@ -62890,7 +63083,12 @@ function createMcpServer(opts) {
   const toolTimeoutMs = opts.toolTimeoutMs === void 0 ? toolTimeoutFromEnv() : opts.toolTimeoutMs;
   const waitCap = waitCapSec(toolTimeoutMs);
   const mine = /* @__PURE__ */ new Set();
-  const shown = { asks: /* @__PURE__ */ new Set(), finished: /* @__PURE__ */ new Set() };
+  const shown = {
+    /** Asks shown, while they may still be pending (an answered one never is again): its worker and the worker's batch. */
+    asks: /* @__PURE__ */ new Map(),
+    /** Workers shown finished, with their batch. */
+    finished: /* @__PURE__ */ new Map()
+  };
   const offered = /* @__PURE__ */ new Set();
   function register(name, def, fn) {
     server.registerTool(
@@ -63197,38 +63395,22 @@ function createMcpServer(opts) {
       const note = timeoutSec < asked ? toolTimeoutMs && waitCap < WAIT_MAX_SEC ? `timeoutSec capped at ${timeoutSec} s: the client ends tool calls after ${Math.round(toolTimeoutMs / 1e3)} s (MCP_TOOL_TIMEOUT=${toolTimeoutMs}); call wait again to keep waiting, or raise MCP_TOOL_TIMEOUT` : `timeoutSec capped at ${timeoutSec} s; call wait again to keep waiting` : null;
       const t0 = Date.now();
       const deadline = t0 + timeoutSec * 1e3;
-      let ids;
-      if (args.workerId) ids = [(await call2((c3) => c3.workers.get.query({ workerId: args.workerId }))).id];
-      else if (args.batchId) ids = (await call2((c3) => c3.workers.batch.query({ batchId: args.batchId }))).workerIds;
-      else if (args.workerIds)
-        ids = [...new Set(await Promise.all(args.workerIds.map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 })).then((w) => w.id))))];
+      let target;
+      if (args.workerId) target = { workerIds: [args.workerId] };
+      else if (args.batchId) target = { batchId: args.batchId };
+      else if (args.workerIds) target = { workerIds: args.workerIds };
       else {
         if (!mine.size)
           throw new ToolError(
             "this session has delegated no workers yet: give workerId, workerIds or batchId (workers {directory} lists the workers of a repository, from earlier sessions too)"
           );
-        const all = await Promise.all([...mine].map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 }))));
-        const open2 = all.filter((w) => !isAtRest(w.state));
-        ids = (open2.length ? open2 : all).map((w) => w.id);
+        target = { workerIds: [...mine], unfinished: true };
       }
-      const batchList = args.batchId ? () => call2((c3) => c3.workers.list.query({ batchId: args.batchId })) : void 0;
-      const pictures = async () => {
-        if (!batchList) return Promise.all(ids.map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 }))));
-        const byId = new Map((await batchList()).map((w) => [w.id, w]));
-        return ids.map((id2) => byId.get(id2)).filter((w) => !!w);
+      const concerns = (workerId, batchId) => "batchId" in target ? batchId === target.batchId : target.workerIds.includes(workerId);
+      const seen = {
+        shownAsks: [...shown.asks].filter(([, s]) => concerns(s.workerId, s.batchId)).map(([id2]) => id2),
+        shownFinished: [...shown.finished].filter(([id2, batchId]) => concerns(id2, batchId)).map(([id2]) => id2)
       };
-      const newAsk = (w) => pendingAsks(w).some((a2) => !shown.asks.has(a2.id));
-      const newlyFinal = (w) => isAtRest(w.state) && !shown.finished.has(w.id);
-      const client3 = await link3.client();
-      if (args.batchId) {
-        for (; ; ) {
-          const cursor = (await client3.health.query()).cursor;
-          const b = await call2((c3) => c3.workers.batch.query({ batchId: args.batchId }));
-          ids = b.workerIds;
-          if (b.done || !b.workerIds.every((id2) => isAtRest(b.states[id2])) || Date.now() >= deadline || extra.signal.aborted) break;
-          if (!await nextBatchEvent(client3, cursor, args.batchId, deadline - Date.now(), extra.signal)) break;
-        }
-      }
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
       let lastProgress = 0;
@@ -63241,34 +63423,54 @@ function createMcpServer(opts) {
           params: { progressToken: token, progress: lastProgress, total: timeoutSec, message: clip(message, 200) }
         }).catch(() => void 0);
       };
+      const useForms = args.elicit !== false && canElicit(server.server);
+      let announced = false;
+      const announce = (ids3) => {
+        if (announced) return;
+        announced = true;
+        progress2(`waiting on ${ids3.length === 1 ? ids3[0] : `${ids3.length} workers`}`);
+      };
+      if ("workerIds" in target && !target.unfinished) announce([...new Set(target.workerIds)]);
+      const engineWait = (timeoutMs) => {
+        const input2 = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...mine.size ? { also: [...mine] } : {} };
+        if (token === void 0) return call2((c3) => c3.workers.wait.query(input2, { signal: extra.signal }));
+        if (JSON.stringify(input2).length > STREAM_INPUT_MAX) {
+          if (!announced) progress2(`waiting on ${"batchId" in target ? `batch ${target.batchId}` : `${target.workerIds.length} workers`}`);
+          announced = true;
+          return call2((c3) => c3.workers.wait.query(input2, { signal: extra.signal }));
+        }
+        const ends = Date.now() + input2.timeoutMs;
+        return link3.client().then((client3) => streamWait(client3, input2, extra.signal, { following: announce, note: progress2 })).catch((err) => {
+          if (extra.signal.aborted) throw err;
+          log(`wait: the event stream failed (${err?.message ?? String(err)}); waiting without its lines`);
+          const rest = { ...input2, timeoutMs: Math.max(0, ends - Date.now()) };
+          return call2((c3) => c3.workers.wait.query(rest, { signal: extra.signal }));
+        });
+      };
       const heartbeat = token !== void 0 ? setInterval(() => progress2(lastNote), 1e4) : void 0;
       const answeredInForm = [];
-      const useForms = args.elicit !== false && canElicit(server.server);
+      const newAsk = (w) => pendingAsks(w).some((a2) => !shown.asks.has(a2.id));
+      const newlyFinal = (w) => isAtRest(w.state) && !shown.finished.has(w.id);
       let reason;
-      let workers;
+      let r;
       try {
-        progress2(`waiting on ${ids.length === 1 ? ids[0] : `${ids.length} workers`}`);
         for (; ; ) {
-          const r = await follow(client3, ids, {
-            load: batchList,
-            until: (ws) => [...ws.values()].some((w) => newAsk(w) || newlyFinal(w)),
-            timeoutMs: Math.max(1, deadline - Date.now()),
-            signal: extra.signal,
-            onEvent: (e, ws) => {
-              const note2 = describe(e, ws);
-              if (note2) progress2(note2);
-            }
-          });
-          workers = r.workers;
-          reason = r.reason === "settled" ? "settled" : r.reason === "until" ? [...r.workers.values()].some(newAsk) ? "approval-pending" : "worker-settled" : r.reason === "timeout" ? "timeout" : "cancelled";
+          try {
+            r = await engineWait(deadline - Date.now());
+          } catch (err) {
+            if (extra.signal.aborted) throw new ToolError("the wait was cancelled");
+            throw err;
+          }
+          reason = r.reason === "settled" ? "settled" : r.reason === "news" ? r.workers.some(newAsk) ? "approval-pending" : "worker-settled" : r.reason === "timeout" ? "timeout" : "cancelled";
           if (reason !== "approval-pending" || !useForms) break;
-          const ask = [...workers.values()].flatMap((w) => pendingAsks(w)).find((a2) => !offered.has(a2.id));
+          const workers = new Map(r.workers.map((w) => [w.id, w]));
+          const ask = r.workers.flatMap((w) => pendingAsks(w)).find((a2) => !offered.has(a2.id));
           if (!ask) break;
           offered.add(ask.id);
           progress2(`asking the person about ${ask.workerId}'s ${ask.tool}`);
           const outcome2 = await offerAsk({
             server: server.server,
-            client: client3,
+            client: await link3.client(),
             decider: () => link3.client(`person:${clientName()} (form)`),
             // The person reads repository-relative paths, not the engine's private workspace.
             ask: {
@@ -63276,7 +63478,7 @@ function createMcpServer(opts) {
               what: askWhat(ask, workers.get(ask.workerId)?.worktree),
               ...ask.diff ? { diff: askWhat({ what: ask.diff }, workers.get(ask.workerId)?.worktree) } : {}
             },
-            title: titleOf(workers.get(ask.workerId)),
+            title: workers.get(ask.workerId).title,
             timeoutMs: deadline - Date.now(),
             signal: extra.signal,
             log
@@ -63288,34 +63490,40 @@ function createMcpServer(opts) {
             break;
           }
           if (Date.now() >= deadline) {
-            const fresh2 = await follow(client3, ids, { load: batchList, timeoutMs: 1, until: () => true });
-            workers = fresh2.workers;
-            reason = [...workers.values()].every((w) => isAtRest(w.state)) ? "settled" : [...workers.values()].some(newAsk) ? "approval-pending" : "timeout";
+            r = await engineWait(0);
+            reason = r.workers.every((w) => isAtRest(w.state)) ? "settled" : r.workers.some(newAsk) ? "approval-pending" : "timeout";
             break;
           }
         }
       } finally {
         clearInterval(heartbeat);
       }
-      const [list, batch] = await Promise.all([
-        extra.signal.aborted ? ids.map((id2) => workers.get(id2)).filter(Boolean) : pictures(),
-        args.batchId ? batchStats(args.batchId) : null
-      ]);
+      const list = r.workers;
+      const ids2 = r.workerIds;
+      const batch = r.batch ? batchStatsOf(r.batch) : null;
       const settled = list.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
       if (batch && batch.done === false && reason === "settled") reason = "worker-settled";
       const unanswered = list.flatMap((w) => pendingAsks(w).map((a2) => ({ a: a2, w })));
       const fresh = unanswered.filter(({ a: a2 }) => !shown.asks.has(a2.id));
       const finished7 = list.filter(newlyFinal);
       if (!extra.signal.aborted) {
-        for (const { a: a2 } of fresh) shown.asks.add(a2.id);
-        for (const w of finished7) shown.finished.add(w.id);
+        for (const { a: a2, w } of fresh) shown.asks.set(a2.id, { workerId: w.id, batchId: w.batchId });
+        for (const w of finished7) shown.finished.set(w.id, w.batchId);
+        const open2 = new Set(unanswered.map(({ a: a2 }) => a2.id));
+        const here = new Set(ids2);
+        for (const [id2, s] of shown.asks) if (here.has(s.workerId) && !open2.has(id2)) shown.asks.delete(id2);
       }
       const counts = {};
       for (const w of list) counts[w.state] = (counts[w.state] ?? 0) + 1;
       const stalled = list.filter((w) => w.stalled && !isAtRest(w.state)).map((w) => w.id);
       const now = Date.now();
-      const others = [...mine].filter((id2) => !ids.includes(id2));
-      const session = settled && others.length ? totalsOf([...list, ...await Promise.all(others.map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 }))))], now) : null;
+      const others = [...mine].filter((id2) => !ids2.includes(id2));
+      let session = null;
+      if (settled && others.length) {
+        const got = new Map(r.also.map((w) => [w.id, w]));
+        const late2 = await Promise.all(others.filter((id2) => !got.has(id2)).map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 }))));
+        session = totalsOf([...list, ...others.map((id2) => got.get(id2)).filter((w) => !!w), ...late2], now);
+      }
       const older = unanswered.length - fresh.length;
       const next = (fresh.length ? `answer the ${fresh.length} new ask(s) with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again` : finished7.length && !settled ? `read result for ${finished7.length === 1 ? finished7[0].id : "the finished workers"}; wait again for the others` : nextFor(list, batch)) + (older ? `; ${older} ask(s) shown before are still unanswered (pending_approvals lists them)` : "");
       return {
@@ -63344,16 +63552,15 @@ function createMcpServer(opts) {
       };
     }
   );
-  async function batchStats(batchId) {
-    const b = await call2((c3) => c3.workers.batch.query({ batchId }));
+  function batchStatsOf(b) {
     const r = b.integration?.result ?? null;
     return {
-      batchId,
+      batchId: b.id,
       settled: b.settled,
       built: b.built,
       honest: b.honest,
       graded: b.graded,
-      total: b.tasks.length || b.workerIds.length,
+      total: b.total,
       builtRate: b.builtRate,
       honestRate: b.honestRate,
       verdict: b.verdict,
@@ -63382,8 +63589,8 @@ function createMcpServer(opts) {
       let asks = await call2((c3) => c3.approvals.list.query());
       if (args.workerId) asks = asks.filter((a2) => a2.workerId === args.workerId);
       if (args.batchId) {
-        const ids = new Set((await call2((c3) => c3.workers.batch.query({ batchId: args.batchId }))).workerIds);
-        asks = asks.filter((a2) => ids.has(a2.workerId));
+        const ids2 = new Set((await call2((c3) => c3.workers.batch.query({ batchId: args.batchId }))).workerIds);
+        asks = asks.filter((a2) => ids2.has(a2.workerId));
       }
       const owners = /* @__PURE__ */ new Map();
       for (const id2 of new Set(asks.map((a2) => a2.workerId))) owners.set(id2, await call2((c3) => c3.workers.get.query({ workerId: id2 })));
@@ -63435,10 +63642,12 @@ function createMcpServer(opts) {
           askId,
           decision: args.decision,
           ...args.message ? { message: args.message } : {},
-          ...args.answers ? { answers: args.answers } : {}
+          ...args.answers ? { answers: args.answers } : {},
+          withWorker: true
         })
       );
-      const w = await call2((c3) => c3.workers.get.query({ workerId: ask.workerId }));
+      if (ask.status !== "pending") shown.asks.delete(ask.id);
+      const w = ask.worker ?? await call2((c3) => c3.workers.get.query({ workerId: ask.workerId }));
       return {
         askId: ask.id,
         workerId: ask.workerId,
@@ -63830,16 +64039,32 @@ function createMcpServer(opts) {
   );
   return server;
 }
-function nextBatchEvent(client3, cursor, batchId, ms, signal) {
-  return nextEvent(
-    client3,
-    cursor,
-    (e) => e.type === "reset" || e.type === "batch" && e.batchId === batchId || e.type === "worker.created" && e.batchId === batchId,
-    { timeoutMs: ms, signal }
-  ).then(
-    (r) => r === "event",
-    () => false
-  );
+function streamWait(client3, input2, signal, on6) {
+  return new Promise((resolve, reject) => {
+    let ended = false;
+    let sub = null;
+    const end = (fn) => {
+      if (ended) return;
+      ended = true;
+      signal.removeEventListener("abort", onAbort);
+      sub?.unsubscribe();
+      fn();
+    };
+    const onAbort = () => end(() => reject(new Error("the wait was cancelled")));
+    signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) return onAbort();
+    sub = client3.workers.waitStream.subscribe(input2, {
+      onData: (item) => {
+        if (ended) return;
+        if ("result" in item) end(() => resolve(item.result));
+        else if ("note" in item) on6.note(item.note);
+        else on6.following(item.following);
+      },
+      onError: (err) => end(() => reject(err)),
+      onComplete: () => end(() => reject(new Error("the engine ended the wait without an answer")))
+    });
+    if (ended) sub.unsubscribe();
+  });
 }
 function hasUntrusted(v) {
   if (Array.isArray(v)) return v.some(hasUntrusted);
@@ -63947,25 +64172,6 @@ async function reachable(endpoint) {
     return { ok: false, detail: err.cause?.code ?? err.name };
   }
 }
-function describe(e, ws) {
-  if (!("workerId" in e) || !ws.has(e.workerId)) return null;
-  switch (e.type) {
-    case "worker.state":
-      return `${e.workerId} ${e.state}${e.reason ? `: ${e.reason}` : ""}`;
-    case "ask.opened":
-      return `${e.workerId} asks ${e.ask.tool}: ${e.ask.what}`;
-    case "ask.resolved":
-      return `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText(e.by)}` : ""}`;
-    case "part":
-      return e.part.kind === "tool" && e.part.status !== "running" && e.part.status !== "pending" ? `${e.workerId} ${e.part.tool} ${e.part.status}` : null;
-    case "verdict":
-      return `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}`;
-    case "stalled":
-      return `${e.workerId} idle for ${e.idleSec}s`;
-    default:
-      return null;
-  }
-}
 function nextAfterFailure(w) {
   const why = w.stateReason ? " (untrusted.reason says why it ended)" : "";
   if (w.state === "honest-failure")
@@ -63975,8 +64181,8 @@ function nextAfterFailure(w) {
   return `not built${why}: wait {"workerId":"${w.id}"} until it settles`;
 }
 function nextFor(ws, batch) {
-  const pending = ws.flatMap((w) => pendingAsks(w));
-  if (pending.length) return `answer ${pending.length} pending approval(s) with approve {"askId", "decision"} (pending_approvals shows diffs), then wait again`;
+  const pending2 = ws.flatMap((w) => pendingAsks(w));
+  if (pending2.length) return `answer ${pending2.length} pending approval(s) with approve {"askId", "decision"} (pending_approvals shows diffs), then wait again`;
   if (ws.every((w) => isAtRest(w.state))) {
     const rates = batch && batch.builtRate !== null ? ` Batch: built ${batch.built}/${batch.total} (builtRate ${batch.builtRate.toFixed(2)}), honestRate ${batch.honestRate === null ? "n/a" : batch.honestRate.toFixed(2)}.` : "";
     return `settled: read result {"workerId"} for ${ws.length === 1 ? ws[0].id : "each worker"} before trusting anything.${rates}`;
@@ -64058,18 +64264,18 @@ function answerInvalidLines(input2, write, log = () => {
     );
   };
   const decoder = new StringDecoder("utf8");
-  let pending = "";
+  let pending2 = "";
   input2.on("data", (chunk) => {
-    let from = pending.length;
-    pending += decoder.write(chunk);
-    for (let nl = pending.indexOf("\n", from); nl >= 0; nl = pending.indexOf("\n", from)) {
-      onLine(pending.slice(0, nl).replace(/\r$/, ""));
-      pending = pending.slice(nl + 1);
+    let from = pending2.length;
+    pending2 += decoder.write(chunk);
+    for (let nl = pending2.indexOf("\n", from); nl >= 0; nl = pending2.indexOf("\n", from)) {
+      onLine(pending2.slice(0, nl).replace(/\r$/, ""));
+      pending2 = pending2.slice(nl + 1);
       from = 0;
     }
-    if (pending.length > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
-      valid.write(pending);
-      pending = "";
+    if (pending2.length > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
+      valid.write(pending2);
+      pending2 = "";
     }
   });
   input2.on("end", () => valid.end());
@@ -64533,7 +64739,7 @@ function chooseEndpoint(statuses, previous) {
 
 // engine/serving/keys.ts
 import { randomBytes as randomBytes3 } from "node:crypto";
-import { chmodSync, mkdirSync as mkdirSync6, readFileSync as readFileSync6, rmSync as rmSync4, statSync as statSync2, writeFileSync as writeFileSync6 } from "node:fs";
+import { chmodSync, mkdirSync as mkdirSync6, readFileSync as readFileSync6, rmSync as rmSync4, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
 import { createRequire } from "node:module";
 import path13 from "node:path";
 function generateKey2() {
@@ -64548,7 +64754,7 @@ function storeKey(file3, key) {
   chmodSync(file3, 384);
 }
 function readKey(file3) {
-  const st = statSync2(file3);
+  const st = statSync3(file3);
   if (process.platform !== "win32" && (st.mode & 63) !== 0) {
     throw new SetupError(
       "serving",
@@ -64777,11 +64983,11 @@ var Pools = class {
   /** The model servers the person cares about now (the active target, targets with work): do they answer? */
   async checkModels() {
     if (this.closed) return;
-    const ids = this.busyTargets();
+    const ids2 = this.busyTargets();
     const active = this.opts.targets.active();
-    if (active) ids.add(active.id);
+    if (active) ids2.add(active.id);
     await Promise.all(
-      [...ids].map(async (id2) => {
+      [...ids2].map(async (id2) => {
         const t2 = this.opts.targets.get(id2);
         if (!t2) return;
         const key = keyForProbe(t2);
@@ -70319,18 +70525,18 @@ function wrapClientError(error46, response, request, opts) {
     return error46;
   if (typeof error46 === "object" && error46 !== null && Object.keys(error46).length > 0) {
     const obj2 = error46;
-    const message = typeof obj2.data?.message === "string" && obj2.data.message || typeof obj2.message === "string" && obj2.message || typeof obj2.name === "string" && obj2.name || describe2(request, response);
+    const message = typeof obj2.data?.message === "string" && obj2.data.message || typeof obj2.message === "string" && obj2.message || typeof obj2.name === "string" && obj2.name || describe(request, response);
     return new Error(message, { cause: { body: error46, status: response?.status } });
   }
   if (typeof error46 === "string" && error46.length > 0) {
     return new Error(error46, { cause: { body: error46, status: response?.status } });
   }
   const reason = response ? "(empty response body)" : "network error (no response)";
-  return new Error(`opencode server ${describe2(request, response)}: ${reason}`, {
+  return new Error(`opencode server ${describe(request, response)}: ${reason}`, {
     cause: { body: error46, status: response?.status }
   });
 }
-function describe2(request, response) {
+function describe(request, response) {
   const method = request?.method ?? "?";
   const url2 = request?.url ?? "?";
   const status = response?.status;
@@ -70419,7 +70625,7 @@ var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 
 // engine/sandbox/cgroup.ts
 import { execFileSync as execFileSync2 } from "node:child_process";
-import { existsSync as existsSync6, mkdirSync as mkdirSync8, readdirSync as readdirSync4, readFileSync as readFileSync8, rmdirSync, statSync as statSync3, writeFileSync as writeFileSync8 } from "node:fs";
+import { existsSync as existsSync6, mkdirSync as mkdirSync8, readdirSync as readdirSync4, readFileSync as readFileSync8, rmdirSync, statSync as statSync4, writeFileSync as writeFileSync8 } from "node:fs";
 import path16 from "node:path";
 var MIB = 1024 * 1024;
 function mounts(mountinfo) {
@@ -70467,7 +70673,7 @@ var hostCgroupFs = {
       return [];
     }
   },
-  ctimeMs: (d) => statSync3(d).ctimeMs,
+  ctimeMs: (d) => statSync4(d).ctimeMs,
   kill: (pid) => {
     try {
       process.kill(pid, "SIGKILL");
@@ -70735,7 +70941,8 @@ function systemdPrefix(procs, memMb) {
 
 // engine/sandbox/sandbox.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { chmodSync as chmodSync2, existsSync as existsSync7, lstatSync, mkdirSync as mkdirSync9, readdirSync as readdirSync5, readlinkSync, realpathSync, statSync as statSync4, writeFileSync as writeFileSync9 } from "node:fs";
+import { chmodSync as chmodSync2, existsSync as existsSync7, lstatSync, mkdirSync as mkdirSync9, readdirSync as readdirSync5, readlinkSync, realpathSync, statSync as statSync5, writeFileSync as writeFileSync9 } from "node:fs";
+import fsp from "node:fs/promises";
 import os4 from "node:os";
 import path17 from "node:path";
 var SandboxPolicy = external_exports.object({
@@ -70813,7 +71020,7 @@ function findOnPath2(name) {
     if (!dir) continue;
     const p = path17.join(dir, name);
     try {
-      if (statSync4(p).isFile()) return p;
+      if (statSync5(p).isFile()) return p;
     } catch {
     }
   }
@@ -70909,7 +71116,7 @@ function deniedRoots(home = os4.homedir()) {
   for (const p of list.map(real)) {
     if (p === "/" || out.includes(p)) continue;
     try {
-      if (statSync4(p).isDirectory()) out.push(p);
+      if (statSync5(p).isDirectory()) out.push(p);
     } catch {
     }
   }
@@ -70988,11 +71195,11 @@ function systemBinds() {
 }
 function reshown(hidden2, reveal) {
   const r = reveal.map(real);
-  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path17.sep))).filter((h3) => existsSync7(h3) && statSync4(h3).isDirectory());
+  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path17.sep))).filter((h3) => existsSync7(h3) && statSync5(h3).isDirectory());
 }
 function reshownFiles(hidden2, reveal) {
   const r = reveal.map(real);
-  return hidden2.map(real).filter((h3) => r.some((x) => h3.startsWith(x + path17.sep))).filter((h3) => existsSync7(h3) && !statSync4(h3).isDirectory());
+  return hidden2.map(real).filter((h3) => r.some((x) => h3.startsWith(x + path17.sep))).filter((h3) => existsSync7(h3) && !statSync5(h3).isDirectory());
 }
 function servePolicy(o2) {
   const home = o2.home ?? os4.homedir();
@@ -71045,7 +71252,7 @@ function bwrapArgs(policy) {
   for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync7(p)) args.push(...size, "--tmpfs", p);
   for (const p of policy.hidden.map(real)) {
     if (!existsSync7(p)) continue;
-    if (statSync4(p).isDirectory()) args.push(...size, "--tmpfs", p);
+    if (statSync5(p).isDirectory()) args.push(...size, "--tmpfs", p);
     else args.push("--ro-bind", "/dev/null", p);
   }
   for (const p of (policy.reveal ?? []).map(real)) if (existsSync7(p)) args.push("--ro-bind", p, p);
@@ -71169,11 +71376,11 @@ function writeWorkspacePlugin(file3) {
   writeFileSync9(file3, WORKSPACE_PLUGIN);
   return file3;
 }
-function writeRepoBinds(bindsDir, worktree, mirror) {
-  const dir = real(mirror);
-  const args = existsSync7(dir) ? ["--ro-bind-try", dir, dir] : [];
-  mkdirSync9(bindsDir, { recursive: true });
-  writeFileSync9(path17.join(bindsDir, path17.basename(path17.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
+async function writeRepoBinds(bindsDir, worktree, mirror) {
+  const dir = await fsp.realpath(mirror).catch(() => null);
+  const args = dir ? ["--ro-bind-try", dir, dir] : [];
+  await fsp.mkdir(bindsDir, { recursive: true });
+  await fsp.writeFile(path17.join(bindsDir, path17.basename(path17.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
 }
 function writeWorkerShell(file3, opts) {
   const root2 = real(opts.workspacesRoot);
@@ -71238,7 +71445,7 @@ function writeWorkerShell(file3, opts) {
     const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path17.sep)));
     const revealArgs = [
       ...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`),
-      ...secretsInside.map((s) => statSync4(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)
+      ...secretsInside.map((s) => statSync5(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)
     ].join(" ");
     const again = reshown(hide, reveal).map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
     const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync7(t2));
@@ -71318,7 +71525,6 @@ async function call(p, pick4) {
 }
 var same = (d) => d;
 var agentsOf = (client3, directory) => call(() => client3.app.agents({ directory }), same);
-var globalEvents = (client3, opts) => client3.global.event(opts);
 function sdkPort(client3) {
   return {
     createSession: ({ directory, title }) => call(
@@ -71341,6 +71547,75 @@ function sdkPort(client3) {
   };
 }
 
+// engine/harness/sse.ts
+import http from "node:http";
+var SseSplitter = class {
+  constructor(onData) {
+    this.onData = onData;
+  }
+  onData;
+  buf = "";
+  /** Where the next search for an event's end starts in `buf` (what came before holds none). */
+  from = 0;
+  push(chunk) {
+    let text = this.buf + chunk;
+    if (text.includes("\r")) {
+      const held = text.endsWith("\r");
+      text = (held ? text.slice(0, -1) : text).replace(/\r\n?/g, "\n") + (held ? "\r" : "");
+      this.from = 0;
+    }
+    let start = 0;
+    for (let end = text.indexOf("\n\n", this.from); end !== -1; end = text.indexOf("\n\n", start)) {
+      this.event(text.slice(start, end));
+      start = end + 2;
+    }
+    this.buf = start ? text.slice(start) : text;
+    this.from = Math.max(0, this.buf.length - 1);
+  }
+  event(block) {
+    if (!block.includes("\n")) {
+      if (block.startsWith("data:")) this.onData(block.charCodeAt(5) === 32 ? block.slice(6) : block.slice(5));
+      return;
+    }
+    const data = [];
+    for (const line of block.split("\n")) if (line.startsWith("data:")) data.push(line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5));
+    if (data.length) this.onData(data.join("\n"));
+  }
+};
+function followSse(url2, headers, signal, onData) {
+  return new Promise((resolve) => {
+    let done = false;
+    let req;
+    const finish2 = (why) => {
+      if (done) return;
+      done = true;
+      req?.destroy();
+      resolve(why);
+    };
+    if (signal.aborted) return finish2("aborted");
+    req = http.get(url2, { headers: { accept: "text/event-stream", ...headers }, signal, agent: false }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return finish2(`SSE failed: ${res.statusCode} ${res.statusMessage ?? ""}`.trim());
+      }
+      const splitter = new SseSplitter(onData);
+      res.setEncoding("utf8");
+      res.on("data", (chunk) => {
+        if (done) return;
+        try {
+          splitter.push(chunk);
+        } catch (err) {
+          finish2(err.message);
+        }
+      });
+      res.on("end", () => finish2("the stream ended"));
+      res.on("error", (err) => finish2(err.message));
+      res.on("close", () => finish2("the stream ended"));
+    });
+    req.on("error", (err) => finish2(err.message));
+  });
+}
+
 // engine/harness/translate.ts
 var HANDLED = [
   "session.created",
@@ -71357,6 +71632,11 @@ var HANDLED = [
   "session.idle"
 ];
 var handled = new Set(HANDLED);
+var ENVELOPE_HEAD = /^\{(?:"directory":"(?:[^"\\]|\\.)*",)?(?:"project":"(?:[^"\\]|\\.)*",)?"payload":\{(?:"id":"(?:[^"\\]|\\.)*",)?"type":"([^"\\]*)"/;
+function mayHandle(data) {
+  const m = ENVELOPE_HEAD.exec(data);
+  return !m || m[1] === "server.connected" || handled.has(m[1]);
+}
 function opencodeEvent(raw2, directory) {
   const p = raw2;
   if (!p || typeof p.type !== "string" || !handled.has(p.type)) return null;
@@ -71481,8 +71761,8 @@ var DeltaCoalescer = class {
   timer = null;
   add(d) {
     const key = `${d.partId}\0${d.field}`;
-    const pending = this.pending.get(key);
-    if (pending) pending.delta += d.delta;
+    const pending2 = this.pending.get(key);
+    if (pending2) pending2.delta += d.delta;
     else this.pending.set(key, { ...d });
     this.timer ??= setTimeout(() => this.flush(), this.everyMs);
   }
@@ -71576,9 +71856,9 @@ var Translator = class {
         if (!callID || ask.tool !== "bash") return this.sinks.ask(workerId, ask);
         const workdir = this.workdirs.get(callID);
         if (workdir !== void 0) return this.sinks.ask(workerId, workdir ? { ...ask, workdir } : ask);
-        const timer = setTimeout(() => this.release(ask.id), 500);
-        timer.unref?.();
-        this.held.set(ask.id, { workerId, ask, callID, timer });
+        const timer2 = setTimeout(() => this.release(ask.id), 500);
+        timer2.unref?.();
+        this.held.set(ask.id, { workerId, ask, callID, timer: timer2 });
         return;
       }
       case "question.asked":
@@ -71661,7 +71941,7 @@ var OpencodeServer = class extends EventEmitter {
   }
   opts;
   url = null;
-  /** The SDK client of the running server: its event stream and the agent check here, every other call through `port`. */
+  /** The SDK client of the running server: the agent check here, every other call through `port` (events: sse.ts). */
   client = null;
   port = null;
   proc = null;
@@ -71759,7 +72039,7 @@ var OpencodeServer = class extends EventEmitter {
     this.proc = proc3;
     writePidFile(this.pidFile, proc3.pid);
     const url2 = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer2 = setTimeout(() => {
         proc3.kill("SIGKILL");
         reject(new Error(`opencode serve did not report ready within ${(this.opts.startTimeoutMs ?? 6e4) / 1e3}s`));
       }, this.opts.startTimeoutMs ?? 6e4);
@@ -71769,7 +72049,7 @@ var OpencodeServer = class extends EventEmitter {
         out += b.toString();
         const m = /listening on (http:\/\/[^\s]+)/.exec(out);
         if (m) {
-          clearTimeout(timer);
+          clearTimeout(timer2);
           resolve(m[1].replace(/\/$/, ""));
         }
       });
@@ -71779,7 +72059,7 @@ var OpencodeServer = class extends EventEmitter {
         this.opts.log?.(b.toString().trimEnd());
       });
       proc3.once("exit", (code, signal) => {
-        clearTimeout(timer);
+        clearTimeout(timer2);
         reject(new Error(`opencode serve exited during start-up (code ${code}, signal ${signal}): ${err.trim().slice(-500) || "no output"}`));
       });
     });
@@ -71793,7 +72073,7 @@ var OpencodeServer = class extends EventEmitter {
     }
     this.client = client3;
     this.port = sdkPort(client3);
-    this.openStream();
+    this.openStream(url2);
     return { pid: proc3.pid, child: proc3, readyMs: performance.now() - t0 };
   }
   /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
@@ -71811,39 +72091,39 @@ var OpencodeServer = class extends EventEmitter {
     }
   }
   /**
-   * opencode's global event stream, read with the SDK's own SSE client and typed by it (GlobalEvent). Reconnects are
-   * ours: the SDK would retry silently, and a reconnect must be known because events may have been missed (resync).
+   * opencode's global event stream (sse.ts reads it; the SDK's types describe its events, translate.ts adapts them).
+   * An event whose type the engine drops is told by its head and never parsed. Reconnects are ours: a reconnect must be
+   * known because events may have been missed (resync).
    */
-  openStream() {
+  openStream(url2) {
     const abort = new AbortController();
     this.streamAbort = abort;
     let first = true;
+    let delay = 100;
+    const headers = { Authorization: this.authHeader };
+    const onData = (data) => {
+      if (!mayHandle(data)) return;
+      let env2;
+      try {
+        env2 = JSON.parse(data);
+      } catch {
+        return;
+      }
+      if (typeof env2 !== "object" || env2 === null) return;
+      const p = env2.payload;
+      if (!p?.type) return;
+      if (p.type === "server.connected") {
+        if (!first) this.emit("resync");
+        first = false;
+        delay = 100;
+        return;
+      }
+      const e = opencodeEvent(p, env2.directory);
+      if (e) this.emit("event", e);
+    };
     const loop = async () => {
-      let delay = 100;
       while (!abort.signal.aborted && this.client) {
-        let dropped = "the stream ended";
-        try {
-          const { stream } = await globalEvents(this.client, {
-            signal: abort.signal,
-            sseMaxRetryAttempts: 1,
-            onSseError: (err) => dropped = err.message
-          });
-          for await (const env2 of stream) {
-            if (typeof env2 !== "object" || env2 === null) continue;
-            const p = env2.payload;
-            if (!p?.type) continue;
-            if (p.type === "server.connected") {
-              if (!first) this.emit("resync");
-              first = false;
-              delay = 100;
-              continue;
-            }
-            const e = opencodeEvent(p, env2.directory);
-            if (e) this.emit("event", e);
-          }
-        } catch (err) {
-          dropped = err.message;
-        }
+        const dropped = await followSse(`${url2}/global/event`, headers, abort.signal, onData);
         if (abort.signal.aborted) return;
         this.opts.log?.(`event stream dropped: ${dropped}; reconnecting`);
         await new Promise((r) => setTimeout(r, delay));
@@ -71911,7 +72191,7 @@ import path19 from "node:path";
 
 // engine/gateway/gateway.ts
 import { randomBytes as randomBytes5, timingSafeEqual } from "node:crypto";
-import http from "node:http";
+import http2 from "node:http";
 import https from "node:https";
 var HOP_BY_HOP = /* @__PURE__ */ new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
 var DROPPED_REQUEST_HEADERS = /* @__PURE__ */ new Set([...HOP_BY_HOP, "host", "authorization", "x-api-key", "proxy-authorization", "expect"]);
@@ -71943,7 +72223,7 @@ var KeyGateway = class {
   }
   listen() {
     if (this.server) return Promise.resolve();
-    const server = http.createServer((req, res) => void this.forward(req, res));
+    const server = http2.createServer((req, res) => void this.forward(req, res));
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once("error", reject);
@@ -71985,7 +72265,7 @@ var KeyGateway = class {
     const { silenceMs } = entry.route;
     let upstream;
     try {
-      upstream = (url2.protocol === "https:" ? https : http).request(url2, { method: req.method, headers, timeout: silenceMs }, (answer) => {
+      upstream = (url2.protocol === "https:" ? https : http2).request(url2, { method: req.method, headers, timeout: silenceMs }, (answer) => {
         const out = {};
         for (const [k, v] of Object.entries(answer.headers)) if (v !== void 0 && !HOP_BY_HOP.has(k)) out[k] = v;
         res.writeHead(answer.statusCode ?? 502, out);
@@ -72073,7 +72353,7 @@ import path33 from "node:path";
 
 // engine/grading/checks.ts
 import { createHash as createHash2 } from "node:crypto";
-import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync12, readdirSync as readdirSync6, readFileSync as readFileSync12, realpathSync as realpathSync3, rmSync as rmSync5, statSync as statSync6, writeFileSync as writeFileSync11 } from "node:fs";
+import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync12, readdirSync as readdirSync6, readFileSync as readFileSync12, realpathSync as realpathSync3, rmSync as rmSync5, statSync as statSync7, writeFileSync as writeFileSync11 } from "node:fs";
 import path25 from "node:path";
 
 // node_modules/is-plain-obj/index.js
@@ -74285,7 +74565,7 @@ var ENCODING_ALIASES = {
 var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encoding}"` : String(encoding);
 
 // node_modules/execa/lib/arguments/cwd.js
-import { statSync as statSync5 } from "node:fs";
+import { statSync as statSync6 } from "node:fs";
 import path23 from "node:path";
 import process7 from "node:process";
 var normalizeCwd = (cwd = getDefaultCwd()) => {
@@ -74307,7 +74587,7 @@ var fixCwdError = (originalMessage, cwd) => {
   }
   let cwdStat;
   try {
-    cwdStat = statSync5(cwd);
+    cwdStat = statSync6(cwd);
   } catch (error46) {
     return `The "cwd" option is invalid: ${cwd}.
 ${error46.message}
@@ -78954,13 +79234,13 @@ async function runCommand3(check2, name, cwd, sandbox) {
   }
   const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
   let timedOut = false;
-  const timer = setTimeout(() => {
+  const timer2 = setTimeout(() => {
     timedOut = true;
     if (child.pid) killGroup(child.pid);
     else child.kill("SIGKILL");
   }, timeoutSec * 1e3);
   const r = await child;
-  clearTimeout(timer);
+  clearTimeout(timer2);
   const hits = group?.hits() ?? [];
   group?.remove();
   const note = hitNote(hits, l.procs, l.memMb);
@@ -78991,7 +79271,7 @@ function runFile(check2, name, cwd, realCwd) {
   if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
   const problems = [];
   if (check2.equals !== void 0 || check2.matches !== void 0) {
-    const st = statSync6(file3);
+    const st = statSync7(file3);
     if (!st.isFile())
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
@@ -79047,7 +79327,7 @@ function copyHeldBack(checks, root2) {
     const src = check2.files;
     let st;
     try {
-      st = statSync6(src);
+      st = statSync7(src);
     } catch {
       throw new Error(`${src} (a check's \`files\`) does not exist`);
     }
@@ -79064,7 +79344,7 @@ function copyHeldBack(checks, root2) {
           walk(f, r);
         } else if (e.isFile()) {
           if (there) rmSync5(dest, { force: true, recursive: true });
-          writeFileSync11(dest, readFileSync12(f), { mode: statSync6(f).mode & 511 });
+          writeFileSync11(dest, readFileSync12(f), { mode: statSync7(f).mode & 511 });
           written.push(dest);
         }
       }
@@ -79080,7 +79360,7 @@ function heldBackProblem(checks, repoRoot2) {
     let real2;
     try {
       real2 = realpathSync3(c3.files);
-      if (!statSync6(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
+      if (!statSync7(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
@@ -79119,13 +79399,32 @@ import { chmod, lstat, mkdir, readdir, rm } from "node:fs/promises";
 import path26 from "node:path";
 var DISCARDED = ".discarded-";
 function discard(dir) {
-  const away = `${dir}${DISCARDED}${randomBytes6(4).toString("hex")}`;
+  const away = awayName(dir);
   try {
     renameSync2(dir, away);
   } catch {
     return;
   }
-  void removeTree2(away);
+  removeLater(away);
+}
+var awayName = (dir) => `${dir}${DISCARDED}${randomBytes6(4).toString("hex")}`;
+var QUIET_MS = 300;
+var MAX_WAIT_MS = 5e3;
+var pending = [];
+var timer = null;
+var firstAt = 0;
+function removeLater(dir) {
+  pending.push(dir);
+  if (!timer) {
+    firstAt = Date.now();
+    timer = setTimeout(removePending, QUIET_MS);
+    timer.unref();
+  } else if (Date.now() - firstAt < MAX_WAIT_MS) timer.refresh();
+}
+async function removePending() {
+  timer = null;
+  const dirs = pending.splice(0);
+  for (const d of dirs) await removeTree2(d);
 }
 async function sweepDiscarded(gradingDir) {
   const names = await readdir(gradingDir).catch(() => []);
@@ -79649,14 +79948,14 @@ async function revertCommit(repo, branch, merge2, message) {
 }
 
 // engine/workspace/workspace.ts
-import { existsSync as existsSync11, lstatSync as lstatSync4, mkdirSync as mkdirSync13, readFileSync as readFileSync14, realpathSync as realpathSync4, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync7, writeFileSync as writeFileSync12 } from "node:fs";
-import { copyFile as copyFile2, link as link2, lstat as lstat2, mkdir as mkdir3, readdir as readdir3, readFile as readFile2, realpath, rename, rm as rm3 } from "node:fs/promises";
+import { existsSync as existsSync11, lstatSync as lstatSync4, mkdirSync as mkdirSync13, readFileSync as readFileSync14, realpathSync as realpathSync4, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
+import { copyFile as copyFile2, link as link2, lstat as lstat2, mkdir as mkdir3, readdir as readdir3, readFile as readFile2, realpath, rename, rm as rm3, writeFile } from "node:fs/promises";
 import { createHash as createHash5, randomBytes as randomBytes8 } from "node:crypto";
 import path29 from "node:path";
 async function inspectRepo(dir) {
   if (!path29.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
   if (!existsSync11(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
-  if (!statSync7(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
+  if (!statSync8(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root2 || !head || !ref) {
     const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
@@ -79691,40 +79990,107 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {})
     return ws;
   }
   mkdirSync13(path29.dirname(worktree), { recursive: true });
-  const make = () => gitScript(NEW_WORKSPACE, {
-    cwd: path29.dirname(worktree),
-    env: {
-      ...userGitEnv(),
-      ...workspaceGitEnv(path29.dirname(gitDir)),
-      OCW_WORKTREE: worktree,
-      // Its real path: the sandboxes bind the mirrors there.
-      OCW_OBJECTS: realpathSync4(mirror),
-      OCW_BRANCH: branch,
-      OCW_BASE: repo.head,
-      OCW_OBJECT_FORMAT: objectFormat(repo.head),
-      // Its own opencode project (see opencodeProjectId), written by the script: a file write on the engine's thread
-      // took ~8 ms a worker under load.
-      OCW_PROJECT_ID: opencodeProjectId(),
-      // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
-      // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
-      ...opts.importFrom ? { OCW_IMPORT_FROM: opts.importFrom, OCW_REPO: repo.root } : {}
-    }
-  });
-  let last = existsSync11(mirror) ? null : await refresh();
+  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path29.dirname(gitDir)) };
+  const make = async () => {
+    const objects = await realMirror(mirror);
+    const projectId = opencodeProjectId();
+    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path29.dirname(gitDir) });
+    await gitScript(NEW_WORKSPACE, {
+      cwd: path29.dirname(worktree),
+      env: {
+        ...env2,
+        OCW_WORKTREE: worktree,
+        OCW_OBJECTS: objects,
+        OCW_BRANCH: branch,
+        OCW_BASE: repo.head,
+        OCW_OBJECT_FORMAT: objectFormat(repo.head),
+        OCW_PROJECT_ID: projectId,
+        // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
+        // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
+        OCW_IMPORT_FROM: opts.importFrom,
+        OCW_REPO: repo.root
+      }
+    });
+  };
+  let last2 = existsSync11(mirror) ? null : await refresh();
   try {
     await make();
   } catch (first) {
     await rm3(worktree, { recursive: true, force: true });
-    if (last) throw mirrorFailure(repo, last, first);
-    last = await refresh();
+    if (last2) throw mirrorFailure(repo, last2, first);
+    last2 = await refresh();
     try {
       await make();
     } catch (again) {
       await rm3(worktree, { recursive: true, force: true });
-      throw mirrorFailure(repo, last, again);
+      throw mirrorFailure(repo, last2, again);
     }
   }
   return ws;
+}
+var realMirrors = /* @__PURE__ */ new Map();
+function realMirror(mirror) {
+  let p = realMirrors.get(mirror);
+  if (!p) {
+    if (realMirrors.size >= 256) realMirrors.delete(realMirrors.keys().next().value);
+    p = realpath(mirror);
+    realMirrors.set(mirror, p);
+    p.catch(() => realMirrors.get(mirror) === p && realMirrors.delete(mirror));
+  }
+  return p;
+}
+var skeletons = /* @__PURE__ */ new Map();
+function repoSkeleton(parent, format2, env2) {
+  const key = `${parent}\0${format2}`;
+  let p = skeletons.get(key);
+  if (!p) {
+    if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value);
+    p = (async () => {
+      const tmp = path29.join(parent, `.ocw-init-${process.pid}-${randomBytes8(4).toString("hex")}`);
+      await mkdir3(parent, { recursive: true });
+      try {
+        const r = await runCommand("git", ["init", "-q", "--template=", ...format2 === "sha256" ? ["--object-format=sha256"] : [], tmp], { cwd: parent, env: env2 });
+        if (r.exitCode !== 0) throw new GitError(`git init failed in ${parent}: ${gitComplaint(r)}`);
+        const dirs = [".git"];
+        const files = [];
+        const walk = async (rel) => {
+          for (const e of await readdir3(path29.join(tmp, rel), { withFileTypes: true })) {
+            const name = path29.join(rel, e.name);
+            if (e.isDirectory()) {
+              dirs.push(name);
+              await walk(name);
+            } else if (e.isFile()) files.push([name, await readFile2(path29.join(tmp, name))]);
+            else throw new GitError(`git init made ${name}, which is neither a file nor a folder`);
+          }
+        };
+        await walk(".git");
+        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path29.sep))), files };
+      } finally {
+        await rm3(tmp, { recursive: true, force: true });
+      }
+    })();
+    skeletons.set(key, p);
+    p.catch(() => skeletons.get(key) === p && skeletons.delete(key));
+  }
+  return p;
+}
+async function newWorkspace(worktree, env2, o2) {
+  const skeleton = await repoSkeleton(o2.engineDir, objectFormat(o2.base), env2);
+  const dotGit = path29.join(worktree, ".git");
+  await Promise.all(skeleton.leaves.map((d) => mkdir3(path29.join(worktree, d), { recursive: true })));
+  await Promise.all([
+    ...skeleton.files.map(([name, bytes]) => writeFile(path29.join(worktree, name), bytes, { flag: "wx" })),
+    writeFile(path29.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
+`, { flag: "wx" }),
+    writeFile(path29.join(dotGit, "opencode"), `${o2.projectId}
+`, { flag: "wx" })
+  ]);
+  const r = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "checkout", "-q", "-b", o2.branch, o2.base], {
+    cwd: worktree,
+    env: env2
+  });
+  const out = `${r.stdout}${r.stderr}`;
+  if (r.exitCode !== 0 || /unable to read|invalid object/.test(out)) throw new GitError(`git failed in ${worktree}: ${gitComplaint(r)}`);
 }
 async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
   const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
@@ -79733,7 +80099,7 @@ async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
   const old = named !== null && named === await objectsOf(ws.repo).catch(() => null);
   if (!old && existsSync11(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
-  if (old) writeAlternates(path29.join(ws.worktree, ".git", "objects"), realpathSync4(mirror) + "\n");
+  if (old) await writeAlternates(path29.join(ws.worktree, ".git", "objects"), realpathSync4(mirror) + "\n");
 }
 function mirrorFailure(repo, r, err) {
   const base2 = repo.head.slice(0, 12);
@@ -79827,16 +80193,6 @@ var CHECK_OUT_COMMIT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECT
 GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_COMMIT"
 GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
 `;
-var CHECK_OUT_BASE = `${TRUSTED}GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_BASE"
-if [ -n "$OCW_CHECKOUT_ONLY" ]; then
-  printf '%s
-' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
-else
-  GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
-fi
-`;
-var CHANGED_BETWEEN = `${TRUSTED}git $C diff --numstat -z --no-renames "$OCW_FROM" "$OCW_TO"
-`;
 function trustedEnv(home) {
   return {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -79888,34 +80244,47 @@ function trustedScript(ws, script, inputs, opts = {}) {
   void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
   return run4;
 }
-function writeAlternates(objects, text) {
+async function writeAlternates(objects, text, opts = {}) {
   const file3 = path29.join(objects, "info", "alternates");
-  try {
-    if (readFileSync14(file3, "utf8") === text) return;
-  } catch {
+  if (opts.engines && alternatesWritten.get(file3) === text) return;
+  if (await readFile2(file3, "utf8").catch(() => null) !== text) {
+    const tmp = `${file3}.tmp-${process.pid}-${randomBytes8(4).toString("hex")}`;
+    try {
+      await writeFile(tmp, text);
+    } catch (err) {
+      if (err.code !== "ENOENT") throw err;
+      await mkdir3(path29.dirname(file3), { recursive: true });
+      await writeFile(tmp, text);
+    }
+    await rename(tmp, file3);
   }
-  const tmp = `${file3}.tmp-${process.pid}-${randomBytes8(4).toString("hex")}`;
-  writeFileSync12(tmp, text);
-  renameSync3(tmp, file3);
+  if (!opts.engines) return;
+  if (alternatesWritten.size >= 4096) alternatesWritten.delete(alternatesWritten.keys().next().value);
+  alternatesWritten.set(file3, text);
 }
+var alternatesWritten = /* @__PURE__ */ new Map();
+var forgetAlternates = (objects) => alternatesWritten.delete(path29.join(objects, "info", "alternates"));
 async function runTrustedScript(ws, script, inputs, opts) {
   const format2 = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
   const objects = path29.join(ws.gitDir, "objects");
   const gradeObjects = path29.join(ws.gitDir, GRADE_OBJECTS);
   const graded = await gradedStoreOf(ws);
+  if (opts.baseOnly) return runOnBase(ws, script, inputs, opts, { gitDir, userObjects, graded });
   if (opts.freshGradeObjects) {
     if (existsSync11(gradeObjects)) await copyObjects(gradeObjects, objects);
+    forgetAlternates(gradeObjects);
     await rm3(gradeObjects, { recursive: true, force: true });
   }
-  await Promise.all([objects, gradeObjects].map((dir) => mkdir3(path29.join(dir, "info"), { recursive: true })));
-  writeAlternates(objects, `${userObjects}
+  await Promise.all([
+    writeAlternates(objects, `${userObjects}
 ${graded}
 ${gradeObjects}
-`);
-  writeAlternates(gradeObjects, `${userObjects}
+`, { engines: true }),
+    writeAlternates(gradeObjects, `${userObjects}
 ${graded}
-`);
+`, { engines: true })
+  ]);
   const index = opts.index?.path ?? privateIndex(ws);
   try {
     const env2 = {
@@ -79930,7 +80299,43 @@ ${graded}
       OCW_WORKTREE: ws.worktree,
       ...inputs
     };
-    return await gitScript(script, { cwd: ws.gitDir, env: env2, lossless: !opts.bytes, bytes: opts.bytes });
+    if (typeof script === "string") return await gitScript(script, { cwd: ws.gitDir, env: env2, lossless: !opts.bytes, bytes: opts.bytes });
+    const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
+      cwd: ws.gitDir,
+      env: { ...env2, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
+      lossless: !opts.bytes,
+      bytes: opts.bytes
+    });
+    if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${ws.gitDir}: ${gitComplaint(r)}`);
+    return r.stdout;
+  } finally {
+    if (!opts.index?.keep) await rm3(index, { force: true });
+  }
+}
+async function runOnBase(ws, script, inputs, opts, at) {
+  const index = opts.index?.path ?? privateIndex(ws);
+  const cwd = path29.dirname(ws.gitDir);
+  try {
+    const env2 = {
+      ...trustedEnv(ws.gitDir),
+      GIT_DIR: at.gitDir,
+      GIT_OBJECT_DIRECTORY: at.userObjects,
+      GIT_ALTERNATE_OBJECT_DIRECTORIES: at.graded,
+      GIT_NO_LAZY_FETCH: "1",
+      OCW_INDEX: index,
+      OCW_BASE: ws.baseCommit,
+      OCW_WORKTREE: ws.worktree,
+      ...inputs
+    };
+    if (typeof script === "string") return await gitScript(script, { cwd, env: env2, lossless: !opts.bytes, bytes: opts.bytes });
+    const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
+      cwd,
+      env: { ...env2, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
+      lossless: !opts.bytes,
+      bytes: opts.bytes
+    });
+    if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${cwd}: ${gitComplaint(r)}`);
+    return r.stdout;
   } finally {
     if (!opts.index?.keep) await rm3(index, { force: true });
   }
@@ -79955,7 +80360,7 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
   try {
     const over = await snapshotOverCaps(ws, caps, index);
     if (over) throw new SnapshotTooLarge(over);
-    await rm3(checkoutDir, { recursive: true, force: true });
+    if (existsSync11(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
     mkdirSync13(checkoutDir, { recursive: true });
     out = await trustedScript(
       ws,
@@ -79999,7 +80404,7 @@ function checkoutList(only) {
 }
 var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
 async function checkOutCommit(ws, commit, checkoutDir) {
-  await rm3(checkoutDir, { recursive: true, force: true });
+  if (existsSync11(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
   mkdirSync13(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
@@ -80019,22 +80424,81 @@ var SnapshotTooLarge = class extends OcwError {
     this.name = "SnapshotTooLarge";
   }
 };
-var LIST_FOR_CAPS = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C ls-files -z -o --exclude-standard -- "$OCW_WORKTREE"
-printf '\\0'
+var BASE_LISTING = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
 git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
 `;
+var baseListings = /* @__PURE__ */ new Map();
+var BASE_LISTINGS_KEPT = 8;
+var baseIndexDirs = /* @__PURE__ */ new Map();
+function baseListing(ws) {
+  const dir = path29.join(path29.dirname(ws.gitDir), ".base-index");
+  const index = path29.join(dir, `${ws.baseCommit}-${process.pid}`);
+  let p = baseListings.get(index);
+  if (p) {
+    baseListings.delete(index);
+    baseListings.set(index, p);
+    return p;
+  }
+  p = (async () => {
+    let cleared = baseIndexDirs.get(dir);
+    if (!cleared) {
+      cleared = readdir3(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm3(path29.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir3(dir, { recursive: true })).then(() => void 0);
+      baseIndexDirs.set(dir, cleared);
+      cleared.catch(() => baseIndexDirs.delete(dir));
+    }
+    await cleared;
+    const tmp = `${index}.tmp-${randomBytes8(4).toString("hex")}`;
+    try {
+      const out = await trustedScript(ws, BASE_LISTING, { OCW_INDEX: tmp }, { bytes: true, baseOnly: true, index: { path: tmp, keep: true } });
+      await rename(tmp, index);
+      const blobs = [];
+      const submodules = [];
+      for (const rec of out.split("\0")) {
+        const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
+        if (m) blobs.push([m[2], Number(m[1])]);
+        const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
+        if (sub) submodules.push(`${sub[1]}/`);
+      }
+      return { index, blobs, submodules };
+    } finally {
+      await rm3(tmp, { force: true });
+    }
+  })();
+  baseListings.set(index, p);
+  p.catch(() => baseListings.get(index) === p && baseListings.delete(index));
+  while (baseListings.size > BASE_LISTINGS_KEPT) {
+    const [oldest, old] = baseListings.entries().next().value;
+    baseListings.delete(oldest);
+    void old.then(() => rm3(oldest, { force: true })).catch(() => void 0);
+  }
+  return p;
+}
+async function baseIndexInto(ws, index) {
+  for (let tries = 0; ; tries++) {
+    const listing = await baseListing(ws);
+    try {
+      await copyFile2(listing.index, index);
+      return listing;
+    } catch (err) {
+      if (err.code !== "ENOENT" || tries) throw err;
+      if (baseListings.get(listing.index)) baseListings.delete(listing.index);
+    }
+  }
+}
+var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 async function snapshotOverCaps(ws, caps = snapshotCaps(), keepIndex) {
   if (!existsSync11(ws.worktree)) return null;
-  let out;
+  const index = keepIndex ?? privateIndex(ws);
+  let fresh;
+  let base2;
   try {
-    out = await trustedScript(ws, LIST_FOR_CAPS, {}, { bytes: true, ...keepIndex ? { index: { path: keepIndex, keep: true } } : {} });
+    base2 = await baseIndexInto(ws, index);
+    fresh = await trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep: !!keepIndex } });
   } catch (err) {
+    if (!keepIndex) await rm3(index, { force: true });
     if (/output passed/.test(err.message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
     throw err;
   }
-  const cut = out.startsWith("\0") ? -1 : out.indexOf("\0\0");
-  const [fresh, tracked2] = cut < 0 ? ["", out.slice(1)] : [out.slice(0, cut), out.slice(cut + 2)];
   const names = fresh ? fresh.split("\0").filter(Boolean) : [];
   const size = (n2) => n2 < 1024 * 1024 ? `${n2.toLocaleString("en-US")} bytes` : `${Math.round(n2 / 1024 / 1024).toLocaleString("en-US")} MiB`;
   if (names.length > caps.files)
@@ -80043,31 +80507,13 @@ async function snapshotOverCaps(ws, caps = snapshotCaps(), keepIndex) {
   const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
   const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
   let total2 = 0;
-  const sizes = await Promise.all(
-    names.map(
-      (n2) => lstat2(at(n2)).then(
-        (st) => st.isFile() || st.isSymbolicLink() ? st.size : 0,
-        () => 0
-      )
-    )
-  );
-  const grow = [];
-  const nested = names.filter((n2) => n2.endsWith("/"));
-  for (const rec of tracked2.split("\0")) {
-    const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
-    if (m) grow.push([m[2], Number(m[1]), 0]);
-    const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
-    if (sub) nested.push(`${sub[1]}/`);
-  }
+  const sizes = await sizesOf(names.map(at));
+  const nested = [...names.filter((n2) => n2.endsWith("/")), ...base2.submodules];
+  const grow = base2.blobs.map(([name, before]) => [name, before, 0]);
   const outside = await nestedGitOutside(ws.worktree, nested, at);
   if (outside)
     return `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`;
-  await Promise.all(
-    grow.map(async (g2) => {
-      const st = await lstat2(at(g2[0])).catch(() => null);
-      g2[2] = st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0;
-    })
-  );
+  for (const [i2, now] of (await sizesOf(grow.map((g2) => at(g2[0])))).entries()) grow[i2][2] = now;
   for (const [i2, n2] of names.entries()) {
     total2 += sizes[i2];
     if (sizes[i2] > caps.fileBytes)
@@ -80080,6 +80526,20 @@ async function snapshotOverCaps(ws, caps = snapshotCaps(), keepIndex) {
   }
   if (total2 > caps.bytes) return `the worker's files add ${size(total2)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
   return null;
+}
+async function sizesOf(paths) {
+  const out = [];
+  for (let i2 = 0; i2 < paths.length; i2++) {
+    if (i2 && i2 % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync4(paths[i2], { throwIfNoEntry: false });
+    } catch {
+      st = void 0;
+    }
+    out.push(st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0);
+  }
+  return out;
 }
 async function nestedGitOutside(worktree, dirs, at) {
   if (!dirs.length) return null;
@@ -80126,16 +80586,14 @@ async function nestedGitOutside(worktree, dirs, at) {
   return null;
 }
 async function checkOutBase(ws, checkoutDir, only) {
-  await rm3(checkoutDir, { recursive: true, force: true });
+  if (existsSync11(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
   mkdirSync13(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   const partial2 = plainNames(only);
   try {
-    await trustedScript(ws, CHECK_OUT_BASE, {
-      OCW_CHECKOUT: checkoutDir,
-      OCW_CHECKOUT_INDEX: checkoutIndex,
-      OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : ""
-    });
+    await baseIndexInto(ws, checkoutIndex);
+    const args = partial2 ? ["checkout-index", "-f", "-q", "--", ...checkoutList(only).split("\n")] : ["checkout-index", "-a", "-f", "-q"];
+    await trustedScript(ws, { git: args, workTree: checkoutDir, allowFail: partial2 }, {}, { baseOnly: true, index: { path: checkoutIndex, keep: true } });
   } finally {
     await rm3(checkoutIndex, { force: true });
   }
@@ -80143,7 +80601,7 @@ async function checkOutBase(ws, checkoutDir, only) {
 }
 async function changedBetween(ws, from, to) {
   if (from === to) return [];
-  return parseNumstatAndStat(await trustedScript(ws, CHANGED_BETWEEN, { OCW_FROM: from, OCW_TO: to })).changed;
+  return parseNumstatAndStat(await trustedScript(ws, { git: ["diff", "--numstat", "-z", "--no-renames", from, to] }, {})).changed;
 }
 function parseNumstatAndStat(out) {
   const record2 = /(?:\d+|-)\t(?:\d+|-)\t([^\0]*)\0/y;
@@ -80157,9 +80615,18 @@ function parseNumstatAndStat(out) {
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
   if (!commit && !existsSync11(ws.worktree)) return "";
-  const over = commit ? null : await snapshotOverCaps(ws);
-  if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
-  const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
+  const index = commit ? null : privateIndex(ws);
+  let d;
+  try {
+    const over = index ? await snapshotOverCaps(ws, snapshotCaps(), index) : null;
+    if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
+    const ready = !!index && existsSync11(index);
+    d = trimFinalNewline(
+      await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {})
+    );
+  } finally {
+    if (index) await rm3(index, { force: true });
+  }
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
@@ -80169,15 +80636,21 @@ function gradedObjectsDir(reposDir, repoRoot2) {
 }
 async function gradedStore(reposDir, repoRoot2) {
   const dir = gradedObjectsDir(reposDir, repoRoot2);
-  const alternates = path29.join(dir, "info", "alternates");
   const want = `${await objectsOf(repoRoot2)}
 `;
-  if (!existsSync11(alternates)) {
-    mkdirSync13(path29.join(dir, "info"), { recursive: true });
-    writeAlternates(dir, want);
+  let made2 = gradedStores.get(dir);
+  if (!made2) {
+    if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value);
+    made2 = (async () => {
+      if (!existsSync11(path29.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
+    })();
+    gradedStores.set(dir, made2);
+    made2.catch(() => gradedStores.get(dir) === made2 && gradedStores.delete(dir));
   }
+  await made2;
   return dir;
 }
+var gradedStores = /* @__PURE__ */ new Map();
 var gradedStoreOf = (ws) => gradedStore(path29.dirname(ws.gitDir), ws.repo);
 async function keepGraded(ws, commit) {
   if (commit === ws.baseCommit) return;
@@ -80251,8 +80724,16 @@ async function copyObjects(from, to) {
     ...fanout.map(async (d) => {
       const names = (await readdir3(path29.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
-      await mkdir3(path29.join(to, d), { recursive: true });
-      for (const name of names) await copyWhole(path29.join(from, d, name), path29.join(to, d, name));
+      for (const [i2, name] of names.entries()) {
+        const place2 = () => copyWhole(path29.join(from, d, name), path29.join(to, d, name));
+        if (i2) await place2();
+        else
+          await place2().catch(async (err) => {
+            if (err.code !== "ENOENT" || !existsSync11(path29.join(from, d, name))) throw err;
+            await mkdir3(path29.join(to, d), { recursive: true });
+            await place2();
+          });
+      }
     }),
     copyPacks(path29.join(from, "pack"), path29.join(to, "pack"))
   ]);
@@ -80267,7 +80748,14 @@ async function copyPacks(from, to) {
   }
 }
 async function copyWhole(src, dest) {
-  if (existsSync11(dest)) return;
+  try {
+    await link2(src, dest);
+    return;
+  } catch (err) {
+    const code = err.code;
+    if (code === "EEXIST") return;
+    if (code !== "EXDEV" && code !== "EPERM" && code !== "EMLINK") throw err;
+  }
   const tmp = path29.join(path29.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes8(6).toString("hex")}`);
   try {
     await copyFile2(src, tmp);
@@ -80292,6 +80780,8 @@ async function removeWorkspace(ws, opts = {}) {
   }
   rmSync6(ws.worktree, { recursive: true, force: true });
   rmSync6(ws.gitDir, { recursive: true, force: true });
+  forgetAlternates(path29.join(ws.gitDir, "objects"));
+  forgetAlternates(path29.join(ws.gitDir, GRADE_OBJECTS));
   if (opts.tmpDir) rmSync6(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
@@ -81364,8 +81854,7 @@ async function gradeSnapshot(input2) {
   let scope;
   let graded;
   const sub = path31.relative(ws.worktree, ws.cwd);
-  discard(checkout);
-  if (input2.sandbox) discard(input2.sandbox.tmpDir);
+  discardAll(checkout, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
     graded = await commitAndCheckOut(ws, `ocw: ${input2.title}`, checkout, void 0, only);
@@ -81392,8 +81881,7 @@ async function gradeSnapshot(input2) {
       guarded
     ) : input2.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
   } finally {
-    discard(checkout);
-    if (input2.sandbox) discard(input2.sandbox.tmpDir);
+    discardAll(checkout, input2.sandbox?.tmpDir);
   }
   const checksPassed = scope.passed && checks.every((c3) => c3.passed);
   const noChange = graded.changed.length === 0;
@@ -81431,8 +81919,7 @@ async function baselineChecks(input2) {
   if (!input2.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input2;
   const sub = path31.relative(ws.worktree, ws.cwd);
-  discard(checkoutDir);
-  if (input2.sandbox) discard(input2.sandbox.tmpDir);
+  discardAll(checkoutDir, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
     const { partial: partial2 } = await checkOutBase(ws, checkoutDir, only);
@@ -81446,10 +81933,12 @@ async function baselineChecks(input2) {
     );
     return { passedOnBase: results.filter((r) => r.passed).map((r) => r.name) };
   } finally {
-    discard(checkoutDir);
-    if (input2.sandbox) discard(input2.sandbox.tmpDir);
+    discardAll(checkoutDir, input2.sandbox?.tmpDir);
   }
 }
+var discardAll = (...dirs) => {
+  for (const d of dirs) if (d) discard(d);
+};
 async function baselineInFreshWorkspace(ws, checks) {
   if (!checks.length) return { passedOnBase: [] };
   if (checks.some((c3) => "run" in c3)) return null;
@@ -81484,7 +81973,7 @@ function caveatsOf(checks) {
 
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync4 } from "node:child_process";
-import { mkdirSync as mkdirSync14, writeFileSync as writeFileSync13 } from "node:fs";
+import { mkdirSync as mkdirSync14, writeFileSync as writeFileSync12 } from "node:fs";
 import path32 from "node:path";
 
 // shared/grade.ts
@@ -81612,7 +82101,7 @@ function materializeRung(rung, dir) {
   mkdirSync14(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
     mkdirSync14(path32.dirname(path32.join(dir, name)), { recursive: true });
-    writeFileSync13(path32.join(dir, name), content);
+    writeFileSync12(path32.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync4("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -82534,7 +83023,7 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 }
 
 // engine/workers/open.ts
-import { realpathSync as realpathSync6, statSync as statSync8 } from "node:fs";
+import { realpathSync as realpathSync6, statSync as statSync9 } from "node:fs";
 import path39 from "node:path";
 function workspaceToOpen(w, workspacesRoot) {
   if (w.discarded) throw new InputError(`worker ${w.id} was discarded: its workspace is gone`, "conflict");
@@ -82551,7 +83040,7 @@ function workspaceToOpen(w, workspacesRoot) {
   const parts = rel.split(path39.sep);
   if (path39.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
     throw new InputError(`worker ${w.id}'s workspace is not where the engine keeps workspaces: refused`, "conflict");
-  if (!statSync8(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
+  if (!statSync9(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
   return { workerId: w.id, path: real2 };
 }
 
@@ -82639,8 +83128,8 @@ var ReplyTrack = class {
     const [user] = this.users;
     const replies = [...this.replies.values()];
     if (replies.some((r) => r.parent !== user)) return null;
-    const last = replies.at(-1);
-    if (!last.completed && !last.error) return null;
+    const last2 = replies.at(-1);
+    if (!last2.completed && !last2.error) return null;
     return {
       replies: replies.map((r) => ({
         info: { role: "assistant", ...r.completed ? { time: { completed: r.completed } } : {}, ...r.error ? { error: r.error } : {} },
@@ -82773,10 +83262,10 @@ var WorkerRun = class {
     this._run = run4;
   }
   /** The wall-clock budget's timer (one at a time: the one before is cleared). */
-  armBudget(timer) {
+  armBudget(timer2) {
     clearTimeout(this.budgetTimer);
-    this.budgetTimer = timer;
-    timer?.unref?.();
+    this.budgetTimer = timer2;
+    timer2?.unref?.();
   }
   clearBudget() {
     clearTimeout(this.budgetTimer);
@@ -82886,6 +83375,7 @@ var WorkerRegistry = class {
       return { moved: false, error: err };
     }
     if (isAtRest(state) || state === "settled") this.rt(workerId).clearBudget();
+    if (isAtRest(state)) this.opts.logs.release(workerId);
     this.opts.moved(workerId, state);
     return { moved: true };
   }
@@ -82963,8 +83453,14 @@ var InstanceReleaser = class {
   releaseIfDue(server) {
     const w = this.waiting.get(server);
     if (!w) return;
-    const atWork = this.reg.list().some((x) => !isAtRest(x.state) && x.state !== "queued" && this.reg.rt(x.id).server === server);
-    if (!atWork || w.ids.size >= RELEASE_BATCH) this.release(server);
+    let atWork = false;
+    let grading = false;
+    for (const x of this.reg.list()) {
+      if (isAtRest(x.state) || x.state === "queued" || this.reg.rt(x.id).server !== server) continue;
+      atWork = true;
+      if (x.state === "settled" || x.state === "grading") grading = true;
+    }
+    if (!atWork || w.ids.size >= RELEASE_BATCH && !grading || w.ids.size >= 2 * RELEASE_BATCH) this.release(server);
   }
   release(server) {
     const w = this.waiting.get(server);
@@ -83007,10 +83503,10 @@ var Settler = class {
       if (st && st.type !== "idle") return;
       turn = read2;
     }
-    const last = turn?.replies.at(-1);
-    if (turn && !last && !rt.turn.error) return;
-    if (last && !last.info.time?.completed && !last.info.error) return;
-    const failure2 = last?.info.error && last.info.error.name !== "MessageAbortedError" ? describeError(last.info.error) : !last && rt.turn.error || null;
+    const last2 = turn?.replies.at(-1);
+    if (turn && !last2 && !rt.turn.error) return;
+    if (last2 && !last2.info.time?.completed && !last2.info.error) return;
+    const failure2 = last2?.info.error && last2.info.error.name !== "MessageAbortedError" ? describeError(last2.info.error) : !last2 && rt.turn.error || null;
     if (failure2) {
       for (const ask of pendingAsks(reg.get(workerId)))
         reg.safeRecord(workerId, {
@@ -83222,7 +83718,7 @@ var BatchNames = class {
 };
 
 // engine/workers/search.ts
-import { closeSync as closeSync2, existsSync as existsSync14, openSync as openSync2, readSync, statSync as statSync9 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync14, openSync as openSync2, readSync, statSync as statSync10 } from "node:fs";
 var PER_LOG_BYTES = 8 * 1024 * 1024;
 var TOTAL_BYTES = 96 * 1024 * 1024;
 var SNIPPET = 70;
@@ -83256,7 +83752,7 @@ function snippetOf(text, at, len) {
   return showUntrusted(piece.replace(/\s+/g, " "), { lines: false, max: 2 * SNIPPET + len + 2 });
 }
 function readHead(file3, max) {
-  const size = statSync9(file3).size;
+  const size = statSync10(file3).size;
   const n2 = Math.min(size, max);
   const buf = Buffer.alloc(n2);
   const fd = openSync2(file3, "r");
@@ -83352,23 +83848,23 @@ var Batches = class {
    * on others or the batch has integration checks. Returns the names (default: the position, "1", "2", …).
    */
   static validate(tasks, repos, integration) {
-    const ids = tasks.map((t2, i2) => t2.id ?? String(i2 + 1));
+    const ids2 = tasks.map((t2, i2) => t2.id ?? String(i2 + 1));
     const seen = /* @__PURE__ */ new Set();
-    for (const [i2, id2] of ids.entries()) {
+    for (const [i2, id2] of ids2.entries()) {
       if (seen.has(id2)) throw new InputError(`task ${i2 + 1}: the id "${id2}" is used twice: give each task its own id`);
       seen.add(id2);
     }
     for (const [i2, t2] of tasks.entries()) {
       for (const a2 of t2.after ?? []) {
-        if (!seen.has(a2)) throw new InputError(`task ${i2 + 1} (${ids[i2]}): after "${a2}", which is no task of this batch (ids: ${ids.join(", ")})`);
-        if (a2 === ids[i2]) throw new InputError(`task ${i2 + 1} (${ids[i2]}) cannot come after itself`);
+        if (!seen.has(a2)) throw new InputError(`task ${i2 + 1} (${ids2[i2]}): after "${a2}", which is no task of this batch (ids: ${ids2.join(", ")})`);
+        if (a2 === ids2[i2]) throw new InputError(`task ${i2 + 1} (${ids2[i2]}) cannot come after itself`);
       }
     }
     const done = /* @__PURE__ */ new Set();
-    while (done.size < ids.length) {
-      const ready = ids.filter((id2, i2) => !done.has(id2) && (tasks[i2].after ?? []).every((a2) => done.has(a2)));
+    while (done.size < ids2.length) {
+      const ready = ids2.filter((id2, i2) => !done.has(id2) && (tasks[i2].after ?? []).every((a2) => done.has(a2)));
       if (!ready.length)
-        throw new InputError(`the tasks ${ids.filter((id2) => !done.has(id2)).join(", ")} come after each other in a cycle: none of them could ever start`);
+        throw new InputError(`the tasks ${ids2.filter((id2) => !done.has(id2)).join(", ")} come after each other in a cycle: none of them could ever start`);
       for (const id2 of ready) done.add(id2);
     }
     const needsOne = integration || tasks.some((t2) => t2.after?.length);
@@ -83377,7 +83873,7 @@ var Batches = class {
         `tasks that come after others, and integration checks, need every task of the batch in one repository (got ${[...new Set(repos.map((r) => r.root))].join(", ")})`
       );
     }
-    return ids;
+    return ids2;
   }
   /** Records a new batch; the tasks without `after` are started by the caller (their workers named in `started`). */
   add(record2) {
@@ -83576,8 +84072,8 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
       skipped: t2.skipped
     }));
     const skipped = r.tasks.filter((t2) => t2.skipped).map((t2) => ({ id: t2.id, reason: t2.skipped }));
-    const pending = r.tasks.some((t2) => !t2.workerId && !t2.skipped);
-    const settled = base2.settled && !pending;
+    const pending2 = r.tasks.some((t2) => !t2.workerId && !t2.skipped);
+    const settled = base2.settled && !pending2;
     const integration = r.integration ? { state: r.integration.state, checks: r.integration.checks.length, result: r.integration.result } : null;
     const n2 = r.tasks.length;
     return {
@@ -83638,9 +84134,9 @@ var Attempts = class {
   }
   /** Every attempt group the engine knows, newest first. */
   groups() {
-    const ids = [];
-    for (const w of this.deps.list()) if (w.attempt && !ids.includes(w.attempt.groupId)) ids.push(w.attempt.groupId);
-    return ids.reverse().map((id2) => attemptGroup(id2, this.deps.list()));
+    const ids2 = [];
+    for (const w of this.deps.list()) if (w.attempt && !ids2.includes(w.attempt.groupId)) ids2.push(w.attempt.groupId);
+    return ids2.reverse().map((id2) => attemptGroup(id2, this.deps.list()));
   }
   /**
    * The winner of a queued attempt's group when the attempt has waited in the queue since its creation (never started,
@@ -83955,11 +84451,11 @@ var Engine = class {
       const workerIds2 = checked.map((c3, i2) => this.create(c3.spec, c3.repo, c3.target, batchId, expanded[i2].attempt).workerId);
       const groups = /* @__PURE__ */ new Map();
       expanded.forEach((x, i2) => x.attempt && groups.set(x.attempt.groupId, [...groups.get(x.attempt.groupId) ?? [], workerIds2[i2]]));
-      return { batchId, workerIds: workerIds2, groups: [...groups].map(([groupId, ids2]) => ({ groupId, workerIds: ids2 })), tasks: [] };
+      return { batchId, workerIds: workerIds2, groups: [...groups].map(([groupId, ids3]) => ({ groupId, workerIds: ids3 })), tasks: [] };
     }
     if (expanded.some((x) => x.attempt))
       throw new InputError("a task with attempts cannot take part in `after` or integration checks: give those tasks one attempt each");
-    const ids = Batches.validate(
+    const ids2 = Batches.validate(
       specs.map((sp, i2) => ({ ...plan[i2], directory: sp.directory })),
       checked.map((c3) => c3.repo),
       integration
@@ -83972,14 +84468,14 @@ var Engine = class {
       base: first.head,
       branch: first.branch,
       subdir: first.subdir,
-      tasks: specs.map((spec2, i2) => ({ id: ids[i2], after: plan[i2].after, spec: spec2, workerId: null, skipped: null })),
+      tasks: specs.map((spec2, i2) => ({ id: ids2[i2], after: plan[i2].after, spec: spec2, workerId: null, skipped: null })),
       integration: integration ? { checks: integration.checks, state: "waiting", result: null } : null
     };
     this.batches.add(record2);
     const workerIds = [];
     for (const [i2, c3] of checked.entries()) {
       if (plan[i2].after.length) continue;
-      const id2 = this.create(c3.spec, c3.repo, c3.target, batchId, void 0, { taskId: ids[i2] }).workerId;
+      const id2 = this.create(c3.spec, c3.repo, c3.target, batchId, void 0, { taskId: ids2[i2] }).workerId;
       record2.tasks[i2].workerId = id2;
       workerIds.push(id2);
     }
@@ -84255,12 +84751,12 @@ var Engine = class {
   }
   /** Per target: its slots, those in use by workers on the model, workers waiting for a person (slot handed over), queued. */
   slots() {
-    const ids = new Set(
+    const ids2 = new Set(
       this.list().map((w) => w.targetId).filter((x) => !!x)
     );
     const active = this.targets.active();
-    if (active) ids.add(active.id);
-    return [...ids].flatMap((id2) => {
+    if (active) ids2.add(active.id);
+    return [...ids2].flatMap((id2) => {
       const t2 = this.targets.get(id2);
       if (!t2) return [];
       return [
@@ -84289,6 +84785,7 @@ var Engine = class {
       await this.reg.abortSession(w.id);
     }
     await this.servers.close();
+    this.logs.close();
   }
   // ---------- admission & running ----------
   /** Admits queued workers in order while their target has room (slots, or live capacity of a pool's endpoints). */
@@ -84370,7 +84867,7 @@ var Engine = class {
       await moveOntoMirror(this.reg.workspacesRoot, ws).catch((err) => this.log(`worker ${workerId}: its object mirror: ${err.message}`));
     }
     if (this.sandbox.kind !== "none")
-      writeRepoBinds(path44.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
+      await writeRepoBinds(path44.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
     if (made2) await this.settler.baselineAtCreation(workerId, ws);
     else if (!this.get(workerId).baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
@@ -84809,8 +85306,8 @@ function batchCard(batchId, res, workers) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes14, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync29, statSync as statSync18 } from "node:fs";
-import http2 from "node:http";
+import { createReadStream as createReadStream3, existsSync as existsSync29, statSync as statSync19 } from "node:fs";
+import http3 from "node:http";
 import path68 from "node:path";
 
 // node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
@@ -85164,16 +85661,256 @@ function ledger(workers) {
   return rows.sort((a2, b) => a2.target < b.target ? -1 : a2.target > b.target ? 1 : 0);
 }
 
+// shared/wait.ts
+var ids = (what) => external_exports.array(external_exports.string().min(1, `${what}: an id is empty`).max(200)).max(1e4);
+var WaitInput2 = external_exports.object({
+  /** These workers (ids as given; each must exist)… */
+  workerIds: external_exports.array(external_exports.string().min(1, "workerIds: an id is empty").max(200)).min(1, "workerIds is empty: give at least one id").max(1e4).optional(),
+  /** …or a batch's (its workers as the batch goes on: tasks that come after others, the integration checks). */
+  batchId: external_exports.string().min(1, "batchId is empty").max(200).optional(),
+  /** With workerIds: only those not at rest (all of them when every one is), e.g. a session's own workers. */
+  unfinished: external_exports.boolean().optional(),
+  /** Asks the caller was shown already: not news. */
+  shownAsks: ids("shownAsks").default([]),
+  /** Workers the caller was shown finished already: not news. */
+  shownFinished: ids("shownFinished").default([]),
+  /** How long to wait for news (0: answer with the pictures as they are now). */
+  timeoutMs: external_exports.number().int().min(0).max(6e5),
+  /** The wait also ends (as news) once this ask is no longer pending: a form shown for it is withdrawn then. */
+  untilGone: external_exports.string().min(1).max(200).optional(),
+  /** Whether the pending asks carry their diffs (an edit's change; a form shows it): default true. */
+  diffs: external_exports.boolean().default(true),
+  /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
+  also: ids("also").optional()
+}).strict().refine((x) => !x.workerIds !== !x.batchId, { message: "give workerIds or batchId (one of them)" });
+var WaitWorker = external_exports.object({
+  id: external_exports.string(),
+  /** Its title (shared/worker.ts workerTitle), not the whole task. */
+  title: external_exports.string(),
+  batchId: external_exports.string().nullable(),
+  state: WorkerState,
+  /** Its workspace while an ask is pending (what an ask's paths are made relative to); null otherwise. */
+  worktree: external_exports.string().nullable(),
+  /** Pending asks only. */
+  asks: external_exports.array(PermissionAsk),
+  usage: Usage,
+  startedAt: external_exports.number().nullable(),
+  endedAt: external_exports.number().nullable(),
+  stalled: external_exports.boolean(),
+  verdict: external_exports.object({ verdict: Outcome, honest: external_exports.boolean() }).nullable()
+});
+var WaitBatch = BatchSummary.omit({ name: true, workerIds: true, states: true, tasks: true }).extend({
+  /** Its tasks (its workers, for batches from before tasks were recorded). */
+  total: external_exports.number()
+});
+function slimBatch(b) {
+  const { name: _name, workerIds, states: _states, tasks, ...rest } = b;
+  return { ...rest, total: tasks.length || workerIds.length };
+}
+var WaitResult = external_exports.object({
+  /** The workers waited on (a batch's as they were when the wait began to follow them). */
+  workerIds: external_exports.array(external_exports.string()),
+  /** settled: every one at rest; news: a new ask or a worker finished since; timeout; aborted: the request was cancelled. */
+  reason: external_exports.enum(["settled", "news", "timeout", "aborted"]),
+  workers: external_exports.array(WaitWorker),
+  batch: WaitBatch.nullable(),
+  also: external_exports.array(WaitWorker)
+});
+function slimWorker(w, opts = {}) {
+  const pending2 = w.asks.filter((a2) => a2.status === "pending").map((a2) => {
+    if (opts.diffs !== false || a2.diff === void 0) return a2;
+    const { diff: _diff, ...rest } = a2;
+    return rest;
+  });
+  return {
+    id: w.id,
+    title: workerTitle(w.spec),
+    batchId: w.batchId,
+    state: w.state,
+    worktree: pending2.length ? w.worktree : null,
+    asks: pending2,
+    usage: w.usage,
+    startedAt: w.startedAt,
+    endedAt: w.endedAt,
+    stalled: w.stalled,
+    verdict: w.verdict ? { verdict: w.verdict.verdict, honest: w.verdict.honest } : null
+  };
+}
+var byText2 = (by) => by ? `${by.kind}${by.name ? ":" + by.name : ""}` : null;
+function describeEvent(e, followed) {
+  if (!("workerId" in e) || !followed.has(e.workerId)) return null;
+  switch (e.type) {
+    case "worker.state":
+      return `${e.workerId} ${e.state}${e.reason ? `: ${e.reason}` : ""}`;
+    case "ask.opened":
+      return `${e.workerId} asks ${e.ask.tool}: ${e.ask.what}`;
+    case "ask.resolved":
+      return `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText2(e.by)}` : ""}`;
+    case "part":
+      return e.part.kind === "tool" && e.part.status !== "running" && e.part.status !== "pending" ? `${e.workerId} ${e.part.tool} ${e.part.status}` : null;
+    case "verdict":
+      return `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}`;
+    case "stalled":
+      return `${e.workerId} idle for ${e.idleSec}s`;
+    default:
+      return null;
+  }
+}
+
+// engine/api/wait.ts
+var GATHER_MS = 25;
+async function waitForNews(src, input2, opts = {}) {
+  const deadline = Date.now() + input2.timeoutMs;
+  const signal = opts.signal;
+  let ids2;
+  let batch = null;
+  if (input2.batchId) {
+    batch = src.batch(input2.batchId);
+    ids2 = batch.workerIds;
+    const batchId = input2.batchId;
+    while (!batch.done && batch.workerIds.every((id2) => isAtRest(batch.states[id2])) && Date.now() < deadline && !signal?.aborted) {
+      const got = await nextEvent2(
+        src,
+        (e) => e.type === "batch" && e.batchId === batchId || e.type === "worker.created" && e.batchId === batchId,
+        deadline,
+        signal
+      );
+      batch = src.batch(batchId);
+      ids2 = batch.workerIds;
+      if (got !== "event") break;
+    }
+  } else {
+    const all = [...new Set(input2.workerIds.map((id2) => src.get(id2).id))];
+    const open2 = input2.unfinished ? all.filter((id2) => !isAtRest(src.get(id2).state)) : [];
+    ids2 = open2.length ? open2 : all;
+  }
+  const shownAsks = new Set(input2.shownAsks);
+  const shownFinished = new Set(input2.shownFinished);
+  const followed = new Set(ids2);
+  opts.onFollow?.(ids2);
+  const outcome2 = () => {
+    const ws = ids2.map((id2) => src.get(id2));
+    if (ws.every((w) => isAtRest(w.state))) return "settled";
+    if (ws.some((w) => pendingAsks(w).some((a2) => !shownAsks.has(a2.id)) || isAtRest(w.state) && !shownFinished.has(w.id))) return "news";
+    if (input2.untilGone && !ws.some((w) => pendingAsks(w).some((a2) => a2.id === input2.untilGone))) return "news";
+    return null;
+  };
+  const reason = outcome2() ?? (signal?.aborted ? "aborted" : await follow2(src, followed, outcome2, deadline, opts));
+  const workers = ids2.map((id2) => slimWorker(src.get(id2), { diffs: input2.diffs }));
+  if (input2.batchId) batch = src.batch(input2.batchId);
+  const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
+  const also = settled && input2.also ? [...new Set(input2.also)].filter((id2) => !followed.has(id2)).map((id2) => slimWorker(src.get(id2))) : [];
+  return { workerIds: ids2, reason, workers, batch: batch && slimBatch(batch), also };
+}
+function follow2(src, followed, outcome2, deadline, opts) {
+  return new Promise((resolve) => {
+    let ended = false;
+    let pending2 = null;
+    let gather = null;
+    const finish2 = (r) => {
+      if (ended) return;
+      ended = true;
+      unsubscribe();
+      clearTimeout(timer2);
+      if (pending2) clearImmediate(pending2);
+      if (gather) clearTimeout(gather);
+      opts.signal?.removeEventListener("abort", onAbort);
+      resolve(r);
+    };
+    const onAbort = () => finish2("aborted");
+    const unsubscribe = src.bus.subscribe(({ event }) => {
+      if (ended || !("workerId" in event) || !followed.has(event.workerId)) return;
+      if (opts.onNote) {
+        const note = describeEvent(event, followed);
+        if (note) opts.onNote(note);
+      }
+      pending2 ??= setImmediate(() => {
+        pending2 = null;
+        const r = outcome2();
+        if (r === "settled") return finish2(r);
+        if (r && !gather)
+          gather = setTimeout(
+            () => {
+              gather = null;
+              const again = outcome2();
+              if (again) finish2(again);
+            },
+            Math.min(GATHER_MS, Math.max(0, deadline - Date.now()))
+          );
+      });
+    });
+    const timer2 = setTimeout(() => finish2("timeout"), Math.max(0, deadline - Date.now()));
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    if (opts.signal?.aborted) finish2("aborted");
+  });
+}
+function nextEvent2(src, pred, deadline, signal) {
+  return new Promise((resolve) => {
+    let ended = false;
+    const finish2 = (r) => {
+      if (ended) return;
+      ended = true;
+      unsubscribe();
+      clearTimeout(timer2);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(r);
+    };
+    const onAbort = () => finish2("aborted");
+    const unsubscribe = src.bus.subscribe(({ event }) => {
+      if (!ended && pred(event)) finish2("event");
+    });
+    const timer2 = setTimeout(() => finish2("timeout"), Math.max(0, deadline - Date.now()));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) finish2("aborted");
+  });
+}
+async function* waitStream(src, input2, signal) {
+  const notes = [];
+  let wake = null;
+  let done = null;
+  void waitForNews(src, input2, {
+    signal,
+    onNote: (note) => {
+      notes.push({ note });
+      wake?.();
+    },
+    onFollow: (following) => {
+      notes.push({ following });
+      wake?.();
+    }
+  }).then(
+    (result) => {
+      done = { result };
+      wake?.();
+    },
+    (error46) => {
+      done = { error: error46 };
+      wake?.();
+    }
+  );
+  for (; ; ) {
+    while (notes.length) yield notes.shift();
+    if (done) {
+      const d = done;
+      if ("error" in d) throw d.error;
+      yield { result: d.result };
+      return;
+    }
+    await new Promise((r) => wake = r);
+    wake = null;
+  }
+}
+
 // engine/serving/llama-build.ts
 import { accessSync as accessSync2, constants as constants5 } from "node:fs";
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync18, mkdirSync as mkdirSync17, readdirSync as readdirSync9, renameSync as renameSync5, rmSync as rmSync8, statSync as statSync11 } from "node:fs";
+import { existsSync as existsSync18, mkdirSync as mkdirSync17, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync8, statSync as statSync12 } from "node:fs";
 import path48 from "node:path";
 
 // engine/models/download.ts
 import { createHash as createHash6 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync17, mkdirSync as mkdirSync16, renameSync as renameSync4, statfsSync, statSync as statSync10, unlinkSync } from "node:fs";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync17, mkdirSync as mkdirSync16, renameSync as renameSync3, statfsSync, statSync as statSync11, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
 import path47 from "node:path";
 var DownloadError = class extends SetupError {
@@ -85190,12 +85927,12 @@ async function sha256File(file3) {
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
   mkdirSync16(path47.dirname(o2.dest), { recursive: true });
-  if (existsSync17(o2.dest) && o2.expectedSize && statSync10(o2.dest).size === o2.expectedSize) {
+  if (existsSync17(o2.dest) && o2.expectedSize && statSync11(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
       return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
   const part = `${o2.dest}.part`;
-  let start = existsSync17(part) ? statSync10(part).size : 0;
+  let start = existsSync17(part) ? statSync11(part).size : 0;
   if (o2.expectedSize && start > o2.expectedSize) {
     unlinkSync(part);
     start = 0;
@@ -85262,7 +85999,7 @@ async function downloadFile(o2) {
     throw new DownloadError(`${o2.url} sent more than the ${total2} bytes expected: stopped and the partial file removed; run again`);
   }
   o2.onProgress?.({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
-  const size = statSync10(part).size;
+  const size = statSync11(part).size;
   if (total2 !== null && size !== total2) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total2}; run again to resume`);
   let verified = total2 !== null ? "size" : "none";
   if (o2.sha256) {
@@ -85275,7 +86012,7 @@ async function downloadFile(o2) {
     }
     verified = "sha256";
   }
-  renameSync4(part, o2.dest);
+  renameSync3(part, o2.dest);
   return { path: o2.dest, bytes: size, resumedFrom: start, verified };
 }
 
@@ -85411,7 +86148,7 @@ function findBinary(dir, name, depth = 0) {
   for (const e of readdirSync9(dir)) {
     const p = path48.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
-    if (statSync11(p).isDirectory()) {
+    if (statSync12(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
       if (f) return f;
     }
@@ -85489,7 +86226,7 @@ async function installPrebuilt(o2) {
       rmSync8(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
       rmSync8(dir, { recursive: true, force: true });
-      renameSync5(tmp, dir);
+      renameSync4(tmp, dir);
       bin = findBinary(dir, "llama-server");
       if (!bin) {
         problems.push(`${variant}: ${asset.name} holds no llama-server`);
@@ -85553,15 +86290,15 @@ function startLlamaBuild(publish, env2 = process.env) {
     failure: null
   };
   job = j;
-  let timer = null;
+  let timer2 = null;
   const emit3 = (now = false) => {
     if (now) {
-      if (timer) clearTimeout(timer);
-      timer = null;
+      if (timer2) clearTimeout(timer2);
+      timer2 = null;
       return publish({ ...j, lines: [...j.lines] });
     }
-    timer ??= setTimeout(() => {
-      timer = null;
+    timer2 ??= setTimeout(() => {
+      timer2 = null;
       publish({ ...j, lines: [...j.lines] });
     }, 200);
   };
@@ -86212,7 +86949,7 @@ var FitPlanInput = FitInput.extend({
 
 // engine/serving/setup-api.ts
 import { randomBytes as randomBytes13 } from "node:crypto";
-import { accessSync as accessSync3, constants as constants6, statSync as statSync17 } from "node:fs";
+import { accessSync as accessSync3, constants as constants6, statSync as statSync18 } from "node:fs";
 import path62 from "node:path";
 
 // shared/setup.ts
@@ -86410,7 +87147,7 @@ var SetupProviderKeyInput = SetupProviderInput.omit({ apiKeyEnv: true }).extend(
 
 // engine/serving/start.ts
 import { randomBytes as randomBytes12 } from "node:crypto";
-import { existsSync as existsSync26, mkdirSync as mkdirSync23, readFileSync as readFileSync22, statfsSync as statfsSync2, statSync as statSync16 } from "node:fs";
+import { existsSync as existsSync26, mkdirSync as mkdirSync23, readFileSync as readFileSync22, statfsSync as statfsSync2, statSync as statSync17 } from "node:fs";
 import path61 from "node:path";
 
 // engine/models/catalog.ts
@@ -87002,7 +87739,7 @@ function runtimeFamily(idOrRepo) {
 }
 
 // engine/models/source.ts
-import { existsSync as existsSync19, readFileSync as readFileSync16, statSync as statSync12 } from "node:fs";
+import { existsSync as existsSync19, readFileSync as readFileSync16, statSync as statSync13 } from "node:fs";
 import path50 from "node:path";
 
 // engine/models/ggml-types.ts
@@ -87423,7 +88160,7 @@ async function loadGguf(ref, headers = {}) {
   }
   const f = mergeShards(files);
   if (isMmproj(f)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
-  const fileBytes = names.reduce((a2, n2) => a2 + statSync12(n2).size, 0);
+  const fileBytes = names.reduce((a2, n2) => a2 + statSync13(n2).size, 0);
   return { source: ref, metadata: f.metadata, tensors: f.tensors, fileBytes, quant: quantOf(f.metadata, ref), shards: names.length };
 }
 
@@ -87684,7 +88421,7 @@ function computeBufferBytes(s) {
     nextState2 = isConv(il + 1) ? fetchState() : -1;
   };
   for (let il = 0; il < s.nLayer; il++) {
-    const last = il === lastLayer;
+    const last2 = il === lastLayer;
     let cur = g2.op(E * n2 * F32, [x], { inplace: true });
     cur = g2.op(E * n2 * F32, [cur], { inplace: true });
     let mixed;
@@ -87740,7 +88477,7 @@ function computeBufferBytes(s) {
       const y = g2.op(E * n2 * F32, [g2.view(bcx), conv], { inplace: true });
       mixed = g2.op(E * n2 * F32, [y]);
     }
-    if (last) {
+    if (last2) {
       mixed = g2.op(E * s.nOutputs * F32, [mixed, outIds]);
       x = g2.op(E * s.nOutputs * F32, [x, outIds]);
       n2 = s.nOutputs;
@@ -89204,7 +89941,7 @@ import { existsSync as existsSync24 } from "node:fs";
 import path56 from "node:path";
 
 // engine/models/hub-sizes.ts
-import { existsSync as existsSync20, readFileSync as readFileSync17, renameSync as renameSync6, writeFileSync as writeFileSync14 } from "node:fs";
+import { existsSync as existsSync20, readFileSync as readFileSync17, renameSync as renameSync5, writeFileSync as writeFileSync13 } from "node:fs";
 import path52 from "node:path";
 var HUB_SIZES_MAX_AGE_MS = 30 * 24 * 36e5;
 var REFRESH_AFTER_MS = 24 * 36e5;
@@ -89222,8 +89959,8 @@ function readHubSizes(env2 = process.env) {
 function writeHubSizes(data, env2) {
   const f = file2(env2);
   const tmp = `${f}.${process.pid}.tmp`;
-  writeFileSync14(tmp, JSON.stringify(data), { mode: 384 });
-  renameSync6(tmp, f);
+  writeFileSync13(tmp, JSON.stringify(data), { mode: 384 });
+  renameSync5(tmp, f);
 }
 var OFFLINE_BACKOFF_MS = 10 * 6e4;
 var offlineUntil = 0;
@@ -89301,7 +90038,7 @@ async function httpJson(url2, given = {}) {
 async function httpJsonOnce(url2, init) {
   const t0 = performance.now();
   const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${init.timeoutMs ?? 1e4} ms`)), init.timeoutMs ?? 1e4);
+  const timer2 = setTimeout(() => ctl.abort(new Error(`timed out after ${init.timeoutMs ?? 1e4} ms`)), init.timeoutMs ?? 1e4);
   const onAbort = () => ctl.abort(init.signal?.reason);
   init.signal?.addEventListener("abort", onAbort);
   try {
@@ -89325,7 +90062,7 @@ async function httpJsonOnce(url2, init) {
     const err = e;
     return { ok: false, status: 0, body: null, text: "", ms: performance.now() - t0, error: err.cause?.code ?? err.message };
   } finally {
-    clearTimeout(timer);
+    clearTimeout(timer2);
     init.signal?.removeEventListener("abort", onAbort);
   }
 }
@@ -89346,7 +90083,7 @@ function isLoopback(url2) {
 async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
   const startMs = performance.now() - t0;
   const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(), timeoutMs);
+  const timer2 = setTimeout(() => ctl.abort(), timeoutMs);
   try {
     const res = await fetch(url2, {
       method: "POST",
@@ -89381,7 +90118,7 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
   } catch (e) {
     return { status: 0, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: e.message };
   } finally {
-    clearTimeout(timer);
+    clearTimeout(timer2);
   }
 }
 
@@ -89522,7 +90259,7 @@ async function startLlamaServer(o2) {
 }
 
 // engine/serving/parallel.ts
-import { existsSync as existsSync23, readdirSync as readdirSync11, readFileSync as readFileSync19, statSync as statSync13 } from "node:fs";
+import { existsSync as existsSync23, readdirSync as readdirSync11, readFileSync as readFileSync19, statSync as statSync14 } from "node:fs";
 import path55 from "node:path";
 
 // engine/serving/runtimes.ts
@@ -89761,13 +90498,13 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     return exact.length ? exact : all;
   }
   if (existsSync23(name)) {
-    if (!statSync13(name).isDirectory())
+    if (!statSync14(name).isDirectory())
       throw new ParallelInputError(
         `${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`
       );
     const st = readdirSync11(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync13(path55.join(name, f)).size, 0);
+    const bytes2 = st.reduce((a2, f) => a2 + statSync14(path55.join(name, f)).size, 0);
     const cfgFile = path55.join(name, "config.json");
     const cfg2 = existsSync23(cfgFile) ? JSON.parse(readFileSync19(cfgFile, "utf8")) : {};
     return [
@@ -90184,7 +90921,7 @@ async function oneRequest(o2, promptTokens, maxTokens, timeoutMs) {
     ...o2.engine === "llama.cpp" ? { cache_prompt: false } : {}
   };
   const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(new Error(`no answer within ${Math.round(timeoutMs / 1e3)} s`)), timeoutMs);
+  const timer2 = setTimeout(() => ctl.abort(new Error(`no answer within ${Math.round(timeoutMs / 1e3)} s`)), timeoutMs);
   const onAbort = () => ctl.abort(o2.signal?.reason);
   o2.signal?.addEventListener("abort", onAbort);
   const t0 = performance.now();
@@ -90251,7 +90988,7 @@ async function oneRequest(o2, promptTokens, maxTokens, timeoutMs) {
       error: ctl.signal.aborted ? String(ctl.signal.reason?.message ?? "aborted") : err.cause?.code ?? err.message
     };
   } finally {
-    clearTimeout(timer);
+    clearTimeout(timer2);
     o2.signal?.removeEventListener("abort", onAbort);
   }
   const prompt = usage?.prompt_tokens ?? timings?.prompt_n ?? null;
@@ -90359,7 +91096,7 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
   if (!models.ok && !needsKey) {
     if (models.status === 404) return null;
   }
-  const ids = models.body?.data?.map((d) => d.id) ?? [];
+  const ids2 = models.body?.data?.map((d) => d.id) ?? [];
   let engine = "capture";
   let totalSlots = null;
   let perSlotCtx = null;
@@ -90409,7 +91146,7 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
     const m = models.body?.data?.[0];
     perSlotCtx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
   }
-  return { url: `${root2}/v1`, engine, models: ids, totalSlots, perSlotCtx, needsKey, build, notes };
+  return { url: `${root2}/v1`, engine, models: ids2, totalSlots, perSlotCtx, needsKey, build, notes };
 }
 
 // engine/serving/runtime-process.ts
@@ -90563,7 +91300,7 @@ var ASK = `Read the file ${FILE} with the read tool and reply with the single wo
 async function streamTurn(url2, headers, body, timeoutMs) {
   const out = { status: 0, error: null, content: "", reasoning: "", toolCalls: [], finishReason: null };
   const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(), timeoutMs);
+  const timer2 = setTimeout(() => ctl.abort(), timeoutMs);
   try {
     const res = await fetch(url2, {
       method: "POST",
@@ -90615,7 +91352,7 @@ async function streamTurn(url2, headers, body, timeoutMs) {
     out.error = ctl.signal.aborted ? `no answer in ${Math.round(timeoutMs / 1e3)} s` : e.cause?.code ?? e.message;
     return out;
   } finally {
-    clearTimeout(timer);
+    clearTimeout(timer2);
   }
 }
 function refusal(status, msg) {
@@ -91062,7 +91799,7 @@ async function verifyEndpoint(v) {
 
 // engine/serving/records.ts
 import { randomBytes as randomBytes11 } from "node:crypto";
-import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync20, openSync as openSync5, readFileSync as readFileSync20, renameSync as renameSync7, rmSync as rmSync9, statSync as statSync14, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync20, openSync as openSync5, readFileSync as readFileSync20, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync15, writeSync as writeSync2 } from "node:fs";
 import path58 from "node:path";
 var servingFile = (dir = stateDir()) => path58.join(dir, "serving.json");
 var lockPath = (dir) => `${servingFile(dir)}.lock`;
@@ -91080,7 +91817,7 @@ function readOwner2(file3) {
 function stale(owner, file3) {
   if (owner) return !alive({ pid: owner.pid, startTime: owner.startTime });
   try {
-    return Date.now() - statSync14(file3).mtimeMs > 2e3;
+    return Date.now() - statSync15(file3).mtimeMs > 2e3;
   } catch {
     return false;
   }
@@ -91115,7 +91852,7 @@ function lock(dir) {
     if (stale(owner, file3)) {
       const aside = `${file3}.stale.${me.nonce}`;
       try {
-        renameSync7(file3, aside);
+        renameSync6(file3, aside);
         const moved = readOwner2(aside);
         if (moved && (moved.nonce !== owner?.nonce || !stale(moved, aside))) {
           try {
@@ -91427,7 +92164,7 @@ async function setupProvider(o2) {
 }
 
 // engine/serving/start-runtimes.ts
-import { chmodSync as chmodSync3, existsSync as existsSync25, mkdirSync as mkdirSync22, readFileSync as readFileSync21, statSync as statSync15, writeFileSync as writeFileSync15 } from "node:fs";
+import { chmodSync as chmodSync3, existsSync as existsSync25, mkdirSync as mkdirSync22, readFileSync as readFileSync21, statSync as statSync16, writeFileSync as writeFileSync14 } from "node:fs";
 import os8 from "node:os";
 import path60 from "node:path";
 
@@ -91599,7 +92336,7 @@ function buildLaunch(o2) {
   else {
     mkdirSync22(o2.configDir, { recursive: true, mode: 448 });
     configFile = path60.join(o2.configDir, "sglang.yaml");
-    writeFileSync15(configFile, `api-key: ${JSON.stringify(o2.key)}
+    writeFileSync14(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
     set2("--config", o2.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
@@ -91696,7 +92433,7 @@ async function launchOtherPhase(c3, p, found) {
   const logFile = path60.join(stateDir(), "logs", `${id2}.log`);
   c3.setLog(logFile);
   mkdirSync22(path60.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync25(logFile) ? statSync15(logFile).size : 0;
+  const logStart = existsSync25(logFile) ? statSync16(logFile).size : 0;
   const readLog = () => existsSync25(logFile) ? readFileSync21(logFile, "utf8").slice(logStart) : "";
   const record2 = {
     targetId: id2,
@@ -91813,14 +92550,14 @@ async function placementOtherPhase(c3, p, l) {
       const a2 = after?.gpus.find((g2) => g2.index === index)?.usedBytes;
       const weights = d.breakdown?.weightsBytes ?? 0;
       if (index === void 0 || a2 == null || b == null) continue;
-      const delta = a2 - b;
-      devices.push({ name: d.name, plannedBytes: weights, loadedBytes: Math.max(0, delta) });
+      const delta2 = a2 - b;
+      devices.push({ name: d.name, plannedBytes: weights, loadedBytes: Math.max(0, delta2) });
       evidence.push(
-        `device memory: ${d.name} ${(a2 / 1024 ** 3).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / 1024 ** 3).toFixed(1)} GiB since before the start)`
+        `device memory: ${d.name} ${(a2 / 1024 ** 3).toFixed(1)} GiB used (${delta2 >= 0 ? "+" : ""}${(delta2 / 1024 ** 3).toFixed(1)} GiB since before the start)`
       );
-      if (delta > 0) measured.push({ index, bytes: delta });
-      if (delta < weights * 0.5) {
-        placementFailed = `${d.name}: the vendor tool shows ${(delta / 1024 ** 3).toFixed(1)} GiB more in use, less than half of the ${(weights / 1024 ** 3).toFixed(1)} GiB of weights planned there`;
+      if (delta2 > 0) measured.push({ index, bytes: delta2 });
+      if (delta2 < weights * 0.5) {
+        placementFailed = `${d.name}: the vendor tool shows ${(delta2 / 1024 ** 3).toFixed(1)} GiB more in use, less than half of the ${(weights / 1024 ** 3).toFixed(1)} GiB of weights planned there`;
         evidence.push(placementFailed);
       }
     }
@@ -92027,15 +92764,15 @@ function checkPlacement(pick4, logText, smi) {
     for (const a2 of smi.after) {
       const b = smi.before.find((x) => x.name === a2.name);
       if (a2.usedBytes === null || b?.usedBytes == null) continue;
-      const delta = a2.usedBytes - b.usedBytes;
+      const delta2 = a2.usedBytes - b.usedBytes;
       evidence.push(
-        `device memory: ${a2.name} ${(a2.usedBytes / GiB3).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / GiB3).toFixed(1)} GiB since before the start)`
+        `device memory: ${a2.name} ${(a2.usedBytes / GiB3).toFixed(1)} GiB used (${delta2 >= 0 ? "+" : ""}${(delta2 / GiB3).toFixed(1)} GiB since before the start)`
       );
       const planned = pick4.devices.find((d) => d.name.endsWith(a2.name));
-      if (planned && (planned.breakdown?.weightsBytes ?? 0) > 0 && delta < planned.breakdown.weightsBytes * 0.5) {
+      if (planned && (planned.breakdown?.weightsBytes ?? 0) > 0 && delta2 < planned.breakdown.weightsBytes * 0.5) {
         passed = false;
         evidence.push(
-          `${a2.name}: the vendor tool shows ${(delta / GiB3).toFixed(1)} GiB more in use, less than half of the ${(planned.breakdown.weightsBytes / GiB3).toFixed(1)} GiB of weights planned there`
+          `${a2.name}: the vendor tool shows ${(delta2 / GiB3).toFixed(1)} GiB more in use, less than half of the ${(planned.breakdown.weightsBytes / GiB3).toFixed(1)} GiB of weights planned there`
         );
       }
     }
@@ -92073,7 +92810,7 @@ async function downloadPhase(modelArg, ops, signal) {
   else {
     ops.begin("download", `${files.downloads.length} file(s) to ${path61.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-    const onDisk = (d) => existsSync26(d.dest) ? statSync16(d.dest).size : existsSync26(`${d.dest}.part`) ? statSync16(`${d.dest}.part`).size : 0;
+    const onDisk = (d) => existsSync26(d.dest) ? statSync17(d.dest).size : existsSync26(`${d.dest}.part`) ? statSync17(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
       const dir = path61.dirname(files.downloads[0].dest);
@@ -92323,7 +93060,7 @@ async function launchLlamaPhase(c3, plan, files) {
     const recId = pooled ? `${id2}@${r.i + 1}` : id2;
     const file3 = path61.join(stateDir(), "logs", `${recId}.log`);
     mkdirSync23(path61.dirname(file3), { recursive: true });
-    logs[r.i] = { file: file3, start: existsSync26(file3) ? statSync16(file3).size : 0 };
+    logs[r.i] = { file: file3, start: existsSync26(file3) ? statSync17(file3).size : 0 };
     if (r.i === 0) c3.setLog(file3);
     const record2 = {
       targetId: recId,
@@ -92681,8 +93418,8 @@ function poolVerdict(vs) {
     summary: `${vs.length} replicas; ${worst.outcome === "built" ? worst.summary : `replica ${k + 1}: ${worst.summary}`}`
   };
 }
-function replicaDevices(pick4, ids, isolated) {
-  return ids.map((id2, k) => {
+function replicaDevices(pick4, ids2, isolated) {
+  return ids2.map((id2, k) => {
     const d = pick4.devices.find((x) => x.name.split(" ")[0] === id2);
     return isolated ? { ...d, name: `${id2.replace(/\d+$/, "")}${k} ${d.name.split(" ").slice(1).join(" ")}` } : d;
   });
@@ -92903,7 +93640,7 @@ function checkLlamaServerPath(p) {
   if (!path62.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
-    st = statSync17(p);
+    st = statSync18(p);
   } catch {
     throw new SetupApiInputError(
       `no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`
@@ -93083,18 +93820,18 @@ async function serverDeleteOf(targetId) {
   return (await serverDeleteApi(targetId)).deleted;
 }
 function serverKeepApi(id2, keep) {
-  const ids = new Set(recordsOf(id2).map((r) => r.targetId));
-  const recs = updateServing((all) => all.map((r) => ids.has(r.targetId) ? { ...r, keep } : r));
-  return recs.filter((r) => ids.has(r.targetId)).map(view);
+  const ids2 = new Set(recordsOf(id2).map((r) => r.targetId));
+  const recs = updateServing((all) => all.map((r) => ids2.has(r.targetId) ? { ...r, keep } : r));
+  return recs.filter((r) => ids2.has(r.targetId)).map(view);
 }
 async function stopUnkeptServing() {
-  const ids = [
+  const ids2 = [
     ...new Set(
       listServing().filter((r) => !r.keep).map((r) => r.replicaOf ?? r.targetId)
     )
   ];
   const stopped = [];
-  for (const id2 of ids) {
+  for (const id2 of ids2) {
     const r = await stopServing(id2).catch(() => null);
     if (r?.stopped.length) stopped.push(id2);
   }
@@ -93933,8 +94670,10 @@ function humanMessage(error46) {
   if (cause instanceof external_exports.ZodError) return firstIssue(cause);
   return error46.message;
 }
+var SSE_PING_MS = 15e3;
+var SSE_CLIENT = { reconnectAfterInactivityMs: 4e4 };
 var t = initTRPC.context().create({
-  sse: { ping: { enabled: true, intervalMs: 15e3 }, client: { reconnectAfterInactivityMs: 4e4 } },
+  sse: { ping: { enabled: true, intervalMs: SSE_PING_MS }, client: SSE_CLIENT },
   // `ocwCode` is the error model's code (shared/errors.ts): clients map it, not the message text.
   errorFormatter: ({ shape, error: error46 }) => ({
     ...shape,
@@ -93956,7 +94695,7 @@ var proc2 = t.procedure.use(async ({ next }) => {
   }
   return res;
 });
-async function* eventStream(engine, lastEventId, signal) {
+async function* engineEvents(engine, lastEventId, signal) {
   const buffer = [];
   let wake = null;
   const unsubscribe = engine.bus.subscribe((d) => {
@@ -93967,18 +94706,18 @@ async function* eventStream(engine, lastEventId, signal) {
   signal?.addEventListener("abort", onAbort, { once: true });
   try {
     const { events, reset: reset2 } = engine.bus.since(lastEventId);
-    if (reset2) yield tracked(engine.bus.cursor, { type: "reset", ts: Date.now() });
-    let last = 0;
+    if (reset2) yield { cursor: engine.bus.cursor, event: { type: "reset", ts: Date.now() } };
+    let last2 = 0;
     for (const d of events) {
-      last = seqOf(d.cursor);
-      yield tracked(d.cursor, d.event);
+      last2 = seqOf(d.cursor);
+      yield d;
     }
     while (!signal?.aborted) {
       while (buffer.length) {
         const d = buffer.shift();
-        if (seqOf(d.cursor) <= last) continue;
-        last = seqOf(d.cursor);
-        yield tracked(d.cursor, d.event);
+        if (seqOf(d.cursor) <= last2) continue;
+        last2 = seqOf(d.cursor);
+        yield d;
       }
       if (signal?.aborted || buffer.length) continue;
       await new Promise((resolve) => wake = resolve);
@@ -93988,6 +94727,9 @@ async function* eventStream(engine, lastEventId, signal) {
     signal?.removeEventListener("abort", onAbort);
     unsubscribe();
   }
+}
+async function* eventStream(engine, lastEventId, signal) {
+  for await (const d of engineEvents(engine, lastEventId, signal)) yield tracked(d.cursor, d.event);
 }
 var appRouter = t.router({
   health: proc2.query(({ ctx }) => ({
@@ -94043,6 +94785,13 @@ var appRouter = t.router({
     attempts: proc2.input(AttemptGroupRef).query(({ ctx, input: input2 }) => ctx.engine.attemptGroup(input2.groupId)),
     attemptGroups: proc2.query(({ ctx }) => ctx.engine.attemptGroups()),
     batch: proc2.input(BatchRef).query(({ ctx, input: input2 }) => ctx.engine.batch(input2.batchId)),
+    /**
+     * Waits (bounded) until there is news for the caller — an ask or a finished worker it was not shown — or every
+     * worker is at rest; answers slim pictures and the batch's summary (shared/wait.ts). One request per wait.
+     */
+    wait: proc2.input(WaitInput2).query(({ ctx, input: input2, signal }) => waitForNews(ctx.engine, input2, { signal })),
+    /** wait, with a progress line per event worth showing while it waits; the result comes last. */
+    waitStream: proc2.input(WaitInput2).subscription(({ ctx, input: input2, signal }) => waitStream(ctx.engine, input2, signal)),
     steer: proc2.input(SteerInput).mutation(async ({ ctx, input: input2 }) => {
       await ctx.engine.steer(input2.workerId, input2.text, ctx.by);
       return ctx.engine.get(input2.workerId);
@@ -94076,7 +94825,12 @@ var appRouter = t.router({
   }),
   approvals: t.router({
     list: proc2.query(({ ctx }) => ctx.engine.pendingAsks()),
-    decide: proc2.input(DecideInput).mutation(({ ctx, input: input2 }) => ctx.engine.decide(input2, ctx.by)),
+    /** `withWorker`: the answer carries its worker's slim picture too (shared/wait.ts), so a caller needs no second request. */
+    decide: proc2.input(DecideInput).mutation(async ({ ctx, input: input2 }) => {
+      const { withWorker, ...decision } = input2;
+      const ask = await ctx.engine.decide(decision, ctx.by);
+      return withWorker ? { ...ask, worker: slimWorker(ctx.engine.get(ask.workerId)) } : ask;
+    }),
     /** "always" answers the engine holds (opencode only ever hears "once"); each is revocable. */
     grants: proc2.query(({ ctx }) => ctx.engine.grants()),
     revokeGrant: proc2.input(external_exports.object({ grantId: external_exports.string().min(1, "grantId is required (see the grants list)") })).mutation(({ ctx, input: input2 }) => ctx.engine.revokeGrant(input2.grantId, ctx.by))
@@ -94230,7 +94984,88 @@ var appRouter = t.router({
   })
 });
 
+// engine/api/event-stream.ts
+var HEADERS = {
+  "content-type": "text/event-stream",
+  "cache-control": "no-cache, no-transform",
+  "x-accel-buffering": "no",
+  connection: "keep-alive",
+  vary: "trpc-accept, accept"
+};
+function plainSubscription(req, url2) {
+  if (req.method !== "GET") return void 0;
+  for (const k of url2.searchParams.keys()) if (k !== "input" && k !== "lastEventId" && k !== "Last-Event-Id") return void 0;
+  let input2;
+  const raw2 = url2.searchParams.get("input");
+  if (raw2 !== null) {
+    try {
+      input2 = JSON.parse(raw2);
+    } catch {
+      return void 0;
+    }
+  }
+  const header = req.headers["last-event-id"];
+  const lastEventId = (typeof header === "string" ? header : void 0) ?? url2.searchParams.get("lastEventId") ?? url2.searchParams.get("Last-Event-Id");
+  if (lastEventId) {
+    if (input2 !== null && typeof input2 === "object" && !Array.isArray(input2)) input2 = { ...input2, lastEventId };
+    else if (input2 === void 0 || input2 === null) input2 = { lastEventId };
+  }
+  const parsed = EventsInput.safeParse(input2);
+  return parsed.success ? { lastEventId: parsed.data.lastEventId } : void 0;
+}
+var json2 = /* @__PURE__ */ new WeakMap();
+async function serveEvents(engine, lastEventId, req, res) {
+  const abort = new AbortController();
+  const end = () => abort.abort();
+  req.once("close", end);
+  res.once("close", end);
+  res.writeHead(200, HEADERS);
+  let wrote = Date.now();
+  let drained = null;
+  res.on("drain", () => drained?.());
+  const write = async (frame) => {
+    wrote = Date.now();
+    if (res.write(frame) || abort.signal.aborted) return;
+    await new Promise((resolve) => {
+      drained = resolve;
+      abort.signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    drained = null;
+  };
+  const ping = setInterval(() => {
+    if (Date.now() - wrote >= SSE_PING_MS) void write("event: ping\ndata: \n\n");
+  }, SSE_PING_MS / 3);
+  ping.unref?.();
+  try {
+    await write(`event: connected
+data: ${JSON.stringify(SSE_CLIENT)}
+
+`);
+    for await (const d of engineEvents(engine, lastEventId, abort.signal)) {
+      if (abort.signal.aborted) break;
+      await write(`data: ${jsonOf(d)}
+id: ${d.cursor}
+
+`);
+    }
+  } finally {
+    clearInterval(ping);
+    req.off("close", end);
+    res.off("close", end);
+    if (!res.writableEnded) res.end();
+  }
+}
+function jsonOf(d) {
+  let s = json2.get(d.event);
+  if (s === void 0) {
+    s = JSON.stringify(d.event);
+    json2.set(d.event, s);
+  }
+  return s;
+}
+
 // engine/api/server.ts
+var EVENTS_PATH = `${API_PATH}/events`;
 var MIME = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript",
@@ -94261,16 +95096,20 @@ async function startApiServer(opts) {
   let port = 0;
   const clients = /* @__PURE__ */ new Map();
   const allowedHosts = () => /* @__PURE__ */ new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
+  const seenClient = (req) => {
+    const by = clientIdentity(req);
+    const key = `${by.kind}:${by.name ?? ""}`;
+    const seen = clients.get(key) ?? { kind: by.kind, name: by.name ?? by.kind, lastSeen: 0, requests: 0 };
+    clients.set(key, { ...seen, lastSeen: Date.now(), requests: seen.requests + 1 });
+    return by;
+  };
   const trpc = createHTTPHandler({
     router: appRouter,
     // Queries may come as POST, so a long input (a huge id, a long directory) is refused with a message, not a 431.
     allowMethodOverride: true,
     basePath: API_PATH + "/",
     createContext: ({ req }) => {
-      const by = clientIdentity(req);
-      const key = `${by.kind}:${by.name ?? ""}`;
-      const seen = clients.get(key) ?? { kind: by.kind, name: by.name ?? by.kind, lastSeen: 0, requests: 0 };
-      clients.set(key, { ...seen, lastSeen: Date.now(), requests: seen.requests + 1 });
+      const by = seenClient(req);
       return {
         engine: opts.engine,
         by,
@@ -94315,6 +95154,11 @@ async function startApiServer(opts) {
         res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });
         return res.end(JSON.stringify(body));
       }
+      const plain = url2.pathname === EVENTS_PATH ? plainSubscription(req, url2) : void 0;
+      if (plain) {
+        seenClient(req);
+        return void serveEvents(opts.engine, plain.lastEventId, req, res).catch(() => res.destroy());
+      }
       return trpc(req, res);
     }
     if (req.method !== "GET" && req.method !== "HEAD") return deny(405, "the UI's files are read with GET");
@@ -94322,7 +95166,7 @@ async function startApiServer(opts) {
     if (queryToken !== null && !sameToken(queryToken, token)) return deny(401, "wrong token in the URL: copy the URL `ocw serve` printed");
     return serveStatic(opts.rendererDir, pathname, res);
   };
-  const server = http2.createServer((req, res) => {
+  const server = http3.createServer((req, res) => {
     try {
       handle(req, res);
     } catch (err) {
@@ -94364,7 +95208,7 @@ function serveStatic(dir, pathname, res) {
   }
   const rel = path68.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
   let file3 = path68.join(dir, rel);
-  if (!file3.startsWith(dir + path68.sep) || !existsSync29(file3) || statSync18(file3).isDirectory()) file3 = path68.join(dir, "index.html");
+  if (!file3.startsWith(dir + path68.sep) || !existsSync29(file3) || statSync19(file3).isDirectory()) file3 = path68.join(dir, "index.html");
   res.writeHead(200, {
     "content-type": MIME[path68.extname(file3)] ?? "application/octet-stream",
     "content-security-policy": CSP,
@@ -94811,9 +95655,9 @@ function registerWorkerCommands(program3) {
       printer.replay(events);
       const w = await c3.workers.get.query({ workerId: id2 });
       if (!o2.follow || isAtRest(w.state)) return;
-      const last = events.at(-1)?.seq ?? -1;
+      const last2 = events.at(-1)?.seq ?? -1;
       await nextEvent(c3, cursor, (e) => {
-        if (!("workerId" in e) || e.workerId !== id2 || !("seq" in e) || e.seq <= last) return false;
+        if (!("workerId" in e) || e.workerId !== id2 || !("seq" in e) || e.seq <= last2) return false;
         printer.event(e, true);
         return e.type === "worker.state" && isAtRest(e.state);
       });
@@ -95027,7 +95871,7 @@ var LogPrinter = class {
 
 // engine/commands/claude.ts
 import { execFileSync as execFileSync5, spawn as spawn9 } from "node:child_process";
-import { existsSync as existsSync30, readFileSync as readFileSync24, writeFileSync as writeFileSync16 } from "node:fs";
+import { existsSync as existsSync30, readFileSync as readFileSync24, writeFileSync as writeFileSync15 } from "node:fs";
 import path72 from "node:path";
 var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
 function repoRootOf(dir) {
@@ -95066,24 +95910,24 @@ function registerClaudeCommands(program3) {
       const lock2 = await runningEngine();
       if (!lock2) throw new CliError("no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
       const client3 = connect(lock2, "cli:ocw wait");
-      let ids;
+      let ids2;
       let load2;
-      if (o2.worker) ids = [(await client3.workers.get.query({ workerId: o2.worker })).id];
+      if (o2.worker) ids2 = [(await client3.workers.get.query({ workerId: o2.worker })).id];
       else if (o2.batch) {
-        ids = (await client3.workers.batch.query({ batchId: o2.batch })).workerIds;
+        ids2 = (await client3.workers.batch.query({ batchId: o2.batch })).workerIds;
         load2 = () => client3.workers.list.query({ batchId: o2.batch });
       } else {
         const root2 = repoRootOf(process.cwd());
-        ids = (await client3.workers.list.query()).filter((w) => !isAtRest(w.state) && inRepo(w, root2)).map((w) => w.id);
-        if (!ids.length) {
+        ids2 = (await client3.workers.list.query()).filter((w) => !isAtRest(w.state) && inRepo(w, root2)).map((w) => w.id);
+        if (!ids2.length) {
           console.log(`ocw: nothing to wait for \u2014 no unfinished worker on ${root2}`);
           return;
         }
       }
       const timeoutSec = o2.timeout && o2.timeout > 0 ? o2.timeout : 3600;
-      const start = await snapshot(client3, ids, load2);
+      const start = await snapshot(client3, ids2, load2);
       const finalAtStart = new Set(start.filter((w) => isAtRest(w.state)).map((w) => w.id));
-      const r = await follow(client3, ids, {
+      const r = await follow(client3, ids2, {
         load: load2,
         timeoutMs: timeoutSec * 1e3,
         until: (ws2) => [...ws2.values()].some((w) => pendingAsks(w).length > 0 || isAtRest(w.state) && !finalAtStart.has(w.id))
@@ -95134,9 +95978,9 @@ function registerClaudeCommands(program3) {
     }
   });
 }
-async function snapshot(client3, ids, load2) {
-  if (load2) return (await load2()).filter((w) => ids.includes(w.id));
-  return Promise.all(ids.map((id2) => client3.workers.get.query({ workerId: id2 })));
+async function snapshot(client3, ids2, load2) {
+  if (load2) return (await load2()).filter((w) => ids2.includes(w.id));
+  return Promise.all(ids2.map((id2) => client3.workers.get.query({ workerId: id2 })));
 }
 function askPath(what, worktree) {
   if (!worktree || !path72.isAbsolute(what)) return what;
@@ -95177,7 +96021,7 @@ function markSeen(root2) {
   }
   all[root2] = Date.now();
   try {
-    writeFileSync16(seenFile(), JSON.stringify(all));
+    writeFileSync15(seenFile(), JSON.stringify(all));
   } catch {
   }
 }
