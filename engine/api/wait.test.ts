@@ -208,6 +208,22 @@ describe("waitForNews", () => {
     expect(r.listeners()).toBe(0);
   });
 
+  it("an unknown id in also is the coded not-found error at once, not after the whole wait", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const ac = new AbortController();
+    let outcome: unknown = "pending";
+    const p = waitForNews(r.src, input({ workerIds: [a], also: ["w-nope"], timeoutMs: 600_000 }), { signal: ac.signal }).then(
+      (x) => (outcome = x),
+      (e: unknown) => (outcome = e),
+    );
+    await tick();
+    ac.abort();
+    await p;
+    expect(outcome).toMatchObject({ code: "not-found", message: 'unknown worker "w-nope": list workers to see valid ids' });
+    expect(r.listeners()).toBe(0);
+  });
+
   it("refuses input that names neither or both of workerIds and batchId, and a negative timeout", () => {
     expect(WaitInput.safeParse({ timeoutMs: 1 }).error?.issues[0]?.message).toBe("give workerIds or batchId (one of them)");
     expect(WaitInput.safeParse({ workerIds: ["a"], batchId: "b", timeoutMs: 1 }).error?.issues[0]?.message).toBe("give workerIds or batchId (one of them)");

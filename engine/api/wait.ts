@@ -37,6 +37,9 @@ export const GATHER_MS = 25;
 export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptions = {}): Promise<WaitResult> {
   const deadline = Date.now() + input.timeoutMs;
   const signal = opts.signal;
+  // Every id in `also` is checked now (the registry's coded not-found): an unknown one must not fail the answer only
+  // after the whole wait.
+  for (const id of new Set(input.also)) src.get(id);
   let ids: string[];
   let batch: BatchSummary | null = null;
   if (input.batchId) {
