@@ -1,13 +1,15 @@
 // The `events` subscription as the HTTP server writes it itself (event-stream.ts), read by the real tRPC client: every
 // event in order with its cursor, a resume after a cursor replays what was missed, a stale cursor is a reset, one JSON
 // per event for all subscribers, a subscriber that goes is unsubscribed; a request it does not serve still gets tRPC's answer.
+import { EventEmitter } from "node:events";
 import http from "node:http";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { API_PATH } from "../../shared/api";
 import type { Delivered, EngineEvent } from "../../shared/events";
 import { EventBus } from "../events";
 import type { Engine } from "../workers";
 import { connect } from "./client";
+import { serveEvents } from "./event-stream";
 import { type ApiServer, startApiServer } from "./server";
 
 const servers: ApiServer[] = [];
@@ -143,5 +145,80 @@ describe("the events subscription, written by the server itself", () => {
     bus.publish(notice(4));
     await until("the next event", () => got.length === 1);
     sub.unsubscribe();
+  });
+
+  it("a reader that reads slowly: each write held for the socket's drain lets go of what it waited with (no listener per held write)", async () => {
+    const bus = new EventBus();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    // A response whose socket is always full: every write waits for a drain, which comes a moment later.
+    const req = new EventEmitter();
+    const frames: string[] = [];
+    const res = Object.assign(new EventEmitter(), {
+      writableEnded: false,
+      writeHead: () => res,
+      write(frame: string) {
+        frames.push(frame);
+        setImmediate(() => res.emit("drain"));
+        return false;
+      },
+      end() {
+        res.writableEnded = true;
+        res.emit("close");
+      },
+    });
+    // Replayed after a cursor: forty writes, each held until its drain.
+    const from = bus.publish(notice(0)).cursor;
+    for (let n = 1; n <= 40; n++) bus.publish(notice(n));
+    const served = serveEvents({ bus } as unknown as Engine, from, req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse);
+    try {
+      await until("the forty events written", () => frames.some((f) => f.includes('"n40"')));
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.includes("abort listeners"))).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+      req.emit("close");
+      await served;
+    }
+    expect(res.writableEnded).toBe(true);
+  });
+
+  it("a write held past the ping's time: the ping does not take the held write's drain (the stream goes on after it)", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "Date"] });
+    const bus = new EventBus();
+    const req = new EventEmitter();
+    const frames: string[] = [];
+    let full = true;
+    const res = Object.assign(new EventEmitter(), {
+      writableEnded: false,
+      writeHead: () => res,
+      write(frame: string) {
+        frames.push(frame);
+        return !full;
+      },
+      end() {
+        res.writableEnded = true;
+        res.emit("close");
+      },
+    });
+    const from = bus.publish(notice(0)).cursor;
+    bus.publish(notice(1));
+    const served = serveEvents({ bus } as unknown as Engine, from, req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse);
+    try {
+      // The connected frame is held (the socket is full) past the ping's time.
+      await until("the connected frame", () => frames.length === 1);
+      vi.advanceTimersByTime(20_000);
+      // The reader reads at last: the socket drains and takes writes again.
+      full = false;
+      res.emit("drain");
+      await until("the replayed event", () => frames.some((f) => f.includes('"n1"')));
+      bus.publish(notice(2));
+      await until("the next event", () => frames.some((f) => f.includes('"n2"')));
+    } finally {
+      vi.useRealTimers();
+      req.emit("close");
+      await served;
+    }
   });
 });

@@ -56,19 +56,22 @@ export async function serveEvents(engine: Engine, lastEventId: string | null | u
   res.once("close", end);
   res.writeHead(200, HEADERS);
   let wrote = Date.now();
-  let drained: (() => void) | null = null;
-  res.on("drain", () => drained?.());
+  // Writes held until the socket drains (or the subscriber goes): every one is let go at the drain, so a ping written
+  // while an event's write is held cannot take that write's drain (the stream would stall for good, pings going on).
+  const held: (() => void)[] = [];
+  const letGo = () => {
+    for (const resolve of held.splice(0)) resolve();
+  };
+  res.on("drain", letGo);
+  abort.signal.addEventListener("abort", letGo, { once: true });
   const write = async (frame: string) => {
     wrote = Date.now();
     if (res.write(frame) || abort.signal.aborted) return;
-    await new Promise<void>((resolve) => {
-      drained = resolve;
-      abort.signal.addEventListener("abort", () => resolve(), { once: true });
-    });
-    drained = null;
+    await new Promise<void>((resolve) => held.push(resolve));
   };
   const ping = setInterval(() => {
-    if (Date.now() - wrote >= SSE_PING_MS) void write("event: ping\ndata: \n\n");
+    // A held write means bytes are waiting for the reader already: no ping on top.
+    if (!held.length && Date.now() - wrote >= SSE_PING_MS) void write("event: ping\ndata: \n\n");
   }, SSE_PING_MS / 3);
   ping.unref?.();
   try {
@@ -79,6 +82,8 @@ export async function serveEvents(engine: Engine, lastEventId: string | null | u
     }
   } finally {
     clearInterval(ping);
+    res.off("drain", letGo);
+    abort.signal.removeEventListener("abort", letGo);
     req.off("close", end);
     res.off("close", end);
     if (!res.writableEnded) res.end();
