@@ -9,7 +9,7 @@ import type { Delivered, EngineEvent } from "../../shared/events";
 import { EventBus } from "../events";
 import type { Engine } from "../workers";
 import { connect } from "./client";
-import { serveEvents } from "./event-stream";
+import { BACKLOG_MAX, serveEvents } from "./event-stream";
 import { type ApiServer, startApiServer } from "./server";
 
 const servers: ApiServer[] = [];
@@ -220,5 +220,50 @@ describe("the events subscription, written by the server itself", () => {
       req.emit("close");
       await served;
     }
+  });
+
+  it("a reader that stops reading is let go once BACKLOG_MAX events wait for it: its connection closed, the bus let go", async () => {
+    const bus = new EventBus();
+    let subscribers = 0;
+    const counted = {
+      ...bus,
+      since: bus.since.bind(bus),
+      get cursor() {
+        return bus.cursor;
+      },
+      subscribe(fn: (d: Delivered) => void) {
+        subscribers++;
+        const off = bus.subscribe(fn);
+        return () => {
+          subscribers--;
+          off();
+        };
+      },
+    };
+    const req = new EventEmitter();
+    let destroyed = false;
+    let written = 0;
+    const res = Object.assign(new EventEmitter(), {
+      writableEnded: false,
+      writeHead: () => res,
+      write() {
+        written++;
+        return written === 1; // takes the connected frame, then never drains
+      },
+      end() {
+        res.writableEnded = true;
+      },
+      destroy() {
+        destroyed = true;
+        res.emit("close");
+      },
+    });
+    const served = serveEvents({ bus: counted } as unknown as Engine, undefined, req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse);
+    await until("subscribed", () => subscribers === 1);
+    for (let n = 0; n <= BACKLOG_MAX + 1; n++) bus.publish(notice(n));
+    await until("the reader let go", () => destroyed);
+    await served;
+    expect(subscribers).toBe(0);
+    expect(written).toBeLessThanOrEqual(2); // the connected frame, perhaps the first event
   });
 });

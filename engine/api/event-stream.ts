@@ -45,6 +45,9 @@ export function plainSubscription(req: http.IncomingMessage, url: URL): { lastEv
   return parsed.success ? { lastEventId: parsed.data.lastEventId } : undefined;
 }
 
+/** Events held for one subscriber whose socket takes nothing: past them it is disconnected (the bus's ring size). */
+export const BACKLOG_MAX = 20_000;
+
 /** Each event's JSON, made once for every subscriber it goes to. */
 const json = new WeakMap<object, string>();
 
@@ -56,6 +59,7 @@ export async function serveEvents(engine: Engine, lastEventId: string | null | u
   res.once("close", end);
   res.writeHead(200, HEADERS);
   let wrote = Date.now();
+  let overflowed = false;
   // Writes held until the socket drains (or the subscriber goes): every one is let go at the drain, so a ping written
   // while an event's write is held cannot take that write's drain (the stream would stall for good, pings going on).
   const held: (() => void)[] = [];
@@ -76,7 +80,7 @@ export async function serveEvents(engine: Engine, lastEventId: string | null | u
   ping.unref?.();
   try {
     await write(`event: connected\ndata: ${JSON.stringify(SSE_CLIENT)}\n\n`);
-    for await (const d of engineEvents(engine, lastEventId, abort.signal)) {
+    for await (const d of engineEvents(engine, lastEventId, abort.signal, { maxBacklog: BACKLOG_MAX, onOverflow: () => (overflowed = true) })) {
       if (abort.signal.aborted) break;
       await write(`data: ${jsonOf(d)}\nid: ${d.cursor}\n\n`);
     }
@@ -86,7 +90,9 @@ export async function serveEvents(engine: Engine, lastEventId: string | null | u
     abort.signal.removeEventListener("abort", letGo);
     req.off("close", end);
     res.off("close", end);
-    if (!res.writableEnded) res.end();
+    // A reader let go for reading nothing: its connection goes with what it holds unread (end would keep it queued).
+    if (overflowed) res.destroy();
+    else if (!res.writableEnded) res.end();
   }
 }
 

@@ -133,10 +133,27 @@ const proc = t.procedure.use(async ({ next }) => {
  * can no longer be replayed), then each new one as it is published. Served by tRPC (`events` below) and, for a plain
  * subscription, straight by the HTTP server (event-stream.ts), which writes the same frames for less.
  */
-export async function* engineEvents(engine: Engine, lastEventId: string | null | undefined, signal: AbortSignal | undefined): AsyncGenerator<Delivered> {
+export async function* engineEvents(
+  engine: Engine,
+  lastEventId: string | null | undefined,
+  signal: AbortSignal | undefined,
+  opts: { maxBacklog?: number; onOverflow?: () => void } = {},
+): AsyncGenerator<Delivered> {
   const buffer: Delivered[] = [];
   let wake: (() => void) | null = null;
+  const max = opts.maxBacklog ?? Number.POSITIVE_INFINITY;
+  let overflowed = false;
   const unsubscribe = engine.bus.subscribe((d) => {
+    if (overflowed) return;
+    // A subscriber that reads nothing holds no more than `max` events: past it, it is let go (its reconnect resumes
+    // from the ring, or is a reset), instead of the engine keeping every event for it.
+    if (buffer.length >= max) {
+      overflowed = true;
+      buffer.length = 0;
+      opts.onOverflow?.();
+      wake?.();
+      return;
+    }
     buffer.push(d);
     wake?.();
   });
@@ -150,14 +167,14 @@ export async function* engineEvents(engine: Engine, lastEventId: string | null |
       last = seqOf(d.cursor);
       yield d;
     }
-    while (!signal?.aborted) {
+    while (!signal?.aborted && !overflowed) {
       while (buffer.length) {
         const d = buffer.shift()!;
         if (seqOf(d.cursor) <= last) continue;
         last = seqOf(d.cursor);
         yield d;
       }
-      if (signal?.aborted || buffer.length) continue;
+      if (signal?.aborted || overflowed || buffer.length) continue;
       await new Promise<void>((resolve) => (wake = resolve));
       wake = null;
     }
