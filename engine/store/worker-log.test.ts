@@ -37,6 +37,20 @@ describe("WorkerLogStore", () => {
     expect(readFileSync(store.file("w1"), "utf8").split("\n").filter(Boolean)).toHaveLength(3);
     expect(store.load("w1").events.map((e) => e.seq)).toEqual([1, 2]);
   });
+  it("after a crash mid-append, the restarted engine's first append does not glue its event onto the torn line", () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "ocw-log-"));
+    const before = new WorkerLogStore(root);
+    before.append(created);
+    before.close();
+    // kill -9 in the middle of the next write: half a line, no newline.
+    appendFileSync(before.file("w1"), '{"workerId":"w1","seq":2,"ts":2,"type":"worker.st');
+    // The engine starts again; the worker resumes and its next event is appended.
+    const after = new WorkerLogStore(root);
+    after.append(state(3));
+    const loaded = after.load("w1");
+    expect(loaded.events.map((e) => e.seq)).toEqual([1, 3]);
+    expect(loaded.skipped).toBe(1);
+  });
   it.skipIf(!existsSync("/dev/full"))("a full disk (writes to /dev/full fail with ENOSPC) → a clear error, and the log stays readable", () => {
     const store = new WorkerLogStore(mkdtempSync(path.join(os.tmpdir(), "ocw-log-")));
     store.append(created);

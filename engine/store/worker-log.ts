@@ -1,4 +1,17 @@
-import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import path from "node:path";
 import { WorkerEvent } from "../../shared/worker";
 
@@ -52,8 +65,8 @@ export class WorkerLogStore {
     const id = event.workerId;
     let h = this.open.get(id);
     const file = h?.file ?? this.file(id);
-    const prefix = this.broken.size && this.broken.has(file) ? "\n" : "";
-    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
+    let prefix = this.broken.size && this.broken.has(file) ? "\n" : "";
+    const line = JSON.stringify(event) + "\n";
     let madeDir: string | undefined;
     let fd: number | undefined;
     let size = 0;
@@ -66,13 +79,20 @@ export class WorkerLogStore {
       } else {
         if (h) this.closeOne(id);
         madeDir = mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-        fd = openSync(file, "a", 0o600);
+        fd = openSync(file, "a+", 0o600);
         const ost = fstatSync(fd);
         h = { file, fd, dev: ost.dev, ino: ost.ino };
         size = ost.size;
+        // A log opened anew may end in a line torn by a crash (kill -9 mid-write) of an earlier engine: this event starts
+        // on a line of its own, not glued onto that one (both would be lost). One byte read per open, not per append.
+        if (size > 0 && !prefix) {
+          const last = Buffer.alloc(1);
+          if (readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a) prefix = "\n";
+        }
       }
       fd = h.fd;
       this.open.set(id, h);
+      const data = Buffer.from(prefix + line);
       for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
       if (prefix) this.broken.delete(file);
       if (this.open.size > this.cap) this.closeOne(this.open.keys().next().value!);
