@@ -87,7 +87,11 @@ export class WorkerLogStore {
         // on a line of its own, not glued onto that one (both would be lost). One byte read per open, not per append.
         if (size > 0 && !prefix) {
           const last = Buffer.alloc(1);
-          if (readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a) prefix = "\n";
+          try {
+            if (readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a) prefix = "\n";
+          } catch {
+            /* not a plain file (a device): appended to as before */
+          }
         }
       }
       fd = h.fd;

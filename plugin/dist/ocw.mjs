@@ -50786,7 +50786,20 @@ var TargetStore = class {
 };
 
 // engine/store/worker-log.ts
-import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync as mkdirSync3, openSync, readdirSync, readFileSync as readFileSync2, rmSync, statSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync as mkdirSync3,
+  openSync,
+  readdirSync,
+  readFileSync as readFileSync2,
+  readSync,
+  rmSync,
+  statSync,
+  writeSync
+} from "node:fs";
 import path5 from "node:path";
 var OPEN_LOGS_CAP = 256;
 var WorkerLogStore = class {
@@ -50818,8 +50831,8 @@ var WorkerLogStore = class {
     const id2 = event.workerId;
     let h3 = this.open.get(id2);
     const file3 = h3?.file ?? this.file(id2);
-    const prefix = this.broken.size && this.broken.has(file3) ? "\n" : "";
-    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
+    let prefix = this.broken.size && this.broken.has(file3) ? "\n" : "";
+    const line = JSON.stringify(event) + "\n";
     let madeDir;
     let fd;
     let size = 0;
@@ -50831,13 +50844,18 @@ var WorkerLogStore = class {
       } else {
         if (h3) this.closeOne(id2);
         madeDir = mkdirSync3(path5.dirname(file3), { recursive: true, mode: 448 });
-        fd = openSync(file3, "a", 384);
+        fd = openSync(file3, "a+", 384);
         const ost = fstatSync(fd);
         h3 = { file: file3, fd, dev: ost.dev, ino: ost.ino };
         size = ost.size;
+        if (size > 0 && !prefix) {
+          const last2 = Buffer.alloc(1);
+          if (readSync(fd, last2, 0, 1, size - 1) === 1 && last2[0] !== 10) prefix = "\n";
+        }
       }
       fd = h3.fd;
       this.open.set(id2, h3);
+      const data = Buffer.from(prefix + line);
       for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
       if (prefix) this.broken.delete(file3);
       if (this.open.size > this.cap) this.closeOne(this.open.keys().next().value);
@@ -83718,7 +83736,7 @@ var BatchNames = class {
 };
 
 // engine/workers/search.ts
-import { closeSync as closeSync2, existsSync as existsSync14, openSync as openSync2, readSync, statSync as statSync10 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync14, openSync as openSync2, readSync as readSync2, statSync as statSync10 } from "node:fs";
 var PER_LOG_BYTES = 8 * 1024 * 1024;
 var TOTAL_BYTES = 96 * 1024 * 1024;
 var SNIPPET = 70;
@@ -83759,7 +83777,7 @@ function readHead(file3, max) {
   try {
     let off = 0;
     while (off < n2) {
-      const r = readSync(fd, buf, off, n2 - off, off);
+      const r = readSync2(fd, buf, off, n2 - off, off);
       if (!r) break;
       off += r;
     }
@@ -85762,6 +85780,7 @@ var GATHER_MS = 25;
 async function waitForNews(src, input2, opts = {}) {
   const deadline = Date.now() + input2.timeoutMs;
   const signal = opts.signal;
+  for (const id2 of new Set(input2.also)) src.get(id2);
   let ids2;
   let batch = null;
   if (input2.batchId) {
@@ -94695,10 +94714,20 @@ var proc2 = t.procedure.use(async ({ next }) => {
   }
   return res;
 });
-async function* engineEvents(engine, lastEventId, signal) {
+async function* engineEvents(engine, lastEventId, signal, opts = {}) {
   const buffer = [];
   let wake = null;
+  const max = opts.maxBacklog ?? Number.POSITIVE_INFINITY;
+  let overflowed = false;
   const unsubscribe = engine.bus.subscribe((d) => {
+    if (overflowed) return;
+    if (buffer.length >= max) {
+      overflowed = true;
+      buffer.length = 0;
+      opts.onOverflow?.();
+      wake?.();
+      return;
+    }
     buffer.push(d);
     wake?.();
   });
@@ -94712,14 +94741,14 @@ async function* engineEvents(engine, lastEventId, signal) {
       last2 = seqOf(d.cursor);
       yield d;
     }
-    while (!signal?.aborted) {
+    while (!signal?.aborted && !overflowed) {
       while (buffer.length) {
         const d = buffer.shift();
         if (seqOf(d.cursor) <= last2) continue;
         last2 = seqOf(d.cursor);
         yield d;
       }
-      if (signal?.aborted || buffer.length) continue;
+      if (signal?.aborted || overflowed || buffer.length) continue;
       await new Promise((resolve) => wake = resolve);
       wake = null;
     }
@@ -95013,6 +95042,7 @@ function plainSubscription(req, url2) {
   const parsed = EventsInput.safeParse(input2);
   return parsed.success ? { lastEventId: parsed.data.lastEventId } : void 0;
 }
+var BACKLOG_MAX = 2e4;
 var json2 = /* @__PURE__ */ new WeakMap();
 async function serveEvents(engine, lastEventId, req, res) {
   const abort = new AbortController();
@@ -95021,19 +95051,20 @@ async function serveEvents(engine, lastEventId, req, res) {
   res.once("close", end);
   res.writeHead(200, HEADERS);
   let wrote = Date.now();
-  let drained = null;
-  res.on("drain", () => drained?.());
+  let overflowed = false;
+  const held = [];
+  const letGo = () => {
+    for (const resolve of held.splice(0)) resolve();
+  };
+  res.on("drain", letGo);
+  abort.signal.addEventListener("abort", letGo, { once: true });
   const write = async (frame) => {
     wrote = Date.now();
     if (res.write(frame) || abort.signal.aborted) return;
-    await new Promise((resolve) => {
-      drained = resolve;
-      abort.signal.addEventListener("abort", () => resolve(), { once: true });
-    });
-    drained = null;
+    await new Promise((resolve) => held.push(resolve));
   };
   const ping = setInterval(() => {
-    if (Date.now() - wrote >= SSE_PING_MS) void write("event: ping\ndata: \n\n");
+    if (!held.length && Date.now() - wrote >= SSE_PING_MS) void write("event: ping\ndata: \n\n");
   }, SSE_PING_MS / 3);
   ping.unref?.();
   try {
@@ -95041,7 +95072,7 @@ async function serveEvents(engine, lastEventId, req, res) {
 data: ${JSON.stringify(SSE_CLIENT)}
 
 `);
-    for await (const d of engineEvents(engine, lastEventId, abort.signal)) {
+    for await (const d of engineEvents(engine, lastEventId, abort.signal, { maxBacklog: BACKLOG_MAX, onOverflow: () => overflowed = true })) {
       if (abort.signal.aborted) break;
       await write(`data: ${jsonOf(d)}
 id: ${d.cursor}
@@ -95050,9 +95081,12 @@ id: ${d.cursor}
     }
   } finally {
     clearInterval(ping);
+    res.off("drain", letGo);
+    abort.signal.removeEventListener("abort", letGo);
     req.off("close", end);
     res.off("close", end);
-    if (!res.writableEnded) res.end();
+    if (overflowed) res.destroy();
+    else if (!res.writableEnded) res.end();
   }
 }
 function jsonOf(d) {
