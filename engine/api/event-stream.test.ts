@@ -266,4 +266,31 @@ describe("the events subscription, written by the server itself", () => {
     expect(subscribers).toBe(0);
     expect(written).toBeLessThanOrEqual(2); // the connected frame, perhaps the first event
   });
+
+  it("an event's text cannot make a frame of its own (newlines, CR, id: and data: lines in a worker's words stay inside one data line)", async () => {
+    const bus = new EventBus();
+    const req = new EventEmitter();
+    let text = "";
+    const res = Object.assign(new EventEmitter(), {
+      writableEnded: false,
+      writeHead: () => res,
+      write(frame: string) {
+        text += frame;
+        return true;
+      },
+      end() {
+        res.writableEnded = true;
+      },
+    });
+    const from = bus.publish(notice(0)).cursor;
+    const evil = { type: "notice", level: "info", message: "a\n\nid: 1:999\r\ndata: {}\revent: ping\u2028\n", ts: 1 } as EngineEvent;
+    const sent = bus.publish(evil);
+    const served = serveEvents({ bus } as unknown as Engine, from, req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse);
+    await until("the event written", () => text.includes(`id: ${sent.cursor}`));
+    req.emit("close");
+    await served;
+    const frames = text.split("\n\n").filter(Boolean);
+    expect(frames).toHaveLength(2); // connected, the event
+    expect(frames[1]!.split(/\r\n|\r|\n/)).toEqual([`data: ${JSON.stringify(evil)}`, `id: ${sent.cursor}`]);
+  });
 });
