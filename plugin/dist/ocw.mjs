@@ -50850,7 +50850,10 @@ var WorkerLogStore = class {
         size = ost.size;
         if (size > 0 && !prefix) {
           const last2 = Buffer.alloc(1);
-          if (readSync(fd, last2, 0, 1, size - 1) === 1 && last2[0] !== 10) prefix = "\n";
+          try {
+            if (readSync(fd, last2, 0, 1, size - 1) === 1 && last2[0] !== 10) prefix = "\n";
+          } catch {
+          }
         }
       }
       fd = h3.fd;
