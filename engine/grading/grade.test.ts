@@ -1,12 +1,12 @@
 // Grading's own folders: the fresh checkout and the checks' private HOME/TMPDIR. A check can leave anything there (a
 // cache, a marker that makes the next run pass); a regrade must start from nothing, and nothing may pile up per worker.
 import { execFileSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { committedRepo } from "../../test/fixtures/git-repo";
+import { committedRepo, gitStartsDuring } from "../../test/fixtures/git-repo";
 import { checkOutCommit, commitAndCheckOut, createWorkspace, gradedStoreOf, inspectRepo, partialHolds } from "../workspace/workspace";
 import { discard, sweepDiscarded } from "./folders";
 import { baselineChecks, baselineInFreshWorkspace, grade, type GradeInput } from "./grade";
@@ -117,20 +117,9 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     rmSync(path.join(ws.worktree, "gone.txt"));
     mkdirSync(path.join(ws.worktree, ".github", "workflows"), { recursive: true });
     writeFileSync(path.join(ws.worktree, ".github", "workflows", "ci.yml"), "on: push\n");
-    // A `git` first on PATH that logs each start's subcommand.
-    const bin = path.join(tmp, "flags-bin");
-    const log = path.join(tmp, "flags.log");
-    mkdirSync(bin, { recursive: true });
-    const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
-    writeFileSync(
-      path.join(bin, "git"),
-      `#!/bin/sh\nskip=\nfor a in "$@"; do if [ -n "$skip" ]; then skip=; continue; fi; case "$a" in --work-tree|-C|-c) skip=1 ;; -*) ;; *) echo "$a" >> ${JSON.stringify(log)}; break ;; esac; done\nexec ${JSON.stringify(real)} "$@"\n`,
-      { mode: 0o755 },
-    );
-    const path0 = process.env.PATH;
-    process.env.PATH = `${bin}:${path0}`;
-    let v;
-    try {
+    // A `git` first on PATH logs each start's subcommand.
+    let v: Awaited<ReturnType<typeof grade>> | undefined;
+    const starts = await gitStartsDuring(path.join(tmp, "flags-bin"), async () => {
       v = await grade({
         workspace: ws,
         checks: [{ file: "run.sh" }],
@@ -140,11 +129,10 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
         title: "t",
         checkoutDir: path.join(tmp, "grading", "w-flags"),
       });
-    } finally {
-      process.env.PATH = path0;
-    }
+    });
+    if (!v) throw new Error("not graded");
     expect(v.verdict).toBe("built");
-    expect(readFileSync(log, "utf8").split("\n")).not.toContain("diff-tree");
+    expect(starts).not.toContain("diff-tree");
     // The same flags as read with git from the engine's graded store, where the graded commit is kept.
     expect(v.flags).toEqual(await flaggedChanges(repo, ws.baseCommit, v.commit!, await gradedStoreOf(ws)));
     expect(v.flags!.map((f) => f.kind).sort()).toEqual(["executable", "git-config", "symlink", "tool-config", "tool-config"]);

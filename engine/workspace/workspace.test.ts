@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { committedRepo } from "../../test/fixtures/git-repo";
+import { committedRepo, gitStartsDuring } from "../../test/fixtures/git-repo";
 import {
   checkOutBase,
   commitAndCheckOut,
@@ -45,28 +45,8 @@ async function workspace(r: string, id: string) {
 
 /** The git subcommands `fn` starts (a `git` first on PATH logs each; the engine's trusted git takes PATH from the engine). */
 async function gitStarts(fn: () => Promise<unknown>): Promise<string[]> {
-  const bin = path.join(tmp, `count-bin-${n++}`);
-  const log = path.join(bin, "log");
-  mkdirSync(bin, { recursive: true });
-  writeFileSync(log, "");
-  const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
-  writeFileSync(
-    path.join(bin, "git"),
-    `#!/bin/sh\nskip=\nfor a in "$@"; do if [ -n "$skip" ]; then skip=; continue; fi; case "$a" in --work-tree|-C|-c) skip=1 ;; -*) ;; *) echo "$a" >> ${JSON.stringify(log)}; break ;; esac; done\nexec ${JSON.stringify(real)} "$@"\n`,
-    { mode: 0o755 },
-  );
-  const path0 = process.env.PATH;
-  process.env.PATH = `${bin}:${path0}`;
-  try {
-    await fn();
-  } finally {
-    process.env.PATH = path0;
-  }
   // The engine's shared git directory is made once (`init`), by whichever script comes first in this file.
-  return readFileSync(log, "utf8")
-    .split("\n")
-    .filter((s) => s && s !== "init")
-    .sort();
+  return (await gitStartsDuring(path.join(tmp, `count-bin-${n++}`), fn)).filter((s) => s !== "init").sort();
 }
 
 describe("private repositories of one user repository", () => {
