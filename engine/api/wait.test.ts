@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
+import { BatchSummary } from "../../shared/batch";
 import type { Delivered } from "../../shared/events";
 import { WaitInput } from "../../shared/wait";
 import { WorkerSpec } from "../../shared/worker";
@@ -127,6 +128,28 @@ describe("waitForNews", () => {
     const done = await q;
     expect(done.reason).toBe("settled");
     expect(done.also).toEqual([]);
+  });
+
+  it("a batch whose workers are all at rest but which goes on is not settled: the wait's time runs out", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    r.finish(a);
+    const batch = BatchSummary.parse({
+      id: "b-1",
+      workerIds: [a],
+      states: { [a]: "built" },
+      settled: false,
+      built: 1,
+      honest: 1,
+      graded: 1,
+      builtRate: 1,
+      honestRate: 1,
+      verdict: null,
+      done: false,
+    });
+    const got = await waitForNews({ ...r.src, batch: () => batch }, input({ batchId: "b-1", shownFinished: [a], timeoutMs: 20 }));
+    expect(got.reason).toBe("timeout");
+    expect(got.batch?.done).toBe(false);
   });
 
   it("unfinished narrows a session's workers to those not at rest; also adds others' pictures once settled", async () => {

@@ -73,10 +73,13 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
     if (input.untilGone && !ws.some((w) => pendingAsks(w).some((a) => a.id === input.untilGone))) return "news";
     return null;
   };
-  const reason = outcome() ?? (signal?.aborted ? "aborted" : await follow(src, followed, outcome, deadline, opts));
+  const reached = outcome() ?? (signal?.aborted ? "aborted" : await follow(src, followed, outcome, deadline, opts));
   const workers = ids.map((id) => slimWorker(src.get(id), { diffs: input.diffs }));
   if (input.batchId) batch = src.batch(input.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
+  // Every worker at rest while the batch goes on (tasks after others, its integration checks) is not the batch settled:
+  // the time ran out waiting for its next event, or a worker finished.
+  const reason = reached === "settled" && !settled ? (Date.now() >= deadline ? "timeout" : "news") : reached;
   const also = settled && input.also ? [...new Set(input.also)].filter((id) => !followed.has(id)).map((id) => slimWorker(src.get(id))) : [];
   return { workerIds: ids, reason, workers, batch: batch && slimBatch(batch), also };
 }
