@@ -106,7 +106,12 @@ export class WorkerLogStore {
       if (fd !== undefined && this.open.get(id)?.fd !== fd) closeSync(fd);
       this.closeOne(id);
       const code = (err as NodeJS.ErrnoException).code;
-      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
+      const hint =
+        code === "ENOSPC"
+          ? "the disk holding the state dir is full; free space"
+          : code === "EMFILE" || code === "ENFILE"
+            ? "the engine has too many files open; raise its open-file limit (ulimit -n) or run fewer workers at once"
+            : "check the state dir's permissions";
       throw new Error(`cannot append to ${file} (${code ?? (err as Error).message}): ${hint}`);
     }
   }
