@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
@@ -9,7 +9,7 @@ import {
   fullDiff,
   git,
   gitWithObjects,
-  gradedObjectsDir,
+  dropGradedStore,
   gradedStoreOf,
   landCommit,
   landObjects,
@@ -184,7 +184,7 @@ export class WorkspaceLifecycle {
     if (workers.some((w) => !isAtRest(w.state))) return;
     if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync(this.reg.engineGitDir(w.id)))) return;
     try {
-      rmSync(gradedObjectsDir(path.dirname(this.reg.engineGitDir("w")), repo), { recursive: true, force: true });
+      dropGradedStore(path.dirname(this.reg.engineGitDir("w")), repo);
     } catch (err) {
       this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${(err as Error).message}`);
     }

@@ -11,6 +11,7 @@ export {
   commitAndCheckOut,
   createWorkspace,
   fullDiff,
+  dropGradedStore,
   gradedObjectsDir,
   gradedStore,
   gradedStoreOf,

@@ -8,7 +8,9 @@ import {
   checkOutBase,
   commitAndCheckOut,
   createWorkspace,
+  dropGradedStore,
   fullDiff,
+  gradedStore,
   inspectRepo,
   mergeBranch,
   parseNumstatAndStat,
@@ -48,6 +50,21 @@ async function gitStarts(fn: () => Promise<unknown>): Promise<string[]> {
   // The engine's shared git directory is made once (`init`), by whichever script comes first in this file.
   return (await gitStartsDuring(path.join(tmp, `count-bin-${n++}`), fn)).filter((s) => s !== "init").sort();
 }
+
+describe("the engine's graded store", () => {
+  it("made again whole after it was dropped: its alternates reach the person's objects (a merge read a bad object)", async () => {
+    const r = repo();
+    const reposDir = path.join(tmp, `graded-drop-${n++}`);
+    const store = await gradedStore(reposDir, r);
+    const alternates = path.join(store, "info", "alternates");
+    const want = readFileSync(alternates, "utf8");
+    expect(want).toContain(".git/objects");
+    dropGradedStore(reposDir, r);
+    expect(existsSync(store)).toBe(false);
+    expect(await gradedStore(reposDir, r)).toBe(store);
+    expect(existsSync(alternates) && readFileSync(alternates, "utf8")).toBe(want);
+  });
+});
 
 describe("private repositories of one user repository", () => {
   it("32 created at once all succeed, each its own repository, and all are removed", async () => {

@@ -1085,6 +1085,14 @@ export async function gradedStore(reposDir: string, repoRoot: string): Promise<s
 }
 const gradedStores = new Map<string, Promise<void>>();
 
+/** Removes the graded store of `repoRoot`; the next gradedStore() makes it again, its alternates included. */
+export function dropGradedStore(reposDir: string, repoRoot: string): void {
+  const dir = gradedObjectsDir(reposDir, repoRoot);
+  gradedStores.delete(dir);
+  forgetAlternates(dir);
+  rmSync(dir, { recursive: true, force: true });
+}
+
 /** The graded store of a worker's repository (beside the engine's folders of its workers). */
 export const gradedStoreOf = (ws: Pick<Workspace, "gitDir" | "repo">): Promise<string> => gradedStore(path.dirname(ws.gitDir), ws.repo);
 
