@@ -50867,7 +50867,7 @@ var WorkerLogStore = class {
       if (fd !== void 0 && this.open.get(id2)?.fd !== fd) closeSync(fd);
       this.closeOne(id2);
       const code = err.code;
-      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
+      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : code === "EMFILE" || code === "ENFILE" ? "the engine has too many files open; raise its open-file limit (ulimit -n) or run fewer workers at once" : "check the state dir's permissions";
       throw new Error(`cannot append to ${file3} (${code ?? err.message}): ${hint}`);
     }
   }
@@ -80672,6 +80672,12 @@ async function gradedStore(reposDir, repoRoot2) {
   return dir;
 }
 var gradedStores = /* @__PURE__ */ new Map();
+function dropGradedStore(reposDir, repoRoot2) {
+  const dir = gradedObjectsDir(reposDir, repoRoot2);
+  gradedStores.delete(dir);
+  forgetAlternates(dir);
+  rmSync6(dir, { recursive: true, force: true });
+}
 var gradedStoreOf = (ws) => gradedStore(path29.dirname(ws.gitDir), ws.repo);
 async function keepGraded(ws, commit) {
   if (commit === ws.baseCommit) return;
@@ -82823,7 +82829,7 @@ var Recovery = class {
 };
 
 // engine/workers/lifecycle.ts
-import { existsSync as existsSync13, rmSync as rmSync7 } from "node:fs";
+import { existsSync as existsSync13 } from "node:fs";
 import path38 from "node:path";
 var WorkspaceLifecycle = class {
   constructor(reg, retentionDays) {
@@ -82968,7 +82974,7 @@ var WorkspaceLifecycle = class {
     if (workers.some((w) => !isAtRest(w.state))) return;
     if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync13(this.reg.engineGitDir(w.id)))) return;
     try {
-      rmSync7(gradedObjectsDir(path38.dirname(this.reg.engineGitDir("w")), repo), { recursive: true, force: true });
+      dropGradedStore(path38.dirname(this.reg.engineGitDir("w")), repo);
     } catch (err) {
       this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${err.message}`);
     }
@@ -85817,10 +85823,11 @@ async function waitForNews(src, input2, opts = {}) {
     if (input2.untilGone && !ws.some((w) => pendingAsks(w).some((a2) => a2.id === input2.untilGone))) return "news";
     return null;
   };
-  const reason = outcome2() ?? (signal?.aborted ? "aborted" : await follow2(src, followed, outcome2, deadline, opts));
+  const reached = outcome2() ?? (signal?.aborted ? "aborted" : await follow2(src, followed, outcome2, deadline, opts));
   const workers = ids2.map((id2) => slimWorker(src.get(id2), { diffs: input2.diffs }));
   if (input2.batchId) batch = src.batch(input2.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
+  const reason = reached === "settled" && !settled ? Date.now() >= deadline ? "timeout" : "news" : reached;
   const also = settled && input2.also ? [...new Set(input2.also)].filter((id2) => !followed.has(id2)).map((id2) => slimWorker(src.get(id2))) : [];
   return { workerIds: ids2, reason, workers, batch: batch && slimBatch(batch), also };
 }
@@ -85927,7 +85934,7 @@ async function* waitStream(src, input2, signal) {
 import { accessSync as accessSync2, constants as constants5 } from "node:fs";
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync18, mkdirSync as mkdirSync17, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync8, statSync as statSync12 } from "node:fs";
+import { existsSync as existsSync18, mkdirSync as mkdirSync17, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync7, statSync as statSync12 } from "node:fs";
 import path48 from "node:path";
 
 // engine/models/download.ts
@@ -86245,9 +86252,9 @@ async function installPrebuilt(o2) {
       }
       verified = "sha256";
       const tmp = `${dir}.tmp.${process.pid}`;
-      rmSync8(tmp, { recursive: true, force: true });
+      rmSync7(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
-      rmSync8(dir, { recursive: true, force: true });
+      rmSync7(dir, { recursive: true, force: true });
       renameSync4(tmp, dir);
       bin = findBinary(dir, "llama-server");
       if (!bin) {
@@ -91821,7 +91828,7 @@ async function verifyEndpoint(v) {
 
 // engine/serving/records.ts
 import { randomBytes as randomBytes11 } from "node:crypto";
-import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync20, openSync as openSync5, readFileSync as readFileSync20, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync15, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync20, openSync as openSync5, readFileSync as readFileSync20, renameSync as renameSync6, rmSync as rmSync8, statSync as statSync15, writeSync as writeSync2 } from "node:fs";
 import path58 from "node:path";
 var servingFile = (dir = stateDir()) => path58.join(dir, "serving.json");
 var lockPath = (dir) => `${servingFile(dir)}.lock`;
@@ -91857,16 +91864,16 @@ function lock(dir) {
     closeSync5(fd);
   }
   const release = () => {
-    if (readOwner2(file3)?.nonce === me.nonce) rmSync9(file3, { force: true });
+    if (readOwner2(file3)?.nonce === me.nonce) rmSync8(file3, { force: true });
   };
   for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
     try {
       linkSync2(mine, file3);
-      rmSync9(mine, { force: true });
+      rmSync8(mine, { force: true });
       return release;
     } catch (e) {
       if (e.code !== "EEXIST") {
-        rmSync9(mine, { force: true });
+        rmSync8(mine, { force: true });
         throw e;
       }
     }
@@ -91882,13 +91889,13 @@ function lock(dir) {
           } catch {
           }
         }
-        rmSync9(aside, { force: true });
+        rmSync8(aside, { force: true });
       } catch {
       }
       continue;
     }
     if (Date.now() - t0 > LOCK_WAIT_MS) {
-      rmSync9(mine, { force: true });
+      rmSync8(mine, { force: true });
       throw new SetupError(
         "serving",
         `the model-server records (${servingFile(dir)}) stayed locked by process ${owner?.pid ?? "?"} for ${LOCK_WAIT_MS / 1e3} s; if no ocw process runs, remove ${file3}`,
@@ -93755,7 +93762,7 @@ async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
 }
 
 // engine/serving/servers-api.ts
-import { rmSync as rmSync10 } from "node:fs";
+import { rmSync as rmSync9 } from "node:fs";
 import path63 from "node:path";
 function view(r) {
   return {
@@ -93834,7 +93841,7 @@ async function serverRestartApi(id2, o2 = {}) {
 async function serverDeleteApi(id2) {
   const recs = recordsOf(id2);
   await stopServing(id2);
-  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync10(r.keyFile, { force: true });
+  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync9(r.keyFile, { force: true });
   return { deleted: recs.map((r) => r.targetId) };
 }
 async function serverDeleteOf(targetId) {
@@ -93865,7 +93872,7 @@ import { existsSync as existsSync27 } from "node:fs";
 import path65 from "node:path";
 
 // engine/serving/pool.ts
-import { mkdtempSync as mkdtempSync2, rmSync as rmSync11 } from "node:fs";
+import { mkdtempSync as mkdtempSync2, rmSync as rmSync10 } from "node:fs";
 import os9 from "node:os";
 import path64 from "node:path";
 var RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 };
@@ -93884,7 +93891,7 @@ async function setupCapturePool(urls, o2) {
       each.push(r);
     }
   } finally {
-    rmSync11(scratch, { recursive: true, force: true });
+    rmSync10(scratch, { recursive: true, force: true });
   }
   const models = [...new Set(each.map((r) => r.target.model))];
   if (models.length > 1)
