@@ -86,13 +86,14 @@ describe("pool targets", () => {
     await ms[2]!.close();
     const again = JSON.parse((await run("targets", "--json")).stdout).targets.find((x: { id: string }) => x.id === made.target.id);
     expect(again.endpoints.map((e: { healthy: boolean }) => e.healthy)).toEqual([true, true, false]);
-    // `ocw setup` and `ocw targets` asked the engine they started in this state dir
-    await stopDetachedEngine(state);
-    cleanup(state);
     // Bad input: the same URL twice.
     const twice = await run("setup", "--capture", ms[0]!.url, "--capture", ms[0]!.url, "--json");
     expect(twice.status).toBe(2);
     expect(twice.stderr).toMatch(/twice/);
+    // `ocw setup` and `ocw targets` asked the engine they started in this state dir: stopped last, or a later command
+    // would start another there.
+    await stopDetachedEngine(state);
+    cleanup(state);
   }, 240_000);
 
   it("12 workers on 3 endpoints × 2 slots: never more than an endpoint's slots, each worker on one endpoint; kill -9 of one mid-batch → its workers move; its return is taken back", async () => {

@@ -15,7 +15,7 @@ import { pidAlive } from "../../engine/process/process";
 import { generateKey, keyFilePath, storeKey } from "../../engine/serving/keys";
 import { freePort } from "../../engine/serving/llama-server";
 import { listServing, putServing, type ServingRecord, startSupervised, stopServing } from "../../engine/serving/setup";
-import { BUNDLE } from "../helpers";
+import { BUNDLE, stopDetachedEngine } from "../helpers";
 
 const run = promisify(execFile);
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-supervise-runtime-"));
@@ -42,6 +42,8 @@ beforeAll(() => {
 });
 afterAll(async () => {
   await stopServing().catch(() => {});
+  // The CLI's commands started an engine in this state dir.
+  await stopDetachedEngine(state);
   if (prevState === undefined) delete process.env.OCW_STATE_DIR;
   else process.env.OCW_STATE_DIR = prevState;
 });

@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SetupJob } from "../../shared/setup";
 import { vocabDirFor, writeTinyModels } from "../fixtures/gguf/writer";
-import { BUNDLE, startEngine, type TestEngine } from "../helpers";
+import { BUNDLE, startEngine, stopDetachedEngine, type TestEngine } from "../helpers";
 
 const run = promisify(execFile);
 const BIN = process.env.LLAMA_SERVER;
@@ -58,6 +58,8 @@ describe.skipIf(!!SKIP)(`the benchmark after setup, real llama-server${SKIP ? ` 
             /* gone */
           }
     await eng?.kill();
+    // The CLI's own state dir: its commands started an engine there.
+    await stopDetachedEngine(path.join(tmp, "cli-state"));
   });
 
   it("start: prefill and decode at 1 and 2 streams from llama-server's timings, saved with the target, shown by `ocw targets`; capture measures it too", async () => {

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { BUNDLE, pidAlive } from "../helpers";
+import { BUNDLE, pidAlive, stopDetachedEngine } from "../helpers";
 
 describe("ocw serving stop", () => {
   it("a pid-0 record is dropped without signalling the process group", async () => {
@@ -52,6 +52,8 @@ describe("ocw serving stop", () => {
       } catch {
         /* gone */
       }
+      // `ocw serving stop` asked the engine it started in this state dir.
+      await stopDetachedEngine(state);
     }
   });
 });
