@@ -183,10 +183,8 @@ export interface BareRig {
  */
 export type BareWorkspaces = "worktree" | "private-clone";
 
-export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces = "worktree"): Promise<BareRig> {
-  const home = tempDir("bench-bare");
-  const server = new OpencodeServer({ target: benchTarget(model.url), home });
-  await server.start();
+/** The bare SDK on a started serve: every ask approved as it is asked; `idle(sessionId)` resolves at the session's next idle. */
+export function bareSdk(server: OpencodeServer) {
   const client = createOpencodeClient({ baseUrl: server.url!, headers: { Authorization: server.authHeader } });
   const pending = new Map<string, () => void>();
   server.on("event", (e: { type: string; directory?: string; properties: Record<string, any> }) => {
@@ -194,6 +192,15 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
     if (e.type === "permission.asked") void client.permission.reply({ requestID: e.properties.id, directory: e.directory, reply: "once" });
     if (e.type === "session.idle") pending.get(e.properties.sessionID)?.();
   });
+  const idle = (sessionId: string) => new Promise<void>((r) => pending.set(sessionId, r)).finally(() => pending.delete(sessionId));
+  return { client, idle };
+}
+
+export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces = "worktree"): Promise<BareRig> {
+  const home = tempDir("bench-bare");
+  const server = new OpencodeServer({ target: benchTarget(model.url), home });
+  await server.start();
+  const { client, idle: idleOf } = bareSdk(server);
   // One git worktree at a time (git's own locks), each task's session started as soon as its worktree is there.
   let gitChain: Promise<unknown> = Promise.resolve();
   const firstRequest: number[] = [];
@@ -212,10 +219,9 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
     phaseMs.workspace.push(Date.now() - t0);
     const s = (await client.session.create({ directory: wt, title: `bare ${branch}` })).data!;
     phaseMs.session.push(Date.now() - t0);
-    const idle = new Promise<void>((r) => pending.set(s.id, r));
+    const idle = idleOf(s.id);
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
     await idle;
-    pending.delete(s.id);
     const first = model.requests.find((r) => r.kind === "chat" && r.sessionId === s.id);
     if (first) firstRequest.push(first.at - t0);
     const [c] = await runChecks([{ file: `f${i}.txt` }], wt);

@@ -9,13 +9,12 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { createOpencodeClient } from "@opencode-ai/sdk/v2";
 import { WORKER_AGENT } from "../engine/harness/config";
 import { OpencodeServer } from "../engine/harness/opencode-server";
 import { sandboxStatus, writeWorkerShell, writeWorkspacePlugin } from "../engine/sandbox";
 import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, tempDir } from "../test/helpers";
-import { benchTarget } from "./batch";
+import { bareSdk, benchTarget } from "./batch";
 import { opencodeServeUnder } from "./procs";
 import { cpuWithChildren, median, round, untilQuiet } from "./stats";
 
@@ -65,12 +64,7 @@ async function rig(variant: string) {
     confine: confined ? { kind: sbKind, stateDir: state, workspacesRoot, tmpRoot, mirrorsRoot, shell, plugin } : undefined,
   });
   await server.start();
-  const client = createOpencodeClient({ baseUrl: server.url!, headers: { Authorization: server.authHeader } });
-  const pending = new Map<string, () => void>();
-  server.on("event", (e: { type: string; directory?: string; properties: Record<string, any> }) => {
-    if (e.type === "permission.asked") void client.permission.reply({ requestID: e.properties.id, directory: e.directory, reply: "once" });
-    if (e.type === "session.idle") pending.get(e.properties.sessionID)?.();
-  });
+  const { client, idle: idleOf } = bareSdk(server);
   const firsts: number[] = [];
   const one = async (dir: string, _i: number, branch: string, text: string) => {
     const t0 = Date.now();
@@ -79,10 +73,9 @@ async function rig(variant: string) {
     await execFileP("git", ["clone", "-q", "--template=", dir, wt]);
     writeFileSync(path.join(wt, ".git", "opencode"), randomBytes(20).toString("hex") + "\n");
     const s = (await client.session.create({ directory: wt, title: `ab ${branch}` })).data!;
-    const idle = new Promise<void>((r) => pending.set(s.id, r));
+    const idle = idleOf(s.id);
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
     await idle;
-    pending.delete(s.id);
     const first = model.requests.find((r) => r.kind === "chat" && r.sessionId === s.id);
     if (first) firsts.push(first.at - t0);
     if (dispose) await client.instance.dispose({ directory: wt });
