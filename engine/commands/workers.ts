@@ -137,8 +137,10 @@ export function registerWorkerCommands(program: Command): void {
         const events = await c.workers.events.query({ workerId: id });
         const printer = new LogPrinter((l) => process.stdout.write(l + "\n"));
         printer.replay(events);
-        const w = await c.workers.get.query({ workerId: id });
-        if (!o.follow || isAtRest(w.state)) return;
+        // At rest by the events printed: done. Not by a fresh read of the worker: a stop landing between the two reads
+        // ended it without its last state printed; the stream, replayed from the cursor read first, brings that.
+        const lastState = events.findLast((e) => e.type === "worker.state");
+        if (!o.follow || (lastState?.type === "worker.state" && isAtRest(lastState.state))) return;
         const last = events.at(-1)?.seq ?? -1;
         // Printed as they come; the worker's state at rest ends it.
         await nextEvent(c, cursor, (e) => {

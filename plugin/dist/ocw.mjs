@@ -95697,8 +95697,8 @@ function registerWorkerCommands(program3) {
       const events = await c3.workers.events.query({ workerId: id2 });
       const printer = new LogPrinter((l) => process.stdout.write(l + "\n"));
       printer.replay(events);
-      const w = await c3.workers.get.query({ workerId: id2 });
-      if (!o2.follow || isAtRest(w.state)) return;
+      const lastState = events.findLast((e) => e.type === "worker.state");
+      if (!o2.follow || lastState?.type === "worker.state" && isAtRest(lastState.state)) return;
       const last2 = events.at(-1)?.seq ?? -1;
       await nextEvent(c3, cursor, (e) => {
         if (!("workerId" in e) || e.workerId !== id2 || !("seq" in e) || e.seq <= last2) return false;
