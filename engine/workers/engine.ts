@@ -32,6 +32,7 @@ import { TargetStore, WorkerLogStore } from "../store";
 import { InputError, OcwError } from "../../shared/errors";
 import {
   createWorkspace,
+  prepareGrading,
   gradedStore,
   inspectRepo,
   mirrorsRootOf,
@@ -880,6 +881,8 @@ export class Engine {
       const importFrom = w.startFrom ? await gradedStore(path.dirname(this.reg.engineGitDir(workerId)), found.root) : undefined;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
       rt.setWorkspace(ws);
+      // What its grading will read of the base, made now beside its start (once per base commit).
+      prepareGrading(ws);
       this.reg.record(workerId, {
         type: "worker.workspace",
         worktree: ws.worktree,

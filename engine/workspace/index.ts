@@ -23,6 +23,7 @@ export {
   moveOntoMirror,
   objectsOf,
   partialHolds,
+  prepareGrading,
   publishBranch,
   type PublishedBranch,
   removeWorkspace,

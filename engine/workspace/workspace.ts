@@ -7,6 +7,7 @@ import { config } from "../config";
 import { git, GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { parseRawChanges, type TreeChange } from "./land";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
+import { type BaseTree, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
 
 import { InputError, OcwError } from "../../shared/errors";
 
@@ -473,7 +474,12 @@ type TrustedRun = string | { git: string[]; workTree?: string; allowFail?: boole
 
 /** Runs a trusted script on a worker's objects, with a private index that is removed afterwards. */
 function trustedScript(ws: Workspace, script: TrustedRun, inputs: Record<string, string>, opts: TrustedScriptOptions = {}): Promise<string> {
-  const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
+  return inTurn(ws, () => runTrustedScript(ws, script, inputs, opts));
+}
+
+/** `fn` after the worker's trusted runs before it (see scriptsOf). */
+function inTurn<T>(ws: Workspace, fn: () => Promise<T>): Promise<T> {
+  const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(fn);
   const done = run.catch(() => undefined);
   scriptsOf.set(ws.gitDir, done);
   void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
@@ -484,13 +490,17 @@ function trustedScript(ws: Workspace, script: TrustedRun, inputs: Record<string,
  * An object folder's alternates, replaced whole (a temporary file renamed into place) and only when they differ: a
  * publish or diff of the worker reading them at that moment sees the old list or the new one, never a half-written one.
  */
-async function writeAlternates(objects: string, text: string, opts: { engines?: boolean } = {}): Promise<void> {
+async function writeAlternates(objects: string, text: string, opts: { engines?: boolean; absent?: boolean } = {}): Promise<void> {
   const file = path.join(objects, "info", "alternates");
   // In the engine's own folders (`engines`: nobody else writes there; a folder emptied or removed is forgotten,
   // forgetAlternates), once written they are not read again: three scripts a worker read or wrote them each time (~100
   // ms of a 32-task batch's engine CPU). A workspace's own are always read: its worker may have changed them.
   if (opts.engines && alternatesWritten.get(file) === text) return;
-  if ((await readFile(file, "utf8").catch(() => null)) !== text) {
+  if (opts.absent) {
+    // A folder not there yet, which nothing reads before this returns: written in place (two file-system calls, not five).
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, text);
+  } else if ((await readFile(file, "utf8").catch(() => null)) !== text) {
     const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
     // Off the engine's thread (written directly, each held the engine's thread ~1 ms under load), with its folder when
     // that is not there yet.
@@ -517,27 +527,11 @@ const forgetAlternates = (objects: string) => alternatesWritten.delete(path.join
  * adds, and publishing copies exactly those).
  */
 async function runTrustedScript(ws: Workspace, script: TrustedRun, inputs: Record<string, string>, opts: TrustedScriptOptions): Promise<string> {
-  const format = objectFormat(ws.baseCommit);
-  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format), objectsOf(ws.repo)]);
-  const objects = path.join(ws.gitDir, "objects");
-  const gradeObjects = path.join(ws.gitDir, GRADE_OBJECTS);
-  const graded = await gradedStoreOf(ws);
-  if (opts.baseOnly) return runOnBase(ws, script, inputs, opts, { gitDir, userObjects, graded });
-  if (opts.freshGradeObjects) {
-    // The previous grading's objects move to the worker's own folder first: a later round is compared with the commit
-    // of the round before (what changed since), and the verdict naming it must stay readable until the worker is
-    // removed (nothing of it is in the user's repository before the person lands or publishes it). A failed copy fails
-    // this grading rather than lose that commit.
-    if (existsSync(gradeObjects)) await copyObjects(gradeObjects, objects);
-    forgetAlternates(gradeObjects);
-    await rm(gradeObjects, { recursive: true, force: true });
+  if (opts.baseOnly) {
+    const [gitDir, userObjects, graded] = await Promise.all([engineGitDir(ws.gitDir, objectFormat(ws.baseCommit)), objectsOf(ws.repo), gradedStoreOf(ws)]);
+    return runOnBase(ws, script, inputs, opts, { gitDir, userObjects, graded });
   }
-  // The engine's store of graded objects (built verdicts, combined commits) is borrowed too: a task after others starts
-  // from commits only it holds. Each folder is made with its alternates (off the engine's thread).
-  await Promise.all([
-    writeAlternates(objects, `${userObjects}\n${graded}\n${gradeObjects}\n`, { engines: true }),
-    writeAlternates(gradeObjects, `${userObjects}\n${graded}\n`, { engines: true }),
-  ]);
+  const { gitDir, objects, gradeObjects } = await workerObjects(ws, !!opts.freshGradeObjects);
   const index = opts.index?.path ?? privateIndex(ws);
   try {
     const env = {
@@ -565,6 +559,36 @@ async function runTrustedScript(ws: Workspace, script: TrustedRun, inputs: Recor
   } finally {
     if (!opts.index?.keep) await rm(index, { force: true });
   }
+}
+
+/**
+ * The engine's git directory and the worker's object folders, ready for a trusted run; with `fresh`, GRADE_OBJECTS
+ * emptied for a new grading's objects.
+ */
+async function workerObjects(ws: Workspace, fresh: boolean): Promise<{ gitDir: string; objects: string; gradeObjects: string }> {
+  const format = objectFormat(ws.baseCommit);
+  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format), objectsOf(ws.repo)]);
+  const objects = path.join(ws.gitDir, "objects");
+  const gradeObjects = path.join(ws.gitDir, GRADE_OBJECTS);
+  const graded = await gradedStoreOf(ws);
+  if (fresh) {
+    // The previous grading's objects move to the worker's own folder first: a later round is compared with the commit
+    // of the round before (what changed since), and the verdict naming it must stay readable until the worker is
+    // removed (nothing of it is in the user's repository before the person lands or publishes it). A failed copy fails
+    // this grading rather than lose that commit.
+    if (existsSync(gradeObjects)) {
+      await copyObjects(gradeObjects, objects);
+      await rm(gradeObjects, { recursive: true, force: true });
+    }
+    forgetAlternates(gradeObjects);
+  }
+  // The engine's store of graded objects (built verdicts, combined commits) is borrowed too: a task after others starts
+  // from commits only it holds. Each folder is made with its alternates (off the engine's thread).
+  await Promise.all([
+    writeAlternates(objects, `${userObjects}\n${graded}\n${gradeObjects}\n`, { engines: true }),
+    writeAlternates(gradeObjects, `${userObjects}\n${graded}\n`, { engines: true, absent: fresh }),
+  ]);
+  return { gitDir, objects, gradeObjects };
 }
 
 /**
@@ -660,6 +684,7 @@ export async function commitAndCheckOut(
   checkoutDir: string,
   caps: SnapshotCaps = snapshotCaps(),
   only?: string[],
+  how: "any" | "git" = "any",
 ): Promise<GradedCommit & { partial: boolean }> {
   // Caps first: a worker's 100k files or a 2 GiB file never reach the engine's memory, its objects or the person's repository.
   // One private index for both scripts: the listing reads the base into it, the commit adds the files to it (a `git
@@ -668,10 +693,20 @@ export async function commitAndCheckOut(
   const partial = plainNames(only);
   let out: string;
   try {
-    const over = await snapshotOverCaps(ws, caps, index);
-    if (over) throw new SnapshotTooLarge(over);
-    if (existsSync(checkoutDir)) await rm(checkoutDir, { recursive: true, force: true });
-    mkdirSync(checkoutDir, { recursive: true });
+    const listing = await capsListing(ws, caps, index);
+    if (listing.over) throw new SnapshotTooLarge(listing.over);
+    const emptied = async () => {
+      if (existsSync(checkoutDir)) await rm(checkoutDir, { recursive: true, force: true });
+      mkdirSync(checkoutDir, { recursive: true });
+    };
+    await emptied();
+    // The usual case made inside the engine (snapshot.ts); whatever it does not take, or any failure of it, git's way.
+    const tree = listing.base?.tree;
+    if (how === "any" && tree) {
+      const made = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial ? only : undefined).catch(() => null);
+      if (made) return made;
+      await emptied();
+    }
     out = await trustedScript(
       ws,
       COMMIT_AND_CHECK_OUT,
@@ -689,6 +724,41 @@ export async function commitAndCheckOut(
   return changed.length
     ? { commit: out.slice(0, eol), changed, diffStat: stat, partial, changes: raw.changes }
     : { commit: ws.baseCommit, changed, diffStat: "", partial, changes: [] };
+}
+
+/**
+ * The engine's commit of the worker's files made in its own process (snapshot.ts: the tree `git add -A` would make,
+ * read against the base's listing), its objects in GRADE_OBJECTS as git's script writes them, and its checkout from
+ * the bytes it hashed; the diff is git's, of that commit. Throws where git's path must take over, and when git's diff
+ * does not show exactly the changes read here.
+ */
+async function commitInProcess(
+  ws: Workspace,
+  base: BaseTree,
+  fresh: string[],
+  message: string,
+  checkoutDir: string,
+  only?: string[],
+): Promise<GradedCommit & { partial: boolean }> {
+  const snap = await readWorktree(ws.worktree, base, fresh);
+  const commit = await inTurn(ws, async () => writeSnapshot((await workerObjects(ws, true)).gradeObjects, base, snap, ws.baseCommit, message));
+  const wanted = only
+    ? checkoutList(only)
+        .split("\n")
+        .map((p) => Buffer.from(p).toString("latin1"))
+    : undefined;
+  await writeCheckout(checkoutDir, snap, wanted);
+  const partial = !!only;
+  if (!commit) return { commit: ws.baseCommit, changed: [], diffStat: "", partial, changes: [] };
+  const out = await trustedScript(ws, { git: ["diff", "--raw", "--no-abbrev", "--numstat", "--stat", "-z", "--no-renames", ws.baseCommit, commit] }, {});
+  const raw = parseRawChanges(out);
+  const read = new Map([...snap.changed].map((p) => [losslessUtf8(Buffer.from(p, "latin1")), snap.files.get(p)]));
+  const same =
+    raw.changes.length === read.size &&
+    raw.changes.every((c) => read.has(c.path) && (c.mode === null ? !read.get(c.path) : read.get(c.path)?.oid === c.oid && read.get(c.path)?.mode === c.mode));
+  if (!same) throw new Error("the in-process snapshot and git's diff of it differ");
+  const { changed, stat } = parseNumstatAndStat(raw.rest);
+  return { commit, changed, diffStat: stat, partial, changes: raw.changes };
 }
 
 /**
@@ -768,12 +838,14 @@ export class SnapshotTooLarge extends OcwError {
 /**
  * What every grading of a base commit reads of it, made once per base (not per worker): an index of its tree (as `git
  * read-tree` writes it: no stat data, so `git add -A` on a copy of it hashes every file of the workspace again, as a
- * fresh `read-tree` per grading did) and the base's files with their sizes (`ls-tree -r -l`). Exact bytes (latin1): the
+ * fresh `read-tree` per grading did), the base's files with their sizes, and its trees (`ls-tree -r -t -l`: what the
+ * in-process snapshot reads, snapshot.ts), after its root tree's id. Exact bytes (latin1): the
  * names are opened. Run with the trusted environment; the index is written to OCW_INDEX (a temporary name, renamed
  * into place by the engine).
  */
 const BASE_LISTING = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
+git $C rev-parse "$OCW_BASE^{tree}"
+git $C ls-tree -r -t -l -z --full-tree "$OCW_BASE"
 `;
 
 /** A base commit as grading reads it (BASE_LISTING): its index file (the engine's, never written after), its files. */
@@ -783,6 +855,8 @@ interface BaseListing {
   blobs: [string, number][];
   /** The base's submodules (gitlinks), each named with a trailing slash. */
   submodules: string[];
+  /** The base as the in-process snapshot reads it; null where that snapshot would not make the base's own tree. */
+  tree: BaseTree | null;
 }
 
 /**
@@ -793,6 +867,14 @@ const baseListings = new Map<string, Promise<BaseListing>>();
 const BASE_LISTINGS_KEPT = 8;
 /** Folders of base indexes already cleared of what an earlier engine left there. */
 const baseIndexDirs = new Map<string, Promise<void>>();
+
+/**
+ * What grading reads of a worker's base (its listing), made ahead: at a worker's start, not when a batch's workers all
+ * finish together and each grading would wait for it. Never fails (grading makes it again, and says what went wrong).
+ */
+export function prepareGrading(ws: Workspace): void {
+  baseListing(ws).catch(() => undefined);
+}
 
 function baseListing(ws: Workspace): Promise<BaseListing> {
   const dir = path.join(path.dirname(ws.gitDir), ".base-index");
@@ -823,13 +905,14 @@ function baseListing(ws: Workspace): Promise<BaseListing> {
       await rename(tmp, index);
       const blobs: [string, number][] = [];
       const submodules: string[] = [];
-      for (const rec of out.split("\0")) {
+      // The root tree's id on the first line, then the listing.
+      for (const rec of out.slice(out.indexOf("\n") + 1).split("\0")) {
         const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
         if (m) blobs.push([m[2]!, Number(m[1])]);
         const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
         if (sub) submodules.push(`${sub[1]}/`);
       }
-      return { index, blobs, submodules };
+      return { index, blobs, submodules, tree: parseBaseTree(out, objectFormat(ws.baseCommit)) };
     } finally {
       await rm(tmp, { force: true });
     }
@@ -874,7 +957,19 @@ const LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
  * Sizes from lstat (a symlink is its target's name); names as bytes, shown losslessly.
  */
 export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snapshotCaps(), keepIndex?: string): Promise<string | null> {
-  if (!existsSync(ws.worktree)) return null;
+  return (await capsListing(ws, caps, keepIndex)).over;
+}
+
+/** The caps check (snapshotOverCaps) and what it read: the new files' names (latin1) and the base's listing. */
+interface CapsListing {
+  over: string | null;
+  fresh: string[];
+  base: BaseListing | null;
+}
+
+async function capsListing(ws: Workspace, caps: SnapshotCaps, keepIndex?: string): Promise<CapsListing> {
+  const under = (over: string | null, base: BaseListing | null = null): CapsListing => ({ over, fresh: [], base });
+  if (!existsSync(ws.worktree)) return under(null);
   // The caller's index (kept for its snapshot), else one of this listing's own.
   const index = keepIndex ?? privateIndex(ws);
   let fresh: string;
@@ -885,13 +980,16 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   } catch (err) {
     if (!keepIndex) await rm(index, { force: true });
     // The listing itself passed the output cap (tens of MiB of names): far over any file cap.
-    if (/output passed/.test((err as Error).message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
+    if (/output passed/.test((err as Error).message))
+      return under(`the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`);
     throw err;
   }
   const names = fresh ? fresh.split("\0").filter(Boolean) : [];
   const size = (n: number) => (n < 1024 * 1024 ? `${n.toLocaleString("en-US")} bytes` : `${Math.round(n / 1024 / 1024).toLocaleString("en-US")} MiB`);
   if (names.length > caps.files)
-    return `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`;
+    return under(
+      `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`,
+    );
   const root = Buffer.from(ws.worktree + path.sep);
   const at = (name: string) => Buffer.concat([root, Buffer.from(name, "latin1")]);
   const shown = (name: string) => losslessUtf8(Buffer.from(name, "latin1"));
@@ -902,20 +1000,22 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   const grow: [string, number, number][] = base.blobs.map(([name, before]) => [name, before, 0]);
   const outside = await nestedGitOutside(ws.worktree, nested, at);
   if (outside)
-    return `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`;
+    return under(
+      `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`,
+    );
   for (const [i, now] of (await sizesOf(grow.map((g) => at(g[0])))).entries()) grow[i]![2] = now;
   for (const [i, n] of names.entries()) {
     total += sizes[i]!;
     if (sizes[i]! > caps.fileBytes)
-      return `${shown(n)} is ${size(sizes[i]!)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
+      return under(`${shown(n)} is ${size(sizes[i]!)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
   }
   for (const [n, before, now] of grow) {
     if (now <= before) continue;
     total += now - before;
-    if (now > caps.fileBytes) return `${shown(n)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
+    if (now > caps.fileBytes) return under(`${shown(n)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
   }
-  if (total > caps.bytes) return `the worker's files add ${size(total)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
-  return null;
+  if (total > caps.bytes) return under(`the worker's files add ${size(total)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`);
+  return { over: null, fresh: names, base };
 }
 
 /**

@@ -1,0 +1,214 @@
+import { execFileSync } from "node:child_process";
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { gitStartsDuring } from "../../test/fixtures/git-repo";
+import { objectId, parseBaseTree, treesOf } from "./snapshot";
+import { commitAndCheckOut, createWorkspace, inspectRepo, partialHolds, snapshotCaps } from "./workspace";
+
+// The in-process snapshot (snapshot.ts) against git's own (`add -A`, `write-tree`, `commit-tree`, `checkout-index`):
+// for each way a worker can leave its files, both make the same changes (paths, modes, blobs: the same tree on the
+// same base), the same diff stat and the same checkout, and the engine's way starts no `git add`.
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-snapshot-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+
+const git = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8" }).trim();
+
+/** A base with the shapes a worker meets: nested folders, an executable, a symlink, names that sort oddly, an ignored but tracked file. */
+function baseRepo(): string {
+  const dir = path.join(tmp, `repo-${n++}`);
+  execFileSync("git", ["init", "-q", "-b", "main", dir]);
+  const files: Record<string, string> = {
+    "README.md": "# r\n",
+    "src/a.txt": "a\n",
+    "src/b.sh": "#!/bin/sh\necho b\n",
+    "a-b": "dash\n",
+    "a.b": "dot\n",
+    "a/x": "in a\n",
+    a0: "zero\n",
+    "docs/deep/nested/f.txt": "deep\n",
+    ".gitignore": "*.log\nbuild/\n",
+    "tracked.log": "kept\n",
+    empty: "",
+  };
+  for (const [f, c] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+    writeFileSync(path.join(dir, f), c);
+  }
+  chmodSync(path.join(dir, "src/b.sh"), 0o755);
+  symlinkSync("README.md", path.join(dir, "link"));
+  git(dir, "add", "-A");
+  git(dir, "add", "-f", "tracked.log");
+  git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
+  return dir;
+}
+
+/** Every file of a checkout: its kind, its owner-exec bit, its bytes or link target (names as bytes, shown in hex). */
+function listing(dir: Buffer, rel = ""): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir, { encoding: "buffer" }).sort(Buffer.compare)) {
+    const at = Buffer.concat([dir, Buffer.from("/"), name]);
+    const p = `${rel}/${name.toString("hex")}`;
+    const st = lstatSync(at);
+    if (st.isSymbolicLink()) out.push(`${p} -> ${readlinkSync(at)}`);
+    else if (st.isDirectory()) out.push(`${p}/`, ...listing(at, p));
+    else out.push(`${p} ${st.mode & 0o100 ? "x" : "-"} ${readFileSync(at).toString("hex")}`);
+  }
+  return out;
+}
+
+type Mutate = (w: string) => void;
+const write = (w: string, f: string, c: string | Buffer) => {
+  mkdirSync(path.dirname(path.join(w, f)), { recursive: true });
+  writeFileSync(path.join(w, f), c);
+};
+
+const cases: [string, Mutate][] = [
+  ["nothing changed", () => {}],
+  ["same size, other bytes", (w) => write(w, "src/a.txt", "b\n")],
+  ["a file grown", (w) => write(w, "src/a.txt", "a\nand more\n")],
+  [
+    "an executable bit set (the owner's only), one cleared",
+    (w) => (chmodSync(path.join(w, "README.md"), 0o744), chmodSync(path.join(w, "a0"), 0o711), chmodSync(path.join(w, "src/b.sh"), 0o644)),
+  ],
+  ["a file deleted", (w) => rmSync(path.join(w, "src/a.txt"))],
+  ["a whole folder deleted", (w) => rmSync(path.join(w, "docs"), { recursive: true })],
+  ["a file become a folder", (w) => (rmSync(path.join(w, "a.b")), write(w, "a.b/inner.txt", "inner\n"))],
+  ["a folder become a file", (w) => (rmSync(path.join(w, "a"), { recursive: true }), write(w, "a", "now a file\n"))],
+  ["a file become a symlink", (w) => (rmSync(path.join(w, "src/a.txt")), symlinkSync("../README.md", path.join(w, "src/a.txt")))],
+  ["a symlink become a file", (w) => (rmSync(path.join(w, "link")), write(w, "link", "plain\n"))],
+  [
+    "a symlink retargeted, one to outside added",
+    (w) => (rmSync(path.join(w, "link")), symlinkSync("src/a.txt", path.join(w, "link")), symlinkSync("/etc/passwd", path.join(w, "leak"))),
+  ],
+  [
+    "a folder replaced by a symlink to another (its files are not read through it)",
+    (w) => (rmSync(path.join(w, "docs"), { recursive: true }), symlinkSync("src", path.join(w, "docs"))),
+  ],
+  [
+    "a folder on the way become a symlink to one outside holding the same names (not read through it)",
+    (w) => {
+      const outside = path.join(tmp, "outside");
+      write(outside, "deep/nested/f.txt", "outside secret\n");
+      write(outside, "x", "outside x\n");
+      rmSync(path.join(w, "docs"), { recursive: true });
+      symlinkSync(outside, path.join(w, "docs"));
+      rmSync(path.join(w, "a"), { recursive: true });
+      symlinkSync(outside, path.join(w, "a"));
+    },
+  ],
+  [
+    "new files: nested, spaces, non-ASCII, invalid UTF-8, empty, names sorting around folders",
+    (w) => {
+      write(w, "n/e/w/file.txt", "new\n");
+      write(w, "with spaces.txt", "s\n");
+      write(w, "ünï.txt", "u\n");
+      writeFileSync(Buffer.concat([Buffer.from(`${w}/`), Buffer.from([0x62, 0xff, 0x2e, 0x74])]), "bytes\n");
+      write(w, "new-empty", "");
+      write(w, "a-c", "c\n");
+      write(w, "a/y", "y\n");
+      write(w, "a.a", "aa\n");
+    },
+  ],
+  [
+    "ignored files left out, a tracked ignored file changed",
+    (w) => (write(w, "x.log", "log\n"), write(w, "build/out.txt", "o\n"), write(w, "tracked.log", "changed\n")),
+  ],
+  ["a binary file and a long one", (w) => (write(w, "bin.dat", Buffer.from([0, 1, 2, 0, 255])), write(w, "long.txt", "line\n".repeat(5000)))],
+  [
+    "everything emptied",
+    (w) => {
+      for (const f of readdirSync(w)) if (f !== ".git") rmSync(path.join(w, f), { recursive: true, force: true });
+    },
+  ],
+  // git's way, taken by the engine's: attributes (their conversions are git's to apply), a nested repository.
+  ["attributes added (git's way)", (w) => (write(w, ".gitattributes", "*.txt text eol=crlf\n"), write(w, "src/a.txt", "a\r\nb\r\n"))],
+  [
+    "a nested repository (git's way)",
+    (w) => {
+      write(w, "sub/f.txt", "f\n");
+      execFileSync("git", ["init", "-q", path.join(w, "sub")]);
+      git(path.join(w, "sub"), "add", "-A");
+      // A fixed date: the same commit (the gitlink's id) in every workspace of the case.
+      execFileSync("git", ["-C", path.join(w, "sub"), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "sub"], {
+        env: { ...process.env, GIT_AUTHOR_DATE: "2026-01-01T00:00:00Z", GIT_COMMITTER_DATE: "2026-01-01T00:00:00Z" },
+      });
+    },
+  ],
+];
+
+async function workspace(r: string) {
+  const id = `w-${n++}`;
+  return createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(r), id, path.join(tmp, "repos", `${id}.git`));
+}
+
+describe("the engine's own snapshot is git's", () => {
+  const r = baseRepo();
+  it.each(cases)("%s", async (name, mutate) => {
+    const only = ["src/a.txt", "docs/deep/nested/f.txt", "a.b", "link"];
+    const results = [];
+    for (const how of ["any", "git"] as const) {
+      for (const partial of [false, true]) {
+        const ws = await workspace(r);
+        mutate(ws.worktree);
+        const dir = path.join(tmp, `checkout-${n++}`);
+        let made: Awaited<ReturnType<typeof commitAndCheckOut>> | undefined;
+        const starts = await gitStartsDuring(path.join(tmp, `bin-${n++}`), async () => {
+          made = await commitAndCheckOut(ws, "ocw: snapshot", dir, snapshotCaps(), partial ? only : undefined, how);
+        });
+        const m = made!;
+        results.push({
+          how,
+          partial,
+          added: starts.includes("add"),
+          changed: m.changed,
+          diffStat: m.diffStat,
+          changes: [...(m.changes ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1)),
+          unchanged: m.commit === ws.baseCommit,
+          checkout: listing(Buffer.from(dir)),
+          holds: partial ? partialHolds(dir, only) : null,
+        });
+      }
+    }
+    const [mine, minePartial, gits, gitsPartial] = results;
+    const byGit = name.includes("(git's way)");
+    expect(mine!.added).toBe(byGit);
+    expect(gits!.added).toBe(true);
+    for (const [a, b] of [
+      [mine!, gits!],
+      [minePartial!, gitsPartial!],
+    ]) {
+      expect({ ...a, how: "", added: false }).toEqual({ ...b, how: "", added: false });
+    }
+    if (name === "nothing changed") expect(mine!.unchanged).toBe(true);
+    else expect(mine!.changes.length).toBeGreaterThan(0);
+  });
+});
+
+describe("the trees it writes", () => {
+  it("the base's own root tree from its listing, in git's order (a file sorts before a folder of the same stem)", () => {
+    const r = baseRepo();
+    const out = `${git(r, "rev-parse", "HEAD^{tree}")}\n${execFileSync("git", ["-C", r, "ls-tree", "-r", "-t", "-l", "-z", "--full-tree", "HEAD"], { encoding: "latin1" })}`;
+    const base = parseBaseTree(out, "sha1");
+    expect(base?.root).toBe(git(r, "rev-parse", "HEAD^{tree}"));
+    // A listing that does not make the base's tree is refused: no snapshot of that base is made in the engine.
+    expect(parseBaseTree(out.replace(/^[0-9a-f]{40}/, "0".repeat(40)), "sha1")).toBeNull();
+  });
+
+  it("sha256 repositories: blob, tree and root ids as git's", () => {
+    const dir = path.join(tmp, `repo256-${n++}`);
+    execFileSync("git", ["init", "-q", "--object-format=sha256", dir]);
+    write(dir, "x/y.txt", "y\n");
+    write(dir, "x.txt", "x\n");
+    git(dir, "add", "-A");
+    git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
+    const out = `${git(dir, "rev-parse", "HEAD^{tree}")}\n${execFileSync("git", ["-C", dir, "ls-tree", "-r", "-t", "-l", "-z", "--full-tree", "HEAD"], { encoding: "latin1" })}`;
+    const base = parseBaseTree(out, "sha256");
+    expect(base).not.toBeNull();
+    expect(base!.entries.get("x.txt")!.oid).toBe(objectId("blob", Buffer.from("x\n"), "sha256"));
+    expect(treesOf(base!.entries, "sha256").root).toBe(git(dir, "rev-parse", "HEAD^{tree}"));
+  });
+});
