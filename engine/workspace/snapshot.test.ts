@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -18,9 +18,9 @@ let n = 0;
 const git = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8" }).trim();
 
 /** A base with the shapes a worker meets: nested folders, an executable, a symlink, names that sort oddly, an ignored but tracked file. */
-function baseRepo(): string {
+function baseRepo(format: "sha1" | "sha256" = "sha1"): string {
   const dir = path.join(tmp, `repo-${n++}`);
-  execFileSync("git", ["init", "-q", "-b", "main", dir]);
+  execFileSync("git", ["init", "-q", "-b", "main", `--object-format=${format}`, dir]);
   const files: Record<string, string> = {
     "README.md": "# r\n",
     "src/a.txt": "a\n",
@@ -124,7 +124,48 @@ const cases: [string, Mutate][] = [
       for (const f of readdirSync(w)) if (f !== ".git") rmSync(path.join(w, f), { recursive: true, force: true });
     },
   ],
+  [
+    "a hard link to a file outside the workspace (its bytes, as git reads them)",
+    (w) => {
+      const outside = path.join(tmp, `outside-hard-${n++}`);
+      writeFileSync(outside, "linked from outside\n");
+      linkSync(outside, path.join(w, "hard.txt"));
+    },
+  ],
+  [
+    "names git takes as they are: a backslash, a colon, .github, a symlinked .gitignore and .mailmap",
+    (w) => {
+      write(w, "b\\c", "b\n");
+      write(w, "x:y", "x\n");
+      write(w, ".github/workflows/ci.yml", "on: push\n");
+      symlinkSync("README.md", path.join(w, ".mailmap"));
+      write(w, "sub/x", "x\n");
+      symlinkSync("x", path.join(w, "sub/.gitignore"));
+    },
+  ],
   // git's way, taken by the engine's: attributes (their conversions are git's to apply), a nested repository.
+  [
+    "an ignored, untracked .gitattributes at the top: git's add applies it (git's way)",
+    (w) => (write(w, ".gitignore", "*.log\nbuild/\n.gitattributes\n"), write(w, ".gitattributes", "*.txt text eol=lf\n"), write(w, "src/a.txt", "a\r\nb\r\n")),
+  ],
+  [
+    "an ignored, untracked .gitattributes in a folder (git's way)",
+    (w) => (write(w, "src/.gitignore", ".gitattributes\n"), write(w, "src/.gitattributes", "a.txt ident\n"), write(w, "src/a.txt", "$Id: smuggled $\n")),
+  ],
+  [
+    "an ignored .gitattributes that is a folder or a symlink (git's way)",
+    (w) => (
+      write(w, ".gitignore", ".gitattributes\n"),
+      symlinkSync("README.md", path.join(w, ".gitattributes")),
+      write(w, "docs/.gitignore", ".gitattributes\n"),
+      mkdirSync(path.join(w, "docs/.gitattributes"))
+    ),
+  ],
+  [
+    "a new FIFO beside a changed file (left out, as git's listing leaves it)",
+    (w) => (execFileSync("mkfifo", [path.join(w, "new-fifo")]), write(w, "src/a.txt", "changed\n")),
+  ],
+
   ["attributes added (git's way)", (w) => (write(w, ".gitattributes", "*.txt text eol=crlf\n"), write(w, "src/a.txt", "a\r\nb\r\n"))],
   [
     "a nested repository (git's way)",
@@ -147,7 +188,18 @@ async function workspace(r: string) {
 
 describe("the engine's own snapshot is git's", () => {
   const r = baseRepo();
-  it.each(cases)("%s", async (name, mutate) => {
+  it.each(cases)("%s", (name, mutate) => bothWays(r, name, mutate));
+});
+
+describe("the engine's own snapshot of a sha256 repository is git's", () => {
+  const r = baseRepo("sha256");
+  const some = ["a file grown", "an executable bit", "a whole folder deleted", "a symlink retargeted", "new files:", "everything emptied"];
+  it.each(cases.filter(([name]) => some.some((s) => name.startsWith(s))))("%s", (name, mutate) => bothWays(r, name, mutate));
+});
+
+/** A case graded both ways, whole and partial: the same changes, diff stat and checkout; git's add only where named. */
+async function bothWays(r: string, name: string, mutate: Mutate) {
+  {
     const only = ["src/a.txt", "docs/deep/nested/f.txt", "a.b", "link"];
     const results = [];
     for (const how of ["any", "git"] as const) {
@@ -185,6 +237,65 @@ describe("the engine's own snapshot is git's", () => {
     }
     if (name === "nothing changed") expect(mine!.unchanged).toBe(true);
     else expect(mine!.changes.length).toBeGreaterThan(0);
+  }
+}
+
+/** What a grading of `how` gave: its changes and checkout, or git's complaint (the same words both ways). */
+async function outcome(r: string, mutate: Mutate, how: "any" | "git") {
+  const ws = await workspace(r);
+  mutate(ws.worktree);
+  const dir = path.join(tmp, `checkout-${n++}`);
+  let made: Awaited<ReturnType<typeof commitAndCheckOut>> | undefined;
+  let error: string | undefined;
+  const starts = await gitStartsDuring(path.join(tmp, `bin-${n++}`), async () => {
+    made = await commitAndCheckOut(ws, "ocw: snapshot", dir, snapshotCaps(), undefined, how).catch((err: Error) => {
+      error = err.message.replace(/ in \S+: /, " in …: ");
+      return undefined;
+    });
+  });
+  return {
+    added: starts.includes("add"),
+    result: made
+      ? {
+          changed: made.changed,
+          diffStat: made.diffStat,
+          changes: [...(made.changes ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1)),
+          checkout: listing(Buffer.from(dir)),
+        }
+      : { error },
+  };
+}
+
+// What git's own add refuses, the engine's must not record: it leaves them to git's way, whose error (or result) is the
+// grading's.
+describe("what git's add refuses is git's to refuse", () => {
+  const r = baseRepo();
+  const file =
+    (name: string): Mutate =>
+    (w) =>
+      write(w, name, "1\n");
+  const link =
+    (name: string): Mutate =>
+    (w) =>
+      symlinkSync("README.md", path.join(w, name));
+  it.each<[string, Mutate]>([
+    ["a .GIT folder", file(".GIT/config")],
+    ["a .Git folder deeper down", file("a/.Git/hooks/post-checkout")],
+    ["a .git folder with a trailing space (NTFS)", file(".git /x")],
+    ["a .git folder with a trailing dot (NTFS)", file(".git./x")],
+    ["an NTFS short name of .git", file("git~1/x")],
+    ["an NTFS short name of .git in capitals", file("GIT~1/x")],
+    ["an NTFS stream of .git", file(".git::$INDEX_ALLOCATION/x")],
+    ["a symlinked .gitmodules", link(".gitmodules")],
+    ["a symlinked NTFS short name of .gitmodules", link("gitmod~1")],
+    ["an HFS-ignorable character in .git (git on Linux takes it)", file(".g\u200cit/x")],
+    ["a tracked file replaced by a FIFO", (w) => (rmSync(path.join(w, "a0")), execFileSync("mkfifo", [path.join(w, "a0")]))],
+  ])("%s", async (_name, mutate) => {
+    const mine = await outcome(r, mutate, "any");
+    const gits = await outcome(r, mutate, "git");
+    expect(mine.result).toEqual(gits.result);
+    // git's way took it, not the engine's.
+    expect(mine.added).toBe(true);
   });
 });
 

@@ -7,7 +7,7 @@
 // (workspace.ts), as is any failure here. Names are bytes throughout, carried as latin1 strings.
 import { createHash, randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readlink, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { type FileHandle, lstat, mkdir, open, readlink, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { deflate, deflateSync } from "node:zlib";
@@ -61,8 +61,13 @@ export function parseBaseTree(out: string, format: ObjectFormat): BaseTree | nul
     if (m[2] === "tree") trees.add(m[3]!);
     else entries.set(m[5]!, { mode: m[1]!, oid: m[3]!, size: m[4] === "-" ? 0 : Number(m[4]) });
   }
-  // The whole method checked once per base: its trees, sorted and written as here, must be git's.
-  return treesOf(entries, format).root === root ? { entries, trees, root, format } : null;
+  // The whole method checked once per base: its trees, sorted and written as here, must be git's. A tree treesOf
+  // refuses (a file and a folder of one name: git's read-tree takes it) is git's to snapshot, not a failed listing.
+  try {
+    return treesOf(entries, format).root === root ? { entries, trees, root, format } : null;
+  } catch {
+    return null;
+  }
 }
 
 interface Dir {
@@ -120,81 +125,186 @@ export interface Snapshot {
   changed: Set<string>;
 }
 
+/** Folders a snapshot opens at most (each held open while it reads). */
+const IN_PROCESS_MAX_FOLDERS = 1024;
+/** Files read at once (each an open file). */
+const IN_PROCESS_READS = 32;
+/** The longest path (the worktree's included) the system opens whole: past it, git's own add could not read the file. */
+const PATH_MAX = 4096;
+
+/**
+ * A name git's add refuses (verify_path: `.git` in any case, its NTFS forms, a symlinked `.gitmodules`), or one near
+ * it (a superset, non-ASCII dropped: macOS's git also refuses `.git` with characters HFS ignores): git's way decides.
+ */
+export function refusedName(name: string, symlink: boolean): boolean {
+  const parts = name.split("/");
+  const plain = (part: string) => part.replace(/[^\x00-\x7f]/g, "").toLowerCase();
+  for (const part of parts) {
+    if (part === "" || part === "." || part === "..") return true;
+    const p = plain(part);
+    if (/^\.git[ .]*(:|$)/.test(p) || p.startsWith("git~")) return true;
+  }
+  const last = plain(parts.at(-1)!);
+  return symlink && (last.startsWith(".gitmodules") || last.includes("~"));
+}
+
+/**
+ * Linux names an open folder's files by `/proc/self/fd/N/NAME` (as openat would): a folder opened once (never through a
+ * symlink) is the one each of its files is read from, whatever the worker renames or links meanwhile. Elsewhere no
+ * snapshot is made here.
+ */
+let procFd: Promise<boolean> | undefined;
+const byFolder = () =>
+  (procFd ??=
+    process.platform === "linux"
+      ? lstat("/proc/self/fd").then(
+          (st) => st.isDirectory(),
+          () => false,
+        )
+      : Promise.resolve(false));
+
+/** `fn` on each item, `limit` at a time; every call settled before it returns (or throws the first failure). */
+async function eachLimited<T, R>(items: T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  let failure: { err: unknown } | null = null;
+  const worker = async () => {
+    while (!failure && next < items.length) {
+      const i = next++;
+      try {
+        out[i] = await fn(items[i]!, i);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure) throw (failure as { err: unknown }).err;
+  return out;
+}
+
+const code = (err: unknown) => (err as NodeJS.ErrnoException).code;
+
 /**
  * Reads the worktree against the base: every tracked path (deleted when it, or a folder above it, is no longer a real
- * folder's file or symlink), and each new file `git ls-files -o --exclude-standard` named. Throws NotInProcess for
- * whatever git's path must read instead.
+ * folder's file or symlink), and each new file `git ls-files -o --exclude-standard` named. Each folder is opened once,
+ * never through a symlink, and its files are read from that open folder (a folder swapped for a link meanwhile is not
+ * followed out of the workspace). Throws NotInProcess for whatever git's path must read instead: a submodule, nested
+ * repository, `.gitattributes` anywhere on the way (ignored or not: git's add applies them), a name git refuses, a FIFO,
+ * socket or device, a file changed while read, too many files, bytes or folders.
  */
 export async function readWorktree(worktree: string, base: BaseTree, fresh: string[]): Promise<Snapshot> {
-  const root = Buffer.from(worktree + path.sep);
-  const at = (name: string) => Buffer.concat([root, Buffer.from(name, "latin1")]);
   if (base.entries.size > IN_PROCESS_MAX_FILES || fresh.length > IN_PROCESS_MAX_FILES) throw new NotInProcess("too many files");
   const attributes = (p: string) => p === ".gitattributes" || p.endsWith("/.gitattributes");
   for (const [p, e] of base.entries) if (e.mode === "160000" || attributes(p)) throw new NotInProcess(`${p}: a submodule or attributes`);
   for (const p of fresh) if (p.endsWith("/") || attributes(p)) throw new NotInProcess(`${p}: a nested repository or attributes`);
-  // A folder on the way to a path counts only as a real folder (not a symlink to one): as git's leading-path check.
-  const folders = new Map<string, Promise<boolean>>();
-  const realFolder = (dir: string): Promise<boolean> => {
-    let p = folders.get(dir);
-    if (!p) {
-      const parent = dir.includes("/") ? dir.slice(0, dir.lastIndexOf("/")) : "";
-      p = (parent ? realFolder(parent) : Promise.resolve(true)).then(async (ok) => {
-        if (!ok) return false;
-        const st = await lstat(at(dir)).catch(() => null);
-        return !!st && st.isDirectory();
-      });
-      folders.set(dir, p);
-    }
-    return p;
-  };
-  const look = async (name: string) => {
-    const dir = name.includes("/") ? name.slice(0, name.lastIndexOf("/")) : "";
-    if (dir && !(await realFolder(dir))) return null;
-    try {
-      return await lstat(at(name));
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ENOTDIR") return null;
-      throw err;
-    }
-  };
+  for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
+  if (!(await byFolder())) throw new NotInProcess("no /proc/self/fd");
   const paths = [...base.entries.keys(), ...fresh];
-  const stats = await Promise.all(paths.map(look));
-  let bytes = 0;
-  for (const st of stats) {
-    if (!st || st.isDirectory()) continue;
-    if (!st.isFile() && !st.isSymbolicLink()) throw new NotInProcess("a file that is neither a file nor a symlink");
-    bytes += st.size;
+  const rootLength = Buffer.byteLength(worktree + path.sep);
+  const dirs = new Set<string>();
+  for (const p of paths) {
+    if (rootLength + p.length >= PATH_MAX) throw new NotInProcess("a path longer than the system opens");
+    for (let i = p.indexOf("/"); i >= 0; i = p.indexOf("/", i + 1)) dirs.add(p.slice(0, i));
   }
-  if (bytes > IN_PROCESS_MAX_BYTES) throw new NotInProcess("too many bytes");
-  const files = new Map<string, Snapped>();
-  const changed = new Set<string>();
-  await Promise.all(
-    paths.map(async (name, i) => {
-      const st = stats[i]!;
+  if (dirs.size > IN_PROCESS_MAX_FOLDERS) throw new NotInProcess("too many folders");
+  const split = (name: string) => {
+    const i = name.lastIndexOf("/");
+    return i < 0 ? { dir: "", leaf: name } : { dir: name.slice(0, i), leaf: name.slice(i + 1) };
+  };
+  const inFolder = (fd: number, leaf: string) => Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), Buffer.from(leaf, "latin1")]);
+  const held: FileHandle[] = [];
+  try {
+    // Attributes in a folder apply to every path below it: their file there at all (an ignored one too, a folder or a
+    // link) means git's way.
+    const noAttributes = async (fd: number) => {
+      const st = await lstat(inFolder(fd, ".gitattributes")).catch((err) => {
+        if (code(err) === "ENOENT") return null;
+        throw err;
+      });
+      if (st) throw new NotInProcess("a .gitattributes on the way");
+    };
+    const top = await open(worktree, constants.O_RDONLY | constants.O_DIRECTORY);
+    held.push(top);
+    const folders = new Map<string, Promise<number | null>>([["", noAttributes(top.fd).then(() => top.fd)]]);
+    // A folder on the way to a path counts only as a real folder (not a symlink to one): as git's leading-path check.
+    const folder = (dir: string): Promise<number | null> => {
+      let p = folders.get(dir);
+      if (!p) {
+        const { dir: parent, leaf } = split(dir);
+        p = folder(parent).then(async (fd) => {
+          if (fd === null) return null;
+          let h: FileHandle;
+          try {
+            h = await open(inFolder(fd, leaf), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+          } catch (err) {
+            if (["ENOENT", "ENOTDIR", "ELOOP"].includes(code(err) ?? "")) return null;
+            throw err;
+          }
+          held.push(h);
+          await noAttributes(h.fd);
+          return h.fd;
+        });
+        folders.set(dir, p);
+      }
+      return p;
+    };
+    const look = async (name: string) => {
+      const { dir, leaf } = split(name);
+      const fd = await folder(dir);
+      if (fd === null) return null;
+      try {
+        return { fd, leaf, st: await lstat(inFolder(fd, leaf)) };
+      } catch (err) {
+        if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
+        throw err;
+      }
+    };
+    const found = await eachLimited(paths, 64, look);
+    let bytes = 0;
+    for (const [i, f] of found.entries()) {
+      if (!f || f.st.isDirectory()) continue;
+      if (!f.st.isFile() && !f.st.isSymbolicLink()) throw new NotInProcess("a file that is neither a file nor a symlink");
+      if (f.st.isSymbolicLink() && refusedName(paths[i]!, true)) throw new NotInProcess("a symlink of a name git refuses");
+      bytes += f.st.size;
+    }
+    if (bytes > IN_PROCESS_MAX_BYTES) throw new NotInProcess("too many bytes");
+    const files = new Map<string, Snapped>();
+    const changed = new Set<string>();
+    await eachLimited(paths, IN_PROCESS_READS, async (name, i) => {
+      const f = found[i];
       const before = base.entries.get(name);
       // Gone, or a folder now (its files are new ones, listed by ls-files): deleted.
-      if (!st || st.isDirectory()) {
+      if (!f || f.st.isDirectory()) {
         if (before) changed.add(name);
         return;
       }
-      const content = st.isSymbolicLink() ? await readlink(at(name), { encoding: "buffer" }) : await readWhole(at(name), st.ino, st.size);
-      const mode = st.isSymbolicLink() ? "120000" : st.mode & 0o100 ? "100755" : "100644";
+      const at = inFolder(f.fd, f.leaf);
+      const link = f.st.isSymbolicLink();
+      const content = link ? await readlink(at, { encoding: "buffer" }) : await readWhole(at, f.st);
+      const mode = link ? "120000" : f.st.mode & 0o100 ? "100755" : "100644";
       const oid = objectId("blob", content, base.format);
       files.set(name, { mode, oid, content });
       if (!before || before.mode !== mode || before.oid !== oid) changed.add(name);
-    }),
-  );
-  return { files, changed };
+    });
+    return { files, changed };
+  } finally {
+    // Only once nothing reads through them (eachLimited settles every call): a closed number is soon another file's.
+    await Promise.all(held.map((h) => h.close().catch(() => undefined)));
+  }
 }
 
-/** A regular file's bytes: opened without following a symlink, the same file lstat saw, and no more bytes than it had then. */
-async function readWhole(file: Buffer, ino: number, size: number): Promise<Buffer> {
-  const h = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+/**
+ * A regular file's bytes: opened without following a symlink or waiting on a FIFO, the same file lstat saw, and no
+ * more bytes than it had then.
+ */
+async function readWhole(file: Buffer, seen: { ino: number; dev: number; size: number }): Promise<Buffer> {
+  const { size } = seen;
+  const h = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     const changed = () => new NotInProcess("a file changed while it was read");
     const st = await h.stat();
-    if (!st.isFile() || st.ino !== ino || st.size !== size) throw changed();
+    if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev || st.size !== size) throw changed();
     const buf = Buffer.alloc(size);
     let got = 0;
     while (got < size) {
