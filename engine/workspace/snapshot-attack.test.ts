@@ -258,3 +258,26 @@ describe("a refused in-process read falls back to git's way, whose word is final
     expect(mine).toHaveProperty("error");
   }, 30_000);
 });
+
+describe("a base the in-process snapshot cannot remake", () => {
+  it("a base tree holding a file and a folder of one name (git's read-tree takes it): graded git's way, not failed", async () => {
+    const dir = path.join(tmp, `repo-df-${n++}`);
+    execFileSync("git", ["init", "-q", "-b", "main", dir]);
+    const blob = execFileSync("git", ["-C", dir, "hash-object", "-w", "--stdin"], { input: "hi\n", encoding: "utf8" }).trim();
+    const sub = execFileSync("git", ["-C", dir, "mktree"], { input: `100644 blob ${blob}\tx\n`, encoding: "utf8" }).trim();
+    const tree = execFileSync("git", ["-C", dir, "mktree"], {
+      input: `100644 blob ${blob}\ta\n040000 tree ${sub}\ta\n100644 blob ${blob}\tz\n`,
+      encoding: "utf8",
+    }).trim();
+    const commit = git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", tree, "-m", "a file and a folder named a").trim();
+    git(dir, "update-ref", "refs/heads/main", commit);
+    git(dir, "checkout", "-q", "main");
+    const out = `${git(dir, "rev-parse", "HEAD^{tree}").trim()}\n${git(dir, "ls-tree", "-r", "-t", "-l", "-z", "--full-tree", "HEAD")}`;
+    expect(parseBaseTree(out, "sha1")).toBeNull();
+    const id = `w-${n++}`;
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(dir), id, path.join(tmp, "repos", `${id}.git`));
+    write(ws.worktree, "z", "changed\n");
+    const made = await commitAndCheckOut(ws, "ocw: snapshot", path.join(tmp, `checkout-${n++}`), snapshotCaps());
+    expect(made.changed).toContain("z");
+  });
+});

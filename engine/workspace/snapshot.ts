@@ -295,27 +295,40 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
 }
 
 /**
- * A regular file's bytes: opened without following a symlink or waiting on a FIFO, the same file lstat saw, and no
- * more bytes than it had then.
+ * Linux's O_PATH (this value on every architecture Node runs on; alpha, parisc and sparc differ): a file named, not
+ * opened (no FIFO waited on, no device's open run), reopened through /proc/self/fd only once known a regular file.
+ */
+const O_PATH = 0o10000000;
+
+/**
+ * A regular file's bytes: named without following a symlink, opened only once known to be the regular file lstat saw
+ * (never a FIFO or device swapped in meanwhile), and no more bytes than it had then.
  */
 async function readWhole(file: Buffer, seen: { ino: number; dev: number; size: number }): Promise<Buffer> {
   const { size } = seen;
-  const h = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  const changed = () => new NotInProcess("a file changed while it was read");
+  const same = (st: { ino: number; dev: number; size: number; isFile(): boolean }) =>
+    st.isFile() && st.ino === seen.ino && st.dev === seen.dev && st.size === size;
+  const named = await open(file, O_PATH | constants.O_NOFOLLOW);
   try {
-    const changed = () => new NotInProcess("a file changed while it was read");
-    const st = await h.stat();
-    if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev || st.size !== size) throw changed();
-    const buf = Buffer.alloc(size);
-    let got = 0;
-    while (got < size) {
-      const { bytesRead } = await h.read(buf, got, size - got, got);
-      if (!bytesRead) throw changed();
-      got += bytesRead;
+    if (!same(await named.stat())) throw changed();
+    const h = await open(`/proc/self/fd/${named.fd}`, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      if (!same(await h.stat())) throw changed();
+      const buf = Buffer.alloc(size);
+      let got = 0;
+      while (got < size) {
+        const { bytesRead } = await h.read(buf, got, size - got, got);
+        if (!bytesRead) throw changed();
+        got += bytesRead;
+      }
+      if ((await h.stat()).size !== size) throw changed();
+      return buf;
+    } finally {
+      await h.close();
     }
-    if ((await h.stat()).size !== size) throw changed();
-    return buf;
   } finally {
-    await h.close();
+    await named.close();
   }
 }
 
