@@ -6,6 +6,8 @@ const NEEDS_TOOLS = [
   "engine/sandbox/cgroup.test.ts",
   "engine/workspace/workspace.test.ts",
   "engine/workspace/workspace-attack.test.ts",
+  "engine/workspace/snapshot.test.ts",
+  "engine/workspace/snapshot-attack.test.ts",
   "engine/workspace/land.test.ts",
   "engine/grading/checks.test.ts",
   "engine/grading/grade.test.ts",

@@ -118,7 +118,7 @@ describe("a worker racing the engine's read of its files", () => {
     if ("snap" in r) expect(contents(r.snap)).not.toContain("OUTSIDE SECRET");
   });
 
-  it("the same swap just before the file is opened: nothing read through it", async () => {
+  it("the same swap just before the file is opened: nothing read through it (closed before too: the inode is checked)", async () => {
     const w = repo();
     const out = outside();
     once("open", "f.txt", () => (renameSync(path.join(w, "docs"), path.join(w, "docs-real")), symlinkSync(out, path.join(w, "docs"))));
@@ -279,5 +279,17 @@ describe("a base the in-process snapshot cannot remake", () => {
     write(ws.worktree, "z", "changed\n");
     const made = await commitAndCheckOut(ws, "ocw: snapshot", path.join(tmp, `checkout-${n++}`), snapshotCaps());
     expect(made.changed).toContain("z");
+  });
+});
+
+describe("nothing left running or unhandled", () => {
+  it("an empty base, no new file, an ignored .gitattributes at the top: refused, no stray rejection", async () => {
+    const dir = path.join(tmp, `repo-empty-${n++}`);
+    execFileSync("git", ["init", "-q", "-b", "main", dir]);
+    git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "empty");
+    write(dir, ".gitignore", ".gitignore\n.gitattributes\n");
+    write(dir, ".gitattributes", "* text\n");
+    const r = await attempt(snapshotOf(dir));
+    expect((r as { err?: Error }).err).toBeInstanceOf(NotInProcess);
   });
 });

@@ -226,7 +226,8 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
     };
     const top = await open(worktree, constants.O_RDONLY | constants.O_DIRECTORY);
     held.push(top);
-    const folders = new Map<string, Promise<number | null>>([["", noAttributes(top.fd).then(() => top.fd)]]);
+    await noAttributes(top.fd);
+    const folders = new Map<string, Promise<number | null>>([["", Promise.resolve(top.fd)]]);
     // A folder on the way to a path counts only as a real folder (not a symlink to one): as git's leading-path check.
     const folder = (dir: string): Promise<number | null> => {
       let p = folders.get(dir);
@@ -388,7 +389,9 @@ export async function writeSnapshot(objects: string, base: BaseTree, snap: Snaps
   const commit = commitContent(root, parent, message);
   const id = objectId("commit", commit, base.format);
   writes.push(writeLoose(objects, "commit", id, commit, folders));
-  await Promise.all(writes);
+  // Every write ended before this does, a failed one too: git's way, which may follow, empties the same folder.
+  const failed = (await Promise.allSettled(writes)).find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
   return id;
 }
 
