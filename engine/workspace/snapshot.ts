@@ -125,6 +125,12 @@ export interface Snapshot {
   changed: Set<string>;
 }
 
+/**
+ * Linux's O_PATH (this value on every architecture Node runs on; alpha, parisc and sparc differ): a file named, not
+ * opened (no FIFO waited on, no device's open run), reopened through /proc/self/fd only once known a regular file.
+ */
+const O_PATH = 0o10000000;
+
 /** Folders a snapshot opens at most (each held open while it reads). */
 const IN_PROCESS_MAX_FOLDERS = 1024;
 /** Files read at once (each an open file). */
@@ -224,7 +230,8 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
       });
       if (st) throw new NotInProcess("a .gitattributes on the way");
     };
-    const top = await open(worktree, constants.O_RDONLY | constants.O_DIRECTORY);
+    // Folders named with O_PATH: what git's lstat needs of a folder (its search permission), no more.
+    const top = await open(worktree, O_PATH | constants.O_DIRECTORY);
     held.push(top);
     await noAttributes(top.fd);
     const folders = new Map<string, Promise<number | null>>([["", Promise.resolve(top.fd)]]);
@@ -237,7 +244,7 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
           if (fd === null) return null;
           let h: FileHandle;
           try {
-            h = await open(inFolder(fd, leaf), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+            h = await open(inFolder(fd, leaf), O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
           } catch (err) {
             if (["ENOENT", "ENOTDIR", "ELOOP"].includes(code(err) ?? "")) return null;
             throw err;
@@ -296,12 +303,6 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
 }
 
 /**
- * Linux's O_PATH (this value on every architecture Node runs on; alpha, parisc and sparc differ): a file named, not
- * opened (no FIFO waited on, no device's open run), reopened through /proc/self/fd only once known a regular file.
- */
-const O_PATH = 0o10000000;
-
-/**
  * A regular file's bytes: named without following a symlink, opened only once known to be the regular file lstat saw
  * (never a FIFO or device swapped in meanwhile), and no more bytes than it had then.
  */
@@ -313,9 +314,9 @@ async function readWhole(file: Buffer, seen: { ino: number; dev: number; size: n
   const named = await open(file, O_PATH | constants.O_NOFOLLOW);
   try {
     if (!same(await named.stat())) throw changed();
+    // The same inode, whatever is at the name now.
     const h = await open(`/proc/self/fd/${named.fd}`, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
-      if (!same(await h.stat())) throw changed();
       const buf = Buffer.alloc(size);
       let got = 0;
       while (got < size) {
