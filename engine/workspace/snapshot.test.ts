@@ -143,6 +143,25 @@ const cases: [string, Mutate][] = [
       symlinkSync("x", path.join(w, "sub/.gitignore"));
     },
   ],
+  [
+    "a tracked folder made a repository of its own, a file in it changed, one added",
+    (w) => {
+      execFileSync("git", ["init", "-q", path.join(w, "src")]);
+      write(w, "src/a.txt", "changed in a nested repository\n");
+      write(w, "src/new.txt", "new\n");
+    },
+  ],
+  [
+    "a tracked folder made a repository with a commit of its own",
+    (w) => {
+      git(path.join(w, "src"), "init", "-q");
+      git(path.join(w, "src"), "add", "-A");
+      execFileSync("git", ["-C", path.join(w, "src"), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "own"], {
+        env: { ...process.env, GIT_AUTHOR_DATE: "2026-01-01T00:00:00Z", GIT_COMMITTER_DATE: "2026-01-01T00:00:00Z" },
+      });
+      write(w, "src/a.txt", "changed after\n");
+    },
+  ],
   // git's way, taken by the engine's: attributes (their conversions are git's to apply), a nested repository.
   [
     "an ignored, untracked .gitattributes at the top: git's add applies it (git's way)",
