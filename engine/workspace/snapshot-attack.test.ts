@@ -5,7 +5,20 @@
 // snapshot never holds bytes from outside the workspace, never waits forever, and a read it cannot trust is refused
 // (NotInProcess) so git's way takes the grading.
 import { execFileSync } from "node:child_process";
-import { appendFileSync, chmodSync, closeSync, constants, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  chmodSync,
+  closeSync,
+  constants,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -13,10 +26,10 @@ import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { NotInProcess, parseBaseTree, readWorktree, type Snapshot } from "./snapshot";
 import { commitAndCheckOut, createWorkspace, inspectRepo, snapshotCaps } from "./workspace";
 
-type Call = "lstat" | "open" | "readlink";
+type Call = "lstat" | "open" | "readlink" | "writeFile";
 const hooks = vi.hoisted(() => ({
   /** Run before each call, with the call and its path (latin1). */
-  before: null as null | ((call: Call, p: string) => void),
+  before: null as null | ((call: Call, p: string) => void | Promise<void>),
   /** Run after each call returned. */
   after: null as null | ((call: Call, p: string) => void),
   /** Files (not folders) open now, and the most at once. */
@@ -30,7 +43,7 @@ vi.mock("node:fs/promises", async (importOriginal) => {
   const wrap =
     <A extends unknown[], R>(call: Call, fn: (p: never, ...rest: A) => Promise<R>) =>
     async (p: unknown, ...rest: A): Promise<R> => {
-      hooks.before?.(call, named(p));
+      await hooks.before?.(call, named(p));
       const r = await fn(p as never, ...rest);
       hooks.after?.(call, named(p));
       return r;
@@ -43,7 +56,7 @@ vi.mock("node:fs/promises", async (importOriginal) => {
     h.close = () => (hooks.open--, close());
     return h;
   };
-  const mocked = { ...fs, lstat: wrap("lstat", fs.lstat), readlink: wrap("readlink", fs.readlink), open };
+  const mocked = { ...fs, lstat: wrap("lstat", fs.lstat), readlink: wrap("readlink", fs.readlink), writeFile: wrap("writeFile", fs.writeFile), open };
   return { ...mocked, default: mocked };
 });
 
@@ -256,6 +269,34 @@ describe("a refused in-process read falls back to git's way, whose word is final
     expect(gits).toHaveProperty("changed");
     expect(mine).toEqual(gitsOnFifo);
     expect(mine).toHaveProperty("error");
+  }, 30_000);
+});
+
+describe("the engine's checkout when its own write fails", () => {
+  it("a write of the checkout that fails: the others end before git's way writes its checkout (none lands in git's)", async () => {
+    const r = repo();
+    const id = `w-${n++}`;
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(r), id, path.join(tmp, "repos", `${id}.git`));
+    write(ws.worktree, "docs/deep/nested/f.txt", "changed\n");
+    const dir = path.join(tmp, `checkout-${n++}`);
+    let late: Promise<void> = Promise.resolve();
+    hooks.before = (call, p) => {
+      if (call !== "writeFile" || !p.startsWith(dir)) return;
+      // One write of the engine's checkout fails (a full disk); another is slow, and meanwhile the worker changes the
+      // file it writes: git's way, taking over, commits and checks out the new bytes.
+      if (p.endsWith("/a0")) throw Object.assign(new Error("no space left"), { code: "ENOSPC" });
+      if (p.endsWith("/README.md")) {
+        writeFileSync(path.join(ws.worktree, "README.md"), "changed by the worker meanwhile\n");
+        late = new Promise((res) => setTimeout(res, 1500));
+        return late;
+      }
+    };
+    const made = await commitAndCheckOut(ws, "ocw: snapshot", dir, snapshotCaps());
+    await late;
+    await new Promise((res) => setTimeout(res, 50));
+    expect(made.changed).toContain("README.md");
+    // The checkout shows the graded commit's bytes, not the engine's slow write of the earlier ones.
+    expect(readFileSync(path.join(dir, "README.md"), "utf8")).toBe("changed by the worker meanwhile\n");
   }, 30_000);
 });
 

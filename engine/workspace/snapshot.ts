@@ -411,12 +411,12 @@ export async function writeCheckout(dir: string, snap: Snapshot, only?: string[]
       made.add(parent);
     }
   }
-  await Promise.all(
-    names.map(async (name) => {
-      const f = snap.files.get(name)!;
-      const file = Buffer.concat([root, Buffer.from(name, "latin1")]);
-      if (f.mode === "120000") await symlink(f.content, file);
-      else await writeFile(file, f.content, { mode: f.mode === "100755" ? 0o777 : 0o666 });
-    }),
-  );
+  // A few at a time, each a new file (never through one already there), and every write ended before a failure is
+  // reported: git's way, which then takes over, writes its own checkout in this folder.
+  await eachLimited(names, IN_PROCESS_READS, async (name) => {
+    const f = snap.files.get(name)!;
+    const file = Buffer.concat([root, Buffer.from(name, "latin1")]);
+    if (f.mode === "120000") await symlink(f.content, file);
+    else await writeFile(file, f.content, { mode: f.mode === "100755" ? 0o777 : 0o666, flag: "wx" });
+  });
 }
