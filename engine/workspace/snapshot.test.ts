@@ -328,6 +328,17 @@ describe("the trees it writes", () => {
     expect(parseBaseTree(out.replace(/^[0-9a-f]{40}/, "0".repeat(40)), "sha1")).toBeNull();
   });
 
+  it("a base past the in-process limit is not held or hashed: null, git's way", () => {
+    const blob = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
+    const many = Array.from({ length: 2001 }, (_, i) => `100644 blob ${blob}       0\tf${i}\0`).join("");
+    expect(parseBaseTree(`${"0".repeat(40)}\n${many}`, "sha1")).toBeNull();
+    // The same listing's trees as parseBaseTree would hash them, to show the root it would compare.
+    const entries = Array.from({ length: 2001 }, (_, i) => [`f${i}`, { mode: "100644", oid: blob }] as [string, { mode: string; oid: string }]);
+    const root = treesOf(entries, "sha1").root;
+    expect(parseBaseTree(`${root}\n${many}`, "sha1")).toBeNull();
+    expect(parseBaseTree(`${treesOf(entries.slice(0, 2000), "sha1").root}\n${many.split("\0").slice(0, 2000).join("\0")}\0`, "sha1")).not.toBeNull();
+  });
+
   it("sha256 repositories: blob, tree and root ids as git's", () => {
     const dir = path.join(tmp, `repo256-${n++}`);
     execFileSync("git", ["init", "-q", "--object-format=sha256", dir]);

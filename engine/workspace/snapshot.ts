@@ -60,6 +60,8 @@ export function parseBaseTree(out: string, format: ObjectFormat): BaseTree | nul
     if (!m) return null;
     if (m[2] === "tree") trees.add(m[3]!);
     else entries.set(m[5]!, { mode: m[1]!, oid: m[3]!, size: m[4] === "-" ? 0 : Number(m[4]) });
+    // A base no snapshot here would read (readWorktree): not held (8 bases kept) nor hashed on the engine's thread.
+    if (entries.size > IN_PROCESS_MAX_FILES) return null;
   }
   // The whole method checked once per base: its trees, sorted and written as here, must be git's. A tree treesOf
   // refuses (a file and a folder of one name: git's read-tree takes it) is git's to snapshot, not a failed listing.
