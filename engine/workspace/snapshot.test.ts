@@ -216,6 +216,19 @@ describe("the engine's own snapshot of a sha256 repository is git's", () => {
   it.each(cases.filter(([name]) => some.some((s) => name.startsWith(s))))("%s", (name, mutate) => bothWays(r, name, mutate));
 });
 
+describe("an empty base (a commit of the empty tree), both ways", () => {
+  const r = path.join(tmp, `repo-empty-${n++}`);
+  execFileSync("git", ["init", "-q", "-b", "main", r]);
+  git(r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "empty");
+  it.each<[string, Mutate]>([
+    ["nothing changed", () => {}],
+    [
+      "new files, a folder, a symlink, an executable",
+      (w) => (write(w, "a/b.txt", "b\n"), write(w, "x.sh", "#!/bin/sh\n"), chmodSync(path.join(w, "x.sh"), 0o755), symlinkSync("a/b.txt", path.join(w, "l"))),
+    ],
+  ])("%s", (name, mutate) => bothWays(r, name, mutate));
+});
+
 /** A case graded both ways, whole and partial: the same changes, diff stat and checkout; git's add only where named. */
 async function bothWays(r: string, name: string, mutate: Mutate) {
   {
