@@ -323,6 +323,17 @@ describe("a base the in-process snapshot cannot remake", () => {
   });
 });
 
+describe("a /proc that does not lead to the engine's open folders", () => {
+  it("every name under /proc/self/fd gone (another namespace's /proc): refused, never a snapshot deleting everything", async () => {
+    const w = repo();
+    hooks.before = (call, p) => {
+      if (p.startsWith("/proc/self/fd/")) throw Object.assign(new Error(`ENOENT: ${call} ${p}`), { code: "ENOENT" });
+    };
+    const r = await attempt(snapshotOf(w));
+    expect("err" in r).toBe(true);
+  });
+});
+
 describe("nothing left running or unhandled", () => {
   it("an empty base, no new file, an ignored .gitattributes at the top: refused, no stray rejection", async () => {
     const dir = path.join(tmp, `repo-empty-${n++}`);

@@ -235,6 +235,10 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
     // Folders named with O_PATH: what git's lstat needs of a folder (its search permission), no more.
     const top = await open(worktree, O_PATH | constants.O_DIRECTORY);
     held.push(top);
+    // The open folder's name under /proc must lead to it (a /proc of another namespace, or none, would read every path
+    // as gone: a snapshot deleting everything).
+    const [seen, named] = await Promise.all([top.stat(), lstat(inFolder(top.fd, "."))]);
+    if (seen.ino !== named.ino || seen.dev !== named.dev) throw new NotInProcess("/proc/self/fd does not lead to the open folder");
     await noAttributes(top.fd);
     const folders = new Map<string, Promise<number | null>>([["", Promise.resolve(top.fd)]]);
     // A folder on the way to a path counts only as a real folder (not a symlink to one): as git's leading-path check.
