@@ -200,9 +200,9 @@ const cases: [string, Mutate][] = [
   ],
 ];
 
-async function workspace(r: string) {
+async function workspace(r: string, repos = "repos") {
   const id = `w-${n++}`;
-  return createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(r), id, path.join(tmp, "repos", `${id}.git`));
+  return createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(r), id, path.join(tmp, repos, `${id}.git`));
 }
 
 describe("the engine's own snapshot is git's", () => {
@@ -273,8 +273,8 @@ async function bothWays(r: string, name: string, mutate: Mutate) {
 }
 
 /** What a grading of `how` gave: its changes and checkout, or git's complaint (the same words both ways). */
-async function outcome(r: string, mutate: Mutate, how: "any" | "git") {
-  const ws = await workspace(r);
+async function outcome(r: string, mutate: Mutate, how: "any" | "git", repos?: string) {
+  const ws = await workspace(r, repos);
   mutate(ws.worktree);
   const dir = path.join(tmp, `checkout-${n++}`);
   let made: Awaited<ReturnType<typeof commitAndCheckOut>> | undefined;
@@ -327,6 +327,27 @@ describe("what git's add refuses is git's to refuse", () => {
     const gits = await outcome(r, mutate, "git");
     expect(mine.result).toEqual(gits.result);
     // git's way took it, not the engine's.
+    expect(mine.added).toBe(true);
+  });
+});
+
+// git's probe of the file system where the engine's repository lives (`git init`): on one without executable bits or
+// with case-folding names, git's add reads modes and names otherwise; the engine's own snapshot leaves those to it.
+describe("an engine repository whose git does not trust the file system's modes or names", () => {
+  const r = baseRepo();
+  it.each([
+    ["core.filemode false", "core.filemode", "false"],
+    ["core.ignorecase true", "core.ignorecase", "true"],
+    ["core.precomposeunicode true", "core.precomposeunicode", "true"],
+  ])("%s: git's way", async (_name, key, value) => {
+    const repos = `repos-${key}`;
+    const engine = path.join(tmp, repos, ".engine-sha1.git");
+    execFileSync("git", ["init", "-q", "--bare", "--template=", engine]);
+    git(engine, "config", key, value);
+    const mutate: Mutate = (w) => (chmodSync(path.join(w, "README.md"), 0o755), write(w, "new.sh", "#!/bin/sh\n"), chmodSync(path.join(w, "new.sh"), 0o755));
+    const mine = await outcome(r, mutate, "any", repos);
+    const gits = await outcome(r, mutate, "git", repos);
+    expect(mine.result).toEqual(gits.result);
     expect(mine.added).toBe(true);
   });
 });

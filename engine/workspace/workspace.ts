@@ -7,7 +7,7 @@ import { config } from "../config";
 import { git, GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { parseRawChanges, type TreeChange } from "./land";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
-import { type BaseTree, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
+import { type BaseTree, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
 
 import { InputError, OcwError } from "../../shared/errors";
 
@@ -740,6 +740,7 @@ async function commitInProcess(
   checkoutDir: string,
   only?: string[],
 ): Promise<GradedCommit & { partial: boolean }> {
+  if (!(await trustsFileSystem(await engineGitDir(ws.gitDir, base.format)))) throw new NotInProcess("git does not trust the file system's modes or names");
   const snap = await readWorktree(ws.worktree, base, fresh);
   const commit = await inTurn(ws, async () => writeSnapshot((await workerObjects(ws, true)).gradeObjects, base, snap, ws.baseCommit, message));
   const wanted = only
@@ -759,6 +760,31 @@ async function commitInProcess(
   if (!same) throw new Error("the in-process snapshot and git's diff of it differ");
   const { changed, stat } = parseNumstatAndStat(raw.rest);
   return { commit, changed, diffStat: stat, partial, changes: raw.changes };
+}
+
+/**
+ * Whether the engine's git reads modes and names as the in-process snapshot does: `git init` probed its file system and
+ * wrote nothing but core.filemode true, and no case-folding (core.ignorecase) or Unicode-composing
+ * (core.precomposeunicode) names. Else git's add keeps the index's modes or matches names otherwise: git's way.
+ */
+const trusted = new Map<string, Promise<boolean>>();
+function trustsFileSystem(gitDir: string): Promise<boolean> {
+  let p = trusted.get(gitDir);
+  if (!p) {
+    p = readFile(path.join(gitDir, "config"), "utf8").then(
+      (text) => {
+        const values = (key: string) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*(\\S*)\\s*$`, "gim"))].map((m) => m[1]!.toLowerCase());
+        return (
+          values("filemode").every((v) => v === "true") &&
+          values("ignorecase").every((v) => v === "false") &&
+          values("precomposeunicode").every((v) => v === "false")
+        );
+      },
+      () => false,
+    );
+    trusted.set(gitDir, p);
+  }
+  return p;
 }
 
 /**
