@@ -404,7 +404,7 @@ describe("the git a grading's snapshot starts", () => {
     // Ten bases of one repository (eight listings are kept): every grading at once, each worker one new file, a cap of
     // one new file. An index removed under a listing would read as empty (every tracked file new: over the cap).
     const r = repo({ "README.md": "# r\n", "a.txt": "a\n", "b.txt": "b\n" });
-    const spaces = [];
+    const spaces: Awaited<ReturnType<typeof workspace>>[] = [];
     for (let i = 0; i < 10; i++) {
       writeFileSync(path.join(r, "a.txt"), `a${i}\n`);
       execFileSync("git", ["-C", r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", `base ${i}`]);
