@@ -135,6 +135,11 @@ export function noteLine(note: WaitNote, max = NOTE_MAX): string {
   return best.length <= budget ? said + best : `${said}(${raw.length} characters, not shown)`.slice(0, room);
 }
 
+/** A stream's progress line as a client shows it: from its parts; from an engine before `line`, all of it untrusted. */
+export function streamedLine(item: { note: string; line?: WaitNote }): string {
+  return noteLine(item.line ?? { said: "", untrusted: item.note });
+}
+
 /** The engine's own words, cut with an ellipsis (no escape in them to cut in half). */
 function clipPlain(s: string, n: number): string {
   return s.length <= n ? s : `${s.slice(0, Math.max(0, n - 1))}…`;

@@ -36,7 +36,7 @@ import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
-import { noteLine, plainName, type WaitBatch, type WaitInput, type WaitResult, type WaitWorker } from "../../shared/wait";
+import { noteLine, plainName, streamedLine, type WaitBatch, type WaitInput, type WaitResult, type WaitWorker } from "../../shared/wait";
 
 /** How long delegate looks for the checks' run on the base commit before it answers (it never delays the worker). */
 const BASELINE_WAIT_MS = 8000;
@@ -1247,7 +1247,7 @@ function streamWait(
         if (ended) return;
         if ("result" in item) end(() => resolve(item.result));
         // The engine's words plain, a worker's text escaped and labelled (an engine before `line`: all of it untrusted).
-        else if ("note" in item) on.note(noteLine(item.line ?? { said: "", untrusted: item.note }));
+        else if ("note" in item) on.note(streamedLine(item));
         else on.following(item.following);
       },
       onError: (err) => end(() => reject(err)),
