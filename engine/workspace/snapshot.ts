@@ -158,7 +158,8 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
       throw err;
     }
   };
-  const paths = [...base.entries.keys(), ...fresh];
+  // A name both tracked and listed as new (an index read while missing reads as empty) is read once, as tracked.
+  const paths = [...base.entries.keys(), ...fresh.filter((p) => !base.entries.has(p))];
   const stats = await Promise.all(paths.map(look));
   let bytes = 0;
   for (const st of stats) {
