@@ -394,8 +394,15 @@ describe("the git a grading's snapshot starts", () => {
     // shell; the commit and its checkout are made in the engine (snapshot.ts), and git's diff reads it.
     expect(await grades(first)).toEqual(["diff", "ls-files", "ls-tree", "read-tree", "rev-parse"]);
     expect(await grades(second)).toEqual(["diff", "ls-files"]);
-    // git's own way (what a snapshot the engine does not make itself takes): one script after the listing.
+    // git's own way (what a snapshot the engine does not make itself takes): one script after the listing; the
+    // person's switch OCW_SNAPSHOT_GIT=1 makes it the only way.
     expect(await grades(second, "git")).toEqual(["add", "checkout-index", "commit-tree", "diff", "ls-files", "write-tree"]);
+    process.env.OCW_SNAPSHOT_GIT = "1";
+    try {
+      expect(await grades(second)).toEqual(["add", "checkout-index", "commit-tree", "diff", "ls-files", "write-tree"]);
+    } finally {
+      delete process.env.OCW_SNAPSHOT_GIT;
+    }
     // The private indexes are gone afterwards.
     expect(readdirSync(path.dirname(first.gitDir)).filter((f) => f.includes(".index-"))).toEqual([]);
   });

@@ -702,7 +702,7 @@ export async function commitAndCheckOut(
     await emptied();
     // The usual case made inside the engine (snapshot.ts); whatever it does not take, or any failure of it, git's way.
     const tree = listing.base?.tree;
-    if (how === "any" && tree) {
+    if (how === "any" && tree && !config().OCW_SNAPSHOT_GIT) {
       const made = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial ? only : undefined).catch(() => null);
       if (made) return made;
       await emptied();
