@@ -153,8 +153,12 @@ export interface BareBatch {
   wallMs: number;
   /** Per task: its start (worktree add begins) → the first chat request of its session at the model. */
   startMs: number[];
-  /** Per task, ms since the batch began: its workspace made, its session created (where the start goes). */
-  phaseMs: { workspace: number[]; session: number[] };
+  /**
+   * Per task, ms since its start: its workspace made, its session created (where the start goes); its first ask
+   * opened and answered (opencode's `permission.replied`), its last chat request at the model, its session's last idle
+   * (the same points the engine side reads from its workers' events, bench/sandbox.ts).
+   */
+  phaseMs: { workspace: number[]; session: number[]; ask: number[]; answered: number[]; lastRequest: number[]; idle: number[] };
   built: number;
   opencodeRssMbBefore: number | null;
   opencodeRssMbPeak: number | null;
@@ -187,24 +191,41 @@ export type BareWorkspaces = "worktree" | "private-clone";
 export function bareSdk(server: OpencodeServer) {
   const client = createOpencodeClient({ baseUrl: server.url!, headers: { Authorization: server.authHeader } });
   const pending = new Map<string, () => void>();
+  /** Per session: when its first ask was opened and answered, and its last idle (epoch ms). */
+  const seen = new Map<string, { ask?: number; answered?: number; idle?: number }>();
+  const at = (sessionId: string) => seen.get(sessionId) ?? (seen.set(sessionId, {}), seen.get(sessionId)!);
   server.on("event", (e: { type: string; directory?: string; properties: Record<string, any> }) => {
     // Asks live in the instance of their directory: the reply must name it.
-    if (e.type === "permission.asked") void client.permission.reply({ requestID: e.properties.id, directory: e.directory, reply: "once" });
-    if (e.type === "session.idle") pending.get(e.properties.sessionID)?.();
+    if (e.type === "permission.asked") {
+      at(e.properties.sessionID).ask ??= Date.now();
+      void client.permission.reply({ requestID: e.properties.id, directory: e.directory, reply: "once" });
+    }
+    if (e.type === "permission.replied") at(e.properties.sessionID).answered ??= Date.now();
+    if (e.type === "session.idle") {
+      at(e.properties.sessionID).idle = Date.now();
+      pending.get(e.properties.sessionID)?.();
+    }
   });
   const idle = (sessionId: string) => new Promise<void>((r) => pending.set(sessionId, r)).finally(() => pending.delete(sessionId));
-  return { client, idle };
+  return { client, idle, seen };
 }
 
 export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces = "worktree"): Promise<BareRig> {
   const home = tempDir("bench-bare");
   const server = new OpencodeServer({ target: benchTarget(model.url), home });
   await server.start();
-  const { client, idle: idleOf } = bareSdk(server);
+  const { client, idle: idleOf, seen } = bareSdk(server);
   // One git worktree at a time (git's own locks), each task's session started as soon as its worktree is there.
   let gitChain: Promise<unknown> = Promise.resolve();
   const firstRequest: number[] = [];
-  const phaseMs = { workspace: [] as number[], session: [] as number[] };
+  const phaseMs = {
+    workspace: [] as number[],
+    session: [] as number[],
+    ask: [] as number[],
+    answered: [] as number[],
+    lastRequest: [] as number[],
+    idle: [] as number[],
+  };
   const one = async (dir: string, i: number, branch: string, text: string) => {
     const t0 = Date.now();
     const wt = path.join(home, "wt", branch);
@@ -222,8 +243,12 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
     const idle = idleOf(s.id);
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
     await idle;
-    const first = model.requests.find((r) => r.kind === "chat" && r.sessionId === s.id);
-    if (first) firstRequest.push(first.at - t0);
+    const chats = model.requests.filter((r) => r.kind === "chat" && r.sessionId === s.id);
+    if (chats[0]) firstRequest.push(chats[0].at - t0);
+    if (chats.length) phaseMs.lastRequest.push(chats.at(-1)!.at - t0);
+    const e = seen.get(s.id);
+    seen.delete(s.id);
+    for (const k of ["ask", "answered", "idle"] as const) if (e?.[k] !== undefined) phaseMs[k].push(e[k]! - t0);
     const [c] = await runChecks([{ file: `f${i}.txt` }], wt);
     return c!.passed;
   };
@@ -236,7 +261,7 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
     async run(n, tag) {
       const dir = makeRepo();
       firstRequest.length = 0;
-      phaseMs.workspace.length = phaseMs.session.length = 0;
+      for (const k of Object.keys(phaseMs) as (keyof typeof phaseMs)[]) phaseMs[k].length = 0;
       const before = rssMbOf(pid);
       const peak = samplePeak(pid);
       const cpu0 = cpuWithChildren(pid);
@@ -251,7 +276,7 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
       return {
         wallMs,
         startMs: [...firstRequest],
-        phaseMs: { workspace: [...phaseMs.workspace], session: [...phaseMs.session] },
+        phaseMs: Object.fromEntries(Object.entries(phaseMs).map(([k, v]) => [k, [...v]])) as BareBatch["phaseMs"],
         built: built.filter(Boolean).length,
         opencodeRssMbBefore: before,
         opencodeRssMbPeak: p,

@@ -57,7 +57,7 @@ const intoReport = process.argv.includes("--into-report");
 /** `--many-from FILE`: the many-workers figures from an earlier partial run's report (`--only many --out FILE`). */
 const manyFrom = flag("--many-from");
 const manyDeadlineMin = Number(flag("--many-minutes") ?? Infinity);
-const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N[,N…]] [--lone N] [--repo-files N] [--only ${PARTS.join(",")}] [--skip parts] [--no-faults] [--no-ui]
+const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N[,N…]] [--lone N] [--repo-files N] [--only ${PARTS.join(",")},ui] [--skip parts] [--no-faults] [--no-ui]
   --reps N        repetitions of every repeated figure (default 3, --quick 1)
   --workers N     tiny workers for the engine-memory run (default 1000, --quick 32)
   --scale N,N     workers at once for the concurrency run, one fresh engine per size (default 64,128, --quick 16)
@@ -76,7 +76,7 @@ const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N[,N�
   --merge-many FILE  only put FILE's many-workers figures into the report (bench/report.* with --into-report)
   --many-from FILE  take the many-workers figures from an earlier run's report JSON (e.g. --only many --out FILE)
   --no-faults     leave out the fault and attack suite (the same as --skip faults)
-  --no-ui         leave out the Playwright dashboard bench
+  --no-ui         leave out the Playwright dashboard bench (part "ui": an --only list leaves it out unless it names ui)
   OCW_ENGINE_CPU_PROF=DIR  every engine the bench starts writes a CPU profile (node --cpu-prof) into DIR when it stops`;
 
 /** The fit's headline figures: the live matrix where it ran (the fuller comparison), else the recorded logs. */
@@ -120,7 +120,9 @@ async function measure() {
     "--repo-files": repoFiles,
   }))
     if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer (got ${flag(name)}); see --help`);
-  for (const p of [...(only ?? []), ...skip]) if (!PARTS.includes(p as Part)) throw new Error(`unknown part "${p}": the parts are ${PARTS.join(", ")}`);
+  // "ui" (the dashboard bench) is run by scripts/bench.mjs after this file.
+  for (const p of [...(only ?? []), ...skip])
+    if (!PARTS.includes(p as Part) && p !== "ui") throw new Error(`unknown part "${p}": the parts are ${PARTS.join(", ")}, ui`);
   const started = Date.now();
   // A partial run starts from the committed report and replaces what it measures.
   const base = (partial && existsSync(REPORT_JSON) ? JSON.parse(readFileSync(REPORT_JSON, "utf8")) : {}) as Partial<Report>;

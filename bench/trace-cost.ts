@@ -155,7 +155,7 @@ try {
           wall: b.wallMs,
           tail: b.wallMs - Math.max(...b.startMs),
           load,
-          detail: `workspace ${med(b.phaseMs.workspace)}/${max(b.phaseMs.workspace)}, session ${med(b.phaseMs.session)}/${max(b.phaseMs.session)}, firstRequest ${med(b.startMs)}/${max(b.startMs)}; opencode ${b.opencodeCpuSec}+${b.opencodeChildrenCpuSec} s; built ${b.built}`,
+          detail: `workspace ${med(b.phaseMs.workspace)}/${max(b.phaseMs.workspace)}, session ${med(b.phaseMs.session)}/${max(b.phaseMs.session)}, firstRequest ${med(b.startMs)}/${max(b.startMs)}, ask ${med(b.phaseMs.ask)}/${max(b.phaseMs.ask)}, answered ${med(b.phaseMs.answered)}/${max(b.phaseMs.answered)}, lastRequest ${med(b.phaseMs.lastRequest)}/${max(b.phaseMs.lastRequest)}, idle ${med(b.phaseMs.idle)}/${max(b.phaseMs.idle)}; opencode ${b.opencodeCpuSec}+${b.opencodeChildrenCpuSec} s; built ${b.built}`,
           execs,
         });
       }

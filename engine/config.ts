@@ -43,6 +43,9 @@ export const ConfigSchema = z.object({
   OCW_SNAPSHOT_MAX_FILES: num(20000).describe("new files a worker's snapshot may add (untracked, not ignored); past it nothing is graded"),
   OCW_SNAPSHOT_MAX_MB: num(1024).describe("bytes a worker's snapshot may add in all, MiB; past it nothing is graded"),
   OCW_SNAPSHOT_FILE_MAX_MB: num(100).describe("largest file a worker's snapshot may hold, MiB; past it nothing is graded"),
+  OCW_SNAPSHOT_GIT: flag().describe(
+    "1: the engine's commit of a worker's files always made by git itself (add, write-tree, commit-tree), never inside the engine",
+  ),
   OCW_SANDBOX_TMPFS_MB: num(256).describe("size of each in-memory folder of a sandbox ($HOME, /tmp, /run, /dev/shm …), MiB"),
   OCW_LIMITS: str().describe(
     "prlimit: keep the per-process limits only; default: a cgroup per worker command and check where cgroups are writable (v2 delegated, else v1 pids+memory), a systemd-run scope per check where a user systemd runs",

@@ -31,7 +31,11 @@ await build({
 });
 const node = spawnSync(process.execPath, [out, ...args.filter((a) => a !== "--no-ui")], { stdio: "inherit", cwd: root });
 if (node.status !== 0) process.exit(node.status ?? 1);
-if (args.includes("--no-ui") || args.includes("--help")) process.exit(0);
+// The dashboard bench is the part "ui": left out by --no-ui, and by an --only list that does not name it (a cost-only run
+// must not stream a dashboard for 10 minutes after its figures are written).
+const onlyAt = args.indexOf("--only");
+const onlyParts = onlyAt >= 0 ? (args[onlyAt + 1] ?? "").split(",").map((p) => p.trim()) : null;
+if (args.includes("--no-ui") || args.includes("--help") || (onlyParts && !onlyParts.includes("ui"))) process.exit(0);
 
 const uiOut = path.join(root, "bench/tmp/ui.json");
 rmSync(uiOut, { force: true });

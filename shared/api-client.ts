@@ -60,6 +60,38 @@ export function authedFetch(address: EngineAddress, client: ClientKind) {
   };
 }
 
+/**
+ * The longest subscription URL sent as it is (a GET, its input in the URL, as tRPC's link writes it); a longer one — an
+ * MCP wait on very many workers — goes as a POST with the input in its body (the engine takes subscriptions by POST
+ * since it takes method overrides, before it had any wait stream), well below Node's 16 KiB limit on a request's head.
+ */
+export const SUBSCRIPTION_URL_MAX = 4000;
+
+/**
+ * `fetch` for the event stream: a URL over SUBSCRIPTION_URL_MAX has its `input` moved into a JSON POST body (a
+ * reconnect does the same: the stream's URL is unchanged). Pure string work: shared/ has no URL type.
+ */
+export function longInputAsPost(fetch: (input: unknown, init?: FetchInit) => Promise<unknown>) {
+  return (input: unknown, init?: FetchInit) => {
+    const url = String(input);
+    const q = url.indexOf("?");
+    if (url.length <= SUBSCRIPTION_URL_MAX || q < 0) return fetch(input, init);
+    const params = url.slice(q + 1).split("&");
+    const at = params.findIndex((p) => p.startsWith("input="));
+    if (at < 0) return fetch(input, init);
+    let body: string;
+    try {
+      body = decodeURIComponent(params[at]!.slice("input=".length).replace(/\+/g, " "));
+    } catch {
+      return fetch(input, init);
+    }
+    params.splice(at, 1);
+    const headers = new g.Headers(init?.headers);
+    headers.set("content-type", "application/json");
+    return fetch(url.slice(0, q) + (params.length ? `?${params.join("&")}` : ""), { ...init, method: "POST", headers, body });
+  };
+}
+
 /** Queries that may take long by design (a bounded wait): each is sent in a request of its own. */
 export const LONG_QUERIES: ReadonlySet<string> = new Set(["workers.wait"]);
 
@@ -70,7 +102,11 @@ export function createEngineClient<R extends AnyTRPCRouter>(address: EngineAddre
   // the links carry no transformer (the engine's router has none); typed for a router without one, then for R
   const link = splitLink<Plain>({
     condition: (op) => op.type === "subscription",
-    true: httpSubscriptionLink<Plain, typeof EventSource>({ url, EventSource, eventSourceOptions: { fetch: authedFetch(address, client) as never } }),
+    true: httpSubscriptionLink<Plain, typeof EventSource>({
+      url,
+      EventSource,
+      eventSourceOptions: { fetch: longInputAsPost(authedFetch(address, client)) as never },
+    }),
     // A batch answers when its slowest call does: a query that waits (workers.wait) goes alone, never holding up others.
     false: splitLink<Plain>({
       condition: (op) => LONG_QUERIES.has(op.path),

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { BatchSummary } from "./batch";
 import type { EngineEvent } from "./events";
 import { PermissionAsk } from "./permission";
+import { showUntrusted } from "./untrusted";
 import { Outcome } from "./verdict";
 import { Usage, workerTitle, WorkerState } from "./worker";
 
@@ -78,8 +79,71 @@ export const WaitResult = z.object({
 });
 export type WaitResult = z.infer<typeof WaitResult>;
 
-/** What `workers.waitStream` sends: the workers it follows, progress lines while it waits, then the result once. */
-export type WaitStreamItem = { following: string[] } | { note: string } | { result: WaitResult };
+/**
+ * A progress line of a wait in its two parts: the engine's own words (ids, states, verdicts), and apart from them the
+ * text a worker or model wrote (an ask's command or path, a state's reason, a tool's odd name), raw: a client shows it
+ * as untrusted data (noteLine), never as the engine's words.
+ */
+export interface WaitNote {
+  said: string;
+  untrusted?: string;
+}
+
+/**
+ * What `workers.waitStream` sends: the workers it follows, progress lines while it waits, then the result once. A
+ * line's `note` is ready to show (noteLine: worker text escaped, quoted and labelled, at most NOTE_MAX characters), for
+ * clients that read only it; `line` holds its parts (engines before it sent `note` alone, raw: all of it untrusted).
+ */
+export type WaitStreamItem = { following: string[] } | { note: string; line?: WaitNote } | { result: WaitResult };
+
+/** The longest progress line (an MCP progress message). */
+export const NOTE_MAX = 200;
+
+/** What stands between the engine's words and a worker's text in a progress line. */
+const LABEL = "untrusted: ";
+
+/** The worker's text as it is shown inside a line: made visible on one line (shared/untrusted.ts), then quoted. */
+const quoted = (raw: string, max?: number) => JSON.stringify(showUntrusted(raw, { max, lines: false }));
+
+/**
+ * A progress line as a person or Claude reads it, at most `max` characters: the engine's words plain, then the worker's
+ * text escaped (line breaks as ⏎, bidi / zero-width / control characters as ⟪U+XXXX⟫), in JSON quotes (a quote it
+ * writes cannot end them) after the label `untrusted:`. A long text keeps its head and tail with the cut length
+ * between; an escape is never cut in half.
+ */
+export function noteLine(note: WaitNote, max = NOTE_MAX): string {
+  const room = Math.max(40, max);
+  const raw = note.untrusted;
+  if (raw === undefined) return clipPlain(note.said, room);
+  const said = note.said ? `${clipPlain(note.said, room - 40)}, ${LABEL}` : LABEL;
+  const budget = room - said.length;
+  const whole = quoted(raw);
+  if (whole.length <= budget) return said + whole;
+  // The most of the text (head and tail) whose shown form fits: a shown form only grows with what is kept, but a long
+  // run of spaces shows shorter than it is, so the search looks past the budget (a fit that keeps less is still a fit).
+  let lo = 0;
+  let hi = Math.min(raw.length - 1, budget * 4);
+  let best = quoted(raw, 0);
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const q = quoted(raw, mid);
+    if (q.length <= budget) {
+      best = q;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return best.length <= budget ? said + best : `${said}(${raw.length} characters, not shown)`.slice(0, room);
+}
+
+/** A stream's progress line as a client shows it: from its parts; from an engine before `line`, all of it untrusted. */
+export function streamedLine(item: { note: string; line?: WaitNote }): string {
+  return noteLine(item.line ?? { said: "", untrusted: item.note });
+}
+
+/** The engine's own words, cut with an ellipsis (no escape in them to cut in half). */
+function clipPlain(s: string, n: number): string {
+  return s.length <= n ? s : `${s.slice(0, Math.max(0, n - 1))}…`;
+}
 
 export function slimWorker(
   w: {
@@ -121,23 +185,44 @@ export function slimWorker(
 
 const byText = (by: { kind: string; name?: string } | undefined) => (by ? `${by.kind}${by.name ? ":" + by.name : ""}` : null);
 
-/** A one-line progress note for an event of a followed worker, or null when it is not worth showing. */
-export function describeEvent(e: EngineEvent, followed: { has(id: string): boolean }): string | null {
+/** A tool or permission name the engine can say as its own: a plain identifier; anything else is the worker's text. */
+const PLAIN_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+export const plainName = (name: string) => PLAIN_NAME.test(name);
+
+/**
+ * A progress line for an event of a followed worker, in its parts (WaitNote), or null when it is not worth showing. A
+ * state's reason and an ask's text are a worker's or model's (a command, a path, check output, an error it caused).
+ */
+export function describeNote(e: EngineEvent, followed: { has(id: string): boolean }): WaitNote | null {
   if (!("workerId" in e) || !followed.has(e.workerId)) return null;
   switch (e.type) {
     case "worker.state":
-      return `${e.workerId} ${e.state}${e.reason ? `: ${e.reason}` : ""}`;
-    case "ask.opened":
-      return `${e.workerId} asks ${e.ask.tool}: ${e.ask.what}`;
+      return e.reason ? { said: `${e.workerId} ${e.state}`, untrusted: e.reason } : { said: `${e.workerId} ${e.state}` };
+    case "ask.opened": {
+      const tool = e.ask.tool;
+      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} asks ${tool}`, untrusted: e.ask.what };
+      return { said: `${e.workerId} asks (tool and request)`, untrusted: `${tool}: ${e.ask.what}` };
+    }
     case "ask.resolved":
-      return `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText(e.by)}` : ""}`;
-    case "part":
-      return e.part.kind === "tool" && e.part.status !== "running" && e.part.status !== "pending" ? `${e.workerId} ${e.part.tool} ${e.part.status}` : null;
+      return { said: `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText(e.by)}` : ""}` };
+    case "part": {
+      const p = e.part;
+      if (p.kind !== "tool" || p.status === "running" || p.status === "pending") return null;
+      const tool = p.tool ?? "";
+      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} ${tool} ${p.status}` };
+      return tool ? { said: `${e.workerId} a tool ${p.status}`, untrusted: tool } : { said: `${e.workerId} a tool ${p.status}` };
+    }
     case "verdict":
-      return `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}`;
+      return { said: `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}` };
     case "stalled":
-      return `${e.workerId} idle for ${e.idleSec}s`;
+      return { said: `${e.workerId} idle for ${e.idleSec}s` };
     default:
       return null;
   }
+}
+
+/** A one-line progress note for an event of a followed worker (noteLine of describeNote), or null when none. */
+export function describeEvent(e: EngineEvent, followed: { has(id: string): boolean }): string | null {
+  const n = describeNote(e, followed);
+  return n && noteLine(n);
 }

@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { BatchSummary } from "../../shared/batch";
 import type { Delivered } from "../../shared/events";
-import { WaitInput } from "../../shared/wait";
+import { WaitInput, type WaitNote } from "../../shared/wait";
 import { WorkerSpec } from "../../shared/worker";
 import { EventBus } from "../events";
 import { WorkerRegistry } from "../registry/registry";
@@ -81,7 +81,7 @@ describe("waitForNews", () => {
   it("answers an ask that arrives during the wait with the state it caused, then not again once shown", async () => {
     const r = rig();
     const a = r.create("w-a");
-    const notes: string[] = [];
+    const notes: WaitNote[] = [];
     const p = waitForNews(r.src, input({ workerIds: [a], timeoutMs: 60_000 }), { onNote: (n) => notes.push(n) });
     await tick();
     expect(r.listeners()).toBe(1);
@@ -91,7 +91,8 @@ describe("waitForNews", () => {
     expect(got.workers).toHaveLength(1);
     expect(got.workers[0]).toMatchObject({ id: a, state: "waiting-approval", title: "task w-a", batchId: null, verdict: null });
     expect(got.workers[0]!.asks.map((x) => x.id)).toEqual(["per-1"]);
-    expect(notes).toEqual(["w-a asks edit: /r/a.txt", "w-a waiting-approval"]);
+    // The engine's words apart from the worker's (the asked path).
+    expect(notes).toEqual([{ said: "w-a asks edit", untrusted: "/r/a.txt" }, { said: "w-a waiting-approval" }]);
     expect(r.listeners()).toBe(0);
     // Shown already: not news; the wait runs to its timeout.
     const again = await waitForNews(r.src, input({ workerIds: [a], shownAsks: ["per-1"], timeoutMs: 30 }));
@@ -265,7 +266,11 @@ describe("waitForNews", () => {
     await tick();
     r.ask(a, "per-9");
     await run;
-    expect(items.slice(0, 3)).toEqual([{ following: [a] }, { note: "w-a asks edit: /r/a.txt" }, { note: "w-a waiting-approval" }]);
+    expect(items.slice(0, 3)).toEqual([
+      { following: [a] },
+      { note: 'w-a asks edit, untrusted: "/r/a.txt"', line: { said: "w-a asks edit", untrusted: "/r/a.txt" } },
+      { note: "w-a waiting-approval", line: { said: "w-a waiting-approval" } },
+    ]);
     expect(items).toHaveLength(4);
     expect(items[3]).toMatchObject({ result: { reason: "news", workerIds: [a] } });
     expect(r.listeners()).toBe(0);

@@ -4,7 +4,7 @@
 import type { z } from "zod";
 import type { BatchSummary } from "../../shared/batch";
 import type { Delivered, EngineEvent } from "../../shared/events";
-import { describeEvent, slimBatch, slimWorker, type WaitInput, type WaitResult, type WaitStreamItem } from "../../shared/wait";
+import { describeNote, noteLine, slimBatch, slimWorker, type WaitInput, type WaitNote, type WaitResult, type WaitStreamItem } from "../../shared/wait";
 import { isAtRest, pendingAsks, type Worker } from "../../shared/worker";
 
 /** What a wait reads of the engine (the Engine itself in production). */
@@ -17,8 +17,8 @@ export interface WaitSource {
 export interface WaitOptions {
   /** The request's signal: a cancelled request ends the wait at once (reason "aborted"). */
   signal?: AbortSignal;
-  /** A progress line per event worth showing of a followed worker (shared/wait.ts describeEvent). */
-  onNote?: (note: string) => void;
+  /** A progress line per event worth showing of a followed worker, in its parts (shared/wait.ts describeNote). */
+  onNote?: (note: WaitNote) => void;
   /** The workers it follows, once known (a batch's after it waited for the batch's next step), before it follows them. */
   onFollow?: (workerIds: string[]) => void;
 }
@@ -114,7 +114,7 @@ function follow(
     const unsubscribe = src.bus.subscribe(({ event }) => {
       if (ended || !("workerId" in event) || !followed.has(event.workerId)) return;
       if (opts.onNote) {
-        const note = describeEvent(event, followed);
+        const note = describeNote(event, followed);
         if (note) opts.onNote(note);
       }
       pending ??= setImmediate(() => {
@@ -169,8 +169,9 @@ export async function* waitStream(src: WaitSource, input: Input, signal?: AbortS
   let done: { result: WaitResult } | { error: unknown } | null = null;
   void waitForNews(src, input, {
     signal,
-    onNote: (note) => {
-      notes.push({ note });
+    // `note` ready to show for clients that read only it (MCP bridges before `line`); `line` its parts.
+    onNote: (line) => {
+      notes.push({ note: noteLine(line), line });
       wake?.();
     },
     onFollow: (following) => {

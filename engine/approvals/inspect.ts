@@ -8,13 +8,19 @@ import { redirectionParts, splitCommand } from "../../shared/shell";
 
 type Flag = NonNullable<PermissionAsk["flags"]>[number];
 
+/**
+ * libc's realpath where it is the same answer (one call, not a JS lstat per part of the path: asks are inspected twice
+ * each, 32 at once in a batch); Node's own on Windows, whose native one misreads some drives.
+ */
+const realpath = process.platform === "win32" ? realpathSync : realpathSync.native;
+
 /** The real location of a path that may not exist yet: its deepest existing ancestor resolved, the rest appended. */
 export function realLocation(p: string): string {
   let dir = path.resolve(p);
   const rest: string[] = [];
   for (;;) {
     try {
-      return path.join(realpathSync(dir), ...rest);
+      return path.join(realpath(dir), ...rest);
     } catch {
       const parent = path.dirname(dir);
       if (parent === dir) return path.join(dir, ...rest);

@@ -1,56 +1,13 @@
-// opencode's event stream as the engine reads it: events split out of chunks cut anywhere (CRLF halves included), and
-// a real HTTP server's stream followed until it ends, fails, is aborted or its handler throws.
+// opencode's event stream as the engine reads it: a real HTTP server's stream followed until it ends, fails, is aborted
+// or its handler throws (the splitter's own rules: engine/net/sse.test.ts).
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { followSse, SseSplitter } from "./sse";
+import { followSse } from "./sse";
 
 const servers: http.Server[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
-});
-
-/** Every way to cut `text` into chunks of at most three pieces, run through a splitter: the data it handed on each time. */
-function everyCut(text: string): string[][] {
-  const runs: string[][] = [];
-  for (let i = 0; i <= text.length; i++)
-    for (let j = i; j <= text.length; j += 3) {
-      const got: string[] = [];
-      const s = new SseSplitter((d) => got.push(d));
-      for (const c of [text.slice(0, i), text.slice(i, j), text.slice(j)]) s.push(c);
-      runs.push(got);
-    }
-  return runs;
-}
-
-describe("SseSplitter", () => {
-  const lines = [
-    '{"payload":{"type":"server.connected","properties":{}}}',
-    '{"directory":"/a b","payload":{"type":"session.idle","properties":{"sessionID":"s\\n1"}}}',
-    "ünïcode ✓",
-  ];
-
-  it("hands on each event's data once, in order, however the stream is cut", () => {
-    const text = lines.map((l) => `data: ${l}\n\n`).join("");
-    const want = JSON.stringify(lines);
-    expect(everyCut(text).find((got) => JSON.stringify(got) !== want)).toBeUndefined();
-  });
-
-  it("CRLF and CR line ends (a CRLF cut between its halves too), several data lines joined, comments and id/retry-only events give nothing", () => {
-    const text = `: ping\r\n\r\ndata: ${lines[0]}\r\n\r\nid: 7\r\nretry: 10\r\n\r\nevent: x\rdata:two\rdata: lines\r\rdata:  spaced\n\ndata: x\r\ndata: y\r\n\r\n`;
-    const want = JSON.stringify([lines[0], "two\nlines", " spaced", "x\ny"]);
-    expect(everyCut(text).find((got) => JSON.stringify(got) !== want)).toBeUndefined();
-  });
-
-  it("an event not yet ended waits for the rest of it", () => {
-    const got: string[] = [];
-    const s = new SseSplitter((d) => got.push(d));
-    s.push('data: {"a":');
-    s.push("1}\n");
-    expect(got).toEqual([]);
-    s.push("\ndata: 2");
-    expect(got).toEqual(['{"a":1}']);
-  });
 });
 
 async function serve(handler: http.RequestListener): Promise<string> {
@@ -74,6 +31,19 @@ describe("followSse against a real HTTP server", () => {
     expect(got).toEqual(["1", "2", "3"]);
     expect(why).toBe("the stream ended");
     expect(auth).toBe("Basic x");
+  });
+
+  it("a BOM first, lone CRs, a CRLF cut between two writes; an event the server ends without its blank line is not handed on", async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(Buffer.from([0xef, 0xbb, 0xbf]));
+      res.write("data: 1\r\rdata: 2\r");
+      setTimeout(() => res.write("\n\r\n"), 10);
+      setTimeout(() => res.end("data: cut"), 30);
+    });
+    const got: string[] = [];
+    expect(await followSse(url, {}, new AbortController().signal, (d) => got.push(d))).toBe("the stream ended");
+    expect(got).toEqual(["1", "2"]);
   });
 
   it("an error status is a failure that names it; nothing is handed on", async () => {

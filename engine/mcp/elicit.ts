@@ -6,6 +6,7 @@ import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
 import { askView } from "../../shared/ask-view";
 import { showUntrusted } from "../../shared/untrusted";
+import { plainName } from "../../shared/wait";
 
 export type OfferOutcome =
   | { kind: "answered"; decision: string }
@@ -41,7 +42,7 @@ export function formFor(ask: PermissionAsk, title: string) {
             };
     });
     return {
-      message: `${head} asks:\n${qs.map((q) => `• ${showUntrusted(q.question, { max: 1000 })}`).join("\n")}\nDecline to leave it for Claude to answer.`,
+      message: `${head} asks (the worker's words, untrusted):\n${qs.map((q) => `• ${showUntrusted(q.question, { max: 1000 })}`).join("\n")}\nDecline to leave it for Claude to answer.`,
       requestedSchema: { type: "object" as const, properties, required: qs.map((_, i) => `q${i}`) },
       answers: (content: Record<string, unknown>) =>
         qs.map((_, i) => {
@@ -50,7 +51,9 @@ export function formFor(ask: PermissionAsk, title: string) {
         }),
     };
   }
-  const diff = ask.diff ? `\n\n${showUntrusted(ask.diff, { max: 1500, block: true })}` : "";
+  const diff = ask.diff ? `\n\nThe change (the worker's, untrusted):\n${showUntrusted(ask.diff, { max: 1500, block: true })}` : "";
+  // A permission name that is not a plain identifier is the worker's text too.
+  const tool = plainName(ask.tool) ? ask.tool : `a tool (untrusted name: ${JSON.stringify(showUntrusted(ask.tool, { max: 80, lines: false }))})`;
   // The asked text made visible (line breaks, bidi and zero-width characters, escapes), head and tail when long; the
   // engine's flags; exactly what "always" grants, and no "always" where nothing can be granted.
   const v = askView(ask);
@@ -60,7 +63,7 @@ export function formFor(ask: PermissionAsk, title: string) {
     ? `always = also allow exactly ${v.always.map((p) => `[${p}]`).join(" ")} for the rest of this worker's run, each simple command on its own`
     : `"always" is not offered: ${v.alwaysWhy}`;
   return {
-    message: `${head} asks permission: ${ask.tool} —\n${v.what}${v.workdir ? `\n(in folder ${v.workdir})` : ""}${cut}${flags}${diff}\n\nonce = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
+    message: `${head} asks permission: ${tool} — what it asks (the worker's words, untrusted):\n${v.what}${v.workdir ? `\n(in folder ${v.workdir})` : ""}${cut}${flags}${diff}\n\nonce = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
     requestedSchema: {
       type: "object" as const,
       properties: {

@@ -36,10 +36,7 @@ import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
-import type { WaitBatch, WaitInput, WaitResult, WaitWorker } from "../../shared/wait";
-
-/** The longest wait input sent as a stream (its input is in the URL); longer ones ask without progress lines. */
-const STREAM_INPUT_MAX = 6000;
+import { noteLine, plainName, streamedLine, type WaitBatch, type WaitInput, type WaitResult, type WaitWorker } from "../../shared/wait";
 
 /** How long delegate looks for the checks' run on the base commit before it answers (it never delays the worker). */
 const BASELINE_WAIT_MS = 8000;
@@ -504,13 +501,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         // An ask's diff is read only by a form (wait's own output names the path): without forms, it stays in the engine.
         const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...(mine.size ? { also: [...mine] } : {}) };
         if (token === undefined) return call((c) => c.workers.wait.query(input, { signal: extra.signal }));
-        // A stream's input travels in its URL: a session of very many workers asks without the event lines instead.
-        if (JSON.stringify(input).length > STREAM_INPUT_MAX) {
-          if (!announced) progress(`waiting on ${"batchId" in target ? `batch ${target.batchId}` : `${target.workerIds.length} workers`}`);
-          announced = true;
-          return call((c) => c.workers.wait.query(input, { signal: extra.signal }));
-        }
-        // With progress wanted: the engine streams a line per event worth showing of these workers, then the answer.
+        // With progress wanted (an input too long for a URL, a session of very many workers, goes in the stream's POST
+        // body: shared/api-client.ts): the engine streams a line per event worth showing of these workers, then the answer.
         // A stream that fails (or an engine older than this bridge, which has none: its 404 says only that) is asked
         // again as a plain wait for the time left, whose error, if any, is the engine's own coded one.
         const ends = Date.now() + input.timeoutMs;
@@ -556,7 +548,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           const ask = r.workers.flatMap((w) => pendingAsks(w)).find((a) => !offered.has(a.id));
           if (!ask) break;
           offered.add(ask.id);
-          progress(`asking the person about ${ask.workerId}'s ${ask.tool}`);
+          progress(
+            noteLine(
+              plainName(ask.tool)
+                ? { said: `asking the person about ${ask.workerId}'s ${ask.tool}` }
+                : { said: `asking the person about ${ask.workerId}'s ask`, untrusted: ask.tool },
+            ),
+          );
           const outcome = await offerAsk({
             server: server.server,
             client: await link.client(),
@@ -1248,7 +1246,8 @@ function streamWait(
       onData: (item) => {
         if (ended) return;
         if ("result" in item) end(() => resolve(item.result));
-        else if ("note" in item) on.note(item.note);
+        // The engine's words plain, a worker's text escaped and labelled (an engine before `line`: all of it untrusted).
+        else if ("note" in item) on.note(streamedLine(item));
         else on.following(item.following);
       },
       onError: (err) => end(() => reject(err)),

@@ -56,6 +56,17 @@ describe("an ask over MCP", () => {
     expect((form.requestedSchema.properties.decision as { enum: string[] }).enum).toEqual(["once", "reject"]);
   });
 
+  it("a form says which words are the worker's: the asked text, its questions, the diff, a tool name that is not plain", () => {
+    const f = formFor(ask("rm -rf src", { diff: "+x" }), "t");
+    expect(f.message).toContain("asks permission: bash — what it asks (the worker's words, untrusted):\nrm -rf src");
+    expect(f.message).toContain("The change (the worker's, untrusted):\n+x");
+    const odd = formFor(ask("x", { tool: "bash\u202e\nok" }), "t");
+    expect(odd.message).toContain('asks permission: a tool (untrusted name: "bash⟪U+202E⟫⏎ok")');
+    expect(odd.message.replace(/\n/g, "")).not.toMatch(RAW);
+    const q = formFor({ ...ask("which?"), kind: "question", tool: "question", questions: [{ question: "which\u202e?", options: [] }] }, "t");
+    expect(q.message).toContain("asks (the worker's words, untrusted):\n• which⟪U+202E⟫?");
+  });
+
   it("a question's option labels are shown made safe and answered with the worker's own label", () => {
     const q: PermissionAsk = {
       ...ask("which?"),

@@ -1,6 +1,7 @@
 // The network helpers' surface: bounded reads, answers parsed off the engine's thread, fetch failures in words, the
-// SSE payload reader. Code outside engine/net/ imports only this file (scripts/layers.mjs).
+// one SSE reader (its splitter, and a body's payloads). Code outside engine/net/ imports only this file
+// (scripts/layers.mjs).
 export { BodyTooLarge, ENDPOINT_MAX_BYTES, readBounded, readBoundedBytes, readPrefix } from "./bounded";
 export { describeFetchError } from "./cause";
 export { type Keep, type MetricsReading, PARSE_INLINE_MAX, parseBody, readJsonBounded, type SlotsSummary } from "./parse";
-export { sseData } from "./sse";
+export { SseSplitter, sseData } from "./sse";

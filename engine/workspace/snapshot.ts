@@ -208,7 +208,8 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
   for (const p of fresh) if (p.endsWith("/") || attributes(p)) throw new NotInProcess(`${p}: a nested repository or attributes`);
   for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
   if (!(await byFolder())) throw new NotInProcess("no /proc/self/fd");
-  const paths = [...base.entries.keys(), ...fresh];
+  // A name both tracked and listed as new (an index read while missing reads as empty) is read once, as tracked.
+  const paths = [...base.entries.keys(), ...fresh.filter((p) => !base.entries.has(p))];
   const rootLength = Buffer.byteLength(worktree + path.sep);
   const dirs = new Set<string>();
   for (const p of paths) {

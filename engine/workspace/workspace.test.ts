@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { committedRepo, gitStartsDuring } from "../../test/fixtures/git-repo";
 import {
   checkOutBase,
@@ -394,10 +394,41 @@ describe("the git a grading's snapshot starts", () => {
     // shell; the commit and its checkout are made in the engine (snapshot.ts), and git's diff reads it.
     expect(await grades(first)).toEqual(["diff", "ls-files", "ls-tree", "read-tree", "rev-parse"]);
     expect(await grades(second)).toEqual(["diff", "ls-files"]);
-    // git's own way (what a snapshot the engine does not make itself takes): one script after the listing.
+    // git's own way (what a snapshot the engine does not make itself takes): one script after the listing; the
+    // person's switch OCW_SNAPSHOT_GIT=1 makes it the only way.
     expect(await grades(second, "git")).toEqual(["add", "checkout-index", "commit-tree", "diff", "ls-files", "write-tree"]);
+    process.env.OCW_SNAPSHOT_GIT = "1";
+    try {
+      expect(await grades(second)).toEqual(["add", "checkout-index", "commit-tree", "diff", "ls-files", "write-tree"]);
+    } finally {
+      delete process.env.OCW_SNAPSHOT_GIT;
+    }
     // The private indexes are gone afterwards.
     expect(readdirSync(path.dirname(first.gitDir)).filter((f) => f.includes(".index-"))).toEqual([]);
+  });
+
+  it("the caps listing reads each base's index in place, while more bases than are kept are graded at once", async () => {
+    // Ten bases of one repository (eight listings are kept): every grading at once, each worker one new file, a cap of
+    // one new file. An index removed under a listing would read as empty (every tracked file new: over the cap).
+    const r = repo({ "README.md": "# r\n", "a.txt": "a\n", "b.txt": "b\n" });
+    const spaces: Awaited<ReturnType<typeof workspace>>[] = [];
+    for (let i = 0; i < 10; i++) {
+      writeFileSync(path.join(r, "a.txt"), `a${i}\n`);
+      execFileSync("git", ["-C", r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", `base ${i}`]);
+      const ws = await workspace(r, `w-bases-${i}`);
+      writeFileSync(path.join(ws.worktree, `new${i}.txt`), "new\n");
+      spaces.push(ws);
+    }
+    const caps = { files: 1, bytes: 1024 * 1024, fileBytes: 1024 * 1024 };
+    const graded = await Promise.all(spaces.map((ws) => commitAndCheckOut(ws, "m", path.join(tmp, `checkout-${n++}`), caps)));
+    expect(graded.map((g) => g.changed)).toEqual(spaces.map((_, i) => [`new${i}.txt`]));
+    // The evicted listings' indexes are gone once their readers ended; the kept ones are there.
+    await vi.waitFor(() => expect(readdirSync(path.join(path.dirname(spaces[0]!.gitDir), ".base-index")).length).toBeLessThanOrEqual(8), {
+      timeout: 10_000,
+    });
+    // A base whose listing was evicted is graded again (its listing made anew).
+    writeFileSync(path.join(spaces[0]!.worktree, "later.txt"), "later\n");
+    expect((await commitAndCheckOut(spaces[0]!, "m", path.join(tmp, `checkout-${n++}`), { ...caps, files: 2 })).changed).toEqual(["later.txt", "new0.txt"]);
   });
 
   it("a fresh checkout of the base (the checks' run on it) is one git, from the base's index: every file, or the named ones", async () => {

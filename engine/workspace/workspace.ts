@@ -687,13 +687,13 @@ export async function commitAndCheckOut(
   how: "any" | "git" = "any",
 ): Promise<GradedCommit & { partial: boolean }> {
   // Caps first: a worker's 100k files or a 2 GiB file never reach the engine's memory, its objects or the person's repository.
-  // One private index for both scripts: the listing reads the base into it, the commit adds the files to it (a `git
-  // read-tree` less per grading).
+  // git's way has a private index: a copy of the base's (a `git read-tree` less per grading), the files added to it.
   const index = privateIndex(ws);
+  let indexMade = false;
   const partial = plainNames(only);
   let out: string;
   try {
-    const listing = await capsListing(ws, caps, index);
+    const listing = await capsListing(ws, caps);
     if (listing.over) throw new SnapshotTooLarge(listing.over);
     const emptied = async () => {
       if (existsSync(checkoutDir)) await rm(checkoutDir, { recursive: true, force: true });
@@ -702,11 +702,13 @@ export async function commitAndCheckOut(
     await emptied();
     // The usual case made inside the engine (snapshot.ts); whatever it does not take, or any failure of it, git's way.
     const tree = listing.base?.tree;
-    if (how === "any" && tree) {
+    if (how === "any" && tree && !config().OCW_SNAPSHOT_GIT) {
       const made = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial ? only : undefined).catch(() => null);
       if (made) return made;
       await emptied();
     }
+    indexMade = true;
+    await baseIndexInto(ws, index);
     out = await trustedScript(
       ws,
       COMMIT_AND_CHECK_OUT,
@@ -714,7 +716,7 @@ export async function commitAndCheckOut(
       { freshGradeObjects: true, index: { path: index, ready: existsSync(index) } },
     );
   } finally {
-    await rm(index, { force: true });
+    if (indexMade) await rm(index, { force: true });
   }
   const eol = out.indexOf("\n");
   // The raw records first (what flaggedChanges reads: modes and blobs), then the numstat records and the stat.
@@ -883,6 +885,9 @@ interface BaseListing {
   submodules: string[];
   /** The base as the in-process snapshot reads it; null where that snapshot would not make the base's own tree. */
   tree: BaseTree | null;
+  /** Caps listings reading `index` in place now: an evicted listing's index is removed when the last one ends. */
+  readers: number;
+  evicted?: boolean;
 }
 
 /**
@@ -938,7 +943,7 @@ function baseListing(ws: Workspace): Promise<BaseListing> {
         const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
         if (sub) submodules.push(`${sub[1]}/`);
       }
-      return { index, blobs, submodules, tree: parseBaseTree(out, objectFormat(ws.baseCommit)) };
+      return { index, blobs, submodules, tree: parseBaseTree(out, objectFormat(ws.baseCommit)), readers: 0 };
     } finally {
       await rm(tmp, { force: true });
     }
@@ -948,7 +953,12 @@ function baseListing(ws: Workspace): Promise<BaseListing> {
   while (baseListings.size > BASE_LISTINGS_KEPT) {
     const [oldest, old] = baseListings.entries().next().value!;
     baseListings.delete(oldest);
-    void old.then(() => rm(oldest, { force: true })).catch(() => undefined);
+    void old
+      .then((l) => {
+        l.evicted = true;
+        if (!l.readers) return rm(oldest, { force: true });
+      })
+      .catch(() => undefined);
   }
   return p;
 }
@@ -996,15 +1006,38 @@ interface CapsListing {
 async function capsListing(ws: Workspace, caps: SnapshotCaps, keepIndex?: string): Promise<CapsListing> {
   const under = (over: string | null, base: BaseListing | null = null): CapsListing => ({ over, fresh: [], base });
   if (!existsSync(ws.worktree)) return under(null);
-  // The caller's index (kept for its snapshot), else one of this listing's own.
-  const index = keepIndex ?? privateIndex(ws);
+  // Into the caller's index (kept for its snapshot); else the base listing's own index is read in place (`ls-files`
+  // writes no index; the listing's is never written after it is made): no copy and no removal per grading. A listing
+  // whose index went meanwhile (a ninth base in use) is read from a private copy instead.
   let fresh: string;
   let base: BaseListing;
+  const list = (index: string, keep: boolean) =>
+    trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep } });
+  let copy: string | null = keepIndex ?? null;
   try {
-    base = await baseIndexInto(ws, index);
-    fresh = await trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep: !!keepIndex } });
+    if (copy) {
+      base = await baseIndexInto(ws, copy);
+      fresh = await list(copy, true);
+    } else {
+      // Read in place, held against its removal (an evicted listing's index goes when its last reader ends). A listing
+      // evicted before this reader came is read from a private copy (git would read a missing index as an empty one).
+      const held = await baseListing(ws);
+      if (held.evicted) {
+        copy = privateIndex(ws);
+        base = await baseIndexInto(ws, copy);
+        fresh = await list(copy, false);
+      } else {
+        base = held;
+        held.readers++;
+        try {
+          fresh = await list(held.index, true);
+        } finally {
+          if (!--held.readers && held.evicted) await rm(held.index, { force: true });
+        }
+      }
+    }
   } catch (err) {
-    if (!keepIndex) await rm(index, { force: true });
+    if (copy && !keepIndex) await rm(copy, { force: true });
     // The listing itself passed the output cap (tens of MiB of names): far over any file cap.
     if (/output passed/.test((err as Error).message))
       return under(`the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`);

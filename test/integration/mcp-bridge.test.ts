@@ -650,6 +650,83 @@ describe("ocw mcp", () => {
     expect(w.asks.map((a) => a.decision)).not.toContain("always");
   });
 
+  /** A worker that asks to run `command` only once `gate` opens: its ask opens while a wait is under way. */
+  const gatedAsk = (tag: string, command: string) => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    model.addScript(
+      new RegExp(tag),
+      async (ctx) => {
+        if (ctx.turnStep > 0) return { text: "OUTCOME: honest-failure — stopped" };
+        await gate;
+        return bash(command);
+      },
+      tag,
+    );
+    return open;
+  };
+  /** What must never reach a reader raw: line breaks, C0/C1 controls, bidi and zero-width characters. */
+  const RAW = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
+
+  it("progress lines show a worker's ask text only escaped, quoted and labelled untrusted; the engine's words stay plain", async () => {
+    const command = `echo ok\n# ${INJECTION}\u202Etxt.sh`;
+    const release = gatedAsk("MCP-PROGRESS-INJECT", command);
+    const s = await open(engine.stateDir, "mcp-test-progress-inject");
+    const d = await s.call("delegate", { task: "MCP-PROGRESS-INJECT run the command", directory: repo() });
+    const progress: string[] = [];
+    // The first line (the wait has begun) lets the worker ask: its ask opens while this wait streams.
+    const r = await waitUntil(s, { workerId: d.workerId, timeoutSec: 30 }, (x) => x.pending.length > 0, 3, {
+      onprogress: (p) => {
+        progress.push(p.message ?? "");
+        release();
+      },
+    });
+    expect(r.pending[0].untrusted.what).toContain(INJECTION);
+    expect(progress[0]).toBe(`waiting on ${d.workerId}`);
+    const asked = progress.filter((m) => m.includes("SYSTEM NOTICE"));
+    expect(asked.length, progress.join("\n")).toBeGreaterThan(0);
+    for (const m of asked) {
+      // The engine's words, then the worker's text in quotes after the label: made visible, on one line, bounded.
+      expect(m).toMatch(new RegExp(`^${d.workerId} asks bash, untrusted: ".*"$`));
+      expect(JSON.parse(m.slice(m.indexOf('"')))).toContain(`echo ok⏎# ${INJECTION}⟪U+202E⟫txt.sh`);
+      expect(m.length).toBeLessThanOrEqual(200);
+    }
+    for (const m of progress) expect(m, m).not.toMatch(RAW);
+    await engine.client.workers.stop.mutate({ workerId: d.workerId });
+  });
+
+  it("a wait whose input is too long for a URL (a session of very many workers) still streams its progress lines", async () => {
+    const release = gatedAsk("MCP-PROGRESS-LONG", "echo long-wait");
+    const s = await open(engine.stateDir, "mcp-test-progress-long");
+    const d = await s.call("delegate", { task: "MCP-PROGRESS-LONG run the command", directory: repo() });
+    // 128 more workers of this session: the rest of the slots run ones that never answer, the others stay queued.
+    const dir = repo();
+    const ids: string[] = [d.workerId];
+    for (let b = 0; b < 2; b++) {
+      const batch = await s.call("delegate_batch", {
+        tasks: Array.from({ length: 64 }, (_, i) => ({ task: `MCP-HANG many ${b}-${i}`, directory: dir, scope: [`f${b}-${i}.txt`] })),
+      });
+      ids.push(...batch.workerIds);
+    }
+    // What the bridge sends the engine: the workers named, and the session's own (for its totals) — past 6000 characters.
+    const workerIds = Array.from({ length: 200 }, () => d.workerId);
+    expect(JSON.stringify({ workerIds, also: ids }).length).toBeGreaterThan(6000);
+    const progress: string[] = [];
+    try {
+      const r = await waitUntil(s, { workerIds, timeoutSec: 30 }, (x) => x.pending.length > 0, 3, {
+        onprogress: (p) => {
+          progress.push(p.message ?? "");
+          release();
+        },
+      });
+      expect(r.pending[0].untrusted.what).toBe("echo long-wait");
+      // A line of the engine's event stream, not only the bridge's own "waiting on".
+      expect(progress, progress.join("\n")).toContain(`${d.workerId} asks bash, untrusted: "echo long-wait"`);
+    } finally {
+      await Promise.all(ids.reverse().map((workerId) => engine.client.workers.stop.mutate({ workerId }).catch(() => undefined)));
+    }
+  });
+
   it("wait reports what changed since this caller's last wait; approve {batchId} answers a batch's in-scope edits alike, never a flagged ask", async () => {
     const dir = repo();
     const s = await open(engine.stateDir, "mcp-test-batch-answer");

@@ -175,8 +175,38 @@ describe("workers.wait: the engine waits for the caller's news", () => {
       setTimeout(() => void engine.client.workers.stop.mutate({ workerId }), 300);
     });
     expect(items[0]).toEqual({ following: [workerId] });
-    expect(items).toContainEqual({ note: `${workerId} stopped: stopped by test` });
+    // The reason is text a client wrote (a worker's or model's, elsewhere): apart from the engine's words, and marked.
+    expect(items).toContainEqual({
+      note: `${workerId} stopped, untrusted: "stopped by test"`,
+      line: { said: `${workerId} stopped`, untrusted: "stopped by test" },
+    });
     expect(result).toMatchObject({ reason: "settled", workers: [{ id: workerId, state: "stopped" }] });
+  });
+
+  it("the stream form takes an input too long for a URL (sent as a POST body): its lines and answer as for a short one", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "WAIT-HANG forever", directory: repo(), checks: [{ file: "never.txt" }] });
+    // ~30 KB of input: past what a request's head may carry (Node refuses over 16 KiB with a 431).
+    const workerIds = Array.from({ length: 1500 }, () => workerId);
+    const items: unknown[] = [];
+    const result = await new Promise((resolve, reject) => {
+      const sub = engine.client.workers.waitStream.subscribe(
+        { workerIds, timeoutMs: 60_000 },
+        {
+          onData: (item) => {
+            items.push(item);
+            if ("following" in item) void engine.client.workers.stop.mutate({ workerId });
+            if ("result" in item) {
+              sub.unsubscribe();
+              resolve(item.result);
+            }
+          },
+          onError: reject,
+        },
+      );
+    });
+    expect(items[0]).toEqual({ following: [workerId] });
+    expect(items).toContainEqual(expect.objectContaining({ line: expect.objectContaining({ said: `${workerId} stopped` }) }));
+    expect(result).toMatchObject({ reason: "settled", workerIds: [workerId], workers: [{ id: workerId, state: "stopped" }] });
   });
 
   it("a wait goes in a request of its own: a query sent beside it is not held until the wait ends", async () => {
