@@ -3,8 +3,11 @@
 // `commit-tree` writes, without their three process starts (with the checkout, five of the seven a grading started:
 // at 32 workers finishing together, grading's git was most of what the engine added to a batch; bench/report.md).
 // Anything this file does not read exactly as git would (a submodule or nested repository, `.gitattributes` with its
-// conversions, a file that is neither a file nor a symlink, a large repository) is left to git's own path
-// (workspace.ts), as is any failure here. Names are bytes throughout, carried as latin1 strings.
+// conversions wherever one lies on the way, a name git's add refuses, a file that is neither a file nor a symlink, a
+// large repository, a system without /proc/self/fd) is left to git's own path (workspace.ts), as is any failure here.
+// A worker races every read (its background processes run on): folders are opened once and never through a symlink,
+// files never opened before they are known regular files (snapshot-attack.test.ts). Names are bytes throughout,
+// carried as latin1 strings.
 import { createHash, randomBytes } from "node:crypto";
 import { constants } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, readlink, rename, rm, symlink, writeFile } from "node:fs/promises";
