@@ -212,7 +212,7 @@ describe("the engine's resources against a worker's many files", () => {
     expect(hooks.peak).toBeLessThanOrEqual(64);
   });
 
-  it("a path longer than the system opens: git's listing leaves it out, and named anyway it is refused (closed before)", async () => {
+  it("a path longer than the system opens: git's listing leaves it out; named anyway, refused (not read as gone)", async () => {
     const w = repo();
     const long = "d".repeat(200);
     execFileSync("bash", ["-c", `cd -P "$1" && for i in $(seq 25); do mkdir "$2" && cd -P "$2" || exit 1; done && echo deep > f.txt`, "bash", w, long]);
