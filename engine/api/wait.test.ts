@@ -11,7 +11,7 @@ import { WorkerSpec } from "../../shared/worker";
 import { EventBus } from "../events";
 import { WorkerRegistry } from "../registry/registry";
 import { WorkerLogStore } from "../store/worker-log";
-import { GATHER_MS, waitForNews, waitStream, type WaitSource } from "./wait";
+import { GATHER_MAX_MS, GATHER_MS, waitForNews, waitStream, type WaitSource } from "./wait";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -197,11 +197,57 @@ describe("waitForNews", () => {
       await vi.advanceTimersByTimeAsync(GATHER_MS - 5);
       expect(answered).toBe(false);
       r.ask(b, "per-b");
+      // The burst grew in its window: gathered one window more, then answered with both.
       await vi.advanceTimersByTimeAsync(10);
+      expect(answered).toBe(false);
+      await vi.advanceTimersByTimeAsync(GATHER_MS);
       const got = await p;
       expect(got.reason).toBe("news");
       expect(got.workers.flatMap((w) => w.asks.map((x) => x.id))).toEqual(["per-a", "per-b"]);
       expect(r.listeners()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("a burst that keeps growing is gathered a window at a time, up to GATHER_MAX_MS; one that stops is answered at its window's end", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate"] });
+    try {
+      const r = rig();
+      const ids = Array.from({ length: 20 }, (_, i) => r.create(`w-${i}`));
+      const at: number[] = [];
+      let t = 0;
+      // Time in 1 ms steps, so the moment of the answer is known to the millisecond.
+      const advance = async (ms: number) => {
+        for (let i = 0; i < ms; i++) {
+          await vi.advanceTimersByTimeAsync(1);
+          t++;
+        }
+      };
+      const p = waitForNews(r.src, input({ workerIds: ids, timeoutMs: 60_000 })).then((x) => (at.push(t), x));
+      await advance(1);
+      // An ask every 10 ms (the first at 1 ms), for longer than the longest gathering.
+      for (const [i, id] of ids.entries()) {
+        r.ask(id, `per-${i}`);
+        await advance(10);
+      }
+      await advance(GATHER_MAX_MS);
+      const got = await p;
+      // Answered once GATHER_MAX_MS of gathering passed, with every ask asked by then, not the first window's alone.
+      expect(at[0]).toBeGreaterThanOrEqual(GATHER_MAX_MS);
+      expect(at[0]).toBeLessThan(GATHER_MAX_MS + GATHER_MS);
+      const asked = got.workers.flatMap((w) => w.asks).length;
+      expect(asked).toBeGreaterThanOrEqual(GATHER_MAX_MS / 10 - 1);
+      expect(asked).toBeLessThan(ids.length);
+      // A single ask with nothing after it: answered at the end of its one window.
+      const one = r.create("w-one");
+      let done = false;
+      const q = waitForNews(r.src, input({ workerIds: [one], timeoutMs: 60_000 })).then((x) => ((done = true), x));
+      await vi.advanceTimersByTimeAsync(1);
+      r.ask(one, "per-one");
+      await vi.advanceTimersByTimeAsync(GATHER_MS + 1);
+      expect(done).toBe(true);
+      expect((await q).workers[0]!.asks.map((a) => a.id)).toEqual(["per-one"]);
     } finally {
       vi.useRealTimers();
     }

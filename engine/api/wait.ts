@@ -27,6 +27,12 @@ type Input = z.output<typeof WaitInput>;
 
 /** How long news that arrives while a wait follows its workers gathers before the answer (a burst answered once). */
 export const GATHER_MS = 25;
+/**
+ * A burst still growing when its window ends (more asks came in it) is gathered another GATHER_MS, up to this in all: a
+ * batch's asks arriving over a tenth of a second are one answer, where a wait answered at the first window left the
+ * rest to the next wait, after the client's answers to the first.
+ */
+export const GATHER_MAX_MS = 150;
 
 /**
  * Waits until there is news for the caller — a pending ask it was not shown, a worker finished that it was not shown
@@ -66,6 +72,12 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
   const shownFinished = new Set(input.shownFinished);
   const followed = new Set(ids);
   opts.onFollow?.(ids);
+  // How much news there is: the asks not shown, the workers finished and not shown.
+  const news = () =>
+    ids.reduce((n, id) => {
+      const w = src.get(id);
+      return n + pendingAsks(w).filter((a) => !shownAsks.has(a.id)).length + (isAtRest(w.state) && !shownFinished.has(w.id) ? 1 : 0);
+    }, 0);
   const outcome = (): "settled" | "news" | null => {
     const ws = ids.map((id) => src.get(id));
     if (ws.every((w) => isAtRest(w.state))) return "settled";
@@ -73,7 +85,7 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
     if (input.untilGone && !ws.some((w) => pendingAsks(w).some((a) => a.id === input.untilGone))) return "news";
     return null;
   };
-  const reached = outcome() ?? (signal?.aborted ? "aborted" : await follow(src, followed, outcome, deadline, opts));
+  const reached = outcome() ?? (signal?.aborted ? "aborted" : await follow(src, followed, outcome, news, deadline, opts));
   const workers = ids.map((id) => slimWorker(src.get(id), { diffs: input.diffs }));
   if (input.batchId) batch = src.batch(input.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
@@ -87,12 +99,14 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
 /**
  * Follows the workers' events until `outcome` says so, the deadline or the signal. `outcome` is looked at once per
  * turn of the event loop after an event of a followed worker, not per event: an ask and the state change it causes
- * are published together, and the answer reports both; news is answered GATHER_MS later, with whatever came meanwhile.
+ * are published together, and the answer reports both; news is answered GATHER_MS later, with whatever came meanwhile
+ * (longer while it keeps growing: GATHER_MAX_MS).
  */
 function follow(
   src: WaitSource,
   followed: Set<string>,
   outcome: () => "settled" | "news" | null,
+  news: () => number,
   deadline: number,
   opts: WaitOptions,
 ): Promise<WaitResult["reason"]> {
@@ -123,15 +137,28 @@ function follow(
         if (r === "settled") return finish(r);
         // News that comes in a burst (a batch's asks, its workers' verdicts) is answered together: one answer, not one
         // wait per worker. Looked at again when the short window ends (it may have settled, or gone: then wait on).
-        if (r && !gather)
-          gather = setTimeout(
-            () => {
-              gather = null;
-              const again = outcome();
-              if (again) finish(again);
-            },
-            Math.min(GATHER_MS, Math.max(0, deadline - Date.now())),
-          );
+        if (r && !gather) {
+          let gathered = 0;
+          let seen = news();
+          const window = () => {
+            gathered += GATHER_MS;
+            gather = setTimeout(
+              () => {
+                gather = null;
+                const again = outcome();
+                if (!again) return;
+                const now = news();
+                if (again === "news" && now > seen && gathered < GATHER_MAX_MS && deadline > Date.now()) {
+                  seen = now;
+                  return window();
+                }
+                finish(again);
+              },
+              Math.min(GATHER_MS, Math.max(0, deadline - Date.now())),
+            );
+          };
+          window();
+        }
       });
     });
     const timer = setTimeout(() => finish("timeout"), Math.max(0, deadline - Date.now()));
