@@ -140,6 +140,28 @@ const O_PATH = 0o10000000;
 const IN_PROCESS_MAX_FOLDERS = 1024;
 /** Files read at once (each an open file). */
 const IN_PROCESS_READS = 32;
+/**
+ * The engine's open files for snapshots, all gradings together (32 finish at once in a batch): folders held at most,
+ * and files open at once. Past the folders' budget a snapshot is git's; a file waits for its turn. The rest of the
+ * engine (logs, sockets, its opencode) keeps its descriptors.
+ */
+const FOLDER_BUDGET = 2048;
+const OPEN_FILES = 64;
+let foldersHeld = 0;
+let filesOpen = 0;
+const fileTurns: (() => void)[] = [];
+/** `fn` holding one of the OPEN_FILES turns (handed straight to the next waiting caller when it ends). */
+async function withFile<T>(fn: () => Promise<T>): Promise<T> {
+  if (filesOpen < OPEN_FILES) filesOpen++;
+  else await new Promise<void>((turn) => fileTurns.push(turn));
+  try {
+    return await fn();
+  } finally {
+    const next = fileTurns.shift();
+    if (next) next();
+    else filesOpen--;
+  }
+}
 /** The longest path (the worktree's included) the system opens whole: past it, git's own add could not read the file. */
 const PATH_MAX = 4096;
 
@@ -220,6 +242,10 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
     for (let i = p.indexOf("/"); i >= 0; i = p.indexOf("/", i + 1)) dirs.add(p.slice(0, i));
   }
   if (dirs.size > IN_PROCESS_MAX_FOLDERS) throw new NotInProcess("too many folders");
+  // Its folders (and the top one) counted against the budget of all snapshots at once, until it ends.
+  const reserved = dirs.size + 1;
+  if (foldersHeld + reserved > FOLDER_BUDGET) throw new NotInProcess("the snapshots' budget of open folders is in use");
+  foldersHeld += reserved;
   const split = (name: string) => {
     const i = name.lastIndexOf("/");
     return i < 0 ? { dir: "", leaf: name } : { dir: name.slice(0, i), leaf: name.slice(i + 1) };
@@ -299,7 +325,7 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
       }
       const at = inFolder(f.fd, f.leaf);
       const link = f.st.isSymbolicLink();
-      const content = link ? await readlink(at, { encoding: "buffer" }) : await readWhole(at, f.st);
+      const content = link ? await readlink(at, { encoding: "buffer" }) : await withFile(() => readWhole(at, f.st));
       const mode = link ? "120000" : f.st.mode & 0o100 ? "100755" : "100644";
       const oid = objectId("blob", content, base.format);
       files.set(name, { mode, oid, content });
@@ -309,6 +335,7 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
   } finally {
     // Only once nothing reads through them (eachLimited settles every call): a closed number is soon another file's.
     await Promise.all(held.map((h) => h.close().catch(() => undefined)));
+    foldersHeld -= reserved;
   }
 }
 
@@ -355,7 +382,7 @@ export async function writeLoose(objects: string, type: string, oid: string, con
   if (!made) folders.set(fanout, (made = mkdir(fanout, { recursive: true })));
   await made;
   const tmp = path.join(objects, `tmp_obj_${randomBytes(6).toString("hex")}`);
-  await writeFile(tmp, data, { mode: 0o444 });
+  await withFile(() => writeFile(tmp, data, { mode: 0o444 }));
   await rename(tmp, file).catch(async (err) => {
     await rm(tmp, { force: true });
     throw err;
@@ -424,6 +451,6 @@ export async function writeCheckout(dir: string, snap: Snapshot, only?: string[]
     const f = snap.files.get(name)!;
     const file = Buffer.concat([root, Buffer.from(name, "latin1")]);
     if (f.mode === "120000") await symlink(f.content, file);
-    else await writeFile(file, f.content, { mode: f.mode === "100755" ? 0o777 : 0o666, flag: "wx" });
+    else await withFile(() => writeFile(file, f.content, { mode: f.mode === "100755" ? 0o777 : 0o666, flag: "wx" }));
   });
 }
