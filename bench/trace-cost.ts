@@ -2,6 +2,9 @@
 // private clones) on the same scripted model, sides taking turns, with each worker's timeline and, with STRACE=1, the
 // processes each side started during the batch (strace -f on the engine and its opencode serve / the bare serve).
 // `npx jiti bench/trace-cost.ts [N] [REPS] [paced]` (a scratch tool of the cost investigation; not part of `npm run bench`).
+// For ratios, run it bundled as the bench is (esbuild, as scripts/bench.mjs does, then `node`): under jiti the bare
+// side's client, which runs in this process beside the scripted model, ran ~15 % slower (32 tasks: bare 5.0–5.5 s
+// against 4.3–4.5 s bundled, the engine side unchanged), which made the engine look at par. Phases and CPU hold either way.
 import { spawn } from "node:child_process";
 import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
