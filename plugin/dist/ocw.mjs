@@ -49,11 +49,11 @@ var require_error = __commonJS({
        * @param {string} code an id string representing the error
        * @param {string} message human-readable description of the error
        */
-      constructor(exitCode, code, message) {
+      constructor(exitCode, code2, message) {
         super(message);
         Error.captureStackTrace(this, this.constructor);
         this.name = this.constructor.name;
-        this.code = code;
+        this.code = code2;
         this.exitCode = exitCode;
         this.nestedError = void 0;
       }
@@ -1202,7 +1202,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path74 = __require("node:path");
+    var path75 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -1647,9 +1647,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return never
        * @private
        */
-      _exit(exitCode, code, message) {
+      _exit(exitCode, code2, message) {
         if (this._exitCallback) {
-          this._exitCallback(new CommanderError2(exitCode, code, message));
+          this._exitCallback(new CommanderError2(exitCode, code2, message));
         }
         process12.exit(exitCode);
       }
@@ -2215,9 +2215,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path74.resolve(baseDir, baseName);
+          const localBin = path75.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path74.extname(baseName))) return void 0;
+          if (sourceExt.includes(path75.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2235,17 +2235,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path74.resolve(
-            path74.dirname(resolvedScriptPath),
+          executableDir = path75.resolve(
+            path75.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path74.basename(
+            const legacyName = path75.basename(
               this._scriptPath,
-              path74.extname(this._scriptPath)
+              path75.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2256,7 +2256,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path74.extname(executableFile));
+        launchWithNode = sourceExt.includes(path75.extname(executableFile));
         let proc3;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -2287,14 +2287,14 @@ Expecting one of '${allowedValues.join("', '")}'`);
           });
         }
         const exitCallback = this._exitCallback;
-        proc3.on("close", (code) => {
-          code = code ?? 1;
+        proc3.on("close", (code2) => {
+          code2 = code2 ?? 1;
           if (!exitCallback) {
-            process12.exit(code);
+            process12.exit(code2);
           } else {
             exitCallback(
               new CommanderError2(
-                code,
+                code2,
                 "commander.executeSubCommandAsync",
                 "(close)"
               )
@@ -2801,8 +2801,8 @@ Expecting one of '${allowedValues.join("', '")}'`);
         }
         const config3 = errorOptions || {};
         const exitCode = config3.exitCode || 1;
-        const code = config3.code || "commander.error";
-        this._exit(exitCode, code, message);
+        const code2 = config3.code || "commander.error";
+        this._exit(exitCode, code2, message);
       }
       /**
        * Apply any option related environment variables, if option does
@@ -3171,7 +3171,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path74.basename(filename, path74.extname(filename));
+        this._name = path75.basename(filename, path75.extname(filename));
         return this;
       }
       /**
@@ -3185,9 +3185,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path75) {
-        if (path75 === void 0) return this._executableDir;
-        this._executableDir = path75;
+      executableDir(path76) {
+        if (path76 === void 0) return this._executableDir;
+        this._executableDir = path76;
         return this;
       }
       /**
@@ -3494,9 +3494,9 @@ var require_code = __commonJS({
     };
     exports.Name = Name;
     var _Code = class extends _CodeOrName {
-      constructor(code) {
+      constructor(code2) {
         super();
-        this._items = typeof code === "string" ? [code] : code;
+        this._items = typeof code2 === "string" ? [code2] : code2;
       }
       toString() {
         return this.str;
@@ -3523,13 +3523,13 @@ var require_code = __commonJS({
     exports._Code = _Code;
     exports.nil = new _Code("");
     function _(strs, ...args) {
-      const code = [strs[0]];
+      const code2 = [strs[0]];
       let i2 = 0;
       while (i2 < args.length) {
-        addCodeArg(code, args[i2]);
-        code.push(strs[++i2]);
+        addCodeArg(code2, args[i2]);
+        code2.push(strs[++i2]);
       }
-      return new _Code(code);
+      return new _Code(code2);
     }
     exports._ = _;
     var plus = new _Code("+");
@@ -3545,13 +3545,13 @@ var require_code = __commonJS({
       return new _Code(expr);
     }
     exports.str = str3;
-    function addCodeArg(code, arg) {
+    function addCodeArg(code2, arg) {
       if (arg instanceof _Code)
-        code.push(...arg._items);
+        code2.push(...arg._items);
       else if (arg instanceof Name)
-        code.push(arg);
+        code2.push(arg);
       else
-        code.push(interpolate(arg));
+        code2.push(interpolate(arg));
     }
     exports.addCodeArg = addCodeArg;
     function optimize(expr) {
@@ -3735,7 +3735,7 @@ var require_scope = __commonJS({
         }, usedValues, getCode);
       }
       _reduceValues(values, valueCode, usedValues = {}, getCode) {
-        let code = code_1.nil;
+        let code2 = code_1.nil;
         for (const prefix in values) {
           const vs = values[prefix];
           if (!vs)
@@ -3748,16 +3748,16 @@ var require_scope = __commonJS({
             let c3 = valueCode(name);
             if (c3) {
               const def = this.opts.es5 ? exports.varKinds.var : exports.varKinds.const;
-              code = (0, code_1._)`${code}${def} ${name} = ${c3};${this.opts._n}`;
+              code2 = (0, code_1._)`${code2}${def} ${name} = ${c3};${this.opts._n}`;
             } else if (c3 = getCode === null || getCode === void 0 ? void 0 : getCode(name)) {
-              code = (0, code_1._)`${code}${c3}${this.opts._n}`;
+              code2 = (0, code_1._)`${code2}${c3}${this.opts._n}`;
             } else {
               throw new ValueError(name);
             }
             nameSet.set(name, UsedValueState.Completed);
           });
         }
-        return code;
+        return code2;
       }
     };
     exports.ValueScope = ValueScope;
@@ -3842,11 +3842,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants8) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants7);
+          this.rhs = optimizeExpr(this.rhs, names, constants8);
         return this;
       }
       get names() {
@@ -3863,10 +3863,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants8) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants7);
+        this.rhs = optimizeExpr(this.rhs, names, constants8);
         return this;
       }
       get names() {
@@ -3917,9 +3917,9 @@ var require_codegen = __commonJS({
       }
     };
     var AnyCode = class extends Node {
-      constructor(code) {
+      constructor(code2) {
         super();
-        this.code = code;
+        this.code = code2;
       }
       render({ _n }) {
         return `${this.code};` + _n;
@@ -3927,8 +3927,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants7) {
-        this.code = optimizeExpr(this.code, names, constants7);
+      optimizeNames(names, constants8) {
+        this.code = optimizeExpr(this.code, names, constants8);
         return this;
       }
       get names() {
@@ -3941,7 +3941,7 @@ var require_codegen = __commonJS({
         this.nodes = nodes;
       }
       render(opts) {
-        return this.nodes.reduce((code, n2) => code + n2.render(opts), "");
+        return this.nodes.reduce((code2, n2) => code2 + n2.render(opts), "");
       }
       optimizeNodes() {
         const { nodes } = this;
@@ -3957,12 +3957,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants8) {
         const { nodes } = this;
         let i2 = nodes.length;
         while (i2--) {
           const n2 = nodes[i2];
-          if (n2.optimizeNames(names, constants7))
+          if (n2.optimizeNames(names, constants8))
             continue;
           subtractNames(names, n2.names);
           nodes.splice(i2, 1);
@@ -3989,10 +3989,10 @@ var require_codegen = __commonJS({
         this.condition = condition;
       }
       render(opts) {
-        let code = `if(${this.condition})` + super.render(opts);
+        let code2 = `if(${this.condition})` + super.render(opts);
         if (this.else)
-          code += "else " + this.else.render(opts);
-        return code;
+          code2 += "else " + this.else.render(opts);
+        return code2;
       }
       optimizeNodes() {
         super.optimizeNodes();
@@ -4015,12 +4015,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants8) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants7);
-        if (!(super.optimizeNames(names, constants7) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants8);
+        if (!(super.optimizeNames(names, constants8) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants7);
+        this.condition = optimizeExpr(this.condition, names, constants8);
         return this;
       }
       get names() {
@@ -4043,10 +4043,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants7) {
-        if (!super.optimizeNames(names, constants7))
+      optimizeNames(names, constants8) {
+        if (!super.optimizeNames(names, constants8))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants7);
+        this.iteration = optimizeExpr(this.iteration, names, constants8);
         return this;
       }
       get names() {
@@ -4082,10 +4082,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants7) {
-        if (!super.optimizeNames(names, constants7))
+      optimizeNames(names, constants8) {
+        if (!super.optimizeNames(names, constants8))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants7);
+        this.iterable = optimizeExpr(this.iterable, names, constants8);
         return this;
       }
       get names() {
@@ -4113,12 +4113,12 @@ var require_codegen = __commonJS({
     Return.kind = "return";
     var Try = class extends BlockNode {
       render(opts) {
-        let code = "try" + super.render(opts);
+        let code2 = "try" + super.render(opts);
         if (this.catch)
-          code += this.catch.render(opts);
+          code2 += this.catch.render(opts);
         if (this.finally)
-          code += this.finally.render(opts);
-        return code;
+          code2 += this.finally.render(opts);
+        return code2;
       }
       optimizeNodes() {
         var _a, _b;
@@ -4127,11 +4127,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants8) {
         var _a, _b;
-        super.optimizeNames(names, constants7);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants7);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants7);
+        super.optimizeNames(names, constants8);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants8);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants8);
         return this;
       }
       get names() {
@@ -4235,18 +4235,18 @@ var require_codegen = __commonJS({
       }
       // returns code for object literal for the passed argument list of key-value pairs
       object(...keyValues) {
-        const code = ["{"];
+        const code2 = ["{"];
         for (const [key, value] of keyValues) {
-          if (code.length > 1)
-            code.push(",");
-          code.push(key);
+          if (code2.length > 1)
+            code2.push(",");
+          code2.push(key);
           if (key !== value || this.opts.es5) {
-            code.push(":");
-            (0, code_1.addCodeArg)(code, value);
+            code2.push(":");
+            (0, code_1.addCodeArg)(code2, value);
           }
         }
-        code.push("}");
-        return new code_1._Code(code);
+        code2.push("}");
+        return new code_1._Code(code2);
       }
       // `if` clause (or statement if `thenBody` and, optionally, `elseBody` are passed)
       if(condition, thenBody, elseBody) {
@@ -4432,7 +4432,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants7) {
+    function optimizeExpr(expr, names, constants8) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -4447,14 +4447,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n2) {
-        const c3 = constants7[n2.str];
+        const c3 = constants8[n2.str];
         if (c3 === void 0 || names[n2.str] !== 1)
           return n2;
         delete names[n2.str];
         return c3;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants7[c3.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants8[c3.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -6565,22 +6565,22 @@ var require_utils = __commonJS({
     }
     function stringArrayToHexStripped(input2) {
       let acc = "";
-      let code = 0;
+      let code2 = 0;
       let i2 = 0;
       for (i2 = 0; i2 < input2.length; i2++) {
-        code = input2[i2].charCodeAt(0);
-        if (code === 48) {
+        code2 = input2[i2].charCodeAt(0);
+        if (code2 === 48) {
           continue;
         }
-        if (!(code >= 48 && code <= 57 || code >= 65 && code <= 70 || code >= 97 && code <= 102)) {
+        if (!(code2 >= 48 && code2 <= 57 || code2 >= 65 && code2 <= 70 || code2 >= 97 && code2 <= 102)) {
           return "";
         }
         acc += input2[i2];
         break;
       }
       for (i2 += 1; i2 < input2.length; i2++) {
-        code = input2[i2].charCodeAt(0);
-        if (!(code >= 48 && code <= 57 || code >= 65 && code <= 70 || code >= 97 && code <= 102)) {
+        code2 = input2[i2].charCodeAt(0);
+        if (!(code2 >= 48 && code2 <= 57 || code2 >= 65 && code2 <= 70 || code2 >= 97 && code2 <= 102)) {
           return "";
         }
         acc += input2[i2];
@@ -6694,8 +6694,8 @@ var require_utils = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path74) {
-      let input2 = path74;
+    function removeDotSegments(path75) {
+      let input2 = path75;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -6769,11 +6769,11 @@ var require_utils = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path74) {
-      if (path74 === "" || path74[0] === "/") {
-        return removeDotSegments(path74);
+    function removeDotSegmentsRelative(path75) {
+      if (path75 === "" || path75[0] === "/") {
+        return removeDotSegments(path75);
       }
-      const segments = path74.split("/");
+      const segments = path75.split("/");
       const last2 = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -6853,15 +6853,15 @@ var require_utils = __commonJS({
         if (isPathCharacter(ch)) {
           output += ch;
         } else {
-          const code = input2.charCodeAt(i2);
-          if (code < 128) {
-            output += isEscapeSafe(code) ? ch : BYTE_HEX[code];
-          } else if (code < 55296 || code > 57343) {
-            output += percentEncodeNonAscii(code);
-          } else if (code <= 56319 && i2 + 1 < input2.length) {
+          const code2 = input2.charCodeAt(i2);
+          if (code2 < 128) {
+            output += isEscapeSafe(code2) ? ch : BYTE_HEX[code2];
+          } else if (code2 < 55296 || code2 > 57343) {
+            output += percentEncodeNonAscii(code2);
+          } else if (code2 <= 56319 && i2 + 1 < input2.length) {
             const low = input2.charCodeAt(i2 + 1);
             if (low >= 56320 && low <= 57343) {
-              output += percentEncodeNonAscii(65536 + (code - 55296 << 10) + (low - 56320));
+              output += percentEncodeNonAscii(65536 + (code2 - 55296 << 10) + (low - 56320));
               i2++;
             } else {
               output += percentEncodeNonAscii(65533);
@@ -6892,15 +6892,15 @@ var require_utils = __commonJS({
         if (isPathCharacter(ch) && (ch !== ":" || !firstSegment)) {
           output += ch;
         } else {
-          const code = input2.charCodeAt(i2);
-          if (code < 128) {
-            output += BYTE_HEX[code];
-          } else if (code < 55296 || code > 57343) {
-            output += percentEncodeNonAscii(code);
-          } else if (code <= 56319 && i2 + 1 < input2.length) {
+          const code2 = input2.charCodeAt(i2);
+          if (code2 < 128) {
+            output += BYTE_HEX[code2];
+          } else if (code2 < 55296 || code2 > 57343) {
+            output += percentEncodeNonAscii(code2);
+          } else if (code2 <= 56319 && i2 + 1 < input2.length) {
             const low = input2.charCodeAt(i2 + 1);
             if (low >= 56320 && low <= 57343) {
-              output += percentEncodeNonAscii(65536 + (code - 55296 << 10) + (low - 56320));
+              output += percentEncodeNonAscii(65536 + (code2 - 55296 << 10) + (low - 56320));
               i2++;
             } else {
               output += percentEncodeNonAscii(65533);
@@ -6927,15 +6927,15 @@ var require_utils = __commonJS({
         if (isAllowed(ch)) {
           output += ch;
         } else {
-          const code = input2.charCodeAt(i2);
-          if (code < 128) {
-            output += BYTE_HEX[code];
-          } else if (code < 55296 || code > 57343) {
-            output += percentEncodeNonAscii(code);
-          } else if (code <= 56319 && i2 + 1 < input2.length) {
+          const code2 = input2.charCodeAt(i2);
+          if (code2 < 128) {
+            output += BYTE_HEX[code2];
+          } else if (code2 < 55296 || code2 > 57343) {
+            output += percentEncodeNonAscii(code2);
+          } else if (code2 <= 56319 && i2 + 1 < input2.length) {
             const low = input2.charCodeAt(i2 + 1);
             if (low >= 56320 && low <= 57343) {
-              output += percentEncodeNonAscii(65536 + (code - 55296 << 10) + (low - 56320));
+              output += percentEncodeNonAscii(65536 + (code2 - 55296 << 10) + (low - 56320));
               i2++;
             } else {
               output += percentEncodeNonAscii(65533);
@@ -6980,15 +6980,15 @@ var require_utils = __commonJS({
         if (isQueryFragmentCharacter(ch)) {
           output += ch;
         } else {
-          const code = input2.charCodeAt(i2);
-          if (code < 128) {
-            output += isEscapeSafe(code) ? ch : BYTE_HEX[code];
-          } else if (code < 55296 || code > 57343) {
-            output += percentEncodeNonAscii(code);
-          } else if (code <= 56319 && i2 + 1 < input2.length) {
+          const code2 = input2.charCodeAt(i2);
+          if (code2 < 128) {
+            output += isEscapeSafe(code2) ? ch : BYTE_HEX[code2];
+          } else if (code2 < 55296 || code2 > 57343) {
+            output += percentEncodeNonAscii(code2);
+          } else if (code2 <= 56319 && i2 + 1 < input2.length) {
             const low = input2.charCodeAt(i2 + 1);
             if (low >= 56320 && low <= 57343) {
-              output += percentEncodeNonAscii(65536 + (code - 55296 << 10) + (low - 56320));
+              output += percentEncodeNonAscii(65536 + (code2 - 55296 << 10) + (low - 56320));
               i2++;
             } else {
               output += percentEncodeNonAscii(65533);
@@ -7136,8 +7136,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path74 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path74 && path74 !== "/" ? path74 : void 0;
+        const path75 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path75 && path75 !== "/" ? path75 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -9946,8 +9946,8 @@ var require_format = __commonJS({
             }
           }
           function getFormat(fmtDef) {
-            const code = fmtDef instanceof RegExp ? (0, codegen_1.regexpCode)(fmtDef) : opts.code.formats ? (0, codegen_1._)`${opts.code.formats}${(0, codegen_1.getProperty)(schema)}` : void 0;
-            const fmt3 = gen.scopeValue("formats", { key: schema, ref: fmtDef, code });
+            const code2 = fmtDef instanceof RegExp ? (0, codegen_1.regexpCode)(fmtDef) : opts.code.formats ? (0, codegen_1._)`${opts.code.formats}${(0, codegen_1.getProperty)(schema)}` : void 0;
+            const fmt3 = gen.scopeValue("formats", { key: schema, ref: fmtDef, code: code2 });
             if (typeof fmtDef == "object" && !(fmtDef instanceof RegExp)) {
               return [fmtDef.type || "string", fmtDef.validate, (0, codegen_1._)`${fmt3}.validate`];
             }
@@ -10693,7 +10693,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path74, options) {
+    function checkPathExt(path75, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -10704,25 +10704,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path74.substr(-p.length).toLowerCase() === p) {
+        if (p && path75.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path74, options) {
+    function checkStat(stat, path75, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path74, options);
+      return checkPathExt(path75, options);
     }
-    function isexe(path74, options, cb) {
-      fs.stat(path74, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path74, options));
+    function isexe(path75, options, cb) {
+      fs.stat(path75, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path75, options));
       });
     }
-    function sync(path74, options) {
-      return checkStat(fs.statSync(path74), path74, options);
+    function sync(path75, options) {
+      return checkStat(fs.statSync(path75), path75, options);
     }
   }
 });
@@ -10733,13 +10733,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path74, options, cb) {
-      fs.stat(path74, function(er, stat) {
+    function isexe(path75, options, cb) {
+      fs.stat(path75, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path74, options) {
-      return checkStat(fs.statSync(path74), options);
+    function sync(path75, options) {
+      return checkStat(fs.statSync(path75), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -10772,7 +10772,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path74, options, cb) {
+    function isexe(path75, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -10782,7 +10782,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path74, options || {}, function(er, is) {
+          isexe(path75, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -10791,7 +10791,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path74, options || {}, function(er, is) {
+      core(path75, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -10801,9 +10801,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path74, options) {
+    function sync(path75, options) {
       try {
-        return core.sync(path74, options || {});
+        return core.sync(path75, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -10819,7 +10819,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path74 = __require("path");
+    var path75 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -10857,7 +10857,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path74.join(pathPart, cmd);
+        const pCmd = path75.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -10884,7 +10884,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path74.join(pathPart, cmd);
+        const pCmd = path75.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -10932,7 +10932,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path74 = __require("path");
+    var path75 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -10950,7 +10950,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path74.delimiter : void 0
+          pathExt: withoutPathExt ? path75.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -10959,7 +10959,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path74.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path75.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -11013,8 +11013,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path74, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path74.split("/").pop();
+      const [path75, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path75.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -11049,7 +11049,7 @@ var require_readShebang = __commonJS({
 var require_parse = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path74 = __require("path");
+    var path75 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -11074,7 +11074,7 @@ var require_parse = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path74.normalize(parsed.command);
+        parsed.command = path75.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -11436,8 +11436,8 @@ var require_utils2 = __commonJS({
       }
       return output;
     };
-    exports.basename = (path74, { windows: windows2 } = {}) => {
-      const segs = path74.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path75, { windows: windows2 } = {}) => {
+      const segs = path75.split(windows2 ? /[\\/]/ : "/");
       const last2 = segs[segs.length - 1];
       if (last2 === "") {
         return segs[segs.length - 2];
@@ -11484,8 +11484,8 @@ var require_scan = __commonJS({
       CHAR_RIGHT_SQUARE_BRACKET
       /* ] */
     } = require_constants();
-    var isPathSeparator = (code) => {
-      return code === CHAR_FORWARD_SLASH || code === CHAR_BACKWARD_SLASH;
+    var isPathSeparator = (code2) => {
+      return code2 === CHAR_FORWARD_SLASH || code2 === CHAR_BACKWARD_SLASH;
     };
     var depth = (token) => {
       if (token.isPrefix !== true) {
@@ -11515,38 +11515,38 @@ var require_scan = __commonJS({
       let finished7 = false;
       let braces = 0;
       let prev;
-      let code;
+      let code2;
       let token = { value: "", depth: 0, isGlob: false };
       const eos = () => index >= length;
       const peek = () => str3.charCodeAt(index + 1);
       const advance = () => {
-        prev = code;
+        prev = code2;
         return str3.charCodeAt(++index);
       };
       while (index < length) {
-        code = advance();
+        code2 = advance();
         let next;
-        if (code === CHAR_BACKWARD_SLASH) {
+        if (code2 === CHAR_BACKWARD_SLASH) {
           backslashes = token.backslashes = true;
-          code = advance();
-          if (code === CHAR_LEFT_CURLY_BRACE) {
+          code2 = advance();
+          if (code2 === CHAR_LEFT_CURLY_BRACE) {
             braceEscaped = true;
           }
           continue;
         }
-        if (braceEscaped === true || code === CHAR_LEFT_CURLY_BRACE) {
+        if (braceEscaped === true || code2 === CHAR_LEFT_CURLY_BRACE) {
           braces++;
-          while (eos() !== true && (code = advance())) {
-            if (code === CHAR_BACKWARD_SLASH) {
+          while (eos() !== true && (code2 = advance())) {
+            if (code2 === CHAR_BACKWARD_SLASH) {
               backslashes = token.backslashes = true;
               advance();
               continue;
             }
-            if (code === CHAR_LEFT_CURLY_BRACE) {
+            if (code2 === CHAR_LEFT_CURLY_BRACE) {
               braces++;
               continue;
             }
-            if (braceEscaped !== true && code === CHAR_DOT && (code = advance()) === CHAR_DOT) {
+            if (braceEscaped !== true && code2 === CHAR_DOT && (code2 = advance()) === CHAR_DOT) {
               isBrace = token.isBrace = true;
               isGlob = token.isGlob = true;
               finished7 = true;
@@ -11555,7 +11555,7 @@ var require_scan = __commonJS({
               }
               break;
             }
-            if (braceEscaped !== true && code === CHAR_COMMA) {
+            if (braceEscaped !== true && code2 === CHAR_COMMA) {
               isBrace = token.isBrace = true;
               isGlob = token.isGlob = true;
               finished7 = true;
@@ -11564,7 +11564,7 @@ var require_scan = __commonJS({
               }
               break;
             }
-            if (code === CHAR_RIGHT_CURLY_BRACE) {
+            if (code2 === CHAR_RIGHT_CURLY_BRACE) {
               braces--;
               if (braces === 0) {
                 braceEscaped = false;
@@ -11579,7 +11579,7 @@ var require_scan = __commonJS({
           }
           break;
         }
-        if (code === CHAR_FORWARD_SLASH) {
+        if (code2 === CHAR_FORWARD_SLASH) {
           slashes.push(index);
           tokens.push(token);
           token = { value: "", depth: 0, isGlob: false };
@@ -11592,22 +11592,22 @@ var require_scan = __commonJS({
           continue;
         }
         if (opts.noext !== true) {
-          const isExtglobChar = code === CHAR_PLUS || code === CHAR_AT || code === CHAR_ASTERISK || code === CHAR_QUESTION_MARK || code === CHAR_EXCLAMATION_MARK;
+          const isExtglobChar = code2 === CHAR_PLUS || code2 === CHAR_AT || code2 === CHAR_ASTERISK || code2 === CHAR_QUESTION_MARK || code2 === CHAR_EXCLAMATION_MARK;
           if (isExtglobChar === true && peek() === CHAR_LEFT_PARENTHESES) {
             isGlob = token.isGlob = true;
             isExtglob = token.isExtglob = true;
             finished7 = true;
-            if (code === CHAR_EXCLAMATION_MARK && index === start) {
+            if (code2 === CHAR_EXCLAMATION_MARK && index === start) {
               negatedExtglob = true;
             }
             if (scanToEnd === true) {
-              while (eos() !== true && (code = advance())) {
-                if (code === CHAR_BACKWARD_SLASH) {
+              while (eos() !== true && (code2 = advance())) {
+                if (code2 === CHAR_BACKWARD_SLASH) {
                   backslashes = token.backslashes = true;
-                  code = advance();
+                  code2 = advance();
                   continue;
                 }
-                if (code === CHAR_RIGHT_PARENTHESES) {
+                if (code2 === CHAR_RIGHT_PARENTHESES) {
                   isGlob = token.isGlob = true;
                   finished7 = true;
                   break;
@@ -11618,7 +11618,7 @@ var require_scan = __commonJS({
             break;
           }
         }
-        if (code === CHAR_ASTERISK) {
+        if (code2 === CHAR_ASTERISK) {
           if (prev === CHAR_ASTERISK) isGlobstar = token.isGlobstar = true;
           isGlob = token.isGlob = true;
           finished7 = true;
@@ -11627,7 +11627,7 @@ var require_scan = __commonJS({
           }
           break;
         }
-        if (code === CHAR_QUESTION_MARK) {
+        if (code2 === CHAR_QUESTION_MARK) {
           isGlob = token.isGlob = true;
           finished7 = true;
           if (scanToEnd === true) {
@@ -11635,7 +11635,7 @@ var require_scan = __commonJS({
           }
           break;
         }
-        if (code === CHAR_LEFT_SQUARE_BRACKET) {
+        if (code2 === CHAR_LEFT_SQUARE_BRACKET) {
           while (eos() !== true && (next = advance())) {
             if (next === CHAR_BACKWARD_SLASH) {
               backslashes = token.backslashes = true;
@@ -11654,21 +11654,21 @@ var require_scan = __commonJS({
           }
           break;
         }
-        if (opts.nonegate !== true && code === CHAR_EXCLAMATION_MARK && index === start) {
+        if (opts.nonegate !== true && code2 === CHAR_EXCLAMATION_MARK && index === start) {
           negated = token.negated = true;
           start++;
           continue;
         }
-        if (opts.noparen !== true && code === CHAR_LEFT_PARENTHESES) {
+        if (opts.noparen !== true && code2 === CHAR_LEFT_PARENTHESES) {
           isGlob = token.isGlob = true;
           if (scanToEnd === true) {
-            while (eos() !== true && (code = advance())) {
-              if (code === CHAR_LEFT_PARENTHESES) {
+            while (eos() !== true && (code2 = advance())) {
+              if (code2 === CHAR_LEFT_PARENTHESES) {
                 backslashes = token.backslashes = true;
-                code = advance();
+                code2 = advance();
                 continue;
               }
-              if (code === CHAR_RIGHT_PARENTHESES) {
+              if (code2 === CHAR_RIGHT_PARENTHESES) {
                 finished7 = true;
                 break;
               }
@@ -11733,7 +11733,7 @@ var require_scan = __commonJS({
       };
       if (opts.tokens === true) {
         state.maxDepth = 0;
-        if (!isPathSeparator(code)) {
+        if (!isPathSeparator(code2)) {
           tokens.push(token);
         }
         state.tokens = tokens;
@@ -11781,7 +11781,7 @@ var require_scan = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/picomatch/lib/parse.js"(exports, module) {
     "use strict";
-    var constants7 = require_constants();
+    var constants8 = require_constants();
     var utils = require_utils2();
     var {
       MAX_LENGTH,
@@ -11789,7 +11789,7 @@ var require_parse2 = __commonJS({
       REGEX_NON_SPECIAL_CHARS,
       REGEX_SPECIAL_CHARS_BACKREF,
       REPLACEMENTS
-    } = constants7;
+    } = constants8;
     var expandRange = (args, options) => {
       if (typeof options.expandRange === "function") {
         return options.expandRange(...args, options);
@@ -11820,8 +11820,8 @@ var require_parse2 = __commonJS({
       const bos = { type: "bos", value: "", output: opts.prepend || "" };
       const tokens = [bos];
       const capture = opts.capture ? "" : "?:";
-      const PLATFORM_CHARS = constants7.globChars(opts.windows);
-      const EXTGLOB_CHARS = constants7.extglobChars(PLATFORM_CHARS);
+      const PLATFORM_CHARS = constants8.globChars(opts.windows);
+      const EXTGLOB_CHARS = constants8.extglobChars(PLATFORM_CHARS);
       const {
         DOT_LITERAL,
         PLUS_LITERAL,
@@ -12157,15 +12157,15 @@ var require_parse2 = __commonJS({
         }
         if (value === "{" && opts.nobrace !== true) {
           increment2("braces");
-          const open2 = {
+          const open3 = {
             type: "brace",
             value,
             output: "(",
             outputIndex: state.output.length,
             tokensIndex: state.tokens.length
           };
-          braces.push(open2);
-          push(open2);
+          braces.push(open3);
+          push(open3);
           continue;
         }
         if (value === "}") {
@@ -12494,7 +12494,7 @@ var require_parse2 = __commonJS({
         NO_DOTS_SLASH,
         STAR,
         START_ANCHOR
-      } = constants7.globChars(opts.windows);
+      } = constants8.globChars(opts.windows);
       const nodot = opts.dot ? NO_DOTS : NO_DOT;
       const slashDot = opts.dot ? NO_DOTS_SLASH : NO_DOT;
       const capture = opts.capture ? "" : "?:";
@@ -12552,7 +12552,7 @@ var require_picomatch = __commonJS({
     var scan = require_scan();
     var parse4 = require_parse2();
     var utils = require_utils2();
-    var constants7 = require_constants();
+    var constants8 = require_constants();
     var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
     var picomatch3 = (glob, options, returnState = false) => {
       if (Array.isArray(glob)) {
@@ -12680,7 +12680,7 @@ var require_picomatch = __commonJS({
         return /$^/;
       }
     };
-    picomatch3.constants = constants7;
+    picomatch3.constants = constants8;
     module.exports = picomatch3;
   }
 });
@@ -12706,7 +12706,7 @@ var require_picomatch2 = __commonJS({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path74 = __require("path");
+    var path75 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -12728,7 +12728,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path74.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path75.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -12737,7 +12737,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path74.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path75.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -12763,7 +12763,7 @@ var require_escape2 = __commonJS({
       return arg.replace(/%/g, "%%cd:~,%");
     }
     function quoteArgument(arg, escapedQuote) {
-      let quoted2 = '"';
+      let quoted3 = '"';
       let backslashes = 0;
       for (const char of arg) {
         if (char === "\\") {
@@ -12771,13 +12771,13 @@ var require_escape2 = __commonJS({
           continue;
         }
         if (char === '"') {
-          quoted2 += "\\".repeat(backslashes * 2) + escapedQuote;
+          quoted3 += "\\".repeat(backslashes * 2) + escapedQuote;
         } else {
-          quoted2 += "\\".repeat(backslashes) + char;
+          quoted3 += "\\".repeat(backslashes) + char;
         }
         backslashes = 0;
       }
-      return `${quoted2}${"\\".repeat(backslashes * 2)}"`;
+      return `${quoted3}${"\\".repeat(backslashes * 2)}"`;
     }
     function escapeCommand(arg) {
       assertNoLineBreaks(arg);
@@ -12838,7 +12838,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path74 = __require("path");
+    var path75 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -12872,9 +12872,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path74.normalize(parsed.command);
+        parsed.command = path75.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path74.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path75.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -13313,7 +13313,7 @@ var require_util2 = __commonJS({
     "use strict";
     var os10 = __require("os");
     var fs = __require("fs");
-    var path74 = __require("path");
+    var path75 = __require("path");
     var spawn10 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -14069,7 +14069,7 @@ var require_util2 = __commonJS({
     function getFilesInPath(source) {
       const lstatSync6 = fs.lstatSync;
       const readdirSync13 = fs.readdirSync;
-      const join = path74.join;
+      const join = path75.join;
       function isDirectory(source2) {
         return lstatSync6(source2).isDirectory();
       }
@@ -14348,7 +14348,7 @@ var require_util2 = __commonJS({
         };
       });
     }
-    function promisify5(nodeStyleFunction) {
+    function promisify6(nodeStyleFunction) {
       return function() {
         const args = Array.prototype.slice.call(arguments);
         return new Promise((resolve, reject) => {
@@ -15990,7 +15990,7 @@ var require_util2 = __commonJS({
     exports.decodePiCpuinfo = decodePiCpuinfo;
     exports.getRpiGpu = getRpiGpu;
     exports.promiseAll = promiseAll;
-    exports.promisify = promisify5;
+    exports.promisify = promisify6;
     exports.promisifySave = promisifySave;
     exports.smartMonToolsInstalled = smartMonToolsInstalled;
     exports.linuxVersion = linuxVersion;
@@ -22822,7 +22822,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path74 = __require("path");
+    var path75 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync6 = __require("child_process").execFileSync;
@@ -23202,13 +23202,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path74.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path75.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path74.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path75.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path74.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path75.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -26483,7 +26483,7 @@ var require_processes = __commonJS({
     "use strict";
     var os10 = __require("os");
     var fs = __require("fs");
-    var path74 = __require("path");
+    var path75 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util2();
@@ -27111,7 +27111,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path74.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path75.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -28382,7 +28382,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path74, callback) {
+    function fetchJson(path75, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -28398,7 +28398,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path74} HTTP/1.0\r
+          socket.write(`GET ${path75} HTTP/1.0\r
 \r
 `);
         });
@@ -31168,7 +31168,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path74 = __require("path");
+    var path75 = __require("path");
     var util2 = require_util2();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -31301,7 +31301,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path74.basename(element);
+              const filename = path75.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -32577,10 +32577,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path74) {
-  if (!path74)
+function getElementAtPath(obj2, path75) {
+  if (!path75)
     return obj2;
-  return path74.reduce((acc, key) => acc?.[key], obj2);
+  return path75.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -32941,11 +32941,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path74, issues) {
+function prefixIssues(path75, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path74);
+    iss.path.unshift(path75);
     return iss;
   });
 }
@@ -33107,7 +33107,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path74 = []) => {
+  const processError = (error47, path75 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -33117,7 +33117,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path74, ...issue2.path];
+        const fullpath = [...path75, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -33149,8 +33149,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path74 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path74) {
+  const path75 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path75) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -45501,9 +45501,9 @@ var ErrorKind = external_exports.enum([
 ]);
 var ErrorData = external_exports.record(external_exports.string(), external_exports.union([external_exports.string(), external_exports.number(), external_exports.boolean(), external_exports.null()]));
 var OcwError = class extends Error {
-  constructor(code, message, detail) {
+  constructor(code2, message, detail) {
     super(message);
-    this.code = code;
+    this.code = code2;
     this.detail = detail;
     this.name = "OcwError";
   }
@@ -45511,8 +45511,8 @@ var OcwError = class extends Error {
   detail;
 };
 var InputError = class extends OcwError {
-  constructor(message, code = "bad-input") {
-    super(code, message);
+  constructor(message, code2 = "bad-input") {
+    super(code2, message);
     this.name = "InputError";
   }
 };
@@ -46188,28 +46188,28 @@ var noop = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path74, memo2) {
+function createInnerProxy(callback, path75, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path74.join(".");
+  const cacheKey = path75.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path74, key], memo2);
+      return createInnerProxy(callback, [...path75, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path74[path74.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path74.slice(0, -1).join(".")})`;
+      const lastOfPath = path75[path75.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path75.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path74
+        path: path75
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path74.slice(0, -1)
+        path: path75.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path74.slice(0, -1)
+        path: path75.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -46248,9 +46248,9 @@ var JSONRPC2_TO_HTTP_CODE = {
   SERVICE_UNAVAILABLE: 503,
   GATEWAY_TIMEOUT: 504
 };
-function getStatusCodeFromKey(code) {
+function getStatusCodeFromKey(code2) {
   var _JSONRPC2_TO_HTTP_COD;
-  return (_JSONRPC2_TO_HTTP_COD = JSONRPC2_TO_HTTP_CODE[code]) !== null && _JSONRPC2_TO_HTTP_COD !== void 0 ? _JSONRPC2_TO_HTTP_COD : 500;
+  return (_JSONRPC2_TO_HTTP_COD = JSONRPC2_TO_HTTP_CODE[code2]) !== null && _JSONRPC2_TO_HTTP_COD !== void 0 ? _JSONRPC2_TO_HTTP_COD : 500;
 }
 function getHTTPStatusCode(json3, errors) {
   const httpStatuses = new Set((Array.isArray(json3) ? json3 : [json3]).map((res, index) => {
@@ -46258,8 +46258,8 @@ function getHTTPStatusCode(json3, errors) {
       if (isObject2(res.error.data) && typeof res.error.data["httpStatus"] === "number") return res.error.data["httpStatus"];
       const original = errors === null || errors === void 0 ? void 0 : errors[index];
       if (original) return getStatusCodeFromKey(original.code);
-      const code = TRPC_ERROR_CODES_BY_NUMBER[res.error.code];
-      return getStatusCodeFromKey(code);
+      const code2 = TRPC_ERROR_CODES_BY_NUMBER[res.error.code];
+      return getStatusCodeFromKey(code2);
     }
     return 200;
   }));
@@ -46352,12 +46352,12 @@ function _objectSpread22(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path74, error: error46, config: config3 } = opts;
+  const { path: path75, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path74,
+    path: path75,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread22(_objectSpread22({}, opts), {}, { shape }));
@@ -46527,13 +46527,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path74 = []) {
+    function step(from, path75 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path74, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path75, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path74, key].join(".")] = createLazyLoader({
-            path: path74,
+          lazy3[[...path75, key].join(".")] = createLazyLoader({
+            path: path75,
             ref: item,
             key,
             aggregate
@@ -46541,14 +46541,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path74, key]);
+          aggregate[key] = step(getRouterInput(item), [...path75, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path74, key]);
+          aggregate[key] = step(item, [...path75, key]);
           continue;
         }
-        const newPath = [...path74, key].join(".");
+        const newPath = [...path75, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -46572,14 +46572,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path74) {
+async function getProcedureAtPath(router, path75) {
   const { _def } = router;
-  let procedure = _def.procedures[path74];
+  let procedure = _def.procedures[path75];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path74 === key2 || path74.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path75 === key2 || path75.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path74];
+    procedure = _def.procedures[path75];
   }
   return procedure;
 }
@@ -46588,15 +46588,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path74, args } = innerOpts;
-        const fullPath = path74.join(".");
-        if (path74.length === 1 && path74[0] === "_def") return _def;
+        const { path: path75, args } = innerOpts;
+        const fullPath = path75.join(".");
+        if (path75.length === 1 && path75[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path74}"`
+            message: `No procedure found on path "${path75}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -46656,13 +46656,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path74, separator) {
-  if (separator === ".") return path74;
-  return path74.split(".").join(separator);
+function procedurePathToURLPath(path75, separator) {
+  if (separator === ".") return path75;
+  return path75.split(".").join(separator);
 }
-function urlPathToProcedurePath(path74, separator) {
-  if (separator === ".") return path74;
-  return path74.split(separator).join(".");
+function urlPathToProcedurePath(path75, separator) {
+  if (separator === ".") return path75;
+  return path75.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -46921,11 +46921,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path74, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path74);
+    const calls = await Promise.all(paths.map(async (path75, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path75);
       return {
         batchIndex: index,
-        path: path74,
+        path: path75,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -47576,9 +47576,9 @@ function isPromise(value) {
   return (isObject2(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path74) {
-    super("Max depth reached at path: " + path74.join("."));
-    this.path = path74;
+  constructor(path75) {
+    super("Max depth reached at path: " + path75.join("."));
+    this.path = path75;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -47596,16 +47596,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path74) {
+    function encodePromise(promise2, path75) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path74);
+          const error46 = checkMaxDepth(path75);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path74
+                path: path75
               });
             });
             promise2 = Promise.reject(error46);
@@ -47615,20 +47615,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path74)
+              encode3(next, path75)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path74
+              path: path75
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path74
+                path: path75
               })
             ];
           }
@@ -47638,12 +47638,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path74) {
+    function encodeAsyncIterable(iterable2, path75) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path74);
+            const error46 = checkMaxDepth(path75);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -47653,28 +47653,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path74)
+                    encode3(next.value, path75)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path74)
+                  encode3(next.value, path75)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path74
+                path: path75
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path74
+                  path: path75
                 })
               ];
             }
@@ -47689,27 +47689,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path74) {
-      if (opts.maxDepth && path74.length > opts.maxDepth) return new MaxDepthError(path74);
+    function checkMaxDepth(path75) {
+      if (opts.maxDepth && path75.length > opts.maxDepth) return new MaxDepthError(path75);
       return null;
     }
-    function encodeAsync3(value, path74) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path74)];
+    function encodeAsync3(value, path75) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path75)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path74.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path74)];
+        if (opts.maxDepth && path75.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path75)];
       }
       return null;
     }
-    function encode3(value, path74) {
+    function encode3(value, path75) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path74);
+      const reg = encodeAsync3(value, path75);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject2(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path74, key]);
+        const transformed = encodeAsync3(item, [...path75, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -48023,13 +48023,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path74) {
+function decodePath(path75) {
   try {
-    return decodeURIComponent(path74);
+    return decodeURIComponent(path75);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path74}"`,
+      message: `Invalid URL-encoding in path "${path75}"`,
       cause
     });
   }
@@ -48298,11 +48298,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call2 === null || call2 === void 0 ? void 0 : call2.result();
-              const path74 = call2 === null || call2 === void 0 ? void 0 : call2.path;
+              const path75 = call2 === null || call2 === void 0 ? void 0 : call2.path;
               const type = (_call$procedure$_def$2 = call2 === null || call2 === void 0 || (_call$procedure3 = call2.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path74,
+                path: path75,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -48313,7 +48313,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path74,
+                path: path75,
                 type
               });
             }
@@ -48429,14 +48429,14 @@ async function resolveResponse(opts) {
           const call2 = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call2 === null || call2 === void 0 ? void 0 : call2.result();
-          const path74 = call2 === null || call2 === void 0 ? void 0 : call2.path;
+          const path75 = call2 === null || call2 === void 0 ? void 0 : call2.path;
           const type = (_call$procedure$_def$3 = call2 === null || call2 === void 0 || (_call$procedure4 = call2.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path74,
+            path: path75,
             type
           });
         }
@@ -49152,7 +49152,7 @@ function httpLink(opts) {
     return (operationOpts) => {
       const { op } = operationOpts;
       return observable((observer) => {
-        const { path: path74, input: input2, type } = op;
+        const { path: path75, input: input2, type } = op;
         if (type === "subscription") throw new Error("Subscriptions are unsupported by `httpLink` - use `httpSubscriptionLink` or `wsLink`");
         const ac = new AbortController();
         const { signal, cleanup } = raceAbortSignalsWithCleanup(op.signal, ac.signal);
@@ -49160,7 +49160,7 @@ function httpLink(opts) {
         try {
           request = universalRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path74,
+            path: path75,
             input: input2,
             signal,
             headers() {
@@ -49318,21 +49318,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path74 = batchOps.map((op) => op.path).join(",");
+          const path75 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path74,
+            path: path75,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path74 = batchOps.map((op) => op.path).join(",");
+          const path75 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
-            path: path74,
+            path: path75,
             inputs,
             type,
             headers() {
@@ -49578,30 +49578,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path74, input2, opts) {
+  query(path75, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path74,
+      path: path75,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path74, input2, opts) {
+  mutation(path75, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path74,
+      path: path75,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path74, input2, opts = {}) {
+  subscription(path75, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path74,
+      path: path75,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -49666,8 +49666,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client3) {
-  const proxy = createRecursiveProxy(({ path: path74, args }) => {
-    const pathCopy = [...path74];
+  const proxy = createRecursiveProxy(({ path: path75, args }) => {
+    const pathCopy = [...path75];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client3[procedureType](fullPath, ...args);
@@ -49742,7 +49742,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path74, input: input2 } = op;
+        const { type, path: path75, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -49752,7 +49752,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path74,
+            path: path75,
             pathSeparator,
             type,
             signal: null
@@ -50225,11 +50225,11 @@ var EventSource = class extends EventTarget {
         return;
       }
       const decoder = new TextDecoder(), reader = body.getReader();
-      let open2 = true;
+      let open3 = true;
       do {
         const { done, value } = await reader.read();
-        value && __privateGet(this, _parser).feed(decoder.decode(value, { stream: !done })), done && (open2 = false, __privateGet(this, _parser).reset(), __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this));
-      } while (open2);
+        value && __privateGet(this, _parser).feed(decoder.decode(value, { stream: !done })), done && (open3 = false, __privateGet(this, _parser).reset(), __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this));
+      } while (open3);
     }), __privateAdd(this, _onFetchError, (err) => {
       __privateSet(this, _controller, void 0), !(err.name === "AbortError" || err.type === "aborted") && __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this, flattenError2(err));
     }), __privateAdd(this, _onEvent, (event) => {
@@ -50363,10 +50363,10 @@ getRequestOptions_fn = function() {
 * @param code - The HTTP status code, if available
 * @internal
 */
-failConnection_fn = function(message, code) {
+failConnection_fn = function(message, code2) {
   var _a;
   __privateGet(this, _readyState) !== this.CLOSED && __privateSet(this, _readyState, this.CLOSED);
-  const errorEvent = new ErrorEvent("error", { code, message });
+  const errorEvent = new ErrorEvent("error", { code: code2, message });
   (_a = __privateGet(this, _onError)) == null || _a.call(this, errorEvent), this.dispatchEvent(errorEvent);
 }, /**
 * Schedules a reconnection attempt against the EventSource endpoint.
@@ -50375,12 +50375,12 @@ failConnection_fn = function(message, code) {
 * @param code - The HTTP status code, if available
 * @internal
 */
-scheduleReconnect_fn = function(message, code) {
+scheduleReconnect_fn = function(message, code2) {
   var _a;
   if (__privateGet(this, _readyState) === this.CLOSED)
     return;
   __privateSet(this, _readyState, this.CONNECTING);
-  const errorEvent = new ErrorEvent("error", { code, message });
+  const errorEvent = new ErrorEvent("error", { code: code2, message });
   (_a = __privateGet(this, _onError)) == null || _a.call(this, errorEvent), this.dispatchEvent(errorEvent), __privateSet(this, _reconnectTimer, setTimeout(__privateGet(this, _reconnect), __privateGet(this, _reconnectInterval)));
 }, _reconnect = /* @__PURE__ */ new WeakMap(), /**
 * ReadyState representing an EventSource currently trying to connect
@@ -50420,13 +50420,38 @@ function authedFetch(address, client3) {
     return noCookies(input2, { ...init, headers });
   };
 }
+var SUBSCRIPTION_URL_MAX = 4e3;
+function longInputAsPost(fetch2) {
+  return (input2, init) => {
+    const url2 = String(input2);
+    const q2 = url2.indexOf("?");
+    if (url2.length <= SUBSCRIPTION_URL_MAX || q2 < 0) return fetch2(input2, init);
+    const params = url2.slice(q2 + 1).split("&");
+    const at = params.findIndex((p) => p.startsWith("input="));
+    if (at < 0) return fetch2(input2, init);
+    let body;
+    try {
+      body = decodeURIComponent(params[at].slice("input=".length).replace(/\+/g, " "));
+    } catch {
+      return fetch2(input2, init);
+    }
+    params.splice(at, 1);
+    const headers = new g.Headers(init?.headers);
+    headers.set("content-type", "application/json");
+    return fetch2(url2.slice(0, q2) + (params.length ? `?${params.join("&")}` : ""), { ...init, method: "POST", headers, body });
+  };
+}
 var LONG_QUERIES = /* @__PURE__ */ new Set(["workers.wait"]);
 function createEngineClient(address, client3) {
   const url2 = `${address.origin}${API_PATH}`;
   const headers = { authorization: `Bearer ${address.token}`, [CLIENT_HEADER]: client3 };
   const link3 = splitLink({
     condition: (op) => op.type === "subscription",
-    true: httpSubscriptionLink({ url: url2, EventSource, eventSourceOptions: { fetch: authedFetch(address, client3) } }),
+    true: httpSubscriptionLink({
+      url: url2,
+      EventSource,
+      eventSourceOptions: { fetch: longInputAsPost(authedFetch(address, client3)) }
+    }),
     // A batch answers when its slowest call does: a query that waits (workers.wait) goes alone, never holding up others.
     false: splitLink({
       condition: (op) => LONG_QUERIES.has(op.path),
@@ -50490,6 +50515,9 @@ var ConfigSchema = external_exports.object({
   OCW_SNAPSHOT_MAX_FILES: num(2e4).describe("new files a worker's snapshot may add (untracked, not ignored); past it nothing is graded"),
   OCW_SNAPSHOT_MAX_MB: num(1024).describe("bytes a worker's snapshot may add in all, MiB; past it nothing is graded"),
   OCW_SNAPSHOT_FILE_MAX_MB: num(100).describe("largest file a worker's snapshot may hold, MiB; past it nothing is graded"),
+  OCW_SNAPSHOT_GIT: flag().describe(
+    "1: the engine's commit of a worker's files always made by git itself (add, write-tree, commit-tree), never inside the engine"
+  ),
   OCW_SANDBOX_TMPFS_MB: num(256).describe("size of each in-memory folder of a sandbox ($HOME, /tmp, /run, /dev/shm \u2026), MiB"),
   OCW_LIMITS: str().describe(
     "prlimit: keep the per-process limits only; default: a cgroup per worker command and check where cgroups are writable (v2 delegated, else v1 pids+memory), a systemd-run scope per check where a user systemd runs"
@@ -50866,9 +50894,9 @@ var WorkerLogStore = class {
       this.cutBack(file3, fd, size, madeDir);
       if (fd !== void 0 && this.open.get(id2)?.fd !== fd) closeSync(fd);
       this.closeOne(id2);
-      const code = err.code;
-      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : code === "EMFILE" || code === "ENFILE" ? "the engine has too many files open; raise its open-file limit (ulimit -n) or run fewer workers at once" : "check the state dir's permissions";
-      throw new Error(`cannot append to ${file3} (${code ?? err.message}): ${hint}`);
+      const code2 = err.code;
+      const hint = code2 === "ENOSPC" ? "the disk holding the state dir is full; free space" : code2 === "EMFILE" || code2 === "ENFILE" ? "the engine has too many files open; raise its open-file limit (ulimit -n) or run fewer workers at once" : "check the state dir's permissions";
+      throw new Error(`cannot append to ${file3} (${code2 ?? err.message}): ${hint}`);
     }
   }
   /** Closes a worker's log (it is at rest); its next append opens it again. */
@@ -51216,13 +51244,13 @@ var CommandThread = class {
         if (!child.pid) this.helperFailed = true;
         lost("command helper", `failed: ${e.message}`);
       });
-      child.on("exit", (code, signal) => lost("command helper", `exited (${signal ?? code})`));
+      child.on("exit", (code2, signal) => lost("command helper", `exited (${signal ?? code2})`));
     } else {
       const w = new Worker2(WORKER_SOURCE, { eval: true, name: "ocw commands" });
       host = { post: (m) => w.postMessage(m), ref: () => w.ref(), unref: () => w.unref(), close: () => void w.terminate() };
       w.on("message", onMessage2);
       w.on("error", (e) => lost("command thread", `failed: ${e.message}`));
-      w.on("exit", (code) => lost("command thread", `exited (${code})`));
+      w.on("exit", (code2) => lost("command thread", `exited (${code2})`));
     }
     host.unref();
     this.worker = host;
@@ -51283,7 +51311,7 @@ function trimFinalNewline(text) {
 // engine/process/supervisor.ts
 var GiveUp = class extends Error {
 };
-var exitReason = (code, signal) => `exited ${code ?? signal}`;
+var exitReason = (code2, signal) => `exited ${code2 ?? signal}`;
 var Supervisor = class {
   constructor(launch2, ev = {}, o2 = {}) {
     this.launch = launch2;
@@ -51357,13 +51385,13 @@ var Supervisor = class {
     this.pid = l.pid;
     if (this.o.resetOnReady) this.backoff.reset();
     this.ev.onReady?.(l.pid, l.readyMs);
-    const exited = (code, signal) => {
+    const exited = (code2, signal) => {
       if (this.current !== l) return;
       this.current = null;
       if (this.stopping) return;
-      const reason = exitReason(code, signal);
-      if (this.o.cleanExit?.(code, signal)) return this.finish({ kind: "exited", reason });
-      this.ev.onDown?.(reason, code, signal);
+      const reason = exitReason(code2, signal);
+      if (this.o.cleanExit?.(code2, signal)) return this.finish({ kind: "exited", reason });
+      this.ev.onDown?.(reason, code2, signal);
       void this.crashed(reason);
     };
     if (l.child.exitCode !== null || l.child.signalCode !== null) exited(l.child.exitCode, l.child.signalCode);
@@ -51591,8 +51619,8 @@ async function waitForEngine(stateDir2, timeoutMs) {
 
 // engine/models/errors.ts
 var SetupError = class extends OcwError {
-  constructor(kind, message, data = {}, code = "bad-input") {
-    super(code, message, { kind, data });
+  constructor(kind, message, data = {}, code2 = "bad-input") {
+    super(code2, message, { kind, data });
     this.kind = kind;
     this.data = data;
     this.name = "SetupError";
@@ -51862,8 +51890,8 @@ function fail(err) {
   const msg = (e?.message ?? String(err)).split("\n")[0];
   if (config2().OCW_DEBUG) console.error(e?.stack);
   console.error(`ocw: ${showUntrusted(msg ?? "", { lines: false, max: 2e3 })}`);
-  const code = e?.data?.ocwCode ?? (e instanceof OcwError ? e.code : void 0);
-  process.exit(code && code in ERROR_MAP ? ERROR_MAP[code].exit : 2);
+  const code2 = e?.data?.ocwCode ?? (e instanceof OcwError ? e.code : void 0);
+  process.exit(code2 && code2 in ERROR_MAP ? ERROR_MAP[code2].exit : 2);
 }
 function unattendedDecision(ask, mode) {
   if (ask.kind === "question") return { askId: ask.id, decision: "reject", message: "unattended run: questions are dismissed" };
@@ -52508,11 +52536,11 @@ ocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer need
       if (answer === CANCELLED) continue;
       this.current = null;
       if (answer === null) {
-        const open2 = [ask, ...this.queue].filter((a2) => !this.settled.has(a2.id));
-        if (open2.length && !this.ending)
+        const open3 = [ask, ...this.queue].filter((a2) => !this.settled.has(a2.id));
+        if (open3.length && !this.ending)
           this.out.write(
             `
-ocw: no terminal input; ${open2.length === 1 ? "the ask stays" : `${open2.length} asks stay`} pending (answer in the GUI or run with --approve)
+ocw: no terminal input; ${open3.length === 1 ? "the ask stays" : `${open3.length} asks stay`} pending (answer in the GUI or run with --approve)
 `
           );
         this.queue.length = 0;
@@ -54071,23 +54099,23 @@ var ServerResultSchema = union([
   CreateTaskResultSchema
 ]);
 var McpError = class _McpError extends Error {
-  constructor(code, message, data) {
-    super(`MCP error ${code}: ${message}`);
-    this.code = code;
+  constructor(code2, message, data) {
+    super(`MCP error ${code2}: ${message}`);
+    this.code = code2;
     this.data = data;
     this.name = "McpError";
   }
   /**
    * Factory method to create the appropriate error type based on the error code and data
    */
-  static fromError(code, message, data) {
-    if (code === ErrorCode2.UrlElicitationRequired && data) {
+  static fromError(code2, message, data) {
+    if (code2 === ErrorCode2.UrlElicitationRequired && data) {
       const errorData = data;
       if (errorData.elicitations) {
         return new UrlElicitationRequiredError(errorData.elicitations, message);
       }
     }
-    return new _McpError(code, message, data);
+    return new _McpError(code2, message, data);
   }
 };
 var UrlElicitationRequiredError = class extends McpError {
@@ -54784,8 +54812,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path74, errorMaps, issueData } = params;
-  const fullPath = [...path74, ...issueData.path || []];
+  const { data, path: path75, errorMaps, issueData } = params;
+  const fullPath = [...path75, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -54900,11 +54928,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path74, key) {
+  constructor(parent, value, path75, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path74;
+    this._path = path75;
     this._key = key;
   }
   get path() {
@@ -58429,11 +58457,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path74) {
-  if (path74.length === 0) {
+function getDotPath(path75) {
+  if (path75.length === 0) {
     return "object root";
   }
-  return path74.reduce((acc, seg, index) => {
+  return path75.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -62428,6 +62456,142 @@ var EMPTY_COMPLETION_RESULT = {
   }
 };
 
+// shared/wait.ts
+var ids = (what) => external_exports.array(external_exports.string().min(1, `${what}: an id is empty`).max(200)).max(1e4);
+var WaitInput = external_exports.object({
+  /** These workers (ids as given; each must exist)… */
+  workerIds: external_exports.array(external_exports.string().min(1, "workerIds: an id is empty").max(200)).min(1, "workerIds is empty: give at least one id").max(1e4).optional(),
+  /** …or a batch's (its workers as the batch goes on: tasks that come after others, the integration checks). */
+  batchId: external_exports.string().min(1, "batchId is empty").max(200).optional(),
+  /** With workerIds: only those not at rest (all of them when every one is), e.g. a session's own workers. */
+  unfinished: external_exports.boolean().optional(),
+  /** Asks the caller was shown already: not news. */
+  shownAsks: ids("shownAsks").default([]),
+  /** Workers the caller was shown finished already: not news. */
+  shownFinished: ids("shownFinished").default([]),
+  /** How long to wait for news (0: answer with the pictures as they are now). */
+  timeoutMs: external_exports.number().int().min(0).max(6e5),
+  /** The wait also ends (as news) once this ask is no longer pending: a form shown for it is withdrawn then. */
+  untilGone: external_exports.string().min(1).max(200).optional(),
+  /** Whether the pending asks carry their diffs (an edit's change; a form shows it): default true. */
+  diffs: external_exports.boolean().default(true),
+  /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
+  also: ids("also").optional()
+}).strict().refine((x) => !x.workerIds !== !x.batchId, { message: "give workerIds or batchId (one of them)" });
+var WaitWorker = external_exports.object({
+  id: external_exports.string(),
+  /** Its title (shared/worker.ts workerTitle), not the whole task. */
+  title: external_exports.string(),
+  batchId: external_exports.string().nullable(),
+  state: WorkerState,
+  /** Its workspace while an ask is pending (what an ask's paths are made relative to); null otherwise. */
+  worktree: external_exports.string().nullable(),
+  /** Pending asks only. */
+  asks: external_exports.array(PermissionAsk),
+  usage: Usage,
+  startedAt: external_exports.number().nullable(),
+  endedAt: external_exports.number().nullable(),
+  stalled: external_exports.boolean(),
+  verdict: external_exports.object({ verdict: Outcome, honest: external_exports.boolean() }).nullable()
+});
+var WaitBatch = BatchSummary.omit({ name: true, workerIds: true, states: true, tasks: true }).extend({
+  /** Its tasks (its workers, for batches from before tasks were recorded). */
+  total: external_exports.number()
+});
+function slimBatch(b) {
+  const { name: _name, workerIds, states: _states, tasks, ...rest } = b;
+  return { ...rest, total: tasks.length || workerIds.length };
+}
+var WaitResult = external_exports.object({
+  /** The workers waited on (a batch's as they were when the wait began to follow them). */
+  workerIds: external_exports.array(external_exports.string()),
+  /** settled: every one at rest; news: a new ask or a worker finished since; timeout; aborted: the request was cancelled. */
+  reason: external_exports.enum(["settled", "news", "timeout", "aborted"]),
+  workers: external_exports.array(WaitWorker),
+  batch: WaitBatch.nullable(),
+  also: external_exports.array(WaitWorker)
+});
+var NOTE_MAX = 200;
+var LABEL = "untrusted: ";
+var quoted = (raw2, max) => JSON.stringify(showUntrusted(raw2, { max, lines: false }));
+function noteLine(note, max = NOTE_MAX) {
+  const room2 = Math.max(40, max);
+  const raw2 = note.untrusted;
+  if (raw2 === void 0) return clipPlain(note.said, room2);
+  const said = note.said ? `${clipPlain(note.said, room2 - 40)}, ${LABEL}` : LABEL;
+  const budget = room2 - said.length;
+  const whole = quoted(raw2);
+  if (whole.length <= budget) return said + whole;
+  let lo = 0;
+  let hi = Math.min(raw2.length - 1, budget * 4);
+  let best = quoted(raw2, 0);
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    const q2 = quoted(raw2, mid);
+    if (q2.length <= budget) {
+      best = q2;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return best.length <= budget ? said + best : `${said}(${raw2.length} characters, not shown)`.slice(0, room2);
+}
+function streamedLine(item) {
+  return noteLine(item.line ?? { said: "", untrusted: item.note });
+}
+function clipPlain(s, n2) {
+  return s.length <= n2 ? s : `${s.slice(0, Math.max(0, n2 - 1))}\u2026`;
+}
+function slimWorker(w, opts = {}) {
+  const pending2 = w.asks.filter((a2) => a2.status === "pending").map((a2) => {
+    if (opts.diffs !== false || a2.diff === void 0) return a2;
+    const { diff: _diff, ...rest } = a2;
+    return rest;
+  });
+  return {
+    id: w.id,
+    title: workerTitle(w.spec),
+    batchId: w.batchId,
+    state: w.state,
+    worktree: pending2.length ? w.worktree : null,
+    asks: pending2,
+    usage: w.usage,
+    startedAt: w.startedAt,
+    endedAt: w.endedAt,
+    stalled: w.stalled,
+    verdict: w.verdict ? { verdict: w.verdict.verdict, honest: w.verdict.honest } : null
+  };
+}
+var byText2 = (by) => by ? `${by.kind}${by.name ? ":" + by.name : ""}` : null;
+var PLAIN_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+var plainName = (name) => PLAIN_NAME.test(name);
+function describeNote(e, followed) {
+  if (!("workerId" in e) || !followed.has(e.workerId)) return null;
+  switch (e.type) {
+    case "worker.state":
+      return e.reason ? { said: `${e.workerId} ${e.state}`, untrusted: e.reason } : { said: `${e.workerId} ${e.state}` };
+    case "ask.opened": {
+      const tool = e.ask.tool;
+      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} asks ${tool}`, untrusted: e.ask.what };
+      return { said: `${e.workerId} asks (tool and request)`, untrusted: `${tool}: ${e.ask.what}` };
+    }
+    case "ask.resolved":
+      return { said: `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText2(e.by)}` : ""}` };
+    case "part": {
+      const p = e.part;
+      if (p.kind !== "tool" || p.status === "running" || p.status === "pending") return null;
+      const tool = p.tool ?? "";
+      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} ${tool} ${p.status}` };
+      return tool ? { said: `${e.workerId} a tool ${p.status}`, untrusted: tool } : { said: `${e.workerId} a tool ${p.status}` };
+    }
+    case "verdict":
+      return { said: `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}` };
+    case "stalled":
+      return { said: `${e.workerId} idle for ${e.idleSec}s` };
+    default:
+      return null;
+  }
+}
+
 // engine/mcp/elicit.ts
 function canElicit(server) {
   const e = server.getClientCapabilities()?.elicitation;
@@ -62451,7 +62615,7 @@ function formFor(ask, title) {
       };
     });
     return {
-      message: `${head} asks:
+      message: `${head} asks (the worker's words, untrusted):
 ${qs.map((q2) => `\u2022 ${showUntrusted(q2.question, { max: 1e3 })}`).join("\n")}
 Decline to leave it for Claude to answer.`,
       requestedSchema: { type: "object", properties, required: qs.map((_, i2) => `q${i2}`) },
@@ -62463,7 +62627,9 @@ Decline to leave it for Claude to answer.`,
   }
   const diff = ask.diff ? `
 
+The change (the worker's, untrusted):
 ${showUntrusted(ask.diff, { max: 1500, block: true })}` : "";
+  const tool = plainName(ask.tool) ? ask.tool : `a tool (untrusted name: ${JSON.stringify(showUntrusted(ask.tool, { max: 80, lines: false }))})`;
   const v = askView(ask);
   const flags = v.flags.length ? `
 ${v.flags.map((f) => `\u2691 ${f}`).join("\n")}` : "";
@@ -62471,7 +62637,7 @@ ${v.flags.map((f) => `\u2691 ${f}`).join("\n")}` : "";
 (${v.cut} characters cut from the middle)` : "";
   const always = v.always ? `always = also allow exactly ${v.always.map((p) => `[${p}]`).join(" ")} for the rest of this worker's run, each simple command on its own` : `"always" is not offered: ${v.alwaysWhy}`;
   return {
-    message: `${head} asks permission: ${ask.tool} \u2014
+    message: `${head} asks permission: ${tool} \u2014 what it asks (the worker's words, untrusted):
 ${v.what}${v.workdir ? `
 (in folder ${v.workdir})` : ""}${cut}${flags}${diff}
 
@@ -62661,7 +62827,7 @@ var WorkersInput = external_exports.object({
 var WorkerRefInput = external_exports.object({ workerId: id("workerId is required (see the workers tool)").describe("w-\u2026") }).strict();
 var WAIT_MAX_SEC = 100;
 var WAIT_DEFAULT_SEC = 50;
-var WaitInput = external_exports.object({
+var WaitInput2 = external_exports.object({
   workerId: id().optional().describe("Wait on this worker\u2026"),
   workerIds: external_exports.array(id()).min(1, "workerIds is empty: give at least one id, or leave it out").max(200).optional().describe("\u2026or several\u2026"),
   batchId: id().optional().describe("\u2026or a batch's workers."),
@@ -63082,7 +63248,6 @@ var DiscardOutput = external_exports.object({
 });
 
 // engine/mcp/server.ts
-var STREAM_INPUT_MAX = 6e3;
 var BASELINE_WAIT_MS = 8e3;
 var SERVER_NAME = "ocw";
 function toolTimeoutFromEnv(env2 = process.env) {
@@ -63404,7 +63569,7 @@ function createMcpServer(opts) {
     {
       title: "Wait for workers",
       description: `Block up to timeoutSec (default ${Math.min(WAIT_DEFAULT_SEC, waitCap)}, max ${waitCap}) on {workerId}, {workerIds}, {batchId} or {} (this session's unfinished workers). Returns what changed since your last wait: new asks (pending: answer with approve), workers finished since (with verdicts), counts by state. Returns early on a new ask or a finished worker; call again until settled.`,
-      input: WaitInput,
+      input: WaitInput2,
       output: WaitOutput,
       readOnly: true
     },
@@ -63455,11 +63620,6 @@ function createMcpServer(opts) {
       const engineWait = (timeoutMs) => {
         const input2 = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...mine.size ? { also: [...mine] } : {} };
         if (token === void 0) return call2((c3) => c3.workers.wait.query(input2, { signal: extra.signal }));
-        if (JSON.stringify(input2).length > STREAM_INPUT_MAX) {
-          if (!announced) progress2(`waiting on ${"batchId" in target ? `batch ${target.batchId}` : `${target.workerIds.length} workers`}`);
-          announced = true;
-          return call2((c3) => c3.workers.wait.query(input2, { signal: extra.signal }));
-        }
         const ends = Date.now() + input2.timeoutMs;
         return link3.client().then((client3) => streamWait(client3, input2, extra.signal, { following: announce, note: progress2 })).catch((err) => {
           if (extra.signal.aborted) throw err;
@@ -63488,7 +63648,11 @@ function createMcpServer(opts) {
           const ask = r.workers.flatMap((w) => pendingAsks(w)).find((a2) => !offered.has(a2.id));
           if (!ask) break;
           offered.add(ask.id);
-          progress2(`asking the person about ${ask.workerId}'s ${ask.tool}`);
+          progress2(
+            noteLine(
+              plainName(ask.tool) ? { said: `asking the person about ${ask.workerId}'s ${ask.tool}` } : { said: `asking the person about ${ask.workerId}'s ask`, untrusted: ask.tool }
+            )
+          );
           const outcome2 = await offerAsk({
             server: server.server,
             client: await link3.client(),
@@ -63530,9 +63694,9 @@ function createMcpServer(opts) {
       if (!extra.signal.aborted) {
         for (const { a: a2, w } of fresh) shown.asks.set(a2.id, { workerId: w.id, batchId: w.batchId });
         for (const w of finished7) shown.finished.set(w.id, w.batchId);
-        const open2 = new Set(unanswered.map(({ a: a2 }) => a2.id));
+        const open3 = new Set(unanswered.map(({ a: a2 }) => a2.id));
         const here = new Set(ids2);
-        for (const [id2, s] of shown.asks) if (here.has(s.workerId) && !open2.has(id2)) shown.asks.delete(id2);
+        for (const [id2, s] of shown.asks) if (here.has(s.workerId) && !open3.has(id2)) shown.asks.delete(id2);
       }
       const counts = {};
       for (const w of list) counts[w.state] = (counts[w.state] ?? 0) + 1;
@@ -64078,7 +64242,7 @@ function streamWait(client3, input2, signal, on6) {
       onData: (item) => {
         if (ended) return;
         if ("result" in item) end(() => resolve(item.result));
-        else if ("note" in item) on6.note(item.note);
+        else if ("note" in item) on6.note(streamedLine(item));
         else on6.following(item.following);
       },
       onError: (err) => end(() => reject(err)),
@@ -64261,9 +64425,9 @@ function answerInvalidLines(input2, write, log = () => {
   const valid = new PassThrough();
   const onLine = (line) => {
     if (!line.trim()) return;
-    const reply = (id2, code, message) => {
+    const reply = (id2, code2, message) => {
       log(`${message}: ${clip(line, 120)}`);
-      write(`${JSON.stringify({ jsonrpc: "2.0", id: typeof id2 === "string" || typeof id2 === "number" ? id2 : null, error: { code, message } })}
+      write(`${JSON.stringify({ jsonrpc: "2.0", id: typeof id2 === "string" || typeof id2 === "number" ? id2 : null, error: { code: code2, message } })}
 `);
     };
     let msg;
@@ -64305,14 +64469,14 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path70 from "node:path";
+import path71 from "node:path";
 
 // engine/api/host.ts
-import path69 from "node:path";
+import path70 from "node:path";
 
 // engine/workers/engine.ts
 import { existsSync as existsSync16 } from "node:fs";
-import path44 from "node:path";
+import path45 from "node:path";
 
 // shared/ids.ts
 var random = globalThis.crypto;
@@ -64405,22 +64569,22 @@ function describeFetchError(e, url2) {
   const err = e;
   const msg = err?.message ?? String(e);
   let c3 = err;
-  let code;
+  let code2;
   let inner;
   for (let i2 = 0; c3 && i2 < 5; i2++) {
     const x = c3;
-    if (typeof x.code === "string") code = x.code;
+    if (typeof x.code === "string") code2 = x.code;
     if (typeof x.message === "string" && x.message && x.message !== "fetch failed") inner = x.message;
     if (typeof x.hostname === "string" && !url2) url2 = `http://${x.hostname}`;
     c3 = x.cause ?? (Array.isArray(x.errors) ? x.errors[0] : void 0);
   }
   const isFetch = msg === "fetch failed" || /^fetch failed/.test(msg) || err?.name === "AbortError" || err?.name === "TimeoutError";
-  if (!isFetch && !(code && (CODES[code] || code.startsWith("UND_ERR")))) return msg;
+  if (!isFetch && !(code2 && (CODES[code2] || code2.startsWith("UND_ERR")))) return msg;
   const host = hostOf(url2);
   const where = host ? `cannot reach ${host}` : "the request could not be made";
   if (err?.name === "TimeoutError" || err?.name === "AbortError") return `${where}: it did not answer in time`;
-  if (code && CODES[code]) return `${where}: ${CODES[code]} [${code}]`;
-  if (code) return `${where}: ${inner ?? code} [${code}]`;
+  if (code2 && CODES[code2]) return `${where}: ${CODES[code2]} [${code2}]`;
+  if (code2) return `${where}: ${inner ?? code2} [${code2}]`;
   return `${where}: ${inner ?? "the connection failed before any answer"}`;
 }
 
@@ -64532,7 +64696,7 @@ var ParsePool = class {
       first[1].reject(new Error(`the answer could not be parsed: ${e.message}`));
     });
     worker.on("error", (e) => lost(`failed: ${e.message}`));
-    worker.on("exit", (code) => lost(`exited (${code})`));
+    worker.on("exit", (code2) => lost(`exited (${code2})`));
     this.threads.push(slot);
     return slot;
   }
@@ -64550,24 +64714,102 @@ async function readJsonBounded(res, url2, maxBytes = ENDPOINT_MAX_BYTES) {
 }
 
 // engine/net/sse.ts
+var SseSplitter = class {
+  constructor(onData) {
+    this.onData = onData;
+  }
+  onData;
+  /** The start of a line whose end has not arrived yet. */
+  partial = "";
+  /** The data of the event being read; undefined until its first `data` line. */
+  data = void 0;
+  /** Nothing has been read yet (a BOM may come). */
+  atStart = true;
+  /** The last chunk ended with a CR: an LF that starts the next one belongs to that line end. */
+  afterCr = false;
+  /** Characters held back: the part of the current line read so far (never a whole line). */
+  get held() {
+    return this.partial.length;
+  }
+  push(chunk) {
+    const n2 = chunk.length;
+    if (n2 === 0) return;
+    let pos = 0;
+    if (this.atStart) {
+      this.atStart = false;
+      if (chunk.charCodeAt(0) === 65279) pos = 1;
+    }
+    if (this.afterCr) {
+      this.afterCr = false;
+      if (chunk.charCodeAt(0) === 10) pos = 1;
+    }
+    let lf = chunk.indexOf("\n", pos);
+    let cr = chunk.indexOf("\r", pos);
+    while (lf !== -1 || cr !== -1) {
+      let end;
+      let next;
+      if (cr === -1 || lf !== -1 && lf < cr) {
+        end = lf;
+        next = lf + 1;
+        lf = chunk.indexOf("\n", next);
+      } else {
+        end = cr;
+        next = cr + 1;
+        if (next === n2) this.afterCr = true;
+        else if (lf === next) {
+          next++;
+          lf = chunk.indexOf("\n", next);
+        }
+        cr = chunk.indexOf("\r", next);
+      }
+      const piece = chunk.slice(pos, end);
+      pos = next;
+      if (this.partial) {
+        const line = this.partial + piece;
+        this.partial = "";
+        this.line(line);
+      } else this.line(piece);
+    }
+    if (pos < n2) this.partial += chunk.slice(pos);
+  }
+  /** The stream ended: what was not closed (a line with no end, an event with no blank line) is dropped. */
+  end() {
+    this.partial = "";
+    this.data = void 0;
+    this.atStart = true;
+    this.afterCr = false;
+  }
+  line(line) {
+    if (line.length === 0) {
+      const d = this.data;
+      if (d === void 0) return;
+      this.data = void 0;
+      this.onData(d);
+      return;
+    }
+    let value;
+    if (line.startsWith("data:")) value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+    else if (line === "data") value = "";
+    else return;
+    this.data = this.data === void 0 ? value : `${this.data}
+${value}`;
+  }
+};
 async function* sseData(body) {
-  const decoder = new TextDecoder();
-  let buf = "";
-  let data = [];
+  const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
+  let ready = [];
+  const splitter = new SseSplitter((d) => ready.push(d));
   for await (const chunk of body) {
-    buf += decoder.decode(chunk, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, nl).replace(/\r$/, "");
-      buf = buf.slice(nl + 1);
-      if (line === "") {
-        if (data.length) yield data.join("\n");
-        data = [];
-      } else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+    splitter.push(decoder.decode(chunk, { stream: true }));
+    if (ready.length) {
+      const out = ready;
+      ready = [];
+      yield* out;
     }
   }
-  if (buf.startsWith("data:")) data.push(buf.slice(5).trimStart());
-  if (data.length) yield data.join("\n");
+  splitter.push(decoder.decode());
+  splitter.end();
+  yield* ready;
 }
 
 // engine/admission/capacity.ts
@@ -64672,8 +64914,8 @@ var CODE_WORDS = {
 function probeProblem(err, timeoutMs) {
   const e = err;
   if (e?.name === "TimeoutError" || e?.name === "AbortError") return `no answer within ${timeoutMs} ms`;
-  const code = e?.cause?.code;
-  if (code) return CODE_WORDS[code] ? `${CODE_WORDS[code]} (${code})` : code;
+  const code2 = e?.cause?.code;
+  if (code2) return CODE_WORDS[code2] ? `${CODE_WORDS[code2]} (${code2})` : code2;
   const why = e?.cause?.message || (e?.message && e.message !== "fetch failed" ? e.message : "");
   return why ? `the request failed: ${why}` : "the request failed";
 }
@@ -65068,7 +65310,7 @@ async function preflightTarget(target) {
 }
 
 // engine/approvals/queue.ts
-import path35 from "node:path";
+import path36 from "node:path";
 
 // engine/harness/config.ts
 import { readFileSync as readFileSync7, existsSync as existsSync5, mkdirSync as mkdirSync7, writeFileSync as writeFileSync7 } from "node:fs";
@@ -65465,7 +65707,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path74, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path75, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -65484,7 +65726,7 @@ var defaultPathSerializer = ({ path: path74, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path74[name];
+      const value = path75[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -65515,11 +65757,11 @@ var defaultPathSerializer = ({ path: path74, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl2 = ({ baseUrl, path: path74, query, querySerializer, url: _url3 }) => {
+var getUrl2 = ({ baseUrl, path: path75, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path74) {
-    url2 = defaultPathSerializer({ path: path74, url: url2 });
+  if (path75) {
+    url2 = defaultPathSerializer({ path: path75, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -71570,39 +71812,6 @@ function sdkPort(client3) {
 
 // engine/harness/sse.ts
 import http from "node:http";
-var SseSplitter = class {
-  constructor(onData) {
-    this.onData = onData;
-  }
-  onData;
-  buf = "";
-  /** Where the next search for an event's end starts in `buf` (what came before holds none). */
-  from = 0;
-  push(chunk) {
-    let text = this.buf + chunk;
-    if (text.includes("\r")) {
-      const held = text.endsWith("\r");
-      text = (held ? text.slice(0, -1) : text).replace(/\r\n?/g, "\n") + (held ? "\r" : "");
-      this.from = 0;
-    }
-    let start = 0;
-    for (let end = text.indexOf("\n\n", this.from); end !== -1; end = text.indexOf("\n\n", start)) {
-      this.event(text.slice(start, end));
-      start = end + 2;
-    }
-    this.buf = start ? text.slice(start) : text;
-    this.from = Math.max(0, this.buf.length - 1);
-  }
-  event(block) {
-    if (!block.includes("\n")) {
-      if (block.startsWith("data:")) this.onData(block.charCodeAt(5) === 32 ? block.slice(6) : block.slice(5));
-      return;
-    }
-    const data = [];
-    for (const line of block.split("\n")) if (line.startsWith("data:")) data.push(line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5));
-    if (data.length) this.onData(data.join("\n"));
-  }
-};
 function followSse(url2, headers, signal, onData) {
   return new Promise((resolve) => {
     let done = false;
@@ -71629,7 +71838,10 @@ function followSse(url2, headers, signal, onData) {
           finish2(err.message);
         }
       });
-      res.on("end", () => finish2("the stream ended"));
+      res.on("end", () => {
+        splitter.end();
+        finish2("the stream ended");
+      });
       res.on("error", (err) => finish2(err.message));
       res.on("close", () => finish2("the stream ended"));
     });
@@ -71976,9 +72188,9 @@ var OpencodeServer = class extends EventEmitter {
     () => this.launch(),
     {
       onReady: () => this.emit("ready"),
-      onDown: (_why, code, signal) => {
+      onDown: (_why, code2, signal) => {
         this.clear();
-        this.emit("down", `opencode serve exited unexpectedly (code ${code}, signal ${signal})`);
+        this.emit("down", `opencode serve exited unexpectedly (code ${code2}, signal ${signal})`);
       },
       onRestart: (n2, why, delayMs) => n2 > 1 && this.opts.log?.(`restart failed: ${why}; trying again in ${delayMs} ms`)
     },
@@ -72079,9 +72291,9 @@ var OpencodeServer = class extends EventEmitter {
         if (err.length > 2e4) err = err.slice(-1e4);
         this.opts.log?.(b.toString().trimEnd());
       });
-      proc3.once("exit", (code, signal) => {
+      proc3.once("exit", (code2, signal) => {
         clearTimeout(timer2);
-        reject(new Error(`opencode serve exited during start-up (code ${code}, signal ${signal}): ${err.trim().slice(-500) || "no output"}`));
+        reject(new Error(`opencode serve exited during start-up (code ${code2}, signal ${signal}): ${err.trim().slice(-500) || "no output"}`));
       });
     });
     this.url = url2;
@@ -72370,7 +72582,7 @@ function modelFor(endpoint, target) {
 // engine/approvals/inspect.ts
 var import_picomatch2 = __toESM(require_picomatch2());
 import { lstatSync as lstatSync5, realpathSync as realpathSync5 } from "node:fs";
-import path33 from "node:path";
+import path34 from "node:path";
 
 // engine/grading/checks.ts
 import { createHash as createHash2 } from "node:crypto";
@@ -73003,11 +73215,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open2, close) => {
+var format = (open3, close) => {
   if (!hasColors) {
     return (input2) => input2;
   }
-  const openCode = `\x1B[${open2}m`;
+  const openCode = `\x1B[${open3}m`;
   const closeCode = `\x1B[${close}m`;
   return (input2) => {
     const string4 = input2 + "";
@@ -73918,7 +74130,7 @@ var handleSerializationError = ({ error: error46, methodName, isSubprocess, mess
     throw new Error(`${getMethodName(methodName, isSubprocess)}'s argument type is invalid: the message cannot be serialized: ${String(message)}.`, { cause: error46 });
   }
 };
-var isSerializationError = ({ code, message }) => SERIALIZATION_ERROR_CODES.has(code) || SERIALIZATION_ERROR_MESSAGES.some((serializationErrorMessage) => message.includes(serializationErrorMessage));
+var isSerializationError = ({ code: code2, message }) => SERIALIZATION_ERROR_CODES.has(code2) || SERIALIZATION_ERROR_MESSAGES.some((serializationErrorMessage) => message.includes(serializationErrorMessage));
 var SERIALIZATION_ERROR_CODES = /* @__PURE__ */ new Set([
   // Message is `undefined`
   "ERR_MISSING_ARGS",
@@ -76779,13 +76991,13 @@ var logOutputSync = ({ serializedResult, fdNumber, state, verboseInfo, encoding,
   }
 };
 var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-  for (const { path: path74, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-    const pathString = typeof path74 === "string" ? path74 : path74.toString();
+  for (const { path: path75, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+    const pathString = typeof path75 === "string" ? path75 : path75.toString();
     if (append || outputFiles.has(pathString)) {
-      appendFileSync(path74, serializedResult);
+      appendFileSync(path75, serializedResult);
     } else {
       outputFiles.add(pathString);
-      writeFileSync10(path74, serializedResult);
+      writeFileSync10(path75, serializedResult);
     }
   }
 };
@@ -77654,17 +77866,17 @@ var Emitter = class {
       list.splice(i2, 1);
     }
   }
-  emit(ev, code, signal) {
+  emit(ev, code2, signal) {
     if (this.emitted[ev]) {
       return false;
     }
     this.emitted[ev] = true;
     let ret = false;
     for (const fn of this.listeners[ev]) {
-      ret = fn(code, signal) === true || ret;
+      ret = fn(code2, signal) === true || ret;
     }
     if (ev === "exit") {
-      ret = this.emit("afterExit", code, signal) || ret;
+      ret = this.emit("afterExit", code2, signal) || ret;
     }
     return ret;
   }
@@ -77764,8 +77976,8 @@ var SignalExit = class extends SignalExitBase {
     this.#process.emit = (ev, ...a2) => {
       return this.#processEmit(ev, ...a2);
     };
-    this.#process.reallyExit = (code) => {
-      return this.#processReallyExit(code);
+    this.#process.reallyExit = (code2) => {
+      return this.#processReallyExit(code2);
     };
   }
   unload() {
@@ -77787,11 +77999,11 @@ var SignalExit = class extends SignalExitBase {
     this.#process.reallyExit = this.#originalProcessReallyExit;
     this.#emitter.count -= 1;
   }
-  #processReallyExit(code) {
+  #processReallyExit(code2) {
     if (!processOk(this.#process)) {
       return 0;
     }
-    this.#process.exitCode = code || 0;
+    this.#process.exitCode = code2 || 0;
     this.#emitter.emit("exit", this.#process.exitCode, null);
     return this.#originalProcessReallyExit.call(this.#process, this.#process.exitCode);
   }
@@ -79456,8 +79668,8 @@ async function removeTree2(dir) {
     await rm(dir, { recursive: true, force: true });
     return true;
   } catch (err) {
-    const code = err.code;
-    if (code !== "EACCES" && code !== "EPERM") return false;
+    const code2 = err.code;
+    if (code2 !== "EACCES" && code2 !== "EPERM") return false;
   }
   await writableFolders(dir);
   return rm(dir, { recursive: true, force: true }).then(
@@ -79489,8 +79701,8 @@ async function folderIn(checkout, sub) {
 }
 
 // engine/grading/grade.ts
-import { lstat as lstat3, readdir as readdir4 } from "node:fs/promises";
-import path31 from "node:path";
+import { lstat as lstat4, readdir as readdir4 } from "node:fs/promises";
+import path32 from "node:path";
 
 // engine/workspace/fold.ts
 function foldPath(p) {
@@ -79573,12 +79785,12 @@ async function place(src, dest, linkFn, counts) {
     counts.linked++;
     return;
   } catch (err) {
-    const code = err.code;
-    if (code === "EEXIST") {
+    const code2 = err.code;
+    if (code2 === "EEXIST") {
       counts.present++;
       return;
     }
-    if (code === "ENOENT" && !existsSync10(src)) return;
+    if (code2 === "ENOENT" && !existsSync10(src)) return;
   }
   const tmp = path27.join(path27.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes7(6).toString("hex")}`);
   try {
@@ -79970,11 +80182,329 @@ async function revertCommit(repo, branch, merge2, message) {
 
 // engine/workspace/workspace.ts
 import { existsSync as existsSync11, lstatSync as lstatSync4, mkdirSync as mkdirSync13, readFileSync as readFileSync14, realpathSync as realpathSync4, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
-import { copyFile as copyFile2, link as link2, lstat as lstat2, mkdir as mkdir3, readdir as readdir3, readFile as readFile2, realpath, rename, rm as rm3, writeFile } from "node:fs/promises";
+import { copyFile as copyFile2, link as link2, lstat as lstat3, mkdir as mkdir4, readdir as readdir3, readFile as readFile2, realpath, rename as rename2, rm as rm4, writeFile as writeFile2 } from "node:fs/promises";
+import { createHash as createHash6, randomBytes as randomBytes9 } from "node:crypto";
+import path30 from "node:path";
+
+// engine/workspace/snapshot.ts
 import { createHash as createHash5, randomBytes as randomBytes8 } from "node:crypto";
+import { constants as constants4 } from "node:fs";
+import { lstat as lstat2, mkdir as mkdir3, open, readlink, rename, rm as rm3, symlink, writeFile } from "node:fs/promises";
 import path29 from "node:path";
+import { promisify as promisify4 } from "node:util";
+import { deflate, deflateSync } from "node:zlib";
+var deflateAsync = promisify4(deflate);
+var IN_PROCESS_MAX_FILES = 2e3;
+var IN_PROCESS_MAX_BYTES = 4 * 1024 * 1024;
+var NotInProcess = class extends Error {
+};
+function objectId(type, content, format2) {
+  return createHash5(format2).update(`${type} ${content.length}\0`).update(content).digest("hex");
+}
+function parseBaseTree(out, format2) {
+  const nl = out.indexOf("\n");
+  const root2 = out.slice(0, nl);
+  const entries = /* @__PURE__ */ new Map();
+  const trees = /* @__PURE__ */ new Set([root2]);
+  const record2 = /^(\d+) (blob|tree|commit) ([0-9a-f]+) +(\d+|-)\t([\s\S]+)$/;
+  for (const rec of out.slice(nl + 1).split("\0")) {
+    if (!rec) continue;
+    const m = record2.exec(rec);
+    if (!m) return null;
+    if (m[2] === "tree") trees.add(m[3]);
+    else entries.set(m[5], { mode: m[1], oid: m[3], size: m[4] === "-" ? 0 : Number(m[4]) });
+    if (entries.size > IN_PROCESS_MAX_FILES) return null;
+  }
+  try {
+    return treesOf(entries, format2).root === root2 ? { entries, trees, root: root2, format: format2 } : null;
+  } catch {
+    return null;
+  }
+}
+function treesOf(entries, format2) {
+  const top = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() };
+  for (const [p, e] of entries) {
+    const parts = p.split("/");
+    let d = top;
+    for (const part of parts.slice(0, -1)) {
+      let next = d.dirs.get(part);
+      if (!next) d.dirs.set(part, next = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() });
+      d = next;
+    }
+    d.files.set(parts.at(-1), e);
+  }
+  const objects = /* @__PURE__ */ new Map();
+  const raw2 = format2 === "sha256" ? 32 : 20;
+  const write = (d) => {
+    const items = [];
+    for (const [name, e] of d.files) {
+      if (!name || d.dirs.has(name)) throw new NotInProcess(`an unusual name in the tree: ${JSON.stringify(name)}`);
+      items.push({ key: name, head: Buffer.from(`${e.mode} ${name}\0`, "latin1"), oid: e.oid });
+    }
+    for (const [name, sub] of d.dirs) {
+      const oid2 = write(sub);
+      if (oid2) items.push({ key: `${name}/`, head: Buffer.from(`40000 ${name}\0`, "latin1"), oid: oid2 });
+    }
+    if (!items.length && d !== top) return null;
+    items.sort((a2, b) => a2.key < b.key ? -1 : a2.key > b.key ? 1 : 0);
+    const content = Buffer.concat(items.flatMap((i2) => [i2.head, Buffer.from(i2.oid, "hex").subarray(0, raw2)]));
+    const oid = objectId("tree", content, format2);
+    objects.set(oid, content);
+    return oid;
+  };
+  return { root: write(top), objects };
+}
+var O_PATH = 2097152;
+var IN_PROCESS_MAX_FOLDERS = 1024;
+var IN_PROCESS_READS = 32;
+var FOLDER_BUDGET = 2048;
+var OPEN_FILES = 64;
+var foldersHeld = 0;
+var filesOpen = 0;
+var fileTurns = [];
+async function withFile(fn) {
+  if (filesOpen < OPEN_FILES) filesOpen++;
+  else await new Promise((turn) => fileTurns.push(turn));
+  try {
+    return await fn();
+  } finally {
+    const next = fileTurns.shift();
+    if (next) next();
+    else filesOpen--;
+  }
+}
+var PATH_MAX = 4096;
+function refusedName(name, symlink2) {
+  const parts = name.split("/");
+  const plain = (part) => part.replace(/[^\x00-\x7f]/g, "").toLowerCase();
+  for (const part of parts) {
+    if (part === "" || part === "." || part === "..") return true;
+    const p = plain(part);
+    if (/^\.git[ .]*(:|$)/.test(p) || p.startsWith("git~")) return true;
+  }
+  const last2 = plain(parts.at(-1));
+  return symlink2 && (last2.startsWith(".gitmodules") || last2.includes("~"));
+}
+var procFd;
+var byFolder = () => procFd ??= process.platform === "linux" ? lstat2("/proc/self/fd").then(
+  (st) => st.isDirectory(),
+  () => false
+) : Promise.resolve(false);
+async function eachLimited(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  let failure2 = null;
+  const worker = async () => {
+    while (!failure2 && next < items.length) {
+      const i2 = next++;
+      try {
+        out[i2] = await fn(items[i2], i2);
+      } catch (err) {
+        failure2 ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure2) throw failure2.err;
+  return out;
+}
+var code = (err) => err.code;
+async function readWorktree(worktree, base2, fresh) {
+  if (base2.entries.size > IN_PROCESS_MAX_FILES || fresh.length > IN_PROCESS_MAX_FILES) throw new NotInProcess("too many files");
+  const attributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
+  for (const [p, e] of base2.entries) if (e.mode === "160000" || attributes(p)) throw new NotInProcess(`${p}: a submodule or attributes`);
+  for (const p of fresh) if (p.endsWith("/") || attributes(p)) throw new NotInProcess(`${p}: a nested repository or attributes`);
+  for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
+  if (!await byFolder()) throw new NotInProcess("no /proc/self/fd");
+  const paths = [...base2.entries.keys(), ...fresh.filter((p) => !base2.entries.has(p))];
+  const rootLength = Buffer.byteLength(worktree + path29.sep);
+  const dirs = /* @__PURE__ */ new Set();
+  for (const p of paths) {
+    if (rootLength + p.length >= PATH_MAX) throw new NotInProcess("a path longer than the system opens");
+    for (let i2 = p.indexOf("/"); i2 >= 0; i2 = p.indexOf("/", i2 + 1)) dirs.add(p.slice(0, i2));
+  }
+  if (dirs.size > IN_PROCESS_MAX_FOLDERS) throw new NotInProcess("too many folders");
+  const reserved = dirs.size + 1;
+  if (foldersHeld + reserved > FOLDER_BUDGET) throw new NotInProcess("the snapshots' budget of open folders is in use");
+  foldersHeld += reserved;
+  const split = (name) => {
+    const i2 = name.lastIndexOf("/");
+    return i2 < 0 ? { dir: "", leaf: name } : { dir: name.slice(0, i2), leaf: name.slice(i2 + 1) };
+  };
+  const inFolder = (fd, leaf) => Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), Buffer.from(leaf, "latin1")]);
+  const held = [];
+  try {
+    const noAttributes = async (fd) => {
+      const st = await lstat2(inFolder(fd, ".gitattributes")).catch((err) => {
+        if (code(err) === "ENOENT") return null;
+        throw err;
+      });
+      if (st) throw new NotInProcess("a .gitattributes on the way");
+    };
+    const top = await open(worktree, O_PATH | constants4.O_DIRECTORY);
+    held.push(top);
+    const [seen, named] = await Promise.all([top.stat(), lstat2(inFolder(top.fd, "."))]);
+    if (seen.ino !== named.ino || seen.dev !== named.dev) throw new NotInProcess("/proc/self/fd does not lead to the open folder");
+    await noAttributes(top.fd);
+    const folders = /* @__PURE__ */ new Map([["", Promise.resolve(top.fd)]]);
+    const folder = (dir) => {
+      let p = folders.get(dir);
+      if (!p) {
+        const { dir: parent, leaf } = split(dir);
+        p = folder(parent).then(async (fd) => {
+          if (fd === null) return null;
+          let h3;
+          try {
+            h3 = await open(inFolder(fd, leaf), O_PATH | constants4.O_DIRECTORY | constants4.O_NOFOLLOW);
+          } catch (err) {
+            if (["ENOENT", "ENOTDIR", "ELOOP"].includes(code(err) ?? "")) return null;
+            throw err;
+          }
+          held.push(h3);
+          await noAttributes(h3.fd);
+          return h3.fd;
+        });
+        folders.set(dir, p);
+      }
+      return p;
+    };
+    const look = async (name) => {
+      const { dir, leaf } = split(name);
+      const fd = await folder(dir);
+      if (fd === null) return null;
+      try {
+        return { fd, leaf, st: await lstat2(inFolder(fd, leaf)) };
+      } catch (err) {
+        if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
+        throw err;
+      }
+    };
+    const found = await eachLimited(paths, 64, look);
+    let bytes = 0;
+    for (const [i2, f] of found.entries()) {
+      if (!f || f.st.isDirectory()) continue;
+      if (!f.st.isFile() && !f.st.isSymbolicLink()) throw new NotInProcess("a file that is neither a file nor a symlink");
+      if (f.st.isSymbolicLink() && refusedName(paths[i2], true)) throw new NotInProcess("a symlink of a name git refuses");
+      bytes += f.st.size;
+    }
+    if (bytes > IN_PROCESS_MAX_BYTES) throw new NotInProcess("too many bytes");
+    const files = /* @__PURE__ */ new Map();
+    const changed = /* @__PURE__ */ new Set();
+    await eachLimited(paths, IN_PROCESS_READS, async (name, i2) => {
+      const f = found[i2];
+      const before = base2.entries.get(name);
+      if (!f || f.st.isDirectory()) {
+        if (before) changed.add(name);
+        return;
+      }
+      const at = inFolder(f.fd, f.leaf);
+      const link3 = f.st.isSymbolicLink();
+      const content = link3 ? await readlink(at, { encoding: "buffer" }) : await withFile(() => readWhole(at, f.st));
+      const mode = link3 ? "120000" : f.st.mode & 64 ? "100755" : "100644";
+      const oid = objectId("blob", content, base2.format);
+      files.set(name, { mode, oid, content });
+      if (!before || before.mode !== mode || before.oid !== oid) changed.add(name);
+    });
+    return { files, changed };
+  } finally {
+    await Promise.all(held.map((h3) => h3.close().catch(() => void 0)));
+    foldersHeld -= reserved;
+  }
+}
+async function readWhole(file3, seen) {
+  const { size } = seen;
+  const changed = () => new NotInProcess("a file changed while it was read");
+  const h3 = await open(file3, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
+  try {
+    const st = await h3.stat();
+    if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev || st.size !== size) throw changed();
+    const buf = Buffer.alloc(size + 1);
+    let got = 0;
+    for (; ; ) {
+      const { bytesRead } = await h3.read(buf, got, size + 1 - got, got);
+      got += bytesRead;
+      if (got > size) throw changed();
+      if (got === size || !bytesRead) break;
+    }
+    if (got !== size) throw changed();
+    return buf.subarray(0, size);
+  } finally {
+    await h3.close();
+  }
+}
+async function writeLoose(objects, type, oid, content, folders = /* @__PURE__ */ new Map()) {
+  const file3 = path29.join(objects, oid.slice(0, 2), oid.slice(2));
+  const raw2 = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
+  const data = raw2.length < 64 * 1024 ? deflateSync(raw2, { level: 1 }) : await deflateAsync(raw2, { level: 1 });
+  const fanout = path29.dirname(file3);
+  let made2 = folders.get(fanout);
+  if (!made2) folders.set(fanout, made2 = mkdir3(fanout, { recursive: true }));
+  await made2;
+  const tmp = path29.join(objects, `tmp_obj_${randomBytes8(6).toString("hex")}`);
+  await withFile(() => writeFile(tmp, data, { mode: 292 }));
+  await rename(tmp, file3).catch(async (err) => {
+    await rm3(tmp, { force: true });
+    throw err;
+  });
+}
+var IDENTITY = "opencode-worker <opencode-worker@localhost>";
+function commitContent(tree, parent, message, when = /* @__PURE__ */ new Date()) {
+  const off = -when.getTimezoneOffset();
+  const zone = `${off < 0 ? "-" : "+"}${String(Math.floor(Math.abs(off) / 60)).padStart(2, "0")}${String(Math.abs(off) % 60).padStart(2, "0")}`;
+  const stamp = `${Math.floor(when.getTime() / 1e3)} ${zone}`;
+  const text = message.replace(/\0/g, "");
+  return Buffer.from(
+    `tree ${tree}
+parent ${parent}
+author ${IDENTITY} ${stamp}
+committer ${IDENTITY} ${stamp}
+
+${text}${text.endsWith("\n") ? "" : "\n"}`
+  );
+}
+async function writeSnapshot(objects, base2, snap, parent, message) {
+  if (!snap.changed.size) return null;
+  const { root: root2, objects: trees } = treesOf(snap.files, base2.format);
+  const known = new Set([...base2.entries.values()].map((e) => e.oid));
+  const writes = [];
+  const folders = /* @__PURE__ */ new Map();
+  for (const p of snap.changed) {
+    const f = snap.files.get(p);
+    if (f && !known.has(f.oid)) {
+      known.add(f.oid);
+      writes.push(writeLoose(objects, "blob", f.oid, f.content, folders));
+    }
+  }
+  for (const [oid, content] of trees) if (!base2.trees.has(oid)) writes.push(writeLoose(objects, "tree", oid, content, folders));
+  const commit = commitContent(root2, parent, message);
+  const id2 = objectId("commit", commit, base2.format);
+  writes.push(writeLoose(objects, "commit", id2, commit, folders));
+  const failed = (await Promise.allSettled(writes)).find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return id2;
+}
+async function writeCheckout(dir, snap, only) {
+  const root2 = Buffer.from(dir + path29.sep);
+  const names = only ? only.filter((p) => snap.files.has(p)) : [...snap.files.keys()];
+  const made2 = /* @__PURE__ */ new Set();
+  for (const name of names) {
+    const parent = name.includes("/") ? name.slice(0, name.lastIndexOf("/")) : "";
+    if (parent && !made2.has(parent)) {
+      await mkdir3(Buffer.concat([root2, Buffer.from(parent, "latin1")]), { recursive: true });
+      made2.add(parent);
+    }
+  }
+  await eachLimited(names, IN_PROCESS_READS, async (name) => {
+    const f = snap.files.get(name);
+    const file3 = Buffer.concat([root2, Buffer.from(name, "latin1")]);
+    if (f.mode === "120000") await symlink(f.content, file3);
+    else await withFile(() => writeFile(file3, f.content, { mode: f.mode === "100755" ? 511 : 438, flag: "wx" }));
+  });
+}
+
+// engine/workspace/workspace.ts
 async function inspectRepo(dir) {
-  if (!path29.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!path30.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
   if (!existsSync11(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
   if (!statSync8(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
@@ -79984,8 +80514,8 @@ async function inspectRepo(dir) {
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
   const branch = ref === "HEAD" ? null : ref;
-  const subdir = path29.relative(await realpath(root2), await realpath(path29.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path29.sep).join("/")}`], { allowFail: true })) {
+  const subdir = path30.relative(await realpath(root2), await realpath(path30.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path30.sep).join("/")}`], { allowFail: true })) {
     throw new InputError(
       `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
     );
@@ -79993,31 +80523,31 @@ async function inspectRepo(dir) {
   return { root: root2, subdir, head, branch };
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
-  const tag = createHash5("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path29.join(worktreesRoot, `${path29.basename(repoRoot2)}-${tag}`, workerId);
+  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path30.join(worktreesRoot, `${path30.basename(repoRoot2)}-${tag}`, workerId);
 }
-var mirrorsRootOf = (worktreesRoot) => path29.join(path29.dirname(worktreesRoot), "mirrors");
+var mirrorsRootOf = (worktreesRoot) => path30.join(path30.dirname(worktreesRoot), "mirrors");
 function workspaceMirror(worktreesRoot, repoRoot2, baseCommit, mirrorsRoot = mirrorsRootOf(worktreesRoot)) {
   return mirrorObjects(mirrorsRoot, repoRoot2, objectFormat(baseCommit));
 }
 async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {}) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path29.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  const ws = { worktree, cwd: path30.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   const mirror = workspaceMirror(worktreesRoot, repo.root, repo.head, opts.mirrorsRoot);
   const refresh = async () => refreshMirror(await objectsOf(repo.root), mirror, { link: opts.link });
   if (existsSync11(worktree)) {
     await moveOntoMirror(worktreesRoot, ws, opts);
     return ws;
   }
-  mkdirSync13(path29.dirname(worktree), { recursive: true });
-  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path29.dirname(gitDir)) };
+  mkdirSync13(path30.dirname(worktree), { recursive: true });
+  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path30.dirname(gitDir)) };
   const make = async () => {
     const objects = await realMirror(mirror);
     const projectId = opencodeProjectId();
-    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path29.dirname(gitDir) });
+    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path30.dirname(gitDir) });
     await gitScript(NEW_WORKSPACE, {
-      cwd: path29.dirname(worktree),
+      cwd: path30.dirname(worktree),
       env: {
         ...env2,
         OCW_WORKTREE: worktree,
@@ -80037,13 +80567,13 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {})
   try {
     await make();
   } catch (first) {
-    await rm3(worktree, { recursive: true, force: true });
+    await rm4(worktree, { recursive: true, force: true });
     if (last2) throw mirrorFailure(repo, last2, first);
     last2 = await refresh();
     try {
       await make();
     } catch (again) {
-      await rm3(worktree, { recursive: true, force: true });
+      await rm4(worktree, { recursive: true, force: true });
       throw mirrorFailure(repo, last2, again);
     }
   }
@@ -80067,27 +80597,27 @@ function repoSkeleton(parent, format2, env2) {
   if (!p) {
     if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value);
     p = (async () => {
-      const tmp = path29.join(parent, `.ocw-init-${process.pid}-${randomBytes8(4).toString("hex")}`);
-      await mkdir3(parent, { recursive: true });
+      const tmp = path30.join(parent, `.ocw-init-${process.pid}-${randomBytes9(4).toString("hex")}`);
+      await mkdir4(parent, { recursive: true });
       try {
         const r = await runCommand("git", ["init", "-q", "--template=", ...format2 === "sha256" ? ["--object-format=sha256"] : [], tmp], { cwd: parent, env: env2 });
         if (r.exitCode !== 0) throw new GitError(`git init failed in ${parent}: ${gitComplaint(r)}`);
         const dirs = [".git"];
         const files = [];
         const walk = async (rel) => {
-          for (const e of await readdir3(path29.join(tmp, rel), { withFileTypes: true })) {
-            const name = path29.join(rel, e.name);
+          for (const e of await readdir3(path30.join(tmp, rel), { withFileTypes: true })) {
+            const name = path30.join(rel, e.name);
             if (e.isDirectory()) {
               dirs.push(name);
               await walk(name);
-            } else if (e.isFile()) files.push([name, await readFile2(path29.join(tmp, name))]);
+            } else if (e.isFile()) files.push([name, await readFile2(path30.join(tmp, name))]);
             else throw new GitError(`git init made ${name}, which is neither a file nor a folder`);
           }
         };
         await walk(".git");
-        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path29.sep))), files };
+        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path30.sep))), files };
       } finally {
-        await rm3(tmp, { recursive: true, force: true });
+        await rm4(tmp, { recursive: true, force: true });
       }
     })();
     skeletons.set(key, p);
@@ -80097,13 +80627,13 @@ function repoSkeleton(parent, format2, env2) {
 }
 async function newWorkspace(worktree, env2, o2) {
   const skeleton = await repoSkeleton(o2.engineDir, objectFormat(o2.base), env2);
-  const dotGit = path29.join(worktree, ".git");
-  await Promise.all(skeleton.leaves.map((d) => mkdir3(path29.join(worktree, d), { recursive: true })));
+  const dotGit = path30.join(worktree, ".git");
+  await Promise.all(skeleton.leaves.map((d) => mkdir4(path30.join(worktree, d), { recursive: true })));
   await Promise.all([
-    ...skeleton.files.map(([name, bytes]) => writeFile(path29.join(worktree, name), bytes, { flag: "wx" })),
-    writeFile(path29.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
+    ...skeleton.files.map(([name, bytes]) => writeFile2(path30.join(worktree, name), bytes, { flag: "wx" })),
+    writeFile2(path30.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
 `, { flag: "wx" }),
-    writeFile(path29.join(dotGit, "opencode"), `${o2.projectId}
+    writeFile2(path30.join(dotGit, "opencode"), `${o2.projectId}
 `, { flag: "wx" })
   ]);
   const r = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "checkout", "-q", "-b", o2.branch, o2.base], {
@@ -80115,12 +80645,12 @@ async function newWorkspace(worktree, env2, o2) {
 }
 async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
   const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
-  const alternates = path29.join(ws.worktree, ".git", "objects", "info", "alternates");
+  const alternates = path30.join(ws.worktree, ".git", "objects", "info", "alternates");
   const named = existsSync11(alternates) ? readFileSync14(alternates, "utf8").trim() : null;
   const old = named !== null && named === await objectsOf(ws.repo).catch(() => null);
   if (!old && existsSync11(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
-  if (old) await writeAlternates(path29.join(ws.worktree, ".git", "objects"), realpathSync4(mirror) + "\n");
+  if (old) await writeAlternates(path30.join(ws.worktree, ".git", "objects"), realpathSync4(mirror) + "\n");
 }
 function mirrorFailure(repo, r, err) {
   const base2 = repo.head.slice(0, 12);
@@ -80136,7 +80666,7 @@ function mirrorFailure(repo, r, err) {
     );
   return err;
 }
-var opencodeProjectId = () => randomBytes8(20).toString("hex");
+var opencodeProjectId = () => randomBytes9(20).toString("hex");
 var TRUSTED_FLAGS = [
   "-c",
   "core.quotePath=false",
@@ -80230,20 +80760,20 @@ function trustedEnv(home) {
 }
 var engineGitDirs = /* @__PURE__ */ new Map();
 function engineGitDir(workerDir, format2) {
-  const dir = path29.join(path29.dirname(workerDir), `.engine-${format2}.git`);
+  const dir = path30.join(path30.dirname(workerDir), `.engine-${format2}.git`);
   let made2 = engineGitDirs.get(dir);
   if (!made2) {
     made2 = (async () => {
-      if (existsSync11(path29.join(dir, "HEAD"))) return dir;
-      const tmp = `${dir}.tmp-${process.pid}-${randomBytes8(4).toString("hex")}`;
-      mkdirSync13(path29.dirname(dir), { recursive: true });
+      if (existsSync11(path30.join(dir, "HEAD"))) return dir;
+      const tmp = `${dir}.tmp-${process.pid}-${randomBytes9(4).toString("hex")}`;
+      mkdirSync13(path30.dirname(dir), { recursive: true });
       try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path29.dirname(dir), env: { ...trustedEnv(path29.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
-        await rename(tmp, dir).catch((err) => {
-          if (!existsSync11(path29.join(dir, "HEAD"))) throw err;
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path30.dirname(dir), env: { ...trustedEnv(path30.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await rename2(tmp, dir).catch((err) => {
+          if (!existsSync11(path30.join(dir, "HEAD"))) throw err;
         });
       } finally {
-        await rm3(tmp, { recursive: true, force: true });
+        await rm4(tmp, { recursive: true, force: true });
       }
       return dir;
     })();
@@ -80259,53 +80789,44 @@ git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 `;
 var scriptsOf2 = /* @__PURE__ */ new Map();
 function trustedScript(ws, script, inputs, opts = {}) {
-  const run4 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
+  return inTurn(ws, () => runTrustedScript(ws, script, inputs, opts));
+}
+function inTurn(ws, fn) {
+  const run4 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(fn);
   const done = run4.catch(() => void 0);
   scriptsOf2.set(ws.gitDir, done);
   void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
   return run4;
 }
 async function writeAlternates(objects, text, opts = {}) {
-  const file3 = path29.join(objects, "info", "alternates");
+  const file3 = path30.join(objects, "info", "alternates");
   if (opts.engines && alternatesWritten.get(file3) === text) return;
-  if (await readFile2(file3, "utf8").catch(() => null) !== text) {
-    const tmp = `${file3}.tmp-${process.pid}-${randomBytes8(4).toString("hex")}`;
+  if (opts.absent) {
+    await mkdir4(path30.dirname(file3), { recursive: true });
+    await writeFile2(file3, text);
+  } else if (await readFile2(file3, "utf8").catch(() => null) !== text) {
+    const tmp = `${file3}.tmp-${process.pid}-${randomBytes9(4).toString("hex")}`;
     try {
-      await writeFile(tmp, text);
+      await writeFile2(tmp, text);
     } catch (err) {
       if (err.code !== "ENOENT") throw err;
-      await mkdir3(path29.dirname(file3), { recursive: true });
-      await writeFile(tmp, text);
+      await mkdir4(path30.dirname(file3), { recursive: true });
+      await writeFile2(tmp, text);
     }
-    await rename(tmp, file3);
+    await rename2(tmp, file3);
   }
   if (!opts.engines) return;
   if (alternatesWritten.size >= 4096) alternatesWritten.delete(alternatesWritten.keys().next().value);
   alternatesWritten.set(file3, text);
 }
 var alternatesWritten = /* @__PURE__ */ new Map();
-var forgetAlternates = (objects) => alternatesWritten.delete(path29.join(objects, "info", "alternates"));
+var forgetAlternates = (objects) => alternatesWritten.delete(path30.join(objects, "info", "alternates"));
 async function runTrustedScript(ws, script, inputs, opts) {
-  const format2 = objectFormat(ws.baseCommit);
-  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path29.join(ws.gitDir, "objects");
-  const gradeObjects = path29.join(ws.gitDir, GRADE_OBJECTS);
-  const graded = await gradedStoreOf(ws);
-  if (opts.baseOnly) return runOnBase(ws, script, inputs, opts, { gitDir, userObjects, graded });
-  if (opts.freshGradeObjects) {
-    if (existsSync11(gradeObjects)) await copyObjects(gradeObjects, objects);
-    forgetAlternates(gradeObjects);
-    await rm3(gradeObjects, { recursive: true, force: true });
+  if (opts.baseOnly) {
+    const [gitDir2, userObjects, graded] = await Promise.all([engineGitDir(ws.gitDir, objectFormat(ws.baseCommit)), objectsOf(ws.repo), gradedStoreOf(ws)]);
+    return runOnBase(ws, script, inputs, opts, { gitDir: gitDir2, userObjects, graded });
   }
-  await Promise.all([
-    writeAlternates(objects, `${userObjects}
-${graded}
-${gradeObjects}
-`, { engines: true }),
-    writeAlternates(gradeObjects, `${userObjects}
-${graded}
-`, { engines: true })
-  ]);
+  const { gitDir, objects, gradeObjects } = await workerObjects(ws, !!opts.freshGradeObjects);
   const index = opts.index?.path ?? privateIndex(ws);
   try {
     const env2 = {
@@ -80330,12 +80851,36 @@ ${graded}
     if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${ws.gitDir}: ${gitComplaint(r)}`);
     return r.stdout;
   } finally {
-    if (!opts.index?.keep) await rm3(index, { force: true });
+    if (!opts.index?.keep) await rm4(index, { force: true });
   }
+}
+async function workerObjects(ws, fresh) {
+  const format2 = objectFormat(ws.baseCommit);
+  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
+  const objects = path30.join(ws.gitDir, "objects");
+  const gradeObjects = path30.join(ws.gitDir, GRADE_OBJECTS);
+  const graded = await gradedStoreOf(ws);
+  if (fresh) {
+    if (existsSync11(gradeObjects)) {
+      await copyObjects(gradeObjects, objects);
+      await rm4(gradeObjects, { recursive: true, force: true });
+    }
+    forgetAlternates(gradeObjects);
+  }
+  await Promise.all([
+    writeAlternates(objects, `${userObjects}
+${graded}
+${gradeObjects}
+`, { engines: true }),
+    writeAlternates(gradeObjects, `${userObjects}
+${graded}
+`, { engines: true, absent: fresh })
+  ]);
+  return { gitDir, objects, gradeObjects };
 }
 async function runOnBase(ws, script, inputs, opts, at) {
   const index = opts.index?.path ?? privateIndex(ws);
-  const cwd = path29.dirname(ws.gitDir);
+  const cwd = path30.dirname(ws.gitDir);
   try {
     const env2 = {
       ...trustedEnv(ws.gitDir),
@@ -80358,7 +80903,7 @@ async function runOnBase(ws, script, inputs, opts, at) {
     if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${cwd}: ${gitComplaint(r)}`);
     return r.stdout;
   } finally {
-    if (!opts.index?.keep) await rm3(index, { force: true });
+    if (!opts.index?.keep) await rm4(index, { force: true });
   }
 }
 var privateIndex = (ws) => `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
@@ -80368,21 +80913,33 @@ function objectsOf(repo) {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path29.resolve(repo, dir));
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path30.resolve(repo, dir));
     objectDirs.set(repo, p);
     p.catch(() => objectDirs.delete(repo));
   }
   return p;
 }
-async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps(), only) {
+async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps(), only, how = "any") {
   const index = privateIndex(ws);
+  let indexMade = false;
   const partial2 = plainNames(only);
   let out;
   try {
-    const over = await snapshotOverCaps(ws, caps, index);
-    if (over) throw new SnapshotTooLarge(over);
-    if (existsSync11(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
-    mkdirSync13(checkoutDir, { recursive: true });
+    const listing = await capsListing(ws, caps);
+    if (listing.over) throw new SnapshotTooLarge(listing.over);
+    const emptied = async () => {
+      if (existsSync11(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
+      mkdirSync13(checkoutDir, { recursive: true });
+    };
+    await emptied();
+    const tree = listing.base?.tree;
+    if (how === "any" && tree && !config2().OCW_SNAPSHOT_GIT) {
+      const made2 = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial2 ? only : void 0).catch(() => null);
+      if (made2) return made2;
+      await emptied();
+    }
+    indexMade = true;
+    await baseIndexInto(ws, index);
     out = await trustedScript(
       ws,
       COMMIT_AND_CHECK_OUT,
@@ -80390,19 +80947,50 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
       { freshGradeObjects: true, index: { path: index, ready: existsSync11(index) } }
     );
   } finally {
-    await rm3(index, { force: true });
+    if (indexMade) await rm4(index, { force: true });
   }
   const eol = out.indexOf("\n");
   const raw2 = parseRawChanges(out.slice(eol + 1));
   const { changed, stat } = parseNumstatAndStat(raw2.rest);
   return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat, partial: partial2, changes: raw2.changes } : { commit: ws.baseCommit, changed, diffStat: "", partial: partial2, changes: [] };
 }
+async function commitInProcess(ws, base2, fresh, message, checkoutDir, only) {
+  if (!await trustsFileSystem(await engineGitDir(ws.gitDir, base2.format))) throw new NotInProcess("git does not trust the file system's modes or names");
+  const snap = await readWorktree(ws.worktree, base2, fresh);
+  const commit = await inTurn(ws, async () => writeSnapshot((await workerObjects(ws, true)).gradeObjects, base2, snap, ws.baseCommit, message));
+  const wanted = only ? checkoutList(only).split("\n").map((p) => Buffer.from(p).toString("latin1")) : void 0;
+  await writeCheckout(checkoutDir, snap, wanted);
+  const partial2 = !!only;
+  if (!commit) return { commit: ws.baseCommit, changed: [], diffStat: "", partial: partial2, changes: [] };
+  const out = await trustedScript(ws, { git: ["diff", "--raw", "--no-abbrev", "--numstat", "--stat", "-z", "--no-renames", ws.baseCommit, commit] }, {});
+  const raw2 = parseRawChanges(out);
+  const read2 = new Map([...snap.changed].map((p) => [losslessUtf8(Buffer.from(p, "latin1")), snap.files.get(p)]));
+  const same2 = raw2.changes.length === read2.size && raw2.changes.every((c3) => read2.has(c3.path) && (c3.mode === null ? !read2.get(c3.path) : read2.get(c3.path)?.oid === c3.oid && read2.get(c3.path)?.mode === c3.mode));
+  if (!same2) throw new Error("the in-process snapshot and git's diff of it differ");
+  const { changed, stat } = parseNumstatAndStat(raw2.rest);
+  return { commit, changed, diffStat: stat, partial: partial2, changes: raw2.changes };
+}
+var trusted = /* @__PURE__ */ new Map();
+function trustsFileSystem(gitDir) {
+  let p = trusted.get(gitDir);
+  if (!p) {
+    p = readFile2(path30.join(gitDir, "config"), "utf8").then(
+      (text) => {
+        const values = (key) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*(\\S*)\\s*$`, "gim"))].map((m) => m[1].toLowerCase());
+        return values("filemode").every((v) => v === "true") && values("ignorecase").every((v) => v === "false") && values("precomposeunicode").every((v) => v === "false");
+      },
+      () => false
+    );
+    trusted.set(gitDir, p);
+  }
+  return p;
+}
 function partialHolds(checkoutDir, only) {
   return only.every((p) => {
     const parts = p.split("/").filter(Boolean);
     let at = checkoutDir;
     for (const [i2, part] of parts.entries()) {
-      at = path29.join(at, part);
+      at = path30.join(at, part);
       let st;
       try {
         st = lstatSync4(at);
@@ -80425,13 +81013,13 @@ function checkoutList(only) {
 }
 var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
 async function checkOutCommit(ws, commit, checkoutDir) {
-  if (existsSync11(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+  if (existsSync11(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
   mkdirSync13(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
     await trustedScript(ws, CHECK_OUT_COMMIT, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex, OCW_COMMIT: commit });
   } finally {
-    await rm3(checkoutIndex, { force: true });
+    await rm4(checkoutIndex, { force: true });
   }
 }
 function snapshotCaps(env2 = process.env) {
@@ -80446,14 +81034,18 @@ var SnapshotTooLarge = class extends OcwError {
   }
 };
 var BASE_LISTING = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-git $C ls-tree -r -l -z --full-tree "$OCW_BASE"
+git $C rev-parse "$OCW_BASE^{tree}"
+git $C ls-tree -r -t -l -z --full-tree "$OCW_BASE"
 `;
 var baseListings = /* @__PURE__ */ new Map();
 var BASE_LISTINGS_KEPT = 8;
 var baseIndexDirs = /* @__PURE__ */ new Map();
+function prepareGrading(ws) {
+  baseListing(ws).catch(() => void 0);
+}
 function baseListing(ws) {
-  const dir = path29.join(path29.dirname(ws.gitDir), ".base-index");
-  const index = path29.join(dir, `${ws.baseCommit}-${process.pid}`);
+  const dir = path30.join(path30.dirname(ws.gitDir), ".base-index");
+  const index = path30.join(dir, `${ws.baseCommit}-${process.pid}`);
   let p = baseListings.get(index);
   if (p) {
     baseListings.delete(index);
@@ -80463,26 +81055,26 @@ function baseListing(ws) {
   p = (async () => {
     let cleared = baseIndexDirs.get(dir);
     if (!cleared) {
-      cleared = readdir3(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm3(path29.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir3(dir, { recursive: true })).then(() => void 0);
+      cleared = readdir3(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm4(path30.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir4(dir, { recursive: true })).then(() => void 0);
       baseIndexDirs.set(dir, cleared);
       cleared.catch(() => baseIndexDirs.delete(dir));
     }
     await cleared;
-    const tmp = `${index}.tmp-${randomBytes8(4).toString("hex")}`;
+    const tmp = `${index}.tmp-${randomBytes9(4).toString("hex")}`;
     try {
       const out = await trustedScript(ws, BASE_LISTING, { OCW_INDEX: tmp }, { bytes: true, baseOnly: true, index: { path: tmp, keep: true } });
-      await rename(tmp, index);
+      await rename2(tmp, index);
       const blobs = [];
       const submodules = [];
-      for (const rec of out.split("\0")) {
+      for (const rec of out.slice(out.indexOf("\n") + 1).split("\0")) {
         const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
         if (m) blobs.push([m[2], Number(m[1])]);
         const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
         if (sub) submodules.push(`${sub[1]}/`);
       }
-      return { index, blobs, submodules };
+      return { index, blobs, submodules, tree: parseBaseTree(out, objectFormat(ws.baseCommit)), readers: 0 };
     } finally {
-      await rm3(tmp, { force: true });
+      await rm4(tmp, { force: true });
     }
   })();
   baseListings.set(index, p);
@@ -80490,7 +81082,10 @@ function baseListing(ws) {
   while (baseListings.size > BASE_LISTINGS_KEPT) {
     const [oldest, old] = baseListings.entries().next().value;
     baseListings.delete(oldest);
-    void old.then(() => rm3(oldest, { force: true })).catch(() => void 0);
+    void old.then((l) => {
+      l.evicted = true;
+      if (!l.readers) return rm4(oldest, { force: true });
+    }).catch(() => void 0);
   }
   return p;
 }
@@ -80508,23 +81103,48 @@ async function baseIndexInto(ws, index) {
 }
 var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 async function snapshotOverCaps(ws, caps = snapshotCaps(), keepIndex) {
-  if (!existsSync11(ws.worktree)) return null;
-  const index = keepIndex ?? privateIndex(ws);
+  return (await capsListing(ws, caps, keepIndex)).over;
+}
+async function capsListing(ws, caps, keepIndex) {
+  const under = (over, base3 = null) => ({ over, fresh: [], base: base3 });
+  if (!existsSync11(ws.worktree)) return under(null);
   let fresh;
   let base2;
+  const list = (index, keep) => trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep } });
+  let copy = keepIndex ?? null;
   try {
-    base2 = await baseIndexInto(ws, index);
-    fresh = await trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep: !!keepIndex } });
+    if (copy) {
+      base2 = await baseIndexInto(ws, copy);
+      fresh = await list(copy, true);
+    } else {
+      const held = await baseListing(ws);
+      if (held.evicted) {
+        copy = privateIndex(ws);
+        base2 = await baseIndexInto(ws, copy);
+        fresh = await list(copy, false);
+      } else {
+        base2 = held;
+        held.readers++;
+        try {
+          fresh = await list(held.index, true);
+        } finally {
+          if (!--held.readers && held.evicted) await rm4(held.index, { force: true });
+        }
+      }
+    }
   } catch (err) {
-    if (!keepIndex) await rm3(index, { force: true });
-    if (/output passed/.test(err.message)) return `the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`;
+    if (copy && !keepIndex) await rm4(copy, { force: true });
+    if (/output passed/.test(err.message))
+      return under(`the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`);
     throw err;
   }
   const names = fresh ? fresh.split("\0").filter(Boolean) : [];
   const size = (n2) => n2 < 1024 * 1024 ? `${n2.toLocaleString("en-US")} bytes` : `${Math.round(n2 / 1024 / 1024).toLocaleString("en-US")} MiB`;
   if (names.length > caps.files)
-    return `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`;
-  const root2 = Buffer.from(ws.worktree + path29.sep);
+    return under(
+      `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`
+    );
+  const root2 = Buffer.from(ws.worktree + path30.sep);
   const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
   const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
   let total2 = 0;
@@ -80533,20 +81153,22 @@ async function snapshotOverCaps(ws, caps = snapshotCaps(), keepIndex) {
   const grow = base2.blobs.map(([name, before]) => [name, before, 0]);
   const outside = await nestedGitOutside(ws.worktree, nested, at);
   if (outside)
-    return `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`;
+    return under(
+      `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`
+    );
   for (const [i2, now] of (await sizesOf(grow.map((g2) => at(g2[0])))).entries()) grow[i2][2] = now;
   for (const [i2, n2] of names.entries()) {
     total2 += sizes[i2];
     if (sizes[i2] > caps.fileBytes)
-      return `${shown(n2)} is ${size(sizes[i2])}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
+      return under(`${shown(n2)} is ${size(sizes[i2])}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
   }
   for (const [n2, before, now] of grow) {
     if (now <= before) continue;
     total2 += now - before;
-    if (now > caps.fileBytes) return `${shown(n2)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
+    if (now > caps.fileBytes) return under(`${shown(n2)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
   }
-  if (total2 > caps.bytes) return `the worker's files add ${size(total2)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
-  return null;
+  if (total2 > caps.bytes) return under(`the worker's files add ${size(total2)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`);
+  return { over: null, fresh: names, base: base2 };
 }
 async function sizesOf(paths) {
   const out = [];
@@ -80564,7 +81186,7 @@ async function sizesOf(paths) {
 }
 async function nestedGitOutside(worktree, dirs, at) {
   if (!dirs.length) return null;
-  const sep = Buffer.from(path29.sep);
+  const sep = Buffer.from(path30.sep);
   const root2 = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), sep]);
   const real2 = (p) => realpath(p, { encoding: "buffer" }).catch(() => null);
   const inside2 = (p) => Buffer.concat([p, sep]).subarray(0, root2.length).equals(root2);
@@ -80573,7 +81195,7 @@ async function nestedGitOutside(worktree, dirs, at) {
     let seen = 0;
     const walk = async (p) => {
       if (++seen > 1e4) return true;
-      const st = await lstat2(p).catch(() => null);
+      const st = await lstat3(p).catch(() => null);
       if (!st) return false;
       if (st.isSymbolicLink()) {
         const t3 = await real2(p);
@@ -80592,7 +81214,7 @@ async function nestedGitOutside(worktree, dirs, at) {
   };
   for (const dir of dirs) {
     const dotGit = at(`${dir}.git`);
-    const st = await lstat2(dotGit).catch(() => null);
+    const st = await lstat3(dotGit).catch(() => null);
     if (!st) continue;
     let target = null;
     if (st.isDirectory() && !st.isSymbolicLink()) target = await real2(dotGit);
@@ -80607,7 +81229,7 @@ async function nestedGitOutside(worktree, dirs, at) {
   return null;
 }
 async function checkOutBase(ws, checkoutDir, only) {
-  if (existsSync11(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+  if (existsSync11(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
   mkdirSync13(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   const partial2 = plainNames(only);
@@ -80616,7 +81238,7 @@ async function checkOutBase(ws, checkoutDir, only) {
     const args = partial2 ? ["checkout-index", "-f", "-q", "--", ...checkoutList(only).split("\n")] : ["checkout-index", "-a", "-f", "-q"];
     await trustedScript(ws, { git: args, workTree: checkoutDir, allowFail: partial2 }, {}, { baseOnly: true, index: { path: checkoutIndex, keep: true } });
   } finally {
-    await rm3(checkoutIndex, { force: true });
+    await rm4(checkoutIndex, { force: true });
   }
   return { partial: partial2 };
 }
@@ -80646,14 +81268,14 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
       await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {})
     );
   } finally {
-    if (index) await rm3(index, { force: true });
+    if (index) await rm4(index, { force: true });
   }
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
 function gradedObjectsDir(reposDir, repoRoot2) {
-  const tag = createHash5("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path29.join(reposDir, "graded", `${path29.basename(repoRoot2)}-${tag}`);
+  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path30.join(reposDir, "graded", `${path30.basename(repoRoot2)}-${tag}`);
 }
 async function gradedStore(reposDir, repoRoot2) {
   const dir = gradedObjectsDir(reposDir, repoRoot2);
@@ -80663,7 +81285,7 @@ async function gradedStore(reposDir, repoRoot2) {
   if (!made2) {
     if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value);
     made2 = (async () => {
-      if (!existsSync11(path29.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
+      if (!existsSync11(path30.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
     })();
     gradedStores.set(dir, made2);
     made2.catch(() => gradedStores.get(dir) === made2 && gradedStores.delete(dir));
@@ -80678,27 +81300,27 @@ function dropGradedStore(reposDir, repoRoot2) {
   forgetAlternates(dir);
   rmSync6(dir, { recursive: true, force: true });
 }
-var gradedStoreOf = (ws) => gradedStore(path29.dirname(ws.gitDir), ws.repo);
+var gradedStoreOf = (ws) => gradedStore(path30.dirname(ws.gitDir), ws.repo);
 async function keepGraded(ws, commit) {
   if (commit === ws.baseCommit) return;
   const graded = await gradedStoreOf(ws);
-  const run4 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path29.join(ws.gitDir, GRADE_OBJECTS), graded));
+  const run4 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path30.join(ws.gitDir, GRADE_OBJECTS), graded));
   const done = run4.catch(() => void 0);
   scriptsOf2.set(ws.gitDir, done);
   void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
   await run4;
 }
 async function copyCommitObjects(repo, from, to, commit, opts = {}) {
-  const tmp = path29.join(path29.dirname(from), `.copy-${process.pid}-${randomBytes8(6).toString("hex")}`);
+  const tmp = path30.join(path30.dirname(from), `.copy-${process.pid}-${randomBytes9(6).toString("hex")}`);
   try {
     const out = await gitScript(`set -eu
 ${COPY_MISSING}`, {
       cwd: repo,
-      env: { ...trustedEnv(path29.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
+      env: { ...trustedEnv(path30.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
     });
     return Number(out.trim()) || 0;
   } finally {
-    await Promise.all([".list", ".check", ".missing", ".pack", ".q"].map((ext) => rm3(tmp + ext, { force: true, recursive: true })));
+    await Promise.all([".list", ".check", ".missing", ".pack", ".q"].map((ext) => rm4(tmp + ext, { force: true, recursive: true })));
   }
 }
 async function landObjects(repo, graded, commit) {
@@ -80711,8 +81333,8 @@ async function landObjects(repo, graded, commit) {
   return copyCommitObjects(repo, graded, await objectsOf(repo), commit, { strict });
 }
 async function publishBranch(ws, commit, earlier = []) {
-  const own = path29.join(ws.gitDir, "objects");
-  const from = existsSync11(path29.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
+  const own = path30.join(ws.gitDir, "objects");
+  const from = existsSync11(path30.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
   const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
   if (symbolic)
     throw new InputError(
@@ -80749,29 +81371,29 @@ async function copyObjects(from, to) {
   const fanout = (await readdir3(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
   await Promise.all([
     ...fanout.map(async (d) => {
-      const names = (await readdir3(path29.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      const names = (await readdir3(path30.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
       for (const [i2, name] of names.entries()) {
-        const place2 = () => copyWhole(path29.join(from, d, name), path29.join(to, d, name));
+        const place2 = () => copyWhole(path30.join(from, d, name), path30.join(to, d, name));
         if (i2) await place2();
         else
           await place2().catch(async (err) => {
-            if (err.code !== "ENOENT" || !existsSync11(path29.join(from, d, name))) throw err;
-            await mkdir3(path29.join(to, d), { recursive: true });
+            if (err.code !== "ENOENT" || !existsSync11(path30.join(from, d, name))) throw err;
+            await mkdir4(path30.join(to, d), { recursive: true });
             await place2();
           });
       }
     }),
-    copyPacks(path29.join(from, "pack"), path29.join(to, "pack"))
+    copyPacks(path30.join(from, "pack"), path30.join(to, "pack"))
   ]);
 }
 async function copyPacks(from, to) {
   const names = await readdir3(from).catch(() => []);
   const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
   if (!packs.length) return;
-  await mkdir3(to, { recursive: true });
+  await mkdir4(to, { recursive: true });
   for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path29.join(from, pack + ext), path29.join(to, pack + ext));
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path30.join(from, pack + ext), path30.join(to, pack + ext));
   }
 }
 async function copyWhole(src, dest) {
@@ -80779,18 +81401,18 @@ async function copyWhole(src, dest) {
     await link2(src, dest);
     return;
   } catch (err) {
-    const code = err.code;
-    if (code === "EEXIST") return;
-    if (code !== "EXDEV" && code !== "EPERM" && code !== "EMLINK") throw err;
+    const code2 = err.code;
+    if (code2 === "EEXIST") return;
+    if (code2 !== "EXDEV" && code2 !== "EPERM" && code2 !== "EMLINK") throw err;
   }
-  const tmp = path29.join(path29.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes8(6).toString("hex")}`);
+  const tmp = path30.join(path30.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes9(6).toString("hex")}`);
   try {
     await copyFile2(src, tmp);
     await link2(tmp, dest).catch((err) => {
       if (err.code !== "EEXIST") throw err;
     });
   } finally {
-    await rm3(tmp, { force: true });
+    await rm4(tmp, { force: true });
   }
 }
 function mergeHint(ws) {
@@ -80807,8 +81429,8 @@ async function removeWorkspace(ws, opts = {}) {
   }
   rmSync6(ws.worktree, { recursive: true, force: true });
   rmSync6(ws.gitDir, { recursive: true, force: true });
-  forgetAlternates(path29.join(ws.gitDir, "objects"));
-  forgetAlternates(path29.join(ws.gitDir, GRADE_OBJECTS));
+  forgetAlternates(path30.join(ws.gitDir, "objects"));
+  forgetAlternates(path30.join(ws.gitDir, GRADE_OBJECTS));
   if (opts.tmpDir) rmSync6(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
@@ -80817,8 +81439,8 @@ async function removeWorkspace(ws, opts = {}) {
 var import_ini = __toESM(require_ini());
 import { execFile as execFile2 } from "node:child_process";
 import { readFileSync as readFileSync15 } from "node:fs";
-import path30 from "node:path";
-import { promisify as promisify4 } from "node:util";
+import path31 from "node:path";
+import { promisify as promisify5 } from "node:util";
 
 // node_modules/smol-toml/dist/error.js
 function getLineColFromPtr(string4, ptr) {
@@ -81579,7 +82201,7 @@ function parse3(toml, options = {}) {
 var HAS_WELLFORMED = !!"".isWellFormed;
 
 // engine/grading/runner-config.ts
-var run3 = promisify4(execFile2);
+var run3 = promisify5(execFile2);
 var RUNNER_FILES = /* @__PURE__ */ new Set([
   "conftest.py",
   "pytest.ini",
@@ -81744,7 +82366,7 @@ function goModPart(text) {
 }
 function runnerPart(file3, text) {
   if (text === null) return "";
-  const base2 = foldPath(path30.posix.basename(file3));
+  const base2 = foldPath(path31.posix.basename(file3));
   try {
     let part;
     if (base2 === "package.json") {
@@ -81779,7 +82401,7 @@ async function baseText(repo, commit, file3) {
 }
 function newText(checkout, file3) {
   try {
-    return readFileSync15(path30.join(checkout, file3), "utf8");
+    return readFileSync15(path31.join(checkout, file3), "utf8");
   } catch {
     return null;
   }
@@ -81790,7 +82412,7 @@ async function runnerConfigChanges(opts) {
   for (const file3 of opts.changed) {
     const rel = opts.sub ? file3.startsWith(opts.sub + "/") ? file3.slice(opts.sub.length + 1) : `../${file3}` : file3;
     if (named.has(rel)) continue;
-    const base2 = foldPath(path30.posix.basename(file3));
+    const base2 = foldPath(path31.posix.basename(file3));
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file3, await baseText(opts.repo, opts.baseCommit, file3));
       const after = runnerPart(file3, newText(opts.checkout, file3));
@@ -81838,13 +82460,13 @@ async function protectedIn(checkout, sub, protect) {
   const isProtected = protectMatcher(protect);
   const entries = await readdir4(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map(
-    (e) => path31.relative(checkout, path31.join(e.parentPath ?? e.path, e.name)).split(path31.sep).join("/")
-  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path31.join(checkout, f));
+    (e) => path32.relative(checkout, path32.join(e.parentPath ?? e.path, e.name)).split(path32.sep).join("/")
+  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path32.join(checkout, f));
 }
 function fileChecksOnly(checks, sub) {
   if (!checks.length || checks.some((c3) => "run" in c3)) return void 0;
-  const root2 = sub.split(path31.sep).join("/");
-  return checks.map((c3) => path31.posix.join(root2, c3.file));
+  const root2 = sub.split(path32.sep).join("/");
+  return checks.map((c3) => path32.posix.join(root2, c3.file));
 }
 async function grade(input2) {
   try {
@@ -81880,7 +82502,7 @@ async function gradeSnapshot(input2) {
   let checks;
   let scope;
   let graded;
-  const sub = path31.relative(ws.worktree, ws.cwd);
+  const sub = path32.relative(ws.worktree, ws.cwd);
   discardAll(checkout, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
@@ -81891,7 +82513,7 @@ async function gradeSnapshot(input2) {
     if (input2.checks.some((c3) => "run" in c3)) {
       const config3 = await runnerConfigChanges({
         changed: graded.changed,
-        sub: sub.split(path31.sep).join("/"),
+        sub: sub.split(path32.sep).join("/"),
         scope: input2.scope,
         repo: ws.repo,
         baseCommit: ws.baseCommit,
@@ -81945,7 +82567,7 @@ async function gradeSnapshot(input2) {
 async function baselineChecks(input2) {
   if (!input2.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input2;
-  const sub = path31.relative(ws.worktree, ws.cwd);
+  const sub = path32.relative(ws.worktree, ws.cwd);
   discardAll(checkoutDir, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
@@ -81970,9 +82592,9 @@ async function baselineInFreshWorkspace(ws, checks) {
   if (!checks.length) return { passedOnBase: [] };
   if (checks.some((c3) => "run" in c3)) return null;
   let cwd = ws.worktree;
-  for (const part of path31.relative(ws.worktree, ws.cwd).split(path31.sep).filter(Boolean)) {
-    cwd = path31.join(cwd, part);
-    const st = await lstat3(cwd).catch(() => null);
+  for (const part of path32.relative(ws.worktree, ws.cwd).split(path32.sep).filter(Boolean)) {
+    cwd = path32.join(cwd, part);
+    const st = await lstat4(cwd).catch(() => null);
     if (!st?.isDirectory()) return null;
   }
   const results = await runChecks(checks, cwd);
@@ -82001,7 +82623,7 @@ function caveatsOf(checks) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync4 } from "node:child_process";
 import { mkdirSync as mkdirSync14, writeFileSync as writeFileSync12 } from "node:fs";
-import path32 from "node:path";
+import path33 from "node:path";
 
 // shared/grade.ts
 var RungResult = external_exports.object({
@@ -82127,8 +82749,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync14(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync14(path32.dirname(path32.join(dir, name)), { recursive: true });
-    writeFileSync12(path32.join(dir, name), content);
+    mkdirSync14(path33.dirname(path33.join(dir, name)), { recursive: true });
+    writeFileSync12(path33.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync4("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -82165,57 +82787,58 @@ function summarizeLadder(target, samples, byRung) {
 }
 
 // engine/approvals/inspect.ts
+var realpath2 = process.platform === "win32" ? realpathSync5 : realpathSync5.native;
 function realLocation(p) {
-  let dir = path33.resolve(p);
+  let dir = path34.resolve(p);
   const rest = [];
   for (; ; ) {
     try {
-      return path33.join(realpathSync5(dir), ...rest);
+      return path34.join(realpath2(dir), ...rest);
     } catch {
-      const parent = path33.dirname(dir);
-      if (parent === dir) return path33.join(dir, ...rest);
-      rest.unshift(path33.basename(dir));
+      const parent = path34.dirname(dir);
+      if (parent === dir) return path34.join(dir, ...rest);
+      rest.unshift(path34.basename(dir));
       dir = parent;
     }
   }
 }
 function viaSymlink(p, root2) {
-  let dir = path33.resolve(p);
-  while (dir.startsWith(root2 + path33.sep)) {
+  let dir = path34.resolve(p);
+  while (dir.startsWith(root2 + path34.sep)) {
     try {
       if (lstatSync5(dir).isSymbolicLink()) return dir;
     } catch {
     }
-    dir = path33.dirname(dir);
+    dir = path34.dirname(dir);
   }
   return null;
 }
-var inside = (p, root2) => p === root2 || p.startsWith(root2 + path33.sep);
+var inside = (p, root2) => p === root2 || p.startsWith(root2 + path34.sep);
 function inspectAsk(ask, ws, spec2) {
   if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
-  const asked = path33.resolve(ws.cwd, ask.what);
+  const asked = path34.resolve(ws.cwd, ask.what);
   const root2 = realLocation(ws.worktree);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path33.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `${path33.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
+  const link3 = viaSymlink(asked, path34.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `${path34.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
   if (!inside(real2, root2)) {
     flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
     return flags;
   }
-  const rel = path33.relative(realLocation(ws.cwd), real2).split(path33.sep).join("/");
+  const rel = path34.relative(realLocation(ws.cwd), real2).split(path34.sep).join("/");
   if (protectMatcher(spec2.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
   else if (spec2.scope.length && !scopeMatcher(spec2.scope)(rel))
     flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
   return flags;
 }
 function inspectWorkdir(workdir, ws) {
-  const asked = path33.resolve(ws.cwd, workdir);
+  const asked = path34.resolve(ws.cwd, workdir);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path33.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path33.relative(ws.worktree, link3)} is a symlink to ${real2}` });
+  const link3 = viaSymlink(asked, path34.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path34.relative(ws.worktree, link3)} is a symlink to ${real2}` });
   if (!inside(real2, realLocation(ws.worktree)))
     flags.push({ kind: "outside-workspace", detail: `the command's folder ${real2} is outside the worker's workspace` });
   return flags;
@@ -82265,23 +82888,23 @@ function explainPolicy(rules, ask) {
 
 // engine/approvals/worktree-guard.ts
 import os5 from "node:os";
-import path34 from "node:path";
+import path35 from "node:path";
 var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
 function tokenize(command) {
   const tokens = [];
   let word = "";
-  let quoted2 = false;
+  let quoted3 = false;
   const flush = () => {
-    if (word || quoted2) tokens.push(word);
+    if (word || quoted3) tokens.push(word);
     word = "";
-    quoted2 = false;
+    quoted3 = false;
   };
   for (let i2 = 0; i2 < command.length; i2++) {
     const c3 = command[i2];
     if (c3 === "'" || c3 === '"') {
       const end = command.indexOf(c3, i2 + 1);
       word += command.slice(i2 + 1, end < 0 ? void 0 : end);
-      quoted2 = true;
+      quoted3 = true;
       i2 = end < 0 ? command.length : end;
     } else if (c3 === "\\" && i2 + 1 < command.length) word += command[++i2];
     else if (/\s/.test(c3)) flush();
@@ -82303,7 +82926,7 @@ function resolveTarget(target, cwd) {
   const home = os5.homedir();
   const expanded = target.replace(/^~(?=\/|$)/, home).replace(/^\$\{?HOME\}?(?=\/|$)/, home);
   if (expanded.includes("$") || expanded.includes("`")) return null;
-  return path34.resolve(cwd, expanded);
+  return path35.resolve(cwd, expanded);
 }
 function withoutHeredocBodies(command) {
   const lines = command.split("\n");
@@ -82330,12 +82953,12 @@ function writesOutside(command, worktree, workdir = worktree) {
       for (let j = i2 + 1; j < tokens.length && !isOperator(tokens[j]); j++) if (!tokens[j].startsWith("-")) targets.push(tokens[j]);
     } else if (t2.startsWith("of=")) targets.push(t2.slice(3));
   }
-  const root2 = path34.resolve(worktree);
+  const root2 = path35.resolve(worktree);
   const outside = [];
   for (const target of targets) {
-    const file3 = resolveTarget(target, path34.resolve(root2, workdir));
+    const file3 = resolveTarget(target, path35.resolve(root2, workdir));
     if (file3 === null || HARMLESS.test(file3)) continue;
-    if (file3 !== root2 && !file3.startsWith(root2 + path34.sep)) outside.push(target);
+    if (file3 !== root2 && !file3.startsWith(root2 + path35.sep)) outside.push(target);
   }
   return [...new Set(outside)];
 }
@@ -82551,24 +83174,24 @@ var Approvals = class {
   }
   /** The user's approval rules (policies.json in the state dir); none by default. */
   policies() {
-    return external_exports.array(PolicyRule).catch([]).parse(readJson(path35.join(this.opts.stateDir, "policies.json"), []));
+    return external_exports.array(PolicyRule).catch([]).parse(readJson(path36.join(this.opts.stateDir, "policies.json"), []));
   }
   setPolicies(rules) {
-    writeJsonAtomic(path35.join(this.opts.stateDir, "policies.json"), external_exports.array(PolicyRule).parse(rules));
+    writeJsonAtomic(path36.join(this.opts.stateDir, "policies.json"), external_exports.array(PolicyRule).parse(rules));
     return this.policies();
   }
   /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
   lookTarget(w, ask) {
     const ws = this.reg.workspaceOf(w);
     if (!ws) return null;
-    return ask.tool === "read" ? realLocation(path35.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path35.resolve(ws.cwd, ask.what || "."));
+    return ask.tool === "read" ? realLocation(path36.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path36.resolve(ws.cwd, ask.what || "."));
   }
   looksInside(w, ask) {
     const ws = this.reg.workspaceOf(w);
     const real2 = this.lookTarget(w, ask);
     if (!ws || !real2) return false;
     const root2 = realLocation(ws.worktree);
-    return real2 === root2 || real2.startsWith(root2 + path35.sep);
+    return real2 === root2 || real2.startsWith(root2 + path36.sep);
   }
   /**
    * The engine's own refusals, which no grant, rule or person overrides: a read or search outside the workspace, a write
@@ -82674,9 +83297,9 @@ var Budgets = class {
 };
 
 // engine/events.ts
-import { randomBytes as randomBytes9 } from "node:crypto";
+import { randomBytes as randomBytes10 } from "node:crypto";
 import { EventEmitter as EventEmitter3 } from "node:events";
-import path36 from "node:path";
+import path37 from "node:path";
 var EventBus = class _EventBus {
   epoch;
   seq;
@@ -82686,17 +83309,17 @@ var EventBus = class _EventBus {
   emitter = new EventEmitter3();
   capacity;
   constructor(opts = {}) {
-    this.epoch = opts.epoch ?? randomBytes9(4).toString("hex");
+    this.epoch = opts.epoch ?? randomBytes10(4).toString("hex");
     this.capacity = opts.capacity ?? 2e4;
     this.seq = Date.now() * 1e3;
     this.emitter.setMaxListeners(0);
   }
   /** The epoch of the bus of a state dir, created on first use. */
   static forStateDir(stateDir2, capacity) {
-    const file3 = path36.join(stateDir2, "events.json");
+    const file3 = path37.join(stateDir2, "events.json");
     let epoch = readJson(file3, {}).epoch;
     if (!epoch) {
-      epoch = randomBytes9(4).toString("hex");
+      epoch = randomBytes10(4).toString("hex");
       writeJsonAtomic(file3, { epoch });
     }
     return new _EventBus({ epoch, capacity });
@@ -82750,7 +83373,7 @@ var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/recovery/recovery.ts
 import { existsSync as existsSync12, readdirSync as readdirSync7 } from "node:fs";
-import path37 from "node:path";
+import path38 from "node:path";
 var Recovery = class {
   constructor(opts) {
     this.opts = opts;
@@ -82760,9 +83383,9 @@ var Recovery = class {
   reg;
   /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
   endStaleServers() {
-    const root2 = path37.join(this.opts.stateDir, "opencode");
+    const root2 = path38.join(this.opts.stateDir, "opencode");
     if (!existsSync12(root2)) return;
-    for (const dir of readdirSync7(root2)) endStaleServer(path37.join(root2, dir), (l) => this.reg.log(l));
+    for (const dir of readdirSync7(root2)) endStaleServer(path38.join(root2, dir), (l) => this.reg.log(l));
   }
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
   recover() {
@@ -82830,7 +83453,7 @@ var Recovery = class {
 
 // engine/workers/lifecycle.ts
 import { existsSync as existsSync13 } from "node:fs";
-import path38 from "node:path";
+import path39 from "node:path";
 var WorkspaceLifecycle = class {
   constructor(reg, retentionDays) {
     this.reg = reg;
@@ -82942,7 +83565,7 @@ var WorkspaceLifecycle = class {
     if (!isAtRest(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
     if (w.discarded) return w;
     const ws = this.reg.workspaceOf(w);
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path38.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path39.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     if (ws) this.dropGradedStore(ws.repo);
@@ -82957,7 +83580,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isAtRest(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path38.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path39.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
       this.dropGradedStore(ws.repo);
     } catch (err) {
@@ -82974,7 +83597,7 @@ var WorkspaceLifecycle = class {
     if (workers.some((w) => !isAtRest(w.state))) return;
     if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync13(this.reg.engineGitDir(w.id)))) return;
     try {
-      dropGradedStore(path38.dirname(this.reg.engineGitDir("w")), repo);
+      dropGradedStore(path39.dirname(this.reg.engineGitDir("w")), repo);
     } catch (err) {
       this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${err.message}`);
     }
@@ -83051,7 +83674,7 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 
 // engine/workers/open.ts
 import { realpathSync as realpathSync6, statSync as statSync9 } from "node:fs";
-import path39 from "node:path";
+import path40 from "node:path";
 function workspaceToOpen(w, workspacesRoot) {
   if (w.discarded) throw new InputError(`worker ${w.id} was discarded: its workspace is gone`, "conflict");
   if (!w.worktree) throw new InputError(`worker ${w.id} has no workspace yet: wait until it starts`, "conflict");
@@ -83063,16 +83686,16 @@ function workspaceToOpen(w, workspacesRoot) {
   } catch {
     throw new InputError(`worker ${w.id}'s workspace is gone from disk (pruned or removed)`, "conflict");
   }
-  const rel = path39.relative(root2, real2);
-  const parts = rel.split(path39.sep);
-  if (path39.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
+  const rel = path40.relative(root2, real2);
+  const parts = rel.split(path40.sep);
+  if (path40.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
     throw new InputError(`worker ${w.id}'s workspace is not where the engine keeps workspaces: refused`, "conflict");
   if (!statSync9(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
   return { workerId: w.id, path: real2 };
 }
 
 // engine/registry/registry.ts
-import path40 from "node:path";
+import path41 from "node:path";
 
 // shared/worker-machine.ts
 var WorkerTransition = external_exports.enum([
@@ -83411,10 +84034,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path40.relative(w.repo, w.spec.directory);
+    const sub = path41.relative(w.repo, w.spec.directory);
     const ws = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path40.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path41.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -83426,14 +84049,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path40.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path41.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path40.join(this.opts.stateDir, "workspaces");
+    return path41.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path40.join(this.opts.stateDir, "tmp");
+    return path41.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode port of a worker and the folder its session runs in (null when its server is not up). */
   portOf(workerId) {
@@ -83505,7 +84128,7 @@ var InstanceReleaser = class {
 };
 
 // engine/workers/settle.ts
-import path41 from "node:path";
+import path42 from "node:path";
 var BASELINES_AT_ONCE = 2;
 var Settler = class {
   constructor(opts) {
@@ -83588,8 +84211,8 @@ var Settler = class {
       () => baselineChecks({
         workspace: ws,
         checks: w.spec.checks,
-        checkoutDir: path41.join(stateDir2, "grading", `${workerId}.base`),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path41.join(stateDir2, "grading", `${workerId}.base.tmp`) }
+        checkoutDir: path42.join(stateDir2, "grading", `${workerId}.base`),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path42.join(stateDir2, "grading", `${workerId}.base.tmp`) }
       })
     ).then((baseline) => {
       this.reg.safeRecord(workerId, { type: "worker.baseline", baseline });
@@ -83652,13 +84275,13 @@ var Settler = class {
         baseline,
         previousCommit,
         title: workerTitle(w.spec),
-        checkoutDir: path41.join(stateDir2, "grading", workerId),
+        checkoutDir: path42.join(stateDir2, "grading", workerId),
         // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
         sandbox: sandbox.kind === "none" ? void 0 : {
           kind: sandbox.kind,
           stateDir: stateDir2,
-          tmpDir: path41.join(stateDir2, "grading", `${workerId}.tmp`),
-          mountAs: { root: ws.worktree, tmp: path41.join(reg.workerTmpRoot, workerId) }
+          tmpDir: path42.join(stateDir2, "grading", `${workerId}.tmp`),
+          mountAs: { root: ws.worktree, tmp: path42.join(reg.workerTmpRoot, workerId) }
         }
       });
       if (reg.get(workerId).state !== "grading") return;
@@ -83714,12 +84337,12 @@ function summarizeFailure(v) {
 }
 
 // engine/workers/batch-names.ts
-import path42 from "node:path";
+import path43 from "node:path";
 var BatchNames = class {
   file;
   names;
   constructor(stateDir2, log) {
-    this.file = path42.join(stateDir2, "batch-names.json");
+    this.file = path43.join(stateDir2, "batch-names.json");
     try {
       const v = readJson(this.file, {});
       this.names = v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, n2]) => typeof n2 === "string")) : {};
@@ -83842,16 +84465,16 @@ function searchTranscripts(src, query, limit) {
 
 // engine/workers/batches.ts
 import { existsSync as existsSync15, mkdirSync as mkdirSync15, readdirSync as readdirSync8 } from "node:fs";
-import path43 from "node:path";
+import path44 from "node:path";
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
-    this.dir = path43.join(opts.stateDir, "batches");
+    this.dir = path44.join(opts.stateDir, "batches");
     if (existsSync15(this.dir)) {
       for (const f of readdirSync8(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
-          const r = readJson(path43.join(this.dir, f), null);
+          const r = readJson(path44.join(this.dir, f), null);
           if (r?.id) this.records.set(r.id, r.integration?.state === "running" ? { ...r, integration: { ...r.integration, state: "waiting" } } : r);
         } catch (err) {
           opts.log(`[warn] batch record ${f}: ${err.message}`);
@@ -83908,7 +84531,7 @@ var Batches = class {
     this.save(record2);
   }
   save(r) {
-    writeJsonAtomic(path43.join(this.dir, `${r.id}.json`), r);
+    writeJsonAtomic(path44.join(this.dir, `${r.id}.json`), r);
   }
   /** A worker came to rest: its batch may start the tasks that come after it, skip some, or run its integration. */
   onAtRest(workerId) {
@@ -83995,7 +84618,7 @@ var Batches = class {
    * repository before they are landed), and what combining them writes goes there too.
    */
   graded(repo) {
-    return gradedStore(path43.join(this.opts.stateDir, "repos"), repo);
+    return gradedStore(path44.join(this.opts.stateDir, "repos"), repo);
   }
   /** The built workers' graded commits combined in task order on the base, checked together in a fresh checkout. */
   async integrate(r) {
@@ -84052,7 +84675,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
   /** A fresh checkout of the combined commit (no filter, no hook, no config of anyone's), the checks run in the sandbox. */
   async runIntegrationChecks(r, commit, checks) {
-    const root2 = path43.join(this.opts.stateDir, "grading", `${r.id}.integration`);
+    const root2 = path44.join(this.opts.stateDir, "grading", `${r.id}.integration`);
     const tmpDir = `${root2}.tmp`;
     discard(root2);
     discard(tmpDir);
@@ -84060,7 +84683,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
     mkdirSync15(tmpDir, { recursive: true });
     try {
       const objects = await this.graded(r.repo);
-      const gitDir = path43.join(this.opts.stateDir, "batches", `${r.id}.git`);
+      const gitDir = path44.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
         env: {
@@ -84123,7 +84746,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
 };
 function subdirOf(root2, dir) {
-  const rel = path43.relative(root2, dir);
+  const rel = path44.relative(root2, dir);
   return rel.startsWith("..") ? "" : rel;
 }
 var CHECK_OUT = `set -eu
@@ -84189,8 +84812,8 @@ var Attempts = class {
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path44.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path44.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path45.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path45.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
@@ -84293,7 +84916,7 @@ var Engine = class {
     });
     setTimeout(() => {
       void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`));
-      void sweepDiscarded(path44.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path45.join(opts.stateDir, "grading"));
     }, 5e3).unref();
   }
   opts;
@@ -84395,7 +85018,7 @@ var Engine = class {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
       void this.settler.baseline(workerId, {
         worktree,
-        cwd: path44.join(worktree, repo.subdir),
+        cwd: path45.join(worktree, repo.subdir),
         branch: `ocw/${workerId}`,
         baseCommit: repo.head,
         baseBranch: repo.branch,
@@ -84878,9 +85501,10 @@ var Engine = class {
       const found = rt.repo ?? await inspectRepo(w.spec.directory);
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       made2 = !existsSync16(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
-      const importFrom = w.startFrom ? await gradedStore(path44.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
+      const importFrom = w.startFrom ? await gradedStore(path45.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
       rt.setWorkspace(ws);
+      prepareGrading(ws);
       this.reg.record(workerId, {
         type: "worker.workspace",
         worktree: ws.worktree,
@@ -84894,7 +85518,7 @@ var Engine = class {
       await moveOntoMirror(this.reg.workspacesRoot, ws).catch((err) => this.log(`worker ${workerId}: its object mirror: ${err.message}`));
     }
     if (this.sandbox.kind !== "none")
-      await writeRepoBinds(path44.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
+      await writeRepoBinds(path45.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
     if (made2) await this.settler.baselineAtCreation(workerId, ws);
     else if (!this.get(workerId).baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
@@ -85015,8 +85639,8 @@ async function mergeBatch(engine, batchId, opts = {}) {
         const m = await engine.merge(w.id, opts);
         r.merged.push({ workerId: w.id, commit: m.commit, into: m.into });
       } catch (err) {
-        const code = codeOf(err);
-        r.stopped = { workerId: w.id, reason: err.message, code: code === "bad-input" ? "conflict" : code };
+        const code2 = codeOf(err);
+        r.stopped = { workerId: w.id, reason: err.message, code: code2 === "bad-input" ? "conflict" : code2 };
       }
     }
     return r;
@@ -85139,9 +85763,9 @@ Note from the engine: ${w.baseBranch} moved since an earlier attempt at this tas
 
 // engine/workers/listing.ts
 import { realpathSync as realpathSync7 } from "node:fs";
-import path45 from "node:path";
+import path46 from "node:path";
 function listWorkers(all, f) {
-  let repo = f.repo ? path45.resolve(f.repo) : null;
+  let repo = f.repo ? path46.resolve(f.repo) : null;
   if (repo) {
     try {
       repo = realpathSync7(repo);
@@ -85149,13 +85773,13 @@ function listWorkers(all, f) {
     }
   }
   return all.filter(
-    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path45.sep) || w.spec.directory === repo)
+    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path46.sep) || w.spec.directory === repo)
   );
 }
 
 // engine/workers/push.ts
-import { accessSync, constants as constants4 } from "node:fs";
-import path46 from "node:path";
+import { accessSync, constants as constants5 } from "node:fs";
+import path47 from "node:path";
 
 // shared/remote-url.ts
 function redactUrlCredentials(text) {
@@ -85256,11 +85880,11 @@ async function pushUnredacted(engine, input2) {
   return { remote, branch, commit, pr, prProblem };
 }
 function findOnPath3(name) {
-  for (const dir of (process.env.PATH ?? "").split(path46.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path47.delimiter)) {
     if (!dir) continue;
-    const f = path46.join(dir, name);
+    const f = path47.join(dir, name);
     try {
-      accessSync(f, constants4.X_OK);
+      accessSync(f, constants5.X_OK);
       return f;
     } catch {
     }
@@ -85332,10 +85956,10 @@ function batchCard(batchId, res, workers) {
 }
 
 // engine/api/server.ts
-import { randomBytes as randomBytes14, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
+import { randomBytes as randomBytes15, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
 import { createReadStream as createReadStream3, existsSync as existsSync29, statSync as statSync19 } from "node:fs";
 import http3 from "node:http";
-import path68 from "node:path";
+import path69 from "node:path";
 
 // node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
 import { IncomingMessage } from "node:http";
@@ -85570,28 +86194,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path74) => {
-  path74 = path74.startsWith("/") ? path74.slice(1) : path74;
-  path74 = path74.endsWith("/") ? path74.slice(0, -1) : path74;
-  return path74;
+var trimSlashes = (path75) => {
+  path75 = path75.startsWith("/") ? path75.slice(1) : path75;
+  path75 = path75.endsWith("/") ? path75.slice(0, -1) : path75;
+  return path75;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path74 = "";
+    let path75 = "";
     run(async () => {
       const url2 = createURL(req);
-      path74 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path75 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread22(_objectSpread22({}, opts), {}, {
         req,
         res,
-        path: path74
+        path: path75
       }));
     }).catch(internal_exceptionHandler(_objectSpread22({
       req,
       res,
-      path: path74
+      path: path75
     }, opts)));
   };
 }
@@ -85601,7 +86225,7 @@ function createHTTPHandler(opts) {
 
 // engine/api/router.ts
 import { existsSync as existsSync28, readdirSync as readdirSync12, readFileSync as readFileSync23 } from "node:fs";
-import path67 from "node:path";
+import path68 from "node:path";
 
 // shared/ledger.ts
 var LedgerRow = external_exports.object({
@@ -85688,104 +86312,9 @@ function ledger(workers) {
   return rows.sort((a2, b) => a2.target < b.target ? -1 : a2.target > b.target ? 1 : 0);
 }
 
-// shared/wait.ts
-var ids = (what) => external_exports.array(external_exports.string().min(1, `${what}: an id is empty`).max(200)).max(1e4);
-var WaitInput2 = external_exports.object({
-  /** These workers (ids as given; each must exist)… */
-  workerIds: external_exports.array(external_exports.string().min(1, "workerIds: an id is empty").max(200)).min(1, "workerIds is empty: give at least one id").max(1e4).optional(),
-  /** …or a batch's (its workers as the batch goes on: tasks that come after others, the integration checks). */
-  batchId: external_exports.string().min(1, "batchId is empty").max(200).optional(),
-  /** With workerIds: only those not at rest (all of them when every one is), e.g. a session's own workers. */
-  unfinished: external_exports.boolean().optional(),
-  /** Asks the caller was shown already: not news. */
-  shownAsks: ids("shownAsks").default([]),
-  /** Workers the caller was shown finished already: not news. */
-  shownFinished: ids("shownFinished").default([]),
-  /** How long to wait for news (0: answer with the pictures as they are now). */
-  timeoutMs: external_exports.number().int().min(0).max(6e5),
-  /** The wait also ends (as news) once this ask is no longer pending: a form shown for it is withdrawn then. */
-  untilGone: external_exports.string().min(1).max(200).optional(),
-  /** Whether the pending asks carry their diffs (an edit's change; a form shows it): default true. */
-  diffs: external_exports.boolean().default(true),
-  /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
-  also: ids("also").optional()
-}).strict().refine((x) => !x.workerIds !== !x.batchId, { message: "give workerIds or batchId (one of them)" });
-var WaitWorker = external_exports.object({
-  id: external_exports.string(),
-  /** Its title (shared/worker.ts workerTitle), not the whole task. */
-  title: external_exports.string(),
-  batchId: external_exports.string().nullable(),
-  state: WorkerState,
-  /** Its workspace while an ask is pending (what an ask's paths are made relative to); null otherwise. */
-  worktree: external_exports.string().nullable(),
-  /** Pending asks only. */
-  asks: external_exports.array(PermissionAsk),
-  usage: Usage,
-  startedAt: external_exports.number().nullable(),
-  endedAt: external_exports.number().nullable(),
-  stalled: external_exports.boolean(),
-  verdict: external_exports.object({ verdict: Outcome, honest: external_exports.boolean() }).nullable()
-});
-var WaitBatch = BatchSummary.omit({ name: true, workerIds: true, states: true, tasks: true }).extend({
-  /** Its tasks (its workers, for batches from before tasks were recorded). */
-  total: external_exports.number()
-});
-function slimBatch(b) {
-  const { name: _name, workerIds, states: _states, tasks, ...rest } = b;
-  return { ...rest, total: tasks.length || workerIds.length };
-}
-var WaitResult = external_exports.object({
-  /** The workers waited on (a batch's as they were when the wait began to follow them). */
-  workerIds: external_exports.array(external_exports.string()),
-  /** settled: every one at rest; news: a new ask or a worker finished since; timeout; aborted: the request was cancelled. */
-  reason: external_exports.enum(["settled", "news", "timeout", "aborted"]),
-  workers: external_exports.array(WaitWorker),
-  batch: WaitBatch.nullable(),
-  also: external_exports.array(WaitWorker)
-});
-function slimWorker(w, opts = {}) {
-  const pending2 = w.asks.filter((a2) => a2.status === "pending").map((a2) => {
-    if (opts.diffs !== false || a2.diff === void 0) return a2;
-    const { diff: _diff, ...rest } = a2;
-    return rest;
-  });
-  return {
-    id: w.id,
-    title: workerTitle(w.spec),
-    batchId: w.batchId,
-    state: w.state,
-    worktree: pending2.length ? w.worktree : null,
-    asks: pending2,
-    usage: w.usage,
-    startedAt: w.startedAt,
-    endedAt: w.endedAt,
-    stalled: w.stalled,
-    verdict: w.verdict ? { verdict: w.verdict.verdict, honest: w.verdict.honest } : null
-  };
-}
-var byText2 = (by) => by ? `${by.kind}${by.name ? ":" + by.name : ""}` : null;
-function describeEvent(e, followed) {
-  if (!("workerId" in e) || !followed.has(e.workerId)) return null;
-  switch (e.type) {
-    case "worker.state":
-      return `${e.workerId} ${e.state}${e.reason ? `: ${e.reason}` : ""}`;
-    case "ask.opened":
-      return `${e.workerId} asks ${e.ask.tool}: ${e.ask.what}`;
-    case "ask.resolved":
-      return `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText2(e.by)}` : ""}`;
-    case "part":
-      return e.part.kind === "tool" && e.part.status !== "running" && e.part.status !== "pending" ? `${e.workerId} ${e.part.tool} ${e.part.status}` : null;
-    case "verdict":
-      return `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}`;
-    case "stalled":
-      return `${e.workerId} idle for ${e.idleSec}s`;
-    default:
-      return null;
-  }
-}
-
 // engine/api/wait.ts
 var GATHER_MS = 25;
+var GATHER_MAX_MS = 150;
 async function waitForNews(src, input2, opts = {}) {
   const deadline = Date.now() + input2.timeoutMs;
   const signal = opts.signal;
@@ -85809,13 +86338,17 @@ async function waitForNews(src, input2, opts = {}) {
     }
   } else {
     const all = [...new Set(input2.workerIds.map((id2) => src.get(id2).id))];
-    const open2 = input2.unfinished ? all.filter((id2) => !isAtRest(src.get(id2).state)) : [];
-    ids2 = open2.length ? open2 : all;
+    const open3 = input2.unfinished ? all.filter((id2) => !isAtRest(src.get(id2).state)) : [];
+    ids2 = open3.length ? open3 : all;
   }
   const shownAsks = new Set(input2.shownAsks);
   const shownFinished = new Set(input2.shownFinished);
   const followed = new Set(ids2);
   opts.onFollow?.(ids2);
+  const news = () => ids2.reduce((n2, id2) => {
+    const w = src.get(id2);
+    return n2 + pendingAsks(w).filter((a2) => !shownAsks.has(a2.id)).length + (isAtRest(w.state) && !shownFinished.has(w.id) ? 1 : 0);
+  }, 0);
   const outcome2 = () => {
     const ws = ids2.map((id2) => src.get(id2));
     if (ws.every((w) => isAtRest(w.state))) return "settled";
@@ -85823,7 +86356,7 @@ async function waitForNews(src, input2, opts = {}) {
     if (input2.untilGone && !ws.some((w) => pendingAsks(w).some((a2) => a2.id === input2.untilGone))) return "news";
     return null;
   };
-  const reached = outcome2() ?? (signal?.aborted ? "aborted" : await follow2(src, followed, outcome2, deadline, opts));
+  const reached = outcome2() ?? (signal?.aborted ? "aborted" : await follow2(src, followed, outcome2, news, deadline, opts));
   const workers = ids2.map((id2) => slimWorker(src.get(id2), { diffs: input2.diffs }));
   if (input2.batchId) batch = src.batch(input2.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
@@ -85831,7 +86364,7 @@ async function waitForNews(src, input2, opts = {}) {
   const also = settled && input2.also ? [...new Set(input2.also)].filter((id2) => !followed.has(id2)).map((id2) => slimWorker(src.get(id2))) : [];
   return { workerIds: ids2, reason, workers, batch: batch && slimBatch(batch), also };
 }
-function follow2(src, followed, outcome2, deadline, opts) {
+function follow2(src, followed, outcome2, news, deadline, opts) {
   return new Promise((resolve) => {
     let ended = false;
     let pending2 = null;
@@ -85850,22 +86383,35 @@ function follow2(src, followed, outcome2, deadline, opts) {
     const unsubscribe = src.bus.subscribe(({ event }) => {
       if (ended || !("workerId" in event) || !followed.has(event.workerId)) return;
       if (opts.onNote) {
-        const note = describeEvent(event, followed);
+        const note = describeNote(event, followed);
         if (note) opts.onNote(note);
       }
       pending2 ??= setImmediate(() => {
         pending2 = null;
         const r = outcome2();
         if (r === "settled") return finish2(r);
-        if (r && !gather)
-          gather = setTimeout(
-            () => {
-              gather = null;
-              const again = outcome2();
-              if (again) finish2(again);
-            },
-            Math.min(GATHER_MS, Math.max(0, deadline - Date.now()))
-          );
+        if (r && !gather) {
+          let gathered = 0;
+          let seen = news();
+          const window2 = () => {
+            gathered += GATHER_MS;
+            gather = setTimeout(
+              () => {
+                gather = null;
+                const again = outcome2();
+                if (!again) return;
+                const now = news();
+                if (again === "news" && now > seen && gathered < GATHER_MAX_MS && deadline > Date.now()) {
+                  seen = now;
+                  return window2();
+                }
+                finish2(again);
+              },
+              Math.min(GATHER_MS, Math.max(0, deadline - Date.now()))
+            );
+          };
+          window2();
+        }
       });
     });
     const timer2 = setTimeout(() => finish2("timeout"), Math.max(0, deadline - Date.now()));
@@ -85899,8 +86445,9 @@ async function* waitStream(src, input2, signal) {
   let done = null;
   void waitForNews(src, input2, {
     signal,
-    onNote: (note) => {
-      notes.push({ note });
+    // `note` ready to show for clients that read only it (MCP bridges before `line`); `line` its parts.
+    onNote: (line) => {
+      notes.push({ note: noteLine(line), line });
       wake?.();
     },
     onFollow: (following) => {
@@ -85931,17 +86478,17 @@ async function* waitStream(src, input2, signal) {
 }
 
 // engine/serving/llama-build.ts
-import { accessSync as accessSync2, constants as constants5 } from "node:fs";
+import { accessSync as accessSync2, constants as constants6 } from "node:fs";
 
 // engine/serving/get-llama.ts
 import { existsSync as existsSync18, mkdirSync as mkdirSync17, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync7, statSync as statSync12 } from "node:fs";
-import path48 from "node:path";
+import path49 from "node:path";
 
 // engine/models/download.ts
-import { createHash as createHash6 } from "node:crypto";
+import { createHash as createHash7 } from "node:crypto";
 import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync17, mkdirSync as mkdirSync16, renameSync as renameSync3, statfsSync, statSync as statSync11, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
-import path47 from "node:path";
+import path48 from "node:path";
 var DownloadError = class extends SetupError {
   constructor(message, data = {}) {
     super("download", message, data, "unavailable");
@@ -85949,13 +86496,13 @@ var DownloadError = class extends SetupError {
   }
 };
 async function sha256File(file3) {
-  const h3 = createHash6("sha256");
+  const h3 = createHash7("sha256");
   for await (const chunk of createReadStream2(file3)) h3.update(chunk);
   return h3.digest("hex");
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync16(path47.dirname(o2.dest), { recursive: true });
+  mkdirSync16(path48.dirname(o2.dest), { recursive: true });
   if (existsSync17(o2.dest) && o2.expectedSize && statSync11(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
       return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
@@ -85967,12 +86514,12 @@ async function downloadFile(o2) {
     start = 0;
   }
   if (o2.expectedSize) {
-    const fs = statfsSync(path47.dirname(o2.dest));
+    const fs = statfsSync(path48.dirname(o2.dest));
     const free = Number(fs.bavail) * Number(fs.bsize);
     const need = o2.expectedSize - start;
     if (need > free) {
       throw new DownloadError(
-        `${path47.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path47.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
+        `${path48.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path48.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
       );
     }
   }
@@ -86036,7 +86583,7 @@ async function downloadFile(o2) {
     if (got !== o2.sha256.toLowerCase()) {
       unlinkSync(part);
       throw new DownloadError(
-        `checksum mismatch for ${path47.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
+        `checksum mismatch for ${path48.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
       );
     }
     verified = "sha256";
@@ -86109,8 +86656,8 @@ function findNvcc(env2 = process.env) {
   const given = config2(env2).OCW_NVCC;
   if (given !== void 0) return given && existsSync18(given) ? given : null;
   const cands = [
-    ...(env2.PATH ?? "").split(path48.delimiter).filter(Boolean).map((d) => path48.join(d, "nvcc")),
-    ...env2.CUDA_HOME ? [path48.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
+    ...(env2.PATH ?? "").split(path49.delimiter).filter(Boolean).map((d) => path49.join(d, "nvcc")),
+    ...env2.CUDA_HOME ? [path49.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
     "/usr/local/cuda/bin/nvcc"
   ];
   return cands.find((c3) => existsSync18(c3)) ?? null;
@@ -86170,12 +86717,12 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new SetupError("runtime", `cannot unpack ${path48.basename(archive)} (${errors.join("; ")})`, { archive }, "unavailable");
+  throw new SetupError("runtime", `cannot unpack ${path49.basename(archive)} (${errors.join("; ")})`, { archive }, "unavailable");
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
   for (const e of readdirSync9(dir)) {
-    const p = path48.join(dir, e);
+    const p = path49.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
     if (statSync12(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
@@ -86188,7 +86735,7 @@ function buildScript(env2 = process.env) {
   const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
   if (given) return existsSync18(given) ? given : null;
   try {
-    const f = path48.join(projectRoot(), "scripts", "build-llama-server.sh");
+    const f = path49.join(projectRoot(), "scripts", "build-llama-server.sh");
     return existsSync18(f) ? f : null;
   } catch {
     return null;
@@ -86235,7 +86782,7 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path48.join(o2.root, `${rel.tag}-${variant}`);
+    const dir = path49.join(o2.root, `${rel.tag}-${variant}`);
     let bin = existsSync18(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "installed";
     if (!bin) {
@@ -86243,7 +86790,7 @@ async function installPrebuilt(o2) {
         problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
         continue;
       }
-      const archive = path48.join(o2.root, "downloads", asset.name);
+      const archive = path49.join(o2.root, "downloads", asset.name);
       try {
         await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       } catch (e) {
@@ -86266,7 +86813,7 @@ async function installPrebuilt(o2) {
       reject: false,
       timeout: 2e4,
       stdin: "ignore",
-      env: { ...process.env, LD_LIBRARY_PATH: [path48.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+      env: { ...process.env, LD_LIBRARY_PATH: [path49.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
     });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
@@ -86393,7 +86940,7 @@ function startLlamaBuild(publish, env2 = process.env) {
 }
 async function runs(bin, env2) {
   try {
-    accessSync2(bin, constants5.X_OK);
+    accessSync2(bin, constants6.X_OK);
   } catch {
     return "it is missing or not executable";
   }
@@ -86417,7 +86964,7 @@ function cancelLlamaBuild(jobId) {
 // engine/hardware/detect.ts
 import { readdir as readdir5, readFile as readFile3 } from "node:fs/promises";
 import os6 from "node:os";
-import path49 from "node:path";
+import path50 from "node:path";
 
 // engine/hardware/parse.ts
 var MiB = 1024 * 1024;
@@ -86645,14 +87192,14 @@ async function cpuRamDefault() {
   }
 }
 async function readSysfs(root2) {
-  const base2 = path49.join(root2, "class/drm");
+  const base2 = path50.join(root2, "class/drm");
   let names;
   try {
     names = (await readdir5(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
-  const rd = (card, f) => readFile3(path49.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
+  const rd = (card, f) => readFile3(path50.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
   return Promise.all(
     names.map(async (card) => ({
       card,
@@ -86798,7 +87345,7 @@ async function listLlamaDevices(bin) {
     reject: false,
     timeout: 15e3,
     stdin: "ignore",
-    env: { ...process.env, LD_LIBRARY_PATH: [path49.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+    env: { ...process.env, LD_LIBRARY_PATH: [path50.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
   }).catch(() => null);
   if (!r || r.exitCode !== 0 && !r.stdout) return null;
   return parseListDevices(`${r.stdout}
@@ -86977,9 +87524,9 @@ var FitPlanInput = FitInput.extend({
 });
 
 // engine/serving/setup-api.ts
-import { randomBytes as randomBytes13 } from "node:crypto";
-import { accessSync as accessSync3, constants as constants6, statSync as statSync18 } from "node:fs";
-import path62 from "node:path";
+import { randomBytes as randomBytes14 } from "node:crypto";
+import { accessSync as accessSync3, constants as constants7, statSync as statSync18 } from "node:fs";
+import path63 from "node:path";
 
 // shared/setup.ts
 var Url = external_exports.string().trim().min(1, "a server URL is required, like http://127.0.0.1:8080/v1").url("a server URL like http://127.0.0.1:8080/v1 (http or https)");
@@ -87175,9 +87722,9 @@ var SetupProviderKeyInput = SetupProviderInput.omit({ apiKeyEnv: true }).extend(
 });
 
 // engine/serving/start.ts
-import { randomBytes as randomBytes12 } from "node:crypto";
+import { randomBytes as randomBytes13 } from "node:crypto";
 import { existsSync as existsSync26, mkdirSync as mkdirSync23, readFileSync as readFileSync22, statfsSync as statfsSync2, statSync as statSync17 } from "node:fs";
-import path61 from "node:path";
+import path62 from "node:path";
 
 // engine/models/catalog.ts
 var GB = 1e9;
@@ -87769,7 +88316,7 @@ function runtimeFamily(idOrRepo) {
 
 // engine/models/source.ts
 import { existsSync as existsSync19, readFileSync as readFileSync16, statSync as statSync13 } from "node:fs";
-import path50 from "node:path";
+import path51 from "node:path";
 
 // engine/models/ggml-types.ts
 var GGML_TYPES = {
@@ -87828,7 +88375,7 @@ function isKvCacheType(s) {
 }
 
 // engine/models/gguf.ts
-import { open } from "node:fs/promises";
+import { open as open2 } from "node:fs/promises";
 var GgufError = class extends SetupError {
   constructor(message, data = {}) {
     super("gguf", message, data);
@@ -87837,12 +88384,12 @@ var GgufError = class extends SetupError {
 };
 var T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
 var FIXED = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
-function fileSource(path74) {
+function fileSource(path75) {
   let fh;
   return {
-    describe: path74,
+    describe: path75,
     async read(offset, length) {
-      fh ??= await open(path74, "r");
+      fh ??= await open2(path75, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -88177,7 +88724,7 @@ async function loadGguf(ref, headers = {}) {
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
   if (!existsSync19(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
-  const names = shardNames(path50.basename(ref)).map((n2) => path50.join(path50.dirname(ref), n2));
+  const names = shardNames(path51.basename(ref)).map((n2) => path51.join(path51.dirname(ref), n2));
   for (const n2 of names) if (!existsSync19(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
@@ -89899,7 +90446,7 @@ function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot, fixed = {}) {
 }
 
 // engine/models/resolve.ts
-import path51 from "node:path";
+import path52 from "node:path";
 function quantBits(quant) {
   const q2 = quant.toUpperCase();
   if (/BF16|F16/.test(q2)) return 16;
@@ -89962,19 +90509,19 @@ async function planRepo(ref, want, env2 = process.env) {
   };
 }
 function localPathFor(stateDir2, repo, file3) {
-  return path51.join(stateDir2, "models", repo.replace("/", "__"), file3);
+  return path52.join(stateDir2, "models", repo.replace("/", "__"), file3);
 }
 
 // engine/serving/fit-service.ts
 import { existsSync as existsSync24 } from "node:fs";
-import path56 from "node:path";
+import path57 from "node:path";
 
 // engine/models/hub-sizes.ts
 import { existsSync as existsSync20, readFileSync as readFileSync17, renameSync as renameSync5, writeFileSync as writeFileSync13 } from "node:fs";
-import path52 from "node:path";
+import path53 from "node:path";
 var HUB_SIZES_MAX_AGE_MS = 30 * 24 * 36e5;
 var REFRESH_AFTER_MS = 24 * 36e5;
-var file2 = (env2) => path52.join(stateDir(env2), "hub-sizes.json");
+var file2 = (env2) => path53.join(stateDir(env2), "hub-sizes.json");
 function readHubSizes(env2 = process.env) {
   try {
     const f = file2(env2);
@@ -90052,7 +90599,7 @@ import { spawn as spawn5 } from "node:child_process";
 import { closeSync as closeSync3, existsSync as existsSync21, mkdirSync as mkdirSync18, openSync as openSync3, readdirSync as readdirSync10, readFileSync as readFileSync18 } from "node:fs";
 import { createServer } from "node:net";
 import os7 from "node:os";
-import path53 from "node:path";
+import path54 from "node:path";
 
 // engine/serving/http.ts
 var ERROR_MAX_BYTES = 64 * 1024;
@@ -90163,20 +90710,20 @@ function findLlamaServer(explicit, env2 = process.env) {
   if (explicit) {
     if (!existsSync21(explicit))
       throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path53.resolve(explicit);
+    return path54.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path53.delimiter))
-    if (dir) cands.push(path53.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = config2(env2).OCW_LLAMA_CACHE ?? path53.join(os7.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path54.delimiter))
+    if (dir) cands.push(path54.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = config2(env2).OCW_LLAMA_CACHE ?? path54.join(os7.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync10(cache).sort().reverse()) cands.push(path53.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync10(cache).sort().reverse()) cands.push(path54.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed2 = path53.join(stateDir(env2), "llama");
+  const installed2 = path54.join(stateDir(env2), "llama");
   try {
     for (const d of readdirSync10(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path53.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+      const f = findFile(path54.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
@@ -90186,11 +90733,11 @@ function findLlamaServer(explicit, env2 = process.env) {
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
   for (const e of readdirSync10(dir, { withFileTypes: true })) {
-    if (e.isFile() && e.name === name) return path53.join(dir, e.name);
+    if (e.isFile() && e.name === name) return path54.join(dir, e.name);
   }
   for (const e of readdirSync10(dir, { withFileTypes: true })) {
     if (e.isDirectory()) {
-      const f = findFile(path53.join(dir, e.name), name, depth + 1);
+      const f = findFile(path54.join(dir, e.name), name, depth + 1);
       if (f) return f;
     }
   }
@@ -90248,7 +90795,7 @@ function scrubEnv(env2) {
 async function waitHealthy(url2, child, logFile, timeoutMs) {
   const t0 = performance.now();
   let exited = null;
-  const onExit2 = (code, sig) => exited = code ?? sig ?? "exit";
+  const onExit2 = (code2, sig) => exited = code2 ?? sig ?? "exit";
   child?.once("exit", onExit2);
   try {
     while (performance.now() - t0 < timeoutMs) {
@@ -90266,11 +90813,11 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync18(path53.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync18(path54.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync3(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
-  env2.LD_LIBRARY_PATH = [path53.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path53.delimiter);
+  env2.LD_LIBRARY_PATH = [path54.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path54.delimiter);
   const child = spawn5(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync3(fd);
@@ -90289,7 +90836,7 @@ async function startLlamaServer(o2) {
 
 // engine/serving/parallel.ts
 import { existsSync as existsSync23, readdirSync as readdirSync11, readFileSync as readFileSync19, statSync as statSync14 } from "node:fs";
-import path55 from "node:path";
+import path56 from "node:path";
 
 // engine/serving/runtimes.ts
 function buildVllmArgs(p) {
@@ -90329,12 +90876,12 @@ function buildSglangArgs(p) {
 // engine/serving/runtime-adapters.ts
 import { spawnSync as spawnSync3 } from "node:child_process";
 import { existsSync as existsSync22 } from "node:fs";
-import path54 from "node:path";
+import path55 from "node:path";
 var VLLM_IMAGE = DEFAULT_IMAGES.vllm;
 var SGLANG_IMAGE = DEFAULT_IMAGES.sglang;
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path54.delimiter)) {
-    const p = dir && path54.join(dir, name);
+  for (const dir of (env2.PATH ?? "").split(path55.delimiter)) {
+    const p = dir && path55.join(dir, name);
     if (p && existsSync22(p)) return p;
   }
   return null;
@@ -90533,20 +91080,20 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
       );
     const st = readdirSync11(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync14(path55.join(name, f)).size, 0);
-    const cfgFile = path55.join(name, "config.json");
+    const bytes2 = st.reduce((a2, f) => a2 + statSync14(path56.join(name, f)).size, 0);
+    const cfgFile = path56.join(name, "config.json");
     const cfg2 = existsSync23(cfgFile) ? JSON.parse(readFileSync19(cfgFile, "utf8")) : {};
     return [
       {
         model: name,
-        source: path55.resolve(name),
+        source: path56.resolve(name),
         dtype: null,
         weightsBytes: bytes2,
         weightsSource: "folder",
-        ...modelFromConfig(path55.basename(name), cfg2),
+        ...modelFromConfig(path56.basename(name), cfg2),
         toolParser: toolParser(runtime, void 0, name),
         reasoningParser: reasoningParser(runtime, void 0, name),
-        servedName: targetSlug({ model: path55.basename(path55.resolve(name)), quant: null })
+        servedName: targetSlug({ model: path56.basename(path56.resolve(name)), quant: null })
       }
     ];
   }
@@ -90742,7 +91289,7 @@ function installedRuntime(rt) {
 }
 function vllmHere() {
   const f = findRuntime("vllm", process.env);
-  return f.how === "binary" ? "vLLM is installed" : f.how === "container" ? `setup runs vLLM's pinned container image with ${path56.basename(f.bin)}` : "neither vLLM nor docker/podman is here yet: pip install vllm (or install docker)";
+  return f.how === "binary" ? "vLLM is installed" : f.how === "container" ? `setup runs vLLM's pinned container image with ${path57.basename(f.bin)}` : "neither vLLM nor docker/podman is here yet: pip install vllm (or install docker)";
 }
 async function planFit(i2, hw, o2 = {}) {
   if (i2.slots !== void 0 && !(Number.isInteger(i2.slots) && i2.slots >= 1)) input(`--slots must be an integer \u2265 1 (got "${i2.slots}")`, "slots");
@@ -90899,7 +91446,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
       };
     } else {
       const info = await loadGguf(i2.model);
-      const m = modelFromInfo(info, i2.model, existsSync24(i2.model) ? ["-m", path56.resolve(i2.model)] : ["-hf", i2.model]);
+      const m = modelFromInfo(info, i2.model, existsSync24(i2.model) ? ["-m", path57.resolve(i2.model)] : ["-hf", i2.model]);
       const pick4 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
       result = pick4 ? { pick: pick4, alternatives: [], problem: null } : {
         pick: null,
@@ -90914,17 +91461,17 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
 }
 
 // engine/serving/setup.ts
-import path59 from "node:path";
+import path60 from "node:path";
 import { spawn as spawn7 } from "node:child_process";
 import { closeSync as closeSync6, mkdirSync as mkdirSync21, openSync as openSync6 } from "node:fs";
 
 // engine/serving/bench.ts
-import { randomBytes as randomBytes10 } from "node:crypto";
+import { randomBytes as randomBytes11 } from "node:crypto";
 function benchBudgetSec(env2 = process.env) {
   return Math.max(0, config2(env2).OCW_SETUP_BENCH_SEC);
 }
 var WORDS = "the quick brown fox jumps over a lazy dog while seven engineers review pull requests about caching parsers schedulers and tests".split(" ");
-function benchPrompt(tokens, nonce = randomBytes10(6).toString("hex")) {
+function benchPrompt(tokens, nonce = randomBytes11(6).toString("hex")) {
   const words = [];
   for (let i2 = 0; words.length < tokens; i2++) words.push(WORDS[(i2 * 7 + (i2 >> 3)) % WORDS.length], ...i2 % 12 === 11 ? [`${i2}.`] : []);
   return `Request ${nonce}. Continue this text:
@@ -91181,7 +91728,7 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
 // engine/serving/runtime-process.ts
 import { spawn as spawn6 } from "node:child_process";
 import { closeSync as closeSync4, mkdirSync as mkdirSync19, openSync as openSync4 } from "node:fs";
-import path57 from "node:path";
+import path58 from "node:path";
 async function waitRuntimeReady(port, key, child, logFile, timeoutMs) {
   const t0 = performance.now();
   let exited = null;
@@ -91202,7 +91749,7 @@ async function waitRuntimeReady(port, key, child, logFile, timeoutMs) {
   }
 }
 async function startRuntimeProcess(o2) {
-  mkdirSync19(path57.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync19(path58.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync4(o2.logFile, "a", 384);
   const env2 = { ...process.env, ...o2.env };
   delete env2.LLAMA_API_KEY;
@@ -91505,8 +92052,8 @@ function extractCode(text) {
   return (m ? m[1] : text).trim();
 }
 function checkCapabilityAnswer(text) {
-  const code = extractCode(text);
-  if (!code) return { passed: false, evidence: "empty answer" };
+  const code2 = extractCode(text);
+  if (!code2) return { passed: false, evidence: "empty answer" };
   const cases = [
     [0, 0],
     [1, 1],
@@ -91516,17 +92063,17 @@ function checkCapabilityAnswer(text) {
   ];
   try {
     const ctx = vm.createContext(/* @__PURE__ */ Object.create(null));
-    vm.runInContext(`${code}
+    vm.runInContext(`${code2}
 ;globalThis.__f = typeof sumOfSquares === "function" ? sumOfSquares : undefined;`, ctx, { timeout: 1e3 });
     const f = ctx.__f;
-    if (typeof f !== "function") return { passed: false, evidence: `no function sumOfSquares in the answer (${JSON.stringify(code.slice(0, 80))}\u2026)` };
+    if (typeof f !== "function") return { passed: false, evidence: `no function sumOfSquares in the answer (${JSON.stringify(code2.slice(0, 80))}\u2026)` };
     for (const [n2, want] of cases) {
       const got = vm.runInContext(`__f(${n2})`, ctx, { timeout: 1e3 });
       if (got !== want) return { passed: false, evidence: `sumOfSquares(${n2}) returned ${JSON.stringify(got)}, expected ${want}` };
     }
     return { passed: true, evidence: `sumOfSquares passed ${cases.length}/${cases.length} held-back cases` };
   } catch (e) {
-    return { passed: false, evidence: `answer does not run: ${e.message.split("\n")[0]} (${JSON.stringify(code.slice(0, 60))}\u2026)` };
+    return { passed: false, evidence: `answer does not run: ${e.message.split("\n")[0]} (${JSON.stringify(code2.slice(0, 60))}\u2026)` };
   }
 }
 var POOL_UNIT = "The build runs every test in the repository and reports each failure with its file and line. ";
@@ -91827,10 +92374,10 @@ async function verifyEndpoint(v) {
 }
 
 // engine/serving/records.ts
-import { randomBytes as randomBytes11 } from "node:crypto";
+import { randomBytes as randomBytes12 } from "node:crypto";
 import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync20, openSync as openSync5, readFileSync as readFileSync20, renameSync as renameSync6, rmSync as rmSync8, statSync as statSync15, writeSync as writeSync2 } from "node:fs";
-import path58 from "node:path";
-var servingFile = (dir = stateDir()) => path58.join(dir, "serving.json");
+import path59 from "node:path";
+var servingFile = (dir = stateDir()) => path59.join(dir, "serving.json");
 var lockPath = (dir) => `${servingFile(dir)}.lock`;
 var LOCK_WAIT_MS = 15e3;
 var sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -91854,7 +92401,7 @@ function stale(owner, file3) {
 function lock(dir) {
   mkdirSync20(dir, { recursive: true, mode: 448 });
   const file3 = lockPath(dir);
-  const me = { pid: process.pid, startTime: processStartTime(process.pid), nonce: randomBytes11(8).toString("hex") };
+  const me = { pid: process.pid, startTime: processStartTime(process.pid), nonce: randomBytes12(8).toString("hex") };
   const t0 = Date.now();
   const mine = `${file3}.${me.nonce}`;
   const fd = openSync5(mine, "wx", 384);
@@ -92000,11 +92547,11 @@ function supervisorCommand(env2 = process.env) {
   if (c3.OCW_SUPERVISE === "0") return null;
   if (c3.OCW_SUPERVISOR_CMD) return JSON.parse(c3.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path59.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path60.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync21(path59.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync21(path60.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync6(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn7(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -92024,7 +92571,7 @@ async function startSupervised(cmd, rec, timeoutMs) {
     await new Promise((res) => setTimeout(res, 100));
   }
   if (!r?.pid)
-    throw new SetupError("serving", `the supervisor started ${path59.basename(rec.bin)} but did not record it`, { targetId: rec.targetId }, "unavailable");
+    throw new SetupError("serving", `the supervisor started ${path60.basename(rec.bin)} but did not record it`, { targetId: rec.targetId }, "unavailable");
   return { pid: r.pid, readyMs: performance.now() - t0 };
 }
 async function superviseServing(targetId) {
@@ -92096,7 +92643,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path59.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path60.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -92195,7 +92742,7 @@ async function setupProvider(o2) {
 // engine/serving/start-runtimes.ts
 import { chmodSync as chmodSync3, existsSync as existsSync25, mkdirSync as mkdirSync22, readFileSync as readFileSync21, statSync as statSync16, writeFileSync as writeFileSync14 } from "node:fs";
 import os8 from "node:os";
-import path60 from "node:path";
+import path61 from "node:path";
 
 // engine/serving/start-common.ts
 var StartError = class extends SetupError {
@@ -92364,7 +92911,7 @@ function buildLaunch(o2) {
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
     mkdirSync22(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path60.join(o2.configDir, "sglang.yaml");
+    configFile = path61.join(o2.configDir, "sglang.yaml");
     writeFileSync14(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
@@ -92372,7 +92919,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
-  const hfCache = env2.HF_HOME || path60.join(os8.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path61.join(os8.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run4 = [
     "run",
@@ -92455,13 +93002,13 @@ async function launchOtherPhase(c3, p, found) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick4.command, port, key, configDir: path60.join(stateDir(), "runtime", id2), family: familyOf });
+  const launch2 = buildLaunch({ runtime, found, command: pick4.command, port, key, configDir: path61.join(stateDir(), "runtime", id2), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g2) => [g2.runtimeId, g2.index]));
   const held = pick4.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job2.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path60.join(stateDir(), "logs", `${id2}.log`);
+  const logFile = path61.join(stateDir(), "logs", `${id2}.log`);
   c3.setLog(logFile);
-  mkdirSync22(path60.dirname(logFile), { recursive: true, mode: 448 });
+  mkdirSync22(path61.dirname(logFile), { recursive: true, mode: 448 });
   const logStart = existsSync25(logFile) ? statSync16(logFile).size : 0;
   const readLog = () => existsSync25(logFile) ? readFileSync21(logFile, "utf8").slice(logStart) : "";
   const record2 = {
@@ -92683,7 +93230,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (missing.length)
         throw new StartError({
           kind: "not-found",
-          cause: `${path61.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path61.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
+          cause: `${path62.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path62.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
           logLine: null,
           remedy: "put every shard in the same folder (llama-server loads them from the first)"
         });
@@ -92707,8 +93254,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path61.basename(new URL(url2).pathname);
-      return { url: url2, dest: path61.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path62.basename(new URL(url2).pathname);
+      return { url: url2, dest: path62.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -92741,7 +93288,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (files.length !== Number(m[2]))
         throw new StartError({
           kind: "not-found",
-          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path61.basename(stem)}`,
+          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path62.basename(stem)}`,
           logLine: null,
           remedy: "the repository is incomplete (an upload in progress?): try again later or another quant"
         });
@@ -92752,7 +93299,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     dest: localPathFor(root2, repo, f.path),
     size: f.size || null,
     sha256: f.sha256,
-    name: path61.basename(f.path)
+    name: path62.basename(f.path)
   }));
   return { local: downloads[0].dest, downloads };
 }
@@ -92837,12 +93384,12 @@ async function downloadPhase(modelArg, ops, signal) {
   });
   if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
   else {
-    ops.begin("download", `${files.downloads.length} file(s) to ${path61.dirname(files.downloads[0].dest)}`);
+    ops.begin("download", `${files.downloads.length} file(s) to ${path62.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
     const onDisk = (d) => existsSync26(d.dest) ? statSync17(d.dest).size : existsSync26(`${d.dest}.part`) ? statSync17(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-      const dir = path61.dirname(files.downloads[0].dest);
+      const dir = path62.dirname(files.downloads[0].dest);
       mkdirSync23(dir, { recursive: true });
       const fs = statfsSync2(dir);
       const free = Number(fs.bavail) * Number(fs.bsize);
@@ -92994,7 +93541,7 @@ async function runtimeLlamaPhase(c3, plan) {
   else {
     phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
     const got = await installPrebuilt({
-      root: path61.join(stateDir(), "llama"),
+      root: path62.join(stateDir(), "llama"),
       gpus: hw.gpus,
       onBuildLine: (line) => {
         phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
@@ -93050,7 +93597,7 @@ async function launchLlamaPhase(c3, plan, files) {
   const { pick: pick4, entry, hw, replacing } = plan;
   const bin = plan.bin;
   const alias = targetSlug({
-    model: entry?.name ?? path61.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
+    model: entry?.name ?? path62.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
     quant: pick4.quant
   });
   const id2 = input2.id ?? `llamacpp-${alias}`;
@@ -93074,7 +93621,7 @@ async function launchLlamaPhase(c3, plan, files) {
     const port = await freePort();
     const args = [...r.words.args];
     const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-    args.splice(ri, 2, "-m", path61.resolve(files.local));
+    args.splice(ri, 2, "-m", path62.resolve(files.local));
     const pi = args.indexOf("--port");
     if (pi >= 0) args[pi + 1] = String(port);
     else args.push("--port", String(port));
@@ -93087,8 +93634,8 @@ async function launchLlamaPhase(c3, plan, files) {
     launched[r.i] = `${[...Object.entries(env2).map(([k, v]) => `${k}=${shellQuote(v)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
     job2.launchedCommand = launched.filter(Boolean).join("\n");
     const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-    const file3 = path61.join(stateDir(), "logs", `${recId}.log`);
-    mkdirSync23(path61.dirname(file3), { recursive: true });
+    const file3 = path62.join(stateDir(), "logs", `${recId}.log`);
+    mkdirSync23(path62.dirname(file3), { recursive: true });
     logs[r.i] = { file: file3, start: existsSync26(file3) ? statSync17(file3).size : 0 };
     if (r.i === 0) c3.setLog(file3);
     const record2 = {
@@ -93267,7 +93814,7 @@ async function placementLlamaPhase(c3, plan, l) {
     if (gpuBytes.length) patchServing(recId, { gpuBytes });
     if (props.status === 200)
       pl.evidence.push(
-        `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path61.basename(props.body.model_path)}` : ""}`
+        `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path62.basename(props.body.model_path)}` : ""}`
       );
     placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
   }
@@ -93322,7 +93869,7 @@ function recordLlamaPhase(c3, plan, l, v, placement, bench) {
 }
 async function runStartJob(o2) {
   const input2 = SetupStartInput.parse(o2.input);
-  const job2 = newJob(o2.jobId ?? randomBytes12(6).toString("hex"), input2.runtime);
+  const job2 = newJob(o2.jobId ?? randomBytes13(6).toString("hex"), input2.runtime);
   const t0 = performance.now();
   let lastEmit = 0;
   const emit3 = (force = true) => {
@@ -93427,10 +93974,10 @@ function replaces(pick4, g2, inputId) {
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path61.resolve(value) === path61.resolve(file3);
+  if (w[mi] === "-m") return path62.resolve(value) === path62.resolve(file3);
   const [repo, quant] = value.split(":");
-  const dir = path61.join(stateDir(), "models", repo.replace("/", "__"));
-  return file3.startsWith(dir + path61.sep) && (!quant || pathHasQuant(path61.relative(dir, file3), quant));
+  const dir = path62.join(stateDir(), "models", repo.replace("/", "__"));
+  return file3.startsWith(dir + path62.sep) && (!quant || pathHasQuant(path62.relative(dir, file3), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -93636,7 +94183,7 @@ function setupStartApi(input2, store, publish, opts = {}) {
   const running = [...jobs.values()].find((j) => j.job.state === "running");
   if (running)
     throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
-  const jobId = randomBytes13(6).toString("hex");
+  const jobId = randomBytes14(6).toString("hex");
   const abort = new AbortController();
   let first = null;
   const entry = { job: null, abort };
@@ -93666,7 +94213,7 @@ function setupStartApi(input2, store, publish, opts = {}) {
   return SetupJob.parse(first ?? entry.job);
 }
 function checkLlamaServerPath(p) {
-  if (!path62.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
+  if (!path63.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
     st = statSync18(p);
@@ -93680,7 +94227,7 @@ function checkLlamaServerPath(p) {
       `${p} is ${st.isDirectory() ? "a folder" : "not a file"}: give the llama-server binary itself (e.g. \u2026/build/bin/llama-server)`
     );
   try {
-    accessSync3(p, constants6.X_OK);
+    accessSync3(p, constants7.X_OK);
   } catch {
     throw new SetupApiInputError(`${p} is not executable: chmod +x it, or give the llama-server binary`);
   }
@@ -93763,7 +94310,7 @@ async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
 
 // engine/serving/servers-api.ts
 import { rmSync as rmSync9 } from "node:fs";
-import path63 from "node:path";
+import path64 from "node:path";
 function view(r) {
   return {
     targetId: r.targetId,
@@ -93800,11 +94347,11 @@ async function serverStopApi(id2) {
 }
 async function serverRestartApi(id2, o2 = {}) {
   const recs = recordsOf(id2);
-  const other = recs.find((r) => !path63.basename(r.bin).startsWith("llama-server"));
+  const other = recs.find((r) => !path64.basename(r.bin).startsWith("llama-server"));
   if (other)
     throw new OcwError(
       "bad-input",
-      `${id2} runs ${path63.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
+      `${id2} runs ${path64.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
     );
   await stopServing(id2);
   const sup = supervisorCommand();
@@ -93869,23 +94416,23 @@ async function stopUnkeptServing() {
 
 // engine/serving/setup-commands.ts
 import { existsSync as existsSync27 } from "node:fs";
-import path65 from "node:path";
+import path66 from "node:path";
 
 // engine/serving/pool.ts
 import { mkdtempSync as mkdtempSync2, rmSync as rmSync10 } from "node:fs";
 import os9 from "node:os";
-import path64 from "node:path";
+import path65 from "node:path";
 var RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 };
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync2(path64.join(os9.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync2(path65.join(os9.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const [i2, url2] of urls.entries()) {
       const benchSec = i2 === 0 ? o2.benchSec : 0;
-      const r = await setupCapture({ ...o2, url: url2, benchSec, store: new TargetStore(path64.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, benchSec, store: new TargetStore(path65.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
@@ -93903,7 +94450,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path64.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path65.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -93934,7 +94481,7 @@ function inputError2(message) {
   throw new SetupError("input", message);
 }
 function local(p, cwd) {
-  return cwd && !/^(https?:\/\/|hf:)/i.test(p) && !path65.isAbsolute(p) ? path65.resolve(cwd, p) : p;
+  return cwd && !/^(https?:\/\/|hf:)/i.test(p) && !path66.isAbsolute(p) ? path66.resolve(cwd, p) : p;
 }
 async function modelInfo(i2) {
   const given = i2.metadata ?? i2.gguf;
@@ -93950,7 +94497,7 @@ async function modelInfo(i2) {
 async function llamaFitParams(file3, e, llamaServer) {
   const server = llamaServer ?? safeFindLlamaServer();
   if (!server) return null;
-  const bin = path65.join(path65.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  const bin = path66.join(path66.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
   if (!existsSync27(bin)) return null;
   const args = [
     "-m",
@@ -94643,7 +95190,7 @@ async function deployK8s(input2) {
 
 // engine/api/ladder.ts
 import { mkdirSync as mkdirSync24 } from "node:fs";
-import path66 from "node:path";
+import path67 from "node:path";
 var LadderStartInput = external_exports.object({ targetId: external_exports.string().min(1).max(200), samples: external_exports.number().int().min(1).max(12) });
 var LadderFinishInput = LadderStartInput.extend({ workerIds: external_exports.array(external_exports.string().min(1).max(200)).max(LADDER.length * 12) });
 function targetOf(engine, id2) {
@@ -94653,11 +95200,11 @@ function targetOf(engine, id2) {
 }
 async function ladderStart(engine, i2) {
   const target = targetOf(engine, i2.targetId);
-  const runDir = path66.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path67.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: i2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path66.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path67.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -94676,19 +95223,19 @@ function ladderFinish(engine, i2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], engine.get(id2)]);
   });
   const grade2 = summarizeLadder(target, i2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path66.join(projectRoot(), "packs");
-  const file3 = path66.join(packs, targetSlug(target), "grade.json");
-  mkdirSync24(path66.dirname(file3), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path67.join(projectRoot(), "packs");
+  const file3 = path67.join(packs, targetSlug(target), "grade.json");
+  mkdirSync24(path67.dirname(file3), { recursive: true });
   writeJsonAtomic(file3, grade2, 420);
   return { grade: grade2, file: file3 };
 }
 
 // engine/api/router.ts
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path67.join(projectRoot(), "packs");
+  const dir = config2().OCW_PACKS_DIR ?? path68.join(projectRoot(), "packs");
   if (!existsSync28(dir)) return [];
   return readdirSync12(dir, { withFileTypes: true }).flatMap((d) => {
-    const file3 = path67.join(dir, d.name, "grade.json");
+    const file3 = path68.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync28(file3)) return [];
     const g2 = Grade.safeParse(JSON.parse(readFileSync23(file3, "utf8")));
     return g2.success ? [g2.data] : [];
@@ -94828,9 +95375,9 @@ var appRouter = t.router({
      * Waits (bounded) until there is news for the caller — an ask or a finished worker it was not shown — or every
      * worker is at rest; answers slim pictures and the batch's summary (shared/wait.ts). One request per wait.
      */
-    wait: proc2.input(WaitInput2).query(({ ctx, input: input2, signal }) => waitForNews(ctx.engine, input2, { signal })),
+    wait: proc2.input(WaitInput).query(({ ctx, input: input2, signal }) => waitForNews(ctx.engine, input2, { signal })),
     /** wait, with a progress line per event worth showing while it waits; the result comes last. */
-    waitStream: proc2.input(WaitInput2).subscription(({ ctx, input: input2, signal }) => waitStream(ctx.engine, input2, signal)),
+    waitStream: proc2.input(WaitInput).subscription(({ ctx, input: input2, signal }) => waitStream(ctx.engine, input2, signal)),
     steer: proc2.input(SteerInput).mutation(async ({ ctx, input: input2 }) => {
       await ctx.engine.steer(input2.workerId, input2.text, ctx.by);
       return ctx.engine.get(input2.workerId);
@@ -95136,7 +95683,7 @@ function clientIdentity(req) {
   return { kind: "person", name: name ?? kind ?? "gui" };
 }
 async function startApiServer(opts) {
-  const token = opts.token ?? randomBytes14(24).toString("base64url");
+  const token = opts.token ?? randomBytes15(24).toString("base64url");
   let port = 0;
   const clients = /* @__PURE__ */ new Map();
   const allowedHosts = () => /* @__PURE__ */ new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
@@ -95245,16 +95792,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync29(path68.join(dir, "index.html"))) {
+  if (!dir || !existsSync29(path69.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path68.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file3 = path68.join(dir, rel);
-  if (!file3.startsWith(dir + path68.sep) || !existsSync29(file3) || statSync19(file3).isDirectory()) file3 = path68.join(dir, "index.html");
+  const rel = path69.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file3 = path69.join(dir, rel);
+  if (!file3.startsWith(dir + path69.sep) || !existsSync29(file3) || statSync19(file3).isDirectory()) file3 = path69.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path68.extname(file3)] ?? "application/octet-stream",
+    "content-type": MIME[path69.extname(file3)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -95298,7 +95845,7 @@ async function hostEngine(opts) {
     engine,
     version: VERSION,
     instanceId,
-    rendererDir: path69.join(projectRoot(), "out", "renderer"),
+    rendererDir: path70.join(projectRoot(), "out", "renderer"),
     shutdown: () => void close().then(() => process.exit(0))
   };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) ?? lastEndpoint(opts.stateDir) : null;
@@ -95380,7 +95927,7 @@ async function superviseEngine(stateDir2, log = () => {
       windowMs: CRASH_WINDOW_MS,
       maxRestarts: MAX_CRASHES,
       firstImmediate: true,
-      cleanExit: (code) => code === 0,
+      cleanExit: (code2) => code2 === 0,
       end: async (l) => {
         const gone = once11(l.child, "exit");
         l.child.kill(stopSignal);
@@ -95429,7 +95976,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path70.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path71.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -95606,7 +96153,7 @@ function registerHousekeepingCommands(program3) {
 }
 
 // engine/commands/workers.ts
-import path71 from "node:path";
+import path72 from "node:path";
 var client2 = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
 var stateWord = (s) => s === "honest-failure" ? "failed" : s;
@@ -95627,7 +96174,7 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path71.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path72.resolve(o2.repo) } : {}
       });
       if (o2.json) return console.log(JSON.stringify(ws, null, 2));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
@@ -95748,7 +96295,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client2("prune")).workers.prune.mutate({ directory: path71.resolve(o2.dir ?? ".") });
+      const r = await (await client2("prune")).workers.prune.mutate({ directory: path72.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -95916,27 +96463,27 @@ var LogPrinter = class {
 // engine/commands/claude.ts
 import { execFileSync as execFileSync5, spawn as spawn9 } from "node:child_process";
 import { existsSync as existsSync30, readFileSync as readFileSync24, writeFileSync as writeFileSync15 } from "node:fs";
-import path72 from "node:path";
+import path73 from "node:path";
 var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
 function repoRootOf(dir) {
   try {
-    return path72.resolve(
+    return path73.resolve(
       execFileSync5("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path72.resolve(dir);
+    return path73.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path72.resolve(w.spec.directory);
-  return path72.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path72.sep);
+  const d = path73.resolve(w.spec.directory);
+  return path73.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path73.sep);
 };
 async function runningEngine() {
   const lock2 = readLock(stateDir());
   return lock2 && await healthy(lock2) ? lock2 : null;
 }
 var plural = (n2, one, many = `${one}s`) => `${n2} ${n2 === 1 ? one : many}`;
-var quoted = (s, n2 = 120) => {
+var quoted2 = (s, n2 = 120) => {
   const one = terminalSafe(s);
   return JSON.stringify(one.length > n2 ? one.slice(0, n2 - 1) + "\u2026" : one);
 };
@@ -95979,7 +96526,7 @@ function registerClaudeCommands(program3) {
       const ws = [...r.workers.values()];
       const ask = ws.flatMap((w) => pendingAsks(w))[0];
       const done = ws.find((w) => isAtRest(w.state) && !finalAtStart.has(w.id));
-      const event = r.reason === "settled" ? "all settled" : ask ? `${ask.workerId} asks ${ask.tool} (untrusted: ${quoted(askPath(ask.what, r.workers.get(ask.workerId)?.worktree))}); answer with approve {"askId":"${ask.id}"}` : done ? `${done.id} settled ${done.verdict?.verdict ?? done.state}` : `nothing after ${timeoutSec} s`;
+      const event = r.reason === "settled" ? "all settled" : ask ? `${ask.workerId} asks ${ask.tool} (untrusted: ${quoted2(askPath(ask.what, r.workers.get(ask.workerId)?.worktree))}); answer with approve {"askId":"${ask.id}"}` : done ? `${done.id} settled ${done.verdict?.verdict ?? done.state}` : `nothing after ${timeoutSec} s`;
       console.log(waitLine(event, ws, o2.batch));
       if (r.reason === "timeout") process.exitCode = 2;
     } catch (err) {
@@ -96027,10 +96574,10 @@ async function snapshot(client3, ids2, load2) {
   return Promise.all(ids2.map((id2) => client3.workers.get.query({ workerId: id2 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path72.isAbsolute(what)) return what;
-  const root2 = path72.resolve(worktree);
-  const abs = path72.resolve(what);
-  return abs.startsWith(root2 + path72.sep) ? path72.relative(root2, abs).split(path72.sep).join("/") : what;
+  if (!worktree || !path73.isAbsolute(what)) return what;
+  const root2 = path73.resolve(worktree);
+  const abs = path73.resolve(what);
+  return abs.startsWith(root2 + path73.sep) ? path73.relative(root2, abs).split(path73.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -96049,7 +96596,7 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path72.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path73.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
     return JSON.parse(readFileSync24(seenFile(), "utf8"))[root2] ?? 0;
@@ -96091,7 +96638,7 @@ function openBrowser(url2) {
 
 // engine/commands/model-setup.ts
 import { existsSync as existsSync31 } from "node:fs";
-import path73 from "node:path";
+import path74 from "node:path";
 var NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
 async function startOnEngine(client3, input2, o2) {
   let i2 = input2;
@@ -96267,8 +96814,8 @@ async function runFitPlan(o2, port = enginePort("cli:ocw fit")) {
       runtime: o2.runtime ? runtime : void 0,
       allowSlow: o2.allowSlow
     });
-    const code = out.pick ? 0 : 3;
-    if (o2.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+    const code2 = out.pick ? 0 : 3;
+    if (o2.json) return { code: code2, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const p = out.pick;
     const lines = [
       `hardware: ${out.hardware.gpus.length ? out.hardware.gpus.map((g2) => `${g2.name} ${fmt2(g2.freeBytes)} free`).join(", ") : "no GPU"}; RAM ${fmt2(out.hardware.ramFreeBytes)} free`,
@@ -96289,7 +96836,7 @@ async function runFitPlan(o2, port = enginePort("cli:ocw fit")) {
         (r) => `refused as too slow: ${r.model} ${r.quant ?? ""} (\u2248 ${r.speed?.decodeTokPerSecPerSlot} tokens/s per slot \xD7 ${r.slots}; --allow-slow plans it)`
       )
     ];
-    return { code, stdout: lines.join("\n") + "\n", stderr: "" };
+    return { code: code2, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
     const line = setupFailure(err);
     if (line !== null) return { code: 2, stdout: "", stderr: `ocw: ${line}
@@ -96325,7 +96872,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
     {
       runtime: o2.runtime,
       // a file here is named to the engine by its absolute path (a repo, catalog id or URL as given)
-      model: o2.model && existsSync31(o2.model) ? path73.resolve(o2.model) : o2.model,
+      model: o2.model && existsSync31(o2.model) ? path74.resolve(o2.model) : o2.model,
       slots,
       ctx,
       minCtx,
@@ -96333,7 +96880,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
       benchSec: benchSecOf(o2.benchSec),
       ...o2.allowSlow ? { allowSlow: true } : {},
       // a path on this machine, given to the engine as an absolute one (the engine's checks name it so)
-      ...o2.llamaServer ? { llamaServer: path73.resolve(o2.llamaServer) } : {}
+      ...o2.llamaServer ? { llamaServer: path74.resolve(o2.llamaServer) } : {}
     },
     {
       yes: !!o2.yes,
@@ -96374,7 +96921,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
 `
     };
   }
-  const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
+  const code2 = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
   const text = o2.json ? JSON.stringify(
     {
       outcome: r.outcome,
@@ -96396,7 +96943,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
     ...job2.failure ? [`warning: ${job2.failure.cause} \u2014 ${job2.failure.remedy}`] : [],
     `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
   ].join("\n") + "\n";
-  return { code, stdout: text, stderr: "" };
+  return { code: code2, stdout: text, stderr: "" };
 }
 async function runSetup(o2, port = enginePort("cli:ocw setup")) {
   const logs = [];
@@ -96432,7 +96979,7 @@ async function runSetup(o2, port = enginePort("cli:ocw setup")) {
       },
       log
     );
-    const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
+    const code2 = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
     const body = {
       outcome: r.outcome,
       target: r.target,
@@ -96449,7 +96996,7 @@ async function runSetup(o2, port = enginePort("cli:ocw setup")) {
       ...r.bench ? [`speed: ${benchText(r.bench)}`] : [],
       `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
     ].join("\n") + "\n";
-    return { code, stdout: text, stderr: "" };
+    return { code: code2, stdout: text, stderr: "" };
   } catch (err) {
     const line = setupFailure(err, ["input", "serving"]);
     if (line !== null) return { code: 2, stdout: "", stderr: `ocw: ${line}
