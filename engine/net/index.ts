@@ -4,4 +4,4 @@
 export { BodyTooLarge, ENDPOINT_MAX_BYTES, readBounded, readBoundedBytes, readPrefix } from "./bounded";
 export { describeFetchError } from "./cause";
 export { type Keep, type MetricsReading, PARSE_INLINE_MAX, parseBody, readJsonBounded, type SlotsSummary } from "./parse";
-export { SseSplitter, sseData } from "./sse";
+export { SSE_EVENT_MAX, SseEventTooLarge, SseSplitter, sseData } from "./sse";

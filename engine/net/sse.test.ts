@@ -3,7 +3,7 @@
 // unclosed event dropped; and linear work on a long stream cut small (the splitter never holds more than the line
 // being read).
 import { describe, expect, it } from "vitest";
-import { SseSplitter, sseData } from "./sse";
+import { SSE_EVENT_MAX, SseEventTooLarge, SseSplitter, sseData } from "./sse";
 
 /** Every way to cut `text` into chunks of at most three pieces, run through a splitter: the data it handed on each time. */
 function everyCut(text: string): string[][] {
@@ -196,5 +196,55 @@ describe("sseData (a fetch body's payloads)", () => {
     })();
     for await (const d of sseData(body)) if (d === "2") break;
     expect(pulled).toBe(3);
+  });
+});
+
+describe("an event that never ends", () => {
+  it("one endless line, or endless data lines with no blank line, stops the splitter past its cap, holding no more than that", () => {
+    for (const piece of ["x".repeat(1000), "data: ".concat("y".repeat(994), "\n")]) {
+      const got: string[] = [];
+      const s = new SseSplitter((d) => got.push(d), 64 * 1024);
+      let thrown: unknown;
+      let pushed = 0;
+      try {
+        for (let i = 0; i < 1000; i++) {
+          s.push(i === 0 ? `data: ok\n\n${piece}` : piece);
+          pushed += piece.length;
+          expect(s.held).toBeLessThanOrEqual(64 * 1024);
+        }
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(SseEventTooLarge);
+      expect((thrown as SseEventTooLarge).code).toBe("SSE_EVENT_TOO_LARGE");
+      expect((thrown as Error).message).toBe("the stream sent an event of more than 64 KiB without ending it: not read further (a broken or hostile server)");
+      // Stopped near the cap, not at the end of the million characters sent; the event before it was handed on.
+      expect(pushed).toBeLessThan(70 * 1024);
+      expect(got).toEqual(["ok"]);
+      expect(s.held).toBe(0);
+    }
+  });
+
+  it("sseData: the consumer gets the coded error and the body is let go; under the cap a long event is read whole", async () => {
+    let pulled = 0;
+    const endless = (async function* () {
+      yield new TextEncoder().encode("data: first\n\n");
+      // Endless as far as the reader can tell (16 MiB, all of one line).
+      for (let i = 0; i < 4096; i++) {
+        pulled++;
+        yield new TextEncoder().encode("z".repeat(4096));
+      }
+    })();
+    const got: string[] = [];
+    await expect(
+      (async () => {
+        for await (const d of sseData(endless, 1024 * 1024)) got.push(d);
+      })(),
+    ).rejects.toThrow(SseEventTooLarge);
+    expect(got).toEqual(["first"]);
+    expect(pulled).toBeLessThanOrEqual(257);
+    const long = "w".repeat(2 * 1024 * 1024);
+    expect(await read([`data: ${long.slice(0, 10)}`, `${long.slice(10)}\n\n`])).toEqual([long]);
+    expect(SSE_EVENT_MAX).toBe(32 * 1024 * 1024);
   });
 });

@@ -13,9 +13,22 @@
 // Each chunk is scanned once: the splitter keeps only the part of a line that has not ended yet, so the work is linear
 // in the stream's size however it is cut.
 
+/** The most characters one event may hold before its blank line (its data, and the line being read): 32 Mi. */
+export const SSE_EVENT_MAX = 32 * 1024 * 1024;
+
+/** A stream sent an event past SSE_EVENT_MAX without ending it: reading stops rather than hold it all in memory. */
+export class SseEventTooLarge extends Error {
+  readonly code = "SSE_EVENT_TOO_LARGE";
+  constructor(readonly maxChars: number) {
+    const size = maxChars >= 1024 * 1024 ? `${Math.round(maxChars / 1024 / 1024)} MiB` : `${Math.round(maxChars / 1024)} KiB`;
+    super(`the stream sent an event of more than ${size} without ending it: not read further (a broken or hostile server)`);
+  }
+}
+
 /**
  * Server-sent events out of text chunks, in order: each event's data goes to `onData` as its blank line arrives. The
- * caller decides what to parse (opencode's stream drops most events by their head, before any JSON.parse).
+ * caller decides what to parse (opencode's stream drops most events by their head, before any JSON.parse). An event
+ * that grows past `maxChars` without ending (one endless line, or endless data lines) throws SseEventTooLarge.
  */
 export class SseSplitter {
   /** The start of a line whose end has not arrived yet. */
@@ -27,7 +40,10 @@ export class SseSplitter {
   /** The last chunk ended with a CR: an LF that starts the next one belongs to that line end. */
   private afterCr = false;
 
-  constructor(private readonly onData: (data: string) => void) {}
+  constructor(
+    private readonly onData: (data: string) => void,
+    private readonly maxChars = SSE_EVENT_MAX,
+  ) {}
 
   /** Characters held back: the part of the current line read so far (never a whole line). */
   get held(): number {
@@ -75,6 +91,10 @@ export class SseSplitter {
       } else this.line(piece);
     }
     if (pos < n) this.partial += chunk.slice(pos);
+    if (this.partial.length + (this.data?.length ?? 0) > this.maxChars) {
+      this.end();
+      throw new SseEventTooLarge(this.maxChars);
+    }
   }
 
   /** The stream ended: what was not closed (a line with no end, an event with no blank line) is dropped. */
@@ -98,6 +118,10 @@ export class SseSplitter {
     else if (line === "data") value = "";
     else return; // a comment, another field or a field of no use here
     this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+    if (this.data.length > this.maxChars) {
+      this.end();
+      throw new SseEventTooLarge(this.maxChars);
+    }
   }
 }
 
@@ -106,10 +130,10 @@ export class SseSplitter {
  * arrive; SseSplitter's rules. The bytes are decoded as UTF-8 with the BOM left to the splitter (TextDecoder would drop
  * one too, and a second one must stay).
  */
-export async function* sseData(body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+export async function* sseData(body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>, maxChars = SSE_EVENT_MAX): AsyncGenerator<string> {
   const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   let ready: string[] = [];
-  const splitter = new SseSplitter((d) => ready.push(d));
+  const splitter = new SseSplitter((d) => ready.push(d), maxChars);
   for await (const chunk of body as AsyncIterable<Uint8Array>) {
     splitter.push(decoder.decode(chunk, { stream: true }));
     if (ready.length) {
