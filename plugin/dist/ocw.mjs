@@ -64714,11 +64714,23 @@ async function readJsonBounded(res, url2, maxBytes = ENDPOINT_MAX_BYTES) {
 }
 
 // engine/net/sse.ts
+var SSE_EVENT_MAX = 32 * 1024 * 1024;
+var SseEventTooLarge = class extends Error {
+  constructor(maxChars) {
+    const size = maxChars >= 1024 * 1024 ? `${Math.round(maxChars / 1024 / 1024)} MiB` : `${Math.round(maxChars / 1024)} KiB`;
+    super(`the stream sent an event of more than ${size} without ending it: not read further (a broken or hostile server)`);
+    this.maxChars = maxChars;
+  }
+  maxChars;
+  code = "SSE_EVENT_TOO_LARGE";
+};
 var SseSplitter = class {
-  constructor(onData) {
+  constructor(onData, maxChars = SSE_EVENT_MAX) {
     this.onData = onData;
+    this.maxChars = maxChars;
   }
   onData;
+  maxChars;
   /** The start of a line whose end has not arrived yet. */
   partial = "";
   /** The data of the event being read; undefined until its first `data` line. */
@@ -64771,6 +64783,10 @@ var SseSplitter = class {
       } else this.line(piece);
     }
     if (pos < n2) this.partial += chunk.slice(pos);
+    if (this.partial.length + (this.data?.length ?? 0) > this.maxChars) {
+      this.end();
+      throw new SseEventTooLarge(this.maxChars);
+    }
   }
   /** The stream ended: what was not closed (a line with no end, an event with no blank line) is dropped. */
   end() {
@@ -64793,12 +64809,16 @@ var SseSplitter = class {
     else return;
     this.data = this.data === void 0 ? value : `${this.data}
 ${value}`;
+    if (this.data.length > this.maxChars) {
+      this.end();
+      throw new SseEventTooLarge(this.maxChars);
+    }
   }
 };
-async function* sseData(body) {
+async function* sseData(body, maxChars = SSE_EVENT_MAX) {
   const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   let ready = [];
-  const splitter = new SseSplitter((d) => ready.push(d));
+  const splitter = new SseSplitter((d) => ready.push(d), maxChars);
   for await (const chunk of body) {
     splitter.push(decoder.decode(chunk, { stream: true }));
     if (ready.length) {
