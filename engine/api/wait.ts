@@ -81,7 +81,7 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
   const outcome = (): "settled" | "news" | null => {
     const ws = ids.map((id) => src.get(id));
     if (ws.every((w) => isAtRest(w.state))) return "settled";
-    if (ws.some((w) => pendingAsks(w).some((a) => !shownAsks.has(a.id)) || (isAtRest(w.state) && !shownFinished.has(w.id)))) return "news";
+    if (news() > 0) return "news";
     if (input.untilGone && !ws.some((w) => pendingAsks(w).some((a) => a.id === input.untilGone))) return "news";
     return null;
   };

@@ -91,10 +91,7 @@ export class SseSplitter {
       } else this.line(piece);
     }
     if (pos < n) this.partial += chunk.slice(pos);
-    if (this.partial.length + (this.data?.length ?? 0) > this.maxChars) {
-      this.end();
-      throw new SseEventTooLarge(this.maxChars);
-    }
+    this.bounded();
   }
 
   /** The stream ended: what was not closed (a line with no end, an event with no blank line) is dropped. */
@@ -118,10 +115,14 @@ export class SseSplitter {
     else if (line === "data") value = "";
     else return; // a comment, another field or a field of no use here
     this.data = this.data === undefined ? value : `${this.data}\n${value}`;
-    if (this.data.length > this.maxChars) {
-      this.end();
-      throw new SseEventTooLarge(this.maxChars);
-    }
+    this.bounded();
+  }
+
+  /** The event being read (its data and the line not ended yet) past maxChars: dropped, and reading stops. */
+  private bounded(): void {
+    if (this.partial.length + (this.data?.length ?? 0) <= this.maxChars) return;
+    this.end();
+    throw new SseEventTooLarge(this.maxChars);
   }
 }
 

@@ -66,5 +66,8 @@ export function gitComplaint(r: CommandResult): string {
   return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
 }
 
+/** The engine's own name and address on the commits it makes (git's flags below, its trusted environment, snapshot.ts). */
+export const ENGINE_AUTHOR = { name: "opencode-worker", email: "opencode-worker@localhost" } as const;
+
 /** The engine commits a worker's changes under its own name, so the user's git identity is never needed. */
-export const OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
+export const OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=${ENGINE_AUTHOR.email}`, "-c", "commit.gpgsign=false"];

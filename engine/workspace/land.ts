@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { lstatSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { foldPath } from "./fold";
@@ -6,6 +5,7 @@ import type { ChangeFlag } from "../../shared/verdict";
 import { InputError } from "../../shared/errors";
 import { runCommand } from "../process";
 import { git, gitComplaint, GitError, OCW_IDENTITY, userGitEnv } from "./git";
+import { objectId } from "./snapshot";
 
 /**
  * Landing work in the person's repository: exactly the graded commit (or a batch's integration commit), with nothing of
@@ -226,12 +226,7 @@ export function describeFlags(flags: ChangeFlag[]): string {
 }
 
 /** git's blob id of some bytes (sha1 or sha256, by the length of the id it is compared with). */
-function blobId(bytes: Buffer, like: string): string {
-  return createHash(like.length === 64 ? "sha256" : "sha1")
-    .update(`blob ${bytes.length}\0`)
-    .update(bytes)
-    .digest("hex");
-}
+const blobId = (bytes: Buffer, like: string): string => objectId("blob", bytes, like.length === 64 ? "sha256" : "sha1");
 
 /** Each changed path of the checkout against the tree's entry: the same bytes, mode and symlink target, or why not. */
 function verifyCheckout(repo: string, changes: TreeChange[]): string[] {

@@ -14,6 +14,7 @@ import { type FileHandle, lstat, mkdir, open, readlink, rename, rm, symlink, wri
 import path from "node:path";
 import { promisify } from "node:util";
 import { deflate, deflateSync } from "node:zlib";
+import { ENGINE_AUTHOR } from "./git";
 import type { ObjectFormat } from "./mirror";
 
 const deflateAsync = promisify(deflate);
@@ -389,8 +390,8 @@ export async function writeLoose(objects: string, type: string, oid: string, con
   });
 }
 
-/** The engine's identity on its commits (as OCW_IDENTITY and the trusted environment give git). */
-const IDENTITY = "opencode-worker <opencode-worker@localhost>";
+/** The engine's identity on its commits (the one git's way is given). */
+const IDENTITY = `${ENGINE_AUTHOR.name} <${ENGINE_AUTHOR.email}>`;
 
 /** A commit object's content as `git commit-tree TREE -p PARENT -m MESSAGE` writes it, at `when` (local time zone). */
 export function commitContent(tree: string, parent: string, message: string, when = new Date()): Buffer {

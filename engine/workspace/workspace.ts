@@ -4,7 +4,7 @@ import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
 import { config } from "../config";
-import { git, GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
+import { ENGINE_AUTHOR, git, GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { parseRawChanges, type TreeChange } from "./land";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
 import { type BaseTree, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
@@ -408,10 +408,10 @@ function trustedEnv(home: string): Record<string, string> {
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
     HOME: home,
-    GIT_AUTHOR_NAME: "opencode-worker",
-    GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
-    GIT_COMMITTER_NAME: "opencode-worker",
-    GIT_COMMITTER_EMAIL: "opencode-worker@localhost",
+    GIT_AUTHOR_NAME: ENGINE_AUTHOR.name,
+    GIT_AUTHOR_EMAIL: ENGINE_AUTHOR.email,
+    GIT_COMMITTER_NAME: ENGINE_AUTHOR.name,
+    GIT_COMMITTER_EMAIL: ENGINE_AUTHOR.email,
   };
 }
 
