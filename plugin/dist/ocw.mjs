@@ -64783,10 +64783,7 @@ var SseSplitter = class {
       } else this.line(piece);
     }
     if (pos < n2) this.partial += chunk.slice(pos);
-    if (this.partial.length + (this.data?.length ?? 0) > this.maxChars) {
-      this.end();
-      throw new SseEventTooLarge(this.maxChars);
-    }
+    this.bounded();
   }
   /** The stream ended: what was not closed (a line with no end, an event with no blank line) is dropped. */
   end() {
@@ -64809,10 +64806,13 @@ var SseSplitter = class {
     else return;
     this.data = this.data === void 0 ? value : `${this.data}
 ${value}`;
-    if (this.data.length > this.maxChars) {
-      this.end();
-      throw new SseEventTooLarge(this.maxChars);
-    }
+    this.bounded();
+  }
+  /** The event being read (its data and the line not ended yet) past maxChars: dropped, and reading stops. */
+  bounded() {
+    if (this.partial.length + (this.data?.length ?? 0) <= this.maxChars) return;
+    this.end();
+    throw new SseEventTooLarge(this.maxChars);
   }
 };
 async function* sseData(body, maxChars = SSE_EVENT_MAX) {
@@ -79772,7 +79772,8 @@ async function gitScript(script, opts) {
 function gitComplaint(r) {
   return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
 }
-var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
+var ENGINE_AUTHOR = { name: "opencode-worker", email: "opencode-worker@localhost" };
+var OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=${ENGINE_AUTHOR.email}`, "-c", "commit.gpgsign=false"];
 
 // engine/workspace/mirror.ts
 import { createHash as createHash3, randomBytes as randomBytes7 } from "node:crypto";
@@ -79907,9 +79908,326 @@ function refreshMirror(userObjects, mirror, opts = {}) {
 }
 
 // engine/workspace/land.ts
-import { createHash as createHash4 } from "node:crypto";
 import { lstatSync as lstatSync3, readFileSync as readFileSync13, readlinkSync as readlinkSync2 } from "node:fs";
+import path29 from "node:path";
+
+// engine/workspace/snapshot.ts
+import { createHash as createHash4, randomBytes as randomBytes8 } from "node:crypto";
+import { constants as constants4 } from "node:fs";
+import { lstat as lstat2, mkdir as mkdir3, open, readlink, rename, rm as rm3, symlink, writeFile } from "node:fs/promises";
 import path28 from "node:path";
+import { promisify as promisify4 } from "node:util";
+import { deflate, deflateSync } from "node:zlib";
+var deflateAsync = promisify4(deflate);
+var IN_PROCESS_MAX_FILES = 2e3;
+var IN_PROCESS_MAX_BYTES = 4 * 1024 * 1024;
+var NotInProcess = class extends Error {
+};
+function objectId(type, content, format2) {
+  return createHash4(format2).update(`${type} ${content.length}\0`).update(content).digest("hex");
+}
+function parseBaseTree(out, format2) {
+  const nl = out.indexOf("\n");
+  const root2 = out.slice(0, nl);
+  const entries = /* @__PURE__ */ new Map();
+  const trees = /* @__PURE__ */ new Set([root2]);
+  const record2 = /^(\d+) (blob|tree|commit) ([0-9a-f]+) +(\d+|-)\t([\s\S]+)$/;
+  for (const rec of out.slice(nl + 1).split("\0")) {
+    if (!rec) continue;
+    const m = record2.exec(rec);
+    if (!m) return null;
+    if (m[2] === "tree") trees.add(m[3]);
+    else entries.set(m[5], { mode: m[1], oid: m[3], size: m[4] === "-" ? 0 : Number(m[4]) });
+    if (entries.size > IN_PROCESS_MAX_FILES) return null;
+  }
+  try {
+    return treesOf(entries, format2).root === root2 ? { entries, trees, root: root2, format: format2 } : null;
+  } catch {
+    return null;
+  }
+}
+function treesOf(entries, format2) {
+  const top = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() };
+  for (const [p, e] of entries) {
+    const parts = p.split("/");
+    let d = top;
+    for (const part of parts.slice(0, -1)) {
+      let next = d.dirs.get(part);
+      if (!next) d.dirs.set(part, next = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() });
+      d = next;
+    }
+    d.files.set(parts.at(-1), e);
+  }
+  const objects = /* @__PURE__ */ new Map();
+  const raw2 = format2 === "sha256" ? 32 : 20;
+  const write = (d) => {
+    const items = [];
+    for (const [name, e] of d.files) {
+      if (!name || d.dirs.has(name)) throw new NotInProcess(`an unusual name in the tree: ${JSON.stringify(name)}`);
+      items.push({ key: name, head: Buffer.from(`${e.mode} ${name}\0`, "latin1"), oid: e.oid });
+    }
+    for (const [name, sub] of d.dirs) {
+      const oid2 = write(sub);
+      if (oid2) items.push({ key: `${name}/`, head: Buffer.from(`40000 ${name}\0`, "latin1"), oid: oid2 });
+    }
+    if (!items.length && d !== top) return null;
+    items.sort((a2, b) => a2.key < b.key ? -1 : a2.key > b.key ? 1 : 0);
+    const content = Buffer.concat(items.flatMap((i2) => [i2.head, Buffer.from(i2.oid, "hex").subarray(0, raw2)]));
+    const oid = objectId("tree", content, format2);
+    objects.set(oid, content);
+    return oid;
+  };
+  return { root: write(top), objects };
+}
+var O_PATH = 2097152;
+var IN_PROCESS_MAX_FOLDERS = 1024;
+var IN_PROCESS_READS = 32;
+var FOLDER_BUDGET = 2048;
+var OPEN_FILES = 64;
+var foldersHeld = 0;
+var filesOpen = 0;
+var fileTurns = [];
+async function withFile(fn) {
+  if (filesOpen < OPEN_FILES) filesOpen++;
+  else await new Promise((turn) => fileTurns.push(turn));
+  try {
+    return await fn();
+  } finally {
+    const next = fileTurns.shift();
+    if (next) next();
+    else filesOpen--;
+  }
+}
+var PATH_MAX = 4096;
+function refusedName(name, symlink2) {
+  const parts = name.split("/");
+  const plain = (part) => part.replace(/[^\x00-\x7f]/g, "").toLowerCase();
+  for (const part of parts) {
+    if (part === "" || part === "." || part === "..") return true;
+    const p = plain(part);
+    if (/^\.git[ .]*(:|$)/.test(p) || p.startsWith("git~")) return true;
+  }
+  const last2 = plain(parts.at(-1));
+  return symlink2 && (last2.startsWith(".gitmodules") || last2.includes("~"));
+}
+var procFd;
+var byFolder = () => procFd ??= process.platform === "linux" ? lstat2("/proc/self/fd").then(
+  (st) => st.isDirectory(),
+  () => false
+) : Promise.resolve(false);
+async function eachLimited(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  let failure2 = null;
+  const worker = async () => {
+    while (!failure2 && next < items.length) {
+      const i2 = next++;
+      try {
+        out[i2] = await fn(items[i2], i2);
+      } catch (err) {
+        failure2 ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure2) throw failure2.err;
+  return out;
+}
+var code = (err) => err.code;
+async function readWorktree(worktree, base2, fresh) {
+  if (base2.entries.size > IN_PROCESS_MAX_FILES || fresh.length > IN_PROCESS_MAX_FILES) throw new NotInProcess("too many files");
+  const attributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
+  for (const [p, e] of base2.entries) if (e.mode === "160000" || attributes(p)) throw new NotInProcess(`${p}: a submodule or attributes`);
+  for (const p of fresh) if (p.endsWith("/") || attributes(p)) throw new NotInProcess(`${p}: a nested repository or attributes`);
+  for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
+  if (!await byFolder()) throw new NotInProcess("no /proc/self/fd");
+  const paths = [...base2.entries.keys(), ...fresh.filter((p) => !base2.entries.has(p))];
+  const rootLength = Buffer.byteLength(worktree + path28.sep);
+  const dirs = /* @__PURE__ */ new Set();
+  for (const p of paths) {
+    if (rootLength + p.length >= PATH_MAX) throw new NotInProcess("a path longer than the system opens");
+    for (let i2 = p.indexOf("/"); i2 >= 0; i2 = p.indexOf("/", i2 + 1)) dirs.add(p.slice(0, i2));
+  }
+  if (dirs.size > IN_PROCESS_MAX_FOLDERS) throw new NotInProcess("too many folders");
+  const reserved = dirs.size + 1;
+  if (foldersHeld + reserved > FOLDER_BUDGET) throw new NotInProcess("the snapshots' budget of open folders is in use");
+  foldersHeld += reserved;
+  const split = (name) => {
+    const i2 = name.lastIndexOf("/");
+    return i2 < 0 ? { dir: "", leaf: name } : { dir: name.slice(0, i2), leaf: name.slice(i2 + 1) };
+  };
+  const inFolder = (fd, leaf) => Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), Buffer.from(leaf, "latin1")]);
+  const held = [];
+  try {
+    const noAttributes = async (fd) => {
+      const st = await lstat2(inFolder(fd, ".gitattributes")).catch((err) => {
+        if (code(err) === "ENOENT") return null;
+        throw err;
+      });
+      if (st) throw new NotInProcess("a .gitattributes on the way");
+    };
+    const top = await open(worktree, O_PATH | constants4.O_DIRECTORY);
+    held.push(top);
+    const [seen, named] = await Promise.all([top.stat(), lstat2(inFolder(top.fd, "."))]);
+    if (seen.ino !== named.ino || seen.dev !== named.dev) throw new NotInProcess("/proc/self/fd does not lead to the open folder");
+    await noAttributes(top.fd);
+    const folders = /* @__PURE__ */ new Map([["", Promise.resolve(top.fd)]]);
+    const folder = (dir) => {
+      let p = folders.get(dir);
+      if (!p) {
+        const { dir: parent, leaf } = split(dir);
+        p = folder(parent).then(async (fd) => {
+          if (fd === null) return null;
+          let h3;
+          try {
+            h3 = await open(inFolder(fd, leaf), O_PATH | constants4.O_DIRECTORY | constants4.O_NOFOLLOW);
+          } catch (err) {
+            if (["ENOENT", "ENOTDIR", "ELOOP"].includes(code(err) ?? "")) return null;
+            throw err;
+          }
+          held.push(h3);
+          await noAttributes(h3.fd);
+          return h3.fd;
+        });
+        folders.set(dir, p);
+      }
+      return p;
+    };
+    const look = async (name) => {
+      const { dir, leaf } = split(name);
+      const fd = await folder(dir);
+      if (fd === null) return null;
+      try {
+        return { fd, leaf, st: await lstat2(inFolder(fd, leaf)) };
+      } catch (err) {
+        if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
+        throw err;
+      }
+    };
+    const found = await eachLimited(paths, 64, look);
+    let bytes = 0;
+    for (const [i2, f] of found.entries()) {
+      if (!f || f.st.isDirectory()) continue;
+      if (!f.st.isFile() && !f.st.isSymbolicLink()) throw new NotInProcess("a file that is neither a file nor a symlink");
+      if (f.st.isSymbolicLink() && refusedName(paths[i2], true)) throw new NotInProcess("a symlink of a name git refuses");
+      bytes += f.st.size;
+    }
+    if (bytes > IN_PROCESS_MAX_BYTES) throw new NotInProcess("too many bytes");
+    const files = /* @__PURE__ */ new Map();
+    const changed = /* @__PURE__ */ new Set();
+    await eachLimited(paths, IN_PROCESS_READS, async (name, i2) => {
+      const f = found[i2];
+      const before = base2.entries.get(name);
+      if (!f || f.st.isDirectory()) {
+        if (before) changed.add(name);
+        return;
+      }
+      const at = inFolder(f.fd, f.leaf);
+      const link3 = f.st.isSymbolicLink();
+      const content = link3 ? await readlink(at, { encoding: "buffer" }) : await withFile(() => readWhole(at, f.st));
+      const mode = link3 ? "120000" : f.st.mode & 64 ? "100755" : "100644";
+      const oid = objectId("blob", content, base2.format);
+      files.set(name, { mode, oid, content });
+      if (!before || before.mode !== mode || before.oid !== oid) changed.add(name);
+    });
+    return { files, changed };
+  } finally {
+    await Promise.all(held.map((h3) => h3.close().catch(() => void 0)));
+    foldersHeld -= reserved;
+  }
+}
+async function readWhole(file3, seen) {
+  const { size } = seen;
+  const changed = () => new NotInProcess("a file changed while it was read");
+  const h3 = await open(file3, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
+  try {
+    const st = await h3.stat();
+    if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev || st.size !== size) throw changed();
+    const buf = Buffer.alloc(size + 1);
+    let got = 0;
+    for (; ; ) {
+      const { bytesRead } = await h3.read(buf, got, size + 1 - got, got);
+      got += bytesRead;
+      if (got > size) throw changed();
+      if (got === size || !bytesRead) break;
+    }
+    if (got !== size) throw changed();
+    return buf.subarray(0, size);
+  } finally {
+    await h3.close();
+  }
+}
+async function writeLoose(objects, type, oid, content, folders = /* @__PURE__ */ new Map()) {
+  const file3 = path28.join(objects, oid.slice(0, 2), oid.slice(2));
+  const raw2 = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
+  const data = raw2.length < 64 * 1024 ? deflateSync(raw2, { level: 1 }) : await deflateAsync(raw2, { level: 1 });
+  const fanout = path28.dirname(file3);
+  let made2 = folders.get(fanout);
+  if (!made2) folders.set(fanout, made2 = mkdir3(fanout, { recursive: true }));
+  await made2;
+  const tmp = path28.join(objects, `tmp_obj_${randomBytes8(6).toString("hex")}`);
+  await withFile(() => writeFile(tmp, data, { mode: 292 }));
+  await rename(tmp, file3).catch(async (err) => {
+    await rm3(tmp, { force: true });
+    throw err;
+  });
+}
+var IDENTITY = `${ENGINE_AUTHOR.name} <${ENGINE_AUTHOR.email}>`;
+function commitContent(tree, parent, message, when = /* @__PURE__ */ new Date()) {
+  const off = -when.getTimezoneOffset();
+  const zone = `${off < 0 ? "-" : "+"}${String(Math.floor(Math.abs(off) / 60)).padStart(2, "0")}${String(Math.abs(off) % 60).padStart(2, "0")}`;
+  const stamp = `${Math.floor(when.getTime() / 1e3)} ${zone}`;
+  const text = message.replace(/\0/g, "");
+  return Buffer.from(
+    `tree ${tree}
+parent ${parent}
+author ${IDENTITY} ${stamp}
+committer ${IDENTITY} ${stamp}
+
+${text}${text.endsWith("\n") ? "" : "\n"}`
+  );
+}
+async function writeSnapshot(objects, base2, snap, parent, message) {
+  if (!snap.changed.size) return null;
+  const { root: root2, objects: trees } = treesOf(snap.files, base2.format);
+  const known = new Set([...base2.entries.values()].map((e) => e.oid));
+  const writes = [];
+  const folders = /* @__PURE__ */ new Map();
+  for (const p of snap.changed) {
+    const f = snap.files.get(p);
+    if (f && !known.has(f.oid)) {
+      known.add(f.oid);
+      writes.push(writeLoose(objects, "blob", f.oid, f.content, folders));
+    }
+  }
+  for (const [oid, content] of trees) if (!base2.trees.has(oid)) writes.push(writeLoose(objects, "tree", oid, content, folders));
+  const commit = commitContent(root2, parent, message);
+  const id2 = objectId("commit", commit, base2.format);
+  writes.push(writeLoose(objects, "commit", id2, commit, folders));
+  const failed = (await Promise.allSettled(writes)).find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return id2;
+}
+async function writeCheckout(dir, snap, only) {
+  const root2 = Buffer.from(dir + path28.sep);
+  const names = only ? only.filter((p) => snap.files.has(p)) : [...snap.files.keys()];
+  const made2 = /* @__PURE__ */ new Set();
+  for (const name of names) {
+    const parent = name.includes("/") ? name.slice(0, name.lastIndexOf("/")) : "";
+    if (parent && !made2.has(parent)) {
+      await mkdir3(Buffer.concat([root2, Buffer.from(parent, "latin1")]), { recursive: true });
+      made2.add(parent);
+    }
+  }
+  await eachLimited(names, IN_PROCESS_READS, async (name) => {
+    const f = snap.files.get(name);
+    const file3 = Buffer.concat([root2, Buffer.from(name, "latin1")]);
+    if (f.mode === "120000") await symlink(f.content, file3);
+    else await withFile(() => writeFile(file3, f.content, { mode: f.mode === "100755" ? 511 : 438, flag: "wx" }));
+  });
+}
+
+// engine/workspace/land.ts
 async function quietFlags(repo) {
   const names = /* @__PURE__ */ new Set(["lfs"]);
   const drivers = /* @__PURE__ */ new Set();
@@ -80021,7 +80339,7 @@ async function flaggedChanges(repo, base2, commit, objects, known) {
   const flags = [];
   for (const c3 of known ?? await treeChanges(repo, base2, commit, { lossless: true, objects })) {
     const folded = foldPath(c3.path);
-    const name = path28.posix.basename(folded);
+    const name = path29.posix.basename(folded);
     if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
     else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
     else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
@@ -80055,13 +80373,11 @@ async function scriptsOf(repo, spec2, objects) {
 function describeFlags(flags) {
   return flags.map((f) => `${f.path} (${f.detail})`).join("; ");
 }
-function blobId(bytes, like) {
-  return createHash4(like.length === 64 ? "sha256" : "sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
-}
+var blobId = (bytes, like) => objectId("blob", bytes, like.length === 64 ? "sha256" : "sha1");
 function verifyCheckout(repo, changes) {
   const wrong = [];
   for (const c3 of changes) {
-    const file3 = path28.join(repo, c3.path);
+    const file3 = path29.join(repo, c3.path);
     const st = lstatSync3(file3, { throwIfNoEntry: false });
     if (!c3.mode) {
       if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
@@ -80203,326 +80519,8 @@ async function revertCommit(repo, branch, merge2, message) {
 // engine/workspace/workspace.ts
 import { existsSync as existsSync11, lstatSync as lstatSync4, mkdirSync as mkdirSync13, readFileSync as readFileSync14, realpathSync as realpathSync4, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
 import { copyFile as copyFile2, link as link2, lstat as lstat3, mkdir as mkdir4, readdir as readdir3, readFile as readFile2, realpath, rename as rename2, rm as rm4, writeFile as writeFile2 } from "node:fs/promises";
-import { createHash as createHash6, randomBytes as randomBytes9 } from "node:crypto";
+import { createHash as createHash5, randomBytes as randomBytes9 } from "node:crypto";
 import path30 from "node:path";
-
-// engine/workspace/snapshot.ts
-import { createHash as createHash5, randomBytes as randomBytes8 } from "node:crypto";
-import { constants as constants4 } from "node:fs";
-import { lstat as lstat2, mkdir as mkdir3, open, readlink, rename, rm as rm3, symlink, writeFile } from "node:fs/promises";
-import path29 from "node:path";
-import { promisify as promisify4 } from "node:util";
-import { deflate, deflateSync } from "node:zlib";
-var deflateAsync = promisify4(deflate);
-var IN_PROCESS_MAX_FILES = 2e3;
-var IN_PROCESS_MAX_BYTES = 4 * 1024 * 1024;
-var NotInProcess = class extends Error {
-};
-function objectId(type, content, format2) {
-  return createHash5(format2).update(`${type} ${content.length}\0`).update(content).digest("hex");
-}
-function parseBaseTree(out, format2) {
-  const nl = out.indexOf("\n");
-  const root2 = out.slice(0, nl);
-  const entries = /* @__PURE__ */ new Map();
-  const trees = /* @__PURE__ */ new Set([root2]);
-  const record2 = /^(\d+) (blob|tree|commit) ([0-9a-f]+) +(\d+|-)\t([\s\S]+)$/;
-  for (const rec of out.slice(nl + 1).split("\0")) {
-    if (!rec) continue;
-    const m = record2.exec(rec);
-    if (!m) return null;
-    if (m[2] === "tree") trees.add(m[3]);
-    else entries.set(m[5], { mode: m[1], oid: m[3], size: m[4] === "-" ? 0 : Number(m[4]) });
-    if (entries.size > IN_PROCESS_MAX_FILES) return null;
-  }
-  try {
-    return treesOf(entries, format2).root === root2 ? { entries, trees, root: root2, format: format2 } : null;
-  } catch {
-    return null;
-  }
-}
-function treesOf(entries, format2) {
-  const top = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() };
-  for (const [p, e] of entries) {
-    const parts = p.split("/");
-    let d = top;
-    for (const part of parts.slice(0, -1)) {
-      let next = d.dirs.get(part);
-      if (!next) d.dirs.set(part, next = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() });
-      d = next;
-    }
-    d.files.set(parts.at(-1), e);
-  }
-  const objects = /* @__PURE__ */ new Map();
-  const raw2 = format2 === "sha256" ? 32 : 20;
-  const write = (d) => {
-    const items = [];
-    for (const [name, e] of d.files) {
-      if (!name || d.dirs.has(name)) throw new NotInProcess(`an unusual name in the tree: ${JSON.stringify(name)}`);
-      items.push({ key: name, head: Buffer.from(`${e.mode} ${name}\0`, "latin1"), oid: e.oid });
-    }
-    for (const [name, sub] of d.dirs) {
-      const oid2 = write(sub);
-      if (oid2) items.push({ key: `${name}/`, head: Buffer.from(`40000 ${name}\0`, "latin1"), oid: oid2 });
-    }
-    if (!items.length && d !== top) return null;
-    items.sort((a2, b) => a2.key < b.key ? -1 : a2.key > b.key ? 1 : 0);
-    const content = Buffer.concat(items.flatMap((i2) => [i2.head, Buffer.from(i2.oid, "hex").subarray(0, raw2)]));
-    const oid = objectId("tree", content, format2);
-    objects.set(oid, content);
-    return oid;
-  };
-  return { root: write(top), objects };
-}
-var O_PATH = 2097152;
-var IN_PROCESS_MAX_FOLDERS = 1024;
-var IN_PROCESS_READS = 32;
-var FOLDER_BUDGET = 2048;
-var OPEN_FILES = 64;
-var foldersHeld = 0;
-var filesOpen = 0;
-var fileTurns = [];
-async function withFile(fn) {
-  if (filesOpen < OPEN_FILES) filesOpen++;
-  else await new Promise((turn) => fileTurns.push(turn));
-  try {
-    return await fn();
-  } finally {
-    const next = fileTurns.shift();
-    if (next) next();
-    else filesOpen--;
-  }
-}
-var PATH_MAX = 4096;
-function refusedName(name, symlink2) {
-  const parts = name.split("/");
-  const plain = (part) => part.replace(/[^\x00-\x7f]/g, "").toLowerCase();
-  for (const part of parts) {
-    if (part === "" || part === "." || part === "..") return true;
-    const p = plain(part);
-    if (/^\.git[ .]*(:|$)/.test(p) || p.startsWith("git~")) return true;
-  }
-  const last2 = plain(parts.at(-1));
-  return symlink2 && (last2.startsWith(".gitmodules") || last2.includes("~"));
-}
-var procFd;
-var byFolder = () => procFd ??= process.platform === "linux" ? lstat2("/proc/self/fd").then(
-  (st) => st.isDirectory(),
-  () => false
-) : Promise.resolve(false);
-async function eachLimited(items, limit, fn) {
-  const out = new Array(items.length);
-  let next = 0;
-  let failure2 = null;
-  const worker = async () => {
-    while (!failure2 && next < items.length) {
-      const i2 = next++;
-      try {
-        out[i2] = await fn(items[i2], i2);
-      } catch (err) {
-        failure2 ??= { err };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failure2) throw failure2.err;
-  return out;
-}
-var code = (err) => err.code;
-async function readWorktree(worktree, base2, fresh) {
-  if (base2.entries.size > IN_PROCESS_MAX_FILES || fresh.length > IN_PROCESS_MAX_FILES) throw new NotInProcess("too many files");
-  const attributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
-  for (const [p, e] of base2.entries) if (e.mode === "160000" || attributes(p)) throw new NotInProcess(`${p}: a submodule or attributes`);
-  for (const p of fresh) if (p.endsWith("/") || attributes(p)) throw new NotInProcess(`${p}: a nested repository or attributes`);
-  for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
-  if (!await byFolder()) throw new NotInProcess("no /proc/self/fd");
-  const paths = [...base2.entries.keys(), ...fresh.filter((p) => !base2.entries.has(p))];
-  const rootLength = Buffer.byteLength(worktree + path29.sep);
-  const dirs = /* @__PURE__ */ new Set();
-  for (const p of paths) {
-    if (rootLength + p.length >= PATH_MAX) throw new NotInProcess("a path longer than the system opens");
-    for (let i2 = p.indexOf("/"); i2 >= 0; i2 = p.indexOf("/", i2 + 1)) dirs.add(p.slice(0, i2));
-  }
-  if (dirs.size > IN_PROCESS_MAX_FOLDERS) throw new NotInProcess("too many folders");
-  const reserved = dirs.size + 1;
-  if (foldersHeld + reserved > FOLDER_BUDGET) throw new NotInProcess("the snapshots' budget of open folders is in use");
-  foldersHeld += reserved;
-  const split = (name) => {
-    const i2 = name.lastIndexOf("/");
-    return i2 < 0 ? { dir: "", leaf: name } : { dir: name.slice(0, i2), leaf: name.slice(i2 + 1) };
-  };
-  const inFolder = (fd, leaf) => Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), Buffer.from(leaf, "latin1")]);
-  const held = [];
-  try {
-    const noAttributes = async (fd) => {
-      const st = await lstat2(inFolder(fd, ".gitattributes")).catch((err) => {
-        if (code(err) === "ENOENT") return null;
-        throw err;
-      });
-      if (st) throw new NotInProcess("a .gitattributes on the way");
-    };
-    const top = await open(worktree, O_PATH | constants4.O_DIRECTORY);
-    held.push(top);
-    const [seen, named] = await Promise.all([top.stat(), lstat2(inFolder(top.fd, "."))]);
-    if (seen.ino !== named.ino || seen.dev !== named.dev) throw new NotInProcess("/proc/self/fd does not lead to the open folder");
-    await noAttributes(top.fd);
-    const folders = /* @__PURE__ */ new Map([["", Promise.resolve(top.fd)]]);
-    const folder = (dir) => {
-      let p = folders.get(dir);
-      if (!p) {
-        const { dir: parent, leaf } = split(dir);
-        p = folder(parent).then(async (fd) => {
-          if (fd === null) return null;
-          let h3;
-          try {
-            h3 = await open(inFolder(fd, leaf), O_PATH | constants4.O_DIRECTORY | constants4.O_NOFOLLOW);
-          } catch (err) {
-            if (["ENOENT", "ENOTDIR", "ELOOP"].includes(code(err) ?? "")) return null;
-            throw err;
-          }
-          held.push(h3);
-          await noAttributes(h3.fd);
-          return h3.fd;
-        });
-        folders.set(dir, p);
-      }
-      return p;
-    };
-    const look = async (name) => {
-      const { dir, leaf } = split(name);
-      const fd = await folder(dir);
-      if (fd === null) return null;
-      try {
-        return { fd, leaf, st: await lstat2(inFolder(fd, leaf)) };
-      } catch (err) {
-        if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
-        throw err;
-      }
-    };
-    const found = await eachLimited(paths, 64, look);
-    let bytes = 0;
-    for (const [i2, f] of found.entries()) {
-      if (!f || f.st.isDirectory()) continue;
-      if (!f.st.isFile() && !f.st.isSymbolicLink()) throw new NotInProcess("a file that is neither a file nor a symlink");
-      if (f.st.isSymbolicLink() && refusedName(paths[i2], true)) throw new NotInProcess("a symlink of a name git refuses");
-      bytes += f.st.size;
-    }
-    if (bytes > IN_PROCESS_MAX_BYTES) throw new NotInProcess("too many bytes");
-    const files = /* @__PURE__ */ new Map();
-    const changed = /* @__PURE__ */ new Set();
-    await eachLimited(paths, IN_PROCESS_READS, async (name, i2) => {
-      const f = found[i2];
-      const before = base2.entries.get(name);
-      if (!f || f.st.isDirectory()) {
-        if (before) changed.add(name);
-        return;
-      }
-      const at = inFolder(f.fd, f.leaf);
-      const link3 = f.st.isSymbolicLink();
-      const content = link3 ? await readlink(at, { encoding: "buffer" }) : await withFile(() => readWhole(at, f.st));
-      const mode = link3 ? "120000" : f.st.mode & 64 ? "100755" : "100644";
-      const oid = objectId("blob", content, base2.format);
-      files.set(name, { mode, oid, content });
-      if (!before || before.mode !== mode || before.oid !== oid) changed.add(name);
-    });
-    return { files, changed };
-  } finally {
-    await Promise.all(held.map((h3) => h3.close().catch(() => void 0)));
-    foldersHeld -= reserved;
-  }
-}
-async function readWhole(file3, seen) {
-  const { size } = seen;
-  const changed = () => new NotInProcess("a file changed while it was read");
-  const h3 = await open(file3, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
-  try {
-    const st = await h3.stat();
-    if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev || st.size !== size) throw changed();
-    const buf = Buffer.alloc(size + 1);
-    let got = 0;
-    for (; ; ) {
-      const { bytesRead } = await h3.read(buf, got, size + 1 - got, got);
-      got += bytesRead;
-      if (got > size) throw changed();
-      if (got === size || !bytesRead) break;
-    }
-    if (got !== size) throw changed();
-    return buf.subarray(0, size);
-  } finally {
-    await h3.close();
-  }
-}
-async function writeLoose(objects, type, oid, content, folders = /* @__PURE__ */ new Map()) {
-  const file3 = path29.join(objects, oid.slice(0, 2), oid.slice(2));
-  const raw2 = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
-  const data = raw2.length < 64 * 1024 ? deflateSync(raw2, { level: 1 }) : await deflateAsync(raw2, { level: 1 });
-  const fanout = path29.dirname(file3);
-  let made2 = folders.get(fanout);
-  if (!made2) folders.set(fanout, made2 = mkdir3(fanout, { recursive: true }));
-  await made2;
-  const tmp = path29.join(objects, `tmp_obj_${randomBytes8(6).toString("hex")}`);
-  await withFile(() => writeFile(tmp, data, { mode: 292 }));
-  await rename(tmp, file3).catch(async (err) => {
-    await rm3(tmp, { force: true });
-    throw err;
-  });
-}
-var IDENTITY = "opencode-worker <opencode-worker@localhost>";
-function commitContent(tree, parent, message, when = /* @__PURE__ */ new Date()) {
-  const off = -when.getTimezoneOffset();
-  const zone = `${off < 0 ? "-" : "+"}${String(Math.floor(Math.abs(off) / 60)).padStart(2, "0")}${String(Math.abs(off) % 60).padStart(2, "0")}`;
-  const stamp = `${Math.floor(when.getTime() / 1e3)} ${zone}`;
-  const text = message.replace(/\0/g, "");
-  return Buffer.from(
-    `tree ${tree}
-parent ${parent}
-author ${IDENTITY} ${stamp}
-committer ${IDENTITY} ${stamp}
-
-${text}${text.endsWith("\n") ? "" : "\n"}`
-  );
-}
-async function writeSnapshot(objects, base2, snap, parent, message) {
-  if (!snap.changed.size) return null;
-  const { root: root2, objects: trees } = treesOf(snap.files, base2.format);
-  const known = new Set([...base2.entries.values()].map((e) => e.oid));
-  const writes = [];
-  const folders = /* @__PURE__ */ new Map();
-  for (const p of snap.changed) {
-    const f = snap.files.get(p);
-    if (f && !known.has(f.oid)) {
-      known.add(f.oid);
-      writes.push(writeLoose(objects, "blob", f.oid, f.content, folders));
-    }
-  }
-  for (const [oid, content] of trees) if (!base2.trees.has(oid)) writes.push(writeLoose(objects, "tree", oid, content, folders));
-  const commit = commitContent(root2, parent, message);
-  const id2 = objectId("commit", commit, base2.format);
-  writes.push(writeLoose(objects, "commit", id2, commit, folders));
-  const failed = (await Promise.allSettled(writes)).find((r) => r.status === "rejected");
-  if (failed) throw failed.reason;
-  return id2;
-}
-async function writeCheckout(dir, snap, only) {
-  const root2 = Buffer.from(dir + path29.sep);
-  const names = only ? only.filter((p) => snap.files.has(p)) : [...snap.files.keys()];
-  const made2 = /* @__PURE__ */ new Set();
-  for (const name of names) {
-    const parent = name.includes("/") ? name.slice(0, name.lastIndexOf("/")) : "";
-    if (parent && !made2.has(parent)) {
-      await mkdir3(Buffer.concat([root2, Buffer.from(parent, "latin1")]), { recursive: true });
-      made2.add(parent);
-    }
-  }
-  await eachLimited(names, IN_PROCESS_READS, async (name) => {
-    const f = snap.files.get(name);
-    const file3 = Buffer.concat([root2, Buffer.from(name, "latin1")]);
-    if (f.mode === "120000") await symlink(f.content, file3);
-    else await withFile(() => writeFile(file3, f.content, { mode: f.mode === "100755" ? 511 : 438, flag: "wx" }));
-  });
-}
-
-// engine/workspace/workspace.ts
 async function inspectRepo(dir) {
   if (!path30.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
   if (!existsSync11(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
@@ -80543,7 +80541,7 @@ async function inspectRepo(dir) {
   return { root: root2, subdir, head, branch };
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
-  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  const tag = createHash5("sha256").update(repoRoot2).digest("hex").slice(0, 8);
   return path30.join(worktreesRoot, `${path30.basename(repoRoot2)}-${tag}`, workerId);
 }
 var mirrorsRootOf = (worktreesRoot) => path30.join(path30.dirname(worktreesRoot), "mirrors");
@@ -80772,10 +80770,10 @@ function trustedEnv(home) {
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
     HOME: home,
-    GIT_AUTHOR_NAME: "opencode-worker",
-    GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
-    GIT_COMMITTER_NAME: "opencode-worker",
-    GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
+    GIT_AUTHOR_NAME: ENGINE_AUTHOR.name,
+    GIT_AUTHOR_EMAIL: ENGINE_AUTHOR.email,
+    GIT_COMMITTER_NAME: ENGINE_AUTHOR.name,
+    GIT_COMMITTER_EMAIL: ENGINE_AUTHOR.email
   };
 }
 var engineGitDirs = /* @__PURE__ */ new Map();
@@ -81294,7 +81292,7 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
 function gradedObjectsDir(reposDir, repoRoot2) {
-  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  const tag = createHash5("sha256").update(repoRoot2).digest("hex").slice(0, 8);
   return path30.join(reposDir, "graded", `${path30.basename(repoRoot2)}-${tag}`);
 }
 async function gradedStore(reposDir, repoRoot2) {
@@ -86372,7 +86370,7 @@ async function waitForNews(src, input2, opts = {}) {
   const outcome2 = () => {
     const ws = ids2.map((id2) => src.get(id2));
     if (ws.every((w) => isAtRest(w.state))) return "settled";
-    if (ws.some((w) => pendingAsks(w).some((a2) => !shownAsks.has(a2.id)) || isAtRest(w.state) && !shownFinished.has(w.id))) return "news";
+    if (news() > 0) return "news";
     if (input2.untilGone && !ws.some((w) => pendingAsks(w).some((a2) => a2.id === input2.untilGone))) return "news";
     return null;
   };
@@ -86505,7 +86503,7 @@ import { existsSync as existsSync18, mkdirSync as mkdirSync17, readdirSync as re
 import path49 from "node:path";
 
 // engine/models/download.ts
-import { createHash as createHash7 } from "node:crypto";
+import { createHash as createHash6 } from "node:crypto";
 import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync17, mkdirSync as mkdirSync16, renameSync as renameSync3, statfsSync, statSync as statSync11, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
 import path48 from "node:path";
@@ -86516,7 +86514,7 @@ var DownloadError = class extends SetupError {
   }
 };
 async function sha256File(file3) {
-  const h3 = createHash7("sha256");
+  const h3 = createHash6("sha256");
   for await (const chunk of createReadStream2(file3)) h3.update(chunk);
   return h3.digest("hex");
 }
