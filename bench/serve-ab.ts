@@ -15,7 +15,7 @@ import { sandboxStatus, writeWorkerShell, writeWorkspacePlugin } from "../engine
 import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, tempDir } from "../test/helpers";
 import { bareSdk, benchTarget } from "./batch";
-import { opencodeServeUnder } from "./procs";
+import { opencodeServeUnder, rssMbOf } from "./procs";
 import { cpuWithChildren, median, round, untilQuiet } from "./stats";
 
 const execFileP = promisify(execFile);
@@ -89,6 +89,7 @@ async function rig(variant: string) {
       const dir = makeRepo();
       firsts.length = 0;
       await untilQuiet([pid]);
+      const rss0 = rssMbOf(pid);
       const c0 = cpuWithChildren(pid)!;
       const burner = burn ? spawn(process.execPath, ["-e", BURNER, dir], { stdio: "ignore" }) : null;
       const t0 = Date.now();
@@ -108,7 +109,9 @@ async function rig(variant: string) {
       }
       dirs.length = 0;
       cleanup(dir);
+      const rss1 = rssMbOf(pid);
       return {
+        rss: `${round(rss0 ?? 0, 0)} → ${round(rss1 ?? 0, 0)} MB`,
         wall,
         cpu: round(c1.self - c0.self, 2),
         kids: round(c1.children - c0.children, 2),
@@ -127,14 +130,14 @@ async function rig(variant: string) {
 
 const rigs = [];
 for (const v of variants) rigs.push(await rig(v));
-const res: Record<string, { cpu: number; kids: number; after: number; first: number; firstMax: number; wall: number; released: number }[]> = {};
+const res: Record<string, { rss: string; cpu: number; kids: number; after: number; first: number; firstMax: number; wall: number; released: number }[]> = {};
 try {
   for (let rep = 0; rep < reps; rep++) {
     for (const r of rep % 2 ? [...rigs].reverse() : rigs) {
       const x = await r.run(`r${rep}`);
       (res[r.variant] ??= []).push(x);
       console.log(
-        `${r.variant} rep ${rep}: serve CPU ${x.cpu}+${x.kids} s (+${x.after} s after, disposals ${x.released} s), first request ${x.first}/${x.firstMax} ms, wall ${x.wall} ms`,
+        `${r.variant} rep ${rep}: serve CPU ${x.cpu}+${x.kids} s (+${x.after} s after, disposals ${x.released} s), first request ${x.first}/${x.firstMax} ms, wall ${x.wall} ms, serve RSS ${x.rss}`,
       );
     }
   }

@@ -61,6 +61,22 @@ describe("releasing finished workers' opencode instances", () => {
     expect(disposed).toEqual(["/ws/w1", "/ws/w2"]); // a worker on another server (w3) does not hold them up
   });
 
+  it("a 32-task batch finishing one by one keeps every instance until its last worker is at rest", async () => {
+    // Disposals take opencode's one thread (~25 ms each): during a batch's tail they delay its last workers' turns.
+    const { releaser, disposed, states, add, serverA, settle } = rig();
+    for (let i = 0; i < 32; i++) add(`w${i}`, serverA);
+    for (let i = 0; i < 31; i++) {
+      states.set(`w${i}`, i % 3 ? "built" : "honest-failure");
+      releaser.finished(`w${i}`);
+      await settle();
+    }
+    expect(disposed).toEqual([]);
+    states.set("w31", "built");
+    releaser.finished("w31");
+    await settle();
+    expect(disposed.length).toBe(32);
+  });
+
   it(`releases at ${RELEASE_BATCH} waiting even while busy, and after ${RELEASE_DELAY_MS} ms at the latest`, async () => {
     vi.useFakeTimers();
     const { releaser, disposed, states, add, serverA, settle } = rig();

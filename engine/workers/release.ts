@@ -2,14 +2,20 @@ import { isAtRest } from "../../shared/worker";
 import type { HarnessServer } from "../harness";
 import type { WorkerRegistry } from "../registry";
 
-/** Finished workers' instances kept at most, per server, while it has workers at work. */
-export const RELEASE_BATCH = 16;
+/**
+ * Finished workers' instances kept at most, per server, while it has workers at work: a whole 32-task batch's, so that
+ * no disposal takes opencode's thread from a batch's last workers (16 did: 0.4 s of its CPU in the batch's last half
+ * second). A finished instance kept holds 2–6 MB of opencode's memory (bench/serve-ab.ts, batches of 32 never disposed:
+ * 963 → 1160 → 1219 MB), so the 64 kept cost ~0.4 GB at most.
+ */
+export const RELEASE_BATCH = 64;
 /** How long a finished worker's instance is kept at most while its server has workers at work. */
 export const RELEASE_DELAY_MS = 10_000;
 
 /**
  * opencode keeps an instance (project state, LSP, tools) per directory it has seen, and every workspace is a new
- * directory: without disposal, `opencode serve` grew by ~90 MB per finished worker (bench: 32 workers, 0.5 → 3.7 GB).
+ * directory: without disposal, `opencode serve` grew by ~90 MB per finished worker (bench: 32 workers, 0.5 → 3.7 GB,
+ * in an earlier opencode; 2–6 MB an instance now, see RELEASE_BATCH).
  * Disposing costs opencode's one JS thread ~25 ms a worker (measured: 16 disposals, 0.41 s of its CPU), and that
  * thread is what a batch of workers waits on. So a finished worker's instance is disposed when its server has no
  * worker at work (starting, running, waiting for an approval, or being graded: disposals while a batch's last workers
