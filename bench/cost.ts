@@ -5,14 +5,12 @@
 import { chmodSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { startScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, startEngine, tempDir, type TestEngine } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
-import { log, median, round, spread, type Spread } from "./stats";
+import type { BenchModel } from "./model";
+import { log, median, procStat, round, spread, type Spread } from "./stats";
 import type { SideRun } from "./trust";
-
-type Model = Awaited<ReturnType<typeof startScriptedModel>>;
 
 export interface CostSize {
   tasks: number;
@@ -32,10 +30,14 @@ export interface CostSize {
   tailMs: { engine: number; before?: number; bare: number };
   /** Engine CPU (its own + the git it ran) per batch, medians: CPU does not stretch with load as wall time does. */
   engineCpuSec: { engine: number; before?: number };
+  /** The scripted model's CPU per batch (medians), where it ran in a process of its own: the same work for every side. */
+  modelCpuSec?: { engine: number; before?: number; bare: number };
 }
 
 export interface EngineCost {
   reps: number;
+  /** Where the scripted model ran: a process of its own (as a real model server), or the bench's (OCW_BENCH_MODEL_INPROC=1). */
+  model?: "own process" | "bench process";
   /** What the earlier build is (the --before bundle's label), or null when only this build ran. */
   before: string | null;
   sizes: Record<string, CostSize>;
@@ -56,7 +58,8 @@ function bridgeOf(bundle: string): string {
 }
 
 export async function engineCost(opts: {
-  model: Model;
+  model: BenchModel;
+  modelWhere?: "own process" | "bench process";
   reps: number;
   sizes: number[];
   pacedMs: number;
@@ -69,6 +72,8 @@ export async function engineCost(opts: {
   const runs = new Map<string, (EngineBatch | BareBatch)[]>();
   const sequence: EngineCost["sequence"] = [];
   const loadAtBatch: EngineCost["loadAtBatch"] = [];
+  /** Per side and size: the model process's CPU seconds in each batch (its own process only). */
+  const modelCpu = new Map<string, number[]>();
   const up = async (bundle?: string) => {
     const e: TestEngine = await startEngine(tempDir("state"), {}, bundle);
     await e.client.targets.save.mutate({ target: benchTarget(opts.model.url), activate: true });
@@ -95,13 +100,16 @@ export async function engineCost(opts: {
           sequence.push({ side, rep, size });
           loadAtBatch.push({ side, size, rep, load: round(os.loadavg()[0]!, 2) });
           const tag = `c${rep}n${n}${side}${paced ? ` ${opts.paced}` : ""}`;
+          const m0 = model.pid ? procStat(model.pid).cpuSec : null;
           const r =
             side === "bareClone"
               ? await bare.run(n, tag)
               : await batchThroughMcp((side === "engine" ? now : before!).mcp, (side === "engine" ? now : before!).e, model, n, tag);
           runs.set(`${side}${size}`, [...(runs.get(`${side}${size}`) ?? []), r]);
+          const mCpu = m0 !== null ? round(procStat(model.pid!).cpuSec - m0, 2) : null;
+          if (mCpu !== null) modelCpu.set(`${side}${size}`, [...(modelCpu.get(`${side}${size}`) ?? []), mCpu]);
           log(
-            `cost ${n} tasks${paced ? `, paced ${pacedMs} ms` : ""}, ${side} (run ${rep + 1}/${reps}): ${r.wallMs} ms, ${r.built} built${"cpuSec" in r ? `; engine CPU ${r.cpuSec} + ${r.childrenCpuSec} s of its git` : ""}; load ${os
+            `cost ${n} tasks${paced ? `, paced ${pacedMs} ms` : ""}, ${side} (run ${rep + 1}/${reps}): ${r.wallMs} ms, ${r.built} built${"cpuSec" in r ? `; engine CPU ${r.cpuSec} + ${r.childrenCpuSec} s of its git` : ""}${mCpu !== null ? `; model CPU ${mCpu} s` : ""}; load ${os
               .loadavg()
               .map((x) => round(x, 2))
               .join(", ")}`,
@@ -160,10 +168,20 @@ export async function engineCost(opts: {
         engine: round(median(eng.map((r) => r.cpuSec + r.childrenCpuSec)), 2),
         ...(bef ? { before: round(median(bef.map((r) => r.cpuSec + r.childrenCpuSec)), 2) } : {}),
       },
+      ...(modelCpu.has(`engine${size}`) && modelCpu.has(`bareClone${size}`)
+        ? {
+            modelCpuSec: {
+              engine: round(median(modelCpu.get(`engine${size}`)!), 2),
+              ...(modelCpu.has(`engineBefore${size}`) ? { before: round(median(modelCpu.get(`engineBefore${size}`)!), 2) } : {}),
+              bare: round(median(modelCpu.get(`bareClone${size}`)!), 2),
+            },
+          }
+        : {}),
     };
   }
   return {
     reps,
+    ...(opts.modelWhere ? { model: opts.modelWhere } : {}),
     before: opts.before?.label ?? null,
     sizes,
     sequence,
