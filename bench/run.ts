@@ -10,7 +10,7 @@ import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type T
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
 import { engineCost } from "./cost";
-import { PACED, PACED_MODEL_MS, MODEL_CHILD_FLAG, serveBenchModelIfAsked, startBenchModelInProcess, startCostModel, type BenchModel } from "./model";
+import { PACED, PACED_MODEL_MS, serveBenchModelIfAsked, startBenchModelInProcess, startCostModel, type BenchModel } from "./model";
 import { FAULT_FILES, runFaultSuite } from "./faults";
 import { compareEnv, environOf, opencodeServeUnder } from "./procs";
 import { loneStarts, repoCost, startMedians, type WorkerStart } from "./sandbox";
@@ -524,7 +524,7 @@ const FAULT_FILES_COUNT = FAULT_FILES.length;
  * equally often (with an even number of repetitions).
  */
 const benchLoop = monitorEventLoopDelay({ resolution: 10 });
-if (!process.argv.includes(MODEL_CHILD_FLAG)) benchLoop.enable();
+benchLoop.enable();
 
 async function batches(model: BenchModel, report: Report, put: (key: string, runs: number[], d?: number) => number) {
   const batchSizes = quick ? [4, 8] : [16, 32];
