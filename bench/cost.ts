@@ -101,15 +101,19 @@ export async function engineCost(opts: {
           loadAtBatch.push({ side, size, rep, load: round(os.loadavg()[0]!, 2) });
           const tag = `c${rep}n${n}${side}${paced ? ` ${opts.paced}` : ""}`;
           const m0 = model.pid ? procStat(model.pid).cpuSec : null;
+          // This process's CPU: the bare side's SDK client, the MCP client, and the model where it runs here.
+          const b0 = process.cpuUsage();
           const r =
             side === "bareClone"
               ? await bare.run(n, tag)
               : await batchThroughMcp((side === "engine" ? now : before!).mcp, (side === "engine" ? now : before!).e, model, n, tag);
           runs.set(`${side}${size}`, [...(runs.get(`${side}${size}`) ?? []), r]);
+          const b1 = process.cpuUsage(b0);
+          const benchCpu = round((b1.user + b1.system) / 1e6, 2);
           const mCpu = m0 !== null ? round(procStat(model.pid!).cpuSec - m0, 2) : null;
           if (mCpu !== null) modelCpu.set(`${side}${size}`, [...(modelCpu.get(`${side}${size}`) ?? []), mCpu]);
           log(
-            `cost ${n} tasks${paced ? `, paced ${pacedMs} ms` : ""}, ${side} (run ${rep + 1}/${reps}): ${r.wallMs} ms, ${r.built} built${"cpuSec" in r ? `; engine CPU ${r.cpuSec} + ${r.childrenCpuSec} s of its git` : ""}${mCpu !== null ? `; model CPU ${mCpu} s` : ""}; load ${os
+            `cost ${n} tasks${paced ? `, paced ${pacedMs} ms` : ""}, ${side} (run ${rep + 1}/${reps}): ${r.wallMs} ms, ${r.built} built${"cpuSec" in r ? `; engine CPU ${r.cpuSec} + ${r.childrenCpuSec} s of its git` : ""}${mCpu !== null ? `; model CPU ${mCpu} s` : ""}; bench process CPU ${benchCpu} s; load ${os
               .loadavg()
               .map((x) => round(x, 2))
               .join(", ")}`,
