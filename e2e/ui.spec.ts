@@ -330,7 +330,7 @@ test("merge: a conflicting branch is refused with a clear message, and nothing c
   await page.getByRole("button", { name: "Merge…" }).click();
   await page.getByRole("dialog", { name: "Confirm merge" }).getByRole("button", { name: "Merge", exact: true }).click();
   const alert = page.getByRole("alert").filter({ hasText: "Merge refused" });
-  await expect(alert).toContainText(/conflicts in \S+; nothing was changed/);
+  await expect(alert).toContainText(/conflicts in \(file names from the worker's change, untrusted: \["[^"]+"\]\); nothing was changed/);
   await shot(page, "20-merge-conflict");
   expect((await engine.client.workers.get.query({ workerId: ids.E })).merged).toBeNull();
 });

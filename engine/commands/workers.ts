@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { Command } from "commander";
 import type { BatchSummary } from "../../shared/batch";
-import { showUntrusted } from "../../shared/untrusted";
+import { quoteUntrustedList, showUntrusted } from "../../shared/untrusted";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
 import { isAtRest, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
 import { connect, type EngineClient } from "../api/client";
@@ -312,7 +312,14 @@ export function showText(w: Worker): string {
     for (const c of v.checks)
       lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
     lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
-    if (v.flags?.length) lines.push(`flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${safe(f.path)} (${f.detail})`).join("; ")}`);
+    // The paths (and a symlink's target in the detail) are the worker's: quoted and labelled, never raw.
+    if (v.flags?.length)
+      lines.push(
+        `flagged (merge needs --accept-flagged): ${quoteUntrustedList(
+          v.flags.map((f) => `${f.path} (${f.detail})`),
+          "files of the worker's change, with why each is flagged",
+        )}`,
+      );
     if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
   }
