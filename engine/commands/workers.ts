@@ -192,7 +192,7 @@ export function registerWorkerCommands(program: Command): void {
         console.log(
           o.json
             ? JSON.stringify(r)
-            : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${r.files.map(safe).join(", ")})` : ""}; discard ${id} once you no longer need it`,
+            : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id} once you no longer need it`,
         );
       } catch (err) {
         fail(err);
@@ -425,7 +425,9 @@ export class LogPrinter {
     else if (part.kind === "reasoning" && part.text?.trim()) this.out([`[${at}] worker thinks (untrusted text):`, ...block(part.text, 8)].join("\n"));
     else if (part.kind === "tool") {
       const input = part.input === undefined ? "" : safe(JSON.stringify(part.input)).slice(0, 300);
-      const lines = [`[${at}] tool ${safe(part.tool ?? "?")} ${part.status ?? ""} ${input}`];
+      // The call's input and what it printed are the worker's (its model's, its commands'): labelled, made safe.
+      const said = [input ? "input" : "", part.error || part.output ? "output" : ""].filter(Boolean).join(" and ");
+      const lines = [`[${at}] tool ${safe(part.tool ?? "?")} ${part.status ?? ""}${said ? ` (untrusted ${said})${input ? `: ${input}` : ""}` : ""}`];
       if (part.error) lines.push(...block(`error: ${part.error}`, 5));
       else if (part.output) lines.push(...block(part.output, 10));
       this.out(lines.join("\n"));

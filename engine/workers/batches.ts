@@ -249,7 +249,7 @@ export class Batches {
         );
         if ("conflict" in c) {
           result.conflict = { workerId: c.conflict.id, files: c.conflict.files };
-          result.reason = `${c.conflict.id} does not combine with the workers before it: conflicts in ${c.conflict.files.join(", ") || "(git named none)"}`;
+          result.reason = `${c.conflict.id} does not combine with the workers before it: conflicts in ${c.conflict.files.length ? quoteUntrustedList(c.conflict.files, "file names from the workers' changes") : "(git named none)"}`;
         } else {
           result.commit = c.commit;
           result.checks = await this.runIntegrationChecks(r, c.commit, spec.checks);

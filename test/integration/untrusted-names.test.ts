@@ -99,6 +99,11 @@ describe("text a worker or its model chose", () => {
     expect(events.filter((e) => e.type === "tool.failed").map((e) => (e as { tool: string }).tool)).toEqual(expect.arrayContaining([`bash\n${INJECTION}`]));
     const outs = [await mcp.call("workers", { directory: dir }), await mcp.call("worker_status", { workerId }), await mcp.call("result", { workerId })];
     expect(outs.flatMap((o) => pathsOf(o, INJECTION)).filter((p) => !/\.untrusted\./.test(p))).toEqual([]);
+    // `ocw logs`: the call's input (the name the model sent is in it) is labelled, on one line.
+    const logs = await ocw(["logs", workerId]);
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout).toContain(`tool invalid completed (untrusted input and output): {"tool":"bash\\n${INJECTION}"`);
+    expect(logs.stdout.split("\n").some((l) => l.startsWith(INJECTION))).toBe(false);
   });
 
   it("a file name over the snapshot cap: the verdict's reason shows it escaped, quoted and labelled (MCP result, ocw show)", async () => {
