@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { WORKER_AGENT } from "../engine/harness/config";
 import { OpencodeServer } from "../engine/harness/opencode-server";
 import { sandboxStatus, writeWorkerShell, writeWorkspacePlugin } from "../engine/sandbox";
+import { createWorkspace, inspectRepo } from "../engine/workspace";
 import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, tempDir } from "../test/helpers";
 import { bareSdk, benchTarget } from "./batch";
@@ -47,6 +48,9 @@ async function rig(variant: string) {
   const release = flags.includes("release");
   // Work beside the serve like the engine's during a batch (its node thread ~20% of a core, its git ~60 processes a second).
   const burn = flags.includes("burn");
+  // Each task's workspace made the engine's way (createWorkspace: git's init layout, the mirror as alternate, a
+  // checkout of the worker's branch), not a clone.
+  const engineWs = flags.includes("ws");
   const dirs: string[] = [];
   const state = tempDir(`ab-${kind}`);
   const home = path.join(state, "opencode", "scripted");
@@ -68,10 +72,14 @@ async function rig(variant: string) {
   const firsts: number[] = [];
   const one = async (dir: string, _i: number, branch: string, text: string) => {
     const t0 = Date.now();
-    const wt = path.join(workspacesRoot, branch, "repo");
-    mkdirSync(path.dirname(wt), { recursive: true });
-    await execFileP("git", ["clone", "-q", "--template=", dir, wt]);
-    writeFileSync(path.join(wt, ".git", "opencode"), randomBytes(20).toString("hex") + "\n");
+    let wt = path.join(workspacesRoot, branch, "repo");
+    if (engineWs) {
+      wt = (await createWorkspace(workspacesRoot, await inspectRepo(dir), branch, path.join(state, "repos", `${branch}.git`))).cwd;
+    } else {
+      mkdirSync(path.dirname(wt), { recursive: true });
+      await execFileP("git", ["clone", "-q", "--template=", dir, wt]);
+      writeFileSync(path.join(wt, ".git", "opencode"), randomBytes(20).toString("hex") + "\n");
+    }
     const s = (await client.session.create({ directory: wt, title: `ab ${branch}` })).data!;
     const idle = idleOf(s.id);
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
