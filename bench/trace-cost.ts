@@ -14,7 +14,7 @@ import { cleanup, startEngine, tempDir } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch } from "./batch";
 import { commandHelperUnder, opencodeServeUnder } from "./procs";
-import { median, round } from "./stats";
+import { cpuWithChildren, median, round } from "./stats";
 
 const n = Number(process.argv[2] ?? 16);
 const reps = Number(process.argv[3] ?? 2);
@@ -118,6 +118,9 @@ try {
     const sides = (BEFORE ? ["engine", "bare", "before"] : ["engine", "bare"]).filter((x) => !(process.env.NOBARE === "1" && x === "bare"));
     for (const side of rep % 2 ? sides.reverse() : sides) {
       const load = round(os.loadavg()[0]!, 2);
+      // This process (the scripted model, the MCP client or the bare SDK client) and what it reaped meanwhile (the bare
+      // side's clones; the engine and its servers are not reaped during a batch).
+      const me0 = cpuWithChildren(process.pid)!;
       if (side !== "bare") {
         const { e, mcp, oc } = engines[side]!;
         const { r, execs } = await traced([e.proc.pid!, oc, ...(commandHelperUnder(e.proc.pid!) ? [commandHelperUnder(e.proc.pid!)!] : [])], () =>
@@ -163,6 +166,8 @@ try {
         });
       }
       const x = results.at(-1)!;
+      const me1 = cpuWithChildren(process.pid)!;
+      x.detail += `; this process ${round(me1.self - me0.self, 2)} s, its reaped children ${round(me1.children - me0.children, 2)} s`;
       console.log(
         `${side} n=${n}${tag} rep ${rep}: wall ${x.wall} ms, tail ${x.tail} ms, load ${x.load}\n  ${x.detail}${STRACE ? `\n  execs ${JSON.stringify(x.execs)}` : ""}`,
       );
