@@ -49,6 +49,14 @@ export interface EngineCost {
 
 type Side = "engine" | "engineBefore" | "bareClone";
 
+/**
+ * Each repetition's fresh engines and bare serve first run one untimed batch of this size, alike. The bare side's
+ * client runs in this process, warm from every earlier repetition, while each engine (a fresh process) had run one
+ * task: its code ran cold (unoptimized) through the timed batches, ~0.3 s more engine CPU per 32-task batch than the
+ * same build warm (bench/trace-cost.ts, one engine through all its batches).
+ */
+const WARM_UP_TASKS = 16;
+
 /** A wrapper that runs the bridge of the earlier build (startMcp's `command` takes an executable). */
 function bridgeOf(bundle: string): string {
   const file = path.join(tempDir("bench-before-bridge"), "ocw");
@@ -78,7 +86,7 @@ export async function engineCost(opts: {
     const e: TestEngine = await startEngine(tempDir("state"), {}, bundle);
     await e.client.targets.save.mutate({ target: benchTarget(opts.model.url), activate: true });
     const mcp = await startMcp(e.stateDir, "claude-code", bundle ? { command: bridge } : {});
-    await batchThroughMcp(mcp, e, model, 1, `warm-up-cost${bundle ? "-before" : ""}`);
+    await batchThroughMcp(mcp, e, model, WARM_UP_TASKS, `warm-up-cost${bundle ? "-before" : ""}`);
     return { e, mcp };
   };
   const down = async (x: { e: TestEngine; mcp: Awaited<ReturnType<typeof startMcp>> } | null) => {
@@ -91,6 +99,7 @@ export async function engineCost(opts: {
     const now = await up();
     const before = opts.before ? await up(opts.before.bundle).catch(async (err) => (await down(now), Promise.reject(err))) : null;
     const bare = await bareRig(model, "private-clone").catch(async (err) => (await down(before), await down(now), Promise.reject(err)));
+    await bare.run(WARM_UP_TASKS, `c${rep}warm-up`).catch(async (err) => (await bare.close(), await down(before), await down(now), Promise.reject(err)));
     try {
       for (const size of [...opts.sizes, -opts.sizes.at(-1)!]) {
         const n = Math.abs(size);

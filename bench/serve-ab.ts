@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { WORKER_AGENT } from "../engine/harness/config";
 import { OpencodeServer } from "../engine/harness/opencode-server";
 import { sandboxStatus, writeWorkerShell, writeWorkspacePlugin } from "../engine/sandbox";
+import { createWorkspace, inspectRepo } from "../engine/workspace";
 import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, tempDir } from "../test/helpers";
 import { bareSdk, benchTarget } from "./batch";
@@ -47,6 +48,11 @@ async function rig(variant: string) {
   const release = flags.includes("release");
   // Work beside the serve like the engine's during a batch (its node thread ~20% of a core, its git ~60 processes a second).
   const burn = flags.includes("burn");
+  // Each task's workspace made the engine's way (createWorkspace: git's init layout, the mirror as alternate, a
+  // checkout of the worker's branch), not a clone.
+  const engineWs = flags.includes("ws");
+  // +origin: that workspace also names an origin remote and its HEAD, as a clone does (opencode reads them).
+  const origin = flags.includes("origin");
   const dirs: string[] = [];
   const state = tempDir(`ab-${kind}`);
   const home = path.join(state, "opencode", "scripted");
@@ -66,15 +72,27 @@ async function rig(variant: string) {
   await server.start();
   const { client, idle: idleOf } = bareSdk(server);
   const firsts: number[] = [];
+  const phases = { ws: [] as number[], session: [] as number[], prompt: [] as number[] };
   const one = async (dir: string, _i: number, branch: string, text: string) => {
     const t0 = Date.now();
-    const wt = path.join(workspacesRoot, branch, "repo");
-    mkdirSync(path.dirname(wt), { recursive: true });
-    await execFileP("git", ["clone", "-q", "--template=", dir, wt]);
-    writeFileSync(path.join(wt, ".git", "opencode"), randomBytes(20).toString("hex") + "\n");
+    let wt = path.join(workspacesRoot, branch, "repo");
+    if (engineWs) {
+      wt = (await createWorkspace(workspacesRoot, await inspectRepo(dir), branch, path.join(state, "repos", `${branch}.git`))).cwd;
+      if (origin) {
+        await execFileP("git", ["-C", wt, "remote", "add", "origin", "/nonexistent"]);
+        await execFileP("git", ["-C", wt, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main"]);
+      }
+    } else {
+      mkdirSync(path.dirname(wt), { recursive: true });
+      await execFileP("git", ["clone", "-q", "--template=", dir, wt]);
+      writeFileSync(path.join(wt, ".git", "opencode"), randomBytes(20).toString("hex") + "\n");
+    }
+    phases.ws.push(Date.now() - t0);
     const s = (await client.session.create({ directory: wt, title: `ab ${branch}` })).data!;
+    phases.session.push(Date.now() - t0);
     const idle = idleOf(s.id);
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
+    phases.prompt.push(Date.now() - t0);
     await idle;
     const first = model.requests.find((r) => r.kind === "chat" && r.sessionId === s.id);
     if (first) firsts.push(first.at - t0);
@@ -88,6 +106,7 @@ async function rig(variant: string) {
     async run(tag: string) {
       const dir = makeRepo();
       firsts.length = 0;
+      for (const k of Object.keys(phases) as (keyof typeof phases)[]) phases[k].length = 0;
       await untilQuiet([pid]);
       const rss0 = rssMbOf(pid);
       const c0 = cpuWithChildren(pid)!;
@@ -111,7 +130,7 @@ async function rig(variant: string) {
       cleanup(dir);
       const rss1 = rssMbOf(pid);
       return {
-        rss: `${round(rss0 ?? 0, 0)} → ${round(rss1 ?? 0, 0)} MB`,
+        rss: `${round(rss0 ?? 0, 0)} → ${round(rss1 ?? 0, 0)} MB; workspace ${round(median(phases.ws), 0)}/${Math.max(...phases.ws)}, session ${round(median(phases.session), 0)}/${Math.max(...phases.session)}, prompted ${round(median(phases.prompt), 0)}/${Math.max(...phases.prompt)} ms`,
         wall,
         cpu: round(c1.self - c0.self, 2),
         kids: round(c1.children - c0.children, 2),

@@ -15,7 +15,7 @@ import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch } from "./batch";
 import { serveBenchModelIfAsked, startCostModel } from "./model";
 import { commandHelperUnder, opencodeServeUnder } from "./procs";
-import { median, procStat, round } from "./stats";
+import { cpuWithChildren, median, procStat, round } from "./stats";
 
 // Bundled, this file is also the model's process (bench/model.ts): then it serves the model and does nothing else.
 await serveBenchModelIfAsked();
@@ -113,6 +113,9 @@ try {
     for (const side of rep % 2 ? sides.reverse() : sides) {
       const load = round(os.loadavg()[0]!, 2);
       const m0 = modelCpu();
+      // This process (the MCP client or the bare SDK client, and the scripted model where it runs here) and what it
+      // reaped meanwhile (the bare side's clones; the engine, its servers and the model's process are not reaped during a batch).
+      const me0 = cpuWithChildren(process.pid)!;
       if (side !== "bare") {
         const { e, mcp, oc } = engines[side]!;
         const { r, execs } = await traced([e.proc.pid!, oc, ...(commandHelperUnder(e.proc.pid!) ? [commandHelperUnder(e.proc.pid!)!] : [])], () =>
@@ -159,6 +162,8 @@ try {
       }
       const x = results.at(-1)!;
       const m1 = modelCpu();
+      const me1 = cpuWithChildren(process.pid)!;
+      x.detail += `; this process ${round(me1.self - me0.self, 2)} s, its reaped children ${round(me1.children - me0.children, 2)} s`;
       console.log(
         `${side} n=${n}${tag} rep ${rep}: wall ${x.wall} ms, tail ${x.tail} ms, load ${x.load}${m0 !== null && m1 !== null ? `, model CPU ${round(m1 - m0, 2)} s` : ""}\n  ${x.detail}${STRACE ? `\n  execs ${JSON.stringify(x.execs)}` : ""}`,
       );

@@ -5,6 +5,7 @@ import { noAnswer, type PortResult } from "../harness";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import { Decision, rejectionMessage, type DecidedBy, type Grant, type PermissionAsk, PolicyRule } from "../../shared/permission";
+import { quoteUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../registry";
 import { readJson, writeJsonAtomic } from "../store";
@@ -159,7 +160,7 @@ export class Approvals {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(
-            `ask ${ask.id} is a question (${ask.what}): pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`,
+            `ask ${ask.id} is a question ${quoteUntrusted(ask.what, "the worker's words", 500)}: pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`,
           );
         }
         call = port.replyQuestion({ requestID: ask.id, directory, answers: decision.answers }, limit);

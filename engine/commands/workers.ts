@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { Command } from "commander";
 import type { BatchSummary } from "../../shared/batch";
-import { showUntrusted } from "../../shared/untrusted";
+import { quoteUntrustedList, showUntrusted } from "../../shared/untrusted";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
 import { isAtRest, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
 import { connect, type EngineClient } from "../api/client";
@@ -192,7 +192,7 @@ export function registerWorkerCommands(program: Command): void {
         console.log(
           o.json
             ? JSON.stringify(r)
-            : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${r.files.map(safe).join(", ")})` : ""}; discard ${id} once you no longer need it`,
+            : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id} once you no longer need it`,
         );
       } catch (err) {
         fail(err);
@@ -312,7 +312,14 @@ export function showText(w: Worker): string {
     for (const c of v.checks)
       lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
     lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
-    if (v.flags?.length) lines.push(`flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${safe(f.path)} (${f.detail})`).join("; ")}`);
+    // The paths (and a symlink's target in the detail) are the worker's: quoted and labelled, never raw.
+    if (v.flags?.length)
+      lines.push(
+        `flagged (merge needs --accept-flagged): ${quoteUntrustedList(
+          v.flags.map((f) => `${f.path} (${f.detail})`),
+          "files of the worker's change, with why each is flagged",
+        )}`,
+      );
     if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
   }
@@ -418,7 +425,9 @@ export class LogPrinter {
     else if (part.kind === "reasoning" && part.text?.trim()) this.out([`[${at}] worker thinks (untrusted text):`, ...block(part.text, 8)].join("\n"));
     else if (part.kind === "tool") {
       const input = part.input === undefined ? "" : safe(JSON.stringify(part.input)).slice(0, 300);
-      const lines = [`[${at}] tool ${safe(part.tool ?? "?")} ${part.status ?? ""} ${input}`];
+      // The call's input and what it printed are the worker's (its model's, its commands'): labelled, made safe.
+      const said = [input ? "input" : "", part.error || part.output ? "output" : ""].filter(Boolean).join(" and ");
+      const lines = [`[${at}] tool ${safe(part.tool ?? "?")} ${part.status ?? ""}${said ? ` (untrusted ${said})${input ? `: ${input}` : ""}` : ""}`];
       if (part.error) lines.push(...block(`error: ${part.error}`, 5));
       else if (part.output) lines.push(...block(part.output, 10));
       this.out(lines.join("\n"));

@@ -2,6 +2,7 @@
 import { askView } from "../../shared/ask-view";
 import type { CheckResult } from "../../shared/check";
 import { showUntrusted } from "../../shared/untrusted";
+import { plainName } from "../../shared/wait";
 import type { PermissionAsk } from "../../shared/permission";
 import path from "node:path";
 import { isAtRest, pendingAsks, type Worker, workerTitle } from "../../shared/worker";
@@ -52,19 +53,34 @@ export function askWhat(a: Pick<PermissionAsk, "what">, worktree: string | null 
 }
 
 /**
+ * A tool name as Claude reads it: opencode's own names (bash, edit, invalid… — a model that calls a tool opencode does
+ * not have gets "invalid", and a name it spells in other case is mapped to the real one) are plain words the engine says
+ * as its own. Anything else would be text the model chose: the plain field then only points at the marked copy.
+ */
+export function toolField(name: string, where: string): { plain: string; untrusted?: string } {
+  return plainName(name) ? { plain: name } : { plain: `(not a plain tool name: see ${where})`, untrusted: showUntrusted(name, { lines: false, max: 80 }) };
+}
+
+/**
  * An ask as Claude reads it: the asked text made safe and, past SHOW_MAX, cut head and tail (`whatCut` says how much);
  * the engine's flags (kinds, and each with its detail inside `untrusted`).
  */
 export function pendingItem(a: PermissionAsk, worktree?: string | null): PendingItem {
   const flags = (a.flags ?? []).map((f) => f.kind);
   const v = askView({ ...a, what: askWhat(a, worktree) });
+  const tool = toolField(a.tool, "untrusted.tool");
   return {
     askId: a.id,
     workerId: a.workerId,
-    tool: a.tool,
+    tool: tool.plain,
     ...(flags.length ? { flags } : {}),
     ...(v.cut ? { whatCut: v.cut } : {}),
-    untrusted: { what: v.what, ...(v.workdir ? { workdir: v.workdir } : {}), ...(v.flags.length ? { flags: v.flags } : {}) },
+    untrusted: {
+      what: v.what,
+      ...(v.workdir ? { workdir: v.workdir } : {}),
+      ...(v.flags.length ? { flags: v.flags } : {}),
+      ...(tool.untrusted !== undefined ? { tool: tool.untrusted } : {}),
+    },
   };
 }
 
@@ -89,6 +105,7 @@ export function elapsedSec(w: Pick<Worker, "startedAt" | "endedAt">, now = Date.
 export function summarize(w: Worker, now = Date.now()): WorkerSummary {
   const activity = w.lastActivity ? untrustedText(w.lastActivity.summary, 200) : null;
   const reason = w.stateReason ? untrustedText(w.stateReason, 500) : null;
+  const tool = w.currentTool === null ? null : toolField(w.currentTool, "untrusted.currentTool");
   return {
     workerId: w.id,
     title: titleOf(w),
@@ -97,7 +114,7 @@ export function summarize(w: Worker, now = Date.now()): WorkerSummary {
     directory: w.spec.directory,
     pending: pendingAsks(w).map((a) => pendingItem(a, w.worktree)),
     lastActivityAgoSec: w.lastActivity ? secs(now - w.lastActivity.ts) : null,
-    currentTool: w.currentTool,
+    currentTool: tool?.plain ?? null,
     stalled: w.stalled,
     elapsedSec: elapsedSec(w, now),
     verdict: w.verdict?.verdict ?? null,
@@ -105,7 +122,15 @@ export function summarize(w: Worker, now = Date.now()): WorkerSummary {
     weakEvidence: w.verdict?.weakEvidence ?? false,
     rounds: w.rounds?.length || 1,
     totals: totalsOf([w], now),
-    ...(activity || reason ? { untrusted: { ...(reason ? { reason } : {}), ...(activity ? { lastActivity: activity } : {}) } } : {}),
+    ...(activity || reason || tool?.untrusted !== undefined
+      ? {
+          untrusted: {
+            ...(reason ? { reason } : {}),
+            ...(activity ? { lastActivity: activity } : {}),
+            ...(tool?.untrusted !== undefined ? { currentTool: tool.untrusted } : {}),
+          },
+        }
+      : {}),
   };
 }
 

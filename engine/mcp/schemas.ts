@@ -259,6 +259,8 @@ export const PendingItem = z.object({
     what: z.string(),
     /** A bash command's folder (its workdir), absent: the worker's own. */ workdir: z.string().optional(),
     flags: z.array(z.string()).optional(),
+    /** The tool's name, when it is not a plain name of opencode's (then `tool` only points here). */
+    tool: z.string().optional(),
   }),
 });
 
@@ -284,7 +286,8 @@ export const WorkerSummary = z.object({
   /** Rounds so far (1 + follow-ups, reviews and fix rounds). */
   rounds: z.number(),
   totals: Totals,
-  untrusted: untrusted({ reason: z.string().optional(), lastActivity: z.string().optional() }).optional(),
+  /** `currentTool`: the running tool's name when it is not a plain name of opencode's (then `currentTool` points here). */
+  untrusted: untrusted({ reason: z.string().optional(), lastActivity: z.string().optional(), currentTool: z.string().optional() }).optional(),
 });
 export type WorkerSummary = z.infer<typeof WorkerSummary>;
 
@@ -479,6 +482,8 @@ export const PendingApprovalsOutput = z.object({
         /** Exactly what "always" grants: one simple command each (or the path / URL), matched exactly; empty when not offered. */
         always: z.array(z.string()),
         questions: z.array(z.object({ question: z.string(), options: z.array(z.string()), multiple: z.boolean() })).nullable(),
+        /** The tool's name, when it is not a plain name of opencode's (then `tool` only points here). */
+        tool: z.string().optional(),
       }),
     }),
   ),

@@ -715,6 +715,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             untrusted: {
               what: item.untrusted.what,
               ...(item.untrusted.flags ? { flags: item.untrusted.flags } : {}),
+              ...(item.untrusted.tool !== undefined ? { tool: item.untrusted.tool } : {}),
               diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
               patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
               always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
@@ -795,7 +796,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           a.kind !== "permission"
             ? "a question"
             : a.tool !== "edit"
-              ? `a ${a.tool} ask`
+              ? plainName(a.tool)
+                ? `a ${a.tool} ask`
+                : "an ask of a tool whose name is not plain"
               : flags.length
                 ? `flagged: ${flags.join(", ")}`
                 : !w.spec.scope.length

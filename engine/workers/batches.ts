@@ -3,6 +3,7 @@ import path from "node:path";
 import type { BatchSummary, BatchTaskStatus, IntegrationResult, IntegrationSpec, SkippedTask } from "../../shared/batch";
 import { checkName, type CheckSpec } from "../../shared/check";
 import { InputError } from "../../shared/errors";
+import { quoteUntrustedList } from "../../shared/untrusted";
 import { isAtRest, type Worker, type WorkerSpec, workerTitle } from "../../shared/worker";
 import { discard, folderIn, runChecks } from "../grading";
 import type { SandboxKind } from "../sandbox";
@@ -185,7 +186,7 @@ export class Batches {
             await this.graded(r.repo!),
           );
           if ("conflict" in c) {
-            t.skipped = `the tasks it comes after do not combine: ${c.conflict.id} conflicts in ${c.conflict.files.join(", ") || "(git named none)"}`;
+            t.skipped = `the tasks it comes after do not combine: ${c.conflict.id} conflicts in ${c.conflict.files.length ? quoteUntrustedList(c.conflict.files, "file names from the workers' changes") : "(git named none)"}`;
             progress = moved = true;
             continue;
           }
@@ -248,7 +249,7 @@ export class Batches {
         );
         if ("conflict" in c) {
           result.conflict = { workerId: c.conflict.id, files: c.conflict.files };
-          result.reason = `${c.conflict.id} does not combine with the workers before it: conflicts in ${c.conflict.files.join(", ") || "(git named none)"}`;
+          result.reason = `${c.conflict.id} does not combine with the workers before it: conflicts in ${c.conflict.files.length ? quoteUntrustedList(c.conflict.files, "file names from the workers' changes") : "(git named none)"}`;
         } else {
           result.commit = c.commit;
           result.checks = await this.runIntegrationChecks(r, c.commit, spec.checks);

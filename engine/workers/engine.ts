@@ -900,10 +900,11 @@ export class Engine {
     // The worker shell's trusted view of this repository: the engine's mirror of its objects, read-only.
     if (this.sandbox.kind !== "none")
       await writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
-    // The held-back checks run once on the base commit: file checks in the workspace just made, before its session
-    // exists; others beside the worker's start (never awaited here).
-    if (made) await this.settler.baselineAtCreation(workerId, ws);
-    else if (!this.get(workerId).baseline) void this.settler.baseline(workerId);
+    // The held-back checks run once on the base commit: file checks in the workspace just made, read before the prompt
+    // is sent (its session is made meanwhile: that touches none of its files); others beside the worker's start
+    // (never awaited here).
+    const baselined = made ? this.settler.baselineAtCreation(workerId, ws) : undefined;
+    if (!made && !this.get(workerId).baseline) void this.settler.baseline(workerId);
     // A resume right after a stop must not have its new turn land in the instance being disposed.
     this.releaser.cancel(workerId);
     await rt.releasing;
@@ -943,6 +944,8 @@ export class Engine {
       text = rt.turn.followUp ? followUpPrompt(rt.turn.followUp, rt.turn.followUpKind) : resumePrompt(rt.turn.resumeMessage);
       rt.promptTaken();
     }
+    await baselined;
+    if (!current()) return;
     const sessionId = this.get(workerId).sessionId!;
     if (!this.reg.fire(workerId, "start")) return; // stopped meanwhile
     this.budgets.armWall(workerId);

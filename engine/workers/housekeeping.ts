@@ -3,6 +3,7 @@
 // shared/api.ts and test/integration/housekeeping.test.ts; its author should check it against what they had.
 import { codeOf, InputError } from "../../shared/errors";
 import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from "../../shared/api";
+import { quoteUntrustedList } from "../../shared/untrusted";
 import { isAtRest } from "../../shared/worker";
 import { describeFlags, flaggedChanges, git, gitWithObjects, inspectRepo, landCommit, landObjects, mergeTrees, revertCommit } from "../workspace";
 import type { Engine } from "./engine";
@@ -104,7 +105,8 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
     objects: graded,
     publish: (next) => landObjects(rec.repo!, graded, next),
     message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
-    onConflict: (files) => `To go on: continue the workers on the new base (files: ${files.join(", ")}), or run the batch again from the current HEAD.`,
+    onConflict: (files) =>
+      `To go on: continue the workers on the new base (files: ${quoteUntrustedList(files, "file names from the workers' changes")}), or run the batch again from the current HEAD.`,
   });
   for (const id of res.workers) await engine.recordLanded(id, rec.branch, landed);
   engine.batches.landed(batchId, rec.branch, landed);
@@ -196,7 +198,7 @@ export async function continueOnNewBase(engine: Engine, workerId: string): Promi
   const m = await mergeTrees(w.repo, head, w.verdict.commit, undefined, await engine.batches.graded(w.repo));
   const files = "conflict" in m ? m.conflict : [];
   const note = files.length
-    ? `\n\nNote from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${files.join(", ")}, which changed since. Do the task on the code as it is now.`
+    ? `\n\nNote from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${quoteUntrustedList(files, "file names from its change")}, which changed since. Do the task on the code as it is now.`
     : `\n\nNote from the engine: ${w.baseBranch} moved since an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}). Do the task on the code as it is now.`;
   const { workerId: id } = await engine.start({ ...w.spec, task: w.spec.task + note, ...(w.targetId ? { targetId: w.targetId } : {}) });
   return { workerId: id, retryOf: workerId, files };

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
+import { quoteUntrustedList } from "../../shared/untrusted";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
 import {
   describeFlags,
@@ -76,7 +77,7 @@ export class WorkspaceLifecycle {
       objects: graded,
       publish: (next) => landObjects(ws.repo, graded, next),
       onConflict: (files) =>
-        `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`,
+        `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.length ? quoteUntrustedList(files, "file names from the worker's change") : "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`,
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     // Merged, the work lives in the user's branch: the workspace, the engine's repository and ocw/<id> go.

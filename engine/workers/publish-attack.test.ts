@@ -233,7 +233,9 @@ describe("publish under attack: objects a worker's tree can hold", () => {
     for (const [i, [dir, make]] of cases.entries()) {
       const ws = await createWorkspace(path.join(root, "ws"), await inspectRepo(repo), `w-nest${i}`, path.join(root, "repos", `w-nest${i}`));
       make(ws.worktree);
-      await expect(commitAndCheckOut(ws, "m", path.join(root, `co${i}`))).rejects.toThrow(new RegExp(`${dir}\\.git names a repository outside the workspace`));
+      await expect(commitAndCheckOut(ws, "m", path.join(root, `co${i}`))).rejects.toThrow(
+        new RegExp(`untrusted: "${dir}\\.git"\\) names a repository outside the workspace`),
+      );
     }
     // A nested repository of the worker's own (its .git a folder of the workspace) is still a gitlink, and flagged.
     const own = await createWorkspace(path.join(root, "ws"), await inspectRepo(repo), "w-nest-own", path.join(root, "repos", "w-nest-own"));

@@ -4,6 +4,7 @@ import type { PushResult } from "../../shared/api";
 import type { IntegrationResult } from "../../shared/batch";
 import { codeOf, InputError } from "../../shared/errors";
 import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
+import { showUntrusted } from "../../shared/untrusted";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
 import { type Worker, workerTitle } from "../../shared/worker";
 import { runCommand } from "../process";
@@ -156,6 +157,8 @@ function batchPush(engine: Engine, batchId: string) {
 
 /** Markdown-safe one line of text (a title a person wrote). */
 const md = (s: string) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])/g, "\\$1");
+/** A file name or a violation the worker chose, on one line: made visible (shared/untrusted.ts), bounded, markdown-safe. */
+const mdUntrusted = (s: string, max = 300) => md(showUntrusted(s, { lines: false, max }));
 
 /** The verdict card as a pull request body: checks and their result, claim, honesty, diffstat, flagged files. */
 export function verdictCard(w: Worker): string {
@@ -171,11 +174,24 @@ export function verdictCard(w: Worker): string {
     ...v.checks.map(
       (c) => `| ${md(c.name)} | ${c.passed ? "passed" : "failed"}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""} |`,
     ),
-    `| scope | ${v.scope.passed ? "passed" : `failed: ${md(v.scope.violations.join(", "))}`} |`,
+    `| scope | ${
+      v.scope.passed
+        ? "passed"
+        : `failed (naming the worker's files): ${v.scope.violations
+            .slice(0, 20)
+            .map((x) => mdUntrusted(x))
+            .join(", ")}`
+    } |`,
   ];
   const rounds = (v as { rounds?: unknown[] }).rounds;
   if (Array.isArray(rounds)) lines.push("", `Rounds: ${rounds.length}`);
-  if (v.flags?.length) lines.push("", "Flagged files (accepted before landing):", ...v.flags.map((f) => `- \`${md(f.path)}\`: ${f.detail}`));
+  // A flagged file's name and a symlink's target (in the detail) are the worker's: made visible and markdown-safe.
+  if (v.flags?.length)
+    lines.push(
+      "",
+      "Flagged files (accepted before landing; the names are the worker's):",
+      ...v.flags.map((f) => `- \`${mdUntrusted(f.path)}\`: ${mdUntrusted(f.detail)}`),
+    );
   if (v.diffStat) lines.push("", "```", v.diffStat.replace(/```/g, "ʼʼʼ"), "```");
   lines.push("", "_Opened by opencode-worker. The worker's own words are not part of this card._");
   return lines.join("\n");

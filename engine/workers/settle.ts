@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { Target } from "../../shared/target";
+import { quoteUntrustedList } from "../../shared/untrusted";
 import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/worker";
 import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
@@ -266,5 +267,9 @@ export class Settler {
 function summarizeFailure(v: { checks: { name: string; passed: boolean }[]; scope: { violations: string[] }; reason?: string | null }): string {
   if (v.reason) return v.reason;
   const failed = v.checks.filter((c) => !c.passed).map((c) => `check failed: ${c.name}`);
-  return [...failed, ...v.scope.violations].slice(0, 5).join("; ");
+  // A violation names a file the worker chose: quoted and labelled in the reason a person or Claude reads.
+  const violations = v.scope.violations.length
+    ? [`scope ${quoteUntrustedList(v.scope.violations, "violations naming the worker's files", { shown: Math.max(1, 5 - failed.length) })}`]
+    : [];
+  return [...failed.slice(0, 5), ...violations].slice(0, 5).join("; ");
 }

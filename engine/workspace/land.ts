@@ -3,6 +3,7 @@ import path from "node:path";
 import { foldPath } from "./fold";
 import type { ChangeFlag } from "../../shared/verdict";
 import { InputError } from "../../shared/errors";
+import { quoteUntrustedList } from "../../shared/untrusted";
 import { runCommand } from "../process";
 import { git, gitComplaint, GitError, OCW_IDENTITY, userGitEnv } from "./git";
 import { objectId } from "./snapshot";
@@ -221,8 +222,17 @@ async function scriptsOf(repo: string, spec: string, objects?: string): Promise<
   }
 }
 
+/** Flagged files in an engine message: the paths (and a symlink's target) are the worker's, so listed quoted and labelled. */
 export function describeFlags(flags: ChangeFlag[]): string {
-  return flags.map((f) => `${f.path} (${f.detail})`).join("; ");
+  return quoteUntrustedList(
+    flags.map((f) => `${f.path} (${f.detail})`),
+    "files of the worker's change, with why each is flagged",
+  );
+}
+
+/** Conflicting files in an engine message: names from a worker's change, quoted and labelled (none: git's silence said). */
+export function conflictFiles(files: readonly string[], label = "file names from the worker's change"): string {
+  return files.length ? quoteUntrustedList(files, label) : "(git named none)";
 }
 
 /** git's blob id of some bytes (sha1 or sha256, by the length of the id it is compared with). */
@@ -316,7 +326,7 @@ export async function landCommit(o: LandOptions): Promise<string> {
   else {
     const m = await mergeTrees(repo, head, o.commit, flags, objects);
     if ("conflict" in m) {
-      const files = m.conflict.length ? m.conflict.join(", ") : "(git named none)";
+      const files = conflictFiles(m.conflict);
       throw new InputError(
         `merging into ${branch} conflicts in ${files}; nothing was changed.${o.onConflict ? " " + o.onConflict(m.conflict) : ""}`,
         "conflict",
@@ -370,7 +380,7 @@ export async function applyToCheckout(
   if (wrong.length) {
     await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(
-      `the files written to your checkout are not the graded ones (${wrong.slice(0, 5).join(", ")}): the merge was undone and refused`,
+      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: the merge was undone and refused`,
       "conflict",
     );
   }
@@ -410,7 +420,7 @@ export async function revertCommit(repo: string, branch: string, merge: string, 
   const m = await mergeTrees(repo, head, undo, flags);
   if ("conflict" in m)
     throw new InputError(
-      `reverting ${merge.slice(0, 12)} conflicts with later changes in ${m.conflict.join(", ") || "(git named none)"}; nothing was changed: revert it by hand (git revert -m 1 ${merge.slice(0, 12)})`,
+      `reverting ${merge.slice(0, 12)} conflicts with later changes in ${conflictFiles(m.conflict, "file names from the merged change")}; nothing was changed: revert it by hand (git revert -m 1 ${merge.slice(0, 12)})`,
       "conflict",
     );
   const next = await commitTree(repo, m.tree, [head], message);

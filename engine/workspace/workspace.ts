@@ -10,6 +10,7 @@ import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refr
 import { type BaseTree, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
 
 import { InputError, OcwError } from "../../shared/errors";
+import { quoteUntrusted } from "../../shared/untrusted";
 
 export interface RepoInfo {
   /** The repository's top level. */
@@ -1060,13 +1061,15 @@ async function capsListing(ws: Workspace, caps: SnapshotCaps, keepIndex?: string
   const outside = await nestedGitOutside(ws.worktree, nested, at);
   if (outside)
     return under(
-      `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`,
+      `${quoteUntrusted(`${shown(outside)}.git`, "a path in the worker's files")} names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`,
     );
   for (const [i, now] of (await sizesOf(grow.map((g) => at(g[0])))).entries()) grow[i]![2] = now;
   for (const [i, n] of names.entries()) {
     total += sizes[i]!;
     if (sizes[i]! > caps.fileBytes)
-      return under(`${shown(n)} is ${size(sizes[i]!)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
+      return under(
+        `${quoteUntrusted(shown(n), "a file the worker made")} is ${size(sizes[i]!)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`,
+      );
   }
   for (const [n, before, now] of grow) {
     if (now <= before) continue;

@@ -166,7 +166,9 @@ describe("control", () => {
     const merged = await engine.client.workers.merge.mutate({ workerId: a.workerId });
     expect(merged.into).toBe("main");
     expect(readFileSync(path.join(dir, "shared.txt"), "utf8")).toBe("alpha\n");
-    await expect(engine.client.workers.merge.mutate({ workerId: b.workerId })).rejects.toThrow(/conflicts in shared\.txt; nothing was changed/);
+    await expect(engine.client.workers.merge.mutate({ workerId: b.workerId })).rejects.toThrow(
+      /conflicts in \(file names from the worker's change, untrusted: \["shared\.txt"\]\); nothing was changed/,
+    );
     expect(execFileSync("git", ["-C", dir, "status", "--porcelain"]).toString()).toBe("");
     await expect(engine.client.workers.merge.mutate({ workerId: a.workerId })).rejects.toThrow(/already merged/);
     expect((await engine.client.workers.get.query({ workerId: a.workerId })).merged).toMatchObject({ into: "main" });

@@ -76,7 +76,7 @@ describe("housekeeping", () => {
     expect(m1.merged.map((m) => m.workerId)).toEqual([a]);
     expect(m1.merged[0]!.into).toBe("main");
     expect(m1.stopped).toMatchObject({ workerId: b, code: "conflict" });
-    expect(m1.stopped!.reason).toMatch(/conflicts in shared\.txt; nothing was changed/);
+    expect(m1.stopped!.reason).toMatch(/conflicts in \(file names from the worker's change, untrusted: \["shared\.txt"\]\); nothing was changed/);
     expect(m1.stopped!.reason).toContain("shared.txt");
     expect(m1.notTried).toEqual([c]);
     expect(m1.skipped).toEqual([{ workerId: fail, reason: "not built (honest-failure)" }]);

@@ -201,7 +201,9 @@ describe("dependent tasks and integration checks", () => {
     expect(c.integration).toEqual({
       passed: false,
       commit: null,
-      checks: [{ name: "combine", passed: false, output: expect.stringMatching(/conflicts in same\.txt/) }],
+      checks: [
+        { name: "combine", passed: false, output: expect.stringMatching(/conflicts in \(file names from the workers' changes, untrusted: \["same\.txt"\]\)/) },
+      ],
     });
     // The engine's record names the files too.
     expect((await engine.client.workers.batch.query({ batchId: c.batchId })).integration!.result!.conflict).toMatchObject({ files: ["same.txt"] });
@@ -257,7 +259,7 @@ describe("flagged changes, push and pull request", () => {
     expect(w.state).toBe("built");
     expect(w.verdict!.flags).toEqual([{ path: ".npmrc", kind: "tool-config", detail: expect.stringMatching(/npm configuration/) }]);
     const show = await ocw(["show", workerId]);
-    expect(show.stdout).toMatch(/flagged \(merge needs --accept-flagged\): \.npmrc/);
+    expect(show.stdout).toMatch(/flagged \(merge needs --accept-flagged\): \(files of the worker's change, with why each is flagged, untrusted: \["\.npmrc /);
 
     // Push: a flagged change needs the acceptance too (a pushed branch runs the remote's CI); nothing is pushed without it.
     const unaccepted = await ocw(["push", workerId, "--remote", "origin", "--pr"]);
@@ -390,7 +392,9 @@ describe("a merge conflict", () => {
     const refused = await ocw(["merge", q]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(
-      new RegExp(`conflicts in same\\.txt; nothing was changed\\. To go on: continue the worker on the new base \\(ocw rebase ${q}`),
+      new RegExp(
+        `conflicts in \\(file names from the worker's change, untrusted: \\["same\\.txt"\\]\\); nothing was changed\\. To go on: continue the worker on the new base \\(ocw rebase ${q}`,
+      ),
     );
     expect(git(dir, "rev-parse", "main")).toBe(before);
     expect(git(dir, "status", "--porcelain")).toBe("");
@@ -399,7 +403,7 @@ describe("a merge conflict", () => {
     const out = JSON.parse(r.stdout) as { workerId: string; retryOf: string; files: string[] };
     expect(out).toMatchObject({ retryOf: q, files: ["same.txt"] });
     const again = await engine.client.workers.get.query({ workerId: out.workerId });
-    expect(again.spec.task).toMatch(/conflicts in same\.txt, which changed since/);
+    expect(again.spec.task).toMatch(/conflicts in \(file names from its change, untrusted: \["same\.txt"\]\), which changed since/);
     await settle(engine.client, [out.workerId], () => "once");
     // It started from the branch as it is now (p's merge included).
     expect((await engine.client.workers.get.query({ workerId: out.workerId })).baseCommit).toBe(before);

@@ -152,10 +152,12 @@ describe("evidence, not absence", () => {
     const w2 = (await settle(engine.client, [id2], once)).get(id2)!;
     expect(w2.verdict).toMatchObject({ verdict: "built", weakEvidence: false });
     expect(w2.baseline).toEqual({ passedOnBase: [] });
-    // File checks only: the baseline is read in the workspace just made, before the worker's session exists.
-    const types = ((await engine.client.workers.events.query({ workerId: id2 })) as { type: string }[]).map((e) => e.type);
+    // File checks only: the baseline is read in the workspace just made, before the worker is prompted (its session
+    // may be made meanwhile: nothing of the worker runs before its prompt).
+    const events = (await engine.client.workers.events.query({ workerId: id2 })) as { type: string; state?: string }[];
+    const types = events.map((e) => (e.type === "worker.state" ? `${e.type}:${e.state}` : e.type));
     expect(types.indexOf("worker.baseline"), types.join(" ")).toBeGreaterThan(types.indexOf("worker.workspace"));
-    expect(types.indexOf("worker.baseline")).toBeLessThan(types.indexOf("worker.session"));
+    expect(types.indexOf("worker.state:running"), types.join(" ")).toBeGreaterThan(types.indexOf("worker.baseline"));
   });
 });
 

@@ -148,6 +148,8 @@ describe("worker engine", () => {
     expect(w.verdict!.scope.violations).toContain("protected file changed: test/check.sh");
     expect(w).toMatchObject({ state: "honest-failure" });
     expect(w.stateReason).toContain("protected file changed: test/check.sh");
+    // The violation names a file the worker chose: quoted and labelled in the reason.
+    expect(w.stateReason).toContain(`scope (violations naming the worker's files, untrusted: ["protected file changed: test/check.sh"`);
     expect(w.verdict).toMatchObject({ claim: "built", honest: false });
   });
 

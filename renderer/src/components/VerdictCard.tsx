@@ -18,8 +18,9 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
         </span>
       </header>
       {verdict.reason && (
-        <div className="verdict-reason" role="note">
-          {verdict.reason}
+        // The engine's words, naming (quoted and labelled) a file the worker chose where there is one: made safe.
+        <div className="verdict-reason untrusted" role="note">
+          {showUntrusted(verdict.reason, { lines: false, max: 1000 })}
         </div>
       )}
       {verdict.weakEvidence && (
@@ -31,7 +32,8 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
         <div>
           <div className="io-label">worker claimed</div>
           <strong>{verdict.claim === "built" ? "built" : verdict.claim === "honest-failure" ? "failed" : "no OUTCOME line"}</strong>
-          {verdict.claimReason && <span className="muted"> — {verdict.claimReason}</span>}
+          {/* The worker's own words after its OUTCOME line. */}
+          {verdict.claimReason && <span className="muted untrusted"> — {showUntrusted(verdict.claimReason, { lines: false, max: 2000 })}</span>}
         </div>
         <div>
           <div className="io-label">checks say</div>

@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from "react";
 import { attemptGroup, type AttemptRow } from "../../../shared/attempts";
+import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
 import { Empty, StateChip, VerdictChips } from "../components/common";
 import { Diff } from "../components/LazyDiff";
@@ -63,7 +64,7 @@ export function Attempts({ groupId }: { groupId: string }) {
         </div>
         {error && (
           <div className="field-error" role="alert">
-            Merge refused: {error}
+            Merge refused: {showUntrusted(error, { lines: false, max: 2000 })}
           </div>
         )}
       </section>
@@ -160,7 +161,9 @@ function AttemptCard({ a, winner, shown, onDiff }: { a: AttemptRow; winner: bool
         <dd>{a.durationSec !== null ? duration(a.durationSec * 1000) : "—"}</dd>
       </dl>
       {a.stoppedForWinner && <p className="small muted">Stopped: another attempt was built.</p>}
-      {!a.stoppedForWinner && w.stateReason && !w.verdict && <p className="small muted">{w.stateReason}</p>}
+      {!a.stoppedForWinner && w.stateReason && !w.verdict && (
+        <p className="small muted untrusted">{showUntrusted(w.stateReason, { lines: false, max: 1000 })}</p>
+      )}
       <div className="actions">
         <button type="button" className={`btn ${shown ? "on" : ""}`} aria-pressed={shown} disabled={!w.verdict && !w.worktree} onClick={onDiff}>
           Diff

@@ -604,8 +604,14 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
               tool <code>{w.currentTool}</code>
             </>
           ) : (
-            <span className="muted">
-              {w.stalled ? "stalled" : ((isAtRest(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—")}
+            // The last activity is the model's first line, a reason may name the worker's files: its text, made safe.
+            <span className="muted untrusted">
+              {w.stalled
+                ? "stalled"
+                : showUntrusted((isAtRest(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—", {
+                    lines: false,
+                    max: 300,
+                  })}
             </span>
           )}
         </span>
@@ -693,7 +699,7 @@ function ModelDown({ targetId, down }: { targetId: string; down: NonNullable<Ret
   const [busy, setBusy] = useState(false);
   return (
     <div className="model-down small" role="alert" aria-label={`model server of ${targetId} is down`}>
-      {down.reason}
+      {showUntrusted(down.reason, { lines: false, max: 800 })}
       <div className="actions">
         <span className="muted">Restart the model server, then:</span>
         <button
@@ -827,7 +833,8 @@ function MergeAll({ batchId, workers }: { batchId: string; workers: Worker[] }) 
       )}
       {result?.stopped && (
         <div className="field-error" role="alert" aria-label="merge all stopped">
-          Stopped at <a href={href({ name: "worker", id: result.stopped.workerId })}>{result.stopped.workerId}</a>: {result.stopped.reason}
+          Stopped at <a href={href({ name: "worker", id: result.stopped.workerId })}>{result.stopped.workerId}</a>:{" "}
+          {showUntrusted(result.stopped.reason, { lines: false, max: 2000 })}
           {result.notTried.length ? ` · not tried: ${result.notTried.join(", ")}` : ""}
         </div>
       )}

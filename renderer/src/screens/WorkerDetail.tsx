@@ -132,7 +132,7 @@ export function WorkerDetail({ id }: { id: string }) {
               running <code>{w.currentTool}</code>
             </span>
           )}
-          {w.stateReason && <span className="muted">{w.stateReason}</span>}
+          {w.stateReason && <span className="muted untrusted">{showUntrusted(w.stateReason, { lines: false, max: 1000 })}</span>}
           {w.toolFailures > 0 && <span className="chip chip-warn">{w.toolFailures} tool failures</span>}
           {w.stalled && <span className="chip chip-warn">stalled</span>}
           {retry && isActive(w.state) && (
