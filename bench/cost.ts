@@ -36,6 +36,8 @@ export interface CostSize {
 
 export interface EngineCost {
   reps: number;
+  /** The untimed batch each fresh engine and bare serve runs first, tasks (absent in reports before it: one task). */
+  warmUpTasks?: number;
   /** Where the scripted model ran: a process of its own (as a real model server), or the bench's (OCW_BENCH_MODEL_INPROC=1). */
   model?: "own process" | "bench process";
   /** What the earlier build is (the --before bundle's label), or null when only this build ran. */
@@ -194,6 +196,7 @@ export async function engineCost(opts: {
   }
   return {
     reps,
+    warmUpTasks: WARM_UP_TASKS,
     ...(opts.modelWhere ? { model: opts.modelWhere } : {}),
     before: opts.before?.label ?? null,
     sizes,
