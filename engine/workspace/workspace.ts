@@ -140,6 +140,8 @@ export async function createWorkspace(
       throw mirrorFailure(repo, last, again as Error);
     }
   }
+  // Before the worker is handed its workspace: the stat data of the checkout, which grading starts from.
+  await keepCheckoutIndex(ws);
   return ws;
 }
 
@@ -296,6 +298,12 @@ const TRUSTED_FLAGS = [
   "core.symlinks=true",
   "-c",
   "commit.gpgsign=false",
+  // A file's stat data is trusted only whole (the kept checkout index, keptIndexInto): its ctime, inode and owner too,
+  // so a file rewritten and its mtime put back (\`touch -d\`) is read again.
+  "-c",
+  "core.trustctime=true",
+  "-c",
+  "core.checkStat=default",
 ];
 
 /** The folder of the engine's repository that holds the objects of the worker's latest grading. */
@@ -709,7 +717,8 @@ export async function commitAndCheckOut(
       await emptied();
     }
     indexMade = true;
-    await baseIndexInto(ws, index);
+    // The checkout's own stat data where it holds (only the files changed since are read again), else the base's index.
+    if (!(await keptIndexInto(ws, index, listing).catch(() => null))) await baseIndexInto(ws, index);
     out = await trustedScript(
       ws,
       COMMIT_AND_CHECK_OUT,
@@ -980,6 +989,194 @@ async function baseIndexInto(ws: Workspace, index: string): Promise<BaseListing>
       if (baseListings.get(listing.index)) baseListings.delete(listing.index);
     }
   }
+}
+
+/**
+ * The checkout's index, kept by the engine (keepCheckoutIndex): a copy of the workspace's `.git/index` taken as its
+ * checkout ends, before the worker runs, in the engine's folder of the worker (outside every sandbox: the worker can
+ * write its own `.git/index`, never this copy), with what it was taken from (KeptIndexMeta).
+ */
+const KEPT_INDEX = "checkout-index";
+const KEPT_META = "checkout-index.json";
+
+interface KeptIndexMeta {
+  /** The commit checked out. */
+  base: string;
+  /** When git wrote the index (its mtime, in nanoseconds): a file's stat data from before then is the base's file. */
+  written: string;
+  /** The index's own checksum (its last bytes): the copy is the file described here. */
+  checksum: string;
+}
+
+/**
+ * Keeps the workspace's checkout index (see KEPT_INDEX). Never fails: without it grading reads every file (today's way).
+ */
+async function keepCheckoutIndex(ws: Workspace): Promise<void> {
+  const meta = path.join(ws.gitDir, KEPT_META);
+  const tmp = `${path.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  try {
+    const src = path.join(ws.worktree, ".git", "index");
+    const st = await lstat(src, { bigint: true });
+    if (!st.isFile()) return;
+    await mkdir(ws.gitDir, { recursive: true });
+    await rm(meta, { force: true });
+    await copyFile(src, tmp);
+    const bytes = await readFile(tmp);
+    const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
+    if (bytes.length < 12 + hashSize) return;
+    await rename(tmp, path.join(ws.gitDir, KEPT_INDEX));
+    const kept: KeptIndexMeta = { base: ws.baseCommit, written: st.mtimeNs.toString(), checksum: bytes.subarray(bytes.length - hashSize).toString("hex") };
+    await writeFile(`${meta}.tmp`, JSON.stringify(kept));
+    await rename(`${meta}.tmp`, meta);
+  } catch {
+    await rm(meta, { force: true }).catch(() => undefined);
+  } finally {
+    await rm(tmp, { force: true }).catch(() => undefined);
+  }
+}
+
+/**
+ * What git's way of grading would start from now (keptIndexInto on the caps listing), without grading: for tests and
+ * measurements. Null: the base's index (every file read).
+ */
+export async function keptIndexUseOf(ws: Workspace, caps: SnapshotCaps = snapshotCaps()): Promise<KeptIndexUse | null> {
+  const index = privateIndex(ws);
+  try {
+    return await keptIndexInto(ws, index, await capsListing(ws, caps)).catch(() => null);
+  } finally {
+    await rm(index, { force: true });
+  }
+}
+
+/** The index extensions a kept index may carry (git's cache tree, resolve-undo, its offset tables): none changes what an entry means. */
+const KEPT_EXTENSIONS = new Set(["TREE", "REUC", "EOIE", "IEOT"]);
+const isAttributes = (p: string) => p === ".gitattributes" || p.endsWith("/.gitattributes");
+
+/** What keptIndexInto found: entries whose stat data git may trust, and those it must read again. */
+export interface KeptIndexUse {
+  trusted: number;
+  reread: number;
+}
+
+/**
+ * A private index for git's way of grading made from the kept checkout index (KEPT_INDEX), or null (then the base's
+ * index, as before): only where it makes exactly the commit a fresh index of the base makes. Each entry's stat data is
+ * kept only where the file is, to the nanosecond, as the checkout left it (ctime, mtime, inode, device, owner, size,
+ * type and executable bit: any write, chmod, rename or `touch -d` since changes its ctime) and it was written before
+ * the index (git's racy-clean rule, to the nanosecond, which this machine's git compares only to the second), and more
+ * than a second before now (a file changed after this look still differs from it to the second, as git compares);
+ * every other entry is smudged as git smudges one (size 0: read again). Null when the kept index is missing,
+ * unreadable, of another base or not exactly the base's files, when it carries what this reading does not know, or
+ * when `.gitattributes` could apply (in the base, new, or any, ignored too, in a folder of the base's files): git's add
+ * would convert a file it reads, and a file it trusts is not read.
+ */
+export async function keptIndexInto(ws: Workspace, index: string, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndexUse | null> {
+  const base = listing.base;
+  if (!base) return null;
+  const meta = JSON.parse(await readFile(path.join(ws.gitDir, KEPT_META), "utf8")) as KeptIndexMeta;
+  if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.written)) return null;
+  if (base.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
+  const format = objectFormat(ws.baseCommit);
+  const hs = format === "sha256" ? 32 : 20;
+  const buf = await readFile(path.join(ws.gitDir, KEPT_INDEX));
+  const end = buf.length - hs;
+  if (end < 12 || buf.subarray(end).toString("hex") !== meta.checksum) return null;
+  if (!createHash(format).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
+  const version = buf.readUInt32BE(4);
+  if (buf.toString("latin1", 0, 4) !== "DIRC" || (version !== 2 && version !== 3)) return null;
+  const count = buf.readUInt32BE(8);
+  if (count !== base.blobs.length + base.submodules.length) return null;
+  const names = new Set<string>(base.blobs.map(([name]) => name));
+  for (const s of base.submodules) names.add(s.slice(0, -1));
+  // The entries: 40 bytes of stat data and mode, the object id, 16 bits of flags, the name, NULs to a multiple of 8.
+  const entries: { at: number; name: Buffer; mode: number }[] = [];
+  let at = 12;
+  for (let i = 0; i < count; i++) {
+    if (at + 40 + hs + 2 > end) return null;
+    const flags = buf.readUInt16BE(at + 40 + hs);
+    // Assume-valid, extended flags (skip-worktree, intent-to-add) or a stage: not a plain checkout's entry.
+    if (flags & 0xf000) return null;
+    const start = at + 40 + hs + 2;
+    const len = flags & 0xfff;
+    const nul = len < 0xfff ? start + len : buf.indexOf(0, start);
+    if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
+    const name = buf.subarray(start, nul);
+    if (!names.has(name.toString("latin1"))) return null;
+    entries.push({ at, name, mode: buf.readUInt32BE(at + 24) });
+    at += (40 + hs + 2 + name.length + 8) & ~7;
+  }
+  // What follows the entries: known extensions only.
+  while (at < end) {
+    if (at + 8 > end || !KEPT_EXTENSIONS.has(buf.toString("latin1", at, at + 4))) return null;
+    at += 8 + buf.readUInt32BE(at + 4);
+  }
+  if (at !== end) return null;
+  const root = Buffer.from(ws.worktree + path.sep);
+  const at0 = (rel: Buffer) => Buffer.concat([root, rel]);
+  // A .gitattributes in any folder of the base's files (an ignored one too: git reads it) applies to what git reads.
+  const dirs = new Set<string>([""]);
+  for (const e of entries) {
+    const name = e.name.toString("latin1");
+    for (let i = name.indexOf("/"); i >= 0; i = name.indexOf("/", i + 1)) dirs.add(name.slice(0, i + 1));
+  }
+  let looked = 0;
+  for (const dir of dirs) {
+    if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
+    } catch {
+      st = undefined; // a folder on the way is a file now
+    }
+    if (st) return null;
+  }
+  const written = BigInt(meta.written);
+  // Seconds: a file changed after this moment has a ctime past `before` (the file system's clock runs a tick behind).
+  const before = Math.floor(Date.now() / 1000) - 2;
+  const ns = (sec: number, nsec: number) => BigInt(sec) * 1_000_000_000n + BigInt(nsec);
+  const u32 = (n: bigint) => Number(n & 0xffffffffn);
+  const use: KeptIndexUse = { trusted: 0, reread: 0 };
+  for (const [i, e] of entries.entries()) {
+    if (i && i % 256 === 0) await new Promise((r) => setImmediate(r));
+    const type = e.mode & 0o170000;
+    if (type === 0o160000) continue; // a gitlink: git reads the submodule's HEAD whatever its stat data
+    const o = e.at;
+    const csec = buf.readUInt32BE(o);
+    const cns = ns(csec, buf.readUInt32BE(o + 4));
+    const msec = buf.readUInt32BE(o + 8);
+    const mns = ns(msec, buf.readUInt32BE(o + 12));
+    const size = buf.readUInt32BE(o + 36);
+    let st;
+    try {
+      st = lstatSync(at0(e.name), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      st = undefined;
+    }
+    const kind = type === 0o120000 ? st?.isSymbolicLink() : type === 0o100000 && st?.isFile() && ((Number(st.mode) ^ e.mode) & 0o100) === 0;
+    const same =
+      !!st &&
+      kind &&
+      size !== 0 &&
+      csec < before &&
+      msec < before &&
+      cns < written &&
+      mns < written &&
+      st.ctimeNs === cns &&
+      st.mtimeNs === mns &&
+      u32(st.dev) === buf.readUInt32BE(o + 16) &&
+      u32(st.ino) === buf.readUInt32BE(o + 20) &&
+      u32(st.uid) === buf.readUInt32BE(o + 28) &&
+      u32(st.gid) === buf.readUInt32BE(o + 32) &&
+      u32(st.size) === size;
+    if (same) use.trusted++;
+    else {
+      use.reread++;
+      buf.writeUInt32BE(0, o + 36);
+    }
+  }
+  createHash(format).update(buf.subarray(0, end)).digest().copy(buf, end);
+  await writeFile(index, buf);
+  return use;
 }
 
 /**
