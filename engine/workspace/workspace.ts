@@ -299,7 +299,7 @@ const TRUSTED_FLAGS = [
   "-c",
   "commit.gpgsign=false",
   // A file's stat data is trusted only whole (the kept checkout index, keptIndexInto): its ctime, inode and owner too,
-  // so a file rewritten and its mtime put back (\`touch -d\`) is read again.
+  // so a file rewritten and its mtime put back (`touch -d`) is read again.
   "-c",
   "core.trustctime=true",
   "-c",
@@ -1002,8 +1002,11 @@ const KEPT_META = "checkout-index.json";
 interface KeptIndexMeta {
   /** The commit checked out. */
   base: string;
-  /** When git wrote the index (its mtime, in nanoseconds): a file's stat data from before then is the base's file. */
-  written: string;
+  /**
+   * A file-system time (nanoseconds) after git wrote the index and before the worker ran: an entry whose ctime and mtime
+   * are before it and that the file still has is the base's file, unchanged.
+   */
+  fence: string;
   /** The index's own checksum (its last bytes): the copy is the file described here. */
   checksum: string;
 }
@@ -1025,7 +1028,22 @@ async function keepCheckoutIndex(ws: Workspace): Promise<void> {
     const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
     if (bytes.length < 12 + hashSize) return;
     await rename(tmp, path.join(ws.gitDir, KEPT_INDEX));
-    const kept: KeptIndexMeta = { base: ws.baseCommit, written: st.mtimeNs.toString(), checksum: bytes.subarray(bytes.length - hashSize).toString("hex") };
+    // A moment of the workspace's file-system clock after the checkout, before the worker runs: the ctime of a file made
+    // (and removed) in the workspace's .git. Whatever the worker changes later gets a ctime from then on, so an entry
+    // whose times are before it shows any change. Taken again a millisecond later (a few times) while it is the index's
+    // own tick (a small checkout's files and index can share one): an entry of that tick could not be told from a change.
+    let fence = st.mtimeNs;
+    for (let i = 0; i < 8 && fence <= st.mtimeNs; i++) {
+      if (i) await new Promise((r) => setTimeout(r, 1));
+      const stamp = path.join(ws.worktree, ".git", `ocw-fence-${randomBytes(4).toString("hex")}`);
+      await writeFile(stamp, "", { flag: "wx" });
+      try {
+        fence = (await lstat(stamp, { bigint: true })).ctimeNs;
+      } finally {
+        await rm(stamp, { force: true });
+      }
+    }
+    const kept: KeptIndexMeta = { base: ws.baseCommit, fence: fence.toString(), checksum: bytes.subarray(bytes.length - hashSize).toString("hex") };
     await writeFile(`${meta}.tmp`, JSON.stringify(kept));
     await rename(`${meta}.tmp`, meta);
   } catch {
@@ -1062,9 +1080,9 @@ export interface KeptIndexUse {
  * A private index for git's way of grading made from the kept checkout index (KEPT_INDEX), or null (then the base's
  * index, as before): only where it makes exactly the commit a fresh index of the base makes. Each entry's stat data is
  * kept only where the file is, to the nanosecond, as the checkout left it (ctime, mtime, inode, device, owner, size,
- * type and executable bit: any write, chmod, rename or `touch -d` since changes its ctime) and it was written before
- * the index (git's racy-clean rule, to the nanosecond, which this machine's git compares only to the second), and more
- * than a second before now (a file changed after this look still differs from it to the second, as git compares);
+ * type and executable bit: any write, chmod, rename or `touch -d` since changes its ctime) and its times are before
+ * the kept fence (KeptIndexMeta: git's racy-clean rule, to the nanosecond, where git here compares to the second), and
+ * of an earlier second than now (a file changed after this look still differs from it to the second, as git compares);
  * every other entry is smudged as git smudges one (size 0: read again). Null when the kept index is missing,
  * unreadable, of another base or not exactly the base's files, when it carries what this reading does not know, or
  * when `.gitattributes` could apply (in the base, new, or any, ignored too, in a folder of the base's files): git's add
@@ -1074,7 +1092,7 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
   const base = listing.base;
   if (!base) return null;
   const meta = JSON.parse(await readFile(path.join(ws.gitDir, KEPT_META), "utf8")) as KeptIndexMeta;
-  if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.written)) return null;
+  if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
   if (base.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
   const format = objectFormat(ws.baseCommit);
   const hs = format === "sha256" ? 32 : 20;
@@ -1130,9 +1148,10 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
     }
     if (st) return null;
   }
-  const written = BigInt(meta.written);
-  // Seconds: a file changed after this moment has a ctime past `before` (the file system's clock runs a tick behind).
-  const before = Math.floor(Date.now() / 1000) - 2;
+  const fence = BigInt(meta.fence);
+  // Seconds: a file changed after this look has a ctime of this second or later (the file system's clock runs a tick
+  // behind the system's: 100 ms allowed), which git's add, comparing seconds, tells from an entry of an earlier one.
+  const before = Math.floor((Date.now() - 100) / 1000);
   const ns = (sec: number, nsec: number) => BigInt(sec) * 1_000_000_000n + BigInt(nsec);
   const u32 = (n: bigint) => Number(n & 0xffffffffn);
   const use: KeptIndexUse = { trusted: 0, reread: 0 };
@@ -1156,11 +1175,10 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
     const same =
       !!st &&
       kind &&
-      size !== 0 &&
       csec < before &&
       msec < before &&
-      cns < written &&
-      mns < written &&
+      cns < fence &&
+      mns < fence &&
       st.ctimeNs === cns &&
       st.mtimeNs === mns &&
       u32(st.dev) === buf.readUInt32BE(o + 16) &&

@@ -1,0 +1,211 @@
+import { execFileSync } from "node:child_process";
+import { lstatSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { committedRepo } from "../../test/fixtures/git-repo";
+import { listing, type Mutate, snapshotCases, write } from "../../test/fixtures/snapshot-cases";
+import { commitAndCheckOut, createWorkspace, gradedStoreOf, inspectRepo, keepGraded, keptIndexUseOf, snapshotCaps, type Workspace } from "./workspace";
+
+// Grading's git way (a repository past the in-process snapshot: `add -A` on a private index) starts from the index of
+// the workspace's checkout, kept by the engine before the worker ran: git reads again only the files whose stat data
+// changed. For each way a worker can leave its files, the commit (its changes: paths, modes, blobs), the diff stat and
+// the checkout are those of the base's index (every file read again, as before), which a workspace without its kept
+// index still takes.
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-kept-index-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+const { baseRepo, cases } = snapshotCases(tmp);
+
+async function workspace(r: string, opts: { importFrom?: string; head?: string } = {}): Promise<Workspace> {
+  const id = `w-${n++}`;
+  const info = await inspectRepo(r);
+  return createWorkspace(path.join(tmp, "workspaces"), { ...info, head: opts.head ?? info.head }, id, path.join(tmp, "repos", `${id}.git`), {
+    importFrom: opts.importFrom,
+  });
+}
+
+const meta = (ws: Workspace) => path.join(ws.gitDir, "checkout-index.json");
+/** A workspace graded the way it was before the kept index (one made before it, a resumed worker's). */
+const withoutKept = (ws: Workspace) => rmSync(meta(ws));
+/** The files of a checkout are more than a second older than a grading that trusts their stat data. */
+const settle = () => new Promise((r) => setTimeout(r, 1200));
+
+async function grade(ws: Workspace) {
+  const dir = path.join(tmp, `checkout-${n++}`);
+  const m = await commitAndCheckOut(ws, "ocw: kept index", dir, snapshotCaps(), undefined, "git");
+  return {
+    changed: m.changed,
+    diffStat: m.diffStat,
+    changes: [...(m.changes ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1)),
+    unchanged: m.commit === ws.baseCommit,
+    checkout: listing(Buffer.from(dir)),
+  };
+}
+
+const attributes = (name: string) => /gitattributes|attributes added/.test(name);
+
+function oracle(format: "sha1" | "sha256", which: [string, Mutate][]) {
+  const r = baseRepo(format);
+  const pairs = new Map<string, [Workspace, Workspace]>();
+  beforeAll(async () => {
+    for (const [name] of which) pairs.set(name, [await workspace(r), await workspace(r)]);
+    await settle();
+  }, 60_000);
+  it.each(which)("%s", async (name, mutate) => {
+    const [kept, before] = pairs.get(name)!;
+    withoutKept(before);
+    mutate(kept.worktree);
+    mutate(before.worktree);
+    const use = await keptIndexUseOf(kept);
+    // Where a .gitattributes could apply, git's add converts what it reads: every file is read (the base's index).
+    expect(use === null).toBe(attributes(name));
+    if (name === "nothing changed") expect(use).toEqual({ trusted: 12, reread: 0 });
+    if (name === "same size, other bytes") expect(use).toEqual({ trusted: 11, reread: 1 });
+    expect(await keptIndexUseOf(before)).toBeNull();
+    expect(await grade(kept)).toEqual(await grade(before));
+  });
+}
+
+describe("git's way from the kept checkout index makes the commit the base's index makes", () => {
+  oracle("sha1", cases);
+});
+
+describe("the same in a sha256 repository", () => {
+  const some = [
+    "nothing changed",
+    "same size",
+    "a file grown",
+    "an executable bit",
+    "a whole folder deleted",
+    "a file become a symlink",
+    "new files:",
+    "attributes added",
+  ];
+  oracle(
+    "sha256",
+    cases.filter(([name]) => some.some((s) => name.startsWith(s))),
+  );
+});
+
+describe("the stat data it trusts", () => {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 40; i++) files[`src/m${i % 4}/f${i}.txt`] = `file ${i}\n`;
+  const r = committedRepo(path.join(tmp, "repo-many"), files);
+
+  it("one file changed: only it is read again, and the commit is the base index's", async () => {
+    const [kept, before] = [await workspace(r), await workspace(r)];
+    await settle();
+    withoutKept(before);
+    for (const w of [kept, before]) write(w.worktree, "src/m1/f1.txt", "changed\n");
+    expect(await keptIndexUseOf(kept)).toEqual({ trusted: 39, reread: 1 });
+    const g = await grade(kept);
+    expect(g.changed).toEqual(["src/m1/f1.txt"]);
+    expect(g).toEqual(await grade(before));
+  });
+
+  // The same bytes count, the mtime put back to the nanosecond: only the ctime tells. Right after the checkout (the
+  // second git's racy-clean rule covers) and after it.
+  it.each([
+    ["right after the checkout", false],
+    ["seconds after the checkout", true],
+  ])("a file rewritten %s with its size and mtime put back is read again", async (_when, wait) => {
+    const ws = await workspace(r);
+    if (wait) await settle();
+    const file = path.join(ws.worktree, "src/m2/f2.txt");
+    const st = lstatSync(file, { bigint: true });
+    writeFileSync(file, "FILE 2\n");
+    const sec = st.mtimeNs / 1_000_000_000n;
+    const nsec = String(st.mtimeNs % 1_000_000_000n).padStart(9, "0");
+    execFileSync("touch", ["-d", `@${sec}.${nsec}`, file]);
+    const now = lstatSync(file, { bigint: true });
+    expect([now.mtimeNs, now.size, now.ino]).toEqual([st.mtimeNs, st.size, st.ino]);
+    const use = await keptIndexUseOf(ws);
+    // Right after, the checkout's second is not over: every entry may be read again (racy), this one must be.
+    if (wait) expect(use).toEqual({ trusted: 39, reread: 1 });
+    else expect(use!.reread).toBeGreaterThanOrEqual(1);
+    const g = await grade(ws);
+    expect(g.changed).toEqual(["src/m2/f2.txt"]);
+    expect(g.changes[0]!.oid).toBe(execFileSync("git", ["hash-object", "--stdin"], { input: "FILE 2\n", encoding: "utf8" }).trim());
+  });
+
+  it("a file replaced by a copy of the same bytes and times (another inode) is read again; nothing changed", async () => {
+    const ws = await workspace(r);
+    await settle();
+    const file = path.join(ws.worktree, "src/m3/f3.txt");
+    const st = lstatSync(file, { bigint: true });
+    writeFileSync(`${file}.new`, readFileSync(file));
+    execFileSync("touch", ["-d", `@${st.mtimeNs / 1_000_000_000n}.${String(st.mtimeNs % 1_000_000_000n).padStart(9, "0")}`, `${file}.new`]);
+    renameSync(`${file}.new`, file);
+    expect(await keptIndexUseOf(ws)).toEqual({ trusted: 39, reread: 1 });
+    const g = await grade(ws);
+    expect(g.unchanged).toBe(true);
+  });
+
+  it("a later round grades against the same base: the kept index is still the checkout's", async () => {
+    const [kept, before] = [await workspace(r), await workspace(r)];
+    await settle();
+    withoutKept(before);
+    const index = readFileSync(path.join(kept.gitDir, "checkout-index"));
+    for (const w of [kept, before]) write(w.worktree, "src/m1/f1.txt", "round one\n");
+    expect(await grade(kept)).toEqual(await grade(before));
+    // The next round: f1 put back as the base had it, another file changed.
+    for (const w of [kept, before]) write(w.worktree, "src/m1/f1.txt", "file 1\n"), write(w.worktree, "src/m0/f0.txt", "round two\n");
+    expect(await keptIndexUseOf(kept)).toEqual({ trusted: 38, reread: 2 });
+    const g = await grade(kept);
+    expect(g.changed).toEqual(["src/m0/f0.txt"]);
+    expect(g).toEqual(await grade(before));
+    expect(readFileSync(path.join(kept.gitDir, "checkout-index")).equals(index)).toBe(true);
+  });
+
+  it("a workspace started from a graded commit (an attempt's, imported) keeps its checkout's index too", async () => {
+    const first = await workspace(r);
+    write(first.worktree, "src/m0/new.txt", "from the first task\n");
+    const dir = path.join(tmp, `checkout-${n++}`);
+    const graded = await commitAndCheckOut(first, "ocw: first", dir, snapshotCaps(), undefined, "git");
+    await keepGraded(first, graded.commit);
+    const from = await gradedStoreOf(first);
+    const [kept, before] = [await workspace(r, { importFrom: from, head: graded.commit }), await workspace(r, { importFrom: from, head: graded.commit })];
+    expect(kept.baseCommit).toBe(graded.commit);
+    await settle();
+    withoutKept(before);
+    for (const w of [kept, before]) write(w.worktree, "src/m0/new.txt", "changed by the second\n");
+    expect(await keptIndexUseOf(kept)).toEqual({ trusted: 40, reread: 1 });
+    const g = await grade(kept);
+    expect(g.changed).toEqual(["src/m0/new.txt"]);
+    expect(g).toEqual(await grade(before));
+  });
+
+  describe("where it does not hold, the base's index (every file read again)", () => {
+    it.each<[string, (ws: Workspace) => void]>([
+      ["no kept index (a workspace made before it)", (ws) => rmSync(path.join(ws.gitDir, "checkout-index"))],
+      ["its description missing", (ws) => rmSync(meta(ws))],
+      ["kept for another base", (ws) => writeFileSync(meta(ws), readFileSync(meta(ws), "utf8").replace(ws.baseCommit, "1".repeat(40)))],
+      [
+        "its bytes changed",
+        (ws) => {
+          const file = path.join(ws.gitDir, "checkout-index");
+          const b = readFileSync(file);
+          b[40] = b[40]! ^ 1;
+          writeFileSync(file, b);
+        },
+      ],
+      ["its description unreadable", (ws) => writeFileSync(meta(ws), "{not json")],
+      [
+        "an ignored .gitattributes in a folder of the base's files",
+        (ws) => (write(ws.worktree, "src/m1/.gitattributes", "*.txt text\n"), write(ws.worktree, "src/m1/.gitignore", ".gitattributes\n")),
+      ],
+    ])("%s", async (_name, spoil) => {
+      const [ws, before] = [await workspace(r), await workspace(r)];
+      await settle();
+      withoutKept(before);
+      spoil(ws);
+      write(ws.worktree, "src/m1/f1.txt", "changed\r\n");
+      write(before.worktree, "src/m1/f1.txt", "changed\r\n");
+      if (_name.includes(".gitattributes")) spoil(before);
+      expect(await keptIndexUseOf(ws)).toBeNull();
+      expect(await grade(ws)).toEqual(await grade(before));
+    });
+  });
+});
