@@ -1,6 +1,6 @@
 // Grading's git way on a large repository with one file changed: from the checkout's kept index (only files whose stat
 // data changed are read again) against the base's index (every tracked file read and hashed again, as before), taking
-// turns on the same workspace. Wall time of commitAndCheckOut the CPU of the git it started (children of this
+// turns on the same workspace. Wall time of commitAndCheckOut, the CPU of the git it started (children of this
 // process) and of the engine's own thread, medians. Run under the lock: flock /work/bench.lock npx jiti bench/kept-index.ts [FILES...] [--reps N]
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -42,7 +42,7 @@ try {
     writeFileSync(path.join(ws.worktree, "pkg1/mod0/f1.ts"), "export const changed = true;\n");
     const meta = path.join(ws.gitDir, "checkout-index.json");
     const use = await keptIndexUseOf(ws);
-    console.log(`${files} files, 1 changed (${reps} reps; the kept index trusts ${use?.trusted} entries, re-reads ${use?.reread}):`);
+    console.log(`${files} files, 1 changed (${reps} reps; the kept index leaves ${use?.kept} entries to git's stat check, smudges ${use?.reread}):`);
     // A file check's grading (only the checked file checked out) and a full checkout's.
     for (const only of [["pkg1/mod0/f1.ts"], undefined]) {
       const res = {

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { lstatSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -44,6 +45,13 @@ async function grade(ws: Workspace) {
   };
 }
 
+/** The entries of a kept index in use, after checking that at most the changed files were smudged. */
+const readUse = (use: { kept: number; reread: number } | null, changed = 2) => {
+  expect(use).not.toBeNull();
+  expect(use!.reread).toBeLessThanOrEqual(changed);
+  return use!.kept + use!.reread;
+};
+
 const attributes = (name: string) => /gitattributes|attributes added/.test(name);
 
 function oracle(format: "sha1" | "sha256", which: [string, Mutate][]) {
@@ -61,8 +69,9 @@ function oracle(format: "sha1" | "sha256", which: [string, Mutate][]) {
     const use = await keptIndexUseOf(kept);
     // Where a .gitattributes could apply, git's add converts what it reads: every file is read (the base's index).
     expect(use === null).toBe(attributes(name));
-    if (name === "nothing changed") expect(use).toEqual({ trusted: 12, reread: 0 });
-    if (name === "same size, other bytes") expect(use).toEqual({ trusted: 11, reread: 1 });
+    // The checkout's second is over: every entry is left to git's own stat check.
+    if (name === "nothing changed") expect(use).toEqual({ kept: 12, reread: 0 });
+    else if (!attributes(name)) expect(readUse(use, 12)).toBe(12);
     expect(await keptIndexUseOf(before)).toBeNull();
     expect(await grade(kept)).toEqual(await grade(before));
   });
@@ -99,10 +108,38 @@ describe("the stat data it trusts", () => {
     await settle();
     withoutKept(before);
     for (const w of [kept, before]) write(w.worktree, "src/m1/f1.txt", "changed\n");
-    expect(await keptIndexUseOf(kept)).toEqual({ trusted: 39, reread: 1 });
+    // Left to git's stat check, or (an entry of the fence's own second) smudged where its file changed.
+    expect(readUse(await keptIndexUseOf(kept))).toBe(40);
     const g = await grade(kept);
     expect(g.changed).toEqual(["src/m1/f1.txt"]);
     expect(g).toEqual(await grade(before));
+  });
+
+  it("git reads again only files whose stat data changed: an untouched file's kept entry is what is committed", async () => {
+    // Shown by a kept entry naming other bytes (another file's blob): git takes it without reading the file. The base's
+    // index (before) reads every file.
+    const ws = await workspace(r);
+    await settle();
+    const file = path.join(ws.gitDir, "checkout-index");
+    // Without its cache of trees (the TREE extension: the base's trees, which write-tree would take as they are).
+    const whole = readFileSync(file);
+    const tree = whole.lastIndexOf(Buffer.from("TREE"));
+    expect(tree).toBeGreaterThan(0);
+    const b = Buffer.concat([whole.subarray(0, tree), Buffer.alloc(20)]);
+    const other = execFileSync("git", ["-C", r, "rev-parse", "HEAD:src/m1/f1.txt"], { encoding: "utf8" }).trim();
+    const name = b.indexOf(Buffer.from("src/m0/f0.txt\0"));
+    Buffer.from(other, "hex").copy(b, name - 2 - 20);
+    createHash("sha1")
+      .update(b.subarray(0, b.length - 20))
+      .digest()
+      .copy(b, b.length - 20);
+    writeFileSync(file, b);
+    writeFileSync(meta(ws), readFileSync(meta(ws), "utf8").replace(/"checksum":"[0-9a-f]+"/, `"checksum":"${b.subarray(b.length - 20).toString("hex")}"`));
+    expect(await keptIndexUseOf(ws)).toEqual({ kept: 40, reread: 0 });
+    const g = await grade(ws);
+    expect(g.changes.map((c) => [c.path, c.oid])).toEqual([["src/m0/f0.txt", other]]);
+    withoutKept(ws);
+    expect((await grade(ws)).unchanged).toBe(true);
   });
 
   // The same bytes count, the mtime put back to the nanosecond: only the ctime tells. Right after the checkout (the
@@ -123,7 +160,7 @@ describe("the stat data it trusts", () => {
     expect([now.mtimeNs, now.size, now.ino]).toEqual([st.mtimeNs, st.size, st.ino]);
     const use = await keptIndexUseOf(ws);
     // Right after, the checkout's second is not over: every entry may be read again (racy), this one must be.
-    if (wait) expect(use).toEqual({ trusted: 39, reread: 1 });
+    if (wait) expect(readUse(use)).toBe(40);
     else expect(use!.reread).toBeGreaterThanOrEqual(1);
     const g = await grade(ws);
     expect(g.changed).toEqual(["src/m2/f2.txt"]);
@@ -138,7 +175,7 @@ describe("the stat data it trusts", () => {
     writeFileSync(`${file}.new`, readFileSync(file));
     execFileSync("touch", ["-d", `@${st.mtimeNs / 1_000_000_000n}.${String(st.mtimeNs % 1_000_000_000n).padStart(9, "0")}`, `${file}.new`]);
     renameSync(`${file}.new`, file);
-    expect(await keptIndexUseOf(ws)).toEqual({ trusted: 39, reread: 1 });
+    expect(readUse(await keptIndexUseOf(ws))).toBe(40);
     const g = await grade(ws);
     expect(g.unchanged).toBe(true);
   });
@@ -152,7 +189,7 @@ describe("the stat data it trusts", () => {
     expect(await grade(kept)).toEqual(await grade(before));
     // The next round: f1 put back as the base had it, another file changed.
     for (const w of [kept, before]) write(w.worktree, "src/m1/f1.txt", "file 1\n"), write(w.worktree, "src/m0/f0.txt", "round two\n");
-    expect(await keptIndexUseOf(kept)).toEqual({ trusted: 38, reread: 2 });
+    expect(readUse(await keptIndexUseOf(kept))).toBeGreaterThan(0);
     const g = await grade(kept);
     expect(g.changed).toEqual(["src/m0/f0.txt"]);
     expect(g).toEqual(await grade(before));
@@ -171,7 +208,7 @@ describe("the stat data it trusts", () => {
     await settle();
     withoutKept(before);
     for (const w of [kept, before]) write(w.worktree, "src/m0/new.txt", "changed by the second\n");
-    expect(await keptIndexUseOf(kept)).toEqual({ trusted: 40, reread: 1 });
+    expect(readUse(await keptIndexUseOf(kept))).toBe(41);
     const g = await grade(kept);
     expect(g.changed).toEqual(["src/m0/new.txt"]);
     expect(g).toEqual(await grade(before));

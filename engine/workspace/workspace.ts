@@ -1070,23 +1070,28 @@ export async function keptIndexUseOf(ws: Workspace, caps: SnapshotCaps = snapsho
 const KEPT_EXTENSIONS = new Set(["TREE", "REUC", "EOIE", "IEOT"]);
 const isAttributes = (p: string) => p === ".gitattributes" || p.endsWith("/.gitattributes");
 
-/** What keptIndexInto found: entries whose stat data git may trust, and those it must read again. */
+/**
+ * What keptIndexInto made: entries left with their stat data (git reads such a file again only where its stat data
+ * changed), and entries smudged (read again whatever their stat data).
+ */
 export interface KeptIndexUse {
-  trusted: number;
+  kept: number;
   reread: number;
 }
 
 /**
  * A private index for git's way of grading made from the kept checkout index (KEPT_INDEX), or null (then the base's
- * index, as before): only where it makes exactly the commit a fresh index of the base makes. Each entry's stat data is
- * kept only where the file is, to the nanosecond, as the checkout left it (ctime, mtime, inode, device, owner, size,
- * type and executable bit: any write, chmod, rename or `touch -d` since changes its ctime) and its times are before
- * the kept fence (KeptIndexMeta: git's racy-clean rule, to the nanosecond, where git here compares to the second), and
- * of an earlier second than now (a file changed after this look still differs from it to the second, as git compares);
- * every other entry is smudged as git smudges one (size 0: read again). Null when the kept index is missing,
- * unreadable, of another base or not exactly the base's files, when it carries what this reading does not know, or
- * when `.gitattributes` could apply (in the base, new, or any, ignored too, in a folder of the base's files): git's add
- * would convert a file it reads, and a file it trusts is not read.
+ * index, as before): only where it makes exactly the commit a fresh index of the base makes. git's add (core.trustctime,
+ * core.checkStat default) reads a file again where its mtime or ctime (to the second), inode, owner, size, type or
+ * executable bit differ from its entry; any write, chmod, rename or `touch -d` moves the ctime to the present. So an
+ * entry whose times are of a second before the kept fence's (KeptIndexMeta: after the checkout, before the worker ran)
+ * is left as it is: a change made since differs from it to the second. An entry of the fence's own second (git's
+ * racy-clean case, which git here compares only to the second) is kept only where the file is still, to the
+ * nanosecond, what the checkout left, before the fence and of an earlier second than now (a change after this look
+ * still differs to the second); every other is smudged as git smudges one (size 0: read again). Null when the kept
+ * index is missing, unreadable, of another base or not exactly the base's files, when it carries what this reading does
+ * not know, or when `.gitattributes` could apply (in the base, new, or any, ignored too, in a folder of the base's
+ * files): git's add would convert a file it reads, and a file it trusts is not read.
  */
 export async function keptIndexInto(ws: Workspace, index: string, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndexUse | null> {
   const base = listing.base;
@@ -1149,22 +1154,30 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
     if (st) return null;
   }
   const fence = BigInt(meta.fence);
+  const fenceSec = Number(fence / 1_000_000_000n);
   // Seconds: a file changed after this look has a ctime of this second or later (the file system's clock runs a tick
   // behind the system's: 100 ms allowed), which git's add, comparing seconds, tells from an entry of an earlier one.
   const before = Math.floor((Date.now() - 100) / 1000);
   const ns = (sec: number, nsec: number) => BigInt(sec) * 1_000_000_000n + BigInt(nsec);
   const u32 = (n: bigint) => Number(n & 0xffffffffn);
-  const use: KeptIndexUse = { trusted: 0, reread: 0 };
-  for (const [i, e] of entries.entries()) {
-    if (i && i % 256 === 0) await new Promise((r) => setImmediate(r));
+  const use: KeptIndexUse = { kept: 0, reread: 0 };
+  let looks = 0;
+  for (const e of entries) {
     const type = e.mode & 0o170000;
     if (type === 0o160000) continue; // a gitlink: git reads the submodule's HEAD whatever its stat data
     const o = e.at;
     const csec = buf.readUInt32BE(o);
-    const cns = ns(csec, buf.readUInt32BE(o + 4));
     const msec = buf.readUInt32BE(o + 8);
+    // Of a second before the fence's: any change since has a ctime of the fence's second or later, which git's own
+    // comparison (to the second) sees. Nothing to look at here.
+    if (csec < fenceSec && msec < fenceSec) {
+      use.kept++;
+      continue;
+    }
+    // Of the fence's second: kept only where the file is still, to the nanosecond, what the checkout left.
+    if (++looks % 256 === 0) await new Promise((r) => setImmediate(r));
+    const cns = ns(csec, buf.readUInt32BE(o + 4));
     const mns = ns(msec, buf.readUInt32BE(o + 12));
-    const size = buf.readUInt32BE(o + 36);
     let st;
     try {
       st = lstatSync(at0(e.name), { bigint: true, throwIfNoEntry: false });
@@ -1185,14 +1198,14 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
       u32(st.ino) === buf.readUInt32BE(o + 20) &&
       u32(st.uid) === buf.readUInt32BE(o + 28) &&
       u32(st.gid) === buf.readUInt32BE(o + 32) &&
-      u32(st.size) === size;
-    if (same) use.trusted++;
+      u32(st.size) === buf.readUInt32BE(o + 36);
+    if (same) use.kept++;
     else {
       use.reread++;
       buf.writeUInt32BE(0, o + 36);
     }
   }
-  createHash(format).update(buf.subarray(0, end)).digest().copy(buf, end);
+  if (use.reread) createHash(format).update(buf.subarray(0, end)).digest().copy(buf, end);
   await writeFile(index, buf);
   return use;
 }
