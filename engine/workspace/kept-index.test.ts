@@ -6,7 +6,17 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { listing, type Mutate, snapshotCases, write } from "../../test/fixtures/snapshot-cases";
-import { commitAndCheckOut, createWorkspace, gradedStoreOf, inspectRepo, keepGraded, keptIndexUseOf, snapshotCaps, type Workspace } from "./workspace";
+import {
+  commitAndCheckOut,
+  createWorkspace,
+  fullDiff,
+  gradedStoreOf,
+  inspectRepo,
+  keepGraded,
+  keptIndexUseOf,
+  snapshotCaps,
+  type Workspace,
+} from "./workspace";
 
 // Grading's git way (a repository past the in-process snapshot: `add -A` on a private index) starts from the index of
 // the workspace's checkout, kept by the engine before the worker ran: git reads again only the files whose stat data
@@ -73,6 +83,8 @@ function oracle(format: "sha1" | "sha256", which: [string, Mutate][]) {
     if (name === "nothing changed") expect(use).toEqual({ kept: 12, reread: 0 });
     else if (!attributes(name)) expect(readUse(use, 12)).toBe(12);
     expect(await keptIndexUseOf(before)).toBeNull();
+    // A running worker's diff (its files snapshotted the same way), then the grading.
+    expect(await fullDiff(kept)).toBe(await fullDiff(before));
     expect(await grade(kept)).toEqual(await grade(before));
   });
 }

@@ -1109,10 +1109,14 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
   if (buf.toString("latin1", 0, 4) !== "DIRC" || (version !== 2 && version !== 3)) return null;
   const count = buf.readUInt32BE(8);
   if (count !== base.blobs.length + base.submodules.length) return null;
-  const names = new Set<string>(base.blobs.map(([name]) => name));
-  for (const s of base.submodules) names.add(s.slice(0, -1));
-  // The entries: 40 bytes of stat data and mode, the object id, 16 bits of flags, the name, NULs to a multiple of 8.
+  // The entries, in the base's order (the index's and ls-tree's are git's one order): 40 bytes of stat data and mode,
+  // the object id, 16 bits of flags, the name, NULs to a multiple of 8. And the folders of the base's files, where a
+  // .gitattributes (an ignored one too: git reads it) would apply to what git reads.
+  const submodules = new Set(base.submodules.map((s) => s.slice(0, -1)));
   const entries: { at: number; name: Buffer; mode: number }[] = [];
+  const dirs = new Set<string>([""]);
+  let lastDir = "";
+  let blob = 0;
   let at = 12;
   for (let i = 0; i < count; i++) {
     if (at + 40 + hs + 2 > end) return null;
@@ -1123,11 +1127,18 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
     const len = flags & 0xfff;
     const nul = len < 0xfff ? start + len : buf.indexOf(0, start);
     if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
-    const name = buf.subarray(start, nul);
-    if (!names.has(name.toString("latin1"))) return null;
-    entries.push({ at, name, mode: buf.readUInt32BE(at + 24) });
-    at += (40 + hs + 2 + name.length + 8) & ~7;
+    const name = buf.toString("latin1", start, nul);
+    const mode = buf.readUInt32BE(at + 24);
+    if ((mode & 0o170000) === 0o160000 ? !submodules.has(name) : base.blobs[blob++]?.[0] !== name) return null;
+    const dir = name.slice(0, name.lastIndexOf("/") + 1);
+    if (dir !== lastDir) {
+      lastDir = dir;
+      for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
+    }
+    entries.push({ at, name: buf.subarray(start, nul), mode });
+    at += (40 + hs + 2 + (nul - start) + 8) & ~7;
   }
+  if (blob !== base.blobs.length) return null;
   // What follows the entries: known extensions only.
   while (at < end) {
     if (at + 8 > end || !KEPT_EXTENSIONS.has(buf.toString("latin1", at, at + 4))) return null;
@@ -1136,12 +1147,6 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
   if (at !== end) return null;
   const root = Buffer.from(ws.worktree + path.sep);
   const at0 = (rel: Buffer) => Buffer.concat([root, rel]);
-  // A .gitattributes in any folder of the base's files (an ignored one too: git reads it) applies to what git reads.
-  const dirs = new Set<string>([""]);
-  for (const e of entries) {
-    const name = e.name.toString("latin1");
-    for (let i = name.indexOf("/"); i >= 0; i = name.indexOf("/", i + 1)) dirs.add(name.slice(0, i + 1));
-  }
   let looked = 0;
   for (const dir of dirs) {
     if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
@@ -1206,7 +1211,14 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
     }
   }
   if (use.reread) createHash(format).update(buf.subarray(0, end)).digest().copy(buf, end);
-  await writeFile(index, buf);
+  // Whole or not at all: a failure leaves what was there (the caller's index of the base, or nothing).
+  const tmp = `${index}.tmp-${randomBytes(4).toString("hex")}`;
+  try {
+    await writeFile(tmp, buf);
+    await rename(tmp, index);
+  } finally {
+    await rm(tmp, { force: true });
+  }
   return use;
 }
 
@@ -1433,8 +1445,11 @@ export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_00
   const index = commit ? null : privateIndex(ws);
   let d: string;
   try {
-    const over = index ? await snapshotOverCaps(ws, snapshotCaps(), index) : null;
+    const listing = index ? await capsListing(ws, snapshotCaps(), index) : null;
+    const over = listing?.over ?? null;
     if (over) return `… diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
+    // The checkout's kept stat data in place of the base's index where it holds (as grading): only files changed are read.
+    if (index && listing) await keptIndexInto(ws, index, listing).catch(() => null);
     const ready = !!index && existsSync(index);
     d = trimFinalNewline(
       await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {}),
