@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { lstatSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -25,7 +25,14 @@ import {
 // index still takes.
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-kept-index-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+// Small repositories on git's way (the in-process snapshot takes them otherwise, and no index is kept for them).
+const switched = process.env.OCW_SNAPSHOT_GIT;
+process.env.OCW_SNAPSHOT_GIT = "1";
+afterAll(() => {
+  if (switched === undefined) delete process.env.OCW_SNAPSHOT_GIT;
+  else process.env.OCW_SNAPSHOT_GIT = switched;
+  rmSync(tmp, { recursive: true, force: true });
+});
 let n = 0;
 const { baseRepo, cases } = snapshotCases(tmp);
 
@@ -108,6 +115,30 @@ describe("the same in a sha256 repository", () => {
     "sha256",
     cases.filter(([name]) => some.some((s) => name.startsWith(s))),
   );
+});
+
+describe("which workspaces keep their checkout's index", () => {
+  it("one past the in-process snapshot does; one it takes does not (its grading never reads it)", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 2001; i++) files[`d${i % 20}/f${i}`] = `${i}\n`;
+    const big = committedRepo(path.join(tmp, "repo-big"), files);
+    const small = committedRepo(path.join(tmp, "repo-small"), { "a.txt": "a\n" });
+    delete process.env.OCW_SNAPSHOT_GIT;
+    try {
+      const [b, s] = [await workspace(big), await workspace(small)];
+      expect(existsSync(meta(b))).toBe(true);
+      expect(existsSync(meta(s))).toBe(false);
+      await settle();
+      write(b.worktree, "d3/f3", "changed\n");
+      expect(readUse(await keptIndexUseOf(b))).toBe(2001);
+      const g = await grade(b);
+      expect(g.changed).toEqual(["d3/f3"]);
+      withoutKept(b);
+      expect(await grade(b)).toEqual(g);
+    } finally {
+      process.env.OCW_SNAPSHOT_GIT = "1";
+    }
+  }, 60_000);
 });
 
 describe("the stat data it trusts", () => {

@@ -7,7 +7,7 @@ import { config } from "../config";
 import { ENGINE_AUTHOR, git, GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { parseRawChanges, type TreeChange } from "./land";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
-import { type BaseTree, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
+import { type BaseTree, IN_PROCESS_MAX_BYTES, IN_PROCESS_MAX_FILES, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
 
 import { InputError, OcwError } from "../../shared/errors";
 import { quoteUntrusted } from "../../shared/untrusted";
@@ -1021,12 +1021,12 @@ async function keepCheckoutIndex(ws: Workspace): Promise<void> {
     const src = path.join(ws.worktree, ".git", "index");
     const st = await lstat(src, { bigint: true });
     if (!st.isFile()) return;
+    const bytes = await readFile(src);
+    const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
+    if (bytes.length < 12 + hashSize || (!config().OCW_SNAPSHOT_GIT && inProcessSize(bytes, hashSize))) return;
     await mkdir(ws.gitDir, { recursive: true });
     await rm(meta, { force: true });
-    await copyFile(src, tmp);
-    const bytes = await readFile(tmp);
-    const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
-    if (bytes.length < 12 + hashSize) return;
+    await writeFile(tmp, bytes);
     await rename(tmp, path.join(ws.gitDir, KEPT_INDEX));
     // A moment of the workspace's file-system clock after the checkout, before the worker runs: the ctime of a file made
     // (and removed) in the workspace's .git. Whatever the worker changes later gets a ctime from then on, so an entry
@@ -1051,6 +1051,27 @@ async function keepCheckoutIndex(ws: Workspace): Promise<void> {
   } finally {
     await rm(tmp, { force: true }).catch(() => undefined);
   }
+}
+
+/**
+ * Whether a checkout's index is of a repository the in-process snapshot takes (snapshot.ts: on Linux, at most its files
+ * and bytes): its grading does not read the kept index, so none is kept (a worker's start costs nothing more), unless
+ * OCW_SNAPSHOT_GIT makes git's way the only one.
+ */
+function inProcessSize(index: Buffer, hashSize: number): boolean {
+  const count = index.readUInt32BE(8);
+  if (process.platform !== "linux" || count > IN_PROCESS_MAX_FILES) return false;
+  let bytes = 0;
+  let at = 12;
+  for (let i = 0; i < count; i++) {
+    if (at + 40 + hashSize + 2 > index.length) return false;
+    bytes += index.readUInt32BE(at + 36);
+    const len = index.readUInt16BE(at + 40 + hashSize) & 0xfff;
+    const nul = len < 0xfff ? at + 40 + hashSize + 2 + len : index.indexOf(0, at + 40 + hashSize + 2);
+    if (nul < 0) return false;
+    at += (40 + hashSize + 2 + (nul - at - 40 - hashSize - 2) + 8) & ~7;
+  }
+  return bytes <= IN_PROCESS_MAX_BYTES;
 }
 
 /**
