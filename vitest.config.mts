@@ -40,6 +40,7 @@ const STARTS_PROCESSES = [
   "engine/serving/get-llama.test.ts",
   "engine/serving/k8s.test.ts",
   "engine/models/mtp.test.ts",
+  "bench/model.test.ts",
 ];
 
 /**

@@ -10,9 +10,9 @@ import { createOpencodeClient } from "@opencode-ai/sdk/v2";
 import { runChecks } from "../engine/grading/checks";
 import { WORKER_AGENT } from "../engine/harness/config";
 import { OpencodeServer } from "../engine/harness/opencode-server";
-import type { ScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, scriptedTarget, tempDir, type TestEngine } from "../test/helpers";
 import type { McpHandle } from "../test/integration/mcp-helpers";
+import { requestLog, type BenchModel } from "./model";
 import { commandHelperUnder, opencodeServeUnder, rssMbOf, samplePeak } from "./procs";
 import { workerStarts, type WorkerStart } from "./sandbox";
 import { cpuWithChildren, procStat, round, rssPeak, untilQuiet } from "./stats";
@@ -62,7 +62,7 @@ const tasks = (dir: string, n: number, tag: string) =>
   Array.from({ length: n }, (_, i) => ({ task: `BENCH-BATCH ${i} ${tag}`, directory: dir, checks: [{ file: `f${i}.txt` }] }));
 
 /** n tasks through `ocw mcp`: delegate_batch, then wait / approve every pending ask until the batch settles. */
-export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model: ScriptedModel, n: number, tag = ""): Promise<EngineBatch> {
+export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model: BenchModel, n: number, tag = ""): Promise<EngineBatch> {
   const enginePid = engine.proc.pid!;
   const dir = makeRepo();
   const bridgePid = (mcp.client.transport as StdioClientTransport).pid!;
@@ -210,14 +210,15 @@ export function bareSdk(server: OpencodeServer) {
   return { client, idle, seen };
 }
 
-export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces = "worktree"): Promise<BareRig> {
+export async function bareRig(model: BenchModel, workspaces: BareWorkspaces = "worktree"): Promise<BareRig> {
   const home = tempDir("bench-bare");
   const server = new OpencodeServer({ target: benchTarget(model.url), home });
   await server.start();
   const { client, idle: idleOf, seen } = bareSdk(server);
   // One git worktree at a time (git's own locks), each task's session started as soon as its worktree is there.
   let gitChain: Promise<unknown> = Promise.resolve();
-  const firstRequest: number[] = [];
+  /** Per task of the batch: its session and when it started, for the model's request log read after the batch. */
+  const sessions: { id: string; t0: number }[] = [];
   const phaseMs = {
     workspace: [] as number[],
     session: [] as number[],
@@ -243,9 +244,7 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
     const idle = idleOf(s.id);
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
     await idle;
-    const chats = model.requests.filter((r) => r.kind === "chat" && r.sessionId === s.id);
-    if (chats[0]) firstRequest.push(chats[0].at - t0);
-    if (chats.length) phaseMs.lastRequest.push(chats.at(-1)!.at - t0);
+    sessions.push({ id: s.id, t0 });
     const e = seen.get(s.id);
     seen.delete(s.id);
     for (const k of ["ask", "answered", "idle"] as const) if (e?.[k] !== undefined) phaseMs[k].push(e[k]! - t0);
@@ -260,7 +259,7 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
     pid,
     async run(n, tag) {
       const dir = makeRepo();
-      firstRequest.length = 0;
+      sessions.length = 0;
       for (const k of Object.keys(phaseMs) as (keyof typeof phaseMs)[]) phaseMs[k].length = 0;
       const before = rssMbOf(pid);
       const peak = samplePeak(pid);
@@ -272,10 +271,18 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
       // As the engine's serve is measured (batchThroughMcp): until it is quiet, so what a batch leaves running counts too.
       await untilQuiet([pid]);
       const cpu1 = cpuWithChildren(pid);
+      // The model's request log after the batch (fetched from its process where it has one): each session's first and last chat request.
+      const requests = await requestLog(model);
+      const startMs: number[] = [];
+      for (const { id, t0: start } of sessions) {
+        const chats = requests.filter((r) => r.kind === "chat" && r.sessionId === id);
+        if (chats[0]) startMs.push(chats[0].at - start);
+        if (chats.length) phaseMs.lastRequest.push(chats.at(-1)!.at - start);
+      }
       cleanup(dir);
       return {
         wallMs,
-        startMs: [...firstRequest],
+        startMs,
         phaseMs: Object.fromEntries(Object.entries(phaseMs).map(([k, v]) => [k, [...v]])) as BareBatch["phaseMs"],
         built: built.filter(Boolean).length,
         opencodeRssMbBefore: before,

@@ -5,14 +5,12 @@
 import { chmodSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { startScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, startEngine, tempDir, type TestEngine } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
-import { log, median, round, spread, type Spread } from "./stats";
+import type { BenchModel } from "./model";
+import { log, median, procStat, round, spread, type Spread } from "./stats";
 import type { SideRun } from "./trust";
-
-type Model = Awaited<ReturnType<typeof startScriptedModel>>;
 
 export interface CostSize {
   tasks: number;
@@ -32,10 +30,14 @@ export interface CostSize {
   tailMs: { engine: number; before?: number; bare: number };
   /** Engine CPU (its own + the git it ran) per batch, medians: CPU does not stretch with load as wall time does. */
   engineCpuSec: { engine: number; before?: number };
+  /** The scripted model's CPU per batch (medians), where it ran in a process of its own: the same work for every side. */
+  modelCpuSec?: { engine: number; before?: number; bare: number };
 }
 
 export interface EngineCost {
   reps: number;
+  /** Where the scripted model ran: a process of its own (as a real model server), or the bench's (OCW_BENCH_MODEL_INPROC=1). */
+  model?: "own process" | "bench process";
   /** What the earlier build is (the --before bundle's label), or null when only this build ran. */
   before: string | null;
   sizes: Record<string, CostSize>;
@@ -47,6 +49,14 @@ export interface EngineCost {
 
 type Side = "engine" | "engineBefore" | "bareClone";
 
+/**
+ * Each repetition's fresh engines and bare serve first run one untimed batch of this size, alike. The bare side's
+ * client runs in this process, warm from every earlier repetition, while each engine (a fresh process) had run one
+ * task: its code ran cold (unoptimized) through the timed batches, ~0.3 s more engine CPU per 32-task batch than the
+ * same build warm (bench/trace-cost.ts, one engine through all its batches).
+ */
+const WARM_UP_TASKS = 16;
+
 /** A wrapper that runs the bridge of the earlier build (startMcp's `command` takes an executable). */
 function bridgeOf(bundle: string): string {
   const file = path.join(tempDir("bench-before-bridge"), "ocw");
@@ -56,7 +66,8 @@ function bridgeOf(bundle: string): string {
 }
 
 export async function engineCost(opts: {
-  model: Model;
+  model: BenchModel;
+  modelWhere?: "own process" | "bench process";
   reps: number;
   sizes: number[];
   pacedMs: number;
@@ -69,11 +80,13 @@ export async function engineCost(opts: {
   const runs = new Map<string, (EngineBatch | BareBatch)[]>();
   const sequence: EngineCost["sequence"] = [];
   const loadAtBatch: EngineCost["loadAtBatch"] = [];
+  /** Per side and size: the model process's CPU seconds in each batch (its own process only). */
+  const modelCpu = new Map<string, number[]>();
   const up = async (bundle?: string) => {
     const e: TestEngine = await startEngine(tempDir("state"), {}, bundle);
     await e.client.targets.save.mutate({ target: benchTarget(opts.model.url), activate: true });
     const mcp = await startMcp(e.stateDir, "claude-code", bundle ? { command: bridge } : {});
-    await batchThroughMcp(mcp, e, model, 1, `warm-up-cost${bundle ? "-before" : ""}`);
+    await batchThroughMcp(mcp, e, model, WARM_UP_TASKS, `warm-up-cost${bundle ? "-before" : ""}`);
     return { e, mcp };
   };
   const down = async (x: { e: TestEngine; mcp: Awaited<ReturnType<typeof startMcp>> } | null) => {
@@ -86,6 +99,7 @@ export async function engineCost(opts: {
     const now = await up();
     const before = opts.before ? await up(opts.before.bundle).catch(async (err) => (await down(now), Promise.reject(err))) : null;
     const bare = await bareRig(model, "private-clone").catch(async (err) => (await down(before), await down(now), Promise.reject(err)));
+    await bare.run(WARM_UP_TASKS, `c${rep}warm-up`).catch(async (err) => (await bare.close(), await down(before), await down(now), Promise.reject(err)));
     try {
       for (const size of [...opts.sizes, -opts.sizes.at(-1)!]) {
         const n = Math.abs(size);
@@ -95,13 +109,20 @@ export async function engineCost(opts: {
           sequence.push({ side, rep, size });
           loadAtBatch.push({ side, size, rep, load: round(os.loadavg()[0]!, 2) });
           const tag = `c${rep}n${n}${side}${paced ? ` ${opts.paced}` : ""}`;
+          const m0 = model.pid ? procStat(model.pid).cpuSec : null;
+          // This process's CPU: the bare side's SDK client, the MCP client, and the model where it runs here.
+          const b0 = process.cpuUsage();
           const r =
             side === "bareClone"
               ? await bare.run(n, tag)
               : await batchThroughMcp((side === "engine" ? now : before!).mcp, (side === "engine" ? now : before!).e, model, n, tag);
           runs.set(`${side}${size}`, [...(runs.get(`${side}${size}`) ?? []), r]);
+          const b1 = process.cpuUsage(b0);
+          const benchCpu = round((b1.user + b1.system) / 1e6, 2);
+          const mCpu = m0 !== null ? round(procStat(model.pid!).cpuSec - m0, 2) : null;
+          if (mCpu !== null) modelCpu.set(`${side}${size}`, [...(modelCpu.get(`${side}${size}`) ?? []), mCpu]);
           log(
-            `cost ${n} tasks${paced ? `, paced ${pacedMs} ms` : ""}, ${side} (run ${rep + 1}/${reps}): ${r.wallMs} ms, ${r.built} built${"cpuSec" in r ? `; engine CPU ${r.cpuSec} + ${r.childrenCpuSec} s of its git` : ""}; load ${os
+            `cost ${n} tasks${paced ? `, paced ${pacedMs} ms` : ""}, ${side} (run ${rep + 1}/${reps}): ${r.wallMs} ms, ${r.built} built${"cpuSec" in r ? `; engine CPU ${r.cpuSec} + ${r.childrenCpuSec} s of its git` : ""}${mCpu !== null ? `; model CPU ${mCpu} s` : ""}; bench process CPU ${benchCpu} s; load ${os
               .loadavg()
               .map((x) => round(x, 2))
               .join(", ")}`,
@@ -160,10 +181,20 @@ export async function engineCost(opts: {
         engine: round(median(eng.map((r) => r.cpuSec + r.childrenCpuSec)), 2),
         ...(bef ? { before: round(median(bef.map((r) => r.cpuSec + r.childrenCpuSec)), 2) } : {}),
       },
+      ...(modelCpu.has(`engine${size}`) && modelCpu.has(`bareClone${size}`)
+        ? {
+            modelCpuSec: {
+              engine: round(median(modelCpu.get(`engine${size}`)!), 2),
+              ...(modelCpu.has(`engineBefore${size}`) ? { before: round(median(modelCpu.get(`engineBefore${size}`)!), 2) } : {}),
+              bare: round(median(modelCpu.get(`bareClone${size}`)!), 2),
+            },
+          }
+        : {}),
     };
   }
   return {
     reps,
+    ...(opts.modelWhere ? { model: opts.modelWhere } : {}),
     before: opts.before?.label ?? null,
     sizes,
     sequence,

@@ -6,11 +6,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import path from "node:path";
-import { bash, startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
 import { engineCost } from "./cost";
+import { PACED, PACED_MODEL_MS, serveBenchModelIfAsked, startBenchModelInProcess, startCostModel, type BenchModel } from "./model";
 import { FAULT_FILES, runFaultSuite } from "./faults";
 import { compareEnv, environOf, opencodeServeUnder } from "./procs";
 import { loneStarts, repoCost, startMedians, type WorkerStart } from "./sandbox";
@@ -24,6 +24,9 @@ import { setupBench } from "./setup";
 import { renderMarkdown, type Report, type UiResult } from "./report";
 import { engineStartup, mcpCold, mcpDefinitions, mcpToolsListWarm } from "./startup";
 import { fmt, log, median, round, spread, type Spread } from "./stats";
+
+// Started as the cost part's model process (bench/model.ts): serve the model, and nothing of the bench.
+await serveBenchModelIfAsked();
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
 const REPORT_JSON = path.join(ROOT, "bench", "report.json");
@@ -77,6 +80,7 @@ const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N[,N�
   --many-from FILE  take the many-workers figures from an earlier run's report JSON (e.g. --only many --out FILE)
   --no-faults     leave out the fault and attack suite (the same as --skip faults)
   --no-ui         leave out the Playwright dashboard bench (part "ui": an --only list leaves it out unless it names ui)
+  OCW_BENCH_MODEL_INPROC=1  the cost part's scripted model runs in the bench's process (as before), not in a process of its own
   OCW_ENGINE_CPU_PROF=DIR  every engine the bench starts writes a CPU profile (node --cpu-prof) into DIR when it stops`;
 
 /** The fit's headline figures: the live matrix where it ran (the fuller comparison), else the recorded logs. */
@@ -209,23 +213,7 @@ async function measure() {
     flush();
   };
 
-  const model = await startScriptedModel({
-    scripts: [
-      { name: "gate", match: /BENCH-GATE/, script: (c) => (c.turnStep === 0 ? bash("echo gate") : { text: "OUTCOME: built" }) },
-      {
-        name: "batch",
-        match: /BENCH-BATCH (\d+)/,
-        script: (c) => {
-          // A paced batch's model takes PACED_MODEL_MS before each turn's first token, as a fast API model does.
-          const silentMs = c.firstUserText.includes(PACED) ? PACED_MODEL_MS : 0;
-          return c.turnStep === 0
-            ? { ...writeFile(`f${/BENCH-BATCH (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n"), silentMs }
-            : { text: "OUTCOME: built", silentMs };
-        },
-      },
-      { name: "tiny", match: /BENCH-TINY/, script: () => ({ text: "OUTCOME: honest-failure — bench" }) },
-    ],
-  });
+  const model = await startBenchModelInProcess();
 
   // Start-ups first, while nothing else of the bench runs.
   if (runs("startup")) {
@@ -344,19 +332,23 @@ async function measure() {
   if (runs("cost"))
     await guard("cost", async () => {
       const bundle = flag("--before");
+      // The model in a process of its own, as a real model server is (OCW_BENCH_MODEL_INPROC=1: in this process, as before).
+      const cost = await startCostModel();
+      log(`cost: the scripted model runs in ${cost.where === "own process" ? `a process of its own (pid ${cost.model.pid})` : "the bench's process"}`);
       const c = await engineCost({
-        model,
+        model: cost.model,
+        modelWhere: cost.where,
         reps,
         sizes: quick ? [4, 8] : [16, 32],
         pacedMs: PACED_MODEL_MS,
         paced: PACED,
         ...(bundle ? { before: { bundle: path.resolve(bundle), label: flag("--before-label") ?? bundle } } : {}),
-      });
+      }).finally(() => cost.model.close());
       for (const [k, x] of Object.entries(c.sizes)) {
         range[`engineCost.${k}.ratio`] = x.ratio;
         if (x.ratioBefore) range[`engineCost.${k}.ratioBefore`] = x.ratioBefore;
         log(
-          `cost ${k}: engine ÷ bare on private clones ${fmt(x.ratio)}${x.ratioBefore ? `; before ${fmt(x.ratioBefore)}` : ""}; tail ${JSON.stringify(x.tailMs)}; engine CPU ${JSON.stringify(x.engineCpuSec)}`,
+          `cost ${k}: engine ÷ bare on private clones ${fmt(x.ratio)}${x.ratioBefore ? `; before ${fmt(x.ratioBefore)}` : ""}; tail ${JSON.stringify(x.tailMs)}; engine CPU ${JSON.stringify(x.engineCpuSec)}${x.modelCpuSec ? `; model CPU ${JSON.stringify(x.modelCpuSec)}` : ""}`,
         );
       }
       report.engineCost = c;
@@ -534,11 +526,7 @@ const FAULT_FILES_COUNT = FAULT_FILES.length;
 const benchLoop = monitorEventLoopDelay({ resolution: 10 });
 benchLoop.enable();
 
-/** The paced batches: a model that takes this long before each turn's first token (a fast API; a local model takes longer). */
-const PACED_MODEL_MS = 1000;
-const PACED = "paced";
-
-async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, report: Report, put: (key: string, runs: number[], d?: number) => number) {
+async function batches(model: BenchModel, report: Report, put: (key: string, runs: number[], d?: number) => number) {
   const batchSizes = quick ? [4, 8] : [16, 32];
   const sandboxSize = batchSizes[0]!;
   type Side = "engine" | "noSandbox" | "keyed" | "bare" | "bareClone" | "enginePaced" | "bareClonePaced";

@@ -7,8 +7,8 @@ import path from "node:path";
 import type { EngineClient } from "../engine/api/client";
 import { createWorkspace, inspectRepo } from "../engine/workspace/workspace";
 import type { WorkerEvent } from "../shared/worker";
-import type { ScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, settle, tempDir } from "../test/helpers";
+import { requestLog, type BenchModel } from "./model";
 import { median, round } from "./stats";
 
 export interface WorkerStart {
@@ -33,8 +33,12 @@ export interface WorkerStart {
   firstRequestAt?: number | null;
 }
 
-/** Per worker, from its event log (engine clock) and the model's request log (this process's clock; same machine). */
-export async function workerStarts(client: EngineClient, model: ScriptedModel, ids: string[]): Promise<WorkerStart[]> {
+/**
+ * Per worker, from its event log (engine clock) and the model's request log (the model's process's clock; same machine),
+ * fetched once from the model's process where it has one: call it after the batch.
+ */
+export async function workerStarts(client: EngineClient, model: BenchModel, ids: string[]): Promise<WorkerStart[]> {
+  const requests = await requestLog(model);
   return Promise.all(
     ids.map(async (workerId) => {
       const events = (await client.workers.events.query({ workerId })) as WorkerEvent[];
@@ -44,7 +48,7 @@ export async function workerStarts(client: EngineClient, model: ScriptedModel, i
         return e && created !== null ? e.ts - created : null;
       };
       const session = events.find((e) => e.type === "worker.session") as Extract<WorkerEvent, { type: "worker.session" }> | undefined;
-      const chats = session ? model.requests.filter((r) => r.kind === "chat" && r.sessionId === session.sessionId) : [];
+      const chats = session ? requests.filter((r) => r.kind === "chat" && r.sessionId === session.sessionId) : [];
       const first = chats[0];
       const last = chats.at(-1);
       return {
@@ -84,7 +88,7 @@ export function startMedians(starts: WorkerStart[]) {
 }
 
 /** `count` workers one after another on an idle engine (nothing else queued): the start of a lone worker. */
-export async function loneStarts(client: EngineClient, model: ScriptedModel, count: number): Promise<WorkerStart[]> {
+export async function loneStarts(client: EngineClient, model: BenchModel, count: number): Promise<WorkerStart[]> {
   const dir = makeRepo();
   const out: WorkerStart[] = [];
   for (let i = 0; i < count; i++) {

@@ -3,18 +3,22 @@
 // processes each side started during the batch (strace -f on the engine and its opencode serve / the bare serve).
 // `npx jiti bench/trace-cost.ts [N] [REPS] [paced]` (a scratch tool of the cost investigation; not part of `npm run bench`).
 // For ratios, run it bundled as the bench is (esbuild, as scripts/bench.mjs does, then `node`): under jiti the bare
-// side's client, which runs in this process beside the scripted model, ran ~15 % slower (32 tasks: bare 5.0–5.5 s
-// against 4.3–4.5 s bundled, the engine side unchanged), which made the engine look at par. Phases and CPU hold either way.
+// side's client, which runs in this process, ran ~15 % slower (32 tasks: bare 5.0–5.5 s against 4.3–4.5 s bundled, the
+// engine side unchanged), which made the engine look at par. Phases and CPU hold either way. The scripted model runs in
+// a process of its own, as the cost part's does (OCW_BENCH_MODEL_INPROC=1: in this process, as before).
 import { spawn } from "node:child_process";
 import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, startEngine, tempDir } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
 import { bareRig, batchThroughMcp, benchTarget, type BareBatch } from "./batch";
+import { serveBenchModelIfAsked, startCostModel } from "./model";
 import { commandHelperUnder, opencodeServeUnder } from "./procs";
-import { median, round } from "./stats";
+import { cpuWithChildren, median, procStat, round } from "./stats";
+
+// Bundled, this file is also the model's process (bench/model.ts): then it serves the model and does nothing else.
+await serveBenchModelIfAsked();
 
 const n = Number(process.argv[2] ?? 16);
 const reps = Number(process.argv[3] ?? 2);
@@ -23,20 +27,10 @@ const STRACE = process.env.STRACE === "1";
 /** BEFORE=BUNDLE: an engine of an earlier build takes its turn too (its own bridge), against the same bare runs. */
 const BEFORE = process.env.BEFORE;
 
-const model = await startScriptedModel({
-  scripts: [
-    {
-      name: "batch",
-      match: /BENCH-BATCH (\d+)/,
-      script: (c) => {
-        const silentMs = c.firstUserText.includes("paced") ? 1000 : 0;
-        return c.turnStep === 0
-          ? { ...writeFile(`f${/BENCH-BATCH (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n"), silentMs }
-          : { text: "OUTCOME: built", silentMs };
-      },
-    },
-  ],
-});
+const { model, where } = await startCostModel();
+console.log(`the scripted model runs in ${where === "own process" ? `a process of its own (pid ${model.pid})` : "this process"}`);
+/** The model process's CPU seconds so far (null when it runs in this process). */
+const modelCpu = () => (model.pid ? procStat(model.pid).cpuSec : null);
 
 /** strace -f on these pids while fn runs: the programs each exec'd, counted. */
 async function traced<T>(pids: number[], fn: () => Promise<T>): Promise<{ r: T; execs: Record<string, number> }> {
@@ -118,6 +112,10 @@ try {
     const sides = (BEFORE ? ["engine", "bare", "before"] : ["engine", "bare"]).filter((x) => !(process.env.NOBARE === "1" && x === "bare"));
     for (const side of rep % 2 ? sides.reverse() : sides) {
       const load = round(os.loadavg()[0]!, 2);
+      const m0 = modelCpu();
+      // This process (the MCP client or the bare SDK client, and the scripted model where it runs here) and what it
+      // reaped meanwhile (the bare side's clones; the engine, its servers and the model's process are not reaped during a batch).
+      const me0 = cpuWithChildren(process.pid)!;
       if (side !== "bare") {
         const { e, mcp, oc } = engines[side]!;
         const { r, execs } = await traced([e.proc.pid!, oc, ...(commandHelperUnder(e.proc.pid!) ? [commandHelperUnder(e.proc.pid!)!] : [])], () =>
@@ -163,8 +161,11 @@ try {
         });
       }
       const x = results.at(-1)!;
+      const m1 = modelCpu();
+      const me1 = cpuWithChildren(process.pid)!;
+      x.detail += `; this process ${round(me1.self - me0.self, 2)} s, its reaped children ${round(me1.children - me0.children, 2)} s`;
       console.log(
-        `${side} n=${n}${tag} rep ${rep}: wall ${x.wall} ms, tail ${x.tail} ms, load ${x.load}\n  ${x.detail}${STRACE ? `\n  execs ${JSON.stringify(x.execs)}` : ""}`,
+        `${side} n=${n}${tag} rep ${rep}: wall ${x.wall} ms, tail ${x.tail} ms, load ${x.load}${m0 !== null && m1 !== null ? `, model CPU ${round(m1 - m0, 2)} s` : ""}\n  ${x.detail}${STRACE ? `\n  execs ${JSON.stringify(x.execs)}` : ""}`,
       );
     }
   }
