@@ -7,7 +7,7 @@ import { config } from "../config";
 import { ENGINE_AUTHOR, git, GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { parseRawChanges, type TreeChange } from "./land";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
-import { type BaseTree, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
+import { type BaseTree, IN_PROCESS_MAX_BYTES, IN_PROCESS_MAX_FILES, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
 
 import { InputError, OcwError } from "../../shared/errors";
 import { quoteUntrusted } from "../../shared/untrusted";
@@ -140,6 +140,8 @@ export async function createWorkspace(
       throw mirrorFailure(repo, last, again as Error);
     }
   }
+  // Before the worker is handed its workspace: the stat data of the checkout, which grading starts from.
+  await keepCheckoutIndex(ws);
   return ws;
 }
 
@@ -296,6 +298,12 @@ const TRUSTED_FLAGS = [
   "core.symlinks=true",
   "-c",
   "commit.gpgsign=false",
+  // A file's stat data is trusted only whole (the kept checkout index, keptIndexInto): its ctime, inode and owner too,
+  // so a file rewritten and its mtime put back (`touch -d`) is read again.
+  "-c",
+  "core.trustctime=true",
+  "-c",
+  "core.checkStat=default",
 ];
 
 /** The folder of the engine's repository that holds the objects of the worker's latest grading. */
@@ -709,7 +717,8 @@ export async function commitAndCheckOut(
       await emptied();
     }
     indexMade = true;
-    await baseIndexInto(ws, index);
+    // The checkout's own stat data where it holds (only the files changed since are read again), else the base's index.
+    if (!(await keptIndexInto(ws, index, listing).catch(() => null))) await baseIndexInto(ws, index);
     out = await trustedScript(
       ws,
       COMMIT_AND_CHECK_OUT,
@@ -983,6 +992,258 @@ async function baseIndexInto(ws: Workspace, index: string): Promise<BaseListing>
 }
 
 /**
+ * The checkout's index, kept by the engine (keepCheckoutIndex): a copy of the workspace's `.git/index` taken as its
+ * checkout ends, before the worker runs, in the engine's folder of the worker (outside every sandbox: the worker can
+ * write its own `.git/index`, never this copy), with what it was taken from (KeptIndexMeta).
+ */
+const KEPT_INDEX = "checkout-index";
+const KEPT_META = "checkout-index.json";
+
+interface KeptIndexMeta {
+  /** The commit checked out. */
+  base: string;
+  /**
+   * A file-system time (nanoseconds) after git wrote the index and before the worker ran: an entry whose ctime and mtime
+   * are before it and that the file still has is the base's file, unchanged.
+   */
+  fence: string;
+  /** The index's own checksum (its last bytes): the copy is the file described here. */
+  checksum: string;
+}
+
+/**
+ * Keeps the workspace's checkout index (see KEPT_INDEX). Never fails: without it grading reads every file (today's way).
+ */
+async function keepCheckoutIndex(ws: Workspace): Promise<void> {
+  const meta = path.join(ws.gitDir, KEPT_META);
+  const tmp = `${path.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  try {
+    const src = path.join(ws.worktree, ".git", "index");
+    const st = await lstat(src, { bigint: true });
+    if (!st.isFile()) return;
+    const bytes = await readFile(src);
+    const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
+    if (bytes.length < 12 + hashSize || (!config().OCW_SNAPSHOT_GIT && inProcessSize(bytes, hashSize))) return;
+    await mkdir(ws.gitDir, { recursive: true });
+    await rm(meta, { force: true });
+    await writeFile(tmp, bytes);
+    await rename(tmp, path.join(ws.gitDir, KEPT_INDEX));
+    // A moment of the workspace's file-system clock after the checkout, before the worker runs: the ctime of a file made
+    // (and removed) in the workspace's .git. Whatever the worker changes later gets a ctime from then on, so an entry
+    // whose times are before it shows any change. Taken again a millisecond later (a few times) while it is the index's
+    // own tick (a small checkout's files and index can share one): an entry of that tick could not be told from a change.
+    let fence = st.mtimeNs;
+    for (let i = 0; i < 8 && fence <= st.mtimeNs; i++) {
+      if (i) await new Promise((r) => setTimeout(r, 1));
+      const stamp = path.join(ws.worktree, ".git", `ocw-fence-${randomBytes(4).toString("hex")}`);
+      await writeFile(stamp, "", { flag: "wx" });
+      try {
+        fence = (await lstat(stamp, { bigint: true })).ctimeNs;
+      } finally {
+        await rm(stamp, { force: true });
+      }
+    }
+    const kept: KeptIndexMeta = { base: ws.baseCommit, fence: fence.toString(), checksum: bytes.subarray(bytes.length - hashSize).toString("hex") };
+    await writeFile(`${meta}.tmp`, JSON.stringify(kept));
+    await rename(`${meta}.tmp`, meta);
+  } catch {
+    await rm(meta, { force: true }).catch(() => undefined);
+  } finally {
+    await rm(tmp, { force: true }).catch(() => undefined);
+  }
+}
+
+/**
+ * Whether a checkout's index is of a repository the in-process snapshot takes (snapshot.ts: on Linux, at most its files
+ * and bytes): its grading does not read the kept index, so none is kept (a worker's start costs nothing more), unless
+ * OCW_SNAPSHOT_GIT makes git's way the only one.
+ */
+function inProcessSize(index: Buffer, hashSize: number): boolean {
+  const count = index.readUInt32BE(8);
+  if (process.platform !== "linux" || count > IN_PROCESS_MAX_FILES) return false;
+  let bytes = 0;
+  let at = 12;
+  for (let i = 0; i < count; i++) {
+    if (at + 40 + hashSize + 2 > index.length) return false;
+    bytes += index.readUInt32BE(at + 36);
+    const len = index.readUInt16BE(at + 40 + hashSize) & 0xfff;
+    const nul = len < 0xfff ? at + 40 + hashSize + 2 + len : index.indexOf(0, at + 40 + hashSize + 2);
+    if (nul < 0) return false;
+    at += (40 + hashSize + 2 + (nul - at - 40 - hashSize - 2) + 8) & ~7;
+  }
+  return bytes <= IN_PROCESS_MAX_BYTES;
+}
+
+/**
+ * What git's way of grading would start from now (keptIndexInto on the caps listing), without grading: for tests and
+ * measurements. Null: the base's index (every file read).
+ */
+export async function keptIndexUseOf(ws: Workspace, caps: SnapshotCaps = snapshotCaps()): Promise<KeptIndexUse | null> {
+  const index = privateIndex(ws);
+  try {
+    return await keptIndexInto(ws, index, await capsListing(ws, caps)).catch(() => null);
+  } finally {
+    await rm(index, { force: true });
+  }
+}
+
+/** The index extensions a kept index may carry (git's cache tree, resolve-undo, its offset tables): none changes what an entry means. */
+const KEPT_EXTENSIONS = new Set(["TREE", "REUC", "EOIE", "IEOT"]);
+const isAttributes = (p: string) => p === ".gitattributes" || p.endsWith("/.gitattributes");
+
+/**
+ * What keptIndexInto made: entries left with their stat data (git reads such a file again only where its stat data
+ * changed), and entries smudged (read again whatever their stat data).
+ */
+export interface KeptIndexUse {
+  kept: number;
+  reread: number;
+}
+
+/**
+ * A private index for git's way of grading made from the kept checkout index (KEPT_INDEX), or null (then the base's
+ * index, as before): only where it makes exactly the commit a fresh index of the base makes. git's add (core.trustctime,
+ * core.checkStat default) reads a file again where its mtime or ctime (to the second), inode, owner, size, type or
+ * executable bit differ from its entry; any write, chmod, rename or `touch -d` moves the ctime to the present. So an
+ * entry whose times are of a second before the kept fence's (KeptIndexMeta: after the checkout, before the worker ran)
+ * is left as it is: a change made since differs from it to the second. An entry of the fence's own second (git's
+ * racy-clean case, which git here compares only to the second) is kept only where the file is still, to the
+ * nanosecond, what the checkout left, before the fence and of an earlier second than now (a change after this look
+ * still differs to the second); every other is smudged as git smudges one (size 0: read again). Null when the kept
+ * index is missing, unreadable, of another base or not exactly the base's files, when it carries what this reading does
+ * not know, or when `.gitattributes` could apply (in the base, new, or any, ignored too, in a folder of the base's
+ * files): git's add would convert a file it reads, and a file it trusts is not read.
+ */
+export async function keptIndexInto(ws: Workspace, index: string, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndexUse | null> {
+  const base = listing.base;
+  if (!base) return null;
+  const meta = JSON.parse(await readFile(path.join(ws.gitDir, KEPT_META), "utf8")) as KeptIndexMeta;
+  if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
+  if (base.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
+  const format = objectFormat(ws.baseCommit);
+  const hs = format === "sha256" ? 32 : 20;
+  const buf = await readFile(path.join(ws.gitDir, KEPT_INDEX));
+  const end = buf.length - hs;
+  if (end < 12 || buf.subarray(end).toString("hex") !== meta.checksum) return null;
+  if (!createHash(format).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
+  const version = buf.readUInt32BE(4);
+  if (buf.toString("latin1", 0, 4) !== "DIRC" || (version !== 2 && version !== 3)) return null;
+  const count = buf.readUInt32BE(8);
+  if (count !== base.blobs.length + base.submodules.length) return null;
+  // The entries, in the base's order (the index's and ls-tree's are git's one order): 40 bytes of stat data and mode,
+  // the object id, 16 bits of flags, the name, NULs to a multiple of 8. And the folders of the base's files, where a
+  // .gitattributes (an ignored one too: git reads it) would apply to what git reads.
+  const submodules = new Set(base.submodules.map((s) => s.slice(0, -1)));
+  const entries: { at: number; name: Buffer; mode: number }[] = [];
+  const dirs = new Set<string>([""]);
+  let lastDir = "";
+  let blob = 0;
+  let at = 12;
+  for (let i = 0; i < count; i++) {
+    if (at + 40 + hs + 2 > end) return null;
+    const flags = buf.readUInt16BE(at + 40 + hs);
+    // Assume-valid, extended flags (skip-worktree, intent-to-add) or a stage: not a plain checkout's entry.
+    if (flags & 0xf000) return null;
+    const start = at + 40 + hs + 2;
+    const len = flags & 0xfff;
+    const nul = len < 0xfff ? start + len : buf.indexOf(0, start);
+    if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
+    const name = buf.toString("latin1", start, nul);
+    const mode = buf.readUInt32BE(at + 24);
+    if ((mode & 0o170000) === 0o160000 ? !submodules.has(name) : base.blobs[blob++]?.[0] !== name) return null;
+    const dir = name.slice(0, name.lastIndexOf("/") + 1);
+    if (dir !== lastDir) {
+      lastDir = dir;
+      for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
+    }
+    entries.push({ at, name: buf.subarray(start, nul), mode });
+    at += (40 + hs + 2 + (nul - start) + 8) & ~7;
+  }
+  if (blob !== base.blobs.length) return null;
+  // What follows the entries: known extensions only.
+  while (at < end) {
+    if (at + 8 > end || !KEPT_EXTENSIONS.has(buf.toString("latin1", at, at + 4))) return null;
+    at += 8 + buf.readUInt32BE(at + 4);
+  }
+  if (at !== end) return null;
+  const root = Buffer.from(ws.worktree + path.sep);
+  const at0 = (rel: Buffer) => Buffer.concat([root, rel]);
+  let looked = 0;
+  for (const dir of dirs) {
+    if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
+    } catch {
+      st = undefined; // a folder on the way is a file now
+    }
+    if (st) return null;
+  }
+  const fence = BigInt(meta.fence);
+  const fenceSec = Number(fence / 1_000_000_000n);
+  // Seconds: a file changed after this look has a ctime of this second or later (the file system's clock runs a tick
+  // behind the system's: 100 ms allowed), which git's add, comparing seconds, tells from an entry of an earlier one.
+  const before = Math.floor((Date.now() - 100) / 1000);
+  const ns = (sec: number, nsec: number) => BigInt(sec) * 1_000_000_000n + BigInt(nsec);
+  const u32 = (n: bigint) => Number(n & 0xffffffffn);
+  const use: KeptIndexUse = { kept: 0, reread: 0 };
+  let looks = 0;
+  for (const e of entries) {
+    const type = e.mode & 0o170000;
+    if (type === 0o160000) continue; // a gitlink: git reads the submodule's HEAD whatever its stat data
+    const o = e.at;
+    const csec = buf.readUInt32BE(o);
+    const msec = buf.readUInt32BE(o + 8);
+    // Of a second before the fence's: any change since has a ctime of the fence's second or later, which git's own
+    // comparison (to the second) sees. Nothing to look at here.
+    if (csec < fenceSec && msec < fenceSec) {
+      use.kept++;
+      continue;
+    }
+    // Of the fence's second: kept only where the file is still, to the nanosecond, what the checkout left.
+    if (++looks % 256 === 0) await new Promise((r) => setImmediate(r));
+    const cns = ns(csec, buf.readUInt32BE(o + 4));
+    const mns = ns(msec, buf.readUInt32BE(o + 12));
+    let st;
+    try {
+      st = lstatSync(at0(e.name), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      st = undefined;
+    }
+    const kind = type === 0o120000 ? st?.isSymbolicLink() : type === 0o100000 && st?.isFile() && ((Number(st.mode) ^ e.mode) & 0o100) === 0;
+    const same =
+      !!st &&
+      kind &&
+      csec < before &&
+      msec < before &&
+      cns < fence &&
+      mns < fence &&
+      st.ctimeNs === cns &&
+      st.mtimeNs === mns &&
+      u32(st.dev) === buf.readUInt32BE(o + 16) &&
+      u32(st.ino) === buf.readUInt32BE(o + 20) &&
+      u32(st.uid) === buf.readUInt32BE(o + 28) &&
+      u32(st.gid) === buf.readUInt32BE(o + 32) &&
+      u32(st.size) === buf.readUInt32BE(o + 36);
+    if (same) use.kept++;
+    else {
+      use.reread++;
+      buf.writeUInt32BE(0, o + 36);
+    }
+  }
+  if (use.reread) createHash(format).update(buf.subarray(0, end)).digest().copy(buf, end);
+  // Whole or not at all: a failure leaves what was there (the caller's index of the base, or nothing).
+  const tmp = `${index}.tmp-${randomBytes(4).toString("hex")}`;
+  try {
+    await writeFile(tmp, buf);
+    await rename(tmp, index);
+  } finally {
+    await rm(tmp, { force: true });
+  }
+  return use;
+}
+
+/**
  * The new files a snapshot would add (untracked, not ignored: what `git add -A` takes), read against a private index
  * holding the base (baseIndexInto). One git, no shell. Exact bytes (latin1): the names are opened.
  */
@@ -1205,8 +1466,11 @@ export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_00
   const index = commit ? null : privateIndex(ws);
   let d: string;
   try {
-    const over = index ? await snapshotOverCaps(ws, snapshotCaps(), index) : null;
+    const listing = index ? await capsListing(ws, snapshotCaps(), index) : null;
+    const over = listing?.over ?? null;
     if (over) return `… diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
+    // The checkout's kept stat data in place of the base's index where it holds (as grading): only files changed are read.
+    if (index && listing) await keptIndexInto(ws, index, listing).catch(() => null);
     const ready = !!index && existsSync(index);
     d = trimFinalNewline(
       await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {}),
