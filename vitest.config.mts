@@ -8,6 +8,8 @@ const NEEDS_TOOLS = [
   "engine/workspace/workspace-attack.test.ts",
   "engine/workspace/snapshot.test.ts",
   "engine/workspace/snapshot-attack.test.ts",
+  "engine/workspace/kept-index.test.ts",
+  "engine/workspace/kept-index-attack.test.ts",
   "engine/workspace/land.test.ts",
   "engine/grading/checks.test.ts",
   "engine/grading/grade.test.ts",
