@@ -72,7 +72,7 @@ async function grade(ws: Workspace) {
   };
 }
 
-type Stat = ReturnType<typeof lstatSync> & { mtimeNs: bigint };
+type Stat = { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint };
 const stat = (f: string) => lstatSync(f, { bigint: true }) as unknown as Stat;
 /** `touch -d` the mtime (and atime) back to the nanosecond; -h: a symlink's own. */
 function putTimesBack(f: string, st: { mtimeNs: bigint }) {
@@ -329,6 +329,29 @@ const routes: Route[] = [
       writeFileSync(path.join(w, "sub"), "not a submodule\n");
     },
   ],
+  [
+    "written through a hard link made in an ignored folder, times put back",
+    (w) => {
+      const f = path.join(w, NINE);
+      const st = stat(f);
+      mkdirSync(path.join(w, "hold"), { recursive: true });
+      execFileSync("ln", [f, path.join(w, "hold/alias")]);
+      writeFileSync(path.join(w, "hold/alias"), "via-alias");
+      rmSync(path.join(w, "hold/alias"));
+      putTimesBack(f, st);
+    },
+  ],
+  [
+    "moved away, rewritten, moved back (same inode), times put back",
+    (w) => {
+      const f = path.join(w, NINE);
+      const st = stat(f);
+      renameSync(f, path.join(w, "moved"));
+      writeFileSync(path.join(w, "moved"), "movedback");
+      renameSync(path.join(w, "moved"), f);
+      putTimesBack(f, st);
+    },
+  ],
   ["a CRLF file untouched, another file changed", (w) => sameSizeRewrite(NINE, "crlf-side")(w)],
 ];
 
@@ -341,7 +364,7 @@ type When = "settled" | "same second" | "fence later";
 function fenceNow(ws: Workspace) {
   const stamp = path.join(ws.worktree, ".git", "attack-fence");
   writeFileSync(stamp, "");
-  const fence = stat(stamp).ctimeNs as bigint;
+  const fence = stat(stamp).ctimeNs;
   rmSync(stamp);
   const m = JSON.parse(readFileSync(meta(ws), "utf8"));
   writeFileSync(meta(ws), JSON.stringify({ ...m, fence: fence.toString() }));
