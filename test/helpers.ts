@@ -75,6 +75,22 @@ export async function startEngine(stateDir = tempDir("state"), env: NodeJS.Proce
   };
 }
 
+/** `ocw ARGS` of the bundle against the engine of `stateDir`: its exit code and output (killed after `timeoutMs`). */
+export function runOcw(stateDir: string, args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: stateDir }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    p.stdout!.on("data", (b) => (stdout += b));
+    p.stderr!.on("data", (b) => (stderr += b));
+    const t = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
+    p.on("exit", (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
 export function scriptedTarget(url: string, slots = 4, id = "scripted"): Target {
   return { id, model: "scripted-1", endpoint: url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots }, checks: [] };
 }

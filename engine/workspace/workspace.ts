@@ -270,8 +270,9 @@ function mirrorFailure(repo: RepoInfo, r: MirrorRefresh, err: Error): Error {
 }
 
 /**
- * The id that makes a private repository its own opencode project (NEW_WORKSPACE writes it). opencode names a project by its origin remote, else by the id
- * in `<git dir>/opencode`, else by its root commit: every clone of one user repository would be the same project, and
+ * The id that makes a private repository its own opencode project (NEW_WORKSPACE writes it). opencode names a project by the id in
+ * `<git dir>/opencode`, else by its root commit (measured with 1.18.33: two clones of one repository, one origin remote,
+ * different ids, were two projects): every clone of one user repository would be the same project, and
  * each session's instance boot then runs `git worktree list` (plus three `git rev-parse`) in every existing workspace
  * of that project ("project copy refresh"), so N workers at once cost O(N²) git processes, and each new worker the
  * workspaces of all finished ones (measured with 32 at once: 4,736 git processes and 94 s of their CPU; with an id of

@@ -1,32 +1,19 @@
 // Housekeeping through the real engine (`ocw serve`, real opencode, real git): "merge all built" of a batch (one by one
 // in submission order, stopping at the first conflict, saying which merged, where it stopped and why, what was not
 // tried and what was skipped) and retry (the same task as a new worker), over the API and the `ocw` CLI.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MergeBatchResult, RetryResult } from "../../shared/api";
 import { startScriptedModel, writeFile, writesAsTold, type ScriptedModel } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, untilState, type TestEngine } from "../helpers";
+import { cleanup, makeRepo, scriptedTarget, settle, startEngine, untilState, type TestEngine, runOcw } from "../helpers";
 
 let model: ScriptedModel;
 let engine: TestEngine;
 const repos: string[] = [];
 
-function ocw(args: string[]) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: engine.stateDir }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (b) => (stdout += b));
-    p.stderr.on("data", (b) => (stderr += b));
-    const t = setTimeout(() => p.kill("SIGKILL"), 60_000);
-    p.on("exit", (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const ocw = (args: string[]) => runOcw(engine.stateDir, args);
 
 const git = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", stdio: "pipe" });
 
