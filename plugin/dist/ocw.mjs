@@ -44649,6 +44649,15 @@ function untrustedView(text, opts = {}) {
 function showUntrusted(text, opts = {}) {
   return untrustedView(text, opts).text;
 }
+function quoteUntrusted(text, label, max = 300) {
+  return `(${label}, untrusted: ${JSON.stringify(showUntrusted(text, { lines: false, max }))})`;
+}
+function quoteUntrustedList(names, label, opts = {}) {
+  const shown = opts.shown ?? 20;
+  const list = names.slice(0, shown).map((n2) => showUntrusted(n2, { lines: false, max: opts.max ?? 300 }));
+  const more = names.length > shown ? ` and ${names.length - shown} more` : "";
+  return `(${label}, untrusted: ${JSON.stringify(list)}${more})`;
+}
 
 // shared/shell.ts
 var KEYWORDS = /* @__PURE__ */ new Set([
@@ -54233,6 +54242,142 @@ var StdioServerTransport = class {
   }
 };
 
+// shared/wait.ts
+var ids = (what) => external_exports.array(external_exports.string().min(1, `${what}: an id is empty`).max(200)).max(1e4);
+var WaitInput = external_exports.object({
+  /** These workers (ids as given; each must exist)… */
+  workerIds: external_exports.array(external_exports.string().min(1, "workerIds: an id is empty").max(200)).min(1, "workerIds is empty: give at least one id").max(1e4).optional(),
+  /** …or a batch's (its workers as the batch goes on: tasks that come after others, the integration checks). */
+  batchId: external_exports.string().min(1, "batchId is empty").max(200).optional(),
+  /** With workerIds: only those not at rest (all of them when every one is), e.g. a session's own workers. */
+  unfinished: external_exports.boolean().optional(),
+  /** Asks the caller was shown already: not news. */
+  shownAsks: ids("shownAsks").default([]),
+  /** Workers the caller was shown finished already: not news. */
+  shownFinished: ids("shownFinished").default([]),
+  /** How long to wait for news (0: answer with the pictures as they are now). */
+  timeoutMs: external_exports.number().int().min(0).max(6e5),
+  /** The wait also ends (as news) once this ask is no longer pending: a form shown for it is withdrawn then. */
+  untilGone: external_exports.string().min(1).max(200).optional(),
+  /** Whether the pending asks carry their diffs (an edit's change; a form shows it): default true. */
+  diffs: external_exports.boolean().default(true),
+  /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
+  also: ids("also").optional()
+}).strict().refine((x) => !x.workerIds !== !x.batchId, { message: "give workerIds or batchId (one of them)" });
+var WaitWorker = external_exports.object({
+  id: external_exports.string(),
+  /** Its title (shared/worker.ts workerTitle), not the whole task. */
+  title: external_exports.string(),
+  batchId: external_exports.string().nullable(),
+  state: WorkerState,
+  /** Its workspace while an ask is pending (what an ask's paths are made relative to); null otherwise. */
+  worktree: external_exports.string().nullable(),
+  /** Pending asks only. */
+  asks: external_exports.array(PermissionAsk),
+  usage: Usage,
+  startedAt: external_exports.number().nullable(),
+  endedAt: external_exports.number().nullable(),
+  stalled: external_exports.boolean(),
+  verdict: external_exports.object({ verdict: Outcome, honest: external_exports.boolean() }).nullable()
+});
+var WaitBatch = BatchSummary.omit({ name: true, workerIds: true, states: true, tasks: true }).extend({
+  /** Its tasks (its workers, for batches from before tasks were recorded). */
+  total: external_exports.number()
+});
+function slimBatch(b) {
+  const { name: _name, workerIds, states: _states, tasks, ...rest } = b;
+  return { ...rest, total: tasks.length || workerIds.length };
+}
+var WaitResult = external_exports.object({
+  /** The workers waited on (a batch's as they were when the wait began to follow them). */
+  workerIds: external_exports.array(external_exports.string()),
+  /** settled: every one at rest; news: a new ask or a worker finished since; timeout; aborted: the request was cancelled. */
+  reason: external_exports.enum(["settled", "news", "timeout", "aborted"]),
+  workers: external_exports.array(WaitWorker),
+  batch: WaitBatch.nullable(),
+  also: external_exports.array(WaitWorker)
+});
+var NOTE_MAX = 200;
+var LABEL = "untrusted: ";
+var quoted = (raw2, max) => JSON.stringify(showUntrusted(raw2, { max, lines: false }));
+function noteLine(note, max = NOTE_MAX) {
+  const room2 = Math.max(40, max);
+  const raw2 = note.untrusted;
+  if (raw2 === void 0) return clipPlain(note.said, room2);
+  const said = note.said ? `${clipPlain(note.said, room2 - 40)}, ${LABEL}` : LABEL;
+  const budget = room2 - said.length;
+  const whole = quoted(raw2);
+  if (whole.length <= budget) return said + whole;
+  let lo = 0;
+  let hi = Math.min(raw2.length - 1, budget * 4);
+  let best = quoted(raw2, 0);
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    const q2 = quoted(raw2, mid);
+    if (q2.length <= budget) {
+      best = q2;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return best.length <= budget ? said + best : `${said}(${raw2.length} characters, not shown)`.slice(0, room2);
+}
+function streamedLine(item) {
+  return noteLine(item.line ?? { said: "", untrusted: item.note });
+}
+function clipPlain(s, n2) {
+  return s.length <= n2 ? s : `${s.slice(0, Math.max(0, n2 - 1))}\u2026`;
+}
+function slimWorker(w, opts = {}) {
+  const pending2 = w.asks.filter((a2) => a2.status === "pending").map((a2) => {
+    if (opts.diffs !== false || a2.diff === void 0) return a2;
+    const { diff: _diff, ...rest } = a2;
+    return rest;
+  });
+  return {
+    id: w.id,
+    title: workerTitle(w.spec),
+    batchId: w.batchId,
+    state: w.state,
+    worktree: pending2.length ? w.worktree : null,
+    asks: pending2,
+    usage: w.usage,
+    startedAt: w.startedAt,
+    endedAt: w.endedAt,
+    stalled: w.stalled,
+    verdict: w.verdict ? { verdict: w.verdict.verdict, honest: w.verdict.honest } : null
+  };
+}
+var byText = (by) => by ? `${by.kind}${by.name ? ":" + by.name : ""}` : null;
+var PLAIN_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+var plainName = (name) => PLAIN_NAME.test(name);
+function describeNote(e, followed) {
+  if (!("workerId" in e) || !followed.has(e.workerId)) return null;
+  switch (e.type) {
+    case "worker.state":
+      return e.reason ? { said: `${e.workerId} ${e.state}`, untrusted: e.reason } : { said: `${e.workerId} ${e.state}` };
+    case "ask.opened": {
+      const tool = e.ask.tool;
+      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} asks ${tool}`, untrusted: e.ask.what };
+      return { said: `${e.workerId} asks (tool and request)`, untrusted: `${tool}: ${e.ask.what}` };
+    }
+    case "ask.resolved":
+      return { said: `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText(e.by)}` : ""}` };
+    case "part": {
+      const p = e.part;
+      if (p.kind !== "tool" || p.status === "running" || p.status === "pending") return null;
+      const tool = p.tool ?? "";
+      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} ${tool} ${p.status}` };
+      return tool ? { said: `${e.workerId} a tool ${p.status}`, untrusted: tool } : { said: `${e.workerId} a tool ${p.status}` };
+    }
+    case "verdict":
+      return { said: `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}` };
+    case "stalled":
+      return { said: `${e.workerId} idle for ${e.idleSec}s` };
+    default:
+      return null;
+  }
+}
+
 // engine/mcp/format.ts
 import path11 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
@@ -54255,16 +54400,25 @@ function askWhat(a2, worktree) {
   if (path11.isAbsolute(a2.what)) return swap(a2.what);
   return a2.what.split(root2).join(WORKSPACE_MARK);
 }
+function toolField(name, where) {
+  return plainName(name) ? { plain: name } : { plain: `(not a plain tool name: see ${where})`, untrusted: showUntrusted(name, { lines: false, max: 80 }) };
+}
 function pendingItem(a2, worktree) {
   const flags = (a2.flags ?? []).map((f) => f.kind);
   const v = askView({ ...a2, what: askWhat(a2, worktree) });
+  const tool = toolField(a2.tool, "untrusted.tool");
   return {
     askId: a2.id,
     workerId: a2.workerId,
-    tool: a2.tool,
+    tool: tool.plain,
     ...flags.length ? { flags } : {},
     ...v.cut ? { whatCut: v.cut } : {},
-    untrusted: { what: v.what, ...v.workdir ? { workdir: v.workdir } : {}, ...v.flags.length ? { flags: v.flags } : {} }
+    untrusted: {
+      what: v.what,
+      ...v.workdir ? { workdir: v.workdir } : {},
+      ...v.flags.length ? { flags: v.flags } : {},
+      ...tool.untrusted !== void 0 ? { tool: tool.untrusted } : {}
+    }
   };
 }
 function totalsOf(ws, now = Date.now()) {
@@ -54285,6 +54439,7 @@ function elapsedSec(w, now = Date.now()) {
 function summarize(w, now = Date.now()) {
   const activity = w.lastActivity ? untrustedText(w.lastActivity.summary, 200) : null;
   const reason = w.stateReason ? untrustedText(w.stateReason, 500) : null;
+  const tool = w.currentTool === null ? null : toolField(w.currentTool, "untrusted.currentTool");
   return {
     workerId: w.id,
     title: titleOf(w),
@@ -54293,7 +54448,7 @@ function summarize(w, now = Date.now()) {
     directory: w.spec.directory,
     pending: pendingAsks(w).map((a2) => pendingItem(a2, w.worktree)),
     lastActivityAgoSec: w.lastActivity ? secs(now - w.lastActivity.ts) : null,
-    currentTool: w.currentTool,
+    currentTool: tool?.plain ?? null,
     stalled: w.stalled,
     elapsedSec: elapsedSec(w, now),
     verdict: w.verdict?.verdict ?? null,
@@ -54301,7 +54456,13 @@ function summarize(w, now = Date.now()) {
     weakEvidence: w.verdict?.weakEvidence ?? false,
     rounds: w.rounds?.length || 1,
     totals: totalsOf([w], now),
-    ...activity || reason ? { untrusted: { ...reason ? { reason } : {}, ...activity ? { lastActivity: activity } : {} } } : {}
+    ...activity || reason || tool?.untrusted !== void 0 ? {
+      untrusted: {
+        ...reason ? { reason } : {},
+        ...activity ? { lastActivity: activity } : {},
+        ...tool?.untrusted !== void 0 ? { currentTool: tool.untrusted } : {}
+      }
+    } : {}
   };
 }
 function slotsOf(list, targetId) {
@@ -54350,7 +54511,7 @@ function checkOut(c3, index, max, offset) {
     untrusted: { output: untrustedText(paged.output, Number.MAX_SAFE_INTEGER, { block: true }) }
   };
 }
-var byText = (by) => by ? `${by.kind}${by.name ? ":" + by.name : ""}` : null;
+var byText2 = (by) => by ? `${by.kind}${by.name ? ":" + by.name : ""}` : null;
 function asText(value) {
   return JSON.stringify(value);
 }
@@ -62456,142 +62617,6 @@ var EMPTY_COMPLETION_RESULT = {
   }
 };
 
-// shared/wait.ts
-var ids = (what) => external_exports.array(external_exports.string().min(1, `${what}: an id is empty`).max(200)).max(1e4);
-var WaitInput = external_exports.object({
-  /** These workers (ids as given; each must exist)… */
-  workerIds: external_exports.array(external_exports.string().min(1, "workerIds: an id is empty").max(200)).min(1, "workerIds is empty: give at least one id").max(1e4).optional(),
-  /** …or a batch's (its workers as the batch goes on: tasks that come after others, the integration checks). */
-  batchId: external_exports.string().min(1, "batchId is empty").max(200).optional(),
-  /** With workerIds: only those not at rest (all of them when every one is), e.g. a session's own workers. */
-  unfinished: external_exports.boolean().optional(),
-  /** Asks the caller was shown already: not news. */
-  shownAsks: ids("shownAsks").default([]),
-  /** Workers the caller was shown finished already: not news. */
-  shownFinished: ids("shownFinished").default([]),
-  /** How long to wait for news (0: answer with the pictures as they are now). */
-  timeoutMs: external_exports.number().int().min(0).max(6e5),
-  /** The wait also ends (as news) once this ask is no longer pending: a form shown for it is withdrawn then. */
-  untilGone: external_exports.string().min(1).max(200).optional(),
-  /** Whether the pending asks carry their diffs (an edit's change; a form shows it): default true. */
-  diffs: external_exports.boolean().default(true),
-  /** Pictures of these workers too, when the wait ends with every waited worker at rest (a session's totals). */
-  also: ids("also").optional()
-}).strict().refine((x) => !x.workerIds !== !x.batchId, { message: "give workerIds or batchId (one of them)" });
-var WaitWorker = external_exports.object({
-  id: external_exports.string(),
-  /** Its title (shared/worker.ts workerTitle), not the whole task. */
-  title: external_exports.string(),
-  batchId: external_exports.string().nullable(),
-  state: WorkerState,
-  /** Its workspace while an ask is pending (what an ask's paths are made relative to); null otherwise. */
-  worktree: external_exports.string().nullable(),
-  /** Pending asks only. */
-  asks: external_exports.array(PermissionAsk),
-  usage: Usage,
-  startedAt: external_exports.number().nullable(),
-  endedAt: external_exports.number().nullable(),
-  stalled: external_exports.boolean(),
-  verdict: external_exports.object({ verdict: Outcome, honest: external_exports.boolean() }).nullable()
-});
-var WaitBatch = BatchSummary.omit({ name: true, workerIds: true, states: true, tasks: true }).extend({
-  /** Its tasks (its workers, for batches from before tasks were recorded). */
-  total: external_exports.number()
-});
-function slimBatch(b) {
-  const { name: _name, workerIds, states: _states, tasks, ...rest } = b;
-  return { ...rest, total: tasks.length || workerIds.length };
-}
-var WaitResult = external_exports.object({
-  /** The workers waited on (a batch's as they were when the wait began to follow them). */
-  workerIds: external_exports.array(external_exports.string()),
-  /** settled: every one at rest; news: a new ask or a worker finished since; timeout; aborted: the request was cancelled. */
-  reason: external_exports.enum(["settled", "news", "timeout", "aborted"]),
-  workers: external_exports.array(WaitWorker),
-  batch: WaitBatch.nullable(),
-  also: external_exports.array(WaitWorker)
-});
-var NOTE_MAX = 200;
-var LABEL = "untrusted: ";
-var quoted = (raw2, max) => JSON.stringify(showUntrusted(raw2, { max, lines: false }));
-function noteLine(note, max = NOTE_MAX) {
-  const room2 = Math.max(40, max);
-  const raw2 = note.untrusted;
-  if (raw2 === void 0) return clipPlain(note.said, room2);
-  const said = note.said ? `${clipPlain(note.said, room2 - 40)}, ${LABEL}` : LABEL;
-  const budget = room2 - said.length;
-  const whole = quoted(raw2);
-  if (whole.length <= budget) return said + whole;
-  let lo = 0;
-  let hi = Math.min(raw2.length - 1, budget * 4);
-  let best = quoted(raw2, 0);
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    const q2 = quoted(raw2, mid);
-    if (q2.length <= budget) {
-      best = q2;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return best.length <= budget ? said + best : `${said}(${raw2.length} characters, not shown)`.slice(0, room2);
-}
-function streamedLine(item) {
-  return noteLine(item.line ?? { said: "", untrusted: item.note });
-}
-function clipPlain(s, n2) {
-  return s.length <= n2 ? s : `${s.slice(0, Math.max(0, n2 - 1))}\u2026`;
-}
-function slimWorker(w, opts = {}) {
-  const pending2 = w.asks.filter((a2) => a2.status === "pending").map((a2) => {
-    if (opts.diffs !== false || a2.diff === void 0) return a2;
-    const { diff: _diff, ...rest } = a2;
-    return rest;
-  });
-  return {
-    id: w.id,
-    title: workerTitle(w.spec),
-    batchId: w.batchId,
-    state: w.state,
-    worktree: pending2.length ? w.worktree : null,
-    asks: pending2,
-    usage: w.usage,
-    startedAt: w.startedAt,
-    endedAt: w.endedAt,
-    stalled: w.stalled,
-    verdict: w.verdict ? { verdict: w.verdict.verdict, honest: w.verdict.honest } : null
-  };
-}
-var byText2 = (by) => by ? `${by.kind}${by.name ? ":" + by.name : ""}` : null;
-var PLAIN_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
-var plainName = (name) => PLAIN_NAME.test(name);
-function describeNote(e, followed) {
-  if (!("workerId" in e) || !followed.has(e.workerId)) return null;
-  switch (e.type) {
-    case "worker.state":
-      return e.reason ? { said: `${e.workerId} ${e.state}`, untrusted: e.reason } : { said: `${e.workerId} ${e.state}` };
-    case "ask.opened": {
-      const tool = e.ask.tool;
-      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} asks ${tool}`, untrusted: e.ask.what };
-      return { said: `${e.workerId} asks (tool and request)`, untrusted: `${tool}: ${e.ask.what}` };
-    }
-    case "ask.resolved":
-      return { said: `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText2(e.by)}` : ""}` };
-    case "part": {
-      const p = e.part;
-      if (p.kind !== "tool" || p.status === "running" || p.status === "pending") return null;
-      const tool = p.tool ?? "";
-      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} ${tool} ${p.status}` };
-      return tool ? { said: `${e.workerId} a tool ${p.status}`, untrusted: tool } : { said: `${e.workerId} a tool ${p.status}` };
-    }
-    case "verdict":
-      return { said: `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}` };
-    case "stalled":
-      return { said: `${e.workerId} idle for ${e.idleSec}s` };
-    default:
-      return null;
-  }
-}
-
 // engine/mcp/elicit.ts
 function canElicit(server) {
   const e = server.getClientCapabilities()?.elicitation;
@@ -62910,7 +62935,9 @@ var PendingItem = external_exports.object({
     what: external_exports.string(),
     /** A bash command's folder (its workdir), absent: the worker's own. */
     workdir: external_exports.string().optional(),
-    flags: external_exports.array(external_exports.string()).optional()
+    flags: external_exports.array(external_exports.string()).optional(),
+    /** The tool's name, when it is not a plain name of opencode's (then `tool` only points here). */
+    tool: external_exports.string().optional()
   })
 });
 var Totals = external_exports.object({ tokens: external_exports.number(), cost: external_exports.number(), sec: external_exports.number() });
@@ -62932,7 +62959,8 @@ var WorkerSummary = external_exports.object({
   /** Rounds so far (1 + follow-ups, reviews and fix rounds). */
   rounds: external_exports.number(),
   totals: Totals,
-  untrusted: untrusted({ reason: external_exports.string().optional(), lastActivity: external_exports.string().optional() }).optional()
+  /** `currentTool`: the running tool's name when it is not a plain name of opencode's (then `currentTool` points here). */
+  untrusted: untrusted({ reason: external_exports.string().optional(), lastActivity: external_exports.string().optional(), currentTool: external_exports.string().optional() }).optional()
 });
 var Slots = external_exports.object({
   total: external_exports.number(),
@@ -63100,7 +63128,9 @@ var PendingApprovalsOutput = external_exports.object({
         patterns: external_exports.array(external_exports.string()),
         /** Exactly what "always" grants: one simple command each (or the path / URL), matched exactly; empty when not offered. */
         always: external_exports.array(external_exports.string()),
-        questions: external_exports.array(external_exports.object({ question: external_exports.string(), options: external_exports.array(external_exports.string()), multiple: external_exports.boolean() })).nullable()
+        questions: external_exports.array(external_exports.object({ question: external_exports.string(), options: external_exports.array(external_exports.string()), multiple: external_exports.boolean() })).nullable(),
+        /** The tool's name, when it is not a plain name of opencode's (then `tool` only points here). */
+        tool: external_exports.string().optional()
       })
     })
   ),
@@ -63795,6 +63825,7 @@ function createMcpServer(opts) {
             untrusted: {
               what: item.untrusted.what,
               ...item.untrusted.flags ? { flags: item.untrusted.flags } : {},
+              ...item.untrusted.tool !== void 0 ? { tool: item.untrusted.tool } : {},
               diff: a2.diff ? untrustedText(askWhat({ what: a2.diff }, w?.worktree), 3e3, { block: true }) : null,
               patterns: a2.patterns.slice(0, 20).map((x) => u2(askWhat({ what: x }, w?.worktree), 300)),
               always: (view2.always ?? []).map((x) => u2(askWhat({ what: x }, w?.worktree), 300)),
@@ -63838,7 +63869,7 @@ function createMcpServer(opts) {
         workerId: ask.workerId,
         status: ask.status,
         decision: ask.decision ?? null,
-        by: byText(ask.by),
+        by: byText2(ask.by),
         workerState: w.state,
         next: nextFor([w])
       };
@@ -63856,7 +63887,7 @@ function createMcpServer(opts) {
     for (const w of ws)
       for (const a2 of pendingAsks(w)) {
         const flags = (a2.flags ?? []).map((f) => f.kind);
-        const why = a2.kind !== "permission" ? "a question" : a2.tool !== "edit" ? `a ${a2.tool} ask` : flags.length ? `flagged: ${flags.join(", ")}` : !w.spec.scope.length ? "its worker has no scope" : null;
+        const why = a2.kind !== "permission" ? "a question" : a2.tool !== "edit" ? plainName(a2.tool) ? `a ${a2.tool} ask` : "an ask of a tool whose name is not plain" : flags.length ? `flagged: ${flags.join(", ")}` : !w.spec.scope.length ? "its worker has no scope" : null;
         if (why) {
           left.push({ askId: a2.id, why });
           continue;
@@ -64051,7 +64082,7 @@ function createMcpServer(opts) {
         merged: w.merged,
         flagged: v?.flags?.length ?? 0,
         discarded: isDiscarded(w),
-        approvals: w.asks.slice(-50).map((a2) => ({ askId: a2.id, tool: a2.tool, status: a2.status, decision: a2.decision ?? null, by: byText(a2.by) })),
+        approvals: w.asks.slice(-50).map((a2) => ({ askId: a2.id, tool: a2.tool, status: a2.status, decision: a2.decision ?? null, by: byText2(a2.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         attempts: w.attempt ? attemptsOut(await call2((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }))) : null,
@@ -80371,7 +80402,13 @@ async function scriptsOf(repo, spec2, objects) {
   }
 }
 function describeFlags(flags) {
-  return flags.map((f) => `${f.path} (${f.detail})`).join("; ");
+  return quoteUntrustedList(
+    flags.map((f) => `${f.path} (${f.detail})`),
+    "files of the worker's change, with why each is flagged"
+  );
+}
+function conflictFiles(files, label = "file names from the worker's change") {
+  return files.length ? quoteUntrustedList(files, label) : "(git named none)";
 }
 var blobId = (bytes, like) => objectId("blob", bytes, like.length === 64 ? "sha256" : "sha1");
 function verifyCheckout(repo, changes) {
@@ -80434,7 +80471,7 @@ async function landCommit(o2) {
   else {
     const m = await mergeTrees(repo, head, o2.commit, flags, objects);
     if ("conflict" in m) {
-      const files = m.conflict.length ? m.conflict.join(", ") : "(git named none)";
+      const files = conflictFiles(m.conflict);
       throw new InputError(
         `merging into ${branch} conflicts in ${files}; nothing was changed.${o2.onConflict ? " " + o2.onConflict(m.conflict) : ""}`,
         "conflict"
@@ -80475,7 +80512,7 @@ async function applyToCheckout(repo, branch, head, next, flags, reflog, from = {
   if (wrong.length) {
     await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(
-      `the files written to your checkout are not the graded ones (${wrong.slice(0, 5).join(", ")}): the merge was undone and refused`,
+      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: the merge was undone and refused`,
       "conflict"
     );
   }
@@ -80508,7 +80545,7 @@ async function revertCommit(repo, branch, merge2, message) {
   const m = await mergeTrees(repo, head, undo, flags);
   if ("conflict" in m)
     throw new InputError(
-      `reverting ${merge2.slice(0, 12)} conflicts with later changes in ${m.conflict.join(", ") || "(git named none)"}; nothing was changed: revert it by hand (git revert -m 1 ${merge2.slice(0, 12)})`,
+      `reverting ${merge2.slice(0, 12)} conflicts with later changes in ${conflictFiles(m.conflict, "file names from the merged change")}; nothing was changed: revert it by hand (git revert -m 1 ${merge2.slice(0, 12)})`,
       "conflict"
     );
   const next = await commitTree(repo, m.tree, [head], message);
@@ -80595,6 +80632,7 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {})
       throw mirrorFailure(repo, last2, again);
     }
   }
+  await keepCheckoutIndex(ws);
   return ws;
 }
 var realMirrors = /* @__PURE__ */ new Map();
@@ -80699,7 +80737,13 @@ var TRUSTED_FLAGS = [
   "-c",
   "core.symlinks=true",
   "-c",
-  "commit.gpgsign=false"
+  "commit.gpgsign=false",
+  // A file's stat data is trusted only whole (the kept checkout index, keptIndexInto): its ctime, inode and owner too,
+  // so a file rewritten and its mtime put back (`touch -d`) is read again.
+  "-c",
+  "core.trustctime=true",
+  "-c",
+  "core.checkStat=default"
 ];
 var GRADE_OBJECTS = "grade-objects";
 var COPY_MISSING = `GIT_NO_LAZY_FETCH=1; export GIT_NO_LAZY_FETCH
@@ -80957,7 +81001,7 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
       await emptied();
     }
     indexMade = true;
-    await baseIndexInto(ws, index);
+    if (!await keptIndexInto(ws, index, listing).catch(() => null)) await baseIndexInto(ws, index);
     out = await trustedScript(
       ws,
       COMMIT_AND_CHECK_OUT,
@@ -81119,10 +81163,164 @@ async function baseIndexInto(ws, index) {
     }
   }
 }
-var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
-async function snapshotOverCaps(ws, caps = snapshotCaps(), keepIndex) {
-  return (await capsListing(ws, caps, keepIndex)).over;
+var KEPT_INDEX = "checkout-index";
+var KEPT_META = "checkout-index.json";
+async function keepCheckoutIndex(ws) {
+  const meta = path30.join(ws.gitDir, KEPT_META);
+  const tmp = `${path30.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes9(4).toString("hex")}`;
+  try {
+    const src = path30.join(ws.worktree, ".git", "index");
+    const st = await lstat3(src, { bigint: true });
+    if (!st.isFile()) return;
+    const bytes = await readFile2(src);
+    const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
+    if (bytes.length < 12 + hashSize || !config2().OCW_SNAPSHOT_GIT && inProcessSize(bytes, hashSize)) return;
+    await mkdir4(ws.gitDir, { recursive: true });
+    await rm4(meta, { force: true });
+    await writeFile2(tmp, bytes);
+    await rename2(tmp, path30.join(ws.gitDir, KEPT_INDEX));
+    let fence = st.mtimeNs;
+    for (let i2 = 0; i2 < 8 && fence <= st.mtimeNs; i2++) {
+      if (i2) await new Promise((r) => setTimeout(r, 1));
+      const stamp = path30.join(ws.worktree, ".git", `ocw-fence-${randomBytes9(4).toString("hex")}`);
+      await writeFile2(stamp, "", { flag: "wx" });
+      try {
+        fence = (await lstat3(stamp, { bigint: true })).ctimeNs;
+      } finally {
+        await rm4(stamp, { force: true });
+      }
+    }
+    const kept = { base: ws.baseCommit, fence: fence.toString(), checksum: bytes.subarray(bytes.length - hashSize).toString("hex") };
+    await writeFile2(`${meta}.tmp`, JSON.stringify(kept));
+    await rename2(`${meta}.tmp`, meta);
+  } catch {
+    await rm4(meta, { force: true }).catch(() => void 0);
+  } finally {
+    await rm4(tmp, { force: true }).catch(() => void 0);
+  }
 }
+function inProcessSize(index, hashSize) {
+  const count2 = index.readUInt32BE(8);
+  if (process.platform !== "linux" || count2 > IN_PROCESS_MAX_FILES) return false;
+  let bytes = 0;
+  let at = 12;
+  for (let i2 = 0; i2 < count2; i2++) {
+    if (at + 40 + hashSize + 2 > index.length) return false;
+    bytes += index.readUInt32BE(at + 36);
+    const len = index.readUInt16BE(at + 40 + hashSize) & 4095;
+    const nul = len < 4095 ? at + 40 + hashSize + 2 + len : index.indexOf(0, at + 40 + hashSize + 2);
+    if (nul < 0) return false;
+    at += 40 + hashSize + 2 + (nul - at - 40 - hashSize - 2) + 8 & ~7;
+  }
+  return bytes <= IN_PROCESS_MAX_BYTES;
+}
+var KEPT_EXTENSIONS = /* @__PURE__ */ new Set(["TREE", "REUC", "EOIE", "IEOT"]);
+var isAttributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
+async function keptIndexInto(ws, index, listing) {
+  const base2 = listing.base;
+  if (!base2) return null;
+  const meta = JSON.parse(await readFile2(path30.join(ws.gitDir, KEPT_META), "utf8"));
+  if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
+  if (base2.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
+  const format2 = objectFormat(ws.baseCommit);
+  const hs = format2 === "sha256" ? 32 : 20;
+  const buf = await readFile2(path30.join(ws.gitDir, KEPT_INDEX));
+  const end = buf.length - hs;
+  if (end < 12 || buf.subarray(end).toString("hex") !== meta.checksum) return null;
+  if (!createHash5(format2).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
+  const version2 = buf.readUInt32BE(4);
+  if (buf.toString("latin1", 0, 4) !== "DIRC" || version2 !== 2 && version2 !== 3) return null;
+  const count2 = buf.readUInt32BE(8);
+  if (count2 !== base2.blobs.length + base2.submodules.length) return null;
+  const submodules = new Set(base2.submodules.map((s) => s.slice(0, -1)));
+  const entries = [];
+  const dirs = /* @__PURE__ */ new Set([""]);
+  let lastDir = "";
+  let blob = 0;
+  let at = 12;
+  for (let i2 = 0; i2 < count2; i2++) {
+    if (at + 40 + hs + 2 > end) return null;
+    const flags = buf.readUInt16BE(at + 40 + hs);
+    if (flags & 61440) return null;
+    const start = at + 40 + hs + 2;
+    const len = flags & 4095;
+    const nul = len < 4095 ? start + len : buf.indexOf(0, start);
+    if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
+    const name = buf.toString("latin1", start, nul);
+    const mode = buf.readUInt32BE(at + 24);
+    if ((mode & 61440) === 57344 ? !submodules.has(name) : base2.blobs[blob++]?.[0] !== name) return null;
+    const dir = name.slice(0, name.lastIndexOf("/") + 1);
+    if (dir !== lastDir) {
+      lastDir = dir;
+      for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
+    }
+    entries.push({ at, name: buf.subarray(start, nul), mode });
+    at += 40 + hs + 2 + (nul - start) + 8 & ~7;
+  }
+  if (blob !== base2.blobs.length) return null;
+  while (at < end) {
+    if (at + 8 > end || !KEPT_EXTENSIONS.has(buf.toString("latin1", at, at + 4))) return null;
+    at += 8 + buf.readUInt32BE(at + 4);
+  }
+  if (at !== end) return null;
+  const root2 = Buffer.from(ws.worktree + path30.sep);
+  const at0 = (rel) => Buffer.concat([root2, rel]);
+  let looked = 0;
+  for (const dir of dirs) {
+    if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync4(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
+    } catch {
+      st = void 0;
+    }
+    if (st) return null;
+  }
+  const fence = BigInt(meta.fence);
+  const fenceSec = Number(fence / 1000000000n);
+  const before = Math.floor((Date.now() - 100) / 1e3);
+  const ns = (sec, nsec) => BigInt(sec) * 1000000000n + BigInt(nsec);
+  const u32 = (n2) => Number(n2 & 0xffffffffn);
+  const use = { kept: 0, reread: 0 };
+  let looks = 0;
+  for (const e of entries) {
+    const type = e.mode & 61440;
+    if (type === 57344) continue;
+    const o2 = e.at;
+    const csec = buf.readUInt32BE(o2);
+    const msec = buf.readUInt32BE(o2 + 8);
+    if (csec < fenceSec && msec < fenceSec) {
+      use.kept++;
+      continue;
+    }
+    if (++looks % 256 === 0) await new Promise((r) => setImmediate(r));
+    const cns = ns(csec, buf.readUInt32BE(o2 + 4));
+    const mns = ns(msec, buf.readUInt32BE(o2 + 12));
+    let st;
+    try {
+      st = lstatSync4(at0(e.name), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      st = void 0;
+    }
+    const kind = type === 40960 ? st?.isSymbolicLink() : type === 32768 && st?.isFile() && ((Number(st.mode) ^ e.mode) & 64) === 0;
+    const same2 = !!st && kind && csec < before && msec < before && cns < fence && mns < fence && st.ctimeNs === cns && st.mtimeNs === mns && u32(st.dev) === buf.readUInt32BE(o2 + 16) && u32(st.ino) === buf.readUInt32BE(o2 + 20) && u32(st.uid) === buf.readUInt32BE(o2 + 28) && u32(st.gid) === buf.readUInt32BE(o2 + 32) && u32(st.size) === buf.readUInt32BE(o2 + 36);
+    if (same2) use.kept++;
+    else {
+      use.reread++;
+      buf.writeUInt32BE(0, o2 + 36);
+    }
+  }
+  if (use.reread) createHash5(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
+  const tmp = `${index}.tmp-${randomBytes9(4).toString("hex")}`;
+  try {
+    await writeFile2(tmp, buf);
+    await rename2(tmp, index);
+  } finally {
+    await rm4(tmp, { force: true });
+  }
+  return use;
+}
+var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 async function capsListing(ws, caps, keepIndex) {
   const under = (over, base3 = null) => ({ over, fresh: [], base: base3 });
   if (!existsSync11(ws.worktree)) return under(null);
@@ -81172,13 +81370,15 @@ async function capsListing(ws, caps, keepIndex) {
   const outside = await nestedGitOutside(ws.worktree, nested, at);
   if (outside)
     return under(
-      `${shown(outside)}.git names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`
+      `${quoteUntrusted(`${shown(outside)}.git`, "a path in the worker's files")} names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`
     );
   for (const [i2, now] of (await sizesOf(grow.map((g2) => at(g2[0])))).entries()) grow[i2][2] = now;
   for (const [i2, n2] of names.entries()) {
     total2 += sizes[i2];
     if (sizes[i2] > caps.fileBytes)
-      return under(`${shown(n2)} is ${size(sizes[i2])}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
+      return under(
+        `${quoteUntrusted(shown(n2), "a file the worker made")} is ${size(sizes[i2])}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`
+      );
   }
   for (const [n2, before, now] of grow) {
     if (now <= before) continue;
@@ -81279,8 +81479,10 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
   const index = commit ? null : privateIndex(ws);
   let d;
   try {
-    const over = index ? await snapshotOverCaps(ws, snapshotCaps(), index) : null;
+    const listing = index ? await capsListing(ws, snapshotCaps(), index) : null;
+    const over = listing?.over ?? null;
     if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
+    if (index && listing) await keptIndexInto(ws, index, listing).catch(() => null);
     const ready = !!index && existsSync11(index);
     d = trimFinalNewline(
       await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {})
@@ -83093,7 +83295,7 @@ var Approvals = class {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(
-            `ask ${ask.id} is a question (${ask.what}): pass answers \u2014 ${want} array(s) of chosen option labels or free text, one per question \u2014 or reject to dismiss it`
+            `ask ${ask.id} is a question ${quoteUntrusted(ask.what, "the worker's words", 500)}: pass answers \u2014 ${want} array(s) of chosen option labels or free text, one per question \u2014 or reject to dismiss it`
           );
         }
         call2 = port.replyQuestion({ requestID: ask.id, directory, answers: decision.answers }, limit);
@@ -83518,7 +83720,7 @@ var WorkspaceLifecycle = class {
       message: `Merge ${ws.branch}: ${title}`,
       objects: graded,
       publish: (next) => landObjects(ws.repo, graded, next),
-      onConflict: (files) => `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`
+      onConflict: (files) => `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.length ? quoteUntrustedList(files, "file names from the worker's change") : "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     await this.tidy(workerId, "merged");
@@ -84091,7 +84293,7 @@ var WorkerRegistry = class {
 };
 
 // engine/workers/release.ts
-var RELEASE_BATCH = 16;
+var RELEASE_BATCH = 64;
 var RELEASE_DELAY_MS = 1e4;
 var InstanceReleaser = class {
   constructor(reg) {
@@ -84351,7 +84553,8 @@ var Settler = class {
 function summarizeFailure(v) {
   if (v.reason) return v.reason;
   const failed = v.checks.filter((c3) => !c3.passed).map((c3) => `check failed: ${c3.name}`);
-  return [...failed, ...v.scope.violations].slice(0, 5).join("; ");
+  const violations = v.scope.violations.length ? [`scope ${quoteUntrustedList(v.scope.violations, "violations naming the worker's files", { shown: Math.max(1, 5 - failed.length) })}`] : [];
+  return [...failed.slice(0, 5), ...violations].slice(0, 5).join("; ");
 }
 
 // engine/workers/batch-names.ts
@@ -84610,7 +84813,7 @@ var Batches = class {
             await this.graded(r.repo)
           );
           if ("conflict" in c3) {
-            t2.skipped = `the tasks it comes after do not combine: ${c3.conflict.id} conflicts in ${c3.conflict.files.join(", ") || "(git named none)"}`;
+            t2.skipped = `the tasks it comes after do not combine: ${c3.conflict.id} conflicts in ${c3.conflict.files.length ? quoteUntrustedList(c3.conflict.files, "file names from the workers' changes") : "(git named none)"}`;
             progress2 = moved = true;
             continue;
           }
@@ -84673,7 +84876,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
         );
         if ("conflict" in c3) {
           result.conflict = { workerId: c3.conflict.id, files: c3.conflict.files };
-          result.reason = `${c3.conflict.id} does not combine with the workers before it: conflicts in ${c3.conflict.files.join(", ") || "(git named none)"}`;
+          result.reason = `${c3.conflict.id} does not combine with the workers before it: conflicts in ${c3.conflict.files.length ? quoteUntrustedList(c3.conflict.files, "file names from the workers' changes") : "(git named none)"}`;
         } else {
           result.commit = c3.commit;
           result.checks = await this.runIntegrationChecks(r, c3.commit, spec2.checks);
@@ -85537,8 +85740,8 @@ var Engine = class {
     }
     if (this.sandbox.kind !== "none")
       await writeRepoBinds(path45.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
-    if (made2) await this.settler.baselineAtCreation(workerId, ws);
-    else if (!this.get(workerId).baseline) void this.settler.baseline(workerId);
+    const baselined = made2 ? this.settler.baselineAtCreation(workerId, ws) : void 0;
+    if (!made2 && !this.get(workerId).baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
     await rt.releasing;
     if (!current()) return;
@@ -85574,6 +85777,8 @@ var Engine = class {
       text = rt.turn.followUp ? followUpPrompt(rt.turn.followUp, rt.turn.followUpKind) : resumePrompt(rt.turn.resumeMessage);
       rt.promptTaken();
     }
+    await baselined;
+    if (!current()) return;
     const sessionId = this.get(workerId).sessionId;
     if (!this.reg.fire(workerId, "start")) return;
     this.budgets.armWall(workerId);
@@ -85701,7 +85906,7 @@ async function landIntegration(engine, batchId, opts) {
     objects: graded,
     publish: (next) => landObjects(rec.repo, graded, next),
     message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
-    onConflict: (files) => `To go on: continue the workers on the new base (files: ${files.join(", ")}), or run the batch again from the current HEAD.`
+    onConflict: (files) => `To go on: continue the workers on the new base (files: ${quoteUntrustedList(files, "file names from the workers' changes")}), or run the batch again from the current HEAD.`
   });
   for (const id2 of res.workers) await engine.recordLanded(id2, rec.branch, landed);
   engine.batches.landed(batchId, rec.branch, landed);
@@ -85772,7 +85977,7 @@ async function continueOnNewBase(engine, workerId) {
   const files = "conflict" in m ? m.conflict : [];
   const note = files.length ? `
 
-Note from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${files.join(", ")}, which changed since. Do the task on the code as it is now.` : `
+Note from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${quoteUntrustedList(files, "file names from its change")}, which changed since. Do the task on the code as it is now.` : `
 
 Note from the engine: ${w.baseBranch} moved since an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}). Do the task on the code as it is now.`;
   const { workerId: id2 } = await engine.start({ ...w.spec, task: w.spec.task + note, ...w.targetId ? { targetId: w.targetId } : {} });
@@ -85934,6 +86139,7 @@ function batchPush(engine, batchId) {
   };
 }
 var md = (s) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])/g, "\\$1");
+var mdUntrusted = (s, max = 300) => md(showUntrusted(s, { lines: false, max }));
 function verdictCard(w) {
   const v = w.verdict;
   const lines = [
@@ -85947,11 +86153,16 @@ function verdictCard(w) {
     ...v.checks.map(
       (c3) => `| ${md(c3.name)} | ${c3.passed ? "passed" : "failed"}${c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""} |`
     ),
-    `| scope | ${v.scope.passed ? "passed" : `failed: ${md(v.scope.violations.join(", "))}`} |`
+    `| scope | ${v.scope.passed ? "passed" : `failed (naming the worker's files): ${v.scope.violations.slice(0, 20).map((x) => mdUntrusted(x)).join(", ")}`} |`
   ];
   const rounds = v.rounds;
   if (Array.isArray(rounds)) lines.push("", `Rounds: ${rounds.length}`);
-  if (v.flags?.length) lines.push("", "Flagged files (accepted before landing):", ...v.flags.map((f) => `- \`${md(f.path)}\`: ${f.detail}`));
+  if (v.flags?.length)
+    lines.push(
+      "",
+      "Flagged files (accepted before landing; the names are the worker's):",
+      ...v.flags.map((f) => `- \`${mdUntrusted(f.path)}\`: ${mdUntrusted(f.detail)}`)
+    );
   if (v.diffStat) lines.push("", "```", v.diffStat.replace(/```/g, "\u02BC\u02BC\u02BC"), "```");
   lines.push("", "_Opened by opencode-worker. The worker's own words are not part of this card._");
   return lines.join("\n");
@@ -96296,7 +96507,7 @@ function registerWorkerCommands(program3) {
     try {
       const r = await (await client2("rebase")).workers.onNewBase.mutate({ workerId: id2 });
       console.log(
-        o2.json ? JSON.stringify(r) : `${id2} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${r.files.map(safe).join(", ")})` : ""}; discard ${id2} once you no longer need it`
+        o2.json ? JSON.stringify(r) : `${id2} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id2} once you no longer need it`
       );
     } catch (err) {
       fail(err);
@@ -96383,7 +96594,13 @@ function showText(w) {
     for (const c3 of v.checks)
       lines.push(`  ${c3.passed ? "pass" : "fail"} ${safe(c3.name)}${c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""}`);
     lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
-    if (v.flags?.length) lines.push(`flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${safe(f.path)} (${f.detail})`).join("; ")}`);
+    if (v.flags?.length)
+      lines.push(
+        `flagged (merge needs --accept-flagged): ${quoteUntrustedList(
+          v.flags.map((f) => `${f.path} (${f.detail})`),
+          "files of the worker's change, with why each is flagged"
+        )}`
+      );
     if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
   }
@@ -96470,7 +96687,8 @@ var LogPrinter = class {
     else if (part.kind === "reasoning" && part.text?.trim()) this.out([`[${at}] worker thinks (untrusted text):`, ...block(part.text, 8)].join("\n"));
     else if (part.kind === "tool") {
       const input2 = part.input === void 0 ? "" : safe(JSON.stringify(part.input)).slice(0, 300);
-      const lines = [`[${at}] tool ${safe(part.tool ?? "?")} ${part.status ?? ""} ${input2}`];
+      const said = [input2 ? "input" : "", part.error || part.output ? "output" : ""].filter(Boolean).join(" and ");
+      const lines = [`[${at}] tool ${safe(part.tool ?? "?")} ${part.status ?? ""}${said ? ` (untrusted ${said})${input2 ? `: ${input2}` : ""}` : ""}`];
       if (part.error) lines.push(...block(`error: ${part.error}`, 5));
       else if (part.output) lines.push(...block(part.output, 10));
       this.out(lines.join("\n"));
