@@ -3,8 +3,9 @@ import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync,
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { listing, write } from "../../test/fixtures/snapshot-cases";
-import { commitAndCheckOut, createWorkspace, fullDiff, inspectRepo, keptIndexUseOf, snapshotCaps, type Workspace } from "./workspace";
+import { gradeGitsWay, keptIndexMeta, settle } from "../../test/fixtures/kept-index";
+import { write } from "../../test/fixtures/snapshot-cases";
+import { createWorkspace, fullDiff, inspectRepo, keptIndexUseOf, type Workspace } from "./workspace";
 
 // A hostile worker against grading's git way from the kept checkout index: each route tries to make a changed file
 // look unchanged to git's stat check (same size, times put back, an inode reused, a swap of files or folders). The
@@ -57,20 +58,9 @@ async function workspace(r: string): Promise<Workspace> {
   return createWorkspace(path.join(tmp, "workspaces"), info, id, path.join(tmp, "repos", `${id}.git`), {});
 }
 
-const meta = (ws: Workspace) => path.join(ws.gitDir, "checkout-index.json");
-const settle = () => new Promise((r) => setTimeout(r, 1200));
+const meta = keptIndexMeta;
 
-async function grade(ws: Workspace) {
-  const dir = path.join(tmp, `checkout-${n++}`);
-  const m = await commitAndCheckOut(ws, "ocw: attack", dir, snapshotCaps(), undefined, "git");
-  return {
-    changed: m.changed,
-    diffStat: m.diffStat,
-    changes: [...(m.changes ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1)),
-    unchanged: m.commit === ws.baseCommit,
-    checkout: listing(Buffer.from(dir)),
-  };
-}
+const grade = (ws: Workspace) => gradeGitsWay(ws, path.join(tmp, `checkout-${n++}`), "ocw: attack");
 
 type Stat = { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint };
 const stat = (f: string) => lstatSync(f, { bigint: true }) as unknown as Stat;

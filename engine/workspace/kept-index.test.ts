@@ -5,7 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { listing, type Mutate, snapshotCases, write } from "../../test/fixtures/snapshot-cases";
+import { gradeGitsWay, keptIndexMeta, settle } from "../../test/fixtures/kept-index";
+import { type Mutate, snapshotCases, write } from "../../test/fixtures/snapshot-cases";
 import {
   commitAndCheckOut,
   createWorkspace,
@@ -44,23 +45,11 @@ async function workspace(r: string, opts: { importFrom?: string; head?: string }
   });
 }
 
-const meta = (ws: Workspace) => path.join(ws.gitDir, "checkout-index.json");
+const meta = keptIndexMeta;
 /** A workspace graded the way it was before the kept index (one made before it, a resumed worker's). */
 const withoutKept = (ws: Workspace) => rmSync(meta(ws));
-/** The files of a checkout are more than a second older than a grading that trusts their stat data. */
-const settle = () => new Promise((r) => setTimeout(r, 1200));
 
-async function grade(ws: Workspace) {
-  const dir = path.join(tmp, `checkout-${n++}`);
-  const m = await commitAndCheckOut(ws, "ocw: kept index", dir, snapshotCaps(), undefined, "git");
-  return {
-    changed: m.changed,
-    diffStat: m.diffStat,
-    changes: [...(m.changes ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1)),
-    unchanged: m.commit === ws.baseCommit,
-    checkout: listing(Buffer.from(dir)),
-  };
-}
+const grade = (ws: Workspace) => gradeGitsWay(ws, path.join(tmp, `checkout-${n++}`), "ocw: kept index");
 
 /** The entries of a kept index in use, after checking that at most the changed files were smudged. */
 const readUse = (use: { kept: number; reread: number } | null, changed = 2) => {

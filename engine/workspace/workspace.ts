@@ -1060,19 +1060,39 @@ async function keepCheckoutIndex(ws: Workspace): Promise<void> {
  * OCW_SNAPSHOT_GIT makes git's way the only one.
  */
 function inProcessSize(index: Buffer, hashSize: number): boolean {
-  const count = index.readUInt32BE(8);
-  if (process.platform !== "linux" || count > IN_PROCESS_MAX_FILES) return false;
+  if (process.platform !== "linux" || index.readUInt32BE(8) > IN_PROCESS_MAX_FILES) return false;
+  const walked = indexEntries(index, hashSize, index.length - hashSize);
+  if (!walked) return false;
   let bytes = 0;
+  for (const e of walked.entries) bytes += index.readUInt32BE(e.at + 36);
+  return bytes <= IN_PROCESS_MAX_BYTES;
+}
+
+/**
+ * The entries of a git index (versions 2 and 3) up to `end` (its checksum): where each starts (40 bytes of stat data and
+ * mode, the object id, 16 bits of flags), its flags, its name's bytes (`name` to `nul`), and where the entries end (the
+ * extensions begin). Null when an entry runs past `end`.
+ */
+function indexEntries(
+  buf: Buffer,
+  hashSize: number,
+  end: number,
+): { entries: { at: number; flags: number; name: number; nul: number }[]; after: number } | null {
+  const count = buf.readUInt32BE(8);
+  const entries: { at: number; flags: number; name: number; nul: number }[] = [];
   let at = 12;
   for (let i = 0; i < count; i++) {
-    if (at + 40 + hashSize + 2 > index.length) return false;
-    bytes += index.readUInt32BE(at + 36);
-    const len = index.readUInt16BE(at + 40 + hashSize) & 0xfff;
-    const nul = len < 0xfff ? at + 40 + hashSize + 2 + len : index.indexOf(0, at + 40 + hashSize + 2);
-    if (nul < 0) return false;
-    at += (40 + hashSize + 2 + (nul - at - 40 - hashSize - 2) + 8) & ~7;
+    if (at + 40 + hashSize + 2 > end) return null;
+    const flags = buf.readUInt16BE(at + 40 + hashSize);
+    const name = at + 40 + hashSize + 2;
+    const len = flags & 0xfff;
+    const nul = len < 0xfff ? name + len : buf.indexOf(0, name);
+    if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
+    entries.push({ at, flags, name, nul });
+    // The name's NULs pad the entry to a multiple of 8.
+    at += (nul - at + 8) & ~7;
   }
-  return bytes <= IN_PROCESS_MAX_BYTES;
+  return { entries, after: at };
 }
 
 /**
@@ -1135,32 +1155,27 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
   // the object id, 16 bits of flags, the name, NULs to a multiple of 8. And the folders of the base's files, where a
   // .gitattributes (an ignored one too: git reads it) would apply to what git reads.
   const submodules = new Set(base.submodules.map((s) => s.slice(0, -1)));
+  const walked = indexEntries(buf, hs, end);
+  if (!walked) return null;
   const entries: { at: number; name: Buffer; mode: number }[] = [];
   const dirs = new Set<string>([""]);
   let lastDir = "";
   let blob = 0;
-  let at = 12;
-  for (let i = 0; i < count; i++) {
-    if (at + 40 + hs + 2 > end) return null;
-    const flags = buf.readUInt16BE(at + 40 + hs);
+  for (const e of walked.entries) {
     // Assume-valid, extended flags (skip-worktree, intent-to-add) or a stage: not a plain checkout's entry.
-    if (flags & 0xf000) return null;
-    const start = at + 40 + hs + 2;
-    const len = flags & 0xfff;
-    const nul = len < 0xfff ? start + len : buf.indexOf(0, start);
-    if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
-    const name = buf.toString("latin1", start, nul);
-    const mode = buf.readUInt32BE(at + 24);
+    if (e.flags & 0xf000) return null;
+    const name = buf.toString("latin1", e.name, e.nul);
+    const mode = buf.readUInt32BE(e.at + 24);
     if ((mode & 0o170000) === 0o160000 ? !submodules.has(name) : base.blobs[blob++]?.[0] !== name) return null;
     const dir = name.slice(0, name.lastIndexOf("/") + 1);
     if (dir !== lastDir) {
       lastDir = dir;
       for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
     }
-    entries.push({ at, name: buf.subarray(start, nul), mode });
-    at += (40 + hs + 2 + (nul - start) + 8) & ~7;
+    entries.push({ at: e.at, name: buf.subarray(e.name, e.nul), mode });
   }
   if (blob !== base.blobs.length) return null;
+  let at = walked.after;
   // What follows the entries: known extensions only.
   while (at < end) {
     if (at + 8 > end || !KEPT_EXTENSIONS.has(buf.toString("latin1", at, at + 4))) return null;
