@@ -81200,19 +81200,28 @@ async function keepCheckoutIndex(ws) {
   }
 }
 function inProcessSize(index, hashSize) {
-  const count2 = index.readUInt32BE(8);
-  if (process.platform !== "linux" || count2 > IN_PROCESS_MAX_FILES) return false;
+  if (process.platform !== "linux" || index.readUInt32BE(8) > IN_PROCESS_MAX_FILES) return false;
+  const walked = indexEntries(index, hashSize, index.length - hashSize);
+  if (!walked) return false;
   let bytes = 0;
+  for (const e of walked.entries) bytes += index.readUInt32BE(e.at + 36);
+  return bytes <= IN_PROCESS_MAX_BYTES;
+}
+function indexEntries(buf, hashSize, end) {
+  const count2 = buf.readUInt32BE(8);
+  const entries = [];
   let at = 12;
   for (let i2 = 0; i2 < count2; i2++) {
-    if (at + 40 + hashSize + 2 > index.length) return false;
-    bytes += index.readUInt32BE(at + 36);
-    const len = index.readUInt16BE(at + 40 + hashSize) & 4095;
-    const nul = len < 4095 ? at + 40 + hashSize + 2 + len : index.indexOf(0, at + 40 + hashSize + 2);
-    if (nul < 0) return false;
-    at += 40 + hashSize + 2 + (nul - at - 40 - hashSize - 2) + 8 & ~7;
+    if (at + 40 + hashSize + 2 > end) return null;
+    const flags = buf.readUInt16BE(at + 40 + hashSize);
+    const name = at + 40 + hashSize + 2;
+    const len = flags & 4095;
+    const nul = len < 4095 ? name + len : buf.indexOf(0, name);
+    if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
+    entries.push({ at, flags, name, nul });
+    at += nul - at + 8 & ~7;
   }
-  return bytes <= IN_PROCESS_MAX_BYTES;
+  return { entries, after: at };
 }
 var KEPT_EXTENSIONS = /* @__PURE__ */ new Set(["TREE", "REUC", "EOIE", "IEOT"]);
 var isAttributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
@@ -81233,31 +81242,26 @@ async function keptIndexInto(ws, index, listing) {
   const count2 = buf.readUInt32BE(8);
   if (count2 !== base2.blobs.length + base2.submodules.length) return null;
   const submodules = new Set(base2.submodules.map((s) => s.slice(0, -1)));
+  const walked = indexEntries(buf, hs, end);
+  if (!walked) return null;
   const entries = [];
   const dirs = /* @__PURE__ */ new Set([""]);
   let lastDir = "";
   let blob = 0;
-  let at = 12;
-  for (let i2 = 0; i2 < count2; i2++) {
-    if (at + 40 + hs + 2 > end) return null;
-    const flags = buf.readUInt16BE(at + 40 + hs);
-    if (flags & 61440) return null;
-    const start = at + 40 + hs + 2;
-    const len = flags & 4095;
-    const nul = len < 4095 ? start + len : buf.indexOf(0, start);
-    if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
-    const name = buf.toString("latin1", start, nul);
-    const mode = buf.readUInt32BE(at + 24);
+  for (const e of walked.entries) {
+    if (e.flags & 61440) return null;
+    const name = buf.toString("latin1", e.name, e.nul);
+    const mode = buf.readUInt32BE(e.at + 24);
     if ((mode & 61440) === 57344 ? !submodules.has(name) : base2.blobs[blob++]?.[0] !== name) return null;
     const dir = name.slice(0, name.lastIndexOf("/") + 1);
     if (dir !== lastDir) {
       lastDir = dir;
       for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
     }
-    entries.push({ at, name: buf.subarray(start, nul), mode });
-    at += 40 + hs + 2 + (nul - start) + 8 & ~7;
+    entries.push({ at: e.at, name: buf.subarray(e.name, e.nul), mode });
   }
   if (blob !== base2.blobs.length) return null;
+  let at = walked.after;
   while (at < end) {
     if (at + 8 > end || !KEPT_EXTENSIONS.has(buf.toString("latin1", at, at + 4))) return null;
     at += 8 + buf.readUInt32BE(at + 4);
