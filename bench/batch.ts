@@ -219,6 +219,18 @@ export async function bareRig(model: BenchModel, workspaces: BareWorkspaces = "w
   let gitChain: Promise<unknown> = Promise.resolve();
   /** Per task of the batch: its session and when it started, for the model's request log read after the batch. */
   const sessions: { id: string; t0: number }[] = [];
+  /** The workspaces of the batch (and of the warm-up), whose opencode instances are let go after it. */
+  const dirs: string[] = [];
+  /**
+   * Lets go of every instance the batch booted, once it is over (outside its timed window), as the engine does when none
+   * of a server's workers is at work (engine/workers/release.ts). Kept, they slowed every later batch of this serve:
+   * one serve kept through a bench of 12 batches of 32 (384 instances) went from 4.4–4.8 s to 7.0 s a batch, while the
+   * engine's side stayed at 4.6–5.6 s, and engine ÷ bare drifted from 1.15 to 0.79.
+   */
+  const release = async () => {
+    const batch = dirs.splice(0);
+    await Promise.all(batch.map((directory) => client.instance.dispose({ directory })));
+  };
   const phaseMs = {
     workspace: [] as number[],
     session: [] as number[],
@@ -238,6 +250,7 @@ export async function bareRig(model: BenchModel, workspaces: BareWorkspaces = "w
       gitChain = made.catch(() => undefined);
       await made;
     }
+    dirs.push(wt);
     phaseMs.workspace.push(Date.now() - t0);
     const s = (await client.session.create({ directory: wt, title: `bare ${branch}` })).data!;
     phaseMs.session.push(Date.now() - t0);
@@ -254,6 +267,7 @@ export async function bareRig(model: BenchModel, workspaces: BareWorkspaces = "w
   // One untimed task first, as the engine side is warm too: opencode's first session pays a one-off bootstrap.
   const warm = makeRepo();
   await one(warm, 0, "warm", "BENCH-BATCH 0 warm-up");
+  await release();
   const pid = opencodeServeUnder(server.pid!)!;
   return {
     pid,
@@ -268,7 +282,10 @@ export async function bareRig(model: BenchModel, workspaces: BareWorkspaces = "w
       const built = await Promise.all(Array.from({ length: n }, (_, i) => one(dir, i, `${tag}-w${i}`, `BENCH-BATCH ${i} ${tag}`)));
       const wallMs = Date.now() - t0;
       const p = round(peak.stop());
-      // As the engine's serve is measured (batchThroughMcp): until it is quiet, so what a batch leaves running counts too.
+      // The engine lets go of its instances once its batch is over: the same here, so the next batch starts from a serve
+      // in the same state on both sides. As the engine's serve is measured (batchThroughMcp): until it is quiet, so what
+      // a batch leaves running (those disposals included) counts too.
+      await release();
       await untilQuiet([pid]);
       const cpu1 = cpuWithChildren(pid);
       // The model's request log after the batch (fetched from its process where it has one): each session's first and last chat request.

@@ -38,6 +38,11 @@ export interface EngineCost {
   reps: number;
   /** The untimed batch each fresh engine and bare serve runs first, tasks (absent in reports before it: one task). */
   warmUpTasks?: number;
+  /**
+   * Whether the bare side let go of its opencode instances after each batch, as the engine does (absent in reports
+   * before it: the bare serve kept every instance of its repetition, which slowed its later batches).
+   */
+  bareReleases?: boolean;
   /** Where the scripted model ran: a process of its own (as a real model server), or the bench's (OCW_BENCH_MODEL_INPROC=1). */
   model?: "own process" | "bench process";
   /** What the earlier build is (the --before bundle's label), or null when only this build ran. */
@@ -197,6 +202,7 @@ export async function engineCost(opts: {
   return {
     reps,
     warmUpTasks: WARM_UP_TASKS,
+    bareReleases: true,
     ...(opts.modelWhere ? { model: opts.modelWhere } : {}),
     before: opts.before?.label ?? null,
     sizes,

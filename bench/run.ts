@@ -779,6 +779,7 @@ async function batches(model: BenchModel, report: Report, put: (key: string, run
   report.batchMisses = batchMisses;
   report.batchStartMs = startMs;
   report.batchStartPhases = startPhases;
+  report.batchBareReleases = true;
   report.batchSplit = batchSplit;
   report.batchSequence = sequence;
   const pacedEng = get<EngineBatch>("enginePaced", pacedSize);
