@@ -81,6 +81,10 @@ test("title from the task; targets deletable (not while in use); Stop puts focus
 
   // Targets: the one in use is refused, the spare one goes.
   await page.goto(`${engine.origin}/#/setup`);
+  // The screen settles first: the plan card and the servers list arrive after it opens and push the targets table down,
+  // so a click aimed at a row just before they land hits whatever moved under it (seen under CI's load).
+  await expect(page.getByRole("status").filter({ hasText: "Planning with the engine" })).toHaveCount(0, { timeout: 60_000 });
+  await expect(page.getByRole("region", { name: "Model servers" })).toContainText("None", { timeout: 60_000 });
   await page.getByRole("button", { name: "Delete target scripted" }).click();
   await expect(page.getByRole("group", { name: "Confirm deleting target scripted" }).getByRole("button", { name: "Cancel" })).toBeFocused();
   await page.getByRole("group", { name: "Confirm deleting target scripted" }).getByRole("button", { name: "Delete", exact: true }).click();

@@ -79,6 +79,8 @@ export function ServersPanel() {
           Cannot list the servers: {loadError}
         </div>
       )}
+      {/* A line held while the list is read: the "None" line (or the list) takes its place without pushing what is below. */}
+      {!servers && !loadError && <p className="muted small">Reading the list…</p>}
       {servers && groups.size === 0 && <p className="muted small">None: "Start … here" above runs one.</p>}
       {groups.size > 0 && (
         <ul aria-label="Servers" style={{ listStyle: "none", padding: 0, margin: 0 }}>
