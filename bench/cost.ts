@@ -32,6 +32,11 @@ export interface CostSize {
   engineCpuSec: { engine: number; before?: number };
   /** The scripted model's CPU per batch (medians), where it ran in a process of its own: the same work for every side. */
   modelCpuSec?: { engine: number; before?: number; bare: number };
+  /**
+   * What the MCP client received for the engine side's batch (delegate_batch, every wait and approve), medians: the
+   * characters of tool-result text (the context a supervising Claude pays) and the tool calls (absent before).
+   */
+  mcp?: { resultChars: number; toolCalls: number; bridgeCpuSec: number };
 }
 
 export interface EngineCost {
@@ -187,6 +192,11 @@ export async function engineCost(opts: {
       engineCpuSec: {
         engine: round(median(eng.map((r) => r.cpuSec + r.childrenCpuSec)), 2),
         ...(bef ? { before: round(median(bef.map((r) => r.cpuSec + r.childrenCpuSec)), 2) } : {}),
+      },
+      mcp: {
+        resultChars: round(median(eng.map((r) => r.resultChars)), 0),
+        toolCalls: round(median(eng.map((r) => r.toolCalls)), 0),
+        bridgeCpuSec: round(median(eng.map((r) => r.bridgeCpuSec)), 2),
       },
       ...(modelCpu.has(`engine${size}`) && modelCpu.has(`bareClone${size}`)
         ? {

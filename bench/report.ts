@@ -529,6 +529,18 @@ function costSection(r: Report): string[] {
             .join("; ")}.`,
         ]
       : []),
+    ...(rows.some((x) => x.mcp)
+      ? [
+          "",
+          `What the MCP client received on the engine side (delegate_batch, every wait and approve; medians): ${rows
+            .filter((x) => x.mcp)
+            .map(
+              (x) =>
+                `${x.tasks} tasks${x.pacedMs ? " paced" : ""}: ${x.mcp!.resultChars.toLocaleString("en-US")} characters of tool results in ${x.mcp!.toolCalls} calls, the \`ocw mcp\` bridge ${x.mcp!.bridgeCpuSec} s of CPU`,
+            )
+            .join("; ")}.`,
+        ]
+      : []),
   ];
 }
 

@@ -352,6 +352,19 @@ async function measure() {
         );
       }
       report.engineCost = c;
+      // The context a supervising Claude pays: the tool definitions and instructions (a bridge's tools/list, no engine
+      // needed), and a batch of the largest size driven to settled over MCP, from this part's engine side.
+      const largest = c.sizes[`w${Math.max(...Object.values(c.sizes).map((x) => x.tasks))}`];
+      const defsDir = tempDir("bench-mcp-definitions");
+      const defs = await mcpDefinitions(defsDir).finally(() => cleanup(defsDir));
+      report.mcpContext = {
+        ...report.mcpContext,
+        ...defs,
+        ...(largest?.mcp ? { batchTasks: largest.tasks, batchResultChars: largest.mcp.resultChars, batchToolCalls: largest.mcp.toolCalls } : {}),
+      };
+      log(
+        `cost: MCP tool definitions ${defs.definitionChars} characters (${defs.tools} tools), instructions ${defs.instructionsChars}; a ${largest?.tasks}-task batch ${largest?.mcp?.resultChars} characters of tool results in ${largest?.mcp?.toolCalls} calls`,
+      );
     });
 
   if (runs("repo"))
