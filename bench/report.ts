@@ -427,7 +427,8 @@ function goalsSection(r: Report): string[] {
       return i.why ? `**no**: ${i.why}` : `yes${i.gap ? ` (up to ${i.gap} other run${i.gap > 1 ? "s" : ""} between a pair)` : ", back to back"}`;
     };
     if (r.range[`engineCost.${k}.ratio`]) rows.push(`| engine ÷ bare SDK on private clones, ${what} (cost part, this build) | ${goalText(r.range[`engineCost.${k}.ratio`], 1.05)} | ${loadOf(`engineCost.${k}`)} | ${t("engine")} |`);
-    if (r.range[`engineCost.${k}.ratioBefore`])
+    // Only where this cost part ran an earlier build beside this one (a range left from an earlier run says nothing of it).
+    if (r.engineCost?.before && r.range[`engineCost.${k}.ratioBefore`])
       rows.push(`| the same, ${r.engineCost!.before ?? "earlier build"} | ${goalText(r.range[`engineCost.${k}.ratioBefore`], 1.05)} | ${loadOf(`engineCost.${k}`)} | ${t("engineBefore")} |`);
   }
   for (const w of Object.keys(r.batchRatioSameWorkspaces ?? {})) {

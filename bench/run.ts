@@ -344,6 +344,8 @@ async function measure() {
         paced: PACED,
         ...(bundle ? { before: { bundle: path.resolve(bundle), label: flag("--before-label") ?? bundle } } : {}),
       }).finally(() => cost.model.close());
+      // A range of an earlier cost part (an earlier build's ratio where none ran now) must not stand beside this one's.
+      for (const key of Object.keys(range)) if (key.startsWith("engineCost.")) delete range[key];
       for (const [k, x] of Object.entries(c.sizes)) {
         range[`engineCost.${k}.ratio`] = x.ratio;
         if (x.ratioBefore) range[`engineCost.${k}.ratioBefore`] = x.ratioBefore;
