@@ -1,9 +1,8 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { gradeGitsWay, keptIndexMeta, settle } from "../../test/fixtures/kept-index";
+import { describe, expect, it } from "vitest";
+import { gitsWaySuite, gradeGitsWay, keptIndexMeta, settle } from "../../test/fixtures/kept-index";
 import { write } from "../../test/fixtures/snapshot-cases";
 import { createWorkspace, fullDiff, inspectRepo, keptIndexUseOf, type Workspace } from "./workspace";
 
@@ -12,14 +11,7 @@ import { createWorkspace, fullDiff, inspectRepo, keptIndexUseOf, type Workspace 
 // oracle is the commit git's way makes from the base's index (every file read again): the engine's commit from the
 // kept index must be exactly that (paths, modes, blobs, diff stat, checkout).
 
-const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-kept-attack-"));
-const switched = process.env.OCW_SNAPSHOT_GIT;
-process.env.OCW_SNAPSHOT_GIT = "1";
-afterAll(() => {
-  if (switched === undefined) delete process.env.OCW_SNAPSHOT_GIT;
-  else process.env.OCW_SNAPSHOT_GIT = switched;
-  rmSync(tmp, { recursive: true, force: true });
-});
+const tmp = gitsWaySuite("ocw-kept-attack-");
 let n = 0;
 
 // Files of equal sizes (a swap keeps every size), an executable, a symlink whose target is as long as a file.
@@ -386,35 +378,21 @@ async function attack(route: Route, when: When) {
   return { use, g };
 }
 
-describe("a hostile worker's changes after the checkout's second: the kept index commits what the base's index commits", () => {
-  it.each(routes)(
-    "%s",
-    async (...route) => {
-      await attack(route as Route, "settled");
-    },
-    30_000,
-  );
-});
-
-describe("the same where the fence is of a later second than the checkout's files (git's own stat check alone)", () => {
-  it.each(routes)(
-    "%s",
-    async (...route) => {
-      await attack(route as Route, "fence later");
-    },
-    30_000,
-  );
-});
-
-describe("the same, changed within the checkout's own second (the fence's, git's racy-clean one)", () => {
-  it.each(routes)(
-    "%s",
-    async (...route) => {
-      await attack(route as Route, "same second");
-    },
-    30_000,
-  );
-});
+// Each route three ways: settled, with the fence a second later than the checkout's files, and in their own second.
+for (const [title, when] of [
+  ["a hostile worker's changes after the checkout's second: the kept index commits what the base's index commits", "settled"],
+  ["the same where the fence is of a later second than the checkout's files (git's own stat check alone)", "fence later"],
+  ["the same, changed within the checkout's own second (the fence's, git's racy-clean one)", "same second"],
+] as const)
+  describe(title, () => {
+    it.each(routes)(
+      "%s",
+      async (...route) => {
+        await attack(route as Route, when);
+      },
+      30_000,
+    );
+  });
 
 describe("the attacks are changes (the oracle sees them)", () => {
   it.each<[string, string]>([

@@ -1,11 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { existsSync, lstatSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { gradeGitsWay, keptIndexMeta, settle } from "../../test/fixtures/kept-index";
+import { gitsWaySuite, gradeGitsWay, keptIndexMeta, settle } from "../../test/fixtures/kept-index";
 import { type Mutate, snapshotCases, write } from "../../test/fixtures/snapshot-cases";
 import {
   commitAndCheckOut,
@@ -25,15 +24,7 @@ import {
 // the checkout are those of the base's index (every file read again, as before), which a workspace without its kept
 // index still takes.
 
-const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-kept-index-"));
-// Small repositories on git's way (the in-process snapshot takes them otherwise, and no index is kept for them).
-const switched = process.env.OCW_SNAPSHOT_GIT;
-process.env.OCW_SNAPSHOT_GIT = "1";
-afterAll(() => {
-  if (switched === undefined) delete process.env.OCW_SNAPSHOT_GIT;
-  else process.env.OCW_SNAPSHOT_GIT = switched;
-  rmSync(tmp, { recursive: true, force: true });
-});
+const tmp = gitsWaySuite("ocw-kept-index-");
 let n = 0;
 const { baseRepo, cases } = snapshotCases(tmp);
 
