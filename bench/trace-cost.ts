@@ -47,7 +47,7 @@ async function traced<T>(pids: number[], fn: () => Promise<T>): Promise<{ r: T; 
       "-e",
       "signal=none",
       "-s",
-      io ? "300" : "32",
+      io ? "300" : "96",
       "-o",
       out,
       ...pids.flatMap((p) => ["-p", String(p)]),
@@ -61,6 +61,7 @@ async function traced<T>(pids: number[], fn: () => Promise<T>): Promise<{ r: T; 
   st.kill("SIGINT");
   await new Promise((r) => st.once("exit", r));
   const execs: Record<string, number> = {};
+  if (process.env.STRACE_KEEP) (await import("node:fs")).copyFileSync(out, `${process.env.STRACE_KEEP}-${pids[0]}.log`);
   if (process.env.IOTRACE === "1") {
     const { copyFileSync } = await import("node:fs");
     copyFileSync(out, `/work/iotrace-${pids[0]}.log`);
@@ -90,7 +91,9 @@ const max = (xs: (number | null | undefined)[]) => {
 
 const tag = paced ? " paced" : "";
 const up = async (bundle?: string) => {
-  const e = await startEngine(tempDir("state"), {}, bundle);
+  // BEFORE_ENV=K=V,K2=V2: environment for the earlier build's engine only (an A/B of a switch read from the environment).
+  const env = bundle && process.env.BEFORE_ENV ? Object.fromEntries(process.env.BEFORE_ENV.split(",").map((kv) => kv.split("=") as [string, string])) : {};
+  const e = await startEngine(tempDir("state"), env, bundle);
   await e.client.targets.save.mutate({ target: benchTarget(model.url), activate: true });
   let command: string | undefined;
   if (bundle) {
@@ -137,8 +140,10 @@ try {
         };
         const baseline = evs.map((es) => rel(es, (x) => x.type === "worker.baseline"));
         const grading = evs.map((es) => rel(es, (x) => x.type === "worker.state" && x.state === "grading"));
+        const prompted = evs.map((es) => rel(es, (x) => x.type === "worker.state" && x.state === "running"));
+        const sessionRec = evs.map((es) => rel(es, (x) => x.type === "worker.session"));
         const lastVerdict = Math.max(...evs.map((es) => es.find((x) => x.type === "verdict")?.ts ?? 0));
-        const extra = `; baseline ${med(baseline)}/${max(baseline)}, grading ${med(grading)}/${max(grading)}; last verdict → batch end ${r.startedAt + r.wallMs - lastVerdict} ms`;
+        const extra = `; baseline ${med(baseline)}/${max(baseline)}, session recorded ${med(sessionRec)}/${max(sessionRec)}, prompted ${med(prompted)}/${max(prompted)}, grading ${med(grading)}/${max(grading)}; last verdict → batch end ${r.startedAt + r.wallMs - lastVerdict} ms`;
         results.push({
           side,
           cpu: round(r.cpuSec + r.childrenCpuSec + r.bridgeCpuSec, 2),
