@@ -319,6 +319,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       },
     },
     async (args) => {
+      // Each checkout's uncommitted changes, read beside the engine's start of the batch (never rejects): `git status` of
+      // a large checkout takes a while, and the answer would otherwise wait for it after the start.
+      const dirty = Promise.all([...new Set(args.tasks.map((t) => path.resolve(t.directory)))].map(uncommitted));
       const before = await slotsNow();
       const { batchId, workerIds, tasks, groups } = await call((c) =>
         c.workers.startBatch.mutate({
@@ -329,11 +332,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       );
       for (const id of workerIds) mine.add(id);
       const { slots } = await slotsNow();
-      const warnings: string[] = [];
-      for (const dir of new Set(args.tasks.map((t) => path.resolve(t.directory)))) {
-        const dirty = await uncommitted(dir);
-        if (dirty) warnings.push(dirty);
-      }
+      const warnings = (await dirty).filter((w): w is string => !!w);
       const overlaps: string[] = [];
       args.tasks.forEach((a, i) =>
         args.tasks.forEach((b, j) => {
@@ -1348,9 +1347,13 @@ async function gitOut(cwd: string, args: string[]): Promise<string | null> {
   }
 }
 
-/** A warning when the checkout has uncommitted changes: the worker starts from HEAD and never sees them. */
+/**
+ * A warning when the checkout has uncommitted changes: the worker starts from HEAD and never sees them. Without git's
+ * optional locks: a status refreshes the index under index.lock when it can, and the person's own git in that checkout
+ * at that moment would fail on the lock ("Another git process seems to be running").
+ */
 async function uncommitted(dir: string): Promise<string | null> {
-  const out = await gitOut(dir, ["status", "--porcelain", "--untracked-files=normal"]);
+  const out = await gitOut(dir, ["--no-optional-locks", "status", "--porcelain", "--untracked-files=normal"]);
   const files = (out ?? "")
     .split("\n")
     .filter(Boolean)

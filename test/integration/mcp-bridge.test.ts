@@ -341,15 +341,23 @@ describe("ocw mcp", () => {
     }
     expect(r).toMatchObject({ state: "settled", settled: true, batch: { batchId: b.batchId, total: 2, built: 1, builtRate: 0.5, verdict: "honest-failure" } });
     expect(r.batch.honestRate).toBe(0.5);
-    // Overlapping scopes are flagged.
+    // Overlapping scopes are flagged; so is each checkout's uncommitted work, once per checkout.
+    writeFileSync(path.join(dir, "wip.txt"), "not committed\n");
+    const other = repo();
+    writeFileSync(path.join(other, "scratch.txt"), "not committed\n");
     const overlap = await mcp.call("delegate_batch", {
       name: "Overlap check",
       tasks: [
         { task: "MCP-WRITE file=x.txt text=x", directory: dir, checks: [{ file: "x.txt" }] },
         { task: "MCP-WRITE file=y.txt text=y", directory: dir, checks: [{ file: "y.txt" }] },
+        { task: "MCP-WRITE file=z.txt text=z", directory: other, checks: [{ file: "z.txt" }], scope: ["z.txt"] },
       ],
     });
     expect(overlap.warnings.join(" ")).toMatch(/overlapping/);
+    expect(overlap.warnings.filter((w: string) => /uncommitted change/.test(w))).toEqual([
+      expect.stringMatching(/^your checkout has 1 uncommitted change\(s\) \(wip\.txt\)/),
+      expect.stringMatching(/^your checkout has 1 uncommitted change\(s\) \(scratch\.txt\)/),
+    ]);
     // Named by Claude: people read the name instead of the id.
     expect((await engine.client.workers.batch.query({ batchId: overlap.batchId })).name).toBe("Overlap check");
     for (const id of overlap.workerIds) await mcp.call("stop", { workerId: id });
