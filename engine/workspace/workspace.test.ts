@@ -13,6 +13,7 @@ import {
   gradedStore,
   inspectRepo,
   mergeBranch,
+  mergeHint,
   parseNumstatAndStat,
   publishBranch,
   removeWorkspace,
@@ -266,6 +267,25 @@ describe("publishing a graded commit", () => {
     expect(g(r, "show", `${ws.branch}:kept.txt`)).toBe("kept");
     const blob = execFileSync("git", ["hash-object", "--stdin"], { input: scratch, encoding: "utf8" }).trim();
     expect(() => execFileSync("git", ["-C", r, "cat-file", "-e", blob], { stdio: "pipe" })).toThrow();
+  });
+
+  it("the merge hint's by-hand command runs as printed from a repository whose path has spaces and a quote", () => {
+    const r = committedRepo(path.join(tmp, `it's my repo ${n++}`));
+    g(r, "checkout", "-q", "-b", "ocw/w-hint");
+    writeFileSync(path.join(r, "hint.txt"), "hint\n");
+    g(r, "add", "hint.txt");
+    g(r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "worker");
+    g(r, "checkout", "-q", "main");
+    const hint = mergeHint({ repo: r, branch: "ocw/w-hint", baseBranch: "main" });
+    expect(hint.startsWith("ocw publish w-hint && ")).toBe(true);
+    // The branch is already there (as `ocw publish` would leave it): run the rest in a shell, from elsewhere.
+    const rest = hint.slice("ocw publish w-hint && ".length);
+    execFileSync("sh", ["-c", rest], {
+      cwd: tmp,
+      stdio: "pipe",
+      env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t", GIT_MERGE_AUTOEDIT: "no" },
+    });
+    expect(readFileSync(path.join(r, "hint.txt"), "utf8")).toBe("hint\n");
   });
 });
 

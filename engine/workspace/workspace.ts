@@ -1718,9 +1718,11 @@ async function copyWhole(src: string, dest: string): Promise<void> {
  */
 export function mergeHint(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">): string {
   const id = ws.branch.replace(/^ocw\//, "");
+  // Printed to be pasted into a shell: a path with spaces or quotes (or a branch name with `$`) is quoted.
+  const q = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
   if (!ws.baseBranch)
-    return `ocw publish ${id} && cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `ocw publish ${id} && cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
+    return `ocw publish ${id} && cd ${q(ws.repo)} && git merge --no-ff ${q(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
+  return `ocw publish ${id} && cd ${q(ws.repo)} && git checkout ${q(ws.baseBranch)} && git merge --no-ff ${q(ws.branch)}`;
 }
 
 /** Merges exactly `commit` (the graded one) into the base branch in the user's checkout; refuses, changing nothing, on conflict. */
