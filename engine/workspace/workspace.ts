@@ -1727,7 +1727,10 @@ export function mergeHint(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">)
 
 /** Merges exactly `commit` (the graded one) into the base branch in the user's checkout; refuses, changing nothing, on conflict. */
 export async function mergeBranch(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">, message: string, commit?: string): Promise<string> {
-  if (!ws.baseBranch) throw new InputError("the worker started from a detached HEAD: merge its branch by hand (" + ws.branch + ")");
+  if (!ws.baseBranch)
+    throw new InputError(
+      `the worker started from a detached HEAD, so there is no branch to merge it into: check out the branch you want it on and run \`git merge --no-ff ${ws.branch}\` (after \`ocw publish\` brought it in)`,
+    );
   const current = (await git(ws.repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
   if (current !== ws.baseBranch) {
     throw new InputError(`your checkout ${ws.repo} is on ${current ?? "a detached HEAD"}, not ${ws.baseBranch}: check out ${ws.baseBranch} first`);
