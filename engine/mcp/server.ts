@@ -1397,6 +1397,9 @@ function messageOf(err: unknown, log: (l: string) => void, tool: string): string
   if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
   if (e?.data?.code) {
     if (e.data.code === "BAD_REQUEST" || e.data.code === "NOT_FOUND") return e.message ?? "bad request";
+    // A refusal the engine explains (the state forbids it now, something it needs is down) is said as it is; only an
+    // internal error is the engine failing.
+    if (e.data.ocwCode && e.data.ocwCode !== "internal" && e.message) return e.message;
     return `the engine failed: ${e.message}`;
   }
   log(`${tool}: ${(err as Error)?.stack ?? String(err)}`);
