@@ -126,7 +126,7 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
   const slots = i.slots ?? (dev.gpus.length ? 4 : 1);
   if (i.slots === undefined && !dev.gpus.length && !parallel)
-    notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
+    notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); for more, set Slots in Setup (--slots N on the command line)");
   const verified = toolVerifiedModels(o.store);
   const allowSlow = !!i.allowSlow;
   let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null; refused?: FitPick[] };
