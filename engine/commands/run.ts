@@ -127,6 +127,14 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
   process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);
 }
 
+/** What a follower says when the engine goes away (stopped, crashed, restarting) and when it is back. */
+const connectionSay = (say: (line: string) => void) => (state: "lost" | "back", detail: string) =>
+  say(
+    state === "lost"
+      ? `ocw: the engine is unreachable (${detail}); waiting for it to come back (\`ocw gui --url\` starts it again; its workers then show as interrupted, to resume)`
+      : "ocw: the engine is back",
+  );
+
 /** Follows workers until they are final (or the timeout), answering their asks as `--approve` says. */
 async function followAndAnswer(
   client: EngineClient,
@@ -169,7 +177,7 @@ async function followAndAnswer(
   };
   try {
     if (batchId) return { ...(await followBatch(client, batchId, onEvent, onAsks, say)), reason: "settled" };
-    const result = await follow(client, ids, { ...(timeoutSec ? { timeoutMs: timeoutSec * 1000 } : {}), onEvent });
+    const result = await follow(client, ids, { ...(timeoutSec ? { timeoutMs: timeoutSec * 1000 } : {}), onEvent, onConnection: connectionSay(say) });
     onAsks(result.workers);
     return { workers: result.workers, summary: null, reason: result.reason };
   } finally {

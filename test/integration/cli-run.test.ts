@@ -44,6 +44,7 @@ beforeAll(async () => {
         match: /CLI-WRITE/,
         script: (ctx) => (ctx.turnStep === 0 ? writeFile("cli.txt", "from cli\n") : { text: "MILESTONE: wrote cli.txt\nOUTCOME: built" }),
       },
+      { name: "cli-hang", match: /CLI-HANG/, script: () => ({ hang: true, textBeforeHang: "working" }) },
       {
         name: "cli-batch",
         match: /CLI-BATCH-(\w)/,
@@ -187,6 +188,55 @@ describe("ocw run", () => {
     expect(workersAfter).toBe(workersBefore);
     expect(readdirSync(dir).sort()).toEqual([".git", "README.md"]);
   });
+
+  it("the engine stopped under a running `ocw run` is said on the terminal (no silent wait); once it is back the run reports the worker interrupted", async () => {
+    const sd = tempDir("cli-stop-state");
+    const env = { ...process.env, OCW_STATE_DIR: sd, OCW_STALL_SEC: "600" };
+    const dir = repo();
+    const p = spawn(
+      process.execPath,
+      [BUNDLE, "run", "--dir", dir, "--task", "CLI-HANG", "--check", "true", "--endpoint", model.url, "--model", "scripted-1", "--approve", "always"],
+      {
+        env,
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let stderr = "";
+    const waiters: (() => void)[] = [];
+    p.stderr.on("data", (b) => {
+      stderr += b;
+      for (const w of waiters.splice(0)) w();
+    });
+    const exited = new Promise<number | null>((resolve) => p.on("exit", (code) => resolve(code)));
+    // A bound so that a run that never says it fails here (and the finally cleans up), not at the test's timeout.
+    const until = async (re: RegExp, ms = 60_000) => {
+      const deadline = Date.now() + ms;
+      while (!re.test(stderr)) {
+        if (p.exitCode !== null) throw new Error(`ocw run ended early: ${stderr}`);
+        if (Date.now() > deadline) throw new Error(`ocw run never printed ${re}: ${stderr}`);
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 1000);
+        });
+      }
+    };
+    try {
+      await until(/ running\n/);
+      expect((await ocw(["stop"], { env: { OCW_STATE_DIR: sd } })).code).toBe(0);
+      await until(/the engine is unreachable/);
+      const line = stderr.split("\n").find((l) => l.includes("the engine is unreachable"))!;
+      expect(line).toMatch(/waiting for it to come back/);
+      expect(line).not.toMatch(/TypeError|\bError:/);
+      expect((await ocw(["gui", "--url"], { env: { OCW_STATE_DIR: sd } })).code).toBe(0);
+      expect(await exited).toBe(1);
+      expect(stderr).toContain("ocw: the engine is back");
+      expect(stderr).toMatch(/interrupted/);
+    } finally {
+      p.kill("SIGKILL");
+      await stopDetachedEngine(sd);
+      cleanup(sd);
+    }
+  }, 180_000);
 });
 
 function writeBatch(tasks: unknown[]): string {
