@@ -451,6 +451,7 @@ async function followBatch(
         },
         // Called on the first picture too: asks already open when this follow began are answered.
         until: (ws) => (onAsks(ws), changed),
+        onConnection: connectionSay(say),
       });
       onAsks(r.workers);
       for (const [k, v] of r.workers) all.set(k, v);
