@@ -78,7 +78,7 @@ export function registerRunCommand(program: Command): void {
   program
     .command("continue")
     .description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built")
-    .argument("<workerId>", "the worker (see `ocw ps`)")
+    .argument("<workerId>", "the worker (see `ocw list`)")
     .requiredOption("--message <text>", "what the worker should do next")
     .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
     .option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v))
