@@ -84,6 +84,49 @@ export function registerRunCommand(program: Command): void {
     .option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v))
     .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)")
     .action((workerId: string, o: ContinueOptions) => continueCommand(workerId, o).catch(fail));
+
+  program
+    .command("resume")
+    .description(
+      "resume a stopped, interrupted or errored worker in its same session (a graded one takes `ocw continue`), follow it to its verdict; exit 0 only if built",
+    )
+    .argument("<workerId>", "the worker (see `ocw list`)")
+    .option("--message <text>", "a note for the worker as it goes on")
+    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--timeout <seconds>", "wall-clock limit: the worker is stopped again when it passes", (v) => Number(v))
+    .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints)")
+    .action((workerId: string, o: ResumeOptions) => resumeCommand(workerId, o).catch(fail));
+}
+
+interface ResumeOptions {
+  message?: string;
+  approve: string;
+  timeout?: number;
+  json?: boolean;
+}
+
+async function resumeCommand(workerId: string, o: ResumeOptions): Promise<void> {
+  if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
+  if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  const { client } = await connectWithTarget({}, "cli:ocw resume");
+  try {
+    await client.workers.resume.mutate({ workerId, ...(o.message?.trim() ? { message: o.message } : {}) });
+  } catch (err) {
+    // Bad input (an unknown id, a worker that runs or was graded): one line, exit 2.
+    throw new CliError((err as Error).message);
+  }
+  process.stderr.write(`ocw: ${workerId} resumed\n`);
+  const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
+  let w = result.workers.get(workerId)!;
+  if (result.reason === "timeout") w = await client.workers.stop.mutate({ workerId, reason: `ocw resume --timeout ${o.timeout}s passed` }).catch(() => w);
+  const out = workerResult(w, await client.workers.events.query({ workerId }));
+  if (o.json) process.stdout.write(JSON.stringify(out.json, null, 2) + "\n");
+  else process.stderr.write(out.summary + "\n");
+  if (result.reason === "timeout") {
+    process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
+    process.exit(1);
+  }
+  process.exit(w.state === "built" ? 0 : 1);
 }
 
 interface ContinueOptions {
@@ -121,7 +164,7 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
       out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n",
     );
   if (result.reason === "timeout") {
-    process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: resume it (the GUI, or MCP resume) to go on\n`);
+    process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
     process.exit(1);
   }
   process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);

@@ -331,7 +331,7 @@ export function showText(w: Worker): string {
       : w.state === "honest-failure"
         ? `next: ocw logs ${w.id} · ocw continue ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
         : ["stopped", "interrupted", "error"].includes(w.state)
-          ? `next: resume it (GUI or MCP) · ocw retry ${w.id} · ocw discard ${w.id}`
+          ? `next: ocw resume ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
           : !isAtRest(w.state)
             ? `next: ocw logs ${w.id} --follow · ocw cancel ${w.id}`
             : w.merged && !w.reverted

@@ -44,7 +44,17 @@ beforeAll(async () => {
         match: /CLI-WRITE/,
         script: (ctx) => (ctx.turnStep === 0 ? writeFile("cli.txt", "from cli\n") : { text: "MILESTONE: wrote cli.txt\nOUTCOME: built" }),
       },
-      { name: "cli-hang", match: /CLI-HANG/, script: () => ({ hang: true, textBeforeHang: "working" }) },
+      {
+        name: "cli-hang",
+        match: /CLI-HANG/,
+        // First turn: the model hangs (the worker is mid-request when the engine stops). Resumed: do the task.
+        script: (c) =>
+          c.userTexts.length === 1
+            ? { hang: true, textBeforeHang: "working" }
+            : c.turnStep === 0
+              ? writeFile("hang.txt", "done\n")
+              : { text: "OUTCOME: built" },
+      },
       {
         name: "cli-batch",
         match: /CLI-BATCH-(\w)/,
@@ -189,13 +199,28 @@ describe("ocw run", () => {
     expect(readdirSync(dir).sort()).toEqual([".git", "README.md"]);
   });
 
-  it("the engine stopped under a running `ocw run` is said on the terminal (no silent wait); once it is back the run reports the worker interrupted", async () => {
+  it("the engine stopped under a running `ocw run` is said on the terminal (no silent wait); once it is back the run reports the worker interrupted, and `ocw resume` finishes it", async () => {
     const sd = tempDir("cli-stop-state");
     const env = { ...process.env, OCW_STATE_DIR: sd, OCW_STALL_SEC: "600" };
     const dir = repo();
     const p = spawn(
       process.execPath,
-      [BUNDLE, "run", "--dir", dir, "--task", "CLI-HANG", "--check", "true", "--endpoint", model.url, "--model", "scripted-1", "--approve", "always"],
+      [
+        BUNDLE,
+        "run",
+        "--dir",
+        dir,
+        "--task",
+        "CLI-HANG",
+        "--check",
+        "test -f hang.txt",
+        "--endpoint",
+        model.url,
+        "--model",
+        "scripted-1",
+        "--approve",
+        "always",
+      ],
       {
         env,
         stdio: ["ignore", "ignore", "pipe"],
@@ -231,6 +256,13 @@ describe("ocw run", () => {
       expect(await exited).toBe(1);
       expect(stderr).toContain("ocw: the engine is back");
       expect(stderr).toMatch(/interrupted/);
+      const workerId = /ocw: started (w-[a-z0-9]+)/.exec(stderr)![1]!;
+      const shown = await ocw(["show", workerId], { env: { OCW_STATE_DIR: sd } });
+      expect(shown.stdout).toContain(`next: ocw resume ${workerId}`);
+      const resumed = await ocw(["resume", workerId, "--approve", "always", "--json"], { env: { OCW_STATE_DIR: sd } });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({ workerId, verdict: "built" });
+      expect((await ocw(["resume", workerId], { env: { OCW_STATE_DIR: sd } })).stderr).toMatch(/^ocw: .*built/m);
     } finally {
       p.kill("SIGKILL");
       await stopDetachedEngine(sd);
