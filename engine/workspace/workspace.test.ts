@@ -253,6 +253,20 @@ describe("the user's git filters (git-lfs and the like)", () => {
   );
 });
 
+describe("what inspectRepo says about a folder that is no checkout to work on", () => {
+  it("a bare repository is named as one (not told to `git init` there), a folder with no git and a repository with no commits each in their words", async () => {
+    const bare = path.join(tmp, `bare-${n++}.git`);
+    execFileSync("git", ["init", "-q", "--bare", bare]);
+    await expect(inspectRepo(bare)).rejects.toThrow(/is a bare repository \(it has no files to work on\): pass a checkout of it/);
+    const plain = path.join(tmp, `plain-${n++}`);
+    mkdirSync(plain);
+    await expect(inspectRepo(plain)).rejects.toThrow(/is not a git repository: run `git init/);
+    const empty = path.join(tmp, `empty-${n++}`);
+    execFileSync("git", ["init", "-q", empty]);
+    await expect(inspectRepo(empty)).rejects.toThrow(/has no commits yet/);
+  });
+});
+
 describe("publishing a graded commit", () => {
   it("brings into the user's repository the objects the commit needs, not a file an earlier snapshot saw", async () => {
     const r = repo();

@@ -30,6 +30,8 @@ export async function inspectRepo(dir: string): Promise<RepoInfo> {
   const [root, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root || !head || !ref) {
     const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
+    if (!top && (await git(dir, ["rev-parse", "--is-bare-repository"], { allowFail: true })) === "true")
+      throw new InputError(`${dir} is a bare repository (it has no files to work on): pass a checkout of it (\`git clone ${dir}\`)`);
     if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
