@@ -15,6 +15,7 @@ import { showUntrusted } from "../../shared/untrusted";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow, nextEvent } from "../api/follow";
+import { askWhat } from "../mcp/format";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
 
@@ -195,10 +196,12 @@ async function followAndAnswer(
       for (const ask of pendingAsks(w)) {
         if (answered.has(ask.id)) continue;
         answered.add(ask.id);
-        if (asker) asker.enqueue(ask);
+        // Shown as the GUI and MCP show it: a path in the workspace as the repository's, never the engine's folder.
+        const shown = { ...ask, what: askWhat(ask, w.worktree), ...(ask.diff ? { diff: askWhat({ what: ask.diff }, w.worktree) } : {}) };
+        if (asker) asker.enqueue(shown);
         else {
           const d = unattendedDecision(ask, approve as DecisionKind);
-          const v = askView(ask);
+          const v = askView(shown);
           const note = approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
           say(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}`);
           void client.approvals.decide

@@ -113,6 +113,9 @@ describe("ocw run", () => {
     );
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/asks edit: .*cli\.txt/);
+    // The path as the repository's, as the GUI and MCP show it: never the engine's private folder.
+    expect(r.stderr).toMatch(/asks edit: cli\.txt\n/);
+    expect(r.stderr).not.toContain(stateDir);
     const out = JSON.parse(r.stdout);
     expect(out.verdict).toBe("honest-failure");
     expect(out.approvals[0]).toMatchObject({ decision: "reject" });
