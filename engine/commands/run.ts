@@ -16,6 +16,7 @@ import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecIn
 import type { EngineClient } from "../api/client";
 import { follow, nextEvent } from "../api/follow";
 import { askWhat } from "../mcp/format";
+import { uncommitted } from "./uncommitted";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
 
@@ -346,6 +347,11 @@ async function runCommand(o: RunOptions): Promise<void> {
   process.stderr.write(
     `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId}${batchName ? ` "${batchName}"` : ""})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}\n`,
   );
+  // As delegate warns over MCP: what the person has not committed stays behind.
+  for (const dir of new Set(specs.map((s) => path.resolve(s.directory)))) {
+    const dirty = await uncommitted(dir);
+    if (dirty) process.stderr.write(`ocw: warning: ${dir}: ${dirty}\n`);
+  }
 
   const result = await followAndAnswer(client, ids, o.approve, undefined, batchId ?? undefined);
   const finalWorkers = result.workers;

@@ -105,6 +105,46 @@ describe("ocw run", () => {
     expect(readLock(stateDir)).not.toBeNull();
   });
 
+  it("a checkout with uncommitted changes: the run says the worker starts from the last commit without them", async () => {
+    const dir = repo();
+    writeFileSync(path.join(dir, "README.md"), "# edited, not committed\n");
+    const r = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "CLI-WRITE: create cli.txt",
+      "--check",
+      "test -f cli.txt",
+      "--endpoint",
+      model.url,
+      "--model",
+      "scripted-1",
+      "--approve",
+      "always",
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(
+      /ocw: warning: .*: your checkout has 1 uncommitted change\(s\) \(README\.md\): the worker starts from the last commit and does not see them/,
+    );
+    const clean = await ocw([
+      "run",
+      "--dir",
+      repo(),
+      "--task",
+      "CLI-WRITE: create cli.txt",
+      "--check",
+      "test -f cli.txt",
+      "--endpoint",
+      model.url,
+      "--model",
+      "scripted-1",
+      "--approve",
+      "always",
+    ]);
+    expect(clean.stderr).not.toMatch(/uncommitted/);
+  });
+
   it("--approve ask reads y/a/n from the terminal; n rejects → honest-failure, exit 1", async () => {
     const dir = repo();
     const r = await ocw(
