@@ -15,7 +15,7 @@ import { registerModelSetupCommands } from "./commands/model-setup";
 // engine (`serve`) or the MCP bridge, whose stdout is not a person's pager.
 if (!["serve", "mcp"].includes(process.argv[2] ?? ""))
   process.stdout.on("error", (err: NodeJS.ErrnoException) => {
-    if (err.code === "EPIPE") process.exit(0);
+    if (err.code === "EPIPE") process.exit(141); // as a program that SIGPIPE ended: 128 + 13, no stack trace
     throw err;
   });
 
