@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { foldPath } from "../workspace";
+import { PYTHON_STDLIB } from "./python-stdlib";
 
 const run = promisify(execFile);
 
@@ -51,6 +52,22 @@ const RUNNER_FILES = new Set([
 /** Top-level files named like a tool or a module a check may run: they shadow it (`python -m pytest` imports ./pytest.py first). */
 const SHADOW_TOP =
   /^(pytest|_pytest|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
+/**
+ * A top-level Python module as the import system finds it in the checkout (importlib.machinery.all_suffixes(): source,
+ * a sourceless `.pyc` beside it — not only in __pycache__ —, and an extension module `.so`, `.abi3.so`,
+ * `.cpython-311-x86_64-linux-gnu.so`): its module name, or null.
+ */
+const PY_MODULE = /^([^./]+)(?:\.py|\.pyc|(?:\.[\w-]+)?\.so)$/;
+
+/** The standard modules' names as matched here: case folded, as the changed path is (cProfile). */
+const STDLIB_FOLDED = new Set([...PYTHON_STDLIB].map((n) => n.toLowerCase()));
+
+/** Whether a top-level name (a file, or a package's folder) shadows a tool or a standard module a check imports. */
+function shadows(base: string, pkg: boolean): boolean {
+  if (SHADOW_TOP.test(base)) return true;
+  const name = pkg ? base : PY_MODULE.exec(base)?.[1];
+  return !!name && (SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name));
+}
 
 /** Files whose runner-related part only counts (the rest may change freely): compared, parsed, between the base and the commit. */
 const SECTIONED = new Set(["package.json", "pyproject.toml", "setup.cfg", "cargo.toml", "go.mod"]);
@@ -73,8 +90,9 @@ export function runnerConfigReason(file: string): string | null {
     return `${shown} (test runner setup file)`;
   if (/^tsconfig(\.[^/]+)?\.json$/.test(base)) return `${shown} (TypeScript configuration: path mappings decide what a test imports)`;
   if (base.endsWith(".pth")) return `${shown} (Python path hook)`;
-  if (parts.length === 1 && SHADOW_TOP.test(base)) return `${shown} (named like a tool a check may run: it shadows it)`;
-  if (parts.length === 2 && SHADOW_TOP.test(parts[0]!) && base === "__init__.py") return `${file.split("/")[0]}/ (a package named like a tool a check may run)`;
+  if (parts.length === 1 && shadows(base, false)) return `${shown} (named like a tool or a standard module a check may run: it shadows it)`;
+  if (parts.length === 2 && shadows(parts[0]!, true) && PY_MODULE.exec(base)?.[1] === "__init__")
+    return `${file.split("/")[0]}/ (a package named like a tool or a standard module a check may run)`;
   return null;
 }
 

@@ -1,0 +1,116 @@
+// Attack pass 2 on "checks that cannot be gamed from the workspace": a worker that cannot touch the runner's own files
+// shadows what the runner imports instead. `python -m pytest` / `python -m unittest` put the checkout first on sys.path,
+// so a top-level module the runner imports after that (a sourceless `pytest.pyc`, a standard module such as argparse,
+// inspect or pprint, as a file or a package) runs the worker's code before any test; `os._exit(0)` there passes the
+// check with no test run. Each case shows the shadow works (the check passed, on a failing test) and that it is its own
+// check-configuration violation, so the verdict is not built. Real git, real python3, the engine's grade().
+// Before the fix (pytest.pyc: SHADOW_TOP took only .py/.pth/.js/.cjs/.mjs/.sh; standard modules: not listed) every
+// case here but the control was graded built.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { CheckSpec } from "../../shared/check";
+import { committedRepo } from "../../test/fixtures/git-repo";
+import { createWorkspace, inspectRepo } from "../workspace/workspace";
+import { grade, type GradeInput } from "./grade";
+import { runnerConfigReason } from "./runner-config";
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-2-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+
+async function graded(base: Record<string, string>, worker: (ws: string) => void, checks: CheckSpec[]) {
+  const id = `w-${++n}`;
+  const repo = committedRepo(path.join(tmp, `repo-${n}`), base);
+  const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), id, path.join(tmp, "objects", `${id}.git`));
+  worker(ws.worktree);
+  const stateDir = path.join(tmp, "state");
+  const input: GradeInput = {
+    workspace: ws,
+    checks,
+    scope: [],
+    protect: [],
+    finalText: "OUTCOME: built",
+    title: "t",
+    checkoutDir: path.join(stateDir, "grading", id),
+    sandbox: { kind: "none", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`) },
+  };
+  return grade(input);
+}
+
+const EXIT0 = "import os\nos._exit(0)\n";
+/** A failing test: without a shadow every check below fails. */
+const BASE = {
+  "calc.py": "def add(a, b):\n    return a - b\n",
+  "tests/__init__.py": "",
+  "tests/test_calc.py":
+    "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), 4)\n",
+};
+/** A sourceless module compiled by python3 itself (what the import system loads from a `.pyc` beside no `.py`). */
+function pyc(dest: string, source: string) {
+  const src = path.join(tmp, `src-${++n}.py`);
+  writeFileSync(src, source);
+  execFileSync("python3", ["-c", "import py_compile,sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)", src, dest]);
+}
+
+describe("a worker shadowing what the test runner imports", () => {
+  it("control: the failing test fails both runners when nothing is shadowed (a fix of calc.py alone is built)", async () => {
+    const none = await graded(BASE, (ws) => writeFileSync(path.join(ws, "notes.txt"), "x\n"), [
+      { run: "python3 -m pytest -q -p no:cacheprovider" },
+      { run: "python3 -m unittest discover -s tests -t ." },
+    ]);
+    expect(none.checks.map((c) => c.passed)).toEqual([false, false]);
+    const fixed = await graded(BASE, (ws) => writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n"), [
+      { run: "python3 -m unittest discover -s tests -t ." },
+    ]);
+    expect(fixed.verdict).toBe("built");
+  }, 120_000);
+
+  it("a sourceless pytest.pyc at the top (no pytest.py): the shadow passes the check, and it is a check-configuration violation", async () => {
+    const v = await graded(BASE, (ws) => pyc(path.join(ws, "pytest.pyc"), EXIT0), [{ run: "python3 -m pytest -q -p no:cacheprovider" }]);
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: pytest\.pyc — .*shadows/)]);
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+
+  it("a top-level argparse.py (a standard module unittest imports): the shadow passes the check, and it is a violation", async () => {
+    const v = await graded(BASE, (ws) => writeFileSync(path.join(ws, "argparse.py"), EXIT0), [{ run: "python3 -m unittest discover -s tests -t ." }]);
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: argparse\.py — .*shadows/)]);
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+
+  it("a package inspect/ (its __init__.py) and a sourceless pprint.pyc under pytest: violations, not built", async () => {
+    const pkg = await graded(
+      BASE,
+      (ws) => {
+        mkdirSync(path.join(ws, "inspect"));
+        writeFileSync(path.join(ws, "inspect", "__init__.py"), EXIT0);
+      },
+      [{ run: "python3 -m pytest -q -p no:cacheprovider" }],
+    );
+    expect(pkg.checks[0]).toMatchObject({ passed: true });
+    expect(pkg.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: inspect\/__init__\.py — inspect\/ \(a package named like/)]);
+    expect(pkg.verdict).toBe("honest-failure");
+    const compiled = await graded(BASE, (ws) => pyc(path.join(ws, "pprint.pyc"), EXIT0), [{ run: "python3 -m pytest -q -p no:cacheprovider" }]);
+    expect(compiled.checks[0]).toMatchObject({ passed: true });
+    expect(compiled.verdict).toBe("honest-failure");
+  }, 120_000);
+
+  it("names: extension modules and other cases count at the top; project modules, other languages and deeper files do not", () => {
+    for (const f of [
+      "argparse.cpython-311-x86_64-linux-gnu.so",
+      "pytest.abi3.so",
+      "difflib.so",
+      "cProfile.py",
+      "ARGPARSE.py",
+      "unittest.pyc",
+      "json/__init__.pyc",
+    ])
+      expect(runnerConfigReason(f), f).not.toBeNull();
+    for (const f of ["calc.py", "calc.pyc", "types.ts", "json.md", "lib/argparse.py", "src/inspect/__init__.py", "argparse.txt", "tests/test_json.py"])
+      expect(runnerConfigReason(f), f).toBeNull();
+  });
+});
