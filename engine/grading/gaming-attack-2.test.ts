@@ -99,6 +99,19 @@ describe("a worker shadowing what the test runner imports", () => {
     expect(compiled.verdict).toBe("honest-failure");
   }, 120_000);
 
+  it("pytest's own dependencies at the top (pluggy.py, iniconfig.py, a pygments/ package): the shadow passes, a violation each", async () => {
+    for (const [file, write] of [
+      ["pluggy.py", (ws: string) => writeFileSync(path.join(ws, "pluggy.py"), EXIT0)],
+      ["iniconfig.py", (ws: string) => writeFileSync(path.join(ws, "iniconfig.py"), EXIT0)],
+    ] as const) {
+      const v = await graded(BASE, write, [{ run: "python3 -m pytest -q -p no:cacheprovider" }]);
+      expect(v.checks[0], file).toMatchObject({ passed: true });
+      expect(v.scope.checkConfig, file).toEqual([expect.stringContaining(`check configuration changed: ${file} — `)]);
+      expect(v.verdict, file).toBe("honest-failure");
+    }
+    expect(runnerConfigReason("pygments/__init__.py")).not.toBeNull();
+  }, 120_000);
+
   it("names: extension modules and other cases count at the top; project modules, other languages and deeper files do not", () => {
     for (const f of [
       "argparse.cpython-311-x86_64-linux-gnu.so",

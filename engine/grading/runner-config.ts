@@ -51,7 +51,7 @@ const RUNNER_FILES = new Set([
 
 /** Top-level files named like a tool or a module a check may run: they shadow it (`python -m pytest` imports ./pytest.py first). */
 const SHADOW_TOP =
-  /^(pytest|_pytest|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
+  /^(pytest|_pytest|pluggy|iniconfig|pygments|packaging|tomli|exceptiongroup|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
 /**
  * A top-level Python module as the import system finds it in the checkout (importlib.machinery.all_suffixes(): source,
  * a sourceless `.pyc` beside it — not only in __pycache__ —, and an extension module `.so`, `.abi3.so`,
