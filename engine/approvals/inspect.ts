@@ -51,13 +51,23 @@ const inside = (p: string, root: string) => p === root || p.startsWith(root + pa
  * (its `filepath`), never by parsing shell text.
  */
 export function inspectAsk(
-  ask: Pick<PermissionAsk, "tool" | "what" | "workdir">,
+  ask: Pick<PermissionAsk, "tool" | "what" | "workdir" | "paths">,
   ws: { worktree: string; cwd: string },
   spec: { scope: string[]; protect: string[] },
 ): Flag[] {
   if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
-  const asked = path.resolve(ws.cwd, ask.what);
+  // An ask of several files (apply_patch): each one, relative ones from the workspace's root as opencode names them.
+  if (ask.tool === "edit" && ask.paths?.length) {
+    const flags = ask.paths.flatMap((p) => inspectPath(path.resolve(ws.worktree, p), ws, spec));
+    const seen = new Set<string>();
+    return flags.filter((f) => !seen.has(f.kind + f.detail) && seen.add(f.kind + f.detail));
+  }
+  return inspectPath(path.resolve(ws.cwd, ask.what), ws, spec);
+}
+
+/** One file an ask writes: where it really lands, and whether that is outside, protected or out of scope. */
+function inspectPath(asked: string, ws: { worktree: string; cwd: string }, spec: { scope: string[]; protect: string[] }): Flag[] {
   const root = realLocation(ws.worktree);
   const real = realLocation(asked);
   const flags: Flag[] = [];

@@ -83,11 +83,27 @@ export function permissionAsk(workerId: string, p: PermissionRequest): Permissio
     tool: String(p.permission),
     what,
     ...(typeof md.diff === "string" ? { diff: md.diff.slice(0, 100_000) } : {}),
+    ...(p.permission === "edit" ? editPaths(md, p.patterns ?? []) : {}),
     patterns: p.patterns ?? [],
     always: p.always ?? [],
     createdAt: Date.now(),
     status: "pending",
   };
+}
+
+/**
+ * The files of an edit ask that names several (opencode's apply_patch: `metadata.files[]` with each `filePath` and a
+ * move's `movePath`, absolute; `patterns`, relative to the workspace, which leave the move's target out): all of them,
+ * so the engine inspects each by real path. Absent for an ask of one file (edit, write), whose `filepath` is `what`.
+ */
+function editPaths(md: Record<string, unknown>, patterns: string[]): { paths?: string[] } {
+  if (!Array.isArray(md.files) && patterns.length <= 1) return {};
+  const paths = new Set<string>(patterns);
+  for (const f of Array.isArray(md.files) ? md.files : []) {
+    const file = (f ?? {}) as Record<string, unknown>;
+    for (const k of ["filePath", "movePath"]) if (typeof file[k] === "string" && file[k]) paths.add(file[k] as string);
+  }
+  return paths.size ? { paths: [...paths] } : {};
 }
 
 export function questionAsk(workerId: string, p: QuestionRequest): PermissionAsk {
