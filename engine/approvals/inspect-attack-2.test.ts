@@ -2,14 +2,15 @@
 // edit/write; its `what` is the names joined with ", ", and a move's target is only in its metadata). Each file is
 // inspected by real path: a symlink into a sibling's workspace among them flags the whole ask. Before the fix the
 // joined names were resolved as one path (inside, no flag) and a careless approval wrote into the sibling's workspace
-// (test/integration/attack-pass-2.test.ts shows that with the real opencode).
+// (test/integration/attack-pass-2.test.ts shows that with the real opencode). An approving policy rule matched the joined
+// names whole too (`src/**` answered an ask also writing `.github/workflows/ci.yml`).
 import type { PermissionRequest } from "@opencode-ai/sdk/v2";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { permissionAsk } from "../harness/translate";
-import { inspectAsk } from "./inspect";
+import { inspectAsk, ruleMatches } from "./inspect";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-inspect-2-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -65,5 +66,19 @@ describe("an edit ask of several files", () => {
     } as unknown as PermissionRequest);
     expect(one.paths).toBeUndefined();
     expect(inspectAsk(one, at, free).map((f) => f.kind)).toEqual(["symlink", "outside-workspace"]);
+  });
+});
+
+describe("a policy rule on an edit ask of several files", () => {
+  const ask = (names: string[]) => permissionAsk("w-a", applyPatchAsk(names.map((n) => ({ filePath: path.join(ws, n) })))) as Parameters<typeof ruleMatches>[0];
+  it("an approving rule answers only when it matches every file (not the joined names, which `src/**` matches whole)", () => {
+    const two = ask(["src/a.ts", ".github/workflows/ci.yml"]);
+    expect(two.what).toBe("src/a.ts, .github/workflows/ci.yml");
+    for (const pattern of ["src/**", "**/src/**"]) expect(ruleMatches(two, { pattern, decision: "once" }), pattern).toBe(false);
+    expect(ruleMatches(ask(["src/a.ts", "src/b.ts"]), { pattern: "**/src/**", decision: "once" })).toBe(true);
+  });
+  it("a rejecting rule answers when it matches any file", () => {
+    expect(ruleMatches(ask(["src/a.ts", ".github/workflows/ci.yml"]), { pattern: "**/.github/**", decision: "reject" })).toBe(true);
+    expect(ruleMatches(ask(["src/a.ts", "src/b.ts"]), { pattern: "**/.github/**", decision: "reject" })).toBe(false);
   });
 });

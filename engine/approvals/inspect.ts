@@ -115,12 +115,15 @@ export function grantFor(ask: PermissionAsk, grants: Grant[]): Grant[] | undefin
  * approving rule answers only when every simple command matches it (and the command splits with certainty); a
  * rejecting rule answers when the whole command or any simple command matches.
  */
-export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what">, rule: { pattern: string; decision: string }): boolean {
+export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what"> & { paths?: string[] }, rule: { pattern: string; decision: string }): boolean {
   const isMatch = (text: string) => picomatch.isMatch(text, rule.pattern, { dot: true, bash: true });
   // A rejecting rule on a path (an edit, a read…) holds for the names a case-insensitive, normalising file system
   // opens as the same file (`SECRETS/x`, `.Env`), as protect globs do; an approving one answers only the name as written.
-  if (ask.tool !== "bash")
-    return isMatch(ask.what) || (rule.decision === "reject" && picomatch.isMatch(foldPath(ask.what), foldPath(rule.pattern), { dot: true, bash: true }));
+  const onPath = (p: string) => isMatch(p) || (rule.decision === "reject" && picomatch.isMatch(foldPath(p), foldPath(rule.pattern), { dot: true, bash: true }));
+  // An ask of several files (apply_patch; `what` is their names joined, which `src/**` would match whole): an approving
+  // rule answers only when it matches every file, a rejecting one when it matches any.
+  if (ask.tool !== "bash" && ask.paths?.length) return rule.decision === "reject" ? onPath(ask.what) || ask.paths.some(onPath) : ask.paths.every(onPath);
+  if (ask.tool !== "bash") return onPath(ask.what);
   const split = splitCommand(ask.what);
   if (rule.decision === "reject") return isMatch(ask.what) || (split.ok && split.commands.some(isMatch));
   return split.ok && split.commands.every((c) => approvesSimple(c, rule.pattern));
@@ -148,7 +151,7 @@ function approvesSimple(command: string, pattern: string): boolean {
  */
 export function pickRule<R extends { tool: string; pattern: string; decision: string }>(
   rules: readonly R[],
-  ask: Pick<PermissionAsk, "tool" | "what">,
+  ask: Pick<PermissionAsk, "tool" | "what"> & { paths?: string[] },
 ): R | undefined {
   const hits = rules.filter((r) => (r.tool === "*" || r.tool === ask.tool) && ruleMatches(ask, r));
   return hits.find((r) => r.decision === "reject") ?? hits[0];
