@@ -112,6 +112,29 @@ describe("a worker shadowing what the test runner imports", () => {
     expect(runnerConfigReason("pygments/__init__.py")).not.toBeNull();
   }, 120_000);
 
+  it("a plugin registered by a *.dist-info/entry_points.txt at the top (pytest loads it by itself): the check passes, and it is a violation", async () => {
+    const v = await graded(
+      BASE,
+      (ws) => {
+        mkdirSync(path.join(ws, "helper-1.0.dist-info"));
+        writeFileSync(path.join(ws, "helper-1.0.dist-info", "METADATA"), "Metadata-Version: 2.1\nName: helper\nVersion: 1.0\n");
+        writeFileSync(path.join(ws, "helper-1.0.dist-info", "entry_points.txt"), "[pytest11]\nhelper = helperplug\n");
+        writeFileSync(
+          path.join(ws, "helperplug.py"),
+          "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = 'passed'\n",
+        );
+      },
+      [{ run: "python3 -m pytest -q -p no:cacheprovider tests" }],
+    );
+    // The plugin works: the failing test was reported passed.
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^check configuration changed: helper-1\.0\.dist-info\/entry_points\.txt — .*entry points/)]),
+    );
+    expect(v.verdict).toBe("honest-failure");
+    expect(runnerConfigReason("lib/pkg.egg-info/entry_points.txt")).not.toBeNull();
+  }, 120_000);
+
   it("names: extension modules and other cases count at the top; project modules, other languages and deeper files do not", () => {
     for (const f of [
       "argparse.cpython-311-x86_64-linux-gnu.so",

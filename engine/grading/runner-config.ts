@@ -90,6 +90,9 @@ export function runnerConfigReason(file: string): string | null {
     return `${shown} (test runner setup file)`;
   if (/^tsconfig(\.[^/]+)?\.json$/.test(base)) return `${shown} (TypeScript configuration: path mappings decide what a test imports)`;
   if (base.endsWith(".pth")) return `${shown} (Python path hook)`;
+  // An installed distribution's metadata on sys.path (the checkout is first there under `python -m`): its
+  // entry_points.txt registers plugins the runner loads by itself (pytest11), with no conftest.py or configuration.
+  if (parts.some((p) => /\.(dist|egg)-info$/.test(p))) return `${shown} (Python package metadata: its entry points register test runner plugins)`;
   if (parts.length === 1 && shadows(base, false)) return `${shown} (named like a tool or a standard module a check may run: it shadows it)`;
   if (parts.length === 2 && shadows(parts[0]!, true) && PY_MODULE.exec(base)?.[1] === "__init__")
     return `${file.split("/")[0]}/ (a package named like a tool or a standard module a check may run)`;
