@@ -297,6 +297,8 @@ export async function runnerConfigChanges(opts: {
   repo: string;
   baseCommit: string;
   checkout: string;
+  /** The folders held-back files are copied into, relative to the checks' folder (`sub`); "" is that folder. */
+  heldBackDirs?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const out: string[] = [];
@@ -304,6 +306,15 @@ export async function runnerConfigChanges(opts: {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
     const rel = opts.sub ? (file.startsWith(opts.sub + "/") ? file.slice(opts.sub.length + 1) : `../${file}`) : file;
     if (named.has(rel)) continue;
+    // The package init of a folder held-back tests land in (or of one above it): it runs before them, and unittest
+    // hands it the whole discovery (`load_tests`), as pytest does a conftest.py.
+    if (opts.heldBackDirs?.length && PY_MODULE.exec(foldPath(path.posix.basename(rel)))?.[1] === "__init__" && !rel.startsWith("../")) {
+      const dir = path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel);
+      if (opts.heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir))) {
+        out.push(`check configuration changed: ${file} — the package of held-back tests (it runs before them; its load_tests decides what unittest runs)`);
+        continue;
+      }
+    }
     const base = foldPath(path.posix.basename(file));
     if (SECTIONED.has(base)) {
       const before = runnerPart(file, await baseText(opts.repo, opts.baseCommit, file));
