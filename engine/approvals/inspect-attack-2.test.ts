@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { permissionAsk } from "../harness/translate";
-import { inspectAsk, ruleMatches } from "./inspect";
+import { inspectAsk, localTarget, ruleMatches } from "./inspect";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-inspect-2-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -80,5 +80,35 @@ describe("a policy rule on an edit ask of several files", () => {
   it("a rejecting rule answers when it matches any file", () => {
     expect(ruleMatches(ask(["src/a.ts", ".github/workflows/ci.yml"]), { pattern: "**/.github/**", decision: "reject" })).toBe(true);
     expect(ruleMatches(ask(["src/a.ts", "src/b.ts"]), { pattern: "**/.github/**", decision: "reject" })).toBe(false);
+  });
+});
+
+describe("a webfetch of this machine or its private network", () => {
+  it("loopback, private, link-local and CGNAT addresses in any spelling the URL parser takes, and local names: refused with why", () => {
+    for (const url of [
+      "http://127.0.0.1:8080/",
+      "http://localhost/",
+      "http://api.localhost./x",
+      "http://[::1]:3000/",
+      "http://10.0.0.5/",
+      "http://172.20.1.1/",
+      "http://192.168.1.1/admin",
+      "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+      "http://0.0.0.0:9000/",
+      "http://100.64.0.1/",
+      "http://2130706433/",
+      "http://0x7f.1/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://[fe80::1]/",
+      "http://[fd00::1]/",
+      "http://metadata.google.internal/computeMetadata/v1/",
+      "http://nas:5000/",
+      "http://printer.local/",
+    ])
+      expect(localTarget(url), url).toMatch(/local or private network address/);
+  });
+  it("public names and addresses, and what is not a URL (opencode refuses that itself): not refused here", () => {
+    for (const url of ["https://docs.python.org/3/", "https://8.8.8.8/", "https://[2606:4700::1111]/", "http://172.32.0.1/", "not a url"])
+      expect(localTarget(url), url).toBeNull();
   });
 });
