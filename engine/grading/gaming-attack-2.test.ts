@@ -219,7 +219,17 @@ describe("a worker shadowing what the test runner imports", () => {
       "json/__init__.pyc",
     ])
       expect(runnerConfigReason(f), f).not.toBeNull();
-    for (const f of ["calc.py", "calc.pyc", "types.ts", "json.md", "lib/argparse.py", "src/inspect/__init__.py", "argparse.txt", "tests/test_json.py"])
+    for (const f of [
+      "calc.py",
+      "calc.pyc",
+      "types.ts",
+      "json.md",
+      "lib/argparse.py",
+      "src/inspect/__init__.py",
+      "argparse.txt",
+      "tests/test_json.py",
+      "test.py",
+    ])
       expect(runnerConfigReason(f), f).toBeNull();
   });
 });

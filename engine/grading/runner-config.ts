@@ -59,8 +59,11 @@ const SHADOW_TOP =
  */
 const PY_MODULE = /^([^./]+)(?:\.py|\.pyc|(?:\.[\w-]+)?\.so)$/;
 
-/** The standard modules' names as matched here: case folded, as the changed path is (cProfile). */
-const STDLIB_FOLDED = new Set([...PYTHON_STDLIB].map((n) => n.toLowerCase()));
+/**
+ * The standard modules' names as matched here: case folded, as the changed path is (cProfile). Less `test` (CPython's own
+ * regression tests, which no runner imports): a top-level test.py is a worker's script far more often than a shadow.
+ */
+const STDLIB_FOLDED = new Set([...PYTHON_STDLIB].filter((n) => n !== "test").map((n) => n.toLowerCase()));
 
 /** Whether a top-level name (a file, or a package's folder) shadows a tool or a standard module a check imports. */
 function shadows(base: string, pkg: boolean): boolean {
