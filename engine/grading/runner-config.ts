@@ -82,6 +82,9 @@ export function runnerConfigReason(file: string): string | null {
   const base = parts[parts.length - 1]!;
   const shown = file.split("/").pop()!;
   if (parts.includes("node_modules")) return "node_modules/ (installed code a check runs)";
+  // jest's manual mocks: a __mocks__/<package>.js in any folder of its roots replaces that installed package in every
+  // test, without a jest.mock() (a no-op `expect` of chai passes every held-back assertion).
+  if (parts.slice(0, -1).includes("__mocks__")) return "__mocks__/ (jest's manual mocks: one named like an installed package replaces it in every test)";
   if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base.endsWith(".pyc")) return "compiled Python a check may import";
   if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base === "config" || base === "config.toml"))
