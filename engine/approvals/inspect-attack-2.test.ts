@@ -44,7 +44,7 @@ describe("an edit ask of several files", () => {
   it("a move's target (only in the metadata, not in the patterns) is inspected too", () => {
     const ask = permissionAsk("w-a", applyPatchAsk([{ filePath: path.join(ws, "src", "a.txt"), movePath: path.join(ws, "sib", "moved.txt") }]));
     expect(ask.patterns).toEqual(["src/a.txt"]);
-    expect(ask.paths).toContain(path.join(ws, "sib", "moved.txt"));
+    expect(ask.paths).toEqual([path.join(ws, "src", "a.txt"), path.join(ws, "sib", "moved.txt")]);
     expect(inspectAsk(ask, at, free).map((f) => f.kind)).toContain("outside-workspace");
   });
 

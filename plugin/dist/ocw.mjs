@@ -71962,12 +71962,12 @@ function permissionAsk(workerId, p) {
   };
 }
 function editPaths(md2, patterns) {
-  if (!Array.isArray(md2.files) && patterns.length <= 1) return {};
-  const paths = new Set(patterns);
+  const paths = /* @__PURE__ */ new Set();
   for (const f of Array.isArray(md2.files) ? md2.files : []) {
     const file3 = f ?? {};
     for (const k of ["filePath", "movePath"]) if (typeof file3[k] === "string" && file3[k]) paths.add(file3[k]);
   }
+  if (!paths.size && patterns.length > 1) for (const p of patterns) paths.add(p);
   return paths.size ? { paths: [...paths] } : {};
 }
 function questionAsk(workerId, p) {
@@ -82811,7 +82811,7 @@ var RUNNER_FILES = /* @__PURE__ */ new Set([
 ]);
 var SHADOW_TOP = /^(pytest|_pytest|pluggy|iniconfig|pygments|packaging|tomli|exceptiongroup|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
 var PY_MODULE = /^([^./]+)(?:\.py|\.pyc|(?:\.[\w-]+)?\.so)$/;
-var STDLIB_FOLDED = new Set([...PYTHON_STDLIB].map((n2) => n2.toLowerCase()));
+var STDLIB_FOLDED = new Set([...PYTHON_STDLIB].filter((n2) => n2 !== "test").map((n2) => n2.toLowerCase()));
 function shadows(base2, pkg) {
   if (SHADOW_TOP.test(base2)) return true;
   const name = pkg ? base2 : PY_MODULE.exec(base2)?.[1];
@@ -82823,6 +82823,7 @@ function runnerConfigReason(file3) {
   const base2 = parts[parts.length - 1];
   const shown = file3.split("/").pop();
   if (parts.includes("node_modules")) return "node_modules/ (installed code a check runs)";
+  if (parts.slice(0, -1).includes("__mocks__")) return "__mocks__/ (jest's manual mocks: one named like an installed package replaces it in every test)";
   if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base2.endsWith(".pyc")) return "compiled Python a check may import";
   if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base2 === "config" || base2 === "config.toml"))
