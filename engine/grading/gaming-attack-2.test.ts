@@ -7,7 +7,7 @@
 // Before the fix (pytest.pyc: SHADOW_TOP took only .py/.pth/.js/.cjs/.mjs/.sh; standard modules: not listed) every
 // case here but the control was graded built.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -270,3 +270,41 @@ describe("a worker's jest manual mock of a package the held-back tests use", () 
     120_000,
   );
 });
+
+describe("a worker's pin of the interpreter that runs the checks", () => {
+  it("version managers' pins (.python-version, .tool-versions, .nvmrc…) are check configuration, as rust-toolchain is", () => {
+    for (const f of [".python-version", "sub/.python-version", ".tool-versions", ".nvmrc", ".node-version", ".ruby-version"])
+      expect(runnerConfigReason(f), f).toMatch(/test runner configuration/);
+  });
+
+  // pyenv's shim reads .python-version from the check's folder (it refuses a path, not another installed version).
+  const pyenv = process.env.PYENV_ROOT ?? path.join(os.homedir(), ".pyenv");
+  const other = (() => {
+    try {
+      return readdirSync(path.join(pyenv, "versions")).find((v) => /^3\.\d+\.\d+$/.test(v) && !process.version.includes(v) && v !== currentPython());
+    } catch {
+      return undefined;
+    }
+  })();
+  it.skipIf(!other || !execFileSync("sh", ["-c", "command -v python3"], { encoding: "utf8" }).includes(".pyenv/shims"))(
+    "a .python-version naming another installed Python decides which one runs python3 in the check: a violation, not built",
+    async () => {
+      const want = other!.split(".").slice(0, 2).join(", ");
+      const run = `python3 -c "import sys; sys.exit(0 if sys.version_info[:2] == (${want}) else 1)"`;
+      const v = await graded({ "a.txt": "a\n" }, (ws) => writeFileSync(path.join(ws, ".python-version"), `${other}\n`), [{ run }]);
+      // The pin works: the check ran under the worker's choice of interpreter.
+      expect(v.checks[0]).toMatchObject({ passed: true });
+      expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: \.python-version — /)]);
+      expect(v.verdict).toBe("honest-failure");
+    },
+    120_000,
+  );
+});
+
+function currentPython(): string {
+  try {
+    return execFileSync("python3", ["-c", "import platform; print(platform.python_version())"], { encoding: "utf8" }).trim();
+  } catch {
+    return "";
+  }
+}

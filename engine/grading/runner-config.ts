@@ -46,6 +46,14 @@ const RUNNER_FILES = new Set([
   "go.work",
   "rust-toolchain",
   "rust-toolchain.toml",
+  // Version managers' pins, read by their shims from the check's folder (pyenv's python3 on PATH, asdf, nodenv, rbenv):
+  // they choose the interpreter that runs a check, as rust-toolchain chooses the compiler.
+  ".python-version",
+  ".tool-versions",
+  ".node-version",
+  ".nvmrc",
+  ".ruby-version",
+  ".java-version",
   "jsconfig.json",
 ]);
 
