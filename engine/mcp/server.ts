@@ -594,7 +594,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const settled = list.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
       if (batch && batch.done === false && reason! === "settled") reason = "worker-settled";
       const unanswered = list.flatMap((w) => pendingAsks(w).map((a) => ({ a, w })));
-      const fresh = unanswered.filter(({ a }) => !shown.asks.has(a.id));
+      // New asks a page at a time: one model answer can make hundreds at once (parallel tool calls, each up to 1,000
+      // characters), and a result over the client's limit (Claude Code: 25,000 tokens) reaches Claude as nothing at all.
+      // Those left out stay news: the next wait returns at once with them.
+      const allFresh = unanswered.filter(({ a }) => !shown.asks.has(a.id));
+      const fresh = allFresh.slice(0, S.PENDING_PAGE);
+      const notShown = allFresh.length - fresh.length;
       const finished = list.filter(newlyFinal);
       // A cancelled call's result never reaches the caller: what it held stays news.
       if (!extra.signal.aborted) {
@@ -618,10 +623,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         const late = await Promise.all(others.filter((id) => !got.has(id)).map((id) => call((c) => c.workers.get.query({ workerId: id }))));
         session = totalsOf([...list, ...others.map((id) => got.get(id)).filter((w): w is WaitWorker => !!w), ...late], now);
       }
-      const older = unanswered.length - fresh.length;
+      const older = unanswered.length - allFresh.length;
       const next =
         (fresh.length
-          ? `answer the ${fresh.length} new ask(s) with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again`
+          ? `answer the ${fresh.length} new ask(s) with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${notShown} more new ask(s) not shown here: the next wait returns them at once)` : ""}`
           : finished.length && !settled
             ? `read result for ${finished.length === 1 ? finished[0]!.id : "the finished workers"}; wait again for the others`
             : nextFor(list, batch)) + (older ? `; ${older} ask(s) shown before are still unanswered (pending_approvals lists them)` : "");
@@ -697,36 +702,42 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       }
       const owners = new Map<string, Worker>();
       for (const id of new Set(asks.map((a) => a.workerId))) owners.set(id, await call((c) => c.workers.get.query({ workerId: id })));
-      const listed = asks.slice(0, 50);
+      // A page that stays within what a client reads whole (see wait): the rest after these are answered.
+      const listed = asks.slice(0, S.PENDING_PAGE);
       const u = (t: string, n: number) => untrustedText(t, n);
+      const items = listed.map((a) => {
+        const w = owners.get(a.workerId);
+        const item = pendingItem(a, w?.worktree);
+        // Exactly what "always" grants (the engine's own rule), or why it is not offered.
+        const view = askView(a);
+        return {
+          ...item,
+          kind: a.kind,
+          title: w ? titleOf(w) : "",
+          ageSec: a.ageSec,
+          ...(view.alwaysWhy ? { alwaysWhy: view.alwaysWhy } : {}),
+          untrusted: {
+            what: item.untrusted.what,
+            ...(item.untrusted.flags ? { flags: item.untrusted.flags } : {}),
+            ...(item.untrusted.tool !== undefined ? { tool: item.untrusted.tool } : {}),
+            diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
+            patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
+            always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
+            questions: a.questions
+              ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple }))
+              : null,
+          },
+        };
+      });
+      // …and within the result's size (an ask's diff, patterns and questions make one up to ~10,000 characters).
+      let size = 0;
+      const page = items.filter((it, i) => (size += JSON.stringify(it).length) <= S.RESULT_TOTAL_CHARS || i === 0);
+      listed.length = page.length;
       return {
-        pending: listed.map((a) => {
-          const w = owners.get(a.workerId);
-          const item = pendingItem(a, w?.worktree);
-          // Exactly what "always" grants (the engine's own rule), or why it is not offered.
-          const view = askView(a);
-          return {
-            ...item,
-            kind: a.kind,
-            title: w ? titleOf(w) : "",
-            ageSec: a.ageSec,
-            ...(view.alwaysWhy ? { alwaysWhy: view.alwaysWhy } : {}),
-            untrusted: {
-              what: item.untrusted.what,
-              ...(item.untrusted.flags ? { flags: item.untrusted.flags } : {}),
-              ...(item.untrusted.tool !== undefined ? { tool: item.untrusted.tool } : {}),
-              diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
-              patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
-              always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
-              questions: a.questions
-                ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple }))
-                : null,
-            },
-          };
-        }),
+        pending: page,
         count: asks.length,
         next: asks.length
-          ? 'answer each with approve {"askId", "decision": "once"|"always"|"reject", "message"?}: allow what the task needs, reject (with a reason) what it does not'
+          ? `answer each with approve {"askId", "decision": "once"|"always"|"reject", "message"?}: allow what the task needs, reject (with a reason) what it does not${asks.length > listed.length ? `; ${asks.length - listed.length} more after these (call pending_approvals again once these are answered)` : ""}`
           : "nothing is waiting for an answer",
       };
     },

@@ -9,7 +9,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
 import { bash, startScriptedModel, toolCall, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilAsk, type TestEngine } from "../helpers";
+import { pendingAsks } from "../../shared/worker";
+import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilAsk, untilState, type TestEngine } from "../helpers";
+import { startMcp } from "./mcp-helpers";
 
 const sandbox = sandboxStatus();
 /** opencode offers apply_patch (and no edit/write) to a model whose id holds "gpt-" but not "oss" or "gpt-4". */
@@ -128,6 +130,40 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
       for (const a of fetches) expect(a, a.what).toMatchObject({ decision: "reject", by: { kind: "engine" } });
     } finally {
       server.close();
+    }
+  }, 240_000);
+
+  it("one model answer of 60 parallel commands (60 asks at once): each MCP wait and pending_approvals result stays readable whole, and every ask is shown", async () => {
+    const N = 60;
+    model.addScript(
+      /ATTACK-FLOOD/,
+      (c) =>
+        c.turnStep === 0
+          ? { toolCalls: Array.from({ length: N }, (_, i) => ({ name: "bash", args: { command: `echo ${i} ${"x".repeat(900)}` } })) }
+          : { text: "OUTCOME: built" },
+      "flood",
+    );
+    const r = repo({ "README.md": "# r\n" });
+    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-FLOOD", directory: r, checks: [{ run: "true" }] });
+    await untilState(engine.client, workerId, (w) => pendingAsks(w).length >= N, 120_000);
+    const mcp = await startMcp(engine.stateDir, "attack-2");
+    try {
+      const seen = new Set<string>();
+      for (let i = 0; i < 4 && seen.size < N; i++) {
+        const w = await mcp.call("wait", { workerId, timeoutSec: 5 });
+        // Claude Code drops a tool result over 25,000 tokens whole; 40,000 characters stay well within it.
+        expect(JSON.stringify(w).length).toBeLessThan(40_000);
+        expect(w.unanswered).toBe(N);
+        for (const p of w.pending) seen.add(p.askId);
+      }
+      expect(seen.size).toBe(N);
+      const pa = await mcp.call("pending_approvals", { workerId });
+      expect(JSON.stringify(pa).length).toBeLessThan(45_000);
+      expect(pa.count).toBe(N);
+      expect(pa.next).toMatch(/more after these/);
+    } finally {
+      await mcp.close();
+      await engine.client.workers.stop.mutate({ workerId }).catch(() => undefined);
     }
   }, 240_000);
 
