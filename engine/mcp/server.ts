@@ -20,6 +20,7 @@ import {
   checkOut,
   clip,
   elapsedSec,
+  fitPage,
   pendingItem,
   scopesOverlap,
   slotsOf,
@@ -598,7 +599,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       // characters), and a result over the client's limit (Claude Code: 25,000 tokens) reaches Claude as nothing at all.
       // Those left out stay news: the next wait returns at once with them.
       const allFresh = unanswered.filter(({ a }) => !shown.asks.has(a.id));
-      const fresh = allFresh.slice(0, S.PENDING_PAGE);
+      const items = allFresh.slice(0, S.PENDING_PAGE).map(({ a, w }) => pendingItem(a, w.worktree));
+      const page = within(items, S.PENDING_CHARS);
+      const fresh = allFresh.slice(0, page.length);
       const notShown = allFresh.length - fresh.length;
       const finished = list.filter(newlyFinal);
       // A cancelled call's result never reaches the caller: what it held stays news.
@@ -634,7 +637,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         state: aggregateState(list),
         settled,
         reason: reason!,
-        pending: fresh.map(({ a, w }) => pendingItem(a, w.worktree)),
+        pending: page,
         unanswered: unanswered.length,
         counts,
         finished: finished.map((w) => ({
@@ -730,8 +733,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         };
       });
       // …and within the result's size (an ask's diff, patterns and questions make one up to ~10,000 characters).
-      let size = 0;
-      const page = items.filter((it, i) => (size += JSON.stringify(it).length) <= S.RESULT_TOTAL_CHARS || i === 0);
+      const page = within(items, S.PENDING_CHARS);
       listed.length = page.length;
       return {
         pending: page,
@@ -1005,12 +1007,27 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         untrusted: {
           claimReason: v?.claimReason ? u(v.claimReason, 2000) : null,
           reason: w.stateReason ? u(w.stateReason, 500) : null,
-          violations: (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
-          changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u(x, 300)),
+          violations: within(
+            (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
+            6000,
+          ),
+          changedFiles: within(
+            (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u(x, 300)),
+            8000,
+          ),
           diffStat: untrustedText(v?.diffStat ?? "", 4000, { block: true }),
-          asks: w.asks.slice(-50).map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
+          asks: within(
+            w.asks
+              .slice(-50)
+              .reverse()
+              .map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
+            6000,
+          ).reverse(),
           // File names (and a symlink's target) the worker chose.
-          flags: (v?.flags ?? []).slice(0, 50).map((f) => ({ kind: f.kind, path: u(f.path, 300), detail: u(f.detail, 300) })),
+          flags: within(
+            (v?.flags ?? []).slice(0, 50).map((f) => ({ kind: f.kind, path: u(f.path, 300), detail: u(f.detail, 300) })),
+            6000,
+          ),
         },
         totals: totalsOf([w]),
         branch: w.branch,
@@ -1066,17 +1083,21 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       }
       const offset = Math.min(args.offset ?? 0, text.length);
       const max = args.maxChars ?? S.DIFF_DEFAULT_CHARS;
-      const page = text.slice(offset, offset + max);
-      const nextOffset = offset + page.length < text.length ? offset + page.length : null;
+      // A page of `max` characters of the diff, fewer where made visible it would read as more than DIFF_MAX_CHARS.
+      const fitted = fitPage(text, offset, max, S.DIFF_MAX_CHARS);
+      const nextOffset = fitted.end < text.length ? fitted.end : null;
       return {
         workerId: w.id,
         state: w.state,
         base: w.baseCommit,
         branch: w.branch,
         untrusted: {
-          files: (w.verdict?.scope.changedFiles ?? []).slice(0, 500).map((f) => untrustedText(f, 300)),
+          files: within(
+            (w.verdict?.scope.changedFiles ?? []).slice(0, 500).map((f) => untrustedText(f, 300)),
+            8000,
+          ),
           diffStat: untrustedText(w.verdict?.diffStat ?? "", 4000, { block: true }),
-          diff: untrustedText(page, Number.MAX_SAFE_INTEGER, { block: true }),
+          diff: fitted.shown,
         },
         chars: text.length,
         offset,
@@ -1268,6 +1289,17 @@ function streamWait(
     });
     if (ended) sub.unsubscribe();
   });
+}
+
+/**
+ * The head of `items` that fits `budget` characters as JSON (at least one item). A worker's names and commands are
+ * bounded in source characters, but made visible they grow (an invisible character reads as ⟪U+200B⟫, ten for one):
+ * 200 file names of 300 zero-width characters are ~480,000 characters, and a result over the client's limit (Claude
+ * Code: 25,000 tokens) reaches Claude as nothing at all. The counts beside each list say how many there are.
+ */
+function within<T>(items: T[], budget: number): T[] {
+  let size = 0;
+  return items.filter((it, i) => (size += JSON.stringify(it).length) <= budget || i === 0);
 }
 
 /** Whether a result holds worker-written text (an `untrusted` object anywhere in it). */

@@ -167,6 +167,44 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
     }
   }, 240_000);
 
+  it("200 files named in zero-width characters and a check printing them (each ten times longer made visible): MCP result and diff stay readable whole", async () => {
+    const make = [
+      "import os",
+      "z = chr(0x200b)",
+      "for i in range(200):",
+      "    d = os.path.join(z * 80, z * 80)",
+      "    os.makedirs(d, exist_ok=True)",
+      "    open(os.path.join(d, z * 70 + str(i)), 'w').write(z * 200 + '\\n')",
+    ].join("\n");
+    model.addScript(/ATTACK-WIDE/, steps(bash(`python3 - <<'EOF'\n${make}\nEOF`)), "wide");
+    const r = repo({ "README.md": "# r\n" });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "ATTACK-WIDE",
+      directory: r,
+      checks: [{ run: 'python3 -c "import sys; sys.stdout.write(chr(0x200b) * 20000)"' }],
+    });
+    const w = (await settle(engine.client, [workerId], () => "once", 180_000)).get(workerId)!;
+    expect(w.verdict?.scope.changedFiles.length).toBe(200);
+    const mcp = await startMcp(engine.stateDir, "attack-2-wide");
+    try {
+      // Claude Code drops a tool result over 25,000 tokens whole: each of these must stay well within it.
+      const result = await mcp.call("result", { workerId });
+      expect(JSON.stringify(result).length).toBeLessThan(60_000);
+      expect(result.scope.changedFiles).toBe(200);
+      const one = await mcp.call("result", { workerId, check: 0 });
+      expect(JSON.stringify(one).length).toBeLessThan(60_000);
+      expect(one.checks[0].nextOffset).toBeGreaterThan(0);
+      const diff = await mcp.call("diff", { workerId });
+      expect(JSON.stringify(diff).length).toBeLessThan(80_000);
+      expect(diff.nextOffset).toBeGreaterThan(0);
+      // Paging goes on from exactly where the page ended.
+      const more = await mcp.call("diff", { workerId, offset: diff.nextOffset });
+      expect(more.offset).toBe(diff.nextOffset);
+    } finally {
+      await mcp.close();
+    }
+  }, 240_000);
+
   // BROKEN, not fixed (see the report): a fix round sends the failing checks' output back to the worker, and that output
   // is what the worker's own code printed while the held-back checks ran, with the held-back files beside it. Here the
   // worker's module, imported by the held-back test, prints every file of its folder: the held-back test reaches the
