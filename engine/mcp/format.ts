@@ -187,6 +187,11 @@ export function fitPage(text: string, offset: number, max: number, budget: numbe
   }
 }
 
+/** Worker text already made visible, cut at `budget` characters with how much was cut (its escapes can be ten times its source). */
+export function visibleCut(shown: string, budget: number): string {
+  return shown.length <= budget ? shown : `${shown.slice(0, budget)}…[${shown.length - budget} more characters cut]`;
+}
+
 export function checkOut(c: CheckResult, index: number, max: number, offset?: number) {
   // Read from an offset: exact pages, each within twice its size once made visible.
   if (offset !== undefined) {

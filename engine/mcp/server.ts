@@ -21,6 +21,7 @@ import {
   clip,
   elapsedSec,
   fitPage,
+  visibleCut,
   pendingItem,
   scopesOverlap,
   slotsOf,
@@ -1005,8 +1006,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         // What the checks cannot rule out (engine text, not the worker's).
         caveats: v?.caveats ?? [],
         untrusted: {
-          claimReason: v?.claimReason ? u(v.claimReason, 2000) : null,
-          reason: w.stateReason ? u(w.stateReason, 500) : null,
+          claimReason: v?.claimReason ? visibleCut(u(v.claimReason, 2000), 4000) : null,
+          reason: w.stateReason ? visibleCut(u(w.stateReason, 500), 2000) : null,
           violations: within(
             (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
             6000,
@@ -1015,7 +1016,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u(x, 300)),
             8000,
           ),
-          diffStat: untrustedText(v?.diffStat ?? "", 4000, { block: true }),
+          diffStat: visibleCut(untrustedText(v?.diffStat ?? "", 4000, { block: true }), 8000),
           asks: within(
             w.asks
               .slice(-50)
@@ -1096,7 +1097,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             (w.verdict?.scope.changedFiles ?? []).slice(0, 500).map((f) => untrustedText(f, 300)),
             8000,
           ),
-          diffStat: untrustedText(w.verdict?.diffStat ?? "", 4000, { block: true }),
+          diffStat: visibleCut(untrustedText(w.verdict?.diffStat ?? "", 4000, { block: true }), 8000),
           diff: fitted.shown,
         },
         chars: text.length,

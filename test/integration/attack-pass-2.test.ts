@@ -176,7 +176,11 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
       "    os.makedirs(d, exist_ok=True)",
       "    open(os.path.join(d, z * 70 + str(i)), 'w').write(z * 200 + '\\n')",
     ].join("\n");
-    model.addScript(/ATTACK-WIDE/, steps(bash(`python3 - <<'EOF'\n${make}\nEOF`)), "wide");
+    model.addScript(
+      /ATTACK-WIDE/,
+      (c) => (c.turnStep === 0 ? bash(`python3 - <<'EOF'\n${make}\nEOF`) : { text: `OUTCOME: built — ${"\u200b".repeat(3000)}` }),
+      "wide",
+    );
     const r = repo({ "README.md": "# r\n" });
     const { workerId } = await engine.client.workers.start.mutate({
       task: "ATTACK-WIDE",
@@ -191,6 +195,7 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
       const result = await mcp.call("result", { workerId });
       expect(JSON.stringify(result).length).toBeLessThan(60_000);
       expect(result.scope.changedFiles).toBe(200);
+      expect(result.untrusted.claimReason.length).toBeLessThan(4100);
       const one = await mcp.call("result", { workerId, check: 0 });
       expect(JSON.stringify(one).length).toBeLessThan(60_000);
       expect(one.checks[0].nextOffset).toBeGreaterThan(0);
