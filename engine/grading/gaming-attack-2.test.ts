@@ -271,6 +271,15 @@ describe("a worker's jest manual mock of a package the held-back tests use", () 
   );
 });
 
+describe("other runners' own configuration files", () => {
+  // Name rules only: bun, Karma, PHPUnit and Maven are not on this machine. Each file decides what its runner runs
+  // before or instead of the tests (bun's `[test] preload`, PHPUnit's `bootstrap`, Maven's `-DskipTests` in .mvn/maven.config).
+  it("bunfig.toml, karma.conf.js, phpunit.xml(.dist), .mvn/maven.config and .mvn/jvm.config are check configuration", () => {
+    for (const f of ["bunfig.toml", "karma.conf.js", "web/karma.conf.cjs", "phpunit.xml", "phpunit.xml.dist", ".mvn/maven.config", ".mvn/jvm.config"])
+      expect(runnerConfigReason(f), f).not.toBeNull();
+  });
+});
+
 describe("a worker's pin of the interpreter that runs the checks", () => {
   it("version managers' pins (.python-version, .tool-versions, .nvmrc…) are check configuration, as rust-toolchain is", () => {
     for (const f of [".python-version", "sub/.python-version", ".tool-versions", ".nvmrc", ".node-version", ".ruby-version"])

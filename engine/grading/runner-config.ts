@@ -54,6 +54,13 @@ const RUNNER_FILES = new Set([
   ".nvmrc",
   ".ruby-version",
   ".java-version",
+  // Runners of other languages that read their own configuration from the project: bun test's preload scripts, Karma,
+  // PHPUnit's bootstrap and suites, Maven's command-line and JVM options (`-DskipTests`).
+  "bunfig.toml",
+  "phpunit.xml",
+  "phpunit.xml.dist",
+  "maven.config",
+  "jvm.config",
   "jsconfig.json",
 ]);
 
@@ -98,6 +105,7 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base === "config" || base === "config.toml"))
     return `.cargo/${shown} (cargo configuration: runners, aliases, flags)`;
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
+  if (/^karma\.conf\.[^/]+$/.test(base)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base) || /^\.mocharc(\.|$)/.test(base))
     return `${shown} (tool configuration)`;
   if (/^(vitest|vite|jest)\.workspace\.[^/]+$/.test(base) || /^(jest|vitest|test)[.-]setup\.[^/]+$/.test(base) || /^setuptests\.[^/]+$/.test(base))
