@@ -275,6 +275,31 @@ export function copyHeldBack(checks: CheckSpec[], root: string): string[] {
 }
 
 /**
+ * The folders (relative to the checks' folder, "/"-separated, "" for that folder itself) that held-back files are copied
+ * into, read from the held-back folders as copyHeldBack walks them; a folder that cannot be read adds nothing (the copy
+ * then fails the checks with its reason).
+ */
+export function heldBackFolders(checks: CheckSpec[]): string[] {
+  const out = new Set<string>();
+  const walk = (from: string, rel: string) => {
+    for (const e of readdirSync(from, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(path.join(from, e.name), r);
+      else if (e.isFile()) out.add(rel);
+    }
+  };
+  for (const check of checks) {
+    if (!("run" in check) || !check.files) continue;
+    try {
+      walk(check.files, "");
+    } catch {
+      /* not readable: copyHeldBack says why */
+    }
+  }
+  return [...out];
+}
+
+/**
  * Why a task's held-back folders cannot be used, or null: each must be an existing folder outside the repository (a
  * folder inside it would be in the worker's workspace once committed, and looks held back when it is not).
  */
