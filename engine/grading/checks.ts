@@ -316,6 +316,10 @@ export function heldBackProblem(checks: CheckSpec[], repoRoot: string): string |
     }
     if (real === root || real.startsWith(root + path.sep))
       return `a check's files ${c.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
+    // A folder above the repository (its parent, the home folder, /): every file in it would be copied into the checks'
+    // folder, the repository and all beside it, where the worker's code runs.
+    if (root.startsWith(real === path.sep ? real : real + path.sep))
+      return `a check's files ${c.files} holds the repository itself: give a folder of held-back tests beside the repository, not one above it`;
   }
   return null;
 }

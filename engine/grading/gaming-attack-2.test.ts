@@ -166,14 +166,14 @@ describe("a worker shadowing what the test runner imports", () => {
     expect(plain.verdict).toBe("built");
   }, 120_000);
 
-  // BROKEN, not fixed: "checks cannot steer later checks" holds for protected and held-back files (read-only, compared)
+  // A KNOWN GAP, skipped until it is decided (a skip, not a test that passes by failing): "checks cannot steer later checks" holds for protected and held-back files (read-only, compared)
   // and the checks' folder, not for a new file. The first check runs the worker's code (an import, a build step), which
   // writes a conftest.py; the second check's pytest loads it and reports the failing held-back test passed: built. The
   // runner-config scan ran on the committed files, before any check. A fix is a design choice: a fresh checkout per
   // command check (breaks "npm ci" then "npm test"), or after each command check a scan of the checkout for runner
   // configuration (runnerConfigReason) that is new or changed, failing the later checks — with room for what builds
   // legitimately leave (node_modules/, __pycache__/, *.egg-info/ of `pip install -e .`).
-  it.fails("a check that runs the worker's code, which writes a conftest.py for the next check (pytest) to load: not graded built", async () => {
+  it.skip("a check that runs the worker's code, which writes a conftest.py for the next check (pytest) to load: not graded built", async () => {
     const held = path.join(tmp, `held-${++n}`);
     mkdirSync(path.join(held, "tests"), { recursive: true });
     writeFileSync(path.join(held, "tests", "test_hidden.py"), "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n");
@@ -194,13 +194,10 @@ describe("a worker shadowing what the test runner imports", () => {
     expect(v.verdict).toBe("honest-failure");
   }, 120_000);
 
-  // BROKEN, not fixed: heldBackProblem refuses a held-back folder inside the repository but accepts one above it (the
-  // repository's parent, the home folder, /). copyHeldBack then copies that whole tree, synchronously on the engine's
-  // thread, into the checks' folder, where the worker's code runs and prints (~/.ssh, other projects, the engine's state
-  // dir if under it), and all of it counts as held back. Fix: refuse `real` when the repository's real path starts with
-  // `real + "/"` ("holds the repository itself"). Not fixed here because gaming.test.ts "held-back folders must exist and be
-  // outside the repository" passes the repository's parent as its example of an accepted folder (it would need a sibling).
-  it.fails("a held-back folder above the repository (its parent, /) is refused: it would copy the repository and all beside it into the checks' folder", () => {
+  // heldBackProblem refused a held-back folder inside the repository but accepted one above it (the repository's parent,
+  // the home folder, /): copyHeldBack then copied that whole tree into the checks' folder, where the worker's code runs
+  // and prints (~/.ssh, other projects, the engine's state dir if under it), all of it counted as held back.
+  it("a held-back folder above the repository (its parent, /) is refused: it would copy the repository and all beside it into the checks' folder", () => {
     const repo = committedRepo(path.join(tmp, `repo-${++n}`), { "a.txt": "a\n" });
     for (const files of [tmp, "/", path.dirname(tmp)]) expect(heldBackProblem([{ run: "true", files }], repo), files).toMatch(/holds the repository itself/);
     const beside = path.join(tmp, `held-${++n}`);
