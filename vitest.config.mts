@@ -14,6 +14,8 @@ const NEEDS_TOOLS = [
   "engine/grading/checks.test.ts",
   "engine/grading/grade.test.ts",
   "engine/grading/gaming.test.ts",
+  "engine/grading/gaming-attack-2.test.ts",
+  "engine/workspace/land-attack-2.test.ts",
   "engine/workers/engine.test.ts",
   "engine/workers/attempts.test.ts",
   "engine/workers/batches.test.ts",

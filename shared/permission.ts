@@ -35,6 +35,12 @@ export const PermissionAsk = z.object({
   /** A bash command's folder (opencode's `workdir`) as the worker gave it; absent: the worker's own folder. */
   workdir: z.string().optional(),
   diff: z.string().optional(),
+  /**
+   * Every file an edit ask writes, moves to or deletes, as opencode names them (absolute, or relative to the workspace):
+   * one `apply_patch` ask (the tool opencode gives `gpt-*` models instead of edit/write) covers several files, and its
+   * `what` is their names joined. Each is inspected by real path; absent, `what` is the one file.
+   */
+  paths: z.array(z.string()).optional(),
   patterns: z.array(z.string()).default([]),
   always: z.array(z.string()).default([]),
   questions: z.array(QuestionItem).optional(),

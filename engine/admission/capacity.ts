@@ -184,7 +184,7 @@ export class EndpointProbes {
   }
 
   /** Whether an endpoint answers (null) or why not, from the shared reading. */
-  async health(url: string, key: string | null, o: { fresh?: boolean } = {}): Promise<string | null> {
+  async health(url: string, key: string | null, o: { fresh?: boolean; ours?: number } = {}): Promise<string | null> {
     return (await this.read({ url, slots: 0 }, key, o)).problem;
   }
 

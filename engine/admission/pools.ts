@@ -207,7 +207,9 @@ export class Pools {
         const t = this.opts.targets.get(id);
         if (!t) return;
         const key = keyForProbe(t);
-        const problems = await Promise.all(endpointsOf(t).map((e) => this.probes.health(e.url, key)));
+        // With how many of ours are on each endpoint, as the pool refresh reads it: the two share one reading per period,
+        // and a reading without it would leave the pool unable to tell another client's load from ours.
+        const problems = await Promise.all(endpointsOf(t).map((e) => this.probes.health(e.url, key, { ours: this.workersOn(t.id, e.url, !isPool(t)) })));
         const healthy = problems.some((p) => !p);
         const problem = healthy
           ? null

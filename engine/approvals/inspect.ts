@@ -1,4 +1,5 @@
 import { lstatSync, realpathSync } from "node:fs";
+import { isIPv4, isIPv6 } from "node:net";
 import path from "node:path";
 import picomatch from "picomatch";
 import { protectMatcher, scopeMatcher } from "../grading";
@@ -51,13 +52,23 @@ const inside = (p: string, root: string) => p === root || p.startsWith(root + pa
  * (its `filepath`), never by parsing shell text.
  */
 export function inspectAsk(
-  ask: Pick<PermissionAsk, "tool" | "what" | "workdir">,
+  ask: Pick<PermissionAsk, "tool" | "what" | "workdir" | "paths">,
   ws: { worktree: string; cwd: string },
   spec: { scope: string[]; protect: string[] },
 ): Flag[] {
   if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
-  const asked = path.resolve(ws.cwd, ask.what);
+  // An ask of several files (apply_patch): each one, relative ones from the workspace's root as opencode names them.
+  if (ask.tool === "edit" && ask.paths?.length) {
+    const flags = ask.paths.flatMap((p) => inspectPath(path.resolve(ws.worktree, p), ws, spec));
+    const seen = new Set<string>();
+    return flags.filter((f) => !seen.has(f.kind + f.detail) && seen.add(f.kind + f.detail));
+  }
+  return inspectPath(path.resolve(ws.cwd, ask.what), ws, spec);
+}
+
+/** One file an ask writes: where it really lands, and whether that is outside, protected or out of scope. */
+function inspectPath(asked: string, ws: { worktree: string; cwd: string }, spec: { scope: string[]; protect: string[] }): Flag[] {
   const root = realLocation(ws.worktree);
   const real = realLocation(asked);
   const flags: Flag[] = [];
@@ -89,6 +100,42 @@ function inspectWorkdir(workdir: string, ws: { worktree: string; cwd: string }):
   return flags;
 }
 
+/**
+ * Why a URL a webfetch asks for is on this machine or its private network, or null. opencode serve runs with the host's
+ * network (it reaches the model), so its webfetch would read a local service — a cloud metadata service's credentials, a
+ * dev server, an unkeyed admin page — into the model's context. Literal addresses (as the URL parser normalises them:
+ * `2130706433`, `0x7f.1`) and local names; a public name that resolves or redirects to one is not seen here.
+ */
+export function localTarget(url: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  let host = u.hostname.toLowerCase().replace(/\.$/, "");
+  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
+  const said = `${host} (a local or private network address)`;
+  if (!host) return null;
+  if (host === "localhost" || host.endsWith(".localhost")) return said;
+  if (isIPv4(host)) {
+    const [a = 0, b = 0] = host.split(".").map(Number);
+    const local =
+      a === 0 ||
+      a === 10 ||
+      a === 127 ||
+      (a === 100 && b >= 64 && b <= 127) ||
+      (a === 169 && b === 254) ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168);
+    return local ? said : null;
+  }
+  if (isIPv6(host)) return host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") ? said : null;
+  // A name without a domain, or under a suffix that is never public: a host of the local network.
+  if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
+  return null;
+}
+
 export { grantOffer, grantPattern } from "../../shared/permission";
 
 /**
@@ -105,12 +152,15 @@ export function grantFor(ask: PermissionAsk, grants: Grant[]): Grant[] | undefin
  * approving rule answers only when every simple command matches it (and the command splits with certainty); a
  * rejecting rule answers when the whole command or any simple command matches.
  */
-export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what">, rule: { pattern: string; decision: string }): boolean {
+export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what"> & { paths?: string[] }, rule: { pattern: string; decision: string }): boolean {
   const isMatch = (text: string) => picomatch.isMatch(text, rule.pattern, { dot: true, bash: true });
   // A rejecting rule on a path (an edit, a read…) holds for the names a case-insensitive, normalising file system
   // opens as the same file (`SECRETS/x`, `.Env`), as protect globs do; an approving one answers only the name as written.
-  if (ask.tool !== "bash")
-    return isMatch(ask.what) || (rule.decision === "reject" && picomatch.isMatch(foldPath(ask.what), foldPath(rule.pattern), { dot: true, bash: true }));
+  const onPath = (p: string) => isMatch(p) || (rule.decision === "reject" && picomatch.isMatch(foldPath(p), foldPath(rule.pattern), { dot: true, bash: true }));
+  // An ask of several files (apply_patch; `what` is their names joined, which `src/**` would match whole): an approving
+  // rule answers only when it matches every file, a rejecting one when it matches any.
+  if (ask.tool !== "bash" && ask.paths?.length) return rule.decision === "reject" ? onPath(ask.what) || ask.paths.some(onPath) : ask.paths.every(onPath);
+  if (ask.tool !== "bash") return onPath(ask.what);
   const split = splitCommand(ask.what);
   if (rule.decision === "reject") return isMatch(ask.what) || (split.ok && split.commands.some(isMatch));
   return split.ok && split.commands.every((c) => approvesSimple(c, rule.pattern));
@@ -138,7 +188,7 @@ function approvesSimple(command: string, pattern: string): boolean {
  */
 export function pickRule<R extends { tool: string; pattern: string; decision: string }>(
   rules: readonly R[],
-  ask: Pick<PermissionAsk, "tool" | "what">,
+  ask: Pick<PermissionAsk, "tool" | "what"> & { paths?: string[] },
 ): R | undefined {
   const hits = rules.filter((r) => (r.tool === "*" || r.tool === ask.tool) && ruleMatches(ask, r));
   return hits.find((r) => r.decision === "reject") ?? hits[0];

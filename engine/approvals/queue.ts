@@ -9,7 +9,7 @@ import { quoteUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../registry";
 import { readJson, writeJsonAtomic } from "../store";
-import { grantFor, grantOffer, inspectAsk, realLocation, pickRule } from "./inspect";
+import { grantFor, grantOffer, inspectAsk, localTarget, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
 
 /**
@@ -321,6 +321,13 @@ export class Approvals {
         by: { kind: "engine", name: "workspace guard" },
       };
     }
+    // opencode fetches with the host's network: nothing on this machine or its private network is the worker's to read.
+    const local = ask.tool === "webfetch" ? localTarget(ask.what) : null;
+    if (local)
+      return {
+        decision: { decision: "reject", message: `${local} is not a public page; fetch only public pages` },
+        by: { kind: "engine", name: "network guard" },
+      };
     const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
     if (outside) {
       return {

@@ -275,6 +275,31 @@ export function copyHeldBack(checks: CheckSpec[], root: string): string[] {
 }
 
 /**
+ * The folders (relative to the checks' folder, "/"-separated, "" for that folder itself) that held-back files are copied
+ * into, read from the held-back folders as copyHeldBack walks them; a folder that cannot be read adds nothing (the copy
+ * then fails the checks with its reason).
+ */
+export function heldBackFolders(checks: CheckSpec[]): string[] {
+  const out = new Set<string>();
+  const walk = (from: string, rel: string) => {
+    for (const e of readdirSync(from, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(path.join(from, e.name), r);
+      else if (e.isFile()) out.add(rel);
+    }
+  };
+  for (const check of checks) {
+    if (!("run" in check) || !check.files) continue;
+    try {
+      walk(check.files, "");
+    } catch {
+      /* not readable: copyHeldBack says why */
+    }
+  }
+  return [...out];
+}
+
+/**
  * Why a task's held-back folders cannot be used, or null: each must be an existing folder outside the repository (a
  * folder inside it would be in the worker's workspace once committed, and looks held back when it is not).
  */
@@ -291,6 +316,10 @@ export function heldBackProblem(checks: CheckSpec[], repoRoot: string): string |
     }
     if (real === root || real.startsWith(root + path.sep))
       return `a check's files ${c.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
+    // A folder above the repository (its parent, the home folder, /): every file in it would be copied into the checks'
+    // folder, the repository and all beside it, where the worker's code runs.
+    if (root.startsWith(real === path.sep ? real : real + path.sep))
+      return `a check's files ${c.files} holds the repository itself: give a folder of held-back tests beside the repository, not one above it`;
   }
   return null;
 }

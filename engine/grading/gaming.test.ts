@@ -148,7 +148,8 @@ describe("checks that cannot be gamed from the workspace", () => {
     mkdirSync(path.join(repo, "held"));
     expect(heldBackProblem([{ run: "x", files: path.join(repo, "held") }], repo)).toMatch(/inside the repository/);
     expect(heldBackProblem([{ run: "x", files: path.join(tmp, "nope") }], repo)).toMatch(/does not exist/);
-    expect(heldBackProblem([{ run: "x", files: tmp }, { run: "y" }], repo)).toBeNull();
+    mkdirSync(path.join(tmp, "held-beside"), { recursive: true });
+    expect(heldBackProblem([{ run: "x", files: path.join(tmp, "held-beside") }, { run: "y" }], repo)).toBeNull();
   });
 
   it("the CheckSpec shape: `files` is additive, absolute, no `..`", () => {

@@ -16,7 +16,7 @@ import {
   type Workspace,
 } from "../workspace";
 import { limitSetup } from "../sandbox";
-import { runChecks, type CheckSandbox } from "./checks";
+import { heldBackFolders, runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
 import { runnerConfigChanges } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
@@ -128,6 +128,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         repo: ws.repo,
         baseCommit: ws.baseCommit,
         checkout,
+        heldBackDirs: heldBackFolders(input.checks),
       });
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }

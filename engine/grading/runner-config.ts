@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { foldPath } from "../workspace";
+import { PYTHON_STDLIB } from "./python-stdlib";
 
 const run = promisify(execFile);
 
@@ -45,12 +46,46 @@ const RUNNER_FILES = new Set([
   "go.work",
   "rust-toolchain",
   "rust-toolchain.toml",
+  // Version managers' pins, read by their shims from the check's folder (pyenv's python3 on PATH, asdf, nodenv, rbenv):
+  // they choose the interpreter that runs a check, as rust-toolchain chooses the compiler.
+  ".python-version",
+  ".tool-versions",
+  ".node-version",
+  ".nvmrc",
+  ".ruby-version",
+  ".java-version",
+  // Runners of other languages that read their own configuration from the project: bun test's preload scripts, Karma,
+  // PHPUnit's bootstrap and suites, Maven's command-line and JVM options (`-DskipTests`).
+  "bunfig.toml",
+  "phpunit.xml",
+  "phpunit.xml.dist",
+  "maven.config",
+  "jvm.config",
   "jsconfig.json",
 ]);
 
 /** Top-level files named like a tool or a module a check may run: they shadow it (`python -m pytest` imports ./pytest.py first). */
 const SHADOW_TOP =
-  /^(pytest|_pytest|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
+  /^(pytest|_pytest|pluggy|iniconfig|pygments|packaging|tomli|exceptiongroup|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
+/**
+ * A top-level Python module as the import system finds it in the checkout (importlib.machinery.all_suffixes(): source,
+ * a sourceless `.pyc` beside it — not only in __pycache__ —, and an extension module `.so`, `.abi3.so`,
+ * `.cpython-311-x86_64-linux-gnu.so`): its module name, or null.
+ */
+const PY_MODULE = /^([^./]+)(?:\.py|\.pyc|(?:\.[\w-]+)?\.so)$/;
+
+/**
+ * The standard modules' names as matched here: case folded, as the changed path is (cProfile). Less `test` (CPython's own
+ * regression tests, which no runner imports): a top-level test.py is a worker's script far more often than a shadow.
+ */
+const STDLIB_FOLDED = new Set([...PYTHON_STDLIB].filter((n) => n !== "test").map((n) => n.toLowerCase()));
+
+/** Whether a top-level name (a file, or a package's folder) shadows a tool or a standard module a check imports. */
+function shadows(base: string, pkg: boolean): boolean {
+  if (SHADOW_TOP.test(base)) return true;
+  const name = pkg ? base : PY_MODULE.exec(base)?.[1];
+  return !!name && (SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name));
+}
 
 /** Files whose runner-related part only counts (the rest may change freely): compared, parsed, between the base and the commit. */
 const SECTIONED = new Set(["package.json", "pyproject.toml", "setup.cfg", "cargo.toml", "go.mod"]);
@@ -62,19 +97,27 @@ export function runnerConfigReason(file: string): string | null {
   const base = parts[parts.length - 1]!;
   const shown = file.split("/").pop()!;
   if (parts.includes("node_modules")) return "node_modules/ (installed code a check runs)";
+  // jest's manual mocks: a __mocks__/<package>.js in any folder of its roots replaces that installed package in every
+  // test, without a jest.mock() (a no-op `expect` of chai passes every held-back assertion).
+  if (parts.slice(0, -1).includes("__mocks__")) return "__mocks__/ (jest's manual mocks: one named like an installed package replaces it in every test)";
   if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base.endsWith(".pyc")) return "compiled Python a check may import";
   if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base === "config" || base === "config.toml"))
     return `.cargo/${shown} (cargo configuration: runners, aliases, flags)`;
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
+  if (/^karma\.conf\.[^/]+$/.test(base)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base) || /^\.mocharc(\.|$)/.test(base))
     return `${shown} (tool configuration)`;
   if (/^(vitest|vite|jest)\.workspace\.[^/]+$/.test(base) || /^(jest|vitest|test)[.-]setup\.[^/]+$/.test(base) || /^setuptests\.[^/]+$/.test(base))
     return `${shown} (test runner setup file)`;
   if (/^tsconfig(\.[^/]+)?\.json$/.test(base)) return `${shown} (TypeScript configuration: path mappings decide what a test imports)`;
   if (base.endsWith(".pth")) return `${shown} (Python path hook)`;
-  if (parts.length === 1 && SHADOW_TOP.test(base)) return `${shown} (named like a tool a check may run: it shadows it)`;
-  if (parts.length === 2 && SHADOW_TOP.test(parts[0]!) && base === "__init__.py") return `${file.split("/")[0]}/ (a package named like a tool a check may run)`;
+  // An installed distribution's metadata on sys.path (the checkout is first there under `python -m`): its
+  // entry_points.txt registers plugins the runner loads by itself (pytest11), with no conftest.py or configuration.
+  if (parts.some((p) => /\.(dist|egg)-info$/.test(p))) return `${shown} (Python package metadata: its entry points register test runner plugins)`;
+  if (parts.length === 1 && shadows(base, false)) return `${shown} (named like a tool or a standard module a check may run: it shadows it)`;
+  if (parts.length === 2 && shadows(parts[0]!, true) && PY_MODULE.exec(base)?.[1] === "__init__")
+    return `${file.split("/")[0]}/ (a package named like a tool or a standard module a check may run)`;
   return null;
 }
 
@@ -276,6 +319,8 @@ export async function runnerConfigChanges(opts: {
   repo: string;
   baseCommit: string;
   checkout: string;
+  /** The folders held-back files are copied into, relative to the checks' folder (`sub`); "" is that folder. */
+  heldBackDirs?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const out: string[] = [];
@@ -283,6 +328,15 @@ export async function runnerConfigChanges(opts: {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
     const rel = opts.sub ? (file.startsWith(opts.sub + "/") ? file.slice(opts.sub.length + 1) : `../${file}`) : file;
     if (named.has(rel)) continue;
+    // The package init of a folder held-back tests land in (or of one above it): it runs before them, and unittest
+    // hands it the whole discovery (`load_tests`), as pytest does a conftest.py.
+    if (opts.heldBackDirs?.length && PY_MODULE.exec(foldPath(path.posix.basename(rel)))?.[1] === "__init__" && !rel.startsWith("../")) {
+      const dir = path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel);
+      if (opts.heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir))) {
+        out.push(`check configuration changed: ${file} — the package of held-back tests (it runs before them; its load_tests decides what unittest runs)`);
+        continue;
+      }
+    }
     const base = foldPath(path.posix.basename(file));
     if (SECTIONED.has(base)) {
       const before = runnerPart(file, await baseText(opts.repo, opts.baseCommit, file));

@@ -83,11 +83,28 @@ export function permissionAsk(workerId: string, p: PermissionRequest): Permissio
     tool: String(p.permission),
     what,
     ...(typeof md.diff === "string" ? { diff: md.diff.slice(0, 100_000) } : {}),
+    ...(p.permission === "edit" ? editPaths(md, p.patterns ?? []) : {}),
     patterns: p.patterns ?? [],
     always: p.always ?? [],
     createdAt: Date.now(),
     status: "pending",
   };
+}
+
+/**
+ * The files of an edit ask that names several (opencode's apply_patch: `metadata.files[]` with each `filePath` and a
+ * move's `movePath`, absolute — its `patterns`, relative to opencode's worktree, leave the move's target out): all of
+ * them, so the engine inspects each by real path. Absent for an ask of one file (edit, write), whose `filepath` is `what`.
+ */
+function editPaths(md: Record<string, unknown>, patterns: string[]): { paths?: string[] } {
+  const paths = new Set<string>();
+  for (const f of Array.isArray(md.files) ? md.files : []) {
+    const file = (f ?? {}) as Record<string, unknown>;
+    for (const k of ["filePath", "movePath"]) if (typeof file[k] === "string" && file[k]) paths.add(file[k] as string);
+  }
+  // The absolute paths when opencode gave them; else its patterns (relative to the workspace), when there are several.
+  if (!paths.size && patterns.length > 1) for (const p of patterns) paths.add(p);
+  return paths.size ? { paths: [...paths] } : {};
 }
 
 export function questionAsk(workerId: string, p: QuestionRequest): PermissionAsk {

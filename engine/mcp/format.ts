@@ -172,8 +172,48 @@ export function pageOutput(output: string, max: number, offset?: number): { outp
   };
 }
 
+/**
+ * From `offset`, the longest page of at most `max` characters of `text` whose visible form (untrustedText, block) is at
+ * most `budget` characters: the visible page and where it ends, so the next page starts exactly there. Made visible, a
+ * worker's text can read as ten times its length (an invisible character is ⟪U+200B⟫), and a result over the client's
+ * limit (Claude Code: 25,000 tokens) reaches Claude as nothing at all.
+ */
+export function fitPage(text: string, offset: number, max: number, budget: number): { shown: string; end: number } {
+  let len = Math.max(0, Math.min(max, text.length - offset));
+  for (;;) {
+    const shown = untrustedText(text.slice(offset, offset + len), Number.MAX_SAFE_INTEGER, { block: true });
+    if (shown.length <= budget || len <= 1) return { shown, end: offset + len };
+    len = Math.max(1, Math.min(len - 1, Math.floor((len * budget) / shown.length)));
+  }
+}
+
+/** Worker text already made visible, cut at `budget` characters with how much was cut (its escapes can be ten times its source). */
+export function visibleCut(shown: string, budget: number): string {
+  return shown.length <= budget ? shown : `${shown.slice(0, budget)}…[${shown.length - budget} more characters cut]`;
+}
+
 export function checkOut(c: CheckResult, index: number, max: number, offset?: number) {
+  // Read from an offset: exact pages, each within twice its size once made visible.
+  if (offset !== undefined) {
+    const start = Math.min(offset, c.output.length);
+    const fitted = fitPage(c.output, start, max, 2 * max);
+    const end = fitted.end;
+    return {
+      index,
+      name: c.name,
+      passed: c.passed,
+      exitCode: c.exitCode ?? null,
+      timedOut: c.timedOut ?? false,
+      outputChars: c.output.length,
+      truncated: start > 0 || end < c.output.length,
+      nextOffset: end < c.output.length ? end : null,
+      untrusted: { output: fitted.shown },
+    };
+  }
   const paged = pageOutput(c.output, max, offset);
+  let shown = untrustedText(paged.output, Number.MAX_SAFE_INTEGER, { block: true });
+  const cut = shown.length - 2 * max;
+  if (cut > 0) shown = `${shown.slice(0, 2 * max)}\n…[${cut} more characters of escapes cut: call result with check and offset=0 to page it]`;
   return {
     index,
     name: c.name,
@@ -181,10 +221,10 @@ export function checkOut(c: CheckResult, index: number, max: number, offset?: nu
     exitCode: c.exitCode ?? null,
     timedOut: c.timedOut ?? false,
     outputChars: c.output.length,
-    truncated: paged.truncated,
-    nextOffset: paged.nextOffset,
+    truncated: paged.truncated || cut > 0,
+    nextOffset: paged.nextOffset ?? (cut > 0 ? 0 : null),
     // What the check printed runs the worker's code: the worker controls it.
-    untrusted: { output: untrustedText(paged.output, Number.MAX_SAFE_INTEGER, { block: true }) },
+    untrusted: { output: shown },
   };
 }
 

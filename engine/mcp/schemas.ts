@@ -214,6 +214,10 @@ export const RetryOutput = z.object({
 });
 
 export const RESULT_TOTAL_CHARS = 40_000;
+/** Asks in one wait or pending_approvals result (each up to ~5,000 characters with its diff): the rest come after. */
+export const PENDING_PAGE = 20;
+/** …and at most this many characters of them (an ask made visible can be ~10 times its source). */
+export const PENDING_CHARS = 24_000;
 
 export const DIFF_DEFAULT_CHARS = 20_000;
 export const DIFF_MAX_CHARS = 40_000;

@@ -21,6 +21,8 @@ import {
   checkOut,
   clip,
   elapsedSec,
+  fitPage,
+  visibleCut,
   pendingItem,
   scopesOverlap,
   slotsOf,
@@ -595,7 +597,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const settled = list.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
       if (batch && batch.done === false && reason! === "settled") reason = "worker-settled";
       const unanswered = list.flatMap((w) => pendingAsks(w).map((a) => ({ a, w })));
-      const fresh = unanswered.filter(({ a }) => !shown.asks.has(a.id));
+      // New asks a page at a time: one model answer can make hundreds at once (parallel tool calls, each up to 1,000
+      // characters), and a result over the client's limit (Claude Code: 25,000 tokens) reaches Claude as nothing at all.
+      // Those left out stay news: the next wait returns at once with them.
+      const allFresh = unanswered.filter(({ a }) => !shown.asks.has(a.id));
+      const items = allFresh.slice(0, S.PENDING_PAGE).map(({ a, w }) => pendingItem(a, w.worktree));
+      const page = within(items, S.PENDING_CHARS);
+      const fresh = allFresh.slice(0, page.length);
+      const notShown = allFresh.length - fresh.length;
       const finished = list.filter(newlyFinal);
       // A cancelled call's result never reaches the caller: what it held stays news.
       if (!extra.signal.aborted) {
@@ -619,10 +628,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         const late = await Promise.all(others.filter((id) => !got.has(id)).map((id) => call((c) => c.workers.get.query({ workerId: id }))));
         session = totalsOf([...list, ...others.map((id) => got.get(id)).filter((w): w is WaitWorker => !!w), ...late], now);
       }
-      const older = unanswered.length - fresh.length;
+      const older = unanswered.length - allFresh.length;
       const next =
         (fresh.length
-          ? `answer the ${fresh.length} new ask(s) with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again`
+          ? `answer the ${fresh.length} new ask(s) with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${notShown} more new ask(s) not shown here: the next wait returns them at once)` : ""}`
           : finished.length && !settled
             ? `read result for ${finished.length === 1 ? finished[0]!.id : "the finished workers"}; wait again for the others`
             : nextFor(list, batch)) + (older ? `; ${older} ask(s) shown before are still unanswered (pending_approvals lists them)` : "");
@@ -630,7 +639,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         state: aggregateState(list),
         settled,
         reason: reason!,
-        pending: fresh.map(({ a, w }) => pendingItem(a, w.worktree)),
+        pending: page,
         unanswered: unanswered.length,
         counts,
         finished: finished.map((w) => ({
@@ -698,36 +707,41 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       }
       const owners = new Map<string, Worker>();
       for (const id of new Set(asks.map((a) => a.workerId))) owners.set(id, await call((c) => c.workers.get.query({ workerId: id })));
-      const listed = asks.slice(0, 50);
+      // A page that stays within what a client reads whole (see wait): the rest after these are answered.
+      const listed = asks.slice(0, S.PENDING_PAGE);
       const u = (t: string, n: number) => untrustedText(t, n);
+      const items = listed.map((a) => {
+        const w = owners.get(a.workerId);
+        const item = pendingItem(a, w?.worktree);
+        // Exactly what "always" grants (the engine's own rule), or why it is not offered.
+        const view = askView(a);
+        return {
+          ...item,
+          kind: a.kind,
+          title: w ? titleOf(w) : "",
+          ageSec: a.ageSec,
+          ...(view.alwaysWhy ? { alwaysWhy: view.alwaysWhy } : {}),
+          untrusted: {
+            what: item.untrusted.what,
+            ...(item.untrusted.flags ? { flags: item.untrusted.flags } : {}),
+            ...(item.untrusted.tool !== undefined ? { tool: item.untrusted.tool } : {}),
+            diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
+            patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
+            always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
+            questions: a.questions
+              ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple }))
+              : null,
+          },
+        };
+      });
+      // …and within the result's size (an ask's diff, patterns and questions make one up to ~10,000 characters).
+      const page = within(items, S.PENDING_CHARS);
+      listed.length = page.length;
       return {
-        pending: listed.map((a) => {
-          const w = owners.get(a.workerId);
-          const item = pendingItem(a, w?.worktree);
-          // Exactly what "always" grants (the engine's own rule), or why it is not offered.
-          const view = askView(a);
-          return {
-            ...item,
-            kind: a.kind,
-            title: w ? titleOf(w) : "",
-            ageSec: a.ageSec,
-            ...(view.alwaysWhy ? { alwaysWhy: view.alwaysWhy } : {}),
-            untrusted: {
-              what: item.untrusted.what,
-              ...(item.untrusted.flags ? { flags: item.untrusted.flags } : {}),
-              ...(item.untrusted.tool !== undefined ? { tool: item.untrusted.tool } : {}),
-              diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
-              patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
-              always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
-              questions: a.questions
-                ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple }))
-                : null,
-            },
-          };
-        }),
+        pending: page,
         count: asks.length,
         next: asks.length
-          ? 'answer each with approve {"askId", "decision": "once"|"always"|"reject", "message"?}: allow what the task needs, reject (with a reason) what it does not'
+          ? `answer each with approve {"askId", "decision": "once"|"always"|"reject", "message"?}: allow what the task needs, reject (with a reason) what it does not${asks.length > listed.length ? `; ${asks.length - listed.length} more after these (call pending_approvals again once these are answered)` : ""}`
           : "nothing is waiting for an answer",
       };
     },
@@ -993,14 +1007,29 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         // What the checks cannot rule out (engine text, not the worker's).
         caveats: v?.caveats ?? [],
         untrusted: {
-          claimReason: v?.claimReason ? u(v.claimReason, 2000) : null,
-          reason: w.stateReason ? u(w.stateReason, 500) : null,
-          violations: (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
-          changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u(x, 300)),
-          diffStat: untrustedText(v?.diffStat ?? "", 4000, { block: true }),
-          asks: w.asks.slice(-50).map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
+          claimReason: v?.claimReason ? visibleCut(u(v.claimReason, 2000), 4000) : null,
+          reason: w.stateReason ? visibleCut(u(w.stateReason, 500), 2000) : null,
+          violations: within(
+            (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
+            6000,
+          ),
+          changedFiles: within(
+            (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u(x, 300)),
+            8000,
+          ),
+          diffStat: visibleCut(untrustedText(v?.diffStat ?? "", 4000, { block: true }), 8000),
+          asks: within(
+            w.asks
+              .slice(-50)
+              .reverse()
+              .map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
+            6000,
+          ).reverse(),
           // File names (and a symlink's target) the worker chose.
-          flags: (v?.flags ?? []).slice(0, 50).map((f) => ({ kind: f.kind, path: u(f.path, 300), detail: u(f.detail, 300) })),
+          flags: within(
+            (v?.flags ?? []).slice(0, 50).map((f) => ({ kind: f.kind, path: u(f.path, 300), detail: u(f.detail, 300) })),
+            6000,
+          ),
         },
         totals: totalsOf([w]),
         branch: w.branch,
@@ -1056,17 +1085,21 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       }
       const offset = Math.min(args.offset ?? 0, text.length);
       const max = args.maxChars ?? S.DIFF_DEFAULT_CHARS;
-      const page = text.slice(offset, offset + max);
-      const nextOffset = offset + page.length < text.length ? offset + page.length : null;
+      // A page of `max` characters of the diff, fewer where made visible it would read as more than DIFF_MAX_CHARS.
+      const fitted = fitPage(text, offset, max, S.DIFF_MAX_CHARS);
+      const nextOffset = fitted.end < text.length ? fitted.end : null;
       return {
         workerId: w.id,
         state: w.state,
         base: w.baseCommit,
         branch: w.branch,
         untrusted: {
-          files: (w.verdict?.scope.changedFiles ?? []).slice(0, 500).map((f) => untrustedText(f, 300)),
-          diffStat: untrustedText(w.verdict?.diffStat ?? "", 4000, { block: true }),
-          diff: untrustedText(page, Number.MAX_SAFE_INTEGER, { block: true }),
+          files: within(
+            (w.verdict?.scope.changedFiles ?? []).slice(0, 500).map((f) => untrustedText(f, 300)),
+            8000,
+          ),
+          diffStat: visibleCut(untrustedText(w.verdict?.diffStat ?? "", 4000, { block: true }), 8000),
+          diff: fitted.shown,
         },
         chars: text.length,
         offset,
@@ -1258,6 +1291,17 @@ function streamWait(
     });
     if (ended) sub.unsubscribe();
   });
+}
+
+/**
+ * The head of `items` that fits `budget` characters as JSON (at least one item). A worker's names and commands are
+ * bounded in source characters, but made visible they grow (an invisible character reads as ⟪U+200B⟫, ten for one):
+ * 200 file names of 300 zero-width characters are ~480,000 characters, and a result over the client's limit (Claude
+ * Code: 25,000 tokens) reaches Claude as nothing at all. The counts beside each list say how many there are.
+ */
+function within<T>(items: T[], budget: number): T[] {
+  let size = 0;
+  return items.filter((it, i) => (size += JSON.stringify(it).length) <= budget || i === 0);
 }
 
 /** Whether a result holds worker-written text (an `untrusted` object anywhere in it). */

@@ -173,6 +173,14 @@ const TOOL_CONFIG: [RegExp, string][] = [
   [/(^|\/)\.vscode\/(tasks|settings|launch)\.json$/, "editor tasks/settings (can run commands)"],
   [/(^|\/)\.idea\//, "editor configuration"],
   [/(^|\/)\.devcontainer\//, "dev container configuration"],
+  // What the coding agents in the person's checkout read as the project's own: Claude Code (which drives ocw) runs the
+  // hooks of `.claude/settings*.json` and the MCP servers of `.mcp.json`, and reads CLAUDE.md as instructions; opencode
+  // (later workers, on the merged base) reads AGENTS.md and its own config the same way.
+  [/(^|\/)\.claude\//, "Claude Code configuration (hooks run commands; commands, agents and settings steer Claude)"],
+  [/(^|\/)\.mcp\.json$/, "Claude Code MCP servers (programs it starts)"],
+  [/(^|\/)claude(\.local)?\.md$/, "instructions Claude Code reads as the project's own"],
+  [/(^|\/)(agents|gemini)\.md$|(^|\/)\.cursorrules$|^\.github\/copilot-instructions\.md$/, "instructions coding agents read as the project's own"],
+  [/(^|\/)\.(cursor|gemini|opencode|codex)\/|(^|\/)opencode\.jsonc?$/, "a coding agent's configuration"],
 ];
 
 /**
