@@ -118,6 +118,7 @@ async function resumeCommand(workerId: string, o: ResumeOptions): Promise<void> 
     throw new CliError((err as Error).message);
   }
   process.stderr.write(`ocw: ${workerId} resumed\n`);
+  detachOnInterrupt([workerId]);
   const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
   let w = result.workers.get(workerId)!;
   if (result.reason === "timeout") w = await client.workers.stop.mutate({ workerId, reason: `ocw resume --timeout ${o.timeout}s passed` }).catch(() => w);
@@ -150,6 +151,7 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
     throw new CliError((err as Error).message);
   }
   process.stderr.write(`ocw: ${workerId} continues (a new round)\n`);
+  detachOnInterrupt([workerId]);
   const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
   let w = result.workers.get(workerId)!;
   if (result.reason === "timeout") {
@@ -170,6 +172,20 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
     process.exit(1);
   }
   process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);
+}
+
+/**
+ * Ctrl-C while following: the workers are the engine's and go on; say so, and how to follow or stop them, rather than
+ * vanishing (exit 130, as an interrupted command does).
+ */
+function detachOnInterrupt(ids: string[]): void {
+  process.once("SIGINT", () => {
+    const one = ids.length === 1 ? ids[0]! : "ID";
+    process.stderr.write(
+      `\nocw: detached: ${ids.join(", ")} ${ids.length === 1 ? "keeps" : "keep"} running in the engine (its asks wait in the GUI) — follow with \`ocw logs ${one} --follow\`, stop with \`ocw cancel ${one}\`\n`,
+    );
+    process.exit(130);
+  });
 }
 
 /** What a follower says when the engine goes away (stopped, crashed, restarting) and when it is back. */
@@ -353,6 +369,7 @@ async function runCommand(o: RunOptions): Promise<void> {
     if (dirty) process.stderr.write(`ocw: warning: ${dir}: ${dirty}\n`);
   }
 
+  detachOnInterrupt(ids);
   const result = await followAndAnswer(client, ids, o.approve, undefined, batchId ?? undefined);
   const finalWorkers = result.workers;
   const summary = result.summary;

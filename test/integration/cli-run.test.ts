@@ -105,6 +105,35 @@ describe("ocw run", () => {
     expect(readLock(stateDir)).not.toBeNull();
   });
 
+  it("Ctrl-C while a run follows its worker: it says the worker keeps running in the engine and how to follow or stop it (exit 130)", async () => {
+    const dir = repo();
+    const p = spawn(
+      process.execPath,
+      [BUNDLE, "run", "--dir", dir, "--task", "CLI-HANG ctrl-c", "--check", "true", "--endpoint", model.url, "--model", "scripted-1", "--approve", "always"],
+      {
+        env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600" },
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let stderr = "";
+    const running = new Promise<void>((resolve) =>
+      p.stderr.on("data", (b) => {
+        stderr += b;
+        if (/ running\n/.test(stderr)) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => p.on("exit", (code) => resolve(code)));
+    await running;
+    p.kill("SIGINT");
+    expect(await exited).toBe(130);
+    const workerId = /ocw: started (w-[a-z0-9]+)/.exec(stderr)![1]!;
+    expect(stderr).toContain(`ocw: detached: ${workerId} keeps running in the engine`);
+    expect(stderr).toContain(`ocw cancel ${workerId}`);
+    const listed = await ocw(["list", "--state", "running"]);
+    expect(listed.stdout).toContain(workerId);
+    expect((await ocw(["cancel", workerId])).code).toBe(0);
+  });
+
   it("a checkout with uncommitted changes: the run says the worker starts from the last commit without them", async () => {
     const dir = repo();
     writeFileSync(path.join(dir, "README.md"), "# edited, not committed\n");
