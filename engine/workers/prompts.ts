@@ -40,7 +40,9 @@ const FIX_TOTAL_CHARS = 6000;
 
 /**
  * What a fix round tells the worker: the failing checks by name (their `name`, else "check N" — a check's command is
- * its source and stays held back) with the end of their output, the scope violations, or that nothing changed.
+ * its source and stays held back) with the end of their output, the scope violations, or that nothing changed. A check
+ * with held-back files shows no output: it ran the worker's code beside those files, and what that code printed can be
+ * the files themselves (trimming cannot hold: the code can encode what it prints). Its name and exit code still go.
  */
 export function fixPrompt(checks: CheckSpec[], v: Verdict, n: number, of: number): string {
   const lines = [`Fix round ${n} of ${of}. The held-back checks of your task were run on your change:`];
@@ -48,13 +50,17 @@ export function fixPrompt(checks: CheckSpec[], v: Verdict, n: number, of: number
   let budget = FIX_TOTAL_CHARS;
   v.checks.forEach((c, i) => {
     if (c.passed) return;
-    const name = checks[i]?.name ?? `check ${i + 1}`;
-    const out = c.output.trim();
+    const spec = checks[i];
+    const name = spec?.name ?? `check ${i + 1}`;
+    const heldBack = !!spec && "run" in spec && !!spec.files;
+    const out = heldBack ? "" : c.output.trim();
     const tail = out.length > FIX_OUTPUT_CHARS ? `… ${out.slice(-FIX_OUTPUT_CHARS)}` : out;
     const shown = budget > 0 ? tail.slice(-budget) : "";
     budget -= shown.length;
     lines.push(
       `- failed: ${name}${c.timedOut ? " (timed out)" : c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}${
+        heldBack ? " — its output is not shown: it ran beside held-back tests, which it could print" : ""
+      }${
         shown
           ? `\n  output:\n${shown
               .split("\n")

@@ -210,13 +210,11 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
     }
   }, 240_000);
 
-  // A KNOWN GAP, skipped until it is decided (a skip, not a test that passes by failing): a fix round sends the failing checks' output back to the worker, and that output
-  // is what the worker's own code printed while the held-back checks ran, with the held-back files beside it. Here the
-  // worker's module, imported by the held-back test, prints every file of its folder: the held-back test reaches the
-  // model whole in the fix round, where the worker can fit its code to it. Trimming the output cannot hold (the code can
-  // encode what it prints); what would: no check output in a fix round when the check has held-back files (names and exit
-  // codes only), or output only from the checks' own runner, not from the worker's code.
-  it.skip("a fix round never carries the held-back files to the model, whatever the worker's code prints during the check", async () => {
+  // A fix round sent the failing checks' output back to the worker, and that output is what the worker's own code printed
+  // while the held-back checks ran, with the held-back files beside it. Here the worker's module, imported by the
+  // held-back test, prints every file of its folder: the held-back test reached the model whole in the fix round. Trimming
+  // cannot hold (the code can encode what it prints): a check with held-back files now shows its name and exit code only.
+  it("a fix round never carries the held-back files to the model, whatever the worker's code prints during the check", async () => {
     mkdirSync(heldBack, { recursive: true });
     writeFileSync(
       path.join(heldBack, "check_calc.py"),
