@@ -123,7 +123,14 @@ describe("ocw run", () => {
       }),
     );
     const exited = new Promise<number | null>((resolve) => p.on("exit", (code) => resolve(code)));
-    await running;
+    // Bounded, so a run that never gets there fails here with what it printed (and is killed), not at the test's timeout.
+    const late = new Promise<never>((_, reject) =>
+      setTimeout(() => {
+        p.kill("SIGKILL");
+        reject(new Error(`ocw run never said its worker runs: ${stderr}`));
+      }, 120_000).unref(),
+    );
+    await Promise.race([running, late]);
     p.kill("SIGINT");
     expect(await exited).toBe(130);
     const workerId = /ocw: started (w-[a-z0-9]+)/.exec(stderr)![1]!;
