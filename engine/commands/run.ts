@@ -337,6 +337,9 @@ async function runCommand(o: RunOptions): Promise<void> {
   let ids: string[];
   let batchId: string | null = null;
   let groupId: string | null = null;
+  // As delegate warns over MCP: what the person has not committed stays behind. Read beside the engine's start (git's
+  // optional locks off), so that following the workers starts at once after it.
+  const dirty = Promise.all([...new Set(specs.map((s) => path.resolve(s.directory)))].map(async (dir) => ({ dir, warning: await uncommitted(dir) })));
   try {
     if (attemptsMode) {
       const r = await client.workers.startAttempts.mutate({
@@ -360,16 +363,12 @@ async function runCommand(o: RunOptions): Promise<void> {
   } catch (err) {
     throw new CliError((err as Error).message);
   }
+  detachOnInterrupt(ids);
   process.stderr.write(
     `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId}${batchName ? ` "${batchName}"` : ""})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}\n`,
   );
-  // As delegate warns over MCP: what the person has not committed stays behind.
-  for (const dir of new Set(specs.map((s) => path.resolve(s.directory)))) {
-    const dirty = await uncommitted(dir);
-    if (dirty) process.stderr.write(`ocw: warning: ${dir}: ${dirty}\n`);
-  }
+  for (const { dir, warning } of await dirty) if (warning) process.stderr.write(`ocw: warning: ${dir}: ${warning}\n`);
 
-  detachOnInterrupt(ids);
   const result = await followAndAnswer(client, ids, o.approve, undefined, batchId ?? undefined);
   const finalWorkers = result.workers;
   const summary = result.summary;
