@@ -132,6 +132,8 @@ test("new task: the API's validation messages show inline, and nothing starts", 
   const form = page.getByRole("form", { name: "New task" });
   await form.getByLabel("Directory (git repository)").fill("relative/dir");
   await form.getByRole("textbox", { name: "Task", exact: true }).fill("anything");
+  // Where the checks run, as the engine grades: a fresh checkout of the worker's commit, not its worktree.
+  await expect(form.getByRole("group", { name: "Checks" })).toContainText("run on a fresh checkout of the worker's committed files");
   await form.getByRole("button", { name: "Start worker" }).click();
   await expect(form.getByRole("alert")).toContainText("absolute path");
   await form.getByLabel("Directory (git repository)").fill(plain);

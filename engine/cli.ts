@@ -11,6 +11,14 @@ import { registerWorkerCommands } from "./commands/workers";
 import { registerClaudeCommands } from "./commands/claude";
 import { registerModelSetupCommands } from "./commands/model-setup";
 
+// `ocw logs ID | head -1`: a reader that went away ends the command quietly (it was an EPIPE stack trace). Not for the
+// engine (`serve`) or the MCP bridge, whose stdout is not a person's pager.
+if (!["serve", "mcp"].includes(process.argv[2] ?? ""))
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(141); // as a program that SIGPIPE ended: 128 + 13, no stack trace
+    throw err;
+  });
+
 const program = new Command();
 program
   .name("ocw")

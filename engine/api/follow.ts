@@ -10,6 +10,11 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** Reads the followed workers' pictures in one request (a batch's list) instead of one request each. */
   load?: () => Promise<Worker[]>;
+  /**
+   * The event stream lost the engine ("lost", with why; it keeps reconnecting) or has it again ("back"): once per
+   * outage, so a client can say why nothing moves while the engine is stopped or restarting.
+   */
+  onConnection?: (state: "lost" | "back", detail: string) => void;
 }
 
 export interface FollowResult {
@@ -45,6 +50,7 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
     let finished = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let sub: { unsubscribe(): void } | null = null;
+    let lost = false;
     const onAbort = () => finish("aborted");
     const end = () => {
       finished = true;
@@ -85,6 +91,16 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
           if (finished) return;
           end();
           reject(err);
+        },
+        onConnectionStateChange: (st) => {
+          if (finished || !opts.onConnection) return;
+          if (st.state === "connecting" && st.error && !lost) {
+            lost = true;
+            opts.onConnection("lost", st.error.message.replace(/^(\w*Error: )+/, "")); // the cause in words, not a class name
+          } else if (st.state === "pending" && lost) {
+            lost = false;
+            opts.onConnection("back", "");
+          }
         },
       },
     );

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { grantShown, grantsInView } from "../../shared/grants";
 import { showUntrusted } from "../../shared/untrusted";
 
 const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
@@ -26,11 +27,18 @@ export function registerGrantsCommand(program: Command): void {
         }
         const grants = await client.approvals.grants.query();
         if (o.json) return console.log(JSON.stringify(grants, null, 2));
-        if (!grants.length) return console.log('no grants: nothing is answered "always"');
-        for (const g of grants)
+        // As the approvals screen shows them: those in force, a path in the workspace as the repository's.
+        const { shown, expired } = grantsInView(grants);
+        const note = expired ? `${expired} expired grant(s) not shown (their workers' runs ended)` : "";
+        if (!shown.length) return console.log(`no grants in force: nothing is answered "always"${note ? `; ${note}` : ""}`);
+        const worktrees = new Map<string, string | null>();
+        for (const id of new Set(shown.map((g) => g.workerId)))
+          worktrees.set(id, (await client.workers.get.query({ workerId: id }).catch(() => null))?.worktree ?? null);
+        for (const g of shown)
           console.log(
-            `${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})${g.expiredAt === undefined ? "" : "  expired: its worker's run ended"}`,
+            `${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe(grantShown(g.pattern, worktrees.get(g.workerId)))}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})`,
           );
+        if (note) console.log(note);
       } catch (err) {
         fail(err);
       }

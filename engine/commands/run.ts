@@ -15,6 +15,8 @@ import { showUntrusted } from "../../shared/untrusted";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow, nextEvent } from "../api/follow";
+import { askWhat } from "../mcp/format";
+import { uncommitted } from "./uncommitted";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
 
@@ -78,12 +80,56 @@ export function registerRunCommand(program: Command): void {
   program
     .command("continue")
     .description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built")
-    .argument("<workerId>", "the worker (see `ocw ps`)")
+    .argument("<workerId>", "the worker (see `ocw list`)")
     .requiredOption("--message <text>", "what the worker should do next")
     .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
     .option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v))
     .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)")
     .action((workerId: string, o: ContinueOptions) => continueCommand(workerId, o).catch(fail));
+
+  program
+    .command("resume")
+    .description(
+      "resume a stopped, interrupted or errored worker in its same session (a graded one takes `ocw continue`), follow it to its verdict; exit 0 only if built",
+    )
+    .argument("<workerId>", "the worker (see `ocw list`)")
+    .option("--message <text>", "a note for the worker as it goes on")
+    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--timeout <seconds>", "wall-clock limit: the worker is stopped again when it passes", (v) => Number(v))
+    .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints)")
+    .action((workerId: string, o: ResumeOptions) => resumeCommand(workerId, o).catch(fail));
+}
+
+interface ResumeOptions {
+  message?: string;
+  approve: string;
+  timeout?: number;
+  json?: boolean;
+}
+
+async function resumeCommand(workerId: string, o: ResumeOptions): Promise<void> {
+  if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
+  if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  const { client } = await connectWithTarget({}, "cli:ocw resume");
+  try {
+    await client.workers.resume.mutate({ workerId, ...(o.message?.trim() ? { message: o.message } : {}) });
+  } catch (err) {
+    // Bad input (an unknown id, a worker that runs or was graded): one line, exit 2.
+    throw new CliError((err as Error).message);
+  }
+  process.stderr.write(`ocw: ${workerId} resumed\n`);
+  detachOnInterrupt([workerId]);
+  const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
+  let w = result.workers.get(workerId)!;
+  if (result.reason === "timeout") w = await client.workers.stop.mutate({ workerId, reason: `ocw resume --timeout ${o.timeout}s passed` }).catch(() => w);
+  const out = workerResult(w, await client.workers.events.query({ workerId }));
+  if (o.json) process.stdout.write(JSON.stringify(out.json, null, 2) + "\n");
+  else process.stderr.write(out.summary + "\n");
+  if (result.reason === "timeout") {
+    process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
+    process.exit(1);
+  }
+  process.exit(w.state === "built" ? 0 : 1);
 }
 
 interface ContinueOptions {
@@ -105,6 +151,7 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
     throw new CliError((err as Error).message);
   }
   process.stderr.write(`ocw: ${workerId} continues (a new round)\n`);
+  detachOnInterrupt([workerId]);
   const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
   let w = result.workers.get(workerId)!;
   if (result.reason === "timeout") {
@@ -121,11 +168,33 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
       out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n",
     );
   if (result.reason === "timeout") {
-    process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: resume it (the GUI, or MCP resume) to go on\n`);
+    process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
     process.exit(1);
   }
   process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);
 }
+
+/**
+ * Ctrl-C while following: the workers are the engine's and go on; say so, and how to follow or stop them, rather than
+ * vanishing (exit 130, as an interrupted command does).
+ */
+function detachOnInterrupt(ids: string[]): void {
+  process.once("SIGINT", () => {
+    const one = ids.length === 1 ? ids[0]! : "ID";
+    process.stderr.write(
+      `\nocw: detached: ${ids.join(", ")} ${ids.length === 1 ? "keeps" : "keep"} running in the engine (its asks wait in the GUI) — follow with \`ocw logs ${one} --follow\`, stop with \`ocw cancel ${one}\`\n`,
+    );
+    process.exit(130);
+  });
+}
+
+/** What a follower says when the engine goes away (stopped, crashed, restarting) and when it is back. */
+const connectionSay = (say: (line: string) => void) => (state: "lost" | "back", detail: string) =>
+  say(
+    state === "lost"
+      ? `ocw: the engine is unreachable (${detail}); waiting for it to come back (\`ocw gui --url\` starts it again; its workers then show as interrupted, to resume)`
+      : "ocw: the engine is back",
+  );
 
 /** Follows workers until they are final (or the timeout), answering their asks as `--approve` says. */
 async function followAndAnswer(
@@ -144,10 +213,12 @@ async function followAndAnswer(
       for (const ask of pendingAsks(w)) {
         if (answered.has(ask.id)) continue;
         answered.add(ask.id);
-        if (asker) asker.enqueue(ask);
+        // Shown as the GUI and MCP show it: a path in the workspace as the repository's, never the engine's folder.
+        const shown = { ...ask, what: askWhat(ask, w.worktree), ...(ask.diff ? { diff: askWhat({ what: ask.diff }, w.worktree) } : {}) };
+        if (asker) asker.enqueue(shown);
         else {
           const d = unattendedDecision(ask, approve as DecisionKind);
-          const v = askView(ask);
+          const v = askView(shown);
           const note = approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
           say(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}`);
           void client.approvals.decide
@@ -169,7 +240,7 @@ async function followAndAnswer(
   };
   try {
     if (batchId) return { ...(await followBatch(client, batchId, onEvent, onAsks, say)), reason: "settled" };
-    const result = await follow(client, ids, { ...(timeoutSec ? { timeoutMs: timeoutSec * 1000 } : {}), onEvent });
+    const result = await follow(client, ids, { ...(timeoutSec ? { timeoutMs: timeoutSec * 1000 } : {}), onEvent, onConnection: connectionSay(say) });
     onAsks(result.workers);
     return { workers: result.workers, summary: null, reason: result.reason };
   } finally {
@@ -266,6 +337,9 @@ async function runCommand(o: RunOptions): Promise<void> {
   let ids: string[];
   let batchId: string | null = null;
   let groupId: string | null = null;
+  // As delegate warns over MCP: what the person has not committed stays behind. Read beside the engine's start (git's
+  // optional locks off), so that following the workers starts at once after it.
+  const dirty = Promise.all([...new Set(specs.map((s) => path.resolve(s.directory)))].map(async (dir) => ({ dir, warning: await uncommitted(dir) })));
   try {
     if (attemptsMode) {
       const r = await client.workers.startAttempts.mutate({
@@ -289,9 +363,11 @@ async function runCommand(o: RunOptions): Promise<void> {
   } catch (err) {
     throw new CliError((err as Error).message);
   }
+  detachOnInterrupt(ids);
   process.stderr.write(
     `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId}${batchName ? ` "${batchName}"` : ""})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}\n`,
   );
+  for (const { dir, warning } of await dirty) if (warning) process.stderr.write(`ocw: warning: ${dir}: ${warning}\n`);
 
   const result = await followAndAnswer(client, ids, o.approve, undefined, batchId ?? undefined);
   const finalWorkers = result.workers;
@@ -443,6 +519,7 @@ async function followBatch(
         },
         // Called on the first picture too: asks already open when this follow began are answered.
         until: (ws) => (onAsks(ws), changed),
+        onConnection: connectionSay(say),
       });
       onAsks(r.workers);
       for (const [k, v] of r.workers) all.set(k, v);

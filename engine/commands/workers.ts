@@ -331,7 +331,7 @@ export function showText(w: Worker): string {
       : w.state === "honest-failure"
         ? `next: ocw logs ${w.id} · ocw continue ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
         : ["stopped", "interrupted", "error"].includes(w.state)
-          ? `next: resume it (GUI or MCP) · ocw retry ${w.id} · ocw discard ${w.id}`
+          ? `next: ocw resume ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
           : !isAtRest(w.state)
             ? `next: ocw logs ${w.id} --follow · ocw cancel ${w.id}`
             : w.merged && !w.reverted
@@ -341,38 +341,43 @@ export function showText(w: Worker): string {
   return lines.join("\n");
 }
 
-/** Worker events as lines: parts in the order they began, each printed once in its latest form. */
+/**
+ * Worker events as lines, each part printed once in its latest form: text where it began, a tool call where it ended
+ * (after the ask and the decision that let it run, with the time it ended).
+ */
 export class LogPrinter {
   private readonly parts = new Map<string, { ts: number; part: TranscriptPart }>();
   private readonly printed = new Set<string>();
 
   constructor(private readonly out: (line: string) => void) {}
 
-  /** A log read whole: each part where it began, in its final form. */
+  /** A log read whole: each part in its final form, where `--follow` prints it live. */
   replay(events: WorkerEvent[]): void {
-    const finals = new Map<string, TranscriptPart>();
-    for (const e of events) if (e.type === "part") finals.set(e.part.partId, e.part);
-    for (const e of events) {
-      if (e.type !== "part") {
-        this.event(e, false);
-        continue;
-      }
-      if (this.parts.has(e.part.partId)) continue;
-      this.parts.set(e.part.partId, { ts: e.ts, part: finals.get(e.part.partId)! });
+    const finals = new Map<string, { part: TranscriptPart; index: number; ts: number }>();
+    events.forEach((e, index) => {
+      if (e.type === "part") finals.set(e.part.partId, { part: e.part, index, ts: e.ts });
+    });
+    events.forEach((e, index) => {
+      if (e.type !== "part") return this.event(e, false);
+      const final = finals.get(e.part.partId)!;
+      const tool = final.part.kind === "tool";
+      if (tool ? index !== final.index : this.parts.has(e.part.partId)) return;
+      this.parts.set(e.part.partId, { ts: tool ? final.ts : e.ts, part: final.part });
       this.printPart(e.part.partId);
-    }
+    });
   }
 
   event(e: WorkerEvent, live = false): void {
     const at = new Date(e.ts).toISOString().slice(11, 19);
     if (e.type === "part") {
       const had = this.parts.get(e.part.partId);
-      this.parts.set(e.part.partId, { ts: had?.ts ?? e.ts, part: e.part });
+      this.parts.set(e.part.partId, { ts: e.part.kind === "tool" ? e.ts : (had?.ts ?? e.ts), part: e.part });
       // Live: a tool part once it finished, a text part once (its latest text when the next event comes).
       if (live && e.part.kind === "tool" && (e.part.status === "completed" || e.part.status === "error")) this.printPart(e.part.partId);
       return;
     }
-    if (live) this.flushParts();
+    // A tool call still waiting (for its ask's answer) is printed when it ends, or as it stands once the worker ends.
+    if (live) this.flushParts(e.type === "worker.state" && isAtRest(e.state));
     switch (e.type) {
       case "worker.created":
         return this.out(
@@ -403,8 +408,9 @@ export class LogPrinter {
     }
   }
 
-  flushParts(): void {
-    for (const id of this.parts.keys()) this.printPart(id);
+  /** Prints the parts not printed yet; `all: false` leaves tool calls that have not ended. */
+  flushParts(all = true): void {
+    for (const [id, { part }] of this.parts) if (all || part.kind !== "tool" || part.status === "completed" || part.status === "error") this.printPart(id);
   }
 
   private printPart(id: string): void {

@@ -1,5 +1,6 @@
 // The MCP bridge's tools: each one is a thin call on the engine's control API, shaped for a model that reads only
 // `structuredContent` and must never be left hanging on an approval.
+import { uncommitted } from "../commands/uncommitted";
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -1391,21 +1392,6 @@ async function gitOut(cwd: string, args: string[]): Promise<string | null> {
   }
 }
 
-/**
- * A warning when the checkout has uncommitted changes: the worker starts from HEAD and never sees them. Without git's
- * optional locks: a status refreshes the index under index.lock when it can, and the person's own git in that checkout
- * at that moment would fail on the lock ("Another git process seems to be running").
- */
-async function uncommitted(dir: string): Promise<string | null> {
-  const out = await gitOut(dir, ["--no-optional-locks", "status", "--porcelain", "--untracked-files=normal"]);
-  const files = (out ?? "")
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => l.slice(3));
-  if (!files.length) return null;
-  return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", …" : ""}): the worker starts from the last commit and does not see them — commit what it needs before delegating`;
-}
-
 /** The repository root of a folder (realpath'd), or the folder itself when git cannot say. */
 async function repoRoot(dir: string): Promise<string> {
   if (!path.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
@@ -1441,6 +1427,9 @@ function messageOf(err: unknown, log: (l: string) => void, tool: string): string
   if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
   if (e?.data?.code) {
     if (e.data.code === "BAD_REQUEST" || e.data.code === "NOT_FOUND") return e.message ?? "bad request";
+    // A refusal the engine explains (the state forbids it now, something it needs is down) is said as it is; only an
+    // internal error is the engine failing.
+    if (e.data.ocwCode && e.data.ocwCode !== "internal" && e.message) return e.message;
     return `the engine failed: ${e.message}`;
   }
   log(`${tool}: ${(err as Error)?.stack ?? String(err)}`);

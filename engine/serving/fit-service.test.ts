@@ -39,6 +39,15 @@ describe("planFit", () => {
     expect(e.code).toBe("bad-input");
   });
 
+  it("--ctx below what OpenCode's first request needs is refused before anything starts (verify would always call it cannot-build)", async () => {
+    const e = await planFit({ slots: 1, ctxPerSlot: 4096 }, hw([], 16), { llamaServer: null, nvcc: false }).catch((x) => x);
+    expect(isSetupError(e, "input")).toBe(true);
+    expect(e.data).toEqual({ field: "ctxPerSlot" });
+    expect(e.message).toMatch(/^--ctx 4096 per slot is less than OpenCode's first request needs .*: give --ctx 8192 or more/);
+    const ok = await planFit({ slots: 1, ctxPerSlot: 8192 }, hw([], 16), { llamaServer: null, nvcc: false });
+    expect(ok.pick?.ctxPerSlot).toBe(8192);
+  });
+
   it("a named model never gets a quant under 4 bits when a ≥ 4-bit quant fits (Qwen3.6-35B-A3B on a 20 GB card: UD-Q4_K_M with experts in RAM, not UD-Q3_K_M whole)", async () => {
     const r = await planFit({ model: "qwen3.6-35b-a3b", slots: 1 }, hw([nv(0, "NVIDIA RTX 4000 Ada", 20)], 64), { llamaServer: null, nvcc: true });
     expect(r.pick, r.problem ?? "").not.toBeNull();

@@ -20,6 +20,7 @@ import { expectedLlamaBackend } from "./get-llama";
 import { findLlamaServer } from "./llama-server";
 import { ParallelInputError, parallelDevices, proposeParallel } from "./parallel";
 import { findRuntime } from "./runtime-adapters";
+import { FIRST_ANSWER_TOKENS, MIN_SLOT_CTX, OPENCODE_FIRST_REQUEST_TOKENS } from "./verify";
 
 export type FitRuntime = "llama.cpp" | "vllm" | "sglang";
 
@@ -107,6 +108,12 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   if (i.slots !== undefined && !(Number.isInteger(i.slots) && i.slots >= 1)) input(`--slots must be an integer ≥ 1 (got "${i.slots}")`, "slots");
   if (i.ctxPerSlot !== undefined && !(Number.isInteger(i.ctxPerSlot) && i.ctxPerSlot >= 1024))
     input(`--ctx must be an integer ≥ 1024 (got "${i.ctxPerSlot}")`, "ctxPerSlot");
+  // A slot that cannot hold a worker's first turn fails verify whatever else is right: said before a download or a start.
+  if (i.ctxPerSlot !== undefined && i.ctxPerSlot < MIN_SLOT_CTX)
+    input(
+      `--ctx ${i.ctxPerSlot} per slot is less than OpenCode's first request needs (≈ ${OPENCODE_FIRST_REQUEST_TOKENS} tokens with our agent, plus ${FIRST_ANSWER_TOKENS} for its answer), so no worker could start: give --ctx 8192 or more (the default minimum is ${DEFAULT_MIN_CTX})`,
+      "ctxPerSlot",
+    );
   if (i.minCtx !== undefined && !(Number.isInteger(i.minCtx) && i.minCtx >= 1024)) input(`--min-ctx must be an integer ≥ 1024 (got "${i.minCtx}")`, "minCtx");
   // setup's --ctx: exactly this context per slot (llama.cpp pads the cache to 256 cells)
   const exact = i.ctxPerSlot === undefined ? undefined : Math.ceil(i.ctxPerSlot / 256) * 256;
@@ -126,7 +133,7 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
   const slots = i.slots ?? (dev.gpus.length ? 4 : 1);
   if (i.slots === undefined && !dev.gpus.length && !parallel)
-    notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
+    notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); for more, set Slots in Setup (--slots N on the command line)");
   const verified = toolVerifiedModels(o.store);
   const allowSlow = !!i.allowSlow;
   let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null; refused?: FitPick[] };

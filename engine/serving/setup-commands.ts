@@ -204,7 +204,11 @@ export async function doctor(input: { llamaServer?: string; cwd?: string }, o: {
   return {
     hardware: hw,
     llamaServer: bin,
-    llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"),
+    llamaServerNote:
+      binNote ||
+      (bin
+        ? "found"
+        : "not found (the engine looked at its $LLAMA_SERVER, PATH and the build cache): `ocw setup` installs a pinned llama.cpp release, or pass --llama-server PATH"),
     serving,
     sandbox,
   };

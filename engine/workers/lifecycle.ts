@@ -46,7 +46,11 @@ export class WorkspaceLifecycle {
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`, "conflict");
-    if (!ws.baseBranch) throw new InputError(`the worker started from a detached HEAD: merge its branch by hand (${ws.branch})`, "conflict");
+    if (!ws.baseBranch)
+      throw new InputError(
+        `the worker started from a detached HEAD, so there is no branch to merge it into: \`ocw publish ${workerId}\` brings its graded commit in as branch ${ws.branch}; then check out the branch you want it on and run \`git merge --no-ff ${ws.branch}\``,
+        "conflict",
+      );
     const commit = w.verdict?.commit;
     if (!commit) throw new InputError(`worker ${workerId} has no graded commit to merge`, "conflict");
     const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });

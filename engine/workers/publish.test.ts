@@ -250,6 +250,22 @@ describe("grading publishes nothing; landing brings exactly the graded commit", 
     expect(existsSync(gradedObjectsDir(path.dirname(w.ws.gitDir), w.repo))).toBe(false);
   }, 60_000);
 
+  it("merge of a worker that started from a detached HEAD is refused, saying how to land it: the branch it names is brought by `ocw publish`", async () => {
+    const w = await gradedWorker(bigChange);
+    // As the engine records a worker started from a detached HEAD: no base branch.
+    w.t.registry.record(w.id, { type: "worker.workspace", worktree: w.ws.worktree, branch: w.ws.branch, baseCommit: w.base, baseBranch: null, repo: w.repo });
+    const err = await w.lifecycle.merge(w.id).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    const msg = (err as Error).message;
+    expect(msg).toContain(`ocw publish ${w.id}`);
+    expect(msg).toContain(`git merge --no-ff ${w.ws.branch}`);
+    // Nothing is there until published (grading brings nothing); published, the branch the message names merges.
+    expect(g(w.repo, "branch", "--list", w.ws.branch)).toBe("");
+    await w.lifecycle.publish(w.id);
+    g(w.repo, "-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "--no-ff", "--no-edit", w.ws.branch);
+    expect(readFileSync(path.join(w.repo, "small.txt"), "utf8")).toBe("small\n");
+  }, 60_000);
+
   it("push and pull request: the remote and the person's repository get exactly the graded commit (ocw/<id> names it)", async () => {
     const w = await gradedWorker(bigChange);
     const remote = path.join(tmp, `remote-${n}.git`);

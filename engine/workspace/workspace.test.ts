@@ -13,6 +13,7 @@ import {
   gradedStore,
   inspectRepo,
   mergeBranch,
+  mergeHint,
   parseNumstatAndStat,
   publishBranch,
   removeWorkspace,
@@ -252,6 +253,20 @@ describe("the user's git filters (git-lfs and the like)", () => {
   );
 });
 
+describe("what inspectRepo says about a folder that is no checkout to work on", () => {
+  it("a bare repository is named as one (not told to `git init` there), a folder with no git and a repository with no commits each in their words", async () => {
+    const bare = path.join(tmp, `bare-${n++}.git`);
+    execFileSync("git", ["init", "-q", "--bare", bare]);
+    await expect(inspectRepo(bare)).rejects.toThrow(/is a bare repository \(it has no files to work on\): pass a checkout of it/);
+    const plain = path.join(tmp, `plain-${n++}`);
+    mkdirSync(plain);
+    await expect(inspectRepo(plain)).rejects.toThrow(/is not a git repository: run `git init/);
+    const empty = path.join(tmp, `empty-${n++}`);
+    execFileSync("git", ["init", "-q", empty]);
+    await expect(inspectRepo(empty)).rejects.toThrow(/has no commits yet/);
+  });
+});
+
 describe("publishing a graded commit", () => {
   it("brings into the user's repository the objects the commit needs, not a file an earlier snapshot saw", async () => {
     const r = repo();
@@ -266,6 +281,25 @@ describe("publishing a graded commit", () => {
     expect(g(r, "show", `${ws.branch}:kept.txt`)).toBe("kept");
     const blob = execFileSync("git", ["hash-object", "--stdin"], { input: scratch, encoding: "utf8" }).trim();
     expect(() => execFileSync("git", ["-C", r, "cat-file", "-e", blob], { stdio: "pipe" })).toThrow();
+  });
+
+  it("the merge hint's by-hand command runs as printed from a repository whose path has spaces and a quote", () => {
+    const r = committedRepo(path.join(tmp, `it's my repo ${n++}`));
+    g(r, "checkout", "-q", "-b", "ocw/w-hint");
+    writeFileSync(path.join(r, "hint.txt"), "hint\n");
+    g(r, "add", "hint.txt");
+    g(r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "worker");
+    g(r, "checkout", "-q", "main");
+    const hint = mergeHint({ repo: r, branch: "ocw/w-hint", baseBranch: "main" });
+    expect(hint.startsWith("ocw publish w-hint && ")).toBe(true);
+    // The branch is already there (as `ocw publish` would leave it): run the rest in a shell, from elsewhere.
+    const rest = hint.slice("ocw publish w-hint && ".length);
+    execFileSync("sh", ["-c", rest], {
+      cwd: tmp,
+      stdio: "pipe",
+      env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t", GIT_MERGE_AUTOEDIT: "no" },
+    });
+    expect(readFileSync(path.join(r, "hint.txt"), "utf8")).toBe("hint\n");
   });
 });
 

@@ -30,6 +30,8 @@ export async function inspectRepo(dir: string): Promise<RepoInfo> {
   const [root, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root || !head || !ref) {
     const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
+    if (!top && (await git(dir, ["rev-parse", "--is-bare-repository"], { allowFail: true })) === "true")
+      throw new InputError(`${dir} is a bare repository (it has no files to work on): pass a checkout of it (\`git clone ${dir}\`)`);
     if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
@@ -1718,14 +1720,19 @@ async function copyWhole(src: string, dest: string): Promise<void> {
  */
 export function mergeHint(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">): string {
   const id = ws.branch.replace(/^ocw\//, "");
+  // Printed to be pasted into a shell: a path with spaces or quotes (or a branch name with `$`) is quoted.
+  const q = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
   if (!ws.baseBranch)
-    return `ocw publish ${id} && cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `ocw publish ${id} && cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
+    return `ocw publish ${id} && cd ${q(ws.repo)} && git merge --no-ff ${q(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
+  return `ocw publish ${id} && cd ${q(ws.repo)} && git checkout ${q(ws.baseBranch)} && git merge --no-ff ${q(ws.branch)}`;
 }
 
 /** Merges exactly `commit` (the graded one) into the base branch in the user's checkout; refuses, changing nothing, on conflict. */
 export async function mergeBranch(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">, message: string, commit?: string): Promise<string> {
-  if (!ws.baseBranch) throw new InputError("the worker started from a detached HEAD: merge its branch by hand (" + ws.branch + ")");
+  if (!ws.baseBranch)
+    throw new InputError(
+      `the worker started from a detached HEAD, so there is no branch to merge it into: check out the branch you want it on and run \`git merge --no-ff ${ws.branch}\` (after \`ocw publish\` brought it in)`,
+    );
   const current = (await git(ws.repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
   if (current !== ws.baseBranch) {
     throw new InputError(`your checkout ${ws.repo} is on ${current ?? "a detached HEAD"}, not ${ws.baseBranch}: check out ${ws.baseBranch} first`);

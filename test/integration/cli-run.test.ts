@@ -45,6 +45,17 @@ beforeAll(async () => {
         script: (ctx) => (ctx.turnStep === 0 ? writeFile("cli.txt", "from cli\n") : { text: "MILESTONE: wrote cli.txt\nOUTCOME: built" }),
       },
       {
+        name: "cli-hang",
+        match: /CLI-HANG/,
+        // First turn: the model hangs (the worker is mid-request when the engine stops). Resumed: do the task.
+        script: (c) =>
+          c.userTexts.length === 1
+            ? { hang: true, textBeforeHang: "working" }
+            : c.turnStep === 0
+              ? writeFile("hang.txt", "done\n")
+              : { text: "OUTCOME: built" },
+      },
+      {
         name: "cli-batch",
         match: /CLI-BATCH-(\w)/,
         script: (ctx) => (ctx.turnStep === 0 ? writeFile(`${/CLI-BATCH-(\w)/.exec(ctx.firstUserText)![1]}.txt`, "b\n") : { text: "OUTCOME: built" }),
@@ -94,6 +105,83 @@ describe("ocw run", () => {
     expect(readLock(stateDir)).not.toBeNull();
   });
 
+  it("Ctrl-C while a run follows its worker: it says the worker keeps running in the engine and how to follow or stop it (exit 130)", async () => {
+    const dir = repo();
+    const p = spawn(
+      process.execPath,
+      [BUNDLE, "run", "--dir", dir, "--task", "CLI-HANG ctrl-c", "--check", "true", "--endpoint", model.url, "--model", "scripted-1", "--approve", "always"],
+      {
+        env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600" },
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let stderr = "";
+    const running = new Promise<void>((resolve) =>
+      p.stderr.on("data", (b) => {
+        stderr += b;
+        // Once it says it started, Ctrl-C is its own (the worker may be running before the run follows it).
+        if (/ocw: started w-/.test(stderr)) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => p.on("exit", (code) => resolve(code)));
+    // Bounded, so a run that never gets there fails here with what it printed (and is killed), not at the test's timeout.
+    const late = new Promise<never>((_, reject) =>
+      setTimeout(() => {
+        p.kill("SIGKILL");
+        reject(new Error(`ocw run never said it started: ${stderr}`));
+      }, 120_000).unref(),
+    );
+    await Promise.race([running, late]);
+    p.kill("SIGINT");
+    expect(await exited).toBe(130);
+    const workerId = /ocw: started (w-[a-z0-9]+)/.exec(stderr)![1]!;
+    expect(stderr).toContain(`ocw: detached: ${workerId} keeps running in the engine`);
+    expect(stderr).toContain(`ocw cancel ${workerId}`);
+    const listed = await ocw(["list", "--state", "queued,starting,running"]);
+    expect(listed.stdout).toContain(workerId);
+    expect((await ocw(["cancel", workerId])).code).toBe(0);
+  });
+
+  it("a checkout with uncommitted changes: the run says the worker starts from the last commit without them", async () => {
+    const dir = repo();
+    writeFileSync(path.join(dir, "README.md"), "# edited, not committed\n");
+    const r = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "CLI-WRITE: create cli.txt",
+      "--check",
+      "test -f cli.txt",
+      "--endpoint",
+      model.url,
+      "--model",
+      "scripted-1",
+      "--approve",
+      "always",
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(
+      /ocw: warning: .*: your checkout has 1 uncommitted change\(s\) \(README\.md\): the worker starts from the last commit and does not see them/,
+    );
+    const clean = await ocw([
+      "run",
+      "--dir",
+      repo(),
+      "--task",
+      "CLI-WRITE: create cli.txt",
+      "--check",
+      "test -f cli.txt",
+      "--endpoint",
+      model.url,
+      "--model",
+      "scripted-1",
+      "--approve",
+      "always",
+    ]);
+    expect(clean.stderr).not.toMatch(/uncommitted/);
+  });
+
   it("--approve ask reads y/a/n from the terminal; n rejects → honest-failure, exit 1", async () => {
     const dir = repo();
     const r = await ocw(
@@ -102,6 +190,9 @@ describe("ocw run", () => {
     );
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/asks edit: .*cli\.txt/);
+    // The path as the repository's, as the GUI and MCP show it: never the engine's private folder.
+    expect(r.stderr).toMatch(/asks edit: cli\.txt\n/);
+    expect(r.stderr).not.toContain(stateDir);
     const out = JSON.parse(r.stdout);
     expect(out.verdict).toBe("honest-failure");
     expect(out.approvals[0]).toMatchObject({ decision: "reject" });
@@ -187,6 +278,77 @@ describe("ocw run", () => {
     expect(workersAfter).toBe(workersBefore);
     expect(readdirSync(dir).sort()).toEqual([".git", "README.md"]);
   });
+
+  it("the engine stopped under a running `ocw run` is said on the terminal (no silent wait); once it is back the run reports the worker interrupted, and `ocw resume` finishes it", async () => {
+    const sd = tempDir("cli-stop-state");
+    const env = { ...process.env, OCW_STATE_DIR: sd, OCW_STALL_SEC: "600" };
+    const dir = repo();
+    const p = spawn(
+      process.execPath,
+      [
+        BUNDLE,
+        "run",
+        "--dir",
+        dir,
+        "--task",
+        "CLI-HANG",
+        "--check",
+        "test -f hang.txt",
+        "--endpoint",
+        model.url,
+        "--model",
+        "scripted-1",
+        "--approve",
+        "always",
+      ],
+      {
+        env,
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let stderr = "";
+    const waiters: (() => void)[] = [];
+    p.stderr.on("data", (b) => {
+      stderr += b;
+      for (const w of waiters.splice(0)) w();
+    });
+    const exited = new Promise<number | null>((resolve) => p.on("exit", (code) => resolve(code)));
+    // A bound so that a run that never says it fails here (and the finally cleans up), not at the test's timeout.
+    const until = async (re: RegExp, ms = 60_000) => {
+      const deadline = Date.now() + ms;
+      while (!re.test(stderr)) {
+        if (p.exitCode !== null) throw new Error(`ocw run ended early: ${stderr}`);
+        if (Date.now() > deadline) throw new Error(`ocw run never printed ${re}: ${stderr}`);
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 1000);
+        });
+      }
+    };
+    try {
+      await until(/ running\n/);
+      expect((await ocw(["stop"], { env: { OCW_STATE_DIR: sd } })).code).toBe(0);
+      await until(/the engine is unreachable/);
+      const line = stderr.split("\n").find((l) => l.includes("the engine is unreachable"))!;
+      expect(line).toMatch(/waiting for it to come back/);
+      expect(line).not.toMatch(/TypeError|\bError:/);
+      expect((await ocw(["gui", "--url"], { env: { OCW_STATE_DIR: sd } })).code).toBe(0);
+      expect(await exited).toBe(1);
+      expect(stderr).toContain("ocw: the engine is back");
+      expect(stderr).toMatch(/interrupted/);
+      const workerId = /ocw: started (w-[a-z0-9]+)/.exec(stderr)![1]!;
+      const shown = await ocw(["show", workerId], { env: { OCW_STATE_DIR: sd } });
+      expect(shown.stdout).toContain(`next: ocw resume ${workerId}`);
+      const resumed = await ocw(["resume", workerId, "--approve", "always", "--json"], { env: { OCW_STATE_DIR: sd } });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({ workerId, verdict: "built" });
+      expect((await ocw(["resume", workerId], { env: { OCW_STATE_DIR: sd } })).stderr).toMatch(/^ocw: .*built/m);
+    } finally {
+      p.kill("SIGKILL");
+      await stopDetachedEngine(sd);
+      cleanup(sd);
+    }
+  }, 180_000);
 });
 
 function writeBatch(tasks: unknown[]): string {

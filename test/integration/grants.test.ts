@@ -1,11 +1,12 @@
 // "always" means what it says, against the real parts (the bundle's engine, real opencode suggesting the pattern
 // `npm test *`, bubblewrap when present, the scripted model): an "always" on `npm test` answers `npm test` again, and never a
 // command chained to it, whatever the operator.
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bash, startScriptedModel, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, settle, startEngine, type TestEngine } from "../helpers";
+import { bash, startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
+import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, untilState, type TestEngine } from "../helpers";
 import { startMcp, waitUntil } from "./mcp-helpers";
 
 let model: ScriptedModel;
@@ -89,5 +90,21 @@ describe('"always" on a real worker', () => {
     } finally {
       await mcp.close();
     }
+  }, 200_000);
+
+  it("`ocw grants` shows a path in the workspace as the repository's (never the engine's private folder), lists the grants in force and counts the expired", async () => {
+    model.addScript(/TASK-GRANT-PATH/, steps(writeFile("notes/a.txt", "a\n"), { hang: true }), "grant-path");
+    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-GRANT-PATH: write notes/a.txt", directory: repo });
+    const asking = await untilState(engine.client, workerId, (w) => w.asks.some((a) => a.status === "pending"), 120_000);
+    await engine.client.approvals.decide.mutate({ askId: asking.asks.find((a) => a.status === "pending")!.id, decision: "always" });
+    await untilState(engine.client, workerId, (w) => w.grants.length === 1, 60_000);
+    const grants = () => execFileSync(process.execPath, [BUNDLE, "grants"], { encoding: "utf8", env: { ...process.env, OCW_STATE_DIR: engine.stateDir } });
+    const inForce = grants();
+    expect(inForce).toMatch(new RegExp(`worker ${workerId} {2}edit notes/a\\.txt {2}\\(by `));
+    expect(inForce).not.toContain(engine.stateDir);
+    await engine.client.workers.stop.mutate({ workerId });
+    const after = grants();
+    expect(after).not.toContain(workerId);
+    expect(after).toMatch(/\d+ expired grant\(s\) not shown/);
   }, 200_000);
 });

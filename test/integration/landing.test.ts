@@ -347,6 +347,19 @@ describe("the daily CLI against a running engine", () => {
     expect(logs.stdout).toMatch(/ask \S+: edit/);
     expect(logs.stdout).toMatch(/decision on \S+: once by/);
     expect(logs.stdout).toMatch(/verdict built · 1\/1 checks · claim honest/);
+    // Piped into a reader that has gone (`ocw logs ID | head -1`): a quiet end, not an EPIPE stack trace.
+    const piped = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const p = spawn(process.execPath, [BUNDLE, "logs", built], {
+        env: { ...process.env, OCW_STATE_DIR: engine.stateDir },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      p.stdout.destroy(); // the reader's end is closed before the first line is written
+      let stderr = "";
+      p.stderr.on("data", (b) => (stderr += b));
+      p.on("exit", (code) => resolve({ code, stderr }));
+    });
+    expect(piped.stderr).not.toMatch(/EPIPE|Unhandled 'error' event/);
+    expect(piped.code).toBe(141); // what a shell reports for a program SIGPIPE ended
 
     // logs --follow ends when the worker does; cancel stops it.
     const following = ocw(["logs", hang, "--follow"]);

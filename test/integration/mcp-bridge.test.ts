@@ -299,6 +299,8 @@ describe("ocw mcp", () => {
     const r = await e.call("result", { workerId: d.workerId });
     expect(r).toMatchObject({ verdict: "honest-failure", claim: "built", honest: false });
     expect(r.checks[0].passed).toBe(false);
+    // A refusal the state explains (a conflict code) reads as what it is, not as the engine failing.
+    expect(await e.fail("merge", { workerId: d.workerId })).toMatch(/^worker \S+ is honest-failure: only built workers are merged$/);
   });
 
   it("a question ask is offered as a form with its options, and the chosen answer reaches the worker", async () => {
@@ -498,7 +500,7 @@ describe("ocw mcp", () => {
     expect(git("rev-parse", "HEAD")).toBe(m.commit);
     expect(readFileSync(path.join(dir, "shared.txt"), "utf8")).toBe("first\n");
     expect((await mcp.call("result", { workerId: first })).merged).toEqual({ into: "main", commit: m.commit });
-    expect(await mcp.fail("merge", { workerId: first })).toMatch(/already merged/);
+    expect(await mcp.fail("merge", { workerId: first })).toMatch(/^worker \S+ was already merged/);
 
     const conflict = await mcp.fail("merge", { workerId: second });
     expect(conflict).toMatch(/conflict/i);

@@ -60,6 +60,21 @@ describe("ocw (model setup commands) as a process", () => {
     expect(d.code).toBe(0);
     expect(JSON.parse(d.stdout).hardware.ram.totalBytes).toBeGreaterThan(0);
   });
+  it("doctor without a llama-server says where the engine looked and that `ocw setup` installs one (not a script only a checkout has)", async () => {
+    const home = mkdtempSync(path.join(tmp, "home-"));
+    const st = path.join(tmp, "state-nollama");
+    const env = { OCW_STATE_DIR: st, HOME: home, OCW_LLAMA_CACHE: home, LLAMA_SERVER: "", PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` };
+    try {
+      const r = await ocw(["doctor"], env);
+      expect(r.code, r.stderr).toBe(0);
+      const line = r.stdout.split("\n").find((l) => l.startsWith("llama-server"))!;
+      expect(line).toMatch(/not found .*`ocw setup` installs a pinned llama\.cpp release/);
+      expect(line).not.toMatch(/scripts\//);
+    } finally {
+      await stopDetachedEngine(st);
+    }
+  });
+
   it("setup → underpowered (exit 3); kill -9 of the server → the supervisor restarts it; serving stop", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const models = await writeTinyModels(tmp, VOCAB!);

@@ -34,7 +34,7 @@ function help(words: string[]): string | null {
       env: { ...process.env, OCW_STATE_DIR: state },
     });
     // An unknown subcommand falls back to its parent's help: only a usage line naming exactly these words counts.
-    return new RegExp(`^Usage: ocw ${words.join(" ")}( |$)`, "m").test(out) ? out : null;
+    return new RegExp(`^Usage: ocw${words.map((w) => ` ${w}`).join("")}( |$)`, "m").test(out) ? out : null;
   } catch {
     return null;
   }
@@ -87,6 +87,18 @@ describe("skills name only commands, flags and tools that exist", () => {
       expect(problems).toEqual([]);
     });
   }
+
+  it("the CLI's own help names only commands that exist (each `ocw X` in any command's --help)", () => {
+    const top = help([])!;
+    const commands = [...top.slice(top.indexOf("Commands:")).matchAll(/^ {2}([a-z][a-z-]*)/gm)].map((m) => m[1]!).filter((c) => c !== "help");
+    expect(commands).toContain("continue");
+    const problems: string[] = [];
+    for (const c of commands) {
+      for (const m of (help([c]) ?? "").replace(/\s+/g, " ").matchAll(/`ocw ([a-z][a-z-]*)/g))
+        if (!commands.includes(m[1]!)) problems.push(`ocw ${c} --help names \`ocw ${m[1]}\`, which is no command`);
+    }
+    expect(problems).toEqual([]);
+  });
 
   it("every allowed-tools entry is a tool of the plugin's `ocw` server", async () => {
     const manifest = JSON.parse(readFileSync(path.join(ROOT, "plugin", ".claude-plugin", "plugin.json"), "utf8"));

@@ -213,7 +213,7 @@ export function NewTask() {
           <div className="checks" role="group" aria-label="Checks">
             <div className="sub-head">
               <span>Held-back checks</span>
-              <span className="muted small">run in the worker's worktree after it settles; the worker never sees them</span>
+              <span className="muted small">run on a fresh checkout of the worker's committed files once it settles; the worker never sees them</span>
             </div>
             {t.checks.map((c, ci) => (
               <div className="check-row" key={ci} role="group" aria-label={`Check ${ci + 1}`}>
