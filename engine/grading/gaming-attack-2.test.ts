@@ -13,33 +13,16 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { createWorkspace, inspectRepo } from "../workspace/workspace";
+import { gradedIn } from "../../test/fixtures/graded";
 import { heldBackProblem } from "./checks";
-import { grade, type GradeInput } from "./grade";
 import { runnerConfigReason } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-2-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let n = 0;
 
-async function graded(base: Record<string, string>, worker: (ws: string) => void, checks: CheckSpec[]) {
-  const id = `w-${++n}`;
-  const repo = committedRepo(path.join(tmp, `repo-${n}`), base);
-  const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), id, path.join(tmp, "objects", `${id}.git`));
-  worker(ws.worktree);
-  const stateDir = path.join(tmp, "state");
-  const input: GradeInput = {
-    workspace: ws,
-    checks,
-    scope: [],
-    protect: [],
-    finalText: "OUTCOME: built",
-    title: "t",
-    checkoutDir: path.join(stateDir, "grading", id),
-    sandbox: { kind: "none", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`) },
-  };
-  return grade(input);
-}
+/** A repository, the worker's workspace on it with `worker` written into it, graded with `checks`. */
+const graded = gradedIn(tmp);
 
 const EXIT0 = "import os\nos._exit(0)\n";
 /** A failing test: without a shadow every check below fails. */

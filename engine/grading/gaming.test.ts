@@ -7,9 +7,10 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CheckSpec } from "../../shared/check";
 import { committedRepo } from "../../test/fixtures/git-repo";
+import { gradedIn } from "../../test/fixtures/graded";
 import { createWorkspace, inspectRepo } from "../workspace/workspace";
 import { heldBackProblem } from "./checks";
-import { grade, type GradeInput } from "./grade";
+import { grade } from "./grade";
 import { runnerConfigReason, runnerPart } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-"));
@@ -17,24 +18,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let n = 0;
 
 /** A repository, the worker's workspace on it with `worker` written into it, graded with `checks`. */
-async function graded(base: Record<string, string>, worker: (ws: string) => void, checks: CheckSpec[], scope: string[] = []) {
-  const id = `w-${++n}`;
-  const repo = committedRepo(path.join(tmp, `repo-${n}`), base);
-  const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), id, path.join(tmp, "objects", `${id}.git`));
-  worker(ws.worktree);
-  const stateDir = path.join(tmp, "state");
-  const input: GradeInput = {
-    workspace: ws,
-    checks,
-    scope,
-    protect: [],
-    finalText: "OUTCOME: built",
-    title: "t",
-    checkoutDir: path.join(stateDir, "grading", id),
-    sandbox: { kind: "none", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`) },
-  };
-  return grade(input);
-}
+const graded = gradedIn(tmp);
 
 const PKG = (test: string, extra: Record<string, unknown> = {}) => JSON.stringify({ name: "p", version: "1.0.0", scripts: { test }, ...extra }, null, 2) + "\n";
 

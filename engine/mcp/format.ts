@@ -193,18 +193,14 @@ export function visibleCut(shown: string, budget: number): string {
 }
 
 export function checkOut(c: CheckResult, index: number, max: number, offset?: number) {
+  const head = { index, name: c.name, passed: c.passed, exitCode: c.exitCode ?? null, timedOut: c.timedOut ?? false, outputChars: c.output.length };
   // Read from an offset: exact pages, each within twice its size once made visible.
   if (offset !== undefined) {
     const start = Math.min(offset, c.output.length);
     const fitted = fitPage(c.output, start, max, 2 * max);
     const end = fitted.end;
     return {
-      index,
-      name: c.name,
-      passed: c.passed,
-      exitCode: c.exitCode ?? null,
-      timedOut: c.timedOut ?? false,
-      outputChars: c.output.length,
+      ...head,
       truncated: start > 0 || end < c.output.length,
       nextOffset: end < c.output.length ? end : null,
       untrusted: { output: fitted.shown },
@@ -215,12 +211,7 @@ export function checkOut(c: CheckResult, index: number, max: number, offset?: nu
   const cut = shown.length - 2 * max;
   if (cut > 0) shown = `${shown.slice(0, 2 * max)}\n…[${cut} more characters of escapes cut: call result with check and offset=0 to page it]`;
   return {
-    index,
-    name: c.name,
-    passed: c.passed,
-    exitCode: c.exitCode ?? null,
-    timedOut: c.timedOut ?? false,
-    outputChars: c.output.length,
+    ...head,
     truncated: paged.truncated || cut > 0,
     nextOffset: paged.nextOffset ?? (cut > 0 ? 0 : null),
     // What the check printed runs the worker's code: the worker controls it.

@@ -52311,17 +52311,13 @@ function visibleCut(shown, budget) {
   return shown.length <= budget ? shown : `${shown.slice(0, budget)}\u2026[${shown.length - budget} more characters cut]`;
 }
 function checkOut(c3, index, max, offset) {
+  const head = { index, name: c3.name, passed: c3.passed, exitCode: c3.exitCode ?? null, timedOut: c3.timedOut ?? false, outputChars: c3.output.length };
   if (offset !== void 0) {
     const start = Math.min(offset, c3.output.length);
     const fitted = fitPage(c3.output, start, max, 2 * max);
     const end = fitted.end;
     return {
-      index,
-      name: c3.name,
-      passed: c3.passed,
-      exitCode: c3.exitCode ?? null,
-      timedOut: c3.timedOut ?? false,
-      outputChars: c3.output.length,
+      ...head,
       truncated: start > 0 || end < c3.output.length,
       nextOffset: end < c3.output.length ? end : null,
       untrusted: { output: fitted.shown }
@@ -52333,12 +52329,7 @@ function checkOut(c3, index, max, offset) {
   if (cut > 0) shown = `${shown.slice(0, 2 * max)}
 \u2026[${cut} more characters of escapes cut: call result with check and offset=0 to page it]`;
   return {
-    index,
-    name: c3.name,
-    passed: c3.passed,
-    exitCode: c3.exitCode ?? null,
-    timedOut: c3.timedOut ?? false,
-    outputChars: c3.output.length,
+    ...head,
     truncated: paged.truncated || cut > 0,
     nextOffset: paged.nextOffset ?? (cut > 0 ? 0 : null),
     // What the check printed runs the worker's code: the worker controls it.

@@ -145,40 +145,28 @@ describe("ocw run", () => {
   it("a checkout with uncommitted changes: the run says the worker starts from the last commit without them", async () => {
     const dir = repo();
     writeFileSync(path.join(dir, "README.md"), "# edited, not committed\n");
-    const r = await ocw([
-      "run",
-      "--dir",
-      dir,
-      "--task",
-      "CLI-WRITE: create cli.txt",
-      "--check",
-      "test -f cli.txt",
-      "--endpoint",
-      model.url,
-      "--model",
-      "scripted-1",
-      "--approve",
-      "always",
-    ]);
+    const runIn = (where: string) =>
+      ocw([
+        "run",
+        "--dir",
+        where,
+        "--task",
+        "CLI-WRITE: create cli.txt",
+        "--check",
+        "test -f cli.txt",
+        "--endpoint",
+        model.url,
+        "--model",
+        "scripted-1",
+        "--approve",
+        "always",
+      ]);
+    const r = await runIn(dir);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(
       /ocw: warning: .*: your checkout has 1 uncommitted change\(s\) \(README\.md\): the worker starts from the last commit and does not see them/,
     );
-    const clean = await ocw([
-      "run",
-      "--dir",
-      repo(),
-      "--task",
-      "CLI-WRITE: create cli.txt",
-      "--check",
-      "test -f cli.txt",
-      "--endpoint",
-      model.url,
-      "--model",
-      "scripted-1",
-      "--approve",
-      "always",
-    ]);
+    const clean = await runIn(repo());
     expect(clean.stderr).not.toMatch(/uncommitted/);
   });
 
