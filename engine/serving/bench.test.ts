@@ -17,9 +17,10 @@ interface Stub {
 
 /**
  * A streaming chat endpoint. `timings`: llama-server-like figures in the last chunk, the decode rate shared by the
- * streams in flight (`decodeTotal` ÷ in flight, as a memory-bound server shares its bandwidth); `fail`: HTTP 500.
+ * streams in flight (`decodeTotal` ÷ in flight, as a memory-bound server shares its bandwidth); `fail`: HTTP 500 (a
+ * number: only that request, counted from 1).
  */
-async function stub(o: { timings?: boolean; decodeTotal?: number; fail?: boolean } = {}): Promise<Stub> {
+async function stub(o: { timings?: boolean; decodeTotal?: number; fail?: boolean | number } = {}): Promise<Stub> {
   const s: Stub = { url: "", server: createServer(), maxInFlight: 0, bodies: [] };
   let inFlight = 0;
   // each live stream's most peers at once over its life (a stream shares the bandwidth with every one it overlaps)
@@ -30,7 +31,7 @@ async function stub(o: { timings?: boolean; decodeTotal?: number; fail?: boolean
     req.on("end", async () => {
       const body = JSON.parse(raw) as { max_tokens: number };
       s.bodies.push(body);
-      if (o.fail) {
+      if (o.fail === true || o.fail === s.bodies.length) {
         res.writeHead(500, { "content-type": "application/json" }).end('{"error":{"message":"boom"}}');
         return;
       }
@@ -112,6 +113,16 @@ describe("benchmark after start", () => {
     expect(b.failed).toBe(3);
     expect(b.decodeTps1).toBeNull();
     expect(b.warning).toMatch(/nothing was measured .*3 of 3 requests failed: HTTP 500/);
+  });
+
+  it("a request that failed among answered ones is said with why, beside the figures measured without it", async () => {
+    // The first request (one stream alone) fails; the round of two at once answers.
+    const s = await stub({ timings: true, fail: 1 });
+    servers.push(s);
+    const b = await benchmarkEndpoint({ url: s.url, model: "m", key: null, engine: "llama.cpp", slots: 2, perSlotCtx: 4096, budgetSec: 0 });
+    expect(b.failed).toBe(1);
+    expect(b.decodeTpsPerStreamN).toBeGreaterThan(0);
+    expect(b.warning).toMatch(/^1 of \d+ requests failed \(the first: HTTP 500 .*boom/);
   });
 
   it("prompts differ (no cache serves them) and stay near the size asked", () => {

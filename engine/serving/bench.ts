@@ -258,13 +258,23 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
   return bench;
 }
 
-/** The warning a benchmark earns, or null: too slow per stream at full load, or nothing measured. */
+/**
+ * The warning a benchmark earns, or null: nothing measured; else requests that failed among answered ones (the figures
+ * leave them out, and a server that fails some requests fails some workers' turns too), and too slow per stream at full load.
+ */
 export function benchWarning(b: Pick<TargetBench, "decodeTpsPerStreamN" | "decodeTps1" | "slots" | "requests" | "failed">, firstError?: string): string | null {
   if (b.decodeTpsPerStreamN === null)
     return `nothing was measured with ${b.slots} stream(s) at once (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
+  const said: string[] = [];
+  if (b.failed > 0)
+    said.push(
+      `${b.failed} of ${b.requests} requests failed${firstError ? ` (the first: ${firstError.slice(0, 160)})` : ""}; the figures are of those that answered`,
+    );
   if (b.decodeTpsPerStreamN < MIN_AGENT_TOK_PER_SEC)
-    return `measured ${b.decodeTpsPerStreamN} tokens/s per stream with all ${b.slots} slots busy (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents — a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`;
-  return null;
+    said.push(
+      `measured ${b.decodeTpsPerStreamN} tokens/s per stream with all ${b.slots} slots busy (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents — a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`,
+    );
+  return said.length ? said.join("; ") : null;
 }
 
 /** One line for people: `ocw setup`, `ocw targets`, the wizard (shared/target.ts). */

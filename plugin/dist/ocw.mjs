@@ -93047,9 +93047,16 @@ async function benchmarkEndpoint(o2) {
 function benchWarning(b, firstError) {
   if (b.decodeTpsPerStreamN === null)
     return `nothing was measured with ${b.slots} stream(s) at once (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
+  const said = [];
+  if (b.failed > 0)
+    said.push(
+      `${b.failed} of ${b.requests} requests failed${firstError ? ` (the first: ${firstError.slice(0, 160)})` : ""}; the figures are of those that answered`
+    );
   if (b.decodeTpsPerStreamN < MIN_AGENT_TOK_PER_SEC)
-    return `measured ${b.decodeTpsPerStreamN} tokens/s per stream with all ${b.slots} slots busy (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents \u2014 a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`;
-  return null;
+    said.push(
+      `measured ${b.decodeTpsPerStreamN} tokens/s per stream with all ${b.slots} slots busy (under ${MIN_AGENT_TOK_PER_SEC}): too slow for agents \u2014 a worker's turn writes hundreds of tokens; use fewer slots, a smaller or MoE model, or a GPU`
+    );
+  return said.length ? said.join("; ") : null;
 }
 var benchLine = benchText;
 

@@ -69,7 +69,8 @@ describe.skipIf(!!SKIP)(`the benchmark after setup, real llama-server${SKIP ? ` 
     expect(j.failure).toBeNull();
     expect(j.phases.find((p) => p.name === "bench")).toMatchObject({ status: "done", detail: expect.stringMatching(/^measured: prefill \d+ tok\/s/) });
     const b = j.result!.bench!;
-    expect(b).toMatchObject({ source: "timings", slots: 2, failed: 0 });
+    // A request that failed says why in the warning (seen once in CI under load, its cause not recorded then).
+    expect(b, `the bench's warning: ${b.warning}`).toMatchObject({ source: "timings", slots: 2, failed: 0 });
     expect(b.requests).toBeGreaterThanOrEqual(3); // one alone, then a round of two at once
     for (const k of ["prefillTps1", "decodeTps1", "decodeTpsN", "decodeTpsPerStreamN", "prefillTpsN"] as const) expect(b[k]).toBeGreaterThan(0);
     expect(b.promptTokens).toBeGreaterThan(256);
