@@ -108,8 +108,7 @@ interface ResumeOptions {
 }
 
 async function resumeCommand(workerId: string, o: ResumeOptions): Promise<void> {
-  if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
-  if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  checkFollowOptions(o);
   const { client } = await connectWithTarget({}, "cli:ocw resume");
   try {
     await client.workers.resume.mutate({ workerId, ...(o.message?.trim() ? { message: o.message } : {}) });
@@ -118,14 +117,11 @@ async function resumeCommand(workerId: string, o: ResumeOptions): Promise<void> 
     throw new CliError((err as Error).message);
   }
   process.stderr.write(`ocw: ${workerId} resumed\n`);
-  detachOnInterrupt([workerId]);
-  const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
-  let w = result.workers.get(workerId)!;
-  if (result.reason === "timeout") w = await client.workers.stop.mutate({ workerId, reason: `ocw resume --timeout ${o.timeout}s passed` }).catch(() => w);
+  const { w, timedOut } = await followOne(client, workerId, o, "resume");
   const out = workerResult(w, await client.workers.events.query({ workerId }));
   if (o.json) process.stdout.write(JSON.stringify(out.json, null, 2) + "\n");
   else process.stderr.write(out.summary + "\n");
-  if (result.reason === "timeout") {
+  if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
     process.exit(1);
   }
@@ -140,8 +136,7 @@ interface ContinueOptions {
 }
 
 async function continueCommand(workerId: string, o: ContinueOptions): Promise<void> {
-  if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
-  if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  checkFollowOptions(o);
   if (!o.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
   const { client } = await connectWithTarget({}, "cli:ocw continue");
   try {
@@ -151,13 +146,7 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
     throw new CliError((err as Error).message);
   }
   process.stderr.write(`ocw: ${workerId} continues (a new round)\n`);
-  detachOnInterrupt([workerId]);
-  const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
-  let w = result.workers.get(workerId)!;
-  if (result.reason === "timeout") {
-    // As `ocw run --timeout` does with its wall-clock budget: the round is stopped, not left running unattended.
-    w = await client.workers.stop.mutate({ workerId, reason: `ocw continue --timeout ${o.timeout}s passed` }).catch(() => w);
-  }
+  const { w, timedOut } = await followOne(client, workerId, o, "continue");
   const out = workerResult(w, await client.workers.events.query({ workerId }));
   const rounds = (w.rounds ?? []).map((r) => ({ round: r.round, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit }));
   const latest = rounds.at(-1);
@@ -167,11 +156,34 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
     process.stderr.write(
       out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n",
     );
-  if (result.reason === "timeout") {
+  if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
     process.exit(1);
   }
   process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);
+}
+
+/** The options every following command takes: how asks are answered, and the time it follows before it stops. */
+function checkFollowOptions(o: { approve: string; timeout?: number }): void {
+  if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
+  if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+}
+
+/**
+ * One worker followed to its end, its asks answered as `--approve` says; past `--timeout` it is stopped, as `ocw run
+ * --timeout` does with its wall-clock budget (not left running unattended).
+ */
+async function followOne(
+  client: EngineClient,
+  workerId: string,
+  o: { approve: string; timeout?: number },
+  command: "resume" | "continue",
+): Promise<{ w: Worker; timedOut: boolean }> {
+  detachOnInterrupt([workerId]);
+  const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
+  const w = result.workers.get(workerId)!;
+  if (result.reason !== "timeout") return { w, timedOut: false };
+  return { w: await client.workers.stop.mutate({ workerId, reason: `ocw ${command} --timeout ${o.timeout}s passed` }).catch(() => w), timedOut: true };
 }
 
 /**
@@ -287,8 +299,7 @@ function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: Inte
 }
 
 async function runCommand(o: RunOptions): Promise<void> {
-  if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
-  if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  checkFollowOptions(o);
   if (o.attempts !== undefined && !(Number.isInteger(o.attempts) && o.attempts >= 1 && o.attempts <= MAX_ATTEMPTS))
     throw new CliError(`--attempts must be a whole number from 1 to ${MAX_ATTEMPTS}`);
   if (o.target.length && o.endpoint) throw new CliError("--target names a saved target; --endpoint/--model make one: give one or the other");
