@@ -52388,8 +52388,7 @@ function registerRunCommand(program3) {
   ).argument("<workerId>", "the worker (see `ocw list`)").option("--message <text>", "a note for the worker as it goes on").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock limit: the worker is stopped again when it passes", (v) => Number(v)).option("--json", "print the result as JSON on stdout (what `ocw run --json` prints)").action((workerId, o2) => resumeCommand(workerId, o2).catch(fail));
 }
 async function resumeCommand(workerId, o2) {
-  if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
-  if (o2.timeout !== void 0 && !(o2.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  checkFollowOptions(o2);
   const { client: client3 } = await connectWithTarget({}, "cli:ocw resume");
   try {
     await client3.workers.resume.mutate({ workerId, ...o2.message?.trim() ? { message: o2.message } : {} });
@@ -52398,14 +52397,11 @@ async function resumeCommand(workerId, o2) {
   }
   process.stderr.write(`ocw: ${workerId} resumed
 `);
-  detachOnInterrupt([workerId]);
-  const result = await followAndAnswer(client3, [workerId], o2.approve, o2.timeout);
-  let w = result.workers.get(workerId);
-  if (result.reason === "timeout") w = await client3.workers.stop.mutate({ workerId, reason: `ocw resume --timeout ${o2.timeout}s passed` }).catch(() => w);
+  const { w, timedOut } = await followOne(client3, workerId, o2, "resume");
   const out = workerResult(w, await client3.workers.events.query({ workerId }));
   if (o2.json) process.stdout.write(JSON.stringify(out.json, null, 2) + "\n");
   else process.stderr.write(out.summary + "\n");
-  if (result.reason === "timeout") {
+  if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o2.timeout}s: \`ocw resume ${workerId}\` goes on
 `);
     process.exit(1);
@@ -52413,8 +52409,7 @@ async function resumeCommand(workerId, o2) {
   process.exit(w.state === "built" ? 0 : 1);
 }
 async function continueCommand(workerId, o2) {
-  if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
-  if (o2.timeout !== void 0 && !(o2.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  checkFollowOptions(o2);
   if (!o2.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
   const { client: client3 } = await connectWithTarget({}, "cli:ocw continue");
   try {
@@ -52424,12 +52419,7 @@ async function continueCommand(workerId, o2) {
   }
   process.stderr.write(`ocw: ${workerId} continues (a new round)
 `);
-  detachOnInterrupt([workerId]);
-  const result = await followAndAnswer(client3, [workerId], o2.approve, o2.timeout);
-  let w = result.workers.get(workerId);
-  if (result.reason === "timeout") {
-    w = await client3.workers.stop.mutate({ workerId, reason: `ocw continue --timeout ${o2.timeout}s passed` }).catch(() => w);
-  }
+  const { w, timedOut } = await followOne(client3, workerId, o2, "continue");
   const out = workerResult(w, await client3.workers.events.query({ workerId }));
   const rounds = (w.rounds ?? []).map((r) => ({ round: r.round, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit }));
   const latest = rounds.at(-1);
@@ -52439,12 +52429,23 @@ async function continueCommand(workerId, o2) {
     process.stderr.write(
       out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n"
     );
-  if (result.reason === "timeout") {
+  if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o2.timeout}s: \`ocw resume ${workerId}\` goes on
 `);
     process.exit(1);
   }
   process.exit(json3.verdict === "built" && w.state === "built" ? 0 : 1);
+}
+function checkFollowOptions(o2) {
+  if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
+  if (o2.timeout !== void 0 && !(o2.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+}
+async function followOne(client3, workerId, o2, command) {
+  detachOnInterrupt([workerId]);
+  const result = await followAndAnswer(client3, [workerId], o2.approve, o2.timeout);
+  const w = result.workers.get(workerId);
+  if (result.reason !== "timeout") return { w, timedOut: false };
+  return { w: await client3.workers.stop.mutate({ workerId, reason: `ocw ${command} --timeout ${o2.timeout}s passed` }).catch(() => w), timedOut: true };
 }
 function detachOnInterrupt(ids2) {
   process.once("SIGINT", () => {
@@ -52530,8 +52531,7 @@ function parseBatch(file3) {
   };
 }
 async function runCommand2(o2) {
-  if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
-  if (o2.timeout !== void 0 && !(o2.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  checkFollowOptions(o2);
   if (o2.attempts !== void 0 && !(Number.isInteger(o2.attempts) && o2.attempts >= 1 && o2.attempts <= MAX_ATTEMPTS))
     throw new CliError(`--attempts must be a whole number from 1 to ${MAX_ATTEMPTS}`);
   if (o2.target.length && o2.endpoint) throw new CliError("--target names a saved target; --endpoint/--model make one: give one or the other");
