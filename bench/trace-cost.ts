@@ -80,6 +80,14 @@ async function traced<T>(pids: number[], fn: () => Promise<T>): Promise<{ r: T; 
   return { r, execs };
 }
 
+/** PROF_WINDOWS=FILE: each engine batch's window on the monotonic clock (µs, as a CPU profile's timestamps), one line a batch. */
+async function windowed<T>(side: string, fn: () => Promise<T>): Promise<T> {
+  const t0 = process.hrtime.bigint() / 1000n;
+  const r = await fn();
+  if (process.env.PROF_WINDOWS) (await import("node:fs")).appendFileSync(process.env.PROF_WINDOWS, `${t0} ${process.hrtime.bigint() / 1000n} ${side}\n`);
+  return r;
+}
+
 const med = (xs: (number | null | undefined)[]) => {
   const v = xs.filter((x): x is number => typeof x === "number");
   return v.length ? round(median(v), 0) : null;
@@ -92,7 +100,10 @@ const max = (xs: (number | null | undefined)[]) => {
 const tag = paced ? " paced" : "";
 const up = async (bundle?: string) => {
   // BEFORE_ENV=K=V,K2=V2: environment for the earlier build's engine only (an A/B of a switch read from the environment).
-  const env = bundle && process.env.BEFORE_ENV ? Object.fromEntries(process.env.BEFORE_ENV.split(",").map((kv) => kv.split("=") as [string, string])) : {};
+  const env =
+    bundle && process.env.BEFORE_ENV
+      ? Object.fromEntries(process.env.BEFORE_ENV.split(",").map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]))
+      : {};
   const e = await startEngine(tempDir("state"), env, bundle);
   await e.client.targets.save.mutate({ target: benchTarget(model.url), activate: true });
   let command: string | undefined;
@@ -122,7 +133,7 @@ try {
       if (side !== "bare") {
         const { e, mcp, oc } = engines[side]!;
         const { r, execs } = await traced([e.proc.pid!, oc, ...(commandHelperUnder(e.proc.pid!) ? [commandHelperUnder(e.proc.pid!)!] : [])], () =>
-          batchThroughMcp(mcp, e, model, n, `t${rep}${side}${tag}`),
+          windowed(side, () => batchThroughMcp(mcp, e, model, n, `t${rep}${side}${tag}`)),
         );
         const s = r.starts;
         const lastFirst = Math.max(...s.map((x) => x.firstRequestAt ?? 0)) - r.startedAt;

@@ -43,6 +43,8 @@ export interface TestEngine {
 /** Starts `ocw serve` (the real bundle, or `bundle`: the bench's build of an earlier commit) in its own state dir and connects to it. */
 export async function startEngine(stateDir = tempDir("state"), env: NodeJS.ProcessEnv = {}, bundle = BUNDLE): Promise<TestEngine> {
   const prof = process.env.OCW_ENGINE_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.OCW_ENGINE_CPU_PROF}`] : [];
+  // OCW_ENGINE_NODE_FLAGS="--heap-prof --heap-prof-dir=DIR": node flags for every engine started here (an investigation's).
+  prof.push(...((env.OCW_ENGINE_NODE_FLAGS ?? process.env.OCW_ENGINE_NODE_FLAGS)?.split(" ").filter(Boolean) ?? []));
   const proc = spawn(process.execPath, [...prof, bundle, "serve"], {
     env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env },
     stdio: ["ignore", "pipe", "pipe"],
