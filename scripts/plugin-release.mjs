@@ -1,4 +1,5 @@
-// `npm run plugin:release [-- "what changed"]`: cut a release of the Claude Code plugin (plugin/).
+// `npm run plugin:release [-- "what changed"]`: cut a release of the Claude Code plugin (plugin/). The npm script runs
+// scripts/build.mjs first, so the release carries a fresh bundle and browser UI (plugin/dist/ocw.mjs, plugin/dist/ui).
 //
 // Claude Code delivers a plugin update only when the plugin's `version` changes (a new commit with the same version is
 // "already at the latest version"). So every change to what ships in plugin/ needs a new version. This script:
@@ -7,7 +8,7 @@
 //      (plugin/.claude-plugin/plugin.json and .claude-plugin/marketplace.json);
 //   3. writes plugin/release.json {version, contentHash, files} and a line in plugin/CHANGELOG.md.
 // test/integration/plugin-release.test.ts fails when plugin/ differs from the last release and the version did not
-// change. Run it after rebuilding plugin/ (`npm run build:cli`), and commit what it wrote.
+// change. `npm run plugin:release` rebuilds plugin/ first (as `npm run build:cli` does); commit what it wrote.
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";

@@ -1,7 +1,8 @@
 // The Claude Code plugin folder, plugin/: what a marketplace install copies. Claude Code installs a plugin from git
 // with no build step (only `npm ci --ignore-scripts` when a lockfile is present), so the folder holds the built bundle
-// and only the bundle's runtime needs: the worker protocol, packs, skills, and a package.json whose one dependency is
-// opencode-ai (the bundle's only external). No Electron, no Playwright.
+// and only the bundle's runtime needs: the worker protocol, packs, skills, the browser UI the engine serves at its URL
+// (dist/ui: the renderer's production build, no source maps, from scripts/ui.mjs), and a package.json whose one
+// dependency is opencode-ai (the bundle's only external). No Electron, no Playwright.
 //
 // Hand-written in plugin/: .claude-plugin/plugin.json, .mcp.json, bin/ocw (the launcher), agents/, commands/, hooks/,
 // README.md, and the release record (release.json, CHANGELOG.md: scripts/plugin-release.mjs).
@@ -13,8 +14,10 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 /** Folders the sync owns entirely (stale files in them are removed), and single generated files. */
-export const GENERATED_DIRS = ["skills", "protocol", "packs"];
+export const GENERATED_DIRS = ["skills", "protocol", "packs", "dist/ui"];
 export const GENERATED_FILES = ["dist/ocw.mjs", "package.json", "package-lock.json"];
+/** What the browser UI may hold: text only (the sync compares committed text; a binary asset would need copying as bytes). */
+const UI_TEXT = new Set([".html", ".js", ".css", ".svg", ".json", ".txt"]);
 
 function walk(dir, rel = "") {
   if (!existsSync(dir)) return [];
@@ -41,13 +44,19 @@ export function pluginPackageJson(root = ROOT) {
   };
 }
 
-/** Every generated file of the plugin, relative path → content, from the current sources and dist/ocw.mjs. */
+/** Every generated file of the plugin, relative path → content, from the current sources, dist/ocw.mjs and dist/ui. */
 export function generatedFiles(root = ROOT) {
   const files = new Map();
   const bundle = path.join(root, "dist", "ocw.mjs");
   if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build:cli\` first`);
   // The source map stays out of the plugin (5 MB); so does the comment pointing at it.
   files.set("dist/ocw.mjs", readFileSync(bundle, "utf8").replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n"));
+  const ui = path.join(root, "dist", "ui");
+  if (!existsSync(path.join(ui, "index.html"))) throw new Error(`${ui}/index.html is missing: run \`npm run build:cli\` first`);
+  for (const f of walk(ui)) {
+    if (f.endsWith(".map")) throw new Error(`dist/ui/${f}: the plugin's UI ships no source maps; rebuild it with \`npm run build:cli\``);
+    if (!UI_TEXT.has(path.extname(f))) throw new Error(`dist/ui/${f}: not a text asset; scripts/plugin.mjs copies the UI as text`);
+  }
   files.set("package.json", JSON.stringify(pluginPackageJson(root), null, 2) + "\n");
   files.set("package-lock.json", JSON.stringify(pluginLock(root), null, 2) + "\n");
   for (const dir of GENERATED_DIRS) for (const f of walk(path.join(root, dir))) files.set(`${dir}/${f}`, readFileSync(path.join(root, dir, f), "utf8"));

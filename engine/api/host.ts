@@ -1,7 +1,6 @@
-import path from "node:path";
 import { Engine } from "../workers";
 import { useCommandHelper } from "../process";
-import { projectRoot } from "../paths";
+import { browserUi } from "../paths";
 import {
   claimOwnership,
   lastEndpoint,
@@ -73,7 +72,7 @@ export async function hostEngine(opts: { stateDir: string; port?: number; log?: 
     engine,
     version: VERSION,
     instanceId,
-    rendererDir: path.join(projectRoot(), "out", "renderer"),
+    browserUi: () => browserUi(),
     shutdown: () => void close().then(() => process.exit(0)),
   };
   // After a crash, take back the dead engine's port and token: its clients (event streams included) reconnect unchanged.

@@ -6,6 +6,7 @@ import path from "node:path";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { API_PATH, CLIENT_HEADER, HEALTH_PATH, type EngineHealth } from "../../shared/api";
 import type { DecidedBy } from "../../shared/permission";
+import type { BrowserUi } from "../paths";
 import type { Engine } from "../workers";
 import { plainSubscription, serveEvents } from "./event-stream";
 import { appRouter } from "./router";
@@ -19,8 +20,11 @@ export interface ApiServerOptions {
   token?: string;
   /** This engine process's random id, answered at /health so clients can tell it from whatever else holds the port. */
   instanceId: string;
-  /** The built renderer (index.html + assets), served at / for the browser UI. */
-  rendererDir?: string;
+  /**
+   * The built renderer (index.html + assets) served at / for the browser UI, looked up on each page request (a build
+   * made after the engine started is served), or what the page says when there is none (engine/paths.ts browserUi).
+   */
+  browserUi?: () => BrowserUi;
   shutdown: () => void;
 }
 
@@ -147,7 +151,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     // The browser UI: `/?token=…` opens it; a wrong token is refused here, so a stale URL says so at once.
     const queryToken = url.searchParams.get("token");
     if (queryToken !== null && !sameToken(queryToken, token)) return deny(401, "wrong token in the URL: copy the URL `ocw serve` printed");
-    return serveStatic(opts.rendererDir, pathname, res);
+    return serveStatic(opts.browserUi?.() ?? NO_UI, pathname, res);
   };
   const server = http.createServer((req, res) => {
     try {
@@ -183,11 +187,14 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   };
 }
 
+const NO_UI = { missing: "The opencode-worker engine is running, but its browser UI is missing." };
+
 /** A file of the built UI; `pathname` is already decoded. Anything that is not a file inside `dir` is the app's index. */
-function serveStatic(dir: string | undefined, pathname: string, res: http.ServerResponse): void {
+function serveStatic(ui: BrowserUi, pathname: string, res: http.ServerResponse): void {
+  const dir = ui.dir;
   if (!dir || !existsSync(path.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
-    res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
+    res.end(`${ui.missing ?? NO_UI.missing}\n`);
     return;
   }
   const rel = path.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
