@@ -9,7 +9,7 @@ import { attemptGroup, MAX_ATTEMPTS, type AttemptGroup } from "../../shared/atte
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
 import { baselineWarning } from "../../shared/verdict";
-import { askView } from "../../shared/ask-view";
+import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
@@ -626,7 +626,8 @@ export function askText(ask: PermissionAsk): string {
   for (const f of v.flags) out += `  ⚑ ${f}\n`;
   if (ask.kind === "permission")
     out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;
-  if (ask.diff)
+  if (ask.diff && diffChangesNothing(ask.diff)) out += `  ${UNCHANGED_DIFF}\n`;
+  else if (ask.diff)
     out +=
       ask.diff
         .split("\n")
