@@ -618,7 +618,7 @@ export function registerModelSetupCommands(
     .option("--metadata <file>", "JSON object of GGUF metadata keys → values (tensor infos optional)")
     .option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)")
     .option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)")
-    .option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)")
+    .option("--parallel <n>", "-np: slots (default: 4 with unified KV with a GPU, 1 on a CPU only — as ocw setup)")
     .option("--kv-unified", "--kv-unified: one KV pool shared by all slots")
     .option("--no-kv-unified", "split KV: each slot gets ctx/parallel")
     .option("--cache-type-k <t>", "-ctk (default f16)")

@@ -13,7 +13,7 @@ import { budgetsFromReport, detectHardware, type HardwareReport, parseGpuSpec } 
 import { type DeviceBudget, type Estimate, estimate, GiB, MiB } from "../models/estimate";
 import { SetupError } from "../models/errors";
 import { hparamsFromMetadata } from "../models/hparams";
-import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
+import { defaultSlots, modelFromInfo, type PlanDevices, planModel } from "../models/plan";
 import { loadGguf, loadMetadataFile, type ModelInfo } from "../models/source";
 import { limitSetup, sandboxStatus } from "../sandbox";
 import type { TargetStore } from "../store";
@@ -133,9 +133,12 @@ export async function fitFile(input: FitFileInput, o: { hardware?: HardwareRepor
     return inputError((e as Error).message);
   }
   const h = hparamsFromMetadata(info.metadata);
+  // no --parallel (or -1, auto): the slots `ocw fit` and `ocw setup` plan here — 1 on a CPU only, where llama-server's
+  // own auto would take 4 — so that the estimate, the recommendation and setup agree
+  const cpuDefault = (i.parallel === undefined || i.parallel < 0) && !gpus.length;
   const e: Estimate = estimate(h, info.tensors, {
     ctx: i.ctx,
-    parallel: i.parallel,
+    parallel: cpuDefault ? defaultSlots(0) : i.parallel,
     kvUnified: i.kvUnified,
     cacheTypeK: i.cacheTypeK as KvCacheType | undefined,
     cacheTypeV: i.cacheTypeV as KvCacheType | undefined,
@@ -143,6 +146,7 @@ export async function fitFile(input: FitFileInput, o: { hardware?: HardwareRepor
     flashAttn: i.flashAttn,
     gpus,
   });
+  if (cpuDefault) e.warnings.push(`CPU only: ${e.slots} slot by default, as \`ocw setup\` plans (decode speed is shared by all slots); --parallel N for more`);
   const slots = e.slots;
   const minCtx = i.minCtx ?? Math.min(4096, h.nCtxTrain);
   // the planner's answer for this file on this machine (or --gpus): the same chooser as `ocw fit --model FILE`
