@@ -219,6 +219,33 @@ describe("targets / target use / doctor", () => {
   });
 });
 
+describe("ocw doctor: which llama-server the engine uses", () => {
+  const fake = path.join(dir, "engine-llama-server");
+  writeFileSync(fake, "#!/bin/sh\n", { mode: 0o755 });
+  const engineEnv = { LLAMA_SERVER: fake, PATH: "", OCW_LLAMA_CACHE: dir, OCW_STATE_DIR: dir, HOME: dir };
+  const port = () => localSetupPort({ hardware: hw(), env: engineEnv });
+  it("names the engine's llama-server and where it came from", async () => {
+    const t = await runDoctor({}, port(), { LLAMA_SERVER: fake });
+    expect(t.stdout).toContain(`llama-server ${fake} (used by the engine; from the engine's LLAMA_SERVER)`);
+    expect(t.stdout).not.toMatch(/^note/m);
+    expect(JSON.parse((await runDoctor({ json: true }, port(), {})).stdout)).toMatchObject({ llamaServer: fake, engineLlamaServer: fake });
+  });
+  it("a shell's LLAMA_SERVER that differs from the engine's: says the engine's environment counts, and how to restart it with yours", async () => {
+    const mine = "/opt/my llama/llama-server";
+    const t = await runDoctor({}, port(), { LLAMA_SERVER: mine });
+    expect(t.stdout).toContain(
+      `note       this shell's LLAMA_SERVER (${mine}) is not the engine's (${fake}): the engine's environment is the one that counts.`,
+    );
+    expect(t.stdout).toContain("`ocw stop`");
+    expect(t.stdout).toContain("`LLAMA_SERVER='/opt/my llama/llama-server' ocw doctor`");
+    const j = JSON.parse((await runDoctor({ json: true }, port(), { LLAMA_SERVER: mine })).stdout);
+    expect(j.llamaServerEnvNote).toMatch(/the engine's environment is the one that counts/);
+    // the engine with none set: said as unset
+    const none = await runDoctor({}, localSetupPort({ hardware: hw(), env: { ...engineEnv, LLAMA_SERVER: "" } }), { LLAMA_SERVER: mine });
+    expect(none.stdout).toMatch(/is not the engine's \(unset\)/);
+  });
+});
+
 describe("ocw fit: plans too slow for an agent (issue 27)", () => {
   it("--slots 16 on a CPU is refused (exit 3, `refused` in the JSON, the text says what was refused); --allow-slow plans it", async () => {
     const cpu: HardwareReport = { ...hw(), ram: { totalBytes: 32 * 1024 ** 3, freeBytes: 32 * 1024 ** 3 } };

@@ -192,14 +192,24 @@ export async function fitPlan(input: FitPlanInput, o: { hardware?: HardwareRepor
 }
 
 /** `ocw doctor`: hardware, the llama-server found, the model servers ocw started, and how workers are contained. */
-export async function doctor(input: { llamaServer?: string; cwd?: string }, o: { hardware?: HardwareReport } = {}) {
+export async function doctor(input: { llamaServer?: string; cwd?: string }, o: { hardware?: HardwareReport; env?: NodeJS.ProcessEnv } = {}) {
+  // the engine's environment: the one its setup starts llama-server from (a client's own LLAMA_SERVER is not seen here)
+  const env = o.env ?? process.env;
   let bin: string | null = null;
   let binNote = "";
   try {
-    bin = findLlamaServer(input.llamaServer ? local(input.llamaServer, input.cwd) : undefined);
+    bin = findLlamaServer(input.llamaServer ? local(input.llamaServer, input.cwd) : undefined, env);
   } catch (e) {
     binNote = (e as Error).message;
   }
+  const engineLlamaServer = env.LLAMA_SERVER || null;
+  const llamaServerFrom = !bin
+    ? null
+    : input.llamaServer
+      ? "--llama-server"
+      : engineLlamaServer && path.resolve(engineLlamaServer) === path.resolve(bin)
+        ? "the engine's LLAMA_SERVER"
+        : `the engine's PATH, llama.cpp build cache or installed release${engineLlamaServer ? ` (the engine's LLAMA_SERVER, ${engineLlamaServer}, is not there)` : ""}`;
   const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
   const serving = listServing();
   // How worker commands and checks are contained here, and what binds their processes and memory as a whole.
@@ -208,6 +218,10 @@ export async function doctor(input: { llamaServer?: string; cwd?: string }, o: {
   return {
     hardware: hw,
     llamaServer: bin,
+    /** Where the engine found it: --llama-server, its LLAMA_SERVER, or its search (PATH, build cache, installed release). */
+    llamaServerFrom,
+    /** The engine's own LLAMA_SERVER (null: unset); a client's may differ, and the engine's is the one that counts. */
+    engineLlamaServer,
     llamaServerNote:
       binNote ||
       (bin
