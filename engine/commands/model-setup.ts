@@ -563,7 +563,11 @@ export async function runServingStop(o: { target?: string } = {}, port: SetupPor
   const r = await port.stopServing(o.target);
   const lines = [
     ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
-    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${s.reused ? " (that pid is another process now: left alone)" : ""}`),
+    ...r.alreadyGone.map((s) =>
+      s.pid
+        ? `pid ${s.pid} (${s.targetId}) was not running${s.reused ? " (that pid is another process now: left alone)" : ""}`
+        : `${s.targetId} was not running (stopped already): forgotten now`,
+    ),
   ];
   return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
 }
@@ -612,7 +616,7 @@ export async function runDoctor(
     ...(envNote ? [`note       ${envNote}`] : []),
     ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
     ...hw.problems.map((p) => `problem    ${p}`),
-    `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
+    `servers    ${serving.length ? serving.map((s) => `${s.targetId} ${s.pid ? `pid ${s.pid}` : "stopped"} :${s.port}`).join(", ") : "none started by ocw"}`,
     `sandbox    ${sandbox.kind === "bwrap" ? "bubblewrap" : `none: ${sandbox.reason}`}`,
     `limits     ${sandbox.limits}`,
     `detected in ${hw.ms} ms`,
