@@ -18,6 +18,21 @@ export interface AskView {
   workdir: string | null;
 }
 
+/** Said instead of the diff of a write that leaves the file as it was (its diff is the header lines alone). */
+export const UNCHANGED_DIFF = "no change to the file's content: what the write puts there is what the file already holds";
+
+/** A unified diff's header lines (opencode's: `Index:`, a rule of `=`, `---`, `+++`); a hunk starts with `@@`. */
+const DIFF_HEADER = /^(Index: |={10,}\s*$|--- |\+\+\+ )/;
+
+/**
+ * Whether an edit ask's diff changes nothing: header lines only, no hunk (a write of the content the file already
+ * holds). Every client says UNCHANGED_DIFF then, not an empty diff; any other text (a hunk, a patch's own format) is a change.
+ */
+export function diffChangesNothing(diff: string): boolean {
+  const lines = diff.split("\n").filter((l) => l.trim() !== "");
+  return lines.length > 0 && lines.every((l) => DIFF_HEADER.test(l));
+}
+
 export const FLAG_LABEL: Record<string, string> = {
   "outside-workspace": "outside the workspace",
   protected: "protected",

@@ -72,6 +72,8 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
           if (event.type === "reset") {
             void snapshot().then(
               () => {
+                // the events it missed are in the new picture (an ask answered meanwhile reads as answered there)
+                if (!finished) opts.onEvent?.(event, workers);
                 const r = done();
                 if (r) finish(r);
               },

@@ -45,6 +45,16 @@ describe("an ask on the terminal", () => {
     expect(t).toContain("⚑ protected: x⟪U+001B⟫");
   });
 
+  it("an edit whose write leaves the file as it was says so, not a diff of header lines alone", () => {
+    const head = "Index: cli.txt\n===================================================================\n--- cli.txt\n+++ cli.txt\n";
+    const same = askText(ask("cli.txt", { tool: "edit", diff: head }));
+    expect(same).toContain("  no change to the file's content: what the write puts there is what the file already holds\n");
+    expect(same).not.toContain("Index:");
+    const changed = askText(ask("cli.txt", { tool: "edit", diff: `${head}@@ -0,0 +1,1 @@\n+from cli\n` }));
+    expect(changed).toContain("+from cli");
+    expect(changed).not.toContain("no change to the file's content");
+  });
+
   it("a long command is cut head and tail with the cut length, and never offered 'always'", () => {
     const t = askText(ask("echo " + "a".repeat(3000) + " ; rm -rf src"));
     expect(t).toMatch(/…\[\d+ characters cut\]… a+ ; rm -rf src/);

@@ -28,10 +28,13 @@ async function metaFile(name: string, meta: Record<string, unknown>): Promise<st
   return f;
 }
 
+const gpu24 = (): HardwareReport =>
+  hw([{ index: 0, vendor: "nvidia", name: "RTX", totalBytes: 24 * GiB, freeBytes: 22 * GiB, usedBytes: 2 * GiB, unified: false, source: "nvidia-smi" }]);
+
 describe("ocw fit", () => {
-  it("--metadata --json prints the contract fields with llama-server defaults", async () => {
+  it("--metadata --json prints the contract fields with llama-server defaults (with a GPU: 4 slots, unified)", async () => {
     const f = await metaFile("llama.json", await modelMetadata({ arch: "llama" }));
-    const r = await runFit({ metadata: f, json: true, llamaFit: false }, localSetupPort({ hardware: hw() }));
+    const r = await runFit({ metadata: f, json: true, llamaFit: false }, localSetupPort({ hardware: gpu24() }));
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j).toMatchObject({ nCtx: 32768, nCtxPerSlot: 32768, slots: 4, kvUnified: true, kvBytes: 33554432, recurrentBytes: 0, weightsBytes: null });
@@ -72,9 +75,22 @@ describe("ocw fit", () => {
     );
     expect(j.perDevice.map((d: { layers: number }) => d.layers)).toEqual([3, 1, 0]);
   });
+  it("on a CPU only, no --parallel: 1 slot, as `ocw fit` without a file and `ocw setup` plan (one default); --parallel still sets it", async () => {
+    const f = await metaFile("llama-cpu.json", await modelMetadata({ arch: "llama" }));
+    const j = JSON.parse((await runFit({ metadata: f, json: true, llamaFit: false }, localSetupPort({ hardware: hw() }))).stdout);
+    expect(j).toMatchObject({ slots: 1, nCtx: 32768, nCtxPerSlot: 32768 });
+    expect(j.recommendation.slots).toBe(1);
+    expect(j.recommendation.command).toMatch(/-np 1\b/);
+    expect(j.warnings.join("\n")).toMatch(/CPU only: 1 slot by default, as `ocw setup` plans/);
+    const plan = JSON.parse((await runFit({ json: true }, localSetupPort({ hardware: hw() }))).stdout);
+    expect(plan.pick.slots).toBe(j.recommendation.slots);
+    const asked = JSON.parse((await runFit({ metadata: f, json: true, parallel: "3", llamaFit: false }, localSetupPort({ hardware: hw() }))).stdout);
+    expect(asked.slots).toBe(3);
+    expect(asked.warnings.join("\n")).not.toMatch(/CPU only/);
+  });
   it("text output is readable", async () => {
     const f = await metaFile("l3.json", await modelMetadata({ arch: "gemma3", nLayer: 6, nHead: 4, nHeadKv: 1, headDim: 64, swa: 512, swaPattern: 3 }));
-    const r = await runFit({ metadata: f, llamaFit: false }, localSetupPort({ hardware: hw() }));
+    const r = await runFit({ metadata: f, llamaFit: false }, localSetupPort({ hardware: gpu24() }));
     expect(r.stdout).toMatch(/SWA window 2560 cells/);
     expect(r.stdout).toMatch(/recommended: LLAMA_API_KEY=… llama-server .* -c \d+ -np 4 --kv-unified/);
   });
@@ -200,6 +216,33 @@ describe("targets / target use / doctor", () => {
     expect(t.stdout).toMatch(/^sandbox {4}(bubblewrap|none: .+)$/m);
     expect(t.stdout).toMatch(/^limits {5}(cgroup v[12] \(pids, memory|prlimit only|checks: systemd-run)/m);
     expect(JSON.parse(r.stdout).sandbox.limits).toBeTruthy();
+  });
+});
+
+describe("ocw doctor: which llama-server the engine uses", () => {
+  const fake = path.join(dir, "engine-llama-server");
+  writeFileSync(fake, "#!/bin/sh\n", { mode: 0o755 });
+  const engineEnv = { LLAMA_SERVER: fake, PATH: "", OCW_LLAMA_CACHE: dir, OCW_STATE_DIR: dir, HOME: dir };
+  const port = () => localSetupPort({ hardware: hw(), env: engineEnv });
+  it("names the engine's llama-server and where it came from", async () => {
+    const t = await runDoctor({}, port(), { LLAMA_SERVER: fake });
+    expect(t.stdout).toContain(`llama-server ${fake} (used by the engine; from the engine's LLAMA_SERVER)`);
+    expect(t.stdout).not.toMatch(/^note/m);
+    expect(JSON.parse((await runDoctor({ json: true }, port(), {})).stdout)).toMatchObject({ llamaServer: fake, engineLlamaServer: fake });
+  });
+  it("a shell's LLAMA_SERVER that differs from the engine's: says the engine's environment counts, and how to restart it with yours", async () => {
+    const mine = "/opt/my llama/llama-server";
+    const t = await runDoctor({}, port(), { LLAMA_SERVER: mine });
+    expect(t.stdout).toContain(
+      `note       this shell's LLAMA_SERVER (${mine}) is not the engine's (${fake}): the engine's environment is the one that counts.`,
+    );
+    expect(t.stdout).toContain("`ocw stop`");
+    expect(t.stdout).toContain("`LLAMA_SERVER='/opt/my llama/llama-server' ocw doctor`");
+    const j = JSON.parse((await runDoctor({ json: true }, port(), { LLAMA_SERVER: mine })).stdout);
+    expect(j.llamaServerEnvNote).toMatch(/the engine's environment is the one that counts/);
+    // the engine with none set: said as unset
+    const none = await runDoctor({}, localSetupPort({ hardware: hw(), env: { ...engineEnv, LLAMA_SERVER: "" } }), { LLAMA_SERVER: mine });
+    expect(none.stdout).toMatch(/is not the engine's \(unset\)/);
   });
 });
 

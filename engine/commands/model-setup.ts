@@ -563,15 +563,40 @@ export async function runServingStop(o: { target?: string } = {}, port: SetupPor
   const r = await port.stopServing(o.target);
   const lines = [
     ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
-    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${s.reused ? " (that pid is another process now: left alone)" : ""}`),
+    ...r.alreadyGone.map((s) =>
+      s.pid
+        ? `pid ${s.pid} (${s.targetId}) was not running${s.reused ? " (that pid is another process now: left alone)" : ""}`
+        : `${s.targetId} was not running (stopped already): forgotten now`,
+    ),
   ];
   return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
 }
 
-export async function runDoctor(o: { json?: boolean; llamaServer?: string }, port: SetupPort = enginePort("cli:ocw doctor")): Promise<CommandOutput> {
+/** A word for a POSIX shell: as it is when plain, else in single quotes. */
+const shWord = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+/**
+ * What doctor says when this shell's LLAMA_SERVER is not the engine's: the engine (a process of its own, started with
+ * the environment of the command that started it) finds and starts llama-server, so its environment is the one that counts.
+ */
+export function llamaServerEnvNote(client: string | undefined, engine: string | null): string | null {
+  if (!client || (engine && path.resolve(engine) === path.resolve(client))) return null;
+  return (
+    `this shell's LLAMA_SERVER (${client}) is not the engine's (${engine ?? "unset"}): the engine's environment is the one that counts. ` +
+    `To have the engine use yours: \`ocw stop\` (it also stops the model servers ocw started), then \`LLAMA_SERVER=${shWord(client)} ocw doctor\` starts it again with it; or pass --llama-server PATH to ocw setup`
+  );
+}
+
+export async function runDoctor(
+  o: { json?: boolean; llamaServer?: string },
+  port: SetupPort = enginePort("cli:ocw doctor"),
+  clientEnv: NodeJS.ProcessEnv = process.env,
+): Promise<CommandOutput> {
   const out = await port.doctor({ llamaServer: o.llamaServer, cwd: process.cwd() });
   const { hardware: hw, llamaServer: bin, serving, sandbox } = out;
-  if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+  // --llama-server names the binary for this doctor: the environment's is not what it looks at then
+  const envNote = o.llamaServer ? null : llamaServerEnvNote(clientEnv.LLAMA_SERVER, out.engineLlamaServer ?? null);
+  if (o.json) return { code: 0, stdout: JSON.stringify({ ...out, ...(envNote ? { llamaServerEnvNote: envNote } : {}) }, null, 2) + "\n", stderr: "" };
   const lines = [
     `platform   ${hw.platform}/${hw.arch}`,
     `cpu        ${hw.cpu.model} (${hw.cpu.cores} threads${hw.cpu.physicalCores ? `, ${hw.cpu.physicalCores} cores` : ""})`,
@@ -587,10 +612,11 @@ export async function runDoctor(o: { json?: boolean; llamaServer?: string }, por
           `llama.cpp  sees ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => `${d.id} ${d.name} ${fmt(d.freeBytes)} free`).join(", ") : "no GPU devices (CPU backend)"}`,
         ]
       : []),
-    `llama-server ${bin ?? out.llamaServerNote}`,
+    `llama-server ${bin ? `${bin} (used by the engine; from ${out.llamaServerFrom ?? "?"})` : out.llamaServerNote}`,
+    ...(envNote ? [`note       ${envNote}`] : []),
     ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
     ...hw.problems.map((p) => `problem    ${p}`),
-    `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
+    `servers    ${serving.length ? serving.map((s) => `${s.targetId} ${s.pid ? `pid ${s.pid}` : "stopped"} :${s.port}`).join(", ") : "none started by ocw"}`,
     `sandbox    ${sandbox.kind === "bwrap" ? "bubblewrap" : `none: ${sandbox.reason}`}`,
     `limits     ${sandbox.limits}`,
     `detected in ${hw.ms} ms`,
@@ -618,7 +644,7 @@ export function registerModelSetupCommands(
     .option("--metadata <file>", "JSON object of GGUF metadata keys → values (tensor infos optional)")
     .option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)")
     .option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)")
-    .option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)")
+    .option("--parallel <n>", "-np: slots (default: 4 with unified KV with a GPU, 1 on a CPU only — as ocw setup)")
     .option("--kv-unified", "--kv-unified: one KV pool shared by all slots")
     .option("--no-kv-unified", "split KV: each slot gets ctx/parallel")
     .option("--cache-type-k <t>", "-ctk (default f16)")

@@ -9,7 +9,7 @@ import { attemptGroup, MAX_ATTEMPTS, type AttemptGroup } from "../../shared/atte
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
 import { baselineWarning } from "../../shared/verdict";
-import { askView } from "../../shared/ask-view";
+import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
@@ -221,6 +221,9 @@ async function followAndAnswer(
   const say = (line: string) => (asker ? asker.status(line) : process.stderr.write(line + "\n"));
   const answered = new Set<string>();
   const onAsks = (workers: Map<string, Worker>) => {
+    // An ask shown at this prompt that the worker's picture says is answered (its event missed: the stream was reset, the
+    // engine restarted) leaves the prompt with the answer, as its event would have it do.
+    if (asker) settleAnsweredElsewhere(asker, workers);
     for (const w of workers.values()) {
       for (const ask of pendingAsks(w)) {
         if (answered.has(ask.id)) continue;
@@ -244,10 +247,12 @@ async function followAndAnswer(
   const onEvent = (event: EngineEvent, workers: Map<string, Worker>) => {
     // Only this run's workers: the engine's stream carries every client's workers.
     if (event.type === "worker.created" && batchId && event.batchId === batchId) mine.add(event.workerId);
+    // the stream started again from a new picture of the workers: what it missed is read from there
+    if (event.type === "reset") return onAsks(workers);
     if (!("workerId" in event) || !mine.has(event.workerId)) return;
     progress(event, say);
     // An ask answered elsewhere (the GUI, Claude over MCP, a policy) leaves the terminal prompt at once.
-    if (event.type === "ask.resolved") asker?.resolved(event.askId, event.status, event.decision, event.by);
+    if (event.type === "ask.resolved") asker?.resolved(event.askId, event.status, event.decision, event.by, event.message);
     onAsks(workers);
   };
   try {
@@ -621,7 +626,8 @@ export function askText(ask: PermissionAsk): string {
   for (const f of v.flags) out += `  ⚑ ${f}\n`;
   if (ask.kind === "permission")
     out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;
-  if (ask.diff)
+  if (ask.diff && diffChangesNothing(ask.diff)) out += `  ${UNCHANGED_DIFF}\n`;
+  else if (ask.diff)
     out +=
       ask.diff
         .split("\n")
@@ -629,6 +635,12 @@ export function askText(ask: PermissionAsk): string {
         .map((l) => showUntrusted(l, { max: 400, lines: false }))
         .join("\n") + "\n";
   return out;
+}
+
+/** Every ask the terminal holds (shown or waiting its turn) that a worker's picture says is no longer pending: said and dropped. */
+export function settleAnsweredElsewhere(asker: Pick<TerminalAsker, "holds" | "resolved">, workers: Map<string, Worker>): void {
+  for (const w of workers.values())
+    for (const a of w.asks) if (a.status !== "pending" && asker.holds(a.id)) asker.resolved(a.id, a.status, a.decision, a.by, a.message);
 }
 
 /**
@@ -697,18 +709,27 @@ export class TerminalAsker {
     void this.drain();
   }
 
-  /** The engine says an ask was answered or cancelled (perhaps by someone else): drop it here. */
-  resolved(askId: string, status: "decided" | "cancelled", decision?: DecisionKind, by?: DecidedBy): void {
+  /** Whether this ask is at the prompt or waiting its turn here (not yet answered here or elsewhere). */
+  holds(askId: string): boolean {
+    return !this.settled.has(askId) && (this.current?.id === askId || this.queue.some((a) => a.id === askId));
+  }
+
+  /** The engine says an ask was answered or cancelled (perhaps by someone else): said, and dropped here. */
+  resolved(askId: string, status: "decided" | "cancelled", decision?: DecisionKind, by?: DecidedBy, message?: string): void {
     if (this.settled.has(askId)) return;
     this.settled.add(askId);
-    const who = by ? `${by.kind}${by.name ? ` ${by.name}` : ""}` : "the engine";
-    const what = status === "cancelled" ? "was cancelled" : `was answered by ${who}: ${decision ?? "decided"}`;
+    const who = by ? showUntrusted(`${by.kind}${by.name ? ` ${by.name}` : ""}`, { lines: false, max: 200 }) : null;
+    const why = message ? ` (${showUntrusted(message, { lines: false, max: 500 })})` : "";
+    const what =
+      status === "cancelled"
+        ? `was cancelled${who ? ` by ${who}` : ""}${why}`
+        : `was answered elsewhere${who ? ` (by ${who})` : ""}: ${decision ?? "answer not known"}`;
     const queued = this.queue.findIndex((a) => a.id === askId);
     if (queued >= 0) {
       const [ask] = this.queue.splice(queued, 1);
       this.out.write(`\nocw: ${ask!.workerId}'s ${ask!.tool} ask ${what}\n`);
     } else if (this.current?.id === askId) {
-      this.out.write(`\nocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer needed here\n`);
+      this.out.write(`\nocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer needed here, going on\n`);
       this.current = null;
       const w = this.waiting;
       this.waiting = null;

@@ -3,7 +3,8 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import type { PermissionAsk } from "../../shared/permission";
-import { TerminalAsker } from "./run";
+import type { Worker } from "../../shared/worker";
+import { settleAnsweredElsewhere, TerminalAsker } from "./run";
 
 const ask = (id: string): PermissionAsk => ({
   id,
@@ -40,6 +41,39 @@ describe("TerminalAsker", () => {
     expect(decided).toEqual([{ askId: "a1", decision: "once" }]);
     asker.status("ocw: w-3 failed");
     expect(text.endsWith("ocw: w-3 failed\n")).toBe(true);
+    asker.close();
+  });
+
+  it("an ask answered elsewhere whose event it missed (a reset stream, an engine restart): the worker's picture settles it, said with the answer", async () => {
+    const input = new PassThrough();
+    const out = new PassThrough();
+    let text = "";
+    out.on("data", (b) => (text += b));
+    const decided: unknown[] = [];
+    const asker = new TerminalAsker({ approvals: { decide: { mutate: async (d: unknown) => (decided.push(d), d) } } } as never, input, out);
+    asker.enqueue(ask("a1"));
+    asker.enqueue(ask("a2"));
+    await new Promise((r) => setImmediate(r));
+    expect(text).toContain("[n]o: ");
+    const before = text;
+    const picture = (asks: PermissionAsk[]) => new Map([["w-1", { id: "w-1", asks } as unknown as Worker]]);
+    // still pending: nothing said, the prompt stays
+    settleAnsweredElsewhere(asker, picture([ask("a1"), ask("a2")]));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(text).toBe(before);
+    settleAnsweredElsewhere(
+      asker,
+      picture([
+        { ...ask("a1"), status: "decided", decision: "once", by: { kind: "mcp", name: "claude" } },
+        { ...ask("a2"), status: "cancelled", by: { kind: "engine", name: "restart" }, message: "the engine restarted" },
+      ]),
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    expect(text).toContain("ocw: w-1's bash ask was answered elsewhere (by mcp claude): once; no answer needed here, going on\n");
+    expect(text).toContain("ocw: w-1's bash ask was cancelled by engine restart (the engine restarted)\n");
+    // the next ask was never put to the terminal, and nothing was answered from here
+    expect(text.match(/allow\?/g)).toHaveLength(1);
+    expect(decided).toEqual([]);
     asker.close();
   });
 });

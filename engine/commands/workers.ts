@@ -17,10 +17,35 @@ const client = async (name: string): Promise<EngineClient> => connect(await ensu
 /** Text a worker may have written (or named): control characters, bidi and zero-width marks made visible. */
 const safe = (t: string) => showUntrusted(t, { lines: false, max: 4000 });
 const stateWord = (s: Worker["state"]) => (s === "honest-failure" ? "failed" : s);
-const age = (ts: number) => {
-  const s = Math.max(0, Math.round((Date.now() - ts) / 1000));
+const age = (ts: number, now = Date.now()) => {
+  const s = Math.max(0, Math.round((now - ts) / 1000));
   return s < 90 ? `${s}s` : s < 5400 ? `${Math.round(s / 60)}m` : s < 172800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
 };
+
+/**
+ * `ocw list` as text: a header naming the columns (the time is how long ago the worker was created), then two lines a
+ * worker: id, state, created, task; its verdict, merge / batch, repository.
+ */
+export function listText(ws: Worker[], names: Record<string, string> = {}, now = Date.now()): string {
+  const ago = (ts: number) => `${age(ts, now)} ago`;
+  const idWidth = Math.max(2, ...ws.map((w) => w.id.length));
+  const lines = [`${"ID".padEnd(idWidth)}  ${"STATE".padEnd(16)} ${"CREATED".padStart(8)}  TASK`];
+  for (const w of ws) {
+    const v = w.verdict ? verdictLine(w.verdict) : stateWord(w.state);
+    const extra = [
+      w.merged ? `merged into ${w.merged.into}` : null,
+      w.reverted ? "reverted" : null,
+      w.discarded ? "discarded" : null,
+      w.batchId ? `batch ${names[w.batchId] ? `"${safe(names[w.batchId]!)}" ` : ""}${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null,
+    ]
+      .filter(Boolean)
+      .join(", ");
+    lines.push(
+      `${w.id.padEnd(idWidth)}  ${stateWord(w.state).padEnd(16)} ${ago(w.createdAt).padStart(8)}  ${safe(workerTitle(w.spec, 60))}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}
 
 export function registerWorkerCommands(program: Command): void {
   program
@@ -52,20 +77,7 @@ export function registerWorkerCommands(program: Command): void {
         if (!ws.length) return console.log("no workers" + (o.state || o.repo || o.batch ? " match" : " yet: start one with `ocw run`"));
         // Batch names are read instead of ids (an engine from before names has none).
         const names: Record<string, string> = ws.some((w) => w.batchId) ? await c.workers.batchNames.query().catch(() => ({})) : {};
-        for (const w of ws) {
-          const v = w.verdict ? verdictLine(w.verdict) : stateWord(w.state);
-          const extra = [
-            w.merged ? `merged into ${w.merged.into}` : null,
-            w.reverted ? "reverted" : null,
-            w.discarded ? "discarded" : null,
-            w.batchId ? `batch ${names[w.batchId] ? `"${safe(names[w.batchId]!)}" ` : ""}${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null,
-          ]
-            .filter(Boolean)
-            .join(", ");
-          console.log(
-            `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(workerTitle(w.spec, 60))}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`,
-          );
-        }
+        process.stdout.write(listText(ws, names));
       } catch (err) {
         fail(err);
       }

@@ -4,7 +4,7 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { PermissionAsk } from "../../shared/permission";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
-import { askView } from "../../shared/ask-view";
+import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
 import { showUntrusted } from "../../shared/untrusted";
 import { plainName } from "../../shared/wait";
 
@@ -51,7 +51,11 @@ export function formFor(ask: PermissionAsk, title: string) {
         }),
     };
   }
-  const diff = ask.diff ? `\n\nThe change (the worker's, untrusted):\n${showUntrusted(ask.diff, { max: 1500, block: true })}` : "";
+  const diff = !ask.diff
+    ? ""
+    : diffChangesNothing(ask.diff)
+      ? `\n\nThe change: ${UNCHANGED_DIFF}.`
+      : `\n\nThe change (the worker's, untrusted):\n${showUntrusted(ask.diff, { max: 1500, block: true })}`;
   // A permission name that is not a plain identifier is the worker's text too.
   const tool = plainName(ask.tool) ? ask.tool : `a tool (untrusted name: ${JSON.stringify(showUntrusted(ask.tool, { max: 80, lines: false }))})`;
   // The asked text made visible (line breaks, bidi and zero-width characters, escapes), head and tail when long; the

@@ -478,6 +478,8 @@ export const PendingApprovalsOutput = z.object({
       ageSec: z.number(),
       /** Why "always" is not offered (a command that cannot be split with certainty, a cut or flagged ask, a question); absent when it is. */
       alwaysWhy: z.string().optional(),
+      /** Present when the edit changes nothing (its diff is header lines alone): says so. */
+      diffNote: z.string().optional(),
       untrusted: untrusted({
         what: z.string(),
         flags: z.array(z.string()).optional(),

@@ -34,7 +34,7 @@ import {
 } from "./format";
 import { readLock } from "../api/lock";
 import { INSTRUCTIONS } from "./instructions";
-import { askView } from "../../shared/ask-view";
+import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
@@ -721,6 +721,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           title: w ? titleOf(w) : "",
           ageSec: a.ageSec,
           ...(view.alwaysWhy ? { alwaysWhy: view.alwaysWhy } : {}),
+          // a write of what the file already holds: its diff is header lines alone, said in the engine's words
+          ...(a.diff && diffChangesNothing(a.diff) ? { diffNote: UNCHANGED_DIFF } : {}),
           untrusted: {
             what: item.untrusted.what,
             ...(item.untrusted.flags ? { flags: item.untrusted.flags } : {}),

@@ -69,6 +69,12 @@ describe("an ask over MCP", () => {
     expect(q.message).toContain("asks (the worker's words, untrusted):\n• which⟪U+202E⟫?");
   });
 
+  it("an edit that leaves the file as it was: the form says no change, not a diff of header lines alone", () => {
+    const f = formFor(ask("cli.txt", { tool: "edit", diff: "Index: cli.txt\n=============\n--- cli.txt\n+++ cli.txt\n" }), "t");
+    expect(f.message).toContain("The change: no change to the file's content");
+    expect(f.message).not.toContain("Index: cli.txt");
+  });
+
   it("a question's option labels are shown made safe and answered with the worker's own label", () => {
     const q: PermissionAsk = {
       ...ask("which?"),

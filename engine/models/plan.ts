@@ -19,6 +19,17 @@ import { cpuTflops, estimateSpeed, gpuBandwidth, gpuTflops, MIN_AGENT_TOK_PER_SE
 import { llamaMtpArgs, mtpOf } from "./mtp";
 
 export const DEFAULT_MIN_CTX = 32768;
+
+/**
+ * The slots planned when none are asked: 4 with a GPU, 1 on a CPU only (decode speed is shared by every slot). The one
+ * default of `ocw fit`, `ocw fit --gguf/--metadata` and `ocw setup`.
+ */
+export function defaultSlots(gpuCount: number): number {
+  return gpuCount > 0 ? 4 : 1;
+}
+
+/** What the plan says when it used the CPU-only default. */
+export const CPU_SLOTS_NOTE = "CPU only: 1 slot by default (decode speed is shared by all slots); for more, set Slots in Setup (--slots N on the command line)";
 const MARGIN = 1024 * MiB;
 
 export interface PlanModel {

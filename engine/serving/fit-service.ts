@@ -11,7 +11,17 @@ import { CATALOG, type CatalogEntry, findCatalog, servedBy } from "../models/cat
 import { readHubSizes, withHubSizes } from "../models/hub-sizes";
 import type { KvCacheType } from "../models/ggml-types";
 import { SetupError } from "../models/errors";
-import { DEFAULT_MIN_CTX, devicesFromHardware, modelFromInfo, type PlanDevices, planModel, propose, slowProblem } from "../models/plan";
+import {
+  CPU_SLOTS_NOTE,
+  DEFAULT_MIN_CTX,
+  defaultSlots,
+  devicesFromHardware,
+  modelFromInfo,
+  type PlanDevices,
+  planModel,
+  propose,
+  slowProblem,
+} from "../models/plan";
 import { isDatacenterGpu } from "../models/speed";
 import { parseRepoRef, planRepo } from "../models/resolve";
 import { loadGguf } from "../models/source";
@@ -131,9 +141,8 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   const notes = pd ? pd.notes : ld.notes;
   if (assume?.note) notes.push(assume.note);
   const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
-  const slots = i.slots ?? (dev.gpus.length ? 4 : 1);
-  if (i.slots === undefined && !dev.gpus.length && !parallel)
-    notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); for more, set Slots in Setup (--slots N on the command line)");
+  const slots = i.slots ?? defaultSlots(dev.gpus.length);
+  if (i.slots === undefined && !dev.gpus.length && !parallel) notes.push(CPU_SLOTS_NOTE);
   const verified = toolVerifiedModels(o.store);
   const allowSlow = !!i.allowSlow;
   let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null; refused?: FitPick[] };

@@ -87,14 +87,23 @@ describe("servers the engine started", () => {
     expect(await models(port, key)).toBe(200);
   });
 
-  it("`ocw stop` stops every server but the ones kept", async () => {
+  it("`ocw stop` stops every server but the ones kept, and remembers them stopped: restarted later as they were", async () => {
     const a = await launch("kept");
     const b = await launch("plain");
     expect(serverKeepApi("kept", true)[0]!.keep).toBe(true);
     expect(await stopUnkeptServing()).toEqual(["plain"]);
     expect(await models(a.port, a.key)).toBe(200);
     expect(await models(b.port, b.key)).toBe(0);
-    expect(serversListApi().map((s) => [s.targetId, s.running])).toEqual([["kept", true]]);
+    // remembered stopped (it was forgotten, so `ocw serving restart plain` after the engine came back found nothing)
+    expect(serversListApi().map((s) => [s.targetId, s.running])).toEqual([
+      ["kept", true],
+      ["plain", false],
+    ]);
+    // a second `ocw stop` has nothing more to stop
+    expect(await stopUnkeptServing()).toEqual([]);
+    const back = await serverRestartApi("plain", { readyTimeoutMs: 20_000 });
+    expect(back[0]).toMatchObject({ running: true, port: b.port });
+    expect(await models(b.port, b.key)).toBe(200);
   });
 
   it("delete stops it and forgets it with its generated key; an unknown id is a not-found error", async () => {

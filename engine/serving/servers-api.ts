@@ -1,7 +1,8 @@
 /**
  * The model servers the engine started (serving.json), on the typed API: list them with whether they run, stop,
  * restart (same binary, arguments, port and generated key), delete (stop and forget), and "keep running after
- * `ocw stop`". `ocw stop` stops every server not marked kept (stopUnkeptServing, called by the engine's shutdown).
+ * `ocw stop`". `ocw stop` stops every server not marked kept (stopUnkeptServing, called by the engine's shutdown) and
+ * remembers it stopped, to be restarted later.
  */
 import { rmSync } from "node:fs";
 import path from "node:path";
@@ -45,12 +46,15 @@ export function serversListApi(): ServerView[] {
 }
 
 export async function serverStopApi(id: string): Promise<ServerView[]> {
-  const recs = recordsOf(id);
-  await stopServing(id);
-  // stopped, but remembered (so it can be restarted): the record stays with no live pid
+  return (await stopRemembered(recordsOf(id), id)).recs.map(view);
+}
+
+/** Stops a target's server(s) and remembers them stopped (the record stays with no live pid), so they can be restarted. */
+async function stopRemembered(recs: ServingRecord[], id: string): Promise<{ recs: ServingRecord[]; stopped: boolean }> {
+  const r = await stopServing(id);
   const keep = recs.map((r) => ({ ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null }));
   updateServing((all) => [...all.filter((r) => !keep.some((k) => k.targetId === r.targetId)), ...keep]);
-  return keep.map(view);
+  return { recs: keep, stopped: r.stopped.length > 0 };
 }
 
 /** Stops the server(s) and starts them again exactly as recorded: same binary, arguments, environment, port and key. */
@@ -128,8 +132,13 @@ export async function stopUnkeptServing(): Promise<string[]> {
   ];
   const stopped: string[] = [];
   for (const id of ids) {
-    const r = await stopServing(id).catch(() => null);
-    if (r?.stopped.length) stopped.push(id);
+    // remembered stopped, as the servers panel's Stop does: after the engine starts again, `ocw serving restart ID`
+    // (or Restart) starts it as it was (same port and key); `ocw serving stop` / Delete forget it
+    const r = await stopRemembered(
+      listServing().filter((x) => x.targetId === id || x.replicaOf === id),
+      id,
+    ).catch(() => null);
+    if (r?.stopped) stopped.push(id);
   }
   return stopped;
 }

@@ -17,7 +17,7 @@ import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "
 import { detectHardware, type HardwareReport } from "../hardware";
 import { CATALOG, rankByLedger, servedBy } from "../models/catalog";
 import { readHubSizes, refreshHubSizes, withHubSizes } from "../models/hub-sizes";
-import { DEFAULT_MIN_CTX, devicesFromHardware, propose } from "../models/plan";
+import { DEFAULT_MIN_CTX, defaultSlots, devicesFromHardware, propose } from "../models/plan";
 import { planFit, toolVerifiedModels } from "./fit-service";
 import { isSetupError, SetupError, type SetupErrorData } from "../models/errors";
 import { findLlamaServer } from "./llama-server";
@@ -76,7 +76,7 @@ export async function setupHardware(): Promise<FitResult["hardware"]> {
 export async function setupCatalog(input: { slots?: number; minCtx?: number }): Promise<CatalogView[]> {
   const { hw, bin } = hardware();
   const { dev } = devicesFromHardware(await hw, bin);
-  const slots = input.slots ?? (dev.gpus.length ? 4 : 1);
+  const slots = input.slots ?? defaultSlots(dev.gpus.length);
   const minCtx = input.minCtx ?? DEFAULT_MIN_CTX;
   const verified = toolVerifiedModels();
   // real file sizes from the Hub's listing when online (kept for later plans); offline, the catalog's figures

@@ -13,7 +13,7 @@ import { budgetsFromReport, detectHardware, type HardwareReport, parseGpuSpec } 
 import { type DeviceBudget, type Estimate, estimate, GiB, MiB } from "../models/estimate";
 import { SetupError } from "../models/errors";
 import { hparamsFromMetadata } from "../models/hparams";
-import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
+import { defaultSlots, modelFromInfo, type PlanDevices, planModel } from "../models/plan";
 import { loadGguf, loadMetadataFile, type ModelInfo } from "../models/source";
 import { limitSetup, sandboxStatus } from "../sandbox";
 import type { TargetStore } from "../store";
@@ -133,9 +133,12 @@ export async function fitFile(input: FitFileInput, o: { hardware?: HardwareRepor
     return inputError((e as Error).message);
   }
   const h = hparamsFromMetadata(info.metadata);
+  // no --parallel (or -1, auto): the slots `ocw fit` and `ocw setup` plan here — 1 on a CPU only, where llama-server's
+  // own auto would take 4 — so that the estimate, the recommendation and setup agree
+  const cpuDefault = (i.parallel === undefined || i.parallel < 0) && !gpus.length;
   const e: Estimate = estimate(h, info.tensors, {
     ctx: i.ctx,
-    parallel: i.parallel,
+    parallel: cpuDefault ? defaultSlots(0) : i.parallel,
     kvUnified: i.kvUnified,
     cacheTypeK: i.cacheTypeK as KvCacheType | undefined,
     cacheTypeV: i.cacheTypeV as KvCacheType | undefined,
@@ -143,6 +146,7 @@ export async function fitFile(input: FitFileInput, o: { hardware?: HardwareRepor
     flashAttn: i.flashAttn,
     gpus,
   });
+  if (cpuDefault) e.warnings.push(`CPU only: ${e.slots} slot by default, as \`ocw setup\` plans (decode speed is shared by all slots); --parallel N for more`);
   const slots = e.slots;
   const minCtx = i.minCtx ?? Math.min(4096, h.nCtxTrain);
   // the planner's answer for this file on this machine (or --gpus): the same chooser as `ocw fit --model FILE`
@@ -188,14 +192,24 @@ export async function fitPlan(input: FitPlanInput, o: { hardware?: HardwareRepor
 }
 
 /** `ocw doctor`: hardware, the llama-server found, the model servers ocw started, and how workers are contained. */
-export async function doctor(input: { llamaServer?: string; cwd?: string }, o: { hardware?: HardwareReport } = {}) {
+export async function doctor(input: { llamaServer?: string; cwd?: string }, o: { hardware?: HardwareReport; env?: NodeJS.ProcessEnv } = {}) {
+  // the engine's environment: the one its setup starts llama-server from (a client's own LLAMA_SERVER is not seen here)
+  const env = o.env ?? process.env;
   let bin: string | null = null;
   let binNote = "";
   try {
-    bin = findLlamaServer(input.llamaServer ? local(input.llamaServer, input.cwd) : undefined);
+    bin = findLlamaServer(input.llamaServer ? local(input.llamaServer, input.cwd) : undefined, env);
   } catch (e) {
     binNote = (e as Error).message;
   }
+  const engineLlamaServer = env.LLAMA_SERVER || null;
+  const llamaServerFrom = !bin
+    ? null
+    : input.llamaServer
+      ? "--llama-server"
+      : engineLlamaServer && path.resolve(engineLlamaServer) === path.resolve(bin)
+        ? "the engine's LLAMA_SERVER"
+        : `the engine's PATH, llama.cpp build cache or installed release${engineLlamaServer ? ` (the engine's LLAMA_SERVER, ${engineLlamaServer}, is not there)` : ""}`;
   const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
   const serving = listServing();
   // How worker commands and checks are contained here, and what binds their processes and memory as a whole.
@@ -204,6 +218,10 @@ export async function doctor(input: { llamaServer?: string; cwd?: string }, o: {
   return {
     hardware: hw,
     llamaServer: bin,
+    /** Where the engine found it: --llama-server, its LLAMA_SERVER, or its search (PATH, build cache, installed release). */
+    llamaServerFrom,
+    /** The engine's own LLAMA_SERVER (null: unset); a client's may differ, and the engine's is the one that counts. */
+    engineLlamaServer,
     llamaServerNote:
       binNote ||
       (bin

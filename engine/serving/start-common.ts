@@ -190,6 +190,8 @@ export interface StartCtx {
   ops: PhaseOps;
   /** The log file a failure points at (set once a server is launched). */
   setLog: (file: string) => void;
+  /** The target whose model server(s) this start launches (from the launch on): stopped again when the start fails. */
+  setLaunched: (targetId: string) => void;
 }
 type SetupStartInputParsed = ReturnType<typeof SetupStartInput.parse>;
 

@@ -214,6 +214,7 @@ async function launchOtherPhase(c: StartCtx, p: OtherPlan, found: Found): Promis
   const keyFile = keyFilePath(id);
   storeKey(keyFile, key);
   await stopServing(id);
+  c.setLaunched(id);
   // the vendor tool's figures before this start (a replaced server's memory is free again)
   const before = replacing ? ((await detectHardware({}).catch(() => null)) ?? hw) : hw;
   const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id), family: familyOf });

@@ -544,6 +544,7 @@ export async function launchLlamaPhase(c: StartCtx, plan: LlamaPlan, files: Mode
   const key = generateKey();
   storeKey(keyFile, key);
   await stopServing(id);
+  c.setLaunched(id);
   // the vendor tool's figures before this start (the replaced server's memory is free again)
   const before = replacing ? ((await detectHardware({}).catch(() => null)) ?? hw) : hw;
   const sup = supervisorCommand();
@@ -889,8 +890,9 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
   };
 
   let logFile: string | null = null;
+  let launched: string | null = null;
   const ops: PhaseOps = { begin, end, skip, emit, cancelled, phase };
-  const c: StartCtx = { o, input, job, ops, setLog: (f) => (logFile = f) };
+  const c: StartCtx = { o, input, job, ops, setLog: (f) => (logFile = f), setLaunched: (id) => (launched = id) };
   try {
     begin("plan", "detecting the hardware and planning");
     if (input.runtime !== "llama.cpp") await runOtherRuntime(c);
@@ -940,10 +942,28 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
     job.state = f.kind === "cancelled" ? "cancelled" : "failed";
     for (const p of job.phases) if (p.status === "pending") p.status = "skipped";
   }
+  // A start that failed after its launch (warm-up, verify, a cancel) or ended cannot-build stops what it started: a server
+  // no target can use is not left running (and holding its memory) after the setup has ended.
+  if (launched && (job.state !== "done" || job.result?.outcome === "cannot-build")) await stopLaunched(job, launched);
   job.ms = Math.round(performance.now() - t0);
   if (job.result) job.result.ms = job.ms;
   emit();
   return job;
+}
+
+/** Stops the model server(s) a failed start launched under `targetId`, and says so in the job's verdict or failure. */
+async function stopLaunched(job: SetupJob, targetId: string): Promise<void> {
+  const r = await stopServing(targetId).catch((e: Error) => e);
+  const gone = r instanceof Error ? [] : r.stopped;
+  const said =
+    r instanceof Error
+      ? `the model server this setup started could not be stopped (${r.message}): \`ocw serving stop --target ${targetId}\` stops it`
+      : gone.length
+        ? `the model server this setup started was stopped (pid ${gone.map((s) => s.pid).join(", ")})`
+        : null;
+  if (!said) return;
+  if (job.result) job.result.summary = `${job.result.summary}; ${said}`;
+  else if (job.failure) job.failure.remedy = `${job.failure.remedy} (${said})`;
 }
 
 /**

@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
 import { BUNDLE, cleanup, makeRepo, stopDetachedEngine, tempDir } from "../helpers";
@@ -185,6 +186,37 @@ describe("ocw run", () => {
     expect(out.verdict).toBe("honest-failure");
     expect(out.approvals[0]).toMatchObject({ decision: "reject" });
     expect(out.checks[0].passed).toBe(false);
+  });
+
+  it("--approve ask: an ask answered elsewhere (the GUI) while the terminal is asked says so with the answer, and the run goes on", async () => {
+    const dir = repo();
+    const p = spawn(
+      process.execPath,
+      [BUNDLE, "run", "--dir", dir, "--task", "CLI-WRITE: create cli.txt", "--check", "test -f cli.txt", "--endpoint", model.url, "--model", "scripted-1"],
+      { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600" }, stdio: ["pipe", "ignore", "pipe"] },
+    );
+    let stderr = "";
+    const prompted = new Promise<void>((resolve) =>
+      p.stderr.on("data", (b) => {
+        stderr += b;
+        if (/allow\? \[y\]es once/.test(stderr)) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => p.on("exit", (code) => resolve(code)));
+    const late = setTimeout(() => p.kill("SIGKILL"), 120_000);
+    try {
+      await Promise.race([prompted, exited.then(() => Promise.reject(new Error(`ocw run ended before asking: ${stderr}`)))]);
+      // the GUI answers it (stdin stays open: the terminal is still being asked)
+      const gui = connect(readLock(stateDir)!, "gui");
+      const workerId = /ocw: started (w-[a-z0-9]+)/.exec(stderr)![1]!;
+      const ask = (await gui.workers.get.query({ workerId })).asks.find((a) => a.status === "pending")!;
+      await gui.approvals.decide.mutate({ askId: ask.id, decision: "once" });
+      expect(await exited, stderr).toBe(0);
+      expect(stderr).toMatch(new RegExp(`ocw: ${workerId}'s edit ask was answered elsewhere \\(by person gui\\): once; no answer needed here, going on`));
+    } finally {
+      clearTimeout(late);
+      p.kill("SIGKILL");
+    }
   });
 
   it("--batch FILE.json runs every task and reports builtRate / honestRate / verdict", async () => {

@@ -1,9 +1,10 @@
 /** `ocw serving list|keep|restart` (the bundle): what the wizard's servers panel does, on the command line. */
-import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { BUNDLE, stopDetachedEngine, tempDir } from "../helpers";
+import { freePort } from "../../engine/serving/llama-server";
+import { BUNDLE, pidAlive, stopDetachedEngine, tempDir } from "../helpers";
 import { rmSync } from "node:fs";
 
 const state = tempDir("serving-cli");
@@ -55,5 +56,50 @@ describe("ocw serving", () => {
     r = ocw("restart", "vllm-b");
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/vllm-b runs vllm, not llama-server/);
+  });
+
+  it("`ocw stop` stops a server the engine started and remembers it: after the engine is back, `ocw serving restart` starts it as it was", async () => {
+    const dir = tempDir("serving-restart");
+    const env = { ...process.env, OCW_STATE_DIR: dir, OCW_SUPERVISE: "0" };
+    const run = (...args: string[]) => spawnSync(process.execPath, [BUNDLE, ...args], { env, encoding: "utf8" });
+    try {
+      // a stand-in llama-server: answers /health on its --port
+      const bin = path.join(dir, "bin", "llama-server");
+      mkdirSync(path.dirname(bin), { recursive: true });
+      writeFileSync(
+        bin,
+        `#!${process.execPath}\nconst port = Number(process.argv[process.argv.indexOf("--port") + 1]);\nrequire("node:http").createServer((q, r) => r.writeHead(200).end("{}")).listen(port, "127.0.0.1");\n`,
+      );
+      chmodSync(bin, 0o755);
+      const port = await freePort();
+      const logFile = path.join(dir, "s.log");
+      const args = ["-m", "model.gguf", "--port", String(port)];
+      const child = spawn(bin, args, { detached: true, stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")] });
+      child.unref();
+      const health = () =>
+        fetch(`http://127.0.0.1:${port}/health`).then(
+          (r) => r.status,
+          () => 0,
+        );
+      for (let i = 0; i < 100 && (await health()) !== 200; i++) await new Promise((r) => setTimeout(r, 50));
+      writeFileSync(
+        path.join(dir, "serving.json"),
+        JSON.stringify([{ targetId: "llamacpp-s", pid: child.pid, port, bin, args, logFile, keyFile: null, startedAt: new Date().toISOString() }]),
+      );
+      expect(run("serving", "list").stdout).toMatch(new RegExp(`llamacpp-s\\s+running pid ${child.pid}`));
+      expect(run("stop").status).toBe(0);
+      for (let i = 0; i < 100 && pidAlive(child.pid!); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(pidAlive(child.pid!)).toBe(false);
+      // remembered stopped (it was forgotten: restart said there was no such server)
+      expect(JSON.parse(readFileSync(path.join(dir, "serving.json"), "utf8"))).toMatchObject([{ targetId: "llamacpp-s", pid: 0, port }]);
+      const back = run("serving", "restart", "llamacpp-s");
+      expect(back.stderr).toBe("");
+      expect(back.stdout).toMatch(new RegExp(`llamacpp-s running, pid \\d+ on :${port}`));
+      expect(await health()).toBe(200);
+      expect(run("serving", "stop").stdout).toMatch(/stopped llama-server pid \d+ \(llamacpp-s/);
+    } finally {
+      await stopDetachedEngine(dir);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

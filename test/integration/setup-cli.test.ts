@@ -70,6 +70,13 @@ describe("ocw (model setup commands) as a process", () => {
       const line = r.stdout.split("\n").find((l) => l.startsWith("llama-server"))!;
       expect(line).toMatch(/not found .*`ocw setup` installs a pinned llama\.cpp release/);
       expect(line).not.toMatch(/scripts\//);
+      // this shell's LLAMA_SERVER is not the running engine's (started without one): said, with how to restart it
+      const mine = await ocw(["doctor"], { ...env, LLAMA_SERVER: process.execPath });
+      expect(mine.stdout.split("\n").find((l) => l.startsWith("llama-server"))).toMatch(/not found/);
+      expect(mine.stdout).toContain(
+        `note       this shell's LLAMA_SERVER (${process.execPath}) is not the engine's (unset): the engine's environment is the one that counts.`,
+      );
+      expect(mine.stdout).toContain(`\`LLAMA_SERVER=${process.execPath} ocw doctor\``);
     } finally {
       await stopDetachedEngine(st);
     }

@@ -330,6 +330,23 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
     expect(serving.find((r) => r.targetId === "oom-try")).toBeUndefined();
   }, 120_000);
 
+  it("a start that verify finds cannot-build stops the server it started, and says so", async () => {
+    await stopServers();
+    writeFileSync(control, JSON.stringify({ toolsAsText: true }));
+    try {
+      const j = await finished((await eng.client.setup.start.mutate({ id: "no-tools" })).jobId);
+      expect(j.result?.outcome, JSON.stringify(j.failure)).toBe("cannot-build");
+      const pid = j.servers![0]!.pid;
+      expect(j.result!.summary).toMatch(new RegExp(`tool calls do not work: .*; the model server this setup started was stopped \\(pid ${pid}\\)$`));
+      // nothing left running or recorded for it
+      const serving = JSON.parse(readFileSync(path.join(tmp, "state", "serving.json"), "utf8")) as { targetId: string }[];
+      expect(serving.find((r) => r.targetId === "no-tools")).toBeUndefined();
+      expect(() => process.kill(pid, 0)).toThrow();
+    } finally {
+      writeFileSync(control, "{}");
+    }
+  }, 120_000);
+
   it("a port taken between choosing and binding it is started again on another port, not failed", async () => {
     await stopServers();
     const launches = () => records().filter((x) => x.mode === "llama" && x.argv.includes("--port"));

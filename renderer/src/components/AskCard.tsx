@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { askView, FLAG_LABEL } from "../../../shared/ask-view";
+import { askView, diffChangesNothing, FLAG_LABEL, UNCHANGED_DIFF } from "../../../shared/ask-view";
 import { grantPattern, type DecisionKind, type PermissionAsk } from "../../../shared/permission";
 import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
@@ -180,7 +180,14 @@ export function AskCard({
       )}
       {view.cut > 0 && <div className="small muted">{view.cut} characters cut from the middle: “Always allow” is not offered.</div>}
       <AskFlags ask={ask} />
-      {ask.diff && <Diff text={ask.diff} root={worker?.worktree} compact label={`diff of ${ask.id}`} />}
+      {ask.diff &&
+        (diffChangesNothing(ask.diff) ? (
+          <div className="small muted" aria-label={`diff of ${ask.id}`}>
+            {UNCHANGED_DIFF}
+          </div>
+        ) : (
+          <Diff text={ask.diff} root={worker?.worktree} compact label={`diff of ${ask.id}`} />
+        ))}
       {ask.kind === "question" &&
         (ask.questions ?? []).map((q, qi) => (
           <fieldset key={qi} className="question">

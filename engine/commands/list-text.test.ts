@@ -1,0 +1,29 @@
+// `ocw list`: its columns are named, and the time is said as how long ago the worker was created (it read as a bare "5m").
+import { describe, expect, it } from "vitest";
+import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "../../shared/worker";
+import { listText } from "./workers";
+
+const NOW = 1_800_000_000_000;
+const worker = (id: string, createdAt: number): Worker =>
+  reduceWorker(null, {
+    workerId: id,
+    seq: 1,
+    ts: createdAt,
+    type: "worker.created",
+    spec: WorkerSpec.parse({ task: "fix the parser", directory: "/r" }),
+    batchId: null,
+    targetId: null,
+  } as WorkerEvent);
+
+describe("ocw list as text", () => {
+  it("a header names the columns; the time is how long ago each worker was created", () => {
+    const text = listText([worker("w-a", NOW - 5 * 60_000), worker("w-bb", NOW - 30_000)], {}, NOW);
+    const lines = text.split("\n");
+    expect(lines[0]).toMatch(/^ID\s+STATE\s+CREATED\s+TASK$/);
+    expect(lines[1]).toMatch(/^w-a\s+queued\s+5m ago {2}fix the parser$/);
+    expect(lines[3]).toMatch(/^w-bb\s+queued\s+30s ago {2}fix the parser$/);
+    // the columns line up under the header
+    expect(lines[1]!.indexOf("queued")).toBe(lines[0]!.indexOf("STATE"));
+    expect(lines[1]!.indexOf("ago") + 3).toBe(lines[0]!.indexOf("CREATED") + "CREATED".length);
+  });
+});
