@@ -1,9 +1,9 @@
 // What `ocw run` shows on a terminal for an ask: the command that runs, made visible, never an escape sequence; the
 // engine's flags; exactly what "always" grants; "always" not offered where it cannot be granted.
-import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
+import { askerRig } from "../../test/fixtures/asker";
 import type { PermissionAsk } from "../../shared/permission";
-import { askText, TerminalAsker } from "./run";
+import { askText } from "./run";
 
 const ask = (what: string, extra: Partial<PermissionAsk> = {}): PermissionAsk => ({
   id: "per_1",
@@ -62,18 +62,13 @@ describe("an ask on the terminal", () => {
   });
 
   it("the prompt does not offer [a]lways where nothing can be granted, and ignores 'a' there", async () => {
-    const input = new PassThrough();
-    const out = new PassThrough();
-    let text = "";
-    out.on("data", (b) => (text += b));
-    const decided: unknown[] = [];
-    const asker = new TerminalAsker({ approvals: { decide: { mutate: async (d: unknown) => (decided.push(d), {}) } } } as never, input, out);
+    const { input, asker, decided, printed } = askerRig();
     asker.enqueue(ask("npm test $(touch pwned)"));
     input.write("a\n");
     input.write("n\n");
     await new Promise((r) => setTimeout(r, 50));
-    expect(text).toContain("allow? [y]es once / [n]o: ");
-    expect(text).not.toContain("[a]lways");
+    expect(printed()).toContain("allow? [y]es once / [n]o: ");
+    expect(printed()).not.toContain("[a]lways");
     expect(decided).toEqual([{ askId: "per_1", decision: "reject" }]);
     asker.close();
   });
