@@ -3,7 +3,8 @@
 // checks. A change to one of them is its own violation kind ("check configuration"), whatever the task's `protect`
 // says; a task that must change one names it exactly in its `scope`.
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import ini from "ini";
@@ -308,6 +309,18 @@ function newText(checkout: string, file: string): string | null {
   }
 }
 
+const HELD_BACK_INIT = "the package of held-back tests (it runs before them; its load_tests decides what unittest runs)";
+
+/**
+ * Whether `rel` (relative to the checks' folder) is the package init of a folder held-back tests land in (or of one
+ * above it): it runs before them, and unittest hands it the whole discovery (`load_tests`), as pytest does a conftest.py.
+ */
+function heldBackInit(rel: string, heldBackDirs: string[] | undefined): boolean {
+  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path.posix.basename(rel)))?.[1] !== "__init__") return false;
+  const dir = path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel);
+  return heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir));
+}
+
 /**
  * The changed files (relative to the repository root) that change what a check runs, each with why; those the task's
  * scope names exactly are allowed. Sectioned files count only when their runner part differs from the base's.
@@ -328,14 +341,9 @@ export async function runnerConfigChanges(opts: {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
     const rel = opts.sub ? (file.startsWith(opts.sub + "/") ? file.slice(opts.sub.length + 1) : `../${file}`) : file;
     if (named.has(rel)) continue;
-    // The package init of a folder held-back tests land in (or of one above it): it runs before them, and unittest
-    // hands it the whole discovery (`load_tests`), as pytest does a conftest.py.
-    if (opts.heldBackDirs?.length && PY_MODULE.exec(foldPath(path.posix.basename(rel)))?.[1] === "__init__" && !rel.startsWith("../")) {
-      const dir = path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel);
-      if (opts.heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir))) {
-        out.push(`check configuration changed: ${file} — the package of held-back tests (it runs before them; its load_tests decides what unittest runs)`);
-        continue;
-      }
+    if (heldBackInit(rel, opts.heldBackDirs)) {
+      out.push(`check configuration changed: ${file} — ${HELD_BACK_INIT}`);
+      continue;
     }
     const base = foldPath(path.posix.basename(file));
     if (SECTIONED.has(base)) {
@@ -348,5 +356,117 @@ export async function runnerConfigChanges(opts: {
     const why = runnerConfigReason(file) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
     if (why) out.push(`check configuration changed: ${file} — ${why}`);
   }
+  return out;
+}
+
+/**
+ * Folders a scan of the checkout between checks does not enter: pytest's default `norecursedirs` (`*.egg`, `.*`,
+ * `_darcs`, `build`, `CVS`, `dist`, `node_modules`, `venv`, `{arch}`) and a virtual environment's folder (pytest skips
+ * any folder holding `pyvenv.cfg`), `__pycache__` (Python's own byte code, written by every import). Runner
+ * configuration written there is not read by the runners (what `npm ci`, `pip install`, a build leave there).
+ * Exceptions: `.cargo/` and `.mvn/` (read by cargo and Maven wherever the check runs them), and jest's `__mocks__/`,
+ * which jest finds in any folder but node_modules (build/ and dist/ are entered for those alone).
+ */
+const SKIPPED_DIRS = new Set(["node_modules", "__pycache__", "_darcs", "cvs", "{arch}", "venv"]);
+const MOCKS_ONLY_DIRS = new Set(["build", "dist"]);
+const READ_DOT_DIRS = new Set([".cargo", ".mvn"]);
+/** Above this many entries the scan stops and says so (a check that writes that much beside its build folders is itself suspicious). */
+const SCAN_CAP = 200_000;
+
+/** A checkout's runner configuration at one moment: path (from `root`, "/"-separated) → its content's hash (or link, or part). */
+export type ConfigSnapshot = Map<string, { hash: string; text?: string }>;
+
+/**
+ * The files of the checkout at `root` that decide what a check runs (runnerConfigReason, the sectioned files, the
+ * package init of a held-back folder), with their content's hash, read with the runners' own ignore rules. Sectioned
+ * files keep their text, so that only a change of their runner part counts. Links are recorded by their target.
+ */
+export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = []): ConfigSnapshot {
+  const out: ConfigSnapshot = new Map();
+  const sub = path.relative(root, cwd).split(path.sep).join("/");
+  let seen = 0;
+  const walk = (dir: string, rel: string, mocksOnly: boolean) => {
+    let entries: import("node:fs").Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (++seen > SCAN_CAP) throw new Error(`over ${SCAN_CAP} entries outside the build folders: the checkout could not be scanned for runner configuration`);
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      const full = path.join(dir, e.name);
+      const folded = foldPath(e.name);
+      if (e.isDirectory()) {
+        if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
+        if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
+        if (existsSync(path.join(full, "pyvenv.cfg"))) continue;
+        walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
+        continue;
+      }
+      if (!e.isFile() && !e.isSymbolicLink()) continue;
+      const parts = foldPath(r).split("/");
+      if (mocksOnly && !parts.slice(0, -1).includes("__mocks__")) continue;
+      const fromCwd = sub ? (r.startsWith(sub + "/") ? r.slice(sub.length + 1) : `../${r}`) : r;
+      const sectioned = SECTIONED.has(folded);
+      if (!sectioned && !runnerConfigReason(r) && !(!fromCwd.startsWith("../") && runnerConfigReason(fromCwd)) && !heldBackInit(fromCwd, heldBackDirs))
+        continue;
+      out.set(r, read(full, sectioned, r));
+    }
+  };
+  walk(root, "", false);
+  return out;
+}
+
+function read(full: string, sectioned: boolean, rel: string): { hash: string; text?: string } {
+  try {
+    const st = lstatSync(full);
+    if (st.isSymbolicLink()) return { hash: `link:${readlinkSync(full)}` };
+    const buf = readFileSync(full);
+    const hash = createHash("sha256").update(buf).digest("hex");
+    return sectioned ? { hash, text: runnerPart(rel, buf.toString("utf8")) } : { hash };
+  } catch {
+    return { hash: "unreadable" };
+  }
+}
+
+/**
+ * What a check wrote among the files that decide what a later check runs, between two snapshots of the checkout: each
+ * file new, changed or removed, with why it counts. A Makefile beside a `Makefile.in`, `Makefile.am`, `configure` or
+ * `CMakeLists.txt` of the checkout is what configure or cmake generates from the project's own files, and does not count.
+ */
+export function plantedConfig(before: ConfigSnapshot, after: ConfigSnapshot, root: string): string[] {
+  const out: string[] = [];
+  const why = (f: string) =>
+    runnerConfigReason(f) ??
+    (SECTIONED.has(foldPath(path.posix.basename(f))) ? `${path.posix.basename(f)} (its test runner settings)` : "the package of held-back tests");
+  for (const [f, now] of after) {
+    const was = before.get(f);
+    if (was && (was.hash === now.hash || (was.text !== undefined && was.text === now.text))) continue;
+    if (!was && SECTIONED.has(foldPath(path.posix.basename(f))) && now.text === "") continue;
+    // The metadata `pip install -e .` writes beside the project (name.egg-info/): it registers a test runner plugin only
+    // through an entry_points.txt with a pytest11 group.
+    if (
+      !was &&
+      foldPath(f)
+        .split("/")
+        .some((p) => /\.(dist|egg)-info$/.test(p))
+    ) {
+      if (foldPath(path.posix.basename(f)) !== "entry_points.txt") continue;
+      let text = "";
+      try {
+        text = readFileSync(path.join(root, f), "utf8");
+      } catch {
+        /* unreadable: counts */
+      }
+      if (text && !/^\s*\[\s*pytest11\s*\]/im.test(text)) continue;
+    }
+    if (!was && /^(gnu)?makefile$/.test(foldPath(path.posix.basename(f)))) {
+      const dir = path.join(root, path.posix.dirname(f));
+      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g) => existsSync(path.join(dir, g)))) continue;
+    }
+    out.push(`${f} ${was ? "changed" : "written"} — ${why(f)}`);
+  }
+  for (const f of before.keys()) if (!after.has(f)) out.push(`${f} removed — ${why(f)}`);
   return out;
 }
