@@ -63,6 +63,14 @@ const RUNNER_FILES = new Set([
   "maven.config",
   "jvm.config",
   "jsconfig.json",
+  // Build tools' wrappers and their pins: `./gradlew test` and `./mvnw test` run these scripts, which fetch and start
+  // the distribution the properties name; Maven's core extensions run code in every build.
+  "gradlew",
+  "gradlew.bat",
+  "mvnw",
+  "mvnw.cmd",
+  "gradle-wrapper.properties",
+  "maven-wrapper.properties",
 ]);
 
 /** Top-level files named like a tool or a module a check may run: they shadow it (`python -m pytest` imports ./pytest.py first). */
@@ -89,7 +97,20 @@ function shadows(base: string, pkg: boolean): boolean {
 }
 
 /** Files whose runner-related part only counts (the rest may change freely): compared, parsed, between the base and the commit. */
-const SECTIONED = new Set(["package.json", "pyproject.toml", "setup.cfg", "cargo.toml", "go.mod"]);
+const SECTIONED = new Set([
+  "package.json",
+  "pyproject.toml",
+  "setup.cfg",
+  "cargo.toml",
+  "go.mod",
+  "pom.xml",
+  "build.gradle",
+  "build.gradle.kts",
+  "settings.gradle",
+  "settings.gradle.kts",
+  "deno.json",
+  "deno.jsonc",
+]);
 
 /** Why a changed path (relative to the repository root, "/"-separated) may change what a check runs, or null. */
 export function runnerConfigReason(file: string): string | null {
@@ -105,6 +126,8 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.includes("__pycache__") && base.endsWith(".pyc")) return "compiled Python a check may import";
   if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base === "config" || base === "config.toml"))
     return `.cargo/${shown} (cargo configuration: runners, aliases, flags)`;
+  if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base === "extensions.xml")
+    return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
   if (/^karma\.conf\.[^/]+$/.test(base)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base) || /^\.mocharc(\.|$)/.test(base))
@@ -258,6 +281,127 @@ function goModPart(text: string): unknown {
   return keep;
 }
 
+/**
+ * pom.xml, deny by default: everything but the project's description (name, version, people, licences, scm…), its
+ * dependency lists and the properties that only pin versions or the compiler. The build (surefire's and failsafe's
+ * `<skip>`, `<excludes>`, `<testFailureIgnore>`, a plugin bound to the test phase), the packaging, profiles and every
+ * other property (`skipTests`, `maven.test.skip`, `maven.test.failure.ignore`) count. A DOCTYPE, an entity or a CDATA
+ * section makes the whole file count (what they expand to cannot be attributed here).
+ */
+const POM_FREE = new Set(
+  [
+    "dependencies",
+    "dependencyManagement",
+    "name",
+    "description",
+    "url",
+    "version",
+    "groupId",
+    "artifactId",
+    "inceptionYear",
+    "organization",
+    "licenses",
+    "developers",
+    "contributors",
+    "mailingLists",
+    "scm",
+    "issueManagement",
+    "ciManagement",
+    "distributionManagement",
+  ].map((k) => `project/${k}`),
+);
+const POM_FREE_PROPERTY = /^(.*[.-])?version$|^maven\.compiler\.[\w.]+$|^project\.(build|reporting)\.(sourceEncoding|outputEncoding)$/i;
+
+function pomPart(text: string): unknown {
+  if (/<!DOCTYPE|<!ENTITY|<!\[CDATA\[/i.test(text)) return { whole: text };
+  const body = text.replace(/<!--[\s\S]*?-->/g, "").replace(/<\?[\s\S]*?\?>/g, "");
+  const stack: string[] = [];
+  const kept: string[] = [];
+  let free = 0; // depth inside a free element (0: not in one)
+  for (const m of body.matchAll(/<(\/?)([\w.:-]+)((?:[^>"']|"[^"]*"|'[^']*')*?)(\/?)>|([^<]+)|(<)/g)) {
+    const [, close, name, attrs, selfClose, textPart, stray] = m;
+    if (stray) return { whole: text };
+    if (textPart !== undefined) {
+      const t = textPart.trim();
+      if (t && !free) kept.push(`${stack.join("/")}=${t}`);
+      continue;
+    }
+    if (close) {
+      if (stack.pop() !== name) return { whole: text };
+      if (free) free--;
+      continue;
+    }
+    stack.push(name!);
+    const at = stack.join("/");
+    const isFree = free > 0 || POM_FREE.has(at) || (stack.length === 3 && stack[1] === "properties" && POM_FREE_PROPERTY.test(name!));
+    if (isFree) free++;
+    else kept.push(`<${at}${attrs!.replace(/\s+/g, " ").trimEnd()}>`);
+    if (selfClose) {
+      stack.pop();
+      if (free) free--;
+    }
+  }
+  if (stack.length) return { whole: text };
+  return kept;
+}
+
+/** A dependency declaration of a Gradle build script, alone on its line: a configuration and one literal coordinate (no `${}`). */
+const GRADLE_DEPENDENCY =
+  /^\w*(implementation|api|compileonly|runtimeonly|annotationprocessor|compile|runtime|kapt|ksp|classpath)\s*\(?\s*("[^"$\\]*"|'[^'$\\]*'|libs(\.\w+)+|(platform|enforcedplatform|project)\(\s*("[^"$\\]*"|'[^'$\\]*'|libs(\.\w+)+)\s*\))\s*\)?$/i;
+const GRADLE_METADATA = /^(version|group|description)\s*=?\s*("[^"$\\]*"|'[^'$\\]*')$/;
+
+/**
+ * A Gradle build or settings script (Groovy or Kotlin), deny by default: a script is code, and a test task is turned
+ * off or filtered in many spellings (`test { enabled = false }`, `tasks.named("test") { exclude … }`,
+ * `ignoreFailures = true`, `gradle.startParameter.excludedTaskNames`). Only the lines that plainly declare a
+ * dependency inside a top-level `dependencies { }` block, and the top-level version, group and description, are free;
+ * every other line, as written (trimmed), counts.
+ */
+function gradlePart(text: string): unknown {
+  const kept: string[] = [];
+  let depth = 0;
+  let depsAt = -1; // the depth of the top-level dependencies block's content, or -1
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (!line) continue;
+    const inDeps = depsAt >= 0 && depth === depsAt;
+    if (!(inDeps && GRADLE_DEPENDENCY.test(line)) && !(depth === 0 && GRADLE_METADATA.test(line))) kept.push(line);
+    if (depth === 0 && /^dependencies\s*\{$/.test(line)) depsAt = 1;
+    for (const ch of line) {
+      if (ch === "{") depth++;
+      else if (ch === "}") depth = Math.max(0, depth - 1);
+    }
+    if (depsAt >= 0 && depth < depsAt) depsAt = -1;
+  }
+  // The dependency lines themselves are dropped; their block's braces stay, so an emptied block reads the same.
+  return kept;
+}
+
+/** JSON with comments and trailing commas (deno.jsonc), made plain JSON: strings are kept as written. */
+export function plainJson(text: string): string {
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') {
+      const start = i;
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
+      out += text.slice(start, i + 1);
+    } else if (c === "/" && text[i + 1] === "/") {
+      while (i < text.length && text[i] !== "\n") i++;
+      out += "\n";
+    } else if (c === "/" && text[i + 1] === "*") {
+      const end = text.indexOf("*/", i + 2);
+      if (end < 0) throw new Error("an unclosed comment");
+      i = end + 1;
+      out += " ";
+    } else out += c;
+  }
+  return out.replace(/,(\s*[}\]])/g, "$1");
+}
+
+/** deno.json(c), deny by default: every key but the package's name, version and publishing, and formatting and lint settings. */
+const DENO_FREE = ["name", "version", "publish", "fmt", "lint", "$schema"];
+
 /** The runner-related part of a sectioned file (parsed: package.json, pyproject.toml, Cargo.toml, setup.cfg, go.mod), as one comparable string. */
 export function runnerPart(file: string, text: string | null): string {
   if (text === null) return "";
@@ -271,7 +415,12 @@ export function runnerPart(file: string, text: string | null): string {
     else if (base === "cargo.toml") part = cargoPart(parseToml(text) as Doc);
     else if (base === "setup.cfg") part = setupCfgPart(text);
     else if (base === "go.mod") part = goModPart(text);
-    else part = { whole: text };
+    else if (base === "pom.xml") part = pomPart(text);
+    else if (/^(build|settings)\.gradle(\.kts)?$/.test(base)) part = gradlePart(text);
+    else if (base === "deno.json" || base === "deno.jsonc") {
+      const j = JSON.parse(base === "deno.jsonc" ? plainJson(text) : text) as Doc;
+      part = isDoc(j) ? Object.fromEntries(Object.entries(j).filter(([k]) => !DENO_FREE.includes(k))) : { whole: text };
+    } else part = { whole: text };
     // Nothing runner-related at all reads as "" (as a missing file does), so only a file that gains some counts.
     return isEmptyPart(part) ? "" : JSON.stringify(canonical(part));
   } catch {
@@ -308,6 +457,17 @@ function newText(checkout: string, file: string): string | null {
     return null;
   }
 }
+
+const SECTION_WORDS: Record<string, string> = {
+  "package.json": "its scripts or test runner settings",
+  "pom.xml": "its build, profiles or properties: what Maven runs as tests (skipTests, surefire's skip, excludes, testFailureIgnore)",
+  "build.gradle": "its build logic beyond dependency declarations: what Gradle runs as tests (test { enabled, exclude, ignoreFailures })",
+  "build.gradle.kts": "its build logic beyond dependency declarations: what Gradle runs as tests (test { enabled, exclude, ignoreFailures })",
+  "settings.gradle": "its settings logic: which builds and tasks Gradle runs",
+  "settings.gradle.kts": "its settings logic: which builds and tasks Gradle runs",
+  "deno.json": "its import map, tasks or test settings",
+  "deno.jsonc": "its import map, tasks or test settings",
+};
 
 const HELD_BACK_INIT = "the package of held-back tests (it runs before them; its load_tests decides what unittest runs)";
 
@@ -349,8 +509,7 @@ export async function runnerConfigChanges(opts: {
     if (SECTIONED.has(base)) {
       const before = runnerPart(file, await baseText(opts.repo, opts.baseCommit, file));
       const after = runnerPart(file, newText(opts.checkout, file));
-      if (before !== after)
-        out.push(`check configuration changed: ${file} (${base === "package.json" ? "its scripts or test runner settings" : "its test runner sections"})`);
+      if (before !== after) out.push(`check configuration changed: ${file} (${SECTION_WORDS[base] ?? "its test runner sections"})`);
       continue;
     }
     const why = runnerConfigReason(file) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
