@@ -554,7 +554,7 @@ const real = (p) => {
 // tools ask, and the engine checks their real path on the record before anyone decides; but opencode's apply_patch,
 // edit and write read the file before they ask (to make the diff the ask shows), so their paths are checked here too,
 // before the tool runs.
-const PATH_ARGS = { list: ["path"], glob: ["path"], grep: ["path"], read: ["filePath"], write: ["filePath"], edit: ["filePath"], multiedit: ["filePath"] };
+const PATH_ARGS = { list: ["path"], glob: ["path"], grep: ["path"], read: ["filePath"], write: ["filePath"], edit: ["filePath"], multiedit: ["filePath"], lsp: ["filePath"] };
 // apply_patch's (and the older patch tool's) files: each header of the patch text, as opencode's parser reads them.
 const PATCH_FILE = /^\\s*\\*\\*\\* (?:Add File|Delete File|Update File|Move to):\\s*(.+?)\\s*$/;
 const pathsOf = (tool, args) => {

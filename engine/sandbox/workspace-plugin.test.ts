@@ -61,7 +61,7 @@ describe("the workspace plugin checks every file tool's paths before the tool ru
 
   it("edit, write and read of a path through the symlink: refused; the same tools inside the workspace run", async () => {
     const hooks = await plugin(ws);
-    for (const tool of ["edit", "write", "read", "multiedit"]) {
+    for (const tool of ["edit", "write", "read", "multiedit", "lsp"]) {
       expect(await call(hooks, tool, { filePath: path.join(ws, "sib", "secret.txt") }), tool).toMatch(/refused this \w+ call/);
       expect(await call(hooks, tool, { filePath: "sib/absent.txt" }), tool).toMatch(/refused/);
       expect(await call(hooks, tool, { filePath: path.join(ws, "src", "a.ts") }), tool).toBe("ran");
