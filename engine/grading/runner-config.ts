@@ -4,7 +4,7 @@
 // says; a task that must change one names it exactly in its `scope`.
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import ini from "ini";
@@ -529,16 +529,18 @@ export async function runnerConfigChanges(opts: {
 const SKIPPED_DIRS = new Set(["node_modules", "__pycache__", "_darcs", "cvs", "{arch}", "venv"]);
 const MOCKS_ONLY_DIRS = new Set(["build", "dist"]);
 const READ_DOT_DIRS = new Set([".cargo", ".mvn"]);
-/** Above this many entries the scan stops and says so (a check that writes that much beside its build folders is itself suspicious). */
-const SCAN_CAP = 200_000;
+/** Above this many entries the scan stops and the checks fail, saying so: what is not scanned cannot be vouched for. */
+const SCAN_CAP = 1_000_000;
 
 /** A checkout's runner configuration at one moment: path (from `root`, "/"-separated) → its content's hash (or link, or part). */
-export type ConfigSnapshot = Map<string, { hash: string; text?: string }>;
+export type ConfigSnapshot = Map<string, { hash: string; text?: string; why: string }>;
+const LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it, as pytest does a folder, reads what is there)";
 
 /**
  * The files of the checkout at `root` that decide what a check runs (runnerConfigReason, the sectioned files, the
  * package init of a held-back folder), with their content's hash, read with the runners' own ignore rules. Sectioned
- * files keep their text, so that only a change of their runner part counts. Links are recorded by their target.
+ * files keep their text, so that only a change of their runner part counts. Links are recorded by their target, and a
+ * symlink into a folder the scan skips counts whatever its name (`tests/x` → `../build` would bring build/'s files in).
  */
 export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = []): ConfigSnapshot {
   const out: ConfigSnapshot = new Map();
@@ -568,13 +570,33 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
       if (mocksOnly && !parts.slice(0, -1).includes("__mocks__")) continue;
       const fromCwd = sub ? (r.startsWith(sub + "/") ? r.slice(sub.length + 1) : `../${r}`) : r;
       const sectioned = SECTIONED.has(folded);
-      if (!sectioned && !runnerConfigReason(r) && !(!fromCwd.startsWith("../") && runnerConfigReason(fromCwd)) && !heldBackInit(fromCwd, heldBackDirs))
-        continue;
-      out.set(r, read(full, sectioned, r));
+      const why =
+        runnerConfigReason(r) ??
+        (!fromCwd.startsWith("../") ? runnerConfigReason(fromCwd) : null) ??
+        (sectioned ? `${e.name} (its test runner settings)` : null) ??
+        (heldBackInit(fromCwd, heldBackDirs) ? HELD_BACK_INIT : null) ??
+        (e.isSymbolicLink() && !mocksOnly && intoSkipped(root, full) ? LINK_WHY : null);
+      if (why) out.set(r, { ...read(full, sectioned, r), why });
     }
   };
   walk(root, "", false);
   return out;
+}
+
+/** Whether a symlink leads into a folder of the checkout that the scan does not enter (build/, dist/, a dot-folder…). */
+function intoSkipped(root: string, link: string): boolean {
+  let target: string;
+  try {
+    target = realpathSync(link);
+  } catch {
+    return false;
+  }
+  const rel = path.relative(realpathSync(root), target);
+  if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) return false;
+  return rel
+    .split(path.sep)
+    .map(foldPath)
+    .some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || (p.startsWith(".") && !READ_DOT_DIRS.has(p)));
 }
 
 function read(full: string, sectioned: boolean, rel: string): { hash: string; text?: string } {
@@ -596,9 +618,6 @@ function read(full: string, sectioned: boolean, rel: string): { hash: string; te
  */
 export function plantedConfig(before: ConfigSnapshot, after: ConfigSnapshot, root: string): string[] {
   const out: string[] = [];
-  const why = (f: string) =>
-    runnerConfigReason(f) ??
-    (SECTIONED.has(foldPath(path.posix.basename(f))) ? `${path.posix.basename(f)} (its test runner settings)` : "the package of held-back tests");
   for (const [f, now] of after) {
     const was = before.get(f);
     if (was && (was.hash === now.hash || (was.text !== undefined && was.text === now.text))) continue;
@@ -624,8 +643,8 @@ export function plantedConfig(before: ConfigSnapshot, after: ConfigSnapshot, roo
       const dir = path.join(root, path.posix.dirname(f));
       if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g) => existsSync(path.join(dir, g)))) continue;
     }
-    out.push(`${f} ${was ? "changed" : "written"} — ${why(f)}`);
+    out.push(`${f} ${was ? "changed" : "written"} — ${now.why}`);
   }
-  for (const f of before.keys()) if (!after.has(f)) out.push(`${f} removed — ${why(f)}`);
+  for (const [f, was] of before) if (!after.has(f)) out.push(`${f} removed — ${was.why}`);
   return out;
 }

@@ -1,6 +1,7 @@
-// opencode-worker's opencode plugin, loaded as opencode loads it (an ES module file): every path a file tool names is
-// checked, symlinks resolved, before the tool runs. opencode's apply_patch (and edit, write) read the file before they
-// ask (to make the ask's diff): an `*** Update File: sib/secret.txt` through a symlink into a sibling's workspace
+// opencode-worker's opencode plugin, loaded as opencode loads it (an ES module file): every path a writing file tool
+// names is checked, symlinks resolved, before the tool runs. opencode's apply_patch (and edit, write) read the file
+// before they ask (for the ask's diff; edit fails "oldString not found" or "cannot be empty when editing an existing
+// file" before it asks): an `*** Update File: sib/secret.txt` through a symlink into a sibling's workspace
 // answered "Failed to read file to update" or went on to ask, so the worker learnt whether the sibling's file exists
 // (and, by the patch's context lines, whether lines it guessed are in it), although the ask itself is refused. opencode
 // serve sees every workspace of its target, so only a check before the tool runs closes it. Before the fix the plugin
@@ -59,9 +60,9 @@ describe("the workspace plugin checks every file tool's paths before the tool ru
       );
   });
 
-  it("edit, write and read of a path through the symlink: refused; the same tools inside the workspace run", async () => {
+  it("edit and write of a path through the symlink: refused; the same tools inside the workspace run; read, glob and grep (which ask first) are left to the engine", async () => {
     const hooks = await plugin(ws);
-    for (const tool of ["edit", "write", "read", "multiedit", "lsp"]) {
+    for (const tool of ["edit", "write", "multiedit", "lsp"]) {
       expect(await call(hooks, tool, { filePath: path.join(ws, "sib", "secret.txt") }), tool).toMatch(/refused this \w+ call/);
       expect(await call(hooks, tool, { filePath: "sib/absent.txt" }), tool).toMatch(/refused/);
       expect(await call(hooks, tool, { filePath: path.join(ws, "src", "a.ts") }), tool).toBe("ran");
@@ -69,8 +70,9 @@ describe("the workspace plugin checks every file tool's paths before the tool ru
     expect(await call(hooks, "apply_patch", { patchText: patch("*** Update File: src/a.ts", "@@", "-a", "+b", "*** Add File: src/new/b.ts", "+b") })).toBe(
       "ran",
     );
-    expect(await call(hooks, "grep", { pattern: "x", path: "sib" })).toMatch(/refused/);
-    expect(await call(hooks, "grep", { pattern: "x" })).toBe("ran");
+    // opencode asks before these touch the path; the engine refuses them by real path, on the record.
+    expect(await call(hooks, "grep", { pattern: "x", path: "sib" })).toBe("ran");
+    expect(await call(hooks, "read", { filePath: "sib/secret.txt" })).toBe("ran");
   });
 
   it("a refused tool holds nothing: a bash command of the workspace runs after it", async () => {
