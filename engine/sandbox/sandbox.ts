@@ -607,7 +607,9 @@ export const OcwWorkspace = async ({ directory, worktree }) => {
         const where = real(path.resolve(directory, p));
         if (where !== root && !where.startsWith(root + path.sep)) {
           if (input.callID) release(input.callID);
-          throw new Error("opencode-worker refused this " + input.tool + " call: " + p + " is " + where + ", outside your workspace. Work only inside your own workspace.");
+          // A file tool's refusal does not say where the path leads: that would tell what is there (a file that is a link).
+          const said = input.tool === "bash" || input.tool === "list" ? " is " + where + "," : " leads";
+          throw new Error("opencode-worker refused this " + input.tool + " call: " + p + said + " outside your workspace. Work only inside your own workspace.");
         }
       }
     },

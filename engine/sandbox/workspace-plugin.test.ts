@@ -56,8 +56,16 @@ describe("the workspace plugin checks every file tool's paths before the tool ru
       patch("*** Update File: sib/secret.txt").replace(/\n/g, "\r\n"),
     ])
       expect(await call(hooks, "apply_patch", { patchText: p }), p).toMatch(
-        /^opencode-worker refused this apply_patch call: sib\/\S+ is .*w-b.*, outside your workspace/,
+        /^opencode-worker refused this apply_patch call: sib\/\S+ leads outside your workspace\. Work only inside your own workspace\.$/,
       );
+  });
+
+  it("the refusal is the same whether the sibling's file exists, is absent, or is a link elsewhere (nothing is said of what is there)", async () => {
+    const hooks = await plugin(ws);
+    symlinkSync("/etc/hostname", path.join(sibling, "link.txt"));
+    const said = async (name: string) =>
+      (await call(hooks, "apply_patch", { patchText: patch(`*** Update File: sib/${name}`, "@@", "-x", "+y") })).replace(name, "NAME");
+    expect(new Set([await said("secret.txt"), await said("absent.txt"), await said("link.txt")]).size).toBe(1);
   });
 
   it("edit and write of a path through the symlink: refused; the same tools inside the workspace run; read, glob and grep (which ask first) are left to the engine", async () => {
