@@ -15,6 +15,8 @@ const NEEDS_TOOLS = [
   "engine/grading/grade.test.ts",
   "engine/grading/gaming.test.ts",
   "engine/grading/gaming-attack-2.test.ts",
+  "engine/grading/build-files.test.ts",
+  "engine/workspace/name-collision.test.ts",
   "engine/workspace/land-attack-2.test.ts",
   "engine/workers/engine.test.ts",
   "engine/workers/attempts.test.ts",

@@ -56,3 +56,48 @@ export function askView(
     workdir: ask.workdir ? showUntrusted(ask.workdir, { max: 500, lines: false }) : null,
   };
 }
+
+/** Questions of one question ask shown to a person or to Claude (one MCP form holds five), and options of each. */
+export const QUESTIONS_SHOWN = 5;
+export const OPTIONS_SHOWN = 10;
+
+export interface QuestionsView {
+  /** The first QUESTIONS_SHOWN questions, each made safe and bounded, with its first OPTIONS_SHOWN options' labels. */
+  questions: { question: string; header: string | null; options: string[]; optionsCut: number; multiple: boolean }[];
+  /** Questions of the ask not shown (past QUESTIONS_SHOWN). */
+  questionsCut: number;
+  /** What was cut, in the engine's words (null: nothing): said wherever the questions are shown. */
+  cutNote: string | null;
+}
+
+/**
+ * A question ask as every client shows it, bounded in size whatever the worker sent (one ask can carry any number of
+ * questions and options, each of any length): the first QUESTIONS_SHOWN questions (each up to 1,000 visible characters,
+ * its header 80), the first OPTIONS_SHOWN options of each (200 each), and how many of each were left out. An ask with
+ * questions left out cannot be answered by someone who did not read them: it is for dismissing, with a note.
+ */
+export function questionsView(ask: Pick<PermissionAsk, "questions">): QuestionsView {
+  const all = ask.questions ?? [];
+  const t = (x: string, max: number) => showUntrusted(x, { max, lines: false });
+  const questions = all.slice(0, QUESTIONS_SHOWN).map((q) => ({
+    question: t(q.question, SHOW_MAX),
+    header: q.header ? t(q.header, 80) : null,
+    options: q.options.slice(0, OPTIONS_SHOWN).map((o) => t(o.label, 200)),
+    optionsCut: Math.max(0, q.options.length - OPTIONS_SHOWN),
+    multiple: !!q.multiple,
+  }));
+  const questionsCut = Math.max(0, all.length - QUESTIONS_SHOWN);
+  const optionsCut = questions.reduce((n, q) => n + q.optionsCut, 0);
+  const parts = [
+    ...(questionsCut
+      ? [
+          `${questionsCut} of its ${all.length} questions not shown (at most ${QUESTIONS_SHOWN} are): dismiss it, asking the worker to ask at most ${QUESTIONS_SHOWN} at a time`,
+        ]
+      : []),
+    ...(optionsCut ? [`${optionsCut} option(s) not shown (at most ${OPTIONS_SHOWN} a question are): an answer may be any option's text`] : []),
+  ];
+  return { questions, questionsCut, cutNote: parts.length ? parts.join("; ") : null };
+}
+
+/** The note a dismissal of an ask with too many questions sends the worker. */
+export const TOO_MANY_QUESTIONS = `Too many questions in one ask: ask at most ${QUESTIONS_SHOWN} at a time, each with at most ${OPTIONS_SHOWN} options.`;

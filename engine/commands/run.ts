@@ -9,7 +9,7 @@ import { attemptGroup, MAX_ATTEMPTS, type AttemptGroup } from "../../shared/atte
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
 import { baselineWarning } from "../../shared/verdict";
-import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
+import { askView, diffChangesNothing, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS, UNCHANGED_DIFF } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
@@ -789,20 +789,35 @@ export class TerminalAsker {
     }
   }
 
-  /** One line per question: an option's number, or free text; an empty line dismisses the question. */
-  private async askQuestion(ask: PermissionAsk): Promise<{ decision: DecisionKind; answers?: string[][] } | null | typeof CANCELLED> {
-    const answers: string[][] = [];
-    for (const q of ask.questions ?? []) {
-      const t = (x: string, max = 2000) => showUntrusted(x, { max });
+  /**
+   * One line per question: an option's number, or free text; an empty line dismisses the question. Bounded whatever the
+   * worker sent (questionsView): at most QUESTIONS_SHOWN questions with OPTIONS_SHOWN options each are shown, and an
+   * ask with more questions than that is only dismissed here (with a note to the worker to ask fewer).
+   */
+  private async askQuestion(ask: PermissionAsk): Promise<{ decision: DecisionKind; answers?: string[][]; message?: string } | null | typeof CANCELLED> {
+    const qv = questionsView(ask);
+    if (qv.questionsCut) {
       this.out.write(
-        `${t(q.question)}\n${q.options.map((o, i) => `  ${i + 1}) ${t(o.label, 200)}${o.description ? ` — ${t(o.description, 500)}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `,
+        `${qv.questions.map((q) => `${q.question}\n`).join("")}(${qv.cutNote})\npress Enter to dismiss it (the worker is told to ask at most ${QUESTIONS_SHOWN} at a time): `,
+      );
+      const line = await this.readLine();
+      if (line === null || line === CANCELLED) return line;
+      return { decision: "reject", message: TOO_MANY_QUESTIONS };
+    }
+    const answers: string[][] = [];
+    for (const [i, q] of qv.questions.entries()) {
+      const full = ask.questions![i]!;
+      const t = (x: string, max = 2000) => showUntrusted(x, { max });
+      const more = q.optionsCut ? `\n  (${q.optionsCut} more options not shown: type one's text)` : "";
+      this.out.write(
+        `${q.question}\n${q.options.map((label, j) => `  ${j + 1}) ${label}${full.options[j]!.description ? ` — ${t(full.options[j]!.description!, 500)}` : ""}`).join("\n")}${more}\nanswer (number or text; empty dismisses): `,
       );
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
       const text = line.trim();
       if (!text) return { decision: "reject" };
       const n = Number(text);
-      answers.push([Number.isInteger(n) && q.options[n - 1] ? q.options[n - 1]!.label : text]);
+      answers.push([Number.isInteger(n) && n >= 1 && n <= q.options.length ? full.options[n - 1]!.label : text]);
     }
     return { decision: "once", answers };
   }

@@ -19,6 +19,7 @@ import {
   systemdPrefix,
 } from "../sandbox";
 import { killGroup } from "../process";
+import { type ConfigSnapshot, configSnapshot, plantedConfig } from "./runner-config";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
 export interface CheckSandbox {
@@ -205,7 +206,13 @@ function runFile(check: FileCheck, name: string, cwd: string, realCwd: string): 
  * rewrites a protected test (a build step, a `pretest` script) fails the check that ran it. Unconfined (the person
  * opted out of the sandbox), only the comparison holds: code that restores the file before it ends is not seen.
  */
-export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: CheckSandbox, protectedFiles: string[] = []): Promise<CheckResult[]> {
+export async function runChecks(
+  checks: CheckSpec[],
+  cwd: string,
+  sandbox?: CheckSandbox,
+  protectedFiles: string[] = [],
+  watch: { root?: string; planted?: string[] } = {},
+): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   const realCwd = realpathSync(cwd);
   // Held-back files come in now, over the worker's, and are guarded like protected files while the checks run.
@@ -217,8 +224,26 @@ export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: Chec
   }
   protectedFiles = [...protectedFiles, ...heldBack];
   const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
+  // The runner configuration of the checkout as committed (with the held-back files in): a command check runs the
+  // worker's code, which may write a conftest.py, a __mocks__/, a .npmrc… that a later check's runner loads. Scanned
+  // again after every command check; what one wrote fails it and leaves the later checks unrun (runner-config.ts).
+  const root = watch.root ?? sandbox?.root ?? realCwd;
+  const heldDirs = heldBackFolders(checks);
+  let config: ConfigSnapshot | null = null;
+  let planted: { by: string; what: string[] } | null = null;
+  if (checks.some((c) => "run" in c)) {
+    try {
+      config = configSnapshot(root, realCwd, heldDirs);
+    } catch (err) {
+      return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${(err as Error).message}` }));
+    }
+  }
   for (const [i, check] of checks.entries()) {
     const name = checkName(check, i);
+    if (planted) {
+      results.push({ name, passed: false, output: `not run: the check "${planted.by}" wrote check configuration (${planted.what.join("; ")})` });
+      continue;
+    }
     if (realpathSync(cwd) !== realCwd) {
       results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync(cwd)}): not run` });
       continue;
@@ -229,7 +254,25 @@ export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: Chec
     }
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
-    results.push(changed.length ? { ...r, passed: false, output: `${r.output}\n[this check changed protected file(s): ${changed.join(", ")}]` } : r);
+    let result = changed.length ? { ...r, passed: false, output: `${r.output}\n[this check changed protected file(s): ${changed.join(", ")}]` } : r;
+    if (config) {
+      let what: string[];
+      try {
+        what = plantedConfig(config, configSnapshot(root, realCwd, heldDirs), root);
+      } catch (err) {
+        what = [(err as Error).message];
+      }
+      if (what.length) {
+        planted = { by: name, what };
+        watch.planted?.push(...what);
+        result = {
+          ...result,
+          passed: false,
+          output: `${result.output}\n[this check wrote check configuration the worker's commit does not hold, which a later check's runner would load: ${what.join("; ")}. It fails, and the checks after it are not run]`,
+        };
+      }
+    }
+    results.push(result);
   }
   return results;
 }

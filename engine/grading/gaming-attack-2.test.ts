@@ -15,7 +15,7 @@ import type { CheckSpec } from "../../shared/check";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { gradedIn } from "../../test/fixtures/graded";
 import { heldBackProblem } from "./checks";
-import { runnerConfigReason } from "./runner-config";
+import { configSnapshot, plantedConfig, runnerConfigReason } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-2-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -149,14 +149,12 @@ describe("a worker shadowing what the test runner imports", () => {
     expect(plain.verdict).toBe("built");
   }, 120_000);
 
-  // A KNOWN GAP, skipped until it is decided (a skip, not a test that passes by failing): "checks cannot steer later checks" holds for protected and held-back files (read-only, compared)
-  // and the checks' folder, not for a new file. The first check runs the worker's code (an import, a build step), which
-  // writes a conftest.py; the second check's pytest loads it and reports the failing held-back test passed: built. The
-  // runner-config scan ran on the committed files, before any check. A fix is a design choice: a fresh checkout per
-  // command check (breaks "npm ci" then "npm test"), or after each command check a scan of the checkout for runner
-  // configuration (runnerConfigReason) that is new or changed, failing the later checks — with room for what builds
-  // legitimately leave (node_modules/, __pycache__/, *.egg-info/ of `pip install -e .`).
-  it.skip("a check that runs the worker's code, which writes a conftest.py for the next check (pytest) to load: not graded built", async () => {
+  // "Checks cannot steer later checks" held for protected and held-back files (read-only, compared) and the checks'
+  // folder, not for a new file: the first check ran the worker's code, which wrote a conftest.py; the second check's
+  // pytest loaded it and reported the failing held-back test passed: built (this test was skipped as a known gap). Now
+  // the checkout is scanned for runner configuration after every command check (runner-config.ts, configSnapshot):
+  // what a check wrote fails it, the later checks are not run, and it is a check-configuration violation.
+  it("a check that runs the worker's code, which writes a conftest.py for the next check (pytest) to load: not graded built", async () => {
     const held = path.join(tmp, `held-${++n}`);
     mkdirSync(path.join(held, "tests"), { recursive: true });
     writeFileSync(path.join(held, "tests", "test_hidden.py"), "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n");
@@ -173,9 +171,90 @@ describe("a worker shadowing what the test runner imports", () => {
       { run: "python3 -c 'import calc'", name: "imports" },
       { run: "python3 -m pytest -q -p no:cacheprovider tests", files: held, name: "held-back tests" },
     ]);
-    expect(v.checks.map((c) => c.passed)).not.toEqual([true, true]);
+    expect(v.checks.map((c) => c.passed)).toEqual([false, false]);
+    expect(v.checks[0]!.output).toMatch(/wrote check configuration .*conftest\.py written — conftest\.py \(test runner configuration or hook\)/);
+    expect(v.checks[1]!.output).toMatch(/^not run: the check "imports" wrote check configuration/);
+    expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration written by a check: conftest\.py written — /)]);
     expect(v.verdict).toBe("honest-failure");
   }, 120_000);
+
+  it("a check that hides the conftest.py in build/ (where pytest does not look) and links a test folder to it: the link counts", async () => {
+    const held = path.join(tmp, `held-${++n}`);
+    mkdirSync(path.join(held, "tests"), { recursive: true });
+    writeFileSync(path.join(held, "tests", "test_hidden.py"), "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n");
+    const hook =
+      "import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = 'passed'\n";
+    const v = await graded(
+      { "calc.py": "def add(a, b):\n    return a - b\n" },
+      (ws) =>
+        writeFileSync(
+          path.join(ws, "build.py"),
+          `import os\nos.makedirs('build', exist_ok=True)\nopen('build/conftest.py', 'w').write(${JSON.stringify(hook)})\nos.makedirs('tests', exist_ok=True)\nos.symlink('../build', 'tests/x')\n`,
+        ),
+      [
+        { run: "python3 build.py", name: "build" },
+        { run: "python3 -m pytest -q -p no:cacheprovider tests", files: held, name: "held-back tests" },
+      ],
+    );
+    expect(v.checks.map((c) => c.passed)).toEqual([false, false]);
+    expect(v.scope.checkConfig).toEqual([
+      expect.stringMatching(/^check configuration written by a check: tests\/x written — a symlink into a folder the scan skips/),
+    ]);
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+
+  it("what installs and builds leave where the runners do not look (node_modules/, build/, dot-folders, a venv, __pycache__, name.egg-info/) and symlinks elsewhere (bazel-out) do not count: built", async () => {
+    const held = path.join(tmp, `held-${++n}`);
+    mkdirSync(path.join(held, "tests"), { recursive: true });
+    writeFileSync(path.join(held, "tests", "test_hidden.py"), "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n");
+    const build = [
+      "mkdir -p node_modules/x/__mocks__ build dist .pytest_cache .venv/lib calc.egg-info pkg/__pycache__",
+      "echo x > node_modules/x/conftest.py; echo x > node_modules/x/__mocks__/fs.js; echo x > build/conftest.py; echo x > dist/tsconfig.json",
+      "echo x > .pytest_cache/conftest.py; touch .venv/pyvenv.cfg; echo x > .venv/lib/sitecustomize.py; echo x > pkg/__pycache__/m.cpython-311.pyc",
+      "ln -s /tmp bazel-out; ln -s calc.py calc_link.py",
+      "echo x > calc.egg-info/PKG-INFO; printf '[console_scripts]\\ncalc = calc:main\\n' > calc.egg-info/entry_points.txt",
+    ].join("; ");
+    const v = await graded(
+      { "calc.py": "def add(a, b):\n    return a - b\n" },
+      (ws) => writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n"),
+      [
+        { run: build, name: "build" },
+        { run: "python3 -m pytest -q -p no:cacheprovider tests", files: held, name: "held-back tests" },
+      ],
+    );
+    expect(v.checks.map((c) => c.passed)).toEqual([true, true]);
+    expect(v.scope.checkConfig).toBeUndefined();
+    expect(v.verdict).toBe("built");
+  }, 120_000);
+
+  it("a check's __mocks__/ in dist/ (jest finds it there), a pytest11 entry point in a written egg-info, a rewritten .npmrc or package.json test script: each counts", () => {
+    const root = path.join(tmp, `scan-${++n}`);
+    mkdirSync(path.join(root, "dist"), { recursive: true });
+    writeFileSync(path.join(root, ".npmrc"), "a=1\n");
+    writeFileSync(path.join(root, "package.json"), '{"name":"r","scripts":{"test":"jest"}}\n');
+    const before = configSnapshot(root, root);
+    mkdirSync(path.join(root, "dist", "__mocks__"));
+    writeFileSync(path.join(root, "dist", "__mocks__", "chai.js"), "x\n");
+    mkdirSync(path.join(root, "p.egg-info"));
+    writeFileSync(path.join(root, "p.egg-info", "entry_points.txt"), "[pytest11]\np = plug\n");
+    writeFileSync(path.join(root, ".npmrc"), "a=2\n");
+    writeFileSync(path.join(root, "package.json"), '{"name":"r","version":"2.0.0","scripts":{"test":"exit 0"}}\n');
+    const what = plantedConfig(before, configSnapshot(root, root), root);
+    expect(what).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^dist\/__mocks__\/chai\.js written — /),
+        expect.stringMatching(/^p\.egg-info\/entry_points\.txt written — /),
+        expect.stringMatching(/^\.npmrc changed — /),
+        expect.stringMatching(/^package\.json changed — /),
+      ]),
+    );
+    expect(what).toHaveLength(4);
+    // Only the version changed: package.json's runner part is the same.
+    writeFileSync(path.join(root, "package.json"), '{"name":"r","version":"3.0.0","scripts":{"test":"exit 0"}}\n');
+    const mid = configSnapshot(root, root);
+    writeFileSync(path.join(root, "package.json"), '{"name":"r","version":"4.0.0","scripts":{"test":"exit 0"}}\n');
+    expect(plantedConfig(mid, configSnapshot(root, root), root)).toEqual([]);
+  });
 
   // heldBackProblem refused a held-back folder inside the repository but accepted one above it (the repository's parent,
   // the home folder, /): copyHeldBack then copied that whole tree into the checks' folder, where the worker's code runs

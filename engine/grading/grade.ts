@@ -134,6 +134,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     }
     const cwd = await folderIn(checkout, sub);
     const guarded = typeof cwd === "string" && input.checks.some((c) => "run" in c) ? await protectedIn(checkout, sub, input.protect) : [];
+    const planted: string[] = [];
     checks =
       typeof cwd === "string"
         ? await runChecks(
@@ -141,8 +142,15 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
             cwd,
             input.sandbox ? { ...input.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined,
             guarded,
+            { root: checkout, planted },
           )
         : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
+    // Runner configuration a check wrote for a later one (a conftest.py its code planted): a check-configuration
+    // violation, as if the worker had committed it; the checks after it did not run.
+    if (planted.length) {
+      const config = planted.map((p) => `check configuration written by a check: ${p}`);
+      scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: [...(scope.checkConfig ?? []), ...config] };
+    }
   } finally {
     discardAll(checkout, input.sandbox?.tmpDir);
   }
@@ -219,6 +227,8 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
       input.checks,
       cwd,
       input.sandbox ? { ...input.sandbox, root: checkoutDir, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined,
+      [],
+      { root: checkoutDir },
     );
     return { passedOnBase: results.filter((r) => r.passed).map((r) => r.name) };
   } finally {

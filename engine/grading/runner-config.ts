@@ -3,7 +3,8 @@
 // checks. A change to one of them is its own violation kind ("check configuration"), whatever the task's `protect`
 // says; a task that must change one names it exactly in its `scope`.
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import ini from "ini";
@@ -62,6 +63,14 @@ const RUNNER_FILES = new Set([
   "maven.config",
   "jvm.config",
   "jsconfig.json",
+  // Build tools' wrappers and their pins: `./gradlew test` and `./mvnw test` run these scripts, which fetch and start
+  // the distribution the properties name; Maven's core extensions run code in every build.
+  "gradlew",
+  "gradlew.bat",
+  "mvnw",
+  "mvnw.cmd",
+  "gradle-wrapper.properties",
+  "maven-wrapper.properties",
 ]);
 
 /** Top-level files named like a tool or a module a check may run: they shadow it (`python -m pytest` imports ./pytest.py first). */
@@ -88,7 +97,20 @@ function shadows(base: string, pkg: boolean): boolean {
 }
 
 /** Files whose runner-related part only counts (the rest may change freely): compared, parsed, between the base and the commit. */
-const SECTIONED = new Set(["package.json", "pyproject.toml", "setup.cfg", "cargo.toml", "go.mod"]);
+const SECTIONED = new Set([
+  "package.json",
+  "pyproject.toml",
+  "setup.cfg",
+  "cargo.toml",
+  "go.mod",
+  "pom.xml",
+  "build.gradle",
+  "build.gradle.kts",
+  "settings.gradle",
+  "settings.gradle.kts",
+  "deno.json",
+  "deno.jsonc",
+]);
 
 /** Why a changed path (relative to the repository root, "/"-separated) may change what a check runs, or null. */
 export function runnerConfigReason(file: string): string | null {
@@ -104,6 +126,8 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.includes("__pycache__") && base.endsWith(".pyc")) return "compiled Python a check may import";
   if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base === "config" || base === "config.toml"))
     return `.cargo/${shown} (cargo configuration: runners, aliases, flags)`;
+  if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base === "extensions.xml")
+    return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
   if (/^karma\.conf\.[^/]+$/.test(base)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base) || /^\.mocharc(\.|$)/.test(base))
@@ -257,6 +281,127 @@ function goModPart(text: string): unknown {
   return keep;
 }
 
+/**
+ * pom.xml, deny by default: everything but the project's description (name, version, people, licences, scm…), its
+ * dependency lists and the properties that only pin versions or the compiler. The build (surefire's and failsafe's
+ * `<skip>`, `<excludes>`, `<testFailureIgnore>`, a plugin bound to the test phase), the packaging, profiles and every
+ * other property (`skipTests`, `maven.test.skip`, `maven.test.failure.ignore`) count. A DOCTYPE, an entity or a CDATA
+ * section makes the whole file count (what they expand to cannot be attributed here).
+ */
+const POM_FREE = new Set(
+  [
+    "dependencies",
+    "dependencyManagement",
+    "name",
+    "description",
+    "url",
+    "version",
+    "groupId",
+    "artifactId",
+    "inceptionYear",
+    "organization",
+    "licenses",
+    "developers",
+    "contributors",
+    "mailingLists",
+    "scm",
+    "issueManagement",
+    "ciManagement",
+    "distributionManagement",
+  ].map((k) => `project/${k}`),
+);
+const POM_FREE_PROPERTY = /^(.*[.-])?version$|^maven\.compiler\.[\w.]+$|^project\.(build|reporting)\.(sourceEncoding|outputEncoding)$/i;
+
+function pomPart(text: string): unknown {
+  if (/<!DOCTYPE|<!ENTITY|<!\[CDATA\[/i.test(text)) return { whole: text };
+  const body = text.replace(/<!--[\s\S]*?-->/g, "").replace(/<\?[\s\S]*?\?>/g, "");
+  const stack: string[] = [];
+  const kept: string[] = [];
+  let free = 0; // depth inside a free element (0: not in one)
+  for (const m of body.matchAll(/<(\/?)([\w.:-]+)((?:[^>"']|"[^"]*"|'[^']*')*?)(\/?)>|([^<]+)|(<)/g)) {
+    const [, close, name, attrs, selfClose, textPart, stray] = m;
+    if (stray) return { whole: text };
+    if (textPart !== undefined) {
+      const t = textPart.trim();
+      if (t && !free) kept.push(`${stack.join("/")}=${t}`);
+      continue;
+    }
+    if (close) {
+      if (stack.pop() !== name) return { whole: text };
+      if (free) free--;
+      continue;
+    }
+    stack.push(name!);
+    const at = stack.join("/");
+    const isFree = free > 0 || POM_FREE.has(at) || (stack.length === 3 && stack[1] === "properties" && POM_FREE_PROPERTY.test(name!));
+    if (isFree) free++;
+    else kept.push(`<${at}${attrs!.replace(/\s+/g, " ").trimEnd()}>`);
+    if (selfClose) {
+      stack.pop();
+      if (free) free--;
+    }
+  }
+  if (stack.length) return { whole: text };
+  return kept;
+}
+
+/** A dependency declaration of a Gradle build script, alone on its line: a configuration and one literal coordinate (no `${}`). */
+const GRADLE_DEPENDENCY =
+  /^\w*(implementation|api|compileonly|runtimeonly|annotationprocessor|compile|runtime|kapt|ksp|classpath)\s*\(?\s*("[^"$\\]*"|'[^'$\\]*'|libs(\.\w+)+|(platform|enforcedplatform|project)\(\s*("[^"$\\]*"|'[^'$\\]*'|libs(\.\w+)+)\s*\))\s*\)?$/i;
+const GRADLE_METADATA = /^(version|group|description)\s*=?\s*("[^"$\\]*"|'[^'$\\]*')$/;
+
+/**
+ * A Gradle build or settings script (Groovy or Kotlin), deny by default: a script is code, and a test task is turned
+ * off or filtered in many spellings (`test { enabled = false }`, `tasks.named("test") { exclude … }`,
+ * `ignoreFailures = true`, `gradle.startParameter.excludedTaskNames`). Only the lines that plainly declare a
+ * dependency inside a top-level `dependencies { }` block, and the top-level version, group and description, are free;
+ * every other line, as written (trimmed), counts.
+ */
+function gradlePart(text: string): unknown {
+  const kept: string[] = [];
+  let depth = 0;
+  let depsAt = -1; // the depth of the top-level dependencies block's content, or -1
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (!line) continue;
+    const inDeps = depsAt >= 0 && depth === depsAt;
+    if (!(inDeps && GRADLE_DEPENDENCY.test(line)) && !(depth === 0 && GRADLE_METADATA.test(line))) kept.push(line);
+    if (depth === 0 && /^dependencies\s*\{$/.test(line)) depsAt = 1;
+    for (const ch of line) {
+      if (ch === "{") depth++;
+      else if (ch === "}") depth = Math.max(0, depth - 1);
+    }
+    if (depsAt >= 0 && depth < depsAt) depsAt = -1;
+  }
+  // The dependency lines themselves are dropped; their block's braces stay, so an emptied block reads the same.
+  return kept;
+}
+
+/** JSON with comments and trailing commas (deno.jsonc), made plain JSON: strings are kept as written. */
+export function plainJson(text: string): string {
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') {
+      const start = i;
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
+      out += text.slice(start, i + 1);
+    } else if (c === "/" && text[i + 1] === "/") {
+      while (i < text.length && text[i] !== "\n") i++;
+      out += "\n";
+    } else if (c === "/" && text[i + 1] === "*") {
+      const end = text.indexOf("*/", i + 2);
+      if (end < 0) throw new Error("an unclosed comment");
+      i = end + 1;
+      out += " ";
+    } else out += c;
+  }
+  return out.replace(/,(\s*[}\]])/g, "$1");
+}
+
+/** deno.json(c), deny by default: every key but the package's name, version and publishing, and formatting and lint settings. */
+const DENO_FREE = ["name", "version", "publish", "fmt", "lint", "$schema"];
+
 /** The runner-related part of a sectioned file (parsed: package.json, pyproject.toml, Cargo.toml, setup.cfg, go.mod), as one comparable string. */
 export function runnerPart(file: string, text: string | null): string {
   if (text === null) return "";
@@ -270,7 +415,12 @@ export function runnerPart(file: string, text: string | null): string {
     else if (base === "cargo.toml") part = cargoPart(parseToml(text) as Doc);
     else if (base === "setup.cfg") part = setupCfgPart(text);
     else if (base === "go.mod") part = goModPart(text);
-    else part = { whole: text };
+    else if (base === "pom.xml") part = pomPart(text);
+    else if (/^(build|settings)\.gradle(\.kts)?$/.test(base)) part = gradlePart(text);
+    else if (base === "deno.json" || base === "deno.jsonc") {
+      const j = JSON.parse(base === "deno.jsonc" ? plainJson(text) : text) as Doc;
+      part = isDoc(j) ? Object.fromEntries(Object.entries(j).filter(([k]) => !DENO_FREE.includes(k))) : { whole: text };
+    } else part = { whole: text };
     // Nothing runner-related at all reads as "" (as a missing file does), so only a file that gains some counts.
     return isEmptyPart(part) ? "" : JSON.stringify(canonical(part));
   } catch {
@@ -308,6 +458,29 @@ function newText(checkout: string, file: string): string | null {
   }
 }
 
+const SECTION_WORDS: Record<string, string> = {
+  "package.json": "its scripts or test runner settings",
+  "pom.xml": "its build, profiles or properties: what Maven runs as tests (skipTests, surefire's skip, excludes, testFailureIgnore)",
+  "build.gradle": "its build logic beyond dependency declarations: what Gradle runs as tests (test { enabled, exclude, ignoreFailures })",
+  "build.gradle.kts": "its build logic beyond dependency declarations: what Gradle runs as tests (test { enabled, exclude, ignoreFailures })",
+  "settings.gradle": "its settings logic: which builds and tasks Gradle runs",
+  "settings.gradle.kts": "its settings logic: which builds and tasks Gradle runs",
+  "deno.json": "its import map, tasks or test settings",
+  "deno.jsonc": "its import map, tasks or test settings",
+};
+
+const HELD_BACK_INIT = "the package of held-back tests (it runs before them; its load_tests decides what unittest runs)";
+
+/**
+ * Whether `rel` (relative to the checks' folder) is the package init of a folder held-back tests land in (or of one
+ * above it): it runs before them, and unittest hands it the whole discovery (`load_tests`), as pytest does a conftest.py.
+ */
+function heldBackInit(rel: string, heldBackDirs: string[] | undefined): boolean {
+  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path.posix.basename(rel)))?.[1] !== "__init__") return false;
+  const dir = path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel);
+  return heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir));
+}
+
 /**
  * The changed files (relative to the repository root) that change what a check runs, each with why; those the task's
  * scope names exactly are allowed. Sectioned files count only when their runner part differs from the base's.
@@ -328,25 +501,150 @@ export async function runnerConfigChanges(opts: {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
     const rel = opts.sub ? (file.startsWith(opts.sub + "/") ? file.slice(opts.sub.length + 1) : `../${file}`) : file;
     if (named.has(rel)) continue;
-    // The package init of a folder held-back tests land in (or of one above it): it runs before them, and unittest
-    // hands it the whole discovery (`load_tests`), as pytest does a conftest.py.
-    if (opts.heldBackDirs?.length && PY_MODULE.exec(foldPath(path.posix.basename(rel)))?.[1] === "__init__" && !rel.startsWith("../")) {
-      const dir = path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel);
-      if (opts.heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir))) {
-        out.push(`check configuration changed: ${file} — the package of held-back tests (it runs before them; its load_tests decides what unittest runs)`);
-        continue;
-      }
+    if (heldBackInit(rel, opts.heldBackDirs)) {
+      out.push(`check configuration changed: ${file} — ${HELD_BACK_INIT}`);
+      continue;
     }
     const base = foldPath(path.posix.basename(file));
     if (SECTIONED.has(base)) {
       const before = runnerPart(file, await baseText(opts.repo, opts.baseCommit, file));
       const after = runnerPart(file, newText(opts.checkout, file));
-      if (before !== after)
-        out.push(`check configuration changed: ${file} (${base === "package.json" ? "its scripts or test runner settings" : "its test runner sections"})`);
+      if (before !== after) out.push(`check configuration changed: ${file} (${SECTION_WORDS[base] ?? "its test runner sections"})`);
       continue;
     }
     const why = runnerConfigReason(file) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
     if (why) out.push(`check configuration changed: ${file} — ${why}`);
   }
+  return out;
+}
+
+/**
+ * Folders a scan of the checkout between checks does not enter: pytest's default `norecursedirs` (`*.egg`, `.*`,
+ * `_darcs`, `build`, `CVS`, `dist`, `node_modules`, `venv`, `{arch}`) and a virtual environment's folder (pytest skips
+ * any folder holding `pyvenv.cfg`), `__pycache__` (Python's own byte code, written by every import). Runner
+ * configuration written there is not read by the runners (what `npm ci`, `pip install`, a build leave there).
+ * Exceptions: `.cargo/` and `.mvn/` (read by cargo and Maven wherever the check runs them), and jest's `__mocks__/`,
+ * which jest finds in any folder but node_modules (build/ and dist/ are entered for those alone).
+ */
+const SKIPPED_DIRS = new Set(["node_modules", "__pycache__", "_darcs", "cvs", "{arch}", "venv"]);
+const MOCKS_ONLY_DIRS = new Set(["build", "dist"]);
+const READ_DOT_DIRS = new Set([".cargo", ".mvn"]);
+/** Above this many entries the scan stops and the checks fail, saying so: what is not scanned cannot be vouched for. */
+const SCAN_CAP = 1_000_000;
+
+/** A checkout's runner configuration at one moment: path (from `root`, "/"-separated) → its content's hash (or link, or part). */
+export type ConfigSnapshot = Map<string, { hash: string; text?: string; why: string }>;
+const LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it, as pytest does a folder, reads what is there)";
+
+/**
+ * The files of the checkout at `root` that decide what a check runs (runnerConfigReason, the sectioned files, the
+ * package init of a held-back folder), with their content's hash, read with the runners' own ignore rules. Sectioned
+ * files keep their text, so that only a change of their runner part counts. Links are recorded by their target, and a
+ * symlink into a folder the scan skips counts whatever its name (`tests/x` → `../build` would bring build/'s files in).
+ */
+export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = []): ConfigSnapshot {
+  const out: ConfigSnapshot = new Map();
+  const sub = path.relative(root, cwd).split(path.sep).join("/");
+  let seen = 0;
+  const walk = (dir: string, rel: string, mocksOnly: boolean) => {
+    let entries: import("node:fs").Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (++seen > SCAN_CAP) throw new Error(`over ${SCAN_CAP} entries outside the build folders: the checkout could not be scanned for runner configuration`);
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      const full = path.join(dir, e.name);
+      const folded = foldPath(e.name);
+      if (e.isDirectory()) {
+        if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
+        if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
+        if (existsSync(path.join(full, "pyvenv.cfg"))) continue;
+        walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
+        continue;
+      }
+      if (!e.isFile() && !e.isSymbolicLink()) continue;
+      const parts = foldPath(r).split("/");
+      if (mocksOnly && !parts.slice(0, -1).includes("__mocks__")) continue;
+      const fromCwd = sub ? (r.startsWith(sub + "/") ? r.slice(sub.length + 1) : `../${r}`) : r;
+      const sectioned = SECTIONED.has(folded);
+      const why =
+        runnerConfigReason(r) ??
+        (!fromCwd.startsWith("../") ? runnerConfigReason(fromCwd) : null) ??
+        (sectioned ? `${e.name} (its test runner settings)` : null) ??
+        (heldBackInit(fromCwd, heldBackDirs) ? HELD_BACK_INIT : null) ??
+        (e.isSymbolicLink() && !mocksOnly && intoSkipped(root, full) ? LINK_WHY : null);
+      if (why) out.set(r, { ...read(full, sectioned, r), why });
+    }
+  };
+  walk(root, "", false);
+  return out;
+}
+
+/** Whether a symlink leads into a folder of the checkout that the scan does not enter (build/, dist/, a dot-folder…). */
+function intoSkipped(root: string, link: string): boolean {
+  let target: string;
+  try {
+    target = realpathSync(link);
+  } catch {
+    return false;
+  }
+  const rel = path.relative(realpathSync(root), target);
+  if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) return false;
+  return rel
+    .split(path.sep)
+    .map(foldPath)
+    .some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || (p.startsWith(".") && !READ_DOT_DIRS.has(p)));
+}
+
+function read(full: string, sectioned: boolean, rel: string): { hash: string; text?: string } {
+  try {
+    const st = lstatSync(full);
+    if (st.isSymbolicLink()) return { hash: `link:${readlinkSync(full)}` };
+    const buf = readFileSync(full);
+    const hash = createHash("sha256").update(buf).digest("hex");
+    return sectioned ? { hash, text: runnerPart(rel, buf.toString("utf8")) } : { hash };
+  } catch {
+    return { hash: "unreadable" };
+  }
+}
+
+/**
+ * What a check wrote among the files that decide what a later check runs, between two snapshots of the checkout: each
+ * file new, changed or removed, with why it counts. A Makefile beside a `Makefile.in`, `Makefile.am`, `configure` or
+ * `CMakeLists.txt` of the checkout is what configure or cmake generates from the project's own files, and does not count.
+ */
+export function plantedConfig(before: ConfigSnapshot, after: ConfigSnapshot, root: string): string[] {
+  const out: string[] = [];
+  for (const [f, now] of after) {
+    const was = before.get(f);
+    if (was && (was.hash === now.hash || (was.text !== undefined && was.text === now.text))) continue;
+    if (!was && SECTIONED.has(foldPath(path.posix.basename(f))) && now.text === "") continue;
+    // The metadata `pip install -e .` writes beside the project (name.egg-info/): it registers a test runner plugin only
+    // through an entry_points.txt with a pytest11 group.
+    if (
+      !was &&
+      foldPath(f)
+        .split("/")
+        .some((p) => /\.(dist|egg)-info$/.test(p))
+    ) {
+      if (foldPath(path.posix.basename(f)) !== "entry_points.txt") continue;
+      let text = "";
+      try {
+        text = readFileSync(path.join(root, f), "utf8");
+      } catch {
+        /* unreadable: counts */
+      }
+      if (text && !/^\s*\[\s*pytest11\s*\]/im.test(text)) continue;
+    }
+    if (!was && /^(gnu)?makefile$/.test(foldPath(path.posix.basename(f)))) {
+      const dir = path.join(root, path.posix.dirname(f));
+      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g) => existsSync(path.join(dir, g)))) continue;
+    }
+    out.push(`${f} ${was ? "changed" : "written"} — ${now.why}`);
+  }
+  for (const [f, was] of before) if (!after.has(f)) out.push(`${f} removed — ${was.why}`);
   return out;
 }

@@ -4,7 +4,7 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { PermissionAsk } from "../../shared/permission";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
-import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
+import { askView, diffChangesNothing, OPTIONS_SHOWN, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS, UNCHANGED_DIFF } from "../../shared/ask-view";
 import { showUntrusted } from "../../shared/untrusted";
 import { plainName } from "../../shared/wait";
 
@@ -24,28 +24,47 @@ export function formFor(ask: PermissionAsk, title: string) {
   const t = (x: string, max: number) => showUntrusted(x, { max, lines: false });
   const head = `opencode-worker: worker ${ask.workerId} (${t(title, 80)})`;
   if (ask.kind === "question" && ask.questions?.length) {
-    const qs = ask.questions.slice(0, 5);
+    // Bounded whatever the worker sent (questionsView): the first questions and options, and what was cut.
+    const qv = questionsView(ask);
+    const listed = qv.questions.map((q) => `• ${q.question}`).join("\n");
+    if (qv.questionsCut) {
+      // Questions nobody here can read cannot be answered here: the form only dismisses it, with a note to ask fewer.
+      return {
+        message: `${head} asks ${ask.questions.length} questions (the worker's words, untrusted), the first ${qv.questions.length} of them:\n${listed}\n${qv.cutNote}.\nreject = dismiss it (the worker is told to ask at most ${QUESTIONS_SHOWN} at a time). Decline to leave it for Claude.`,
+        requestedSchema: {
+          type: "object" as const,
+          properties: {
+            decision: { type: "string", title: "Decision", description: "reject", enum: ["reject"] },
+            message: { type: "string", title: "Note to the worker (optional)", description: TOO_MANY_QUESTIONS },
+          },
+          required: ["decision"],
+        },
+        answers: undefined,
+        defaultMessage: TOO_MANY_QUESTIONS,
+      };
+    }
     const properties: Record<string, unknown> = {};
     // Option labels are shown made safe; the answer maps a shown label back to the worker's own.
-    const shownToLabel = qs.map(() => new Map<string, string>());
-    qs.forEach((q, i) => {
-      const labels = q.options.map((o) => o.label).filter(Boolean);
-      const shown = labels.map((l) => t(l, 200));
-      shown.forEach((s, j) => shownToLabel[i]!.set(s, labels[j]!));
+    const shownToLabel = qv.questions.map(() => new Map<string, string>());
+    qv.questions.forEach((q, i) => {
+      const labels = ask.questions![i]!.options.slice(0, OPTIONS_SHOWN).map((o) => o.label);
+      q.options.forEach((s, j) => (labels[j] ? shownToLabel[i]!.set(s, labels[j]!) : undefined));
+      const shown = q.options.filter((_, j) => labels[j]);
+      const more = q.optionsCut ? `; ${q.optionsCut} more not shown: any option's text` : "";
       properties[`q${i}`] =
-        labels.length && !q.multiple && new Set(shown).size === shown.length
+        shown.length && !q.multiple && !q.optionsCut && new Set(shown).size === shown.length
           ? { type: "string", title: t(q.header ?? q.question, 80), description: t(q.question, 400), enum: shown }
           : {
               type: "string",
               title: t(q.header ?? q.question, 80),
-              description: t(q.question + (labels.length ? ` (options: ${labels.join(", ")})` : ""), 400),
+              description: t(q.question, 400) + (shown.length ? ` (options: ${t(shown.join(", "), 1200)}${more})` : ""),
             };
     });
     return {
-      message: `${head} asks (the worker's words, untrusted):\n${qs.map((q) => `• ${showUntrusted(q.question, { max: 1000 })}`).join("\n")}\nDecline to leave it for Claude to answer.`,
-      requestedSchema: { type: "object" as const, properties, required: qs.map((_, i) => `q${i}`) },
+      message: `${head} asks (the worker's words, untrusted):\n${listed}${qv.cutNote ? `\n(${qv.cutNote})` : ""}\nDecline to leave it for Claude to answer.`,
+      requestedSchema: { type: "object" as const, properties, required: qv.questions.map((_, i) => `q${i}`) },
       answers: (content: Record<string, unknown>) =>
-        qs.map((_, i) => {
+        qv.questions.map((_, i) => {
           const a = String(content[`q${i}`] ?? "");
           return [shownToLabel[i]!.get(a) ?? a];
         }),
@@ -134,7 +153,8 @@ export async function offerAsk(opts: {
     const content = res.content as Record<string, unknown>;
     const decision = form.answers ? "once" : String(content.decision ?? "");
     if (!["once", "always", "reject"].includes(decision) || (decision === "always" && !askView(ask).always)) return { kind: "declined" };
-    const message = typeof content.message === "string" && content.message.trim() ? content.message.trim() : undefined;
+    const message =
+      typeof content.message === "string" && content.message.trim() ? content.message.trim() : "defaultMessage" in form ? form.defaultMessage : undefined;
     try {
       const decider = await opts.decider();
       await decider.approvals.decide.mutate({

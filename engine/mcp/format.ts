@@ -1,5 +1,5 @@
 // Pure shaping of engine objects into what the model reads: short, bounded, with the contract's field names.
-import { askView } from "../../shared/ask-view";
+import { askView, questionsView } from "../../shared/ask-view";
 import type { CheckResult } from "../../shared/check";
 import { showUntrusted } from "../../shared/untrusted";
 import { plainName } from "../../shared/wait";
@@ -69,12 +69,15 @@ export function pendingItem(a: PermissionAsk, worktree?: string | null): Pending
   const flags = (a.flags ?? []).map((f) => f.kind);
   const v = askView({ ...a, what: askWhat(a, worktree) });
   const tool = toolField(a.tool, "untrusted.tool");
+  const qv = a.kind === "question" && a.questions ? questionsView(a) : null;
   return {
     askId: a.id,
     workerId: a.workerId,
     tool: tool.plain,
     ...(flags.length ? { flags } : {}),
     ...(v.cut ? { whatCut: v.cut } : {}),
+    ...(qv?.questionsCut ? { questionsCut: qv.questionsCut } : {}),
+    ...(qv?.cutNote ? { questionsNote: qv.cutNote } : {}),
     untrusted: {
       what: v.what,
       ...(v.workdir ? { workdir: v.workdir } : {}),
@@ -82,6 +85,21 @@ export function pendingItem(a: PermissionAsk, worktree?: string | null): Pending
       ...(tool.untrusted !== undefined ? { tool: tool.untrusted } : {}),
     },
   };
+}
+
+/**
+ * A question ask's questions as pending_approvals lists them: bounded whatever the worker sent (questionsView: the first
+ * QUESTIONS_SHOWN questions, OPTIONS_SHOWN options each, every text cut), each with how many options were left out; the
+ * item's questionsCut and questionsNote say the rest. Null for a permission ask.
+ */
+export function pendingQuestions(a: Pick<PermissionAsk, "questions">) {
+  if (!a.questions) return null;
+  return questionsView(a).questions.map((q) => ({
+    question: q.question,
+    options: q.options,
+    multiple: q.multiple,
+    ...(q.optionsCut ? { optionsCut: q.optionsCut } : {}),
+  }));
 }
 
 /** Tokens (input + output + reasoning), cost as the provider reports it (0 when it reports none) and seconds worked. */

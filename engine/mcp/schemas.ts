@@ -255,6 +255,10 @@ export const PendingItem = z.object({
   flags: z.array(z.string()).optional(),
   /** Characters cut from the middle of `what` (absent: shown whole); a cut ask is never offered "always". */
   whatCut: z.number().optional(),
+  /** A question ask's questions not shown (at most QUESTIONS_SHOWN are, shared/ask-view.ts): it is for dismissing, with a note to ask fewer. */
+  questionsCut: z.number().optional(),
+  /** What of a question ask was cut (questions, options), in the engine's words. */
+  questionsNote: z.string().optional(),
   /**
    * `what`: the command, the repository-relative path, the URL or the question — line breaks shown as ⏎, bidi /
    * zero-width / control characters as ⟪U+XXXX⟫ (shared/untrusted.ts); `flags`: each flag with its detail.
@@ -487,7 +491,9 @@ export const PendingApprovalsOutput = z.object({
         patterns: z.array(z.string()),
         /** Exactly what "always" grants: one simple command each (or the path / URL), matched exactly; empty when not offered. */
         always: z.array(z.string()),
-        questions: z.array(z.object({ question: z.string(), options: z.array(z.string()), multiple: z.boolean() })).nullable(),
+        questions: z
+          .array(z.object({ question: z.string(), options: z.array(z.string()), multiple: z.boolean(), optionsCut: z.number().optional() }))
+          .nullable(),
         /** The tool's name, when it is not a plain name of opencode's (then `tool` only points here). */
         tool: z.string().optional(),
       }),

@@ -24,6 +24,7 @@ import {
   fitPage,
   visibleCut,
   pendingItem,
+  pendingQuestions,
   scopesOverlap,
   slotsOf,
   summarize,
@@ -730,9 +731,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
             patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
             always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
-            questions: a.questions
-              ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple }))
-              : null,
+            questions: pendingQuestions(a),
           },
         };
       });

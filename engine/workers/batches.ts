@@ -302,7 +302,7 @@ export class Batches {
       const cwd = await folderIn(root, r.subdir);
       if (typeof cwd !== "string") return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
       const sandbox = this.opts.sandbox.kind === "none" ? undefined : { kind: this.opts.sandbox.kind, stateDir: this.opts.stateDir, tmpDir, root };
-      return await runChecks(checks, cwd, sandbox);
+      return await runChecks(checks, cwd, sandbox, [], { root });
     } finally {
       discard(root);
       discard(tmpDir);

@@ -65,7 +65,7 @@ export class WorkspaceLifecycle {
     const graded = await gradedStoreOf(ws);
     const head = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.baseBranch}`], { allowFail: true });
     const from = head ? (await gitWithObjects(ws.repo, graded, ["merge-base", head, commit])) || ws.baseCommit : ws.baseCommit;
-    const flags = await flaggedChanges(ws.repo, from, commit, graded);
+    const flags = await flaggedChanges(ws.repo, from, commit, graded, undefined, head ? [head] : []);
     if (flags.length && !opts.acceptFlagged) {
       throw new InputError(
         `worker ${workerId}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,

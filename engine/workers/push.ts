@@ -157,8 +157,21 @@ function batchPush(engine: Engine, batchId: string) {
 
 /** Markdown-safe one line of text (a title a person wrote). */
 const md = (s: string) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])/g, "\\$1");
-/** A file name or a violation the worker chose, on one line: made visible (shared/untrusted.ts), bounded, markdown-safe. */
-const mdUntrusted = (s: string, max = 300) => md(showUntrusted(s, { lines: false, max }));
+/**
+ * A file name or a violation the worker chose, on one line: made visible (shared/untrusted.ts), bounded, and shown as a
+ * code span, fenced with more backticks than any run in it: GitHub links nothing inside code (an `@name` would ping that
+ * user, `#123` or `owner/repo#1` link an issue, a URL or a commit id a link), and markdown there is literal. In a table
+ * cell (`cell`), `|` is escaped, as GitHub's tables read it even inside code.
+ */
+export function mdUntrusted(s: string, max = 300, cell = false): string {
+  let text = showUntrusted(s, { lines: false, max });
+  if (cell) text = text.replace(/\|/g, "\\|");
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((r) => r.length));
+  const fence = "`".repeat(longest + 1);
+  // A span that begins or ends with a backtick or a space is padded with one space each side (CommonMark strips it).
+  const pad = /^[` ]|[` ]$/.test(text) || !text ? " " : "";
+  return `${fence}${pad}${text}${pad}${fence}`;
+}
 
 /** The verdict card as a pull request body: checks and their result, claim, honesty, diffstat, flagged files. */
 export function verdictCard(w: Worker): string {
@@ -179,7 +192,7 @@ export function verdictCard(w: Worker): string {
         ? "passed"
         : `failed (naming the worker's files): ${v.scope.violations
             .slice(0, 20)
-            .map((x) => mdUntrusted(x))
+            .map((x) => mdUntrusted(x, 300, true))
             .join(", ")}`
     } |`,
   ];
@@ -190,7 +203,7 @@ export function verdictCard(w: Worker): string {
     lines.push(
       "",
       "Flagged files (accepted before landing; the names are the worker's):",
-      ...v.flags.map((f) => `- \`${mdUntrusted(f.path)}\`: ${mdUntrusted(f.detail)}`),
+      ...v.flags.map((f) => `- ${mdUntrusted(f.path)}: ${mdUntrusted(f.detail)}`),
     );
   if (v.diffStat) lines.push("", "```", v.diffStat.replace(/```/g, "ʼʼʼ"), "```");
   lines.push("", "_Opened by opencode-worker. The worker's own words are not part of this card._");

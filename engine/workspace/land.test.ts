@@ -207,9 +207,12 @@ describe("landing a graded commit", () => {
       ".GitAttributes:git-config",
       ".Husky/pre-commit:tool-config",
       ".LfsConfig:git-config",
+      // .NPMRC and .npmrc. are one file there: each also a name collision.
+      ".NPMRC:name-collision",
       ".NPMRC:tool-config",
       ".VSCode/Tasks.json:tool-config",
       ".githook\u017f/pre-push:tool-config",
+      ".npmrc.:name-collision",
       ".npmrc.:tool-config",
       "Package.json:tool-config",
     ]);

@@ -188,12 +188,22 @@ const TOOL_CONFIG: [RegExp, string][] = [
  * store `objects` (a graded commit is not in the person's repository before it is landed or published), else from the
  * person's repository.
  */
-export async function flaggedChanges(repo: string, base: string, commit: string, objects?: string, known?: TreeChange[]): Promise<ChangeFlag[]> {
+export async function flaggedChanges(
+  repo: string,
+  base: string,
+  commit: string,
+  objects?: string,
+  known?: TreeChange[],
+  /** Other commits whose names a checkout will hold beside the commit's (at a merge: the person's branch). */
+  beside: string[] = [],
+): Promise<ChangeFlag[]> {
   if (base === commit) return [];
   const flags: ChangeFlag[] = [];
   // Names shown losslessly (an invalid UTF-8 byte as \xNN): they are shown, never opened. `known`: the same records,
   // read with the graded commit's own diff (grading's script), so no git starts here for them.
-  for (const c of known ?? (await treeChanges(repo, base, commit, { lossless: true, objects }))) {
+  const changes = known ?? (await treeChanges(repo, base, commit, { lossless: true, objects }));
+  flags.push(...(await nameCollisions(repo, [commit, ...beside], changes, objects)));
+  for (const c of changes) {
     // Matched as a case-insensitive, normalising file system opens the name (macOS, Windows): `.GitAttributes` and
     // `.GITHUB/Workflows/ci.yml` are `.gitattributes` and a CI workflow there.
     const folded = foldPath(c.path);
@@ -214,6 +224,51 @@ export async function flaggedChanges(repo: string, base: string, commit: string,
       const before = await scriptsOf(repo, `${base}:${c.path}`, objects);
       const after = await scriptsOf(repo, `${commit}:${c.path}`, objects);
       if (before !== after) flags.push({ path: c.path, kind: "tool-config", detail: "package.json scripts changed (npm runs them)" });
+    }
+  }
+  return flags;
+}
+
+/**
+ * The changed paths whose name (or one of its folders') another name of the tree spells apart only in case or in Unicode
+ * normalisation (`Tests/x.py` and `tests/x.py`, NFC and NFD `é`, a trailing dot): git keeps both, but a checkout on a
+ * case-insensitive or normalising file system (macOS, Windows) has one of them only, and which depends on the order of
+ * writing. Each such changed path is flagged once, naming the first other spelling.
+ */
+async function nameCollisions(repo: string, commits: string[], changes: TreeChange[], objects?: string): Promise<ChangeFlag[]> {
+  const written = changes.filter((c) => c.mode);
+  if (!written.length) return [];
+  // Each folded name (a path and each of its folders) with the spellings the trees hold of it.
+  const spellings = new Map<string, Set<string>>();
+  const add = (p: string) => {
+    const parts = p.split("/");
+    for (let i = 1; i <= parts.length; i++) {
+      const spelled = parts.slice(0, i).join("/");
+      const key = foldPath(spelled);
+      let set = spellings.get(key);
+      if (!set) spellings.set(key, (set = new Set()));
+      if (set.size < 4) set.add(spelled);
+    }
+  };
+  for (const commit of [...new Set(commits)]) {
+    const r = await q(repo, [], ["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], { allowFail: true, lossless: true, objects });
+    if (r.code !== 0) continue;
+    for (const p of r.out.split("\0")) if (p) add(p);
+  }
+  const flags: ChangeFlag[] = [];
+  for (const c of written) {
+    const parts = c.path.split("/");
+    for (let i = 1; i <= parts.length; i++) {
+      const spelled = parts.slice(0, i).join("/");
+      const other = [...(spellings.get(foldPath(spelled)) ?? [])].find((s) => s !== spelled);
+      if (other === undefined) continue;
+      const what = i === parts.length ? "its name" : `its folder ${JSON.stringify(spelled)}`;
+      flags.push({
+        path: c.path,
+        kind: "name-collision",
+        detail: `${what} and ${JSON.stringify(other)} differ only in case or Unicode normalisation: one file on macOS or Windows, where a checkout keeps one of them`,
+      });
+      break;
     }
   }
   return flags;

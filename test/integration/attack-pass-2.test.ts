@@ -74,14 +74,16 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
     const tools = (model.requests.find((q) => q.matched === "patch")?.body.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
     expect(tools).toContain("apply_patch");
     expect(tools).not.toContain("write");
-    const edit = wa.asks.find((x) => x.tool === "edit");
-    expect(edit, "the apply_patch ask reached the engine").toBeDefined();
     // The sibling's workspace is untouched: no file added, its file not rewritten.
     expect(existsSync(path.join(sibling, "pwned.txt"))).toBe(false);
     expect(readFileSync(path.join(sibling, "src", "app.py"), "utf8")).toBe("print('b')\n");
-    // The engine saw where the files really land and refused the ask itself, before the careless person.
-    expect(edit!.flags?.map((f) => f.kind)).toContain("outside-workspace");
-    expect(edit).toMatchObject({ decision: "reject", by: { kind: "engine" } });
+    // The workspace plugin refused the call before it ran, before anyone was asked: opencode's apply_patch reads the
+    // files it updates before it asks, which told the worker whether the sibling's file exists (an ask reaching the
+    // engine, refused there as outside the workspace, or "Failed to read file to update"). The model was told why.
+    expect(wa.asks.find((x) => x.tool === "edit")).toBeUndefined();
+    expect(JSON.stringify(model.requests.filter((q) => q.matched === "patch").map((q) => q.body))).toContain(
+      "opencode-worker refused this apply_patch call: sib/pwned.txt",
+    );
     // The victim then finishes: its graded change is its own (nothing of the attacker's in it).
     const vb = (await settle(engine.client, [b.workerId], () => "once", 180_000)).get(b.workerId)!;
     expect(vb.verdict?.scope.changedFiles ?? []).toEqual([]);
@@ -97,11 +99,12 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
     model.addScript(/ATTACK-MOVE/, steps(bash(`ln -s ${wb.worktree} sib && echo linked`), toolCall("apply_patch", { patchText: patch })), "move");
     const a = await engine.client.workers.start.mutate({ task: "ATTACK-MOVE", directory: ra, checks: [{ run: "true" }] });
     const wa = (await settle(engine.client, [a.workerId], (ask) => (ask.workerId === a.workerId ? "once" : null), 180_000)).get(a.workerId)!;
-    const edit = wa.asks.find((x) => x.tool === "edit");
-    expect(edit?.patterns).toEqual(["src/a.txt"]);
     expect(existsSync(path.join(wb.worktree!, "moved.txt"))).toBe(false);
-    expect(edit?.flags?.map((f) => f.kind)).toContain("outside-workspace");
-    expect(edit).toMatchObject({ decision: "reject", by: { kind: "engine" } });
+    // Refused by the workspace plugin before the tool ran (the move's target among the patch's files), nobody asked.
+    expect(wa.asks.find((x) => x.tool === "edit")).toBeUndefined();
+    expect(JSON.stringify(model.requests.filter((q) => q.matched === "move").map((q) => q.body))).toContain(
+      "opencode-worker refused this apply_patch call: sib/moved.txt",
+    );
     await settle(engine.client, [b.workerId], () => "once", 180_000);
   }, 300_000);
 

@@ -1,0 +1,105 @@
+// A question ask carries any number of questions and options, each of any length (the worker's model writes them):
+// where it reaches Claude (pending_approvals, wait) or the person (the MCP form, `ocw run --approve ask`) it is bounded
+// as permission asks are, and what was cut is said. Before, pending_approvals listed every question and option (a
+// 2,000-question ask made one item of megabytes, kept whole as a page's first item), the form's enum held every option
+// and took five questions while the engine wants an answer for each (so every answer was refused), and the terminal
+// printed every option of every question.
+import { PassThrough } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { OPTIONS_SHOWN, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS } from "../../shared/ask-view";
+import type { PermissionAsk } from "../../shared/permission";
+import { TerminalAsker } from "../commands/run";
+import { formFor } from "./elicit";
+import { pendingItem, pendingQuestions } from "./format";
+import { PendingItem } from "./schemas";
+
+const question = (questions: NonNullable<PermissionAsk["questions"]>): PermissionAsk => ({
+  id: "que_1",
+  workerId: "w1",
+  sessionId: "s",
+  kind: "question",
+  tool: "question",
+  what: questions.map((q) => q.question).join(" / "),
+  patterns: [],
+  always: [],
+  questions,
+  createdAt: 0,
+  status: "pending",
+});
+const many = (n: number, options: number, len = 50) =>
+  Array.from({ length: n }, (_, i) => ({
+    question: `${"q".repeat(len)} ${i}?`,
+    options: Array.from({ length: options }, (_, j) => ({ label: `${"o".repeat(len)} ${i}.${j}` })),
+  }));
+
+describe("a question ask with many questions, many options, long text", () => {
+  const huge = question(many(2000, 500, 5000));
+
+  it("pending_approvals and wait: at most QUESTIONS_SHOWN questions of OPTIONS_SHOWN options, each text cut; the cut is counted and said", () => {
+    const qs = pendingQuestions(huge)!;
+    expect(qs).toHaveLength(QUESTIONS_SHOWN);
+    for (const q of qs) {
+      expect(q.options).toHaveLength(OPTIONS_SHOWN);
+      expect(q.optionsCut).toBe(500 - OPTIONS_SHOWN);
+      expect(q.question.length).toBeLessThan(1200);
+      for (const o of q.options) expect(o.length).toBeLessThan(300);
+    }
+    expect(JSON.stringify(qs).length).toBeLessThan(20_000);
+    const item = PendingItem.parse(pendingItem(huge));
+    expect(item.questionsCut).toBe(2000 - QUESTIONS_SHOWN);
+    expect(item.questionsNote).toMatch(/^1995 of its 2000 questions not shown .*dismiss it.*; 2450 option\(s\) not shown/);
+    expect(JSON.stringify(item).length).toBeLessThan(3_000);
+    // A small one is shown whole, with nothing said.
+    const small = question(many(2, 3));
+    expect(pendingQuestions(small)!.map((q) => q.options.length)).toEqual([3, 3]);
+    expect(pendingItem(small).questionsNote).toBeUndefined();
+  });
+
+  it("the MCP form: bounded; over QUESTIONS_SHOWN questions it only dismisses, with a note asking for fewer", () => {
+    const form = formFor(huge, "t");
+    expect(JSON.stringify(form.requestedSchema).length + form.message.length).toBeLessThan(12_000);
+    expect(form.answers).toBeUndefined();
+    expect((form.requestedSchema.properties as Record<string, { enum?: string[] }>).decision!.enum).toEqual(["reject"]);
+    expect(form.message).toContain("1995 of its 2000 questions not shown");
+    expect("defaultMessage" in form && form.defaultMessage).toBe(TOO_MANY_QUESTIONS);
+    // Within the bound, but with too many options: a free-text answer, the first options listed and the rest counted.
+    const wide = formFor(question(many(2, 500)), "t");
+    const q0 = (wide.requestedSchema.properties as Record<string, { enum?: string[]; description: string }>).q0!;
+    expect(q0.enum).toBeUndefined();
+    expect(q0.description).toContain(`${500 - OPTIONS_SHOWN} more not shown`);
+    expect(JSON.stringify(wide.requestedSchema).length).toBeLessThan(6_000);
+    expect(wide.answers!({ q0: "x", q1: "y" })).toEqual([["x"], ["y"]]);
+  });
+
+  it("ocw run --approve ask: at most OPTIONS_SHOWN options a question, the rest counted; over QUESTIONS_SHOWN questions, Enter dismisses it with the note", async () => {
+    const run = async (ask: PermissionAsk, lines: string[]) => {
+      const input = new PassThrough();
+      const out = new PassThrough();
+      let text = "";
+      out.on("data", (b) => (text += b));
+      const decided: unknown[] = [];
+      const asker = new TerminalAsker({ approvals: { decide: { mutate: async (d: unknown) => (decided.push(d), d) } } } as never, input, out);
+      asker.enqueue(ask);
+      for (const l of lines) {
+        await new Promise((r) => setTimeout(r, 20));
+        input.write(`${l}\n`);
+      }
+      await new Promise((r) => setTimeout(r, 30));
+      asker.close();
+      return { text, decided };
+    };
+    const big = await run(huge, [""]);
+    expect(big.text.length).toBeLessThan(12_000);
+    expect(big.text).toContain("1995 of its 2000 questions not shown");
+    expect(big.decided).toEqual([{ askId: "que_1", decision: "reject", message: TOO_MANY_QUESTIONS }]);
+    const wide = await run(question(many(1, 500)), ["3"]);
+    expect(wide.text).toContain(`${OPTIONS_SHOWN}) `);
+    expect(wide.text).not.toContain(`${OPTIONS_SHOWN + 1}) `);
+    expect(wide.text).toContain(`(${500 - OPTIONS_SHOWN} more options not shown: type one's text)`);
+    expect(wide.decided).toEqual([{ askId: "que_1", decision: "once", answers: [[`${"o".repeat(50)} 0.2`]] }]);
+  });
+
+  it("questionsView says nothing of a question ask within the bounds", () => {
+    expect(questionsView(question(many(QUESTIONS_SHOWN, OPTIONS_SHOWN))).cutNote).toBeNull();
+  });
+});
