@@ -144,6 +144,21 @@ describe("admission by live capacity", () => {
       });
     });
 
+    it("a llama-server still loading its model (503 'Loading model' on every path, as the pinned build answers) is not healthy; a 401 or 404 still is reachable", async () => {
+      const loading = JSON.stringify({ error: { message: "Loading model", type: "unavailable_error", code: 503 } });
+      body = ["/health", "/v1/models", "/slots", "/props"].map((path) => ({ path, status: 503, text: loading }));
+      const s = await readEndpoint({ url: await url, slots: 2 }, "k", 0);
+      expect(s.healthy).toBe(false);
+      expect(s.problem).toMatch(/loading the model/);
+      // a pool does not send a worker to it while another replica is ready
+      expect(chooseEndpoint([s, ep("b", { inUse: 3 })], null)!.url).toBe("b");
+      // any other HTTP answer still counts as reachable (a wrong key is the auth check's business)
+      body = [{ path: "/v1/models", status: 401, text: "{}" }];
+      expect((await readEndpoint({ url: await url, slots: 2 }, "k", 0)).healthy).toBe(true);
+      body = [{ path: "/v1/models", status: 503, text: "upstream overloaded" }];
+      expect((await readEndpoint({ url: await url, slots: 2 }, "k", 0)).problem).toMatch(/503/);
+    });
+
     it("vLLM /metrics (current and older KV metric names)", async () => {
       body = [
         {

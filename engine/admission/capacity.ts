@@ -94,12 +94,22 @@ const METRICS = [
   "sglang:token_usage",
 ];
 
-/** Whether the endpoint answers at all (any HTTP answer counts), or why not. */
+/**
+ * Whether the endpoint answers (any HTTP answer counts but 503), or why not. A 503 is a server that is up but cannot
+ * serve: llama-server binds its port before it loads the model and answers every path, `/v1/models` included, with
+ * 503 "Loading model" until it is ready (minutes for a large model, and again after a crash restart) — a worker sent
+ * there only collects 503s while another replica of the pool is ready.
+ */
 export async function probeHealth(url: string, key: string | null, timeoutMs = 1500): Promise<string | null> {
   const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
   try {
-    await fetch(`${url.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    return null;
+    const res = await fetch(`${url.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    if (res.status !== 503) {
+      await res.body?.cancel().catch(() => undefined);
+      return null;
+    }
+    const text = (await readBoundedBytes(res, `${url}/models`, 4096).catch(() => Buffer.alloc(0))).toString("utf8");
+    return /loading model/i.test(text) ? "answers 503: still loading the model" : "answers 503: unavailable";
   } catch (err) {
     return probeProblem(err, timeoutMs);
   }
