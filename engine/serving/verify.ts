@@ -456,20 +456,31 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
   add({ name: "capability", ...capCheck });
 
-  // reasoning: a thinking model's thoughts belong in reasoning_content; in `content` OpenCode takes them for the answer
-  const answers = [r.body?.choices?.[0]?.message?.content ?? "", cap.status === 200 ? (cap.body?.choices?.[0]?.message?.content ?? "") : ""];
+  // reasoning: a thinking model's thoughts belong in reasoning_content; in `content` OpenCode takes them for the answer.
+  // The llama.cpp requests above turn thinking off (chat_template_kwargs.enable_thinking: false) and the first one
+  // holds the answer to a grammar without '<': neither can show thinking in content. OpenCode sends neither, so one
+  // request goes as it would — a server with --reasoning-format none leaves a Qwen3's <think>…</think> in content.
+  const plain = ext
+    ? await httpJson<Chat>(chatUrl, {
+        headers: authHeaders(v.key),
+        body: { model: v.model, messages: [{ role: "user", content: "Say OK." }], max_tokens: 512, temperature: 0 },
+        timeoutMs,
+      })
+    : null;
+  const plainOk = plain?.status === 200 ? plain.body : null;
+  const answers = [r.body, cap.status === 200 ? cap.body : null, plainOk].map((b) => b?.choices?.[0]?.message?.content ?? "");
   const leak = answers.map((a) => THINKING_IN_CONTENT.exec(a)?.[0]).find(Boolean);
-  const hadReasoning = [r.body, cap.body].some(
+  const hadReasoning = [r.body, cap.body, plainOk].some(
     (b) => !!(b?.choices?.[0]?.message?.reasoning_content || (b?.choices?.[0]?.message as { reasoning?: string } | undefined)?.reasoning),
   );
   add({
     name: "reasoning",
     passed: !leak,
     evidence: leak
-      ? `the answer's content holds the model's thinking (${JSON.stringify(leak)} …): the server has no reasoning parser for this model — ${v.engine === "llama.cpp" ? "start llama-server with --jinja (and --reasoning-format auto)" : `start ${v.engine} with the family's --reasoning-parser (qwen3 for Qwen3.x, ${v.engine === "vllm" ? "openai_gptoss" : "gpt-oss"} for gpt-oss, glm45 for GLM-4.x)`}`
+      ? `the answer's content holds the model's thinking (${JSON.stringify(leak)} …): the server has no reasoning parser for this model — ${v.engine === "llama.cpp" ? "start llama-server with --jinja and --reasoning-format auto (not none)" : `start ${v.engine} with the family's --reasoning-parser (qwen3 for Qwen3.x, ${v.engine === "vllm" ? "openai_gptoss" : "gpt-oss"} for gpt-oss, glm45 for GLM-4.x)`}`
       : hadReasoning
         ? "thinking returned apart from the answer (reasoning_content)"
-        : "no thinking in the answers' content",
+        : `no thinking in the answers' content${plain && !plainOk ? ` (the request without chat_template_kwargs → ${plain.status || plain.error}: not checked that way)` : ""}`,
   });
 
   // tools: the round trip every worker turn makes
