@@ -159,6 +159,25 @@ describe("admission by live capacity", () => {
       expect((await readEndpoint({ url: await url, slots: 2 }, "k", 0)).problem).toMatch(/503/);
     });
 
+    it("llama.cpp with /slots off (--no-slots: 501) but --metrics: busy and queued from its own counters (as the pinned build reports 2 running, 1 deferred)", async () => {
+      body = [
+        {
+          path: "/slots",
+          status: 501,
+          text: '{"error":{"code":501,"message":"This server does not support slots endpoint. Start it with `--slots`","type":"not_supported_error"}}',
+        },
+        {
+          path: "/metrics",
+          status: 200,
+          text: "# HELP llamacpp:prompt_tokens_total x\nllamacpp:prompt_tokens_total 12\nllamacpp:requests_processing 2\nllamacpp:requests_deferred 1\n",
+        },
+      ];
+      const r = await readLive(await url, null);
+      expect(r).toEqual({ source: "llama.cpp /metrics", totalSlots: null, busy: 2, waiting: 1, kvUsage: null });
+      // a request queued inside the server: no room for another worker there
+      expect(hasRoom(ep("a", { slots: 4, live: r }))).toBe(false);
+    });
+
     it("vLLM /metrics (current and older KV metric names)", async () => {
       body = [
         {

@@ -11,10 +11,10 @@ export const EndpointStatus = z.object({
   slots: z.number().int(),
   /** Workers the engine runs on it now. */
   inUse: z.number().int(),
-  /** What the serving engine itself reports, when it does: llama.cpp `/slots`, vLLM/SGLang `/metrics`. */
+  /** What the serving engine itself reports, when it does: llama.cpp `/slots` (or its `/metrics`), vLLM/SGLang `/metrics`. */
   live: z
     .object({
-      source: z.enum(["llama.cpp /slots", "vllm /metrics", "sglang /metrics"]),
+      source: z.enum(["llama.cpp /slots", "llama.cpp /metrics", "vllm /metrics", "sglang /metrics"]),
       totalSlots: z.number().nullable(),
       busy: z.number(),
       waiting: z.number().nullable(),
@@ -71,6 +71,16 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
       kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc"),
     };
   }
+  if (m.family === "llamacpp") {
+    // a llama-server with /slots off (--no-slots; 501) but --metrics: requests running and queued in it, no slot count
+    return {
+      source: "llama.cpp /metrics",
+      totalSlots: null,
+      busy: metric("llamacpp:requests_processing") ?? 0,
+      waiting: metric("llamacpp:requests_deferred"),
+      kvUsage: null,
+    };
+  }
   if (m.family === "sglang") {
     return {
       source: "sglang /metrics",
@@ -92,6 +102,8 @@ const METRICS = [
   "sglang:num_running_reqs",
   "sglang:num_queue_reqs",
   "sglang:token_usage",
+  "llamacpp:requests_processing",
+  "llamacpp:requests_deferred",
 ];
 
 /**

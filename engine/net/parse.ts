@@ -27,7 +27,7 @@ export type ParseJob = { kind: "json"; keep?: Keep } | { kind: "slots" } | { kin
  */
 export type Keep = true | { [key: string]: Keep } | [Keep];
 export type SlotsSummary = { total: number; busy: number };
-export type MetricsReading = { family: "vllm" | "sglang" | null; values: Record<string, number | null> };
+export type MetricsReading = { family: "vllm" | "sglang" | "llamacpp" | null; values: Record<string, number | null> };
 
 /**
  * The parse itself, the same inline and in the worker (whose source is this function's text: it must not refer to
@@ -35,7 +35,7 @@ export type MetricsReading = { family: "vllm" | "sglang" | null; values: Record<
  */
 export function reduceBody(text: string, job: ParseJob): unknown {
   if (job.kind === "metrics") {
-    const family = /^vllm:/m.test(text) ? "vllm" : /^sglang:/m.test(text) ? "sglang" : null;
+    const family = /^vllm:/m.test(text) ? "vllm" : /^sglang:/m.test(text) ? "sglang" : /^llamacpp:/m.test(text) ? "llamacpp" : null;
     const values: Record<string, number | null> = {};
     for (const name of job.names) {
       const m = new RegExp(`^${name.replace(/[^A-Za-z0-9_]/g, "\\$&")}(?:\\{[^}\\n]*\\})?[ \\t]+([0-9.eE+-]+)`, "m").exec(text);
