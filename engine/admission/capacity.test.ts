@@ -178,6 +178,29 @@ describe("admission by live capacity", () => {
       expect(hasRoom(ep("a", { slots: 4, live: r }))).toBe(false);
     });
 
+    it('vLLM with --data-parallel-size 2: one series per engine (engine="0", "1"), all of them counted — not the first engine\'s alone', async () => {
+      body = [
+        {
+          path: "/metrics",
+          status: 200,
+          text: [
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+            'vllm:num_requests_running{engine="0",model_name="m"} 4.0',
+            'vllm:num_requests_running{engine="1",model_name="m"} 4.0',
+            'vllm:num_requests_waiting{engine="0",model_name="m"} 0.0',
+            'vllm:num_requests_waiting{engine="1",model_name="m"} 3.0',
+            'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5',
+            'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.97',
+            "",
+          ].join("\n"),
+        },
+      ];
+      const r = await readLive(await url, null);
+      // busy and queued add up over the engines; the KV of the engine with the most room (where a new request goes)
+      expect(r).toEqual({ source: "vllm /metrics", totalSlots: null, busy: 8, waiting: 3, kvUsage: 0.5 });
+      expect(hasRoom(ep("a", { slots: 16, inUse: 8, live: r }))).toBe(false);
+    });
+
     it("vLLM /metrics (current and older KV metric names)", async () => {
       body = [
         {

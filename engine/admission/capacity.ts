@@ -61,14 +61,18 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
   if (metricsBody === null) return null;
   const m = (await parseBody(metricsBody, { kind: "metrics", names: METRICS }).catch(() => null)) as MetricsReading | null;
   if (!m) return null;
-  const metric = (name: string): number | null => m.values[name] ?? null;
+  // a server with data parallel reports one series per engine: counts add up; a KV usage is the engine with the most
+  // room (a new request goes there)
+  const all = (name: string): number[] => m.series?.[name] ?? (m.values[name] != null ? [m.values[name]!] : []);
+  const metric = (name: string): number | null => (all(name).length ? all(name).reduce((a, b) => a + b, 0) : null);
+  const least = (name: string): number | null => (all(name).length ? Math.min(...all(name)) : null);
   if (m.family === "vllm") {
     return {
       source: "vllm /metrics",
       totalSlots: null,
       busy: metric("vllm:num_requests_running") ?? 0,
       waiting: metric("vllm:num_requests_waiting"),
-      kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc"),
+      kvUsage: least("vllm:kv_cache_usage_perc") ?? least("vllm:gpu_cache_usage_perc"),
     };
   }
   if (m.family === "llamacpp") {
@@ -87,7 +91,7 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
       totalSlots: null,
       busy: metric("sglang:num_running_reqs") ?? 0,
       waiting: metric("sglang:num_queue_reqs"),
-      kvUsage: metric("sglang:token_usage"),
+      kvUsage: least("sglang:token_usage"),
     };
   }
   return null;
