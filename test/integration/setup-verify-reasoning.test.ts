@@ -87,4 +87,19 @@ describe("verify (llama.cpp): the reasoning check asks as OpenCode does", () => 
     expect(r!.evidence).toMatch(/<think>.*--reasoning-format/);
     expect(v.outcome).toBe("cannot-build");
   }, 60_000);
+
+  it("the same llama-server with its reasoning parser on (the thinking in reasoning_content) passes", async () => {
+    const v = await verifyEndpoint({
+      url: await qwenServer(true),
+      model: "qwen3.6-27b",
+      key: "k",
+      engine: "llama.cpp",
+      slots: 1,
+      perSlotCtx: null,
+      tools: false,
+    });
+    const r = v.checks.find((c) => c.name === "reasoning");
+    expect(r?.passed, r?.evidence).toBe(true);
+    expect(r!.evidence).toMatch(/reasoning_content/);
+  }, 60_000);
 });
