@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { HardwareReport } from "../../engine/hardware";
-import { fitFile } from "../../engine/serving/setup-commands";
+import { fitFile, fitPlan } from "../../engine/serving/setup-commands";
 import { MIN_SLOT_CTX } from "../../engine/serving/verify";
 import { writeModel } from "../fixtures/gguf/writer";
 
@@ -37,5 +37,14 @@ describe("ocw fit --gguf: the recommendation holds a worker's first turn", () =>
     await writeModel(longer, { arch: "llama", nVocab: 512, nCtxTrain: 32768, name: "tiny-long" });
     const ok = await fitFile({ gguf: longer, llamaFit: false }, { hardware: cpuOnly });
     expect(ok.recommendation?.ctxPerSlot).toBeGreaterThanOrEqual(MIN_SLOT_CTX);
+  }, 60_000);
+
+  it("ocw fit --model FILE --min-ctx 2048: a minimum below the first turn is raised to it, never planned as asked", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-fitctx-"));
+    const file = path.join(dir, "short.gguf");
+    await writeModel(file, { arch: "llama", nVocab: 512, nCtxTrain: 4096, name: "tiny-short" });
+    const r = await fitPlan({ model: file, slots: 1, minCtx: 2048 }, { hardware: cpuOnly });
+    expect(r.pick?.ctxPerSlot, r.pick?.command).toBeUndefined();
+    expect(r.problem).toBeTruthy();
   }, 60_000);
 });
