@@ -144,6 +144,63 @@ describe("admission by live capacity", () => {
       });
     });
 
+    it("a llama-server still loading its model (503 'Loading model' on every path, as the pinned build answers) is not healthy; a 401 or 404 still is reachable", async () => {
+      const loading = JSON.stringify({ error: { message: "Loading model", type: "unavailable_error", code: 503 } });
+      body = ["/health", "/v1/models", "/slots", "/props"].map((path) => ({ path, status: 503, text: loading }));
+      const s = await readEndpoint({ url: await url, slots: 2 }, "k", 0);
+      expect(s.healthy).toBe(false);
+      expect(s.problem).toMatch(/loading the model/);
+      // a pool does not send a worker to it while another replica is ready
+      expect(chooseEndpoint([s, ep("b", { inUse: 3 })], null)!.url).toBe("b");
+      // any other HTTP answer still counts as reachable (a wrong key is the auth check's business)
+      body = [{ path: "/v1/models", status: 401, text: "{}" }];
+      expect((await readEndpoint({ url: await url, slots: 2 }, "k", 0)).healthy).toBe(true);
+      body = [{ path: "/v1/models", status: 503, text: "upstream overloaded" }];
+      expect((await readEndpoint({ url: await url, slots: 2 }, "k", 0)).problem).toMatch(/503/);
+    });
+
+    it("llama.cpp with /slots off (--no-slots: 501) but --metrics: busy and queued from its own counters (as the pinned build reports 2 running, 1 deferred)", async () => {
+      body = [
+        {
+          path: "/slots",
+          status: 501,
+          text: '{"error":{"code":501,"message":"This server does not support slots endpoint. Start it with `--slots`","type":"not_supported_error"}}',
+        },
+        {
+          path: "/metrics",
+          status: 200,
+          text: "# HELP llamacpp:prompt_tokens_total x\nllamacpp:prompt_tokens_total 12\nllamacpp:requests_processing 2\nllamacpp:requests_deferred 1\n",
+        },
+      ];
+      const r = await readLive(await url, null);
+      expect(r).toEqual({ source: "llama.cpp /metrics", totalSlots: null, busy: 2, waiting: 1, kvUsage: null });
+      // a request queued inside the server: no room for another worker there
+      expect(hasRoom(ep("a", { slots: 4, live: r }))).toBe(false);
+    });
+
+    it('vLLM with --data-parallel-size 2: one series per engine (engine="0", "1"), all of them counted — not the first engine\'s alone', async () => {
+      body = [
+        {
+          path: "/metrics",
+          status: 200,
+          text: [
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+            'vllm:num_requests_running{engine="0",model_name="m"} 4.0',
+            'vllm:num_requests_running{engine="1",model_name="m"} 4.0',
+            'vllm:num_requests_waiting{engine="0",model_name="m"} 0.0',
+            'vllm:num_requests_waiting{engine="1",model_name="m"} 3.0',
+            'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5',
+            'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.97',
+            "",
+          ].join("\n"),
+        },
+      ];
+      const r = await readLive(await url, null);
+      // busy and queued add up over the engines; the KV of the engine with the most room (where a new request goes)
+      expect(r).toEqual({ source: "vllm /metrics", totalSlots: null, busy: 8, waiting: 3, kvUsage: 0.5 });
+      expect(hasRoom(ep("a", { slots: 16, inUse: 8, live: r }))).toBe(false);
+    });
+
     it("vLLM /metrics (current and older KV metric names)", async () => {
       body = [
         {

@@ -11,10 +11,10 @@ export const EndpointStatus = z.object({
   slots: z.number().int(),
   /** Workers the engine runs on it now. */
   inUse: z.number().int(),
-  /** What the serving engine itself reports, when it does: llama.cpp `/slots`, vLLM/SGLang `/metrics`. */
+  /** What the serving engine itself reports, when it does: llama.cpp `/slots` (or its `/metrics`), vLLM/SGLang `/metrics`. */
   live: z
     .object({
-      source: z.enum(["llama.cpp /slots", "vllm /metrics", "sglang /metrics"]),
+      source: z.enum(["llama.cpp /slots", "llama.cpp /metrics", "vllm /metrics", "sglang /metrics"]),
       totalSlots: z.number().nullable(),
       busy: z.number(),
       waiting: z.number().nullable(),
@@ -61,14 +61,28 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
   if (metricsBody === null) return null;
   const m = (await parseBody(metricsBody, { kind: "metrics", names: METRICS }).catch(() => null)) as MetricsReading | null;
   if (!m) return null;
-  const metric = (name: string): number | null => m.values[name] ?? null;
+  // a server with data parallel reports one series per engine: counts add up; a KV usage is the engine with the most
+  // room (a new request goes there)
+  const all = (name: string): number[] => m.series?.[name] ?? (m.values[name] != null ? [m.values[name]!] : []);
+  const metric = (name: string): number | null => (all(name).length ? all(name).reduce((a, b) => a + b, 0) : null);
+  const least = (name: string): number | null => (all(name).length ? Math.min(...all(name)) : null);
   if (m.family === "vllm") {
     return {
       source: "vllm /metrics",
       totalSlots: null,
       busy: metric("vllm:num_requests_running") ?? 0,
       waiting: metric("vllm:num_requests_waiting"),
-      kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc"),
+      kvUsage: least("vllm:kv_cache_usage_perc") ?? least("vllm:gpu_cache_usage_perc"),
+    };
+  }
+  if (m.family === "llamacpp") {
+    // a llama-server with /slots off (--no-slots; 501) but --metrics: requests running and queued in it, no slot count
+    return {
+      source: "llama.cpp /metrics",
+      totalSlots: null,
+      busy: metric("llamacpp:requests_processing") ?? 0,
+      waiting: metric("llamacpp:requests_deferred"),
+      kvUsage: null,
     };
   }
   if (m.family === "sglang") {
@@ -77,7 +91,7 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
       totalSlots: null,
       busy: metric("sglang:num_running_reqs") ?? 0,
       waiting: metric("sglang:num_queue_reqs"),
-      kvUsage: metric("sglang:token_usage"),
+      kvUsage: least("sglang:token_usage"),
     };
   }
   return null;
@@ -92,14 +106,26 @@ const METRICS = [
   "sglang:num_running_reqs",
   "sglang:num_queue_reqs",
   "sglang:token_usage",
+  "llamacpp:requests_processing",
+  "llamacpp:requests_deferred",
 ];
 
-/** Whether the endpoint answers at all (any HTTP answer counts), or why not. */
+/**
+ * Whether the endpoint answers (any HTTP answer counts but 503), or why not. A 503 is a server that is up but cannot
+ * serve: llama-server binds its port before it loads the model and answers every path, `/v1/models` included, with
+ * 503 "Loading model" until it is ready (minutes for a large model, and again after a crash restart) — a worker sent
+ * there only collects 503s while another replica of the pool is ready.
+ */
 export async function probeHealth(url: string, key: string | null, timeoutMs = 1500): Promise<string | null> {
   const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
   try {
-    await fetch(`${url.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    return null;
+    const res = await fetch(`${url.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    if (res.status !== 503) {
+      await res.body?.cancel().catch(() => undefined);
+      return null;
+    }
+    const text = (await readBoundedBytes(res, `${url}/models`, 4096).catch(() => Buffer.alloc(0))).toString("utf8");
+    return /loading model/i.test(text) ? "answers 503: still loading the model" : "answers 503: unavailable";
   } catch (err) {
     return probeProblem(err, timeoutMs);
   }

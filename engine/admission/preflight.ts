@@ -23,7 +23,12 @@ export async function preflightEndpoint(target: Target, timeoutMs = 3000): Promi
   const cacheKey = target.endpoint;
   if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
   const problem = await unreachable(target, key, timeoutMs);
-  if (problem) throw new InputError(`cannot reach the model endpoint ${target.endpoint} (${problem}): start the model server or fix the URL`);
+  if (problem)
+    throw new InputError(
+      /^answers 503/.test(problem)
+        ? `the model endpoint ${target.endpoint} ${problem}: try again once it is ready`
+        : `cannot reach the model endpoint ${target.endpoint} (${problem}): start the model server or fix the URL`,
+    );
   ok.set(cacheKey, Date.now() + 30_000);
 }
 

@@ -3,6 +3,7 @@
  * is present — `llama-server --list-devices` as confirmation of what llama.cpp itself will see.
  */
 import { config } from "../config";
+import { readFileSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -69,6 +70,52 @@ export interface DetectOptions {
   sysfsRoot?: string;
   /** Skip systeminformation (tests). */
   cpuRam?: () => Promise<HardwareReport["cpu"] & { ram: HardwareReport["ram"] }>;
+  /** Where the cgroup file system is mounted (default /sys/fs/cgroup), and this process's /proc/self/cgroup text (tests). */
+  cgroupRoot?: string;
+  procCgroup?: string;
+}
+
+const readText = (f: string): string | null => {
+  try {
+    return readFileSync(f, "utf8");
+  } catch {
+    return null;
+  }
+};
+const statValue = (stat: string | null, key: string): number => Number(new RegExp(`^${key} (\\d+)$`, "m").exec(stat ?? "")?.[1] ?? 0);
+
+/**
+ * The memory limit of the cgroup this process (and so the llama-server it starts) runs in, and what the cgroup uses
+ * less its inactive file cache (what the kernel reclaims first; the working set as kubelet and `docker stats` count
+ * it) — or null when there is none. A container's limit (docker --memory, a pod's limits.memory) is invisible to
+ * MemAvailable: planned on the machine's RAM, a CPU model is OOM-killed at load. cgroup v2 (memory.max) and v1
+ * (memory.limit_in_bytes); the process's own cgroup directory, else the mount's root (a cgroup namespace shows the
+ * container's cgroup there).
+ */
+export function cgroupMemory(root = "/sys/fs/cgroup", self: string | null = readText("/proc/self/cgroup")): { limitBytes: number; usedBytes: number } | null {
+  const lines = (self ?? "").split("\n");
+  const v2 = lines.map((l) => /^0::(\/.*)$/.exec(l.trim())?.[1]).find((x) => x !== undefined);
+  const v1 = lines.map((l) => /^\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(\/.*)$/.exec(l.trim())?.[1]).find((x) => x !== undefined);
+  const read = (dir: string, limitFile: string, usageFile: string, inactive: string) => {
+    const limit = readText(path.join(dir, limitFile))?.trim();
+    if (limit === undefined) return undefined;
+    const n = Number(limit);
+    // "max" (v2) or the page-rounded 2^63 (v1): no limit
+    if (!Number.isFinite(n) || n <= 0 || n >= 2 ** 60) return null;
+    const usage = Number(readText(path.join(dir, usageFile))?.trim() ?? 0) || 0;
+    const used = Math.max(0, usage - statValue(readText(path.join(dir, "memory.stat")), inactive));
+    return { limitBytes: n, usedBytes: used };
+  };
+  const tries: [string, string, string, string][] = [];
+  if (v1 !== undefined)
+    for (const d of [path.join(root, "memory", v1), path.join(root, "memory")])
+      tries.push([d, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"]);
+  if (v2 !== undefined) for (const d of [path.join(root, v2), root]) tries.push([d, "memory.max", "memory.current", "inactive_file"]);
+  for (const t of tries) {
+    const r = read(...t);
+    if (r !== undefined) return r;
+  }
+  return null;
 }
 
 async function cpuRamDefault(): Promise<HardwareReport["cpu"] & { ram: HardwareReport["ram"] }> {
@@ -224,6 +271,15 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
   }
 
   const cr = await cpuRamP;
+  // a container's memory limit binds the server this machine starts (read on Linux; tests name their cgroup files)
+  const cg = platform === "linux" && (!opts.cpuRam || opts.cgroupRoot) ? cgroupMemory(opts.cgroupRoot, opts.procCgroup) : null;
+  if (cg && cg.limitBytes < cr.ram.totalBytes) {
+    const free = Math.max(0, cg.limitBytes - cg.usedBytes);
+    cr.ram = { totalBytes: cg.limitBytes, freeBytes: Math.min(cr.ram.freeBytes, free) };
+    problems.push(
+      `host RAM: a cgroup limits this process to ${(cg.limitBytes / 1024 ** 3).toFixed(1)} GiB (${(free / 1024 ** 3).toFixed(1)} GiB free in it) — planned with that, not the machine's RAM`,
+    );
+  }
   // OCW_RAM_BYTES sets the host memory ocw plans with (a container's limit, a machine shared with other work,
   // or planning for another machine); a problem line says it is in force
   const ramOverride = Number(config().OCW_RAM_BYTES);

@@ -126,6 +126,48 @@ describe("detectHardware with recorded tool outputs", () => {
     expect(r.gpus).toEqual([]);
     expect(r.ram.totalBytes).toBe(64 * 1024 * MiB);
   });
+  it("in a container with a memory limit (cgroup v2 memory.max, v1 limit_in_bytes) the host RAM is the cgroup's, not the machine's", async () => {
+    const { mkdtempSync, mkdirSync, writeFileSync } = await import("node:fs");
+    const os = await import("node:os");
+    const GiB = 1024 * MiB;
+    // v2: the process's cgroup (as /proc/self/cgroup names it) limits memory to 8 GiB; 3 GiB used, 1 GiB of it inactive file cache
+    const v2 = mkdtempSync(path.join(os.tmpdir(), "ocw-cg2-"));
+    mkdirSync(path.join(v2, "pod/ctr"), { recursive: true });
+    writeFileSync(path.join(v2, "pod/ctr/memory.max"), `${8 * GiB}\n`);
+    writeFileSync(path.join(v2, "pod/ctr/memory.current"), `${3 * GiB}\n`);
+    writeFileSync(path.join(v2, "pod/ctr/memory.stat"), `anon ${2 * GiB}\nfile ${GiB}\ninactive_file ${GiB}\nactive_file 0\n`);
+    const r = await detectHardware({ platform: "linux", run: runner({}), sysfsRoot: "/nonexistent", cpuRam, cgroupRoot: v2, procCgroup: "0::/pod/ctr\n" });
+    expect(r.ram).toEqual({ totalBytes: 8 * GiB, freeBytes: 6 * GiB });
+    expect(r.problems.join(" ")).toMatch(/cgroup limits this process to 8\.0 GiB/);
+    // cgroup namespace: the container sees its own cgroup at the root of the mount
+    const ns = await detectHardware({
+      platform: "linux",
+      run: runner({}),
+      sysfsRoot: "/nonexistent",
+      cpuRam,
+      cgroupRoot: path.join(v2, "pod/ctr"),
+      procCgroup: "0::/\n",
+    });
+    expect(ns.ram.totalBytes).toBe(8 * GiB);
+    // v1, and unlimited (max / 2^63-ish): nothing changes
+    const v1 = mkdtempSync(path.join(os.tmpdir(), "ocw-cg1-"));
+    mkdirSync(path.join(v1, "memory"), { recursive: true });
+    writeFileSync(path.join(v1, "memory/memory.limit_in_bytes"), `${4 * GiB}\n`);
+    writeFileSync(path.join(v1, "memory/memory.usage_in_bytes"), `${GiB}\n`);
+    writeFileSync(path.join(v1, "memory/memory.stat"), "total_inactive_file 0\n");
+    const r1 = await detectHardware({
+      platform: "linux",
+      run: runner({}),
+      sysfsRoot: "/nonexistent",
+      cpuRam,
+      cgroupRoot: v1,
+      procCgroup: "4:memory:/docker/abc\n",
+    });
+    expect(r1.ram).toEqual({ totalBytes: 4 * GiB, freeBytes: 3 * GiB });
+    writeFileSync(path.join(v1, "memory/memory.limit_in_bytes"), "9223372036854771712\n");
+    const un = await detectHardware({ platform: "linux", run: runner({}), sysfsRoot: "/nonexistent", cpuRam, cgroupRoot: v1, procCgroup: "4:memory:/\n" });
+    expect(un.ram).toEqual({ totalBytes: 64 * GiB, freeBytes: 60 * GiB });
+  });
   it("AMD APU through sysfs when rocm-smi is absent", async () => {
     const r = await detectHardware({ platform: "linux", run: runner({}), sysfsRoot: path.join(FIX, "sysfs-apu"), cpuRam });
     expect(r.gpus).toEqual([expect.objectContaining({ vendor: "amd", unified: true, totalBytes: 33554432000 })]);

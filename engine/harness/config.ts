@@ -3,6 +3,7 @@ import path from "node:path";
 import type { Target } from "../../shared/target";
 import { targetSlug } from "../../shared/target";
 import { projectRoot } from "../paths";
+import { OPENCODE_FIRST_REQUEST_TOKENS } from "../serving/verify";
 
 export const WORKER_AGENT = "ocw-worker";
 export const PROVIDER_ID = "ocw";
@@ -152,16 +153,25 @@ export function modelSilenceMs(target: Pick<Target, "serving">): number {
 export const providerIdFor = (i: number) => (i === 0 ? PROVIDER_ID : `${PROVIDER_ID}-${i}`);
 
 /**
+ * The context and output limits opencode is given for a target. opencode compacts a session once a turn's tokens reach
+ * context − output, and sends output as every request's max_tokens; vLLM and SGLang refuse a request whose prompt +
+ * max_tokens passes their context. An 8,192-token output on a slot that verify accepts (≥ the first request + 1,024)
+ * left nothing below the compaction line — every turn compacted, and on vLLM the first request was refused — so the
+ * output shrinks to what leaves room for the first request (never below 1,024).
+ */
+export function modelLimits(target: Pick<Target, "contextLimit" | "outputLimit" | "serving">): { context: number; output: number } {
+  const context = target.contextLimit ?? target.serving.perSlotCtx ?? 32768;
+  const want = target.outputLimit ?? 8192;
+  return { context, output: Math.max(Math.min(1024, want), Math.min(want, context - OPENCODE_FIRST_REQUEST_TOKENS)) };
+}
+
+/**
  * The full opencode config for one target, passed in OPENCODE_CONFIG_CONTENT (no file, user config untouched). `access`
  * gives, per endpoint of the target in order, how opencode reaches it (the engine's gateway for keyed targets); absent,
  * the target's one endpoint, keyless.
  */
 export function compileOpencodeConfig(target: Target, agent: AgentPrompt, access?: ProviderAccess | ProviderAccess[]): Record<string, unknown> {
-  const model = {
-    name: target.model,
-    tool_call: true,
-    limit: { context: target.contextLimit ?? target.serving.perSlotCtx ?? 32768, output: target.outputLimit ?? 8192 },
-  };
+  const model = { name: target.model, tool_call: true, limit: modelLimits(target) };
   const silence = modelSilenceMs(target);
   // A keyed target is reached through the engine's gateway, which adds the key: opencode never holds it.
   const list = access === undefined ? [{ baseURL: target.endpoint, apiKey: "none" }] : Array.isArray(access) ? access : [access];

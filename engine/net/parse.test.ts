@@ -133,6 +133,7 @@ describe("endpoint answers parsed off the engine's thread", () => {
     expect(await parseBody(Buffer.from(metrics), { kind: "metrics", names })).toEqual({
       family: "vllm",
       values: { "vllm:num_requests_running": 3, "vllm:kv_cache_usage_perc": 0.25, "vllm:num_requests_waiting": null },
+      series: { "vllm:num_requests_running": [3], "vllm:kv_cache_usage_perc": [0.25], "vllm:num_requests_waiting": [] },
     });
   });
 

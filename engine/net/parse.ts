@@ -27,7 +27,11 @@ export type ParseJob = { kind: "json"; keep?: Keep } | { kind: "slots" } | { kin
  */
 export type Keep = true | { [key: string]: Keep } | [Keep];
 export type SlotsSummary = { total: number; busy: number };
-export type MetricsReading = { family: "vllm" | "sglang" | null; values: Record<string, number | null> };
+/**
+ * `values`: each named metric's first series; `series`: every series of it (a vLLM with data parallel reports one per
+ * engine, `engine="0"`, `engine="1"` …).
+ */
+export type MetricsReading = { family: "vllm" | "sglang" | "llamacpp" | null; values: Record<string, number | null>; series: Record<string, number[]> };
 
 /**
  * The parse itself, the same inline and in the worker (whose source is this function's text: it must not refer to
@@ -35,13 +39,15 @@ export type MetricsReading = { family: "vllm" | "sglang" | null; values: Record<
  */
 export function reduceBody(text: string, job: ParseJob): unknown {
   if (job.kind === "metrics") {
-    const family = /^vllm:/m.test(text) ? "vllm" : /^sglang:/m.test(text) ? "sglang" : null;
+    const family = /^vllm:/m.test(text) ? "vllm" : /^sglang:/m.test(text) ? "sglang" : /^llamacpp:/m.test(text) ? "llamacpp" : null;
     const values: Record<string, number | null> = {};
+    const series: Record<string, number[]> = {};
     for (const name of job.names) {
-      const m = new RegExp(`^${name.replace(/[^A-Za-z0-9_]/g, "\\$&")}(?:\\{[^}\\n]*\\})?[ \\t]+([0-9.eE+-]+)`, "m").exec(text);
-      values[name] = m ? Number(m[1]) : null;
+      const re = new RegExp(`^${name.replace(/[^A-Za-z0-9_]/g, "\\$&")}(?:\\{[^}\\n]*\\})?[ \\t]+([0-9.eE+-]+)`, "gm");
+      series[name] = [...text.matchAll(re)].map((m) => Number(m[1])).filter((x) => Number.isFinite(x));
+      values[name] = series[name].length ? series[name][0]! : null;
     }
-    return { family, values };
+    return { family, values, series };
   }
   let value: unknown;
   try {

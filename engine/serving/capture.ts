@@ -19,6 +19,8 @@ export interface CapturedEndpoint {
   needsKey: boolean;
   build: string | null;
   notes: string[];
+  /** 503 "Loading model": a llama-server binds its port before it loads the model and answers 503 until it is ready. */
+  loading?: boolean;
 }
 
 /** What is read of a `/v1/models` answer (a large one is parsed off the engine's thread; only this comes back). */
@@ -82,6 +84,10 @@ export async function probeEndpoint(url: string, key: string | null = null, time
         engine = "lmstudio";
       }
     }
+  }
+  if (models.status === 503) {
+    const loading = /loading model/i.test(models.text);
+    return { url: `${root}/v1`, engine: loading ? "llama.cpp" : engine, models: ids, totalSlots, perSlotCtx, needsKey, build, notes, loading };
   }
   if (perSlotCtx === null) {
     const m = models.body?.data?.[0];

@@ -127,7 +127,8 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   if (i.minCtx !== undefined && !(Number.isInteger(i.minCtx) && i.minCtx >= 1024)) input(`--min-ctx must be an integer ≥ 1024 (got "${i.minCtx}")`, "minCtx");
   // setup's --ctx: exactly this context per slot (llama.cpp pads the cache to 256 cells)
   const exact = i.ctxPerSlot === undefined ? undefined : Math.ceil(i.ctxPerSlot / 256) * 256;
-  const minCtx = exact ?? i.minCtx ?? DEFAULT_MIN_CTX;
+  // a minimum below a worker's first turn (OpenCode's first request + its answer) is raised to it: such a slot fails verify
+  const minCtx = exact ?? Math.max(i.minCtx ?? DEFAULT_MIN_CTX, MIN_SLOT_CTX);
   // a catalog model served by vLLM / SGLang only (no GGUF) is planned for vLLM when no runtime was asked
   const named = i.model ? findCatalog(i.model) : undefined;
   const runtime = i.runtime ?? (named && !servedBy(named, "llama.cpp") ? "vllm" : "llama.cpp");

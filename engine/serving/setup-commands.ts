@@ -23,6 +23,7 @@ import { listServing, setupCapture, setupProvider, stopServing } from "./setup";
 import { setupCapturePool } from "./pool";
 import { SetupVerifyInput } from "../../shared/setup";
 import type { KvCacheType } from "../models/ggml-types";
+import { FIRST_ANSWER_TOKENS, MIN_SLOT_CTX, OPENCODE_FIRST_REQUEST_TOKENS } from "./verify";
 
 const fmt = (b: number | null) => (b === null ? "?" : b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / MiB).toFixed(2)} MiB`);
 
@@ -148,7 +149,8 @@ export async function fitFile(input: FitFileInput, o: { hardware?: HardwareRepor
   });
   if (cpuDefault) e.warnings.push(`CPU only: ${e.slots} slot by default, as \`ocw setup\` plans (decode speed is shared by all slots); --parallel N for more`);
   const slots = e.slots;
-  const minCtx = i.minCtx ?? Math.min(4096, h.nCtxTrain);
+  // a slot below OpenCode's first request + its answer is one verify fails (no worker can start): never recommended
+  const minCtx = i.minCtx ?? MIN_SLOT_CTX;
   // the planner's answer for this file on this machine (or --gpus): the same chooser as `ocw fit --model FILE`
   const dev: PlanDevices = { gpus: gpus.map((g, n) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${n}` })), hostFreeBytes: hostFree };
   const gguf = i.gguf ? local(i.gguf, i.cwd) : null;
@@ -173,7 +175,7 @@ export async function fitFile(input: FitFileInput, o: { hardware?: HardwareRepor
     recommendationProblem: pick
       ? null
       : minCtx > h.nCtxTrain
-        ? `the model was trained for ${h.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
+        ? `the model was trained for ${h.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it${i.minCtx === undefined ? ` (what a worker's first turn needs: OpenCode's first request ≈ ${OPENCODE_FIRST_REQUEST_TOKENS} tokens plus ${FIRST_ANSWER_TOKENS} for its answer)` : ""}`
         : `does not fit ${slots} slot(s) × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
   };
 }

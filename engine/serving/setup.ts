@@ -301,6 +301,12 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
   }
   const ep = await probeEndpoint(url, key, 5000);
   if (!ep) throw new SetupInputError(`nothing OpenAI-compatible answers at ${url}; start the server or fix the URL`);
+  if (ep.loading !== undefined)
+    throw new SetupInputError(
+      ep.loading
+        ? `${url} is still loading its model (503 "Loading model"): capture it once GET /health answers 200`
+        : `${url} answers 503 (unavailable): capture it once it serves`,
+    );
   if (ep.needsKey && !key) throw new SetupInputError(`${url} requires a key: pass --api-key-env VAR with VAR holding it`);
   if (o.model && ep.models.length && !ep.models.includes(o.model)) {
     throw new SetupInputError(`${url} serves ${ep.models.join(", ")}, not ${o.model}; pass one of those with --model`);

@@ -61,8 +61,21 @@ const LOG_RULES: Rule[] = [
       `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)`,
   },
   {
+    // llama-server: `error while handling argument "--device": invalid device: CUDA0` — a device name of another build
     kind: "bad-flag",
-    re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:/i,
+    re: /invalid device: \S+/i,
+    remedy: ({ bin }) =>
+      `the plan names a device this build does not have (CUDA0 on a Vulkan or CPU build): \`${bin ?? "llama-server"} --list-devices\` shows its names — plan again with that build (ocw fit), or install the build for the GPU`,
+  },
+  {
+    // `E llama_init_from_model: quantized V cache requires flash_attn to be enabled`, then "exiting due to model loading error"
+    kind: "bad-flag",
+    re: /requires flash_attn|requires flash attention/i,
+    remedy: () => "a quantized V cache (-ctv q8_0, q4_0 …) needs flash attention: start with -fa on (or auto), or with an f16 V cache",
+  },
+  {
+    kind: "bad-flag",
+    re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:|error while handling argument|unknown value for/i,
     remedy: ({ bin }) =>
       `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which`,
   },
@@ -98,6 +111,10 @@ export function classifyLog(log: string, bin: string | null = null): { kind: str
     const line = lines.find((l) => r.re.test(l));
     if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
   }
+  // llama-server marks its error-level lines (`0.00.157.287 E llama_init_from_model: …`): the first is the root cause, the
+  // later ones its consequences ("failed to create context", "exiting due to model loading error")
+  const first = lines.find((l) => /^\d+\.\d+\.\d+\.\d+ E /.test(l));
+  if (first) return { kind: "other", logLine: first.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" };
   const err = [...lines].reverse().find((l) => /\b(error|failed|fatal|abort|exception)\b/i.test(l) && !/Loading model/.test(l));
   return err ? { kind: "other", logLine: err.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" } : null;
 }

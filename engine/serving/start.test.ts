@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { commandWords, shellQuote } from "../models/plan";
 import { checkPlacement, classifyDownload, classifyLog, pathHasQuant, replaces, runningGroups, withFreed } from "./start";
@@ -16,6 +18,26 @@ describe("start: failure classification from the server's own log", () => {
     expect(c?.kind).toBe(kind);
     expect(c?.logLine).toBe(line);
     expect(c?.remedy.length).toBeGreaterThan(20);
+  });
+  // logs of the pinned llama-server (80fb11a, -lv 4) failing to start, as recorded (test/fixtures/llama-logs/failures)
+  const failed = (f: string) => readFileSync(path.join(__dirname, "../../test/fixtures/llama-logs/failures", f), "utf8");
+  it("a quantized V cache with -fa off: the root-cause line, not 'exiting due to model loading error' (which sends one to the model file)", () => {
+    const c = classifyLog(failed("quantized-v-fa-off.log"));
+    expect(c?.logLine).toMatch(/quantized V cache requires flash_attn to be enabled/);
+    expect(c?.kind).toBe("bad-flag");
+    expect(c?.remedy).toMatch(/-fa on|flash/);
+  });
+  it("a device the build does not have (--device CUDA0 on a CPU or Vulkan build): bad-flag, pointing at --list-devices", () => {
+    const c = classifyLog(failed("invalid-device.log"), "/x/llama-server");
+    expect(c).toMatchObject({ kind: "bad-flag", logLine: 'error while handling argument "--device": invalid device: CUDA0' });
+    expect(c?.remedy).toMatch(/--list-devices/);
+  });
+  it("a failure no rule knows: the first error-level line of llama-server's log (the root cause), not the last (its 'exiting due to …')", () => {
+    const log = failed("quantized-v-fa-off.log").replace(/quantized V cache requires flash_attn to be enabled/, "some new check refused the context");
+    expect(classifyLog(log)).toMatchObject({ kind: "other", logLine: expect.stringMatching(/E llama_init_from_model: some new check refused the context$/) });
+  });
+  it("a flag value the build refuses (-fa maybe): bad-flag", () => {
+    expect(classifyLog(failed("fa-bad-value.log"))?.kind).toBe("bad-flag");
   });
   it("an unknown failure still gives the last error line; a clean log gives none", () => {
     expect(classifyLog("a\nsomething fatal happened: boom\n")).toMatchObject({ kind: "other", logLine: "something fatal happened: boom" });

@@ -20,6 +20,7 @@
 import vm from "node:vm";
 import type { TargetCheck } from "../../shared/target";
 import { authHeaders, httpJson, isLoopback, serverRoot, streamTimed } from "./http";
+import { sseData } from "../net";
 import { toolRoundTrip } from "./tool-probe";
 
 /**
@@ -178,6 +179,57 @@ export async function poolCheck(o: {
 export function minSlotProblem(ctx: number | null): string | null {
   if (ctx === null || ctx >= MIN_SLOT_CTX) return null;
   return `${ctx} tokens per slot is less than OpenCode's first request needs (≈ ${OPENCODE_FIRST_REQUEST_TOKENS} tokens with our agent, plus ${FIRST_ANSWER_TOKENS} for its answer): no worker can start — give each slot at least 32768 (llama-server -c <slots × 32768> -np <slots> --kv-unified)`;
+}
+
+/**
+ * "Say OK." as OpenCode asks (no chat_template_kwargs, no grammar), streamed and cut short as soon as it tells: the
+ * first thinking delta apart from the content (a parser is on), or a thinking marker in the content (none is). A
+ * thinking model would otherwise think up to max_tokens first — minutes on a CPU.
+ */
+async function thinkingProbe(
+  chatUrl: string,
+  key: string | null,
+  model: string,
+  timeoutMs: number,
+): Promise<{ content: string; reasoning: string; error: string | null }> {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(), timeoutMs);
+  const out = { content: "", reasoning: "", error: null as string | null };
+  try {
+    const res = await fetch(chatUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...authHeaders(key) },
+      body: JSON.stringify({ model, messages: [{ role: "user", content: "Say OK." }], max_tokens: 512, temperature: 0, stream: true }),
+      signal: ctl.signal,
+    });
+    if (!res.ok || !res.body) {
+      await res.body?.cancel().catch(() => undefined);
+      return { ...out, error: `HTTP ${res.status}` };
+    }
+    for await (const data of sseData(res.body)) {
+      if (data === "[DONE]") break;
+      let j: {
+        choices?: { delta?: { content?: string | null; reasoning_content?: string | null; reasoning?: string | null } }[];
+        error?: { message?: string };
+      };
+      try {
+        j = JSON.parse(data);
+      } catch {
+        continue;
+      }
+      if (j.error) return { ...out, error: j.error.message ?? "an error event in the stream" };
+      const d = j.choices?.[0]?.delta;
+      out.content += d?.content ?? "";
+      out.reasoning += d?.reasoning_content ?? d?.reasoning ?? "";
+      if (out.reasoning || THINKING_IN_CONTENT.test(out.content)) break;
+    }
+    return out;
+  } catch (e) {
+    return { ...out, error: ctl.signal.aborted ? `no answer within ${Math.round(timeoutMs / 1000)} s` : (e as Error).message };
+  } finally {
+    clearTimeout(timer);
+    ctl.abort();
+  }
 }
 
 export function overlapFactor(singleMs: number, wallMs: number, n: number): number {
@@ -456,20 +508,25 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
   add({ name: "capability", ...capCheck });
 
-  // reasoning: a thinking model's thoughts belong in reasoning_content; in `content` OpenCode takes them for the answer
-  const answers = [r.body?.choices?.[0]?.message?.content ?? "", cap.status === 200 ? (cap.body?.choices?.[0]?.message?.content ?? "") : ""];
+  // reasoning: a thinking model's thoughts belong in reasoning_content; in `content` OpenCode takes them for the answer.
+  // The llama.cpp requests above turn thinking off (chat_template_kwargs.enable_thinking: false) and the first one
+  // holds the answer to a grammar without '<': neither can show thinking in content. OpenCode sends neither, so one
+  // request goes as it would — a server with --reasoning-format none leaves a Qwen3's <think>…</think> in content.
+  const plain = ext ? await thinkingProbe(chatUrl, v.key, v.model, timeoutMs) : null;
+  const plainOk: Chat | null = plain && !plain.error ? { choices: [{ message: { content: plain.content, reasoning_content: plain.reasoning } }] } : null;
+  const answers = [r.body, cap.status === 200 ? cap.body : null, plainOk].map((b) => b?.choices?.[0]?.message?.content ?? "");
   const leak = answers.map((a) => THINKING_IN_CONTENT.exec(a)?.[0]).find(Boolean);
-  const hadReasoning = [r.body, cap.body].some(
+  const hadReasoning = [r.body, cap.body, plainOk].some(
     (b) => !!(b?.choices?.[0]?.message?.reasoning_content || (b?.choices?.[0]?.message as { reasoning?: string } | undefined)?.reasoning),
   );
   add({
     name: "reasoning",
     passed: !leak,
     evidence: leak
-      ? `the answer's content holds the model's thinking (${JSON.stringify(leak)} …): the server has no reasoning parser for this model — ${v.engine === "llama.cpp" ? "start llama-server with --jinja (and --reasoning-format auto)" : `start ${v.engine} with the family's --reasoning-parser (qwen3 for Qwen3.x, ${v.engine === "vllm" ? "openai_gptoss" : "gpt-oss"} for gpt-oss, glm45 for GLM-4.x)`}`
+      ? `the answer's content holds the model's thinking (${JSON.stringify(leak)} …): the server has no reasoning parser for this model — ${v.engine === "llama.cpp" ? "start llama-server with --jinja and --reasoning-format auto (not none)" : `start ${v.engine} with the family's --reasoning-parser (qwen3 for Qwen3.x, ${v.engine === "vllm" ? "openai_gptoss" : "gpt-oss"} for gpt-oss, glm45 for GLM-4.x)`}`
       : hadReasoning
         ? "thinking returned apart from the answer (reasoning_content)"
-        : "no thinking in the answers' content",
+        : `no thinking in the answers' content${plain?.error ? ` (the request without chat_template_kwargs → ${plain.error}: not checked that way)` : ""}`,
   });
 
   // tools: the round trip every worker turn makes

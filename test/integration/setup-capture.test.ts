@@ -115,6 +115,23 @@ describe("ocw setup --capture URL (scripted OpenAI-compatible endpoint)", () => 
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/requires a key: pass --api-key-env/);
   });
+  it("a llama-server still loading its model (503 'Loading model' on every path) → exit 2 saying so, not 'lists no model'", async () => {
+    const http = await import("node:http");
+    const srv = http.createServer((_req, res) => {
+      res.writeHead(503, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "Loading model", type: "unavailable_error", code: 503 } }));
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    try {
+      const url = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+      const r = await runSetup({ capture: url, yes: true }, localSetupPort({ env: {} }));
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/still loading its model/);
+      expect(r.stderr).not.toMatch(/lists no model/);
+    } finally {
+      srv.close();
+    }
+  });
   it("discovery probes given URLs (and the usual ports)", async () => {
     const m = await scripted({ capable: true });
     const found = await discoverEndpoints([m.url.replace(/\/v1$/, "")], null, []);

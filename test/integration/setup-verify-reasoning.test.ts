@@ -52,3 +52,54 @@ describe("verify: thinking must not reach content", () => {
     expect(v.outcome, v.summary).toBe("built");
   }, 60_000);
 });
+
+describe("verify (llama.cpp): the reasoning check asks as OpenCode does", () => {
+  /**
+   * A llama-server with a Qwen3 template and `--reasoning-format none` (or a captured one whose template llama.cpp
+   * cannot split): the thinking stays in `content`. With `chat_template_kwargs.enable_thinking: false`, which the other
+   * llama.cpp checks send, the template closes the thinking block in the prompt and no thinking is produced — so the
+   * check must also ask without it, as OpenCode's requests come.
+   */
+  async function llamaNoParser(): Promise<string> {
+    const thinkingOff = (c: { body: any }) => c.body?.chat_template_kwargs?.enable_thinking === false;
+    const answer = (c: { body: any }, text: string) => (thinkingOff(c) ? { text } : { text: `<think>\n${THOUGHT}\n</think>\n\n${text}` });
+    const m = await startScriptedModel({
+      modelId: "qwen3-8b",
+      apiKey: "k",
+      scripts: [
+        {
+          name: "tools",
+          match: (c) => c.hasTools,
+          script: (c) => (c.toolResults.length ? answer(c, `It says ${c.lastToolResult!.trim()}.`) : toolCall("read", { filePath: "notes/token.txt" })),
+        },
+        { match: /sumOfSquares/, script: (c) => answer(c, GOOD) },
+      ],
+      fallback: (c) => answer(c, "OK."),
+    });
+    models.push(m);
+    return `${m.url.replace(/\/v1\/?$/, "")}/v1`;
+  }
+
+  it("a llama-server that leaves the thinking in content is cannot-build, even though enable_thinking:false hides it", async () => {
+    const v = await verifyEndpoint({ url: await llamaNoParser(), model: "qwen3-8b", key: "k", engine: "llama.cpp", slots: 1, perSlotCtx: null, tools: false });
+    const r = v.checks.find((c) => c.name === "reasoning");
+    expect(r?.passed, r?.evidence).toBe(false);
+    expect(r!.evidence).toMatch(/<think>.*--reasoning-format/);
+    expect(v.outcome).toBe("cannot-build");
+  }, 60_000);
+
+  it("the same llama-server with its reasoning parser on (the thinking in reasoning_content) passes", async () => {
+    const v = await verifyEndpoint({
+      url: await qwenServer(true),
+      model: "qwen3.6-27b",
+      key: "k",
+      engine: "llama.cpp",
+      slots: 1,
+      perSlotCtx: null,
+      tools: false,
+    });
+    const r = v.checks.find((c) => c.name === "reasoning");
+    expect(r?.passed, r?.evidence).toBe(true);
+    expect(r!.evidence).toMatch(/reasoning_content/);
+  }, 60_000);
+});
