@@ -1268,9 +1268,11 @@ function streamWait(
   return new Promise((resolve, reject) => {
     let ended = false;
     let sub: { unsubscribe(): void } | null = null;
+    let guard: ReturnType<typeof setTimeout> | undefined;
     const end = (fn: () => void) => {
       if (ended) return;
       ended = true;
+      clearTimeout(guard);
       signal.removeEventListener("abort", onAbort);
       sub?.unsubscribe();
       fn();
@@ -1288,7 +1290,15 @@ function streamWait(
       },
       onError: (err) => end(() => reject(err)),
       onComplete: () => end(() => reject(new Error("the engine ended the wait without an answer"))),
+      // The event stream reconnects on its own, forever, when the engine is gone (stopped, killed, restarting): a wait
+      // left on it would never answer. A lost connection ends it; the caller asks again (the link finds or starts the
+      // engine) for the time left.
+      onConnectionStateChange: (st) => {
+        if (st.state === "connecting" && st.error) end(() => reject(new Error(`lost the engine's event stream (${st.error!.message})`)));
+      },
     });
+    // …and whatever happens to the stream, it never outlives the wait by more than a margin.
+    if (!ended) guard = setTimeout(() => end(() => reject(new Error("the engine's event stream gave no answer in time"))), input.timeoutMs + 15_000);
     if (ended) sub.unsubscribe();
   });
 }

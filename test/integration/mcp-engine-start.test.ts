@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, stopDetachedEngine, tempDir } from "../helpers";
+import { cleanup, makeRepo, scriptedTarget, startEngine, stopDetachedEngine, tempDir } from "../helpers";
 import { startMcp, waitUntil, type McpHandle } from "./mcp-helpers";
 
 const stateDir = tempDir("mcp-start");
@@ -101,4 +101,41 @@ describe("ocw mcp without a running engine", () => {
     // Two calls noticed the loss at once (workers lists and reads status in parallel): still only one engine.
     if (process.platform === "linux") expect(enginesOn(stateDir)).toEqual([fresh.pid]);
   });
+});
+
+describe("ocw mcp when the engine dies under it", () => {
+  for (const signal of ["SIGKILL", "SIGINT"] as const) {
+    it(`an engine run in a terminal (\`ocw serve\`) that ends by ${signal} while a wait streams does not hang the wait: it returns within its timeout`, async () => {
+      const dir = tempDir("mcp-dies");
+      const engine = await startEngine(dir);
+      const bridge = await startMcp(dir, "mcp-dies");
+      const repo = makeRepo();
+      repos.push(dir, repo);
+      try {
+        model ??= await startScriptedModel({
+          scripts: [{ match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) }],
+        });
+        await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
+        const d = await bridge.call("delegate", { task: "MCP-START write s.txt", directory: repo, checks: [{ file: "s.txt", equals: "s" }] });
+        await waitUntil(bridge, { workerId: d.workerId }, (r) => r.pending.length > 0);
+        const t0 = Date.now();
+        // With a progress token the bridge waits on the engine's event stream (which, left alone, reconnects forever).
+        const waiting = bridge.client.callTool({ name: "wait", arguments: { workerId: d.workerId, timeoutSec: 8 } }, undefined, {
+          timeout: 60_000,
+          onprogress: () => undefined,
+        });
+        await new Promise((r) => setTimeout(r, 1500));
+        await engine.kill(signal);
+        const r = await waiting;
+        expect(Date.now() - t0).toBeLessThan(45_000);
+        // Either the engine the bridge starts again answers (the worker was interrupted), or the bridge says what happened.
+        if (r.isError) expect((r.content as { text: string }[])[0]!.text).toMatch(/engine/);
+        else expect((r.structuredContent as { counts: Record<string, number> }).counts).toEqual({ interrupted: 1 });
+      } finally {
+        await bridge.close().catch(() => undefined);
+        await engine.kill();
+        await stopDetachedEngine(dir);
+      }
+    });
+  }
 });
