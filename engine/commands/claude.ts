@@ -92,11 +92,28 @@ export function registerClaudeCommands(program: Command): void {
         const timeoutSec = o.timeout && o.timeout > 0 ? o.timeout : 3600;
         const start = await snapshot(client, ids, load);
         const finalAtStart = new Set(start.filter((w) => isAtRest(w.state)).map((w) => w.id));
+        // The engine going away (Ctrl-C of `ocw serve`, `ocw stop`, a crash) is news too: the event stream would
+        // otherwise reconnect until the timeout, and whoever waits on this line (Claude, woken when it ends) never hears.
+        const gone = new AbortController();
+        let lost: string | null = null;
         const r = await follow(client, ids, {
           load,
           timeoutMs: timeoutSec * 1000,
+          signal: gone.signal,
+          onConnection: (state, detail) => {
+            if (state !== "lost" || lost !== null) return;
+            lost = detail || "connection closed";
+            gone.abort();
+          },
           until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0 || (isAtRest(w.state) && !finalAtStart.has(w.id))),
         });
+        if (lost !== null) {
+          console.log(
+            `ocw: lost the engine (${lost}) — workers it ran are interrupted until it runs again; the next ocw command or tool call starts it (\`ocw gui --url\`), then resume them`,
+          );
+          process.exitCode = 3;
+          return;
+        }
         const ws = [...r.workers.values()];
         const ask = ws.flatMap((w) => pendingAsks(w))[0];
         const done = ws.find((w) => isAtRest(w.state) && !finalAtStart.has(w.id));

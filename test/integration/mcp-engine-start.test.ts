@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, startEngine, stopDetachedEngine, tempDir } from "../helpers";
+import { cleanup, makeRepo, runOcw, scriptedTarget, startEngine, stopDetachedEngine, tempDir } from "../helpers";
 import { startMcp, waitUntil, type McpHandle } from "./mcp-helpers";
 
 const stateDir = tempDir("mcp-start");
@@ -113,7 +113,10 @@ describe("ocw mcp when the engine dies under it", () => {
       repos.push(dir, repo);
       try {
         model ??= await startScriptedModel({
-          scripts: [{ match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) }],
+          scripts: [
+            { match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) },
+            { match: /MCP-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) },
+          ],
         });
         await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
         const d = await bridge.call("delegate", { task: "MCP-START write s.txt", directory: repo, checks: [{ file: "s.txt", equals: "s" }] });
@@ -138,4 +141,28 @@ describe("ocw mcp when the engine dies under it", () => {
       }
     });
   }
+
+  it("`ocw wait --until-ask-or-settled` in the background ends with a line when the engine it watches ends, instead of waiting out its timeout", async () => {
+    const dir = tempDir("ocw-wait-dies");
+    const engine = await startEngine(dir);
+    const repo = makeRepo();
+    repos.push(dir, repo);
+    try {
+      model ??= await startScriptedModel({ scripts: [{ match: /MCP-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) }] });
+      await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
+      const { workerId } = await engine.client.workers.start.mutate({ task: "MCP-HANG think", directory: repo, checks: [] } as never);
+      const t0 = Date.now();
+      const waiting = runOcw(dir, ["wait", "--until-ask-or-settled", "--worker", workerId, "--timeout", "600"], 90_000);
+      await new Promise((r) => setTimeout(r, 2500));
+      await engine.kill("SIGINT");
+      const r = await waiting;
+      expect(Date.now() - t0, r.stdout + r.stderr).toBeLessThan(30_000);
+      expect(r.code).not.toBe(0);
+      expect(r.stdout).toMatch(/^ocw: lost the engine/);
+      expect(r.stdout.trim().split("\n")).toHaveLength(1);
+    } finally {
+      await engine.kill();
+      await stopDetachedEngine(dir);
+    }
+  });
 });
