@@ -383,6 +383,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         call((c) => c.workers.list.query(args.batchId ? { batchId: args.batchId } : undefined)),
         call((c) => c.status.query()),
       ]);
+      const bad = directoryProblem(args.directory, baseDir);
+      if (bad) throw new ToolError(bad);
       const repo = args.directory ? await repoRoot(args.directory) : null;
       const filtered = list.filter((w) => (!args.active || !isAtRest(w.state)) && (!repo || sameRepo(w, repo)));
       const now = Date.now();
@@ -699,7 +701,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       idempotent: true,
     },
     async (args) => {
-      let asks = await call((c) => c.approvals.list.query());
+      // A worker id that names no worker is said as such (the engine's coded error), not answered with "nothing is waiting".
+      const [all] = await Promise.all([
+        call((c) => c.approvals.list.query()),
+        args.workerId ? call((c) => c.workers.get.query({ workerId: args.workerId! })) : null,
+      ]);
+      let asks = all;
       if (args.workerId) asks = asks.filter((a) => a.workerId === args.workerId);
       if (args.batchId) {
         const ids = new Set((await call((c) => c.workers.batch.query({ batchId: args.batchId! }))).workerIds);
@@ -773,7 +780,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           ...(args.answers ? { answers: args.answers } : {}),
           withWorker: true,
         }),
-      );
+      ).catch((err: { data?: { ocwCode?: string } }) => {
+        // A worker's or a batch's id where an ask's belongs (the commonest slip): say which id goes where.
+        if (err?.data?.ocwCode === "not-found" && /^[wb]-/.test(askId))
+          throw new ToolError(
+            `"${clip(askId, 60)}" is a ${askId.startsWith("w-") ? "worker" : "batch"} id, not an askId: an ask's id comes from wait's pending or pending_approvals${askId.startsWith("w-") ? ` {"workerId":"${clip(askId, 60)}"}` : ""}; approve {"batchId", "decision":"once"} answers a batch's in-scope edits`,
+          );
+        throw err;
+      });
       if (ask.status !== "pending") shown.asks.delete(ask.id);
       const w = ask.worker ?? (await call((c) => c.workers.get.query({ workerId: ask.workerId })));
       return {
@@ -1421,7 +1435,14 @@ function failure(message: string) {
 function directoryProblem(dir: unknown, baseDir: string): string | null {
   if (typeof dir !== "string" || !dir) return null;
   if (path.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path.resolve(baseDir, dir)}"`;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${absoluteFor(dir, baseDir)}"`;
+}
+
+/** Where a relative path the model wrote most likely points: `~/x` in the home folder (no shell expands it here), else under the project. */
+function absoluteFor(dir: string, baseDir: string): string {
+  const home = process.env.HOME || process.env.USERPROFILE;
+  if (home && (dir === "~" || dir.startsWith("~/") || dir.startsWith("~\\"))) return path.join(home, dir.slice(1));
+  return path.resolve(baseDir, dir);
 }
 
 function messageOf(err: unknown, log: (l: string) => void, tool: string): string {

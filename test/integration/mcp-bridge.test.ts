@@ -465,6 +465,16 @@ describe("ocw mcp", () => {
     expect(await mcp.fail("approve", { decision: "once" })).toMatch(/askId is required/);
     expect(await mcp.fail("stop", { workerId: "w-nope" })).toMatch(/unknown worker/);
     expect(await mcp.fail("setup_status", { extra: 1 })).toMatch(/unrecognized key/i);
+    // Realistic slips: a wrong id to pending_approvals is said, not answered with "nothing is waiting"; a home-relative
+    // path is not "fixed" into a folder under the project; workers' relative directory gets the same hint as delegate's.
+    expect(await mcp.fail("pending_approvals", { workerId: "w-nope" })).toMatch(/unknown worker "w-nope"/);
+    const tilde = await mcp.fail("delegate", { task: "x", directory: "~/code/app" });
+    expect(tilde).toMatch(/directory must be an absolute path/);
+    expect(tilde).not.toMatch(/\/~\//);
+    expect(tilde).toContain(`${process.env.HOME}/code/app`);
+    expect(await mcp.fail("workers", { directory: "rel/dir" })).toMatch(/pass e\.g\. "\/.*\/rel\/dir"/);
+    // An ask's id is not a worker's, nor the other way round: the message says which id goes where.
+    expect(await mcp.fail("approve", { askId: "w-mxb225e233489e", decision: "once" })).toMatch(/worker id.*askId/);
   });
 
   it("diff → merge puts the graded commit on the person's branch; a second merge and a conflicting worker are refused with nothing half-merged; discard removes the rest", async () => {
