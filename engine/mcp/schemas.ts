@@ -218,6 +218,8 @@ export const RESULT_TOTAL_CHARS = 40_000;
 export const PENDING_PAGE = 20;
 /** …and at most this many characters of them (an ask made visible can be ~10 times its source). */
 export const PENDING_CHARS = 24_000;
+/** …and at most this many characters of worker summaries in one `workers` result (the rest: narrow the list). */
+export const WORKERS_CHARS = 30_000;
 
 export const DIFF_DEFAULT_CHARS = 20_000;
 export const DIFF_MAX_CHARS = 40_000;
@@ -279,6 +281,8 @@ export const WorkerSummary = z.object({
   batchId: z.string().nullable(),
   directory: z.string(),
   pending: z.array(PendingItem),
+  /** Pending asks left out of `pending` (they would make the result too long): pending_approvals lists them all. */
+  pendingMore: z.number().optional(),
   lastActivityAgoSec: z.number().nullable(),
   currentTool: z.string().nullable(),
   stalled: z.boolean(),
@@ -426,6 +430,8 @@ export const WorkersOutput = z.object({
   counts: z.record(z.string(), z.number()),
   pendingApprovals: z.number(),
   slots: Slots,
+  /** Set when workers were left out (limit, or the result's size): how to see them. */
+  next: z.string().optional(),
 });
 
 export const WorkerStatusOutput = WorkerSummary.extend({

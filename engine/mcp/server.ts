@@ -390,14 +390,26 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const now = Date.now();
       const counts: Record<string, number> = {};
       for (const w of filtered) counts[w.state] = (counts[w.state] ?? 0) + 1;
+      const asked = filtered
+        .slice()
+        .reverse()
+        .slice(0, args.limit ?? 30)
+        .map((w) => summarize(w, now));
+      // Within what a client reads whole (a summary with its asks can be a few thousand characters).
+      const shownWorkers = within(asked, S.WORKERS_CHARS);
+      const left = filtered.length - shownWorkers.length;
       return {
         totals: totalsOf(filtered, now),
-        workers: filtered
-          .slice()
-          .reverse()
-          .slice(0, args.limit ?? 30)
-          .map((w) => summarize(w, now)),
+        workers: shownWorkers,
         total: filtered.length,
+        ...(left
+          ? {
+              next:
+                shownWorkers.length < asked.length
+                  ? `${left} more worker(s) not shown (the result stays within what a client reads whole): narrow with directory, batchId or active, or a lower limit`
+                  : `${left} more worker(s) not shown: raise limit, or narrow with directory, batchId or active`,
+            }
+          : {}),
         counts,
         pendingApprovals: st.pendingApprovals,
         slots: slotsOf(st.slots, st.activeTarget?.id ?? null),
