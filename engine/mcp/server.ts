@@ -251,8 +251,18 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       // The checks run once on the base commit beside the worker's start: a short look, so a check that already passes
       // is said at once (it proves nothing). The worker is never held back by it; result and wait say it later too.
       const baseline = args.checks.length ? await baselineOf(workerId, BASELINE_WAIT_MS) : { passedOnBase: [] };
-      const [{ slots }, w, dirty] = await Promise.all([slotsNow(), call((c) => c.workers.get.query({ workerId })), uncommitted(args.directory)]);
+      const [{ slots }, w, dirty, twins] = await Promise.all([
+        slotsNow(),
+        call((c) => c.workers.get.query({ workerId })),
+        uncommitted(args.directory),
+        sameTaskRunning(args.task, args.directory, started.workerIds),
+      ]);
       const warnings: string[] = [];
+      // A repeated call (one the person interrupted still started its worker, whose id the model never saw): said at once.
+      if (twins.length)
+        warnings.push(
+          `the same task on this repository is already with worker ${twins.slice(0, 3).join(", ")} (not finished): this is another one — if this call repeated an earlier one, stop {"workerId":"${workerId}"}; their branches would conflict`,
+        );
       const weak = baselineWarning(baseline);
       if (weak) warnings.push(weak);
       if (!args.checks.length)
@@ -293,6 +303,15 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       };
     },
   );
+
+  /** Unfinished workers (other than `except`) given exactly this task on this directory's repository. */
+  async function sameTaskRunning(task: string, directory: string, except: string[]): Promise<string[]> {
+    const [list, root] = await Promise.all([call((c) => c.workers.list.query()).catch(() => []), repoRoot(directory).catch(() => directory)]);
+    return list
+      .filter((o) => !except.includes(o.id) && !isAtRest(o.state) && o.spec.task === task && sameRepo(o, root))
+      .map((o) => o.id)
+      .reverse();
+  }
 
   /** The worker's base-commit check run, waiting up to `ms` for it (null when it has not finished by then). */
   async function baselineOf(workerId: string, ms: number): Promise<{ passedOnBase: string[] } | null> {
@@ -1169,12 +1188,16 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         };
       }
       if (batchId) {
-        const r = await call((c) => c.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch((err: Error) => {
-          // The engine's refusal names files the workers chose (a conflict, flagged files): framed as untrusted.
-          throw new ToolError(
-            `batch ${batchId} was not merged (the engine's words, naming the workers' files, untrusted: ${JSON.stringify(untrustedText(err.message ?? String(err), 800))})`,
-          );
-        });
+        const r = await call((c) => c.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch(
+          (err: Error & { data?: { ocwCode?: string } }) => {
+            // An unknown batch is the engine's own plain answer; a refusal names files the workers chose (a conflict,
+            // flagged files): framed as untrusted.
+            if (err?.data?.ocwCode === "not-found") throw err;
+            throw new ToolError(
+              `batch ${batchId} was not merged (the engine's words, naming the workers' files, untrusted: ${JSON.stringify(untrustedText(err.message ?? String(err), 800))})`,
+            );
+          },
+        );
         const into = r.integration?.into ?? r.merged[0]?.into ?? "";
         const commit = r.integration?.merge ?? r.merged.at(-1)?.commit ?? "";
         if (r.stopped)

@@ -465,6 +465,8 @@ describe("ocw mcp", () => {
     expect(await mcp.fail("approve", { decision: "once" })).toMatch(/askId is required/);
     expect(await mcp.fail("stop", { workerId: "w-nope" })).toMatch(/unknown worker/);
     expect(await mcp.fail("setup_status", { extra: 1 })).toMatch(/unrecognized key/i);
+    // The engine's own refusal is not dressed up as the workers' words.
+    expect(await mcp.fail("merge", { batchId: "b-nope" })).toMatch(/^unknown batch "b-nope"/);
     // Realistic slips: a wrong id to pending_approvals is said, not answered with "nothing is waiting"; a home-relative
     // path is not "fixed" into a folder under the project; workers' relative directory gets the same hint as delegate's.
     expect(await mcp.fail("pending_approvals", { workerId: "w-nope" })).toMatch(/unknown worker "w-nope"/);
@@ -553,6 +555,12 @@ describe("ocw mcp", () => {
     expect(warnings).toMatch(/no scope: the worker may change any file/);
     const w = await waitUntil(s, {}, (r) => r.pending.length > 0);
     expect(w.pending.map((x: any) => x.workerId)).toEqual([d.workerId]);
+    // The same call again (a call the person interrupted with Esc still started its worker; the model, never shown the
+    // id, delegates again): a second worker, and a warning naming the first.
+    const again = await s.call("delegate", { task: "MCP-WRITE file=w.txt text=w", directory: dir, checks: [{ file: "w.txt", equals: "w" }] });
+    expect(again.workerId).not.toBe(d.workerId);
+    expect(again.warnings.join("\n")).toContain(`the same task on this repository is already with worker ${d.workerId}`);
+    await s.call("stop", { workerId: again.workerId });
     await s.call("stop", { workerId: d.workerId });
   });
 
