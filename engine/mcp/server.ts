@@ -33,7 +33,7 @@ import {
   untrustedText,
 } from "./format";
 import { readLock } from "../api/lock";
-import { INSTRUCTIONS } from "./instructions";
+import { instructionsFor } from "./instructions";
 import { askView } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
@@ -55,6 +55,8 @@ export interface BridgeOptions {
   hardware?: () => Promise<z.infer<typeof S.SetupStatusOutput>["hardware"]>;
   /** The client's wall-clock limit per tool call in ms (Claude Code: MCP_TOOL_TIMEOUT); wait stays below it. */
   toolTimeoutMs?: number | null;
+  /** How a shell runs this install's CLI (for the instructions' background wait): default `ocw`. */
+  cli?: string;
 }
 
 /** Short, so Claude Code's tool names stay short: mcp__plugin_opencode-worker_ocw__delegate. */
@@ -77,7 +79,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   const log = opts.log ?? (() => {});
   const link = opts.link;
   const baseDir = opts.baseDir ?? process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
-  const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: instructionsFor(opts.cli ?? "ocw") });
   const clientName = () => server.server.getClientVersion()?.name ?? "mcp-client";
   const toolTimeoutMs = opts.toolTimeoutMs === undefined ? toolTimeoutFromEnv() : opts.toolTimeoutMs;
   const waitCap = waitCapSec(toolTimeoutMs);
