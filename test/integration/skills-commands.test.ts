@@ -157,4 +157,16 @@ describe("skills name only commands, flags and tools that exist", () => {
     expect(readFileSync(path.join(ROOT, "plugin", "commands", "setup.md"), "utf8")).toContain("$ARGUMENTS");
     expect(problems).toEqual([]);
   });
+
+  it("the supervisor subagent, which shares the main session's waits, takes its workers and asks from the full lists", () => {
+    // A wait in the main session marks asks and verdicts shown for the whole MCP connection, the subagent's included:
+    // a subagent that listed workers only from its own waits' `finished` would leave some out of its verdict table.
+    const text = readFileSync(path.join(ROOT, "plugin", "agents", "opencode-worker-supervisor.md"), "utf8");
+    const body = text.replace(/^---\n[\s\S]*?\n---\n/, "");
+    const firstWait = body.indexOf("`wait {batchId}`");
+    expect(body.indexOf("`workers {batchId}`")).toBeGreaterThan(-1);
+    expect(body.indexOf("`workers {batchId}`")).toBeLessThan(firstWait);
+    expect(body.indexOf("`pending_approvals {batchId}`")).toBeLessThan(firstWait);
+    expect(body).toMatch(/`result \{workerId\}` for each worker of `workers \{batchId\}`/);
+  });
 });
