@@ -253,13 +253,18 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       // The checks run once on the base commit beside the worker's start: a short look, so a check that already passes
       // is said at once (it proves nothing). The worker is never held back by it; result and wait say it later too.
       const baseline = args.checks.length ? await baselineOf(workerId, BASELINE_WAIT_MS) : { passedOnBase: [] };
-      const [{ slots }, w, dirty, twins] = await Promise.all([
+      const [{ slots }, w, dirty, twins, branch] = await Promise.all([
         slotsNow(),
         call((c) => c.workers.get.query({ workerId })),
         uncommitted(args.directory),
         sameTaskRunning(args.task, args.directory, started.workerIds),
+        gitOut(args.directory, ["symbolic-ref", "-q", "HEAD"]),
       ]);
       const warnings: string[] = [];
+      if (branch === null && (await gitOut(args.directory, ["rev-parse", "--verify", "-q", "HEAD"])) !== null)
+        warnings.push(
+          `the checkout is on a detached HEAD: there is no branch to merge the worker's commit into — once built, merge {"workerId":"${workerId}","publish":true} puts it on branch ocw/${workerId} for the person to merge where they want (or check out a branch first and delegate again)`,
+        );
       // A repeated call (one the person interrupted still started its worker, whose id the model never saw): said at once.
       if (twins.length)
         warnings.push(
@@ -1095,9 +1100,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             ? await attemptsNext(w)
             : w.merged
               ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
-              : verdict === "built"
-                ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}`
-                : nextAfterFailure(w),
+              : verdict === "built" && !w.baseBranch
+                ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}, from a detached HEAD: there is no branch to merge it into. Review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo} for the person to merge where they want`
+                : verdict === "built"
+                  ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}`
+                  : nextAfterFailure(w),
       };
     },
   );
@@ -1222,6 +1229,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         merged = await call((c) => c.workers.merge.mutate({ workerId: workerId!, acceptFlagged: !!acceptFlagged }));
       } catch (err) {
         const msg = (err as Error).message ?? String(err);
+        if (/detached HEAD/.test(msg))
+          throw new ToolError(
+            `worker ${w.id} started from a detached HEAD, so there is no branch to merge it into (nothing was changed): merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo}; the person then merges it into the branch they want`,
+          );
         if (/flagged files/.test(msg))
           throw new ToolError(
             `the change holds flagged files that act once merged; nothing was changed (the engine's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). Show the person the flagged files (result's untrusted.flags) and ask them; only on their explicit yes call merge {"workerId":"${w.id}","acceptFlagged":true}`,

@@ -816,6 +816,31 @@ describe("ocw mcp", () => {
     expect(JSON.stringify(quiet).length).toBeLessThan(600);
   });
 
+  it("a checkout on a detached HEAD: delegate warns, and result's next and merge point at merge {publish} (there is no branch to merge into)", async () => {
+    const dir = repo();
+    execFileSync("git", ["-C", dir, "checkout", "-q", "--detach"]);
+    const d = await mcp.call("delegate", {
+      task: "MCP-WRITE file=det.txt text=det",
+      directory: dir,
+      checks: [{ file: "det.txt", equals: "det" }],
+      scope: ["det.txt"],
+    });
+    expect(d.warnings.join("\n")).toMatch(/detached HEAD.*merge \{"workerId":"[^"]+","publish":true\}/);
+    const w = await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length > 0);
+    await mcp.call("approve", { askId: w.pending[0].askId, decision: "once" });
+    await waitUntil(mcp, { workerId: d.workerId }, (r) => r.settled);
+    const r = await mcp.call("result", { workerId: d.workerId });
+    expect(r.verdict).toBe("built");
+    expect(r.next).toContain(`merge {"workerId":"${d.workerId}","publish":true}`);
+    expect(r.next).not.toMatch(/into its base branch/);
+    // The MCP tool's own way, not a CLI command the bridge's client may not have.
+    const refused = await mcp.fail("merge", { workerId: d.workerId });
+    expect(refused).toContain(`merge {"workerId":"${d.workerId}","publish":true}`);
+    expect(refused).not.toMatch(/ocw publish/);
+    const p = await mcp.call("merge", { workerId: d.workerId, publish: true });
+    expect(p.into).toBe(`ocw/${d.workerId}`);
+  });
+
   it("a merge blocked by an uncommitted change to a file says: commit or stash that file", async () => {
     const dir = repo({ "notes.txt": "base\n" });
     const d = await mcp.call("delegate", {
