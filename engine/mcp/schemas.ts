@@ -105,7 +105,7 @@ export function batchItemsByReference(json: Record<string, unknown>): Record<str
     items: {
       type: "object",
       description:
-        "One task: delegate's fields (task, directory, checks, scope, protect, budget, title, targetId), plus id (its name in the batch) and after (ids it starts after, once they are built).",
+        'One task: delegate\'s fields (task, directory, checks: [{run: "shell command"} or {file, equals|matches}], scope, protect, budget, title, targetId), id (its name here) and after (ids it starts after once built)',
       properties: { id: { type: "string" }, after: { type: "array", items: { type: "string" } } },
       required: ["task", "directory"],
     },

@@ -334,7 +334,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Delegate several independent tasks",
       description:
-        "Start several workers at once (one batchId); each task has delegate's fields. Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
+        "Start several workers at once (one batchId). Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
       input: S.DelegateBatchInput,
       output: S.DelegateBatchOutput,
       shape: S.batchItemsByReference,
