@@ -541,7 +541,8 @@ export const ResultOutput = z.object({
   graded: z.boolean(),
   verdict: Outcome,
   claim: Outcome.nullable(),
-  honest: z.boolean(),
+  /** Whether the worker's claim matched the verdict; null when it was not graded (stopped, interrupted, errored). */
+  honest: z.boolean().nullable(),
   /** Why the verdict is what it is when the checks alone do not say it (e.g. no change: nothing was shown). */
   verdictReason: z.string().nullable(),
   /** Built, but every check already passed on the base commit before any change: weak evidence. */

@@ -1044,7 +1044,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         graded: !!v,
         verdict,
         claim: v?.claim ?? null,
-        honest: v?.honest ?? false,
+        // Not graded (stopped, interrupted, errored): no claim was checked, so nothing says it was dishonest.
+        honest: v ? v.honest : null,
         verdictReason: v?.reason ?? null,
         weakEvidence: v?.weakEvidence ?? false,
         baseline,

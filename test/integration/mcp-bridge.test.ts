@@ -407,6 +407,11 @@ describe("ocw mcp", () => {
     expect(steered.workerId).toBe(d.workerId);
     const stopped = await mcp.call("stop", { workerId: d.workerId, reason: "enough" });
     expect(stopped.state).toBe("stopped");
+    // A stopped worker was never graded: nothing says it was dishonest (the skill reads honest: false as a claim the
+    // checks contradict), and its next says how to go on.
+    const ungraded = await mcp.call("result", { workerId: d.workerId });
+    expect(ungraded).toMatchObject({ state: "stopped", graded: false, honest: null, claim: null });
+    expect(ungraded.next).toMatch(/resume/);
     expect(await mcp.fail("steer", { workerId: d.workerId, text: "more" })).toMatch(/resume it/);
     const resumed = await mcp.call("resume", { workerId: d.workerId, message: "carry on" });
     expect(["queued", "starting", "running"]).toContain(resumed.state);
