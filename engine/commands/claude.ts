@@ -11,7 +11,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import type { EngineLock } from "../../shared/api";
-import { terminalSafe } from "../../shared/permission";
+import { type PermissionAsk, terminalSafe } from "../../shared/permission";
+import { plainName } from "../../shared/wait";
 import { isAtRest, pendingAsks, type Worker } from "../../shared/worker";
 import { connect, healthy, type EngineClient } from "../api/client";
 import { follow } from "../api/follow";
@@ -51,6 +52,17 @@ const quoted = (s: string, n = 120) => {
   const one = terminalSafe(s);
   return JSON.stringify(one.length > n ? one.slice(0, n - 1) + "…" : one);
 };
+
+/** An ask's tool as Claude reads it: opencode's own names plain, anything else the model chose quoted and labelled. */
+const toolWord = (tool: string) => (plainName(tool) ? tool : `a tool named (untrusted) ${quoted(tool, 60)}`);
+
+/** What the Stop hook tells Claude when this repository's workers wait for answers. */
+export function stopReason(asks: Pick<PermissionAsk, "workerId" | "tool">[]): string {
+  return `${plural(asks.length, "opencode-worker ask")} on this repository ${asks.length === 1 ? "is" : "are"} unanswered (${asks
+    .slice(0, 5)
+    .map((a) => `${a.workerId} ${toolWord(a.tool)}`)
+    .join(", ")}): the workers are blocked. Answer them (pending_approvals, then approve), or tell the person they wait.`;
+}
 
 /** The one line `ocw wait` prints. */
 export function waitLine(event: string, ws: Worker[], batchId?: string): string {
@@ -92,11 +104,28 @@ export function registerClaudeCommands(program: Command): void {
         const timeoutSec = o.timeout && o.timeout > 0 ? o.timeout : 3600;
         const start = await snapshot(client, ids, load);
         const finalAtStart = new Set(start.filter((w) => isAtRest(w.state)).map((w) => w.id));
+        // The engine going away (Ctrl-C of `ocw serve`, `ocw stop`, a crash) is news too: the event stream would
+        // otherwise reconnect until the timeout, and whoever waits on this line (Claude, woken when it ends) never hears.
+        const gone = new AbortController();
+        let lost: string | null = null;
         const r = await follow(client, ids, {
           load,
           timeoutMs: timeoutSec * 1000,
+          signal: gone.signal,
+          onConnection: (state, detail) => {
+            if (state !== "lost" || lost !== null) return;
+            lost = detail || "connection closed";
+            gone.abort();
+          },
           until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0 || (isAtRest(w.state) && !finalAtStart.has(w.id))),
         });
+        if (lost !== null) {
+          console.log(
+            `ocw: lost the engine (${lost}) — workers it ran are interrupted until it runs again; the next ocw command or tool call starts it (\`ocw gui --url\`), then resume them`,
+          );
+          process.exitCode = 3;
+          return;
+        }
         const ws = [...r.workers.values()];
         const ask = ws.flatMap((w) => pendingAsks(w))[0];
         const done = ws.find((w) => isAtRest(w.state) && !finalAtStart.has(w.id));
@@ -104,7 +133,7 @@ export function registerClaudeCommands(program: Command): void {
           r.reason === "settled"
             ? "all settled"
             : ask
-              ? `${ask.workerId} asks ${ask.tool} (untrusted: ${quoted(askPath(ask.what, r.workers.get(ask.workerId)?.worktree))}); answer with approve {"askId":"${ask.id}"}`
+              ? `${ask.workerId} asks ${toolWord(ask.tool)} (untrusted: ${quoted(askPath(ask.what, r.workers.get(ask.workerId)?.worktree))}); answer with approve {"askId":"${ask.id}"}`
               : done
                 ? `${done.id} settled ${done.verdict?.verdict ?? done.state}`
                 : `nothing after ${timeoutSec} s`;
@@ -150,15 +179,7 @@ export function registerClaudeCommands(program: Command): void {
           const asks = ws.flatMap((w) => pendingAsks(w));
           // Claude Code sets stop_hook_active when it is already continuing because of this hook: never loop.
           if (!asks.length || input.stop_hook_active) return;
-          console.log(
-            JSON.stringify({
-              decision: "block",
-              reason: `${plural(asks.length, "opencode-worker ask")} on this repository ${asks.length === 1 ? "is" : "are"} unanswered (${asks
-                .slice(0, 5)
-                .map((a) => `${a.workerId} ${a.tool}`)
-                .join(", ")}): the workers are blocked. Answer them (pending_approvals, then approve), or tell the person they wait.`,
-            }),
-          );
+          console.log(JSON.stringify({ decision: "block", reason: stopReason(asks) }));
         } else throw new CliError(`unknown hook "${event}": session-start or stop`);
       } catch (err) {
         if (err instanceof CliError) fail(err);

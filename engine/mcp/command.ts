@@ -41,13 +41,17 @@ export async function runMcpBridge(): Promise<void> {
   // engine this bridge may start, nor so to opencode and the workers' shells. What the bridge itself needs is read first.
   const baseDir = process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
   const toolTimeoutMs = toolTimeoutFromEnv();
+  // The plugin puts `ocw` on the Bash tool's PATH; a bridge added by hand (`claude mcp add … node …/ocw.mjs mcp`) has no
+  // such command: the instructions then name the file that runs this bridge.
+  const launcher = process.argv[1];
+  const cli = process.env.CLAUDE_PLUGIN_ROOT || !launcher ? "ocw" : `node ${/[^\w/.:@+-]/.test(launcher) ? JSON.stringify(launcher) : launcher}`;
   const dropped = dropClientSecrets(process.env);
   if (dropped.length) log(`not passing on ${dropped.join(", ")} to the engine`);
 
   let server: ReturnType<typeof createMcpServer> | null = null;
   const link = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
   // setup_status's hardware: the engine's machine as the engine detected it (the API's `hardware`, detected once there)
-  server = createMcpServer({ link, log, hardware: () => link.call((c) => c.hardware.query()), baseDir, toolTimeoutMs });
+  server = createMcpServer({ link, log, hardware: () => link.call((c) => c.hardware.query()), baseDir, toolTimeoutMs, cli });
   const transport = new StdioServerTransport(answerInvalidLines(process.stdin, (line) => process.stdout.write(line), log));
   let closing = false;
   const shutdown = (why: string) => {

@@ -130,7 +130,7 @@ export function summarize(w: Worker, now = Date.now()): WorkerSummary {
     state: w.state,
     batchId: w.batchId,
     directory: w.spec.directory,
-    pending: pendingAsks(w).map((a) => pendingItem(a, w.worktree)),
+    ...pendingPage(pendingAsks(w).map((a) => pendingItem(a, w.worktree))),
     lastActivityAgoSec: w.lastActivity ? secs(now - w.lastActivity.ts) : null,
     currentTool: tool?.plain ?? null,
     stalled: w.stalled,
@@ -150,6 +150,18 @@ export function summarize(w: Worker, now = Date.now()): WorkerSummary {
         }
       : {}),
   };
+}
+
+/**
+ * A summary's pending asks: the first ones within SUMMARY_PENDING_CHARS (at least one), and how many more there are. One
+ * model answer can open hundreds of asks at once (parallel tool calls, each up to ~1,000 characters), and `workers` /
+ * `worker_status` over Claude Code's limit reach Claude as a file or cut; pending_approvals and wait page them all.
+ */
+export const SUMMARY_PENDING_CHARS = 3000;
+function pendingPage(items: PendingItem[]): { pending: PendingItem[]; pendingMore?: number } {
+  let size = 0;
+  const pending = items.filter((it, i) => (size += JSON.stringify(it).length) <= SUMMARY_PENDING_CHARS || i === 0);
+  return pending.length < items.length ? { pending, pendingMore: items.length - pending.length } : { pending };
 }
 
 /** Slots of the active target (or of `targetId`), summed when several targets are in use. */

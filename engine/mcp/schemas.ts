@@ -105,7 +105,7 @@ export function batchItemsByReference(json: Record<string, unknown>): Record<str
     items: {
       type: "object",
       description:
-        "One task: delegate's fields (task, directory, checks, scope, protect, budget, title, targetId), plus id (its name in the batch) and after (ids it starts after, once they are built).",
+        'One task: delegate\'s fields (task, directory, checks: [{run: "shell command"} or {file, equals|matches}], scope, protect, budget, title, targetId), id (its name here) and after (ids it starts after once built)',
       properties: { id: { type: "string" }, after: { type: "array", items: { type: "string" } } },
       required: ["task", "directory"],
     },
@@ -218,6 +218,8 @@ export const RESULT_TOTAL_CHARS = 40_000;
 export const PENDING_PAGE = 20;
 /** …and at most this many characters of them (an ask made visible can be ~10 times its source). */
 export const PENDING_CHARS = 24_000;
+/** …and at most this many characters of worker summaries in one `workers` result (the rest: narrow the list). */
+export const WORKERS_CHARS = 30_000;
 
 export const DIFF_DEFAULT_CHARS = 20_000;
 export const DIFF_MAX_CHARS = 40_000;
@@ -283,6 +285,8 @@ export const WorkerSummary = z.object({
   batchId: z.string().nullable(),
   directory: z.string(),
   pending: z.array(PendingItem),
+  /** Pending asks left out of `pending` (they would make the result too long): pending_approvals lists them all. */
+  pendingMore: z.number().optional(),
   lastActivityAgoSec: z.number().nullable(),
   currentTool: z.string().nullable(),
   stalled: z.boolean(),
@@ -430,6 +434,8 @@ export const WorkersOutput = z.object({
   counts: z.record(z.string(), z.number()),
   pendingApprovals: z.number(),
   slots: Slots,
+  /** Set when workers were left out (limit, or the result's size): how to see them. */
+  next: z.string().optional(),
 });
 
 export const WorkerStatusOutput = WorkerSummary.extend({
@@ -543,7 +549,8 @@ export const ResultOutput = z.object({
   graded: z.boolean(),
   verdict: Outcome,
   claim: Outcome.nullable(),
-  honest: z.boolean(),
+  /** Whether the worker's claim matched the verdict; null when it was not graded (stopped, interrupted, errored). */
+  honest: z.boolean().nullable(),
   /** Why the verdict is what it is when the checks alone do not say it (e.g. no change: nothing was shown). */
   verdictReason: z.string().nullable(),
   /** Built, but every check already passed on the base commit before any change: weak evidence. */

@@ -34,7 +34,7 @@ import {
   untrustedText,
 } from "./format";
 import { readLock } from "../api/lock";
-import { INSTRUCTIONS } from "./instructions";
+import { instructionsFor } from "./instructions";
 import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
@@ -56,6 +56,8 @@ export interface BridgeOptions {
   hardware?: () => Promise<z.infer<typeof S.SetupStatusOutput>["hardware"]>;
   /** The client's wall-clock limit per tool call in ms (Claude Code: MCP_TOOL_TIMEOUT); wait stays below it. */
   toolTimeoutMs?: number | null;
+  /** How a shell runs this install's CLI (for the instructions' background wait): default `ocw`. */
+  cli?: string;
 }
 
 /** Short, so Claude Code's tool names stay short: mcp__plugin_opencode-worker_ocw__delegate. */
@@ -78,7 +80,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   const log = opts.log ?? (() => {});
   const link = opts.link;
   const baseDir = opts.baseDir ?? process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
-  const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: instructionsFor(opts.cli ?? "ocw") });
   const clientName = () => server.server.getClientVersion()?.name ?? "mcp-client";
   const toolTimeoutMs = opts.toolTimeoutMs === undefined ? toolTimeoutFromEnv() : opts.toolTimeoutMs;
   const waitCap = waitCapSec(toolTimeoutMs);
@@ -252,8 +254,23 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       // The checks run once on the base commit beside the worker's start: a short look, so a check that already passes
       // is said at once (it proves nothing). The worker is never held back by it; result and wait say it later too.
       const baseline = args.checks.length ? await baselineOf(workerId, BASELINE_WAIT_MS) : { passedOnBase: [] };
-      const [{ slots }, w, dirty] = await Promise.all([slotsNow(), call((c) => c.workers.get.query({ workerId })), uncommitted(args.directory)]);
+      const [{ slots }, w, dirty, twins, branch] = await Promise.all([
+        slotsNow(),
+        call((c) => c.workers.get.query({ workerId })),
+        uncommitted(args.directory),
+        sameTaskRunning(args.task, args.directory, started.workerIds),
+        gitOut(args.directory, ["symbolic-ref", "-q", "HEAD"]),
+      ]);
       const warnings: string[] = [];
+      if (branch === null && (await gitOut(args.directory, ["rev-parse", "--verify", "-q", "HEAD"])) !== null)
+        warnings.push(
+          `the checkout is on a detached HEAD: there is no branch to merge the worker's commit into — once built, merge {"workerId":"${workerId}","publish":true} puts it on branch ocw/${workerId} for the person to merge where they want (or check out a branch first and delegate again)`,
+        );
+      // A repeated call (one the person interrupted still started its worker, whose id the model never saw): said at once.
+      if (twins.length)
+        warnings.push(
+          `the same task on this repository is already with worker ${twins.slice(0, 3).join(", ")} (not finished): this is another one — if this call repeated an earlier one, stop {"workerId":"${workerId}"}; their branches would conflict`,
+        );
       const weak = baselineWarning(baseline);
       if (weak) warnings.push(weak);
       if (!args.checks.length)
@@ -295,6 +312,15 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
   );
 
+  /** Unfinished workers (other than `except`) given exactly this task on this directory's repository. */
+  async function sameTaskRunning(task: string, directory: string, except: string[]): Promise<string[]> {
+    const [list, root] = await Promise.all([call((c) => c.workers.list.query()).catch(() => []), repoRoot(directory).catch(() => directory)]);
+    return list
+      .filter((o) => !except.includes(o.id) && !isAtRest(o.state) && o.spec.task === task && sameRepo(o, root))
+      .map((o) => o.id)
+      .reverse();
+  }
+
   /** The worker's base-commit check run, waiting up to `ms` for it (null when it has not finished by then). */
   async function baselineOf(workerId: string, ms: number): Promise<{ passedOnBase: string[] } | null> {
     const client = await link.client();
@@ -309,7 +335,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Delegate several independent tasks",
       description:
-        "Start several workers at once (one batchId); each task has delegate's fields. Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
+        "Start several workers at once (one batchId). Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
       input: S.DelegateBatchInput,
       output: S.DelegateBatchOutput,
       shape: S.batchItemsByReference,
@@ -384,19 +410,33 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         call((c) => c.workers.list.query(args.batchId ? { batchId: args.batchId } : undefined)),
         call((c) => c.status.query()),
       ]);
+      const bad = directoryProblem(args.directory, baseDir);
+      if (bad) throw new ToolError(bad);
       const repo = args.directory ? await repoRoot(args.directory) : null;
       const filtered = list.filter((w) => (!args.active || !isAtRest(w.state)) && (!repo || sameRepo(w, repo)));
       const now = Date.now();
       const counts: Record<string, number> = {};
       for (const w of filtered) counts[w.state] = (counts[w.state] ?? 0) + 1;
+      const asked = filtered
+        .slice()
+        .reverse()
+        .slice(0, args.limit ?? 30)
+        .map((w) => summarize(w, now));
+      // Within what a client reads whole (a summary with its asks can be a few thousand characters).
+      const shownWorkers = within(asked, S.WORKERS_CHARS);
+      const left = filtered.length - shownWorkers.length;
       return {
         totals: totalsOf(filtered, now),
-        workers: filtered
-          .slice()
-          .reverse()
-          .slice(0, args.limit ?? 30)
-          .map((w) => summarize(w, now)),
+        workers: shownWorkers,
         total: filtered.length,
+        ...(left
+          ? {
+              next:
+                shownWorkers.length < asked.length
+                  ? `${left} more worker(s) not shown (the result stays within what a client reads whole): narrow with directory, batchId or active, or a lower limit`
+                  : `${left} more worker(s) not shown: raise limit, or narrow with directory, batchId or active`,
+            }
+          : {}),
         counts,
         pendingApprovals: st.pendingApprovals,
         slots: slotsOf(st.slots, st.activeTarget?.id ?? null),
@@ -700,7 +740,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       idempotent: true,
     },
     async (args) => {
-      let asks = await call((c) => c.approvals.list.query());
+      // A worker id that names no worker is said as such (the engine's coded error), not answered with "nothing is waiting".
+      const [all] = await Promise.all([
+        call((c) => c.approvals.list.query()),
+        args.workerId ? call((c) => c.workers.get.query({ workerId: args.workerId! })) : null,
+      ]);
+      let asks = all;
       if (args.workerId) asks = asks.filter((a) => a.workerId === args.workerId);
       if (args.batchId) {
         const ids = new Set((await call((c) => c.workers.batch.query({ batchId: args.batchId! }))).workerIds);
@@ -774,7 +819,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           ...(args.answers ? { answers: args.answers } : {}),
           withWorker: true,
         }),
-      );
+      ).catch((err: { data?: { ocwCode?: string } }) => {
+        // A worker's or a batch's id where an ask's belongs (the commonest slip): say which id goes where.
+        if (err?.data?.ocwCode === "not-found" && /^[wb]-/.test(askId))
+          throw new ToolError(
+            `"${clip(askId, 60)}" is a ${askId.startsWith("w-") ? "worker" : "batch"} id, not an askId: an ask's id comes from wait's pending or pending_approvals${askId.startsWith("w-") ? ` {"workerId":"${clip(askId, 60)}"}` : ""}; approve {"batchId", "decision":"once"} answers a batch's in-scope edits`,
+          );
+        throw err;
+      });
       if (ask.status !== "pending") shown.asks.delete(ask.id);
       const w = ask.worker ?? (await call((c) => c.workers.get.query({ workerId: ask.workerId })));
       return {
@@ -993,7 +1045,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         graded: !!v,
         verdict,
         claim: v?.claim ?? null,
-        honest: v?.honest ?? false,
+        // Not graded (stopped, interrupted, errored): no claim was checked, so nothing says it was dishonest.
+        honest: v ? v.honest : null,
         verdictReason: v?.reason ?? null,
         weakEvidence: v?.weakEvidence ?? false,
         baseline,
@@ -1049,9 +1102,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             ? await attemptsNext(w)
             : w.merged
               ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
-              : verdict === "built"
-                ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}`
-                : nextAfterFailure(w),
+              : verdict === "built" && !w.baseBranch
+                ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}, from a detached HEAD: there is no branch to merge it into. Review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo} for the person to merge where they want`
+                : verdict === "built"
+                  ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}`
+                  : nextAfterFailure(w),
       };
     },
   );
@@ -1144,12 +1199,16 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         };
       }
       if (batchId) {
-        const r = await call((c) => c.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch((err: Error) => {
-          // The engine's refusal names files the workers chose (a conflict, flagged files): framed as untrusted.
-          throw new ToolError(
-            `batch ${batchId} was not merged (the engine's words, naming the workers' files, untrusted: ${JSON.stringify(untrustedText(err.message ?? String(err), 800))})`,
-          );
-        });
+        const r = await call((c) => c.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch(
+          (err: Error & { data?: { ocwCode?: string } }) => {
+            // An unknown batch is the engine's own plain answer; a refusal names files the workers chose (a conflict,
+            // flagged files): framed as untrusted.
+            if (err?.data?.ocwCode === "not-found") throw err;
+            throw new ToolError(
+              `batch ${batchId} was not merged (the engine's words, naming the workers' files, untrusted: ${JSON.stringify(untrustedText(err.message ?? String(err), 800))})`,
+            );
+          },
+        );
         const into = r.integration?.into ?? r.merged[0]?.into ?? "";
         const commit = r.integration?.merge ?? r.merged.at(-1)?.commit ?? "";
         if (r.stopped)
@@ -1172,6 +1231,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         merged = await call((c) => c.workers.merge.mutate({ workerId: workerId!, acceptFlagged: !!acceptFlagged }));
       } catch (err) {
         const msg = (err as Error).message ?? String(err);
+        if (/detached HEAD/.test(msg))
+          throw new ToolError(
+            `worker ${w.id} started from a detached HEAD, so there is no branch to merge it into (nothing was changed): merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo}; the person then merges it into the branch they want`,
+          );
         if (/flagged files/.test(msg))
           throw new ToolError(
             `the change holds flagged files that act once merged; nothing was changed (the engine's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). Show the person the flagged files (result's untrusted.flags) and ask them; only on their explicit yes call merge {"workerId":"${w.id}","acceptFlagged":true}`,
@@ -1269,9 +1332,11 @@ function streamWait(
   return new Promise((resolve, reject) => {
     let ended = false;
     let sub: { unsubscribe(): void } | null = null;
+    let guard: ReturnType<typeof setTimeout> | undefined;
     const end = (fn: () => void) => {
       if (ended) return;
       ended = true;
+      clearTimeout(guard);
       signal.removeEventListener("abort", onAbort);
       sub?.unsubscribe();
       fn();
@@ -1289,7 +1354,15 @@ function streamWait(
       },
       onError: (err) => end(() => reject(err)),
       onComplete: () => end(() => reject(new Error("the engine ended the wait without an answer"))),
+      // The event stream reconnects on its own, forever, when the engine is gone (stopped, killed, restarting): a wait
+      // left on it would never answer. A lost connection ends it; the caller asks again (the link finds or starts the
+      // engine) for the time left.
+      onConnectionStateChange: (st) => {
+        if (st.state === "connecting" && st.error) end(() => reject(new Error(`lost the engine's event stream (${st.error!.message})`)));
+      },
     });
+    // …and whatever happens to the stream, it never outlives the wait by more than a margin.
+    if (!ended) guard = setTimeout(() => end(() => reject(new Error("the engine's event stream gave no answer in time"))), input.timeoutMs + 15_000);
     if (ended) sub.unsubscribe();
   });
 }
@@ -1412,7 +1485,14 @@ function failure(message: string) {
 function directoryProblem(dir: unknown, baseDir: string): string | null {
   if (typeof dir !== "string" || !dir) return null;
   if (path.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path.resolve(baseDir, dir)}"`;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${absoluteFor(dir, baseDir)}"`;
+}
+
+/** Where a relative path the model wrote most likely points: `~/x` in the home folder (no shell expands it here), else under the project. */
+function absoluteFor(dir: string, baseDir: string): string {
+  const home = process.env.HOME || process.env.USERPROFILE;
+  if (home && (dir === "~" || dir.startsWith("~/") || dir.startsWith("~\\"))) return path.join(home, dir.slice(1));
+  return path.resolve(baseDir, dir);
 }
 
 function messageOf(err: unknown, log: (l: string) => void, tool: string): string {

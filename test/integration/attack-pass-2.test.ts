@@ -164,6 +164,14 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
       expect(JSON.stringify(pa).length).toBeLessThan(45_000);
       expect(pa.count).toBe(N);
       expect(pa.next).toMatch(/more after these/);
+      // The lists that carry each worker's pending asks stay readable whole too, and say how many asks they left out.
+      const ws = await mcp.call("workers", { directory: r });
+      expect(JSON.stringify(ws).length).toBeLessThan(40_000);
+      expect(ws.workers[0].pendingMore).toBe(N - ws.workers[0].pending.length);
+      const st = await mcp.call("worker_status", { workerId });
+      expect(JSON.stringify(st).length).toBeLessThan(40_000);
+      expect(st.pending.length + st.pendingMore).toBe(N);
+      expect(st.next).toMatch(/pending_approvals/);
     } finally {
       await mcp.close();
       await engine.client.workers.stop.mutate({ workerId }).catch(() => undefined);

@@ -101,6 +101,9 @@ describe("the context a batch costs over MCP", () => {
     // delegate_batch refers to delegate's fields instead of repeating them.
     const batch = JSON.stringify(sent.find((t) => t.name === "delegate_batch"));
     expect(batch).not.toContain('"checks"');
+    // …but says the one shape a model cannot guess: Claude Code loads deferred tools one by one (ToolSearch), so
+    // delegate_batch's definition may be all the model has read; a check as a bare string is refused.
+    expect(batch).toMatch(/\{run: \\"shell command\\"\}.*\{file.*equals/);
   });
 
   it(`a ${TASKS}-task batch driven to settled (every task asking once, each ask answered one by one) returns at most ${CONTRACT_CHARS} characters of tool results`, {

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, stopDetachedEngine, tempDir } from "../helpers";
+import { cleanup, makeRepo, runOcw, scriptedTarget, startEngine, stopDetachedEngine, tempDir } from "../helpers";
 import { startMcp, waitUntil, type McpHandle } from "./mcp-helpers";
 
 const stateDir = tempDir("mcp-start");
@@ -100,5 +100,69 @@ describe("ocw mcp without a running engine", () => {
     expect(mcp.stderr()).toMatch(/lost the engine .*reconnecting/);
     // Two calls noticed the loss at once (workers lists and reads status in parallel): still only one engine.
     if (process.platform === "linux") expect(enginesOn(stateDir)).toEqual([fresh.pid]);
+  });
+});
+
+describe("ocw mcp when the engine dies under it", () => {
+  for (const signal of ["SIGKILL", "SIGINT"] as const) {
+    it(`an engine run in a terminal (\`ocw serve\`) that ends by ${signal} while a wait streams does not hang the wait: it returns within its timeout`, async () => {
+      const dir = tempDir("mcp-dies");
+      const engine = await startEngine(dir);
+      const bridge = await startMcp(dir, "mcp-dies");
+      const repo = makeRepo();
+      repos.push(dir, repo);
+      try {
+        model ??= await startScriptedModel({
+          scripts: [
+            { match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) },
+            { match: /MCP-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) },
+          ],
+        });
+        await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
+        const d = await bridge.call("delegate", { task: "MCP-START write s.txt", directory: repo, checks: [{ file: "s.txt", equals: "s" }] });
+        await waitUntil(bridge, { workerId: d.workerId }, (r) => r.pending.length > 0);
+        const t0 = Date.now();
+        // With a progress token the bridge waits on the engine's event stream (which, left alone, reconnects forever).
+        const waiting = bridge.client.callTool({ name: "wait", arguments: { workerId: d.workerId, timeoutSec: 8 } }, undefined, {
+          timeout: 60_000,
+          onprogress: () => undefined,
+        });
+        await new Promise((r) => setTimeout(r, 1500));
+        await engine.kill(signal);
+        const r = await waiting;
+        expect(Date.now() - t0).toBeLessThan(45_000);
+        // Either the engine the bridge starts again answers (the worker was interrupted), or the bridge says what happened.
+        if (r.isError) expect((r.content as { text: string }[])[0]!.text).toMatch(/engine/);
+        else expect((r.structuredContent as { counts: Record<string, number> }).counts).toEqual({ interrupted: 1 });
+      } finally {
+        await bridge.close().catch(() => undefined);
+        await engine.kill();
+        await stopDetachedEngine(dir);
+      }
+    });
+  }
+
+  it("`ocw wait --until-ask-or-settled` in the background ends with a line when the engine it watches ends, instead of waiting out its timeout", async () => {
+    const dir = tempDir("ocw-wait-dies");
+    const engine = await startEngine(dir);
+    const repo = makeRepo();
+    repos.push(dir, repo);
+    try {
+      model ??= await startScriptedModel({ scripts: [{ match: /MCP-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) }] });
+      await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
+      const { workerId } = await engine.client.workers.start.mutate({ task: "MCP-HANG think", directory: repo, checks: [] } as never);
+      const t0 = Date.now();
+      const waiting = runOcw(dir, ["wait", "--until-ask-or-settled", "--worker", workerId, "--timeout", "600"], 90_000);
+      await new Promise((r) => setTimeout(r, 2500));
+      await engine.kill("SIGINT");
+      const r = await waiting;
+      expect(Date.now() - t0, r.stdout + r.stderr).toBeLessThan(30_000);
+      expect(r.code).not.toBe(0);
+      expect(r.stdout).toMatch(/^ocw: lost the engine/);
+      expect(r.stdout.trim().split("\n")).toHaveLength(1);
+    } finally {
+      await engine.kill();
+      await stopDetachedEngine(dir);
+    }
   });
 });

@@ -140,4 +140,33 @@ describe("skills name only commands, flags and tools that exist", () => {
       }
     }
   });
+
+  it("the plugin's slash commands pass on what the person typed ($ARGUMENTS, with an argument-hint) and lost no text", () => {
+    const problems: string[] = [];
+    for (const f of readdirSync(path.join(ROOT, "plugin", "commands"))) {
+      const text = readFileSync(path.join(ROOT, "plugin", "commands", f), "utf8");
+      const body = text.replace(/^---\n[\s\S]*?\n---\n/, "");
+      // A variable expanded to nothing when the file was written leaves "( " or a doubled space behind.
+      if (/\(\s|\s\)|\S {2,}\S/.test(body))
+        problems.push(`${f}: a gap where text (e.g. $ARGUMENTS) was lost: ${JSON.stringify(/.{0,30}(\(\s|\s\)|\S {2,}\S).{0,30}/.exec(body)?.[0])}`);
+      const usesArgs = body.includes("$ARGUMENTS");
+      const hint = /^argument-hint:/m.test(text);
+      if (usesArgs !== hint) problems.push(`${f}: $ARGUMENTS ${usesArgs ? "without" : "missing, but"} an argument-hint`);
+    }
+    // /opencode-worker:setup takes the model the person wants (e.g. "/opencode-worker:setup qwen3-coder 30b").
+    expect(readFileSync(path.join(ROOT, "plugin", "commands", "setup.md"), "utf8")).toContain("$ARGUMENTS");
+    expect(problems).toEqual([]);
+  });
+
+  it("the supervisor subagent, which shares the main session's waits, takes its workers and asks from the full lists", () => {
+    // A wait in the main session marks asks and verdicts shown for the whole MCP connection, the subagent's included:
+    // a subagent that listed workers only from its own waits' `finished` would leave some out of its verdict table.
+    const text = readFileSync(path.join(ROOT, "plugin", "agents", "opencode-worker-supervisor.md"), "utf8");
+    const body = text.replace(/^---\n[\s\S]*?\n---\n/, "");
+    const firstWait = body.indexOf("`wait {batchId}`");
+    expect(body.indexOf("`workers {batchId}`")).toBeGreaterThan(-1);
+    expect(body.indexOf("`workers {batchId}`")).toBeLessThan(firstWait);
+    expect(body.indexOf("`pending_approvals {batchId}`")).toBeLessThan(firstWait);
+    expect(body).toMatch(/`result \{workerId\}` for each worker of `workers \{batchId\}`/);
+  });
 });
