@@ -15,9 +15,13 @@ type Flag = NonNullable<PermissionAsk["flags"]>[number];
  */
 const realpath = process.platform === "win32" ? realpathSync : realpathSync.native;
 
-/** The real location of a path that may not exist yet: its deepest existing ancestor resolved, the rest appended. */
+/**
+ * The real location of a path that may not exist yet: its deepest existing ancestor resolved, the rest appended. An
+ * absolute path is read as the kernel reads it, never normalised first: `<ws>/link/../x` is `x` beside what `link`
+ * names (opencode opens an absolute path as the worker wrote it), not `<ws>/x`.
+ */
 export function realLocation(p: string): string {
-  let dir = path.resolve(p);
+  let dir = path.isAbsolute(p) ? p : path.resolve(p);
   const rest: string[] = [];
   for (;;) {
     try {
@@ -44,6 +48,12 @@ function viaSymlink(p: string, root: string): string | null {
   return null;
 }
 
+/**
+ * A tool's path as opencode opens it: an absolute one as written (a `..` in it is the kernel's to read, after any
+ * symlink before it), a relative one from `base`, which opencode normalises before it opens it.
+ */
+export const asOpened = (base: string, p: string): string => (path.isAbsolute(p) ? p : path.resolve(base, p));
+
 const inside = (p: string, root: string) => p === root || p.startsWith(root + path.sep);
 
 /**
@@ -60,11 +70,11 @@ export function inspectAsk(
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
   // An ask of several files (apply_patch): each one, relative ones from the workspace's root as opencode names them.
   if (ask.tool === "edit" && ask.paths?.length) {
-    const flags = ask.paths.flatMap((p) => inspectPath(path.resolve(ws.worktree, p), ws, spec));
+    const flags = ask.paths.flatMap((p) => inspectPath(asOpened(ws.worktree, p), ws, spec));
     const seen = new Set<string>();
     return flags.filter((f) => !seen.has(f.kind + f.detail) && seen.add(f.kind + f.detail));
   }
-  return inspectPath(path.resolve(ws.cwd, ask.what), ws, spec);
+  return inspectPath(asOpened(ws.cwd, ask.what), ws, spec);
 }
 
 /** One file an ask writes: where it really lands, and whether that is outside, protected or out of scope. */
@@ -90,7 +100,7 @@ function inspectPath(asked: string, ws: { worktree: string; cwd: string }, spec:
  * the engine refuses the ask; the worker shell refuses to run there anyway (engine/sandbox), whoever answers.
  */
 function inspectWorkdir(workdir: string, ws: { worktree: string; cwd: string }): Flag[] {
-  const asked = path.resolve(ws.cwd, workdir);
+  const asked = asOpened(ws.cwd, workdir);
   const real = realLocation(asked);
   const flags: Flag[] = [];
   const link = viaSymlink(asked, path.resolve(ws.worktree));

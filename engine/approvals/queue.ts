@@ -9,7 +9,7 @@ import { quoteUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../registry";
 import { readJson, writeJsonAtomic } from "../store";
-import { grantFor, grantOffer, inspectAsk, localTarget, realLocation, pickRule } from "./inspect";
+import { asOpened, grantFor, grantOffer, inspectAsk, localTarget, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
 
 /**
@@ -297,7 +297,9 @@ export class Approvals {
   private lookTarget(w: Worker, ask: PermissionAsk): string | null {
     const ws = this.reg.workspaceOf(w);
     if (!ws) return null;
-    return ask.tool === "read" ? realLocation(path.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path.resolve(ws.cwd, ask.what || "."));
+    // A read names only opencode's lexical reading of its path (its pattern); a search its path as written. The plugin
+    // refuses a path whose `..` the kernel reads otherwise (engine/sandbox WORKSPACE_PLUGIN) before it asks.
+    return ask.tool === "read" ? realLocation(path.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
   }
 
   private looksInside(w: Worker, ask: PermissionAsk): boolean {

@@ -1,0 +1,63 @@
+// The workspace plugin (WORKSPACE_PLUGIN) loaded as opencode loads it, its `tool.execute.before` called with a file
+// tool's arguments: a path with a `..` after a symlink is refused where the kernel reads it outside the workspace, or
+// elsewhere than its lexical reading (which is all the engine is told), before any ask.
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeWorkspacePlugin } from "./sandbox";
+
+type Hook = (input: { tool: string; callID?: string }, output: { args: Record<string, unknown> }) => Promise<void>;
+const tmp = realpathSync(mkdtempSync(path.join(os.tmpdir(), "ocw-plugin-paths-")));
+const ws = path.join(tmp, "workspaces", "repo", "w-1");
+const sibling = path.join(tmp, "workspaces", "other", "w-2");
+let before: Hook;
+
+beforeAll(async () => {
+  mkdirSync(path.join(ws, "src", "deep"), { recursive: true });
+  mkdirSync(path.join(ws, "tests", "sub"), { recursive: true });
+  mkdirSync(sibling, { recursive: true });
+  writeFileSync(path.join(sibling, "secret.txt"), "SECRET\n");
+  symlinkSync("/", path.join(ws, "root"));
+  symlinkSync(".", path.join(ws, "self"));
+  symlinkSync(path.join(ws, "tests", "sub"), path.join(ws, "src", "t"));
+  const file = writeWorkspacePlugin(path.join(tmp, "plugin", "ocw-workspace.mjs"));
+  const mod = (await import(pathToFileURL(file).href)) as { OcwWorkspace: (o: { directory: string; worktree: string }) => Promise<Record<string, Hook>> };
+  before = (await mod.OcwWorkspace({ directory: ws, worktree: ws }))["tool.execute.before"]!;
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const call = (tool: string, args: Record<string, unknown>) => before({ tool }, { args });
+
+describe("a file tool's path with `..` after a symlink", () => {
+  it("read, write, edit, glob, grep, list through `<ws>/root/../…` (the kernel: /…) are refused, with where the path really is", async () => {
+    const via = `${ws}/root/..${sibling}`;
+    await expect(call("read", { filePath: `${via}/secret.txt` })).rejects.toThrow(`is ${sibling}/secret.txt, outside your workspace`);
+    await expect(call("read", { filePath: via })).rejects.toThrow(/outside your workspace/);
+    await expect(call("write", { filePath: `${via}/planted.txt`, content: "x" })).rejects.toThrow(/outside your workspace/);
+    await expect(call("edit", { filePath: `${via}/secret.txt`, oldString: "a", newString: "b" })).rejects.toThrow(/outside your workspace/);
+    await expect(call("glob", { pattern: "*", path: via })).rejects.toThrow(/outside your workspace/);
+    await expect(call("grep", { pattern: "S", path: via })).rejects.toThrow(/outside your workspace/);
+    await expect(call("list", { path: via })).rejects.toThrow(/outside your workspace/);
+    await expect(call("read", { filePath: `${ws}/root/../proc/self/environ` })).rejects.toThrow(/outside your workspace/);
+  });
+
+  it("`<ws>/self/..` (the kernel: the folder above the workspace, where the siblings are) is refused too", async () => {
+    await expect(call("read", { filePath: `${ws}/self/..` })).rejects.toThrow(`is ${path.dirname(ws)}, outside your workspace`);
+    await expect(call("bash", { command: "ls", workdir: `${ws}/self/..` })).rejects.toThrow(/outside your workspace/);
+  });
+
+  it("inside the workspace but elsewhere than its lexical reading (src/t → tests/sub: a protected file named as src/…): refused", async () => {
+    await expect(call("write", { filePath: `${ws}/src/t/../test_x.py`, content: "x" })).rejects.toThrow(`is ${ws}/tests/test_x.py (a symlink before its ..)`);
+  });
+
+  it("ordinary paths pass: relative ones (opencode normalises them before it opens them), absolute ones inside, a `..` through real folders", async () => {
+    await call("read", { filePath: "src/../README.md" });
+    await call("read", { filePath: `${ws}/src/deep/../x.ts` });
+    await call("write", { filePath: `${ws}/src/new/../new.txt`, content: "x" });
+    await call("glob", { pattern: "**/*.ts", path: `${ws}/src` });
+    await call("grep", { pattern: "x" });
+    await call("bash", { command: "ls", workdir: `${ws}/src` });
+  });
+});
