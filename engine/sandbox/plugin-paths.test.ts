@@ -1,6 +1,7 @@
 // The workspace plugin (WORKSPACE_PLUGIN) loaded as opencode loads it, its `tool.execute.before` called with a file
 // tool's arguments: a path with a `..` after a symlink is refused where the kernel reads it outside the workspace, or
-// elsewhere than its lexical reading (which is all the engine is told), before any ask.
+// elsewhere than its lexical reading (which is all the engine is told), before any ask; so is a FIFO, socket or device.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -22,6 +23,8 @@ beforeAll(async () => {
   symlinkSync("/", path.join(ws, "root"));
   symlinkSync(".", path.join(ws, "self"));
   symlinkSync(path.join(ws, "tests", "sub"), path.join(ws, "src", "t"));
+  execFileSync("mkfifo", [path.join(ws, "fifo")]);
+  symlinkSync("fifo", path.join(ws, "to-fifo"));
   const file = writeWorkspacePlugin(path.join(tmp, "plugin", "ocw-workspace.mjs"));
   const mod = (await import(pathToFileURL(file).href)) as { OcwWorkspace: (o: { directory: string; worktree: string }) => Promise<Record<string, Hook>> };
   before = (await mod.OcwWorkspace({ directory: ws, worktree: ws }))["tool.execute.before"]!;
@@ -59,5 +62,15 @@ describe("a file tool's path with `..` after a symlink", () => {
     await call("glob", { pattern: "**/*.ts", path: `${ws}/src` });
     await call("grep", { pattern: "x" });
     await call("bash", { command: "ls", workdir: `${ws}/src` });
+  });
+});
+
+describe("a FIFO in the workspace (its open waits for a writer: a few such reads hung opencode serve, every worker of its target)", () => {
+  it("read, write and edit of it, by name or through a symlink, are refused before the tool runs", async () => {
+    await expect(call("read", { filePath: "fifo" })).rejects.toThrow("fifo is not a regular file or folder (a FIFO, socket or device)");
+    await expect(call("read", { filePath: `${ws}/to-fifo` })).rejects.toThrow(/not a regular file or folder/);
+    await expect(call("write", { filePath: "fifo", content: "x" })).rejects.toThrow(/not a regular file or folder/);
+    await expect(call("edit", { filePath: "to-fifo", oldString: "a", newString: "b" })).rejects.toThrow(/not a regular file or folder/);
+    await expect(call("grep", { pattern: "x", path: "fifo" })).rejects.toThrow(/not a regular file or folder/);
   });
 });
