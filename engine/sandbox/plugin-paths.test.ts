@@ -74,3 +74,15 @@ describe("a FIFO in the workspace (its open waits for a writer: a few such reads
     await expect(call("grep", { pattern: "x", path: "fifo" })).rejects.toThrow(/not a regular file or folder/);
   });
 });
+
+describe("a file larger than 64 MiB (opencode's read goes through it whole and holds a line whole: serve's memory, every worker of its target)", () => {
+  it("read and edit of it are refused, with what to do instead; write, grep and a file of 64 MiB are not", async () => {
+    execFileSync("truncate", ["-s", String(64 * 1024 * 1024 + 1), path.join(ws, "big.txt")]);
+    execFileSync("truncate", ["-s", String(64 * 1024 * 1024), path.join(ws, "edge.txt")]);
+    await expect(call("read", { filePath: "big.txt" })).rejects.toThrow("big.txt is larger than 64 MiB. Read a part of it with a shell command");
+    await expect(call("edit", { filePath: `${ws}/big.txt`, oldString: "a", newString: "b" })).rejects.toThrow(/larger than 64 MiB/);
+    await call("write", { filePath: "big.txt", content: "small now" });
+    await call("grep", { pattern: "a", path: "big.txt" });
+    await call("read", { filePath: "edge.txt" });
+  });
+});

@@ -579,6 +579,20 @@ const hasDotDot = (p) => p.split(path.sep).includes("..");
 // A FIFO, socket or device in the workspace (a worker makes one with mkfifo) is no file to read or write: opencode's
 // open of it waits for a writer that never comes, and a few such reads hung the whole serve, every worker of its
 // target with it. Refused before the tool runs (no bash command of the workspace runs until it ends: no swap between).
+// opencode's read goes through the whole file (counting its lines) and holds a line whole: one 1 GiB line took serve
+// ~1.3 GB more memory, and a command may write 4 GiB files (OCW_COMMAND_MAX_FILE_MB), enough to end serve with every
+// worker of its target; edit reads the file whole. Larger files are refused to them (a bash command reads a part).
+const READ_MAX_BYTES = 64 * 1024 * 1024;
+const WHOLE_READERS = new Set(["read", "edit", "multiedit"]);
+const tooLarge = (tool, p) => {
+  if (!WHOLE_READERS.has(tool)) return false;
+  try {
+    const st = statSync(p);
+    return st.isFile() && st.size > READ_MAX_BYTES;
+  } catch {
+    return false;
+  }
+};
 const notAFile = (p) => {
   try {
     const st = statSync(p);
@@ -633,6 +647,9 @@ export const OcwWorkspace = async ({ directory, worktree }) => {
       const file = fileKey ? args[fileKey] : undefined;
       if (typeof file === "string" && file && notAFile(path.isAbsolute(file) ? file : path.resolve(directory, file))) {
         throw new Error("opencode-worker refused this " + input.tool + " call: " + file + " is not a regular file or folder (a FIFO, socket or device). Work only with ordinary files.");
+      }
+      if (typeof file === "string" && file && tooLarge(input.tool, path.isAbsolute(file) ? file : path.resolve(directory, file))) {
+        throw new Error("opencode-worker refused this " + input.tool + " call: " + file + " is larger than " + READ_MAX_BYTES / 1048576 + " MiB. Read a part of it with a shell command (head, tail, sed -n, grep).");
       }
       if (typeof file === "string" && path.isAbsolute(file) && hasDotDot(file)) {
         const where = realOf(file);
