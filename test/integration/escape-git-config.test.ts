@@ -112,6 +112,11 @@ describe.skipIf(sandboxStatus().kind === "none")("git settings a worker plants i
       expect(t, "a planted git setting ran inside opencode serve").not.toContain("OPENCODE_SERVER_PASSWORD");
       expect(t, "a planted git setting ran in the engine").not.toContain("OCW_STATE_DIR");
     }
+    // What the person's own git would run there (an editor or terminal opened on the workspace): told, so the desktop
+    // app opens no editor or terminal there (electron/open-worker.ts).
+    const open = await engine.client.workers.workspace.query({ workerId });
+    expect(open.gitRuns.join("\n")).toContain('"core.fsmonitor"');
+    expect(open.gitRuns.join("\n")).toContain('"filter.x.clean"');
     await engine.client.workers.merge.mutate({ workerId, acceptFlagged: true });
     expect(readdirSync(marks), "a planted git setting ran outside every sandbox").toEqual([]);
   }, 300_000);
