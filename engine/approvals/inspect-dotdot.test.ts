@@ -21,7 +21,7 @@ const at = { worktree: ws, cwd: ws };
 const kinds = (what: string, spec = { scope: [] as string[], protect: [] as string[] }) =>
   inspectAsk({ tool: "edit", what, patterns: [] } as never, at, spec).map((f) => f.kind);
 
-describe("an edit ask's absolute path with `..` after a symlink", () => {
+describe("an edit ask's path through a symlink, as the kernel reads it", () => {
   it("is where the kernel puts it: outside the workspace, flagged (the engine then refuses it, whoever approves)", () => {
     expect(realLocation(`${ws}/root/..${sibling}/x.txt`)).toBe(`${sibling}/x.txt`);
     expect(kinds(`${ws}/root/..${sibling}/x.txt`)).toContain("outside-workspace");
@@ -37,5 +37,18 @@ describe("an edit ask's absolute path with `..` after a symlink", () => {
   it("a relative path is opencode's normalised one, as before; a `..` through real folders is what it says", () => {
     expect(kinds("src/../README.md")).toEqual([]);
     expect(realLocation(`${ws}/src/../README.md`)).toBe(`${ws}/README.md`);
+  });
+
+  it("a dangling symlink (its target not made yet): where the write would create it, outside the workspace, flagged", () => {
+    symlinkSync(path.join(sibling, "new.txt"), path.join(ws, "dangling.txt"));
+    symlinkSync("../w-b/deeper/x.txt", path.join(ws, "rel-dangling.txt"));
+    symlinkSync("loop-b", path.join(ws, "loop-a"));
+    symlinkSync("loop-a", path.join(ws, "loop-b"));
+    expect(realLocation(path.join(ws, "dangling.txt"))).toBe(path.join(sibling, "new.txt"));
+    expect(kinds("dangling.txt")).toContain("outside-workspace");
+    expect(kinds(`${ws}/rel-dangling.txt`)).toContain("outside-workspace");
+    expect(kinds("src/new-file.ts")).toEqual([]);
+    // A loop of links opens nothing (ELOOP): not taken for a file outside, and no hang.
+    expect(kinds("loop-a")).not.toContain("outside-workspace");
   });
 });

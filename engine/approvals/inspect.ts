@@ -1,4 +1,4 @@
-import { lstatSync, realpathSync } from "node:fs";
+import { lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { isIPv4, isIPv6 } from "node:net";
 import path from "node:path";
 import picomatch from "picomatch";
@@ -20,18 +20,32 @@ const realpath = process.platform === "win32" ? realpathSync : realpathSync.nati
  * absolute path is read as the kernel reads it, never normalised first: `<ws>/link/../x` is `x` beside what `link`
  * names (opencode opens an absolute path as the worker wrote it), not `<ws>/x`.
  */
-export function realLocation(p: string): string {
+export function realLocation(p: string, links = 0): string {
   let dir = path.isAbsolute(p) ? p : path.resolve(p);
   const rest: string[] = [];
   for (;;) {
     try {
       return path.join(realpath(dir), ...rest);
     } catch {
+      // A dangling symlink: a write through it creates its target, wherever that is (its folder resolved in turn). After
+      // 40 links the kernel opens nothing (ELOOP), nor is anything taken from it here.
+      const target = links < 40 ? linkTarget(dir) : null;
+      // Joined as written, not normalised: a `..` in the target is the kernel's to read, after any link before it.
+      if (target !== null)
+        return realLocation([path.isAbsolute(target) ? target : `${path.dirname(dir)}${path.sep}${target}`, ...rest].join(path.sep), links + 1);
       const parent = path.dirname(dir);
       if (parent === dir) return path.join(dir, ...rest);
       rest.unshift(path.basename(dir));
       dir = parent;
     }
+  }
+}
+
+function linkTarget(p: string): string | null {
+  try {
+    return lstatSync(p).isSymbolicLink() ? readlinkSync(p) : null;
+  } catch {
+    return null;
   }
 }
 

@@ -73,4 +73,22 @@ describe.skipIf(sandbox.kind === "none")(`file tools' paths resolved as the kern
     for (const t of results.slice(1)) expect(t).toMatch(/opencode-worker refused this (read|grep|glob|write|edit) call: .* is \/.*outside your workspace/);
     expect(w.asks.filter((a) => a.tool !== "bash")).toEqual([]);
   }, 300_000);
+
+  it("a write through a dangling symlink (its target in a sibling's workspace, not made yet), every ask approved: refused by the engine, nothing made there", async () => {
+    const sibling = path.join(engine.stateDir, "workspaces", "other-0001", "w-sibling");
+    mkdirSync(sibling, { recursive: true });
+    const r = makeRepo({ "README.md": "# r\n" });
+    repos.push(r);
+    const list: Step[] = [
+      bash(`ln -s ${path.join(sibling, "planted.txt")} dangling.txt; echo linked`),
+      writeFile("dangling.txt", "written by another worker\n"),
+    ];
+    model.addScript(/ATTACK-DANGLING/, (c) => list[c.turnStep] ?? { text: "Done.\nOUTCOME: built" }, "dangling");
+    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-DANGLING", directory: r });
+    const w = (await settle(engine.client, [workerId], () => "once", 240_000)).get(workerId)!;
+    expect(existsSync(path.join(sibling, "planted.txt")), "a write landed in the sibling's workspace").toBe(false);
+    const write = w.asks.find((a) => a.tool === "edit")!;
+    expect(write.flags?.map((f) => f.kind)).toContain("outside-workspace");
+    expect(write).toMatchObject({ decision: "reject", by: { kind: "engine" } });
+  }, 300_000);
 });
