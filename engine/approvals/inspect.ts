@@ -128,7 +128,8 @@ function inspectWorkdir(workdir: string, ws: { worktree: string; cwd: string }):
  * Why a URL a webfetch asks for is on this machine or its private network, or null. opencode serve runs with the host's
  * network (it reaches the model), so its webfetch would read a local service — a cloud metadata service's credentials, a
  * dev server, an unkeyed admin page — into the model's context. Literal addresses (as the URL parser normalises them:
- * `2130706433`, `0x7f.1`) and local names; a public name that resolves or redirects to one is not seen here.
+ * `2130706433`, `0x7f.1`) and local names. A public name that resolves to one is refused by the queue, which looks
+ * names up (queue.ts); a redirect to one, or a name that resolves otherwise when opencode fetches (DNS rebinding), is not seen.
  */
 export function localTarget(url: string): string | null {
   let u: URL;
