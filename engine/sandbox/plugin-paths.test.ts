@@ -13,7 +13,8 @@ type Hook = (input: { tool: string; callID?: string }, output: { args: Record<st
 const tmp = realpathSync(mkdtempSync(path.join(os.tmpdir(), "ocw-plugin-paths-")));
 const ws = path.join(tmp, "workspaces", "repo", "w-1");
 const sibling = path.join(tmp, "workspaces", "other", "w-2");
-let before: Hook;
+let onBefore: Hook;
+let onAfter: (input: { tool: string; callID?: string }) => Promise<void>;
 
 beforeAll(async () => {
   mkdirSync(path.join(ws, "src", "deep"), { recursive: true });
@@ -27,11 +28,13 @@ beforeAll(async () => {
   symlinkSync("fifo", path.join(ws, "to-fifo"));
   const file = writeWorkspacePlugin(path.join(tmp, "plugin", "ocw-workspace.mjs"));
   const mod = (await import(pathToFileURL(file).href)) as { OcwWorkspace: (o: { directory: string; worktree: string }) => Promise<Record<string, Hook>> };
-  before = (await mod.OcwWorkspace({ directory: ws, worktree: ws }))["tool.execute.before"]!;
+  const hooks = await mod.OcwWorkspace({ directory: ws, worktree: ws });
+  onBefore = hooks["tool.execute.before"]!;
+  onAfter = hooks["tool.execute.after"] as unknown as typeof onAfter;
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const call = (tool: string, args: Record<string, unknown>) => before({ tool }, { args });
+const call = (tool: string, args: Record<string, unknown>) => onBefore({ tool }, { args });
 
 describe("a file tool's path with `..` after a symlink", () => {
   it("read, write, edit, glob, grep, list through `<ws>/root/../…` (the kernel: /…) are refused, with where the path really is", async () => {
@@ -84,5 +87,28 @@ describe("a file larger than 64 MiB (opencode's read goes through it whole and h
     await call("write", { filePath: "big.txt", content: "small now" });
     await call("grep", { pattern: "a", path: "big.txt" });
     await call("read", { filePath: "edge.txt" });
+  });
+});
+
+describe("the checks run once no bash command of the workspace runs (the lock first)", () => {
+  it("a folder that a running command swaps for a symlink to / before its end: the read waiting for it is refused, not let through", async () => {
+    mkdirSync(path.join(ws, "swap"));
+    await onBefore({ tool: "bash", callID: "b1" }, { args: { command: "swap it" } });
+    const read = onBefore({ tool: "read", callID: "r1" }, { args: { filePath: `${ws}/swap/..${sibling}/secret.txt` } });
+    let done = false;
+    void read.then(
+      () => (done = true),
+      () => (done = true),
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    expect(done).toBe(false); // waits for the command
+    // The command swaps the folder for a symlink to /, then ends.
+    rmSync(path.join(ws, "swap"), { recursive: true });
+    symlinkSync("/", path.join(ws, "swap"));
+    await onAfter({ tool: "bash", callID: "b1" });
+    await expect(read).rejects.toThrow(`is ${sibling}/secret.txt, outside your workspace`);
+    // Its refusal gave the lock back: a command runs again.
+    await onBefore({ tool: "bash", callID: "b2" }, { args: { command: "ls" } });
+    await onAfter({ tool: "bash", callID: "b2" });
   });
 });

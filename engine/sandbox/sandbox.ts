@@ -631,34 +631,45 @@ export const OcwWorkspace = async ({ directory, worktree }) => {
     if (!lock.holders.size) lock.kind = null;
     pump();
   };
+  // What no file tool or bash call may name: refused before anyone is asked (see the constants above).
+  const check = (input, args) => {
+    const outside = (where) => where !== root && !where.startsWith(root + path.sep);
+    const key = input.tool === "bash" ? "workdir" : PATH_ARGS[input.tool];
+    if (key && typeof args[key] === "string" && args[key]) {
+      const written = args[key];
+      const where = path.isAbsolute(written) ? realOf(written) : real(path.resolve(directory, written));
+      if (outside(where)) {
+        throw new Error("opencode-worker refused this " + input.tool + " call: " + written + " is " + where + ", outside your workspace. Work only inside your own workspace.");
+      }
+    }
+    const fileKey = FILE_PATH_ARGS[input.tool];
+    const file = fileKey ? args[fileKey] : undefined;
+    if (typeof file === "string" && file && notAFile(path.isAbsolute(file) ? file : path.resolve(directory, file))) {
+      throw new Error("opencode-worker refused this " + input.tool + " call: " + file + " is not a regular file or folder (a FIFO, socket or device). Work only with ordinary files.");
+    }
+    if (typeof file === "string" && file && tooLarge(input.tool, path.isAbsolute(file) ? file : path.resolve(directory, file))) {
+      throw new Error("opencode-worker refused this " + input.tool + " call: " + file + " is larger than " + READ_MAX_BYTES / 1048576 + " MiB. Read a part of it with a shell command (head, tail, sed -n, grep).");
+    }
+    if (typeof file === "string" && path.isAbsolute(file) && hasDotDot(file)) {
+      const where = realOf(file);
+      if (outside(where) || where !== real(file)) {
+        throw new Error("opencode-worker refused this " + input.tool + " call: " + file + " is " + where + (outside(where) ? ", outside your workspace" : " (a symlink before its ..)") + ". Name the file by its path inside your workspace, without ..");
+      }
+    }
+  };
   return {
     "tool.execute.before": async (input, output) => {
       const args = output.args ?? {};
-      const outside = (where) => where !== root && !where.startsWith(root + path.sep);
-      const key = input.tool === "bash" ? "workdir" : PATH_ARGS[input.tool];
-      if (key && typeof args[key] === "string" && args[key]) {
-        const written = args[key];
-        const where = path.isAbsolute(written) ? realOf(written) : real(path.resolve(directory, written));
-        if (outside(where)) {
-          throw new Error("opencode-worker refused this " + input.tool + " call: " + written + " is " + where + ", outside your workspace. Work only inside your own workspace.");
-        }
-      }
-      const fileKey = FILE_PATH_ARGS[input.tool];
-      const file = fileKey ? args[fileKey] : undefined;
-      if (typeof file === "string" && file && notAFile(path.isAbsolute(file) ? file : path.resolve(directory, file))) {
-        throw new Error("opencode-worker refused this " + input.tool + " call: " + file + " is not a regular file or folder (a FIFO, socket or device). Work only with ordinary files.");
-      }
-      if (typeof file === "string" && file && tooLarge(input.tool, path.isAbsolute(file) ? file : path.resolve(directory, file))) {
-        throw new Error("opencode-worker refused this " + input.tool + " call: " + file + " is larger than " + READ_MAX_BYTES / 1048576 + " MiB. Read a part of it with a shell command (head, tail, sed -n, grep).");
-      }
-      if (typeof file === "string" && path.isAbsolute(file) && hasDotDot(file)) {
-        const where = realOf(file);
-        if (outside(where) || where !== real(file)) {
-          throw new Error("opencode-worker refused this " + input.tool + " call: " + file + " is " + where + (outside(where) ? ", outside your workspace" : " (a symlink before its ..)") + ". Name the file by its path inside your workspace, without ..");
-        }
-      }
+      // The lock first, then the checks: no bash command of the workspace runs between them and the tool's own open
+      // (one running beside them could swap a checked folder for a symlink, a file for a FIFO).
       const kind = kindOf(input.tool);
       if (kind && input.callID) await new Promise((resolve) => (lock.queue.push({ kind, id: input.callID, resolve }), pump()));
+      try {
+        check(input, args);
+      } catch (err) {
+        if (input.callID) release(input.callID);
+        throw err;
+      }
     },
     "tool.execute.after": async (input) => {
       if (input.callID) release(input.callID);
