@@ -23,7 +23,8 @@ const client = {
       query: async ({ workerId }: { workerId: string }) => {
         asked.push(workerId);
         if (workerId === "w_gone") throw new Error("worker w_gone was discarded: its workspace is gone");
-        return { workerId, path: ws };
+        if (workerId === "w_planted") return { workerId, path: ws, gitRuns: ['.git/config sets "core.fsmonitor"', '.git/hooks holds "post-checkout"'] };
+        return { workerId, path: ws, gitRuns: [] };
       },
     },
   },
@@ -57,5 +58,18 @@ describe("openWorker", () => {
     const r = await openWorker(client, "w_1", "terminal", async () => "", { PATH: path.join(tmp, "empty") }, "linux");
     expect(r.ok).toBe(false);
     expect(r.detail).toMatch(/none of x-terminal-emulator, gnome-terminal.* could start: set \$TERMINAL/);
+  });
+  it("a workspace whose git settings would run commands (the engine's gitRuns): no editor or terminal is started there, the folder still opens", async () => {
+    rmSync(record, { force: true });
+    for (const how of ["editor", "terminal"] as const) {
+      const r = await openWorker(client, "w_planted", how, async () => "", { PATH: bin, TERMINAL: "code" }, "linux");
+      expect(r.ok).toBe(false);
+      expect(r.detail).toContain(
+        'git settings that would run commands as you when git reads it (.git/config sets "core.fsmonitor"; .git/hooks holds "post-checkout"; the names are the worker\'s)',
+      );
+    }
+    await new Promise((res) => setTimeout(res, 100));
+    expect(existsSync(record)).toBe(false);
+    expect(await openWorker(client, "w_planted", "folder", async () => "", {}, "linux")).toMatchObject({ ok: true, detail: "the file manager" });
   });
 });

@@ -53,8 +53,11 @@ export async function openWorker(
   if (typeof workerId !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(workerId)) return { ok: false, detail: "not a worker id" };
   if (how !== "folder" && how !== "editor" && how !== "terminal") return { ok: false, detail: "open a folder, an editor or a terminal" };
   let dir: string;
+  let gitRuns: string[];
   try {
-    dir = (await client.workers.workspace.query({ workerId })).path;
+    const found = await client.workers.workspace.query({ workerId });
+    dir = found.path;
+    gitRuns = found.gitRuns ?? [];
   } catch (err) {
     return { ok: false, detail: (err as Error).message };
   }
@@ -62,6 +65,14 @@ export async function openWorker(
     const problem = await openPath(dir);
     return problem ? { ok: false, path: dir, detail: problem } : { ok: true, path: dir, detail: "the file manager" };
   }
+  // An editor's git (VS Code runs `git status` on opening) or a terminal's prompt would run, as the person and outside
+  // every sandbox, what the worker planted in its repository's git settings: not opened there.
+  if (gitRuns.length)
+    return {
+      ok: false,
+      path: dir,
+      detail: `not opened in ${how === "editor" ? "an editor" : "a terminal"}: the worker's repository holds git settings that would run commands as you when git reads it (${gitRuns.slice(0, 4).join("; ")}${gitRuns.length > 4 ? `; ${gitRuns.length - 4} more` : ""}; the names are the worker's). Open the folder instead, or look at its graded change (its diff) first`,
+    };
   const tried: string[] = [];
   for (const l of launchesFor(how as Exclude<OpenHow, "folder">, dir, env, platform)) {
     const program = findProgram(l.command, env, platform as NodeJS.Platform);

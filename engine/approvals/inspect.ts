@@ -1,4 +1,4 @@
-import { lstatSync, realpathSync } from "node:fs";
+import { lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { isIPv4, isIPv6 } from "node:net";
 import path from "node:path";
 import picomatch from "picomatch";
@@ -15,19 +15,37 @@ type Flag = NonNullable<PermissionAsk["flags"]>[number];
  */
 const realpath = process.platform === "win32" ? realpathSync : realpathSync.native;
 
-/** The real location of a path that may not exist yet: its deepest existing ancestor resolved, the rest appended. */
-export function realLocation(p: string): string {
-  let dir = path.resolve(p);
+/**
+ * The real location of a path that may not exist yet: its deepest existing ancestor resolved, the rest appended. An
+ * absolute path is read as the kernel reads it, never normalised first: `<ws>/link/../x` is `x` beside what `link`
+ * names (opencode opens an absolute path as the worker wrote it), not `<ws>/x`.
+ */
+export function realLocation(p: string, links = 0): string {
+  let dir = path.isAbsolute(p) ? p : path.resolve(p);
   const rest: string[] = [];
   for (;;) {
     try {
       return path.join(realpath(dir), ...rest);
     } catch {
+      // A dangling symlink: a write through it creates its target, wherever that is (its folder resolved in turn). After
+      // 40 links the kernel opens nothing (ELOOP), nor is anything taken from it here.
+      const target = links < 40 ? linkTarget(dir) : null;
+      // Joined as written, not normalised: a `..` in the target is the kernel's to read, after any link before it.
+      if (target !== null)
+        return realLocation([path.isAbsolute(target) ? target : `${path.dirname(dir)}${path.sep}${target}`, ...rest].join(path.sep), links + 1);
       const parent = path.dirname(dir);
       if (parent === dir) return path.join(dir, ...rest);
       rest.unshift(path.basename(dir));
       dir = parent;
     }
+  }
+}
+
+function linkTarget(p: string): string | null {
+  try {
+    return lstatSync(p).isSymbolicLink() ? readlinkSync(p) : null;
+  } catch {
+    return null;
   }
 }
 
@@ -43,6 +61,12 @@ function viaSymlink(p: string, root: string): string | null {
   }
   return null;
 }
+
+/**
+ * A tool's path as opencode opens it: an absolute one as written (a `..` in it is the kernel's to read, after any
+ * symlink before it), a relative one from `base`, which opencode normalises before it opens it.
+ */
+export const asOpened = (base: string, p: string): string => (path.isAbsolute(p) ? p : path.resolve(base, p));
 
 const inside = (p: string, root: string) => p === root || p.startsWith(root + path.sep);
 
@@ -60,11 +84,11 @@ export function inspectAsk(
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
   // An ask of several files (apply_patch): each one, relative ones from the workspace's root as opencode names them.
   if (ask.tool === "edit" && ask.paths?.length) {
-    const flags = ask.paths.flatMap((p) => inspectPath(path.resolve(ws.worktree, p), ws, spec));
+    const flags = ask.paths.flatMap((p) => inspectPath(asOpened(ws.worktree, p), ws, spec));
     const seen = new Set<string>();
     return flags.filter((f) => !seen.has(f.kind + f.detail) && seen.add(f.kind + f.detail));
   }
-  return inspectPath(path.resolve(ws.cwd, ask.what), ws, spec);
+  return inspectPath(asOpened(ws.cwd, ask.what), ws, spec);
 }
 
 /** One file an ask writes: where it really lands, and whether that is outside, protected or out of scope. */
@@ -90,7 +114,7 @@ function inspectPath(asked: string, ws: { worktree: string; cwd: string }, spec:
  * the engine refuses the ask; the worker shell refuses to run there anyway (engine/sandbox), whoever answers.
  */
 function inspectWorkdir(workdir: string, ws: { worktree: string; cwd: string }): Flag[] {
-  const asked = path.resolve(ws.cwd, workdir);
+  const asked = asOpened(ws.cwd, workdir);
   const real = realLocation(asked);
   const flags: Flag[] = [];
   const link = viaSymlink(asked, path.resolve(ws.worktree));
@@ -104,7 +128,8 @@ function inspectWorkdir(workdir: string, ws: { worktree: string; cwd: string }):
  * Why a URL a webfetch asks for is on this machine or its private network, or null. opencode serve runs with the host's
  * network (it reaches the model), so its webfetch would read a local service — a cloud metadata service's credentials, a
  * dev server, an unkeyed admin page — into the model's context. Literal addresses (as the URL parser normalises them:
- * `2130706433`, `0x7f.1`) and local names; a public name that resolves or redirects to one is not seen here.
+ * `2130706433`, `0x7f.1`) and local names. A public name that resolves to one is refused by the queue, which looks
+ * names up (queue.ts); a redirect to one, or a name that resolves otherwise when opencode fetches (DNS rebinding), is not seen.
  */
 export function localTarget(url: string): string | null {
   let u: URL;

@@ -43,9 +43,9 @@ const ask = (workerId: string, tool: string, what: string, extra: Partial<Permis
 });
 const settled = () => new Promise((r) => setTimeout(r, 10));
 
-function setup(status = 200) {
+function setup(status = 200, lookup?: (host: string) => Promise<string[]>) {
   const r = testRegistry();
-  const approvals = new Approvals({ stateDir: r.stateDir, registry: r.registry });
+  const approvals = new Approvals({ stateDir: r.stateDir, registry: r.registry, lookup });
   const ws = mkdtempSync(path.join(os.tmpdir(), "ocw-ws-"));
   const w = r.worker("running", { workspace: ws });
   const fake = fakePort(status);
@@ -54,6 +54,44 @@ function setup(status = 200) {
 }
 
 describe("the approvals queue", () => {
+  it("a webfetch of a public name that resolves to this machine or its private network (127.0.0.1.nip.io, a metadata name): refused by the engine like the address, whoever approves; a public one waits for a person", async () => {
+    const names: Record<string, string[]> = {
+      "127.0.0.1.nip.io": ["127.0.0.1"],
+      "metadata.example.com": ["169.254.169.254"],
+      "v6.example.com": ["2606:4700::1", "::1"],
+      "public.example.com": ["93.184.216.34"],
+    };
+    const looked: string[] = [];
+    const { approvals, w, calls, registry } = setup(200, async (h) => (looked.push(h), names[h] ?? []));
+    for (const url of ["http://127.0.0.1.nip.io:4096/session", "http://metadata.example.com/latest/meta-data/", "https://V6.example.com./x"])
+      approvals.onAsk(w.id, ask(w.id, "webfetch", url));
+    await settled();
+    const asks = registry.get(w.id).asks;
+    expect(asks.map((a) => [a.status, a.decision, a.by?.name])).toEqual([
+      ["decided", "reject", "network guard"],
+      ["decided", "reject", "network guard"],
+      ["decided", "reject", "network guard"],
+    ]);
+    expect(calls.map((c) => c.args.reply)).toEqual(["reject", "reject", "reject"]);
+    expect(JSON.stringify(calls[0]!.args)).toContain("127.0.0.1.nip.io, which resolves to 127.0.0.1 (a local or private network address) is not a public page");
+    const pub = ask(w.id, "webfetch", "https://public.example.com/docs");
+    approvals.onAsk(w.id, pub);
+    await settled();
+    expect(registry.get(w.id).asks.at(-1)).toMatchObject({ id: pub.id, status: "pending" });
+    expect(registry.get(w.id).state).toBe("waiting-approval");
+    // A literal address is refused as before, without a lookup; a name looked up once is not looked up again at once.
+    approvals.onAsk(w.id, ask(w.id, "webfetch", "http://10.0.0.1/"));
+    approvals.onAsk(w.id, ask(w.id, "webfetch", "http://127.0.0.1.nip.io/again"));
+    await settled();
+    expect(looked.sort()).toEqual(["127.0.0.1.nip.io", "metadata.example.com", "public.example.com", "v6.example.com"]);
+    expect(
+      registry
+        .get(w.id)
+        .asks.slice(-2)
+        .map((a) => a.decision),
+    ).toEqual(["reject", "reject"]);
+  });
+
   it("a read inside the workspace is answered at once and not recorded; one outside is refused by the engine on the record", async () => {
     const { approvals, w, ws, calls, registry } = setup();
     approvals.onAsk(w.id, ask(w.id, "read", path.join(ws, "a.txt"), { patterns: ["a.txt"] }));

@@ -1,3 +1,5 @@
+import dns from "node:dns/promises";
+import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
 import { InputError } from "../../shared/errors";
@@ -9,7 +11,7 @@ import { quoteUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../registry";
 import { readJson, writeJsonAtomic } from "../store";
-import { grantFor, grantOffer, inspectAsk, localTarget, realLocation, pickRule } from "./inspect";
+import { asOpened, grantFor, grantOffer, inspectAsk, localTarget, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
 
 /**
@@ -21,7 +23,15 @@ import { writesOutside } from "./worktree-guard";
 export interface ApprovalsOptions {
   stateDir: string;
   registry: WorkerRegistry;
+  /** The addresses a host name resolves to (a test's stand-in); default: the system's resolver (dns.lookup). */
+  lookup?: (host: string) => Promise<string[]>;
 }
+
+/** How long a webfetch's host name is looked up before its ask goes on without the answer. */
+const LOOKUP_MS = 3000;
+/** How long what a host name resolved to is taken as its answer (a later ask of it looks it up again). */
+const LOOKUP_TTL_MS = 60_000;
+const systemLookup = async (host: string): Promise<string[]> => (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 /** The tools that only look: the engine answers them itself, yes inside the workspace and no outside it. */
 export const LOOKS = new Set(["read", "glob", "grep"]);
@@ -38,15 +48,65 @@ export class Approvals {
   /** Answers on their way that end as soon as opencode announces it took them (its stream often runs ahead of its HTTP answer). */
   private readonly echoWaiters = new Map<string, (reply: string) => void>();
   private readonly reg: WorkerRegistry;
+  /**
+   * What a webfetch's host name resolved to, when that is this machine or its private network (else null), and when:
+   * opencode fetches with the host's network, and a public name may resolve to one (`127.0.0.1.nip.io`, `localtest.me`).
+   */
+  private readonly resolved = new Map<string, { local: string | null; at: number }>();
+  /** Asks held while their host name is looked up, and those opencode said are gone meanwhile. */
+  private readonly lookingUp = new Set<string>();
 
   constructor(private readonly opts: ApprovalsOptions) {
     this.reg = opts.registry;
+  }
+
+  /** The webfetch URL's host name, when it is a name (not an address) not already refused by its spelling. */
+  private nameToResolve(url: string): string | null {
+    if (localTarget(url)) return null;
+    try {
+      const host = new URL(url).hostname.replace(/\.$/, "");
+      return host && !isIP(host.replace(/^\[|\]$/g, "")) ? host.toLowerCase() : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Looks `host` up (bounded in time) and keeps whether it resolves to a local or private address. */
+  private async resolve(host: string): Promise<void> {
+    let addresses: string[] = [];
+    try {
+      addresses = await Promise.race([
+        (this.opts.lookup ?? systemLookup)(host),
+        new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error("timeout")), LOOKUP_MS).unref?.()),
+      ]);
+    } catch {
+      addresses = [];
+    }
+    const local = addresses.find((a) => localTarget(`http://${isIP(a) === 6 ? `[${a}]` : a}/`));
+    this.resolved.set(host, { local: local ? `${host}, which resolves to ${local} (a local or private network address)` : null, at: Date.now() });
+    if (this.resolved.size > 1000) this.resolved.delete(this.resolved.keys().next().value!);
+  }
+
+  /** Why a webfetch's host name is local by what it resolved to, or null. */
+  private resolvedLocal(url: string): string | null {
+    const host = this.nameToResolve(url);
+    return host ? (this.resolved.get(host)?.local ?? null) : null;
   }
 
   /** A new ask from opencode: answered at once when nobody needs to decide it, else it waits (waiting-approval). */
   onAsk(workerId: string, raw: PermissionAsk): void {
     const w = this.reg.get(workerId);
     if (w.asks.some((a) => a.id === raw.id)) return;
+    // A webfetch of a name: looked up first, so a name of this machine or its private network is refused like its address.
+    const host = raw.kind === "permission" && raw.tool === "webfetch" ? this.nameToResolve(raw.what) : null;
+    const known = host ? this.resolved.get(host) : undefined;
+    if (host && (!known || Date.now() - known.at > LOOKUP_TTL_MS)) {
+      this.lookingUp.add(raw.id);
+      void this.resolve(host).then(() => {
+        if (this.lookingUp.delete(raw.id)) this.onAsk(workerId, raw);
+      });
+      return;
+    }
     if (raw.kind === "permission" && LOOKS.has(raw.tool) && this.looksInside(w, raw)) {
       // A read or search of the worker's own files: answered at once and not recorded (nobody decides it).
       const c = this.reg.portOf(workerId);
@@ -72,6 +132,7 @@ export class Approvals {
 
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
   onAskGone(workerId: string, askId: string, reply: string): void {
+    if (this.lookingUp.delete(askId)) return;
     const ask = this.reg.get(workerId).asks.find((a) => a.id === askId);
     if (this.deciding.has(askId)) {
       this.echoed.set(askId, reply);
@@ -297,7 +358,9 @@ export class Approvals {
   private lookTarget(w: Worker, ask: PermissionAsk): string | null {
     const ws = this.reg.workspaceOf(w);
     if (!ws) return null;
-    return ask.tool === "read" ? realLocation(path.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path.resolve(ws.cwd, ask.what || "."));
+    // A read names only opencode's lexical reading of its path (its pattern); a search its path as written. The plugin
+    // refuses a path whose `..` the kernel reads otherwise (engine/sandbox WORKSPACE_PLUGIN) before it asks.
+    return ask.tool === "read" ? realLocation(path.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
   }
 
   private looksInside(w: Worker, ask: PermissionAsk): boolean {
@@ -322,7 +385,7 @@ export class Approvals {
       };
     }
     // opencode fetches with the host's network: nothing on this machine or its private network is the worker's to read.
-    const local = ask.tool === "webfetch" ? localTarget(ask.what) : null;
+    const local = ask.tool === "webfetch" ? (localTarget(ask.what) ?? this.resolvedLocal(ask.what)) : null;
     if (local)
       return {
         decision: { decision: "reject", message: `${local} is not a public page; fetch only public pages` },

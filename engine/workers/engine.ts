@@ -244,7 +244,7 @@ export class Engine {
   }
 
   /** The worker's workspace, for a client to open on the desktop (engine/workers/open.ts): validated, never a client's path. */
-  workspaceToOpen(id: string): { workerId: string; path: string } {
+  workspaceToOpen(id: string): { workerId: string; path: string; gitRuns: string[] } {
     return workspaceToOpen(this.reg.get(id), this.reg.workspacesRoot);
   }
 

@@ -62,4 +62,32 @@ describe("a worker's change to what drives the person's coding agents", () => {
       ].sort(),
     );
   });
+
+  it("what other editors and agents start or read from a checkout (VS Code MCP servers and workspace files, Zed, Helix, nvim, cargo, mise, more agents): flagged; their lookalikes are not", async () => {
+    const r = committedRepo(path.join(tmp, "repo-editors"), { "README.md": "# r\n" });
+    const base = execFileSync("git", ["-C", r, "rev-parse", "HEAD"], { encoding: "utf8" }).trim();
+    const flagged = [
+      ".vscode/mcp.json",
+      "app.code-workspace",
+      ".zed/tasks.json",
+      ".zed/settings.json",
+      ".helix/languages.toml",
+      ".nvim.lua",
+      "sub/.exrc",
+      ".cargo/config.toml",
+      "crate/.cargo/config",
+      "mise.toml",
+      ".mise.local.toml",
+      ".windsurfrules",
+      ".windsurf/rules/x.md",
+      ".clinerules",
+      ".continue/config.yaml",
+      ".roo/mcp.json",
+      ".aider.conf.yml",
+    ];
+    const plain = ["docs/zed.md", "src/cargo/config.rs", "helix.txt", "notes/mise-en-place.md", ".vscode/extensions.json"];
+    const commit = commitFiles(r, base, Object.fromEntries([...flagged, ...plain].map((p) => [p, "x\n"])));
+    const flags = await flaggedChanges(r, base, commit);
+    expect(flags.filter((f) => f.kind === "tool-config").map((f) => f.path)).toEqual([...flagged].sort());
+  });
 });

@@ -171,6 +171,13 @@ const TOOL_CONFIG: [RegExp, string][] = [
   [/^\.github\/workflows\//, "a CI workflow"],
   [/^\.gitlab-ci\.yml$|^\.circleci\/|^azure-pipelines\.yml$|^Jenkinsfile$/, "CI configuration"],
   [/(^|\/)\.vscode\/(tasks|settings|launch)\.json$/, "editor tasks/settings (can run commands)"],
+  [/(^|\/)\.vscode\/mcp\.json$/, "VS Code MCP servers (programs it starts)"],
+  [/\.code-workspace$/, "a VS Code workspace file (its tasks can run when the folder opens, its settings name programs)"],
+  [/(^|\/)\.zed\//, "Zed editor configuration (its tasks and language servers are programs it starts)"],
+  [/(^|\/)\.helix\//, "Helix editor configuration (language servers it starts on opening a file)"],
+  [/(^|\/)(\.nvim\.lua|\.nvimrc|\.exrc|\.lazy\.lua)$/, "an editor's project startup file (runs in the editor)"],
+  [/(^|\/)\.cargo\/config(\.toml)?$/, "cargo configuration (build wrappers and runners it starts)"],
+  [/(^|\/)\.?mise(\.local)?\.toml$|(^|\/)\.mise\//, "mise configuration (its hooks, tasks and environment)"],
   [/(^|\/)\.idea\//, "editor configuration"],
   [/(^|\/)\.devcontainer\//, "dev container configuration"],
   // What the coding agents in the person's checkout read as the project's own: Claude Code (which drives ocw) runs the
@@ -181,6 +188,7 @@ const TOOL_CONFIG: [RegExp, string][] = [
   [/(^|\/)claude(\.local)?\.md$/, "instructions Claude Code reads as the project's own"],
   [/(^|\/)(agents|gemini)\.md$|(^|\/)\.cursorrules$|^\.github\/copilot-instructions\.md$/, "instructions coding agents read as the project's own"],
   [/(^|\/)\.(cursor|gemini|opencode|codex)\/|(^|\/)opencode\.jsonc?$/, "a coding agent's configuration"],
+  [/(^|\/)\.(windsurf|continue|roo|clinerules|amazonq|kiro)(\/|$)|(^|\/)\.(windsurfrules|aider\.conf\.ya?ml)$/, "a coding agent's configuration"],
 ];
 
 /**

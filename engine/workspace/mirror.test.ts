@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -168,6 +168,23 @@ describe("the engine's mirror of a user repository's objects", () => {
     rmSync(path.dirname(mirror), { recursive: true, force: true });
     await moveOntoMirror(workspaces, ws);
     expect(existsSync(mirror)).toBe(true);
+  });
+
+  it("a worker that names the user's store in its alternates and makes .git/objects/info a symlink out: the engine writes nothing through it on resume", async () => {
+    const r = repo({ "a.txt": "a\n" });
+    const root = path.join(tmp, "resume-link");
+    const workspaces = path.join(root, "workspaces");
+    const ws = await createWorkspace(workspaces, await inspectRepo(r), "w-1", path.join(root, "repos", "w-1.git"));
+    // Another worker's (or any) folder the engine may write: the worker's symlink points there, with its own alternates.
+    const elsewhere = path.join(root, "elsewhere");
+    mkdirSync(elsewhere, { recursive: true });
+    writeFileSync(path.join(elsewhere, "alternates"), objectsIn(r) + "\n");
+    const info = path.join(ws.worktree, ".git", "objects", "info");
+    rmSync(info, { recursive: true, force: true });
+    symlinkSync(elsewhere, info);
+    await moveOntoMirror(workspaces, ws);
+    expect(readdirSync(elsewhere)).toEqual(["alternates"]);
+    expect(readFileSync(path.join(elsewhere, "alternates"), "utf8")).toBe(objectsIn(r) + "\n");
   });
 });
 

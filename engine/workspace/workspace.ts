@@ -252,7 +252,24 @@ export async function moveOntoMirror(
   const old = named !== null && named === (await objectsOf(ws.repo).catch(() => null));
   if (!old && existsSync(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
-  if (old) await writeAlternates(path.join(ws.worktree, ".git", "objects"), realpathSync(mirror) + "\n");
+  // Written only into the workspace's own folders: its worker may have made .git, objects or info a symlink out (to
+  // another worker's repository, say), and the engine writes with more rights than any sandbox.
+  if (old && ownFolders(ws.worktree, [".git", "objects", "info"]))
+    await writeAlternates(path.join(ws.worktree, ".git", "objects"), realpathSync(mirror) + "\n");
+}
+
+/** Whether each of `parts` under `root` (one inside the other) is a real folder, none of them a symlink. */
+function ownFolders(root: string, parts: string[]): boolean {
+  let dir = root;
+  for (const p of parts) {
+    dir = path.join(dir, p);
+    try {
+      if (!lstatSync(dir).isDirectory()) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
 }
 
 /** Why a workspace could not be checked out from the mirror, as a coded error (nothing of the user's was changed). */
