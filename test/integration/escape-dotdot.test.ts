@@ -70,11 +70,11 @@ describe.skipIf(sandbox.kind === "none")(`file tools' paths resolved as the kern
     expect(existsSync(path.join(sibling, "planted.txt")), "a write landed in the sibling's workspace").toBe(false);
     expect(readFileSync(path.join(sibling, "secret.txt"), "utf8")).toBe(`${SECRET}\n`);
     // Each was refused before any ask (nobody was asked to approve a write there), and the model was told why.
-    for (const t of results.slice(1)) expect(t).toMatch(/opencode-worker refused this (read|grep|glob|write|edit) call: .* is \/.*outside your workspace/);
+    for (const t of results.slice(1)) expect(t).toMatch(/opencode-worker refused this (read|grep|glob|write|edit) call: .*( is \/.*,| leads) outside your workspace/);
     expect(w.asks.filter((a) => a.tool !== "bash")).toEqual([]);
   }, 300_000);
 
-  it("a write through a dangling symlink (its target in a sibling's workspace, not made yet), every ask approved: refused by the engine, nothing made there", async () => {
+  it("a write through a dangling symlink (its target in a sibling's workspace, not made yet), every ask approved: refused before anyone is asked, nothing made there", async () => {
     const sibling = path.join(engine.stateDir, "workspaces", "other-0001", "w-sibling");
     mkdirSync(sibling, { recursive: true });
     const r = makeRepo({ "README.md": "# r\n" });
@@ -87,8 +87,13 @@ describe.skipIf(sandbox.kind === "none")(`file tools' paths resolved as the kern
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-DANGLING", directory: r });
     const w = (await settle(engine.client, [workerId], () => "once", 240_000)).get(workerId)!;
     expect(existsSync(path.join(sibling, "planted.txt")), "a write landed in the sibling's workspace").toBe(false);
-    const write = w.asks.find((a) => a.tool === "edit")!;
-    expect(write.flags?.map((f) => f.kind)).toContain("outside-workspace");
-    expect(write).toMatchObject({ decision: "reject", by: { kind: "engine" } });
+    // The workspace plugin follows the dangling link as the kernel would (to the sibling's folder) and refuses the write
+    // before it asks; the engine's own check of an ask's real path (inspectAsk) follows it too, should one come.
+    expect(w.asks.filter((a) => a.tool !== "bash")).toEqual([]);
+    const results = model.requests
+      .at(-1)!
+      .body.messages.filter((m: { role: string }) => m.role === "tool")
+      .map((m: { content: unknown }) => JSON.stringify(m.content));
+    expect(results.at(-1)).toMatch(/opencode-worker refused this write call: dangling.txt leads outside your workspace/);
   }, 300_000);
 });
