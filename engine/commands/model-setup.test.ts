@@ -246,6 +246,19 @@ describe("ocw doctor: which llama-server the engine uses", () => {
   });
 });
 
+describe("ocw doctor: ripgrep, which opencode's grep and glob tools run", () => {
+  it("on the engine's PATH: named; absent: says what fails offline and how to install it", async () => {
+    const bin = mkdtempSync(path.join(os.tmpdir(), "ocw-rg-"));
+    writeFileSync(path.join(bin, "rg"), "#!/bin/sh\n", { mode: 0o755 });
+    const env = { PATH: bin, OCW_LLAMA_CACHE: dir, OCW_STATE_DIR: dir, HOME: dir };
+    const found = await runDoctor({}, localSetupPort({ hardware: hw(), env }), {});
+    expect(found.stdout).toContain(`ripgrep    ${path.join(bin, "rg")}\n`);
+    const none = await runDoctor({}, localSetupPort({ hardware: hw(), env: { ...env, PATH: dir } }), {});
+    expect(none.stdout).toMatch(/^ripgrep {4}not on the engine's PATH: opencode downloads ripgrep from GitHub .*\(apt install ripgrep/m);
+    expect(JSON.parse((await runDoctor({ json: true }, localSetupPort({ hardware: hw(), env: { ...env, PATH: dir } }), {})).stdout).ripgrep).toBeNull();
+  });
+});
+
 describe("ocw fit: plans too slow for an agent (issue 27)", () => {
   it("--slots 16 on a CPU is refused (exit 3, `refused` in the JSON, the text says what was refused); --allow-slow plans it", async () => {
     const cpu: HardwareReport = { ...hw(), ram: { totalBytes: 32 * 1024 ** 3, freeBytes: 32 * 1024 ** 3 } };

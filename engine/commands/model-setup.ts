@@ -614,6 +614,7 @@ export async function runDoctor(
       : []),
     `llama-server ${bin ? `${bin} (used by the engine; from ${out.llamaServerFrom ?? "?"})` : out.llamaServerNote}`,
     ...(envNote ? [`note       ${envNote}`] : []),
+    `ripgrep    ${out.ripgrep ?? out.ripgrepNote}`,
     ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
     ...hw.problems.map((p) => `problem    ${p}`),
     `servers    ${serving.length ? serving.map((s) => `${s.targetId} ${s.pid ? `pid ${s.pid}` : "stopped"} :${s.port}`).join(", ") : "none started by ocw"}`,

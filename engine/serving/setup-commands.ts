@@ -20,6 +20,7 @@ import type { TargetStore } from "../store";
 import { planFit, safeFindLlamaServer } from "./fit-service";
 import { findLlamaServer } from "./llama-server";
 import { listServing, setupCapture, setupProvider, stopServing } from "./setup";
+import { onPath } from "./runtime-adapters";
 import { setupCapturePool } from "./pool";
 import { SetupVerifyInput } from "../../shared/setup";
 import type { KvCacheType } from "../models/ggml-types";
@@ -217,9 +218,17 @@ export async function doctor(input: { llamaServer?: string; cwd?: string }, o: {
   // How worker commands and checks are contained here, and what binds their processes and memory as a whole.
   const sb = sandboxStatus();
   const sandbox = { kind: sb.kind, reason: sb.reason, limits: sb.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label };
+  // opencode's grep and glob tools run ripgrep: the one on its PATH (the engine's), else one it downloaded into its data
+  // folder, else it downloads one from GitHub the first time a worker greps or globs: offline, those tools fail.
+  const ripgrep = onPath("rg", env);
   return {
     hardware: hw,
     llamaServer: bin,
+    /** ripgrep on the engine's PATH (opencode's grep and glob tools use it), or null. */
+    ripgrep,
+    ripgrepNote: ripgrep
+      ? "found (opencode's grep and glob tools use it)"
+      : "not on the engine's PATH: opencode downloads ripgrep from GitHub the first time a worker greps or globs; offline or behind a proxy a worker's grep and glob fail. Install ripgrep (apt install ripgrep, brew install ripgrep, dnf install ripgrep), then `ocw stop` so the engine starts again with it",
     /** Where the engine found it: --llama-server, its LLAMA_SERVER, or its search (PATH, build cache, installed release). */
     llamaServerFrom,
     /** The engine's own LLAMA_SERVER (null: unset); a client's may differ, and the engine's is the one that counts. */
