@@ -1,14 +1,7 @@
-// A question ask carries any number of questions and options, each of any length (the worker's model writes them):
-// where it reaches Claude (pending_approvals, wait) or the person (the MCP form, `ocw run --approve ask`) it is bounded
-// as permission asks are, and what was cut is said. Before, pending_approvals listed every question and option (a
-// 2,000-question ask made one item of megabytes, kept whole as a page's first item), the form's enum held every option
-// and took five questions while the engine wants an answer for each (so every answer was refused), and the terminal
-// printed every option of every question.
-import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
+import { askerRig } from "../../test/fixtures/asker";
 import { OPTIONS_SHOWN, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS } from "../../shared/ask-view";
 import type { PermissionAsk } from "../../shared/permission";
-import { TerminalAsker } from "../commands/run";
 import { formFor } from "./elicit";
 import { pendingItem, pendingQuestions } from "./format";
 import { PendingItem } from "./schemas";
@@ -73,12 +66,7 @@ describe("a question ask with many questions, many options, long text", () => {
 
   it("ocw run --approve ask: at most OPTIONS_SHOWN options a question, the rest counted; over QUESTIONS_SHOWN questions, Enter dismisses it with the note", async () => {
     const run = async (ask: PermissionAsk, lines: string[]) => {
-      const input = new PassThrough();
-      const out = new PassThrough();
-      let text = "";
-      out.on("data", (b) => (text += b));
-      const decided: unknown[] = [];
-      const asker = new TerminalAsker({ approvals: { decide: { mutate: async (d: unknown) => (decided.push(d), d) } } } as never, input, out);
+      const { input, asker, decided, printed } = askerRig();
       asker.enqueue(ask);
       for (const l of lines) {
         await new Promise((r) => setTimeout(r, 20));
@@ -86,7 +74,7 @@ describe("a question ask with many questions, many options, long text", () => {
       }
       await new Promise((r) => setTimeout(r, 30));
       asker.close();
-      return { text, decided };
+      return { text: printed(), decided };
     };
     const big = await run(huge, [""]);
     expect(big.text.length).toBeLessThan(12_000);

@@ -2,31 +2,17 @@
 // read goes through the whole file and holds a line whole: a 1 GiB line took opencode serve ~1.3 GB more memory (measured
 // here), and a worker command may write files of 4 GiB (OCW_COMMAND_MAX_FILE_MB): enough to end serve, and every worker
 // of its target with it. The workspace plugin refuses read and edit of a file over 64 MiB before the tool runs.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
-import { bash, readFile, startScriptedModel, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
+import { bash, readFile, type ScriptContext, type Step } from "../fixtures/scripted-model";
+import { settle } from "../helpers";
+import { scriptedEngineRig } from "./scripted-engine";
 
-const home = tempDir("big-home");
-let model: ScriptedModel;
-let engine: TestEngine;
-const repos: string[] = [];
-
-beforeAll(async () => {
-  model = await startScriptedModel();
-  engine = await startEngine(undefined, { HOME: home, OCW_COMMAND_TIMEOUT_SEC: "60" });
-  await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2, "big"), activate: true });
-}, 60_000);
-
-afterAll(async () => {
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", home, ...repos);
-});
+const rig = scriptedEngineRig("big", 2, { OCW_COMMAND_TIMEOUT_SEC: "60" });
 
 describe.skipIf(sandboxStatus().kind === "none")("a huge file in the worker's workspace", () => {
   it("an 80 MiB one-line file: its read and edit are refused before the tool runs, with what to do instead", async () => {
-    model.addScript(
+    rig.model.addScript(
       /ATTACK-BIG/,
       (c: ScriptContext): Step => {
         if (c.turnStep === 0) return bash("head -c 83886080 /dev/zero | tr '\\0' a > big.txt; echo made");
@@ -36,11 +22,10 @@ describe.skipIf(sandboxStatus().kind === "none")("a huge file in the worker's wo
       },
       "big",
     );
-    const r = makeRepo();
-    repos.push(r);
-    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-BIG", directory: r });
-    const w = (await settle(engine.client, [workerId], () => "once", 240_000)).get(workerId)!;
-    const results: string[] = model.requests
+    const r = rig.repo();
+    const { workerId } = await rig.engine.client.workers.start.mutate({ task: "ATTACK-BIG", directory: r });
+    const w = (await settle(rig.engine.client, [workerId], () => "once", 240_000)).get(workerId)!;
+    const results: string[] = rig.model.requests
       .at(-1)!
       .body.messages.filter((m: { role: string }) => m.role === "tool")
       .map((m: { content: unknown }) => JSON.stringify(m.content));
