@@ -8,24 +8,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { committedRepo } from "../../test/fixtures/git-repo";
+import { commitFiles, committedRepo } from "../../test/fixtures/git-repo";
 import { flaggedChanges } from "./land";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-land-2-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-let n = 0;
-
-/** A commit on `parent` with `files` written (as a worker's graded commit is: a tree the person's checkout never held). */
-function commitFiles(dir: string, parent: string, files: Record<string, string>): string {
-  const env = { ...process.env, GIT_INDEX_FILE: path.join(tmp, `index-${n++}`) };
-  const run = (args: string[], input?: string) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env, input }).trim();
-  run(["read-tree", parent]);
-  for (const [p, content] of Object.entries(files)) {
-    const oid = run(["hash-object", "-w", "--no-filters", "--stdin"], content);
-    run(["update-index", "--add", "--cacheinfo", `100644,${oid},${p}`]);
-  }
-  return run(["-c", "user.name=w", "-c", "user.email=w@w", "commit-tree", run(["write-tree"]), "-p", parent, "-m", "work"]);
-}
+const _n = 0;
 
 describe("a worker's change to what drives the person's coding agents", () => {
   it("Claude Code's hooks, MCP servers and CLAUDE.md (any folder, any case), and other agents' instructions: flagged; ordinary docs are not", async () => {

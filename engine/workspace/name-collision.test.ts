@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { committedRepo } from "../../test/fixtures/git-repo";
+import { commitFiles, committedRepo } from "../../test/fixtures/git-repo";
 import { gradedIn } from "../../test/fixtures/graded";
 import { flaggedChanges } from "./land";
 
@@ -14,17 +14,6 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-collide-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let n = 0;
 
-/** A commit on `parent` with these files written as blobs (names exactly as given, whatever this file system does). */
-function commitFiles(dir: string, parent: string, files: Record<string, string>): string {
-  const env = { ...process.env, GIT_INDEX_FILE: path.join(tmp, `index-${n++}`) };
-  const run = (args: string[], input?: string) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env, input }).trim();
-  run(["read-tree", parent]);
-  for (const [p, content] of Object.entries(files)) {
-    const oid = run(["hash-object", "-w", "--no-filters", "--stdin"], content);
-    run(["update-index", "--add", "--cacheinfo", `100644,${oid},${p}`]);
-  }
-  return run(["-c", "user.name=w", "-c", "user.email=w@w", "commit-tree", run(["write-tree"]), "-p", parent, "-m", "work"]);
-}
 const head = (r: string) => execFileSync("git", ["-C", r, "rev-parse", "HEAD"], { encoding: "utf8" }).trim();
 const collisions = async (r: string, base: string, commit: string, beside?: string[]) =>
   (await flaggedChanges(r, base, commit, undefined, undefined, beside)).filter((f) => f.kind === "name-collision");
