@@ -77,6 +77,11 @@ test.beforeAll(async ({ browser }) => {
           return { text: "Ran three echoes.\nOUTCOME: built" };
         },
       },
+      {
+        name: "same",
+        match: /TASK-SAME-WRITE/,
+        script: (c) => (c.turnStep === 0 ? writeFile("docs/index.md", "# docs\n") : { text: "Wrote it.\nOUTCOME: built" }),
+      },
       { name: "workdir", match: /TASK-WORKDIR/, script: (c) => (c.turnStep === 0 ? bash("ls", { workdir: "src" }) : { text: "Listed.\nOUTCOME: built" }) },
       {
         name: "hidden",
@@ -184,6 +189,22 @@ test("a bash ask shows the folder it runs in (its workdir)", async () => {
   const card = page.locator(`[data-ask-id="${ask.id}"]`);
   await expect(card.locator(".ask-workdir")).toHaveText("in folder: src");
   await shot(page, "00-workdir", false);
+  await engine.client.approvals.decide.mutate({ askId: ask.id, decision: "reject" });
+  await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
+});
+
+test("an edit that writes what the file already holds says so, in place of a diff of header lines only", async () => {
+  await page.goto(engine.origin + "/#/approvals");
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-SAME-WRITE: rewrite the docs index",
+    directory: repo,
+    checks: [{ run: "true" }],
+  });
+  await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
+  const ask = (await engine.client.approvals.list.query()).find((a) => a.workerId === workerId)!;
+  const card = page.locator(`[data-ask-id="${ask.id}"]`);
+  await expect(card.getByLabel(`diff of ${ask.id}`)).toHaveText(/no change to the file's content/);
+  await shot(page, "00-unchanged-write", false);
   await engine.client.approvals.decide.mutate({ askId: ask.id, decision: "reject" });
   await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
 });
