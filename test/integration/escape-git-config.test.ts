@@ -120,4 +120,17 @@ describe.skipIf(sandboxStatus().kind === "none")("git settings a worker plants i
     await engine.client.workers.merge.mutate({ workerId, acceptFlagged: true });
     expect(readdirSync(marks), "a planted git setting ran outside every sandbox").toEqual([]);
   }, 300_000);
+
+  it("a worker whose git use is ordinary (add, commit, a branch): nothing said, so an editor or terminal opens there", async () => {
+    const r = makeRepo({ "README.md": "# r\n" });
+    repos.push(r);
+    model.addScript(
+      /PLAIN-GIT/,
+      steps(bash("echo b > b.txt && git add -A && git commit -qm 'add b' && git checkout -qb side && git status --short; echo ok")),
+      "plain",
+    );
+    const { workerId } = await engine.client.workers.start.mutate({ task: "PLAIN-GIT", directory: r, checks: [{ run: "true" }] });
+    await settle(engine.client, [workerId], () => "once", 240_000);
+    expect((await engine.client.workers.workspace.query({ workerId })).gitRuns).toEqual([]);
+  }, 300_000);
 });
