@@ -72,7 +72,7 @@ test("an ask of `ocw run --approve ask` answered in the GUI leaves the terminal 
   await page.screenshot({ path: path.join(SHOTS, "cli-01-gui-answers-cli-ask.png") });
   await item.getByRole("button", { name: "Approve once" }).click();
   // No key was pressed in the terminal: the prompt is left as soon as the engine reports the decision.
-  await expect.poll(run.err, { timeout: 10_000 }).toMatch(/ask was answered by person[^\n]*: once; no answer needed here/);
+  await expect.poll(run.err, { timeout: 10_000 }).toMatch(/ask was answered elsewhere \(by person[^\n]*\): once; no answer needed here/);
   expect(await run.done).toBe(0);
   const err = run.err();
   expect(err).not.toContain("stays pending");
