@@ -23,6 +23,13 @@ const QUIET_GIT_KEYS = [
 /** How many entries of a workspace are looked at for nested repositories, at most (a node_modules may hold many). */
 const NESTED_SCAN_MAX = 20_000;
 
+/** The first 12 names, quoted, and how many more. */
+const quotedSome = (names: string[]) =>
+  names
+    .slice(0, 12)
+    .map((n) => JSON.stringify(n))
+    .join(", ") + (names.length > 12 ? ` and ${names.length - 12} more` : "");
+
 /**
  * What in a worker's workspace a person's git would run as them, outside every sandbox, on reading it: the workspace
  * is the worker's, and its `.git` too (config, hooks), which the worker's commands may change at will. An editor opened
@@ -76,26 +83,14 @@ export function gitRunsIn(worktree: string): string[] {
         found.push(`${at}.git/config cannot be read as git settings`);
       }
     const loud = keys.filter((k) => !QUIET_GIT_KEYS.some((re) => re.test(k)));
-    if (loud.length)
-      found.push(
-        `${at}.git/config sets ${loud
-          .slice(0, 12)
-          .map((k) => JSON.stringify(k))
-          .join(", ")}${loud.length > 12 ? ` and ${loud.length - 12} more` : ""}`,
-      );
+    if (loud.length) found.push(`${at}.git/config sets ${quotedSome(loud)}`);
     let hooks: string[] = [];
     try {
       hooks = readdirSync(path.join(dotGit, "hooks"));
     } catch {
       /* none */
     }
-    if (hooks.length)
-      found.push(
-        `${at}.git/hooks holds ${hooks
-          .slice(0, 12)
-          .map((h) => JSON.stringify(h))
-          .join(", ")}${hooks.length > 12 ? ` and ${hooks.length - 12} more` : ""}`,
-      );
+    if (hooks.length) found.push(`${at}.git/hooks holds ${quotedSome(hooks)}`);
   };
   repo(worktree, "");
   // Nested repositories (an editor finds and reads them too), a bounded walk that follows no symlink.

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
-import { bash, startScriptedModel, toolCall, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
+import { bash, startScriptedModel, toolCall, type ScriptedModel, turnSteps } from "../fixtures/scripted-model";
 import { pendingAsks } from "../../shared/worker";
 import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilAsk, untilState, type TestEngine } from "../helpers";
 import { startMcp } from "./mcp-helpers";
@@ -21,11 +21,6 @@ const HELD_BACK = "HELDBACK" + Math.random().toString(36).slice(2);
 let model: ScriptedModel;
 let engine: TestEngine;
 const dirs: string[] = [];
-
-const steps =
-  (...list: Step[]) =>
-  (c: ScriptContext): Step =>
-    list[c.turnStep] ?? { text: "Done.\nOUTCOME: built" };
 
 const repo = (files?: Record<string, string>) => {
   const d = makeRepo(files);
@@ -50,7 +45,7 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
     // The victim: a worker of the same target (so of the same opencode serve, which sees every workspace of its target),
     // held at its first ask while the attacker works.
     const rb = repo({ "README.md": "# b\n", "src/app.py": "print('b')\n" });
-    model.addScript(/VICTIM-B/, steps(bash("echo waiting")), "victim");
+    model.addScript(/VICTIM-B/, turnSteps(bash("echo waiting")), "victim");
     const b = await engine.client.workers.start.mutate({ task: "VICTIM-B", directory: rb, checks: [{ run: "true" }] });
     const wb = await untilAsk(engine.client, b.workerId, 120_000);
     const sibling = wb.worktree!;
@@ -67,7 +62,7 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
       "+print('pwned')",
       "*** End Patch",
     ].join("\n");
-    model.addScript(/ATTACK-PATCH/, steps(bash(`ln -s ${sibling} sib && echo linked`), toolCall("apply_patch", { patchText: patch })), "patch");
+    model.addScript(/ATTACK-PATCH/, turnSteps(bash(`ln -s ${sibling} sib && echo linked`), toolCall("apply_patch", { patchText: patch })), "patch");
     const a = await engine.client.workers.start.mutate({ task: "ATTACK-PATCH", directory: ra, checks: [{ run: "true" }] });
     const wa = (await settle(engine.client, [a.workerId], (ask) => (ask.workerId === a.workerId ? "once" : null), 180_000)).get(a.workerId)!;
     // The model really had apply_patch (opencode gives it instead of edit/write) and called it.
@@ -91,12 +86,12 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
 
   it("apply_patch moving a file of its own into a sibling's workspace (Update File … Move to, a path opencode leaves out of the ask's patterns): refused", async () => {
     const rb = repo({ "README.md": "# b\n" });
-    model.addScript(/VICTIM-MOVE/, steps(bash("echo waiting")), "victim-move");
+    model.addScript(/VICTIM-MOVE/, turnSteps(bash("echo waiting")), "victim-move");
     const b = await engine.client.workers.start.mutate({ task: "VICTIM-MOVE", directory: rb, checks: [{ run: "true" }] });
     const wb = await untilAsk(engine.client, b.workerId, 120_000);
     const ra = repo({ "README.md": "# a\n", "src/a.txt": "one\n" });
     const patch = ["*** Begin Patch", "*** Update File: src/a.txt", "*** Move to: sib/moved.txt", "@@", "-one", "+two", "*** End Patch"].join("\n");
-    model.addScript(/ATTACK-MOVE/, steps(bash(`ln -s ${wb.worktree} sib && echo linked`), toolCall("apply_patch", { patchText: patch })), "move");
+    model.addScript(/ATTACK-MOVE/, turnSteps(bash(`ln -s ${wb.worktree} sib && echo linked`), toolCall("apply_patch", { patchText: patch })), "move");
     const a = await engine.client.workers.start.mutate({ task: "ATTACK-MOVE", directory: ra, checks: [{ run: "true" }] });
     const wa = (await settle(engine.client, [a.workerId], (ask) => (ask.workerId === a.workerId ? "once" : null), 180_000)).get(a.workerId)!;
     expect(existsSync(path.join(wb.worktree!, "moved.txt"))).toBe(false);
@@ -117,7 +112,7 @@ describe.skipIf(sandbox.kind === "none")(`attack pass 2 (${sandbox.kind === "non
       const r = repo({ "README.md": "# r\n" });
       model.addScript(
         /ATTACK-WEBFETCH/,
-        steps(
+        turnSteps(
           toolCall("webfetch", { url: `http://127.0.0.1:${port}/latest/meta-data/iam/security-credentials/role`, format: "text" }),
           toolCall("webfetch", { url: `http://localhost:${port}/`, format: "text" }),
           toolCall("webfetch", { url: `http://2130706433:${port}/`, format: "text" }),

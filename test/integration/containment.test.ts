@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
-import { bash, readFile, startScriptedModel, toolCall, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
+import { bash, readFile, startScriptedModel, toolCall, writeFile, type ScriptedModel, turnSteps } from "../fixtures/scripted-model";
 import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilAsk, type TestEngine } from "../helpers";
 
 const sandbox = sandboxStatus();
@@ -40,12 +40,6 @@ let model: ScriptedModel;
 let engine: TestEngine;
 let token = "";
 const repos: string[] = [];
-
-/** Runs `steps` one per model call of the first turn, then claims built. */
-const steps =
-  (...list: Step[]) =>
-  (c: ScriptContext): Step =>
-    list[c.turnStep] ?? { text: "Done.\nOUTCOME: built" };
 
 // GIT_OPTIONAL_LOCKS=0: our own `git status` must not refresh (rewrite) the index it fingerprints.
 const git = (dir: string, ...args: string[]) =>
@@ -112,7 +106,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const { port } = readLock(engine.stateDir)!;
     model.addScript(
       /ATTACK-ESCAPE/,
-      steps(
+      turnSteps(
         bash("cat $(echo ../../..)/engine.json; ls -la $(echo ../../..)"),
         bash(`cat ${path.join(home, ".ssh", "id_ed25519")}`),
         bash("env; cat /proc/1/environ /proc/*/environ 2>/dev/null | tr '\\0' '\\n'"),
@@ -170,7 +164,11 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
 
   it('"always" is the engine\'s grant: a later ask still reaches the engine, and the sandbox holds', async () => {
     const r = repo();
-    model.addScript(/ATTACK-ALWAYS/, steps(bash("echo hi > inside.txt"), bash(`echo pwned > ${outside}/always.txt`), bash("echo hi > inside.txt")), "always");
+    model.addScript(
+      /ATTACK-ALWAYS/,
+      turnSteps(bash("echo hi > inside.txt"), bash(`echo pwned > ${outside}/always.txt`), bash("echo hi > inside.txt")),
+      "always",
+    );
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-ALWAYS", directory: r });
     let first = true;
     const ws = await settle(engine.client, [workerId], (a) => (first && a.what.startsWith("echo hi") ? ((first = false), "always") : null), 120_000);
@@ -196,7 +194,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const r = repo();
     const before = fingerprint(r);
     const main = git(r, "rev-parse", "main");
-    model.addScript(/ATTACK-GITFILE/, steps(bash(`rm -rf .git && printf 'gitdir: ${r}/.git\\n' > .git && echo feature > feature.txt`)), "gitfile");
+    model.addScript(/ATTACK-GITFILE/, turnSteps(bash(`rm -rf .git && printf 'gitdir: ${r}/.git\\n' > .git && echo feature > feature.txt`)), "gitfile");
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-GITFILE", directory: r, checks: [{ file: "feature.txt" }] });
     const w = (await settle(engine.client, [workerId], approveAll, 120_000)).get(workerId)!;
     expect(git(r, "rev-parse", "main")).toBe(main);
@@ -214,7 +212,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const objects = () => git(r, "count-objects", "-v");
     const refs = () => git(r, "for-each-ref", "--format=%(refname) %(objectname)");
     const before = { objects: objects(), refs: refs() };
-    model.addScript(/ATTACK-BIGOBJ/, steps(bash("head -c 16777216 /dev/urandom > big.bin && echo ok > ok.txt")), "bigobj");
+    model.addScript(/ATTACK-BIGOBJ/, turnSteps(bash("head -c 16777216 /dev/urandom > big.bin && echo ok > ok.txt")), "bigobj");
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-BIGOBJ", directory: r, checks: [{ file: "ok.txt" }] });
     const w = (await settle(engine.client, [workerId], approveAll, 120_000)).get(workerId)!;
     expect(w.verdict?.verdict).toBe("built");
@@ -234,7 +232,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const r = repo({ "test/check.sh": "exit 1\n", ".gitignore": "build/\n", "README.md": "# r\n" });
     model.addScript(
       /ATTACK-HIDE/,
-      steps(
+      turnSteps(
         bash(
           "printf 'exit 0\\n' > test/check.sh && git update-index --skip-worktree test/check.sh && mkdir -p build && echo ok > build/out.txt && git status --porcelain",
         ),
@@ -258,7 +256,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const r = repo({ "secrets/é.txt": "keep\n", "README.md": "# r\n" });
     model.addScript(
       /ATTACK-QUOTED/,
-      steps(
+      turnSteps(
         bash(
           `printf 'changed\\n' > secrets/é.txt && printf 'x' > 'secrets/a"b' && printf 'x' > "secrets/$(printf 'tab\\there')" && printf 'x' > "secrets/$(printf 'new\\nline')"`,
         ),
@@ -282,14 +280,14 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const rb = repo({ "README.md": "B-README-CONTENT\n", "B-ONLY-FILE.md": "B-ONLY-CONTENT\n" });
     const ra = repo({ "README.md": "# a\n" });
     // B waits on its first ask (not answered until A is done), with its workspace made.
-    model.addScript(/VICTIM-B/, steps(bash("echo b > b.txt")), "victim");
+    model.addScript(/VICTIM-B/, turnSteps(bash("echo b > b.txt")), "victim");
     const b = await engine.client.workers.start.mutate({ task: "VICTIM-B", directory: rb, checks: [{ file: "b.txt" }] });
     const bw = await untilAsk(engine.client, b.workerId, 120_000);
     const theirs = bw.worktree!;
     const before = execFileSync("ls", ["-A", theirs], { encoding: "utf8" });
     model.addScript(
       /ATTACK-SIBLING/,
-      steps(
+      turnSteps(
         bash(`ln -s ${theirs} bdir && echo linked`),
         bash("echo pwned > backdoor.txt", { workdir: "bdir" }),
         bash("> backdoor-redirect.txt", { workdir: "bdir" }),
@@ -329,7 +327,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const r = repo({ "README.md": "# r\n" });
     const victimTask = "VICTIMTASK" + Math.random().toString(36).slice(2);
     // Another worker's task, in opencode's database and log (a finished worker).
-    model.addScript(new RegExp(victimTask), steps(), "victim-task");
+    model.addScript(new RegExp(victimTask), turnSteps(), "victim-task");
     const v = await engine.client.workers.start.mutate({ task: victimTask, directory: r });
     await settle(engine.client, [v.workerId], approveAll, 120_000);
     const sockets = [path.join(home, "agent.sock"), path.join(os.tmpdir(), `ocw-decoy-${process.pid}.sock`)];
@@ -351,7 +349,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
         )
         .join("; ");
       const leak = `${cats}; grep -rao '${victimTask}' ${engine.stateDir} 2>/dev/null | head -3; ${connect}; echo DONE`;
-      model.addScript(/ATTACK-DECOYS/, steps(bash(`${leak} 2>&1`), writeFile("leak.sh", leak + "\n")), "decoys");
+      model.addScript(/ATTACK-DECOYS/, turnSteps(bash(`${leak} 2>&1`), writeFile("leak.sh", leak + "\n")), "decoys");
       const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-DECOYS", directory: r, checks: [{ run: "sh leak.sh; exit 0" }] });
       const w = (await settle(engine.client, [workerId], approveAll, 180_000)).get(workerId)!;
       const seen = JSON.stringify(model.requests.filter((q) => JSON.stringify(q.body).includes("ATTACK-DECOYS")).map((q) => q.body));
@@ -374,7 +372,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
 
   it("limits: a model-chosen 24 h timeout ends at the command budget, 300 MB of output is not kept", async () => {
     const r = repo({ "README.md": "# r\n" });
-    model.addScript(/ATTACK-LIMITS/, steps(bash("sleep 86400", { timeout: 86_400_000 }), bash("head -c 300000000 /dev/zero | tr '\\0' x")), "limits");
+    model.addScript(/ATTACK-LIMITS/, turnSteps(bash("sleep 86400", { timeout: 86_400_000 }), bash("head -c 300000000 /dev/zero | tr '\\0' x")), "limits");
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-LIMITS", directory: r });
     await settle(engine.client, [workerId], approveAll, 180_000);
     const seen = JSON.stringify(model.requests.filter((q) => JSON.stringify(q.body).includes("ATTACK-LIMITS")).map((q) => q.body));
@@ -392,7 +390,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     // there yet), so a command could swap a checked folder for a symlink to another workspace under a file tool.
     model.addScript(
       /ATTACK-RACE/,
-      steps({
+      turnSteps({
         toolCalls: [
           { name: "bash", args: { command: "sleep 3; echo AFTER-THE-COMMAND > marker.txt", description: "slow change" } },
           { name: "read", args: { filePath: "marker.txt" } },
@@ -417,7 +415,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const fork = "sh -c 'i=0; while [ $i -lt 400 ]; do sleep 20 & i=$((i+1)); echo $i > n; done' 2>/dev/null; read n < n; echo \"forked $n\"";
     const mem =
       "for i in 1 2 3 4 5 6; do python3 -c 'import time; a = bytearray(60 * 2**20); a[::4096] = b\"x\" * len(a[::4096]); time.sleep(3)' & done; wait; echo done";
-    model.addScript(/ATTACK-CGROUP/, steps(bash(fork), bash(mem)), "cgroup");
+    model.addScript(/ATTACK-CGROUP/, turnSteps(bash(fork), bash(mem)), "cgroup");
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-CGROUP", directory: r });
     await settle(engine.client, [workerId], approveAll, 180_000);
     const seen = JSON.stringify(model.requests.filter((q) => JSON.stringify(q.body).includes("ATTACK-CGROUP")).map((q) => q.body));
@@ -435,7 +433,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
 
   it("snapshot caps: more generated files than the cap are not graded or published", async () => {
     const r = repo({ "README.md": "# r\n" });
-    model.addScript(/ATTACK-SNAPSHOT/, steps(bash("mkdir gen && cd gen && seq 1 1500 | xargs touch && ls | wc -l")), "snapshot");
+    model.addScript(/ATTACK-SNAPSHOT/, turnSteps(bash("mkdir gen && cd gen && seq 1 1500 | xargs touch && ls | wc -l")), "snapshot");
     const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${readLock(engine.stateDir)!.pid}/status`, "utf8"))![1]) / 1024;
     const before = rss();
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-SNAPSHOT", directory: r, checks: [{ name: "c", run: "true" }] });

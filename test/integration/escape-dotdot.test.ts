@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
-import { bash, readFile, toolCall, writeFile, type ScriptContext, type Step } from "../fixtures/scripted-model";
+import { bash, readFile, toolCall, writeFile, type ScriptContext, type Step, turnSteps } from "../fixtures/scripted-model";
 import { settle } from "../helpers";
 import { scriptedEngineRig } from "./scripted-engine";
 
@@ -68,7 +68,7 @@ describe.skipIf(sandbox.kind === "none")(`file tools' paths resolved as the kern
       bash(`ln -s ${path.join(sibling, "planted.txt")} dangling.txt; echo linked`),
       writeFile("dangling.txt", "written by another worker\n"),
     ];
-    rig.model.addScript(/ATTACK-DANGLING/, (c) => list[c.turnStep] ?? { text: "Done.\nOUTCOME: built" }, "dangling");
+    rig.model.addScript(/ATTACK-DANGLING/, turnSteps(...list), "dangling");
     const { workerId } = await rig.engine.client.workers.start.mutate({ task: "ATTACK-DANGLING", directory: r });
     const w = (await settle(rig.engine.client, [workerId], () => "once", 240_000)).get(workerId)!;
     expect(existsSync(path.join(sibling, "planted.txt")), "a write landed in the sibling's workspace").toBe(false);

@@ -7,16 +7,13 @@
 // marks folder outside. A guard of a route found closed (escape pass, December 2026).
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
-import { bash, startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
+import { bash, writeFile, turnSteps } from "../fixtures/scripted-model";
+import { cleanup, settle, tempDir } from "../helpers";
+import { scriptedEngineRig } from "./scripted-engine";
 
 const marks = tempDir("git-marks");
-let model: ScriptedModel;
-let engine: TestEngine;
-const home = tempDir("home");
-const repos: string[] = [];
 
 const HOOK = `#!/bin/sh
 name=$1
@@ -61,30 +58,15 @@ cat .git/config
 echo planted
 `;
 
-const steps =
-  (...list: Step[]) =>
-  (c: ScriptContext): Step =>
-    list[c.turnStep] ?? { text: "Done.\nOUTCOME: built" };
-
-beforeAll(async () => {
-  model = await startScriptedModel();
-  engine = await startEngine(undefined, { HOME: home, OCW_COMMAND_TIMEOUT_SEC: "30" });
-  await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2, "probe"), activate: true });
-}, 60_000);
-
-afterAll(async () => {
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", home, marks, ...repos);
-});
+const rig = scriptedEngineRig("probe", 2, { OCW_COMMAND_TIMEOUT_SEC: "30" });
+afterAll(() => cleanup(marks));
 
 describe.skipIf(sandboxStatus().kind === "none")("git settings a worker plants in its own .git", () => {
   it("run in its command sandbox only: never in grading, diff, publish, merge or opencode serve (a second round too)", async () => {
-    const r = makeRepo({ "README.md": "# r\n", "a.txt": "a\n" });
-    repos.push(r);
-    model.addScript(
+    const r = rig.repo({ "README.md": "# r\n", "a.txt": "a\n" });
+    rig.model.addScript(
       /PROBE-GIT/,
-      steps(
+      turnSteps(
         writeFile("hook.sh", HOOK),
         writeFile("plant.sh", PLANT),
         bash("sh plant.sh 2>&1 | tail -5"),
@@ -93,14 +75,14 @@ describe.skipIf(sandboxStatus().kind === "none")("git settings a worker plants i
       ),
       "probe",
     );
-    const { workerId } = await engine.client.workers.start.mutate({ task: "PROBE-GIT", directory: r, checks: [{ run: "true" }] });
-    const w = (await settle(engine.client, [workerId], () => "once", 240_000)).get(workerId)!;
+    const { workerId } = await rig.engine.client.workers.start.mutate({ task: "PROBE-GIT", directory: r, checks: [{ run: "true" }] });
+    const w = (await settle(rig.engine.client, [workerId], () => "once", 240_000)).get(workerId)!;
     expect(w.state).toBe("built");
-    await engine.client.workers.diff.query({ workerId });
-    await engine.client.workers.publish.mutate({ workerId });
-    model.addScript(/ROUND-TWO/, (c) => (c.turnStep === 0 ? bash("echo round2 >> a.txt; git status --short; echo ok") : { text: "OUTCOME: built" }), "r2");
-    await engine.client.workers.continue.mutate({ workerId, message: "ROUND-TWO" });
-    await settle(engine.client, [workerId], () => "once", 240_000);
+    await rig.engine.client.workers.diff.query({ workerId });
+    await rig.engine.client.workers.publish.mutate({ workerId });
+    rig.model.addScript(/ROUND-TWO/, (c) => (c.turnStep === 0 ? bash("echo round2 >> a.txt; git status --short; echo ok") : { text: "OUTCOME: built" }), "r2");
+    await rig.engine.client.workers.continue.mutate({ workerId, message: "ROUND-TWO" });
+    await settle(rig.engine.client, [workerId], () => "once", 240_000);
     const inWorkspace = (): string[] => {
       const d = path.join(w.worktree!, ".marks");
       return existsSync(d) ? readdirSync(d).map((f) => readFileSync(path.join(d, f), "utf8")) : [];
@@ -114,23 +96,22 @@ describe.skipIf(sandboxStatus().kind === "none")("git settings a worker plants i
     }
     // What the person's own git would run there (an editor or terminal opened on the workspace): told, so the desktop
     // app opens no editor or terminal there (electron/open-worker.ts).
-    const open = await engine.client.workers.workspace.query({ workerId });
+    const open = await rig.engine.client.workers.workspace.query({ workerId });
     expect(open.gitRuns.join("\n")).toContain('"core.fsmonitor"');
     expect(open.gitRuns.join("\n")).toContain('"filter.x.clean"');
-    await engine.client.workers.merge.mutate({ workerId, acceptFlagged: true });
+    await rig.engine.client.workers.merge.mutate({ workerId, acceptFlagged: true });
     expect(readdirSync(marks), "a planted git setting ran outside every sandbox").toEqual([]);
   }, 300_000);
 
   it("a worker whose git use is ordinary (add, commit, a branch): nothing said, so an editor or terminal opens there", async () => {
-    const r = makeRepo({ "README.md": "# r\n" });
-    repos.push(r);
-    model.addScript(
+    const r = rig.repo({ "README.md": "# r\n" });
+    rig.model.addScript(
       /PLAIN-GIT/,
-      steps(bash("echo b > b.txt && git add -A && git commit -qm 'add b' && git checkout -qb side && git status --short; echo ok")),
+      turnSteps(bash("echo b > b.txt && git add -A && git commit -qm 'add b' && git checkout -qb side && git status --short; echo ok")),
       "plain",
     );
-    const { workerId } = await engine.client.workers.start.mutate({ task: "PLAIN-GIT", directory: r, checks: [{ run: "true" }] });
-    await settle(engine.client, [workerId], () => "once", 240_000);
-    expect((await engine.client.workers.workspace.query({ workerId })).gitRuns).toEqual([]);
+    const { workerId } = await rig.engine.client.workers.start.mutate({ task: "PLAIN-GIT", directory: r, checks: [{ run: "true" }] });
+    await settle(rig.engine.client, [workerId], () => "once", 240_000);
+    expect((await rig.engine.client.workers.workspace.query({ workerId })).gitRuns).toEqual([]);
   }, 300_000);
 });

@@ -4,26 +4,13 @@
 // A guard of a route found closed (escape pass, December 2026).
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
-import { bash, startScriptedModel, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
+import { bash, type ScriptContext, type Step } from "../fixtures/scripted-model";
+import { settle } from "../helpers";
+import { scriptedEngineRig } from "./scripted-engine";
 
-const home = tempDir("repocfg-home");
-let model: ScriptedModel;
-let engine: TestEngine;
-
-beforeAll(async () => {
-  model = await startScriptedModel();
-  engine = await startEngine(undefined, { HOME: home, OCW_COMMAND_TIMEOUT_SEC: "30" });
-  await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2, "repocfg"), activate: true });
-}, 60_000);
-
-afterAll(async () => {
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", home);
-});
+const rig = scriptedEngineRig("repocfg", 2, { OCW_COMMAND_TIMEOUT_SEC: "30" });
 
 const mark = (name: string) => `require("fs").writeFileSync(require("path").join(process.cwd(), ".mark-${name}-" + process.pid), JSON.stringify(process.env))`;
 const PLUGIN = (name: string) =>
@@ -54,13 +41,13 @@ describe.skipIf(sandboxStatus().kind === "none")("a repository's own opencode co
       "INSTR.md": "EVIL-INSTRUCTIONS\n",
       "AGENTS.md": "AGENTS-MD-TEXT\n",
     };
-    const r = makeRepo(files);
-    model.addScript(/REPO-CFG/, (c: ScriptContext): Step => (c.turnStep === 0 ? bash("echo x > f.txt; echo done") : { text: "OUTCOME: built" }), "repocfg");
-    const { workerId } = await engine.client.workers.start.mutate({ task: "REPO-CFG", directory: r });
-    const w = (await settle(engine.client, [workerId], () => "once", 120_000)).get(workerId)!;
+    const r = rig.repo(files);
+    rig.model.addScript(/REPO-CFG/, (c: ScriptContext): Step => (c.turnStep === 0 ? bash("echo x > f.txt; echo done") : { text: "OUTCOME: built" }), "repocfg");
+    const { workerId } = await rig.engine.client.workers.start.mutate({ task: "REPO-CFG", directory: r });
+    const w = (await settle(rig.engine.client, [workerId], () => "once", 120_000)).get(workerId)!;
     // No plugin, tool or MCP server of the repository's ran (each would have left a mark in the workspace).
     expect(readdirSync(w.worktree!).filter((f) => f.startsWith(".mark-"))).toEqual([]);
-    const first = JSON.stringify(model.requests.find((q) => q.kind === "chat")!.body);
+    const first = JSON.stringify(rig.model.requests.find((q) => q.kind === "chat")!.body);
     for (const text of ["EVIL-AGENT-PROMPT", "EVIL-INSTRUCTIONS", "EVIL-COMMAND"]) expect(first).not.toContain(text);
     // Its permissions did not apply: the bash call was asked, and answered by the person.
     expect(w.asks.map((a) => [a.tool, a.by?.kind])).toEqual([["bash", "person"]]);

@@ -5,18 +5,13 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bash, startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
+import { bash, startScriptedModel, writeFile, type ScriptedModel, turnSteps } from "../fixtures/scripted-model";
 import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, untilState, type TestEngine } from "../helpers";
 import { startMcp, waitUntil } from "./mcp-helpers";
 
 let model: ScriptedModel;
 let engine: TestEngine;
 let repo = "";
-
-const steps =
-  (...list: Step[]) =>
-  (c: ScriptContext): Step =>
-    list[c.turnStep] ?? { text: "Done.\nOUTCOME: built" };
 
 beforeAll(async () => {
   model = await startScriptedModel();
@@ -40,7 +35,7 @@ describe('"always" on a real worker', () => {
       "npm test || true; touch pwned4",
       "npm test\ntouch pwned5",
     ];
-    model.addScript(/TASK-ALWAYS-NPM/, steps(bash("npm test"), bash("npm test"), ...chained.map((c) => bash(c))), "always-npm");
+    model.addScript(/TASK-ALWAYS-NPM/, turnSteps(bash("npm test"), bash("npm test"), ...chained.map((c) => bash(c))), "always-npm");
     const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-ALWAYS-NPM: run the tests", directory: repo });
     const seen: { what: string; always: string[] }[] = [];
     const ws = await settle(
@@ -70,7 +65,7 @@ describe('"always" on a real worker', () => {
 
   it("over MCP (a real client, the bundle's bridge): a bidi command is shown with visible markers, a two-line one as two lines, and neither is offered 'always' wrongly", async () => {
     const BIDI = "npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069";
-    model.addScript(/TASK-MCP-HIDDEN/, steps(bash(BIDI), bash("echo harmless\nrm -rf src")), "mcp-hidden");
+    model.addScript(/TASK-MCP-HIDDEN/, turnSteps(bash(BIDI), bash("echo harmless\nrm -rf src")), "mcp-hidden");
     const mcp = await startMcp(engine.stateDir, "asks-test");
     try {
       const d = await mcp.call("delegate", { task: "TASK-MCP-HIDDEN: run the tests", directory: repo, checks: [{ run: "true" }] });
@@ -93,7 +88,7 @@ describe('"always" on a real worker', () => {
   }, 200_000);
 
   it("`ocw grants` shows a path in the workspace as the repository's (never the engine's private folder), lists the grants in force and counts the expired", async () => {
-    model.addScript(/TASK-GRANT-PATH/, steps(writeFile("notes/a.txt", "a\n"), { hang: true }), "grant-path");
+    model.addScript(/TASK-GRANT-PATH/, turnSteps(writeFile("notes/a.txt", "a\n"), { hang: true }), "grant-path");
     const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-GRANT-PATH: write notes/a.txt", directory: repo });
     const asking = await untilState(engine.client, workerId, (w) => w.asks.some((a) => a.status === "pending"), 120_000);
     await engine.client.approvals.decide.mutate({ askId: asking.asks.find((a) => a.status === "pending")!.id, decision: "always" });

@@ -10,7 +10,7 @@ import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sandboxStatus } from "../../engine/sandbox";
-import { bash, startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
+import { bash, startScriptedModel, writeFile, type ScriptedModel, turnSteps } from "../fixtures/scripted-model";
 import type { Worker } from "../../shared/worker";
 import { cleanup, ROOT, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
 
@@ -107,11 +107,6 @@ afterAll(async () => {
   cleanup(engine?.stateDir ?? "", home, opt, sockDir, wrapperDir);
 });
 
-const steps =
-  (...list: Step[]) =>
-  (c: ScriptContext): Step =>
-    list[c.turnStep] ?? { text: "Done.\nOUTCOME: built" };
-
 /** One worker run (its serve's start runs the serve probe; its command runs the worker probe), shared by the tests. */
 let run: Promise<Worker> | null = null;
 function probed(): Promise<Worker> {
@@ -120,7 +115,7 @@ function probed(): Promise<Worker> {
     model.addScript(
       /SERVE-PROBE/,
       // (a script file: opencode itself refuses a bash call whose text names a folder outside the project)
-      steps(
+      turnSteps(
         writeFile("probe.sh", `${probe()}\necho GITLOG; git log --format=%s; git diff HEAD~1 --stat; echo ENDGIT\n`),
         bash("sh probe.sh > probe-out.txt 2>&1; echo probed"),
       ),
