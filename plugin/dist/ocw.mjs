@@ -85899,6 +85899,7 @@ var QUIET_GIT_KEYS = [
   /^(advice|color|i18n|column|status)\.[^\n]*$/
 ];
 var NESTED_SCAN_MAX = 2e4;
+var quotedSome = (names) => names.slice(0, 12).map((n2) => JSON.stringify(n2)).join(", ") + (names.length > 12 ? ` and ${names.length - 12} more` : "");
 function gitRunsIn(worktree) {
   const found = [];
   const repo = (dir, rel) => {
@@ -85940,19 +85941,13 @@ function gitRunsIn(worktree) {
         found.push(`${at}.git/config cannot be read as git settings`);
       }
     const loud = keys.filter((k) => !QUIET_GIT_KEYS.some((re) => re.test(k)));
-    if (loud.length)
-      found.push(
-        `${at}.git/config sets ${loud.slice(0, 12).map((k) => JSON.stringify(k)).join(", ")}${loud.length > 12 ? ` and ${loud.length - 12} more` : ""}`
-      );
+    if (loud.length) found.push(`${at}.git/config sets ${quotedSome(loud)}`);
     let hooks = [];
     try {
       hooks = readdirSync9(path40.join(dotGit, "hooks"));
     } catch {
     }
-    if (hooks.length)
-      found.push(
-        `${at}.git/hooks holds ${hooks.slice(0, 12).map((h3) => JSON.stringify(h3)).join(", ")}${hooks.length > 12 ? ` and ${hooks.length - 12} more` : ""}`
-      );
+    if (hooks.length) found.push(`${at}.git/hooks holds ${quotedSome(hooks)}`);
   };
   repo(worktree, "");
   let seen = 0;
