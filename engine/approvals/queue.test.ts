@@ -344,7 +344,7 @@ describe("the approvals queue", () => {
     );
     expect(registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "engine", name: "opencode" } });
     expect(approvals.grants()).toEqual([]);
-    // The answer came but its body could not be read (the SDK port makes it no-answer, sdk-port.test.ts): announced, it
+    // The answer came but its body could not be read (the HTTP port makes it no-answer, http-port.test.ts): announced, it
     // stands; not announced, it is an answer not taken.
     const b = ask(w.id, "edit", "b.txt");
     approvals.onAsk(w.id, b);

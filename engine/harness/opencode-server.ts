@@ -5,12 +5,11 @@ import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedModelsCatalog, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
 import { allowListedEnv, limitSetup, sandboxed, type SandboxKind, servePolicy } from "../sandbox";
 import { failureText, type OpencodePort } from "./port";
-import { agentsOf, sdkPort } from "./sdk-port";
+import { httpPort } from "./http-port";
 import { followSse } from "./sse";
 import { mayHandle, opencodeEvent } from "./translate";
 import { alive, childPids, killGroup, type Launched, readPidFile, Supervisor, writePidFile } from "../process";
@@ -67,8 +66,8 @@ export interface OpencodeServerOptions {
  */
 export class OpencodeServer extends EventEmitter {
   url: string | null = null;
-  /** The SDK client of the running server: the agent check here, every other call through `port` (events: sse.ts). */
-  private client: OpencodeClient | null = null;
+  /** The running server's HTTP port: the agent check here, every other call through `port` (events: sse.ts). */
+  private client: ReturnType<typeof httpPort> | null = null;
   port: OpencodePort | null = null;
   private proc: ChildProcess | null = null;
   private readonly password = randomBytes(24).toString("base64url");
@@ -209,28 +208,29 @@ export class OpencodeServer extends EventEmitter {
       });
     });
     this.url = url;
-    const client = createOpencodeClient({ baseUrl: url, headers: { Authorization: this.authHeader } });
+    const client = httpPort({ url, authorization: this.authHeader });
     try {
       await this.verifyAgent(client);
     } catch (err) {
       // a serve without the worker agent (or that stopped answering) is not left running beside the next try
+      client.close();
       proc.kill("SIGKILL");
       throw err;
     }
     this.client = client;
-    this.port = sdkPort(client);
+    this.port = client;
     this.openStream(url);
     return { pid: proc.pid!, child: proc, readyMs: performance.now() - t0 };
   }
 
   /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
-  private async verifyAgent(client: OpencodeClient): Promise<void> {
-    let res = await agentsOf(client, this.opts.home);
+  private async verifyAgent(client: ReturnType<typeof httpPort>): Promise<void> {
+    let res = await client.agents({ directory: this.opts.home });
     // A serve restarted after a crash can print its address before it answers: a request that got no HTTP answer at
     // all is retried for a few seconds (a wrong answer is not).
     for (let i = 0; i < 20 && !res.ok && res.kind === "no-answer"; i++) {
       await new Promise((r) => setTimeout(r, 250));
-      res = await agentsOf(client, this.opts.home);
+      res = await client.agents({ directory: this.opts.home });
     }
     const names = res.ok ? res.value.map((a) => a.name) : [];
     if (!names.includes(WORKER_AGENT)) {
@@ -286,6 +286,7 @@ export class OpencodeServer extends EventEmitter {
   /** What a running server leaves behind when it goes: its client, port, address and event stream. */
   private clear(): void {
     this.streamAbort?.abort();
+    this.client?.close();
     this.client = null;
     this.port = null;
     this.url = null;

@@ -2,8 +2,8 @@ import type { PermissionRequest, QuestionRequest } from "@opencode-ai/sdk/v2";
 
 /**
  * The engine's typed port to opencode: every call the engine makes of a running `opencode serve`, each returning a
- * value or a typed failure (never throwing). The real one is `sdkPort` (sdk-port.ts, the only module that calls the
- * SDK's client); the unit tests' fake (test/fixtures/fake-harness.ts) implements this same interface. opencode's event
+ * value or a typed failure (never throwing). The real one is `httpPort` (http-port.ts, the only module that calls
+ * opencode's HTTP API); the unit tests' fake (test/fixtures/fake-harness.ts) implements this same interface. opencode's event
  * stream is the server's `event` emitter (harness.ts), typed by translate.ts.
  */
 export interface OpencodePort {
