@@ -97,7 +97,13 @@ describe("what goes out", () => {
   const sdkCalls = (c: ReturnType<typeof createOpencodeClient>) => ({
     createSession: (a: { directory: string; title: string }) => c.session.create(a),
     prompt: (a: { sessionID: string; directory: string; agent: string; model?: { providerID: string; modelID: string }; text: string }) =>
-      c.session.promptAsync({ sessionID: a.sessionID, directory: a.directory, agent: a.agent, ...(a.model ? { model: a.model } : {}), parts: [{ type: "text", text: a.text }] }),
+      c.session.promptAsync({
+        sessionID: a.sessionID,
+        directory: a.directory,
+        agent: a.agent,
+        ...(a.model ? { model: a.model } : {}),
+        parts: [{ type: "text", text: a.text }],
+      }),
     abort: (a: { sessionID: string; directory: string }) => c.session.abort(a),
     replyPermission: (a: { requestID: string; directory: string; reply: "once" | "reject"; message?: string }) => c.permission.reply(a),
     replyQuestion: (a: { requestID: string; directory: string; answers: string[][] }) => c.question.reply(a),
