@@ -40,6 +40,10 @@ export const REPLY_TIMEOUT_MS = 30_000;
 
 type AutoAnswer = { decision: Omit<Decision, "askId">; by: DecidedBy & { name: string } };
 
+/** The rules as saved, and as read back (a file that does not parse is no rules). Built once: a zod schema costs more to make than to use. */
+const POLICY_RULES = z.array(PolicyRule);
+const POLICY_FILE = POLICY_RULES.catch([]);
+
 export class Approvals {
   /** Asks whose answer is on its way to opencode, and who gave it. */
   private readonly deciding = new Map<string, DecidedBy>();
@@ -341,16 +345,13 @@ export class Approvals {
     return g;
   }
 
-  /** The user's approval rules (policies.json in the state dir); none by default. */
+  /** The user's approval rules (policies.json in the state dir, read at every ask: a hand edit counts); none by default. */
   policies(): PolicyRule[] {
-    return z
-      .array(PolicyRule)
-      .catch([])
-      .parse(readJson(path.join(this.opts.stateDir, "policies.json"), []));
+    return POLICY_FILE.parse(readJson(path.join(this.opts.stateDir, "policies.json"), []));
   }
 
   setPolicies(rules: PolicyRule[]): PolicyRule[] {
-    writeJsonAtomic(path.join(this.opts.stateDir, "policies.json"), z.array(PolicyRule).parse(rules));
+    writeJsonAtomic(path.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
     return this.policies();
   }
 

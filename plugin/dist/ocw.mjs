@@ -538,19 +538,19 @@ var require_help = __commonJS({
        * @returns {Map<string, Command[] | Option[]>}
        */
       groupItems(unsortedItems, visibleItems, getGroup) {
-        const result = /* @__PURE__ */ new Map();
+        const result2 = /* @__PURE__ */ new Map();
         unsortedItems.forEach((item) => {
           const group = getGroup(item);
-          if (!result.has(group)) result.set(group, []);
+          if (!result2.has(group)) result2.set(group, []);
         });
         visibleItems.forEach((item) => {
           const group = getGroup(item);
-          if (!result.has(group)) {
-            result.set(group, []);
+          if (!result2.has(group)) {
+            result2.set(group, []);
           }
-          result.get(group).push(item);
+          result2.get(group).push(item);
         });
-        return result;
+        return result2;
       }
       /**
        * Generate the built-in help text.
@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
     var { Help: Help2, stripColor } = require_help();
     var { Option: Option2, DualOptions } = require_option();
     var { suggestSimilar } = require_suggestSimilar();
-    var Command3 = class _Command extends EventEmitter4 {
+    var Command2 = class _Command extends EventEmitter4 {
       /**
        * Initialize a new `Command`.
        *
@@ -1296,11 +1296,11 @@ var require_command = __commonJS({
        * @private
        */
       _getCommandAndAncestors() {
-        const result = [];
+        const result2 = [];
         for (let command = this; command; command = command.parent) {
-          result.push(command);
+          result2.push(command);
         }
-        return result;
+        return result2;
       }
       /**
        * Define a command.
@@ -2451,7 +2451,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @private
        */
       _chainOrCallHooks(promise2, event) {
-        let result = promise2;
+        let result2 = promise2;
         const hooks = [];
         this._getCommandAndAncestors().reverse().filter((cmd) => cmd._lifeCycleHooks[event] !== void 0).forEach((hookedCommand) => {
           hookedCommand._lifeCycleHooks[event].forEach((callback) => {
@@ -2462,11 +2462,11 @@ Expecting one of '${allowedValues.join("', '")}'`);
           hooks.reverse();
         }
         hooks.forEach((hookDetail) => {
-          result = this._chainOrCall(result, () => {
+          result2 = this._chainOrCall(result2, () => {
             return hookDetail.callback(hookDetail.hookedCommand, this);
           });
         });
-        return result;
+        return result2;
       }
       /**
        *
@@ -2477,15 +2477,15 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @private
        */
       _chainOrCallSubCommandHook(promise2, subCommand, event) {
-        let result = promise2;
+        let result2 = promise2;
         if (this._lifeCycleHooks[event] !== void 0) {
           this._lifeCycleHooks[event].forEach((hook) => {
-            result = this._chainOrCall(result, () => {
+            result2 = this._chainOrCall(result2, () => {
               return hook(this, subCommand);
             });
           });
         }
-        return result;
+        return result2;
       }
       /**
        * Process arguments in context of this command.
@@ -2757,13 +2757,13 @@ Expecting one of '${allowedValues.join("', '")}'`);
        */
       opts() {
         if (this._storeOptionsAsProperties) {
-          const result = {};
+          const result2 = {};
           const len = this.options.length;
           for (let i2 = 0; i2 < len; i2++) {
             const key = this.options[i2].attributeName();
-            result[key] = key === this._versionOptionName ? this._version : this[key];
+            result2[key] = key === this._versionOptionName ? this._version : this[key];
           }
-          return result;
+          return result2;
         }
         return this._optionValues;
       }
@@ -3438,7 +3438,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
         return true;
       return void 0;
     }
-    exports.Command = Command3;
+    exports.Command = Command2;
     exports.useColor = useColor;
   }
 });
@@ -3447,15 +3447,15 @@ Expecting one of '${allowedValues.join("', '")}'`);
 var require_commander = __commonJS({
   "node_modules/commander/index.js"(exports) {
     var { Argument: Argument2 } = require_argument();
-    var { Command: Command3 } = require_command();
+    var { Command: Command2 } = require_command();
     var { CommanderError: CommanderError2, InvalidArgumentError: InvalidArgumentError2 } = require_error();
     var { Help: Help2 } = require_help();
     var { Option: Option2 } = require_option();
-    exports.program = new Command3();
-    exports.createCommand = (name) => new Command3(name);
+    exports.program = new Command2();
+    exports.createCommand = (name) => new Command2(name);
     exports.createOption = (flags, description) => new Option2(flags, description);
     exports.createArgument = (name, description) => new Argument2(name, description);
-    exports.Command = Command3;
+    exports.Command = Command2;
     exports.Option = Option2;
     exports.Argument = Argument2;
     exports.Help = Help2;
@@ -5357,10 +5357,10 @@ var require_keyword = __commonJS({
       if (def.async && !schemaEnv.$async)
         throw new Error("async keyword in sync schema");
     }
-    function useKeyword(gen, keyword, result) {
-      if (result === void 0)
+    function useKeyword(gen, keyword, result2) {
+      if (result2 === void 0)
         throw new Error(`keyword "${keyword}" failed to compile`);
-      return gen.scopeValue("keyword", typeof result == "function" ? { ref: result } : { ref: result, code: (0, codegen_1.stringify)(result) });
+      return gen.scopeValue("keyword", typeof result2 == "function" ? { ref: result2 } : { ref: result2, code: (0, codegen_1.stringify)(result2) });
     }
     function validSchemaType(schema, schemaType, allowUndefined = false) {
       return !schemaType.length || schemaType.some((st) => st === "array" ? Array.isArray(schema) : st === "object" ? schema && typeof schema == "object" && !Array.isArray(schema) : typeof schema == st || allowUndefined && typeof schema == "undefined");
@@ -5667,10 +5667,10 @@ var require_resolve = __commonJS({
       }
       return count2;
     }
-    function getFullPath(resolver, id2 = "", normalize) {
+    function getFullPath(resolver, id3 = "", normalize) {
       if (normalize !== false)
-        id2 = normalizeId(id2);
-      const p = resolver.parse(id2);
+        id3 = normalizeId(id3);
+      const p = resolver.parse(id3);
       return _getFullPath(resolver, p);
     }
     exports.getFullPath = getFullPath;
@@ -5680,13 +5680,13 @@ var require_resolve = __commonJS({
     }
     exports._getFullPath = _getFullPath;
     var TRAILING_SLASH_HASH = /#\/?$/;
-    function normalizeId(id2) {
-      return id2 ? id2.replace(TRAILING_SLASH_HASH, "") : "";
+    function normalizeId(id3) {
+      return id3 ? id3.replace(TRAILING_SLASH_HASH, "") : "";
     }
     exports.normalizeId = normalizeId;
-    function resolveUrl2(resolver, baseId, id2) {
-      id2 = normalizeId(id2);
-      return resolver.resolve(baseId, id2);
+    function resolveUrl2(resolver, baseId, id3) {
+      id3 = normalizeId(id3);
+      return resolver.resolve(baseId, id3);
     }
     exports.resolveUrl = resolveUrl2;
     var ANCHOR = /^[a-z_][-a-z0-9._]*$/i;
@@ -6456,8 +6456,8 @@ var require_compile = __commonJS({
       if (Object.keys(root2.schema).length > 0 && refPath === baseId) {
         return getJsonPointer.call(this, p, root2);
       }
-      const id2 = (0, resolve_1.normalizeId)(refPath);
-      const schOrRef = this.refs[id2] || this.schemas[id2];
+      const id3 = (0, resolve_1.normalizeId)(refPath);
+      const schOrRef = this.refs[id3] || this.schemas[id3];
       if (typeof schOrRef == "string") {
         const sch = resolveSchema.call(this, root2, schOrRef);
         if (typeof (sch === null || sch === void 0 ? void 0 : sch.schema) !== "object")
@@ -6468,7 +6468,7 @@ var require_compile = __commonJS({
         return;
       if (!schOrRef.validate)
         compileSchema.call(this, schOrRef);
-      if (id2 === (0, resolve_1.normalizeId)(ref)) {
+      if (id3 === (0, resolve_1.normalizeId)(ref)) {
         const { schema } = schOrRef;
         const { schemaId } = this.opts;
         const schId = schema[schemaId];
@@ -7196,7 +7196,7 @@ var require_schemes = __commonJS({
       urnComponent.nss = (uuidComponent.uuid || "").toLowerCase();
       return urnComponent;
     }
-    var http4 = (
+    var http5 = (
       /** @type {SchemeHandler} */
       {
         scheme: "http",
@@ -7209,7 +7209,7 @@ var require_schemes = __commonJS({
       /** @type {SchemeHandler} */
       {
         scheme: "https",
-        domainHost: http4.domainHost,
+        domainHost: http5.domainHost,
         parse: httpParse,
         serialize: httpSerialize
       }
@@ -7253,7 +7253,7 @@ var require_schemes = __commonJS({
     var SCHEMES = (
       /** @type {Record<SchemeName, SchemeHandler>} */
       {
-        http: http4,
+        http: http5,
         https: https2,
         ws,
         wss,
@@ -7951,15 +7951,15 @@ var require_core = __commonJS({
             this.addSchema(sch, void 0, _meta, _validateSchema);
           return this;
         }
-        let id2;
+        let id3;
         if (typeof schema === "object") {
           const { schemaId } = this.opts;
-          id2 = schema[schemaId];
-          if (id2 !== void 0 && typeof id2 != "string") {
+          id3 = schema[schemaId];
+          if (id3 !== void 0 && typeof id3 != "string") {
             throw new Error(`schema ${schemaId} must be string`);
           }
         }
-        key = (0, resolve_1.normalizeId)(key || id2);
+        key = (0, resolve_1.normalizeId)(key || id3);
         this._checkUnique(key);
         this.schemas[key] = this._addSchema(schema, _meta, key, _validateSchema, true);
         return this;
@@ -8038,11 +8038,11 @@ var require_core = __commonJS({
           case "object": {
             const cacheKey = schemaKeyRef;
             this._cache.delete(cacheKey);
-            let id2 = schemaKeyRef[this.opts.schemaId];
-            if (id2) {
-              id2 = (0, resolve_1.normalizeId)(id2);
-              delete this.schemas[id2];
-              delete this.refs[id2];
+            let id3 = schemaKeyRef[this.opts.schemaId];
+            if (id3) {
+              id3 = (0, resolve_1.normalizeId)(id3);
+              delete this.schemas[id3];
+              delete this.refs[id3];
             }
             return this;
           }
@@ -8149,10 +8149,10 @@ var require_core = __commonJS({
         }
       }
       _addSchema(schema, meta, baseId, validateSchema = this.opts.validateSchema, addSchema = this.opts.addUsedSchema) {
-        let id2;
+        let id3;
         const { schemaId } = this.opts;
         if (typeof schema == "object") {
-          id2 = schema[schemaId];
+          id3 = schema[schemaId];
         } else {
           if (this.opts.jtd)
             throw new Error("schema must be object");
@@ -8162,7 +8162,7 @@ var require_core = __commonJS({
         let sch = this._cache.get(schema);
         if (sch !== void 0)
           return sch;
-        baseId = (0, resolve_1.normalizeId)(id2 || baseId);
+        baseId = (0, resolve_1.normalizeId)(id3 || baseId);
         const localRefs = resolve_1.getSchemaRefs.call(this, schema, baseId);
         sch = new compile_1.SchemaEnv({ schema, schemaId, meta, baseId, localRefs });
         this._cache.set(sch.schema, sch);
@@ -8175,9 +8175,9 @@ var require_core = __commonJS({
           this.validateSchema(schema, true);
         return sch;
       }
-      _checkUnique(id2) {
-        if (this.schemas[id2] || this.refs[id2]) {
-          throw new Error(`schema with key or id "${id2}" already exists`);
+      _checkUnique(id3) {
+        if (this.schemas[id3] || this.refs[id3]) {
+          throw new Error(`schema with key or id "${id3}" already exists`);
         }
       }
       _compileSchemaEnv(sch) {
@@ -10687,503 +10687,6 @@ var require_dist = __commonJS({
   }
 });
 
-// node_modules/isexe/windows.js
-var require_windows = __commonJS({
-  "node_modules/isexe/windows.js"(exports, module) {
-    module.exports = isexe;
-    isexe.sync = sync;
-    var fs = __require("fs");
-    function checkPathExt(path74, options) {
-      var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
-      if (!pathext) {
-        return true;
-      }
-      pathext = pathext.split(";");
-      if (pathext.indexOf("") !== -1) {
-        return true;
-      }
-      for (var i2 = 0; i2 < pathext.length; i2++) {
-        var p = pathext[i2].toLowerCase();
-        if (p && path74.substr(-p.length).toLowerCase() === p) {
-          return true;
-        }
-      }
-      return false;
-    }
-    function checkStat(stat, path74, options) {
-      if (!stat.isSymbolicLink() && !stat.isFile()) {
-        return false;
-      }
-      return checkPathExt(path74, options);
-    }
-    function isexe(path74, options, cb) {
-      fs.stat(path74, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path74, options));
-      });
-    }
-    function sync(path74, options) {
-      return checkStat(fs.statSync(path74), path74, options);
-    }
-  }
-});
-
-// node_modules/isexe/mode.js
-var require_mode = __commonJS({
-  "node_modules/isexe/mode.js"(exports, module) {
-    module.exports = isexe;
-    isexe.sync = sync;
-    var fs = __require("fs");
-    function isexe(path74, options, cb) {
-      fs.stat(path74, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, options));
-      });
-    }
-    function sync(path74, options) {
-      return checkStat(fs.statSync(path74), options);
-    }
-    function checkStat(stat, options) {
-      return stat.isFile() && checkMode(stat, options);
-    }
-    function checkMode(stat, options) {
-      var mod = stat.mode;
-      var uid = stat.uid;
-      var gid = stat.gid;
-      var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
-      var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
-      var u2 = parseInt("100", 8);
-      var g2 = parseInt("010", 8);
-      var o2 = parseInt("001", 8);
-      var ug = u2 | g2;
-      var ret = mod & o2 || mod & g2 && gid === myGid || mod & u2 && uid === myUid || mod & ug && myUid === 0;
-      return ret;
-    }
-  }
-});
-
-// node_modules/isexe/index.js
-var require_isexe = __commonJS({
-  "node_modules/isexe/index.js"(exports, module) {
-    var fs = __require("fs");
-    var core;
-    if (process.platform === "win32" || global.TESTING_WINDOWS) {
-      core = require_windows();
-    } else {
-      core = require_mode();
-    }
-    module.exports = isexe;
-    isexe.sync = sync;
-    function isexe(path74, options, cb) {
-      if (typeof options === "function") {
-        cb = options;
-        options = {};
-      }
-      if (!cb) {
-        if (typeof Promise !== "function") {
-          throw new TypeError("callback not provided");
-        }
-        return new Promise(function(resolve, reject) {
-          isexe(path74, options || {}, function(er, is) {
-            if (er) {
-              reject(er);
-            } else {
-              resolve(is);
-            }
-          });
-        });
-      }
-      core(path74, options || {}, function(er, is) {
-        if (er) {
-          if (er.code === "EACCES" || options && options.ignoreErrors) {
-            er = null;
-            is = false;
-          }
-        }
-        cb(er, is);
-      });
-    }
-    function sync(path74, options) {
-      try {
-        return core.sync(path74, options || {});
-      } catch (er) {
-        if (options && options.ignoreErrors || er.code === "EACCES") {
-          return false;
-        } else {
-          throw er;
-        }
-      }
-    }
-  }
-});
-
-// node_modules/which/which.js
-var require_which = __commonJS({
-  "node_modules/which/which.js"(exports, module) {
-    var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path74 = __require("path");
-    var COLON = isWindows ? ";" : ":";
-    var isexe = require_isexe();
-    var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
-    var getPathInfo = (cmd, opt) => {
-      const colon = opt.colon || COLON;
-      const pathEnv = cmd.match(/\//) || isWindows && cmd.match(/\\/) ? [""] : [
-        // windows always checks the cwd first
-        ...isWindows ? [process.cwd()] : [],
-        ...(opt.path || process.env.PATH || /* istanbul ignore next: very unusual */
-        "").split(colon)
-      ];
-      const pathExtExe = isWindows ? opt.pathExt || process.env.PATHEXT || ".EXE;.CMD;.BAT;.COM" : "";
-      const pathExt = isWindows ? pathExtExe.split(colon) : [""];
-      if (isWindows) {
-        if (cmd.indexOf(".") !== -1 && pathExt[0] !== "")
-          pathExt.unshift("");
-      }
-      return {
-        pathEnv,
-        pathExt,
-        pathExtExe
-      };
-    };
-    var which = (cmd, opt, cb) => {
-      if (typeof opt === "function") {
-        cb = opt;
-        opt = {};
-      }
-      if (!opt)
-        opt = {};
-      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
-      const found = [];
-      const step = (i2) => new Promise((resolve, reject) => {
-        if (i2 === pathEnv.length)
-          return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
-        const ppRaw = pathEnv[i2];
-        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path74.join(pathPart, cmd);
-        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        resolve(subStep(p, i2, 0));
-      });
-      const subStep = (p, i2, ii) => new Promise((resolve, reject) => {
-        if (ii === pathExt.length)
-          return resolve(step(i2 + 1));
-        const ext = pathExt[ii];
-        isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
-          if (!er && is) {
-            if (opt.all)
-              found.push(p + ext);
-            else
-              return resolve(p + ext);
-          }
-          return resolve(subStep(p, i2, ii + 1));
-        });
-      });
-      return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
-    };
-    var whichSync = (cmd, opt) => {
-      opt = opt || {};
-      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
-      const found = [];
-      for (let i2 = 0; i2 < pathEnv.length; i2++) {
-        const ppRaw = pathEnv[i2];
-        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path74.join(pathPart, cmd);
-        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        for (let j = 0; j < pathExt.length; j++) {
-          const cur = p + pathExt[j];
-          try {
-            const is = isexe.sync(cur, { pathExt: pathExtExe });
-            if (is) {
-              if (opt.all)
-                found.push(cur);
-              else
-                return cur;
-            }
-          } catch (ex) {
-          }
-        }
-      }
-      if (opt.all && found.length)
-        return found;
-      if (opt.nothrow)
-        return null;
-      throw getNotFoundError(cmd);
-    };
-    module.exports = which;
-    which.sync = whichSync;
-  }
-});
-
-// node_modules/path-key/index.js
-var require_path_key = __commonJS({
-  "node_modules/path-key/index.js"(exports, module) {
-    "use strict";
-    var pathKey2 = (options = {}) => {
-      const environment = options.env || process.env;
-      const platform2 = options.platform || process.platform;
-      if (platform2 !== "win32") {
-        return "PATH";
-      }
-      return Object.keys(environment).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
-    };
-    module.exports = pathKey2;
-    module.exports.default = pathKey2;
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js
-var require_resolveCommand = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
-    "use strict";
-    var path74 = __require("path");
-    var which = require_which();
-    var getPathKey = require_path_key();
-    function resolveCommandAttempt(parsed, withoutPathExt) {
-      const env2 = parsed.options.env || process.env;
-      const cwd = process.cwd();
-      const hasCustomCwd = parsed.options.cwd != null;
-      const shouldSwitchCwd = hasCustomCwd && process.chdir !== void 0 && !process.chdir.disabled;
-      if (shouldSwitchCwd) {
-        try {
-          process.chdir(parsed.options.cwd);
-        } catch (err) {
-        }
-      }
-      let resolved;
-      try {
-        resolved = which.sync(parsed.command, {
-          path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path74.delimiter : void 0
-        });
-      } catch (e) {
-      } finally {
-        if (shouldSwitchCwd) {
-          process.chdir(cwd);
-        }
-      }
-      if (resolved) {
-        resolved = path74.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
-      }
-      return resolved;
-    }
-    function resolveCommand(parsed) {
-      return resolveCommandAttempt(parsed) || resolveCommandAttempt(parsed, true);
-    }
-    module.exports = resolveCommand;
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js
-var require_escape = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js"(exports, module) {
-    "use strict";
-    var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
-    function escapeCommand(arg) {
-      arg = arg.replace(metaCharsRegExp, "^$1");
-      return arg;
-    }
-    function escapeArgument(arg, doubleEscapeMetaChars) {
-      arg = `${arg}`;
-      arg = arg.replace(/(?=(\\+?)?)\1"/g, '$1$1\\"');
-      arg = arg.replace(/(?=(\\+?)?)\1$/, "$1$1");
-      arg = `"${arg}"`;
-      arg = arg.replace(metaCharsRegExp, "^$1");
-      if (doubleEscapeMetaChars) {
-        arg = arg.replace(metaCharsRegExp, "^$1");
-      }
-      return arg;
-    }
-    module.exports.command = escapeCommand;
-    module.exports.argument = escapeArgument;
-  }
-});
-
-// node_modules/shebang-regex/index.js
-var require_shebang_regex = __commonJS({
-  "node_modules/shebang-regex/index.js"(exports, module) {
-    "use strict";
-    module.exports = /^#!(.*)/;
-  }
-});
-
-// node_modules/shebang-command/index.js
-var require_shebang_command = __commonJS({
-  "node_modules/shebang-command/index.js"(exports, module) {
-    "use strict";
-    var shebangRegex = require_shebang_regex();
-    module.exports = (string4 = "") => {
-      const match = string4.match(shebangRegex);
-      if (!match) {
-        return null;
-      }
-      const [path74, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path74.split("/").pop();
-      if (binary === "env") {
-        return argument;
-      }
-      return argument ? `${binary} ${argument}` : binary;
-    };
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js
-var require_readShebang = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js"(exports, module) {
-    "use strict";
-    var fs = __require("fs");
-    var shebangCommand = require_shebang_command();
-    function readShebang(command) {
-      const size = 150;
-      const buffer = Buffer.alloc(size);
-      let fd;
-      try {
-        fd = fs.openSync(command, "r");
-        fs.readSync(fd, buffer, 0, size, 0);
-        fs.closeSync(fd);
-      } catch (e) {
-      }
-      return shebangCommand(buffer.toString());
-    }
-    module.exports = readShebang;
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js
-var require_parse = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
-    "use strict";
-    var path74 = __require("path");
-    var resolveCommand = require_resolveCommand();
-    var escape2 = require_escape();
-    var readShebang = require_readShebang();
-    var isWin = process.platform === "win32";
-    var isExecutableRegExp = /\.(?:com|exe)$/i;
-    var isCmdShimRegExp = /node_modules[\\/].bin[\\/][^\\/]+\.cmd$/i;
-    function detectShebang(parsed) {
-      parsed.file = resolveCommand(parsed);
-      const shebang = parsed.file && readShebang(parsed.file);
-      if (shebang) {
-        parsed.args.unshift(parsed.file);
-        parsed.command = shebang;
-        return resolveCommand(parsed);
-      }
-      return parsed.file;
-    }
-    function parseNonShell(parsed) {
-      if (!isWin) {
-        return parsed;
-      }
-      const commandFile = detectShebang(parsed);
-      const needsShell = !isExecutableRegExp.test(commandFile);
-      if (parsed.options.forceShell || needsShell) {
-        const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path74.normalize(parsed.command);
-        parsed.command = escape2.command(parsed.command);
-        parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
-        const shellCommand = [parsed.command].concat(parsed.args).join(" ");
-        parsed.args = ["/d", "/s", "/c", `"${shellCommand}"`];
-        parsed.command = process.env.comspec || "cmd.exe";
-        parsed.options.windowsVerbatimArguments = true;
-      }
-      return parsed;
-    }
-    function parse4(command, args, options) {
-      if (args && !Array.isArray(args)) {
-        options = args;
-        args = null;
-      }
-      args = args ? args.slice(0) : [];
-      options = Object.assign({}, options);
-      const parsed = {
-        command,
-        args,
-        options,
-        file: void 0,
-        original: {
-          command,
-          args
-        }
-      };
-      return options.shell ? parsed : parseNonShell(parsed);
-    }
-    module.exports = parse4;
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js
-var require_enoent = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js"(exports, module) {
-    "use strict";
-    var isWin = process.platform === "win32";
-    function notFoundError(original, syscall) {
-      return Object.assign(new Error(`${syscall} ${original.command} ENOENT`), {
-        code: "ENOENT",
-        errno: "ENOENT",
-        syscall: `${syscall} ${original.command}`,
-        path: original.command,
-        spawnargs: original.args
-      });
-    }
-    function hookChildProcess(cp, parsed) {
-      if (!isWin) {
-        return;
-      }
-      const originalEmit = cp.emit;
-      cp.emit = function(name, arg1) {
-        if (name === "exit") {
-          const err = verifyENOENT(arg1, parsed);
-          if (err) {
-            return originalEmit.call(cp, "error", err);
-          }
-        }
-        return originalEmit.apply(cp, arguments);
-      };
-    }
-    function verifyENOENT(status, parsed) {
-      if (isWin && status === 1 && !parsed.file) {
-        return notFoundError(parsed.original, "spawn");
-      }
-      return null;
-    }
-    function verifyENOENTSync(status, parsed) {
-      if (isWin && status === 1 && !parsed.file) {
-        return notFoundError(parsed.original, "spawnSync");
-      }
-      return null;
-    }
-    module.exports = {
-      hookChildProcess,
-      verifyENOENT,
-      verifyENOENTSync,
-      notFoundError
-    };
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js
-var require_cross_spawn = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js"(exports, module) {
-    "use strict";
-    var cp = __require("child_process");
-    var parse4 = require_parse();
-    var enoent = require_enoent();
-    function spawn10(command, args, options) {
-      const parsed = parse4(command, args, options);
-      const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
-      enoent.hookChildProcess(spawned, parsed);
-      return spawned;
-    }
-    function spawnSync4(command, args, options) {
-      const parsed = parse4(command, args, options);
-      const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
-      result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
-      return result;
-    }
-    module.exports = spawn10;
-    module.exports.spawn = spawn10;
-    module.exports.sync = spawnSync4;
-    module.exports._parse = parse4;
-    module.exports._enoent = enoent;
-  }
-});
-
 // node_modules/picomatch/lib/constants.js
 var require_constants = __commonJS({
   "node_modules/picomatch/lib/constants.js"(exports, module) {
@@ -11778,7 +11281,7 @@ var require_scan = __commonJS({
 });
 
 // node_modules/picomatch/lib/parse.js
-var require_parse2 = __commonJS({
+var require_parse = __commonJS({
   "node_modules/picomatch/lib/parse.js"(exports, module) {
     "use strict";
     var constants8 = require_constants();
@@ -12550,7 +12053,7 @@ var require_picomatch = __commonJS({
   "node_modules/picomatch/lib/picomatch.js"(exports, module) {
     "use strict";
     var scan = require_scan();
-    var parse4 = require_parse2();
+    var parse4 = require_parse();
     var utils = require_utils2();
     var constants8 = require_constants();
     var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
@@ -12582,25 +12085,25 @@ var require_picomatch = __commonJS({
       }
       const matcher = (input2, returnObject = false) => {
         const { isMatch, match, output } = picomatch3.test(input2, regex, options, { glob, posix });
-        const result = { glob, state, regex, posix, input: input2, output, match, isMatch };
+        const result2 = { glob, state, regex, posix, input: input2, output, match, isMatch };
         if (typeof opts.onResult === "function") {
-          opts.onResult(result);
+          opts.onResult(result2);
         }
         if (isMatch === false) {
-          result.isMatch = false;
-          return returnObject ? result : false;
+          result2.isMatch = false;
+          return returnObject ? result2 : false;
         }
         if (isIgnored(input2)) {
           if (typeof opts.onIgnore === "function") {
-            opts.onIgnore(result);
+            opts.onIgnore(result2);
           }
-          result.isMatch = false;
-          return returnObject ? result : false;
+          result2.isMatch = false;
+          return returnObject ? result2 : false;
         }
         if (typeof opts.onMatch === "function") {
-          opts.onMatch(result);
+          opts.onMatch(result2);
         }
-        return returnObject ? result : true;
+        return returnObject ? result2 : true;
       };
       if (returnState) {
         matcher.state = state;
@@ -12702,8 +12205,249 @@ var require_picomatch2 = __commonJS({
   }
 });
 
+// node_modules/isexe/windows.js
+var require_windows = __commonJS({
+  "node_modules/isexe/windows.js"(exports, module) {
+    module.exports = isexe;
+    isexe.sync = sync;
+    var fs = __require("fs");
+    function checkPathExt(path74, options) {
+      var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
+      if (!pathext) {
+        return true;
+      }
+      pathext = pathext.split(";");
+      if (pathext.indexOf("") !== -1) {
+        return true;
+      }
+      for (var i2 = 0; i2 < pathext.length; i2++) {
+        var p = pathext[i2].toLowerCase();
+        if (p && path74.substr(-p.length).toLowerCase() === p) {
+          return true;
+        }
+      }
+      return false;
+    }
+    function checkStat(stat, path74, options) {
+      if (!stat.isSymbolicLink() && !stat.isFile()) {
+        return false;
+      }
+      return checkPathExt(path74, options);
+    }
+    function isexe(path74, options, cb) {
+      fs.stat(path74, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path74, options));
+      });
+    }
+    function sync(path74, options) {
+      return checkStat(fs.statSync(path74), path74, options);
+    }
+  }
+});
+
+// node_modules/isexe/mode.js
+var require_mode = __commonJS({
+  "node_modules/isexe/mode.js"(exports, module) {
+    module.exports = isexe;
+    isexe.sync = sync;
+    var fs = __require("fs");
+    function isexe(path74, options, cb) {
+      fs.stat(path74, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, options));
+      });
+    }
+    function sync(path74, options) {
+      return checkStat(fs.statSync(path74), options);
+    }
+    function checkStat(stat, options) {
+      return stat.isFile() && checkMode(stat, options);
+    }
+    function checkMode(stat, options) {
+      var mod = stat.mode;
+      var uid = stat.uid;
+      var gid = stat.gid;
+      var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
+      var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
+      var u2 = parseInt("100", 8);
+      var g2 = parseInt("010", 8);
+      var o2 = parseInt("001", 8);
+      var ug = u2 | g2;
+      var ret = mod & o2 || mod & g2 && gid === myGid || mod & u2 && uid === myUid || mod & ug && myUid === 0;
+      return ret;
+    }
+  }
+});
+
+// node_modules/isexe/index.js
+var require_isexe = __commonJS({
+  "node_modules/isexe/index.js"(exports, module) {
+    var fs = __require("fs");
+    var core;
+    if (process.platform === "win32" || global.TESTING_WINDOWS) {
+      core = require_windows();
+    } else {
+      core = require_mode();
+    }
+    module.exports = isexe;
+    isexe.sync = sync;
+    function isexe(path74, options, cb) {
+      if (typeof options === "function") {
+        cb = options;
+        options = {};
+      }
+      if (!cb) {
+        if (typeof Promise !== "function") {
+          throw new TypeError("callback not provided");
+        }
+        return new Promise(function(resolve, reject) {
+          isexe(path74, options || {}, function(er, is) {
+            if (er) {
+              reject(er);
+            } else {
+              resolve(is);
+            }
+          });
+        });
+      }
+      core(path74, options || {}, function(er, is) {
+        if (er) {
+          if (er.code === "EACCES" || options && options.ignoreErrors) {
+            er = null;
+            is = false;
+          }
+        }
+        cb(er, is);
+      });
+    }
+    function sync(path74, options) {
+      try {
+        return core.sync(path74, options || {});
+      } catch (er) {
+        if (options && options.ignoreErrors || er.code === "EACCES") {
+          return false;
+        } else {
+          throw er;
+        }
+      }
+    }
+  }
+});
+
+// node_modules/which/which.js
+var require_which = __commonJS({
+  "node_modules/which/which.js"(exports, module) {
+    var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
+    var path74 = __require("path");
+    var COLON = isWindows ? ";" : ":";
+    var isexe = require_isexe();
+    var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
+    var getPathInfo = (cmd, opt) => {
+      const colon = opt.colon || COLON;
+      const pathEnv = cmd.match(/\//) || isWindows && cmd.match(/\\/) ? [""] : [
+        // windows always checks the cwd first
+        ...isWindows ? [process.cwd()] : [],
+        ...(opt.path || process.env.PATH || /* istanbul ignore next: very unusual */
+        "").split(colon)
+      ];
+      const pathExtExe = isWindows ? opt.pathExt || process.env.PATHEXT || ".EXE;.CMD;.BAT;.COM" : "";
+      const pathExt = isWindows ? pathExtExe.split(colon) : [""];
+      if (isWindows) {
+        if (cmd.indexOf(".") !== -1 && pathExt[0] !== "")
+          pathExt.unshift("");
+      }
+      return {
+        pathEnv,
+        pathExt,
+        pathExtExe
+      };
+    };
+    var which = (cmd, opt, cb) => {
+      if (typeof opt === "function") {
+        cb = opt;
+        opt = {};
+      }
+      if (!opt)
+        opt = {};
+      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
+      const found = [];
+      const step = (i2) => new Promise((resolve, reject) => {
+        if (i2 === pathEnv.length)
+          return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
+        const ppRaw = pathEnv[i2];
+        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
+        const pCmd = path74.join(pathPart, cmd);
+        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
+        resolve(subStep(p, i2, 0));
+      });
+      const subStep = (p, i2, ii) => new Promise((resolve, reject) => {
+        if (ii === pathExt.length)
+          return resolve(step(i2 + 1));
+        const ext = pathExt[ii];
+        isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
+          if (!er && is) {
+            if (opt.all)
+              found.push(p + ext);
+            else
+              return resolve(p + ext);
+          }
+          return resolve(subStep(p, i2, ii + 1));
+        });
+      });
+      return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
+    };
+    var whichSync = (cmd, opt) => {
+      opt = opt || {};
+      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
+      const found = [];
+      for (let i2 = 0; i2 < pathEnv.length; i2++) {
+        const ppRaw = pathEnv[i2];
+        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
+        const pCmd = path74.join(pathPart, cmd);
+        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
+        for (let j = 0; j < pathExt.length; j++) {
+          const cur = p + pathExt[j];
+          try {
+            const is = isexe.sync(cur, { pathExt: pathExtExe });
+            if (is) {
+              if (opt.all)
+                found.push(cur);
+              else
+                return cur;
+            }
+          } catch (ex) {
+          }
+        }
+      }
+      if (opt.all && found.length)
+        return found;
+      if (opt.nothrow)
+        return null;
+      throw getNotFoundError(cmd);
+    };
+    module.exports = which;
+    which.sync = whichSync;
+  }
+});
+
+// node_modules/path-key/index.js
+var require_path_key = __commonJS({
+  "node_modules/path-key/index.js"(exports, module) {
+    "use strict";
+    var pathKey2 = (options = {}) => {
+      const environment = options.env || process.env;
+      const platform2 = options.platform || process.platform;
+      if (platform2 !== "win32") {
+        return "PATH";
+      }
+      return Object.keys(environment).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
+    };
+    module.exports = pathKey2;
+    module.exports.default = pathKey2;
+  }
+});
+
 // node_modules/cross-spawn/lib/util/resolveCommand.js
-var require_resolveCommand2 = __commonJS({
+var require_resolveCommand = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
     var path74 = __require("path");
@@ -12749,7 +12493,7 @@ var require_resolveCommand2 = __commonJS({
 });
 
 // node_modules/cross-spawn/lib/util/escape.js
-var require_escape2 = __commonJS({
+var require_escape = __commonJS({
   "node_modules/cross-spawn/lib/util/escape.js"(exports, module) {
     "use strict";
     var metaCharsRegExp = /([()\][!^"`<>&|;, *?])/g;
@@ -12806,8 +12550,36 @@ var require_escape2 = __commonJS({
   }
 });
 
+// node_modules/shebang-regex/index.js
+var require_shebang_regex = __commonJS({
+  "node_modules/shebang-regex/index.js"(exports, module) {
+    "use strict";
+    module.exports = /^#!(.*)/;
+  }
+});
+
+// node_modules/shebang-command/index.js
+var require_shebang_command = __commonJS({
+  "node_modules/shebang-command/index.js"(exports, module) {
+    "use strict";
+    var shebangRegex = require_shebang_regex();
+    module.exports = (string4 = "") => {
+      const match = string4.match(shebangRegex);
+      if (!match) {
+        return null;
+      }
+      const [path74, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path74.split("/").pop();
+      if (binary === "env") {
+        return argument;
+      }
+      return argument ? `${binary} ${argument}` : binary;
+    };
+  }
+});
+
 // node_modules/cross-spawn/lib/util/readShebang.js
-var require_readShebang2 = __commonJS({
+var require_readShebang = __commonJS({
   "node_modules/cross-spawn/lib/util/readShebang.js"(exports, module) {
     "use strict";
     var fs = __require("fs");
@@ -12835,13 +12607,13 @@ var require_readShebang2 = __commonJS({
 });
 
 // node_modules/cross-spawn/lib/parse.js
-var require_parse3 = __commonJS({
+var require_parse2 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
     var path74 = __require("path");
-    var resolveCommand = require_resolveCommand2();
-    var escape2 = require_escape2();
-    var readShebang = require_readShebang2();
+    var resolveCommand = require_resolveCommand();
+    var escape2 = require_escape();
+    var readShebang = require_readShebang();
     var isWin = process.platform === "win32";
     var isExecutableRegExp = /\.(?:com|exe)$/i;
     var isBatchFileRegExp = /\.(?:bat|cmd)$/i;
@@ -12911,7 +12683,7 @@ var require_parse3 = __commonJS({
 });
 
 // node_modules/cross-spawn/lib/enoent.js
-var require_enoent2 = __commonJS({
+var require_enoent = __commonJS({
   "node_modules/cross-spawn/lib/enoent.js"(exports, module) {
     "use strict";
     var isWin = process.platform === "win32";
@@ -12961,12 +12733,12 @@ var require_enoent2 = __commonJS({
 });
 
 // node_modules/cross-spawn/index.js
-var require_cross_spawn2 = __commonJS({
+var require_cross_spawn = __commonJS({
   "node_modules/cross-spawn/index.js"(exports, module) {
     "use strict";
     var cp = __require("child_process");
-    var parse4 = require_parse3();
-    var enoent = require_enoent2();
+    var parse4 = require_parse2();
+    var enoent = require_enoent();
     function spawn10(command, args, options) {
       const parsed = parse4(command, args, options);
       const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
@@ -12975,9 +12747,9 @@ var require_cross_spawn2 = __commonJS({
     }
     function spawnSync4(command, args, options) {
       const parsed = parse4(command, args, options);
-      const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
-      result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
-      return result;
+      const result2 = cp.spawnSync(parsed.command, parsed.args, parsed.options);
+      result2.error = result2.error || enoent.verifyENOENTSync(result2.status, parsed);
+      return result2;
     }
     module.exports = spawn10;
     module.exports.spawn = spawn10;
@@ -13367,11 +13139,11 @@ var require_util2 = __commonJS({
       stdio: ["pipe", "pipe", "ignore"]
     };
     function toInt(value) {
-      let result = parseInt(value, 10);
-      if (isNaN(result)) {
-        result = 0;
+      let result2 = parseInt(value, 10);
+      if (isNaN(result2)) {
+        result2 = 0;
       }
-      return result;
+      return result2;
     }
     function splitByNumber(str3) {
       let numberStarted = false;
@@ -13442,7 +13214,7 @@ var require_util2 = __commonJS({
       property = property.toLowerCase();
       trimmed = trimmed || false;
       lineMatch = lineMatch || false;
-      let result = "";
+      let result2 = "";
       lines.some((line) => {
         let lineLower = line.toLowerCase().replace(/\t/g, "");
         if (trimmed) {
@@ -13452,13 +13224,13 @@ var require_util2 = __commonJS({
           const parts = trimmed ? line.trim().split(separator) : line.split(separator);
           if (parts.length >= 2) {
             parts.shift();
-            result = parts.join(separator).trim();
+            result2 = parts.join(separator).trim();
             return true;
           }
         }
         return false;
       });
-      return result;
+      return result2;
     }
     function decodeEscapeSequence(str3, base2) {
       base2 = base2 || 16;
@@ -13505,7 +13277,7 @@ var require_util2 = __commonJS({
       }
     }
     function parseDateTime(dt, culture) {
-      const result = {
+      const result2 = {
         date: "",
         time: ""
       };
@@ -13518,19 +13290,19 @@ var require_util2 = __commonJS({
           const dtparts = parts[0].split("/");
           if (dtparts.length === 3) {
             if (dtparts[0].length === 4) {
-              result.date = dtparts[0] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[2]).substr(-2);
+              result2.date = dtparts[0] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[2]).substr(-2);
             } else if (dtparts[2].length === 2) {
               if (dateFormat.indexOf("/d/") > -1 || dateFormat.indexOf("/dd/") > -1) {
-                result.date = "20" + dtparts[2] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[0]).substr(-2);
+                result2.date = "20" + dtparts[2] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[0]).substr(-2);
               } else {
-                result.date = "20" + dtparts[2] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[0]).substr(-2);
+                result2.date = "20" + dtparts[2] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[0]).substr(-2);
               }
             } else {
               const isEN = dt.toLowerCase().indexOf("pm") > -1 || dt.toLowerCase().indexOf("p.m.") > -1 || dt.toLowerCase().indexOf("p. m.") > -1 || dt.toLowerCase().indexOf("am") > -1 || dt.toLowerCase().indexOf("a.m.") > -1 || dt.toLowerCase().indexOf("a. m.") > -1;
               if ((isEN || dateFormat.indexOf("/d/") > -1 || dateFormat.indexOf("/dd/") > -1) && dateFormat.indexOf("dd/") !== 0) {
-                result.date = dtparts[2] + "-" + ("0" + dtparts[0]).substr(-2) + "-" + ("0" + dtparts[1]).substr(-2);
+                result2.date = dtparts[2] + "-" + ("0" + dtparts[0]).substr(-2) + "-" + ("0" + dtparts[1]).substr(-2);
               } else {
-                result.date = dtparts[2] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[0]).substr(-2);
+                result2.date = dtparts[2] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[0]).substr(-2);
               }
             }
           }
@@ -13539,37 +13311,37 @@ var require_util2 = __commonJS({
           const dtparts = parts[0].split(".");
           if (dtparts.length === 3) {
             if (dateFormat.indexOf(".d.") > -1 || dateFormat.indexOf(".dd.") > -1) {
-              result.date = dtparts[2] + "-" + ("0" + dtparts[0]).substr(-2) + "-" + ("0" + dtparts[1]).substr(-2);
+              result2.date = dtparts[2] + "-" + ("0" + dtparts[0]).substr(-2) + "-" + ("0" + dtparts[1]).substr(-2);
             } else {
-              result.date = dtparts[2] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[0]).substr(-2);
+              result2.date = dtparts[2] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[0]).substr(-2);
             }
           }
         }
         if (parts[0].indexOf("-") >= 0) {
           const dtparts = parts[0].split("-");
           if (dtparts.length === 3) {
-            result.date = dtparts[0] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[2]).substr(-2);
+            result2.date = dtparts[0] + "-" + ("0" + dtparts[1]).substr(-2) + "-" + ("0" + dtparts[2]).substr(-2);
           }
         }
       }
       if (parts[1]) {
         parts.shift();
         const time3 = parts.join(" ");
-        result.time = parseTime2(time3, pmDesignator);
+        result2.time = parseTime2(time3, pmDesignator);
       }
-      return result;
+      return result2;
     }
     function parseHead(head, rights) {
       let space = rights > 0;
       let count2 = 1;
       let from = 0;
       let to = 0;
-      const result = [];
+      const result2 = [];
       for (let i2 = 0; i2 < head.length; i2++) {
         if (count2 <= rights) {
           if (/\s/.test(head[i2]) && !space) {
             to = i2 - 1;
-            result.push({
+            result2.push({
               from,
               to: to + 1,
               cap: head.substring(from, to + 1)
@@ -13582,7 +13354,7 @@ var require_util2 = __commonJS({
           if (!/\s/.test(head[i2]) && space) {
             to = i2 - 1;
             if (from < to) {
-              result.push({
+              result2.push({
                 from,
                 to,
                 cap: head.substring(from, to)
@@ -13595,23 +13367,23 @@ var require_util2 = __commonJS({
         }
       }
       to = 5e3;
-      result.push({
+      result2.push({
         from,
         to,
         cap: head.substring(from, to)
       });
-      let len = result.length;
+      let len = result2.length;
       for (let i2 = 0; i2 < len; i2++) {
-        if (result[i2].cap.replace(/\s/g, "").length === 0) {
+        if (result2[i2].cap.replace(/\s/g, "").length === 0) {
           if (i2 + 1 < len) {
-            result[i2].to = result[i2 + 1].to;
-            result[i2].cap = result[i2].cap + result[i2 + 1].cap;
-            result.splice(i2 + 1, 1);
+            result2[i2].to = result2[i2 + 1].to;
+            result2[i2].cap = result2[i2].cap + result2[i2 + 1].cap;
+            result2.splice(i2 + 1, 1);
             len = len - 1;
           }
         }
       }
-      return result;
+      return result2;
     }
     function findObjectByKey(array2, key, value) {
       for (let i2 = 0; i2 < array2.length; i2++) {
@@ -13635,13 +13407,13 @@ var require_util2 = __commonJS({
       return _windows ? vboxPath ? `"${vboxPath}\\VBoxManage.exe"` : "VBoxManage.exe" : "vboxmanage";
     }
     function powerShellProceedResults(data) {
-      let id2 = "";
+      let id3 = "";
       let parts;
       let res = "";
       if (data.indexOf(_psCmdStart) >= 0) {
         parts = data.split(_psCmdStart);
         const parts2 = parts[1].split(_psIdSeperator);
-        id2 = parts2[0];
+        id3 = parts2[0];
         if (parts2.length > 1) {
           data = parts2.slice(1).join(_psIdSeperator);
         }
@@ -13652,7 +13424,7 @@ var require_util2 = __commonJS({
       }
       let remove = -1;
       for (let i2 = 0; i2 < _psCmds.length; i2++) {
-        if (_psCmds[i2].id === id2) {
+        if (_psCmds[i2].id === id3) {
           remove = i2;
           _psCmds[i2].callback(res);
         }
@@ -13713,21 +13485,21 @@ var require_util2 = __commonJS({
     }
     function powerShell(cmd) {
       if (_psPersistent) {
-        const id2 = Math.random().toString(36).substring(2, 12);
+        const id3 = Math.random().toString(36).substring(2, 12);
         return new Promise((resolve) => {
           process.nextTick(() => {
             function callback(data) {
               resolve(data);
             }
             _psCmds.push({
-              id: id2,
+              id: id3,
               cmd,
               callback,
               start: /* @__PURE__ */ new Date()
             });
             try {
               if (_psChild && _psChild.pid) {
-                _psChild.stdin.write(_psToUTF8 + "echo " + _psCmdStart + id2 + _psIdSeperator + "; " + os10.EOL + cmd + os10.EOL + "echo " + _psCmdSeperator + os10.EOL);
+                _psChild.stdin.write(_psToUTF8 + "echo " + _psCmdStart + id3 + _psIdSeperator + "; " + os10.EOL + cmd + os10.EOL + "echo " + _psCmdSeperator + os10.EOL);
               }
             } catch {
               resolve("");
@@ -13735,7 +13507,7 @@ var require_util2 = __commonJS({
           });
         });
       } else {
-        let result = "";
+        let result2 = "";
         return new Promise((resolve) => {
           process.nextTick(() => {
             try {
@@ -13751,24 +13523,24 @@ var require_util2 = __commonJS({
               });
               if (child && !child.pid) {
                 child.on("error", () => {
-                  resolve(result);
+                  resolve(result2);
                 });
               }
               if (child && child.pid) {
                 child.stdout.on("data", (data) => {
-                  result = result + data.toString("utf8");
+                  result2 = result2 + data.toString("utf8");
                 });
                 child.stderr.on("data", () => {
                   child.kill();
-                  resolve(result);
+                  resolve(result2);
                 });
                 child.on("close", () => {
                   child.kill();
-                  resolve(result);
+                  resolve(result2);
                 });
                 child.on("error", () => {
                   child.kill();
-                  resolve(result);
+                  resolve(result2);
                 });
                 if (osVersion[0] < 10) {
                   try {
@@ -13777,21 +13549,21 @@ var require_util2 = __commonJS({
                     child.stdin.end();
                   } catch {
                     child.kill();
-                    resolve(result);
+                    resolve(result2);
                   }
                 }
               } else {
-                resolve(result);
+                resolve(result2);
               }
             } catch {
-              resolve(result);
+              resolve(result2);
             }
           });
         });
       }
     }
     function execSafe(cmd, args, options) {
-      let result = "";
+      let result2 = "";
       options = winCwd(options || {});
       return new Promise((resolve) => {
         process.nextTick(() => {
@@ -13799,26 +13571,26 @@ var require_util2 = __commonJS({
             const child = spawn10(cmd, args, options);
             if (child && !child.pid) {
               child.on("error", () => {
-                resolve(result);
+                resolve(result2);
               });
             }
             if (child && child.pid) {
               child.stdout.on("data", (data) => {
-                result += data.toString();
+                result2 += data.toString();
               });
               child.on("close", () => {
                 child.kill();
-                resolve(result);
+                resolve(result2);
               });
               child.on("error", () => {
                 child.kill();
-                resolve(result);
+                resolve(result2);
               });
             } else {
-              resolve(result);
+              resolve(result2);
             }
           } catch {
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -13904,8 +13676,8 @@ var require_util2 = __commonJS({
       } catch {
         return false;
       }
-      const id2 = getValue(osrelease, "id", "=");
-      return id2 && id2.indexOf("raspbian") > -1;
+      const id3 = getValue(osrelease, "id", "=");
+      return id3 && id3.indexOf("raspbian") > -1;
     }
     function execWin(cmd, opts, callback) {
       if (!callback) {
@@ -13957,16 +13729,16 @@ var require_util2 = __commonJS({
         strict = false;
       }
       const s = str3 || "";
-      let result = "";
+      let result2 = "";
       const l = mathMin(s.length, 2e3);
       for (let i2 = 0; i2 <= l; i2++) {
         if (!(s[i2] === void 0 || s[i2] === ">" || s[i2] === "<" || s[i2] === "*" || s[i2] === "?" || s[i2] === "[" || s[i2] === "]" || s[i2] === "|" || s[i2] === "\u02DA" || s[i2] === "$" || s[i2] === ";" || s[i2] === "&" || s[i2] === "]" || s[i2] === "#" || s[i2] === "%" || s[i2] === "!" || s[i2] === "^" || s[i2] === "\\" || s[i2] === "	" || s[i2] === "\n" || s[i2] === "\r" || s[i2] === "'" || s[i2] === "`" || s[i2] === '"' || // exec() throws synchronously on NUL bytes
         s[i2] === "\0" || // unicode quotes (U+2018-U+201E) and dashes (U+2013-U+2015) are treated as ' " - by PowerShell
         s[i2] >= "\u2018" && s[i2] <= "\u201E" || s[i2] >= "\u2013" && s[i2] <= "\u2015" || s[i2].length > 1 || strict && s[i2] === "(" || strict && s[i2] === ")" || strict && s[i2] === "@" || strict && s[i2] === " " || strict && s[i2] === "{" || strict && s[i2] === ";" || strict && s[i2] === "}")) {
-          result = result + s[i2];
+          result2 = result2 + s[i2];
         }
       }
-      return result;
+      return result2;
     }
     function sanitizeContainerID(str3) {
       const s = String(str3 || "").substring(0, 2e3).replace(/[^a-zA-Z0-9_.,*-]/g, "");
@@ -14053,15 +13825,15 @@ var require_util2 = __commonJS({
       if (typeof strict === "undefined") {
         strict = false;
       }
-      let result = "";
+      let result2 = "";
       const s = isPrototypePolluted() ? "---" : sanitizeShellString(str3, strict);
       const l = mathMin(s.length, 2e3);
       for (let i2 = 0; i2 <= l; i2++) {
         if (s[i2] !== void 0) {
-          result = result + s[i2];
+          result2 = result2 + s[i2];
         }
       }
-      return result;
+      return result2;
     }
     function hex2bin(hex4) {
       return ("00000000" + parseInt(hex4, 16).toString(2)).substr(-8);
@@ -14264,9 +14036,9 @@ var require_util2 = __commonJS({
       const revisionCode = getValue(lines, "revision", ":", true);
       const model = getValue(lines, "model:", ":", true);
       const serial = getValue(lines, "serial", ":", true);
-      let result = {};
+      let result2 = {};
       if ({}.hasOwnProperty.call(oldRevisionCodes, revisionCode)) {
-        result = {
+        result2 = {
           model,
           serial,
           revisionCode,
@@ -14282,7 +14054,7 @@ var require_util2 = __commonJS({
         const manufacturer = manufacturerList[parseInt(revision.substr(3, 1), 10)];
         const processor = processorList[parseInt(revision.substr(4, 1), 10)];
         const typeCode = revision.substr(5, 2);
-        result = {
+        result2 = {
           model,
           serial,
           revisionCode,
@@ -14293,7 +14065,7 @@ var require_util2 = __commonJS({
           revision: "1." + revision.substr(7, 1)
         };
       }
-      return result;
+      return result2;
     }
     function getRpiGpu(cpuinfo) {
       if (_rpi_cpuinfo === null && cpuinfo !== void 0) {
@@ -14321,8 +14093,8 @@ var require_util2 = __commonJS({
       const resolvingPromises = promises.map(
         (promise2) => new Promise((resolve) => {
           const payload = new Array(2);
-          promise2.then((result) => {
-            payload[0] = result;
+          promise2.then((result2) => {
+            payload[0] = result2;
           }).catch((error46) => {
             payload[1] = error46;
           }).then(() => {
@@ -14375,15 +14147,15 @@ var require_util2 = __commonJS({
       };
     }
     function linuxVersion() {
-      let result = "";
+      let result2 = "";
       if (_linux) {
         try {
-          result = execSync("uname -v", execOptsLinux).toString();
+          result2 = execSync("uname -v", execOptsLinux).toString();
         } catch {
-          result = "";
+          result2 = "";
         }
       }
-      return result;
+      return result2;
     }
     function plistParser(xmlStr) {
       const tags = ["array", "dict", "key", "string", "integer", "date", "real", "data", "boolean", "arrayEmpty"];
@@ -15900,11 +15672,11 @@ var require_util2 = __commonJS({
       };
     }
     function checkWebsite(url2, timeout = 5e3) {
-      const http4 = url2.startsWith("https:") || url2.indexOf(":443/") > 0 || url2.indexOf(":8443/") > 0 ? __require("https") : __require("http");
+      const http5 = url2.startsWith("https:") || url2.indexOf(":443/") > 0 || url2.indexOf(":8443/") > 0 ? __require("https") : __require("http");
       const t2 = Date.now();
       return new Promise((resolve) => {
         try {
-          const request = http4.get(url2, (res) => {
+          const request = http5.get(url2, (res) => {
             res.on("data", () => {
             });
             res.on("end", () => {
@@ -15945,8 +15717,8 @@ var require_util2 = __commonJS({
       return str3.replace(/To Be Filled By O.E.M./g, "");
     }
     function grep(str3, pattern) {
-      const result = str3.split("\n").filter((line) => line.includes(pattern)).join("\n");
-      return result;
+      const result2 = str3.split("\n").filter((line) => line.includes(pattern)).join("\n");
+      return result2;
     }
     function noop6() {
     }
@@ -16039,7 +15811,7 @@ var require_system = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             manufacturer: "",
             model: "Computer",
             version: "",
@@ -16051,12 +15823,12 @@ var require_system = __commonJS({
           if (_linux || _freebsd || _openbsd || _netbsd) {
             exec("export LC_ALL=C; dmidecode -t system 2>/dev/null; unset LC_ALL", (error46, stdout) => {
               let lines = stdout.toString().split("\n");
-              result.manufacturer = cleanDefaults(util2.getValue(lines, "manufacturer"));
-              result.model = cleanDefaults(util2.getValue(lines, "product name"));
-              result.version = cleanDefaults(util2.getValue(lines, "version"));
-              result.serial = cleanDefaults(util2.getValue(lines, "serial number"));
-              result.uuid = cleanDefaults(util2.getValue(lines, "uuid")).toLowerCase();
-              result.sku = cleanDefaults(util2.getValue(lines, "sku number"));
+              result2.manufacturer = cleanDefaults(util2.getValue(lines, "manufacturer"));
+              result2.model = cleanDefaults(util2.getValue(lines, "product name"));
+              result2.version = cleanDefaults(util2.getValue(lines, "version"));
+              result2.serial = cleanDefaults(util2.getValue(lines, "serial number"));
+              result2.uuid = cleanDefaults(util2.getValue(lines, "uuid")).toLowerCase();
+              result2.sku = cleanDefaults(util2.getValue(lines, "sku number"));
               const cmd = `echo -n "product_name: "; cat /sys/devices/virtual/dmi/id/product_name 2>/dev/null; echo;
             echo -n "product_serial: "; cat /sys/devices/virtual/dmi/id/product_serial 2>/dev/null; echo;
             echo -n "product_uuid: "; cat /sys/devices/virtual/dmi/id/product_uuid 2>/dev/null; echo;
@@ -16064,67 +15836,67 @@ var require_system = __commonJS({
             echo -n "sys_vendor: "; cat /sys/devices/virtual/dmi/id/sys_vendor 2>/dev/null; echo;`;
               try {
                 lines = execSync(cmd, util2.execOptsLinux).toString().split("\n");
-                result.manufacturer = cleanDefaults(result.manufacturer === "" ? util2.getValue(lines, "sys_vendor") : result.manufacturer);
-                result.model = cleanDefaults(result.model === "" ? util2.getValue(lines, "product_name") : result.model);
-                result.version = cleanDefaults(result.version === "" ? util2.getValue(lines, "product_version") : result.version);
-                result.serial = cleanDefaults(result.serial === "" ? util2.getValue(lines, "product_serial") : result.serial);
-                result.uuid = cleanDefaults(result.uuid === "" ? util2.getValue(lines, "product_uuid").toLowerCase() : result.uuid);
+                result2.manufacturer = cleanDefaults(result2.manufacturer === "" ? util2.getValue(lines, "sys_vendor") : result2.manufacturer);
+                result2.model = cleanDefaults(result2.model === "" ? util2.getValue(lines, "product_name") : result2.model);
+                result2.version = cleanDefaults(result2.version === "" ? util2.getValue(lines, "product_version") : result2.version);
+                result2.serial = cleanDefaults(result2.serial === "" ? util2.getValue(lines, "product_serial") : result2.serial);
+                result2.uuid = cleanDefaults(result2.uuid === "" ? util2.getValue(lines, "product_uuid").toLowerCase() : result2.uuid);
               } catch {
                 util2.noop();
               }
-              if (!result.serial) {
-                result.serial = "-";
+              if (!result2.serial) {
+                result2.serial = "-";
               }
-              if (!result.manufacturer) {
-                result.manufacturer = "";
+              if (!result2.manufacturer) {
+                result2.manufacturer = "";
               }
-              if (!result.model) {
-                result.model = "Computer";
+              if (!result2.model) {
+                result2.model = "Computer";
               }
-              if (!result.version) {
-                result.version = "";
+              if (!result2.version) {
+                result2.version = "";
               }
-              if (!result.sku) {
-                result.sku = "-";
+              if (!result2.sku) {
+                result2.sku = "-";
               }
-              if (result.model.toLowerCase() === "virtualbox" || result.model.toLowerCase() === "kvm" || result.model.toLowerCase() === "virtual machine" || result.model.toLowerCase() === "bochs" || result.model.toLowerCase().startsWith("vmware") || result.model.toLowerCase().startsWith("droplet")) {
-                result.virtual = true;
-                switch (result.model.toLowerCase()) {
+              if (result2.model.toLowerCase() === "virtualbox" || result2.model.toLowerCase() === "kvm" || result2.model.toLowerCase() === "virtual machine" || result2.model.toLowerCase() === "bochs" || result2.model.toLowerCase().startsWith("vmware") || result2.model.toLowerCase().startsWith("droplet")) {
+                result2.virtual = true;
+                switch (result2.model.toLowerCase()) {
                   case "virtualbox":
-                    result.virtualHost = "VirtualBox";
+                    result2.virtualHost = "VirtualBox";
                     break;
                   case "vmware":
-                    result.virtualHost = "VMware";
+                    result2.virtualHost = "VMware";
                     break;
                   case "kvm":
-                    result.virtualHost = "KVM";
+                    result2.virtualHost = "KVM";
                     break;
                   case "bochs":
-                    result.virtualHost = "bochs";
+                    result2.virtualHost = "bochs";
                     break;
                 }
               }
-              if (result.manufacturer.toLowerCase().startsWith("vmware") || result.manufacturer.toLowerCase() === "xen") {
-                result.virtual = true;
-                switch (result.manufacturer.toLowerCase()) {
+              if (result2.manufacturer.toLowerCase().startsWith("vmware") || result2.manufacturer.toLowerCase() === "xen") {
+                result2.virtual = true;
+                switch (result2.manufacturer.toLowerCase()) {
                   case "vmware":
-                    result.virtualHost = "VMware";
+                    result2.virtualHost = "VMware";
                     break;
                   case "xen":
-                    result.virtualHost = "Xen";
+                    result2.virtualHost = "Xen";
                     break;
                 }
               }
-              if (!result.virtual) {
+              if (!result2.virtual) {
                 try {
                   const disksById = execSync("ls -1 /dev/disk/by-id/ 2>/dev/null; pciconf -lv 2>/dev/null || true", util2.execOptsLinux).toString();
                   if (disksById.indexOf("_QEMU_") >= 0 || disksById.indexOf("QEMU ") >= 0) {
-                    result.virtual = true;
-                    result.virtualHost = "QEMU";
+                    result2.virtual = true;
+                    result2.virtualHost = "QEMU";
                   }
                   if (disksById.indexOf("_VBOX_") >= 0) {
-                    result.virtual = true;
-                    result.virtualHost = "VirtualBox";
+                    result2.virtual = true;
+                    result2.virtualHost = "VirtualBox";
                   }
                 } catch {
                   util2.noop();
@@ -16133,43 +15905,43 @@ var require_system = __commonJS({
               if (_freebsd || _openbsd || _netbsd) {
                 try {
                   const lines2 = execSync("sysctl -i kern.hostuuid kern.hostid hw.model", util2.execOptsLinux).toString().split("\n");
-                  if (!result.uuid) {
-                    result.uuid = util2.getValue(lines2, "kern.hostuuid", ":").toLowerCase();
+                  if (!result2.uuid) {
+                    result2.uuid = util2.getValue(lines2, "kern.hostuuid", ":").toLowerCase();
                   }
-                  if (!result.serial || result.serial === "-") {
-                    result.serial = util2.getValue(lines2, "kern.hostid", ":").toLowerCase();
+                  if (!result2.serial || result2.serial === "-") {
+                    result2.serial = util2.getValue(lines2, "kern.hostid", ":").toLowerCase();
                   }
-                  if (!result.model || result.model === "Computer") {
-                    result.model = util2.getValue(lines2, "hw.model", ":").trim();
+                  if (!result2.model || result2.model === "Computer") {
+                    result2.model = util2.getValue(lines2, "hw.model", ":").trim();
                   }
                 } catch {
                   util2.noop();
                 }
               }
-              if (!result.virtual && (os10.release().toLowerCase().indexOf("microsoft") >= 0 || os10.release().toLowerCase().endsWith("wsl2"))) {
+              if (!result2.virtual && (os10.release().toLowerCase().indexOf("microsoft") >= 0 || os10.release().toLowerCase().endsWith("wsl2"))) {
                 const kernelVersion = parseFloat(os10.release().toLowerCase());
-                result.virtual = true;
-                result.manufacturer = "Microsoft";
-                result.model = "WSL";
-                result.version = kernelVersion < 4.19 ? "1" : "2";
+                result2.virtual = true;
+                result2.manufacturer = "Microsoft";
+                result2.model = "WSL";
+                result2.version = kernelVersion < 4.19 ? "1" : "2";
               }
-              if ((_freebsd || _openbsd || _netbsd) && !result.virtualHost) {
+              if ((_freebsd || _openbsd || _netbsd) && !result2.virtualHost) {
                 try {
                   const procInfo = execSync("dmidecode -t 4", util2.execOptsLinux);
                   const procLines = procInfo.toString().split("\n");
                   const procManufacturer = util2.getValue(procLines, "manufacturer", ":", true);
                   switch (procManufacturer.toLowerCase()) {
                     case "virtualbox":
-                      result.virtualHost = "VirtualBox";
+                      result2.virtualHost = "VirtualBox";
                       break;
                     case "vmware":
-                      result.virtualHost = "VMware";
+                      result2.virtualHost = "VMware";
                       break;
                     case "kvm":
-                      result.virtualHost = "KVM";
+                      result2.virtualHost = "KVM";
                       break;
                     case "bochs":
-                      result.virtualHost = "bochs";
+                      result2.virtualHost = "bochs";
                       break;
                   }
                 } catch {
@@ -16177,46 +15949,46 @@ var require_system = __commonJS({
                 }
               }
               if (fs.existsSync("/.dockerenv") || fs.existsSync("/.dockerinit")) {
-                result.model = "Docker Container";
+                result2.model = "Docker Container";
               }
               try {
                 const stdout2 = execSync('dmesg 2>/dev/null | grep -iE "virtual|hypervisor" | grep -iE "vmware|qemu|kvm|xen" | grep -viE "Nested Virtualization|/virtual/"');
                 const lines2 = stdout2.toString().split("\n");
                 if (lines2.length > 0) {
-                  if (result.model === "Computer") {
-                    result.model = "Virtual machine";
+                  if (result2.model === "Computer") {
+                    result2.model = "Virtual machine";
                   }
-                  result.virtual = true;
-                  if (stdout2.toString().toLowerCase().indexOf("vmware") >= 0 && !result.virtualHost) {
-                    result.virtualHost = "VMware";
+                  result2.virtual = true;
+                  if (stdout2.toString().toLowerCase().indexOf("vmware") >= 0 && !result2.virtualHost) {
+                    result2.virtualHost = "VMware";
                   }
-                  if (stdout2.toString().toLowerCase().indexOf("qemu") >= 0 && !result.virtualHost) {
-                    result.virtualHost = "QEMU";
+                  if (stdout2.toString().toLowerCase().indexOf("qemu") >= 0 && !result2.virtualHost) {
+                    result2.virtualHost = "QEMU";
                   }
-                  if (stdout2.toString().toLowerCase().indexOf("xen") >= 0 && !result.virtualHost) {
-                    result.virtualHost = "Xen";
+                  if (stdout2.toString().toLowerCase().indexOf("xen") >= 0 && !result2.virtualHost) {
+                    result2.virtualHost = "Xen";
                   }
-                  if (stdout2.toString().toLowerCase().indexOf("kvm") >= 0 && !result.virtualHost) {
-                    result.virtualHost = "KVM";
+                  if (stdout2.toString().toLowerCase().indexOf("kvm") >= 0 && !result2.virtualHost) {
+                    result2.virtualHost = "KVM";
                   }
                 }
               } catch {
                 util2.noop();
               }
-              if (result.manufacturer === "" && result.model === "Computer" && result.version === "") {
+              if (result2.manufacturer === "" && result2.model === "Computer" && result2.version === "") {
                 fs.readFile("/proc/cpuinfo", (error47, stdout2) => {
                   if (!error47) {
                     let lines2 = stdout2.toString().split("\n");
-                    result.model = util2.getValue(lines2, "hardware", ":", true).toUpperCase();
-                    result.version = util2.getValue(lines2, "revision", ":", true).toLowerCase();
-                    result.serial = util2.getValue(lines2, "serial", ":", true);
+                    result2.model = util2.getValue(lines2, "hardware", ":", true).toUpperCase();
+                    result2.version = util2.getValue(lines2, "revision", ":", true).toLowerCase();
+                    result2.serial = util2.getValue(lines2, "serial", ":", true);
                     const model = util2.getValue(lines2, "model:", ":", true);
                     if (util2.isRaspberry(lines2)) {
                       const rPIRevision = util2.decodePiCpuinfo(lines2);
-                      result.model = rPIRevision.model;
-                      result.version = rPIRevision.revisionCode;
-                      result.manufacturer = "Raspberry Pi Foundation";
-                      result.raspberry = {
+                      result2.model = rPIRevision.model;
+                      result2.version = rPIRevision.revisionCode;
+                      result2.manufacturer = "Raspberry Pi Foundation";
+                      result2.raspberry = {
                         manufacturer: rPIRevision.manufacturer,
                         processor: rPIRevision.processor,
                         type: rPIRevision.type,
@@ -16225,15 +15997,15 @@ var require_system = __commonJS({
                     }
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             });
           }
@@ -16242,134 +16014,134 @@ var require_system = __commonJS({
               if (!error46) {
                 const lines = stdout.toString().replace(/[<>"]/g, "").split("\n");
                 const model = util2.getAppleModel(util2.getValue(lines, "model", "=", true));
-                result.manufacturer = util2.getValue(lines, "manufacturer", "=", true);
-                result.model = model.key;
-                result.type = macOsChassisType(model.version);
-                result.version = model.version;
-                result.serial = util2.getValue(lines, "ioplatformserialnumber", "=", true);
-                result.uuid = util2.getValue(lines, "ioplatformuuid", "=", true).toLowerCase();
-                result.sku = util2.getValue(lines, "board-id", "=", true) || util2.getValue(lines, "target-sub-type", "=", true);
+                result2.manufacturer = util2.getValue(lines, "manufacturer", "=", true);
+                result2.model = model.key;
+                result2.type = macOsChassisType(model.version);
+                result2.version = model.version;
+                result2.serial = util2.getValue(lines, "ioplatformserialnumber", "=", true);
+                result2.uuid = util2.getValue(lines, "ioplatformuuid", "=", true).toLowerCase();
+                result2.sku = util2.getValue(lines, "board-id", "=", true) || util2.getValue(lines, "target-sub-type", "=", true);
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_windows) {
             try {
               util2.powerShell("Get-CimInstance Win32_ComputerSystemProduct | select Name,Vendor,Version,IdentifyingNumber,UUID | fl").then((stdout, error46) => {
                 if (!error46) {
                   const lines = stdout.split("\r\n");
-                  result.manufacturer = util2.getValue(lines, "vendor", ":");
-                  result.model = util2.getValue(lines, "name", ":");
-                  result.version = util2.getValue(lines, "version", ":");
-                  result.serial = util2.getValue(lines, "identifyingnumber", ":");
-                  result.uuid = util2.getValue(lines, "uuid", ":").toLowerCase();
-                  const model = result.model.toLowerCase();
+                  result2.manufacturer = util2.getValue(lines, "vendor", ":");
+                  result2.model = util2.getValue(lines, "name", ":");
+                  result2.version = util2.getValue(lines, "version", ":");
+                  result2.serial = util2.getValue(lines, "identifyingnumber", ":");
+                  result2.uuid = util2.getValue(lines, "uuid", ":").toLowerCase();
+                  const model = result2.model.toLowerCase();
                   if (model === "virtualbox" || model === "kvm" || model === "virtual machine" || model === "bochs" || model.startsWith("vmware") || model.startsWith("qemu") || model.startsWith("parallels")) {
-                    result.virtual = true;
+                    result2.virtual = true;
                     if (model.startsWith("virtualbox")) {
-                      result.virtualHost = "VirtualBox";
+                      result2.virtualHost = "VirtualBox";
                     }
                     if (model.startsWith("vmware")) {
-                      result.virtualHost = "VMware";
+                      result2.virtualHost = "VMware";
                     }
                     if (model.startsWith("kvm")) {
-                      result.virtualHost = "KVM";
+                      result2.virtualHost = "KVM";
                     }
                     if (model.startsWith("bochs")) {
-                      result.virtualHost = "bochs";
+                      result2.virtualHost = "bochs";
                     }
                     if (model.startsWith("qemu")) {
-                      result.virtualHost = "KVM";
+                      result2.virtualHost = "KVM";
                     }
                     if (model.startsWith("parallels")) {
-                      result.virtualHost = "Parallels";
+                      result2.virtualHost = "Parallels";
                     }
                   }
-                  const manufacturer = result.manufacturer.toLowerCase();
+                  const manufacturer = result2.manufacturer.toLowerCase();
                   if (manufacturer.startsWith("vmware") || manufacturer.startsWith("qemu") || manufacturer === "xen" || manufacturer.startsWith("parallels")) {
-                    result.virtual = true;
+                    result2.virtual = true;
                     if (manufacturer.startsWith("vmware")) {
-                      result.virtualHost = "VMware";
+                      result2.virtualHost = "VMware";
                     }
                     if (manufacturer.startsWith("xen")) {
-                      result.virtualHost = "Xen";
+                      result2.virtualHost = "Xen";
                     }
                     if (manufacturer.startsWith("qemu")) {
-                      result.virtualHost = "KVM";
+                      result2.virtualHost = "KVM";
                     }
                     if (manufacturer.startsWith("parallels")) {
-                      result.virtualHost = "Parallels";
+                      result2.virtualHost = "Parallels";
                     }
                   }
                   util2.powerShell('Get-CimInstance MS_Systeminformation -Namespace "root/wmi" | select systemsku | fl ').then((stdout2, error47) => {
                     if (!error47) {
                       const lines2 = stdout2.split("\r\n");
-                      result.sku = util2.getValue(lines2, "systemsku", ":");
+                      result2.sku = util2.getValue(lines2, "systemsku", ":");
                     }
-                    if (!result.virtual) {
+                    if (!result2.virtual) {
                       util2.powerShell("Get-CimInstance Win32_bios | select Version, SerialNumber, SMBIOSBIOSVersion").then((stdout3, error48) => {
                         if (!error48) {
                           let lines2 = stdout3.toString();
                           if (lines2.indexOf("VRTUAL") >= 0 || lines2.indexOf("A M I ") >= 0 || lines2.indexOf("VirtualBox") >= 0 || lines2.indexOf("VMWare") >= 0 || lines2.indexOf("Xen") >= 0 || lines2.indexOf("Parallels") >= 0) {
-                            result.virtual = true;
-                            if (lines2.indexOf("VirtualBox") >= 0 && !result.virtualHost) {
-                              result.virtualHost = "VirtualBox";
+                            result2.virtual = true;
+                            if (lines2.indexOf("VirtualBox") >= 0 && !result2.virtualHost) {
+                              result2.virtualHost = "VirtualBox";
                             }
-                            if (lines2.indexOf("VMware") >= 0 && !result.virtualHost) {
-                              result.virtualHost = "VMware";
+                            if (lines2.indexOf("VMware") >= 0 && !result2.virtualHost) {
+                              result2.virtualHost = "VMware";
                             }
-                            if (lines2.indexOf("Xen") >= 0 && !result.virtualHost) {
-                              result.virtualHost = "Xen";
+                            if (lines2.indexOf("Xen") >= 0 && !result2.virtualHost) {
+                              result2.virtualHost = "Xen";
                             }
-                            if (lines2.indexOf("VRTUAL") >= 0 && !result.virtualHost) {
-                              result.virtualHost = "Hyper-V";
+                            if (lines2.indexOf("VRTUAL") >= 0 && !result2.virtualHost) {
+                              result2.virtualHost = "Hyper-V";
                             }
-                            if (lines2.indexOf("A M I") >= 0 && !result.virtualHost) {
-                              result.virtualHost = "Virtual PC";
+                            if (lines2.indexOf("A M I") >= 0 && !result2.virtualHost) {
+                              result2.virtualHost = "Virtual PC";
                             }
-                            if (lines2.indexOf("Parallels") >= 0 && !result.virtualHost) {
-                              result.virtualHost = "Parallels";
+                            if (lines2.indexOf("Parallels") >= 0 && !result2.virtualHost) {
+                              result2.virtualHost = "Parallels";
                             }
                           }
                           if (callback) {
-                            callback(result);
+                            callback(result2);
                           }
-                          resolve(result);
+                          resolve(result2);
                         } else {
                           if (callback) {
-                            callback(result);
+                            callback(result2);
                           }
-                          resolve(result);
+                          resolve(result2);
                         }
                       });
                     } else {
                       if (callback) {
-                        callback(result);
+                        callback(result2);
                       }
-                      resolve(result);
+                      resolve(result2);
                     }
                   });
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -16387,7 +16159,7 @@ var require_system = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             vendor: "",
             version: "",
             releaseDate: "",
@@ -16402,15 +16174,15 @@ var require_system = __commonJS({
             }
             exec(cmd, (error46, stdout) => {
               let lines = stdout.toString().split("\n");
-              result.vendor = util2.getValue(lines, "Vendor");
-              result.version = util2.getValue(lines, "Version");
+              result2.vendor = util2.getValue(lines, "Vendor");
+              result2.version = util2.getValue(lines, "Version");
               let datetime3 = util2.getValue(lines, "Release Date");
-              result.releaseDate = util2.parseDateTime(datetime3).date;
-              result.revision = util2.getValue(lines, "BIOS Revision");
-              result.serial = util2.getValue(lines, "SerialNumber");
+              result2.releaseDate = util2.parseDateTime(datetime3).date;
+              result2.revision = util2.getValue(lines, "BIOS Revision");
+              result2.serial = util2.getValue(lines, "SerialNumber");
               let language = util2.getValue(lines, "Currently Installed Language").split("|")[0];
               if (language) {
-                result.language = language;
+                result2.language = language;
               }
               if (lines.length && stdout.toString().indexOf("Characteristics:") >= 0) {
                 const features = [];
@@ -16420,51 +16192,51 @@ var require_system = __commonJS({
                     features.push(feature);
                   }
                 });
-                result.features = features;
+                result2.features = features;
               }
               const cmd2 = `echo -n "bios_date: "; cat /sys/devices/virtual/dmi/id/bios_date 2>/dev/null; echo;
             echo -n "bios_vendor: "; cat /sys/devices/virtual/dmi/id/bios_vendor 2>/dev/null; echo;
             echo -n "bios_version: "; cat /sys/devices/virtual/dmi/id/bios_version 2>/dev/null; echo;`;
               try {
                 lines = execSync(cmd2, util2.execOptsLinux).toString().split("\n");
-                result.vendor = !result.vendor ? util2.getValue(lines, "bios_vendor") : result.vendor;
-                result.version = !result.version ? util2.getValue(lines, "bios_version") : result.version;
+                result2.vendor = !result2.vendor ? util2.getValue(lines, "bios_vendor") : result2.vendor;
+                result2.version = !result2.version ? util2.getValue(lines, "bios_version") : result2.version;
                 datetime3 = util2.getValue(lines, "bios_date");
-                result.releaseDate = !result.releaseDate ? util2.parseDateTime(datetime3).date : result.releaseDate;
+                result2.releaseDate = !result2.releaseDate ? util2.parseDateTime(datetime3).date : result2.releaseDate;
               } catch (e) {
                 util2.noop();
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_darwin) {
-            result.vendor = "Apple Inc.";
+            result2.vendor = "Apple Inc.";
             exec("system_profiler SPHardwareDataType -json", (error46, stdout) => {
               try {
                 const hardwareData = JSON.parse(stdout.toString());
                 if (hardwareData && hardwareData.SPHardwareDataType && hardwareData.SPHardwareDataType.length) {
                   let bootRomVersion = hardwareData.SPHardwareDataType[0].boot_rom_version;
                   bootRomVersion = bootRomVersion ? bootRomVersion.split("(")[0].trim() : null;
-                  result.version = bootRomVersion;
+                  result2.version = bootRomVersion;
                 }
               } catch (e) {
                 util2.noop();
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
-            result.vendor = "Sun Microsystems";
+            result2.vendor = "Sun Microsystems";
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_windows) {
             try {
@@ -16476,29 +16248,29 @@ var require_system = __commonJS({
                   const description = util2.getValue(lines, "description", ":");
                   const version2 = util2.getValue(lines, "SMBIOSBIOSVersion", ":");
                   if (description.indexOf(" Version ") !== -1) {
-                    result.vendor = description.split(" Version ")[0].trim();
-                    result.version = description.split(" Version ")[1].trim();
+                    result2.vendor = description.split(" Version ")[0].trim();
+                    result2.version = description.split(" Version ")[1].trim();
                   } else if (description.indexOf(" Ver: ") !== -1) {
-                    result.vendor = util2.getValue(lines, "manufacturer", ":");
-                    result.version = description.split(" Ver: ")[1].trim();
+                    result2.vendor = util2.getValue(lines, "manufacturer", ":");
+                    result2.version = description.split(" Ver: ")[1].trim();
                   } else {
-                    result.vendor = util2.getValue(lines, "manufacturer", ":");
-                    result.version = version2 || util2.getValue(lines, "version", ":");
+                    result2.vendor = util2.getValue(lines, "manufacturer", ":");
+                    result2.version = version2 || util2.getValue(lines, "version", ":");
                   }
-                  result.releaseDate = util2.getValue(lines, "releasedate", ":");
-                  result.revision = util2.getValue(lines, "buildnumber", ":");
-                  result.serial = cleanDefaults(util2.getValue(lines, "serialnumber", ":"));
+                  result2.releaseDate = util2.getValue(lines, "releasedate", ":");
+                  result2.revision = util2.getValue(lines, "buildnumber", ":");
+                  result2.serial = cleanDefaults(util2.getValue(lines, "serialnumber", ":"));
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch (e) {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -16509,7 +16281,7 @@ var require_system = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const result = {
+          const result2 = {
             manufacturer: "",
             model: "",
             version: "",
@@ -16530,11 +16302,11 @@ var require_system = __commonJS({
             workload.push(execPromise("export LC_ALL=C; dmidecode -t memory 2>/dev/null"));
             util2.promiseAll(workload).then((data) => {
               let lines = data.results[0] ? data.results[0].toString().split("\n") : [""];
-              result.manufacturer = cleanDefaults(util2.getValue(lines, "Manufacturer"));
-              result.model = cleanDefaults(util2.getValue(lines, "Product Name"));
-              result.version = cleanDefaults(util2.getValue(lines, "Version"));
-              result.serial = cleanDefaults(util2.getValue(lines, "Serial Number"));
-              result.assetTag = cleanDefaults(util2.getValue(lines, "Asset Tag"));
+              result2.manufacturer = cleanDefaults(util2.getValue(lines, "Manufacturer"));
+              result2.model = cleanDefaults(util2.getValue(lines, "Product Name"));
+              result2.version = cleanDefaults(util2.getValue(lines, "Version"));
+              result2.serial = cleanDefaults(util2.getValue(lines, "Serial Number"));
+              result2.assetTag = cleanDefaults(util2.getValue(lines, "Asset Tag"));
               const cmd2 = `echo -n "board_asset_tag: "; cat /sys/devices/virtual/dmi/id/board_asset_tag 2>/dev/null; echo;
             echo -n "board_name: "; cat /sys/devices/virtual/dmi/id/board_name 2>/dev/null; echo;
             echo -n "board_serial: "; cat /sys/devices/virtual/dmi/id/board_serial 2>/dev/null; echo;
@@ -16542,30 +16314,30 @@ var require_system = __commonJS({
             echo -n "board_version: "; cat /sys/devices/virtual/dmi/id/board_version 2>/dev/null; echo;`;
               try {
                 lines = execSync(cmd2, util2.execOptsLinux).toString().split("\n");
-                result.manufacturer = cleanDefaults(!result.manufacturer ? util2.getValue(lines, "board_vendor") : result.manufacturer);
-                result.model = cleanDefaults(!result.model ? util2.getValue(lines, "board_name") : result.model);
-                result.version = cleanDefaults(!result.version ? util2.getValue(lines, "board_version") : result.version);
-                result.serial = cleanDefaults(!result.serial ? util2.getValue(lines, "board_serial") : result.serial);
-                result.assetTag = cleanDefaults(!result.assetTag ? util2.getValue(lines, "board_asset_tag") : result.assetTag);
+                result2.manufacturer = cleanDefaults(!result2.manufacturer ? util2.getValue(lines, "board_vendor") : result2.manufacturer);
+                result2.model = cleanDefaults(!result2.model ? util2.getValue(lines, "board_name") : result2.model);
+                result2.version = cleanDefaults(!result2.version ? util2.getValue(lines, "board_version") : result2.version);
+                result2.serial = cleanDefaults(!result2.serial ? util2.getValue(lines, "board_serial") : result2.serial);
+                result2.assetTag = cleanDefaults(!result2.assetTag ? util2.getValue(lines, "board_asset_tag") : result2.assetTag);
               } catch {
                 util2.noop();
               }
               lines = data.results[1] ? data.results[1].toString().split("\n") : [""];
-              result.memMax = util2.toInt(util2.getValue(lines, "Maximum Capacity")) * 1024 * 1024 * 1024 || null;
-              result.memSlots = util2.toInt(util2.getValue(lines, "Number Of Devices")) || null;
+              result2.memMax = util2.toInt(util2.getValue(lines, "Maximum Capacity")) * 1024 * 1024 * 1024 || null;
+              result2.memSlots = util2.toInt(util2.getValue(lines, "Number Of Devices")) || null;
               if (util2.isRaspberry()) {
                 const rpi = util2.decodePiCpuinfo();
-                result.manufacturer = rpi.manufacturer;
-                result.model = "Raspberry Pi";
-                result.serial = rpi.serial;
-                result.version = rpi.type + " - " + rpi.revision;
-                result.memMax = os10.totalmem();
-                result.memSlots = 0;
+                result2.manufacturer = rpi.manufacturer;
+                result2.model = "Raspberry Pi";
+                result2.serial = rpi.serial;
+                result2.version = rpi.type + " - " + rpi.revision;
+                result2.memMax = os10.totalmem();
+                result2.memSlots = 0;
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_darwin) {
@@ -16574,32 +16346,32 @@ var require_system = __commonJS({
             workload.push(execPromise("system_profiler SPMemoryDataType"));
             util2.promiseAll(workload).then((data) => {
               const lines = data.results[0] ? data.results[0].toString().replace(/[<>"]/g, "").split("\n") : [""];
-              result.manufacturer = util2.getValue(lines, "manufacturer", "=", true);
-              result.model = util2.getValue(lines, "model", "=", true);
-              result.version = util2.getValue(lines, "version", "=", true);
-              result.serial = util2.getValue(lines, "ioplatformserialnumber", "=", true);
-              result.assetTag = util2.getValue(lines, "board-id", "=", true);
+              result2.manufacturer = util2.getValue(lines, "manufacturer", "=", true);
+              result2.model = util2.getValue(lines, "model", "=", true);
+              result2.version = util2.getValue(lines, "version", "=", true);
+              result2.serial = util2.getValue(lines, "ioplatformserialnumber", "=", true);
+              result2.assetTag = util2.getValue(lines, "board-id", "=", true);
               let devices = data.results[1] ? data.results[1].toString().split("        BANK ") : [""];
               if (devices.length === 1) {
                 devices = data.results[1] ? data.results[1].toString().split("        DIMM") : [""];
               }
               devices.shift();
-              result.memSlots = devices.length;
+              result2.memSlots = devices.length;
               if (os10.arch() === "arm64") {
-                result.memSlots = 0;
-                result.memMax = os10.totalmem();
+                result2.memSlots = 0;
+                result2.memMax = os10.totalmem();
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_windows) {
             try {
@@ -16610,30 +16382,30 @@ var require_system = __commonJS({
               workload.push(util2.powerShell(`Get-CimInstance Win32_physicalmemoryarray | select ${maxCapacityAttribute}, MemoryDevices | fl`));
               util2.promiseAll(workload).then((data) => {
                 let lines = data.results[0] ? data.results[0].toString().split("\r\n") : [""];
-                result.manufacturer = cleanDefaults(util2.getValue(lines, "manufacturer", ":"));
-                result.model = cleanDefaults(util2.getValue(lines, "model", ":"));
-                if (!result.model) {
-                  result.model = cleanDefaults(util2.getValue(lines, "product", ":"));
+                result2.manufacturer = cleanDefaults(util2.getValue(lines, "manufacturer", ":"));
+                result2.model = cleanDefaults(util2.getValue(lines, "model", ":"));
+                if (!result2.model) {
+                  result2.model = cleanDefaults(util2.getValue(lines, "product", ":"));
                 }
-                result.version = cleanDefaults(util2.getValue(lines, "version", ":"));
-                result.serial = cleanDefaults(util2.getValue(lines, "serialnumber", ":"));
-                result.assetTag = cleanDefaults(util2.getValue(lines, "partnumber", ":"));
-                if (!result.assetTag) {
-                  result.assetTag = cleanDefaults(util2.getValue(lines, "sku", ":"));
+                result2.version = cleanDefaults(util2.getValue(lines, "version", ":"));
+                result2.serial = cleanDefaults(util2.getValue(lines, "serialnumber", ":"));
+                result2.assetTag = cleanDefaults(util2.getValue(lines, "partnumber", ":"));
+                if (!result2.assetTag) {
+                  result2.assetTag = cleanDefaults(util2.getValue(lines, "sku", ":"));
                 }
                 lines = data.results[1] ? data.results[1].toString().split("\r\n") : [""];
-                result.memMax = util2.toInt(util2.getValue(lines, maxCapacityAttribute, ":")) * (win10plus ? 1024 : 1) || null;
-                result.memSlots = util2.toInt(util2.getValue(lines, "MemoryDevices", ":")) || null;
+                result2.memMax = util2.toInt(util2.getValue(lines, maxCapacityAttribute, ":")) * (win10plus ? 1024 : 1) || null;
+                result2.memSlots = util2.toInt(util2.getValue(lines, "MemoryDevices", ":")) || null;
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -16707,7 +16479,7 @@ var require_system = __commonJS({
       ];
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             manufacturer: "",
             model: "",
             type: "",
@@ -16724,16 +16496,16 @@ var require_system = __commonJS({
             echo -n "chassis_version: "; cat /sys/devices/virtual/dmi/id/chassis_version 2>/dev/null; echo;`;
             exec(cmd, (error46, stdout) => {
               let lines = stdout.toString().split("\n");
-              result.manufacturer = cleanDefaults(util2.getValue(lines, "chassis_vendor"));
+              result2.manufacturer = cleanDefaults(util2.getValue(lines, "chassis_vendor"));
               const ctype = parseInt(util2.getValue(lines, "chassis_type").replace(/\D/g, ""));
-              result.type = cleanDefaults(ctype && !isNaN(ctype) && ctype <= chassisTypes.length ? chassisTypes[ctype - 1] : "");
-              result.version = cleanDefaults(util2.getValue(lines, "chassis_version"));
-              result.serial = cleanDefaults(util2.getValue(lines, "chassis_serial"));
-              result.assetTag = cleanDefaults(util2.getValue(lines, "chassis_asset_tag"));
+              result2.type = cleanDefaults(ctype && !isNaN(ctype) && ctype <= chassisTypes.length ? chassisTypes[ctype - 1] : "");
+              result2.version = cleanDefaults(util2.getValue(lines, "chassis_version"));
+              result2.serial = cleanDefaults(util2.getValue(lines, "chassis_serial"));
+              result2.assetTag = cleanDefaults(util2.getValue(lines, "chassis_asset_tag"));
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_darwin) {
@@ -16741,53 +16513,53 @@ var require_system = __commonJS({
               if (!error46) {
                 const lines = stdout.toString().replace(/[<>"]/g, "").split("\n");
                 const model = util2.getAppleModel(util2.getValue(lines, "model", "=", true));
-                result.manufacturer = util2.getValue(lines, "manufacturer", "=", true);
-                result.model = model.key;
-                result.type = macOsChassisType(model.model);
-                result.version = model.version;
-                result.serial = util2.getValue(lines, "ioplatformserialnumber", "=", true);
-                result.assetTag = util2.getValue(lines, "board-id", "=", true) || util2.getValue(lines, "target-type", "=", true);
-                result.sku = util2.getValue(lines, "target-sub-type", "=", true);
+                result2.manufacturer = util2.getValue(lines, "manufacturer", "=", true);
+                result2.model = model.key;
+                result2.type = macOsChassisType(model.model);
+                result2.version = model.version;
+                result2.serial = util2.getValue(lines, "ioplatformserialnumber", "=", true);
+                result2.assetTag = util2.getValue(lines, "board-id", "=", true) || util2.getValue(lines, "target-type", "=", true);
+                result2.sku = util2.getValue(lines, "target-sub-type", "=", true);
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_windows) {
             try {
               util2.powerShell("Get-CimInstance Win32_SystemEnclosure | select Model,Manufacturer,ChassisTypes,Version,SerialNumber,PartNumber,SKU,SMBIOSAssetTag | fl").then((stdout, error46) => {
                 if (!error46) {
                   let lines = stdout.toString().split("\r\n");
-                  result.manufacturer = cleanDefaults(util2.getValue(lines, "manufacturer", ":"));
-                  result.model = cleanDefaults(util2.getValue(lines, "model", ":"));
+                  result2.manufacturer = cleanDefaults(util2.getValue(lines, "manufacturer", ":"));
+                  result2.model = cleanDefaults(util2.getValue(lines, "model", ":"));
                   const ctype = parseInt(util2.getValue(lines, "ChassisTypes", ":").replace(/\D/g, ""));
-                  result.type = ctype && !isNaN(ctype) && ctype <= chassisTypes.length ? chassisTypes[ctype - 1] : "";
-                  result.version = cleanDefaults(util2.getValue(lines, "version", ":"));
-                  result.serial = cleanDefaults(util2.getValue(lines, "serialnumber", ":"));
-                  result.assetTag = cleanDefaults(util2.getValue(lines, "partnumber", ":"));
-                  if (!result.assetTag) {
-                    result.assetTag = cleanDefaults(util2.getValue(lines, "SMBIOSAssetTag", ":"));
+                  result2.type = ctype && !isNaN(ctype) && ctype <= chassisTypes.length ? chassisTypes[ctype - 1] : "";
+                  result2.version = cleanDefaults(util2.getValue(lines, "version", ":"));
+                  result2.serial = cleanDefaults(util2.getValue(lines, "serialnumber", ":"));
+                  result2.assetTag = cleanDefaults(util2.getValue(lines, "partnumber", ":"));
+                  if (!result2.assetTag) {
+                    result2.assetTag = cleanDefaults(util2.getValue(lines, "SMBIOSAssetTag", ":"));
                   }
-                  result.sku = cleanDefaults(util2.getValue(lines, "sku", ":"));
+                  result2.sku = cleanDefaults(util2.getValue(lines, "sku", ":"));
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -16846,8 +16618,8 @@ var require_network = __commonJS({
         if (_windows) {
           let defaultIp = "";
           const cmd = "netstat -r";
-          const result = execSync(cmd, util2.execOptsWin);
-          const lines = result.toString().split(os10.EOL);
+          const result2 = execSync(cmd, util2.execOptsWin);
+          const lines = result2.toString().split(os10.EOL);
           lines.forEach((line) => {
             line = line.replace(/\s+/g, " ").trim();
             if (line.indexOf("0.0.0.0 0.0.0.0") > -1 && !/[a-zA-Z]/.test(line)) {
@@ -16871,8 +16643,8 @@ var require_network = __commonJS({
         }
         if (_linux) {
           const cmd = "ip route 2> /dev/null | grep default";
-          const result = execSync(cmd, util2.execOptsLinux);
-          const parts = result.toString().split("\n")[0].split(/\s+/);
+          const result2 = execSync(cmd, util2.execOptsLinux);
+          const parts = result2.toString().split("\n")[0].split(/\s+/);
           if (parts[0] === "none" && parts[5]) {
             ifacename = parts[5];
           } else if (parts[4]) {
@@ -16893,8 +16665,8 @@ var require_network = __commonJS({
           if (_freebsd || _openbsd || _netbsd || _sunos) {
             cmd = "route get 0.0.0.0 | grep interface:";
           }
-          const result = execSync(cmd);
-          ifacename = result.toString().split("\n")[0];
+          const result2 = execSync(cmd);
+          ifacename = result2.toString().split("\n")[0];
           if (ifacename.indexOf(":") > -1) {
             ifacename = ifacename.split(":")[1].trim();
           }
@@ -16911,7 +16683,7 @@ var require_network = __commonJS({
     function getMacAddresses() {
       let iface = "";
       let mac = "";
-      const result = {};
+      const result2 = {};
       if (_linux || _freebsd || _openbsd || _netbsd) {
         if (typeof pathToIp === "undefined") {
           try {
@@ -16943,7 +16715,7 @@ var require_network = __commonJS({
                 mac = lines[i2].split("HWaddr ")[1];
               }
               if (iface && mac) {
-                result[iface] = mac.trim();
+                result2[iface] = mac.trim();
                 iface = "";
                 mac = "";
               }
@@ -16964,7 +16736,7 @@ var require_network = __commonJS({
             } else if (lines[i2].indexOf("	ether ") === 0) {
               mac = lines[i2].split("	ether ")[1];
               if (iface && mac) {
-                result[iface] = mac.trim();
+                result2[iface] = mac.trim();
                 iface = "";
                 mac = "";
               }
@@ -16974,18 +16746,18 @@ var require_network = __commonJS({
           util2.noop();
         }
       }
-      return result;
+      return result2;
     }
     exports.getMacAddresses = getMacAddresses;
     function networkInterfaceDefault(callback) {
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const result = getDefaultNetworkInterface();
+          const result2 = getDefaultNetworkInterface();
           if (callback) {
-            callback(result);
+            callback(result2);
           }
-          resolve(result);
+          resolve(result2);
         });
       });
     }
@@ -17114,8 +16886,8 @@ var require_network = __commonJS({
     }
     function getWindowsWiredProfilesInformation() {
       try {
-        const result = execSync("netsh lan show profiles", util2.execOptsWin);
-        const profileList = result.split("\r\nProfile on interface");
+        const result2 = execSync("netsh lan show profiles", util2.execOptsWin);
+        const profileList = result2.split("\r\nProfile on interface");
         return profileList;
       } catch (error46) {
         if (error46.status === 1 && error46.stdout.includes("AutoConfig")) {
@@ -17126,8 +16898,8 @@ var require_network = __commonJS({
     }
     function getWindowsWirelessIfaceSSID(interfaceName) {
       try {
-        const result = execFileSync7("netsh", ["wlan", "show", "interface", `name=${util2.sanitizeString(interfaceName)}`], util2.execOptsWin).toString();
-        const SSID = result.split("\r\n").find((l) => l.includes("SSID")) || "";
+        const result2 = execFileSync7("netsh", ["wlan", "show", "interface", `name=${util2.sanitizeString(interfaceName)}`], util2.execOptsWin).toString();
+        const SSID = result2.split("\r\n").find((l) => l.includes("SSID")) || "";
         const parseSSID = SSID.split(":").pop().trim();
         return parseSSID;
       } catch {
@@ -17192,21 +16964,21 @@ var require_network = __commonJS({
       return i8021x;
     }
     function splitSectionsNics(lines) {
-      const result = [];
+      const result2 = [];
       let section = [];
       lines.forEach((line) => {
         if (!line.startsWith("	") && !line.startsWith(" ")) {
           if (section.length) {
-            result.push(section);
+            result2.push(section);
             section = [];
           }
         }
         section.push(line);
       });
       if (section.length) {
-        result.push(section);
+        result2.push(section);
       }
-      return result;
+      return result2;
     }
     function parseLinesDarwinNics(sections) {
       const nics = [];
@@ -17278,8 +17050,8 @@ var require_network = __commonJS({
     function getLinuxIfaceConnectionName(interfaceName) {
       try {
         const output = execFileSync7("nmcli", ["device", "status"], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
-        const result = util2.grep(output, interfaceName);
-        const resultFormat = result.replace(/\s+/g, " ").trim();
+        const result2 = util2.grep(output, interfaceName);
+        const resultFormat = result2.replace(/\s+/g, " ").trim();
         const connectionNameLines = resultFormat.split(" ").slice(3);
         const connectionName = connectionNameLines.join(" ");
         const connectionNameSanitized = util2.sanitizeString(connectionName, false);
@@ -17289,10 +17061,10 @@ var require_network = __commonJS({
       }
     }
     function checkLinuxDCHPInterfaces(file3, depth) {
-      let result = [];
+      let result2 = [];
       depth = depth || 0;
       if (depth > 10) {
-        return result;
+        return result2;
       }
       try {
         const content = readFileSync26(file3, { encoding: "utf8" });
@@ -17301,38 +17073,38 @@ var require_network = __commonJS({
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
           if (parts.length >= 4) {
             if (line.toLowerCase().indexOf(" inet ") >= 0 && line.toLowerCase().indexOf("dhcp") >= 0) {
-              result.push(parts[1]);
+              result2.push(parts[1]);
             }
           }
           if (line.toLowerCase().includes("source")) {
             const file4 = line.split(" ")[1];
-            result = result.concat(checkLinuxDCHPInterfaces(file4, depth + 1));
+            result2 = result2.concat(checkLinuxDCHPInterfaces(file4, depth + 1));
           }
         });
       } catch {
         util2.noop();
       }
-      return result;
+      return result2;
     }
     function getLinuxDHCPNics() {
       const cmd = "ip a 2> /dev/null";
-      let result = [];
+      let result2 = [];
       try {
         const lines = execSync(cmd, util2.execOptsLinux).toString().split("\n");
         const nsections = splitSectionsNics(lines);
-        result = parseLinuxDHCPNics(nsections);
+        result2 = parseLinuxDHCPNics(nsections);
       } catch {
         util2.noop();
       }
       try {
-        result = checkLinuxDCHPInterfaces("/etc/network/interfaces");
+        result2 = checkLinuxDCHPInterfaces("/etc/network/interfaces");
       } catch {
         util2.noop();
       }
-      return result;
+      return result2;
     }
     function parseLinuxDHCPNics(sections) {
-      const result = [];
+      const result2 = [];
       if (sections && sections.length) {
         sections.forEach((lines) => {
           if (lines && lines.length) {
@@ -17342,7 +17114,7 @@ var require_network = __commonJS({
                 if (line.indexOf(" inet ") >= 0 && line.indexOf(" dynamic ") >= 0) {
                   const parts2 = line.split(" ");
                   const nic = parts2[parts2.length - 1].trim();
-                  result.push(nic);
+                  result2.push(nic);
                   break;
                 }
               }
@@ -17350,10 +17122,10 @@ var require_network = __commonJS({
           }
         });
       }
-      return result;
+      return result2;
     }
     function getLinuxIfaceDHCPstatus(iface, connectionName, DHCPNics) {
-      let result = false;
+      let result2 = false;
       if (connectionName) {
         try {
           const output = execFileSync7("nmcli", ["connection", "show", connectionName], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
@@ -17362,13 +17134,13 @@ var require_network = __commonJS({
           const dhcStatus = resultFormat.split(" ").slice(1).toString();
           switch (dhcStatus) {
             case "auto":
-              result = true;
+              result2 = true;
               break;
             default:
-              result = false;
+              result2 = false;
               break;
           }
-          return result;
+          return result2;
         } catch {
           return DHCPNics.indexOf(iface) >= 0;
         }
@@ -17377,24 +17149,24 @@ var require_network = __commonJS({
       }
     }
     function getDarwinIfaceDHCPstatus(iface) {
-      let result = false;
+      let result2 = false;
       try {
         const output = execFileSync7("ipconfig", ["getpacket", iface], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
         const lines = util2.grep(output, "lease_time");
         if (lines.length && lines[0].startsWith("lease_time")) {
-          result = true;
+          result2 = true;
         }
       } catch {
         util2.noop();
       }
-      return result;
+      return result2;
     }
     function getLinuxIfaceDNSsuffix(connectionName) {
       if (connectionName) {
         try {
           const output = execFileSync7("nmcli", ["connection", "show", connectionName], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
-          const result = util2.grep(output, "ipv4.dns-search");
-          const resultFormat = result.replace(/\s+/g, " ").trim();
+          const result2 = util2.grep(output, "ipv4.dns-search");
+          const resultFormat = result2.replace(/\s+/g, " ").trim();
           const dnsSuffix = resultFormat.split(" ").slice(1).toString();
           return dnsSuffix === "--" ? "Not defined" : dnsSuffix;
         } catch {
@@ -17408,8 +17180,8 @@ var require_network = __commonJS({
       if (connectionName) {
         try {
           const output = execFileSync7("nmcli", ["connection", "show", connectionName], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
-          const result = util2.grep(output, "802-1x.eap");
-          const resultFormat = result.replace(/\s+/g, " ").trim();
+          const result2 = util2.grep(output, "802-1x.eap");
+          const resultFormat = result2.replace(/\s+/g, " ").trim();
           const authenticationProtocol = resultFormat.split(" ").slice(1).toString();
           return authenticationProtocol === "--" ? "" : authenticationProtocol;
         } catch {
@@ -17481,17 +17253,17 @@ var require_network = __commonJS({
       return new Promise((resolve) => {
         process.nextTick(() => {
           const ifaces = os10.networkInterfaces();
-          let result = [];
+          let result2 = [];
           let nics = [];
           let dnsSuffixes = [];
           let nics8021xInfo = [];
           if (_darwin || _freebsd || _openbsd || _netbsd) {
             if (JSON.stringify(ifaces) === JSON.stringify(_ifaces) && !rescan) {
-              result = _networkInterfaces;
+              result2 = _networkInterfaces;
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             } else {
               const defaultInterface = getDefaultNetworkInterface();
               _ifaces = JSON.parse(JSON.stringify(ifaces));
@@ -17536,7 +17308,7 @@ var require_network = __commonJS({
                   nic.ip6subnet = ip6linksubnet;
                 }
                 const ifaceSanitized = util2.sanitizeString(nic.iface);
-                result.push({
+                result2.push({
                   iface: nic.iface,
                   ifaceName: nic.iface,
                   default: nic.iface === defaultInterface,
@@ -17559,28 +17331,28 @@ var require_network = __commonJS({
                   carrierChanges: 0
                 });
               });
-              _networkInterfaces = result;
+              _networkInterfaces = result2;
               if (defaultString.toLowerCase().indexOf("default") >= 0) {
-                result = result.filter((item) => item.default);
-                if (result.length > 0) {
-                  result = result[0];
+                result2 = result2.filter((item) => item.default);
+                if (result2.length > 0) {
+                  result2 = result2[0];
                 } else {
-                  result = [];
+                  result2 = [];
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_linux) {
             if (JSON.stringify(ifaces) === JSON.stringify(_ifaces) && !rescan) {
-              result = _networkInterfaces;
+              result2 = _networkInterfaces;
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             } else {
               _ifaces = JSON.parse(JSON.stringify(ifaces));
               _dhcpNics = getLinuxDHCPNics();
@@ -17703,7 +17475,7 @@ var require_network = __commonJS({
                     internal = true;
                   }
                   const virtual = internal ? false : testVirtualNic(dev, ifaceName, mac);
-                  result.push({
+                  result2.push({
                     iface: ifaceSanitized,
                     ifaceName,
                     default: iface === defaultInterface,
@@ -17727,28 +17499,28 @@ var require_network = __commonJS({
                   });
                 }
               }
-              _networkInterfaces = result;
+              _networkInterfaces = result2;
               if (defaultString.toLowerCase().indexOf("default") >= 0) {
-                result = result.filter((item) => item.default);
-                if (result.length > 0) {
-                  result = result[0];
+                result2 = result2.filter((item) => item.default);
+                if (result2.length > 0) {
+                  result2 = result2[0];
                 } else {
-                  result = [];
+                  result2 = [];
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_windows) {
             if (JSON.stringify(ifaces) === JSON.stringify(_ifaces) && !rescan) {
-              result = _networkInterfaces;
+              result2 = _networkInterfaces;
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             } else {
               _ifaces = JSON.parse(JSON.stringify(ifaces));
               const defaultInterface = getDefaultNetworkInterface();
@@ -17834,7 +17606,7 @@ var require_network = __commonJS({
                       internal = true;
                     }
                     const virtual = internal ? false : testVirtualNic(dev, ifaceName, mac);
-                    result.push({
+                    result2.push({
                       iface,
                       ifaceName,
                       default: iface === defaultInterface,
@@ -17858,19 +17630,19 @@ var require_network = __commonJS({
                     });
                   }
                 }
-                _networkInterfaces = result;
+                _networkInterfaces = result2;
                 if (defaultString.toLowerCase().indexOf("default") >= 0) {
-                  result = result.filter((item) => item.default);
-                  if (result.length > 0) {
-                    result = result[0];
+                  result2 = result2.filter((item) => item.default);
+                  if (result2.length > 0) {
+                    result2 = result2[0];
                   } else {
-                    result = [];
+                    result2 = [];
                   }
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             }
           }
@@ -17879,7 +17651,7 @@ var require_network = __commonJS({
     }
     exports.networkInterfaces = networkInterfaces;
     function calcNetworkSpeed(iface, rx_bytes, tx_bytes, operstate, rx_dropped, rx_errors, tx_dropped, tx_errors) {
-      const result = {
+      const result2 = {
         iface,
         operstate,
         rx_bytes,
@@ -17893,15 +17665,15 @@ var require_network = __commonJS({
         ms: 0
       };
       if (_network[iface] && _network[iface].ms) {
-        result.ms = Date.now() - _network[iface].ms;
-        result.rx_sec = rx_bytes - _network[iface].rx_bytes >= 0 ? (rx_bytes - _network[iface].rx_bytes) / (result.ms / 1e3) : 0;
-        result.tx_sec = tx_bytes - _network[iface].tx_bytes >= 0 ? (tx_bytes - _network[iface].tx_bytes) / (result.ms / 1e3) : 0;
+        result2.ms = Date.now() - _network[iface].ms;
+        result2.rx_sec = rx_bytes - _network[iface].rx_bytes >= 0 ? (rx_bytes - _network[iface].rx_bytes) / (result2.ms / 1e3) : 0;
+        result2.tx_sec = tx_bytes - _network[iface].tx_bytes >= 0 ? (tx_bytes - _network[iface].tx_bytes) / (result2.ms / 1e3) : 0;
         _network[iface].rx_bytes = rx_bytes;
         _network[iface].tx_bytes = tx_bytes;
-        _network[iface].rx_sec = result.rx_sec;
-        _network[iface].tx_sec = result.tx_sec;
+        _network[iface].rx_sec = result2.rx_sec;
+        _network[iface].tx_sec = result2.tx_sec;
         _network[iface].ms = Date.now();
-        _network[iface].last_ms = result.ms;
+        _network[iface].last_ms = result2.ms;
         _network[iface].operstate = operstate;
       } else {
         if (!_network[iface]) {
@@ -17915,7 +17687,7 @@ var require_network = __commonJS({
         _network[iface].last_ms = 0;
         _network[iface].operstate = operstate;
       }
-      return result;
+      return result2;
     }
     function networkStats(ifaces, callback) {
       callback = util2.isFunction(callback) ? callback : null;
@@ -17947,7 +17719,7 @@ var require_network = __commonJS({
             ifaces = ifaces.trim().replace(/,+/g, "|");
             ifacesArray = ifaces.split("|");
           }
-          const result = [];
+          const result2 = [];
           const workload = [];
           if (ifacesArray.length && ifacesArray[0].trim() === "*") {
             ifacesArray = [];
@@ -17955,11 +17727,11 @@ var require_network = __commonJS({
               for (const iface of allIFaces) {
                 ifacesArray.push(iface.iface);
               }
-              networkStats(ifacesArray.join(",")).then((result2) => {
+              networkStats(ifacesArray.join(",")).then((result3) => {
                 if (callback) {
-                  callback(result2);
+                  callback(result3);
                 }
-                resolve(result2);
+                resolve(result3);
               });
             });
           } else {
@@ -17975,9 +17747,9 @@ var require_network = __commonJS({
               });
             } else {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -18008,7 +17780,7 @@ var require_network = __commonJS({
       return new Promise((resolve) => {
         process.nextTick(() => {
           const ifaceSanitized = util2.sanitizeString(iface, true);
-          let result = {
+          let result2 = {
             iface: ifaceSanitized,
             operstate: "unknown",
             rx_bytes: 0,
@@ -18022,7 +17794,7 @@ var require_network = __commonJS({
             ms: 0
           };
           if (ifaceSanitized[0] === "-") {
-            return resolve(result);
+            return resolve(result2);
           }
           let operstate = "unknown";
           let rx_bytes = 0;
@@ -18047,12 +17819,12 @@ var require_network = __commonJS({
                     rx_errors = parseInt(lines[4], 10);
                     tx_dropped = parseInt(lines[5], 10);
                     tx_errors = parseInt(lines[6], 10);
-                    result = calcNetworkSpeed(ifaceSanitized, rx_bytes, tx_bytes, operstate, rx_dropped, rx_errors, tx_dropped, tx_errors);
+                    result2 = calcNetworkSpeed(ifaceSanitized, rx_bytes, tx_bytes, operstate, rx_dropped, rx_errors, tx_dropped, tx_errors);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               } else {
-                resolve(result);
+                resolve(result2);
               }
             }
             if (_freebsd || _openbsd || _netbsd) {
@@ -18080,17 +17852,17 @@ var require_network = __commonJS({
                       operstate = "up";
                     }
                   }
-                  result = calcNetworkSpeed(ifaceSanitized, rx_bytes, tx_bytes, operstate, rx_dropped, rx_errors, tx_dropped, tx_errors);
+                  result2 = calcNetworkSpeed(ifaceSanitized, rx_bytes, tx_bytes, operstate, rx_dropped, rx_errors, tx_dropped, tx_errors);
                 }
-                resolve(result);
+                resolve(result2);
               });
             }
             if (_darwin) {
               cmd = "ifconfig " + ifaceSanitized + ' | grep "status"';
               exec(cmd, (error46, stdout) => {
-                result.operstate = (stdout.toString().split(":")[1] || "").trim();
-                result.operstate = (result.operstate || "").toLowerCase();
-                result.operstate = result.operstate === "active" ? "up" : result.operstate === "inactive" ? "down" : "unknown";
+                result2.operstate = (stdout.toString().split(":")[1] || "").trim();
+                result2.operstate = (result2.operstate || "").toLowerCase();
+                result2.operstate = result2.operstate === "active" ? "up" : result2.operstate === "inactive" ? "down" : "unknown";
                 cmd = "netstat -bdnI " + ifaceSanitized;
                 exec(cmd, (error47, stdout2) => {
                   if (!error47) {
@@ -18104,10 +17876,10 @@ var require_network = __commonJS({
                       tx_bytes = parseInt(stats[offset + 8]);
                       tx_dropped = parseInt(stats[offset + 10]);
                       tx_errors = parseInt(stats[offset + 7]);
-                      result = calcNetworkSpeed(ifaceSanitized, rx_bytes, tx_bytes, result.operstate, rx_dropped, rx_errors, tx_dropped, tx_errors);
+                      result2 = calcNetworkSpeed(ifaceSanitized, rx_bytes, tx_bytes, result2.operstate, rx_dropped, rx_errors, tx_dropped, tx_errors);
                     }
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               });
             }
@@ -18139,23 +17911,23 @@ var require_network = __commonJS({
                     });
                   });
                   if (rx_bytes && tx_bytes) {
-                    result = calcNetworkSpeed(ifaceSanitized, parseInt(rx_bytes), parseInt(tx_bytes), operstate, rx_dropped, rx_errors, tx_dropped, tx_errors);
-                    result.iface = ifaceName;
+                    result2 = calcNetworkSpeed(ifaceSanitized, parseInt(rx_bytes), parseInt(tx_bytes), operstate, rx_dropped, rx_errors, tx_dropped, tx_errors);
+                    result2.iface = ifaceName;
                     _network[ifaceSanitized].ifaceName = ifaceName;
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               });
             }
           } else {
-            result.rx_bytes = _network[ifaceSanitized].rx_bytes;
-            result.tx_bytes = _network[ifaceSanitized].tx_bytes;
-            result.rx_sec = _network[ifaceSanitized].rx_sec;
-            result.tx_sec = _network[ifaceSanitized].tx_sec;
-            result.ms = _network[ifaceSanitized].last_ms;
-            result.operstate = _network[ifaceSanitized].operstate;
-            result.iface = _network[ifaceSanitized].ifaceName || ifaceSanitized;
-            resolve(result);
+            result2.rx_bytes = _network[ifaceSanitized].rx_bytes;
+            result2.tx_bytes = _network[ifaceSanitized].tx_bytes;
+            result2.rx_sec = _network[ifaceSanitized].rx_sec;
+            result2.tx_sec = _network[ifaceSanitized].tx_sec;
+            result2.ms = _network[ifaceSanitized].last_ms;
+            result2.operstate = _network[ifaceSanitized].operstate;
+            result2.iface = _network[ifaceSanitized].ifaceName || ifaceSanitized;
+            resolve(result2);
           }
         });
       });
@@ -18165,8 +17937,8 @@ var require_network = __commonJS({
       let cmd = "";
       processes.forEach((line) => {
         const parts = line.split(" ");
-        const id2 = parseInt(parts[0], 10) || -1;
-        if (id2 === pid) {
+        const id3 = parseInt(parts[0], 10) || -1;
+        if (id3 === pid) {
           parts.shift();
           cmd = parts.join(" ").split(":")[0];
         }
@@ -18179,7 +17951,7 @@ var require_network = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const result = [];
+          const result2 = [];
           if (_linux || _freebsd || _openbsd || _netbsd) {
             let cmd = 'export LC_ALL=C; netstat -tunap | grep "ESTABLISHED\\|SYN_SENT\\|SYN_RECV\\|FIN_WAIT1\\|FIN_WAIT2\\|TIME_WAIT\\|CLOSE\\|CLOSE_WAIT\\|LAST_ACK\\|LISTEN\\|CLOSING\\|UNKNOWN"; unset LC_ALL';
             if (_freebsd || _openbsd || _netbsd) {
@@ -18210,7 +17982,7 @@ var require_network = __commonJS({
                     const connstate = line[5];
                     const proc3 = line[6].split("/");
                     if (connstate) {
-                      result.push({
+                      result2.push({
                         protocol: line[0],
                         localAddress: localip,
                         localPort: localport,
@@ -18224,9 +17996,9 @@ var require_network = __commonJS({
                   }
                 });
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               } else {
                 cmd = 'ss -tunap | grep "ESTAB\\|SYN-SENT\\|SYN-RECV\\|FIN-WAIT1\\|FIN-WAIT2\\|TIME-WAIT\\|CLOSE\\|CLOSE-WAIT\\|LAST-ACK\\|LISTEN\\|CLOSING"';
                 exec(cmd, { maxBuffer: 1024 * 102400 }, (error47, stdout2) => {
@@ -18271,7 +18043,7 @@ var require_network = __commonJS({
                           }
                         }
                         if (connstate) {
-                          result.push({
+                          result2.push({
                             protocol: line[0],
                             localAddress: localip,
                             localPort: localport,
@@ -18286,9 +18058,9 @@ var require_network = __commonJS({
                     });
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               }
             });
@@ -18342,7 +18114,7 @@ var require_network = __commonJS({
                       }
                       const pid = parseInt(pidField, 10);
                       if (connstate) {
-                        result.push({
+                        result2.push({
                           protocol: line[0],
                           localAddress: localip,
                           localPort: localport,
@@ -18356,15 +18128,15 @@ var require_network = __commonJS({
                     }
                   });
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             });
           }
@@ -18425,7 +18197,7 @@ var require_network = __commonJS({
                         connstate = "FIN_WAIT2";
                       }
                       if (line[0].toLowerCase() !== "udp" && connstate) {
-                        result.push({
+                        result2.push({
                           protocol: line[0].toLowerCase(),
                           localAddress: localip,
                           localPort: localport,
@@ -18436,7 +18208,7 @@ var require_network = __commonJS({
                           process: ""
                         });
                       } else if (line[0].toLowerCase() === "udp") {
-                        result.push({
+                        result2.push({
                           protocol: line[0].toLowerCase(),
                           localAddress: localip,
                           localPort: localport,
@@ -18450,21 +18222,21 @@ var require_network = __commonJS({
                     }
                   });
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -18475,7 +18247,7 @@ var require_network = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = "";
+          let result2 = "";
           if (_linux || _freebsd || _openbsd || _netbsd) {
             const cmd = "ip route get 1";
             try {
@@ -18486,24 +18258,24 @@ var require_network = __commonJS({
                   let parts = line.split(" via ");
                   if (parts && parts[1]) {
                     parts = parts[1].split(" ");
-                    result = parts[0];
+                    result2 = parts[0];
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_darwin) {
@@ -18512,32 +18284,32 @@ var require_network = __commonJS({
               exec(cmd, { maxBuffer: 1024 * 102400 }, (error46, stdout) => {
                 if (!error46) {
                   const lines = stdout.toString().split("\n").map((line) => line.trim());
-                  result = util2.getValue(lines, "gateway");
+                  result2 = util2.getValue(lines, "gateway");
                 }
-                if (!result) {
+                if (!result2) {
                   cmd = "netstat -rn | awk '/default/ {print $2}'";
                   exec(cmd, { maxBuffer: 1024 * 102400 }, (error47, stdout2) => {
                     const lines = stdout2.toString().split("\n").map((line) => line.trim());
-                    result = lines.find(
+                    result2 = lines.find(
                       (line) => /^(25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.(25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.(25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.(25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)$/.test(line)
                     );
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   });
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_windows) {
@@ -18549,33 +18321,33 @@ var require_network = __commonJS({
                   if (line.indexOf("0.0.0.0 0.0.0.0") > -1 && !/[a-zA-Z]/.test(line)) {
                     const parts = line.split(" ");
                     if (parts.length >= 5 && parts[parts.length - 3].indexOf(".") > -1) {
-                      result = parts[parts.length - 3];
+                      result2 = parts[parts.length - 3];
                     }
                   }
                 });
-                if (!result) {
+                if (!result2) {
                   util2.powerShell("Get-CimInstance -ClassName Win32_IP4RouteTable | Where-Object { $_.Destination -eq '0.0.0.0' -and $_.Mask -eq '0.0.0.0' }").then((data) => {
                     const lines2 = data.toString().split("\r\n");
-                    if (lines2.length > 1 && !result) {
-                      result = util2.getValue(lines2, "NextHop");
+                    if (lines2.length > 1 && !result2) {
+                      result2 = util2.getValue(lines2, "NextHop");
                       if (callback) {
-                        callback(result);
+                        callback(result2);
                       }
-                      resolve(result);
+                      resolve(result2);
                     }
                   });
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -18611,7 +18383,7 @@ var require_osinfo = __commonJS({
       } catch {
         timezoneName = t2.length >= 7 ? t2.slice(6).join(" ").replace(/\(/g, "").replace(/\)/g, "") : "";
       }
-      const result = {
+      const result2 = {
         current: Date.now(),
         uptime: os10.uptime(),
         timezone: t2.length >= 7 ? t2[5] : "",
@@ -18638,93 +18410,93 @@ var require_osinfo = __commonJS({
           util2.noop();
         }
       }
-      return result;
+      return result2;
     }
     exports.time = time3;
     function getLogoFile(distro) {
       distro = distro || "";
       distro = distro.toLowerCase();
-      let result = _platform;
+      let result2 = _platform;
       if (_windows) {
-        result = "windows";
+        result2 = "windows";
       } else if (distro.indexOf("mac os") !== -1 || distro.indexOf("macos") !== -1) {
-        result = "apple";
+        result2 = "apple";
       } else if (distro.indexOf("arch") !== -1) {
-        result = "arch";
+        result2 = "arch";
       } else if (distro.indexOf("cachy") !== -1) {
-        result = "cachy";
+        result2 = "cachy";
       } else if (distro.indexOf("centos") !== -1) {
-        result = "centos";
+        result2 = "centos";
       } else if (distro.indexOf("coreos") !== -1) {
-        result = "coreos";
+        result2 = "coreos";
       } else if (distro.indexOf("debian") !== -1) {
-        result = "debian";
+        result2 = "debian";
       } else if (distro.indexOf("deepin") !== -1) {
-        result = "deepin";
+        result2 = "deepin";
       } else if (distro.indexOf("elementary") !== -1) {
-        result = "elementary";
+        result2 = "elementary";
       } else if (distro.indexOf("endeavour") !== -1) {
-        result = "endeavour";
+        result2 = "endeavour";
       } else if (distro.indexOf("fedora") !== -1) {
-        result = "fedora";
+        result2 = "fedora";
       } else if (distro.indexOf("gentoo") !== -1) {
-        result = "gentoo";
+        result2 = "gentoo";
       } else if (distro.indexOf("mageia") !== -1) {
-        result = "mageia";
+        result2 = "mageia";
       } else if (distro.indexOf("mandriva") !== -1) {
-        result = "mandriva";
+        result2 = "mandriva";
       } else if (distro.indexOf("manjaro") !== -1) {
-        result = "manjaro";
+        result2 = "manjaro";
       } else if (distro.indexOf("mint") !== -1) {
-        result = "mint";
+        result2 = "mint";
       } else if (distro.indexOf("mx") !== -1) {
-        result = "mx";
+        result2 = "mx";
       } else if (distro.indexOf("openbsd") !== -1) {
-        result = "openbsd";
+        result2 = "openbsd";
       } else if (distro.indexOf("freebsd") !== -1) {
-        result = "freebsd";
+        result2 = "freebsd";
       } else if (distro.indexOf("opensuse") !== -1) {
-        result = "opensuse";
+        result2 = "opensuse";
       } else if (distro.indexOf("pclinuxos") !== -1) {
-        result = "pclinuxos";
+        result2 = "pclinuxos";
       } else if (distro.indexOf("puppy") !== -1) {
-        result = "puppy";
+        result2 = "puppy";
       } else if (distro.indexOf("popos") !== -1) {
-        result = "popos";
+        result2 = "popos";
       } else if (distro.indexOf("raspbian") !== -1) {
-        result = "raspbian";
+        result2 = "raspbian";
       } else if (distro.indexOf("reactos") !== -1) {
-        result = "reactos";
+        result2 = "reactos";
       } else if (distro.indexOf("redhat") !== -1) {
-        result = "redhat";
+        result2 = "redhat";
       } else if (distro.indexOf("slackware") !== -1) {
-        result = "slackware";
+        result2 = "slackware";
       } else if (distro.indexOf("sugar") !== -1) {
-        result = "sugar";
+        result2 = "sugar";
       } else if (distro.indexOf("steam") !== -1) {
-        result = "steam";
+        result2 = "steam";
       } else if (distro.indexOf("suse") !== -1) {
-        result = "suse";
+        result2 = "suse";
       } else if (distro.indexOf("mate") !== -1) {
-        result = "ubuntu-mate";
+        result2 = "ubuntu-mate";
       } else if (distro.indexOf("lubuntu") !== -1) {
-        result = "lubuntu";
+        result2 = "lubuntu";
       } else if (distro.indexOf("xubuntu") !== -1) {
-        result = "xubuntu";
+        result2 = "xubuntu";
       } else if (distro.indexOf("ubuntu") !== -1) {
-        result = "ubuntu";
+        result2 = "ubuntu";
       } else if (distro.indexOf("solaris") !== -1) {
-        result = "solaris";
+        result2 = "solaris";
       } else if (distro.indexOf("tails") !== -1) {
-        result = "tails";
+        result2 = "tails";
       } else if (distro.indexOf("feren") !== -1) {
-        result = "ferenos";
+        result2 = "ferenos";
       } else if (distro.indexOf("robolinux") !== -1) {
-        result = "robolinux";
+        result2 = "robolinux";
       } else if (_linux && distro) {
-        result = distro.toLowerCase().trim().replace(/\s+/g, "-");
+        result2 = distro.toLowerCase().trim().replace(/\s+/g, "-");
       }
-      return result;
+      return result2;
     }
     var WINDOWS_RELEASES = [
       [26200, "25H2"],
@@ -18778,7 +18550,7 @@ var require_osinfo = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             platform: _platform === "win32" ? "Windows" : _platform,
             distro: "unknown",
             release: "unknown",
@@ -18803,30 +18575,30 @@ var require_osinfo = __commonJS({
                   release[line.split("=")[0].trim().toUpperCase()] = line.split("=")[1].trim();
                 }
               });
-              result.distro = (release.DISTRIB_ID || release.NAME || "unknown").replace(/"/g, "");
-              result.logofile = getLogoFile(result.distro);
+              result2.distro = (release.DISTRIB_ID || release.NAME || "unknown").replace(/"/g, "");
+              result2.logofile = getLogoFile(result2.distro);
               let releaseVersion = (release.VERSION || "").replace(/"/g, "");
               let codename = (release.DISTRIB_CODENAME || release.VERSION_CODENAME || "").replace(/"/g, "");
               const prettyName = (release.PRETTY_NAME || "").replace(/"/g, "");
-              if (prettyName.indexOf(result.distro + " ") === 0) {
-                releaseVersion = prettyName.replace(result.distro + " ", "").trim();
+              if (prettyName.indexOf(result2.distro + " ") === 0) {
+                releaseVersion = prettyName.replace(result2.distro + " ", "").trim();
               }
               if (releaseVersion.indexOf("(") >= 0) {
                 codename = releaseVersion.split("(")[1].replace(/[()]/g, "").trim();
                 releaseVersion = releaseVersion.split("(")[0].trim();
               }
-              result.release = (releaseVersion || release.DISTRIB_RELEASE || release.VERSION_ID || "unknown").replace(/"/g, "");
-              result.codename = codename;
-              result.codepage = util2.getCodepage();
-              result.build = (release.BUILD_ID || "").replace(/"/g, "").trim();
+              result2.release = (releaseVersion || release.DISTRIB_RELEASE || release.VERSION_ID || "unknown").replace(/"/g, "");
+              result2.codename = codename;
+              result2.codepage = util2.getCodepage();
+              result2.build = (release.BUILD_ID || "").replace(/"/g, "").trim();
               isUefiLinux().then((uefi) => {
-                result.uefi = uefi;
+                result2.uefi = uefi;
                 uuid3().then((data) => {
-                  result.serial = data.os;
+                  result2.serial = data.os;
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               });
             });
@@ -18841,70 +18613,70 @@ var require_osinfo = __commonJS({
               const bootmethod = util2.getValue(lines, "machdep.bootmethod");
               const uefiConf = stdout.toString().indexOf("<type>efi</type>") >= 0;
               const uefi = bootmethod ? bootmethod.toLowerCase().indexOf("uefi") >= 0 : uefiConf ? uefiConf : null;
-              result.distro = distro || result.distro;
-              result.logofile = logofile || result.logofile;
-              result.release = release || result.release;
-              result.serial = serial || result.serial;
-              result.codename = "";
-              result.codepage = util2.getCodepage();
-              result.uefi = uefi || null;
+              result2.distro = distro || result2.distro;
+              result2.logofile = logofile || result2.logofile;
+              result2.release = release || result2.release;
+              result2.serial = serial || result2.serial;
+              result2.codename = "";
+              result2.codepage = util2.getCodepage();
+              result2.uefi = uefi || null;
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_darwin) {
             exec("sw_vers; sysctl kern.ostype kern.osrelease kern.osrevision kern.uuid", (error46, stdout) => {
               let lines = stdout.toString().split("\n");
-              result.serial = util2.getValue(lines, "kern.uuid");
-              result.distro = util2.getValue(lines, "ProductName");
-              result.release = (util2.getValue(lines, "ProductVersion", ":", true, true) + " " + util2.getValue(lines, "ProductVersionExtra", ":", true, true)).trim();
-              result.build = util2.getValue(lines, "BuildVersion");
-              result.logofile = getLogoFile(result.distro);
-              result.codename = "macOS";
-              result.codename = result.release.indexOf("10.4") > -1 ? "OS X Tiger" : result.codename;
-              result.codename = result.release.indexOf("10.5") > -1 ? "OS X Leopard" : result.codename;
-              result.codename = result.release.indexOf("10.6") > -1 ? "OS X Snow Leopard" : result.codename;
-              result.codename = result.release.indexOf("10.7") > -1 ? "OS X Lion" : result.codename;
-              result.codename = result.release.indexOf("10.8") > -1 ? "OS X Mountain Lion" : result.codename;
-              result.codename = result.release.indexOf("10.9") > -1 ? "OS X Mavericks" : result.codename;
-              result.codename = result.release.indexOf("10.10") > -1 ? "OS X Yosemite" : result.codename;
-              result.codename = result.release.indexOf("10.11") > -1 ? "OS X El Capitan" : result.codename;
-              result.codename = result.release.indexOf("10.12") > -1 ? "Sierra" : result.codename;
-              result.codename = result.release.indexOf("10.13") > -1 ? "High Sierra" : result.codename;
-              result.codename = result.release.indexOf("10.14") > -1 ? "Mojave" : result.codename;
-              result.codename = result.release.indexOf("10.15") > -1 ? "Catalina" : result.codename;
-              result.codename = result.release.startsWith("11.") ? "Big Sur" : result.codename;
-              result.codename = result.release.startsWith("12.") ? "Monterey" : result.codename;
-              result.codename = result.release.startsWith("13.") ? "Ventura" : result.codename;
-              result.codename = result.release.startsWith("14.") ? "Sonoma" : result.codename;
-              result.codename = result.release.startsWith("15.") ? "Sequoia" : result.codename;
-              result.codename = result.release.startsWith("26.") ? "Tahoe" : result.codename;
-              result.codename = result.release.startsWith("27.") ? "Golden Gate" : result.codename;
-              result.uefi = true;
-              result.codepage = util2.getCodepage();
+              result2.serial = util2.getValue(lines, "kern.uuid");
+              result2.distro = util2.getValue(lines, "ProductName");
+              result2.release = (util2.getValue(lines, "ProductVersion", ":", true, true) + " " + util2.getValue(lines, "ProductVersionExtra", ":", true, true)).trim();
+              result2.build = util2.getValue(lines, "BuildVersion");
+              result2.logofile = getLogoFile(result2.distro);
+              result2.codename = "macOS";
+              result2.codename = result2.release.indexOf("10.4") > -1 ? "OS X Tiger" : result2.codename;
+              result2.codename = result2.release.indexOf("10.5") > -1 ? "OS X Leopard" : result2.codename;
+              result2.codename = result2.release.indexOf("10.6") > -1 ? "OS X Snow Leopard" : result2.codename;
+              result2.codename = result2.release.indexOf("10.7") > -1 ? "OS X Lion" : result2.codename;
+              result2.codename = result2.release.indexOf("10.8") > -1 ? "OS X Mountain Lion" : result2.codename;
+              result2.codename = result2.release.indexOf("10.9") > -1 ? "OS X Mavericks" : result2.codename;
+              result2.codename = result2.release.indexOf("10.10") > -1 ? "OS X Yosemite" : result2.codename;
+              result2.codename = result2.release.indexOf("10.11") > -1 ? "OS X El Capitan" : result2.codename;
+              result2.codename = result2.release.indexOf("10.12") > -1 ? "Sierra" : result2.codename;
+              result2.codename = result2.release.indexOf("10.13") > -1 ? "High Sierra" : result2.codename;
+              result2.codename = result2.release.indexOf("10.14") > -1 ? "Mojave" : result2.codename;
+              result2.codename = result2.release.indexOf("10.15") > -1 ? "Catalina" : result2.codename;
+              result2.codename = result2.release.startsWith("11.") ? "Big Sur" : result2.codename;
+              result2.codename = result2.release.startsWith("12.") ? "Monterey" : result2.codename;
+              result2.codename = result2.release.startsWith("13.") ? "Ventura" : result2.codename;
+              result2.codename = result2.release.startsWith("14.") ? "Sonoma" : result2.codename;
+              result2.codename = result2.release.startsWith("15.") ? "Sequoia" : result2.codename;
+              result2.codename = result2.release.startsWith("26.") ? "Tahoe" : result2.codename;
+              result2.codename = result2.release.startsWith("27.") ? "Golden Gate" : result2.codename;
+              result2.uefi = true;
+              result2.codepage = util2.getCodepage();
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
-            result.release = result.kernel;
+            result2.release = result2.kernel;
             exec("uname -o", (error46, stdout) => {
               const lines = stdout.toString().split("\n");
-              result.distro = lines[0];
-              result.logofile = getLogoFile(result.distro);
+              result2.distro = lines[0];
+              result2.logofile = getLogoFile(result2.distro);
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_windows) {
-            result.logofile = getLogoFile();
-            result.release = result.kernel;
+            result2.logofile = getLogoFile();
+            result2.release = result2.kernel;
             try {
               const workload = [];
               workload.push(util2.powerShell("Get-CimInstance Win32_OperatingSystem | select Caption,SerialNumber,BuildNumber,ServicePackMajorVersion,ServicePackMinorVersion | fl"));
@@ -18913,36 +18685,36 @@ var require_osinfo = __commonJS({
               workload.push(util2.powerShell('reg query "HKLM\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion" /v DisplayVersion'));
               util2.promiseAll(workload).then((data) => {
                 const lines = data.results[0] ? data.results[0].toString().split("\r\n") : [""];
-                result.distro = util2.getValue(lines, "Caption", ":").trim();
-                result.serial = util2.getValue(lines, "SerialNumber", ":").trim();
-                result.build = util2.getValue(lines, "BuildNumber", ":").trim();
-                result.servicepack = util2.getValue(lines, "ServicePackMajorVersion", ":").trim() + "." + util2.getValue(lines, "ServicePackMinorVersion", ":").trim();
-                result.codepage = util2.getCodepage();
+                result2.distro = util2.getValue(lines, "Caption", ":").trim();
+                result2.serial = util2.getValue(lines, "SerialNumber", ":").trim();
+                result2.build = util2.getValue(lines, "BuildNumber", ":").trim();
+                result2.servicepack = util2.getValue(lines, "ServicePackMajorVersion", ":").trim() + "." + util2.getValue(lines, "ServicePackMinorVersion", ":").trim();
+                result2.codepage = util2.getCodepage();
                 const hyperv = data.results[1] ? data.results[1].toString().toLowerCase() : "";
-                result.hypervisor = hyperv.indexOf("true") !== -1;
+                result2.hypervisor = hyperv.indexOf("true") !== -1;
                 const term = data.results[2] ? data.results[2].toString() : "";
                 if (data.results[3]) {
                   const codenameParts = data.results[3].split("REG_SZ");
-                  result.codename = codenameParts.length > 1 ? codenameParts[1].trim() : "";
+                  result2.codename = codenameParts.length > 1 ? codenameParts[1].trim() : "";
                 }
-                if (!result.codename) {
-                  const buildNum = parseInt(result.build, 10);
-                  result.codename = getWindowsRelease(buildNum);
+                if (!result2.codename) {
+                  const buildNum = parseInt(result2.build, 10);
+                  result2.codename = getWindowsRelease(buildNum);
                 }
-                result.remoteSession = term.toString().toLowerCase().indexOf("true") >= 0;
+                result2.remoteSession = term.toString().toLowerCase().indexOf("true") >= 0;
                 isUefiWindows().then((uefi) => {
-                  result.uefi = uefi;
+                  result2.uefi = uefi;
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -19045,7 +18817,7 @@ var require_osinfo = __commonJS({
         if (!Array.isArray(apps2)) {
           apps2 = apps2.trim().toLowerCase().replace(/,+/g, "|").replace(/ /g, "|");
           apps2 = apps2.split("|");
-          const result = {
+          const result2 = {
             versions: {},
             counter: 0
           };
@@ -19053,21 +18825,21 @@ var require_osinfo = __commonJS({
             if (el) {
               for (let key in versionObject) {
                 if ({}.hasOwnProperty.call(versionObject, key)) {
-                  if (key.toLowerCase() === el.toLowerCase() && !{}.hasOwnProperty.call(result.versions, key)) {
-                    result.versions[key] = versionObject[key];
+                  if (key.toLowerCase() === el.toLowerCase() && !{}.hasOwnProperty.call(result2.versions, key)) {
+                    result2.versions[key] = versionObject[key];
                     if (key === "openssl") {
-                      result.versions.systemOpenssl = "";
-                      result.versions.systemOpensslLib = "";
+                      result2.versions.systemOpenssl = "";
+                      result2.versions.systemOpensslLib = "";
                     }
-                    if (!result.versions[key]) {
-                      result.counter++;
+                    if (!result2.versions[key]) {
+                      result2.counter++;
                     }
                   }
                 }
               }
             }
           });
-          return result;
+          return result2;
         }
       }
       return new Promise((resolve) => {
@@ -19654,16 +19426,16 @@ var require_osinfo = __commonJS({
           if (_windows) {
             try {
               util2.powerShell(`Get-CimInstance -className win32_process | where-object {$_.ProcessId -eq ${process.ppid} } | select Name`).then((stdout) => {
-                let result = "CMD";
+                let result2 = "CMD";
                 if (stdout) {
                   if (stdout.toString().toLowerCase().indexOf("powershell") >= 0) {
-                    result = "PowerShell";
+                    result2 = "PowerShell";
                   }
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
@@ -19672,15 +19444,15 @@ var require_osinfo = __commonJS({
               resolve("CMD");
             }
           } else {
-            let result = "";
+            let result2 = "";
             exec("echo $SHELL", (error46, stdout) => {
               if (!error46) {
-                result = stdout.toString().split("\n")[0];
+                result2 = stdout.toString().split("\n")[0];
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
         });
@@ -19733,7 +19505,7 @@ var require_osinfo = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             os: "",
             hardware: "",
             macs: getUniqueMacAdresses()
@@ -19746,17 +19518,17 @@ var require_osinfo = __commonJS({
                   const jsonObj = JSON.parse(stdout.toString());
                   if (jsonObj.SPHardwareDataType && jsonObj.SPHardwareDataType.length > 0) {
                     const spHardware = jsonObj.SPHardwareDataType[0];
-                    result.os = spHardware.platform_UUID.toLowerCase();
-                    result.hardware = spHardware.serial_number;
+                    result2.os = spHardware.platform_UUID.toLowerCase();
+                    result2.hardware = spHardware.serial_number;
                   }
                 } catch {
                   util2.noop();
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_linux) {
@@ -19765,52 +19537,52 @@ cat /etc/machine-id 2> /dev/null; echo;
 echo -n "hardware: "; cat /sys/class/dmi/id/product_uuid 2> /dev/null; echo;`;
             exec(cmd, (error46, stdout) => {
               const lines = stdout.toString().split("\n");
-              result.os = util2.getValue(lines, "os").toLowerCase();
-              result.hardware = util2.getValue(lines, "hardware").toLowerCase();
-              if (!result.hardware) {
+              result2.os = util2.getValue(lines, "os").toLowerCase();
+              result2.hardware = util2.getValue(lines, "hardware").toLowerCase();
+              if (!result2.hardware) {
                 try {
                   const lines2 = fs.readFileSync("/proc/cpuinfo", { encoding: "utf8" }).toString().split("\n");
                   const serial = util2.getValue(lines2, "serial");
-                  result.hardware = serial || "";
+                  result2.hardware = serial || "";
                 } catch {
-                  result.hardware = "";
+                  result2.hardware = "";
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_freebsd || _openbsd || _netbsd) {
             exec("sysctl -i kern.hostid kern.hostuuid", (error46, stdout) => {
               const lines = stdout.toString().split("\n");
-              result.hardware = util2.getValue(lines, "kern.hostid", ":").toLowerCase();
-              result.os = util2.getValue(lines, "kern.hostuuid", ":").toLowerCase();
-              if (result.os.indexOf("unknown") >= 0) {
-                result.os = "";
+              result2.hardware = util2.getValue(lines, "kern.hostid", ":").toLowerCase();
+              result2.os = util2.getValue(lines, "kern.hostuuid", ":").toLowerCase();
+              if (result2.os.indexOf("unknown") >= 0) {
+                result2.os = "";
               }
-              if (result.hardware.indexOf("unknown") >= 0) {
-                result.hardware = "";
+              if (result2.hardware.indexOf("unknown") >= 0) {
+                result2.hardware = "";
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_windows) {
             const sysdir = process.arch === "ia32" && Object.prototype.hasOwnProperty.call(process.env, "PROCESSOR_ARCHITEW6432") ? "Sysnative" : "System32";
             util2.powerShell("Get-CimInstance Win32_ComputerSystemProduct | select UUID | fl").then((stdout) => {
               let lines = stdout.split("\r\n");
-              result.hardware = util2.getValue(lines, "uuid", ":").toLowerCase();
+              result2.hardware = util2.getValue(lines, "uuid", ":").toLowerCase();
               execFile4(util2.WINDIR + "\\" + sysdir + "\\reg.exe", ["query", "HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Cryptography", "/v", "MachineGuid"], util2.execOptsWin, (error46, stdout2) => {
                 parts = stdout2.toString().split("\n\r")[0].split("REG_SZ");
-                result.os = parts.length > 1 ? parts[1].replace(/\r+|\n+|\s+/gi, "").toLowerCase() : "";
+                result2.os = parts.length > 1 ? parts[1].replace(/\r+|\n+|\s+/gi, "").toLowerCase() : "";
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             });
           }
@@ -20613,57 +20385,57 @@ var require_cpu = __commonJS({
       1155: "G440 G460 G465 G470 G530T G540T G550T G1610T G1620T G530 G540 G1610 G550 G1620 G555 G1630 i3-2100T i3-2120T i3-3220T i3-3240T i3-3250T i3-2100 i3-2105 i3-2102 i3-3210 i3-3220 i3-2125 i3-2120 i3-3225 i3-2130 i3-3245 i3-3240 i3-3250 i5-3570T i5-2500T i5-2400S i5-2405S i5-2390T i5-3330S i5-2500S i5-3335S i5-2300 i5-3450S i5-3340S i5-3470S i5-3475S i5-3470T i5-2310 i5-3550S i5-2320 i5-3330 i5-3350P i5-3450 i5-2400 i5-3340 i5-3570S i5-2380P i5-2450P i5-3470 i5-2500K i5-3550 i5-2500 i5-3570 i5-3570K i5-2550K i7-3770T i7-2600S i7-3770S i7-2600K i7-2600 i7-3770 i7-3770K i7-2700K G620T G630T G640T G2020T G645T G2100T G2030T G622 G860T G620 G632 G2120T G630 G640 G2010 G840 G2020 G850 G645 G2030 G860 G2120 G870 G2130 G2140 E3-1220L E3-1220L E3-1260L E3-1265L E3-1220 E3-1225 E3-1220 E3-1235 E3-1225 E3-1230 E3-1230 E3-1240 E3-1245 E3-1270 E3-1275 E3-1240 E3-1245 E3-1270 E3-1280 E3-1275 E3-1290 E3-1280 E3-1290"
     };
     function getSocketTypesByName(str3) {
-      let result = "";
+      let result2 = "";
       for (const key in socketTypesByName) {
         const names = socketTypesByName[key].split(" ");
         names.forEach((element) => {
           if (str3.indexOf(element) >= 0) {
-            result = key;
+            result2 = key;
           }
         });
       }
-      return result;
+      return result2;
     }
     function cpuManufacturer(str3) {
-      let result = str3;
+      let result2 = str3;
       str3 = str3.toLowerCase();
       if (str3.indexOf("intel") >= 0) {
-        result = "Intel";
+        result2 = "Intel";
       }
       if (str3.indexOf("amd") >= 0) {
-        result = "AMD";
+        result2 = "AMD";
       }
       if (str3.indexOf("qemu") >= 0) {
-        result = "QEMU";
+        result2 = "QEMU";
       }
       if (str3.indexOf("hygon") >= 0) {
-        result = "Hygon";
+        result2 = "Hygon";
       }
       if (str3.indexOf("centaur") >= 0) {
-        result = "WinChip/Via";
+        result2 = "WinChip/Via";
       }
       if (str3.indexOf("vmware") >= 0) {
-        result = "VMware";
+        result2 = "VMware";
       }
       if (str3.indexOf("Xen") >= 0) {
-        result = "Xen Hypervisor";
+        result2 = "Xen Hypervisor";
       }
       if (str3.indexOf("tcg") >= 0) {
-        result = "QEMU";
+        result2 = "QEMU";
       }
       if (str3.indexOf("apple") >= 0) {
-        result = "Apple";
+        result2 = "Apple";
       }
       if (str3.indexOf("sifive") >= 0) {
-        result = "SiFive";
+        result2 = "SiFive";
       }
       if (str3.indexOf("thead") >= 0) {
-        result = "T-Head";
+        result2 = "T-Head";
       }
       if (str3.indexOf("andestech") >= 0) {
-        result = "Andes Technology";
+        result2 = "Andes Technology";
       }
-      return result;
+      return result2;
     }
     function cpuBrandManufacturer(res) {
       res.brand = res.brand.replace(/\(R\)+/g, "\xAE").replace(/\s+/g, " ").trim();
@@ -20677,24 +20449,24 @@ var require_cpu = __commonJS({
       return res;
     }
     function getAMDSpeed(brand) {
-      let result = "0";
+      let result2 = "0";
       let matchLength = -1;
       for (const key in AMDBaseFrequencies) {
         if ({}.hasOwnProperty.call(AMDBaseFrequencies, key)) {
           const found = key.split("|").every((item) => new RegExp("(^|[^a-z0-9])" + item.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + "(?![a-z0-9])", "i").test(brand));
           if (found && key.length > matchLength) {
             matchLength = key.length;
-            result = AMDBaseFrequencies[key];
+            result2 = AMDBaseFrequencies[key];
           }
         }
       }
-      return parseFloat(result);
+      return parseFloat(result2);
     }
     function getCpu() {
       return new Promise((resolve) => {
         process.nextTick(() => {
           const UNKNOWN = "unknown";
-          let result = {
+          let result2 = {
             manufacturer: UNKNOWN,
             brand: UNKNOWN,
             vendor: "",
@@ -20718,53 +20490,53 @@ var require_cpu = __commonJS({
             cache: {}
           };
           cpuFlags().then((flags) => {
-            result.flags = flags;
-            result.virtualization = flags.indexOf("vmx") > -1 || flags.indexOf("svm") > -1;
+            result2.flags = flags;
+            result2.virtualization = flags.indexOf("vmx") > -1 || flags.indexOf("svm") > -1;
             if (_darwin) {
               exec("sysctl machdep.cpu hw.cpufrequency_max hw.cpufrequency_min hw.packages hw.physicalcpu_max hw.ncpu hw.tbfrequency hw.cpufamily hw.cpusubfamily", (error46, stdout) => {
                 const lines = stdout.toString().split("\n");
                 const modelline = util2.getValue(lines, "machdep.cpu.brand_string");
                 const modellineParts = modelline.split("@");
-                result.brand = modellineParts[0].trim();
+                result2.brand = modellineParts[0].trim();
                 const speed = modellineParts[1] ? modellineParts[1].trim() : "0";
-                result.speed = parseFloat(speed.replace(/GHz+/g, ""));
+                result2.speed = parseFloat(speed.replace(/GHz+/g, ""));
                 let tbFrequency = util2.getValue(lines, "hw.tbfrequency") / 1e9;
                 tbFrequency = tbFrequency < 0.1 ? tbFrequency * 100 : tbFrequency;
-                result.speed = result.speed === 0 ? tbFrequency : result.speed;
-                _cpu_speed = result.speed;
-                result = cpuBrandManufacturer(result);
-                result.speedMin = util2.getValue(lines, "hw.cpufrequency_min") ? util2.getValue(lines, "hw.cpufrequency_min") / 1e9 : result.speed;
-                result.speedMax = util2.getValue(lines, "hw.cpufrequency_max") ? util2.getValue(lines, "hw.cpufrequency_max") / 1e9 : result.speed;
-                result.vendor = util2.getValue(lines, "machdep.cpu.vendor") || "Apple";
-                result.family = util2.getValue(lines, "machdep.cpu.family") || util2.getValue(lines, "hw.cpufamily");
-                result.model = util2.getValue(lines, "machdep.cpu.model");
-                result.stepping = util2.getValue(lines, "machdep.cpu.stepping") || util2.getValue(lines, "hw.cpusubfamily");
-                result.virtualization = true;
+                result2.speed = result2.speed === 0 ? tbFrequency : result2.speed;
+                _cpu_speed = result2.speed;
+                result2 = cpuBrandManufacturer(result2);
+                result2.speedMin = util2.getValue(lines, "hw.cpufrequency_min") ? util2.getValue(lines, "hw.cpufrequency_min") / 1e9 : result2.speed;
+                result2.speedMax = util2.getValue(lines, "hw.cpufrequency_max") ? util2.getValue(lines, "hw.cpufrequency_max") / 1e9 : result2.speed;
+                result2.vendor = util2.getValue(lines, "machdep.cpu.vendor") || "Apple";
+                result2.family = util2.getValue(lines, "machdep.cpu.family") || util2.getValue(lines, "hw.cpufamily");
+                result2.model = util2.getValue(lines, "machdep.cpu.model");
+                result2.stepping = util2.getValue(lines, "machdep.cpu.stepping") || util2.getValue(lines, "hw.cpusubfamily");
+                result2.virtualization = true;
                 const countProcessors = util2.getValue(lines, "hw.packages");
                 const countCores = util2.getValue(lines, "hw.physicalcpu_max");
                 const countThreads = util2.getValue(lines, "hw.ncpu");
                 if (os10.arch() === "arm64") {
-                  result.socket = "SOC";
+                  result2.socket = "SOC";
                   try {
                     const clusters = execSync("ioreg -c IOPlatformDevice -d 3 -r | grep cluster-type").toString().split("\n");
                     const efficiencyCores = clusters.filter((line) => line.indexOf('"E"') >= 0).length + clusters.filter((line) => line.indexOf('"M"') >= 0).length;
                     const performanceCores = clusters.filter((line) => line.indexOf('"P"') >= 0).length;
-                    result.efficiencyCores = efficiencyCores;
-                    result.performanceCores = performanceCores;
+                    result2.efficiencyCores = efficiencyCores;
+                    result2.performanceCores = performanceCores;
                   } catch {
                     util2.noop();
                   }
                 }
                 if (countProcessors) {
-                  result.processors = parseInt(countProcessors, 10) || 1;
+                  result2.processors = parseInt(countProcessors, 10) || 1;
                 }
                 if (countCores && countThreads) {
-                  result.cores = parseInt(countThreads) || util2.cores();
-                  result.physicalCores = parseInt(countCores) || util2.cores();
+                  result2.cores = parseInt(countThreads) || util2.cores();
+                  result2.physicalCores = parseInt(countCores) || util2.cores();
                 }
                 cpuCache().then((res) => {
-                  result.cache = res;
-                  resolve(result);
+                  result2.cache = res;
+                  resolve(result2);
                 });
               });
             }
@@ -20782,62 +20554,62 @@ var require_cpu = __commonJS({
                 modelline = util2.getValue(lines, "bios model name") || modelline;
                 modelline = util2.cleanString(modelline);
                 const modellineParts = modelline.split("@");
-                result.brand = modellineParts[0].trim();
-                if (result.brand.indexOf("Unknown") >= 0) {
-                  result.brand = result.brand.split("Unknown")[0].trim();
+                result2.brand = modellineParts[0].trim();
+                if (result2.brand.indexOf("Unknown") >= 0) {
+                  result2.brand = result2.brand.split("Unknown")[0].trim();
                 }
-                result.speed = modellineParts[1] ? parseFloat(modellineParts[1].trim()) : 0;
-                if (result.speed === 0 && (result.brand.indexOf("AMD") > -1 || result.brand.toLowerCase().indexOf("ryzen") > -1)) {
-                  result.speed = getAMDSpeed(result.brand);
+                result2.speed = modellineParts[1] ? parseFloat(modellineParts[1].trim()) : 0;
+                if (result2.speed === 0 && (result2.brand.indexOf("AMD") > -1 || result2.brand.toLowerCase().indexOf("ryzen") > -1)) {
+                  result2.speed = getAMDSpeed(result2.brand);
                 }
-                if (result.speed === 0) {
+                if (result2.speed === 0) {
                   const current = getCpuCurrentSpeedSync();
                   if (current.avg !== 0) {
-                    result.speed = current.avg;
+                    result2.speed = current.avg;
                   }
                 }
-                _cpu_speed = result.speed;
-                result.speedMin = Math.round(parseFloat(util2.getValue(lines, "cpu min mhz").replace(/,/g, ".")) / 10) / 100 || result.speedMin;
-                result.speedMax = Math.round(parseFloat(util2.getValue(lines, "cpu max mhz").replace(/,/g, ".")) / 10) / 100 || result.speedMax;
-                result = cpuBrandManufacturer(result);
-                result.vendor = cpuManufacturer(util2.getValue(lines, "vendor id"));
-                result.family = util2.getValue(lines, "cpu family");
-                result.model = util2.getValue(lines, "model:");
-                result.stepping = util2.getValue(lines, "stepping");
-                result.revision = util2.getValue(lines, "cpu revision");
-                result.cache.l1d = util2.getValue(lines, "l1d cache");
-                if (result.cache.l1d) {
-                  result.cache.l1d = parseInt(result.cache.l1d) * (result.cache.l1d.indexOf("M") !== -1 ? 1024 * 1024 : result.cache.l1d.indexOf("K") !== -1 ? 1024 : 1);
+                _cpu_speed = result2.speed;
+                result2.speedMin = Math.round(parseFloat(util2.getValue(lines, "cpu min mhz").replace(/,/g, ".")) / 10) / 100 || result2.speedMin;
+                result2.speedMax = Math.round(parseFloat(util2.getValue(lines, "cpu max mhz").replace(/,/g, ".")) / 10) / 100 || result2.speedMax;
+                result2 = cpuBrandManufacturer(result2);
+                result2.vendor = cpuManufacturer(util2.getValue(lines, "vendor id"));
+                result2.family = util2.getValue(lines, "cpu family");
+                result2.model = util2.getValue(lines, "model:");
+                result2.stepping = util2.getValue(lines, "stepping");
+                result2.revision = util2.getValue(lines, "cpu revision");
+                result2.cache.l1d = util2.getValue(lines, "l1d cache");
+                if (result2.cache.l1d) {
+                  result2.cache.l1d = parseInt(result2.cache.l1d) * (result2.cache.l1d.indexOf("M") !== -1 ? 1024 * 1024 : result2.cache.l1d.indexOf("K") !== -1 ? 1024 : 1);
                 }
-                result.cache.l1i = util2.getValue(lines, "l1i cache");
-                if (result.cache.l1i) {
-                  result.cache.l1i = parseInt(result.cache.l1i) * (result.cache.l1i.indexOf("M") !== -1 ? 1024 * 1024 : result.cache.l1i.indexOf("K") !== -1 ? 1024 : 1);
+                result2.cache.l1i = util2.getValue(lines, "l1i cache");
+                if (result2.cache.l1i) {
+                  result2.cache.l1i = parseInt(result2.cache.l1i) * (result2.cache.l1i.indexOf("M") !== -1 ? 1024 * 1024 : result2.cache.l1i.indexOf("K") !== -1 ? 1024 : 1);
                 }
-                result.cache.l2 = util2.getValue(lines, "l2 cache");
-                if (result.cache.l2) {
-                  result.cache.l2 = parseInt(result.cache.l2) * (result.cache.l2.indexOf("M") !== -1 ? 1024 * 1024 : result.cache.l2.indexOf("K") !== -1 ? 1024 : 1);
+                result2.cache.l2 = util2.getValue(lines, "l2 cache");
+                if (result2.cache.l2) {
+                  result2.cache.l2 = parseInt(result2.cache.l2) * (result2.cache.l2.indexOf("M") !== -1 ? 1024 * 1024 : result2.cache.l2.indexOf("K") !== -1 ? 1024 : 1);
                 }
-                result.cache.l3 = util2.getValue(lines, "l3 cache");
-                if (result.cache.l3) {
-                  result.cache.l3 = parseInt(result.cache.l3) * (result.cache.l3.indexOf("M") !== -1 ? 1024 * 1024 : result.cache.l3.indexOf("K") !== -1 ? 1024 : 1);
+                result2.cache.l3 = util2.getValue(lines, "l3 cache");
+                if (result2.cache.l3) {
+                  result2.cache.l3 = parseInt(result2.cache.l3) * (result2.cache.l3.indexOf("M") !== -1 ? 1024 * 1024 : result2.cache.l3.indexOf("K") !== -1 ? 1024 : 1);
                 }
                 const threadsPerCore = util2.getValue(lines, "thread(s) per core") || "1";
                 const processors = util2.getValue(lines, "socket(s)") || "1";
                 const threadsPerCoreInt = parseInt(threadsPerCore, 10);
                 const processorsInt = parseInt(processors, 10) || 1;
                 const coresPerSocket = parseInt(util2.getValue(lines, "core(s) per socket"), 10);
-                result.physicalCores = coresPerSocket ? coresPerSocket * processorsInt : result.cores / threadsPerCoreInt;
-                result.performanceCores = threadsPerCoreInt > 1 ? result.cores - result.physicalCores : result.cores;
-                result.efficiencyCores = threadsPerCoreInt > 1 ? result.cores - threadsPerCoreInt * result.performanceCores : 0;
-                result.processors = processorsInt;
-                result.governor = util2.getValue(lines, "governor") || "";
-                if (result.vendor === "ARM" && util2.isRaspberry()) {
+                result2.physicalCores = coresPerSocket ? coresPerSocket * processorsInt : result2.cores / threadsPerCoreInt;
+                result2.performanceCores = threadsPerCoreInt > 1 ? result2.cores - result2.physicalCores : result2.cores;
+                result2.efficiencyCores = threadsPerCoreInt > 1 ? result2.cores - threadsPerCoreInt * result2.performanceCores : 0;
+                result2.processors = processorsInt;
+                result2.governor = util2.getValue(lines, "governor") || "";
+                if (result2.vendor === "ARM" && util2.isRaspberry()) {
                   const rPIRevision = util2.decodePiCpuinfo();
-                  result.family = result.manufacturer;
-                  result.manufacturer = rPIRevision.manufacturer;
-                  result.brand = rPIRevision.processor;
-                  result.revision = rPIRevision.revisionCode;
-                  result.socket = "SOC";
+                  result2.family = result2.manufacturer;
+                  result2.manufacturer = rPIRevision.manufacturer;
+                  result2.brand = rPIRevision.processor;
+                  result2.revision = rPIRevision.revisionCode;
+                  result2.socket = "SOC";
                 }
                 if (util2.getValue(lines, "architecture") === "riscv64") {
                   try {
@@ -20845,8 +20617,8 @@ var require_cpu = __commonJS({
                     const uarch = util2.getValue(linesRiscV, "uarch") || "";
                     if (uarch.indexOf(",") > -1) {
                       const split = uarch.split(",");
-                      result.manufacturer = cpuManufacturer(split[0]);
-                      result.brand = split[1];
+                      result2.manufacturer = cpuManufacturer(split[0]);
+                      result2.brand = split[1];
                     }
                   } catch {
                     util2.noop();
@@ -20856,9 +20628,9 @@ var require_cpu = __commonJS({
                 exec('export LC_ALL=C; dmidecode -t 4 2>/dev/null | grep "Upgrade: Socket"; unset LC_ALL', (error210, stdout2) => {
                   lines2 = stdout2.toString().split("\n");
                   if (lines2 && lines2.length) {
-                    result.socket = util2.getValue(lines2, "Upgrade").replace("Socket", "").trim() || result.socket;
+                    result2.socket = util2.getValue(lines2, "Upgrade").replace("Socket", "").trim() || result2.socket;
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               });
             }
@@ -20876,33 +20648,33 @@ var require_cpu = __commonJS({
                   cache = data.length > 2 ? data[2].split("Cache Information") : [];
                   lines = processor.split("\n");
                 }
-                result.brand = modelline.split("@")[0].trim();
-                result.speed = modelline.split("@")[1] ? parseFloat(modelline.split("@")[1].trim()) : 0;
-                if (result.speed === 0 && (result.brand.indexOf("AMD") > -1 || result.brand.toLowerCase().indexOf("ryzen") > -1)) {
-                  result.speed = getAMDSpeed(result.brand);
+                result2.brand = modelline.split("@")[0].trim();
+                result2.speed = modelline.split("@")[1] ? parseFloat(modelline.split("@")[1].trim()) : 0;
+                if (result2.speed === 0 && (result2.brand.indexOf("AMD") > -1 || result2.brand.toLowerCase().indexOf("ryzen") > -1)) {
+                  result2.speed = getAMDSpeed(result2.brand);
                 }
-                if (result.speed === 0) {
+                if (result2.speed === 0) {
                   const current = getCpuCurrentSpeedSync();
                   if (current.avg !== 0) {
-                    result.speed = current.avg;
+                    result2.speed = current.avg;
                   }
                 }
-                _cpu_speed = result.speed;
-                result.speedMin = result.speed;
-                result.speedMax = Math.round(parseFloat(util2.getValue(lines, "max speed").replace(/Mhz/g, "")) / 10) / 100 || result.speed;
-                result = cpuBrandManufacturer(result);
-                result.vendor = cpuManufacturer(util2.getValue(lines, "manufacturer"));
+                _cpu_speed = result2.speed;
+                result2.speedMin = result2.speed;
+                result2.speedMax = Math.round(parseFloat(util2.getValue(lines, "max speed").replace(/Mhz/g, "")) / 10) / 100 || result2.speed;
+                result2 = cpuBrandManufacturer(result2);
+                result2.vendor = cpuManufacturer(util2.getValue(lines, "manufacturer"));
                 let sig = util2.getValue(lines, "signature");
                 sig = sig.split(",");
                 for (let i2 = 0; i2 < sig.length; i2++) {
                   sig[i2] = sig[i2].trim();
                 }
-                result.family = util2.getValue(sig, "Family", " ", true);
-                result.model = util2.getValue(sig, "Model", " ", true);
-                result.stepping = util2.getValue(sig, "Stepping", " ", true);
-                result.revision = "";
+                result2.family = util2.getValue(sig, "Family", " ", true);
+                result2.model = util2.getValue(sig, "Model", " ", true);
+                result2.stepping = util2.getValue(sig, "Stepping", " ", true);
+                result2.revision = "";
                 const voltage = parseFloat(util2.getValue(lines, "voltage"));
-                result.voltage = isNaN(voltage) ? "" : voltage.toFixed(2);
+                result2.voltage = isNaN(voltage) ? "" : voltage.toFixed(2);
                 for (let i2 = 0; i2 < cache.length; i2++) {
                   lines = cache[i2].split("\n");
                   let cacheType2 = util2.getValue(lines, "Socket Designation").toLowerCase().replace(" ", "-").split("-");
@@ -20913,25 +20685,25 @@ var require_cpu = __commonJS({
                   size = size * (unit === "kb" ? 1024 : unit === "mb" ? 1024 * 1024 : unit === "gb" ? 1024 * 1024 * 1024 : 1);
                   if (cacheType2) {
                     if (cacheType2 === "l1") {
-                      result.cache[cacheType2 + "d"] = size / 2;
-                      result.cache[cacheType2 + "i"] = size / 2;
+                      result2.cache[cacheType2 + "d"] = size / 2;
+                      result2.cache[cacheType2 + "i"] = size / 2;
                     } else {
-                      result.cache[cacheType2] = size;
+                      result2.cache[cacheType2] = size;
                     }
                   }
                 }
-                result.socket = util2.getValue(lines, "Upgrade").replace("Socket", "").trim();
+                result2.socket = util2.getValue(lines, "Upgrade").replace("Socket", "").trim();
                 const threadCount = util2.getValue(lines, "thread count").trim();
                 const coreCount = util2.getValue(lines, "core count").trim();
                 if (coreCount && threadCount) {
-                  result.cores = parseInt(threadCount, 10);
-                  result.physicalCores = parseInt(coreCount, 10);
+                  result2.cores = parseInt(threadCount, 10);
+                  result2.physicalCores = parseInt(coreCount, 10);
                 }
-                resolve(result);
+                resolve(result2);
               });
             }
             if (_sunos) {
-              resolve(result);
+              resolve(result2);
             }
             if (_windows) {
               try {
@@ -20947,65 +20719,65 @@ var require_cpu = __commonJS({
                   const lines = data[0].split("\r\n");
                   const name = util2.getValue(lines, "name", ":") || "";
                   if (name.indexOf("@") >= 0) {
-                    result.brand = name.split("@")[0].trim();
-                    result.speed = name.split("@")[1] ? parseFloat(name.split("@")[1].trim()) : 0;
-                    _cpu_speed = result.speed;
+                    result2.brand = name.split("@")[0].trim();
+                    result2.speed = name.split("@")[1] ? parseFloat(name.split("@")[1].trim()) : 0;
+                    _cpu_speed = result2.speed;
                   } else {
-                    result.brand = name.trim();
-                    result.speed = 0;
+                    result2.brand = name.trim();
+                    result2.speed = 0;
                   }
-                  result = cpuBrandManufacturer(result);
-                  result.revision = util2.getValue(lines, "revision", ":");
-                  result.vendor = util2.getValue(lines, "manufacturer", ":");
-                  result.speedMax = Math.round(parseFloat(util2.getValue(lines, "maxclockspeed", ":").replace(/,/g, ".")) / 10) / 100 || result.speedMax;
-                  if (result.speed === 0 && (result.brand.indexOf("AMD") > -1 || result.brand.toLowerCase().indexOf("ryzen") > -1)) {
-                    result.speed = getAMDSpeed(result.brand);
+                  result2 = cpuBrandManufacturer(result2);
+                  result2.revision = util2.getValue(lines, "revision", ":");
+                  result2.vendor = util2.getValue(lines, "manufacturer", ":");
+                  result2.speedMax = Math.round(parseFloat(util2.getValue(lines, "maxclockspeed", ":").replace(/,/g, ".")) / 10) / 100 || result2.speedMax;
+                  if (result2.speed === 0 && (result2.brand.indexOf("AMD") > -1 || result2.brand.toLowerCase().indexOf("ryzen") > -1)) {
+                    result2.speed = getAMDSpeed(result2.brand);
                   }
-                  if (result.speed === 0) {
-                    result.speed = result.speedMax;
+                  if (result2.speed === 0) {
+                    result2.speed = result2.speedMax;
                   }
-                  result.speedMin = result.speed;
+                  result2.speedMin = result2.speed;
                   const description = util2.getValue(lines, "description", ":").split(" ");
                   for (let i2 = 0; i2 < description.length; i2++) {
                     if (description[i2].toLowerCase().startsWith("family") && i2 + 1 < description.length && description[i2 + 1]) {
-                      result.family = description[i2 + 1];
+                      result2.family = description[i2 + 1];
                     }
                     if (description[i2].toLowerCase().startsWith("model") && i2 + 1 < description.length && description[i2 + 1]) {
-                      result.model = description[i2 + 1];
+                      result2.model = description[i2 + 1];
                     }
                     if (description[i2].toLowerCase().startsWith("stepping") && i2 + 1 < description.length && description[i2 + 1]) {
-                      result.stepping = description[i2 + 1];
+                      result2.stepping = description[i2 + 1];
                     }
                   }
                   const socketId = util2.getValue(lines, "UpgradeMethod", ":");
                   if (socketTypes[socketId]) {
-                    result.socket = socketTypes[socketId];
+                    result2.socket = socketTypes[socketId];
                   }
                   const socketByName = getSocketTypesByName(name);
                   if (socketByName) {
-                    result.socket = socketByName;
+                    result2.socket = socketByName;
                   }
                   const countProcessors = util2.countLines(lines, "Caption");
                   const countThreads = util2.getValue(lines, "NumberOfLogicalProcessors", ":");
                   const countCores = util2.getValue(lines, "NumberOfCores", ":");
                   if (countProcessors) {
-                    result.processors = parseInt(countProcessors) || 1;
+                    result2.processors = parseInt(countProcessors) || 1;
                   }
                   if (countCores && countThreads) {
-                    result.cores = parseInt(countThreads) || util2.cores();
-                    result.physicalCores = parseInt(countCores) || util2.cores();
+                    result2.cores = parseInt(countThreads) || util2.cores();
+                    result2.physicalCores = parseInt(countCores) || util2.cores();
                   }
                   if (countProcessors > 1) {
-                    result.cores = result.cores * countProcessors;
-                    result.physicalCores = result.physicalCores * countProcessors;
+                    result2.cores = result2.cores * countProcessors;
+                    result2.physicalCores = result2.physicalCores * countProcessors;
                   }
-                  result.cache = parseWinCache(data[0], data[1]);
+                  result2.cache = parseWinCache(data[0], data[1]);
                   const hyperv = data[2] ? data[2].toString().toLowerCase() : "";
-                  result.virtualization = hyperv.indexOf("true") !== -1;
-                  resolve(result);
+                  result2.virtualization = hyperv.indexOf("true") !== -1;
+                  resolve(result2);
                 });
               } catch (e) {
-                resolve(result);
+                resolve(result2);
               }
             }
           });
@@ -21016,11 +20788,11 @@ var require_cpu = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          getCpu().then((result) => {
+          getCpu().then((result2) => {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           });
         });
       });
@@ -21087,10 +20859,10 @@ var require_cpu = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = getCpuCurrentSpeedSync();
-          if (result.avg === 0 && _cpu_speed !== 0) {
+          let result2 = getCpuCurrentSpeedSync();
+          if (result2.avg === 0 && _cpu_speed !== 0) {
             const currCpuSpeed = parseFloat(_cpu_speed);
-            result = {
+            result2 = {
               min: currCpuSpeed,
               max: currCpuSpeed,
               avg: currCpuSpeed,
@@ -21098,9 +20870,9 @@ var require_cpu = __commonJS({
             };
           }
           if (callback) {
-            callback(result);
+            callback(result2);
           }
-          resolve(result);
+          resolve(result2);
         });
       });
     }
@@ -21109,7 +20881,7 @@ var require_cpu = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             main: null,
             cores: [],
             max: null,
@@ -21127,10 +20899,10 @@ var require_cpu = __commonJS({
                 for (let i2 = 0; i2 < lines.length; i2++) {
                   const line = lines[i2].trim();
                   if (line.startsWith("acpi") && lines2[i2]) {
-                    result.socket.push(Math.round(parseInt(lines2[i2], 10) / 100) / 10);
+                    result2.socket.push(Math.round(parseInt(lines2[i2], 10) / 100) / 10);
                   }
                   if (line.startsWith("pch") && lines2[i2]) {
-                    result.chipset = Math.round(parseInt(lines2[i2], 10) / 100) / 10;
+                    result2.chipset = Math.round(parseInt(lines2[i2], 10) / 100) / 10;
                   }
                   if (cpuThermal === null && line.toLowerCase().indexOf("cpu") !== -1 && lines2[i2]) {
                     cpuThermal = Math.round(parseInt(lines2[i2], 10) / 100) / 10;
@@ -21155,41 +20927,41 @@ var require_cpu = __commonJS({
                   const label = parts[0];
                   const value = parts.length > 1 && parts[1] ? parts[1] : "0";
                   if (value && label && label.toLowerCase() === "tctl") {
-                    tctl = result.main = Math.round(parseInt(value, 10) / 100) / 10;
+                    tctl = result2.main = Math.round(parseInt(value, 10) / 100) / 10;
                   }
                   if (value && (label === void 0 || label && label.toLowerCase().startsWith("core"))) {
-                    result.cores.push(Math.round(parseInt(value, 10) / 100) / 10);
-                  } else if (value && label && result.main === null && (label.toLowerCase().indexOf("package") >= 0 || label.toLowerCase().indexOf("physical") >= 0 || label.toLowerCase() === "tccd1")) {
-                    result.main = Math.round(parseInt(value, 10) / 100) / 10;
+                    result2.cores.push(Math.round(parseInt(value, 10) / 100) / 10);
+                  } else if (value && label && result2.main === null && (label.toLowerCase().indexOf("package") >= 0 || label.toLowerCase().indexOf("physical") >= 0 || label.toLowerCase() === "tccd1")) {
+                    result2.main = Math.round(parseInt(value, 10) / 100) / 10;
                   }
                 });
-                if (tctl && result.main === null) {
-                  result.main = tctl;
+                if (tctl && result2.main === null) {
+                  result2.main = tctl;
                 }
-                if (result.cores.length > 0) {
-                  if (result.main === null) {
-                    result.main = Math.round(result.cores.reduce((a2, b) => a2 + b, 0) / result.cores.length);
+                if (result2.cores.length > 0) {
+                  if (result2.main === null) {
+                    result2.main = Math.round(result2.cores.reduce((a2, b) => a2 + b, 0) / result2.cores.length);
                   }
-                  const maxtmp = Math.max.apply(Math, result.cores);
-                  result.max = maxtmp > result.main ? maxtmp : result.main;
+                  const maxtmp = Math.max.apply(Math, result2.cores);
+                  result2.max = maxtmp > result2.main ? maxtmp : result2.main;
                 }
-                if (result.main !== null) {
-                  if (result.max === null) {
-                    result.max = result.main;
+                if (result2.main !== null) {
+                  if (result2.max === null) {
+                    result2.max = result2.main;
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                   return;
                 }
                 if (cpuThermal !== null) {
-                  result.main = cpuThermal;
-                  result.max = cpuThermal;
+                  result2.main = cpuThermal;
+                  result2.max = cpuThermal;
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                   return;
                 }
                 exec("sensors", (error47, stdout2) => {
@@ -21217,18 +20989,18 @@ var require_cpu = __commonJS({
                       const firstPart = line.split(":")[0].toUpperCase();
                       if (section === "acpi") {
                         if (firstPart.indexOf("TEMP") !== -1 && temps) {
-                          result.socket.push(parseFloat(temps));
+                          result2.socket.push(parseFloat(temps));
                         }
                       } else if (section === "pch") {
-                        if (firstPart.indexOf("TEMP") !== -1 && !result.chipset && temps) {
-                          result.chipset = parseFloat(temps);
+                        if (firstPart.indexOf("TEMP") !== -1 && !result2.chipset && temps) {
+                          result2.chipset = parseFloat(temps);
                         }
                       }
                       if ((firstPart.indexOf("PHYSICAL") !== -1 || firstPart.indexOf("PACKAGE") !== -1 || section === "coreAMD" && firstPart.indexOf("TDIE") !== -1) && temps) {
-                        result.main = parseFloat(temps);
+                        result2.main = parseFloat(temps);
                       }
                       if (firstPart.indexOf("CORE ") !== -1 && temps) {
-                        result.cores.push(parseFloat(temps));
+                        result2.cores.push(parseFloat(temps));
                       }
                       if (firstPart.indexOf("TDIE") !== -1 && tdieTemp === null && temps) {
                         tdieTemp = parseFloat(temps);
@@ -21237,27 +21009,27 @@ var require_cpu = __commonJS({
                         cpuThermalTemp = parseFloat(temps);
                       }
                     });
-                    if (result.cores.length > 0) {
-                      result.main = Math.round(result.cores.reduce((a2, b) => a2 + b, 0) / result.cores.length);
-                      const maxtmp = Math.max.apply(Math, result.cores);
-                      result.max = maxtmp > result.main ? maxtmp : result.main;
+                    if (result2.cores.length > 0) {
+                      result2.main = Math.round(result2.cores.reduce((a2, b) => a2 + b, 0) / result2.cores.length);
+                      const maxtmp = Math.max.apply(Math, result2.cores);
+                      result2.max = maxtmp > result2.main ? maxtmp : result2.main;
                     } else {
-                      if (result.main === null && cpuThermalTemp !== null) {
-                        result.main = cpuThermalTemp;
-                        result.max = cpuThermalTemp;
-                      } else if (result.main === null && tdieTemp !== null) {
-                        result.main = tdieTemp;
-                        result.max = tdieTemp;
+                      if (result2.main === null && cpuThermalTemp !== null) {
+                        result2.main = cpuThermalTemp;
+                        result2.max = cpuThermalTemp;
+                      } else if (result2.main === null && tdieTemp !== null) {
+                        result2.main = tdieTemp;
+                        result2.max = tdieTemp;
                       }
                     }
-                    if (result.main !== null && result.max === null) {
-                      result.max = result.main;
+                    if (result2.main !== null && result2.max === null) {
+                      result2.max = result2.main;
                     }
-                    if (result.main !== null || result.max !== null) {
+                    if (result2.main !== null || result2.max !== null) {
                       if (callback) {
-                        callback(result);
+                        callback(result2);
                       }
-                      resolve(result);
+                      resolve(result2);
                       return;
                     }
                   }
@@ -21267,28 +21039,28 @@ var require_cpu = __commonJS({
                         if (!error48) {
                           const lines2 = stdout3.toString().split("\n");
                           if (lines2.length > 0) {
-                            result.main = parseFloat(lines2[0]) / 1e3;
-                            result.max = result.main;
+                            result2.main = parseFloat(lines2[0]) / 1e3;
+                            result2.max = result2.main;
                           }
                         }
                         if (callback) {
-                          callback(result);
+                          callback(result2);
                         }
-                        resolve(result);
+                        resolve(result2);
                       });
                     } else {
                       exec("/opt/vc/bin/vcgencmd measure_temp", (error48, stdout3) => {
                         if (!error48) {
                           const lines2 = stdout3.toString().split("\n");
                           if (lines2.length > 0 && lines2[0].indexOf("=") !== -1) {
-                            result.main = parseFloat(lines2[0].split("=")[1]);
-                            result.max = result.main;
+                            result2.main = parseFloat(lines2[0].split("=")[1]);
+                            result2.max = result2.main;
                           }
                         }
                         if (callback) {
-                          callback(result);
+                          callback(result2);
                         }
-                        resolve(result);
+                        resolve(result2);
                       });
                     }
                   });
@@ -21296,9 +21068,9 @@ var require_cpu = __commonJS({
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_freebsd || _openbsd || _netbsd) {
@@ -21310,36 +21082,36 @@ var require_cpu = __commonJS({
                   const parts = line.split(":");
                   if (parts.length > 1) {
                     const temp = parseFloat(parts[1].replace(",", "."));
-                    if (temp > result.max) {
-                      result.max = temp;
+                    if (temp > result2.max) {
+                      result2.max = temp;
                     }
                     sum = sum + temp;
-                    result.cores.push(temp);
+                    result2.cores.push(temp);
                   }
                 });
-                if (result.cores.length) {
-                  result.main = Math.round(sum / result.cores.length * 100) / 100;
+                if (result2.cores.length) {
+                  result2.main = Math.round(sum / result2.cores.length * 100) / 100;
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_darwin) {
             try {
               const osxTemp = __require("osx-temperature-sensor");
-              result = osxTemp.cpuTemperature();
-              if (result.main) {
-                result.main = Math.round(result.main * 100) / 100;
+              result2 = osxTemp.cpuTemperature();
+              if (result2.main) {
+                result2.main = Math.round(result2.main * 100) / 100;
               }
-              if (result.max) {
-                result.max = Math.round(result.max * 100) / 100;
+              if (result2.max) {
+                result2.max = Math.round(result2.max * 100) / 100;
               }
-              if (result && result.cores && result.cores.length) {
-                for (let i2 = 0; i2 < result.cores.length; i2++) {
-                  result.cores[i2] = Math.round(result.cores[i2] * 100) / 100;
+              if (result2 && result2.cores && result2.cores.length) {
+                for (let i2 = 0; i2 < result2.cores.length; i2++) {
+                  result2.cores[i2] = Math.round(result2.cores[i2] * 100) / 100;
                 }
               }
             } catch {
@@ -21349,30 +21121,30 @@ var require_cpu = __commonJS({
               const macosTemp = __require("macos-temperature-sensor");
               const res = macosTemp.temperature();
               if (res.cpu) {
-                result.main = Math.round(res.cpu * 100) / 100;
-                result.max = result.main;
+                result2.main = Math.round(res.cpu * 100) / 100;
+                result2.max = result2.main;
               }
               if (res.soc) {
-                result.chipset = Math.round(res.soc * 100) / 100;
+                result2.chipset = Math.round(res.soc * 100) / 100;
               }
               if (res && res.cpuDieTemps.length) {
                 for (const temp of res.cpuDieTemps) {
-                  result.cores.push(Math.round(temp * 100) / 100);
+                  result2.cores.push(Math.round(temp * 100) / 100);
                 }
               }
             } catch {
               util2.noop();
             }
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_sunos) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_windows) {
             try {
@@ -21384,26 +21156,26 @@ var require_cpu = __commonJS({
                     const value = (parseInt(line, 10) - 2732) / 10;
                     if (!isNaN(value)) {
                       sum = sum + value;
-                      if (value > result.max) {
-                        result.max = value;
+                      if (value > result2.max) {
+                        result2.max = value;
                       }
-                      result.cores.push(value);
+                      result2.cores.push(value);
                     }
                   });
-                  if (result.cores.length) {
-                    result.main = sum / result.cores.length;
+                  if (result2.cores.length) {
+                    result2.main = sum / result2.cores.length;
                   }
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -21414,7 +21186,7 @@ var require_cpu = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = "";
+          let result2 = "";
           if (_windows) {
             try {
               exec('reg query "HKEY_LOCAL_MACHINE\\HARDWARE\\DESCRIPTION\\System\\CentralProcessor\\0" /v FeatureSet', util2.execOptsWin, (error46, stdout) => {
@@ -21458,21 +21230,21 @@ var require_cpu = __commonJS({
                   ];
                   for (let f = 0; f < all_flags.length; f++) {
                     if (flag_bin[f] === "1" && all_flags[f] !== "") {
-                      result += " " + all_flags[f];
+                      result2 += " " + all_flags[f];
                     }
                   }
-                  result = result.trim().toLowerCase();
+                  result2 = result2.trim().toLowerCase();
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_linux) {
@@ -21482,33 +21254,33 @@ var require_cpu = __commonJS({
                   const lines = stdout.toString().split("\n");
                   lines.forEach((line) => {
                     if (line.split(":")[0].toUpperCase().indexOf("FLAGS") !== -1) {
-                      result = line.split(":")[1].trim().toLowerCase();
+                      result2 = line.split(":")[1].trim().toLowerCase();
                     }
                   });
                 }
-                if (!result) {
+                if (!result2) {
                   fs.readFile("/proc/cpuinfo", (error47, stdout2) => {
                     if (!error47) {
                       const lines = stdout2.toString().split("\n");
-                      result = util2.getValue(lines, "features", ":", true).toLowerCase();
+                      result2 = util2.getValue(lines, "features", ":", true).toLowerCase();
                     }
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   });
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_freebsd || _openbsd || _netbsd) {
@@ -21524,11 +21296,11 @@ var require_cpu = __commonJS({
                   }
                 });
               }
-              result = flags.join(" ").trim().toLowerCase();
+              result2 = flags.join(" ").trim().toLowerCase();
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_darwin) {
@@ -21536,20 +21308,20 @@ var require_cpu = __commonJS({
               if (!error46) {
                 const lines = stdout.toString().split("\n");
                 if (lines.length > 0 && lines[0].indexOf("machdep.cpu.features:") !== -1) {
-                  result = lines[0].split(":")[1].trim().toLowerCase();
+                  result2 = lines[0].split(":")[1].trim().toLowerCase();
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -21559,7 +21331,7 @@ var require_cpu = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             l1d: null,
             l1i: null,
             l2: null,
@@ -21573,29 +21345,29 @@ var require_cpu = __commonJS({
                   lines.forEach((line) => {
                     const parts = line.split(":");
                     if (parts[0].toUpperCase().indexOf("L1D CACHE") !== -1) {
-                      result.l1d = parseInt(parts[1].trim()) * (parts[1].indexOf("M") !== -1 ? 1024 * 1024 : parts[1].indexOf("K") !== -1 ? 1024 : 1);
+                      result2.l1d = parseInt(parts[1].trim()) * (parts[1].indexOf("M") !== -1 ? 1024 * 1024 : parts[1].indexOf("K") !== -1 ? 1024 : 1);
                     }
                     if (parts[0].toUpperCase().indexOf("L1I CACHE") !== -1) {
-                      result.l1i = parseInt(parts[1].trim()) * (parts[1].indexOf("M") !== -1 ? 1024 * 1024 : parts[1].indexOf("K") !== -1 ? 1024 : 1);
+                      result2.l1i = parseInt(parts[1].trim()) * (parts[1].indexOf("M") !== -1 ? 1024 * 1024 : parts[1].indexOf("K") !== -1 ? 1024 : 1);
                     }
                     if (parts[0].toUpperCase().indexOf("L2 CACHE") !== -1) {
-                      result.l2 = parseInt(parts[1].trim()) * (parts[1].indexOf("M") !== -1 ? 1024 * 1024 : parts[1].indexOf("K") !== -1 ? 1024 : 1);
+                      result2.l2 = parseInt(parts[1].trim()) * (parts[1].indexOf("M") !== -1 ? 1024 * 1024 : parts[1].indexOf("K") !== -1 ? 1024 : 1);
                     }
                     if (parts[0].toUpperCase().indexOf("L3 CACHE") !== -1) {
-                      result.l3 = parseInt(parts[1].trim()) * (parts[1].indexOf("M") !== -1 ? 1024 * 1024 : parts[1].indexOf("K") !== -1 ? 1024 : 1);
+                      result2.l3 = parseInt(parts[1].trim()) * (parts[1].indexOf("M") !== -1 ? 1024 * 1024 : parts[1].indexOf("K") !== -1 ? 1024 : 1);
                     }
                   });
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_freebsd || _openbsd || _netbsd) {
@@ -21616,17 +21388,17 @@ var require_cpu = __commonJS({
                 size = size * (unit === "kb" ? 1024 : unit === "mb" ? 1024 * 1024 : unit === "gb" ? 1024 * 1024 * 1024 : 1);
                 if (cacheType2) {
                   if (cacheType2 === "l1") {
-                    result[cacheType2 + "d"] = size / 2;
-                    result[cacheType2 + "i"] = size / 2;
+                    result2[cacheType2 + "d"] = size / 2;
+                    result2[cacheType2 + "i"] = size / 2;
                   } else {
-                    result[cacheType2] = size;
+                    result2[cacheType2] = size;
                   }
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_darwin) {
@@ -21636,30 +21408,30 @@ var require_cpu = __commonJS({
                 lines.forEach((line) => {
                   const parts = line.split(":");
                   if (parts[0].toLowerCase().indexOf("hw.l1icachesize") !== -1) {
-                    result.l1i = parseInt(parts[1].trim()) * (parts[1].indexOf("K") !== -1 ? 1024 : 1);
+                    result2.l1i = parseInt(parts[1].trim()) * (parts[1].indexOf("K") !== -1 ? 1024 : 1);
                   }
                   if (parts[0].toLowerCase().indexOf("hw.l1dcachesize") !== -1) {
-                    result.l1d = parseInt(parts[1].trim()) * (parts[1].indexOf("K") !== -1 ? 1024 : 1);
+                    result2.l1d = parseInt(parts[1].trim()) * (parts[1].indexOf("K") !== -1 ? 1024 : 1);
                   }
                   if (parts[0].toLowerCase().indexOf("hw.l2cachesize") !== -1) {
-                    result.l2 = parseInt(parts[1].trim()) * (parts[1].indexOf("K") !== -1 ? 1024 : 1);
+                    result2.l2 = parseInt(parts[1].trim()) * (parts[1].indexOf("K") !== -1 ? 1024 : 1);
                   }
                   if (parts[0].toLowerCase().indexOf("hw.l3cachesize") !== -1) {
-                    result.l3 = parseInt(parts[1].trim()) * (parts[1].indexOf("K") !== -1 ? 1024 : 1);
+                    result2.l3 = parseInt(parts[1].trim()) * (parts[1].indexOf("K") !== -1 ? 1024 : 1);
                   }
                 });
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_windows) {
             try {
@@ -21667,43 +21439,43 @@ var require_cpu = __commonJS({
               workload.push(util2.powerShell("Get-CimInstance Win32_processor | select L2CacheSize, L3CacheSize | fl"));
               workload.push(util2.powerShell("Get-CimInstance Win32_CacheMemory | select CacheType,InstalledSize,Level | fl"));
               Promise.all(workload).then((data) => {
-                result = parseWinCache(data[0], data[1]);
+                result2 = parseWinCache(data[0], data[1]);
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
       });
     }
     function parseWinCache(linesProc, linesCache) {
-      const result = {
+      const result2 = {
         l1d: null,
         l1i: null,
         l2: null,
         l3: null
       };
       const lines = linesProc.split("\r\n");
-      result.l1d = 0;
-      result.l1i = 0;
-      result.l2 = util2.getValue(lines, "l2cachesize", ":");
-      result.l3 = util2.getValue(lines, "l3cachesize", ":");
-      if (result.l2) {
-        result.l2 = parseInt(result.l2, 10) * 1024;
+      result2.l1d = 0;
+      result2.l1i = 0;
+      result2.l2 = util2.getValue(lines, "l2cachesize", ":");
+      result2.l3 = util2.getValue(lines, "l3cachesize", ":");
+      if (result2.l2) {
+        result2.l2 = parseInt(result2.l2, 10) * 1024;
       } else {
-        result.l2 = 0;
+        result2.l2 = 0;
       }
-      if (result.l3) {
-        result.l3 = parseInt(result.l3, 10) * 1024;
+      if (result2.l3) {
+        result2.l3 = parseInt(result2.l3, 10) * 1024;
       } else {
-        result.l3 = 0;
+        result2.l3 = 0;
       }
       const parts = linesCache.split(/\n\s*\n/);
       let l1i = 0;
@@ -21715,10 +21487,10 @@ var require_cpu = __commonJS({
         const level = util2.getValue(lines2, "Level");
         const installedSize = util2.getValue(lines2, "InstalledSize");
         if (level === "3" && cacheType2 === "3") {
-          result.l1i = result.l1i + parseInt(installedSize, 10) * 1024;
+          result2.l1i = result2.l1i + parseInt(installedSize, 10) * 1024;
         }
         if (level === "3" && cacheType2 === "4") {
-          result.l1d = result.l1d + parseInt(installedSize, 10) * 1024;
+          result2.l1d = result2.l1d + parseInt(installedSize, 10) * 1024;
         }
         if (level === "3" && cacheType2 === "5") {
           l1i = parseInt(installedSize, 10) / 2;
@@ -21728,14 +21500,14 @@ var require_cpu = __commonJS({
           l2 = l2 + parseInt(installedSize, 10) * 1024;
         }
       });
-      if (!result.l1i && !result.l1d) {
-        result.l1i = l1i;
-        result.l1d = l1d;
+      if (!result2.l1i && !result2.l1d) {
+        result2.l1i = l1i;
+        result2.l1d = l1d;
       }
       if (l2) {
-        result.l2 = l2;
+        result2.l2 = l2;
       }
-      return result;
+      return result2;
     }
     exports.cpuCache = cpuCache;
     function getLoad() {
@@ -21745,7 +21517,7 @@ var require_cpu = __commonJS({
             return x / util2.cores();
           });
           const avgLoad = parseFloat(Math.max.apply(Math, loads).toFixed(2));
-          let result = {};
+          let result2 = {};
           const now = Date.now() - _current_cpu.ms;
           if (now >= 200) {
             _current_cpu.ms = Date.now();
@@ -21839,7 +21611,7 @@ var require_cpu = __commonJS({
             const totalTick = totalUser + totalSystem + totalNice + totalIrq + totalSteal + totalGuest + totalIdle;
             const totalLoad = totalUser + totalSystem + totalNice + totalIrq + totalSteal + totalGuest;
             const currentTick = totalTick - _current_cpu.tick || 1;
-            result = {
+            result2 = {
               avgLoad,
               currentLoad: (totalLoad - _current_cpu.load) / currentTick * 100,
               currentLoadUser: (totalUser - _current_cpu.user) / currentTick * 100,
@@ -21870,22 +21642,22 @@ var require_cpu = __commonJS({
               tick: totalTick,
               load: totalLoad,
               ms: _current_cpu.ms,
-              currentLoad: result.currentLoad,
-              currentLoadUser: result.currentLoadUser,
-              currentLoadSystem: result.currentLoadSystem,
-              currentLoadNice: result.currentLoadNice,
-              currentLoadIdle: result.currentLoadIdle,
-              currentLoadIrq: result.currentLoadIrq,
-              currentLoadSteal: result.currentLoadSteal,
-              currentLoadGuest: result.currentLoadGuest,
-              rawCurrentLoad: result.rawCurrentLoad,
-              rawCurrentLoadUser: result.rawCurrentLoadUser,
-              rawCurrentLoadSystem: result.rawCurrentLoadSystem,
-              rawCurrentLoadNice: result.rawCurrentLoadNice,
-              rawCurrentLoadIdle: result.rawCurrentLoadIdle,
-              rawCurrentLoadIrq: result.rawCurrentLoadIrq,
-              rawCurrentLoadSteal: result.rawCurrentLoadSteal,
-              rawCurrentLoadGuest: result.rawCurrentLoadGuest
+              currentLoad: result2.currentLoad,
+              currentLoadUser: result2.currentLoadUser,
+              currentLoadSystem: result2.currentLoadSystem,
+              currentLoadNice: result2.currentLoadNice,
+              currentLoadIdle: result2.currentLoadIdle,
+              currentLoadIrq: result2.currentLoadIrq,
+              currentLoadSteal: result2.currentLoadSteal,
+              currentLoadGuest: result2.currentLoadGuest,
+              rawCurrentLoad: result2.rawCurrentLoad,
+              rawCurrentLoadUser: result2.rawCurrentLoadUser,
+              rawCurrentLoadSystem: result2.rawCurrentLoadSystem,
+              rawCurrentLoadNice: result2.rawCurrentLoadNice,
+              rawCurrentLoadIdle: result2.rawCurrentLoadIdle,
+              rawCurrentLoadIrq: result2.rawCurrentLoadIrq,
+              rawCurrentLoadSteal: result2.rawCurrentLoadSteal,
+              rawCurrentLoadGuest: result2.rawCurrentLoadGuest
             };
           } else {
             const cores = [];
@@ -21909,7 +21681,7 @@ var require_cpu = __commonJS({
               cores[i2].rawLoadSteal = _cpus[i2].loadSteal;
               cores[i2].rawLoadGuest = _cpus[i2].loadGuest;
             }
-            result = {
+            result2 = {
               avgLoad,
               currentLoad: _current_cpu.currentLoad,
               currentLoadUser: _current_cpu.currentLoadUser,
@@ -21930,7 +21702,7 @@ var require_cpu = __commonJS({
               cpus: cores
             };
           }
-          resolve(result);
+          resolve(result2);
         });
       });
     }
@@ -21941,20 +21713,20 @@ var require_cpu = __commonJS({
           if (_current_cpu.ms === 0) {
             getLoad().then(() => {
               setTimeout(() => {
-                getLoad().then((result) => {
+                getLoad().then((result2) => {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               }, 500);
             });
           } else {
-            getLoad().then((result) => {
+            getLoad().then((result2) => {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
         });
@@ -21970,7 +21742,7 @@ var require_cpu = __commonJS({
           let totalNice = 0;
           let totalIrq = 0;
           let totalIdle = 0;
-          let result = 0;
+          let result2 = 0;
           if (cpus && cpus.length) {
             for (let i2 = 0, len = cpus.length; i2 < len; i2++) {
               const cpu2 = cpus[i2].times;
@@ -21981,9 +21753,9 @@ var require_cpu = __commonJS({
               totalIdle += cpu2.idle;
             }
             const totalTicks = totalIdle + totalIrq + totalNice + totalSystem + totalUser;
-            result = (totalTicks - totalIdle) / totalTicks * 100;
+            result2 = (totalTicks - totalIdle) / totalTicks * 100;
           }
-          resolve(result);
+          resolve(result2);
         });
       });
     }
@@ -21991,11 +21763,11 @@ var require_cpu = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          getFullLoad().then((result) => {
+          getFullLoad().then((result2) => {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           });
         });
       });
@@ -22054,7 +21826,7 @@ var require_memory = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             total: os10.totalmem(),
             free: os10.freemem(),
             used: os10.totalmem() - os10.freemem(),
@@ -22078,43 +21850,43 @@ var require_memory = __commonJS({
               fs.readFile("/proc/meminfo", (error46, stdout) => {
                 if (!error46) {
                   const lines = stdout.toString().split("\n");
-                  result.total = parseInt(util2.getValue(lines, "memtotal"), 10);
-                  result.total = result.total ? result.total * 1024 : os10.totalmem();
-                  result.free = parseInt(util2.getValue(lines, "memfree"), 10);
-                  result.free = result.free ? result.free * 1024 : os10.freemem();
-                  result.used = result.total - result.free;
-                  result.buffers = parseInt(util2.getValue(lines, "buffers"), 10);
-                  result.buffers = result.buffers ? result.buffers * 1024 : 0;
-                  result.cached = parseInt(util2.getValue(lines, "cached"), 10);
-                  result.cached = result.cached ? result.cached * 1024 : 0;
-                  result.slab = parseInt(util2.getValue(lines, "slab"), 10);
-                  result.slab = result.slab ? result.slab * 1024 : 0;
-                  result.buffcache = result.buffers + result.cached + result.slab;
+                  result2.total = parseInt(util2.getValue(lines, "memtotal"), 10);
+                  result2.total = result2.total ? result2.total * 1024 : os10.totalmem();
+                  result2.free = parseInt(util2.getValue(lines, "memfree"), 10);
+                  result2.free = result2.free ? result2.free * 1024 : os10.freemem();
+                  result2.used = result2.total - result2.free;
+                  result2.buffers = parseInt(util2.getValue(lines, "buffers"), 10);
+                  result2.buffers = result2.buffers ? result2.buffers * 1024 : 0;
+                  result2.cached = parseInt(util2.getValue(lines, "cached"), 10);
+                  result2.cached = result2.cached ? result2.cached * 1024 : 0;
+                  result2.slab = parseInt(util2.getValue(lines, "slab"), 10);
+                  result2.slab = result2.slab ? result2.slab * 1024 : 0;
+                  result2.buffcache = result2.buffers + result2.cached + result2.slab;
                   let available = parseInt(util2.getValue(lines, "memavailable"), 10);
-                  result.available = available ? available * 1024 : result.free + result.buffcache;
-                  result.active = result.total - result.available;
-                  result.swaptotal = parseInt(util2.getValue(lines, "swaptotal"), 10);
-                  result.swaptotal = result.swaptotal ? result.swaptotal * 1024 : 0;
-                  result.swapfree = parseInt(util2.getValue(lines, "swapfree"), 10);
-                  result.swapfree = result.swapfree ? result.swapfree * 1024 : 0;
-                  result.swapused = result.swaptotal - result.swapfree;
-                  result.writeback = parseInt(util2.getValue(lines, "writeback"), 10);
-                  result.writeback = result.writeback ? result.writeback * 1024 : 0;
-                  result.dirty = parseInt(util2.getValue(lines, "dirty"), 10);
-                  result.dirty = result.dirty ? result.dirty * 1024 : 0;
-                  result.reclaimable = parseInt(util2.getValue(lines, "sreclaimable"), 10);
-                  result.reclaimable = result.reclaimable ? result.reclaimable * 1024 : 0;
+                  result2.available = available ? available * 1024 : result2.free + result2.buffcache;
+                  result2.active = result2.total - result2.available;
+                  result2.swaptotal = parseInt(util2.getValue(lines, "swaptotal"), 10);
+                  result2.swaptotal = result2.swaptotal ? result2.swaptotal * 1024 : 0;
+                  result2.swapfree = parseInt(util2.getValue(lines, "swapfree"), 10);
+                  result2.swapfree = result2.swapfree ? result2.swapfree * 1024 : 0;
+                  result2.swapused = result2.swaptotal - result2.swapfree;
+                  result2.writeback = parseInt(util2.getValue(lines, "writeback"), 10);
+                  result2.writeback = result2.writeback ? result2.writeback * 1024 : 0;
+                  result2.dirty = parseInt(util2.getValue(lines, "dirty"), 10);
+                  result2.dirty = result2.dirty ? result2.dirty * 1024 : 0;
+                  result2.reclaimable = parseInt(util2.getValue(lines, "sreclaimable"), 10);
+                  result2.reclaimable = result2.reclaimable ? result2.reclaimable * 1024 : 0;
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_freebsd || _openbsd || _netbsd) {
@@ -22127,36 +21899,36 @@ var require_memory = __commonJS({
                     const pagesize = parseInt(util2.getValue(lines, "vm.stats.vm.v_page_size"), 10);
                     const inactive = parseInt(util2.getValue(lines, "vm.stats.vm.v_inactive_count"), 10) * pagesize;
                     const cache = parseInt(util2.getValue(lines, "vm.stats.vm.v_cache_count"), 10) * pagesize;
-                    result.total = parseInt(util2.getValue(lines, "hw.realmem"), 10);
-                    if (isNaN(result.total)) {
-                      result.total = parseInt(util2.getValue(lines, "hw.physmem"), 10);
+                    result2.total = parseInt(util2.getValue(lines, "hw.realmem"), 10);
+                    if (isNaN(result2.total)) {
+                      result2.total = parseInt(util2.getValue(lines, "hw.physmem"), 10);
                     }
-                    result.free = parseInt(util2.getValue(lines, "vm.stats.vm.v_free_count"), 10) * pagesize;
-                    result.buffcache = inactive + cache;
-                    result.available = result.buffcache + result.free;
-                    result.active = result.total - result.free - result.buffcache;
-                    result.swaptotal = 0;
-                    result.swapfree = 0;
-                    result.swapused = 0;
+                    result2.free = parseInt(util2.getValue(lines, "vm.stats.vm.v_free_count"), 10) * pagesize;
+                    result2.buffcache = inactive + cache;
+                    result2.available = result2.buffcache + result2.free;
+                    result2.active = result2.total - result2.free - result2.buffcache;
+                    result2.swaptotal = 0;
+                    result2.swapfree = 0;
+                    result2.swapused = 0;
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               );
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_sunos) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_darwin) {
             let pageSize = 4096;
@@ -22174,10 +21946,10 @@ var require_memory = __commonJS({
                   const compressed = (parseInt(util2.getValue(lines, "Pages occupied by compressor"), 10) || 0) * pageSize;
                   const purgeable = (parseInt(util2.getValue(lines, "Pages purgeable"), 10) || 0) * pageSize;
                   const anonymous = (parseInt(util2.getValue(lines, "Anonymous pages"), 10) || 0) * pageSize;
-                  result.active = anonymous - purgeable + wired + compressed;
-                  result.reclaimable = (parseInt(util2.getValue(lines, "Pages inactive"), 10) || 0) * pageSize;
-                  result.buffcache = result.used - result.active;
-                  result.available = result.free + result.buffcache;
+                  result2.active = anonymous - purgeable + wired + compressed;
+                  result2.reclaimable = (parseInt(util2.getValue(lines, "Pages inactive"), 10) || 0) * pageSize;
+                  result2.buffcache = result2.used - result2.active;
+                  result2.available = result2.free + result2.buffcache;
                 }
                 exec("sysctl -n vm.swapusage 2>/dev/null", (error47, stdout2) => {
                   if (!error47) {
@@ -22187,28 +21959,28 @@ var require_memory = __commonJS({
                       let lineArray = firstline.trim().split("  ");
                       lineArray.forEach((line) => {
                         if (line.toLowerCase().indexOf("total") !== -1) {
-                          result.swaptotal = parseFloat(line.split("=")[1].trim()) * 1024 * 1024;
+                          result2.swaptotal = parseFloat(line.split("=")[1].trim()) * 1024 * 1024;
                         }
                         if (line.toLowerCase().indexOf("used") !== -1) {
-                          result.swapused = parseFloat(line.split("=")[1].trim()) * 1024 * 1024;
+                          result2.swapused = parseFloat(line.split("=")[1].trim()) * 1024 * 1024;
                         }
                         if (line.toLowerCase().indexOf("free") !== -1) {
-                          result.swapfree = parseFloat(line.split("=")[1].trim()) * 1024 * 1024;
+                          result2.swapfree = parseFloat(line.split("=")[1].trim()) * 1024 * 1024;
                         }
                       });
                     }
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
           if (_windows) {
@@ -22226,19 +21998,19 @@ var require_memory = __commonJS({
                     }
                   });
                 }
-                result.swaptotal = swaptotal * 1024 * 1024;
-                result.swapused = swapused * 1024 * 1024;
-                result.swapfree = result.swaptotal - result.swapused;
+                result2.swaptotal = swaptotal * 1024 * 1024;
+                result2.swapused = swapused * 1024 * 1024;
+                result2.swapfree = result2.swaptotal - result2.swapused;
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -22256,7 +22028,7 @@ var require_memory = __commonJS({
       }
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = [];
+          let result2 = [];
           if (_linux || _freebsd || _openbsd || _netbsd) {
             exec(
               'export LC_ALL=C; dmidecode -t memory 2>/dev/null | grep -iE "Size:|Type|Speed|Manufacturer|Form Factor|Locator|Memory Device|Serial Number|Voltage|Part Number"; unset LC_ALL',
@@ -22275,7 +22047,7 @@ var require_memory = __commonJS({
                     if (parseInt(util2.getValue(lines, "Size"), 10) > 0) {
                       const totalWidth = util2.toInt(util2.getValue(lines, "Total Width"));
                       const dataWidth = util2.toInt(util2.getValue(lines, "Data Width"));
-                      result.push({
+                      result2.push({
                         size,
                         bank,
                         type: util2.getValue(lines, "Type:"),
@@ -22292,7 +22064,7 @@ var require_memory = __commonJS({
                         voltageMax: parseFloat(util2.getValue(lines, "Maximum Voltage:")) || null
                       });
                     } else {
-                      result.push({
+                      result2.push({
                         size: 0,
                         bank,
                         type: "Empty",
@@ -22309,8 +22081,8 @@ var require_memory = __commonJS({
                     }
                   });
                 }
-                if (!result.length) {
-                  result.push({
+                if (!result2.length) {
+                  result2.push({
                     size: os10.totalmem(),
                     bank: "",
                     type: "",
@@ -22335,26 +22107,26 @@ var require_memory = __commonJS({
                         3: 3200,
                         4: 4267
                       };
-                      result[0].type = "LPDDR2";
-                      result[0].type = version2 && version2[2] && version2[2] === "3" ? "LPDDR4" : result[0].type;
-                      result[0].type = version2 && version2[2] && version2[2] === "4" ? "LPDDR4X" : result[0].type;
-                      result[0].ecc = false;
-                      result[0].clockSpeed = version2 && version2[2] && clockSpeed[version2[2]] || 400;
-                      result[0].clockSpeed = version2 && version2[4] && version2[4] === "d" ? 500 : result[0].clockSpeed;
-                      result[0].formFactor = "SoC";
+                      result2[0].type = "LPDDR2";
+                      result2[0].type = version2 && version2[2] && version2[2] === "3" ? "LPDDR4" : result2[0].type;
+                      result2[0].type = version2 && version2[2] && version2[2] === "4" ? "LPDDR4X" : result2[0].type;
+                      result2[0].ecc = false;
+                      result2[0].clockSpeed = version2 && version2[2] && clockSpeed[version2[2]] || 400;
+                      result2[0].clockSpeed = version2 && version2[4] && version2[4] === "d" ? 500 : result2[0].clockSpeed;
+                      result2[0].formFactor = "SoC";
                       stdout2 = execSync("vcgencmd get_config sdram_freq 2>/dev/null", util2.execOptsLinux);
                       lines = stdout2.toString().split("\n");
                       let freq = parseInt(util2.getValue(lines, "sdram_freq", "=", true), 10) || 0;
                       if (freq) {
-                        result[0].clockSpeed = freq;
+                        result2[0].clockSpeed = freq;
                       }
                       stdout2 = execSync("vcgencmd measure_volts sdram_p 2>/dev/null", util2.execOptsLinux);
                       lines = stdout2.toString().split("\n");
                       let voltage = parseFloat(util2.getValue(lines, "volt", "=", true)) || 0;
                       if (voltage) {
-                        result[0].voltageConfigured = voltage;
-                        result[0].voltageMin = voltage;
-                        result[0].voltageMax = voltage;
+                        result2[0].voltageConfigured = voltage;
+                        result2[0].voltageMin = voltage;
+                        result2[0].voltageMax = voltage;
                       }
                     }
                   } catch {
@@ -22362,9 +22134,9 @@ var require_memory = __commonJS({
                   }
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             );
           }
@@ -22387,7 +22159,7 @@ var require_memory = __commonJS({
                   const size = parseInt(sizeString);
                   const sizeUnit = sizeString.toLowerCase().indexOf("mb") >= 0 ? 1024 * 1024 : sizeString.toLowerCase().indexOf("tb") >= 0 ? 1024 * 1024 * 1024 * 1024 : 1024 * 1024 * 1024;
                   if (size) {
-                    result.push({
+                    result2.push({
                       size: size * sizeUnit,
                       bank,
                       type: util2.getValue(lines, "          Type:"),
@@ -22402,7 +22174,7 @@ var require_memory = __commonJS({
                       voltageMax: null
                     });
                   } else {
-                    result.push({
+                    result2.push({
                       size: 0,
                       bank,
                       type: "Empty",
@@ -22419,13 +22191,13 @@ var require_memory = __commonJS({
                   }
                 });
               }
-              if (!result.length) {
+              if (!result2.length) {
                 const lines = stdout.toString().split("\n");
                 const size = parseInt(util2.getValue(lines, "      Memory:"));
                 const type = util2.getValue(lines, "      Type:");
                 const manufacturerId = util2.getValue(lines, "      Manufacturer:");
                 if (size && type) {
-                  result.push({
+                  result2.push({
                     size: size * 1024 * 1024 * 1024,
                     bank: "0",
                     type,
@@ -22442,16 +22214,16 @@ var require_memory = __commonJS({
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_windows) {
             const memoryTypes = "Unknown|Other|DRAM|Synchronous DRAM|Cache DRAM|EDO|EDRAM|VRAM|SRAM|RAM|ROM|FLASH|EEPROM|FEPROM|EPROM|CDRAM|3DRAM|SDRAM|SGRAM|RDRAM|DDR|DDR2|DDR2 FB-DIMM|Reserved|DDR3|FBD2|DDR4|LPDDR|LPDDR2|LPDDR3|LPDDR4|Logical non-volatile device|HBM|HBM2|DDR5|LPDDR5".split(
@@ -22473,7 +22245,7 @@ var require_memory = __commonJS({
                     const tag = util2.getValue(lines, "Tag", ":");
                     const tagInt = util2.splitByNumber(tag);
                     if (size) {
-                      result.push({
+                      result2.push({
                         size,
                         bank: util2.getValue(lines, "BankLabel", ":") + (tagInt[1] ? "/" + tagInt[1] : ""),
                         // BankLabel
@@ -22492,15 +22264,15 @@ var require_memory = __commonJS({
                   });
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -22526,29 +22298,29 @@ var require_battery = __commonJS({
     var _netbsd = _platform === "netbsd";
     var _sunos = _platform === "sunos";
     function parseWinBatteryPart(lines, designedCapacity, fullChargeCapacity) {
-      const result = {};
+      const result2 = {};
       const status = parseInt(util2.getValue(lines, "BatteryStatus", ":").trim(), 10) || 0;
       if (status >= 0) {
         const statusValue = status;
-        result.status = statusValue;
-        result.hasBattery = true;
-        result.maxCapacity = fullChargeCapacity || parseInt(util2.getValue(lines, "DesignCapacity", ":") || 0);
-        result.designedCapacity = parseInt(util2.getValue(lines, "DesignCapacity", ":") || designedCapacity);
-        result.voltage = (parseInt(util2.getValue(lines, "DesignVoltage", ":"), 10) || 0) / 1e3;
-        result.capacityUnit = "mWh";
-        result.percent = parseInt(util2.getValue(lines, "EstimatedChargeRemaining", ":"), 10) || 0;
-        result.currentCapacity = parseInt(result.maxCapacity * result.percent / 100);
-        result.isCharging = statusValue >= 6 && statusValue <= 9 || statusValue === 11 || statusValue !== 3 && statusValue !== 1 && result.percent < 100;
-        result.acConnected = result.isCharging || statusValue === 2;
-        result.model = util2.getValue(lines, "DeviceID", ":");
+        result2.status = statusValue;
+        result2.hasBattery = true;
+        result2.maxCapacity = fullChargeCapacity || parseInt(util2.getValue(lines, "DesignCapacity", ":") || 0);
+        result2.designedCapacity = parseInt(util2.getValue(lines, "DesignCapacity", ":") || designedCapacity);
+        result2.voltage = (parseInt(util2.getValue(lines, "DesignVoltage", ":"), 10) || 0) / 1e3;
+        result2.capacityUnit = "mWh";
+        result2.percent = parseInt(util2.getValue(lines, "EstimatedChargeRemaining", ":"), 10) || 0;
+        result2.currentCapacity = parseInt(result2.maxCapacity * result2.percent / 100);
+        result2.isCharging = statusValue >= 6 && statusValue <= 9 || statusValue === 11 || statusValue !== 3 && statusValue !== 1 && result2.percent < 100;
+        result2.acConnected = result2.isCharging || statusValue === 2;
+        result2.model = util2.getValue(lines, "DeviceID", ":");
       } else {
-        result.status = -1;
+        result2.status = -1;
       }
-      return result;
+      return result2;
     }
     var battery = (callback) => new Promise((resolve) => {
       process.nextTick(() => {
-        let result = {
+        let result2 = {
           hasBattery: false,
           cycleCount: 0,
           isCharging: false,
@@ -22591,64 +22363,64 @@ var require_battery = __commonJS({
             fs.readFile(battery_path + "uevent", (error46, stdout) => {
               if (!error46) {
                 const lines = stdout.toString().split("\n");
-                result.isCharging = util2.getValue(lines, "POWER_SUPPLY_STATUS", "=").toLowerCase() === "charging";
-                result.acConnected = acConnected || result.isCharging;
-                result.voltage = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_VOLTAGE_NOW", "="), 10) / 1e6;
-                result.capacityUnit = result.voltage ? "mWh" : "mAh";
-                result.cycleCount = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CYCLE_COUNT", "="), 10);
-                result.maxCapacity = Math.round(parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CHARGE_FULL", "=", true, true), 10) / 1e3 * (result.voltage || 1));
+                result2.isCharging = util2.getValue(lines, "POWER_SUPPLY_STATUS", "=").toLowerCase() === "charging";
+                result2.acConnected = acConnected || result2.isCharging;
+                result2.voltage = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_VOLTAGE_NOW", "="), 10) / 1e6;
+                result2.capacityUnit = result2.voltage ? "mWh" : "mAh";
+                result2.cycleCount = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CYCLE_COUNT", "="), 10);
+                result2.maxCapacity = Math.round(parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CHARGE_FULL", "=", true, true), 10) / 1e3 * (result2.voltage || 1));
                 const desingedMinVoltage = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_VOLTAGE_MIN_DESIGN", "="), 10) / 1e6;
-                result.designedCapacity = Math.round(
-                  parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CHARGE_FULL_DESIGN", "=", true, true), 10) / 1e3 * (desingedMinVoltage || result.voltage || 1)
+                result2.designedCapacity = Math.round(
+                  parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CHARGE_FULL_DESIGN", "=", true, true), 10) / 1e3 * (desingedMinVoltage || result2.voltage || 1)
                 );
-                result.currentCapacity = Math.round(parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CHARGE_NOW", "="), 10) / 1e3 * (result.voltage || 1));
-                if (!result.maxCapacity) {
-                  result.maxCapacity = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_ENERGY_FULL", "=", true, true), 10) / 1e3;
-                  result.designedCapacity = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_ENERGY_FULL_DESIGN", "=", true, true), 10) / 1e3 | result.maxCapacity;
-                  result.currentCapacity = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_ENERGY_NOW", "="), 10) / 1e3;
+                result2.currentCapacity = Math.round(parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CHARGE_NOW", "="), 10) / 1e3 * (result2.voltage || 1));
+                if (!result2.maxCapacity) {
+                  result2.maxCapacity = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_ENERGY_FULL", "=", true, true), 10) / 1e3;
+                  result2.designedCapacity = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_ENERGY_FULL_DESIGN", "=", true, true), 10) / 1e3 | result2.maxCapacity;
+                  result2.currentCapacity = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_ENERGY_NOW", "="), 10) / 1e3;
                 }
                 const percent = util2.getValue(lines, "POWER_SUPPLY_CAPACITY", "=");
                 const energy = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_ENERGY_NOW", "="), 10);
                 const power = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_POWER_NOW", "="), 10);
                 const current = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CURRENT_NOW", "="), 10);
                 const charge = parseInt("0" + util2.getValue(lines, "POWER_SUPPLY_CHARGE_NOW", "="), 10);
-                result.percent = parseInt("0" + percent, 10);
-                if (result.maxCapacity && result.currentCapacity) {
-                  result.hasBattery = true;
+                result2.percent = parseInt("0" + percent, 10);
+                if (result2.maxCapacity && result2.currentCapacity) {
+                  result2.hasBattery = true;
                   if (!percent) {
-                    result.percent = 100 * result.currentCapacity / result.maxCapacity;
+                    result2.percent = 100 * result2.currentCapacity / result2.maxCapacity;
                   }
                 }
-                if (result.isCharging) {
-                  result.hasBattery = true;
+                if (result2.isCharging) {
+                  result2.hasBattery = true;
                 }
                 if (energy && power) {
-                  result.timeRemaining = Math.floor(energy / power * 60);
+                  result2.timeRemaining = Math.floor(energy / power * 60);
                 } else if (current && charge) {
-                  result.timeRemaining = Math.floor(charge / current * 60);
-                } else if (current && result.currentCapacity) {
-                  result.timeRemaining = Math.floor(result.currentCapacity / current * 60);
+                  result2.timeRemaining = Math.floor(charge / current * 60);
+                } else if (current && result2.currentCapacity) {
+                  result2.timeRemaining = Math.floor(result2.currentCapacity / current * 60);
                 }
-                result.type = util2.getValue(lines, "POWER_SUPPLY_TECHNOLOGY", "=");
-                result.model = util2.getValue(lines, "POWER_SUPPLY_MODEL_NAME", "=");
-                result.manufacturer = util2.getValue(lines, "POWER_SUPPLY_MANUFACTURER", "=");
-                result.serial = util2.getValue(lines, "POWER_SUPPLY_SERIAL_NUMBER", "=");
+                result2.type = util2.getValue(lines, "POWER_SUPPLY_TECHNOLOGY", "=");
+                result2.model = util2.getValue(lines, "POWER_SUPPLY_MODEL_NAME", "=");
+                result2.manufacturer = util2.getValue(lines, "POWER_SUPPLY_MANUFACTURER", "=");
+                result2.serial = util2.getValue(lines, "POWER_SUPPLY_SERIAL_NUMBER", "=");
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             });
           } else {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         }
         if (_freebsd || _openbsd || _netbsd) {
@@ -22656,18 +22428,18 @@ var require_battery = __commonJS({
             const lines = stdout.toString().split("\n");
             const batteries = parseInt("0" + util2.getValue(lines, "hw.acpi.battery.units"), 10);
             const percent = parseInt("0" + util2.getValue(lines, "hw.acpi.battery.life"), 10);
-            result.hasBattery = batteries > 0;
-            result.cycleCount = null;
-            result.isCharging = util2.getValue(lines, "hw.acpi.acline") !== "1";
-            result.acConnected = result.isCharging;
-            result.maxCapacity = null;
-            result.currentCapacity = null;
-            result.capacityUnit = "unknown";
-            result.percent = batteries ? percent : null;
+            result2.hasBattery = batteries > 0;
+            result2.cycleCount = null;
+            result2.isCharging = util2.getValue(lines, "hw.acpi.acline") !== "1";
+            result2.acConnected = result2.isCharging;
+            result2.maxCapacity = null;
+            result2.currentCapacity = null;
+            result2.capacityUnit = "unknown";
+            result2.percent = batteries ? percent : null;
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           });
         }
         if (_darwin) {
@@ -22686,15 +22458,15 @@ var require_battery = __commonJS({
                 );
                 const currentCapacity = Math.round(parseInt("0" + (util2.getValue(lines, "AppleRawCurrentCapacity", "=") || util2.getValue(batteryData, "RemainingCapacity", "=")), 10) * (voltage || 1));
                 const designedCapacity = Math.round(parseInt("0" + (util2.getValue(lines, "DesignCapacity", "=") || util2.getValue(batteryData, "DesignCapacity", "=")), 10) * (voltage || 1));
-                result.cycleCount = parseInt("0" + util2.getValue(lines, "cyclecount", "="), 10);
-                result.voltage = voltage;
-                result.capacityUnit = result.voltage ? "mWh" : "mAh";
-                result.maxCapacity = maxCapacity;
-                result.currentCapacity = currentCapacity;
-                result.designedCapacity = designedCapacity;
-                result.manufacturer = "Apple";
-                result.serial = util2.getValue(lines, "BatterySerialNumber", "=") || util2.getValue(lines, "Serial", "=");
-                result.model = util2.getValue(lines, "DeviceName", "=");
+                result2.cycleCount = parseInt("0" + util2.getValue(lines, "cyclecount", "="), 10);
+                result2.voltage = voltage;
+                result2.capacityUnit = result2.voltage ? "mWh" : "mAh";
+                result2.maxCapacity = maxCapacity;
+                result2.currentCapacity = currentCapacity;
+                result2.designedCapacity = designedCapacity;
+                result2.manufacturer = "Apple";
+                result2.serial = util2.getValue(lines, "BatterySerialNumber", "=") || util2.getValue(lines, "Serial", "=");
+                result2.model = util2.getValue(lines, "DeviceName", "=");
                 let percent = null;
                 const line = util2.getValue(lines, "internal", "Battery");
                 const parts = line.split(";");
@@ -22705,33 +22477,33 @@ var require_battery = __commonJS({
                   }
                 }
                 if (parts && parts[1]) {
-                  result.isCharging = parts[1].trim() === "charging";
-                  result.acConnected = parts[1].trim() !== "discharging";
+                  result2.isCharging = parts[1].trim() === "charging";
+                  result2.acConnected = parts[1].trim() !== "discharging";
                 } else {
-                  result.isCharging = util2.getValue(lines, "ischarging", "=").toLowerCase() === "yes";
-                  result.acConnected = result.isCharging;
+                  result2.isCharging = util2.getValue(lines, "ischarging", "=").toLowerCase() === "yes";
+                  result2.acConnected = result2.isCharging;
                 }
-                if (result.maxCapacity && result.currentCapacity) {
-                  result.hasBattery = true;
-                  result.type = "Li-ion";
-                  result.percent = percent !== null ? percent : Math.round(100 * result.currentCapacity / result.maxCapacity);
-                  if (!result.isCharging) {
-                    result.timeRemaining = parseInt("0" + util2.getValue(lines, "TimeRemaining", "="), 10);
+                if (result2.maxCapacity && result2.currentCapacity) {
+                  result2.hasBattery = true;
+                  result2.type = "Li-ion";
+                  result2.percent = percent !== null ? percent : Math.round(100 * result2.currentCapacity / result2.maxCapacity);
+                  if (!result2.isCharging) {
+                    result2.timeRemaining = parseInt("0" + util2.getValue(lines, "TimeRemaining", "="), 10);
                   }
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           );
         }
         if (_sunos) {
           if (callback) {
-            callback(result);
+            callback(result2);
           }
-          resolve(result);
+          resolve(result2);
         }
         if (_windows) {
           try {
@@ -22760,16 +22532,16 @@ var require_battery = __commonJS({
                     const fullChargeCapacity = fullChargeCapacities && fullChargeCapacities.length >= i2 + 1 && fullChargeCapacities[i2] ? util2.toInt(fullChargeCapacities[i2]) : 0;
                     const parsed = parseWinBatteryPart(lines, designedCapacity, fullChargeCapacity);
                     if (!first && parsed.status > 0 && parsed.status !== 10) {
-                      result.hasBattery = parsed.hasBattery;
-                      result.maxCapacity = parsed.maxCapacity;
-                      result.designedCapacity = parsed.designedCapacity;
-                      result.voltage = parsed.voltage;
-                      result.capacityUnit = parsed.capacityUnit;
-                      result.percent = parsed.percent;
-                      result.currentCapacity = parsed.currentCapacity;
-                      result.isCharging = parsed.isCharging;
-                      result.acConnected = parsed.acConnected;
-                      result.model = parsed.model;
+                      result2.hasBattery = parsed.hasBattery;
+                      result2.maxCapacity = parsed.maxCapacity;
+                      result2.designedCapacity = parsed.designedCapacity;
+                      result2.voltage = parsed.voltage;
+                      result2.capacityUnit = parsed.capacityUnit;
+                      result2.percent = parsed.percent;
+                      result2.currentCapacity = parsed.currentCapacity;
+                      result2.isCharging = parsed.isCharging;
+                      result2.acConnected = parsed.acConnected;
+                      result2.model = parsed.model;
                       first = true;
                     } else if (parsed.status !== -1) {
                       additionalBatteries.push({
@@ -22791,24 +22563,24 @@ var require_battery = __commonJS({
                     }
                   }
                   if (!first && additionalBatteries.length) {
-                    result = additionalBatteries[0];
+                    result2 = additionalBatteries[0];
                     additionalBatteries.shift();
                   }
                   if (additionalBatteries.length) {
-                    result.additionalBatteries = additionalBatteries;
+                    result2.additionalBatteries = additionalBatteries;
                   }
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           } catch {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         }
       });
@@ -22886,19 +22658,19 @@ var require_graphics = __commonJS({
         { pattern: "AMD.?", manufacturer: "AMD" },
         { pattern: "NVIDIA.?", manufacturer: "NVIDIA" }
       ];
-      let result = "";
+      let result2 = "";
       if (model) {
         model = model.toUpperCase();
         manufacturers.forEach((manufacturer) => {
           const re = RegExp(manufacturer.pattern);
           if (re.test(model)) {
-            result = manufacturer.manufacturer;
+            result2 = manufacturer.manufacturer;
           }
         });
       }
-      return result;
+      return result2;
     }
-    function getVendorFromId(id2) {
+    function getVendorFromId(id3) {
       const vendors = {
         610: "Apple",
         "1e6d": "LG",
@@ -22906,23 +22678,23 @@ var require_graphics = __commonJS({
         "4dd9": "Sony",
         "38a3": "NEC"
       };
-      return vendors[id2] || "";
+      return vendors[id3] || "";
     }
     function vendorToId(str3) {
-      let result = "";
+      let result2 = "";
       str3 = (str3 || "").toLowerCase();
       if (str3.indexOf("apple") >= 0) {
-        result = "0x05ac";
+        result2 = "0x05ac";
       } else if (str3.indexOf("nvidia") >= 0) {
-        result = "0x10de";
+        result2 = "0x10de";
       } else if (str3.indexOf("intel") >= 0) {
-        result = "0x8086";
+        result2 = "0x8086";
       } else if (str3.indexOf("ati") >= 0 || str3.indexOf("amd") >= 0) {
-        result = "0x1002";
+        result2 = "0x1002";
       }
-      return result;
+      return result2;
     }
-    function getMetalVersion(id2) {
+    function getMetalVersion(id3) {
       const families = {
         spdisplays_mtlgpufamilymac1: "mac1",
         spdisplays_mtlgpufamilymac2: "mac2",
@@ -22939,7 +22711,7 @@ var require_graphics = __commonJS({
         spdisplays_metalfeaturesetfamily14: "family1_v4",
         spdisplays_metalfeaturesetfamily21: "family2_v1"
       };
-      return families[id2] || "";
+      return families[id3] || "";
     }
     function graphics(callback) {
       callback = util2.isFunction(callback) ? callback : null;
@@ -23338,7 +23110,7 @@ var require_graphics = __commonJS({
         return controller;
       }
       function parseLinesLinuxEdid(edid) {
-        const result = {
+        const result2 = {
           vendor: "",
           model: "",
           deviceName: "",
@@ -23369,10 +23141,10 @@ var require_graphics = __commonJS({
         if (edid.substr(start, 6) === "000000") {
           start += 36;
         }
-        result.resolutionX = parseInt("0x0" + edid.substr(start + 8, 1) + edid.substr(start + 4, 2));
-        result.resolutionY = parseInt("0x0" + edid.substr(start + 14, 1) + edid.substr(start + 10, 2));
-        result.sizeX = parseInt("0x0" + edid.substr(start + 28, 1) + edid.substr(start + 24, 2));
-        result.sizeY = parseInt("0x0" + edid.substr(start + 29, 1) + edid.substr(start + 26, 2));
+        result2.resolutionX = parseInt("0x0" + edid.substr(start + 8, 1) + edid.substr(start + 4, 2));
+        result2.resolutionY = parseInt("0x0" + edid.substr(start + 14, 1) + edid.substr(start + 10, 2));
+        result2.sizeX = parseInt("0x0" + edid.substr(start + 28, 1) + edid.substr(start + 24, 2));
+        result2.sizeY = parseInt("0x0" + edid.substr(start + 29, 1) + edid.substr(start + 26, 2));
         start = edid.indexOf("000000fc00");
         if (start >= 0) {
           let model_raw = edid.substr(start + 10, 26);
@@ -23381,15 +23153,15 @@ var require_graphics = __commonJS({
           }
           try {
             if (model_raw.length > 2) {
-              result.model = model_raw.match(/.{1,2}/g).map((v) => String.fromCharCode(parseInt(v, 16))).join("");
+              result2.model = model_raw.match(/.{1,2}/g).map((v) => String.fromCharCode(parseInt(v, 16))).join("");
             }
           } catch {
             util2.noop();
           }
         } else {
-          result.model = "";
+          result2.model = "";
         }
-        return result;
+        return result2;
       }
       function parseLinesLinuxDisplays(lines, depth) {
         const displays = [];
@@ -23502,7 +23274,7 @@ var require_graphics = __commonJS({
       }
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             controllers: [],
             displays: []
           };
@@ -23512,7 +23284,7 @@ var require_graphics = __commonJS({
               if (!error46) {
                 try {
                   const output = stdout.toString();
-                  result = parseLinesDarwin(util2.plistParser(output)[0]._items);
+                  result2 = parseLinesDarwin(util2.plistParser(output)[0]._items);
                 } catch (e) {
                   util2.noop();
                 }
@@ -23520,7 +23292,7 @@ var require_graphics = __commonJS({
                   const macosTemp = __require("macos-temperature-sensor");
                   const temps = macosTemp.temperature();
                   if (temps && temps.gpu) {
-                    result.controllers.forEach((controller) => {
+                    result2.controllers.forEach((controller) => {
                       if (controller.bus === "Built-In") {
                         controller.temperatureGpu = Math.round(temps.gpu * 100) / 100;
                       }
@@ -23540,11 +23312,11 @@ var require_graphics = __commonJS({
                     const current = obj2["DisplayAnyUserSets"]["Configs"][0]["DisplayConfig"];
                     let i2 = 0;
                     current.forEach((o2) => {
-                      if (o2["CurrentInfo"] && o2["CurrentInfo"]["OriginX"] !== void 0 && result.displays && result.displays[i2]) {
-                        result.displays[i2].positionX = o2["CurrentInfo"]["OriginX"];
+                      if (o2["CurrentInfo"] && o2["CurrentInfo"]["OriginX"] !== void 0 && result2.displays && result2.displays[i2]) {
+                        result2.displays[i2].positionX = o2["CurrentInfo"]["OriginX"];
                       }
-                      if (o2["CurrentInfo"] && o2["CurrentInfo"]["OriginY"] !== void 0 && result.displays && result.displays[i2]) {
-                        result.displays[i2].positionY = o2["CurrentInfo"]["OriginY"];
+                      if (o2["CurrentInfo"] && o2["CurrentInfo"]["OriginY"] !== void 0 && result2.displays && result2.displays[i2]) {
+                        result2.displays[i2].positionY = o2["CurrentInfo"]["OriginY"];
                       }
                       i2++;
                     });
@@ -23553,14 +23325,14 @@ var require_graphics = __commonJS({
                     const current = obj2["DisplayAnyUserSets"][0];
                     let i2 = 0;
                     current.forEach((o2) => {
-                      if ("OriginX" in o2 && result.displays && result.displays[i2]) {
-                        result.displays[i2].positionX = o2["OriginX"];
+                      if ("OriginX" in o2 && result2.displays && result2.displays[i2]) {
+                        result2.displays[i2].positionX = o2["OriginX"];
                       }
-                      if ("OriginY" in o2 && result.displays && result.displays[i2]) {
-                        result.displays[i2].positionY = o2["OriginY"];
+                      if ("OriginY" in o2 && result2.displays && result2.displays[i2]) {
+                        result2.displays[i2].positionY = o2["OriginY"];
                       }
-                      if (o2["Mode"] && o2["Mode"]["BitsPerPixel"] !== void 0 && result.displays && result.displays[i2]) {
-                        result.displays[i2].pixelDepth = o2["Mode"]["BitsPerPixel"];
+                      if (o2["Mode"] && o2["Mode"]["BitsPerPixel"] !== void 0 && result2.displays && result2.displays[i2]) {
+                        result2.displays[i2].pixelDepth = o2["Mode"]["BitsPerPixel"];
                       }
                       i2++;
                     });
@@ -23570,9 +23342,9 @@ var require_graphics = __commonJS({
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_linux) {
@@ -23583,7 +23355,7 @@ var require_graphics = __commonJS({
                 if (lines.length > 3 && lines[0].indexOf('mode "') >= 0 && lines[2].indexOf("0x12000a") > -1) {
                   const parts = lines[0].replace("mode", "").replace(/"/g, "").trim().split("x");
                   if (parts.length === 2) {
-                    result.displays.push({
+                    result2.displays.push({
                       vendor: "",
                       model: util2.getValue(lines, "device_name", "="),
                       main: true,
@@ -23603,7 +23375,7 @@ var require_graphics = __commonJS({
                   }
                 }
                 if (lines.length >= 1 && stdout.toString().indexOf("gpu=") >= 0) {
-                  result.controllers.push({
+                  result2.controllers.push({
                     vendor: "Broadcom",
                     model: util2.getRpiGpu(),
                     bus: "",
@@ -23617,10 +23389,10 @@ var require_graphics = __commonJS({
             exec(cmd, (error46, stdout) => {
               if (!error46) {
                 const lines = stdout.toString().split("\n");
-                if (result.controllers.length === 0) {
-                  result.controllers = parseLinesLinuxControllers(lines);
+                if (result2.controllers.length === 0) {
+                  result2.controllers = parseLinesLinuxControllers(lines);
                   const nvidiaData = nvidiaDevices();
-                  result.controllers = result.controllers.map((controller) => {
+                  result2.controllers = result2.controllers.map((controller) => {
                     return mergeControllerNvidia(controller, nvidiaData.find((contr) => contr.pciBus && controller.busAddress && contr.pciBus.toLowerCase().endsWith(controller.busAddress.toLowerCase())) || {});
                   });
                 }
@@ -23629,7 +23401,7 @@ var require_graphics = __commonJS({
               exec(cmd2, (error47, stdout2) => {
                 if (!error47) {
                   const lines = stdout2.toString().split("\n");
-                  result.controllers = parseLinesLinuxClinfo(result.controllers, lines);
+                  result2.controllers = parseLinesLinuxClinfo(result2.controllers, lines);
                 }
                 const cmd3 = "xdpyinfo 2>/dev/null | grep 'depth of root window' | awk '{ print $5 }'";
                 exec(cmd3, (error48, stdout3) => {
@@ -23642,12 +23414,12 @@ var require_graphics = __commonJS({
                   exec(cmd4, (error49, stdout4) => {
                     if (!error49) {
                       const lines = stdout4.toString().split("\n");
-                      result.displays = parseLinesLinuxDisplays(lines, depth);
+                      result2.displays = parseLinesLinuxDisplays(lines, depth);
                     }
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   });
                 });
               });
@@ -23688,8 +23460,8 @@ var require_graphics = __commonJS({
               Promise.all(workload).then((data) => {
                 const csections = data[0].replace(/\r/g, "").split(/\n\s*\n/);
                 const vsections = data[1].replace(/\r/g, "").split(/\n\s*\n/);
-                result.controllers = parseLinesWindowsControllers(csections, vsections);
-                result.controllers = result.controllers.map((controller) => {
+                result2.controllers = parseLinesWindowsControllers(csections, vsections);
+                result2.controllers = result2.controllers.map((controller) => {
                   if (controller.vendor.toLowerCase() === "nvidia") {
                     return mergeControllerNvidia(
                       controller,
@@ -23767,45 +23539,45 @@ var require_graphics = __commonJS({
                     currentModes[parts[0].trim().toLowerCase()] = frequency;
                   }
                 });
-                result.displays = parseLinesWindowsDisplaysPowershell(ssections, monitors, dsections, connections, isections, currentModes);
-                if (result.displays.length === 1) {
+                result2.displays = parseLinesWindowsDisplaysPowershell(ssections, monitors, dsections, connections, isections, currentModes);
+                if (result2.displays.length === 1) {
                   if (_resolutionX) {
-                    result.displays[0].resolutionX = _resolutionX;
-                    if (!result.displays[0].currentResX) {
-                      result.displays[0].currentResX = _resolutionX;
+                    result2.displays[0].resolutionX = _resolutionX;
+                    if (!result2.displays[0].currentResX) {
+                      result2.displays[0].currentResX = _resolutionX;
                     }
                   }
                   if (_resolutionY) {
-                    result.displays[0].resolutionY = _resolutionY;
-                    if (result.displays[0].currentResY === 0) {
-                      result.displays[0].currentResY = _resolutionY;
+                    result2.displays[0].resolutionY = _resolutionY;
+                    if (result2.displays[0].currentResY === 0) {
+                      result2.displays[0].currentResY = _resolutionY;
                     }
                   }
                   if (_pixelDepth) {
-                    result.displays[0].pixelDepth = _pixelDepth;
+                    result2.displays[0].pixelDepth = _pixelDepth;
                   }
                 }
-                result.displays = result.displays.map((element) => {
+                result2.displays = result2.displays.map((element) => {
                   if (_refreshRate && !element.currentRefreshRate) {
                     element.currentRefreshRate = _refreshRate;
                   }
                   return element;
                 });
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }).catch(() => {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch (e) {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -24017,13 +23789,13 @@ var require_filesystem = __commonJS({
       }
       function isLinuxTmpFs(fs2) {
         const linuxTmpFileSystems = ["rootfs", "unionfs", "squashfs", "cramfs", "initrd", "initramfs", "devtmpfs", "tmpfs", "udev", "devfs", "specfs", "type", "appimaged"];
-        let result = false;
+        let result2 = false;
         linuxTmpFileSystems.forEach((linuxFs) => {
           if (fs2.toLowerCase().indexOf(linuxFs) >= 0) {
-            result = true;
+            result2 = true;
           }
         });
-        return result;
+        return result2;
       }
       function filterLines(stdout) {
         const lines = stdout.toString().split("\n");
@@ -24252,7 +24024,7 @@ var require_filesystem = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const result = {
+          const result2 = {
             max: null,
             allocated: null,
             available: null
@@ -24262,14 +24034,14 @@ var require_filesystem = __commonJS({
             exec(cmd, { maxBuffer: 1024 * 1024 }, (error46, stdout) => {
               if (!error46) {
                 const lines = stdout.toString().split("\n");
-                result.max = parseInt(util2.getValue(lines, "kern.maxfiles", ":"), 10);
-                result.allocated = parseInt(util2.getValue(lines, "kern.num_files", ":"), 10) || parseInt(util2.getValue(lines, "kern.open_files", ":"), 10);
-                result.available = result.max - result.allocated;
+                result2.max = parseInt(util2.getValue(lines, "kern.maxfiles", ":"), 10);
+                result2.allocated = parseInt(util2.getValue(lines, "kern.num_files", ":"), 10) || parseInt(util2.getValue(lines, "kern.open_files", ":"), 10);
+                result2.available = result2.max - result2.allocated;
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_linux) {
@@ -24279,30 +24051,30 @@ var require_filesystem = __commonJS({
                 if (lines[0]) {
                   const parts = lines[0].replace(/\s+/g, " ").split(" ");
                   if (parts.length === 3) {
-                    result.allocated = parseInt(parts[0], 10);
-                    result.available = parseInt(parts[1], 10);
-                    result.max = parseInt(parts[2], 10);
-                    if (!result.available) {
-                      result.available = result.max - result.allocated;
+                    result2.allocated = parseInt(parts[0], 10);
+                    result2.available = parseInt(parts[1], 10);
+                    result2.max = parseInt(parts[2], 10);
+                    if (!result2.available) {
+                      result2.available = result2.max - result2.allocated;
                     }
                   }
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               } else {
                 fs.readFile("/proc/sys/fs/file-max", (error47, stdout2) => {
                   if (!error47) {
                     const lines = stdout2.toString().split("\n");
                     if (lines[0]) {
-                      result.max = parseInt(lines[0], 10);
+                      result2.max = parseInt(lines[0], 10);
                     }
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               }
             });
@@ -24457,7 +24229,7 @@ var require_filesystem = __commonJS({
       };
     }
     function raidMatchLinux(data) {
-      let result = data;
+      let result2 = data;
       try {
         data.forEach((element) => {
           if (element.type.startsWith("raid")) {
@@ -24466,7 +24238,7 @@ var require_filesystem = __commonJS({
             element.label = mdData.label;
             element.uuid = mdData.uuid;
             if (mdData && mdData.members && mdData.members.length && mdData.raid === element.type) {
-              result = result.map((blockdevice) => {
+              result2 = result2.map((blockdevice) => {
                 if (blockdevice.fsType === "linux_raid_member" && mdData.members.indexOf(blockdevice.name) >= 0) {
                   blockdevice.group = element.name;
                 }
@@ -24478,22 +24250,22 @@ var require_filesystem = __commonJS({
       } catch {
         util2.noop();
       }
-      return result;
+      return result2;
     }
     function getDevicesLinux(data) {
-      const result = [];
+      const result2 = [];
       data.forEach((element) => {
         if (element.type.startsWith("disk")) {
-          result.push(element.name);
+          result2.push(element.name);
         }
       });
-      return result;
+      return result2;
     }
     function matchDevicesLinux(data) {
-      let result = data;
+      let result2 = data;
       try {
         const devices = getDevicesLinux(data);
-        result = result.map((blockdevice) => {
+        result2 = result2.map((blockdevice) => {
           if (blockdevice.type.startsWith("part") || blockdevice.type.startsWith("disk")) {
             devices.forEach((element) => {
               if (blockdevice.name.startsWith(element)) {
@@ -24506,33 +24278,33 @@ var require_filesystem = __commonJS({
       } catch {
         util2.noop();
       }
-      return result;
+      return result2;
     }
     function getDevicesMac(data) {
-      const result = [];
+      const result2 = [];
       data.forEach((element) => {
         if (element.type.startsWith("disk")) {
-          result.push({ name: element.name, model: element.model, device: element.name });
+          result2.push({ name: element.name, model: element.model, device: element.name });
         }
         if (element.type.startsWith("virtual")) {
           let device = "";
-          result.forEach((e) => {
+          result2.forEach((e) => {
             if (e.model === element.model) {
               device = e.device;
             }
           });
           if (device) {
-            result.push({ name: element.name, model: element.model, device });
+            result2.push({ name: element.name, model: element.model, device });
           }
         }
       });
-      return result;
+      return result2;
     }
     function matchDevicesMac(data) {
-      let result = data;
+      let result2 = data;
       try {
         const devices = getDevicesMac(data);
-        result = result.map((blockdevice) => {
+        result2 = result2.map((blockdevice) => {
           if (blockdevice.type.startsWith("part") || blockdevice.type.startsWith("disk") || blockdevice.type.startsWith("virtual")) {
             devices.forEach((element) => {
               if (blockdevice.name.startsWith(element.name)) {
@@ -24545,10 +24317,10 @@ var require_filesystem = __commonJS({
       } catch {
         util2.noop();
       }
-      return result;
+      return result2;
     }
     function getDevicesWin(diskDrives) {
-      const result = [];
+      const result2 = [];
       diskDrives.forEach((element) => {
         const lines = element.split("\r\n");
         const device = util2.getValue(lines, "DeviceID", ":");
@@ -24556,11 +24328,11 @@ var require_filesystem = __commonJS({
         if (partitions.length > 1) {
           partitions = partitions.slice(1);
           partitions.forEach((partition) => {
-            result.push({ name: partition.split(";")[0].toUpperCase(), device });
+            result2.push({ name: partition.split(";")[0].toUpperCase(), device });
           });
         }
       });
-      return result;
+      return result2;
     }
     function matchDevicesWin(data, diskDrives) {
       const devices = getDevicesWin(diskDrives);
@@ -24706,7 +24478,7 @@ var require_filesystem = __commonJS({
     }
     exports.blockDevices = blockDevices;
     function calcFsSpeed(rx, wx) {
-      const result = {
+      const result2 = {
         rx: 0,
         wx: 0,
         tx: 0,
@@ -24716,35 +24488,35 @@ var require_filesystem = __commonJS({
         ms: 0
       };
       if (_fs_speed && _fs_speed.ms) {
-        result.rx = rx;
-        result.wx = wx;
-        result.tx = result.rx + result.wx;
-        result.ms = Date.now() - _fs_speed.ms;
-        result.rx_sec = (result.rx - _fs_speed.bytes_read) / (result.ms / 1e3);
-        result.wx_sec = (result.wx - _fs_speed.bytes_write) / (result.ms / 1e3);
-        result.tx_sec = result.rx_sec + result.wx_sec;
-        _fs_speed.rx_sec = result.rx_sec;
-        _fs_speed.wx_sec = result.wx_sec;
-        _fs_speed.tx_sec = result.tx_sec;
-        _fs_speed.bytes_read = result.rx;
-        _fs_speed.bytes_write = result.wx;
-        _fs_speed.bytes_overall = result.rx + result.wx;
+        result2.rx = rx;
+        result2.wx = wx;
+        result2.tx = result2.rx + result2.wx;
+        result2.ms = Date.now() - _fs_speed.ms;
+        result2.rx_sec = (result2.rx - _fs_speed.bytes_read) / (result2.ms / 1e3);
+        result2.wx_sec = (result2.wx - _fs_speed.bytes_write) / (result2.ms / 1e3);
+        result2.tx_sec = result2.rx_sec + result2.wx_sec;
+        _fs_speed.rx_sec = result2.rx_sec;
+        _fs_speed.wx_sec = result2.wx_sec;
+        _fs_speed.tx_sec = result2.tx_sec;
+        _fs_speed.bytes_read = result2.rx;
+        _fs_speed.bytes_write = result2.wx;
+        _fs_speed.bytes_overall = result2.rx + result2.wx;
         _fs_speed.ms = Date.now();
-        _fs_speed.last_ms = result.ms;
+        _fs_speed.last_ms = result2.ms;
       } else {
-        result.rx = rx;
-        result.wx = wx;
-        result.tx = result.rx + result.wx;
+        result2.rx = rx;
+        result2.wx = wx;
+        result2.tx = result2.rx + result2.wx;
         _fs_speed.rx_sec = null;
         _fs_speed.wx_sec = null;
         _fs_speed.tx_sec = null;
-        _fs_speed.bytes_read = result.rx;
-        _fs_speed.bytes_write = result.wx;
-        _fs_speed.bytes_overall = result.rx + result.wx;
+        _fs_speed.bytes_read = result2.rx;
+        _fs_speed.bytes_write = result2.wx;
+        _fs_speed.bytes_overall = result2.rx + result2.wx;
         _fs_speed.ms = Date.now();
         _fs_speed.last_ms = 0;
       }
-      return result;
+      return result2;
     }
     function fsStats(callback) {
       callback = util2.isFunction(callback) ? callback : null;
@@ -24753,7 +24525,7 @@ var require_filesystem = __commonJS({
           if (_windows || _freebsd || _openbsd || _netbsd || _sunos) {
             return resolve(null);
           }
-          let result = {
+          let result2 = {
             rx: 0,
             wx: 0,
             tx: 0,
@@ -24793,31 +24565,31 @@ var require_filesystem = __commonJS({
                           wx += parseInt(line[9], 10) * 512;
                         }
                       });
-                      result = calcFsSpeed(rx, wx);
+                      result2 = calcFsSpeed(rx, wx);
                     }
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   });
                   procCat.on("error", () => {
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   });
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               });
               procLsblk.on("error", () => {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             }
             if (_darwin) {
@@ -24835,40 +24607,40 @@ var require_filesystem = __commonJS({
                         wx += parseInt(line[9], 10);
                       }
                     });
-                    result = calcFsSpeed(rx, wx);
+                    result2 = calcFsSpeed(rx, wx);
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               );
               procIoreg.on("error", () => {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             }
           } else {
-            result.ms = _fs_speed.last_ms;
-            result.rx = _fs_speed.bytes_read;
-            result.wx = _fs_speed.bytes_write;
-            result.tx = _fs_speed.bytes_read + _fs_speed.bytes_write;
-            result.rx_sec = _fs_speed.rx_sec;
-            result.wx_sec = _fs_speed.wx_sec;
-            result.tx_sec = _fs_speed.tx_sec;
+            result2.ms = _fs_speed.last_ms;
+            result2.rx = _fs_speed.bytes_read;
+            result2.wx = _fs_speed.bytes_write;
+            result2.tx = _fs_speed.bytes_read + _fs_speed.bytes_write;
+            result2.rx_sec = _fs_speed.rx_sec;
+            result2.wx_sec = _fs_speed.wx_sec;
+            result2.tx_sec = _fs_speed.tx_sec;
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
     }
     exports.fsStats = fsStats;
     function calcDiskIO(rIO, wIO, rWaitTime, wWaitTime, tWaitTime) {
-      const result = {
+      const result2 = {
         rIO: 0,
         wIO: 0,
         tIO: 0,
@@ -24884,39 +24656,39 @@ var require_filesystem = __commonJS({
         ms: 0
       };
       if (_disk_io && _disk_io.ms) {
-        result.rIO = rIO;
-        result.wIO = wIO;
-        result.tIO = rIO + wIO;
-        result.ms = Date.now() - _disk_io.ms;
-        result.rIO_sec = (result.rIO - _disk_io.rIO) / (result.ms / 1e3);
-        result.wIO_sec = (result.wIO - _disk_io.wIO) / (result.ms / 1e3);
-        result.tIO_sec = result.rIO_sec + result.wIO_sec;
-        result.rWaitTime = rWaitTime;
-        result.wWaitTime = wWaitTime;
-        result.tWaitTime = tWaitTime;
-        result.rWaitPercent = (result.rWaitTime - _disk_io.rWaitTime) * 100 / result.ms;
-        result.wWaitPercent = (result.wWaitTime - _disk_io.wWaitTime) * 100 / result.ms;
-        result.tWaitPercent = (result.tWaitTime - _disk_io.tWaitTime) * 100 / result.ms;
+        result2.rIO = rIO;
+        result2.wIO = wIO;
+        result2.tIO = rIO + wIO;
+        result2.ms = Date.now() - _disk_io.ms;
+        result2.rIO_sec = (result2.rIO - _disk_io.rIO) / (result2.ms / 1e3);
+        result2.wIO_sec = (result2.wIO - _disk_io.wIO) / (result2.ms / 1e3);
+        result2.tIO_sec = result2.rIO_sec + result2.wIO_sec;
+        result2.rWaitTime = rWaitTime;
+        result2.wWaitTime = wWaitTime;
+        result2.tWaitTime = tWaitTime;
+        result2.rWaitPercent = (result2.rWaitTime - _disk_io.rWaitTime) * 100 / result2.ms;
+        result2.wWaitPercent = (result2.wWaitTime - _disk_io.wWaitTime) * 100 / result2.ms;
+        result2.tWaitPercent = (result2.tWaitTime - _disk_io.tWaitTime) * 100 / result2.ms;
         _disk_io.rIO = rIO;
         _disk_io.wIO = wIO;
-        _disk_io.rIO_sec = result.rIO_sec;
-        _disk_io.wIO_sec = result.wIO_sec;
-        _disk_io.tIO_sec = result.tIO_sec;
+        _disk_io.rIO_sec = result2.rIO_sec;
+        _disk_io.wIO_sec = result2.wIO_sec;
+        _disk_io.tIO_sec = result2.tIO_sec;
         _disk_io.rWaitTime = rWaitTime;
         _disk_io.wWaitTime = wWaitTime;
         _disk_io.tWaitTime = tWaitTime;
-        _disk_io.rWaitPercent = result.rWaitPercent;
-        _disk_io.wWaitPercent = result.wWaitPercent;
-        _disk_io.tWaitPercent = result.tWaitPercent;
-        _disk_io.last_ms = result.ms;
+        _disk_io.rWaitPercent = result2.rWaitPercent;
+        _disk_io.wWaitPercent = result2.wWaitPercent;
+        _disk_io.tWaitPercent = result2.tWaitPercent;
+        _disk_io.last_ms = result2.ms;
         _disk_io.ms = Date.now();
       } else {
-        result.rIO = rIO;
-        result.wIO = wIO;
-        result.tIO = rIO + wIO;
-        result.rWaitTime = rWaitTime;
-        result.wWaitTime = wWaitTime;
-        result.tWaitTime = tWaitTime;
+        result2.rIO = rIO;
+        result2.wIO = wIO;
+        result2.tIO = rIO + wIO;
+        result2.rWaitTime = rWaitTime;
+        result2.wWaitTime = wWaitTime;
+        result2.tWaitTime = tWaitTime;
         _disk_io.rIO = rIO;
         _disk_io.wIO = wIO;
         _disk_io.rIO_sec = null;
@@ -24931,7 +24703,7 @@ var require_filesystem = __commonJS({
         _disk_io.last_ms = 0;
         _disk_io.ms = Date.now();
       }
-      return result;
+      return result2;
     }
     function disksIO(callback) {
       callback = util2.isFunction(callback) ? callback : null;
@@ -24943,7 +24715,7 @@ var require_filesystem = __commonJS({
           if (_sunos) {
             return resolve(null);
           }
-          let result = {
+          let result2 = {
             rIO: 0,
             wIO: 0,
             tIO: 0,
@@ -24980,16 +24752,16 @@ var require_filesystem = __commonJS({
                     wWaitTime += parseInt(stats[7], 10);
                     tWaitTime += parseInt(stats[10], 10);
                   });
-                  result = calcDiskIO(rIO, wIO, rWaitTime, wWaitTime, tWaitTime);
+                  result2 = calcDiskIO(rIO, wIO, rWaitTime, wWaitTime, tWaitTime);
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               });
             }
@@ -25008,33 +24780,33 @@ var require_filesystem = __commonJS({
                         wIO += parseInt(line[0], 10);
                       }
                     });
-                    result = calcDiskIO(rIO, wIO, rWaitTime, wWaitTime, tWaitTime);
+                    result2 = calcDiskIO(rIO, wIO, rWaitTime, wWaitTime, tWaitTime);
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               );
             }
           } else {
-            result.rIO = _disk_io.rIO;
-            result.wIO = _disk_io.wIO;
-            result.tIO = _disk_io.rIO + _disk_io.wIO;
-            result.ms = _disk_io.last_ms;
-            result.rIO_sec = _disk_io.rIO_sec;
-            result.wIO_sec = _disk_io.wIO_sec;
-            result.tIO_sec = _disk_io.tIO_sec;
-            result.rWaitTime = _disk_io.rWaitTime;
-            result.wWaitTime = _disk_io.wWaitTime;
-            result.tWaitTime = _disk_io.tWaitTime;
-            result.rWaitPercent = _disk_io.rWaitPercent;
-            result.wWaitPercent = _disk_io.wWaitPercent;
-            result.tWaitPercent = _disk_io.tWaitPercent;
+            result2.rIO = _disk_io.rIO;
+            result2.wIO = _disk_io.wIO;
+            result2.tIO = _disk_io.rIO + _disk_io.wIO;
+            result2.ms = _disk_io.last_ms;
+            result2.rIO_sec = _disk_io.rIO_sec;
+            result2.wIO_sec = _disk_io.wIO_sec;
+            result2.tIO_sec = _disk_io.tIO_sec;
+            result2.rWaitTime = _disk_io.rWaitTime;
+            result2.wWaitTime = _disk_io.wWaitTime;
+            result2.tWaitTime = _disk_io.tWaitTime;
+            result2.rWaitPercent = _disk_io.rWaitPercent;
+            result2.wWaitPercent = _disk_io.wWaitPercent;
+            result2.tWaitPercent = _disk_io.tWaitPercent;
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -25076,17 +24848,17 @@ var require_filesystem = __commonJS({
           { pattern: "EVO.*", manufacturer: "Samsung" },
           { pattern: "APPLE.*", manufacturer: "Apple" }
         ];
-        let result = "";
+        let result2 = "";
         if (model) {
           model = model.toUpperCase();
           diskManufacturers.forEach((manufacturer) => {
             const re = RegExp(manufacturer.pattern);
             if (re.test(model)) {
-              result = manufacturer.manufacturer;
+              result2 = manufacturer.manufacturer;
             }
           });
         }
-        return result;
+        return result2;
       }
       return new Promise((resolve) => {
         process.nextTick(() => {
@@ -25099,7 +24871,7 @@ var require_filesystem = __commonJS({
             }
             resolve(res);
           };
-          const result = [];
+          const result2 = [];
           let cmd = "";
           if (_linux) {
             let cmdFullSmart = "";
@@ -25144,7 +24916,7 @@ var require_filesystem = __commonJS({
                       mediumType = "2";
                       interfaceType = "PCIe";
                     }
-                    result.push({
+                    result2.push({
                       device: BSDName,
                       type: mediumType === "0" ? "SSD" : mediumType === "1" ? "HD" : mediumType === "2" ? "NVMe" : device.model && device.model.indexOf("SSD") > -1 ? "SSD" : device.model && device.model.indexOf("NVM") > -1 ? "NVMe" : "HD",
                       name: device.model || "",
@@ -25178,17 +24950,17 @@ ${BSDName}|"; smartctl -H ${BSDName} | grep overall;`;
                     const data = JSON.parse(`[${stdout2}]`);
                     data.forEach((disk) => {
                       const diskBSDName = disk.smartctl.argv[disk.smartctl.argv.length - 1];
-                      for (let i2 = 0; i2 < result.length; i2++) {
-                        if (result[i2].BSDName === diskBSDName) {
-                          result[i2].smartStatus = disk.smart_status.passed ? "Ok" : disk.smart_status.passed === false ? "Predicted Failure" : "unknown";
+                      for (let i2 = 0; i2 < result2.length; i2++) {
+                        if (result2[i2].BSDName === diskBSDName) {
+                          result2[i2].smartStatus = disk.smart_status.passed ? "Ok" : disk.smart_status.passed === false ? "Predicted Failure" : "unknown";
                           if (disk.temperature && disk.temperature.current) {
-                            result[i2].temperature = disk.temperature.current;
+                            result2[i2].temperature = disk.temperature.current;
                           }
-                          result[i2].smartData = disk;
+                          result2[i2].smartData = disk;
                         }
                       }
                     });
-                    commitResult(result);
+                    commitResult(result2);
                   } catch {
                     if (cmd) {
                       cmd = cmd + 'printf "\n"';
@@ -25204,38 +24976,38 @@ ${BSDName}|"; smartctl -H ${BSDName} | grep overall;`;
                               if (parts2.length === 2) {
                                 parts2[1] = parts2[1].trim();
                                 const status = parts2[1].toLowerCase();
-                                for (let i2 = 0; i2 < result.length; i2++) {
-                                  if (result[i2].BSDName === BSDName) {
-                                    result[i2].smartStatus = status === "passed" ? "Ok" : status === "failed!" ? "Predicted Failure" : "unknown";
+                                for (let i2 = 0; i2 < result2.length; i2++) {
+                                  if (result2[i2].BSDName === BSDName) {
+                                    result2[i2].smartStatus = status === "passed" ? "Ok" : status === "failed!" ? "Predicted Failure" : "unknown";
                                   }
                                 }
                               }
                             }
                           }
                         });
-                        commitResult(result);
+                        commitResult(result2);
                       });
                     } else {
-                      commitResult(result);
+                      commitResult(result2);
                     }
                   }
                 });
               } else {
-                commitResult(result);
+                commitResult(result2);
               }
             });
           }
           if (_freebsd || _openbsd || _netbsd) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_sunos) {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_darwin) {
             let cmdFullSmart = "";
@@ -25288,7 +25060,7 @@ ${BSDName}|"; smartctl -H ${BSDName} | grep overall;`;
                       }
                       if (sizeValue) {
                         const smartStatusString = util2.getValue(lines2, "S.M.A.R.T. status", ":", true).trim().toLowerCase();
-                        result.push({
+                        result2.push({
                           device: BSDName,
                           type: mediumType.startsWith("Solid") ? "SSD" : "HD",
                           name: util2.getValue(lines2, "Model", ":", true).trim(),
@@ -25338,7 +25110,7 @@ ${BSDName}|"; smartctl -H ${BSDName} | grep overall;`;
                       }
                       if (sizeValue) {
                         const smartStatusString = util2.getValue(lines2, "S.M.A.R.T. status", ":", true).trim().toLowerCase();
-                        result.push({
+                        result2.push({
                           device: BSDName,
                           type: "NVMe",
                           name: util2.getValue(lines2, "Model", ":", true).trim(),
@@ -25387,7 +25159,7 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                       }
                       if (sizeValue) {
                         const smartStatusString = util2.getValue(lines2, "S.M.A.R.T. status", ":", true).trim().toLowerCase();
-                        result.push({
+                        result2.push({
                           device: BSDName,
                           type: "USB",
                           name: util2.getValue(lines2, "Model", ":", true).trim().replace(/:/g, ""),
@@ -25417,7 +25189,7 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                 }
                 try {
                   const seen = {};
-                  result.forEach((d) => {
+                  result2.forEach((d) => {
                     const m = (d.BSDName || "").match(/disk\d+/);
                     if (m) {
                       seen[m[0]] = true;
@@ -25452,7 +25224,7 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                         seen[BSDName] = true;
                         const protocol = util2.getValue(lines2, "Protocol", ":", true).trim();
                         const model = util2.getValue(lines2, "Device Name", ":", true).trim();
-                        result.push({
+                        result2.push({
                           device: BSDName,
                           type: protocol && protocol !== "USB" ? protocol : "USB",
                           name: model,
@@ -25486,17 +25258,17 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                       const data = JSON.parse(`[${stdout2}]`);
                       data.forEach((disk) => {
                         const diskBSDName = disk.smartctl.argv[disk.smartctl.argv.length - 1];
-                        for (let i2 = 0; i2 < result.length; i2++) {
-                          if (result[i2].BSDName === diskBSDName) {
-                            result[i2].smartStatus = disk.smart_status.passed ? "Ok" : disk.smart_status.passed === false ? "Predicted Failure" : "unknown";
+                        for (let i2 = 0; i2 < result2.length; i2++) {
+                          if (result2[i2].BSDName === diskBSDName) {
+                            result2[i2].smartStatus = disk.smart_status.passed ? "Ok" : disk.smart_status.passed === false ? "Predicted Failure" : "unknown";
                             if (disk.temperature && disk.temperature.current) {
-                              result[i2].temperature = disk.temperature.current;
+                              result2[i2].temperature = disk.temperature.current;
                             }
-                            result[i2].smartData = disk;
+                            result2[i2].smartData = disk;
                           }
                         }
                       });
-                      commitResult(result);
+                      commitResult(result2);
                     } catch (e) {
                       if (cmd) {
                         cmd = cmd + 'printf "\n"';
@@ -25512,19 +25284,19 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                                 if (parts2.length === 2) {
                                   parts2[1] = parts2[1].trim();
                                   const status = parts2[1].toLowerCase();
-                                  for (let i2 = 0; i2 < result.length; i2++) {
-                                    if (result[i2].BSDName === BSDName) {
-                                      result[i2].smartStatus = status === "passed" ? "Ok" : status === "failed!" ? "Predicted Failure" : "unknown";
+                                  for (let i2 = 0; i2 < result2.length; i2++) {
+                                    if (result2[i2].BSDName === BSDName) {
+                                      result2[i2].smartStatus = status === "passed" ? "Ok" : status === "failed!" ? "Predicted Failure" : "unknown";
                                     }
                                   }
                                 }
                               }
                             }
                           });
-                          commitResult(result);
+                          commitResult(result2);
                         });
                       } else {
-                        commitResult(result);
+                        commitResult(result2);
                       }
                     }
                   });
@@ -25542,22 +25314,22 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                           if (parts2.length === 2) {
                             parts2[1] = parts2[1].trim();
                             const status = parts2[1].toLowerCase();
-                            for (let i2 = 0; i2 < result.length; i2++) {
-                              if (result[i2].BSDName === BSDName) {
-                                result[i2].smartStatus = status === "not supported" ? "not supported" : status === "verified" ? "Ok" : status === "failing" ? "Predicted Failure" : "unknown";
+                            for (let i2 = 0; i2 < result2.length; i2++) {
+                              if (result2[i2].BSDName === BSDName) {
+                                result2[i2].smartStatus = status === "not supported" ? "not supported" : status === "verified" ? "Ok" : status === "failing" ? "Predicted Failure" : "unknown";
                               }
                             }
                           }
                         }
                       }
                     });
-                    commitResult(result);
+                    commitResult(result2);
                   });
                 } else {
-                  commitResult(result);
+                  commitResult(result2);
                 }
               } else {
-                commitResult(result);
+                commitResult(result2);
               }
             });
           }
@@ -25605,7 +25377,7 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                     }
                   }
                   if (size) {
-                    result.push({
+                    result2.push({
                       device: util2.getValue(lines, "DeviceId", ":"),
                       // changed from PNPDeviceId to DeviceID (be be able to match devices)
                       type: device.indexOf("SSD") > -1 ? "SSD" : "HD",
@@ -25650,13 +25422,13 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                     mediaType = "Virtual";
                   }
                   if (size) {
-                    let i2 = util2.findObjectByKey(result, "serialNum", serialNum);
+                    let i2 = util2.findObjectByKey(result2, "serialNum", serialNum);
                     if (i2 === -1 || serialNum === "") {
-                      i2 = util2.findObjectByKey(result, "name", name);
+                      i2 = util2.findObjectByKey(result2, "name", name);
                     }
                     if (i2 !== -1) {
-                      result[i2].type = mediaType;
-                      result[i2].interfaceType = interfaceType;
+                      result2[i2].type = mediaType;
+                      result2[i2].interfaceType = interfaceType;
                     }
                   }
                 });
@@ -25668,13 +25440,13 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                       const smartData = JSON.parse(smartStr);
                       if (smartData.serial_number) {
                         const serialNum = smartData.serial_number;
-                        const i2 = util2.findObjectByKey(result, "serialNum", serialNum);
+                        const i2 = util2.findObjectByKey(result2, "serialNum", serialNum);
                         if (i2 !== -1) {
-                          result[i2].smartStatus = smartData.smart_status && smartData.smart_status.passed ? "Ok" : smartData.smart_status && smartData.smart_status.passed === false ? "Predicted Failure" : "unknown";
+                          result2[i2].smartStatus = smartData.smart_status && smartData.smart_status.passed ? "Ok" : smartData.smart_status && smartData.smart_status.passed === false ? "Predicted Failure" : "unknown";
                           if (smartData.temperature && smartData.temperature.current) {
-                            result[i2].temperature = smartData.temperature.current;
+                            result2[i2].temperature = smartData.temperature.current;
                           }
-                          result[i2].smartData = smartData;
+                          result2[i2].smartData = smartData;
                         }
                       }
                     } catch {
@@ -25683,15 +25455,15 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
                   });
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -25731,8 +25503,8 @@ var require_wifi = __commonJS({
       if (isNaN(dbValue)) {
         return null;
       }
-      const result = 2 * (dbValue + 100);
-      return result <= 100 ? result : 100;
+      const result2 = 2 * (dbValue + 100);
+      return result2 <= 100 ? result2 : 100;
     }
     var _wifi_frequencies = {
       1: 2412,
@@ -25824,7 +25596,7 @@ var require_wifi = __commonJS({
       return channel;
     }
     function ifaceListLinux() {
-      const result = [];
+      const result2 = [];
       const cmd = "iw dev 2>/dev/null";
       try {
         const all = execSync(cmd, util2.execOptsLinux).toString().split("\n").map((line) => line.trim()).join("\n");
@@ -25833,17 +25605,17 @@ var require_wifi = __commonJS({
         parts.forEach((ifaceDetails) => {
           const lines = ifaceDetails.split("\n");
           const iface = lines[0];
-          const id2 = util2.toInt(util2.getValue(lines, "ifindex", " "));
+          const id3 = util2.toInt(util2.getValue(lines, "ifindex", " "));
           const mac = util2.getValue(lines, "addr", " ");
           const channel = util2.toInt(util2.getValue(lines, "channel", " "));
-          result.push({
-            id: id2,
+          result2.push({
+            id: id3,
             iface,
             mac,
             channel
           });
         });
-        return result;
+        return result2;
       } catch {
         try {
           const all = execSync("nmcli -t -f general,wifi-properties,wired-properties,interface-flags,capabilities,nsp device show 2>/dev/null", util2.execOptsLinux).toString();
@@ -25853,19 +25625,19 @@ var require_wifi = __commonJS({
             const lines = ifaceDetails.split("\n");
             const iface = util2.getValue(lines, "GENERAL.DEVICE");
             const type = util2.getValue(lines, "GENERAL.TYPE");
-            const id2 = i2++;
+            const id3 = i2++;
             const mac = util2.getValue(lines, "GENERAL.HWADDR");
             const channel = "";
             if (type.toLowerCase() === "wifi") {
-              result.push({
-                id: id2,
+              result2.push({
+                id: id3,
                 iface,
                 mac,
                 channel
               });
             }
           });
-          return result;
+          return result2;
         } catch {
           return [];
         }
@@ -25932,7 +25704,7 @@ var require_wifi = __commonJS({
       }
     }
     function getWifiNetworkListNmi() {
-      const result = [];
+      const result2 = [];
       const cmd = "nmcli -t -m multiline --fields active,ssid,bssid,mode,chan,freq,signal,security,wpa-flags,rsn-flags device wifi list 2>/dev/null";
       try {
         const stdout = execSync(cmd, util2.execOptsLinux);
@@ -25947,7 +25719,7 @@ var require_wifi = __commonJS({
           const wpaFlags = util2.getValue(lines, "WPA-FLAGS").replace("(", "").replace(")", "");
           const rsnFlags = util2.getValue(lines, "RSN-FLAGS").replace("(", "").replace(")", "");
           const quality = util2.getValue(lines, "SIGNAL");
-          result.push({
+          result2.push({
             ssid: util2.getValue(lines, "SSID"),
             bssid: util2.getValue(lines, "BSSID").toLowerCase(),
             mode: util2.getValue(lines, "MODE"),
@@ -25960,13 +25732,13 @@ var require_wifi = __commonJS({
             rsnFlags: rsnFlags && rsnFlags !== "none" ? rsnFlags.split(" ") : []
           });
         });
-        return result;
+        return result2;
       } catch {
         return [];
       }
     }
     function getWifiNetworkListIw(iface) {
-      const result = [];
+      const result2 = [];
       try {
         const iwlistParts = execSync(`export LC_ALL=C; iwlist ${util2.sanitizeString(iface, true)} scan 2>&1; unset LC_ALL`, util2.execOptsLinux).toString().split("        Cell ");
         if (iwlistParts[0].indexOf("resource busy") >= 0) {
@@ -26033,7 +25805,7 @@ var require_wifi = __commonJS({
             if (wpaFlag) {
               wpaFlags.push(wpaFlag);
             }
-            result.push({
+            result2.push({
               ssid,
               bssid: address,
               mode,
@@ -26047,13 +25819,13 @@ var require_wifi = __commonJS({
             });
           });
         }
-        return result;
+        return result2;
       } catch {
         return -1;
       }
     }
     function parseWifiDarwin(wifiStr) {
-      const result = [];
+      const result2 = [];
       try {
         let wifiObj = JSON.parse(wifiStr);
         wifiObj = wifiObj.SPAirPortDataType[0].spairport_airport_interfaces[0].spairport_airport_other_local_wireless_networks;
@@ -26073,7 +25845,7 @@ var require_wifi = __commonJS({
           }
           const channel = parseInt(("" + wifiItem.spairport_network_channel).split(" ")[0]) || 0;
           const signalLevel = wifiItem.spairport_signal_noise || null;
-          result.push({
+          result2.push({
             ssid: wifiItem._name || "",
             bssid: wifiItem.spairport_network_bssid || null,
             mode: wifiItem.spairport_network_phymode,
@@ -26086,19 +25858,19 @@ var require_wifi = __commonJS({
             rsnFlags: []
           });
         });
-        return result;
+        return result2;
       } catch {
-        return result;
+        return result2;
       }
     }
     function wifiNetworks(callback) {
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = [];
+          let result2 = [];
           if (_linux) {
-            result = getWifiNetworkListNmi();
-            if (result.length === 0) {
+            result2 = getWifiNetworkListNmi();
+            if (result2.length === 0) {
               try {
                 const iwconfigParts = execSync("export LC_ALL=C; iwconfig 2>/dev/null; unset LC_ALL", util2.execOptsLinux).toString().split("\n\n");
                 let iface = "";
@@ -26114,46 +25886,46 @@ var require_wifi = __commonJS({
                     setTimeout(() => {
                       const res2 = getWifiNetworkListIw(ifaceSanitized);
                       if (res2 !== -1) {
-                        result = res2;
+                        result2 = res2;
                       }
                       if (callback) {
-                        callback(result);
+                        callback(result2);
                       }
-                      resolve(result);
+                      resolve(result2);
                     }, 4e3);
                   } else {
-                    result = res;
+                    result2 = res;
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   }
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               } catch {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             } else {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           } else if (_darwin) {
             const cmd = "system_profiler SPAirPortDataType -json 2>/dev/null";
             exec(cmd, { maxBuffer: 1024 * 4e4 }, (error46, stdout) => {
-              result = parseWifiDarwin(stdout.toString());
+              result2 = parseWifiDarwin(stdout.toString());
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           } else if (_windows) {
             const cmd = "netsh wlan show networks mode=Bssid";
@@ -26175,7 +25947,7 @@ var require_wifi = __commonJS({
                     const bssid = bssidLine.join(":").trim().toLowerCase();
                     const channel = bssidLines[3].split(":").pop().trim();
                     const quality = bssidLines[1].split(":").pop().trim();
-                    result.push({
+                    result2.push({
                       ssid: ssidLines[0].split(":").pop().trim(),
                       bssid,
                       mode: "",
@@ -26191,15 +25963,15 @@ var require_wifi = __commonJS({
                 }
               });
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           } else {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -26207,41 +25979,41 @@ var require_wifi = __commonJS({
     exports.wifiNetworks = wifiNetworks;
     function getVendor(model) {
       model = model.toLowerCase();
-      let result = "";
+      let result2 = "";
       if (model.indexOf("intel") >= 0) {
-        result = "Intel";
+        result2 = "Intel";
       } else if (model.indexOf("realtek") >= 0) {
-        result = "Realtek";
+        result2 = "Realtek";
       } else if (model.indexOf("qualcom") >= 0) {
-        result = "Qualcom";
+        result2 = "Qualcom";
       } else if (model.indexOf("broadcom") >= 0) {
-        result = "Broadcom";
+        result2 = "Broadcom";
       } else if (model.indexOf("cavium") >= 0) {
-        result = "Cavium";
+        result2 = "Cavium";
       } else if (model.indexOf("cisco") >= 0) {
-        result = "Cisco";
+        result2 = "Cisco";
       } else if (model.indexOf("marvel") >= 0) {
-        result = "Marvel";
+        result2 = "Marvel";
       } else if (model.indexOf("zyxel") >= 0) {
-        result = "Zyxel";
+        result2 = "Zyxel";
       } else if (model.indexOf("melanox") >= 0) {
-        result = "Melanox";
+        result2 = "Melanox";
       } else if (model.indexOf("d-link") >= 0) {
-        result = "D-Link";
+        result2 = "D-Link";
       } else if (model.indexOf("tp-link") >= 0) {
-        result = "TP-Link";
+        result2 = "TP-Link";
       } else if (model.indexOf("asus") >= 0) {
-        result = "Asus";
+        result2 = "Asus";
       } else if (model.indexOf("linksys") >= 0) {
-        result = "Linksys";
+        result2 = "Linksys";
       }
-      return result;
+      return result2;
     }
     function wifiConnections(callback) {
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const result = [];
+          const result2 = [];
           if (_linux) {
             const ifaces = ifaceListLinux();
             const networkList = getWifiNetworkListNmi();
@@ -26256,7 +26028,7 @@ var require_wifi = __commonJS({
               const bssid = network && network.length && network[0].bssid ? network[0].bssid : wpaDetails.bssid ? wpaDetails.bssid : null;
               const signalLevel = network && network.length && network[0].signalLevel ? network[0].signalLevel : null;
               if (ssid && bssid) {
-                result.push({
+                result2.push({
                   id: ifaceDetail.id,
                   iface: ifaceDetail.iface,
                   model: nmiDetails.product,
@@ -26273,9 +26045,9 @@ var require_wifi = __commonJS({
               }
             });
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           } else if (_darwin) {
             const cmd = 'system_profiler SPNetworkDataType SPAirPortDataType -xml 2>/dev/null; echo "######" ; ioreg -n AppleBCMWLANSkywalkInterface -r 2>/dev/null';
             exec(cmd, (error46, stdout) => {
@@ -26307,7 +26079,7 @@ var require_wifi = __commonJS({
                 } else if (sm.startsWith("pairport_security_mode_wpa3")) {
                   security.push("WPA3");
                 }
-                result.push({
+                result2.push({
                   id: networkWifiObj._name || "Wi-Fi",
                   iface: networkWifiObj.interface || "",
                   model: networkWifiObj.hardware || "",
@@ -26325,9 +26097,9 @@ var require_wifi = __commonJS({
                 util2.noop();
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           } else if (_windows) {
             const cmd = "netsh wlan show interfaces";
@@ -26343,7 +26115,7 @@ var require_wifi = __commonJS({
                 if (lines.length >= 5) {
                   const iface = lines[0].indexOf(":") >= 0 ? lines[0].split(":")[1].trim() : "";
                   const model = lines[1].indexOf(":") >= 0 ? lines[1].split(":")[1].trim() : "";
-                  const id2 = lines[2].indexOf(":") >= 0 ? lines[2].split(":")[1].trim() : "";
+                  const id3 = lines[2].indexOf(":") >= 0 ? lines[2].split(":")[1].trim() : "";
                   const ssid = util2.getValue(lines, "SSID", ":", true);
                   const bssid = util2.getValue(lines, "BSSID", ":", true) || util2.getValue(lines, "AP BSSID", ":", true);
                   const quality = util2.getValue(lines, "Signal", ":", true);
@@ -26352,9 +26124,9 @@ var require_wifi = __commonJS({
                   const security = util2.getValue(lines, "authentication", ":", true) || util2.getValue(lines, "Authentification", ":", true) || util2.getValue(lines, "Authentifizierung", ":", true) || null;
                   const channel = util2.getValue(lines, "Channel", ":", true) || util2.getValue(lines, "Canal", ":", true) || util2.getValue(lines, "Kanal", ":", true) || null;
                   const txRate = util2.getValue(lines, "Transmit rate (mbps)", ":", true) || util2.getValue(lines, "Transmission (mbit/s)", ":", true) || util2.getValue(lines, "Empfangsrate (MBit/s)", ":", true) || null;
-                  if (model && id2 && ssid && bssid) {
-                    result.push({
-                      id: id2,
+                  if (model && id3 && ssid && bssid) {
+                    result2.push({
+                      id: id3,
                       iface,
                       model,
                       ssid,
@@ -26371,15 +26143,15 @@ var require_wifi = __commonJS({
                 }
               });
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           } else {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -26389,13 +26161,13 @@ var require_wifi = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const result = [];
+          const result2 = [];
           if (_linux) {
             const ifaces = ifaceListLinux();
             ifaces.forEach((ifaceDetail) => {
               const ifaceSanitized = util2.sanitizeString(ifaceDetail.iface, true);
               const nmiDetails = nmiDeviceLinux(ifaceSanitized);
-              result.push({
+              result2.push({
                 id: ifaceDetail.id,
                 iface: ifaceDetail.iface,
                 model: nmiDetails.product ? nmiDetails.product : null,
@@ -26404,9 +26176,9 @@ var require_wifi = __commonJS({
               });
             });
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           } else if (_darwin) {
             const cmd = "system_profiler SPNetworkDataType";
             exec(cmd, (error46, stdout) => {
@@ -26416,7 +26188,7 @@ var require_wifi = __commonJS({
                 const iface = util2.getValue(lines, "BSD Device Name", ":", true);
                 const mac = util2.getValue(lines, "MAC Address", ":", true);
                 const model = util2.getValue(lines, "hardware", ":", true);
-                result.push({
+                result2.push({
                   id: "Wi-Fi",
                   iface,
                   model,
@@ -26425,9 +26197,9 @@ var require_wifi = __commonJS({
                 });
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           } else if (_windows) {
             const cmd = "netsh wlan show interfaces";
@@ -26443,14 +26215,14 @@ var require_wifi = __commonJS({
                 if (lines.length >= 5) {
                   const iface = lines[0].indexOf(":") >= 0 ? lines[0].split(":")[1].trim() : "";
                   const model = lines[1].indexOf(":") >= 0 ? lines[1].split(":")[1].trim() : "";
-                  const id2 = lines[2].indexOf(":") >= 0 ? lines[2].split(":")[1].trim() : "";
+                  const id3 = lines[2].indexOf(":") >= 0 ? lines[2].split(":")[1].trim() : "";
                   const macParts = lines[3].indexOf(":") >= 0 ? lines[3].split(":") : [];
                   macParts.shift();
                   const mac = macParts.join(":").trim();
                   const vendor = getVendor(model);
-                  if (iface && model && id2 && mac) {
-                    result.push({
-                      id: id2,
+                  if (iface && model && id3 && mac) {
+                    result2.push({
+                      id: id3,
                       iface,
                       model,
                       vendor,
@@ -26460,15 +26232,15 @@ var require_wifi = __commonJS({
                 }
               });
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           } else {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -26532,12 +26304,12 @@ var require_processes = __commonJS({
       9: "growing"
     };
     function parseTimeUnix(time3) {
-      let result = time3;
+      let result2 = time3;
       const parts = time3.replace(/ +/g, " ").split(" ");
       if (parts.length === 5) {
-        result = parts[4] + "-" + ("0" + ("JANFEBMARAPRMAYJUNJULAUGSEPOCTNOVDEC".indexOf(parts[1].toUpperCase()) / 3 + 1)).slice(-2) + "-" + ("0" + parts[2]).slice(-2) + " " + parts[3];
+        result2 = parts[4] + "-" + ("0" + ("JANFEBMARAPRMAYJUNJULAUGSEPOCTNOVDEC".indexOf(parts[1].toUpperCase()) / 3 + 1)).slice(-2) + "-" + ("0" + parts[2]).slice(-2) + " " + parts[3];
       }
-      return result;
+      return result2;
     }
     function parseElapsedTime(etime) {
       let current = /* @__PURE__ */ new Date();
@@ -26551,14 +26323,14 @@ var require_processes = __commonJS({
       const secs2 = parseInt(timeStr[timeStr.length === 3 ? 2 : 1] || 0);
       const ms = (((days * 24 + hours) * 60 + mins) * 60 + secs2) * 1e3;
       let res = new Date(current.getTime());
-      let result = res.toISOString().substring(0, 10) + " " + res.toISOString().substring(11, 19);
+      let result2 = res.toISOString().substring(0, 10) + " " + res.toISOString().substring(11, 19);
       try {
         res = new Date(current.getTime() - ms);
-        result = res.toISOString().substring(0, 10) + " " + res.toISOString().substring(11, 19);
+        result2 = res.toISOString().substring(0, 10) + " " + res.toISOString().substring(11, 19);
       } catch (e) {
         util2.noop();
       }
-      return result;
+      return result2;
     }
     function psServiceName(srv) {
       const s = String(srv);
@@ -26614,7 +26386,7 @@ var require_processes = __commonJS({
               srvString = "------";
             }
             let srvs = util2.stringSplit.call(srvString, "|");
-            const result = [];
+            const result2 = [];
             const dataSrv = [];
             if (_linux || _freebsd || _openbsd || _netbsd || _darwin) {
               if ((_linux || _freebsd || _openbsd || _netbsd) && srvString === "*") {
@@ -26662,9 +26434,9 @@ var require_processes = __commonJS({
               }
               if (_darwin && srvString === "*") {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                return resolve(result);
+                return resolve(result2);
               }
               let args = _darwin ? ["-caxo", "pcpu,pmem,pid,command"] : ["-axo", "pcpu,pmem,pid,command"];
               if (srvString !== "" && srvs.length > 0) {
@@ -26687,7 +26459,7 @@ var require_processes = __commonJS({
                           pids.push(parseInt(pid, 10));
                         }
                       }
-                      result.push({
+                      result2.push({
                         name: srv2,
                         running: ps.length > 0,
                         startmode: "",
@@ -26697,13 +26469,13 @@ var require_processes = __commonJS({
                       });
                     });
                     if (_linux) {
-                      result.forEach((item) => {
+                      result2.forEach((item) => {
                         item.cpu = 0;
                       });
                       const pids = [];
-                      for (const i2 in result) {
-                        for (const j in result[i2].pids) {
-                          pids.push(result[i2].pids[j]);
+                      for (const i2 in result2) {
+                        for (const j in result2[i2].pids) {
+                          pids.push(result2[i2].pids[j]);
                         }
                       }
                       const cpuBaseline = Object.assign({}, _services_cpu);
@@ -26715,15 +26487,15 @@ var require_processes = __commonJS({
                           resultProcess = calcProcStatLinux(element, all, cpuBaseline);
                           if (resultProcess.pid) {
                             let listPos = -1;
-                            for (const i2 in result) {
-                              for (const j in result[i2].pids) {
-                                if (parseInt(result[i2].pids[j]) === parseInt(resultProcess.pid)) {
+                            for (const i2 in result2) {
+                              for (const j in result2[i2].pids) {
+                                if (parseInt(result2[i2].pids[j]) === parseInt(resultProcess.pid)) {
                                   listPos = i2;
                                 }
                               }
                             }
                             if (listPos >= 0) {
-                              result[listPos].cpu += resultProcess.cpuu + resultProcess.cpus;
+                              result2[listPos].cpu += resultProcess.cpuu + resultProcess.cpus;
                             }
                             list_new[resultProcess.pid] = {
                               cpuu: resultProcess.cpuu,
@@ -26736,17 +26508,17 @@ var require_processes = __commonJS({
                         _services_cpu.all = all;
                         _services_cpu.list = Object.assign({}, list_new);
                         _services_cpu.ms = Date.now();
-                        _services_cpu.result = Object.assign({}, result);
+                        _services_cpu.result = Object.assign({}, result2);
                         if (callback) {
-                          callback(result);
+                          callback(result2);
                         }
-                        resolve(result);
+                        resolve(result2);
                       });
                     } else {
                       if (callback) {
-                        callback(result);
+                        callback(result2);
                       }
-                      resolve(result);
+                      resolve(result2);
                     }
                   } else {
                     args = ["-o", "comm"];
@@ -26755,7 +26527,7 @@ var require_processes = __commonJS({
                         const lines = stdout2.replace(/ +/g, " ").replace(/,+/g, ".").split("\n");
                         srvs.forEach((srv2) => {
                           const ps = lines.filter((e) => e.indexOf(srv2) !== -1);
-                          result.push({
+                          result2.push({
                             name: srv2,
                             running: ps.length > 0,
                             startmode: "",
@@ -26764,12 +26536,12 @@ var require_processes = __commonJS({
                           });
                         });
                         if (callback) {
-                          callback(result);
+                          callback(result2);
                         }
-                        resolve(result);
+                        resolve(result2);
                       } else {
                         srvs.forEach((srv2) => {
-                          result.push({
+                          result2.push({
                             name: srv2,
                             running: false,
                             startmode: "",
@@ -26778,18 +26550,18 @@ var require_processes = __commonJS({
                           });
                         });
                         if (callback) {
-                          callback(result);
+                          callback(result2);
                         }
-                        resolve(result);
+                        resolve(result2);
                       }
                     });
                   }
                 });
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             } else if (_windows) {
               try {
@@ -26814,7 +26586,7 @@ var require_processes = __commonJS({
                         const startMode = util2.getValue(lines, "StartMode", ":", true);
                         const pid = util2.getValue(lines, "ProcessId", ":", true);
                         if (srvString === "*" || srvs.indexOf(srvName) >= 0 || srvs.indexOf(srvCaption) >= 0) {
-                          result.push({
+                          result2.push({
                             name: srvName,
                             running: started.toLowerCase() === "true",
                             startmode: startMode,
@@ -26830,7 +26602,7 @@ var require_processes = __commonJS({
                     if (srvString !== "*") {
                       const srvsMissing = srvs.filter((e) => dataSrv.indexOf(e) === -1);
                       srvsMissing.forEach((srvName) => {
-                        result.push({
+                        result2.push({
                           name: srvName,
                           running: false,
                           startmode: "",
@@ -26841,12 +26613,12 @@ var require_processes = __commonJS({
                       });
                     }
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   } else {
                     srvs.forEach((srvName) => {
-                      result.push({
+                      result2.push({
                         name: srvName,
                         running: false,
                         startmode: "",
@@ -26855,22 +26627,22 @@ var require_processes = __commonJS({
                       });
                     });
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   }
                 });
               } catch {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             } else {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           } else {
             if (callback) {
@@ -26886,9 +26658,9 @@ var require_processes = __commonJS({
     function readProcStats(pids, callback) {
       const paths = [];
       pids.forEach((pid) => {
-        const id2 = String(pid);
-        if (/^\d+$/.test(id2)) {
-          paths.push("/proc/" + id2 + "/stat");
+        const id3 = String(pid);
+        if (/^\d+$/.test(id3)) {
+          paths.push("/proc/" + id3 + "/stat");
         }
       });
       fs.readFile("/proc/stat", "utf8", (err, data) => {
@@ -27015,19 +26787,19 @@ var require_processes = __commonJS({
       let parsedhead = [];
       function getName(command) {
         command = command || "";
-        let result = command.split(" ")[0];
-        if (result.substr(-1) === ":") {
-          result = result.substr(0, result.length - 1);
+        let result2 = command.split(" ")[0];
+        if (result2.substr(-1) === ":") {
+          result2 = result2.substr(0, result2.length - 1);
         }
-        if (result.substr(0, 1) !== "[") {
-          const parts = result.split("/");
+        if (result2.substr(0, 1) !== "[") {
+          const parts = result2.split("/");
           if (isNaN(parseInt(parts[parts.length - 1]))) {
-            result = parts[parts.length - 1];
+            result2 = parts[parts.length - 1];
           } else {
-            result = parts[0];
+            result2 = parts[0];
           }
         }
-        return result;
+        return result2;
       }
       function parseLine(line) {
         if (parsedhead.length < 13) {
@@ -27147,7 +26919,7 @@ var require_processes = __commonJS({
         };
       }
       function parseProcesses(lines) {
-        const result = [];
+        const result2 = [];
         if (lines.length > 1) {
           const head = lines[0];
           parsedhead = util2.parseHead(head, 8);
@@ -27156,12 +26928,12 @@ var require_processes = __commonJS({
             if (line.trim() !== "") {
               const parsed = parseLine(line);
               if (parsed) {
-                result.push(parsed);
+                result2.push(parsed);
               }
             }
           });
         }
-        return result;
+        return result2;
       }
       function parseProcesses2(lines) {
         function formatDateTime(time3) {
@@ -27195,7 +26967,7 @@ var require_processes = __commonJS({
           }
           return started;
         }
-        const result = [];
+        const result2 = [];
         lines.forEach((line) => {
           if (line.trim() !== "") {
             line = line.trim().replace(/ +/g, " ").replace(/,+/g, ".");
@@ -27203,7 +26975,7 @@ var require_processes = __commonJS({
             const command = parts.slice(9).join(" ");
             const pmem = parseFloat((1 * parseInt(parts[3]) * 1024 / os10.totalmem()).toFixed(1));
             const started = parseElapsed(parts[5]);
-            result.push({
+            result2.push({
               pid: parseInt(parts[0]),
               parentPid: parseInt(parts[1]),
               name: getName(command),
@@ -27223,11 +26995,11 @@ var require_processes = __commonJS({
             });
           }
         });
-        return result;
+        return result2;
       }
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const result = {
+          const result2 = {
             all: 0,
             running: 0,
             blocked: 0,
@@ -27253,33 +27025,33 @@ var require_processes = __commonJS({
               try {
                 exec(cmd, { maxBuffer: 1024 * 102400 }, (error46, stdout) => {
                   if (!error46 && stdout.toString().trim()) {
-                    result.list = parseProcesses(stdout.toString().split("\n")).slice();
-                    result.all = result.list.length;
-                    result.running = result.list.filter((e) => {
+                    result2.list = parseProcesses(stdout.toString().split("\n")).slice();
+                    result2.all = result2.list.length;
+                    result2.running = result2.list.filter((e) => {
                       return e.state === "running";
                     }).length;
-                    result.blocked = result.list.filter((e) => {
+                    result2.blocked = result2.list.filter((e) => {
                       return e.state === "blocked";
                     }).length;
-                    result.sleeping = result.list.filter((e) => {
+                    result2.sleeping = result2.list.filter((e) => {
                       return e.state === "sleeping";
                     }).length;
                     if (_linux) {
                       const cpuBaseline = Object.assign({}, _processes_cpu);
-                      readProcStats(result.list.map((element) => element.pid), (curr_processes) => {
+                      readProcStats(result2.list.map((element) => element.pid), (curr_processes) => {
                         const all = parseProcStat(curr_processes.shift());
                         const list_new = {};
                         let resultProcess = {};
                         curr_processes.forEach((element) => {
                           resultProcess = calcProcStatLinux(element, all, cpuBaseline);
                           if (resultProcess.pid) {
-                            const listPos = result.list.map((e) => {
+                            const listPos = result2.list.map((e) => {
                               return e.pid;
                             }).indexOf(resultProcess.pid);
                             if (listPos >= 0) {
-                              result.list[listPos].cpu = resultProcess.cpuu + resultProcess.cpus;
-                              result.list[listPos].cpuu = resultProcess.cpuu;
-                              result.list[listPos].cpus = resultProcess.cpus;
+                              result2.list[listPos].cpu = resultProcess.cpuu + resultProcess.cpus;
+                              result2.list[listPos].cpuu = resultProcess.cpuu;
+                              result2.list[listPos].cpus = resultProcess.cpus;
                             }
                             list_new[resultProcess.pid] = {
                               cpuu: resultProcess.cpuu,
@@ -27292,17 +27064,17 @@ var require_processes = __commonJS({
                         _processes_cpu.all = all;
                         _processes_cpu.list = Object.assign({}, list_new);
                         _processes_cpu.ms = Date.now();
-                        _processes_cpu.result = Object.assign({}, result);
+                        _processes_cpu.result = Object.assign({}, result2);
                         if (callback) {
-                          callback(result);
+                          callback(result2);
                         }
-                        resolve(result);
+                        resolve(result2);
                       });
                     } else {
                       if (callback) {
-                        callback(result);
+                        callback(result2);
                       }
-                      resolve(result);
+                      resolve(result2);
                     }
                   } else {
                     cmd = "ps -o pid,ppid,vsz,rss,nice,etime,stat,tty,user,comm";
@@ -27313,35 +27085,35 @@ var require_processes = __commonJS({
                       if (!error47) {
                         const lines = stdout2.toString().split("\n");
                         lines.shift();
-                        result.list = parseProcesses2(lines).slice();
-                        result.all = result.list.length;
-                        result.running = result.list.filter((e) => {
+                        result2.list = parseProcesses2(lines).slice();
+                        result2.all = result2.list.length;
+                        result2.running = result2.list.filter((e) => {
                           return e.state === "running";
                         }).length;
-                        result.blocked = result.list.filter((e) => {
+                        result2.blocked = result2.list.filter((e) => {
                           return e.state === "blocked";
                         }).length;
-                        result.sleeping = result.list.filter((e) => {
+                        result2.sleeping = result2.list.filter((e) => {
                           return e.state === "sleeping";
                         }).length;
                         if (callback) {
-                          callback(result);
+                          callback(result2);
                         }
-                        resolve(result);
+                        resolve(result2);
                       } else {
                         if (callback) {
-                          callback(result);
+                          callback(result2);
                         }
-                        resolve(result);
+                        resolve(result2);
                       }
                     });
                   }
                 });
               } catch {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             } else if (_windows) {
               try {
@@ -27378,15 +27150,15 @@ var require_processes = __commonJS({
                       const cpuOld = cpuBaseline.list[pid];
                       allcpuu += utime - (cpuOld ? cpuOld.utime : 0);
                       allcpus += stime - (cpuOld ? cpuOld.stime : 0);
-                      result.all++;
+                      result2.all++;
                       if (!statusValue) {
-                        result.unknown++;
+                        result2.unknown++;
                       }
                       if (statusValue === "3") {
-                        result.running++;
+                        result2.running++;
                       }
                       if (statusValue === "4" || statusValue === "5") {
-                        result.blocked++;
+                        result2.blocked++;
                       }
                       procStats.push({
                         pid,
@@ -27417,15 +27189,15 @@ var require_processes = __commonJS({
                         params: ""
                       });
                     });
-                    result.sleeping = result.all - result.running - result.blocked - result.unknown;
-                    result.list = procs;
+                    result2.sleeping = result2.all - result2.running - result2.blocked - result2.unknown;
+                    result2.list = procs;
                     procStats.forEach((element) => {
                       const resultProcess = calcProcStatWin(element, allcpuu + allcpus, cpuBaseline);
-                      const listPos = result.list.map((e) => e.pid).indexOf(resultProcess.pid);
+                      const listPos = result2.list.map((e) => e.pid).indexOf(resultProcess.pid);
                       if (listPos >= 0) {
-                        result.list[listPos].cpu = resultProcess.cpuu + resultProcess.cpus;
-                        result.list[listPos].cpuu = resultProcess.cpuu;
-                        result.list[listPos].cpus = resultProcess.cpus;
+                        result2.list[listPos].cpu = resultProcess.cpuu + resultProcess.cpus;
+                        result2.list[listPos].cpuu = resultProcess.cpuu;
+                        result2.list[listPos].cpus = resultProcess.cpus;
                       }
                       list_new[resultProcess.pid] = {
                         cpuu: resultProcess.cpuu,
@@ -27439,24 +27211,24 @@ var require_processes = __commonJS({
                     _processes_cpu.all_stime = allcpus;
                     _processes_cpu.list = Object.assign({}, list_new);
                     _processes_cpu.ms = Date.now();
-                    _processes_cpu.result = Object.assign({}, result);
+                    _processes_cpu.result = Object.assign({}, result2);
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               } catch {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             } else {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           } else {
             if (callback) {
@@ -27511,7 +27283,7 @@ var require_processes = __commonJS({
             processesString = "------";
           }
           const processes2 = util2.stringSplit.call(processesString, "|");
-          const result = [];
+          const result2 = [];
           const procSanitized = util2.isPrototypePolluted() ? "" : util2.sanitizeShellString(proc3) || "*";
           if (procSanitized && processes2.length && processes2[0] !== "------") {
             if (_windows) {
@@ -27561,7 +27333,7 @@ var require_processes = __commonJS({
                       });
                       if (processesString === "*" || inList) {
                         let processFound = false;
-                        result.forEach((item) => {
+                        result2.forEach((item) => {
                           if (item.proc.toLowerCase() === pname.toLowerCase()) {
                             item.pids.push(pid);
                             item.mem += mem / os10.totalmem() * 100;
@@ -27569,7 +27341,7 @@ var require_processes = __commonJS({
                           }
                         });
                         if (!processFound) {
-                          result.push({
+                          result2.push({
                             proc: pname,
                             pid,
                             pids: [pid],
@@ -27582,7 +27354,7 @@ var require_processes = __commonJS({
                     if (processesString !== "*") {
                       const processesMissing = processes2.filter((name) => procStats.filter((item) => item.name.toLowerCase().indexOf(name) >= 0).length === 0);
                       processesMissing.forEach((procName) => {
-                        result.push({
+                        result2.push({
                           proc: procName,
                           pid: null,
                           pids: [],
@@ -27594,13 +27366,13 @@ var require_processes = __commonJS({
                     procStats.forEach((element) => {
                       const resultProcess = calcProcStatWin(element, allcpuu + allcpus, cpuBaseline);
                       let listPos = -1;
-                      for (let j = 0; j < result.length; j++) {
-                        if (result[j].pid === resultProcess.pid || result[j].pids.indexOf(resultProcess.pid) >= 0) {
+                      for (let j = 0; j < result2.length; j++) {
+                        if (result2[j].pid === resultProcess.pid || result2[j].pids.indexOf(resultProcess.pid) >= 0) {
                           listPos = j;
                         }
                       }
                       if (listPos >= 0) {
-                        result[listPos].cpu += resultProcess.cpuu + resultProcess.cpus;
+                        result2[listPos].cpu += resultProcess.cpuu + resultProcess.cpus;
                       }
                       list_new[resultProcess.pid] = {
                         cpuu: resultProcess.cpuu,
@@ -27614,18 +27386,18 @@ var require_processes = __commonJS({
                     _process_cpu.all_stime = allcpus;
                     _process_cpu.list = Object.assign({}, list_new);
                     _process_cpu.ms = Date.now();
-                    _process_cpu.result = JSON.parse(JSON.stringify(result));
+                    _process_cpu.result = JSON.parse(JSON.stringify(result2));
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   }
                 });
               } catch {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             } else if (_darwin || _linux || _freebsd || _openbsd || _netbsd) {
               const params = ["-axo", "pid,ppid,pcpu,pmem,comm"];
@@ -27666,8 +27438,8 @@ var require_processes = __commonJS({
                     let listPos = -1;
                     let inList = false;
                     let name = item.name;
-                    for (let j = 0; j < result.length; j++) {
-                      if (item.name.toLowerCase().indexOf(result[j].proc.toLowerCase()) >= 0) {
+                    for (let j = 0; j < result2.length; j++) {
+                      if (item.name.toLowerCase().indexOf(result2[j].proc.toLowerCase()) >= 0) {
                         listPos = j;
                       }
                     }
@@ -27680,7 +27452,7 @@ var require_processes = __commonJS({
                     if (processesString === "*" || inList) {
                       if (listPos < 0) {
                         if (name) {
-                          result.push({
+                          result2.push({
                             proc: name,
                             pid: item.pid,
                             pids: [item.pid],
@@ -27690,11 +27462,11 @@ var require_processes = __commonJS({
                         }
                       } else {
                         if (item.ppid < 10) {
-                          result[listPos].pid = item.pid;
+                          result2[listPos].pid = item.pid;
                         }
-                        result[listPos].pids.push(item.pid);
-                        result[listPos].cpu += item.cpu;
-                        result[listPos].mem += item.mem;
+                        result2[listPos].pids.push(item.pid);
+                        result2[listPos].cpu += item.cpu;
+                        result2[listPos].mem += item.mem;
                       }
                     }
                   });
@@ -27705,7 +27477,7 @@ var require_processes = __commonJS({
                       }).length === 0;
                     });
                     processesMissing.forEach((procName) => {
-                      result.push({
+                      result2.push({
                         proc: procName,
                         pid: null,
                         pids: [],
@@ -27715,13 +27487,13 @@ var require_processes = __commonJS({
                     });
                   }
                   if (_linux) {
-                    result.forEach((item) => {
+                    result2.forEach((item) => {
                       item.cpu = 0;
                     });
                     const pids = [];
-                    for (const i2 in result) {
-                      for (const j in result[i2].pids) {
-                        pids.push(result[i2].pids[j]);
+                    for (const i2 in result2) {
+                      for (const j in result2[i2].pids) {
+                        pids.push(result2[i2].pids[j]);
                       }
                     }
                     const cpuBaseline = Object.assign({}, _process_cpu);
@@ -27733,13 +27505,13 @@ var require_processes = __commonJS({
                         resultProcess = calcProcStatLinux(element, all, cpuBaseline);
                         if (resultProcess.pid) {
                           let resultItemId = -1;
-                          for (const i2 in result) {
-                            if (result[i2].pids.indexOf(resultProcess.pid) >= 0) {
+                          for (const i2 in result2) {
+                            if (result2[i2].pids.indexOf(resultProcess.pid) >= 0) {
                               resultItemId = i2;
                             }
                           }
                           if (resultItemId >= 0) {
-                            result[resultItemId].cpu += resultProcess.cpuu + resultProcess.cpus;
+                            result2[resultItemId].cpu += resultProcess.cpuu + resultProcess.cpus;
                           }
                           list_new[resultProcess.pid] = {
                             cpuu: resultProcess.cpuu,
@@ -27749,42 +27521,42 @@ var require_processes = __commonJS({
                           };
                         }
                       });
-                      result.forEach((item) => {
+                      result2.forEach((item) => {
                         item.cpu = Math.round(item.cpu * 100) / 100;
                       });
                       _process_cpu.all = all;
                       _process_cpu.list = Object.assign({}, list_new);
                       _process_cpu.ms = Date.now();
-                      _process_cpu.result = Object.assign({}, result);
+                      _process_cpu.result = Object.assign({}, result2);
                       if (callback) {
-                        callback(result);
+                        callback(result2);
                       }
-                      resolve(result);
+                      resolve(result2);
                     });
                   } else {
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   }
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               });
             } else {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           } else {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -27820,7 +27592,7 @@ var require_users = __commonJS({
       return dt;
     }
     function parseUsersLinux(lines, phase) {
-      const result = [];
+      const result2 = [];
       let result_who = [];
       const result_w = {};
       let w_first = true;
@@ -27872,7 +27644,7 @@ var require_users = __commonJS({
                 who_line = [{ user: result_w.user, tty: result_w.tty, date: "", time: "", ip: "" }];
               }
               if (who_line.length === 1 && who_line[0].user !== "") {
-                result.push({
+                result2.push({
                   user: who_line[0].user,
                   tty: who_line[0].tty,
                   date: who_line[0].date,
@@ -27885,14 +27657,14 @@ var require_users = __commonJS({
           }
         }
       });
-      if (result.length === 0 && phase === 2) {
+      if (result2.length === 0 && phase === 2) {
         return result_who;
       } else {
-        return result;
+        return result2;
       }
     }
     function parseUsersDarwin(lines) {
-      const result = [];
+      const result2 = [];
       const result_who = [];
       const result_w = {};
       let who_line = {};
@@ -27916,7 +27688,7 @@ var require_users = __commonJS({
             result_w.command = l.slice(5, 1e3).join(" ");
             who_line = result_who.filter((obj2) => obj2.user.substring(0, 10) === result_w.user.substring(0, 10) && (obj2.tty.substring(3, 1e3) === result_w.tty || obj2.tty === result_w.tty));
             if (who_line.length === 1) {
-              result.push({
+              result2.push({
                 user: who_line[0].user,
                 tty: who_line[0].tty,
                 date: who_line[0].date,
@@ -27928,40 +27700,40 @@ var require_users = __commonJS({
           }
         }
       });
-      return result;
+      return result2;
     }
     function users(callback) {
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = [];
+          let result2 = [];
           if (_linux) {
             exec('export LC_ALL=C; who --ips; echo "---"; w | tail -n +2', (error46, stdout) => {
               if (!error46) {
                 let lines = stdout.toString().split("\n");
-                result = parseUsersLinux(lines, 1);
-                if (result.length === 0) {
+                result2 = parseUsersLinux(lines, 1);
+                if (result2.length === 0) {
                   exec('who; echo "---"; w | tail -n +2', (error47, stdout2) => {
                     if (!error47) {
                       lines = stdout2.toString().split("\n");
-                      result = parseUsersLinux(lines, 2);
+                      result2 = parseUsersLinux(lines, 2);
                     }
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   });
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             });
           }
@@ -27969,36 +27741,36 @@ var require_users = __commonJS({
             exec('who; echo "---"; w -ih', (error46, stdout) => {
               if (!error46) {
                 const lines = stdout.toString().split("\n");
-                result = parseUsersDarwin(lines);
+                result2 = parseUsersDarwin(lines);
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
             exec('who; echo "---"; w -h', (error46, stdout) => {
               if (!error46) {
                 const lines = stdout.toString().split("\n");
-                result = parseUsersDarwin(lines);
+                result2 = parseUsersDarwin(lines);
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_darwin) {
             exec('export LC_ALL=C; who; echo "---"; w -ih; unset LC_ALL', (error46, stdout) => {
               if (!error46) {
                 const lines = stdout.toString().split("\n");
-                result = parseUsersDarwin(lines);
+                result2 = parseUsersDarwin(lines);
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_windows) {
@@ -28014,21 +27786,21 @@ var require_users = __commonJS({
                   const loggedons = parseWinLoggedOn((data[1] || "").split(/\n\s*\n/));
                   const queryUser = parseWinUsersQuery((data[3] || "").split("\r\n"));
                   const users2 = parseWinUsers((data[2] || "").split(/\n\s*\n/), queryUser);
-                  for (let id2 in loggedons) {
-                    if ({}.hasOwnProperty.call(loggedons, id2)) {
-                      loggedons[id2].dateTime = {}.hasOwnProperty.call(sessions, id2) ? sessions[id2] : "";
+                  for (let id3 in loggedons) {
+                    if ({}.hasOwnProperty.call(loggedons, id3)) {
+                      loggedons[id3].dateTime = {}.hasOwnProperty.call(sessions, id3) ? sessions[id3] : "";
                     }
                   }
                   users2.forEach((user) => {
                     let dateTime = "";
-                    for (let id2 in loggedons) {
-                      if ({}.hasOwnProperty.call(loggedons, id2)) {
-                        if (loggedons[id2].user === user.user && (!dateTime || dateTime < loggedons[id2].dateTime)) {
-                          dateTime = loggedons[id2].dateTime;
+                    for (let id3 in loggedons) {
+                      if ({}.hasOwnProperty.call(loggedons, id3)) {
+                        if (loggedons[id3].user === user.user && (!dateTime || dateTime < loggedons[id3].dateTime)) {
+                          dateTime = loggedons[id3].dateTime;
                         }
                       }
                     }
-                    result.push({
+                    result2.push({
                       user: user.user,
                       tty: user.tty,
                       date: `${dateTime.substring(0, 10)}`,
@@ -28039,15 +27811,15 @@ var require_users = __commonJS({
                   });
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -28057,10 +27829,10 @@ var require_users = __commonJS({
       const sessions = {};
       sessionParts.forEach((session) => {
         const lines = session.split("\r\n");
-        const id2 = util2.getValue(lines, "LogonId");
+        const id3 = util2.getValue(lines, "LogonId");
         const starttime = util2.getValue(lines, "starttime");
-        if (id2) {
-          sessions[id2] = starttime;
+        if (id3) {
+          sessions[id3] = starttime;
         }
       });
       return sessions;
@@ -28110,9 +27882,9 @@ var require_users = __commonJS({
         const domain2 = parts.length > 2 ? parts[2].replace(/"/g, "").replace(/\)/g, "").trim() : "";
         const dependent = util2.getValue(lines, "dependent", ":", true);
         parts = dependent.split("=");
-        const id2 = parts.length > 1 ? parts[1].replace(/"/g, "").replace(/\)/g, "").trim() : "";
-        if (id2) {
-          loggedons[id2] = {
+        const id3 = parts.length > 1 ? parts[1].replace(/"/g, "").replace(/\)/g, "").trim() : "";
+        if (id3) {
+          loggedons[id3] = {
             domain: domain2,
             user: name
           };
@@ -28122,7 +27894,7 @@ var require_users = __commonJS({
     }
     function parseWinUsersQuery(lines) {
       lines = lines.filter((item) => item);
-      let result = [];
+      let result2 = [];
       const header = lines[0];
       const headerDelimiter = [];
       if (header) {
@@ -28143,14 +27915,14 @@ var require_users = __commonJS({
           if (lines[i2].trim()) {
             const user = lines[i2].substring(headerDelimiter[0] + 1, headerDelimiter[1]).trim() || "";
             const tty3 = lines[i2].substring(headerDelimiter[1] + 1, headerDelimiter[2] - 2).trim() || "";
-            result.push({
+            result2.push({
               user,
               tty: tty3
             });
           }
         }
       }
-      return result;
+      return result2;
     }
     exports.users = users;
   }
@@ -28173,7 +27945,7 @@ var require_internet = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = {
+          let result2 = {
             url: url2,
             ok: false,
             status: 404,
@@ -28181,9 +27953,9 @@ var require_internet = __commonJS({
           };
           if (typeof url2 !== "string") {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            return resolve(result);
+            return resolve(result2);
           }
           let urlSanitized = "";
           const s = util2.sanitizeShellString(url2, true);
@@ -28201,7 +27973,7 @@ var require_internet = __commonJS({
               }
             }
           }
-          result.url = urlSanitized;
+          result2.url = urlSanitized;
           try {
             if (urlSanitized && !util2.isPrototypePolluted()) {
               try {
@@ -28211,30 +27983,30 @@ var require_internet = __commonJS({
               }
               if (urlSanitized.startsWith("file:") || urlSanitized.startsWith("gopher:") || urlSanitized.startsWith("telnet:") || urlSanitized.startsWith("mailto:") || urlSanitized.startsWith("news:") || urlSanitized.startsWith("nntp:")) {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                return resolve(result);
+                return resolve(result2);
               }
               util2.checkWebsite(urlSanitized).then((res) => {
-                result.status = res.statusCode;
-                result.ok = res.statusCode >= 200 && res.statusCode <= 399;
-                result.ms = result.ok ? res.time : null;
+                result2.status = res.statusCode;
+                result2.ok = res.statusCode >= 200 && res.statusCode <= 399;
+                result2.ms = result2.ok ? res.time : null;
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } else {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           } catch {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -28300,46 +28072,46 @@ var require_internet = __commonJS({
               params = ["-c2", "-t3", hostSanitized];
             }
             util2.execSafe("ping", params).then((stdout) => {
-              let result = null;
+              let result2 = null;
               if (stdout) {
                 const lines = stdout.split("\n").filter((line2) => line2.indexOf("rtt") >= 0 || line2.indexOf("round-trip") >= 0 || line2.indexOf("avg") >= 0).join("\n");
                 const line = lines.split("=");
                 if (line.length > 1) {
                   const parts = line[1].split("/");
                   if (parts.length > 1) {
-                    result = parseFloat(parts[1]);
+                    result2 = parseFloat(parts[1]);
                   }
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
             const params2 = ["-s", "-a", hostSanitized, "56", "2"];
             const filt = "avg";
             util2.execSafe("ping", params2, { timeout: 3e3 }).then((stdout) => {
-              let result = null;
+              let result2 = null;
               if (stdout) {
                 const lines = stdout.split("\n").filter((line2) => line2.indexOf(filt) >= 0).join("\n");
                 const line = lines.split("=");
                 if (line.length > 1) {
                   const parts = line[1].split("/");
                   if (parts.length > 1) {
-                    result = parseFloat(parts[1].replace(",", "."));
+                    result2 = parseFloat(parts[1].replace(",", "."));
                   }
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_windows) {
-            let result = null;
+            let result2 = null;
             try {
               const params2 = [hostSanitized, "-n", "1"];
               util2.execSafe("ping", params2, util2.execOptsWin).then((stdout) => {
@@ -28350,21 +28122,21 @@ var require_internet = __commonJS({
                     if ((line.toLowerCase().match(/ms/g) || []).length === 3) {
                       let l2 = line.replace(/ +/g, " ").split(" ");
                       if (l2.length > 6) {
-                        result = parseFloat(l2[l2.length - 1]);
+                        result2 = parseFloat(l2[l2.length - 1]);
                       }
                     }
                   });
                 }
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               });
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -28384,10 +28156,10 @@ var require_dockerSocket = __commonJS({
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
     function fetchJson(path74, callback) {
       let done = false;
-      const finish2 = (result) => {
+      const finish2 = (result2) => {
         if (!done) {
           done = true;
-          callback(result);
+          callback(result2);
         }
       };
       try {
@@ -28431,9 +28203,9 @@ var require_dockerSocket = __commonJS({
       listImages(all, callback) {
         fetchJson(`http:/images/json${all ? "?all=1" : ""}`, callback);
       }
-      inspectImage(id2, callback) {
-        if (id2) {
-          fetchJson(`http:/images/${id2}/json?stream=0`, callback);
+      inspectImage(id3, callback) {
+        if (id3) {
+          fetchJson(`http:/images/${id3}/json?stream=0`, callback);
         } else {
           callback({});
         }
@@ -28441,23 +28213,23 @@ var require_dockerSocket = __commonJS({
       listContainers(all, callback) {
         fetchJson(`http:/containers/json${all ? "?all=1" : ""}`, callback);
       }
-      getStats(id2, callback) {
-        if (id2) {
-          fetchJson(`http:/containers/${id2}/stats?stream=0`, callback);
+      getStats(id3, callback) {
+        if (id3) {
+          fetchJson(`http:/containers/${id3}/stats?stream=0`, callback);
         } else {
           callback({});
         }
       }
-      getInspect(id2, callback) {
-        if (id2) {
-          fetchJson(`http:/containers/${id2}/json?stream=0`, callback);
+      getInspect(id3, callback) {
+        if (id3) {
+          fetchJson(`http:/containers/${id3}/json?stream=0`, callback);
         } else {
           callback({});
         }
       }
-      getProcesses(id2, callback) {
-        if (id2) {
-          fetchJson(`http:/containers/${id2}/top?ps_args=-opid,ppid,pgid,vsz,time,etime,nice,ruser,user,rgroup,group,stat,rss,args`, callback);
+      getProcesses(id3, callback) {
+        if (id3) {
+          fetchJson(`http:/containers/${id3}/top?ps_args=-opid,ppid,pgid,vsz,time,etime,nice,ruser,user,rgroup,group,stat,rss,args`, callback);
         } else {
           callback({});
         }
@@ -28487,58 +28259,58 @@ var require_docker = __commonJS({
           if (!_docker_socket) {
             _docker_socket = new DockerSocket();
           }
-          const result = {};
+          const result2 = {};
           _docker_socket.getInfo((data) => {
-            result.id = data.ID;
-            result.containers = data.Containers;
-            result.containersRunning = data.ContainersRunning;
-            result.containersPaused = data.ContainersPaused;
-            result.containersStopped = data.ContainersStopped;
-            result.images = data.Images;
-            result.driver = data.Driver;
-            result.memoryLimit = data.MemoryLimit;
-            result.swapLimit = data.SwapLimit;
-            result.kernelMemory = data.KernelMemory;
-            result.cpuCfsPeriod = data.CpuCfsPeriod;
-            result.cpuCfsQuota = data.CpuCfsQuota;
-            result.cpuShares = data.CPUShares;
-            result.cpuSet = data.CPUSet;
-            result.ipv4Forwarding = data.IPv4Forwarding;
-            result.bridgeNfIptables = data.BridgeNfIptables;
-            result.bridgeNfIp6tables = data.BridgeNfIp6tables;
-            result.debug = data.Debug;
-            result.nfd = data.NFd;
-            result.oomKillDisable = data.OomKillDisable;
-            result.ngoroutines = data.NGoroutines;
-            result.systemTime = data.SystemTime;
-            result.loggingDriver = data.LoggingDriver;
-            result.cgroupDriver = data.CgroupDriver;
-            result.nEventsListener = data.NEventsListener;
-            result.kernelVersion = data.KernelVersion;
-            result.operatingSystem = data.OperatingSystem;
-            result.osType = data.OSType;
-            result.architecture = data.Architecture;
-            result.ncpu = data.NCPU;
-            result.memTotal = data.MemTotal;
-            result.dockerRootDir = data.DockerRootDir;
-            result.httpProxy = data.HttpProxy;
-            result.httpsProxy = data.HttpsProxy;
-            result.noProxy = data.NoProxy;
-            result.name = data.Name;
-            result.labels = data.Labels;
-            result.experimentalBuild = data.ExperimentalBuild;
-            result.serverVersion = data.ServerVersion;
-            result.clusterStore = data.ClusterStore;
-            result.clusterAdvertise = data.ClusterAdvertise;
-            result.defaultRuntime = data.DefaultRuntime;
-            result.liveRestoreEnabled = data.LiveRestoreEnabled;
-            result.isolation = data.Isolation;
-            result.initBinary = data.InitBinary;
-            result.productLicense = data.ProductLicense;
+            result2.id = data.ID;
+            result2.containers = data.Containers;
+            result2.containersRunning = data.ContainersRunning;
+            result2.containersPaused = data.ContainersPaused;
+            result2.containersStopped = data.ContainersStopped;
+            result2.images = data.Images;
+            result2.driver = data.Driver;
+            result2.memoryLimit = data.MemoryLimit;
+            result2.swapLimit = data.SwapLimit;
+            result2.kernelMemory = data.KernelMemory;
+            result2.cpuCfsPeriod = data.CpuCfsPeriod;
+            result2.cpuCfsQuota = data.CpuCfsQuota;
+            result2.cpuShares = data.CPUShares;
+            result2.cpuSet = data.CPUSet;
+            result2.ipv4Forwarding = data.IPv4Forwarding;
+            result2.bridgeNfIptables = data.BridgeNfIptables;
+            result2.bridgeNfIp6tables = data.BridgeNfIp6tables;
+            result2.debug = data.Debug;
+            result2.nfd = data.NFd;
+            result2.oomKillDisable = data.OomKillDisable;
+            result2.ngoroutines = data.NGoroutines;
+            result2.systemTime = data.SystemTime;
+            result2.loggingDriver = data.LoggingDriver;
+            result2.cgroupDriver = data.CgroupDriver;
+            result2.nEventsListener = data.NEventsListener;
+            result2.kernelVersion = data.KernelVersion;
+            result2.operatingSystem = data.OperatingSystem;
+            result2.osType = data.OSType;
+            result2.architecture = data.Architecture;
+            result2.ncpu = data.NCPU;
+            result2.memTotal = data.MemTotal;
+            result2.dockerRootDir = data.DockerRootDir;
+            result2.httpProxy = data.HttpProxy;
+            result2.httpsProxy = data.HttpsProxy;
+            result2.noProxy = data.NoProxy;
+            result2.name = data.Name;
+            result2.labels = data.Labels;
+            result2.experimentalBuild = data.ExperimentalBuild;
+            result2.serverVersion = data.ServerVersion;
+            result2.clusterStore = data.ClusterStore;
+            result2.clusterAdvertise = data.ClusterAdvertise;
+            result2.defaultRuntime = data.DefaultRuntime;
+            result2.liveRestoreEnabled = data.LiveRestoreEnabled;
+            result2.isolation = data.Isolation;
+            result2.initBinary = data.InitBinary;
+            result2.productLicense = data.ProductLicense;
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           });
         });
       });
@@ -28557,7 +28329,7 @@ var require_docker = __commonJS({
         all = false;
       }
       all = all || false;
-      const result = [];
+      const result2 = [];
       return new Promise((resolve) => {
         process.nextTick(() => {
           if (!_docker_socket) {
@@ -28586,21 +28358,21 @@ var require_docker = __commonJS({
                   });
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           });
         });
@@ -28653,8 +28425,8 @@ var require_docker = __commonJS({
     exports.dockerImages = dockerImages;
     function dockerContainers(all, callback) {
       callback = util2.isFunction(callback) ? callback : null;
-      function inContainers(containers, id2) {
-        return containers.some((obj2) => obj2.Id && obj2.Id.indexOf(id2) === 0);
+      function inContainers(containers, id3) {
+        return containers.some((obj2) => obj2.Id && obj2.Id.indexOf(id3) === 0);
       }
       if (util2.isFunction(all) && !callback) {
         callback = all;
@@ -28667,7 +28439,7 @@ var require_docker = __commonJS({
         all = false;
       }
       all = all || false;
-      const result = [];
+      const result2 = [];
       return new Promise((resolve) => {
         process.nextTick(() => {
           if (!_docker_socket) {
@@ -28703,21 +28475,21 @@ var require_docker = __commonJS({
                   });
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             } catch (err) {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           });
         });
@@ -28771,7 +28543,7 @@ var require_docker = __commonJS({
       });
     }
     exports.dockerContainers = dockerContainers;
-    function docker_calcCPUPercent(cpu_stats, precpu_stats, id2) {
+    function docker_calcCPUPercent(cpu_stats, precpu_stats, id3) {
       if (!cpu_stats || !cpu_stats.cpu_usage || !precpu_stats) {
         return 0;
       }
@@ -28791,7 +28563,7 @@ var require_docker = __commonJS({
       } else {
         const nanoSecNow = util2.nanoSeconds();
         let cpuPercent = 0;
-        const lastRead = _docker_cpu_last_read[id2] || 0;
+        const lastRead = _docker_cpu_last_read[id3] || 0;
         if (lastRead > 0) {
           const possIntervals = nanoSecNow - lastRead;
           const intervalsUsed = cpu_stats.cpu_usage.total_usage - precpuTotal;
@@ -28799,7 +28571,7 @@ var require_docker = __commonJS({
             cpuPercent = 100 * intervalsUsed / possIntervals;
           }
         }
-        _docker_cpu_last_read[id2] = nanoSecNow;
+        _docker_cpu_last_read[id3] = nanoSecNow;
         return cpuPercent;
       }
     }
@@ -28820,21 +28592,21 @@ var require_docker = __commonJS({
       };
     }
     function docker_calcBlockIO(blkio_stats) {
-      const result = {
+      const result2 = {
         r: 0,
         w: 0
       };
       if (blkio_stats && blkio_stats.io_service_bytes_recursive && Object.prototype.toString.call(blkio_stats.io_service_bytes_recursive) === "[object Array]" && blkio_stats.io_service_bytes_recursive.length > 0) {
         blkio_stats.io_service_bytes_recursive.forEach((element) => {
           if (element.op && element.op.toLowerCase() === "read" && element.value) {
-            result.r += element.value;
+            result2.r += element.value;
           }
           if (element.op && element.op.toLowerCase() === "write" && element.value) {
-            result.w += element.value;
+            result2.w += element.value;
           }
         });
       }
-      return result;
+      return result2;
     }
     function dockerContainerStats(containerIDs, callback) {
       callback = util2.isFunction(callback) ? callback : null;
@@ -28870,7 +28642,7 @@ var require_docker = __commonJS({
             }
             containerArray = containerIDsSanitized.trim().toLowerCase().replace(/,+/g, "|").split("|").filter((item) => item.trim());
           }
-          const result = [];
+          const result2 = [];
           const workload = [];
           if (containerArray.length && containerArray[0].trim() === "*") {
             containerArray = [];
@@ -28881,17 +28653,17 @@ var require_docker = __commonJS({
                 }
               }
               if (containerArray.length) {
-                dockerContainerStats(containerArray.join(",")).then((result2) => {
+                dockerContainerStats(containerArray.join(",")).then((result3) => {
                   if (callback) {
-                    callback(result2);
+                    callback(result3);
                   }
-                  resolve(result2);
+                  resolve(result3);
                 });
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             });
           } else {
@@ -28907,9 +28679,9 @@ var require_docker = __commonJS({
               });
             } else {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           }
         });
@@ -28917,7 +28689,7 @@ var require_docker = __commonJS({
     }
     function dockerContainerStatsSingle(containerID) {
       containerID = containerID || "";
-      const result = {
+      const result2 = {
         id: containerID,
         memUsage: 0,
         memLimit: 0,
@@ -28951,36 +28723,36 @@ var require_docker = __commonJS({
                     const stats = data;
                     if (!stats.message) {
                       if (data.id) {
-                        result.id = data.id;
+                        result2.id = data.id;
                       }
-                      result.memUsage = stats.memory_stats && stats.memory_stats.usage ? stats.memory_stats.usage : 0;
-                      result.memLimit = stats.memory_stats && stats.memory_stats.limit ? stats.memory_stats.limit : 0;
-                      result.memPercent = stats.memory_stats && stats.memory_stats.usage && stats.memory_stats.limit ? stats.memory_stats.usage / stats.memory_stats.limit * 100 : 0;
-                      result.cpuPercent = stats.cpu_stats && stats.precpu_stats ? docker_calcCPUPercent(stats.cpu_stats, stats.precpu_stats, containerID) : 0;
-                      result.pids = stats.pids_stats && stats.pids_stats.current ? stats.pids_stats.current : 0;
-                      result.restartCount = dataInspect.RestartCount ? dataInspect.RestartCount : 0;
+                      result2.memUsage = stats.memory_stats && stats.memory_stats.usage ? stats.memory_stats.usage : 0;
+                      result2.memLimit = stats.memory_stats && stats.memory_stats.limit ? stats.memory_stats.limit : 0;
+                      result2.memPercent = stats.memory_stats && stats.memory_stats.usage && stats.memory_stats.limit ? stats.memory_stats.usage / stats.memory_stats.limit * 100 : 0;
+                      result2.cpuPercent = stats.cpu_stats && stats.precpu_stats ? docker_calcCPUPercent(stats.cpu_stats, stats.precpu_stats, containerID) : 0;
+                      result2.pids = stats.pids_stats && stats.pids_stats.current ? stats.pids_stats.current : 0;
+                      result2.restartCount = dataInspect.RestartCount ? dataInspect.RestartCount : 0;
                       if (stats.networks) {
-                        result.netIO = docker_calcNetworkIO(stats.networks);
+                        result2.netIO = docker_calcNetworkIO(stats.networks);
                       }
                       if (stats.blkio_stats) {
-                        result.blockIO = docker_calcBlockIO(stats.blkio_stats);
+                        result2.blockIO = docker_calcBlockIO(stats.blkio_stats);
                       }
-                      result.cpuStats = stats.cpu_stats ? stats.cpu_stats : {};
-                      result.precpuStats = stats.precpu_stats ? stats.precpu_stats : {};
-                      result.memoryStats = stats.memory_stats ? stats.memory_stats : {};
-                      result.networks = stats.networks ? stats.networks : {};
+                      result2.cpuStats = stats.cpu_stats ? stats.cpu_stats : {};
+                      result2.precpuStats = stats.precpu_stats ? stats.precpu_stats : {};
+                      result2.memoryStats = stats.memory_stats ? stats.memory_stats : {};
+                      result2.networks = stats.networks ? stats.networks : {};
                     }
                   } catch {
                     util2.noop();
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               } catch {
                 util2.noop();
               }
             });
           } else {
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -28992,15 +28764,15 @@ var require_docker = __commonJS({
         callback = containerID;
         containerID = "";
       }
-      const result = [];
+      const result2 = [];
       return new Promise((resolve) => {
         process.nextTick(() => {
           containerID = containerID || "";
           if (typeof containerID !== "string") {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            return resolve(result);
+            return resolve(result2);
           }
           const containerIdSanitized = util2.isPrototypePolluted() ? "" : util2.sanitizeContainerID(containerID);
           if (containerIdSanitized) {
@@ -29026,7 +28798,7 @@ var require_docker = __commonJS({
                   const pos_rss = titles.indexOf("RSS");
                   const pos_command = titles.indexOf("COMMAND");
                   data.Processes.forEach((process12) => {
-                    result.push({
+                    result2.push({
                       pidHost: pos_pid >= 0 ? process12[pos_pid] : "",
                       ppid: pos_ppid >= 0 ? process12[pos_ppid] : "",
                       pgid: pos_pgid >= 0 ? process12[pos_pgid] : "",
@@ -29048,15 +28820,15 @@ var require_docker = __commonJS({
                 util2.noop();
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           } else {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -29064,7 +28836,7 @@ var require_docker = __commonJS({
     exports.dockerContainerProcesses = dockerContainerProcesses;
     function dockerVolumes(callback) {
       callback = util2.isFunction(callback) ? callback : null;
-      const result = [];
+      const result2 = [];
       return new Promise((resolve) => {
         process.nextTick(() => {
           if (!_docker_socket) {
@@ -29076,7 +28848,7 @@ var require_docker = __commonJS({
               dockerVolumes2 = data;
               if (dockerVolumes2 && dockerVolumes2.Volumes && Object.prototype.toString.call(dockerVolumes2.Volumes) === "[object Array]" && dockerVolumes2.Volumes.length > 0) {
                 dockerVolumes2.Volumes.forEach((element) => {
-                  result.push({
+                  result2.push({
                     name: element.Name,
                     driver: element.Driver,
                     labels: element.Labels,
@@ -29087,20 +28859,20 @@ var require_docker = __commonJS({
                   });
                 });
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             } catch {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           });
         });
@@ -29111,10 +28883,10 @@ var require_docker = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          dockerContainers(true).then((result) => {
-            if (result && Object.prototype.toString.call(result) === "[object Array]" && result.length > 0) {
-              let l = result.length;
-              result.forEach((element) => {
+          dockerContainers(true).then((result2) => {
+            if (result2 && Object.prototype.toString.call(result2) === "[object Array]" && result2.length > 0) {
+              let l = result2.length;
+              result2.forEach((element) => {
                 dockerContainerStats(element.id).then((res) => {
                   if (res && res[0]) {
                     element.memUsage = res[0].memUsage;
@@ -29134,18 +28906,18 @@ var require_docker = __commonJS({
                     l -= 1;
                     if (l === 0) {
                       if (callback) {
-                        callback(result);
+                        callback(result2);
                       }
-                      resolve(result);
+                      resolve(result2);
                     }
                   });
                 });
               });
             } else {
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             }
           });
         });
@@ -29164,7 +28936,7 @@ var require_virtualbox = __commonJS({
     var exec = util2.execCwd;
     function vboxInfo(callback) {
       callback = util2.isFunction(callback) ? callback : null;
-      let result = [];
+      let result2 = [];
       return new Promise((resolve) => {
         process.nextTick(() => {
           try {
@@ -29203,7 +28975,7 @@ var require_virtualbox = __commonJS({
                 } catch {
                   util2.noop();
                 }
-                result.push({
+                result2.push({
                   id: util2.getValue(lines, "UUID"),
                   name: util2.getValue(lines, "Name"),
                   running,
@@ -29243,15 +29015,15 @@ var require_virtualbox = __commonJS({
                 });
               });
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           } catch {
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
         });
       });
@@ -29284,75 +29056,75 @@ var require_printer = __commonJS({
       7: "Offline"
     };
     function parseLinuxCupsHeader(lines) {
-      const result = {};
+      const result2 = {};
       if (lines && lines.length) {
         if (lines[0].indexOf(" CUPS v") > 0) {
           const parts = lines[0].split(" CUPS v");
-          result.cupsVersion = parts[1];
+          result2.cupsVersion = parts[1];
         }
       }
-      return result;
+      return result2;
     }
     function parseLinuxCupsPrinter(lines) {
-      const result = {};
+      const result2 = {};
       const printerId = util2.getValue(lines, "PrinterId", " ");
-      result.id = printerId ? parseInt(printerId, 10) : null;
-      result.name = util2.getValue(lines, "Info", " ");
-      result.model = lines.length > 0 && lines[0] ? lines[0].split(" ")[0] : "";
-      result.uri = util2.getValue(lines, "DeviceURI", " ");
-      result.uuid = util2.getValue(lines, "UUID", " ");
-      result.status = util2.getValue(lines, "State", " ");
-      result.local = util2.getValue(lines, "Location", " ").toLowerCase().startsWith("local");
-      result.default = null;
-      result.shared = util2.getValue(lines, "Shared", " ").toLowerCase().startsWith("yes");
-      return result;
+      result2.id = printerId ? parseInt(printerId, 10) : null;
+      result2.name = util2.getValue(lines, "Info", " ");
+      result2.model = lines.length > 0 && lines[0] ? lines[0].split(" ")[0] : "";
+      result2.uri = util2.getValue(lines, "DeviceURI", " ");
+      result2.uuid = util2.getValue(lines, "UUID", " ");
+      result2.status = util2.getValue(lines, "State", " ");
+      result2.local = util2.getValue(lines, "Location", " ").toLowerCase().startsWith("local");
+      result2.default = null;
+      result2.shared = util2.getValue(lines, "Shared", " ").toLowerCase().startsWith("yes");
+      return result2;
     }
-    function parseLinuxLpstatPrinter(lines, id2) {
-      const result = {};
-      result.id = id2;
-      result.name = util2.getValue(lines, "Description", ":", true);
-      result.model = lines.length > 0 && lines[0] ? lines[0].split(" ")[0] : "";
-      result.uri = null;
-      result.uuid = null;
-      result.status = lines.length > 0 && lines[0] ? lines[0].indexOf(" idle") > 0 ? "idle" : lines[0].indexOf(" printing") > 0 ? "printing" : "unknown" : null;
-      result.local = util2.getValue(lines, "Location", ":", true).toLowerCase().startsWith("local");
-      result.default = null;
-      result.shared = util2.getValue(lines, "Shared", " ").toLowerCase().startsWith("yes");
-      return result;
+    function parseLinuxLpstatPrinter(lines, id3) {
+      const result2 = {};
+      result2.id = id3;
+      result2.name = util2.getValue(lines, "Description", ":", true);
+      result2.model = lines.length > 0 && lines[0] ? lines[0].split(" ")[0] : "";
+      result2.uri = null;
+      result2.uuid = null;
+      result2.status = lines.length > 0 && lines[0] ? lines[0].indexOf(" idle") > 0 ? "idle" : lines[0].indexOf(" printing") > 0 ? "printing" : "unknown" : null;
+      result2.local = util2.getValue(lines, "Location", ":", true).toLowerCase().startsWith("local");
+      result2.default = null;
+      result2.shared = util2.getValue(lines, "Shared", " ").toLowerCase().startsWith("yes");
+      return result2;
     }
-    function parseDarwinPrinters(printerObject, id2) {
-      const result = {};
+    function parseDarwinPrinters(printerObject, id3) {
+      const result2 = {};
       const uriParts = printerObject.uri.split("/");
-      result.id = id2;
-      result.name = printerObject._name;
-      result.model = uriParts.length ? uriParts[uriParts.length - 1] : "";
-      result.uri = printerObject.uri;
-      result.uuid = null;
-      result.status = printerObject.status;
-      result.local = printerObject.printserver === "local";
-      result.default = printerObject.default === "yes";
-      result.shared = printerObject.shared === "yes";
-      return result;
+      result2.id = id3;
+      result2.name = printerObject._name;
+      result2.model = uriParts.length ? uriParts[uriParts.length - 1] : "";
+      result2.uri = printerObject.uri;
+      result2.uuid = null;
+      result2.status = printerObject.status;
+      result2.local = printerObject.printserver === "local";
+      result2.default = printerObject.default === "yes";
+      result2.shared = printerObject.shared === "yes";
+      return result2;
     }
-    function parseWindowsPrinters(lines, id2) {
-      const result = {};
+    function parseWindowsPrinters(lines, id3) {
+      const result2 = {};
       const status = parseInt(util2.getValue(lines, "PrinterStatus", ":"), 10);
-      result.id = id2;
-      result.name = util2.getValue(lines, "name", ":");
-      result.model = util2.getValue(lines, "DriverName", ":");
-      result.uri = null;
-      result.uuid = null;
-      result.status = winPrinterStatus[status] ? winPrinterStatus[status] : null;
-      result.local = util2.getValue(lines, "Local", ":").toUpperCase() === "TRUE";
-      result.default = util2.getValue(lines, "Default", ":").toUpperCase() === "TRUE";
-      result.shared = util2.getValue(lines, "Shared", ":").toUpperCase() === "TRUE";
-      return result;
+      result2.id = id3;
+      result2.name = util2.getValue(lines, "name", ":");
+      result2.model = util2.getValue(lines, "DriverName", ":");
+      result2.uri = null;
+      result2.uuid = null;
+      result2.status = winPrinterStatus[status] ? winPrinterStatus[status] : null;
+      result2.local = util2.getValue(lines, "Local", ":").toUpperCase() === "TRUE";
+      result2.default = util2.getValue(lines, "Default", ":").toUpperCase() === "TRUE";
+      result2.shared = util2.getValue(lines, "Shared", ":").toUpperCase() === "TRUE";
+      return result2;
     }
     function printer(callback) {
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = [];
+          let result2 = [];
           if (_linux || _freebsd || _openbsd || _netbsd) {
             let cmd = "cat /etc/cups/printers.conf 2>/dev/null";
             exec(cmd, (error46, stdout) => {
@@ -29364,35 +29136,35 @@ var require_printer = __commonJS({
                   if (printers.name) {
                     printers.engine = "CUPS";
                     printers.engineVersion = printerHeader.cupsVersion;
-                    result.push(printers);
+                    result2.push(printers);
                   }
                 }
               }
-              if (result.length === 0) {
+              if (result2.length === 0) {
                 if (_linux) {
                   cmd = "export LC_ALL=C; lpstat -lp 2>/dev/null; unset LC_ALL";
                   exec(cmd, (error47, stdout2) => {
                     const parts = ("\n" + stdout2.toString()).split("\nprinter ");
                     for (let i2 = 1; i2 < parts.length; i2++) {
                       const printers = parseLinuxLpstatPrinter(parts[i2].split("\n"), i2);
-                      result.push(printers);
+                      result2.push(printers);
                     }
                     if (callback) {
-                      callback(result);
+                      callback(result2);
                     }
-                    resolve(result);
+                    resolve(result2);
                   });
                 } else {
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 }
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             });
           }
@@ -29405,7 +29177,7 @@ var require_printer = __commonJS({
                   if (outObj.SPPrintersDataType && outObj.SPPrintersDataType.length) {
                     for (let i2 = 0; i2 < outObj.SPPrintersDataType.length; i2++) {
                       const printer2 = parseDarwinPrinters(outObj.SPPrintersDataType[i2], i2);
-                      result.push(printer2);
+                      result2.push(printer2);
                     }
                   }
                 } catch {
@@ -29413,9 +29185,9 @@ var require_printer = __commonJS({
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_windows) {
@@ -29425,14 +29197,14 @@ var require_printer = __commonJS({
                 for (let i2 = 0; i2 < parts.length; i2++) {
                   const printer2 = parseWindowsPrinters(parts[i2].split("\n"), i2);
                   if (printer2.name || printer2.model) {
-                    result.push(printer2);
+                    result2.push(printer2);
                   }
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
@@ -29460,43 +29232,43 @@ var require_usb = __commonJS({
     var _netbsd = _platform === "netbsd";
     var _sunos = _platform === "sunos";
     function getLinuxUsbType(type, name) {
-      let result = type;
+      let result2 = type;
       const str3 = (name + " " + type).toLowerCase();
       if (str3.indexOf("camera") >= 0) {
-        result = "Camera";
+        result2 = "Camera";
       } else if (str3.indexOf("hub") >= 0) {
-        result = "Hub";
+        result2 = "Hub";
       } else if (str3.indexOf("keybrd") >= 0) {
-        result = "Keyboard";
+        result2 = "Keyboard";
       } else if (str3.indexOf("keyboard") >= 0) {
-        result = "Keyboard";
+        result2 = "Keyboard";
       } else if (str3.indexOf("mouse") >= 0) {
-        result = "Mouse";
+        result2 = "Mouse";
       } else if (str3.indexOf("stora") >= 0) {
-        result = "Storage";
+        result2 = "Storage";
       } else if (str3.indexOf("microp") >= 0) {
-        result = "Microphone";
+        result2 = "Microphone";
       } else if (str3.indexOf("headset") >= 0) {
-        result = "Audio";
+        result2 = "Audio";
       } else if (str3.indexOf("audio") >= 0) {
-        result = "Audio";
+        result2 = "Audio";
       }
-      return result;
+      return result2;
     }
     function parseLinuxUsb(usb2) {
-      const result = {};
+      const result2 = {};
       const lines = usb2.split("\n");
       if (lines && lines.length && lines[0].indexOf("Device") >= 0) {
         const parts = lines[0].split(" ");
-        result.bus = parseInt(parts[0], 10);
+        result2.bus = parseInt(parts[0], 10);
         if (parts[2]) {
-          result.deviceId = parseInt(parts[2], 10);
+          result2.deviceId = parseInt(parts[2], 10);
         } else {
-          result.deviceId = null;
+          result2.deviceId = null;
         }
       } else {
-        result.bus = null;
-        result.deviceId = null;
+        result2.bus = null;
+        result2.deviceId = null;
       }
       const idVendor = util2.getValue(lines, "idVendor", " ", true).trim();
       let vendorParts = idVendor.split(" ");
@@ -29518,54 +29290,54 @@ var require_usb = __commonJS({
       let iSerialParts = iSerial.split(" ");
       iSerialParts.shift();
       const serial = iSerialParts.join(" ");
-      result.id = (idVendor.startsWith("0x") ? idVendor.split(" ")[0].substr(2, 10) : "") + ":" + (idProduct.startsWith("0x") ? idProduct.split(" ")[0].substr(2, 10) : "");
-      result.name = product;
-      result.type = getLinuxUsbType(usbType, product);
-      result.removable = null;
-      result.vendor = vendor;
-      result.manufacturer = manufacturer;
-      result.maxPower = util2.getValue(lines, "MaxPower", " ", true);
-      result.serialNumber = serial;
-      return result;
+      result2.id = (idVendor.startsWith("0x") ? idVendor.split(" ")[0].substr(2, 10) : "") + ":" + (idProduct.startsWith("0x") ? idProduct.split(" ")[0].substr(2, 10) : "");
+      result2.name = product;
+      result2.type = getLinuxUsbType(usbType, product);
+      result2.removable = null;
+      result2.vendor = vendor;
+      result2.manufacturer = manufacturer;
+      result2.maxPower = util2.getValue(lines, "MaxPower", " ", true);
+      result2.serialNumber = serial;
+      return result2;
     }
     function getDarwinUsbType(name) {
-      let result = "";
+      let result2 = "";
       if (name.indexOf("camera") >= 0) {
-        result = "Camera";
+        result2 = "Camera";
       } else if (name.indexOf("touch bar") >= 0) {
-        result = "Touch Bar";
+        result2 = "Touch Bar";
       } else if (name.indexOf("controller") >= 0) {
-        result = "Controller";
+        result2 = "Controller";
       } else if (name.indexOf("headset") >= 0) {
-        result = "Audio";
+        result2 = "Audio";
       } else if (name.indexOf("keyboard") >= 0) {
-        result = "Keyboard";
+        result2 = "Keyboard";
       } else if (name.indexOf("trackpad") >= 0) {
-        result = "Trackpad";
+        result2 = "Trackpad";
       } else if (name.indexOf("sensor") >= 0) {
-        result = "Sensor";
+        result2 = "Sensor";
       } else if (name.indexOf("bthusb") >= 0) {
-        result = "Bluetooth";
+        result2 = "Bluetooth";
       } else if (name.indexOf("bth") >= 0) {
-        result = "Bluetooth";
+        result2 = "Bluetooth";
       } else if (name.indexOf("rfcomm") >= 0) {
-        result = "Bluetooth";
+        result2 = "Bluetooth";
       } else if (name.indexOf("usbhub") >= 0) {
-        result = "Hub";
+        result2 = "Hub";
       } else if (name.indexOf(" hub") >= 0) {
-        result = "Hub";
+        result2 = "Hub";
       } else if (name.indexOf("mouse") >= 0) {
-        result = "Mouse";
+        result2 = "Mouse";
       } else if (name.indexOf("microp") >= 0) {
-        result = "Microphone";
+        result2 = "Microphone";
       } else if (name.indexOf("removable") >= 0) {
-        result = "Storage";
+        result2 = "Storage";
       }
-      return result;
+      return result2;
     }
-    function parseDarwinUsb(usb2, id2) {
-      const result = {};
-      result.id = id2;
+    function parseDarwinUsb(usb2, id3) {
+      const result2 = {};
+      result2.id = id3;
       usb2 = usb2.replace(/ \|/g, "");
       usb2 = usb2.trim();
       let lines = usb2.split("\n");
@@ -29592,18 +29364,18 @@ var require_usb = __commonJS({
         }
         const usbObj = JSON.parse(lines.join("\n"));
         const removableDrive = (usbObj["Built-In"] ? usbObj["Built-In"].toLowerCase() !== "yes" : true) && (usbObj["non-removable"] ? usbObj["non-removable"].toLowerCase() === "no" : true);
-        result.bus = null;
-        result.deviceId = null;
-        result.id = usbObj["USB Address"] || null;
-        result.name = usbObj["kUSBProductString"] || usbObj["USB Product Name"] || null;
-        result.type = getDarwinUsbType((usbObj["kUSBProductString"] || usbObj["USB Product Name"] || "").toLowerCase() + (removableDrive ? " removable" : ""));
-        result.removable = usbObj["non-removable"] ? usbObj["non-removable"].toLowerCase() || false : true;
-        result.vendor = usbObj["kUSBVendorString"] || usbObj["USB Vendor Name"] || null;
-        result.manufacturer = usbObj["kUSBVendorString"] || usbObj["USB Vendor Name"] || null;
-        result.maxPower = null;
-        result.serialNumber = usbObj["kUSBSerialNumberString"] || null;
-        if (result.name) {
-          return result;
+        result2.bus = null;
+        result2.deviceId = null;
+        result2.id = usbObj["USB Address"] || null;
+        result2.name = usbObj["kUSBProductString"] || usbObj["USB Product Name"] || null;
+        result2.type = getDarwinUsbType((usbObj["kUSBProductString"] || usbObj["USB Product Name"] || "").toLowerCase() + (removableDrive ? " removable" : ""));
+        result2.removable = usbObj["non-removable"] ? usbObj["non-removable"].toLowerCase() || false : true;
+        result2.vendor = usbObj["kUSBVendorString"] || usbObj["USB Vendor Name"] || null;
+        result2.manufacturer = usbObj["kUSBVendorString"] || usbObj["USB Vendor Name"] || null;
+        result2.maxPower = null;
+        result2.serialNumber = usbObj["kUSBSerialNumberString"] || null;
+        if (result2.name) {
+          return result2;
         } else {
           return null;
         }
@@ -29612,43 +29384,43 @@ var require_usb = __commonJS({
       }
     }
     function getWindowsUsbTypeCreation(creationclass, name) {
-      let result = "";
+      let result2 = "";
       if (name.indexOf("storage") >= 0) {
-        result = "Storage";
+        result2 = "Storage";
       } else if (name.indexOf("speicher") >= 0) {
-        result = "Storage";
+        result2 = "Storage";
       } else if (creationclass.indexOf("usbhub") >= 0) {
-        result = "Hub";
+        result2 = "Hub";
       } else if (creationclass.indexOf("storage") >= 0) {
-        result = "Storage";
+        result2 = "Storage";
       } else if (creationclass.indexOf("usbcontroller") >= 0) {
-        result = "Controller";
+        result2 = "Controller";
       } else if (creationclass.indexOf("keyboard") >= 0) {
-        result = "Keyboard";
+        result2 = "Keyboard";
       } else if (creationclass.indexOf("pointing") >= 0) {
-        result = "Mouse";
+        result2 = "Mouse";
       } else if (creationclass.indexOf("microp") >= 0) {
-        result = "Microphone";
+        result2 = "Microphone";
       } else if (creationclass.indexOf("disk") >= 0) {
-        result = "Storage";
+        result2 = "Storage";
       }
-      return result;
+      return result2;
     }
-    function parseWindowsUsb(lines, id2) {
+    function parseWindowsUsb(lines, id3) {
       const usbType = getWindowsUsbTypeCreation(util2.getValue(lines, "CreationClassName", ":").toLowerCase(), util2.getValue(lines, "name", ":").toLowerCase());
       if (usbType) {
-        const result = {};
-        result.bus = null;
-        result.deviceId = util2.getValue(lines, "deviceid", ":");
-        result.id = id2;
-        result.name = util2.getValue(lines, "name", ":");
-        result.type = usbType;
-        result.removable = null;
-        result.vendor = null;
-        result.manufacturer = util2.getValue(lines, "Manufacturer", ":");
-        result.maxPower = null;
-        result.serialNumber = null;
-        return result;
+        const result2 = {};
+        result2.bus = null;
+        result2.deviceId = util2.getValue(lines, "deviceid", ":");
+        result2.id = id3;
+        result2.name = util2.getValue(lines, "name", ":");
+        result2.type = usbType;
+        result2.removable = null;
+        result2.vendor = null;
+        result2.manufacturer = util2.getValue(lines, "Manufacturer", ":");
+        result2.maxPower = null;
+        result2.serialNumber = null;
+        return result2;
       } else {
         return null;
       }
@@ -29657,7 +29429,7 @@ var require_usb = __commonJS({
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = [];
+          let result2 = [];
           if (_linux) {
             const cmd = "export LC_ALL=C; lsusb -v 2>/dev/null; unset LC_ALL";
             exec(cmd, { maxBuffer: 1024 * 1024 * 128 }, function(error46, stdout) {
@@ -29665,13 +29437,13 @@ var require_usb = __commonJS({
                 const parts = ("\n\n" + stdout.toString()).split("\n\nBus ");
                 for (let i2 = 1; i2 < parts.length; i2++) {
                   const usb2 = parseLinuxUsb(parts[i2]);
-                  result.push(usb2);
+                  result2.push(usb2);
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_darwin) {
@@ -29682,14 +29454,14 @@ var require_usb = __commonJS({
                 for (let i2 = 1; i2 < parts.length; i2++) {
                   const usb2 = parseDarwinUsb(parts[i2]);
                   if (usb2) {
-                    result.push(usb2);
+                    result2.push(usb2);
                   }
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_windows) {
@@ -29698,15 +29470,15 @@ var require_usb = __commonJS({
                 const parts = stdout.toString().split(/\n\s*\n/);
                 for (let i2 = 0; i2 < parts.length; i2++) {
                   const usb2 = parseWindowsUsb(parts[i2].split("\n"), i2);
-                  if (usb2 && result.filter((x) => x.deviceId === usb2.deviceId).length === 0) {
-                    result.push(usb2);
+                  if (usb2 && result2.filter((x) => x.deviceId === usb2.deviceId).length === 0) {
+                    result2.push(usb2);
                   }
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos || _freebsd || _openbsd || _netbsd) {
@@ -29736,59 +29508,59 @@ var require_audio = __commonJS({
     var _sunos = _platform === "sunos";
     function parseAudioType(str3, input2, output) {
       str3 = str3.toLowerCase();
-      let result = "";
+      let result2 = "";
       if (str3.indexOf("input") >= 0) {
-        result = "Microphone";
+        result2 = "Microphone";
       }
       if (str3.indexOf("display audio") >= 0) {
-        result = "Speaker";
+        result2 = "Speaker";
       }
       if (str3.indexOf("speak") >= 0) {
-        result = "Speaker";
+        result2 = "Speaker";
       }
       if (str3.indexOf("laut") >= 0) {
-        result = "Speaker";
+        result2 = "Speaker";
       }
       if (str3.indexOf("loud") >= 0) {
-        result = "Speaker";
+        result2 = "Speaker";
       }
       if (str3.indexOf("head") >= 0) {
-        result = "Headset";
+        result2 = "Headset";
       }
       if (str3.indexOf("mic") >= 0) {
-        result = "Microphone";
+        result2 = "Microphone";
       }
       if (str3.indexOf("mikr") >= 0) {
-        result = "Microphone";
+        result2 = "Microphone";
       }
       if (str3.indexOf("phone") >= 0 && str3.indexOf("headphone") < 0) {
-        result = "Phone";
+        result2 = "Phone";
       }
       if (str3.indexOf("controll") >= 0) {
-        result = "Controller";
+        result2 = "Controller";
       }
       if (str3.indexOf("line o") >= 0) {
-        result = "Line Out";
+        result2 = "Line Out";
       }
       if (str3.indexOf("digital o") >= 0) {
-        result = "Digital Out";
+        result2 = "Digital Out";
       }
       if (str3.indexOf("smart sound technology") >= 0) {
-        result = "Digital Signal Processor";
+        result2 = "Digital Signal Processor";
       }
       if (str3.indexOf("high definition audio") >= 0) {
-        result = "Sound Driver";
+        result2 = "Sound Driver";
       }
-      if (!result && output) {
-        result = "Speaker";
-      } else if (!result && input2) {
-        result = "Microphone";
+      if (!result2 && output) {
+        result2 = "Speaker";
+      } else if (!result2 && input2) {
+        result2 = "Microphone";
       }
-      return result;
+      return result2;
     }
     function getLinuxAudioPci() {
       const cmd = "lspci -v 2>/dev/null";
-      const result = [];
+      const result2 = [];
       try {
         const parts = execSync(cmd, util2.execOptsLinux).toString().split("\n\n");
         parts.forEach((element) => {
@@ -29797,16 +29569,16 @@ var require_audio = __commonJS({
             const audio2 = {};
             audio2.slotId = lines[0].split(" ")[0];
             audio2.driver = util2.getValue(lines, "Kernel driver in use", ":", true) || util2.getValue(lines, "Kernel modules", ":", true);
-            result.push(audio2);
+            result2.push(audio2);
           }
         });
-        return result;
+        return result2;
       } catch {
-        return result;
+        return result2;
       }
     }
     function parseLinuxAudioAlsa(stdout) {
-      const result = [];
+      const result2 = [];
       const parts = stdout.split("--pcm--");
       const cards = parts[0] || "";
       const pcms = parts[1] || "";
@@ -29828,7 +29600,7 @@ var require_audio = __commonJS({
           const isIn = devices.some((pcm) => pcm.trim().endsWith("c"));
           const usb = (driver + " " + longName).toLowerCase().indexOf("usb") >= 0;
           const hdmi = (card[2] + " " + name).toLowerCase().indexOf("hdmi") >= 0;
-          result.push({
+          result2.push({
             id: "hw:" + index,
             name,
             manufacturer,
@@ -29843,7 +29615,7 @@ var require_audio = __commonJS({
           });
         }
       });
-      return result;
+      return result2;
     }
     function parseWinAudioStatus(n2) {
       const num4 = parseInt(n2, 10);
@@ -29862,81 +29634,81 @@ var require_audio = __commonJS({
       return status;
     }
     function parseLinuxAudioPciMM(lines, audioPCI) {
-      const result = {};
+      const result2 = {};
       const slotId = util2.getValue(lines, "Slot");
       const pciMatch = audioPCI.filter((item) => item.slotId === slotId);
-      result.id = slotId;
-      result.name = util2.getValue(lines, "SDevice");
-      result.manufacturer = util2.getValue(lines, "SVendor");
-      result.revision = util2.getValue(lines, "Rev");
-      result.driver = pciMatch && pciMatch.length === 1 && pciMatch[0].driver ? pciMatch[0].driver : "";
-      result.default = null;
-      result.channel = "PCIe";
-      result.type = parseAudioType(result.name, null, null);
-      result.in = null;
-      result.out = null;
-      result.status = "online";
-      return result;
+      result2.id = slotId;
+      result2.name = util2.getValue(lines, "SDevice");
+      result2.manufacturer = util2.getValue(lines, "SVendor");
+      result2.revision = util2.getValue(lines, "Rev");
+      result2.driver = pciMatch && pciMatch.length === 1 && pciMatch[0].driver ? pciMatch[0].driver : "";
+      result2.default = null;
+      result2.channel = "PCIe";
+      result2.type = parseAudioType(result2.name, null, null);
+      result2.in = null;
+      result2.out = null;
+      result2.status = "online";
+      return result2;
     }
     function parseDarwinChannel(str3) {
-      let result = "";
+      let result2 = "";
       if (str3.indexOf("builtin") >= 0) {
-        result = "Built-In";
+        result2 = "Built-In";
       }
       if (str3.indexOf("extern") >= 0) {
-        result = "Audio-Jack";
+        result2 = "Audio-Jack";
       }
       if (str3.indexOf("hdmi") >= 0) {
-        result = "HDMI";
+        result2 = "HDMI";
       }
       if (str3.indexOf("displayport") >= 0) {
-        result = "Display-Port";
+        result2 = "Display-Port";
       }
       if (str3.indexOf("usb") >= 0) {
-        result = "USB";
+        result2 = "USB";
       }
       if (str3.indexOf("pci") >= 0) {
-        result = "PCIe";
+        result2 = "PCIe";
       }
-      return result;
+      return result2;
     }
-    function parseDarwinAudio(audioObject, id2) {
-      const result = {};
+    function parseDarwinAudio(audioObject, id3) {
+      const result2 = {};
       const channelStr = ((audioObject.coreaudio_device_transport || "") + " " + (audioObject._name || "")).toLowerCase();
-      result.id = id2;
-      result.name = audioObject._name;
-      result.manufacturer = audioObject.coreaudio_device_manufacturer;
-      result.revision = null;
-      result.driver = null;
-      result.default = !!(audioObject.coreaudio_default_audio_input_device || "") || !!(audioObject.coreaudio_default_audio_output_device || "");
-      result.channel = parseDarwinChannel(channelStr);
-      result.type = parseAudioType(result.name, !!(audioObject.coreaudio_device_input || ""), !!(audioObject.coreaudio_device_output || ""));
-      result.in = !!(audioObject.coreaudio_device_input || "");
-      result.out = !!(audioObject.coreaudio_device_output || "");
-      result.status = "online";
-      return result;
+      result2.id = id3;
+      result2.name = audioObject._name;
+      result2.manufacturer = audioObject.coreaudio_device_manufacturer;
+      result2.revision = null;
+      result2.driver = null;
+      result2.default = !!(audioObject.coreaudio_default_audio_input_device || "") || !!(audioObject.coreaudio_default_audio_output_device || "");
+      result2.channel = parseDarwinChannel(channelStr);
+      result2.type = parseAudioType(result2.name, !!(audioObject.coreaudio_device_input || ""), !!(audioObject.coreaudio_device_output || ""));
+      result2.in = !!(audioObject.coreaudio_device_input || "");
+      result2.out = !!(audioObject.coreaudio_device_output || "");
+      result2.status = "online";
+      return result2;
     }
     function parseWindowsAudio(lines) {
-      const result = {};
+      const result2 = {};
       const status = parseWinAudioStatus(util2.getValue(lines, "StatusInfo", ":"));
-      result.id = util2.getValue(lines, "DeviceID", ":");
-      result.name = util2.getValue(lines, "name", ":");
-      result.manufacturer = util2.getValue(lines, "manufacturer", ":");
-      result.revision = null;
-      result.driver = null;
-      result.default = null;
-      result.channel = null;
-      result.type = parseAudioType(result.name, null, null);
-      result.in = null;
-      result.out = null;
-      result.status = status;
-      return result;
+      result2.id = util2.getValue(lines, "DeviceID", ":");
+      result2.name = util2.getValue(lines, "name", ":");
+      result2.manufacturer = util2.getValue(lines, "manufacturer", ":");
+      result2.revision = null;
+      result2.driver = null;
+      result2.default = null;
+      result2.channel = null;
+      result2.type = parseAudioType(result2.name, null, null);
+      result2.in = null;
+      result2.out = null;
+      result2.status = status;
+      return result2;
     }
     function audio(callback) {
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const result = [];
+          const result2 = [];
           if (_linux || _freebsd || _openbsd || _netbsd) {
             const cmd = "lspci -vmm 2>/dev/null";
             exec(cmd, (error46, stdout) => {
@@ -29947,26 +29719,26 @@ var require_audio = __commonJS({
                   const lines = element.split("\n");
                   if (util2.getValue(lines, "class", ":", true).toLowerCase().indexOf("audio") >= 0) {
                     const audio2 = parseLinuxAudioPciMM(lines, audioPCI);
-                    result.push(audio2);
+                    result2.push(audio2);
                   }
                 });
               }
-              if (!result.length) {
+              if (!result2.length) {
                 const cmdAlsa = 'cat /proc/asound/cards 2>/dev/null; echo "--pcm--"; ls -d /proc/asound/card*/pcm* 2>/dev/null';
                 exec(cmdAlsa, util2.execOptsLinux, (error47, stdout2) => {
                   if (!error47) {
-                    parseLinuxAudioAlsa(stdout2.toString()).forEach((item) => result.push(item));
+                    parseLinuxAudioAlsa(stdout2.toString()).forEach((item) => result2.push(item));
                   }
                   if (callback) {
-                    callback(result);
+                    callback(result2);
                   }
-                  resolve(result);
+                  resolve(result2);
                 });
               } else {
                 if (callback) {
-                  callback(result);
+                  callback(result2);
                 }
-                resolve(result);
+                resolve(result2);
               }
             });
           }
@@ -29979,7 +29751,7 @@ var require_audio = __commonJS({
                   if (outObj.SPAudioDataType && outObj.SPAudioDataType.length && outObj.SPAudioDataType[0] && outObj.SPAudioDataType[0]["_items"] && outObj.SPAudioDataType[0]["_items"].length) {
                     for (let i2 = 0; i2 < outObj.SPAudioDataType[0]["_items"].length; i2++) {
                       const audio2 = parseDarwinAudio(outObj.SPAudioDataType[0]["_items"][i2], i2);
-                      result.push(audio2);
+                      result2.push(audio2);
                     }
                   }
                 } catch {
@@ -29987,9 +29759,9 @@ var require_audio = __commonJS({
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_windows) {
@@ -29999,14 +29771,14 @@ var require_audio = __commonJS({
                 parts.forEach((element) => {
                   const lines = element.split("\n");
                   if (util2.getValue(lines, "name", ":")) {
-                    result.push(parseWindowsAudio(lines));
+                    result2.push(parseWindowsAudio(lines));
                   }
                 });
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_sunos) {
@@ -31181,123 +30953,123 @@ var require_bluetooth = __commonJS({
     var _netbsd = _platform === "netbsd";
     var _sunos = _platform === "sunos";
     function parseBluetoothType(str3) {
-      let result = "";
+      let result2 = "";
       if (str3.indexOf("keyboard") >= 0) {
-        result = "Keyboard";
+        result2 = "Keyboard";
       }
       if (str3.indexOf("mouse") >= 0) {
-        result = "Mouse";
+        result2 = "Mouse";
       }
       if (str3.indexOf("trackpad") >= 0) {
-        result = "Trackpad";
+        result2 = "Trackpad";
       }
       if (str3.indexOf("audio") >= 0) {
-        result = "Audio";
+        result2 = "Audio";
       }
       if (str3.indexOf("sound") >= 0) {
-        result = "Audio";
+        result2 = "Audio";
       }
       if (str3.indexOf("microph") >= 0) {
-        result = "Microphone";
+        result2 = "Microphone";
       }
       if (str3.indexOf("speaker") >= 0) {
-        result = "Speaker";
+        result2 = "Speaker";
       }
       if (str3.indexOf("headset") >= 0) {
-        result = "Headset";
+        result2 = "Headset";
       }
       if (str3.indexOf("phone") >= 0) {
-        result = "Phone";
+        result2 = "Phone";
       }
       if (str3.indexOf("macbook") >= 0) {
-        result = "Computer";
+        result2 = "Computer";
       }
       if (str3.indexOf("imac") >= 0) {
-        result = "Computer";
+        result2 = "Computer";
       }
       if (str3.indexOf("ipad") >= 0) {
-        result = "Tablet";
+        result2 = "Tablet";
       }
       if (str3.indexOf("watch") >= 0) {
-        result = "Watch";
+        result2 = "Watch";
       }
       if (str3.indexOf("headphone") >= 0) {
-        result = "Headset";
+        result2 = "Headset";
       }
-      return result;
+      return result2;
     }
     function parseBluetoothManufacturer(str3) {
-      let result = str3.split(" ")[0];
+      let result2 = str3.split(" ")[0];
       str3 = str3.toLowerCase();
       if (str3.indexOf("apple") >= 0) {
-        result = "Apple";
+        result2 = "Apple";
       }
       if (str3.indexOf("ipad") >= 0) {
-        result = "Apple";
+        result2 = "Apple";
       }
       if (str3.indexOf("imac") >= 0) {
-        result = "Apple";
+        result2 = "Apple";
       }
       if (str3.indexOf("iphone") >= 0) {
-        result = "Apple";
+        result2 = "Apple";
       }
       if (str3.indexOf("magic mouse") >= 0) {
-        result = "Apple";
+        result2 = "Apple";
       }
       if (str3.indexOf("magic track") >= 0) {
-        result = "Apple";
+        result2 = "Apple";
       }
       if (str3.indexOf("macbook") >= 0) {
-        result = "Apple";
+        result2 = "Apple";
       }
-      return result;
+      return result2;
     }
     function parseBluetoothVendor(str3) {
-      const id2 = parseInt(str3);
-      if (!isNaN(id2)) return bluetoothVendors[id2];
+      const id3 = parseInt(str3);
+      if (!isNaN(id3)) return bluetoothVendors[id3];
     }
     function parseLinuxBluetoothInfo(lines, macAddr1, macAddr2) {
-      const result = {};
-      result.device = null;
-      result.name = util2.getValue(lines, "name", "=");
-      result.manufacturer = null;
-      result.macDevice = macAddr1;
-      result.macHost = macAddr2;
-      result.batteryPercent = null;
-      result.type = parseBluetoothType(result.name.toLowerCase());
-      result.connected = false;
-      return result;
+      const result2 = {};
+      result2.device = null;
+      result2.name = util2.getValue(lines, "name", "=");
+      result2.manufacturer = null;
+      result2.macDevice = macAddr1;
+      result2.macHost = macAddr2;
+      result2.batteryPercent = null;
+      result2.type = parseBluetoothType(result2.name.toLowerCase());
+      result2.connected = false;
+      return result2;
     }
     function parseDarwinBluetoothDevices(bluetoothObject, macAddr2) {
-      const result = {};
+      const result2 = {};
       const typeStr = ((bluetoothObject.device_minorClassOfDevice_string || bluetoothObject.device_majorClassOfDevice_string || bluetoothObject.device_minorType || "") + (bluetoothObject.device_name || "")).toLowerCase();
-      result.device = bluetoothObject.device_services || "";
-      result.name = bluetoothObject.device_name || "";
-      result.manufacturer = bluetoothObject.device_manufacturer || parseBluetoothVendor(bluetoothObject.device_vendorID) || parseBluetoothManufacturer(bluetoothObject.device_name || "") || "";
-      result.macDevice = (bluetoothObject.device_addr || bluetoothObject.device_address || "").toLowerCase().replace(/-/g, ":");
-      result.macHost = macAddr2;
-      result.batteryPercent = bluetoothObject.device_batteryPercent || null;
-      result.type = parseBluetoothType(typeStr);
-      result.connected = bluetoothObject.device_isconnected === "attrib_Yes" || false;
-      return result;
+      result2.device = bluetoothObject.device_services || "";
+      result2.name = bluetoothObject.device_name || "";
+      result2.manufacturer = bluetoothObject.device_manufacturer || parseBluetoothVendor(bluetoothObject.device_vendorID) || parseBluetoothManufacturer(bluetoothObject.device_name || "") || "";
+      result2.macDevice = (bluetoothObject.device_addr || bluetoothObject.device_address || "").toLowerCase().replace(/-/g, ":");
+      result2.macHost = macAddr2;
+      result2.batteryPercent = bluetoothObject.device_batteryPercent || null;
+      result2.type = parseBluetoothType(typeStr);
+      result2.connected = bluetoothObject.device_isconnected === "attrib_Yes" || false;
+      return result2;
     }
     function parseWindowsBluetooth(lines) {
-      const result = {};
-      result.device = null;
-      result.name = util2.getValue(lines, "name", ":");
-      result.manufacturer = util2.getValue(lines, "manufacturer", ":");
-      result.macDevice = null;
-      result.macHost = null;
-      result.batteryPercent = null;
-      result.type = parseBluetoothType(result.name.toLowerCase());
-      result.connected = null;
-      return result;
+      const result2 = {};
+      result2.device = null;
+      result2.name = util2.getValue(lines, "name", ":");
+      result2.manufacturer = util2.getValue(lines, "manufacturer", ":");
+      result2.macDevice = null;
+      result2.macHost = null;
+      result2.batteryPercent = null;
+      result2.type = parseBluetoothType(result2.name.toLowerCase());
+      result2.connected = null;
+      return result2;
     }
     function bluetoothDevices(callback) {
       callback = util2.isFunction(callback) ? callback : null;
       return new Promise((resolve) => {
         process.nextTick(() => {
-          let result = [];
+          let result2 = [];
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
@@ -31308,7 +31080,7 @@ var require_bluetooth = __commonJS({
               if (filename === "info") {
                 try {
                   const infoFile = fs.readFileSync(element, { encoding: "utf8" }).split("\n");
-                  result.push(parseLinuxBluetoothInfo(infoFile, macAddr1, macAddr2));
+                  result2.push(parseLinuxBluetoothInfo(infoFile, macAddr1, macAddr2));
                 } catch {
                   util2.noop();
                 }
@@ -31316,18 +31088,18 @@ var require_bluetooth = __commonJS({
             });
             try {
               const hdicon = execSync("hcitool con", util2.execOptsLinux).toString().toLowerCase();
-              for (let i2 = 0; i2 < result.length; i2++) {
-                if (result[i2].macDevice && result[i2].macDevice.length > 10 && hdicon.indexOf(result[i2].macDevice.toLowerCase()) >= 0) {
-                  result[i2].connected = true;
+              for (let i2 = 0; i2 < result2.length; i2++) {
+                if (result2[i2].macDevice && result2[i2].macDevice.length > 10 && hdicon.indexOf(result2[i2].macDevice.toLowerCase()) >= 0) {
+                  result2[i2].connected = true;
                 }
               }
             } catch {
               util2.noop();
             }
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           }
           if (_darwin) {
             let cmd = "system_profiler SPBluetoothDataType -json";
@@ -31347,7 +31119,7 @@ var require_bluetooth = __commonJS({
                         const innerObject = obj2[objKey[0]];
                         innerObject.device_name = objKey[0];
                         const bluetoothDevice = parseDarwinBluetoothDevices(innerObject, macAddr2);
-                        result.push(bluetoothDevice);
+                        result2.push(bluetoothDevice);
                       }
                     });
                   }
@@ -31361,7 +31133,7 @@ var require_bluetooth = __commonJS({
                         innerObject.device_name = objKey[0];
                         innerObject.device_isconnected = "attrib_Yes";
                         const bluetoothDevice = parseDarwinBluetoothDevices(innerObject, macAddr2);
-                        result.push(bluetoothDevice);
+                        result2.push(bluetoothDevice);
                       }
                     });
                   }
@@ -31375,7 +31147,7 @@ var require_bluetooth = __commonJS({
                         innerObject.device_name = objKey[0];
                         innerObject.device_isconnected = "attrib_No";
                         const bluetoothDevice = parseDarwinBluetoothDevices(innerObject, macAddr2);
-                        result.push(bluetoothDevice);
+                        result2.push(bluetoothDevice);
                       }
                     });
                   }
@@ -31384,9 +31156,9 @@ var require_bluetooth = __commonJS({
                 }
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_windows) {
@@ -31399,14 +31171,14 @@ var require_bluetooth = __commonJS({
                   const errorCode = util2.getValue(lines, "ConfigManagerErrorCode", ":");
                   const pnpClass = util2.getValue(lines, "PNPClass", ":").toLowerCase();
                   if (pnpClass === "bluetooth" && errorCode === "0" && service === "") {
-                    result.push(parseWindowsBluetooth(lines));
+                    result2.push(parseWindowsBluetooth(lines));
                   }
                 });
               }
               if (callback) {
-                callback(result);
+                callback(result2);
               }
-              resolve(result);
+              resolve(result2);
             });
           }
           if (_freebsd || _netbsd || _openbsd || _sunos) {
@@ -31674,12 +31446,12 @@ var require_lib = __commonJS({
             }
           });
           Promise.all(allPromises).then((data) => {
-            const result = {};
+            const result2 = {};
             let i2 = 0;
             for (const key in valueObject) {
               if ({}.hasOwnProperty.call(valueObject, key) && isGettable(key) && data.length > i2) {
                 if (valueObject[key] === "*" || valueObject[key] === "all") {
-                  result[key] = data[i2];
+                  result2[key] = data[i2];
                 } else {
                   let keys = valueObject[key];
                   let filter = "";
@@ -31724,7 +31496,7 @@ var require_lib = __commonJS({
                           partialArray.push(partialRes);
                         }
                       });
-                      result[key] = partialArray;
+                      result2[key] = partialArray;
                     } else {
                       const partialRes = {};
                       keys.forEach((k) => {
@@ -31732,19 +31504,19 @@ var require_lib = __commonJS({
                           partialRes[k] = data[i2][k];
                         }
                       });
-                      result[key] = partialRes;
+                      result2[key] = partialRes;
                     }
                   } else {
-                    result[key] = {};
+                    result2[key] = {};
                   }
                 }
                 i2++;
               }
             }
             if (callback) {
-              callback(result);
+              callback(result2);
             }
-            resolve(result);
+            resolve(result2);
           });
         });
       });
@@ -31756,7 +31528,7 @@ var require_lib = __commonJS({
       }
       interval = Math.min(Math.max(Number(interval) || 0, 500), 2147483647);
       let _data = null;
-      const result = setInterval(() => {
+      const result2 = setInterval(() => {
         get(valueObject).then((data) => {
           if (JSON.stringify(_data) !== JSON.stringify(data)) {
             _data = Object.assign({}, data);
@@ -31764,7 +31536,7 @@ var require_lib = __commonJS({
           }
         });
       }, interval);
-      return result;
+      return result2;
     }
     exports.version = version2;
     exports.system = system.system;
@@ -33106,7 +32878,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
   return fieldErrors;
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
-  const result = { errors: [] };
+  const result2 = { errors: [] };
   const processError = (error47, path74 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
@@ -33119,10 +32891,10 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else {
         const fullpath = [...path74, ...issue2.path];
         if (fullpath.length === 0) {
-          result.errors.push(mapper(issue2));
+          result2.errors.push(mapper(issue2));
           continue;
         }
-        let curr = result;
+        let curr = result2;
         let i2 = 0;
         while (i2 < fullpath.length) {
           const el = fullpath[i2];
@@ -33145,7 +32917,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
     }
   };
   processError(error46);
-  return result;
+  return result2;
 }
 function toDotPath(_path) {
   const segs = [];
@@ -33179,52 +32951,52 @@ function prettifyError(error46) {
 // node_modules/zod/v4/core/parse.js
 var _parse = (_Err) => (schema, value, _ctx, _params) => {
   const ctx = _ctx ? Object.assign(_ctx, { async: false }) : { async: false };
-  const result = schema._zod.run({ value, issues: [] }, ctx);
-  if (result instanceof Promise) {
+  const result2 = schema._zod.run({ value, issues: [] }, ctx);
+  if (result2 instanceof Promise) {
     throw new $ZodAsyncError();
   }
-  if (result.issues.length) {
-    const e = new (_params?.Err ?? _Err)(result.issues.map((iss) => finalizeIssue(iss, ctx, config())));
+  if (result2.issues.length) {
+    const e = new (_params?.Err ?? _Err)(result2.issues.map((iss) => finalizeIssue(iss, ctx, config())));
     captureStackTrace(e, _params?.callee);
     throw e;
   }
-  return result.value;
+  return result2.value;
 };
 var parse = /* @__PURE__ */ _parse($ZodRealError);
 var _parseAsync = (_Err) => async (schema, value, _ctx, params) => {
   const ctx = _ctx ? Object.assign(_ctx, { async: true }) : { async: true };
-  let result = schema._zod.run({ value, issues: [] }, ctx);
-  if (result instanceof Promise)
-    result = await result;
-  if (result.issues.length) {
-    const e = new (params?.Err ?? _Err)(result.issues.map((iss) => finalizeIssue(iss, ctx, config())));
+  let result2 = schema._zod.run({ value, issues: [] }, ctx);
+  if (result2 instanceof Promise)
+    result2 = await result2;
+  if (result2.issues.length) {
+    const e = new (params?.Err ?? _Err)(result2.issues.map((iss) => finalizeIssue(iss, ctx, config())));
     captureStackTrace(e, params?.callee);
     throw e;
   }
-  return result.value;
+  return result2.value;
 };
 var parseAsync = /* @__PURE__ */ _parseAsync($ZodRealError);
 var _safeParse = (_Err) => (schema, value, _ctx) => {
   const ctx = _ctx ? { ..._ctx, async: false } : { async: false };
-  const result = schema._zod.run({ value, issues: [] }, ctx);
-  if (result instanceof Promise) {
+  const result2 = schema._zod.run({ value, issues: [] }, ctx);
+  if (result2 instanceof Promise) {
     throw new $ZodAsyncError();
   }
-  return result.issues.length ? {
+  return result2.issues.length ? {
     success: false,
-    error: new (_Err ?? $ZodError)(result.issues.map((iss) => finalizeIssue(iss, ctx, config())))
-  } : { success: true, data: result.value };
+    error: new (_Err ?? $ZodError)(result2.issues.map((iss) => finalizeIssue(iss, ctx, config())))
+  } : { success: true, data: result2.value };
 };
 var safeParse = /* @__PURE__ */ _safeParse($ZodRealError);
 var _safeParseAsync = (_Err) => async (schema, value, _ctx) => {
   const ctx = _ctx ? Object.assign(_ctx, { async: true }) : { async: true };
-  let result = schema._zod.run({ value, issues: [] }, ctx);
-  if (result instanceof Promise)
-    result = await result;
-  return result.issues.length ? {
+  let result2 = schema._zod.run({ value, issues: [] }, ctx);
+  if (result2 instanceof Promise)
+    result2 = await result2;
+  return result2.issues.length ? {
     success: false,
-    error: new _Err(result.issues.map((iss) => finalizeIssue(iss, ctx, config())))
-  } : { success: true, data: result.value };
+    error: new _Err(result2.issues.map((iss) => finalizeIssue(iss, ctx, config())))
+  } : { success: true, data: result2.value };
 };
 var safeParseAsync = /* @__PURE__ */ _safeParseAsync($ZodRealError);
 var _encode = (_Err) => (schema, value, _ctx) => {
@@ -33914,22 +33686,22 @@ var $ZodCheckEndsWith = /* @__PURE__ */ $constructor("$ZodCheckEndsWith", (inst,
     });
   };
 });
-function handleCheckPropertyResult(result, payload, property) {
-  if (result.issues.length) {
-    payload.issues.push(...prefixIssues(property, result.issues));
+function handleCheckPropertyResult(result2, payload, property) {
+  if (result2.issues.length) {
+    payload.issues.push(...prefixIssues(property, result2.issues));
   }
 }
 var $ZodCheckProperty = /* @__PURE__ */ $constructor("$ZodCheckProperty", (inst, def) => {
   $ZodCheck.init(inst, def);
   inst._zod.check = (payload) => {
-    const result = def.schema._zod.run({
+    const result2 = def.schema._zod.run({
       value: payload.value[def.property],
       issues: []
     }, {});
-    if (result instanceof Promise) {
-      return result.then((result2) => handleCheckPropertyResult(result2, payload, def.property));
+    if (result2 instanceof Promise) {
+      return result2.then((result3) => handleCheckPropertyResult(result3, payload, def.property));
     }
-    handleCheckPropertyResult(result, payload, def.property);
+    handleCheckPropertyResult(result2, payload, def.property);
     return;
   };
 });
@@ -34089,13 +33861,13 @@ var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
         }
         return handleCanaryResult(canary, payload, ctx);
       }
-      const result = inst._zod.parse(payload, ctx);
-      if (result instanceof Promise) {
+      const result2 = inst._zod.parse(payload, ctx);
+      if (result2 instanceof Promise) {
         if (ctx.async === false)
           throw new $ZodAsyncError();
-        return result.then((result2) => runChecks2(result2, checks, ctx));
+        return result2.then((result3) => runChecks2(result3, checks, ctx));
       }
-      return runChecks2(result, checks, ctx);
+      return runChecks2(result2, checks, ctx);
     };
   }
   inst["~standard"] = {
@@ -34609,11 +34381,11 @@ var $ZodDate = /* @__PURE__ */ $constructor("$ZodDate", (inst, def) => {
     return payload;
   };
 });
-function handleArrayResult(result, final, index) {
-  if (result.issues.length) {
-    final.issues.push(...prefixIssues(index, result.issues));
+function handleArrayResult(result2, final, index) {
+  if (result2.issues.length) {
+    final.issues.push(...prefixIssues(index, result2.issues));
   }
-  final.value[index] = result.value;
+  final.value[index] = result2.value;
 }
 var $ZodArray = /* @__PURE__ */ $constructor("$ZodArray", (inst, def) => {
   $ZodType.init(inst, def);
@@ -34632,14 +34404,14 @@ var $ZodArray = /* @__PURE__ */ $constructor("$ZodArray", (inst, def) => {
     const proms = [];
     for (let i2 = 0; i2 < input2.length; i2++) {
       const item = input2[i2];
-      const result = def.element._zod.run({
+      const result2 = def.element._zod.run({
         value: item,
         issues: []
       }, ctx);
-      if (result instanceof Promise) {
-        proms.push(result.then((result2) => handleArrayResult(result2, payload, i2)));
+      if (result2 instanceof Promise) {
+        proms.push(result2.then((result3) => handleArrayResult(result3, payload, i2)));
       } else {
-        handleArrayResult(result, payload, i2);
+        handleArrayResult(result2, payload, i2);
       }
     }
     if (proms.length) {
@@ -34648,16 +34420,16 @@ var $ZodArray = /* @__PURE__ */ $constructor("$ZodArray", (inst, def) => {
     return payload;
   };
 });
-function handlePropertyResult(result, final, key, input2) {
-  if (result.issues.length) {
-    final.issues.push(...prefixIssues(key, result.issues));
+function handlePropertyResult(result2, final, key, input2) {
+  if (result2.issues.length) {
+    final.issues.push(...prefixIssues(key, result2.issues));
   }
-  if (result.value === void 0) {
+  if (result2.value === void 0) {
     if (key in input2) {
       final.value[key] = void 0;
     }
   } else {
-    final.value[key] = result.value;
+    final.value[key] = result2.value;
   }
 }
 function normalizeDef(def) {
@@ -34790,24 +34562,24 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
     }
     doc.write(`const newResult = {};`);
     for (const key of normalized.keys) {
-      const id2 = ids2[key];
+      const id3 = ids2[key];
       const k = esc(key);
-      doc.write(`const ${id2} = ${parseStr(key)};`);
+      doc.write(`const ${id3} = ${parseStr(key)};`);
       doc.write(`
-        if (${id2}.issues.length) {
-          payload.issues = payload.issues.concat(${id2}.issues.map(iss => ({
+        if (${id3}.issues.length) {
+          payload.issues = payload.issues.concat(${id3}.issues.map(iss => ({
             ...iss,
             path: iss.path ? [${k}, ...iss.path] : [${k}]
           })));
         }
         
         
-        if (${id2}.value === undefined) {
+        if (${id3}.value === undefined) {
           if (${k} in input) {
             newResult[${k}] = undefined;
           }
         } else {
-          newResult[${k}] = ${id2}.value;
+          newResult[${k}] = ${id3}.value;
         }
         
       `);
@@ -34848,9 +34620,9 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
   };
 });
 function handleUnionResults(results, final, inst, ctx) {
-  for (const result of results) {
-    if (result.issues.length === 0) {
-      final.value = result.value;
+  for (const result2 of results) {
+    if (result2.issues.length === 0) {
+      final.value = result2.value;
       return final;
     }
   }
@@ -34863,7 +34635,7 @@ function handleUnionResults(results, final, inst, ctx) {
     code: "invalid_union",
     input: final.value,
     inst,
-    errors: results.map((result) => result.issues.map((iss) => finalizeIssue(iss, ctx, config())))
+    errors: results.map((result2) => result2.issues.map((iss) => finalizeIssue(iss, ctx, config())))
   });
   return final;
 }
@@ -34893,17 +34665,17 @@ var $ZodUnion = /* @__PURE__ */ $constructor("$ZodUnion", (inst, def) => {
     let async = false;
     const results = [];
     for (const option of def.options) {
-      const result = option._zod.run({
+      const result2 = option._zod.run({
         value: payload.value,
         issues: []
       }, ctx);
-      if (result instanceof Promise) {
-        results.push(result);
+      if (result2 instanceof Promise) {
+        results.push(result2);
         async = true;
       } else {
-        if (result.issues.length === 0)
-          return result;
-        results.push(result);
+        if (result2.issues.length === 0)
+          return result2;
+        results.push(result2);
       }
     }
     if (!async)
@@ -35037,21 +34809,21 @@ function mergeValues(a2, b) {
   }
   return { valid: false, mergeErrorPath: [] };
 }
-function handleIntersectionResults(result, left, right) {
+function handleIntersectionResults(result2, left, right) {
   if (left.issues.length) {
-    result.issues.push(...left.issues);
+    result2.issues.push(...left.issues);
   }
   if (right.issues.length) {
-    result.issues.push(...right.issues);
+    result2.issues.push(...right.issues);
   }
-  if (aborted(result))
-    return result;
+  if (aborted(result2))
+    return result2;
   const merged = mergeValues(left.value, right.value);
   if (!merged.valid) {
     throw new Error(`Unmergable intersection. Error path: ${JSON.stringify(merged.mergeErrorPath)}`);
   }
-  result.value = merged.data;
-  return result;
+  result2.value = merged.data;
+  return result2;
 }
 var $ZodTuple = /* @__PURE__ */ $constructor("$ZodTuple", (inst, def) => {
   $ZodType.init(inst, def);
@@ -35090,28 +34862,28 @@ var $ZodTuple = /* @__PURE__ */ $constructor("$ZodTuple", (inst, def) => {
         if (i2 >= optStart)
           continue;
       }
-      const result = item._zod.run({
+      const result2 = item._zod.run({
         value: input2[i2],
         issues: []
       }, ctx);
-      if (result instanceof Promise) {
-        proms.push(result.then((result2) => handleTupleResult(result2, payload, i2)));
+      if (result2 instanceof Promise) {
+        proms.push(result2.then((result3) => handleTupleResult(result3, payload, i2)));
       } else {
-        handleTupleResult(result, payload, i2);
+        handleTupleResult(result2, payload, i2);
       }
     }
     if (def.rest) {
       const rest = input2.slice(items.length);
       for (const el of rest) {
         i2++;
-        const result = def.rest._zod.run({
+        const result2 = def.rest._zod.run({
           value: el,
           issues: []
         }, ctx);
-        if (result instanceof Promise) {
-          proms.push(result.then((result2) => handleTupleResult(result2, payload, i2)));
+        if (result2 instanceof Promise) {
+          proms.push(result2.then((result3) => handleTupleResult(result3, payload, i2)));
         } else {
-          handleTupleResult(result, payload, i2);
+          handleTupleResult(result2, payload, i2);
         }
       }
     }
@@ -35120,11 +34892,11 @@ var $ZodTuple = /* @__PURE__ */ $constructor("$ZodTuple", (inst, def) => {
     return payload;
   };
 });
-function handleTupleResult(result, final, index) {
-  if (result.issues.length) {
-    final.issues.push(...prefixIssues(index, result.issues));
+function handleTupleResult(result2, final, index) {
+  if (result2.issues.length) {
+    final.issues.push(...prefixIssues(index, result2.issues));
   }
-  final.value[index] = result.value;
+  final.value[index] = result2.value;
 }
 var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
   $ZodType.init(inst, def);
@@ -35145,19 +34917,19 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
       payload.value = {};
       for (const key of values) {
         if (typeof key === "string" || typeof key === "number" || typeof key === "symbol") {
-          const result = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
-          if (result instanceof Promise) {
-            proms.push(result.then((result2) => {
-              if (result2.issues.length) {
-                payload.issues.push(...prefixIssues(key, result2.issues));
+          const result2 = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
+          if (result2 instanceof Promise) {
+            proms.push(result2.then((result3) => {
+              if (result3.issues.length) {
+                payload.issues.push(...prefixIssues(key, result3.issues));
               }
-              payload.value[key] = result2.value;
+              payload.value[key] = result3.value;
             }));
           } else {
-            if (result.issues.length) {
-              payload.issues.push(...prefixIssues(key, result.issues));
+            if (result2.issues.length) {
+              payload.issues.push(...prefixIssues(key, result2.issues));
             }
-            payload.value[key] = result.value;
+            payload.value[key] = result2.value;
           }
         }
       }
@@ -35197,19 +34969,19 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
           payload.value[keyResult.value] = keyResult.value;
           continue;
         }
-        const result = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
-        if (result instanceof Promise) {
-          proms.push(result.then((result2) => {
-            if (result2.issues.length) {
-              payload.issues.push(...prefixIssues(key, result2.issues));
+        const result2 = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
+        if (result2 instanceof Promise) {
+          proms.push(result2.then((result3) => {
+            if (result3.issues.length) {
+              payload.issues.push(...prefixIssues(key, result3.issues));
             }
-            payload.value[keyResult.value] = result2.value;
+            payload.value[keyResult.value] = result3.value;
           }));
         } else {
-          if (result.issues.length) {
-            payload.issues.push(...prefixIssues(key, result.issues));
+          if (result2.issues.length) {
+            payload.issues.push(...prefixIssues(key, result2.issues));
           }
-          payload.value[keyResult.value] = result.value;
+          payload.value[keyResult.value] = result2.value;
         }
       }
     }
@@ -35296,22 +35068,22 @@ var $ZodSet = /* @__PURE__ */ $constructor("$ZodSet", (inst, def) => {
     const proms = [];
     payload.value = /* @__PURE__ */ new Set();
     for (const item of input2) {
-      const result = def.valueType._zod.run({ value: item, issues: [] }, ctx);
-      if (result instanceof Promise) {
-        proms.push(result.then((result2) => handleSetResult(result2, payload)));
+      const result2 = def.valueType._zod.run({ value: item, issues: [] }, ctx);
+      if (result2 instanceof Promise) {
+        proms.push(result2.then((result3) => handleSetResult(result3, payload)));
       } else
-        handleSetResult(result, payload);
+        handleSetResult(result2, payload);
     }
     if (proms.length)
       return Promise.all(proms).then(() => payload);
     return payload;
   };
 });
-function handleSetResult(result, final) {
-  if (result.issues.length) {
-    final.issues.push(...result.issues);
+function handleSetResult(result2, final) {
+  if (result2.issues.length) {
+    final.issues.push(...result2.issues);
   }
-  final.value.add(result.value);
+  final.value.add(result2.value);
 }
 var $ZodEnum = /* @__PURE__ */ $constructor("$ZodEnum", (inst, def) => {
   $ZodType.init(inst, def);
@@ -35390,11 +35162,11 @@ var $ZodTransform = /* @__PURE__ */ $constructor("$ZodTransform", (inst, def) =>
     return payload;
   };
 });
-function handleOptionalResult(result, input2) {
-  if (result.issues.length && input2 === void 0) {
+function handleOptionalResult(result2, input2) {
+  if (result2.issues.length && input2 === void 0) {
     return { issues: [], value: void 0 };
   }
-  return result;
+  return result2;
 }
 var $ZodOptional = /* @__PURE__ */ $constructor("$ZodOptional", (inst, def) => {
   $ZodType.init(inst, def);
@@ -35409,10 +35181,10 @@ var $ZodOptional = /* @__PURE__ */ $constructor("$ZodOptional", (inst, def) => {
   });
   inst._zod.parse = (payload, ctx) => {
     if (def.innerType._zod.optin === "optional") {
-      const result = def.innerType._zod.run(payload, ctx);
-      if (result instanceof Promise)
-        return result.then((r) => handleOptionalResult(r, payload.value));
-      return handleOptionalResult(result, payload.value);
+      const result2 = def.innerType._zod.run(payload, ctx);
+      if (result2 instanceof Promise)
+        return result2.then((r) => handleOptionalResult(r, payload.value));
+      return handleOptionalResult(result2, payload.value);
     }
     if (payload.value === void 0) {
       return payload;
@@ -35449,11 +35221,11 @@ var $ZodDefault = /* @__PURE__ */ $constructor("$ZodDefault", (inst, def) => {
       payload.value = def.defaultValue;
       return payload;
     }
-    const result = def.innerType._zod.run(payload, ctx);
-    if (result instanceof Promise) {
-      return result.then((result2) => handleDefaultResult(result2, def));
+    const result2 = def.innerType._zod.run(payload, ctx);
+    if (result2 instanceof Promise) {
+      return result2.then((result3) => handleDefaultResult(result3, def));
     }
-    return handleDefaultResult(result, def);
+    return handleDefaultResult(result2, def);
   };
 });
 function handleDefaultResult(payload, def) {
@@ -35483,11 +35255,11 @@ var $ZodNonOptional = /* @__PURE__ */ $constructor("$ZodNonOptional", (inst, def
     return v ? new Set([...v].filter((x) => x !== void 0)) : void 0;
   });
   inst._zod.parse = (payload, ctx) => {
-    const result = def.innerType._zod.run(payload, ctx);
-    if (result instanceof Promise) {
-      return result.then((result2) => handleNonOptionalResult(result2, inst));
+    const result2 = def.innerType._zod.run(payload, ctx);
+    if (result2 instanceof Promise) {
+      return result2.then((result3) => handleNonOptionalResult(result3, inst));
     }
-    return handleNonOptionalResult(result, inst);
+    return handleNonOptionalResult(result2, inst);
   };
 });
 function handleNonOptionalResult(payload, inst) {
@@ -35507,14 +35279,14 @@ var $ZodSuccess = /* @__PURE__ */ $constructor("$ZodSuccess", (inst, def) => {
     if (ctx.direction === "backward") {
       throw new $ZodEncodeError("ZodSuccess");
     }
-    const result = def.innerType._zod.run(payload, ctx);
-    if (result instanceof Promise) {
-      return result.then((result2) => {
-        payload.value = result2.issues.length === 0;
+    const result2 = def.innerType._zod.run(payload, ctx);
+    if (result2 instanceof Promise) {
+      return result2.then((result3) => {
+        payload.value = result3.issues.length === 0;
         return payload;
       });
     }
-    payload.value = result.issues.length === 0;
+    payload.value = result2.issues.length === 0;
     return payload;
   };
 });
@@ -35527,15 +35299,15 @@ var $ZodCatch = /* @__PURE__ */ $constructor("$ZodCatch", (inst, def) => {
     if (ctx.direction === "backward") {
       return def.innerType._zod.run(payload, ctx);
     }
-    const result = def.innerType._zod.run(payload, ctx);
-    if (result instanceof Promise) {
-      return result.then((result2) => {
-        payload.value = result2.value;
-        if (result2.issues.length) {
+    const result2 = def.innerType._zod.run(payload, ctx);
+    if (result2 instanceof Promise) {
+      return result2.then((result3) => {
+        payload.value = result3.value;
+        if (result3.issues.length) {
           payload.value = def.catchValue({
             ...payload,
             error: {
-              issues: result2.issues.map((iss) => finalizeIssue(iss, ctx, config()))
+              issues: result3.issues.map((iss) => finalizeIssue(iss, ctx, config()))
             },
             input: payload.value
           });
@@ -35544,12 +35316,12 @@ var $ZodCatch = /* @__PURE__ */ $constructor("$ZodCatch", (inst, def) => {
         return payload;
       });
     }
-    payload.value = result.value;
-    if (result.issues.length) {
+    payload.value = result2.value;
+    if (result2.issues.length) {
       payload.value = def.catchValue({
         ...payload,
         error: {
-          issues: result.issues.map((iss) => finalizeIssue(iss, ctx, config()))
+          issues: result2.issues.map((iss) => finalizeIssue(iss, ctx, config()))
         },
         input: payload.value
       });
@@ -35624,24 +35396,24 @@ var $ZodCodec = /* @__PURE__ */ $constructor("$ZodCodec", (inst, def) => {
     }
   };
 });
-function handleCodecAResult(result, def, ctx) {
-  if (result.issues.length) {
-    result.aborted = true;
-    return result;
+function handleCodecAResult(result2, def, ctx) {
+  if (result2.issues.length) {
+    result2.aborted = true;
+    return result2;
   }
   const direction = ctx.direction || "forward";
   if (direction === "forward") {
-    const transformed = def.transform(result.value, result);
+    const transformed = def.transform(result2.value, result2);
     if (transformed instanceof Promise) {
-      return transformed.then((value) => handleCodecTxResult(result, value, def.out, ctx));
+      return transformed.then((value) => handleCodecTxResult(result2, value, def.out, ctx));
     }
-    return handleCodecTxResult(result, transformed, def.out, ctx);
+    return handleCodecTxResult(result2, transformed, def.out, ctx);
   } else {
-    const transformed = def.reverseTransform(result.value, result);
+    const transformed = def.reverseTransform(result2.value, result2);
     if (transformed instanceof Promise) {
-      return transformed.then((value) => handleCodecTxResult(result, value, def.in, ctx));
+      return transformed.then((value) => handleCodecTxResult(result2, value, def.in, ctx));
     }
-    return handleCodecTxResult(result, transformed, def.in, ctx);
+    return handleCodecTxResult(result2, transformed, def.in, ctx);
   }
 }
 function handleCodecTxResult(left, value, nextSchema, ctx) {
@@ -35661,11 +35433,11 @@ var $ZodReadonly = /* @__PURE__ */ $constructor("$ZodReadonly", (inst, def) => {
     if (ctx.direction === "backward") {
       return def.innerType._zod.run(payload, ctx);
     }
-    const result = def.innerType._zod.run(payload, ctx);
-    if (result instanceof Promise) {
-      return result.then(handleReadonlyResult);
+    const result2 = def.innerType._zod.run(payload, ctx);
+    if (result2 instanceof Promise) {
+      return result2.then(handleReadonlyResult);
     }
-    return handleReadonlyResult(result);
+    return handleReadonlyResult(result2);
   };
 });
 function handleReadonlyResult(payload) {
@@ -35727,11 +35499,11 @@ var $ZodFunction = /* @__PURE__ */ $constructor("$ZodFunction", (inst, def) => {
     }
     return function(...args) {
       const parsedArgs = inst._def.input ? parse(inst._def.input, args) : args;
-      const result = Reflect.apply(func, this, parsedArgs);
+      const result2 = Reflect.apply(func, this, parsedArgs);
       if (inst._def.output) {
-        return parse(inst._def.output, result);
+        return parse(inst._def.output, result2);
       }
-      return result;
+      return result2;
     };
   };
   inst.implementAsync = (func) => {
@@ -35740,11 +35512,11 @@ var $ZodFunction = /* @__PURE__ */ $constructor("$ZodFunction", (inst, def) => {
     }
     return async function(...args) {
       const parsedArgs = inst._def.input ? await parseAsync(inst._def.input, args) : args;
-      const result = await Reflect.apply(func, this, parsedArgs);
+      const result2 = await Reflect.apply(func, this, parsedArgs);
       if (inst._def.output) {
-        return await parseAsync(inst._def.output, result);
+        return await parseAsync(inst._def.output, result2);
       }
-      return result;
+      return result2;
     };
   };
   inst._zod.parse = (payload, _ctx) => {
@@ -35828,8 +35600,8 @@ var $ZodCustom = /* @__PURE__ */ $constructor("$ZodCustom", (inst, def) => {
     return;
   };
 });
-function handleRefineResult(result, payload, input2, inst) {
-  if (!result) {
+function handleRefineResult(result2, payload, input2, inst) {
+  if (!result2) {
     const _iss = {
       code: "custom",
       input: input2,
@@ -39005,12 +38777,12 @@ var error25 = () => {
     }
   };
   function getSizing(origin, unitType, inclusive, targetShouldBe) {
-    const result = Sizable[origin] ?? null;
-    if (result === null)
-      return result;
+    const result2 = Sizable[origin] ?? null;
+    if (result2 === null)
+      return result2;
     return {
-      unit: result.unit[unitType],
-      verb: result.verb[targetShouldBe][inclusive ? "inclusive" : "notInclusive"]
+      unit: result2.unit[unitType],
+      verb: result2.verb[targetShouldBe][inclusive ? "inclusive" : "notInclusive"]
     };
   }
   const Nouns = {
@@ -42478,11 +42250,11 @@ var JSONSchemaGenerator = class {
       }
       return seen.schema;
     }
-    const result = { schema: {}, count: 1, cycle: void 0, path: _params.path };
-    this.seen.set(schema, result);
+    const result2 = { schema: {}, count: 1, cycle: void 0, path: _params.path };
+    this.seen.set(schema, result2);
     const overrideSchema = schema._zod.toJSONSchema?.();
     if (overrideSchema) {
-      result.schema = overrideSchema;
+      result2.schema = overrideSchema;
     } else {
       const params = {
         ..._params,
@@ -42491,11 +42263,11 @@ var JSONSchemaGenerator = class {
       };
       const parent = schema._zod.parent;
       if (parent) {
-        result.ref = parent;
+        result2.ref = parent;
         this.process(parent, params);
         this.seen.get(parent).isParent = true;
       } else {
-        const _json = result.schema;
+        const _json = result2.schema;
         switch (def.type) {
           case "string": {
             const json3 = _json;
@@ -42517,7 +42289,7 @@ var JSONSchemaGenerator = class {
               if (regexes.length === 1)
                 json3.pattern = regexes[0].source;
               else if (regexes.length > 1) {
-                result.schema.allOf = [
+                result2.schema.allOf = [
                   ...regexes.map((regex) => ({
                     ...this.target === "draft-7" || this.target === "draft-4" || this.target === "openapi-3.0" ? { type: "string" } : {},
                     pattern: regex.source
@@ -42856,7 +42628,7 @@ var JSONSchemaGenerator = class {
           case "nullable": {
             const inner = this.process(def.innerType, params);
             if (this.target === "openapi-3.0") {
-              result.ref = def.innerType;
+              result2.ref = def.innerType;
               _json.nullable = true;
             } else {
               _json.anyOf = [inner, { type: "null" }];
@@ -42865,7 +42637,7 @@ var JSONSchemaGenerator = class {
           }
           case "nonoptional": {
             this.process(def.innerType, params);
-            result.ref = def.innerType;
+            result2.ref = def.innerType;
             break;
           }
           case "success": {
@@ -42875,20 +42647,20 @@ var JSONSchemaGenerator = class {
           }
           case "default": {
             this.process(def.innerType, params);
-            result.ref = def.innerType;
+            result2.ref = def.innerType;
             _json.default = JSON.parse(JSON.stringify(def.defaultValue));
             break;
           }
           case "prefault": {
             this.process(def.innerType, params);
-            result.ref = def.innerType;
+            result2.ref = def.innerType;
             if (this.io === "input")
               _json._prefault = JSON.parse(JSON.stringify(def.defaultValue));
             break;
           }
           case "catch": {
             this.process(def.innerType, params);
-            result.ref = def.innerType;
+            result2.ref = def.innerType;
             let catchValue;
             try {
               catchValue = def.catchValue(void 0);
@@ -42916,30 +42688,30 @@ var JSONSchemaGenerator = class {
           case "pipe": {
             const innerType = this.io === "input" ? def.in._zod.def.type === "transform" ? def.out : def.in : def.out;
             this.process(innerType, params);
-            result.ref = innerType;
+            result2.ref = innerType;
             break;
           }
           case "readonly": {
             this.process(def.innerType, params);
-            result.ref = def.innerType;
+            result2.ref = def.innerType;
             _json.readOnly = true;
             break;
           }
           // passthrough types
           case "promise": {
             this.process(def.innerType, params);
-            result.ref = def.innerType;
+            result2.ref = def.innerType;
             break;
           }
           case "optional": {
             this.process(def.innerType, params);
-            result.ref = def.innerType;
+            result2.ref = def.innerType;
             break;
           }
           case "lazy": {
             const innerType = schema._zod.innerType;
             this.process(innerType, params);
-            result.ref = innerType;
+            result2.ref = innerType;
             break;
           }
           case "custom": {
@@ -42962,14 +42734,14 @@ var JSONSchemaGenerator = class {
     }
     const meta = this.metadataRegistry.get(schema);
     if (meta)
-      Object.assign(result.schema, meta);
+      Object.assign(result2.schema, meta);
     if (this.io === "input" && isTransforming(schema)) {
-      delete result.schema.examples;
-      delete result.schema.default;
+      delete result2.schema.examples;
+      delete result2.schema.default;
     }
-    if (this.io === "input" && result.schema._prefault)
-      (_a = result.schema).default ?? (_a.default = result.schema._prefault);
-    delete result.schema._prefault;
+    if (this.io === "input" && result2.schema._prefault)
+      (_a = result2.schema).default ?? (_a.default = result2.schema._prefault);
+    delete result2.schema._prefault;
     const _result = this.seen.get(schema);
     return _result.schema;
   }
@@ -42988,13 +42760,13 @@ var JSONSchemaGenerator = class {
       const defsSegment = this.target === "draft-2020-12" ? "$defs" : "definitions";
       if (params.external) {
         const externalId = params.external.registry.get(entry[0])?.id;
-        const uriGenerator = params.external.uri ?? ((id3) => id3);
+        const uriGenerator = params.external.uri ?? ((id4) => id4);
         if (externalId) {
           return { ref: uriGenerator(externalId) };
         }
-        const id2 = entry[1].defId ?? entry[1].schema.id ?? `schema${this.counter++}`;
-        entry[1].defId = id2;
-        return { defId: id2, ref: `${uriGenerator("__shared")}#/${defsSegment}/${id2}` };
+        const id3 = entry[1].defId ?? entry[1].schema.id ?? `schema${this.counter++}`;
+        entry[1].defId = id3;
+        return { defId: id3, ref: `${uriGenerator("__shared")}#/${defsSegment}/${id3}` };
       }
       if (entry[1] === root2) {
         return { ref: "#" };
@@ -43042,8 +42814,8 @@ Set the \`cycles\` parameter to \`"ref"\` to resolve cyclical schemas with defs.
           continue;
         }
       }
-      const id2 = this.metadataRegistry.get(entry[0])?.id;
-      if (id2) {
+      const id3 = this.metadataRegistry.get(entry[0])?.id;
+      if (id3) {
         extractToDef(entry);
         continue;
       }
@@ -43088,24 +42860,24 @@ Set the \`cycles\` parameter to \`"ref"\` to resolve cyclical schemas with defs.
     for (const entry of [...this.seen.entries()].reverse()) {
       flattenRef(entry[0], { target: this.target });
     }
-    const result = {};
+    const result2 = {};
     if (this.target === "draft-2020-12") {
-      result.$schema = "https://json-schema.org/draft/2020-12/schema";
+      result2.$schema = "https://json-schema.org/draft/2020-12/schema";
     } else if (this.target === "draft-7") {
-      result.$schema = "http://json-schema.org/draft-07/schema#";
+      result2.$schema = "http://json-schema.org/draft-07/schema#";
     } else if (this.target === "draft-4") {
-      result.$schema = "http://json-schema.org/draft-04/schema#";
+      result2.$schema = "http://json-schema.org/draft-04/schema#";
     } else if (this.target === "openapi-3.0") {
     } else {
       console.warn(`Invalid target: ${this.target}`);
     }
     if (params.external?.uri) {
-      const id2 = params.external.registry.get(schema)?.id;
-      if (!id2)
+      const id3 = params.external.registry.get(schema)?.id;
+      if (!id3)
         throw new Error("Schema is missing an `id` property");
-      result.$id = params.external.uri(id2);
+      result2.$id = params.external.uri(id3);
     }
-    Object.assign(result, root2.def);
+    Object.assign(result2, root2.def);
     const defs = params.external?.defs ?? {};
     for (const entry of this.seen.entries()) {
       const seen = entry[1];
@@ -43117,14 +42889,14 @@ Set the \`cycles\` parameter to \`"ref"\` to resolve cyclical schemas with defs.
     } else {
       if (Object.keys(defs).length > 0) {
         if (this.target === "draft-2020-12") {
-          result.$defs = defs;
+          result2.$defs = defs;
         } else {
-          result.definitions = defs;
+          result2.definitions = defs;
         }
       }
     }
     try {
-      return JSON.parse(JSON.stringify(result));
+      return JSON.parse(JSON.stringify(result2));
     } catch (_err) {
       throw new Error("Error converting schema to JSON.");
     }
@@ -46472,23 +46244,23 @@ var TransformResultError = class extends Error {
   }
 };
 function transformResult(response, transformer) {
-  let result;
+  let result2;
   try {
-    result = transformResultInner(response, transformer);
+    result2 = transformResultInner(response, transformer);
   } catch (_unused) {
     throw new TransformResultError();
   }
-  if (!result.ok && (!isObject2(result.error.error) || typeof result.error.error["code"] !== "number")) throw new TransformResultError();
-  if (result.ok && !isObject2(result.result)) throw new TransformResultError();
-  return result;
+  if (!result2.ok && (!isObject2(result2.error.error) || typeof result2.error.error["code"] !== "number")) throw new TransformResultError();
+  if (result2.ok && !isObject2(result2.result)) throw new TransformResultError();
+  return result2;
 }
 var lazyMarker = "lazyMarker";
 function once(fn) {
   const uncalled = /* @__PURE__ */ Symbol();
-  let result = uncalled;
+  let result2 = uncalled;
   return () => {
-    if (result === uncalled) result = fn();
-    return result;
+    if (result2 === uncalled) result2 = fn();
+    return result2;
   };
 }
 function isLazy(input2) {
@@ -46792,11 +46564,11 @@ var trackedSymbol = /* @__PURE__ */ Symbol();
 function isTrackedEnvelope(value) {
   return Array.isArray(value) && value[2] === trackedSymbol;
 }
-function tracked(id2, data) {
-  if (id2 === "") throw new Error("`id` must not be an empty string as empty string is the same as not setting the id at all");
-  if (/[\0\n\r]/.test(id2)) throw new Error("`id` must not contain line breaks or null characters as they are not allowed in a Server-Sent Events id");
+function tracked(id3, data) {
+  if (id3 === "") throw new Error("`id` must not be an empty string as empty string is the same as not setting the id at all");
+  if (/[\0\n\r]/.test(id3)) throw new Error("`id` must not contain line breaks or null characters as they are not allowed in a Server-Sent Events id");
   return [
-    id2,
+    id3,
     data,
     trackedSymbol
   ];
@@ -46921,9 +46693,9 @@ var jsonContentTypeHandler = {
       }
       if (inputs === void 0) return emptyObject();
       if (!isBatchCall) {
-        const result = emptyObject();
-        result[0] = opts.router._def._config.transformer.input.deserialize(inputs);
-        return result;
+        const result2 = emptyObject();
+        result2[0] = opts.router._def._config.transformer.input.deserialize(inputs);
+        return result2;
       }
       if (!isObject2(inputs)) throw new TRPCError({
         code: "BAD_REQUEST",
@@ -46962,9 +46734,9 @@ var jsonContentTypeHandler = {
         }
       };
     }));
-    const types = new Set(calls.map((call2) => {
+    const types = new Set(calls.map((call) => {
       var _call$procedure;
-      return (_call$procedure = call2.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
+      return (_call$procedure = call.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
     }).filter(Boolean));
     if (types.size > 1) throw new TRPCError({
       code: "BAD_REQUEST",
@@ -47369,18 +47141,18 @@ function _takeWithGrace() {
     try {
       var _usingCtx$5 = _usingCtx();
       const iterator = _usingCtx$5.a(iteratorResource(iterable));
-      let result;
+      let result2;
       const timer2 = _usingCtx$5.u(timerResource(opts.gracePeriodMs));
       let count2 = opts.count;
       let timerPromise = new Promise(() => {
       });
       while (true) {
-        result = yield _awaitAsyncGenerator(Unpromise.race([iterator.next(), timerPromise]));
-        if (result === disposablePromiseTimerResult) throwAbortError();
-        if (result.done) return result.value;
-        yield result.value;
+        result2 = yield _awaitAsyncGenerator(Unpromise.race([iterator.next(), timerPromise]));
+        if (result2 === disposablePromiseTimerResult) throwAbortError();
+        if (result2.done) return result2.value;
+        yield result2.value;
         if (--count2 === 0) timerPromise = timer2.start();
-        result = null;
+        result2 = null;
       }
     } catch (_) {
       _usingCtx$5.e = _;
@@ -47413,12 +47185,12 @@ function createManagedIterator(iterable, onResult) {
   function pull() {
     if (state !== "idle") return;
     state = "pending";
-    iterator.next().then((result) => {
-      if (result.done) {
+    iterator.next().then((result2) => {
+      if (result2.done) {
         state = "done";
         onResult({
           status: "return",
-          value: result.value
+          value: result2.value
         });
         cleanup();
         return;
@@ -47426,7 +47198,7 @@ function createManagedIterator(iterable, onResult) {
       state = "idle";
       onResult({
         status: "yield",
-        value: result.value
+        value: result2.value
       });
     }).catch((cause) => {
       onResult({
@@ -47453,17 +47225,17 @@ function mergeAsyncIterables() {
   const buffer = [];
   function initIterable(iterable) {
     if (state !== "pending") return;
-    const iterator = createManagedIterator(iterable, (result) => {
+    const iterator = createManagedIterator(iterable, (result2) => {
       if (state !== "pending") return;
-      switch (result.status) {
+      switch (result2.status) {
         case "yield":
-          buffer.push([iterator, result]);
+          buffer.push([iterator, result2]);
           break;
         case "return":
           iterators.delete(iterator);
           break;
         case "error":
-          buffer.push([iterator, result]);
+          buffer.push([iterator, result2]);
           iterators.delete(iterator);
       }
       flushSignal.resolve();
@@ -47506,14 +47278,14 @@ function mergeAsyncIterables() {
           while (iterators.size > 0) {
             yield _awaitAsyncGenerator(flushSignal.promise);
             while (buffer.length > 0) {
-              const [iterator, result] = buffer.shift();
-              switch (result.status) {
+              const [iterator, result2] = buffer.shift();
+              switch (result2.status) {
                 case "yield":
-                  yield result.value;
+                  yield result2.value;
                   iterator.pull();
                   break;
                 case "error":
-                  throw result.error;
+                  throw result2.error;
               }
             }
             flushSignal = createDeferred();
@@ -47535,12 +47307,12 @@ function readableStreamFrom(iterable) {
       await ((_iterator$return = iterator.return) === null || _iterator$return === void 0 ? void 0 : _iterator$return.call(iterator));
     },
     async pull(controller) {
-      const result = await iterator.next();
-      if (result.done) {
+      const result2 = await iterator.next();
+      if (result2.done) {
         controller.close();
         return;
       }
-      controller.enqueue(result.value);
+      controller.enqueue(result2.value);
     }
   });
 }
@@ -47553,20 +47325,20 @@ function _withPing() {
     try {
       var _usingCtx$3 = _usingCtx();
       const iterator = _usingCtx$3.a(iteratorResource(iterable));
-      let result;
+      let result2;
       let nextPromise = iterator.next();
       while (true) try {
         var _usingCtx3 = _usingCtx();
         const pingPromise = _usingCtx3.u(timerResource(pingIntervalMs));
-        result = yield _awaitAsyncGenerator(Unpromise.race([nextPromise, pingPromise.start()]));
-        if (result === disposablePromiseTimerResult) {
+        result2 = yield _awaitAsyncGenerator(Unpromise.race([nextPromise, pingPromise.start()]));
+        if (result2 === disposablePromiseTimerResult) {
           yield PING_SYM;
           continue;
         }
-        if (result.done) return result.value;
+        if (result2.done) return result2.value;
         nextPromise = iterator.next();
-        yield result.value;
-        result = null;
+        yield result2.value;
+        result2 = null;
       } catch (_) {
         _usingCtx3.e = _;
       } finally {
@@ -47781,8 +47553,8 @@ function sseStreamProducer(opts) {
     enabled: (_opts$ping$enabled = (_opts$ping = opts.ping) === null || _opts$ping === void 0 ? void 0 : _opts$ping.enabled) !== null && _opts$ping$enabled !== void 0 ? _opts$ping$enabled : false,
     intervalMs: (_opts$ping$intervalMs = (_opts$ping2 = opts.ping) === null || _opts$ping2 === void 0 ? void 0 : _opts$ping2.intervalMs) !== null && _opts$ping$intervalMs !== void 0 ? _opts$ping$intervalMs : 1e3
   };
-  const client3 = (_opts$client = opts.client) !== null && _opts$client !== void 0 ? _opts$client : {};
-  if (ping.enabled && client3.reconnectAfterInactivityMs && ping.intervalMs > client3.reconnectAfterInactivityMs) throw new Error(`Ping interval must be less than client reconnect interval to prevent unnecessary reconnection - ping.intervalMs: ${ping.intervalMs} client.reconnectAfterInactivityMs: ${client3.reconnectAfterInactivityMs}`);
+  const client2 = (_opts$client = opts.client) !== null && _opts$client !== void 0 ? _opts$client : {};
+  if (ping.enabled && client2.reconnectAfterInactivityMs && ping.intervalMs > client2.reconnectAfterInactivityMs) throw new Error(`Ping interval must be less than client reconnect interval to prevent unnecessary reconnection - ping.intervalMs: ${ping.intervalMs} client.reconnectAfterInactivityMs: ${client2.reconnectAfterInactivityMs}`);
   function generator() {
     return _generator.apply(this, arguments);
   }
@@ -47790,7 +47562,7 @@ function sseStreamProducer(opts) {
     _generator = _wrapAsyncGenerator(function* () {
       yield {
         event: CONNECTED_EVENT,
-        data: JSON.stringify(client3)
+        data: JSON.stringify(client2)
       };
       let iterable = opts.data;
       if (opts.emitAndEndImmediately) iterable = takeWithGrace(iterable, {
@@ -48021,9 +47793,9 @@ function sseStreamConsumer(opts) {
             return res;
           }
         });
-        const result = yield _awaitAsyncGenerator(promise2);
-        if (result.done) return result.value;
-        yield result.value;
+        const result2 = yield _awaitAsyncGenerator(promise2);
+        if (result2.done) return result2.value;
+        yield result2.value;
       }
     } catch (_) {
       _usingCtx3.e = _;
@@ -48095,13 +47867,13 @@ function initResponse(initOpts) {
   const meta = (_responseMeta = responseMeta === null || responseMeta === void 0 ? void 0 : responseMeta({
     ctx,
     info,
-    paths: info === null || info === void 0 ? void 0 : info.calls.map((call2) => call2.path),
+    paths: info === null || info === void 0 ? void 0 : info.calls.map((call) => call.path),
     data,
     errors: definedErrors,
     eagerGeneration,
-    type: (_info$calls$find$proc = info === null || info === void 0 || (_info$calls$find = info.calls.find((call2) => {
+    type: (_info$calls$find$proc = info === null || info === void 0 || (_info$calls$find = info.calls.find((call) => {
       var _call$procedure;
-      return (_call$procedure = call2.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
+      return (_call$procedure = call.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
     })) === null || _info$calls$find === void 0 || (_info$calls$find = _info$calls$find.procedure) === null || _info$calls$find === void 0 ? void 0 : _info$calls$find._def.type) !== null && _info$calls$find$proc !== void 0 ? _info$calls$find$proc : "unknown"
   })) !== null && _responseMeta !== void 0 ? _responseMeta : {};
   if (meta.headers) {
@@ -48169,23 +47941,23 @@ async function resolveResponse(opts) {
     }
   });
   const ctxManager = run(() => {
-    let result = void 0;
+    let result2 = void 0;
     return {
       valueOrUndefined: () => {
-        if (!result) return;
-        return result[1];
+        if (!result2) return;
+        return result2[1];
       },
       value: () => {
-        const [err, ctx] = result;
+        const [err, ctx] = result2;
         if (err) throw err;
         return ctx;
       },
       create: async (info) => {
-        if (result) throw new Error("This should only be called once - report a bug in tRPC");
+        if (result2) throw new Error("This should only be called once - report a bug in tRPC");
         try {
-          result = [void 0, await opts.createContext({ info })];
+          result2 = [void 0, await opts.createContext({ info })];
         } catch (cause) {
-          result = [getTRPCErrorFromUnknown(cause), void 0];
+          result2 = [getTRPCErrorFromUnknown(cause), void 0];
         }
       }
     };
@@ -48207,21 +47979,21 @@ async function resolveResponse(opts) {
     await ctxManager.create(info);
     const bodyCancelled = new AbortController();
     const callSignal = abortSignalsAnyPonyfill([opts.req.signal, bodyCancelled.signal]);
-    const rpcCalls = info.calls.map(async (call2) => {
-      const proc3 = call2.procedure;
+    const rpcCalls = info.calls.map(async (call) => {
+      const proc3 = call.procedure;
       const combinedAbort = combinedAbortController(callSignal);
       try {
         if (opts.error) throw opts.error;
         if (!proc3) throw new TRPCError({
           code: "NOT_FOUND",
-          message: `No procedure found on path "${call2.path}"`
+          message: `No procedure found on path "${call.path}"`
         });
         if (!methodMapper[proc3._def.type].includes(req.method)) {
           const accepted = opts.allowMethodOverride ? TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE : TYPE_ACCEPTED_METHOD_MAP;
           headers.set("allow", accepted[proc3._def.type].join(", "));
           throw new TRPCError({
             code: "METHOD_NOT_SUPPORTED",
-            message: `Unsupported ${req.method}-request to ${proc3._def.type} procedure at path "${call2.path}"`
+            message: `Unsupported ${req.method}-request to ${proc3._def.type} procedure at path "${call.path}"`
           });
         }
         if (proc3._def.type === "subscription") {
@@ -48232,39 +48004,39 @@ async function resolveResponse(opts) {
         }
         return [void 0, {
           data: await proc3({
-            path: call2.path,
-            getRawInput: call2.getRawInput,
+            path: call.path,
+            getRawInput: call.getRawInput,
             ctx: ctxManager.value(),
             type: proc3._def.type,
             signal: combinedAbort.signal,
-            batchIndex: call2.batchIndex
+            batchIndex: call.batchIndex
           }),
           abort: proc3._def.type === "subscription" ? combinedAbort : void 0
         }];
       } catch (cause) {
         var _opts$onError, _call$procedure$_def$, _call$procedure2;
         const error46 = getTRPCErrorFromUnknown(cause);
-        const input2 = call2.result();
+        const input2 = call.result();
         (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
           error: error46,
-          path: call2.path,
+          path: call.path,
           input: input2,
           ctx: ctxManager.valueOrUndefined(),
-          type: (_call$procedure$_def$ = (_call$procedure2 = call2.procedure) === null || _call$procedure2 === void 0 ? void 0 : _call$procedure2._def.type) !== null && _call$procedure$_def$ !== void 0 ? _call$procedure$_def$ : "unknown",
+          type: (_call$procedure$_def$ = (_call$procedure2 = call.procedure) === null || _call$procedure2 === void 0 ? void 0 : _call$procedure2._def.type) !== null && _call$procedure$_def$ !== void 0 ? _call$procedure$_def$ : "unknown",
           req: opts.req
         });
         return [error46, void 0];
       }
     });
     if (!info.isBatchCall) {
-      const [call2] = info.calls;
-      const [error46, result] = await rpcCalls[0];
+      const [call] = info.calls;
+      const [error46, result2] = await rpcCalls[0];
       switch (info.type) {
         case "unknown":
         case "mutation":
         case "query": {
           headers.set("content-type", "application/json");
-          if (isDataStream(result === null || result === void 0 ? void 0 : result.data)) throw new TRPCError({
+          if (isDataStream(result2 === null || result2 === void 0 ? void 0 : result2.data)) throw new TRPCError({
             code: "UNSUPPORTED_MEDIA_TYPE",
             message: "Cannot use stream-like response in non-streaming request - use httpBatchStreamLink"
           });
@@ -48272,10 +48044,10 @@ async function resolveResponse(opts) {
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
-            input: call2.result(),
-            path: call2.path,
+            input: call.result(),
+            path: call.path,
             type: info.type
-          }) } : { result: { data: result.data } };
+          }) } : { result: { data: result2.data } };
           const headResponse2 = initResponse({
             ctx: ctxManager.valueOrUndefined(),
             info,
@@ -48296,11 +48068,11 @@ async function resolveResponse(opts) {
               code: "METHOD_NOT_SUPPORTED",
               message: 'Missing experimental flag "sseSubscriptions"'
             }));
-            if (!isObservable(result.data) && !isAsyncIterable(result.data)) return errorToAsyncIterable(new TRPCError({
-              message: `Subscription ${call2.path} did not return an observable or a AsyncGenerator`,
+            if (!isObservable(result2.data) && !isAsyncIterable(result2.data)) return errorToAsyncIterable(new TRPCError({
+              message: `Subscription ${call.path} did not return an observable or a AsyncGenerator`,
               code: "INTERNAL_SERVER_ERROR"
             }));
-            return isObservable(result.data) ? observableToAsyncIterable(result.data, callSignal) : result.data;
+            return isObservable(result2.data) ? observableToAsyncIterable(result2.data, callSignal) : result2.data;
           });
           const stream = sseStreamProducer(_objectSpread22(_objectSpread22({}, config3.sse), {}, {
             lastEventId: getLastEventId({
@@ -48312,9 +48084,9 @@ async function resolveResponse(opts) {
             formatError(errorOpts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
-              const input2 = call2 === null || call2 === void 0 ? void 0 : call2.result();
-              const path74 = call2 === null || call2 === void 0 ? void 0 : call2.path;
-              const type = (_call$procedure$_def$2 = call2 === null || call2 === void 0 || (_call$procedure3 = call2.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
+              const input2 = call === null || call === void 0 ? void 0 : call.result();
+              const path74 = call === null || call === void 0 ? void 0 : call.path;
+              const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
                 path: path74,
@@ -48342,7 +48114,7 @@ async function resolveResponse(opts) {
             headers,
             untransformedJSON: null
           });
-          const abort = result === null || result === void 0 ? void 0 : result.abort;
+          const abort = result2 === null || result2 === void 0 ? void 0 : result2.abort;
           let responseBody = stream;
           if (abort) {
             var _config$sse2;
@@ -48411,20 +48183,20 @@ async function resolveResponse(opts) {
         */
         maxDepth: Infinity,
         data: rpcCalls.map(async (res, index) => {
-          const [error46, result] = await res;
-          const call2 = info.calls[index];
+          const [error46, result2] = await res;
+          const call = info.calls[index];
           if (error46) {
             var _procedure$_def$type, _procedure;
             return { error: getErrorShape({
               config: config3,
               ctx: ctxManager.valueOrUndefined(),
               error: error46,
-              input: call2.result(),
-              path: call2.path,
-              type: (_procedure$_def$type = (_procedure = call2.procedure) === null || _procedure === void 0 ? void 0 : _procedure._def.type) !== null && _procedure$_def$type !== void 0 ? _procedure$_def$type : "unknown"
+              input: call.result(),
+              path: call.path,
+              type: (_procedure$_def$type = (_procedure = call.procedure) === null || _procedure === void 0 ? void 0 : _procedure._def.type) !== null && _procedure$_def$type !== void 0 ? _procedure$_def$type : "unknown"
             }) };
           }
-          const iterable = isObservable(result.data) ? observableToAsyncIterable(result.data, callSignal) : Promise.resolve(result.data);
+          const iterable = isObservable(result2.data) ? observableToAsyncIterable(result2.data, callSignal) : Promise.resolve(result2.data);
           return { result: Promise.resolve({ data: iterable }) };
         }),
         serialize: (data) => config3.transformer.output.serialize(data),
@@ -48441,11 +48213,11 @@ async function resolveResponse(opts) {
         },
         formatError(errorOpts) {
           var _call$procedure$_def$3, _call$procedure4;
-          const call2 = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
+          const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
-          const input2 = call2 === null || call2 === void 0 ? void 0 : call2.result();
-          const path74 = call2 === null || call2 === void 0 ? void 0 : call2.path;
-          const type = (_call$procedure$_def$3 = call2 === null || call2 === void 0 || (_call$procedure4 = call2.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
+          const input2 = call === null || call === void 0 ? void 0 : call.result();
+          const path74 = call === null || call === void 0 ? void 0 : call.path;
+          const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
@@ -48463,28 +48235,28 @@ async function resolveResponse(opts) {
     }
     headers.set("content-type", "application/json");
     const results = (await Promise.all(rpcCalls)).map((res) => {
-      const [error46, result] = res;
+      const [error46, result2] = res;
       if (error46) return res;
-      if (isDataStream(result.data)) return [new TRPCError({
+      if (isDataStream(result2.data)) return [new TRPCError({
         code: "UNSUPPORTED_MEDIA_TYPE",
         message: "Cannot use stream-like response in non-streaming request - use httpBatchStreamLink"
       }), void 0];
       return res;
     });
-    const resultAsRPCResponse = results.map(([error46, result], index) => {
-      const call2 = info.calls[index];
+    const resultAsRPCResponse = results.map(([error46, result2], index) => {
+      const call = info.calls[index];
       if (error46) {
         var _call$procedure$_def$4, _call$procedure5;
         return { error: getErrorShape({
           config: config3,
           ctx: ctxManager.valueOrUndefined(),
           error: error46,
-          input: call2.result(),
-          path: call2.path,
-          type: (_call$procedure$_def$4 = (_call$procedure5 = call2.procedure) === null || _call$procedure5 === void 0 ? void 0 : _call$procedure5._def.type) !== null && _call$procedure$_def$4 !== void 0 ? _call$procedure$_def$4 : "unknown"
+          input: call.result(),
+          path: call.path,
+          type: (_call$procedure$_def$4 = (_call$procedure5 = call.procedure) === null || _call$procedure5 === void 0 ? void 0 : _call$procedure5._def.type) !== null && _call$procedure$_def$4 !== void 0 ? _call$procedure$_def$4 : "unknown"
         }) };
       }
-      return { result: { data: result.data } };
+      return { result: { data: result2.data } };
     });
     const errors = results.map(([error46]) => error46);
     const headResponse = initResponse({
@@ -48601,25 +48373,25 @@ function createErrorFormatterMiddleware(formatter, isDev) {
         complete: () => observer.complete()
       }));
     }
-    const result = await opts.next();
-    if (!result.ok) {
-      tryFormat(result.error);
-      return result;
+    const result2 = await opts.next();
+    if (!result2.ok) {
+      tryFormat(result2.error);
+      return result2;
     }
-    if (isAsyncIterable(result.data)) return _objectSpread22(_objectSpread22({}, result), {}, { data: wrapIterable(result.data) });
-    if (opts.type === "subscription" && isObservable(result.data)) return _objectSpread22(_objectSpread22({}, result), {}, { data: wrapObservable(result.data) });
-    return result;
+    if (isAsyncIterable(result2.data)) return _objectSpread22(_objectSpread22({}, result2), {}, { data: wrapIterable(result2.data) });
+    if (opts.type === "subscription" && isObservable(result2.data)) return _objectSpread22(_objectSpread22({}, result2), {}, { data: wrapObservable(result2.data) });
+    return result2;
   };
   errorMiddleware._type = "errors";
   return errorMiddleware;
 }
 function createOutputMiddleware(parse4) {
   const outputMiddleware = async function outputValidatorMiddleware({ next }) {
-    const result = await next();
-    if (!result.ok) return result;
+    const result2 = await next();
+    if (!result2.ok) return result2;
     try {
-      const data = await parse4(result.data);
-      return _objectSpread22(_objectSpread22({}, result), {}, { data });
+      const data = await parse4(result2.data);
+      return _objectSpread22(_objectSpread22({}, result2), {}, { data });
     } catch (cause) {
       throw new TRPCError({
         message: "Output validation failed",
@@ -48673,9 +48445,9 @@ function getParseFn(procedureParser) {
     return value;
   };
   if (isStandardSchema) return async (value) => {
-    const result = await parser["~standard"].validate(value);
-    if (result.issues) throw new StandardSchemaV1Error(result.issues);
-    return result.value;
+    const result2 = await parser["~standard"].validate(value);
+    if (result2.issues) throw new StandardSchemaV1Error(result2.issues);
+    return result2.value;
   };
   throw new Error("Could not find a validator fn");
 }
@@ -48837,13 +48609,13 @@ async function callRecursive(index, _def, opts) {
 function createProcedureCaller(_def) {
   async function procedure(opts) {
     if (!opts || !("getRawInput" in opts)) throw new Error(codeblock);
-    const result = await callRecursive(0, _def, opts);
-    if (!result) throw new TRPCError({
+    const result2 = await callRecursive(0, _def, opts);
+    if (!result2) throw new TRPCError({
       code: "INTERNAL_SERVER_ERROR",
       message: "No result from middlewares - did you forget to `return next()`?"
     });
-    if (!result.ok) throw result.error;
-    return result.data;
+    if (!result2.ok) throw result2.error;
+    return result2.data;
   }
   procedure._def = _def;
   procedure.procedure = true;
@@ -49272,8 +49044,8 @@ function dataLoader(batchLoader) {
       if (!items.length) continue;
       const batch = { items };
       for (const item of items) item.batch = batch;
-      batchLoader.fetch(batch.items.map((_item) => _item.key)).then(async (result) => {
-        await Promise.all(result.map(async (valueOrPromise, index) => {
+      batchLoader.fetch(batch.items.map((_item) => _item.key)).then(async (result2) => {
+        await Promise.all(result2.map(async (valueOrPromise, index) => {
           const item = batch.items[index];
           try {
             var _item$resolve;
@@ -49680,15 +49452,15 @@ var clientCallTypeMap = {
 var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
-function createTRPCClientProxy(client3) {
+function createTRPCClientProxy(client2) {
   const proxy = createRecursiveProxy(({ path: path74, args }) => {
     const pathCopy = [...path74];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
-    return client3[procedureType](fullPath, ...args);
+    return client2[procedureType](fullPath, ...args);
   });
   return createFlatProxy((key) => {
-    if (key === untypedClientSymbol) return client3;
+    if (key === untypedClientSymbol) return client2;
     return proxy[key];
   });
 }
@@ -49797,16 +49569,16 @@ function httpSubscriptionLink(opts) {
                   break;
                 case "data":
                   const chunkData = chunk.data;
-                  let result;
+                  let result2;
                   if (chunkData.id) {
                     lastEventId = chunkData.id;
-                    result = {
+                    result2 = {
                       id: chunkData.id,
                       data: chunkData
                     };
-                  } else result = { data: chunkData.data };
+                  } else result2 = { data: chunkData.data };
                   observer.next({
-                    result,
+                    result: result2,
                     context: { eventSource: chunk.eventSource }
                   });
                   break;
@@ -49962,7 +49734,7 @@ function createParser(config3) {
       "`config` must be an object, got a function instead. Did you mean `createParser({onEvent: fn})`?"
     );
   const { onEvent = noop3, onError = noop3, onRetry = noop3, onComment, maxBufferSize } = config3, pendingFragments = [];
-  let pendingFragmentsLength = 0, isFirstChunk = true, id2, data = "", dataLines = 0, eventType, terminated = false;
+  let pendingFragmentsLength = 0, isFirstChunk = true, id3, data = "", dataLines = 0, eventType, terminated = false;
   function feed(chunk) {
     if (terminated)
       throw new Error(
@@ -49985,7 +49757,7 @@ function createParser(config3) {
     trailing !== "" && (pendingFragments.push(trailing), pendingFragmentsLength = trailing.length), checkBufferSize();
   }
   function checkBufferSize() {
-    maxBufferSize !== void 0 && (pendingFragmentsLength + data.length <= maxBufferSize || (terminated = true, pendingFragments.length = 0, pendingFragmentsLength = 0, id2 = void 0, data = "", dataLines = 0, eventType = void 0, onError(
+    maxBufferSize !== void 0 && (pendingFragmentsLength + data.length <= maxBufferSize || (terminated = true, pendingFragments.length = 0, pendingFragmentsLength = 0, id3 = void 0, data = "", dataLines = 0, eventType = void 0, onError(
       new ParseError(`Buffered data exceeded max buffer size of ${maxBufferSize} characters`, {
         type: "max-buffer-size-exceeded"
       })
@@ -49998,7 +49770,7 @@ function createParser(config3) {
 `, searchIndex);
       for (; lfIndex !== -1; ) {
         if (searchIndex === lfIndex) {
-          dataLines > 0 && onEvent({ id: id2, event: eventType, data }), id2 = void 0, data = "", dataLines = 0, eventType = void 0, searchIndex = lfIndex + 1, lfIndex = chunk.indexOf(`
+          dataLines > 0 && onEvent({ id: id3, event: eventType, data }), id3 = void 0, data = "", dataLines = 0, eventType = void 0, searchIndex = lfIndex + 1, lfIndex = chunk.indexOf(`
 `, searchIndex);
           continue;
         }
@@ -50006,7 +49778,7 @@ function createParser(config3) {
         if (isDataPrefix(chunk, searchIndex, firstCharCode)) {
           const valueStart = chunk.charCodeAt(searchIndex + 5) === SPACE ? searchIndex + 6 : searchIndex + 5, value = chunk.slice(valueStart, lfIndex);
           if (dataLines === 0 && chunk.charCodeAt(lfIndex + 1) === LF) {
-            onEvent({ id: id2, event: eventType, data: value }), id2 = void 0, data = "", eventType = void 0, searchIndex = lfIndex + 2, lfIndex = chunk.indexOf(`
+            onEvent({ id: id3, event: eventType, data: value }), id3 = void 0, data = "", eventType = void 0, searchIndex = lfIndex + 2, lfIndex = chunk.indexOf(`
 `, searchIndex);
             continue;
           }
@@ -50049,7 +49821,7 @@ ${value2}`, dataLines++;
     }
     if (firstCharCode === 105 && chunk.charCodeAt(start + 1) === 100 && chunk.charCodeAt(start + 2) === 58) {
       const value2 = chunk.slice(chunk.charCodeAt(start + 3) === SPACE ? start + 4 : start + 3, end);
-      value2.includes("\0") || (id2 = value2);
+      value2.includes("\0") || (id3 = value2);
       return;
     }
     if (firstCharCode === 58) {
@@ -50077,7 +49849,7 @@ ${value2}`, dataLines++;
 ${value}`, dataLines++;
         break;
       case "id":
-        value.includes("\0") || (id2 = value);
+        value.includes("\0") || (id3 = value);
         break;
       case "retry":
         /^\d+$/.test(value) ? onRetry(parseInt(value, 10)) : onError(
@@ -50100,17 +49872,17 @@ ${value}`, dataLines++;
   }
   function dispatchEvent() {
     dataLines > 0 && onEvent({
-      id: id2,
+      id: id3,
       event: eventType,
       data
-    }), id2 = void 0, data = "", dataLines = 0, eventType = void 0;
+    }), id3 = void 0, data = "", dataLines = 0, eventType = void 0;
   }
   function reset2(options = {}) {
     if (options.consume && pendingFragments.length > 0) {
       const incompleteLine = pendingFragments.join("");
       parseLine(incompleteLine, 0, incompleteLine.length);
     }
-    isFirstChunk = true, id2 = void 0, data = "", dataLines = 0, eventType = void 0, pendingFragments.length = 0, pendingFragmentsLength = 0, terminated = false;
+    isFirstChunk = true, id3 = void 0, data = "", dataLines = 0, eventType = void 0, pendingFragments.length = 0, pendingFragmentsLength = 0, terminated = false;
   }
   return { feed, reset: reset2 };
 }
@@ -50427,11 +50199,11 @@ function getBaseURL() {
 // shared/api-client.ts
 var g = globalThis;
 var noCookies = (input2, init) => g.fetch(input2, { ...init, credentials: "omit" });
-function authedFetch(address, client3) {
+function authedFetch(address, client2) {
   return (input2, init) => {
     const headers = new g.Headers(init?.headers);
     headers.set("authorization", `Bearer ${address.token}`);
-    headers.set(CLIENT_HEADER, client3);
+    headers.set(CLIENT_HEADER, client2);
     return noCookies(input2, { ...init, headers });
   };
 }
@@ -50457,15 +50229,15 @@ function longInputAsPost(fetch2) {
   };
 }
 var LONG_QUERIES = /* @__PURE__ */ new Set(["workers.wait"]);
-function createEngineClient(address, client3) {
+function createEngineClient(address, client2) {
   const url2 = `${address.origin}${API_PATH}`;
-  const headers = { authorization: `Bearer ${address.token}`, [CLIENT_HEADER]: client3 };
+  const headers = { authorization: `Bearer ${address.token}`, [CLIENT_HEADER]: client2 };
   const link3 = splitLink({
     condition: (op) => op.type === "subscription",
     true: httpSubscriptionLink({
       url: url2,
       EventSource,
-      eventSourceOptions: { fetch: longInputAsPost(authedFetch(address, client3)) }
+      eventSourceOptions: { fetch: longInputAsPost(authedFetch(address, client2)) }
     }),
     // A batch answers when its slowest call does: a query that waits (workers.wait) goes alone, never holding up others.
     false: splitLink({
@@ -50481,8 +50253,8 @@ function createEngineClient(address, client3) {
 function addressOf(lock2) {
   return { origin: `http://127.0.0.1:${lock2.port}`, token: lock2.token };
 }
-function connect(target, client3) {
-  return createEngineClient("origin" in target ? target : addressOf(target), client3);
+function connect(target, client2) {
+  return createEngineClient("origin" in target ? target : addressOf(target), client2);
 }
 async function healthy(lock2, timeoutMs = 2e3) {
   try {
@@ -50793,8 +50565,8 @@ var TargetStore = class {
   list() {
     return this.load();
   }
-  get(id2) {
-    return this.load().targets.find((t2) => t2.id === id2);
+  get(id3) {
+    return this.load().targets.find((t2) => t2.id === id3);
   }
   active() {
     const f = this.load();
@@ -50810,19 +50582,19 @@ var TargetStore = class {
     return parsed;
   }
   /** Deletes a target (no longer active if it was). Throws when there is none by that id. */
-  remove(id2) {
+  remove(id3) {
     const f = this.load();
-    if (!f.targets.some((t2) => t2.id === id2)) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
-    f.targets = f.targets.filter((t2) => t2.id !== id2);
-    if (f.active === id2) f.active = null;
+    if (!f.targets.some((t2) => t2.id === id3)) throw new Error(`no target "${id3}". Run \`ocw targets\` to list them.`);
+    f.targets = f.targets.filter((t2) => t2.id !== id3);
+    if (f.active === id3) f.active = null;
     writeJsonAtomic(this.file, f);
     return { active: f.active };
   }
-  use(id2) {
+  use(id3) {
     const f = this.load();
-    const t2 = f.targets.find((x) => x.id === id2);
-    if (!t2) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
-    f.active = id2;
+    const t2 = f.targets.find((x) => x.id === id3);
+    if (!t2) throw new Error(`no target "${id3}". Run \`ocw targets\` to list them.`);
+    f.active = id3;
     writeJsonAtomic(this.file, f);
     return t2;
   }
@@ -50871,9 +50643,9 @@ var WorkerLogStore = class {
    * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
    */
   append(event) {
-    const id2 = event.workerId;
-    let h3 = this.open.get(id2);
-    const file3 = h3?.file ?? this.file(id2);
+    const id3 = event.workerId;
+    let h3 = this.open.get(id3);
+    const file3 = h3?.file ?? this.file(id3);
     let prefix = this.broken.size && this.broken.has(file3) ? "\n" : "";
     const line = JSON.stringify(event) + "\n";
     let madeDir;
@@ -50882,10 +50654,10 @@ var WorkerLogStore = class {
     try {
       const st = h3 ? statSync(file3, { throwIfNoEntry: false }) : void 0;
       if (h3 && st && st.ino === h3.ino && st.dev === h3.dev) {
-        this.open.delete(id2);
+        this.open.delete(id3);
         size = st.size;
       } else {
-        if (h3) this.closeOne(id2);
+        if (h3) this.closeOne(id3);
         madeDir = mkdirSync3(path5.dirname(file3), { recursive: true, mode: 448 });
         fd = openSync(file3, "a+", 384);
         const ost = fstatSync(fd);
@@ -50900,15 +50672,15 @@ var WorkerLogStore = class {
         }
       }
       fd = h3.fd;
-      this.open.set(id2, h3);
+      this.open.set(id3, h3);
       const data = Buffer.from(prefix + line);
       for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
       if (prefix) this.broken.delete(file3);
       if (this.open.size > this.cap) this.closeOne(this.open.keys().next().value);
     } catch (err) {
       this.cutBack(file3, fd, size, madeDir);
-      if (fd !== void 0 && this.open.get(id2)?.fd !== fd) closeSync(fd);
-      this.closeOne(id2);
+      if (fd !== void 0 && this.open.get(id3)?.fd !== fd) closeSync(fd);
+      this.closeOne(id3);
       const code2 = err.code;
       const hint = code2 === "ENOSPC" ? "the disk holding the state dir is full; free space" : code2 === "EMFILE" || code2 === "ENFILE" ? "the engine has too many files open; raise its open-file limit (ulimit -n) or run fewer workers at once" : "check the state dir's permissions";
       throw new Error(`cannot append to ${file3} (${code2 ?? err.message}): ${hint}`);
@@ -50920,7 +50692,7 @@ var WorkerLogStore = class {
   }
   /** Closes every open log (the engine stops); appends after this open them again. */
   close() {
-    for (const id2 of [...this.open.keys()]) this.closeOne(id2);
+    for (const id3 of [...this.open.keys()]) this.closeOne(id3);
   }
   closeOne(workerId) {
     const h3 = this.open.get(workerId);
@@ -51204,15 +50976,15 @@ var CommandThread = class {
   stats = { commands: 0, envEntries: 0, bases: 0 };
   run(file3, args, opts) {
     const w = this.ensure();
-    const id2 = ++this.seq;
+    const id3 = ++this.seq;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id2, { resolve, reject });
+      this.waiting.set(id3, { resolve, reject });
       if (this.waiting.size === 1) w.ref();
       const { set: set2, unset } = this.env.diff(opts.env, (b) => w.post({ base: b }));
       this.stats.commands++;
       this.stats.envEntries += Object.keys(set2).length + unset.length;
       w.post({
-        id: id2,
+        id: id3,
         file: file3,
         args,
         cwd: opts.cwd,
@@ -51231,8 +51003,8 @@ var CommandThread = class {
       if (!p) return;
       this.waiting.delete(m.id);
       if (!this.waiting.size) host.unref();
-      const { id: _id, ...result } = m;
-      p.resolve(result);
+      const { id: _id, ...result2 } = m;
+      p.resolve(result2);
     };
     const lost = (what, why) => {
       if (this.worker !== host) return;
@@ -51328,8 +51100,8 @@ var GiveUp = class extends Error {
 };
 var exitReason = (code2, signal) => `exited ${code2 ?? signal}`;
 var Supervisor = class {
-  constructor(launch2, ev = {}, o2 = {}) {
-    this.launch = launch2;
+  constructor(launch, ev = {}, o2 = {}) {
+    this.launch = launch;
     this.ev = ev;
     this.o = o2;
     this.backoff = new Backoff({
@@ -51786,7 +51558,7 @@ function registerDeployCommand(program3) {
 }
 
 // engine/api/follow.ts
-async function follow(client3, workerIds, opts = {}) {
+async function follow(client2, workerIds, opts = {}) {
   const ids2 = new Set(workerIds);
   const workers = /* @__PURE__ */ new Map();
   const snapshot2 = async () => {
@@ -51795,10 +51567,10 @@ async function follow(client3, workerIds, opts = {}) {
       return;
     }
     const list = [...ids2];
-    const got = await Promise.all(list.map((id2) => client3.workers.get.query({ workerId: id2 })));
-    list.forEach((id2, i2) => workers.set(id2, got[i2]));
+    const got = await Promise.all(list.map((id3) => client2.workers.get.query({ workerId: id3 })));
+    list.forEach((id3, i2) => workers.set(id3, got[i2]));
   };
-  const cursor = (await client3.health.query()).cursor;
+  const cursor = (await client2.health.query()).cursor;
   await snapshot2();
   const done = () => {
     if ([...workers.values()].every((w) => isAtRest(w.state))) return "settled";
@@ -51825,7 +51597,7 @@ async function follow(client3, workerIds, opts = {}) {
       end();
       resolve({ workers, reason });
     };
-    sub = client3.events.subscribe(
+    sub = client2.events.subscribe(
       { lastEventId: cursor },
       {
         onData: (tracked2) => {
@@ -51872,7 +51644,7 @@ async function follow(client3, workerIds, opts = {}) {
     if (opts.signal?.aborted) finish2("aborted");
   });
 }
-function nextEvent(client3, cursor, pred, opts = {}) {
+function nextEvent(client2, cursor, pred, opts = {}) {
   return new Promise((resolve, reject) => {
     let sub = null;
     let ended = false;
@@ -51892,7 +51664,7 @@ function nextEvent(client3, cursor, pred, opts = {}) {
     if (opts.timeoutMs !== void 0) timer2 = setTimeout(() => finish2("timeout"), Math.max(1, opts.timeoutMs));
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     if (opts.signal?.aborted) return finish2("aborted");
-    sub = client3.events.subscribe(
+    sub = client2.events.subscribe(
       { lastEventId: cursor },
       {
         onData: (t2) => {
@@ -51936,9 +51708,9 @@ function adhocTarget(endpoint, model, keyRef) {
     throw new CliError(`--endpoint ${endpoint} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
   }
   const base2 = url2.href.replace(/\/+$/, "");
-  const id2 = "adhoc-" + createHash("sha256").update(`${base2} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
+  const id3 = "adhoc-" + createHash("sha256").update(`${base2} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
   return {
-    id: id2,
+    id: id3,
     model,
     endpoint: /\/v1$/.test(base2) ? base2 : `${base2}/v1`,
     keyRef: keyRef ?? null,
@@ -51954,15 +51726,15 @@ async function connectWithTarget(o2, clientName, check2) {
     target = adhocTarget(o2.endpoint, o2.model, o2.apiKeyEnv);
   }
   const lock2 = await ensureEngine(stateDir(), { env: o2.apiKeyEnv ? { [o2.apiKeyEnv]: process.env[o2.apiKeyEnv] } : {} });
-  const client3 = connect(lock2, clientName);
-  await check2?.(client3);
+  const client2 = connect(lock2, clientName);
+  await check2?.(client2);
   if (target) {
-    await client3.targets.preflight.mutate({ target }).catch((err) => {
+    await client2.targets.preflight.mutate({ target }).catch((err) => {
       throw new CliError(err.message);
     });
-    await client3.targets.save.mutate({ target });
+    await client2.targets.save.mutate({ target });
   }
-  return { client: client3, targetId: target?.id };
+  return { client: client2, targetId: target?.id };
 }
 
 // engine/commands/grade.ts
@@ -51973,10 +51745,10 @@ function registerGradeCommand(program3) {
 }
 async function gradeCommand(o2) {
   if (!Number.isInteger(o2.samples) || o2.samples < 1 || o2.samples > 12) throw new CliError("--samples must be a whole number from 1 to 12");
-  const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw grade");
-  const target = targetId ? (await client3.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client3.status.query()).activeTarget;
+  const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw grade");
+  const target = targetId ? (await client2.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client2.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const { batchId, workerIds } = await client3.ladder.start.mutate({ targetId: target.id, samples: o2.samples });
+  const { batchId, workerIds } = await client2.ladder.start.mutate({ targetId: target.id, samples: o2.samples });
   process.stderr.write(`ocw: ladder batch ${batchId}: ${workerIds.length} workers on ${target.id}
 `);
   const answered = /* @__PURE__ */ new Set();
@@ -51985,10 +51757,10 @@ async function gradeCommand(o2) {
       for (const a2 of pendingAsks(w))
         if (!answered.has(a2.id)) {
           answered.add(a2.id);
-          void client3.approvals.decide.mutate(unattendedDecision(a2, "once")).catch(() => void 0);
+          void client2.approvals.decide.mutate(unattendedDecision(a2, "once")).catch(() => void 0);
         }
   };
-  await follow(client3, workerIds, {
+  await follow(client2, workerIds, {
     onEvent: (e, ws) => {
       approve(ws);
       if (e.type === "verdict") process.stderr.write(`ocw: ${e.workerId} ${e.verdict.verdict}${e.verdict.honest ? "" : " (dishonest claim)"}
@@ -51996,7 +51768,7 @@ async function gradeCommand(o2) {
     },
     until: (ws) => (approve(ws), false)
   });
-  const { grade: grade2, file: file3 } = await client3.ladder.finish.mutate({ targetId: target.id, samples: o2.samples, workerIds });
+  const { grade: grade2, file: file3 } = await client2.ladder.finish.mutate({ targetId: target.id, samples: o2.samples, workerIds });
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file3 }, null, 2) + "\n");
   else {
     for (const r of grade2.rungs)
@@ -52437,16 +52209,16 @@ function registerRunCommand(program3) {
 }
 async function resumeCommand(workerId, o2) {
   checkFollowOptions(o2);
-  const { client: client3 } = await connectWithTarget({}, "cli:ocw resume");
+  const { client: client2 } = await connectWithTarget({}, "cli:ocw resume");
   try {
-    await client3.workers.resume.mutate({ workerId, ...o2.message?.trim() ? { message: o2.message } : {} });
+    await client2.workers.resume.mutate({ workerId, ...o2.message?.trim() ? { message: o2.message } : {} });
   } catch (err) {
     throw new CliError(err.message);
   }
   process.stderr.write(`ocw: ${workerId} resumed
 `);
-  const { w, timedOut } = await followOne(client3, workerId, o2, "resume");
-  const out = workerResult(w, await client3.workers.events.query({ workerId }));
+  const { w, timedOut } = await followOne(client2, workerId, o2, "resume");
+  const out = workerResult(w, await client2.workers.events.query({ workerId }));
   if (o2.json) process.stdout.write(JSON.stringify(out.json, null, 2) + "\n");
   else process.stderr.write(out.summary + "\n");
   if (timedOut) {
@@ -52459,16 +52231,16 @@ async function resumeCommand(workerId, o2) {
 async function continueCommand(workerId, o2) {
   checkFollowOptions(o2);
   if (!o2.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
-  const { client: client3 } = await connectWithTarget({}, "cli:ocw continue");
+  const { client: client2 } = await connectWithTarget({}, "cli:ocw continue");
   try {
-    await client3.workers.continue.mutate({ workerId, message: o2.message });
+    await client2.workers.continue.mutate({ workerId, message: o2.message });
   } catch (err) {
     throw new CliError(err.message);
   }
   process.stderr.write(`ocw: ${workerId} continues (a new round)
 `);
-  const { w, timedOut } = await followOne(client3, workerId, o2, "continue");
-  const out = workerResult(w, await client3.workers.events.query({ workerId }));
+  const { w, timedOut } = await followOne(client2, workerId, o2, "continue");
+  const out = workerResult(w, await client2.workers.events.query({ workerId }));
   const rounds = (w.rounds ?? []).map((r) => ({ round: r.round, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit }));
   const latest = rounds.at(-1);
   const json3 = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
@@ -52488,12 +52260,12 @@ function checkFollowOptions(o2) {
   if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
   if (o2.timeout !== void 0 && !(o2.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
 }
-async function followOne(client3, workerId, o2, command) {
+async function followOne(client2, workerId, o2, command) {
   detachOnInterrupt([workerId]);
-  const result = await followAndAnswer(client3, [workerId], o2.approve, o2.timeout);
-  const w = result.workers.get(workerId);
-  if (result.reason !== "timeout") return { w, timedOut: false };
-  return { w: await client3.workers.stop.mutate({ workerId, reason: `ocw ${command} --timeout ${o2.timeout}s passed` }).catch(() => w), timedOut: true };
+  const result2 = await followAndAnswer(client2, [workerId], o2.approve, o2.timeout);
+  const w = result2.workers.get(workerId);
+  if (result2.reason !== "timeout") return { w, timedOut: false };
+  return { w: await client2.workers.stop.mutate({ workerId, reason: `ocw ${command} --timeout ${o2.timeout}s passed` }).catch(() => w), timedOut: true };
 }
 function detachOnInterrupt(ids2) {
   process.once("SIGINT", () => {
@@ -52509,8 +52281,8 @@ ocw: detached: ${ids2.join(", ")} ${ids2.length === 1 ? "keeps" : "keep"} runnin
 var connectionSay = (say) => (state, detail) => say(
   state === "lost" ? `ocw: the engine is unreachable (${detail}); waiting for it to come back (\`ocw gui --url\` starts it again; its workers then show as interrupted, to resume)` : "ocw: the engine is back"
 );
-async function followAndAnswer(client3, ids2, approve, timeoutSec, batchId) {
-  const asker = approve === "ask" ? new TerminalAsker(client3) : null;
+async function followAndAnswer(client2, ids2, approve, timeoutSec, batchId) {
+  const asker = approve === "ask" ? new TerminalAsker(client2) : null;
   const say = (line) => asker ? asker.status(line) : process.stderr.write(line + "\n");
   const answered = /* @__PURE__ */ new Set();
   const onAsks = (workers) => {
@@ -52528,7 +52300,7 @@ async function followAndAnswer(client3, ids2, approve, timeoutSec, batchId) {
           say(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `
   \u2691 ${f}`).join("")}
  ${note}`);
-          void client3.approvals.decide.mutate(d).catch((err) => say(`ocw: could not answer ${ask.id}: ${showUntrusted(err.message, { lines: false, max: 2e3 })}`));
+          void client2.approvals.decide.mutate(d).catch((err) => say(`ocw: could not answer ${ask.id}: ${showUntrusted(err.message, { lines: false, max: 2e3 })}`));
         }
       }
     }
@@ -52543,10 +52315,10 @@ async function followAndAnswer(client3, ids2, approve, timeoutSec, batchId) {
     onAsks(workers);
   };
   try {
-    if (batchId) return { ...await followBatch(client3, batchId, onEvent, onAsks, say), reason: "settled" };
-    const result = await follow(client3, ids2, { ...timeoutSec ? { timeoutMs: timeoutSec * 1e3 } : {}, onEvent, onConnection: connectionSay(say) });
-    onAsks(result.workers);
-    return { workers: result.workers, summary: null, reason: result.reason };
+    if (batchId) return { ...await followBatch(client2, batchId, onEvent, onAsks, say), reason: "settled" };
+    const result2 = await follow(client2, ids2, { ...timeoutSec ? { timeoutMs: timeoutSec * 1e3 } : {}, onEvent, onConnection: connectionSay(say) });
+    onAsks(result2.workers);
+    return { workers: result2.workers, summary: null, reason: result2.reason };
   } finally {
     asker?.close();
   }
@@ -52571,9 +52343,9 @@ function parseBatch(file3) {
   const { tasks, integration, name } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: void 0, name: void 0 } : parsed.data;
   return {
     name,
-    tasks: tasks.map(({ dir, after, id: id2, ...t2 }) => ({
+    tasks: tasks.map(({ dir, after, id: id3, ...t2 }) => ({
       ...t2,
-      ...id2 ? { id: id2 } : {},
+      ...id3 ? { id: id3 } : {},
       ...after.length ? { after } : {},
       directory: path11.resolve(base2, dir ?? t2.directory)
     })),
@@ -52611,16 +52383,16 @@ async function runCommand2(o2) {
     const checks = o2.check.map((run5) => files ? { run: run5, files } : { run: run5 });
     specs = [{ task: o2.task, directory: path11.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
-  const checkDirectories = async (client4) => {
+  const checkDirectories = async (client3) => {
     for (const [n2, s] of specs.entries()) {
-      await client4.workers.inspect.query({ directory: s.directory }).catch((err) => {
+      await client3.workers.inspect.query({ directory: s.directory }).catch((err) => {
         throw new CliError(specs.length > 1 ? `task ${n2 + 1}: ${err.message}` : err.message);
       });
     }
   };
   if (o2.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o2.timeout } }));
   if (o2.fixRounds !== void 0) specs = specs.map((s) => ({ ...s, fixRounds: o2.fixRounds }));
-  const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw run", checkDirectories);
+  const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw run", checkDirectories);
   if (targetId) specs = specs.map((s) => s.targets?.length ? s : { ...s, targetId });
   if (!o2.batch && o2.target.length === 1 && !attemptsMode) specs = [{ ...specs[0], targetId: o2.target[0] }];
   let ids2;
@@ -52629,7 +52401,7 @@ async function runCommand2(o2) {
   const dirty = Promise.all([...new Set(specs.map((s) => path11.resolve(s.directory)))].map(async (dir) => ({ dir, warning: await uncommitted(dir) })));
   try {
     if (attemptsMode) {
-      const r = await client3.workers.startAttempts.mutate({
+      const r = await client2.workers.startAttempts.mutate({
         ...specs[0],
         attempts: o2.attempts,
         ...o2.target.length ? { targets: o2.target } : {},
@@ -52637,9 +52409,9 @@ async function runCommand2(o2) {
       });
       ids2 = r.workerIds;
       groupId = r.groupId;
-    } else if (specs.length === 1 && !o2.batch) ids2 = [(await client3.workers.start.mutate(specs[0])).workerId];
+    } else if (specs.length === 1 && !o2.batch) ids2 = [(await client2.workers.start.mutate(specs[0])).workerId];
     else {
-      const r = await client3.workers.startBatch.mutate({
+      const r = await client2.workers.startBatch.mutate({
         tasks: specs,
         ...integration ? { integration } : {},
         ...batchName ? { name: batchName } : {}
@@ -52657,19 +52429,19 @@ async function runCommand2(o2) {
   );
   for (const { dir, warning } of await dirty) if (warning) process.stderr.write(`ocw: warning: ${dir}: ${warning}
 `);
-  const result = await followAndAnswer(client3, ids2, o2.approve, void 0, batchId ?? void 0);
-  const finalWorkers = result.workers;
-  const summary = result.summary;
+  const result2 = await followAndAnswer(client2, ids2, o2.approve, void 0, batchId ?? void 0);
+  const finalWorkers = result2.workers;
+  const summary = result2.summary;
   if (summary) ids2 = summary.workerIds;
   const outputs = await Promise.all(
     ids2.map(
-      async (id2) => workerResult(finalWorkers.get(id2) ?? await client3.workers.get.query({ workerId: id2 }), await client3.workers.events.query({ workerId: id2 }))
+      async (id3) => workerResult(finalWorkers.get(id3) ?? await client2.workers.get.query({ workerId: id3 }), await client2.workers.events.query({ workerId: id3 }))
     )
   );
   const hung = outputs.flatMap((r) => r.timedOutChecks);
   let payload;
   let built;
-  const finalList = await Promise.all(ids2.map(async (id2) => finalWorkers.get(id2) ?? await client3.workers.get.query({ workerId: id2 })));
+  const finalList = await Promise.all(ids2.map(async (id3) => finalWorkers.get(id3) ?? await client2.workers.get.query({ workerId: id3 })));
   const groupsOf = () => [...new Set(finalList.map((w) => w.attempt?.groupId).filter((g2) => !!g2))].map((g2) => attemptGroup(g2, finalList));
   if (groupId) {
     const g2 = attemptGroup(groupId, finalList);
@@ -52769,25 +52541,25 @@ function integrationJson(integ) {
   if (!integ.commit) checks.unshift({ name: "combine", passed: false, output: integ.reason ?? "the built workers' commits did not combine" });
   return { passed: integ.passed, commit: integ.commit, checks };
 }
-async function followBatch(client3, batchId, onEvent, onAsks, say) {
+async function followBatch(client2, batchId, onEvent, onAsks, say) {
   const all = /* @__PURE__ */ new Map();
   const announced = /* @__PURE__ */ new Set();
   for (; ; ) {
-    const cursor = (await client3.health.query()).cursor;
-    const summary = await client3.workers.batch.query({ batchId });
+    const cursor = (await client2.health.query()).cursor;
+    const summary = await client2.workers.batch.query({ batchId });
     for (const t2 of summary.tasks) {
       if (t2.workerId && t2.after.length && !announced.has(t2.id)) say(`ocw: task ${t2.id} (after ${t2.after.join(", ")}) started as ${t2.workerId}`);
       if (t2.skipped && !announced.has(t2.id)) say(`ocw: task ${t2.id} skipped \u2014 ${t2.skipped}`);
       if (t2.workerId || t2.skipped) announced.add(t2.id);
     }
     if (summary.done) {
-      for (const id2 of summary.workerIds) if (!all.has(id2)) all.set(id2, await client3.workers.get.query({ workerId: id2 }));
+      for (const id3 of summary.workerIds) if (!all.has(id3)) all.set(id3, await client2.workers.get.query({ workerId: id3 }));
       return { workers: all, summary };
     }
-    const active = summary.workerIds.filter((id2) => !isAtRest(summary.states[id2]));
+    const active = summary.workerIds.filter((id3) => !isAtRest(summary.states[id3]));
     let changed = false;
     if (active.length) {
-      const r = await follow(client3, active, {
+      const r = await follow(client2, active, {
         onEvent: (e, ws) => {
           if (e.type === "batch" && e.batchId === batchId || e.type === "worker.created" && e.batchId === batchId) changed = true;
           onEvent(e, ws);
@@ -52801,7 +52573,7 @@ async function followBatch(client3, batchId, onEvent, onAsks, say) {
     } else {
       if (summary.integration?.state === "running") say(`ocw: batch ${batchId}: integration checks running`);
       await nextEvent(
-        client3,
+        client2,
         cursor,
         (e) => e.type === "reset" || e.type === "batch" && e.batchId === batchId || e.type === "worker.created" && e.batchId === batchId
       );
@@ -52890,8 +52662,8 @@ function settleAnsweredElsewhere(asker, workers) {
     for (const a2 of w.asks) if (a2.status !== "pending" && asker.holds(a2.id)) asker.resolved(a2.id, a2.status, a2.decision, a2.by, a2.message);
 }
 var TerminalAsker = class {
-  constructor(client3, input2 = process.stdin, out = process.stderr) {
-    this.client = client3;
+  constructor(client2, input2 = process.stdin, out = process.stderr) {
+    this.client = client2;
     this.out = out;
     this.echoes = input2.isTTY === true;
     this.rl = readline.createInterface({ input: input2, output: out, terminal: false });
@@ -54775,9 +54547,9 @@ var EngineLink = class {
    * or starts it again and retries once; other failures are not retried, so a mutation is never sent twice.
    */
   async call(fn, header = this.name()) {
-    const { lockP, client: client3 } = await this.clientOn(header);
+    const { lockP, client: client2 } = await this.clientOn(header);
     try {
-      return await fn(client3);
+      return await fn(client2);
     } catch (err) {
       if (!isRefused(err)) throw err;
       if (this.lockP === lockP) {
@@ -55290,9 +55062,9 @@ var ParseInputLazyPath = class {
     return this._cachedPath;
   }
 };
-var handleResult = (ctx, result) => {
-  if (isValid(result)) {
-    return { success: true, data: result.value };
+var handleResult = (ctx, result2) => {
+  if (isValid(result2)) {
+    return { success: true, data: result2.value };
   } else {
     if (!ctx.common.issues.length) {
       throw new Error("Validation failed but no issues detected.");
@@ -55363,21 +55135,21 @@ var ZodType2 = class {
     };
   }
   _parseSync(input2) {
-    const result = this._parse(input2);
-    if (isAsync(result)) {
+    const result2 = this._parse(input2);
+    if (isAsync(result2)) {
       throw new Error("Synchronous parse encountered promise.");
     }
-    return result;
+    return result2;
   }
   _parseAsync(input2) {
-    const result = this._parse(input2);
-    return Promise.resolve(result);
+    const result2 = this._parse(input2);
+    return Promise.resolve(result2);
   }
   parse(data, params) {
-    const result = this.safeParse(data, params);
-    if (result.success)
-      return result.data;
-    throw result.error;
+    const result2 = this.safeParse(data, params);
+    if (result2.success)
+      return result2.data;
+    throw result2.error;
   }
   safeParse(data, params) {
     const ctx = {
@@ -55392,8 +55164,8 @@ var ZodType2 = class {
       data,
       parsedType: getParsedType2(data)
     };
-    const result = this._parseSync({ data, path: ctx.path, parent: ctx });
-    return handleResult(ctx, result);
+    const result2 = this._parseSync({ data, path: ctx.path, parent: ctx });
+    return handleResult(ctx, result2);
   }
   "~validate"(data) {
     const ctx = {
@@ -55409,9 +55181,9 @@ var ZodType2 = class {
     };
     if (!this["~standard"].async) {
       try {
-        const result = this._parseSync({ data, path: [], parent: ctx });
-        return isValid(result) ? {
-          value: result.value
+        const result2 = this._parseSync({ data, path: [], parent: ctx });
+        return isValid(result2) ? {
+          value: result2.value
         } : {
           issues: ctx.common.issues
         };
@@ -55425,17 +55197,17 @@ var ZodType2 = class {
         };
       }
     }
-    return this._parseAsync({ data, path: [], parent: ctx }).then((result) => isValid(result) ? {
-      value: result.value
+    return this._parseAsync({ data, path: [], parent: ctx }).then((result2) => isValid(result2) ? {
+      value: result2.value
     } : {
       issues: ctx.common.issues
     });
   }
   async parseAsync(data, params) {
-    const result = await this.safeParseAsync(data, params);
-    if (result.success)
-      return result.data;
-    throw result.error;
+    const result2 = await this.safeParseAsync(data, params);
+    if (result2.success)
+      return result2.data;
+    throw result2.error;
   }
   async safeParseAsync(data, params) {
     const ctx = {
@@ -55451,8 +55223,8 @@ var ZodType2 = class {
       parsedType: getParsedType2(data)
     };
     const maybeAsyncResult = this._parse({ data, path: ctx.path, parent: ctx });
-    const result = await (isAsync(maybeAsyncResult) ? maybeAsyncResult : Promise.resolve(maybeAsyncResult));
-    return handleResult(ctx, result);
+    const result2 = await (isAsync(maybeAsyncResult) ? maybeAsyncResult : Promise.resolve(maybeAsyncResult));
+    return handleResult(ctx, result2);
   }
   refine(check2, message) {
     const getIssueProperties = (val) => {
@@ -55465,13 +55237,13 @@ var ZodType2 = class {
       }
     };
     return this._refinement((val, ctx) => {
-      const result = check2(val);
+      const result2 = check2(val);
       const setError = () => ctx.addIssue({
         code: ZodIssueCode2.custom,
         ...getIssueProperties(val)
       });
-      if (typeof Promise !== "undefined" && result instanceof Promise) {
-        return result.then((data) => {
+      if (typeof Promise !== "undefined" && result2 instanceof Promise) {
+        return result2.then((data) => {
           if (!data) {
             setError();
             return false;
@@ -55480,7 +55252,7 @@ var ZodType2 = class {
           }
         });
       }
-      if (!result) {
+      if (!result2) {
         setError();
         return false;
       } else {
@@ -56975,14 +56747,14 @@ var ZodArray2 = class _ZodArray extends ZodType2 {
     if (ctx.common.async) {
       return Promise.all([...ctx.data].map((item, i2) => {
         return def.type._parseAsync(new ParseInputLazyPath(ctx, item, ctx.path, i2));
-      })).then((result2) => {
-        return ParseStatus.mergeArray(status, result2);
+      })).then((result3) => {
+        return ParseStatus.mergeArray(status, result3);
       });
     }
-    const result = [...ctx.data].map((item, i2) => {
+    const result2 = [...ctx.data].map((item, i2) => {
       return def.type._parseSync(new ParseInputLazyPath(ctx, item, ctx.path, i2));
     });
-    return ParseStatus.mergeArray(status, result);
+    return ParseStatus.mergeArray(status, result2);
   }
   get element() {
     return this._def.type;
@@ -57388,18 +57160,18 @@ var ZodUnion2 = class extends ZodType2 {
     const { ctx } = this._processInputParams(input2);
     const options = this._def.options;
     function handleResults(results) {
-      for (const result of results) {
-        if (result.result.status === "valid") {
-          return result.result;
+      for (const result2 of results) {
+        if (result2.result.status === "valid") {
+          return result2.result;
         }
       }
-      for (const result of results) {
-        if (result.result.status === "dirty") {
-          ctx.common.issues.push(...result.ctx.common.issues);
-          return result.result;
+      for (const result2 of results) {
+        if (result2.result.status === "dirty") {
+          ctx.common.issues.push(...result2.ctx.common.issues);
+          return result2.result;
         }
       }
-      const unionErrors = results.map((result) => new ZodError2(result.ctx.common.issues));
+      const unionErrors = results.map((result2) => new ZodError2(result2.ctx.common.issues));
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_union,
         unionErrors
@@ -57437,15 +57209,15 @@ var ZodUnion2 = class extends ZodType2 {
           },
           parent: null
         };
-        const result = option._parseSync({
+        const result2 = option._parseSync({
           data: ctx.data,
           path: ctx.path,
           parent: childCtx
         });
-        if (result.status === "valid") {
-          return result;
-        } else if (result.status === "dirty" && !dirty) {
-          dirty = { result, ctx: childCtx };
+        if (result2.status === "valid") {
+          return result2;
+        } else if (result2.status === "dirty" && !dirty) {
+          dirty = { result: result2, ctx: childCtx };
         }
         if (childCtx.common.issues.length) {
           issues.push(childCtx.common.issues);
@@ -57990,9 +57762,9 @@ var ZodFunction2 = class _ZodFunction extends ZodType2 {
           error46.addIssue(makeArgsIssue(args, e));
           throw error46;
         });
-        const result = await Reflect.apply(fn, this, parsedArgs);
-        const parsedReturns = await me._def.returns._def.type.parseAsync(result, params).catch((e) => {
-          error46.addIssue(makeReturnsIssue(result, e));
+        const result2 = await Reflect.apply(fn, this, parsedArgs);
+        const parsedReturns = await me._def.returns._def.type.parseAsync(result2, params).catch((e) => {
+          error46.addIssue(makeReturnsIssue(result2, e));
           throw error46;
         });
         return parsedReturns;
@@ -58004,10 +57776,10 @@ var ZodFunction2 = class _ZodFunction extends ZodType2 {
         if (!parsedArgs.success) {
           throw new ZodError2([makeArgsIssue(args, parsedArgs.error)]);
         }
-        const result = Reflect.apply(fn, this, parsedArgs.data);
-        const parsedReturns = me._def.returns.safeParse(result, params);
+        const result2 = Reflect.apply(fn, this, parsedArgs.data);
+        const parsedReturns = me._def.returns.safeParse(result2, params);
         if (!parsedReturns.success) {
-          throw new ZodError2([makeReturnsIssue(result, parsedReturns.error)]);
+          throw new ZodError2([makeReturnsIssue(result2, parsedReturns.error)]);
         }
         return parsedReturns.data;
       });
@@ -58259,43 +58031,43 @@ var ZodEffects = class extends ZodType2 {
         return Promise.resolve(processed).then(async (processed2) => {
           if (status.value === "aborted")
             return INVALID;
-          const result = await this._def.schema._parseAsync({
+          const result2 = await this._def.schema._parseAsync({
             data: processed2,
             path: ctx.path,
             parent: ctx
           });
-          if (result.status === "aborted")
+          if (result2.status === "aborted")
             return INVALID;
-          if (result.status === "dirty")
-            return DIRTY(result.value);
+          if (result2.status === "dirty")
+            return DIRTY(result2.value);
           if (status.value === "dirty")
-            return DIRTY(result.value);
-          return result;
+            return DIRTY(result2.value);
+          return result2;
         });
       } else {
         if (status.value === "aborted")
           return INVALID;
-        const result = this._def.schema._parseSync({
+        const result2 = this._def.schema._parseSync({
           data: processed,
           path: ctx.path,
           parent: ctx
         });
-        if (result.status === "aborted")
+        if (result2.status === "aborted")
           return INVALID;
-        if (result.status === "dirty")
-          return DIRTY(result.value);
+        if (result2.status === "dirty")
+          return DIRTY(result2.value);
         if (status.value === "dirty")
-          return DIRTY(result.value);
-        return result;
+          return DIRTY(result2.value);
+        return result2;
       }
     }
     if (effect.type === "refinement") {
       const executeRefinement = (acc) => {
-        const result = effect.refinement(acc, checkCtx);
+        const result2 = effect.refinement(acc, checkCtx);
         if (ctx.common.async) {
-          return Promise.resolve(result);
+          return Promise.resolve(result2);
         }
-        if (result instanceof Promise) {
+        if (result2 instanceof Promise) {
           throw new Error("Async refinement encountered during synchronous parse operation. Use .parseAsync instead.");
         }
         return acc;
@@ -58333,18 +58105,18 @@ var ZodEffects = class extends ZodType2 {
         });
         if (!isValid(base2))
           return INVALID;
-        const result = effect.transform(base2.value, checkCtx);
-        if (result instanceof Promise) {
+        const result2 = effect.transform(base2.value, checkCtx);
+        if (result2 instanceof Promise) {
           throw new Error(`Asynchronous transform encountered during synchronous parse operation. Use .parseAsync instead.`);
         }
-        return { status: status.value, value: result };
+        return { status: status.value, value: result2 };
       } else {
         return this._def.schema._parseAsync({ data: ctx.data, path: ctx.path, parent: ctx }).then((base2) => {
           if (!isValid(base2))
             return INVALID;
-          return Promise.resolve(effect.transform(base2.value, checkCtx)).then((result) => ({
+          return Promise.resolve(effect.transform(base2.value, checkCtx)).then((result2) => ({
             status: status.value,
-            value: result
+            value: result2
           }));
         });
       }
@@ -58441,18 +58213,18 @@ var ZodCatch2 = class extends ZodType2 {
         issues: []
       }
     };
-    const result = this._def.innerType._parse({
+    const result2 = this._def.innerType._parse({
       data: newCtx.data,
       path: newCtx.path,
       parent: {
         ...newCtx
       }
     });
-    if (isAsync(result)) {
-      return result.then((result2) => {
+    if (isAsync(result2)) {
+      return result2.then((result3) => {
         return {
           status: "valid",
-          value: result2.status === "valid" ? result2.value : this._def.catchValue({
+          value: result3.status === "valid" ? result3.value : this._def.catchValue({
             get error() {
               return new ZodError2(newCtx.common.issues);
             },
@@ -58463,7 +58235,7 @@ var ZodCatch2 = class extends ZodType2 {
     } else {
       return {
         status: "valid",
-        value: result.status === "valid" ? result.value : this._def.catchValue({
+        value: result2.status === "valid" ? result2.value : this._def.catchValue({
           get error() {
             return new ZodError2(newCtx.common.issues);
           },
@@ -58576,14 +58348,14 @@ var ZodPipeline = class _ZodPipeline extends ZodType2 {
 };
 var ZodReadonly2 = class extends ZodType2 {
   _parse(input2) {
-    const result = this._def.innerType._parse(input2);
+    const result2 = this._def.innerType._parse(input2);
     const freeze = (data) => {
       if (isValid(data)) {
         data.value = Object.freeze(data.value);
       }
       return data;
     };
-    return isAsync(result) ? result.then((data) => freeze(data)) : freeze(result);
+    return isAsync(result2) ? result2.then((data) => freeze(data)) : freeze(result2);
   }
   unwrap() {
     return this._def.innerType;
@@ -58736,21 +58508,21 @@ function objectFromShape(shape) {
 }
 function safeParse3(schema, data) {
   if (isZ4Schema(schema)) {
-    const result2 = safeParse(schema, data);
-    return result2;
+    const result3 = safeParse(schema, data);
+    return result3;
   }
   const v3Schema = schema;
-  const result = v3Schema.safeParse(data);
-  return result;
+  const result2 = v3Schema.safeParse(data);
+  return result2;
 }
 async function safeParseAsync3(schema, data) {
   if (isZ4Schema(schema)) {
-    const result2 = await safeParseAsync(schema, data);
-    return result2;
+    const result3 = await safeParseAsync(schema, data);
+    return result3;
   }
   const v3Schema = schema;
-  const result = await v3Schema.safeParseAsync(data);
-  return result;
+  const result2 = await v3Schema.safeParseAsync(data);
+  return result2;
 }
 function getObjectShape(schema) {
   if (!schema)
@@ -59392,14 +59164,14 @@ function escapeLiteralCheckValue(literal2, refs) {
 }
 var ALPHA_NUMERIC = new Set("ABCDEFGHIJKLMNOPQRSTUVXYZabcdefghijklmnopqrstuvxyz0123456789");
 function escapeNonAlphaNumeric(source) {
-  let result = "";
+  let result2 = "";
   for (let i2 = 0; i2 < source.length; i2++) {
     if (!ALPHA_NUMERIC.has(source[i2])) {
-      result += "\\";
+      result2 += "\\";
     }
-    result += source[i2];
+    result2 += source[i2];
   }
-  return result;
+  return result2;
 }
 function addFormat(schema, value, message, refs) {
   if (schema.format || schema.anyOf?.some((x) => x.format)) {
@@ -59796,7 +59568,7 @@ function parseNumberDef(def, refs) {
 // node_modules/zod-to-json-schema/dist/esm/parsers/object.js
 function parseObjectDef(def, refs) {
   const forceOptionalIntoNullable = refs.target === "openAi";
-  const result = {
+  const result2 = {
     type: "object",
     properties: {}
   };
@@ -59825,19 +59597,19 @@ function parseObjectDef(def, refs) {
     if (parsedDef === void 0) {
       continue;
     }
-    result.properties[propName] = parsedDef;
+    result2.properties[propName] = parsedDef;
     if (!propOptional) {
       required2.push(propName);
     }
   }
   if (required2.length) {
-    result.required = required2;
+    result2.required = required2;
   }
   const additionalProperties = decideAdditionalProperties(def, refs);
   if (additionalProperties !== void 0) {
-    result.additionalProperties = additionalProperties;
+    result2.additionalProperties = additionalProperties;
   }
-  return result;
+  return result2;
 }
 function decideAdditionalProperties(def, refs) {
   if (def.catchall._def.typeName !== "ZodNever") {
@@ -60201,11 +59973,11 @@ function getMethodLiteral(schema) {
   return value;
 }
 function parseWithCompat(schema, data) {
-  const result = safeParse3(schema, data);
-  if (!result.success) {
-    throw result.error;
+  const result2 = safeParse3(schema, data);
+  if (!result2.success) {
+    throw result2.error;
   }
-  return result.data;
+  return result2.data;
 }
 
 // node_modules/@modelcontextprotocol/sdk/dist/esm/shared/protocol.js
@@ -60286,12 +60058,12 @@ var Protocol = class {
             return await handleTaskResult();
           }
           if (isTerminal(task.status)) {
-            const result = await this._taskStore.getTaskResult(taskId, extra.sessionId);
+            const result2 = await this._taskStore.getTaskResult(taskId, extra.sessionId);
             this._clearTaskQueue(taskId, extra.sessionId);
             return {
-              ...result,
+              ...result2,
               _meta: {
-                ...result._meta,
+                ...result2._meta,
                 [RELATED_TASK_META_KEY]: {
                   taskId
                 }
@@ -60535,12 +60307,12 @@ var Protocol = class {
       if (taskCreationParams) {
         this.assertTaskHandlerCapability(request.method);
       }
-    }).then(() => handler(request, fullExtra)).then(async (result) => {
+    }).then(() => handler(request, fullExtra)).then(async (result2) => {
       if (abortController.signal.aborted) {
         return;
       }
       const response = {
-        result,
+        result: result2,
         jsonrpc: "2.0",
         id: request.id
       };
@@ -60626,9 +60398,9 @@ var Protocol = class {
     this._cleanupTimeout(messageId);
     let isTaskResponse = false;
     if (isJSONRPCResultResponse(response) && response.result && typeof response.result === "object") {
-      const result = response.result;
-      if (result.task && typeof result.task === "object") {
-        const task = result.task;
+      const result2 = response.result;
+      if (result2.task && typeof result2.task === "object") {
+        const task = result2.task;
         if (typeof task.taskId === "string") {
           isTaskResponse = true;
           this._taskProgressTokens.set(task.taskId, messageId);
@@ -60685,8 +60457,8 @@ var Protocol = class {
     const { task } = options ?? {};
     if (!task) {
       try {
-        const result = await this.request(request, resultSchema, options);
-        yield { type: "result", result };
+        const result2 = await this.request(request, resultSchema, options);
+        yield { type: "result", result: result2 };
       } catch (error46) {
         yield {
           type: "error",
@@ -60709,8 +60481,8 @@ var Protocol = class {
         yield { type: "taskStatus", task: task2 };
         if (isTerminal(task2.status)) {
           if (task2.status === "completed") {
-            const result = await this.getTaskResult({ taskId }, resultSchema, options);
-            yield { type: "result", result };
+            const result2 = await this.getTaskResult({ taskId }, resultSchema, options);
+            yield { type: "result", result: result2 };
           } else if (task2.status === "failed") {
             yield {
               type: "error",
@@ -60725,8 +60497,8 @@ var Protocol = class {
           return;
         }
         if (task2.status === "input_required") {
-          const result = await this.getTaskResult({ taskId }, resultSchema, options);
-          yield { type: "result", result };
+          const result2 = await this.getTaskResult({ taskId }, resultSchema, options);
+          yield { type: "result", result: result2 };
           return;
         }
         const pollInterval = task2.pollInterval ?? this._options?.defaultTaskPollInterval ?? 1e3;
@@ -61121,8 +60893,8 @@ var Protocol = class {
         }
         return task;
       },
-      storeTaskResult: async (taskId, status, result) => {
-        await taskStore.storeTaskResult(taskId, status, result, sessionId);
+      storeTaskResult: async (taskId, status, result2) => {
+        await taskStore.storeTaskResult(taskId, status, result2, sessionId);
         const task = await taskStore.getTask(taskId, sessionId);
         if (task) {
           const notification = TaskStatusNotificationSchema.parse({
@@ -61169,20 +60941,20 @@ function isPlainObject3(value) {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 function mergeCapabilities(base2, additional) {
-  const result = { ...base2 };
+  const result2 = { ...base2 };
   for (const key in additional) {
     const k = key;
     const addValue = additional[k];
     if (addValue === void 0)
       continue;
-    const baseValue = result[k];
+    const baseValue = result2[k];
     if (isPlainObject3(baseValue) && isPlainObject3(addValue)) {
-      result[k] = { ...baseValue, ...addValue };
+      result2[k] = { ...baseValue, ...addValue };
     } else {
-      result[k] = addValue;
+      result2[k] = addValue;
     }
   }
-  return result;
+  return result2;
 }
 
 // node_modules/@modelcontextprotocol/sdk/dist/esm/validation/ajv-provider.js
@@ -61341,7 +61113,7 @@ var ExperimentalServerTasks = class {
       if (hasPreviousToolUse) {
         const toolUseIds = new Set(previousContent.filter((c3) => c3.type === "tool_use").map((c3) => c3.id));
         const toolResultIds = new Set(lastContent.filter((c3) => c3.type === "tool_result").map((c3) => c3.toolUseId));
-        if (toolUseIds.size !== toolResultIds.size || ![...toolUseIds].every((id2) => toolResultIds.has(id2))) {
+        if (toolUseIds.size !== toolResultIds.size || ![...toolUseIds].every((id3) => toolResultIds.has(id3))) {
           throw new Error("ids of tool_result blocks and tool_use blocks from previous message do not match");
         }
       }
@@ -61580,16 +61352,16 @@ var Server = class extends Protocol {
           throw new McpError(ErrorCode2.InvalidParams, `Invalid tools/call request: ${errorMessage}`);
         }
         const { params } = validatedRequest.data;
-        const result = await Promise.resolve(handler(request, extra));
+        const result2 = await Promise.resolve(handler(request, extra));
         if (params.task) {
-          const taskValidationResult = safeParse3(CreateTaskResultSchema, result);
+          const taskValidationResult = safeParse3(CreateTaskResultSchema, result2);
           if (!taskValidationResult.success) {
             const errorMessage = taskValidationResult.error instanceof Error ? taskValidationResult.error.message : String(taskValidationResult.error);
             throw new McpError(ErrorCode2.InvalidParams, `Invalid task creation result: ${errorMessage}`);
           }
           return taskValidationResult.data;
         }
-        const validationResult = safeParse3(CallToolResultSchema, result);
+        const validationResult = safeParse3(CallToolResultSchema, result2);
         if (!validationResult.success) {
           const errorMessage = validationResult.error instanceof Error ? validationResult.error.message : String(validationResult.error);
           throw new McpError(ErrorCode2.InvalidParams, `Invalid tools/call result: ${errorMessage}`);
@@ -61766,7 +61538,7 @@ var Server = class extends Protocol {
       if (hasPreviousToolUse) {
         const toolUseIds = new Set(previousContent.filter((c3) => c3.type === "tool_use").map((c3) => c3.id));
         const toolResultIds = new Set(lastContent.filter((c3) => c3.type === "tool_result").map((c3) => c3.toolUseId));
-        if (toolUseIds.size !== toolResultIds.size || ![...toolUseIds].every((id2) => toolResultIds.has(id2))) {
+        if (toolUseIds.size !== toolResultIds.size || ![...toolUseIds].every((id3) => toolResultIds.has(id3))) {
           throw new Error("ids of tool_result blocks and tool_use blocks from previous message do not match");
         }
       }
@@ -61798,11 +61570,11 @@ var Server = class extends Protocol {
           throw new Error("Client does not support form elicitation.");
         }
         const formParams = params.mode === "form" ? params : { ...params, mode: "form" };
-        const result = await this.request({ method: "elicitation/create", params: formParams }, ElicitResultSchema, options);
-        if (result.action === "accept" && result.content && formParams.requestedSchema) {
+        const result2 = await this.request({ method: "elicitation/create", params: formParams }, ElicitResultSchema, options);
+        if (result2.action === "accept" && result2.content && formParams.requestedSchema) {
           try {
             const validator = this._jsonSchemaValidator.getValidator(formParams.requestedSchema);
-            const validationResult = validator(result.content);
+            const validationResult = validator(result2.content);
             if (!validationResult.valid) {
               throw new McpError(ErrorCode2.InvalidParams, `Elicitation response content does not match requested schema: ${validationResult.errorMessage}`);
             }
@@ -61813,7 +61585,7 @@ var Server = class extends Protocol {
             throw new McpError(ErrorCode2.InternalError, `Error validating elicitation response: ${error46 instanceof Error ? error46.message : String(error46)}`);
           }
         }
-        return result;
+        return result2;
       }
     }
   }
@@ -61939,9 +61711,9 @@ function issueToolNameWarning(name, warnings) {
   }
 }
 function validateAndWarnToolName(name) {
-  const result = validateToolName(name);
-  issueToolNameWarning(name, result.warnings);
-  return result.isValid;
+  const result2 = validateToolName(name);
+  issueToolNameWarning(name, result2.warnings);
+  return result2.isValid;
 }
 
 // node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/mcp-server.js
@@ -62109,12 +61881,12 @@ var McpServer = class {
           return await this.handleAutomaticTaskPolling(tool, request, extra);
         }
         const args = await this.validateToolInput(tool, request.params.arguments, request.params.name);
-        const result = await this.executeToolHandler(tool, args, extra);
+        const result2 = await this.executeToolHandler(tool, args, extra);
         if (isTaskRequest) {
-          return result;
+          return result2;
         }
-        await this.validateToolOutput(tool, result, request.params.name);
-        return result;
+        await this.validateToolOutput(tool, result2, request.params.name);
+        return result2;
       } catch (error46) {
         if (error46 instanceof McpError) {
           if (error46.code === ErrorCode2.UrlElicitationRequired) {
@@ -62166,21 +61938,21 @@ var McpServer = class {
   /**
    * Validates tool output against the tool's output schema.
    */
-  async validateToolOutput(tool, result, toolName) {
+  async validateToolOutput(tool, result2, toolName) {
     if (!tool.outputSchema) {
       return;
     }
-    if (!("content" in result)) {
+    if (!("content" in result2)) {
       return;
     }
-    if (result.isError) {
+    if (result2.isError) {
       return;
     }
-    if (!result.structuredContent) {
+    if (!result2.structuredContent) {
       throw new McpError(ErrorCode2.InvalidParams, `Output validation error: Tool ${toolName} has an output schema but no structured content was provided`);
     }
     const outputObj = normalizeObjectSchema(tool.outputSchema);
-    const parseResult = await safeParseAsync3(outputObj, result.structuredContent);
+    const parseResult = await safeParseAsync3(outputObj, result2.structuredContent);
     if (!parseResult.success) {
       const error46 = "error" in parseResult ? parseResult.error : "Unknown error";
       const errorMessage = getParseErrorMessage(error46);
@@ -62324,8 +62096,8 @@ var McpServer = class {
         if (!template.resourceTemplate.listCallback) {
           continue;
         }
-        const result = await template.resourceTemplate.listCallback(extra);
-        for (const resource of result.resources) {
+        const result2 = await template.resourceTemplate.listCallback(extra);
+        for (const resource of result2.resources) {
           templateResources.push({
             ...template.metadata,
             // the defined resource metadata should override the template metadata if present
@@ -62941,10 +62713,10 @@ async function offerAsk(opts) {
     await watcher;
   }
 }
-async function watchAsk(client3, ask, signal) {
+async function watchAsk(client2, ask, signal) {
   let shown = [ask.id];
   while (!signal.aborted) {
-    const r = await client3.workers.wait.query(
+    const r = await client2.workers.wait.query(
       { workerIds: [ask.workerId], shownAsks: shown, shownFinished: [ask.workerId], untilGone: ask.id, timeoutMs: 6e5, diffs: false },
       { signal }
     );
@@ -63563,16 +63335,16 @@ function createMcpServer(opts) {
       })
     );
   }
-  const call2 = (fn) => link3.call(fn);
+  const call = (fn) => link3.call(fn);
   async function attemptsNext(w) {
-    const g2 = await call2((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }));
+    const g2 = await call((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }));
     if (g2.winner)
       return `this attempt was not the winner (${w.state}); attempt ${g2.winner} won: result {"workerId":"${g2.winner}"}, then merge {"workerId":"${g2.winner}"}`;
     if (!g2.settled) return `not built; other attempts of this task are still running: wait {"workerIds":${JSON.stringify(g2.attempts.map((a2) => a2.workerId))}}`;
     return `no attempt of this task was built and honest: read the failing checks, then delegate a targeted fix (the checks on each attempt say what failed)`;
   }
   async function slotsNow(targetId) {
-    const st = await call2((c3) => c3.status.query());
+    const st = await call((c3) => c3.status.query());
     return { slots: slotsOf(st.slots, targetId ?? st.activeTarget?.id ?? null), status: st };
   }
   register(
@@ -63586,7 +63358,7 @@ function createMcpServer(opts) {
       idempotent: true
     },
     async () => {
-      const [health, st] = await Promise.all([call2((c3) => c3.health.query()), call2((c3) => c3.status.query())]);
+      const [health, st] = await Promise.all([call((c3) => c3.health.query()), call((c3) => c3.status.query())]);
       const t2 = st.activeTarget;
       const hardware2 = opts.hardware ? await opts.hardware().catch(() => null) : null;
       let activeTarget = null;
@@ -63648,13 +63420,13 @@ function createMcpServer(opts) {
     },
     async (args) => {
       const group = args.attempts !== void 0 || (args.targets?.length ?? 0) > 0;
-      const started = group ? await call2((c3) => c3.workers.startAttempts.mutate(args)) : { groupId: null, workerIds: [(await call2((c3) => c3.workers.start.mutate(args))).workerId] };
+      const started = group ? await call((c3) => c3.workers.startAttempts.mutate(args)) : { groupId: null, workerIds: [(await call((c3) => c3.workers.start.mutate(args))).workerId] };
       const workerId = started.workerIds[0];
-      for (const id2 of started.workerIds) mine.add(id2);
+      for (const id3 of started.workerIds) mine.add(id3);
       const baseline = args.checks.length ? await baselineOf(workerId, BASELINE_WAIT_MS) : { passedOnBase: [] };
       const [{ slots }, w, dirty, twins, branch] = await Promise.all([
         slotsNow(),
-        call2((c3) => c3.workers.get.query({ workerId })),
+        call((c3) => c3.workers.get.query({ workerId })),
         uncommitted(args.directory),
         sameTaskRunning(args.task, args.directory, started.workerIds),
         gitOut(args.directory, ["symbolic-ref", "-q", "HEAD"])
@@ -63709,12 +63481,12 @@ function createMcpServer(opts) {
     }
   );
   async function sameTaskRunning(task, directory, except) {
-    const [list, root2] = await Promise.all([call2((c3) => c3.workers.list.query()).catch(() => []), repoRoot(directory).catch(() => directory)]);
+    const [list, root2] = await Promise.all([call((c3) => c3.workers.list.query()).catch(() => []), repoRoot(directory).catch(() => directory)]);
     return list.filter((o2) => !except.includes(o2.id) && !isAtRest(o2.state) && o2.spec.task === task && sameRepo(o2, root2)).map((o2) => o2.id).reverse();
   }
   async function baselineOf(workerId, ms) {
-    const client3 = await link3.client();
-    const r = await follow(client3, [workerId], { until: (ws) => !!ws.get(workerId)?.baseline, timeoutMs: ms }).catch(() => null);
+    const client2 = await link3.client();
+    const r = await follow(client2, [workerId], { until: (ws) => !!ws.get(workerId)?.baseline, timeoutMs: ms }).catch(() => null);
     const b = r?.workers.get(workerId)?.baseline;
     return b ? { passedOnBase: b.passedOnBase } : null;
   }
@@ -63738,14 +63510,14 @@ function createMcpServer(opts) {
     async (args) => {
       const dirty = Promise.all([...new Set(args.tasks.map((t2) => path12.resolve(t2.directory)))].map(uncommitted));
       const before = await slotsNow();
-      const { batchId, workerIds, tasks, groups } = await call2(
+      const { batchId, workerIds, tasks, groups } = await call(
         (c3) => c3.workers.startBatch.mutate({
           tasks: args.tasks,
           ...args.integration ? { integration: args.integration } : {},
           ...args.name ? { name: args.name } : {}
         })
       );
-      for (const id2 of workerIds) mine.add(id2);
+      for (const id3 of workerIds) mine.add(id3);
       const { slots } = await slotsNow();
       const warnings = (await dirty).filter((w) => !!w);
       const overlaps = [];
@@ -63789,8 +63561,8 @@ function createMcpServer(opts) {
     },
     async (args) => {
       const [list, st] = await Promise.all([
-        call2((c3) => c3.workers.list.query(args.batchId ? { batchId: args.batchId } : void 0)),
-        call2((c3) => c3.status.query())
+        call((c3) => c3.workers.list.query(args.batchId ? { batchId: args.batchId } : void 0)),
+        call((c3) => c3.status.query())
       ]);
       const bad = directoryProblem(args.directory, baseDir);
       if (bad) throw new ToolError(bad);
@@ -63826,7 +63598,7 @@ function createMcpServer(opts) {
       idempotent: true
     },
     async ({ workerId }) => {
-      const [w, parts] = await Promise.all([call2((c3) => c3.workers.get.query({ workerId })), call2((c3) => c3.workers.transcript.query({ workerId }))]);
+      const [w, parts] = await Promise.all([call((c3) => c3.workers.get.query({ workerId })), call((c3) => c3.workers.transcript.query({ workerId }))]);
       const sum = summarize(w);
       return {
         ...sum,
@@ -63872,8 +63644,8 @@ function createMcpServer(opts) {
       }
       const concerns = (workerId, batchId) => "batchId" in target ? batchId === target.batchId : target.workerIds.includes(workerId);
       const seen = {
-        shownAsks: [...shown.asks].filter(([, s]) => concerns(s.workerId, s.batchId)).map(([id2]) => id2),
-        shownFinished: [...shown.finished].filter(([id2, batchId]) => concerns(id2, batchId)).map(([id2]) => id2)
+        shownAsks: [...shown.asks].filter(([, s]) => concerns(s.workerId, s.batchId)).map(([id3]) => id3),
+        shownFinished: [...shown.finished].filter(([id3, batchId]) => concerns(id3, batchId)).map(([id3]) => id3)
       };
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
@@ -63897,13 +63669,13 @@ function createMcpServer(opts) {
       if ("workerIds" in target && !target.unfinished) announce([...new Set(target.workerIds)]);
       const engineWait = (timeoutMs) => {
         const input2 = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...mine.size ? { also: [...mine] } : {} };
-        if (token === void 0) return call2((c3) => c3.workers.wait.query(input2, { signal: extra.signal }));
+        if (token === void 0) return call((c3) => c3.workers.wait.query(input2, { signal: extra.signal }));
         const ends = Date.now() + input2.timeoutMs;
-        return link3.client().then((client3) => streamWait(client3, input2, extra.signal, { following: announce, note: progress2 })).catch((err) => {
+        return link3.client().then((client2) => streamWait(client2, input2, extra.signal, { following: announce, note: progress2 })).catch((err) => {
           if (extra.signal.aborted) throw err;
           log(`wait: the event stream failed (${err?.message ?? String(err)}); waiting without its lines`);
           const rest = { ...input2, timeoutMs: Math.max(0, ends - Date.now()) };
-          return call2((c3) => c3.workers.wait.query(rest, { signal: extra.signal }));
+          return call((c3) => c3.workers.wait.query(rest, { signal: extra.signal }));
         });
       };
       const heartbeat = token !== void 0 ? setInterval(() => progress2(lastNote), 1e4) : void 0;
@@ -63978,18 +63750,18 @@ function createMcpServer(opts) {
         for (const w of finished7) shown.finished.set(w.id, w.batchId);
         const open3 = new Set(unanswered.map(({ a: a2 }) => a2.id));
         const here = new Set(ids2);
-        for (const [id2, s] of shown.asks) if (here.has(s.workerId) && !open3.has(id2)) shown.asks.delete(id2);
+        for (const [id3, s] of shown.asks) if (here.has(s.workerId) && !open3.has(id3)) shown.asks.delete(id3);
       }
       const counts = {};
       for (const w of list) counts[w.state] = (counts[w.state] ?? 0) + 1;
       const stalled = list.filter((w) => w.stalled && !isAtRest(w.state)).map((w) => w.id);
       const now = Date.now();
-      const others = [...mine].filter((id2) => !ids2.includes(id2));
+      const others = [...mine].filter((id3) => !ids2.includes(id3));
       let session = null;
       if (settled && others.length) {
         const got = new Map(r.also.map((w) => [w.id, w]));
-        const late2 = await Promise.all(others.filter((id2) => !got.has(id2)).map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 }))));
-        session = totalsOf([...list, ...others.map((id2) => got.get(id2)).filter((w) => !!w), ...late2], now);
+        const late2 = await Promise.all(others.filter((id3) => !got.has(id3)).map((id3) => call((c3) => c3.workers.get.query({ workerId: id3 }))));
+        session = totalsOf([...list, ...others.map((id3) => got.get(id3)).filter((w) => !!w), ...late2], now);
       }
       const older = unanswered.length - allFresh.length;
       const next = (fresh.length ? `answer the ${fresh.length} new ask(s) with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${notShown} more new ask(s) not shown here: the next wait returns them at once)` : ""}` : finished7.length && !settled ? `read result for ${finished7.length === 1 ? finished7[0].id : "the finished workers"}; wait again for the others` : nextFor(list, batch)) + (older ? `; ${older} ask(s) shown before are still unanswered (pending_approvals lists them)` : "");
@@ -64054,17 +63826,17 @@ function createMcpServer(opts) {
     },
     async (args) => {
       const [all] = await Promise.all([
-        call2((c3) => c3.approvals.list.query()),
-        args.workerId ? call2((c3) => c3.workers.get.query({ workerId: args.workerId })) : null
+        call((c3) => c3.approvals.list.query()),
+        args.workerId ? call((c3) => c3.workers.get.query({ workerId: args.workerId })) : null
       ]);
       let asks = all;
       if (args.workerId) asks = asks.filter((a2) => a2.workerId === args.workerId);
       if (args.batchId) {
-        const ids2 = new Set((await call2((c3) => c3.workers.batch.query({ batchId: args.batchId }))).workerIds);
+        const ids2 = new Set((await call((c3) => c3.workers.batch.query({ batchId: args.batchId }))).workerIds);
         asks = asks.filter((a2) => ids2.has(a2.workerId));
       }
       const owners = /* @__PURE__ */ new Map();
-      for (const id2 of new Set(asks.map((a2) => a2.workerId))) owners.set(id2, await call2((c3) => c3.workers.get.query({ workerId: id2 })));
+      for (const id3 of new Set(asks.map((a2) => a2.workerId))) owners.set(id3, await call((c3) => c3.workers.get.query({ workerId: id3 })));
       const listed2 = asks.slice(0, PENDING_PAGE);
       const u2 = (t2, n2) => untrustedText(t2, n2);
       const items = listed2.map((a2) => {
@@ -64114,7 +63886,7 @@ function createMcpServer(opts) {
       if (args.batchId) return approveBatch(args.batchId, args.decision, args.message);
       if (!args.askId) throw new ToolError("askId is required (see wait / pending_approvals), or batchId to answer a batch's in-scope edits alike");
       const askId = args.askId;
-      const ask = await call2(
+      const ask = await call(
         (c3) => c3.approvals.decide.mutate({
           askId,
           decision: args.decision,
@@ -64130,7 +63902,7 @@ function createMcpServer(opts) {
         throw err;
       });
       if (ask.status !== "pending") shown.asks.delete(ask.id);
-      const w = ask.worker ?? await call2((c3) => c3.workers.get.query({ workerId: ask.workerId }));
+      const w = ask.worker ?? await call((c3) => c3.workers.get.query({ workerId: ask.workerId }));
       return {
         askId: ask.id,
         workerId: ask.workerId,
@@ -64145,7 +63917,7 @@ function createMcpServer(opts) {
   async function approveBatch(batchId, decision, message) {
     if (decision !== "once")
       throw new ToolError('a batch answer allows each in-scope edit once: decision must be "once" (answer other asks one by one with askId)');
-    const ws = await call2((c3) => c3.workers.list.query({ batchId }));
+    const ws = await call((c3) => c3.workers.list.query({ batchId }));
     if (!ws.length) throw new ToolError(`batch ${clip(batchId, 60)} has no workers: use a batchId from delegate_batch or workers`);
     const by = `mcp:${clientName()} (batch answer)`;
     const answered = [];
@@ -64189,7 +63961,7 @@ function createMcpServer(opts) {
       input: SteerToolInput,
       output: ControlOutput
     },
-    async (args) => control(await call2((c3) => c3.workers.steer.mutate(args)))
+    async (args) => control(await call((c3) => c3.workers.steer.mutate(args)))
   );
   register(
     "stop",
@@ -64201,7 +63973,7 @@ function createMcpServer(opts) {
       destructive: true,
       idempotent: true
     },
-    async (args) => control(await call2((c3) => c3.workers.stop.mutate(args)))
+    async (args) => control(await call((c3) => c3.workers.stop.mutate(args)))
   );
   register(
     "resume",
@@ -64211,7 +63983,7 @@ function createMcpServer(opts) {
       input: ResumeToolInput,
       output: ControlOutput
     },
-    async (args) => control(await call2((c3) => c3.workers.resume.mutate(args)))
+    async (args) => control(await call((c3) => c3.workers.resume.mutate(args)))
   );
   register(
     "continue",
@@ -64222,7 +63994,7 @@ function createMcpServer(opts) {
       output: ControlOutput
     },
     async (args) => {
-      const w = await call2((c3) => c3.workers.continue.mutate(args));
+      const w = await call((c3) => c3.workers.continue.mutate(args));
       mine.add(w.id);
       return control(w);
     }
@@ -64236,7 +64008,7 @@ function createMcpServer(opts) {
       output: ControlOutput
     },
     async (args) => {
-      const w = await call2((c3) => c3.workers.review.mutate(args));
+      const w = await call((c3) => c3.workers.review.mutate(args));
       mine.add(w.id);
       return control(w);
     }
@@ -64250,9 +64022,9 @@ function createMcpServer(opts) {
       output: RetryOutput
     },
     async ({ workerId }) => {
-      const r = await call2((c3) => c3.workers.retry.mutate({ workerId }));
+      const r = await call((c3) => c3.workers.retry.mutate({ workerId }));
       mine.add(r.workerId);
-      const w = await call2((c3) => c3.workers.get.query({ workerId: r.workerId }));
+      const w = await call((c3) => c3.workers.get.query({ workerId: r.workerId }));
       return {
         workerId: r.workerId,
         retryOf: r.retryOf,
@@ -64272,7 +64044,7 @@ function createMcpServer(opts) {
       idempotent: true
     },
     async (args) => {
-      const w = await call2((c3) => c3.workers.get.query({ workerId: args.workerId }));
+      const w = await call((c3) => c3.workers.get.query({ workerId: args.workerId }));
       if (!isAtRest(w.state)) {
         throw new ToolError(
           `worker ${w.id} is ${w.state}, not finished: call wait {"workerId":"${w.id}"} until it settles${pendingAsks(w).length ? ` (it is blocked on ${pendingAsks(w).length} pending approval(s))` : ""}`
@@ -64365,7 +64137,7 @@ function createMcpServer(opts) {
         approvals: w.asks.slice(-50).map((a2) => ({ askId: a2.id, tool: a2.tool, status: a2.status, decision: a2.decision ?? null, by: byText2(a2.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
-        attempts: w.attempt ? attemptsOut(await call2((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }))) : null,
+        attempts: w.attempt ? attemptsOut(await call((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }))) : null,
         next: w.attempt && !w.merged && verdict !== "built" ? await attemptsNext(w) : w.merged ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})` : verdict === "built" && !w.baseBranch ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}, from a detached HEAD: there is no branch to merge it into. Review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo} for the person to merge where they want` : verdict === "built" ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}` : nextAfterFailure(w)
       };
     }
@@ -64382,8 +64154,8 @@ function createMcpServer(opts) {
     },
     async (args) => {
       const [w, { diff: full }] = await Promise.all([
-        call2((c3) => c3.workers.get.query({ workerId: args.workerId })),
-        call2((c3) => c3.workers.diff.query({ workerId: args.workerId }))
+        call((c3) => c3.workers.get.query({ workerId: args.workerId })),
+        call((c3) => c3.workers.diff.query({ workerId: args.workerId }))
       ]);
       let text = full;
       if (args.file) {
@@ -64433,7 +64205,7 @@ function createMcpServer(opts) {
       if (!workerId === !batchId) throw new ToolError("give workerId, or batchId (a batch with integration checks), not both");
       if (publish) {
         if (!workerId) throw new ToolError("publish takes a workerId: a batch lands only by merge {batchId}");
-        const p = await call2((c3) => c3.workers.publish.mutate({ workerId }));
+        const p = await call((c3) => c3.workers.publish.mutate({ workerId }));
         return {
           workerId,
           into: p.branch,
@@ -64443,7 +64215,7 @@ function createMcpServer(opts) {
         };
       }
       if (batchId) {
-        const r = await call2((c3) => c3.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch(
+        const r = await call((c3) => c3.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch(
           (err) => {
             if (err?.data?.ocwCode === "not-found") throw err;
             throw new ToolError(
@@ -64465,10 +64237,10 @@ function createMcpServer(opts) {
           next: r.integration ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests` : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}`
         };
       }
-      const w = await call2((c3) => c3.workers.get.query({ workerId }));
+      const w = await call((c3) => c3.workers.get.query({ workerId }));
       let merged;
       try {
-        merged = await call2((c3) => c3.workers.merge.mutate({ workerId, acceptFlagged: !!acceptFlagged }));
+        merged = await call((c3) => c3.workers.merge.mutate({ workerId, acceptFlagged: !!acceptFlagged }));
       } catch (err) {
         const msg = err.message ?? String(err);
         if (/detached HEAD/.test(msg))
@@ -64510,7 +64282,7 @@ function createMcpServer(opts) {
     },
     async (args) => {
       if (!args.workerId === !args.batchId) throw new ToolError("give workerId, or batchId, not both");
-      const r = await call2((c3) => c3.workers.push.mutate({ ...args, pr: !!args.pr }));
+      const r = await call((c3) => c3.workers.push.mutate({ ...args, pr: !!args.pr }));
       return {
         ...r,
         next: r.pr ? `pull request opened: ${r.pr.url}` : r.prProblem ? `pushed ${r.branch}; no pull request: ${r.prProblem}` : `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`
@@ -64528,7 +64300,7 @@ function createMcpServer(opts) {
       idempotent: true
     },
     async ({ workerId }) => {
-      const w = await call2((c3) => c3.workers.discard.mutate({ workerId })).catch((err) => {
+      const w = await call((c3) => c3.workers.discard.mutate({ workerId })).catch((err) => {
         if (/No procedure found|no procedure/i.test(err.message ?? ""))
           throw new ToolError(
             `this engine has no discard (it is older than this bridge): restart it with \`ocw stop\`, or remove the worker's branch ocw/${workerId} by hand`
@@ -64545,7 +64317,7 @@ function createMcpServer(opts) {
   );
   return server;
 }
-function streamWait(client3, input2, signal, on6) {
+function streamWait(client2, input2, signal, on6) {
   return new Promise((resolve, reject) => {
     let ended = false;
     let sub = null;
@@ -64561,7 +64333,7 @@ function streamWait(client3, input2, signal, on6) {
     const onAbort = () => end(() => reject(new Error("the wait was cancelled")));
     signal.addEventListener("abort", onAbort, { once: true });
     if (signal.aborted) return onAbort();
-    sub = client3.workers.waitStream.subscribe(input2, {
+    sub = client2.workers.waitStream.subscribe(input2, {
       onData: (item) => {
         if (ended) return;
         if ("result" in item) end(() => resolve(item.result));
@@ -64761,9 +64533,9 @@ function answerInvalidLines(input2, write, log = () => {
   const valid = new PassThrough();
   const onLine = (line) => {
     if (!line.trim()) return;
-    const reply = (id2, code2, message) => {
+    const reply = (id3, code2, message) => {
       log(`${message}: ${clip(line, 120)}`);
-      write(`${JSON.stringify({ jsonrpc: "2.0", id: typeof id2 === "string" || typeof id2 === "number" ? id2 : null, error: { code: code2, message } })}
+      write(`${JSON.stringify({ jsonrpc: "2.0", id: typeof id3 === "string" || typeof id3 === "number" ? id3 : null, error: { code: code2, message } })}
 `);
     };
     let msg;
@@ -64951,15 +64723,15 @@ function reduceBody(text, job2) {
   }
   if (value === void 0) return null;
   if (!job2.keep) return value;
-  const pick4 = (v, k) => {
+  const pick3 = (v, k) => {
     if (k === true) return v;
-    if (Array.isArray(k)) return Array.isArray(v) ? v.map((e) => pick4(e, k[0])) : void 0;
+    if (Array.isArray(k)) return Array.isArray(v) ? v.map((e) => pick3(e, k[0])) : void 0;
     if (v === null || typeof v !== "object" || Array.isArray(v)) return void 0;
     const out = {};
-    for (const key of Object.keys(k)) if (Object.hasOwn(v, key)) out[key] = pick4(v[key], k[key]);
+    for (const key of Object.keys(k)) if (Object.hasOwn(v, key)) out[key] = pick3(v[key], k[key]);
     return out;
   };
-  return pick4(value, job2.keep) ?? null;
+  return pick3(value, job2.keep) ?? null;
 }
 var WORKER_SOURCE2 = `
 const { parentPort, threadId } = require("node:worker_threads");
@@ -64984,13 +64756,13 @@ var ParsePool = class {
   waiting = /* @__PURE__ */ new Map();
   parse(bytes, job2) {
     const slot = this.pick();
-    const id2 = ++this.seq;
+    const id3 = ++this.seq;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id2, { resolve, reject, slot });
+      this.waiting.set(id3, { resolve, reject, slot });
       if (slot.busy++ === 0) slot.worker.ref();
       const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
       const data = own ? bytes : Uint8Array.prototype.slice.call(bytes);
-      slot.worker.postMessage({ id: id2, bytes: data, job: job2 }, [data.buffer]);
+      slot.worker.postMessage({ id: id3, bytes: data, job: job2 }, [data.buffer]);
     });
   }
   pick() {
@@ -65017,9 +64789,9 @@ var ParsePool = class {
       const i2 = this.threads.indexOf(slot);
       if (i2 < 0) return;
       this.threads.splice(i2, 1);
-      for (const [id2, p] of this.waiting) {
+      for (const [id3, p] of this.waiting) {
         if (p.slot !== slot) continue;
-        this.waiting.delete(id2);
+        this.waiting.delete(id3);
         p.reject(new Error(`the engine's parse thread ${why}`));
       }
     };
@@ -65586,8 +65358,8 @@ var Pools = class {
   }
   /** Pools with work are read every couple of seconds: health and live load of each endpoint. */
   refreshPools() {
-    for (const id2 of this.busyTargets()) {
-      const t2 = this.opts.targets.get(id2);
+    for (const id3 of this.busyTargets()) {
+      const t2 = this.opts.targets.get(id3);
       if (t2 && isPool(t2)) void this.refreshTarget(t2);
     }
   }
@@ -65623,19 +65395,19 @@ var Pools = class {
     const active = this.opts.targets.active();
     if (active) ids2.add(active.id);
     await Promise.all(
-      [...ids2].map(async (id2) => {
-        const t2 = this.opts.targets.get(id2);
+      [...ids2].map(async (id3) => {
+        const t2 = this.opts.targets.get(id3);
         if (!t2) return;
         const key = keyForProbe(t2);
         const problems = await Promise.all(endpointsOf(t2).map((e) => this.probes.health(e.url, key, { ours: this.workersOn(t2.id, e.url, !isPool(t2)) })));
         const healthy2 = problems.some((p) => !p);
         const problem = healthy2 ? null : `${endpointsOf(t2).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
-        const was = this.modelHealth.get(id2);
-        this.modelHealth.set(id2, { healthy: healthy2, problem, checkedAt: Date.now() });
+        const was = this.modelHealth.get(id3);
+        this.modelHealth.set(id3, { healthy: healthy2, problem, checkedAt: Date.now() });
         if (was?.healthy !== healthy2) {
           this.reg.transient({
             type: "model",
-            targetId: id2,
+            targetId: id3,
             healthy: healthy2,
             ...problem ? { message: `the model server does not answer (${problem}): start it, or pick another target` } : {},
             ts: Date.now()
@@ -66019,8 +65791,8 @@ async function toolRoundTrip(p) {
   }
   if (first.error && !first.toolCalls.length)
     return { passed: false, failure: "model", evidence: `the answer to a request with tools broke off: ${first.error}` };
-  const call2 = first.toolCalls[0];
-  if (!call2) {
+  const call = first.toolCalls[0];
+  if (!call) {
     const text = first.content || first.reasoning;
     if (TEXT_CALL.test(text)) {
       return {
@@ -66037,20 +65809,20 @@ async function toolRoundTrip(p) {
   }
   let args;
   try {
-    args = JSON.parse(call2.arguments || "{}");
+    args = JSON.parse(call.arguments || "{}");
   } catch {
     return {
       passed: false,
       failure: "model",
-      evidence: `the model called ${call2.name} with arguments that are not JSON (${JSON.stringify(call2.arguments.slice(0, 80))})`
+      evidence: `the model called ${call.name} with arguments that are not JSON (${JSON.stringify(call.arguments.slice(0, 80))})`
     };
   }
-  if (!OPENCODE_TOOLS.some((t2) => t2.function.name === call2.name))
-    return { passed: false, failure: "model", evidence: `the model called an unknown tool ${JSON.stringify(call2.name)}` };
+  if (!OPENCODE_TOOLS.some((t2) => t2.function.name === call.name))
+    return { passed: false, failure: "model", evidence: `the model called an unknown tool ${JSON.stringify(call.name)}` };
   const readsFile = JSON.stringify(args).includes("token.txt");
   if (!readsFile)
-    return { passed: false, failure: "model", evidence: `the model called ${call2.name}(${JSON.stringify(args).slice(0, 100)}), not a read of ${FILE}` };
-  const id2 = call2.id || "call_ocw_verify";
+    return { passed: false, failure: "model", evidence: `the model called ${call.name}(${JSON.stringify(args).slice(0, 100)}), not a read of ${FILE}` };
+  const id3 = call.id || "call_ocw_verify";
   const second = await streamTurn(
     p.chatUrl,
     headers,
@@ -66059,9 +65831,9 @@ async function toolRoundTrip(p) {
       {
         role: "assistant",
         content: first.content || null,
-        tool_calls: [{ id: id2, type: "function", function: { name: call2.name, arguments: call2.arguments || "{}" } }]
+        tool_calls: [{ id: id3, type: "function", function: { name: call.name, arguments: call.arguments || "{}" } }]
       },
-      { role: "tool", tool_call_id: id2, content: `${token}
+      { role: "tool", tool_call_id: id3, content: `${token}
 ` }
     ]),
     p.timeoutMs
@@ -66072,7 +65844,7 @@ async function toolRoundTrip(p) {
     return {
       passed: false,
       failure: refused ? "refused" : "model",
-      evidence: `${call2.name} was called, but the request carrying its result \u2192 HTTP ${second.status}: ${second.error}${refused ? " (the server does not accept tool results: check its chat template)" : ""}`
+      evidence: `${call.name} was called, but the request carrying its result \u2192 HTTP ${second.status}: ${second.error}${refused ? " (the server does not accept tool results: check its chat template)" : ""}`
     };
   }
   const answer = `${second.content} ${second.reasoning}`;
@@ -66080,13 +65852,13 @@ async function toolRoundTrip(p) {
     return {
       passed: false,
       failure: "model",
-      evidence: `${call2.name} was called, but the answer did not use its result ${token} (${second.toolCalls.length ? `it called ${second.toolCalls[0].name} again` : JSON.stringify(second.content.slice(0, 80))})`
+      evidence: `${call.name} was called, but the answer did not use its result ${token} (${second.toolCalls.length ? `it called ${second.toolCalls[0].name} again` : JSON.stringify(second.content.slice(0, 80))})`
     };
   }
   return {
     passed: true,
     failure: null,
-    evidence: `tool-call round trip with ${OPENCODE_TOOLS.length} OpenCode tools (streamed): ${call2.name}(${JSON.stringify(args).slice(0, 60)}) \u2192 result used in the answer, ${ms} ms`
+    evidence: `tool-call round trip with ${OPENCODE_TOOLS.length} OpenCode tools (streamed): ${call.name}(${JSON.stringify(args).slice(0, 60)}) \u2192 result used in the answer, ${ms} ms`
   };
 }
 
@@ -66398,13 +66170,13 @@ async function verifyEndpoint(v) {
       const evidence = `${n2} concurrent \xD7 ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "\u221E"} ms` + (before ? `, /slots lists ${before.listed} slot(s) and showed ${maxBusy} processing at once` : "") + (before && before.listed < n2 ? ` \u2014 ${n2} requests cannot run at once on ${before.listed} slot(s): they queue` : "") + (failed.length ? `; ${failed.length} failed (${failed[0].status} ${failed[0].error ?? ""})` : "");
       return { passed, factor, evidence, failedRequests: failed.length > 0 };
     };
-    let result = await burst();
-    if (!result.passed && !result.failedRequests && !(before && before.listed < n2)) {
+    let result2 = await burst();
+    if (!result2.passed && !result2.failedRequests && !(before && before.listed < n2)) {
       const second = await burst();
-      result = second.passed ? { ...second, evidence: `${second.evidence} (second burst; the first: ${result.evidence})` } : second;
+      result2 = second.passed ? { ...second, evidence: `${second.evidence} (second burst; the first: ${result2.evidence})` } : second;
     }
-    observed.overlap = Math.round(result.factor * 100) / 100;
-    add({ name: "concurrency", passed: result.passed, evidence: result.evidence });
+    observed.overlap = Math.round(result2.factor * 100) / 100;
+    add({ name: "concurrency", passed: result2.passed, evidence: result2.evidence });
   }
   const cap2 = await httpJson(chatUrl, {
     headers: authHeaders(v.key),
@@ -66617,5409 +66389,6 @@ import { existsSync as existsSync8, mkdirSync as mkdirSync10, readFileSync as re
 import { createRequire as createRequire2 } from "node:module";
 import path18 from "node:path";
 import { pathToFileURL } from "node:url";
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/core/serverSentEvents.gen.js
-var createSseClient = ({ onRequest, onSseError, onSseEvent, responseTransformer, responseValidator, sseDefaultRetryDelay, sseMaxRetryAttempts, sseMaxRetryDelay, sseSleepFn, url: url2, ...options }) => {
-  let lastEventId;
-  const sleep2 = sseSleepFn ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
-  const createStream = async function* () {
-    let retryDelay = sseDefaultRetryDelay ?? 3e3;
-    let attempt = 0;
-    const signal = options.signal ?? new AbortController().signal;
-    while (true) {
-      if (signal.aborted)
-        break;
-      attempt++;
-      const headers = options.headers instanceof Headers ? options.headers : new Headers(options.headers);
-      if (lastEventId !== void 0) {
-        headers.set("Last-Event-ID", lastEventId);
-      }
-      try {
-        const requestInit = {
-          redirect: "follow",
-          ...options,
-          body: options.serializedBody,
-          headers,
-          signal
-        };
-        let request = new Request(url2, requestInit);
-        if (onRequest) {
-          request = await onRequest(url2, requestInit);
-        }
-        const _fetch2 = options.fetch ?? globalThis.fetch;
-        const response = await _fetch2(request);
-        if (!response.ok)
-          throw new Error(`SSE failed: ${response.status} ${response.statusText}`);
-        if (!response.body)
-          throw new Error("No body in SSE response");
-        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buffer = "";
-        const abortHandler = () => {
-          try {
-            reader.cancel();
-          } catch {
-          }
-        };
-        signal.addEventListener("abort", abortHandler);
-        try {
-          while (true) {
-            const { done, value } = await reader.read();
-            if (done)
-              break;
-            buffer += value;
-            buffer = buffer.replace(/\r\n/g, "\n").replace(/\r/g, "\n");
-            const chunks = buffer.split("\n\n");
-            buffer = chunks.pop() ?? "";
-            for (const chunk of chunks) {
-              const lines = chunk.split("\n");
-              const dataLines = [];
-              let eventName;
-              for (const line of lines) {
-                if (line.startsWith("data:")) {
-                  dataLines.push(line.replace(/^data:\s*/, ""));
-                } else if (line.startsWith("event:")) {
-                  eventName = line.replace(/^event:\s*/, "");
-                } else if (line.startsWith("id:")) {
-                  lastEventId = line.replace(/^id:\s*/, "");
-                } else if (line.startsWith("retry:")) {
-                  const parsed = Number.parseInt(line.replace(/^retry:\s*/, ""), 10);
-                  if (!Number.isNaN(parsed)) {
-                    retryDelay = parsed;
-                  }
-                }
-              }
-              let data;
-              let parsedJson = false;
-              if (dataLines.length) {
-                const rawData = dataLines.join("\n");
-                try {
-                  data = JSON.parse(rawData);
-                  parsedJson = true;
-                } catch {
-                  data = rawData;
-                }
-              }
-              if (parsedJson) {
-                if (responseValidator) {
-                  await responseValidator(data);
-                }
-                if (responseTransformer) {
-                  data = await responseTransformer(data);
-                }
-              }
-              onSseEvent?.({
-                data,
-                event: eventName,
-                id: lastEventId,
-                retry: retryDelay
-              });
-              if (dataLines.length) {
-                yield data;
-              }
-            }
-          }
-        } finally {
-          signal.removeEventListener("abort", abortHandler);
-          reader.releaseLock();
-        }
-        break;
-      } catch (error46) {
-        onSseError?.(error46);
-        if (sseMaxRetryAttempts !== void 0 && attempt >= sseMaxRetryAttempts) {
-          break;
-        }
-        const backoff = Math.min(retryDelay * 2 ** (attempt - 1), sseMaxRetryDelay ?? 3e4);
-        await sleep2(backoff);
-      }
-    }
-  };
-  const stream = createStream();
-  return { stream };
-};
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/core/pathSerializer.gen.js
-var separatorArrayExplode = (style) => {
-  switch (style) {
-    case "label":
-      return ".";
-    case "matrix":
-      return ";";
-    case "simple":
-      return ",";
-    default:
-      return "&";
-  }
-};
-var separatorArrayNoExplode = (style) => {
-  switch (style) {
-    case "form":
-      return ",";
-    case "pipeDelimited":
-      return "|";
-    case "spaceDelimited":
-      return "%20";
-    default:
-      return ",";
-  }
-};
-var separatorObjectExplode = (style) => {
-  switch (style) {
-    case "label":
-      return ".";
-    case "matrix":
-      return ";";
-    case "simple":
-      return ",";
-    default:
-      return "&";
-  }
-};
-var serializeArrayParam = ({ allowReserved, explode, name, style, value }) => {
-  if (!explode) {
-    const joinedValues2 = (allowReserved ? value : value.map((v) => encodeURIComponent(v))).join(separatorArrayNoExplode(style));
-    switch (style) {
-      case "label":
-        return `.${joinedValues2}`;
-      case "matrix":
-        return `;${name}=${joinedValues2}`;
-      case "simple":
-        return joinedValues2;
-      default:
-        return `${name}=${joinedValues2}`;
-    }
-  }
-  const separator = separatorArrayExplode(style);
-  const joinedValues = value.map((v) => {
-    if (style === "label" || style === "simple") {
-      return allowReserved ? v : encodeURIComponent(v);
-    }
-    return serializePrimitiveParam({
-      allowReserved,
-      name,
-      value: v
-    });
-  }).join(separator);
-  return style === "label" || style === "matrix" ? separator + joinedValues : joinedValues;
-};
-var serializePrimitiveParam = ({ allowReserved, name, value }) => {
-  if (value === void 0 || value === null) {
-    return "";
-  }
-  if (typeof value === "object") {
-    throw new Error("Deeply-nested arrays/objects aren\u2019t supported. Provide your own `querySerializer()` to handle these.");
-  }
-  return `${name}=${allowReserved ? value : encodeURIComponent(value)}`;
-};
-var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueOnly }) => {
-  if (value instanceof Date) {
-    return valueOnly ? value.toISOString() : `${name}=${value.toISOString()}`;
-  }
-  if (style !== "deepObject" && !explode) {
-    let values = [];
-    Object.entries(value).forEach(([key, v]) => {
-      values = [...values, key, allowReserved ? v : encodeURIComponent(v)];
-    });
-    const joinedValues2 = values.join(",");
-    switch (style) {
-      case "form":
-        return `${name}=${joinedValues2}`;
-      case "label":
-        return `.${joinedValues2}`;
-      case "matrix":
-        return `;${name}=${joinedValues2}`;
-      default:
-        return joinedValues2;
-    }
-  }
-  const separator = separatorObjectExplode(style);
-  const joinedValues = Object.entries(value).map(([key, v]) => serializePrimitiveParam({
-    allowReserved,
-    name: style === "deepObject" ? `${name}[${key}]` : key,
-    value: v
-  })).join(separator);
-  return style === "label" || style === "matrix" ? separator + joinedValues : joinedValues;
-};
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
-var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path74, url: _url3 }) => {
-  let url2 = _url3;
-  const matches = _url3.match(PATH_PARAM_RE);
-  if (matches) {
-    for (const match of matches) {
-      let explode = false;
-      let name = match.substring(1, match.length - 1);
-      let style = "simple";
-      if (name.endsWith("*")) {
-        explode = true;
-        name = name.substring(0, name.length - 1);
-      }
-      if (name.startsWith(".")) {
-        name = name.substring(1);
-        style = "label";
-      } else if (name.startsWith(";")) {
-        name = name.substring(1);
-        style = "matrix";
-      }
-      const value = path74[name];
-      if (value === void 0 || value === null) {
-        continue;
-      }
-      if (Array.isArray(value)) {
-        url2 = url2.replace(match, serializeArrayParam({ explode, name, style, value }));
-        continue;
-      }
-      if (typeof value === "object") {
-        url2 = url2.replace(match, serializeObjectParam({
-          explode,
-          name,
-          style,
-          value,
-          valueOnly: true
-        }));
-        continue;
-      }
-      if (style === "matrix") {
-        url2 = url2.replace(match, `;${serializePrimitiveParam({
-          name,
-          value
-        })}`);
-        continue;
-      }
-      const replaceValue = encodeURIComponent(style === "label" ? `.${value}` : value);
-      url2 = url2.replace(match, replaceValue);
-    }
-  }
-  return url2;
-};
-var getUrl2 = ({ baseUrl, path: path74, query, querySerializer, url: _url3 }) => {
-  const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
-  let url2 = (baseUrl ?? "") + pathUrl;
-  if (path74) {
-    url2 = defaultPathSerializer({ path: path74, url: url2 });
-  }
-  let search = query ? querySerializer(query) : "";
-  if (search.startsWith("?")) {
-    search = search.substring(1);
-  }
-  if (search) {
-    url2 += `?${search}`;
-  }
-  return url2;
-};
-function getValidRequestBody(options) {
-  const hasBody = options.body !== void 0;
-  const isSerializedBody = hasBody && options.bodySerializer;
-  if (isSerializedBody) {
-    if ("serializedBody" in options) {
-      const hasSerializedBody = options.serializedBody !== void 0 && options.serializedBody !== "";
-      return hasSerializedBody ? options.serializedBody : null;
-    }
-    return options.body !== "" ? options.body : null;
-  }
-  if (hasBody) {
-    return options.body;
-  }
-  return void 0;
-}
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/core/auth.gen.js
-var getAuthToken = async (auth, callback) => {
-  const token = typeof callback === "function" ? await callback(auth) : callback;
-  if (!token) {
-    return;
-  }
-  if (auth.scheme === "bearer") {
-    return `Bearer ${token}`;
-  }
-  if (auth.scheme === "basic") {
-    return `Basic ${btoa(token)}`;
-  }
-  return token;
-};
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/core/bodySerializer.gen.js
-var jsonBodySerializer = {
-  bodySerializer: (body) => JSON.stringify(body, (_key, value) => typeof value === "bigint" ? value.toString() : value)
-};
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/client/utils.gen.js
-var createQuerySerializer = ({ parameters = {}, ...args } = {}) => {
-  const querySerializer = (queryParams) => {
-    const search = [];
-    if (queryParams && typeof queryParams === "object") {
-      for (const name in queryParams) {
-        const value = queryParams[name];
-        if (value === void 0 || value === null) {
-          continue;
-        }
-        const options = parameters[name] || args;
-        if (Array.isArray(value)) {
-          const serializedArray = serializeArrayParam({
-            allowReserved: options.allowReserved,
-            explode: true,
-            name,
-            style: "form",
-            value,
-            ...options.array
-          });
-          if (serializedArray)
-            search.push(serializedArray);
-        } else if (typeof value === "object") {
-          const serializedObject = serializeObjectParam({
-            allowReserved: options.allowReserved,
-            explode: true,
-            name,
-            style: "deepObject",
-            value,
-            ...options.object
-          });
-          if (serializedObject)
-            search.push(serializedObject);
-        } else {
-          const serializedPrimitive = serializePrimitiveParam({
-            allowReserved: options.allowReserved,
-            name,
-            value
-          });
-          if (serializedPrimitive)
-            search.push(serializedPrimitive);
-        }
-      }
-    }
-    return search.join("&");
-  };
-  return querySerializer;
-};
-var getParseAs = (contentType) => {
-  if (!contentType) {
-    return "stream";
-  }
-  const cleanContent = contentType.split(";")[0]?.trim();
-  if (!cleanContent) {
-    return;
-  }
-  if (cleanContent.startsWith("application/json") || cleanContent.endsWith("+json")) {
-    return "json";
-  }
-  if (cleanContent === "multipart/form-data") {
-    return "formData";
-  }
-  if (["application/", "audio/", "image/", "video/"].some((type) => cleanContent.startsWith(type))) {
-    return "blob";
-  }
-  if (cleanContent.startsWith("text/")) {
-    return "text";
-  }
-  return;
-};
-var checkForExistence = (options, name) => {
-  if (!name) {
-    return false;
-  }
-  if (options.headers.has(name) || options.query?.[name] || options.headers.get("Cookie")?.includes(`${name}=`)) {
-    return true;
-  }
-  return false;
-};
-var setAuthParams = async ({ security, ...options }) => {
-  for (const auth of security) {
-    if (checkForExistence(options, auth.name)) {
-      continue;
-    }
-    const token = await getAuthToken(auth, options.auth);
-    if (!token) {
-      continue;
-    }
-    const name = auth.name ?? "Authorization";
-    switch (auth.in) {
-      case "query":
-        if (!options.query) {
-          options.query = {};
-        }
-        options.query[name] = token;
-        break;
-      case "cookie":
-        options.headers.append("Cookie", `${name}=${token}`);
-        break;
-      case "header":
-      default:
-        options.headers.set(name, token);
-        break;
-    }
-  }
-};
-var buildUrl = (options) => getUrl2({
-  baseUrl: options.baseUrl,
-  path: options.path,
-  query: options.query,
-  querySerializer: typeof options.querySerializer === "function" ? options.querySerializer : createQuerySerializer(options.querySerializer),
-  url: options.url
-});
-var mergeConfigs = (a2, b) => {
-  const config3 = { ...a2, ...b };
-  if (config3.baseUrl?.endsWith("/")) {
-    config3.baseUrl = config3.baseUrl.substring(0, config3.baseUrl.length - 1);
-  }
-  config3.headers = mergeHeaders(a2.headers, b.headers);
-  return config3;
-};
-var headersEntries = (headers) => {
-  const entries = [];
-  headers.forEach((value, key) => {
-    entries.push([key, value]);
-  });
-  return entries;
-};
-var mergeHeaders = (...headers) => {
-  const mergedHeaders = new Headers();
-  for (const header of headers) {
-    if (!header) {
-      continue;
-    }
-    const iterator = header instanceof Headers ? headersEntries(header) : Object.entries(header);
-    for (const [key, value] of iterator) {
-      if (value === null) {
-        mergedHeaders.delete(key);
-      } else if (Array.isArray(value)) {
-        for (const v of value) {
-          mergedHeaders.append(key, v);
-        }
-      } else if (value !== void 0) {
-        mergedHeaders.set(key, typeof value === "object" ? JSON.stringify(value) : value);
-      }
-    }
-  }
-  return mergedHeaders;
-};
-var Interceptors = class {
-  fns = [];
-  clear() {
-    this.fns = [];
-  }
-  eject(id2) {
-    const index = this.getInterceptorIndex(id2);
-    if (this.fns[index]) {
-      this.fns[index] = null;
-    }
-  }
-  exists(id2) {
-    const index = this.getInterceptorIndex(id2);
-    return Boolean(this.fns[index]);
-  }
-  getInterceptorIndex(id2) {
-    if (typeof id2 === "number") {
-      return this.fns[id2] ? id2 : -1;
-    }
-    return this.fns.indexOf(id2);
-  }
-  update(id2, fn) {
-    const index = this.getInterceptorIndex(id2);
-    if (this.fns[index]) {
-      this.fns[index] = fn;
-      return id2;
-    }
-    return false;
-  }
-  use(fn) {
-    this.fns.push(fn);
-    return this.fns.length - 1;
-  }
-};
-var createInterceptors = () => ({
-  error: new Interceptors(),
-  request: new Interceptors(),
-  response: new Interceptors()
-});
-var defaultQuerySerializer = createQuerySerializer({
-  allowReserved: false,
-  array: {
-    explode: true,
-    style: "form"
-  },
-  object: {
-    explode: true,
-    style: "deepObject"
-  }
-});
-var defaultHeaders = {
-  "Content-Type": "application/json"
-};
-var createConfig = (override = {}) => ({
-  ...jsonBodySerializer,
-  headers: defaultHeaders,
-  parseAs: "auto",
-  querySerializer: defaultQuerySerializer,
-  ...override
-});
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/client/client.gen.js
-var createClient = (config3 = {}) => {
-  let _config = mergeConfigs(createConfig(), config3);
-  const getConfig = () => ({ ..._config });
-  const setConfig = (config4) => {
-    _config = mergeConfigs(_config, config4);
-    return getConfig();
-  };
-  const interceptors = createInterceptors();
-  const beforeRequest = async (options) => {
-    const opts = {
-      ..._config,
-      ...options,
-      fetch: options.fetch ?? _config.fetch ?? globalThis.fetch,
-      headers: mergeHeaders(_config.headers, options.headers),
-      serializedBody: void 0
-    };
-    if (opts.security) {
-      await setAuthParams({
-        ...opts,
-        security: opts.security
-      });
-    }
-    if (opts.requestValidator) {
-      await opts.requestValidator(opts);
-    }
-    if (opts.body !== void 0 && opts.bodySerializer) {
-      opts.serializedBody = opts.bodySerializer(opts.body);
-    }
-    if (opts.body === void 0 || opts.serializedBody === "") {
-      opts.headers.delete("Content-Type");
-    }
-    const url2 = buildUrl(opts);
-    return { opts, url: url2 };
-  };
-  const request = async (options) => {
-    const { opts, url: url2 } = await beforeRequest(options);
-    const requestInit = {
-      redirect: "follow",
-      ...opts,
-      body: getValidRequestBody(opts)
-    };
-    let request2 = new Request(url2, requestInit);
-    for (const fn of interceptors.request.fns) {
-      if (fn) {
-        request2 = await fn(request2, opts);
-      }
-    }
-    const _fetch2 = opts.fetch;
-    let response;
-    try {
-      response = await _fetch2(request2);
-    } catch (error47) {
-      let finalError2 = error47;
-      for (const fn of interceptors.error.fns) {
-        if (fn) {
-          finalError2 = await fn(error47, void 0, request2, opts);
-        }
-      }
-      finalError2 = finalError2 || {};
-      if (opts.throwOnError) {
-        throw finalError2;
-      }
-      return opts.responseStyle === "data" ? void 0 : {
-        error: finalError2,
-        request: request2,
-        response: void 0
-      };
-    }
-    for (const fn of interceptors.response.fns) {
-      if (fn) {
-        response = await fn(response, request2, opts);
-      }
-    }
-    const result = {
-      request: request2,
-      response
-    };
-    if (response.ok) {
-      const parseAs = (opts.parseAs === "auto" ? getParseAs(response.headers.get("Content-Type")) : opts.parseAs) ?? "json";
-      if (response.status === 204 || response.headers.get("Content-Length") === "0") {
-        let emptyData;
-        switch (parseAs) {
-          case "arrayBuffer":
-          case "blob":
-          case "text":
-            emptyData = await response[parseAs]();
-            break;
-          case "formData":
-            emptyData = new FormData();
-            break;
-          case "stream":
-            emptyData = response.body;
-            break;
-          case "json":
-          default:
-            emptyData = {};
-            break;
-        }
-        return opts.responseStyle === "data" ? emptyData : {
-          data: emptyData,
-          ...result
-        };
-      }
-      let data;
-      switch (parseAs) {
-        case "arrayBuffer":
-        case "blob":
-        case "formData":
-        case "text":
-          data = await response[parseAs]();
-          break;
-        case "json": {
-          const text = await response.text();
-          data = text ? JSON.parse(text) : {};
-          break;
-        }
-        case "stream":
-          return opts.responseStyle === "data" ? response.body : {
-            data: response.body,
-            ...result
-          };
-      }
-      if (parseAs === "json") {
-        if (opts.responseValidator) {
-          await opts.responseValidator(data);
-        }
-        if (opts.responseTransformer) {
-          data = await opts.responseTransformer(data);
-        }
-      }
-      return opts.responseStyle === "data" ? data : {
-        data,
-        ...result
-      };
-    }
-    const textError = await response.text();
-    let jsonError;
-    try {
-      jsonError = JSON.parse(textError);
-    } catch {
-    }
-    const error46 = jsonError ?? textError;
-    let finalError = error46;
-    for (const fn of interceptors.error.fns) {
-      if (fn) {
-        finalError = await fn(error46, response, request2, opts);
-      }
-    }
-    finalError = finalError || {};
-    if (opts.throwOnError) {
-      throw finalError;
-    }
-    return opts.responseStyle === "data" ? void 0 : {
-      error: finalError,
-      ...result
-    };
-  };
-  const makeMethodFn = (method) => (options) => request({ ...options, method });
-  const makeSseFn = (method) => async (options) => {
-    const { opts, url: url2 } = await beforeRequest(options);
-    return createSseClient({
-      ...opts,
-      body: opts.body,
-      headers: opts.headers,
-      method,
-      onRequest: async (url3, init) => {
-        let request2 = new Request(url3, init);
-        for (const fn of interceptors.request.fns) {
-          if (fn) {
-            request2 = await fn(request2, opts);
-          }
-        }
-        return request2;
-      },
-      serializedBody: getValidRequestBody(opts),
-      url: url2
-    });
-  };
-  return {
-    buildUrl,
-    connect: makeMethodFn("CONNECT"),
-    delete: makeMethodFn("DELETE"),
-    get: makeMethodFn("GET"),
-    getConfig,
-    head: makeMethodFn("HEAD"),
-    interceptors,
-    options: makeMethodFn("OPTIONS"),
-    patch: makeMethodFn("PATCH"),
-    post: makeMethodFn("POST"),
-    put: makeMethodFn("PUT"),
-    request,
-    setConfig,
-    sse: {
-      connect: makeSseFn("CONNECT"),
-      delete: makeSseFn("DELETE"),
-      get: makeSseFn("GET"),
-      head: makeSseFn("HEAD"),
-      options: makeSseFn("OPTIONS"),
-      patch: makeSseFn("PATCH"),
-      post: makeSseFn("POST"),
-      put: makeSseFn("PUT"),
-      trace: makeSseFn("TRACE")
-    },
-    trace: makeMethodFn("TRACE")
-  };
-};
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/core/params.gen.js
-var extraPrefixesMap = {
-  $body_: "body",
-  $headers_: "headers",
-  $path_: "path",
-  $query_: "query"
-};
-var extraPrefixes = Object.entries(extraPrefixesMap);
-var buildKeyMap = (fields, map3) => {
-  if (!map3) {
-    map3 = /* @__PURE__ */ new Map();
-  }
-  for (const config3 of fields) {
-    if ("in" in config3) {
-      if (config3.key) {
-        map3.set(config3.key, {
-          in: config3.in,
-          map: config3.map
-        });
-      }
-    } else if ("key" in config3) {
-      map3.set(config3.key, {
-        map: config3.map
-      });
-    } else if (config3.args) {
-      buildKeyMap(config3.args, map3);
-    }
-  }
-  return map3;
-};
-var stripEmptySlots = (params) => {
-  for (const [slot, value] of Object.entries(params)) {
-    if (value && typeof value === "object" && !Object.keys(value).length) {
-      delete params[slot];
-    }
-  }
-};
-var buildClientParams = (args, fields) => {
-  const params = {
-    body: {},
-    headers: {},
-    path: {},
-    query: {}
-  };
-  const map3 = buildKeyMap(fields);
-  let config3;
-  for (const [index, arg] of args.entries()) {
-    if (fields[index]) {
-      config3 = fields[index];
-    }
-    if (!config3) {
-      continue;
-    }
-    if ("in" in config3) {
-      if (config3.key) {
-        const field = map3.get(config3.key);
-        const name = field.map || config3.key;
-        if (field.in) {
-          ;
-          params[field.in][name] = arg;
-        }
-      } else {
-        params.body = arg;
-      }
-    } else {
-      for (const [key, value] of Object.entries(arg ?? {})) {
-        const field = map3.get(key);
-        if (field) {
-          if (field.in) {
-            const name = field.map || key;
-            params[field.in][name] = value;
-          } else {
-            params[field.map] = value;
-          }
-        } else {
-          const extra = extraPrefixes.find(([prefix]) => key.startsWith(prefix));
-          if (extra) {
-            const [prefix, slot] = extra;
-            params[slot][key.slice(prefix.length)] = value;
-          } else if ("allowExtra" in config3 && config3.allowExtra) {
-            for (const [slot, allowed] of Object.entries(config3.allowExtra)) {
-              if (allowed) {
-                ;
-                params[slot][key] = value;
-                break;
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  stripEmptySlots(params);
-  return params;
-};
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/client.gen.js
-var client = createClient(createConfig({ baseUrl: "http://localhost:4096" }));
-
-// node_modules/@opencode-ai/sdk/dist/v2/gen/sdk.gen.js
-var HeyApiClient = class {
-  client;
-  constructor(args) {
-    this.client = args?.client ?? client;
-  }
-};
-var HeyApiRegistry = class {
-  defaultKey = "default";
-  instances = /* @__PURE__ */ new Map();
-  get(key) {
-    const instance = this.instances.get(key ?? this.defaultKey);
-    if (!instance) {
-      throw new Error(`No SDK client found. Create one with "new OpencodeClient()" to fix this error.`);
-    }
-    return instance;
-  }
-  set(value, key) {
-    this.instances.set(key ?? this.defaultKey, value);
-  }
-};
-var Auth = class extends HeyApiClient {
-  /**
-   * Remove auth credentials
-   *
-   * Remove authentication credentials
-   */
-  remove(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "providerID" }] }]);
-    return (options?.client ?? this.client).delete({
-      url: "/auth/{providerID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Set auth credentials
-   *
-   * Set authentication credentials
-   */
-  set(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "providerID" },
-          { key: "auth", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).put({
-      url: "/auth/{providerID}",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var App = class extends HeyApiClient {
-  /**
-   * Write log
-   *
-   * Write a log entry to the server logs with specified level and metadata.
-   */
-  log(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "service" },
-          { in: "body", key: "level" },
-          { in: "body", key: "message" },
-          { in: "body", key: "extra" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/log",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * List agents
-   *
-   * Get a list of all available AI agents in the OpenCode system.
-   */
-  agents(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/agent",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * List skills
-   *
-   * Get a list of all available skills in the OpenCode system.
-   */
-  skills(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/skill",
-      ...options,
-      ...params
-    });
-  }
-};
-var ControlPlane = class extends HeyApiClient {
-  /**
-   * Move session
-   *
-   * Move a session to another project directory, optionally transferring local changes.
-   */
-  moveSession(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "body", key: "sessionID" },
-          { in: "body", key: "destination" },
-          { in: "body", key: "moveChanges" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/control-plane/move-session",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Capabilities = class extends HeyApiClient {
-  /**
-   * Get experimental capabilities
-   *
-   * Get experimental features enabled on the OpenCode server.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/capabilities",
-      ...options,
-      ...params
-    });
-  }
-};
-var Console = class extends HeyApiClient {
-  /**
-   * Get active Console provider metadata
-   *
-   * Get the active Console org name and the set of provider IDs managed by that Console org.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/console",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * List switchable Console orgs
-   *
-   * Get the available Console orgs across logged-in accounts, including the current active org.
-   */
-  listOrgs(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/console/orgs",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Switch active Console org
-   *
-   * Persist a new active Console account/org selection for the current local OpenCode state.
-   */
-  switchOrg(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "accountID" },
-          { in: "body", key: "orgID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/console/switch",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Session = class extends HeyApiClient {
-  /**
-   * List sessions
-   *
-   * Get a list of all OpenCode sessions across projects, sorted by most recently updated. Archived sessions are excluded by default.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "roots" },
-          { in: "query", key: "start" },
-          { in: "query", key: "cursor" },
-          { in: "query", key: "search" },
-          { in: "query", key: "limit" },
-          { in: "query", key: "archived" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/session",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Background subagents
-   *
-   * Detach any synchronous subagents currently blocking the session and continue them in the background.
-   */
-  background(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/session/{sessionID}/background",
-      ...options,
-      ...params
-    });
-  }
-};
-var Resource = class extends HeyApiClient {
-  /**
-   * Get MCP resources
-   *
-   * Get all available MCP resources from connected servers. Optionally filter by name.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/resource",
-      ...options,
-      ...params
-    });
-  }
-};
-var ProjectCopy = class extends HeyApiClient {
-  /**
-   * Generate project copy name
-   *
-   * Generate a short name for a project copy from task context.
-   */
-  generateName(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "projectID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "context" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/project/{projectID}/copy/generate-name",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Adapter = class extends HeyApiClient {
-  /**
-   * List workspace adapters
-   *
-   * List all available workspace adapters for the current project.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/workspace/adapter",
-      ...options,
-      ...params
-    });
-  }
-};
-var Workspace = class extends HeyApiClient {
-  /**
-   * List workspaces
-   *
-   * List all workspaces.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/workspace",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Create workspace
-   *
-   * Create a workspace for the current project.
-   */
-  create(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "id" },
-          { in: "body", key: "type" },
-          { in: "body", key: "branch" },
-          { in: "body", key: "extra" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/workspace",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Sync workspace list
-   *
-   * Register missing workspaces returned by workspace adapters.
-   */
-  syncList(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/workspace/sync-list",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Workspace status
-   *
-   * Get connection status for workspaces in the current project.
-   */
-  status(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/workspace/status",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Remove workspace
-   *
-   * Remove an existing workspace.
-   */
-  remove(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "id" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/experimental/workspace/{id}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Warp session into workspace
-   *
-   * Move a session's sync history into the target workspace, or detach it to the local project.
-   */
-  warp(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "id" },
-          { in: "body", key: "sessionID" },
-          { in: "body", key: "copyChanges" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/workspace/warp",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  _adapter;
-  get adapter() {
-    return this._adapter ??= new Adapter({ client: this.client });
-  }
-};
-var Experimental = class extends HeyApiClient {
-  _controlPlane;
-  get controlPlane() {
-    return this._controlPlane ??= new ControlPlane({ client: this.client });
-  }
-  _capabilities;
-  get capabilities() {
-    return this._capabilities ??= new Capabilities({ client: this.client });
-  }
-  _console;
-  get console() {
-    return this._console ??= new Console({ client: this.client });
-  }
-  _session;
-  get session() {
-    return this._session ??= new Session({ client: this.client });
-  }
-  _resource;
-  get resource() {
-    return this._resource ??= new Resource({ client: this.client });
-  }
-  _projectCopy;
-  get projectCopy() {
-    return this._projectCopy ??= new ProjectCopy({ client: this.client });
-  }
-  _workspace;
-  get workspace() {
-    return this._workspace ??= new Workspace({ client: this.client });
-  }
-};
-var Config = class extends HeyApiClient {
-  /**
-   * Get global configuration
-   *
-   * Retrieve the current global OpenCode configuration settings and preferences.
-   */
-  get(options) {
-    return (options?.client ?? this.client).get({
-      url: "/global/config",
-      ...options
-    });
-  }
-  /**
-   * Update global configuration
-   *
-   * Update global OpenCode configuration settings and preferences.
-   */
-  update(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ key: "config", map: "body" }] }]);
-    return (options?.client ?? this.client).patch({
-      url: "/global/config",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Global = class extends HeyApiClient {
-  /**
-   * Get health
-   *
-   * Get health information about the OpenCode server.
-   */
-  health(options) {
-    return (options?.client ?? this.client).get({
-      url: "/global/health",
-      ...options
-    });
-  }
-  /**
-   * Get global events
-   *
-   * Subscribe to global events from the OpenCode system using server-sent events.
-   */
-  event(options) {
-    return (options?.client ?? this.client).sse.get({
-      url: "/global/event",
-      ...options
-    });
-  }
-  /**
-   * Dispose instance
-   *
-   * Clean up and dispose all OpenCode instances, releasing all resources.
-   */
-  dispose(options) {
-    return (options?.client ?? this.client).post({
-      url: "/global/dispose",
-      ...options
-    });
-  }
-  /**
-   * Upgrade opencode
-   *
-   * Upgrade opencode to the specified version.
-   */
-  upgrade(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "body", key: "target" }] }]);
-    return (options?.client ?? this.client).post({
-      url: "/global/upgrade",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  _config;
-  get config() {
-    return this._config ??= new Config({ client: this.client });
-  }
-};
-var Event2 = class extends HeyApiClient {
-  /**
-   * Subscribe to events
-   *
-   * Get events
-   */
-  subscribe(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).sse.get({
-      url: "/event",
-      ...options,
-      ...params
-    });
-  }
-};
-var Config2 = class extends HeyApiClient {
-  /**
-   * Get configuration
-   *
-   * Retrieve the current OpenCode configuration settings and preferences.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/config",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Update configuration
-   *
-   * Update OpenCode configuration settings and preferences.
-   */
-  update(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { key: "config", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).patch({
-      url: "/config",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * List config providers
-   *
-   * Get a list of all configured AI providers and their default models.
-   */
-  providers(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/config/providers",
-      ...options,
-      ...params
-    });
-  }
-};
-var Tool = class extends HeyApiClient {
-  /**
-   * List tools
-   *
-   * Get a list of available tools with their JSON schema parameters for a specific provider and model combination.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "provider" },
-          { in: "query", key: "model" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/tool",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * List tool IDs
-   *
-   * Get a list of all available tool IDs, including both built-in tools and dynamically registered tools.
-   */
-  ids(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/tool/ids",
-      ...options,
-      ...params
-    });
-  }
-};
-var Worktree = class extends HeyApiClient {
-  /**
-   * Remove worktree
-   *
-   * Remove a git worktree and delete its branch.
-   */
-  remove(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { key: "worktreeRemoveInput", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/experimental/worktree",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * List worktrees
-   *
-   * List all sandbox worktrees for the current project.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/experimental/worktree",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Create worktree
-   *
-   * Create a new git worktree for the current project and run any configured startup scripts.
-   */
-  create(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { key: "worktreeCreateInput", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/worktree",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Reset worktree
-   *
-   * Reset a worktree branch to the primary default branch.
-   */
-  reset(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { key: "worktreeResetInput", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/worktree/reset",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Find = class extends HeyApiClient {
-  /**
-   * Find text
-   *
-   * Search for text patterns across files in the project using ripgrep.
-   */
-  text(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "pattern" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/find",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Find files
-   *
-   * Search for files or directories by name or pattern in the project directory.
-   */
-  files(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "query" },
-          { in: "query", key: "dirs" },
-          { in: "query", key: "type" },
-          { in: "query", key: "limit" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/find/file",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Find symbols
-   *
-   * Search for workspace symbols like functions, classes, and variables using LSP.
-   */
-  symbols(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "query" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/find/symbol",
-      ...options,
-      ...params
-    });
-  }
-};
-var File2 = class extends HeyApiClient {
-  /**
-   * List files
-   *
-   * List files and directories in a specified path.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "path" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/file",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Read file
-   *
-   * Read the content of a specified file.
-   */
-  read(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "path" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/file/content",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get file status
-   *
-   * Get the git status of all files in the project.
-   */
-  status(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/file/status",
-      ...options,
-      ...params
-    });
-  }
-};
-var Instance = class extends HeyApiClient {
-  /**
-   * Dispose instance
-   *
-   * Clean up and dispose the current OpenCode instance, releasing all resources.
-   */
-  dispose(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/instance/dispose",
-      ...options,
-      ...params
-    });
-  }
-};
-var Path = class extends HeyApiClient {
-  /**
-   * Get paths
-   *
-   * Retrieve the current working directory and related path information for the OpenCode instance.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/path",
-      ...options,
-      ...params
-    });
-  }
-};
-var Diff = class extends HeyApiClient {
-  /**
-   * Get raw VCS diff
-   *
-   * Retrieve a raw patch for current uncommitted changes.
-   */
-  raw(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/vcs/diff/raw",
-      ...options,
-      ...params
-    });
-  }
-};
-var Vcs = class extends HeyApiClient {
-  /**
-   * Get VCS info
-   *
-   * Retrieve version control system (VCS) information for the current project, such as git branch.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/vcs",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get VCS status
-   *
-   * Retrieve changed files in the current working tree without patches.
-   */
-  status(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/vcs/status",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get VCS diff
-   *
-   * Retrieve the current git diff for the working tree or against the default branch.
-   */
-  diff(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "mode" },
-          { in: "query", key: "context" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/vcs/diff",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Apply VCS patch
-   *
-   * Apply a raw patch to the current working tree.
-   */
-  apply(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "patch" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/vcs/apply",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  _diff;
-  get diff2() {
-    return this._diff ??= new Diff({ client: this.client });
-  }
-};
-var Command2 = class extends HeyApiClient {
-  /**
-   * List commands
-   *
-   * Get a list of all available commands in the OpenCode system.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/command",
-      ...options,
-      ...params
-    });
-  }
-};
-var Lsp = class extends HeyApiClient {
-  /**
-   * Get LSP status
-   *
-   * Get LSP server status
-   */
-  status(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/lsp",
-      ...options,
-      ...params
-    });
-  }
-};
-var Formatter = class extends HeyApiClient {
-  /**
-   * Get formatter status
-   *
-   * Get formatter status
-   */
-  status(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/formatter",
-      ...options,
-      ...params
-    });
-  }
-};
-var Auth2 = class extends HeyApiClient {
-  /**
-   * Remove MCP OAuth
-   *
-   * Remove OAuth credentials for an MCP server.
-   */
-  remove(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "name" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/mcp/{name}/auth",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Start MCP OAuth
-   *
-   * Start OAuth authentication flow for a Model Context Protocol (MCP) server.
-   */
-  start(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "name" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/mcp/{name}/auth",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Complete MCP OAuth
-   *
-   * Complete OAuth authentication for a Model Context Protocol (MCP) server using the authorization code.
-   */
-  callback(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "name" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "code" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/mcp/{name}/auth/callback",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Authenticate MCP OAuth
-   *
-   * Start OAuth flow and wait for callback (opens browser).
-   */
-  authenticate(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "name" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/mcp/{name}/auth/authenticate",
-      ...options,
-      ...params
-    });
-  }
-};
-var Mcp = class extends HeyApiClient {
-  /**
-   * Get MCP status
-   *
-   * Get the status of all Model Context Protocol (MCP) servers.
-   */
-  status(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/mcp",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Add MCP server
-   *
-   * Dynamically add a new Model Context Protocol (MCP) server to the system.
-   */
-  add(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "name" },
-          { in: "body", key: "config" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/mcp",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Connect an MCP server.
-   */
-  connect(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "name" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/mcp/{name}/connect",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Disconnect an MCP server.
-   */
-  disconnect(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "name" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/mcp/{name}/disconnect",
-      ...options,
-      ...params
-    });
-  }
-  _auth;
-  get auth() {
-    return this._auth ??= new Auth2({ client: this.client });
-  }
-};
-var Project = class extends HeyApiClient {
-  /**
-   * List all projects
-   *
-   * Get a list of projects that have been opened with OpenCode.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/project",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get current project
-   *
-   * Retrieve the currently active project that OpenCode is working with.
-   */
-  current(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/project/current",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Initialize git repository
-   *
-   * Create a git repository for the current project and return the refreshed project info.
-   */
-  initGit(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/project/git/init",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Update project
-   *
-   * Update project properties such as name, icon, and commands.
-   */
-  update(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "projectID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "name" },
-          { in: "body", key: "icon" },
-          { in: "body", key: "commands" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).patch({
-      url: "/project/{projectID}",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * List project directories
-   *
-   * List known local absolute directories for a project.
-   */
-  directories(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "projectID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/project/{projectID}/directories",
-      ...options,
-      ...params
-    });
-  }
-};
-var Pty = class extends HeyApiClient {
-  /**
-   * List available shells
-   *
-   * Get a list of available shells on the system.
-   */
-  shells(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/pty/shells",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * List PTY sessions
-   *
-   * Get a list of all active pseudo-terminal (PTY) sessions managed by OpenCode.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/pty",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Create PTY session
-   *
-   * Create a new pseudo-terminal (PTY) session for running shell commands and processes.
-   */
-  create(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "command" },
-          { in: "body", key: "args" },
-          { in: "body", key: "cwd" },
-          { in: "body", key: "title" },
-          { in: "body", key: "env" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/pty",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Remove PTY session
-   *
-   * Remove and terminate a specific pseudo-terminal (PTY) session.
-   */
-  remove(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/pty/{ptyID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get PTY session
-   *
-   * Retrieve detailed information about a specific pseudo-terminal (PTY) session.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/pty/{ptyID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Update PTY session
-   *
-   * Update properties of an existing pseudo-terminal (PTY) session.
-   */
-  update(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "title" },
-          { in: "body", key: "size" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).put({
-      url: "/pty/{ptyID}",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Create PTY WebSocket token
-   *
-   * Create a short-lived ticket for opening a PTY WebSocket connection.
-   */
-  connectToken(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/pty/{ptyID}/connect-token",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Connect to PTY session
-   *
-   * Establish a WebSocket connection to interact with a pseudo-terminal (PTY) session in real-time.
-   */
-  connect(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "cursor" },
-          { in: "query", key: "ticket" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/pty/{ptyID}/connect",
-      ...options,
-      ...params
-    });
-  }
-};
-var Question = class extends HeyApiClient {
-  /**
-   * List pending questions
-   *
-   * Get all pending question requests across all sessions.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/question",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Reply to question request
-   *
-   * Provide answers to a question request from the AI assistant.
-   */
-  reply(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "requestID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "answers" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/question/{requestID}/reply",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Reject question request
-   *
-   * Reject a question request from the AI assistant.
-   */
-  reject(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "requestID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/question/{requestID}/reject",
-      ...options,
-      ...params
-    });
-  }
-};
-var Permission = class extends HeyApiClient {
-  /**
-   * List pending permissions
-   *
-   * Get all pending permission requests across all sessions.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/permission",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Respond to permission request
-   *
-   * Approve or deny a permission request from the AI assistant.
-   */
-  reply(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "requestID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "reply" },
-          { in: "body", key: "message" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/permission/{requestID}/reply",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Respond to permission
-   *
-   * Approve or deny a permission request from the AI assistant.
-   *
-   * @deprecated
-   */
-  respond(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "permissionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "response" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/permissions/{permissionID}",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Oauth = class extends HeyApiClient {
-  /**
-   * Start OAuth authorization
-   *
-   * Start the OAuth authorization flow for a provider.
-   */
-  authorize(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "providerID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "method" },
-          { in: "body", key: "inputs" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/provider/{providerID}/oauth/authorize",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Handle OAuth callback
-   *
-   * Handle the OAuth callback from a provider after user authorization.
-   */
-  callback(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "providerID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "method" },
-          { in: "body", key: "code" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/provider/{providerID}/oauth/callback",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Provider = class extends HeyApiClient {
-  /**
-   * List providers
-   *
-   * Get a list of all available AI providers, including both available and connected ones.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/provider",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get provider auth methods
-   *
-   * Retrieve available authentication methods for all AI providers.
-   */
-  auth(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/provider/auth",
-      ...options,
-      ...params
-    });
-  }
-  _oauth;
-  get oauth() {
-    return this._oauth ??= new Oauth({ client: this.client });
-  }
-};
-var Session2 = class extends HeyApiClient {
-  /**
-   * List sessions
-   *
-   * Get a list of all OpenCode sessions, sorted by most recently updated.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "scope" },
-          { in: "query", key: "path" },
-          { in: "query", key: "roots" },
-          { in: "query", key: "start" },
-          { in: "query", key: "search" },
-          { in: "query", key: "limit" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/session",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Create session
-   *
-   * Create a new OpenCode session for interacting with AI assistants and managing conversations.
-   */
-  create(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "parentID" },
-          { in: "body", key: "title" },
-          { in: "body", key: "agent" },
-          { in: "body", key: "model" },
-          { in: "body", key: "metadata" },
-          { in: "body", key: "permission" },
-          { in: "body", key: "workspaceID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Get session status
-   *
-   * Retrieve the current status of all sessions, including active, idle, and completed states.
-   */
-  status(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/session/status",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Delete session
-   *
-   * Delete a session and permanently remove all associated data, including messages and history.
-   */
-  delete(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/session/{sessionID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get session
-   *
-   * Retrieve detailed information about a specific OpenCode session.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/session/{sessionID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Update session
-   *
-   * Update properties of an existing session, such as title or other metadata.
-   */
-  update(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "title" },
-          { in: "body", key: "metadata" },
-          { in: "body", key: "permission" },
-          { in: "body", key: "time" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).patch({
-      url: "/session/{sessionID}",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Get session children
-   *
-   * Retrieve all child sessions that were forked from the specified parent session.
-   */
-  children(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/session/{sessionID}/children",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get session todos
-   *
-   * Retrieve the todo list associated with a specific session, showing tasks and action items.
-   */
-  todo(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/session/{sessionID}/todo",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get message diff
-   *
-   * Get the file changes (diff) that resulted from a specific user message in the session.
-   */
-  diff(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "messageID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/session/{sessionID}/diff",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get session messages
-   *
-   * Retrieve all messages in a session, including user prompts and AI responses.
-   */
-  messages(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "query", key: "limit" },
-          { in: "query", key: "before" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/session/{sessionID}/message",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Send message
-   *
-   * Create and send a new message to a session, streaming the AI response.
-   */
-  prompt(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "messageID" },
-          { in: "body", key: "model" },
-          { in: "body", key: "agent" },
-          { in: "body", key: "noReply" },
-          { in: "body", key: "tools" },
-          { in: "body", key: "format" },
-          { in: "body", key: "system" },
-          { in: "body", key: "variant" },
-          { in: "body", key: "parts" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/message",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Delete message
-   *
-   * Permanently delete a specific message and all of its parts from a session without reverting file changes.
-   */
-  deleteMessage(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "messageID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/session/{sessionID}/message/{messageID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get message
-   *
-   * Retrieve a specific message from a session by its message ID.
-   */
-  message(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "messageID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/session/{sessionID}/message/{messageID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Fork session
-   *
-   * Create a new session by forking an existing session at a specific message point.
-   */
-  fork(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "messageID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/fork",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Abort session
-   *
-   * Abort an active session and stop any ongoing AI processing or command execution.
-   */
-  abort(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/abort",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Initialize session
-   *
-   * Analyze the current application and create an AGENTS.md file with project-specific agent configurations.
-   */
-  init(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "modelID" },
-          { in: "body", key: "providerID" },
-          { in: "body", key: "messageID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/init",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Unshare session
-   *
-   * Remove the shareable link for a session, making it private again.
-   */
-  unshare(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/session/{sessionID}/share",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Share session
-   *
-   * Create a shareable link for a session, allowing others to view the conversation.
-   */
-  share(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/share",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Summarize session
-   *
-   * Generate a concise summary of the session using AI compaction to preserve key information.
-   */
-  summarize(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "providerID" },
-          { in: "body", key: "modelID" },
-          { in: "body", key: "auto" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/summarize",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Send async message
-   *
-   * Create and send a new message to a session asynchronously, starting the session if needed and returning immediately.
-   */
-  promptAsync(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "messageID" },
-          { in: "body", key: "model" },
-          { in: "body", key: "agent" },
-          { in: "body", key: "noReply" },
-          { in: "body", key: "tools" },
-          { in: "body", key: "format" },
-          { in: "body", key: "system" },
-          { in: "body", key: "variant" },
-          { in: "body", key: "parts" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/prompt_async",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Send command
-   *
-   * Send a new command to a session for execution by the AI assistant.
-   */
-  command(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "messageID" },
-          { in: "body", key: "agent" },
-          { in: "body", key: "model" },
-          { in: "body", key: "arguments" },
-          { in: "body", key: "command" },
-          { in: "body", key: "variant" },
-          { in: "body", key: "parts" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/command",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Run shell command
-   *
-   * Execute a shell command within the session context and return the AI's response.
-   */
-  shell(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "messageID" },
-          { in: "body", key: "agent" },
-          { in: "body", key: "model" },
-          { in: "body", key: "command" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/shell",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Revert message
-   *
-   * Revert a specific message in a session, undoing its effects and restoring the previous state.
-   */
-  revert(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "messageID" },
-          { in: "body", key: "partID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/revert",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Restore reverted messages
-   *
-   * Restore all previously reverted messages in a session.
-   */
-  unrevert(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/session/{sessionID}/unrevert",
-      ...options,
-      ...params
-    });
-  }
-};
-var Part = class extends HeyApiClient {
-  /**
-   * Delete a part from a message.
-   */
-  delete(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "messageID" },
-          { in: "path", key: "partID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/session/{sessionID}/message/{messageID}/part/{partID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Update a part in a message.
-   */
-  update(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "messageID" },
-          { in: "path", key: "partID" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { key: "part", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).patch({
-      url: "/session/{sessionID}/message/{messageID}/part/{partID}",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var History = class extends HeyApiClient {
-  /**
-   * List sync events
-   *
-   * List sync events for all aggregates. Keys are aggregate IDs the client already knows about, values are the last known sequence ID. Events with seq > value are returned for those aggregates. Aggregates not listed in the input get their full history.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { key: "body", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/sync/history",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Sync = class extends HeyApiClient {
-  /**
-   * Start workspace sync
-   *
-   * Start sync loops for workspaces in the current project that have active sessions.
-   */
-  start(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/sync/start",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Replay sync events
-   *
-   * Validate and replay a complete sync event history.
-   */
-  replay(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          {
-            in: "query",
-            key: "query_directory",
-            map: "directory"
-          },
-          { in: "query", key: "workspace" },
-          {
-            in: "body",
-            key: "body_directory",
-            map: "directory"
-          },
-          { in: "body", key: "events" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/sync/replay",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Steal session into workspace
-   *
-   * Update a session to belong to the current workspace through the sync event system.
-   */
-  steal(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "sessionID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/sync/steal",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  _history;
-  get history() {
-    return this._history ??= new History({ client: this.client });
-  }
-};
-var Control = class extends HeyApiClient {
-  /**
-   * Get next TUI request
-   *
-   * Retrieve the next TUI request from the queue for processing.
-   */
-  next(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/tui/control/next",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Submit TUI response
-   *
-   * Submit a response to the TUI request queue to complete a pending request.
-   */
-  response(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { key: "body", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/control/response",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Tui = class extends HeyApiClient {
-  /**
-   * Append TUI prompt
-   *
-   * Append prompt to the TUI.
-   */
-  appendPrompt(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "text" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/append-prompt",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Open help dialog
-   *
-   * Open the help dialog in the TUI to display user assistance information.
-   */
-  openHelp(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/open-help",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Open sessions dialog
-   *
-   * Open the session dialog.
-   */
-  openSessions(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/open-sessions",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Open themes dialog
-   *
-   * Open the theme dialog.
-   */
-  openThemes(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/open-themes",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Open models dialog
-   *
-   * Open the model dialog.
-   */
-  openModels(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/open-models",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Submit TUI prompt
-   *
-   * Submit the prompt.
-   */
-  submitPrompt(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/submit-prompt",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Clear TUI prompt
-   *
-   * Clear the prompt.
-   */
-  clearPrompt(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/clear-prompt",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Execute TUI command
-   *
-   * Execute a TUI command.
-   */
-  executeCommand(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "command" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/execute-command",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Show TUI toast
-   *
-   * Show a toast notification in the TUI.
-   */
-  showToast(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "title" },
-          { in: "body", key: "message" },
-          { in: "body", key: "variant" },
-          { in: "body", key: "duration" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/show-toast",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Publish TUI event
-   *
-   * Publish a TUI event.
-   */
-  publish(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { key: "body", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/publish",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Select session
-   *
-   * Navigate the TUI to display the specified session.
-   */
-  selectSession(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "directory" },
-          { in: "query", key: "workspace" },
-          { in: "body", key: "sessionID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/tui/select-session",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  _control;
-  get control() {
-    return this._control ??= new Control({ client: this.client });
-  }
-};
-var Health = class extends HeyApiClient {
-  /**
-   * Check server health
-   *
-   * Check whether the API server is ready to accept requests.
-   */
-  get(options) {
-    return (options?.client ?? this.client).get({
-      url: "/api/health",
-      ...options
-    });
-  }
-};
-var Location = class extends HeyApiClient {
-  /**
-   * Get location
-   *
-   * Resolve the requested location or the server default location.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/location",
-      ...options,
-      ...params
-    });
-  }
-};
-var Agent = class extends HeyApiClient {
-  /**
-   * List agents
-   *
-   * Retrieve currently registered agents.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/agent",
-      ...options,
-      ...params
-    });
-  }
-};
-var Revert = class extends HeyApiClient {
-  /**
-   * Stage session revert
-   *
-   * Stage or move a reversible session boundary and optionally apply its file changes.
-   */
-  stage(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "body", key: "messageID" },
-          { in: "body", key: "files" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/revert/stage",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Clear staged revert
-   */
-  clear(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "sessionID" }] }]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/revert/clear",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Commit staged revert
-   */
-  commit(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "sessionID" }] }]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/revert/commit",
-      ...options,
-      ...params
-    });
-  }
-};
-var Permission2 = class extends HeyApiClient {
-  /**
-   * List session permission requests
-   *
-   * Retrieve pending permission requests owned by a session.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "sessionID" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/session/{sessionID}/permission",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Create permission request
-   *
-   * Evaluate and, when approval is required, create a permission request for a session.
-   */
-  create(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "body", key: "id" },
-          { in: "body", key: "action" },
-          { in: "body", key: "resources" },
-          { in: "body", key: "save" },
-          { in: "body", key: "metadata" },
-          { in: "body", key: "source" },
-          { in: "body", key: "agent" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/permission",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Get permission request
-   *
-   * Retrieve a pending permission request owned by a session.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "requestID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/session/{sessionID}/permission/{requestID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Reply to pending permission request
-   *
-   * Respond to a pending permission request owned by a session.
-   */
-  reply(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "requestID" },
-          { in: "body", key: "reply" },
-          { in: "body", key: "message" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/permission/{requestID}/reply",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Question2 = class extends HeyApiClient {
-  /**
-   * List session question requests
-   *
-   * Retrieve pending question requests owned by a session.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "sessionID" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/session/{sessionID}/question",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Reply to pending question request
-   *
-   * Answer a pending question request owned by a session.
-   */
-  reply(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "requestID" },
-          { key: "questionV2Reply", map: "body" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/question/{requestID}/reply",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Reject pending question request
-   *
-   * Reject a pending question request owned by a session.
-   */
-  reject(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "requestID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/question/{requestID}/reject",
-      ...options,
-      ...params
-    });
-  }
-};
-var Session3 = class extends HeyApiClient {
-  /**
-   * List sessions
-   *
-   * Retrieve sessions in the requested order. Items keep that order across pages; use cursor.next or cursor.previous to move through the ordered list.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "workspace" },
-          { in: "query", key: "limit" },
-          { in: "query", key: "order" },
-          { in: "query", key: "search" },
-          { in: "query", key: "directory" },
-          { in: "query", key: "project" },
-          { in: "query", key: "subpath" },
-          { in: "query", key: "cursor" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/session",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Create session
-   *
-   * Create a session at the requested location.
-   */
-  create(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "body", key: "id" },
-          { in: "body", key: "agent" },
-          { in: "body", key: "model" },
-          { in: "body", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * List active sessions
-   *
-   * Retrieve foreground Session drains currently owned by this OpenCode process. Sessions absent from the result are inactive.
-   */
-  active(options) {
-    return (options?.client ?? this.client).get({
-      url: "/api/session/active",
-      ...options
-    });
-  }
-  /**
-   * Get session
-   *
-   * Retrieve a session by ID.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "sessionID" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/session/{sessionID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Switch session agent
-   *
-   * Switch the agent used by subsequent provider turns.
-   */
-  switchAgent(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "body", key: "agent" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/agent",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Switch session model
-   *
-   * Switch the model used by subsequent provider turns.
-   */
-  switchModel(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "body", key: "model" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/model",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Send message
-   *
-   * Durably admit one session input and schedule agent-loop execution unless resume is false.
-   */
-  prompt(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "body", key: "id" },
-          { in: "body", key: "prompt" },
-          { in: "body", key: "delivery" },
-          { in: "body", key: "resume" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/prompt",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Compact session
-   *
-   * Compact a session conversation.
-   */
-  compact(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "sessionID" }] }]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/compact",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Wait for session
-   *
-   * Wait for a session agent loop to become idle.
-   */
-  wait(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "sessionID" }] }]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/wait",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get session context
-   *
-   * Retrieve the active context messages for a session (all messages after the last compaction).
-   */
-  context(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "sessionID" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/session/{sessionID}/context",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get session history
-   *
-   * Read one finite page of public durable Session events after an exclusive aggregate sequence. Newly committed events may appear on later pages.
-   */
-  history(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "limit" },
-          { in: "query", key: "after" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/session/{sessionID}/history",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Subscribe to session events
-   *
-   * Replay durable events after an aggregate sequence, then continue with new durable events.
-   */
-  events(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "after" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).sse.get({
-      url: "/api/session/{sessionID}/event",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Interrupt session execution
-   *
-   * Interrupt active execution owned by this OpenCode process. Idle interruption is a no-op.
-   */
-  interrupt(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "sessionID" }] }]);
-    return (options?.client ?? this.client).post({
-      url: "/api/session/{sessionID}/interrupt",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get session message
-   *
-   * Retrieve one projected message owned by the Session.
-   */
-  message(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "path", key: "messageID" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/session/{sessionID}/message/{messageID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get session messages
-   *
-   * Retrieve projected messages for a session. Items keep the requested order across pages; use cursor.next or cursor.previous to move through the ordered timeline.
-   */
-  messages(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "sessionID" },
-          { in: "query", key: "limit" },
-          { in: "query", key: "order" },
-          { in: "query", key: "cursor" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/session/{sessionID}/message",
-      ...options,
-      ...params
-    });
-  }
-  _revert;
-  get revert() {
-    return this._revert ??= new Revert({ client: this.client });
-  }
-  _permission;
-  get permission() {
-    return this._permission ??= new Permission2({ client: this.client });
-  }
-  _question;
-  get question() {
-    return this._question ??= new Question2({ client: this.client });
-  }
-};
-var Model = class extends HeyApiClient {
-  /**
-   * List models
-   *
-   * Retrieve available models ordered by release date.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/model",
-      ...options,
-      ...params
-    });
-  }
-};
-var Provider2 = class extends HeyApiClient {
-  /**
-   * List providers
-   *
-   * Retrieve active AI providers so clients can show provider availability and configuration.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/provider",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get provider
-   *
-   * Retrieve a single AI provider so clients can inspect its availability and endpoint settings.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "providerID" },
-          { in: "query", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/provider/{providerID}",
-      ...options,
-      ...params
-    });
-  }
-};
-var Connect = class extends HeyApiClient {
-  /**
-   * Connect with key
-   *
-   * Run a key authentication method and store the resulting credential.
-   */
-  key(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "integrationID" },
-          { in: "query", key: "location" },
-          { in: "body", key: "key" },
-          { in: "body", key: "label" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/integration/{integrationID}/connect/key",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Begin OAuth connection
-   *
-   * Start an OAuth attempt and return the authorization details.
-   */
-  oauth(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "integrationID" },
-          { in: "query", key: "location" },
-          { in: "body", key: "methodID" },
-          { in: "body", key: "inputs" },
-          { in: "body", key: "label" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/integration/{integrationID}/connect/oauth",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Attempt = class extends HeyApiClient {
-  /**
-   * Cancel OAuth connection
-   *
-   * Cancel an OAuth attempt and release its resources.
-   */
-  cancel(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "attemptID" },
-          { in: "query", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/api/integration/attempt/{attemptID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get OAuth attempt status
-   *
-   * Poll the current status of an OAuth attempt.
-   */
-  status(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "attemptID" },
-          { in: "query", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/integration/attempt/{attemptID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Complete OAuth connection
-   *
-   * Complete a code-based OAuth attempt and store the resulting credential.
-   */
-  complete(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "attemptID" },
-          { in: "query", key: "location" },
-          { in: "body", key: "code" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/integration/attempt/{attemptID}/complete",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Integration = class extends HeyApiClient {
-  /**
-   * List integrations
-   *
-   * Retrieve available integrations and their authentication methods.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/integration",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get integration
-   *
-   * Retrieve one integration and its authentication methods.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "integrationID" },
-          { in: "query", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/integration/{integrationID}",
-      ...options,
-      ...params
-    });
-  }
-  _connect;
-  get connect() {
-    return this._connect ??= new Connect({ client: this.client });
-  }
-  _attempt;
-  get attempt() {
-    return this._attempt ??= new Attempt({ client: this.client });
-  }
-};
-var Credential = class extends HeyApiClient {
-  /**
-   * Remove credential
-   *
-   * Remove a stored integration credential.
-   */
-  remove(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "credentialID" },
-          { in: "query", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/api/credential/{credentialID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Update credential
-   *
-   * Update a stored credential label.
-   */
-  update(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "credentialID" },
-          { in: "query", key: "location" },
-          { in: "body", key: "label" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).patch({
-      url: "/api/credential/{credentialID}",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-};
-var Request2 = class extends HeyApiClient {
-  /**
-   * List pending permission requests
-   *
-   * Retrieve pending permission requests for a location.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/permission/request",
-      ...options,
-      ...params
-    });
-  }
-};
-var Saved = class extends HeyApiClient {
-  /**
-   * List saved permissions
-   *
-   * Retrieve saved permissions, optionally filtered by project.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "projectID" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/permission/saved",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Remove saved permission
-   *
-   * Remove a saved permission by ID.
-   */
-  remove(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "path", key: "id" }] }]);
-    return (options?.client ?? this.client).delete({
-      url: "/api/permission/saved/{id}",
-      ...options,
-      ...params
-    });
-  }
-};
-var Permission3 = class extends HeyApiClient {
-  _request;
-  get request() {
-    return this._request ??= new Request2({ client: this.client });
-  }
-  _saved;
-  get saved() {
-    return this._saved ??= new Saved({ client: this.client });
-  }
-};
-var Fs = class extends HeyApiClient {
-  /**
-   * Read file
-   *
-   * Serve one file relative to the requested location.
-   */
-  read(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/fs/read/*",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * List directory
-   *
-   * List direct children of one directory relative to the requested location.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "location" },
-          { in: "query", key: "path" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/fs/list",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Find files
-   *
-   * Find recursively ranked filesystem entries relative to the requested location.
-   */
-  find(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "location" },
-          { in: "query", key: "query" },
-          { in: "query", key: "type" },
-          { in: "query", key: "limit" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/fs/find",
-      ...options,
-      ...params
-    });
-  }
-};
-var Command22 = class extends HeyApiClient {
-  /**
-   * List commands
-   *
-   * Retrieve currently registered commands.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/command",
-      ...options,
-      ...params
-    });
-  }
-};
-var Skill = class extends HeyApiClient {
-  /**
-   * List skills
-   *
-   * Retrieve currently registered skills.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/skill",
-      ...options,
-      ...params
-    });
-  }
-};
-var Event22 = class extends HeyApiClient {
-  /**
-   * Subscribe to events
-   *
-   * Subscribe to native event payloads for the server.
-   */
-  subscribe(options) {
-    return (options?.client ?? this.client).sse.get({
-      url: "/api/event",
-      ...options
-    });
-  }
-};
-var Pty2 = class extends HeyApiClient {
-  /**
-   * List PTY sessions
-   *
-   * List PTY sessions for a location, including exited sessions retained until removal.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/pty",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Create PTY session
-   *
-   * Create a pseudo-terminal session for a location.
-   */
-  create(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "query", key: "location" },
-          { in: "body", key: "command" },
-          { in: "body", key: "args" },
-          { in: "body", key: "cwd" },
-          { in: "body", key: "title" },
-          { in: "body", key: "env" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/pty",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Remove PTY session
-   *
-   * Terminate and remove one PTY session.
-   */
-  remove(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/api/pty/{ptyID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Get PTY session
-   *
-   * Get one PTY session, including its exit code once exited.
-   */
-  get(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/pty/{ptyID}",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Update PTY session
-   *
-   * Update the title or viewport size of one PTY session.
-   */
-  update(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "location" },
-          { in: "body", key: "title" },
-          { in: "body", key: "size" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).put({
-      url: "/api/pty/{ptyID}",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  /**
-   * Create PTY WebSocket token
-   *
-   * Create a short-lived single-use ticket for opening a PTY WebSocket connection.
-   */
-  connectToken(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/api/pty/{ptyID}/connect-token",
-      ...options,
-      ...params
-    });
-  }
-  /**
-   * Connect to PTY session
-   *
-   * Establish a WebSocket connection streaming PTY output and accepting terminal input.
-   */
-  connect(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "ptyID" },
-          { in: "query", key: "location[directory]" },
-          { in: "query", key: "location[workspace]" },
-          { in: "query", key: "cursor" },
-          { in: "query", key: "ticket" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).get({
-      url: "/api/pty/{ptyID}/connect",
-      ...options,
-      ...params
-    });
-  }
-};
-var Request22 = class extends HeyApiClient {
-  /**
-   * List pending question requests
-   *
-   * Retrieve pending question requests for a location.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/question/request",
-      ...options,
-      ...params
-    });
-  }
-};
-var Question3 = class extends HeyApiClient {
-  _request;
-  get request() {
-    return this._request ??= new Request22({ client: this.client });
-  }
-};
-var Reference = class extends HeyApiClient {
-  /**
-   * List references
-   *
-   * List references available in the requested location.
-   */
-  list(parameters, options) {
-    const params = buildClientParams([parameters], [{ args: [{ in: "query", key: "location" }] }]);
-    return (options?.client ?? this.client).get({
-      url: "/api/reference",
-      ...options,
-      ...params
-    });
-  }
-};
-var ProjectCopy2 = class extends HeyApiClient {
-  remove(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "projectID" },
-          { in: "query", key: "location" },
-          { in: "body", key: "directory" },
-          { in: "body", key: "force" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).delete({
-      url: "/experimental/project/{projectID}/copy",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  create(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "projectID" },
-          { in: "query", key: "location" },
-          { in: "body", key: "strategy" },
-          { in: "body", key: "directory" },
-          { in: "body", key: "name" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/project/{projectID}/copy",
-      ...options,
-      ...params,
-      headers: {
-        "Content-Type": "application/json",
-        ...options?.headers,
-        ...params.headers
-      }
-    });
-  }
-  refresh(parameters, options) {
-    const params = buildClientParams([parameters], [
-      {
-        args: [
-          { in: "path", key: "projectID" },
-          { in: "query", key: "location" }
-        ]
-      }
-    ]);
-    return (options?.client ?? this.client).post({
-      url: "/experimental/project/{projectID}/copy/refresh",
-      ...options,
-      ...params
-    });
-  }
-};
-var V2 = class extends HeyApiClient {
-  _health;
-  get health() {
-    return this._health ??= new Health({ client: this.client });
-  }
-  _location;
-  get location() {
-    return this._location ??= new Location({ client: this.client });
-  }
-  _agent;
-  get agent() {
-    return this._agent ??= new Agent({ client: this.client });
-  }
-  _session;
-  get session() {
-    return this._session ??= new Session3({ client: this.client });
-  }
-  _model;
-  get model() {
-    return this._model ??= new Model({ client: this.client });
-  }
-  _provider;
-  get provider() {
-    return this._provider ??= new Provider2({ client: this.client });
-  }
-  _integration;
-  get integration() {
-    return this._integration ??= new Integration({ client: this.client });
-  }
-  _credential;
-  get credential() {
-    return this._credential ??= new Credential({ client: this.client });
-  }
-  _permission;
-  get permission() {
-    return this._permission ??= new Permission3({ client: this.client });
-  }
-  _fs;
-  get fs() {
-    return this._fs ??= new Fs({ client: this.client });
-  }
-  _command;
-  get command() {
-    return this._command ??= new Command22({ client: this.client });
-  }
-  _skill;
-  get skill() {
-    return this._skill ??= new Skill({ client: this.client });
-  }
-  _event;
-  get event() {
-    return this._event ??= new Event22({ client: this.client });
-  }
-  _pty;
-  get pty() {
-    return this._pty ??= new Pty2({ client: this.client });
-  }
-  _question;
-  get question() {
-    return this._question ??= new Question3({ client: this.client });
-  }
-  _reference;
-  get reference() {
-    return this._reference ??= new Reference({ client: this.client });
-  }
-  _projectCopy;
-  get projectCopy() {
-    return this._projectCopy ??= new ProjectCopy2({ client: this.client });
-  }
-};
-var OpencodeClient = class _OpencodeClient extends HeyApiClient {
-  static __registry = new HeyApiRegistry();
-  constructor(args) {
-    super(args);
-    _OpencodeClient.__registry.set(this, args?.key);
-  }
-  _auth;
-  get auth() {
-    return this._auth ??= new Auth({ client: this.client });
-  }
-  _app;
-  get app() {
-    return this._app ??= new App({ client: this.client });
-  }
-  _experimental;
-  get experimental() {
-    return this._experimental ??= new Experimental({ client: this.client });
-  }
-  _global;
-  get global() {
-    return this._global ??= new Global({ client: this.client });
-  }
-  _event;
-  get event() {
-    return this._event ??= new Event2({ client: this.client });
-  }
-  _config;
-  get config() {
-    return this._config ??= new Config2({ client: this.client });
-  }
-  _tool;
-  get tool() {
-    return this._tool ??= new Tool({ client: this.client });
-  }
-  _worktree;
-  get worktree() {
-    return this._worktree ??= new Worktree({ client: this.client });
-  }
-  _find;
-  get find() {
-    return this._find ??= new Find({ client: this.client });
-  }
-  _file;
-  get file() {
-    return this._file ??= new File2({ client: this.client });
-  }
-  _instance;
-  get instance() {
-    return this._instance ??= new Instance({ client: this.client });
-  }
-  _path;
-  get path() {
-    return this._path ??= new Path({ client: this.client });
-  }
-  _vcs;
-  get vcs() {
-    return this._vcs ??= new Vcs({ client: this.client });
-  }
-  _command;
-  get command() {
-    return this._command ??= new Command2({ client: this.client });
-  }
-  _lsp;
-  get lsp() {
-    return this._lsp ??= new Lsp({ client: this.client });
-  }
-  _formatter;
-  get formatter() {
-    return this._formatter ??= new Formatter({ client: this.client });
-  }
-  _mcp;
-  get mcp() {
-    return this._mcp ??= new Mcp({ client: this.client });
-  }
-  _project;
-  get project() {
-    return this._project ??= new Project({ client: this.client });
-  }
-  _pty;
-  get pty() {
-    return this._pty ??= new Pty({ client: this.client });
-  }
-  _question;
-  get question() {
-    return this._question ??= new Question({ client: this.client });
-  }
-  _permission;
-  get permission() {
-    return this._permission ??= new Permission({ client: this.client });
-  }
-  _provider;
-  get provider() {
-    return this._provider ??= new Provider({ client: this.client });
-  }
-  _session;
-  get session() {
-    return this._session ??= new Session2({ client: this.client });
-  }
-  _part;
-  get part() {
-    return this._part ??= new Part({ client: this.client });
-  }
-  _sync;
-  get sync() {
-    return this._sync ??= new Sync({ client: this.client });
-  }
-  _tui;
-  get tui() {
-    return this._tui ??= new Tui({ client: this.client });
-  }
-  _v2;
-  get v2() {
-    return this._v2 ??= new V2({ client: this.client });
-  }
-};
-
-// node_modules/@opencode-ai/sdk/dist/error-interceptor.js
-function wrapClientError(error46, response, request, opts) {
-  if (!opts?.throwOnError)
-    return error46;
-  if (error46 instanceof Error)
-    return error46;
-  if (typeof error46 === "object" && error46 !== null && Object.keys(error46).length > 0) {
-    const obj2 = error46;
-    const message = typeof obj2.data?.message === "string" && obj2.data.message || typeof obj2.message === "string" && obj2.message || typeof obj2.name === "string" && obj2.name || describe(request, response);
-    return new Error(message, { cause: { body: error46, status: response?.status } });
-  }
-  if (typeof error46 === "string" && error46.length > 0) {
-    return new Error(error46, { cause: { body: error46, status: response?.status } });
-  }
-  const reason = response ? "(empty response body)" : "network error (no response)";
-  return new Error(`opencode server ${describe(request, response)}: ${reason}`, {
-    cause: { body: error46, status: response?.status }
-  });
-}
-function describe(request, response) {
-  const method = request?.method ?? "?";
-  const url2 = request?.url ?? "?";
-  const status = response?.status;
-  const statusText = response?.statusText;
-  return `${method} ${url2}${status ? " \u2192 " + status : ""}${statusText ? " " + statusText : ""}`;
-}
-
-// node_modules/@opencode-ai/sdk/dist/v2/client.js
-function pick2(value, fallback, encode3) {
-  if (!value)
-    return;
-  if (!fallback)
-    return value;
-  if (value === fallback)
-    return fallback;
-  if (encode3 && value === encode3(fallback))
-    return fallback;
-  return value;
-}
-function rewrite(request, values) {
-  if (request.method !== "GET" && request.method !== "HEAD")
-    return request;
-  const url2 = new URL(request.url);
-  let changed = false;
-  for (const [name, key] of [
-    ["x-opencode-directory", "directory"],
-    ["x-opencode-workspace", "workspace"]
-  ]) {
-    const value = pick2(request.headers.get(name), key === "directory" ? values.directory : values.workspace, key === "directory" ? encodeURIComponent : void 0);
-    if (!value)
-      continue;
-    for (const query of url2.pathname.startsWith("/api/") ? [key, `location[${key}]`] : [key]) {
-      if (!url2.searchParams.has(query)) {
-        url2.searchParams.set(query, value);
-      }
-    }
-    changed = true;
-  }
-  if (!changed)
-    return request;
-  const next = new Request(url2, request);
-  next.headers.delete("x-opencode-directory");
-  next.headers.delete("x-opencode-workspace");
-  return next;
-}
-function createOpencodeClient(config3) {
-  if (!config3?.fetch) {
-    const customFetch = (req) => {
-      req.timeout = false;
-      return fetch(req);
-    };
-    config3 = {
-      ...config3,
-      fetch: customFetch
-    };
-  }
-  if (config3?.directory) {
-    config3.headers = {
-      ...config3.headers,
-      "x-opencode-directory": encodeURIComponent(config3.directory)
-    };
-  }
-  if (config3?.experimental_workspaceID) {
-    config3.headers = {
-      ...config3.headers,
-      "x-opencode-workspace": config3.experimental_workspaceID
-    };
-  }
-  const client3 = createClient(config3);
-  client3.interceptors.request.use((request) => rewrite(request, {
-    directory: config3?.directory,
-    workspace: config3?.experimental_workspaceID
-  }));
-  client3.interceptors.response.use((response) => {
-    const contentType = response.headers.get("content-type");
-    if (contentType === "text/html")
-      throw new Error("Request is not supported by this version of OpenCode Server (Server responded with text/html)");
-    return response;
-  });
-  client3.interceptors.error.use(wrapClientError);
-  return new OpencodeClient({ client: client3 });
-}
-
-// node_modules/@opencode-ai/sdk/dist/v2/server.js
-var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 
 // engine/sandbox/cgroup.ts
 import { execFileSync as execFileSync2 } from "node:child_process";
@@ -73001,46 +67370,78 @@ function noAnswer(error46) {
 }
 var okValue = (r) => r.ok ? r.value : void 0;
 
-// engine/harness/sdk-port.ts
-async function call(p, pick4) {
-  let res;
+// engine/harness/http-port.ts
+import http from "node:http";
+function send(agent, t2, method, route, directory, body, signal) {
+  const url2 = `${t2.url}${route}${directory === void 0 ? "" : `?directory=${encodeURIComponent(directory)}`}`;
+  const payload = body === void 0 ? void 0 : Buffer.from(JSON.stringify(body));
+  const headers = {};
+  if (t2.authorization) headers.authorization = t2.authorization;
+  if (payload) {
+    headers["content-type"] = "application/json";
+    headers["content-length"] = String(payload.length);
+  }
+  return new Promise((resolve) => {
+    let req;
+    try {
+      req = http.request(url2, { method, agent, headers, ...signal ? { signal } : {} }, (res) => {
+        const chunks = [];
+        res.on("data", (c3) => chunks.push(c3));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        res.on("error", (error46) => resolve({ error: error46 }));
+        res.on("aborted", () => resolve({ error: new Error("the answer was cut off") }));
+      });
+    } catch (error46) {
+      resolve({ error: error46 });
+      return;
+    }
+    req.on("error", (error46) => resolve({ error: error46.name === "AbortError" && signal?.reason ? signal.reason : error46 }));
+    req.end(payload);
+  });
+}
+function result(a2, pick3) {
+  if ("error" in a2) return { ok: false, kind: "no-answer", error: a2.error };
+  if (a2.status < 200 || a2.status > 299) return { ok: false, kind: "status", status: a2.status };
+  if (!pick3) return { ok: true, value: void 0 };
+  let data;
   try {
-    res = await p();
+    data = a2.body.length ? JSON.parse(a2.body.toString("utf8")) : void 0;
   } catch (error46) {
     return { ok: false, kind: "no-answer", error: error46 };
   }
-  if (!res.response) return { ok: false, kind: "no-answer", error: res.error };
-  if (!res.response.ok) return { ok: false, kind: "status", status: res.response.status };
-  if (!pick4) return { ok: true, value: void 0 };
-  const value = pick4(res.data);
-  return value === void 0 ? { ok: false, kind: "status", status: res.response.status } : { ok: true, value };
+  const value = pick3(data);
+  return value === void 0 ? { ok: false, kind: "status", status: a2.status } : { ok: true, value };
 }
-var same = (d) => d;
-var agentsOf = (client3, directory) => call(() => client3.app.agents({ directory }), same);
-function sdkPort(client3) {
+var same = (d) => d === void 0 || d === null ? void 0 : d;
+var id2 = (s) => encodeURIComponent(s);
+function httpPort(t2) {
+  const agent = new http.Agent({ keepAlive: true, timeout: 4e3, scheduling: "lifo" });
+  const get = (route, directory, pick3) => send(agent, t2, "GET", route, directory, void 0).then((a2) => result(a2, pick3));
+  const post = (route, directory, body, signal) => send(agent, t2, "POST", route, directory, body, signal).then((a2) => result(a2));
   return {
-    createSession: ({ directory, title }) => call(
-      () => client3.session.create({ directory, title }),
-      (d) => d?.id ? { id: d.id, projectID: d.projectID } : void 0
+    agents: ({ directory }) => get("/agent", directory, same),
+    createSession: ({ directory, title }) => send(agent, t2, "POST", "/session", directory, { title }).then(
+      (a2) => result(a2, (d) => {
+        const s = d;
+        return s?.id ? { id: s.id, projectID: String(s.projectID ?? "") } : void 0;
+      })
     ),
-    prompt: ({ sessionID, directory, agent, model, text }) => call(() => client3.session.promptAsync({ sessionID, directory, agent, ...model ? { model } : {}, parts: [{ type: "text", text }] })),
-    abort: ({ sessionID, directory }) => call(() => client3.session.abort({ sessionID, directory })),
-    sessionStatus: ({ directory }) => call(() => client3.session.status({ directory }), same),
-    messages: ({ sessionID, directory }) => call(
-      () => client3.session.messages({ sessionID, directory }),
-      (d) => d
-    ),
-    replyPermission: ({ requestID, directory, reply, message }, o2) => call(() => client3.permission.reply({ requestID, directory, reply, ...message ? { message } : {} }, o2)),
-    replyQuestion: ({ requestID, directory, answers }, o2) => call(() => client3.question.reply({ requestID, directory, answers }, o2)),
-    rejectQuestion: ({ requestID, directory }, o2) => call(() => client3.question.reject({ requestID, directory }, o2)),
-    permissions: ({ directory }) => call(() => client3.permission.list({ directory }), same),
-    questions: ({ directory }) => call(() => client3.question.list({ directory }), same),
-    dispose: ({ directory }) => call(() => client3.instance.dispose({ directory }))
+    prompt: ({ sessionID, directory, agent: name, model, text }) => post(`/session/${id2(sessionID)}/prompt_async`, directory, { agent: name, ...model ? { model } : {}, parts: [{ type: "text", text }] }),
+    abort: ({ sessionID, directory }) => post(`/session/${id2(sessionID)}/abort`, directory, void 0),
+    sessionStatus: ({ directory }) => get("/session/status", directory, same),
+    messages: ({ sessionID, directory }) => get(`/session/${id2(sessionID)}/message`, directory, same),
+    replyPermission: ({ requestID, directory, reply, message }, o2) => post(`/permission/${id2(requestID)}/reply`, directory, { reply, ...message ? { message } : {} }, o2?.signal),
+    replyQuestion: ({ requestID, directory, answers }, o2) => post(`/question/${id2(requestID)}/reply`, directory, { answers }, o2?.signal),
+    rejectQuestion: ({ requestID, directory }, o2) => post(`/question/${id2(requestID)}/reject`, directory, void 0, o2?.signal),
+    permissions: ({ directory }) => get("/permission", directory, same),
+    questions: ({ directory }) => get("/question", directory, same),
+    dispose: ({ directory }) => post("/instance/dispose", directory, void 0),
+    close: () => agent.destroy()
   };
 }
 
 // engine/harness/sse.ts
-import http from "node:http";
+import http2 from "node:http";
 function followSse(url2, headers, signal, onData) {
   return new Promise((resolve) => {
     let done = false;
@@ -73052,7 +67453,7 @@ function followSse(url2, headers, signal, onData) {
       resolve(why);
     };
     if (signal.aborted) return finish2("aborted");
-    req = http.get(url2, { headers: { accept: "text/event-stream", ...headers }, signal, agent: false }, (res) => {
+    req = http2.get(url2, { headers: { accept: "text/event-stream", ...headers }, signal, agent: false }, (res) => {
       if (res.statusCode !== 200) {
         res.resume();
         return finish2(`SSE failed: ${res.statusCode} ${res.statusMessage ?? ""}`.trim());
@@ -73283,14 +67684,14 @@ var Translator = class {
     const st = part.state;
     if (st.status === "completed" || st.status === "error") {
       this.workdirs.delete(part.callID);
-      for (const [id2, h3] of this.held) if (h3.callID === part.callID) this.release(id2);
+      for (const [id3, h3] of this.held) if (h3.callID === part.callID) this.release(id3);
       return;
     }
     if (part.tool !== "bash" || st.status !== "running") return;
     const wd = st.input?.workdir;
     if (this.workdirs.size >= 1e3) this.workdirs.delete(this.workdirs.keys().next().value);
     this.workdirs.set(part.callID, typeof wd === "string" ? wd : "");
-    for (const [id2, h3] of this.held) if (h3.callID === part.callID) this.release(id2);
+    for (const [id3, h3] of this.held) if (h3.callID === part.callID) this.release(id3);
   }
   /** A held ask goes to the approvals queue, with its command's folder when known by now. */
   release(askId) {
@@ -73413,7 +67814,7 @@ var OpencodeServer = class extends EventEmitter {
   }
   opts;
   url = null;
-  /** The SDK client of the running server: the agent check here, every other call through `port` (events: sse.ts). */
+  /** The running server's HTTP port: the agent check here, every other call through `port` (events: sse.ts). */
   client = null;
   port = null;
   proc = null;
@@ -73536,24 +67937,25 @@ var OpencodeServer = class extends EventEmitter {
       });
     });
     this.url = url2;
-    const client3 = createOpencodeClient({ baseUrl: url2, headers: { Authorization: this.authHeader } });
+    const client2 = httpPort({ url: url2, authorization: this.authHeader });
     try {
-      await this.verifyAgent(client3);
+      await this.verifyAgent(client2);
     } catch (err) {
+      client2.close();
       proc3.kill("SIGKILL");
       throw err;
     }
-    this.client = client3;
-    this.port = sdkPort(client3);
+    this.client = client2;
+    this.port = client2;
     this.openStream(url2);
     return { pid: proc3.pid, child: proc3, readyMs: performance.now() - t0 };
   }
   /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
-  async verifyAgent(client3) {
-    let res = await agentsOf(client3, this.opts.home);
+  async verifyAgent(client2) {
+    let res = await client2.agents({ directory: this.opts.home });
     for (let i2 = 0; i2 < 20 && !res.ok && res.kind === "no-answer"; i2++) {
       await new Promise((r) => setTimeout(r, 250));
-      res = await agentsOf(client3, this.opts.home);
+      res = await client2.agents({ directory: this.opts.home });
     }
     const names = res.ok ? res.value.map((a2) => a2.name) : [];
     if (!names.includes(WORKER_AGENT)) {
@@ -73607,6 +68009,7 @@ var OpencodeServer = class extends EventEmitter {
   /** What a running server leaves behind when it goes: its client, port, address and event stream. */
   clear() {
     this.streamAbort?.abort();
+    this.client?.close();
     this.client = null;
     this.port = null;
     this.url = null;
@@ -73663,7 +68066,7 @@ import path19 from "node:path";
 
 // engine/gateway/gateway.ts
 import { randomBytes as randomBytes5, timingSafeEqual } from "node:crypto";
-import http2 from "node:http";
+import http3 from "node:http";
 import https from "node:https";
 var HOP_BY_HOP = /* @__PURE__ */ new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
 var DROPPED_REQUEST_HEADERS = /* @__PURE__ */ new Set([...HOP_BY_HOP, "host", "authorization", "x-api-key", "proxy-authorization", "expect"]);
@@ -73686,16 +68089,16 @@ var KeyGateway = class {
   port = 0;
   routes = /* @__PURE__ */ new Map();
   /** Registers a route and returns what opencode should use as its provider's baseURL and apiKey. */
-  async add(id2, route) {
+  async add(id3, route) {
     await this.listen();
     const token = randomBytes5(24).toString("base64url");
-    const slug = `${encodeURIComponent(id2)}-${randomBytes5(4).toString("hex")}`;
+    const slug = `${encodeURIComponent(id3)}-${randomBytes5(4).toString("hex")}`;
     this.routes.set(slug, { route, token: Buffer.from(token) });
     return { baseURL: `http://127.0.0.1:${this.port}/${slug}`, apiKey: token };
   }
   listen() {
     if (this.server) return Promise.resolve();
-    const server = http2.createServer((req, res) => void this.forward(req, res));
+    const server = http3.createServer((req, res) => void this.forward(req, res));
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once("error", reject);
@@ -73737,7 +68140,7 @@ var KeyGateway = class {
     const { silenceMs } = entry.route;
     let upstream;
     try {
-      upstream = (url2.protocol === "https:" ? https : http2).request(url2, { method: req.method, headers, timeout: silenceMs }, (answer) => {
+      upstream = (url2.protocol === "https:" ? https : http3).request(url2, { method: req.method, headers, timeout: silenceMs }, (answer) => {
         const out = {};
         for (const [k, v] of Object.entries(answer.headers)) if (v !== void 0 && !HOP_BY_HOP.has(k)) out[k] = v;
         res.writeHead(answer.statusCode ?? 502, out);
@@ -73906,13 +68309,13 @@ var joinToUint8Array = (uint8ArraysOrStrings) => {
 };
 var stringsToUint8Arrays = (uint8ArraysOrStrings) => uint8ArraysOrStrings.map((uint8ArrayOrString) => typeof uint8ArrayOrString === "string" ? stringToUint8Array(uint8ArrayOrString) : uint8ArrayOrString);
 var concatUint8Arrays = (uint8Arrays) => {
-  const result = new Uint8Array(getJoinLength(uint8Arrays));
+  const result2 = new Uint8Array(getJoinLength(uint8Arrays));
   let index = 0;
   for (const uint8Array of uint8Arrays) {
-    result.set(uint8Array, index);
+    result2.set(uint8Array, index);
     index += uint8Array.length;
   }
-  return result;
+  return result2;
 };
 var getJoinLength = (uint8Arrays) => {
   let joinLength = 0;
@@ -74467,17 +68870,17 @@ var format = (open3, close) => {
     if (index === -1) {
       return openCode + string4 + closeCode;
     }
-    let result = openCode;
+    let result2 = openCode;
     let lastIndex = 0;
     const reopenOnNestedClose = close === 22;
     const replaceCode = (reopenOnNestedClose ? closeCode : "") + openCode;
     while (index !== -1) {
-      result += string4.slice(lastIndex, index) + replaceCode;
+      result2 += string4.slice(lastIndex, index) + replaceCode;
       lastIndex = index + closeCode.length;
       index = string4.indexOf(closeCode, lastIndex);
     }
-    result += string4.slice(lastIndex) + closeCode;
-    return result;
+    result2 += string4.slice(lastIndex) + closeCode;
+    return result2;
   };
 };
 var reset = format(0, 0);
@@ -74599,8 +69002,8 @@ var appendNewline = (printedLine) => printedLine.endsWith("\n") ? printedLine : 
 `;
 
 // node_modules/execa/lib/verbose/log.js
-var verboseLog = ({ type, verboseMessage, fdNumber, verboseInfo, result }) => {
-  const verboseObject = getVerboseObject({ type, result, verboseInfo });
+var verboseLog = ({ type, verboseMessage, fdNumber, verboseInfo, result: result2 }) => {
+  const verboseObject = getVerboseObject({ type, result: result2, verboseInfo });
   const printedLines = getPrintedLines(verboseMessage, verboseObject);
   const finalLines = applyVerboseOnLines(printedLines, verboseInfo, fdNumber);
   if (finalLines !== "") {
@@ -74609,7 +69012,7 @@ var verboseLog = ({ type, verboseMessage, fdNumber, verboseInfo, result }) => {
 };
 var getVerboseObject = ({
   type,
-  result,
+  result: result2,
   verboseInfo: { escapedCommand, commandId, rawOptions: { piped = false, ...options } }
 }) => ({
   type,
@@ -74617,7 +69020,7 @@ var getVerboseObject = ({
   commandId: `${commandId}`,
   timestamp: /* @__PURE__ */ new Date(),
   piped,
-  result,
+  result: result2,
   options
 });
 var getPrintedLines = (verboseMessage, verboseObject) => verboseMessage.split("\n").map((message) => getPrintedLine({ ...verboseObject, message }));
@@ -74693,7 +69096,7 @@ var handleCommand = (filePath, rawArguments, rawOptions) => {
 };
 
 // node_modules/execa/lib/arguments/options.js
-var import_cross_spawn2 = __toESM(require_cross_spawn2(), 1);
+var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 import path24 from "node:path";
 import process8 from "node:process";
 
@@ -74746,28 +69149,28 @@ var npmRunPath = ({
   addExecPath = true
 } = {}) => {
   const cwdPath = path21.resolve(toPath(cwd));
-  const result = [];
+  const result2 = [];
   const pathParts = pathOption.split(path21.delimiter);
   if (preferLocal) {
-    applyPreferLocal(result, pathParts, cwdPath);
+    applyPreferLocal(result2, pathParts, cwdPath);
   }
   if (addExecPath) {
-    applyExecPath(result, pathParts, execPath2, cwdPath);
+    applyExecPath(result2, pathParts, execPath2, cwdPath);
   }
-  return pathOption === "" || pathOption === path21.delimiter ? `${result.join(path21.delimiter)}${pathOption}` : [...result, pathOption].join(path21.delimiter);
+  return pathOption === "" || pathOption === path21.delimiter ? `${result2.join(path21.delimiter)}${pathOption}` : [...result2, pathOption].join(path21.delimiter);
 };
-var applyPreferLocal = (result, pathParts, cwdPath) => {
+var applyPreferLocal = (result2, pathParts, cwdPath) => {
   for (const directory of traversePathUp(cwdPath)) {
     const pathPart = path21.join(directory, "node_modules/.bin");
     if (!pathParts.includes(pathPart)) {
-      result.push(pathPart);
+      result2.push(pathPart);
     }
   }
 };
-var applyExecPath = (result, pathParts, execPath2, cwdPath) => {
+var applyExecPath = (result2, pathParts, execPath2, cwdPath) => {
   const pathPart = path21.resolve(cwdPath, toPath(execPath2), "..");
   if (!pathParts.includes(pathPart)) {
-    result.push(pathPart);
+    result2.push(pathPart);
   }
 };
 var npmRunPathEnv = ({ env: env2 = process6.env, ...options } = {}) => {
@@ -75635,9 +70038,9 @@ var validateStrictDeadlock = (outgoingMessages, wrappedMessage) => {
   if (wrappedMessage?.type !== REQUEST_TYPE || wrappedMessage.hasListeners) {
     return;
   }
-  for (const { id: id2 } of outgoingMessages) {
-    if (id2 !== void 0) {
-      STRICT_RESPONSES[id2].resolve({ isDeadlock: true, hasListeners: false });
+  for (const { id: id3 } of outgoingMessages) {
+    if (id3 !== void 0) {
+      STRICT_RESPONSES[id3].resolve({ isDeadlock: true, hasListeners: false });
     }
   }
 };
@@ -75645,8 +70048,8 @@ var handleStrictRequest = async ({ wrappedMessage, anyProcess, channel, isSubpro
   if (wrappedMessage?.type !== REQUEST_TYPE || !anyProcess.connected) {
     return wrappedMessage;
   }
-  const { id: id2, message } = wrappedMessage;
-  const response = { id: id2, type: RESPONSE_TYPE, message: hasMessageListeners(anyProcess, ipcEmitter) };
+  const { id: id3, message } = wrappedMessage;
+  const response = { id: id3, type: RESPONSE_TYPE, message: hasMessageListeners(anyProcess, ipcEmitter) };
   try {
     await sendMessage({
       anyProcess,
@@ -75663,8 +70066,8 @@ var handleStrictResponse = (wrappedMessage) => {
   if (wrappedMessage?.type !== RESPONSE_TYPE) {
     return false;
   }
-  const { id: id2, message: hasListeners } = wrappedMessage;
-  STRICT_RESPONSES[id2]?.resolve({ isDeadlock: false, hasListeners });
+  const { id: id3, message: hasListeners } = wrappedMessage;
+  STRICT_RESPONSES[id3]?.resolve({ isDeadlock: false, hasListeners });
   return true;
 };
 var waitForStrictResponse = async (wrappedMessage, anyProcess, isSubprocess) => {
@@ -75706,8 +70109,8 @@ var startSendMessage = (anyProcess, wrappedMessage, strict) => {
   }
   const outgoingMessages = OUTGOING_MESSAGES.get(anyProcess);
   const onMessageSent = createDeferred2();
-  const id2 = strict ? wrappedMessage.id : void 0;
-  const outgoingMessage = { onMessageSent, id: id2 };
+  const id3 = strict ? wrappedMessage.id : void 0;
+  const outgoingMessage = { onMessageSent, id: id3 };
   outgoingMessages.add(outgoingMessage);
   return { outgoingMessages, outgoingMessage };
 };
@@ -76077,7 +70480,7 @@ ${originalMessage}`;
 var normalizeOptions = (filePath, rawArguments, rawOptions) => {
   rawOptions.cwd = normalizeCwd(rawOptions.cwd);
   const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
-  const { command: file3, args: commandArguments, options: initialOptions } = import_cross_spawn2.default._parse(processedFile, processedArguments, processedOptions);
+  const { command: file3, args: commandArguments, options: initialOptions } = import_cross_spawn.default._parse(processedFile, processedArguments, processedOptions);
   const fdOptions = normalizeFdSpecificOptions(initialOptions);
   const options = addDefaultOptions(fdOptions);
   validateTimeout(options);
@@ -76586,13 +70989,13 @@ var getMaxBufferInfo = (error46, maxBuffer) => {
   }
   return { streamName: getStreamName(fdNumber), threshold, unit };
 };
-var isMaxBufferSync = (resultError, output, maxBuffer) => resultError?.code === "ENOBUFS" && output !== null && output.some((result) => result !== null && result.length > getMaxBufferSync(maxBuffer));
-var truncateMaxBufferSync = (result, isMaxBuffer, maxBuffer) => {
+var isMaxBufferSync = (resultError, output, maxBuffer) => resultError?.code === "ENOBUFS" && output !== null && output.some((result2) => result2 !== null && result2.length > getMaxBufferSync(maxBuffer));
+var truncateMaxBufferSync = (result2, isMaxBuffer, maxBuffer) => {
   if (!isMaxBuffer) {
-    return result;
+    return result2;
   }
   const maxBufferValue = getMaxBufferSync(maxBuffer);
-  return result.length > maxBufferValue ? result.slice(0, maxBufferValue) : result;
+  return result2.length > maxBufferValue ? result2.slice(0, maxBufferValue) : result2;
 };
 var getMaxBufferSync = ([, stdoutMaxBuffer]) => stdoutMaxBuffer;
 
@@ -76879,7 +71282,7 @@ var getErrorProperties = ({
   ipcOutput,
   pipedFrom: []
 });
-var omitUndefinedProperties = (result) => Object.fromEntries(Object.entries(result).filter(([, value]) => value !== void 0));
+var omitUndefinedProperties = (result2) => Object.fromEntries(Object.entries(result2).filter(([, value]) => value !== void 0));
 var normalizeExitPayload = (rawExitCode, rawSignal) => {
   const exitCode = rawExitCode === null ? void 0 : rawExitCode;
   const signal = rawSignal === null ? void 0 : rawSignal;
@@ -76950,25 +71353,25 @@ function prettyMilliseconds(milliseconds, options) {
     options.secondsDecimalDigits = 0;
     options.millisecondsDecimalDigits = 0;
   }
-  let result = [];
+  let result2 = [];
   const floorDecimals = (value, decimalDigits) => {
     const flooredInterimValue = Math.floor(value * 10 ** decimalDigits + SECOND_ROUNDING_EPSILON);
     const flooredValue = Math.round(flooredInterimValue) / 10 ** decimalDigits;
     return flooredValue.toFixed(decimalDigits);
   };
   const add = (value, long, short, valueString) => {
-    if ((result.length === 0 || !options.colonNotation) && isZero(value) && !(options.colonNotation && short === "m")) {
+    if ((result2.length === 0 || !options.colonNotation) && isZero(value) && !(options.colonNotation && short === "m")) {
       return;
     }
     valueString ??= String(value);
     if (options.colonNotation) {
       const wholeDigits = valueString.includes(".") ? valueString.split(".")[0].length : valueString.length;
-      const minLength = result.length > 0 ? 2 : 1;
+      const minLength = result2.length > 0 ? 2 : 1;
       valueString = "0".repeat(Math.max(0, minLength - wholeDigits)) + valueString;
     } else {
       valueString += options.verbose ? " " + pluralize(long, value) : short;
     }
-    result.push(valueString);
+    result2.push(valueString);
   };
   const parsed = parseMilliseconds(milliseconds);
   const days = BigInt(parsed.days);
@@ -77016,53 +71419,53 @@ function prettyMilliseconds(milliseconds, options) {
       add(Number.parseFloat(secondsString), "second", "s", secondsString);
     }
   }
-  if (result.length === 0) {
+  if (result2.length === 0) {
     return sign + "0" + (options.verbose ? " milliseconds" : "ms");
   }
   const separator = options.colonNotation ? ":" : " ";
   if (typeof options.unitCount === "number") {
-    result = result.slice(0, Math.max(options.unitCount, 1));
+    result2 = result2.slice(0, Math.max(options.unitCount, 1));
   }
-  return sign + result.join(separator);
+  return sign + result2.join(separator);
 }
 
 // node_modules/execa/lib/verbose/error.js
-var logError = (result, verboseInfo) => {
-  if (result.failed) {
+var logError = (result2, verboseInfo) => {
+  if (result2.failed) {
     verboseLog({
       type: "error",
-      verboseMessage: result.shortMessage,
+      verboseMessage: result2.shortMessage,
       verboseInfo,
-      result
+      result: result2
     });
   }
 };
 
 // node_modules/execa/lib/verbose/complete.js
-var logResult = (result, verboseInfo) => {
+var logResult = (result2, verboseInfo) => {
   if (!isVerbose(verboseInfo)) {
     return;
   }
-  logError(result, verboseInfo);
-  logDuration(result, verboseInfo);
+  logError(result2, verboseInfo);
+  logDuration(result2, verboseInfo);
 };
-var logDuration = (result, verboseInfo) => {
-  const verboseMessage = `(done in ${prettyMilliseconds(result.durationMs)})`;
+var logDuration = (result2, verboseInfo) => {
+  const verboseMessage = `(done in ${prettyMilliseconds(result2.durationMs)})`;
   verboseLog({
     type: "duration",
     verboseMessage,
     verboseInfo,
-    result
+    result: result2
   });
 };
 
 // node_modules/execa/lib/return/reject.js
-var handleResult2 = (result, verboseInfo, { reject }) => {
-  logResult(result, verboseInfo);
-  if (result.failed && reject) {
-    throw result;
+var handleResult2 = (result2, verboseInfo, { reject }) => {
+  logResult(result2, verboseInfo);
+  if (result2.failed && reject) {
+    throw result2;
   }
-  return result;
+  return result2;
 };
 
 // node_modules/execa/lib/stdio/handle-sync.js
@@ -78146,8 +72549,8 @@ var transformOutputSync = ({ fileDescriptors, syncResult: { output }, options, i
   }
   const state = {};
   const outputFiles = /* @__PURE__ */ new Set([]);
-  const transformedOutput = output.map((result, fdNumber) => transformOutputResultSync({
-    result,
+  const transformedOutput = output.map((result2, fdNumber) => transformOutputResultSync({
+    result: result2,
     fileDescriptors,
     fdNumber,
     state,
@@ -78157,11 +72560,11 @@ var transformOutputSync = ({ fileDescriptors, syncResult: { output }, options, i
   }, options));
   return { output: transformedOutput, ...state };
 };
-var transformOutputResultSync = ({ result, fileDescriptors, fdNumber, state, outputFiles, isMaxBuffer, verboseInfo }, { buffer, encoding, lines, stripFinalNewline: stripFinalNewline2, maxBuffer }) => {
-  if (result === null) {
+var transformOutputResultSync = ({ result: result2, fileDescriptors, fdNumber, state, outputFiles, isMaxBuffer, verboseInfo }, { buffer, encoding, lines, stripFinalNewline: stripFinalNewline2, maxBuffer }) => {
+  if (result2 === null) {
     return;
   }
-  const truncatedResult = truncateMaxBufferSync(result, isMaxBuffer, maxBuffer);
+  const truncatedResult = truncateMaxBufferSync(result2, isMaxBuffer, maxBuffer);
   const uint8ArrayResult = bufferToUint8Array(truncatedResult);
   const { stdioItems, objectMode } = fileDescriptors[fdNumber];
   const chunks = runOutputGeneratorsSync([uint8ArrayResult], stdioItems, encoding, state);
@@ -78322,7 +72725,7 @@ var getResultError = (error46, exitCode, signal) => {
 // node_modules/execa/lib/methods/main-sync.js
 var execaCoreSync = (rawFile, rawArguments, rawOptions) => {
   const { file: file3, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleSyncArguments(rawFile, rawArguments, rawOptions);
-  const result = spawnSubprocessSync({
+  const result2 = spawnSubprocessSync({
     file: file3,
     commandArguments,
     options,
@@ -78332,7 +72735,7 @@ var execaCoreSync = (rawFile, rawArguments, rawOptions) => {
     fileDescriptors,
     startTime
   });
-  return handleResult2(result, verboseInfo, options);
+  return handleResult2(result2, verboseInfo, options);
 };
 var handleSyncArguments = (rawFile, rawArguments, rawOptions) => {
   const { command, escapedCommand, startTime, verboseInfo } = handleCommand(rawFile, rawArguments, rawOptions);
@@ -80468,7 +74871,7 @@ var handlePromise = async ({ subprocess, options, startTime, verboseInfo, fileDe
   onInternalError.resolve();
   const stdio = stdioResults.map((stdioResult, fdNumber) => stripNewline(stdioResult, options, fdNumber));
   const all = stripNewline(allResult, options, "all");
-  const result = getAsyncResult({
+  const result2 = getAsyncResult({
     errorInfo,
     exitCode,
     signal,
@@ -80481,7 +74884,7 @@ var handlePromise = async ({ subprocess, options, startTime, verboseInfo, fileDe
     escapedCommand,
     startTime
   });
-  return handleResult2(result, verboseInfo, options);
+  return handleResult2(result2, verboseInfo, options);
 };
 var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all, ipcOutput, context, options, command, escapedCommand, startTime }) => "error" in errorInfo ? makeError({
   error: errorInfo.error,
@@ -81874,11 +76277,11 @@ async function writeSnapshot(objects, base2, snap, parent, message) {
   }
   for (const [oid, content] of trees) if (!base2.trees.has(oid)) writes.push(writeLoose(objects, "tree", oid, content, folders));
   const commit = commitContent(root2, parent, message);
-  const id2 = objectId("commit", commit, base2.format);
-  writes.push(writeLoose(objects, "commit", id2, commit, folders));
+  const id3 = objectId("commit", commit, base2.format);
+  writes.push(writeLoose(objects, "commit", id3, commit, folders));
   const failed = (await Promise.allSettled(writes)).find((r) => r.status === "rejected");
   if (failed) throw failed.reason;
-  return id2;
+  return id3;
 }
 async function writeCheckout(dir, snap, only) {
   const root2 = Buffer.from(dir + path26.sep);
@@ -83351,11 +77754,11 @@ async function copyWhole(src, dest) {
   }
 }
 function mergeHint(ws) {
-  const id2 = ws.branch.replace(/^ocw\//, "");
+  const id3 = ws.branch.replace(/^ocw\//, "");
   const q2 = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
   if (!ws.baseBranch)
-    return `ocw publish ${id2} && cd ${q2(ws.repo)} && git merge --no-ff ${q2(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `ocw publish ${id2} && cd ${q2(ws.repo)} && git checkout ${q2(ws.baseBranch)} && git merge --no-ff ${q2(ws.branch)}`;
+    return `ocw publish ${id3} && cd ${q2(ws.repo)} && git merge --no-ff ${q2(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
+  return `ocw publish ${id3} && cd ${q2(ws.repo)} && git checkout ${q2(ws.baseBranch)} && git merge --no-ff ${q2(ws.branch)}`;
 }
 async function removeWorkspace(ws, opts = {}) {
   const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
@@ -83822,7 +78225,7 @@ function without(doc, keys) {
   else if (isDoc(copy[k])) copy[k] = without(copy[k], rest);
   return copy;
 }
-var pick3 = (doc, keys) => keys.reduce((v, k) => isDoc(v) ? v[k] : void 0, doc);
+var pick2 = (doc, keys) => keys.reduce((v, k) => isDoc(v) ? v[k] : void 0, doc);
 var PYPROJECT_FREE = [
   ["project"],
   ["build-system"],
@@ -83846,7 +78249,7 @@ var PYPROJECT_KEPT = [
 function pyprojectPart(doc) {
   let rest = doc;
   for (const k of PYPROJECT_FREE) rest = without(rest, k);
-  return { rest, kept: PYPROJECT_KEPT.map((k) => pick3(doc, k) ?? null) };
+  return { rest, kept: PYPROJECT_KEPT.map((k) => pick2(doc, k) ?? null) };
 }
 function cargoPart(doc) {
   const pkg = isDoc(doc.package) ? doc.package : {};
@@ -84334,7 +78737,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     }
     const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path30.relative(realCwd, f)) : [];
-    let result = changed.length ? { ...r, passed: false, output: `${r.output}
+    let result2 = changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed protected file(s): ${changed.join(", ")}]` } : r;
     if (config3) {
       let what;
@@ -84346,15 +78749,15 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
       if (what.length) {
         planted = { by: name, what };
         watch.planted?.push(...what);
-        result = {
-          ...result,
+        result2 = {
+          ...result2,
           passed: false,
-          output: `${result.output}
+          output: `${result2.output}
 [this check wrote check configuration the worker's commit does not hold, which a later check's runner would load: ${what.join("; ")}. It fails, and the checks after it are not run]`
         };
       }
     }
-    results.push(result);
+    results.push(result2);
   }
   return results;
 }
@@ -85269,10 +79672,10 @@ var Approvals = class {
     let message;
     let offer;
     let sent = decision.decision === "reject" ? "reject" : "once";
-    let call2;
+    let call;
     const limit = { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) };
     if (ask.kind === "question") {
-      if (decision.decision === "reject") call2 = port.rejectQuestion({ requestID: ask.id, directory }, limit);
+      if (decision.decision === "reject") call = port.rejectQuestion({ requestID: ask.id, directory }, limit);
       else {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
@@ -85280,7 +79683,7 @@ var Approvals = class {
             `ask ${ask.id} is a question ${quoteUntrusted(ask.what, "the worker's words", 500)}: pass answers \u2014 ${want} array(s) of chosen option labels or free text, one per question \u2014 or reject to dismiss it`
           );
         }
-        call2 = port.replyQuestion({ requestID: ask.id, directory, answers: decision.answers }, limit);
+        call = port.replyQuestion({ requestID: ask.id, directory, answers: decision.answers }, limit);
       }
     } else {
       if (decision.decision !== "reject") {
@@ -85301,17 +79704,17 @@ var Approvals = class {
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       sent = decision.decision === "reject" ? "reject" : "once";
-      call2 = port.replyPermission({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, limit);
+      call = port.replyPermission({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, limit);
     }
     const taken = { ok: true, value: void 0 };
     const announced = new Promise((resolve) => this.echoWaiters.set(ask.id, (reply) => reply === sent && resolve("announced")));
     let res;
     try {
       if (this.echoed.get(ask.id) === sent) {
-        call2.catch(() => void 0);
+        call.catch(() => void 0);
         res = taken;
       } else {
-        const first = await Promise.race([call2, announced]);
+        const first = await Promise.race([call, announced]);
         res = first === "announced" ? taken : first;
       }
     } finally {
@@ -85598,10 +80001,10 @@ var Recovery = class {
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
   recover() {
     const logged = [];
-    for (const id2 of this.opts.logs.list()) {
-      const { events, skipped } = this.opts.logs.load(id2);
+    for (const id3 of this.opts.logs.list()) {
+      const { events, skipped } = this.opts.logs.load(id3);
       logged.push(...events);
-      if (skipped) this.reg.log(`worker ${id2}: skipped ${skipped} unreadable log line(s) (torn write)`);
+      if (skipped) this.reg.log(`worker ${id3}: skipped ${skipped} unreadable log line(s) (torn write)`);
       let w = null;
       for (const e of events) {
         try {
@@ -85610,8 +80013,8 @@ var Recovery = class {
         }
       }
       if (!w) continue;
-      this.reg.workers.set(id2, w);
-      if (w.sessionId) this.reg.sessions.set(w.sessionId, id2);
+      this.reg.workers.set(id3, w);
+      if (w.sessionId) this.reg.sessions.set(w.sessionId, id3);
     }
     this.opts.bus.restore(logged);
     for (const w of this.reg.workers.values()) {
@@ -86082,9 +80485,9 @@ var ReplyTrack = class {
       }))
     };
   }
-  reply(id2) {
-    let r = this.replies.get(id2);
-    if (!r) this.replies.set(id2, r = { texts: /* @__PURE__ */ new Map() });
+  reply(id3) {
+    let r = this.replies.get(id3);
+    if (!r) this.replies.set(id3, r = { texts: /* @__PURE__ */ new Map() });
     return r;
   }
 };
@@ -86253,30 +80656,30 @@ var WorkerRegistry = class {
     this.transient({ type: "notice", level, message, ts: Date.now() });
   }
   /** The worker's live run (worker-run.ts): made on first use, one per worker. */
-  rt(id2) {
-    let r = this.runtime.get(id2);
+  rt(id3) {
+    let r = this.runtime.get(id3);
     if (!r) {
       r = new WorkerRun();
-      this.runtime.set(id2, r);
+      this.runtime.set(id3, r);
     }
     return r;
   }
   /** Sets the activity under way; `end` clears it only when it is still the one that was started. */
-  begin(id2, kind) {
-    this.rt(id2).begin(kind);
+  begin(id3, kind) {
+    this.rt(id3).begin(kind);
   }
-  end(id2, kind) {
-    this.rt(id2).end(kind);
+  end(id3, kind) {
+    this.rt(id3).end(kind);
   }
-  is(id2, kind) {
-    return this.rt(id2).activity.kind === kind;
+  is(id3, kind) {
+    return this.rt(id3).activity.kind === kind;
   }
   list() {
     return [...this.workers.values()].sort((a2, b) => a2.createdAt - b.createdAt || a2.createdSeq - b.createdSeq || (a2.id < b.id ? -1 : a2.id > b.id ? 1 : 0));
   }
-  get(id2) {
-    const w = this.workers.get(id2);
-    if (!w) throw new InputError(`unknown worker "${id2}": list workers to see valid ids`, "not-found");
+  get(id3) {
+    const w = this.workers.get(id3);
+    if (!w) throw new InputError(`unknown worker "${id3}": list workers to see valid ids`, "not-found");
     return w;
   }
   /** Appends to the worker's log, folds into its picture, publishes. A failed append throws and changes nothing. */
@@ -86412,7 +80815,7 @@ var InstanceReleaser = class {
     if (!w) return;
     this.waiting.delete(server);
     if (w.timer) clearTimeout(w.timer);
-    for (const id2 of w.ids) this.reg.rt(id2).releasingBy(this.dispose(id2));
+    for (const id3 of w.ids) this.reg.rt(id3).releasingBy(this.dispose(id3));
   }
   async dispose(workerId) {
     const c3 = this.reg.portOf(workerId);
@@ -86787,7 +81190,7 @@ var Batches = class {
   }
   /** Every batch not done yet is moved on (after a restart, once the workers are recovered). */
   resumeAll() {
-    for (const id2 of this.records.keys()) this.advance(id2);
+    for (const id3 of this.records.keys()) this.advance(id3);
   }
   /**
    * Checks a batch's tasks: unique names, `after` naming tasks of the batch, no cycle, one repository when tasks depend
@@ -86796,9 +81199,9 @@ var Batches = class {
   static validate(tasks, repos, integration) {
     const ids2 = tasks.map((t2, i2) => t2.id ?? String(i2 + 1));
     const seen = /* @__PURE__ */ new Set();
-    for (const [i2, id2] of ids2.entries()) {
-      if (seen.has(id2)) throw new InputError(`task ${i2 + 1}: the id "${id2}" is used twice: give each task its own id`);
-      seen.add(id2);
+    for (const [i2, id3] of ids2.entries()) {
+      if (seen.has(id3)) throw new InputError(`task ${i2 + 1}: the id "${id3}" is used twice: give each task its own id`);
+      seen.add(id3);
     }
     for (const [i2, t2] of tasks.entries()) {
       for (const a2 of t2.after ?? []) {
@@ -86808,10 +81211,10 @@ var Batches = class {
     }
     const done = /* @__PURE__ */ new Set();
     while (done.size < ids2.length) {
-      const ready = ids2.filter((id2, i2) => !done.has(id2) && (tasks[i2].after ?? []).every((a2) => done.has(a2)));
+      const ready = ids2.filter((id3, i2) => !done.has(id3) && (tasks[i2].after ?? []).every((a2) => done.has(a2)));
       if (!ready.length)
-        throw new InputError(`the tasks ${ids2.filter((id2) => !done.has(id2)).join(", ")} come after each other in a cycle: none of them could ever start`);
-      for (const id2 of ready) done.add(id2);
+        throw new InputError(`the tasks ${ids2.filter((id3) => !done.has(id3)).join(", ")} come after each other in a cycle: none of them could ever start`);
+      for (const id3 of ready) done.add(id3);
     }
     const needsOne = integration || tasks.some((t2) => t2.after?.length);
     if (needsOne && new Set(repos.map((r) => r.root)).size > 1) {
@@ -86926,7 +81329,7 @@ var Batches = class {
       const w = t2.workerId ? this.opts.get(t2.workerId) : void 0;
       return w && w.state === "built" && w.verdict?.commit && !w.discarded ? [{ id: w.id, commit: w.verdict.commit }] : [];
     });
-    const result = {
+    const result2 = {
       passed: false,
       commit: null,
       base: r.base ?? "",
@@ -86938,7 +81341,7 @@ var Batches = class {
       landed: null
     };
     try {
-      if (!built.length) result.reason = "no task was built: nothing to integrate";
+      if (!built.length) result2.reason = "no task was built: nothing to integrate";
       else {
         const c3 = await combineCommits(
           r.repo,
@@ -86950,21 +81353,21 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
           await this.graded(r.repo)
         );
         if ("conflict" in c3) {
-          result.conflict = { workerId: c3.conflict.id, files: c3.conflict.files };
-          result.reason = `${c3.conflict.id} does not combine with the workers before it: conflicts in ${c3.conflict.files.length ? quoteUntrustedList(c3.conflict.files, "file names from the workers' changes") : "(git named none)"}`;
+          result2.conflict = { workerId: c3.conflict.id, files: c3.conflict.files };
+          result2.reason = `${c3.conflict.id} does not combine with the workers before it: conflicts in ${c3.conflict.files.length ? quoteUntrustedList(c3.conflict.files, "file names from the workers' changes") : "(git named none)"}`;
         } else {
-          result.commit = c3.commit;
-          result.checks = await this.runIntegrationChecks(r, c3.commit, spec2.checks);
-          const failed = result.checks.filter((x) => !x.passed);
-          result.passed = !failed.length;
-          if (failed.length) result.reason = `integration check failed: ${failed.map((x) => x.name).join(", ")}`;
+          result2.commit = c3.commit;
+          result2.checks = await this.runIntegrationChecks(r, c3.commit, spec2.checks);
+          const failed = result2.checks.filter((x) => !x.passed);
+          result2.passed = !failed.length;
+          if (failed.length) result2.reason = `integration check failed: ${failed.map((x) => x.name).join(", ")}`;
         }
       }
     } catch (err) {
-      result.reason = `integration could not run: ${err.message}`;
+      result2.reason = `integration could not run: ${err.message}`;
     }
-    result.at = Date.now();
-    spec2.result = result;
+    result2.at = Date.now();
+    spec2.result = result2;
     spec2.state = "done";
     this.save(r);
     this.opts.changed(r.id);
@@ -87082,7 +81485,7 @@ var Attempts = class {
   groups() {
     const ids2 = [];
     for (const w of this.deps.list()) if (w.attempt && !ids2.includes(w.attempt.groupId)) ids2.push(w.attempt.groupId);
-    return ids2.reverse().map((id2) => attemptGroup(id2, this.deps.list()));
+    return ids2.reverse().map((id3) => attemptGroup(id3, this.deps.list()));
   }
   /**
    * The winner of a queued attempt's group when the attempt has waited in the queue since its creation (never started,
@@ -87120,7 +81523,7 @@ var Engine = class {
       bus: this.bus,
       logs: this.logs,
       log: (l) => this.log(l),
-      moved: (id2, state) => this.moved(id2, state)
+      moved: (id3, state) => this.moved(id3, state)
     });
     this.servers = new OpencodeServers({
       stateDir: opts.stateDir,
@@ -87145,7 +81548,7 @@ var Engine = class {
     this.batches = new Batches({
       stateDir: opts.stateDir,
       sandbox: this.sandbox,
-      get: (id2) => reg.workers.get(id2),
+      get: (id3) => reg.workers.get(id3),
       create: (spec2, repo, batchId, taskId) => {
         const target = this.resolveTarget(spec2.targetId);
         return this.create(spec2, repo, target, batchId, void 0, { startFrom: repo.head, taskId }).workerId;
@@ -87155,7 +81558,7 @@ var Engine = class {
     });
     this.budgets = new Budgets({
       registry: reg,
-      stop: (id2, reason) => this.stop(id2, reason, { kind: "engine", name: "budget" }),
+      stop: (id3, reason) => this.stop(id3, reason, { kind: "engine", name: "budget" }),
       stallMs: (opts.stallSec ?? config2().OCW_STALL_SEC) * 1e3,
       clock: opts.clock
     });
@@ -87164,25 +81567,25 @@ var Engine = class {
       registry: reg,
       targets: this.targets,
       sandbox: this.sandbox,
-      transcript: (id2) => this.transcript(id2),
+      transcript: (id3) => this.transcript(id3),
       server: (t2) => this.servers.for(t2),
-      fixRound: (id2, v) => this.fixRound(id2, v)
+      fixRound: (id3, v) => this.fixRound(id3, v)
     });
     this.attempts = new Attempts({
       list: () => this.list(),
-      get: (id2) => this.get(id2),
-      stop: (id2, reason, by) => this.stop(id2, reason, by),
+      get: (id3) => this.get(id3),
+      stop: (id3, reason, by) => this.stop(id3, reason, by),
       log: (l) => this.log(l)
     });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config2().OCW_RETENTION_DAYS);
     this.releaser = new InstanceReleaser(reg);
     this.translator = new Translator({
       registry: reg,
-      ask: (id2, ask) => this.approvals.onAsk(id2, ask),
-      askGone: (id2, askId, reply) => this.approvals.onAskGone(id2, askId, reply),
-      usage: (id2, messageId, usage) => this.budgets.onUsage(id2, messageId, usage),
-      retry: (id2, message) => void this.checkEndpoint(id2, message),
-      idle: (id2) => void this.settler.onIdle(id2)
+      ask: (id3, ask) => this.approvals.onAsk(id3, ask),
+      askGone: (id3, askId, reply) => this.approvals.onAskGone(id3, askId, reply),
+      usage: (id3, messageId, usage) => this.budgets.onUsage(id3, messageId, usage),
+      retry: (id3, message) => void this.checkEndpoint(id3, message),
+      idle: (id3) => void this.settler.onIdle(id3)
     });
     this.recovery = new Recovery({
       stateDir: opts.stateDir,
@@ -87190,9 +81593,9 @@ var Engine = class {
       logs: this.logs,
       bus: this.bus,
       approvals: this.approvals,
-      enqueue: (id2) => this.queue.push(id2),
-      regrade: (id2) => this.settler.regrade(id2),
-      checkIdle: (id2) => this.settler.onIdle(id2),
+      enqueue: (id3) => this.queue.push(id3),
+      regrade: (id3) => this.settler.regrade(id3),
+      checkIdle: (id3) => this.settler.onIdle(id3),
       serverOf: (targetId) => this.servers.get(targetId)
     });
     this.pools = new Pools({
@@ -87256,12 +81659,12 @@ var Engine = class {
   list() {
     return this.reg.list();
   }
-  get(id2) {
-    return this.reg.get(id2);
+  get(id3) {
+    return this.reg.get(id3);
   }
   /** The worker's workspace, for a client to open on the desktop (engine/workers/open.ts): validated, never a client's path. */
-  workspaceToOpen(id2) {
-    return workspaceToOpen(this.reg.get(id2), this.reg.workspacesRoot);
+  workspaceToOpen(id3) {
+    return workspaceToOpen(this.reg.get(id3), this.reg.workspacesRoot);
   }
   pendingAsks() {
     return this.approvals.pending();
@@ -87421,9 +81824,9 @@ var Engine = class {
     const workerIds = [];
     for (const [i2, c3] of checked.entries()) {
       if (plan[i2].after.length) continue;
-      const id2 = this.create(c3.spec, c3.repo, c3.target, batchId, void 0, { taskId: ids2[i2] }).workerId;
-      record2.tasks[i2].workerId = id2;
-      workerIds.push(id2);
+      const id3 = this.create(c3.spec, c3.repo, c3.target, batchId, void 0, { taskId: ids2[i2] }).workerId;
+      record2.tasks[i2].workerId = id3;
+      workerIds.push(id3);
     }
     this.batches.add(record2);
     return { batchId, workerIds, groups: [], tasks: record2.tasks.map((t2) => ({ id: t2.id, workerId: t2.workerId, after: t2.after })) };
@@ -87471,8 +81874,8 @@ var Engine = class {
     return searchTranscripts(
       {
         workers: this.list(),
-        logFile: (id2) => this.logs.file(id2),
-        streaming: (id2) => [...this.translator.streaming.get(id2)?.values() ?? []].map((s) => s.part)
+        logFile: (id3) => this.logs.file(id3),
+        streaming: (id3) => [...this.translator.streaming.get(id3)?.values() ?? []].map((s) => s.part)
       },
       query,
       limit
@@ -87702,16 +82105,16 @@ var Engine = class {
     );
     const active = this.targets.active();
     if (active) ids2.add(active.id);
-    return [...ids2].flatMap((id2) => {
-      const t2 = this.targets.get(id2);
+    return [...ids2].flatMap((id3) => {
+      const t2 = this.targets.get(id3);
       if (!t2) return [];
       return [
         {
-          targetId: id2,
+          targetId: id3,
           slots: t2.serving.slots,
-          inUse: this.pools.activeCount(id2),
-          queued: this.queue.filter((q2) => this.reg.workers.get(q2)?.targetId === id2).length,
-          waiting: this.pools.waitingCount(id2)
+          inUse: this.pools.activeCount(id3),
+          queued: this.queue.filter((q2) => this.reg.workers.get(q2)?.targetId === id3).length,
+          waiting: this.pools.waitingCount(id3)
         }
       ];
     });
@@ -87738,8 +82141,8 @@ var Engine = class {
   pump() {
     if (this.closed) return;
     for (let i2 = 0; i2 < this.queue.length; ) {
-      const id2 = this.queue[i2];
-      const w = this.reg.workers.get(id2);
+      const id3 = this.queue[i2];
+      const w = this.reg.workers.get(id3);
       if (!w || w.state !== "queued") {
         this.queue.splice(i2, 1);
         continue;
@@ -87749,13 +82152,13 @@ var Engine = class {
         target = this.resolveTarget(w.targetId ?? void 0);
       } catch (err) {
         this.queue.splice(i2, 1);
-        this.reg.fire(id2, "fail-run", err.message);
+        this.reg.fire(id3, "fail-run", err.message);
         continue;
       }
       const winner = this.attempts.winnerBeforeStart(w);
       if (winner) {
         this.queue.splice(i2, 1);
-        this.reg.fire(id2, "stop", stoppedForWinnerReason(winner));
+        this.reg.fire(id3, "stop", stoppedForWinnerReason(winner));
         continue;
       }
       const admitted = this.pools.admit(w, target);
@@ -87763,10 +82166,10 @@ var Engine = class {
         i2++;
         continue;
       }
-      if (admitted.url && admitted.url !== w.endpoint) this.reg.safeRecord(id2, { type: "worker.endpoint", url: admitted.url });
+      if (admitted.url && admitted.url !== w.endpoint) this.reg.safeRecord(id3, { type: "worker.endpoint", url: admitted.url });
       this.queue.splice(i2, 1);
-      this.reg.fire(id2, "admit");
-      this.startRun(id2, target);
+      this.reg.fire(id3, "admit");
+      this.startRun(id3, target);
     }
   }
   /**
@@ -87909,11 +82312,11 @@ async function retryWorker(engine, workerId) {
   if (!["honest-failure", "stopped", "interrupted", "error"].includes(w.state)) {
     throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then retry it`, "conflict");
   }
-  const { workerId: id2 } = await engine.start(
+  const { workerId: id3 } = await engine.start(
     { ...w.spec, ...w.targetId ? { targetId: w.targetId } : {} },
     { retryOf: w.id, ...w.batchId ? { batchId: w.batchId } : {} }
   );
-  return { workerId: id2, retryOf: workerId };
+  return { workerId: id3, retryOf: workerId };
 }
 var merging = /* @__PURE__ */ new Set();
 async function mergeBatch(engine, batchId, opts = {}) {
@@ -87983,12 +82386,12 @@ async function landIntegration(engine, batchId, opts) {
     message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
     onConflict: (files) => `To go on: continue the workers on the new base (files: ${quoteUntrustedList(files, "file names from the workers' changes")}), or run the batch again from the current HEAD.`
   });
-  for (const id2 of res.workers) await engine.recordLanded(id2, rec.branch, landed);
+  for (const id3 of res.workers) await engine.recordLanded(id3, rec.branch, landed);
   engine.batches.landed(batchId, rec.branch, landed);
   const skipped = engine.list().filter((w) => w.batchId === batchId && !res.workers.includes(w.id)).map((w) => ({ workerId: w.id, reason: w.state !== "built" ? `not built (${w.state})` : "not in the integration commit" }));
   return {
     batchId,
-    merged: res.workers.map((id2) => ({ workerId: id2, commit: landed, into: rec.branch })),
+    merged: res.workers.map((id3) => ({ workerId: id3, commit: landed, into: rec.branch })),
     stopped: null,
     notTried: [],
     skipped,
@@ -88007,7 +82410,7 @@ async function revertLanded(engine, ref) {
   if (!rec || !landed)
     throw new InputError(`batch ${batchId} has no landed integration commit: revert its workers one by one (ocw revert WORKER_ID)`, "conflict");
   const commit = await revertCommit(rec.repo, landed.into, landed.commit, `Revert ${landed.commit.slice(0, 12)}: batch ${batchId}`);
-  for (const id2 of rec.integration.result.workers) engine.recordReverted(id2, landed.into, commit);
+  for (const id3 of rec.integration.result.workers) engine.recordReverted(id3, landed.into, commit);
   return { reverted: batchId, into: landed.into, commit };
 }
 async function pruneBranches(engine, directory) {
@@ -88055,8 +82458,8 @@ async function continueOnNewBase(engine, workerId) {
 Note from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${quoteUntrustedList(files, "file names from its change")}, which changed since. Do the task on the code as it is now.` : `
 
 Note from the engine: ${w.baseBranch} moved since an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}). Do the task on the code as it is now.`;
-  const { workerId: id2 } = await engine.start({ ...w.spec, task: w.spec.task + note, ...w.targetId ? { targetId: w.targetId } : {} });
-  return { workerId: id2, retryOf: workerId, files };
+  const { workerId: id3 } = await engine.start({ ...w.spec, task: w.spec.task + note, ...w.targetId ? { targetId: w.targetId } : {} });
+  return { workerId: id3, retryOf: workerId, files };
 }
 
 // engine/workers/listing.ts
@@ -88112,11 +82515,11 @@ async function pushWork(engine, input2) {
 }
 async function pushUnredacted(engine, input2) {
   const what = input2.workerId ? workerPush(engine, input2.workerId) : batchPush(engine, input2.batchId);
-  const { repo, commit, id: id2, body, title } = what;
+  const { repo, commit, id: id3, body, title } = what;
   const flags = input2.workerId ? engine.get(input2.workerId).verdict?.flags ?? [] : await flaggedChanges(repo, what.base, commit, await engine.batches.graded(repo));
   if (flags.length && !input2.acceptFlagged)
     throw new InputError(
-      `${id2}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then push with --accept-flagged (nothing was pushed)`,
+      `${id3}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then push with --accept-flagged (nothing was pushed)`,
       "conflict"
     );
   const remote = input2.remote.trim();
@@ -88125,7 +82528,7 @@ async function pushUnredacted(engine, input2) {
   const remotes = (await git(repo, ["remote"], { allowFail: true })).split("\n").filter(Boolean);
   if (!remotes.includes(remote) && !/[:/]/.test(remote))
     throw new InputError(`${repo} has no remote "${remote}"${remotes.length ? ` (it has: ${remotes.join(", ")})` : ""}: name one, or give a URL`);
-  const branch = (input2.branch ?? `ocw/${id2}`).replace(/^refs\/heads\//, "");
+  const branch = (input2.branch ?? `ocw/${id3}`).replace(/^refs\/heads\//, "");
   const valid = await runCommand("git", ["check-ref-format", "--branch", branch], { cwd: repo, env: userGitEnv() });
   if (valid.exitCode !== 0 || branch.startsWith("-")) throw new InputError(`"${branch}" is not a valid branch name`);
   const head = await runCommand("git", ["ls-remote", "--symref", remote, "HEAD"], { cwd: repo, env: userGitEnv() });
@@ -88203,7 +82606,7 @@ function batchPush(engine, batchId) {
   const res = s.integration?.result;
   if (!rec || !res) throw new InputError(`batch ${batchId} has no integration checks: push its workers one by one (ocw push WORKER_ID)`, "conflict");
   if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing to push`, "conflict");
-  const workers = res.workers.map((id2) => engine.get(id2));
+  const workers = res.workers.map((id3) => engine.get(id3));
   return {
     repo: rec.repo,
     commit: res.commit,
@@ -88269,7 +82672,7 @@ function batchCard(batchId, res, workers) {
 // engine/api/server.ts
 import { randomBytes as randomBytes15, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
 import { createReadStream as createReadStream3, existsSync as existsSync31, statSync as statSync19 } from "node:fs";
-import http3 from "node:http";
+import http4 from "node:http";
 import path69 from "node:path";
 
 // node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
@@ -88629,14 +83032,14 @@ var GATHER_MAX_MS = 150;
 async function waitForNews(src, input2, opts = {}) {
   const deadline = Date.now() + input2.timeoutMs;
   const signal = opts.signal;
-  for (const id2 of new Set(input2.also)) src.get(id2);
+  for (const id3 of new Set(input2.also)) src.get(id3);
   let ids2;
   let batch = null;
   if (input2.batchId) {
     batch = src.batch(input2.batchId);
     ids2 = batch.workerIds;
     const batchId = input2.batchId;
-    while (!batch.done && batch.workerIds.every((id2) => isAtRest(batch.states[id2])) && Date.now() < deadline && !signal?.aborted) {
+    while (!batch.done && batch.workerIds.every((id3) => isAtRest(batch.states[id3])) && Date.now() < deadline && !signal?.aborted) {
       const got = await nextEvent2(
         src,
         (e) => e.type === "batch" && e.batchId === batchId || e.type === "worker.created" && e.batchId === batchId,
@@ -88648,31 +83051,31 @@ async function waitForNews(src, input2, opts = {}) {
       if (got !== "event") break;
     }
   } else {
-    const all = [...new Set(input2.workerIds.map((id2) => src.get(id2).id))];
-    const open3 = input2.unfinished ? all.filter((id2) => !isAtRest(src.get(id2).state)) : [];
+    const all = [...new Set(input2.workerIds.map((id3) => src.get(id3).id))];
+    const open3 = input2.unfinished ? all.filter((id3) => !isAtRest(src.get(id3).state)) : [];
     ids2 = open3.length ? open3 : all;
   }
   const shownAsks = new Set(input2.shownAsks);
   const shownFinished = new Set(input2.shownFinished);
   const followed = new Set(ids2);
   opts.onFollow?.(ids2);
-  const news = () => ids2.reduce((n2, id2) => {
-    const w = src.get(id2);
+  const news = () => ids2.reduce((n2, id3) => {
+    const w = src.get(id3);
     return n2 + pendingAsks(w).filter((a2) => !shownAsks.has(a2.id)).length + (isAtRest(w.state) && !shownFinished.has(w.id) ? 1 : 0);
   }, 0);
   const outcome2 = () => {
-    const ws = ids2.map((id2) => src.get(id2));
+    const ws = ids2.map((id3) => src.get(id3));
     if (ws.every((w) => isAtRest(w.state))) return "settled";
     if (news() > 0) return "news";
     if (input2.untilGone && !ws.some((w) => pendingAsks(w).some((a2) => a2.id === input2.untilGone))) return "news";
     return null;
   };
   const reached = outcome2() ?? (signal?.aborted ? "aborted" : await follow2(src, followed, outcome2, news, deadline, opts));
-  const workers = ids2.map((id2) => slimWorker(src.get(id2), { diffs: input2.diffs }));
+  const workers = ids2.map((id3) => slimWorker(src.get(id3), { diffs: input2.diffs }));
   if (input2.batchId) batch = src.batch(input2.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
   const reason = reached === "settled" && !settled ? Date.now() >= deadline ? "timeout" : "news" : reached;
-  const also = settled && input2.also ? [...new Set(input2.also)].filter((id2) => !followed.has(id2)).map((id2) => slimWorker(src.get(id2))) : [];
+  const also = settled && input2.also ? [...new Set(input2.also)].filter((id3) => !followed.has(id3)).map((id3) => slimWorker(src.get(id3))) : [];
   return { workerIds: ids2, reason, workers, batch: batch && slimBatch(batch), also };
 }
 function follow2(src, followed, outcome2, news, deadline, opts) {
@@ -88766,8 +83169,8 @@ async function* waitStream(src, input2, signal) {
       wake?.();
     }
   }).then(
-    (result) => {
-      done = { result };
+    (result2) => {
+      done = { result: result2 };
       wake?.();
     },
     (error46) => {
@@ -90708,7 +85111,7 @@ var GGML_TYPES = {
   41: ["q1_0", 128, 18],
   42: ["q2_0", 64, 18]
 };
-var BY_NAME = new Map(Object.entries(GGML_TYPES).map(([id2, [name]]) => [name.toLowerCase(), Number(id2)]));
+var BY_NAME = new Map(Object.entries(GGML_TYPES).map(([id3, [name]]) => [name.toLowerCase(), Number(id3)]));
 function ggmlTypeId(name) {
   return BY_NAME.get(name.toLowerCase());
 }
@@ -91230,28 +85633,28 @@ var ComputeGraph = class {
   output = [];
   base = [];
   add(bytes, output, base2) {
-    const id2 = this.bytes.length;
+    const id3 = this.bytes.length;
     this.bytes.push(bytes);
     this.output.push(output);
-    this.base.push(base2 ?? id2);
-    return id2;
+    this.base.push(base2 ?? id3);
+    return id3;
   }
-  node(id2, inplace, srcs) {
-    this.nodeId.push(id2);
+  node(id3, inplace, srcs) {
+    this.nodeId.push(id3);
     this.nodeInplace.push(inplace);
     for (const x of srcs) if (x >= 0) this.srcs.push(x);
     this.srcAt.push(this.srcs.length);
   }
   input(bytes) {
-    const id2 = this.add(bytes, false);
-    this.inputs.push(id2);
-    return id2;
+    const id3 = this.add(bytes, false);
+    this.inputs.push(id3);
+    return id3;
   }
   /** A node; srcs that are -1 (weights, the KV cache: other buffers) are left out. */
   op(bytes, srcs, o2 = {}) {
-    const id2 = this.add(bytes, !!o2.output);
-    this.node(id2, !!o2.inplace, srcs);
-    return id2;
+    const id3 = this.add(bytes, !!o2.output);
+    this.node(id3, !!o2.inplace, srcs);
+    return id3;
   }
   /** A node with no result of its own (SET_ROWS / CPY into the cache): it only consumes its srcs. */
   sink(srcs) {
@@ -91268,25 +85671,25 @@ var ComputeGraph = class {
     const left = new Int32Array(bytes.length);
     const addr = new Float64Array(bytes.length).fill(-1);
     for (const x of srcs) left[base2[x]]++;
-    for (const id2 of this.inputs) addr[id2] = a2.alloc(bytes[id2]);
+    for (const id3 of this.inputs) addr[id3] = a2.alloc(bytes[id3]);
     for (let i2 = 0; i2 < this.nodeId.length; i2++) {
-      const id2 = this.nodeId[i2];
+      const id3 = this.nodeId[i2];
       const from = srcAt[i2];
       const to = srcAt[i2 + 1];
-      if (id2 >= 0 && bytes[id2] > 0) {
+      if (id3 >= 0 && bytes[id3] > 0) {
         let reused = false;
         if (this.nodeInplace[i2]) {
           for (let j = from; j < to; j++) {
             const x = srcs[j];
             const r = base2[x];
-            if (x !== r || addr[r] < 0 || output[r] || bytes[r] !== bytes[id2] || left[r] !== 1) continue;
-            addr[id2] = addr[r];
+            if (x !== r || addr[r] < 0 || output[r] || bytes[r] !== bytes[id3] || left[r] !== 1) continue;
+            addr[id3] = addr[r];
             addr[r] = -1;
             reused = true;
             break;
           }
         }
-        if (!reused) addr[id2] = a2.alloc(bytes[id2]);
+        if (!reused) addr[id3] = a2.alloc(bytes[id3]);
       }
       for (let j = from; j < to; j++) {
         const r = base2[srcs[j]];
@@ -91767,9 +86170,9 @@ function resolveContext(h3, o2) {
   return { nCtx, nCtxPerSlot, slots, kvUnified, nStream: kvUnified ? 1 : slots };
 }
 function typeId(t2) {
-  const id2 = ggmlTypeId(t2);
-  if (id2 === void 0) throw new EstimateError(`unknown cache type ${t2}`);
-  return id2;
+  const id3 = ggmlTypeId(t2);
+  if (id3 === void 0) throw new EstimateError(`unknown cache type ${t2}`);
+  return id3;
 }
 function tensorLayer(name, nLayerAll) {
   const m = /^blk\.(\d+)\./.exec(name);
@@ -92527,9 +86930,9 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
   const good = (e) => e.quants.filter((q2) => q2.bits >= 4);
   const found = [];
   const slow = [];
-  const fastEnough = (pick4) => {
-    if (opts.allowSlow || !pick4.speed?.tooSlow) return true;
-    if (!slow.some((x) => x.model === pick4.model && x.quant === pick4.quant)) slow.push(pick4);
+  const fastEnough = (pick3) => {
+    if (opts.allowSlow || !pick3.speed?.tooSlow) return true;
+    if (!slow.some((x) => x.model === pick3.model && x.quant === pick3.quant)) slow.push(pick3);
     return false;
   };
   const tryPhase = (phase, list, quantOrder, max) => {
@@ -92551,10 +86954,10 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
         const m = catalogModel(e, q2.quant);
         const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
         if (!p) continue;
-        const pick4 = toPick(m, p, dev, slots, verified(e.id));
-        if (!fastEnough(pick4)) continue;
+        const pick3 = toPick(m, p, dev, slots, verified(e.id));
+        if (!fastEnough(pick3)) continue;
         const score = phase === "gpu" ? planScore(p, m, maxCtxPerSlot) : 0;
-        if (!best || score > best.score) best = { pick: pick4, score };
+        if (!best || score > best.score) best = { pick: pick3, score };
         if (phase !== "gpu" || score === 2) break;
       }
       if (best) found.push(best.pick);
@@ -92566,10 +86969,10 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
       const m = catalogModel(e, q2.quant);
       const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
       if (!reps) continue;
-      const pick4 = toPoolPick(m, reps, dev, verified(e.id));
-      if (!fastEnough(pick4)) continue;
+      const pick3 = toPoolPick(m, reps, dev, verified(e.id));
+      if (!fastEnough(pick3)) continue;
       const score = Math.min(...reps.map((r) => planScore(r.plan, m, maxCtxPerSlot)));
-      if (!best || score > best.score) best = { pick: pick4, score };
+      if (!best || score > best.score) best = { pick: pick3, score };
       if (score === 2) break;
     }
     return best?.pick ?? null;
@@ -92854,9 +87257,9 @@ async function planRepo(ref, want, env2 = process.env) {
   ] : [[["cpu"], [...good].reverse()]];
   for (const [phases, qs] of order) {
     for (const q2 of qs) {
-      const pick4 = planModel(await model(q2), want.dev, want.slots, want.minCtx, want.verified, phases, want.maxCtxPerSlot);
-      considered.push({ quant: q2.quant, totalBytes: q2.totalBytes, fits: !!pick4, placement: pick4?.placement ?? null });
-      if (pick4) return { repo: p.repo, rev: p.rev, quant: q2, pick: pick4, considered };
+      const pick3 = planModel(await model(q2), want.dev, want.slots, want.minCtx, want.verified, phases, want.maxCtxPerSlot);
+      considered.push({ quant: q2.quant, totalBytes: q2.totalBytes, fits: !!pick3, placement: pick3?.placement ?? null });
+      if (pick3) return { repo: p.repo, rev: p.rev, quant: q2, pick: pick3, considered };
     }
   }
   return {
@@ -93417,14 +87820,14 @@ async function proposeParallel(o2) {
     return null;
   };
   if (o2.model) {
-    const pick4 = first(named);
-    if (pick4) return { pick: pick4, alternatives: [], problem: null };
+    const pick3 = first(named);
+    if (pick3) return { pick: pick3, alternatives: [], problem: null };
   } else {
     const catalog = o2.hub === false ? CATALOG : withHubSizes(CATALOG, readHubSizes(env2));
     for (const e of catalog.filter((c3) => c3.autoPick && servedBy(c3, o2.runtime))) {
       if (found.length >= (o2.max ?? 3)) break;
-      const pick4 = first(await catalogModels(e, o2.runtime, hub, fp8));
-      if (pick4) found.push(pick4);
+      const pick3 = first(await catalogModels(e, o2.runtime, hub, fp8));
+      if (pick3) found.push(pick3);
     }
     if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
   }
@@ -93526,7 +87929,7 @@ function toolVerifiedModels(store = new TargetStore()) {
     targets = store.list().targets;
   } catch {
   }
-  return (id2) => targets.some((t2) => t2.outcome === "built" && t2.checks.some((c3) => c3.name === "tools" && c3.passed) && t2.model.toLowerCase().includes(id2.toLowerCase()));
+  return (id3) => targets.some((t2) => t2.outcome === "built" && t2.checks.some((c3) => c3.name === "tools" && c3.passed) && t2.model.toLowerCase().includes(id3.toLowerCase()));
 }
 function safeFindLlamaServer() {
   try {
@@ -93576,25 +87979,25 @@ async function planFit(i2, hw, o2 = {}) {
   if (i2.slots === void 0 && !dev.gpus.length && !parallel) notes.push(CPU_SLOTS_NOTE);
   const verified = toolVerifiedModels(o2.store);
   const allowSlow = !!i2.allowSlow;
-  let result;
+  let result2;
   if (parallel) {
     try {
-      result = await proposeParallel({ runtime, dev, slots, minCtx, maxCtxPerSlot: exact, model: i2.model, verified });
+      result2 = await proposeParallel({ runtime, dev, slots, minCtx, maxCtxPerSlot: exact, model: i2.model, verified });
     } catch (e) {
       if (e instanceof ParallelInputError) input(e.message, "model");
       throw e;
     }
   } else {
     const catalog = o2.hub === false ? CATALOG : withHubSizes(o2.catalog ?? CATALOG, readHubSizes(o2.env));
-    result = await planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, catalog);
-    if (!result.pick && result.refused?.length && i2.slots === void 0 && !allowSlow) {
+    result2 = await planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, catalog);
+    if (!result2.pick && result2.refused?.length && i2.slots === void 0 && !allowSlow) {
       for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
         const fewer = await planLlama(i2, dev, s, minCtx, exact, verified, false, catalog);
         if (fewer.pick) {
           notes.push(
-            `${slots} slots would decode \u2248 ${result.refused[0].speed?.decodeTokPerSecPerSlot} tokens/s each (too slow for an agent): planned ${s} slot(s) instead (pass --slots ${slots} --allow-slow to keep ${slots})`
+            `${slots} slots would decode \u2248 ${result2.refused[0].speed?.decodeTokPerSecPerSlot} tokens/s each (too slow for an agent): planned ${s} slot(s) instead (pass --slots ${slots} --allow-slow to keep ${slots})`
           );
-          result = { ...fewer, refused: [...result.refused, ...fewer.refused ?? []] };
+          result2 = { ...fewer, refused: [...result2.refused, ...fewer.refused ?? []] };
           break;
         }
         if (s === 1) break;
@@ -93616,16 +88019,16 @@ async function planFit(i2, hw, o2 = {}) {
       hub: o2.hub
     }).catch(() => null);
     if (p?.pick) {
-      const why = `${big.length} datacenter GPU(s) of \u2265 80 GB (${big[0].name}): vLLM batches all ${slots} sequences on one engine with tensor \xD7 data parallel and uses the GPUs' memory for KV, where llama.cpp would run ${result.pick?.pool ? `${result.pick.pool.replicas} small replicas` : "one server"}; ${vllmHere()} (ocw setup --runtime vllm; --runtime llama.cpp keeps the llama.cpp plan)`;
+      const why = `${big.length} datacenter GPU(s) of \u2265 80 GB (${big[0].name}): vLLM batches all ${slots} sequences on one engine with tensor \xD7 data parallel and uses the GPUs' memory for KV, where llama.cpp would run ${result2.pick?.pool ? `${result2.pick.pool.replicas} small replicas` : "one server"}; ${vllmHere()} (ocw setup --runtime vllm; --runtime llama.cpp keeps the llama.cpp plan)`;
       const vllmPick = { ...p.pick, runtimeReason: why, reason: `${p.pick.reason}; ${why}` };
-      const llama = result.pick ? [{ ...result.pick, runtimeReason: "llama.cpp: the alternative to vLLM on these GPUs (--runtime llama.cpp)" }] : [];
-      result = { ...result, pick: vllmPick, alternatives: [...llama, ...result.alternatives], problem: null };
+      const llama = result2.pick ? [{ ...result2.pick, runtimeReason: "llama.cpp: the alternative to vLLM on these GPUs (--runtime llama.cpp)" }] : [];
+      result2 = { ...result2, pick: vllmPick, alternatives: [...llama, ...result2.alternatives], problem: null };
     }
   }
   if (!parallel && (!i2.model || findCatalog(i2.model)) && hw.gpus.filter((g2) => g2.vendor === "nvidia" || g2.vendor === "amd").length >= 2) {
     for (const rt of ["vllm", "sglang"]) {
       if (installedRuntime(rt).how !== "binary") continue;
-      if (result.pick?.runtime === rt || result.alternatives.some((x) => x.runtime === rt)) continue;
+      if (result2.pick?.runtime === rt || result2.alternatives.some((x) => x.runtime === rt)) continue;
       const p = await proposeParallel({
         runtime: rt,
         dev: parallelDevices(hw).dev,
@@ -93638,10 +88041,10 @@ async function planFit(i2, hw, o2 = {}) {
         env: o2.env,
         hub: o2.hub
       }).catch(() => null);
-      if (p?.pick) result.alternatives.push(p.pick);
+      if (p?.pick) result2.alternatives.push(p.pick);
     }
   }
-  const { refused, ...rest } = result;
+  const { refused, ...rest } = result2;
   return FitResult.parse({
     hardware: {
       gpus: hw.gpus.map((g2) => ({ name: g2.name, vendor: String(g2.vendor), totalBytes: g2.totalBytes, freeBytes: g2.freeBytes, unified: g2.unified })),
@@ -93668,7 +88071,7 @@ function refuseSlow(r, slots, allowSlow) {
   };
 }
 async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, catalog) {
-  let result;
+  let result2;
   if (!i2.model) {
     const r = propose(dev, slots, minCtx, verified, catalog, exact, { allowSlow });
     return { pick: r.pick, alternatives: r.alternatives, problem: r.problem, ...r.slow?.length ? { refused: r.slow } : {} };
@@ -93682,17 +88085,17 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
     const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q2) => q2.quant.toUpperCase() === repoQuant) : entry.quants };
     if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q2) => q2.quant).join(", ")})`, "model");
     const first = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow });
-    result = first?.pick ? { pick: first.pick, alternatives: first.alternatives, problem: null } : { pick: null, alternatives: [], problem: first?.problem ?? null, ...first?.slow?.length ? { refused: first.slow } : {} };
-    if (!result.pick) {
+    result2 = first?.pick ? { pick: first.pick, alternatives: first.alternatives, problem: null } : { pick: null, alternatives: [], problem: first?.problem ?? null, ...first?.slow?.length ? { refused: first.slow } : {} };
+    if (!result2.pick) {
       const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q2) => ({ ...q2, bits: Math.max(q2.bits, 4) })) }], exact, {
         allowSlow
       });
       if (small.pick && !repoQuant)
         small.pick.reason = `${small.pick.reason}; no \u2265 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
-      const refused = [...result.refused ?? [], ...small.slow ?? []];
-      result = { pick: small.pick, alternatives: small.alternatives, problem: small.problem, ...refused.length ? { refused } : {} };
+      const refused = [...result2.refused ?? [], ...small.slow ?? []];
+      result2 = { pick: small.pick, alternatives: small.alternatives, problem: small.problem, ...refused.length ? { refused } : {} };
     }
-    return result;
+    return result2;
   }
   const verifiedOk = verified(
     i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, "")
@@ -93700,7 +88103,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
   try {
     if (!existsSync26(i2.model) && parseRepoRef(i2.model)) {
       const r = await planRepo(i2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
-      result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : {
+      result2 = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : {
         pick: null,
         alternatives: [],
         problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
@@ -93708,8 +88111,8 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
     } else {
       const info = await loadGguf(i2.model);
       const m = modelFromInfo(info, i2.model, existsSync26(i2.model) ? ["-m", path57.resolve(i2.model)] : ["-hf", i2.model]);
-      const pick4 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
-      result = pick4 ? { pick: pick4, alternatives: [], problem: null } : {
+      const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
+      result2 = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
         pick: null,
         alternatives: [],
         problem: minCtx > m.hparams.nCtxTrain ? `${i2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${i2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
@@ -93718,7 +88121,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
   } catch (e) {
     input(`${i2.model}: ${e.message.split("\n")[0]}`, "model");
   }
-  return refuseSlow(result, slots, allowSlow);
+  return refuseSlow(result2, slots, allowSlow);
 }
 
 // engine/serving/setup.ts
@@ -94162,11 +88565,11 @@ function servingAlive(r) {
 }
 async function stopServing(targetId) {
   const recs = listServing();
-  const pick4 = recs.filter((r) => !targetId || r.targetId === targetId || r.replicaOf === targetId);
+  const pick3 = recs.filter((r) => !targetId || r.targetId === targetId || r.replicaOf === targetId);
   const stopped = [];
   const alreadyGone = [];
   const reused = [];
-  for (const r of pick4) {
+  for (const r of pick3) {
     if (!signalablePid(r.pid) && !signalablePid(r.supervisorPid)) {
       alreadyGone.push(r);
       continue;
@@ -94179,7 +88582,7 @@ async function stopServing(targetId) {
       if (!supAlive && signalablePid(r.pid) && alive(r.pid)) reused.push(r);
     } else if (await stopPid(serverIdentity(r), 5e3)) stopped.push(r);
   }
-  const gone = new Set(pick4.map((r) => `${r.targetId}\0${r.startedAt}`));
+  const gone = new Set(pick3.map((r) => `${r.targetId}\0${r.startedAt}`));
   removeServing((r) => gone.has(`${r.targetId}\0${r.startedAt}`));
   return { stopped, alreadyGone, reused };
 }
@@ -94247,7 +88650,7 @@ async function superviseServing(targetId) {
   const update = (patch) => patchServing(targetId, patch);
   const apiKey = rec.keyFile ? readKey(rec.keyFile) : null;
   const runtime = rec.runtime ?? "llama.cpp";
-  const launch2 = runtime === "llama.cpp" ? () => startLlamaServer({ bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port, detached: false }) : () => startRuntimeProcess({
+  const launch = runtime === "llama.cpp" ? () => startLlamaServer({ bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port, detached: false }) : () => startRuntimeProcess({
     cmd: rec.bin,
     args: rec.args,
     // vLLM reads its key from the environment (a container gets `-e VLLM_API_KEY`); SGLang from its config file
@@ -94257,7 +88660,7 @@ async function superviseServing(targetId) {
     key: apiKey,
     readyTimeoutMs: 18e5
   });
-  const sup = new Supervisor(launch2, {
+  const sup = new Supervisor(launch, {
     onReady: (pid) => update({
       pid,
       startTime: processStartTime(pid),
@@ -94275,13 +88678,13 @@ async function superviseServing(targetId) {
       update({ supervisorPid: null, supervisorStartTime: null, gaveUp: `${(/* @__PURE__ */ new Date()).toISOString()} ${why}` });
     }
   });
-  const stop2 = async () => {
+  const stop = async () => {
     await sup.stop();
     update({ supervisorPid: null, supervisorStartTime: null });
     process.exit(0);
   };
-  process.on("SIGTERM", () => void stop2());
-  process.on("SIGINT", () => void stop2());
+  process.on("SIGTERM", () => void stop());
+  process.on("SIGINT", () => void stop());
   await sup.start();
   return (await sup.done).kind === "gave-up" ? 1 : 0;
 }
@@ -94509,11 +88912,11 @@ function runningGroups(recs = listServing()) {
   const m = /* @__PURE__ */ new Map();
   for (const r of recs) {
     if (!servingAlive(r) || !r.gpuBytes?.length) continue;
-    const id2 = r.replicaOf ?? r.targetId;
-    const g2 = m.get(id2) ?? { id: id2, recs: [], bytes: /* @__PURE__ */ new Map() };
+    const id3 = r.replicaOf ?? r.targetId;
+    const g2 = m.get(id3) ?? { id: id3, recs: [], bytes: /* @__PURE__ */ new Map() };
     g2.recs.push(r);
     for (const x of r.gpuBytes) g2.bytes.set(x.index, (g2.bytes.get(x.index) ?? 0) + x.bytes);
-    m.set(id2, g2);
+    m.set(id3, g2);
   }
   return [...m.values()];
 }
@@ -94527,9 +88930,9 @@ function withFreed(hw, bytes) {
     })
   };
 }
-async function planReplacing(hw, first, planOn, id2, replaces2) {
+async function planReplacing(hw, first, planOn, id3, replaces2) {
   for (const g2 of runningGroups()) {
-    if (id2 && g2.id !== id2) continue;
+    if (id3 && g2.id !== id3) continue;
     const freed = await planOn(withFreed(hw, g2.bytes));
     if (freed.pick && replaces2(freed.pick, g2)) return { fit: freed, replacing: g2 };
   }
@@ -94641,7 +89044,7 @@ async function planOtherPhase(c3) {
     const w = commandWords(p.command).args;
     return input2.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
   };
-  const { fit, replacing } = await planReplacing(hw, await planOn(hw), planOn, input2.id, (pick5, g2) => idOf(pick5) === g2.id);
+  const { fit, replacing } = await planReplacing(hw, await planOn(hw), planOn, input2.id, (pick4, g2) => idOf(pick4) === g2.id);
   if (!fit.pick)
     throw new StartError({
       kind: "no-fit",
@@ -94649,16 +89052,16 @@ async function planOtherPhase(c3) {
       logLine: null,
       remedy: "fewer slots, a shorter context, --runtime llama.cpp, or an API provider"
     });
-  const pick4 = fit.pick;
-  const slots = pick4.slots;
-  const ctx = pick4.ctxPerSlot;
-  const model = commandWords(pick4.command).args[runtime === "vllm" ? 1 : 3];
-  Object.assign(job2, { model: pick4.model, quant: pick4.quant, slots, ctxPerSlot: ctx, plannedCommand: pick4.command, pick: pick4 });
+  const pick3 = fit.pick;
+  const slots = pick3.slots;
+  const ctx = pick3.ctxPerSlot;
+  const model = commandWords(pick3.command).args[runtime === "vllm" ? 1 : 3];
+  Object.assign(job2, { model: pick3.model, quant: pick3.quant, slots, ctxPerSlot: ctx, plannedCommand: pick3.command, pick: pick3 });
   const found = findRuntime(runtime);
   ops.end(
-    pick4.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "")
+    pick3.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "")
   );
-  return { runtime, name, hw, pick: pick4, slots, ctx, model, found, replacing, idOf, familyOf: `${pick4.model} ${model}` };
+  return { runtime, name, hw, pick: pick3, slots, ctx, model, found, replacing, idOf, familyOf: `${pick3.model} ${model}` };
 }
 function runtimeOtherPhase(c3, p) {
   const { ops } = c3;
@@ -94676,42 +89079,42 @@ function runtimeOtherPhase(c3, p) {
 }
 async function launchOtherPhase(c3, p, found) {
   const { o: o2, job: job2, ops } = c3;
-  const { runtime, name, pick: pick4, hw, replacing, idOf, familyOf, model } = p;
+  const { runtime, name, pick: pick3, hw, replacing, idOf, familyOf, model } = p;
   ops.begin("load", `starting ${name}`);
-  const words = commandWords(pick4.command);
+  const words = commandWords(pick3.command);
   const servedName = words.args[words.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop(), quant: null });
-  const id2 = idOf(pick4);
+  const id3 = idOf(pick3);
   const port = await freePort();
   const key = generateKey2();
-  const keyFile = keyFilePath(id2);
+  const keyFile = keyFilePath(id3);
   storeKey(keyFile, key);
-  await stopServing(id2);
-  c3.setLaunched(id2);
+  await stopServing(id3);
+  c3.setLaunched(id3);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick4.command, port, key, configDir: path61.join(stateDir(), "runtime", id2), family: familyOf });
+  const launch = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path61.join(stateDir(), "runtime", id3), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g2) => [g2.runtimeId, g2.index]));
-  const held = pick4.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
-  job2.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path61.join(stateDir(), "logs", `${id2}.log`);
+  const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
+  job2.launchedCommand = `${[...Object.entries(launch.env).map(([k, v]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v)}`)].join(" ")}${Object.keys(launch.env).length ? " " : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;
+  const logFile = path61.join(stateDir(), "logs", `${id3}.log`);
   c3.setLog(logFile);
   mkdirSync22(path61.dirname(logFile), { recursive: true, mode: 448 });
   const logStart = existsSync27(logFile) ? statSync16(logFile).size : 0;
   const readLog = () => existsSync27(logFile) ? readFileSync22(logFile, "utf8").slice(logStart) : "";
   const record2 = {
-    targetId: id2,
+    targetId: id3,
     runtime,
     pid: 0,
     startTime: null,
     supervisorPid: null,
     port,
-    bin: launch2.cmd,
-    args: launch2.args,
-    env: Object.fromEntries(Object.entries(launch2.env).filter(([k]) => k !== "VLLM_API_KEY")),
+    bin: launch.cmd,
+    args: launch.args,
+    env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")),
     logFile,
     keyFile,
     startedAt: (/* @__PURE__ */ new Date()).toISOString(),
     gpuBytes: held,
-    container: launch2.how === "container" ? launch2.args[launch2.args.indexOf("--name") + 1] : null
+    container: launch.how === "container" ? launch.args[launch.args.indexOf("--name") + 1] : null
   };
   const sup = supervisorCommand();
   let pid;
@@ -94722,14 +89125,14 @@ async function launchOtherPhase(c3, p, found) {
       try {
         ({ pid, readyMs } = await startSupervised(sup, record2, o2.readyTimeoutMs ?? 18e5));
       } catch (e) {
-        await stopServing(id2);
+        await stopServing(id3);
         throw e;
       }
     } else {
       ({ pid, readyMs } = await startRuntimeProcess({
-        cmd: launch2.cmd,
-        args: launch2.args,
-        env: launch2.env,
+        cmd: launch.cmd,
+        args: launch.args,
+        env: launch.env,
         logFile,
         port,
         key,
@@ -94739,7 +89142,7 @@ async function launchOtherPhase(c3, p, found) {
       putServing({ ...record2, pid, startTime: processStartTime(pid) });
     }
   } catch (e) {
-    const c4 = classifyLog(readLog(), launch2.cmd);
+    const c4 = classifyLog(readLog(), launch.cmd);
     throw new StartError({
       kind: c4?.kind ?? "other",
       cause: c4?.logLine ? `${name} failed to start: ${c4.logLine}` : `${name} ${e.message}`,
@@ -94749,11 +89152,11 @@ async function launchOtherPhase(c3, p, found) {
     });
   }
   ops.end(`${name} pid ${pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1e3).toFixed(1)} s${sup ? " (supervised: restarted if it crashes)" : ""}`);
-  return { id: id2, servedName, port, key, keyFile, before, indexOf, launch: launch2, logFile, readLog, url: `http://127.0.0.1:${port}/v1` };
+  return { id: id3, servedName, port, key, keyFile, before, indexOf, launch, logFile, readLog, url: `http://127.0.0.1:${port}/v1` };
 }
 async function warmupOtherPhase(c3, l) {
   const { ops } = c3;
-  const { url: url2, servedName, key, readLog, launch: launch2, logFile } = l;
+  const { url: url2, servedName, key, readLog, launch, logFile } = l;
   ops.begin("warmup", "one short completion");
   const w = await httpJson(`${url2}/chat/completions`, {
     headers: { authorization: `Bearer ${key}` },
@@ -94761,7 +89164,7 @@ async function warmupOtherPhase(c3, l) {
     timeoutMs: 3e5
   });
   if (w.status !== 200) {
-    const c4 = classifyLog(readLog(), launch2.cmd);
+    const c4 = classifyLog(readLog(), launch.cmd);
     throw new StartError({
       kind: c4?.kind ?? "other",
       cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`,
@@ -94796,8 +89199,8 @@ async function verifyOtherPhase(c3, p, l) {
 }
 async function placementOtherPhase(c3, p, l) {
   const { job: job2, ops } = c3;
-  const { name, pick: pick4 } = p;
-  const { readLog, before, indexOf, id: id2 } = l;
+  const { name, pick: pick3 } = p;
+  const { readLog, before, indexOf, id: id3 } = l;
   const loaded = readLog().split("\n").filter((l2) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l2)).map((l2) => l2.trim().slice(0, 200));
   let placementFailed = null;
   if (before.gpus.some((g2) => g2.usedBytes !== null)) {
@@ -94806,7 +89209,7 @@ async function placementOtherPhase(c3, p, l) {
     const evidence = [...loaded.length ? [`log: ${loaded.join("; ")}`] : []];
     const devices = [];
     const measured = [];
-    for (const d of pick4.devices) {
+    for (const d of pick3.devices) {
       const index = indexOf.get(d.name.split(" ")[0]);
       const b = before.gpus.find((g2) => g2.index === index)?.usedBytes;
       const a2 = after?.gpus.find((g2) => g2.index === index)?.usedBytes;
@@ -94825,7 +89228,7 @@ async function placementOtherPhase(c3, p, l) {
     }
     if (!placementFailed && devices.length) evidence.push("the weights are where the plan put them");
     job2.placement = { passed: !placementFailed, devices, evidence };
-    if (measured.length) patchServing(id2, { gpuBytes: measured });
+    if (measured.length) patchServing(id3, { gpuBytes: measured });
     ops.end(evidence.join("; ") || "no figures", placementFailed ? "failed" : "done");
   } else {
     ops.skip(
@@ -94838,9 +89241,9 @@ async function placementOtherPhase(c3, p, l) {
 function recordOtherPhase(c3, p, l, v, bench, placementFailed) {
   const { o: o2, input: input2, job: job2 } = c3;
   const { runtime, name, slots, ctx } = p;
-  const { id: id2, servedName, url: url2, keyFile, logFile } = l;
+  const { id: id3, servedName, url: url2, keyFile, logFile } = l;
   const target = {
-    id: id2,
+    id: id3,
     model: servedName,
     quant: null,
     endpoint: url2,
@@ -94989,7 +89392,7 @@ async function modelFiles(modelArg, env2 = process.env) {
   }));
   return { local: downloads[0].dest, downloads };
 }
-function checkPlacement(pick4, logText, smi) {
+function checkPlacement(pick3, logText, smi) {
   const logged = parseServerLog(logText).modelMiB;
   const evidence = [];
   const names = Object.keys(logged);
@@ -94999,24 +89402,24 @@ function checkPlacement(pick4, logText, smi) {
   const cpuLoaded = names.filter((n2) => /^CPU/i.test(n2)).reduce((a2, n2) => a2 + logged[n2], 0) * MiB3;
   const devices = [];
   let passed = names.length > 0;
-  for (const d of pick4.devices) {
+  for (const d of pick3.devices) {
     const planned = d.breakdown?.weightsBytes ?? d.plannedBytes;
     if (d.name === "cpu") {
       devices.push({ name: d.name, plannedBytes: planned, loadedBytes: names.length ? cpuLoaded : null });
       continue;
     }
-    const id2 = d.name.split(" ")[0];
-    const onIt = names.filter((n2) => n2 === id2 || n2.startsWith(`${id2}_`)).reduce((a2, n2) => a2 + logged[n2], 0) * MiB3;
+    const id3 = d.name.split(" ")[0];
+    const onIt = names.filter((n2) => n2 === id3 || n2.startsWith(`${id3}_`)).reduce((a2, n2) => a2 + logged[n2], 0) * MiB3;
     devices.push({ name: d.name, plannedBytes: planned, loadedBytes: names.length ? onIt : null });
     if (planned > 0 && onIt < planned * 0.5) {
       passed = false;
       evidence.push(
-        `${id2}: ${(onIt / GiB3).toFixed(2)} GiB of weights loaded where the plan put ${(planned / GiB3).toFixed(2)} GiB \u2014 the weights went to RAM (a CPU build, or the GPU was not usable)`
+        `${id3}: ${(onIt / GiB3).toFixed(2)} GiB of weights loaded where the plan put ${(planned / GiB3).toFixed(2)} GiB \u2014 the weights went to RAM (a CPU build, or the GPU was not usable)`
       );
     }
   }
-  if (pick4.placement === "gpu" && names.length) {
-    const gpuWeights = pick4.devices.filter((d) => d.name !== "cpu").reduce((a2, d) => a2 + (d.breakdown?.weightsBytes ?? 0), 0);
+  if (pick3.placement === "gpu" && names.length) {
+    const gpuWeights = pick3.devices.filter((d) => d.name !== "cpu").reduce((a2, d) => a2 + (d.breakdown?.weightsBytes ?? 0), 0);
     if (cpuLoaded > Math.max(gpuWeights * 0.2, 512 * MiB3)) {
       passed = false;
       evidence.push(`RAM holds ${(cpuLoaded / GiB3).toFixed(2)} GiB of weights although the plan put every layer on the GPU(s)`);
@@ -95030,7 +89433,7 @@ function checkPlacement(pick4, logText, smi) {
       evidence.push(
         `device memory: ${a2.name} ${(a2.usedBytes / GiB3).toFixed(1)} GiB used (${delta2 >= 0 ? "+" : ""}${(delta2 / GiB3).toFixed(1)} GiB since before the start)`
       );
-      const planned = pick4.devices.find((d) => d.name.endsWith(a2.name));
+      const planned = pick3.devices.find((d) => d.name.endsWith(a2.name));
       if (planned && (planned.breakdown?.weightsBytes ?? 0) > 0 && delta2 < planned.breakdown.weightsBytes * 0.5) {
         passed = false;
         evidence.push(
@@ -95039,7 +89442,7 @@ function checkPlacement(pick4, logText, smi) {
       }
     }
   }
-  if (passed) evidence.push(pick4.placement === "cpu" ? "the weights are in RAM, as planned (CPU only)" : "the weights are where the plan put them");
+  if (passed) evidence.push(pick3.placement === "cpu" ? "the weights are in RAM, as planned (CPU only)" : "the weights are where the plan put them");
   return { passed, devices, evidence };
 }
 function newJob(jobId, runtime) {
@@ -95143,13 +89546,13 @@ async function downloadPhase(modelArg, ops, signal) {
   }
   return files;
 }
-function modelArgOf(pick4) {
-  const words = commandWords(pick4.pool ? pick4.pool.endpoints[0].command : pick4.command);
+function modelArgOf(pick3) {
+  const words = commandWords(pick3.pool ? pick3.pool.endpoints[0].command : pick3.command);
   const mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0)
     throw new StartError({
       kind: "other",
-      cause: `the plan's command has no model argument: ${pick4.command}`,
+      cause: `the plan's command has no model argument: ${pick3.command}`,
       logLine: null,
       remedy: "report this (ocw fit --json shows the command)"
     });
@@ -95200,7 +89603,7 @@ async function planLlamaPhase(c3) {
     await planOn(hw),
     (h3) => planOn(h3),
     input2.id,
-    (pick5, g2) => replaces(pick5, g2, input2.id)
+    (pick4, g2) => replaces(pick4, g2, input2.id)
   );
   if (!fit.pick)
     throw new StartError({
@@ -95209,20 +89612,20 @@ async function planLlamaPhase(c3) {
       logLine: null,
       remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider"
     });
-  const pick4 = fit.pick;
-  const entry = findCatalog(pick4.model);
-  Object.assign(job2, { model: pick4.model, quant: pick4.quant, slots: pick4.slots, ctxPerSlot: pick4.ctxPerSlot, plannedCommand: pick4.command, pick: pick4 });
-  const modelArg = modelArgOf(pick4);
+  const pick3 = fit.pick;
+  const entry = findCatalog(pick3.model);
+  Object.assign(job2, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
+  const modelArg = modelArgOf(pick3);
   const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / GiB3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
-  end(`${entry?.name ?? pick4.model}${pick4.quant ? ` ${pick4.quant}` : ""}: ${pick4.reason}${held}${cacheNote}`);
-  return { bin, hw, pick: pick4, entry, modelArg, replacing, planOn };
+  end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}${cacheNote}`);
+  return { bin, hw, pick: pick3, entry, modelArg, replacing, planOn };
 }
 async function runtimeLlamaPhase(c3, plan) {
   const { job: job2 } = c3;
   const { begin, end, emit: emit3, phase } = c3.ops;
   begin("runtime", "looking for llama-server");
   const { hw, replacing, planOn } = plan;
-  let { bin, pick: pick4 } = plan;
+  let { bin, pick: pick3 } = plan;
   if (bin) end(`llama-server at ${bin}${hw.llamaDevices ? ` (devices: ${hw.llamaDevices.map((d) => d.id).join(", ") || "CPU only"})` : ""}`);
   else {
     phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
@@ -95265,36 +89668,36 @@ async function runtimeLlamaPhase(c3, plan) {
         logLine: null,
         remedy: "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context"
       });
-    const changed = again.pick.command !== pick4.command;
+    const changed = again.pick.command !== pick3.command;
     if (changed) {
-      pick4 = again.pick;
-      Object.assign(job2, { model: pick4.model, quant: pick4.quant, slots: pick4.slots, ctxPerSlot: pick4.ctxPerSlot, plannedCommand: pick4.command, pick: pick4 });
+      pick3 = again.pick;
+      Object.assign(job2, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
     }
     hw.llamaDevices = listed2;
     end(
-      `installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}; ${listed2 === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed2.length ? listed2.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick4.command}` : ""}`
+      `installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}; ${listed2 === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed2.length ? listed2.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick3.command}` : ""}`
     );
   }
-  return { ...plan, bin, pick: pick4, entry: findCatalog(pick4.model), modelArg: modelArgOf(pick4) };
+  return { ...plan, bin, pick: pick3, entry: findCatalog(pick3.model), modelArg: modelArgOf(pick3) };
 }
 async function launchLlamaPhase(c3, plan, files) {
   const { o: o2, input: input2, job: job2 } = c3;
   const { begin, end } = c3.ops;
-  const { pick: pick4, entry, hw, replacing } = plan;
+  const { pick: pick3, entry, hw, replacing } = plan;
   const bin = plan.bin;
   const alias = targetSlug({
     model: entry?.name ?? path62.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
-    quant: pick4.quant
+    quant: pick3.quant
   });
-  const id2 = input2.id ?? `llamacpp-${alias}`;
-  const replicas = pick4.pool ? pick4.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words: commandWords(pick4.command), slots: pick4.slots, ctxPerSlot: pick4.ctxPerSlot, devices: null }];
+  const id3 = input2.id ?? `llamacpp-${alias}`;
+  const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words: commandWords(pick3.command), slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
   const pooled = replicas.length > 1;
   begin("load", pooled ? `starting ${replicas.length} llama-servers (one per GPU group)` : "starting llama-server");
-  const keyFile = keyFilePath(id2);
+  const keyFile = keyFilePath(id3);
   const key = generateKey2();
   storeKey(keyFile, key);
-  await stopServing(id2);
-  c3.setLaunched(id2);
+  await stopServing(id3);
+  c3.setLaunched(id3);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
   const sup = supervisorCommand();
   const launched = [];
@@ -95320,14 +89723,14 @@ async function launchLlamaPhase(c3, plan, files) {
     );
     launched[r.i] = `${[...Object.entries(env2).map(([k, v]) => `${k}=${shellQuote(v)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
     job2.launchedCommand = launched.filter(Boolean).join("\n");
-    const recId = pooled ? `${id2}@${r.i + 1}` : id2;
+    const recId = pooled ? `${id3}@${r.i + 1}` : id3;
     const file3 = path62.join(stateDir(), "logs", `${recId}.log`);
     mkdirSync23(path62.dirname(file3), { recursive: true });
     logs[r.i] = { file: file3, start: existsSync28(file3) ? statSync17(file3).size : 0 };
     if (r.i === 0) c3.setLog(file3);
     const record2 = {
       targetId: recId,
-      ...pooled ? { replicaOf: id2 } : {},
+      ...pooled ? { replicaOf: id3 } : {},
       pid: 0,
       supervisorPid: null,
       port,
@@ -95394,7 +89797,7 @@ async function launchLlamaPhase(c3, plan, files) {
   try {
     await Promise.all(replicas.map(startOnNewPortIfTaken));
   } catch (e) {
-    if (pooled) await stopServing(id2);
+    if (pooled) await stopServing(id3);
     throw e;
   }
   job2.launchedCommand = launched.join("\n");
@@ -95404,7 +89807,7 @@ async function launchLlamaPhase(c3, plan, files) {
       (x, k) => `${pooled ? `replica ${k + 1} (${replicas[k].devices.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1e3).toFixed(1)} s`
     ).join("; ") + (sup ? " (supervised: restarted if it crashes)" : "")
   );
-  return { alias, id: id2, replicas, pooled, key, keyFile, before, servers, readLog };
+  return { alias, id: id3, replicas, pooled, key, keyFile, before, servers, readLog };
 }
 async function warmupLlamaPhase(c3, l, bin) {
   const { begin, end } = c3.ops;
@@ -95462,12 +89865,12 @@ async function verifyLlamaPhase(c3, l) {
 async function placementLlamaPhase(c3, plan, l) {
   const { job: job2 } = c3;
   const { begin, end } = c3.ops;
-  const { pick: pick4, hw } = plan;
+  const { pick: pick3, hw } = plan;
   const bin = plan.bin;
-  const { before, servers, key, pooled, replicas, readLog, id: id2 } = l;
+  const { before, servers, key, pooled, replicas, readLog, id: id3 } = l;
   begin("placement", "reading llama-server's log and /props");
   const placements = [];
-  const after = before.gpus.some((g2) => g2.usedBytes !== null) && pick4.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
+  const after = before.gpus.some((g2) => g2.usedBytes !== null) && pick3.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
   const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g2) => [g2.runtimeId, g2.index]));
   for (const [k, x] of servers.entries()) {
     const props = await httpJson(
@@ -95478,9 +89881,9 @@ async function placementLlamaPhase(c3, plan, l) {
         keep: { total_slots: true, model_path: true, default_generation_settings: { n_ctx: true } }
       }
     );
-    const devices = pooled ? replicaDevices(pick4, replicas[k].devices, x.env.length > 0) : pick4.devices;
+    const devices = pooled ? replicaDevices(pick3, replicas[k].devices, x.env.length > 0) : pick3.devices;
     const visible = x.env.find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))?.split("=")[1]?.split(",").map(Number);
-    const planned = (pooled ? replicas[k].devices : pick4.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0])).map((rid, j) => ({
+    const planned = (pooled ? replicas[k].devices : pick3.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0])).map((rid, j) => ({
       rid,
       index: visible?.[j] ?? indexOf.get(rid),
       device: devices.filter((d) => d.name !== "cpu")[j]
@@ -95490,14 +89893,14 @@ async function placementLlamaPhase(c3, plan, l) {
       const fig = (h3) => planned.filter((p) => p.device && p.index !== void 0).map((p) => ({ name: p.device.name, usedBytes: h3.gpus.find((g2) => g2.index === p.index)?.usedBytes ?? null }));
       smi = { before: fig(before), after: fig(after) };
     }
-    const pl = checkPlacement({ devices, placement: pick4.placement }, readLog(k), smi);
+    const pl = checkPlacement({ devices, placement: pick3.placement }, readLog(k), smi);
     const gpuBytes = planned.filter((p) => p.index !== void 0).map((p) => {
       const b = before.gpus.find((g2) => g2.index === p.index)?.usedBytes;
       const a2 = after?.gpus.find((g2) => g2.index === p.index)?.usedBytes;
       const measured = a2 != null && b != null ? a2 - b : null;
       return { index: p.index, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : p.device?.plannedBytes ?? 0)) };
     }).filter((g2) => g2.bytes > 0);
-    const recId = pooled ? `${id2}@${k + 1}` : id2;
+    const recId = pooled ? `${id3}@${k + 1}` : id3;
     if (gpuBytes.length) patchServing(recId, { gpuBytes });
     if (props.status === 200)
       pl.evidence.push(
@@ -95516,18 +89919,18 @@ async function placementLlamaPhase(c3, plan, l) {
 }
 function recordLlamaPhase(c3, plan, l, v, placement, bench) {
   const { o: o2, input: input2, job: job2 } = c3;
-  const { pick: pick4 } = plan;
-  const { id: id2, alias, servers, replicas, keyFile } = l;
+  const { pick: pick3 } = plan;
+  const { id: id3, alias, servers, replicas, keyFile } = l;
   const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k].slots }));
   const target = {
-    id: id2,
+    id: id3,
     model: alias,
-    quant: pick4.quant,
+    quant: pick3.quant,
     endpoint: servers[0].url,
     keyRef: "OCW_TARGET_API_KEY",
     keyFile,
-    contextLimit: pick4.ctxPerSlot,
-    serving: { engine: "llama.cpp", endpoints, slots: pick4.slots, perSlotCtx: pick4.ctxPerSlot },
+    contextLimit: pick3.ctxPerSlot,
+    serving: { engine: "llama.cpp", endpoints, slots: pick3.slots, perSlotCtx: pick3.ctxPerSlot },
     checks: [],
     ...bench ? { bench } : {}
   };
@@ -95600,7 +90003,7 @@ async function runStartJob(o2) {
   let logFile = null;
   let launched = null;
   const ops = { begin, end, skip, emit: emit3, cancelled, phase };
-  const c3 = { o: o2, input: input2, job: job2, ops, setLog: (f) => logFile = f, setLaunched: (id2) => launched = id2 };
+  const c3 = { o: o2, input: input2, job: job2, ops, setLog: (f) => logFile = f, setLaunched: (id3) => launched = id3 };
   try {
     begin("plan", "detecting the hardware and planning");
     if (input2.runtime !== "llama.cpp") await runOtherRuntime(c3);
@@ -95659,15 +90062,15 @@ async function stopLaunched(job2, targetId) {
   if (job2.result) job2.result.summary = `${job2.result.summary}; ${said}`;
   else if (job2.failure) job2.failure.remedy = `${job2.failure.remedy} (${said})`;
 }
-function replaces(pick4, g2, inputId) {
+function replaces(pick3, g2, inputId) {
   if (inputId) return g2.id === inputId;
-  const entry = findCatalog(pick4.model);
-  if (entry) return g2.id === `llamacpp-${targetSlug({ model: entry.name, quant: pick4.quant })}`;
+  const entry = findCatalog(pick3.model);
+  if (entry) return g2.id === `llamacpp-${targetSlug({ model: entry.name, quant: pick3.quant })}`;
   const args = g2.recs[0].args;
   const alias = args[args.indexOf("--alias") + 1];
   const file3 = args[args.indexOf("-m") + 1];
   if (!alias || !file3 || g2.id !== `llamacpp-${alias}`) return false;
-  const w = commandWords(pick4.pool ? pick4.pool.endpoints[0].command : pick4.command).args;
+  const w = commandWords(pick3.pool ? pick3.pool.endpoints[0].command : pick3.command).args;
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
@@ -95691,10 +90094,10 @@ function poolVerdict(vs) {
     summary: `${vs.length} replicas; ${worst.outcome === "built" ? worst.summary : `replica ${k + 1}: ${worst.summary}`}`
   };
 }
-function replicaDevices(pick4, ids2, isolated) {
-  return ids2.map((id2, k) => {
-    const d = pick4.devices.find((x) => x.name.split(" ")[0] === id2);
-    return isolated ? { ...d, name: `${id2.replace(/\d+$/, "")}${k} ${d.name.split(" ").slice(1).join(" ")}` } : d;
+function replicaDevices(pick3, ids2, isolated) {
+  return ids2.map((id3, k) => {
+    const d = pick3.devices.find((x) => x.name.split(" ")[0] === id3);
+    return isolated ? { ...d, name: `${id3.replace(/\d+$/, "")}${k} ${d.name.split(" ").slice(1).join(" ")}` } : d;
   });
 }
 
@@ -95735,7 +90138,7 @@ function targetModel() {
     targets = new TargetStore().list().targets;
   } catch {
   }
-  return (id2) => targets.find((t2) => t2.id === id2)?.model ?? null;
+  return (id3) => targets.find((t2) => t2.id === id3)?.model ?? null;
 }
 async function setupHardware() {
   return (await setupFit({})).hardware;
@@ -96026,33 +90429,33 @@ function view(r) {
     gaveUp: r.gaveUp ?? null
   };
 }
-function recordsOf(id2) {
-  const recs = listServing().filter((r) => r.targetId === id2 || r.replicaOf === id2);
+function recordsOf(id3) {
+  const recs = listServing().filter((r) => r.targetId === id3 || r.replicaOf === id3);
   if (!recs.length)
-    throw new OcwError("not-found", `no model server started by the engine for "${id2}" (servers you started yourself are stopped where you started them)`);
+    throw new OcwError("not-found", `no model server started by the engine for "${id3}" (servers you started yourself are stopped where you started them)`);
   return recs;
 }
 function serversListApi() {
   return listServing().map(view);
 }
-async function serverStopApi(id2) {
-  return (await stopRemembered(recordsOf(id2), id2)).recs.map(view);
+async function serverStopApi(id3) {
+  return (await stopRemembered(recordsOf(id3), id3)).recs.map(view);
 }
-async function stopRemembered(recs, id2) {
-  const r = await stopServing(id2);
+async function stopRemembered(recs, id3) {
+  const r = await stopServing(id3);
   const keep = recs.map((r2) => ({ ...r2, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null }));
   updateServing((all) => [...all.filter((r2) => !keep.some((k) => k.targetId === r2.targetId)), ...keep]);
   return { recs: keep, stopped: r.stopped.length > 0 };
 }
-async function serverRestartApi(id2, o2 = {}) {
-  const recs = recordsOf(id2);
+async function serverRestartApi(id3, o2 = {}) {
+  const recs = recordsOf(id3);
   const other = recs.find((r) => !path64.basename(r.bin).startsWith("llama-server"));
   if (other)
     throw new OcwError(
       "bad-input",
-      `${id2} runs ${path64.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
+      `${id3} runs ${path64.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
     );
-  await stopServing(id2);
+  await stopServing(id3);
   const sup = supervisorCommand();
   const out = [];
   for (const r of recs) {
@@ -96084,9 +90487,9 @@ async function serverRestartApi(id2, o2 = {}) {
   }
   return out.map(view);
 }
-async function serverDeleteApi(id2) {
-  const recs = recordsOf(id2);
-  await stopServing(id2);
+async function serverDeleteApi(id3) {
+  const recs = recordsOf(id3);
+  await stopServing(id3);
   for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync9(r.keyFile, { force: true });
   return { deleted: recs.map((r) => r.targetId) };
 }
@@ -96094,8 +90497,8 @@ async function serverDeleteOf(targetId) {
   if (!listServing().some((r) => r.targetId === targetId || r.replicaOf === targetId)) return [];
   return (await serverDeleteApi(targetId)).deleted;
 }
-function serverKeepApi(id2, keep) {
-  const ids2 = new Set(recordsOf(id2).map((r) => r.targetId));
+function serverKeepApi(id3, keep) {
+  const ids2 = new Set(recordsOf(id3).map((r) => r.targetId));
   const recs = updateServing((all) => all.map((r) => ids2.has(r.targetId) ? { ...r, keep } : r));
   return recs.filter((r) => ids2.has(r.targetId)).map(view);
 }
@@ -96106,12 +90509,12 @@ async function stopUnkeptServing() {
     )
   ];
   const stopped = [];
-  for (const id2 of ids2) {
+  for (const id3 of ids2) {
     const r = await stopRemembered(
-      listServing().filter((x) => x.targetId === id2 || x.replicaOf === id2),
-      id2
+      listServing().filter((x) => x.targetId === id3 || x.replicaOf === id3),
+      id3
     ).catch(() => null);
-    if (r?.stopped) stopped.push(id2);
+    if (r?.stopped) stopped.push(id3);
   }
   return stopped;
 }
@@ -96275,7 +90678,7 @@ async function fitFile(input2, o2 = {}) {
   const dev = { gpus: gpus.map((g2, n2) => ({ ...g2, runtimeId: /^[A-Za-z]+\d+$/.test(g2.name) ? g2.name : `GPU${n2}` })), hostFreeBytes: hostFree };
   const gguf = i2.gguf ? local(i2.gguf, i2.cwd) : null;
   const m = modelFromInfo(info, i2.gguf ?? i2.metadata, i2.gguf ? [existsSync29(gguf) ? "-m" : "-hf", i2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
-  const pick4 = planModel(m, dev, slots, minCtx, false);
+  const pick3 = planModel(m, dev, slots, minCtx, false);
   const llamaCpp = i2.llamaFit !== false && gguf && existsSync29(gguf) ? await llamaFitParams(gguf, e) : null;
   return {
     model: {
@@ -96291,8 +90694,8 @@ async function fitFile(input2, o2 = {}) {
     ...e,
     hardware: hwNote,
     llamaCpp,
-    recommendation: pick4,
-    recommendationProblem: pick4 ? null : minCtx > h3.nCtxTrain ? `the model was trained for ${h3.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it${i2.minCtx === void 0 ? ` (what a worker's first turn needs: OpenCode's first request \u2248 ${OPENCODE_FIRST_REQUEST_TOKENS} tokens plus ${FIRST_ANSWER_TOKENS} for its answer)` : ""}` : `does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
+    recommendation: pick3,
+    recommendationProblem: pick3 ? null : minCtx > h3.nCtxTrain ? `the model was trained for ${h3.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it${i2.minCtx === void 0 ? ` (what a worker's first turn needs: OpenCode's first request \u2248 ${OPENCODE_FIRST_REQUEST_TOKENS} tokens plus ${FIRST_ANSWER_TOKENS} for its answer)` : ""}` : `does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
   };
 }
 async function fitPlan(input2, o2 = {}) {
@@ -96347,8 +90750,8 @@ async function setupVerify(input2, store, baseEnv = process.env, log) {
   const say = (l) => log ? log(l) : logs.push(l);
   const env2 = i2.apiKeyEnv && i2.apiKey !== void 0 ? { ...baseEnv, [i2.apiKeyEnv]: i2.apiKey } : baseEnv;
   const common2 = { model: i2.model, apiKeyEnv: i2.apiKeyEnv, slots: i2.slots, yes: i2.yes, acceptUnderpowered: i2.acceptUnderpowered, store, env: env2, log: say };
-  const result = i2.mode === "provider" ? await setupProvider({ ...common2, url: i2.urls[0], model: i2.model ?? "", apiKeyEnv: i2.apiKeyEnv ?? "" }) : i2.urls.length > 1 ? await setupCapturePool(i2.urls, { ...common2, ctx: i2.ctx, benchSec: i2.benchSec }) : await setupCapture({ ...common2, url: i2.urls[0], ctx: i2.ctx, benchSec: i2.benchSec });
-  return { result, logs };
+  const result2 = i2.mode === "provider" ? await setupProvider({ ...common2, url: i2.urls[0], model: i2.model ?? "", apiKeyEnv: i2.apiKeyEnv ?? "" }) : i2.urls.length > 1 ? await setupCapturePool(i2.urls, { ...common2, ctx: i2.ctx, benchSec: i2.benchSec }) : await setupCapture({ ...common2, url: i2.urls[0], ctx: i2.ctx, benchSec: i2.benchSec });
+  return { result: result2, logs };
 }
 
 // engine/api/targets-view.ts
@@ -96908,9 +91311,9 @@ import { mkdirSync as mkdirSync24 } from "node:fs";
 import path67 from "node:path";
 var LadderStartInput = external_exports.object({ targetId: external_exports.string().min(1).max(200), samples: external_exports.number().int().min(1).max(12) });
 var LadderFinishInput = LadderStartInput.extend({ workerIds: external_exports.array(external_exports.string().min(1).max(200)).max(LADDER.length * 12) });
-function targetOf(engine, id2) {
-  const target = engine.targets.get(id2);
-  if (!target) throw new InputError(`no target "${id2}". Run \`ocw targets\` to list them.`);
+function targetOf(engine, id3) {
+  const target = engine.targets.get(id3);
+  if (!target) throw new InputError(`no target "${id3}". Run \`ocw targets\` to list them.`);
   return target;
 }
 async function ladderStart(engine, i2) {
@@ -96932,10 +91335,10 @@ async function ladderStart(engine, i2) {
 function ladderFinish(engine, i2) {
   const target = targetOf(engine, i2.targetId);
   const byRung = /* @__PURE__ */ new Map();
-  i2.workerIds.forEach((id2, n2) => {
+  i2.workerIds.forEach((id3, n2) => {
     const rung = LADDER[Math.floor(n2 / i2.samples)]?.rung;
     if (rung === void 0) throw new InputError(`more workers than the ladder's ${LADDER.length} rungs \xD7 ${i2.samples} samples`);
-    byRung.set(rung, [...byRung.get(rung) ?? [], engine.get(id2)]);
+    byRung.set(rung, [...byRung.get(rung) ?? [], engine.get(id3)]);
   });
   const grade2 = summarizeLadder(target, i2.samples, byRung);
   const packs = config2().OCW_PACKS_DIR ?? path67.join(projectRoot(), "packs");
@@ -97472,7 +91875,7 @@ async function startApiServer(opts) {
     if (queryToken !== null && !sameToken(queryToken, token)) return deny(401, "wrong token in the URL: copy the URL `ocw serve` printed");
     return serveStatic(opts.browserUi?.() ?? NO_UI, pathname, res);
   };
-  const server = http3.createServer((req, res) => {
+  const server = http4.createServer((req, res) => {
     try {
       handle(req, res);
     } catch (err) {
@@ -97621,7 +92024,7 @@ async function superviseEngine(stateDir2, log = () => {
     standby = start(true);
   };
   const launched = (child, t0) => ({ pid: child.pid ?? 0, child, readyMs: performance.now() - t0 });
-  const launch2 = async (attempt) => {
+  const launch = async (attempt) => {
     const t0 = performance.now();
     if (attempt === 0) return launched(active = start(false), t0);
     if (readLock(stateDir2)) return null;
@@ -97634,7 +92037,7 @@ async function superviseEngine(stateDir2, log = () => {
   };
   let stopSignal = "SIGTERM";
   const sup = new Supervisor(
-    launch2,
+    launch,
     {
       onRestart: (_n, why, _delay) => log(`the engine died (${why}); starting it again`),
       onGiveUp: (why) => log(why.startsWith("the engine") ? why : `the engine died (${why})`)
@@ -97653,12 +92056,12 @@ async function superviseEngine(stateDir2, log = () => {
       }
     }
   );
-  const stop2 = (signal) => {
+  const stop = (signal) => {
     stopSignal = signal;
     void sup.stop();
   };
-  process.once("SIGTERM", () => stop2("SIGTERM"));
-  process.once("SIGINT", () => stop2("SIGINT"));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
   const spare = setTimeout(() => standby = start(true), 3e3);
   try {
     await sup.start();
@@ -97717,9 +92120,9 @@ function registerServeCommands(program3) {
       console.log(`${hosted.url}/?token=${hosted.token}`);
       console.error(`ocw: engine running (pid ${process.pid}, state ${dir}); open the URL above in a browser. Ctrl-C stops it.`);
     }
-    const stop2 = () => void hosted.close().then(() => process.exit(0));
-    process.once("SIGINT", stop2);
-    process.once("SIGTERM", stop2);
+    const stop = () => void hosted.close().then(() => process.exit(0));
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
   });
   program3.command("stop").description("stop the running engine (workers that are running become interrupted and can be resumed)").action(async () => {
     const dir = stateDir();
@@ -97803,20 +92206,20 @@ var terminalSafe2 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
 function registerGrantsCommand(program3) {
   program3.command("grants").description('list the "always" answers the engine holds, or revoke one (--revoke ID)').option("--revoke <grantId>", "revoke this grant: later matching asks of its worker go to a person again").option("--json", "print JSON").action(async (o2) => {
     try {
-      const client3 = connect(await ensureEngine(stateDir()), "cli:ocw grants");
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw grants");
       if (o2.revoke) {
-        const g2 = await client3.approvals.revokeGrant.mutate({ grantId: o2.revoke });
+        const g2 = await client2.approvals.revokeGrant.mutate({ grantId: o2.revoke });
         console.log(o2.json ? JSON.stringify(g2) : `revoked ${g2.id}: ${g2.tool} ${terminalSafe2(g2.pattern)} (worker ${g2.workerId})`);
         return;
       }
-      const grants = await client3.approvals.grants.query();
+      const grants = await client2.approvals.grants.query();
       if (o2.json) return console.log(JSON.stringify(grants, null, 2));
       const { shown, expired } = grantsInView(grants);
       const note = expired ? `${expired} expired grant(s) not shown (their workers' runs ended)` : "";
       if (!shown.length) return console.log(`no grants in force: nothing is answered "always"${note ? `; ${note}` : ""}`);
       const worktrees = /* @__PURE__ */ new Map();
-      for (const id2 of new Set(shown.map((g2) => g2.workerId)))
-        worktrees.set(id2, (await client3.workers.get.query({ workerId: id2 }).catch(() => null))?.worktree ?? null);
+      for (const id3 of new Set(shown.map((g2) => g2.workerId)))
+        worktrees.set(id3, (await client2.workers.get.query({ workerId: id3 }).catch(() => null))?.worktree ?? null);
       for (const g2 of shown)
         console.log(
           `${g2.id}  worker ${g2.workerId}  ${g2.tool} ${terminalSafe2(grantShown(g2.pattern, worktrees.get(g2.workerId)))}  (by ${g2.by.kind}${g2.by.name ? " " + g2.by.name : ""})`
@@ -97833,8 +92236,8 @@ var terminalSafe3 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
 function registerHousekeepingCommands(program3) {
   program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
     try {
-      const client3 = connect(await ensureEngine(stateDir()), "cli:ocw retry");
-      const r = await client3.workers.retry.mutate({ workerId });
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw retry");
+      const r = await client2.workers.retry.mutate({ workerId });
       console.log(o2.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}`);
     } catch (err) {
       fail(err);
@@ -97851,13 +92254,13 @@ function registerHousekeepingCommands(program3) {
   ).option("--json", "print JSON").action(async (workerId, o2) => {
     try {
       if (!workerId === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
-      const client3 = connect(await ensureEngine(stateDir()), "cli:ocw merge");
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw merge");
       if (workerId) {
-        const m = await client3.workers.merge.mutate({ workerId, acceptFlagged: !!o2.acceptFlagged });
+        const m = await client2.workers.merge.mutate({ workerId, acceptFlagged: !!o2.acceptFlagged });
         console.log(o2.json ? JSON.stringify({ workerId, ...m }) : `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
         return;
       }
-      const r = await client3.workers.mergeBatch.mutate({ batchId: o2.batch, acceptFlagged: !!o2.acceptFlagged });
+      const r = await client2.workers.mergeBatch.mutate({ batchId: o2.batch, acceptFlagged: !!o2.acceptFlagged });
       if (o2.json) console.log(JSON.stringify(r, null, 2));
       else if (r.integration)
         console.log(
@@ -97881,8 +92284,8 @@ function registerHousekeepingCommands(program3) {
     "put a built worker's graded commit into your repository as branch ocw/<id>, to review or merge it with your own git tools (grading puts nothing there; merge and push do this themselves)"
   ).argument("<workerId>", "the built worker whose branch to publish").option("--json", "print JSON").action(async (workerId, o2) => {
     try {
-      const client3 = connect(await ensureEngine(stateDir()), "cli:ocw publish");
-      const p = await client3.workers.publish.mutate({ workerId });
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw publish");
+      const p = await client2.workers.publish.mutate({ workerId });
       console.log(
         o2.json ? JSON.stringify({ workerId, ...p }) : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${p.objects} object${p.objects === 1 ? "" : "s"} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``
       );
@@ -97894,7 +92297,7 @@ function registerHousekeepingCommands(program3) {
 
 // engine/commands/workers.ts
 import path71 from "node:path";
-var client2 = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
+var client = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
 var stateWord = (s) => s === "honest-failure" ? "failed" : s;
 var age = (ts, now = Date.now()) => {
@@ -97929,7 +92332,7 @@ function registerWorkerCommands(program3) {
       const states = o2.state?.split(",").map((s) => s.trim()).filter(Boolean).map((s) => s === "failed" ? "honest-failure" : s);
       for (const s of states ?? [])
         if (!WorkerState.safeParse(s).success) throw new CliError(`unknown state "${s}": one of ${WorkerState.options.join(", ")} (or failed)`);
-      const c3 = await client2("list");
+      const c3 = await client("list");
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
@@ -97945,7 +92348,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("batch").description('a batch: its name, workers and built count; --name renames it ("" takes the name away), shown instead of its id').argument("<batchId>", "a batch id (b-\u2026)").option("--name <text>", "the batch's new name (one line, at most 80 characters)").option("--json", "print JSON").action(async (batchId, o2) => {
     try {
-      const c3 = await client2("batch");
+      const c3 = await client("batch");
       if (o2.name !== void 0) {
         try {
           await c3.workers.nameBatch.mutate({ batchId, name: o2.name });
@@ -97967,15 +92370,15 @@ function registerWorkerCommands(program3) {
   });
   program3.command("show").description(
     "one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict)"
-  ).argument("<id>", "a worker id (w-\u2026) or a batch id (b-\u2026)").option("--json", "print JSON").action(async (id2, o2) => {
+  ).argument("<id>", "a worker id (w-\u2026) or a batch id (b-\u2026)").option("--json", "print JSON").action(async (id3, o2) => {
     try {
-      const c3 = await client2("show");
-      if (id2.startsWith("b-")) {
-        const b = await c3.workers.batch.query({ batchId: id2 });
+      const c3 = await client("show");
+      if (id3.startsWith("b-")) {
+        const b = await c3.workers.batch.query({ batchId: id3 });
         if (o2.json) return console.log(JSON.stringify(b, null, 2));
         return console.log(batchText(b));
       }
-      const w = await c3.workers.get.query({ workerId: id2 });
+      const w = await c3.workers.get.query({ workerId: id3 });
       if (o2.json) return console.log(JSON.stringify(w, null, 2));
       console.log(showText(w));
     } catch (err) {
@@ -97984,18 +92387,18 @@ function registerWorkerCommands(program3) {
   });
   program3.command("logs").description(
     "a worker's transcript as text: model text (marked untrusted), tool calls, asks and decisions, steers, states, the verdict; --follow keeps printing until it ends"
-  ).argument("<workerId>").option("-f, --follow", "keep printing new events until the worker ends").action(async (id2, o2) => {
+  ).argument("<workerId>").option("-f, --follow", "keep printing new events until the worker ends").action(async (id3, o2) => {
     try {
-      const c3 = await client2("logs");
+      const c3 = await client("logs");
       const cursor = (await c3.health.query()).cursor;
-      const events = await c3.workers.events.query({ workerId: id2 });
+      const events = await c3.workers.events.query({ workerId: id3 });
       const printer = new LogPrinter((l) => process.stdout.write(l + "\n"));
       printer.replay(events);
       const lastState = events.findLast((e) => e.type === "worker.state");
       if (!o2.follow || lastState?.type === "worker.state" && isAtRest(lastState.state)) return;
       const last2 = events.at(-1)?.seq ?? -1;
       await nextEvent(c3, cursor, (e) => {
-        if (!("workerId" in e) || e.workerId !== id2 || !("seq" in e) || e.seq <= last2) return false;
+        if (!("workerId" in e) || e.workerId !== id3 || !("seq" in e) || e.seq <= last2) return false;
         printer.event(e, true);
         return e.type === "worker.state" && isAtRest(e.state);
       });
@@ -98003,17 +92406,17 @@ function registerWorkerCommands(program3) {
       fail(err);
     }
   });
-  program3.command("cancel").description("stop a worker (it can be resumed later; its pending asks are cancelled)").argument("<workerId>").action(async (id2) => {
+  program3.command("cancel").description("stop a worker (it can be resumed later; its pending asks are cancelled)").argument("<workerId>").action(async (id3) => {
     try {
-      const w = await (await client2("cancel")).workers.stop.mutate({ workerId: id2, reason: "cancelled with ocw cancel" });
+      const w = await (await client("cancel")).workers.stop.mutate({ workerId: id3, reason: "cancelled with ocw cancel" });
       console.log(`${w.id} is ${stateWord(w.state)}${isAtRest(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
     } catch (err) {
       fail(err);
     }
   });
-  program3.command("discard").description("remove a finished worker's workspace and branch, unmerged work included (its record and log stay)").argument("<workerId>").action(async (id2) => {
+  program3.command("discard").description("remove a finished worker's workspace and branch, unmerged work included (its record and log stay)").argument("<workerId>").action(async (id3) => {
     try {
-      const w = await (await client2("discard")).workers.discard.mutate({ workerId: id2 });
+      const w = await (await client("discard")).workers.discard.mutate({ workerId: id3 });
       console.log(`discarded ${w.id}: its workspace and branch are gone${w.merged ? `; its work stays merged in ${w.merged.into}` : ""}`);
     } catch (err) {
       fail(err);
@@ -98021,20 +92424,20 @@ function registerWorkerCommands(program3) {
   });
   program3.command("rebase").description(
     "continue a built worker whose merge conflicts on the new base: its task again as a new worker from the current HEAD, told which files conflicted"
-  ).argument("<workerId>").option("--json", "print JSON").action(async (id2, o2) => {
+  ).argument("<workerId>").option("--json", "print JSON").action(async (id3, o2) => {
     try {
-      const r = await (await client2("rebase")).workers.onNewBase.mutate({ workerId: id2 });
+      const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id3 });
       console.log(
-        o2.json ? JSON.stringify(r) : `${id2} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id2} once you no longer need it`
+        o2.json ? JSON.stringify(r) : `${id3} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id3} once you no longer need it`
       );
     } catch (err) {
       fail(err);
     }
   });
-  program3.command("revert").description("revert a merge the engine made (a worker's, or --batch ID's integration commit) as a new commit; refuses cleanly on conflict").argument("[workerId]").option("--batch <batchId>", "revert this batch's landed integration commit").option("--json", "print JSON").action(async (id2, o2) => {
+  program3.command("revert").description("revert a merge the engine made (a worker's, or --batch ID's integration commit) as a new commit; refuses cleanly on conflict").argument("[workerId]").option("--batch <batchId>", "revert this batch's landed integration commit").option("--json", "print JSON").action(async (id3, o2) => {
     try {
-      if (!id2 === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
-      const r = await (await client2("revert")).workers.revert.mutate(id2 ? { workerId: id2 } : { batchId: o2.batch });
+      if (!id3 === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+      const r = await (await client("revert")).workers.revert.mutate(id3 ? { workerId: id3 } : { batchId: o2.batch });
       console.log(o2.json ? JSON.stringify(r) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
     } catch (err) {
       fail(err);
@@ -98042,7 +92445,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client2("prune")).workers.prune.mutate({ directory: path71.resolve(o2.dir ?? ".") });
+      const r = await (await client("prune")).workers.prune.mutate({ directory: path71.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -98054,11 +92457,11 @@ function registerWorkerCommands(program3) {
   program3.command("push").description(
     "push a built worker's graded commit (or --batch ID's integration commit) to a branch on a remote; never forced, never the default branch; --pr opens a pull request with gh"
   ).argument("[workerId]").option("--batch <batchId>", "push this batch's passed integration commit").requiredOption("--remote <remote>", "a remote's name (see `git remote`) or its URL").option("--branch <branch>", "the branch on the remote (default ocw/<id>)").option("--pr", "open a pull request with gh (when installed and signed in), the verdict card as its body").option("--title <title>", "the pull request's title").option("--accept-flagged", "push a change that holds flagged files (workflows, hooks, tool configuration), after reviewing them").option("--json", "print JSON").action(
-    async (id2, o2) => {
+    async (id3, o2) => {
       try {
-        if (!id2 === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
-        const r = await (await client2("push")).workers.push.mutate({
-          ...id2 ? { workerId: id2 } : { batchId: o2.batch },
+        if (!id3 === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+        const r = await (await client("push")).workers.push.mutate({
+          ...id3 ? { workerId: id3 } : { batchId: o2.batch },
           remote: o2.remote,
           ...o2.branch ? { branch: o2.branch } : {},
           pr: !!o2.pr,
@@ -98082,7 +92485,7 @@ function batchText(b) {
       lines.push(
         `  ${t2.id}${t2.after.length ? ` (after ${t2.after.join(", ")})` : ""}: ${t2.workerId ? `${t2.workerId} ${stateWord(b.states[t2.workerId] ?? "queued")}` : t2.skipped ? `skipped \u2014 ${safe(t2.skipped)}` : "waiting"}`
       );
-  else for (const id2 of b.workerIds) lines.push(`  ${id2} ${stateWord(b.states[id2])}`);
+  else for (const id3 of b.workerIds) lines.push(`  ${id3} ${stateWord(b.states[id3])}`);
   const i2 = b.integration;
   if (i2) {
     const r = i2.result;
@@ -98190,13 +92593,13 @@ var LogPrinter = class {
   }
   /** Prints the parts not printed yet; `all: false` leaves tool calls that have not ended. */
   flushParts(all = true) {
-    for (const [id2, { part }] of this.parts) if (all || part.kind !== "tool" || part.status === "completed" || part.status === "error") this.printPart(id2);
+    for (const [id3, { part }] of this.parts) if (all || part.kind !== "tool" || part.status === "completed" || part.status === "error") this.printPart(id3);
   }
-  printPart(id2) {
-    if (this.printed.has(id2)) return;
-    const p = this.parts.get(id2);
+  printPart(id3) {
+    if (this.printed.has(id3)) return;
+    const p = this.parts.get(id3);
     if (!p) return;
-    this.printed.add(id2);
+    this.printed.add(id3);
     const at = new Date(p.ts).toISOString().slice(11, 19);
     const { part } = p;
     const block = (text, max = 40) => {
@@ -98260,27 +92663,27 @@ function registerClaudeCommands(program3) {
       if (o2.batch && o2.worker) throw new CliError("give --batch or --worker, not both");
       const lock2 = await runningEngine();
       if (!lock2) throw new CliError("no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
-      const client3 = connect(lock2, "cli:ocw wait");
+      const client2 = connect(lock2, "cli:ocw wait");
       let ids2;
       let load2;
-      if (o2.worker) ids2 = [(await client3.workers.get.query({ workerId: o2.worker })).id];
+      if (o2.worker) ids2 = [(await client2.workers.get.query({ workerId: o2.worker })).id];
       else if (o2.batch) {
-        ids2 = (await client3.workers.batch.query({ batchId: o2.batch })).workerIds;
-        load2 = () => client3.workers.list.query({ batchId: o2.batch });
+        ids2 = (await client2.workers.batch.query({ batchId: o2.batch })).workerIds;
+        load2 = () => client2.workers.list.query({ batchId: o2.batch });
       } else {
         const root2 = repoRootOf(process.cwd());
-        ids2 = (await client3.workers.list.query()).filter((w) => !isAtRest(w.state) && inRepo(w, root2)).map((w) => w.id);
+        ids2 = (await client2.workers.list.query()).filter((w) => !isAtRest(w.state) && inRepo(w, root2)).map((w) => w.id);
         if (!ids2.length) {
           console.log(`ocw: nothing to wait for \u2014 no unfinished worker on ${root2}`);
           return;
         }
       }
       const timeoutSec = o2.timeout && o2.timeout > 0 ? o2.timeout : 3600;
-      const start = await snapshot(client3, ids2, load2);
+      const start = await snapshot(client2, ids2, load2);
       const finalAtStart = new Set(start.filter((w) => isAtRest(w.state)).map((w) => w.id));
       const gone = new AbortController();
       let lost = null;
-      const r = await follow(client3, ids2, {
+      const r = await follow(client2, ids2, {
         load: load2,
         timeoutMs: timeoutSec * 1e3,
         signal: gone.signal,
@@ -98339,9 +92742,9 @@ function registerClaudeCommands(program3) {
     }
   });
 }
-async function snapshot(client3, ids2, load2) {
+async function snapshot(client2, ids2, load2) {
   if (load2) return (await load2()).filter((w) => ids2.includes(w.id));
-  return Promise.all(ids2.map((id2) => client3.workers.get.query({ workerId: id2 })));
+  return Promise.all(ids2.map((id3) => client2.workers.get.query({ workerId: id3 })));
 }
 function askPath(what, worktree) {
   if (!worktree || !path72.isAbsolute(what)) return what;
@@ -98410,31 +92813,31 @@ function openBrowser(url2) {
 import { existsSync as existsSync33 } from "node:fs";
 import path73 from "node:path";
 var NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
-async function startOnEngine(client3, input2, o2) {
+async function startOnEngine(client2, input2, o2) {
   let i2 = input2;
   if (!o2.yes) {
-    const { pick: pick4 } = await client3.setup.plan.query({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx, ctxPerSlot: i2.ctx, runtime: i2.runtime, allowSlow: i2.allowSlow }).catch((e) => {
+    const { pick: pick3 } = await client2.setup.plan.query({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx, ctxPerSlot: i2.ctx, runtime: i2.runtime, allowSlow: i2.allowSlow }).catch((e) => {
       throw new InputError2(e.message);
     });
-    if (pick4) {
-      const ok2 = await o2.confirm({ model: pick4.model, quant: pick4.quant ?? null, slots: pick4.slots, ctxPerSlot: pick4.ctxPerSlot }).catch((e) => {
+    if (pick3) {
+      const ok2 = await o2.confirm({ model: pick3.model, quant: pick3.quant ?? null, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot }).catch((e) => {
         throw new InputError2(e.message);
       });
       if (!ok2) throw new InputError2(NOT_CONFIRMED);
-      if (pick4.cacheType) i2 = { ...i2, cacheType: pick4.cacheType };
+      if (pick3.cacheType) i2 = { ...i2, cacheType: pick3.cacheType };
     }
   }
-  const { cursor } = await client3.health.query();
-  const first = await client3.setup.start.mutate(i2);
+  const { cursor } = await client2.health.query();
+  const first = await client2.setup.start.mutate(i2);
   o2.onUpdate(first);
   if (first.state !== "running") return first;
   const cancel = () => {
-    void client3.setup.cancel.mutate({ jobId: first.jobId }).catch(() => void 0).finally(() => process.exit(130));
+    void client2.setup.cancel.mutate({ jobId: first.jobId }).catch(() => void 0).finally(() => process.exit(130));
   };
   process.once("SIGINT", cancel);
   return await new Promise((resolve, reject) => {
     let sub = null;
-    sub = client3.events.subscribe(
+    sub = client2.events.subscribe(
       { lastEventId: cursor },
       {
         onData: (tracked2) => {
@@ -98457,24 +92860,24 @@ async function startOnEngine(client3, input2, o2) {
   });
 }
 function enginePort(name) {
-  let client3 = null;
-  const c3 = () => client3 ??= ensureEngine(stateDir()).then((lock2) => connect(lock2, name));
+  let client2 = null;
+  const c3 = () => client2 ??= ensureEngine(stateDir()).then((lock2) => connect(lock2, name));
   return {
     estimate: async (i2) => (await c3()).setup.estimate.query(i2),
     plan: async (i2) => (await c3()).setup.plan.query(i2),
     doctor: async (i2) => (await c3()).setup.doctor.query(i2),
     targets: async () => (await c3()).targets.list.query(),
     targetsWithEndpoints: async () => (await c3()).targets.withEndpoints.query(),
-    useTarget: async (id2) => (await c3()).targets.use.mutate({ id: id2 }),
+    useTarget: async (id3) => (await c3()).targets.use.mutate({ id: id3 }),
     stopServing: async (target) => (await c3()).servers.stopRecorded.mutate(target ? { target } : {}),
     servers: async () => (await c3()).servers.list.query(),
-    restartServer: async (id2) => (await c3()).servers.restart.mutate({ id: id2 }),
-    keepServer: async (id2, keep) => (await c3()).servers.keep.mutate({ id: id2, keep }),
+    restartServer: async (id3) => (await c3()).servers.restart.mutate({ id: id3 }),
+    keepServer: async (id3, keep) => (await c3()).servers.keep.mutate({ id: id3, keep }),
     start: async (input2, o2) => startOnEngine(await c3(), input2, o2),
     verify: async (input2, log) => {
-      const { result, logs } = await (await c3()).setup.verify.mutate(input2);
+      const { result: result2, logs } = await (await c3()).setup.verify.mutate(input2);
       for (const l of logs) log(l);
-      return result;
+      return result2;
     }
   };
 }
@@ -98544,7 +92947,7 @@ async function runFit(o2, port = enginePort("cli:ocw fit")) {
     const e = out;
     const h3 = out.model;
     const llamaCpp = out.llamaCpp;
-    const pick4 = out.recommendation;
+    const pick3 = out.recommendation;
     const lines = [
       `${h3.name ?? h3.source} (${h3.arch}, ${h3.kind}${h3.quant ? `, ${h3.quant}` : ""})`,
       `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) \xD7 ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
@@ -98557,7 +92960,7 @@ async function runFit(o2, port = enginePort("cli:ocw fit")) {
         `llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} \u2014 ours: model ${fmt2(e.weightsBytes)}, context ${fmt2(e.kvBytes + e.recurrentBytes)}, compute ${fmt2(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`
       ] : [],
       `hardware: ${out.hardware}`,
-      pick4 ? `recommended: ${pick4.command}  (${pick4.reason})` : `does not fit: ${out.recommendationProblem}`,
+      pick3 ? `recommended: ${pick3.command}  (${pick3.reason})` : `does not fit: ${out.recommendationProblem}`,
       ...e.warnings.map((w) => `note: ${w}`)
     ];
     return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
@@ -98787,9 +93190,9 @@ async function runTargets(o2, port = enginePort("cli:ocw targets")) {
   ]);
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
 }
-async function runTargetUse(id2, port = enginePort("cli:ocw target use")) {
+async function runTargetUse(id3, port = enginePort("cli:ocw target use")) {
   try {
-    const t2 = await port.useTarget(id2);
+    const t2 = await port.useTarget(id3);
     const warn = t2.outcome && t2.outcome !== "built" ? ` (warning: its last verification was ${t2.outcome})` : "";
     return { code: 0, stdout: `active target: ${t2.id}${warn}
 `, stderr: "" };
@@ -98809,9 +93212,9 @@ async function runServingStop(o2 = {}, port = enginePort("cli:ocw serving stop")
   return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
 }
 var shWord = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
-function llamaServerEnvNote(client3, engine) {
-  if (!client3 || engine && path73.resolve(engine) === path73.resolve(client3)) return null;
-  return `this shell's LLAMA_SERVER (${client3}) is not the engine's (${engine ?? "unset"}): the engine's environment is the one that counts. To have the engine use yours: \`ocw stop\` (it also stops the model servers ocw started), then \`LLAMA_SERVER=${shWord(client3)} ocw doctor\` starts it again with it; or pass --llama-server PATH to ocw setup`;
+function llamaServerEnvNote(client2, engine) {
+  if (!client2 || engine && path73.resolve(engine) === path73.resolve(client2)) return null;
+  return `this shell's LLAMA_SERVER (${client2}) is not the engine's (${engine ?? "unset"}): the engine's environment is the one that counts. To have the engine use yours: \`ocw stop\` (it also stops the model servers ocw started), then \`LLAMA_SERVER=${shWord(client2)} ocw doctor\` starts it again with it; or pass --llama-server PATH to ocw setup`;
 }
 async function runDoctor(o2, port = enginePort("cli:ocw doctor"), clientEnv = process.env) {
   const out = await port.doctor({ llamaServer: o2.llamaServer, cwd: process.cwd() });
@@ -98859,7 +93262,7 @@ function registerModelSetupCommands(program3, { registerServingSupervisor: regis
     (v, prev = []) => [...prev, v]
   ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it").option("--allow-slow", "start a plan even when it would decode below 8 tokens/s per slot (refused otherwise)").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
   program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => emit2(await runTargets(o2)));
-  program3.command("target").description("manage targets").command("use <id>").description("make a target active").action(async (id2) => emit2(await runTargetUse(id2)));
+  program3.command("target").description("manage targets").command("use <id>").description("make a target active").action(async (id3) => emit2(await runTargetUse(id3)));
   const serving = program3.command("serving").description("model servers started by ocw");
   serving.command("stop").description("stop the model servers ocw started").option("--target <id>", "only this target's server").action(async (opts) => emit2(await runServingStop(opts)));
   registerServingSupervisor2?.(serving);

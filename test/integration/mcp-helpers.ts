@@ -29,7 +29,8 @@ export async function startMcp(
 ): Promise<McpHandle> {
   const transport = new StdioClientTransport({
     command: opts.command ?? process.execPath,
-    args: opts.command ? ["mcp"] : [BUNDLE, "mcp"],
+    // OCW_BRIDGE_NODE_FLAGS: node flags for the bridge, for an investigation (a CPU profile: --cpu-prof --cpu-prof-dir=D).
+    args: opts.command ? ["mcp"] : [...(process.env.OCW_BRIDGE_NODE_FLAGS?.split(" ").filter(Boolean) ?? []), BUNDLE, "mcp"],
     // StdioClientTransport passes only a few variables of its own: give the bridge what the engine needs.
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...opts.env },
     stderr: "pipe",
