@@ -110,6 +110,7 @@ export class EgressProxy {
     if (url.protocol !== "http:") return send(400, "a proxy request names an absolute http:// URL (https goes through CONNECT)\n");
     const where = await this.admit(url.hostname);
     if ("why" in where) return send(where.status, this.refused(url.host, where.why));
+    this.opts.log?.(`egress ${url.host} at ${where.address}`);
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
     headers.host = url.host;
@@ -158,6 +159,7 @@ export class EgressProxy {
     const target = `${hostname}:${port}`;
     const where = await this.admit(hostname);
     if ("why" in where) return answer(where.status === 403 ? "403 Forbidden" : "502 Bad Gateway", this.refused(target, where.why));
+    this.opts.log?.(`egress ${target} at ${where.address}`);
     const up = connect(port, this.opts.dial?.(where.address) ?? where.address);
     up.setTimeout(IDLE_MS, () => up.destroy());
     socket.setTimeout(IDLE_MS, () => socket.destroy());

@@ -122,6 +122,16 @@ describe("egress: every hop of an approved webfetch is checked when opencode con
     expect(log.join("\n")).toMatch(new RegExp(`egress refused 127\\.0\\.0\\.1:${secretPort}: 127\\.0\\.0\\.1 \\(a local or private network address\\)`));
     expect(log.join("\n")).toMatch(/egress refused 169\.254\.169\.254(:80)?: 169\.254\.169\.254 \(a local or private network address\)/);
     expect(log.join("\n")).toMatch(/egress refused intranet-wiki\.example\.org:\d+: intranet-wiki\.example\.org, which resolves to 10\.1\.2\.3/);
+    // Every connection the proxy saw was the worker's fetches: the model's traffic (NO_PROXY) never passed through it.
+    expect(log.filter((l) => l.startsWith("egress ")).map((l) => l.replace(/:\d+/g, ":P"))).toEqual([
+      `egress docs.example.org:P at ${PUBLIC}`,
+      "egress refused 127.0.0.1:P: 127.0.0.1 (a local or private network address)",
+      `egress docs.example.org:P at ${PUBLIC}`,
+      "egress refused 169.254.169.254: 169.254.169.254 (a local or private network address)",
+      `egress docs.example.org:P at ${PUBLIC}`,
+      "egress refused intranet-wiki.example.org:P: intranet-wiki.example.org, which resolves to 10.1.2.3 (a local or private network address)",
+      `egress docs.example.org:P at ${PUBLIC}`,
+    ]);
     // What the worker was told of each refused hop: opencode's own words for the proxy's 403 (the reason is the engine's log's).
     const told = model.requests
       .filter((q) => q.matched === "EGRESS-REDIRECT")
