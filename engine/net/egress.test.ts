@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bypassesProxy, directEntries, EgressProxy } from "./egress";
 
 const PUBLIC = "93.184.215.14";
+/** A public address played by a place nothing answers (IPv6 loopback, where the test servers do not listen). */
+const DEAD = "2606:4700::6810:1";
 let upstream: http.Server;
 let upPort = 0;
 const seen: { host?: string; url?: string; auth?: string; via?: string | string[] }[] = [];
@@ -42,7 +44,7 @@ async function proxyWith(names: Record<string, string[][]>) {
       if (!list) return [];
       return list.length > 1 ? list.shift()! : list[0]!;
     },
-    dial: (a) => (dialled.push(a), a === PUBLIC ? "127.0.0.1" : a),
+    dial: (a) => (dialled.push(a), a === PUBLIC ? "127.0.0.1" : a === DEAD ? "::1" : a),
     log: (l) => log.push(l),
   });
   const url = new URL(await p.start());
@@ -158,6 +160,18 @@ describe("the egress proxy", () => {
       // One lookup per connection, and the connection goes to what that lookup answered (never a second lookup).
       expect(looked).toEqual(["rebind.example.org", "rebind.example.org", "mixed.example.org", "v6.example.org", "nowhere.example.org"]);
       expect(dialled).toEqual([PUBLIC]);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it("a name with several public addresses: the next checked one is tried when the first does not answer, and only those", async () => {
+    const { p, url, auth, looked, dialled } = await proxyWith({ "two.example.org": [[DEAD, PUBLIC]] });
+    try {
+      expect(await get(url, `http://two.example.org:${upPort}/`, auth)).toMatchObject({ status: 200, body: "public body" });
+      expect((await connectVia(url, `two.example.org:${echoPort}`, auth)).status).toBe(200);
+      expect(looked).toEqual(["two.example.org", "two.example.org"]);
+      expect(dialled).toEqual([DEAD, PUBLIC, DEAD, PUBLIC]);
     } finally {
       await p.close();
     }

@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import http from "node:http";
+import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIP, type Socket, connect } from "node:net";
 import { type Lookup, localAddress, localTarget, lookupHost } from "./address";
 
@@ -11,7 +12,7 @@ import { type Lookup, localAddress, localTarget, lookupHost } from "./address";
  * local service. opencode serve is given this proxy as HTTP_PROXY and HTTPS_PROXY (Bun's fetch honours both, and sends
  * every hop of a redirect chain through the proxy its first URL went through), so each connection it makes is looked
  * at here when it is made: the host resolved by the engine, refused when any address it has is local or private
- * (address.ts, the guard's one classification), else connected to the address that was checked (pinned: no second
+ * (address.ts, the guard's one classification), else connected to the addresses that were checked (pinned: no second
  * lookup for opencode to be answered differently). The model's endpoints and the key gateway are opencode's NO_PROXY
  * (`directEntries`): model traffic never passes through the engine. Only what holds the proxy's key (opencode's
  * environment) may use it. Plain http is relayed request by request; https is a CONNECT tunnel (the TLS is opencode's).
@@ -26,6 +27,8 @@ export interface EgressOptions {
 
 /** A connection with nothing sent either way for this long is closed (webfetch gives up after 120 s). */
 const IDLE_MS = 130_000;
+/** The host name a relayed connection is opened with: its resolver (`pinned`) answers the checked addresses. */
+const PINNED = "egress.invalid";
 /** Headers that belong to one hop (RFC 9110 §7.6.1), not passed on. */
 const HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "upgrade"]);
 
@@ -73,19 +76,29 @@ export class EgressProxy {
   }
 
   /**
-   * Where a connection to `host` may go: the address to connect to (one that was checked), or why not. A name is looked
+   * Where a connection to `host` may go: the addresses to connect to (each one checked), or why not. A name is looked
    * up here, once; any local or private address among its answers refuses it (as the queue does).
    */
-  private async admit(host: string): Promise<{ address: string } | { status: number; why: string }> {
+  private async admit(host: string): Promise<{ addresses: string[] } | { status: number; why: string }> {
     const bare = host.replace(/^\[|\]$/g, "");
     const named = localTarget(`http://${isIP(bare) === 6 ? `[${bare}]` : bare}/`);
     if (named) return { status: 403, why: named };
-    if (isIP(bare)) return { address: bare };
+    if (isIP(bare)) return { addresses: [bare] };
     const addresses = await lookupHost(bare.replace(/\.$/, ""), this.opts.lookup);
     if (!addresses.length) return { status: 502, why: `${bare} could not be resolved` };
     const local = addresses.find((a) => localAddress(a) !== null);
     if (local) return { status: 403, why: `${bare}, which resolves to ${local} (a local or private network address)` };
-    return { address: addresses[0]! };
+    return { addresses };
+  }
+
+  /**
+   * The connection's resolver: the checked addresses and nothing else (tried in turn, as Node does for a name), so the
+   * connection never looks the name up again.
+   */
+  private pinned(addresses: string[]) {
+    const list: LookupAddress[] = addresses.map((a) => this.opts.dial?.(a) ?? a).map((address) => ({ address, family: isIP(address) }));
+    return (_host: string, opts: LookupOptions, cb: (err: Error | null, address: string | LookupAddress[], family?: number) => void) =>
+      opts.all ? cb(null, list) : cb(null, list[0]!.address, list[0]!.family);
   }
 
   private refused(target: string, why: string): string {
@@ -110,12 +123,14 @@ export class EgressProxy {
     if (url.protocol !== "http:") return send(400, "a proxy request names an absolute http:// URL (https goes through CONNECT)\n");
     const where = await this.admit(url.hostname);
     if ("why" in where) return send(where.status, this.refused(url.host, where.why));
-    this.opts.log?.(`egress ${url.host} at ${where.address}`);
+    this.opts.log?.(`egress ${url.host} at ${where.addresses.join(", ")}`);
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
     headers.host = url.host;
     const up = http.request({
-      host: this.opts.dial?.(where.address) ?? where.address,
+      // a name never looked up (`.invalid`): the connection goes where `pinned` says
+      host: PINNED,
+      lookup: this.pinned(where.addresses),
       port: Number(url.port || 80),
       method: req.method,
       path: url.pathname + url.search,
@@ -159,8 +174,8 @@ export class EgressProxy {
     const target = `${hostname}:${port}`;
     const where = await this.admit(hostname);
     if ("why" in where) return answer(where.status === 403 ? "403 Forbidden" : "502 Bad Gateway", this.refused(target, where.why));
-    this.opts.log?.(`egress ${target} at ${where.address}`);
-    const up = connect(port, this.opts.dial?.(where.address) ?? where.address);
+    this.opts.log?.(`egress ${target} at ${where.addresses.join(", ")}`);
+    const up = connect({ host: PINNED, port, lookup: this.pinned(where.addresses) });
     up.setTimeout(IDLE_MS, () => up.destroy());
     socket.setTimeout(IDLE_MS, () => socket.destroy());
     let open = false;
