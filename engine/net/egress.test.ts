@@ -44,7 +44,7 @@ async function proxyWith(names: Record<string, string[][]>) {
       if (!list) return [];
       return list.length > 1 ? list.shift()! : list[0]!;
     },
-    dial: (a) => (dialled.push(a), a === PUBLIC ? "127.0.0.1" : a === DEAD ? "::1" : a),
+    dial: (a) => (dialled.push(a), a === PUBLIC ? "127.0.0.1" : a === DEAD ? "::1" : a === "93.184.215.15" ? "127.0.0.2" : a),
     log: (l) => log.push(l),
   });
   const url = new URL(await p.start());
@@ -173,6 +173,21 @@ describe("the egress proxy", () => {
       expect(looked).toEqual(["two.example.org", "two.example.org"]);
       expect(dialled).toEqual([DEAD, PUBLIC, DEAD, PUBLIC]);
     } finally {
+      await p.close();
+    }
+  });
+
+  it("two hosts on one port, one after the other: each request reaches its own host's address (no connection kept for the next)", async () => {
+    const other = http.createServer((_req, res) => res.end("other body"));
+    await new Promise<void>((r) => other.listen(upPort, "127.0.0.2", r)).catch(() => undefined);
+    const { p, url, auth } = await proxyWith({ "a.example.org": [[PUBLIC]], "b.example.org": [["93.184.215.15"]] });
+    // b's address is played on 127.0.0.2 where it can listen; else only the first half holds (nothing to mix up)
+    const bound = other.listening;
+    try {
+      expect((await get(url, `http://a.example.org:${upPort}/`, auth)).body).toBe("public body");
+      if (bound) expect((await get(url, `http://b.example.org:${upPort}/`, auth)).body).toBe("other body");
+    } finally {
+      other.close();
       await p.close();
     }
   });

@@ -131,6 +131,8 @@ export class EgressProxy {
       // a name never looked up (`.invalid`): the connection goes where `pinned` says
       host: PINNED,
       lookup: this.pinned(where.addresses),
+      // a connection of its own: a pooled one (all named PINNED) may be to another host's address
+      agent: false,
       port: Number(url.port || 80),
       method: req.method,
       path: url.pathname + url.search,
@@ -179,7 +181,7 @@ export class EgressProxy {
     up.setTimeout(IDLE_MS, () => up.destroy());
     socket.setTimeout(IDLE_MS, () => socket.destroy());
     let open = false;
-    up.once("error", (err) => (!open ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}\n`) : socket.destroy()));
+    up.on("error", (err) => (!open ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}\n`) : socket.destroy()));
     up.once("connect", () => {
       open = true;
       socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
