@@ -1,5 +1,4 @@
 import { lstatSync, readlinkSync, realpathSync } from "node:fs";
-import { isIPv4, isIPv6 } from "node:net";
 import path from "node:path";
 import picomatch from "picomatch";
 import { protectMatcher, scopeMatcher } from "../grading";
@@ -124,42 +123,8 @@ function inspectWorkdir(workdir: string, ws: { worktree: string; cwd: string }):
   return flags;
 }
 
-/**
- * Why a URL a webfetch asks for is on this machine or its private network, or null. opencode serve runs with the host's
- * network (it reaches the model), so its webfetch would read a local service — a cloud metadata service's credentials, a
- * dev server, an unkeyed admin page — into the model's context. Literal addresses (as the URL parser normalises them:
- * `2130706433`, `0x7f.1`) and local names. A public name that resolves to one is refused by the queue, which looks
- * names up (queue.ts); a redirect to one, or a name that resolves otherwise when opencode fetches (DNS rebinding), is not seen.
- */
-export function localTarget(url: string): string | null {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return null;
-  }
-  let host = u.hostname.toLowerCase().replace(/\.$/, "");
-  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
-  const said = `${host} (a local or private network address)`;
-  if (!host) return null;
-  if (host === "localhost" || host.endsWith(".localhost")) return said;
-  if (isIPv4(host)) {
-    const [a = 0, b = 0] = host.split(".").map(Number);
-    const local =
-      a === 0 ||
-      a === 10 ||
-      a === 127 ||
-      (a === 100 && b >= 64 && b <= 127) ||
-      (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168);
-    return local ? said : null;
-  }
-  if (isIPv6(host)) return host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") ? said : null;
-  // A name without a domain, or under a suffix that is never public: a host of the local network.
-  if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
-  return null;
-}
+// The network guard's address classification lives with the egress proxy that applies it at connect time (engine/net).
+export { localTarget } from "../net";
 
 export { grantOffer, grantPattern } from "../../shared/permission";
 

@@ -43,9 +43,9 @@ const ask = (workerId: string, tool: string, what: string, extra: Partial<Permis
 });
 const settled = () => new Promise((r) => setTimeout(r, 10));
 
-function setup(status = 200, lookup?: (host: string) => Promise<string[]>) {
+function setup(status = 200, lookup?: (host: string) => Promise<string[]>, direct?: () => string[]) {
   const r = testRegistry();
-  const approvals = new Approvals({ stateDir: r.stateDir, registry: r.registry, lookup });
+  const approvals = new Approvals({ stateDir: r.stateDir, registry: r.registry, lookup, direct });
   const ws = mkdtempSync(path.join(os.tmpdir(), "ocw-ws-"));
   const w = r.worker("running", { workspace: ws });
   const fake = fakePort(status);
@@ -90,6 +90,41 @@ describe("the approvals queue", () => {
         .asks.slice(-2)
         .map((a) => a.decision),
     ).toEqual(["reject", "reject"]);
+  });
+
+  it("a webfetch that starts at the model's own endpoint (opencode's NO_PROXY: reached past the egress proxy, and so are its redirects) is refused by the network guard; other public pages wait for a person", async () => {
+    const names: Record<string, string[]> = {
+      "api.provider.example": ["93.184.216.34"],
+      "docs.provider.example": ["93.184.216.34"],
+      "llm.example.net": ["93.184.216.35"],
+    };
+    const direct = ["127.0.0.1:4100", "api.provider.example", "llm.example.net:8443"];
+    const { approvals, w, calls, registry } = setup(
+      200,
+      async (h) => names[h] ?? [],
+      () => direct,
+    );
+    const urls = [
+      "https://api.provider.example/v1/redirect?to=http://169.254.169.254/",
+      "https://eu.API.provider.example./x",
+      "http://llm.example.net:8443/",
+      "https://docs.provider.example/guide",
+      "http://llm.example.net/",
+      "https://llm.example.net:8444/",
+    ];
+    for (const url of urls) approvals.onAsk(w.id, ask(w.id, "webfetch", url));
+    await settled();
+    expect(registry.get(w.id).asks.map((a) => [a.what, a.status, a.decision ?? null, a.by?.name ?? null])).toEqual([
+      [urls[0], "decided", "reject", "network guard"],
+      [urls[1], "decided", "reject", "network guard"],
+      [urls[2], "decided", "reject", "network guard"],
+      [urls[3], "pending", null, null],
+      [urls[4], "pending", null, null],
+      [urls[5], "pending", null, null],
+    ]);
+    expect(JSON.stringify(calls[0]!.args)).toContain(
+      "api.provider.example (the model's endpoint, which opencode reaches past the network guard) is not a public page",
+    );
   });
 
   it("a read inside the workspace is answered at once and not recorded; one outside is refused by the engine on the record", async () => {

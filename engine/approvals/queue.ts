@@ -1,4 +1,3 @@
-import dns from "node:dns/promises";
 import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
@@ -11,7 +10,8 @@ import { quoteUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../registry";
 import { readJson, writeJsonAtomic } from "../store";
-import { asOpened, grantFor, grantOffer, inspectAsk, localTarget, realLocation, pickRule } from "./inspect";
+import { bypassesProxy, localAddress, localTarget, type Lookup, lookupHost } from "../net";
+import { asOpened, grantFor, grantOffer, inspectAsk, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
 
 /**
@@ -24,14 +24,16 @@ export interface ApprovalsOptions {
   stateDir: string;
   registry: WorkerRegistry;
   /** The addresses a host name resolves to (a test's stand-in); default: the system's resolver (dns.lookup). */
-  lookup?: (host: string) => Promise<string[]>;
+  lookup?: Lookup;
+  /**
+   * The NO_PROXY entries opencode serve is given (the model's endpoints, the key gateway): a fetch whose first URL
+   * matches one goes straight out, past the egress proxy, and so do its redirects; default: none.
+   */
+  direct?: () => string[];
 }
 
-/** How long a webfetch's host name is looked up before its ask goes on without the answer. */
-const LOOKUP_MS = 3000;
 /** How long what a host name resolved to is taken as its answer (a later ask of it looks it up again). */
 const LOOKUP_TTL_MS = 60_000;
-const systemLookup = async (host: string): Promise<string[]> => (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 /** The tools that only look: the engine answers them itself, yes inside the workspace and no outside it. */
 export const LOOKS = new Set(["read", "glob", "grep"]);
@@ -77,18 +79,16 @@ export class Approvals {
 
   /** Looks `host` up (bounded in time) and keeps whether it resolves to a local or private address. */
   private async resolve(host: string): Promise<void> {
-    let addresses: string[] = [];
-    try {
-      addresses = await Promise.race([
-        (this.opts.lookup ?? systemLookup)(host),
-        new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error("timeout")), LOOKUP_MS).unref?.()),
-      ]);
-    } catch {
-      addresses = [];
-    }
-    const local = addresses.find((a) => localTarget(`http://${isIP(a) === 6 ? `[${a}]` : a}/`));
+    const addresses = await lookupHost(host, this.opts.lookup);
+    const local = addresses.find((a) => localAddress(a) !== null);
     this.resolved.set(host, { local: local ? `${host}, which resolves to ${local} (a local or private network address)` : null, at: Date.now() });
     if (this.resolved.size > 1000) this.resolved.delete(this.resolved.keys().next().value!);
+  }
+
+  /** Why a webfetch's URL would go past the egress proxy (it names a model endpoint opencode reaches directly), or null. */
+  private direct(url: string): string | null {
+    const entry = bypassesProxy(url, this.opts.direct?.() ?? []);
+    return entry ? `${entry} (the model's endpoint, which opencode reaches past the network guard)` : null;
   }
 
   /** Why a webfetch's host name is local by what it resolved to, or null. */
@@ -386,7 +386,10 @@ export class Approvals {
       };
     }
     // opencode fetches with the host's network: nothing on this machine or its private network is the worker's to read.
-    const local = ask.tool === "webfetch" ? (localTarget(ask.what) ?? this.resolvedLocal(ask.what)) : null;
+    // Every fetch of opencode's goes through the engine's egress proxy, which checks each hop again when opencode
+    // connects (redirects, DNS rebinding) — but the model's own endpoints, which opencode reaches directly: a fetch that
+    // starts there is not checked again at all, nor are its redirects.
+    const local = ask.tool === "webfetch" ? (localTarget(ask.what) ?? this.resolvedLocal(ask.what) ?? this.direct(ask.what)) : null;
     if (local)
       return {
         decision: { decision: "reject", message: `${local} is not a public page; fetch only public pages` },

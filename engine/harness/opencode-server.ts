@@ -57,6 +57,17 @@ export interface OpencodeServerOptions {
     shell: string;
     plugin?: string;
   };
+  /**
+   * The engine's egress proxy (engine/net/egress.ts), given as HTTP_PROXY and HTTPS_PROXY: every connection opencode's
+   * process makes (a webfetch and each of its redirects) is checked when it is made; `direct` (NO_PROXY: the model's
+   * endpoints, the key gateway) is reached past it. Absent: the host's network unchecked (the bench's bare-SDK baseline).
+   */
+  egress?: { proxy: string; direct: string[] };
+}
+
+/** The npm registry opencode may install plugins from: nowhere unless configured (opencode is run offline). */
+export function opencodeRegistry(): string {
+  return ocwConfig().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/";
 }
 
 /**
@@ -131,16 +142,22 @@ export class OpencodeServer extends EventEmitter {
     if (plugin) config.plugin = [pathToFileURL(plugin).href];
     const offline: Record<string, string> = { ...OFFLINE_ENV };
     if (plugin) delete offline.OPENCODE_PURE;
+    // Bun's fetch reads both spellings; https goes through HTTPS_PROXY only (HTTP_PROXY alone leaves it direct).
+    const e = this.opts.egress;
+    const proxy: Record<string, string> = e
+      ? { HTTP_PROXY: e.proxy, HTTPS_PROXY: e.proxy, http_proxy: e.proxy, https_proxy: e.proxy, NO_PROXY: e.direct.join(","), no_proxy: e.direct.join(",") }
+      : {};
     return allowListedEnv({
       ...xdg,
       ...offline,
+      ...proxy,
       ...(this.opts.confine ? { SHELL: this.opts.confine.shell } : {}),
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
       // An empty models.dev catalog: the embedded one costs ~0.9 s of serve's JS thread per new workspace (see config.ts).
       OPENCODE_MODELS_PATH: seedModelsCatalog(path.join(h, "models-catalog.json")),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
-      npm_config_registry: ocwConfig().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/",
+      npm_config_registry: opencodeRegistry(),
     });
   }
 

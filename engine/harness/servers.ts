@@ -3,9 +3,11 @@ import path from "node:path";
 import { endpointsOf, isPool, type Target } from "../../shared/target";
 import { modelSilenceMs, providerIdFor } from "./config";
 import { KeyGateway } from "../gateway";
+import { directEntries, EgressProxy, type EgressOptions } from "../net";
 import { type SandboxKind, writeWorkerShell, writeWorkspacePlugin } from "../sandbox";
 import { resolveKey } from "../serving/keys";
 import { opencodeHarness, type Harness, type HarnessServer } from "./harness";
+import { opencodeRegistry } from "./opencode-server";
 
 /**
  * The opencode servers of the engine: one per target (made on first use, by the harness), each reaching the model
@@ -24,6 +26,8 @@ export interface ServersOptions {
   log: (line: string) => void;
   /** Wiring of a new server's events (translation, down, ready, resync). */
   wire: (targetId: string, s: HarnessServer) => void;
+  /** The egress proxy's stand-ins (a test's: a resolver, a local server playing a public address); default: none. */
+  net?: Pick<EgressOptions, "lookup" | "dial">;
 }
 
 /** The gateway's limit is a backstop behind opencode's own (the same silence): opencode gives up first, then retries. */
@@ -32,8 +36,19 @@ const GATEWAY_GRACE_MS = 10_000;
 export class OpencodeServers {
   private readonly servers = new Map<string, HarnessServer>();
   private readonly gateway = new KeyGateway();
+  /** Every connection of opencode's process but those to its model (`direct`) goes through it (engine/net/egress.ts). */
+  private readonly egress: EgressProxy;
+  /** Per target, the NO_PROXY entries its server was given: what it reaches past the egress proxy. */
+  private readonly directs = new Map<string, string[]>();
 
-  constructor(private readonly opts: ServersOptions) {}
+  constructor(private readonly opts: ServersOptions) {
+    this.egress = new EgressProxy({ ...opts.net, log: opts.log });
+  }
+
+  /** What any opencode server reaches past the egress proxy (NO_PROXY entries): the model's endpoints, the key gateway. */
+  direct(): string[] {
+    return [...new Set([...this.directs.values()].flat())];
+  }
 
   get(targetId: string): HarnessServer | undefined {
     return this.servers.get(targetId);
@@ -55,6 +70,10 @@ export class OpencodeServers {
           : { baseURL: e.url, apiKey: "none" },
       ),
     );
+    // The model's endpoints (or the gateway before them) and opencode's package registry are reached directly; every
+    // other connection through the egress proxy, which checks it when it is made.
+    const direct = directEntries([...provider.map((p) => p.baseURL), opencodeRegistry()]);
+    const proxy = await this.egress.start();
     const { stateDir, workspacesRoot, tmpRoot, mirrorsRoot, sandbox } = this.opts;
     // There before the server starts: a mount namespace cannot gain the folder later (its mirrors come and go inside).
     mkdirSync(mirrorsRoot, { recursive: true });
@@ -69,7 +88,9 @@ export class OpencodeServers {
       log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
       provider,
       confine: { kind: sandbox.kind, stateDir, workspacesRoot, tmpRoot, mirrorsRoot, shell, plugin },
+      egress: { proxy, direct },
     });
+    this.directs.set(target.id, direct);
     this.opts.wire(target.id, s);
     this.servers.set(target.id, s);
     return s;
@@ -82,6 +103,7 @@ export class OpencodeServers {
   async close(): Promise<void> {
     await Promise.all([...this.servers.values()].map((s) => s.stop()));
     this.gateway.close();
+    await this.egress.close();
   }
 }
 

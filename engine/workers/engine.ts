@@ -24,6 +24,7 @@ import { Approvals } from "../approvals";
 import { Budgets, type Clock } from "../budgets";
 import { config } from "../config";
 import { EventBus } from "../events";
+import type { EgressOptions } from "../net";
 import { type Harness, type HarnessServer, modelFor, noAnswer, type OpencodeEvent, OpencodeServers, Translator, WORKER_AGENT } from "../harness";
 import { heldBackProblem, sweepDiscarded } from "../grading";
 import { Recovery } from "../recovery";
@@ -72,6 +73,11 @@ export interface EngineOptions {
   harness?: Harness;
   /** Time and timers of the budgets and the watchdog (a test passes a fake one). */
   clock?: Clock;
+  /**
+   * The network guard's stand-ins (a test's): the resolver the queue and the egress proxy look names up with, and the
+   * address a checked public address is reached at (a local server playing it). Default: the system's resolver, itself.
+   */
+  net?: Pick<EgressOptions, "lookup" | "dial">;
 }
 
 /**
@@ -129,6 +135,7 @@ export class Engine {
       tmpRoot: reg.workerTmpRoot,
       mirrorsRoot: mirrorsRootOf(reg.workspacesRoot),
       harness: opts.harness,
+      net: opts.net,
       log: (l) => this.log(l),
       wire: (targetId, s) => {
         s.on("event", (e: OpencodeEvent) => this.translator.handle(e));
@@ -141,7 +148,7 @@ export class Engine {
         });
       },
     });
-    this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
+    this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg, lookup: opts.net?.lookup, direct: () => this.servers.direct() });
     this.batchNames = new BatchNames(opts.stateDir, (l) => this.log(l));
     this.batches = new Batches({
       stateDir: opts.stateDir,

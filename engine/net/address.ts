@@ -1,0 +1,71 @@
+import dns from "node:dns/promises";
+import { isIP, isIPv4, isIPv6 } from "node:net";
+
+/**
+ * Why a URL is on this machine or its private network, or null: the network guard's one classification, applied to the
+ * URL a webfetch asks for (engine/approvals) and to every connection opencode's process makes through the egress proxy
+ * (egress.ts). opencode serve runs with the host's network (it reaches the model), so its webfetch would read a local
+ * service — a cloud metadata service's credentials, a dev server, an unkeyed admin page — into the model's context.
+ * Literal addresses (as the URL parser normalises them: `2130706433`, `0x7f.1`) and local names; a public name that
+ * resolves to one is refused by whoever looks it up (the queue when the ask comes, the proxy when opencode connects).
+ */
+export function localTarget(url: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  let host = u.hostname.toLowerCase().replace(/\.$/, "");
+  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
+  const said = `${host} (a local or private network address)`;
+  if (!host) return null;
+  if (host === "localhost" || host.endsWith(".localhost")) return said;
+  if (isIPv4(host)) {
+    const [a = 0, b = 0] = host.split(".").map(Number);
+    const local =
+      a === 0 ||
+      a === 10 ||
+      a === 127 ||
+      (a === 100 && b >= 64 && b <= 127) ||
+      (a === 169 && b === 254) ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168);
+    return local ? said : null;
+  }
+  if (isIPv6(host)) return host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") ? said : null;
+  // A name without a domain, or under a suffix that is never public: a host of the local network.
+  if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
+  return null;
+}
+
+/** Why an address (as a resolver answers: `127.0.0.1`, `::1`) is on this machine or its private network, or null. */
+export function localAddress(address: string): string | null {
+  return localTarget(`http://${isIP(address) === 6 ? `[${address}]` : address}/`);
+}
+
+/** The addresses a host name resolves to: the system's resolver, or a test's stand-in. */
+export type Lookup = (host: string) => Promise<string[]>;
+
+/** How long a host name is looked up before it counts as not found. */
+export const LOOKUP_MS = 3000;
+
+const systemLookup: Lookup = async (host) => (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
+/** What `host` resolves to, within LOOKUP_MS; none when it cannot be resolved (or not in time). */
+export async function lookupHost(host: string, lookup: Lookup = systemLookup): Promise<string[]> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      lookup(host),
+      new Promise<string[]>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("timeout")), LOOKUP_MS);
+        timer.unref?.();
+      }),
+    ]);
+  } catch {
+    return [];
+  } finally {
+    clearTimeout(timer);
+  }
+}

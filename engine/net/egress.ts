@@ -1,0 +1,242 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import http from "node:http";
+import type { LookupAddress, LookupOptions } from "node:dns";
+import { isIP, type Socket, connect } from "node:net";
+import { type Lookup, localAddress, localTarget, lookupHost } from "./address";
+
+/**
+ * The engine's egress proxy: opencode serve runs with the host's network, and its webfetch (Bun's fetch) follows
+ * redirects itself and resolves names itself, so the network guard's look at the first URL of an ask
+ * (engine/approvals) is not enough — a public page that answers 302 to `http://169.254.169.254/`, or a name that
+ * resolves to a public address when the engine looks and to `127.0.0.1` when opencode connects (DNS rebinding), read a
+ * local service. opencode serve is given this proxy as HTTP_PROXY and HTTPS_PROXY (Bun's fetch honours both, and sends
+ * every hop of a redirect chain through the proxy its first URL went through), so each connection it makes is looked
+ * at here when it is made: the host resolved by the engine, refused when any address it has is local or private
+ * (address.ts, the guard's one classification), else connected to the addresses that were checked (pinned: no second
+ * lookup for opencode to be answered differently). The model's endpoints and the key gateway are opencode's NO_PROXY
+ * (`directEntries`): model traffic never passes through the engine. Only what holds the proxy's key (opencode's
+ * environment) may use it. Plain http is relayed request by request; https is a CONNECT tunnel (the TLS is opencode's).
+ */
+export interface EgressOptions {
+  /** The addresses a host name resolves to (a test's stand-in); default: the system's resolver. */
+  lookup?: Lookup;
+  /** The address a checked address is reached at (a test's stand-in: a local server playing a public address); default: itself. */
+  dial?: (address: string) => string;
+  log?: (line: string) => void;
+}
+
+/** A connection with nothing sent either way for this long is closed (webfetch gives up after 120 s). */
+const IDLE_MS = 130_000;
+/** The host name a relayed connection is opened with: its resolver (`pinned`) answers the checked addresses. */
+const PINNED = "egress.invalid";
+/** Headers that belong to one hop (RFC 9110 §7.6.1), not passed on. */
+const HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "upgrade"]);
+
+export class EgressProxy {
+  private server: http.Server | null = null;
+  private starting: Promise<string> | null = null;
+  private readonly key = randomBytes(24).toString("base64url");
+  private readonly sockets = new Set<Socket>();
+
+  constructor(private readonly opts: EgressOptions = {}) {}
+
+  /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
+  start(): Promise<string> {
+    this.starting ??= new Promise<string>((resolve, reject) => {
+      const server = http.createServer((req, res) => void this.relay(req, res));
+      server.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
+      server.on("connection", (s: Socket) => {
+        this.sockets.add(s);
+        s.once("close", () => this.sockets.delete(s));
+      });
+      server.on("clientError", (_err, socket) => socket.destroy());
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        this.server = server;
+        const port = (server.address() as { port: number }).port;
+        resolve(`http://ocw:${this.key}@127.0.0.1:${port}`);
+      });
+    });
+    return this.starting;
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    this.starting = null;
+    if (!s) return;
+    for (const sock of this.sockets) sock.destroy();
+    await new Promise<void>((r) => s.close(() => r()));
+  }
+
+  private authorised(req: http.IncomingMessage): boolean {
+    const got = Buffer.from(req.headers["proxy-authorization"] ?? "");
+    const want = Buffer.from(`Basic ${Buffer.from(`ocw:${this.key}`).toString("base64")}`);
+    return got.length === want.length && timingSafeEqual(got, want);
+  }
+
+  /**
+   * Where a connection to `host` may go: the addresses to connect to (each one checked), or why not. A name is looked
+   * up here, once; any local or private address among its answers refuses it (as the queue does).
+   */
+  private async admit(host: string): Promise<{ addresses: string[] } | { status: number; why: string }> {
+    const bare = host.replace(/^\[|\]$/g, "");
+    const named = localTarget(`http://${isIP(bare) === 6 ? `[${bare}]` : bare}/`);
+    if (named) return { status: 403, why: named };
+    if (isIP(bare)) return { addresses: [bare] };
+    const addresses = await lookupHost(bare.replace(/\.$/, ""), this.opts.lookup);
+    if (!addresses.length) return { status: 502, why: `${bare} could not be resolved` };
+    const local = addresses.find((a) => localAddress(a) !== null);
+    if (local) return { status: 403, why: `${bare}, which resolves to ${local} (a local or private network address)` };
+    return { addresses };
+  }
+
+  /**
+   * The connection's resolver: the checked addresses and nothing else (tried in turn, as Node does for a name), so the
+   * connection never looks the name up again.
+   */
+  private pinned(addresses: string[]) {
+    const list: LookupAddress[] = addresses.map((a) => this.opts.dial?.(a) ?? a).map((address) => ({ address, family: isIP(address) }));
+    return (_host: string, opts: LookupOptions, cb: (err: Error | null, address: string | LookupAddress[], family?: number) => void) =>
+      opts.all ? cb(null, list) : cb(null, list[0]!.address, list[0]!.family);
+  }
+
+  private refused(target: string, why: string): string {
+    this.opts.log?.(`egress refused ${target}: ${why}`);
+    return `opencode-worker refused to connect to ${target}: ${why}; fetch only public pages\n`;
+  }
+
+  /** A plain-http request in absolute form (`GET http://host/path`): relayed to the checked address. */
+  private async relay(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const send = (status: number, text: string, headers: Record<string, string> = {}) => {
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(status, { "content-type": "text/plain; charset=utf-8", connection: "close", ...headers });
+      res.end(text);
+    };
+    if (!this.authorised(req)) return send(407, "proxy authentication required\n", { "proxy-authenticate": 'Basic realm="ocw"' });
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "");
+    } catch {
+      return send(400, "a proxy request names an absolute http:// URL\n");
+    }
+    if (url.protocol !== "http:") return send(400, "a proxy request names an absolute http:// URL (https goes through CONNECT)\n");
+    const where = await this.admit(url.hostname);
+    if ("why" in where) return send(where.status, this.refused(url.host, where.why));
+    this.opts.log?.(`egress ${url.host} at ${where.addresses.join(", ")}`);
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
+    headers.host = url.host;
+    const up = http.request({
+      // a name never looked up (`.invalid`): the connection goes where `pinned` says
+      host: PINNED,
+      lookup: this.pinned(where.addresses),
+      // a connection of its own: a pooled one (all named PINNED) may be to another host's address
+      agent: false,
+      port: Number(url.port || 80),
+      method: req.method,
+      path: url.pathname + url.search,
+      headers,
+      setHost: false,
+      timeout: IDLE_MS,
+    });
+    up.on("timeout", () => up.destroy(new Error("timed out")));
+    up.on("error", (err) => send(502, `opencode-worker could not reach ${url.host}: ${err.message}\n`));
+    up.on("response", (answer) => {
+      const back: http.OutgoingHttpHeaders = {};
+      for (const [k, v] of Object.entries(answer.headers)) if (!HOP.has(k) && v !== undefined) back[k] = v;
+      res.writeHead(answer.statusCode ?? 502, back);
+      answer.pipe(res);
+      answer.on("error", () => res.destroy());
+    });
+    req.on("error", () => up.destroy());
+    res.on("close", () => up.destroy());
+    req.pipe(up);
+  }
+
+  /** An https connection (`CONNECT host:443`): a tunnel to the checked address; the TLS inside is opencode's own. */
+  private async tunnel(req: http.IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
+    socket.on("error", () => socket.destroy());
+    const answer = (status: string, text: string, extra = ""): void =>
+      void socket.end(
+        `HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\n${extra}connection: close\r\n\r\n${text}`,
+      );
+    if (!this.authorised(req))
+      return answer("407 Proxy Authentication Required", "proxy authentication required\n", 'proxy-authenticate: Basic realm="ocw"\r\n');
+    // host:port, the port always spelled (the URL parser would drop a default one)
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^:/@[\]\s]+):(\d{1,5})$/.exec(req.url ?? "");
+    let hostname = "";
+    try {
+      hostname = m ? new URL(`http://${m[1]}/`).hostname : "";
+    } catch {
+      /* not a host */
+    }
+    const port = Number(m?.[2]);
+    if (!hostname || !(port > 0 && port < 65536)) return answer("400 Bad Request", "CONNECT names host:port\n");
+    const target = `${hostname}:${port}`;
+    const where = await this.admit(hostname);
+    if ("why" in where) return answer(where.status === 403 ? "403 Forbidden" : "502 Bad Gateway", this.refused(target, where.why));
+    this.opts.log?.(`egress ${target} at ${where.addresses.join(", ")}`);
+    const up = connect({ host: PINNED, port, lookup: this.pinned(where.addresses) });
+    up.setTimeout(IDLE_MS, () => up.destroy());
+    socket.setTimeout(IDLE_MS, () => socket.destroy());
+    let open = false;
+    up.on("error", (err) => (!open ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}\n`) : socket.destroy()));
+    up.once("connect", () => {
+      open = true;
+      socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (head.length) up.write(head);
+      up.pipe(socket);
+      socket.pipe(up);
+    });
+    socket.once("close", () => up.destroy());
+    up.once("close", () => socket.destroy());
+  }
+}
+
+/**
+ * opencode's NO_PROXY entries for the URLs it must reach directly (the model's endpoints, the key gateway), as narrow
+ * as Bun's fetch reads them (Bun 1.3.14, tried): `host:port` is that host alone on that port, but only a port the URL
+ * spells (a default port, 80 or 443, is dropped from the URL, so `host:443` never matches); a bare `host` is the host
+ * and every name under it, on every port. An endpoint on a default port is therefore a bare host.
+ */
+export function directEntries(urls: string[]): string[] {
+  const out = new Set<string>();
+  for (const raw of urls) {
+    try {
+      const u = new URL(raw);
+      const host = u.hostname.toLowerCase();
+      if (host) out.add(u.port ? `${host}:${u.port}` : host);
+    } catch {
+      /* not a URL: nothing opencode could reach */
+    }
+  }
+  return [...out];
+}
+
+/**
+ * The NO_PROXY entry under which a fetch of `url` goes past the proxy (Bun's rule, `directEntries`), or null. Wider than
+ * Bun where unsure: a trailing dot is dropped, and a bare entry matches every name under it.
+ */
+export function bypassesProxy(url: string, entries: string[]): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  const host = u.hostname.toLowerCase().replace(/\.$/, "");
+  for (const e of entries) {
+    const entry = e.trim().toLowerCase().replace(/\.$/, "");
+    if (!entry) continue;
+    if (entry === "*") return entry;
+    const m = /^(.*):(\d+)$/.exec(entry);
+    if (m && !m[1]!.endsWith(":")) {
+      if (host === m[1] && u.port === m[2]) return entry;
+      continue;
+    }
+    const name = entry.replace(/^\*?\./, "");
+    if (host === name || host.endsWith(`.${name}`)) return entry;
+  }
+  return null;
+}

@@ -1,0 +1,117 @@
+// What the egress proxy (engine/net/egress.ts) rests on, tried on the pinned opencode binary's own runtime (its Bun,
+// run as `bun` with BUN_BE_BUN=1; opencode's webfetch is Effect's FetchHttpClient over this globalThis.fetch, redirects
+// followed by fetch itself). If an opencode or Bun upgrade changes one of these, this file says which.
+import { execFile } from "node:child_process";
+import http from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { opencodeBinary } from "../../engine/harness/opencode-server";
+
+const servers: http.Server[] = [];
+const hits: string[] = [];
+let secret = 0;
+let redirector = 0;
+let proxy = 0;
+
+async function listen(s: http.Server): Promise<number> {
+  servers.push(s);
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  return (s.address() as AddressInfo).port;
+}
+
+beforeAll(async () => {
+  secret = await listen(http.createServer((req, res) => (hits.push(`secret ${req.url}`), res.end("SECRET"))));
+  // Redirects to what ?to= says.
+  redirector = await listen(
+    http.createServer((req, res) => {
+      hits.push(`redirector ${req.url}`);
+      res.writeHead(302, { location: new URL(req.url!, "http://x").searchParams.get("to")! }).end();
+    }),
+  );
+  // A recording proxy: relays plain http to loopback (as a permissive proxy would), answers every CONNECT 403.
+  const p = http.createServer((req, res) => {
+    hits.push(`proxy ${req.method} ${req.url} auth=${req.headers["proxy-authorization"] ?? "-"}`);
+    const u = new URL(req.url!);
+    if (u.hostname !== "127.0.0.1") return void res.writeHead(403).end();
+    const up = http.request({ host: "127.0.0.1", port: u.port, path: u.pathname + u.search, headers: req.headers }, (a) => {
+      res.writeHead(a.statusCode!, a.headers);
+      a.pipe(res);
+    });
+    up.on("error", () => res.destroy());
+    up.end();
+  });
+  p.on("connect", (req, socket: Socket) => {
+    hits.push(`proxy CONNECT ${req.url} auth=${req.headers["proxy-authorization"] ?? "-"}`);
+    socket.on("error", () => {});
+    socket.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n");
+  });
+  proxy = await listen(p);
+});
+afterAll(() => {
+  for (const s of servers) s.close();
+});
+
+/** `fetch(url)` in the binary's Bun with exactly `env`: its status and final URL, or its error. */
+function bunFetch(url: string, env: Record<string, string>): Promise<string> {
+  const code = `try { const r = await fetch(process.argv[1]); console.log(r.status + " " + r.url) } catch (e) { console.log("error " + (e.code ?? e.name)) }`;
+  return new Promise((resolve) => {
+    execFile(opencodeBinary(), ["-e", code, url], { env: { PATH: process.env.PATH ?? "", BUN_BE_BUN: "1", ...env }, timeout: 20_000 }, (_err, out) =>
+      resolve(out.trim()),
+    );
+  });
+}
+
+const to = (target: string) => `http://127.0.0.1:${redirector}/?to=${encodeURIComponent(target)}`;
+const run = async (url: string, env: Record<string, string> = {}) => {
+  hits.length = 0;
+  const out = await bunFetch(url, env);
+  return { out, hits: [...hits] };
+};
+
+describe("the pinned opencode's fetch (Bun) and proxies", () => {
+  it("without a proxy, a redirect to a loopback service is followed: the gap a look at the first URL leaves", async () => {
+    const r = await run(to(`http://127.0.0.1:${secret}/meta`));
+    expect(r.out).toBe(`200 http://127.0.0.1:${secret}/meta`);
+    expect(r.hits).toEqual([expect.stringMatching(/^redirector/), "secret /meta"]);
+  }, 30_000);
+
+  it("with HTTP_PROXY and HTTPS_PROXY, every hop of a redirect chain goes through the proxy, with its credentials: plain http in absolute form, https as CONNECT", async () => {
+    const px = `http://ocw:k3y@127.0.0.1:${proxy}`;
+    const auth = `auth=Basic ${Buffer.from("ocw:k3y").toString("base64")}`;
+    const r = await run(to(`http://127.0.0.1:${secret}/meta`), { HTTP_PROXY: px, HTTPS_PROXY: px });
+    expect(r.hits).toEqual([
+      `proxy GET ${to(`http://127.0.0.1:${secret}/meta`)} ${auth}`,
+      expect.stringMatching(/^redirector/),
+      `proxy GET http://127.0.0.1:${secret}/meta ${auth}`,
+      "secret /meta",
+    ]);
+    const s = await run(to("https://127.0.0.1:9/x"), { HTTP_PROXY: px, HTTPS_PROXY: px });
+    expect(s.hits).toEqual([expect.stringMatching(/^proxy GET/), expect.stringMatching(/^redirector/), `proxy CONNECT 127.0.0.1:9 ${auth}`]);
+    expect(s.out).toBe("403 https://127.0.0.1:9/x");
+  }, 30_000);
+
+  it("HTTP_PROXY alone leaves https direct (so both are set)", async () => {
+    const r = await run("https://127.0.0.1:9/", { HTTP_PROXY: `http://127.0.0.1:${proxy}` });
+    expect(r.hits).toEqual([]);
+    expect(r.out).toMatch(/^error /);
+  }, 30_000);
+
+  it("NO_PROXY host:port sends that port alone direct, and the redirects of a fetch that started direct are followed direct: the proxy decides once per fetch, by its first URL", async () => {
+    const px = `http://127.0.0.1:${proxy}`;
+    const direct = await run(to(`http://127.0.0.1:${secret}/meta`), { HTTP_PROXY: px, HTTPS_PROXY: px, NO_PROXY: `127.0.0.1:${redirector}` });
+    expect(direct.hits).toEqual([expect.stringMatching(/^redirector/), "secret /meta"]);
+    const other = await run(`http://127.0.0.1:${secret}/x`, { HTTP_PROXY: px, HTTPS_PROXY: px, NO_PROXY: `127.0.0.1:${redirector}` });
+    expect(other.hits[0]).toMatch(/^proxy GET/);
+    // …and a proxied first hop keeps the proxy for its redirects, even to a host:port NO_PROXY names.
+    const kept = await run(to(`http://127.0.0.1:${secret}/meta`), { HTTP_PROXY: px, HTTPS_PROXY: px, NO_PROXY: `127.0.0.1:${secret}` });
+    expect(kept.hits.filter((h) => h.startsWith("proxy")).length).toBe(2);
+  }, 30_000);
+
+  it("NO_PROXY host:443 does not match https://host/ (the default port is not in the URL): an endpoint on a default port is listed by its bare host", async () => {
+    const px = `http://127.0.0.1:${proxy}`;
+    const r = await run("https://api.example.test/", { HTTP_PROXY: px, HTTPS_PROXY: px, NO_PROXY: "api.example.test:443" });
+    expect(r.hits).toEqual(["proxy CONNECT api.example.test:443 auth=-"]);
+    const bare = await run("https://eu.api.example.test:8443/", { HTTP_PROXY: px, HTTPS_PROXY: px, NO_PROXY: "api.example.test" });
+    expect(bare.hits).toEqual([]);
+  }, 30_000);
+});
