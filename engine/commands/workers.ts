@@ -273,8 +273,10 @@ export function registerWorkerCommands(program: Command): void {
             acceptFlagged: !!o.acceptFlagged,
           });
           if (o.json) return console.log(JSON.stringify(r, null, 2));
-          console.log(`pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`);
-          if (r.pr) console.log(`pull request: ${r.pr.url}`);
+          console.log(
+            `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}${r.replaced ? ` (in place of the earlier round's ${r.replaced.slice(0, 12)})` : ""}`,
+          );
+          if (r.pr) console.log(`pull request${r.pr.existing ? " (already open)" : ""}: ${r.pr.url}`);
           if (r.prProblem) console.log(`no pull request: ${r.prProblem}`);
         } catch (err) {
           fail(err);

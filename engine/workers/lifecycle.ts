@@ -23,6 +23,21 @@ import {
 import type { WorkerRegistry } from "../registry";
 
 /**
+ * Why a worker that is not built is not landed (merged, published, pushed), and what to do next: nothing but a built
+ * round's graded commit ever lands, so the way on is another round (or the task again), never an override.
+ */
+export function notBuilt(w: Worker, verb: string): InputError {
+  const state = w.state === "honest-failure" ? "failed (its held-back checks did not pass)" : w.state;
+  const next =
+    w.state === "honest-failure"
+      ? "continue it with a review (a new round, graded again) or retry its task, then land the round that is built"
+      : w.state === "stopped" || w.state === "interrupted" || w.state === "error"
+        ? "resume it (or retry its task), then land it once it is built"
+        : "wait for its verdict, then land it if it is built";
+  return new InputError(`worker ${w.id} is ${state}: only a built worker's graded commit is ${verb}; ${next} (nothing was changed)`, "conflict");
+}
+
+/**
  * A finished worker's workspace lifecycle: merge (exactly the graded commit), diff, discard, and garbage collection.
  * What a worker leaves is its workspace (private repository), the engine's repository of it, its private tmp and its
  * `ocw/<id>` branch. Merged or discarded workers lose them; finished ones older than the retention
@@ -41,7 +56,7 @@ export class WorkspaceLifecycle {
    */
   async merge(workerId: string, opts: { acceptFlagged?: boolean } = {}): Promise<{ commit: string; into: string }> {
     const w = this.reg.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`, "conflict");
+    if (w.state !== "built") throw notBuilt(w, "merged");
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
@@ -107,7 +122,7 @@ export class WorkspaceLifecycle {
   /** A built, unmerged, undiscarded worker's workspace and graded commit, or why it has none to land. */
   landable(workerId: string, verb: string): { ws: Workspace; commit: string } {
     const w = this.reg.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are ${verb}`, "conflict");
+    if (w.state !== "built") throw notBuilt(w, verb);
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to publish`, "conflict");
     const ws = this.reg.workspaceOf(w);

@@ -7,9 +7,10 @@ import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
 import { showUntrusted } from "../../shared/untrusted";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
 import { type Worker, workerTitle } from "../../shared/worker";
-import { runCommand } from "../process";
+import { type CommandResult, runCommand } from "../process";
 import { describeFlags, flaggedChanges, git, gitComplaint, landObjects, userGitEnv } from "../workspace";
 import type { Engine } from "./engine";
+import { notBuilt } from "./lifecycle";
 
 /**
  * Push a built worker's graded commit (or a batch's passed integration commit) to a branch on a remote the person
@@ -78,17 +79,22 @@ async function pushUnredacted(
     await engine.publish(input.workerId).catch((err: unknown) => {
       if (codeOf(err) !== "conflict") throw err;
     });
-  const push = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], {
-    cwd: repo,
-    env: userGitEnv(),
-  });
-  if (push.exitCode !== 0) {
-    const why = gitComplaint(push);
-    if (/rejected|non-fast-forward|fetch first/.test(push.stdout + push.stderr)) {
-      throw new InputError(`${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch`, "conflict");
-    }
-    throw new InputError(`the push to ${remote} failed: ${why}`, "unavailable");
+  // The branch there already: at this worker's earlier round's graded commit (pushed before a review), it follows the
+  // latest verdict, with a lease on exactly that commit (anything else there is refused below, never overwritten).
+  const earlier = input.workerId ? earlierRounds(engine.get(input.workerId), commit) : [];
+  let replaced: string | null = null;
+  if (earlier.length) {
+    const there = await runCommand("git", ["ls-remote", remote, `refs/heads/${branch}`], { cwd: repo, env: userGitEnv() });
+    const tip = there.exitCode === 0 ? (/^([0-9a-f]{40,64})\trefs\/heads\//m.exec(there.stdout)?.[1] ?? null) : null;
+    if (tip && earlier.includes(tip)) replaced = tip;
   }
+  const lease = replaced ? [`--force-with-lease=refs/heads/${branch}:${replaced}`] : [];
+  const push = await runCommand(
+    "git",
+    ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", ...lease, remote, `${commit}:refs/heads/${branch}`],
+    { cwd: repo, env: userGitEnv() },
+  );
+  if (push.exitCode !== 0) throw pushRefusal(push, remote, branch);
   let pr: PushResult["pr"] = null;
   let prProblem: string | null = null;
   if (input.pr) {
@@ -96,6 +102,7 @@ async function pushUnredacted(
     // The remote's URL as configured (`remote.NAME.url`, before any insteadOf), or the URL given.
     const url = remotes.includes(remote) ? await git(repo, ["config", "--get", `remote.${remote}.url`], { allowFail: true }) : remote;
     const ghRepo = hostedRepo(url);
+    const again = `the branch is pushed: open the pull request on the remote's site, or run this push again with --pr`;
     if (!ghRepo) prProblem = `${remote} (${url}) is not a repository on a hosting service that gh can name: open the pull request there (the branch is pushed)`;
     else if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
     else {
@@ -107,12 +114,77 @@ async function pushUnredacted(
         // The repository named by the remote, never gh's own default (which may be another repository of the person's).
         args.push("--repo", ghRepo);
         const r = await runCommand(gh, args, { cwd: repo, env: { ...process.env } });
-        if (r.exitCode !== 0) prProblem = `gh could not open the pull request: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" ")}`;
-        else pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
+        const said = (r.stderr || r.stdout).trim();
+        if (r.exitCode === 0) pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
+        else if (/already exists/i.test(said)) {
+          // Pushed again (a later round, or the same commit twice): the pull request of this branch is open already.
+          // gh names it on its last line; GitHub's own 422 ("A pull request already exists for owner:branch") does not.
+          const named = /(https?:\/\/\S+\/pull\/\d+)\s*$/.exec(said)?.[1];
+          const listed = named
+            ? null
+            : await runCommand(gh, ["pr", "list", "--repo", ghRepo, "--head", branch, "--state", "open", "--json", "url", "--jq", ".[0].url"], {
+                cwd: repo,
+                env: { ...process.env },
+              });
+          const found = named ?? (listed?.exitCode === 0 ? listed.stdout.trim().split("\n")[0] : "");
+          if (found) {
+            pr = { url: found, existing: true };
+            // Its description is the verdict card of the push that opened it: the latest verdict replaces it.
+            if (replaced) {
+              const edit = await runCommand(gh, ["pr", "edit", found, "--repo", ghRepo, "--body", body], { cwd: repo, env: { ...process.env } });
+              if (edit.exitCode !== 0)
+                prProblem = `the pull request ${found} is open already, and gh could not update its description to the latest verdict: ${ghSaid(edit)}`;
+            }
+          } else prProblem = `a pull request of ${branch} is open already, but gh could not name it: ${lastLines(said)}; ${again}`;
+        } else prProblem = `gh could not open the pull request: ${lastLines(said)}${ghHint(said)}; ${again}`;
       }
     }
   }
-  return { remote, branch, commit, pr, prProblem };
+  return { remote, branch, commit, pr, prProblem, replaced };
+}
+
+const lastLines = (s: string) => s.split("\n").slice(-2).join(" ");
+const ghSaid = (r: { stdout: string; stderr: string }) => lastLines((r.stderr || r.stdout).trim());
+
+/** What to do about gh's refusals that are not the pull request's own: a refused sign-in, GitHub's rate limit. */
+function ghHint(said: string): string {
+  if (/\b401\b|bad credentials|authentication/i.test(said)) return " (GitHub refused gh's sign-in: run `gh auth login` again)";
+  if (/rate limit/i.test(said)) return " (GitHub's rate limit: wait for it to reset)";
+  return "";
+}
+
+/** The worker's earlier rounds' graded commits (a branch pushed at one of them follows the latest verdict). */
+function earlierRounds(w: Worker, commit: string): string[] {
+  return (w.rounds ?? []).flatMap((r) => (r.commit && r.commit !== commit ? [r.commit] : []));
+}
+
+/**
+ * Why git push failed, in words, from its porcelain lines (`!\tSRC:DST\t[rejected] (non-fast-forward)`, `[remote
+ * rejected] (pre-receive hook declined)`) and the remote's own words (its `remote:` lines: a hook's message).
+ */
+function pushRefusal(push: CommandResult, remote: string, branch: string): InputError {
+  const status = /^!\t\S+\t(\[[^\]]+\])\s*(?:\((.*)\))?$/m.exec(push.stdout);
+  const kept = "nothing was pushed, the worker's graded commit is unchanged";
+  if (status?.[1] === "[rejected]" || (!status && /non-fast-forward|fetch first/.test(push.stdout + push.stderr)))
+    return new InputError(
+      `${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch (${kept})`,
+      "conflict",
+    );
+  if (status?.[1] === "[remote rejected]") {
+    const said = push.stderr
+      .split("\n")
+      .filter((l) => l.startsWith("remote:"))
+      .map((l) => l.slice("remote:".length).trim())
+      .filter(Boolean)
+      .slice(-6)
+      .join(" / ")
+      .slice(0, 600);
+    return new InputError(
+      `${remote} refused the push (${status[2] || "remote rejected"})${said ? `, saying: ${said}` : ""}; ${kept}: do what it asks (or ask who runs it), then push again, or push to another --remote or --branch`,
+      "conflict",
+    );
+  }
+  return new InputError(`the push to ${remote} failed: ${gitComplaint(push)} (${kept}): fix that, then push again`, "unavailable");
 }
 
 function findOnPath(name: string): string | null {
@@ -131,8 +203,8 @@ function findOnPath(name: string): string | null {
 
 function workerPush(engine: Engine, workerId: string) {
   const w = engine.get(workerId);
-  if (w.state !== "built" || !w.verdict?.commit)
-    throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
+  if (w.state !== "built") throw notBuilt(w, "pushed");
+  if (!w.verdict?.commit) throw new InputError(`worker ${workerId} has no graded commit to push`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
   const title = workerTitle(w.spec, 72);
   return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };

@@ -1,0 +1,217 @@
+// Landing in the field, through the real engine (`ocw serve` bundle, real opencode, real git, scripted model) and the
+// `ocw` CLI: a remote whose pre-receive hook refuses the push, a worker pushed twice (its pull request already open:
+// gh's 422), a worker pushed again after a review round, a merge into a dirty working tree (an untracked file where the
+// worker adds one), a branch that moved on, and a worker graded not built. Every refusal says what to do next and
+// leaves the person's checkout and the worker's branch as they were.
+import { execFileSync } from "node:child_process";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startScriptedModel, writeFile, writesAsTold, type ScriptedModel } from "../fixtures/scripted-model";
+import { cleanup, makeRepo, runOcw, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
+
+let model: ScriptedModel;
+let engine: TestEngine;
+let fakeBin: string;
+let ghLog: string;
+const dirs: string[] = [];
+
+const ocw = (args: string[]) => runOcw(engine.stateDir, args, 170_000);
+const git = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", stdio: "pipe" }).trim();
+const CLASS_NAMES = /\b(InputError|GitError|OcwError|TRPCError|Error:|TypeError|undefined)\b/;
+
+function bareRemote(dir: string, preReceive?: string): string {
+  const remote = tempDir("remote");
+  dirs.push(remote);
+  git(remote, "init", "-q", "--bare", "-b", "main");
+  git(dir, "remote", "add", "origin", "https://github.example/acme/app.git");
+  git(dir, "config", `url.${remote}.insteadOf`, "https://github.example/acme/app.git");
+  git(dir, "push", "-q", "origin", "main");
+  if (preReceive) {
+    writeFileSync(path.join(remote, "hooks", "pre-receive"), preReceive);
+    chmodSync(path.join(remote, "hooks", "pre-receive"), 0o755);
+  }
+  return remote;
+}
+
+async function built(dir: string, task: string, file: string) {
+  const { workerId } = await engine.client.workers.start.mutate({ task, directory: dir, checks: [{ name: "written", file, exists: true }] });
+  const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+  expect(w.state).toBe("built");
+  return w;
+}
+
+beforeAll(async () => {
+  model = await startScriptedModel({
+    scripts: [
+      {
+        // A review round: "LF-AGAIN file=F text=T" in the latest message writes T to F.
+        name: "again",
+        match: (c) => /LF-AGAIN file=\S+ text=\S+/.test(c.lastUserText),
+        script: (c) => {
+          const [, file, text] = /LF-AGAIN file=(\S+) text=(\S+)/.exec(c.lastUserText)!;
+          return c.turnStep === 0 ? writeFile(file!, `${text}\n`) : { text: `Rewrote ${file}.\nOUTCOME: built` };
+        },
+      },
+      writesAsTold("LF-WRITE"),
+    ],
+  });
+  fakeBin = tempDir("fakebin");
+  ghLog = path.join(fakeBin, "gh.log");
+  dirs.push(fakeBin);
+  // gh as it answers: `pr create` opens #7 once; asked again for the same head, it says so as gh does (exit 1, the
+  // existing pull request's URL on the last line).
+  writeFileSync(
+    path.join(fakeBin, "gh"),
+    `#!/bin/sh
+for a in "$@"; do printf '%s\\n' "$a" >> "${ghLog}"; done
+printf -- '----\\n' >> "${ghLog}"
+if [ "$1" = auth ]; then exit 0; fi
+if [ "$1" = pr ] && [ "$2" = create ]; then
+  head="$4"
+  if [ -f "${fakeBin}/opened-$(echo "$head" | tr / _)" ]; then
+    echo "a pull request for branch \\"$head\\" into branch \\"main\\" already exists:" >&2
+    echo "https://github.example/acme/app/pull/7" >&2
+    exit 1
+  fi
+  touch "${fakeBin}/opened-$(echo "$head" | tr / _)"
+  echo "https://github.example/acme/app/pull/7"
+  exit 0
+fi
+exit 1
+`,
+  );
+  chmodSync(path.join(fakeBin, "gh"), 0o755);
+  engine = await startEngine(undefined, { PATH: `${fakeBin}:${process.env.PATH}` });
+  await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 4), activate: true });
+}, 60_000);
+
+afterAll(async () => {
+  await engine?.kill();
+  await model?.close();
+  cleanup(engine?.stateDir ?? "", ...dirs);
+});
+
+describe("pushing in the field", () => {
+  it("a pre-receive hook's refusal is reported as the remote's refusal, with its words, not as a branch that needs another name", async () => {
+    const dir = makeRepo();
+    dirs.push(dir);
+    const remote = bareRemote(dir, `#!/bin/sh\necho "policy: branches named ocw/* need a ticket number" >&2\nexit 1\n`);
+    const w = await built(dir, "LF-WRITE file=a.txt text=alpha", "a.txt");
+    const r = await ocw(["push", w.id, "--remote", "origin"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/origin refused the push/);
+    expect(r.stderr).toContain("policy: branches named ocw/* need a ticket number");
+    expect(r.stderr).not.toMatch(/never forces|with other commits/);
+    expect(r.stderr).not.toMatch(CLASS_NAMES);
+    expect(git(remote, "branch", "--list")).toBe("* main");
+    // The worker is still built, nothing was lost: once the hook lets it through, the same push goes.
+    writeFileSync(path.join(remote, "hooks", "pre-receive"), "#!/bin/sh\nexit 0\n");
+    const again = await ocw(["push", w.id, "--remote", "origin"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(git(remote, "rev-parse", `refs/heads/ocw/${w.id}`)).toBe(w.verdict!.commit);
+  });
+
+  it("pushed twice with --pr: the second push is up to date and names the pull request already open (gh's 422)", async () => {
+    const dir = makeRepo();
+    dirs.push(dir);
+    const remote = bareRemote(dir);
+    const w = await built(dir, "LF-WRITE file=b.txt text=beta", "b.txt");
+    const first = await ocw(["push", w.id, "--remote", "origin", "--pr", "--json"]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ pr: { url: "https://github.example/acme/app/pull/7" }, prProblem: null });
+    const second = await ocw(["push", w.id, "--remote", "origin", "--pr", "--json"]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout)).toMatchObject({ commit: w.verdict!.commit, pr: { url: "https://github.example/acme/app/pull/7" } });
+    expect(git(remote, "rev-parse", `refs/heads/ocw/${w.id}`)).toBe(w.verdict!.commit);
+  });
+
+  it("pushed, reviewed (a new round), pushed again: the branch follows the worker's latest graded commit; another's commit there is still never overwritten", async () => {
+    const dir = makeRepo();
+    dirs.push(dir);
+    const remote = bareRemote(dir);
+    const w = await built(dir, "LF-WRITE file=c.txt text=gamma", "c.txt");
+    const first = await ocw(["push", w.id, "--remote", "origin"]);
+    expect(first.code, first.stderr).toBe(0);
+    const round1 = w.verdict!.commit!;
+    await engine.client.workers.continue.mutate({ workerId: w.id, message: "LF-AGAIN file=c.txt text=gamma2" });
+    const w2 = (await settle(engine.client, [w.id], () => "once")).get(w.id)!;
+    expect(w2.state).toBe("built");
+    expect(w2.verdict!.commit).not.toBe(round1);
+    const second = await ocw(["push", w.id, "--remote", "origin"]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(git(remote, "rev-parse", `refs/heads/ocw/${w.id}`)).toBe(w2.verdict!.commit);
+    expect(git(remote, "show", `refs/heads/ocw/${w.id}:c.txt`)).toBe("gamma2");
+    // Someone else's commit on that branch: refused, theirs kept.
+    const other = git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", "main^{tree}", "-p", "main", "-m", "someone else's");
+    git(dir, "push", "-q", "--force", "origin", `${other}:refs/heads/ocw/${w.id}`);
+    const third = await ocw(["push", w.id, "--remote", "origin"]);
+    expect(third.code).toBe(1);
+    expect(third.stderr).toMatch(/never forces a push/);
+    expect(git(remote, "rev-parse", `refs/heads/ocw/${w.id}`)).toBe(other);
+  });
+});
+
+describe("merging in the field", () => {
+  it("an untracked file of the person's where the worker adds one: refused, their file kept, what to do said", async () => {
+    const dir = makeRepo();
+    dirs.push(dir);
+    const w = await built(dir, "LF-WRITE file=d.txt text=delta", "d.txt");
+    writeFileSync(path.join(dir, "d.txt"), "mine, not committed\n");
+    const head = git(dir, "rev-parse", "HEAD");
+    const r = await ocw(["merge", w.id]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/d\.txt/);
+    expect(r.stderr).not.toMatch(CLASS_NAMES);
+    expect(readFileSync(path.join(dir, "d.txt"), "utf8")).toBe("mine, not committed\n");
+    expect(git(dir, "rev-parse", "HEAD")).toBe(head);
+    expect(git(dir, "status", "--porcelain")).toBe("?? d.txt");
+    // Moved away, the merge goes.
+    execFileSync("mv", [path.join(dir, "d.txt"), path.join(dir, "..", `${path.basename(dir)}-d.txt`)]);
+    const ok = await ocw(["merge", w.id]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(readFileSync(path.join(dir, "d.txt"), "utf8")).toBe("delta\n");
+  });
+
+  it("a dirty file the merge does not touch stays dirty; the branch moved on (no conflict): a merge commit over both", async () => {
+    const dir = makeRepo({ "README.md": "# r\n", "notes.txt": "n\n" });
+    dirs.push(dir);
+    const w = await built(dir, "LF-WRITE file=e.txt text=epsilon", "e.txt");
+    writeFileSync(path.join(dir, "other.txt"), "theirs\n");
+    git(dir, "add", "other.txt");
+    git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "moved on");
+    writeFileSync(path.join(dir, "notes.txt"), "n, edited\n");
+    const r = await ocw(["merge", w.id]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(path.join(dir, "notes.txt"), "utf8")).toBe("n, edited\n");
+    expect(readFileSync(path.join(dir, "e.txt"), "utf8")).toBe("epsilon\n");
+    expect(git(dir, "status", "--porcelain")).toBe("M notes.txt");
+    expect(git(dir, "rev-list", "--parents", "-n1", "HEAD").split(" ").length).toBe(3);
+  });
+
+  it("a worker graded not built is not landed; the refusal says what to do next", async () => {
+    const dir = makeRepo();
+    dirs.push(dir);
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "LF-WRITE file=f.txt text=phi",
+      directory: dir,
+      checks: [{ name: "never", file: "g.txt", exists: true }],
+    });
+    const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+    expect(w.state).toBe("honest-failure");
+    for (const args of [
+      ["merge", workerId],
+      ["push", workerId, "--remote", "origin"],
+      ["publish", workerId],
+    ]) {
+      const r = await ocw(args);
+      expect(r.code, args.join(" ")).toBe(1);
+      expect(r.stderr).toMatch(
+        /is failed \(its held-back checks did not pass\): only a built worker's graded commit is \w+; continue it with a review \(a new round, graded again\) or retry its task/,
+      );
+      expect(r.stderr).not.toMatch(CLASS_NAMES);
+    }
+    expect(existsSync(path.join(dir, "f.txt"))).toBe(false);
+    expect(git(dir, "branch", "--list", "ocw/*")).toBe("");
+  });
+});
