@@ -371,6 +371,8 @@ export interface LandOptions {
   fastForward?: boolean;
   /** What the conflict message offers as the way on. */
   onConflict?: (files: string[]) => string;
+  /** Another way on when the checkout is on another branch (after "check out BRANCH first, or …"). */
+  elsewhere?: string;
   /**
    * The engine's graded store, where `commit` is: the merge is computed there, and the result's objects reach the
    * person's repository (`publish`) only once the merge is known to apply (no conflict, a clean checkout).
@@ -387,7 +389,10 @@ export async function landCommit(o: LandOptions): Promise<string> {
   const { repo, branch } = o;
   const current = (await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
   if (current !== branch)
-    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+    throw new InputError(
+      `your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first${o.elsewhere ? `, or ${o.elsewhere}` : ""} (nothing was changed)`,
+      "conflict",
+    );
   const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
   const flags = await quietFlags(repo);
   let next: string;

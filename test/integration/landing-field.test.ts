@@ -54,6 +54,15 @@ beforeAll(async () => {
         },
       },
       writesAsTold("LF-WRITE"),
+      {
+        // "LF-WHOLE file=F text=BASE64": the whole file F, several lines.
+        name: "whole",
+        match: /LF-WHOLE file=\S+ text=\S+/,
+        script: (c) => {
+          const [, file, text] = /LF-WHOLE file=(\S+) text=(\S+)/.exec(c.firstUserText)!;
+          return c.turnStep === 0 ? writeFile(file!, `${Buffer.from(text!, "base64").toString("utf8")}\n`) : { text: "Done.\nOUTCOME: built" };
+        },
+      },
     ],
   });
   fakeBin = tempDir("fakebin");
@@ -213,5 +222,114 @@ describe("merging in the field", () => {
     }
     expect(existsSync(path.join(dir, "f.txt"))).toBe(false);
     expect(git(dir, "branch", "--list", "ocw/*")).toBe("");
+  });
+});
+
+describe("merging in the field, round two", () => {
+  it("the person switched to another branch since the worker started: refused with both ways on (check out the base, or publish and merge where they are); their checkout and branch untouched", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    const w = await built(dir, "LF-WRITE file=h.txt text=eta", "h.txt");
+    git(dir, "switch", "-q", "-c", "feature");
+    writeFileSync(path.join(dir, "README.md"), "# r, being edited on feature\n");
+    const featureTip = git(dir, "rev-parse", "feature");
+    const r = await ocw(["merge", w.id]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      /is on feature, not main: check out main first, or bring the work in as branch ocw\/\S+ \(ocw publish \S+\) and merge that where you are \(nothing was changed\)/,
+    );
+    expect(git(dir, "rev-parse", "main")).toBe(git(dir, "rev-parse", "feature"));
+    const pub = await ocw(["publish", w.id]);
+    expect(pub.code, pub.stderr).toBe(0);
+    expect(git(dir, "show", `ocw/${w.id}:h.txt`)).toBe("eta");
+    expect(git(dir, "rev-parse", "--abbrev-ref", "HEAD")).toBe("feature");
+    expect(git(dir, "rev-parse", "feature")).toBe(featureTip);
+    expect(existsSync(path.join(dir, "h.txt"))).toBe(false);
+    expect(readFileSync(path.join(dir, "README.md"), "utf8")).toBe("# r, being edited on feature\n");
+  });
+
+  it("two workers change the same file: other lines merge both; the same line refuses the second (rebase offered), nothing lost, and it can still be published", async () => {
+    const lines = Array.from({ length: 12 }, (_, i) => `line ${i}`).join("\n");
+    const dir = makeRepo({ "s.txt": `${lines}\n` });
+    dirs.push(dir);
+    // Both write the whole file: one changes its first line, the other its last, a third its first line too.
+    const ids = await Promise.all(
+      [
+        ["s.txt", lines.replace("line 0", "TOP")],
+        ["s.txt", lines.replace("line 11", "BOTTOM")],
+        ["s.txt", lines.replace("line 0", "OTHER-TOP")],
+      ].map(async ([file, text]) => {
+        const { workerId } = await engine.client.workers.start.mutate({
+          task: `LF-WHOLE file=${file} text=${Buffer.from(text!).toString("base64")}`,
+          directory: dir,
+          checks: [{ name: "written", file: file!, exists: true }],
+        });
+        return workerId;
+      }),
+    );
+    const ws = await settle(engine.client, ids, () => "once");
+    for (const id of ids) expect(ws.get(id)!.state).toBe("built");
+    const [top, bottom, otherTop] = ids as [string, string, string];
+    expect((await ocw(["merge", top])).code).toBe(0);
+    const m2 = await ocw(["merge", bottom]);
+    expect(m2.code, m2.stderr).toBe(0);
+    const merged = readFileSync(path.join(dir, "s.txt"), "utf8");
+    expect(merged.startsWith("TOP\n")).toBe(true);
+    expect(merged.endsWith("BOTTOM\n")).toBe(true);
+    const head = git(dir, "rev-parse", "HEAD");
+    const m3 = await ocw(["merge", otherTop]);
+    expect(m3.code).toBe(1);
+    expect(m3.stderr).toMatch(/s\.txt/);
+    expect(m3.stderr).toMatch(/ocw rebase/);
+    expect(m3.stderr).not.toMatch(CLASS_NAMES);
+    expect(git(dir, "rev-parse", "HEAD")).toBe(head);
+    expect(git(dir, "status", "--porcelain")).toBe("");
+    const pub = await ocw(["publish", otherTop]);
+    expect(pub.code, pub.stderr).toBe(0);
+    expect(git(dir, "show", `ocw/${otherTop}:s.txt`).startsWith("OTHER-TOP")).toBe(true);
+  });
+
+  it("a repository with a submodule and an LFS-tracked file (its filter installed): the merge lands the worker's file; the submodule and the LFS file stay as they were, the checkout clean", async () => {
+    const sub = makeRepo({ "lib.txt": "lib\n" });
+    dirs.push(sub);
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    git(dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "vendor/lib");
+    git(dir, "lfs", "install", "--local");
+    git(dir, "lfs", "track", "*.bin");
+    writeFileSync(path.join(dir, "big.bin"), "binary-ish payload\n");
+    git(dir, "add", ".gitattributes", "big.bin");
+    git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "submodule and lfs");
+    expect(git(dir, "show", "HEAD:big.bin")).toMatch(/^version https:\/\/git-lfs/);
+    const w = await built(dir, "LF-WRITE file=k.txt text=kappa", "k.txt");
+    const r = await ocw(["merge", w.id]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(path.join(dir, "k.txt"), "utf8")).toBe("kappa\n");
+    expect(readFileSync(path.join(dir, "big.bin"), "utf8")).toBe("binary-ish payload\n");
+    expect(readFileSync(path.join(dir, "vendor/lib/lib.txt"), "utf8")).toBe("lib\n");
+    expect(git(dir, "status", "--porcelain")).toBe("");
+    // " SHA vendor/lib (…)": checked out at the recorded commit (git() trims the leading space).
+    expect(git(dir, "submodule", "status")).toMatch(/^[0-9a-f]{40} vendor\/lib/);
+  });
+});
+
+describe("after an engine restart", () => {
+  it("a built worker from before the restart (kill -9) is merged and pushed as before", async () => {
+    const dir = makeRepo();
+    dirs.push(dir);
+    const remote = bareRemote(dir);
+    const a = await built(dir, "LF-WRITE file=m.txt text=mu", "m.txt");
+    const b = await built(dir, "LF-WRITE file=n.txt text=nu", "n.txt");
+    await engine.kill("SIGKILL");
+    engine = await startEngine(engine.stateDir, { PATH: `${fakeBin}:${process.env.PATH}` });
+    const m = await ocw(["merge", a.id]);
+    expect(m.code, m.stderr).toBe(0);
+    expect(readFileSync(path.join(dir, "m.txt"), "utf8")).toBe("mu\n");
+    const p = await ocw(["push", b.id, "--remote", "origin", "--pr", "--json"]);
+    expect(p.code, p.stderr).toBe(0);
+    expect(git(remote, "rev-parse", `refs/heads/ocw/${b.id}`)).toBe(b.verdict!.commit);
+    const m2 = await ocw(["merge", b.id]);
+    expect(m2.code, m2.stderr).toBe(0);
+    expect(readFileSync(path.join(dir, "n.txt"), "utf8")).toBe("nu\n");
   });
 });
