@@ -85,6 +85,12 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
       `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Dispatch a follow-up (continue a worker, or a new task) and run the batch's checks again`,
       "conflict",
     );
+  const stale = engine.batches.integrationStale(batchId);
+  if (stale)
+    throw new InputError(
+      `batch ${batchId}'s integration is of its workers as they were: ${stale}. It runs again once every task is at rest; merge once it passed (nothing was changed)`,
+      "conflict",
+    );
   if (!rec.branch)
     throw new InputError(`batch ${batchId} started from a detached HEAD: merge its integration commit ${res.commit.slice(0, 12)} by hand`, "conflict");
   // The integration commit is in the engine's graded store until it lands (then exactly its missing objects are copied).

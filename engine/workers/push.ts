@@ -216,6 +216,12 @@ function batchPush(engine: Engine, batchId: string) {
   const res = s.integration?.result;
   if (!rec || !res) throw new InputError(`batch ${batchId} has no integration checks: push its workers one by one (ocw push WORKER_ID)`, "conflict");
   if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing to push`, "conflict");
+  const stale = engine.batches.integrationStale(batchId);
+  if (stale)
+    throw new InputError(
+      `batch ${batchId}'s integration is of its workers as they were: ${stale}. It runs again once every task is at rest; push once it passed (nothing was pushed)`,
+      "conflict",
+    );
   const workers = res.workers.map((id) => engine.get(id));
   return {
     repo: rec.repo!,

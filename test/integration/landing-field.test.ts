@@ -333,3 +333,81 @@ describe("after an engine restart", () => {
     expect(readFileSync(path.join(dir, "n.txt"), "utf8")).toBe("nu\n");
   });
 });
+
+describe("a batch's integration after a review round", () => {
+  it("integration failed; a worker continued with a review and built again: the integration runs again on its latest round, and merge --batch lands that", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    const bf = path.join(tempDir("batchfile"), "batch.json");
+    dirs.push(path.dirname(bf));
+    writeFileSync(
+      bf,
+      JSON.stringify({
+        tasks: [
+          { id: "a", task: "LF-WRITE file=a.txt text=draft", dir, checks: [{ file: "a.txt", exists: true }] },
+          { id: "b", task: "LF-WRITE file=b.txt text=bee", dir, checks: [{ file: "b.txt", exists: true }] },
+        ],
+        integration: { checks: [{ name: "a is final", run: "grep -q final a.txt && test -f b.txt" }] },
+      }),
+    );
+    const r = await ocw(["run", "--batch", bf, "--json", "--approve", "once"]);
+    const out = JSON.parse(r.stdout);
+    expect(out.integration).toMatchObject({ passed: false });
+    const [a] = out.workers.map((w: { workerId: string }) => w.workerId) as [string, string];
+    const refused = await ocw(["merge", "--batch", out.batchId]);
+    expect(refused.code).toBe(1);
+    await engine.client.workers.continue.mutate({ workerId: a, message: "LF-AGAIN file=a.txt text=final" });
+    const wa = (await settle(engine.client, [a], () => "once")).get(a)!;
+    expect(wa.state).toBe("built");
+    // The integration of the earlier round is not what lands: it runs again on the latest graded commits.
+    let summary = await engine.client.workers.batch.query({ batchId: out.batchId });
+    for (let i = 0; i < 100 && !(summary.integration?.state === "done" && summary.integration.result?.passed); i++) {
+      await new Promise((res) => setTimeout(res, 200));
+      summary = await engine.client.workers.batch.query({ batchId: out.batchId });
+    }
+    expect(summary.integration).toMatchObject({ state: "done", result: { passed: true } });
+    const m = await ocw(["merge", "--batch", out.batchId]);
+    expect(m.code, m.stderr).toBe(0);
+    expect(readFileSync(path.join(dir, "a.txt"), "utf8")).toBe("final\n");
+    expect(readFileSync(path.join(dir, "b.txt"), "utf8")).toBe("bee\n");
+  });
+
+  it("integration passed, then a worker of it discarded: merge --batch refuses the combination that holds it (saying why), the integration runs again without it, and that lands", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    const bf = path.join(tempDir("batchfile"), "batch.json");
+    dirs.push(path.dirname(bf));
+    writeFileSync(
+      bf,
+      JSON.stringify({
+        tasks: [
+          { id: "a", task: "LF-WRITE file=p.txt text=pi", dir, checks: [{ file: "p.txt", exists: true }] },
+          { id: "b", task: "LF-WRITE file=q.txt text=qoppa", dir, checks: [{ file: "q.txt", exists: true }] },
+        ],
+        integration: { checks: [{ name: "p", run: "test -f p.txt" }] },
+      }),
+    );
+    const r = await ocw(["run", "--batch", bf, "--json", "--approve", "once"]);
+    const out = JSON.parse(r.stdout);
+    expect(out.integration).toMatchObject({ passed: true });
+    const [a, b] = out.workers.map((w: { workerId: string }) => w.workerId) as [string, string];
+    expect((await ocw(["discard", b])).code).toBe(0);
+    const head = git(dir, "rev-parse", "HEAD");
+    const refused = await ocw(["merge", "--batch", out.batchId]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`${b} is not at the graded commit it combined any more (continued or discarded since)`);
+    expect(refused.stderr).toMatch(/It runs again once every task is at rest; merge once it passed \(nothing was changed\)/);
+    expect(refused.stderr).not.toMatch(CLASS_NAMES);
+    expect(git(dir, "rev-parse", "HEAD")).toBe(head);
+    let summary = await engine.client.workers.batch.query({ batchId: out.batchId });
+    for (let i = 0; i < 100 && !(summary.integration?.state === "done" && summary.integration.result?.passed); i++) {
+      await new Promise((res) => setTimeout(res, 200));
+      summary = await engine.client.workers.batch.query({ batchId: out.batchId });
+    }
+    expect(summary.integration!.result).toMatchObject({ passed: true, workers: [a] });
+    const m = await ocw(["merge", "--batch", out.batchId]);
+    expect(m.code, m.stderr).toBe(0);
+    expect(readFileSync(path.join(dir, "p.txt"), "utf8")).toBe("pi\n");
+    expect(existsSync(path.join(dir, "q.txt"))).toBe(false);
+  });
+});
