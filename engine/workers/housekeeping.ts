@@ -4,6 +4,7 @@
 import { codeOf, InputError } from "../../shared/errors";
 import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from "../../shared/api";
 import { quoteUntrustedList } from "../../shared/untrusted";
+import { attemptGroup } from "../../shared/attempts";
 import { isAtRest } from "../../shared/worker";
 import { describeFlags, flaggedChanges, git, gitWithObjects, inspectRepo, landCommit, landObjects, mergeTrees, revertCommit } from "../workspace";
 import type { Engine } from "./engine";
@@ -39,8 +40,20 @@ export async function mergeBatch(engine: Engine, batchId: string, opts: { accept
   try {
     if (summary.integration) return await landIntegration(engine, batchId, opts);
     const r: MergeBatchResult = { batchId, merged: [], stopped: null, notTried: [], skipped: [], integration: null };
-    for (const w of engine.list().filter((x) => x.batchId === batchId)) {
-      const why = w.state !== "built" ? `not built (${w.state})` : w.merged ? `already merged into ${w.merged.into}` : w.discarded ? "discarded" : null;
+    const all = engine.list();
+    for (const w of all.filter((x) => x.batchId === batchId)) {
+      // Of a task's attempts (alternatives), only the one the checks picked lands.
+      const winner = w.attempt ? attemptGroup(w.attempt.groupId, all).winner : undefined;
+      const why =
+        w.state !== "built"
+          ? `not built (${w.state})`
+          : w.merged
+            ? `already merged into ${w.merged.into}`
+            : w.discarded
+              ? "discarded"
+              : winner !== undefined && winner !== w.id
+                ? `an attempt the checks did not pick (its task's winner is ${winner ?? "none"}); merge it alone to take it instead`
+                : null;
       if (why) {
         r.skipped.push({ workerId: w.id, reason: why });
         continue;

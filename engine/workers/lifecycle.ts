@@ -58,6 +58,13 @@ export class WorkspaceLifecycle {
     const w = this.reg.get(workerId);
     if (w.state !== "built") throw notBuilt(w, "merged");
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
+    // Attempts are alternatives at one task: one of them lands, never two on top of each other.
+    const sibling = w.attempt ? this.reg.list().find((x) => x.id !== w.id && x.attempt?.groupId === w.attempt!.groupId && x.merged && !x.reverted) : undefined;
+    if (sibling?.merged)
+      throw new InputError(
+        `worker ${workerId} is another attempt at the task of ${sibling.id}, which was merged into ${sibling.merged.into} (${sibling.merged.commit.slice(0, 12)}): landing both would do the task twice. To take this attempt instead, revert that merge first (ocw revert ${sibling.id}), then merge ${workerId}; or discard ${workerId} (nothing was changed)`,
+        "conflict",
+      );
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`, "conflict");

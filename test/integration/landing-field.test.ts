@@ -411,3 +411,69 @@ describe("a batch's integration after a review round", () => {
     expect(existsSync(path.join(dir, "q.txt"))).toBe(false);
   });
 });
+
+describe("attempts picked by the checks", () => {
+  it("the winner merges; a losing attempt of the same task is not landed on top of it (revert the winner to take it instead)", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    const r = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "LF-WRITE file=t.txt text=tau",
+      "--check",
+      "test -f t.txt",
+      "--attempts",
+      "2",
+      "--all-attempts",
+      "--json",
+      "--approve",
+      "once",
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    const winner = out.winner as string;
+    const loser = out.attempts.map((a: { workerId: string }) => a.workerId).find((id: string) => id !== winner) as string;
+    const m = await ocw(["merge", winner]);
+    expect(m.code, m.stderr).toBe(0);
+    const head = git(dir, "rev-parse", "HEAD");
+    const l = await ocw(["merge", loser]);
+    expect(l.code).toBe(1);
+    expect(l.stderr).toContain(`worker ${loser} is another attempt at the task of ${winner}, which was merged into main`);
+    expect(l.stderr).toMatch(
+      new RegExp(`revert that merge first \\(ocw revert ${winner}\\), then merge ${loser}; or discard ${loser} \\(nothing was changed\\)`),
+    );
+    expect(l.stderr).not.toMatch(CLASS_NAMES);
+    expect(git(dir, "rev-parse", "HEAD")).toBe(head);
+    // Reverted, the winner no longer stands in the way (here both attempts wrote the same bytes at the same second:
+    // one graded commit, so nothing new lands).
+    expect((await ocw(["revert", winner])).code).toBe(0);
+    const taken = await ocw(["merge", loser]);
+    expect(taken.code, taken.stderr).toBe(0);
+  });
+
+  it("merge --batch of a batch whose task has attempts lands the winner only; the other attempts are skipped, saying why", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    const bf = path.join(tempDir("batchfile"), "batch.json");
+    dirs.push(path.dirname(bf));
+    writeFileSync(
+      bf,
+      JSON.stringify([{ task: "LF-WRITE file=u.txt text=upsilon", dir, checks: [{ file: "u.txt", exists: true }], attempts: 2, allAttempts: true }]),
+    );
+    const r = await ocw(["run", "--batch", bf, "--json", "--approve", "once"]);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    const group = out.groups[0];
+    const winner = group.winner as string;
+    const m = await ocw(["merge", "--batch", out.batchId, "--json"]);
+    expect(m.code, m.stderr).toBe(0);
+    const res = JSON.parse(m.stdout);
+    expect(res.merged.map((x: { workerId: string }) => x.workerId)).toEqual([winner]);
+    expect(res.skipped).toEqual([
+      { workerId: expect.not.stringMatching(winner), reason: expect.stringMatching(/an attempt the checks did not pick \(its task's winner is /) },
+    ]);
+    expect(git(dir, "rev-list", "--merges", "--count", "HEAD")).toBe("1");
+  });
+});
