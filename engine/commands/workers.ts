@@ -274,7 +274,7 @@ export function registerWorkerCommands(program: Command): void {
           });
           if (o.json) return console.log(JSON.stringify(r, null, 2));
           console.log(
-            `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}${r.replaced ? ` (in place of the earlier round's ${r.replaced.slice(0, 12)})` : ""}`,
+            `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}${r.replaced ? ` (in place of ${o.batch ? "its earlier integration commit" : "the earlier round's"} ${r.replaced.slice(0, 12)})` : ""}`,
           );
           if (r.pr) console.log(`pull request${r.pr.existing ? " (already open)" : ""}: ${r.pr.url}`);
           if (r.prProblem) console.log(`no pull request: ${r.prProblem}`);

@@ -1277,7 +1277,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       return {
         ...r,
         next: r.pr
-          ? `${r.pr.existing ? "pull request already open" : "pull request opened"}: ${r.pr.url}${r.replaced ? ` (the branch now holds the latest round, in place of ${r.replaced.slice(0, 12)})` : ""}${r.prProblem ? `; ${r.prProblem}` : ""}`
+          ? `${r.pr.existing ? "pull request already open" : "pull request opened"}: ${r.pr.url}${r.replaced ? ` (the branch now holds the latest graded commit, in place of the earlier ${r.replaced.slice(0, 12)})` : ""}${r.prProblem ? `; ${r.prProblem}` : ""}`
           : r.prProblem
             ? `pushed ${r.branch}; no pull request: ${r.prProblem}`
             : `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`,

@@ -8,7 +8,7 @@ import { showUntrusted } from "../../shared/untrusted";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
 import { type Worker, workerTitle } from "../../shared/worker";
 import { type CommandResult, runCommand } from "../process";
-import { describeFlags, flaggedChanges, git, gitComplaint, landObjects, userGitEnv } from "../workspace";
+import { describeFlags, flaggedChanges, git, gitComplaint, gitWithObjects, landObjects, userGitEnv } from "../workspace";
 import type { Engine } from "./engine";
 import { notBuilt } from "./lifecycle";
 
@@ -79,14 +79,16 @@ async function pushUnredacted(
     await engine.publish(input.workerId).catch((err: unknown) => {
       if (codeOf(err) !== "conflict") throw err;
     });
-  // The branch there already: at this worker's earlier round's graded commit (pushed before a review), it follows the
-  // latest verdict, with a lease on exactly that commit (anything else there is refused below, never overwritten).
+  // The branch there already: at this worker's earlier round's graded commit (pushed before a review), or at this
+  // batch's earlier integration commit (its integration ran again since), it follows the latest verdict, with a lease on
+  // exactly that commit (anything else there is refused below, never overwritten).
   const earlier = input.workerId ? earlierRounds(engine.get(input.workerId), commit) : [];
   let replaced: string | null = null;
-  if (earlier.length) {
+  if (earlier.length || input.batchId) {
     const there = await runCommand("git", ["ls-remote", remote, `refs/heads/${branch}`], { cwd: repo, env: userGitEnv() });
     const tip = there.exitCode === 0 ? (/^([0-9a-f]{40,64})\trefs\/heads\//m.exec(there.stdout)?.[1] ?? null) : null;
-    if (tip && earlier.includes(tip)) replaced = tip;
+    if (tip && tip !== commit && (earlier.includes(tip) || (input.batchId && (await earlierIntegration(repo, graded, tip, input.batchId, what.base)))))
+      replaced = tip;
   }
   const lease = replaced ? [`--force-with-lease=refs/heads/${branch}:${replaced}`] : [];
   const push = await runCommand(
@@ -94,7 +96,7 @@ async function pushUnredacted(
     ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", ...lease, remote, `${commit}:refs/heads/${branch}`],
     { cwd: repo, env: userGitEnv() },
   );
-  if (push.exitCode !== 0) throw pushRefusal(push, remote, branch);
+  if (push.exitCode !== 0) throw pushRefusal(push, remote, branch, input.workerId ? "the worker's graded commit" : "the batch's integration commit");
   let pr: PushResult["pr"] = null;
   let prProblem: string | null = null;
   if (input.pr) {
@@ -154,6 +156,20 @@ function ghHint(said: string): string {
 }
 
 /** The worker's earlier rounds' graded commits (a branch pushed at one of them follows the latest verdict). */
+/**
+ * Whether `tip` is an earlier integration commit of this batch (the engine's own, pushed before the integration ran
+ * again): a commit on the batch's base whose message is the engine's for this batch. Read from the graded store or the
+ * person's repository (a push copied it there); unknown there, it is not.
+ */
+async function earlierIntegration(repo: string, graded: string, tip: string, batchId: string, base: string): Promise<boolean> {
+  const body = await gitWithObjects(repo, graded, ["cat-file", "commit", tip]);
+  if (!body) return false;
+  const head = body.slice(0, body.indexOf("\n\n"));
+  const parents = [...head.matchAll(/^parent (\S+)$/gm)].map((m) => m[1]);
+  const subject = body.slice(body.indexOf("\n\n") + 2).split("\n")[0] ?? "";
+  return parents.length === 1 && parents[0] === base && subject.startsWith(`ocw: integration of batch ${batchId} (`);
+}
+
 function earlierRounds(w: Worker, commit: string): string[] {
   return (w.rounds ?? []).flatMap((r) => (r.commit && r.commit !== commit ? [r.commit] : []));
 }
@@ -162,9 +178,9 @@ function earlierRounds(w: Worker, commit: string): string[] {
  * Why git push failed, in words, from its porcelain lines (`!\tSRC:DST\t[rejected] (non-fast-forward)`, `[remote
  * rejected] (pre-receive hook declined)`) and the remote's own words (its `remote:` lines: a hook's message).
  */
-function pushRefusal(push: CommandResult, remote: string, branch: string): InputError {
+function pushRefusal(push: CommandResult, remote: string, branch: string, what: string): InputError {
   const status = /^!\t\S+\t(\[[^\]]+\])\s*(?:\((.*)\))?$/m.exec(push.stdout);
-  const kept = "nothing was pushed, the worker's graded commit is unchanged";
+  const kept = `nothing was pushed, ${what} is unchanged`;
   if (status?.[1] === "[rejected]" || (!status && /non-fast-forward|fetch first/.test(push.stdout + push.stderr)))
     return new InputError(
       `${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch (${kept})`,

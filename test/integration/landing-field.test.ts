@@ -477,3 +477,67 @@ describe("attempts picked by the checks", () => {
     expect(git(dir, "rev-list", "--merges", "--count", "HEAD")).toBe("1");
   });
 });
+
+describe("more field cases", () => {
+  it("staged changes of the person's to other files stay staged through a merge; a merged worker can still be pushed for review", async () => {
+    const dir = makeRepo({ "README.md": "# r\n", "notes.txt": "n\n" });
+    dirs.push(dir);
+    const remote = bareRemote(dir);
+    const w = await built(dir, "LF-WRITE file=v.txt text=vee", "v.txt");
+    writeFileSync(path.join(dir, "notes.txt"), "n, staged\n");
+    writeFileSync(path.join(dir, "new.txt"), "new, staged\n");
+    git(dir, "add", "notes.txt", "new.txt");
+    const m = await ocw(["merge", w.id]);
+    expect(m.code, m.stderr).toBe(0);
+    expect(git(dir, "status", "--porcelain").split("\n").sort()).toEqual(["A  new.txt", "M  notes.txt"]);
+    expect(git(dir, "show", "HEAD:v.txt")).toBe("vee");
+    const p = await ocw(["push", w.id, "--remote", "origin"]);
+    expect(p.code, p.stderr).toBe(0);
+    expect(git(remote, "rev-parse", `refs/heads/ocw/${w.id}`)).toBe(w.verdict!.commit);
+  });
+});
+
+describe("a batch pushed, reviewed, pushed again", () => {
+  it("the batch's branch moves from its earlier integration commit to the new one (a lease on it); anyone else's commit there is refused", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    const remote = bareRemote(dir);
+    const bf = path.join(tempDir("batchfile"), "batch.json");
+    dirs.push(path.dirname(bf));
+    writeFileSync(
+      bf,
+      JSON.stringify({
+        tasks: [
+          { id: "a", task: "LF-WRITE file=w.txt text=one", dir, checks: [{ file: "w.txt", exists: true }] },
+          { id: "b", task: "LF-WRITE file=x.txt text=two", dir, checks: [{ file: "x.txt", exists: true }] },
+        ],
+        integration: { checks: [{ name: "both", run: "test -f w.txt && test -f x.txt" }] },
+      }),
+    );
+    const out = JSON.parse((await ocw(["run", "--batch", bf, "--json", "--approve", "once"])).stdout);
+    expect(out.integration).toMatchObject({ passed: true });
+    const first = await ocw(["push", "--batch", out.batchId, "--remote", "origin"]);
+    expect(first.code, first.stderr).toBe(0);
+    const [a] = out.workers.map((w: { workerId: string }) => w.workerId) as [string];
+    await engine.client.workers.continue.mutate({ workerId: a, message: "LF-AGAIN file=w.txt text=one-reviewed" });
+    await settle(engine.client, [a], () => "once");
+    let summary = await engine.client.workers.batch.query({ batchId: out.batchId });
+    for (let i = 0; i < 100 && !(summary.integration?.state === "done" && summary.integration.result?.passed); i++) {
+      await new Promise((res) => setTimeout(res, 200));
+      summary = await engine.client.workers.batch.query({ batchId: out.batchId });
+    }
+    const second = await ocw(["push", "--batch", out.batchId, "--remote", "origin"]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(git(remote, "rev-parse", `refs/heads/ocw/${out.batchId}`)).toBe(summary.integration!.result!.commit);
+    expect(git(remote, "show", `refs/heads/ocw/${out.batchId}:w.txt`)).toBe("one-reviewed");
+    expect(second.stdout).toMatch(/in place of its earlier integration commit [0-9a-f]{12}/);
+    // Someone else's commit there, on the same base: refused, theirs kept.
+    const base = summary.integration!.result!.base;
+    const other = git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", `${base}^{tree}`, "-p", base, "-m", "someone else's");
+    git(dir, "push", "-q", "--force", "origin", `${other}:refs/heads/ocw/${out.batchId}`);
+    const third = await ocw(["push", "--batch", out.batchId, "--remote", "origin"]);
+    expect(third.code).toBe(1);
+    expect(third.stderr).toMatch(/never forces a push; name another --branch \(nothing was pushed, the batch's integration commit is unchanged\)/);
+    expect(git(remote, "rev-parse", `refs/heads/ocw/${out.batchId}`)).toBe(other);
+  });
+});
