@@ -74,6 +74,11 @@ export async function gitWithObjects(repo: string, objects: string, args: string
   return r.code === 0 ? r.out.trim() : "";
 }
 
+/** Whether `a` is an ancestor of `b` (or `b` itself), read with the engine's graded store `objects` where given. */
+export async function isAncestor(repo: string, a: string, b: string, objects?: string): Promise<boolean> {
+  return (await q(repo, [], ["merge-base", "--is-ancestor", a, b], { allowFail: true, objects })).code === 0;
+}
+
 /** `git merge-tree --write-tree A B` (merge base found by git): the tree, or the conflicting files. */
 export async function mergeTrees(repo: string, a: string, b: string, flags?: string[], objects?: string): Promise<{ tree: string } | { conflict: string[] }> {
   const f = flags ?? (await quietFlags(repo));

@@ -541,3 +541,53 @@ describe("a batch pushed, reviewed, pushed again", () => {
     expect(git(remote, "rev-parse", `refs/heads/ocw/${out.batchId}`)).toBe(other);
   });
 });
+
+describe("a dependent task's worker merged alone", () => {
+  it("b after a, merged on its own, brings a's graded commit too and says so; a then counts as merged (no empty merge commit for it)", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    const bf = path.join(tempDir("batchfile"), "batch.json");
+    dirs.push(path.dirname(bf));
+    writeFileSync(
+      bf,
+      JSON.stringify({
+        tasks: [
+          { id: "a", task: "LF-WRITE file=y.txt text=ypsilon", dir, checks: [{ file: "y.txt", exists: true }] },
+          { id: "b", after: ["a"], task: "LF-WRITE file=z.txt text=zeta", dir, checks: [{ file: "z.txt", exists: true }] },
+        ],
+      }),
+    );
+    const out = JSON.parse((await ocw(["run", "--batch", bf, "--json", "--approve", "once"])).stdout);
+    const [a, b] = out.workers.map((w: { workerId: string }) => w.workerId) as [string, string];
+    const show = await ocw(["show", b]);
+    expect(show.stdout).toContain(`(from main)`);
+    expect(show.stdout).toMatch(
+      /started from [0-9a-f]{12}: the graded work of the tasks it comes after \(its diff is its own; merged alone, it brings theirs in too\)/,
+    );
+    const m = await ocw(["merge", b]);
+    expect(m.code, m.stderr).toBe(0);
+    expect(m.stdout).toContain(`; it started from ${a}'s graded work, which came in with it (recorded as merged)`);
+    expect(readFileSync(path.join(dir, "y.txt"), "utf8")).toBe("ypsilon\n");
+    expect((await engine.client.workers.get.query({ workerId: a })).merged).toMatchObject({ into: "main" });
+    const head = git(dir, "rev-parse", "HEAD");
+    const ma = await ocw(["merge", a]);
+    expect(ma.code).toBe(1);
+    expect(ma.stderr).toMatch(new RegExp(`worker ${a} was already merged into main`));
+    expect(git(dir, "rev-parse", "HEAD")).toBe(head);
+    expect(git(dir, "rev-list", "--merges", "--count", "HEAD")).toBe("1");
+  });
+
+  it("a worker whose graded commit is already in the branch (brought in by hand: published, then git merge) is recorded as merged, with no empty merge commit", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    const w = await built(dir, "LF-WRITE file=aa.txt text=alpha2", "aa.txt");
+    expect((await ocw(["publish", w.id])).code).toBe(0);
+    git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "--no-ff", "-m", "by hand", `ocw/${w.id}`);
+    const head = git(dir, "rev-parse", "HEAD");
+    const m = await ocw(["merge", w.id]);
+    expect(m.code, m.stderr).toBe(0);
+    expect(m.stdout).toContain(`${w.id} was already in main`);
+    expect(git(dir, "rev-parse", "HEAD")).toBe(head);
+    expect((await engine.client.workers.get.query({ workerId: w.id })).merged).toMatchObject({ into: "main", commit: head });
+  });
+});
