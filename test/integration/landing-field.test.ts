@@ -412,6 +412,44 @@ describe("a batch's integration after a review round", () => {
   });
 });
 
+describe("a batch whose base branch moved on", () => {
+  it("a conflicting move refuses merge --batch naming the files and the ways on; a non-conflicting one lands the integration as one merge commit", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    const bf = path.join(tempDir("batchfile"), "batch.json");
+    dirs.push(path.dirname(bf));
+    writeFileSync(
+      bf,
+      JSON.stringify({
+        tasks: [{ id: "a", task: "LF-WRITE file=c1.txt text=batch", dir, checks: [{ file: "c1.txt", exists: true }] }],
+        integration: { checks: [{ name: "c1", run: "test -f c1.txt" }] },
+      }),
+    );
+    const out = JSON.parse((await ocw(["run", "--batch", bf, "--json", "--approve", "once"])).stdout);
+    expect(out.integration).toMatchObject({ passed: true });
+    writeFileSync(path.join(dir, "c1.txt"), "mine\n");
+    git(dir, "add", "c1.txt");
+    git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "mine");
+    const head = git(dir, "rev-parse", "HEAD");
+    const refused = await ocw(["merge", "--batch", out.batchId]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/conflicts in .*c1\.txt.*nothing was changed/);
+    expect(refused.stderr).toMatch(/run the batch again from the current HEAD .*or merge its workers one by one \(ocw merge WORKER_ID; ocw rebase WORKER_ID/);
+    expect(refused.stderr).not.toMatch(CLASS_NAMES);
+    expect(git(dir, "rev-parse", "HEAD")).toBe(head);
+    expect(readFileSync(path.join(dir, "c1.txt"), "utf8")).toBe("mine\n");
+    // Moved on elsewhere instead: one merge commit over the integration commit.
+    git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "reset", "-q", "--hard", "HEAD~1");
+    writeFileSync(path.join(dir, "other.txt"), "o\n");
+    git(dir, "add", "other.txt");
+    git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "other");
+    const ok = await ocw(["merge", "--batch", out.batchId]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(readFileSync(path.join(dir, "c1.txt"), "utf8")).toBe("batch\n");
+    expect(git(dir, "rev-list", "--parents", "-n1", "HEAD").split(" ")).toHaveLength(3);
+  });
+});
+
 describe("attempts picked by the checks", () => {
   it("the winner merges; a losing attempt of the same task is not landed on top of it (revert the winner to take it instead)", async () => {
     const dir = makeRepo({ "README.md": "# r\n" });
