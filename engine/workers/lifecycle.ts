@@ -122,7 +122,7 @@ export class WorkspaceLifecycle {
       message: `Merge ${ws.branch}: ${title}`,
       objects: graded,
       publish: (next) => landObjects(ws.repo, graded, next),
-      elsewhere: `bring the work in as branch ${ws.branch} (ocw publish ${workerId}) and merge that where you are`,
+      elsewhere: `bring the work in as branch ${ws.branch} (ocw publish ${workerId}) and merge it where you are (git merge ${ws.branch})`,
       onConflict: (files) =>
         `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.length ? quoteUntrustedList(files, "file names from the worker's change") : "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`,
     });

@@ -364,6 +364,19 @@ async function dirtyAmong(repo: string, paths: string[]): Promise<{ changed: str
   return { changed, untracked };
 }
 
+/** Of `paths`, those the checkout's attributes give a filter (`filter=lfs`…), with its name. */
+async function filteredAmong(repo: string, paths: string[]): Promise<{ path: string; filter: string }[]> {
+  const r = await runCommand("git", ["check-attr", "-z", "filter", "--", ...paths.slice(0, 200)], { cwd: repo, env: userGitEnv() });
+  if (r.exitCode !== 0) return [];
+  const parts = r.stdout.split("\0");
+  const out: { path: string; filter: string }[] = [];
+  for (let i = 0; i + 2 < parts.length; i += 3) {
+    const value = parts[i + 2]!;
+    if (value !== "unspecified" && value !== "unset") out.push({ path: parts[i]!, filter: value });
+  }
+  return out;
+}
+
 const listed = (files: string[]) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
 
 export interface LandOptions {
@@ -415,7 +428,7 @@ export async function landCommit(o: LandOptions): Promise<string> {
     }
     next = await commitTree(repo, m.tree, [head, o.commit], o.message, objects);
   }
-  await applyToCheckout(repo, branch, head, next, flags, o.message, { objects, publish: o.publish });
+  await applyToCheckout(repo, branch, head, next, flags, o.message, { objects, publish: o.publish, elsewhere: o.elsewhere });
   return next;
 }
 
@@ -427,8 +440,11 @@ export async function applyToCheckout(
   next: string,
   flags: string[] | null,
   reflog: string,
-  from: { objects?: string; publish?: (next: string) => Promise<unknown> } = {},
+  from: { objects?: string; publish?: (next: string) => Promise<unknown>; elsewhere?: string } = {},
 ): Promise<void> {
+  // Where the engine cannot write the merge as graded (a filter or an attribute of the person's in the way), their own
+  // git can: the way on.
+  const byHand = from.elsewhere ? ` To land it with your own git instead (your filters and attributes apply there): ${from.elsewhere}.` : "";
   const f = flags ?? (await quietFlags(repo));
   const changes = await treeChanges(repo, head, next, { objects: from.objects });
   const dirty = await dirtyAmong(
@@ -451,6 +467,20 @@ export async function applyToCheckout(
   const objects = from.objects;
   const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
   if (r.code !== 0) {
+    // A file the person's own filter stores (git-lfs: a pointer in git, the content in the checkout) reads as changed
+    // with every filter off, though it is clean to them (the dirty check above ran their git as they do): nothing of
+    // theirs to commit or stash.
+    const stale = [...`${r.err}\n${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map((m) => m[1]!);
+    const filtered = stale.length ? await filteredAmong(repo, stale) : [];
+    if (filtered.length)
+      throw new InputError(
+        `${quoteUntrustedList(
+          filtered.map((x) => `${x.path} (filter=${x.filter})`),
+          "files this merge changes",
+          { shown: 5 },
+        )} ${filtered.length === 1 ? "is" : "are"} stored in your checkout through a filter of yours (.gitattributes; filter=lfs is git-lfs), which the engine never runs, so it cannot write this merge there; nothing was changed.${byHand}`,
+        "conflict",
+      );
     const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
     throw new InputError(
       `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
@@ -461,7 +491,7 @@ export async function applyToCheckout(
   if (wrong.length) {
     await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(
-      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: the merge was undone and refused`,
+      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: an attribute of your checkout converts them (eol, a filter); the merge was undone and refused (nothing was changed).${byHand}`,
       "conflict",
     );
   }

@@ -236,7 +236,7 @@ describe("merging in the field, round two", () => {
     const r = await ocw(["merge", w.id]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
-      /is on feature, not main: check out main first, or bring the work in as branch ocw\/\S+ \(ocw publish \S+\) and merge that where you are \(nothing was changed\)/,
+      /is on feature, not main: check out main first, or bring the work in as branch ocw\/\S+ \(ocw publish \S+\) and merge it where you are \(git merge ocw\/\S+\) \(nothing was changed\)/,
     );
     expect(git(dir, "rev-parse", "main")).toBe(git(dir, "rev-parse", "feature"));
     const pub = await ocw(["publish", w.id]);
