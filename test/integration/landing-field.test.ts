@@ -1,8 +1,13 @@
 // Landing in the field, through the real engine (`ocw serve` bundle, real opencode, real git, scripted model) and the
-// `ocw` CLI: a remote whose pre-receive hook refuses the push, a worker pushed twice (its pull request already open:
-// gh's 422), a worker pushed again after a review round, a merge into a dirty working tree (an untracked file where the
-// worker adds one), a branch that moved on, and a worker graded not built. Every refusal says what to do next and
-// leaves the person's checkout and the worker's branch as they were.
+// `ocw` CLI: a remote whose pre-receive hook refuses the push; a worker pushed twice (its pull request already open: gh's
+// "already exists"); pushed again after a review round (the branch follows its latest round; anyone else's commit there
+// is still refused); a merge into a dirty working tree (an untracked file where the worker adds one, staged and modified
+// files of the person's it does not touch); the person on another branch; the branch moved on (with and without a
+// conflict, for a worker and for a batch's integration); two workers on one file; a submodule and an LFS-tracked file;
+// merge and push after an engine kill -9; a worker graded not built; a batch's integration after a review round or a
+// discard (it runs again before anything lands; push --batch again follows it); attempts (one lands); a dependent task's
+// worker merged alone (its dependency comes in with it, said and recorded). Every refusal says what to do next, names no
+// internal class, and leaves the person's checkout and the worker's branch as they were.
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
