@@ -156,7 +156,7 @@ describe("landing a graded commit", () => {
     expect(fingerprint(r)).toBe(before);
   });
 
-  it("a file the person's git-lfs stores (smudged in the checkout) that the merge changes: refused as such, not as 'commit or stash', with the way on; nothing changed", async () => {
+  it("a file the person's git-lfs stores (smudged in the checkout) that the merge changes: refused as such, not as 'commit or stash', with the way on; nothing changed; plain bytes there are flagged", async () => {
     const r = repo();
     g(r, "lfs", "install", "--local");
     writeFileSync(path.join(r, ".gitattributes"), "*.bin filter=lfs diff=lfs merge=lfs -text\n");
@@ -185,6 +185,12 @@ describe("landing a graded commit", () => {
     );
     expect(err).not.toMatch(/commit or stash/);
     expect(state(r)).toBe(before);
+    // And the change is flagged: plain bytes where the person's attributes say git-lfs (a pointer would not be).
+    expect(await flaggedChanges(r, base, commit)).toEqual([
+      { path: "big.bin", kind: "git-config", detail: expect.stringMatching(/^written as plain content where your \.gitattributes stores it through git-lfs/) },
+    ]);
+    const pointer = commitFiles(r, base, { "big.bin": `version https://git-lfs.github.com/spec/v1\noid sha256:${"a".repeat(64)}\nsize 9\n` });
+    expect(await flaggedChanges(r, base, pointer)).toEqual([]);
     expect(readFileSync(path.join(r, "big.bin"), "utf8")).toBe("the real bytes\n");
   });
 

@@ -216,6 +216,7 @@ export async function flaggedChanges(
   // read with the graded commit's own diff (grading's script), so no git starts here for them.
   const changes = known ?? (await treeChanges(repo, base, commit, { lossless: true, objects }));
   flags.push(...(await nameCollisions(repo, [commit, ...beside], changes, objects)));
+  flags.push(...(await plainWhereLfs(repo, changes, objects)));
   for (const c of changes) {
     // Matched as a case-insensitive, normalising file system opens the name (macOS, Windows): `.GitAttributes` and
     // `.GITHUB/Workflows/ci.yml` are `.gitattributes` and a CI workflow there.
@@ -283,6 +284,52 @@ async function nameCollisions(repo: string, commits: string[], changes: TreeChan
       });
       break;
     }
+  }
+  return flags;
+}
+
+const LFS_POINTER = "version https://git-lfs.github.com/spec/v1\n";
+
+/**
+ * Files the change writes as plain content where the person's attributes store them through git-lfs (a worker's
+ * checkout holds the pointer, and no filter runs there): landed as they are, their bytes go into git itself, not LFS,
+ * and the person's git shows them changed until they are added again. Read from the person's attributes (the top-level
+ * `.gitattributes` of their checkout and `.git/info/attributes`); nothing is asked of git where neither names a filter.
+ */
+async function plainWhereLfs(repo: string, changes: TreeChange[], objects?: string): Promise<ChangeFlag[]> {
+  const files = changes.filter((c) => c.mode === "100644" || c.mode === "100755");
+  if (!files.length) return [];
+  const gitDir = (await q(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true })).out.trim();
+  const read = (f: string) => {
+    try {
+      return readFileSync(f, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  if (!/filter=lfs/.test(read(path.join(repo, ".gitattributes")) + (gitDir ? read(path.join(gitDir, "info", "attributes")) : ""))) return [];
+  const lfs = (
+    await filteredAmong(
+      repo,
+      files.map((c) => c.path),
+    )
+  )
+    .filter((x) => x.filter === "lfs")
+    .map((x) => x.path);
+  const flags: ChangeFlag[] = [];
+  for (const c of files) {
+    if (!lfs.includes(c.path)) continue;
+    // A pointer is a few lines: a larger blob is content (never read whole here).
+    const size = Number((await q(repo, [], ["cat-file", "-s", c.oid!], { allowFail: true, objects })).out.trim());
+    const head =
+      size > 0 && size <= 1024 ? (await q(repo, [], ["cat-file", "blob", c.oid!], { allowFail: true, objects })).out.slice(0, LFS_POINTER.length) : "";
+    if (head !== LFS_POINTER)
+      flags.push({
+        path: c.path,
+        kind: "git-config",
+        detail:
+          "written as plain content where your .gitattributes stores it through git-lfs: landed, its bytes go into git itself, not LFS, and your git shows it changed until you add it again",
+      });
   }
   return flags;
 }

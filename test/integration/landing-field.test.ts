@@ -318,6 +318,27 @@ describe("merging in the field, round two", () => {
   });
 });
 
+describe("a worker that rewrites a file the person's git-lfs stores", () => {
+  it("its plain bytes there are flagged on the verdict (merge needs --accept-flagged, nothing changed without it)", async () => {
+    const dir = makeRepo({ "README.md": "# r\n" });
+    dirs.push(dir);
+    git(dir, "lfs", "install", "--local");
+    git(dir, "lfs", "track", "*.bin");
+    writeFileSync(path.join(dir, "data.bin"), "real payload\n");
+    git(dir, "add", ".gitattributes", "data.bin");
+    git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "lfs");
+    const w = await built(dir, "LF-WRITE file=data.bin text=regenerated", "data.bin");
+    expect(w.verdict!.flags).toEqual([{ path: "data.bin", kind: "git-config", detail: expect.stringMatching(/through git-lfs/) }]);
+    const head = git(dir, "rev-parse", "HEAD");
+    const r = await ocw(["merge", w.id]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/data\.bin \(written as plain content where your \.gitattributes stores it through git-lfs/);
+    expect(r.stderr).toMatch(/merge with --accept-flagged \(nothing was changed\)/);
+    expect(git(dir, "rev-parse", "HEAD")).toBe(head);
+    expect(readFileSync(path.join(dir, "data.bin"), "utf8")).toBe("real payload\n");
+  });
+});
+
 describe("after an engine restart", () => {
   it("a built worker from before the restart (kill -9) is merged and pushed as before", async () => {
     const dir = makeRepo();
