@@ -260,6 +260,14 @@ describe("verdictCard: the pull request body's title is workerTitle()", () => {
     expect(card).toContain("`out of scope: x\\|@y`");
   });
 
+  it("a worker followed up (a review): the card lists its rounds and says which one's commit it is", () => {
+    const w = cardWorker({ task: "t" });
+    expect(verdictCard(w)).not.toContain("Rounds:");
+    const round = (n: number, kind: string, verdict: string) => ({ round: n, kind, verdict, commit: `c${n}` });
+    Object.assign(w, { rounds: [round(1, "task", "honest-failure"), round(2, "review", "built")] });
+    expect(verdictCard(w)).toContain("Rounds: 2 (1 task: failed · 2 review: built); this is round 2's graded commit");
+  });
+
   it("cuts a long title at 100 characters with an ellipsis", () => {
     const first = verdictCard(cardWorker({ task: "a".repeat(300) })).split("\n")[0]!;
     expect(first).toBe(`**${"a".repeat(99)}…**`);

@@ -290,8 +290,13 @@ export function verdictCard(w: Worker): string {
             .join(", ")}`
     } |`,
   ];
-  const rounds = (v as { rounds?: unknown[] }).rounds;
-  if (Array.isArray(rounds)) lines.push("", `Rounds: ${rounds.length}`);
+  // Followed up (a review, a continue, a fix round): the rounds and each one's verdict; this card is the latest's.
+  const graded = (w.rounds ?? []).filter((r) => r.verdict);
+  if (graded.length > 1)
+    lines.push(
+      "",
+      `Rounds: ${graded.length} (${graded.map((r) => `${r.round} ${r.kind}: ${outcomeWord(r.verdict!)}`).join(" · ")}); this is round ${graded.at(-1)!.round}'s graded commit`,
+    );
   // A flagged file's name and a symlink's target (in the detail) are the worker's: made visible and markdown-safe.
   if (v.flags?.length)
     lines.push(
