@@ -27,7 +27,7 @@ beforeAll(() => {
   execFileSync("mkdir", ["-p", bin]);
   writeFileSync(
     path.join(bin, "gh"),
-    `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> "${ghLog}"; done\nprintf -- '----\\n' >> "${ghLog}"\nif [ "$1" = auth ]; then exit 0; fi\nif [ -n "$GH_FAIL" ]; then echo "could not push to https://alice:s3cr3t-token@github.example/acme/app.git" >&2; exit 1; fi\n` +
+    `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> "${ghLog}"; done\nprintf -- '----\\n' >> "${ghLog}"\nif [ "$1" = auth ] && [ -n "$GH_SIGNED_OUT_OF" ] && [ "$4" = "$GH_SIGNED_OUT_OF" ]; then exit 1; fi\nif [ "$1" = auth ]; then exit 0; fi\nif [ -n "$GH_FAIL" ]; then echo "could not push to https://alice:s3cr3t-token@github.example/acme/app.git" >&2; exit 1; fi\n` +
       // gh's answers as GitHub gives them (GH_MODE): an open pull request of the head (GitHub's 422 through GraphQL, no
       // URL), a refused token (401), the rate limit; `pr list` and `pr edit` answer as gh does.
       `if [ "$1 $2" = "pr list" ]; then echo "https://github.example/acme/app/pull/9"; exit 0; fi\n` +
@@ -43,6 +43,7 @@ beforeAll(() => {
 afterEach(() => {
   delete process.env.GH_FAIL;
   delete process.env.GH_MODE;
+  delete process.env.GH_SIGNED_OUT_OF;
 });
 afterAll(() => {
   process.env.PATH = PATH;
@@ -143,6 +144,20 @@ describe("push and pull request", () => {
     const limited = await pushWork(engine, { workerId: "w-1", remote: "origin", pr: true });
     expect(limited.prProblem).toMatch(/API rate limit exceeded .*wait for it to reset.*run this push again with --pr/);
     expect(g(remote, "rev-parse", "refs/heads/ocw/w-1")).toBe(commit);
+  });
+
+  it("gh is asked whether it is signed in to the remote's host (not to every host it knows); signed out there, the way on is said", async () => {
+    const { repo, remote, engine } = setup();
+    g(repo, "remote", "add", "origin", "https://github.example/acme/app.git");
+    g(repo, "config", `url.${remote}.insteadOf`, "https://github.example/acme/app.git");
+    writeFileSync(ghLog, "");
+    process.env.GH_SIGNED_OUT_OF = "github.example";
+    const r = await pushWork(engine, { workerId: "w-1", remote: "origin", pr: true });
+    expect(r.pr).toBeNull();
+    expect(r.prProblem).toBe(
+      "gh is not signed in to github.example (run `gh auth login --hostname github.example`): open the pull request on the remote's site, or run this push again with --pr (the branch is pushed)",
+    );
+    expect(readFileSync(ghLog, "utf8").split("----\n")[0]).toBe("auth\nstatus\n--hostname\ngithub.example\n");
   });
 
   it("pushed again after a review round: the branch at the worker's earlier round moves to the latest (a lease on that commit), and the open pull request's body follows", async () => {

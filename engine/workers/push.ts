@@ -108,8 +108,11 @@ async function pushUnredacted(
     if (!ghRepo) prProblem = `${remote} (${url}) is not a repository on a hosting service that gh can name: open the pull request there (the branch is pushed)`;
     else if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
     else {
-      const auth = await runCommand(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
-      if (auth.exitCode !== 0) prProblem = "gh is not signed in (run `gh auth login`): open the pull request on the remote's site (the branch is pushed)";
+      // Signed in to the remote's host (another host's state, e.g. an expired token elsewhere, is not this push's concern).
+      const host = ghRepo.split("/")[0]!;
+      const auth = await runCommand(gh, ["auth", "status", "--hostname", host], { cwd: repo, env: { ...process.env } });
+      if (auth.exitCode !== 0)
+        prProblem = `gh is not signed in to ${host} (run \`gh auth login --hostname ${host}\`): open the pull request on the remote's site, or run this push again with --pr (the branch is pushed)`;
       else {
         const args = ["pr", "create", "--head", branch, "--title", input.title ?? title, "--body", body];
         if (def) args.push("--base", def);
