@@ -95,7 +95,7 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
   if (res.landed) throw new InputError(`batch ${batchId} was already merged into ${res.landed.into} (${res.landed.commit.slice(0, 12)})`, "conflict");
   if (!res.passed || !res.commit)
     throw new InputError(
-      `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Dispatch a follow-up (continue a worker, or a new task) and run the batch's checks again`,
+      `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Continue a worker of it with a review (ocw continue WORKER_ID --message TEXT): once its new round is graded the integration runs again by itself; or merge the workers one by one (ocw merge WORKER_ID)`,
       "conflict",
     );
   const stale = engine.batches.integrationStale(batchId);

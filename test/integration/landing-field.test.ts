@@ -382,6 +382,9 @@ describe("a batch's integration after a review round", () => {
     const [a] = out.workers.map((w: { workerId: string }) => w.workerId) as [string, string];
     const refused = await ocw(["merge", "--batch", out.batchId]);
     expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /integration did not pass \(integration check failed: a is final\): nothing was merged\. Continue a worker of it with a review \(ocw continue WORKER_ID --message TEXT\): once its new round is graded the integration runs again by itself/,
+    );
     await engine.client.workers.continue.mutate({ workerId: a, message: "LF-AGAIN file=a.txt text=final" });
     const wa = (await settle(engine.client, [a], () => "once")).get(a)!;
     expect(wa.state).toBe("built");
