@@ -145,9 +145,12 @@ export const PushResult = z.object({
   remote: z.string(),
   branch: z.string(),
   commit: z.string(),
-  pr: z.object({ url: z.string() }).nullable(),
+  /** `existing`: the branch's pull request was open already (pushed again); its description then follows the latest verdict. */
+  pr: z.object({ url: z.string(), existing: z.boolean().optional() }).nullable(),
   /** Why no pull request was opened when one was asked for (gh missing, not signed in, refused). */
   prProblem: z.string().nullable(),
+  /** The worker's earlier round's graded commit the branch held, replaced by the latest (a lease on exactly it). */
+  replaced: z.string().nullable().optional(),
 });
 export type PushResult = z.infer<typeof PushResult>;
 

@@ -64,6 +64,11 @@ export const IntegrationResult = z.object({
   base: z.string(),
   /** The workers whose graded commits it combines, in task order. */
   workers: z.array(z.string()),
+  /**
+   * Their graded commits, in the same order (absent in records from before): a worker continued since (a new round) or
+   * discarded no longer matches, and the integration runs again before anything lands.
+   */
+  commits: z.array(z.string()).optional(),
   checks: z.array(CheckResult),
   /** Combining conflicted: the worker whose commit did not combine, and the files. */
   conflict: z.object({ workerId: z.string(), files: z.array(z.string()) }).nullable(),

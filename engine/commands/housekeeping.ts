@@ -50,7 +50,13 @@ export function registerHousekeepingCommands(program: Command): void {
         const client = connect(await ensureEngine(stateDir()), "cli:ocw merge");
         if (workerId) {
           const m = await client.workers.merge.mutate({ workerId, acceptFlagged: !!o.acceptFlagged });
-          console.log(o.json ? JSON.stringify({ workerId, ...m }) : `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
+          if (o.json) console.log(JSON.stringify({ workerId, ...m }));
+          else if (m.alreadyIn)
+            console.log(`${workerId} was already in ${m.into} (it came in with a worker that started from it): recorded as merged, nothing changed`);
+          else
+            console.log(
+              `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})${m.alsoLanded.length ? `; it started from ${m.alsoLanded.join(", ")}'s graded work, which came in with it (recorded as merged)` : ""}`,
+            );
           return;
         }
         const r = await client.workers.mergeBatch.mutate({ batchId: o.batch!, acceptFlagged: !!o.acceptFlagged });

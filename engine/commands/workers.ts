@@ -273,8 +273,10 @@ export function registerWorkerCommands(program: Command): void {
             acceptFlagged: !!o.acceptFlagged,
           });
           if (o.json) return console.log(JSON.stringify(r, null, 2));
-          console.log(`pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`);
-          if (r.pr) console.log(`pull request: ${r.pr.url}`);
+          console.log(
+            `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}${r.replaced ? ` (in place of ${o.batch ? "its earlier integration commit" : "the earlier round's"} ${r.replaced.slice(0, 12)})` : ""}`,
+          );
+          if (r.pr) console.log(`pull request${r.pr.existing ? " (already open)" : ""}: ${r.pr.url}`);
           if (r.prProblem) console.log(`no pull request: ${r.prProblem}`);
         } catch (err) {
           fail(err);
@@ -309,9 +311,12 @@ export function showText(w: Worker): string {
   const lines = [
     `${w.id}  ${stateWord(w.state)}${w.stateReason ? ` — ${safe(w.stateReason)}` : ""}`,
     `task: ${safe(workerTitle(w.spec, Number.POSITIVE_INFINITY))}`,
-    `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`,
+    `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit && !w.startFrom ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`,
   ];
-  if (w.batchId) lines.push(`batch: ${w.batchId}${w.taskId ? ` (task ${w.taskId})` : ""}${w.startFrom ? `, started from ${w.startFrom.slice(0, 12)}` : ""}`);
+  if (w.batchId)
+    lines.push(
+      `batch: ${w.batchId}${w.taskId ? ` (task ${w.taskId})` : ""}${w.startFrom ? `, started from ${w.startFrom.slice(0, 12)}: the graded work of the tasks it comes after (its diff is its own; merged alone, it brings theirs in too)` : ""}`,
+    );
   if (w.asks.some((a) => a.status === "pending"))
     lines.push(
       `waiting for: ${w.asks

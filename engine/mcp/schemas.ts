@@ -643,8 +643,9 @@ export const PushOutput = z.object({
   remote: z.string(),
   branch: z.string(),
   commit: z.string(),
-  pr: z.object({ url: z.string() }).nullable(),
+  pr: z.object({ url: z.string(), existing: z.boolean().optional() }).nullable(),
   prProblem: z.string().nullable(),
+  replaced: z.string().nullable().optional(),
   next: z.string(),
 });
 

@@ -1226,7 +1226,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         };
       }
       const w = await call((c) => c.workers.get.query({ workerId: workerId! }));
-      let merged: { commit: string; into: string };
+      let merged: { commit: string; into: string; alreadyIn?: boolean; alsoLanded?: string[] };
       try {
         merged = await call((c) => c.workers.merge.mutate({ workerId: workerId!, acceptFlagged: !!acceptFlagged }));
       } catch (err) {
@@ -1255,7 +1255,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         into: merged.into,
         commit: merged.commit,
         repo: w.repo,
-        next: `merged into ${merged.into} at ${merged.commit.slice(0, 12)}: run the project's tests; discard {"workerId":"${w.id}"} removes its workspace when you no longer need it`,
+        next: merged.alreadyIn
+          ? `already in ${merged.into} (it came in with a worker that started from it): recorded as merged, nothing changed`
+          : `merged into ${merged.into} at ${merged.commit.slice(0, 12)}${merged.alsoLanded?.length ? ` (it started from ${merged.alsoLanded.join(", ")}'s graded work, which came in with it)` : ""}: run the project's tests; discard {"workerId":"${w.id}"} removes its workspace when you no longer need it`,
       };
     },
   );
@@ -1277,7 +1279,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       return {
         ...r,
         next: r.pr
-          ? `pull request opened: ${r.pr.url}`
+          ? `${r.pr.existing ? "pull request already open" : "pull request opened"}: ${r.pr.url}${r.replaced ? ` (the branch now holds the latest graded commit, in place of the earlier ${r.replaced.slice(0, 12)})` : ""}${r.prProblem ? `; ${r.prProblem}` : ""}`
           : r.prProblem
             ? `pushed ${r.branch}; no pull request: ${r.prProblem}`
             : `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`,

@@ -200,6 +200,12 @@ export class Batches {
         progress = moved = true;
       }
     }
+    // A worker continued (a new round) or discarded since the integration ran: that result is not of the workers as they
+    // are; it runs again once every task is at rest.
+    if (r.integration?.state === "done" && this.staleness(r)) {
+      r.integration = { ...r.integration, state: "waiting", result: null };
+      moved = true;
+    }
     if (moved) {
       this.save(r);
       this.opts.changed(batchId);
@@ -216,21 +222,56 @@ export class Batches {
     return gradedStore(path.join(this.opts.stateDir, "repos"), repo);
   }
 
+  /** The batch's built workers and their latest graded commits, in task order. */
+  private builtOf(r: BatchRecord): { id: string; commit: string }[] {
+    return r.tasks.flatMap((t) => {
+      const w = t.workerId ? this.opts.get(t.workerId) : undefined;
+      return w && w.state === "built" && w.verdict?.commit && !w.discarded ? [{ id: w.id, commit: w.verdict.commit }] : [];
+    });
+  }
+
+  /**
+   * Why the batch's integration result is not of its workers as they are now (one continued since, for a new round, or
+   * discarded, or built since), or null. A landed one is history: never stale.
+   */
+  private staleness(r: BatchRecord): string | null {
+    const res = r.integration?.result;
+    if (!res || res.landed) return null;
+    const now = this.builtOf(r);
+    for (const [i, id] of res.workers.entries()) {
+      const n = now.find((x) => x.id === id);
+      const then = res.commits?.[i];
+      if (!n) return `${id} is not at the graded commit it combined any more (continued or discarded since)`;
+      if (then && n.commit !== then) return `${id} was continued since: its latest round is not in it`;
+    }
+    const added = now.find((n) => !res.workers.includes(n.id));
+    return added ? `${added.id} was built since` : null;
+  }
+
+  /**
+   * Why the batch's integration result must not land (its workers changed since it ran), or null. When it is stale, the
+   * batch is stepped: the integration runs again once every task is at rest.
+   */
+  integrationStale(batchId: string): string | null {
+    const r = this.records.get(batchId);
+    const why = r ? this.staleness(r) : null;
+    if (why) this.advance(batchId);
+    return why;
+  }
+
   /** The built workers' graded commits combined in task order on the base, checked together in a fresh checkout. */
   private async integrate(r: BatchRecord): Promise<void> {
     const spec = r.integration!;
     spec.state = "running";
     this.save(r);
     this.opts.changed(r.id);
-    const built = r.tasks.flatMap((t) => {
-      const w = t.workerId ? this.opts.get(t.workerId) : undefined;
-      return w && w.state === "built" && w.verdict?.commit && !w.discarded ? [{ id: w.id, commit: w.verdict.commit }] : [];
-    });
+    const built = this.builtOf(r);
     const result: IntegrationResult = {
       passed: false,
       commit: null,
       base: r.base ?? "",
       workers: built.map((b) => b.id),
+      commits: built.map((b) => b.commit),
       checks: [],
       conflict: null,
       reason: null,

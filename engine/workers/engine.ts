@@ -43,7 +43,7 @@ import {
   workspaceMirror,
   worktreePath,
 } from "../workspace";
-import { WorkspaceLifecycle } from "./lifecycle";
+import { type MergeOutcome, WorkspaceLifecycle } from "./lifecycle";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
 import { workspaceToOpen } from "./open";
@@ -675,7 +675,7 @@ export class Engine {
     return true;
   }
 
-  merge(workerId: string, opts: { acceptFlagged?: boolean } = {}): Promise<{ commit: string; into: string }> {
+  merge(workerId: string, opts: { acceptFlagged?: boolean } = {}): Promise<MergeOutcome> {
     return this.lifecycle.merge(workerId, opts);
   }
 

@@ -4,6 +4,7 @@
 import { codeOf, InputError } from "../../shared/errors";
 import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from "../../shared/api";
 import { quoteUntrustedList } from "../../shared/untrusted";
+import { attemptGroup } from "../../shared/attempts";
 import { isAtRest } from "../../shared/worker";
 import { describeFlags, flaggedChanges, git, gitWithObjects, inspectRepo, landCommit, landObjects, mergeTrees, revertCommit } from "../workspace";
 import type { Engine } from "./engine";
@@ -39,8 +40,20 @@ export async function mergeBatch(engine: Engine, batchId: string, opts: { accept
   try {
     if (summary.integration) return await landIntegration(engine, batchId, opts);
     const r: MergeBatchResult = { batchId, merged: [], stopped: null, notTried: [], skipped: [], integration: null };
-    for (const w of engine.list().filter((x) => x.batchId === batchId)) {
-      const why = w.state !== "built" ? `not built (${w.state})` : w.merged ? `already merged into ${w.merged.into}` : w.discarded ? "discarded" : null;
+    const all = engine.list();
+    for (const w of all.filter((x) => x.batchId === batchId)) {
+      // Of a task's attempts (alternatives), only the one the checks picked lands.
+      const winner = w.attempt ? attemptGroup(w.attempt.groupId, all).winner : undefined;
+      const why =
+        w.state !== "built"
+          ? `not built (${w.state})`
+          : w.merged
+            ? `already merged into ${w.merged.into}`
+            : w.discarded
+              ? "discarded"
+              : winner !== undefined && winner !== w.id
+                ? `an attempt the checks did not pick (its task's winner is ${winner ?? "none"}); merge it alone to take it instead`
+                : null;
       if (why) {
         r.skipped.push({ workerId: w.id, reason: why });
         continue;
@@ -82,7 +95,13 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
   if (res.landed) throw new InputError(`batch ${batchId} was already merged into ${res.landed.into} (${res.landed.commit.slice(0, 12)})`, "conflict");
   if (!res.passed || !res.commit)
     throw new InputError(
-      `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Dispatch a follow-up (continue a worker, or a new task) and run the batch's checks again`,
+      `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Continue a worker of it with a review (ocw continue WORKER_ID --message TEXT): once its new round is graded the integration runs again by itself; or merge the workers one by one (ocw merge WORKER_ID)`,
+      "conflict",
+    );
+  const stale = engine.batches.integrationStale(batchId);
+  if (stale)
+    throw new InputError(
+      `batch ${batchId}'s integration is of its workers as they were: ${stale}. It runs again once every task is at rest; merge once it passed (nothing was changed)`,
       "conflict",
     );
   if (!rec.branch)
@@ -106,7 +125,7 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
     publish: (next) => landObjects(rec.repo!, graded, next),
     message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
     onConflict: (files) =>
-      `To go on: continue the workers on the new base (files: ${quoteUntrustedList(files, "file names from the workers' changes")}), or run the batch again from the current HEAD.`,
+      `To go on: run the batch again from the current HEAD (its tasks see the commits it conflicts with: ${quoteUntrustedList(files, "file names from the workers' changes")}), or merge its workers one by one (ocw merge WORKER_ID; ocw rebase WORKER_ID continues one that conflicts on the new base).`,
   });
   for (const id of res.workers) await engine.recordLanded(id, rec.branch, landed);
   engine.batches.landed(batchId, rec.branch, landed);

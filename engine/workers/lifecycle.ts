@@ -12,6 +12,7 @@ import {
   gitWithObjects,
   dropGradedStore,
   gradedStoreOf,
+  isAncestor,
   landCommit,
   landObjects,
   publishBranch,
@@ -21,6 +22,33 @@ import {
   type Workspace,
 } from "../workspace";
 import type { WorkerRegistry } from "../registry";
+
+/**
+ * A merge's outcome: the branch's new tip; `alreadyIn` when the graded commit was there already (it came in with a
+ * worker that started from it: nothing was changed); `alsoLanded`, the workers whose graded commits this one started
+ * from and brought in with it (recorded as merged).
+ */
+export interface MergeOutcome {
+  commit: string;
+  into: string;
+  alreadyIn: boolean;
+  alsoLanded: string[];
+}
+
+/**
+ * Why a worker that is not built is not landed (merged, published, pushed), and what to do next: nothing but a built
+ * round's graded commit ever lands, so the way on is another round (or the task again), never an override.
+ */
+export function notBuilt(w: Worker, verb: string): InputError {
+  const state = w.state === "honest-failure" ? "failed (its held-back checks did not pass)" : w.state;
+  const next =
+    w.state === "honest-failure"
+      ? "continue it with a review (a new round, graded again) or retry its task, then land the round that is built"
+      : w.state === "stopped" || w.state === "interrupted" || w.state === "error"
+        ? "resume it (or retry its task), then land it once it is built"
+        : "wait for its verdict, then land it if it is built";
+  return new InputError(`worker ${w.id} is ${state}: only a built worker's graded commit is ${verb}; ${next} (nothing was changed)`, "conflict");
+}
 
 /**
  * A finished worker's workspace lifecycle: merge (exactly the graded commit), diff, discard, and garbage collection.
@@ -39,10 +67,17 @@ export class WorkspaceLifecycle {
    * checkout updated with every filter off and verified, the branch moved last). Flagged changes (symlinks, executables,
    * git and tool configuration) need `acceptFlagged`.
    */
-  async merge(workerId: string, opts: { acceptFlagged?: boolean } = {}): Promise<{ commit: string; into: string }> {
+  async merge(workerId: string, opts: { acceptFlagged?: boolean } = {}): Promise<MergeOutcome> {
     const w = this.reg.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`, "conflict");
+    if (w.state !== "built") throw notBuilt(w, "merged");
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
+    // Attempts are alternatives at one task: one of them lands, never two on top of each other.
+    const sibling = w.attempt ? this.reg.list().find((x) => x.id !== w.id && x.attempt?.groupId === w.attempt!.groupId && x.merged && !x.reverted) : undefined;
+    if (sibling?.merged)
+      throw new InputError(
+        `worker ${workerId} is another attempt at the task of ${sibling.id}, which was merged into ${sibling.merged.into} (${sibling.merged.commit.slice(0, 12)}): landing both would do the task twice. To take this attempt instead, revert that merge first (ocw revert ${sibling.id}), then merge ${workerId}; or discard ${workerId} (nothing was changed)`,
+        "conflict",
+      );
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`, "conflict");
@@ -64,6 +99,13 @@ export class WorkspaceLifecycle {
     // of the result the person's repository lacks are copied into it once the merge applies.
     const graded = await gradedStoreOf(ws);
     const head = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.baseBranch}`], { allowFail: true });
+    // Already there: it came in with another worker's merge (one that started from it, in a batch). Recorded, and no
+    // empty merge commit made.
+    if (head && (await isAncestor(ws.repo, commit, head, graded))) {
+      this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: head });
+      await this.tidy(workerId, "merged");
+      return { commit: head, into: ws.baseBranch, alreadyIn: true, alsoLanded: [] };
+    }
     const from = head ? (await gitWithObjects(ws.repo, graded, ["merge-base", head, commit])) || ws.baseCommit : ws.baseCommit;
     const flags = await flaggedChanges(ws.repo, from, commit, graded, undefined, head ? [head] : []);
     if (flags.length && !opts.acceptFlagged) {
@@ -80,13 +122,24 @@ export class WorkspaceLifecycle {
       message: `Merge ${ws.branch}: ${title}`,
       objects: graded,
       publish: (next) => landObjects(ws.repo, graded, next),
+      elsewhere: `bring the work in as branch ${ws.branch} (ocw publish ${workerId}) and merge it where you are (git merge ${ws.branch})`,
       onConflict: (files) =>
         `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.length ? quoteUntrustedList(files, "file names from the worker's change") : "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`,
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
+    // A worker that started from other workers' graded commits (a batch task after others) brings them in too: each is
+    // recorded as landed by this merge, and said so.
+    const alsoLanded: string[] = [];
+    if (w.startFrom && w.batchId)
+      for (const o of this.reg.list()) {
+        if (o.id === workerId || o.batchId !== w.batchId || o.state !== "built" || o.merged || o.discarded || !o.verdict?.commit) continue;
+        if (!(await isAncestor(ws.repo, o.verdict.commit, commit, graded))) continue;
+        alsoLanded.push(o.id);
+        await this.recordLanded(o.id, ws.baseBranch, merged);
+      }
     // Merged, the work lives in the user's branch: the workspace, the engine's repository and ocw/<id> go.
     await this.tidy(workerId, "merged");
-    return { commit: merged, into: ws.baseBranch };
+    return { commit: merged, into: ws.baseBranch, alreadyIn: false, alsoLanded };
   }
 
   /**
@@ -107,7 +160,7 @@ export class WorkspaceLifecycle {
   /** A built, unmerged, undiscarded worker's workspace and graded commit, or why it has none to land. */
   landable(workerId: string, verb: string): { ws: Workspace; commit: string } {
     const w = this.reg.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are ${verb}`, "conflict");
+    if (w.state !== "built") throw notBuilt(w, verb);
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to publish`, "conflict");
     const ws = this.reg.workspaceOf(w);

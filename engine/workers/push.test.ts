@@ -27,13 +27,23 @@ beforeAll(() => {
   execFileSync("mkdir", ["-p", bin]);
   writeFileSync(
     path.join(bin, "gh"),
-    `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> "${ghLog}"; done\nprintf -- '----\\n' >> "${ghLog}"\nif [ "$1" = auth ]; then exit 0; fi\nif [ -n "$GH_FAIL" ]; then echo "could not push to https://alice:s3cr3t-token@github.example/acme/app.git" >&2; exit 1; fi\necho "https://github.example/acme/app/pull/1"\n`,
+    `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a" >> "${ghLog}"; done\nprintf -- '----\\n' >> "${ghLog}"\nif [ "$1" = auth ] && [ -n "$GH_SIGNED_OUT_OF" ] && [ "$4" = "$GH_SIGNED_OUT_OF" ]; then exit 1; fi\nif [ "$1" = auth ]; then exit 0; fi\nif [ -n "$GH_FAIL" ]; then echo "could not push to https://alice:s3cr3t-token@github.example/acme/app.git" >&2; exit 1; fi\n` +
+      // gh's answers as GitHub gives them (GH_MODE): an open pull request of the head (GitHub's 422 through GraphQL, no
+      // URL), a refused token (401), the rate limit; `pr list` and `pr edit` answer as gh does.
+      `if [ "$1 $2" = "pr list" ]; then echo "https://github.example/acme/app/pull/9"; exit 0; fi\n` +
+      `if [ "$1 $2" = "pr edit" ]; then echo "https://github.example/acme/app/pull/9"; exit 0; fi\n` +
+      `if [ "$GH_MODE" = exists ]; then echo "pull request create failed: GraphQL: A pull request already exists for acme:ocw/w-1. (createPullRequest)" >&2; exit 1; fi\n` +
+      `if [ "$GH_MODE" = 401 ]; then printf 'HTTP 401: Bad credentials (https://api.github.com/graphql)\\nTry authenticating with:  gh auth login\\n' >&2; exit 1; fi\n` +
+      `if [ "$GH_MODE" = rate ]; then echo "GraphQL: API rate limit exceeded for user ID 1. (createPullRequest)" >&2; exit 1; fi\n` +
+      `echo "https://github.example/acme/app/pull/1"\n`,
   );
   chmodSync(path.join(bin, "gh"), 0o755);
   process.env.PATH = `${bin}:${PATH}`;
 });
 afterEach(() => {
   delete process.env.GH_FAIL;
+  delete process.env.GH_MODE;
+  delete process.env.GH_SIGNED_OUT_OF;
 });
 afterAll(() => {
   process.env.PATH = PATH;
@@ -113,6 +123,82 @@ describe("push and pull request", () => {
     expect(readFileSync(ghLog, "utf8")).not.toContain("create");
   });
 
+  it("gh's refusals: a pull request already open for the branch (GitHub's 422) is found and named; a refused token and the rate limit say what to do, the branch pushed", async () => {
+    const { repo, remote, commit, engine } = setup();
+    g(repo, "remote", "add", "origin", "https://github.example/acme/app.git");
+    g(repo, "config", `url.${remote}.insteadOf`, "https://github.example/acme/app.git");
+    process.env.GH_MODE = "exists";
+    writeFileSync(ghLog, "");
+    const open = await pushWork(engine, { workerId: "w-1", remote: "origin", pr: true });
+    expect(open).toMatchObject({ commit, pr: { url: "https://github.example/acme/app/pull/9", existing: true }, prProblem: null, replaced: null });
+    const list = readFileSync(ghLog, "utf8").split("----\n")[2]!.split("\n");
+    expect(list.slice(0, 2)).toEqual(["pr", "list"]);
+    expect(list).toEqual(expect.arrayContaining(["--head", "ocw/w-1", "--repo", "github.example/acme/app"]));
+    process.env.GH_MODE = "401";
+    const refused = await pushWork(engine, { workerId: "w-1", remote: "origin", pr: true });
+    expect(refused.pr).toBeNull();
+    expect(refused.prProblem).toMatch(
+      /HTTP 401: Bad credentials .*run `gh auth login` again.*the branch is pushed: open the pull request on the remote's site, or run this push again with --pr/,
+    );
+    process.env.GH_MODE = "rate";
+    const limited = await pushWork(engine, { workerId: "w-1", remote: "origin", pr: true });
+    expect(limited.prProblem).toMatch(/API rate limit exceeded .*wait for it to reset.*run this push again with --pr/);
+    expect(g(remote, "rev-parse", "refs/heads/ocw/w-1")).toBe(commit);
+  });
+
+  it("gh is asked whether it is signed in to the remote's host (not to every host it knows); signed out there, the way on is said", async () => {
+    const { repo, remote, engine } = setup();
+    g(repo, "remote", "add", "origin", "https://github.example/acme/app.git");
+    g(repo, "config", `url.${remote}.insteadOf`, "https://github.example/acme/app.git");
+    writeFileSync(ghLog, "");
+    process.env.GH_SIGNED_OUT_OF = "github.example";
+    const r = await pushWork(engine, { workerId: "w-1", remote: "origin", pr: true });
+    expect(r.pr).toBeNull();
+    expect(r.prProblem).toBe(
+      "gh is not signed in to github.example (run `gh auth login --hostname github.example`): open the pull request on the remote's site, or run this push again with --pr (the branch is pushed)",
+    );
+    expect(readFileSync(ghLog, "utf8").split("----\n")[0]).toBe("auth\nstatus\n--hostname\ngithub.example\n");
+  });
+
+  it("pushed again after a review round: the branch at the worker's earlier round moves to the latest (a lease on that commit), and the open pull request's body follows", async () => {
+    const { repo, remote, commit, engine } = setup();
+    g(repo, "remote", "add", "origin", "https://github.example/acme/app.git");
+    g(repo, "config", `url.${remote}.insteadOf`, "https://github.example/acme/app.git");
+    await pushWork(engine, { workerId: "w-1", remote: "origin" });
+    // Round 2's graded commit: on the same base (not on top of round 1).
+    const w = engine.get("w-1");
+    const round2 = g(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", `${commit}^{tree}`, "-p", w.baseCommit!, "-m", "round 2");
+    Object.assign(w, {
+      rounds: [
+        { round: 1, commit },
+        { round: 2, commit: round2 },
+      ],
+      verdict: { ...w.verdict!, commit: round2 },
+    });
+    process.env.GH_MODE = "exists";
+    writeFileSync(ghLog, "");
+    const r = await pushWork(engine, { workerId: "w-1", remote: "origin", pr: true });
+    expect(r).toMatchObject({ commit: round2, replaced: commit, pr: { url: "https://github.example/acme/app/pull/9", existing: true }, prProblem: null });
+    expect(g(remote, "rev-parse", "refs/heads/ocw/w-1")).toBe(round2);
+    const edit = readFileSync(ghLog, "utf8")
+      .split("----\n")
+      .find((c) => c.startsWith("pr\nedit\n"))!
+      .split("\n");
+    expect(edit.slice(0, 3)).toEqual(["pr", "edit", "https://github.example/acme/app/pull/9"]);
+    expect(edit.join("\n")).toContain(round2);
+    // Anything but the worker's own earlier round there is never overwritten.
+    const other = g(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", `${commit}^{tree}`, "-p", w.baseCommit!, "-m", "someone's");
+    g(repo, "push", "-q", "--force", "origin", `${other}:refs/heads/ocw/w-1`);
+    const err = await pushWork(engine, { workerId: "w-1", remote: "origin" }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(err?.message).toMatch(
+      /already has a branch ocw\/w-1 with other commits: the engine never forces a push; name another --branch \(nothing was pushed/,
+    );
+    expect(g(remote, "rev-parse", "refs/heads/ocw/w-1")).toBe(other);
+  });
+
   it("URL forms", () => {
     expect(redactUrlCredentials("fatal: unable to access 'https://x-access-token:ghp_abc@github.com/o/r.git/': 403")).toBe(
       "fatal: unable to access 'https://***@github.com/o/r.git/': 403",
@@ -187,6 +273,14 @@ describe("verdictCard: the pull request body's title is workerTitle()", () => {
     expect(card).toContain("- ``a`@evil-user` b``: ``detail of a`@evil-user` b``");
     expect(card).toContain("```` ``` @x ````");
     expect(card).toContain("`out of scope: x\\|@y`");
+  });
+
+  it("a worker followed up (a review): the card lists its rounds and says which one's commit it is", () => {
+    const w = cardWorker({ task: "t" });
+    expect(verdictCard(w)).not.toContain("Rounds:");
+    const round = (n: number, kind: string, verdict: string) => ({ round: n, kind, verdict, commit: `c${n}` });
+    Object.assign(w, { rounds: [round(1, "task", "honest-failure"), round(2, "review", "built")] });
+    expect(verdictCard(w)).toContain("Rounds: 2 (1 task: failed · 2 review: built); this is round 2's graded commit");
   });
 
   it("cuts a long title at 100 characters with an ellipsis", () => {

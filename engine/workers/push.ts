@@ -7,9 +7,10 @@ import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
 import { showUntrusted } from "../../shared/untrusted";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
 import { type Worker, workerTitle } from "../../shared/worker";
-import { runCommand } from "../process";
-import { describeFlags, flaggedChanges, git, gitComplaint, landObjects, userGitEnv } from "../workspace";
+import { type CommandResult, runCommand } from "../process";
+import { describeFlags, flaggedChanges, git, gitComplaint, gitWithObjects, landObjects, userGitEnv } from "../workspace";
 import type { Engine } from "./engine";
+import { notBuilt } from "./lifecycle";
 
 /**
  * Push a built worker's graded commit (or a batch's passed integration commit) to a branch on a remote the person
@@ -78,17 +79,24 @@ async function pushUnredacted(
     await engine.publish(input.workerId).catch((err: unknown) => {
       if (codeOf(err) !== "conflict") throw err;
     });
-  const push = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], {
-    cwd: repo,
-    env: userGitEnv(),
-  });
-  if (push.exitCode !== 0) {
-    const why = gitComplaint(push);
-    if (/rejected|non-fast-forward|fetch first/.test(push.stdout + push.stderr)) {
-      throw new InputError(`${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch`, "conflict");
-    }
-    throw new InputError(`the push to ${remote} failed: ${why}`, "unavailable");
+  // The branch there already: at this worker's earlier round's graded commit (pushed before a review), or at this
+  // batch's earlier integration commit (its integration ran again since), it follows the latest verdict, with a lease on
+  // exactly that commit (anything else there is refused below, never overwritten).
+  const earlier = input.workerId ? earlierRounds(engine.get(input.workerId), commit) : [];
+  let replaced: string | null = null;
+  if (earlier.length || input.batchId) {
+    const there = await runCommand("git", ["ls-remote", remote, `refs/heads/${branch}`], { cwd: repo, env: userGitEnv() });
+    const tip = there.exitCode === 0 ? (/^([0-9a-f]{40,64})\trefs\/heads\//m.exec(there.stdout)?.[1] ?? null) : null;
+    if (tip && tip !== commit && (earlier.includes(tip) || (input.batchId && (await earlierIntegration(repo, graded, tip, input.batchId, what.base)))))
+      replaced = tip;
   }
+  const lease = replaced ? [`--force-with-lease=refs/heads/${branch}:${replaced}`] : [];
+  const push = await runCommand(
+    "git",
+    ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", ...lease, remote, `${commit}:refs/heads/${branch}`],
+    { cwd: repo, env: userGitEnv() },
+  );
+  if (push.exitCode !== 0) throw pushRefusal(push, remote, branch, input.workerId ? "the worker's graded commit" : "the batch's integration commit");
   let pr: PushResult["pr"] = null;
   let prProblem: string | null = null;
   if (input.pr) {
@@ -96,23 +104,106 @@ async function pushUnredacted(
     // The remote's URL as configured (`remote.NAME.url`, before any insteadOf), or the URL given.
     const url = remotes.includes(remote) ? await git(repo, ["config", "--get", `remote.${remote}.url`], { allowFail: true }) : remote;
     const ghRepo = hostedRepo(url);
+    const again = `the branch is pushed: open the pull request on the remote's site, or run this push again with --pr`;
     if (!ghRepo) prProblem = `${remote} (${url}) is not a repository on a hosting service that gh can name: open the pull request there (the branch is pushed)`;
     else if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
     else {
-      const auth = await runCommand(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
-      if (auth.exitCode !== 0) prProblem = "gh is not signed in (run `gh auth login`): open the pull request on the remote's site (the branch is pushed)";
+      // Signed in to the remote's host (another host's state, e.g. an expired token elsewhere, is not this push's concern).
+      const host = ghRepo.split("/")[0]!;
+      const auth = await runCommand(gh, ["auth", "status", "--hostname", host], { cwd: repo, env: { ...process.env } });
+      if (auth.exitCode !== 0)
+        prProblem = `gh is not signed in to ${host} (run \`gh auth login --hostname ${host}\`): open the pull request on the remote's site, or run this push again with --pr (the branch is pushed)`;
       else {
         const args = ["pr", "create", "--head", branch, "--title", input.title ?? title, "--body", body];
         if (def) args.push("--base", def);
         // The repository named by the remote, never gh's own default (which may be another repository of the person's).
         args.push("--repo", ghRepo);
         const r = await runCommand(gh, args, { cwd: repo, env: { ...process.env } });
-        if (r.exitCode !== 0) prProblem = `gh could not open the pull request: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" ")}`;
-        else pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
+        const said = (r.stderr || r.stdout).trim();
+        if (r.exitCode === 0) pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
+        else if (/already exists/i.test(said)) {
+          // Pushed again (a later round, or the same commit twice): the pull request of this branch is open already.
+          // gh names it on its last line; GitHub's own 422 ("A pull request already exists for owner:branch") does not.
+          const named = /(https?:\/\/\S+\/pull\/\d+)\s*$/.exec(said)?.[1];
+          const listed = named
+            ? null
+            : await runCommand(gh, ["pr", "list", "--repo", ghRepo, "--head", branch, "--state", "open", "--json", "url", "--jq", ".[0].url"], {
+                cwd: repo,
+                env: { ...process.env },
+              });
+          const found = named ?? (listed?.exitCode === 0 ? listed.stdout.trim().split("\n")[0] : "");
+          if (found) {
+            pr = { url: found, existing: true };
+            // Its description is the verdict card of the push that opened it: the latest verdict replaces it.
+            if (replaced) {
+              const edit = await runCommand(gh, ["pr", "edit", found, "--repo", ghRepo, "--body", body], { cwd: repo, env: { ...process.env } });
+              if (edit.exitCode !== 0)
+                prProblem = `the pull request ${found} is open already, and gh could not update its description to the latest verdict: ${ghSaid(edit)}`;
+            }
+          } else prProblem = `a pull request of ${branch} is open already, but gh could not name it: ${lastLines(said)}; ${again}`;
+        } else prProblem = `gh could not open the pull request: ${lastLines(said)}${ghHint(said)}; ${again}`;
       }
     }
   }
-  return { remote, branch, commit, pr, prProblem };
+  return { remote, branch, commit, pr, prProblem, replaced };
+}
+
+const lastLines = (s: string) => s.split("\n").slice(-2).join(" ");
+const ghSaid = (r: { stdout: string; stderr: string }) => lastLines((r.stderr || r.stdout).trim());
+
+/** What to do about gh's refusals that are not the pull request's own: a refused sign-in, GitHub's rate limit. */
+function ghHint(said: string): string {
+  if (/\b401\b|bad credentials|authentication/i.test(said)) return " (GitHub refused gh's sign-in: run `gh auth login` again)";
+  if (/rate limit/i.test(said)) return " (GitHub's rate limit: wait for it to reset)";
+  return "";
+}
+
+/** The worker's earlier rounds' graded commits (a branch pushed at one of them follows the latest verdict). */
+/**
+ * Whether `tip` is an earlier integration commit of this batch (the engine's own, pushed before the integration ran
+ * again): a commit on the batch's base whose message is the engine's for this batch. Read from the graded store or the
+ * person's repository (a push copied it there); unknown there, it is not.
+ */
+async function earlierIntegration(repo: string, graded: string, tip: string, batchId: string, base: string): Promise<boolean> {
+  const body = await gitWithObjects(repo, graded, ["cat-file", "commit", tip]);
+  if (!body) return false;
+  const head = body.slice(0, body.indexOf("\n\n"));
+  const parents = [...head.matchAll(/^parent (\S+)$/gm)].map((m) => m[1]);
+  const subject = body.slice(body.indexOf("\n\n") + 2).split("\n")[0] ?? "";
+  return parents.length === 1 && parents[0] === base && subject.startsWith(`ocw: integration of batch ${batchId} (`);
+}
+
+function earlierRounds(w: Worker, commit: string): string[] {
+  return (w.rounds ?? []).flatMap((r) => (r.commit && r.commit !== commit ? [r.commit] : []));
+}
+
+/**
+ * Why git push failed, in words, from its porcelain lines (`!\tSRC:DST\t[rejected] (non-fast-forward)`, `[remote
+ * rejected] (pre-receive hook declined)`) and the remote's own words (its `remote:` lines: a hook's message).
+ */
+function pushRefusal(push: CommandResult, remote: string, branch: string, what: string): InputError {
+  const status = /^!\t\S+\t(\[[^\]]+\])\s*(?:\((.*)\))?$/m.exec(push.stdout);
+  const kept = `nothing was pushed, ${what} is unchanged`;
+  if (status?.[1] === "[rejected]" || (!status && /non-fast-forward|fetch first/.test(push.stdout + push.stderr)))
+    return new InputError(
+      `${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch (${kept})`,
+      "conflict",
+    );
+  if (status?.[1] === "[remote rejected]") {
+    const said = push.stderr
+      .split("\n")
+      .filter((l) => l.startsWith("remote:"))
+      .map((l) => l.slice("remote:".length).trim())
+      .filter(Boolean)
+      .slice(-6)
+      .join(" / ")
+      .slice(0, 600);
+    return new InputError(
+      `${remote} refused the push (${status[2] || "remote rejected"})${said ? `, saying: ${said}` : ""}; ${kept}: do what it asks (or ask who runs it), then push again, or push to another --remote or --branch`,
+      "conflict",
+    );
+  }
+  return new InputError(`the push to ${remote} failed: ${gitComplaint(push)} (${kept}): fix that, then push again`, "unavailable");
 }
 
 function findOnPath(name: string): string | null {
@@ -131,8 +222,8 @@ function findOnPath(name: string): string | null {
 
 function workerPush(engine: Engine, workerId: string) {
   const w = engine.get(workerId);
-  if (w.state !== "built" || !w.verdict?.commit)
-    throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
+  if (w.state !== "built") throw notBuilt(w, "pushed");
+  if (!w.verdict?.commit) throw new InputError(`worker ${workerId} has no graded commit to push`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
   const title = workerTitle(w.spec, 72);
   return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };
@@ -144,6 +235,12 @@ function batchPush(engine: Engine, batchId: string) {
   const res = s.integration?.result;
   if (!rec || !res) throw new InputError(`batch ${batchId} has no integration checks: push its workers one by one (ocw push WORKER_ID)`, "conflict");
   if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing to push`, "conflict");
+  const stale = engine.batches.integrationStale(batchId);
+  if (stale)
+    throw new InputError(
+      `batch ${batchId}'s integration is of its workers as they were: ${stale}. It runs again once every task is at rest; push once it passed (nothing was pushed)`,
+      "conflict",
+    );
   const workers = res.workers.map((id) => engine.get(id));
   return {
     repo: rec.repo!,
@@ -196,8 +293,13 @@ export function verdictCard(w: Worker): string {
             .join(", ")}`
     } |`,
   ];
-  const rounds = (v as { rounds?: unknown[] }).rounds;
-  if (Array.isArray(rounds)) lines.push("", `Rounds: ${rounds.length}`);
+  // Followed up (a review, a continue, a fix round): the rounds and each one's verdict; this card is the latest's.
+  const graded = (w.rounds ?? []).filter((r) => r.verdict);
+  if (graded.length > 1)
+    lines.push(
+      "",
+      `Rounds: ${graded.length} (${graded.map((r) => `${r.round} ${r.kind}: ${outcomeWord(r.verdict!)}`).join(" · ")}); this is round ${graded.at(-1)!.round}'s graded commit`,
+    );
   // A flagged file's name and a symlink's target (in the detail) are the worker's: made visible and markdown-safe.
   if (v.flags?.length)
     lines.push(

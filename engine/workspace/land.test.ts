@@ -3,7 +3,7 @@
 // or stash FILE", flagged changes are found, a revert undoes a merge and refuses cleanly on conflict, and commits
 // combine in order (or name the conflicting files).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -148,12 +148,50 @@ describe("landing a graded commit", () => {
     const base = g(r, "rev-parse", "HEAD");
     const commit = commitFiles(r, base, { "g.txt": "one\ntwo\n" });
     const before = fingerprint(r);
-    await expect(landCommit({ repo: r, branch: "main", commit, message: "m" })).rejects.toThrow(
-      /not the graded ones \(files of the worker's change, with what differs, untrusted: \["g\.txt \(content differs from the graded blob\)"\]\): the merge was undone and refused/,
+    await expect(landCommit({ repo: r, branch: "main", commit, message: "m", elsewhere: "ocw publish w, then git merge ocw/w" })).rejects.toThrow(
+      /not the graded ones \(files of the worker's change, with what differs, untrusted: \["g\.txt \(content differs from the graded blob\)"\]\): an attribute of your checkout converts them \(eol, a filter\); the merge was undone and refused \(nothing was changed\)\. To land it with your own git instead \(your filters and attributes apply there\): ocw publish w, then git merge ocw\/w\./,
     );
     expect(existsSync(path.join(r, "g.txt"))).toBe(false);
     expect(g(r, "rev-parse", "HEAD")).toBe(base);
     expect(fingerprint(r)).toBe(before);
+  });
+
+  it("a file the person's git-lfs stores (smudged in the checkout) that the merge changes: refused as such, not as 'commit or stash', with the way on; nothing changed; plain bytes there are flagged", async () => {
+    const r = repo();
+    g(r, "lfs", "install", "--local");
+    writeFileSync(path.join(r, ".gitattributes"), "*.bin filter=lfs diff=lfs merge=lfs -text\n");
+    writeFileSync(path.join(r, "big.bin"), "the real bytes\n");
+    g(r, "add", ".gitattributes", "big.bin");
+    g(r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "lfs");
+    expect(g(r, "show", "HEAD:big.bin")).toMatch(/^version https:\/\/git-lfs/);
+    expect(g(r, "status", "--porcelain")).toBe("");
+    const base = g(r, "rev-parse", "HEAD");
+    // The worker's checkout holds the pointer (no filter runs there): it rewrote the file.
+    const commit = commitFiles(r, base, { "big.bin": "new bytes of the worker's\n" });
+    // The person's file as their git left it, touched since (a build, an editor's save of the same bytes): clean to
+    // them, and its stat no longer what the index recorded, so git compares its content with every filter off.
+    utimesSync(path.join(r, "big.bin"), new Date(Date.now() + 60_000), new Date(Date.now() + 60_000));
+    expect(g(r, "status", "--porcelain")).toBe("");
+    // Nothing may change (the person's git status may refresh the index's stat cache of big.bin, as any status does).
+    const state = (d: string) =>
+      [g(d, "for-each-ref"), g(d, "rev-parse", "HEAD"), g(d, "ls-files", "-s"), g(d, "status", "--porcelain", "--ignored")].join("\n");
+    const before = state(r);
+    const err = await landCommit({ repo: r, branch: "main", commit, message: "m", elsewhere: "ocw publish w, then git merge ocw/w" }).then(
+      () => null,
+      (e: Error) => e.message,
+    );
+    expect(err).toMatch(
+      /\["big\.bin \(filter=lfs\)"\]\) is stored in your checkout through a filter of yours .*nothing was changed\. To land it with your own git instead .*: ocw publish w, then git merge ocw\/w\./,
+    );
+    expect(err).not.toMatch(/commit or stash/);
+    expect(state(r)).toBe(before);
+    // And the change is flagged: plain bytes where the person's attributes say git-lfs (a pointer would not be).
+    expect(await flaggedChanges(r, base, commit)).toEqual([
+      { path: "big.bin", kind: "git-config", detail: expect.stringMatching(/^written as plain content where your \.gitattributes stores it through git-lfs/) },
+    ]);
+    const pointer = commitFiles(r, base, { "big.bin": `version https://git-lfs.github.com/spec/v1\noid sha256:${"a".repeat(64)}\nsize 9\n` });
+    expect(await flaggedChanges(r, base, pointer)).toEqual([]);
+    expect(readFileSync(path.join(r, "big.bin"), "utf8")).toBe("the real bytes\n");
   });
 
   it("flags symlinks, executables, package.json scripts and tool configuration, and not a plain change", async () => {

@@ -74,6 +74,11 @@ export async function gitWithObjects(repo: string, objects: string, args: string
   return r.code === 0 ? r.out.trim() : "";
 }
 
+/** Whether `a` is an ancestor of `b` (or `b` itself), read with the engine's graded store `objects` where given. */
+export async function isAncestor(repo: string, a: string, b: string, objects?: string): Promise<boolean> {
+  return (await q(repo, [], ["merge-base", "--is-ancestor", a, b], { allowFail: true, objects })).code === 0;
+}
+
 /** `git merge-tree --write-tree A B` (merge base found by git): the tree, or the conflicting files. */
 export async function mergeTrees(repo: string, a: string, b: string, flags?: string[], objects?: string): Promise<{ tree: string } | { conflict: string[] }> {
   const f = flags ?? (await quietFlags(repo));
@@ -211,6 +216,7 @@ export async function flaggedChanges(
   // read with the graded commit's own diff (grading's script), so no git starts here for them.
   const changes = known ?? (await treeChanges(repo, base, commit, { lossless: true, objects }));
   flags.push(...(await nameCollisions(repo, [commit, ...beside], changes, objects)));
+  flags.push(...(await plainWhereLfs(repo, changes, objects)));
   for (const c of changes) {
     // Matched as a case-insensitive, normalising file system opens the name (macOS, Windows): `.GitAttributes` and
     // `.GITHUB/Workflows/ci.yml` are `.gitattributes` and a CI workflow there.
@@ -278,6 +284,52 @@ async function nameCollisions(repo: string, commits: string[], changes: TreeChan
       });
       break;
     }
+  }
+  return flags;
+}
+
+const LFS_POINTER = "version https://git-lfs.github.com/spec/v1\n";
+
+/**
+ * Files the change writes as plain content where the person's attributes store them through git-lfs (a worker's
+ * checkout holds the pointer, and no filter runs there): landed as they are, their bytes go into git itself, not LFS,
+ * and the person's git shows them changed until they are added again. Read from the person's attributes (the top-level
+ * `.gitattributes` of their checkout and `.git/info/attributes`); nothing is asked of git where neither names a filter.
+ */
+async function plainWhereLfs(repo: string, changes: TreeChange[], objects?: string): Promise<ChangeFlag[]> {
+  const files = changes.filter((c) => c.mode === "100644" || c.mode === "100755");
+  if (!files.length) return [];
+  const gitDir = (await q(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true })).out.trim();
+  const read = (f: string) => {
+    try {
+      return readFileSync(f, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  if (!/filter=lfs/.test(read(path.join(repo, ".gitattributes")) + (gitDir ? read(path.join(gitDir, "info", "attributes")) : ""))) return [];
+  const lfs = (
+    await filteredAmong(
+      repo,
+      files.map((c) => c.path),
+    )
+  )
+    .filter((x) => x.filter === "lfs")
+    .map((x) => x.path);
+  const flags: ChangeFlag[] = [];
+  for (const c of files) {
+    if (!lfs.includes(c.path)) continue;
+    // A pointer is a few lines: a larger blob is content (never read whole here).
+    const size = Number((await q(repo, [], ["cat-file", "-s", c.oid!], { allowFail: true, objects })).out.trim());
+    const head =
+      size > 0 && size <= 1024 ? (await q(repo, [], ["cat-file", "blob", c.oid!], { allowFail: true, objects })).out.slice(0, LFS_POINTER.length) : "";
+    if (head !== LFS_POINTER)
+      flags.push({
+        path: c.path,
+        kind: "git-config",
+        detail:
+          "written as plain content where your .gitattributes stores it through git-lfs: landed, its bytes go into git itself, not LFS, and your git shows it changed until you add it again",
+      });
   }
   return flags;
 }
@@ -359,6 +411,19 @@ async function dirtyAmong(repo: string, paths: string[]): Promise<{ changed: str
   return { changed, untracked };
 }
 
+/** Of `paths`, those the checkout's attributes give a filter (`filter=lfs`…), with its name. */
+async function filteredAmong(repo: string, paths: string[]): Promise<{ path: string; filter: string }[]> {
+  const r = await runCommand("git", ["check-attr", "-z", "filter", "--", ...paths.slice(0, 200)], { cwd: repo, env: userGitEnv() });
+  if (r.exitCode !== 0) return [];
+  const parts = r.stdout.split("\0");
+  const out: { path: string; filter: string }[] = [];
+  for (let i = 0; i + 2 < parts.length; i += 3) {
+    const value = parts[i + 2]!;
+    if (value !== "unspecified" && value !== "unset") out.push({ path: parts[i]!, filter: value });
+  }
+  return out;
+}
+
 const listed = (files: string[]) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
 
 export interface LandOptions {
@@ -371,6 +436,8 @@ export interface LandOptions {
   fastForward?: boolean;
   /** What the conflict message offers as the way on. */
   onConflict?: (files: string[]) => string;
+  /** Another way on when the checkout is on another branch (after "check out BRANCH first, or …"). */
+  elsewhere?: string;
   /**
    * The engine's graded store, where `commit` is: the merge is computed there, and the result's objects reach the
    * person's repository (`publish`) only once the merge is known to apply (no conflict, a clean checkout).
@@ -387,7 +454,10 @@ export async function landCommit(o: LandOptions): Promise<string> {
   const { repo, branch } = o;
   const current = (await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
   if (current !== branch)
-    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+    throw new InputError(
+      `your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first${o.elsewhere ? `, or ${o.elsewhere}` : ""} (nothing was changed)`,
+      "conflict",
+    );
   const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
   const flags = await quietFlags(repo);
   let next: string;
@@ -405,7 +475,7 @@ export async function landCommit(o: LandOptions): Promise<string> {
     }
     next = await commitTree(repo, m.tree, [head, o.commit], o.message, objects);
   }
-  await applyToCheckout(repo, branch, head, next, flags, o.message, { objects, publish: o.publish });
+  await applyToCheckout(repo, branch, head, next, flags, o.message, { objects, publish: o.publish, elsewhere: o.elsewhere });
   return next;
 }
 
@@ -417,8 +487,11 @@ export async function applyToCheckout(
   next: string,
   flags: string[] | null,
   reflog: string,
-  from: { objects?: string; publish?: (next: string) => Promise<unknown> } = {},
+  from: { objects?: string; publish?: (next: string) => Promise<unknown>; elsewhere?: string } = {},
 ): Promise<void> {
+  // Where the engine cannot write the merge as graded (a filter or an attribute of the person's in the way), their own
+  // git can: the way on.
+  const byHand = from.elsewhere ? ` To land it with your own git instead (your filters and attributes apply there): ${from.elsewhere}.` : "";
   const f = flags ?? (await quietFlags(repo));
   const changes = await treeChanges(repo, head, next, { objects: from.objects });
   const dirty = await dirtyAmong(
@@ -441,6 +514,20 @@ export async function applyToCheckout(
   const objects = from.objects;
   const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
   if (r.code !== 0) {
+    // A file the person's own filter stores (git-lfs: a pointer in git, the content in the checkout) reads as changed
+    // with every filter off, though it is clean to them (the dirty check above ran their git as they do): nothing of
+    // theirs to commit or stash.
+    const stale = [...`${r.err}\n${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map((m) => m[1]!);
+    const filtered = stale.length ? await filteredAmong(repo, stale) : [];
+    if (filtered.length)
+      throw new InputError(
+        `${quoteUntrustedList(
+          filtered.map((x) => `${x.path} (filter=${x.filter})`),
+          "files this merge changes",
+          { shown: 5 },
+        )} ${filtered.length === 1 ? "is" : "are"} stored in your checkout through a filter of yours (.gitattributes; filter=lfs is git-lfs), which the engine never runs, so it cannot write this merge there; nothing was changed.${byHand}`,
+        "conflict",
+      );
     const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
     throw new InputError(
       `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
@@ -451,7 +538,7 @@ export async function applyToCheckout(
   if (wrong.length) {
     await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(
-      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: the merge was undone and refused`,
+      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: an attribute of your checkout converts them (eol, a filter); the merge was undone and refused (nothing was changed).${byHand}`,
       "conflict",
     );
   }

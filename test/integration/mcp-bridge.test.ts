@@ -305,7 +305,9 @@ describe("ocw mcp", () => {
     expect(r).toMatchObject({ verdict: "honest-failure", claim: "built", honest: false });
     expect(r.checks[0].passed).toBe(false);
     // A refusal the state explains (a conflict code) reads as what it is, not as the engine failing.
-    expect(await e.fail("merge", { workerId: d.workerId })).toMatch(/^worker \S+ is honest-failure: only built workers are merged$/);
+    expect(await e.fail("merge", { workerId: d.workerId })).toMatch(
+      /^worker \S+ is failed \(its held-back checks did not pass\): only a built worker's graded commit is merged; continue it with a review .* or retry its task/,
+    );
   });
 
   it("a question ask is offered as a form with its options, and the chosen answer reaches the worker", async () => {

@@ -364,7 +364,12 @@ export function WorkerDetail({ id }: { id: string }) {
                   void (async () => {
                     try {
                       const r = await api.workers.merge.mutate({ workerId: id, acceptFlagged });
-                      pushNotice("info", `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})`);
+                      pushNotice(
+                        "info",
+                        r.alreadyIn
+                          ? `${id} was already in ${r.into} (it came in with a worker that started from it): recorded as merged`
+                          : `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})${r.alsoLanded.length ? `; it brought in ${r.alsoLanded.join(", ")} (it started from their graded work)` : ""}`,
+                      );
                     } catch (err) {
                       setMergeError(errorText(err));
                     }
