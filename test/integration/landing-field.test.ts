@@ -22,6 +22,13 @@ let ghLog: string;
 const dirs: string[] = [];
 
 const ocw = (args: string[]) => runOcw(engine.stateDir, args, 170_000);
+/** `ocw run --batch` of a batch file holding `batch`, asks approved once, with JSON out. */
+const runBatch = (batch: unknown) => {
+  const bf = path.join(tempDir("batchfile"), "batch.json");
+  dirs.push(path.dirname(bf));
+  writeFileSync(bf, JSON.stringify(batch));
+  return ocw(["run", "--batch", bf, "--json", "--approve", "once"]);
+};
 const git = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", stdio: "pipe" }).trim();
 const CLASS_NAMES = /\b(InputError|GitError|OcwError|TRPCError|Error:|TypeError|undefined)\b/;
 
@@ -364,19 +371,13 @@ describe("a batch's integration after a review round", () => {
   it("integration failed; a worker continued with a review and built again: the integration runs again on its latest round, and merge --batch lands that", async () => {
     const dir = makeRepo({ "README.md": "# r\n" });
     dirs.push(dir);
-    const bf = path.join(tempDir("batchfile"), "batch.json");
-    dirs.push(path.dirname(bf));
-    writeFileSync(
-      bf,
-      JSON.stringify({
-        tasks: [
-          { id: "a", task: "LF-WRITE file=a.txt text=draft", dir, checks: [{ file: "a.txt", exists: true }] },
-          { id: "b", task: "LF-WRITE file=b.txt text=bee", dir, checks: [{ file: "b.txt", exists: true }] },
-        ],
-        integration: { checks: [{ name: "a is final", run: "grep -q final a.txt && test -f b.txt" }] },
-      }),
-    );
-    const r = await ocw(["run", "--batch", bf, "--json", "--approve", "once"]);
+    const r = await runBatch({
+      tasks: [
+        { id: "a", task: "LF-WRITE file=a.txt text=draft", dir, checks: [{ file: "a.txt", exists: true }] },
+        { id: "b", task: "LF-WRITE file=b.txt text=bee", dir, checks: [{ file: "b.txt", exists: true }] },
+      ],
+      integration: { checks: [{ name: "a is final", run: "grep -q final a.txt && test -f b.txt" }] },
+    });
     const out = JSON.parse(r.stdout);
     expect(out.integration).toMatchObject({ passed: false });
     const [a] = out.workers.map((w: { workerId: string }) => w.workerId) as [string, string];
@@ -404,19 +405,13 @@ describe("a batch's integration after a review round", () => {
   it("integration passed, then a worker of it discarded: merge --batch refuses the combination that holds it (saying why), the integration runs again without it, and that lands", async () => {
     const dir = makeRepo({ "README.md": "# r\n" });
     dirs.push(dir);
-    const bf = path.join(tempDir("batchfile"), "batch.json");
-    dirs.push(path.dirname(bf));
-    writeFileSync(
-      bf,
-      JSON.stringify({
-        tasks: [
-          { id: "a", task: "LF-WRITE file=p.txt text=pi", dir, checks: [{ file: "p.txt", exists: true }] },
-          { id: "b", task: "LF-WRITE file=q.txt text=qoppa", dir, checks: [{ file: "q.txt", exists: true }] },
-        ],
-        integration: { checks: [{ name: "p", run: "test -f p.txt" }] },
-      }),
-    );
-    const r = await ocw(["run", "--batch", bf, "--json", "--approve", "once"]);
+    const r = await runBatch({
+      tasks: [
+        { id: "a", task: "LF-WRITE file=p.txt text=pi", dir, checks: [{ file: "p.txt", exists: true }] },
+        { id: "b", task: "LF-WRITE file=q.txt text=qoppa", dir, checks: [{ file: "q.txt", exists: true }] },
+      ],
+      integration: { checks: [{ name: "p", run: "test -f p.txt" }] },
+    });
     const out = JSON.parse(r.stdout);
     expect(out.integration).toMatchObject({ passed: true });
     const [a, b] = out.workers.map((w: { workerId: string }) => w.workerId) as [string, string];
@@ -445,16 +440,14 @@ describe("a batch whose base branch moved on", () => {
   it("a conflicting move refuses merge --batch naming the files and the ways on; a non-conflicting one lands the integration as one merge commit", async () => {
     const dir = makeRepo({ "README.md": "# r\n" });
     dirs.push(dir);
-    const bf = path.join(tempDir("batchfile"), "batch.json");
-    dirs.push(path.dirname(bf));
-    writeFileSync(
-      bf,
-      JSON.stringify({
-        tasks: [{ id: "a", task: "LF-WRITE file=c1.txt text=batch", dir, checks: [{ file: "c1.txt", exists: true }] }],
-        integration: { checks: [{ name: "c1", run: "test -f c1.txt" }] },
-      }),
+    const out = JSON.parse(
+      (
+        await runBatch({
+          tasks: [{ id: "a", task: "LF-WRITE file=c1.txt text=batch", dir, checks: [{ file: "c1.txt", exists: true }] }],
+          integration: { checks: [{ name: "c1", run: "test -f c1.txt" }] },
+        })
+      ).stdout,
     );
-    const out = JSON.parse((await ocw(["run", "--batch", bf, "--json", "--approve", "once"])).stdout);
     expect(out.integration).toMatchObject({ passed: true });
     writeFileSync(path.join(dir, "c1.txt"), "mine\n");
     git(dir, "add", "c1.txt");
@@ -523,13 +516,7 @@ describe("attempts picked by the checks", () => {
   it("merge --batch of a batch whose task has attempts lands the winner only; the other attempts are skipped, saying why", async () => {
     const dir = makeRepo({ "README.md": "# r\n" });
     dirs.push(dir);
-    const bf = path.join(tempDir("batchfile"), "batch.json");
-    dirs.push(path.dirname(bf));
-    writeFileSync(
-      bf,
-      JSON.stringify([{ task: "LF-WRITE file=u.txt text=upsilon", dir, checks: [{ file: "u.txt", exists: true }], attempts: 2, allAttempts: true }]),
-    );
-    const r = await ocw(["run", "--batch", bf, "--json", "--approve", "once"]);
+    const r = await runBatch([{ task: "LF-WRITE file=u.txt text=upsilon", dir, checks: [{ file: "u.txt", exists: true }], attempts: 2, allAttempts: true }]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     const group = out.groups[0];
@@ -569,19 +556,17 @@ describe("a batch pushed, reviewed, pushed again", () => {
     const dir = makeRepo({ "README.md": "# r\n" });
     dirs.push(dir);
     const remote = bareRemote(dir);
-    const bf = path.join(tempDir("batchfile"), "batch.json");
-    dirs.push(path.dirname(bf));
-    writeFileSync(
-      bf,
-      JSON.stringify({
-        tasks: [
-          { id: "a", task: "LF-WRITE file=w.txt text=one", dir, checks: [{ file: "w.txt", exists: true }] },
-          { id: "b", task: "LF-WRITE file=x.txt text=two", dir, checks: [{ file: "x.txt", exists: true }] },
-        ],
-        integration: { checks: [{ name: "both", run: "test -f w.txt && test -f x.txt" }] },
-      }),
+    const out = JSON.parse(
+      (
+        await runBatch({
+          tasks: [
+            { id: "a", task: "LF-WRITE file=w.txt text=one", dir, checks: [{ file: "w.txt", exists: true }] },
+            { id: "b", task: "LF-WRITE file=x.txt text=two", dir, checks: [{ file: "x.txt", exists: true }] },
+          ],
+          integration: { checks: [{ name: "both", run: "test -f w.txt && test -f x.txt" }] },
+        })
+      ).stdout,
     );
-    const out = JSON.parse((await ocw(["run", "--batch", bf, "--json", "--approve", "once"])).stdout);
     expect(out.integration).toMatchObject({ passed: true });
     const first = await ocw(["push", "--batch", out.batchId, "--remote", "origin"]);
     expect(first.code, first.stderr).toBe(0);
@@ -613,18 +598,16 @@ describe("a dependent task's worker merged alone", () => {
   it("b after a, merged on its own, brings a's graded commit too and says so; a then counts as merged (no empty merge commit for it)", async () => {
     const dir = makeRepo({ "README.md": "# r\n" });
     dirs.push(dir);
-    const bf = path.join(tempDir("batchfile"), "batch.json");
-    dirs.push(path.dirname(bf));
-    writeFileSync(
-      bf,
-      JSON.stringify({
-        tasks: [
-          { id: "a", task: "LF-WRITE file=y.txt text=ypsilon", dir, checks: [{ file: "y.txt", exists: true }] },
-          { id: "b", after: ["a"], task: "LF-WRITE file=z.txt text=zeta", dir, checks: [{ file: "z.txt", exists: true }] },
-        ],
-      }),
+    const out = JSON.parse(
+      (
+        await runBatch({
+          tasks: [
+            { id: "a", task: "LF-WRITE file=y.txt text=ypsilon", dir, checks: [{ file: "y.txt", exists: true }] },
+            { id: "b", after: ["a"], task: "LF-WRITE file=z.txt text=zeta", dir, checks: [{ file: "z.txt", exists: true }] },
+          ],
+        })
+      ).stdout,
     );
-    const out = JSON.parse((await ocw(["run", "--batch", bf, "--json", "--approve", "once"])).stdout);
     const [a, b] = out.workers.map((w: { workerId: string }) => w.workerId) as [string, string];
     const show = await ocw(["show", b]);
     expect(show.stdout).toContain(`(from main)`);
