@@ -217,6 +217,7 @@ export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: T
       url: i.url,
       model: i.model,
       apiKeyEnv: TYPED_KEY_VAR,
+      keyHint: "the key typed",
       slots: i.slots,
       id: i.id,
       acceptUnderpowered: i.acceptUnderpowered,

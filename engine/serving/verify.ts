@@ -22,6 +22,7 @@ import type { TargetCheck } from "../../shared/target";
 import { authHeaders, httpJson, isLoopback, serverRoot, streamTimed } from "./http";
 import { sseData } from "../net";
 import { toolRoundTrip } from "./tool-probe";
+import { explainChatFailure } from "./provider-errors";
 
 /**
  * The least context a worker can run in: OpenCode's first request is ≈ 4.9k tokens with its 8 tools and its output
@@ -62,6 +63,8 @@ export interface VerifyInput {
    * POOL_CHECK_MAX_TOKENS) to prove the KV pool holds them all (default true).
    */
   poolCheck?: boolean;
+  /** Where the key came from, for a refused key's "check …" (e.g. "the value of OPENAI_API_KEY"). */
+  keyHint?: string;
   /** Called as each check completes (the wizard's live checklist). */
   onCheck?: (check: TargetCheck, done: TargetCheck[]) => void;
 }
@@ -258,18 +261,13 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   });
 
   // reachable
-  const r = await httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs });
+  // a redirect is said, not followed: fetch would resend a POST as a GET (http → https) or drop the key on the way
+  const r = await httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs, redirect: "manual" });
   const reachable = r.status === 200 && Array.isArray(r.body?.choices);
-  add({
-    name: "reachable",
-    passed: reachable,
-    evidence: reachable
-      ? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms`
-      : `POST ${chatUrl} → ${r.status || r.error}${r.text ? `: ${r.text.slice(0, 160)}` : ""}`,
-  });
-  if (!reachable) {
-    return { outcome: "cannot-build", checks, observed, summary: `endpoint not reachable (${r.status || r.error}); start the server or fix the URL/key` };
-  }
+  // why not, in words: the key, the credit, the model id, the URL, a rate limit or the provider (provider-errors.ts)
+  const failure = reachable ? null : explainChatFailure(r, { chatUrl, model: v.model, keyHint: v.keyHint ?? null });
+  add({ name: "reachable", passed: reachable, evidence: failure ?? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms` });
+  if (failure) return { outcome: "cannot-build", checks, observed, summary: `no chat completion: ${failure}` };
 
   // auth
   if (v.key) {

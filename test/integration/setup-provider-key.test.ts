@@ -51,7 +51,7 @@ describe("setup.providerKey", () => {
   it("a wrong key is said plainly (no variable name invented) and nothing is saved, key included", async () => {
     const store = new TargetStore(path.join(state, "targets.json"));
     const err = await setupProviderKeyApi({ url: model.url, model: "scripted-coder", key: "sk-wrong", id: "typed" }, store).catch((e: Error) => e);
-    expect((err as Error).message).toMatch(/not reachable with that key/);
+    expect((err as Error).message).toMatch(/refused the key: check the key typed/);
     expect((err as Error).message).not.toMatch(/OCW_WIZARD_TYPED_KEY|sk-wrong/);
     expect(store.list().targets).toEqual([]);
     expect(existsSync(path.join(state, "keys", "typed.api-key"))).toBe(false);
