@@ -140,9 +140,11 @@ export async function streamTimed(url: string, headers: Record<string, string>, 
     for await (const data of sseData(res.body)) {
       if (data === "[DONE]") continue;
       try {
-        const j = JSON.parse(data) as { choices?: { delta?: { content?: string; reasoning_content?: string } }[]; error?: unknown };
+        const j = JSON.parse(data) as { choices?: { delta?: { content?: string; reasoning_content?: string; reasoning?: string } }[]; error?: unknown };
         const d = j.choices?.[0]?.delta;
-        if (d && (d.content || d.reasoning_content)) {
+        // thinking counts as the model's output: `reasoning_content` (llama.cpp, vLLM, DeepSeek) or `reasoning`
+        // (OpenRouter, Groq, Ollama); a reasoning model asked for a few tokens may send nothing else
+        if (d && (d.content || d.reasoning_content || d.reasoning)) {
           tokens++;
           first ??= performance.now() - t0;
         }

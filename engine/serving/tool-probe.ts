@@ -169,6 +169,7 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
           delta?: {
             content?: string | null;
             reasoning_content?: string | null;
+            reasoning?: string | null;
             tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
           };
           finish_reason?: string | null;
@@ -187,7 +188,8 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
       const c = j.choices?.[0];
       if (!c) continue;
       if (c.delta?.content) out.content += c.delta.content;
-      if (c.delta?.reasoning_content) out.reasoning += c.delta.reasoning_content;
+      // llama.cpp / vLLM / DeepSeek name it reasoning_content, OpenRouter / Groq / Ollama reasoning
+      if (c.delta?.reasoning_content || c.delta?.reasoning) out.reasoning += c.delta.reasoning_content || c.delta.reasoning;
       for (const tc of c.delta?.tool_calls ?? []) {
         const k = tc.index ?? calls.length;
         calls[k] ??= { id: "", name: "", arguments: "" };
