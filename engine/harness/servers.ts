@@ -32,6 +32,8 @@ const GATEWAY_GRACE_MS = 10_000;
 export class OpencodeServers {
   private readonly servers = new Map<string, HarnessServer>();
   private readonly gateway = new KeyGateway();
+  /** Each keyed server's gateway routes and the key they send (read again whenever a worker of it starts). */
+  private readonly keyed = new Map<string, { key: string | null; baseURLs: string[] }>();
 
   constructor(private readonly opts: ServersOptions) {}
 
@@ -41,10 +43,16 @@ export class OpencodeServers {
 
   /** The target's server (not started: callers `start()` it when they need it up). */
   async for(target: Target): Promise<HarnessServer> {
-    let s = this.servers.get(target.id);
-    if (s) return s;
-    // Resolved once, as when it was handed to opencode's environment (a key file is not read on every request).
+    // Read as each worker starts (not on every request): a key set again in Setup (`targets.setKey`, a new typed key)
+    // or removed reaches the running server's gateway routes now, not at the engine's next start.
     const key = target.keyRef || target.keyFile || target.keyStore ? resolveKey(target) : null;
+    let s = this.servers.get(target.id);
+    const routes = this.keyed.get(target.id);
+    if (routes && routes.key !== key) {
+      for (const u of routes.baseURLs) this.gateway.rekey(u, key);
+      routes.key = key;
+    }
+    if (s) return s;
     if ((target.keyRef || target.keyFile) && !key)
       throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
     // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
@@ -63,6 +71,7 @@ export class OpencodeServers {
     const plugin = writeWorkspacePlugin(path.join(stateDir, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
+    if (key) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL) });
     s = (this.opts.harness ?? opencodeHarness)({
       target,
       home: path.join(stateDir, "opencode", target.id),
