@@ -80,6 +80,9 @@ export interface EngineOptions {
  * grading, and the workspace lifecycle. What stays here is the public API and a worker's path through admission: queue
  * → workspace → opencode session → prompt, and stop/resume/steer.
  */
+/** The longest wait before opencode's next try of a model call a worker sits through "running" (longer: interrupted). */
+const LONG_RETRY_WAIT_MS = 120_000;
+
 export class Engine {
   readonly bus: EventBus;
   readonly targets: TargetStore;
@@ -182,7 +185,7 @@ export class Engine {
       ask: (id, ask) => this.approvals.onAsk(id, ask),
       askGone: (id, askId, reply) => this.approvals.onAskGone(id, askId, reply),
       usage: (id, messageId, usage) => this.budgets.onUsage(id, messageId, usage),
-      retry: (id, message) => void this.checkEndpoint(id, message),
+      retry: (id, message, next) => void this.onRetry(id, message, next),
       idle: (id) => void this.settler.onIdle(id),
     });
     this.recovery = new Recovery({
@@ -955,6 +958,26 @@ export class Engine {
     if (!res.ok && res.kind === "status") throw new Error(`opencode refused the prompt (HTTP ${res.status})`);
     // No answer at all: opencode may never have seen the prompt, and the worker would wait for an idle that never comes.
     if (!res.ok) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
+  }
+
+  /**
+   * opencode is about to wait before its next try of a model call. A wait longer than LONG_RETRY_WAIT_MS (a provider's
+   * Retry-After, which opencode honours however long: an hour for a daily quota) would hold the worker "running" and its
+   * slot with nothing happening: it is interrupted instead, saying until when, and resumes in its session when asked.
+   */
+  private async onRetry(workerId: string, message: string, next: number | null): Promise<void> {
+    const wait = next === null ? 0 : next - Date.now();
+    if (wait <= LONG_RETRY_WAIT_MS) return this.checkEndpoint(workerId, message);
+    const w = this.reg.workers.get(workerId);
+    if (!w || w.state !== "running" || !this.reg.is(workerId, "none")) return;
+    this.reg.begin(workerId, "stopping");
+    await this.reg.abortSession(workerId);
+    const until = new Date(next!).toISOString().replace(/\.\d+Z$/, "Z");
+    this.reg.fire(
+      workerId,
+      "interrupt",
+      `the model API asks to wait ${Math.round(wait / 60_000) >= 2 ? `${Math.round(wait / 60_000)} min` : `${Math.round(wait / 1000)} s`} before the next try (until ${until}; opencode: ${message.slice(0, 300)}): resume the worker after that — it goes on in its session`,
+    );
   }
 
   /**
