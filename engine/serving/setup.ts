@@ -393,7 +393,9 @@ export async function setupProvider(o: ProviderSetupOptions): Promise<SetupResul
   });
   // nothing answered a chat completion: the reason (key, credit, model id, URL, rate limit, provider) and what to do
   if (v.checks[0] && !v.checks[0].passed) throw new SetupInputError(`verifying ${url} failed: ${v.checks[0].evidence}`);
-  const saved = finish(store, target, v, o);
+  // the model's context as the provider lists it (OpenRouter, Together, Groq): opencode compacts by it (else 32,768)
+  const listed = v.observed.perSlotCtx;
+  const saved = finish(store, listed ? { ...target, contextLimit: listed } : target, v, o);
   return {
     outcome: v.outcome,
     saved: saved.saved,

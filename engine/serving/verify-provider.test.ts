@@ -7,6 +7,11 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { TargetStore } from "../store";
+import { setupProvider } from "./setup";
 import { verifyEndpoint } from "./verify";
 
 const KEY = "sk-or-v1-test";
@@ -48,7 +53,12 @@ beforeAll(async () => {
         res.writeHead(200, { "content-type": "application/json" });
         return void res.end(
           JSON.stringify({
-            data: [{ id: "vendor/thinker", name: "Thinker", context_length: 131072, pricing: { prompt: "0.0000002", completion: "0.0000008" } }],
+            // OpenRouter's shape: many models, each with its context_length (Groq names it context_window)
+            data: [
+              { id: "aaa/tiny", name: "Tiny", context_length: 4096, pricing: { prompt: "0", completion: "0" } },
+              { id: "groq-style/model", context_window: 65536 },
+              { id: "vendor/thinker", name: "Thinker", context_length: 131072, pricing: { prompt: "0.0000002", completion: "0.0000008" } },
+            ],
           }),
         );
       }
@@ -101,5 +111,22 @@ describe("verify: a reasoning model behind an OpenRouter-style API", () => {
     expect(by("tools").passed).toBe(true);
     expect(by("reasoning").evidence).toMatch(/thinking returned apart from the answer/);
     expect(v.outcome).toBe("built");
+  }, 60_000);
+
+  it("the model's context as the provider lists it (context_length, context_window) is the target's, not another model's", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-verify-provider-"));
+    try {
+      const store = new TargetStore(path.join(dir, "targets.json"));
+      const r = await setupProvider({ url, model: "vendor/thinker", apiKeyEnv: "OR_KEY", env: { OR_KEY: KEY }, slots: 1, store, yes: true });
+      expect(r.checks.find((c) => c.name === "slots")!.evidence).toMatch(/context 131072/);
+      // before: no context recorded (opencode compacted at its 32,768 default), and verify read the first listed model's
+      expect(store.get(r.target.id)!.contextLimit).toBe(131072);
+      const g = await verifyEndpoint({ url, model: "groq-style/model", key: KEY, engine: "api", slots: 1, perSlotCtx: null, tools: false, timeoutMs: 20_000 });
+      expect(g.observed.perSlotCtx).toBe(65536);
+      const none = await verifyEndpoint({ url, model: "unlisted/model", key: KEY, engine: "api", slots: 1, perSlotCtx: null, tools: false, timeoutMs: 20_000 });
+      expect(none.observed.perSlotCtx).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 });

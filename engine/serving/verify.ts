@@ -399,13 +399,17 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
         (ok ? "" : ` — ${fix}`),
     });
   } else {
-    const models = await httpJson<{ data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number } }[] }>(`${root}/v1/models`, {
+    const models = await httpJson<{
+      data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number }; context_length?: number; context_window?: number }[];
+    }>(`${root}/v1/models`, {
       headers: authHeaders(v.key),
       timeoutMs: 10000,
-      keep: { data: [{ id: true, max_model_len: true, meta: { n_ctx: true } }] },
+      keep: { data: [{ id: true, max_model_len: true, meta: { n_ctx: true }, context_length: true, context_window: true }] },
     });
-    const m = models.body?.data?.find((d) => d.id === v.model) ?? models.body?.data?.[0];
-    const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
+    // a provider lists many models: only the one asked for says anything (a server of one's own serves one)
+    const m = models.body?.data?.find((d) => d.id === v.model) ?? (v.engine === "api" ? undefined : models.body?.data?.[0]);
+    // vLLM max_model_len, llama.cpp meta.n_ctx, OpenRouter / Together context_length, Groq context_window
+    const ctx = [m?.max_model_len, m?.meta?.n_ctx, m?.context_length, m?.context_window].find((x): x is number => typeof x === "number" && x > 0) ?? null;
     observed.perSlotCtx = ctx;
     const okCtx = v.perSlotCtx === null || ctx === null || ctx >= v.perSlotCtx;
     const floor = minSlotProblem(ctx);
