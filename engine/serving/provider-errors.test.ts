@@ -175,6 +175,52 @@ describe("setup --provider: each refusal says its cause and what to do", () => {
   });
 });
 
+describe("setup --provider: a rate limit hit in the middle of verify", () => {
+  it("is a rate limit, not an underpowered model or machine: cannot-build with what to do, nothing saved", async () => {
+    let keyed = 0;
+    const s = await stub((req, res) => {
+      if (req.headers.authorization !== "Bearer sk-test-123")
+        return json(401, { error: { message: "Incorrect API key provided", code: "invalid_api_key" } })(req, res);
+      if (req.method === "GET") return json(200, { object: "list", data: [{ id: "gpt-4o", object: "model" }] })(req, res);
+      // 3 requests per minute (OpenAI's tier of a new account on some models): the first chat completion passes
+      if (++keyed > 1)
+        return json(
+          429,
+          {
+            error: {
+              message: "Rate limit reached for gpt-4o on requests per min (RPM): Limit 3, Used 3, Requested 1.",
+              type: "requests",
+              code: "rate_limit_exceeded",
+            },
+          },
+          { "retry-after": "20" },
+        )(req, res);
+      json(200, { id: "c1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "OK" }, finish_reason: "stop" }] })(
+        req,
+        res,
+      );
+    });
+    const store = new TargetStore(path.join(state, "limited.json"));
+    const r = await setupProvider({
+      url: `${s.url}/v1`,
+      model: "gpt-4o",
+      apiKeyEnv: "K",
+      env: { K: "sk-test-123" },
+      slots: 2,
+      store,
+      saveCannotBuild: false,
+      yes: true,
+    });
+    // before: "underpowered: reachable but failed the coding task (capability request → 429 …); a larger or better coding model"
+    expect(r.outcome).toBe("cannot-build");
+    expect(r.summary).toMatch(
+      /^the provider rate-limited verify's requests \(HTTP 429 in concurrency, capability, tools\): the model could not be judged — wait a minute and verify again/,
+    );
+    expect(r.summary).not.toMatch(/larger or better|stronger machine|do not overlap/);
+    expect(store.list().targets).toEqual([]);
+  });
+});
+
 describe("explainChatFailure / retryAfterSec", () => {
   it("Retry-After as seconds, as a date and as retry-after-ms", () => {
     expect(retryAfterSec(new Headers({ "retry-after": "20" }))).toBe(20);

@@ -251,6 +251,8 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     v.onCheck?.(c, [...checks]);
   };
   const observed: VerifyResult["observed"] = { totalSlots: null, perSlotCtx: null, overlap: null };
+  // the checks whose requests a provider answered 429: a rate limit, which says nothing of the model or the machine
+  const rateLimited = new Set<string>();
   const base = (extra: Record<string, unknown> = {}) => ({
     model: v.model,
     messages: [{ role: "user", content: "Say OK." }],
@@ -468,6 +470,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       const firsts = runs.map((x) => x.firstTokenMs).filter((x): x is number => x !== null);
       const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
       const failed = runs.filter((x) => x.status !== 200 || x.error);
+      if (failed.some((x) => x.status === 429)) rateLimited.add("concurrency");
       const factor = overlapFactor(singleMs, wall, n);
       // Served one after another, the k-th first token waits k solo requests: the spread is ≈ (n−1)·t₁.
       // Overlapping requests all start within a fraction of that. (The overlap factor is recorded, not the criterion:
@@ -505,6 +508,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     },
     timeoutMs,
   });
+  if (cap.status === 429) rateLimited.add("capability");
   let capCheck: { passed: boolean; evidence: string };
   if (cap.status !== 200) capCheck = { passed: false, evidence: `capability request → ${cap.status || cap.error}: ${cap.text.slice(0, 160)}` };
   else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
@@ -536,6 +540,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   if (v.tools !== false) {
     const t = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024 });
     toolsBlocking = t.failure === "refused" || t.failure === "parser" || t.failure === "unreachable";
+    if (t.rateLimited) rateLimited.add("tools");
     add({ name: "tools", passed: t.passed, evidence: t.evidence });
   }
 
@@ -552,6 +557,10 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   } else if (!by("reasoning").passed) {
     outcome = "cannot-build";
     summary = `the model's thinking lands in its answers: ${by("reasoning").evidence}`;
+  } else if (rateLimited.size) {
+    // not underpowered: the model was not judged (its answers never came), and "a stronger machine" would not help
+    outcome = "cannot-build";
+    summary = `the provider rate-limited verify's requests (HTTP 429 in ${[...rateLimited].join(", ")}): the model could not be judged — wait a minute and verify again, use a key of a higher usage tier, or save it without verifying`;
   } else if (toolsBlocking) {
     outcome = "cannot-build";
     summary = `tool calls do not work: ${by("tools").evidence}`;
