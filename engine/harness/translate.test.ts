@@ -236,6 +236,9 @@ describe("the translator", () => {
       /rate-limited the worker's model calls \(HTTP 429: "Rate limit reached"; Retry-After 20 s\)/,
     );
     expect(api(404, "The model `x` does not exist")).toMatch(/does not serve the target's model/);
+    expect(
+      describeError({ name: "APIError", data: { message: "Not Found", statusCode: 404, metadata: { url: "https://api.example.com/chat/completions" } } }),
+    ).toMatch(/^there is no chat-completions API at https:\/\/api\.example\.com\/chat\/completions \(HTTP 404: "Not Found"\): fix the target's base URL/);
     expect(api(529, "Overloaded")).toMatch(/failed on its side \(HTTP 529/);
     expect(api(undefined, "Cannot connect to API: Unable to connect")).toMatch(/^the model API could not be reached: "Cannot connect/);
     expect(describeError({ name: "ContextOverflowError", data: { message: "prompt too long" } })).toMatch(/outgrew the model's context/);

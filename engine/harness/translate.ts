@@ -200,7 +200,7 @@ export function usageOf(info: Message): { id: string; usage: { input: number; ou
 
 type SessionError = {
   name?: string;
-  data?: { message?: string; statusCode?: number; responseHeaders?: Record<string, string>; isRetryable?: boolean };
+  data?: { message?: string; statusCode?: number; responseHeaders?: Record<string, string>; isRetryable?: boolean; metadata?: { url?: string } };
 };
 
 /**
@@ -224,7 +224,10 @@ export function describeError(err: SessionError | undefined): string {
     if (status === 402 || /insufficient[ _](balance|credits?|quota)|exceeded your current quota/i.test(said))
       return `the model provider's account has no credit or quota left (${http}): add credit, then resume the worker`;
     if (status === 403) return `the model API refused this request (${http}): check the key's access to the target's model, then resume the worker`;
-    if (status === 404) return `the model API does not serve the target's model (${http}): check the target's model id (ocw targets), then retry the task`;
+    if (status === 404)
+      return /\bmodel\b/i.test(said)
+        ? `the model API does not serve the target's model (${http}): check the target's model id (ocw targets), then retry the task`
+        : `there is no chat-completions API at ${d.metadata?.url ?? "the target's endpoint"} (${http}): fix the target's base URL (usually ending in /v1: ocw setup --provider URL …), then retry the task`;
     if (status === 429) {
       const ra = d.responseHeaders?.["retry-after"] ?? d.responseHeaders?.["Retry-After"];
       return `the model provider rate-limited the worker's model calls (${http}${ra ? `; Retry-After ${ra} s` : ""}) and opencode's retries ran out: resume the worker once the limit resets; fewer workers at once on this target (its slots) makes it rarer`;

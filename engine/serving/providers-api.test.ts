@@ -39,6 +39,7 @@ beforeAll(async () => {
         .writeHead(200, { "content-type": "application/json" })
         .end(JSON.stringify({ data, has_more: !second, first_id: data[0]!.id, last_id: data.at(-1)!.id }));
     }
+    if (req.url === "/moved/v1/models") return res.writeHead(301, { location: "https://api.example.invalid/v1/models" }).end();
     if (req.url === "/html/models") return res.writeHead(200, { "content-type": "text/html" }).end("<html>hi</html>");
     res.writeHead(404).end();
   });
@@ -98,5 +99,11 @@ describe("setup.models", () => {
       ["claude-d", "Claude d"],
       ["claude-e", "Claude e"],
     ]);
+  });
+
+  it("an http:// URL the provider redirects to https:// is said, not followed (the key would be dropped, and blamed)", async () => {
+    await expect(providerModelsApi({ url: `${base}/moved/v1`, key: "sk-good" }, {})).rejects.toThrow(
+      /HTTP 301, a redirect to https:\/\/api\.example\.invalid\/v1\/models: use the https:\/\/ URL \(https:\/\/127\.0\.0\.1:\d+\/moved\/v1\)/,
+    );
   });
 });

@@ -61,10 +61,22 @@ async function modelsPage(
         ...(key ? { authorization: `Bearer ${key}`, "x-api-key": key, "anthropic-version": "2023-06-01" } : {}),
       },
       signal: AbortSignal.timeout(timeoutMs),
-      redirect: "follow",
+      // said, not followed: fetch drops the key on a redirect to another origin (http → https), and the provider's
+      // 401 then blamed the key
+      redirect: "manual",
     });
   } catch (e) {
     throw new OcwError("unavailable", `${describeFetchError(e, url)}; check the URL (it usually ends in /v1)`);
+  }
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel().catch(() => undefined);
+    const to = res.headers.get("location");
+    const target = to ? new URL(to, url).toString() : null;
+    const https = target && /^http:/.test(url) && /^https:/.test(target);
+    throw new OcwError(
+      "bad-input",
+      `${url} → HTTP ${res.status}, a redirect${target ? ` to ${target}` : ""}: ${https ? `use the https:// URL (${i.url.replace(/^http:/, "https:").replace(/\/+$/, "")})` : "use the URL it redirects to as the base URL"}`,
+    );
   }
   // a model list is kilobytes to a few MB (OpenRouter ≈ 1 MB): a larger answer is not one
   const MAX = 16 * 1024 * 1024;
