@@ -579,6 +579,8 @@ export class Engine {
     }
     const target = this.resolveTarget(w.targetId ?? undefined);
     await preflightTarget(target);
+    // a person's resume tries the model API again now, even while it asked its workers to wait (a limit lifted early)
+    this.pools.release(target.id);
     this.requeue(workerId, "resumed", message);
     return this.get(workerId);
   }
@@ -970,9 +972,16 @@ export class Engine {
     if (wait <= LONG_RETRY_WAIT_MS) return this.checkEndpoint(workerId, message);
     const w = this.reg.workers.get(workerId);
     if (!w || w.state !== "running" || !this.reg.is(workerId, "none")) return;
+    const until = new Date(next!).toISOString().replace(/\.\d+Z$/, "Z");
+    // the limit is the target's (its key's), not this worker's: its queued workers wait too
+    if (w.targetId && !this.pools.heldUntil(w.targetId))
+      this.reg.notice(
+        "warn",
+        `target ${w.targetId}: the model API asks to wait until ${until} (opencode: ${message.slice(0, 200)}): its workers start again then; resuming one of them tries now`,
+      );
+    if (w.targetId) this.pools.hold(w.targetId, next!, message);
     this.reg.begin(workerId, "stopping");
     await this.reg.abortSession(workerId);
-    const until = new Date(next!).toISOString().replace(/\.\d+Z$/, "Z");
     this.reg.fire(
       workerId,
       "interrupt",

@@ -66,4 +66,34 @@ describe("a provider's 429 in the middle of a task", () => {
     expect(done.state).toBe("honest-failure");
     expect(done.sessionId).toBe(w.sessionId);
   }, 150_000);
+
+  it("the wait is the target's: its queued workers stay queued (no request each), and a resume tries again now", async () => {
+    let limited = true;
+    rig.model.addScript(
+      /RL-QUOTA/,
+      () =>
+        limited
+          ? { error: { status: 429, message: "Rate limit reached for tokens per day (TPD)", headers: { "retry-after": "3600" } } }
+          : { text: "OUTCOME: honest-failure" },
+      "rl-quota",
+    );
+    const asked = () => rig.model.requests.filter((r) => r.kind === "chat" && JSON.stringify(r.body).includes("RL-QUOTA")).length;
+    const ids: string[] = [];
+    for (const n of [1, 2, 3, 4])
+      ids.push((await rig.engine.client.workers.start.mutate({ task: `RL-QUOTA ${n}`, directory: rig.repo(), checks: [] })).workerId);
+    // 2 slots: the first two ask, are told to wait an hour and are interrupted; the other two stay queued
+    const first = await Promise.all(ids.slice(0, 2).map((id) => untilState(rig.engine.client, id, (x) => x.state === "interrupted", 60_000)));
+    expect(first.map((w) => w.state)).toEqual(["interrupted", "interrupted"]);
+    await new Promise((r) => setTimeout(r, 6000));
+    const rest = await Promise.all(ids.slice(2).map((workerId) => rig.engine.client.workers.get.query({ workerId })));
+    // before: each queued worker started in turn, asked once and was interrupted too
+    expect(rest.map((w) => w.state)).toEqual(["queued", "queued"]);
+    expect(asked()).toBe(2);
+    limited = false;
+    await rig.engine.client.workers.resume.mutate({ workerId: ids[0]! });
+    const done = await Promise.all(
+      [ids[0]!, ...ids.slice(2)].map((id) => untilState(rig.engine.client, id, (x) => ["built", "honest-failure", "error"].includes(x.state), 90_000)),
+    );
+    expect(done.map((w) => w.state)).toEqual(["honest-failure", "honest-failure", "honest-failure"]);
+  }, 180_000);
 });
