@@ -9,10 +9,10 @@ const ok = new Map<string, number>();
  * Refuses work for an endpoint that cannot be reached, before anything is created: otherwise opencode retries
  * for ~68 s before it says so (notes/opencode.md §8). Any HTTP answer counts as reachable; successes are cached 30 s.
  */
-export async function preflightEndpoint(target: Target, timeoutMs = 3000): Promise<void> {
-  let key: string | null;
+export async function preflightEndpoint(target: Target, timeoutMs = 3000, given?: string): Promise<void> {
+  let key: string | null = given ?? null;
   try {
-    key = resolveKey(target);
+    key ??= resolveKey(target);
   } catch (err) {
     throw new InputError((err as Error).message);
   }

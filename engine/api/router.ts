@@ -41,7 +41,7 @@ import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
-import { forgetApiKey } from "../serving/keys";
+import { forgetApiKey, resolveKey } from "../serving/keys";
 import { seqOf } from "../events";
 import { continueOnNewBase, type Engine, listWorkers, mergeBatch, pruneBranches, pushWork, retryWorker, revertLanded } from "../workers";
 import { FitInput } from "../../shared/fit";
@@ -382,10 +382,20 @@ export const appRouter = t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
     endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
-    /** Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one). */
-    preflight: proc.input(z.object({ target: Target })).mutation(async ({ input }) => {
-      await preflightEndpoint(input.target);
-      return { ok: true as const };
+    /**
+     * Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one),
+     * or with the key the client gives (`ocw run --api-key-env VAR` where the engine's environment lacks VAR);
+     * `keyHeld`: whether the engine itself resolves that same key for the target.
+     */
+    preflight: proc.input(z.object({ target: Target, key: z.string().min(1).max(8192).optional() })).mutation(async ({ input }) => {
+      await preflightEndpoint(input.target, undefined, input.key);
+      let held: string | null = null;
+      try {
+        held = resolveKey(input.target);
+      } catch {
+        held = null;
+      }
+      return { ok: true as const, keyHeld: input.key === undefined || held === input.key };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
     withEndpoints: proc.query(async ({ ctx }) =>
