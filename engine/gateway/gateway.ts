@@ -56,13 +56,14 @@ export class KeyGateway {
   }
 
   /**
-   * The route of `baseURL` (as `add` gave it) sends this key from now on: a key set again (rotated) or removed while
-   * opencode runs takes effect on its next request, without opencode knowing (it holds only the gateway's key).
+   * The route of `baseURL` (as `add` gave it) sends this key (and, given, goes to this upstream) from now on: a key set
+   * again (rotated) or removed, or a base URL fixed, while opencode runs takes effect on its next request, without
+   * opencode knowing (it holds only the gateway's URL and key).
    */
-  rekey(baseURL: string, key: string | null): void {
+  rekey(baseURL: string, key: string | null, upstream?: string): void {
     const slug = new URL(baseURL).pathname.split("/")[1] ?? "";
     const entry = this.routes.get(slug);
-    if (entry) entry.route = { ...entry.route, key };
+    if (entry) entry.route = { ...entry.route, key, ...(upstream ? { upstream } : {}) };
   }
 
   private listen(): Promise<void> {

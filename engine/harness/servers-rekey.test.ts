@@ -16,6 +16,7 @@ import { OpencodeServers } from "./servers";
 let upstream: http.Server;
 let upstreamUrl: string;
 const seen: (string | undefined)[] = [];
+const seenFixed: (string | undefined)[] = [];
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-rekey-"));
 
 beforeAll(async () => {
@@ -75,6 +76,26 @@ describe("OpencodeServers: the key a running server's gateway sends", () => {
       await ask();
       expect(made).toHaveLength(1);
       expect(seen).toEqual(["Bearer sk-old", "Bearer sk-new", undefined]);
+      // the target saved again with its base URL fixed (re-running setup keeps its id): the route goes there now
+      const fixed = http.createServer((req, res) => {
+        seenFixed.push(req.url);
+        req.resume();
+        res.end("{}");
+      });
+      await new Promise<void>((r) => fixed.listen(0, "127.0.0.1", () => r()));
+      const fixedUrl = `http://127.0.0.1:${(fixed.address() as AddressInfo).port}/api/v1`;
+      try {
+        await servers.for({
+          ...target("OCW_TEST_ROTATED_KEY"),
+          endpoint: fixedUrl,
+          serving: { engine: "api", endpoints: [{ url: fixedUrl, slots: 4 }], slots: 4, perSlotCtx: null },
+        });
+        await ask();
+        expect(seenFixed).toEqual(["/api/v1/chat/completions"]);
+        expect(made).toHaveLength(1);
+      } finally {
+        fixed.close();
+      }
     } finally {
       process.env = env;
       delete process.env.OCW_TEST_ROTATED_KEY;

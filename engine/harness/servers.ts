@@ -33,7 +33,7 @@ export class OpencodeServers {
   private readonly servers = new Map<string, HarnessServer>();
   private readonly gateway = new KeyGateway();
   /** Each keyed server's gateway routes and the key they send (read again whenever a worker of it starts). */
-  private readonly keyed = new Map<string, { key: string | null; baseURLs: string[] }>();
+  private readonly keyed = new Map<string, { key: string | null; baseURLs: string[]; upstreams: string[] }>();
 
   constructor(private readonly opts: ServersOptions) {}
 
@@ -48,9 +48,13 @@ export class OpencodeServers {
     const key = target.keyRef || target.keyFile || target.keyStore ? resolveKey(target) : null;
     let s = this.servers.get(target.id);
     const routes = this.keyed.get(target.id);
-    if (routes && routes.key !== key) {
-      for (const u of routes.baseURLs) this.gateway.rekey(u, key);
+    // the target saved again with its base URL fixed (same id, same number of endpoints): its routes go there now
+    const upstreams = endpointsOf(target).map((e) => e.url);
+    const moved = !!routes && upstreams.length === routes.upstreams.length && upstreams.some((u, i) => u !== routes.upstreams[i]);
+    if (routes && (routes.key !== key || moved)) {
+      routes.baseURLs.forEach((u, i) => this.gateway.rekey(u, key, moved ? upstreams[i] : undefined));
       routes.key = key;
+      if (moved) routes.upstreams = upstreams;
     }
     if (s) return s;
     if ((target.keyRef || target.keyFile) && !key)
@@ -71,7 +75,7 @@ export class OpencodeServers {
     const plugin = writeWorkspacePlugin(path.join(stateDir, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
-    if (key) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL) });
+    if (key) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
     s = (this.opts.harness ?? opencodeHarness)({
       target,
       home: path.join(stateDir, "opencode", target.id),
