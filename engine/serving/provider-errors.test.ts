@@ -228,6 +228,24 @@ describe("explainChatFailure / retryAfterSec", () => {
     expect(retryAfterSec(new Headers({ "retry-after": new Date(60_000).toUTCString() }), 0)).toBe(60);
     expect(retryAfterSec(new Headers({}))).toBeNull();
   });
+  it("400 unsupported max_tokens (OpenAI's reasoning models): said, with why workers could not run on it", () => {
+    const m = explainChatFailure(
+      {
+        status: 400,
+        body: {
+          error: {
+            message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+            type: "invalid_request_error",
+            param: "max_tokens",
+            code: "unsupported_parameter",
+          },
+        },
+        text: "",
+      },
+      { chatUrl: "https://api.openai.com/v1/chat/completions", model: "o3" },
+    );
+    expect(m).toMatch(/model "o3" takes max_completion_tokens, not the max_tokens that OpenAI-compatible clients \(opencode's included\) send/);
+  });
   it("400 context_length_exceeded", () => {
     const m = explainChatFailure(
       { status: 400, body: { error: { message: "This model's maximum context length is 4096 tokens.", code: "context_length_exceeded" } }, text: "" },

@@ -120,6 +120,9 @@ export function explainChatFailure(r: Pick<HttpResult, "status" | "body" | "text
     return `${stem}${extra ? ` (${extra})` : ""} — ${host} is rate-limiting this key (the key and URL are right): wait${wait !== null ? ` ${wait} s` : " a minute"} and verify again; a key of a higher usage tier lifts the limit`;
   }
   if (r.status === 400 || r.status === 422) {
+    // OpenAI's reasoning models (o-series, gpt-5) refuse chat-completions' max_tokens, which OpenAI-compatible clients send
+    if (/max_completion_tokens/.test(message ?? ""))
+      return `${stem} — model "${o.model}" takes max_completion_tokens, not the max_tokens that OpenAI-compatible clients (opencode's included) send: workers could not run on it this way; pick a model that takes max_tokens, or reach this one through a router that translates it (OpenRouter)`;
     const ctx = code === "context_length_exceeded" || /context[ _]length|maximum context|too many tokens/i.test(message ?? "");
     return ctx
       ? `${stem} — the model's context is too small even for a short request; pick a model with a longer context`
