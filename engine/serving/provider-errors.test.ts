@@ -246,6 +246,14 @@ describe("explainChatFailure / retryAfterSec", () => {
     );
     expect(m).toMatch(/model "o3" takes max_completion_tokens, not the max_tokens that OpenAI-compatible clients \(opencode's included\) send/);
   });
+  it("http:// to a provider that listens on https only: try https://; a slow server of one's own is not told so", () => {
+    const refused = { status: 0, body: null, text: "", why: "cannot reach api.example.com: nothing listens there (connection refused) [ECONNREFUSED]" };
+    expect(explainChatFailure(refused, { chatUrl: "http://api.example.com/v1/chat/completions", model: "m" })).toMatch(
+      /an API provider serves https:\/\/: try https:\/\/api\.example\.com\/v1; check the URL/,
+    );
+    const slow = { status: 0, body: null, text: "", why: "127.0.0.1:8000 sent no answer within 120 s" };
+    expect(explainChatFailure(slow, { chatUrl: "http://127.0.0.1:8000/v1/chat/completions", model: "m" })).not.toMatch(/https/);
+  });
   it("400 context_length_exceeded", () => {
     const m = explainChatFailure(
       { status: 400, body: { error: { message: "This model's maximum context length is 4096 tokens.", code: "context_length_exceeded" } }, text: "" },

@@ -87,7 +87,7 @@ export function explainChatFailure(r: Pick<HttpResult, "status" | "body" | "text
     const tls = /EPROTO|SSL|wrong version number|packet length too long/i.test(`${r.why ?? ""} ${r.error ?? ""}`);
     const hint = tls
       ? ` — it does not speak TLS there: if it is a plain-HTTP server (a vLLM of one's own), use ${o.chatUrl.replace(/^https:/, "http:").replace(/\/chat\/completions$/, "")}`
-      : plainHttp && /refused|timed out|no answer|reset/.test(why)
+      : plainHttp && !/^https?:\/\/(localhost|127\.|\[::1\])/.test(o.chatUrl) && /refused|connection timed out|reset/.test(why)
         ? ` — an API provider serves https://: try ${base.replace(/^http:/, "https:")}`
         : "";
     return `POST ${o.chatUrl}: ${why}${hint}; check the URL and that the server runs`;
