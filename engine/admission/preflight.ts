@@ -17,7 +17,9 @@ export async function preflightEndpoint(target: Target, timeoutMs = 3000, given?
     throw new InputError((err as Error).message);
   }
   if ((target.keyRef || target.keyFile) && !key) {
-    throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=… before starting the engine`);
+    throw new InputError(
+      `the key variable ${target.keyRef} for target ${target.id} is not set in the engine's environment: give the engine the key (\`ocw target key ${target.id} --from-env ${target.keyRef}\` where it is exported, or Setup's key field), or export ${target.keyRef}=… where the engine starts and restart it`,
+    );
   }
   // Only reachability is cached: the key check above runs on every call.
   const cacheKey = target.endpoint;
