@@ -68,6 +68,11 @@ describe("setup --provider: each refusal says its cause and what to do", () => {
     expect(m).toMatch(/refused the key: check the value of OCW_TEST_PROVIDER_KEY/);
   });
 
+  it("a provider that echoes the key it refused: the key is not repeated", async () => {
+    const s = await stub(json(401, { error: { message: "Invalid API key: sk-test-123 is not valid", code: "invalid_api_key" } }));
+    expect(await verifyError(`${s.url}/v1`)).toMatch(/"Invalid API key: <the key> is not valid"/);
+  });
+
   it("402 no credit (OpenRouter) and 429 insufficient_quota (OpenAI): the account, not the key", async () => {
     const a = await stub(json(402, { error: { code: 402, message: "Insufficient credits. Add more using https://openrouter.ai/credits" } }));
     expect(await verifyError(`${a.url}/api/v1`)).toMatch(/HTTP 402: "Insufficient credits.*no credit or quota left: add credit/);

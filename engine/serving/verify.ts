@@ -267,7 +267,10 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   const r = await httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs, redirect: "manual" });
   const reachable = r.status === 200 && Array.isArray(r.body?.choices);
   // why not, in words: the key, the credit, the model id, the URL, a rate limit or the provider (provider-errors.ts)
-  const failure = reachable ? null : explainChatFailure(r, { chatUrl, model: v.model, keyHint: v.keyHint ?? null });
+  // a provider that echoes the key it refused: never repeated (the message reaches the CLI, the GUI and a target's checks)
+  const failure = reachable
+    ? null
+    : explainChatFailure(r, { chatUrl, model: v.model, keyHint: v.keyHint ?? null }).replaceAll(v.key && v.key.length >= 8 ? v.key : "\0", "<the key>");
   add({ name: "reachable", passed: reachable, evidence: failure ?? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms` });
   if (failure) return { outcome: "cannot-build", checks, observed, summary: `no chat completion: ${failure}` };
 
