@@ -74,15 +74,15 @@ export interface EngineOptions {
   clock?: Clock;
 }
 
+/** The longest wait before opencode's next try of a model call a worker sits through "running" (longer: interrupted). */
+const LONG_RETRY_WAIT_MS = 120_000;
+
 /**
  * The worker engine composes the services, one concept each: the worker registry (log, picture, state machine), the
  * approvals queue, budgets and watchdog, admission (slots and pools), recovery, the opencode translation, settling and
  * grading, and the workspace lifecycle. What stays here is the public API and a worker's path through admission: queue
  * → workspace → opencode session → prompt, and stop/resume/steer.
  */
-/** The longest wait before opencode's next try of a model call a worker sits through "running" (longer: interrupted). */
-const LONG_RETRY_WAIT_MS = 120_000;
-
 export class Engine {
   readonly bus: EventBus;
   readonly targets: TargetStore;
