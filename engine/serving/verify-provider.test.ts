@@ -49,6 +49,12 @@ beforeAll(async () => {
         res.writeHead(401, { "content-type": "application/json" });
         return void res.end(JSON.stringify({ error: { code: 401, message: "No auth credentials found" } }));
       }
+      if (req.method === "GET" && req.url === "/big/v1/models") {
+        // a list past 4 MB (OpenRouter's grows with every model and its description): the model asked for at its end
+        const filler = Array.from({ length: 2500 }, (_, k) => ({ id: `vendor/m${k}`, description: "x".repeat(2000), context_length: 8192 }));
+        res.writeHead(200, { "content-type": "application/json" });
+        return void res.end(JSON.stringify({ data: [...filler, { id: "vendor/thinker", context_length: 131072 }] }));
+      }
       if (req.method === "GET" && req.url === "/api/v1/models") {
         res.writeHead(200, { "content-type": "application/json" });
         return void res.end(
@@ -123,6 +129,17 @@ describe("verify: a reasoning model behind an OpenRouter-style API", () => {
       expect(store.get(r.target.id)!.contextLimit).toBe(131072);
       const g = await verifyEndpoint({ url, model: "groq-style/model", key: KEY, engine: "api", slots: 1, perSlotCtx: null, tools: false, timeoutMs: 20_000 });
       expect(g.observed.perSlotCtx).toBe(65536);
+      const big = await verifyEndpoint({
+        url: url.replace("/api/v1", "/big/v1"),
+        model: "vendor/thinker",
+        key: KEY,
+        engine: "api",
+        slots: 1,
+        perSlotCtx: null,
+        tools: false,
+        timeoutMs: 20_000,
+      });
+      expect(big.observed.perSlotCtx).toBe(131072);
       const none = await verifyEndpoint({ url, model: "unlisted/model", key: KEY, engine: "api", slots: 1, perSlotCtx: null, tools: false, timeoutMs: 20_000 });
       expect(none.observed.perSlotCtx).toBeNull();
     } finally {

@@ -409,6 +409,8 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     }>(`${root}/v1/models`, {
       headers: authHeaders(v.key),
       timeoutMs: 10000,
+      // a provider's whole list (OpenRouter's is megabytes, with descriptions); the setup wizard's list reads as much
+      maxBytes: 16 * 1024 * 1024,
       keep: { data: [{ id: true, max_model_len: true, meta: { n_ctx: true }, context_length: true, context_window: true }] },
     });
     // a provider lists many models: only the one asked for says anything (a server of one's own serves one)
