@@ -764,8 +764,11 @@ export class Engine {
     return this.servers.list();
   }
 
-  /** Per target: its slots, those in use by workers on the model, workers waiting for a person (slot handed over), queued. */
-  slots(): { targetId: string; slots: number; inUse: number; queued: number; waiting: number }[] {
+  /**
+   * Per target: its slots, those in use by workers on the model, workers waiting for a person (slot handed over),
+   * queued, and until when (epoch ms) its model API asked its workers to wait (a rate limit's long Retry-After), or null.
+   */
+  slots(): { targetId: string; slots: number; inUse: number; queued: number; waiting: number; heldUntil: number | null }[] {
     const ids = new Set(
       this.list()
         .map((w) => w.targetId)
@@ -783,6 +786,7 @@ export class Engine {
           inUse: this.pools.activeCount(id),
           queued: this.queue.filter((q) => this.reg.workers.get(q)?.targetId === id).length,
           waiting: this.pools.waitingCount(id),
+          heldUntil: this.pools.heldUntil(id)?.until ?? null,
         },
       ];
     });

@@ -89,8 +89,12 @@ describe("a provider's 429 in the middle of a task", () => {
     // before: each queued worker started in turn, asked once and was interrupted too
     expect(rest.map((w) => w.state)).toEqual(["queued", "queued"]);
     expect(asked()).toBe(2);
+    // the dashboard's serving panel says why they wait, and until when
+    const held = (await rig.engine.client.status.query()).slots.find((x) => x.targetId === "ratelimit")!;
+    expect(held.heldUntil! - Date.now()).toBeGreaterThan(3_500_000);
     limited = false;
     await rig.engine.client.workers.resume.mutate({ workerId: ids[0]! });
+    expect((await rig.engine.client.status.query()).slots.find((x) => x.targetId === "ratelimit")!.heldUntil).toBeNull();
     const done = await Promise.all(
       [ids[0]!, ...ids.slice(2)].map((id) => untilState(rig.engine.client, id, (x) => ["built", "honest-failure", "error"].includes(x.state), 90_000)),
     );
