@@ -8,6 +8,8 @@ import { TargetStore } from "../engine/store";
 import type { FitFileInput, FitPlanInput } from "../shared/fit";
 import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../shared/setup";
 import { runStartJob } from "../engine/serving/start";
+import { setTargetKey } from "../engine/serving/setup-api";
+import { forgetApiKey } from "../engine/serving/keys";
 
 /** The port: each method the function its API procedure calls. */
 export function localSetupPort(o: { hardware?: HardwareReport; store?: TargetStore; env?: NodeJS.ProcessEnv } = {}) {
@@ -19,6 +21,12 @@ export function localSetupPort(o: { hardware?: HardwareReport; store?: TargetSto
     targets: async () => store().list(),
     targetsWithEndpoints: () => targetsWithEndpoints(store()),
     useTarget: async (id: string) => store().use(id),
+    setKey: async (id: string, key: string) => setTargetKey(store(), id, key),
+    removeTarget: async (id: string) => {
+      const r = store().remove(id);
+      forgetApiKey(id);
+      return r;
+    },
     stopServing: (target?: string) => stopRecorded(target),
     servers: async () => serversListApi(),
     restartServer: (id: string) => serverRestartApi(id),

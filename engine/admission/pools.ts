@@ -52,6 +52,8 @@ export class Pools {
   private readonly endpointState = new Map<string, Map<string, EndpointStatus>>();
   private readonly refreshing = new Set<string>();
   private readonly modelHealth = new Map<string, ModelHealth>();
+  /** Targets whose model API asked to wait (a long Retry-After): none of their workers starts before `until`. */
+  private readonly holds = new Map<string, { until: number; reason: string; timer: NodeJS.Timeout }>();
   private readonly poolTimer: NodeJS.Timeout;
   private readonly modelTimer: NodeJS.Timeout;
   private closed = false;
@@ -71,6 +73,8 @@ export class Pools {
 
   close(): void {
     this.closed = true;
+    for (const h of this.holds.values()) clearTimeout(h.timer);
+    this.holds.clear();
     clearInterval(this.poolTimer);
     clearInterval(this.modelTimer);
   }
@@ -96,8 +100,37 @@ export class Pools {
     return n;
   }
 
+  /**
+   * The target's model API asked to wait until `until` (a rate limit's Retry-After past what a worker sits through):
+   * its queued workers stay queued until then, instead of each starting, asking once and being interrupted in turn.
+   */
+  hold(targetId: string, until: number, reason: string): void {
+    const prev = this.holds.get(targetId);
+    if (prev && prev.until >= until) return;
+    if (prev) clearTimeout(prev.timer);
+    const timer = setTimeout(() => this.release(targetId), Math.max(0, until - Date.now()));
+    timer.unref();
+    this.holds.set(targetId, { until, reason, timer });
+  }
+
+  /** The wait is over (its time came, or a person resumed a worker of the target to try again now). */
+  release(targetId: string): void {
+    const h = this.holds.get(targetId);
+    if (!h) return;
+    clearTimeout(h.timer);
+    this.holds.delete(targetId);
+    if (!this.closed) this.opts.changed();
+  }
+
+  /** Until when, and why, the target's workers wait for its model API (null: they do not). */
+  heldUntil(targetId: string): { until: number; reason: string } | null {
+    const h = this.holds.get(targetId);
+    return h && h.until > Date.now() ? { until: h.until, reason: h.reason } : null;
+  }
+
   /** Whether a queued worker may start on its target now, and on which endpoint of a pool. */
   admit(w: Worker, target: Target): Admission {
+    if (this.heldUntil(target.id)) return { go: false };
     if (!isPool(target)) return this.activeCount(target.id) < target.serving.slots ? { go: true } : { go: false };
     // Admission by live capacity: a worker starts when an endpoint has room, and stays on its endpoint.
     if (!this.endpointState.has(target.id)) {

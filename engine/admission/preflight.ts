@@ -9,15 +9,17 @@ const ok = new Map<string, number>();
  * Refuses work for an endpoint that cannot be reached, before anything is created: otherwise opencode retries
  * for ~68 s before it says so (notes/opencode.md §8). Any HTTP answer counts as reachable; successes are cached 30 s.
  */
-export async function preflightEndpoint(target: Target, timeoutMs = 3000): Promise<void> {
-  let key: string | null;
+export async function preflightEndpoint(target: Target, timeoutMs = 3000, given?: string): Promise<void> {
+  let key: string | null = given ?? null;
   try {
-    key = resolveKey(target);
+    key ??= resolveKey(target);
   } catch (err) {
     throw new InputError((err as Error).message);
   }
   if ((target.keyRef || target.keyFile) && !key) {
-    throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=… before starting the engine`);
+    throw new InputError(
+      `the key variable ${target.keyRef} for target ${target.id} is not set in the engine's environment: give the engine the key (\`ocw target key ${target.id} --from-env ${target.keyRef}\` where it is exported, or Setup's key field), or export ${target.keyRef}=… where the engine starts and restart it`,
+    );
   }
   // Only reachability is cached: the key check above runs on every call.
   const cacheKey = target.endpoint;

@@ -41,7 +41,7 @@ import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
-import { apiKeyFilePath, forgetApiKey, storeApiKey } from "../serving/keys";
+import { forgetApiKey, resolveKey } from "../serving/keys";
 import { seqOf } from "../events";
 import { continueOnNewBase, type Engine, listWorkers, mergeBatch, pruneBranches, pushWork, retryWorker, revertLanded } from "../workers";
 import { FitInput } from "../../shared/fit";
@@ -55,6 +55,7 @@ import {
   setupProviderApi,
   setupProviderKeyApi,
   setupStartApi,
+  setTargetKey,
 } from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
 import { ProviderModelsInput, SetupProviderKeyInput } from "../../shared/servers";
@@ -381,10 +382,20 @@ export const appRouter = t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
     endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
-    /** Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one). */
-    preflight: proc.input(z.object({ target: Target })).mutation(async ({ input }) => {
-      await preflightEndpoint(input.target);
-      return { ok: true as const };
+    /**
+     * Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one),
+     * or with the key the client gives (`ocw run --api-key-env VAR` where the engine's environment lacks VAR);
+     * `keyHeld`: whether the engine itself resolves that same key for the target.
+     */
+    preflight: proc.input(z.object({ target: Target, key: z.string().min(1).max(8192).optional() })).mutation(async ({ input }) => {
+      await preflightEndpoint(input.target, undefined, input.key);
+      let held: string | null = null;
+      try {
+        held = resolveKey(input.target);
+      } catch {
+        held = null;
+      }
+      return { ok: true as const, keyHeld: input.key === undefined || held === input.key };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
     withEndpoints: proc.query(async ({ ctx }) =>
@@ -411,23 +422,9 @@ export const appRouter = t.router({
      * is never returned, logged, put in targets.json or an event; opencode reaches the endpoint through the engine's
      * key gateway, so no worker sees it either. An empty key forgets it.
      */
-    setKey: proc.input(z.object({ id: z.string().min(1).max(200), key: z.string().max(4096) })).mutation(({ ctx, input }) => {
-      const t = ctx.engine.targets.get(input.id);
-      if (!t) throw new InputError(`no target "${input.id}". Run \`ocw targets\` to list them.`);
-      if (t.keyFile && t.keyFile !== apiKeyFilePath(t.id))
-        throw new InputError(`target "${t.id}" is a server the engine started with its own generated key: no key to set`);
-      const key = input.key.trim();
-      if (/[\r\n]/.test(key)) throw new InputError("the key must be one line");
-      if (!key) {
-        forgetApiKey(t.id);
-        const typed = t.keyFile && t.keyFile === apiKeyFilePath(t.id);
-        ctx.engine.targets.save({ ...t, keyStore: null, ...(typed ? { keyFile: null } : {}) });
-        return { stored: "none" as const };
-      }
-      const where = storeApiKey(t.id, key);
-      ctx.engine.targets.save({ ...t, ...where });
-      return { stored: where.keyStore === "keychain" ? ("keychain" as const) : ("file" as const) };
-    }),
+    setKey: proc
+      .input(z.object({ id: z.string().min(1).max(200), key: z.string().max(4096) }))
+      .mutation(({ ctx, input }) => setTargetKey(ctx.engine.targets, input.id, input.key)),
     /** Deletes a target; refused while a worker of it is queued or live (stop those first). Workers keep their records. */
     remove: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(async ({ ctx, input }) => {
       const busy = ctx.engine

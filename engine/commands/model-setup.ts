@@ -38,6 +38,9 @@ export interface SetupPort {
   targets(): Promise<ApiOutputs["targets"]["list"]>;
   targetsWithEndpoints(): Promise<ApiOutputs["targets"]["withEndpoints"]>;
   useTarget(id: string): Promise<ApiOutputs["targets"]["use"]>;
+  /** A target's API key set (the engine keeps it: the OS keychain, else a 0600 file) or, empty, forgotten. */
+  setKey(id: string, key: string): Promise<ApiOutputs["targets"]["setKey"]>;
+  removeTarget(id: string): Promise<unknown>;
   stopServing(target?: string): Promise<ApiOutputs["servers"]["stopRecorded"]>;
   servers(): Promise<ApiOutputs["servers"]["list"]>;
   restartServer(id: string): Promise<ApiOutputs["servers"]["restart"]>;
@@ -131,6 +134,8 @@ export function enginePort(name: ClientKind): SetupPort {
     targets: async () => (await c()).targets.list.query(),
     targetsWithEndpoints: async () => (await c()).targets.withEndpoints.query(),
     useTarget: async (id) => (await c()).targets.use.mutate({ id }),
+    setKey: async (id, key) => (await c()).targets.setKey.mutate({ id, key }),
+    removeTarget: async (id) => (await c()).targets.remove.mutate({ id }),
     stopServing: async (target) => (await c()).servers.stopRecorded.mutate(target ? { target } : {}),
     servers: async () => (await c()).servers.list.query(),
     restartServer: async (id) => (await c()).servers.restart.mutate({ id }),
@@ -559,6 +564,71 @@ export async function runTargetUse(id: string, port: SetupPort = enginePort("cli
   }
 }
 
+/**
+ * `ocw target key ID`: a provider's key set again (rotated) or, with --clear, forgotten. The key is read from the
+ * variable --from-env names where `ocw` runs, or from stdin when it is piped — never from the command line (argv is
+ * visible to every process of the machine).
+ */
+export async function runTargetKey(
+  id: string,
+  o: { fromEnv?: string; clear?: boolean },
+  port: SetupPort = enginePort("cli:ocw target key"),
+  io: { env?: NodeJS.ProcessEnv; stdin?: () => Promise<string | null> } = {},
+): Promise<CommandOutput> {
+  const fail = (m: string) => ({ code: 2, stdout: "", stderr: `ocw: ${m}\n` });
+  try {
+    let key = "";
+    if (o.clear) {
+      if (o.fromEnv) return fail("--clear forgets the key: give it alone, without --from-env");
+    } else if (o.fromEnv) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(o.fromEnv))
+        return fail(`--from-env takes the NAME of an environment variable (got "${o.fromEnv.slice(0, 4)}…"), not the key itself`);
+      key = (io.env ?? process.env)[o.fromEnv] ?? "";
+      if (!key.trim()) return fail(`environment variable ${o.fromEnv} is not set here: export it with the new key, then run this again`);
+    } else {
+      const piped = await (io.stdin ?? readPipedStdin)();
+      if (piped === null)
+        return fail(
+          `give the key on stdin (printf %s "$KEY" | ocw target key ${id}) or name its variable with --from-env VAR — never on the command line; --clear forgets it`,
+        );
+      key = piped.trim();
+      if (!key) return fail("stdin held no key; --clear forgets it");
+    }
+    const r = await port.setKey(id, key);
+    const where = r.stored === "keychain" ? "in the OS keychain" : r.stored === "file" ? "in a 0600 file of the engine's state dir" : null;
+    return {
+      code: 0,
+      stdout: where
+        ? `the key of ${id} is set (kept ${where}); workers started from now on use it\n`
+        : `the key of ${id} is forgotten; its workers send none from now on (set one with ocw target key ${id})\n`,
+      stderr: "",
+    };
+  } catch (e) {
+    return fail((e as Error).message.split("\n")[0]!);
+  }
+}
+
+/** stdin's text when it is piped (not a terminal), else null. */
+async function readPipedStdin(): Promise<string | null> {
+  if (process.stdin.isTTY) return null;
+  let text = "";
+  for await (const chunk of process.stdin) {
+    text += String(chunk);
+    if (text.length > 8192) break;
+  }
+  return text;
+}
+
+/** `ocw target remove ID`: a target deleted (refused while a worker of it runs), its kept key with it. */
+export async function runTargetRemove(id: string, port: SetupPort = enginePort("cli:ocw target remove")): Promise<CommandOutput> {
+  try {
+    await port.removeTarget(id);
+    return { code: 0, stdout: `target ${id} removed (its kept key with it)\n`, stderr: "" };
+  } catch (e) {
+    return { code: 2, stdout: "", stderr: `ocw: ${(e as Error).message.split("\n")[0]}\n` };
+  }
+}
+
 export async function runServingStop(o: { target?: string } = {}, port: SetupPort = enginePort("cli:ocw serving stop")): Promise<CommandOutput> {
   const r = await port.stopServing(o.target);
   const lines = [
@@ -693,12 +763,21 @@ export function registerModelSetupCommands(
     .option("--json", "print JSON")
     .action(async (o: { json?: boolean }) => emit(await runTargets(o)));
 
-  program
-    .command("target")
-    .description("manage targets")
+  const target = program.command("target").description("manage targets");
+  target
     .command("use <id>")
     .description("make a target active")
     .action(async (id: string) => emit(await runTargetUse(id)));
+  target
+    .command("key <id>")
+    .description("set an API target's key again (rotate it), read from stdin or --from-env VAR, never the command line; --clear forgets it")
+    .option("--from-env <var>", "NAME of the environment variable holding the new key (never the key)")
+    .option("--clear", "forget the key (the target's workers then send none)")
+    .action(async (id: string, o: { fromEnv?: string; clear?: boolean }) => emit(await runTargetKey(id, o)));
+  target
+    .command("remove <id>")
+    .description("delete a target and the key kept for it (refused while a worker of it is queued or running)")
+    .action(async (id: string) => emit(await runTargetRemove(id)));
 
   const serving = program.command("serving").description("model servers started by ocw");
   serving

@@ -56,10 +56,20 @@ export async function connectWithTarget(
   const client = connect(lock, clientName);
   await check?.(client);
   if (target) {
-    await client.targets.preflight.mutate({ target }).catch((err) => {
+    // the key exported here: an engine started earlier (the desktop app) may not hold the variable
+    const key = o.apiKeyEnv ? process.env[o.apiKeyEnv] : undefined;
+    const pre = await client.targets.preflight.mutate({ target, ...(key ? { key } : {}) }).catch((err) => {
       throw new CliError((err as Error).message);
     });
     await client.targets.save.mutate({ target });
+    // it does not: the engine keeps this key for the target (the OS keychain, else a 0600 file; never targets.json),
+    // so its workers can start without restarting the engine
+    if (key && !pre.keyHeld) {
+      const r = await client.targets.setKey.mutate({ id: target.id, key });
+      process.stderr.write(
+        `ocw: the engine's environment does not hold ${o.apiKeyEnv}: it keeps the key for ${target.id} (${r.stored === "keychain" ? "the OS keychain" : "a 0600 file of its state dir"})\n`,
+      );
+    }
   }
   return { client, targetId: target?.id };
 }

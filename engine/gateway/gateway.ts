@@ -7,8 +7,8 @@ import https from "node:https";
 export interface GatewayRoute {
   /** The upstream base URL (the target's endpoint, e.g. https://api.example.com/v1). */
   upstream: string;
-  /** The real key, added to forwarded requests; it never leaves the engine's process otherwise. */
-  key: string;
+  /** The real key, added to forwarded requests; it never leaves the engine's process otherwise. Null: none is sent. */
+  key: string | null;
   /** How long the upstream may send nothing before the request is given up (modelSilenceMs). */
   silenceMs: number;
 }
@@ -53,6 +53,17 @@ export class KeyGateway {
     const slug = `${encodeURIComponent(id)}-${randomBytes(4).toString("hex")}`;
     this.routes.set(slug, { route, token: Buffer.from(token) });
     return { baseURL: `http://127.0.0.1:${this.port}/${slug}`, apiKey: token };
+  }
+
+  /**
+   * The route of `baseURL` (as `add` gave it) sends this key (and, given, goes to this upstream) from now on: a key set
+   * again (rotated) or removed, or a base URL fixed, while opencode runs takes effect on its next request, without
+   * opencode knowing (it holds only the gateway's URL and key).
+   */
+  rekey(baseURL: string, key: string | null, upstream?: string): void {
+    const slug = new URL(baseURL).pathname.split("/")[1] ?? "";
+    const entry = this.routes.get(slug);
+    if (entry) entry.route = { ...entry.route, key, ...(upstream ? { upstream } : {}) };
   }
 
   private listen(): Promise<void> {
@@ -100,8 +111,10 @@ export class KeyGateway {
         .map((h) => h.trim()),
     );
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k) && !named.has(k)) headers[k] = v;
-    headers.authorization = `Bearer ${entry.route.key}`;
-    headers["x-api-key"] = entry.route.key;
+    if (entry.route.key) {
+      headers.authorization = `Bearer ${entry.route.key}`;
+      headers["x-api-key"] = entry.route.key;
+    }
     const { silenceMs } = entry.route;
     let upstream: http.ClientRequest;
     try {

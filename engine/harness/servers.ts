@@ -40,6 +40,8 @@ export class OpencodeServers {
   private readonly egress: EgressProxy;
   /** Per target, the NO_PROXY entries its server was given: what it reaches past the egress proxy. */
   private readonly directs = new Map<string, string[]>();
+  /** Each keyed server's gateway routes and the key they send (read again whenever a worker of it starts). */
+  private readonly keyed = new Map<string, { key: string | null; baseURLs: string[]; upstreams: string[] }>();
 
   constructor(private readonly opts: ServersOptions) {
     this.egress = new EgressProxy({ ...opts.net, log: opts.log });
@@ -56,10 +58,20 @@ export class OpencodeServers {
 
   /** The target's server (not started: callers `start()` it when they need it up). */
   async for(target: Target): Promise<HarnessServer> {
-    let s = this.servers.get(target.id);
-    if (s) return s;
-    // Resolved once, as when it was handed to opencode's environment (a key file is not read on every request).
+    // Read as each worker starts (not on every request): a key set again in Setup (`targets.setKey`, a new typed key)
+    // or removed reaches the running server's gateway routes now, not at the engine's next start.
     const key = target.keyRef || target.keyFile || target.keyStore ? resolveKey(target) : null;
+    let s = this.servers.get(target.id);
+    const routes = this.keyed.get(target.id);
+    // the target saved again with its base URL fixed (same id, same number of endpoints): its routes go there now
+    const upstreams = endpointsOf(target).map((e) => e.url);
+    const moved = !!routes && upstreams.length === routes.upstreams.length && upstreams.some((u, i) => u !== routes.upstreams[i]);
+    if (routes && (routes.key !== key || moved)) {
+      routes.baseURLs.forEach((u, i) => this.gateway.rekey(u, key, moved ? upstreams[i] : undefined));
+      routes.key = key;
+      if (moved) routes.upstreams = upstreams;
+    }
+    if (s) return s;
     if ((target.keyRef || target.keyFile) && !key)
       throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
     // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
@@ -82,6 +94,7 @@ export class OpencodeServers {
     const plugin = writeWorkspacePlugin(path.join(stateDir, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
+    if (key) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
     s = (this.opts.harness ?? opencodeHarness)({
       target,
       home: path.join(stateDir, "opencode", target.id),

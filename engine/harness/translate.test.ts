@@ -2,7 +2,7 @@
 // the log, deltas coalesced on a fake clock, asks/usage/retries/idles routed, sub-agent sessions mapped to their worker.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { testRegistry } from "../../test/fixtures/registry";
-import { DeltaCoalescer, mayHandle, opencodeEvent, translatePart, Translator, type OpencodeEvent } from "./translate";
+import { DeltaCoalescer, describeError, mayHandle, opencodeEvent, translatePart, Translator, type OpencodeEvent } from "./translate";
 
 afterEach(() => vi.useRealTimers());
 
@@ -208,7 +208,7 @@ describe("the translator", () => {
       ["ask", w.id, expect.objectContaining({ id: "per_1", tool: "bash", what: "ls", always: ["ls *"], sessionId: "ses_child" })],
       ["askGone", w.id, "que_1", "reject"],
       ["usage", w.id, "m1", { input: 3, output: 2, reasoning: 0, cost: 0 }],
-      ["retry", w.id, "ECONNREFUSED"],
+      ["retry", w.id, "ECONNREFUSED", null],
       ["idle", w.id],
     ]);
     expect(registry.sessions.get("ses_child")).toBe(w.id);
@@ -218,8 +218,33 @@ describe("the translator", () => {
     const { w, t, registry } = setup();
     t.handle(ev("session.error", { sessionID: "ses_root", error: { name: "MessageAbortedError", data: { message: "aborted" } } }));
     expect(registry.rt(w.id).turn.error).toBeUndefined();
-    t.handle(ev("session.error", { sessionID: "ses_root", error: { name: "APIError", data: { message: "model exploded" } } }));
-    expect(registry.rt(w.id).turn.error).toBe("APIError: model exploded");
+    t.handle(ev("session.error", { sessionID: "ses_root", error: { name: "APIError", data: { message: "model exploded", statusCode: 500 } } }));
+    expect(registry.rt(w.id).turn.error).toBe(
+      'the model API failed on its side (HTTP 500: "model exploded") through opencode\'s retries: resume the worker once the provider is back',
+    );
+  });
+
+  it("a model API's refusal is said by its status with what to do, never opencode's class name", () => {
+    const api = (statusCode: number | undefined, message: string, responseHeaders?: Record<string, string>) =>
+      describeError({ name: "APIError", data: { message, statusCode, responseHeaders } });
+    expect(api(401, "Incorrect API key provided")).toMatch(
+      /^the model API refused the target's key \(HTTP 401: "Incorrect API key provided"\): set the key again/,
+    );
+    expect(api(402, "Insufficient credits")).toMatch(/no credit or quota left .*add credit, then resume/);
+    expect(api(429, "You exceeded your current quota, please check your plan")).toMatch(/no credit or quota left/);
+    expect(api(429, "Rate limit reached", { "retry-after": "20" })).toMatch(
+      /rate-limited the worker's model calls \(HTTP 429: "Rate limit reached"; Retry-After 20 s\)/,
+    );
+    expect(api(404, "The model `x` does not exist")).toMatch(/does not serve the target's model/);
+    expect(
+      describeError({ name: "APIError", data: { message: "Not Found", statusCode: 404, metadata: { url: "https://api.example.com/chat/completions" } } }),
+    ).toMatch(/^there is no chat-completions API at https:\/\/api\.example\.com\/chat\/completions \(HTTP 404: "Not Found"\): fix the target's base URL/);
+    expect(api(529, "Overloaded")).toMatch(/failed on its side \(HTTP 529/);
+    expect(api(undefined, "Cannot connect to API: Unable to connect")).toMatch(/^the model API could not be reached: "Cannot connect/);
+    expect(describeError({ name: "ContextOverflowError", data: { message: "prompt too long" } })).toMatch(/outgrew the model's context/);
+    expect(describeError({ name: "UnknownError", data: { message: "boom" } })).toBe("boom");
+    for (const m of [api(401, "x"), api(429, "x"), api(undefined, "x"), describeError({ name: "UnknownError" })])
+      expect(m).not.toMatch(/APIError|UnknownError/);
   });
 
   it("a finished part is logged after the deltas before it are published", () => {

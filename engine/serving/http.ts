@@ -1,5 +1,5 @@
 /** Small HTTP helpers for probing OpenAI-compatible servers (loopback or user-given URLs). */
-import { BodyTooLarge, ENDPOINT_MAX_BYTES, type Keep, PARSE_INLINE_MAX, parseBody, readBounded, readBoundedBytes, sseData } from "../net";
+import { BodyTooLarge, describeFetchError, ENDPOINT_MAX_BYTES, type Keep, PARSE_INLINE_MAX, parseBody, readBounded, readBoundedBytes, sseData } from "../net";
 
 /** The most read of an error answer (only its first 200 characters are shown). */
 const ERROR_MAX_BYTES = 64 * 1024;
@@ -14,6 +14,10 @@ export interface HttpResult<T = unknown> {
   text: string;
   ms: number;
   error?: string;
+  /** The answer's headers (Retry-After, x-ratelimit-*, Location): absent when none came. */
+  headers?: Headers;
+  /** When no answer came: why, in words (the host, and the root cause of node's bare "fetch failed"). */
+  why?: string;
 }
 
 /**
@@ -29,6 +33,8 @@ type HttpInit = {
   signal?: AbortSignal;
   maxBytes?: number;
   keep?: Keep;
+  /** "manual": a 3xx is the answer (a provider's http → https redirect is said, not followed with the key). */
+  redirect?: "follow" | "manual" | "error";
 };
 
 /** A kept-alive connection the server closed while idle fails the next request sent on it at once; a GET is safe to send again on a fresh one. */
@@ -53,22 +59,28 @@ async function httpJsonOnce<T>(url: string, init: HttpInit & { method: string })
       headers: { ...(init.body === undefined ? {} : { "content-type": "application/json" }), ...init.headers },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
       signal: ctl.signal,
+      ...(init.redirect ? { redirect: init.redirect } : {}),
     });
     let bytes: Buffer;
     try {
       bytes = await readBoundedBytes(res, url, init.maxBytes ?? ENDPOINT_MAX_BYTES);
     } catch (e) {
-      if (e instanceof BodyTooLarge) return { ok: false, status: res.status, body: null, text: "", ms: performance.now() - t0, error: e.message };
+      if (e instanceof BodyTooLarge)
+        return { ok: false, status: res.status, body: null, text: "", ms: performance.now() - t0, error: e.message, headers: res.headers };
       throw e;
     }
     // A large answer is parsed off the engine's thread (net/parse.ts); its text is kept to its head (callers quote a
     // few hundred characters of it at most).
     const text = bytes.subarray(0, TEXT_HEAD).toString("utf8");
     const body = (await parseBody(bytes, { kind: "json", keep: init.keep }).catch(() => null)) as T | null;
-    return { ok: res.ok, status: res.status, body, text, ms: performance.now() - t0 };
+    return { ok: res.ok, status: res.status, body, text, ms: performance.now() - t0, headers: res.headers };
   } catch (e) {
     const err = e as Error & { cause?: { code?: string } };
-    return { ok: false, status: 0, body: null, text: "", ms: performance.now() - t0, error: err.cause?.code ?? err.message };
+    const why =
+      ctl.signal.aborted && !init.signal?.aborted
+        ? `${new URL(url).host} sent no answer within ${Math.round((init.timeoutMs ?? 10000) / 1000)} s`
+        : describeFetchError(e, url);
+    return { ok: false, status: 0, body: null, text: "", ms: performance.now() - t0, error: err.cause?.code ?? err.message, why };
   } finally {
     clearTimeout(timer);
     init.signal?.removeEventListener("abort", onAbort);
@@ -128,9 +140,11 @@ export async function streamTimed(url: string, headers: Record<string, string>, 
     for await (const data of sseData(res.body)) {
       if (data === "[DONE]") continue;
       try {
-        const j = JSON.parse(data) as { choices?: { delta?: { content?: string; reasoning_content?: string } }[]; error?: unknown };
+        const j = JSON.parse(data) as { choices?: { delta?: { content?: string; reasoning_content?: string; reasoning?: string } }[]; error?: unknown };
         const d = j.choices?.[0]?.delta;
-        if (d && (d.content || d.reasoning_content)) {
+        // thinking counts as the model's output: `reasoning_content` (llama.cpp, vLLM, DeepSeek) or `reasoning`
+        // (OpenRouter, Groq, Ollama); a reasoning model asked for a few tokens may send nothing else
+        if (d && (d.content || d.reasoning_content || d.reasoning)) {
           tokens++;
           first ??= performance.now() - t0;
         }

@@ -35,7 +35,7 @@ describe("typed-in API keys", () => {
     expect(JSON.stringify({ id: "api-one", ...where })).not.toContain("sk-secret-1");
     expect(resolveKey({ id: "api-one", ...where, keyRef: null })).toBe("sk-secret-1");
     forgetApiKey("api-one", dir);
-    expect(() => resolveKey({ id: "api-one", ...where })).toThrow(/not in the OS keychain.*set it again in Setup/);
+    expect(() => resolveKey({ id: "api-one", ...where })).toThrow(/not in the OS keychain.*set it again in Setup, or with `ocw target key api-one`/);
   });
 
   it("go to a 0600 file in the state dir where no keychain answers, or it refuses the write", () => {

@@ -132,7 +132,7 @@ export function resolveKey(
     if (!v)
       throw new SetupError(
         "serving",
-        `the key of target ${t.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup`,
+        `the key of target ${t.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup, or with \`ocw target key ${t.id}\``,
         { targetId: t.id },
         "unavailable",
       );

@@ -26,6 +26,20 @@ beforeAll(async () => {
         }),
       );
     }
+    // Anthropic's GET /v1/models: x-api-key and anthropic-version, pages of `limit` (default 20) with has_more/last_id
+    if (req.url?.startsWith("/anthropic/v1/models")) {
+      if (req.headers["x-api-key"] !== "sk-ant-good" || !req.headers["anthropic-version"])
+        return res
+          .writeHead(401, { "content-type": "application/json" })
+          .end('{"type":"error","error":{"type":"authentication_error","message":"x-api-key header is required"}}');
+      const model = (id: string) => ({ type: "model", id, display_name: id.replace("claude-", "Claude "), created_at: "2026-01-01T00:00:00Z" });
+      const second = req.url.includes("after_id=claude-c");
+      const data = second ? [model("claude-d"), model("claude-e")] : [model("claude-a"), model("claude-b"), model("claude-c")];
+      return res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ data, has_more: !second, first_id: data[0]!.id, last_id: data.at(-1)!.id }));
+    }
+    if (req.url === "/moved/v1/models") return res.writeHead(301, { location: "https://api.example.invalid/v1/models" }).end();
     if (req.url === "/html/models") return res.writeHead(200, { "content-type": "text/html" }).end("<html>hi</html>");
     res.writeHead(404).end();
   });
@@ -73,5 +87,23 @@ describe("setup.models", () => {
       expect(p.url).toMatch(/^https:\/\/[^/]+\/.*v1$/);
       expect(p.keyEnv).toMatch(/^[A-Z_]+_API_KEY$/);
     }
+  });
+
+  it("Anthropic's list: its key header and version, every page (has_more / last_id), display_name as the name", async () => {
+    const r = await providerModelsApi({ url: `${base}/anthropic/v1/`, key: "sk-ant-good" }, {});
+    // before: Bearer only → 401 "x-api-key header is required"; and only the first page
+    expect(r.models.map((m) => [m.id, m.name])).toEqual([
+      ["claude-a", "Claude a"],
+      ["claude-b", "Claude b"],
+      ["claude-c", "Claude c"],
+      ["claude-d", "Claude d"],
+      ["claude-e", "Claude e"],
+    ]);
+  });
+
+  it("an http:// URL the provider redirects to https:// is said, not followed (the key would be dropped, and blamed)", async () => {
+    await expect(providerModelsApi({ url: `${base}/moved/v1`, key: "sk-good" }, {})).rejects.toThrow(
+      /HTTP 301, a redirect to https:\/\/api\.example\.invalid\/v1\/models: use the https:\/\/ URL \(https:\/\/127\.0\.0\.1:\d+\/moved\/v1\)/,
+    );
   });
 });

@@ -33,15 +33,50 @@ export async function providerModelsApi(
       );
   }
   const url = `${base}/models`;
+  const models: ProviderModel[] = [];
+  // Anthropic's list comes in pages (20 by default; has_more, last_id → after_id): the rest is asked for, up to 10 pages
+  let after: string | null = null;
+  for (let page = 0; page < 10; page++) {
+    const next = await modelsPage(after ? `${url}?after_id=${encodeURIComponent(after)}` : url, i, key, timeoutMs);
+    models.push(...next.models);
+    if (!next.more || !next.lastId || models.length >= 5000) break;
+    after = next.lastId;
+  }
+  models.sort((a, b) => a.id.localeCompare(b.id));
+  return { url: base, models };
+}
+
+async function modelsPage(
+  url: string,
+  i: ProviderModelsInput,
+  key: string | null,
+  timeoutMs: number,
+): Promise<{ models: ProviderModel[]; more: boolean; lastId: string | null }> {
   let res: Response;
   try {
     res = await fetch(url, {
-      headers: { accept: "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+      headers: {
+        accept: "application/json",
+        // Bearer for OpenAI-compatible lists; Anthropic's GET /v1/models reads x-api-key and needs anthropic-version
+        ...(key ? { authorization: `Bearer ${key}`, "x-api-key": key, "anthropic-version": "2023-06-01" } : {}),
+      },
       signal: AbortSignal.timeout(timeoutMs),
-      redirect: "follow",
+      // said, not followed: fetch drops the key on a redirect to another origin (http → https), and the provider's
+      // 401 then blamed the key
+      redirect: "manual",
     });
   } catch (e) {
     throw new OcwError("unavailable", `${describeFetchError(e, url)}; check the URL (it usually ends in /v1)`);
+  }
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel().catch(() => undefined);
+    const to = res.headers.get("location");
+    const target = to ? new URL(to, url).toString() : null;
+    const https = target && /^http:/.test(url) && /^https:/.test(target);
+    throw new OcwError(
+      "bad-input",
+      `${url} → HTTP ${res.status}, a redirect${target ? ` to ${target}` : ""}: ${https ? `use the https:// URL (${i.url.replace(/^http:/, "https:").replace(/\/+$/, "")})` : "use the URL it redirects to as the base URL"}`,
+    );
   }
   // a model list is kilobytes to a few MB (OpenRouter ≈ 1 MB): a larger answer is not one
   const MAX = 16 * 1024 * 1024;
@@ -68,16 +103,17 @@ export async function providerModelsApi(
   if (body === null || typeof body !== "object") {
     throw new OcwError("bad-input", `${url} did not answer JSON (${JSON.stringify(text.slice(0, 60))}…): is this an OpenAI-compatible API base URL?`);
   }
-  const b = body as { data?: unknown; models?: unknown };
+  const b = body as { data?: unknown; models?: unknown; has_more?: unknown; last_id?: unknown };
   const list = Array.isArray(b.data) ? b.data : Array.isArray(b.models) ? b.models : Array.isArray(body) ? (body as unknown[]) : null;
   if (!list) throw new OcwError("bad-input", `${url} answered JSON without a "data" list of models: is this an OpenAI-compatible API base URL?`);
   const models: ProviderModel[] = [];
   for (const m of list.slice(0, 5000)) {
-    const o = m as { id?: unknown; name?: unknown; context_length?: unknown; context_window?: unknown; max_model_len?: unknown };
+    const o = m as { id?: unknown; name?: unknown; display_name?: unknown; context_length?: unknown; context_window?: unknown; max_model_len?: unknown };
     if (typeof o.id !== "string" || !o.id || o.id.length > 300) continue;
     const ctx = [o.context_length, o.context_window, o.max_model_len].find((x) => typeof x === "number" && Number.isFinite(x) && x > 0) as number | undefined;
-    models.push({ id: o.id, contextLength: ctx ?? null, name: typeof o.name === "string" ? o.name.slice(0, 200) : null, price: priceFromListing(m) });
+    // Anthropic names a model by display_name
+    const name = typeof o.name === "string" ? o.name : typeof o.display_name === "string" ? o.display_name : null;
+    models.push({ id: o.id, contextLength: ctx ?? null, name: name?.slice(0, 200) ?? null, price: priceFromListing(m) });
   }
-  models.sort((a, b) => a.id.localeCompare(b.id));
-  return { url: base, models };
+  return { models, more: b.has_more === true, lastId: typeof b.last_id === "string" ? b.last_id : null };
 }

@@ -9,7 +9,7 @@ import { accessSync, constants, statSync } from "node:fs";
 import path from "node:path";
 import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, SetupStartInput } from "../../shared/setup";
 import { SetupProviderKeyInput } from "../../shared/servers";
-import { storeApiKey } from "./keys";
+import { apiKeyFilePath, forgetApiKey, storeApiKey } from "./keys";
 import { runStartJob } from "./start";
 import { TargetStore } from "../store";
 import type { LedgerRow } from "../../shared/ledger";
@@ -217,6 +217,7 @@ export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: T
       url: i.url,
       model: i.model,
       apiKeyEnv: TYPED_KEY_VAR,
+      keyHint: "the key typed",
       slots: i.slots,
       id: i.id,
       acceptUnderpowered: i.acceptUnderpowered,
@@ -322,4 +323,27 @@ export function setupCancelApi(jobId: string): SetupJob {
   if (j.job.state !== "running") throw new SetupApiInputError(`job ${jobId} is not running (${j.job.state})`);
   j.abort.abort();
   return j.job;
+}
+
+/**
+ * targets.setKey (Setup's key field, `ocw target key`): stores the API key given for a target — the OS keychain, else a
+ * 0600 file of the state dir — or, empty, forgets it. The key is never returned, logged, put in targets.json or an
+ * event; a running opencode server's key gateway sends it from its next worker on.
+ */
+export function setTargetKey(store: TargetStore, id: string, given: string): { stored: "keychain" | "file" | "none" } {
+  const t = store.get(id);
+  if (!t) throw new SetupApiInputError(`no target "${id}". Run \`ocw targets\` to list them.`);
+  if (t.keyFile && t.keyFile !== apiKeyFilePath(t.id))
+    throw new SetupApiInputError(`target "${t.id}" is a server the engine started with its own generated key: no key to set`);
+  const key = given.trim();
+  if (/[\r\n]/.test(key)) throw new SetupApiInputError("the key must be one line");
+  if (!key) {
+    forgetApiKey(t.id);
+    const typed = t.keyFile && t.keyFile === apiKeyFilePath(t.id);
+    store.save({ ...t, keyStore: null, ...(typed ? { keyFile: null } : {}) });
+    return { stored: "none" };
+  }
+  const where = storeApiKey(t.id, key);
+  store.save({ ...t, ...where });
+  return { stored: where.keyStore === "keychain" ? "keychain" : "file" };
 }

@@ -20,6 +20,7 @@ import type { TargetStore } from "../store";
 import { planFit, safeFindLlamaServer } from "./fit-service";
 import { findLlamaServer } from "./llama-server";
 import { listServing, setupCapture, setupProvider, stopServing } from "./setup";
+import { storeApiKey } from "./keys";
 import { onPath } from "./runtime-adapters";
 import { setupCapturePool } from "./pool";
 import { SetupVerifyInput } from "../../shared/setup";
@@ -268,6 +269,17 @@ export async function setupVerify(input: SetupVerifyInput, store: TargetStore, b
       : i.urls.length > 1
         ? await setupCapturePool(i.urls, { ...common, ctx: i.ctx, benchSec: i.benchSec })
         : await setupCapture({ ...common, url: i.urls[0]!, ctx: i.ctx, benchSec: i.benchSec });
+  // The key was exported where `ocw` ran, not where the engine runs (an engine the desktop app or an earlier command
+  // started): a target naming only the variable would be saved "built" yet start no worker. The engine keeps the key
+  // verified as a typed one is kept (the OS keychain, else a 0600 file of its state dir; never targets.json).
+  if (i.apiKeyEnv && i.apiKey && baseEnv[i.apiKeyEnv] !== i.apiKey && result.saved !== false) {
+    const where = storeApiKey(result.target.id, i.apiKey);
+    const target = store.save({ ...result.target, keyRef: null, ...where }, result.active);
+    say(
+      `the key in ${i.apiKeyEnv} is kept by the engine for ${target.id} (${where.keyStore === "keychain" ? "the OS keychain" : `a 0600 file, ${where.keyFile}`}): the engine's own environment ${baseEnv[i.apiKeyEnv] === undefined ? "does not hold" : "holds another value of"} ${i.apiKeyEnv}; change it with Setup's key field (targets.setKey)`,
+    );
+    return { result: { ...result, target }, logs };
+  }
   return { result, logs };
 }
 export type SetupVerifyResult = Awaited<ReturnType<typeof setupVerify>>;

@@ -264,7 +264,8 @@ function checkUrl(url: string, flag: string): string {
   try {
     const u = new URL(url);
     if (!/^https?:$/.test(u.protocol)) throw new Error();
-    return url.replace(/\/+$/, "");
+    // the base URL, also when a whole request URL was pasted (…/v1/chat/completions, …/v1/models)
+    return url.replace(/\/+$/, "").replace(/\/(chat\/completions|models)$/, "");
   } catch {
     throw new SetupInputError(`${flag} needs an http(s) URL like http://127.0.0.1:8080 (got "${url}")`);
   }
@@ -354,6 +355,8 @@ export interface ProviderSetupOptions extends CommonSetupOptions {
   url: string;
   model: string;
   apiKeyEnv: string;
+  /** How a refused key's message names where it came from (default "the value of VAR"). */
+  keyHint?: string;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -378,9 +381,21 @@ export async function setupProvider(o: ProviderSetupOptions): Promise<SetupResul
   };
   if (o.unverified) return saveUnverified(store, target, t0);
   const tv = performance.now();
-  const v = await verifyEndpoint({ url: base, model: o.model, key, engine: "api", slots, perSlotCtx: null, llamaExtensions: false });
-  if (v.checks[0] && !v.checks[0].passed) throw new SetupInputError(`${url} is not reachable with that key: ${v.checks[0].evidence}`);
-  const saved = finish(store, target, v, o);
+  const v = await verifyEndpoint({
+    url: base,
+    model: o.model,
+    key,
+    engine: "api",
+    slots,
+    perSlotCtx: null,
+    llamaExtensions: false,
+    keyHint: o.keyHint ?? `the value of ${o.apiKeyEnv}`,
+  });
+  // nothing answered a chat completion: the reason (key, credit, model id, URL, rate limit, provider) and what to do
+  if (v.checks[0] && !v.checks[0].passed) throw new SetupInputError(`verifying ${url} failed: ${v.checks[0].evidence}`);
+  // the model's context as the provider lists it (OpenRouter, Together, Groq): opencode compacts by it (else 32,768)
+  const listed = v.observed.perSlotCtx;
+  const saved = finish(store, listed ? { ...target, contextLimit: listed } : target, v, o);
   return {
     outcome: v.outcome,
     saved: saved.saved,

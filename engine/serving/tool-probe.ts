@@ -19,6 +19,8 @@ export interface ToolProbeResult {
   /** null when passed. */
   failure: "refused" | "parser" | "model" | "unreachable" | null;
   evidence: string;
+  /** The provider answered 429: a rate limit, which says nothing of the model's tool use. */
+  rateLimited?: boolean;
 }
 
 const str = (description: string) => ({ type: "string", description });
@@ -169,6 +171,7 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
           delta?: {
             content?: string | null;
             reasoning_content?: string | null;
+            reasoning?: string | null;
             tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
           };
           finish_reason?: string | null;
@@ -187,7 +190,8 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
       const c = j.choices?.[0];
       if (!c) continue;
       if (c.delta?.content) out.content += c.delta.content;
-      if (c.delta?.reasoning_content) out.reasoning += c.delta.reasoning_content;
+      // llama.cpp / vLLM / DeepSeek name it reasoning_content, OpenRouter / Groq / Ollama reasoning
+      if (c.delta?.reasoning_content || c.delta?.reasoning) out.reasoning += c.delta.reasoning_content || c.delta.reasoning;
       for (const tc of c.delta?.tool_calls ?? []) {
         const k = tc.index ?? calls.length;
         calls[k] ??= { id: "", name: "", arguments: "" };
@@ -248,6 +252,13 @@ export async function toolRoundTrip(p: ToolProbeInput): Promise<ToolProbeResult>
   const t0 = performance.now();
   const first = await streamTurn(p.chatUrl, headers, body(messages), p.timeoutMs);
   if (first.status === 0) return { passed: false, failure: "unreachable", evidence: `request with tools failed: ${first.error}` };
+  if (first.status === 429)
+    return {
+      passed: false,
+      failure: "model",
+      rateLimited: true,
+      evidence: `request with ${OPENCODE_TOOLS.length} tools → HTTP 429, rate-limited: ${first.error}`,
+    };
   if (first.status !== 200) {
     const refused = refusal(first.status, first.error ?? "");
     return {
@@ -308,6 +319,13 @@ export async function toolRoundTrip(p: ToolProbeInput): Promise<ToolProbeResult>
     p.timeoutMs,
   );
   const ms = Math.round(performance.now() - t0);
+  if (second.status === 429)
+    return {
+      passed: false,
+      failure: "model",
+      rateLimited: true,
+      evidence: `${call.name} was called, but the request carrying its result → HTTP 429, rate-limited: ${second.error}`,
+    };
   if (second.status !== 200) {
     const refused = refusal(second.status, second.error ?? "");
     return {

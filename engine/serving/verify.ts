@@ -22,6 +22,7 @@ import type { TargetCheck } from "../../shared/target";
 import { authHeaders, httpJson, isLoopback, serverRoot, streamTimed } from "./http";
 import { sseData } from "../net";
 import { toolRoundTrip } from "./tool-probe";
+import { explainChatFailure } from "./provider-errors";
 
 /**
  * The least context a worker can run in: OpenCode's first request is ≈ 4.9k tokens with its 8 tools and its output
@@ -62,6 +63,8 @@ export interface VerifyInput {
    * POOL_CHECK_MAX_TOKENS) to prove the KV pool holds them all (default true).
    */
   poolCheck?: boolean;
+  /** Where the key came from, for a refused key's "check …" (e.g. "the value of OPENAI_API_KEY"). */
+  keyHint?: string;
   /** Called as each check completes (the wizard's live checklist). */
   onCheck?: (check: TargetCheck, done: TargetCheck[]) => void;
 }
@@ -248,6 +251,8 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     v.onCheck?.(c, [...checks]);
   };
   const observed: VerifyResult["observed"] = { totalSlots: null, perSlotCtx: null, overlap: null };
+  // the checks whose requests a provider answered 429: a rate limit, which says nothing of the model or the machine
+  const rateLimited = new Set<string>();
   const base = (extra: Record<string, unknown> = {}) => ({
     model: v.model,
     messages: [{ role: "user", content: "Say OK." }],
@@ -258,18 +263,16 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   });
 
   // reachable
-  const r = await httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs });
+  // a redirect is said, not followed: fetch would resend a POST as a GET (http → https) or drop the key on the way
+  const r = await httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs, redirect: "manual" });
   const reachable = r.status === 200 && Array.isArray(r.body?.choices);
-  add({
-    name: "reachable",
-    passed: reachable,
-    evidence: reachable
-      ? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms`
-      : `POST ${chatUrl} → ${r.status || r.error}${r.text ? `: ${r.text.slice(0, 160)}` : ""}`,
-  });
-  if (!reachable) {
-    return { outcome: "cannot-build", checks, observed, summary: `endpoint not reachable (${r.status || r.error}); start the server or fix the URL/key` };
-  }
+  // why not, in words: the key, the credit, the model id, the URL, a rate limit or the provider (provider-errors.ts)
+  // a provider that echoes the key it refused: never repeated (the message reaches the CLI, the GUI and a target's checks)
+  const failure = reachable
+    ? null
+    : explainChatFailure(r, { chatUrl, model: v.model, keyHint: v.keyHint ?? null }).replaceAll(v.key && v.key.length >= 8 ? v.key : "\0", "<the key>");
+  add({ name: "reachable", passed: reachable, evidence: failure ?? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms` });
+  if (failure) return { outcome: "cannot-build", checks, observed, summary: `no chat completion: ${failure}` };
 
   // auth
   if (v.key) {
@@ -401,13 +404,19 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
         (ok ? "" : ` — ${fix}`),
     });
   } else {
-    const models = await httpJson<{ data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number } }[] }>(`${root}/v1/models`, {
+    const models = await httpJson<{
+      data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number }; context_length?: number; context_window?: number }[];
+    }>(`${root}/v1/models`, {
       headers: authHeaders(v.key),
       timeoutMs: 10000,
-      keep: { data: [{ id: true, max_model_len: true, meta: { n_ctx: true } }] },
+      // a provider's whole list (OpenRouter's is megabytes, with descriptions); the setup wizard's list reads as much
+      maxBytes: 16 * 1024 * 1024,
+      keep: { data: [{ id: true, max_model_len: true, meta: { n_ctx: true }, context_length: true, context_window: true }] },
     });
-    const m = models.body?.data?.find((d) => d.id === v.model) ?? models.body?.data?.[0];
-    const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
+    // a provider lists many models: only the one asked for says anything (a server of one's own serves one)
+    const m = models.body?.data?.find((d) => d.id === v.model) ?? (v.engine === "api" ? undefined : models.body?.data?.[0]);
+    // vLLM max_model_len, llama.cpp meta.n_ctx, OpenRouter / Together context_length, Groq context_window
+    const ctx = [m?.max_model_len, m?.meta?.n_ctx, m?.context_length, m?.context_window].find((x): x is number => typeof x === "number" && x > 0) ?? null;
     observed.perSlotCtx = ctx;
     const okCtx = v.perSlotCtx === null || ctx === null || ctx >= v.perSlotCtx;
     const floor = minSlotProblem(ctx);
@@ -466,6 +475,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       const firsts = runs.map((x) => x.firstTokenMs).filter((x): x is number => x !== null);
       const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
       const failed = runs.filter((x) => x.status !== 200 || x.error);
+      if (failed.some((x) => x.status === 429)) rateLimited.add("concurrency");
       const factor = overlapFactor(singleMs, wall, n);
       // Served one after another, the k-th first token waits k solo requests: the spread is ≈ (n−1)·t₁.
       // Overlapping requests all start within a fraction of that. (The overlap factor is recorded, not the criterion:
@@ -503,6 +513,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     },
     timeoutMs,
   });
+  if (cap.status === 429) rateLimited.add("capability");
   let capCheck: { passed: boolean; evidence: string };
   if (cap.status !== 200) capCheck = { passed: false, evidence: `capability request → ${cap.status || cap.error}: ${cap.text.slice(0, 160)}` };
   else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
@@ -534,6 +545,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   if (v.tools !== false) {
     const t = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024 });
     toolsBlocking = t.failure === "refused" || t.failure === "parser" || t.failure === "unreachable";
+    if (t.rateLimited) rateLimited.add("tools");
     add({ name: "tools", passed: t.passed, evidence: t.evidence });
   }
 
@@ -550,6 +562,10 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   } else if (!by("reasoning").passed) {
     outcome = "cannot-build";
     summary = `the model's thinking lands in its answers: ${by("reasoning").evidence}`;
+  } else if (rateLimited.size) {
+    // not underpowered: the model was not judged (its answers never came), and "a stronger machine" would not help
+    outcome = "cannot-build";
+    summary = `the provider rate-limited verify's requests (HTTP 429 in ${[...rateLimited].join(", ")}): the model could not be judged — wait a minute and verify again, use a key of a higher usage tier, or save it without verifying`;
   } else if (toolsBlocking) {
     outcome = "cannot-build";
     summary = `tool calls do not work: ${by("tools").evidence}`;

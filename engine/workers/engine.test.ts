@@ -305,7 +305,7 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     // 2 slots, 4 workers that each ask before they write; nobody answers.
     const { workerIds } = await engine.startBatch(Array.from({ length: 4 }, (_, i) => ({ task: `TASK-EDIT ${i}`, directory: r })));
     for (const id of workerIds) await until(engine, id, (w) => pending(w).length === 1 && w.state === "waiting-approval");
-    expect(engine.slots()).toEqual([{ targetId: "fake", slots: 2, inUse: 0, queued: 0, waiting: 4 }]);
+    expect(engine.slots()).toEqual([{ targetId: "fake", slots: 2, inUse: 0, queued: 0, waiting: 4, heldUntil: null }]);
     // A fifth is admitted at once though four wait for a person.
     const { workerId: fifth } = await engine.start({ task: "TASK-HANG", directory: r });
     await until(engine, fifth, (w) => w.state === "running");

@@ -80,6 +80,9 @@ export interface EngineOptions {
   net?: Pick<EgressOptions, "lookup" | "dial">;
 }
 
+/** The longest wait before opencode's next try of a model call a worker sits through "running" (longer: interrupted). */
+const LONG_RETRY_WAIT_MS = 120_000;
+
 /**
  * The worker engine composes the services, one concept each: the worker registry (log, picture, state machine), the
  * approvals queue, budgets and watchdog, admission (slots and pools), recovery, the opencode translation, settling and
@@ -189,7 +192,7 @@ export class Engine {
       ask: (id, ask) => this.approvals.onAsk(id, ask),
       askGone: (id, askId, reply) => this.approvals.onAskGone(id, askId, reply),
       usage: (id, messageId, usage) => this.budgets.onUsage(id, messageId, usage),
-      retry: (id, message) => void this.checkEndpoint(id, message),
+      retry: (id, message, next) => void this.onRetry(id, message, next),
       idle: (id) => void this.settler.onIdle(id),
     });
     this.recovery = new Recovery({
@@ -583,6 +586,8 @@ export class Engine {
     }
     const target = this.resolveTarget(w.targetId ?? undefined);
     await preflightTarget(target);
+    // a person's resume tries the model API again now, even while it asked its workers to wait (a limit lifted early)
+    this.pools.release(target.id);
     this.requeue(workerId, "resumed", message);
     return this.get(workerId);
   }
@@ -766,8 +771,11 @@ export class Engine {
     return this.servers.list();
   }
 
-  /** Per target: its slots, those in use by workers on the model, workers waiting for a person (slot handed over), queued. */
-  slots(): { targetId: string; slots: number; inUse: number; queued: number; waiting: number }[] {
+  /**
+   * Per target: its slots, those in use by workers on the model, workers waiting for a person (slot handed over),
+   * queued, and until when (epoch ms) its model API asked its workers to wait (a rate limit's long Retry-After), or null.
+   */
+  slots(): { targetId: string; slots: number; inUse: number; queued: number; waiting: number; heldUntil: number | null }[] {
     const ids = new Set(
       this.list()
         .map((w) => w.targetId)
@@ -785,6 +793,7 @@ export class Engine {
           inUse: this.pools.activeCount(id),
           queued: this.queue.filter((q) => this.reg.workers.get(q)?.targetId === id).length,
           waiting: this.pools.waitingCount(id),
+          heldUntil: this.pools.heldUntil(id)?.until ?? null,
         },
       ];
     });
@@ -962,6 +971,33 @@ export class Engine {
     if (!res.ok && res.kind === "status") throw new Error(`opencode refused the prompt (HTTP ${res.status})`);
     // No answer at all: opencode may never have seen the prompt, and the worker would wait for an idle that never comes.
     if (!res.ok) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
+  }
+
+  /**
+   * opencode is about to wait before its next try of a model call. A wait longer than LONG_RETRY_WAIT_MS (a provider's
+   * Retry-After, which opencode honours however long: an hour for a daily quota) would hold the worker "running" and its
+   * slot with nothing happening: it is interrupted instead, saying until when, and resumes in its session when asked.
+   */
+  private async onRetry(workerId: string, message: string, next: number | null): Promise<void> {
+    const wait = next === null ? 0 : next - Date.now();
+    if (wait <= LONG_RETRY_WAIT_MS) return this.checkEndpoint(workerId, message);
+    const w = this.reg.workers.get(workerId);
+    if (!w || w.state !== "running" || !this.reg.is(workerId, "none")) return;
+    const until = new Date(next!).toISOString().replace(/\.\d+Z$/, "Z");
+    // the limit is the target's (its key's), not this worker's: its queued workers wait too
+    if (w.targetId && !this.pools.heldUntil(w.targetId))
+      this.reg.notice(
+        "warn",
+        `target ${w.targetId}: the model API asks to wait until ${until} (opencode: ${message.slice(0, 200)}): its workers start again then; resuming one of them tries now`,
+      );
+    if (w.targetId) this.pools.hold(w.targetId, next!, message);
+    this.reg.begin(workerId, "stopping");
+    await this.reg.abortSession(workerId);
+    this.reg.fire(
+      workerId,
+      "interrupt",
+      `the model API asks to wait ${Math.round(wait / 60_000) >= 2 ? `${Math.round(wait / 60_000)} min` : `${Math.round(wait / 1000)} s`} before the next try (until ${until}; opencode: ${message.slice(0, 300)}): resume the worker after that — it goes on in its session`,
+    );
   }
 
   /**

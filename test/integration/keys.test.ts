@@ -46,7 +46,9 @@ describe("keys", () => {
   it("a target whose key variable is unset is refused before anything is created, naming the variable", async () => {
     await engine.client.targets.save.mutate({ target: { ...scriptedTarget(model.url, 2, "unset"), keyRef: "OCW_NOT_SET_ANYWHERE" }, activate: true });
     const before = (await engine.client.workers.list.query()).length;
-    await expect(engine.client.workers.start.mutate({ task: "KEYED", directory: repo })).rejects.toThrow(/OCW_NOT_SET_ANYWHERE .*is not set/);
+    await expect(engine.client.workers.start.mutate({ task: "KEYED", directory: repo })).rejects.toThrow(
+      /OCW_NOT_SET_ANYWHERE .*is not set in the engine's environment: give the engine the key \(`ocw target key \S+ --from-env OCW_NOT_SET_ANYWHERE`/,
+    );
     expect((await engine.client.workers.list.query()).length).toBe(before);
   });
 

@@ -84,7 +84,7 @@ describe("setup.capture / setup.provider: saved only after a real verify", () =>
   });
   it("a wrong provider key is refused before anything is saved", async () => {
     await expect(eng.client.setup.provider.mutate({ url: model.url, model: "scripted-coder", apiKeyEnv: "OCW_TEST_WRONG_KEY" })).rejects.toThrow(
-      /not reachable with that key/,
+      /refused the key: check the value of OCW_TEST_WRONG_KEY/,
     );
     expect((await eng.client.targets.list.query()).targets).toHaveLength(0);
   });

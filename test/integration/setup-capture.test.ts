@@ -266,11 +266,11 @@ describe("ocw setup --provider URL --model ID --api-key-env VAR", () => {
     expect(j.outcome).toBe("built");
     expect(j.target).toMatchObject({ id: "api-vendor-coder-large", keyRef: "OCW_PROV", serving: { engine: "api", slots: 2 } });
   });
-  it("a wrong key → exit 2 (unreachable with that key)", async () => {
+  it("a wrong key → exit 2 (the key refused, named by its variable)", async () => {
     const m = await scripted({ capable: true, apiKey: "prov-key" });
     const r = await runSetup({ provider: m.url, model: "x", apiKeyEnv: "OCW_PROV", yes: true }, localSetupPort({ env: { OCW_PROV: "nope" } }));
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/not reachable with that key/);
+    expect(r.stderr).toMatch(/refused the key: check the value of OCW_PROV/);
   });
 });
 

@@ -11,6 +11,7 @@ import { TargetStore } from "../../engine/store/targets";
 import { resolveKey } from "../../engine/serving/keys";
 import { providerModelsApi } from "../../engine/serving/providers-api";
 import { setupProviderKeyApi } from "../../engine/serving/setup-api";
+import { setupVerify } from "../../engine/serving/setup-commands";
 import { startScriptedModel, toolCall, type ScriptedModel } from "../fixtures/scripted-model";
 
 const KEY = "sk-typed-in-the-wizard-123";
@@ -51,7 +52,7 @@ describe("setup.providerKey", () => {
   it("a wrong key is said plainly (no variable name invented) and nothing is saved, key included", async () => {
     const store = new TargetStore(path.join(state, "targets.json"));
     const err = await setupProviderKeyApi({ url: model.url, model: "scripted-coder", key: "sk-wrong", id: "typed" }, store).catch((e: Error) => e);
-    expect((err as Error).message).toMatch(/not reachable with that key/);
+    expect((err as Error).message).toMatch(/refused the key: check the key typed/);
     expect((err as Error).message).not.toMatch(/OCW_WIZARD_TYPED_KEY|sk-wrong/);
     expect(store.list().targets).toEqual([]);
     expect(existsSync(path.join(state, "keys", "typed.api-key"))).toBe(false);
@@ -75,5 +76,31 @@ describe("setup.providerKey", () => {
     const r = await providerModelsApi({ url: model.url, key: KEY }, {});
     expect(r.models.map((m) => m.id)).toContain("scripted-coder");
     await expect(providerModelsApi({ url: model.url, key: "sk-wrong" }, {})).rejects.toThrow(/refused the key \(HTTP 401\): check the key typed/);
+  });
+});
+
+describe("ocw setup --provider URL --api-key-env VAR (setup.verify with the key exported where ocw runs)", () => {
+  const input = { mode: "provider" as const, urls: [""], model: "scripted-coder", apiKeyEnv: "OCW_CLI_PROVIDER_KEY", apiKey: KEY, slots: 2, yes: true };
+
+  it("an engine whose environment lacks the variable keeps the verified key: the target it saves can start workers", async () => {
+    const store = new TargetStore(path.join(state, "targets-cli.json"));
+    const { result, logs } = await setupVerify({ ...input, urls: [model.url] }, store, {});
+    expect(result.outcome).toBe("built");
+    const t = store.get(result.target.id)!;
+    // before: keyRef OCW_CLI_PROVIDER_KEY only, which this engine cannot resolve (every worker refused at preflight)
+    expect(resolveKey(t, {})).toBe(KEY);
+    expect(t.keyRef ?? null).toBeNull();
+    expect(t.keyFile).toBe(path.join(state, "keys", `${t.id}.api-key`));
+    expect(statSync(t.keyFile!).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(state, "targets-cli.json"), "utf8")).not.toContain(KEY);
+    expect(logs.join("\n")).toMatch(/the key in OCW_CLI_PROVIDER_KEY is kept by the engine .*does not hold OCW_CLI_PROVIDER_KEY/);
+    expect(logs.join("\n")).not.toContain(KEY);
+  });
+
+  it("an engine that holds the same value goes on naming the variable (nothing stored)", async () => {
+    const store = new TargetStore(path.join(state, "targets-cli-env.json"));
+    const { result } = await setupVerify({ ...input, urls: [model.url], apiKeyEnv: "OCW_CLI_SAME_KEY" }, store, { OCW_CLI_SAME_KEY: KEY });
+    const t = store.get(result.target.id)!;
+    expect([t.keyRef, t.keyFile ?? null, t.keyStore ?? null]).toEqual(["OCW_CLI_SAME_KEY", null, null]);
   });
 });

@@ -132,6 +132,9 @@ export function Dashboard() {
                   {s.inUse}/{s.slots} slots on the model
                   {s.waiting ? ` · ${s.waiting} waiting for you (slot handed over)` : ""}
                   {s.queued ? ` · ${s.queued} queued` : ""}
+                  {s.heldUntil && !offline
+                    ? ` · the model API asked to wait until ${new Date(s.heldUntil).toLocaleTimeString()} (rate limit): none starts before`
+                    : ""}
                   {!offline && live?.message ? ` · ${live.message}` : ""}
                 </div>
                 {down && !offline && <ModelDown targetId={s.targetId} down={down} />}

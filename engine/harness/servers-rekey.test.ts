@@ -1,0 +1,105 @@
+/**
+ * A key set again (rotated) or removed in Setup while the target's opencode server runs: the engine's key gateway sends
+ * the new key (or none) from the next worker on. It used to keep the key read when the server was made, so a rotated
+ * key reached no worker — and a removed one went on being sent — until the engine restarted.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Target } from "../../shared/target";
+import type { HarnessServer } from "./harness";
+import { OpencodeServers } from "./servers";
+
+let upstream: http.Server;
+let upstreamUrl: string;
+const seen: (string | undefined)[] = [];
+const seenFixed: (string | undefined)[] = [];
+const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-rekey-"));
+
+beforeAll(async () => {
+  upstream = http.createServer((req, res) => {
+    seen.push(req.headers.authorization);
+    req.resume();
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end("{}");
+  });
+  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", () => r()));
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+});
+afterAll(() => {
+  upstream.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("OpencodeServers: the key a running server's gateway sends", () => {
+  it("follows a key set again, and a key removed, without a new server", async () => {
+    const made: { baseURL: string; apiKey: string }[][] = [];
+    const servers = new OpencodeServers({
+      stateDir: dir,
+      sandbox: { kind: "none" },
+      workspacesRoot: path.join(dir, "ws"),
+      tmpRoot: path.join(dir, "tmp"),
+      mirrorsRoot: path.join(dir, "mirrors"),
+      log: () => undefined,
+      wire: () => undefined,
+      harness: (o) => {
+        made.push([o.provider ?? []].flat());
+        return { ready: true, url: null, pid: undefined, start: async () => undefined, stop: async () => undefined } as unknown as HarnessServer;
+      },
+    });
+    const target = (keyRef: string | null): Target => ({
+      id: "api-provider",
+      model: "m",
+      quant: null,
+      endpoint: upstreamUrl,
+      keyRef,
+      serving: { engine: "api", endpoints: [{ url: upstreamUrl, slots: 4 }], slots: 4, perSlotCtx: null },
+      checks: [],
+    });
+    const env = process.env;
+    const ask = async () => {
+      const p = made[0]![0]!;
+      await fetch(`${p.baseURL}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${p.apiKey}` }, body: "{}" }).then((r) => r.text());
+    };
+    try {
+      process.env.OCW_TEST_ROTATED_KEY = "sk-old";
+      const first = await servers.for(target("OCW_TEST_ROTATED_KEY"));
+      await ask();
+      process.env.OCW_TEST_ROTATED_KEY = "sk-new";
+      expect(await servers.for(target("OCW_TEST_ROTATED_KEY"))).toBe(first);
+      await ask();
+      // removed (targets.setKey with an empty key): nothing is sent in its place
+      await servers.for(target(null));
+      await ask();
+      expect(made).toHaveLength(1);
+      expect(seen).toEqual(["Bearer sk-old", "Bearer sk-new", undefined]);
+      // the target saved again with its base URL fixed (re-running setup keeps its id): the route goes there now
+      const fixed = http.createServer((req, res) => {
+        seenFixed.push(req.url);
+        req.resume();
+        res.end("{}");
+      });
+      await new Promise<void>((r) => fixed.listen(0, "127.0.0.1", () => r()));
+      const fixedUrl = `http://127.0.0.1:${(fixed.address() as AddressInfo).port}/api/v1`;
+      try {
+        await servers.for({
+          ...target("OCW_TEST_ROTATED_KEY"),
+          endpoint: fixedUrl,
+          serving: { engine: "api", endpoints: [{ url: fixedUrl, slots: 4 }], slots: 4, perSlotCtx: null },
+        });
+        await ask();
+        expect(seenFixed).toEqual(["/api/v1/chat/completions"]);
+        expect(made).toHaveLength(1);
+      } finally {
+        fixed.close();
+      }
+    } finally {
+      process.env = env;
+      delete process.env.OCW_TEST_ROTATED_KEY;
+      await servers.close();
+    }
+  });
+});
