@@ -1,12 +1,14 @@
 import dns from "node:dns/promises";
-import { isIP, isIPv4, isIPv6 } from "node:net";
+import { BlockList, isIP, isIPv4, isIPv6 } from "node:net";
+import os from "node:os";
 
 /**
  * Why a URL is on this machine or its private network, or null: the network guard's one classification, applied to the
  * URL a webfetch asks for (engine/approvals) and to every connection opencode's process makes through the egress proxy
  * (egress.ts). opencode serve runs with the host's network (it reaches the model), so its webfetch would read a local
  * service — a cloud metadata service's credentials, a dev server, an unkeyed admin page — into the model's context.
- * Literal addresses (as the URL parser normalises them: `2130706433`, `0x7f.1`) and local names; a public name that
+ * Literal addresses (as the URL parser normalises them: `2130706433`, `0x7f.1`), this machine's own interface addresses
+ * and their networks (`ownNetwork`), and local names; a public name that
  * resolves to one is refused by whoever looks it up (the queue when the ask comes, the proxy when opencode connects).
  */
 export function localTarget(url: string): string | null {
@@ -31,12 +33,46 @@ export function localTarget(url: string): string | null {
       (a === 169 && b === 254) ||
       (a === 172 && b >= 16 && b <= 31) ||
       (a === 192 && b === 168);
-    return local ? said : null;
+    return local || ownNetwork(host, "ipv4") ? said : null;
   }
-  if (isIPv6(host)) return host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") ? said : null;
+  if (isIPv6(host))
+    return host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") || ownNetwork(host, "ipv6") ? said : null;
   // A name without a domain, or under a suffix that is never public: a host of the local network.
   if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
   return null;
+}
+
+/**
+ * Whether an address is one of this machine's own (any interface's: a service listening on 0.0.0.0 or :: answers on
+ * each of them, a public or documentation-range address included) or on the network an interface is on (a global IPv6
+ * /64 of the home network, a public IPv4 LAN). A prefix wider than /16 (IPv4) or /48 (IPv6) counts as its address alone.
+ * Read at every check: interfaces come and go.
+ */
+function ownNetwork(address: string, type: "ipv4" | "ipv6"): boolean {
+  let ifaces: NodeJS.Dict<os.NetworkInterfaceInfo[]>;
+  try {
+    ifaces = os.networkInterfaces();
+  } catch {
+    return false;
+  }
+  const own = new BlockList();
+  for (const info of Object.values(ifaces).flat()) {
+    if (!info) continue;
+    const family = info.family === "IPv4" ? "ipv4" : "ipv6";
+    if (family !== type) continue;
+    const prefix = Number(info.cidr?.split("/")[1]);
+    try {
+      own.addAddress(info.address, family);
+      if (prefix >= (family === "ipv4" ? 16 : 48)) own.addSubnet(info.address, prefix, family);
+    } catch {
+      /* an address the list does not take (a scoped one): loopback and link-local are refused above anyway */
+    }
+  }
+  try {
+    return own.check(address, type);
+  } catch {
+    return false;
+  }
 }
 
 /** Why an address (as a resolver answers: `127.0.0.1`, `::1`) is on this machine or its private network, or null. */

@@ -1,0 +1,116 @@
+// Attack routes against the egress proxy (egress.ts) and the network guard's classification (address.ts), issue 25's
+// network pass: what a worker aims a webfetch (or a redirect it answers) at, spelled every way opencode's fetch could
+// send it to the proxy.
+import http from "node:http";
+import net, { type AddressInfo } from "node:net";
+import os from "node:os";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { localAddress, localTarget } from "./address";
+import { EgressProxy } from "./egress";
+
+let open: net.Server;
+let openPort = 0;
+
+beforeAll(async () => {
+  // A service of this machine's that listens on every interface (as dev servers, databases and many daemons do).
+  open = net.createServer((s) => s.end("SERVICE ON 0.0.0.0\n"));
+  await new Promise<void>((r) => open.listen(0, "0.0.0.0", r));
+  openPort = (open.address() as AddressInfo).port;
+});
+afterAll(() => void open.close());
+afterEach(() => vi.restoreAllMocks());
+
+async function proxy(opts: ConstructorParameters<typeof EgressProxy>[0] = {}) {
+  const p = new EgressProxy(opts);
+  const url = new URL(await p.start());
+  const auth = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64")}`;
+  return { p, url, auth };
+}
+
+/** CONNECT through the proxy: its status, and what the far end said first when it was let through. */
+function connectVia(proxy: URL, target: string, auth: string): Promise<{ status: number; said: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: proxy.hostname, port: proxy.port, method: "CONNECT", path: target, headers: { "proxy-authorization": auth } });
+    req.on("connect", (res, socket) => {
+      let said = "";
+      socket.on("data", (b) => (said += b));
+      socket.on("close", () => resolve({ status: res.statusCode!, said }));
+      socket.on("error", () => {});
+    });
+    req.on("response", (res) => {
+      res.resume();
+      res.on("end", () => resolve({ status: res.statusCode!, said: "" }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** This machine's interface addresses that the fixed ranges alone do not call local (a public or documentation address). */
+function ownUnclassified(): string[] {
+  return Object.values(os.networkInterfaces())
+    .flat()
+    .filter((i): i is os.NetworkInterfaceInfo => !!i && !i.internal && i.family === "IPv4")
+    .map((i) => i.address)
+    .filter((a) => !/^(10|127|0)\.|^169\.254\.|^192\.168\.|^172\.(1[6-9]|2\d|3[01])\.|^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./.test(a));
+}
+
+describe("this machine's own addresses and its interfaces' networks", () => {
+  it("an address of one of this machine's interfaces is local, whatever its range: a service on 0.0.0.0 answers there (was reached through the proxy)", async () => {
+    vi.spyOn(os, "networkInterfaces").mockReturnValue({
+      eth0: [
+        { address: "203.0.113.7", netmask: "255.255.255.0", family: "IPv4", mac: "02:00:00:00:00:01", internal: false, cidr: "203.0.113.7/24" },
+        {
+          address: "2001:db8:1::5",
+          netmask: "ffff:ffff:ffff:ffff::",
+          family: "IPv6",
+          mac: "02:00:00:00:00:01",
+          internal: false,
+          cidr: "2001:db8:1::5/64",
+          scopeid: 0,
+        },
+      ],
+      tun0: [{ address: "198.51.100.9", netmask: "0.0.0.0", family: "IPv4", mac: "00:00:00:00:00:00", internal: false, cidr: "198.51.100.9/0" }],
+    });
+    expect(localTarget("http://203.0.113.7:8080/")).toMatch(/a local or private network address/);
+    // its network: the neighbours on the interface's prefix (a home network's global IPv6 /64)
+    expect(localTarget("http://203.0.113.200/")).toMatch(/a local or private network address/);
+    expect(localTarget("http://[2001:db8:1::77]/")).toMatch(/a local or private network address/);
+    expect(localAddress("2001:db8:1:0:0:0:0:5")).toMatch(/a local or private network address/);
+    // an interface with a /0 is its own address only, not the whole internet
+    expect(localTarget("http://198.51.100.9/")).toMatch(/a local or private network address/);
+    expect(localTarget("http://93.184.215.14/")).toBeNull();
+    expect(localTarget("http://[2001:db8:2::1]/")).toBeNull();
+
+    // Through the proxy: the public address a name resolves to is this machine's (the test's stand-in dials it on
+    // loopback, where the 0.0.0.0 service answers): refused before connecting, by address and by name alike.
+    const dialled: string[] = [];
+    const { p, url, auth } = await proxy({
+      lookup: async (h) => (h === "mine.example.com" ? ["203.0.113.7"] : h === "neighbour.example.com" ? ["2001:db8:1::99"] : []),
+      dial: (a) => (dialled.push(a), "127.0.0.1"),
+    });
+    try {
+      for (const target of [`203.0.113.7:${openPort}`, `mine.example.com:${openPort}`, `neighbour.example.com:${openPort}`, `[2001:db8:1::5]:${openPort}`]) {
+        const r = await connectVia(url, target, auth);
+        expect([target, r.status, r.said]).toEqual([target, 403, ""]);
+      }
+      expect(dialled).toEqual([]);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it("on this machine's real interfaces: a service on 0.0.0.0 is not reached at the machine's own address", async (ctx) => {
+    const mine = ownUnclassified();
+    if (!mine.length) return ctx.skip();
+    const { p, url, auth } = await proxy();
+    try {
+      for (const a of mine) {
+        const r = await connectVia(url, `${a}:${openPort}`, auth);
+        expect([a, r.status, r.said]).toEqual([a, 403, ""]);
+      }
+    } finally {
+      await p.close();
+    }
+  });
+});
