@@ -1,4 +1,4 @@
-import dns from "node:dns/promises";
+import { Resolver } from "node:dns/promises";
 import { BlockList, isIP, isIPv4, isIPv6 } from "node:net";
 import os from "node:os";
 
@@ -86,7 +86,28 @@ export type Lookup = (host: string) => Promise<string[]>;
 /** How long a host name is looked up before it counts as not found. */
 export const LOOKUP_MS = 3000;
 
-const systemLookup: Lookup = async (host) => (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+/**
+ * The system's DNS servers (resolv.conf; `servers`, a test's), asked for a name's A and AAAA records by c-ares on the
+ * engine's event loop. Not `dns.lookup`: getaddrinfo blocks a thread of libuv's pool (4 threads, shared with every file
+ * read and write of the engine) until the system resolver gives up, 10 s or more for a name whose nameserver never
+ * answers, and the look-up outlives LOOKUP_MS — a worker's webfetch asks for a handful of such names (looked up before
+ * anyone answers them) stalled the whole engine. The hosts file and other name services are not read: a name only they
+ * know is not found (the proxy connects only to what was resolved here, so nothing is reached past the check).
+ */
+export function dnsLookup(servers?: string[]): Lookup {
+  return async (host) => {
+    const r = new Resolver({ timeout: 1000, tries: 2 });
+    if (servers) r.setServers(servers);
+    try {
+      const [v4, v6] = await Promise.allSettled([r.resolve4(host), r.resolve6(host)]);
+      return [...(v4.status === "fulfilled" ? v4.value : []), ...(v6.status === "fulfilled" ? v6.value : [])];
+    } finally {
+      r.cancel();
+    }
+  };
+}
+
+const systemLookup = dnsLookup();
 
 /** What `host` resolves to, within LOOKUP_MS; none when it cannot be resolved (or not in time). */
 export async function lookupHost(host: string, lookup: Lookup = systemLookup): Promise<string[]> {

@@ -1,11 +1,14 @@
 // Attack routes against the egress proxy (egress.ts) and the network guard's classification (address.ts), issue 25's
 // network pass: what a worker aims a webfetch (or a redirect it answers) at, spelled every way opencode's fetch could
 // send it to the proxy.
+import dgram from "node:dgram";
+import dnsp from "node:dns/promises";
+import { readFile } from "node:fs/promises";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { localAddress, localTarget } from "./address";
+import { dnsLookup, LOOKUP_MS, localAddress, localTarget, lookupHost } from "./address";
 import { EgressProxy } from "./egress";
 
 let open: net.Server;
@@ -113,4 +116,72 @@ describe("this machine's own addresses and its interfaces' networks", () => {
       await p.close();
     }
   });
+});
+
+/** A DNS server on loopback: answers `answers[name]` as A records (none for AAAA), or never answers when `silent`. */
+async function dnsServer(answers: Record<string, string>, silent = false) {
+  const asked: string[] = [];
+  const s = dgram.createSocket("udp4");
+  s.on("message", (msg, rinfo) => {
+    let at = 12;
+    const labels: string[] = [];
+    while (msg[at]) {
+      labels.push(msg.subarray(at + 1, at + 1 + msg[at]!).toString());
+      at += msg[at]! + 1;
+    }
+    const end = at + 5;
+    const name = labels.join(".").toLowerCase();
+    const type = msg.readUInt16BE(at + 1);
+    asked.push(`${name} ${type === 1 ? "A" : type === 28 ? "AAAA" : type}`);
+    if (silent) return;
+    const a = type === 1 ? answers[name] : undefined;
+    const head = Buffer.alloc(12);
+    msg.copy(head, 0, 0, 2);
+    head.writeUInt16BE(answers[name] ? 0x8180 : 0x8183, 2);
+    head.writeUInt16BE(1, 4);
+    head.writeUInt16BE(a ? 1 : 0, 6);
+    const rr = a ? Buffer.concat([Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]), Buffer.from(a.split(".").map(Number))]) : Buffer.alloc(0);
+    s.send(Buffer.concat([head, msg.subarray(12, end), rr]), rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((r) => s.bind(0, "127.0.0.1", r));
+  return { server: `127.0.0.1:${s.address().port}`, asked, close: () => s.close() };
+}
+
+describe("looking names up", () => {
+  it("the default look-up never calls getaddrinfo (dns.lookup), whose blocked thread outlives the look-up's time limit", async () => {
+    const spied = vi.spyOn(dnsp, "lookup");
+    await lookupHost("nothing-here.invalid");
+    expect(spied).not.toHaveBeenCalled();
+  });
+
+  it("asks the DNS servers for A and AAAA records and answers their addresses; a name they do not know is none", async () => {
+    const dns = await dnsServer({ "pub.example.com": "93.184.215.14", "rebind.example.com": "127.0.0.1" });
+    try {
+      const lookup = dnsLookup([dns.server]);
+      expect(await lookupHost("pub.example.com", lookup)).toEqual(["93.184.215.14"]);
+      expect(await lookupHost("rebind.example.com", lookup)).toEqual(["127.0.0.1"]);
+      expect(await lookupHost("unknown.example.com", lookup)).toEqual([]);
+      expect(dns.asked).toEqual(expect.arrayContaining(["pub.example.com A", "pub.example.com AAAA"]));
+    } finally {
+      dns.close();
+    }
+  });
+
+  it("names whose nameserver never answers, many at once: each is none after the time limit, and the engine's file reads go on meanwhile", async () => {
+    const dns = await dnsServer({}, true);
+    try {
+      const lookup = dnsLookup([dns.server]);
+      const t0 = Date.now();
+      const pending = Array.from({ length: 16 }, (_, i) => lookupHost(`n${i}.slow.example.com`, lookup));
+      // libuv's pool (file system, crypto, zlib) is not held by the look-ups
+      const r0 = Date.now();
+      await Promise.all(Array.from({ length: 8 }, () => readFile(__filename)));
+      expect(Date.now() - r0).toBeLessThan(1000);
+      expect(await Promise.all(pending)).toEqual(Array.from({ length: 16 }, () => []));
+      expect(Date.now() - t0).toBeLessThan(LOOKUP_MS + 1500);
+      expect(dns.asked.length).toBeGreaterThanOrEqual(16);
+    } finally {
+      dns.close();
+    }
+  }, 15_000);
 });
