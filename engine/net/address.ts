@@ -23,23 +23,49 @@ export function localTarget(url: string): string | null {
   const said = `${host} (a local or private network address)`;
   if (!host) return null;
   if (host === "localhost" || host.endsWith(".localhost")) return said;
-  if (isIPv4(host)) {
-    const [a = 0, b = 0] = host.split(".").map(Number);
-    const local =
-      a === 0 ||
-      a === 10 ||
-      a === 127 ||
-      (a === 100 && b >= 64 && b <= 127) ||
-      (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168);
-    return local || ownNetwork(host, "ipv4") ? said : null;
+  if (isIPv4(host)) return localV4(host) ? said : null;
+  if (isIPv6(host)) {
+    if (host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") || ownNetwork(host, "ipv6")) return said;
+    const v4 = embeddedV4(host);
+    return v4 === "local" || (v4 && localV4(v4)) ? said : null;
   }
-  if (isIPv6(host))
-    return host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") || ownNetwork(host, "ipv6") ? said : null;
   // A name without a domain, or under a suffix that is never public: a host of the local network.
   if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
   return null;
+}
+
+/** Whether an IPv4 address (dotted, four parts) is local or private: the fixed ranges, or this machine's own network. */
+function localV4(address: string): boolean {
+  const [a = 0, b = 0] = address.split(".").map(Number);
+  const local =
+    a === 0 ||
+    a === 10 ||
+    a === 127 ||
+    (a === 100 && b >= 64 && b <= 127) ||
+    (a === 169 && b === 254) ||
+    (a === 172 && b >= 16 && b <= 31) ||
+    (a === 192 && b === 168);
+  return local || ownNetwork(address, "ipv4");
+}
+
+/**
+ * The IPv4 address an IPv6 one carries to an IPv4 host, or null: NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052:
+ * on an IPv6-only network its translator reaches the IPv4 address, a private one of the network included) and the
+ * deprecated IPv4-compatible form (`::a.b.c.d`). "local" for the local-use NAT64 prefix `64:ff9b:1::/48` (RFC 8215),
+ * which only the local network's own translators serve. `host` as the URL parser writes it (hex groups, `::`).
+ */
+function embeddedV4(host: string): string | "local" | null {
+  const [head = "", tail] = host.split("::");
+  const part = (s: string) => (s ? s.split(":").map((g) => Number.parseInt(g, 16)) : []);
+  const h = part(head);
+  const t = tail === undefined ? [] : part(tail);
+  const g = [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill(0), ...t];
+  if (g.length !== 8 || g.some((n) => !Number.isInteger(n))) return null;
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return "local";
+  const nat64 = g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((n) => n === 0);
+  const compatible = g.slice(0, 6).every((n) => n === 0);
+  if (!nat64 && !compatible) return null;
+  return [g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255].join(".");
 }
 
 /**

@@ -185,3 +185,40 @@ describe("looking names up", () => {
     }
   }, 15_000);
 });
+
+describe("IPv6 addresses that carry an IPv4 one", () => {
+  it("NAT64 (64:ff9b::/96) and IPv4-compatible forms of a local IPv4 address are local; of a public one, public; the local-use NAT64 prefix is local", () => {
+    for (const url of [
+      "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", // 169.254.169.254 through the network's NAT64 translator
+      "http://[64:ff9b::10.0.0.5]/",
+      "http://[64:ff9b:0:0:0:0:c0a8:101]/",
+      "http://[64:ff9b::7f00:1]:8080/",
+      "http://[::127.0.0.1]/",
+      "http://[::a00:1]/",
+      "http://[64:ff9b:1::a00:1]/",
+      "http://[64:ff9b:1:ffff::5db8:d70e]/",
+    ])
+      expect([url, localTarget(url)]).toEqual([url, expect.stringMatching(/a local or private network address/)]);
+    expect(localAddress("64:ff9b::169.254.169.254")).toMatch(/a local or private network address/);
+    for (const url of ["http://[64:ff9b::5db8:d70e]/", "http://[64:ff9b::93.184.215.14]/", "http://[2606:4700::6810:1]/", "http://[2001:db8::a00:1]/"])
+      expect([url, localTarget(url)]).toEqual([url, null]);
+  });
+
+  it("the proxy refuses a CONNECT or a request to one before connecting (was reached: a translator on the network serves it)", async () => {
+    const dialled: string[] = [];
+    // The stand-in plays the network's NAT64 translator: it reaches the IPv4 address inside (here, loopback).
+    const { p, url, auth } = await proxy({
+      lookup: async (h) => (h === "dns64.example.com" ? ["64:ff9b::7f00:1"] : []),
+      dial: (a) => (dialled.push(a), a.startsWith("64:ff9b:") || a.startsWith("::") ? "127.0.0.1" : a),
+    });
+    try {
+      for (const target of [`[64:ff9b::7f00:1]:${openPort}`, `[::127.0.0.1]:${openPort}`, `dns64.example.com:${openPort}`]) {
+        const r = await connectVia(url, target, auth);
+        expect([target, r.status, r.said]).toEqual([target, 403, ""]);
+      }
+      expect(dialled).toEqual([]);
+    } finally {
+      await p.close();
+    }
+  });
+});
