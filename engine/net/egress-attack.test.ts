@@ -222,3 +222,90 @@ describe("IPv6 addresses that carry an IPv4 one", () => {
     }
   });
 });
+
+/** A public server (played on loopback) that answers every request on a connection with the next of `answers`, raw (closing it after one that says `connection: close`). */
+async function rawUpstream(answers: string[]) {
+  const s = net.createServer((c) => {
+    c.on("error", () => {});
+    let buffered = "";
+    c.on("data", (b) => {
+      buffered += b;
+      while (buffered.includes("\r\n\r\n")) {
+        buffered = buffered.slice(buffered.indexOf("\r\n\r\n") + 4);
+        const answer = answers.shift() ?? "HTTP/1.1 500 None\r\ncontent-length: 0\r\n\r\n";
+        if (answer.includes("connection: close")) c.end(answer);
+        else c.write(answer);
+      }
+    });
+  });
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  return { port: (s.address() as AddressInfo).port, close: () => s.close() };
+}
+
+/** Requests through the proxy on one kept connection, one after the other: each status and body, or "no answer". */
+async function onOneConnection(proxy: URL, auth: string, urls: string[]): Promise<string[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const out: string[] = [];
+  try {
+    for (const target of urls)
+      out.push(
+        await new Promise<string>((resolve) => {
+          const req = http.request({ host: proxy.hostname, port: proxy.port, path: target, agent, headers: { "proxy-authorization": auth } }, (res) => {
+            let body = "";
+            res.on("data", (b) => (body += b));
+            res.on("end", () => resolve(`${res.statusCode} ${body}`));
+            res.on("error", () => resolve("no answer"));
+          });
+          req.setTimeout(2000, () => (req.destroy(), resolve("no answer")));
+          req.on("error", () => resolve("no answer"));
+          req.end();
+        }),
+      );
+  } finally {
+    agent.destroy();
+  }
+  return out;
+}
+
+describe("what a public server a worker fetches answers the proxy", () => {
+  it("a status Node's writer refuses (099, 000) is a 502, and the proxy goes on serving (it was the engine's uncaught exception)", async () => {
+    const up = await rawUpstream([
+      "HTTP/1.1 099 Odd\r\ncontent-length: 2\r\n\r\nok",
+      "HTTP/1.1 000 Odd\r\ncontent-length: 2\r\n\r\nok",
+      "HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\npublic page",
+    ]);
+    const thrown: unknown[] = [];
+    const onThrow = (e: unknown) => thrown.push(e);
+    process.on("uncaughtException", onThrow);
+    const { p, url, auth } = await proxy({ lookup: async () => ["93.184.215.14"], dial: () => "127.0.0.1" });
+    try {
+      const page = `http://pub.example.com:${up.port}/`;
+      const got = [];
+      for (let i = 0; i < 3; i++) got.push(...(await onOneConnection(url, auth, [page])));
+      expect(got.map((g) => g.split(" ")[0])).toEqual(["502", "502", "200"]);
+      expect(got[0]).toMatch(/could not reach pub\.example\.com:\d+: it answered with status 99/);
+      expect(got[2]).toBe("200 public page");
+      expect(thrown).toEqual([]);
+    } finally {
+      process.off("uncaughtException", onThrow);
+      await p.close();
+      up.close();
+    }
+  });
+
+  it("an answer the proxy relays is framed by the proxy: a transfer-encoding it does not undo is not passed on, so its body is never read as the next answer on a kept connection", async () => {
+    const forged = "HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nFORGED";
+    const up = await rawUpstream([
+      `HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\nconnection: close\r\n\r\n${forged}`,
+      "HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nsecond",
+    ]);
+    const { p, url, auth } = await proxy({ lookup: async () => ["93.184.215.14"], dial: () => "127.0.0.1" });
+    try {
+      const page = `http://pub.example.com:${up.port}/`;
+      expect(await onOneConnection(url, auth, [`${page}a`, `${page}b`])).toEqual([`200 ${forged}`, "200 second"]);
+    } finally {
+      await p.close();
+      up.close();
+    }
+  });
+});
