@@ -185,4 +185,30 @@ describe("egress: every hop of an approved webfetch is checked when opencode con
       everywhere.close();
     }
   }, 240_000);
+
+  it("a public page that answers a status Node cannot write back (099): the fetch fails, the engine goes on (it was the engine's uncaught exception)", async () => {
+    const odd = net.createServer((s) => {
+      s.on("error", () => {});
+      s.once("data", () => s.end("HTTP/1.1 099 Odd\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"));
+    });
+    await new Promise<void>((r) => odd.listen(0, "127.0.0.1", r));
+    const thrown: unknown[] = [];
+    const onThrow = (e: unknown) => thrown.push(e);
+    process.on("uncaughtException", onThrow);
+    try {
+      answers.set("odd.example.org", [[PUBLIC]]);
+      answers.set("docs.example.org", [[PUBLIC]]);
+      const { worker, seen } = await fetchesApproved("EGRESS-ODD", [
+        `http://odd.example.org:${(odd.address() as AddressInfo).port}/`,
+        `http://docs.example.org:${redirectPort}/after`,
+      ]);
+      expect(worker.asks.filter((a) => a.tool === "webfetch").map((a) => a.decision)).toEqual(["once", "once"]);
+      expect(thrown).toEqual([]);
+      // The next fetch went through the same proxy: it still serves.
+      expect(seen).toContain("a public page");
+    } finally {
+      process.off("uncaughtException", onThrow);
+      odd.close();
+    }
+  }, 240_000);
 });
