@@ -309,3 +309,78 @@ describe("what a public server a worker fetches answers the proxy", () => {
     }
   });
 });
+
+/** Bytes written to the proxy as they are (a request line no HTTP client would normalise); what comes back within 1.5 s. */
+function raw(port: number, text: string): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, "127.0.0.1", () => s.write(text));
+    let got = "";
+    s.on("data", (b) => (got += b));
+    s.on("close", () => resolve(got));
+    s.on("error", () => resolve(got));
+    setTimeout(() => s.destroy(), 1500);
+  });
+}
+
+describe("spellings of a local target, as bytes on the proxy's socket", () => {
+  it("every spelling of loopback, 0.0.0.0 and a mapped address, in a request line and in CONNECT, is refused (or not parsed); a pipelined second request and a CL/TE conflict reach nothing", async () => {
+    const dialled: string[] = [];
+    const { p, url, auth } = await proxy({
+      lookup: async (h) => (h === "pub.example.com" ? ["93.184.215.14"] : []),
+      dial: (a) => (dialled.push(a), "127.0.0.1"),
+    });
+    const port = Number(url.port);
+    const P = openPort;
+    try {
+      for (const h of [
+        "2130706433",
+        "0x7f.1",
+        "017700000001",
+        "127.1",
+        "0",
+        "0.0.0.0",
+        "%31%32%37.0.0.1",
+        "127.0.0.1.",
+        "localhost.",
+        "LOCALHOST",
+        "[::]",
+        "[0:0:0:0:0:ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+      ]) {
+        const g = await raw(port, `GET http://${h}:${P}/ HTTP/1.1\r\nhost: pub.example.com\r\nproxy-authorization: ${auth}\r\nconnection: close\r\n\r\n`);
+        const c = await raw(port, `CONNECT ${h}:${P} HTTP/1.1\r\nhost: pub.example.com:${P}\r\nproxy-authorization: ${auth}\r\n\r\n`);
+        expect([h, g.split("\r\n")[0], c.split("\r\n")[0]]).toEqual([h, "HTTP/1.1 403 Forbidden", "HTTP/1.1 403 Forbidden"]);
+      }
+      // userinfo that names a public host (the host is what follows the @), and forms the parser refuses outright
+      for (const t of [
+        `http://pub.example.com@127.0.0.1:${P}/`,
+        `http://pub.example.com\\@127.0.0.1:${P}/`,
+        `http:127.0.0.1:${P}/`,
+        `127.0.0.1:${P}`,
+        "/",
+        "*",
+      ]) {
+        const g = await raw(port, `GET ${t} HTTP/1.1\r\nhost: 127.0.0.1:${P}\r\nproxy-authorization: ${auth}\r\nconnection: close\r\n\r\n`);
+        expect([t, /^HTTP\/1\.1 (403|400)|^$/.test(g)]).toEqual([t, true]);
+      }
+      const both = `proxy-authorization: ${auth}\r\n`;
+      const up = await rawUpstream(["HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\npublic page"]);
+      const U = up.port;
+      const pipelined = await raw(
+        port,
+        `GET http://pub.example.com:${U}/a HTTP/1.1\r\nhost: pub.example.com\r\n${both}\r\nGET http://127.0.0.1:${P}/b HTTP/1.1\r\nhost: pub.example.com\r\n${both}connection: close\r\n\r\n`,
+      );
+      up.close();
+      expect(pipelined).toMatch(/^HTTP\/1\.1 200 OK[\s\S]*public pageHTTP\/1\.1 403 Forbidden[\s\S]*refused to connect to 127\.0\.0\.1/);
+      const conflict = await raw(
+        port,
+        `POST http://pub.example.com:${P}/a HTTP/1.1\r\nhost: pub.example.com\r\n${both}content-length: 4\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\nGET http://127.0.0.1:${P}/ HTTP/1.1\r\n\r\n`,
+      );
+      expect(conflict).toBe("");
+      // only the pipelined first request's public name was ever dialled
+      expect(dialled).toEqual(["93.184.215.14"]);
+    } finally {
+      await p.close();
+    }
+  });
+});
