@@ -27,7 +27,7 @@ export function localTarget(url: string): string | null {
   if (isIPv6(host)) {
     if (host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") || ownNetwork(host, "ipv6")) return said;
     const v4 = embeddedV4(host);
-    return v4 === "local" || (v4 && localV4(v4)) ? said : null;
+    return v4 && localV4(v4) ? said : null;
   }
   // A name without a domain, or under a suffix that is never public: a host of the local network.
   if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
@@ -50,19 +50,18 @@ function localV4(address: string): boolean {
 
 /**
  * The IPv4 address an IPv6 one carries to an IPv4 host, or null: NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052:
- * on an IPv6-only network its translator reaches the IPv4 address, a private one of the network included) and the
- * deprecated IPv4-compatible form (`::a.b.c.d`). "local" for the local-use NAT64 prefix `64:ff9b:1::/48` (RFC 8215),
- * which only the local network's own translators serve. `host` as the URL parser writes it (hex groups, `::`).
+ * on an IPv6-only network its translator reaches the IPv4 address, a private one of the network included), a /96 of
+ * the local-use prefix `64:ff9b:1::/48` (RFC 8215: the network's own translators; its last 32 bits), and the deprecated
+ * IPv4-compatible form (`::a.b.c.d`). `host` as the URL parser writes it (hex groups, `::`).
  */
-function embeddedV4(host: string): string | "local" | null {
+function embeddedV4(host: string): string | null {
   const [head = "", tail] = host.split("::");
   const part = (s: string) => (s ? s.split(":").map((g) => Number.parseInt(g, 16)) : []);
   const h = part(head);
   const t = tail === undefined ? [] : part(tail);
   const g = [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill(0), ...t];
   if (g.length !== 8 || g.some((n) => !Number.isInteger(n))) return null;
-  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return "local";
-  const nat64 = g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((n) => n === 0);
+  const nat64 = g[0] === 0x64 && g[1] === 0xff9b && (g[2] === 1 || g.slice(2, 6).every((n) => n === 0));
   const compatible = g.slice(0, 6).every((n) => n === 0);
   if (!nat64 && !compatible) return null;
   return [g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255].join(".");

@@ -187,7 +187,7 @@ describe("looking names up", () => {
 });
 
 describe("IPv6 addresses that carry an IPv4 one", () => {
-  it("NAT64 (64:ff9b::/96) and IPv4-compatible forms of a local IPv4 address are local; of a public one, public; the local-use NAT64 prefix is local", () => {
+  it("NAT64 (64:ff9b::/96) and IPv4-compatible forms of a local IPv4 address are local; of a public one, public; alike in a /96 of the local-use NAT64 prefix", () => {
     for (const url of [
       "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", // 169.254.169.254 through the network's NAT64 translator
       "http://[64:ff9b::10.0.0.5]/",
@@ -196,11 +196,17 @@ describe("IPv6 addresses that carry an IPv4 one", () => {
       "http://[::127.0.0.1]/",
       "http://[::a00:1]/",
       "http://[64:ff9b:1::a00:1]/",
-      "http://[64:ff9b:1:ffff::5db8:d70e]/",
+      "http://[64:ff9b:1:ffff::a9fe:a9fe]/",
     ])
       expect([url, localTarget(url)]).toEqual([url, expect.stringMatching(/a local or private network address/)]);
     expect(localAddress("64:ff9b::169.254.169.254")).toMatch(/a local or private network address/);
-    for (const url of ["http://[64:ff9b::5db8:d70e]/", "http://[64:ff9b::93.184.215.14]/", "http://[2606:4700::6810:1]/", "http://[2001:db8::a00:1]/"])
+    for (const url of [
+      "http://[64:ff9b::5db8:d70e]/",
+      "http://[64:ff9b::93.184.215.14]/",
+      "http://[64:ff9b:1:ffff::5db8:d70e]/",
+      "http://[2606:4700::6810:1]/",
+      "http://[2001:db8::a00:1]/",
+    ])
       expect([url, localTarget(url)]).toEqual([url, null]);
   });
 
