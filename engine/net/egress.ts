@@ -29,8 +29,22 @@ export interface EgressOptions {
 const IDLE_MS = 130_000;
 /** The host name a relayed connection is opened with: its resolver (`pinned`) answers the checked addresses. */
 const PINNED = "egress.invalid";
-/** Headers that belong to one hop (RFC 9110 §7.6.1), not passed on. */
-const HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "upgrade"]);
+/**
+ * Headers that belong to one hop (RFC 9110 §7.6.1), not passed on; and Transfer-Encoding, whose framing Node's parser
+ * has already undone (a relayed body is framed again by the proxy: an upstream's `transfer-encoding: gzip` passed back
+ * unframed on a kept connection left its body to be read as the next answer).
+ */
+const HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "upgrade",
+  "transfer-encoding",
+]);
 
 export class EgressProxy {
   private server: http.Server | null = null;
@@ -43,8 +57,10 @@ export class EgressProxy {
   /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
   start(): Promise<string> {
     this.starting ??= new Promise<string>((resolve, reject) => {
-      const server = http.createServer((req, res) => void this.relay(req, res));
-      server.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
+      // Whatever goes wrong with one connection ends that connection, never the engine (an error thrown here would be
+      // the engine process's unhandled rejection).
+      const server = http.createServer((req, res) => void this.relay(req, res).catch(() => res.destroy()));
+      server.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head).catch(() => socket.destroy()));
       server.on("connection", (s: Socket) => {
         this.sockets.add(s);
         s.once("close", () => this.sockets.delete(s));
@@ -143,11 +159,24 @@ export class EgressProxy {
     up.on("timeout", () => up.destroy(new Error("timed out")));
     up.on("error", (err) => send(502, `opencode-worker could not reach ${url.host}: ${err.message}\n`));
     up.on("response", (answer) => {
+      answer.on("error", () => res.destroy());
+      // A status Node's parser takes but its writer refuses (`099`, `000`) threw in this handler: the engine's uncaught
+      // exception, from any page a worker fetched.
+      const status = answer.statusCode ?? 0;
+      if (status < 200 || status > 999) {
+        up.destroy();
+        return send(502, `opencode-worker could not reach ${url.host}: it answered with status ${status}\n`);
+      }
       const back: http.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(answer.headers)) if (!HOP.has(k) && v !== undefined) back[k] = v;
-      res.writeHead(answer.statusCode ?? 502, back);
+      try {
+        res.writeHead(status, back);
+      } catch (err) {
+        up.destroy();
+        for (const h of res.getHeaderNames()) res.removeHeader(h);
+        return send(502, `opencode-worker could not reach ${url.host}: ${(err as Error).message}\n`);
+      }
       answer.pipe(res);
-      answer.on("error", () => res.destroy());
     });
     req.on("error", () => up.destroy());
     res.on("close", () => up.destroy());

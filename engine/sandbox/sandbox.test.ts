@@ -65,6 +65,34 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     expect(existsSync(path.join(ws, "late.txt"))).toBe(false); // the background job died with its command
   });
 
+  it("opencode serve's environment holds the egress proxy's key (HTTP_PROXY, HTTPS_PROXY): no command of the worker shell sees it, confined or not", () => {
+    const root = path.join(tmp, "ws-proxy");
+    const ws = path.join(root, "repo-1", "w-p");
+    mkdirSync(ws, { recursive: true });
+    const key = "ocw:PROXYKEY-4f1c@127.0.0.1:40123";
+    const serveEnv = {
+      PATH: process.env.PATH!,
+      OCW_WORKSPACE: ws,
+      HTTP_PROXY: `http://${key}`,
+      HTTPS_PROXY: `http://${key}`,
+      http_proxy: `http://${key}`,
+      https_proxy: `http://${key}`,
+      NO_PROXY: "127.0.0.1:41233",
+      no_proxy: "127.0.0.1:41233",
+    };
+    for (const kind of ["bwrap", "none"] as const) {
+      const shell = writeWorkerShell(path.join(tmp, `sandbox-proxy-${kind}`, "worker-shell"), {
+        workspacesRoot: root,
+        tmpRoot: path.join(tmp, "wtmp-proxy"),
+        kind,
+      });
+      const r = spawnSync(shell, ["-c", "env; cat /proc/self/environ | tr '\\0' '\\n'"], { cwd: ws, encoding: "utf8", env: serveEnv });
+      expect([kind, r.status]).toEqual([kind, 0]);
+      expect(r.stdout).toContain("PATH=");
+      expect([kind, r.stdout]).not.toEqual([kind, expect.stringMatching(/PROXYKEY|_PROXY|_proxy/)]);
+    }
+  });
+
   it("a workdir that is a symlink to another worker's workspace is refused: the workspace is the one opencode named, never the command's folder", () => {
     const root = path.join(tmp, "ws-link");
     const mine = path.join(root, "repo-1", "w-a");

@@ -1,9 +1,13 @@
 // What the egress proxy (engine/net/egress.ts) rests on, tried on the pinned opencode binary's own runtime (its Bun,
 // run as `bun` with BUN_BE_BUN=1; opencode's webfetch is Effect's FetchHttpClient over this globalThis.fetch, redirects
 // followed by fetch itself). If an opencode or Bun upgrade changes one of these, this file says which.
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import https from "node:https";
+import net, { type AddressInfo, type Socket } from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { opencodeBinary } from "../../engine/harness/opencode-server";
 
@@ -114,4 +118,91 @@ describe("the pinned opencode's fetch (Bun) and proxies", () => {
     const bare = await run("https://eu.api.example.test:8443/", { HTTP_PROXY: px, HTTPS_PROXY: px, NO_PROXY: "api.example.test" });
     expect(bare.hits).toEqual([]);
   }, 30_000);
+});
+
+/** A self-signed certificate for 127.0.0.1 (openssl), or null where there is no openssl. */
+function selfSigned(): { key: Buffer; cert: Buffer } | null {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-egress-tls-"));
+  try {
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "k.pem",
+        "-out",
+        "c.pem",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+      ],
+      { cwd: dir, stdio: "ignore" },
+    );
+    return { key: readFileSync(path.join(dir, "k.pem")), cert: readFileSync(path.join(dir, "c.pem")) };
+  } catch {
+    return null;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe("a proxied first hop keeps the proxy whatever the scheme of its redirects", () => {
+  it("http → https and https → http, to a host:port NO_PROXY names: each later hop still goes through the proxy (CONNECT, absolute form)", async (ctx) => {
+    const tls = selfSigned();
+    if (!tls) return ctx.skip();
+    const seen: string[] = [];
+    const handler = (name: string) => (req: http.IncomingMessage, res: http.ServerResponse) => {
+      seen.push(`${name} ${req.url}`);
+      const to = new URL(req.url!, "http://x").searchParams.get("to");
+      if (to) res.writeHead(302, { location: to }).end();
+      else res.end("SECRET");
+    };
+    const plain = await listen(http.createServer(handler("http")));
+    const secure = https.createServer(tls, handler("https"));
+    servers.push(secure as unknown as http.Server);
+    await new Promise<void>((r) => secure.listen(0, "127.0.0.1", r));
+    const tlsPort = (secure.address() as AddressInfo).port;
+    // A permissive recording proxy: relays plain http and tunnels CONNECT, both to loopback.
+    const px = http.createServer((req, res) => {
+      seen.push(`proxy ${req.method} ${req.url}`);
+      const u = new URL(req.url!);
+      const up = http.request({ host: "127.0.0.1", port: u.port, path: u.pathname + u.search, headers: req.headers }, (a) => {
+        res.writeHead(a.statusCode!, a.headers);
+        a.pipe(res);
+      });
+      up.on("error", () => res.destroy());
+      up.end();
+    });
+    px.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+      seen.push(`proxy CONNECT ${req.url}`);
+      socket.on("error", () => {});
+      const up = net.connect(Number(req.url!.split(":").pop()), "127.0.0.1", () => {
+        socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        up.write(head);
+        up.pipe(socket);
+        socket.pipe(up);
+      });
+      up.on("error", () => socket.destroy());
+    });
+    const proxyUrl = `http://127.0.0.1:${await listen(px)}`;
+    const env = (direct: string) => ({ HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, NO_PROXY: direct, NODE_TLS_REJECT_UNAUTHORIZED: "0" });
+    const via = (first: string, to: string) => `${first}/?to=${encodeURIComponent(to)}`;
+
+    seen.length = 0;
+    const up = await bunFetch(via(`http://127.0.0.1:${plain}`, `https://127.0.0.1:${tlsPort}/meta`), env(`127.0.0.1:${tlsPort}`));
+    expect(up).toBe(`200 https://127.0.0.1:${tlsPort}/meta`);
+    expect(seen).toEqual([expect.stringMatching(/^proxy GET http:/), expect.stringMatching(/^http /), `proxy CONNECT 127.0.0.1:${tlsPort}`, "https /meta"]);
+
+    seen.length = 0;
+    const down = await bunFetch(via(`https://127.0.0.1:${tlsPort}`, `http://127.0.0.1:${plain}/meta`), env(`127.0.0.1:${plain}`));
+    expect(down).toBe(`200 http://127.0.0.1:${plain}/meta`);
+    expect(seen).toEqual([`proxy CONNECT 127.0.0.1:${tlsPort}`, expect.stringMatching(/^https /), `proxy GET http://127.0.0.1:${plain}/meta`, "http /meta"]);
+  }, 60_000);
 });

@@ -4,7 +4,8 @@
 // nothing local. The engine runs in this process for its stand-ins (as the queue's tests use them): a resolver that
 // plays public names, and a local server that plays a public address. The model's own traffic (NO_PROXY) still flows.
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAtRest, pendingAsks, type Worker } from "../../shared/worker";
@@ -154,5 +155,60 @@ describe("egress: every hop of an approved webfetch is checked when opencode con
     expect(hits).toEqual([]);
     expect(seen.includes(SECRET)).toBe(false);
     expect(log.join("\n")).toMatch(/egress refused rebind\.example\.org:\d+: rebind\.example\.org, which resolves to 127\.0\.0\.1/);
+  }, 240_000);
+
+  it("a redirect to this machine's own interface address (a service on 0.0.0.0 answers there, whatever the address's range): nothing is read", async (ctx) => {
+    // This machine's addresses that no fixed range calls local (a public or documentation address on an interface).
+    const own = Object.values(os.networkInterfaces())
+      .flat()
+      .filter((i): i is os.NetworkInterfaceInfo => !!i && !i.internal && i.family === "IPv4")
+      .map((i) => i.address)
+      .filter((a) => !/^(10|127|0)\.|^169\.254\.|^192\.168\.|^172\.(1[6-9]|2\d|3[01])\.|^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./.test(a));
+    if (!own.length) return ctx.skip();
+    const everywhere = net.createServer((s) => {
+      hits.push("service on 0.0.0.0");
+      s.end(`HTTP/1.1 200 OK\r\ncontent-length: ${SECRET.length}\r\nconnection: close\r\n\r\n${SECRET}`);
+    });
+    await new Promise<void>((r) => everywhere.listen(0, "0.0.0.0", r));
+    try {
+      hits.length = 0;
+      answers.set("docs.example.org", [[PUBLIC]]);
+      const port = (everywhere.address() as AddressInfo).port;
+      const { worker, seen } = await fetchesApproved("EGRESS-OWN", [
+        `http://docs.example.org:${redirectPort}/page?to=${encodeURIComponent(`http://${own[0]}:${port}/`)}`,
+      ]);
+      expect(worker.asks.filter((a) => a.tool === "webfetch").map((a) => a.decision)).toEqual(["once"]);
+      expect(hits.filter((h) => h.startsWith("service"))).toEqual([]);
+      expect(seen.includes(SECRET)).toBe(false);
+      expect(log.join("\n")).toContain(`egress refused ${own[0]}:${port}: ${own[0]} (a local or private network address)`);
+    } finally {
+      everywhere.close();
+    }
+  }, 240_000);
+
+  it("a public page that answers a status Node cannot write back (099): the fetch fails, the engine goes on (it was the engine's uncaught exception)", async () => {
+    const odd = net.createServer((s) => {
+      s.on("error", () => {});
+      s.once("data", () => s.end("HTTP/1.1 099 Odd\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"));
+    });
+    await new Promise<void>((r) => odd.listen(0, "127.0.0.1", r));
+    const thrown: unknown[] = [];
+    const onThrow = (e: unknown) => thrown.push(e);
+    process.on("uncaughtException", onThrow);
+    try {
+      answers.set("odd.example.org", [[PUBLIC]]);
+      answers.set("docs.example.org", [[PUBLIC]]);
+      const { worker, seen } = await fetchesApproved("EGRESS-ODD", [
+        `http://odd.example.org:${(odd.address() as AddressInfo).port}/`,
+        `http://docs.example.org:${redirectPort}/after`,
+      ]);
+      expect(worker.asks.filter((a) => a.tool === "webfetch").map((a) => a.decision)).toEqual(["once", "once"]);
+      expect(thrown).toEqual([]);
+      // The next fetch went through the same proxy: it still serves.
+      expect(seen).toContain("a public page");
+    } finally {
+      process.off("uncaughtException", onThrow);
+      odd.close();
+    }
   }, 240_000);
 });
