@@ -1,8 +1,8 @@
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
-import type { DecidedBy } from "../../../shared/permission";
 import { showUntrusted } from "../../../shared/untrusted";
 import type { TranscriptPart } from "../../../shared/worker";
+import { byText } from "../format";
 import type { TranscriptMark } from "../store";
 import { Markdown, Truncated } from "./Markdown";
 
@@ -75,23 +75,7 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
   );
 });
 
-/** Who did it, in words: "you (gui)", "Claude (claude-code)", "policy rule …", "the engine". */
-export function byText(by: DecidedBy | undefined): string {
-  if (!by) return "nobody recorded";
-  const name = by.name ? ` (${by.name})` : "";
-  switch (by.kind) {
-    case "person":
-      return `you${name}`;
-    case "mcp":
-      return `Claude${name}`;
-    case "policy":
-      return `policy rule${name}`;
-    case "cli":
-      return `the terminal${name}`;
-    case "engine":
-      return `the engine${name}`;
-  }
-}
+export { byText };
 
 function verb(m: Extract<TranscriptMark, { type: "decision" }>): string {
   if (m.status === "cancelled") return "Ask cancelled";
