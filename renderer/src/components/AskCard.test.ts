@@ -117,4 +117,11 @@ describe("the GUI's question card", () => {
     expect(settledElsewhereNote(q, true)).toBeNull();
     expect(settledElsewhereNote(undefined, true)).toBeNull();
   });
+
+  it("its decision buttons say which ask they decide, for a screen reader (many cards, many 'Approve once' buttons)", () => {
+    const html = render({ ...question([]), id: "per_7", kind: "permission", tool: "bash", what: "npm test\u202E", questions: undefined });
+    const about = /<span id="(ask-about-per_7)" hidden="">([^<]*)<\/span>/.exec(html);
+    expect(about?.[2]).toBe("bash from w1: npm test⟪U+202E⟫");
+    for (const name of ["Approve once", "Reject"]) expect(html).toMatch(new RegExp(`<button [^>]*aria-describedby="ask-about-per_7"[^>]*>${name}</button>`));
+  });
 });

@@ -195,6 +195,7 @@ export function AskCard({
   const view = askView(ask.tool === "bash" ? ask : { ...ask, what: rel(ask.what) });
   const offered = askView(ask).always !== null;
 
+  const descId = `ask-about-${ask.id}`;
   const act = async (d: DecisionKind) => {
     sentHere.current = true;
     setBusy(d);
@@ -220,6 +221,10 @@ export function AskCard({
         {showWorker && worker && <span className="small muted ellipsis">{taskTitle(worker.spec)}</span>}
         <span className="grow" />
         <span className="small muted">{ago(ask.createdAt, now)}</span>
+        {/* What the decision buttons are about, for a screen reader (a list of cards has many "Approve once" buttons). */}
+        <span id={descId} hidden>
+          {ask.kind === "question" ? "question" : ask.tool} from {ask.workerId}: {showUntrusted(ask.what, { max: 200, lines: false })}
+        </span>
       </div>
       {/* Worker-written: line breaks as ⏎ and a new line, bidi / zero-width / control characters as ⟪U+XXXX⟫, long text head and tail (shared/untrusted.ts). */}
       {/* A question ask's `what` is its questions joined: they are shown below, one by one, bounded. */}
@@ -283,8 +288,11 @@ export function AskCard({
                         );
                       }}
                     />
-                    {label}
-                    {o.description && <span className="muted small"> — {showUntrusted(o.description, { max: 500, lines: false })}</span>}
+                    {/* one run of text: the label, then its description, wrapping as one paragraph in a narrow card */}
+                    <span className="opt-text">
+                      {label}
+                      {o.description && <span className="muted small"> — {showUntrusted(o.description, { max: 500, lines: false })}</span>}
+                    </span>
                   </label>
                 );
               })}
@@ -325,7 +333,14 @@ export function AskCard({
       {ask.status === "pending" && <BulkBar ask={ask} />}
       <div className="ask-actions">
         {!dismissOnly && (
-          <button type="button" className="btn ok" disabled={!!busy} onClick={(e) => (e.stopPropagation(), void act("once"))} title="a">
+          <button
+            type="button"
+            className="btn ok"
+            disabled={!!busy}
+            onClick={(e) => (e.stopPropagation(), void act("once"))}
+            title="a"
+            aria-describedby={descId}
+          >
             {ask.kind === "question" ? "Answer" : "Approve once"}
           </button>
         )}
@@ -340,12 +355,20 @@ export function AskCard({
             Always allow
           </button>
         )}
-        <button type="button" className="btn bad" disabled={!!busy} onClick={(e) => (e.stopPropagation(), void act("reject"))} title="r">
+        <button
+          type="button"
+          className="btn bad"
+          disabled={!!busy}
+          onClick={(e) => (e.stopPropagation(), void act("reject"))}
+          title="r"
+          aria-describedby={descId}
+        >
           {ask.kind === "question" ? "Dismiss" : "Reject"}
         </button>
         <input
           className="grow"
           aria-label="Message to the worker (optional)"
+          aria-describedby={descId}
           placeholder={
             dismissOnly ? `message to the worker (optional; without one: “${TOO_MANY_QUESTIONS}”)` : "message to the worker (optional, sent with the decision)"
           }
