@@ -48,6 +48,11 @@ describe("the GUI's question card", () => {
     expect(html).not.toMatch(/>Answer</);
     expect(html).not.toMatch(/>Approve once</);
     expect(html).toMatch(/>Dismiss</);
+    // Its description for a screen reader names the shown questions only (the ask's `what` joins all twelve).
+    const short = render(question(many(12, 3, 1))).replace(/<!-- -->/g, "");
+    expect(/<span id="ask-about-que_1" hidden="">([^<]*)<\/span>/.exec(short)?.[1]).toBe(
+      `question from w1: ${[0, 1, 2, 3, 4].map((i) => `q question-${i}?`).join(" / ")}`,
+    );
   });
 
   it("shows at most OPTIONS_SHOWN options a question, with a field for the text of one not shown", () => {

@@ -223,7 +223,8 @@ export function AskCard({
         <span className="small muted">{ago(ask.createdAt, now)}</span>
         {/* What the decision buttons are about, for a screen reader (a list of cards has many "Approve once" buttons). */}
         <span id={descId} hidden>
-          {ask.kind === "question" ? "question" : ask.tool} from {ask.workerId}: {showUntrusted(ask.what, { max: 200, lines: false })}
+          {ask.kind === "question" ? "question" : ask.tool} from {ask.workerId}: {/* a question ask's shown questions only (its `what` joins all of them) */}
+          {showUntrusted(qv?.questions.length ? qv.questions.map((q) => q.question).join(" / ") : ask.what, { max: 200, lines: false })}
         </span>
       </div>
       {/* Worker-written: line breaks as ⏎ and a new line, bidi / zero-width / control characters as ⟪U+XXXX⟫, long text head and tail (shared/untrusted.ts). */}
