@@ -82,6 +82,17 @@ describe("the GUI's question card", () => {
     expect(html).not.toContain("\u202E");
   });
 
+  it("a question of no options (opencode takes free text) has a field to type the answer in; any other one too", () => {
+    const html = render(question([{ question: "What should the flag be called?", options: [] }, ...many(1, 2)]));
+    expect(html).toContain('aria-label="typed answer to question 1 of que_1"');
+    expect(html).toContain("your answer:");
+    expect(html).toContain('aria-label="typed answer to question 2 of que_1"');
+    expect(html).toContain("or your own answer");
+    // Nothing typed yet for the first: Answer waits for it.
+    expect(html).toMatch(/<button [^>]*disabled=""[^>]*title="1 question\(s\) not answered yet[^"]*"[^>]*>Answer<\/button>/);
+    expect(render(question(many(1, 2)))).toMatch(/<button [^>]*class="btn ok" title="a"[^>]*>Answer<\/button>/);
+  });
+
   it("within the bounds: every question and option, no note", () => {
     const html = render(question(many(QUESTIONS_SHOWN, OPTIONS_SHOWN)));
     expect(count(html, /type="radio"/g)).toBe(QUESTIONS_SHOWN * OPTIONS_SHOWN);

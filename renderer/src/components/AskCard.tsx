@@ -196,6 +196,8 @@ export function AskCard({
   const offered = askView(ask).always !== null;
 
   const descId = `ask-about-${ask.id}`;
+  // A single-choice question with nothing picked or typed (one of no options) is not answered yet.
+  const unanswered = qv && !dismissOnly ? answersSent().filter((a, i) => a.length === 0 && !qv.questions[i]!.multiple).length : 0;
   const act = async (d: DecisionKind) => {
     sentHere.current = true;
     setBusy(d);
@@ -297,20 +299,25 @@ export function AskCard({
                   </label>
                 );
               })}
-              {q.optionsCut > 0 && (
-                <label className="opt opt-typed small">
-                  <span className="muted">{q.optionsCut} more option(s) not shown; or type one's text (it replaces the choice above):</span>
-                  <input
-                    aria-label={`typed answer to question ${qi + 1} of ${ask.id}`}
-                    value={typed[qi] ?? ""}
-                    onClick={(e) => e.stopPropagation()}
-                    onChange={(e) => {
-                      draft.current = true;
-                      setTyped((t) => Object.assign([...t], { [qi]: e.target.value }));
-                    }}
-                  />
-                </label>
-              )}
+              {/* opencode takes an answer in the person's own words for any question (as `ocw run` and the MCP form do). */}
+              <label className="opt opt-typed small">
+                <span className="muted">
+                  {q.optionsCut > 0
+                    ? `${q.optionsCut} more option(s) not shown; or type one's text (it replaces the choice above):`
+                    : q.options.length
+                      ? "or your own answer (it replaces the choice above):"
+                      : "your answer:"}
+                </span>
+                <input
+                  aria-label={`typed answer to question ${qi + 1} of ${ask.id}`}
+                  value={typed[qi] ?? ""}
+                  onClick={(e) => e.stopPropagation()}
+                  onChange={(e) => {
+                    draft.current = true;
+                    setTyped((t) => Object.assign([...t], { [qi]: e.target.value }));
+                  }}
+                />
+              </label>
             </fieldset>
           );
         })}
@@ -337,9 +344,9 @@ export function AskCard({
           <button
             type="button"
             className="btn ok"
-            disabled={!!busy}
+            disabled={!!busy || unanswered > 0}
             onClick={(e) => (e.stopPropagation(), void act("once"))}
-            title="a"
+            title={unanswered ? `${unanswered} question(s) not answered yet: pick an option or type an answer` : "a"}
             aria-describedby={descId}
           >
             {ask.kind === "question" ? "Answer" : "Approve once"}
