@@ -158,6 +158,12 @@ test("questions past five: the first five listed, a note, no answer offered; Dis
   await card.click({ position: { x: 5, y: 5 } });
   await page.keyboard.press("a");
   await expect(page.getByText(`${manyAsk.id} asks more than 5 questions: it can only be dismissed (r)`)).toBeVisible();
+  // j / k move the focus with the selection: a screen reader reads the ask moved to.
+  const manyFirst = (await page.locator("[data-ask-id]").first().getAttribute("data-ask-id")) === manyAsk.id;
+  await page.keyboard.press(manyFirst ? "j" : "k");
+  await expect(page.getByRole("listitem", { name: /^question from w-\S+: Which release channel\?$/ })).toBeFocused();
+  await page.keyboard.press(manyFirst ? "k" : "j");
+  await expect(page.getByRole("listitem", { name: /^question from w-\S+: Many question number 1\?/ })).toBeFocused();
   await card.getByRole("button", { name: "Dismiss" }).click();
   await expect(card).toHaveCount(0);
   const settled = (await engine.client.workers.get.query({ workerId: many })).asks.find((a) => a.id === manyAsk.id)!;

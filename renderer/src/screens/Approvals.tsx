@@ -49,6 +49,8 @@ export function Approvals({ focus }: { focus?: string }) {
         const next = pending[Math.max(0, Math.min(pending.length - 1, index + d))]!;
         setSelectedId(next.id);
         listRef.current?.querySelector(`[data-ask-id="${CSS.escape(next.id)}"]`)?.scrollIntoView({ block: "nearest" });
+        // The selected ask takes the focus, so a screen reader reads which ask j / k moved to (its list item's name).
+        listRef.current?.querySelector<HTMLElement>(`li[data-ask="${CSS.escape(next.id)}"]`)?.focus({ preventScroll: true });
       };
       const act = (d: "once" | "always" | "reject") => {
         if (!selected) return;
@@ -100,6 +102,8 @@ export function Approvals({ focus }: { focus?: string }) {
         {pending.map((a) => (
           <li
             key={a.id}
+            data-ask={a.id}
+            tabIndex={-1}
             aria-current={a.id === selected?.id ? "true" : undefined}
             aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(a.what, { max: 300, lines: false })}`}
           >
