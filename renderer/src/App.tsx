@@ -150,7 +150,7 @@ export function App() {
         {notices.map((n) => (
           <div key={n.id} className={`notice notice-${n.level}`}>
             <span>{n.message}</span>
-            <button type="button" className="btn ghost small" aria-label="Dismiss" onClick={() => dismissNotice(n.id)}>
+            <button type="button" className="btn ghost small" aria-label="Dismiss notice" onClick={() => dismissNotice(n.id)}>
               ×
             </button>
           </div>

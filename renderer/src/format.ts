@@ -1,4 +1,5 @@
 import { useEffect, useState } from "react";
+import type { DecidedBy } from "../../shared/permission";
 import { type WorkerState, workerTitle } from "../../shared/worker";
 
 export function duration(ms: number): string {
@@ -119,4 +120,22 @@ export function tokens(n: number): string {
   if (n < 1000) return String(Math.round(n));
   if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`;
   return `${(n / 1_000_000).toFixed(1)}M`;
+}
+
+/** Who did it, in words: "you (gui)", "Claude (claude-code)", "policy rule …", "the engine". */
+export function byText(by: DecidedBy | undefined): string {
+  if (!by) return "nobody recorded";
+  const name = by.name ? ` (${by.name})` : "";
+  switch (by.kind) {
+    case "person":
+      return `you${name}`;
+    case "mcp":
+      return `Claude${name}`;
+    case "policy":
+      return `policy rule${name}`;
+    case "cli":
+      return `the terminal${name}`;
+    case "engine":
+      return `the engine${name}`;
+  }
 }

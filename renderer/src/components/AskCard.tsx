@@ -1,18 +1,34 @@
-import { useState } from "react";
-import { askView, diffChangesNothing, FLAG_LABEL, UNCHANGED_DIFF } from "../../../shared/ask-view";
+import { useEffect, useRef, useState } from "react";
+import { askView, diffChangesNothing, FLAG_LABEL, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS, UNCHANGED_DIFF } from "../../../shared/ask-view";
 import { grantPattern, type DecisionKind, type PermissionAsk } from "../../../shared/permission";
 import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
-import { ago, taskTitle, useNow } from "../format";
+import { ago, byText, taskTitle, useNow } from "../format";
 import { href } from "../router";
 import { pendingOf, pushNotice, useStore } from "../store";
 import { Diff } from "./LazyDiff";
 
+/** A question ask with more questions than any client shows (shared/ask-view.ts): it can only be dismissed. */
+export const tooManyQuestions = (ask: PermissionAsk) => ask.kind === "question" && (ask.questions?.length ?? 0) > QUESTIONS_SHOWN;
+
+/**
+ * Why a single-key decision (Approvals: a, A, r) is not made on this ask, or null: a question is answered on its card
+ * (the key cannot know which options the person picked), and one of too many questions can only be dismissed.
+ */
+export function keyRefusal(ask: PermissionAsk, decision: DecisionKind): string | null {
+  if (ask.kind !== "question" || decision === "reject") return null;
+  return tooManyQuestions(ask)
+    ? `${ask.id} asks more than ${QUESTIONS_SHOWN} questions: it can only be dismissed (r)`
+    : `${ask.id} is a question: pick its answers on the card, then press Answer (r dismisses it)`;
+}
+
 export async function decide(ask: PermissionAsk, decision: DecisionKind, extra: { message?: string; answers?: string[][] } = {}): Promise<void> {
+  // Dismissing an ask of too many questions tells the worker why, as the MCP form and `ocw run` do.
+  const message = extra.message ?? (decision === "reject" && tooManyQuestions(ask) ? TOO_MANY_QUESTIONS : undefined);
   await api.approvals.decide.mutate({
     askId: ask.id,
     decision,
-    ...(extra.message ? { message: extra.message } : {}),
+    ...(message ? { message } : {}),
     ...(extra.answers ? { answers: extra.answers } : {}),
   });
 }
@@ -120,6 +136,20 @@ function BulkBar({ ask }: { ask: PermissionAsk }) {
   );
 }
 
+/**
+ * What to tell a person whose card closed because its ask was settled by someone else (another client, a policy, the
+ * worker's message ending) while it held what they had typed or picked; null when nothing of theirs was lost.
+ */
+export function settledElsewhereNote(askNow: PermissionAsk | undefined, draft: boolean): string | null {
+  if (!draft || !askNow || askNow.status === "pending") return null;
+  const what = askNow.kind === "question" ? "question" : "ask";
+  const how =
+    askNow.status === "cancelled"
+      ? "was cancelled (the worker's turn ended)"
+      : `was ${askNow.decision === "reject" ? (askNow.kind === "question" ? "dismissed" : "rejected") : askNow.kind === "question" ? "answered" : "approved"} by ${byText(askNow.by)}`;
+  return `The ${what} ${askNow.id} ${how} while you were deciding it here: what you typed or picked on its card was not sent.`;
+}
+
 /** One pending ask with its decision buttons. Used in the inbox and on a worker's page. */
 export function AskCard({
   ask,
@@ -137,7 +167,27 @@ export function AskCard({
   const [busy, setBusy] = useState<DecisionKind | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [message, setMessage] = useState("");
-  const [answers, setAnswers] = useState<string[][]>(() => (ask.questions ?? []).map((q) => (q.options[0] ? [q.options[0].label] : [])));
+  // A question ask as every client shows it: at most QUESTIONS_SHOWN questions of OPTIONS_SHOWN options, each text cut.
+  const qv = ask.kind === "question" ? questionsView(ask) : null;
+  const dismissOnly = !!qv?.questionsCut;
+  const [answers, setAnswers] = useState<string[][]>(() =>
+    (ask.questions ?? []).slice(0, qv?.questions.length ?? 0).map((q) => (q.options[0] ? [q.options[0].label] : [])),
+  );
+  // An answer typed for a question whose options were not all shown (any option's text, or the person's own words).
+  const [typed, setTyped] = useState<string[]>([]);
+  // Whether the person has typed or picked something on this card, and whether this card sent the decision: a card
+  // that closes because the ask was settled elsewhere says so when something of theirs was not sent.
+  const draft = useRef(false);
+  const sentHere = useRef(false);
+  useEffect(
+    () => () => {
+      const now = useStore.getState().workers[ask.workerId]?.asks.find((x) => x.id === ask.id);
+      const note = settledElsewhereNote(now, draft.current && !sentHere.current);
+      if (note) pushNotice("warn", note);
+    },
+    [ask.id, ask.workerId],
+  );
+  const answersSent = () => answers.map((a, i) => (typed[i]?.trim() ? [typed[i]!.trim()] : a));
 
   // Paths inside the worker's own worktree read better relative to it (shown only: the grant is the exact text).
   const rel = (text: string) => (worker?.worktree ? text.split(worker.worktree + "/").join("") : text);
@@ -145,12 +195,17 @@ export function AskCard({
   const view = askView(ask.tool === "bash" ? ask : { ...ask, what: rel(ask.what) });
   const offered = askView(ask).always !== null;
 
+  const descId = `ask-about-${ask.id}`;
+  // A single-choice question with nothing picked or typed (one of no options) is not answered yet.
+  const unanswered = qv && !dismissOnly ? answersSent().filter((a, i) => a.length === 0 && !qv.questions[i]!.multiple).length : 0;
   const act = async (d: DecisionKind) => {
+    sentHere.current = true;
     setBusy(d);
     setError(null);
     try {
-      await decide(ask, d, { message: message.trim() || undefined, answers: ask.kind === "question" && d === "once" ? answers : undefined });
+      await decide(ask, d, { message: message.trim() || undefined, answers: ask.kind === "question" && d === "once" ? answersSent() : undefined });
     } catch (err) {
+      sentHere.current = false;
       setError(errorText(err));
       setBusy(null);
     }
@@ -168,17 +223,27 @@ export function AskCard({
         {showWorker && worker && <span className="small muted ellipsis">{taskTitle(worker.spec)}</span>}
         <span className="grow" />
         <span className="small muted">{ago(ask.createdAt, now)}</span>
+        {/* What the decision buttons are about, for a screen reader (a list of cards has many "Approve once" buttons). */}
+        <span id={descId} hidden>
+          {ask.kind === "question" ? "question" : ask.tool} from {ask.workerId}: {/* a question ask's shown questions only (its `what` joins all of them) */}
+          {showUntrusted(qv?.questions.length ? qv.questions.map((q) => q.question).join(" / ") : ask.what, { max: 200, lines: false })}
+        </span>
       </div>
       {/* Worker-written: line breaks as ⏎ and a new line, bidi / zero-width / control characters as ⟪U+XXXX⟫, long text head and tail (shared/untrusted.ts). */}
-      <div className="ask-what mono untrusted" aria-label={`what ${ask.id} asks`}>
-        {view.what}
-      </div>
+      {/* A question ask's `what` is its questions joined: they are shown below, one by one, bounded. */}
+      {!qv?.questions.length && (
+        <div className="ask-what mono untrusted" aria-label={`what ${ask.id} asks`}>
+          {view.what}
+        </div>
+      )}
       {view.workdir && (
         <div className="ask-workdir mono untrusted small" aria-label={`folder of ${ask.id}`}>
           in folder: {view.workdir}
         </div>
       )}
-      {view.cut > 0 && <div className="small muted">{view.cut} characters cut from the middle: “Always allow” is not offered.</div>}
+      {ask.kind === "permission" && view.cut > 0 && (
+        <div className="small muted">{view.cut} characters cut from the middle: “Always allow” is not offered.</div>
+      )}
       <AskFlags ask={ask} />
       {ask.diff &&
         (diffChangesNothing(ask.diff) ? (
@@ -188,29 +253,74 @@ export function AskCard({
         ) : (
           <Diff text={ask.diff} root={worker?.worktree} compact label={`diff of ${ask.id}`} />
         ))}
-      {ask.kind === "question" &&
-        (ask.questions ?? []).map((q, qi) => (
-          <fieldset key={qi} className="question">
-            <legend>{q.header ?? q.question}</legend>
-            {q.header && <p>{q.question}</p>}
-            {q.options.map((o) => (
-              <label key={o.label} className="opt">
-                <input
-                  type={q.multiple ? "checkbox" : "radio"}
-                  name={`${ask.id}-${qi}`}
-                  checked={answers[qi]?.includes(o.label) ?? false}
-                  onChange={(e) =>
-                    setAnswers((as) =>
-                      as.map((a, j) => (j !== qi ? a : q.multiple ? (e.target.checked ? [...a, o.label] : a.filter((x) => x !== o.label)) : [o.label])),
-                    )
-                  }
-                />
-                {o.label}
-                {o.description && <span className="muted small"> — {o.description}</span>}
-              </label>
+      {qv?.cutNote && (
+        <div className="field-error small" role="note" aria-label={`what of ${ask.id} is not shown`}>
+          Not all of it is shown: {qv.cutNote}.
+        </div>
+      )}
+      {qv &&
+        dismissOnly &&
+        // Questions nobody here can read cannot be answered here: the first ones are listed, the ask is for dismissing.
+        qv.questions.length > 0 && (
+          <ol className="question-list untrusted small" aria-label={`the first ${qv.questions.length} questions of ${ask.id}`}>
+            {qv.questions.map((q, qi) => (
+              <li key={qi}>{q.question}</li>
             ))}
-          </fieldset>
-        ))}
+          </ol>
+        )}
+      {qv &&
+        !dismissOnly &&
+        qv.questions.map((q, qi) => {
+          const full = ask.questions![qi]!;
+          return (
+            <fieldset key={qi} className="question">
+              <legend className="untrusted">{q.header ?? q.question}</legend>
+              {q.header && <p className="untrusted">{q.question}</p>}
+              {q.options.map((label, oi) => {
+                const o = full.options[oi]!;
+                return (
+                  <label key={oi} className="opt untrusted">
+                    <input
+                      type={q.multiple ? "checkbox" : "radio"}
+                      name={`${ask.id}-${qi}`}
+                      checked={answers[qi]?.includes(o.label) ?? false}
+                      onChange={(e) => {
+                        draft.current = true;
+                        setAnswers((as) =>
+                          as.map((a, j) => (j !== qi ? a : q.multiple ? (e.target.checked ? [...a, o.label] : a.filter((x) => x !== o.label)) : [o.label])),
+                        );
+                      }}
+                    />
+                    {/* one run of text: the label, then its description, wrapping as one paragraph in a narrow card */}
+                    <span className="opt-text">
+                      {label}
+                      {o.description && <span className="muted small"> — {showUntrusted(o.description, { max: 500, lines: false })}</span>}
+                    </span>
+                  </label>
+                );
+              })}
+              {/* opencode takes an answer in the person's own words for any question (as `ocw run` and the MCP form do). */}
+              <label className="opt opt-typed small">
+                <span className="muted">
+                  {q.optionsCut > 0
+                    ? `${q.optionsCut} more option(s) not shown; or type one's text (it replaces the choice above):`
+                    : q.options.length
+                      ? "or your own answer (it replaces the choice above):"
+                      : "your answer:"}
+                </span>
+                <input
+                  aria-label={`typed answer to question ${qi + 1} of ${ask.id}`}
+                  value={typed[qi] ?? ""}
+                  onClick={(e) => e.stopPropagation()}
+                  onChange={(e) => {
+                    draft.current = true;
+                    setTyped((t) => Object.assign([...t], { [qi]: e.target.value }));
+                  }}
+                />
+              </label>
+            </fieldset>
+          );
+        })}
       {ask.kind === "permission" &&
         (view.always ? (
           <div className="small muted ask-grant">
@@ -230,9 +340,18 @@ export function AskCard({
         ))}
       {ask.status === "pending" && <BulkBar ask={ask} />}
       <div className="ask-actions">
-        <button type="button" className="btn ok" disabled={!!busy} onClick={(e) => (e.stopPropagation(), void act("once"))} title="a">
-          Approve once
-        </button>
+        {!dismissOnly && (
+          <button
+            type="button"
+            className="btn ok"
+            disabled={!!busy || unanswered > 0}
+            onClick={(e) => (e.stopPropagation(), void act("once"))}
+            title={unanswered ? `${unanswered} question(s) not answered yet: pick an option or type an answer` : "a"}
+            aria-describedby={descId}
+          >
+            {ask.kind === "question" ? "Answer" : "Approve once"}
+          </button>
+        )}
         {ask.kind === "permission" && (
           <button
             type="button"
@@ -244,16 +363,29 @@ export function AskCard({
             Always allow
           </button>
         )}
-        <button type="button" className="btn bad" disabled={!!busy} onClick={(e) => (e.stopPropagation(), void act("reject"))} title="r">
-          Reject
+        <button
+          type="button"
+          className="btn bad"
+          disabled={!!busy}
+          onClick={(e) => (e.stopPropagation(), void act("reject"))}
+          title="r"
+          aria-describedby={descId}
+        >
+          {ask.kind === "question" ? "Dismiss" : "Reject"}
         </button>
         <input
           className="grow"
           aria-label="Message to the worker (optional)"
-          placeholder="message to the worker (optional, sent with the decision)"
+          aria-describedby={descId}
+          placeholder={
+            dismissOnly ? `message to the worker (optional; without one: “${TOO_MANY_QUESTIONS}”)` : "message to the worker (optional, sent with the decision)"
+          }
           value={message}
           onClick={(e) => e.stopPropagation()}
-          onChange={(e) => setMessage(e.target.value)}
+          onChange={(e) => {
+            if (e.target.value.trim()) draft.current = true;
+            setMessage(e.target.value);
+          }}
         />
         {busy && <span className="small muted">sending {busy}…</span>}
       </div>

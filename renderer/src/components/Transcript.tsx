@@ -1,8 +1,8 @@
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
-import type { DecidedBy } from "../../../shared/permission";
-import { showUntrusted } from "../../../shared/untrusted";
+import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import type { TranscriptPart } from "../../../shared/worker";
+import { byText } from "../format";
 import type { TranscriptMark } from "../store";
 import { Markdown, Truncated } from "./Markdown";
 
@@ -25,12 +25,13 @@ function toolHeadline(p: TranscriptPart): string {
 /** What opencode's bash tool appends to the output of a command it aborted (a stop, an abort of the session). */
 const KILLED = /<shell_metadata>[\s\S]*\b(User aborted the command|aborted)\b[\s\S]*<\/shell_metadata>/i;
 
-const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?: boolean }) {
+export const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?: boolean }) {
   if (part.kind === "reasoning")
     return (
       <details className="part reasoning">
         <summary>Reasoning · {(part.text ?? "").length} chars</summary>
-        <div className="part-text">{part.text}</div>
+        {/* The model's words: what could hide or reorder text shown as ⟪U+XXXX⟫, line breaks kept (shared/untrusted.ts). */}
+        <div className="part-text">{showUntrustedLines(part.text ?? "")}</div>
       </details>
     );
   if (part.kind === "tool") {
@@ -43,14 +44,16 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
     return (
       <details className={`part tool tool-${part.status ?? "unknown"}`}>
         <summary>
-          <span className="tool-name">{part.tool ?? "tool"}</span> <span className="mono small ellipsis">{toolHeadline(part)}</span>
+          <span className="tool-name">{showUntrusted(part.tool ?? "tool", { max: 80, lines: false })}</span>{" "}
+          <span className="mono small ellipsis">{toolHeadline(part)}</span>
           <span className={`chip chip-${cut || killed ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>
             {status}
           </span>
         </summary>
         <div className="tool-io">
           <div className="io-label">input</div>
-          <pre>{show(part.input)}</pre>
+          {/* The input as the model wrote it (the command as run): made safe and cut as the output is. */}
+          <Truncated text={show(part.input)} />
           {(part.output || part.error) && (
             <>
               <div className="io-label">{part.error ? "error" : "output"}</div>
@@ -75,23 +78,7 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
   );
 });
 
-/** Who did it, in words: "you (gui)", "Claude (claude-code)", "policy rule …", "the engine". */
-export function byText(by: DecidedBy | undefined): string {
-  if (!by) return "nobody recorded";
-  const name = by.name ? ` (${by.name})` : "";
-  switch (by.kind) {
-    case "person":
-      return `you${name}`;
-    case "mcp":
-      return `Claude${name}`;
-    case "policy":
-      return `policy rule${name}`;
-    case "cli":
-      return `the terminal${name}`;
-    case "engine":
-      return `the engine${name}`;
-  }
-}
+export { byText };
 
 function verb(m: Extract<TranscriptMark, { type: "decision" }>): string {
   if (m.status === "cancelled") return "Ask cancelled";
@@ -102,7 +89,7 @@ function verb(m: Extract<TranscriptMark, { type: "decision" }>): string {
 }
 
 /** A steer, an ask or a decision, between the model's parts: who did what, in one line a screen reader reads as such. */
-const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark; answered: boolean; root?: string | null }) {
+export const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark; answered: boolean; root?: string | null }) {
   const when = new Date(mark.ts).toLocaleTimeString();
   // A path in the worker's own workspace reads as the repository's path (the full one is in the tooltip).
   const short = (what: string) => showUntrusted(root && what.startsWith(root + "/") ? what.slice(root.length + 1) : what, { max: 300, lines: false });
@@ -137,7 +124,9 @@ const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark
   }
   const v = verb(mark);
   const subject = mark.ask ? `${mark.ask.tool} ${short(mark.ask.what)}` : mark.askId;
-  const label = `${v}${mark.status === "decided" ? ` by ${byText(mark.by)}` : ""} — ${subject}${mark.message ? ` · told the worker: ${mark.message}` : ""}`;
+  // The message may quote the worker's own text (an engine refusal names the asked path): made safe like the rest.
+  const told = mark.message ? showUntrusted(mark.message, { max: 1000, lines: false }) : "";
+  const label = `${v}${mark.status === "decided" ? ` by ${byText(mark.by)}` : ""} — ${subject}${told ? ` · told the worker: ${told}` : ""}`;
   const tone = mark.status === "cancelled" ? "idle" : mark.decision === "reject" ? "bad" : "ok";
   return (
     <div className={`part mark mark-decision mark-${tone}`} role="note" aria-label={label} data-seq={mark.seq}>
@@ -146,7 +135,7 @@ const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark
         — {subject}
       </span>{" "}
       <span className="small muted">· {when}</span>
-      {mark.message && <div className="small muted">told the worker: {mark.message}</div>}
+      {told && <div className="small muted untrusted">told the worker: {told}</div>}
     </div>
   );
 });

@@ -2,7 +2,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { askView } from "../../../shared/ask-view";
 import { showUntrusted } from "../../../shared/untrusted";
 import { errorText } from "../api";
-import { AskCard, decide } from "../components/AskCard";
+import { AskCard, decide, keyRefusal } from "../components/AskCard";
 import { Empty } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { grantsInView } from "../../../shared/grants";
@@ -49,10 +49,19 @@ export function Approvals({ focus }: { focus?: string }) {
         const next = pending[Math.max(0, Math.min(pending.length - 1, index + d))]!;
         setSelectedId(next.id);
         listRef.current?.querySelector(`[data-ask-id="${CSS.escape(next.id)}"]`)?.scrollIntoView({ block: "nearest" });
+        // The selected ask takes the focus, so a screen reader reads which ask j / k moved to (its list item's name).
+        listRef.current?.querySelector<HTMLElement>(`li[data-ask="${CSS.escape(next.id)}"]`)?.focus({ preventScroll: true });
       };
       const act = (d: "once" | "always" | "reject") => {
         if (!selected) return;
-        if (d === "always" && selected.kind !== "permission") return;
+        const refused = keyRefusal(selected, d);
+        if (refused) {
+          // The card's first choice gets the focus, so the keyboard goes on from there.
+          listRef.current
+            ?.querySelector<HTMLElement>(`[data-ask-id="${CSS.escape(selected.id)}"] input, [data-ask-id="${CSS.escape(selected.id)}"] button`)
+            ?.focus();
+          return pushNotice("info", refused);
+        }
         const offer = askView(selected);
         if (d === "always" && !offer.always) return pushNotice("info", `“Always allow” is not offered for ${selected.id}: ${offer.alwaysWhy}`);
         // Select the next one right away so a run of keypresses walks the list.
@@ -80,8 +89,8 @@ export function Approvals({ focus }: { focus?: string }) {
   return (
     <div className="approvals" data-keys={armed ? "on" : "off-until-click"} onPointerDown={(e) => e.isTrusted && setArmed(true)}>
       <p className="muted small keys">
-        <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve once · <kbd>A</kbd> always allow · <kbd>r</kbd> reject. Oldest first. Nothing is approved
-        automatically unless you set a policy.
+        <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve once · <kbd>A</kbd> always allow · <kbd>r</kbd> reject (a question: dismiss; its answers are
+        picked on its card). Oldest first. Nothing is approved automatically unless you set a policy.
       </p>
       {!armed && (
         <p className="small field-error" role="status" aria-label="keys off until a click">
@@ -93,6 +102,8 @@ export function Approvals({ focus }: { focus?: string }) {
         {pending.map((a) => (
           <li
             key={a.id}
+            data-ask={a.id}
+            tabIndex={-1}
             aria-current={a.id === selected?.id ? "true" : undefined}
             aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(a.what, { max: 300, lines: false })}`}
           >

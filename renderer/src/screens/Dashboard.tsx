@@ -145,20 +145,7 @@ export function Dashboard() {
         </div>
       </section>
 
-      {queued.length > 0 && (
-        <section className="panel queue" aria-label="Queue">
-          <h2>
-            Queue <span className="muted">· waiting for a free slot</span>
-          </h2>
-          <ol className="queue-list">
-            {queued.map((w) => (
-              <li key={w.id}>
-                <a href={href({ name: "worker", id: w.id })}>{w.id}</a> — {taskTitle(w.spec)}
-              </li>
-            ))}
-          </ol>
-        </section>
-      )}
+      {queued.length > 0 && <QueuePanel queued={queued} />}
 
       {list.length === 0 && !loaded && (
         <div className="muted pad" role="status">
@@ -693,6 +680,38 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
             Retry
           </button>
         </div>
+      )}
+    </section>
+  );
+}
+
+/** Queued workers listed above the cards: the first few (a long queue would push the workers that need you out of view). */
+export const QUEUE_SHOWN = 5;
+
+/** The queue, in the order the engine starts them: the first QUEUE_SHOWN, and the rest on request. */
+export function QueuePanel({ queued }: { queued: Worker[] }) {
+  const [all, setAll] = useState(false);
+  const shown = all ? queued : queued.slice(0, QUEUE_SHOWN);
+  const more = queued.length - QUEUE_SHOWN;
+  return (
+    <section className="panel queue" aria-label="Queue">
+      <h2>
+        Queue <span className="muted">· {queued.length} waiting for a free slot</span>
+      </h2>
+      <ol className="queue-list">
+        {shown.map((w) => (
+          <li key={w.id}>
+            <a href={href({ name: "worker", id: w.id })}>{w.id}</a> — {taskTitle(w.spec)}
+          </li>
+        ))}
+      </ol>
+      {more > 0 && (
+        <p className="small muted">
+          {all ? "" : `and ${more} more. `}
+          <button type="button" className="linklike small" aria-expanded={all} onClick={() => setAll(!all)}>
+            {all ? `Show the first ${QUEUE_SHOWN} only` : `Show all ${queued.length} queued`}
+          </button>
+        </p>
       )}
     </section>
   );

@@ -137,7 +137,7 @@ export function WorkerDetail({ id }: { id: string }) {
           {w.stalled && <span className="chip chip-warn">stalled</span>}
           {retry && isActive(w.state) && (
             <span className="chip chip-warn">
-              retry {retry.attempt}: {retry.message}
+              retry {retry.attempt}: {showUntrusted(retry.message, { max: 300, lines: false })}
             </span>
           )}
           {w.merged && (
@@ -783,7 +783,8 @@ function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").
             <span className="small muted">{a.by?.name ?? "engine"}</span>
           </div>
           <AskFlags ask={a} />
-          {a.message && <div className="small muted">told the worker: {a.message}</div>}
+          {/* The engine's refusal quotes the asked path, the worker's text: made safe. */}
+          {a.message && <div className="small muted untrusted">told the worker: {showUntrusted(a.message, { max: 1000, lines: false })}</div>}
         </div>
       ))}
     </section>
