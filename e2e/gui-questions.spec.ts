@@ -7,6 +7,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
+import { TOO_MANY_QUESTIONS } from "../shared/ask-view";
 import { bash, startScriptedModel, toolCall, type ScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
 
@@ -168,8 +169,10 @@ test("questions past five: the first five listed, a note, no answer offered; Dis
   await expect(card).toHaveCount(0);
   const settled = (await engine.client.workers.get.query({ workerId: many })).asks.find((a) => a.id === manyAsk.id)!;
   // The card sends TOO_MANY_QUESTIONS with the dismissal, as the MCP form and `ocw run` do (AskCard.test.ts); opencode's
-  // question rejection takes no message, so the engine neither records nor delivers it (an engine matter).
-  expect(settled).toMatchObject({ status: "decided", decision: "reject", by: { kind: "person", name: "gui" } });
+  // question rejection takes no message, so the engine records the note and sends it to the worker as a steer.
+  expect(settled).toMatchObject({ status: "decided", decision: "reject", by: { kind: "person", name: "gui" }, message: TOO_MANY_QUESTIONS });
+  const events = await engine.client.workers.events.query({ workerId: many });
+  expect(events.filter((e) => e.type === "steer.sent").map((e) => (e as { text?: string }).text)).toEqual([TOO_MANY_QUESTIONS]);
 });
 
 test("an option not shown is answered by its text, and that answer reaches the worker", async () => {

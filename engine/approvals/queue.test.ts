@@ -284,6 +284,39 @@ describe("the approvals queue", () => {
     expect(registry.get(w.id).asks[1]).toMatchObject({ decision: "reject", by: { kind: "engine", name: "opencode" } });
   });
 
+  it("a question dismissed with a note: opencode's dismissal takes no message, so the note is recorded and sent as a steer; without a note nothing is sent", async () => {
+    const r = testRegistry();
+    const notes: { workerId: string; text: string; by: string }[] = [];
+    const approvals = new Approvals({
+      stateDir: r.stateDir,
+      registry: r.registry,
+      note: async (workerId, text, by) => void notes.push({ workerId, text, by: by.kind }),
+    });
+    const w = r.worker("running", { workspace: mkdtempSync(path.join(os.tmpdir(), "ocw-ws-")) });
+    const fake = fakePort();
+    r.registry.rt(w.id).attach(fake.server);
+    const question = (what: string): PermissionAsk => ({
+      ...ask(w.id, "question", what),
+      kind: "question",
+      questions: [{ question: what, header: "h", options: [] }],
+    });
+    const q = question("which?");
+    approvals.onAsk(w.id, q);
+    await approvals.decide({ askId: q.id, decision: "reject", message: "  Ask at most 5 at a time.  " }, { kind: "person" });
+    expect(fake.calls).toEqual([{ method: "question.reject", args: expect.not.objectContaining({ message: expect.anything() }) }]);
+    expect(notes).toEqual([{ workerId: w.id, text: "Ask at most 5 at a time.", by: "person" }]);
+    expect(r.registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "reject", message: "Ask at most 5 at a time." });
+    const bare = question("which one?");
+    approvals.onAsk(w.id, bare);
+    await approvals.decide({ askId: bare.id, decision: "reject" }, { kind: "person" });
+    expect(notes).toHaveLength(1);
+    // A note that cannot be sent (the worker stopped meanwhile) leaves the dismissal done and says so.
+    const failing = new Approvals({ stateDir: r.stateDir, registry: r.registry, note: async () => Promise.reject(new Error("worker is stopped")) });
+    const late = question("and now?");
+    failing.onAsk(w.id, late);
+    await expect(failing.decide({ askId: late.id, decision: "reject", message: "later" }, { kind: "person" })).resolves.toMatchObject({ status: "decided" });
+  });
+
   it("refusals say what to do: unknown ask, decided twice, a question without answers, opencode no longer has it", async () => {
     const { approvals, w, registry } = setup();
     await expect(approvals.decide({ askId: "nope", decision: "once" }, { kind: "person" })).rejects.toThrow(/unknown askId "nope"/);

@@ -30,6 +30,11 @@ export interface ApprovalsOptions {
    * matches one goes straight out, past the egress proxy, and so do its redirects; default: none.
    */
   direct?: () => string[];
+  /**
+   * A note for a worker that its answer cannot carry (opencode's question dismissal takes no message): sent as a steer,
+   * which reaches the worker at its next step. Absent: such a note is recorded only.
+   */
+  note?: (workerId: string, text: string, by: DecidedBy) => Promise<void>;
 }
 
 /** How long what a host name resolved to is taken as its answer (a later ask of it looks it up again). */
@@ -219,8 +224,12 @@ export class Approvals {
     let call: Promise<PortResult<void>>;
     const limit = { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) };
     if (ask.kind === "question") {
-      if (decision.decision === "reject") call = port.rejectQuestion({ requestID: ask.id, directory }, limit);
-      else {
+      if (decision.decision === "reject") {
+        call = port.rejectQuestion({ requestID: ask.id, directory }, limit);
+        // opencode's dismissal carries no message: the note is recorded with the answer and reaches the worker as a steer.
+        const note = decision.message?.trim();
+        if (note) message = note;
+      } else {
         // Never answer a question on the person's behalf: an approval without answers is refused.
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
@@ -329,6 +338,12 @@ export class Approvals {
       }
     }
     this.afterAsk(w.id);
+    if (ask.kind === "question" && decision.decision === "reject" && message && this.opts.note) {
+      const note = message;
+      await this.opts
+        .note(w.id, note, by)
+        .catch((err: Error) => this.reg.notice("warn", `the note sent with the dismissal of ${ask.id} did not reach worker ${w.id}: ${err.message}`));
+    }
     return this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
   }
 

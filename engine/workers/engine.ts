@@ -151,7 +151,14 @@ export class Engine {
         });
       },
     });
-    this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg, lookup: opts.net?.lookup, direct: () => this.servers.direct() });
+    this.approvals = new Approvals({
+      stateDir: opts.stateDir,
+      registry: reg,
+      lookup: opts.net?.lookup,
+      direct: () => this.servers.direct(),
+      // A question dismissed with a note: opencode's dismissal carries none, so the note goes as a steer.
+      note: (id, text, by) => this.steer(id, text, by),
+    });
     this.batchNames = new BatchNames(opts.stateDir, (l) => this.log(l));
     this.batches = new Batches({
       stateDir: opts.stateDir,
