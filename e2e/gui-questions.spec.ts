@@ -29,8 +29,9 @@ test.beforeAll(async ({ browser }) => {
       {
         name: "many",
         match: /TASK-Q-MANY/,
+        // The first turn asks 7 questions at once; the dismissal's note arrives as a steer (a turn of its own).
         script: (c) =>
-          c.turnStep === 0
+          c.turnStep === 0 && c.userTexts.length === 1
             ? toolCall("question", {
                 questions: Array.from({ length: 7 }, (_, i) => ({
                   question: `Many question number ${i + 1}?`,
@@ -173,6 +174,8 @@ test("questions past five: the first five listed, a note, no answer offered; Dis
   expect(settled).toMatchObject({ status: "decided", decision: "reject", by: { kind: "person", name: "gui" }, message: TOO_MANY_QUESTIONS });
   const events = await engine.client.workers.events.query({ workerId: many });
   expect(events.filter((e) => e.type === "steer.sent").map((e) => (e as { text?: string }).text)).toEqual([TOO_MANY_QUESTIONS]);
+  // …and the model reads it in the worker's next turn.
+  await expect.poll(() => model.requests.some((r) => JSON.stringify(r).includes(TOO_MANY_QUESTIONS)), { timeout: 60_000 }).toBe(true);
 });
 
 test("an option not shown is answered by its text, and that answer reaches the worker", async () => {

@@ -6803,8 +6803,8 @@ var require_utils = __commonJS({
     var HOST_DELIMS = { "@": "%40", "/": "%2F", "?": "%3F", "#": "%23", ":": "%3A" };
     var HOST_DELIM_RE = /[@/?#:]/g;
     var HOST_DELIM_NO_COLON_RE = /[@/?#]/g;
-    function reescapeHostDelimiters(host, isIP2) {
-      const re = isIP2 ? HOST_DELIM_NO_COLON_RE : HOST_DELIM_RE;
+    function reescapeHostDelimiters(host, isIP4) {
+      const re = isIP4 ? HOST_DELIM_NO_COLON_RE : HOST_DELIM_RE;
       re.lastIndex = 0;
       return host.replace(re, (ch) => HOST_DELIMS[ch]);
     }
@@ -7196,7 +7196,7 @@ var require_schemes = __commonJS({
       urnComponent.nss = (uuidComponent.uuid || "").toLowerCase();
       return urnComponent;
     }
-    var http5 = (
+    var http6 = (
       /** @type {SchemeHandler} */
       {
         scheme: "http",
@@ -7209,7 +7209,7 @@ var require_schemes = __commonJS({
       /** @type {SchemeHandler} */
       {
         scheme: "https",
-        domainHost: http5.domainHost,
+        domainHost: http6.domainHost,
         parse: httpParse,
         serialize: httpSerialize
       }
@@ -7253,7 +7253,7 @@ var require_schemes = __commonJS({
     var SCHEMES = (
       /** @type {Record<SchemeName, SchemeHandler>} */
       {
-        http: http5,
+        http: http6,
         https: https2,
         ws,
         wss,
@@ -7501,12 +7501,12 @@ var require_fast_uri = __commonJS({
       const host = matches[4];
       return hasMalformedPercentEncoding(matches[3]) || host !== void 0 && !isIPLiteral(host) && hasMalformedPercentEncoding(host) || hasMalformedPercentEncoding(matches[6]) || hasMalformedPercentEncoding(matches[7]) || hasMalformedPercentEncoding(matches[8]);
     }
-    function canonicalizeHost(parsed, options, schemeHandler, isIP2) {
-      if (hasForbiddenDomainHost(parsed, options, schemeHandler, isIP2)) {
+    function canonicalizeHost(parsed, options, schemeHandler, isIP4) {
+      if (hasForbiddenDomainHost(parsed, options, schemeHandler, isIP4)) {
         parsed.error = parsed.error || MALFORMED_HOST_ERROR;
         return true;
       }
-      if (!options.unicodeSupport && (!schemeHandler || !schemeHandler.unicodeSupport) && parsed.host && !isIPLiteral(parsed.host) && (options.domainHost || schemeHandler && schemeHandler.domainHost) && isIP2 === false && nonSimpleDomain(parsed.host)) {
+      if (!options.unicodeSupport && (!schemeHandler || !schemeHandler.unicodeSupport) && parsed.host && !isIPLiteral(parsed.host) && (options.domainHost || schemeHandler && schemeHandler.domainHost) && isIP4 === false && nonSimpleDomain(parsed.host)) {
         let url2;
         try {
           url2 = new URL("http://" + parsed.host);
@@ -7522,9 +7522,9 @@ var require_fast_uri = __commonJS({
       }
       return false;
     }
-    function hasForbiddenDomainHost(parsed, options, schemeHandler, isIP2) {
+    function hasForbiddenDomainHost(parsed, options, schemeHandler, isIP4) {
       return Boolean(
-        parsed.host && isIP2 === false && !isIPLiteral(parsed.host) && (options.domainHost || schemeHandler && schemeHandler.domainHost) && FORBIDDEN_DOMAIN_HOST_CHARACTER.test(parsed.host)
+        parsed.host && isIP4 === false && !isIPLiteral(parsed.host) && (options.domainHost || schemeHandler && schemeHandler.domainHost) && FORBIDDEN_DOMAIN_HOST_CHARACTER.test(parsed.host)
       );
     }
     function isHostOnlyURL(url2) {
@@ -7547,7 +7547,7 @@ var require_fast_uri = __commonJS({
       let malformedHost = false;
       let malformedIPLiteral = false;
       let malformedScheme = false;
-      let isIP2 = false;
+      let isIP4 = false;
       if (options.reference === "suffix") {
         if (options.scheme) {
           uri = options.scheme + ":" + uri;
@@ -7609,15 +7609,15 @@ var require_fast_uri = __commonJS({
             const bracketedIPLiteral = isIPLiteral(parsed.host);
             const hasIPLiteralBracket = parsed.host.indexOf("[") !== -1 || parsed.host.indexOf("]") !== -1;
             const ipv6result = normalizeIPv6(parsed.host);
-            isIP2 = ipv6result.isIPV6 || ipv6result.isIPVFuture === true;
+            isIP4 = ipv6result.isIPV6 || ipv6result.isIPVFuture === true;
             malformedIPLiteral = hasIPLiteralBracket && (!bracketedIPLiteral || ipv6result.error === true);
-            parsed.host = isIP2 ? ipv6result.host : ipv6result.host.toLowerCase();
+            parsed.host = isIP4 ? ipv6result.host : ipv6result.host.toLowerCase();
             if (malformedIPLiteral) {
               parsed.error = parsed.error || MALFORMED_HOST_ERROR;
               malformedAuthorityOrPort = true;
             }
           } else {
-            isIP2 = true;
+            isIP4 = true;
           }
         }
         if (parsed.scheme === void 0 && parsed.userinfo === void 0 && parsed.host === void 0 && parsed.port === void 0 && parsed.query === void 0 && !parsed.path) {
@@ -7634,14 +7634,14 @@ var require_fast_uri = __commonJS({
         }
         const schemeHandler = getSchemeHandler(options.scheme || parsed.scheme);
         if (!malformedIPLiteral) {
-          malformedHost = canonicalizeHost(parsed, options, schemeHandler, isIP2);
+          malformedHost = canonicalizeHost(parsed, options, schemeHandler, isIP4);
         }
         if (uri.indexOf("%") !== -1 && parsed.host !== void 0 && !malformedIPLiteral) {
-          let host = isIP2 ? parsed.host : normalizePercentEncoding(parsed.host, true);
-          if (!isIP2) {
+          let host = isIP4 ? parsed.host : normalizePercentEncoding(parsed.host, true);
+          if (!isIP4) {
             host = normalizePercentEncoding(host.toLowerCase());
           }
-          parsed.host = isIP2 || options.scheme !== "null" ? reescapeHostDelimiters(host, isIP2) : host;
+          parsed.host = isIP4 || options.scheme !== "null" ? reescapeHostDelimiters(host, isIP4) : host;
         }
         if (!schemeHandler || schemeHandler && !schemeHandler.skipNormalize) {
           if (parsed.path) {
@@ -13083,7 +13083,7 @@ var require_package = __commonJS({
 var require_util2 = __commonJS({
   "node_modules/systeminformation/lib/util.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os11 = __require("os");
     var fs = __require("fs");
     var path74 = __require("path");
     var spawn10 = __require("child_process").spawn;
@@ -13205,7 +13205,7 @@ var require_util2 = __commonJS({
     }
     function cores() {
       if (_cores === 0) {
-        _cores = os10.cpus().length;
+        _cores = os11.cpus().length;
       }
       return _cores;
     }
@@ -13472,7 +13472,7 @@ var require_util2 = __commonJS({
     function powerShellRelease() {
       try {
         if (_psChild) {
-          _psChild.stdin.write("exit" + os10.EOL);
+          _psChild.stdin.write("exit" + os11.EOL);
           _psChild.stdin.end();
         }
       } catch {
@@ -13499,7 +13499,7 @@ var require_util2 = __commonJS({
             });
             try {
               if (_psChild && _psChild.pid) {
-                _psChild.stdin.write(_psToUTF8 + "echo " + _psCmdStart + id3 + _psIdSeperator + "; " + os10.EOL + cmd + os10.EOL + "echo " + _psCmdSeperator + os10.EOL);
+                _psChild.stdin.write(_psToUTF8 + "echo " + _psCmdStart + id3 + _psIdSeperator + "; " + os11.EOL + cmd + os11.EOL + "echo " + _psCmdSeperator + os11.EOL);
               }
             } catch {
               resolve("");
@@ -13511,7 +13511,7 @@ var require_util2 = __commonJS({
         return new Promise((resolve) => {
           process.nextTick(() => {
             try {
-              const osVersion = os10.release().split(".").map(Number);
+              const osVersion = os11.release().split(".").map(Number);
               const spanOptions = osVersion[0] < 10 ? ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-NoExit", "-ExecutionPolicy", "Unrestricted", "-Command", "-"] : ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-ExecutionPolicy", "Unrestricted", "-Command", _psToUTF8 + cmd];
               const child = spawn10(_powerShell, spanOptions, {
                 stdio: "pipe",
@@ -13544,8 +13544,8 @@ var require_util2 = __commonJS({
                 });
                 if (osVersion[0] < 10) {
                   try {
-                    child.stdin.write(_psToUTF8 + cmd + os10.EOL);
-                    child.stdin.write("exit" + os10.EOL);
+                    child.stdin.write(_psToUTF8 + cmd + os11.EOL);
+                    child.stdin.write("exit" + os11.EOL);
                     child.stdin.end();
                   } catch {
                     child.kill();
@@ -15672,11 +15672,11 @@ var require_util2 = __commonJS({
       };
     }
     function checkWebsite(url2, timeout = 5e3) {
-      const http5 = url2.startsWith("https:") || url2.indexOf(":443/") > 0 || url2.indexOf(":8443/") > 0 ? __require("https") : __require("http");
+      const http6 = url2.startsWith("https:") || url2.indexOf(":443/") > 0 || url2.indexOf(":8443/") > 0 ? __require("https") : __require("http");
       const t2 = Date.now();
       return new Promise((resolve) => {
         try {
-          const request = http5.get(url2, (res) => {
+          const request = http6.get(url2, (res) => {
             res.on("data", () => {
             });
             res.on("end", () => {
@@ -15794,7 +15794,7 @@ var require_system = __commonJS({
   "node_modules/systeminformation/lib/system.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var os10 = __require("os");
+    var os11 = __require("os");
     var util2 = require_util2();
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -15918,8 +15918,8 @@ var require_system = __commonJS({
                   util2.noop();
                 }
               }
-              if (!result2.virtual && (os10.release().toLowerCase().indexOf("microsoft") >= 0 || os10.release().toLowerCase().endsWith("wsl2"))) {
-                const kernelVersion = parseFloat(os10.release().toLowerCase());
+              if (!result2.virtual && (os11.release().toLowerCase().indexOf("microsoft") >= 0 || os11.release().toLowerCase().endsWith("wsl2"))) {
+                const kernelVersion = parseFloat(os11.release().toLowerCase());
                 result2.virtual = true;
                 result2.manufacturer = "Microsoft";
                 result2.model = "WSL";
@@ -16331,7 +16331,7 @@ var require_system = __commonJS({
                 result2.model = "Raspberry Pi";
                 result2.serial = rpi.serial;
                 result2.version = rpi.type + " - " + rpi.revision;
-                result2.memMax = os10.totalmem();
+                result2.memMax = os11.totalmem();
                 result2.memSlots = 0;
               }
               if (callback) {
@@ -16357,9 +16357,9 @@ var require_system = __commonJS({
               }
               devices.shift();
               result2.memSlots = devices.length;
-              if (os10.arch() === "arm64") {
+              if (os11.arch() === "arm64") {
                 result2.memSlots = 0;
-                result2.memMax = os10.totalmem();
+                result2.memMax = os11.totalmem();
               }
               if (callback) {
                 callback(result2);
@@ -16376,7 +16376,7 @@ var require_system = __commonJS({
           if (_windows) {
             try {
               const workload = [];
-              const win10plus = parseInt(os10.release()) >= 10;
+              const win10plus = parseInt(os11.release()) >= 10;
               const maxCapacityAttribute = win10plus ? "MaxCapacityEx" : "MaxCapacity";
               workload.push(util2.powerShell("Get-CimInstance Win32_baseboard | select Model,Manufacturer,Product,Version,SerialNumber,PartNumber,SKU | fl"));
               workload.push(util2.powerShell(`Get-CimInstance Win32_physicalmemoryarray | select ${maxCapacityAttribute}, MemoryDevices | fl`));
@@ -16573,7 +16573,7 @@ var require_system = __commonJS({
 var require_network = __commonJS({
   "node_modules/systeminformation/lib/network.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os11 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync7 = __require("child_process").execFileSync;
@@ -16599,7 +16599,7 @@ var require_network = __commonJS({
       let ifacename = "";
       let ifacenameFirst = "";
       try {
-        const ifaces = os10.networkInterfaces();
+        const ifaces = os11.networkInterfaces();
         let scopeid = 9999;
         for (const dev in ifaces) {
           if ({}.hasOwnProperty.call(ifaces, dev)) {
@@ -16619,7 +16619,7 @@ var require_network = __commonJS({
           let defaultIp = "";
           const cmd = "netstat -r";
           const result2 = execSync(cmd, util2.execOptsWin);
-          const lines = result2.toString().split(os10.EOL);
+          const lines = result2.toString().split(os11.EOL);
           lines.forEach((line) => {
             line = line.replace(/\s+/g, " ").trim();
             if (line.indexOf("0.0.0.0 0.0.0.0") > -1 && !/[a-zA-Z]/.test(line)) {
@@ -17252,7 +17252,7 @@ var require_network = __commonJS({
       defaultString = typeof defaultString === "string" ? defaultString : "";
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const ifaces = os10.networkInterfaces();
+          const ifaces = os11.networkInterfaces();
           let result2 = [];
           let nics = [];
           let dnsSuffixes = [];
@@ -18315,7 +18315,7 @@ var require_network = __commonJS({
           if (_windows) {
             try {
               exec("netstat -r", util2.execOptsWin, (error46, stdout) => {
-                const lines = stdout.toString().split(os10.EOL);
+                const lines = stdout.toString().split(os11.EOL);
                 lines.forEach((line) => {
                   line = line.replace(/\s+/g, " ").trim();
                   if (line.indexOf("0.0.0.0 0.0.0.0") > -1 && !/[a-zA-Z]/.test(line)) {
@@ -18361,7 +18361,7 @@ var require_network = __commonJS({
 var require_osinfo = __commonJS({
   "node_modules/systeminformation/lib/osinfo.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os11 = __require("os");
     var fs = __require("fs");
     var util2 = require_util2();
     var exec = util2.execCwd;
@@ -18385,14 +18385,14 @@ var require_osinfo = __commonJS({
       }
       const result2 = {
         current: Date.now(),
-        uptime: os10.uptime(),
+        uptime: os11.uptime(),
         timezone: t2.length >= 7 ? t2[5] : "",
         timezoneName
       };
       if (_darwin || _linux) {
         try {
           const stdout = execSync("date +%Z && date +%z && ls -l /etc/localtime 2>/dev/null", util2.execOptsLinux);
-          const lines = stdout.toString().split(os10.EOL);
+          const lines = stdout.toString().split(os11.EOL);
           if (lines.length > 3 && !lines[0]) {
             lines.shift();
           }
@@ -18402,7 +18402,7 @@ var require_osinfo = __commonJS({
           }
           return {
             current: Date.now(),
-            uptime: os10.uptime(),
+            uptime: os11.uptime(),
             timezone: lines[1] ? timezone + lines[1] : timezone,
             timezoneName: lines[2] && lines[2].indexOf("/zoneinfo/") > 0 ? lines[2].split("/zoneinfo/")[1] || "" : ""
           };
@@ -18521,11 +18521,11 @@ var require_osinfo = __commonJS({
       return "";
     }
     function getFQDN() {
-      let fqdn = os10.hostname();
+      let fqdn = os11.hostname();
       if (_linux || _darwin) {
         try {
           const stdout = execSync("hostname -f 2>/dev/null", util2.execOptsLinux);
-          fqdn = stdout.toString().split(os10.EOL)[0];
+          fqdn = stdout.toString().split(os11.EOL)[0];
         } catch {
           util2.noop();
         }
@@ -18533,7 +18533,7 @@ var require_osinfo = __commonJS({
       if (_freebsd || _openbsd || _netbsd) {
         try {
           const stdout = execSync("hostname 2>/dev/null");
-          fqdn = stdout.toString().split(os10.EOL)[0];
+          fqdn = stdout.toString().split(os11.EOL)[0];
         } catch {
           util2.noop();
         }
@@ -18555,9 +18555,9 @@ var require_osinfo = __commonJS({
             distro: "unknown",
             release: "unknown",
             codename: "",
-            kernel: os10.release(),
-            arch: os10.arch(),
-            hostname: os10.hostname(),
+            kernel: os11.release(),
+            arch: os11.arch(),
+            hostname: os11.hostname(),
             fqdn: getFQDN(),
             codepage: "",
             logofile: "",
@@ -18767,7 +18767,7 @@ var require_osinfo = __commonJS({
     function versions(apps, callback) {
       callback = util2.isFunction(callback) ? callback : null;
       let versionObject = {
-        kernel: os10.release(),
+        kernel: os11.release(),
         apache: "",
         bash: "",
         bun: "",
@@ -19463,7 +19463,7 @@ var require_osinfo = __commonJS({
     function getUniqueMacAdresses() {
       let macs = [];
       try {
-        const ifaces = os10.networkInterfaces();
+        const ifaces = os11.networkInterfaces();
         let fallbackMacs = null;
         for (let dev in ifaces) {
           if ({}.hasOwnProperty.call(ifaces, dev)) {
@@ -19597,7 +19597,7 @@ echo -n "hardware: "; cat /sys/class/dmi/id/product_uuid 2> /dev/null; echo;`;
 var require_cpu = __commonJS({
   "node_modules/systeminformation/lib/cpu.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os11 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var fs = __require("fs");
@@ -20515,7 +20515,7 @@ var require_cpu = __commonJS({
                 const countProcessors = util2.getValue(lines, "hw.packages");
                 const countCores = util2.getValue(lines, "hw.physicalcpu_max");
                 const countThreads = util2.getValue(lines, "hw.ncpu");
-                if (os10.arch() === "arm64") {
+                if (os11.arch() === "arm64") {
                   result2.socket = "SOC";
                   try {
                     const clusters = execSync("ioreg -c IOPlatformDevice -d 3 -r | grep cluster-type").toString().split("\n");
@@ -20543,8 +20543,8 @@ var require_cpu = __commonJS({
             if (_linux) {
               let modelline = "";
               let lines = [];
-              if (os10.cpus()[0] && os10.cpus()[0].model) {
-                modelline = os10.cpus()[0].model;
+              if (os11.cpus()[0] && os11.cpus()[0].model) {
+                modelline = os11.cpus()[0].model;
               }
               exec('export LC_ALL=C; lscpu; echo -n "Governor: "; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null; echo; unset LC_ALL', (error46, stdout) => {
                 if (!error46) {
@@ -20637,8 +20637,8 @@ var require_cpu = __commonJS({
             if (_freebsd || _openbsd || _netbsd) {
               let modelline = "";
               let lines = [];
-              if (os10.cpus()[0] && os10.cpus()[0].model) {
-                modelline = os10.cpus()[0].model;
+              if (os11.cpus()[0] && os11.cpus()[0].model) {
+                modelline = os11.cpus()[0].model;
               }
               exec("export LC_ALL=C; dmidecode -t 4; dmidecode -t 7; unset LC_ALL", (error46, stdout) => {
                 let cache = [];
@@ -20799,7 +20799,7 @@ var require_cpu = __commonJS({
     }
     exports.cpu = cpu;
     function getCpuCurrentSpeedSync() {
-      const cpus = os10.cpus();
+      const cpus = os11.cpus();
       let minFreq = 999999999;
       let maxFreq = 0;
       let avgFreq = 0;
@@ -21513,7 +21513,7 @@ var require_cpu = __commonJS({
     function getLoad() {
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const loads = os10.loadavg().map((x) => {
+          const loads = os11.loadavg().map((x) => {
             return x / util2.cores();
           });
           const avgLoad = parseFloat(Math.max.apply(Math, loads).toFixed(2));
@@ -21521,7 +21521,7 @@ var require_cpu = __commonJS({
           const now = Date.now() - _current_cpu.ms;
           if (now >= 200) {
             _current_cpu.ms = Date.now();
-            const cpus = os10.cpus().map((cpu2) => {
+            const cpus = os11.cpus().map((cpu2) => {
               cpu2.times.steal = 0;
               cpu2.times.guest = 0;
               if (_windows) {
@@ -21736,7 +21736,7 @@ var require_cpu = __commonJS({
     function getFullLoad() {
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const cpus = os10.cpus();
+          const cpus = os11.cpus();
           let totalUser = 0;
           let totalSystem = 0;
           let totalNice = 0;
@@ -21780,7 +21780,7 @@ var require_cpu = __commonJS({
 var require_memory = __commonJS({
   "node_modules/systeminformation/lib/memory.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os11 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util2();
@@ -21827,12 +21827,12 @@ var require_memory = __commonJS({
       return new Promise((resolve) => {
         process.nextTick(() => {
           let result2 = {
-            total: os10.totalmem(),
-            free: os10.freemem(),
-            used: os10.totalmem() - os10.freemem(),
-            active: os10.totalmem() - os10.freemem(),
+            total: os11.totalmem(),
+            free: os11.freemem(),
+            used: os11.totalmem() - os11.freemem(),
+            active: os11.totalmem() - os11.freemem(),
             // temporarily (fallback)
-            available: os10.freemem(),
+            available: os11.freemem(),
             // temporarily (fallback)
             buffers: 0,
             cached: 0,
@@ -21851,9 +21851,9 @@ var require_memory = __commonJS({
                 if (!error46) {
                   const lines = stdout.toString().split("\n");
                   result2.total = parseInt(util2.getValue(lines, "memtotal"), 10);
-                  result2.total = result2.total ? result2.total * 1024 : os10.totalmem();
+                  result2.total = result2.total ? result2.total * 1024 : os11.totalmem();
                   result2.free = parseInt(util2.getValue(lines, "memfree"), 10);
-                  result2.free = result2.free ? result2.free * 1024 : os10.freemem();
+                  result2.free = result2.free ? result2.free * 1024 : os11.freemem();
                   result2.used = result2.total - result2.free;
                   result2.buffers = parseInt(util2.getValue(lines, "buffers"), 10);
                   result2.buffers = result2.buffers ? result2.buffers * 1024 : 0;
@@ -22083,7 +22083,7 @@ var require_memory = __commonJS({
                 }
                 if (!result2.length) {
                   result2.push({
-                    size: os10.totalmem(),
+                    size: os11.totalmem(),
                     bank: "",
                     type: "",
                     ecc: null,
@@ -25477,7 +25477,7 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
 var require_wifi = __commonJS({
   "node_modules/systeminformation/lib/wifi.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os11 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util2();
@@ -25712,7 +25712,7 @@ var require_wifi = __commonJS({
         parts.shift();
         parts.forEach((part) => {
           part = "ACTIVE:" + part;
-          const lines = part.split(os10.EOL);
+          const lines = part.split(os11.EOL);
           const channel = util2.getValue(lines, "CHAN");
           const frequency = util2.getValue(lines, "FREQ").toLowerCase().replace("mhz", "").trim();
           const security = util2.getValue(lines, "SECURITY").replace("(", "").replace(")", "");
@@ -25930,15 +25930,15 @@ var require_wifi = __commonJS({
           } else if (_windows) {
             const cmd = "netsh wlan show networks mode=Bssid";
             util2.powerShell(cmd).then((stdout) => {
-              const ssidParts = stdout.toString("utf8").split(os10.EOL + os10.EOL + "SSID ");
+              const ssidParts = stdout.toString("utf8").split(os11.EOL + os11.EOL + "SSID ");
               ssidParts.shift();
               ssidParts.forEach((ssidPart) => {
-                const ssidLines = ssidPart.split(os10.EOL);
+                const ssidLines = ssidPart.split(os11.EOL);
                 if (ssidLines && ssidLines.length >= 8 && ssidLines[0].indexOf(":") >= 0) {
                   const bssidsParts = ssidPart.split(" BSSID");
                   bssidsParts.shift();
                   bssidsParts.forEach((bssidPart) => {
-                    const bssidLines = bssidPart.split(os10.EOL);
+                    const bssidLines = bssidPart.split(os11.EOL);
                     if (bssidLines.length < 4) {
                       return;
                     }
@@ -26253,7 +26253,7 @@ var require_wifi = __commonJS({
 var require_processes = __commonJS({
   "node_modules/systeminformation/lib/processes.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os11 = __require("os");
     var fs = __require("fs");
     var path74 = __require("path");
     var exec = __require("child_process").exec;
@@ -26973,7 +26973,7 @@ var require_processes = __commonJS({
             line = line.trim().replace(/ +/g, " ").replace(/,+/g, ".");
             const parts = line.split(" ");
             const command = parts.slice(9).join(" ");
-            const pmem = parseFloat((1 * parseInt(parts[3]) * 1024 / os10.totalmem()).toFixed(1));
+            const pmem = parseFloat((1 * parseInt(parts[3]) * 1024 / os11.totalmem()).toFixed(1));
             const started = parseElapsed(parts[5]);
             result2.push({
               pid: parseInt(parts[0]),
@@ -27175,7 +27175,7 @@ var require_processes = __commonJS({
                         cpu: 0,
                         cpuu: 0,
                         cpus: 0,
-                        mem: memw / os10.totalmem() * 100,
+                        mem: memw / os11.totalmem() * 100,
                         priority: element.Priority || null,
                         memVsz: element.PageFileUsage || null,
                         memRss: Math.floor((element.WorkingSetSize || 0) / 1024),
@@ -27336,7 +27336,7 @@ var require_processes = __commonJS({
                         result2.forEach((item) => {
                           if (item.proc.toLowerCase() === pname.toLowerCase()) {
                             item.pids.push(pid);
-                            item.mem += mem / os10.totalmem() * 100;
+                            item.mem += mem / os11.totalmem() * 100;
                             processFound = true;
                           }
                         });
@@ -27346,7 +27346,7 @@ var require_processes = __commonJS({
                             pid,
                             pids: [pid],
                             cpu: 0,
-                            mem: mem / os10.totalmem() * 100
+                            mem: mem / os11.totalmem() * 100
                           });
                         }
                       }
@@ -28931,7 +28931,7 @@ var require_docker = __commonJS({
 var require_virtualbox = __commonJS({
   "node_modules/systeminformation/lib/virtualbox.js"(exports) {
     "use strict";
-    var os10 = __require("os");
+    var os11 = __require("os");
     var util2 = require_util2();
     var exec = util2.execCwd;
     function vboxInfo(callback) {
@@ -28941,10 +28941,10 @@ var require_virtualbox = __commonJS({
         process.nextTick(() => {
           try {
             exec(util2.getVboxmanage() + " list vms --long", (error46, stdout) => {
-              let parts = (os10.EOL + stdout.toString()).split(os10.EOL + "Name:");
+              let parts = (os11.EOL + stdout.toString()).split(os11.EOL + "Name:");
               parts.shift();
               parts.forEach((part) => {
-                const lines = ("Name:" + part).split(os10.EOL);
+                const lines = ("Name:" + part).split(os11.EOL);
                 const state = util2.getValue(lines, "State");
                 const running = state.startsWith("running");
                 const runningSinceString = running ? state.replace("running (since ", "").replace(")", "").trim() : "";
@@ -45202,6 +45202,11 @@ var IntegrationResult = external_exports.object({
   base: external_exports.string(),
   /** The workers whose graded commits it combines, in task order. */
   workers: external_exports.array(external_exports.string()),
+  /**
+   * Their graded commits, in the same order (absent in records from before): a worker continued since (a new round) or
+   * discarded no longer matches, and the integration runs again before anything lands.
+   */
+  commits: external_exports.array(external_exports.string()).optional(),
   checks: external_exports.array(CheckResult),
   /** Combining conflicted: the worker whose commit did not combine, and the files. */
   conflict: external_exports.object({ workerId: external_exports.string(), files: external_exports.array(external_exports.string()) }).nullable(),
@@ -45412,9 +45417,12 @@ var PushResult = external_exports.object({
   remote: external_exports.string(),
   branch: external_exports.string(),
   commit: external_exports.string(),
-  pr: external_exports.object({ url: external_exports.string() }).nullable(),
+  /** `existing`: the branch's pull request was open already (pushed again); its description then follows the latest verdict. */
+  pr: external_exports.object({ url: external_exports.string(), existing: external_exports.boolean().optional() }).nullable(),
   /** Why no pull request was opened when one was asked for (gh missing, not signed in, refused). */
-  prProblem: external_exports.string().nullable()
+  prProblem: external_exports.string().nullable(),
+  /** The worker's earlier round's graded commit the branch held, replaced by the latest (a lease on exactly it). */
+  replaced: external_exports.string().nullable().optional()
 });
 var CLIENT_HEADER = "x-ocw-client";
 var API_PATH = "/trpc";
@@ -51729,10 +51737,18 @@ async function connectWithTarget(o2, clientName, check2) {
   const client2 = connect(lock2, clientName);
   await check2?.(client2);
   if (target) {
-    await client2.targets.preflight.mutate({ target }).catch((err) => {
+    const key = o2.apiKeyEnv ? process.env[o2.apiKeyEnv] : void 0;
+    const pre = await client2.targets.preflight.mutate({ target, ...key ? { key } : {} }).catch((err) => {
       throw new CliError(err.message);
     });
     await client2.targets.save.mutate({ target });
+    if (key && !pre.keyHeld) {
+      const r = await client2.targets.setKey.mutate({ id: target.id, key });
+      process.stderr.write(
+        `ocw: the engine's environment does not hold ${o2.apiKeyEnv}: it keeps the key for ${target.id} (${r.stored === "keychain" ? "the OS keychain" : "a 0600 file of its state dir"})
+`
+      );
+    }
   }
   return { client: client2, targetId: target?.id };
 }
@@ -63256,8 +63272,9 @@ var PushOutput = external_exports.object({
   remote: external_exports.string(),
   branch: external_exports.string(),
   commit: external_exports.string(),
-  pr: external_exports.object({ url: external_exports.string() }).nullable(),
+  pr: external_exports.object({ url: external_exports.string(), existing: external_exports.boolean().optional() }).nullable(),
   prProblem: external_exports.string().nullable(),
+  replaced: external_exports.string().nullable().optional(),
   next: external_exports.string()
 });
 var MergeOutput = external_exports.object({
@@ -64267,7 +64284,7 @@ function createMcpServer(opts) {
         into: merged.into,
         commit: merged.commit,
         repo: w.repo,
-        next: `merged into ${merged.into} at ${merged.commit.slice(0, 12)}: run the project's tests; discard {"workerId":"${w.id}"} removes its workspace when you no longer need it`
+        next: merged.alreadyIn ? `already in ${merged.into} (it came in with a worker that started from it): recorded as merged, nothing changed` : `merged into ${merged.into} at ${merged.commit.slice(0, 12)}${merged.alsoLanded?.length ? ` (it started from ${merged.alsoLanded.join(", ")}'s graded work, which came in with it)` : ""}: run the project's tests; discard {"workerId":"${w.id}"} removes its workspace when you no longer need it`
       };
     }
   );
@@ -64285,7 +64302,7 @@ function createMcpServer(opts) {
       const r = await call((c3) => c3.workers.push.mutate({ ...args, pr: !!args.pr }));
       return {
         ...r,
-        next: r.pr ? `pull request opened: ${r.pr.url}` : r.prProblem ? `pushed ${r.branch}; no pull request: ${r.prProblem}` : `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`
+        next: r.pr ? `${r.pr.existing ? "pull request already open" : "pull request opened"}: ${r.pr.url}${r.replaced ? ` (the branch now holds the latest graded commit, in place of the earlier ${r.replaced.slice(0, 12)})` : ""}${r.prProblem ? `; ${r.prProblem}` : ""}` : r.prProblem ? `pushed ${r.branch}; no pull request: ${r.prProblem}` : `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`
       };
     }
   );
@@ -64939,6 +64956,331 @@ async function* sseData(body, maxChars = SSE_EVENT_MAX) {
   yield* ready;
 }
 
+// engine/net/address.ts
+import { Resolver } from "node:dns/promises";
+import { BlockList, isIP, isIPv4, isIPv6 } from "node:net";
+import os4 from "node:os";
+function localTarget(url2) {
+  let u2;
+  try {
+    u2 = new URL(url2);
+  } catch {
+    return null;
+  }
+  let host = u2.hostname.toLowerCase().replace(/\.$/, "");
+  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
+  const said = `${host} (a local or private network address)`;
+  if (!host) return null;
+  if (host === "localhost" || host.endsWith(".localhost")) return said;
+  if (isIPv4(host)) return localV4(host) ? said : null;
+  if (isIPv6(host)) {
+    if (host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") || ownNetwork(host, "ipv6")) return said;
+    const v4 = embeddedV4(host);
+    return v4 && localV4(v4) ? said : null;
+  }
+  if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
+  return null;
+}
+function localV4(address) {
+  const [a2 = 0, b = 0] = address.split(".").map(Number);
+  const local2 = a2 === 0 || a2 === 10 || a2 === 127 || a2 === 100 && b >= 64 && b <= 127 || a2 === 169 && b === 254 || a2 === 172 && b >= 16 && b <= 31 || a2 === 192 && b === 168;
+  return local2 || ownNetwork(address, "ipv4");
+}
+function embeddedV4(host) {
+  const [head = "", tail] = host.split("::");
+  const part = (s) => s ? s.split(":").map((g3) => Number.parseInt(g3, 16)) : [];
+  const h3 = part(head);
+  const t2 = tail === void 0 ? [] : part(tail);
+  const g2 = [...h3, ...Array(Math.max(0, 8 - h3.length - t2.length)).fill(0), ...t2];
+  if (g2.length !== 8 || g2.some((n2) => !Number.isInteger(n2))) return null;
+  const nat64 = g2[0] === 100 && g2[1] === 65435 && (g2[2] === 1 || g2.slice(2, 6).every((n2) => n2 === 0));
+  const compatible = g2.slice(0, 6).every((n2) => n2 === 0);
+  if (!nat64 && !compatible) return null;
+  return [g2[6] >> 8, g2[6] & 255, g2[7] >> 8, g2[7] & 255].join(".");
+}
+function ownNetwork(address, type) {
+  let ifaces;
+  try {
+    ifaces = os4.networkInterfaces();
+  } catch {
+    return false;
+  }
+  const own = new BlockList();
+  for (const info of Object.values(ifaces).flat()) {
+    if (!info) continue;
+    const family = info.family === "IPv4" ? "ipv4" : "ipv6";
+    if (family !== type) continue;
+    const prefix = Number(info.cidr?.split("/")[1]);
+    try {
+      own.addAddress(info.address, family);
+      if (prefix >= (family === "ipv4" ? 16 : 48)) own.addSubnet(info.address, prefix, family);
+    } catch {
+    }
+  }
+  try {
+    return own.check(address, type);
+  } catch {
+    return false;
+  }
+}
+function localAddress(address) {
+  return localTarget(`http://${isIP(address) === 6 ? `[${address}]` : address}/`);
+}
+var LOOKUP_MS = 3e3;
+function dnsLookup(servers) {
+  return async (host) => {
+    const r = new Resolver({ timeout: 1e3, tries: 2 });
+    if (servers) r.setServers(servers);
+    try {
+      const [v4, v6] = await Promise.allSettled([r.resolve4(host), r.resolve6(host)]);
+      return [...v4.status === "fulfilled" ? v4.value : [], ...v6.status === "fulfilled" ? v6.value : []];
+    } finally {
+      r.cancel();
+    }
+  };
+}
+var systemLookup = dnsLookup();
+async function lookupHost(host, lookup = systemLookup) {
+  let timer2;
+  try {
+    return await Promise.race([
+      lookup(host),
+      new Promise((_, reject) => {
+        timer2 = setTimeout(() => reject(new Error("timeout")), LOOKUP_MS);
+        timer2.unref?.();
+      })
+    ]);
+  } catch {
+    return [];
+  } finally {
+    clearTimeout(timer2);
+  }
+}
+
+// engine/net/egress.ts
+import { randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
+import http from "node:http";
+import { isIP as isIP2, connect as connect2 } from "node:net";
+var IDLE_MS = 13e4;
+var PINNED = "egress.invalid";
+var HOP = /* @__PURE__ */ new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "upgrade",
+  "transfer-encoding"
+]);
+var EgressProxy = class {
+  constructor(opts = {}) {
+    this.opts = opts;
+  }
+  opts;
+  server = null;
+  starting = null;
+  key = randomBytes3(24).toString("base64url");
+  sockets = /* @__PURE__ */ new Set();
+  /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
+  start() {
+    this.starting ??= new Promise((resolve, reject) => {
+      const server = http.createServer((req, res) => void this.relay(req, res).catch(() => res.destroy()));
+      server.on("connect", (req, socket, head) => void this.tunnel(req, socket, head).catch(() => socket.destroy()));
+      server.on("connection", (s) => {
+        this.sockets.add(s);
+        s.once("close", () => this.sockets.delete(s));
+      });
+      server.on("clientError", (_err, socket) => socket.destroy());
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        this.server = server;
+        const port = server.address().port;
+        resolve(`http://ocw:${this.key}@127.0.0.1:${port}`);
+      });
+    });
+    return this.starting;
+  }
+  async close() {
+    const s = this.server;
+    this.server = null;
+    this.starting = null;
+    if (!s) return;
+    for (const sock of this.sockets) sock.destroy();
+    await new Promise((r) => s.close(() => r()));
+  }
+  authorised(req) {
+    const got = Buffer.from(req.headers["proxy-authorization"] ?? "");
+    const want = Buffer.from(`Basic ${Buffer.from(`ocw:${this.key}`).toString("base64")}`);
+    return got.length === want.length && timingSafeEqual(got, want);
+  }
+  /**
+   * Where a connection to `host` may go: the addresses to connect to (each one checked), or why not. A name is looked
+   * up here, once; any local or private address among its answers refuses it (as the queue does).
+   */
+  async admit(host) {
+    const bare = host.replace(/^\[|\]$/g, "");
+    const named = localTarget(`http://${isIP2(bare) === 6 ? `[${bare}]` : bare}/`);
+    if (named) return { status: 403, why: named };
+    if (isIP2(bare)) return { addresses: [bare] };
+    const addresses = await lookupHost(bare.replace(/\.$/, ""), this.opts.lookup);
+    if (!addresses.length) return { status: 502, why: `${bare} could not be resolved` };
+    const local2 = addresses.find((a2) => localAddress(a2) !== null);
+    if (local2) return { status: 403, why: `${bare}, which resolves to ${local2} (a local or private network address)` };
+    return { addresses };
+  }
+  /**
+   * The connection's resolver: the checked addresses and nothing else (tried in turn, as Node does for a name), so the
+   * connection never looks the name up again.
+   */
+  pinned(addresses) {
+    const list = addresses.map((a2) => this.opts.dial?.(a2) ?? a2).map((address) => ({ address, family: isIP2(address) }));
+    return (_host, opts, cb) => opts.all ? cb(null, list) : cb(null, list[0].address, list[0].family);
+  }
+  refused(target, why) {
+    this.opts.log?.(`egress refused ${target}: ${why}`);
+    return `opencode-worker refused to connect to ${target}: ${why}; fetch only public pages
+`;
+  }
+  /** A plain-http request in absolute form (`GET http://host/path`): relayed to the checked address. */
+  async relay(req, res) {
+    const send2 = (status, text, headers2 = {}) => {
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(status, { "content-type": "text/plain; charset=utf-8", connection: "close", ...headers2 });
+      res.end(text);
+    };
+    if (!this.authorised(req)) return send2(407, "proxy authentication required\n", { "proxy-authenticate": 'Basic realm="ocw"' });
+    let url2;
+    try {
+      url2 = new URL(req.url ?? "");
+    } catch {
+      return send2(400, "a proxy request names an absolute http:// URL\n");
+    }
+    if (url2.protocol !== "http:") return send2(400, "a proxy request names an absolute http:// URL (https goes through CONNECT)\n");
+    const where = await this.admit(url2.hostname);
+    if ("why" in where) return send2(where.status, this.refused(url2.host, where.why));
+    this.opts.log?.(`egress ${url2.host} at ${where.addresses.join(", ")}`);
+    const headers = {};
+    for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== void 0) headers[k] = v;
+    headers.host = url2.host;
+    const up = http.request({
+      // a name never looked up (`.invalid`): the connection goes where `pinned` says
+      host: PINNED,
+      lookup: this.pinned(where.addresses),
+      // a connection of its own: a pooled one (all named PINNED) may be to another host's address
+      agent: false,
+      port: Number(url2.port || 80),
+      method: req.method,
+      path: url2.pathname + url2.search,
+      headers,
+      setHost: false,
+      timeout: IDLE_MS
+    });
+    up.on("timeout", () => up.destroy(new Error("timed out")));
+    up.on("error", (err) => send2(502, `opencode-worker could not reach ${url2.host}: ${err.message}
+`));
+    up.on("response", (answer) => {
+      answer.on("error", () => res.destroy());
+      const status = answer.statusCode ?? 0;
+      if (status < 200 || status > 999) {
+        up.destroy();
+        return send2(502, `opencode-worker could not reach ${url2.host}: it answered with status ${status}
+`);
+      }
+      const back = {};
+      for (const [k, v] of Object.entries(answer.headers)) if (!HOP.has(k) && v !== void 0) back[k] = v;
+      try {
+        res.writeHead(status, back);
+      } catch (err) {
+        up.destroy();
+        for (const h3 of res.getHeaderNames()) res.removeHeader(h3);
+        return send2(502, `opencode-worker could not reach ${url2.host}: ${err.message}
+`);
+      }
+      answer.pipe(res);
+    });
+    req.on("error", () => up.destroy());
+    res.on("close", () => up.destroy());
+    req.pipe(up);
+  }
+  /** An https connection (`CONNECT host:443`): a tunnel to the checked address; the TLS inside is opencode's own. */
+  async tunnel(req, socket, head) {
+    socket.on("error", () => socket.destroy());
+    const answer = (status, text, extra = "") => void socket.end(
+      `HTTP/1.1 ${status}\r
+content-type: text/plain; charset=utf-8\r
+content-length: ${Buffer.byteLength(text)}\r
+${extra}connection: close\r
+\r
+${text}`
+    );
+    if (!this.authorised(req))
+      return answer("407 Proxy Authentication Required", "proxy authentication required\n", 'proxy-authenticate: Basic realm="ocw"\r\n');
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^:/@[\]\s]+):(\d{1,5})$/.exec(req.url ?? "");
+    let hostname3 = "";
+    try {
+      hostname3 = m ? new URL(`http://${m[1]}/`).hostname : "";
+    } catch {
+    }
+    const port = Number(m?.[2]);
+    if (!hostname3 || !(port > 0 && port < 65536)) return answer("400 Bad Request", "CONNECT names host:port\n");
+    const target = `${hostname3}:${port}`;
+    const where = await this.admit(hostname3);
+    if ("why" in where) return answer(where.status === 403 ? "403 Forbidden" : "502 Bad Gateway", this.refused(target, where.why));
+    this.opts.log?.(`egress ${target} at ${where.addresses.join(", ")}`);
+    const up = connect2({ host: PINNED, port, lookup: this.pinned(where.addresses) });
+    up.setTimeout(IDLE_MS, () => up.destroy());
+    socket.setTimeout(IDLE_MS, () => socket.destroy());
+    let open3 = false;
+    up.on("error", (err) => !open3 ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}
+`) : socket.destroy());
+    up.once("connect", () => {
+      open3 = true;
+      socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (head.length) up.write(head);
+      up.pipe(socket);
+      socket.pipe(up);
+    });
+    socket.once("close", () => up.destroy());
+    up.once("close", () => socket.destroy());
+  }
+};
+function directEntries(urls) {
+  const out = /* @__PURE__ */ new Set();
+  for (const raw2 of urls) {
+    try {
+      const u2 = new URL(raw2);
+      const host = u2.hostname.toLowerCase();
+      if (host) out.add(u2.port ? `${host}:${u2.port}` : host);
+    } catch {
+    }
+  }
+  return [...out];
+}
+function bypassesProxy(url2, entries) {
+  let u2;
+  try {
+    u2 = new URL(url2);
+  } catch {
+    return null;
+  }
+  const host = u2.hostname.toLowerCase().replace(/\.$/, "");
+  for (const e of entries) {
+    const entry = e.trim().toLowerCase().replace(/\.$/, "");
+    if (!entry) continue;
+    if (entry === "*") return entry;
+    const m = /^(.*):(\d+)$/.exec(entry);
+    if (m && !m[1].endsWith(":")) {
+      if (host === m[1] && u2.port === m[2]) return entry;
+      continue;
+    }
+    const name = entry.replace(/^\*?\./, "");
+    if (host === name || host.endsWith(`.${name}`)) return entry;
+  }
+  return null;
+}
+
 // engine/admission/capacity.ts
 var EndpointStatus = external_exports.object({
   url: external_exports.string(),
@@ -65146,12 +65488,12 @@ function chooseEndpoint(statuses, previous) {
 }
 
 // engine/serving/keys.ts
-import { randomBytes as randomBytes3 } from "node:crypto";
+import { randomBytes as randomBytes4 } from "node:crypto";
 import { chmodSync, mkdirSync as mkdirSync6, readFileSync as readFileSync6, rmSync as rmSync4, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
 import { createRequire } from "node:module";
 import path13 from "node:path";
 function generateKey2() {
-  return `ocw-${randomBytes3(24).toString("base64url")}`;
+  return `ocw-${randomBytes4(24).toString("base64url")}`;
 }
 function keyFilePath(targetId, dir = stateDir()) {
   return path13.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
@@ -65234,7 +65576,7 @@ function resolveKey(t2, env2 = process.env) {
     if (!v)
       throw new SetupError(
         "serving",
-        `the key of target ${t2.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup`,
+        `the key of target ${t2.id} is not in the OS keychain (it was locked, or the entry was removed): set it again in Setup, or with \`ocw target key ${t2.id}\``,
         { targetId: t2.id },
         "unavailable"
       );
@@ -65275,6 +65617,8 @@ var Pools = class {
   endpointState = /* @__PURE__ */ new Map();
   refreshing = /* @__PURE__ */ new Set();
   modelHealth = /* @__PURE__ */ new Map();
+  /** Targets whose model API asked to wait (a long Retry-After): none of their workers starts before `until`. */
+  holds = /* @__PURE__ */ new Map();
   poolTimer;
   modelTimer;
   closed = false;
@@ -65283,6 +65627,8 @@ var Pools = class {
   probes;
   close() {
     this.closed = true;
+    for (const h3 of this.holds.values()) clearTimeout(h3.timer);
+    this.holds.clear();
     clearInterval(this.poolTimer);
     clearInterval(this.modelTimer);
   }
@@ -65304,8 +65650,34 @@ var Pools = class {
     for (const w of this.reg.workers.values()) if (w.targetId === targetId && w.state === "waiting-approval" && !holdsSlot(w, now, this.handoverMs)) n2++;
     return n2;
   }
+  /**
+   * The target's model API asked to wait until `until` (a rate limit's Retry-After past what a worker sits through):
+   * its queued workers stay queued until then, instead of each starting, asking once and being interrupted in turn.
+   */
+  hold(targetId, until, reason) {
+    const prev = this.holds.get(targetId);
+    if (prev && prev.until >= until) return;
+    if (prev) clearTimeout(prev.timer);
+    const timer2 = setTimeout(() => this.release(targetId), Math.max(0, until - Date.now()));
+    timer2.unref();
+    this.holds.set(targetId, { until, reason, timer: timer2 });
+  }
+  /** The wait is over (its time came, or a person resumed a worker of the target to try again now). */
+  release(targetId) {
+    const h3 = this.holds.get(targetId);
+    if (!h3) return;
+    clearTimeout(h3.timer);
+    this.holds.delete(targetId);
+    if (!this.closed) this.opts.changed();
+  }
+  /** Until when, and why, the target's workers wait for its model API (null: they do not). */
+  heldUntil(targetId) {
+    const h3 = this.holds.get(targetId);
+    return h3 && h3.until > Date.now() ? { until: h3.until, reason: h3.reason } : null;
+  }
   /** Whether a queued worker may start on its target now, and on which endpoint of a pool. */
   admit(w, target) {
+    if (this.heldUntil(target.id)) return { go: false };
     if (!isPool(target)) return this.activeCount(target.id) < target.serving.slots ? { go: true } : { go: false };
     if (!this.endpointState.has(target.id)) {
       void this.refreshTarget(target);
@@ -65420,15 +65792,17 @@ var Pools = class {
 
 // engine/admission/preflight.ts
 var ok = /* @__PURE__ */ new Map();
-async function preflightEndpoint(target, timeoutMs = 3e3) {
-  let key;
+async function preflightEndpoint(target, timeoutMs = 3e3, given) {
+  let key = given ?? null;
   try {
-    key = resolveKey(target);
+    key ??= resolveKey(target);
   } catch (err) {
     throw new InputError(err.message);
   }
   if ((target.keyRef || target.keyFile) && !key) {
-    throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=\u2026 before starting the engine`);
+    throw new InputError(
+      `the key variable ${target.keyRef} for target ${target.id} is not set in the engine's environment: give the engine the key (\`ocw target key ${target.id} --from-env ${target.keyRef}\` where it is exported, or Setup's key field), or export ${target.keyRef}=\u2026 where the engine starts and restart it`
+    );
   }
   const cacheKey = target.endpoint;
   if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
@@ -65458,8 +65832,7 @@ async function preflightTarget(target) {
 }
 
 // engine/approvals/queue.ts
-import dns from "node:dns/promises";
-import { isIP } from "node:net";
+import { isIP as isIP3 } from "node:net";
 import path36 from "node:path";
 
 // engine/harness/config.ts
@@ -65520,21 +65893,24 @@ async function httpJsonOnce(url2, init) {
       method: init.method,
       headers: { ...init.body === void 0 ? {} : { "content-type": "application/json" }, ...init.headers },
       body: init.body === void 0 ? void 0 : JSON.stringify(init.body),
-      signal: ctl.signal
+      signal: ctl.signal,
+      ...init.redirect ? { redirect: init.redirect } : {}
     });
     let bytes;
     try {
       bytes = await readBoundedBytes(res, url2, init.maxBytes ?? ENDPOINT_MAX_BYTES);
     } catch (e) {
-      if (e instanceof BodyTooLarge) return { ok: false, status: res.status, body: null, text: "", ms: performance.now() - t0, error: e.message };
+      if (e instanceof BodyTooLarge)
+        return { ok: false, status: res.status, body: null, text: "", ms: performance.now() - t0, error: e.message, headers: res.headers };
       throw e;
     }
     const text = bytes.subarray(0, TEXT_HEAD).toString("utf8");
     const body = await parseBody(bytes, { kind: "json", keep: init.keep }).catch(() => null);
-    return { ok: res.ok, status: res.status, body, text, ms: performance.now() - t0 };
+    return { ok: res.ok, status: res.status, body, text, ms: performance.now() - t0, headers: res.headers };
   } catch (e) {
     const err = e;
-    return { ok: false, status: 0, body: null, text: "", ms: performance.now() - t0, error: err.cause?.code ?? err.message };
+    const why = ctl.signal.aborted && !init.signal?.aborted ? `${new URL(url2).host} sent no answer within ${Math.round((init.timeoutMs ?? 1e4) / 1e3)} s` : describeFetchError(e, url2);
+    return { ok: false, status: 0, body: null, text: "", ms: performance.now() - t0, error: err.cause?.code ?? err.message, why };
   } finally {
     clearTimeout(timer2);
     init.signal?.removeEventListener("abort", onAbort);
@@ -65581,7 +65957,7 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
       try {
         const j = JSON.parse(data);
         const d = j.choices?.[0]?.delta;
-        if (d && (d.content || d.reasoning_content)) {
+        if (d && (d.content || d.reasoning_content || d.reasoning)) {
           tokens++;
           first ??= performance.now() - t0;
         }
@@ -65737,7 +66113,7 @@ async function streamTurn(url2, headers, body, timeoutMs) {
       const c3 = j.choices?.[0];
       if (!c3) continue;
       if (c3.delta?.content) out.content += c3.delta.content;
-      if (c3.delta?.reasoning_content) out.reasoning += c3.delta.reasoning_content;
+      if (c3.delta?.reasoning_content || c3.delta?.reasoning) out.reasoning += c3.delta.reasoning_content || c3.delta.reasoning;
       for (const tc of c3.delta?.tool_calls ?? []) {
         const k = tc.index ?? calls.length;
         calls[k] ??= { id: "", name: "", arguments: "" };
@@ -65781,6 +66157,13 @@ async function toolRoundTrip(p) {
   const t0 = performance.now();
   const first = await streamTurn(p.chatUrl, headers, body(messages), p.timeoutMs);
   if (first.status === 0) return { passed: false, failure: "unreachable", evidence: `request with tools failed: ${first.error}` };
+  if (first.status === 429)
+    return {
+      passed: false,
+      failure: "model",
+      rateLimited: true,
+      evidence: `request with ${OPENCODE_TOOLS.length} tools \u2192 HTTP 429, rate-limited: ${first.error}`
+    };
   if (first.status !== 200) {
     const refused = refusal(first.status, first.error ?? "");
     return {
@@ -65839,6 +66222,13 @@ async function toolRoundTrip(p) {
     p.timeoutMs
   );
   const ms = Math.round(performance.now() - t0);
+  if (second.status === 429)
+    return {
+      passed: false,
+      failure: "model",
+      rateLimited: true,
+      evidence: `${call.name} was called, but the request carrying its result \u2192 HTTP 429, rate-limited: ${second.error}`
+    };
   if (second.status !== 200) {
     const refused = refusal(second.status, second.error ?? "");
     return {
@@ -65860,6 +66250,104 @@ async function toolRoundTrip(p) {
     failure: null,
     evidence: `tool-call round trip with ${OPENCODE_TOOLS.length} OpenCode tools (streamed): ${call.name}(${JSON.stringify(args).slice(0, 60)}) \u2192 result used in the answer, ${ms} ms`
   };
+}
+
+// engine/serving/provider-errors.ts
+function providerError(body, text) {
+  const b = body && typeof body === "object" ? body : {};
+  const e = b.error;
+  if (e && typeof e === "object") {
+    const o2 = e;
+    const message = typeof o2.message === "string" ? o2.message : null;
+    const code2 = typeof o2.code === "string" ? o2.code : typeof o2.type === "string" ? o2.type : null;
+    return { message, code: code2 };
+  }
+  if (typeof e === "string") return { message: e, code: null };
+  if (typeof b.message === "string") return { message: b.message, code: null };
+  if (typeof b.detail === "string") return { message: b.detail, code: null };
+  const plain = text.replace(/<[^>]*>/g, " ").replace(/\s+/g, " ").trim();
+  return { message: plain ? plain.slice(0, 160) : null, code: null };
+}
+function retryAfterSec(headers, now = Date.now()) {
+  const ms = Number.parseFloat(headers?.get("retry-after-ms") ?? "");
+  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1e3);
+  const ra = headers?.get("retry-after");
+  if (!ra) return null;
+  const s = Number.parseFloat(ra);
+  if (Number.isFinite(s) && s >= 0) return Math.ceil(s);
+  const at = Date.parse(ra);
+  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - now) / 1e3)) : null;
+}
+function rateLimitHeaders(headers) {
+  if (!headers) return null;
+  const parts = [];
+  for (const unit of ["requests", "tokens"]) {
+    const limit = headers.get(`x-ratelimit-limit-${unit}`);
+    const left = headers.get(`x-ratelimit-remaining-${unit}`);
+    const reset2 = headers.get(`x-ratelimit-reset-${unit}`);
+    if (limit === null && left === null) continue;
+    parts.push(`${left ?? "?"} of ${limit ?? "?"} ${unit} left${reset2 ? `, reset in ${reset2}` : ""}`);
+  }
+  return parts.length ? parts.join("; ") : null;
+}
+function hostOf2(url2) {
+  try {
+    return new URL(url2).host;
+  } catch {
+    return url2;
+  }
+}
+function explainChatFailure(r, o2) {
+  const host = hostOf2(o2.chatUrl);
+  const { message, code: code2 } = providerError(r.body, r.text);
+  const said = `HTTP ${r.status}${code2 ? ` ${code2}` : ""}${message ? `: ${JSON.stringify(message.length > 300 ? `${message.slice(0, 300)}\u2026` : message)}` : ""}`;
+  const check2 = o2.keyHint ? `check ${o2.keyHint}` : "check the key";
+  const base2 = o2.chatUrl.replace(/\/chat\/completions$/, "");
+  const plainHttp = /^http:/.test(o2.chatUrl);
+  if (r.status === 0) {
+    const why = r.why ?? r.error ?? "no answer";
+    const tls = /EPROTO|SSL|wrong version number|packet length too long/i.test(`${r.why ?? ""} ${r.error ?? ""}`);
+    const hint = tls ? ` \u2014 it does not speak TLS there: if it is a plain-HTTP server (a vLLM of one's own), use ${o2.chatUrl.replace(/^https:/, "http:").replace(/\/chat\/completions$/, "")}` : plainHttp && !/^https?:\/\/(localhost|127\.|\[::1\])/.test(o2.chatUrl) && /refused|connection timed out|reset/.test(why) ? ` \u2014 an API provider serves https://: try ${base2.replace(/^http:/, "https:")}` : "";
+    return `POST ${o2.chatUrl}: ${why}${hint}; check the URL and that the server runs`;
+  }
+  if (r.status >= 300 && r.status < 400) {
+    const to = r.headers?.get("location");
+    const target = to ? new URL(to, o2.chatUrl).toString() : null;
+    const https2 = target && plainHttp && /^https:/.test(target);
+    return `POST ${o2.chatUrl} \u2192 HTTP ${r.status}, a redirect${target ? ` to ${target}` : ""}: the key is not sent on through a redirect \u2014 ${https2 ? `use the https:// URL (${base2.replace(/^http:/, "https:")})` : "use the URL it redirects to as the base URL"}`;
+  }
+  const stem = `POST ${o2.chatUrl} \u2192 ${said}`;
+  if (r.status === 401)
+    return `${stem} \u2014 ${host} refused the key: ${check2} (a key of this provider, not of another; no spaces or quotes around it), or make a new one in the provider's console`;
+  if (r.status === 402 || code2 === "insufficient_quota" || /insufficient[ _](balance|credits?|quota)|credit balance is too low/i.test(message ?? ""))
+    return `${stem} \u2014 the key is right, but its account has no credit or quota left: add credit (or raise the key's limit) in the provider's console, then verify again`;
+  if (r.status === 403)
+    return `${stem} \u2014 ${host} took the key but refused this request: the key (or its project) may not be allowed model "${o2.model}", or the account is not enabled for it; check the key's permissions, or pick a model it lists`;
+  if (r.status === 404) {
+    const modelWords = code2 === "model_not_found" || /\bmodel\b/i.test(message ?? "");
+    if (modelWords)
+      return `${stem} \u2014 ${host} does not serve a model "${o2.model}" to this key: use a model id exactly as the provider lists it (the wizard's "List models", or GET ${base2}/models)`;
+    return `${stem} \u2014 there is no chat-completions API at ${o2.chatUrl}: the base URL is wrong. It is the part before /chat/completions, usually ending in /v1 (https://api.openai.com/v1, https://openrouter.ai/api/v1, https://api.groq.com/openai/v1, https://api.together.xyz/v1, https://api.deepseek.com/v1)`;
+  }
+  if (r.status === 429) {
+    const wait = retryAfterSec(r.headers);
+    const limits = rateLimitHeaders(r.headers);
+    const extra = [wait !== null ? `Retry-After ${wait} s` : null, limits].filter(Boolean).join("; ");
+    return `${stem}${extra ? ` (${extra})` : ""} \u2014 ${host} is rate-limiting this key (the key and URL are right): wait${wait !== null ? ` ${wait} s` : " a minute"} and verify again; a key of a higher usage tier lifts the limit`;
+  }
+  if (r.status === 400 || r.status === 422) {
+    if (/max_completion_tokens/.test(message ?? ""))
+      return `${stem} \u2014 model "${o2.model}" takes max_completion_tokens, not the max_tokens that OpenAI-compatible clients (opencode's included) send: workers could not run on it this way; pick a model that takes max_tokens, or reach this one through a router that translates it (OpenRouter)`;
+    const ctx = code2 === "context_length_exceeded" || /context[ _]length|maximum context|too many tokens/i.test(message ?? "");
+    return ctx ? `${stem} \u2014 the model's context is too small even for a short request; pick a model with a longer context` : `${stem} \u2014 ${host} refused the request itself: check the model id "${o2.model}" (a model that takes OpenAI chat-completions requests), or read the provider's message above`;
+  }
+  if (r.status === 408 || r.status >= 500) {
+    const wait = retryAfterSec(r.headers);
+    return `${stem} \u2014 a failure on ${host}'s side (overloaded or down), not of the key or URL: try again ${wait !== null ? `in ${wait} s` : "in a minute"}, or pick another model or provider`;
+  }
+  if (r.status === 200)
+    return `POST ${o2.chatUrl} \u2192 HTTP 200 but not a chat completion (${JSON.stringify(r.text.replace(/\s+/g, " ").slice(0, 80))}\u2026): the base URL points at a web page or another API, not an OpenAI-compatible one \u2014 use the API's base URL, usually ending in /v1`;
+  return `${stem} \u2014 check the URL, the model id and the key`;
 }
 
 // engine/serving/verify.ts
@@ -65995,6 +66483,7 @@ async function verifyEndpoint(v) {
     v.onCheck?.(c3, [...checks]);
   };
   const observed = { totalSlots: null, perSlotCtx: null, overlap: null };
+  const rateLimited = /* @__PURE__ */ new Set();
   const base2 = (extra = {}) => ({
     model: v.model,
     messages: [{ role: "user", content: "Say OK." }],
@@ -66003,16 +66492,11 @@ async function verifyEndpoint(v) {
     ...ext ? { grammar: "root ::= [a-zA-Z .,]+", chat_template_kwargs: { enable_thinking: false } } : {},
     ...extra
   });
-  const r = await httpJson(chatUrl, { headers: authHeaders(v.key), body: base2(), timeoutMs });
+  const r = await httpJson(chatUrl, { headers: authHeaders(v.key), body: base2(), timeoutMs, redirect: "manual" });
   const reachable2 = r.status === 200 && Array.isArray(r.body?.choices);
-  add({
-    name: "reachable",
-    passed: reachable2,
-    evidence: reachable2 ? `POST ${chatUrl} \u2192 200 in ${Math.round(r.ms)} ms` : `POST ${chatUrl} \u2192 ${r.status || r.error}${r.text ? `: ${r.text.slice(0, 160)}` : ""}`
-  });
-  if (!reachable2) {
-    return { outcome: "cannot-build", checks, observed, summary: `endpoint not reachable (${r.status || r.error}); start the server or fix the URL/key` };
-  }
+  const failure2 = reachable2 ? null : explainChatFailure(r, { chatUrl, model: v.model, keyHint: v.keyHint ?? null }).replaceAll(v.key && v.key.length >= 8 ? v.key : "\0", "<the key>");
+  add({ name: "reachable", passed: reachable2, evidence: failure2 ?? `POST ${chatUrl} \u2192 200 in ${Math.round(r.ms)} ms` });
+  if (failure2) return { outcome: "cannot-build", checks, observed, summary: `no chat completion: ${failure2}` };
   if (v.key) {
     const noKey = await httpJson(chatUrl, { body: base2(), timeoutMs });
     const wrong = await httpJson(chatUrl, { headers: authHeaders("wrong-key"), body: base2(), timeoutMs });
@@ -66110,10 +66594,12 @@ async function verifyEndpoint(v) {
     const models = await httpJson(`${root2}/v1/models`, {
       headers: authHeaders(v.key),
       timeoutMs: 1e4,
-      keep: { data: [{ id: true, max_model_len: true, meta: { n_ctx: true } }] }
+      // a provider's whole list (OpenRouter's is megabytes, with descriptions); the setup wizard's list reads as much
+      maxBytes: 16 * 1024 * 1024,
+      keep: { data: [{ id: true, max_model_len: true, meta: { n_ctx: true }, context_length: true, context_window: true }] }
     });
-    const m = models.body?.data?.find((d) => d.id === v.model) ?? models.body?.data?.[0];
-    const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
+    const m = models.body?.data?.find((d) => d.id === v.model) ?? (v.engine === "api" ? void 0 : models.body?.data?.[0]);
+    const ctx = [m?.max_model_len, m?.meta?.n_ctx, m?.context_length, m?.context_window].find((x) => typeof x === "number" && x > 0) ?? null;
     observed.perSlotCtx = ctx;
     const okCtx = v.perSlotCtx === null || ctx === null || ctx >= v.perSlotCtx;
     const floor = minSlotProblem(ctx);
@@ -66163,6 +66649,7 @@ async function verifyEndpoint(v) {
       const firsts = runs2.map((x) => x.firstTokenMs).filter((x) => x !== null);
       const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
       const failed = runs2.filter((x) => x.status !== 200 || x.error);
+      if (failed.some((x) => x.status === 429)) rateLimited.add("concurrency");
       const factor = overlapFactor(singleMs, wall, n2);
       const spreadOk = spread < 0.5 * (n2 - 1) * singleMs;
       const slotsOk = before ? before.listed >= n2 && ((maxBusy ?? 0) >= 2 || spreadOk) : spreadOk;
@@ -66189,6 +66676,7 @@ async function verifyEndpoint(v) {
     },
     timeoutMs
   });
+  if (cap2.status === 429) rateLimited.add("capability");
   let capCheck;
   if (cap2.status !== 200) capCheck = { passed: false, evidence: `capability request \u2192 ${cap2.status || cap2.error}: ${cap2.text.slice(0, 160)}` };
   else capCheck = checkCapabilityAnswer(cap2.body?.choices?.[0]?.message?.content ?? "");
@@ -66209,6 +66697,7 @@ async function verifyEndpoint(v) {
   if (v.tools !== false) {
     const t2 = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024 });
     toolsBlocking = t2.failure === "refused" || t2.failure === "parser" || t2.failure === "unreachable";
+    if (t2.rateLimited) rateLimited.add("tools");
     add({ name: "tools", passed: t2.passed, evidence: t2.evidence });
   }
   const by = (n2) => checks.find((c3) => c3.name === n2);
@@ -66224,6 +66713,9 @@ async function verifyEndpoint(v) {
   } else if (!by("reasoning").passed) {
     outcome2 = "cannot-build";
     summary = `the model's thinking lands in its answers: ${by("reasoning").evidence}`;
+  } else if (rateLimited.size) {
+    outcome2 = "cannot-build";
+    summary = `the provider rate-limited verify's requests (HTTP 429 in ${[...rateLimited].join(", ")}): the model could not be judged \u2014 wait a minute and verify again, use a key of a higher usage tier, or save it without verifying`;
   } else if (toolsBlocking) {
     outcome2 = "cannot-build";
     summary = `tool calls do not work: ${by("tools").evidence}`;
@@ -66383,7 +66875,7 @@ function compileOpencodeConfig(target, agent, access) {
 
 // engine/harness/opencode-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { randomBytes as randomBytes4 } from "node:crypto";
+import { randomBytes as randomBytes5 } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { existsSync as existsSync8, mkdirSync as mkdirSync10, readFileSync as readFileSync9, realpathSync as realpathSync2 } from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
@@ -66710,7 +67202,7 @@ function systemdPrefix(procs, memMb) {
 import { execFileSync as execFileSync3 } from "node:child_process";
 import { chmodSync as chmodSync2, existsSync as existsSync7, lstatSync, mkdirSync as mkdirSync9, readdirSync as readdirSync5, readlinkSync, realpathSync, statSync as statSync5, writeFileSync as writeFileSync9 } from "node:fs";
 import fsp from "node:fs/promises";
-import os4 from "node:os";
+import os5 from "node:os";
 import path17 from "node:path";
 var SandboxPolicy = external_exports.object({
   /** Writable folders (bound read-write at the same path). */
@@ -66848,7 +67340,7 @@ function hostSockets(env2 = process.env) {
   }
   return list.filter((p) => existsSync7(p));
 }
-function homeSecrets(home = os4.homedir()) {
+function homeSecrets(home = os5.homedir()) {
   return [...HOME_SECRETS.map((p) => path17.join(home, p)).filter((p) => existsSync7(p)), ...hostSockets()];
 }
 var PASS_ENV = ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"];
@@ -66877,7 +67369,7 @@ function commandLimits() {
     tmpfsMb: pos(c3.OCW_SANDBOX_TMPFS_MB, 256)
   };
 }
-function deniedRoots(home = os4.homedir()) {
+function deniedRoots(home = os5.homedir()) {
   const list = [home, "/tmp", "/var/tmp", "/run", "/var/run", "/media", "/mnt"];
   const out = [];
   for (const p of list.map(real)) {
@@ -66890,7 +67382,7 @@ function deniedRoots(home = os4.homedir()) {
   return out.sort((a2, b) => a2.length - b.length);
 }
 var TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
-function revealed(home = os4.homedir()) {
+function revealed(home = os5.homedir()) {
   const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path17.isAbsolute(p));
   return [...new Set([...TOOLCHAIN_DIRS.map((p) => path17.join(home, p)), ...extra].filter((p) => existsSync7(p)).map(real))];
 }
@@ -66921,7 +67413,7 @@ var ETC_SECRETS = [
   "/etc/libvirt",
   "/etc/cups/ssl"
 ];
-function pathToolchains(env2 = process.env, home = os4.homedir()) {
+function pathToolchains(env2 = process.env, home = os5.homedir()) {
   const denied = deniedRoots(home);
   const covered = (p) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path17.sep));
   const out = [];
@@ -66969,7 +67461,7 @@ function reshownFiles(hidden2, reveal) {
   return hidden2.map(real).filter((h3) => r.some((x) => h3.startsWith(x + path17.sep))).filter((h3) => existsSync7(h3) && !statSync5(h3).isDirectory());
 }
 function servePolicy(o2) {
-  const home = o2.home ?? os4.homedir();
+  const home = o2.home ?? os5.homedir();
   const reveal = revealed(home);
   const secrets = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path17.sep)));
   const resolv = [];
@@ -67007,7 +67499,7 @@ function bwrapHasSize() {
   return sizeOption;
 }
 function nprocPerNamespace() {
-  const [major, minor] = os4.release().split(".").map((n2) => parseInt(n2, 10));
+  const [major, minor] = os5.release().split(".").map((n2) => parseInt(n2, 10));
   return (major ?? 0) > 5 || (major ?? 0) === 5 && (minor ?? 0) >= 14;
 }
 function bwrapArgs(policy) {
@@ -67298,7 +67790,7 @@ function writeWorkerShell(file3, opts) {
     );
   } else {
     const bwrap = sandboxStatus().bwrap;
-    const home = opts.home ?? os4.homedir();
+    const home = opts.home ?? os5.homedir();
     const size = bwrapHasSize() ? `--size ${l.tmpfsMb * 1024 * 1024}` : "";
     const hide = [...deniedRoots(home), ...opts.stateDir ? [real(opts.stateDir)] : [], root2, tmpRoot].filter((p, i2, a2) => a2.indexOf(p) === i2);
     const hideArgs = hide.map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
@@ -67371,7 +67863,7 @@ function noAnswer(error46) {
 var okValue = (r) => r.ok ? r.value : void 0;
 
 // engine/harness/http-port.ts
-import http from "node:http";
+import http2 from "node:http";
 function send(agent, t2, method, route, directory, body, signal) {
   const url2 = `${t2.url}${route}${directory === void 0 ? "" : `?directory=${encodeURIComponent(directory)}`}`;
   const payload = body === void 0 ? void 0 : Buffer.from(JSON.stringify(body));
@@ -67384,7 +67876,7 @@ function send(agent, t2, method, route, directory, body, signal) {
   return new Promise((resolve) => {
     let req;
     try {
-      req = http.request(url2, { method, agent, headers, ...signal ? { signal } : {} }, (res) => {
+      req = http2.request(url2, { method, agent, headers, ...signal ? { signal } : {} }, (res) => {
         const chunks = [];
         res.on("data", (c3) => chunks.push(c3));
         res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
@@ -67415,7 +67907,7 @@ function result(a2, pick3) {
 var same = (d) => d === void 0 || d === null ? void 0 : d;
 var id2 = (s) => encodeURIComponent(s);
 function httpPort(t2) {
-  const agent = new http.Agent({ keepAlive: true, timeout: 4e3, scheduling: "lifo" });
+  const agent = new http2.Agent({ keepAlive: true, timeout: 4e3, scheduling: "lifo" });
   const get = (route, directory, pick3) => send(agent, t2, "GET", route, directory, void 0).then((a2) => result(a2, pick3));
   const post = (route, directory, body, signal) => send(agent, t2, "POST", route, directory, body, signal).then((a2) => result(a2));
   return {
@@ -67441,7 +67933,7 @@ function httpPort(t2) {
 }
 
 // engine/harness/sse.ts
-import http2 from "node:http";
+import http3 from "node:http";
 function followSse(url2, headers, signal, onData) {
   return new Promise((resolve) => {
     let done = false;
@@ -67453,7 +67945,7 @@ function followSse(url2, headers, signal, onData) {
       resolve(why);
     };
     if (signal.aborted) return finish2("aborted");
-    req = http2.get(url2, { headers: { accept: "text/event-stream", ...headers }, signal, agent: false }, (res) => {
+    req = http3.get(url2, { headers: { accept: "text/event-stream", ...headers }, signal, agent: false }, (res) => {
       if (res.statusCode !== 200) {
         res.resume();
         return finish2(`SSE failed: ${res.statusCode} ${res.statusMessage ?? ""}`.trim());
@@ -67621,7 +68113,33 @@ function usageOf(info) {
   };
 }
 function describeError(err) {
-  return `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2e3);
+  const d = err?.data ?? {};
+  const said = typeof d.message === "string" ? d.message : "";
+  const quoted3 = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}\u2026` : said)}` : "";
+  const status = typeof d.statusCode === "number" ? d.statusCode : null;
+  const out = (() => {
+    if (err?.name === "ContextOverflowError")
+      return `the conversation outgrew the model's context${quoted3}: continue the worker with a narrower task, or use a target with a longer context`;
+    if (err?.name === "MessageOutputLengthError") return `the model's answer reached its output limit${quoted3}: resume the worker to let it go on`;
+    if (err?.name !== "APIError") return said || "the session failed without a message: resume the worker to try again";
+    if (status === null) return `the model API could not be reached${quoted3}: resume the worker once it answers (ocw targets shows whether it does)`;
+    const http6 = `HTTP ${status}${quoted3}`;
+    if (status === 401)
+      return `the model API refused the target's key (${http6}): set the key again (Setup, or its variable where the engine runs), then resume the worker`;
+    if (status === 402 || /insufficient[ _](balance|credits?|quota)|exceeded your current quota/i.test(said))
+      return `the model provider's account has no credit or quota left (${http6}): add credit, then resume the worker`;
+    if (status === 403) return `the model API refused this request (${http6}): check the key's access to the target's model, then resume the worker`;
+    if (status === 404)
+      return /\bmodel\b/i.test(said) ? `the model API does not serve the target's model (${http6}): check the target's model id (ocw targets), then retry the task` : `there is no chat-completions API at ${d.metadata?.url ?? "the target's endpoint"} (${http6}): fix the target's base URL (usually ending in /v1: ocw setup --provider URL \u2026), then retry the task`;
+    if (status === 429) {
+      const ra = d.responseHeaders?.["retry-after"] ?? d.responseHeaders?.["Retry-After"];
+      return `the model provider rate-limited the worker's model calls (${http6}${ra ? `; Retry-After ${ra} s` : ""}) and opencode's retries ran out: resume the worker once the limit resets; fewer workers at once on this target (its slots) makes it rarer`;
+    }
+    if (status === 408 || status >= 500)
+      return `the model API failed on its side (${http6}) through opencode's retries: resume the worker once the provider is back`;
+    return `the model API refused a request (${http6}): resume the worker, or retry the task if it refuses again`;
+  })();
+  return out.slice(0, 2e3);
 }
 var DeltaCoalescer = class {
   constructor(publish, everyMs = 50) {
@@ -67772,7 +68290,7 @@ var Translator = class {
         if (st?.type === "retry") {
           const message = String(st.message ?? "");
           reg.transient({ type: "retry", workerId, attempt: st.attempt ?? 0, message, ts: Date.now() });
-          this.sinks.retry(workerId, message);
+          this.sinks.retry(workerId, message, typeof st.next === "number" && Number.isFinite(st.next) ? st.next : null);
         }
         return;
       }
@@ -67806,6 +68324,9 @@ function opencodeBinary() {
   if (!existsSync8(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
   return bin;
 }
+function opencodeRegistry() {
+  return config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/";
+}
 var OpencodeServer = class extends EventEmitter {
   constructor(opts) {
     super();
@@ -67818,7 +68339,7 @@ var OpencodeServer = class extends EventEmitter {
   client = null;
   port = null;
   proc = null;
-  password = randomBytes4(24).toString("base64url");
+  password = randomBytes5(24).toString("base64url");
   streamAbort = null;
   /**
    * Restarts after a crash: 250 ms, 500 ms, … up to 30 s, never giving up (a failed restart is tried again); a start
@@ -67866,16 +68387,19 @@ var OpencodeServer = class extends EventEmitter {
     if (plugin) config3.plugin = [pathToFileURL(plugin).href];
     const offline = { ...OFFLINE_ENV };
     if (plugin) delete offline.OPENCODE_PURE;
+    const e = this.opts.egress;
+    const proxy = e ? { HTTP_PROXY: e.proxy, HTTPS_PROXY: e.proxy, http_proxy: e.proxy, https_proxy: e.proxy, NO_PROXY: e.direct.join(","), no_proxy: e.direct.join(",") } : {};
     return allowListedEnv({
       ...xdg,
       ...offline,
+      ...proxy,
       ...this.opts.confine ? { SHELL: this.opts.confine.shell } : {},
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
       // An empty models.dev catalog: the embedded one costs ~0.9 s of serve's JS thread per new workspace (see config.ts).
       OPENCODE_MODELS_PATH: seedModelsCatalog(path18.join(h3, "models-catalog.json")),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
-      npm_config_registry: config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/"
+      npm_config_registry: opencodeRegistry()
     });
   }
   /** opencode serve's command line: inside its sandbox when confined. */
@@ -68065,8 +68589,8 @@ import { mkdirSync as mkdirSync11 } from "node:fs";
 import path19 from "node:path";
 
 // engine/gateway/gateway.ts
-import { randomBytes as randomBytes5, timingSafeEqual } from "node:crypto";
-import http3 from "node:http";
+import { randomBytes as randomBytes6, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
+import http4 from "node:http";
 import https from "node:https";
 var HOP_BY_HOP = /* @__PURE__ */ new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
 var DROPPED_REQUEST_HEADERS = /* @__PURE__ */ new Set([...HOP_BY_HOP, "host", "authorization", "x-api-key", "proxy-authorization", "expect"]);
@@ -68091,14 +68615,24 @@ var KeyGateway = class {
   /** Registers a route and returns what opencode should use as its provider's baseURL and apiKey. */
   async add(id3, route) {
     await this.listen();
-    const token = randomBytes5(24).toString("base64url");
-    const slug = `${encodeURIComponent(id3)}-${randomBytes5(4).toString("hex")}`;
+    const token = randomBytes6(24).toString("base64url");
+    const slug = `${encodeURIComponent(id3)}-${randomBytes6(4).toString("hex")}`;
     this.routes.set(slug, { route, token: Buffer.from(token) });
     return { baseURL: `http://127.0.0.1:${this.port}/${slug}`, apiKey: token };
   }
+  /**
+   * The route of `baseURL` (as `add` gave it) sends this key (and, given, goes to this upstream) from now on: a key set
+   * again (rotated) or removed, or a base URL fixed, while opencode runs takes effect on its next request, without
+   * opencode knowing (it holds only the gateway's URL and key).
+   */
+  rekey(baseURL, key, upstream) {
+    const slug = new URL(baseURL).pathname.split("/")[1] ?? "";
+    const entry = this.routes.get(slug);
+    if (entry) entry.route = { ...entry.route, key, ...upstream ? { upstream } : {} };
+  }
   listen() {
     if (this.server) return Promise.resolve();
-    const server = http3.createServer((req, res) => void this.forward(req, res));
+    const server = http4.createServer((req, res) => void this.forward(req, res));
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once("error", reject);
@@ -68126,7 +68660,7 @@ var KeyGateway = class {
     const [, slug = "", ...rest] = (req.url ?? "/").split("/");
     const entry = this.routes.get(slug);
     const given = Buffer.from(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
-    if (!entry || given.length !== entry.token.length || !timingSafeEqual(given, entry.token)) return fail2(401, "unknown route or key");
+    if (!entry || given.length !== entry.token.length || !timingSafeEqual2(given, entry.token)) return fail2(401, "unknown route or key");
     const target = upstreamUrl(entry.route.upstream, rest.join("/"));
     if ("message" in target) return fail2(target.status, target.message);
     const { url: url2 } = target;
@@ -68135,12 +68669,14 @@ var KeyGateway = class {
       String(req.headers.connection ?? "").toLowerCase().split(",").map((h3) => h3.trim())
     );
     for (const [k, v] of Object.entries(req.headers)) if (v !== void 0 && !DROPPED_REQUEST_HEADERS.has(k) && !named.has(k)) headers[k] = v;
-    headers.authorization = `Bearer ${entry.route.key}`;
-    headers["x-api-key"] = entry.route.key;
+    if (entry.route.key) {
+      headers.authorization = `Bearer ${entry.route.key}`;
+      headers["x-api-key"] = entry.route.key;
+    }
     const { silenceMs } = entry.route;
     let upstream;
     try {
-      upstream = (url2.protocol === "https:" ? https : http3).request(url2, { method: req.method, headers, timeout: silenceMs }, (answer) => {
+      upstream = (url2.protocol === "https:" ? https : http4).request(url2, { method: req.method, headers, timeout: silenceMs }, (answer) => {
         const out = {};
         for (const [k, v] of Object.entries(answer.headers)) if (v !== void 0 && !HOP_BY_HOP.has(k)) out[k] = v;
         res.writeHead(answer.statusCode ?? 502, out);
@@ -68171,18 +68707,37 @@ var GATEWAY_GRACE_MS = 1e4;
 var OpencodeServers = class {
   constructor(opts) {
     this.opts = opts;
+    this.egress = new EgressProxy({ ...opts.net, log: opts.log });
   }
   opts;
   servers = /* @__PURE__ */ new Map();
   gateway = new KeyGateway();
+  /** Every connection of opencode's process but those to its model (`direct`) goes through it (engine/net/egress.ts). */
+  egress;
+  /** Per target, the NO_PROXY entries its server was given: what it reaches past the egress proxy. */
+  directs = /* @__PURE__ */ new Map();
+  /** Each keyed server's gateway routes and the key they send (read again whenever a worker of it starts). */
+  keyed = /* @__PURE__ */ new Map();
+  /** What any opencode server reaches past the egress proxy (NO_PROXY entries): the model's endpoints, the key gateway. */
+  direct() {
+    return [...new Set([...this.directs.values()].flat())];
+  }
   get(targetId) {
     return this.servers.get(targetId);
   }
   /** The target's server (not started: callers `start()` it when they need it up). */
   async for(target) {
-    let s = this.servers.get(target.id);
-    if (s) return s;
     const key = target.keyRef || target.keyFile || target.keyStore ? resolveKey(target) : null;
+    let s = this.servers.get(target.id);
+    const routes = this.keyed.get(target.id);
+    const upstreams = endpointsOf(target).map((e) => e.url);
+    const moved = !!routes && upstreams.length === routes.upstreams.length && upstreams.some((u2, i2) => u2 !== routes.upstreams[i2]);
+    if (routes && (routes.key !== key || moved)) {
+      routes.baseURLs.forEach((u2, i2) => this.gateway.rekey(u2, key, moved ? upstreams[i2] : void 0));
+      routes.key = key;
+      if (moved) routes.upstreams = upstreams;
+    }
+    if (s) return s;
     if ((target.keyRef || target.keyFile) && !key)
       throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=\u2026 in the engine's environment`);
     const provider = await Promise.all(
@@ -68190,19 +68745,24 @@ var OpencodeServers = class {
         (e, i2) => key ? this.gateway.add(`${target.id}-${i2}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS }) : { baseURL: e.url, apiKey: "none" }
       )
     );
+    const direct = directEntries([...provider.map((p) => p.baseURL), opencodeRegistry()]);
+    const proxy = await this.egress.start();
     const { stateDir: stateDir2, workspacesRoot, tmpRoot, mirrorsRoot, sandbox } = this.opts;
     mkdirSync11(mirrorsRoot, { recursive: true });
     const shell = writeWorkerShell(path19.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
     const plugin = writeWorkspacePlugin(path19.join(stateDir2, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
+    if (key) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
     s = (this.opts.harness ?? opencodeHarness)({
       target,
       home: path19.join(stateDir2, "opencode", target.id),
       log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
       provider,
-      confine: { kind: sandbox.kind, stateDir: stateDir2, workspacesRoot, tmpRoot, mirrorsRoot, shell, plugin }
+      confine: { kind: sandbox.kind, stateDir: stateDir2, workspacesRoot, tmpRoot, mirrorsRoot, shell, plugin },
+      egress: { proxy, direct }
     });
+    this.directs.set(target.id, direct);
     this.opts.wire(target.id, s);
     this.servers.set(target.id, s);
     return s;
@@ -68213,6 +68773,7 @@ var OpencodeServers = class {
   async close() {
     await Promise.all([...this.servers.values()].map((s) => s.stop()));
     this.gateway.close();
+    await this.egress.close();
   }
 };
 function modelFor(endpoint, target) {
@@ -68224,7 +68785,6 @@ function modelFor(endpoint, target) {
 // engine/approvals/inspect.ts
 var import_picomatch2 = __toESM(require_picomatch2());
 import { lstatSync as lstatSync6, readlinkSync as readlinkSync4, realpathSync as realpathSync6 } from "node:fs";
-import { isIPv4, isIPv6 } from "node:net";
 import path34 from "node:path";
 
 // engine/grading/checks.ts
@@ -75851,7 +76411,7 @@ var ENGINE_AUTHOR = { name: "opencode-worker", email: "opencode-worker@localhost
 var OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=${ENGINE_AUTHOR.email}`, "-c", "commit.gpgsign=false"];
 
 // engine/workspace/mirror.ts
-import { createHash as createHash2, randomBytes as randomBytes6 } from "node:crypto";
+import { createHash as createHash2, randomBytes as randomBytes7 } from "node:crypto";
 import { existsSync as existsSync9 } from "node:fs";
 import { copyFile, link, mkdir, readdir, readFile, rm } from "node:fs/promises";
 import path25 from "node:path";
@@ -75888,7 +76448,7 @@ async function place(src, dest, linkFn, counts) {
     }
     if (code2 === "ENOENT" && !existsSync9(src)) return;
   }
-  const tmp = path25.join(path25.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes6(6).toString("hex")}`);
+  const tmp = path25.join(path25.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes7(6).toString("hex")}`);
   try {
     try {
       await copyFile(src, tmp);
@@ -75987,7 +76547,7 @@ import { lstatSync as lstatSync2, readFileSync as readFileSync12, readlinkSync a
 import path27 from "node:path";
 
 // engine/workspace/snapshot.ts
-import { createHash as createHash3, randomBytes as randomBytes7 } from "node:crypto";
+import { createHash as createHash3, randomBytes as randomBytes8 } from "node:crypto";
 import { constants as constants4 } from "node:fs";
 import { lstat, mkdir as mkdir2, open, readlink, rename, rm as rm2, symlink, writeFile } from "node:fs/promises";
 import path26 from "node:path";
@@ -76240,7 +76800,7 @@ async function writeLoose(objects, type, oid, content, folders = /* @__PURE__ */
   let made2 = folders.get(fanout);
   if (!made2) folders.set(fanout, made2 = mkdir2(fanout, { recursive: true }));
   await made2;
-  const tmp = path26.join(objects, `tmp_obj_${randomBytes7(6).toString("hex")}`);
+  const tmp = path26.join(objects, `tmp_obj_${randomBytes8(6).toString("hex")}`);
   await withFile(() => writeFile(tmp, data, { mode: 292 }));
   await rename(tmp, file3).catch(async (err) => {
     await rm2(tmp, { force: true });
@@ -76340,6 +76900,9 @@ async function gitWithObjects(repo, objects, args) {
   const r = await q(repo, [], args, { allowFail: true, objects });
   return r.code === 0 ? r.out.trim() : "";
 }
+async function isAncestor(repo, a2, b, objects) {
+  return (await q(repo, [], ["merge-base", "--is-ancestor", a2, b], { allowFail: true, objects })).code === 0;
+}
 async function mergeTrees(repo, a2, b, flags, objects) {
   const f = flags ?? await quietFlags(repo);
   const r = await q(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a2, b], { allowFail: true, objects });
@@ -76430,6 +76993,7 @@ async function flaggedChanges(repo, base2, commit, objects, known, beside = []) 
   const flags = [];
   const changes = known ?? await treeChanges(repo, base2, commit, { lossless: true, objects });
   flags.push(...await nameCollisions(repo, [commit, ...beside], changes, objects));
+  flags.push(...await plainWhereLfs(repo, changes, objects));
   for (const c3 of changes) {
     const folded = foldPath(c3.path);
     const name = path27.posix.basename(folded);
@@ -76487,6 +77051,37 @@ async function nameCollisions(repo, commits, changes, objects) {
       });
       break;
     }
+  }
+  return flags;
+}
+var LFS_POINTER = "version https://git-lfs.github.com/spec/v1\n";
+async function plainWhereLfs(repo, changes, objects) {
+  const files = changes.filter((c3) => c3.mode === "100644" || c3.mode === "100755");
+  if (!files.length) return [];
+  const gitDir = (await q(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true })).out.trim();
+  const read3 = (f) => {
+    try {
+      return readFileSync12(f, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  if (!/filter=lfs/.test(read3(path27.join(repo, ".gitattributes")) + (gitDir ? read3(path27.join(gitDir, "info", "attributes")) : ""))) return [];
+  const lfs = (await filteredAmong(
+    repo,
+    files.map((c3) => c3.path)
+  )).filter((x) => x.filter === "lfs").map((x) => x.path);
+  const flags = [];
+  for (const c3 of files) {
+    if (!lfs.includes(c3.path)) continue;
+    const size = Number((await q(repo, [], ["cat-file", "-s", c3.oid], { allowFail: true, objects })).out.trim());
+    const head = size > 0 && size <= 1024 ? (await q(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out.slice(0, LFS_POINTER.length) : "";
+    if (head !== LFS_POINTER)
+      flags.push({
+        path: c3.path,
+        kind: "git-config",
+        detail: "written as plain content where your .gitattributes stores it through git-lfs: landed, its bytes go into git itself, not LFS, and your git shows it changed until you add it again"
+      });
   }
   return flags;
 }
@@ -76555,12 +77150,26 @@ async function dirtyAmong(repo, paths) {
   }
   return { changed, untracked };
 }
+async function filteredAmong(repo, paths) {
+  const r = await runCommand("git", ["check-attr", "-z", "filter", "--", ...paths.slice(0, 200)], { cwd: repo, env: userGitEnv() });
+  if (r.exitCode !== 0) return [];
+  const parts = r.stdout.split("\0");
+  const out = [];
+  for (let i2 = 0; i2 + 2 < parts.length; i2 += 3) {
+    const value = parts[i2 + 2];
+    if (value !== "unspecified" && value !== "unset") out.push({ path: parts[i2], filter: value });
+  }
+  return out;
+}
 var listed = (files) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
 async function landCommit(o2) {
   const { repo, branch } = o2;
   const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
   if (current !== branch)
-    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+    throw new InputError(
+      `your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first${o2.elsewhere ? `, or ${o2.elsewhere}` : ""} (nothing was changed)`,
+      "conflict"
+    );
   const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
   const flags = await quietFlags(repo);
   let next;
@@ -76578,10 +77187,11 @@ async function landCommit(o2) {
     }
     next = await commitTree(repo, m.tree, [head, o2.commit], o2.message, objects);
   }
-  await applyToCheckout(repo, branch, head, next, flags, o2.message, { objects, publish: o2.publish });
+  await applyToCheckout(repo, branch, head, next, flags, o2.message, { objects, publish: o2.publish, elsewhere: o2.elsewhere });
   return next;
 }
 async function applyToCheckout(repo, branch, head, next, flags, reflog, from = {}) {
+  const byHand = from.elsewhere ? ` To land it with your own git instead (your filters and attributes apply there): ${from.elsewhere}.` : "";
   const f = flags ?? await quietFlags(repo);
   const changes = await treeChanges(repo, head, next, { objects: from.objects });
   const dirty = await dirtyAmong(
@@ -76601,6 +77211,18 @@ async function applyToCheckout(repo, branch, head, next, flags, reflog, from = {
   const objects = from.objects;
   const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
   if (r.code !== 0) {
+    const stale2 = [...`${r.err}
+${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map((m) => m[1]);
+    const filtered = stale2.length ? await filteredAmong(repo, stale2) : [];
+    if (filtered.length)
+      throw new InputError(
+        `${quoteUntrustedList(
+          filtered.map((x) => `${x.path} (filter=${x.filter})`),
+          "files this merge changes",
+          { shown: 5 }
+        )} ${filtered.length === 1 ? "is" : "are"} stored in your checkout through a filter of yours (.gitattributes; filter=lfs is git-lfs), which the engine never runs, so it cannot write this merge there; nothing was changed.${byHand}`,
+        "conflict"
+      );
     const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
     throw new InputError(
       `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
@@ -76611,7 +77233,7 @@ async function applyToCheckout(repo, branch, head, next, flags, reflog, from = {
   if (wrong.length) {
     await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(
-      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: the merge was undone and refused`,
+      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: an attribute of your checkout converts them (eol, a filter); the merge was undone and refused (nothing was changed).${byHand}`,
       "conflict"
     );
   }
@@ -76636,8 +77258,8 @@ async function revertCommit(repo, branch, merge2, message) {
   if (current !== branch)
     throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
   const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
-  const isAncestor = await runCommand("git", ["merge-base", "--is-ancestor", merge2, head], { cwd: repo, env: userGitEnv() });
-  if (isAncestor.exitCode !== 0) throw new InputError(`${merge2.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
+  const isAncestor2 = await runCommand("git", ["merge-base", "--is-ancestor", merge2, head], { cwd: repo, env: userGitEnv() });
+  if (isAncestor2.exitCode !== 0) throw new InputError(`${merge2.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
   const flags = await quietFlags(repo);
   const firstParentTree = (await q(repo, [], ["rev-parse", `${merge2}^1^{tree}`])).out.trim();
   const undo = await commitTree(repo, firstParentTree, [merge2], "ocw: undo");
@@ -76655,7 +77277,7 @@ async function revertCommit(repo, branch, merge2, message) {
 // engine/workspace/workspace.ts
 import { existsSync as existsSync10, lstatSync as lstatSync3, mkdirSync as mkdirSync12, readFileSync as readFileSync13, realpathSync as realpathSync3, rmSync as rmSync5, statSync as statSync7 } from "node:fs";
 import { copyFile as copyFile2, link as link2, lstat as lstat2, mkdir as mkdir3, readdir as readdir2, readFile as readFile2, realpath, rename as rename2, rm as rm3, writeFile as writeFile2 } from "node:fs/promises";
-import { createHash as createHash4, randomBytes as randomBytes8 } from "node:crypto";
+import { createHash as createHash4, randomBytes as randomBytes9 } from "node:crypto";
 import path28 from "node:path";
 async function inspectRepo(dir) {
   if (!path28.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
@@ -76754,7 +77376,7 @@ function repoSkeleton(parent, format2, env2) {
   if (!p) {
     if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value);
     p = (async () => {
-      const tmp = path28.join(parent, `.ocw-init-${process.pid}-${randomBytes8(4).toString("hex")}`);
+      const tmp = path28.join(parent, `.ocw-init-${process.pid}-${randomBytes9(4).toString("hex")}`);
       await mkdir3(parent, { recursive: true });
       try {
         const r = await runCommand("git", ["init", "-q", "--template=", ...format2 === "sha256" ? ["--object-format=sha256"] : [], tmp], { cwd: parent, env: env2 });
@@ -76836,7 +77458,7 @@ function mirrorFailure(repo, r, err) {
     );
   return err;
 }
-var opencodeProjectId = () => randomBytes8(20).toString("hex");
+var opencodeProjectId = () => randomBytes9(20).toString("hex");
 var TRUSTED_FLAGS = [
   "-c",
   "core.quotePath=false",
@@ -76941,7 +77563,7 @@ function engineGitDir(workerDir, format2) {
   if (!made2) {
     made2 = (async () => {
       if (existsSync10(path28.join(dir, "HEAD"))) return dir;
-      const tmp = `${dir}.tmp-${process.pid}-${randomBytes8(4).toString("hex")}`;
+      const tmp = `${dir}.tmp-${process.pid}-${randomBytes9(4).toString("hex")}`;
       mkdirSync12(path28.dirname(dir), { recursive: true });
       try {
         await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path28.dirname(dir), env: { ...trustedEnv(path28.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
@@ -76981,7 +77603,7 @@ async function writeAlternates(objects, text, opts = {}) {
     await mkdir3(path28.dirname(file3), { recursive: true });
     await writeFile2(file3, text);
   } else if (await readFile2(file3, "utf8").catch(() => null) !== text) {
-    const tmp = `${file3}.tmp-${process.pid}-${randomBytes8(4).toString("hex")}`;
+    const tmp = `${file3}.tmp-${process.pid}-${randomBytes9(4).toString("hex")}`;
     try {
       await writeFile2(tmp, text);
     } catch (err) {
@@ -77236,7 +77858,7 @@ function baseListing(ws) {
       cleared.catch(() => baseIndexDirs.delete(dir));
     }
     await cleared;
-    const tmp = `${index}.tmp-${randomBytes8(4).toString("hex")}`;
+    const tmp = `${index}.tmp-${randomBytes9(4).toString("hex")}`;
     try {
       const out = await trustedScript(ws, BASE_LISTING, { OCW_INDEX: tmp }, { bytes: true, baseOnly: true, index: { path: tmp, keep: true } });
       await rename2(tmp, index);
@@ -77281,7 +77903,7 @@ var KEPT_INDEX = "checkout-index";
 var KEPT_META = "checkout-index.json";
 async function keepCheckoutIndex(ws) {
   const meta = path28.join(ws.gitDir, KEPT_META);
-  const tmp = `${path28.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes8(4).toString("hex")}`;
+  const tmp = `${path28.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes9(4).toString("hex")}`;
   try {
     const src = path28.join(ws.worktree, ".git", "index");
     const st = await lstat2(src, { bigint: true });
@@ -77296,7 +77918,7 @@ async function keepCheckoutIndex(ws) {
     let fence = st.mtimeNs;
     for (let i2 = 0; i2 < 8 && fence <= st.mtimeNs; i2++) {
       if (i2) await new Promise((r) => setTimeout(r, 1));
-      const stamp = path28.join(ws.worktree, ".git", `ocw-fence-${randomBytes8(4).toString("hex")}`);
+      const stamp = path28.join(ws.worktree, ".git", `ocw-fence-${randomBytes9(4).toString("hex")}`);
       await writeFile2(stamp, "", { flag: "wx" });
       try {
         fence = (await lstat2(stamp, { bigint: true })).ctimeNs;
@@ -77429,7 +78051,7 @@ async function keptIndexInto(ws, index, listing) {
     }
   }
   if (use.reread) createHash4(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
-  const tmp = `${index}.tmp-${randomBytes8(4).toString("hex")}`;
+  const tmp = `${index}.tmp-${randomBytes9(4).toString("hex")}`;
   try {
     await writeFile2(tmp, buf);
     await rename2(tmp, index);
@@ -77649,7 +78271,7 @@ async function keepGraded(ws, commit) {
   await run5;
 }
 async function copyCommitObjects(repo, from, to, commit, opts = {}) {
-  const tmp = path28.join(path28.dirname(from), `.copy-${process.pid}-${randomBytes8(6).toString("hex")}`);
+  const tmp = path28.join(path28.dirname(from), `.copy-${process.pid}-${randomBytes9(6).toString("hex")}`);
   try {
     const out = await gitScript(`set -eu
 ${COPY_MISSING}`, {
@@ -77743,7 +78365,7 @@ async function copyWhole(src, dest) {
     if (code2 === "EEXIST") return;
     if (code2 !== "EXDEV" && code2 !== "EPERM" && code2 !== "EMLINK") throw err;
   }
-  const tmp = path28.join(path28.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes8(6).toString("hex")}`);
+  const tmp = path28.join(path28.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes9(6).toString("hex")}`);
   try {
     await copyFile2(src, tmp);
     await link2(tmp, dest).catch((err) => {
@@ -78854,7 +79476,7 @@ function fingerprint(file3) {
 }
 
 // engine/grading/folders.ts
-import { randomBytes as randomBytes9 } from "node:crypto";
+import { randomBytes as randomBytes10 } from "node:crypto";
 import { renameSync as renameSync2 } from "node:fs";
 import { chmod, lstat as lstat3, mkdir as mkdir4, readdir as readdir3, rm as rm4 } from "node:fs/promises";
 import path31 from "node:path";
@@ -78868,7 +79490,7 @@ function discard(dir) {
   }
   removeLater(away);
 }
-var awayName = (dir) => `${dir}${DISCARDED}${randomBytes9(4).toString("hex")}`;
+var awayName = (dir) => `${dir}${DISCARDED}${randomBytes10(4).toString("hex")}`;
 var QUIET_MS = 300;
 var MAX_WAIT_MS = 5e3;
 var pending = [];
@@ -79376,27 +79998,6 @@ function inspectWorkdir(workdir, ws) {
     flags.push({ kind: "outside-workspace", detail: `the command's folder ${real2} is outside the worker's workspace` });
   return flags;
 }
-function localTarget(url2) {
-  let u2;
-  try {
-    u2 = new URL(url2);
-  } catch {
-    return null;
-  }
-  let host = u2.hostname.toLowerCase().replace(/\.$/, "");
-  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
-  const said = `${host} (a local or private network address)`;
-  if (!host) return null;
-  if (host === "localhost" || host.endsWith(".localhost")) return said;
-  if (isIPv4(host)) {
-    const [a2 = 0, b = 0] = host.split(".").map(Number);
-    const local2 = a2 === 0 || a2 === 10 || a2 === 127 || a2 === 100 && b >= 64 && b <= 127 || a2 === 169 && b === 254 || a2 === 172 && b >= 16 && b <= 31 || a2 === 192 && b === 168;
-    return local2 ? said : null;
-  }
-  if (isIPv6(host)) return host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") ? said : null;
-  if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
-  return null;
-}
 function grantFor(ask, grants) {
   return grantsFor(ask, grants);
 }
@@ -79442,7 +80043,7 @@ function explainPolicy(rules, ask) {
 }
 
 // engine/approvals/worktree-guard.ts
-import os5 from "node:os";
+import os6 from "node:os";
 import path35 from "node:path";
 var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
 function tokenize(command) {
@@ -79478,7 +80079,7 @@ function tokenize(command) {
 var isOperator = (t2) => /^\d*[<>|;&]/.test(t2);
 var isRedirect = (t2) => /^(\d*>{1,2}\|?|&>{1,2})$/.test(t2);
 function resolveTarget(target, cwd) {
-  const home = os5.homedir();
+  const home = os6.homedir();
   const expanded = target.replace(/^~(?=\/|$)/, home).replace(/^\$\{?HOME\}?(?=\/|$)/, home);
   if (expanded.includes("$") || expanded.includes("`")) return null;
   return path35.resolve(cwd, expanded);
@@ -79519,11 +80120,11 @@ function writesOutside(command, worktree, workdir = worktree) {
 }
 
 // engine/approvals/queue.ts
-var LOOKUP_MS = 3e3;
 var LOOKUP_TTL_MS = 6e4;
-var systemLookup = async (host) => (await dns.lookup(host, { all: true, verbatim: true })).map((a2) => a2.address);
 var LOOKS = /* @__PURE__ */ new Set(["read", "glob", "grep"]);
 var REPLY_TIMEOUT_MS = 3e4;
+var POLICY_RULES = external_exports.array(PolicyRule);
+var POLICY_FILE = POLICY_RULES.catch([]);
 var Approvals = class {
   constructor(opts) {
     this.opts = opts;
@@ -79549,25 +80150,22 @@ var Approvals = class {
     if (localTarget(url2)) return null;
     try {
       const host = new URL(url2).hostname.replace(/\.$/, "");
-      return host && !isIP(host.replace(/^\[|\]$/g, "")) ? host.toLowerCase() : null;
+      return host && !isIP3(host.replace(/^\[|\]$/g, "")) ? host.toLowerCase() : null;
     } catch {
       return null;
     }
   }
   /** Looks `host` up (bounded in time) and keeps whether it resolves to a local or private address. */
   async resolve(host) {
-    let addresses = [];
-    try {
-      addresses = await Promise.race([
-        (this.opts.lookup ?? systemLookup)(host),
-        new Promise((_, reject) => setTimeout(() => reject(new Error("timeout")), LOOKUP_MS).unref?.())
-      ]);
-    } catch {
-      addresses = [];
-    }
-    const local2 = addresses.find((a2) => localTarget(`http://${isIP(a2) === 6 ? `[${a2}]` : a2}/`));
+    const addresses = await lookupHost(host, this.opts.lookup);
+    const local2 = addresses.find((a2) => localAddress(a2) !== null);
     this.resolved.set(host, { local: local2 ? `${host}, which resolves to ${local2} (a local or private network address)` : null, at: Date.now() });
     if (this.resolved.size > 1e3) this.resolved.delete(this.resolved.keys().next().value);
+  }
+  /** Why a webfetch's URL would go past the egress proxy (it names a model endpoint opencode reaches directly), or null. */
+  direct(url2) {
+    const entry = bypassesProxy(url2, this.opts.direct?.() ?? []);
+    return entry ? `${entry} (the model's endpoint, which opencode reaches past the network guard)` : null;
   }
   /** Why a webfetch's host name is local by what it resolved to, or null. */
   resolvedLocal(url2) {
@@ -79675,8 +80273,11 @@ var Approvals = class {
     let call;
     const limit = { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) };
     if (ask.kind === "question") {
-      if (decision.decision === "reject") call = port.rejectQuestion({ requestID: ask.id, directory }, limit);
-      else {
+      if (decision.decision === "reject") {
+        call = port.rejectQuestion({ requestID: ask.id, directory }, limit);
+        const note = decision.message?.trim();
+        if (note) message = note;
+      } else {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(
@@ -79764,6 +80365,10 @@ var Approvals = class {
       }
     }
     this.afterAsk(w.id);
+    if (ask.kind === "question" && decision.decision === "reject" && message && this.opts.note) {
+      const note = message;
+      await this.opts.note(w.id, note, by).catch((err) => this.reg.notice("warn", `the note sent with the dismissal of ${ask.id} did not reach worker ${w.id}: ${err.message}`));
+    }
     return this.reg.get(w.id).asks.find((a2) => a2.id === ask.id);
   }
   /** Every "always" answer the engine holds, across workers. */
@@ -79777,12 +80382,12 @@ var Approvals = class {
     this.reg.record(w.id, { type: "grant.revoked", grantId, by });
     return g2;
   }
-  /** The user's approval rules (policies.json in the state dir); none by default. */
+  /** The user's approval rules (policies.json in the state dir, read at every ask: a hand edit counts); none by default. */
   policies() {
-    return external_exports.array(PolicyRule).catch([]).parse(readJson(path36.join(this.opts.stateDir, "policies.json"), []));
+    return POLICY_FILE.parse(readJson(path36.join(this.opts.stateDir, "policies.json"), []));
   }
   setPolicies(rules) {
-    writeJsonAtomic(path36.join(this.opts.stateDir, "policies.json"), external_exports.array(PolicyRule).parse(rules));
+    writeJsonAtomic(path36.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
     return this.policies();
   }
   /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
@@ -79811,7 +80416,7 @@ var Approvals = class {
         by: { kind: "engine", name: "workspace guard" }
       };
     }
-    const local2 = ask.tool === "webfetch" ? localTarget(ask.what) ?? this.resolvedLocal(ask.what) : null;
+    const local2 = ask.tool === "webfetch" ? localTarget(ask.what) ?? this.resolvedLocal(ask.what) ?? this.direct(ask.what) : null;
     if (local2)
       return {
         decision: { decision: "reject", message: `${local2} is not a public page; fetch only public pages` },
@@ -79908,7 +80513,7 @@ var Budgets = class {
 };
 
 // engine/events.ts
-import { randomBytes as randomBytes10 } from "node:crypto";
+import { randomBytes as randomBytes11 } from "node:crypto";
 import { EventEmitter as EventEmitter3 } from "node:events";
 import path37 from "node:path";
 var EventBus = class _EventBus {
@@ -79920,7 +80525,7 @@ var EventBus = class _EventBus {
   emitter = new EventEmitter3();
   capacity;
   constructor(opts = {}) {
-    this.epoch = opts.epoch ?? randomBytes10(4).toString("hex");
+    this.epoch = opts.epoch ?? randomBytes11(4).toString("hex");
     this.capacity = opts.capacity ?? 2e4;
     this.seq = Date.now() * 1e3;
     this.emitter.setMaxListeners(0);
@@ -79930,7 +80535,7 @@ var EventBus = class _EventBus {
     const file3 = path37.join(stateDir2, "events.json");
     let epoch = readJson(file3, {}).epoch;
     if (!epoch) {
-      epoch = randomBytes10(4).toString("hex");
+      epoch = randomBytes11(4).toString("hex");
       writeJsonAtomic(file3, { epoch });
     }
     return new _EventBus({ epoch, capacity });
@@ -80065,6 +80670,11 @@ var Recovery = class {
 // engine/workers/lifecycle.ts
 import { existsSync as existsSync14 } from "node:fs";
 import path39 from "node:path";
+function notBuilt(w, verb) {
+  const state = w.state === "honest-failure" ? "failed (its held-back checks did not pass)" : w.state;
+  const next = w.state === "honest-failure" ? "continue it with a review (a new round, graded again) or retry its task, then land the round that is built" : w.state === "stopped" || w.state === "interrupted" || w.state === "error" ? "resume it (or retry its task), then land it once it is built" : "wait for its verdict, then land it if it is built";
+  return new InputError(`worker ${w.id} is ${state}: only a built worker's graded commit is ${verb}; ${next} (nothing was changed)`, "conflict");
+}
 var WorkspaceLifecycle = class {
   constructor(reg, retentionDays) {
     this.reg = reg;
@@ -80079,8 +80689,14 @@ var WorkspaceLifecycle = class {
    */
   async merge(workerId, opts = {}) {
     const w = this.reg.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`, "conflict");
+    if (w.state !== "built") throw notBuilt(w, "merged");
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
+    const sibling = w.attempt ? this.reg.list().find((x) => x.id !== w.id && x.attempt?.groupId === w.attempt.groupId && x.merged && !x.reverted) : void 0;
+    if (sibling?.merged)
+      throw new InputError(
+        `worker ${workerId} is another attempt at the task of ${sibling.id}, which was merged into ${sibling.merged.into} (${sibling.merged.commit.slice(0, 12)}): landing both would do the task twice. To take this attempt instead, revert that merge first (ocw revert ${sibling.id}), then merge ${workerId}; or discard ${workerId} (nothing was changed)`,
+        "conflict"
+      );
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`, "conflict");
@@ -80099,6 +80715,11 @@ var WorkspaceLifecycle = class {
       );
     const graded = await gradedStoreOf(ws);
     const head = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.baseBranch}`], { allowFail: true });
+    if (head && await isAncestor(ws.repo, commit, head, graded)) {
+      this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: head });
+      await this.tidy(workerId, "merged");
+      return { commit: head, into: ws.baseBranch, alreadyIn: true, alsoLanded: [] };
+    }
     const from = head ? await gitWithObjects(ws.repo, graded, ["merge-base", head, commit]) || ws.baseCommit : ws.baseCommit;
     const flags = await flaggedChanges(ws.repo, from, commit, graded, void 0, head ? [head] : []);
     if (flags.length && !opts.acceptFlagged) {
@@ -80115,11 +80736,20 @@ var WorkspaceLifecycle = class {
       message: `Merge ${ws.branch}: ${title}`,
       objects: graded,
       publish: (next) => landObjects(ws.repo, graded, next),
+      elsewhere: `bring the work in as branch ${ws.branch} (ocw publish ${workerId}) and merge it where you are (git merge ${ws.branch})`,
       onConflict: (files) => `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.length ? quoteUntrustedList(files, "file names from the worker's change") : "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
+    const alsoLanded = [];
+    if (w.startFrom && w.batchId)
+      for (const o2 of this.reg.list()) {
+        if (o2.id === workerId || o2.batchId !== w.batchId || o2.state !== "built" || o2.merged || o2.discarded || !o2.verdict?.commit) continue;
+        if (!await isAncestor(ws.repo, o2.verdict.commit, commit, graded)) continue;
+        alsoLanded.push(o2.id);
+        await this.recordLanded(o2.id, ws.baseBranch, merged);
+      }
     await this.tidy(workerId, "merged");
-    return { commit: merged, into: ws.baseBranch };
+    return { commit: merged, into: ws.baseBranch, alreadyIn: false, alsoLanded };
   }
   /**
    * "Publish the branch": exactly the graded commit's objects the person's repository lacks are copied into it and
@@ -80137,7 +80767,7 @@ var WorkspaceLifecycle = class {
   /** A built, unmerged, undiscarded worker's workspace and graded commit, or why it has none to land. */
   landable(workerId, verb) {
     const w = this.reg.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are ${verb}`, "conflict");
+    if (w.state !== "built") throw notBuilt(w, verb);
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to publish`, "conflict");
     const ws = this.reg.workspaceOf(w);
@@ -81305,6 +81935,10 @@ var Batches = class {
         progress2 = moved = true;
       }
     }
+    if (r.integration?.state === "done" && this.staleness(r)) {
+      r.integration = { ...r.integration, state: "waiting", result: null };
+      moved = true;
+    }
     if (moved) {
       this.save(r);
       this.opts.changed(batchId);
@@ -81319,21 +81953,53 @@ var Batches = class {
   graded(repo) {
     return gradedStore(path44.join(this.opts.stateDir, "repos"), repo);
   }
+  /** The batch's built workers and their latest graded commits, in task order. */
+  builtOf(r) {
+    return r.tasks.flatMap((t2) => {
+      const w = t2.workerId ? this.opts.get(t2.workerId) : void 0;
+      return w && w.state === "built" && w.verdict?.commit && !w.discarded ? [{ id: w.id, commit: w.verdict.commit }] : [];
+    });
+  }
+  /**
+   * Why the batch's integration result is not of its workers as they are now (one continued since, for a new round, or
+   * discarded, or built since), or null. A landed one is history: never stale.
+   */
+  staleness(r) {
+    const res = r.integration?.result;
+    if (!res || res.landed) return null;
+    const now = this.builtOf(r);
+    for (const [i2, id3] of res.workers.entries()) {
+      const n2 = now.find((x) => x.id === id3);
+      const then = res.commits?.[i2];
+      if (!n2) return `${id3} is not at the graded commit it combined any more (continued or discarded since)`;
+      if (then && n2.commit !== then) return `${id3} was continued since: its latest round is not in it`;
+    }
+    const added = now.find((n2) => !res.workers.includes(n2.id));
+    return added ? `${added.id} was built since` : null;
+  }
+  /**
+   * Why the batch's integration result must not land (its workers changed since it ran), or null. When it is stale, the
+   * batch is stepped: the integration runs again once every task is at rest.
+   */
+  integrationStale(batchId) {
+    const r = this.records.get(batchId);
+    const why = r ? this.staleness(r) : null;
+    if (why) this.advance(batchId);
+    return why;
+  }
   /** The built workers' graded commits combined in task order on the base, checked together in a fresh checkout. */
   async integrate(r) {
     const spec2 = r.integration;
     spec2.state = "running";
     this.save(r);
     this.opts.changed(r.id);
-    const built = r.tasks.flatMap((t2) => {
-      const w = t2.workerId ? this.opts.get(t2.workerId) : void 0;
-      return w && w.state === "built" && w.verdict?.commit && !w.discarded ? [{ id: w.id, commit: w.verdict.commit }] : [];
-    });
+    const built = this.builtOf(r);
     const result2 = {
       passed: false,
       commit: null,
       base: r.base ?? "",
       workers: built.map((b) => b.id),
+      commits: built.map((b) => b.commit),
       checks: [],
       conflict: null,
       reason: null,
@@ -81508,6 +82174,7 @@ var Attempts = class {
 };
 
 // engine/workers/engine.ts
+var LONG_RETRY_WAIT_MS = 12e4;
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
@@ -81532,6 +82199,7 @@ var Engine = class {
       tmpRoot: reg.workerTmpRoot,
       mirrorsRoot: mirrorsRootOf(reg.workspacesRoot),
       harness: opts.harness,
+      net: opts.net,
       log: (l) => this.log(l),
       wire: (targetId, s) => {
         s.on("event", (e) => this.translator.handle(e));
@@ -81543,7 +82211,14 @@ var Engine = class {
         });
       }
     });
-    this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
+    this.approvals = new Approvals({
+      stateDir: opts.stateDir,
+      registry: reg,
+      lookup: opts.net?.lookup,
+      direct: () => this.servers.direct(),
+      // A question dismissed with a note: opencode's dismissal carries none, so the note goes as a steer.
+      note: (id3, text, by) => this.steer(id3, text, by)
+    });
     this.batchNames = new BatchNames(opts.stateDir, (l) => this.log(l));
     this.batches = new Batches({
       stateDir: opts.stateDir,
@@ -81584,7 +82259,7 @@ var Engine = class {
       ask: (id3, ask) => this.approvals.onAsk(id3, ask),
       askGone: (id3, askId, reply) => this.approvals.onAskGone(id3, askId, reply),
       usage: (id3, messageId, usage) => this.budgets.onUsage(id3, messageId, usage),
-      retry: (id3, message) => void this.checkEndpoint(id3, message),
+      retry: (id3, message, next) => void this.onRetry(id3, message, next),
       idle: (id3) => void this.settler.onIdle(id3)
     });
     this.recovery = new Recovery({
@@ -81948,6 +82623,7 @@ var Engine = class {
     }
     const target = this.resolveTarget(w.targetId ?? void 0);
     await preflightTarget(target);
+    this.pools.release(target.id);
     this.requeue(workerId, "resumed", message);
     return this.get(workerId);
   }
@@ -82098,7 +82774,10 @@ var Engine = class {
   opencodeServers() {
     return this.servers.list();
   }
-  /** Per target: its slots, those in use by workers on the model, workers waiting for a person (slot handed over), queued. */
+  /**
+   * Per target: its slots, those in use by workers on the model, workers waiting for a person (slot handed over),
+   * queued, and until when (epoch ms) its model API asked its workers to wait (a rate limit's long Retry-After), or null.
+   */
   slots() {
     const ids2 = new Set(
       this.list().map((w) => w.targetId).filter((x) => !!x)
@@ -82114,7 +82793,8 @@ var Engine = class {
           slots: t2.serving.slots,
           inUse: this.pools.activeCount(id3),
           queued: this.queue.filter((q2) => this.reg.workers.get(q2)?.targetId === id3).length,
-          waiting: this.pools.waitingCount(id3)
+          waiting: this.pools.waitingCount(id3),
+          heldUntil: this.pools.heldUntil(id3)?.until ?? null
         }
       ];
     });
@@ -82267,6 +82947,31 @@ var Engine = class {
     if (!res.ok) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
   }
   /**
+   * opencode is about to wait before its next try of a model call. A wait longer than LONG_RETRY_WAIT_MS (a provider's
+   * Retry-After, which opencode honours however long: an hour for a daily quota) would hold the worker "running" and its
+   * slot with nothing happening: it is interrupted instead, saying until when, and resumes in its session when asked.
+   */
+  async onRetry(workerId, message, next) {
+    const wait = next === null ? 0 : next - Date.now();
+    if (wait <= LONG_RETRY_WAIT_MS) return this.checkEndpoint(workerId, message);
+    const w = this.reg.workers.get(workerId);
+    if (!w || w.state !== "running" || !this.reg.is(workerId, "none")) return;
+    const until = new Date(next).toISOString().replace(/\.\d+Z$/, "Z");
+    if (w.targetId && !this.pools.heldUntil(w.targetId))
+      this.reg.notice(
+        "warn",
+        `target ${w.targetId}: the model API asks to wait until ${until} (opencode: ${message.slice(0, 200)}): its workers start again then; resuming one of them tries now`
+      );
+    if (w.targetId) this.pools.hold(w.targetId, next, message);
+    this.reg.begin(workerId, "stopping");
+    await this.reg.abortSession(workerId);
+    this.reg.fire(
+      workerId,
+      "interrupt",
+      `the model API asks to wait ${Math.round(wait / 6e4) >= 2 ? `${Math.round(wait / 6e4)} min` : `${Math.round(wait / 1e3)} s`} before the next try (until ${until}; opencode: ${message.slice(0, 300)}): resume the worker after that \u2014 it goes on in its session`
+    );
+  }
+  /**
    * opencode retries a failed model call with growing pauses, for a minute or more, before it gives up. When the call
    * failed because the model server is gone (killed, crashed, stopped), the worker is interrupted at once instead,
    * with the reason, and can be resumed in its session once the server is back. A server that answers is left to
@@ -82326,8 +83031,10 @@ async function mergeBatch(engine, batchId, opts = {}) {
   try {
     if (summary.integration) return await landIntegration(engine, batchId, opts);
     const r = { batchId, merged: [], stopped: null, notTried: [], skipped: [], integration: null };
-    for (const w of engine.list().filter((x) => x.batchId === batchId)) {
-      const why = w.state !== "built" ? `not built (${w.state})` : w.merged ? `already merged into ${w.merged.into}` : w.discarded ? "discarded" : null;
+    const all = engine.list();
+    for (const w of all.filter((x) => x.batchId === batchId)) {
+      const winner = w.attempt ? attemptGroup(w.attempt.groupId, all).winner : void 0;
+      const why = w.state !== "built" ? `not built (${w.state})` : w.merged ? `already merged into ${w.merged.into}` : w.discarded ? "discarded" : winner !== void 0 && winner !== w.id ? `an attempt the checks did not pick (its task's winner is ${winner ?? "none"}); merge it alone to take it instead` : null;
       if (why) {
         r.skipped.push({ workerId: w.id, reason: why });
         continue;
@@ -82362,7 +83069,13 @@ async function landIntegration(engine, batchId, opts) {
   if (res.landed) throw new InputError(`batch ${batchId} was already merged into ${res.landed.into} (${res.landed.commit.slice(0, 12)})`, "conflict");
   if (!res.passed || !res.commit)
     throw new InputError(
-      `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Dispatch a follow-up (continue a worker, or a new task) and run the batch's checks again`,
+      `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Continue a worker of it with a review (ocw continue WORKER_ID --message TEXT): once its new round is graded the integration runs again by itself; or merge the workers one by one (ocw merge WORKER_ID)`,
+      "conflict"
+    );
+  const stale2 = engine.batches.integrationStale(batchId);
+  if (stale2)
+    throw new InputError(
+      `batch ${batchId}'s integration is of its workers as they were: ${stale2}. It runs again once every task is at rest; merge once it passed (nothing was changed)`,
       "conflict"
     );
   if (!rec.branch)
@@ -82384,7 +83097,7 @@ async function landIntegration(engine, batchId, opts) {
     objects: graded,
     publish: (next) => landObjects(rec.repo, graded, next),
     message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
-    onConflict: (files) => `To go on: continue the workers on the new base (files: ${quoteUntrustedList(files, "file names from the workers' changes")}), or run the batch again from the current HEAD.`
+    onConflict: (files) => `To go on: run the batch again from the current HEAD (its tasks see the commits it conflicts with: ${quoteUntrustedList(files, "file names from the workers' changes")}), or merge its workers one by one (ocw merge WORKER_ID; ocw rebase WORKER_ID continues one that conflicts on the new base).`
   });
   for (const id3 of res.workers) await engine.recordLanded(id3, rec.branch, landed);
   engine.batches.landed(batchId, rec.branch, landed);
@@ -82546,39 +83259,97 @@ async function pushUnredacted(engine, input2) {
     await engine.publish(input2.workerId).catch((err) => {
       if (codeOf(err) !== "conflict") throw err;
     });
-  const push = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], {
-    cwd: repo,
-    env: userGitEnv()
-  });
-  if (push.exitCode !== 0) {
-    const why = gitComplaint(push);
-    if (/rejected|non-fast-forward|fetch first/.test(push.stdout + push.stderr)) {
-      throw new InputError(`${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch`, "conflict");
-    }
-    throw new InputError(`the push to ${remote} failed: ${why}`, "unavailable");
+  const earlier = input2.workerId ? earlierRounds(engine.get(input2.workerId), commit) : [];
+  let replaced = null;
+  if (earlier.length || input2.batchId) {
+    const there = await runCommand("git", ["ls-remote", remote, `refs/heads/${branch}`], { cwd: repo, env: userGitEnv() });
+    const tip = there.exitCode === 0 ? /^([0-9a-f]{40,64})\trefs\/heads\//m.exec(there.stdout)?.[1] ?? null : null;
+    if (tip && tip !== commit && (earlier.includes(tip) || input2.batchId && await earlierIntegration(repo, graded, tip, input2.batchId, what.base)))
+      replaced = tip;
   }
+  const lease = replaced ? [`--force-with-lease=refs/heads/${branch}:${replaced}`] : [];
+  const push = await runCommand(
+    "git",
+    ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", ...lease, remote, `${commit}:refs/heads/${branch}`],
+    { cwd: repo, env: userGitEnv() }
+  );
+  if (push.exitCode !== 0) throw pushRefusal(push, remote, branch, input2.workerId ? "the worker's graded commit" : "the batch's integration commit");
   let pr = null;
   let prProblem = null;
   if (input2.pr) {
     const gh = findOnPath3("gh");
     const url2 = remotes.includes(remote) ? await git(repo, ["config", "--get", `remote.${remote}.url`], { allowFail: true }) : remote;
     const ghRepo = hostedRepo(url2);
+    const again = `the branch is pushed: open the pull request on the remote's site, or run this push again with --pr`;
     if (!ghRepo) prProblem = `${remote} (${url2}) is not a repository on a hosting service that gh can name: open the pull request there (the branch is pushed)`;
     else if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
     else {
-      const auth = await runCommand(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
-      if (auth.exitCode !== 0) prProblem = "gh is not signed in (run `gh auth login`): open the pull request on the remote's site (the branch is pushed)";
+      const host = ghRepo.split("/")[0];
+      const auth = await runCommand(gh, ["auth", "status", "--hostname", host], { cwd: repo, env: { ...process.env } });
+      if (auth.exitCode !== 0)
+        prProblem = `gh is not signed in to ${host} (run \`gh auth login --hostname ${host}\`): open the pull request on the remote's site, or run this push again with --pr (the branch is pushed)`;
       else {
         const args = ["pr", "create", "--head", branch, "--title", input2.title ?? title, "--body", body];
         if (def) args.push("--base", def);
         args.push("--repo", ghRepo);
         const r = await runCommand(gh, args, { cwd: repo, env: { ...process.env } });
-        if (r.exitCode !== 0) prProblem = `gh could not open the pull request: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" ")}`;
-        else pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
+        const said = (r.stderr || r.stdout).trim();
+        if (r.exitCode === 0) pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
+        else if (/already exists/i.test(said)) {
+          const named = /(https?:\/\/\S+\/pull\/\d+)\s*$/.exec(said)?.[1];
+          const listed2 = named ? null : await runCommand(gh, ["pr", "list", "--repo", ghRepo, "--head", branch, "--state", "open", "--json", "url", "--jq", ".[0].url"], {
+            cwd: repo,
+            env: { ...process.env }
+          });
+          const found = named ?? (listed2?.exitCode === 0 ? listed2.stdout.trim().split("\n")[0] : "");
+          if (found) {
+            pr = { url: found, existing: true };
+            if (replaced) {
+              const edit = await runCommand(gh, ["pr", "edit", found, "--repo", ghRepo, "--body", body], { cwd: repo, env: { ...process.env } });
+              if (edit.exitCode !== 0)
+                prProblem = `the pull request ${found} is open already, and gh could not update its description to the latest verdict: ${ghSaid(edit)}`;
+            }
+          } else prProblem = `a pull request of ${branch} is open already, but gh could not name it: ${lastLines(said)}; ${again}`;
+        } else prProblem = `gh could not open the pull request: ${lastLines(said)}${ghHint(said)}; ${again}`;
       }
     }
   }
-  return { remote, branch, commit, pr, prProblem };
+  return { remote, branch, commit, pr, prProblem, replaced };
+}
+var lastLines = (s) => s.split("\n").slice(-2).join(" ");
+var ghSaid = (r) => lastLines((r.stderr || r.stdout).trim());
+function ghHint(said) {
+  if (/\b401\b|bad credentials|authentication/i.test(said)) return " (GitHub refused gh's sign-in: run `gh auth login` again)";
+  if (/rate limit/i.test(said)) return " (GitHub's rate limit: wait for it to reset)";
+  return "";
+}
+async function earlierIntegration(repo, graded, tip, batchId, base2) {
+  const body = await gitWithObjects(repo, graded, ["cat-file", "commit", tip]);
+  if (!body) return false;
+  const head = body.slice(0, body.indexOf("\n\n"));
+  const parents = [...head.matchAll(/^parent (\S+)$/gm)].map((m) => m[1]);
+  const subject = body.slice(body.indexOf("\n\n") + 2).split("\n")[0] ?? "";
+  return parents.length === 1 && parents[0] === base2 && subject.startsWith(`ocw: integration of batch ${batchId} (`);
+}
+function earlierRounds(w, commit) {
+  return (w.rounds ?? []).flatMap((r) => r.commit && r.commit !== commit ? [r.commit] : []);
+}
+function pushRefusal(push, remote, branch, what) {
+  const status = /^!\t\S+\t(\[[^\]]+\])\s*(?:\((.*)\))?$/m.exec(push.stdout);
+  const kept = `nothing was pushed, ${what} is unchanged`;
+  if (status?.[1] === "[rejected]" || !status && /non-fast-forward|fetch first/.test(push.stdout + push.stderr))
+    return new InputError(
+      `${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch (${kept})`,
+      "conflict"
+    );
+  if (status?.[1] === "[remote rejected]") {
+    const said = push.stderr.split("\n").filter((l) => l.startsWith("remote:")).map((l) => l.slice("remote:".length).trim()).filter(Boolean).slice(-6).join(" / ").slice(0, 600);
+    return new InputError(
+      `${remote} refused the push (${status[2] || "remote rejected"})${said ? `, saying: ${said}` : ""}; ${kept}: do what it asks (or ask who runs it), then push again, or push to another --remote or --branch`,
+      "conflict"
+    );
+  }
+  return new InputError(`the push to ${remote} failed: ${gitComplaint(push)} (${kept}): fix that, then push again`, "unavailable");
 }
 function findOnPath3(name) {
   for (const dir of (process.env.PATH ?? "").split(path47.delimiter)) {
@@ -82594,8 +83365,8 @@ function findOnPath3(name) {
 }
 function workerPush(engine, workerId) {
   const w = engine.get(workerId);
-  if (w.state !== "built" || !w.verdict?.commit)
-    throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
+  if (w.state !== "built") throw notBuilt(w, "pushed");
+  if (!w.verdict?.commit) throw new InputError(`worker ${workerId} has no graded commit to push`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
   const title = workerTitle(w.spec, 72);
   return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };
@@ -82606,6 +83377,12 @@ function batchPush(engine, batchId) {
   const res = s.integration?.result;
   if (!rec || !res) throw new InputError(`batch ${batchId} has no integration checks: push its workers one by one (ocw push WORKER_ID)`, "conflict");
   if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing to push`, "conflict");
+  const stale2 = engine.batches.integrationStale(batchId);
+  if (stale2)
+    throw new InputError(
+      `batch ${batchId}'s integration is of its workers as they were: ${stale2}. It runs again once every task is at rest; push once it passed (nothing was pushed)`,
+      "conflict"
+    );
   const workers = res.workers.map((id3) => engine.get(id3));
   return {
     repo: rec.repo,
@@ -82640,8 +83417,12 @@ function verdictCard(w) {
     ),
     `| scope | ${v.scope.passed ? "passed" : `failed (naming the worker's files): ${v.scope.violations.slice(0, 20).map((x) => mdUntrusted(x, 300, true)).join(", ")}`} |`
   ];
-  const rounds = v.rounds;
-  if (Array.isArray(rounds)) lines.push("", `Rounds: ${rounds.length}`);
+  const graded = (w.rounds ?? []).filter((r) => r.verdict);
+  if (graded.length > 1)
+    lines.push(
+      "",
+      `Rounds: ${graded.length} (${graded.map((r) => `${r.round} ${r.kind}: ${outcomeWord(r.verdict)}`).join(" \xB7 ")}); this is round ${graded.at(-1).round}'s graded commit`
+    );
   if (v.flags?.length)
     lines.push(
       "",
@@ -82670,9 +83451,9 @@ function batchCard(batchId, res, workers) {
 }
 
 // engine/api/server.ts
-import { randomBytes as randomBytes15, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
+import { randomBytes as randomBytes16, timingSafeEqual as timingSafeEqual3 } from "node:crypto";
 import { createReadStream as createReadStream3, existsSync as existsSync31, statSync as statSync19 } from "node:fs";
-import http4 from "node:http";
+import http5 from "node:http";
 import path69 from "node:path";
 
 // node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
@@ -83398,10 +84179,10 @@ function expectedLlamaBackend(platform2, gpus, nvcc) {
   return { prefix: {}, variant: first, note: null };
 }
 function pickAsset(rel, platform2, arch, variant) {
-  const os10 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
+  const os11 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
   const a2 = arch === "arm64" ? "arm64" : "x64";
   const bins = rel.assets.filter(
-    (x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os10}-`) && x.name.includes(a2)
+    (x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os11}-`) && x.name.includes(a2)
   );
   const has = (x, k) => x.name.includes(`-${k}`);
   const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
@@ -83678,7 +84459,7 @@ function cancelLlamaBuild(jobId) {
 // engine/hardware/detect.ts
 import { readFileSync as readFileSync16 } from "node:fs";
 import { readdir as readdir5, readFile as readFile3 } from "node:fs/promises";
-import os6 from "node:os";
+import os7 from "node:os";
 import path50 from "node:path";
 
 // engine/hardware/parse.ts
@@ -83924,17 +84705,17 @@ async function cpuRamDefault() {
     const si = await Promise.resolve().then(() => __toESM(require_lib()));
     const [cpu, mem] = await Promise.all([si.cpu(), si.mem()]);
     return {
-      model: `${cpu.manufacturer} ${cpu.brand}`.trim() || os6.cpus()[0]?.model || "unknown",
-      cores: cpu.cores || os6.cpus().length,
+      model: `${cpu.manufacturer} ${cpu.brand}`.trim() || os7.cpus()[0]?.model || "unknown",
+      cores: cpu.cores || os7.cpus().length,
       physicalCores: cpu.physicalCores || null,
-      ram: { totalBytes: mem.total, freeBytes: mem.available || os6.freemem() }
+      ram: { totalBytes: mem.total, freeBytes: mem.available || os7.freemem() }
     };
   } catch {
     return {
-      model: os6.cpus()[0]?.model ?? "unknown",
-      cores: os6.cpus().length,
+      model: os7.cpus()[0]?.model ?? "unknown",
+      cores: os7.cpus().length,
       physicalCores: null,
-      ram: { totalBytes: os6.totalmem(), freeBytes: os6.freemem() }
+      ram: { totalBytes: os7.totalmem(), freeBytes: os7.freemem() }
     };
   }
 }
@@ -84074,7 +84855,7 @@ async function detectHardware(opts = {}) {
   }
   return {
     platform: platform2,
-    arch: os6.arch(),
+    arch: os7.arch(),
     cpu: { model: cr.model, cores: cr.cores, physicalCores: cr.physicalCores },
     ram: cr.ram,
     gpus,
@@ -84279,7 +85060,7 @@ var FitPlanInput = FitInput.extend({
 });
 
 // engine/serving/setup-api.ts
-import { randomBytes as randomBytes14 } from "node:crypto";
+import { randomBytes as randomBytes15 } from "node:crypto";
 import { accessSync as accessSync3, constants as constants7, statSync as statSync18 } from "node:fs";
 import path63 from "node:path";
 
@@ -84477,7 +85258,7 @@ var SetupProviderKeyInput = SetupProviderInput.omit({ apiKeyEnv: true }).extend(
 });
 
 // engine/serving/start.ts
-import { randomBytes as randomBytes13 } from "node:crypto";
+import { randomBytes as randomBytes14 } from "node:crypto";
 import { existsSync as existsSync28, mkdirSync as mkdirSync23, readFileSync as readFileSync23, statfsSync as statfsSync2, statSync as statSync17 } from "node:fs";
 import path62 from "node:path";
 
@@ -87357,7 +88138,7 @@ function withHubSizes(entries, data, now = Date.now()) {
 import { spawn as spawn5 } from "node:child_process";
 import { closeSync as closeSync3, existsSync as existsSync23, mkdirSync as mkdirSync18, openSync as openSync3, readdirSync as readdirSync12, readFileSync as readFileSync19 } from "node:fs";
 import { createServer } from "node:net";
-import os7 from "node:os";
+import os8 from "node:os";
 import path54 from "node:path";
 var LlamaServerError = class extends SetupError {
   constructor(message, data = {}) {
@@ -87375,7 +88156,7 @@ function findLlamaServer(explicit, env2 = process.env) {
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
   for (const dir of (env2.PATH ?? "").split(path54.delimiter))
     if (dir) cands.push(path54.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = config2(env2).OCW_LLAMA_CACHE ?? path54.join(os7.homedir(), ".cache/opencode-worker/llama");
+  const cache = config2(env2).OCW_LLAMA_CACHE ?? path54.join(os8.homedir(), ".cache/opencode-worker/llama");
   try {
     for (const d of readdirSync12(cache).sort().reverse()) cands.push(path54.join(cache, d, "bin", "llama-server"));
   } catch {
@@ -88130,12 +88911,12 @@ import { spawn as spawn7 } from "node:child_process";
 import { closeSync as closeSync6, mkdirSync as mkdirSync21, openSync as openSync6 } from "node:fs";
 
 // engine/serving/bench.ts
-import { randomBytes as randomBytes11 } from "node:crypto";
+import { randomBytes as randomBytes12 } from "node:crypto";
 function benchBudgetSec(env2 = process.env) {
   return Math.max(0, config2(env2).OCW_SETUP_BENCH_SEC);
 }
 var WORDS = "the quick brown fox jumps over a lazy dog while seven engineers review pull requests about caching parsers schedulers and tests".split(" ");
-function benchPrompt(tokens, nonce = randomBytes11(6).toString("hex")) {
+function benchPrompt(tokens, nonce = randomBytes12(6).toString("hex")) {
   const words = [];
   for (let i2 = 0; words.length < tokens; i2++) words.push(WORDS[(i2 * 7 + (i2 >> 3)) % WORDS.length], ...i2 % 12 === 11 ? [`${i2}.`] : []);
   return `Request ${nonce}. Continue this text:
@@ -88444,7 +89225,7 @@ async function startRuntimeProcess(o2) {
 }
 
 // engine/serving/records.ts
-import { randomBytes as randomBytes12 } from "node:crypto";
+import { randomBytes as randomBytes13 } from "node:crypto";
 import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync20, openSync as openSync5, readFileSync as readFileSync21, renameSync as renameSync6, rmSync as rmSync8, statSync as statSync15, writeSync as writeSync2 } from "node:fs";
 import path59 from "node:path";
 var servingFile = (dir = stateDir()) => path59.join(dir, "serving.json");
@@ -88471,7 +89252,7 @@ function stale(owner, file3) {
 function lock(dir) {
   mkdirSync20(dir, { recursive: true, mode: 448 });
   const file3 = lockPath(dir);
-  const me = { pid: process.pid, startTime: processStartTime(process.pid), nonce: randomBytes12(8).toString("hex") };
+  const me = { pid: process.pid, startTime: processStartTime(process.pid), nonce: randomBytes13(8).toString("hex") };
   const t0 = Date.now();
   const mine = `${file3}.${me.nonce}`;
   const fd = openSync5(mine, "wx", 384);
@@ -88700,7 +89481,7 @@ function checkUrl(url2, flag2) {
   try {
     const u2 = new URL(url2);
     if (!/^https?:$/.test(u2.protocol)) throw new Error();
-    return url2.replace(/\/+$/, "");
+    return url2.replace(/\/+$/, "").replace(/\/(chat\/completions|models)$/, "");
   } catch {
     throw new SetupInputError(`${flag2} needs an http(s) URL like http://127.0.0.1:8080 (got "${url2}")`);
   }
@@ -88798,9 +89579,19 @@ async function setupProvider(o2) {
   };
   if (o2.unverified) return saveUnverified(store, target, t0);
   const tv = performance.now();
-  const v = await verifyEndpoint({ url: base2, model: o2.model, key, engine: "api", slots, perSlotCtx: null, llamaExtensions: false });
-  if (v.checks[0] && !v.checks[0].passed) throw new SetupInputError(`${url2} is not reachable with that key: ${v.checks[0].evidence}`);
-  const saved = finish(store, target, v, o2);
+  const v = await verifyEndpoint({
+    url: base2,
+    model: o2.model,
+    key,
+    engine: "api",
+    slots,
+    perSlotCtx: null,
+    llamaExtensions: false,
+    keyHint: o2.keyHint ?? `the value of ${o2.apiKeyEnv}`
+  });
+  if (v.checks[0] && !v.checks[0].passed) throw new SetupInputError(`verifying ${url2} failed: ${v.checks[0].evidence}`);
+  const listed2 = v.observed.perSlotCtx;
+  const saved = finish(store, listed2 ? { ...target, contextLimit: listed2 } : target, v, o2);
   return {
     outcome: v.outcome,
     saved: saved.saved,
@@ -88815,7 +89606,7 @@ async function setupProvider(o2) {
 
 // engine/serving/start-runtimes.ts
 import { chmodSync as chmodSync3, existsSync as existsSync27, mkdirSync as mkdirSync22, readFileSync as readFileSync22, statSync as statSync16, writeFileSync as writeFileSync14 } from "node:fs";
-import os8 from "node:os";
+import os9 from "node:os";
 import path61 from "node:path";
 
 // engine/serving/start-common.ts
@@ -89007,7 +89798,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
-  const hfCache = env2.HF_HOME || path61.join(os8.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path61.join(os9.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run5 = [
     "run",
@@ -89959,7 +90750,7 @@ function recordLlamaPhase(c3, plan, l, v, placement, bench) {
 }
 async function runStartJob(o2) {
   const input2 = SetupStartInput.parse(o2.input);
-  const job2 = newJob(o2.jobId ?? randomBytes13(6).toString("hex"), input2.runtime);
+  const job2 = newJob(o2.jobId ?? randomBytes14(6).toString("hex"), input2.runtime);
   const t0 = performance.now();
   let lastEmit = 0;
   const emit3 = (force = true) => {
@@ -90257,6 +91048,7 @@ async function setupProviderKeyApi(input2, store) {
       url: i2.url,
       model: i2.model,
       apiKeyEnv: TYPED_KEY_VAR,
+      keyHint: "the key typed",
       slots: i2.slots,
       id: i2.id,
       acceptUnderpowered: i2.acceptUnderpowered,
@@ -90283,7 +91075,7 @@ function setupStartApi(input2, store, publish, opts = {}) {
   const running = [...jobs.values()].find((j) => j.job.state === "running");
   if (running)
     throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
-  const jobId = randomBytes14(6).toString("hex");
+  const jobId = randomBytes15(6).toString("hex");
   const abort = new AbortController();
   let first = null;
   const entry = { job: null, abort };
@@ -90347,6 +91139,23 @@ function setupCancelApi(jobId) {
   j.abort.abort();
   return j.job;
 }
+function setTargetKey(store, id3, given) {
+  const t2 = store.get(id3);
+  if (!t2) throw new SetupApiInputError(`no target "${id3}". Run \`ocw targets\` to list them.`);
+  if (t2.keyFile && t2.keyFile !== apiKeyFilePath(t2.id))
+    throw new SetupApiInputError(`target "${t2.id}" is a server the engine started with its own generated key: no key to set`);
+  const key = given.trim();
+  if (/[\r\n]/.test(key)) throw new SetupApiInputError("the key must be one line");
+  if (!key) {
+    forgetApiKey(t2.id);
+    const typed = t2.keyFile && t2.keyFile === apiKeyFilePath(t2.id);
+    store.save({ ...t2, keyStore: null, ...typed ? { keyFile: null } : {} });
+    return { stored: "none" };
+  }
+  const where = storeApiKey(t2.id, key);
+  store.save({ ...t2, ...where });
+  return { stored: where.keyStore === "keychain" ? "keychain" : "file" };
+}
 
 // engine/serving/providers-api.ts
 async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
@@ -90362,15 +91171,43 @@ async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
       );
   }
   const url2 = `${base2}/models`;
+  const models = [];
+  let after = null;
+  for (let page = 0; page < 10; page++) {
+    const next = await modelsPage(after ? `${url2}?after_id=${encodeURIComponent(after)}` : url2, i2, key, timeoutMs);
+    models.push(...next.models);
+    if (!next.more || !next.lastId || models.length >= 5e3) break;
+    after = next.lastId;
+  }
+  models.sort((a2, b) => a2.id.localeCompare(b.id));
+  return { url: base2, models };
+}
+async function modelsPage(url2, i2, key, timeoutMs) {
   let res;
   try {
     res = await fetch(url2, {
-      headers: { accept: "application/json", ...key ? { authorization: `Bearer ${key}` } : {} },
+      headers: {
+        accept: "application/json",
+        // Bearer for OpenAI-compatible lists; Anthropic's GET /v1/models reads x-api-key and needs anthropic-version
+        ...key ? { authorization: `Bearer ${key}`, "x-api-key": key, "anthropic-version": "2023-06-01" } : {}
+      },
       signal: AbortSignal.timeout(timeoutMs),
-      redirect: "follow"
+      // said, not followed: fetch drops the key on a redirect to another origin (http → https), and the provider's
+      // 401 then blamed the key
+      redirect: "manual"
     });
   } catch (e) {
     throw new OcwError("unavailable", `${describeFetchError(e, url2)}; check the URL (it usually ends in /v1)`);
+  }
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel().catch(() => void 0);
+    const to = res.headers.get("location");
+    const target = to ? new URL(to, url2).toString() : null;
+    const https2 = target && /^http:/.test(url2) && /^https:/.test(target);
+    throw new OcwError(
+      "bad-input",
+      `${url2} \u2192 HTTP ${res.status}, a redirect${target ? ` to ${target}` : ""}: ${https2 ? `use the https:// URL (${i2.url.replace(/^http:/, "https:").replace(/\/+$/, "")})` : "use the URL it redirects to as the base URL"}`
+    );
   }
   const MAX = 16 * 1024 * 1024;
   if (Number(res.headers.get("content-length") ?? 0) > MAX) throw new OcwError("bad-input", `${url2} answered more than 16 MB: not a model list; check the URL`);
@@ -90402,10 +91239,10 @@ async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
     const o2 = m;
     if (typeof o2.id !== "string" || !o2.id || o2.id.length > 300) continue;
     const ctx = [o2.context_length, o2.context_window, o2.max_model_len].find((x) => typeof x === "number" && Number.isFinite(x) && x > 0);
-    models.push({ id: o2.id, contextLength: ctx ?? null, name: typeof o2.name === "string" ? o2.name.slice(0, 200) : null, price: priceFromListing(m) });
+    const name = typeof o2.name === "string" ? o2.name : typeof o2.display_name === "string" ? o2.display_name : null;
+    models.push({ id: o2.id, contextLength: ctx ?? null, name: name?.slice(0, 200) ?? null, price: priceFromListing(m) });
   }
-  models.sort((a2, b2) => a2.id.localeCompare(b2.id));
-  return { url: base2, models };
+  return { models, more: b.has_more === true, lastId: typeof b.last_id === "string" ? b.last_id : null };
 }
 
 // engine/serving/servers-api.ts
@@ -90525,13 +91362,13 @@ import path66 from "node:path";
 
 // engine/serving/pool.ts
 import { mkdtempSync as mkdtempSync2, rmSync as rmSync10 } from "node:fs";
-import os9 from "node:os";
+import os10 from "node:os";
 import path65 from "node:path";
 var RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 };
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync2(path65.join(os9.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync2(path65.join(os10.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
@@ -90751,6 +91588,14 @@ async function setupVerify(input2, store, baseEnv = process.env, log) {
   const env2 = i2.apiKeyEnv && i2.apiKey !== void 0 ? { ...baseEnv, [i2.apiKeyEnv]: i2.apiKey } : baseEnv;
   const common2 = { model: i2.model, apiKeyEnv: i2.apiKeyEnv, slots: i2.slots, yes: i2.yes, acceptUnderpowered: i2.acceptUnderpowered, store, env: env2, log: say };
   const result2 = i2.mode === "provider" ? await setupProvider({ ...common2, url: i2.urls[0], model: i2.model ?? "", apiKeyEnv: i2.apiKeyEnv ?? "" }) : i2.urls.length > 1 ? await setupCapturePool(i2.urls, { ...common2, ctx: i2.ctx, benchSec: i2.benchSec }) : await setupCapture({ ...common2, url: i2.urls[0], ctx: i2.ctx, benchSec: i2.benchSec });
+  if (i2.apiKeyEnv && i2.apiKey && baseEnv[i2.apiKeyEnv] !== i2.apiKey && result2.saved !== false) {
+    const where = storeApiKey(result2.target.id, i2.apiKey);
+    const target = store.save({ ...result2.target, keyRef: null, ...where }, result2.active);
+    say(
+      `the key in ${i2.apiKeyEnv} is kept by the engine for ${target.id} (${where.keyStore === "keychain" ? "the OS keychain" : `a 0600 file, ${where.keyFile}`}): the engine's own environment ${baseEnv[i2.apiKeyEnv] === void 0 ? "does not hold" : "holds another value of"} ${i2.apiKeyEnv}; change it with Setup's key field (targets.setKey)`
+    );
+    return { result: { ...result2, target }, logs };
+  }
   return { result: result2, logs };
 }
 
@@ -91617,10 +92462,20 @@ var appRouter = t.router({
     list: proc2.query(({ ctx }) => ctx.engine.targets.list()),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
     endpoints: proc2.query(({ ctx }) => ctx.engine.endpoints()),
-    /** Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one). */
-    preflight: proc2.input(external_exports.object({ target: Target })).mutation(async ({ input: input2 }) => {
-      await preflightEndpoint(input2.target);
-      return { ok: true };
+    /**
+     * Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one),
+     * or with the key the client gives (`ocw run --api-key-env VAR` where the engine's environment lacks VAR);
+     * `keyHeld`: whether the engine itself resolves that same key for the target.
+     */
+    preflight: proc2.input(external_exports.object({ target: Target, key: external_exports.string().min(1).max(8192).optional() })).mutation(async ({ input: input2 }) => {
+      await preflightEndpoint(input2.target, void 0, input2.key);
+      let held = null;
+      try {
+        held = resolveKey(input2.target);
+      } catch {
+        held = null;
+      }
+      return { ok: true, keyHeld: input2.key === void 0 || held === input2.key };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
     withEndpoints: proc2.query(
@@ -91645,23 +92500,7 @@ var appRouter = t.router({
      * is never returned, logged, put in targets.json or an event; opencode reaches the endpoint through the engine's
      * key gateway, so no worker sees it either. An empty key forgets it.
      */
-    setKey: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200), key: external_exports.string().max(4096) })).mutation(({ ctx, input: input2 }) => {
-      const t2 = ctx.engine.targets.get(input2.id);
-      if (!t2) throw new InputError(`no target "${input2.id}". Run \`ocw targets\` to list them.`);
-      if (t2.keyFile && t2.keyFile !== apiKeyFilePath(t2.id))
-        throw new InputError(`target "${t2.id}" is a server the engine started with its own generated key: no key to set`);
-      const key = input2.key.trim();
-      if (/[\r\n]/.test(key)) throw new InputError("the key must be one line");
-      if (!key) {
-        forgetApiKey(t2.id);
-        const typed = t2.keyFile && t2.keyFile === apiKeyFilePath(t2.id);
-        ctx.engine.targets.save({ ...t2, keyStore: null, ...typed ? { keyFile: null } : {} });
-        return { stored: "none" };
-      }
-      const where = storeApiKey(t2.id, key);
-      ctx.engine.targets.save({ ...t2, ...where });
-      return { stored: where.keyStore === "keychain" ? "keychain" : "file" };
-    }),
+    setKey: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200), key: external_exports.string().max(4096) })).mutation(({ ctx, input: input2 }) => setTargetKey(ctx.engine.targets, input2.id, input2.key)),
     /** Deletes a target; refused while a worker of it is queued or live (stop those first). Workers keep their records. */
     remove: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200) })).mutation(async ({ ctx, input: input2 }) => {
       const busy = ctx.engine.list().filter((w) => w.targetId === input2.id && (w.state === "queued" || isActive(w.state) || w.state === "settled" || w.state === "grading"));
@@ -91790,7 +92629,7 @@ function sameToken(given, token) {
   if (!given) return false;
   const a2 = Buffer.from(given);
   const b = Buffer.from(token);
-  return a2.length === b.length && timingSafeEqual2(a2, b);
+  return a2.length === b.length && timingSafeEqual3(a2, b);
 }
 function clientIdentity(req) {
   const raw2 = String(req.headers[CLIENT_HEADER] ?? "gui").slice(0, 120);
@@ -91801,7 +92640,7 @@ function clientIdentity(req) {
   return { kind: "person", name: name ?? kind ?? "gui" };
 }
 async function startApiServer(opts) {
-  const token = opts.token ?? randomBytes15(24).toString("base64url");
+  const token = opts.token ?? randomBytes16(24).toString("base64url");
   let port = 0;
   const clients = /* @__PURE__ */ new Map();
   const allowedHosts = () => /* @__PURE__ */ new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
@@ -91875,7 +92714,7 @@ async function startApiServer(opts) {
     if (queryToken !== null && !sameToken(queryToken, token)) return deny(401, "wrong token in the URL: copy the URL `ocw serve` printed");
     return serveStatic(opts.browserUi?.() ?? NO_UI, pathname, res);
   };
-  const server = http4.createServer((req, res) => {
+  const server = http5.createServer((req, res) => {
     try {
       handle(req, res);
     } catch (err) {
@@ -92257,7 +93096,13 @@ function registerHousekeepingCommands(program3) {
       const client2 = connect(await ensureEngine(stateDir()), "cli:ocw merge");
       if (workerId) {
         const m = await client2.workers.merge.mutate({ workerId, acceptFlagged: !!o2.acceptFlagged });
-        console.log(o2.json ? JSON.stringify({ workerId, ...m }) : `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
+        if (o2.json) console.log(JSON.stringify({ workerId, ...m }));
+        else if (m.alreadyIn)
+          console.log(`${workerId} was already in ${m.into} (it came in with a worker that started from it): recorded as merged, nothing changed`);
+        else
+          console.log(
+            `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})${m.alsoLanded.length ? `; it started from ${m.alsoLanded.join(", ")}'s graded work, which came in with it (recorded as merged)` : ""}`
+          );
         return;
       }
       const r = await client2.workers.mergeBatch.mutate({ batchId: o2.batch, acceptFlagged: !!o2.acceptFlagged });
@@ -92469,8 +93314,10 @@ function registerWorkerCommands(program3) {
           acceptFlagged: !!o2.acceptFlagged
         });
         if (o2.json) return console.log(JSON.stringify(r, null, 2));
-        console.log(`pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`);
-        if (r.pr) console.log(`pull request: ${r.pr.url}`);
+        console.log(
+          `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}${r.replaced ? ` (in place of ${o2.batch ? "its earlier integration commit" : "the earlier round's"} ${r.replaced.slice(0, 12)})` : ""}`
+        );
+        if (r.pr) console.log(`pull request${r.pr.existing ? " (already open)" : ""}: ${r.pr.url}`);
         if (r.prProblem) console.log(`no pull request: ${r.prProblem}`);
       } catch (err) {
         fail(err);
@@ -92503,9 +93350,12 @@ function showText(w) {
   const lines = [
     `${w.id}  ${stateWord(w.state)}${w.stateReason ? ` \u2014 ${safe(w.stateReason)}` : ""}`,
     `task: ${safe(workerTitle(w.spec, Number.POSITIVE_INFINITY))}`,
-    `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`
+    `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit && !w.startFrom ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`
   ];
-  if (w.batchId) lines.push(`batch: ${w.batchId}${w.taskId ? ` (task ${w.taskId})` : ""}${w.startFrom ? `, started from ${w.startFrom.slice(0, 12)}` : ""}`);
+  if (w.batchId)
+    lines.push(
+      `batch: ${w.batchId}${w.taskId ? ` (task ${w.taskId})` : ""}${w.startFrom ? `, started from ${w.startFrom.slice(0, 12)}: the graded work of the tasks it comes after (its diff is its own; merged alone, it brings theirs in too)` : ""}`
+    );
   if (w.asks.some((a2) => a2.status === "pending"))
     lines.push(
       `waiting for: ${w.asks.filter((a2) => a2.status === "pending").map((a2) => `${a2.tool} ${safe(a2.what).slice(0, 80)}`).join("; ")}`
@@ -92869,6 +93719,8 @@ function enginePort(name) {
     targets: async () => (await c3()).targets.list.query(),
     targetsWithEndpoints: async () => (await c3()).targets.withEndpoints.query(),
     useTarget: async (id3) => (await c3()).targets.use.mutate({ id: id3 }),
+    setKey: async (id3, key) => (await c3()).targets.setKey.mutate({ id: id3, key }),
+    removeTarget: async (id3) => (await c3()).targets.remove.mutate({ id: id3 }),
     stopServing: async (target) => (await c3()).servers.stopRecorded.mutate(target ? { target } : {}),
     servers: async () => (await c3()).servers.list.query(),
     restartServer: async (id3) => (await c3()).servers.restart.mutate({ id: id3 }),
@@ -93201,6 +94053,59 @@ async function runTargetUse(id3, port = enginePort("cli:ocw target use")) {
 ` };
   }
 }
+async function runTargetKey(id3, o2, port = enginePort("cli:ocw target key"), io = {}) {
+  const fail2 = (m) => ({ code: 2, stdout: "", stderr: `ocw: ${m}
+` });
+  try {
+    let key = "";
+    if (o2.clear) {
+      if (o2.fromEnv) return fail2("--clear forgets the key: give it alone, without --from-env");
+    } else if (o2.fromEnv) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(o2.fromEnv))
+        return fail2(`--from-env takes the NAME of an environment variable (got "${o2.fromEnv.slice(0, 4)}\u2026"), not the key itself`);
+      key = (io.env ?? process.env)[o2.fromEnv] ?? "";
+      if (!key.trim()) return fail2(`environment variable ${o2.fromEnv} is not set here: export it with the new key, then run this again`);
+    } else {
+      const piped = await (io.stdin ?? readPipedStdin)();
+      if (piped === null)
+        return fail2(
+          `give the key on stdin (printf %s "$KEY" | ocw target key ${id3}) or name its variable with --from-env VAR \u2014 never on the command line; --clear forgets it`
+        );
+      key = piped.trim();
+      if (!key) return fail2("stdin held no key; --clear forgets it");
+    }
+    const r = await port.setKey(id3, key);
+    const where = r.stored === "keychain" ? "in the OS keychain" : r.stored === "file" ? "in a 0600 file of the engine's state dir" : null;
+    return {
+      code: 0,
+      stdout: where ? `the key of ${id3} is set (kept ${where}); workers started from now on use it
+` : `the key of ${id3} is forgotten; its workers send none from now on (set one with ocw target key ${id3})
+`,
+      stderr: ""
+    };
+  } catch (e) {
+    return fail2(e.message.split("\n")[0]);
+  }
+}
+async function readPipedStdin() {
+  if (process.stdin.isTTY) return null;
+  let text = "";
+  for await (const chunk of process.stdin) {
+    text += String(chunk);
+    if (text.length > 8192) break;
+  }
+  return text;
+}
+async function runTargetRemove(id3, port = enginePort("cli:ocw target remove")) {
+  try {
+    await port.removeTarget(id3);
+    return { code: 0, stdout: `target ${id3} removed (its kept key with it)
+`, stderr: "" };
+  } catch (e) {
+    return { code: 2, stdout: "", stderr: `ocw: ${e.message.split("\n")[0]}
+` };
+  }
+}
 async function runServingStop(o2 = {}, port = enginePort("cli:ocw serving stop")) {
   const r = await port.stopServing(o2.target);
   const lines = [
@@ -93262,7 +94167,10 @@ function registerModelSetupCommands(program3, { registerServingSupervisor: regis
     (v, prev = []) => [...prev, v]
   ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--bench-sec <n>", "seconds the speed benchmark after start or capture may take (default 30, OCW_SETUP_BENCH_SEC); 0 skips it").option("--allow-slow", "start a plan even when it would decode below 8 tokens/s per slot (refused otherwise)").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
   program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => emit2(await runTargets(o2)));
-  program3.command("target").description("manage targets").command("use <id>").description("make a target active").action(async (id3) => emit2(await runTargetUse(id3)));
+  const target = program3.command("target").description("manage targets");
+  target.command("use <id>").description("make a target active").action(async (id3) => emit2(await runTargetUse(id3)));
+  target.command("key <id>").description("set an API target's key again (rotate it), read from stdin or --from-env VAR, never the command line; --clear forgets it").option("--from-env <var>", "NAME of the environment variable holding the new key (never the key)").option("--clear", "forget the key (the target's workers then send none)").action(async (id3, o2) => emit2(await runTargetKey(id3, o2)));
+  target.command("remove <id>").description("delete a target and the key kept for it (refused while a worker of it is queued or running)").action(async (id3) => emit2(await runTargetRemove(id3)));
   const serving = program3.command("serving").description("model servers started by ocw");
   serving.command("stop").description("stop the model servers ocw started").option("--target <id>", "only this target's server").action(async (opts) => emit2(await runServingStop(opts)));
   registerServingSupervisor2?.(serving);
@@ -93284,14 +94192,14 @@ function registerModelSetupCommands(program3, { registerServingSupervisor: regis
     })
   );
   serving.command("restart <target>").description("stop a server ocw started and start it again as recorded (same port and key)").action(
-    (target) => servingCli(
-      async () => (await enginePort("cli:ocw serving restart").restartServer(target)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n")
+    (target2) => servingCli(
+      async () => (await enginePort("cli:ocw serving restart").restartServer(target2)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n")
     )
   );
   serving.command("keep <target>").description("keep a server running when the engine stops (`ocw stop`); --off: stop it with the engine again (the default)").option("--off", "stop it with the engine").action(
-    (target, o2) => servingCli(async () => {
-      await enginePort("cli:ocw serving keep").keepServer(target, !o2.off);
-      return `${target}: ${o2.off ? "stops with ocw stop" : "kept running after ocw stop"}`;
+    (target2, o2) => servingCli(async () => {
+      await enginePort("cli:ocw serving keep").keepServer(target2, !o2.off);
+      return `${target2}: ${o2.off ? "stops with ocw stop" : "kept running after ocw stop"}`;
     })
   );
   program3.command("doctor").description("hardware, llama-server and running servers").option("--json", "print JSON").option("--llama-server <path>", "llama-server binary to confirm devices with").action(async (opts) => emit2(await runDoctor(opts)));
