@@ -5,20 +5,8 @@ import type { PermissionAsk } from "../../shared/permission";
 import { formFor } from "./elicit";
 import { pendingItem, pendingQuestions } from "./format";
 import { PendingItem } from "./schemas";
+import { questionAskOf as question } from "../../test/fixtures/question-ask";
 
-const question = (questions: NonNullable<PermissionAsk["questions"]>): PermissionAsk => ({
-  id: "que_1",
-  workerId: "w1",
-  sessionId: "s",
-  kind: "question",
-  tool: "question",
-  what: questions.map((q) => q.question).join(" / "),
-  patterns: [],
-  always: [],
-  questions,
-  createdAt: 0,
-  status: "pending",
-});
 const many = (n: number, options: number, len = 50) =>
   Array.from({ length: n }, (_, i) => ({
     question: `${"q".repeat(len)} ${i}?`,

@@ -5,6 +5,7 @@ import { renderToStaticMarkup } from "react-dom/server";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { OPTIONS_SHOWN, QUESTIONS_SHOWN, TOO_MANY_QUESTIONS } from "../../../shared/ask-view";
 import type { PermissionAsk } from "../../../shared/permission";
+import { questionAskOf as question } from "../../../test/fixtures/question-ask";
 
 const sent = vi.hoisted(() => [] as unknown[]);
 vi.mock("../api", () => ({
@@ -14,19 +15,6 @@ vi.mock("../api", () => ({
 
 const { AskCard, decide, keyRefusal, settledElsewhereNote } = await import("./AskCard");
 
-const question = (questions: NonNullable<PermissionAsk["questions"]>): PermissionAsk => ({
-  id: "que_1",
-  workerId: "w1",
-  sessionId: "s",
-  kind: "question",
-  tool: "question",
-  what: questions.map((q) => q.question).join(" / "),
-  patterns: [],
-  always: [],
-  questions,
-  createdAt: 0,
-  status: "pending",
-});
 const many = (n: number, options: number, len = 20) =>
   Array.from({ length: n }, (_, i) => ({
     question: `${"q".repeat(len)} question-${i}?`,
