@@ -2,7 +2,8 @@
 // (sandbox, worker shell + plugin, instance disposal), driven the same way (the bare SDK, no engine beside it), taking
 // turns. A scratch tool of the cost investigation (issue 31): `npx jiti bench/serve-ab.ts N REPS variant,variant,…`.
 // Variants: bare (unconfined, no shell/plugin) · engine (bwrap + worker shell + plugin) · nosandbox (kind none + shell +
-// plugin) · noplugin (bwrap + shell, OPENCODE_PURE) · shellonly (no sandbox, shell, no plugin); suffix `+dispose`: each
+// plugin) · noplugin (bwrap + shell, OPENCODE_PURE) · shellonly (no sandbox, shell, no plugin) · noevent (engine, the
+// plugin without its `event` hook) · emptyplugin (engine, a plugin of no hooks: OPENCODE_PURE off alone); suffix `+dispose`: each
 // task's instance is disposed after its task, as the engine does.
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -11,7 +12,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { WORKER_AGENT } from "../engine/harness/config";
 import { OpencodeServer } from "../engine/harness/opencode-server";
-import { sandboxStatus, writeWorkerShell, writeWorkspacePlugin } from "../engine/sandbox";
+import { sandboxStatus, WORKSPACE_PLUGIN, writeWorkerShell, writeWorkspacePlugin } from "../engine/sandbox";
 import { createWorkspace, inspectRepo } from "../engine/workspace";
 import { startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, tempDir } from "../test/helpers";
@@ -60,10 +61,14 @@ async function rig(variant: string) {
   const tmpRoot = path.join(state, "tmp");
   const mirrorsRoot = path.join(workspacesRoot, ".mirrors");
   for (const d of [workspacesRoot, tmpRoot, mirrorsRoot]) mkdirSync(d, { recursive: true });
-  const sbKind = kind === "engine" || kind === "noplugin" ? sandboxStatus().kind : "none";
+  const withPlugin = ["engine", "nosandbox", "noevent", "emptyplugin"].includes(kind!);
+  const sbKind = kind === "nosandbox" || kind === "shellonly" || kind === "bare" ? "none" : sandboxStatus().kind;
   const confined = kind !== "bare";
   const shell = confined ? writeWorkerShell(path.join(state, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sbKind, stateDir: state }) : "";
-  const plugin = kind === "engine" || kind === "nosandbox" ? writeWorkspacePlugin(path.join(state, "sandbox", "ocw-workspace.js")) : undefined;
+  const plugin = withPlugin ? writeWorkspacePlugin(path.join(state, "sandbox", "ocw-workspace.js")) : undefined;
+  // The variants of the plugin itself: without its `event` hook (called for every bus event), or with no hook at all.
+  if (plugin && kind === "noevent") writeFileSync(plugin, WORKSPACE_PLUGIN.replace(/\n {4}event: async[\s\S]*?\n {4}\},/, ""));
+  if (plugin && kind === "emptyplugin") writeFileSync(plugin, "export const OcwWorkspace = async () => ({});\n");
   const server = new OpencodeServer({
     target: benchTarget(model.url),
     home,

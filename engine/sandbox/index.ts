@@ -13,5 +13,6 @@ export {
   servePolicy,
   writeRepoBinds,
   writeWorkerShell,
+  WORKSPACE_PLUGIN,
   writeWorkspacePlugin,
 } from "./sandbox";
