@@ -138,8 +138,9 @@ describe.skipIf(!!skip)(`Claude Code installs the plugin from git${skip ? ` (ski
       JSON.parse(
         readFileSync(
           path.join(
+            // the newest version's folder: compared as numbers (0.1.10 after 0.1.9), not as text
             findPluginRoots(path.join(home, ".claude", "plugins", "cache"))
-              .sort()
+              .sort((a, b) => a.localeCompare(b, "en", { numeric: true }))
               .at(-1)!,
             ".claude-plugin",
             "plugin.json",
