@@ -10,7 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { permissionAsk } from "../harness/translate";
-import { inspectAsk, localTarget, ruleMatches } from "./inspect";
+import { localTarget } from "../net";
+import { inspectAsk, ruleMatches } from "./inspect";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-inspect-2-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -123,9 +123,6 @@ function inspectWorkdir(workdir: string, ws: { worktree: string; cwd: string }):
   return flags;
 }
 
-// The network guard's address classification lives with the egress proxy that applies it at connect time (engine/net).
-export { localTarget } from "../net";
-
 export { grantOffer, grantPattern } from "../../shared/permission";
 
 /**

@@ -10,7 +10,7 @@ import { quoteUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../registry";
 import { readJson, writeJsonAtomic } from "../store";
-import { bypassesProxy, localAddress, localTarget, type Lookup, lookupHost } from "../net";
+import { bypassesProxy, localTarget, type Lookup, lookupHost, resolvesLocal } from "../net";
 import { asOpened, grantFor, grantOffer, inspectAsk, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
 
@@ -84,9 +84,7 @@ export class Approvals {
 
   /** Looks `host` up (bounded in time) and keeps whether it resolves to a local or private address. */
   private async resolve(host: string): Promise<void> {
-    const addresses = await lookupHost(host, this.opts.lookup);
-    const local = addresses.find((a) => localAddress(a) !== null);
-    this.resolved.set(host, { local: local ? `${host}, which resolves to ${local} (a local or private network address)` : null, at: Date.now() });
+    this.resolved.set(host, { local: resolvesLocal(host, await lookupHost(host, this.opts.lookup)), at: Date.now() });
     if (this.resolved.size > 1000) this.resolved.delete(this.resolved.keys().next().value!);
   }
 
@@ -339,9 +337,8 @@ export class Approvals {
     }
     this.afterAsk(w.id);
     if (ask.kind === "question" && decision.decision === "reject" && message && this.opts.note) {
-      const note = message;
       await this.opts
-        .note(w.id, note, by)
+        .note(w.id, message, by)
         .catch((err: Error) => this.reg.notice("warn", `the note sent with the dismissal of ${ask.id} did not reach worker ${w.id}: ${err.message}`));
     }
     return this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;

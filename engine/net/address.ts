@@ -105,6 +105,15 @@ export function localAddress(address: string): string | null {
   return localTarget(`http://${isIP(address) === 6 ? `[${address}]` : address}/`);
 }
 
+/**
+ * Why `host` is local by what it resolved to (any of `addresses` local or private), or null: the queue when the ask
+ * comes and the proxy when opencode connects read a name's answers alike.
+ */
+export function resolvesLocal(host: string, addresses: string[]): string | null {
+  const local = addresses.find((a) => localAddress(a) !== null);
+  return local ? `${host}, which resolves to ${local} (a local or private network address)` : null;
+}
+
 /** The addresses a host name resolves to: the system's resolver, or a test's stand-in. */
 export type Lookup = (host: string) => Promise<string[]>;
 

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIP, type Socket, connect } from "node:net";
-import { type Lookup, localAddress, localTarget, lookupHost } from "./address";
+import { type Lookup, localAddress, lookupHost, resolvesLocal } from "./address";
 
 /**
  * The engine's egress proxy: opencode serve runs with the host's network, and its webfetch (Bun's fetch) follows
@@ -97,13 +97,13 @@ export class EgressProxy {
    */
   private async admit(host: string): Promise<{ addresses: string[] } | { status: number; why: string }> {
     const bare = host.replace(/^\[|\]$/g, "");
-    const named = localTarget(`http://${isIP(bare) === 6 ? `[${bare}]` : bare}/`);
+    const named = localAddress(bare);
     if (named) return { status: 403, why: named };
     if (isIP(bare)) return { addresses: [bare] };
     const addresses = await lookupHost(bare.replace(/\.$/, ""), this.opts.lookup);
     if (!addresses.length) return { status: 502, why: `${bare} could not be resolved` };
-    const local = addresses.find((a) => localAddress(a) !== null);
-    if (local) return { status: 403, why: `${bare}, which resolves to ${local} (a local or private network address)` };
+    const local = resolvesLocal(bare, addresses);
+    if (local) return { status: 403, why: local };
     return { addresses };
   }
 

@@ -158,7 +158,6 @@ function ghHint(said: string): string {
   return "";
 }
 
-/** The worker's earlier rounds' graded commits (a branch pushed at one of them follows the latest verdict). */
 /**
  * Whether `tip` is an earlier integration commit of this batch (the engine's own, pushed before the integration ran
  * again): a commit on the batch's base whose message is the engine's for this batch. Read from the graded store or the
@@ -173,6 +172,7 @@ async function earlierIntegration(repo: string, graded: string, tip: string, bat
   return parents.length === 1 && parents[0] === base && subject.startsWith(`ocw: integration of batch ${batchId} (`);
 }
 
+/** The worker's earlier rounds' graded commits (a branch pushed at one of them follows the latest verdict). */
 function earlierRounds(w: Worker, commit: string): string[] {
   return (w.rounds ?? []).flatMap((r) => (r.commit && r.commit !== commit ? [r.commit] : []));
 }

@@ -65026,6 +65026,10 @@ function ownNetwork(address, type) {
 function localAddress(address) {
   return localTarget(`http://${isIP(address) === 6 ? `[${address}]` : address}/`);
 }
+function resolvesLocal(host, addresses) {
+  const local2 = addresses.find((a2) => localAddress(a2) !== null);
+  return local2 ? `${host}, which resolves to ${local2} (a local or private network address)` : null;
+}
 var LOOKUP_MS = 3e3;
 function dnsLookup(servers) {
   return async (host) => {
@@ -65121,13 +65125,13 @@ var EgressProxy = class {
    */
   async admit(host) {
     const bare = host.replace(/^\[|\]$/g, "");
-    const named = localTarget(`http://${isIP2(bare) === 6 ? `[${bare}]` : bare}/`);
+    const named = localAddress(bare);
     if (named) return { status: 403, why: named };
     if (isIP2(bare)) return { addresses: [bare] };
     const addresses = await lookupHost(bare.replace(/\.$/, ""), this.opts.lookup);
     if (!addresses.length) return { status: 502, why: `${bare} could not be resolved` };
-    const local2 = addresses.find((a2) => localAddress(a2) !== null);
-    if (local2) return { status: 403, why: `${bare}, which resolves to ${local2} (a local or private network address)` };
+    const local2 = resolvesLocal(bare, addresses);
+    if (local2) return { status: 403, why: local2 };
     return { addresses };
   }
   /**
@@ -80157,9 +80161,7 @@ var Approvals = class {
   }
   /** Looks `host` up (bounded in time) and keeps whether it resolves to a local or private address. */
   async resolve(host) {
-    const addresses = await lookupHost(host, this.opts.lookup);
-    const local2 = addresses.find((a2) => localAddress(a2) !== null);
-    this.resolved.set(host, { local: local2 ? `${host}, which resolves to ${local2} (a local or private network address)` : null, at: Date.now() });
+    this.resolved.set(host, { local: resolvesLocal(host, await lookupHost(host, this.opts.lookup)), at: Date.now() });
     if (this.resolved.size > 1e3) this.resolved.delete(this.resolved.keys().next().value);
   }
   /** Why a webfetch's URL would go past the egress proxy (it names a model endpoint opencode reaches directly), or null. */
@@ -80366,8 +80368,7 @@ var Approvals = class {
     }
     this.afterAsk(w.id);
     if (ask.kind === "question" && decision.decision === "reject" && message && this.opts.note) {
-      const note = message;
-      await this.opts.note(w.id, note, by).catch((err) => this.reg.notice("warn", `the note sent with the dismissal of ${ask.id} did not reach worker ${w.id}: ${err.message}`));
+      await this.opts.note(w.id, message, by).catch((err) => this.reg.notice("warn", `the note sent with the dismissal of ${ask.id} did not reach worker ${w.id}: ${err.message}`));
     }
     return this.reg.get(w.id).asks.find((a2) => a2.id === ask.id);
   }
