@@ -138,6 +138,37 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     expect(v.flags!.map((f) => f.kind).sort()).toEqual(["executable", "git-config", "symlink", "tool-config", "tool-config"]);
   });
 
+  it("a name that is one file on macOS beside the base's is flagged from the engine's own commit: no git lists the tree, and the repository's git folder is asked once", async () => {
+    const repo = committedRepo(path.join(tmp, "repo-names"), { "tests/x.py": "a\n", "caf\u00e9.txt": "c\n", "README.md": "# r\n" });
+    const info = await inspectRepo(repo);
+    const gradeOne = async (id: string, files: Record<string, string>) => {
+      const ws = await createWorkspace(path.join(tmp, "workspaces"), info, id, path.join(tmp, "objects", `${id}.git`));
+      for (const [f, text] of Object.entries(files)) {
+        mkdirSync(path.dirname(path.join(ws.worktree, f)), { recursive: true });
+        writeFileSync(path.join(ws.worktree, f), text);
+      }
+      let v: Awaited<ReturnType<typeof grade>> | undefined;
+      const starts = await gitStartsDuring(path.join(tmp, `${id}-bin`), async () => {
+        v = await grade({ workspace: ws, checks: [{ file: "README.md" }], scope: [], protect: [], finalText: "OUTCOME: built", title: "t", checkoutDir: path.join(tmp, "grading", id) });
+      });
+      if (!v) throw new Error("not graded");
+      return { ws, v, starts };
+    };
+    const first = await gradeOne("w-names-1", { "Tests/x.py": "b\n", "cafe\u0301.txt": "d\n" });
+    expect(first.v.verdict).toBe("built");
+    // The same flags as git's listing of the graded commit gives (read from the graded store).
+    expect(first.v.flags).toEqual(await flaggedChanges(repo, first.ws.baseCommit, first.v.commit!, await gradedStoreOf(first.ws)));
+    expect(first.v.flags!.filter((f) => f.kind === "name-collision").map((f) => f.path).sort()).toEqual(["Tests/x.py", "cafe\u0301.txt"].sort());
+    // One listing: the base's (shared by the repository's workers), none of the graded commit.
+    expect(first.starts.filter((c) => c === "ls-tree")).toHaveLength(1);
+    // A second worker of the same repository: its grading starts no rev-parse for the git folder either.
+    const second = await gradeOne("w-names-2", { "notes.md": "n\n" });
+    expect(second.v.verdict).toBe("built");
+    expect(second.v.flags).toEqual([]);
+    expect(second.starts).not.toContain("ls-tree");
+    expect(second.starts).not.toContain("rev-parse");
+  }, 30_000);
+
   it("file checks on the base are read in the workspace just made, as a fresh checkout of the base shows them; a command check or a checks' folder that is not a folder there leaves it to baselineChecks", async () => {
     const repo = committedRepo(path.join(tmp, "repo-fresh"), { "README.md": "# r\n", "sub/a.txt": "A\n", "sub/link": "x" });
     execFileSync("sh", ["-c", "rm sub/link && ln -s ../../outside.txt sub/link && git add -A && git -c user.name=t -c user.email=t@t commit -qm link"], {

@@ -1,4 +1,4 @@
-import { lstatSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { foldPath } from "./fold";
 import type { ChangeFlag } from "../../shared/verdict";
@@ -206,16 +206,20 @@ export async function flaggedChanges(
   base: string,
   commit: string,
   objects?: string,
-  known?: TreeChange[],
+  /**
+   * What grading already read of the commit, so no git starts here for it: the change records of its own diff, and
+   * (made in the engine) every name of its tree.
+   */
+  known?: { changes: TreeChange[]; names?: string[] },
   /** Other commits whose names a checkout will hold beside the commit's (at a merge: the person's branch). */
   beside: string[] = [],
 ): Promise<ChangeFlag[]> {
   if (base === commit) return [];
   const flags: ChangeFlag[] = [];
-  // Names shown losslessly (an invalid UTF-8 byte as \xNN): they are shown, never opened. `known`: the same records,
-  // read with the graded commit's own diff (grading's script), so no git starts here for them.
-  const changes = known ?? (await treeChanges(repo, base, commit, { lossless: true, objects }));
-  flags.push(...(await nameCollisions(repo, [commit, ...beside], changes, objects)));
+  // Names shown losslessly (an invalid UTF-8 byte as \xNN): they are shown, never opened.
+  const changes = known?.changes ?? (await treeChanges(repo, base, commit, { lossless: true, objects }));
+  const listed = new Map(known?.names ? [[commit, known.names]] : []);
+  flags.push(...(await nameCollisions(repo, [commit, ...beside], changes, objects, listed)));
   flags.push(...(await plainWhereLfs(repo, changes, objects)));
   for (const c of changes) {
     // Matched as a case-insensitive, normalising file system opens the name (macOS, Windows): `.GitAttributes` and
@@ -249,7 +253,14 @@ export async function flaggedChanges(
  * case-insensitive or normalising file system (macOS, Windows) has one of them only, and which depends on the order of
  * writing. Each such changed path is flagged once, naming the first other spelling.
  */
-async function nameCollisions(repo: string, commits: string[], changes: TreeChange[], objects?: string): Promise<ChangeFlag[]> {
+async function nameCollisions(
+  repo: string,
+  commits: string[],
+  changes: TreeChange[],
+  objects?: string,
+  /** A commit's names already known (grading's own commit), by commit. */
+  listed = new Map<string, string[]>(),
+): Promise<ChangeFlag[]> {
   const written = changes.filter((c) => c.mode);
   if (!written.length) return [];
   // Each folded name (a path and each of its folders) with the spellings the trees hold of it.
@@ -265,6 +276,11 @@ async function nameCollisions(repo: string, commits: string[], changes: TreeChan
     }
   };
   for (const commit of [...new Set(commits)]) {
+    const known = listed.get(commit);
+    if (known) {
+      for (const p of known) add(p);
+      continue;
+    }
     const r = await q(repo, [], ["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], { allowFail: true, lossless: true, objects });
     if (r.code !== 0) continue;
     for (const p of r.out.split("\0")) if (p) add(p);
@@ -288,6 +304,21 @@ async function nameCollisions(repo: string, commits: string[], changes: TreeChan
   return flags;
 }
 
+// A repository's git folder, asked once per repository (not at every grading); asked again where it is gone (the
+// repository made again at the same path, a linked worktree added again under another name).
+const gitDirs = new Map<string, Promise<string>>();
+async function absoluteGitDir(repo: string): Promise<string> {
+  const known = await gitDirs.get(repo);
+  if (known && existsSync(known)) return known;
+  if (gitDirs.size >= 256) gitDirs.delete(gitDirs.keys().next().value!);
+  const p = q(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true }).then((r) => (r.code === 0 ? r.out.trim() : ""));
+  gitDirs.set(repo, p);
+  const dir = await p;
+  // A failed answer is not kept: the next grading asks again.
+  if (!dir && gitDirs.get(repo) === p) gitDirs.delete(repo);
+  return dir;
+}
+
 const LFS_POINTER = "version https://git-lfs.github.com/spec/v1\n";
 
 /**
@@ -299,7 +330,7 @@ const LFS_POINTER = "version https://git-lfs.github.com/spec/v1\n";
 async function plainWhereLfs(repo: string, changes: TreeChange[], objects?: string): Promise<ChangeFlag[]> {
   const files = changes.filter((c) => c.mode === "100644" || c.mode === "100755");
   if (!files.length) return [];
-  const gitDir = (await q(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true })).out.trim();
+  const gitDir = await absoluteGitDir(repo);
   const read = (f: string) => {
     try {
       return readFileSync(f, "utf8");

@@ -9,7 +9,7 @@
 // files never opened before they are known regular files (snapshot-attack.test.ts). Names are bytes throughout,
 // carried as latin1 strings.
 import { createHash, randomBytes } from "node:crypto";
-import { constants } from "node:fs";
+import { constants, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, readlink, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -369,20 +369,41 @@ async function readWhole(file: Buffer, seen: { ino: number; dev: number; size: n
   }
 }
 
+/** Below this, an object is compressed and written on the engine's thread (see writeLoose). */
+const SMALL_OBJECT = 64 * 1024;
+
 /**
- * git's loose object of `content` in the object folder `objects` (what `git hash-object -w` writes): compressed (on the
- * engine's thread when small: a trip to the thread pool costs more), written whole under a temporary name, then renamed.
- * `folders` holds the fan-out folders already made.
+ * git's loose object of `content` in the object folder `objects` (what `git hash-object -w` writes): compressed, written
+ * whole under a temporary name, then renamed. A small object (the usual: a source file, a tree, the commit) is done on
+ * the engine's thread: its folder, file, write and rename as trips to the thread pool cost more than the work (a 32-task
+ * batch's ~100 objects took ~45 ms of the engine's CPU that way, issue 31). `folders` holds the fan-out folders already made.
  */
 export async function writeLoose(objects: string, type: string, oid: string, content: Buffer, folders = new Map<string, Promise<unknown>>()): Promise<void> {
   const file = path.join(objects, oid.slice(0, 2), oid.slice(2));
   const raw = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
-  const data = raw.length < 64 * 1024 ? deflateSync(raw, { level: 1 }) : await deflateAsync(raw, { level: 1 });
   const fanout = path.dirname(file);
+  const tmp = path.join(objects, `tmp_obj_${randomBytes(6).toString("hex")}`);
+  if (raw.length < SMALL_OBJECT) {
+    const data = deflateSync(raw, { level: 1 });
+    const made = folders.get(fanout);
+    if (made) await made;
+    else {
+      mkdirSync(fanout, { recursive: true });
+      folders.set(fanout, Promise.resolve());
+    }
+    try {
+      writeFileSync(tmp, data, { mode: 0o444 });
+      renameSync(tmp, file);
+    } catch (err) {
+      rmSync(tmp, { force: true });
+      throw err;
+    }
+    return;
+  }
+  const data = await deflateAsync(raw, { level: 1 });
   let made = folders.get(fanout);
   if (!made) folders.set(fanout, (made = mkdir(fanout, { recursive: true })));
   await made;
-  const tmp = path.join(objects, `tmp_obj_${randomBytes(6).toString("hex")}`);
   await withFile(() => writeFile(tmp, data, { mode: 0o444 }));
   await rename(tmp, file).catch(async (err) => {
     await rm(tmp, { force: true });

@@ -697,6 +697,8 @@ export interface GradedCommit {
   diffStat: string;
   /** The changes' raw records (modes, blobs), for flaggedChanges. */
   changes?: TreeChange[];
+  /** Every path of the commit's tree (shown losslessly, as `git ls-tree -r` lists them), where the engine made it itself. */
+  names?: string[];
 }
 
 /**
@@ -791,7 +793,9 @@ async function commitInProcess(
     raw.changes.every((c) => read.has(c.path) && (c.mode === null ? !read.get(c.path) : read.get(c.path)?.oid === c.oid && read.get(c.path)?.mode === c.mode));
   if (!same) throw new Error("the in-process snapshot and git's diff of it differ");
   const { changed, stat } = parseNumstatAndStat(raw.rest);
-  return { commit, changed, diffStat: stat, partial, changes: raw.changes };
+  // The tree's names as git lists them: flaggedChanges reads them instead of a `git ls-tree -r` of the commit.
+  const names = [...snap.files.keys()].map((p) => losslessUtf8(Buffer.from(p, "latin1")));
+  return { commit, changed, diffStat: stat, partial, changes: raw.changes, names };
 }
 
 /**
