@@ -149,7 +149,15 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
       }
       let v: Awaited<ReturnType<typeof grade>> | undefined;
       const starts = await gitStartsDuring(path.join(tmp, `${id}-bin`), async () => {
-        v = await grade({ workspace: ws, checks: [{ file: "README.md" }], scope: [], protect: [], finalText: "OUTCOME: built", title: "t", checkoutDir: path.join(tmp, "grading", id) });
+        v = await grade({
+          workspace: ws,
+          checks: [{ file: "README.md" }],
+          scope: [],
+          protect: [],
+          finalText: "OUTCOME: built",
+          title: "t",
+          checkoutDir: path.join(tmp, "grading", id),
+        });
       });
       if (!v) throw new Error("not graded");
       return { ws, v, starts };
@@ -158,7 +166,12 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     expect(first.v.verdict).toBe("built");
     // The same flags as git's listing of the graded commit gives (read from the graded store).
     expect(first.v.flags).toEqual(await flaggedChanges(repo, first.ws.baseCommit, first.v.commit!, await gradedStoreOf(first.ws)));
-    expect(first.v.flags!.filter((f) => f.kind === "name-collision").map((f) => f.path).sort()).toEqual(["Tests/x.py", "cafe\u0301.txt"].sort());
+    expect(
+      first.v
+        .flags!.filter((f) => f.kind === "name-collision")
+        .map((f) => f.path)
+        .sort(),
+    ).toEqual(["Tests/x.py", "cafe\u0301.txt"].sort());
     // One listing: the base's (shared by the repository's workers), none of the graded commit.
     expect(first.starts.filter((c) => c === "ls-tree")).toHaveLength(1);
     // A second worker of the same repository: its grading starts no rev-parse for the git folder either.
