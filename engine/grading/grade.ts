@@ -175,7 +175,9 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   if (built) await keepGraded(ws, graded.commit);
   // What needs an explicit acceptance before it is merged: the graded commit's own diff (read by grading's script), the
   // engine's store for what that does not hold (a symlink's target, package.json scripts).
-  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit, await gradedStoreOf(ws), graded.changes && { changes: graded.changes, names: graded.names }) : [];
+  const flags = built
+    ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit, await gradedStoreOf(ws), graded.changes && { changes: graded.changes, names: graded.names })
+    : [];
   return {
     verdict,
     claim,
