@@ -79,9 +79,7 @@ export class OpencodeServers {
     // One provider per endpoint of a pool (a worker's prompts name its endpoint's), each a route of the gateway, a
     // key-less one too: its key can come later (rekeyed above), and opencode never holds the endpoint itself.
     const provider = await Promise.all(
-      endpointsOf(target).map((e, i) =>
-        this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS }),
-      ),
+      endpointsOf(target).map((e, i) => this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS })),
     );
     // The model's endpoints (or the gateway before them) and opencode's package registry are reached directly; every
     // other connection through the egress proxy, which checks it when it is made.
