@@ -22,6 +22,13 @@ export async function providerModelsApi(
   timeoutMs = 15_000,
 ): Promise<{ url: string; models: ProviderModel[] }> {
   const i = ProviderModelsInput.parse(input);
+  // the base URL as given (Gemini's …/v1beta/openai, OpenRouter's …/api/v1): /models is appended to its path
+  const given = new URL(i.url);
+  if (given.search || given.hash)
+    throw new OcwError(
+      "bad-input",
+      `the base URL takes no query or fragment (got "${given.origin}${given.pathname}${given.search ? "?…" : "#…"}"): /models is appended to its path`,
+    );
   const base = i.url.replace(/\/+$/, "");
   let key: string | null = i.key ?? null;
   if (!key && i.apiKeyEnv) {
