@@ -224,7 +224,7 @@ export function explainChatFailure(r: Pick<HttpResult, "status" | "body" | "text
     case "model":
       return `${stem} — ${host} does not serve a model "${o.model}" to this key: use a model id exactly as the provider lists it (the wizard's "List models", or GET ${base}/models)`;
     case "url":
-      return `${stem} — there is no chat-completions API at ${o.chatUrl}: the base URL is wrong. It is the part before /chat/completions, usually ending in /v1 (https://api.openai.com/v1, https://openrouter.ai/api/v1, https://api.groq.com/openai/v1, https://api.together.xyz/v1, https://api.deepseek.com/v1)`;
+      return `${stem} — there is no chat-completions API at ${o.chatUrl}: the base URL is wrong. It is the part before /chat/completions, usually ending in /v1 (https://api.openai.com/v1, https://openrouter.ai/api/v1, https://api.groq.com/openai/v1, https://api.together.xyz/v1, https://api.deepseek.com/v1; Gemini's is https://generativelanguage.googleapis.com/v1beta/openai)`;
     case "rate-limit": {
       const wait = retryAfterSec(r.headers);
       const limits = rateLimitHeaders(r.headers);

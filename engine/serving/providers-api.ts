@@ -103,7 +103,7 @@ async function modelsPage(
   if (res.status === 404)
     throw new OcwError(
       "bad-input",
-      `${url} → HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1), or type the model id yourself`,
+      `${url} → HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1; Gemini's ends in /v1beta/openai), or type the model id yourself`,
     );
   if (!res.ok) throw new OcwError("unavailable", `${url} → HTTP ${res.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 160)}` : ""}`);
   const body = await parseBody(bytes, { kind: "json" });

@@ -43,7 +43,7 @@ export const MIN_SLOT_CTX = OPENCODE_FIRST_REQUEST_TOKENS + FIRST_ANSWER_TOKENS;
 export type Outcome = "built" | "underpowered" | "cannot-build";
 
 export interface VerifyInput {
-  /** OpenAI-compatible base URL (…/v1 or the server root). */
+  /** OpenAI-compatible base URL (…/v1, or the server root; an API provider's as given, e.g. …/v1beta/openai). */
   url: string;
   model: string;
   key: string | null;
