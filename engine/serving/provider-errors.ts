@@ -14,13 +14,19 @@ import type { HttpResult } from "./http";
 
 /** The provider's own error text and code, from any of the documented error shapes (or null). */
 export function providerError(body: unknown, text: string): { message: string | null; code: string | null } {
-  const b = (body && typeof body === "object" ? body : {}) as { error?: unknown; message?: unknown; detail?: unknown; type?: unknown };
+  // Google's APIs (Gemini's OpenAI endpoint) answer an array of one error: [{"error":{"code":400,…}}]
+  const one = Array.isArray(body) && body.length === 1 ? body[0] : body;
+  const b = (one && typeof one === "object" ? one : {}) as { error?: unknown; message?: unknown; detail?: unknown; type?: unknown };
   const e = b.error;
   if (e && typeof e === "object") {
-    const o = e as { message?: unknown; code?: unknown; type?: unknown };
+    const o = e as { message?: unknown; code?: unknown; type?: unknown; details?: unknown };
     const message = typeof o.message === "string" ? o.message : null;
+    // Google's reason (details[].reason: API_KEY_INVALID), for a cause its status does not tell (a wrong key is a 400)
+    const reason = Array.isArray(o.details)
+      ? (o.details as { reason?: unknown }[]).map((d) => d?.reason).find((r): r is string => typeof r === "string")
+      : undefined;
     // OpenAI's code (a string) or type; Anthropic's type; OpenRouter's code is the HTTP status (a number): not a name
-    const code = typeof o.code === "string" ? o.code : typeof o.type === "string" ? o.type : null;
+    const code = typeof o.code === "string" ? o.code : typeof o.type === "string" ? o.type : (reason ?? null);
     return { message, code };
   }
   if (typeof e === "string") return { message: e, code: null };
@@ -56,6 +62,7 @@ export type FailureKind =
 const CODE_KIND: Record<string, FailureKind> = {
   invalid_api_key: "key",
   authentication_error: "key",
+  API_KEY_INVALID: "key",
   insufficient_quota: "credit",
   billing_error: "credit",
   permission_error: "forbidden",

@@ -22,6 +22,22 @@ import { verifyEndpoint } from "./verify";
 
 const KEY = "sk-proj-shapes-0123456789";
 const GOOD = "```js\nfunction sumOfSquares(n) {\n  let s = 0;\n  for (let i = 1; i <= n; i++) s += i * i;\n  return s;\n}\n```";
+const GEMINI_BAD_KEY = {
+  error: {
+    code: 400,
+    message: "API key not valid. Please pass a valid API key.",
+    status: "INVALID_ARGUMENT",
+    details: [
+      {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        reason: "API_KEY_INVALID",
+        domain: "googleapis.com",
+        metadata: { service: "generativelanguage.googleapis.com" },
+      },
+      { "@type": "type.googleapis.com/google.rpc.LocalizedMessage", locale: "en-US", message: "API key not valid. Please pass a valid API key." },
+    ],
+  },
+};
 const servers: http.Server[] = [];
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-provider-shapes-"));
 afterAll(() => {
@@ -62,6 +78,8 @@ async function provider(
       };
       if (req.url !== `${prefix}/chat/completions` && req.url !== `${prefix}/models`)
         return send(404, [{ error: { code: 404, message: `Method not found: ${req.url}`, status: "NOT_FOUND" } }]);
+      // Google answers a wrong key 400 INVALID_ARGUMENT, an array of one error, its reason API_KEY_INVALID
+      if (prefix === "/v1beta/openai" && req.headers.authorization && req.headers.authorization !== `Bearer ${KEY}`) return send(400, [GEMINI_BAD_KEY]);
       if (req.headers.authorization !== `Bearer ${KEY}`)
         return send(401, { error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } });
       if (req.method === "GET")
@@ -134,8 +152,23 @@ describe("base URLs that do not end in /v1 are kept as given", () => {
     expect(r.target.serving.endpoints[0]!.url).toBe(`${p.root}/v1beta/openai`);
     expect(p.seen.map((s) => s.url).filter((u) => !u.startsWith("/v1beta/openai/"))).toEqual([]);
     expect(p.seen.some((s) => s.url === "/v1beta/openai/models")).toBe(true);
+    // a wrong key is Google's 400 API_KEY_INVALID: the auth check takes it as the refusal it is
+    expect(r.checks.find((c) => c.name === "auth")).toMatchObject({ passed: true, evidence: "without key → 401, wrong key → 400, with key → 200" });
     const listed = await providerModelsApi({ url: `${p.root}/v1beta/openai`, key: KEY });
     expect(listed.models.map((m) => m.id)).toContain("models/gemini-2.5-flash");
+    // and a wrong key given to setup is said as the key, not as a request the provider refused
+    const wrong = await setupProvider({
+      url: `${p.root}/v1beta/openai`,
+      model: "m",
+      apiKeyEnv: "GEMINI_API_KEY",
+      env: { GEMINI_API_KEY: "AIza-wrong-key-000" },
+      store,
+      yes: true,
+    }).catch((e: Error) => e);
+    expect((wrong as Error).message).toMatch(
+      /HTTP 400 API_KEY_INVALID: "API key not valid\. Please pass a valid API key\." — 127\.0\.0\.1:\d+ refused the key: check the value of GEMINI_API_KEY/,
+    );
+    expect((wrong as Error).message).not.toContain("AIza-wrong-key-000");
   }, 60_000);
 
   it("Azure's …/openai/v1 and OpenRouter's …/api/v1 are not cut to their root; a bare origin gets /v1", async () => {

@@ -307,8 +307,12 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   if (v.key) {
     const noKey = await httpJson(chatUrl, { body: base(), timeoutMs });
     const wrong = await httpJson(chatUrl, { headers: authHeaders("wrong-key"), body: base(), timeoutMs });
-    const refused = (s: number) => s === 401 || s === 403;
-    const ok = refused(noKey.status) && refused(wrong.status);
+    // 401/403, or a refusal of the key by another status: Gemini answers a wrong key 400 API_KEY_INVALID
+    const refused = (x: typeof noKey) => {
+      const { message, code } = providerError(x.body, x.text);
+      return x.status === 401 || x.status === 403 || (x.status >= 400 && classifyFailure({ status: x.status, code, message }) === "key");
+    };
+    const ok = refused(noKey) && refused(wrong);
     add({ name: "auth", passed: ok, evidence: `without key → ${noKey.status}, wrong key → ${wrong.status}, with key → 200` });
   } else if (isLoopback(root)) {
     // a server only this machine can reach, without a key: nothing to refuse — not a failed check
