@@ -289,6 +289,10 @@ describe("one classifier for verify's failures and a worker's session errors", (
     expect(session(400, message)).toMatch(/outgrew the model's context \(HTTP 400/);
   });
 
+  it("Gemini's wrong key (400 INVALID_ARGUMENT) is the key in a worker's session too, where only its message is known", () => {
+    expect(session(400, "API key not valid. Please pass a valid API key.")).toMatch(/^the model API refused the target's key \(HTTP 400/);
+  });
+
   it("each cause by status, code or message", () => {
     expect(classifyFailure({ status: 0 })).toBe("unreachable");
     expect(classifyFailure({ status: 401 })).toBe("key");

@@ -88,7 +88,8 @@ export function classifyFailure(f: { status: number | null; code?: string | null
   const status = f.status || null;
   if (status === null) return "unreachable";
   if (status >= 300 && status < 400) return "redirect";
-  if (status === 401 || (code !== null && CODE_KIND[code] === "key")) return "key";
+  // a wrong key by another status: Google's 400 "API key not valid" (its reason API_KEY_INVALID, where the body is read)
+  if (status === 401 || (code !== null && CODE_KIND[code] === "key") || /\bAPI key not valid\b/i.test(message)) return "key";
   if (
     status === 402 ||
     code === "insufficient_quota" ||
