@@ -66,7 +66,7 @@ export const Target = z.object({
   id: z.string().min(1),
   model: z.string().min(1),
   quant: z.string().nullable().optional(),
-  /** OpenAI-compatible base URL, ending in /v1. */
+  /** OpenAI-compatible base URL: the part before /chat/completions, usually ending in /v1 (Gemini's …/v1beta/openai). */
   endpoint: z.string().url(),
   /** Environment variable that holds the endpoint's key; null when the endpoint needs none. */
   keyRef: EnvVarName.nullable().optional(),

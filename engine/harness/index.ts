@@ -5,4 +5,4 @@ export { type Harness, type HarnessServer, opencodeHarness } from "./harness";
 export { endStaleServer } from "./opencode-server";
 export { failureText, noAnswer, type OpencodePort, okValue, type PortFailure, type PortResult, type TurnMessage } from "./port";
 export { modelFor, OpencodeServers } from "./servers";
-export { describeError, type OpencodeEvent, permissionAsk, questionAsk, Translator } from "./translate";
+export { type OpencodeEvent, permissionAsk, questionAsk, Translator } from "./translate";

@@ -102,4 +102,59 @@ describe("OpencodeServers: the key a running server's gateway sends", () => {
       await servers.close();
     }
   });
+  it("sends a key given later to a target saved without one, without a new server (no key-less direct route)", async () => {
+    const heard: (string | undefined)[] = [];
+    const model = http.createServer((req, res) => {
+      heard.push(req.headers.authorization);
+      req.resume();
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end("{}");
+    });
+    await new Promise<void>((r) => model.listen(0, "127.0.0.1", () => r()));
+    const modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+    const made: { baseURL: string; apiKey: string }[][] = [];
+    const servers = new OpencodeServers({
+      stateDir: dir,
+      sandbox: { kind: "none" },
+      workspacesRoot: path.join(dir, "ws"),
+      tmpRoot: path.join(dir, "tmp"),
+      mirrorsRoot: path.join(dir, "mirrors"),
+      log: () => undefined,
+      wire: () => undefined,
+      harness: (o) => {
+        made.push([o.provider ?? []].flat());
+        return { ready: true, url: null, pid: undefined, start: async () => undefined, stop: async () => undefined } as unknown as HarnessServer;
+      },
+    });
+    const target = (keyRef: string | null): Target => ({
+      id: "api-late-key",
+      model: "m",
+      quant: null,
+      endpoint: modelUrl,
+      keyRef,
+      serving: { engine: "api", endpoints: [{ url: modelUrl, slots: 2 }], slots: 2, perSlotCtx: null },
+      checks: [],
+    });
+    const ask = async () => {
+      const p = made[0]![0]!;
+      await fetch(`${p.baseURL}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${p.apiKey}` }, body: "{}" }).then((r) => r.text());
+    };
+    try {
+      // saved without a key: its server is made, and its first request carries none
+      const first = await servers.for(target(null));
+      await ask();
+      // opencode holds the gateway's address, never the endpoint's (a direct route could not be given a key later)
+      expect(made[0]![0]!.baseURL.startsWith(modelUrl)).toBe(false);
+      // `ocw target key ID` (here: the key's variable named): the same server, its next request with the key
+      process.env.OCW_TEST_LATE_KEY = "sk-late-key";
+      expect(await servers.for(target("OCW_TEST_LATE_KEY"))).toBe(first);
+      await ask();
+      expect(made).toHaveLength(1);
+      expect(heard).toEqual([undefined, "Bearer sk-late-key"]);
+    } finally {
+      delete process.env.OCW_TEST_LATE_KEY;
+      model.close();
+      await servers.close();
+    }
+  });
 });

@@ -11,8 +11,10 @@ import { opencodeRegistry } from "./opencode-server";
 
 /**
  * The opencode servers of the engine: one per target (made on first use, by the harness), each reaching the model
- * through one provider per endpoint; keyed targets through the engine's loopback key gateway, so the key never enters
- * opencode or a worker's reach. Every server is sandboxed as the engine's sandbox says, with the per-command worker
+ * through one provider per endpoint, every one through the engine's loopback key gateway: the key never enters opencode
+ * or a worker's reach, and a target saved without a key that is given one later (`ocw target key`, Setup's key field)
+ * sends it from its next request on — a direct route, made when there was no key, would have kept sending none until
+ * the engine restarted. Every server is sandboxed as the engine's sandbox says, with the per-command worker
  * shell.
  */
 export interface ServersOptions {
@@ -40,7 +42,7 @@ export class OpencodeServers {
   private readonly egress: EgressProxy;
   /** Per target, the NO_PROXY entries its server was given: what it reaches past the egress proxy. */
   private readonly directs = new Map<string, string[]>();
-  /** Each keyed server's gateway routes and the key they send (read again whenever a worker of it starts). */
+  /** Each server's gateway routes and the key they send, or null (read again whenever a worker of it starts). */
   private readonly keyed = new Map<string, { key: string | null; baseURLs: string[]; upstreams: string[] }>();
 
   constructor(private readonly opts: ServersOptions) {
@@ -74,13 +76,10 @@ export class OpencodeServers {
     if (s) return s;
     if ((target.keyRef || target.keyFile) && !key)
       throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
-    // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
+    // One provider per endpoint of a pool (a worker's prompts name its endpoint's), each a route of the gateway, a
+    // key-less one too: its key can come later (rekeyed above), and opencode never holds the endpoint itself.
     const provider = await Promise.all(
-      endpointsOf(target).map((e, i) =>
-        key
-          ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS })
-          : { baseURL: e.url, apiKey: "none" },
-      ),
+      endpointsOf(target).map((e, i) => this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS })),
     );
     // The model's endpoints (or the gateway before them) and opencode's package registry are reached directly; every
     // other connection through the egress proxy, which checks it when it is made.
@@ -94,7 +93,7 @@ export class OpencodeServers {
     const plugin = writeWorkspacePlugin(path.join(stateDir, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
-    if (key) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
+    this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
     s = (this.opts.harness ?? opencodeHarness)({
       target,
       home: path.join(stateDir, "opencode", target.id),

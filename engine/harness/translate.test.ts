@@ -2,7 +2,8 @@
 // the log, deltas coalesced on a fake clock, asks/usage/retries/idles routed, sub-agent sessions mapped to their worker.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { testRegistry } from "../../test/fixtures/registry";
-import { DeltaCoalescer, describeError, mayHandle, opencodeEvent, translatePart, Translator, type OpencodeEvent } from "./translate";
+import { describeError } from "../serving/provider-errors";
+import { DeltaCoalescer, mayHandle, opencodeEvent, translatePart, Translator, type OpencodeEvent } from "./translate";
 
 afterEach(() => vi.useRealTimers());
 

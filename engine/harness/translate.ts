@@ -5,6 +5,7 @@ import type { Event, Message, Part, PermissionRequest, QuestionRequest } from "@
 import type { PermissionAsk } from "../../shared/permission";
 import type { EngineEvent } from "../../shared/events";
 import type { TranscriptPart, Worker, WorkerEventBody } from "../../shared/worker";
+import { describeError } from "../serving/provider-errors";
 
 /** The event types the engine acts on; every other type is dropped at the boundary. */
 const HANDLED = [
@@ -196,47 +197,6 @@ export function usageOf(info: Message): { id: string; usage: { input: number; ou
     id: info.id,
     usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 },
   };
-}
-
-type SessionError = {
-  name?: string;
-  data?: { message?: string; statusCode?: number; responseHeaders?: Record<string, string>; isRetryable?: boolean; metadata?: { url?: string } };
-};
-
-/**
- * A session's error in words, with what to do: a model API's refusal by its status (the key, the credit, the model id,
- * a rate limit that outlasted opencode's retries, the provider's side), never opencode's class name ("APIError").
- */
-export function describeError(err: SessionError | undefined): string {
-  const d = err?.data ?? {};
-  const said = typeof d.message === "string" ? d.message : "";
-  const quoted = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}…` : said)}` : "";
-  const status = typeof d.statusCode === "number" ? d.statusCode : null;
-  const out = (() => {
-    if (err?.name === "ContextOverflowError")
-      return `the conversation outgrew the model's context${quoted}: continue the worker with a narrower task, or use a target with a longer context`;
-    if (err?.name === "MessageOutputLengthError") return `the model's answer reached its output limit${quoted}: resume the worker to let it go on`;
-    if (err?.name !== "APIError") return said || "the session failed without a message: resume the worker to try again";
-    if (status === null) return `the model API could not be reached${quoted}: resume the worker once it answers (ocw targets shows whether it does)`;
-    const http = `HTTP ${status}${quoted}`;
-    if (status === 401)
-      return `the model API refused the target's key (${http}): set the key again (Setup, or its variable where the engine runs), then resume the worker`;
-    if (status === 402 || /insufficient[ _](balance|credits?|quota)|exceeded your current quota/i.test(said))
-      return `the model provider's account has no credit or quota left (${http}): add credit, then resume the worker`;
-    if (status === 403) return `the model API refused this request (${http}): check the key's access to the target's model, then resume the worker`;
-    if (status === 404)
-      return /\bmodel\b/i.test(said)
-        ? `the model API does not serve the target's model (${http}): check the target's model id (ocw targets), then retry the task`
-        : `there is no chat-completions API at ${d.metadata?.url ?? "the target's endpoint"} (${http}): fix the target's base URL (usually ending in /v1: ocw setup --provider URL …), then retry the task`;
-    if (status === 429) {
-      const ra = d.responseHeaders?.["retry-after"] ?? d.responseHeaders?.["Retry-After"];
-      return `the model provider rate-limited the worker's model calls (${http}${ra ? `; Retry-After ${ra} s` : ""}) and opencode's retries ran out: resume the worker once the limit resets; fewer workers at once on this target (its slots) makes it rarer`;
-    }
-    if (status === 408 || status >= 500)
-      return `the model API failed on its side (${http}) through opencode's retries: resume the worker once the provider is back`;
-    return `the model API refused a request (${http}): resume the worker, or retry the task if it refuses again`;
-  })();
-  return out.slice(0, 2000);
 }
 
 /** A streamed piece of a part's text, published (not logged) to clients. */

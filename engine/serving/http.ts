@@ -112,6 +112,11 @@ export interface StreamTiming {
   endMs: number;
   tokens: number;
   error?: string;
+  /**
+   * The error chunk a provider sent inside its 200 stream (`data: {"error":…}`; Anthropic's `event: error` carries
+   * `{"type":"error","error":…}`), parsed: the stream ended there. Read with provider-errors.ts streamedFailure.
+   */
+  streamError?: unknown;
 }
 
 /** Streams one chat completion and records when the first token and the end arrived (ms since `t0`). */
@@ -141,6 +146,18 @@ export async function streamTimed(url: string, headers: Record<string, string>, 
       if (data === "[DONE]") continue;
       try {
         const j = JSON.parse(data) as { choices?: { delta?: { content?: string; reasoning_content?: string; reasoning?: string } }[]; error?: unknown };
+        if (j.error) {
+          const message = (j.error as { message?: unknown }).message;
+          return {
+            status: res.status,
+            startMs,
+            firstTokenMs: first,
+            endMs: performance.now() - t0,
+            tokens,
+            error: (typeof message === "string" ? message : JSON.stringify(j.error)).slice(0, 200),
+            streamError: j,
+          };
+        }
         const d = j.choices?.[0]?.delta;
         // thinking counts as the model's output: `reasoning_content` (llama.cpp, vLLM, DeepSeek) or `reasoning`
         // (OpenRouter, Groq, Ollama); a reasoning model asked for a few tokens may send nothing else
@@ -157,5 +174,7 @@ export async function streamTimed(url: string, headers: Record<string, string>, 
     return { status: 0, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (e as Error).message };
   } finally {
     clearTimeout(timer);
+    // a stream left at an error chunk: its connection goes too
+    ctl.abort();
   }
 }

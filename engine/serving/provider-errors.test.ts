@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { TargetStore } from "../store";
 import { setupProvider } from "./setup";
-import { explainChatFailure, retryAfterSec } from "./provider-errors";
+import { classifyFailure, describeError, explainChatFailure, retryAfterSec } from "./provider-errors";
 
 type Answer = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 const servers: http.Server[] = [];
@@ -265,5 +265,51 @@ describe("explainChatFailure / retryAfterSec", () => {
       { chatUrl: "https://api.example.com/v1/chat/completions", model: "m" },
     );
     expect(m).toMatch(/context is too small/);
+  });
+});
+
+describe("one classifier for verify's failures and a worker's session errors", () => {
+  const chat = (status: number, body: unknown) =>
+    explainChatFailure(
+      { status, body, text: JSON.stringify(body), headers: new Headers() },
+      { chatUrl: "https://api.example.com/v1/chat/completions", model: "m" },
+    );
+  const session = (statusCode: number, message: string) => describeError({ name: "APIError", data: { message, statusCode } });
+
+  it("an empty account's 429 without a code reads as credit in both (verify used to call it a rate limit)", () => {
+    const message = "You exceeded your current quota, please check your plan and billing details.";
+    expect(classifyFailure({ status: 429, message })).toBe("credit");
+    expect(chat(429, { error: { message, type: "requests" } })).toMatch(/no credit or quota left/);
+    expect(session(429, message)).toMatch(/no credit or quota left/);
+  });
+
+  it("a context too small reads as the context in both (a worker's session used to get 'refused a request')", () => {
+    const message = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.";
+    expect(chat(400, { error: { message, type: "invalid_request_error", code: "context_length_exceeded" } })).toMatch(/context is too small/);
+    expect(session(400, message)).toMatch(/outgrew the model's context \(HTTP 400/);
+  });
+
+  it("Gemini's wrong key (400 INVALID_ARGUMENT) is the key in a worker's session too, where only its message is known", () => {
+    expect(session(400, "API key not valid. Please pass a valid API key.")).toMatch(/^the model API refused the target's key \(HTTP 400/);
+  });
+
+  it("each cause by status, code or message", () => {
+    expect(classifyFailure({ status: 0 })).toBe("unreachable");
+    expect(classifyFailure({ status: 401 })).toBe("key");
+    expect(classifyFailure({ status: 402 })).toBe("credit");
+    expect(classifyFailure({ status: 404, message: "The model `x` does not exist" })).toBe("model");
+    expect(classifyFailure({ status: 404, message: "Not Found" })).toBe("url");
+    expect(classifyFailure({ status: 529, code: "overloaded_error" })).toBe("provider-side");
+    expect(
+      classifyFailure({
+        status: 400,
+        message: "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.",
+      }),
+    ).toBe("temperature");
+    expect(
+      classifyFailure({ status: 400, message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead." }),
+    ).toBe("max-tokens");
+    expect(classifyFailure({ status: 200, code: "rate_limit_error" })).toBe("rate-limit");
+    expect(classifyFailure({ status: 200 })).toBe("not-chat");
   });
 });

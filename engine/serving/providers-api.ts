@@ -22,6 +22,13 @@ export async function providerModelsApi(
   timeoutMs = 15_000,
 ): Promise<{ url: string; models: ProviderModel[] }> {
   const i = ProviderModelsInput.parse(input);
+  // the base URL as given (Gemini's …/v1beta/openai, OpenRouter's …/api/v1): /models is appended to its path
+  const given = new URL(i.url);
+  if (given.search || given.hash)
+    throw new OcwError(
+      "bad-input",
+      `the base URL takes no query or fragment (got "${given.origin}${given.pathname}${given.search ? "?…" : "#…"}"): /models is appended to its path`,
+    );
   const base = i.url.replace(/\/+$/, "");
   let key: string | null = i.key ?? null;
   if (!key && i.apiKeyEnv) {
@@ -96,7 +103,7 @@ async function modelsPage(
   if (res.status === 404)
     throw new OcwError(
       "bad-input",
-      `${url} → HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1), or type the model id yourself`,
+      `${url} → HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1; Gemini's ends in /v1beta/openai), or type the model id yourself`,
     );
   if (!res.ok) throw new OcwError("unavailable", `${url} → HTTP ${res.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 160)}` : ""}`);
   const body = await parseBody(bytes, { kind: "json" });

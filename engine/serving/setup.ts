@@ -271,6 +271,21 @@ function checkUrl(url: string, flag: string): string {
   }
 }
 
+/**
+ * An API provider's base URL as given — the part before /chat/completions, which need not end in /v1 (Gemini's
+ * https://generativelanguage.googleapis.com/v1beta/openai, Azure's https://NAME.openai.azure.com/openai/v1,
+ * OpenRouter's https://openrouter.ai/api/v1) — with /v1 added only to a bare origin (https://api.openai.com). A query
+ * or fragment is refused: opencode and the gateway append /chat/completions to the base, which would land after it.
+ */
+export function providerBase(url: string): string {
+  const u = new URL(url);
+  if (u.search || u.hash)
+    throw new SetupInputError(
+      `--provider takes the API's base URL without a query or fragment (got "${u.origin}${u.pathname}${u.search ? "?…" : "#…"}"): the request path is appended to it; for Azure OpenAI use its v1 API, https://NAME.openai.azure.com/openai/v1`,
+    );
+  return u.pathname.replace(/\/+$/, "") === "" ? `${url.replace(/\/+$/, "")}/v1` : url.replace(/\/+$/, "");
+}
+
 export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult> {
   const t0 = performance.now();
   const env = o.env ?? process.env;
@@ -368,7 +383,7 @@ export async function setupProvider(o: ProviderSetupOptions): Promise<SetupResul
   if (!o.apiKeyEnv) throw new SetupInputError("--provider needs --api-key-env VAR (the variable holding the provider key)");
   const key = keyFromEnv(o.apiKeyEnv, env);
   const slots = positiveInt(o.slots ?? 4, "--slots")!;
-  const base = /\/v1$/.test(url) ? url : `${url}/v1`;
+  const base = providerBase(url);
   const store = o.store ?? new TargetStore();
   const target: Target = {
     id: o.id ?? `api-${targetSlug({ model: o.model, quant: null })}`,

@@ -13,14 +13,20 @@
  */
 import { readBounded, sseData } from "../net";
 import { authHeaders } from "./http";
+import { streamedFailure } from "./provider-errors";
 
 export interface ToolProbeResult {
   passed: boolean;
   /** null when passed. */
-  failure: "refused" | "parser" | "model" | "unreachable" | null;
+  failure: "refused" | "parser" | "model" | "unreachable" | "provider" | null;
   evidence: string;
   /** The provider answered 429: a rate limit, which says nothing of the model's tool use. */
   rateLimited?: boolean;
+  /**
+   * failure "provider": the error the provider sent inside the 200 stream (overloaded, rate-limited, …), as its
+   * status-code form — for verify to name, never the model's tool use.
+   */
+  streamed?: { status: number; body: unknown; text: string };
 }
 
 const str = (description: string) => ({ type: "string", description });
@@ -135,11 +141,13 @@ interface StreamedTurn {
   reasoning: string;
   toolCalls: { id: string; name: string; arguments: string }[];
   finishReason: string | null;
+  /** An error chunk of the 200 stream (provider-errors.ts streamedFailure). */
+  streamed: { status: number; body: unknown; text: string } | null;
 }
 
 /** One streamed chat completion, with tool-call deltas assembled the way OpenAI-compatible clients do. */
 async function streamTurn(url: string, headers: Record<string, string>, body: Record<string, unknown>, timeoutMs: number): Promise<StreamedTurn> {
-  const out: StreamedTurn = { status: 0, error: null, content: "", reasoning: "", toolCalls: [], finishReason: null };
+  const out: StreamedTurn = { status: 0, error: null, content: "", reasoning: "", toolCalls: [], finishReason: null, streamed: null };
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), timeoutMs);
   try {
@@ -184,8 +192,10 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
         continue;
       }
       if (j.error) {
+        // the provider broke off inside its 200 (OpenAI / OpenRouter `data: {"error":…}`, Anthropic's `event: error`)
         out.error = String(j.error.message ?? JSON.stringify(j.error)).slice(0, 240);
-        continue;
+        out.streamed = streamedFailure(j);
+        break;
       }
       const c = j.choices?.[0];
       if (!c) continue;
@@ -230,6 +240,8 @@ export interface ToolProbeInput {
   timeoutMs: number;
   /** Token budget of each turn (thinking models need more). */
   maxTokens?: number;
+  /** Send temperature 0 (default true); false for a model that takes only its default (OpenAI's reasoning models). */
+  temperature?: boolean;
 }
 
 export async function toolRoundTrip(p: ToolProbeInput): Promise<ToolProbeResult> {
@@ -245,7 +257,7 @@ export async function toolRoundTrip(p: ToolProbeInput): Promise<ToolProbeResult>
     messages: msgs,
     tools: OPENCODE_TOOLS,
     tool_choice: "auto",
-    temperature: 0,
+    ...(p.temperature === false ? {} : { temperature: 0 }),
     max_tokens: p.maxTokens ?? 512,
     ...ext,
   });
@@ -269,6 +281,14 @@ export async function toolRoundTrip(p: ToolProbeInput): Promise<ToolProbeResult>
         : `request with ${OPENCODE_TOOLS.length} tools → HTTP ${first.status}: ${first.error}`,
     };
   }
+  if (first.streamed)
+    return {
+      passed: false,
+      failure: "provider",
+      streamed: first.streamed,
+      rateLimited: first.streamed.status === 429,
+      evidence: `request with ${OPENCODE_TOOLS.length} tools: the provider's stream broke off with an error: ${first.error}`,
+    };
   if (first.error && !first.toolCalls.length)
     return { passed: false, failure: "model", evidence: `the answer to a request with tools broke off: ${first.error}` };
   const call = first.toolCalls[0];
@@ -319,6 +339,14 @@ export async function toolRoundTrip(p: ToolProbeInput): Promise<ToolProbeResult>
     p.timeoutMs,
   );
   const ms = Math.round(performance.now() - t0);
+  if (second.streamed)
+    return {
+      passed: false,
+      failure: "provider",
+      streamed: second.streamed,
+      rateLimited: second.streamed.status === 429,
+      evidence: `${call.name} was called, but the provider's stream carrying the answer broke off with an error: ${second.error}`,
+    };
   if (second.status === 429)
     return {
       passed: false,

@@ -22,7 +22,7 @@ import type { TargetCheck } from "../../shared/target";
 import { authHeaders, httpJson, isLoopback, serverRoot, streamTimed } from "./http";
 import { sseData } from "../net";
 import { toolRoundTrip } from "./tool-probe";
-import { explainChatFailure } from "./provider-errors";
+import { classifyFailure, explainChatFailure, providerError, streamedFailure } from "./provider-errors";
 
 /**
  * The least context a worker can run in: OpenCode's first request is ≈ 4.9k tokens with its 8 tools and its output
@@ -43,7 +43,7 @@ export const MIN_SLOT_CTX = OPENCODE_FIRST_REQUEST_TOKENS + FIRST_ANSWER_TOKENS;
 export type Outcome = "built" | "underpowered" | "cannot-build";
 
 export interface VerifyInput {
-  /** OpenAI-compatible base URL (…/v1 or the server root). */
+  /** OpenAI-compatible base URL (…/v1, or the server root; an API provider's as given, e.g. …/v1beta/openai). */
   url: string;
   model: string;
   key: string | null;
@@ -241,45 +241,78 @@ export function overlapFactor(singleMs: number, wallMs: number, n: number): numb
 
 export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   const root = serverRoot(v.url);
-  const chatUrl = `${root}/v1/chat/completions`;
+  // An API provider's base URL is used as given: not every one ends in /v1 (Gemini's …/v1beta/openai, Azure's
+  // …/openai/v1, OpenRouter's …/api/v1); a server of one's own may be given by its root, where /v1 is its API.
+  const apiBase = v.engine === "api" || /\/v1$/.test(v.url.replace(/\/+$/, "")) ? v.url.replace(/\/+$/, "") : `${root}/v1`;
+  const chatUrl = `${apiBase}/chat/completions`;
   const timeoutMs = v.timeoutMs ?? 120_000;
   const ext = v.llamaExtensions ?? v.engine === "llama.cpp";
   const checks: TargetCheck[] = [];
+  // a provider that echoes the key it refused: never repeated (checks reach the CLI, the GUI and the saved target)
+  const redact = (text: string) => (v.key && v.key.length >= 8 ? text.replaceAll(v.key, "<the key>") : text);
   // every check is reported the moment it completes
   const add = (c: TargetCheck) => {
-    checks.push(c);
-    v.onCheck?.(c, [...checks]);
+    const said = { ...c, evidence: redact(c.evidence) };
+    checks.push(said);
+    v.onCheck?.(said, [...checks]);
   };
   const observed: VerifyResult["observed"] = { totalSlots: null, perSlotCtx: null, overlap: null };
   // the checks whose requests a provider answered 429: a rate limit, which says nothing of the model or the machine
   const rateLimited = new Set<string>();
+  // the checks whose requests the provider failed otherwise (overloaded, down, out of credit …), in words: the model
+  // was not judged, so never "underpowered"
+  const providerFailed: { check: string; why: string }[] = [];
+  /** A failed answer (a status, or an error inside a 200) named as provider-errors.ts reads it; a 429 counts apart. */
+  const failedBy = (check: string, res: { status: number; body: unknown; text: string; headers?: Headers }): string => {
+    const why = explainChatFailure(res, { chatUrl, model: v.model, keyHint: v.keyHint ?? null });
+    const { message, code } = providerError(res.body, res.text);
+    if (classifyFailure({ status: res.status, code, message }) === "rate-limit") rateLimited.add(check);
+    else providerFailed.push({ check, why });
+    return why;
+  };
+  // OpenAI's reasoning models (o1, o3, o4, gpt-5) take only their default temperature: asked again without one
+  let temperature = true;
   const base = (extra: Record<string, unknown> = {}) => ({
     model: v.model,
     messages: [{ role: "user", content: "Say OK." }],
     max_tokens: 8,
-    temperature: 0,
+    ...(temperature ? { temperature: 0 } : {}),
     ...(ext ? { grammar: "root ::= [a-zA-Z .,]+", chat_template_kwargs: { enable_thinking: false } } : {}),
     ...extra,
   });
 
   // reachable
   // a redirect is said, not followed: fetch would resend a POST as a GET (http → https) or drop the key on the way
-  const r = await httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs, redirect: "manual" });
+  const ask = () => httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs, redirect: "manual" });
+  let r = await ask();
+  const refusedTemperature = (x: typeof r) => {
+    const { message, code } = providerError(x.body, x.text);
+    return classifyFailure({ status: x.status, code, message }) === "temperature";
+  };
+  if (refusedTemperature(r)) {
+    temperature = false;
+    r = await ask();
+  }
   const reachable = r.status === 200 && Array.isArray(r.body?.choices);
-  // why not, in words: the key, the credit, the model id, the URL, a rate limit or the provider (provider-errors.ts)
-  // a provider that echoes the key it refused: never repeated (the message reaches the CLI, the GUI and a target's checks)
+  // why not, in words: the key, the credit, the model id, the URL, a rate limit or the provider (provider-errors.ts);
+  // an error in a 200 body (a router's) as its status-code form
   const failure = reachable
     ? null
-    : explainChatFailure(r, { chatUrl, model: v.model, keyHint: v.keyHint ?? null }).replaceAll(v.key && v.key.length >= 8 ? v.key : "\0", "<the key>");
-  add({ name: "reachable", passed: reachable, evidence: failure ?? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms` });
+    : redact(explainChatFailure({ ...r, ...(r.status === 200 ? streamedFailure(r.body) : null) }, { chatUrl, model: v.model, keyHint: v.keyHint ?? null }));
+  const noTemperature = temperature ? "" : " (asked again without temperature: the model takes only its default)";
+  add({ name: "reachable", passed: reachable, evidence: failure ?? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms${noTemperature}` });
   if (failure) return { outcome: "cannot-build", checks, observed, summary: `no chat completion: ${failure}` };
 
   // auth
   if (v.key) {
     const noKey = await httpJson(chatUrl, { body: base(), timeoutMs });
     const wrong = await httpJson(chatUrl, { headers: authHeaders("wrong-key"), body: base(), timeoutMs });
-    const refused = (s: number) => s === 401 || s === 403;
-    const ok = refused(noKey.status) && refused(wrong.status);
+    // 401/403, or a refusal of the key by another status: Gemini answers a wrong key 400 API_KEY_INVALID
+    const refused = (x: typeof noKey) => {
+      const { message, code } = providerError(x.body, x.text);
+      return x.status === 401 || x.status === 403 || (x.status >= 400 && classifyFailure({ status: x.status, code, message }) === "key");
+    };
+    const ok = refused(noKey) && refused(wrong);
     add({ name: "auth", passed: ok, evidence: `without key → ${noKey.status}, wrong key → ${wrong.status}, with key → 200` });
   } else if (isLoopback(root)) {
     // a server only this machine can reach, without a key: nothing to refuse — not a failed check
@@ -406,7 +439,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   } else {
     const models = await httpJson<{
       data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number }; context_length?: number; context_window?: number }[];
-    }>(`${root}/v1/models`, {
+    }>(`${apiBase}/models`, {
       headers: authHeaders(v.key),
       timeoutMs: 10000,
       // a provider's whole list (OpenRouter's is megabytes, with descriptions); the setup wizard's list reads as much
@@ -426,7 +459,8 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       evidence:
         (ctx === null
           ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured`
-          : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`) + (floor ? `; ${floor}` : ""),
+          : `${new URL(`${apiBase}/models`).pathname} context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`) +
+        (floor ? `; ${floor}` : ""),
     });
   }
 
@@ -476,6 +510,9 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
       const failed = runs.filter((x) => x.status !== 200 || x.error);
       if (failed.some((x) => x.status === 429)) rateLimited.add("concurrency");
+      // an error inside a 200 stream (overloaded, rate-limited …): the provider's failure, named — not slow requests
+      const broke = runs.map((x) => streamedFailure(x.streamError)).find(Boolean);
+      const brokeWhy = broke ? failedBy("concurrency", broke) : null;
       const factor = overlapFactor(singleMs, wall, n);
       // Served one after another, the k-th first token waits k solo requests: the spread is ≈ (n−1)·t₁.
       // Overlapping requests all start within a fraction of that. (The overlap factor is recorded, not the criterion:
@@ -489,7 +526,8 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
         `${n} concurrent × ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "∞"} ms` +
         (before ? `, /slots lists ${before.listed} slot(s) and showed ${maxBusy} processing at once` : "") +
         (before && before.listed < n ? ` — ${n} requests cannot run at once on ${before.listed} slot(s): they queue` : "") +
-        (failed.length ? `; ${failed.length} failed (${failed[0]!.status} ${failed[0]!.error ?? ""})` : "");
+        (failed.length ? `; ${failed.length} failed (${failed[0]!.status} ${failed[0]!.error ?? ""})` : "") +
+        (brokeWhy ? `: the provider's stream broke off with an error — ${brokeWhy}` : "");
       return { passed, factor, evidence, failedRequests: failed.length > 0 };
     };
     let result = await burst();
@@ -508,14 +546,15 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       model: v.model,
       messages: [{ role: "user", content: CAPABILITY_TASK }],
       max_tokens: 400,
-      temperature: 0,
+      ...(temperature ? { temperature: 0 } : {}),
       ...(ext ? { chat_template_kwargs: { enable_thinking: false } } : {}),
     },
     timeoutMs,
   });
-  if (cap.status === 429) rateLimited.add("capability");
   let capCheck: { passed: boolean; evidence: string };
-  if (cap.status !== 200) capCheck = { passed: false, evidence: `capability request → ${cap.status || cap.error}: ${cap.text.slice(0, 160)}` };
+  const capError = cap.status === 200 && !Array.isArray(cap.body?.choices) ? streamedFailure(cap.body) : null;
+  if (cap.status === 0) capCheck = { passed: false, evidence: `capability request → ${cap.error}` };
+  else if (cap.status !== 200 || capError) capCheck = { passed: false, evidence: `capability request: ${failedBy("capability", { ...cap, ...capError })}` };
   else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
   add({ name: "capability", ...capCheck });
 
@@ -543,10 +582,11 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   // tools: the round trip every worker turn makes
   let toolsBlocking = false;
   if (v.tools !== false) {
-    const t = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024 });
+    const t = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024, temperature });
     toolsBlocking = t.failure === "refused" || t.failure === "parser" || t.failure === "unreachable";
     if (t.rateLimited) rateLimited.add("tools");
-    add({ name: "tools", passed: t.passed, evidence: t.evidence });
+    const named = t.streamed ? failedBy("tools", t.streamed) : null;
+    add({ name: "tools", passed: t.passed, evidence: named ? `${t.evidence} — ${named}` : t.evidence });
   }
 
   const by = (n: TargetCheck["name"]) => checks.find((c) => c.name === n)!;
@@ -566,6 +606,10 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     // not underpowered: the model was not judged (its answers never came), and "a stronger machine" would not help
     outcome = "cannot-build";
     summary = `the provider rate-limited verify's requests (HTTP 429 in ${[...rateLimited].join(", ")}): the model could not be judged — wait a minute and verify again, use a key of a higher usage tier, or save it without verifying`;
+  } else if (providerFailed.length) {
+    // not underpowered either: the provider failed the requests (overloaded, down, out of credit …), as it said
+    outcome = "cannot-build";
+    summary = `the model API failed verify's requests (in ${[...new Set(providerFailed.map((f) => f.check))].join(", ")}): the model could not be judged — ${providerFailed[0]!.why}`;
   } else if (toolsBlocking) {
     outcome = "cannot-build";
     summary = `tool calls do not work: ${by("tools").evidence}`;
@@ -580,5 +624,5 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     outcome = "built";
     summary = `verified: ${v.slots} slot(s)${observed.perSlotCtx ? ` × ${observed.perSlotCtx} ctx` : ""}, coding task and tool-call round trip passed`;
   }
-  return { outcome, checks, observed, summary };
+  return { outcome, checks, observed, summary: redact(summary) };
 }

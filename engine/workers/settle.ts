@@ -5,7 +5,8 @@ import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/work
 import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
 import { baselineChecks, baselineInFreshWorkspace, grade } from "../grading";
-import { describeError, type HarnessServer, okValue } from "../harness";
+import { type HarnessServer, okValue } from "../harness";
+import { describeError } from "../serving/provider-errors";
 import type { SandboxKind } from "../sandbox";
 import type { Workspace } from "../workspace";
 import type { TargetStore } from "../store";

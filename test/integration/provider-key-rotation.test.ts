@@ -3,6 +3,8 @@
  * then the provider revokes that key and the person sets a new one. The next worker must run on the new key — the
  * opencode server of the target is already running, and its key gateway used to keep the key read when it started
  * (the worker failed "refused the target's key" until the engine restarted). Then the key is removed: nothing is sent.
+ * A target saved without a key and given one later: its server used to reach the provider directly, key-less, until
+ * the engine restarted.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -89,5 +91,26 @@ describe("a provider key set again while the engine runs", () => {
     const third = await runOne();
     expect(third).toMatch(/^error: the model API refused the target's key \(HTTP 401: "Incorrect API key provided"\): set the key again/);
     expect(carried).toEqual([""]);
+  }, 240_000);
+  it("a target saved without a key, given one later (ocw target key): the next worker sends it, no engine restart", async () => {
+    valid = "sk-late-key";
+    const target: Target = {
+      id: "api-late",
+      model: "scripted-1",
+      endpoint: url,
+      keyRef: null,
+      serving: { engine: "api", endpoints: [], slots: 2 },
+      checks: [],
+    };
+    await engine.client.targets.save.mutate({ target, activate: true });
+    carried.length = 0;
+    // its opencode server is made now, with no key to send: the provider refuses
+    expect(await runOne()).toMatch(/^error: the model API refused the target's key \(HTTP 401/);
+    expect(carried).toEqual([""]);
+    await engine.client.targets.setKey.mutate({ id: "api-late", key: "sk-late-key" });
+    carried.length = 0;
+    // the same server (no restart): its gateway route sends the key now; a direct route made key-less sent none
+    expect(await runOne()).toBe("built");
+    expect(new Set(carried)).toEqual(new Set(["Bearer sk-late-key"]));
   }, 240_000);
 });

@@ -3,7 +3,11 @@ import { Clip } from "./Clip";
 import type { TargetCheck } from "../../../../shared/target";
 
 const ORDER: { name: TargetCheck["name"]; label: string; remedy: string }[] = [
-  { name: "reachable", label: "Reachable", remedy: "Start the server, or check the URL (it ends in /v1) and that it listens where the engine runs." },
+  {
+    name: "reachable",
+    label: "Reachable",
+    remedy: "Start the server, or check the URL (the part before /chat/completions, usually ending in /v1) and that it listens where the engine runs.",
+  },
   {
     name: "auth",
     label: "Key required",
