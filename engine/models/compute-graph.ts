@@ -205,13 +205,57 @@ const QK_NORM =
 const GEMMA = /^gemma/;
 const LFM2 = /^lfm2/;
 
+/** Every field of a ComputeShape, in one order: a shape's key (the type check below fails when one is missing). */
+const SHAPE_FIELDS = [
+  "arch",
+  "nEmbd",
+  "nVocab",
+  "nHead",
+  "nHeadKv",
+  "nFf",
+  "headK",
+  "headV",
+  "headKSwa",
+  "headVSwa",
+  "isSwa",
+  "kvLayer",
+  "rsLayer",
+  "nLayer",
+  "nEmbdR",
+  "nTokens",
+  "nSeqs",
+  "nOutputs",
+  "nKv",
+  "nKvSwa",
+  "flashAttn",
+  "quantK",
+  "quantV",
+] as const satisfies readonly (keyof ComputeShape)[];
+const everyField: [Exclude<keyof ComputeShape, (typeof SHAPE_FIELDS)[number]>] extends [never] ? true : never = true;
+void everyField;
+
+/** Buffer sizes by shape: a plan asks for the same few dozen shapes ~1,000 times (every candidate, slot count, context). */
+const computed = new Map<string, number>();
+const COMPUTED_MAX = 1024;
+
 /**
  * The prompt-graph compute buffer llama.cpp reserves for this shape. Architectures other than the llama/qwen/gemma/lfm2
  * families are built with the same decoder block (attention or a short-conv layer, then a gated FFN), which is what most
  * of them are; MoE FFNs and other recurrent layers (Mamba, gated delta-net) have wider intermediates and are counted
- * as dense FFN / short-conv layers.
+ * as dense FFN / short-conv layers. Worked out once per shape (the graph of a large model is thousands of nodes).
  */
 export function computeBufferBytes(s: ComputeShape): number {
+  const key = JSON.stringify(SHAPE_FIELDS.map((f) => s[f] ?? null));
+  let bytes = computed.get(key);
+  if (bytes === undefined) {
+    bytes = graphBufferBytes(s);
+    if (computed.size >= COMPUTED_MAX) computed.delete(computed.keys().next().value!);
+    computed.set(key, bytes);
+  }
+  return bytes;
+}
+
+function graphBufferBytes(s: ComputeShape): number {
   const g = new ComputeGraph();
   const T = s.nTokens;
   const E = s.nEmbd;
