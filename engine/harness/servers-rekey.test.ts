@@ -102,6 +102,41 @@ describe("OpencodeServers: the key a running server's gateway sends", () => {
       await servers.close();
     }
   });
+  it("reaches a key-less model server of the person's own directly: its tokens never pass through the engine", async () => {
+    const made: { baseURL: string; apiKey: string }[][] = [];
+    const servers = new OpencodeServers({
+      stateDir: dir,
+      sandbox: { kind: "none" },
+      workspacesRoot: path.join(dir, "ws"),
+      tmpRoot: path.join(dir, "tmp"),
+      mirrorsRoot: path.join(dir, "mirrors"),
+      log: () => undefined,
+      wire: () => undefined,
+      harness: (o) => {
+        made.push([o.provider ?? []].flat());
+        return { ready: true, url: null, pid: undefined, start: async () => undefined, stop: async () => undefined } as unknown as HarnessServer;
+      },
+    });
+    const local = (id: string, engine: "llama.cpp" | "capture"): Target => ({
+      id,
+      model: "m",
+      quant: null,
+      endpoint: "http://127.0.0.1:8080/v1",
+      keyRef: null,
+      serving: { engine, endpoints: [{ url: "http://127.0.0.1:8080/v1", slots: 2 }], slots: 2, perSlotCtx: null },
+      checks: [],
+    });
+    try {
+      await servers.for(local("own-llama", "llama.cpp"));
+      await servers.for(local("own-captured", "capture"));
+      expect(made.map((m) => m[0])).toEqual([
+        { baseURL: "http://127.0.0.1:8080/v1", apiKey: "none" },
+        { baseURL: "http://127.0.0.1:8080/v1", apiKey: "none" },
+      ]);
+    } finally {
+      await servers.close();
+    }
+  });
   it("sends a key given later to a target saved without one, without a new server (no key-less direct route)", async () => {
     const heard: (string | undefined)[] = [];
     const model = http.createServer((req, res) => {

@@ -11,11 +11,12 @@ import { opencodeRegistry } from "./opencode-server";
 
 /**
  * The opencode servers of the engine: one per target (made on first use, by the harness), each reaching the model
- * through one provider per endpoint, every one through the engine's loopback key gateway: the key never enters opencode
- * or a worker's reach, and a target saved without a key that is given one later (`ocw target key`, Setup's key field)
- * sends it from its next request on — a direct route, made when there was no key, would have kept sending none until
- * the engine restarted. Every server is sandboxed as the engine's sandbox says, with the per-command worker
- * shell.
+ * through one provider per endpoint. Keyed targets and every API provider go through the engine's loopback key gateway:
+ * the key never enters opencode or a worker's reach, and a provider saved without a key that is given one later (`ocw
+ * target key`, Setup's key field) sends it from its next request on. A key-less model server of the person's own
+ * (llama.cpp, vLLM, a captured one) is reached directly: every token it streams would otherwise pass through the engine's
+ * process (issue 31: the engine's own CPU per task); a key set on it later takes effect when its opencode server starts
+ * again. Every server is sandboxed as the engine's sandbox says, with the per-command worker shell.
  */
 export interface ServersOptions {
   stateDir: string;
@@ -42,7 +43,7 @@ export class OpencodeServers {
   private readonly egress: EgressProxy;
   /** Per target, the NO_PROXY entries its server was given: what it reaches past the egress proxy. */
   private readonly directs = new Map<string, string[]>();
-  /** Each server's gateway routes and the key they send, or null (read again whenever a worker of it starts). */
+  /** Each gateway-routed server's routes and the key they send, or null (read again whenever a worker of it starts). */
   private readonly keyed = new Map<string, { key: string | null; baseURLs: string[]; upstreams: string[] }>();
 
   constructor(private readonly opts: ServersOptions) {
@@ -76,10 +77,15 @@ export class OpencodeServers {
     if (s) return s;
     if ((target.keyRef || target.keyFile) && !key)
       throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
-    // One provider per endpoint of a pool (a worker's prompts name its endpoint's), each a route of the gateway, a
-    // key-less one too: its key can come later (rekeyed above), and opencode never holds the endpoint itself.
+    // One provider per endpoint of a pool (a worker's prompts name its endpoint's). Through the gateway where there is a
+    // key, and for a provider without one (its key can come later: rekeyed above; opencode never holds its endpoint).
+    const routed = !!key || target.serving.engine === "api";
     const provider = await Promise.all(
-      endpointsOf(target).map((e, i) => this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS })),
+      endpointsOf(target).map((e, i) =>
+        routed
+          ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS })
+          : { baseURL: e.url, apiKey: "none" },
+      ),
     );
     // The model's endpoints (or the gateway before them) and opencode's package registry are reached directly; every
     // other connection through the egress proxy, which checks it when it is made.
@@ -93,7 +99,7 @@ export class OpencodeServers {
     const plugin = writeWorkspacePlugin(path.join(stateDir, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
-    this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
+    if (routed) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
     s = (this.opts.harness ?? opencodeHarness)({
       target,
       home: path.join(stateDir, "opencode", target.id),
