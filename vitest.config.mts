@@ -47,6 +47,15 @@ const STARTS_PROCESSES = [
   "engine/serving/k8s.test.ts",
   "engine/models/mtp.test.ts",
   "bench/model.test.ts",
+  // Found by logging child_process in the pure tier (12-06): git, bash, node, mkfifo/truncate, stand-in binaries, probes.
+  "engine/workers/open.test.ts",
+  "engine/grading/ladder.test.ts",
+  "engine/serving/llama-build.test.ts",
+  "engine/serving/servers-api.test.ts",
+  "engine/sandbox/plugin-paths.test.ts",
+  "engine/hardware/parse.test.ts",
+  "engine/commands/model-setup.test.ts",
+  "electron/open-worker.test.ts",
 ];
 
 /**
