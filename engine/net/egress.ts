@@ -68,6 +68,10 @@ export class EgressProxy {
       server.on("clientError", (_err, socket) => socket.destroy());
       server.once("error", reject);
       server.listen(0, "127.0.0.1", () => {
+        server.off("error", reject);
+        // An error of the listening socket after it listens (accept's ENOBUFS or ENOMEM) is the engine's uncaught
+        // exception without a listener: the listener used while starting handled only the first.
+        server.on("error", (err) => this.opts.log?.(`egress proxy: ${err.message}`));
         this.server = server;
         const port = (server.address() as { port: number }).port;
         resolve(`http://ocw:${this.key}@127.0.0.1:${port}`);
@@ -138,6 +142,9 @@ export class EgressProxy {
     }
     if (url.protocol !== "http:") return send(400, "a proxy request names an absolute http:// URL (https goes through CONNECT)\n");
     const where = await this.admit(url.hostname);
+    // opencode gave up while the name was looked up: nothing to connect for (a connection opened now was held, to
+    // nobody, until it idled out)
+    if (res.destroyed || req.socket.destroyed) return;
     if ("why" in where) return send(where.status, this.refused(url.host, where.why));
     this.opts.log?.(`egress ${url.host} at ${where.addresses.join(", ")}`);
     const headers: http.OutgoingHttpHeaders = {};
@@ -158,6 +165,12 @@ export class EgressProxy {
     });
     up.on("timeout", () => up.destroy(new Error("timed out")));
     up.on("error", (err) => send(502, `opencode-worker could not reach ${url.host}: ${err.message}\n`));
+    // A 101 to a request that asked for no upgrade (the Upgrade header is not passed on): Node's client leaves the
+    // request unanswered, and opencode's fetch waited until it gave up.
+    up.on("upgrade", (_answer, upSocket) => {
+      upSocket.destroy();
+      send(502, `opencode-worker could not reach ${url.host}: it answered with status 101\n`);
+    });
     up.on("response", (answer) => {
       answer.on("error", () => res.destroy());
       // A status Node's parser takes but its writer refuses (`099`, `000`) threw in this handler: the engine's uncaught
@@ -204,6 +217,7 @@ export class EgressProxy {
     if (!hostname || !(port > 0 && port < 65536)) return answer("400 Bad Request", "CONNECT names host:port\n");
     const target = `${hostname}:${port}`;
     const where = await this.admit(hostname);
+    if (socket.destroyed) return;
     if ("why" in where) return answer(where.status === 403 ? "403 Forbidden" : "502 Bad Gateway", this.refused(target, where.why));
     this.opts.log?.(`egress ${target} at ${where.addresses.join(", ")}`);
     const up = connect({ host: PINNED, port, lookup: this.pinned(where.addresses) });

@@ -64973,30 +64973,41 @@ function localTarget(url2) {
   if (!host) return null;
   if (host === "localhost" || host.endsWith(".localhost")) return said;
   if (isIPv4(host)) return localV4(host) ? said : null;
-  if (isIPv6(host)) {
-    if (host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") || ownNetwork(host, "ipv6")) return said;
-    const v4 = embeddedV4(host);
-    return v4 && localV4(v4) ? said : null;
-  }
+  if (isIPv6(host)) return localV6(host) || ownNetwork(host, "ipv6") ? said : null;
   if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
   return null;
 }
 function localV4(address) {
-  const [a2 = 0, b = 0] = address.split(".").map(Number);
-  const local2 = a2 === 0 || a2 === 10 || a2 === 127 || a2 === 100 && b >= 64 && b <= 127 || a2 === 169 && b === 254 || a2 === 172 && b >= 16 && b <= 31 || a2 === 192 && b === 168;
+  const [a2 = 0, b = 0, c3 = 0, d = 0] = address.split(".").map(Number);
+  const local2 = a2 === 0 || a2 === 10 || a2 === 127 || a2 === 100 && b >= 64 && b <= 127 || a2 === 169 && b === 254 || a2 === 172 && b >= 16 && b <= 31 || a2 === 192 && b === 0 && c3 === 0 && d !== 9 && d !== 10 || a2 === 192 && b === 0 && c3 === 2 || a2 === 192 && b === 168 || a2 === 198 && (b === 18 || b === 19) || a2 === 198 && b === 51 && c3 === 100 || a2 === 203 && b === 0 && c3 === 113 || a2 >= 224;
   return local2 || ownNetwork(address, "ipv4");
 }
-function embeddedV4(host) {
-  const [head = "", tail] = host.split("::");
-  const part = (s) => s ? s.split(":").map((g3) => Number.parseInt(g3, 16)) : [];
+function groupsV6(host) {
+  const [head = "", tail, more] = host.split("::");
+  if (more !== void 0) return null;
+  const part = (s) => s ? s.split(":").map((g3) => /^[0-9a-f]{1,4}$/i.test(g3) ? Number.parseInt(g3, 16) : Number.NaN) : [];
   const h3 = part(head);
   const t2 = tail === void 0 ? [] : part(tail);
+  if (tail !== void 0 && h3.length + t2.length > 7) return null;
   const g2 = [...h3, ...Array(Math.max(0, 8 - h3.length - t2.length)).fill(0), ...t2];
-  if (g2.length !== 8 || g2.some((n2) => !Number.isInteger(n2))) return null;
-  const nat64 = g2[0] === 100 && g2[1] === 65435 && (g2[2] === 1 || g2.slice(2, 6).every((n2) => n2 === 0));
-  const compatible = g2.slice(0, 6).every((n2) => n2 === 0);
-  if (!nat64 && !compatible) return null;
-  return [g2[6] >> 8, g2[6] & 255, g2[7] >> 8, g2[7] & 255].join(".");
+  return g2.length === 8 && g2.every((n2) => Number.isInteger(n2)) ? g2 : null;
+}
+var v4Of = (hi, lo) => [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
+function localV6(host) {
+  const g2 = groupsV6(host);
+  if (!g2) return true;
+  const [g0 = 0, g1 = 0, g22 = 0, g3 = 0, , , g6 = 0, g7 = 0] = g2;
+  if (g0 === 100 && g1 === 65435 && g2.slice(2, 6).every((n2) => n2 === 0)) return localV4(v4Of(g6, g7));
+  if ((g0 & 57344) !== 8192) return true;
+  if (g0 === 8193 && g1 < 512) {
+    if (g1 === 0) return localV4(v4Of(g22, g3)) || localV4(v4Of(g6 ^ 65535, g7 ^ 65535));
+    const anycast = g1 === 1 && g2.slice(2, 7).every((n2) => n2 === 0) && g7 >= 1 && g7 <= 3;
+    const reachable2 = g1 === 3 || g1 === 4 && g22 === 274 || g1 >= 32 && g1 <= 63;
+    return !(anycast || reachable2);
+  }
+  if (g0 === 8193 && g1 === 3512) return true;
+  if (g0 === 8194) return localV4(v4Of(g1, g22));
+  return (g0 & 65520) === 16368;
 }
 function ownNetwork(address, type) {
   let ifaces;
@@ -65099,6 +65110,8 @@ var EgressProxy = class {
       server.on("clientError", (_err, socket) => socket.destroy());
       server.once("error", reject);
       server.listen(0, "127.0.0.1", () => {
+        server.off("error", reject);
+        server.on("error", (err) => this.opts.log?.(`egress proxy: ${err.message}`));
         this.server = server;
         const port = server.address().port;
         resolve(`http://ocw:${this.key}@127.0.0.1:${port}`);
@@ -65163,6 +65176,7 @@ var EgressProxy = class {
     }
     if (url2.protocol !== "http:") return send2(400, "a proxy request names an absolute http:// URL (https goes through CONNECT)\n");
     const where = await this.admit(url2.hostname);
+    if (res.destroyed || req.socket.destroyed) return;
     if ("why" in where) return send2(where.status, this.refused(url2.host, where.why));
     this.opts.log?.(`egress ${url2.host} at ${where.addresses.join(", ")}`);
     const headers = {};
@@ -65184,6 +65198,11 @@ var EgressProxy = class {
     up.on("timeout", () => up.destroy(new Error("timed out")));
     up.on("error", (err) => send2(502, `opencode-worker could not reach ${url2.host}: ${err.message}
 `));
+    up.on("upgrade", (_answer, upSocket) => {
+      upSocket.destroy();
+      send2(502, `opencode-worker could not reach ${url2.host}: it answered with status 101
+`);
+    });
     up.on("response", (answer) => {
       answer.on("error", () => res.destroy());
       const status = answer.statusCode ?? 0;
@@ -65231,6 +65250,7 @@ ${text}`
     if (!hostname3 || !(port > 0 && port < 65536)) return answer("400 Bad Request", "CONNECT names host:port\n");
     const target = `${hostname3}:${port}`;
     const where = await this.admit(hostname3);
+    if (socket.destroyed) return;
     if ("why" in where) return answer(where.status === 403 ? "403 Forbidden" : "502 Bad Gateway", this.refused(target, where.why));
     this.opts.log?.(`egress ${target} at ${where.addresses.join(", ")}`);
     const up = connect2({ host: PINNED, port, lookup: this.pinned(where.addresses) });
