@@ -255,6 +255,35 @@ async function countingUpstream() {
 }
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+describe("framing", () => {
+  it("a chunked body of a GET, DELETE or OPTIONS reaches the server as that request's body, never as a second request (it was written unframed)", async () => {
+    const got: string[] = [];
+    const up = http.createServer((req, res) => {
+      let b = "";
+      req.on("data", (d) => (b += d));
+      req.on("end", () => (got.push(`${req.method} ${req.url} ${JSON.stringify(b)}`), res.end("ok")));
+    });
+    await new Promise<void>((r) => up.listen(0, "127.0.0.1", r));
+    const upPort = (up.address() as AddressInfo).port;
+    const { p, port, auth } = await proxy();
+    try {
+      const body = "GET /smuggled HTTP/1.1\r\nhost: pub.example.com\r\n\r\n";
+      for (const m of ["GET", "DELETE", "OPTIONS", "POST"]) {
+        const g = await raw(
+          port,
+          `${m} http://pub.example.com:${upPort}/ HTTP/1.1\r\nhost: pub.example.com\r\nproxy-authorization: ${auth}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+        );
+        expect([m, first(g)]).toEqual([m, "HTTP/1.1 200 OK"]);
+      }
+      await settle(100);
+      expect(got).toEqual(["GET", "DELETE", "OPTIONS", "POST"].map((m) => `${m} / ${JSON.stringify(body)}`));
+    } finally {
+      await p.close();
+      up.close();
+    }
+  });
+});
+
 describe("what is held, and for how long", () => {
   it("a request opencode gives up while its name is looked up opens no upstream connection (each was held, to nobody, until it idled out at 130 s); a CONNECT's is closed", async () => {
     const up = await countingUpstream();

@@ -150,6 +150,9 @@ export class EgressProxy {
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
     headers.host = url.host;
+    // A body opencode framed chunked is framed chunked again: Node's client frames a GET's, DELETE's or OPTIONS's body
+    // only when told, and wrote it bare after the headers, where the server read it as a second request.
+    if (req.headers["transfer-encoding"] !== undefined && req.headers["content-length"] === undefined) headers["transfer-encoding"] = "chunked";
     const up = http.request({
       // a name never looked up (`.invalid`): the connection goes where `pinned` says
       host: PINNED,
