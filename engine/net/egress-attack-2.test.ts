@@ -255,6 +255,51 @@ async function countingUpstream() {
 }
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+describe("requests the proxy cannot serve", () => {
+  it("a request Node's parser refuses is answered 400 (431 for an oversized head) and its connection closed; the proxy goes on serving (it was closed without a word)", async () => {
+    const { p, port, auth, dialled } = await proxy();
+    try {
+      const cases: [string, string | Buffer][] = [
+        [
+          "CL/TE conflict",
+          `POST http://pub.example.com:${pubPort}/ HTTP/1.1\r\nhost: x\r\n${"proxy-authorization: " + auth}\r\ncontent-length: 4\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n`,
+        ],
+        ["space in a header name", `GET http://pub.example.com:${pubPort}/ HTTP/1.1\r\nhost : x\r\nproxy-authorization: ${auth}\r\n\r\n`],
+        ["NUL in the request line", `GET http://pub.example.com\0:${pubPort}/ HTTP/1.1\r\nhost: x\r\n\r\n`],
+        ["non-ASCII request target", Buffer.from(`CONNECT ⓛⓞⓒⓐⓛⓗⓞⓢⓣ:${openPort} HTTP/1.1\r\nproxy-authorization: ${auth}\r\n\r\n`)],
+        ["not HTTP", "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03"],
+      ];
+      for (const [what, text] of cases) expect([what, first(await raw(port, text))]).toEqual([what, "HTTP/1.1 400 Bad Request"]);
+      const big = await raw(
+        port,
+        `GET http://pub.example.com:${pubPort}/ HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\nproxy-authorization: ${auth}\r\n\r\n`,
+      );
+      expect(first(big)).toBe("HTTP/1.1 431 Request Header Fields Too Large");
+      const ok = await raw(port, `GET http://pub.example.com:${pubPort}/ HTTP/1.1\r\nhost: x\r\nproxy-authorization: ${auth}\r\nconnection: close\r\n\r\n`);
+      expect(first(ok)).toBe("HTTP/1.1 200 OK");
+      expect(dialled).toEqual([PUBLIC]);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it("an error nothing expected while serving one request (here the test's dial throws) is a 502 for that request, relayed or tunnelled (it was a connection closed without a word)", async () => {
+    const { p, port, auth } = await proxy({
+      dial: () => {
+        throw new Error("no route");
+      },
+    });
+    try {
+      const g = await raw(port, `GET http://pub.example.com:${pubPort}/ HTTP/1.1\r\nhost: x\r\nproxy-authorization: ${auth}\r\n\r\n`);
+      const c = await raw(port, `CONNECT pub.example.com:${pubPort} HTTP/1.1\r\nproxy-authorization: ${auth}\r\n\r\n`);
+      expect([first(g), first(c)]).toEqual(["HTTP/1.1 502 Bad Gateway", "HTTP/1.1 502 Bad Gateway"]);
+      expect(g).toMatch(/could not serve this request: no route/);
+    } finally {
+      await p.close();
+    }
+  });
+});
+
 describe("framing", () => {
   it("a chunked body of a GET, DELETE or OPTIONS reaches the server as that request's body, never as a second request (it was written unframed)", async () => {
     const got: string[] = [];

@@ -46,26 +46,61 @@ const HOP = new Set([
   "transfer-encoding",
 ]);
 
+/** A plain answer on a proxy connection, which is then closed: `status` as `"400 Bad Request"`. */
+function reply(socket: Socket, status: string, text: string): void {
+  socket.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+}
+
+/** What an error nothing here expected says to opencode. */
+const unexpected = (err: unknown) => `opencode-worker's proxy could not serve this request: ${err instanceof Error ? err.message : String(err)}\n`;
+
 export class EgressProxy {
   private server: http.Server | null = null;
   private starting: Promise<string> | null = null;
   private readonly key = randomBytes(24).toString("base64url");
   private readonly sockets = new Set<Socket>();
+  /** Connections a CONNECT was answered 200 on: their bytes are the tunnel's from then on. */
+  private readonly tunnelled = new WeakSet<Socket>();
 
   constructor(private readonly opts: EgressOptions = {}) {}
 
   /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
   start(): Promise<string> {
     this.starting ??= new Promise<string>((resolve, reject) => {
-      // Whatever goes wrong with one connection ends that connection, never the engine (an error thrown here would be
-      // the engine process's unhandled rejection).
-      const server = http.createServer((req, res) => void this.relay(req, res).catch(() => res.destroy()));
-      server.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head).catch(() => socket.destroy()));
+      // Whatever goes wrong with one request is a 502 for it (its connection closed, once it was answered), never the
+      // engine's (an error thrown here would be the engine process's unhandled rejection).
+      const server = http.createServer(
+        (req, res) =>
+          void this.relay(req, res).catch((err) => {
+            if (res.headersSent || res.destroyed) return void res.destroy();
+            res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+            res.end(unexpected(err));
+          }),
+      );
+      server.on(
+        "connect",
+        (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
+          void this.tunnel(req, socket, head).catch((err) =>
+            socket.writable && !this.tunnelled.has(socket) ? reply(socket, "502 Bad Gateway", unexpected(err)) : socket.destroy(),
+          ),
+      );
       server.on("connection", (s: Socket) => {
         this.sockets.add(s);
         s.once("close", () => this.sockets.delete(s));
       });
-      server.on("clientError", (_err, socket) => socket.destroy());
+      // A request Node's parser refuses (a CL/TE conflict, a bad header, an oversized head, a byte a request line may not
+      // hold) is answered as Node would answer it, and its connection closed.
+      server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+        const [status, text] =
+          err.code === "HPE_HEADER_OVERFLOW"
+            ? ["431 Request Header Fields Too Large", "the request's head is too large\n"]
+            : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+              ? ["408 Request Timeout", "the request did not arrive in time\n"]
+              : ["400 Bad Request", "not an HTTP request this proxy reads\n"];
+        const pending = (socket as Socket & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+        if (socket.writable && !pending?.headersSent) reply(socket, status, text);
+        else socket.destroy();
+      });
       server.once("error", reject);
       server.listen(0, "127.0.0.1", () => {
         server.off("error", reject);
@@ -230,6 +265,7 @@ export class EgressProxy {
     up.on("error", (err) => (!open ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}\n`) : socket.destroy()));
     up.once("connect", () => {
       open = true;
+      this.tunnelled.add(socket);
       socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length) up.write(head);
       up.pipe(socket);
