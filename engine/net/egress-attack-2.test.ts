@@ -125,7 +125,7 @@ describe("names", () => {
 
   it("answers mixing public and local addresses are refused, whichever comes first, by name and trailing-dot name alike", async () => {
     const { p, port, auth, dialled } = await proxy({
-      lookup: async (h) => (h === "mixed.example.com" ? [PUBLIC, "10.0.0.5"] : h === "mixed6.example.com" ? [PUBLIC, "fec0::1"] : []),
+      lookup: async (h) => (h === "mixed.example.com" ? [PUBLIC, "10.0.0.5"] : h === "mixed6.example.com" ? [PUBLIC, "fd00::5"] : []),
     });
     try {
       for (const h of ["mixed.example.com", "mixed.example.com.", "MIXED.example.com", "mixed6.example.com"]) {

@@ -64550,7 +64550,7 @@ function answerInvalidLines(input2, write, log = () => {
   const valid = new PassThrough();
   const onLine = (line) => {
     if (!line.trim()) return;
-    const reply = (id3, code2, message) => {
+    const reply2 = (id3, code2, message) => {
       log(`${message}: ${clip(line, 120)}`);
       write(`${JSON.stringify({ jsonrpc: "2.0", id: typeof id3 === "string" || typeof id3 === "number" ? id3 : null, error: { code: code2, message } })}
 `);
@@ -64559,15 +64559,15 @@ function answerInvalidLines(input2, write, log = () => {
     try {
       msg = JSON.parse(line);
     } catch (err) {
-      return reply(null, ErrorCode2.ParseError, `Parse error: the line is not JSON (${clip(err.message, 100)})`);
+      return reply2(null, ErrorCode2.ParseError, `Parse error: the line is not JSON (${clip(err.message, 100)})`);
     }
     if (JSONRPCMessageSchema.safeParse(msg).success) return void valid.write(`${line}
 `);
     if (typeof msg !== "object" || msg === null || Array.isArray(msg))
-      return reply(null, ErrorCode2.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
+      return reply2(null, ErrorCode2.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
     const m = msg;
     if (!("method" in m) && ("result" in m || "error" in m)) return log(`dropped an invalid JSON-RPC response: ${clip(line, 120)}`);
-    reply(
+    reply2(
       m.id,
       ErrorCode2.InvalidRequest,
       `Invalid Request: ${m.jsonrpc !== "2.0" ? '"jsonrpc" must be "2.0"' : 'expected {"jsonrpc": "2.0", "method": string, "id"?: string | number, "params"?: object}'}`
@@ -65089,6 +65089,16 @@ var HOP = /* @__PURE__ */ new Set([
   "upgrade",
   "transfer-encoding"
 ]);
+function reply(socket, status, text) {
+  socket.end(`HTTP/1.1 ${status}\r
+content-type: text/plain; charset=utf-8\r
+content-length: ${Buffer.byteLength(text)}\r
+connection: close\r
+\r
+${text}`);
+}
+var unexpected = (err) => `opencode-worker's proxy could not serve this request: ${err instanceof Error ? err.message : String(err)}
+`;
 var EgressProxy = class {
   constructor(opts = {}) {
     this.opts = opts;
@@ -65098,16 +65108,34 @@ var EgressProxy = class {
   starting = null;
   key = randomBytes3(24).toString("base64url");
   sockets = /* @__PURE__ */ new Set();
+  /** Connections a CONNECT was answered 200 on: their bytes are the tunnel's from then on. */
+  tunnelled = /* @__PURE__ */ new WeakSet();
   /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
   start() {
     this.starting ??= new Promise((resolve, reject) => {
-      const server = http.createServer((req, res) => void this.relay(req, res).catch(() => res.destroy()));
-      server.on("connect", (req, socket, head) => void this.tunnel(req, socket, head).catch(() => socket.destroy()));
+      const server = http.createServer(
+        (req, res) => void this.relay(req, res).catch((err) => {
+          if (res.headersSent || res.destroyed) return void res.destroy();
+          res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+          res.end(unexpected(err));
+        })
+      );
+      server.on(
+        "connect",
+        (req, socket, head) => void this.tunnel(req, socket, head).catch(
+          (err) => socket.writable && !this.tunnelled.has(socket) ? reply(socket, "502 Bad Gateway", unexpected(err)) : socket.destroy()
+        )
+      );
       server.on("connection", (s) => {
         this.sockets.add(s);
         s.once("close", () => this.sockets.delete(s));
       });
-      server.on("clientError", (_err, socket) => socket.destroy());
+      server.on("clientError", (err, socket) => {
+        const [status, text] = err.code === "HPE_HEADER_OVERFLOW" ? ["431 Request Header Fields Too Large", "the request's head is too large\n"] : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ["408 Request Timeout", "the request did not arrive in time\n"] : ["400 Bad Request", "not an HTTP request this proxy reads\n"];
+        const pending2 = socket._httpMessage;
+        if (socket.writable && !pending2?.headersSent) reply(socket, status, text);
+        else socket.destroy();
+      });
       server.once("error", reject);
       server.listen(0, "127.0.0.1", () => {
         server.off("error", reject);
@@ -65182,6 +65210,7 @@ var EgressProxy = class {
     const headers = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== void 0) headers[k] = v;
     headers.host = url2.host;
+    if (req.headers["transfer-encoding"] !== void 0 && req.headers["content-length"] === void 0) headers["transfer-encoding"] = "chunked";
     const up = http.request({
       // a name never looked up (`.invalid`): the connection goes where `pinned` says
       host: PINNED,
@@ -65261,6 +65290,7 @@ ${text}`
 `) : socket.destroy());
     up.once("connect", () => {
       open3 = true;
+      this.tunnelled.add(socket);
       socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length) up.write(head);
       up.pipe(socket);
@@ -67946,7 +67976,7 @@ function httpPort(t2) {
     abort: ({ sessionID, directory }) => post(`/session/${id2(sessionID)}/abort`, directory, void 0),
     sessionStatus: ({ directory }) => get("/session/status", directory, same),
     messages: ({ sessionID, directory }) => get(`/session/${id2(sessionID)}/message`, directory, same),
-    replyPermission: ({ requestID, directory, reply, message }, o2) => post(`/permission/${id2(requestID)}/reply`, directory, { reply, ...message ? { message } : {} }, o2?.signal),
+    replyPermission: ({ requestID, directory, reply: reply2, message }, o2) => post(`/permission/${id2(requestID)}/reply`, directory, { reply: reply2, ...message ? { message } : {} }, o2?.signal),
     replyQuestion: ({ requestID, directory, answers }, o2) => post(`/question/${id2(requestID)}/reply`, directory, { answers }, o2?.signal),
     rejectQuestion: ({ requestID, directory }, o2) => post(`/question/${id2(requestID)}/reject`, directory, void 0, o2?.signal),
     permissions: ({ directory }) => get("/permission", directory, same),
@@ -80228,19 +80258,19 @@ var Approvals = class {
     if (w.state === "running") this.reg.fire(workerId, "ask");
   }
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
-  onAskGone(workerId, askId, reply) {
+  onAskGone(workerId, askId, reply2) {
     if (this.lookingUp.delete(askId)) return;
     const ask = this.reg.get(workerId).asks.find((a2) => a2.id === askId);
     if (this.deciding.has(askId)) {
-      this.echoed.set(askId, reply);
-      this.echoWaiters.get(askId)?.(reply);
+      this.echoed.set(askId, reply2);
+      this.echoWaiters.get(askId)?.(reply2);
       return;
     }
     if (!ask || ask.status !== "pending") return;
-    this.recordOpencodeAnswer(workerId, askId, reply);
+    this.recordOpencodeAnswer(workerId, askId, reply2);
   }
-  recordOpencodeAnswer(workerId, askId, reply) {
-    const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : void 0;
+  recordOpencodeAnswer(workerId, askId, reply2) {
+    const decision = reply2 === "once" || reply2 === "always" || reply2 === "reject" ? reply2 : void 0;
     this.reg.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
     this.afterAsk(workerId);
   }
@@ -80330,7 +80360,7 @@ var Approvals = class {
       call = port.replyPermission({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, limit);
     }
     const taken = { ok: true, value: void 0 };
-    const announced = new Promise((resolve) => this.echoWaiters.set(ask.id, (reply) => reply === sent && resolve("announced")));
+    const announced = new Promise((resolve) => this.echoWaiters.set(ask.id, (reply2) => reply2 === sent && resolve("announced")));
     let res;
     try {
       if (this.echoed.get(ask.id) === sent) {
@@ -82278,7 +82308,7 @@ var Engine = class {
     this.translator = new Translator({
       registry: reg,
       ask: (id3, ask) => this.approvals.onAsk(id3, ask),
-      askGone: (id3, askId, reply) => this.approvals.onAskGone(id3, askId, reply),
+      askGone: (id3, askId, reply2) => this.approvals.onAskGone(id3, askId, reply2),
       usage: (id3, messageId, usage) => this.budgets.onUsage(id3, messageId, usage),
       retry: (id3, message, next) => void this.onRetry(id3, message, next),
       idle: (id3) => void this.settler.onIdle(id3)
