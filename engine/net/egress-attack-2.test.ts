@@ -231,10 +231,11 @@ describe("request forms", () => {
 
 /** A public server (played on loopback) that counts its open connections: `/hang` is never answered, `/drip` never ends, `/101` switches protocols unasked. */
 async function countingUpstream() {
-  const state = { open: 0, accepted: 0 };
+  const state = { open: 0, accepted: 0, peak: 0 };
   const s = net.createServer((c) => {
     state.open++;
     state.accepted++;
+    state.peak = Math.max(state.peak, state.open);
     c.on("close", () => state.open--);
     c.on("error", () => {});
     c.once("data", (b) => {
@@ -342,6 +343,24 @@ describe("what is held, and for how long", () => {
       await Promise.all(Array.from({ length: 10 }, () => raw(port, connect, 50)));
       await settle(600);
       expect(up.state.open).toBe(0);
+    } finally {
+      await p.close();
+      up.close();
+    }
+  });
+
+  it("requests pipelined on one connection are relayed one at a time, and those still waiting when opencode leaves are never dialled (300 in one write were 300 upstream connections at once, held after it left until they idled out)", async () => {
+    const up = await countingUpstream();
+    const { p, port, auth } = await proxy();
+    try {
+      const one = `GET http://pub.example.com:${up.port}/hang HTTP/1.1\r\nhost: pub.example.com\r\nproxy-authorization: ${auth}\r\n\r\n`;
+      await raw(port, one.repeat(300), 1000);
+      await settle(300);
+      expect([up.state.peak, up.state.accepted, up.state.open]).toEqual([1, 1, 0]);
+      // in order, each answered, when the server answers
+      const ok = `GET http://pub.example.com:${up.port}/ok HTTP/1.1\r\nhost: pub.example.com\r\nproxy-authorization: ${auth}\r\n\r\n`;
+      const got = await raw(port, ok.repeat(5), 1000);
+      expect(got.match(/HTTP\/1\.1 200 OK/g)).toHaveLength(5);
     } finally {
       await p.close();
       up.close();

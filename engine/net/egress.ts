@@ -61,6 +61,8 @@ export class EgressProxy {
   private readonly sockets = new Set<Socket>();
   /** Connections a CONNECT was answered 200 on: their bytes are the tunnel's from then on. */
   private readonly tunnelled = new WeakSet<Socket>();
+  /** Each connection's request being served (its answer not over yet), which the next one on it waits for. */
+  private readonly turns = new WeakMap<Socket, Promise<void>>();
 
   constructor(private readonly opts: EgressOptions = {}) {}
 
@@ -69,14 +71,12 @@ export class EgressProxy {
     this.starting ??= new Promise<string>((resolve, reject) => {
       // Whatever goes wrong with one request is a 502 for it (its connection closed, once it was answered), never the
       // engine's (an error thrown here would be the engine process's unhandled rejection).
-      const server = http.createServer(
-        (req, res) =>
-          void this.relay(req, res).catch((err) => {
-            if (res.headersSent || res.destroyed) return void res.destroy();
-            res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
-            res.end(unexpected(err));
-          }),
-      );
+      const server = http.createServer((req, res) => {
+        // One request of a connection at a time: requests pipelined on one connection (answered in order anyway) each
+        // opened its upstream connection at once — 2,000 in one write were 2,000 connections, held until they idled out.
+        const turn = (this.turns.get(req.socket) ?? Promise.resolve()).then(() => this.serve(req, res));
+        this.turns.set(req.socket, turn);
+      });
       server.on(
         "connect",
         (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
@@ -122,6 +122,33 @@ export class EgressProxy {
     if (!s) return;
     for (const sock of this.sockets) sock.destroy();
     await new Promise<void>((r) => s.close(() => r()));
+  }
+
+  /**
+   * One plain-http request, in its connection's turn: relayed, and its answer over (or the connection gone) before the
+   * connection's next request is looked at. A request whose connection closed while it waited is dropped.
+   */
+  private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const socket = req.socket;
+    if (socket.destroyed || res.destroyed) return;
+    let done = () => {};
+    const over = new Promise<void>((resolve) => {
+      done = resolve;
+      res.once("close", done);
+      socket.once("close", done);
+    });
+    try {
+      await this.relay(req, res);
+    } catch (err) {
+      if (res.headersSent || res.destroyed) res.destroy();
+      else {
+        res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+        res.end(unexpected(err));
+      }
+    }
+    await over;
+    res.off("close", done);
+    socket.off("close", done);
   }
 
   private authorised(req: http.IncomingMessage): boolean {

@@ -65110,16 +65110,15 @@ var EgressProxy = class {
   sockets = /* @__PURE__ */ new Set();
   /** Connections a CONNECT was answered 200 on: their bytes are the tunnel's from then on. */
   tunnelled = /* @__PURE__ */ new WeakSet();
+  /** Each connection's request being served (its answer not over yet), which the next one on it waits for. */
+  turns = /* @__PURE__ */ new WeakMap();
   /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
   start() {
     this.starting ??= new Promise((resolve, reject) => {
-      const server = http.createServer(
-        (req, res) => void this.relay(req, res).catch((err) => {
-          if (res.headersSent || res.destroyed) return void res.destroy();
-          res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
-          res.end(unexpected(err));
-        })
-      );
+      const server = http.createServer((req, res) => {
+        const turn = (this.turns.get(req.socket) ?? Promise.resolve()).then(() => this.serve(req, res));
+        this.turns.set(req.socket, turn);
+      });
       server.on(
         "connect",
         (req, socket, head) => void this.tunnel(req, socket, head).catch(
@@ -65154,6 +65153,33 @@ var EgressProxy = class {
     if (!s) return;
     for (const sock of this.sockets) sock.destroy();
     await new Promise((r) => s.close(() => r()));
+  }
+  /**
+   * One plain-http request, in its connection's turn: relayed, and its answer over (or the connection gone) before the
+   * connection's next request is looked at. A request whose connection closed while it waited is dropped.
+   */
+  async serve(req, res) {
+    const socket = req.socket;
+    if (socket.destroyed || res.destroyed) return;
+    let done = () => {
+    };
+    const over = new Promise((resolve) => {
+      done = resolve;
+      res.once("close", done);
+      socket.once("close", done);
+    });
+    try {
+      await this.relay(req, res);
+    } catch (err) {
+      if (res.headersSent || res.destroyed) res.destroy();
+      else {
+        res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+        res.end(unexpected(err));
+      }
+    }
+    await over;
+    res.off("close", done);
+    socket.off("close", done);
   }
   authorised(req) {
     const got = Buffer.from(req.headers["proxy-authorization"] ?? "");
