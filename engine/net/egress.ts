@@ -74,7 +74,7 @@ export class EgressProxy {
       const server = http.createServer((req, res) => {
         // One request of a connection at a time: requests pipelined on one connection (answered in order anyway) each
         // opened its upstream connection at once — 2,000 in one write were 2,000 connections, held until they idled out.
-        const turn = (this.turns.get(req.socket) ?? Promise.resolve()).then(() => this.serve(req, res));
+        const turn = (this.turns.get(req.socket) ?? Promise.resolve()).then(() => this.serve(req, res)).catch(() => void res.destroy());
         this.turns.set(req.socket, turn);
       });
       server.on(
