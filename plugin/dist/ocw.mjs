@@ -64550,7 +64550,7 @@ function answerInvalidLines(input2, write, log = () => {
   const valid = new PassThrough();
   const onLine = (line) => {
     if (!line.trim()) return;
-    const reply2 = (id3, code2, message) => {
+    const reply = (id3, code2, message) => {
       log(`${message}: ${clip(line, 120)}`);
       write(`${JSON.stringify({ jsonrpc: "2.0", id: typeof id3 === "string" || typeof id3 === "number" ? id3 : null, error: { code: code2, message } })}
 `);
@@ -64559,15 +64559,15 @@ function answerInvalidLines(input2, write, log = () => {
     try {
       msg = JSON.parse(line);
     } catch (err) {
-      return reply2(null, ErrorCode2.ParseError, `Parse error: the line is not JSON (${clip(err.message, 100)})`);
+      return reply(null, ErrorCode2.ParseError, `Parse error: the line is not JSON (${clip(err.message, 100)})`);
     }
     if (JSONRPCMessageSchema.safeParse(msg).success) return void valid.write(`${line}
 `);
     if (typeof msg !== "object" || msg === null || Array.isArray(msg))
-      return reply2(null, ErrorCode2.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
+      return reply(null, ErrorCode2.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
     const m = msg;
     if (!("method" in m) && ("result" in m || "error" in m)) return log(`dropped an invalid JSON-RPC response: ${clip(line, 120)}`);
-    reply2(
+    reply(
       m.id,
       ErrorCode2.InvalidRequest,
       `Invalid Request: ${m.jsonrpc !== "2.0" ? '"jsonrpc" must be "2.0"' : 'expected {"jsonrpc": "2.0", "method": string, "id"?: string | number, "params"?: object}'}`
@@ -64973,41 +64973,30 @@ function localTarget(url2) {
   if (!host) return null;
   if (host === "localhost" || host.endsWith(".localhost")) return said;
   if (isIPv4(host)) return localV4(host) ? said : null;
-  if (isIPv6(host)) return localV6(host) || ownNetwork(host, "ipv6") ? said : null;
+  if (isIPv6(host)) {
+    if (host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") || ownNetwork(host, "ipv6")) return said;
+    const v4 = embeddedV4(host);
+    return v4 && localV4(v4) ? said : null;
+  }
   if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
   return null;
 }
 function localV4(address) {
-  const [a2 = 0, b = 0, c3 = 0, d = 0] = address.split(".").map(Number);
-  const local2 = a2 === 0 || a2 === 10 || a2 === 127 || a2 === 100 && b >= 64 && b <= 127 || a2 === 169 && b === 254 || a2 === 172 && b >= 16 && b <= 31 || a2 === 192 && b === 0 && c3 === 0 && d !== 9 && d !== 10 || a2 === 192 && b === 0 && c3 === 2 || a2 === 192 && b === 168 || a2 === 198 && (b === 18 || b === 19) || a2 === 198 && b === 51 && c3 === 100 || a2 === 203 && b === 0 && c3 === 113 || a2 >= 224;
+  const [a2 = 0, b = 0] = address.split(".").map(Number);
+  const local2 = a2 === 0 || a2 === 10 || a2 === 127 || a2 === 100 && b >= 64 && b <= 127 || a2 === 169 && b === 254 || a2 === 172 && b >= 16 && b <= 31 || a2 === 192 && b === 168;
   return local2 || ownNetwork(address, "ipv4");
 }
-function groupsV6(host) {
-  const [head = "", tail, more] = host.split("::");
-  if (more !== void 0) return null;
-  const part = (s) => s ? s.split(":").map((g3) => /^[0-9a-f]{1,4}$/i.test(g3) ? Number.parseInt(g3, 16) : Number.NaN) : [];
+function embeddedV4(host) {
+  const [head = "", tail] = host.split("::");
+  const part = (s) => s ? s.split(":").map((g3) => Number.parseInt(g3, 16)) : [];
   const h3 = part(head);
   const t2 = tail === void 0 ? [] : part(tail);
-  if (tail !== void 0 && h3.length + t2.length > 7) return null;
   const g2 = [...h3, ...Array(Math.max(0, 8 - h3.length - t2.length)).fill(0), ...t2];
-  return g2.length === 8 && g2.every((n2) => Number.isInteger(n2)) ? g2 : null;
-}
-var v4Of = (hi, lo) => [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
-function localV6(host) {
-  const g2 = groupsV6(host);
-  if (!g2) return true;
-  const [g0 = 0, g1 = 0, g22 = 0, g3 = 0, , , g6 = 0, g7 = 0] = g2;
-  if (g0 === 100 && g1 === 65435 && g2.slice(2, 6).every((n2) => n2 === 0)) return localV4(v4Of(g6, g7));
-  if ((g0 & 57344) !== 8192) return true;
-  if (g0 === 8193 && g1 < 512) {
-    if (g1 === 0) return localV4(v4Of(g22, g3)) || localV4(v4Of(g6 ^ 65535, g7 ^ 65535));
-    const anycast = g1 === 1 && g2.slice(2, 7).every((n2) => n2 === 0) && g7 >= 1 && g7 <= 3;
-    const reachable2 = g1 === 3 || g1 === 4 && g22 === 274 || g1 >= 32 && g1 <= 63;
-    return !(anycast || reachable2);
-  }
-  if (g0 === 8193 && g1 === 3512) return true;
-  if (g0 === 8194) return localV4(v4Of(g1, g22));
-  return (g0 & 65520) === 16368;
+  if (g2.length !== 8 || g2.some((n2) => !Number.isInteger(n2))) return null;
+  const nat64 = g2[0] === 100 && g2[1] === 65435 && (g2[2] === 1 || g2.slice(2, 6).every((n2) => n2 === 0));
+  const compatible = g2.slice(0, 6).every((n2) => n2 === 0);
+  if (!nat64 && !compatible) return null;
+  return [g2[6] >> 8, g2[6] & 255, g2[7] >> 8, g2[7] & 255].join(".");
 }
 function ownNetwork(address, type) {
   let ifaces;
@@ -65089,16 +65078,6 @@ var HOP = /* @__PURE__ */ new Set([
   "upgrade",
   "transfer-encoding"
 ]);
-function reply(socket, status, text) {
-  socket.end(`HTTP/1.1 ${status}\r
-content-type: text/plain; charset=utf-8\r
-content-length: ${Buffer.byteLength(text)}\r
-connection: close\r
-\r
-${text}`);
-}
-var unexpected = (err) => `opencode-worker's proxy could not serve this request: ${err instanceof Error ? err.message : String(err)}
-`;
 var EgressProxy = class {
   constructor(opts = {}) {
     this.opts = opts;
@@ -65108,37 +65087,18 @@ var EgressProxy = class {
   starting = null;
   key = randomBytes3(24).toString("base64url");
   sockets = /* @__PURE__ */ new Set();
-  /** Connections a CONNECT was answered 200 on: their bytes are the tunnel's from then on. */
-  tunnelled = /* @__PURE__ */ new WeakSet();
-  /** Each connection's request being served (its answer not over yet), which the next one on it waits for. */
-  turns = /* @__PURE__ */ new WeakMap();
   /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
   start() {
     this.starting ??= new Promise((resolve, reject) => {
-      const server = http.createServer((req, res) => {
-        const turn = (this.turns.get(req.socket) ?? Promise.resolve()).then(() => this.serve(req, res));
-        this.turns.set(req.socket, turn);
-      });
-      server.on(
-        "connect",
-        (req, socket, head) => void this.tunnel(req, socket, head).catch(
-          (err) => socket.writable && !this.tunnelled.has(socket) ? reply(socket, "502 Bad Gateway", unexpected(err)) : socket.destroy()
-        )
-      );
+      const server = http.createServer((req, res) => void this.relay(req, res).catch(() => res.destroy()));
+      server.on("connect", (req, socket, head) => void this.tunnel(req, socket, head).catch(() => socket.destroy()));
       server.on("connection", (s) => {
         this.sockets.add(s);
         s.once("close", () => this.sockets.delete(s));
       });
-      server.on("clientError", (err, socket) => {
-        const [status, text] = err.code === "HPE_HEADER_OVERFLOW" ? ["431 Request Header Fields Too Large", "the request's head is too large\n"] : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ["408 Request Timeout", "the request did not arrive in time\n"] : ["400 Bad Request", "not an HTTP request this proxy reads\n"];
-        const pending2 = socket._httpMessage;
-        if (socket.writable && !pending2?.headersSent) reply(socket, status, text);
-        else socket.destroy();
-      });
+      server.on("clientError", (_err, socket) => socket.destroy());
       server.once("error", reject);
       server.listen(0, "127.0.0.1", () => {
-        server.off("error", reject);
-        server.on("error", (err) => this.opts.log?.(`egress proxy: ${err.message}`));
         this.server = server;
         const port = server.address().port;
         resolve(`http://ocw:${this.key}@127.0.0.1:${port}`);
@@ -65153,33 +65113,6 @@ var EgressProxy = class {
     if (!s) return;
     for (const sock of this.sockets) sock.destroy();
     await new Promise((r) => s.close(() => r()));
-  }
-  /**
-   * One plain-http request, in its connection's turn: relayed, and its answer over (or the connection gone) before the
-   * connection's next request is looked at. A request whose connection closed while it waited is dropped.
-   */
-  async serve(req, res) {
-    const socket = req.socket;
-    if (socket.destroyed || res.destroyed) return;
-    let done = () => {
-    };
-    const over = new Promise((resolve) => {
-      done = resolve;
-      res.once("close", done);
-      socket.once("close", done);
-    });
-    try {
-      await this.relay(req, res);
-    } catch (err) {
-      if (res.headersSent || res.destroyed) res.destroy();
-      else {
-        res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
-        res.end(unexpected(err));
-      }
-    }
-    await over;
-    res.off("close", done);
-    socket.off("close", done);
   }
   authorised(req) {
     const got = Buffer.from(req.headers["proxy-authorization"] ?? "");
@@ -65230,13 +65163,11 @@ var EgressProxy = class {
     }
     if (url2.protocol !== "http:") return send2(400, "a proxy request names an absolute http:// URL (https goes through CONNECT)\n");
     const where = await this.admit(url2.hostname);
-    if (res.destroyed || req.socket.destroyed) return;
     if ("why" in where) return send2(where.status, this.refused(url2.host, where.why));
     this.opts.log?.(`egress ${url2.host} at ${where.addresses.join(", ")}`);
     const headers = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== void 0) headers[k] = v;
     headers.host = url2.host;
-    if (req.headers["transfer-encoding"] !== void 0 && req.headers["content-length"] === void 0) headers["transfer-encoding"] = "chunked";
     const up = http.request({
       // a name never looked up (`.invalid`): the connection goes where `pinned` says
       host: PINNED,
@@ -65253,11 +65184,6 @@ var EgressProxy = class {
     up.on("timeout", () => up.destroy(new Error("timed out")));
     up.on("error", (err) => send2(502, `opencode-worker could not reach ${url2.host}: ${err.message}
 `));
-    up.on("upgrade", (_answer, upSocket) => {
-      upSocket.destroy();
-      send2(502, `opencode-worker could not reach ${url2.host}: it answered with status 101
-`);
-    });
     up.on("response", (answer) => {
       answer.on("error", () => res.destroy());
       const status = answer.statusCode ?? 0;
@@ -65305,7 +65231,6 @@ ${text}`
     if (!hostname3 || !(port > 0 && port < 65536)) return answer("400 Bad Request", "CONNECT names host:port\n");
     const target = `${hostname3}:${port}`;
     const where = await this.admit(hostname3);
-    if (socket.destroyed) return;
     if ("why" in where) return answer(where.status === 403 ? "403 Forbidden" : "502 Bad Gateway", this.refused(target, where.why));
     this.opts.log?.(`egress ${target} at ${where.addresses.join(", ")}`);
     const up = connect2({ host: PINNED, port, lookup: this.pinned(where.addresses) });
@@ -65316,7 +65241,6 @@ ${text}`
 `) : socket.destroy());
     up.once("connect", () => {
       open3 = true;
-      this.tunnelled.add(socket);
       socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length) up.write(head);
       up.pipe(socket);
@@ -68002,7 +67926,7 @@ function httpPort(t2) {
     abort: ({ sessionID, directory }) => post(`/session/${id2(sessionID)}/abort`, directory, void 0),
     sessionStatus: ({ directory }) => get("/session/status", directory, same),
     messages: ({ sessionID, directory }) => get(`/session/${id2(sessionID)}/message`, directory, same),
-    replyPermission: ({ requestID, directory, reply: reply2, message }, o2) => post(`/permission/${id2(requestID)}/reply`, directory, { reply: reply2, ...message ? { message } : {} }, o2?.signal),
+    replyPermission: ({ requestID, directory, reply, message }, o2) => post(`/permission/${id2(requestID)}/reply`, directory, { reply, ...message ? { message } : {} }, o2?.signal),
     replyQuestion: ({ requestID, directory, answers }, o2) => post(`/question/${id2(requestID)}/reply`, directory, { answers }, o2?.signal),
     rejectQuestion: ({ requestID, directory }, o2) => post(`/question/${id2(requestID)}/reject`, directory, void 0, o2?.signal),
     permissions: ({ directory }) => get("/permission", directory, same),
@@ -80284,19 +80208,19 @@ var Approvals = class {
     if (w.state === "running") this.reg.fire(workerId, "ask");
   }
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
-  onAskGone(workerId, askId, reply2) {
+  onAskGone(workerId, askId, reply) {
     if (this.lookingUp.delete(askId)) return;
     const ask = this.reg.get(workerId).asks.find((a2) => a2.id === askId);
     if (this.deciding.has(askId)) {
-      this.echoed.set(askId, reply2);
-      this.echoWaiters.get(askId)?.(reply2);
+      this.echoed.set(askId, reply);
+      this.echoWaiters.get(askId)?.(reply);
       return;
     }
     if (!ask || ask.status !== "pending") return;
-    this.recordOpencodeAnswer(workerId, askId, reply2);
+    this.recordOpencodeAnswer(workerId, askId, reply);
   }
-  recordOpencodeAnswer(workerId, askId, reply2) {
-    const decision = reply2 === "once" || reply2 === "always" || reply2 === "reject" ? reply2 : void 0;
+  recordOpencodeAnswer(workerId, askId, reply) {
+    const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : void 0;
     this.reg.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
     this.afterAsk(workerId);
   }
@@ -80386,7 +80310,7 @@ var Approvals = class {
       call = port.replyPermission({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, limit);
     }
     const taken = { ok: true, value: void 0 };
-    const announced = new Promise((resolve) => this.echoWaiters.set(ask.id, (reply2) => reply2 === sent && resolve("announced")));
+    const announced = new Promise((resolve) => this.echoWaiters.set(ask.id, (reply) => reply === sent && resolve("announced")));
     let res;
     try {
       if (this.echoed.get(ask.id) === sent) {
@@ -82334,7 +82258,7 @@ var Engine = class {
     this.translator = new Translator({
       registry: reg,
       ask: (id3, ask) => this.approvals.onAsk(id3, ask),
-      askGone: (id3, askId, reply2) => this.approvals.onAskGone(id3, askId, reply2),
+      askGone: (id3, askId, reply) => this.approvals.onAskGone(id3, askId, reply),
       usage: (id3, messageId, usage) => this.budgets.onUsage(id3, messageId, usage),
       retry: (id3, message, next) => void this.onRetry(id3, message, next),
       idle: (id3) => void this.settler.onIdle(id3)
