@@ -24,19 +24,24 @@ export function localTarget(url: string): string | null {
   if (!host) return null;
   if (host === "localhost" || host.endsWith(".localhost")) return said;
   if (isIPv4(host)) return localV4(host) ? said : null;
-  if (isIPv6(host)) {
-    if (host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") || ownNetwork(host, "ipv6")) return said;
-    const v4 = embeddedV4(host);
-    return v4 && localV4(v4) ? said : null;
-  }
+  if (isIPv6(host)) return localV6(host) || ownNetwork(host, "ipv6") ? said : null;
   // A name without a domain, or under a suffix that is never public: a host of the local network.
   if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
   return null;
 }
 
-/** Whether an IPv4 address (dotted, four parts) is local or private: the fixed ranges, or this machine's own network. */
+/**
+ * Whether an IPv4 address (dotted, four parts) is local, private or not reachable on the public internet: each block of
+ * IANA's IPv4 Special-Purpose Address Registry (RFC 6890 and its updates) marked not globally reachable, multicast, or
+ * this machine's own network. `0.0.0.0/8` (this network: `0.0.0.0` is this host), `10/8`, `100.64/10` (CGNAT, the
+ * carrier's network), `127/8`, `169.254/16` (the metadata address), `172.16/12`, `192.0.0.0/24` (IETF protocol
+ * assignments; `.9` and `.10`, the PCP and TURN anycast addresses, are globally reachable), `192.0.2.0/24`,
+ * `198.51.100.0/24` and `203.0.113.0/24` (documentation: a network uses them as its own), `192.168/16`,
+ * `198.18.0.0/15` (benchmarking: a lab's or an appliance's own network), `224/4` (multicast), `240/4` (reserved,
+ * `255.255.255.255` included).
+ */
 function localV4(address: string): boolean {
-  const [a = 0, b = 0] = address.split(".").map(Number);
+  const [a = 0, b = 0, c = 0, d = 0] = address.split(".").map(Number);
   const local =
     a === 0 ||
     a === 10 ||
@@ -44,27 +49,58 @@ function localV4(address: string): boolean {
     (a === 100 && b >= 64 && b <= 127) ||
     (a === 169 && b === 254) ||
     (a === 172 && b >= 16 && b <= 31) ||
-    (a === 192 && b === 168);
+    (a === 192 && b === 0 && c === 0 && d !== 9 && d !== 10) ||
+    (a === 192 && b === 0 && c === 2) ||
+    (a === 192 && b === 168) ||
+    (a === 198 && (b === 18 || b === 19)) ||
+    (a === 198 && b === 51 && c === 100) ||
+    (a === 203 && b === 0 && c === 113) ||
+    a >= 224;
   return local || ownNetwork(address, "ipv4");
 }
 
-/**
- * The IPv4 address an IPv6 one carries to an IPv4 host, or null: NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052:
- * on an IPv6-only network its translator reaches the IPv4 address, a private one of the network included), a /96 of
- * the local-use prefix `64:ff9b:1::/48` (RFC 8215: the network's own translators; its last 32 bits), and the deprecated
- * IPv4-compatible form (`::a.b.c.d`). `host` as the URL parser writes it (hex groups, `::`).
- */
-function embeddedV4(host: string): string | null {
-  const [head = "", tail] = host.split("::");
-  const part = (s: string) => (s ? s.split(":").map((g) => Number.parseInt(g, 16)) : []);
+/** An IPv6 address (as the URL parser writes it: hex groups, `::`) as its eight 16-bit groups, or null. */
+function groupsV6(host: string): number[] | null {
+  const [head = "", tail, more] = host.split("::");
+  if (more !== undefined) return null;
+  const part = (s: string) => (s ? s.split(":").map((g) => (/^[0-9a-f]{1,4}$/i.test(g) ? Number.parseInt(g, 16) : Number.NaN)) : []);
   const h = part(head);
   const t = tail === undefined ? [] : part(tail);
+  if (tail !== undefined && h.length + t.length > 7) return null;
   const g = [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill(0), ...t];
-  if (g.length !== 8 || g.some((n) => !Number.isInteger(n))) return null;
-  const nat64 = g[0] === 0x64 && g[1] === 0xff9b && (g[2] === 1 || g.slice(2, 6).every((n) => n === 0));
-  const compatible = g.slice(0, 6).every((n) => n === 0);
-  if (!nat64 && !compatible) return null;
-  return [g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255].join(".");
+  return g.length === 8 && g.every((n) => Number.isInteger(n)) ? g : null;
+}
+
+const v4Of = (hi: number, lo: number): string => [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
+
+/**
+ * Whether an IPv6 address is local, private or not reachable on the public internet (IANA's IPv6 Special-Purpose
+ * Address Registry, RFC 6890 and its updates). Only global unicast (`2000::/3`) can be public; outside it everything is
+ * local or not unicast: `::/8` (`::`, `::1`, IPv4-mapped `::ffff:0:0/96`, IPv4-translated `::ffff:0:0:0/96`, the
+ * deprecated IPv4-compatible `::a.b.c.d`), the local-use NAT64 prefix `64:ff9b:1::/48` (RFC 8215: the network's own
+ * translators, whatever IPv4 address they are given), discard-only `100::/64`, ULA `fc00::/7`, link-local `fe80::/10`,
+ * the deprecated site-local `fec0::/10`, multicast `ff00::/8`, and the rest IETF-reserved. The one exception is NAT64's
+ * well-known prefix `64:ff9b::/96` (RFC 6052), which reaches the IPv4 address in its last 32 bits: that address decides.
+ * Inside `2000::/3`: `2001::/23` (IETF protocol assignments: not globally reachable, but for the anycast and
+ * overlay blocks the registry marks reachable), of which Teredo `2001::/32` carries its server's IPv4 address in bits
+ * 32–63 and its client's, inverted, in the last 32 (either one local: local); documentation `2001:db8::/32` and
+ * `3fff::/20`; and 6to4 `2002::/16`, which reaches the IPv4 address in bits 16–47 (that address decides).
+ */
+function localV6(host: string): boolean {
+  const g = groupsV6(host);
+  if (!g) return true;
+  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, , , g6 = 0, g7 = 0] = g;
+  if (g0 === 0x64 && g1 === 0xff9b && g.slice(2, 6).every((n) => n === 0)) return localV4(v4Of(g6, g7));
+  if ((g0 & 0xe000) !== 0x2000) return true;
+  if (g0 === 0x2001 && g1 < 0x200) {
+    if (g1 === 0) return localV4(v4Of(g2, g3)) || localV4(v4Of(g6 ^ 0xffff, g7 ^ 0xffff));
+    const anycast = g1 === 1 && g.slice(2, 7).every((n) => n === 0) && g7 >= 1 && g7 <= 3; // PCP, TURN, DNS-SD SRP
+    const reachable = g1 === 3 || (g1 === 4 && g2 === 0x112) || (g1 >= 0x20 && g1 <= 0x3f); // AMT, AS112, ORCHIDv2, DET
+    return !(anycast || reachable);
+  }
+  if (g0 === 0x2001 && g1 === 0xdb8) return true;
+  if (g0 === 0x2002) return localV4(v4Of(g1, g2));
+  return (g0 & 0xfff0) === 0x3ff0;
 }
 
 /**

@@ -46,28 +46,67 @@ const HOP = new Set([
   "transfer-encoding",
 ]);
 
+/** A plain answer on a proxy connection, which is then closed: `status` as `"400 Bad Request"`. */
+function reply(socket: Socket, status: string, text: string): void {
+  socket.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+}
+
+/** What an error nothing here expected says to opencode. */
+const unexpected = (err: unknown) => `opencode-worker's proxy could not serve this request: ${err instanceof Error ? err.message : String(err)}\n`;
+
 export class EgressProxy {
   private server: http.Server | null = null;
   private starting: Promise<string> | null = null;
   private readonly key = randomBytes(24).toString("base64url");
   private readonly sockets = new Set<Socket>();
+  /** Connections a CONNECT was answered 200 on: their bytes are the tunnel's from then on. */
+  private readonly tunnelled = new WeakSet<Socket>();
+  /** Each connection's request being served (its answer not over yet), which the next one on it waits for. */
+  private readonly turns = new WeakMap<Socket, Promise<void>>();
 
   constructor(private readonly opts: EgressOptions = {}) {}
 
   /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
   start(): Promise<string> {
     this.starting ??= new Promise<string>((resolve, reject) => {
-      // Whatever goes wrong with one connection ends that connection, never the engine (an error thrown here would be
-      // the engine process's unhandled rejection).
-      const server = http.createServer((req, res) => void this.relay(req, res).catch(() => res.destroy()));
-      server.on("connect", (req: http.IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head).catch(() => socket.destroy()));
+      // Whatever goes wrong with one request is a 502 for it (its connection closed, once it was answered), never the
+      // engine's (an error thrown here would be the engine process's unhandled rejection).
+      const server = http.createServer((req, res) => {
+        // One request of a connection at a time: requests pipelined on one connection (answered in order anyway) each
+        // opened its upstream connection at once — 2,000 in one write were 2,000 connections, held until they idled out.
+        const turn = (this.turns.get(req.socket) ?? Promise.resolve()).then(() => this.serve(req, res)).catch(() => void res.destroy());
+        this.turns.set(req.socket, turn);
+      });
+      server.on(
+        "connect",
+        (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
+          void this.tunnel(req, socket, head).catch((err) =>
+            socket.writable && !this.tunnelled.has(socket) ? reply(socket, "502 Bad Gateway", unexpected(err)) : socket.destroy(),
+          ),
+      );
       server.on("connection", (s: Socket) => {
         this.sockets.add(s);
         s.once("close", () => this.sockets.delete(s));
       });
-      server.on("clientError", (_err, socket) => socket.destroy());
+      // A request Node's parser refuses (a CL/TE conflict, a bad header, an oversized head, a byte a request line may not
+      // hold) is answered as Node would answer it, and its connection closed.
+      server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+        const [status, text] =
+          err.code === "HPE_HEADER_OVERFLOW"
+            ? ["431 Request Header Fields Too Large", "the request's head is too large\n"]
+            : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+              ? ["408 Request Timeout", "the request did not arrive in time\n"]
+              : ["400 Bad Request", "not an HTTP request this proxy reads\n"];
+        const pending = (socket as Socket & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+        if (socket.writable && !pending?.headersSent) reply(socket, status, text);
+        else socket.destroy();
+      });
       server.once("error", reject);
       server.listen(0, "127.0.0.1", () => {
+        server.off("error", reject);
+        // An error of the listening socket after it listens (accept's ENOBUFS or ENOMEM) is the engine's uncaught
+        // exception without a listener: the listener used while starting handled only the first.
+        server.on("error", (err) => this.opts.log?.(`egress proxy: ${err.message}`));
         this.server = server;
         const port = (server.address() as { port: number }).port;
         resolve(`http://ocw:${this.key}@127.0.0.1:${port}`);
@@ -83,6 +122,33 @@ export class EgressProxy {
     if (!s) return;
     for (const sock of this.sockets) sock.destroy();
     await new Promise<void>((r) => s.close(() => r()));
+  }
+
+  /**
+   * One plain-http request, in its connection's turn: relayed, and its answer over (or the connection gone) before the
+   * connection's next request is looked at. A request whose connection closed while it waited is dropped.
+   */
+  private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const socket = req.socket;
+    if (socket.destroyed || res.destroyed) return;
+    let done = () => {};
+    const over = new Promise<void>((resolve) => {
+      done = resolve;
+      res.once("close", done);
+      socket.once("close", done);
+    });
+    try {
+      await this.relay(req, res);
+    } catch (err) {
+      if (res.headersSent || res.destroyed) res.destroy();
+      else {
+        res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+        res.end(unexpected(err));
+      }
+    }
+    await over;
+    res.off("close", done);
+    socket.off("close", done);
   }
 
   private authorised(req: http.IncomingMessage): boolean {
@@ -138,11 +204,17 @@ export class EgressProxy {
     }
     if (url.protocol !== "http:") return send(400, "a proxy request names an absolute http:// URL (https goes through CONNECT)\n");
     const where = await this.admit(url.hostname);
+    // opencode gave up while the name was looked up: nothing to connect for (a connection opened now was held, to
+    // nobody, until it idled out)
+    if (res.destroyed || req.socket.destroyed) return;
     if ("why" in where) return send(where.status, this.refused(url.host, where.why));
     this.opts.log?.(`egress ${url.host} at ${where.addresses.join(", ")}`);
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
     headers.host = url.host;
+    // A body opencode framed chunked is framed chunked again: Node's client frames a GET's, DELETE's or OPTIONS's body
+    // only when told, and wrote it bare after the headers, where the server read it as a second request.
+    if (req.headers["transfer-encoding"] !== undefined && req.headers["content-length"] === undefined) headers["transfer-encoding"] = "chunked";
     const up = http.request({
       // a name never looked up (`.invalid`): the connection goes where `pinned` says
       host: PINNED,
@@ -158,6 +230,12 @@ export class EgressProxy {
     });
     up.on("timeout", () => up.destroy(new Error("timed out")));
     up.on("error", (err) => send(502, `opencode-worker could not reach ${url.host}: ${err.message}\n`));
+    // A 101 to a request that asked for no upgrade (the Upgrade header is not passed on): Node's client leaves the
+    // request unanswered, and opencode's fetch waited until it gave up.
+    up.on("upgrade", (_answer, upSocket) => {
+      upSocket.destroy();
+      send(502, `opencode-worker could not reach ${url.host}: it answered with status 101\n`);
+    });
     up.on("response", (answer) => {
       answer.on("error", () => res.destroy());
       // A status Node's parser takes but its writer refuses (`099`, `000`) threw in this handler: the engine's uncaught
@@ -204,6 +282,7 @@ export class EgressProxy {
     if (!hostname || !(port > 0 && port < 65536)) return answer("400 Bad Request", "CONNECT names host:port\n");
     const target = `${hostname}:${port}`;
     const where = await this.admit(hostname);
+    if (socket.destroyed) return;
     if ("why" in where) return answer(where.status === 403 ? "403 Forbidden" : "502 Bad Gateway", this.refused(target, where.why));
     this.opts.log?.(`egress ${target} at ${where.addresses.join(", ")}`);
     const up = connect({ host: PINNED, port, lookup: this.pinned(where.addresses) });
@@ -213,6 +292,7 @@ export class EgressProxy {
     up.on("error", (err) => (!open ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}\n`) : socket.destroy()));
     up.once("connect", () => {
       open = true;
+      this.tunnelled.add(socket);
       socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length) up.write(head);
       up.pipe(socket);

@@ -206,3 +206,33 @@ describe("a proxied first hop keeps the proxy whatever the scheme of its redirec
     expect(seen).toEqual([`proxy CONNECT 127.0.0.1:${tlsPort}`, expect.stringMatching(/^https /), `proxy GET http://127.0.0.1:${plain}/meta`, "http /meta"]);
   }, 60_000);
 });
+
+describe("how many connections one opencode holds at the proxy", () => {
+  it("Bun keeps at most 256 fetch connections open at once (600 fetches at a proxy that never answers): what bounds one opencode's share of the egress proxy", async () => {
+    let open = 0;
+    let peak = 0;
+    const held = net.createServer((c) => {
+      open++;
+      peak = Math.max(peak, open);
+      c.on("close", () => open--);
+      c.on("error", () => {});
+    });
+    await new Promise<void>((r) => held.listen(0, "127.0.0.1", r));
+    const port = (held.address() as AddressInfo).port;
+    try {
+      const code =
+        "for (let i = 0; i < 600; i++) fetch(`http://h${i}.example.com/`).catch(() => {}); await new Promise((r) => setTimeout(r, 3000)); process.exit(0);";
+      await new Promise<void>((resolve) =>
+        execFile(
+          opencodeBinary(),
+          ["-e", code],
+          { env: { PATH: process.env.PATH ?? "", BUN_BE_BUN: "1", HTTP_PROXY: `http://ocw:k3y@127.0.0.1:${port}` }, timeout: 20_000 },
+          () => resolve(),
+        ),
+      );
+      expect(peak).toBe(256);
+    } finally {
+      held.close();
+    }
+  }, 30_000);
+});
