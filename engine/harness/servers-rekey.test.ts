@@ -34,22 +34,28 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Servers whose harness records the providers each server was given (no opencode starts). */
+function stubServers() {
+  const made: { baseURL: string; apiKey: string }[][] = [];
+  const servers = new OpencodeServers({
+    stateDir: dir,
+    sandbox: { kind: "none" },
+    workspacesRoot: path.join(dir, "ws"),
+    tmpRoot: path.join(dir, "tmp"),
+    mirrorsRoot: path.join(dir, "mirrors"),
+    log: () => undefined,
+    wire: () => undefined,
+    harness: (o) => {
+      made.push([o.provider ?? []].flat());
+      return { ready: true, url: null, pid: undefined, start: async () => undefined, stop: async () => undefined } as unknown as HarnessServer;
+    },
+  });
+  return { made, servers };
+}
+
 describe("OpencodeServers: the key a running server's gateway sends", () => {
   it("follows a key set again, and a key removed, without a new server", async () => {
-    const made: { baseURL: string; apiKey: string }[][] = [];
-    const servers = new OpencodeServers({
-      stateDir: dir,
-      sandbox: { kind: "none" },
-      workspacesRoot: path.join(dir, "ws"),
-      tmpRoot: path.join(dir, "tmp"),
-      mirrorsRoot: path.join(dir, "mirrors"),
-      log: () => undefined,
-      wire: () => undefined,
-      harness: (o) => {
-        made.push([o.provider ?? []].flat());
-        return { ready: true, url: null, pid: undefined, start: async () => undefined, stop: async () => undefined } as unknown as HarnessServer;
-      },
-    });
+    const { made, servers } = stubServers();
     const target = (keyRef: string | null): Target => ({
       id: "api-provider",
       model: "m",
@@ -103,20 +109,7 @@ describe("OpencodeServers: the key a running server's gateway sends", () => {
     }
   });
   it("reaches a key-less model server of the person's own directly: its tokens never pass through the engine", async () => {
-    const made: { baseURL: string; apiKey: string }[][] = [];
-    const servers = new OpencodeServers({
-      stateDir: dir,
-      sandbox: { kind: "none" },
-      workspacesRoot: path.join(dir, "ws"),
-      tmpRoot: path.join(dir, "tmp"),
-      mirrorsRoot: path.join(dir, "mirrors"),
-      log: () => undefined,
-      wire: () => undefined,
-      harness: (o) => {
-        made.push([o.provider ?? []].flat());
-        return { ready: true, url: null, pid: undefined, start: async () => undefined, stop: async () => undefined } as unknown as HarnessServer;
-      },
-    });
+    const { made, servers } = stubServers();
     const local = (id: string, engine: "llama.cpp" | "capture"): Target => ({
       id,
       model: "m",
@@ -147,20 +140,7 @@ describe("OpencodeServers: the key a running server's gateway sends", () => {
     });
     await new Promise<void>((r) => model.listen(0, "127.0.0.1", () => r()));
     const modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
-    const made: { baseURL: string; apiKey: string }[][] = [];
-    const servers = new OpencodeServers({
-      stateDir: dir,
-      sandbox: { kind: "none" },
-      workspacesRoot: path.join(dir, "ws"),
-      tmpRoot: path.join(dir, "tmp"),
-      mirrorsRoot: path.join(dir, "mirrors"),
-      log: () => undefined,
-      wire: () => undefined,
-      harness: (o) => {
-        made.push([o.provider ?? []].flat());
-        return { ready: true, url: null, pid: undefined, start: async () => undefined, stop: async () => undefined } as unknown as HarnessServer;
-      },
-    });
+    const { made, servers } = stubServers();
     const target = (keyRef: string | null): Target => ({
       id: "api-late-key",
       model: "m",
