@@ -7,6 +7,7 @@ import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dnsLookup } from "./address";
 import { EgressProxy } from "./egress";
+import { dnsServer } from "../../test/fixtures/dns-server";
 
 const PUBLIC = "93.184.215.14";
 let open: net.Server;
@@ -61,44 +62,6 @@ function raw(port: number, text: string | Buffer, ms = 1500): Promise<string> {
   });
 }
 const first = (s: string) => s.split("\r\n")[0];
-
-/** A DNS server answering A queries from `answers`: a CNAME chain (`cname:` values) ending in an address, in one answer. */
-async function dnsServer(answers: Record<string, string>) {
-  const s = dgram.createSocket("udp4");
-  const encode = (name: string) => Buffer.concat([...name.split(".").map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)])), Buffer.from([0])]);
-  s.on("message", (msg, rinfo) => {
-    let at = 12;
-    const labels: string[] = [];
-    while (msg[at]) {
-      labels.push(msg.subarray(at + 1, at + 1 + msg[at]!).toString());
-      at += msg[at]! + 1;
-    }
-    const end = at + 5;
-    let name = labels.join(".").toLowerCase();
-    const type = msg.readUInt16BE(at + 1);
-    const rrs: Buffer[] = [];
-    if (type === 1)
-      for (let hops = 0; answers[name] && hops < 10; hops++) {
-        const v = answers[name]!;
-        if (v.startsWith("cname:")) {
-          const to = encode(v.slice(6));
-          rrs.push(Buffer.concat([encode(name), Buffer.from([0, 5, 0, 1, 0, 0, 0, 60, 0, to.length]), to]));
-          name = v.slice(6);
-        } else {
-          rrs.push(Buffer.concat([encode(name), Buffer.from([0, 1, 0, 1, 0, 0, 0, 60, 0, 4]), Buffer.from(v.split(".").map(Number))]));
-          break;
-        }
-      }
-    const head = Buffer.alloc(12);
-    msg.copy(head, 0, 0, 2);
-    head.writeUInt16BE(rrs.length || answers[labels.join(".")] ? 0x8180 : 0x8183, 2);
-    head.writeUInt16BE(1, 4);
-    head.writeUInt16BE(rrs.length, 6);
-    s.send(Buffer.concat([head, msg.subarray(12, end), ...rrs]), rinfo.port, rinfo.address);
-  });
-  await new Promise<void>((r) => s.bind(0, "127.0.0.1", r));
-  return { server: `127.0.0.1:${s.address().port}`, close: () => s.close() };
-}
 
 describe("names", () => {
   it("a CNAME chain that ends at a local address is refused; one that ends at a public one is reached there", async () => {

@@ -1,7 +1,6 @@
 // Attack routes against the egress proxy (egress.ts) and the network guard's classification (address.ts), issue 25's
 // network pass: what a worker aims a webfetch (or a redirect it answers) at, spelled every way opencode's fetch could
 // send it to the proxy.
-import dgram from "node:dgram";
 import dnsp from "node:dns/promises";
 import { readFile } from "node:fs/promises";
 import http from "node:http";
@@ -10,6 +9,7 @@ import os from "node:os";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { dnsLookup, LOOKUP_MS, localAddress, localTarget, lookupHost } from "./address";
 import { EgressProxy } from "./egress";
+import { dnsServer } from "../../test/fixtures/dns-server";
 
 let open: net.Server;
 let openPort = 0;
@@ -117,35 +117,6 @@ describe("this machine's own addresses and its interfaces' networks", () => {
     }
   });
 });
-
-/** A DNS server on loopback: answers `answers[name]` as A records (none for AAAA), or never answers when `silent`. */
-async function dnsServer(answers: Record<string, string>, silent = false) {
-  const asked: string[] = [];
-  const s = dgram.createSocket("udp4");
-  s.on("message", (msg, rinfo) => {
-    let at = 12;
-    const labels: string[] = [];
-    while (msg[at]) {
-      labels.push(msg.subarray(at + 1, at + 1 + msg[at]!).toString());
-      at += msg[at]! + 1;
-    }
-    const end = at + 5;
-    const name = labels.join(".").toLowerCase();
-    const type = msg.readUInt16BE(at + 1);
-    asked.push(`${name} ${type === 1 ? "A" : type === 28 ? "AAAA" : type}`);
-    if (silent) return;
-    const a = type === 1 ? answers[name] : undefined;
-    const head = Buffer.alloc(12);
-    msg.copy(head, 0, 0, 2);
-    head.writeUInt16BE(answers[name] ? 0x8180 : 0x8183, 2);
-    head.writeUInt16BE(1, 4);
-    head.writeUInt16BE(a ? 1 : 0, 6);
-    const rr = a ? Buffer.concat([Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]), Buffer.from(a.split(".").map(Number))]) : Buffer.alloc(0);
-    s.send(Buffer.concat([head, msg.subarray(12, end), rr]), rinfo.port, rinfo.address);
-  });
-  await new Promise<void>((r) => s.bind(0, "127.0.0.1", r));
-  return { server: `127.0.0.1:${s.address().port}`, asked, close: () => s.close() };
-}
 
 describe("looking names up", () => {
   it("the default look-up never calls getaddrinfo (dns.lookup), whose blocked thread outlives the look-up's time limit", async () => {
