@@ -3,7 +3,7 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Browser, Page } from "@playwright/test";
+import type { Browser, Page, ViewportSize } from "@playwright/test";
 import { connect, type EngineClient } from "../engine/api/client";
 
 export const ROOT = path.resolve(__dirname, "..");
@@ -92,9 +92,19 @@ export async function startEngine(stateDir = tempDir("state"), env: NodeJS.Proce
   };
 }
 
+/** How the browser context of `openUi` differs from Playwright's default one. */
+export interface UiOptions {
+  /** The context's window size (default: playwright.config.ts's). */
+  viewport?: ViewportSize;
+  /** Browser permissions granted to the engine's origin before the page opens (e.g. "notifications"). */
+  permissions?: string[];
+}
+
 /** A page in its own browser context, logged in through the URL `ocw serve` printed; the page's errors go to the test log. */
-export async function openUi(browser: Browser, engine: E2EEngine): Promise<Page> {
-  const page = await (await browser.newContext()).newPage();
+export async function openUi(browser: Browser, engine: E2EEngine, { viewport, permissions }: UiOptions = {}): Promise<Page> {
+  const context = await browser.newContext(viewport ? { viewport } : undefined);
+  if (permissions) await context.grantPermissions(permissions, { origin: engine.origin });
+  const page = await context.newPage();
   page.on("pageerror", (err) => console.error("[page error]", err.message));
   await page.goto(engine.url);
   return page;
