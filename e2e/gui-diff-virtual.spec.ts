@@ -5,7 +5,7 @@
 import { expect, test, type Page } from "@playwright/test";
 import { bash } from "../test/fixtures/scripted-model";
 import { isAtRest } from "../shared/worker";
-import type { E2EEngine } from "./engine";
+import { approvingPoll, type E2EEngine } from "./engine";
 import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
 const shot = shots("gui-diff-virtual-", { fullPage: false });
@@ -42,17 +42,7 @@ test("a 5,000-line diff opens at once, virtualised: only the rows in view are in
   });
   // A `for` loop is a shell keyword, so no approving policy rule answers it (rules match per simple command, and a
   // command that does not split with certainty is never auto-approved): the one ask is answered here, as a person would.
-  await expect
-    .poll(
-      async () => {
-        const w = await engine.client.workers.get.query({ workerId });
-        for (const a of w.asks.filter((x) => x.status === "pending"))
-          await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-        return isAtRest(w.state);
-      },
-      { timeout: 150_000 },
-    )
-    .toBe(true);
+  await approvingPoll(engine, workerId, (w) => isAtRest(w.state), 150_000).toBe(true);
   const w = await engine.client.workers.get.query({ workerId });
   expect(w.state, w.stateReason ?? "").toBe("built");
   await page.goto(`${engine.origin}/#/workers/${workerId}`);

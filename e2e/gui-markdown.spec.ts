@@ -4,7 +4,7 @@
 // output is cut to its first lines with "Show all". At 1440×900 and 900×700.
 import { expect, test, type Page } from "@playwright/test";
 import { bash } from "../test/fixtures/scripted-model";
-import type { E2EEngine } from "./engine";
+import { approvingPoll, type E2EEngine } from "./engine";
 import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
 const shot = shots("markdown-", { fullPage: false });
@@ -64,17 +64,7 @@ test("model text renders as sanitized markdown with highlighted code; a long too
     directory: repo,
     checks: [{ run: "true" }],
   });
-  await expect
-    .poll(
-      async () => {
-        const w = await engine.client.workers.get.query({ workerId });
-        for (const a of w.asks.filter((x) => x.status === "pending"))
-          await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-        return w.verdict !== null;
-      },
-      { timeout: 120_000 },
-    )
-    .toBe(true);
+  await approvingPoll(engine, workerId, (w) => w.verdict !== null).toBe(true);
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
   const md = page.locator(".part.text .md").filter({ hasText: "What I did" });
   await expect(md.getByRole("heading", { name: "What I did" })).toBeVisible();

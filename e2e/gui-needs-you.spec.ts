@@ -5,7 +5,7 @@
 // started again it is back on the same port and token and this tab reconnects by itself. At 1440×900 and 900×700.
 import { expect, test, type Page } from "@playwright/test";
 import { bash, writeFile } from "../test/fixtures/scripted-model";
-import { startEngine, type E2EEngine } from "./engine";
+import { approvingPoll, startEngine, type E2EEngine } from "./engine";
 import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
 const shot = shots("needs-you-", { fullPage: false });
@@ -46,18 +46,7 @@ test("needs you first: the ask, then running, then queued, then the settled batc
   });
   ids.batch = done.batchId;
   // Their edits are approved here (through the API), one by one as they ask.
-  for (const id of done.workerIds)
-    await expect
-      .poll(
-        async () => {
-          const w = await engine.client.workers.get.query({ workerId: id });
-          for (const a of w.asks.filter((x) => x.status === "pending"))
-            await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-          return w.state;
-        },
-        { timeout: 120_000 },
-      )
-      .toBe("built");
+  for (const id of done.workerIds) await approvingPoll(engine, id, (w) => w.state).toBe("built");
   ids.ask = (
     await engine.client.workers.start.mutate({ task: "TASK-NY-ASK: run a command", title: "Asks a person", directory: repo, checks: [{ run: "true" }] })
   ).workerId;

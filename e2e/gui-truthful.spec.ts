@@ -6,7 +6,7 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
 import { bash, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import type { E2EEngine } from "./engine";
+import { approvingPoll, type E2EEngine, type WorkerView } from "./engine";
 import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
 const shot = shots("truthful-", { fullPage: false });
@@ -43,18 +43,8 @@ test.beforeAll(async ({ browser }) => {
 
 test.afterAll(() => setup?.close());
 
-async function approveAll(workerId: string, until: (w: Awaited<ReturnType<E2EEngine["client"]["workers"]["get"]["query"]>>) => boolean) {
-  await expect
-    .poll(
-      async () => {
-        const w = await engine.client.workers.get.query({ workerId });
-        for (const a of w.asks.filter((x) => x.status === "pending"))
-          await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-        return until(w);
-      },
-      { timeout: 120_000 },
-    )
-    .toBe(true);
+async function approveAll(workerId: string, until: (w: WorkerView) => boolean) {
+  await approvingPoll(engine, workerId, until).toBe(true);
 }
 
 test("title from the task; targets deletable (not while in use); Stop puts focus on Resume; a tool cut off by the stop is not 'running' after Resume", async () => {
