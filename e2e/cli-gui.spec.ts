@@ -5,12 +5,13 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, startEngine, tempDir, type E2EEngine } from "./engine";
+import { writeFile } from "../test/fixtures/scripted-model";
+import { BUNDLE, cleanup, tempDir, type E2EEngine } from "./engine";
+import { scriptedEngine, shots, type ScriptedEngine } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
+const shot = shots("cli-", { fullPage: false });
 
-let model: ScriptedModel;
+let setup: ScriptedEngine;
 let engine: E2EEngine;
 let page: Page;
 let repo: string;
@@ -19,32 +20,30 @@ let work: string;
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 2,
-    scripts: [
-      {
-        name: "cli",
-        match: /TASK-CLI-(\w+)/,
-        script: (ctx) => (ctx.turnStep === 0 ? writeFile(`${/TASK-CLI-(\w+)/.exec(ctx.firstUserText)![1]}.txt`, "x\n") : { text: "Done.\nOUTCOME: built" }),
-      },
-      { name: "other", match: /TASK-OTHER/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("other.txt", "o\n") : { text: "Done.\nOUTCOME: built" }) },
-    ],
+  setup = await scriptedEngine({
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        {
+          name: "cli",
+          match: /TASK-CLI-(\w+)/,
+          script: (ctx) => (ctx.turnStep === 0 ? writeFile(`${/TASK-CLI-(\w+)/.exec(ctx.firstUserText)![1]}.txt`, "x\n") : { text: "Done.\nOUTCOME: built" }),
+        },
+        { name: "other", match: /TASK-OTHER/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("other.txt", "o\n") : { text: "Done.\nOUTCOME: built" }) },
+      ],
+    },
+    target: { engine: "capture", slots: 4 },
+    repos: [{ "README.md": "# cli repo\n" }],
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 4 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo({ "README.md": "# cli repo\n" });
+  ({ engine, repo } = setup);
   work = tempDir("cli-work");
   page = await (await browser.newContext()).newPage();
 });
 
 test.afterAll(async () => {
   await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "", work ?? "");
+  await setup?.close();
+  cleanup(work ?? "");
 });
 
 /** `ocw run` on the test engine, stdin kept open (a terminal where nobody types). */
@@ -69,7 +68,7 @@ test("an ask of `ocw run --approve ask` answered in the GUI leaves the terminal 
   await page.getByRole("link", { name: /^Approvals/ }).click();
   const item = page.getByRole("list", { name: "Pending approvals" }).getByRole("listitem");
   await expect(item).toHaveCount(1);
-  await page.screenshot({ path: path.join(SHOTS, "cli-01-gui-answers-cli-ask.png") });
+  await shot(page, "01-gui-answers-cli-ask");
   await item.getByRole("button", { name: "Approve once" }).click();
   // No key was pressed in the terminal: the prompt is left as soon as the engine reports the decision.
   await expect.poll(run.err, { timeout: 10_000 }).toMatch(/ask was answered elsewhere \(by person[^\n]*\): once; no answer needed here/);

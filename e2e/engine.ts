@@ -3,7 +3,7 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Browser, Page } from "@playwright/test";
+import { expect, type Browser, type Page, type ViewportSize } from "@playwright/test";
 import { connect, type EngineClient } from "../engine/api/client";
 
 export const ROOT = path.resolve(__dirname, "..");
@@ -92,9 +92,38 @@ export async function startEngine(stateDir = tempDir("state"), env: NodeJS.Proce
   };
 }
 
+/** A worker as the engine's `workers.get` returns it. */
+export type WorkerView = Awaited<ReturnType<EngineClient["workers"]["get"]["query"]>>;
+
+/**
+ * `expect.poll` of `read(worker)` that approves (once) each ask the worker has pending on every look, as a person who
+ * answers every ask would; chain the assertion: `await approvingPoll(engine, id, (w) => w.state).toBe("built")`.
+ */
+export function approvingPoll<T>(engine: E2EEngine, workerId: string, read: (w: WorkerView) => T, timeout = 120_000) {
+  return expect.poll(
+    async () => {
+      const w = await engine.client.workers.get.query({ workerId });
+      for (const a of w.asks.filter((x) => x.status === "pending"))
+        await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
+      return read(w);
+    },
+    { timeout },
+  );
+}
+
+/** How the browser context of `openUi` differs from Playwright's default one. */
+export interface UiOptions {
+  /** The context's window size (default: playwright.config.ts's). */
+  viewport?: ViewportSize;
+  /** Browser permissions granted to the engine's origin before the page opens (e.g. "notifications"). */
+  permissions?: string[];
+}
+
 /** A page in its own browser context, logged in through the URL `ocw serve` printed; the page's errors go to the test log. */
-export async function openUi(browser: Browser, engine: E2EEngine): Promise<Page> {
-  const page = await (await browser.newContext()).newPage();
+export async function openUi(browser: Browser, engine: E2EEngine, { viewport, permissions }: UiOptions = {}): Promise<Page> {
+  const context = await browser.newContext(viewport ? { viewport } : undefined);
+  if (permissions) await context.grantPermissions(permissions, { origin: engine.origin });
+  const page = await context.newPage();
   page.on("pageerror", (err) => console.error("[page error]", err.message));
   await page.goto(engine.url);
   return page;

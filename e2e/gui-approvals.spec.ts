@@ -4,17 +4,17 @@
 // decisions for the same tool and pattern per batch and per worker, grants listed and revoked, the Notification API
 // with its permission and a sound, the pending count in the tab title, the shortcut sheet on `?`, and the phase /
 // elapsed / tokens / tokens/s line on cards. Screenshots land in OCW_SHOTS_DIR (default test-results/screenshots).
-import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import { existsSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { expect, test, type Page } from "@playwright/test";
-import { bash, startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, startEngine, tempDir, type E2EEngine } from "./engine";
+import { bash, writeFile } from "../test/fixtures/scripted-model";
+import { cleanup, openUi, tempDir, type E2EEngine } from "./engine";
+import { scriptedEngine, shots, type ScriptedEngine } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `gui-approvals-${name}.png`), fullPage });
+const shot = shots("gui-approvals-", { fullPage: true });
 
-let model: ScriptedModel;
+let setup: ScriptedEngine;
 let engine: E2EEngine;
 let page: Page;
 let repo: string;
@@ -26,103 +26,97 @@ test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
   outside = tempDir("outside");
-  model = await startScriptedModel({
-    chunkDelayMs: 2,
-    scripts: [
-      {
-        name: "protected",
-        match: /TASK-FLAG-PROTECTED/,
-        script: (c) => (c.turnStep === 0 ? writeFile("secret.env", "TOKEN=x\n") : { text: "OUTCOME: honest-failure — refused" }),
-      },
-      {
-        name: "scope",
-        match: /TASK-FLAG-SCOPE/,
-        script: (c) => (c.turnStep === 0 ? writeFile("README.md", "# changed\n") : { text: "OUTCOME: honest-failure — refused" }),
-      },
-      {
-        name: "symlink",
-        match: /TASK-FLAG-LINK/,
-        script: (c) => (c.turnStep === 0 ? writeFile("docs-link/note.md", "a note\n") : { text: "Wrote the note.\nOUTCOME: built" }),
-      },
-      {
-        name: "outside",
-        match: /TASK-FLAG-OUTSIDE/,
-        script: (c) => (c.turnStep === 0 ? writeFile("out-link/escape.txt", "x\n") : { text: "OUTCOME: honest-failure — refused" }),
-      },
-      { name: "bulk", match: /TASK-BULK-BATCH/, script: (c) => (c.turnStep === 0 ? bash("echo bulk-check") : { text: "Ran it.\nOUTCOME: built" }) },
-      {
-        name: "twice",
-        match: /TASK-BULK-WORKER/,
-        script: (c) =>
-          c.turnStep === 0
-            ? {
-                toolCalls: [
-                  { name: "bash", args: { command: "echo twice" } },
-                  { name: "bash", args: { command: "echo twice" } },
-                ],
-              }
-            : { text: "Ran both.\nOUTCOME: built" },
-      },
-      {
-        name: "grant",
-        match: /TASK-GRANT/,
-        script: async (c) => {
-          // The same command three times: a grant answers exactly that command (never `echo *`).
-          if (c.turnStep === 0) return bash("echo grant-one");
-          if (c.turnStep === 1) return bash("echo grant-one");
-          if (c.turnStep === 2) {
-            await grantGate;
-            return bash("echo grant-one");
-          }
-          return { text: "Ran three echoes.\nOUTCOME: built" };
+  setup = await scriptedEngine({
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        {
+          name: "protected",
+          match: /TASK-FLAG-PROTECTED/,
+          script: (c) => (c.turnStep === 0 ? writeFile("secret.env", "TOKEN=x\n") : { text: "OUTCOME: honest-failure — refused" }),
         },
-      },
-      {
-        name: "same",
-        match: /TASK-SAME-WRITE/,
-        script: (c) => (c.turnStep === 0 ? writeFile("docs/index.md", "# docs\n") : { text: "Wrote it.\nOUTCOME: built" }),
-      },
-      { name: "workdir", match: /TASK-WORKDIR/, script: (c) => (c.turnStep === 0 ? bash("ls", { workdir: "src" }) : { text: "Listed.\nOUTCOME: built" }) },
-      {
-        name: "hidden",
-        match: /TASK-HIDDEN/,
-        script: (c) =>
-          c.turnStep === 0
-            ? bash("npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069")
-            : c.turnStep === 1
-              ? bash("echo harmless\nrm -rf src")
-              : { text: "OUTCOME: honest-failure — refused" },
-      },
-      { name: "stall", match: /TASK-STALL/, script: () => ({ hang: true, textBeforeHang: "Thinking very hard…" }) },
-    ],
+        {
+          name: "scope",
+          match: /TASK-FLAG-SCOPE/,
+          script: (c) => (c.turnStep === 0 ? writeFile("README.md", "# changed\n") : { text: "OUTCOME: honest-failure — refused" }),
+        },
+        {
+          name: "symlink",
+          match: /TASK-FLAG-LINK/,
+          script: (c) => (c.turnStep === 0 ? writeFile("docs-link/note.md", "a note\n") : { text: "Wrote the note.\nOUTCOME: built" }),
+        },
+        {
+          name: "outside",
+          match: /TASK-FLAG-OUTSIDE/,
+          script: (c) => (c.turnStep === 0 ? writeFile("out-link/escape.txt", "x\n") : { text: "OUTCOME: honest-failure — refused" }),
+        },
+        { name: "bulk", match: /TASK-BULK-BATCH/, script: (c) => (c.turnStep === 0 ? bash("echo bulk-check") : { text: "Ran it.\nOUTCOME: built" }) },
+        {
+          name: "twice",
+          match: /TASK-BULK-WORKER/,
+          script: (c) =>
+            c.turnStep === 0
+              ? {
+                  toolCalls: [
+                    { name: "bash", args: { command: "echo twice" } },
+                    { name: "bash", args: { command: "echo twice" } },
+                  ],
+                }
+              : { text: "Ran both.\nOUTCOME: built" },
+        },
+        {
+          name: "grant",
+          match: /TASK-GRANT/,
+          script: async (c) => {
+            // The same command three times: a grant answers exactly that command (never `echo *`).
+            if (c.turnStep === 0) return bash("echo grant-one");
+            if (c.turnStep === 1) return bash("echo grant-one");
+            if (c.turnStep === 2) {
+              await grantGate;
+              return bash("echo grant-one");
+            }
+            return { text: "Ran three echoes.\nOUTCOME: built" };
+          },
+        },
+        {
+          name: "same",
+          match: /TASK-SAME-WRITE/,
+          script: (c) => (c.turnStep === 0 ? writeFile("docs/index.md", "# docs\n") : { text: "Wrote it.\nOUTCOME: built" }),
+        },
+        { name: "workdir", match: /TASK-WORKDIR/, script: (c) => (c.turnStep === 0 ? bash("ls", { workdir: "src" }) : { text: "Listed.\nOUTCOME: built" }) },
+        {
+          name: "hidden",
+          match: /TASK-HIDDEN/,
+          script: (c) =>
+            c.turnStep === 0
+              ? bash("npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069")
+              : c.turnStep === 1
+                ? bash("echo harmless\nrm -rf src")
+                : { text: "OUTCOME: honest-failure — refused" },
+        },
+        { name: "stall", match: /TASK-STALL/, script: () => ({ hang: true, textBeforeHang: "Thinking very hard…" }) },
+      ],
+    },
+    // Stalls are flagged after 4 s without events (the notification test needs one).
+    env: { OCW_STALL_SEC: "4" },
+    target: { engine: "capture", slots: 4 },
+    repos: [{ "README.md": "# approvals repo\n", "src/app.js": "console.log(1);\n", "secret.env": "TOKEN=old\n", "docs/index.md": "# docs\n" }],
   });
-  // Stalls are flagged after 4 s without events (the notification test needs one).
-  engine = await startEngine(undefined, { OCW_STALL_SEC: "4" });
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 4 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo({ "README.md": "# approvals repo\n", "src/app.js": "console.log(1);\n", "secret.env": "TOKEN=old\n", "docs/index.md": "# docs\n" });
+  ({ engine, repo } = setup);
   // Two committed symlinks: one to a folder inside the repository, one to a folder outside it.
   symlinkSync("docs", path.join(repo, "docs-link"));
   symlinkSync(outside, path.join(repo, "out-link"));
   execFileSync("git", ["add", "-A"], { cwd: repo });
   execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "links"], { cwd: repo });
-  mkdirSync(SHOTS, { recursive: true });
-  const context = await browser.newContext();
-  await context.grantPermissions(["notifications"], { origin: engine.origin });
-  page = await context.newPage();
-  page.on("pageerror", (err) => console.error("[page error]", err.message));
   // The URL `ocw serve` printed hands the tab its token (kept for this tab): every test can then open any screen.
-  await page.goto(engine.url);
+  page = await openUi(browser, engine, { permissions: ["notifications"] });
 });
 
 test.afterAll(async () => {
   releaseGrant?.();
   await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "", outside ?? "");
+  await setup?.close();
+  cleanup(outside ?? "");
 });
 
 const pendingCount = async () => (await engine.client.approvals.list.query()).length;

@@ -5,14 +5,12 @@
 // merging exactly its commit, and the ledger on the Grades screen whose rows open the workers behind them.
 // Screenshots land in OCW_SHOTS_DIR (default test-results/screenshots).
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import { expect, test, type Locator, type Page } from "@playwright/test";
 import { startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+import { shots } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `gui-attempts-${name}.png`), fullPage });
+const shot = shots("gui-attempts-", { fullPage: true });
 
 let a: ScriptedModel;
 let b: ScriptedModel;
@@ -56,7 +54,6 @@ test.beforeAll(async ({ browser }) => {
   await engine.client.targets.save.mutate({ target: target("local-b", b.url) });
   await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
   repo = makeRepo({ "README.md": "# attempts repo\n" });
-  mkdirSync(SHOTS, { recursive: true });
   page = await openUi(browser, engine);
 });
 

@@ -5,15 +5,14 @@
 // streams, tok/s over the time on the model (time waiting for a person left out), and the theme (light, dark, system)
 // kept across a reload.
 import { execFileSync } from "node:child_process";
-import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
 import { dollars } from "../shared/cost";
 import { throughput } from "../shared/metrics";
-import { bash, startScriptedModel, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
+import { bash } from "../test/fixtures/scripted-model";
+import { BUNDLE, openUi, type E2EEngine } from "./engine";
+import { scriptedEngine, shots, type ScriptedEngine } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `desk-${name}.png`), fullPage: false });
+const shot = shots("desk-", { fullPage: false });
 /** Both sizes: 1440×900, then 900×700 (nothing wider than the window), back to 1440×900. */
 async function bothSizes(page: Page, name: string, visible?: () => Promise<void>) {
   await page.setViewportSize({ width: 1440, height: 900 });
@@ -28,7 +27,7 @@ async function bothSizes(page: Page, name: string, visible?: () => Promise<void>
 
 const LONG = Array.from({ length: 600 }, (_, i) => `word${i}`).join(" ");
 
-let model: ScriptedModel;
+let setup: ScriptedEngine;
 let engine: E2EEngine;
 let page: Page;
 let repoA: string;
@@ -38,51 +37,46 @@ const ids: Record<string, string> = {};
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 15,
-    scripts: [
-      {
-        name: "flux",
-        match: /TASK-DESK-FLUX/,
-        script: () => ({ text: "The flux capacitor is misaligned in the warp module.\nOUTCOME: honest-failure — nothing to change" }),
-      },
-      { name: "plain", match: /TASK-DESK-PLAIN/, script: () => ({ text: "Nothing special here.\nOUTCOME: honest-failure — nothing to change" }) },
-      { name: "stream", match: /TASK-DESK-STREAM/, script: () => ({ hang: true, textBeforeHang: LONG }) },
-      {
-        name: "ask",
-        match: /TASK-DESK-ASK/,
-        script: (c) => (c.turnStep === 0 ? bash("echo desk") : { text: `Ran it. ${LONG.slice(0, 400)}\nOUTCOME: built` }),
-      },
-    ],
-  });
-  engine = await startEngine();
   // A model of one's own (tokens) and an API target with a price (money): both are the scripted model.
-  await engine.client.targets.save.mutate({
-    target: { id: "local", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 4 }, checks: [] },
-    activate: true,
+  setup = await scriptedEngine({
+    model: {
+      chunkDelayMs: 15,
+      scripts: [
+        {
+          name: "flux",
+          match: /TASK-DESK-FLUX/,
+          script: () => ({ text: "The flux capacitor is misaligned in the warp module.\nOUTCOME: honest-failure — nothing to change" }),
+        },
+        { name: "plain", match: /TASK-DESK-PLAIN/, script: () => ({ text: "Nothing special here.\nOUTCOME: honest-failure — nothing to change" }) },
+        { name: "stream", match: /TASK-DESK-STREAM/, script: () => ({ hang: true, textBeforeHang: LONG }) },
+        {
+          name: "ask",
+          match: /TASK-DESK-ASK/,
+          script: (c) => (c.turnStep === 0 ? bash("echo desk") : { text: `Ran it. ${LONG.slice(0, 400)}\nOUTCOME: built` }),
+        },
+      ],
+    },
+    target: { id: "local", engine: "capture", slots: 4 },
+    repos: [{ "README.md": "# repo A\n" }, { "README.md": "# repo B\n" }],
   });
+  engine = setup.engine;
+  [repoA, repoB] = setup.repos as [string, string];
   await engine.client.targets.save.mutate({
     target: {
       id: "paid",
       model: "scripted-1",
-      endpoint: model.url,
+      endpoint: setup.model.url,
       serving: { engine: "api", endpoints: [], slots: 2 },
       checks: [],
       price: { inputPerMTok: 3, outputPerMTok: 15 },
     },
   });
-  repoA = makeRepo({ "README.md": "# repo A\n" });
-  repoB = makeRepo({ "README.md": "# repo B\n" });
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
-  page.on("pageerror", (err) => console.error("[page error]", err.message));
-  await page.goto(engine.url);
+  page = await openUi(browser, engine, { viewport: { width: 1440, height: 900 } });
 });
 
 test.afterAll(async () => {
   await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repoA ?? "", repoB ?? "");
+  await setup?.close();
 });
 
 const settled = async (id: string) =>

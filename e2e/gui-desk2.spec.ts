@@ -8,16 +8,16 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, ROOT, startEngine, tempDir, type E2EEngine } from "./engine";
+import { writeFile } from "../test/fixtures/scripted-model";
+import { cleanup, openUi, ROOT, tempDir, type E2EEngine } from "./engine";
+import { SHOTS, scriptedEngine, type ScriptedEngine } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
 const VIEWPORTS = [
   { name: "wide", width: 1440, height: 900 },
   { name: "narrow", width: 900, height: 700 },
 ] as const;
 
-let model: ScriptedModel;
+let setup: ScriptedEngine;
 let engine: E2EEngine;
 let repo: string;
 let buildDir: string;
@@ -28,54 +28,49 @@ const grantGate = new Promise<void>((r) => (releaseGrant = r));
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async () => {
-  model = await startScriptedModel({
-    chunkDelayMs: 1,
-    scripts: [
-      {
-        name: "grant",
-        match: /TASK-DESK-GRANT/,
-        script: async (c) => {
-          if (c.turnStep === 0) return writeFile("notes.txt", "one\n");
-          if (c.turnStep === 1) {
-            await grantGate;
-            return { text: "Wrote the notes.\nOUTCOME: built" };
-          }
-          return { text: "OUTCOME: built" };
-        },
-      },
-      { name: "fail", match: /TASK-DESK-FAIL/, script: () => ({ text: "I could not do it.\nOUTCOME: honest-failure — nothing to change" }) },
-    ],
-  });
   buildDir = tempDir("desk-build");
   modeFile = path.join(buildDir, "mode");
   writeFileSync(modeFile, "fail");
-  engine = await startEngine(undefined, {
-    OCW_LLAMA_BUILD_SCRIPT: path.join(ROOT, "test", "fixtures", "stub-llama-build.sh"),
-    STUB_BUILD_OUT: path.join(buildDir, "out"),
-    STUB_BUILD_MODE_FILE: modeFile,
-    STUB_BUILD_STEP_SEC: "0.4",
-    OCW_NVCC: "",
+  setup = await scriptedEngine({
+    model: {
+      chunkDelayMs: 1,
+      scripts: [
+        {
+          name: "grant",
+          match: /TASK-DESK-GRANT/,
+          script: async (c) => {
+            if (c.turnStep === 0) return writeFile("notes.txt", "one\n");
+            if (c.turnStep === 1) {
+              await grantGate;
+              return { text: "Wrote the notes.\nOUTCOME: built" };
+            }
+            return { text: "OUTCOME: built" };
+          },
+        },
+        { name: "fail", match: /TASK-DESK-FAIL/, script: () => ({ text: "I could not do it.\nOUTCOME: honest-failure — nothing to change" }) },
+      ],
+    },
+    env: {
+      OCW_LLAMA_BUILD_SCRIPT: path.join(ROOT, "test", "fixtures", "stub-llama-build.sh"),
+      STUB_BUILD_OUT: path.join(buildDir, "out"),
+      STUB_BUILD_MODE_FILE: modeFile,
+      STUB_BUILD_STEP_SEC: "0.4",
+      OCW_NVCC: "",
+    },
+    target: { engine: "capture", slots: 2 },
+    repos: [{ "README.md": "# desk repo\n" }],
+    end: "stop",
   });
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 2 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo({ "README.md": "# desk repo\n" });
+  ({ engine, repo } = setup);
 });
 
 test.afterAll(async () => {
-  await engine?.stop();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "", buildDir ?? "");
+  await setup?.close();
+  cleanup(buildDir ?? "");
 });
 
 async function pageAt(browser: import("@playwright/test").Browser, vp: (typeof VIEWPORTS)[number]): Promise<Page> {
-  const ctx = await browser.newContext({ viewport: { width: vp.width, height: vp.height } });
-  await ctx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: engine.origin });
-  const page = await ctx.newPage();
-  page.on("pageerror", (err) => console.error("[page error]", err.message));
-  await page.goto(engine.url);
-  return page;
+  return openUi(browser, engine, { viewport: { width: vp.width, height: vp.height }, permissions: ["clipboard-read", "clipboard-write"] });
 }
 const shot = (page: Page, vp: (typeof VIEWPORTS)[number], name: string) => page.screenshot({ path: path.join(SHOTS, `desk2-${name}-${vp.name}.png`) });
 

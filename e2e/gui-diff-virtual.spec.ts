@@ -2,15 +2,13 @@
 // the only stand-in) writes a 5,000-line file, and its diff tab shows it open at once with only the pieces in view in
 // the page; scrolling brings the end in (with the file's own line numbers) and takes the start out. Split layout too.
 // Screenshots land in OCW_SHOTS_DIR (default test-results/screenshots).
-import { mkdirSync } from "node:fs";
-import path from "node:path";
-import { expect, test, type Locator, type Page } from "@playwright/test";
-import { bash, startScriptedModel, type ScriptedModel } from "../test/fixtures/scripted-model";
+import { expect, test, type Page } from "@playwright/test";
+import { bash } from "../test/fixtures/scripted-model";
 import { isAtRest } from "../shared/worker";
-import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+import { approvingPoll, type E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (what: Page | Locator, name: string) => what.screenshot({ path: path.join(SHOTS, `gui-diff-virtual-${name}.png`) });
+const shot = shots("gui-diff-virtual-", { fullPage: false });
 
 const N = 5000;
 // Short lines: the engine cuts a diff past 200 kB (the viewer then says so), and this is about 5,000 lines, not bytes.
@@ -18,31 +16,22 @@ const line = (i: number) => `row ${String(i).padStart(4, "0")}: const v${i} = f(
 // The worker makes the file with one command (a 5,000-line write as a tool call's argument is not what this is about).
 const MAKE = `for i in $(seq 1 ${N}); do printf 'row %04d: const v%d = f(%d);\\n' $i $i $i; done > huge.ts`;
 
-let model: ScriptedModel;
+let setup: ScriptedUi;
 let engine: E2EEngine;
 let page: Page;
 let repo: string;
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    scripts: [{ name: "huge", match: /TASK-HUGE/, script: (c) => (c.turnStep === 0 ? bash(MAKE) : { text: "Wrote huge.ts.\nOUTCOME: built" }) }],
+  setup = await scriptedUi(browser, {
+    model: {
+      scripts: [{ name: "huge", match: /TASK-HUGE/, script: (c) => (c.turnStep === 0 ? bash(MAKE) : { text: "Wrote huge.ts.\nOUTCOME: built" }) }],
+    },
+    target: { engine: "scripted", slots: 2 },
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo();
-  mkdirSync(SHOTS, { recursive: true });
-  page = await openUi(browser, engine);
+  ({ engine, page, repo } = setup);
 });
 
-test.afterAll(async () => {
-  await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
-});
+test.afterAll(() => setup?.close());
 
 test("a 5,000-line diff opens at once, virtualised: only the rows in view are in the page, scrolling brings the end in", async () => {
   const { workerId } = await engine.client.workers.start.mutate({
@@ -53,17 +42,7 @@ test("a 5,000-line diff opens at once, virtualised: only the rows in view are in
   });
   // A `for` loop is a shell keyword, so no approving policy rule answers it (rules match per simple command, and a
   // command that does not split with certainty is never auto-approved): the one ask is answered here, as a person would.
-  await expect
-    .poll(
-      async () => {
-        const w = await engine.client.workers.get.query({ workerId });
-        for (const a of w.asks.filter((x) => x.status === "pending"))
-          await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-        return isAtRest(w.state);
-      },
-      { timeout: 150_000 },
-    )
-    .toBe(true);
+  await approvingPoll(engine, workerId, (w) => isAtRest(w.state), 150_000).toBe(true);
   const w = await engine.client.workers.get.query({ workerId });
   expect(w.state, w.stateReason ?? "").toBe("built");
   await page.goto(`${engine.origin}/#/workers/${workerId}`);

@@ -5,14 +5,13 @@
 // running card, "merge all built" stopping at a conflict with the reason, retry as a new worker, discard after a
 // confirm. Screenshots land in OCW_SHOTS_DIR (default test-results/screenshots).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
-import path from "node:path";
+import { existsSync } from "node:fs";
 import { expect, test, type Page } from "@playwright/test";
 import { startScriptedModel, writeFile, type ScriptedModel, type ScriptedModelOptions } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+import { shots } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `gui-housekeeping-${name}.png`), fullPage });
+const shot = shots("gui-housekeeping-", { fullPage: true });
 
 const SCRIPTS: ScriptedModelOptions["scripts"] = [
   { name: "one", match: /TASK-HK-ONE/, script: (c) => (c.turnStep === 0 ? writeFile("x.txt", "one\n") : { text: "Wrote x.txt.\nOUTCOME: built" }) },
@@ -53,7 +52,6 @@ test.beforeAll(async ({ browser }) => {
   // Writes are approved by a policy rule: these tests are about what happens after the work is done.
   await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
   repo = makeRepo({ "README.md": "# housekeeping repo\n" });
-  mkdirSync(SHOTS, { recursive: true });
   page = await openUi(browser, engine);
 });
 

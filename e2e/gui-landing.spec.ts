@@ -3,16 +3,16 @@
 // change holds a flagged file (.npmrc) shows it on the verdict card, and its merge dialog needs an explicit acceptance.
 // Screenshots land in OCW_SHOTS_DIR (default test-results/screenshots).
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { readFile, startScriptedModel, writeFile, writesAsTold, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+import { readFile, writeFile, writesAsTold } from "../test/fixtures/scripted-model";
+import type { E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `gui-landing-${name}.png`), fullPage: true });
+const shot = shots("gui-landing-", { fullPage: true });
 
-let model: ScriptedModel;
+let setup: ScriptedUi;
 let engine: E2EEngine;
 let page: Page;
 let repo: string;
@@ -20,40 +20,32 @@ let repo: string;
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 2,
-    scripts: [
-      writesAsTold("GL-WRITE"),
-      {
-        name: "read",
-        match: /GL-READ from=(\S+) to=(\S+)/,
-        script: (c) => {
-          const [, from, to] = /GL-READ from=(\S+) to=(\S+)/.exec(c.firstUserText)!;
-          if (c.turnStep === 0) return readFile(from!);
-          if (c.turnStep === 1) return writeFile(to!, `copy of ${/ALPHA-\w+/.exec(c.lastToolResult ?? "")?.[0] ?? "nothing"}\n`);
-          return { text: "Copied.\nOUTCOME: built" };
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        writesAsTold("GL-WRITE"),
+        {
+          name: "read",
+          match: /GL-READ from=(\S+) to=(\S+)/,
+          script: (c) => {
+            const [, from, to] = /GL-READ from=(\S+) to=(\S+)/.exec(c.firstUserText)!;
+            if (c.turnStep === 0) return readFile(from!);
+            if (c.turnStep === 1) return writeFile(to!, `copy of ${/ALPHA-\w+/.exec(c.lastToolResult ?? "")?.[0] ?? "nothing"}\n`);
+            return { text: "Copied.\nOUTCOME: built" };
+          },
         },
-      },
-    ],
+      ],
+    },
+    target: { engine: "scripted", slots: 4 },
+    // Writes are approved by a policy rule: this is about what happens after the work is done.
+    policies: [{ tool: "edit", pattern: "*", decision: "once" }],
+    repos: [{ "README.md": "# landing repo\n" }],
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 4 }, checks: [] },
-    activate: true,
-  });
-  // Writes are approved by a policy rule: this is about what happens after the work is done.
-  await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
-  repo = makeRepo({ "README.md": "# landing repo\n" });
-  mkdirSync(SHOTS, { recursive: true });
-  page = await openUi(browser, engine);
+  ({ engine, page, repo } = setup);
 });
 
-test.afterAll(async () => {
-  await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
-});
+test.afterAll(() => setup?.close());
 
 test("a batch with a dependency draws a → b and shows the integration verdict beside the workers' own", async () => {
   const { batchId } = await engine.client.workers.startBatch.mutate({

@@ -1,15 +1,14 @@
 // Thirty-odd workers at once, as a person running a batch sees them (real engine, real opencode and git, the scripted
 // model): the three that ask come first, above the running ones and the long queue; filters narrow the list; a task
 // title of one unbroken 300-character word does not widen the page. At 1360×900 and 560×900.
-import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { bash, startScriptedModel, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+import { bash } from "../test/fixtures/scripted-model";
+import type { E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (p: Page, name: string, fullPage = false) => p.screenshot({ path: path.join(SHOTS, `many-${name}.png`), fullPage });
+const shot = shots("many-", { fullPage: false });
 
-let model: ScriptedModel;
+let setup: ScriptedUi;
 let engine: E2EEngine;
 let page: Page;
 let repo: string;
@@ -18,29 +17,21 @@ const LONG = `src/${"deeply-nested-directory-name-".repeat(10)}file.ts`;
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 2,
-    scripts: [
-      { name: "ask", match: /TASK-MANY-ASK/, script: (c) => (c.turnStep === 0 ? bash("echo asks-a-person") : { text: "OUTCOME: built" }) },
-      { name: "hang", match: /TASK-MANY-HANG/, script: () => ({ hang: true, textBeforeHang: `Working on ${LONG}` }) },
-    ],
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        { name: "ask", match: /TASK-MANY-ASK/, script: (c) => (c.turnStep === 0 ? bash("echo asks-a-person") : { text: "OUTCOME: built" }) },
+        { name: "hang", match: /TASK-MANY-HANG/, script: () => ({ hang: true, textBeforeHang: `Working on ${LONG}` }) },
+      ],
+    },
+    target: { engine: "scripted", slots: 6 },
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 6 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo();
-  page = await openUi(browser, engine);
+  ({ engine, page, repo } = setup);
   await page.setViewportSize({ width: 1360, height: 900 });
 });
 
-test.afterAll(async () => {
-  await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
-});
+test.afterAll(() => setup?.close());
 
 test("32 workers: the ones that ask first, then running, then queued; filters narrow; a huge title stays in its card", async () => {
   const tasks = [

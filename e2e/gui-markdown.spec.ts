@@ -2,13 +2,12 @@
 // fenced code render (the code highlighted by shiki, loaded on first use), raw HTML and javascript: links written by
 // the model do not become elements, a half-streamed answer already renders while the worker runs, and a long tool
 // output is cut to its first lines with "Show all". At 1440×900 and 900×700.
-import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { bash, startScriptedModel, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
+import { bash } from "../test/fixtures/scripted-model";
+import { approvingPoll, type E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `markdown-${name}.png`), fullPage: false });
+const shot = shots("markdown-", { fullPage: false });
 
 const ANSWER = [
   "## What I did",
@@ -33,7 +32,7 @@ const ANSWER = [
   "OUTCOME: built",
 ].join("\n");
 
-let model: ScriptedModel;
+let setup: ScriptedUi;
 let engine: E2EEngine;
 let page: Page;
 let repo: string;
@@ -41,30 +40,22 @@ let repo: string;
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 1,
-    scripts: [
-      { name: "md", match: /TASK-MD-DONE/, script: (c) => (c.turnStep === 0 ? bash("seq 1 300") : { text: ANSWER }) },
-      { name: "stream", match: /TASK-MD-STREAM/, script: () => ({ hang: true, textBeforeHang: "Working: **half way** there.\n\n```bash\nnpm test" }) },
-    ],
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 1,
+      scripts: [
+        { name: "md", match: /TASK-MD-DONE/, script: (c) => (c.turnStep === 0 ? bash("seq 1 300") : { text: ANSWER }) },
+        { name: "stream", match: /TASK-MD-STREAM/, script: () => ({ hang: true, textBeforeHang: "Working: **half way** there.\n\n```bash\nnpm test" }) },
+      ],
+    },
+    target: { engine: "capture", slots: 2 },
+    repos: [{ "README.md": "# markdown repo\n" }],
+    viewport: { width: 1440, height: 900 },
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 2 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo({ "README.md": "# markdown repo\n" });
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
-  page.on("pageerror", (err) => console.error("[page error]", err.message));
-  await page.goto(engine.url);
+  ({ engine, page, repo } = setup);
 });
 
-test.afterAll(async () => {
-  await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
-});
+test.afterAll(() => setup?.close());
 
 test("model text renders as sanitized markdown with highlighted code; a long tool output is cut with Show all", async () => {
   const { workerId } = await engine.client.workers.start.mutate({
@@ -73,17 +64,7 @@ test("model text renders as sanitized markdown with highlighted code; a long too
     directory: repo,
     checks: [{ run: "true" }],
   });
-  await expect
-    .poll(
-      async () => {
-        const w = await engine.client.workers.get.query({ workerId });
-        for (const a of w.asks.filter((x) => x.status === "pending"))
-          await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-        return w.verdict !== null;
-      },
-      { timeout: 120_000 },
-    )
-    .toBe(true);
+  await approvingPoll(engine, workerId, (w) => w.verdict !== null).toBe(true);
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
   const md = page.locator(".part.text .md").filter({ hasText: "What I did" });
   await expect(md.getByRole("heading", { name: "What I did" })).toBeVisible();

@@ -3,15 +3,14 @@
 // folding and archiving a settled batch, the slot a worker waiting for a person hands to the next queued one (the
 // serving panel shows both counts), and an engine that goes away: every control disabled, timers frozen, a banner;
 // started again it is back on the same port and token and this tab reconnects by itself. At 1440×900 and 900×700.
-import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { bash, startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
+import { bash, writeFile } from "../test/fixtures/scripted-model";
+import { approvingPoll, startEngine, type E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `needs-you-${name}.png`), fullPage: false });
+const shot = shots("needs-you-", { fullPage: false });
 
-let model: ScriptedModel;
+let setup: ScriptedUi;
 let engine: E2EEngine;
 let page: Page;
 let repo: string;
@@ -21,33 +20,25 @@ const ids: Record<string, string> = {};
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 2,
-    scripts: [
-      { name: "done", match: /TASK-NY-DONE/, script: (c) => (c.turnStep === 0 ? writeFile("done.txt", "done\n") : { text: "Done.\nOUTCOME: built" }) },
-      { name: "ask", match: /TASK-NY-ASK/, script: (c) => (c.turnStep === 0 ? bash("echo needs-you") : { text: "Ran it.\nOUTCOME: built" }) },
-      { name: "hang", match: /TASK-NY-HANG/, script: () => ({ hang: true, textBeforeHang: "Working on it…" }) },
-    ],
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        { name: "done", match: /TASK-NY-DONE/, script: (c) => (c.turnStep === 0 ? writeFile("done.txt", "done\n") : { text: "Done.\nOUTCOME: built" }) },
+        { name: "ask", match: /TASK-NY-ASK/, script: (c) => (c.turnStep === 0 ? bash("echo needs-you") : { text: "Ran it.\nOUTCOME: built" }) },
+        { name: "hang", match: /TASK-NY-HANG/, script: () => ({ hang: true, textBeforeHang: "Working on it…" }) },
+      ],
+    },
+    // One slot: the worker that asks gives it to the next one.
+    target: { engine: "capture", slots: 1 },
+    repos: [{ "README.md": "# needs-you repo\n" }, { "README.md": "# other repo\n" }],
+    viewport: { width: 1440, height: 900 },
   });
-  engine = await startEngine();
-  // One slot: the worker that asks gives it to the next one.
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 1 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo({ "README.md": "# needs-you repo\n" });
-  otherRepo = makeRepo({ "README.md": "# other repo\n" });
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
-  page.on("pageerror", (err) => console.error("[page error]", err.message));
-  await page.goto(engine.url);
+  ({ engine, page } = setup);
+  [repo, otherRepo] = setup.repos as [string, string];
 });
 
-test.afterAll(async () => {
-  await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "", otherRepo ?? "");
-});
+test.afterAll(() => setup?.close());
 
 test("needs you first: the ask, then running, then queued, then the settled batch; the slot of the ask went to the next worker", async () => {
   const done = await engine.client.workers.startBatch.mutate({
@@ -55,18 +46,7 @@ test("needs you first: the ask, then running, then queued, then the settled batc
   });
   ids.batch = done.batchId;
   // Their edits are approved here (through the API), one by one as they ask.
-  for (const id of done.workerIds)
-    await expect
-      .poll(
-        async () => {
-          const w = await engine.client.workers.get.query({ workerId: id });
-          for (const a of w.asks.filter((x) => x.status === "pending"))
-            await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-          return w.state;
-        },
-        { timeout: 120_000 },
-      )
-      .toBe("built");
+  for (const id of done.workerIds) await approvingPoll(engine, id, (w) => w.state).toBe("built");
   ids.ask = (
     await engine.client.workers.start.mutate({ task: "TASK-NY-ASK: run a command", title: "Asks a person", directory: repo, checks: [{ run: "true" }] })
   ).workerId;
@@ -167,7 +147,7 @@ test("the engine goes away: a banner, every control disabled, timers frozen; sta
   await shot(page, "900-engine-lost");
   await page.setViewportSize({ width: 1440, height: 900 });
 
-  engine = await startEngine(stateDir);
+  engine = setup.engine = await startEngine(stateDir); // the one afterAll ends
   expect(engine.origin).toBe(origin);
   await expect(lost).toBeHidden({ timeout: 30_000 });
   await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();

@@ -4,16 +4,15 @@
 // options shows 10 and a field for the text of one not shown, and the typed answer reaches the worker. (opencode's
 // question tool wants a header and each option's description.) Option text
 // with HTML stays text. Screenshots at 1360 and 560 wide in OCW_SHOTS_DIR (default test-results/screenshots).
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
 import { TOO_MANY_QUESTIONS } from "../shared/ask-view";
-import { bash, startScriptedModel, toolCall, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+import { bash, toolCall, type ScriptedModel } from "../test/fixtures/scripted-model";
+import type { E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (p: Page, name: string) => p.screenshot({ path: path.join(SHOTS, `questions-${name}.png`), fullPage: true });
+const shot = shots("questions-", { fullPage: true });
 
+let setup: ScriptedUi;
 let model: ScriptedModel;
 let engine: E2EEngine;
 let page: Page;
@@ -23,97 +22,88 @@ const toolResults: string[] = [];
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 2,
-    scripts: [
-      {
-        name: "many",
-        match: /TASK-Q-MANY/,
-        // The first turn asks 7 questions at once; the dismissal's note arrives as a steer (a turn of its own).
-        script: (c) =>
-          c.turnStep === 0 && c.userTexts.length === 1
-            ? toolCall("question", {
-                questions: Array.from({ length: 7 }, (_, i) => ({
-                  question: `Many question number ${i + 1}?`,
-                  header: `Q${i + 1}`,
-                  options: [
-                    { label: "Yes", description: "go on" },
-                    { label: "No", description: "stop" },
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        {
+          name: "many",
+          match: /TASK-Q-MANY/,
+          // The first turn asks 7 questions at once; the dismissal's note arrives as a steer (a turn of its own).
+          script: (c) =>
+            c.turnStep === 0 && c.userTexts.length === 1
+              ? toolCall("question", {
+                  questions: Array.from({ length: 7 }, (_, i) => ({
+                    question: `Many question number ${i + 1}?`,
+                    header: `Q${i + 1}`,
+                    options: [
+                      { label: "Yes", description: "go on" },
+                      { label: "No", description: "stop" },
+                    ],
+                  })),
+                })
+              : { text: "OUTCOME: honest-failure — the questions were dismissed" },
+        },
+        {
+          name: "bidi",
+          match: /TASK-Q-BIDI/,
+          script: (c) => (c.turnStep === 0 ? { ...bash("echo safe \u202Etxt.exe"), text: "Thinking\u202E aloud." } : { text: "OUTCOME: built" }),
+        },
+        {
+          name: "plain",
+          match: /TASK-Q-PLAIN/,
+          script: (c) =>
+            c.turnStep === 0
+              ? toolCall("question", {
+                  questions: [
+                    {
+                      question: "Tabs or spaces?",
+                      header: "Indent",
+                      options: [
+                        { label: "Tabs", description: "one tab" },
+                        { label: "Spaces", description: "two spaces" },
+                      ],
+                    },
                   ],
-                })),
-              })
-            : { text: "OUTCOME: honest-failure — the questions were dismissed" },
-      },
-      {
-        name: "bidi",
-        match: /TASK-Q-BIDI/,
-        script: (c) => (c.turnStep === 0 ? { ...bash("echo safe \u202Etxt.exe"), text: "Thinking\u202E aloud." } : { text: "OUTCOME: built" }),
-      },
-      {
-        name: "plain",
-        match: /TASK-Q-PLAIN/,
-        script: (c) =>
-          c.turnStep === 0
-            ? toolCall("question", {
+                })
+              : { text: "OUTCOME: built" },
+        },
+        {
+          name: "wide",
+          match: /TASK-Q-WIDE/,
+          script: (c) => {
+            if (c.turnStep === 0)
+              return toolCall("question", {
                 questions: [
                   {
-                    question: "Tabs or spaces?",
-                    header: "Indent",
-                    options: [
-                      { label: "Tabs", description: "one tab" },
-                      { label: "Spaces", description: "two spaces" },
-                    ],
+                    question: "Which release channel?",
+                    header: "Channel",
+                    options: Array.from({ length: 14 }, (_, i) => ({
+                      label:
+                        i === 0
+                          ? `<img src="http://127.0.0.1:9/px.png"> channel-${i + 1}`
+                          : i === 1
+                            ? `/srv/releases/${"very-long-segment-".repeat(12)}channel.json`
+                            : `channel-${i + 1}`,
+                      description: i === 0 ? "<b>bold?</b> [a link](http://127.0.0.1:9/)" : `the ${i + 1}th channel`,
+                    })),
                   },
                 ],
-              })
-            : { text: "OUTCOME: built" },
-      },
-      {
-        name: "wide",
-        match: /TASK-Q-WIDE/,
-        script: (c) => {
-          if (c.turnStep === 0)
-            return toolCall("question", {
-              questions: [
-                {
-                  question: "Which release channel?",
-                  header: "Channel",
-                  options: Array.from({ length: 14 }, (_, i) => ({
-                    label:
-                      i === 0
-                        ? `<img src="http://127.0.0.1:9/px.png"> channel-${i + 1}`
-                        : i === 1
-                          ? `/srv/releases/${"very-long-segment-".repeat(12)}channel.json`
-                          : `channel-${i + 1}`,
-                    description: i === 0 ? "<b>bold?</b> [a link](http://127.0.0.1:9/)" : `the ${i + 1}th channel`,
-                  })),
-                },
-              ],
-            });
-          toolResults.push(c.lastToolResult ?? "");
-          return { text: "OUTCOME: built" };
+              });
+            toolResults.push(c.lastToolResult ?? "");
+            return { text: "OUTCOME: built" };
+          },
         },
-      },
-    ],
+      ],
+    },
+    target: { engine: "scripted", slots: 2 },
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo();
-  mkdirSync(SHOTS, { recursive: true });
-  page = await openUi(browser, engine);
+  ({ model, engine, page, repo } = setup);
   // Nothing the worker wrote loads anything from elsewhere.
   await page.route("http://127.0.0.1:9/**", (r) => r.abort());
 });
 
-test.afterAll(async () => {
-  await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
-});
+test.afterAll(() => setup?.close());
 
 async function pendingAsk(workerId: string) {
   await expect

@@ -3,15 +3,14 @@
 // round 2's verdict and the history of rounds with the comments; "Continue…" sends a plain follow-up. Screenshots land in
 // OCW_SHOTS_DIR (default test-results/screenshots).
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+import { writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
+import type { E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `gui-review-${name}.png`), fullPage: true });
+const shot = shots("gui-review-", { fullPage: true });
 
+let setup: ScriptedUi;
 let model: ScriptedModel;
 let engine: E2EEngine;
 let page: Page;
@@ -20,40 +19,32 @@ let repo: string;
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 2,
-    scripts: [
-      {
-        name: "review",
-        match: /TASK-GUI-REVIEW/,
-        script: (c) => {
-          const round = c.userTexts.length;
-          if (c.turnStep > 0) return { text: round === 1 ? "Wrote the list.\nOUTCOME: built" : "Applied the review.\nOUTCOME: built" };
-          if (round === 1) return writeFile("src/list.txt", "alpha\nbeta\ngamma\n");
-          if (round === 2) return writeFile("src/list.txt", "alpha\nBETA\nGAMMA\n");
-          return writeFile("src/list.txt", "alpha\nBETA\nGAMMA\ndelta\n");
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        {
+          name: "review",
+          match: /TASK-GUI-REVIEW/,
+          script: (c) => {
+            const round = c.userTexts.length;
+            if (c.turnStep > 0) return { text: round === 1 ? "Wrote the list.\nOUTCOME: built" : "Applied the review.\nOUTCOME: built" };
+            if (round === 1) return writeFile("src/list.txt", "alpha\nbeta\ngamma\n");
+            if (round === 2) return writeFile("src/list.txt", "alpha\nBETA\nGAMMA\n");
+            return writeFile("src/list.txt", "alpha\nBETA\nGAMMA\ndelta\n");
+          },
         },
-      },
-    ],
+      ],
+    },
+    target: { engine: "scripted", slots: 2 },
+    // Writes are approved by a policy rule: this test is about what happens after the verdict.
+    policies: [{ tool: "edit", pattern: "*", decision: "once" }],
+    repos: [{ "README.md": "# review repo\n" }],
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
-    activate: true,
-  });
-  // Writes are approved by a policy rule: this test is about what happens after the verdict.
-  await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
-  repo = makeRepo({ "README.md": "# review repo\n" });
-  mkdirSync(SHOTS, { recursive: true });
-  page = await openUi(browser, engine);
+  ({ model, engine, page, repo } = setup);
 });
 
-test.afterAll(async () => {
-  await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
-});
+test.afterAll(() => setup?.close());
 
 /** Hovers a line of the diff's new version and opens its comment editor with the + beside the line number. */
 async function commentOnLine(line: number, body: string) {

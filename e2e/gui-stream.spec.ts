@@ -2,43 +2,38 @@
 // a page opened while the worker writes shows everything written so far (the engine keeps the text of a part still
 // streaming; before, a page opened mid-stream started from the next word), then the text grows, each word once, in
 // order, with no gap, while the worker streams. Its task tab says the held-back checks and scope in words. Screenshots in OCW_SHOTS_DIR (default test-results/screenshots).
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { startScriptedModel, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+import type { ScriptedModel } from "../test/fixtures/scripted-model";
+import { openUi, type E2EEngine } from "./engine";
+import { scriptedEngine, shots, type ScriptedEngine } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
+const shot = shots("gui-stream-", { fullPage: false });
 
 // Distinct words, so a word shown twice, out of order or missing is seen. 20 ms a word: about 40 s of text, far more
 // than the test watches, in one text part with no line break (one transcript row).
 const WORDS = 2_000;
 const TEXT = Array.from({ length: WORDS }, (_, i) => `w${i}`).join(" ");
 
+let setup: ScriptedEngine;
 let model: ScriptedModel;
 let engine: E2EEngine;
 let page: Page;
 let repo: string;
 
 test.beforeAll(async () => {
-  model = await startScriptedModel({
-    chunkDelayMs: 20,
-    scripts: [{ name: "stream", match: /TASK-STREAM/, script: () => ({ text: `${TEXT}\nOUTCOME: honest-failure — test` }) }],
+  setup = await scriptedEngine({
+    model: {
+      chunkDelayMs: 20,
+      scripts: [{ name: "stream", match: /TASK-STREAM/, script: () => ({ text: `${TEXT}\nOUTCOME: honest-failure — test` }) }],
+    },
+    target: { engine: "scripted", slots: 2 },
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo();
-  mkdirSync(SHOTS, { recursive: true });
+  ({ model, engine, repo } = setup);
 });
 
 test.afterAll(async () => {
   await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
+  await setup?.close();
 });
 
 /** The streamed text the transcript shows: the rows of the text part, in order (long text is cut into rows). */
@@ -83,7 +78,7 @@ test("a transcript opened mid-stream shows the text so far, then grows word by w
   const later = wordIndices(await shownText(page));
   expect(later, "every word once, in order, none missing").toEqual(Array.from({ length: later.length }, (_, i) => i));
   expect((await engine.client.workers.get.query({ workerId })).state).toBe("running");
-  await page.screenshot({ path: path.join(SHOTS, "gui-stream-transcript.png") });
+  await shot(page, "transcript");
 
   // The task's rules in words, not JSON.
   await page.getByRole("tab", { name: "Task & checks" }).click();
@@ -91,5 +86,5 @@ test("a transcript opened mid-stream shows the text so far, then grows word by w
   await expect(rules.getByRole("listitem")).toHaveText(["test -f out.txt exits 0 within 30 s", "greeting: file out.txt matches /^ok/"]);
   await expect(page.getByText("may change only out.txt")).toBeVisible();
   await expect(page.locator(".task-view")).not.toContainText("{");
-  await page.screenshot({ path: path.join(SHOTS, "gui-stream-task.png") });
+  await shot(page, "task");
 });

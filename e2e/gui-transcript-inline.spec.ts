@@ -4,15 +4,15 @@
 // the ask, the decision ("Approved once by you (gui)"), the steer ("You steered") and the text the model wrote after
 // it; each a row of its own, named for a screen reader, and no separate steer list under it. Screenshot in
 // OCW_SHOTS_DIR (default test-results/screenshots).
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+import { writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
+import { openUi, type E2EEngine } from "./engine";
+import { SHOTS, scriptedEngine, type ScriptedEngine } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
 const STEER = "STEER-INLINE: also print the version";
 
+let setup: ScriptedEngine;
 let model: ScriptedModel;
 let engine: E2EEngine;
 let page: Page;
@@ -21,36 +21,31 @@ let releaseSteer!: () => void;
 const steerGate = new Promise<void>((r) => (releaseSteer = r));
 
 test.beforeAll(async () => {
-  model = await startScriptedModel({
-    chunkDelayMs: 2,
-    scripts: [
-      {
-        name: "inline",
-        match: /TASK-INLINE/,
-        script: async (c) => {
-          if (c.userTexts.some((t) => t.includes("STEER-INLINE"))) return { text: "Followed the steer: version printed too.\nOUTCOME: built" };
-          if (c.turnStep === 0) return { ...writeFile("cli.js", "console.log('hi');\n"), text: "Plan: write cli.js." };
-          await steerGate; // hold the next request until the page has sent its steer
-          return { text: "Wrote cli.js." };
+  setup = await scriptedEngine({
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        {
+          name: "inline",
+          match: /TASK-INLINE/,
+          script: async (c) => {
+            if (c.userTexts.some((t) => t.includes("STEER-INLINE"))) return { text: "Followed the steer: version printed too.\nOUTCOME: built" };
+            if (c.turnStep === 0) return { ...writeFile("cli.js", "console.log('hi');\n"), text: "Plan: write cli.js." };
+            await steerGate; // hold the next request until the page has sent its steer
+            return { text: "Wrote cli.js." };
+          },
         },
-      },
-    ],
+      ],
+    },
+    target: { engine: "scripted", slots: 2 },
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo();
-  mkdirSync(SHOTS, { recursive: true });
+  ({ model, engine, repo } = setup);
 });
 
 test.afterAll(async () => {
   releaseSteer?.();
   await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
+  await setup?.close();
 });
 
 /** The transcript's rows, in their order on screen (the list is virtualised: rows are placed by index). */

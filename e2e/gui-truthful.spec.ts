@@ -5,12 +5,13 @@
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { bash, startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
+import { bash, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
+import { approvingPoll, type E2EEngine, type WorkerView } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `truthful-${name}.png`), fullPage: false });
+const shot = shots("truthful-", { fullPage: false });
 
+let setup: ScriptedUi;
 let model: ScriptedModel;
 let engine: E2EEngine;
 let page: Page;
@@ -19,53 +20,31 @@ let repo: string;
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 1,
-    scripts: [
-      // A long shell command; resumed, the model works on (and hangs) so the worker is running again.
-      { name: "toolhang", match: /TASK-TR-TOOL/, script: (c) => (c.userTexts.length === 1 ? bash("sleep 600") : { hang: true, textBeforeHang: "Resumed." }) },
-      {
-        name: "merge",
-        match: /TASK-TR-MERGE/,
-        script: (c) => (c.turnStep === 0 ? writeFile("merged.txt", "merged\n") : { text: "Wrote it.\nOUTCOME: built" }),
-      },
-    ],
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 1,
+      scripts: [
+        // A long shell command; resumed, the model works on (and hangs) so the worker is running again.
+        { name: "toolhang", match: /TASK-TR-TOOL/, script: (c) => (c.userTexts.length === 1 ? bash("sleep 600") : { hang: true, textBeforeHang: "Resumed." }) },
+        {
+          name: "merge",
+          match: /TASK-TR-MERGE/,
+          script: (c) => (c.turnStep === 0 ? writeFile("merged.txt", "merged\n") : { text: "Wrote it.\nOUTCOME: built" }),
+        },
+      ],
+    },
+    target: { engine: "capture", slots: 2 },
+    inactiveTargets: ["spare"],
+    repos: [{ "README.md": "# truthful repo\n" }],
+    viewport: { width: 1440, height: 900 },
   });
-  engine = await startEngine();
-  const target = (id: string) => ({
-    id,
-    model: "scripted-1",
-    endpoint: model.url,
-    serving: { engine: "capture" as const, endpoints: [], slots: 2 },
-    checks: [],
-  });
-  await engine.client.targets.save.mutate({ target: target("spare"), activate: false });
-  await engine.client.targets.save.mutate({ target: target("scripted"), activate: true });
-  repo = makeRepo({ "README.md": "# truthful repo\n" });
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
-  page.on("pageerror", (err) => console.error("[page error]", err.message));
-  await page.goto(engine.url);
+  ({ model, engine, page, repo } = setup);
 });
 
-test.afterAll(async () => {
-  await page?.context().close();
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
-});
+test.afterAll(() => setup?.close());
 
-async function approveAll(workerId: string, until: (w: Awaited<ReturnType<E2EEngine["client"]["workers"]["get"]["query"]>>) => boolean) {
-  await expect
-    .poll(
-      async () => {
-        const w = await engine.client.workers.get.query({ workerId });
-        for (const a of w.asks.filter((x) => x.status === "pending"))
-          await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-        return until(w);
-      },
-      { timeout: 120_000 },
-    )
-    .toBe(true);
+async function approveAll(workerId: string, until: (w: WorkerView) => boolean) {
+  await approvingPoll(engine, workerId, until).toBe(true);
 }
 
 test("title from the task; targets deletable (not while in use); Stop puts focus on Resume; a tool cut off by the stop is not 'running' after Resume", async () => {

@@ -2,19 +2,18 @@
 // stand-in. Diffs people can read (in approval cards and the diff tab), verdict chips that do not contradict
 // themselves, submission order, a narrow window, and honest states when the model server or the engine goes away.
 // The target is saved through the API (the setup wizard has its own suite). Screenshots land in test-results/screenshots.
-import path from "node:path";
 import { expect, test, type Locator, type Page } from "@playwright/test";
-import { editFile, readFile, startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
+import { editFile, readFile, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
+import type { E2EEngine } from "./engine";
+import { scriptedEngine, shots, type ScriptedEngine } from "./scripted-setup";
 
-// OCW_SHOTS_DIR keeps a run's screenshots apart (global setup empties the shared folder on every run).
-const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `gui-${name}.png`), fullPage });
+const shot = shots("gui-", { fullPage: true });
 
 const BIG =
   Array.from({ length: 80 }, (_, i) => `line ${String(i + 1).padStart(2, "0")} of the generated file, long enough to need some room on screen`).join("\n") +
   "\n";
 
+let setup: ScriptedEngine;
 let model: ScriptedModel;
 let engine: E2EEngine;
 let page: Page;
@@ -25,53 +24,54 @@ const orderGate = new Promise<void>((r) => (releaseOrder = r));
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({
-    chunkDelayMs: 2,
-    scripts: [
-      {
-        name: "newfile",
-        match: /TASK-GUI-NEW/,
-        script: (ctx) => (ctx.turnStep === 0 ? writeFile("big.txt", BIG) : { text: "Wrote big.txt.\nOUTCOME: built" }),
-      },
-      {
-        name: "edit",
-        match: /TASK-GUI-EDIT/,
-        script: (ctx) =>
-          ctx.turnStep === 0
-            ? readFile("cli.js")
-            : ctx.turnStep === 1
-              ? editFile("cli.js", 'console.log("hello");', 'console.log("hello, world");')
-              : { text: "Edited cli.js.\nOUTCOME: built" },
-      },
-      {
-        name: "liar",
-        match: /TASK-GUI-LIAR/,
-        script: (ctx) => (ctx.turnStep === 0 ? writeFile("b.txt", "gamma\n") : { text: "b.txt has beta in it.\nOUTCOME: built" }),
-      },
-      {
-        name: "hang",
-        match: /TASK-GUI-HANG/,
-        script: () => ({ hang: true, textBeforeHang: "Working on it…" }),
-      },
-      {
-        name: "order",
-        match: /TASK-GUI-ORDER/,
-        script: async () => {
-          await orderGate;
-          return { text: "Nothing to do.\nOUTCOME: honest-failure — ordering test" };
+  setup = await scriptedEngine({
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        {
+          name: "newfile",
+          match: /TASK-GUI-NEW/,
+          script: (ctx) => (ctx.turnStep === 0 ? writeFile("big.txt", BIG) : { text: "Wrote big.txt.\nOUTCOME: built" }),
         },
+        {
+          name: "edit",
+          match: /TASK-GUI-EDIT/,
+          script: (ctx) =>
+            ctx.turnStep === 0
+              ? readFile("cli.js")
+              : ctx.turnStep === 1
+                ? editFile("cli.js", 'console.log("hello");', 'console.log("hello, world");')
+                : { text: "Edited cli.js.\nOUTCOME: built" },
+        },
+        {
+          name: "liar",
+          match: /TASK-GUI-LIAR/,
+          script: (ctx) => (ctx.turnStep === 0 ? writeFile("b.txt", "gamma\n") : { text: "b.txt has beta in it.\nOUTCOME: built" }),
+        },
+        {
+          name: "hang",
+          match: /TASK-GUI-HANG/,
+          script: () => ({ hang: true, textBeforeHang: "Working on it…" }),
+        },
+        {
+          name: "order",
+          match: /TASK-GUI-ORDER/,
+          script: async () => {
+            await orderGate;
+            return { text: "Nothing to do.\nOUTCOME: honest-failure — ordering test" };
+          },
+        },
+      ],
+    },
+    target: { engine: "capture", slots: 3 },
+    repos: [
+      {
+        "README.md": "# gui repo\n",
+        "cli.js": '#!/usr/bin/env node\nconst args = process.argv.slice(2);\nconsole.log("hello");\nprocess.exit(0);\n',
       },
     ],
   });
-  engine = await startEngine();
-  await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 3 }, checks: [] },
-    activate: true,
-  });
-  repo = makeRepo({
-    "README.md": "# gui repo\n",
-    "cli.js": '#!/usr/bin/env node\nconst args = process.argv.slice(2);\nconsole.log("hello");\nprocess.exit(0);\n',
-  });
+  ({ model, engine, repo } = setup);
   page = await (await browser.newContext()).newPage();
   page.on("pageerror", (err) => console.error("[page error]", err.message));
   page.on("console", (m) => {
@@ -79,13 +79,10 @@ test.beforeAll(async ({ browser }) => {
   });
 });
 
-let modelClosed = false;
 test.afterAll(async () => {
   releaseOrder?.();
   await page?.context().close();
-  await engine?.kill();
-  if (!modelClosed) await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
+  await setup?.close(); // a model closed by a test is closed again: no harm
 });
 
 /** Every element's box lies inside the viewport's width (nothing pushed off to the right). */
@@ -265,7 +262,6 @@ test("a dead model server is not shown as ready: its interrupted worker says why
     .toBe(true);
   await expect(page.getByLabel("health of scripted: ready")).toBeVisible();
   await model.close();
-  modelClosed = true;
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 90_000 }).toBe("interrupted");
   await expect(page.getByLabel("health of scripted: model server down")).toBeVisible();
   await expect(page.getByLabel("health of scripted: ready")).toHaveCount(0);
