@@ -58,13 +58,16 @@ const STARTS_PROCESSES = [
   "electron/open-worker.test.ts",
 ];
 
+/** Unit files that hold the machine for seconds by design (an attacker's floods of connections): in the `unit` tier only. */
+const FLOODS = ["engine/net/egress-attack-2.test.ts"];
+
 /**
  * The benchmark after a model server starts or is captured (OCW_SETUP_BENCH_SEC, 30 s by default) is off in tests: a test of
  * another feature would wait for it, and a scripted model would answer its requests. Its own tests turn it on.
  */
 const env = { OCW_SETUP_BENCH_SEC: "0" };
 
-/** The unit files (the `pure` tier is these less NEEDS_TOOLS and STARTS_PROCESSES). */
+/** The unit files (the `pure` tier is these less NEEDS_TOOLS, STARTS_PROCESSES and FLOODS). */
 const UNIT_FILES = [
   "shared/**/*.test.ts",
   "engine/**/*.test.ts",
@@ -99,7 +102,7 @@ export default defineConfig({
           maxWorkers: 6,
           sequence: { groupOrder: 2 },
           include: UNIT_FILES,
-          exclude: [...UNIT_EXCLUDE, ...NEEDS_TOOLS, ...STARTS_PROCESSES],
+          exclude: [...UNIT_EXCLUDE, ...NEEDS_TOOLS, ...STARTS_PROCESSES, ...FLOODS],
           testTimeout: 20_000,
         },
       },

@@ -395,14 +395,13 @@ describe("what is held, and for how long", () => {
       for (let i = 0; i < 200; i++) hold(`CONNECT n${i}.slow.example.com:443 HTTP/1.1\r\nproxy-authorization: ${auth}\r\n\r\n`);
       for (let i = 0; i < 100 && up.state.open < 560; i++) await settle(50);
       expect(up.state.open).toBeGreaterThanOrEqual(560);
-      const t0 = Date.now();
+      // Answered while the flood is still held (it never ends by itself): a stalled proxy answers nothing within raw's limit.
       const g = await raw(
         port,
         `GET http://pub.example.com:${up.port}/ok HTTP/1.1\r\nhost: pub.example.com\r\nproxy-authorization: ${auth}\r\nconnection: close\r\n\r\n`,
         5000,
       );
       expect(first(g)).toBe("HTTP/1.1 200 OK");
-      expect(Date.now() - t0).toBeLessThan(2000);
     } finally {
       for (const s of held) s.destroy();
       await p.close();
