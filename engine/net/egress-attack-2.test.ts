@@ -334,11 +334,10 @@ describe("what is held, and for how long", () => {
     const up = await countingUpstream();
     const { p, port, auth } = await proxy();
     try {
-      const t0 = Date.now();
+      // Within raw's limit (the old proxy answered nothing: the fetch waited until it gave up).
       const g = await raw(port, `GET http://pub.example.com:${up.port}/101 HTTP/1.1\r\nhost: pub.example.com\r\nproxy-authorization: ${auth}\r\n\r\n`, 3000);
       expect(first(g)).toBe("HTTP/1.1 502 Bad Gateway");
       expect(g).toMatch(/it answered with status 101/);
-      expect(Date.now() - t0).toBeLessThan(2000);
       await settle(100);
       expect(up.state.open).toBe(0);
     } finally {
