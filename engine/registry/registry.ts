@@ -84,6 +84,9 @@ export class WorkerRegistry {
     const event = { ...body, workerId, seq: (prev?.lastSeq ?? 0) + 1, ts: Date.now(), busSeq: this.opts.bus.nextSeq } as WorkerEvent;
     this.opts.logs.append(event);
     const next = reduceWorker(prev, event);
+    // An event of a worker at rest (a merge, a discard, a landing) opened its log again: close it, or every finished
+    // worker a person merges or discards keeps a file open for as long as the engine runs.
+    if (prev && isAtRest(prev.state) && isAtRest(next.state)) this.opts.logs.release(workerId);
     this.workers.set(workerId, next);
     this.rt(workerId).heard(event.ts);
     this.opts.bus.publish(event);
