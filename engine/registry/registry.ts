@@ -171,6 +171,18 @@ export class WorkerRegistry {
     return port && w ? { port, directory: this.workspaceOf(w)?.cwd } : null;
   }
 
+  /**
+   * Deletes the worker's session in opencode (its messages, parts and events: ~25 KB of opencode's database a worker,
+   * kept for good otherwise), then disposes the instance the deletion loaded for its folder. Failures are ignored.
+   */
+  async deleteSession(workerId: string): Promise<void> {
+    const w = this.workers.get(workerId);
+    const c = this.portOf(workerId);
+    if (!w?.sessionId || !c) return;
+    await c.port.deleteSession({ sessionID: w.sessionId, directory: c.directory });
+    if (c.directory) await c.port.dispose({ directory: c.directory });
+  }
+
   /** Aborts the worker's session in opencode, if it has one (its bash children end with it); failures are ignored. */
   async abortSession(workerId: string): Promise<void> {
     const w = this.workers.get(workerId);

@@ -198,6 +198,20 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.close();
   });
 
+  it("a discarded worker's session is deleted in opencode (its messages and events do not stay in opencode's database)", async () => {
+    const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const { workerId } = await engine.start({ task: "TASK-FAIL", directory: repo() });
+    const w = await until(engine, workerId, (x) => x.state === "error");
+    const server = fake.servers[0]!;
+    expect(server.sessions.has(w.sessionId!)).toBe(true);
+    await engine.discard(workerId);
+    const end = Date.now() + 5000;
+    while (server.sessions.has(w.sessionId!) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    expect(server.calls.filter((c) => c.method === "session.delete").map((c) => c.args.sessionID)).toEqual([w.sessionId]);
+    expect(server.sessions.has(w.sessionId!)).toBe(false);
+    await engine.close();
+  });
+
   it("stop during a run → stopped, never graded; resume continues in the same session → built", async () => {
     const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
     const { workerId } = await engine.start({ task: "TASK-HANG", directory: repo(), checks: [{ file: "a.txt" }] });

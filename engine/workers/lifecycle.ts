@@ -212,6 +212,8 @@ export class WorkspaceLifecycle {
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     if (ws) this.dropGradedStore(ws.repo);
+    // Its session in opencode goes too (the transcript is in the worker's log); the discard does not wait on opencode.
+    void this.reg.deleteSession(workerId).catch(() => undefined);
     return this.reg.get(workerId);
   }
 
