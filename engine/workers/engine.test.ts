@@ -2,7 +2,7 @@
 // asks and grants, stop/resume, budgets, shutdown and recovery, in milliseconds. Real git, real grading; only opencode
 // and the model are played. The real boundary is covered by test/integration (real `opencode serve`).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -209,6 +209,28 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     while (server.sessions.has(w.sessionId!) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
     expect(server.calls.filter((c) => c.method === "session.delete").map((c) => c.args.sessionID)).toEqual([w.sessionId]);
     expect(server.sessions.has(w.sessionId!)).toBe(false);
+    await engine.close();
+  });
+
+  it("a repository's graded objects whose removal was put off (a worker elsewhere was at work) go at the next cleanup", async () => {
+    const stateDir = mkdtempSync(path.join(tmp, "s-"));
+    const { engine } = engineIn(stateDir);
+    const [one, two] = [repo(), repo()];
+    const a = await engine.start({ task: "TASK-EDIT", directory: one, checks: [{ file: "a.txt" }] });
+    const asked = await until(engine, a.workerId, (w) => pending(w).length === 1);
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    await until(engine, a.workerId, (w) => w.state === "built");
+    const graded = path.join(stateDir, "repos", "graded", `${path.basename(one)}-`);
+    const store = () => readdirSync(path.dirname(graded)).filter((n) => n.startsWith(path.basename(graded)));
+    expect(store()).toHaveLength(1);
+    const b = await engine.start({ task: "TASK-HANG", directory: two, checks: [] });
+    await until(engine, b.workerId, (w) => w.state === "running");
+    await engine.discard(a.workerId); // the last of its repository's workers, but b is at work: its objects stay for now
+    expect(store()).toHaveLength(1);
+    await engine.stop(b.workerId, "by test");
+    await until(engine, b.workerId, (w) => w.state === "stopped");
+    await engine.collectGarbage();
+    expect(store()).toHaveLength(0);
     await engine.close();
   });
 

@@ -252,13 +252,13 @@ export class WorkspaceLifecycle {
 
   /**
    * Removes the workspaces of finished workers older than the retention: merged, failed, stopped, interrupted or
-   * errored ones. Built but unmerged work is kept until it is merged or discarded.
+   * errored ones. Built but unmerged work is kept until it is merged or discarded. Then every graded store nothing
+   * needs any more (see dropGradedStore) goes.
    */
   async collectGarbage(now = Date.now()): Promise<string[]> {
     const days = this.retentionDays();
-    if (!(days > 0)) return [];
     const done: string[] = [];
-    for (const w of this.reg.list()) {
+    for (const w of days > 0 ? this.reg.list() : []) {
       if (!isAtRest(w.state) || w.discarded || (w.state === "built" && !w.merged)) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 86_400_000) continue;
       const ws = this.reg.workspaceOf(w);
@@ -266,6 +266,9 @@ export class WorkspaceLifecycle {
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
+    // A graded store whose removal was put off when its repository's last worker went (a worker elsewhere was at work
+    // then) is removed now, where nothing needs it any more: else it stayed until the engine's next discard there.
+    for (const repo of new Set(this.reg.list().map((w) => w.repo))) if (repo) this.dropGradedStore(repo);
     return done;
   }
 }
