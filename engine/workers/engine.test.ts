@@ -234,6 +234,18 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.close();
   });
 
+  it("a discarded worker is not resumed (its workspace and session are gone, and it could never be merged): retry it instead", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const { workerId } = await engine.start({ task: "TASK-HANG", directory: repo(), checks: [{ file: "a.txt" }] });
+    await until(engine, workerId, (w) => w.state === "running");
+    await engine.stop(workerId, "by test");
+    await until(engine, workerId, (w) => w.state === "stopped");
+    await engine.discard(workerId);
+    await expect(engine.resume(workerId)).rejects.toThrow(/was discarded: nothing is left to resume; retry it/);
+    expect(engine.get(workerId).state).toBe("stopped");
+    await engine.close();
+  });
+
   it("stop during a run → stopped, never graded; resume continues in the same session → built", async () => {
     const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
     const { workerId } = await engine.start({ task: "TASK-HANG", directory: repo(), checks: [{ file: "a.txt" }] });

@@ -606,6 +606,8 @@ export class Engine {
   /** Continues a stopped/interrupted/error worker in its same session (or from scratch when it never got one). */
   async resume(workerId: string, message?: string): Promise<Worker> {
     const w = this.get(workerId);
+    // Its workspace and opencode session went with the discard, and a discarded worker's work is never merged.
+    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to resume; retry it to start the task again`, "conflict");
     if (!["stopped", "interrupted", "error"].includes(w.state)) {
       const graded = w.state === "built" || w.state === "honest-failure";
       throw new InputError(
