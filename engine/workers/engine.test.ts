@@ -198,17 +198,28 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.close();
   });
 
-  it("a discarded worker's session is deleted in opencode (its messages and events do not stay in opencode's database)", async () => {
+  it("a discarded or merged worker's session is deleted in opencode (its messages and events do not stay in opencode's database)", async () => {
     const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
-    const { workerId } = await engine.start({ task: "TASK-FAIL", directory: repo() });
-    const w = await until(engine, workerId, (x) => x.state === "error");
+    const dir = repo();
+    const a = await engine.start({ task: "TASK-FAIL", directory: dir });
+    const failed = await until(engine, a.workerId, (x) => x.state === "error");
+    const b = await engine.start({ task: "TASK-EDIT", directory: dir, checks: [{ file: "a.txt" }] });
+    const asked = await until(engine, b.workerId, (w) => pending(w).length === 1);
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    const built = await until(engine, b.workerId, (w) => w.state === "built");
     const server = fake.servers[0]!;
-    expect(server.sessions.has(w.sessionId!)).toBe(true);
-    await engine.discard(workerId);
-    const end = Date.now() + 5000;
-    while (server.sessions.has(w.sessionId!) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-    expect(server.calls.filter((c) => c.method === "session.delete").map((c) => c.args.sessionID)).toEqual([w.sessionId]);
-    expect(server.sessions.has(w.sessionId!)).toBe(false);
+    const gone = async (id: string) => {
+      const end = Date.now() + 5000;
+      while (server.sessions.has(id) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+      return !server.sessions.has(id);
+    };
+    expect(server.sessions.has(failed.sessionId!)).toBe(true);
+    await engine.discard(a.workerId);
+    expect(await gone(failed.sessionId!)).toBe(true);
+    expect(server.sessions.has(built.sessionId!)).toBe(true);
+    await engine.merge(b.workerId);
+    expect(await gone(built.sessionId!)).toBe(true);
+    expect(server.calls.filter((c) => c.method === "session.delete").map((c) => c.args.sessionID)).toEqual([failed.sessionId, built.sessionId]);
     await engine.close();
   });
 

@@ -229,6 +229,9 @@ export class WorkspaceLifecycle {
       await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
       this.dropGradedStore(ws.repo);
+      // A merged worker never runs again (no resume, no follow-up): its opencode session goes too. Others tidied for
+      // their age may still be resumed in theirs.
+      if (w.merged) void this.reg.deleteSession(workerId).catch(() => undefined);
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${(err as Error).message}`);
     }
