@@ -1,3 +1,3 @@
 // The budgets' surface: wall-clock and token budgets, the watchdog.
 // Code outside engine/budgets/ imports only this file (scripts/layers.mjs).
-export { Budgets, type Clock } from "./budgets";
+export { Budgets, type Clock, realClock } from "./budgets";

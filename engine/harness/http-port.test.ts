@@ -85,6 +85,7 @@ describe("what goes out", () => {
     await p.replyPermission({ requestID: "per_1", directory: d, reply: "reject", message: "no" });
     await p.replyQuestion({ requestID: "que_1", directory: d, answers: [["a"], ["b", "c"]] });
     await p.rejectQuestion({ requestID: "que_1", directory: d });
+    await p.deleteSession({ sessionID: "ses_1", directory: d });
     await p.dispose({ directory: d });
     next = { status: 200, body: "{}" };
     await p.sessionStatus({ directory: d });
@@ -108,6 +109,7 @@ describe("what goes out", () => {
     replyPermission: (a: { requestID: string; directory: string; reply: "once" | "reject"; message?: string }) => c.permission.reply(a),
     replyQuestion: (a: { requestID: string; directory: string; answers: string[][] }) => c.question.reply(a),
     rejectQuestion: (a: { requestID: string; directory: string }) => c.question.reject(a),
+    deleteSession: (a: { sessionID: string; directory: string }) => c.session.delete(a),
     dispose: (a: { directory: string }) => c.instance.dispose(a),
     sessionStatus: (a: { directory: string }) => c.session.status(a),
     messages: (a: { sessionID: string; directory: string }) => c.session.messages(a),
@@ -121,7 +123,7 @@ describe("what goes out", () => {
     const sdk = seen.splice(0);
     await calls(httpPort({ url, authorization: "Basic b3BlbmNvZGU6cHc=" }));
     const ours = seen.splice(0);
-    expect(ours.length).toBe(13);
+    expect(ours.length).toBe(14);
     // The query's encoding of the folder may differ (%20 or +); what opencode reads from it may not.
     const norm = (r: (typeof ours)[number]) => {
       const u = new URL(r.url, "http://x");

@@ -27,7 +27,7 @@ type Answer = { status: number; body: Buffer } | { error: unknown };
 function send(
   agent: http.Agent,
   t: HttpTarget,
-  method: "GET" | "POST",
+  method: "GET" | "POST" | "DELETE",
   route: string,
   directory: string | undefined,
   body: unknown,
@@ -106,6 +106,7 @@ export function httpPort(t: HttpTarget): OpencodePort & { agents(a: { directory:
     rejectQuestion: ({ requestID, directory }, o) => post(`/question/${id(requestID)}/reject`, directory, undefined, o?.signal),
     permissions: ({ directory }) => get("/permission", directory, same<PermissionRequest[]>),
     questions: ({ directory }) => get("/question", directory, same<QuestionRequest[]>),
+    deleteSession: ({ sessionID, directory }) => send(agent, t, "DELETE", `/session/${id(sessionID)}`, directory, undefined).then((a) => result<void>(a)),
     dispose: ({ directory }) => post("/instance/dispose", directory, undefined),
     close: () => agent.destroy(),
   };

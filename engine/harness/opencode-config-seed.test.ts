@@ -59,7 +59,9 @@ describe("opencode serve with its own home", () => {
         mkdirSync(d);
         return d;
       });
-      await Promise.all(dirs.map((directory) => server.port!.createSession({ directory, title: "t" })));
+      // Each session's instance boots (reads the config dir); serve logs warnings only, so the answers are the proof.
+      const made = await Promise.all(dirs.map((directory) => server.port!.createSession({ directory, title: "t" })));
+      expect(made.map((r) => r.ok)).toEqual([true, true, true]);
       await new Promise((r) => setTimeout(r, 1500));
     } finally {
       await server.stop();
@@ -69,7 +71,6 @@ describe("opencode serve with its own home", () => {
     expect(existsSync(lock), "opencode took the npm-install lock of its config dir: it is installing the plugin SDK").toBe(false);
     const log = readFileSync(path.join(home, ".local", "share", "opencode", "log", "opencode.log"), "utf8");
     expect(log).not.toMatch(/dependency install failed/);
-    expect(log).toMatch(/opencode\.jsonc/); // the config dir was read: the boots happened
   }, 90_000);
 });
 

@@ -2,12 +2,12 @@
 // starts are scripted by a file: a crash is said once as `down`, a restart that fails is tried again until one holds,
 // concurrent starts share one process, and a stop ends it with no restart. The real serve's kill -9 is
 // test/integration/recovery.test.ts.
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanup, tempDir } from "../../test/helpers";
 import { pidAlive } from "../process";
-import { OpencodeServer } from "./opencode-server";
+import { OPENCODE_LOG_CAP, OpencodeServer } from "./opencode-server";
 
 const tmps: string[] = [];
 const servers: OpencodeServer[] = [];
@@ -34,6 +34,7 @@ function standIn(dir: string, plan: string[], streams: string[] = []): { starts:
     `#!${process.execPath}
 const fs = require("node:fs"), http = require("node:http");
 const n = Number(fs.readFileSync(${JSON.stringify(counter)}, "utf8")) + 1;
+fs.writeFileSync(${JSON.stringify(path.join(dir, "argv"))}, JSON.stringify(process.argv.slice(2)));
 fs.writeFileSync(${JSON.stringify(counter)}, String(n));
 const fate = fs.readFileSync(${JSON.stringify(path.join(dir, "plan"))}, "utf8").split("\\n")[n - 1] ?? "ok";
 if (fate === "fail") { process.stderr.write("start " + n + " fails\\n"); process.exit(1); }
@@ -103,6 +104,22 @@ describe("OpencodeServer on the one supervisor", () => {
     expect(s.pid).not.toBe(first);
     expect(s.port).not.toBeNull();
   }, 120_000);
+
+  it("opencode's log stays bounded: serve logs warnings only, and a log past the cap is moved aside at the next start", async () => {
+    const dir = tempDir("oc-sup");
+    tmps.push(dir);
+    standIn(dir, ["ok"]);
+    const home = path.join(dir, "home");
+    // opencode appends every run to this one file (XDG_DATA_HOME/opencode/log): INFO lines, ~4 KB per worker.
+    const log = path.join(home, ".local/share/opencode/log/opencode.log");
+    mkdirSync(path.dirname(log), { recursive: true });
+    writeFileSync(log, "");
+    truncateSync(log, OPENCODE_LOG_CAP + 1);
+    await server(home).start();
+    expect(JSON.parse(readFileSync(path.join(dir, "argv"), "utf8"))).toContain("--log-level=WARN");
+    expect(statSync(`${log}.1`).size).toBe(OPENCODE_LOG_CAP + 1);
+    expect(existsSync(log) ? statSync(log).size : 0).toBe(0);
+  }, 60_000);
 
   it("concurrent starts share one serve; a stop ends it and nothing restarts it", async () => {
     const dir = tempDir("oc-sup");

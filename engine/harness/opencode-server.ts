@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -32,6 +32,21 @@ export function opencodeBinary(): string {
   const bin = path.join(path.dirname(pkg), "bin", "opencode.exe");
   if (!existsSync(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
   return bin;
+}
+
+/** opencode's log past this size is moved aside (one earlier file kept) when its serve starts. */
+export const OPENCODE_LOG_CAP = 8 * 2 ** 20;
+
+/**
+ * opencode appends every run to one log file (XDG_DATA_HOME/opencode/log/opencode.log), never trimmed: past the cap it
+ * becomes opencode.log.1 (replacing the one before), so what the state dir holds of it stays under twice the cap.
+ */
+function rotateLog(file: string): void {
+  try {
+    if (statSync(file).size > OPENCODE_LOG_CAP) renameSync(file, `${file}.1`);
+  } catch {
+    /* none yet, or not ours to move: opencode appends to it as before */
+  }
 }
 
 export interface OpencodeServerOptions {
@@ -163,7 +178,8 @@ export class OpencodeServer extends EventEmitter {
 
   /** opencode serve's command line: inside its sandbox when confined. */
   private command(): { file: string; args: string[]; env: Record<string, string> } {
-    const argv = [opencodeBinary(), "serve", "--hostname=127.0.0.1", "--port=0"];
+    // Warnings and errors only: its INFO lines (~4 KB per worker) grew its one log file for as long as the engine ran.
+    const argv = [opencodeBinary(), "serve", "--hostname=127.0.0.1", "--port=0", "--log-level=WARN"];
     const env = this.env();
     const c = this.opts.confine;
     if (!c) return { file: argv[0]!, args: argv.slice(1), env };
@@ -195,6 +211,7 @@ export class OpencodeServer extends EventEmitter {
   private async launch(): Promise<Launched> {
     const t0 = performance.now();
     endStaleServer(this.opts.home, this.opts.log);
+    rotateLog(path.join(this.opts.home, ".local/share/opencode/log/opencode.log"));
     const cmd = this.command();
     const proc = spawn(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
     this.proc = proc;

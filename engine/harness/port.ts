@@ -26,6 +26,8 @@ export interface OpencodePort {
   permissions(a: { directory?: string }): Promise<PortResult<PermissionRequest[]>>;
   /** The questions opencode holds open in `directory`. */
   questions(a: { directory?: string }): Promise<PortResult<QuestionRequest[]>>;
+  /** Deletes the session and all opencode stored of it (its messages, parts and events in opencode's database). */
+  deleteSession(a: { sessionID: string; directory?: string }): Promise<PortResult<void>>;
   /** Disposes opencode's instance for `directory` (project state, LSP, tools); the session stays on disk. */
   dispose(a: { directory: string }): Promise<PortResult<void>>;
 }

@@ -80,6 +80,17 @@ describe("the worker registry", () => {
     ]);
   });
 
+  it("an event of a worker at rest (a merge, a discard) leaves its log closed: finished workers hold no file open", () => {
+    const own = testRegistry();
+    const ids = ["built", "built", "honest-failure"].map((s) => own.worker(s as "built").id);
+    expect(own.logs.openCount).toBe(0);
+    own.registry.record(ids[0]!, { type: "merged", into: "main", commit: "c".repeat(40) });
+    own.registry.record(ids[1]!, { type: "discarded", by: { kind: "cli" } });
+    own.registry.record(ids[2]!, { type: "discarded", by: { kind: "cli" } });
+    expect(own.logs.openCount).toBe(0);
+    expect(own.logs.load(ids[1]!).events.at(-1)).toMatchObject({ type: "discarded" });
+  });
+
   it("unknown workers are a not-found input error", () => {
     expect(() => registry.get("w-nope")).toThrow(/unknown worker "w-nope"/);
     expect(registry.fire("w-nope", "admit")).toBe(false);

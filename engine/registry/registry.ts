@@ -84,6 +84,9 @@ export class WorkerRegistry {
     const event = { ...body, workerId, seq: (prev?.lastSeq ?? 0) + 1, ts: Date.now(), busSeq: this.opts.bus.nextSeq } as WorkerEvent;
     this.opts.logs.append(event);
     const next = reduceWorker(prev, event);
+    // An event of a worker at rest (a merge, a discard, a landing) opened its log again: close it, or every finished
+    // worker a person merges or discards keeps a file open for as long as the engine runs.
+    if (prev && isAtRest(prev.state) && isAtRest(next.state)) this.opts.logs.release(workerId);
     this.workers.set(workerId, next);
     this.rt(workerId).heard(event.ts);
     this.opts.bus.publish(event);
@@ -166,6 +169,18 @@ export class WorkerRegistry {
     const port = this.rt(workerId).server?.port;
     const w = this.workers.get(workerId);
     return port && w ? { port, directory: this.workspaceOf(w)?.cwd } : null;
+  }
+
+  /**
+   * Deletes the worker's session in opencode (its messages, parts and events: ~25 KB of opencode's database a worker,
+   * kept for good otherwise), then disposes the instance the deletion loaded for its folder. Failures are ignored.
+   */
+  async deleteSession(workerId: string): Promise<void> {
+    const w = this.workers.get(workerId);
+    const c = this.portOf(workerId);
+    if (!w?.sessionId || !c) return;
+    await c.port.deleteSession({ sessionID: w.sessionId, directory: c.directory });
+    if (c.directory) await c.port.dispose({ directory: c.directory });
   }
 
   /** Aborts the worker's session in opencode, if it has one (its bash children end with it); failures are ignored. */

@@ -2,7 +2,7 @@
 // asks and grants, stop/resume, budgets, shutdown and recovery, in milliseconds. Real git, real grading; only opencode
 // and the model are played. The real boundary is covered by test/integration (real `opencode serve`).
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reduceWorker, type Worker, type WorkerState } from "../../shared/worker";
 import { TargetStore } from "../store/targets";
 import { fakeHarness, type FakeScript, type Session } from "../../test/fixtures/fake-harness";
-import { Engine } from "./engine";
+import { realClock, type Clock } from "../budgets";
+import { Engine, HOUSEKEEPING_MS } from "./engine";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-engine-unit-"));
 let endpoint = "";
@@ -49,7 +50,7 @@ const script: FakeScript = (prompt, turn) => {
   return [{ ask: "edit", file: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
 };
 
-function engineIn(stateDir: string, s: FakeScript = script, sessions?: Map<string, Session>, extra: { handoverSec?: number } = {}) {
+function engineIn(stateDir: string, s: FakeScript = script, sessions?: Map<string, Session>, extra: { handoverSec?: number; clock?: Clock } = {}) {
   const store = new TargetStore(path.join(stateDir, "targets.json"));
   store.save({ id: "fake", model: "fake", endpoint, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] }, true);
   const fake = fakeHarness(s, sessions);
@@ -172,6 +173,87 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     expect((await until(engine, a.workerId, (w) => w.state === "honest-failure")).verdict!.honest).toBe(false);
     const b = await engine.start({ task: "TASK-FAIL", directory: r });
     expect((await until(engine, b.workerId, (w) => w.state === "error")).stateReason).toMatch(/model exploded/);
+    await engine.close();
+  });
+
+  it("an engine that keeps running removes finished workers' workspaces once they pass the retention, not only at its start", async () => {
+    // The engine's timers run for real; its housekeeping interval is kept to be fired by hand, on a clock 15 days on.
+    let offset = 0;
+    const every: (() => void)[] = [];
+    const clock: Clock = {
+      now: () => Date.now() + offset,
+      setTimeout: realClock.setTimeout,
+      setInterval: (fn, ms) => (ms === HOUSEKEEPING_MS && every.push(fn), realClock.setInterval(fn, ms)),
+    };
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")), script, undefined, { clock });
+    const { workerId } = await engine.start({ task: "TASK-FAIL", directory: repo() });
+    const dir = (await until(engine, workerId, (w) => w.state === "error")).worktree!;
+    expect(existsSync(dir)).toBe(true);
+    expect(every.length).toBeGreaterThan(0);
+    offset = 15 * 86_400_000; // past the default retention (OCW_RETENTION_DAYS, 14)
+    for (const fn of every) fn();
+    const end = Date.now() + 10_000;
+    while (existsSync(dir) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    expect(existsSync(dir)).toBe(false);
+    await engine.close();
+  });
+
+  it("a discarded or merged worker's session is deleted in opencode (its messages and events do not stay in opencode's database)", async () => {
+    const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const dir = repo();
+    const a = await engine.start({ task: "TASK-FAIL", directory: dir });
+    const failed = await until(engine, a.workerId, (x) => x.state === "error");
+    const b = await engine.start({ task: "TASK-EDIT", directory: dir, checks: [{ file: "a.txt" }] });
+    const asked = await until(engine, b.workerId, (w) => pending(w).length === 1);
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    const built = await until(engine, b.workerId, (w) => w.state === "built");
+    const server = fake.servers[0]!;
+    const gone = async (id: string) => {
+      const end = Date.now() + 5000;
+      while (server.sessions.has(id) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+      return !server.sessions.has(id);
+    };
+    expect(server.sessions.has(failed.sessionId!)).toBe(true);
+    await engine.discard(a.workerId);
+    expect(await gone(failed.sessionId!)).toBe(true);
+    expect(server.sessions.has(built.sessionId!)).toBe(true);
+    await engine.merge(b.workerId);
+    expect(await gone(built.sessionId!)).toBe(true);
+    expect(server.calls.filter((c) => c.method === "session.delete").map((c) => c.args.sessionID)).toEqual([failed.sessionId, built.sessionId]);
+    await engine.close();
+  });
+
+  it("a repository's graded objects whose removal was put off (a worker elsewhere was at work) go at the next cleanup", async () => {
+    const stateDir = mkdtempSync(path.join(tmp, "s-"));
+    const { engine } = engineIn(stateDir);
+    const [one, two] = [repo(), repo()];
+    const a = await engine.start({ task: "TASK-EDIT", directory: one, checks: [{ file: "a.txt" }] });
+    const asked = await until(engine, a.workerId, (w) => pending(w).length === 1);
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    await until(engine, a.workerId, (w) => w.state === "built");
+    const graded = path.join(stateDir, "repos", "graded", `${path.basename(one)}-`);
+    const store = () => readdirSync(path.dirname(graded)).filter((n) => n.startsWith(path.basename(graded)));
+    expect(store()).toHaveLength(1);
+    const b = await engine.start({ task: "TASK-HANG", directory: two, checks: [] });
+    await until(engine, b.workerId, (w) => w.state === "running");
+    await engine.discard(a.workerId); // the last of its repository's workers, but b is at work: its objects stay for now
+    expect(store()).toHaveLength(1);
+    await engine.stop(b.workerId, "by test");
+    await until(engine, b.workerId, (w) => w.state === "stopped");
+    await engine.collectGarbage();
+    expect(store()).toHaveLength(0);
+    await engine.close();
+  });
+
+  it("a discarded worker is not resumed (its workspace and session are gone, and it could never be merged): retry it instead", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const { workerId } = await engine.start({ task: "TASK-HANG", directory: repo(), checks: [{ file: "a.txt" }] });
+    await until(engine, workerId, (w) => w.state === "running");
+    await engine.stop(workerId, "by test");
+    await until(engine, workerId, (w) => w.state === "stopped");
+    await engine.discard(workerId);
+    await expect(engine.resume(workerId)).rejects.toThrow(/was discarded: nothing is left to resume; retry it/);
+    expect(engine.get(workerId).state).toBe("stopped");
     await engine.close();
   });
 

@@ -21,7 +21,7 @@ import {
 } from "../../shared/worker";
 import { type EndpointStatus, Pools, preflightTarget, unreachable } from "../admission";
 import { Approvals } from "../approvals";
-import { Budgets, type Clock } from "../budgets";
+import { Budgets, type Clock, realClock } from "../budgets";
 import { config } from "../config";
 import { EventBus } from "../events";
 import type { EgressOptions } from "../net";
@@ -80,6 +80,9 @@ export interface EngineOptions {
   net?: Pick<EgressOptions, "lookup" | "dial">;
 }
 
+/** How often a running engine removes the workspaces of finished workers past the retention (OCW_RETENTION_DAYS). */
+export const HOUSEKEEPING_MS = 60 * 60_000;
+
 /** The longest wait before opencode's next try of a model call a worker sits through "running" (longer: interrupted). */
 const LONG_RETRY_WAIT_MS = 120_000;
 
@@ -114,6 +117,8 @@ export class Engine {
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
   private readonly queue: string[] = [];
   private closed = false;
+  private readonly housekeeping: NodeJS.Timeout;
+  private housekeepingRun: Promise<void> | undefined;
 
   constructor(private readonly opts: EngineOptions) {
     this.targets = opts.targets ?? new TargetStore(path.join(opts.stateDir, "targets.json"));
@@ -229,9 +234,25 @@ export class Engine {
       this.batches.resumeAll();
     });
     setTimeout(() => {
-      void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${(err as Error).message}`));
+      void this.housekeep(Date.now());
       void sweepDiscarded(path.join(opts.stateDir, "grading"));
     }, 5000).unref();
+    // An engine kept running for days tidies what passed the retention while it ran, not only what had at its start.
+    const clock = opts.clock ?? realClock;
+    this.housekeeping = clock.setInterval(() => void this.housekeep(clock.now()), HOUSEKEEPING_MS);
+    this.housekeeping.unref?.();
+  }
+
+  /** One round of workspace cleanup at a time (a round over many old workers can outlast the interval). */
+  private housekeep(now: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.housekeepingRun ??= this.collectGarbage(now)
+      .then(
+        () => undefined,
+        (err) => this.log(`[warn] workspace cleanup: ${(err as Error).message}`),
+      )
+      .finally(() => (this.housekeepingRun = undefined));
+    return this.housekeepingRun;
   }
 
   private log(line: string) {
@@ -585,6 +606,8 @@ export class Engine {
   /** Continues a stopped/interrupted/error worker in its same session (or from scratch when it never got one). */
   async resume(workerId: string, message?: string): Promise<Worker> {
     const w = this.get(workerId);
+    // Its workspace and opencode session went with the discard, and a discarded worker's work is never merged.
+    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to resume; retry it to start the task again`, "conflict");
     if (!["stopped", "interrupted", "error"].includes(w.state)) {
       const graded = w.state === "built" || w.state === "honest-failure";
       throw new InputError(
@@ -813,6 +836,7 @@ export class Engine {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.housekeeping);
     this.budgets.close();
     this.pools.close();
     this.translator.deltas.flush();

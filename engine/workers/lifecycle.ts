@@ -212,6 +212,8 @@ export class WorkspaceLifecycle {
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     if (ws) this.dropGradedStore(ws.repo);
+    // Its session in opencode goes too (the transcript is in the worker's log); the discard does not wait on opencode.
+    void this.reg.deleteSession(workerId).catch(() => undefined);
     return this.reg.get(workerId);
   }
 
@@ -227,6 +229,9 @@ export class WorkspaceLifecycle {
       await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
       this.dropGradedStore(ws.repo);
+      // A merged worker never runs again (no resume, no follow-up): its opencode session goes too. Others tidied for
+      // their age may still be resumed in theirs.
+      if (w.merged) void this.reg.deleteSession(workerId).catch(() => undefined);
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${(err as Error).message}`);
     }
@@ -250,13 +255,13 @@ export class WorkspaceLifecycle {
 
   /**
    * Removes the workspaces of finished workers older than the retention: merged, failed, stopped, interrupted or
-   * errored ones. Built but unmerged work is kept until it is merged or discarded.
+   * errored ones. Built but unmerged work is kept until it is merged or discarded. Then every graded store nothing
+   * needs any more (see dropGradedStore) goes.
    */
   async collectGarbage(now = Date.now()): Promise<string[]> {
     const days = this.retentionDays();
-    if (!(days > 0)) return [];
     const done: string[] = [];
-    for (const w of this.reg.list()) {
+    for (const w of days > 0 ? this.reg.list() : []) {
       if (!isAtRest(w.state) || w.discarded || (w.state === "built" && !w.merged)) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 86_400_000) continue;
       const ws = this.reg.workspaceOf(w);
@@ -264,6 +269,9 @@ export class WorkspaceLifecycle {
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
+    // A graded store whose removal was put off when its repository's last worker went (a worker elsewhere was at work
+    // then) is removed now, where nothing needs it any more: else it stayed until the engine's next discard there.
+    for (const repo of new Set(this.reg.list().map((w) => w.repo))) if (repo) this.dropGradedStore(repo);
     return done;
   }
 }

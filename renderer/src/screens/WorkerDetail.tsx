@@ -74,7 +74,7 @@ export function WorkerDetail({ id }: { id: string }) {
     }
   };
   const canStop = isActive(w.state) || w.state === "queued";
-  const canResume = w.state === "stopped" || w.state === "interrupted" || w.state === "error";
+  const canResume = (w.state === "stopped" || w.state === "interrupted" || w.state === "error") && !w.discarded;
   const canMerge = w.state === "built" && !w.merged && !w.discarded;
   const canDiscard = discardable(w);
   const canRetry = retryable(w);
