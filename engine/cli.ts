@@ -10,6 +10,7 @@ import { registerHousekeepingCommands } from "./commands/housekeeping";
 import { registerWorkerCommands } from "./commands/workers";
 import { registerClaudeCommands } from "./commands/claude";
 import { registerModelSetupCommands } from "./commands/model-setup";
+import { HELP_AFTER, unknownCommandHint } from "./commands/hints";
 
 // `ocw logs ID | head -1`: a reader that went away ends the command quietly (it was an EPIPE stack trace). Not for the
 // engine (`serve`) or the MCP bridge, whose stdout is not a person's pager.
@@ -30,6 +31,16 @@ program
     process.exit(2);
   });
 
+program.addHelpText("after", HELP_AFTER);
+// A word from other tools ("status", "approve", "ps") is answered with the command that does it; anything else gets
+// commander's spelling guess ("lsit" → list).
+program.on("command:*", (operands: string[]) => {
+  const word = operands[0] ?? "";
+  const hint = unknownCommandHint(word);
+  if (hint) program.error(`error: unknown command '${word}'\n(${hint})`, { code: "commander.unknownCommand" });
+  (program as unknown as { unknownCommand(): void }).unknownCommand();
+});
+
 registerServeCommands(program);
 registerGrantsCommand(program);
 registerHousekeepingCommands(program);
@@ -40,5 +51,15 @@ registerMcpCommand(program);
 registerClaudeCommands(program);
 registerDeployCommand(program);
 registerModelSetupCommands(program, { registerServingSupervisor });
+
+// A usage error names the command's own help (`ocw show --help`), not the list of every command.
+const helpHints = (cmd: Command, path: string): void => {
+  for (const sub of cmd.commands) {
+    const p = `${path} ${sub.name()}`;
+    sub.showHelpAfterError(`(run \`${p} --help\` for usage)`);
+    helpHints(sub, p);
+  }
+};
+helpHints(program, "ocw");
 
 await program.parseAsync(process.argv);

@@ -18,6 +18,7 @@ import { follow, nextEvent } from "../api/follow";
 import { askWhat } from "../mcp/format";
 import { uncommitted } from "./uncommitted";
 import { CliError, fail, unattendedDecision } from "./errors";
+import { expectId } from "./hints";
 import { connectWithTarget } from "./target-flags";
 
 interface RunOptions {
@@ -109,6 +110,7 @@ interface ResumeOptions {
 
 async function resumeCommand(workerId: string, o: ResumeOptions): Promise<void> {
   checkFollowOptions(o);
+  expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw resume\` takes one of them`);
   const { client } = await connectWithTarget({}, "cli:ocw resume");
   try {
     await client.workers.resume.mutate({ workerId, ...(o.message?.trim() ? { message: o.message } : {}) });
@@ -138,6 +140,7 @@ interface ContinueOptions {
 async function continueCommand(workerId: string, o: ContinueOptions): Promise<void> {
   checkFollowOptions(o);
   if (!o.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
+  expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw continue\` takes one of them`);
   const { client } = await connectWithTarget({}, "cli:ocw continue");
   try {
     await client.workers.continue.mutate({ workerId, message: o.message });

@@ -8,6 +8,7 @@ import { connect, type EngineClient } from "../api/client";
 import { nextEvent } from "../api/follow";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
+import { expectId } from "./hints";
 
 /**
  * The CLI for every day: list workers, show one, read (and follow) its transcript, discard it, stop it; revert a merge
@@ -65,6 +66,7 @@ export function registerWorkerCommands(program: Command): void {
           .map((s) => s.trim())
           .filter(Boolean)
           .map((s) => (s === "failed" ? "honest-failure" : s));
+        if (o.batch) expectId(o.batch, "batch", `\`ocw show ${o.batch}\` shows that worker`);
         for (const s of states ?? [])
           if (!WorkerState.safeParse(s).success) throw new CliError(`unknown state "${s}": one of ${WorkerState.options.join(", ")} (or failed)`);
         const c = await client("list");
@@ -91,6 +93,7 @@ export function registerWorkerCommands(program: Command): void {
     .option("--json", "print JSON")
     .action(async (batchId: string, o: { name?: string; json?: boolean }) => {
       try {
+        expectId(batchId, "batch", `\`ocw show ${batchId}\` shows that worker`);
         const c = await client("batch");
         if (o.name !== undefined) {
           try {
@@ -144,6 +147,7 @@ export function registerWorkerCommands(program: Command): void {
     .option("-f, --follow", "keep printing new events until the worker ends")
     .action(async (id: string, o: { follow?: boolean }) => {
       try {
+        expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw logs\` takes one of them`);
         const c = await client("logs");
         const cursor = (await c.health.query()).cursor;
         const events = await c.workers.events.query({ workerId: id });
@@ -169,9 +173,12 @@ export function registerWorkerCommands(program: Command): void {
     .command("cancel")
     .description("stop a worker (it can be resumed later; its pending asks are cancelled)")
     .argument("<workerId>")
-    .action(async (id: string) => {
+    .option("--json", "print the worker as JSON (what `ocw show --json` prints)")
+    .action(async (id: string, o: { json?: boolean }) => {
       try {
+        expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw cancel\` takes one of them`);
         const w = await (await client("cancel")).workers.stop.mutate({ workerId: id, reason: "cancelled with ocw cancel" });
+        if (o.json) return console.log(JSON.stringify(w, null, 2));
         console.log(`${w.id} is ${stateWord(w.state)}${isAtRest(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
       } catch (err) {
         fail(err);
@@ -182,9 +189,12 @@ export function registerWorkerCommands(program: Command): void {
     .command("discard")
     .description("remove a finished worker's workspace and branch, unmerged work included (its record and log stay)")
     .argument("<workerId>")
-    .action(async (id: string) => {
+    .option("--json", "print the worker as JSON (what `ocw show --json` prints)")
+    .action(async (id: string, o: { json?: boolean }) => {
       try {
+        expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw discard\` takes one of them`);
         const w = await (await client("discard")).workers.discard.mutate({ workerId: id });
+        if (o.json) return console.log(JSON.stringify(w, null, 2));
         console.log(`discarded ${w.id}: its workspace and branch are gone${w.merged ? `; its work stays merged in ${w.merged.into}` : ""}`);
       } catch (err) {
         fail(err);
@@ -200,6 +210,7 @@ export function registerWorkerCommands(program: Command): void {
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       try {
+        expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw rebase\` takes one of them`);
         const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id });
         console.log(
           o.json
@@ -220,6 +231,8 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (id: string | undefined, o: { batch?: string; json?: boolean }) => {
       try {
         if (!id === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+        if (id) expectId(id, "worker", `revert a batch's integration commit with \`ocw revert --batch ${id}\``);
+        if (o.batch) expectId(o.batch, "batch", `revert that worker's merge with \`ocw revert ${o.batch}\``);
         const r = await (await client("revert")).workers.revert.mutate(id ? { workerId: id } : { batchId: o.batch! });
         console.log(o.json ? JSON.stringify(r) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
       } catch (err) {
@@ -264,6 +277,8 @@ export function registerWorkerCommands(program: Command): void {
       ) => {
         try {
           if (!id === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+          if (id) expectId(id, "worker", `push a batch's integration commit with \`ocw push --batch ${id} --remote ${o.remote}\``);
+          if (o.batch) expectId(o.batch, "batch", `push that worker with \`ocw push ${o.batch} --remote ${o.remote}\``);
           const r = await (await client("push")).workers.push.mutate({
             ...(id ? { workerId: id } : { batchId: o.batch! }),
             remote: o.remote,

@@ -1,0 +1,154 @@
+// A newcomer's first mistakes with the real `ocw` bundle: words from other tools, a missing argument, a worker id
+// where a batch id belongs (and back), a bad --timeout, an unknown hook; the exit statuses in `ocw --help`; --json on
+// cancel and discard (valid JSON on stdout only; an error on stderr only, nonzero).
+import { spawn } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readLock } from "../../engine/api/lock";
+import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
+import { BUNDLE, cleanup, makeRepo, stopDetachedEngine, tempDir } from "../helpers";
+
+const stateDir = tempDir("cli-ux-state");
+const repos: string[] = [];
+let model: ScriptedModel | undefined;
+
+function ocw(args: string[], timeoutMs = 120_000) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const p = spawn(process.execPath, [BUNDLE, ...args], {
+      env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (b) => (stdout += b));
+    p.stderr.on("data", (b) => (stderr += b));
+    const t = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
+    p.on("exit", (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+afterAll(async () => {
+  await stopDetachedEngine(stateDir);
+  await model?.close();
+  cleanup(stateDir, ...repos);
+});
+
+describe("ocw: mistakes answered before any engine starts", () => {
+  it("a word from other tools names the ocw command that does it (status was 'Did you mean setup?'); a typo still gets the spelling guess", async () => {
+    const status = await ocw(["status"]);
+    expect(status.code).toBe(2);
+    expect(status.stdout).toBe("");
+    expect(status.stderr).toContain("unknown command 'status'");
+    expect(status.stderr).toContain("`ocw list`");
+    expect(status.stderr).not.toContain("setup");
+    const approve = await ocw(["approve", "w-x"]);
+    expect(approve.code).toBe(2);
+    expect(approve.stderr).toContain("`ocw gui`");
+    const typo = await ocw(["lsit"]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain("Did you mean list?");
+  });
+
+  it("a usage error points at the command's own help, not the list of every command", async () => {
+    const r = await ocw(["show"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("missing required argument 'id'");
+    expect(r.stderr).toContain("(run `ocw show --help` for usage)");
+    const nested = await ocw(["target", "use"]);
+    expect(nested.stderr).toContain("(run `ocw target use --help` for usage)");
+    const top = await ocw(["nonsense-word"]);
+    expect(top.stderr).toContain("(run `ocw --help` for usage)");
+  });
+
+  it("a worker id where a batch id belongs, and the other way round: one line naming the command that takes it, exit 2", async () => {
+    const cases: [string[], string][] = [
+      [["batch", "w-abc"], '"w-abc" is a worker id, not a batch id (b-…): `ocw show w-abc` shows that worker'],
+      [["merge", "--batch", "w-abc"], "merge that worker with `ocw merge w-abc`"],
+      [["merge", "b-abc"], "merge a batch with `ocw merge --batch b-abc`"],
+      [["list", "--batch", "w-abc", "--json"], "is a worker id, not a batch id"],
+      [["logs", "b-abc"], '"b-abc" is a batch id, not a worker id (w-…): `ocw show b-abc` lists its workers'],
+      [["revert", "--batch", "w-abc"], "`ocw revert w-abc`"],
+      [["push", "b-abc", "--remote", "origin"], "`ocw push --batch b-abc --remote origin`"],
+      [["wait", "--worker", "b-abc"], "`ocw wait --batch b-abc`"],
+      [["continue", "b-abc", "--message", "more"], "is a batch id, not a worker id"],
+    ];
+    for (const [args, msg] of cases) {
+      const r = await ocw(args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stdout, args.join(" ")).toBe("");
+      expect(r.stderr, args.join(" ")).toContain(msg);
+      expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
+    }
+    // Refused here: no engine was started to say "unknown batch".
+    expect(readLock(stateDir)).toBeNull();
+  });
+
+  it("wait --timeout that is not a positive number is refused (it was a silent hour); an unknown hook event is said at once (it was exit 0)", async () => {
+    const w = await ocw(["wait", "--timeout", "soon"]);
+    expect(w.code).toBe(2);
+    expect(w.stderr).toContain("argument 'soon' is invalid");
+    const h = await ocw(["hook", "session-end"]);
+    expect(h.code).toBe(2);
+    expect(h.stderr).toContain('unknown hook "session-end": session-start or stop');
+  });
+
+  it("ocw --help shows first commands and what each exit status means; no escape sequence when piped", async () => {
+    const r = await ocw(["--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("Examples:");
+    expect(r.stdout).toMatch(/Exit status:\n {2}0 .*\n {2}1 .*\n {2}2 .*\n {2}3 .*\n {2}130 /);
+    expect(r.stdout).not.toContain("\x1b");
+  });
+});
+
+describe("ocw cancel / discard --json", () => {
+  beforeAll(async () => {
+    model = await startScriptedModel({
+      scripts: [{ name: "ux", match: /UX-WRITE/, script: (c) => (c.turnStep === 0 ? writeFile("ux.txt", "ux\n") : { text: "OUTCOME: built" }) }],
+    });
+  });
+
+  it("print the worker as JSON on stdout only; an unknown id is one line on stderr, nothing on stdout, exit 2", async () => {
+    const dir = makeRepo();
+    repos.push(dir);
+    const run = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "UX-WRITE",
+      "--check",
+      "test -f ux.txt",
+      "--endpoint",
+      model!.url,
+      "--model",
+      "m",
+      "--approve",
+      "once",
+      "--json",
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const id = JSON.parse(run.stdout).workerId as string;
+
+    const cancel = await ocw(["cancel", id, "--json"]);
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(JSON.parse(cancel.stdout)).toMatchObject({ id, state: "built" });
+
+    const discard = await ocw(["discard", id, "--json"]);
+    expect(discard.code, discard.stderr).toBe(0);
+    expect(JSON.parse(discard.stdout)).toMatchObject({ id, discarded: expect.anything() });
+
+    for (const args of [
+      ["cancel", "w-nope", "--json"],
+      ["discard", "w-nope", "--json"],
+      ["show", "w-nope", "--json"],
+    ]) {
+      const r = await ocw(args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain('unknown worker "w-nope"');
+    }
+  });
+});
