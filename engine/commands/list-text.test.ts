@@ -1,7 +1,7 @@
 // `ocw list`: its columns are named, and the time is said as how long ago the worker was created (it read as a bare "5m").
 import { describe, expect, it } from "vitest";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "../../shared/worker";
-import { listText } from "./workers";
+import { discardText, listText } from "./workers";
 
 const NOW = 1_800_000_000_000;
 const worker = (id: string, createdAt: number): Worker =>
@@ -25,5 +25,17 @@ describe("ocw list as text", () => {
     // the columns line up under the header
     expect(lines[1]!.indexOf("queued")).toBe(lines[0]!.indexOf("STATE"));
     expect(lines[1]!.indexOf("ago") + 3).toBe(lines[0]!.indexOf("CREATED") + "CREATED".length);
+  });
+});
+
+describe("ocw discard's line", () => {
+  it("says a merged worker's work stays merged, and not once that merge was reverted", () => {
+    const w = worker("w-a", NOW);
+    expect(discardText(w)).toBe("discarded w-a: its workspace and branch are gone");
+    const merged = { ...w, merged: { into: "main", commit: "c1" } };
+    expect(discardText(merged)).toBe("discarded w-a: its workspace and branch are gone; its work stays merged in main");
+    expect(discardText({ ...merged, reverted: { into: "main", commit: "c2" } })).toBe(
+      "discarded w-a: its workspace and branch are gone; its merge into main was reverted",
+    );
   });
 });

@@ -574,7 +574,7 @@ export function attemptsJson(g: AttemptGroup) {
   };
 }
 
-function attemptsSummary(g: AttemptGroup): string {
+export function attemptsSummary(g: AttemptGroup): string {
   const rows = g.attempts.map(
     (a) =>
       `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${a.changedLines} changed line(s)` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`,

@@ -9,6 +9,7 @@ import { nextEvent } from "../api/follow";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
 import { expectId } from "./hints";
+import { attemptsSummary } from "./run";
 
 /**
  * The CLI for every day: list workers, show one, read (and follow) its transcript, discard it, stop it; revert a merge
@@ -118,9 +119,9 @@ export function registerWorkerCommands(program: Command): void {
   program
     .command("show")
     .description(
-      "one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict)",
+      "one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict; an attempts group id: its attempts and winner)",
     )
-    .argument("<id>", "a worker id (w-…) or a batch id (b-…)")
+    .argument("<id>", "a worker id (w-…), a batch id (b-…) or an attempts group id (a-…, from `ocw run --attempts`)")
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       try {
@@ -129,6 +130,12 @@ export function registerWorkerCommands(program: Command): void {
           const b = await c.workers.batch.query({ batchId: id });
           if (o.json) return console.log(JSON.stringify(b, null, 2));
           return console.log(batchText(b));
+        }
+        // `ocw run --attempts` names its group (a-…): its attempts, the winner marked.
+        if (id.startsWith("a-")) {
+          const g = await c.workers.attempts.query({ groupId: id });
+          if (o.json) return console.log(JSON.stringify(g, null, 2));
+          return console.log(attemptsSummary(g));
         }
         const w = await c.workers.get.query({ workerId: id });
         if (o.json) return console.log(JSON.stringify(w, null, 2));
@@ -195,7 +202,7 @@ export function registerWorkerCommands(program: Command): void {
         expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw discard\` takes one of them`);
         const w = await (await client("discard")).workers.discard.mutate({ workerId: id });
         if (o.json) return console.log(JSON.stringify(w, null, 2));
-        console.log(`discarded ${w.id}: its workspace and branch are gone${w.merged ? `; its work stays merged in ${w.merged.into}` : ""}`);
+        console.log(discardText(w));
       } catch (err) {
         fail(err);
       }
@@ -298,6 +305,12 @@ export function registerWorkerCommands(program: Command): void {
         }
       },
     );
+}
+
+/** `ocw discard`'s line: a merge that was reverted since no longer "stays merged". */
+export function discardText(w: Worker): string {
+  const merged = w.merged && !w.reverted ? `; its work stays merged in ${w.merged.into}` : w.merged ? `; its merge into ${w.merged.into} was reverted` : "";
+  return `discarded ${w.id}: its workspace and branch are gone${merged}`;
 }
 
 export function batchText(b: BatchSummary): string {

@@ -103,14 +103,14 @@ describe("ocw: mistakes answered before any engine starts", () => {
   });
 });
 
-describe("ocw cancel / discard --json", () => {
+describe("ocw cancel / discard --json, ocw show of an attempts group", () => {
   beforeAll(async () => {
     model = await startScriptedModel({
       scripts: [{ name: "ux", match: /UX-WRITE/, script: (c) => (c.turnStep === 0 ? writeFile("ux.txt", "ux\n") : { text: "OUTCOME: built" }) }],
     });
   });
 
-  it("print the worker as JSON on stdout only; an unknown id is one line on stderr, nothing on stdout, exit 2", async () => {
+  it("cancel and discard --json print the worker as JSON on stdout only; show takes an attempts group id; an unknown id is one line on stderr, nothing on stdout, exit 2", async () => {
     const dir = makeRepo();
     repos.push(dir);
     const run = await ocw([
@@ -139,6 +139,33 @@ describe("ocw cancel / discard --json", () => {
     const discard = await ocw(["discard", id, "--json"]);
     expect(discard.code, discard.stderr).toBe(0);
     expect(JSON.parse(discard.stdout)).toMatchObject({ id, discarded: expect.anything() });
+
+    // An attempts group id (`ocw run --attempts` prints it) is shown too; it was "unknown worker".
+    const att = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "UX-WRITE again",
+      "--check",
+      "test -f ux.txt",
+      "--endpoint",
+      model!.url,
+      "--model",
+      "m",
+      "--approve",
+      "once",
+      "--attempts",
+      "2",
+      "--json",
+    ]);
+    expect(att.code, att.stderr).toBe(0);
+    const groupId = JSON.parse(att.stdout).groupId as string;
+    const shown = await ocw(["show", groupId]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`attempts (${groupId}): winner w-`);
+    const shownJson = await ocw(["show", groupId, "--json"]);
+    expect(JSON.parse(shownJson.stdout)).toMatchObject({ groupId, attempts: [expect.anything(), expect.anything()] });
 
     for (const args of [
       ["cancel", "w-nope", "--json"],
