@@ -2,7 +2,7 @@
 import { InvalidArgumentError } from "commander";
 import { describe, expect, it } from "vitest";
 import { CliError } from "./errors";
-import { expectId, HELP_AFTER, positiveNumber, unknownCommandHint } from "./hints";
+import { expectId, HELP_AFTER, portNumber, positiveNumber, unknownCommandHint } from "./hints";
 
 describe("unknownCommandHint", () => {
   it("answers words from other tools with the ocw command that does it (commander guessed setup for status, push for ps)", () => {
@@ -38,6 +38,13 @@ describe("positiveNumber", () => {
     expect(positiveNumber()("30")).toBe(30);
     expect(positiveNumber()("0.5")).toBe(0.5);
     for (const bad of ["abc", "", " ", "0", "-5", "Infinity"]) expect(() => positiveNumber()(bad)).toThrow(InvalidArgumentError);
+  });
+});
+
+describe("portNumber", () => {
+  it("takes 1..65535 and refuses the rest (serve --port abc went on as NaN)", () => {
+    expect(portNumber("8080")).toBe(8080);
+    for (const bad of ["abc", "", "0", "65536", "80.5", "-1", "1e3"]) expect(() => portNumber(bad)).toThrow(InvalidArgumentError);
   });
 });
 

@@ -57,6 +57,13 @@ export function positiveNumber(): (v: string) => number {
   };
 }
 
+/** `--port`: a whole number from 1 to 65535 (it was `Number(v)`: "abc" went on as NaN). */
+export function portNumber(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v.trim()) || n < 1 || n > 65535) throw new InvalidArgumentError("It must be a port number from 1 to 65535.");
+  return n;
+}
+
 /** Said after `ocw --help`: the first commands to run, and what the exit status means. */
 export const HELP_AFTER = `
 Examples:

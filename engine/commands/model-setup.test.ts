@@ -84,6 +84,12 @@ describe("ocw fit", () => {
     expect(j.warnings.join("\n")).toMatch(/CPU only: 1 slot by default, as `ocw setup` plans/);
     const plan = JSON.parse((await runFit({ json: true }, localSetupPort({ hardware: hw() }))).stdout);
     expect(plan.pick.slots).toBe(j.recommendation.slots);
+    // --ctx without --gguf/--metadata is the context per slot, as `ocw setup --ctx` (it was silently ignored).
+    const exact = JSON.parse((await runFit({ json: true, ctx: "16384" }, localSetupPort({ hardware: hw() }))).stdout);
+    expect(exact.pick.ctxPerSlot).toBe(16384);
+    const badCtx = await runFit({ json: true, ctx: "lots" }, localSetupPort({ hardware: hw() }));
+    expect(badCtx.code).toBe(2);
+    expect(badCtx.stderr).toMatch(/--ctx must be an integer/);
     const asked = JSON.parse((await runFit({ metadata: f, json: true, parallel: "3", llamaFit: false }, localSetupPort({ hardware: hw() }))).stdout);
     expect(asked.slots).toBe(3);
     expect(asked.warnings.join("\n")).not.toMatch(/CPU only/);

@@ -289,7 +289,9 @@ export async function runFit(o: FitCommandOptions, port: SetupPort = enginePort(
 export async function runFitPlan(o: FitCommandOptions, port: SetupPort = enginePort("cli:ocw fit")): Promise<CommandOutput> {
   try {
     const slots = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
-    const ctxPerSlot = int(o.ctxPerSlot, "--ctx", 1024);
+    // `--ctx` without --gguf/--metadata is the context per slot, as `ocw setup --ctx` (it was read from a field no flag
+    // sets, so `ocw fit --ctx 65536`, or `--ctx abc`, was silently ignored).
+    const ctxPerSlot = int(o.ctxPerSlot ?? o.ctx, "--ctx", 1024);
     const minCtx = int(o.minCtx, "--min-ctx", 1024);
     if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const runtime = o.runtime ?? "llama.cpp";
@@ -714,7 +716,10 @@ export function registerModelSetupCommands(
     .option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor × data parallel GPUs")
     .option("--metadata <file>", "JSON object of GGUF metadata keys → values (tensor infos optional)")
     .option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)")
-    .option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)")
+    .option(
+      "--ctx <n>",
+      "with --gguf/--metadata, -c: total context (default: the model's n_ctx_train); without them, exactly this context per slot (as ocw setup --ctx)",
+    )
     .option("--parallel <n>", "-np: slots (default: 4 with unified KV with a GPU, 1 on a CPU only — as ocw setup)")
     .option("--kv-unified", "--kv-unified: one KV pool shared by all slots")
     .option("--no-kv-unified", "split KV: each slot gets ctx/parallel")

@@ -85,10 +85,13 @@ describe("ocw: mistakes answered before any engine starts", () => {
     expect(readLock(stateDir)).toBeNull();
   });
 
-  it("wait --timeout that is not a positive number is refused (it was a silent hour); an unknown hook event is said at once (it was exit 0)", async () => {
+  it("wait --timeout that is not a positive number is refused (it was a silent hour), serve --port that is not a port too; an unknown hook event is said at once (it was exit 0)", async () => {
     const w = await ocw(["wait", "--timeout", "soon"]);
     expect(w.code).toBe(2);
     expect(w.stderr).toContain("argument 'soon' is invalid");
+    const port = await ocw(["serve", "--port", "abc"], 20_000);
+    expect(port.code).toBe(2);
+    expect(port.stderr).toContain("argument 'abc' is invalid. It must be a port number from 1 to 65535.");
     const h = await ocw(["hook", "session-end"]);
     expect(h.code).toBe(2);
     expect(h.stderr).toContain('unknown hook "session-end": session-start or stop');
