@@ -166,11 +166,24 @@ export function registerWorkerCommands(program: Command): void {
         if (!o.follow || (lastState?.type === "worker.state" && isAtRest(lastState.state))) return;
         const last = events.at(-1)?.seq ?? -1;
         // Printed as they come; the worker's state at rest ends it.
-        await nextEvent(c, cursor, (e) => {
-          if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return false;
-          printer.event(e as WorkerEvent, true);
-          return e.type === "worker.state" && isAtRest(e.state);
-        });
+        await nextEvent(
+          c,
+          cursor,
+          (e) => {
+            if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return false;
+            printer.event(e as WorkerEvent, true);
+            return e.type === "worker.state" && isAtRest(e.state);
+          },
+          {
+            // It said nothing while the engine was gone: the follow seemed to hang.
+            onConnection: (state, detail) =>
+              process.stderr.write(
+                state === "lost"
+                  ? `ocw: the engine is unreachable (${detail || "connection closed"}); waiting for it to come back (\`ocw gui --url\` starts it again: ${id} then shows as interrupted, \`ocw resume ${id}\` goes on), Ctrl-C stops following\n`
+                  : "ocw: the engine is back\n",
+              ),
+          },
+        );
       } catch (err) {
         fail(err);
       }

@@ -109,7 +109,10 @@ describe("ocw: mistakes answered before any engine starts", () => {
 describe("ocw cancel / discard --json, ocw show of an attempts group", () => {
   beforeAll(async () => {
     model = await startScriptedModel({
-      scripts: [{ name: "ux", match: /UX-WRITE/, script: (c) => (c.turnStep === 0 ? writeFile("ux.txt", "ux\n") : { text: "OUTCOME: built" }) }],
+      scripts: [
+        { name: "ux", match: /UX-WRITE/, script: (c) => (c.turnStep === 0 ? writeFile("ux.txt", "ux\n") : { text: "OUTCOME: built" }) },
+        { name: "ux-hang", match: /UX-HANG/, script: () => ({ hang: true, textBeforeHang: "working" }) },
+      ],
     });
   });
 
@@ -179,6 +182,43 @@ describe("ocw cancel / discard --json, ocw show of an attempts group", () => {
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stdout).toBe("");
       expect(r.stderr).toContain('unknown worker "w-nope"');
+    }
+  });
+
+  it("logs --follow says when the engine goes away (it went silent and seemed to hang)", async () => {
+    const dir = makeRepo();
+    repos.push(dir);
+    const lines = (p: ReturnType<typeof spawn>, stream: "stdout" | "stderr", re: RegExp) =>
+      new Promise<string>((resolve, reject) => {
+        let out = "";
+        const t = setTimeout(() => reject(new Error(`never matched ${re}: ${out}`)), 60_000);
+        p[stream]!.on("data", (b) => {
+          out += b;
+          const m = re.exec(out);
+          if (m) {
+            clearTimeout(t);
+            resolve(m[1] ?? out);
+          }
+        });
+      });
+    const env = { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600" };
+    const run = spawn(
+      process.execPath,
+      [BUNDLE, "run", "--dir", dir, "--task", "UX-HANG", "--check", "true", "--endpoint", model!.url, "--model", "m", "--approve", "once"],
+      { env, stdio: ["ignore", "ignore", "pipe"] },
+    );
+    const id = await lines(run, "stderr", /ocw: started (w-[a-z0-9]+)/);
+    const logs = spawn(process.execPath, [BUNDLE, "logs", id, "--follow"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      await lines(logs, "stdout", /state running/);
+      const lost = lines(logs, "stderr", /(ocw: the engine is unreachable[^\n]*)/);
+      expect((await ocw(["stop"])).code).toBe(0);
+      const said = await lost;
+      expect(said).toContain("waiting for it to come back");
+      expect(said).toContain(`\`ocw resume ${id}\``);
+    } finally {
+      logs.kill("SIGKILL");
+      run.kill("SIGKILL");
     }
   });
 });
