@@ -803,9 +803,11 @@ export function registerModelSetupCommands(
   serving
     .command("list")
     .description("the model servers ocw started: running or stopped, port, and whether `ocw stop` stops them")
-    .action(() =>
+    .option("--json", "print JSON (as `ocw targets --json` and `ocw doctor --json` do)")
+    .action((o: { json?: boolean }) =>
       servingCli(async () => {
         const list = await enginePort("cli:ocw serving list").servers();
+        if (o.json) return JSON.stringify(list, null, 2);
         return list.length
           ? list
               .map(

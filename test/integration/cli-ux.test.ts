@@ -116,7 +116,7 @@ describe("ocw cancel / discard --json, ocw show of an attempts group", () => {
     });
   });
 
-  it("cancel and discard --json print the worker as JSON on stdout only; show takes an attempts group id; an unknown id is one line on stderr, nothing on stdout, exit 2", async () => {
+  it("cancel and discard --json print the worker as JSON on stdout only, serving list --json a list; show takes an attempts group id; an unknown id is one line on stderr, nothing on stdout, exit 2", async () => {
     const dir = makeRepo();
     repos.push(dir);
     const run = await ocw([
@@ -145,6 +145,11 @@ describe("ocw cancel / discard --json, ocw show of an attempts group", () => {
     const discard = await ocw(["discard", id, "--json"]);
     expect(discard.code, discard.stderr).toBe(0);
     expect(JSON.parse(discard.stdout)).toMatchObject({ id, discarded: expect.anything() });
+
+    // `serving list` takes --json as targets and doctor do (it was an unknown option).
+    const serving = await ocw(["serving", "list", "--json"]);
+    expect(serving.code, serving.stderr).toBe(0);
+    expect(Array.isArray(JSON.parse(serving.stdout))).toBe(true);
 
     // An attempts group id (`ocw run --attempts` prints it) is shown too; it was "unknown worker".
     const att = await ocw([
