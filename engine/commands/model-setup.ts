@@ -16,6 +16,7 @@ import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../../shared/s
 import { benchText } from "../../shared/target";
 import { type ApiOutputs, type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
+import { checkEndpointUrl } from "./target-flags";
 import { parseGpuSpec } from "../hardware/parse";
 import { SetupError } from "../models/errors";
 import { MiB, GiB } from "../models/estimate";
@@ -498,6 +499,7 @@ export async function runSetup(o: SetupCommandOptions, port: SetupPort = engineP
     }
     // capture (one endpoint, or a pool of several) or provider: verified and saved by the engine (setup.verify)
     const urls = o.capture ? (Array.isArray(o.capture) ? o.capture : [o.capture]) : [o.provider!];
+    for (const u of urls) checkEndpointUrl(o.capture ? "--capture" : "--provider", u);
     const r = await port.verify(
       {
         mode: o.capture ? "capture" : "provider",
