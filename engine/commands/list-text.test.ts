@@ -1,7 +1,7 @@
 // `ocw list`: its columns are named, and the time is said as how long ago the worker was created (it read as a bare "5m").
 import { describe, expect, it } from "vitest";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "../../shared/worker";
-import { discardText, listText } from "./workers";
+import { discardText, listText, showText } from "./workers";
 
 const NOW = 1_800_000_000_000;
 const worker = (id: string, createdAt: number): Worker =>
@@ -37,5 +37,12 @@ describe("ocw discard's line", () => {
     expect(discardText({ ...merged, reverted: { into: "main", commit: "c2" } })).toBe(
       "discarded w-a: its workspace and branch are gone; its merge into main was reverted",
     );
+  });
+});
+
+describe("ocw show's next steps", () => {
+  it("an honest failure's `ocw continue` names --message, which it requires (copied as shown, it was a usage error)", () => {
+    const failed = { ...worker("w-f", NOW), state: "honest-failure" as const };
+    expect(showText(failed)).toContain("ocw continue w-f --message TEXT");
   });
 });

@@ -442,7 +442,7 @@ async function runCommand(o: RunOptions): Promise<void> {
       if (integ.passed) process.stderr.write(`  land it: ocw merge --batch ${batchId}  (or push it: ocw push --batch ${batchId} --remote R --pr)\n`);
       else
         process.stderr.write(
-          `  follow up: a targeted fix — ocw continue WORKER_ID with the failing output, or a new task (a batch file's task can come "after" the built ones); ocw show ${batchId}\n`,
+          `  follow up: a targeted fix — ocw continue WORKER_ID --message TEXT (say what failed), or a new task (a batch file's task can come "after" the built ones); ocw show ${batchId}\n`,
         );
     }
   }

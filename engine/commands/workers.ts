@@ -387,7 +387,7 @@ export function showText(w: Worker): string {
     w.state === "built" && !w.merged && !w.discarded
       ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw publish ${w.id} (its branch, to review with git) · ocw discard ${w.id}`
       : w.state === "honest-failure"
-        ? `next: ocw logs ${w.id} · ocw continue ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
+        ? `next: ocw logs ${w.id} · ocw continue ${w.id} --message TEXT · ocw retry ${w.id} · ocw discard ${w.id}`
         : ["stopped", "interrupted", "error"].includes(w.state)
           ? `next: ocw resume ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
           : !isAtRest(w.state)
