@@ -68,6 +68,11 @@ export async function connectWithTarget(
 ): Promise<{ client: EngineClient; targetId?: string }> {
   if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let target: Target | undefined;
+  // A key pasted where its variable's name belongs is not echoed back (it was: "--api-key-env sk-… is not set").
+  if (o.apiKeyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(o.apiKeyEnv))
+    throw new CliError(
+      `--api-key-env takes the NAME of an environment variable (got "${o.apiKeyEnv.slice(0, 4)}…"), not the key itself: export the key (e.g. OPENAI_API_KEY=…) and pass --api-key-env OPENAI_API_KEY`,
+    );
   if (o.endpoint && o.model) {
     if (o.apiKeyEnv && !process.env[o.apiKeyEnv]) throw new CliError(`--api-key-env ${o.apiKeyEnv} is not set in this environment: export it first`);
     target = adhocTarget(o.endpoint, o.model, o.apiKeyEnv);
