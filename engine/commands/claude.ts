@@ -82,6 +82,7 @@ export function registerClaudeCommands(program: Command): void {
     .option("--batch <batchId>", "watch this batch's workers")
     .option("--worker <workerId>", "watch this worker")
     .option("--timeout <sec>", "give up after this many seconds (default 3600)", positiveNumber())
+    .addHelpText("after", "\nExit status: 0 a worker asked or settled (or nothing to wait for), 2 nothing before --timeout, 3 the engine went away.")
     .action(async (o: { batch?: string; worker?: string; timeout?: number }) => {
       try {
         if (o.batch && o.worker) throw new CliError("give --batch or --worker, not both");

@@ -76,7 +76,7 @@ Examples:
 Exit status:
   0    done (ocw run, continue, resume: only when the verdict is built)
   1    refused by the state of things (a merge conflict, not finished yet), or the worker was not built
-  2    bad input: an unknown command, flag, id or path (the message says which)
+  2    bad input: an unknown command, flag, id or path (the message says which); ocw wait: nothing before --timeout
   3    something needed is unavailable (the engine went away, a model server, the sandbox); setup: underpowered
   130  interrupted (Ctrl-C); the worker goes on in the engine
   Errors and progress go to stderr; stdout carries the result (with --json, only the JSON).
