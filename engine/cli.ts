@@ -28,6 +28,8 @@ program
   .showHelpAfterError("(run `ocw --help` for usage)")
   .exitOverride((err) => {
     if (err.code === "commander.helpDisplayed" || err.code === "commander.version") process.exit(0);
+    // `ocw help [COMMAND]` asked for help: 0 (it was 2). Help shown for a missing subcommand (`ocw`, `ocw target`) stays 2.
+    if (err.code === "commander.help" && err.exitCode === 0) process.exit(0);
     process.exit(2);
   });
 
@@ -61,5 +63,11 @@ const helpHints = (cmd: Command, path: string): void => {
   }
 };
 helpHints(program, "ocw");
+
+// `ocw help lsit` printed every command on stderr (exit 2) without a word about "lsit": it reads as `ocw lsit`, so
+// the unknown command is named, with its guess.
+const [first, second] = process.argv.slice(2);
+if (first === "help" && second && !second.startsWith("-") && !program.commands.some((c) => c.name() === second || c.aliases().includes(second)))
+  process.argv.splice(2, 1);
 
 await program.parseAsync(process.argv);

@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 describe("ocw: mistakes answered before any engine starts", () => {
-  it("a word from other tools names the ocw command that does it (status was 'Did you mean setup?'); a typo still gets the spelling guess", async () => {
+  it("a word from other tools names the ocw command that does it (status was 'Did you mean setup?'); a typo still gets the spelling guess, in `ocw help WORD` too; `ocw help` exits 0 (it was 2)", async () => {
     const status = await ocw(["status"]);
     expect(status.code).toBe(2);
     expect(status.stdout).toBe("");
@@ -49,6 +49,18 @@ describe("ocw: mistakes answered before any engine starts", () => {
     const typo = await ocw(["lsit"]);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain("Did you mean list?");
+    // `ocw help WORD` too (it printed every command, and not the word).
+    const helpTypo = await ocw(["help", "lsit"]);
+    expect(helpTypo.code).toBe(2);
+    expect(helpTypo.stderr).toContain("error: unknown command 'lsit'\n(Did you mean list?)");
+    const helpOk = await ocw(["help", "list"]);
+    expect(helpOk.code).toBe(0);
+    expect(helpOk.stdout).toContain("Usage: ocw list");
+    const helpAll = await ocw(["help"]);
+    expect(helpAll.code).toBe(0);
+    expect(helpAll.stdout).toContain("Exit status:");
+    // Help for a command that needs its subcommand (`ocw target`) is a usage error still.
+    expect((await ocw(["target"])).code).toBe(2);
   });
 
   it("a usage error points at the command's own help, not the list of every command", async () => {
