@@ -10,6 +10,7 @@ import { registerHousekeepingCommands } from "./commands/housekeeping";
 import { registerWorkerCommands } from "./commands/workers";
 import { registerClaudeCommands } from "./commands/claude";
 import { registerModelSetupCommands } from "./commands/model-setup";
+import { registerAskCommands } from "./commands/asks";
 import { HELP_AFTER, unknownCommandHint } from "./commands/hints";
 
 // `ocw logs ID | head -1`: a reader that went away ends the command quietly (it was an EPIPE stack trace). Not for the
@@ -48,6 +49,7 @@ registerGrantsCommand(program);
 registerHousekeepingCommands(program);
 registerWorkerCommands(program);
 registerRunCommand(program);
+registerAskCommands(program);
 registerGradeCommand(program);
 registerMcpCommand(program);
 registerClaudeCommands(program);

@@ -8,7 +8,7 @@ describe("unknownCommandHint", () => {
   it("answers words from other tools with the ocw command that does it (commander guessed setup for status, push for ps)", () => {
     expect(unknownCommandHint("status")).toContain("`ocw list`");
     expect(unknownCommandHint("ps")).toContain("`ocw list`");
-    expect(unknownCommandHint("Approve")).toContain("--approve");
+    expect(unknownCommandHint("Answer")).toContain("`ocw approve ASK_ID`");
     expect(unknownCommandHint("kill")).toContain("`ocw cancel ID`");
   });
   it("leaves typos of real commands and unknown words to commander's spelling guess", () => {

@@ -197,7 +197,7 @@ function detachOnInterrupt(ids: string[]): void {
   process.once("SIGINT", () => {
     const one = ids.length === 1 ? ids[0]! : "ID";
     process.stderr.write(
-      `\nocw: detached: ${ids.join(", ")} ${ids.length === 1 ? "keeps" : "keep"} running in the engine (its asks wait in the GUI) — follow with \`ocw logs ${one} --follow\`, stop with \`ocw cancel ${one}\`\n`,
+      `\nocw: detached: ${ids.join(", ")} ${ids.length === 1 ? "keeps" : "keep"} running in the engine (its asks wait: \`ocw asks\`, \`ocw approve ASK_ID\`, or the GUI) — follow with \`ocw logs ${one} --follow\`, stop with \`ocw cancel ${one}\`\n`,
     );
     process.exit(130);
   });
@@ -767,7 +767,7 @@ export class TerminalAsker {
         const open = [ask, ...this.queue].filter((a) => !this.settled.has(a.id));
         if (open.length && !this.ending)
           this.out.write(
-            `\nocw: no terminal input; ${open.length === 1 ? "the ask stays" : `${open.length} asks stay`} pending (answer in the GUI or run with --approve)\n`,
+            `\nocw: no terminal input; ${open.length === 1 ? "the ask stays" : `${open.length} asks stay`} pending (answer with \`ocw asks\` and \`ocw approve ASK_ID\`, in the GUI, or run with --approve)\n`,
           );
         this.queue.length = 0;
         break;

@@ -43,9 +43,9 @@ describe("ocw: mistakes answered before any engine starts", () => {
     expect(status.stderr).toContain("unknown command 'status'");
     expect(status.stderr).toContain("`ocw list`");
     expect(status.stderr).not.toContain("setup");
-    const approve = await ocw(["approve", "w-x"]);
-    expect(approve.code).toBe(2);
-    expect(approve.stderr).toContain("`ocw gui`");
+    const answer = await ocw(["answer", "per_x"]);
+    expect(answer.code).toBe(2);
+    expect(answer.stderr).toContain("`ocw approve ASK_ID`");
     const typo = await ocw(["lsit"]);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain("Did you mean list?");
@@ -202,6 +202,52 @@ describe("ocw cancel / discard --json, ocw show of an attempts group", () => {
       expect(r.stdout).toBe("");
       expect(r.stderr).toContain('unknown worker "w-nope"');
     }
+  });
+
+  it("ocw asks lists what a detached run's worker waits on, ocw approve ASK_ID answers it and the worker goes on (there was no CLI way)", async () => {
+    const dir = makeRepo();
+    repos.push(dir);
+    const env = { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600" };
+    // --approve ask with no terminal: the ask stays pending, as after a Ctrl-C.
+    const run = spawn(
+      process.execPath,
+      [BUNDLE, "run", "--dir", dir, "--task", "UX-WRITE asked", "--check", "test -f ux.txt", "--endpoint", model!.url, "--model", "m"],
+      {
+        env,
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let runErr = "";
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`the ask never came: ${runErr}`)), 90_000);
+      run.stderr!.on("data", (b) => {
+        runErr += b;
+        if (/the ask stays pending/.test(runErr)) {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+    });
+    run.kill("SIGKILL");
+    const list = await ocw(["asks", "--json"]);
+    expect(list.code, list.stderr).toBe(0);
+    const ask = (JSON.parse(list.stdout) as { id: string; workerId: string; tool: string }[]).find((a) => a.tool === "edit")!;
+    expect(ask.id).toMatch(/^per_/);
+    const text = await ocw(["asks", "--worker", ask.workerId]);
+    expect(text.stdout).toContain(`${ask.workerId} asks edit`);
+    expect(text.stdout).toContain(`answer: ocw approve ${ask.id}`);
+
+    const wrong = await ocw(["approve", ask.workerId]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("is not an ask id: `ocw asks` lists the asks waiting");
+    const ok = await ocw(["approve", ask.id]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain(`${ask.id} (${ask.workerId} edit): allowed once`);
+    const again = await ocw(["approve", ask.id]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("is no longer pending");
+    const settled = await ocw(["wait", "--worker", ask.workerId, "--timeout", "90"]);
+    expect(settled.stdout).toContain(`worker ${ask.workerId}: 0 asks waiting, 1/1 settled (1 built)`);
   });
 
   it("logs --follow says when the engine goes away (it went silent and seemed to hang)", async () => {
