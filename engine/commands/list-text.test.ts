@@ -46,3 +46,22 @@ describe("ocw show's next steps", () => {
     expect(showText(failed)).toContain("ocw continue w-f --message TEXT");
   });
 });
+
+describe("ocw show of a worker that waits on an ask", () => {
+  it("names the command that answers it (there was none on the command line)", () => {
+    const ask = {
+      id: "per_1",
+      workerId: "w-q",
+      sessionId: "s",
+      kind: "permission" as const,
+      tool: "edit",
+      what: "a.txt",
+      patterns: [],
+      always: [],
+      createdAt: NOW,
+      status: "pending" as const,
+    };
+    const w = { ...worker("w-q", NOW), state: "waiting-approval" as const, asks: [ask] };
+    expect(showText(w)).toContain("next: ocw approve per_1 (once; --always, --reject) · ocw asks --worker w-q");
+  });
+});

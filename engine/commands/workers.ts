@@ -383,8 +383,10 @@ export function showText(w: Worker): string {
   }
   if (w.merged)
     lines.push(`merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
-  const next =
-    w.state === "built" && !w.merged && !w.discarded
+  const waiting = w.asks.find((a) => a.status === "pending");
+  const next = waiting
+    ? `next: ocw approve ${waiting.id} (once; --always, --reject) · ocw asks --worker ${w.id} · ocw cancel ${w.id}`
+    : w.state === "built" && !w.merged && !w.discarded
       ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw publish ${w.id} (its branch, to review with git) · ocw discard ${w.id}`
       : w.state === "honest-failure"
         ? `next: ocw logs ${w.id} · ocw continue ${w.id} --message TEXT · ocw retry ${w.id} · ocw discard ${w.id}`
