@@ -332,7 +332,8 @@ async function runCommand(o: RunOptions): Promise<void> {
     if (o.name !== undefined) batchName = o.name.trim();
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
-    if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
+    if (o.task === undefined) throw new CliError("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
+    if (!o.task.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o.heldBack && !o.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
     const files = o.heldBack ? path.resolve(o.heldBack) : undefined;
     const checks: CheckSpec[] = o.check.map((run) => (files ? { run, files } : { run }));

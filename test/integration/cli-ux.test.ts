@@ -104,6 +104,10 @@ describe("ocw: mistakes answered before any engine starts", () => {
     const port = await ocw(["serve", "--port", "abc"], 20_000);
     expect(port.code).toBe(2);
     expect(port.stderr).toContain("argument 'abc' is invalid. It must be a port number from 1 to 65535.");
+    // `ocw run --dir .` without --task: it said "--task is empty".
+    const noTask = await ocw(["run", "--dir", "."]);
+    expect(noTask.code).toBe(2);
+    expect(noTask.stderr).toContain("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
     const h = await ocw(["hook", "session-end"]);
     expect(h.code).toBe(2);
     expect(h.stderr).toContain('unknown hook "session-end": session-start or stop');
