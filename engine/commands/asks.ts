@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import type { PermissionAsk } from "../../shared/permission";
 import { connect } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
+import { askWhat } from "../mcp/format";
 import { CliError, fail } from "./errors";
 import { expectId } from "./hints";
 import { askText } from "./run";
@@ -24,7 +25,13 @@ export function registerAskCommands(program: Command): void {
         const asks = (await c.approvals.list.query()).filter((a) => !o.worker || a.workerId === o.worker);
         if (o.json) return console.log(JSON.stringify(asks, null, 2));
         if (!asks.length) return console.log(`no asks waiting${o.worker ? ` on ${o.worker}` : ""}`);
-        for (const a of asks) process.stdout.write(`${askText(a).replace(/^\n/, "")}  answer: ${approveHint(a)}\n\n`);
+        // Paths in the worker's workspace as `ocw run` shows them: relative to it (the private path never shown).
+        const worktrees = new Map((await c.workers.list.query()).map((w) => [w.id, w.worktree]));
+        for (const a of asks) {
+          const wt = worktrees.get(a.workerId);
+          const shown = { ...a, what: askWhat(a, wt), ...(a.diff ? { diff: askWhat({ what: a.diff }, wt) } : {}) };
+          process.stdout.write(`${askText(shown).replace(/^\n/, "")}  answer: ${approveHint(a)}\n\n`);
+        }
       } catch (err) {
         fail(err);
       }

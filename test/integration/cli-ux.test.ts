@@ -238,7 +238,9 @@ describe("ocw cancel / discard --json, ocw show of an attempts group", () => {
     const ask = (JSON.parse(list.stdout) as { id: string; workerId: string; tool: string }[]).find((a) => a.tool === "edit")!;
     expect(ask.id).toMatch(/^per_/);
     const text = await ocw(["asks", "--worker", ask.workerId]);
-    expect(text.stdout).toContain(`${ask.workerId} asks edit`);
+    // As `ocw run` shows it: the path relative to the worker's workspace, not the engine's private folder.
+    expect(text.stdout).toContain(`${ask.workerId} asks edit: ux.txt`);
+    expect(text.stdout).not.toContain(stateDir);
     expect(text.stdout).toContain(`answer: ocw approve ${ask.id}`);
 
     const wrong = await ocw(["approve", ask.workerId]);
