@@ -121,11 +121,12 @@ export function nextEvent(
   client: EngineClient,
   cursor: string,
   pred: (e: EngineEvent) => boolean,
-  opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+  opts: { timeoutMs?: number; signal?: AbortSignal; onConnection?: FollowOptions["onConnection"] } = {},
 ): Promise<"event" | "timeout" | "aborted"> {
   return new Promise((resolve, reject) => {
     let sub: { unsubscribe(): void } | null = null;
     let ended = false;
+    let lost = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const end = () => {
       ended = true;
@@ -152,6 +153,17 @@ export function nextEvent(
           if (ended) return;
           end();
           reject(err);
+        },
+        // The stream reconnects by itself; a caller that follows for a person says the engine went away (and came back).
+        onConnectionStateChange: (st) => {
+          if (ended || !opts.onConnection) return;
+          if (st.state === "connecting" && st.error && !lost) {
+            lost = true;
+            opts.onConnection("lost", st.error.message.replace(/^(\w*Error: )+/, ""));
+          } else if (st.state === "pending" && lost) {
+            lost = false;
+            opts.onConnection("back", "");
+          }
         },
       },
     );

@@ -19,6 +19,7 @@ import { follow } from "../api/follow";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { readLock } from "../api/lock";
 import { CliError, fail } from "./errors";
+import { expectId, positiveNumber } from "./hints";
 
 /** The dashboard's address for a running engine (the token in it lets the browser in). */
 export const guiUrl = (lock: Pick<EngineLock, "port" | "token">) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
@@ -80,10 +81,13 @@ export function registerClaudeCommands(program: Command): void {
     .option("--until-ask-or-settled", "return on the first ask or the first worker that settles (the default, and only, mode)")
     .option("--batch <batchId>", "watch this batch's workers")
     .option("--worker <workerId>", "watch this worker")
-    .option("--timeout <sec>", "give up after this many seconds (default 3600)", (v) => Number(v))
+    .option("--timeout <sec>", "give up after this many seconds (default 3600)", positiveNumber())
+    .addHelpText("after", "\nExit status: 0 a worker asked or settled (or nothing to wait for), 2 nothing before --timeout, 3 the engine went away.")
     .action(async (o: { batch?: string; worker?: string; timeout?: number }) => {
       try {
         if (o.batch && o.worker) throw new CliError("give --batch or --worker, not both");
+        if (o.batch) expectId(o.batch, "batch", `wait on that worker with \`ocw wait --worker ${o.batch}\``);
+        if (o.worker) expectId(o.worker, "worker", `wait on that batch with \`ocw wait --batch ${o.worker}\``);
         const lock = await runningEngine();
         if (!lock) throw new CliError("no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
         const client = connect(lock, "cli:ocw wait");
@@ -163,7 +167,9 @@ export function registerClaudeCommands(program: Command): void {
     .description("Claude Code plugin hooks: session-start (one-line summary of this repository's workers) and stop (unanswered asks)")
     .argument("<event>", "session-start | stop")
     .action(async (event: string) => {
-      // A hook must never break the session: any failure is silence.
+      // A hook must never break the session: any failure is silence. An event no hook has is a mistake in the
+      // hook's configuration, said at once (it was said only when the engine ran and the repository had workers).
+      if (event !== "session-start" && event !== "stop") fail(new CliError(`unknown hook "${event}": session-start or stop`));
       try {
         const input = readHookInput();
         const lock = await runningEngine();

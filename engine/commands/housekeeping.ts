@@ -6,6 +6,7 @@ const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 }
 import { connect } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
+import { expectId } from "./hints";
 
 /**
  * `ocw retry ID` runs a finished, not built worker's task again as a new worker (fresh workspace, same target);
@@ -21,6 +22,7 @@ export function registerHousekeepingCommands(program: Command): void {
     .option("--json", "print JSON")
     .action(async (workerId: string, o: { json?: boolean }) => {
       try {
+        expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw retry\` takes one of them`);
         const client = connect(await ensureEngine(stateDir()), "cli:ocw retry");
         const r = await client.workers.retry.mutate({ workerId });
         console.log(o.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}`);
@@ -47,6 +49,8 @@ export function registerHousekeepingCommands(program: Command): void {
     .action(async (workerId: string | undefined, o: { batch?: string; json?: boolean; acceptFlagged?: boolean }) => {
       try {
         if (!workerId === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+        if (workerId) expectId(workerId, "worker", `merge a batch with \`ocw merge --batch ${workerId}\``);
+        if (o.batch) expectId(o.batch, "batch", `merge that worker with \`ocw merge ${o.batch}\``);
         const client = connect(await ensureEngine(stateDir()), "cli:ocw merge");
         if (workerId) {
           const m = await client.workers.merge.mutate({ workerId, acceptFlagged: !!o.acceptFlagged });
@@ -89,6 +93,7 @@ export function registerHousekeepingCommands(program: Command): void {
     .option("--json", "print JSON")
     .action(async (workerId: string, o: { json?: boolean }) => {
       try {
+        expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw publish\` takes one of them`);
         const client = connect(await ensureEngine(stateDir()), "cli:ocw publish");
         const p = await client.workers.publish.mutate({ workerId });
         console.log(

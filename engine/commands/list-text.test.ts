@@ -1,7 +1,7 @@
 // `ocw list`: its columns are named, and the time is said as how long ago the worker was created (it read as a bare "5m").
 import { describe, expect, it } from "vitest";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "../../shared/worker";
-import { listText } from "./workers";
+import { discardText, listText, showText } from "./workers";
 
 const NOW = 1_800_000_000_000;
 const worker = (id: string, createdAt: number): Worker =>
@@ -25,5 +25,43 @@ describe("ocw list as text", () => {
     // the columns line up under the header
     expect(lines[1]!.indexOf("queued")).toBe(lines[0]!.indexOf("STATE"));
     expect(lines[1]!.indexOf("ago") + 3).toBe(lines[0]!.indexOf("CREATED") + "CREATED".length);
+  });
+});
+
+describe("ocw discard's line", () => {
+  it("says a merged worker's work stays merged, and not once that merge was reverted", () => {
+    const w = worker("w-a", NOW);
+    expect(discardText(w)).toBe("discarded w-a: its workspace and branch are gone");
+    const merged = { ...w, merged: { into: "main", commit: "c1" } };
+    expect(discardText(merged)).toBe("discarded w-a: its workspace and branch are gone; its work stays merged in main");
+    expect(discardText({ ...merged, reverted: { into: "main", commit: "c2" } })).toBe(
+      "discarded w-a: its workspace and branch are gone; its merge into main was reverted",
+    );
+  });
+});
+
+describe("ocw show's next steps", () => {
+  it("an honest failure's `ocw continue` names --message, which it requires (copied as shown, it was a usage error)", () => {
+    const failed = { ...worker("w-f", NOW), state: "honest-failure" as const };
+    expect(showText(failed)).toContain("ocw continue w-f --message TEXT");
+  });
+});
+
+describe("ocw show of a worker that waits on an ask", () => {
+  it("names the command that answers it (there was none on the command line)", () => {
+    const ask = {
+      id: "per_1",
+      workerId: "w-q",
+      sessionId: "s",
+      kind: "permission" as const,
+      tool: "edit",
+      what: "a.txt",
+      patterns: [],
+      always: [],
+      createdAt: NOW,
+      status: "pending" as const,
+    };
+    const w = { ...worker("w-q", NOW), state: "waiting-approval" as const, asks: [ask] };
+    expect(showText(w)).toContain("next: ocw approve per_1 (once; --always, --reject) · ocw asks --worker w-q");
   });
 });

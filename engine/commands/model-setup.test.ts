@@ -84,6 +84,12 @@ describe("ocw fit", () => {
     expect(j.warnings.join("\n")).toMatch(/CPU only: 1 slot by default, as `ocw setup` plans/);
     const plan = JSON.parse((await runFit({ json: true }, localSetupPort({ hardware: hw() }))).stdout);
     expect(plan.pick.slots).toBe(j.recommendation.slots);
+    // --ctx without --gguf/--metadata is the context per slot, as `ocw setup --ctx` (it was silently ignored).
+    const exact = JSON.parse((await runFit({ json: true, ctx: "16384" }, localSetupPort({ hardware: hw() }))).stdout);
+    expect(exact.pick.ctxPerSlot).toBe(16384);
+    const badCtx = await runFit({ json: true, ctx: "lots" }, localSetupPort({ hardware: hw() }));
+    expect(badCtx.code).toBe(2);
+    expect(badCtx.stderr).toMatch(/--ctx must be an integer/);
     const asked = JSON.parse((await runFit({ metadata: f, json: true, parallel: "3", llamaFit: false }, localSetupPort({ hardware: hw() }))).stdout);
     expect(asked.slots).toBe(3);
     expect(asked.warnings.join("\n")).not.toMatch(/CPU only/);
@@ -138,6 +144,18 @@ describe("ocw setup bad inputs (no server needed)", () => {
     ["key instead of var name", { capture: "http://127.0.0.1:9", apiKeyEnv: "sk-abc-123" }, /NAME of an environment variable/],
     ["provider without key var", { provider: "http://127.0.0.1:9", model: "m" }, /--api-key-env/],
     ["provider without model", { provider: "http://127.0.0.1:9", apiKeyEnv: "X" }, /--model/],
+    // A user:password@ in the URL: refused, the secret never quoted (it was, four times, after fetch refused it).
+    [
+      "provider with credentials",
+      { provider: "http://u:s3cret@127.0.0.1:9/v1", model: "m", apiKeyEnv: "X" },
+      /--provider http:\/\/\*\*\*@127\.0\.0\.1:9\/v1 holds credentials.*--api-key-env VAR/,
+    ],
+    [
+      "capture with credentials",
+      { capture: ["http://127.0.0.1:9/v1", "http://tok@127.0.0.1:8/v1"] },
+      /--capture http:\/\/\*\*\*@127\.0\.0\.1:8\/v1 holds credentials/,
+    ],
+    ["capture with a query", { capture: "http://127.0.0.1:9/v1?key=s3cret" }, /--capture http:\/\/127\.0\.0\.1:9\/v1 has a query/],
   ];
   for (const [name, o, re] of cases) {
     it(name, async () => {
@@ -145,6 +163,7 @@ describe("ocw setup bad inputs (no server needed)", () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(re);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(r.stderr + r.stdout).not.toContain("s3cret");
     });
   }
 });

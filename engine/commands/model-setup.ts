@@ -16,6 +16,7 @@ import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../../shared/s
 import { benchText } from "../../shared/target";
 import { type ApiOutputs, type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
+import { checkEndpointUrl } from "./target-flags";
 import { parseGpuSpec } from "../hardware/parse";
 import { SetupError } from "../models/errors";
 import { MiB, GiB } from "../models/estimate";
@@ -289,7 +290,9 @@ export async function runFit(o: FitCommandOptions, port: SetupPort = enginePort(
 export async function runFitPlan(o: FitCommandOptions, port: SetupPort = enginePort("cli:ocw fit")): Promise<CommandOutput> {
   try {
     const slots = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
-    const ctxPerSlot = int(o.ctxPerSlot, "--ctx", 1024);
+    // `--ctx` without --gguf/--metadata is the context per slot, as `ocw setup --ctx` (it was read from a field no flag
+    // sets, so `ocw fit --ctx 65536`, or `--ctx abc`, was silently ignored).
+    const ctxPerSlot = int(o.ctxPerSlot ?? o.ctx, "--ctx", 1024);
     const minCtx = int(o.minCtx, "--min-ctx", 1024);
     if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const runtime = o.runtime ?? "llama.cpp";
@@ -496,6 +499,7 @@ export async function runSetup(o: SetupCommandOptions, port: SetupPort = engineP
     }
     // capture (one endpoint, or a pool of several) or provider: verified and saved by the engine (setup.verify)
     const urls = o.capture ? (Array.isArray(o.capture) ? o.capture : [o.capture]) : [o.provider!];
+    for (const u of urls) checkEndpointUrl(o.capture ? "--capture" : "--provider", u);
     const r = await port.verify(
       {
         mode: o.capture ? "capture" : "provider",
@@ -714,7 +718,10 @@ export function registerModelSetupCommands(
     .option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor × data parallel GPUs")
     .option("--metadata <file>", "JSON object of GGUF metadata keys → values (tensor infos optional)")
     .option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)")
-    .option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)")
+    .option(
+      "--ctx <n>",
+      "with --gguf/--metadata, -c: total context (default: the model's n_ctx_train); without them, exactly this context per slot (as ocw setup --ctx)",
+    )
     .option("--parallel <n>", "-np: slots (default: 4 with unified KV with a GPU, 1 on a CPU only — as ocw setup)")
     .option("--kv-unified", "--kv-unified: one KV pool shared by all slots")
     .option("--no-kv-unified", "split KV: each slot gets ctx/parallel")
@@ -798,9 +805,11 @@ export function registerModelSetupCommands(
   serving
     .command("list")
     .description("the model servers ocw started: running or stopped, port, and whether `ocw stop` stops them")
-    .action(() =>
+    .option("--json", "print JSON (as `ocw targets --json` and `ocw doctor --json` do)")
+    .action((o: { json?: boolean }) =>
       servingCli(async () => {
         const list = await enginePort("cli:ocw serving list").servers();
+        if (o.json) return JSON.stringify(list, null, 2);
         return list.length
           ? list
               .map(

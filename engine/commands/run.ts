@@ -18,6 +18,7 @@ import { follow, nextEvent } from "../api/follow";
 import { askWhat } from "../mcp/format";
 import { uncommitted } from "./uncommitted";
 import { CliError, fail, unattendedDecision } from "./errors";
+import { expectId } from "./hints";
 import { connectWithTarget } from "./target-flags";
 
 interface RunOptions {
@@ -109,6 +110,7 @@ interface ResumeOptions {
 
 async function resumeCommand(workerId: string, o: ResumeOptions): Promise<void> {
   checkFollowOptions(o);
+  expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw resume\` takes one of them`);
   const { client } = await connectWithTarget({}, "cli:ocw resume");
   try {
     await client.workers.resume.mutate({ workerId, ...(o.message?.trim() ? { message: o.message } : {}) });
@@ -138,6 +140,7 @@ interface ContinueOptions {
 async function continueCommand(workerId: string, o: ContinueOptions): Promise<void> {
   checkFollowOptions(o);
   if (!o.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
+  expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw continue\` takes one of them`);
   const { client } = await connectWithTarget({}, "cli:ocw continue");
   try {
     await client.workers.continue.mutate({ workerId, message: o.message });
@@ -194,7 +197,7 @@ function detachOnInterrupt(ids: string[]): void {
   process.once("SIGINT", () => {
     const one = ids.length === 1 ? ids[0]! : "ID";
     process.stderr.write(
-      `\nocw: detached: ${ids.join(", ")} ${ids.length === 1 ? "keeps" : "keep"} running in the engine (its asks wait in the GUI) — follow with \`ocw logs ${one} --follow\`, stop with \`ocw cancel ${one}\`\n`,
+      `\nocw: detached: ${ids.join(", ")} ${ids.length === 1 ? "keeps" : "keep"} running in the engine (its asks wait: \`ocw asks\`, \`ocw approve ASK_ID\`, or the GUI) — follow with \`ocw logs ${one} --follow\`, stop with \`ocw cancel ${one}\`\n`,
     );
     process.exit(130);
   });
@@ -329,7 +332,8 @@ async function runCommand(o: RunOptions): Promise<void> {
     if (o.name !== undefined) batchName = o.name.trim();
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
-    if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
+    if (o.task === undefined) throw new CliError("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
+    if (!o.task.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o.heldBack && !o.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
     const files = o.heldBack ? path.resolve(o.heldBack) : undefined;
     const checks: CheckSpec[] = o.check.map((run) => (files ? { run, files } : { run }));
@@ -439,7 +443,7 @@ async function runCommand(o: RunOptions): Promise<void> {
       if (integ.passed) process.stderr.write(`  land it: ocw merge --batch ${batchId}  (or push it: ocw push --batch ${batchId} --remote R --pr)\n`);
       else
         process.stderr.write(
-          `  follow up: a targeted fix — ocw continue WORKER_ID with the failing output, or a new task (a batch file's task can come "after" the built ones); ocw show ${batchId}\n`,
+          `  follow up: a targeted fix — ocw continue WORKER_ID --message TEXT (say what failed), or a new task (a batch file's task can come "after" the built ones); ocw show ${batchId}\n`,
         );
     }
   }
@@ -571,7 +575,7 @@ export function attemptsJson(g: AttemptGroup) {
   };
 }
 
-function attemptsSummary(g: AttemptGroup): string {
+export function attemptsSummary(g: AttemptGroup): string {
   const rows = g.attempts.map(
     (a) =>
       `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${a.changedLines} changed line(s)` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`,
@@ -764,7 +768,7 @@ export class TerminalAsker {
         const open = [ask, ...this.queue].filter((a) => !this.settled.has(a.id));
         if (open.length && !this.ending)
           this.out.write(
-            `\nocw: no terminal input; ${open.length === 1 ? "the ask stays" : `${open.length} asks stay`} pending (answer in the GUI or run with --approve)\n`,
+            `\nocw: no terminal input; ${open.length === 1 ? "the ask stays" : `${open.length} asks stay`} pending (answer with \`ocw asks\` and \`ocw approve ASK_ID\`, in the GUI, or run with --approve)\n`,
           );
         this.queue.length = 0;
         break;

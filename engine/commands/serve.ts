@@ -7,12 +7,13 @@ import { hostEngine, StateDirTaken, superviseServing, type HostedEngine } from "
 import { ensureEngine, waitForEngine, stateDir } from "../api/launcher";
 import { alive, readLock, supervisorOf } from "../api/lock";
 import { ACTIVATE, superviseEngine } from "../api/supervisor";
+import { portNumber } from "./hints";
 
 export function registerServeCommands(program: Command): void {
   program
     .command("serve")
     .description("start the engine (or attach to the running one) and print the browser UI's URL; stays in the foreground")
-    .option("--port <n>", "port for the control API and UI (default: a free one)", (v) => Number(v))
+    .option("--port <n>", "port for the control API and UI (default: a free one)", portNumber)
     .option("--background", "run without printing, restarted when it dies (how clients start the engine)")
     .option("--supervise", "start the engine as a client does (detached, under its supervisor) or attach to it; print its URL; Ctrl-C detaches")
     .option("--no-sandbox", "run workers without the OS sandbox: they can then read your files and secrets (only where no sandbox is available)")

@@ -2,16 +2,36 @@ import { createHash } from "node:crypto";
 import type { Target } from "../../shared/target";
 import { type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
+import { InputError } from "../../shared/errors";
+import { redactUrlCredentials } from "../../shared/remote-url";
 import { CliError } from "./errors";
 
-/** The target behind `--endpoint URL --model ID [--api-key-env VAR]`: saved (not made active) so workers can name it. */
-export function adhocTarget(endpoint: string, model: string, keyRef?: string): Target {
+/**
+ * A model endpoint given on the command line (`--endpoint`, `--provider`, `--capture`), refused before it is used when
+ * it cannot work, and said without its secret: a user:password@ in it (fetch refuses such a URL, and every message
+ * quoted it whole), a query or fragment (the API paths were appended after it: `…?key=s/v1`), a scheme other than http(s).
+ */
+export function checkEndpointUrl(flag: string, endpoint: string): URL {
   let url: URL;
   try {
     url = new URL(endpoint);
   } catch {
-    throw new CliError(`--endpoint ${endpoint} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
+    throw new InputError(`${flag} ${redactUrlCredentials(endpoint)} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
   }
+  const shown = `${url.protocol}//${url.username || url.password ? "***@" : ""}${url.host}${url.pathname}`;
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new InputError(`${flag} ${shown} is not an http(s) URL: give e.g. http://127.0.0.1:8080/v1`);
+  if (url.username || url.password)
+    throw new InputError(
+      `${flag} ${shown} holds credentials (user:password@), which are never sent as a key: put the key in a variable and pass --api-key-env VAR, with the URL alone`,
+    );
+  if (url.search || url.hash)
+    throw new InputError(`${flag} ${shown} has a query or fragment ("?…" or "#…"): give the base URL alone (a key goes in a variable: --api-key-env VAR)`);
+  return url;
+}
+
+/** The target behind `--endpoint URL --model ID [--api-key-env VAR]`: saved (not made active) so workers can name it. */
+export function adhocTarget(endpoint: string, model: string, keyRef?: string): Target {
+  const url = checkEndpointUrl("--endpoint", endpoint);
   const base = url.href.replace(/\/+$/, "");
   const id =
     "adhoc-" +
@@ -48,6 +68,11 @@ export async function connectWithTarget(
 ): Promise<{ client: EngineClient; targetId?: string }> {
   if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let target: Target | undefined;
+  // A key pasted where its variable's name belongs is not echoed back (it was: "--api-key-env sk-… is not set").
+  if (o.apiKeyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(o.apiKeyEnv))
+    throw new CliError(
+      `--api-key-env takes the NAME of an environment variable (got "${o.apiKeyEnv.slice(0, 4)}…"), not the key itself: export the key (e.g. OPENAI_API_KEY=…) and pass --api-key-env OPENAI_API_KEY`,
+    );
   if (o.endpoint && o.model) {
     if (o.apiKeyEnv && !process.env[o.apiKeyEnv]) throw new CliError(`--api-key-env ${o.apiKeyEnv} is not set in this environment: export it first`);
     target = adhocTarget(o.endpoint, o.model, o.apiKeyEnv);

@@ -8,6 +8,8 @@ import { connect, type EngineClient } from "../api/client";
 import { nextEvent } from "../api/follow";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
+import { expectId } from "./hints";
+import { attemptsSummary } from "./run";
 
 /**
  * The CLI for every day: list workers, show one, read (and follow) its transcript, discard it, stop it; revert a merge
@@ -65,6 +67,7 @@ export function registerWorkerCommands(program: Command): void {
           .map((s) => s.trim())
           .filter(Boolean)
           .map((s) => (s === "failed" ? "honest-failure" : s));
+        if (o.batch) expectId(o.batch, "batch", `\`ocw show ${o.batch}\` shows that worker`);
         for (const s of states ?? [])
           if (!WorkerState.safeParse(s).success) throw new CliError(`unknown state "${s}": one of ${WorkerState.options.join(", ")} (or failed)`);
         const c = await client("list");
@@ -91,6 +94,7 @@ export function registerWorkerCommands(program: Command): void {
     .option("--json", "print JSON")
     .action(async (batchId: string, o: { name?: string; json?: boolean }) => {
       try {
+        expectId(batchId, "batch", `\`ocw show ${batchId}\` shows that worker`);
         const c = await client("batch");
         if (o.name !== undefined) {
           try {
@@ -115,9 +119,9 @@ export function registerWorkerCommands(program: Command): void {
   program
     .command("show")
     .description(
-      "one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict)",
+      "one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict; an attempts group id: its attempts and winner)",
     )
-    .argument("<id>", "a worker id (w-…) or a batch id (b-…)")
+    .argument("<id>", "a worker id (w-…), a batch id (b-…) or an attempts group id (a-…, from `ocw run --attempts`)")
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       try {
@@ -126,6 +130,12 @@ export function registerWorkerCommands(program: Command): void {
           const b = await c.workers.batch.query({ batchId: id });
           if (o.json) return console.log(JSON.stringify(b, null, 2));
           return console.log(batchText(b));
+        }
+        // `ocw run --attempts` names its group (a-…): its attempts, the winner marked.
+        if (id.startsWith("a-")) {
+          const g = await c.workers.attempts.query({ groupId: id });
+          if (o.json) return console.log(JSON.stringify(g, null, 2));
+          return console.log(attemptsSummary(g));
         }
         const w = await c.workers.get.query({ workerId: id });
         if (o.json) return console.log(JSON.stringify(w, null, 2));
@@ -144,6 +154,7 @@ export function registerWorkerCommands(program: Command): void {
     .option("-f, --follow", "keep printing new events until the worker ends")
     .action(async (id: string, o: { follow?: boolean }) => {
       try {
+        expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw logs\` takes one of them`);
         const c = await client("logs");
         const cursor = (await c.health.query()).cursor;
         const events = await c.workers.events.query({ workerId: id });
@@ -155,11 +166,24 @@ export function registerWorkerCommands(program: Command): void {
         if (!o.follow || (lastState?.type === "worker.state" && isAtRest(lastState.state))) return;
         const last = events.at(-1)?.seq ?? -1;
         // Printed as they come; the worker's state at rest ends it.
-        await nextEvent(c, cursor, (e) => {
-          if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return false;
-          printer.event(e as WorkerEvent, true);
-          return e.type === "worker.state" && isAtRest(e.state);
-        });
+        await nextEvent(
+          c,
+          cursor,
+          (e) => {
+            if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return false;
+            printer.event(e as WorkerEvent, true);
+            return e.type === "worker.state" && isAtRest(e.state);
+          },
+          {
+            // It said nothing while the engine was gone: the follow seemed to hang.
+            onConnection: (state, detail) =>
+              process.stderr.write(
+                state === "lost"
+                  ? `ocw: the engine is unreachable (${detail || "connection closed"}); waiting for it to come back (\`ocw gui --url\` starts it again: ${id} then shows as interrupted, \`ocw resume ${id}\` goes on), Ctrl-C stops following\n`
+                  : "ocw: the engine is back\n",
+              ),
+          },
+        );
       } catch (err) {
         fail(err);
       }
@@ -169,9 +193,12 @@ export function registerWorkerCommands(program: Command): void {
     .command("cancel")
     .description("stop a worker (it can be resumed later; its pending asks are cancelled)")
     .argument("<workerId>")
-    .action(async (id: string) => {
+    .option("--json", "print the worker as JSON (what `ocw show --json` prints)")
+    .action(async (id: string, o: { json?: boolean }) => {
       try {
+        expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw cancel\` takes one of them`);
         const w = await (await client("cancel")).workers.stop.mutate({ workerId: id, reason: "cancelled with ocw cancel" });
+        if (o.json) return console.log(JSON.stringify(w, null, 2));
         console.log(`${w.id} is ${stateWord(w.state)}${isAtRest(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
       } catch (err) {
         fail(err);
@@ -182,10 +209,13 @@ export function registerWorkerCommands(program: Command): void {
     .command("discard")
     .description("remove a finished worker's workspace and branch, unmerged work included (its record and log stay)")
     .argument("<workerId>")
-    .action(async (id: string) => {
+    .option("--json", "print the worker as JSON (what `ocw show --json` prints)")
+    .action(async (id: string, o: { json?: boolean }) => {
       try {
+        expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw discard\` takes one of them`);
         const w = await (await client("discard")).workers.discard.mutate({ workerId: id });
-        console.log(`discarded ${w.id}: its workspace and branch are gone${w.merged ? `; its work stays merged in ${w.merged.into}` : ""}`);
+        if (o.json) return console.log(JSON.stringify(w, null, 2));
+        console.log(discardText(w));
       } catch (err) {
         fail(err);
       }
@@ -200,6 +230,7 @@ export function registerWorkerCommands(program: Command): void {
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       try {
+        expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw rebase\` takes one of them`);
         const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id });
         console.log(
           o.json
@@ -220,6 +251,8 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (id: string | undefined, o: { batch?: string; json?: boolean }) => {
       try {
         if (!id === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+        if (id) expectId(id, "worker", `revert a batch's integration commit with \`ocw revert --batch ${id}\``);
+        if (o.batch) expectId(o.batch, "batch", `revert that worker's merge with \`ocw revert ${o.batch}\``);
         const r = await (await client("revert")).workers.revert.mutate(id ? { workerId: id } : { batchId: o.batch! });
         console.log(o.json ? JSON.stringify(r) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
       } catch (err) {
@@ -264,6 +297,8 @@ export function registerWorkerCommands(program: Command): void {
       ) => {
         try {
           if (!id === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+          if (id) expectId(id, "worker", `push a batch's integration commit with \`ocw push --batch ${id} --remote ${o.remote}\``);
+          if (o.batch) expectId(o.batch, "batch", `push that worker with \`ocw push ${o.batch} --remote ${o.remote}\``);
           const r = await (await client("push")).workers.push.mutate({
             ...(id ? { workerId: id } : { batchId: o.batch! }),
             remote: o.remote,
@@ -283,6 +318,12 @@ export function registerWorkerCommands(program: Command): void {
         }
       },
     );
+}
+
+/** `ocw discard`'s line: a merge that was reverted since no longer "stays merged". */
+export function discardText(w: Worker): string {
+  const merged = w.merged && !w.reverted ? `; its work stays merged in ${w.merged.into}` : w.merged ? `; its merge into ${w.merged.into} was reverted` : "";
+  return `discarded ${w.id}: its workspace and branch are gone${merged}`;
 }
 
 export function batchText(b: BatchSummary): string {
@@ -342,11 +383,13 @@ export function showText(w: Worker): string {
   }
   if (w.merged)
     lines.push(`merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
-  const next =
-    w.state === "built" && !w.merged && !w.discarded
+  const waiting = w.asks.find((a) => a.status === "pending");
+  const next = waiting
+    ? `next: ocw approve ${waiting.id} (once; --always, --reject) · ocw asks --worker ${w.id} · ocw cancel ${w.id}`
+    : w.state === "built" && !w.merged && !w.discarded
       ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw publish ${w.id} (its branch, to review with git) · ocw discard ${w.id}`
       : w.state === "honest-failure"
-        ? `next: ocw logs ${w.id} · ocw continue ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
+        ? `next: ocw logs ${w.id} · ocw continue ${w.id} --message TEXT · ocw retry ${w.id} · ocw discard ${w.id}`
         : ["stopped", "interrupted", "error"].includes(w.state)
           ? `next: ocw resume ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
           : !isAtRest(w.state)
