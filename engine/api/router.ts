@@ -31,6 +31,7 @@ import { Grade } from "../../shared/grade";
 import { AttemptGroupRef } from "../../shared/attempts";
 import { ledger } from "../../shared/ledger";
 import { firstIssue } from "../../shared/issues";
+import { redactUrlCredentials } from "../../shared/remote-url";
 import { PolicyRule, type DecidedBy, type PermissionAsk } from "../../shared/permission";
 import { slimWorker, WaitInput, type WaitWorker } from "../../shared/wait";
 import { waitForNews, waitStream } from "./wait";
@@ -92,11 +93,14 @@ function readGrades(): Grade[] {
   });
 }
 
-/** One line a person can act on, from a zod error or an engine InputError. */
+/**
+ * One line a person can act on, from a zod error or an engine InputError. A URL's credentials in it (an endpoint or a
+ * remote given as `https://user:secret@host/…`, quoted back by the message that refuses it) never leave the engine.
+ */
 function humanMessage(error: unknown): string {
   const cause = (error as { cause?: unknown }).cause;
-  if (cause instanceof z.ZodError) return firstIssue(cause);
-  return (error as Error).message;
+  if (cause instanceof z.ZodError) return redactUrlCredentials(firstIssue(cause));
+  return redactUrlCredentials((error as Error).message);
 }
 
 /** The event stream's keep-alive: a ping after this long without a message; a client reconnects after `reconnectAfterInactivityMs` of silence. */
