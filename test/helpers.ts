@@ -77,10 +77,15 @@ export async function startEngine(stateDir = tempDir("state"), env: NodeJS.Proce
   };
 }
 
-/** `ocw ARGS` of the bundle against the engine of `stateDir`: its exit code and output (killed after `timeoutMs`). */
-export function runOcw(stateDir: string, args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** `ocw ARGS` of the bundle against the engine of `stateDir` (with `env` added): its exit code and output (killed after `timeoutMs`). */
+export function runOcw(
+  stateDir: string,
+  args: string[],
+  timeoutMs = 60_000,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: stateDir }, stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: stateDir, ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     p.stdout!.on("data", (b) => (stdout += b));

@@ -3,13 +3,12 @@
 // checks (built and honest; fewest changed lines, then earliest verdict) and stops the attempts still running once one
 // is built, unless --all-attempts. The contract: `--json` prints {attempts: [{workerId, target, verdict, honest}],
 // winner, …}; exit 0 iff there is a built winner.
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
 import { startMcp, waitUntil } from "./mcp-helpers";
-import { BUNDLE, cleanup, makeRepo, scriptedTarget, startEngine, tempDir, type TestEngine } from "../helpers";
+import { cleanup, makeRepo, runOcw, scriptedTarget, startEngine, tempDir, type TestEngine } from "../helpers";
 
 let engine: TestEngine;
 let a: ScriptedModel;
@@ -21,23 +20,7 @@ const repo = () => {
   return r;
 };
 
-function ocw(args: string[], timeoutMs = 170_000) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(process.execPath, [BUNDLE, ...args], {
-      env: { ...process.env, OCW_STATE_DIR: engine.stateDir, OCW_STALL_SEC: "600" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (x) => (stdout += x));
-    p.stderr.on("data", (x) => (stderr += x));
-    const t = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
-    p.on("exit", (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const ocw = (args: string[], timeoutMs = 170_000) => runOcw(engine.stateDir, args, timeoutMs, { OCW_STALL_SEC: "600" });
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Resolves when target A's failing attempt has given its final answer. */

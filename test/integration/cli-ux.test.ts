@@ -5,29 +5,13 @@ import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, stopDetachedEngine, tempDir } from "../helpers";
+import { BUNDLE, cleanup, makeRepo, runOcw, stopDetachedEngine, tempDir } from "../helpers";
 
 const stateDir = tempDir("cli-ux-state");
 const repos: string[] = [];
 let model: ScriptedModel | undefined;
 
-function ocw(args: string[], timeoutMs = 120_000) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(process.execPath, [BUNDLE, ...args], {
-      env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", NO_COLOR: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (b) => (stdout += b));
-    p.stderr.on("data", (b) => (stderr += b));
-    const t = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
-    p.on("exit", (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const ocw = (args: string[], timeoutMs = 120_000) => runOcw(stateDir, args, timeoutMs, { OCW_STALL_SEC: "600", NO_COLOR: "1" });
 
 afterAll(async () => {
   await stopDetachedEngine(stateDir);

@@ -1,12 +1,12 @@
 // After the verdict (issue 26), against the real `opencode serve`, real git and the scripted model: the checks run on
 // the base commit, a no-op is never built, an empty base tree grades, and a graded worker goes on in rounds (continue,
 // review, fix rounds), each graded again.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilState, type TestEngine } from "../helpers";
+import { cleanup, makeRepo, runOcw, scriptedTarget, settle, startEngine, tempDir, untilState, type TestEngine } from "../helpers";
 
 let model: ScriptedModel;
 let engine: TestEngine;
@@ -89,23 +89,7 @@ const once = () => "once" as const;
 /** Model requests of a task (by its first user text), as the model received them. */
 const requestsOf = (marker: string) => model.requests.filter((r) => r.kind === "chat" && JSON.stringify(r.body.messages ?? []).includes(marker));
 
-function ocw(args: string[], timeoutMs = 150_000) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(process.execPath, [BUNDLE, ...args], {
-      env: { ...process.env, OCW_STATE_DIR: engine.stateDir, OCW_STALL_SEC: "600" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (b) => (stdout += b));
-    p.stderr.on("data", (b) => (stderr += b));
-    const t = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
-    p.on("exit", (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const ocw = (args: string[], timeoutMs = 150_000) => runOcw(engine.stateDir, args, timeoutMs, { OCW_STALL_SEC: "600" });
 
 describe("evidence, not absence", () => {
   it("a worker that changed nothing, on a base where its check already passes, is an honest failure (not built), and its honest claim is honest", async () => {
