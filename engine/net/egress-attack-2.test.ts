@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dnsLookup } from "./address";
 import { EgressProxy } from "./egress";
 import { dnsServer } from "../../test/fixtures/dns-server";
+import { raw } from "../../test/fixtures/raw-tcp";
 
 const PUBLIC = "93.184.215.14";
 let open: net.Server;
@@ -50,17 +51,6 @@ async function proxy(opts: ConstructorParameters<typeof EgressProxy>[0] = {}) {
   return { p, port: Number(url.port), auth, dialled };
 }
 
-/** Bytes written to the proxy as they are; what comes back before it closes or `ms` pass. */
-function raw(port: number, text: string | Buffer, ms = 1500): Promise<string> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1", () => s.write(text));
-    let got = "";
-    s.on("data", (b) => (got += b));
-    s.on("close", () => resolve(got));
-    s.on("error", () => resolve(got));
-    setTimeout(() => s.destroy(), ms);
-  });
-}
 const first = (s: string) => s.split("\r\n")[0];
 
 describe("names", () => {

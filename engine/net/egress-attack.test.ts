@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { dnsLookup, LOOKUP_MS, localAddress, localTarget, lookupHost } from "./address";
 import { EgressProxy } from "./egress";
 import { dnsServer } from "../../test/fixtures/dns-server";
+import { raw } from "../../test/fixtures/raw-tcp";
 
 let open: net.Server;
 let openPort = 0;
@@ -283,18 +284,6 @@ describe("what a public server a worker fetches answers the proxy", () => {
     }
   });
 });
-
-/** Bytes written to the proxy as they are (a request line no HTTP client would normalise); what comes back within 1.5 s. */
-function raw(port: number, text: string): Promise<string> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1", () => s.write(text));
-    let got = "";
-    s.on("data", (b) => (got += b));
-    s.on("close", () => resolve(got));
-    s.on("error", () => resolve(got));
-    setTimeout(() => s.destroy(), 1500);
-  });
-}
 
 describe("spellings of a local target, as bytes on the proxy's socket", () => {
   it("every spelling of loopback, 0.0.0.0 and a mapped address, in a request line and in CONNECT, is refused (or not parsed); a pipelined second request and a CL/TE conflict reach nothing", async () => {
