@@ -11469,26 +11469,26 @@ var require_parse = __commonJS({
       };
       if (opts.fastpaths !== false && !/(^[*!]|[/()[\]{}"])/.test(input2)) {
         let backslashes = false;
-        let output = input2.replace(REGEX_SPECIAL_CHARS_BACKREF, (m, esc2, chars, first, rest, index) => {
-          if (first === "\\") {
+        let output = input2.replace(REGEX_SPECIAL_CHARS_BACKREF, (m, esc2, chars, first2, rest, index) => {
+          if (first2 === "\\") {
             backslashes = true;
             return m;
           }
-          if (first === "?") {
+          if (first2 === "?") {
             if (esc2) {
-              return esc2 + first + (rest ? QMARK.repeat(rest.length) : "");
+              return esc2 + first2 + (rest ? QMARK.repeat(rest.length) : "");
             }
             if (index === 0) {
               return qmarkNoDot + (rest ? QMARK.repeat(rest.length) : "");
             }
             return QMARK.repeat(chars.length);
           }
-          if (first === ".") {
+          if (first2 === ".") {
             return DOT_LITERAL.repeat(chars.length);
           }
-          if (first === "*") {
+          if (first2 === "*") {
             if (esc2) {
-              return esc2 + first + (rest ? star : "");
+              return esc2 + first2 + (rest ? star : "");
             }
             return star;
           }
@@ -16995,9 +16995,9 @@ var require_network = __commonJS({
           duplex: "",
           internal: false
         };
-        const first = section[0];
-        nic.iface = first.split(":")[0].trim();
-        const parts = first.split("> mtu");
+        const first2 = section[0];
+        nic.iface = first2.split(":")[0].trim();
+        const parts = first2.split("> mtu");
         nic.mtu = parts.length > 1 ? parseInt(parts[1], 10) : null;
         if (isNaN(nic.mtu)) {
           nic.mtu = null;
@@ -22524,14 +22524,14 @@ var require_battery = __commonJS({
                 const designCapacities = data.results[1].split("\r\n").filter((e) => e);
                 const fullChargeCapacities = data.results[2].split("\r\n").filter((e) => e);
                 if (batteries.length) {
-                  let first = false;
+                  let first2 = false;
                   const additionalBatteries = [];
                   for (let i2 = 0; i2 < batteries.length; i2++) {
                     const lines = batteries[i2].split("\r\n");
                     const designedCapacity = designCapacities && designCapacities.length >= i2 + 1 && designCapacities[i2] ? util2.toInt(designCapacities[i2]) : 0;
                     const fullChargeCapacity = fullChargeCapacities && fullChargeCapacities.length >= i2 + 1 && fullChargeCapacities[i2] ? util2.toInt(fullChargeCapacities[i2]) : 0;
                     const parsed = parseWinBatteryPart(lines, designedCapacity, fullChargeCapacity);
-                    if (!first && parsed.status > 0 && parsed.status !== 10) {
+                    if (!first2 && parsed.status > 0 && parsed.status !== 10) {
                       result2.hasBattery = parsed.hasBattery;
                       result2.maxCapacity = parsed.maxCapacity;
                       result2.designedCapacity = parsed.designedCapacity;
@@ -22542,7 +22542,7 @@ var require_battery = __commonJS({
                       result2.isCharging = parsed.isCharging;
                       result2.acConnected = parsed.acConnected;
                       result2.model = parsed.model;
-                      first = true;
+                      first2 = true;
                     } else if (parsed.status !== -1) {
                       additionalBatteries.push({
                         hasBattery: parsed.hasBattery,
@@ -22562,7 +22562,7 @@ var require_battery = __commonJS({
                       });
                     }
                   }
-                  if (!first && additionalBatteries.length) {
+                  if (!first2 && additionalBatteries.length) {
                     result2 = additionalBatteries[0];
                     additionalBatteries.shift();
                   }
@@ -34657,10 +34657,10 @@ var $ZodUnion = /* @__PURE__ */ $constructor("$ZodUnion", (inst, def) => {
     return void 0;
   });
   const single = def.options.length === 1;
-  const first = def.options[0]._zod.run;
+  const first2 = def.options[0]._zod.run;
   inst._zod.parse = (payload, ctx) => {
     if (single) {
-      return first(payload, ctx);
+      return first2(payload, ctx);
     }
     let async = false;
     const results = [];
@@ -45601,11 +45601,11 @@ function observableToAsyncIterable(observable2, signal) {
     }
   }
   function settle() {
-    const first = error46 ? pending2.shift() : void 0;
-    if (error46 && first) {
+    const first2 = error46 ? pending2.shift() : void 0;
+    if (error46 && first2) {
       const { cause } = error46;
       error46 = null;
-      first.reject(cause);
+      first2.reject(cause);
     }
     for (const promise2 of pending2.splice(0)) promise2.resolve({
       value: void 0,
@@ -50521,7 +50521,7 @@ var Target = external_exports.object({
   id: external_exports.string().min(1),
   model: external_exports.string().min(1),
   quant: external_exports.string().nullable().optional(),
-  /** OpenAI-compatible base URL, ending in /v1. */
+  /** OpenAI-compatible base URL: the part before /chat/completions, usually ending in /v1 (Gemini's …/v1beta/openai). */
   endpoint: external_exports.string().url(),
   /** Environment variable that holds the endpoint's key; null when the endpoint needs none. */
   keyRef: EnvVarName.nullable().optional(),
@@ -51585,8 +51585,8 @@ async function follow(client2, workerIds, opts = {}) {
     if (opts.until?.(workers)) return "until";
     return null;
   };
-  const first = done();
-  if (first) return { workers, reason: first };
+  const first2 = done();
+  if (first2) return { workers, reason: first2 };
   if (opts.signal?.aborted) return { workers, reason: "aborted" };
   return new Promise((resolve, reject) => {
     let finished7 = false;
@@ -51656,6 +51656,7 @@ function nextEvent(client2, cursor, pred, opts = {}) {
   return new Promise((resolve, reject) => {
     let sub = null;
     let ended = false;
+    let lost = false;
     let timer2;
     const end = () => {
       ended = true;
@@ -51682,6 +51683,17 @@ function nextEvent(client2, cursor, pred, opts = {}) {
           if (ended) return;
           end();
           reject(err);
+        },
+        // The stream reconnects by itself; a caller that follows for a person says the engine went away (and came back).
+        onConnectionStateChange: (st) => {
+          if (ended || !opts.onConnection) return;
+          if (st.state === "connecting" && st.error && !lost) {
+            lost = true;
+            opts.onConnection("lost", st.error.message.replace(/^(\w*Error: )+/, ""));
+          } else if (st.state === "pending" && lost) {
+            lost = false;
+            opts.onConnection("back", "");
+          }
         }
       }
     );
@@ -51708,13 +51720,45 @@ function unattendedDecision(ask, mode) {
 
 // engine/commands/target-flags.ts
 import { createHash } from "node:crypto";
-function adhocTarget(endpoint, model, keyRef) {
+
+// shared/remote-url.ts
+function redactUrlCredentials(text) {
+  return String(text ?? "").replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1***@");
+}
+function hostedRepo(url2) {
+  const u2 = String(url2 ?? "").trim();
+  let host;
+  let repoPath;
+  const full = /^(?:https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#:]+)(?::\d+)?\/([^?#]+)$/i.exec(u2);
+  const scp = /^(?:[^/@:\s]+@)?([^/:\s]+):(?!\/)([^?#\s]+)$/.exec(u2);
+  if (full) [host, repoPath] = [full[1], full[2]];
+  else if (scp) [host, repoPath] = [scp[1], scp[2]];
+  else return null;
+  const parts = repoPath.replace(/\/+$/, "").replace(/\.git$/, "").split("/");
+  if (parts.length !== 2 || parts.some((p) => !/^[\w.-]+$/.test(p) || p === "." || p === "..")) return null;
+  return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
+}
+
+// engine/commands/target-flags.ts
+function checkEndpointUrl(flag2, endpoint) {
   let url2;
   try {
     url2 = new URL(endpoint);
   } catch {
-    throw new CliError(`--endpoint ${endpoint} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
+    throw new InputError(`${flag2} ${redactUrlCredentials(endpoint)} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
   }
+  const shown = `${url2.protocol}//${url2.username || url2.password ? "***@" : ""}${url2.host}${url2.pathname}`;
+  if (url2.protocol !== "http:" && url2.protocol !== "https:") throw new InputError(`${flag2} ${shown} is not an http(s) URL: give e.g. http://127.0.0.1:8080/v1`);
+  if (url2.username || url2.password)
+    throw new InputError(
+      `${flag2} ${shown} holds credentials (user:password@), which are never sent as a key: put the key in a variable and pass --api-key-env VAR, with the URL alone`
+    );
+  if (url2.search || url2.hash)
+    throw new InputError(`${flag2} ${shown} has a query or fragment ("?\u2026" or "#\u2026"): give the base URL alone (a key goes in a variable: --api-key-env VAR)`);
+  return url2;
+}
+function adhocTarget(endpoint, model, keyRef) {
+  const url2 = checkEndpointUrl("--endpoint", endpoint);
   const base2 = url2.href.replace(/\/+$/, "");
   const id3 = "adhoc-" + createHash("sha256").update(`${base2} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
   return {
@@ -51729,6 +51773,10 @@ function adhocTarget(endpoint, model, keyRef) {
 async function connectWithTarget(o2, clientName, check2) {
   if (!!o2.endpoint !== !!o2.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let target;
+  if (o2.apiKeyEnv !== void 0 && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(o2.apiKeyEnv))
+    throw new CliError(
+      `--api-key-env takes the NAME of an environment variable (got "${o2.apiKeyEnv.slice(0, 4)}\u2026"), not the key itself: export the key (e.g. OPENAI_API_KEY=\u2026) and pass --api-key-env OPENAI_API_KEY`
+    );
   if (o2.endpoint && o2.model) {
     if (o2.apiKeyEnv && !process.env[o2.apiKeyEnv]) throw new CliError(`--api-key-env ${o2.apiKeyEnv} is not set in this environment: export it first`);
     target = adhocTarget(o2.endpoint, o2.model, o2.apiKeyEnv);
@@ -52204,6 +52252,67 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 
+// engine/commands/hints.ts
+var OTHER_WORDS = {
+  status: "`ocw list` lists the workers and their states, `ocw show ID` one of them; `ocw doctor` the hardware and model servers",
+  ps: "`ocw list` lists the workers and their states",
+  ls: "`ocw list` lists the workers and their states",
+  workers: "`ocw list` lists the workers and their states",
+  worker: "`ocw show ID` shows one worker, `ocw list` all of them",
+  answer: "`ocw asks` lists the asks workers wait on; `ocw approve ASK_ID` allows one once (--always, --reject)",
+  reject: "`ocw approve ASK_ID --reject` refuses an ask (`ocw asks` lists them)",
+  deny: "`ocw approve ASK_ID --reject` refuses an ask (`ocw asks` lists them)",
+  allow: "`ocw approve ASK_ID` allows an ask once, --always for its worker (`ocw asks` lists them)",
+  ask: "`ocw asks` lists the asks workers wait on; `ocw approve ASK_ID` answers one",
+  start: "`ocw serve` starts the engine, `ocw run` a worker",
+  kill: "`ocw cancel ID` stops a worker, `ocw stop` the engine",
+  rm: "`ocw discard ID` removes a finished worker's workspace and branch",
+  delete: "`ocw discard ID` removes a finished worker's workspace and branch",
+  remove: "`ocw discard ID` removes a finished worker's workspace and branch; `ocw target remove ID` a target",
+  log: "`ocw logs ID` prints a worker's transcript (`--follow` keeps printing)",
+  tail: "`ocw logs ID --follow` prints a worker's transcript as it grows",
+  diff: "`ocw show ID` shows a built worker's change (its diff stat); `ocw publish ID` puts it in your repository as a branch to diff with git",
+  engine: "`ocw serve` runs the engine in the foreground, `ocw stop` stops it",
+  version: "`ocw --version` prints the version"
+};
+function unknownCommandHint(word) {
+  return Object.hasOwn(OTHER_WORDS, word.toLowerCase()) ? OTHER_WORDS[word.toLowerCase()] : null;
+}
+var PREFIX = { "w-": "a worker", "b-": "a batch", "a-": "an attempts group" };
+function expectId(id3, wants, instead) {
+  const kind = Object.entries(PREFIX).find(([p]) => id3.startsWith(p))?.[1];
+  if (!kind || kind === `a ${wants}`) return;
+  throw new CliError(`"${id3}" is ${kind} id, not ${wants === "worker" ? "a worker id (w-\u2026)" : "a batch id (b-\u2026)"}${instead ? `: ${instead}` : ""}`);
+}
+function positiveNumber() {
+  return (v) => {
+    const n2 = Number(v);
+    if (!v.trim() || !Number.isFinite(n2) || n2 <= 0) throw new InvalidArgumentError("It must be a positive number of seconds.");
+    return n2;
+  };
+}
+function portNumber(v) {
+  const n2 = Number(v);
+  if (!/^\d+$/.test(v.trim()) || n2 < 1 || n2 > 65535) throw new InvalidArgumentError("It must be a port number from 1 to 65535.");
+  return n2;
+}
+var HELP_AFTER = `
+Examples:
+  ocw setup --capture http://127.0.0.1:8080/v1          use a model server you already run (or: ocw fit, ocw setup --runtime llama.cpp)
+  ocw run --dir ~/src/repo --task "Add a --verbose flag to cli.js" --check "node --test" --scope "cli.js"
+  ocw list                                             the workers, their states and verdicts
+  ocw show ID \xB7 ocw logs ID --follow \xB7 ocw merge ID     one worker: its verdict card, its transcript, landing it
+  ocw COMMAND --help                                   each command's options
+
+Exit status:
+  0    done (ocw run, continue, resume: only when the verdict is built)
+  1    refused by the state of things (a merge conflict, not finished yet), or the worker was not built
+  2    bad input: an unknown command, flag, id or path (the message says which); ocw wait: nothing before --timeout
+  3    something needed is unavailable (the engine went away, a model server, the sandbox); setup: underpowered
+  130  interrupted (Ctrl-C); the worker goes on in the engine
+  Errors and progress go to stderr; stdout carries the result (with --json, only the JSON).
+`;
+
 // engine/commands/run.ts
 var collect = (v, prev) => [...prev, v];
 function registerRunCommand(program3) {
@@ -52225,6 +52334,7 @@ function registerRunCommand(program3) {
 }
 async function resumeCommand(workerId, o2) {
   checkFollowOptions(o2);
+  expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw resume\` takes one of them`);
   const { client: client2 } = await connectWithTarget({}, "cli:ocw resume");
   try {
     await client2.workers.resume.mutate({ workerId, ...o2.message?.trim() ? { message: o2.message } : {} });
@@ -52247,6 +52357,7 @@ async function resumeCommand(workerId, o2) {
 async function continueCommand(workerId, o2) {
   checkFollowOptions(o2);
   if (!o2.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
+  expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw continue\` takes one of them`);
   const { client: client2 } = await connectWithTarget({}, "cli:ocw continue");
   try {
     await client2.workers.continue.mutate({ workerId, message: o2.message });
@@ -52288,7 +52399,7 @@ function detachOnInterrupt(ids2) {
     const one = ids2.length === 1 ? ids2[0] : "ID";
     process.stderr.write(
       `
-ocw: detached: ${ids2.join(", ")} ${ids2.length === 1 ? "keeps" : "keep"} running in the engine (its asks wait in the GUI) \u2014 follow with \`ocw logs ${one} --follow\`, stop with \`ocw cancel ${one}\`
+ocw: detached: ${ids2.join(", ")} ${ids2.length === 1 ? "keeps" : "keep"} running in the engine (its asks wait: \`ocw asks\`, \`ocw approve ASK_ID\`, or the GUI) \u2014 follow with \`ocw logs ${one} --follow\`, stop with \`ocw cancel ${one}\`
 `
     );
     process.exit(130);
@@ -52393,7 +52504,8 @@ async function runCommand2(o2) {
     if (o2.name !== void 0) batchName = o2.name.trim();
   } else {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
-    if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
+    if (o2.task === void 0) throw new CliError("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
+    if (!o2.task.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
     const files = o2.heldBack ? path11.resolve(o2.heldBack) : void 0;
     const checks = o2.check.map((run5) => files ? { run: run5, files } : { run: run5 });
@@ -52501,7 +52613,7 @@ async function runCommand2(o2) {
 `);
       else
         process.stderr.write(
-          `  follow up: a targeted fix \u2014 ocw continue WORKER_ID with the failing output, or a new task (a batch file's task can come "after" the built ones); ocw show ${batchId}
+          `  follow up: a targeted fix \u2014 ocw continue WORKER_ID --message TEXT (say what failed), or a new task (a batch file's task can come "after" the built ones); ocw show ${batchId}
 `
         );
     }
@@ -52787,7 +52899,7 @@ ocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer need
         if (open3.length && !this.ending)
           this.out.write(
             `
-ocw: no terminal input; ${open3.length === 1 ? "the ask stays" : `${open3.length} asks stay`} pending (answer in the GUI or run with --approve)
+ocw: no terminal input; ${open3.length === 1 ? "the ask stays" : `${open3.length} asks stay`} pending (answer with \`ocw asks\` and \`ocw approve ASK_ID\`, in the GUI, or run with --approve)
 `
           );
         this.queue.length = 0;
@@ -54647,10 +54759,10 @@ var util;
 })(util || (util = {}));
 var objectUtil;
 (function(objectUtil2) {
-  objectUtil2.mergeShapes = (first, second) => {
+  objectUtil2.mergeShapes = (first2, second2) => {
     return {
-      ...first,
-      ...second
+      ...first2,
+      ...second2
       // second overwrites first
     };
   };
@@ -57563,20 +57675,20 @@ var ZodRecord2 = class _ZodRecord extends ZodType2 {
   get element() {
     return this._def.valueType;
   }
-  static create(first, second, third) {
-    if (second instanceof ZodType2) {
+  static create(first2, second2, third) {
+    if (second2 instanceof ZodType2) {
       return new _ZodRecord({
-        keyType: first,
-        valueType: second,
+        keyType: first2,
+        valueType: second2,
         typeName: ZodFirstPartyTypeKind2.ZodRecord,
         ...processCreateParams(third)
       });
     }
     return new _ZodRecord({
       keyType: ZodString2.create(),
-      valueType: first,
+      valueType: first2,
       typeName: ZodFirstPartyTypeKind2.ZodRecord,
-      ...processCreateParams(second)
+      ...processCreateParams(second2)
     });
   }
 };
@@ -64550,7 +64662,7 @@ function answerInvalidLines(input2, write, log = () => {
   const valid = new PassThrough();
   const onLine = (line) => {
     if (!line.trim()) return;
-    const reply = (id3, code2, message) => {
+    const reply2 = (id3, code2, message) => {
       log(`${message}: ${clip(line, 120)}`);
       write(`${JSON.stringify({ jsonrpc: "2.0", id: typeof id3 === "string" || typeof id3 === "number" ? id3 : null, error: { code: code2, message } })}
 `);
@@ -64559,15 +64671,15 @@ function answerInvalidLines(input2, write, log = () => {
     try {
       msg = JSON.parse(line);
     } catch (err) {
-      return reply(null, ErrorCode2.ParseError, `Parse error: the line is not JSON (${clip(err.message, 100)})`);
+      return reply2(null, ErrorCode2.ParseError, `Parse error: the line is not JSON (${clip(err.message, 100)})`);
     }
     if (JSONRPCMessageSchema.safeParse(msg).success) return void valid.write(`${line}
 `);
     if (typeof msg !== "object" || msg === null || Array.isArray(msg))
-      return reply(null, ErrorCode2.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
+      return reply2(null, ErrorCode2.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
     const m = msg;
     if (!("method" in m) && ("result" in m || "error" in m)) return log(`dropped an invalid JSON-RPC response: ${clip(line, 120)}`);
-    reply(
+    reply2(
       m.id,
       ErrorCode2.InvalidRequest,
       `Invalid Request: ${m.jsonrpc !== "2.0" ? '"jsonrpc" must be "2.0"' : 'expected {"jsonrpc": "2.0", "method": string, "id"?: string | number, "params"?: object}'}`
@@ -64597,7 +64709,7 @@ import { appendFileSync as appendFileSync2 } from "node:fs";
 import path70 from "node:path";
 
 // engine/workers/engine.ts
-import { existsSync as existsSync18 } from "node:fs";
+import { existsSync as existsSync19 } from "node:fs";
 import path45 from "node:path";
 
 // shared/ids.ts
@@ -64813,11 +64925,11 @@ var ParsePool = class {
       }
     };
     worker.on("messageerror", (e) => {
-      const first = [...this.waiting].find(([, p]) => p.slot === slot);
-      if (!first) return;
-      this.waiting.delete(first[0]);
+      const first2 = [...this.waiting].find(([, p]) => p.slot === slot);
+      if (!first2) return;
+      this.waiting.delete(first2[0]);
       if (--slot.busy === 0) worker.unref();
-      first[1].reject(new Error(`the answer could not be parsed: ${e.message}`));
+      first2[1].reject(new Error(`the answer could not be parsed: ${e.message}`));
     });
     worker.on("error", (e) => lost(`failed: ${e.message}`));
     worker.on("exit", (code2) => lost(`exited (${code2})`));
@@ -64973,30 +65085,41 @@ function localTarget(url2) {
   if (!host) return null;
   if (host === "localhost" || host.endsWith(".localhost")) return said;
   if (isIPv4(host)) return localV4(host) ? said : null;
-  if (isIPv6(host)) {
-    if (host === "::1" || host === "::" || /^(f[cd]|fe[89ab])/.test(host) || host.startsWith("::ffff:") || ownNetwork(host, "ipv6")) return said;
-    const v4 = embeddedV4(host);
-    return v4 && localV4(v4) ? said : null;
-  }
+  if (isIPv6(host)) return localV6(host) || ownNetwork(host, "ipv6") ? said : null;
   if (!host.includes(".") || /\.(local|internal|lan|home\.arpa|intranet|corp)$/.test(host)) return said;
   return null;
 }
 function localV4(address) {
-  const [a2 = 0, b = 0] = address.split(".").map(Number);
-  const local2 = a2 === 0 || a2 === 10 || a2 === 127 || a2 === 100 && b >= 64 && b <= 127 || a2 === 169 && b === 254 || a2 === 172 && b >= 16 && b <= 31 || a2 === 192 && b === 168;
+  const [a2 = 0, b = 0, c3 = 0, d = 0] = address.split(".").map(Number);
+  const local2 = a2 === 0 || a2 === 10 || a2 === 127 || a2 === 100 && b >= 64 && b <= 127 || a2 === 169 && b === 254 || a2 === 172 && b >= 16 && b <= 31 || a2 === 192 && b === 0 && c3 === 0 && d !== 9 && d !== 10 || a2 === 192 && b === 0 && c3 === 2 || a2 === 192 && b === 168 || a2 === 198 && (b === 18 || b === 19) || a2 === 198 && b === 51 && c3 === 100 || a2 === 203 && b === 0 && c3 === 113 || a2 >= 224;
   return local2 || ownNetwork(address, "ipv4");
 }
-function embeddedV4(host) {
-  const [head = "", tail] = host.split("::");
-  const part = (s) => s ? s.split(":").map((g3) => Number.parseInt(g3, 16)) : [];
+function groupsV6(host) {
+  const [head = "", tail, more] = host.split("::");
+  if (more !== void 0) return null;
+  const part = (s) => s ? s.split(":").map((g3) => /^[0-9a-f]{1,4}$/i.test(g3) ? Number.parseInt(g3, 16) : Number.NaN) : [];
   const h3 = part(head);
   const t2 = tail === void 0 ? [] : part(tail);
+  if (tail !== void 0 && h3.length + t2.length > 7) return null;
   const g2 = [...h3, ...Array(Math.max(0, 8 - h3.length - t2.length)).fill(0), ...t2];
-  if (g2.length !== 8 || g2.some((n2) => !Number.isInteger(n2))) return null;
-  const nat64 = g2[0] === 100 && g2[1] === 65435 && (g2[2] === 1 || g2.slice(2, 6).every((n2) => n2 === 0));
-  const compatible = g2.slice(0, 6).every((n2) => n2 === 0);
-  if (!nat64 && !compatible) return null;
-  return [g2[6] >> 8, g2[6] & 255, g2[7] >> 8, g2[7] & 255].join(".");
+  return g2.length === 8 && g2.every((n2) => Number.isInteger(n2)) ? g2 : null;
+}
+var v4Of = (hi, lo) => [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
+function localV6(host) {
+  const g2 = groupsV6(host);
+  if (!g2) return true;
+  const [g0 = 0, g1 = 0, g22 = 0, g3 = 0, , , g6 = 0, g7 = 0] = g2;
+  if (g0 === 100 && g1 === 65435 && g2.slice(2, 6).every((n2) => n2 === 0)) return localV4(v4Of(g6, g7));
+  if ((g0 & 57344) !== 8192) return true;
+  if (g0 === 8193 && g1 < 512) {
+    if (g1 === 0) return localV4(v4Of(g22, g3)) || localV4(v4Of(g6 ^ 65535, g7 ^ 65535));
+    const anycast = g1 === 1 && g2.slice(2, 7).every((n2) => n2 === 0) && g7 >= 1 && g7 <= 3;
+    const reachable2 = g1 === 3 || g1 === 4 && g22 === 274 || g1 >= 32 && g1 <= 63;
+    return !(anycast || reachable2);
+  }
+  if (g0 === 8193 && g1 === 3512) return true;
+  if (g0 === 8194) return localV4(v4Of(g1, g22));
+  return (g0 & 65520) === 16368;
 }
 function ownNetwork(address, type) {
   let ifaces;
@@ -65078,6 +65201,16 @@ var HOP = /* @__PURE__ */ new Set([
   "upgrade",
   "transfer-encoding"
 ]);
+function reply(socket, status, text) {
+  socket.end(`HTTP/1.1 ${status}\r
+content-type: text/plain; charset=utf-8\r
+content-length: ${Buffer.byteLength(text)}\r
+connection: close\r
+\r
+${text}`);
+}
+var unexpected = (err) => `opencode-worker's proxy could not serve this request: ${err instanceof Error ? err.message : String(err)}
+`;
 var EgressProxy = class {
   constructor(opts = {}) {
     this.opts = opts;
@@ -65087,18 +65220,37 @@ var EgressProxy = class {
   starting = null;
   key = randomBytes3(24).toString("base64url");
   sockets = /* @__PURE__ */ new Set();
+  /** Connections a CONNECT was answered 200 on: their bytes are the tunnel's from then on. */
+  tunnelled = /* @__PURE__ */ new WeakSet();
+  /** Each connection's request being served (its answer not over yet), which the next one on it waits for. */
+  turns = /* @__PURE__ */ new WeakMap();
   /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
   start() {
     this.starting ??= new Promise((resolve, reject) => {
-      const server = http.createServer((req, res) => void this.relay(req, res).catch(() => res.destroy()));
-      server.on("connect", (req, socket, head) => void this.tunnel(req, socket, head).catch(() => socket.destroy()));
+      const server = http.createServer((req, res) => {
+        const turn = (this.turns.get(req.socket) ?? Promise.resolve()).then(() => this.serve(req, res)).catch(() => void res.destroy());
+        this.turns.set(req.socket, turn);
+      });
+      server.on(
+        "connect",
+        (req, socket, head) => void this.tunnel(req, socket, head).catch(
+          (err) => socket.writable && !this.tunnelled.has(socket) ? reply(socket, "502 Bad Gateway", unexpected(err)) : socket.destroy()
+        )
+      );
       server.on("connection", (s) => {
         this.sockets.add(s);
         s.once("close", () => this.sockets.delete(s));
       });
-      server.on("clientError", (_err, socket) => socket.destroy());
+      server.on("clientError", (err, socket) => {
+        const [status, text] = err.code === "HPE_HEADER_OVERFLOW" ? ["431 Request Header Fields Too Large", "the request's head is too large\n"] : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ["408 Request Timeout", "the request did not arrive in time\n"] : ["400 Bad Request", "not an HTTP request this proxy reads\n"];
+        const pending2 = socket._httpMessage;
+        if (socket.writable && !pending2?.headersSent) reply(socket, status, text);
+        else socket.destroy();
+      });
       server.once("error", reject);
       server.listen(0, "127.0.0.1", () => {
+        server.off("error", reject);
+        server.on("error", (err) => this.opts.log?.(`egress proxy: ${err.message}`));
         this.server = server;
         const port = server.address().port;
         resolve(`http://ocw:${this.key}@127.0.0.1:${port}`);
@@ -65113,6 +65265,33 @@ var EgressProxy = class {
     if (!s) return;
     for (const sock of this.sockets) sock.destroy();
     await new Promise((r) => s.close(() => r()));
+  }
+  /**
+   * One plain-http request, in its connection's turn: relayed, and its answer over (or the connection gone) before the
+   * connection's next request is looked at. A request whose connection closed while it waited is dropped.
+   */
+  async serve(req, res) {
+    const socket = req.socket;
+    if (socket.destroyed || res.destroyed) return;
+    let done = () => {
+    };
+    const over = new Promise((resolve) => {
+      done = resolve;
+      res.once("close", done);
+      socket.once("close", done);
+    });
+    try {
+      await this.relay(req, res);
+    } catch (err) {
+      if (res.headersSent || res.destroyed) res.destroy();
+      else {
+        res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+        res.end(unexpected(err));
+      }
+    }
+    await over;
+    res.off("close", done);
+    socket.off("close", done);
   }
   authorised(req) {
     const got = Buffer.from(req.headers["proxy-authorization"] ?? "");
@@ -65163,11 +65342,13 @@ var EgressProxy = class {
     }
     if (url2.protocol !== "http:") return send2(400, "a proxy request names an absolute http:// URL (https goes through CONNECT)\n");
     const where = await this.admit(url2.hostname);
+    if (res.destroyed || req.socket.destroyed) return;
     if ("why" in where) return send2(where.status, this.refused(url2.host, where.why));
     this.opts.log?.(`egress ${url2.host} at ${where.addresses.join(", ")}`);
     const headers = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && v !== void 0) headers[k] = v;
     headers.host = url2.host;
+    if (req.headers["transfer-encoding"] !== void 0 && req.headers["content-length"] === void 0) headers["transfer-encoding"] = "chunked";
     const up = http.request({
       // a name never looked up (`.invalid`): the connection goes where `pinned` says
       host: PINNED,
@@ -65184,6 +65365,11 @@ var EgressProxy = class {
     up.on("timeout", () => up.destroy(new Error("timed out")));
     up.on("error", (err) => send2(502, `opencode-worker could not reach ${url2.host}: ${err.message}
 `));
+    up.on("upgrade", (_answer, upSocket) => {
+      upSocket.destroy();
+      send2(502, `opencode-worker could not reach ${url2.host}: it answered with status 101
+`);
+    });
     up.on("response", (answer) => {
       answer.on("error", () => res.destroy());
       const status = answer.statusCode ?? 0;
@@ -65231,6 +65417,7 @@ ${text}`
     if (!hostname3 || !(port > 0 && port < 65536)) return answer("400 Bad Request", "CONNECT names host:port\n");
     const target = `${hostname3}:${port}`;
     const where = await this.admit(hostname3);
+    if (socket.destroyed) return;
     if ("why" in where) return answer(where.status === 403 ? "403 Forbidden" : "502 Bad Gateway", this.refused(target, where.why));
     this.opts.log?.(`egress ${target} at ${where.addresses.join(", ")}`);
     const up = connect2({ host: PINNED, port, lookup: this.pinned(where.addresses) });
@@ -65241,6 +65428,7 @@ ${text}`
 `) : socket.destroy());
     up.once("connect", () => {
       open3 = true;
+      this.tunnelled.add(socket);
       socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length) up.write(head);
       up.pipe(socket);
@@ -65882,9 +66070,9 @@ var TEXT_HEAD = PARSE_INLINE_MAX;
 var STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
 async function httpJson(url2, given = {}) {
   const init = { ...given, method: given.method ?? (given.body === void 0 ? "GET" : "POST") };
-  const first = await httpJsonOnce(url2, init);
-  if (init.method === "GET" && first.status === 0 && STALE_CONNECTION.test(first.error ?? "") && !init.signal?.aborted) return httpJsonOnce(url2, init);
-  return first;
+  const first2 = await httpJsonOnce(url2, init);
+  if (init.method === "GET" && first2.status === 0 && STALE_CONNECTION.test(first2.error ?? "") && !init.signal?.aborted) return httpJsonOnce(url2, init);
+  return first2;
 }
 async function httpJsonOnce(url2, init) {
   const t0 = performance.now();
@@ -65954,26 +66142,247 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
         tokens: 0,
         error: (await readBounded(res, url2, ERROR_MAX_BYTES).catch(() => "")).slice(0, 200)
       };
-    let first = null;
+    let first2 = null;
     let tokens = 0;
     for await (const data of sseData(res.body)) {
       if (data === "[DONE]") continue;
       try {
         const j = JSON.parse(data);
+        if (j.error) {
+          const message = j.error.message;
+          return {
+            status: res.status,
+            startMs,
+            firstTokenMs: first2,
+            endMs: performance.now() - t0,
+            tokens,
+            error: (typeof message === "string" ? message : JSON.stringify(j.error)).slice(0, 200),
+            streamError: j
+          };
+        }
         const d = j.choices?.[0]?.delta;
         if (d && (d.content || d.reasoning_content || d.reasoning)) {
           tokens++;
-          first ??= performance.now() - t0;
+          first2 ??= performance.now() - t0;
         }
       } catch {
       }
     }
-    return { status: res.status, startMs, firstTokenMs: first, endMs: performance.now() - t0, tokens };
+    return { status: res.status, startMs, firstTokenMs: first2, endMs: performance.now() - t0, tokens };
   } catch (e) {
     return { status: 0, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: e.message };
   } finally {
     clearTimeout(timer2);
+    ctl.abort();
   }
+}
+
+// engine/serving/provider-errors.ts
+function providerError(body, text) {
+  const one = Array.isArray(body) && body.length === 1 ? body[0] : body;
+  const b = one && typeof one === "object" ? one : {};
+  const e = b.error;
+  if (e && typeof e === "object") {
+    const o2 = e;
+    const message = typeof o2.message === "string" ? o2.message : null;
+    const reason = Array.isArray(o2.details) ? o2.details.map((d) => d?.reason).find((r) => typeof r === "string") : void 0;
+    const code2 = typeof o2.code === "string" ? o2.code : typeof o2.type === "string" ? o2.type : reason ?? null;
+    return { message, code: code2 };
+  }
+  if (typeof e === "string") return { message: e, code: null };
+  if (typeof b.message === "string") return { message: b.message, code: null };
+  if (typeof b.detail === "string") return { message: b.detail, code: null };
+  const plain = text.replace(/<[^>]*>/g, " ").replace(/\s+/g, " ").trim();
+  return { message: plain ? plain.slice(0, 160) : null, code: null };
+}
+var CODE_KIND = {
+  invalid_api_key: "key",
+  authentication_error: "key",
+  API_KEY_INVALID: "key",
+  insufficient_quota: "credit",
+  billing_error: "credit",
+  permission_error: "forbidden",
+  model_not_found: "model",
+  not_found_error: "model",
+  rate_limit_exceeded: "rate-limit",
+  rate_limit_error: "rate-limit",
+  tokens_exceeded: "rate-limit",
+  context_length_exceeded: "context",
+  overloaded_error: "provider-side",
+  api_error: "provider-side",
+  server_error: "provider-side",
+  timeout_error: "provider-side"
+};
+function classifyFailure(f) {
+  const message = f.message ?? "";
+  const code2 = f.code ?? null;
+  const status = f.status || null;
+  if (status === null) return "unreachable";
+  if (status >= 300 && status < 400) return "redirect";
+  if (status === 401 || code2 !== null && CODE_KIND[code2] === "key" || /\bAPI key not valid\b/i.test(message)) return "key";
+  if (status === 402 || code2 === "insufficient_quota" || code2 === "billing_error" || /insufficient[ _](balance|credits?|quota)|credit balance is too low|exceeded your current quota/i.test(message))
+    return "credit";
+  if (status === 403) return "forbidden";
+  if (status === 404) return code2 === "model_not_found" || /\bmodel\b/i.test(message) ? "model" : "url";
+  if (status === 429) return "rate-limit";
+  if (status === 400 || status === 422) {
+    if (/max_completion_tokens/.test(message)) return "max-tokens";
+    if (/'temperature'|\btemperature\b.*\b(unsupported|not supported|does not support)|(unsupported|not supported).*\btemperature\b/i.test(message))
+      return "temperature";
+    if (code2 === "context_length_exceeded" || /context[ _]length|maximum context|too many tokens/i.test(message)) return "context";
+    return "bad-request";
+  }
+  if (status === 408 || status >= 500) return "provider-side";
+  if (code2 !== null && CODE_KIND[code2]) return CODE_KIND[code2];
+  if (status === 200) return "not-chat";
+  return "other";
+}
+var CODE_STATUS = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  invalid_api_key: 401,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  model_not_found: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  rate_limit_exceeded: 429,
+  insufficient_quota: 429,
+  api_error: 500,
+  server_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529
+};
+function streamedFailure(data) {
+  const d = data;
+  if (!d || typeof d !== "object" || d.error === void 0 || d.error === null) return null;
+  const e = d.error;
+  const numeric = [e.code, e.status].find((x) => typeof x === "number" && x >= 400 && x < 600);
+  const named = [e.code, e.type].find((x) => typeof x === "string" && CODE_STATUS[x] !== void 0);
+  const status = numeric ?? (named ? CODE_STATUS[named] : 500);
+  return { status, body: d, text: JSON.stringify(d) };
+}
+function retryAfterSec(headers, now = Date.now()) {
+  const ms = Number.parseFloat(headers?.get("retry-after-ms") ?? "");
+  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1e3);
+  const ra = headers?.get("retry-after");
+  if (!ra) return null;
+  const s = Number.parseFloat(ra);
+  if (Number.isFinite(s) && s >= 0) return Math.ceil(s);
+  const at = Date.parse(ra);
+  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - now) / 1e3)) : null;
+}
+function rateLimitHeaders(headers) {
+  if (!headers) return null;
+  const parts = [];
+  for (const unit of ["requests", "tokens"]) {
+    const limit = headers.get(`x-ratelimit-limit-${unit}`);
+    const left = headers.get(`x-ratelimit-remaining-${unit}`);
+    const reset2 = headers.get(`x-ratelimit-reset-${unit}`);
+    if (limit === null && left === null) continue;
+    parts.push(`${left ?? "?"} of ${limit ?? "?"} ${unit} left${reset2 ? `, reset in ${reset2}` : ""}`);
+  }
+  return parts.length ? parts.join("; ") : null;
+}
+function hostOf2(url2) {
+  try {
+    return new URL(url2).host;
+  } catch {
+    return url2;
+  }
+}
+function explainChatFailure(r, o2) {
+  const host = hostOf2(o2.chatUrl);
+  const { message, code: code2 } = providerError(r.body, r.text);
+  const said = `HTTP ${r.status}${code2 ? ` ${code2}` : ""}${message ? `: ${JSON.stringify(message.length > 300 ? `${message.slice(0, 300)}\u2026` : message)}` : ""}`;
+  const check2 = o2.keyHint ? `check ${o2.keyHint}` : "check the key";
+  const base2 = o2.chatUrl.replace(/\/chat\/completions$/, "");
+  const plainHttp = /^http:/.test(o2.chatUrl);
+  if (r.status === 0) {
+    const why = r.why ?? r.error ?? "no answer";
+    const tls = /EPROTO|SSL|wrong version number|packet length too long/i.test(`${r.why ?? ""} ${r.error ?? ""}`);
+    const hint = tls ? ` \u2014 it does not speak TLS there: if it is a plain-HTTP server (a vLLM of one's own), use ${o2.chatUrl.replace(/^https:/, "http:").replace(/\/chat\/completions$/, "")}` : plainHttp && !/^https?:\/\/(localhost|127\.|\[::1\])/.test(o2.chatUrl) && /refused|connection timed out|reset/.test(why) ? ` \u2014 an API provider serves https://: try ${base2.replace(/^http:/, "https:")}` : "";
+    return `POST ${o2.chatUrl}: ${why}${hint}; check the URL and that the server runs`;
+  }
+  if (r.status >= 300 && r.status < 400) {
+    const to = r.headers?.get("location");
+    const target = to ? new URL(to, o2.chatUrl).toString() : null;
+    const https2 = target && plainHttp && /^https:/.test(target);
+    return `POST ${o2.chatUrl} \u2192 HTTP ${r.status}, a redirect${target ? ` to ${target}` : ""}: the key is not sent on through a redirect \u2014 ${https2 ? `use the https:// URL (${base2.replace(/^http:/, "https:")})` : "use the URL it redirects to as the base URL"}`;
+  }
+  const stem = `POST ${o2.chatUrl} \u2192 ${said}`;
+  switch (classifyFailure({ status: r.status, code: code2, message })) {
+    case "key":
+      return `${stem} \u2014 ${host} refused the key: ${check2} (a key of this provider, not of another; no spaces or quotes around it), or make a new one in the provider's console`;
+    case "credit":
+      return `${stem} \u2014 the key is right, but its account has no credit or quota left: add credit (or raise the key's limit) in the provider's console, then verify again`;
+    case "forbidden":
+      return `${stem} \u2014 ${host} took the key but refused this request: the key (or its project) may not be allowed model "${o2.model}", or the account is not enabled for it; check the key's permissions, or pick a model it lists`;
+    case "model":
+      return `${stem} \u2014 ${host} does not serve a model "${o2.model}" to this key: use a model id exactly as the provider lists it (the wizard's "List models", or GET ${base2}/models)`;
+    case "url":
+      return `${stem} \u2014 there is no chat-completions API at ${o2.chatUrl}: the base URL is wrong. It is the part before /chat/completions, usually ending in /v1 (https://api.openai.com/v1, https://openrouter.ai/api/v1, https://api.groq.com/openai/v1, https://api.together.xyz/v1, https://api.deepseek.com/v1; Gemini's is https://generativelanguage.googleapis.com/v1beta/openai)`;
+    case "rate-limit": {
+      const wait = retryAfterSec(r.headers);
+      const limits = rateLimitHeaders(r.headers);
+      const extra = [wait !== null ? `Retry-After ${wait} s` : null, limits].filter(Boolean).join("; ");
+      return `${stem}${extra ? ` (${extra})` : ""} \u2014 ${host} is rate-limiting this key (the key and URL are right): wait${wait !== null ? ` ${wait} s` : " a minute"} and verify again; a key of a higher usage tier lifts the limit`;
+    }
+    case "max-tokens":
+      return `${stem} \u2014 model "${o2.model}" takes max_completion_tokens, not the max_tokens that OpenAI-compatible clients (opencode's included) send: workers could not run on it this way; pick a model that takes max_tokens, or reach this one through a router that translates it (OpenRouter)`;
+    case "temperature":
+      return `${stem} \u2014 model "${o2.model}" takes only its default temperature (OpenAI's reasoning models: o1, o3, o4, gpt-5): verify asks again without one`;
+    case "context":
+      return `${stem} \u2014 the model's context is too small even for a short request; pick a model with a longer context`;
+    case "bad-request":
+      return `${stem} \u2014 ${host} refused the request itself: check the model id "${o2.model}" (a model that takes OpenAI chat-completions requests), or read the provider's message above`;
+    case "provider-side": {
+      const wait = retryAfterSec(r.headers);
+      return `${stem} \u2014 a failure on ${host}'s side (overloaded or down), not of the key or URL: try again ${wait !== null ? `in ${wait} s` : "in a minute"}, or pick another model or provider`;
+    }
+    case "not-chat":
+      return `POST ${o2.chatUrl} \u2192 HTTP 200 but not a chat completion (${JSON.stringify(r.text.replace(/\s+/g, " ").slice(0, 80))}\u2026): the base URL points at a web page or another API, not an OpenAI-compatible one \u2014 use the API's base URL, usually ending in /v1`;
+    default:
+      return `${stem} \u2014 check the URL, the model id and the key`;
+  }
+}
+function describeError(err) {
+  const d = err?.data ?? {};
+  const said = typeof d.message === "string" ? d.message : "";
+  const quoted3 = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}\u2026` : said)}` : "";
+  const status = typeof d.statusCode === "number" ? d.statusCode : null;
+  const out = (() => {
+    if (err?.name === "ContextOverflowError")
+      return `the conversation outgrew the model's context${quoted3}: continue the worker with a narrower task, or use a target with a longer context`;
+    if (err?.name === "MessageOutputLengthError") return `the model's answer reached its output limit${quoted3}: resume the worker to let it go on`;
+    if (err?.name !== "APIError") return said || "the session failed without a message: resume the worker to try again";
+    if (status === null) return `the model API could not be reached${quoted3}: resume the worker once it answers (ocw targets shows whether it does)`;
+    const http6 = `HTTP ${status}${quoted3}`;
+    switch (classifyFailure({ status, message: said })) {
+      case "key":
+        return `the model API refused the target's key (${http6}): set the key again (Setup, or its variable where the engine runs), then resume the worker`;
+      case "credit":
+        return `the model provider's account has no credit or quota left (${http6}): add credit, then resume the worker`;
+      case "forbidden":
+        return `the model API refused this request (${http6}): check the key's access to the target's model, then resume the worker`;
+      case "model":
+        return `the model API does not serve the target's model (${http6}): check the target's model id (ocw targets), then retry the task`;
+      case "url":
+        return `there is no chat-completions API at ${d.metadata?.url ?? "the target's endpoint"} (${http6}): fix the target's base URL (usually ending in /v1: ocw setup --provider URL \u2026), then retry the task`;
+      case "rate-limit": {
+        const ra = d.responseHeaders?.["retry-after"] ?? d.responseHeaders?.["Retry-After"];
+        return `the model provider rate-limited the worker's model calls (${http6}${ra ? `; Retry-After ${ra} s` : ""}) and opencode's retries ran out: resume the worker once the limit resets; fewer workers at once on this target (its slots) makes it rarer`;
+      }
+      case "context":
+        return `the conversation outgrew the model's context (${http6}): continue the worker with a narrower task, or use a target with a longer context`;
+      case "provider-side":
+        return `the model API failed on its side (${http6}) through opencode's retries: resume the worker once the provider is back`;
+      default:
+        return `the model API refused a request (${http6}): resume the worker, or retry the task if it refuses again`;
+    }
+  })();
+  return out.slice(0, 2e3);
 }
 
 // engine/serving/tool-probe.ts
@@ -66079,7 +66488,7 @@ var FILE = "notes/token.txt";
 var SYSTEM = "You are a coding agent working in a repository. Act only through the tools: call a tool instead of describing it. Be brief.";
 var ASK = `Read the file ${FILE} with the read tool and reply with the single word it contains.`;
 async function streamTurn(url2, headers, body, timeoutMs) {
-  const out = { status: 0, error: null, content: "", reasoning: "", toolCalls: [], finishReason: null };
+  const out = { status: 0, error: null, content: "", reasoning: "", toolCalls: [], finishReason: null, streamed: null };
   const ctl = new AbortController();
   const timer2 = setTimeout(() => ctl.abort(), timeoutMs);
   try {
@@ -66112,7 +66521,8 @@ async function streamTurn(url2, headers, body, timeoutMs) {
       }
       if (j.error) {
         out.error = String(j.error.message ?? JSON.stringify(j.error)).slice(0, 240);
-        continue;
+        out.streamed = streamedFailure(j);
+        break;
       }
       const c3 = j.choices?.[0];
       if (!c3) continue;
@@ -66154,33 +66564,41 @@ async function toolRoundTrip(p) {
     messages: msgs,
     tools: OPENCODE_TOOLS,
     tool_choice: "auto",
-    temperature: 0,
+    ...p.temperature === false ? {} : { temperature: 0 },
     max_tokens: p.maxTokens ?? 512,
     ...ext
   });
   const t0 = performance.now();
-  const first = await streamTurn(p.chatUrl, headers, body(messages), p.timeoutMs);
-  if (first.status === 0) return { passed: false, failure: "unreachable", evidence: `request with tools failed: ${first.error}` };
-  if (first.status === 429)
+  const first2 = await streamTurn(p.chatUrl, headers, body(messages), p.timeoutMs);
+  if (first2.status === 0) return { passed: false, failure: "unreachable", evidence: `request with tools failed: ${first2.error}` };
+  if (first2.status === 429)
     return {
       passed: false,
       failure: "model",
       rateLimited: true,
-      evidence: `request with ${OPENCODE_TOOLS.length} tools \u2192 HTTP 429, rate-limited: ${first.error}`
+      evidence: `request with ${OPENCODE_TOOLS.length} tools \u2192 HTTP 429, rate-limited: ${first2.error}`
     };
-  if (first.status !== 200) {
-    const refused = refusal(first.status, first.error ?? "");
+  if (first2.status !== 200) {
+    const refused = refusal(first2.status, first2.error ?? "");
     return {
       passed: false,
       failure: refused ? "refused" : "model",
-      evidence: refused ? `the server refuses requests with tools (HTTP ${first.status}: ${first.error}); workers cannot run without tool calls \u2014 start it with tool calling on (llama-server: --jinja and a chat template with tools; vLLM: --enable-auto-tool-choice --tool-call-parser \u2026)` : `request with ${OPENCODE_TOOLS.length} tools \u2192 HTTP ${first.status}: ${first.error}`
+      evidence: refused ? `the server refuses requests with tools (HTTP ${first2.status}: ${first2.error}); workers cannot run without tool calls \u2014 start it with tool calling on (llama-server: --jinja and a chat template with tools; vLLM: --enable-auto-tool-choice --tool-call-parser \u2026)` : `request with ${OPENCODE_TOOLS.length} tools \u2192 HTTP ${first2.status}: ${first2.error}`
     };
   }
-  if (first.error && !first.toolCalls.length)
-    return { passed: false, failure: "model", evidence: `the answer to a request with tools broke off: ${first.error}` };
-  const call = first.toolCalls[0];
+  if (first2.streamed)
+    return {
+      passed: false,
+      failure: "provider",
+      streamed: first2.streamed,
+      rateLimited: first2.streamed.status === 429,
+      evidence: `request with ${OPENCODE_TOOLS.length} tools: the provider's stream broke off with an error: ${first2.error}`
+    };
+  if (first2.error && !first2.toolCalls.length)
+    return { passed: false, failure: "model", evidence: `the answer to a request with tools broke off: ${first2.error}` };
+  const call = first2.toolCalls[0];
   if (!call) {
-    const text = first.content || first.reasoning;
+    const text = first2.content || first2.reasoning;
     if (TEXT_CALL.test(text)) {
       return {
         passed: false,
@@ -66191,7 +66609,7 @@ async function toolRoundTrip(p) {
     return {
       passed: false,
       failure: "model",
-      evidence: `asked to read ${FILE} with ${OPENCODE_TOOLS.length} OpenCode tools offered, the model answered without a tool call (finish_reason ${first.finishReason}; ${JSON.stringify(text.slice(0, 80))})`
+      evidence: `asked to read ${FILE} with ${OPENCODE_TOOLS.length} OpenCode tools offered, the model answered without a tool call (finish_reason ${first2.finishReason}; ${JSON.stringify(text.slice(0, 80))})`
     };
   }
   let args;
@@ -66210,14 +66628,14 @@ async function toolRoundTrip(p) {
   if (!readsFile)
     return { passed: false, failure: "model", evidence: `the model called ${call.name}(${JSON.stringify(args).slice(0, 100)}), not a read of ${FILE}` };
   const id3 = call.id || "call_ocw_verify";
-  const second = await streamTurn(
+  const second2 = await streamTurn(
     p.chatUrl,
     headers,
     body([
       ...messages,
       {
         role: "assistant",
-        content: first.content || null,
+        content: first2.content || null,
         tool_calls: [{ id: id3, type: "function", function: { name: call.name, arguments: call.arguments || "{}" } }]
       },
       { role: "tool", tool_call_id: id3, content: `${token}
@@ -66226,27 +66644,35 @@ async function toolRoundTrip(p) {
     p.timeoutMs
   );
   const ms = Math.round(performance.now() - t0);
-  if (second.status === 429)
+  if (second2.streamed)
+    return {
+      passed: false,
+      failure: "provider",
+      streamed: second2.streamed,
+      rateLimited: second2.streamed.status === 429,
+      evidence: `${call.name} was called, but the provider's stream carrying the answer broke off with an error: ${second2.error}`
+    };
+  if (second2.status === 429)
     return {
       passed: false,
       failure: "model",
       rateLimited: true,
-      evidence: `${call.name} was called, but the request carrying its result \u2192 HTTP 429, rate-limited: ${second.error}`
+      evidence: `${call.name} was called, but the request carrying its result \u2192 HTTP 429, rate-limited: ${second2.error}`
     };
-  if (second.status !== 200) {
-    const refused = refusal(second.status, second.error ?? "");
+  if (second2.status !== 200) {
+    const refused = refusal(second2.status, second2.error ?? "");
     return {
       passed: false,
       failure: refused ? "refused" : "model",
-      evidence: `${call.name} was called, but the request carrying its result \u2192 HTTP ${second.status}: ${second.error}${refused ? " (the server does not accept tool results: check its chat template)" : ""}`
+      evidence: `${call.name} was called, but the request carrying its result \u2192 HTTP ${second2.status}: ${second2.error}${refused ? " (the server does not accept tool results: check its chat template)" : ""}`
     };
   }
-  const answer = `${second.content} ${second.reasoning}`;
+  const answer = `${second2.content} ${second2.reasoning}`;
   if (!answer.toUpperCase().includes(token)) {
     return {
       passed: false,
       failure: "model",
-      evidence: `${call.name} was called, but the answer did not use its result ${token} (${second.toolCalls.length ? `it called ${second.toolCalls[0].name} again` : JSON.stringify(second.content.slice(0, 80))})`
+      evidence: `${call.name} was called, but the answer did not use its result ${token} (${second2.toolCalls.length ? `it called ${second2.toolCalls[0].name} again` : JSON.stringify(second2.content.slice(0, 80))})`
     };
   }
   return {
@@ -66254,104 +66680,6 @@ async function toolRoundTrip(p) {
     failure: null,
     evidence: `tool-call round trip with ${OPENCODE_TOOLS.length} OpenCode tools (streamed): ${call.name}(${JSON.stringify(args).slice(0, 60)}) \u2192 result used in the answer, ${ms} ms`
   };
-}
-
-// engine/serving/provider-errors.ts
-function providerError(body, text) {
-  const b = body && typeof body === "object" ? body : {};
-  const e = b.error;
-  if (e && typeof e === "object") {
-    const o2 = e;
-    const message = typeof o2.message === "string" ? o2.message : null;
-    const code2 = typeof o2.code === "string" ? o2.code : typeof o2.type === "string" ? o2.type : null;
-    return { message, code: code2 };
-  }
-  if (typeof e === "string") return { message: e, code: null };
-  if (typeof b.message === "string") return { message: b.message, code: null };
-  if (typeof b.detail === "string") return { message: b.detail, code: null };
-  const plain = text.replace(/<[^>]*>/g, " ").replace(/\s+/g, " ").trim();
-  return { message: plain ? plain.slice(0, 160) : null, code: null };
-}
-function retryAfterSec(headers, now = Date.now()) {
-  const ms = Number.parseFloat(headers?.get("retry-after-ms") ?? "");
-  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1e3);
-  const ra = headers?.get("retry-after");
-  if (!ra) return null;
-  const s = Number.parseFloat(ra);
-  if (Number.isFinite(s) && s >= 0) return Math.ceil(s);
-  const at = Date.parse(ra);
-  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - now) / 1e3)) : null;
-}
-function rateLimitHeaders(headers) {
-  if (!headers) return null;
-  const parts = [];
-  for (const unit of ["requests", "tokens"]) {
-    const limit = headers.get(`x-ratelimit-limit-${unit}`);
-    const left = headers.get(`x-ratelimit-remaining-${unit}`);
-    const reset2 = headers.get(`x-ratelimit-reset-${unit}`);
-    if (limit === null && left === null) continue;
-    parts.push(`${left ?? "?"} of ${limit ?? "?"} ${unit} left${reset2 ? `, reset in ${reset2}` : ""}`);
-  }
-  return parts.length ? parts.join("; ") : null;
-}
-function hostOf2(url2) {
-  try {
-    return new URL(url2).host;
-  } catch {
-    return url2;
-  }
-}
-function explainChatFailure(r, o2) {
-  const host = hostOf2(o2.chatUrl);
-  const { message, code: code2 } = providerError(r.body, r.text);
-  const said = `HTTP ${r.status}${code2 ? ` ${code2}` : ""}${message ? `: ${JSON.stringify(message.length > 300 ? `${message.slice(0, 300)}\u2026` : message)}` : ""}`;
-  const check2 = o2.keyHint ? `check ${o2.keyHint}` : "check the key";
-  const base2 = o2.chatUrl.replace(/\/chat\/completions$/, "");
-  const plainHttp = /^http:/.test(o2.chatUrl);
-  if (r.status === 0) {
-    const why = r.why ?? r.error ?? "no answer";
-    const tls = /EPROTO|SSL|wrong version number|packet length too long/i.test(`${r.why ?? ""} ${r.error ?? ""}`);
-    const hint = tls ? ` \u2014 it does not speak TLS there: if it is a plain-HTTP server (a vLLM of one's own), use ${o2.chatUrl.replace(/^https:/, "http:").replace(/\/chat\/completions$/, "")}` : plainHttp && !/^https?:\/\/(localhost|127\.|\[::1\])/.test(o2.chatUrl) && /refused|connection timed out|reset/.test(why) ? ` \u2014 an API provider serves https://: try ${base2.replace(/^http:/, "https:")}` : "";
-    return `POST ${o2.chatUrl}: ${why}${hint}; check the URL and that the server runs`;
-  }
-  if (r.status >= 300 && r.status < 400) {
-    const to = r.headers?.get("location");
-    const target = to ? new URL(to, o2.chatUrl).toString() : null;
-    const https2 = target && plainHttp && /^https:/.test(target);
-    return `POST ${o2.chatUrl} \u2192 HTTP ${r.status}, a redirect${target ? ` to ${target}` : ""}: the key is not sent on through a redirect \u2014 ${https2 ? `use the https:// URL (${base2.replace(/^http:/, "https:")})` : "use the URL it redirects to as the base URL"}`;
-  }
-  const stem = `POST ${o2.chatUrl} \u2192 ${said}`;
-  if (r.status === 401)
-    return `${stem} \u2014 ${host} refused the key: ${check2} (a key of this provider, not of another; no spaces or quotes around it), or make a new one in the provider's console`;
-  if (r.status === 402 || code2 === "insufficient_quota" || /insufficient[ _](balance|credits?|quota)|credit balance is too low/i.test(message ?? ""))
-    return `${stem} \u2014 the key is right, but its account has no credit or quota left: add credit (or raise the key's limit) in the provider's console, then verify again`;
-  if (r.status === 403)
-    return `${stem} \u2014 ${host} took the key but refused this request: the key (or its project) may not be allowed model "${o2.model}", or the account is not enabled for it; check the key's permissions, or pick a model it lists`;
-  if (r.status === 404) {
-    const modelWords = code2 === "model_not_found" || /\bmodel\b/i.test(message ?? "");
-    if (modelWords)
-      return `${stem} \u2014 ${host} does not serve a model "${o2.model}" to this key: use a model id exactly as the provider lists it (the wizard's "List models", or GET ${base2}/models)`;
-    return `${stem} \u2014 there is no chat-completions API at ${o2.chatUrl}: the base URL is wrong. It is the part before /chat/completions, usually ending in /v1 (https://api.openai.com/v1, https://openrouter.ai/api/v1, https://api.groq.com/openai/v1, https://api.together.xyz/v1, https://api.deepseek.com/v1)`;
-  }
-  if (r.status === 429) {
-    const wait = retryAfterSec(r.headers);
-    const limits = rateLimitHeaders(r.headers);
-    const extra = [wait !== null ? `Retry-After ${wait} s` : null, limits].filter(Boolean).join("; ");
-    return `${stem}${extra ? ` (${extra})` : ""} \u2014 ${host} is rate-limiting this key (the key and URL are right): wait${wait !== null ? ` ${wait} s` : " a minute"} and verify again; a key of a higher usage tier lifts the limit`;
-  }
-  if (r.status === 400 || r.status === 422) {
-    if (/max_completion_tokens/.test(message ?? ""))
-      return `${stem} \u2014 model "${o2.model}" takes max_completion_tokens, not the max_tokens that OpenAI-compatible clients (opencode's included) send: workers could not run on it this way; pick a model that takes max_tokens, or reach this one through a router that translates it (OpenRouter)`;
-    const ctx = code2 === "context_length_exceeded" || /context[ _]length|maximum context|too many tokens/i.test(message ?? "");
-    return ctx ? `${stem} \u2014 the model's context is too small even for a short request; pick a model with a longer context` : `${stem} \u2014 ${host} refused the request itself: check the model id "${o2.model}" (a model that takes OpenAI chat-completions requests), or read the provider's message above`;
-  }
-  if (r.status === 408 || r.status >= 500) {
-    const wait = retryAfterSec(r.headers);
-    return `${stem} \u2014 a failure on ${host}'s side (overloaded or down), not of the key or URL: try again ${wait !== null ? `in ${wait} s` : "in a minute"}, or pick another model or provider`;
-  }
-  if (r.status === 200)
-    return `POST ${o2.chatUrl} \u2192 HTTP 200 but not a chat completion (${JSON.stringify(r.text.replace(/\s+/g, " ").slice(0, 80))}\u2026): the base URL points at a web page or another API, not an OpenAI-compatible one \u2014 use the API's base URL, usually ending in /v1`;
-  return `${stem} \u2014 check the URL, the model id and the key`;
 }
 
 // engine/serving/verify.ts
@@ -66478,34 +66806,59 @@ function overlapFactor(singleMs, wallMs, n2) {
 }
 async function verifyEndpoint(v) {
   const root2 = serverRoot(v.url);
-  const chatUrl = `${root2}/v1/chat/completions`;
+  const apiBase = v.engine === "api" || /\/v1$/.test(v.url.replace(/\/+$/, "")) ? v.url.replace(/\/+$/, "") : `${root2}/v1`;
+  const chatUrl = `${apiBase}/chat/completions`;
   const timeoutMs = v.timeoutMs ?? 12e4;
   const ext = v.llamaExtensions ?? v.engine === "llama.cpp";
   const checks = [];
+  const redact = (text) => v.key && v.key.length >= 8 ? text.replaceAll(v.key, "<the key>") : text;
   const add = (c3) => {
-    checks.push(c3);
-    v.onCheck?.(c3, [...checks]);
+    const said = { ...c3, evidence: redact(c3.evidence) };
+    checks.push(said);
+    v.onCheck?.(said, [...checks]);
   };
   const observed = { totalSlots: null, perSlotCtx: null, overlap: null };
   const rateLimited = /* @__PURE__ */ new Set();
+  const providerFailed = [];
+  const failedBy = (check2, res) => {
+    const why = explainChatFailure(res, { chatUrl, model: v.model, keyHint: v.keyHint ?? null });
+    const { message, code: code2 } = providerError(res.body, res.text);
+    if (classifyFailure({ status: res.status, code: code2, message }) === "rate-limit") rateLimited.add(check2);
+    else providerFailed.push({ check: check2, why });
+    return why;
+  };
+  let temperature = true;
   const base2 = (extra = {}) => ({
     model: v.model,
     messages: [{ role: "user", content: "Say OK." }],
     max_tokens: 8,
-    temperature: 0,
+    ...temperature ? { temperature: 0 } : {},
     ...ext ? { grammar: "root ::= [a-zA-Z .,]+", chat_template_kwargs: { enable_thinking: false } } : {},
     ...extra
   });
-  const r = await httpJson(chatUrl, { headers: authHeaders(v.key), body: base2(), timeoutMs, redirect: "manual" });
+  const ask = () => httpJson(chatUrl, { headers: authHeaders(v.key), body: base2(), timeoutMs, redirect: "manual" });
+  let r = await ask();
+  const refusedTemperature = (x) => {
+    const { message, code: code2 } = providerError(x.body, x.text);
+    return classifyFailure({ status: x.status, code: code2, message }) === "temperature";
+  };
+  if (refusedTemperature(r)) {
+    temperature = false;
+    r = await ask();
+  }
   const reachable2 = r.status === 200 && Array.isArray(r.body?.choices);
-  const failure2 = reachable2 ? null : explainChatFailure(r, { chatUrl, model: v.model, keyHint: v.keyHint ?? null }).replaceAll(v.key && v.key.length >= 8 ? v.key : "\0", "<the key>");
-  add({ name: "reachable", passed: reachable2, evidence: failure2 ?? `POST ${chatUrl} \u2192 200 in ${Math.round(r.ms)} ms` });
+  const failure2 = reachable2 ? null : redact(explainChatFailure({ ...r, ...r.status === 200 ? streamedFailure(r.body) : null }, { chatUrl, model: v.model, keyHint: v.keyHint ?? null }));
+  const noTemperature = temperature ? "" : " (asked again without temperature: the model takes only its default)";
+  add({ name: "reachable", passed: reachable2, evidence: failure2 ?? `POST ${chatUrl} \u2192 200 in ${Math.round(r.ms)} ms${noTemperature}` });
   if (failure2) return { outcome: "cannot-build", checks, observed, summary: `no chat completion: ${failure2}` };
   if (v.key) {
     const noKey = await httpJson(chatUrl, { body: base2(), timeoutMs });
     const wrong = await httpJson(chatUrl, { headers: authHeaders("wrong-key"), body: base2(), timeoutMs });
-    const refused = (s) => s === 401 || s === 403;
-    const ok2 = refused(noKey.status) && refused(wrong.status);
+    const refused = (x) => {
+      const { message, code: code2 } = providerError(x.body, x.text);
+      return x.status === 401 || x.status === 403 || x.status >= 400 && classifyFailure({ status: x.status, code: code2, message }) === "key";
+    };
+    const ok2 = refused(noKey) && refused(wrong);
     add({ name: "auth", passed: ok2, evidence: `without key \u2192 ${noKey.status}, wrong key \u2192 ${wrong.status}, with key \u2192 200` });
   } else if (isLoopback(root2)) {
     add({ name: "auth", passed: true, evidence: "no key (loopback only): the endpoint listens on this machine only and takes requests without a key" });
@@ -66595,7 +66948,7 @@ async function verifyEndpoint(v) {
       evidence: `${v.engine}: ${where} (want \u2265 ${want}${v.perSlotCtx ? "" : ", what an OpenCode worker needs"}); ${v.slots} slot(s) as configured` + (ok2 ? "" : ` \u2014 ${fix}`)
     });
   } else {
-    const models = await httpJson(`${root2}/v1/models`, {
+    const models = await httpJson(`${apiBase}/models`, {
       headers: authHeaders(v.key),
       timeoutMs: 1e4,
       // a provider's whole list (OpenRouter's is megabytes, with descriptions); the setup wizard's list reads as much
@@ -66610,7 +66963,7 @@ async function verifyEndpoint(v) {
     add({
       name: "slots",
       passed: okCtx && !floor,
-      evidence: (ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want \u2265 ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`) + (floor ? `; ${floor}` : "")
+      evidence: (ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `${new URL(`${apiBase}/models`).pathname} context ${ctx}${v.perSlotCtx ? ` (want \u2265 ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`) + (floor ? `; ${floor}` : "")
     });
   }
   if (v.slots <= 1) {
@@ -66654,17 +67007,19 @@ async function verifyEndpoint(v) {
       const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
       const failed = runs2.filter((x) => x.status !== 200 || x.error);
       if (failed.some((x) => x.status === 429)) rateLimited.add("concurrency");
+      const broke = runs2.map((x) => streamedFailure(x.streamError)).find(Boolean);
+      const brokeWhy = broke ? failedBy("concurrency", broke) : null;
       const factor = overlapFactor(singleMs, wall, n2);
       const spreadOk = spread < 0.5 * (n2 - 1) * singleMs;
       const slotsOk = before ? before.listed >= n2 && ((maxBusy ?? 0) >= 2 || spreadOk) : spreadOk;
       const passed = failed.length === 0 && firsts.length === n2 && slotsOk;
-      const evidence = `${n2} concurrent \xD7 ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "\u221E"} ms` + (before ? `, /slots lists ${before.listed} slot(s) and showed ${maxBusy} processing at once` : "") + (before && before.listed < n2 ? ` \u2014 ${n2} requests cannot run at once on ${before.listed} slot(s): they queue` : "") + (failed.length ? `; ${failed.length} failed (${failed[0].status} ${failed[0].error ?? ""})` : "");
+      const evidence = `${n2} concurrent \xD7 ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "\u221E"} ms` + (before ? `, /slots lists ${before.listed} slot(s) and showed ${maxBusy} processing at once` : "") + (before && before.listed < n2 ? ` \u2014 ${n2} requests cannot run at once on ${before.listed} slot(s): they queue` : "") + (failed.length ? `; ${failed.length} failed (${failed[0].status} ${failed[0].error ?? ""})` : "") + (brokeWhy ? `: the provider's stream broke off with an error \u2014 ${brokeWhy}` : "");
       return { passed, factor, evidence, failedRequests: failed.length > 0 };
     };
     let result2 = await burst();
     if (!result2.passed && !result2.failedRequests && !(before && before.listed < n2)) {
-      const second = await burst();
-      result2 = second.passed ? { ...second, evidence: `${second.evidence} (second burst; the first: ${result2.evidence})` } : second;
+      const second2 = await burst();
+      result2 = second2.passed ? { ...second2, evidence: `${second2.evidence} (second burst; the first: ${result2.evidence})` } : second2;
     }
     observed.overlap = Math.round(result2.factor * 100) / 100;
     add({ name: "concurrency", passed: result2.passed, evidence: result2.evidence });
@@ -66675,14 +67030,15 @@ async function verifyEndpoint(v) {
       model: v.model,
       messages: [{ role: "user", content: CAPABILITY_TASK }],
       max_tokens: 400,
-      temperature: 0,
+      ...temperature ? { temperature: 0 } : {},
       ...ext ? { chat_template_kwargs: { enable_thinking: false } } : {}
     },
     timeoutMs
   });
-  if (cap2.status === 429) rateLimited.add("capability");
   let capCheck;
-  if (cap2.status !== 200) capCheck = { passed: false, evidence: `capability request \u2192 ${cap2.status || cap2.error}: ${cap2.text.slice(0, 160)}` };
+  const capError = cap2.status === 200 && !Array.isArray(cap2.body?.choices) ? streamedFailure(cap2.body) : null;
+  if (cap2.status === 0) capCheck = { passed: false, evidence: `capability request \u2192 ${cap2.error}` };
+  else if (cap2.status !== 200 || capError) capCheck = { passed: false, evidence: `capability request: ${failedBy("capability", { ...cap2, ...capError })}` };
   else capCheck = checkCapabilityAnswer(cap2.body?.choices?.[0]?.message?.content ?? "");
   add({ name: "capability", ...capCheck });
   const plain = ext ? await thinkingProbe(chatUrl, v.key, v.model, timeoutMs) : null;
@@ -66699,10 +67055,11 @@ async function verifyEndpoint(v) {
   });
   let toolsBlocking = false;
   if (v.tools !== false) {
-    const t2 = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024 });
+    const t2 = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024, temperature });
     toolsBlocking = t2.failure === "refused" || t2.failure === "parser" || t2.failure === "unreachable";
     if (t2.rateLimited) rateLimited.add("tools");
-    add({ name: "tools", passed: t2.passed, evidence: t2.evidence });
+    const named = t2.streamed ? failedBy("tools", t2.streamed) : null;
+    add({ name: "tools", passed: t2.passed, evidence: named ? `${t2.evidence} \u2014 ${named}` : t2.evidence });
   }
   const by = (n2) => checks.find((c3) => c3.name === n2);
   const authOk = by("auth").passed || !v.key && isLoopback(root2);
@@ -66720,6 +67077,9 @@ async function verifyEndpoint(v) {
   } else if (rateLimited.size) {
     outcome2 = "cannot-build";
     summary = `the provider rate-limited verify's requests (HTTP 429 in ${[...rateLimited].join(", ")}): the model could not be judged \u2014 wait a minute and verify again, use a key of a higher usage tier, or save it without verifying`;
+  } else if (providerFailed.length) {
+    outcome2 = "cannot-build";
+    summary = `the model API failed verify's requests (in ${[...new Set(providerFailed.map((f) => f.check))].join(", ")}): the model could not be judged \u2014 ${providerFailed[0].why}`;
   } else if (toolsBlocking) {
     outcome2 = "cannot-build";
     summary = `tool calls do not work: ${by("tools").evidence}`;
@@ -66730,7 +67090,7 @@ async function verifyEndpoint(v) {
     outcome2 = "built";
     summary = `verified: ${v.slots} slot(s)${observed.perSlotCtx ? ` \xD7 ${observed.perSlotCtx} ctx` : ""}, coding task and tool-call round trip passed`;
   }
-  return { outcome: outcome2, checks, observed, summary };
+  return { outcome: outcome2, checks, observed, summary: redact(summary) };
 }
 
 // engine/harness/config.ts
@@ -66881,7 +67241,7 @@ function compileOpencodeConfig(target, agent, access) {
 import { spawn as spawn3 } from "node:child_process";
 import { randomBytes as randomBytes5 } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { existsSync as existsSync8, mkdirSync as mkdirSync10, readFileSync as readFileSync9, realpathSync as realpathSync2 } from "node:fs";
+import { existsSync as existsSync8, mkdirSync as mkdirSync10, readFileSync as readFileSync9, realpathSync as realpathSync2, renameSync as renameSync2, statSync as statSync6 } from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
 import path18 from "node:path";
 import { pathToFileURL } from "node:url";
@@ -67926,11 +68286,12 @@ function httpPort(t2) {
     abort: ({ sessionID, directory }) => post(`/session/${id2(sessionID)}/abort`, directory, void 0),
     sessionStatus: ({ directory }) => get("/session/status", directory, same),
     messages: ({ sessionID, directory }) => get(`/session/${id2(sessionID)}/message`, directory, same),
-    replyPermission: ({ requestID, directory, reply, message }, o2) => post(`/permission/${id2(requestID)}/reply`, directory, { reply, ...message ? { message } : {} }, o2?.signal),
+    replyPermission: ({ requestID, directory, reply: reply2, message }, o2) => post(`/permission/${id2(requestID)}/reply`, directory, { reply: reply2, ...message ? { message } : {} }, o2?.signal),
     replyQuestion: ({ requestID, directory, answers }, o2) => post(`/question/${id2(requestID)}/reply`, directory, { answers }, o2?.signal),
     rejectQuestion: ({ requestID, directory }, o2) => post(`/question/${id2(requestID)}/reject`, directory, void 0, o2?.signal),
     permissions: ({ directory }) => get("/permission", directory, same),
     questions: ({ directory }) => get("/question", directory, same),
+    deleteSession: ({ sessionID, directory }) => send(agent, t2, "DELETE", `/session/${id2(sessionID)}`, directory, void 0).then((a2) => result(a2)),
     dispose: ({ directory }) => post("/instance/dispose", directory, void 0),
     close: () => agent.destroy()
   };
@@ -68116,35 +68477,6 @@ function usageOf(info) {
     usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 }
   };
 }
-function describeError(err) {
-  const d = err?.data ?? {};
-  const said = typeof d.message === "string" ? d.message : "";
-  const quoted3 = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}\u2026` : said)}` : "";
-  const status = typeof d.statusCode === "number" ? d.statusCode : null;
-  const out = (() => {
-    if (err?.name === "ContextOverflowError")
-      return `the conversation outgrew the model's context${quoted3}: continue the worker with a narrower task, or use a target with a longer context`;
-    if (err?.name === "MessageOutputLengthError") return `the model's answer reached its output limit${quoted3}: resume the worker to let it go on`;
-    if (err?.name !== "APIError") return said || "the session failed without a message: resume the worker to try again";
-    if (status === null) return `the model API could not be reached${quoted3}: resume the worker once it answers (ocw targets shows whether it does)`;
-    const http6 = `HTTP ${status}${quoted3}`;
-    if (status === 401)
-      return `the model API refused the target's key (${http6}): set the key again (Setup, or its variable where the engine runs), then resume the worker`;
-    if (status === 402 || /insufficient[ _](balance|credits?|quota)|exceeded your current quota/i.test(said))
-      return `the model provider's account has no credit or quota left (${http6}): add credit, then resume the worker`;
-    if (status === 403) return `the model API refused this request (${http6}): check the key's access to the target's model, then resume the worker`;
-    if (status === 404)
-      return /\bmodel\b/i.test(said) ? `the model API does not serve the target's model (${http6}): check the target's model id (ocw targets), then retry the task` : `there is no chat-completions API at ${d.metadata?.url ?? "the target's endpoint"} (${http6}): fix the target's base URL (usually ending in /v1: ocw setup --provider URL \u2026), then retry the task`;
-    if (status === 429) {
-      const ra = d.responseHeaders?.["retry-after"] ?? d.responseHeaders?.["Retry-After"];
-      return `the model provider rate-limited the worker's model calls (${http6}${ra ? `; Retry-After ${ra} s` : ""}) and opencode's retries ran out: resume the worker once the limit resets; fewer workers at once on this target (its slots) makes it rarer`;
-    }
-    if (status === 408 || status >= 500)
-      return `the model API failed on its side (${http6}) through opencode's retries: resume the worker once the provider is back`;
-    return `the model API refused a request (${http6}): resume the worker, or retry the task if it refuses again`;
-  })();
-  return out.slice(0, 2e3);
-}
 var DeltaCoalescer = class {
   constructor(publish, everyMs = 50) {
     this.publish = publish;
@@ -68328,6 +68660,13 @@ function opencodeBinary() {
   if (!existsSync8(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
   return bin;
 }
+var OPENCODE_LOG_CAP = 8 * 2 ** 20;
+function rotateLog(file3) {
+  try {
+    if (statSync6(file3).size > OPENCODE_LOG_CAP) renameSync2(file3, `${file3}.1`);
+  } catch {
+  }
+}
 function opencodeRegistry() {
   return config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/";
 }
@@ -68408,7 +68747,7 @@ var OpencodeServer = class extends EventEmitter {
   }
   /** opencode serve's command line: inside its sandbox when confined. */
   command() {
-    const argv = [opencodeBinary(), "serve", "--hostname=127.0.0.1", "--port=0"];
+    const argv = [opencodeBinary(), "serve", "--hostname=127.0.0.1", "--port=0", "--log-level=WARN"];
     const env2 = this.env();
     const c3 = this.opts.confine;
     if (!c3) return { file: argv[0], args: argv.slice(1), env: env2 };
@@ -68435,6 +68774,7 @@ var OpencodeServer = class extends EventEmitter {
   async launch() {
     const t0 = performance.now();
     endStaleServer(this.opts.home, this.opts.log);
+    rotateLog(path18.join(this.opts.home, ".local/share/opencode/log/opencode.log"));
     const cmd = this.command();
     const proc3 = spawn3(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
     this.proc = proc3;
@@ -68500,7 +68840,7 @@ var OpencodeServer = class extends EventEmitter {
   openStream(url2) {
     const abort = new AbortController();
     this.streamAbort = abort;
-    let first = true;
+    let first2 = true;
     let delay = 100;
     const headers = { Authorization: this.authHeader };
     const onData = (data) => {
@@ -68515,8 +68855,8 @@ var OpencodeServer = class extends EventEmitter {
       const p = env2.payload;
       if (!p?.type) return;
       if (p.type === "server.connected") {
-        if (!first) this.emit("resync");
-        first = false;
+        if (!first2) this.emit("resync");
+        first2 = false;
         delay = 100;
         return;
       }
@@ -68720,7 +69060,7 @@ var OpencodeServers = class {
   egress;
   /** Per target, the NO_PROXY entries its server was given: what it reaches past the egress proxy. */
   directs = /* @__PURE__ */ new Map();
-  /** Each keyed server's gateway routes and the key they send (read again whenever a worker of it starts). */
+  /** Each gateway-routed server's routes and the key they send, or null (read again whenever a worker of it starts). */
   keyed = /* @__PURE__ */ new Map();
   /** What any opencode server reaches past the egress proxy (NO_PROXY entries): the model's endpoints, the key gateway. */
   direct() {
@@ -68744,9 +69084,10 @@ var OpencodeServers = class {
     if (s) return s;
     if ((target.keyRef || target.keyFile) && !key)
       throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=\u2026 in the engine's environment`);
+    const routed = !!key || target.serving.engine === "api";
     const provider = await Promise.all(
       endpointsOf(target).map(
-        (e, i2) => key ? this.gateway.add(`${target.id}-${i2}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS }) : { baseURL: e.url, apiKey: "none" }
+        (e, i2) => routed ? this.gateway.add(`${target.id}-${i2}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS }) : { baseURL: e.url, apiKey: "none" }
       )
     );
     const direct = directEntries([...provider.map((p) => p.baseURL), opencodeRegistry()]);
@@ -68757,7 +69098,7 @@ var OpencodeServers = class {
     const plugin = writeWorkspacePlugin(path19.join(stateDir2, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
-    if (key) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
+    if (routed) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
     s = (this.opts.harness ?? opencodeHarness)({
       target,
       home: path19.join(stateDir2, "opencode", target.id),
@@ -68793,7 +69134,7 @@ import path34 from "node:path";
 
 // engine/grading/checks.ts
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync12, lstatSync as lstatSync5, mkdirSync as mkdirSync13, readdirSync as readdirSync7, readFileSync as readFileSync15, realpathSync as realpathSync5, rmSync as rmSync6, statSync as statSync8, writeFileSync as writeFileSync11 } from "node:fs";
+import { existsSync as existsSync13, lstatSync as lstatSync5, mkdirSync as mkdirSync14, readdirSync as readdirSync7, readFileSync as readFileSync15, realpathSync as realpathSync5, rmSync as rmSync7, statSync as statSync9, writeFileSync as writeFileSync12 } from "node:fs";
 import path30 from "node:path";
 
 // node_modules/is-plain-obj/index.js
@@ -71005,7 +71346,7 @@ var ENCODING_ALIASES = {
 var serializeEncoding = (encoding) => typeof encoding === "string" ? `"${encoding}"` : String(encoding);
 
 // node_modules/execa/lib/arguments/cwd.js
-import { statSync as statSync6 } from "node:fs";
+import { statSync as statSync7 } from "node:fs";
 import path23 from "node:path";
 import process7 from "node:process";
 var normalizeCwd = (cwd = getDefaultCwd()) => {
@@ -71027,7 +71368,7 @@ var fixCwdError = (originalMessage, cwd) => {
   }
   let cwdStat;
   try {
-    cwdStat = statSync6(cwd);
+    cwdStat = statSync7(cwd);
   } catch (error46) {
     return `The "cwd" option is invalid: ${cwd}.
 ${error46.message}
@@ -75601,7 +75942,7 @@ var {
 var import_ini = __toESM(require_ini());
 import { execFile as execFile3 } from "node:child_process";
 import { createHash as createHash5 } from "node:crypto";
-import { existsSync as existsSync11, lstatSync as lstatSync4, readdirSync as readdirSync6, readFileSync as readFileSync14, readlinkSync as readlinkSync3, realpathSync as realpathSync4 } from "node:fs";
+import { existsSync as existsSync12, lstatSync as lstatSync4, readdirSync as readdirSync6, readFileSync as readFileSync14, readlinkSync as readlinkSync3, realpathSync as realpathSync4 } from "node:fs";
 import path29 from "node:path";
 import { promisify as promisify6 } from "node:util";
 
@@ -75653,7 +75994,7 @@ ${codeblock2}`, options);
 function parseString(ctx) {
   let startPtr = ctx.p;
   let c3 = ctx.s.charCodeAt(ctx.p++);
-  let first = c3;
+  let first2 = c3;
   let isLiteral = c3 === 39;
   let isMultiline = c3 === ctx.s.charCodeAt(ctx.p) && c3 === ctx.s.charCodeAt(ctx.p + 1);
   if (isMultiline) {
@@ -75671,11 +76012,11 @@ function parseString(ctx) {
       state = state && 3;
     } else if (c3 < 32 && c3 !== 9 || c3 === 127) {
       TomlError.x("control characters are not allowed in strings", ctx);
-    } else if ((!state || state === 3) && c3 === first && (!isMultiline || ctx.s.charCodeAt(ctx.p + 1) === first && ctx.s.charCodeAt(ctx.p + 2) === first)) {
+    } else if ((!state || state === 3) && c3 === first2 && (!isMultiline || ctx.s.charCodeAt(ctx.p + 1) === first2 && ctx.s.charCodeAt(ctx.p + 2) === first2)) {
       if (isMultiline) {
-        if (ctx.s.charCodeAt(ctx.p + 3) === first)
+        if (ctx.s.charCodeAt(ctx.p + 3) === first2)
           ctx.p++;
-        if (ctx.s.charCodeAt(ctx.p + 3) === first)
+        if (ctx.s.charCodeAt(ctx.p + 3) === first2)
           ctx.p++;
       }
       if (!state) {
@@ -76547,12 +76888,12 @@ function refreshMirror(userObjects, mirror, opts = {}) {
 }
 
 // engine/workspace/land.ts
-import { lstatSync as lstatSync2, readFileSync as readFileSync12, readlinkSync as readlinkSync2 } from "node:fs";
+import { existsSync as existsSync10, lstatSync as lstatSync2, readFileSync as readFileSync12, readlinkSync as readlinkSync2 } from "node:fs";
 import path27 from "node:path";
 
 // engine/workspace/snapshot.ts
 import { createHash as createHash3, randomBytes as randomBytes8 } from "node:crypto";
-import { constants as constants4 } from "node:fs";
+import { constants as constants4, mkdirSync as mkdirSync12, renameSync as renameSync3, rmSync as rmSync5, writeFileSync as writeFileSync11 } from "node:fs";
 import { lstat, mkdir as mkdir2, open, readlink, rename, rm as rm2, symlink, writeFile } from "node:fs/promises";
 import path26 from "node:path";
 import { promisify as promisify5 } from "node:util";
@@ -76796,15 +77137,33 @@ async function readWhole(file3, seen) {
     await h3.close();
   }
 }
+var SMALL_OBJECT = 64 * 1024;
 async function writeLoose(objects, type, oid, content, folders = /* @__PURE__ */ new Map()) {
   const file3 = path26.join(objects, oid.slice(0, 2), oid.slice(2));
   const raw2 = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
-  const data = raw2.length < 64 * 1024 ? deflateSync(raw2, { level: 1 }) : await deflateAsync(raw2, { level: 1 });
   const fanout = path26.dirname(file3);
+  const tmp = path26.join(objects, `tmp_obj_${randomBytes8(6).toString("hex")}`);
+  if (raw2.length < SMALL_OBJECT) {
+    const data2 = deflateSync(raw2, { level: 1 });
+    const made3 = folders.get(fanout);
+    if (made3) await made3;
+    else {
+      mkdirSync12(fanout, { recursive: true });
+      folders.set(fanout, Promise.resolve());
+    }
+    try {
+      writeFileSync11(tmp, data2, { mode: 292 });
+      renameSync3(tmp, file3);
+    } catch (err) {
+      rmSync5(tmp, { force: true });
+      throw err;
+    }
+    return;
+  }
+  const data = await deflateAsync(raw2, { level: 1 });
   let made2 = folders.get(fanout);
   if (!made2) folders.set(fanout, made2 = mkdir2(fanout, { recursive: true }));
   await made2;
-  const tmp = path26.join(objects, `tmp_obj_${randomBytes8(6).toString("hex")}`);
   await withFile(() => writeFile(tmp, data, { mode: 292 }));
   await rename(tmp, file3).catch(async (err) => {
     await rm2(tmp, { force: true });
@@ -76995,8 +77354,9 @@ var TOOL_CONFIG = [
 async function flaggedChanges(repo, base2, commit, objects, known, beside = []) {
   if (base2 === commit) return [];
   const flags = [];
-  const changes = known ?? await treeChanges(repo, base2, commit, { lossless: true, objects });
-  flags.push(...await nameCollisions(repo, [commit, ...beside], changes, objects));
+  const changes = known?.changes ?? await treeChanges(repo, base2, commit, { lossless: true, objects });
+  const listed2 = new Map(known?.names ? [[commit, known.names]] : []);
+  flags.push(...await nameCollisions(repo, [commit, ...beside], changes, objects, listed2));
   flags.push(...await plainWhereLfs(repo, changes, objects));
   for (const c3 of changes) {
     const folded = foldPath(c3.path);
@@ -77021,7 +77381,7 @@ async function flaggedChanges(repo, base2, commit, objects, known, beside = []) 
   }
   return flags;
 }
-async function nameCollisions(repo, commits, changes, objects) {
+async function nameCollisions(repo, commits, changes, objects, listed2 = /* @__PURE__ */ new Map()) {
   const written = changes.filter((c3) => c3.mode);
   if (!written.length) return [];
   const spellings = /* @__PURE__ */ new Map();
@@ -77036,6 +77396,11 @@ async function nameCollisions(repo, commits, changes, objects) {
     }
   };
   for (const commit of [...new Set(commits)]) {
+    const known = listed2.get(commit);
+    if (known) {
+      for (const p of known) add(p);
+      continue;
+    }
     const r = await q(repo, [], ["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], { allowFail: true, lossless: true, objects });
     if (r.code !== 0) continue;
     for (const p of r.out.split("\0")) if (p) add(p);
@@ -77058,11 +77423,22 @@ async function nameCollisions(repo, commits, changes, objects) {
   }
   return flags;
 }
+var gitDirs = /* @__PURE__ */ new Map();
+async function absoluteGitDir(repo) {
+  const known = await gitDirs.get(repo);
+  if (known && existsSync10(known)) return known;
+  if (gitDirs.size >= 256) gitDirs.delete(gitDirs.keys().next().value);
+  const p = q(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true }).then((r) => r.code === 0 ? r.out.trim() : "");
+  gitDirs.set(repo, p);
+  const dir = await p;
+  if (!dir && gitDirs.get(repo) === p) gitDirs.delete(repo);
+  return dir;
+}
 var LFS_POINTER = "version https://git-lfs.github.com/spec/v1\n";
 async function plainWhereLfs(repo, changes, objects) {
   const files = changes.filter((c3) => c3.mode === "100644" || c3.mode === "100755");
   if (!files.length) return [];
-  const gitDir = (await q(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true })).out.trim();
+  const gitDir = await absoluteGitDir(repo);
   const read3 = (f) => {
     try {
       return readFileSync12(f, "utf8");
@@ -77279,14 +77655,14 @@ async function revertCommit(repo, branch, merge2, message) {
 }
 
 // engine/workspace/workspace.ts
-import { existsSync as existsSync10, lstatSync as lstatSync3, mkdirSync as mkdirSync12, readFileSync as readFileSync13, realpathSync as realpathSync3, rmSync as rmSync5, statSync as statSync7 } from "node:fs";
+import { existsSync as existsSync11, lstatSync as lstatSync3, mkdirSync as mkdirSync13, readFileSync as readFileSync13, realpathSync as realpathSync3, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
 import { copyFile as copyFile2, link as link2, lstat as lstat2, mkdir as mkdir3, readdir as readdir2, readFile as readFile2, realpath, rename as rename2, rm as rm3, writeFile as writeFile2 } from "node:fs/promises";
 import { createHash as createHash4, randomBytes as randomBytes9 } from "node:crypto";
 import path28 from "node:path";
 async function inspectRepo(dir) {
   if (!path28.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync10(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
-  if (!statSync7(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
+  if (!existsSync11(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!statSync8(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root2 || !head || !ref) {
     const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
@@ -77318,11 +77694,11 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {})
   const ws = { worktree, cwd: path28.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   const mirror = workspaceMirror(worktreesRoot, repo.root, repo.head, opts.mirrorsRoot);
   const refresh = async () => refreshMirror(await objectsOf(repo.root), mirror, { link: opts.link });
-  if (existsSync10(worktree)) {
+  if (existsSync11(worktree)) {
     await moveOntoMirror(worktreesRoot, ws, opts);
     return ws;
   }
-  mkdirSync12(path28.dirname(worktree), { recursive: true });
+  mkdirSync13(path28.dirname(worktree), { recursive: true });
   const env2 = { ...userGitEnv(), ...workspaceGitEnv(path28.dirname(gitDir)) };
   const make = async () => {
     const objects = await realMirror(mirror);
@@ -77345,12 +77721,12 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {})
       }
     });
   };
-  let last2 = existsSync10(mirror) ? null : await refresh();
+  let last2 = existsSync11(mirror) ? null : await refresh();
   try {
     await make();
-  } catch (first) {
+  } catch (first2) {
     await rm3(worktree, { recursive: true, force: true });
-    if (last2) throw mirrorFailure(repo, last2, first);
+    if (last2) throw mirrorFailure(repo, last2, first2);
     last2 = await refresh();
     try {
       await make();
@@ -77429,9 +77805,9 @@ async function newWorkspace(worktree, env2, o2) {
 async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
   const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
   const alternates = path28.join(ws.worktree, ".git", "objects", "info", "alternates");
-  const named = existsSync10(alternates) ? readFileSync13(alternates, "utf8").trim() : null;
+  const named = existsSync11(alternates) ? readFileSync13(alternates, "utf8").trim() : null;
   const old = named !== null && named === await objectsOf(ws.repo).catch(() => null);
-  if (!old && existsSync10(mirror)) return;
+  if (!old && existsSync11(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
   if (old && ownFolders(ws.worktree, [".git", "objects", "info"]))
     await writeAlternates(path28.join(ws.worktree, ".git", "objects"), realpathSync3(mirror) + "\n");
@@ -77566,13 +77942,13 @@ function engineGitDir(workerDir, format2) {
   let made2 = engineGitDirs.get(dir);
   if (!made2) {
     made2 = (async () => {
-      if (existsSync10(path28.join(dir, "HEAD"))) return dir;
+      if (existsSync11(path28.join(dir, "HEAD"))) return dir;
       const tmp = `${dir}.tmp-${process.pid}-${randomBytes9(4).toString("hex")}`;
-      mkdirSync12(path28.dirname(dir), { recursive: true });
+      mkdirSync13(path28.dirname(dir), { recursive: true });
       try {
         await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path28.dirname(dir), env: { ...trustedEnv(path28.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
         await rename2(tmp, dir).catch((err) => {
-          if (!existsSync10(path28.join(dir, "HEAD"))) throw err;
+          if (!existsSync11(path28.join(dir, "HEAD"))) throw err;
         });
       } finally {
         await rm3(tmp, { recursive: true, force: true });
@@ -77663,7 +78039,7 @@ async function workerObjects(ws, fresh) {
   const gradeObjects = path28.join(ws.gitDir, GRADE_OBJECTS);
   const graded = await gradedStoreOf(ws);
   if (fresh) {
-    if (existsSync10(gradeObjects)) {
+    if (existsSync11(gradeObjects)) {
       await copyObjects(gradeObjects, objects);
       await rm3(gradeObjects, { recursive: true, force: true });
     }
@@ -77730,8 +78106,8 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
     const listing = await capsListing(ws, caps);
     if (listing.over) throw new SnapshotTooLarge(listing.over);
     const emptied = async () => {
-      if (existsSync10(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
-      mkdirSync12(checkoutDir, { recursive: true });
+      if (existsSync11(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+      mkdirSync13(checkoutDir, { recursive: true });
     };
     await emptied();
     const tree = listing.base?.tree;
@@ -77746,7 +78122,7 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
       ws,
       COMMIT_AND_CHECK_OUT,
       { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : "" },
-      { freshGradeObjects: true, index: { path: index, ready: existsSync10(index) } }
+      { freshGradeObjects: true, index: { path: index, ready: existsSync11(index) } }
     );
   } finally {
     if (indexMade) await rm3(index, { force: true });
@@ -77770,7 +78146,8 @@ async function commitInProcess(ws, base2, fresh, message, checkoutDir, only) {
   const same2 = raw2.changes.length === read3.size && raw2.changes.every((c3) => read3.has(c3.path) && (c3.mode === null ? !read3.get(c3.path) : read3.get(c3.path)?.oid === c3.oid && read3.get(c3.path)?.mode === c3.mode));
   if (!same2) throw new Error("the in-process snapshot and git's diff of it differ");
   const { changed, stat } = parseNumstatAndStat(raw2.rest);
-  return { commit, changed, diffStat: stat, partial: partial2, changes: raw2.changes };
+  const names = [...snap.files.keys()].map((p) => losslessUtf8(Buffer.from(p, "latin1")));
+  return { commit, changed, diffStat: stat, partial: partial2, changes: raw2.changes, names };
 }
 var trusted = /* @__PURE__ */ new Map();
 function trustsFileSystem(gitDir) {
@@ -77815,8 +78192,8 @@ function checkoutList(only) {
 }
 var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
 async function checkOutCommit(ws, commit, checkoutDir) {
-  if (existsSync10(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
-  mkdirSync12(checkoutDir, { recursive: true });
+  if (existsSync11(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+  mkdirSync13(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
     await trustedScript(ws, CHECK_OUT_COMMIT, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex, OCW_COMMIT: commit });
@@ -78067,7 +78444,7 @@ async function keptIndexInto(ws, index, listing) {
 var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 async function capsListing(ws, caps, keepIndex) {
   const under = (over, base3 = null) => ({ over, fresh: [], base: base3 });
-  if (!existsSync10(ws.worktree)) return under(null);
+  if (!existsSync11(ws.worktree)) return under(null);
   let fresh;
   let base2;
   const list = (index, keep) => trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep } });
@@ -78191,8 +78568,8 @@ async function nestedGitOutside(worktree, dirs, at) {
   return null;
 }
 async function checkOutBase(ws, checkoutDir, only) {
-  if (existsSync10(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
-  mkdirSync12(checkoutDir, { recursive: true });
+  if (existsSync11(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+  mkdirSync13(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   const partial2 = plainNames(only);
   try {
@@ -78219,7 +78596,7 @@ function parseNumstatAndStat(out) {
   return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
-  if (!commit && !existsSync10(ws.worktree)) return "";
+  if (!commit && !existsSync11(ws.worktree)) return "";
   const index = commit ? null : privateIndex(ws);
   let d;
   try {
@@ -78227,7 +78604,7 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
     const over = listing?.over ?? null;
     if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
     if (index && listing) await keptIndexInto(ws, index, listing).catch(() => null);
-    const ready = !!index && existsSync10(index);
+    const ready = !!index && existsSync11(index);
     d = trimFinalNewline(
       await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {})
     );
@@ -78249,7 +78626,7 @@ async function gradedStore(reposDir, repoRoot2) {
   if (!made2) {
     if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value);
     made2 = (async () => {
-      if (!existsSync10(path28.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
+      if (!existsSync11(path28.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
     })();
     gradedStores.set(dir, made2);
     made2.catch(() => gradedStores.get(dir) === made2 && gradedStores.delete(dir));
@@ -78262,7 +78639,7 @@ function dropGradedStore(reposDir, repoRoot2) {
   const dir = gradedObjectsDir(reposDir, repoRoot2);
   gradedStores.delete(dir);
   forgetAlternates(dir);
-  rmSync5(dir, { recursive: true, force: true });
+  rmSync6(dir, { recursive: true, force: true });
 }
 var gradedStoreOf = (ws) => gradedStore(path28.dirname(ws.gitDir), ws.repo);
 async function keepGraded(ws, commit) {
@@ -78298,7 +78675,7 @@ async function landObjects(repo, graded, commit) {
 }
 async function publishBranch(ws, commit, earlier = []) {
   const own = path28.join(ws.gitDir, "objects");
-  const from = existsSync10(path28.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
+  const from = existsSync11(path28.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
   const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
   if (symbolic)
     throw new InputError(
@@ -78342,7 +78719,7 @@ async function copyObjects(from, to) {
         if (i2) await place2();
         else
           await place2().catch(async (err) => {
-            if (err.code !== "ENOENT" || !existsSync10(path28.join(from, d, name))) throw err;
+            if (err.code !== "ENOENT" || !existsSync11(path28.join(from, d, name))) throw err;
             await mkdir3(path28.join(to, d), { recursive: true });
             await place2();
           });
@@ -78392,11 +78769,11 @@ async function removeWorkspace(ws, opts = {}) {
     const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
     if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it, or discard the worker to delete it`);
   }
-  rmSync5(ws.worktree, { recursive: true, force: true });
-  rmSync5(ws.gitDir, { recursive: true, force: true });
+  rmSync6(ws.worktree, { recursive: true, force: true });
+  rmSync6(ws.gitDir, { recursive: true, force: true });
   forgetAlternates(path28.join(ws.gitDir, "objects"));
   forgetAlternates(path28.join(ws.gitDir, GRADE_OBJECTS));
-  if (opts.tmpDir) rmSync5(opts.tmpDir, { recursive: true, force: true });
+  if (opts.tmpDir) rmSync6(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
 
@@ -79127,7 +79504,7 @@ function configSnapshot(root2, cwd, heldBackDirs = []) {
       if (e.isDirectory()) {
         if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
         if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
-        if (existsSync11(path29.join(full, "pyvenv.cfg"))) continue;
+        if (existsSync12(path29.join(full, "pyvenv.cfg"))) continue;
         walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
         continue;
       }
@@ -79182,7 +79559,7 @@ function plantedConfig(before, after, root2) {
     }
     if (!was && /^(gnu)?makefile$/.test(foldPath(path29.posix.basename(f)))) {
       const dir = path29.join(root2, path29.posix.dirname(f));
-      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync11(path29.join(dir, g2)))) continue;
+      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync12(path29.join(dir, g2)))) continue;
     }
     out.push(`${f} ${was ? "changed" : "written"} \u2014 ${now.why}`);
   }
@@ -79203,8 +79580,8 @@ function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
   const root2 = sandbox.root ?? cwd;
   const inside2 = (p, r) => p === r || p.startsWith(r + path30.sep);
   const map3 = (p) => path30.join(at.root, path30.relative(root2, p));
-  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync12(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync13(path30.join(sandbox.tmpDir, "home"), { recursive: true });
+  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync13(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync14(path30.join(sandbox.tmpDir, "home"), { recursive: true });
   const env2 = allowListedEnv({ CI: "1", HOME: path30.join(tmp, "home"), TMPDIR: tmp });
   const cmd = sandboxed(
     argv,
@@ -79224,7 +79601,7 @@ function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
     "bwrap"
   );
   const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
-  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync12(f)) binds.push("--ro-bind", f, map3(f));
+  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync13(f)) binds.push("--ro-bind", f, map3(f));
   const sep = cmd.args.length - argv.length - LIMITS_WORDS - 1;
   return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
 }
@@ -79232,7 +79609,7 @@ async function runCommand3(check2, name, cwd, sandbox) {
   const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check2.expectExit ?? 0;
   const started = Date.now();
-  const shell = existsSync12("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync13("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
   const l = commandLimits();
   let group = null;
@@ -79244,7 +79621,7 @@ async function runCommand3(check2, name, cwd, sandbox) {
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
     cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
   } else if (sandbox) {
-    mkdirSync13(path30.join(sandbox.tmpDir, "home"), { recursive: true });
+    mkdirSync14(path30.join(sandbox.tmpDir, "home"), { recursive: true });
     const env2 = allowListedEnv({ CI: "1", HOME: path30.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
@@ -79296,7 +79673,7 @@ ${note}` : ""));
 function runFile(check2, name, cwd, realCwd) {
   const file3 = path30.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
-  const exists = existsSync12(file3);
+  const exists = existsSync13(file3);
   if (exists && !realpathSync5(file3).startsWith(realCwd + path30.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
@@ -79304,7 +79681,7 @@ function runFile(check2, name, cwd, realCwd) {
   if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
   const problems = [];
   if (check2.equals !== void 0 || check2.matches !== void 0) {
-    const st = statSync8(file3);
+    const st = statSync9(file3);
     if (!st.isFile())
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
@@ -79394,7 +79771,7 @@ function copyHeldBack(checks, root2) {
     const src = check2.files;
     let st;
     try {
-      st = statSync8(src);
+      st = statSync9(src);
     } catch {
       throw new Error(`${src} (a check's \`files\`) does not exist`);
     }
@@ -79406,12 +79783,12 @@ function copyHeldBack(checks, root2) {
         const dest = path30.join(root2, r);
         const there = lstatOrNull(dest);
         if (e.isDirectory()) {
-          if (there && !there.isDirectory()) rmSync6(dest, { force: true, recursive: true });
-          if (!there || !there.isDirectory()) mkdirSync13(dest);
+          if (there && !there.isDirectory()) rmSync7(dest, { force: true, recursive: true });
+          if (!there || !there.isDirectory()) mkdirSync14(dest);
           walk(f, r);
         } else if (e.isFile()) {
-          if (there) rmSync6(dest, { force: true, recursive: true });
-          writeFileSync11(dest, readFileSync15(f), { mode: statSync8(f).mode & 511 });
+          if (there) rmSync7(dest, { force: true, recursive: true });
+          writeFileSync12(dest, readFileSync15(f), { mode: statSync9(f).mode & 511 });
           written.push(dest);
         }
       }
@@ -79445,7 +79822,7 @@ function heldBackProblem(checks, repoRoot2) {
     let real2;
     try {
       real2 = realpathSync5(c3.files);
-      if (!statSync8(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
+      if (!statSync9(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
@@ -79481,14 +79858,14 @@ function fingerprint(file3) {
 
 // engine/grading/folders.ts
 import { randomBytes as randomBytes10 } from "node:crypto";
-import { renameSync as renameSync2 } from "node:fs";
+import { renameSync as renameSync4 } from "node:fs";
 import { chmod, lstat as lstat3, mkdir as mkdir4, readdir as readdir3, rm as rm4 } from "node:fs/promises";
 import path31 from "node:path";
 var DISCARDED = ".discarded-";
 function discard(dir) {
   const away = awayName(dir);
   try {
-    renameSync2(dir, away);
+    renameSync4(dir, away);
   } catch {
     return;
   }
@@ -79681,7 +80058,7 @@ async function gradeSnapshot(input2) {
   const { claim, reason } = parseClaim(input2.finalText);
   const sincePrevious = input2.previousCommit ? await changedBetween(ws, input2.previousCommit, graded.commit).catch(() => null) : null;
   if (built) await keepGraded(ws, graded.commit);
-  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit, await gradedStoreOf(ws), graded.changes) : [];
+  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit, await gradedStoreOf(ws), graded.changes && { changes: graded.changes, names: graded.names }) : [];
   return {
     verdict,
     claim,
@@ -79763,7 +80140,7 @@ function caveatsOf(checks) {
 
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync4 } from "node:child_process";
-import { mkdirSync as mkdirSync14, writeFileSync as writeFileSync12 } from "node:fs";
+import { mkdirSync as mkdirSync15, writeFileSync as writeFileSync13 } from "node:fs";
 import path33 from "node:path";
 
 // shared/grade.ts
@@ -79888,10 +80265,10 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
   }
 ];
 function materializeRung(rung, dir) {
-  mkdirSync14(dir, { recursive: true });
+  mkdirSync15(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync14(path33.dirname(path33.join(dir, name)), { recursive: true });
-    writeFileSync12(path33.join(dir, name), content);
+    mkdirSync15(path33.dirname(path33.join(dir, name)), { recursive: true });
+    writeFileSync13(path33.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync4("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -80208,19 +80585,19 @@ var Approvals = class {
     if (w.state === "running") this.reg.fire(workerId, "ask");
   }
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
-  onAskGone(workerId, askId, reply) {
+  onAskGone(workerId, askId, reply2) {
     if (this.lookingUp.delete(askId)) return;
     const ask = this.reg.get(workerId).asks.find((a2) => a2.id === askId);
     if (this.deciding.has(askId)) {
-      this.echoed.set(askId, reply);
-      this.echoWaiters.get(askId)?.(reply);
+      this.echoed.set(askId, reply2);
+      this.echoWaiters.get(askId)?.(reply2);
       return;
     }
     if (!ask || ask.status !== "pending") return;
-    this.recordOpencodeAnswer(workerId, askId, reply);
+    this.recordOpencodeAnswer(workerId, askId, reply2);
   }
-  recordOpencodeAnswer(workerId, askId, reply) {
-    const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : void 0;
+  recordOpencodeAnswer(workerId, askId, reply2) {
+    const decision = reply2 === "once" || reply2 === "always" || reply2 === "reject" ? reply2 : void 0;
     this.reg.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
     this.afterAsk(workerId);
   }
@@ -80310,15 +80687,15 @@ var Approvals = class {
       call = port.replyPermission({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, limit);
     }
     const taken = { ok: true, value: void 0 };
-    const announced = new Promise((resolve) => this.echoWaiters.set(ask.id, (reply) => reply === sent && resolve("announced")));
+    const announced = new Promise((resolve) => this.echoWaiters.set(ask.id, (reply2) => reply2 === sent && resolve("announced")));
     let res;
     try {
       if (this.echoed.get(ask.id) === sent) {
         call.catch(() => void 0);
         res = taken;
       } else {
-        const first = await Promise.race([call, announced]);
-        res = first === "announced" ? taken : first;
+        const first2 = await Promise.race([call, announced]);
+        res = first2 === "announced" ? taken : first2;
       }
     } finally {
       this.echoWaiters.delete(ask.id);
@@ -80589,7 +80966,7 @@ var EventBus = class _EventBus {
 var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/recovery/recovery.ts
-import { existsSync as existsSync13, readdirSync as readdirSync8 } from "node:fs";
+import { existsSync as existsSync14, readdirSync as readdirSync8 } from "node:fs";
 import path38 from "node:path";
 var Recovery = class {
   constructor(opts) {
@@ -80601,7 +80978,7 @@ var Recovery = class {
   /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
   endStaleServers() {
     const root2 = path38.join(this.opts.stateDir, "opencode");
-    if (!existsSync13(root2)) return;
+    if (!existsSync14(root2)) return;
     for (const dir of readdirSync8(root2)) endStaleServer(path38.join(root2, dir), (l) => this.reg.log(l));
   }
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
@@ -80669,7 +81046,7 @@ var Recovery = class {
 };
 
 // engine/workers/lifecycle.ts
-import { existsSync as existsSync14 } from "node:fs";
+import { existsSync as existsSync15 } from "node:fs";
 import path39 from "node:path";
 function notBuilt(w, verb) {
   const state = w.state === "honest-failure" ? "failed (its held-back checks did not pass)" : w.state;
@@ -80799,7 +81176,7 @@ var WorkspaceLifecycle = class {
   async diff(workerId) {
     const w = this.reg.get(workerId);
     const ws = this.reg.workspaceOf(w);
-    if (!ws || w.discarded || !existsSync14(ws.worktree) && !existsSync14(ws.gitDir)) return "";
+    if (!ws || w.discarded || !existsSync15(ws.worktree) && !existsSync15(ws.gitDir)) return "";
     return fullDiff(ws, w.verdict?.commit ?? void 0);
   }
   /**
@@ -80815,6 +81192,7 @@ var WorkspaceLifecycle = class {
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     if (ws) this.dropGradedStore(ws.repo);
+    void this.reg.deleteSession(workerId).catch(() => void 0);
     return this.reg.get(workerId);
   }
   /**
@@ -80829,6 +81207,7 @@ var WorkspaceLifecycle = class {
       await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path39.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
       this.dropGradedStore(ws.repo);
+      if (w.merged) void this.reg.deleteSession(workerId).catch(() => void 0);
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${err.message}`);
     }
@@ -80841,7 +81220,7 @@ var WorkspaceLifecycle = class {
   dropGradedStore(repo) {
     const workers = this.reg.list();
     if (workers.some((w) => !isAtRest(w.state))) return;
-    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync14(this.reg.engineGitDir(w.id)))) return;
+    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync15(this.reg.engineGitDir(w.id)))) return;
     try {
       dropGradedStore(path39.dirname(this.reg.engineGitDir("w")), repo);
     } catch (err) {
@@ -80850,20 +81229,21 @@ var WorkspaceLifecycle = class {
   }
   /**
    * Removes the workspaces of finished workers older than the retention: merged, failed, stopped, interrupted or
-   * errored ones. Built but unmerged work is kept until it is merged or discarded.
+   * errored ones. Built but unmerged work is kept until it is merged or discarded. Then every graded store nothing
+   * needs any more (see dropGradedStore) goes.
    */
   async collectGarbage(now = Date.now()) {
     const days = this.retentionDays();
-    if (!(days > 0)) return [];
     const done = [];
-    for (const w of this.reg.list()) {
+    for (const w of days > 0 ? this.reg.list() : []) {
       if (!isAtRest(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
       const ws = this.reg.workspaceOf(w);
-      if (!ws || !existsSync14(ws.worktree) && !existsSync14(ws.gitDir)) continue;
+      if (!ws || !existsSync15(ws.worktree) && !existsSync15(ws.gitDir)) continue;
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
+    for (const repo of new Set(this.reg.list().map((w) => w.repo))) if (repo) this.dropGradedStore(repo);
     return done;
   }
 };
@@ -80922,7 +81302,7 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 
 // engine/workers/open.ts
 import { execFileSync as execFileSync5 } from "node:child_process";
-import { existsSync as existsSync15, lstatSync as lstatSync7, readdirSync as readdirSync9, realpathSync as realpathSync7, statSync as statSync9 } from "node:fs";
+import { existsSync as existsSync16, lstatSync as lstatSync7, readdirSync as readdirSync9, realpathSync as realpathSync7, statSync as statSync10 } from "node:fs";
 import path40 from "node:path";
 var QUIET_GIT_KEYS = [
   /^core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath)$/,
@@ -80949,7 +81329,7 @@ function gitRunsIn(worktree) {
       found.push(`${at}.git is ${st.isSymbolicLink() ? "a symlink" : "a file"} naming another repository, whose settings git would use`);
       return;
     }
-    for (const f of ["commondir", "config.worktree"]) if (existsSync15(path40.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
+    for (const f of ["commondir", "config.worktree"]) if (existsSync16(path40.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
     let keys = [];
     const config3 = path40.join(dotGit, "config");
     let configKind = "none";
@@ -81019,7 +81399,7 @@ function workspaceToOpen(w, workspacesRoot) {
   const parts = rel.split(path40.sep);
   if (path40.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
     throw new InputError(`worker ${w.id}'s workspace is not where the engine keeps workspaces: refused`, "conflict");
-  if (!statSync9(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
+  if (!statSync10(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
   return { workerId: w.id, path: real2, gitRuns: gitRunsIn(real2) };
 }
 
@@ -81319,6 +81699,7 @@ var WorkerRegistry = class {
     const event = { ...body, workerId, seq: (prev?.lastSeq ?? 0) + 1, ts: Date.now(), busSeq: this.opts.bus.nextSeq };
     this.opts.logs.append(event);
     const next = reduceWorker(prev, event);
+    if (prev && isAtRest(prev.state) && isAtRest(next.state)) this.opts.logs.release(workerId);
     this.workers.set(workerId, next);
     this.rt(workerId).heard(event.ts);
     this.opts.bus.publish(event);
@@ -81392,6 +81773,17 @@ var WorkerRegistry = class {
     const port = this.rt(workerId).server?.port;
     const w = this.workers.get(workerId);
     return port && w ? { port, directory: this.workspaceOf(w)?.cwd } : null;
+  }
+  /**
+   * Deletes the worker's session in opencode (its messages, parts and events: ~25 KB of opencode's database a worker,
+   * kept for good otherwise), then disposes the instance the deletion loaded for its folder. Failures are ignored.
+   */
+  async deleteSession(workerId) {
+    const w = this.workers.get(workerId);
+    const c3 = this.portOf(workerId);
+    if (!w?.sessionId || !c3) return;
+    await c3.port.deleteSession({ sessionID: w.sessionId, directory: c3.directory });
+    if (c3.directory) await c3.port.dispose({ directory: c3.directory });
   }
   /** Aborts the worker's session in opencode, if it has one (its bash children end with it); failures are ignored. */
   async abortSession(workerId) {
@@ -81698,7 +82090,7 @@ var BatchNames = class {
 };
 
 // engine/workers/search.ts
-import { closeSync as closeSync2, existsSync as existsSync16, openSync as openSync2, readSync as readSync2, statSync as statSync10 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync17, openSync as openSync2, readSync as readSync2, statSync as statSync11 } from "node:fs";
 var PER_LOG_BYTES = 8 * 1024 * 1024;
 var TOTAL_BYTES = 96 * 1024 * 1024;
 var SNIPPET = 70;
@@ -81732,7 +82124,7 @@ function snippetOf(text, at, len) {
   return showUntrusted(piece.replace(/\s+/g, " "), { lines: false, max: 2 * SNIPPET + len + 2 });
 }
 function readHead(file3, max) {
-  const size = statSync10(file3).size;
+  const size = statSync11(file3).size;
   const n2 = Math.min(size, max);
   const buf = Buffer.alloc(n2);
   const fd = openSync2(file3, "r");
@@ -81765,42 +82157,42 @@ function searchTranscripts(src, query, limit) {
       break;
     }
     const found = /* @__PURE__ */ new Set();
-    let first = null;
+    let first2 = null;
     const look = (where, text) => {
-      if (found.size === words.length && first) return;
+      if (found.size === words.length && first2) return;
       const low = text.toLowerCase();
       for (const word of words) {
         const at = low.indexOf(word);
         if (at < 0) continue;
         found.add(word);
-        if (!first && word === words[0]) first = { workerId: w.id, where, untrusted: { snippet: snippetOf(text, at, word.length) } };
+        if (!first2 && word === words[0]) first2 = { workerId: w.id, where, untrusted: { snippet: snippetOf(text, at, word.length) } };
       }
     };
     const file3 = src.logFile(w.id);
-    if (existsSync16(file3)) {
+    if (existsSync17(file3)) {
       const { text, cut } = readHead(file3, Math.min(PER_LOG_BYTES, budget));
       budget -= Buffer.byteLength(text);
       if (cut) truncated = true;
       scanned++;
       for (const line of text.split("\n")) {
         for (const t2 of textsOf(line)) look(t2.where, t2.text);
-        if (found.size === words.length && first) break;
+        if (found.size === words.length && first2) break;
       }
     }
-    if (found.size < words.length || !first) for (const p of src.streaming(w.id)) for (const t2 of partTexts(p)) look(t2.where, t2.text);
-    if (found.size === words.length && first) hits.push(first);
+    if (found.size < words.length || !first2) for (const p of src.streaming(w.id)) for (const t2 of partTexts(p)) look(t2.where, t2.text);
+    if (found.size === words.length && first2) hits.push(first2);
   }
   return { hits, scanned, truncated };
 }
 
 // engine/workers/batches.ts
-import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync10 } from "node:fs";
+import { existsSync as existsSync18, mkdirSync as mkdirSync16, readdirSync as readdirSync10 } from "node:fs";
 import path44 from "node:path";
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
     this.dir = path44.join(opts.stateDir, "batches");
-    if (existsSync17(this.dir)) {
+    if (existsSync18(this.dir)) {
       for (const f of readdirSync10(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
@@ -82045,8 +82437,8 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
     const tmpDir = `${root2}.tmp`;
     discard(root2);
     discard(tmpDir);
-    mkdirSync15(root2, { recursive: true });
-    mkdirSync15(tmpDir, { recursive: true });
+    mkdirSync16(root2, { recursive: true });
+    mkdirSync16(tmpDir, { recursive: true });
     try {
       const objects = await this.graded(r.repo);
       const gitDir = path44.join(this.opts.stateDir, "batches", `${r.id}.git`);
@@ -82175,6 +82567,7 @@ var Attempts = class {
 };
 
 // engine/workers/engine.ts
+var HOUSEKEEPING_MS = 60 * 6e4;
 var LONG_RETRY_WAIT_MS = 12e4;
 var Engine = class {
   constructor(opts) {
@@ -82258,7 +82651,7 @@ var Engine = class {
     this.translator = new Translator({
       registry: reg,
       ask: (id3, ask) => this.approvals.onAsk(id3, ask),
-      askGone: (id3, askId, reply) => this.approvals.onAskGone(id3, askId, reply),
+      askGone: (id3, askId, reply2) => this.approvals.onAskGone(id3, askId, reply2),
       usage: (id3, messageId, usage) => this.budgets.onUsage(id3, messageId, usage),
       retry: (id3, message, next) => void this.onRetry(id3, message, next),
       idle: (id3) => void this.settler.onIdle(id3)
@@ -82290,9 +82683,12 @@ var Engine = class {
       this.batches.resumeAll();
     });
     setTimeout(() => {
-      void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`));
+      void this.housekeep(Date.now());
       void sweepDiscarded(path45.join(opts.stateDir, "grading"));
     }, 5e3).unref();
+    const clock = opts.clock ?? realClock;
+    this.housekeeping = clock.setInterval(() => void this.housekeep(clock.now()), HOUSEKEEPING_MS);
+    this.housekeeping.unref?.();
   }
   opts;
   bus;
@@ -82319,6 +82715,17 @@ var Engine = class {
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
   queue = [];
   closed = false;
+  housekeeping;
+  housekeepingRun;
+  /** One round of workspace cleanup at a time (a round over many old workers can outlast the interval). */
+  housekeep(now) {
+    if (this.closed) return Promise.resolve();
+    this.housekeepingRun ??= this.collectGarbage(now).then(
+      () => void 0,
+      (err) => this.log(`[warn] workspace cleanup: ${err.message}`)
+    ).finally(() => this.housekeepingRun = void 0);
+    return this.housekeepingRun;
+  }
   log(line) {
     this.opts.log?.(line);
   }
@@ -82485,14 +82892,14 @@ var Engine = class {
       checked.map((c3) => c3.repo),
       integration
     );
-    const first = checked[0].repo;
+    const first2 = checked[0].repo;
     const record2 = {
       id: batchId,
       createdAt: Date.now(),
-      repo: first.root,
-      base: first.head,
-      branch: first.branch,
-      subdir: first.subdir,
+      repo: first2.root,
+      base: first2.head,
+      branch: first2.branch,
+      subdir: first2.subdir,
       tasks: specs.map((spec2, i2) => ({ id: ids2[i2], after: plan[i2].after, spec: spec2, workerId: null, skipped: null })),
       integration: integration ? { checks: integration.checks, state: "waiting", result: null } : null
     };
@@ -82616,6 +83023,7 @@ var Engine = class {
   /** Continues a stopped/interrupted/error worker in its same session (or from scratch when it never got one). */
   async resume(workerId, message) {
     const w = this.get(workerId);
+    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to resume; retry it to start the task again`, "conflict");
     if (!["stopped", "interrupted", "error"].includes(w.state)) {
       const graded = w.state === "built" || w.state === "honest-failure";
       throw new InputError(
@@ -82806,6 +83214,7 @@ var Engine = class {
   }
   async close() {
     this.closed = true;
+    clearInterval(this.housekeeping);
     this.budgets.close();
     this.pools.close();
     this.translator.deltas.flush();
@@ -82877,10 +83286,10 @@ var Engine = class {
     rt.admitted();
     let ws = this.reg.workspaceOf(w);
     let made2 = false;
-    if (!ws || !existsSync18(ws.worktree)) {
+    if (!ws || !existsSync19(ws.worktree)) {
       const found = rt.repo ?? await inspectRepo(w.spec.directory);
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
-      made2 = !existsSync18(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
+      made2 = !existsSync19(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
       const importFrom = w.startFrom ? await gradedStore(path45.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
       rt.setWorkspace(ws);
@@ -83195,26 +83604,6 @@ function listWorkers(all, f) {
 // engine/workers/push.ts
 import { accessSync, constants as constants5 } from "node:fs";
 import path47 from "node:path";
-
-// shared/remote-url.ts
-function redactUrlCredentials(text) {
-  return String(text ?? "").replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1***@");
-}
-function hostedRepo(url2) {
-  const u2 = String(url2 ?? "").trim();
-  let host;
-  let repoPath;
-  const full = /^(?:https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#:]+)(?::\d+)?\/([^?#]+)$/i.exec(u2);
-  const scp = /^(?:[^/@:\s]+@)?([^/:\s]+):(?!\/)([^?#\s]+)$/.exec(u2);
-  if (full) [host, repoPath] = [full[1], full[2]];
-  else if (scp) [host, repoPath] = [scp[1], scp[2]];
-  else return null;
-  const parts = repoPath.replace(/\/+$/, "").replace(/\.git$/, "").split("/");
-  if (parts.length !== 2 || parts.some((p) => !/^[\w.-]+$/.test(p) || p === "." || p === "..")) return null;
-  return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
-}
-
-// engine/workers/push.ts
 async function pushWork(engine, input2) {
   try {
     const r = await pushUnredacted(engine, input2);
@@ -83453,7 +83842,7 @@ function batchCard(batchId, res, workers) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes16, timingSafeEqual as timingSafeEqual3 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync31, statSync as statSync19 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync32, statSync as statSync20 } from "node:fs";
 import http5 from "node:http";
 import path69 from "node:path";
 
@@ -83720,7 +84109,7 @@ function createHTTPHandler(opts) {
 }
 
 // engine/api/router.ts
-import { existsSync as existsSync30, readdirSync as readdirSync14, readFileSync as readFileSync24 } from "node:fs";
+import { existsSync as existsSync31, readdirSync as readdirSync14, readFileSync as readFileSync24 } from "node:fs";
 import path68 from "node:path";
 
 // shared/ledger.ts
@@ -83977,12 +84366,12 @@ async function* waitStream(src, input2, signal) {
 import { accessSync as accessSync2, constants as constants6 } from "node:fs";
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync20, mkdirSync as mkdirSync17, readdirSync as readdirSync11, renameSync as renameSync4, rmSync as rmSync7, statSync as statSync12 } from "node:fs";
+import { existsSync as existsSync21, mkdirSync as mkdirSync18, readdirSync as readdirSync11, renameSync as renameSync6, rmSync as rmSync8, statSync as statSync13 } from "node:fs";
 import path49 from "node:path";
 
 // engine/models/download.ts
 import { createHash as createHash7 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync19, mkdirSync as mkdirSync16, renameSync as renameSync3, statfsSync, statSync as statSync11, unlinkSync } from "node:fs";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync20, mkdirSync as mkdirSync17, renameSync as renameSync5, statfsSync, statSync as statSync12, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
 import path48 from "node:path";
 var DownloadError = class extends SetupError {
@@ -83998,13 +84387,13 @@ async function sha256File(file3) {
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync16(path48.dirname(o2.dest), { recursive: true });
-  if (existsSync19(o2.dest) && o2.expectedSize && statSync11(o2.dest).size === o2.expectedSize) {
+  mkdirSync17(path48.dirname(o2.dest), { recursive: true });
+  if (existsSync20(o2.dest) && o2.expectedSize && statSync12(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
       return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
   const part = `${o2.dest}.part`;
-  let start = existsSync19(part) ? statSync11(part).size : 0;
+  let start = existsSync20(part) ? statSync12(part).size : 0;
   if (o2.expectedSize && start > o2.expectedSize) {
     unlinkSync(part);
     start = 0;
@@ -84071,7 +84460,7 @@ async function downloadFile(o2) {
     throw new DownloadError(`${o2.url} sent more than the ${total2} bytes expected: stopped and the partial file removed; run again`);
   }
   o2.onProgress?.({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
-  const size = statSync11(part).size;
+  const size = statSync12(part).size;
   if (total2 !== null && size !== total2) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total2}; run again to resume`);
   let verified = total2 !== null ? "size" : "none";
   if (o2.sha256) {
@@ -84084,7 +84473,7 @@ async function downloadFile(o2) {
     }
     verified = "sha256";
   }
-  renameSync3(part, o2.dest);
+  renameSync5(part, o2.dest);
   return { path: o2.dest, bytes: size, resumedFrom: start, verified };
 }
 
@@ -84150,13 +84539,13 @@ async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
 }
 function findNvcc(env2 = process.env) {
   const given = config2(env2).OCW_NVCC;
-  if (given !== void 0) return given && existsSync20(given) ? given : null;
+  if (given !== void 0) return given && existsSync21(given) ? given : null;
   const cands = [
     ...(env2.PATH ?? "").split(path49.delimiter).filter(Boolean).map((d) => path49.join(d, "nvcc")),
     ...env2.CUDA_HOME ? [path49.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
     "/usr/local/cuda/bin/nvcc"
   ];
-  return cands.find((c3) => existsSync20(c3)) ?? null;
+  return cands.find((c3) => existsSync21(c3)) ?? null;
 }
 function variantsFor(platform2, arch, gpus, o2 = {}) {
   const v = [];
@@ -84168,16 +84557,16 @@ function variantsFor(platform2, arch, gpus, o2 = {}) {
   return [...new Set(v)];
 }
 function expectedLlamaBackend(platform2, gpus, nvcc) {
-  const first = variantsFor(platform2, process.arch, gpus, { nvcc: nvcc ?? !!findNvcc() })[0];
-  if (first === "vulkan") {
+  const first2 = variantsFor(platform2, process.arch, gpus, { nvcc: nvcc ?? !!findNvcc() })[0];
+  if (first2 === "vulkan") {
     const nv = gpus.some((g2) => g2.vendor === "nvidia");
     return {
       prefix: { nvidia: "Vulkan", amd: "Vulkan", intel: "Vulkan", other: "Vulkan" },
-      variant: first,
+      variant: first2,
       note: nv ? "no llama-server here yet: llama.cpp publishes no Linux CUDA build and nvcc is not installed, so setup installs the Vulkan build and plans its devices (Vulkan0 \u2026); install the CUDA toolkit (nvcc) for a CUDA source build, or pass --llama-server" : null
     };
   }
-  return { prefix: {}, variant: first, note: null };
+  return { prefix: {}, variant: first2, note: null };
 }
 function pickAsset(rel, platform2, arch, variant) {
   const os11 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
@@ -84200,7 +84589,7 @@ function pickAsset(rel, platform2, arch, variant) {
   }
 }
 async function extract(archive, dest) {
-  mkdirSync17(dest, { recursive: true });
+  mkdirSync18(dest, { recursive: true });
   const tries = archive.endsWith(".zip") ? [
     ["unzip", ["-q", "-o", archive, "-d", dest]],
     ["bsdtar", ["-xf", archive, "-C", dest]],
@@ -84220,7 +84609,7 @@ function findBinary(dir, name, depth = 0) {
   for (const e of readdirSync11(dir)) {
     const p = path49.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
-    if (statSync12(p).isDirectory()) {
+    if (statSync13(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
       if (f) return f;
     }
@@ -84229,10 +84618,10 @@ function findBinary(dir, name, depth = 0) {
 }
 function buildScript(env2 = process.env) {
   const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
-  if (given) return existsSync20(given) ? given : null;
+  if (given) return existsSync21(given) ? given : null;
   try {
     const f = path49.join(projectRoot(), "scripts", "build-llama-server.sh");
-    return existsSync20(f) ? f : null;
+    return existsSync21(f) ? f : null;
   } catch {
     return null;
   }
@@ -84246,7 +84635,7 @@ async function buildCuda(env2, onLine) {
   });
   const r = await p;
   const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
-  if (r.exitCode !== 0 || !bin || !existsSync20(bin))
+  if (r.exitCode !== 0 || !bin || !existsSync21(bin))
     throw new SetupError(
       "runtime",
       `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`,
@@ -84279,7 +84668,7 @@ async function installPrebuilt(o2) {
       continue;
     }
     const dir = path49.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync20(dir) ? findBinary(dir, "llama-server") : null;
+    let bin = existsSync21(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "installed";
     if (!bin) {
       if (!asset.sha256) {
@@ -84295,10 +84684,10 @@ async function installPrebuilt(o2) {
       }
       verified = "sha256";
       const tmp = `${dir}.tmp.${process.pid}`;
-      rmSync7(tmp, { recursive: true, force: true });
+      rmSync8(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
-      rmSync7(dir, { recursive: true, force: true });
-      renameSync4(tmp, dir);
+      rmSync8(dir, { recursive: true, force: true });
+      renameSync6(tmp, dir);
       bin = findBinary(dir, "llama-server");
       if (!bin) {
         problems.push(`${variant}: ${asset.name} holds no llama-server`);
@@ -85062,7 +85451,7 @@ var FitPlanInput = FitInput.extend({
 
 // engine/serving/setup-api.ts
 import { randomBytes as randomBytes15 } from "node:crypto";
-import { accessSync as accessSync3, constants as constants7, statSync as statSync18 } from "node:fs";
+import { accessSync as accessSync3, constants as constants7, statSync as statSync19 } from "node:fs";
 import path63 from "node:path";
 
 // shared/setup.ts
@@ -85260,7 +85649,7 @@ var SetupProviderKeyInput = SetupProviderInput.omit({ apiKeyEnv: true }).extend(
 
 // engine/serving/start.ts
 import { randomBytes as randomBytes14 } from "node:crypto";
-import { existsSync as existsSync28, mkdirSync as mkdirSync23, readFileSync as readFileSync23, statfsSync as statfsSync2, statSync as statSync17 } from "node:fs";
+import { existsSync as existsSync29, mkdirSync as mkdirSync24, readFileSync as readFileSync23, statfsSync as statfsSync2, statSync as statSync18 } from "node:fs";
 import path62 from "node:path";
 
 // engine/models/catalog.ts
@@ -85852,7 +86241,7 @@ function runtimeFamily(idOrRepo) {
 }
 
 // engine/models/source.ts
-import { existsSync as existsSync21, readFileSync as readFileSync17, statSync as statSync13 } from "node:fs";
+import { existsSync as existsSync22, readFileSync as readFileSync17, statSync as statSync14 } from "node:fs";
 import path51 from "node:path";
 
 // engine/models/ggml-types.ts
@@ -86146,9 +86535,9 @@ function shardNames(name) {
   return Array.from({ length: n2 }, (_, i2) => `${m[1]}-${String(i2 + 1).padStart(5, "0")}-of-${m[3]}.gguf`);
 }
 function mergeShards(files) {
-  const [first] = files;
-  if (!first) throw new GgufError("no shards");
-  return { ...first, tensors: files.flatMap((f) => f.tensors) };
+  const [first2] = files;
+  if (!first2) throw new GgufError("no shards");
+  return { ...first2, tensors: files.flatMap((f) => f.tensors) };
 }
 function isMmproj(f) {
   return f.metadata["general.architecture"] === "clip";
@@ -86221,7 +86610,7 @@ function tensorsFromJson(raw2) {
   });
 }
 function loadMetadataFile(file3) {
-  if (!existsSync21(file3)) throw new ModelSourceError(`no such file: ${file3} (pass a JSON object of GGUF metadata keys)`);
+  if (!existsSync22(file3)) throw new ModelSourceError(`no such file: ${file3} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
     j = JSON.parse(readFileSync17(file3, "utf8"));
@@ -86260,9 +86649,9 @@ async function loadGguf(ref, headers = {}) {
     if (isMmproj(f2)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
-  if (!existsSync21(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
+  if (!existsSync22(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
   const names = shardNames(path51.basename(ref)).map((n2) => path51.join(path51.dirname(ref), n2));
-  for (const n2 of names) if (!existsSync21(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
+  for (const n2 of names) if (!existsSync22(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
     try {
@@ -86273,7 +86662,7 @@ async function loadGguf(ref, headers = {}) {
   }
   const f = mergeShards(files);
   if (isMmproj(f)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
-  const fileBytes = names.reduce((a2, n2) => a2 + statSync13(n2).size, 0);
+  const fileBytes = names.reduce((a2, n2) => a2 + statSync14(n2).size, 0);
   return { source: ref, metadata: f.metadata, tensors: f.tensors, fileBytes, quant: quantOf(f.metadata, ref), shards: names.length };
 }
 
@@ -86488,7 +86877,44 @@ var F32 = 4;
 var QK_NORM = /^(qwen3|qwen35|qwen3next|qwen3moe|gemma3|gemma3n|gemma4|lfm2|olmo2|olmoe|chameleon|cohere2|exaone4|smollm3|granite|hunyuan|ernie|seed_oss|apertus)/;
 var GEMMA = /^gemma/;
 var LFM2 = /^lfm2/;
+var SHAPE_FIELDS = [
+  "arch",
+  "nEmbd",
+  "nVocab",
+  "nHead",
+  "nHeadKv",
+  "nFf",
+  "headK",
+  "headV",
+  "headKSwa",
+  "headVSwa",
+  "isSwa",
+  "kvLayer",
+  "rsLayer",
+  "nLayer",
+  "nEmbdR",
+  "nTokens",
+  "nSeqs",
+  "nOutputs",
+  "nKv",
+  "nKvSwa",
+  "flashAttn",
+  "quantK",
+  "quantV"
+];
+var computed = /* @__PURE__ */ new Map();
+var COMPUTED_MAX = 1024;
 function computeBufferBytes(s) {
+  const key = JSON.stringify(SHAPE_FIELDS.map((f) => s[f] ?? null));
+  let bytes = computed.get(key);
+  if (bytes === void 0) {
+    bytes = graphBufferBytes(s);
+    if (computed.size >= COMPUTED_MAX) computed.delete(computed.keys().next().value);
+    computed.set(key, bytes);
+  }
+  return bytes;
+}
+function graphBufferBytes(s) {
   const g2 = new ComputeGraph();
   const T2 = s.nTokens;
   const E = s.nEmbd;
@@ -86501,8 +86927,8 @@ function computeBufferBytes(s) {
   g2.input(E * T2 * F32);
   const pos = g2.input(4 * T2);
   let kIdx = -1, vIdx = -1, mask = -1, kIdxSwa = -1, vIdxSwa = -1, maskSwa = -1;
-  const first = s.kvLayer.findIndex(Boolean);
-  const caches = hasSwa && s.isSwa[first] ? ["swa", "main"] : hasSwa ? ["main", "swa"] : hasAttn ? ["main"] : [];
+  const first2 = s.kvLayer.findIndex(Boolean);
+  const caches = hasSwa && s.isSwa[first2] ? ["swa", "main"] : hasSwa ? ["main", "swa"] : hasAttn ? ["main"] : [];
   const rot = { main: { k: -1, v: -1 }, swa: { k: -1, v: -1 } };
   for (const c4 of caches) {
     const dk = c4 === "swa" ? s.headKSwa : s.headK;
@@ -88054,11 +88480,11 @@ function localPathFor(stateDir2, repo, file3) {
 }
 
 // engine/serving/fit-service.ts
-import { existsSync as existsSync26 } from "node:fs";
+import { existsSync as existsSync27 } from "node:fs";
 import path57 from "node:path";
 
 // engine/models/hub-sizes.ts
-import { existsSync as existsSync22, readFileSync as readFileSync18, renameSync as renameSync5, writeFileSync as writeFileSync13 } from "node:fs";
+import { existsSync as existsSync23, readFileSync as readFileSync18, renameSync as renameSync7, writeFileSync as writeFileSync14 } from "node:fs";
 import path53 from "node:path";
 var HUB_SIZES_MAX_AGE_MS = 30 * 24 * 36e5;
 var REFRESH_AFTER_MS = 24 * 36e5;
@@ -88066,7 +88492,7 @@ var file2 = (env2) => path53.join(stateDir(env2), "hub-sizes.json");
 function readHubSizes(env2 = process.env) {
   try {
     const f = file2(env2);
-    if (!existsSync22(f)) return { version: 1, repos: {} };
+    if (!existsSync23(f)) return { version: 1, repos: {} };
     const j = JSON.parse(readFileSync18(f, "utf8"));
     return j?.version === 1 && j.repos && typeof j.repos === "object" ? j : { version: 1, repos: {} };
   } catch {
@@ -88076,8 +88502,8 @@ function readHubSizes(env2 = process.env) {
 function writeHubSizes(data, env2) {
   const f = file2(env2);
   const tmp = `${f}.${process.pid}.tmp`;
-  writeFileSync13(tmp, JSON.stringify(data), { mode: 384 });
-  renameSync5(tmp, f);
+  writeFileSync14(tmp, JSON.stringify(data), { mode: 384 });
+  renameSync7(tmp, f);
 }
 var OFFLINE_BACKOFF_MS = 10 * 6e4;
 var offlineUntil = 0;
@@ -88137,7 +88563,7 @@ function withHubSizes(entries, data, now = Date.now()) {
 
 // engine/serving/llama-server.ts
 import { spawn as spawn5 } from "node:child_process";
-import { closeSync as closeSync3, existsSync as existsSync23, mkdirSync as mkdirSync18, openSync as openSync3, readdirSync as readdirSync12, readFileSync as readFileSync19 } from "node:fs";
+import { closeSync as closeSync3, existsSync as existsSync24, mkdirSync as mkdirSync19, openSync as openSync3, readdirSync as readdirSync12, readFileSync as readFileSync19 } from "node:fs";
 import { createServer } from "node:net";
 import os8 from "node:os";
 import path54 from "node:path";
@@ -88150,7 +88576,7 @@ var LlamaServerError = class extends SetupError {
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
-    if (!existsSync23(explicit))
+    if (!existsSync24(explicit))
       throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
     return path54.resolve(explicit);
   }
@@ -88170,7 +88596,7 @@ function findLlamaServer(explicit, env2 = process.env) {
     }
   } catch {
   }
-  return cands.find((c3) => existsSync23(c3)) ?? null;
+  return cands.find((c3) => existsSync24(c3)) ?? null;
 }
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
@@ -88242,7 +88668,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync23(logFile) ? readFileSync19(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync24(logFile) ? readFileSync19(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -88255,7 +88681,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync18(path54.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync19(path54.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync3(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
@@ -88277,7 +88703,7 @@ async function startLlamaServer(o2) {
 }
 
 // engine/serving/parallel.ts
-import { existsSync as existsSync25, readdirSync as readdirSync13, readFileSync as readFileSync20, statSync as statSync14 } from "node:fs";
+import { existsSync as existsSync26, readdirSync as readdirSync13, readFileSync as readFileSync20, statSync as statSync15 } from "node:fs";
 import path56 from "node:path";
 
 // engine/serving/runtimes.ts
@@ -88317,14 +88743,14 @@ function buildSglangArgs(p) {
 
 // engine/serving/runtime-adapters.ts
 import { spawnSync as spawnSync3 } from "node:child_process";
-import { existsSync as existsSync24 } from "node:fs";
+import { existsSync as existsSync25 } from "node:fs";
 import path55 from "node:path";
 var VLLM_IMAGE = DEFAULT_IMAGES.vllm;
 var SGLANG_IMAGE = DEFAULT_IMAGES.sglang;
 function onPath(name, env2) {
   for (const dir of (env2.PATH ?? "").split(path55.delimiter)) {
     const p = dir && path55.join(dir, name);
-    if (p && existsSync24(p)) return p;
+    if (p && existsSync25(p)) return p;
   }
   return null;
 }
@@ -88515,16 +88941,16 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
     return exact.length ? exact : all;
   }
-  if (existsSync25(name)) {
-    if (!statSync14(name).isDirectory())
+  if (existsSync26(name)) {
+    if (!statSync15(name).isDirectory())
       throw new ParallelInputError(
         `${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`
       );
     const st = readdirSync13(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync14(path56.join(name, f)).size, 0);
+    const bytes2 = st.reduce((a2, f) => a2 + statSync15(path56.join(name, f)).size, 0);
     const cfgFile = path56.join(name, "config.json");
-    const cfg2 = existsSync25(cfgFile) ? JSON.parse(readFileSync20(cfgFile, "utf8")) : {};
+    const cfg2 = existsSync26(cfgFile) ? JSON.parse(readFileSync20(cfgFile, "utf8")) : {};
     return [
       {
         model: name,
@@ -88593,7 +89019,7 @@ async function proposeParallel(o2) {
   const fp8 = o2.dev.gpus.length > 0 && o2.dev.gpus.every((g2) => hasFp8(g2.name));
   const found = [];
   const tried = [];
-  const first = (ms) => {
+  const first2 = (ms) => {
     for (const m of ms) {
       const p = sizeParallel(m, o2.dev.gpus, o2.slots, o2.minCtx, o2.maxCtxPerSlot);
       if (p) return toParallelPick(m, p, o2.runtime, o2.dev, o2.slots, o2.verified(m.model));
@@ -88602,13 +89028,13 @@ async function proposeParallel(o2) {
     return null;
   };
   if (o2.model) {
-    const pick3 = first(named);
+    const pick3 = first2(named);
     if (pick3) return { pick: pick3, alternatives: [], problem: null };
   } else {
     const catalog = o2.hub === false ? CATALOG : withHubSizes(CATALOG, readHubSizes(env2));
     for (const e of catalog.filter((c3) => c3.autoPick && servedBy(c3, o2.runtime))) {
       if (found.length >= (o2.max ?? 3)) break;
-      const pick3 = first(await catalogModels(e, o2.runtime, hub, fp8));
+      const pick3 = first2(await catalogModels(e, o2.runtime, hub, fp8));
       if (pick3) found.push(pick3);
     }
     if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
@@ -88866,8 +89292,8 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
       input(`${entry.id} is served by vLLM / SGLang only (the catalog has no GGUF of it): plan it with --runtime vllm or --runtime sglang`, "model");
     const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q2) => q2.quant.toUpperCase() === repoQuant) : entry.quants };
     if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q2) => q2.quant).join(", ")})`, "model");
-    const first = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow });
-    result2 = first?.pick ? { pick: first.pick, alternatives: first.alternatives, problem: null } : { pick: null, alternatives: [], problem: first?.problem ?? null, ...first?.slow?.length ? { refused: first.slow } : {} };
+    const first2 = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow });
+    result2 = first2?.pick ? { pick: first2.pick, alternatives: first2.alternatives, problem: null } : { pick: null, alternatives: [], problem: first2?.problem ?? null, ...first2?.slow?.length ? { refused: first2.slow } : {} };
     if (!result2.pick) {
       const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q2) => ({ ...q2, bits: Math.max(q2.bits, 4) })) }], exact, {
         allowSlow
@@ -88883,7 +89309,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
     i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, "")
   );
   try {
-    if (!existsSync26(i2.model) && parseRepoRef(i2.model)) {
+    if (!existsSync27(i2.model) && parseRepoRef(i2.model)) {
       const r = await planRepo(i2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
       result2 = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : {
         pick: null,
@@ -88892,7 +89318,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
       };
     } else {
       const info = await loadGguf(i2.model);
-      const m = modelFromInfo(info, i2.model, existsSync26(i2.model) ? ["-m", path57.resolve(i2.model)] : ["-hf", i2.model]);
+      const m = modelFromInfo(info, i2.model, existsSync27(i2.model) ? ["-m", path57.resolve(i2.model)] : ["-hf", i2.model]);
       const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
       result2 = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
         pick: null,
@@ -88909,7 +89335,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
 // engine/serving/setup.ts
 import path60 from "node:path";
 import { spawn as spawn7 } from "node:child_process";
-import { closeSync as closeSync6, mkdirSync as mkdirSync21, openSync as openSync6 } from "node:fs";
+import { closeSync as closeSync6, mkdirSync as mkdirSync22, openSync as openSync6 } from "node:fs";
 
 // engine/serving/bench.ts
 import { randomBytes as randomBytes12 } from "node:crypto";
@@ -89184,7 +89610,7 @@ async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
 
 // engine/serving/runtime-process.ts
 import { spawn as spawn6 } from "node:child_process";
-import { closeSync as closeSync4, mkdirSync as mkdirSync19, openSync as openSync4 } from "node:fs";
+import { closeSync as closeSync4, mkdirSync as mkdirSync20, openSync as openSync4 } from "node:fs";
 import path58 from "node:path";
 async function waitRuntimeReady(port, key, child, logFile, timeoutMs) {
   const t0 = performance.now();
@@ -89206,7 +89632,7 @@ async function waitRuntimeReady(port, key, child, logFile, timeoutMs) {
   }
 }
 async function startRuntimeProcess(o2) {
-  mkdirSync19(path58.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync20(path58.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync4(o2.logFile, "a", 384);
   const env2 = { ...process.env, ...o2.env };
   delete env2.LLAMA_API_KEY;
@@ -89227,7 +89653,7 @@ async function startRuntimeProcess(o2) {
 
 // engine/serving/records.ts
 import { randomBytes as randomBytes13 } from "node:crypto";
-import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync20, openSync as openSync5, readFileSync as readFileSync21, renameSync as renameSync6, rmSync as rmSync8, statSync as statSync15, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync5, linkSync as linkSync2, mkdirSync as mkdirSync21, openSync as openSync5, readFileSync as readFileSync21, renameSync as renameSync8, rmSync as rmSync9, statSync as statSync16, writeSync as writeSync2 } from "node:fs";
 import path59 from "node:path";
 var servingFile = (dir = stateDir()) => path59.join(dir, "serving.json");
 var lockPath = (dir) => `${servingFile(dir)}.lock`;
@@ -89245,13 +89671,13 @@ function readOwner2(file3) {
 function stale(owner, file3) {
   if (owner) return !alive({ pid: owner.pid, startTime: owner.startTime });
   try {
-    return Date.now() - statSync15(file3).mtimeMs > 2e3;
+    return Date.now() - statSync16(file3).mtimeMs > 2e3;
   } catch {
     return false;
   }
 }
 function lock(dir) {
-  mkdirSync20(dir, { recursive: true, mode: 448 });
+  mkdirSync21(dir, { recursive: true, mode: 448 });
   const file3 = lockPath(dir);
   const me = { pid: process.pid, startTime: processStartTime(process.pid), nonce: randomBytes13(8).toString("hex") };
   const t0 = Date.now();
@@ -89263,16 +89689,16 @@ function lock(dir) {
     closeSync5(fd);
   }
   const release = () => {
-    if (readOwner2(file3)?.nonce === me.nonce) rmSync8(file3, { force: true });
+    if (readOwner2(file3)?.nonce === me.nonce) rmSync9(file3, { force: true });
   };
   for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
     try {
       linkSync2(mine, file3);
-      rmSync8(mine, { force: true });
+      rmSync9(mine, { force: true });
       return release;
     } catch (e) {
       if (e.code !== "EEXIST") {
-        rmSync8(mine, { force: true });
+        rmSync9(mine, { force: true });
         throw e;
       }
     }
@@ -89280,7 +89706,7 @@ function lock(dir) {
     if (stale(owner, file3)) {
       const aside = `${file3}.stale.${me.nonce}`;
       try {
-        renameSync6(file3, aside);
+        renameSync8(file3, aside);
         const moved = readOwner2(aside);
         if (moved && (moved.nonce !== owner?.nonce || !stale(moved, aside))) {
           try {
@@ -89288,13 +89714,13 @@ function lock(dir) {
           } catch {
           }
         }
-        rmSync8(aside, { force: true });
+        rmSync9(aside, { force: true });
       } catch {
       }
       continue;
     }
     if (Date.now() - t0 > LOCK_WAIT_MS) {
-      rmSync8(mine, { force: true });
+      rmSync9(mine, { force: true });
       throw new SetupError(
         "serving",
         `the model-server records (${servingFile(dir)}) stayed locked by process ${owner?.pid ?? "?"} for ${LOCK_WAIT_MS / 1e3} s; if no ocw process runs, remove ${file3}`,
@@ -89403,7 +89829,7 @@ function supervisorCommand(env2 = process.env) {
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync21(path60.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync22(path60.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync6(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn7(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -89487,6 +89913,14 @@ function checkUrl(url2, flag2) {
     throw new SetupInputError(`${flag2} needs an http(s) URL like http://127.0.0.1:8080 (got "${url2}")`);
   }
 }
+function providerBase(url2) {
+  const u2 = new URL(url2);
+  if (u2.search || u2.hash)
+    throw new SetupInputError(
+      `--provider takes the API's base URL without a query or fragment (got "${u2.origin}${u2.pathname}${u2.search ? "?\u2026" : "#\u2026"}"): the request path is appended to it; for Azure OpenAI use its v1 API, https://NAME.openai.azure.com/openai/v1`
+    );
+  return u2.pathname.replace(/\/+$/, "") === "" ? `${url2.replace(/\/+$/, "")}/v1` : url2.replace(/\/+$/, "");
+}
 async function setupCapture(o2) {
   const t0 = performance.now();
   const env2 = o2.env ?? process.env;
@@ -89567,7 +90001,7 @@ async function setupProvider(o2) {
   if (!o2.apiKeyEnv) throw new SetupInputError("--provider needs --api-key-env VAR (the variable holding the provider key)");
   const key = keyFromEnv(o2.apiKeyEnv, env2);
   const slots = positiveInt(o2.slots ?? 4, "--slots");
-  const base2 = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
+  const base2 = providerBase(url2);
   const store = o2.store ?? new TargetStore();
   const target = {
     id: o2.id ?? `api-${targetSlug({ model: o2.model, quant: null })}`,
@@ -89606,7 +90040,7 @@ async function setupProvider(o2) {
 }
 
 // engine/serving/start-runtimes.ts
-import { chmodSync as chmodSync3, existsSync as existsSync27, mkdirSync as mkdirSync22, readFileSync as readFileSync22, statSync as statSync16, writeFileSync as writeFileSync14 } from "node:fs";
+import { chmodSync as chmodSync3, existsSync as existsSync28, mkdirSync as mkdirSync23, readFileSync as readFileSync22, statSync as statSync17, writeFileSync as writeFileSync15 } from "node:fs";
 import os9 from "node:os";
 import path61 from "node:path";
 
@@ -89679,8 +90113,8 @@ function classifyLog(log, bin = null) {
     const line = lines.find((l) => r.re.test(l));
     if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
   }
-  const first = lines.find((l) => /^\d+\.\d+\.\d+\.\d+ E /.test(l));
-  if (first) return { kind: "other", logLine: first.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" };
+  const first2 = lines.find((l) => /^\d+\.\d+\.\d+\.\d+ E /.test(l));
+  if (first2) return { kind: "other", logLine: first2.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" };
   const err = [...lines].reverse().find((l) => /\b(error|failed|fatal|abort|exception)\b/i.test(l) && !/Loading model/.test(l));
   return err ? { kind: "other", logLine: err.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" } : null;
 }
@@ -89722,13 +90156,13 @@ function withFreed(hw, bytes) {
     })
   };
 }
-async function planReplacing(hw, first, planOn, id3, replaces2) {
+async function planReplacing(hw, first2, planOn, id3, replaces2) {
   for (const g2 of runningGroups()) {
     if (id3 && g2.id !== id3) continue;
     const freed = await planOn(withFreed(hw, g2.bytes));
     if (freed.pick && replaces2(freed.pick, g2)) return { fit: freed, replacing: g2 };
   }
-  return { fit: first, replacing: null };
+  return { fit: first2, replacing: null };
 }
 async function benchPhase(c3, t2, v) {
   const { begin, end, skip, emit: emit3, phase } = c3.ops;
@@ -89790,9 +90224,9 @@ function buildLaunch(o2) {
   let configFile = null;
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
-    mkdirSync22(o2.configDir, { recursive: true, mode: 448 });
+    mkdirSync23(o2.configDir, { recursive: true, mode: 448 });
     configFile = path61.join(o2.configDir, "sglang.yaml");
-    writeFileSync14(configFile, `api-key: ${JSON.stringify(o2.key)}
+    writeFileSync15(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
     set2("--config", o2.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
@@ -89889,9 +90323,9 @@ async function launchOtherPhase(c3, p, found) {
   job2.launchedCommand = `${[...Object.entries(launch.env).map(([k, v]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v)}`)].join(" ")}${Object.keys(launch.env).length ? " " : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;
   const logFile = path61.join(stateDir(), "logs", `${id3}.log`);
   c3.setLog(logFile);
-  mkdirSync22(path61.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync27(logFile) ? statSync16(logFile).size : 0;
-  const readLog = () => existsSync27(logFile) ? readFileSync22(logFile, "utf8").slice(logStart) : "";
+  mkdirSync23(path61.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync28(logFile) ? statSync17(logFile).size : 0;
+  const readLog = () => existsSync28(logFile) ? readFileSync22(logFile, "utf8").slice(logStart) : "";
   const record2 = {
     targetId: id3,
     runtime,
@@ -90100,13 +90534,13 @@ async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
   const root2 = stateDir();
   if (flag2 === "-m") {
-    if (!existsSync28(value))
+    if (!existsSync29(value))
       throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n2 = Number(m[2]);
       const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter(
-        (f) => !existsSync28(f)
+        (f) => !existsSync29(f)
       );
       if (missing.length)
         throw new StartError({
@@ -90161,10 +90595,10 @@ async function modelFiles(modelArg, env2 = process.env) {
         logLine: null,
         remedy: `pick one of its quants: ${[...new Set(ggufs.map((f) => f.path.split("/").pop()))].slice(0, 8).join(", ")}`
       });
-    const first = files.find((f) => SHARD.exec(f.path)?.[1] === "00001") ?? files[0];
-    const m = SHARD.exec(first.path);
+    const first2 = files.find((f) => SHARD.exec(f.path)?.[1] === "00001") ?? files[0];
+    const m = SHARD.exec(first2.path);
     if (m) {
-      const stem = first.path.replace(SHARD, "");
+      const stem = first2.path.replace(SHARD, "");
       files = files.filter((f) => f.path.replace(SHARD, "") === stem).sort((a2, b) => a2.path.localeCompare(b.path));
       if (files.length !== Number(m[2]))
         throw new StartError({
@@ -90173,7 +90607,7 @@ async function modelFiles(modelArg, env2 = process.env) {
           logLine: null,
           remedy: "the repository is incomplete (an upload in progress?): try again later or another quant"
         });
-    } else files = [first];
+    } else files = [first2];
   }
   const downloads = files.map((f) => ({
     url: resolveUrl(repo, f.path, rev, env2),
@@ -90267,11 +90701,11 @@ async function downloadPhase(modelArg, ops, signal) {
   else {
     ops.begin("download", `${files.downloads.length} file(s) to ${path62.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-    const onDisk = (d) => existsSync28(d.dest) ? statSync17(d.dest).size : existsSync28(`${d.dest}.part`) ? statSync17(`${d.dest}.part`).size : 0;
+    const onDisk = (d) => existsSync29(d.dest) ? statSync18(d.dest).size : existsSync29(`${d.dest}.part`) ? statSync18(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
       const dir = path62.dirname(files.downloads[0].dest);
-      mkdirSync23(dir, { recursive: true });
+      mkdirSync24(dir, { recursive: true });
       const fs = statfsSync2(dir);
       const free = Number(fs.bavail) * Number(fs.bsize);
       if (need > free) {
@@ -90497,7 +90931,7 @@ async function launchLlamaPhase(c3, plan, files) {
   const logs = [];
   const readLog = (k = 0) => {
     const l = logs[k];
-    return l && existsSync28(l.file) ? readFileSync23(l.file, "utf8").slice(l.start) : "";
+    return l && existsSync29(l.file) ? readFileSync23(l.file, "utf8").slice(l.start) : "";
   };
   const startOne = async (r) => {
     const port = await freePort();
@@ -90517,8 +90951,8 @@ async function launchLlamaPhase(c3, plan, files) {
     job2.launchedCommand = launched.filter(Boolean).join("\n");
     const recId = pooled ? `${id3}@${r.i + 1}` : id3;
     const file3 = path62.join(stateDir(), "logs", `${recId}.log`);
-    mkdirSync23(path62.dirname(file3), { recursive: true });
-    logs[r.i] = { file: file3, start: existsSync28(file3) ? statSync17(file3).size : 0 };
+    mkdirSync24(path62.dirname(file3), { recursive: true });
+    logs[r.i] = { file: file3, start: existsSync29(file3) ? statSync18(file3).size : 0 };
     if (r.i === 0) c3.setLog(file3);
     const record2 = {
       targetId: recId,
@@ -90813,12 +91247,12 @@ async function runStartJob(o2) {
       cancelled();
       const v = await verifyLlamaPhase(c3, l);
       const placement = await placementLlamaPhase(c3, plan, l);
-      const first = l.servers[0];
+      const first2 = l.servers[0];
       const r0 = l.replicas[0];
       const bench = await benchPhase(
         c3,
         {
-          url: first.url,
+          url: first2.url,
           model: l.alias,
           key: l.key,
           engine: "llama.cpp",
@@ -91078,12 +91512,12 @@ function setupStartApi(input2, store, publish, opts = {}) {
     throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
   const jobId = randomBytes15(6).toString("hex");
   const abort = new AbortController();
-  let first = null;
+  let first2 = null;
   const entry = { job: null, abort };
   const update = (job2) => {
     entry.job = job2;
     if (job2.state !== "running") cached5 = null;
-    first ??= job2;
+    first2 ??= job2;
     publish(job2);
   };
   void runStartJob({
@@ -91103,13 +91537,13 @@ function setupStartApi(input2, store, publish, opts = {}) {
   });
   jobs.set(jobId, entry);
   for (const k of [...jobs.keys()].slice(0, -10)) jobs.delete(k);
-  return SetupJob.parse(first ?? entry.job);
+  return SetupJob.parse(first2 ?? entry.job);
 }
 function checkLlamaServerPath(p) {
   if (!path63.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
-    st = statSync18(p);
+    st = statSync19(p);
   } catch {
     throw new SetupApiInputError(
       `no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`
@@ -91161,6 +91595,12 @@ function setTargetKey(store, id3, given) {
 // engine/serving/providers-api.ts
 async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
   const i2 = ProviderModelsInput.parse(input2);
+  const given = new URL(i2.url);
+  if (given.search || given.hash)
+    throw new OcwError(
+      "bad-input",
+      `the base URL takes no query or fragment (got "${given.origin}${given.pathname}${given.search ? "?\u2026" : "#\u2026"}"): /models is appended to its path`
+    );
   const base2 = i2.url.replace(/\/+$/, "");
   let key = i2.key ?? null;
   if (!key && i2.apiKeyEnv) {
@@ -91225,7 +91665,7 @@ async function modelsPage(url2, i2, key, timeoutMs) {
   if (res.status === 404)
     throw new OcwError(
       "bad-input",
-      `${url2} \u2192 HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1), or type the model id yourself`
+      `${url2} \u2192 HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1; Gemini's ends in /v1beta/openai), or type the model id yourself`
     );
   if (!res.ok) throw new OcwError("unavailable", `${url2} \u2192 HTTP ${res.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 160)}` : ""}`);
   const body = await parseBody(bytes, { kind: "json" });
@@ -91247,7 +91687,7 @@ async function modelsPage(url2, i2, key, timeoutMs) {
 }
 
 // engine/serving/servers-api.ts
-import { rmSync as rmSync9 } from "node:fs";
+import { rmSync as rmSync10 } from "node:fs";
 import path64 from "node:path";
 function view(r) {
   return {
@@ -91328,7 +91768,7 @@ async function serverRestartApi(id3, o2 = {}) {
 async function serverDeleteApi(id3) {
   const recs = recordsOf(id3);
   await stopServing(id3);
-  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync9(r.keyFile, { force: true });
+  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync10(r.keyFile, { force: true });
   return { deleted: recs.map((r) => r.targetId) };
 }
 async function serverDeleteOf(targetId) {
@@ -91358,11 +91798,11 @@ async function stopUnkeptServing() {
 }
 
 // engine/serving/setup-commands.ts
-import { existsSync as existsSync29 } from "node:fs";
+import { existsSync as existsSync30 } from "node:fs";
 import path66 from "node:path";
 
 // engine/serving/pool.ts
-import { mkdtempSync as mkdtempSync2, rmSync as rmSync10 } from "node:fs";
+import { mkdtempSync as mkdtempSync2, rmSync as rmSync11 } from "node:fs";
 import os10 from "node:os";
 import path65 from "node:path";
 var RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 };
@@ -91381,21 +91821,21 @@ async function setupCapturePool(urls, o2) {
       each.push(r);
     }
   } finally {
-    rmSync10(scratch, { recursive: true, force: true });
+    rmSync11(scratch, { recursive: true, force: true });
   }
   const models = [...new Set(each.map((r) => r.target.model))];
   if (models.length > 1)
     throw new SetupInputError(`a pool serves one model, but these endpoints serve ${models.join(", ")}: pass --model to pick one every endpoint serves`);
   const worst = each.reduce((a2, r) => RANK[r.outcome] > RANK[a2.outcome] ? r : a2);
-  const first = each[0].target;
+  const first2 = each[0].target;
   const endpoints = each.map((r) => ({ url: r.target.endpoint, slots: r.target.serving.slots }));
   const ctxs = each.map((r) => r.target.serving.perSlotCtx).filter((c3) => typeof c3 === "number");
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
-    ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path65.basename(first.model), quant: null })}-${endpoints.length}`,
-    contextLimit: perSlotCtx ?? first.contextLimit,
-    serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
+    ...first2,
+    id: o2.id ?? `pool-${targetSlug({ model: path65.basename(first2.model), quant: null })}-${endpoints.length}`,
+    contextLimit: perSlotCtx ?? first2.contextLimit,
+    serving: { engine: first2.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
     verifiedAt: (/* @__PURE__ */ new Date()).toISOString(),
     // Each check, per endpoint, so the evidence says which endpoint it is about.
@@ -91410,9 +91850,9 @@ async function setupCapturePool(urls, o2) {
     saved: !unsaved,
     target: saved,
     checks: target.checks,
-    summary: `pool of ${endpoints.length} endpoints serving ${first.model} (${target.serving.slots} slots in all): ${each.map((r) => `${r.target.endpoint} ${r.outcome}`).join("; ")}`,
+    summary: `pool of ${endpoints.length} endpoints serving ${first2.model} (${target.serving.slots} slots in all): ${each.map((r) => `${r.target.endpoint} ${r.outcome}`).join("; ")}`,
     active: !unsaved && activate,
-    observed: { engine: first.serving.engine, totalSlots: target.serving.slots, perSlotCtx },
+    observed: { engine: first2.serving.engine, totalSlots: target.serving.slots, perSlotCtx },
     bench: each[0].bench ?? null,
     timings: { totalMs: performance.now() - t0, verifyMs: each.reduce((a2, r) => a2 + r.timings.verifyMs, 0) }
   };
@@ -91441,7 +91881,7 @@ async function llamaFitParams(file3, e, llamaServer) {
   const server = llamaServer ?? safeFindLlamaServer();
   if (!server) return null;
   const bin = path66.join(path66.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync29(bin)) return null;
+  if (!existsSync30(bin)) return null;
   const args = [
     "-m",
     file3,
@@ -91515,9 +91955,9 @@ async function fitFile(input2, o2 = {}) {
   const minCtx = i2.minCtx ?? MIN_SLOT_CTX;
   const dev = { gpus: gpus.map((g2, n2) => ({ ...g2, runtimeId: /^[A-Za-z]+\d+$/.test(g2.name) ? g2.name : `GPU${n2}` })), hostFreeBytes: hostFree };
   const gguf = i2.gguf ? local(i2.gguf, i2.cwd) : null;
-  const m = modelFromInfo(info, i2.gguf ?? i2.metadata, i2.gguf ? [existsSync29(gguf) ? "-m" : "-hf", i2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
+  const m = modelFromInfo(info, i2.gguf ?? i2.metadata, i2.gguf ? [existsSync30(gguf) ? "-m" : "-hf", i2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
   const pick3 = planModel(m, dev, slots, minCtx, false);
-  const llamaCpp = i2.llamaFit !== false && gguf && existsSync29(gguf) ? await llamaFitParams(gguf, e) : null;
+  const llamaCpp = i2.llamaFit !== false && gguf && existsSync30(gguf) ? await llamaFitParams(gguf, e) : null;
   return {
     model: {
       source: info.source,
@@ -92153,7 +92593,7 @@ async function deployK8s(input2) {
 }
 
 // engine/api/ladder.ts
-import { mkdirSync as mkdirSync24 } from "node:fs";
+import { mkdirSync as mkdirSync25 } from "node:fs";
 import path67 from "node:path";
 var LadderStartInput = external_exports.object({ targetId: external_exports.string().min(1).max(200), samples: external_exports.number().int().min(1).max(12) });
 var LadderFinishInput = LadderStartInput.extend({ workerIds: external_exports.array(external_exports.string().min(1).max(200)).max(LADDER.length * 12) });
@@ -92189,7 +92629,7 @@ function ladderFinish(engine, i2) {
   const grade2 = summarizeLadder(target, i2.samples, byRung);
   const packs = config2().OCW_PACKS_DIR ?? path67.join(projectRoot(), "packs");
   const file3 = path67.join(packs, targetSlug(target), "grade.json");
-  mkdirSync24(path67.dirname(file3), { recursive: true });
+  mkdirSync25(path67.dirname(file3), { recursive: true });
   writeJsonAtomic(file3, grade2, 420);
   return { grade: grade2, file: file3 };
 }
@@ -92197,18 +92637,18 @@ function ladderFinish(engine, i2) {
 // engine/api/router.ts
 function readGrades() {
   const dir = config2().OCW_PACKS_DIR ?? path68.join(projectRoot(), "packs");
-  if (!existsSync30(dir)) return [];
+  if (!existsSync31(dir)) return [];
   return readdirSync14(dir, { withFileTypes: true }).flatMap((d) => {
     const file3 = path68.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync30(file3)) return [];
+    if (!d.isDirectory() || !existsSync31(file3)) return [];
     const g2 = Grade.safeParse(JSON.parse(readFileSync24(file3, "utf8")));
     return g2.success ? [g2.data] : [];
   });
 }
 function humanMessage(error46) {
   const cause = error46.cause;
-  if (cause instanceof external_exports.ZodError) return firstIssue(cause);
-  return error46.message;
+  if (cause instanceof external_exports.ZodError) return redactUrlCredentials(firstIssue(cause));
+  return redactUrlCredentials(error46.message);
 }
 var SSE_PING_MS = 15e3;
 var SSE_CLIENT = { reconnectAfterInactivityMs: 4e4 };
@@ -92752,7 +93192,7 @@ content-length: 0\r
 var NO_UI = { missing: "The opencode-worker engine is running, but its browser UI is missing." };
 function serveStatic(ui, pathname, res) {
   const dir = ui.dir;
-  if (!dir || !existsSync31(path69.join(dir, "index.html"))) {
+  if (!dir || !existsSync32(path69.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end(`${ui.missing ?? NO_UI.missing}
 `);
@@ -92760,7 +93200,7 @@ function serveStatic(ui, pathname, res) {
   }
   const rel = path69.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
   let file3 = path69.join(dir, rel);
-  if (!file3.startsWith(dir + path69.sep) || !existsSync31(file3) || statSync19(file3).isDirectory()) file3 = path69.join(dir, "index.html");
+  if (!file3.startsWith(dir + path69.sep) || !existsSync32(file3) || statSync20(file3).isDirectory()) file3 = path69.join(dir, "index.html");
   res.writeHead(200, {
     "content-type": MIME[path69.extname(file3)] ?? "application/octet-stream",
     "content-security-policy": CSP,
@@ -92915,7 +93355,7 @@ async function superviseEngine(stateDir2, log = () => {
 
 // engine/commands/serve.ts
 function registerServeCommands(program3) {
-  program3.command("serve").description("start the engine (or attach to the running one) and print the browser UI's URL; stays in the foreground").option("--port <n>", "port for the control API and UI (default: a free one)", (v) => Number(v)).option("--background", "run without printing, restarted when it dies (how clients start the engine)").option("--supervise", "start the engine as a client does (detached, under its supervisor) or attach to it; print its URL; Ctrl-C detaches").option("--no-sandbox", "run workers without the OS sandbox: they can then read your files and secrets (only where no sandbox is available)").addOption(new Option("--supervised", "the engine process under a --background supervisor").hideHelp()).addOption(new Option("--standby", "load, then wait for the supervisor to make this the engine").hideHelp()).action(async (o2) => {
+  program3.command("serve").description("start the engine (or attach to the running one) and print the browser UI's URL; stays in the foreground").option("--port <n>", "port for the control API and UI (default: a free one)", portNumber).option("--background", "run without printing, restarted when it dies (how clients start the engine)").option("--supervise", "start the engine as a client does (detached, under its supervisor) or attach to it; print its URL; Ctrl-C detaches").option("--no-sandbox", "run workers without the OS sandbox: they can then read your files and secrets (only where no sandbox is available)").addOption(new Option("--supervised", "the engine process under a --background supervisor").hideHelp()).addOption(new Option("--standby", "load, then wait for the supervisor to make this the engine").hideHelp()).action(async (o2) => {
     if (o2.sandbox === false) process.env.OCW_NO_SANDBOX = "1";
     const dir = stateDir();
     if (o2.standby) {
@@ -93076,6 +93516,7 @@ var terminalSafe3 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
 function registerHousekeepingCommands(program3) {
   program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
     try {
+      expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw retry\` takes one of them`);
       const client2 = connect(await ensureEngine(stateDir()), "cli:ocw retry");
       const r = await client2.workers.retry.mutate({ workerId });
       console.log(o2.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}`);
@@ -93094,6 +93535,8 @@ function registerHousekeepingCommands(program3) {
   ).option("--json", "print JSON").action(async (workerId, o2) => {
     try {
       if (!workerId === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+      if (workerId) expectId(workerId, "worker", `merge a batch with \`ocw merge --batch ${workerId}\``);
+      if (o2.batch) expectId(o2.batch, "batch", `merge that worker with \`ocw merge ${o2.batch}\``);
       const client2 = connect(await ensureEngine(stateDir()), "cli:ocw merge");
       if (workerId) {
         const m = await client2.workers.merge.mutate({ workerId, acceptFlagged: !!o2.acceptFlagged });
@@ -93130,6 +93573,7 @@ function registerHousekeepingCommands(program3) {
     "put a built worker's graded commit into your repository as branch ocw/<id>, to review or merge it with your own git tools (grading puts nothing there; merge and push do this themselves)"
   ).argument("<workerId>", "the built worker whose branch to publish").option("--json", "print JSON").action(async (workerId, o2) => {
     try {
+      expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw publish\` takes one of them`);
       const client2 = connect(await ensureEngine(stateDir()), "cli:ocw publish");
       const p = await client2.workers.publish.mutate({ workerId });
       console.log(
@@ -93176,6 +93620,7 @@ function registerWorkerCommands(program3) {
   ).option("--repo <dir>", "only workers on this repository (or a folder inside it)").option("--batch <batchId>", "only this batch's workers").option("--json", "print JSON").action(async (o2) => {
     try {
       const states = o2.state?.split(",").map((s) => s.trim()).filter(Boolean).map((s) => s === "failed" ? "honest-failure" : s);
+      if (o2.batch) expectId(o2.batch, "batch", `\`ocw show ${o2.batch}\` shows that worker`);
       for (const s of states ?? [])
         if (!WorkerState.safeParse(s).success) throw new CliError(`unknown state "${s}": one of ${WorkerState.options.join(", ")} (or failed)`);
       const c3 = await client("list");
@@ -93194,6 +93639,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("batch").description('a batch: its name, workers and built count; --name renames it ("" takes the name away), shown instead of its id').argument("<batchId>", "a batch id (b-\u2026)").option("--name <text>", "the batch's new name (one line, at most 80 characters)").option("--json", "print JSON").action(async (batchId, o2) => {
     try {
+      expectId(batchId, "batch", `\`ocw show ${batchId}\` shows that worker`);
       const c3 = await client("batch");
       if (o2.name !== void 0) {
         try {
@@ -93215,14 +93661,19 @@ function registerWorkerCommands(program3) {
     }
   });
   program3.command("show").description(
-    "one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict)"
-  ).argument("<id>", "a worker id (w-\u2026) or a batch id (b-\u2026)").option("--json", "print JSON").action(async (id3, o2) => {
+    "one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict; an attempts group id: its attempts and winner)"
+  ).argument("<id>", "a worker id (w-\u2026), a batch id (b-\u2026) or an attempts group id (a-\u2026, from `ocw run --attempts`)").option("--json", "print JSON").action(async (id3, o2) => {
     try {
       const c3 = await client("show");
       if (id3.startsWith("b-")) {
         const b = await c3.workers.batch.query({ batchId: id3 });
         if (o2.json) return console.log(JSON.stringify(b, null, 2));
         return console.log(batchText(b));
+      }
+      if (id3.startsWith("a-")) {
+        const g2 = await c3.workers.attempts.query({ groupId: id3 });
+        if (o2.json) return console.log(JSON.stringify(g2, null, 2));
+        return console.log(attemptsSummary(g2));
       }
       const w = await c3.workers.get.query({ workerId: id3 });
       if (o2.json) return console.log(JSON.stringify(w, null, 2));
@@ -93235,6 +93686,7 @@ function registerWorkerCommands(program3) {
     "a worker's transcript as text: model text (marked untrusted), tool calls, asks and decisions, steers, states, the verdict; --follow keeps printing until it ends"
   ).argument("<workerId>").option("-f, --follow", "keep printing new events until the worker ends").action(async (id3, o2) => {
     try {
+      expectId(id3, "worker", `\`ocw show ${id3}\` lists its workers; \`ocw logs\` takes one of them`);
       const c3 = await client("logs");
       const cursor = (await c3.health.query()).cursor;
       const events = await c3.workers.events.query({ workerId: id3 });
@@ -93243,27 +93695,42 @@ function registerWorkerCommands(program3) {
       const lastState = events.findLast((e) => e.type === "worker.state");
       if (!o2.follow || lastState?.type === "worker.state" && isAtRest(lastState.state)) return;
       const last2 = events.at(-1)?.seq ?? -1;
-      await nextEvent(c3, cursor, (e) => {
-        if (!("workerId" in e) || e.workerId !== id3 || !("seq" in e) || e.seq <= last2) return false;
-        printer.event(e, true);
-        return e.type === "worker.state" && isAtRest(e.state);
-      });
+      await nextEvent(
+        c3,
+        cursor,
+        (e) => {
+          if (!("workerId" in e) || e.workerId !== id3 || !("seq" in e) || e.seq <= last2) return false;
+          printer.event(e, true);
+          return e.type === "worker.state" && isAtRest(e.state);
+        },
+        {
+          // It said nothing while the engine was gone: the follow seemed to hang.
+          onConnection: (state, detail) => process.stderr.write(
+            state === "lost" ? `ocw: the engine is unreachable (${detail || "connection closed"}); waiting for it to come back (\`ocw gui --url\` starts it again: ${id3} then shows as interrupted, \`ocw resume ${id3}\` goes on), Ctrl-C stops following
+` : "ocw: the engine is back\n"
+          )
+        }
+      );
     } catch (err) {
       fail(err);
     }
   });
-  program3.command("cancel").description("stop a worker (it can be resumed later; its pending asks are cancelled)").argument("<workerId>").action(async (id3) => {
+  program3.command("cancel").description("stop a worker (it can be resumed later; its pending asks are cancelled)").argument("<workerId>").option("--json", "print the worker as JSON (what `ocw show --json` prints)").action(async (id3, o2) => {
     try {
+      expectId(id3, "worker", `\`ocw show ${id3}\` lists its workers; \`ocw cancel\` takes one of them`);
       const w = await (await client("cancel")).workers.stop.mutate({ workerId: id3, reason: "cancelled with ocw cancel" });
+      if (o2.json) return console.log(JSON.stringify(w, null, 2));
       console.log(`${w.id} is ${stateWord(w.state)}${isAtRest(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
     } catch (err) {
       fail(err);
     }
   });
-  program3.command("discard").description("remove a finished worker's workspace and branch, unmerged work included (its record and log stay)").argument("<workerId>").action(async (id3) => {
+  program3.command("discard").description("remove a finished worker's workspace and branch, unmerged work included (its record and log stay)").argument("<workerId>").option("--json", "print the worker as JSON (what `ocw show --json` prints)").action(async (id3, o2) => {
     try {
+      expectId(id3, "worker", `\`ocw show ${id3}\` lists its workers; \`ocw discard\` takes one of them`);
       const w = await (await client("discard")).workers.discard.mutate({ workerId: id3 });
-      console.log(`discarded ${w.id}: its workspace and branch are gone${w.merged ? `; its work stays merged in ${w.merged.into}` : ""}`);
+      if (o2.json) return console.log(JSON.stringify(w, null, 2));
+      console.log(discardText(w));
     } catch (err) {
       fail(err);
     }
@@ -93272,6 +93739,7 @@ function registerWorkerCommands(program3) {
     "continue a built worker whose merge conflicts on the new base: its task again as a new worker from the current HEAD, told which files conflicted"
   ).argument("<workerId>").option("--json", "print JSON").action(async (id3, o2) => {
     try {
+      expectId(id3, "worker", `\`ocw show ${id3}\` lists its workers; \`ocw rebase\` takes one of them`);
       const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id3 });
       console.log(
         o2.json ? JSON.stringify(r) : `${id3} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id3} once you no longer need it`
@@ -93283,6 +93751,8 @@ function registerWorkerCommands(program3) {
   program3.command("revert").description("revert a merge the engine made (a worker's, or --batch ID's integration commit) as a new commit; refuses cleanly on conflict").argument("[workerId]").option("--batch <batchId>", "revert this batch's landed integration commit").option("--json", "print JSON").action(async (id3, o2) => {
     try {
       if (!id3 === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+      if (id3) expectId(id3, "worker", `revert a batch's integration commit with \`ocw revert --batch ${id3}\``);
+      if (o2.batch) expectId(o2.batch, "batch", `revert that worker's merge with \`ocw revert ${o2.batch}\``);
       const r = await (await client("revert")).workers.revert.mutate(id3 ? { workerId: id3 } : { batchId: o2.batch });
       console.log(o2.json ? JSON.stringify(r) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
     } catch (err) {
@@ -93306,6 +93776,8 @@ function registerWorkerCommands(program3) {
     async (id3, o2) => {
       try {
         if (!id3 === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+        if (id3) expectId(id3, "worker", `push a batch's integration commit with \`ocw push --batch ${id3} --remote ${o2.remote}\``);
+        if (o2.batch) expectId(o2.batch, "batch", `push that worker with \`ocw push ${o2.batch} --remote ${o2.remote}\``);
         const r = await (await client("push")).workers.push.mutate({
           ...id3 ? { workerId: id3 } : { batchId: o2.batch },
           remote: o2.remote,
@@ -93325,6 +93797,10 @@ function registerWorkerCommands(program3) {
       }
     }
   );
+}
+function discardText(w) {
+  const merged = w.merged && !w.reverted ? `; its work stays merged in ${w.merged.into}` : w.merged ? `; its merge into ${w.merged.into} was reverted` : "";
+  return `discarded ${w.id}: its workspace and branch are gone${merged}`;
 }
 function batchText(b) {
   const lines = [`batch ${b.id}${b.name ? ` "${safe(b.name)}"` : ""}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " \xB7 done" : ""}`];
@@ -93378,7 +93854,8 @@ function showText(w) {
   }
   if (w.merged)
     lines.push(`merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
-  const next = w.state === "built" && !w.merged && !w.discarded ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} \xB7 ocw push ${w.id} --remote R --pr \xB7 ocw publish ${w.id} (its branch, to review with git) \xB7 ocw discard ${w.id}` : w.state === "honest-failure" ? `next: ocw logs ${w.id} \xB7 ocw continue ${w.id} \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : ["stopped", "interrupted", "error"].includes(w.state) ? `next: ocw resume ${w.id} \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : !isAtRest(w.state) ? `next: ocw logs ${w.id} --follow \xB7 ocw cancel ${w.id}` : w.merged && !w.reverted ? `next: ocw revert ${w.id} undoes the merge` : null;
+  const waiting = w.asks.find((a2) => a2.status === "pending");
+  const next = waiting ? `next: ocw approve ${waiting.id} (once; --always, --reject) \xB7 ocw asks --worker ${w.id} \xB7 ocw cancel ${w.id}` : w.state === "built" && !w.merged && !w.discarded ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} \xB7 ocw push ${w.id} --remote R --pr \xB7 ocw publish ${w.id} (its branch, to review with git) \xB7 ocw discard ${w.id}` : w.state === "honest-failure" ? `next: ocw logs ${w.id} \xB7 ocw continue ${w.id} --message TEXT \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : ["stopped", "interrupted", "error"].includes(w.state) ? `next: ocw resume ${w.id} \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : !isAtRest(w.state) ? `next: ocw logs ${w.id} --follow \xB7 ocw cancel ${w.id}` : w.merged && !w.reverted ? `next: ocw revert ${w.id} undoes the merge` : null;
   if (next) lines.push(next);
   return lines.join("\n");
 }
@@ -93472,7 +93949,7 @@ var LogPrinter = class {
 
 // engine/commands/claude.ts
 import { execFileSync as execFileSync6, spawn as spawn9 } from "node:child_process";
-import { existsSync as existsSync32, readFileSync as readFileSync25, writeFileSync as writeFileSync15 } from "node:fs";
+import { existsSync as existsSync33, readFileSync as readFileSync25, writeFileSync as writeFileSync16 } from "node:fs";
 import path72 from "node:path";
 var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
 function repoRootOf(dir) {
@@ -93509,9 +93986,11 @@ function waitLine(event, ws, batchId) {
   return `ocw: ${event} \u2014 ${of}: ${plural(asks.length, "ask")} waiting, ${final.length}/${ws.length} settled (${built} built)`;
 }
 function registerClaudeCommands(program3) {
-  program3.command("wait").description("block until a worker asks or a verdict arrives, print one line and exit (run it in the background from Claude Code)").option("--until-ask-or-settled", "return on the first ask or the first worker that settles (the default, and only, mode)").option("--batch <batchId>", "watch this batch's workers").option("--worker <workerId>", "watch this worker").option("--timeout <sec>", "give up after this many seconds (default 3600)", (v) => Number(v)).action(async (o2) => {
+  program3.command("wait").description("block until a worker asks or a verdict arrives, print one line and exit (run it in the background from Claude Code)").option("--until-ask-or-settled", "return on the first ask or the first worker that settles (the default, and only, mode)").option("--batch <batchId>", "watch this batch's workers").option("--worker <workerId>", "watch this worker").option("--timeout <sec>", "give up after this many seconds (default 3600)", positiveNumber()).addHelpText("after", "\nExit status: 0 a worker asked or settled (or nothing to wait for), 2 nothing before --timeout, 3 the engine went away.").action(async (o2) => {
     try {
       if (o2.batch && o2.worker) throw new CliError("give --batch or --worker, not both");
+      if (o2.batch) expectId(o2.batch, "batch", `wait on that worker with \`ocw wait --worker ${o2.batch}\``);
+      if (o2.worker) expectId(o2.worker, "worker", `wait on that batch with \`ocw wait --batch ${o2.worker}\``);
       const lock2 = await runningEngine();
       if (!lock2) throw new CliError("no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
       const client2 = connect(lock2, "cli:ocw wait");
@@ -93572,6 +94051,7 @@ function registerClaudeCommands(program3) {
     }
   });
   program3.command("hook").description("Claude Code plugin hooks: session-start (one-line summary of this repository's workers) and stop (unanswered asks)").argument("<event>", "session-start | stop").action(async (event) => {
+    if (event !== "session-start" && event !== "stop") fail(new CliError(`unknown hook "${event}": session-start or stop`));
     try {
       const input2 = readHookInput();
       const lock2 = await runningEngine();
@@ -93631,12 +94111,12 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync32(seenFile())) all = JSON.parse(readFileSync25(seenFile(), "utf8"));
+    if (existsSync33(seenFile())) all = JSON.parse(readFileSync25(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
   try {
-    writeFileSync15(seenFile(), JSON.stringify(all));
+    writeFileSync16(seenFile(), JSON.stringify(all));
   } catch {
   }
 }
@@ -93661,7 +94141,7 @@ function openBrowser(url2) {
 }
 
 // engine/commands/model-setup.ts
-import { existsSync as existsSync33 } from "node:fs";
+import { existsSync as existsSync34 } from "node:fs";
 import path73 from "node:path";
 var NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
 async function startOnEngine(client2, input2, o2) {
@@ -93679,11 +94159,11 @@ async function startOnEngine(client2, input2, o2) {
     }
   }
   const { cursor } = await client2.health.query();
-  const first = await client2.setup.start.mutate(i2);
-  o2.onUpdate(first);
-  if (first.state !== "running") return first;
+  const first2 = await client2.setup.start.mutate(i2);
+  o2.onUpdate(first2);
+  if (first2.state !== "running") return first2;
   const cancel = () => {
-    void client2.setup.cancel.mutate({ jobId: first.jobId }).catch(() => void 0).finally(() => process.exit(130));
+    void client2.setup.cancel.mutate({ jobId: first2.jobId }).catch(() => void 0).finally(() => process.exit(130));
   };
   process.once("SIGINT", cancel);
   return await new Promise((resolve, reject) => {
@@ -93693,7 +94173,7 @@ async function startOnEngine(client2, input2, o2) {
       {
         onData: (tracked2) => {
           const e = tracked2.data;
-          if (e.type !== "setup" || e.job.jobId !== first.jobId) return;
+          if (e.type !== "setup" || e.job.jobId !== first2.jobId) return;
           o2.onUpdate(e.job);
           if (e.job.state !== "running") {
             sub?.unsubscribe();
@@ -93827,7 +94307,7 @@ async function runFit(o2, port = enginePort("cli:ocw fit")) {
 async function runFitPlan(o2, port = enginePort("cli:ocw fit")) {
   try {
     const slots = int3(o2.slots ?? (o2.parallel !== void 0 && o2.parallel !== "-1" ? o2.parallel : void 0), "--slots");
-    const ctxPerSlot = int3(o2.ctxPerSlot, "--ctx", 1024);
+    const ctxPerSlot = int3(o2.ctxPerSlot ?? o2.ctx, "--ctx", 1024);
     const minCtx = int3(o2.minCtx, "--min-ctx", 1024);
     if (o2.gpus && o2.gpus !== "auto") throw new InputError2("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const runtime = o2.runtime ?? "llama.cpp";
@@ -93898,7 +94378,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
     {
       runtime: o2.runtime,
       // a file here is named to the engine by its absolute path (a repo, catalog id or URL as given)
-      model: o2.model && existsSync33(o2.model) ? path73.resolve(o2.model) : o2.model,
+      model: o2.model && existsSync34(o2.model) ? path73.resolve(o2.model) : o2.model,
       slots,
       ctx,
       minCtx,
@@ -93989,6 +94469,7 @@ async function runSetup(o2, port = enginePort("cli:ocw setup")) {
       return await runStartCommand(o2, slots, ctx, log, port);
     }
     const urls = o2.capture ? Array.isArray(o2.capture) ? o2.capture : [o2.capture] : [o2.provider];
+    for (const u2 of urls) checkEndpointUrl(o2.capture ? "--capture" : "--provider", u2);
     const r = await port.verify(
       {
         mode: o2.capture ? "capture" : "provider",
@@ -94155,7 +94636,10 @@ function emit2(r) {
   process.exitCode = r.code;
 }
 function registerModelSetupCommands(program3, { registerServingSupervisor: registerServingSupervisor2 } = {}) {
-  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor \xD7 data parallel GPUs").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default: 4 with unified KV with a GPU, 1 on a CPU only \u2014 as ocw setup)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--allow-slow", "plan a model even when it would decode below 8 tokens/s per slot (refused otherwise)").option("--json", "print JSON").action(async (opts) => emit2(await runFit(opts)));
+  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor \xD7 data parallel GPUs").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option(
+    "--ctx <n>",
+    "with --gguf/--metadata, -c: total context (default: the model's n_ctx_train); without them, exactly this context per slot (as ocw setup --ctx)"
+  ).option("--parallel <n>", "-np: slots (default: 4 with unified KV with a GPU, 1 on a CPU only \u2014 as ocw setup)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--allow-slow", "plan a model even when it would decode below 8 tokens/s per slot (refused otherwise)").option("--json", "print JSON").action(async (opts) => emit2(await runFit(opts)));
   program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option(
     "--runtime <name>",
     "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)"
@@ -94184,9 +94668,10 @@ function registerModelSetupCommands(program3, { registerServingSupervisor: regis
 ` });
     }
   };
-  serving.command("list").description("the model servers ocw started: running or stopped, port, and whether `ocw stop` stops them").action(
-    () => servingCli(async () => {
+  serving.command("list").description("the model servers ocw started: running or stopped, port, and whether `ocw stop` stops them").option("--json", "print JSON (as `ocw targets --json` and `ocw doctor --json` do)").action(
+    (o2) => servingCli(async () => {
       const list = await enginePort("cli:ocw serving list").servers();
+      if (o2.json) return JSON.stringify(list, null, 2);
       return list.length ? list.map(
         (v) => `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}${v.restarts ? `  restarted ${v.restarts}\xD7` : ""}${v.gaveUp ? `  supervisor gave up: ${v.gaveUp}` : v.lastCrash ? `  last crash: ${v.lastCrash}` : ""}`
       ).join("\n") : "no model servers started by ocw";
@@ -94206,6 +94691,50 @@ function registerModelSetupCommands(program3, { registerServingSupervisor: regis
   program3.command("doctor").description("hardware, llama-server and running servers").option("--json", "print JSON").option("--llama-server <path>", "llama-server binary to confirm devices with").action(async (opts) => emit2(await runDoctor(opts)));
 }
 
+// engine/commands/asks.ts
+function registerAskCommands(program3) {
+  program3.command("asks").description("the asks workers wait on (oldest first): what each wants to do, shown as `ocw run` shows it; answer one with `ocw approve ASK_ID`").option("--worker <workerId>", "only this worker's asks").option("--json", "print JSON").action(async (o2) => {
+    try {
+      if (o2.worker) expectId(o2.worker, "worker", `\`ocw show ${o2.worker}\` lists its workers`);
+      const c3 = connect(await ensureEngine(stateDir()), "cli:ocw asks");
+      const asks = (await c3.approvals.list.query()).filter((a2) => !o2.worker || a2.workerId === o2.worker);
+      if (o2.json) return console.log(JSON.stringify(asks, null, 2));
+      if (!asks.length) return console.log(`no asks waiting${o2.worker ? ` on ${o2.worker}` : ""}`);
+      const worktrees = new Map((await c3.workers.list.query()).map((w) => [w.id, w.worktree]));
+      for (const a2 of asks) {
+        const wt = worktrees.get(a2.workerId);
+        const shown = { ...a2, what: askWhat(a2, wt), ...a2.diff ? { diff: askWhat({ what: a2.diff }, wt) } : {} };
+        process.stdout.write(`${askText(shown).replace(/^\n/, "")}  answer: ${approveHint(a2)}
+
+`);
+      }
+    } catch (err) {
+      fail(err);
+    }
+  });
+  program3.command("approve").description("answer a worker's ask (see `ocw asks`): allow it once (the default), --always (a grant for its worker), or --reject it").argument("<askId>", "the ask's id (per_\u2026, from `ocw asks`, `ocw show` or `ocw logs`)").option("--always", 'allow it and every later ask of its worker that "always" covers (see `ocw asks`; revoke with `ocw grants --revoke`)').option("--reject", "refuse it (a question: dismiss it)").option("--message <text>", "with --reject: a note the worker reads").option("--json", "print the decided ask as JSON").action(async (askId, o2) => {
+    try {
+      if (o2.always && o2.reject) throw new CliError("give --always or --reject, not both");
+      if (/^[wba]-/.test(askId)) throw new CliError(`"${askId}" is not an ask id: \`ocw asks\` lists the asks waiting, with their ids`);
+      const c3 = connect(await ensureEngine(stateDir()), "cli:ocw approve");
+      const decision = o2.reject ? "reject" : o2.always ? "always" : "once";
+      const pending2 = (await c3.approvals.list.query()).find((a3) => a3.id === askId);
+      if (pending2?.kind === "question" && decision !== "reject")
+        throw new CliError(
+          `${askId} is a question: answer it in the dashboard (\`ocw gui\`) or over MCP, or dismiss it with \`ocw approve ${askId} --reject\``
+        );
+      const a2 = await c3.approvals.decide.mutate({ askId, decision, ...o2.message?.trim() ? { message: o2.message } : {} });
+      if (o2.json) return console.log(JSON.stringify(a2, null, 2));
+      console.log(`${a2.id} (${a2.workerId} ${a2.tool}): ${decision === "reject" ? "rejected" : decision === "always" ? "allowed always" : "allowed once"}`);
+    } catch (err) {
+      fail(err);
+    }
+  });
+}
+function approveHint(a2) {
+  return a2.kind === "question" ? `a question: the dashboard (\`ocw gui\`) or MCP; dismiss with \`ocw approve ${a2.id} --reject\`` : `ocw approve ${a2.id} (once) \xB7 --always \xB7 --reject`;
+}
+
 // engine/cli.ts
 if (!["serve", "mcp"].includes(process.argv[2] ?? ""))
   process.stdout.on("error", (err) => {
@@ -94215,16 +94744,37 @@ if (!["serve", "mcp"].includes(process.argv[2] ?? ""))
 var program2 = new Command();
 program2.name("ocw").description("opencode-worker: hand scoped coding tasks to OpenCode workers on a local or API model, and grade them honestly").version(VERSION).showHelpAfterError("(run `ocw --help` for usage)").exitOverride((err) => {
   if (err.code === "commander.helpDisplayed" || err.code === "commander.version") process.exit(0);
+  if (err.code === "commander.help" && err.exitCode === 0) process.exit(0);
   process.exit(2);
+});
+program2.addHelpText("after", HELP_AFTER);
+program2.on("command:*", (operands) => {
+  const word = operands[0] ?? "";
+  const hint = unknownCommandHint(word);
+  if (hint) program2.error(`error: unknown command '${word}'
+(${hint})`, { code: "commander.unknownCommand" });
+  program2.unknownCommand();
 });
 registerServeCommands(program2);
 registerGrantsCommand(program2);
 registerHousekeepingCommands(program2);
 registerWorkerCommands(program2);
 registerRunCommand(program2);
+registerAskCommands(program2);
 registerGradeCommand(program2);
 registerMcpCommand(program2);
 registerClaudeCommands(program2);
 registerDeployCommand(program2);
 registerModelSetupCommands(program2, { registerServingSupervisor });
+var helpHints = (cmd, path74) => {
+  for (const sub of cmd.commands) {
+    const p = `${path74} ${sub.name()}`;
+    sub.showHelpAfterError(`(run \`${p} --help\` for usage)`);
+    helpHints(sub, p);
+  }
+};
+helpHints(program2, "ocw");
+var [first, second] = process.argv.slice(2);
+if (first === "help" && second && !second.startsWith("-") && !program2.commands.some((c3) => c3.name() === second || c3.aliases().includes(second)))
+  process.argv.splice(2, 1);
 await program2.parseAsync(process.argv);
