@@ -235,3 +235,27 @@ export function quoteUntrustedList(names: readonly string[], label: string, opts
   const more = names.length > shown ? ` and ${names.length - shown} more` : "";
   return `(${label}, untrusted: ${JSON.stringify(list)}${more})`;
 }
+
+/**
+ * JSON for a terminal (`--json`): the same value as JSON.stringify's, with every character `showUntrusted` would mark
+ * (C1 controls such as U+009B CSI, bidi and zero-width characters… which JSON.stringify leaves raw) written as a \u
+ * escape, so worker-written text in it neither drives the terminal nor reorders what is shown. Parses to the same value.
+ */
+export function jsonForTerminal(value: unknown): string {
+  const s = JSON.stringify(value, null, 2) ?? "null";
+  let out = "";
+  let from = 0;
+  for (let i = 0; i < s.length; i++) {
+    const unit = s.charCodeAt(i);
+    if (unit < 0x7f && unit !== 0x0a) continue;
+    const cp = s.codePointAt(i)!;
+    const width = cp > 0xffff ? 2 : 1;
+    if (unit !== 0x0a && isHiddenCodePoint(cp)) {
+      out += s.slice(from, i);
+      for (let k = i; k < i + width; k++) out += `\\u${s.charCodeAt(k).toString(16).padStart(4, "0")}`;
+      from = i + width;
+    }
+    i += width - 1;
+  }
+  return out + s.slice(from);
+}

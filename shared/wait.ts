@@ -6,7 +6,7 @@ import { z } from "zod";
 import { BatchSummary } from "./batch";
 import type { EngineEvent } from "./events";
 import { PermissionAsk } from "./permission";
-import { showUntrusted } from "./untrusted";
+import { quoteUntrusted, showUntrusted } from "./untrusted";
 import { Outcome } from "./verdict";
 import { Usage, workerTitle, WorkerState } from "./worker";
 
@@ -188,6 +188,12 @@ const byText = (by: { kind: string; name?: string } | undefined) => (by ? `${by.
 /** A tool or permission name the engine can say as its own: a plain identifier; anything else is the worker's text. */
 const PLAIN_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
 export const plainName = (name: string) => PLAIN_NAME.test(name);
+
+/**
+ * A tool or permission name inside a line of the engine's (a terminal's): a plain name as it is; anything else (a name a
+ * model or a plugin chose: an escape sequence, a line break, a fake prompt) quoted and labelled as untrusted.
+ */
+export const toolWord = (name: string): string => (plainName(name) ? name : quoteUntrusted(name, "a tool name the model chose", 80));
 
 /**
  * A progress line for an event of a followed worker, in its parts (WaitNote), or null when it is not worth showing. A

@@ -6,6 +6,8 @@ import { askWhat } from "../mcp/format";
 import { CliError, fail } from "./errors";
 import { expectId } from "./hints";
 import { askText } from "./run";
+import { jsonForTerminal } from "../../shared/untrusted";
+import { toolWord } from "../../shared/wait";
 
 /**
  * `ocw asks` and `ocw approve ASK_ID`: the asks a worker waits on, answered from the command line. A run that was
@@ -23,7 +25,7 @@ export function registerAskCommands(program: Command): void {
         if (o.worker) expectId(o.worker, "worker", `\`ocw show ${o.worker}\` lists its workers`);
         const c = connect(await ensureEngine(stateDir()), "cli:ocw asks");
         const asks = (await c.approvals.list.query()).filter((a) => !o.worker || a.workerId === o.worker);
-        if (o.json) return console.log(JSON.stringify(asks, null, 2));
+        if (o.json) return console.log(jsonForTerminal(asks));
         if (!asks.length) return console.log(`no asks waiting${o.worker ? ` on ${o.worker}` : ""}`);
         // Paths in the worker's workspace as `ocw run` shows them: relative to it (the private path never shown).
         const worktrees = new Map((await c.workers.list.query()).map((w) => [w.id, w.worktree]));
@@ -58,8 +60,10 @@ export function registerAskCommands(program: Command): void {
             `${askId} is a question: answer it in the dashboard (\`ocw gui\`) or over MCP, or dismiss it with \`ocw approve ${askId} --reject\``,
           );
         const a = await c.approvals.decide.mutate({ askId, decision, ...(o.message?.trim() ? { message: o.message } : {}) });
-        if (o.json) return console.log(JSON.stringify(a, null, 2));
-        console.log(`${a.id} (${a.workerId} ${a.tool}): ${decision === "reject" ? "rejected" : decision === "always" ? "allowed always" : "allowed once"}`);
+        if (o.json) return console.log(jsonForTerminal(a));
+        console.log(
+          `${a.id} (${a.workerId} ${toolWord(a.tool)}): ${decision === "reject" ? "rejected" : decision === "always" ? "allowed always" : "allowed once"}`,
+        );
       } catch (err) {
         fail(err);
       }

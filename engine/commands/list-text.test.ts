@@ -65,3 +65,33 @@ describe("ocw show of a worker that waits on an ask", () => {
     expect(showText(w)).toContain("next: ocw approve per_1 (once; --always, --reject) · ocw asks --worker w-q");
   });
 });
+
+describe("ocw show: a tool name and branch names a model or a repository chose stay data", () => {
+  // Any control character (ESC, BEL, CSI as U+009B…), a bidi or zero-width one.
+  const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
+  it("no escape sequence and no fake next line from the ask's tool name; no raw control in the branch names", () => {
+    const ask = {
+      id: "per_1",
+      workerId: "w-q",
+      sessionId: "s",
+      kind: "permission" as const,
+      tool: "bash\u001b]52;c;cm0gLXJmIH4=\u0007\nnext: ocw approve per_1 --always",
+      what: "echo \u202eok",
+      patterns: [],
+      always: [],
+      createdAt: NOW,
+      status: "pending" as const,
+    };
+    const w = {
+      ...worker("w-q", NOW),
+      baseBranch: "main\u009b2J",
+      merged: { into: "ma\u202ein", commit: "c1" },
+      state: "waiting-approval" as const,
+      asks: [ask],
+    };
+    const text = showText(w);
+    expect(text).not.toMatch(RAW);
+    expect(text.split("\n").filter((l) => l.startsWith("next:"))).toHaveLength(1);
+    expect(text).toContain("a tool name the model chose, untrusted:");
+  });
+});

@@ -12,6 +12,7 @@ import { baselineWarning } from "../../shared/verdict";
 import { askView, diffChangesNothing, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS, UNCHANGED_DIFF } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
+import { toolWord } from "../../shared/wait";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow, nextEvent } from "../api/follow";
@@ -624,7 +625,7 @@ const CANCELLED = Symbol("answered elsewhere");
 export function askText(ask: PermissionAsk): string {
   const v = askView(ask);
   const indent = (s: string) => s.split("\n").join("\n    ");
-  let out = `\nocw: ${ask.workerId} asks ${ask.tool}: ${indent(v.what)}\n`;
+  let out = `\nocw: ${ask.workerId} asks ${toolWord(ask.tool)}: ${indent(v.what)}\n`;
   if (v.workdir) out += `  in folder: ${v.workdir}\n`;
   if (v.cut) out += `  (${v.cut} characters cut from the middle: "always" is not offered)\n`;
   for (const f of v.flags) out += `  ⚑ ${f}\n`;

@@ -1,7 +1,8 @@
 import path from "node:path";
 import type { Command } from "commander";
 import type { BatchSummary } from "../../shared/batch";
-import { quoteUntrustedList, showUntrusted } from "../../shared/untrusted";
+import { jsonForTerminal, quoteUntrustedList, showUntrusted } from "../../shared/untrusted";
+import { toolWord } from "../../shared/wait";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
 import { isAtRest, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
 import { connect, type EngineClient } from "../api/client";
@@ -128,17 +129,17 @@ export function registerWorkerCommands(program: Command): void {
         const c = await client("show");
         if (id.startsWith("b-")) {
           const b = await c.workers.batch.query({ batchId: id });
-          if (o.json) return console.log(JSON.stringify(b, null, 2));
+          if (o.json) return console.log(jsonForTerminal(b));
           return console.log(batchText(b));
         }
         // `ocw run --attempts` names its group (a-…): its attempts, the winner marked.
         if (id.startsWith("a-")) {
           const g = await c.workers.attempts.query({ groupId: id });
-          if (o.json) return console.log(JSON.stringify(g, null, 2));
+          if (o.json) return console.log(jsonForTerminal(g));
           return console.log(attemptsSummary(g));
         }
         const w = await c.workers.get.query({ workerId: id });
-        if (o.json) return console.log(JSON.stringify(w, null, 2));
+        if (o.json) return console.log(jsonForTerminal(w));
         console.log(showText(w));
       } catch (err) {
         fail(err);
@@ -352,7 +353,7 @@ export function showText(w: Worker): string {
   const lines = [
     `${w.id}  ${stateWord(w.state)}${w.stateReason ? ` — ${safe(w.stateReason)}` : ""}`,
     `task: ${safe(workerTitle(w.spec, Number.POSITIVE_INFINITY))}`,
-    `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit && !w.startFrom ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`,
+    `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${safe(w.baseBranch)}${w.baseCommit && !w.startFrom ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`,
   ];
   if (w.batchId)
     lines.push(
@@ -362,7 +363,7 @@ export function showText(w: Worker): string {
     lines.push(
       `waiting for: ${w.asks
         .filter((a) => a.status === "pending")
-        .map((a) => `${a.tool} ${safe(a.what).slice(0, 80)}`)
+        .map((a) => `${toolWord(a.tool)} ${showUntrusted(a.what, { lines: false, max: 80 })}`)
         .join("; ")}`,
     );
   if (v) {
@@ -382,10 +383,10 @@ export function showText(w: Worker): string {
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
   }
   if (w.merged)
-    lines.push(`merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
+    lines.push(`merged into ${safe(w.merged.into)} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
   const waiting = w.asks.find((a) => a.status === "pending");
   const next = waiting
-    ? `next: ocw approve ${waiting.id} (once; --always, --reject) · ocw asks --worker ${w.id} · ocw cancel ${w.id}`
+    ? `next: ocw approve ${safe(waiting.id)} (once; --always, --reject) · ocw asks --worker ${w.id} · ocw cancel ${w.id}`
     : w.state === "built" && !w.merged && !w.discarded
       ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw publish ${w.id} (its branch, to review with git) · ocw discard ${w.id}`
       : w.state === "honest-failure"
