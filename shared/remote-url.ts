@@ -25,3 +25,22 @@ export function hostedRepo(url: string): string | null {
   if (parts.length !== 2 || parts.some((p) => !/^[\w.-]+$/.test(p) || p === "." || p === "..")) return null;
   return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
 }
+
+/** Whether a URL carries credentials (`scheme://user:secret@host`); false for text that is not a URL. */
+export function urlHasCredentials(url: string): boolean {
+  try {
+    const u = new URL(String(url ?? ""));
+    return !!(u.username || u.password);
+  } catch {
+    return /^[a-z][a-z0-9+.-]*:\/\/[^/?#\s@]*@/i.test(String(url ?? ""));
+  }
+}
+
+/** A target as it is shown (a listing, the GUI, MCP): its endpoint URLs with any credentials replaced by `***`. */
+export function targetShown<T extends { endpoint: string; serving: { endpoints: { url: string }[] } }>(t: T): T {
+  return {
+    ...t,
+    endpoint: redactUrlCredentials(t.endpoint),
+    serving: { ...t.serving, endpoints: t.serving.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) },
+  };
+}

@@ -1,7 +1,12 @@
 // A URL's credentials quoted back by an engine error (an endpoint given as http://user:secret@host/…, refused by setup
 // with the URL in its words) never reach a client: every API error message is redacted on its way out.
 import { afterEach, describe, expect, it } from "vitest";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { InputError } from "../../shared/errors";
+import { Target } from "../../shared/target";
+import { TargetStore } from "../store";
 import type { Engine } from "../workers";
 import { EventBus } from "../events";
 import { connect } from "./client";
@@ -27,5 +32,48 @@ describe("API error messages", () => {
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toBe("nothing OpenAI-compatible answers at http://***@127.0.0.1:9/v1; start the server or fix the URL");
     expect(JSON.stringify(err)).not.toContain("s3cret");
+  });
+});
+
+describe("a target's URL credentials", () => {
+  const target = (endpoint: string, pool: string[] = []) =>
+    Target.parse({ id: "t1", model: "m", endpoint, serving: { engine: "api", endpoints: pool.map((url) => ({ url, slots: 1 })), slots: 1 } });
+
+  it("are refused at save (a clear error pointing to the keychain), an endpoint of a pool too; nothing is stored", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-targets-"));
+    const store = new TargetStore(path.join(dir, "targets.json"));
+    for (const t of [
+      target("https://alice:s3cret@api.example.com/v1"),
+      target("http://127.0.0.1:9/v1", ["http://127.0.0.1:9/v1", "http://bob:s3cret@10.0.0.2:9/v1"]),
+    ]) {
+      const err = (() => {
+        try {
+          store.save(t);
+        } catch (e) {
+          return e as Error;
+        }
+      })();
+      expect(err).toBeInstanceOf(InputError);
+      expect(err!.message).toContain("ocw target key t1");
+      expect(err!.message).toContain("***@");
+      expect(err!.message).not.toContain("s3cret");
+    }
+    expect(store.list().targets).toEqual([]);
+    expect(store.save(target("https://api.example.com/v1")).endpoint).toBe("https://api.example.com/v1");
+  });
+
+  it("saved before they were refused, are never listed by the API (targets.list, status, endpoints)", async () => {
+    const stored = target("https://alice:s3cret@api.example.com/v1", ["https://alice:s3cret@api.example.com/v1"]);
+    const engine = {
+      bus: new EventBus(),
+      targets: { list: () => ({ active: "t1", targets: [stored] }), active: () => stored },
+      endpoints: () => [{ targetId: "t1", endpoints: [{ url: stored.endpoint, healthy: true, slots: 1, inUse: 0 }] }],
+    } as unknown as Engine;
+    server = await startApiServer({ engine, version: "test", instanceId: "i", shutdown: () => {} });
+    const client = connect({ port: server.port, token: server.token }, "cli:test");
+    const listed = await client.targets.list.query();
+    expect(listed.targets[0]!.endpoint).toBe("https://***@api.example.com/v1");
+    expect(JSON.stringify(listed)).not.toContain("s3cret");
+    expect(JSON.stringify(await client.targets.endpoints.query())).not.toContain("s3cret");
   });
 });

@@ -31,7 +31,7 @@ import { Grade } from "../../shared/grade";
 import { AttemptGroupRef } from "../../shared/attempts";
 import { ledger } from "../../shared/ledger";
 import { firstIssue } from "../../shared/issues";
-import { redactUrlCredentials } from "../../shared/remote-url";
+import { redactUrlCredentials, targetShown } from "../../shared/remote-url";
 import { PolicyRule, type DecidedBy, type PermissionAsk } from "../../shared/permission";
 import { slimWorker, WaitInput, type WaitWorker } from "../../shared/wait";
 import { waitForNews, waitStream } from "./wait";
@@ -193,6 +193,8 @@ async function* eventStream(engine: Engine, lastEventId: string | null | undefin
   for await (const d of engineEvents(engine, lastEventId, signal)) yield tracked(d.cursor, d.event);
 }
 
+const shownOrNull = (t: Target | undefined) => (t ? targetShown(t) : null);
+
 export const appRouter = t.router({
   health: proc.query(({ ctx }) => ({
     ok: true,
@@ -211,7 +213,7 @@ export const appRouter = t.router({
     const counts: Record<string, number> = {};
     for (const w of workers) counts[w.state] = (counts[w.state] ?? 0) + 1;
     return {
-      activeTarget: ctx.engine.targets.active() ?? null,
+      activeTarget: shownOrNull(ctx.engine.targets.active()),
       opencode: ctx.engine.opencodeServers(),
       slots: ctx.engine.slots(),
       pendingApprovals: ctx.engine.pendingAsks().length,
@@ -383,9 +385,15 @@ export const appRouter = t.router({
     stopRecorded: proc.input(z.object({ target: z.string().min(1).max(200).optional() }).optional()).mutation(({ input }) => stopRecorded(input?.target)),
   }),
   targets: t.router({
-    list: proc.query(({ ctx }) => ctx.engine.targets.list()),
+    // Every listing shows a target's URLs without credentials (a target saved before they were refused may hold some).
+    list: proc.query(({ ctx }) => {
+      const { active, targets } = ctx.engine.targets.list();
+      return { active, targets: targets.map(targetShown) };
+    }),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
-    endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
+    endpoints: proc.query(({ ctx }) =>
+      ctx.engine.endpoints().map((t) => ({ ...t, endpoints: t.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) })),
+    ),
     /**
      * Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one),
      * or with the key the client gives (`ocw run --api-key-env VAR` where the engine's environment lacks VAR);
@@ -402,9 +410,13 @@ export const appRouter = t.router({
       return { ok: true as const, keyHeld: input.key === undefined || held === input.key };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
-    withEndpoints: proc.query(async ({ ctx }) =>
-      targetsWithEndpoints(ctx.engine.targets, new Map((await ctx.engine.endpoints()).map((r) => [r.targetId, r.endpoints]))),
-    ),
+    withEndpoints: proc.query(async ({ ctx }) => {
+      const r = await targetsWithEndpoints(ctx.engine.targets, new Map((await ctx.engine.endpoints()).map((x) => [x.targetId, x.endpoints])));
+      return {
+        active: r.active,
+        targets: r.targets.map((t) => ({ ...targetShown(t), endpoints: t.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) })),
+      };
+    }),
     save: proc
       .input(z.object({ target: Target, activate: z.boolean().default(false) }))
       .mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),

@@ -1,5 +1,7 @@
 import path from "node:path";
 import { Target } from "../../shared/target";
+import { InputError } from "../../shared/errors";
+import { redactUrlCredentials, urlHasCredentials } from "../../shared/remote-url";
 import { readJson, writeJsonAtomic } from "./json-file";
 import { stateDir } from "./paths";
 
@@ -33,6 +35,13 @@ export class TargetStore {
   /** Saves (replacing a target with the same id); makes it active when `activate`. */
   save(target: Target, activate = false): Target {
     const parsed = Target.parse(target);
+    // A user:secret@ in a URL would be stored in targets.json, written into opencode's config, recorded with each
+    // worker and shown by every listing: refused, the key goes to the keychain instead.
+    const withSecret = [parsed.endpoint, ...parsed.serving.endpoints.map((e) => e.url)].find(urlHasCredentials);
+    if (withSecret)
+      throw new InputError(
+        `the endpoint ${redactUrlCredentials(withSecret)} holds credentials (user:password@), which are never stored in a URL: save it with the URL alone, then set the key with \`ocw target key ${parsed.id}\` (kept in the OS keychain) or name its variable (--api-key-env VAR)`,
+      );
     const f = this.load();
     f.targets = [...f.targets.filter((t) => t.id !== parsed.id), parsed];
     if (activate) f.active = parsed.id;

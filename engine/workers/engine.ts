@@ -1,3 +1,4 @@
+import { redactUrlCredentials } from "../../shared/remote-url";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
@@ -762,10 +763,14 @@ export class Engine {
    * another endpoint of the pool (their session history replays there).
    */
   private onEndpointDown(target: Target, url: string, problem: string): void {
-    this.reg.notice("warn", `endpoint ${url} of ${target.id} stopped answering (${problem}): out of admission until it answers again`);
+    // Said without credentials (a target saved before they were refused in its URLs may hold some): notices and
+    // reasons are events, shown by every client and kept in the log.
+    const shown = redactUrlCredentials(url);
+    const why = redactUrlCredentials(problem);
+    this.reg.notice("warn", `endpoint ${shown} of ${target.id} stopped answering (${why}): out of admission until it answers again`);
     for (const w of this.list()) {
       if (w.targetId !== target.id || w.endpoint !== url || !isActive(w.state)) continue;
-      void this.moveWorker(w.id, `the endpoint ${url} stopped answering (${problem})`);
+      void this.moveWorker(w.id, `the endpoint ${shown} stopped answering (${why})`);
     }
   }
 
