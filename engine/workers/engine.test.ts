@@ -257,6 +257,46 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.close();
   });
 
+  it("a resume racing a discard never starts the worker again in its removed workspace, on its deleted session", async () => {
+    const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const stopped = async () => {
+      const { workerId } = await engine.start({ task: "TASK-HANG", directory: repo(), checks: [{ file: "a.txt" }] });
+      await until(engine, workerId, (w) => w.state === "running");
+      await engine.stop(workerId, "by test");
+      return until(engine, workerId, (w) => w.state === "stopped");
+    };
+    // The resume passes its checks first, the discard comes while it checks the model; then the other way round.
+    for (const resumeFirst of [true, false]) {
+      const w = await stopped();
+      const [r, d] = resumeFirst
+        ? (() => {
+            const r = engine.resume(w.id).then(
+              () => null,
+              (e: Error) => e,
+            );
+            return [r, engine.discard(w.id)] as const;
+          })()
+        : (() => {
+            const d = engine.discard(w.id);
+            return [
+              engine.resume(w.id).then(
+                () => null,
+                (e: Error) => e,
+              ),
+              d,
+            ] as const;
+          })();
+      await d;
+      const err = await r;
+      expect(err?.message).toMatch(/(was|is being) discarded: nothing is left to resume/);
+      const after = engine.get(w.id);
+      expect(after.discarded).toBeTruthy();
+      expect(after.state).toBe("stopped");
+      expect(fake.servers[0]!.calls.filter((c) => c.method === "session.delete").map((c) => c.args.sessionID)).toContain(w.sessionId);
+    }
+    await engine.close();
+  });
+
   it("stop during a run → stopped, never graded; resume continues in the same session → built", async () => {
     const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
     const { workerId } = await engine.start({ task: "TASK-HANG", directory: repo(), checks: [{ file: "a.txt" }] });

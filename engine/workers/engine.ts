@@ -615,8 +615,14 @@ export class Engine {
         `worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`,
       );
     }
+    this.notDiscarding(workerId, "resume");
     const target = this.resolveTarget(w.targetId ?? undefined);
     await preflightTarget(target);
+    // Looked at again after the check of the model: a discard, or another resume, may have come meanwhile.
+    this.notDiscarding(workerId, "resume");
+    const now = this.get(workerId);
+    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to resume; retry it to start the task again`, "conflict");
+    if (now.state !== w.state) throw new InputError(`worker ${workerId} is ${now.state} now (it was ${w.state}): nothing to resume`, "conflict");
     // a person's resume tries the model API again now, even while it asked its workers to wait (a limit lifted early)
     this.pools.release(target.id);
     this.requeue(workerId, "resumed", message);
@@ -653,8 +659,16 @@ export class Engine {
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
     if (!w.sessionId) throw new InputError(`worker ${workerId} never got a session: retry it to start the task again`, "conflict");
     this.requireSandbox();
+    this.notDiscarding(workerId, "continue");
     const target = this.resolveTarget(w.targetId ?? undefined);
     await preflightTarget(target);
+    // Looked at again after the check of the model: a discard, a merge or another follow-up may have come meanwhile.
+    this.notDiscarding(workerId, "continue");
+    const now = this.get(workerId);
+    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
+    if (now.merged) throw new InputError(`worker ${workerId} was merged into ${now.merged.into}: delegate a new task from the merged code`, "conflict");
+    if (now.state !== w.state)
+      throw new InputError(`worker ${workerId} is ${now.state} now (it was ${w.state}): send the follow-up once it is graded`, "conflict");
     this.startRound(workerId, opts.kind ?? "continue", body, opts.comments ?? [], by);
     return this.get(workerId);
   }
@@ -736,6 +750,12 @@ export class Engine {
 
   diff(workerId: string): Promise<string> {
     return this.lifecycle.diff(workerId);
+  }
+
+  /** Refuses to start a worker again while its discard is under way. */
+  private notDiscarding(workerId: string, what: "resume" | "continue"): void {
+    if (this.lifecycle.discarding(workerId))
+      throw new InputError(`worker ${workerId} is being discarded: nothing is left to ${what}; retry it to start the task again`, "conflict");
   }
 
   /** Removes a finished worker's workspace, engine repository and branch, unmerged work included (the person asked). */

@@ -203,11 +203,36 @@ export class WorkspaceLifecycle {
    * Removes a finished worker's workspace, its engine repository and its branch, unmerged work included: the person
    * asked for it. An active worker must be stopped first.
    */
-  async discard(workerId: string, by: DecidedBy = { kind: "person" }): Promise<Worker> {
-    const w = this.reg.get(workerId);
-    if (!isAtRest(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
-    if (w.discarded) return w;
-    const ws = this.reg.workspaceOf(w);
+  discard(workerId: string, by: DecidedBy = { kind: "person" }): Promise<Worker> {
+    // A second discard while one is under way waits on it (its workspace is already going).
+    const under = this.discards.get(workerId);
+    if (under) return under;
+    let w: Worker;
+    try {
+      w = this.reg.get(workerId);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (!isAtRest(w.state)) return Promise.reject(new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict"));
+    if (w.discarded) return Promise.resolve(w);
+    const p = this.discardNow(workerId, by).finally(() => this.discards.delete(workerId));
+    this.discards.set(workerId, p);
+    return p;
+  }
+
+  /**
+   * Whether a discard of the worker is under way: its workspace is being removed and its session goes next, so nothing
+   * may start it again meanwhile (a resume or a follow-up that passed its checks before would run in a removed folder, on
+   * a deleted session, and be marked discarded while it runs).
+   */
+  discarding(workerId: string): boolean {
+    return this.discards.has(workerId);
+  }
+
+  private readonly discards = new Map<string, Promise<Worker>>();
+
+  private async discardNow(workerId: string, by: DecidedBy): Promise<Worker> {
+    const ws = this.reg.workspaceOf(this.reg.get(workerId));
     if (ws) await removeWorkspace(ws, { force: true, tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
