@@ -297,6 +297,23 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.close();
   });
 
+  it("a follow-up racing a discard is refused: the built worker stays discarded, not queued", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const a = await engine.start({ task: "TASK-EDIT", directory: repo(), checks: [{ file: "a.txt" }] });
+    const asked = await until(engine, a.workerId, (w) => pending(w).length === 1);
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    await until(engine, a.workerId, (w) => w.state === "built");
+    const r = engine.continue(a.workerId, "one more thing").then(
+      () => null,
+      (e: Error) => e,
+    );
+    await engine.discard(a.workerId);
+    expect((await r)?.message).toMatch(/(was|is being) discarded: nothing is left to continue/);
+    expect(engine.get(a.workerId).state).toBe("built");
+    expect(engine.get(a.workerId).rounds?.length ?? 1).toBe(1);
+    await engine.close();
+  });
+
   it("stop during a run → stopped, never graded; resume continues in the same session → built", async () => {
     const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
     const { workerId } = await engine.start({ task: "TASK-HANG", directory: repo(), checks: [{ file: "a.txt" }] });
