@@ -36,11 +36,12 @@ export function urlHasCredentials(url: string): boolean {
   }
 }
 
-/** A target as it is shown (a listing, the GUI, MCP): its endpoint URLs with any credentials replaced by `***`. */
-export function targetShown<T extends { endpoint: string; serving: { endpoints: { url: string }[] } }>(t: T): T {
+/** A target as it is shown (a listing, the GUI, MCP): its endpoint URLs and its checks' evidence with any URL credentials replaced by `***`. */
+export function targetShown<T extends { endpoint: string; serving: { endpoints: { url: string }[] }; checks?: { evidence: string }[] }>(t: T): T {
   return {
     ...t,
     endpoint: redactUrlCredentials(t.endpoint),
+    ...(t.checks ? { checks: t.checks.map((c) => ({ ...c, evidence: redactUrlCredentials(c.evidence) })) } : {}),
     serving: { ...t.serving, endpoints: t.serving.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) },
   };
 }

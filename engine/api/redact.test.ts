@@ -60,10 +60,20 @@ describe("a target's URL credentials", () => {
     }
     expect(store.list().targets).toEqual([]);
     expect(store.save(target("https://api.example.com/v1")).endpoint).toBe("https://api.example.com/v1");
+    // Evidence quoting a request with credentials (a proxy's, a redirect's) is kept without them.
+    const withEvidence = {
+      ...target("https://api.example.com/v1"),
+      checks: [{ name: "reachable" as const, passed: false, evidence: "GET http://carol:s3cret@proxy:3128/ refused" }],
+    };
+    expect(store.save(withEvidence).checks[0]!.evidence).toBe("GET http://***@proxy:3128/ refused");
+    expect(JSON.stringify(store.list())).not.toContain("s3cret");
   });
 
   it("saved before they were refused, are never listed by the API (targets.list, status, endpoints)", async () => {
-    const stored = target("https://alice:s3cret@api.example.com/v1", ["https://alice:s3cret@api.example.com/v1"]);
+    const stored = {
+      ...target("https://alice:s3cret@api.example.com/v1", ["https://alice:s3cret@api.example.com/v1"]),
+      checks: [{ name: "reachable" as const, passed: true, evidence: "GET https://alice:s3cret@api.example.com/v1/models → 200" }],
+    };
     const engine = {
       bus: new EventBus(),
       targets: { list: () => ({ active: "t1", targets: [stored] }), active: () => stored },

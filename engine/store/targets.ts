@@ -42,6 +42,8 @@ export class TargetStore {
       throw new InputError(
         `the endpoint ${redactUrlCredentials(withSecret)} holds credentials (user:password@), which are never stored in a URL: save it with the URL alone, then set the key with \`ocw target key ${parsed.id}\` (kept in the OS keychain) or name its variable (--api-key-env VAR)`,
       );
+    // Evidence quotes what a server or a request said: any URL credentials in it are not kept.
+    parsed.checks = parsed.checks.map((c) => ({ ...c, evidence: redactUrlCredentials(c.evidence) }));
     const f = this.load();
     f.targets = [...f.targets.filter((t) => t.id !== parsed.id), parsed];
     if (activate) f.active = parsed.id;
