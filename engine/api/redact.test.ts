@@ -7,6 +7,7 @@ import path from "node:path";
 import { InputError } from "../../shared/errors";
 import { Target } from "../../shared/target";
 import { TargetStore } from "../store";
+import { testRegistry } from "../../test/fixtures/registry";
 import type { Engine } from "../workers";
 import { EventBus } from "../events";
 import { connect } from "./client";
@@ -85,5 +86,19 @@ describe("a target's URL credentials", () => {
     expect(listed.targets[0]!.endpoint).toBe("https://***@api.example.com/v1");
     expect(JSON.stringify(listed)).not.toContain("s3cret");
     expect(JSON.stringify(await client.targets.endpoints.query())).not.toContain("s3cret");
+  });
+});
+
+describe("the engine's notices and log lines", () => {
+  it("keep no URL credentials (a pool's endpoint that stopped answering, an error quoting a remote)", () => {
+    const { registry, bus, lines } = testRegistry();
+    const seen: string[] = [];
+    bus.subscribe((d) => seen.push(JSON.stringify(d)));
+    registry.notice("warn", "endpoint https://alice:s3cret@10.0.0.2:8080/v1 of t1 stopped answering");
+    registry.log("push to https://x-access-token:ghp_s3cret@github.com/o/r.git failed");
+    expect(lines.join("\n")).toContain("https://***@10.0.0.2:8080/v1");
+    expect(lines.join("\n")).not.toContain("s3cret");
+    expect(seen.join("\n")).toContain("https://***@10.0.0.2:8080/v1");
+    expect(seen.join("\n")).not.toContain("s3cret");
   });
 });

@@ -3,6 +3,7 @@ import type { EngineEvent } from "../../shared/events";
 import { nextState, type WorkerTransition } from "../../shared/worker-machine";
 import { isAtRest, reduceWorker, type Worker, type WorkerEvent, type WorkerEventBody, type WorkerState } from "../../shared/worker";
 import { InputError } from "../../shared/errors";
+import { redactUrlCredentials } from "../../shared/remote-url";
 import type { EventBus } from "../events";
 import type { OpencodePort } from "../harness";
 import type { WorkerLogStore } from "../store";
@@ -30,15 +31,18 @@ export class WorkerRegistry {
 
   constructor(private readonly opts: RegistryOptions) {}
 
+  /** A line of the engine's log: any URL credentials in it (an endpoint, a remote, an error quoting one) are not kept. */
   log(line: string): void {
-    this.opts.log(line);
+    this.opts.log(redactUrlCredentials(line));
   }
 
   transient(event: EngineEvent): void {
     this.opts.bus.publish(event);
   }
 
-  notice(level: "info" | "warn" | "error", message: string): void {
+  notice(level: "info" | "warn" | "error", text: string): void {
+    // A notice is shown by every client and kept in the log: said without URL credentials.
+    const message = redactUrlCredentials(text);
     this.log(`[${level}] ${message}`);
     this.transient({ type: "notice", level, message, ts: Date.now() });
   }

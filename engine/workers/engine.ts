@@ -257,7 +257,8 @@ export class Engine {
   }
 
   private log(line: string) {
-    this.opts.log?.(line);
+    // The engine's log file keeps no URL credentials (an endpoint, a remote, an error quoting one).
+    this.opts.log?.(redactUrlCredentials(line));
   }
 
   /** After every state change: a settled or finished worker frees its slot; a finished one releases its opencode instance. */
