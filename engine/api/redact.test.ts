@@ -91,7 +91,7 @@ describe("a target's URL credentials", () => {
 
 describe("the engine's notices and log lines", () => {
   it("keep no URL credentials (a pool's endpoint that stopped answering, an error quoting a remote)", () => {
-    const { registry, bus, lines } = testRegistry();
+    const { registry, bus, lines, worker } = testRegistry();
     const seen: string[] = [];
     bus.subscribe((d) => seen.push(JSON.stringify(d)));
     registry.notice("warn", "endpoint https://alice:s3cret@10.0.0.2:8080/v1 of t1 stopped answering");
@@ -100,5 +100,9 @@ describe("the engine's notices and log lines", () => {
     expect(lines.join("\n")).not.toContain("s3cret");
     expect(seen.join("\n")).toContain("https://***@10.0.0.2:8080/v1");
     expect(seen.join("\n")).not.toContain("s3cret");
+    // A worker's state reason (a model call that failed, quoting its URL) is recorded and shown without them.
+    const { id } = worker("running");
+    registry.fire(id, "fail-run", "model call to http://bob:s3cret@127.0.0.1:9/v1 failed");
+    expect(registry.get(id).stateReason).toBe("model call to http://***@127.0.0.1:9/v1 failed");
   });
 });

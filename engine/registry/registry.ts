@@ -124,7 +124,8 @@ export class WorkerRegistry {
     }
     if (state === w.state) return { moved: false };
     try {
-      this.record(workerId, { type: "worker.state", state, ...(reason ? { reason } : {}) });
+      // A reason (a failed model call, an endpoint that stopped answering) is kept and shown: without URL credentials.
+      this.record(workerId, { type: "worker.state", state, ...(reason ? { reason: redactUrlCredentials(reason) } : {}) });
     } catch (err) {
       return { moved: false, error: err as Error };
     }
