@@ -44430,6 +44430,24 @@ function quoteUntrustedList(names, label, opts = {}) {
   const more = names.length > shown ? ` and ${names.length - shown} more` : "";
   return `(${label}, untrusted: ${JSON.stringify(list)}${more})`;
 }
+function jsonForTerminal(value) {
+  const s = JSON.stringify(value, null, 2) ?? "null";
+  let out = "";
+  let from = 0;
+  for (let i2 = 0; i2 < s.length; i2++) {
+    const unit = s.charCodeAt(i2);
+    if (unit < 127 && unit !== 10) continue;
+    const cp = s.codePointAt(i2);
+    const width = cp > 65535 ? 2 : 1;
+    if (unit !== 10 && isHiddenCodePoint(cp)) {
+      out += s.slice(from, i2);
+      for (let k = i2; k < i2 + width; k++) out += `\\u${s.charCodeAt(k).toString(16).padStart(4, "0")}`;
+      from = i2 + width;
+    }
+    i2 += width - 1;
+  }
+  return out + s.slice(from);
+}
 
 // shared/shell.ts
 var KEYWORDS = /* @__PURE__ */ new Set([
@@ -50560,6 +50578,40 @@ function targetSlug(target) {
   return raw2.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "target";
 }
 
+// shared/remote-url.ts
+function redactUrlCredentials(text) {
+  return String(text ?? "").replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1***@");
+}
+function hostedRepo(url2) {
+  const u2 = String(url2 ?? "").trim();
+  let host;
+  let repoPath;
+  const full = /^(?:https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#:]+)(?::\d+)?\/([^?#]+)$/i.exec(u2);
+  const scp = /^(?:[^/@:\s]+@)?([^/:\s]+):(?!\/)([^?#\s]+)$/.exec(u2);
+  if (full) [host, repoPath] = [full[1], full[2]];
+  else if (scp) [host, repoPath] = [scp[1], scp[2]];
+  else return null;
+  const parts = repoPath.replace(/\/+$/, "").replace(/\.git$/, "").split("/");
+  if (parts.length !== 2 || parts.some((p) => !/^[\w.-]+$/.test(p) || p === "." || p === "..")) return null;
+  return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
+}
+function urlHasCredentials(url2) {
+  try {
+    const u2 = new URL(String(url2 ?? ""));
+    return !!(u2.username || u2.password);
+  } catch {
+    return /^[a-z][a-z0-9+.-]*:\/\/[^/?#\s@]*@/i.test(String(url2 ?? ""));
+  }
+}
+function targetShown(t2) {
+  return {
+    ...t2,
+    endpoint: redactUrlCredentials(t2.endpoint),
+    ...t2.checks ? { checks: t2.checks.map((c3) => ({ ...c3, evidence: redactUrlCredentials(c3.evidence) })) } : {},
+    serving: { ...t2.serving, endpoints: t2.serving.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) }
+  };
+}
+
 // engine/store/targets.ts
 var TargetStore = class {
   constructor(file3 = path4.join(stateDir(), "targets.json")) {
@@ -50583,6 +50635,12 @@ var TargetStore = class {
   /** Saves (replacing a target with the same id); makes it active when `activate`. */
   save(target, activate = false) {
     const parsed = Target.parse(target);
+    const withSecret = [parsed.endpoint, ...parsed.serving.endpoints.map((e) => e.url)].find(urlHasCredentials);
+    if (withSecret)
+      throw new InputError(
+        `the endpoint ${redactUrlCredentials(withSecret)} holds credentials (user:password@), which are never stored in a URL: save it with the URL alone, then set the key with \`ocw target key ${parsed.id}\` (kept in the OS keychain) or name its variable (--api-key-env VAR)`
+      );
+    parsed.checks = parsed.checks.map((c3) => ({ ...c3, evidence: redactUrlCredentials(c3.evidence) }));
     const f = this.load();
     f.targets = [...f.targets.filter((t2) => t2.id !== parsed.id), parsed];
     if (activate) f.active = parsed.id;
@@ -51720,26 +51778,6 @@ function unattendedDecision(ask, mode) {
 
 // engine/commands/target-flags.ts
 import { createHash } from "node:crypto";
-
-// shared/remote-url.ts
-function redactUrlCredentials(text) {
-  return String(text ?? "").replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, "$1***@");
-}
-function hostedRepo(url2) {
-  const u2 = String(url2 ?? "").trim();
-  let host;
-  let repoPath;
-  const full = /^(?:https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#:]+)(?::\d+)?\/([^?#]+)$/i.exec(u2);
-  const scp = /^(?:[^/@:\s]+@)?([^/:\s]+):(?!\/)([^?#\s]+)$/.exec(u2);
-  if (full) [host, repoPath] = [full[1], full[2]];
-  else if (scp) [host, repoPath] = [scp[1], scp[2]];
-  else return null;
-  const parts = repoPath.replace(/\/+$/, "").replace(/\.git$/, "").split("/");
-  if (parts.length !== 2 || parts.some((p) => !/^[\w.-]+$/.test(p) || p === "." || p === "..")) return null;
-  return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
-}
-
-// engine/commands/target-flags.ts
 function checkEndpointUrl(flag2, endpoint) {
   let url2;
   try {
@@ -52019,6 +52057,7 @@ function slimWorker(w, opts = {}) {
 var byText = (by) => by ? `${by.kind}${by.name ? ":" + by.name : ""}` : null;
 var PLAIN_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
 var plainName = (name) => PLAIN_NAME.test(name);
+var toolWord = (name) => plainName(name) ? name : quoteUntrusted(name, "a tool name the model chose", 80);
 function describeNote(e, followed) {
   if (!("workerId" in e) || !followed.has(e.workerId)) return null;
   switch (e.type) {
@@ -52767,7 +52806,7 @@ function askText(ask) {
   const v = askView(ask);
   const indent = (s) => s.split("\n").join("\n    ");
   let out = `
-ocw: ${ask.workerId} asks ${ask.tool}: ${indent(v.what)}
+ocw: ${ask.workerId} asks ${toolWord(ask.tool)}: ${indent(v.what)}
 `;
   if (v.workdir) out += `  in folder: ${v.workdir}
 `;
@@ -81183,11 +81222,32 @@ var WorkspaceLifecycle = class {
    * Removes a finished worker's workspace, its engine repository and its branch, unmerged work included: the person
    * asked for it. An active worker must be stopped first.
    */
-  async discard(workerId, by = { kind: "person" }) {
-    const w = this.reg.get(workerId);
-    if (!isAtRest(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
-    if (w.discarded) return w;
-    const ws = this.reg.workspaceOf(w);
+  discard(workerId, by = { kind: "person" }) {
+    const under = this.discards.get(workerId);
+    if (under) return under;
+    let w;
+    try {
+      w = this.reg.get(workerId);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (!isAtRest(w.state)) return Promise.reject(new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict"));
+    if (w.discarded) return Promise.resolve(w);
+    const p = this.discardNow(workerId, by).finally(() => this.discards.delete(workerId));
+    this.discards.set(workerId, p);
+    return p;
+  }
+  /**
+   * Whether a discard of the worker is under way: its workspace is being removed and its session goes next, so nothing
+   * may start it again meanwhile (a resume or a follow-up that passed its checks before would run in a removed folder, on
+   * a deleted session, and be marked discarded while it runs).
+   */
+  discarding(workerId) {
+    return this.discards.has(workerId);
+  }
+  discards = /* @__PURE__ */ new Map();
+  async discardNow(workerId, by) {
+    const ws = this.reg.workspaceOf(this.reg.get(workerId));
     if (ws) await removeWorkspace(ws, { force: true, tmpDir: path39.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
@@ -81656,13 +81716,15 @@ var WorkerRegistry = class {
   runtime = /* @__PURE__ */ new Map();
   /** opencode session id (sub-agent children included) → worker id. */
   sessions = /* @__PURE__ */ new Map();
+  /** A line of the engine's log: any URL credentials in it (an endpoint, a remote, an error quoting one) are not kept. */
   log(line) {
-    this.opts.log(line);
+    this.opts.log(redactUrlCredentials(line));
   }
   transient(event) {
     this.opts.bus.publish(event);
   }
-  notice(level, message) {
+  notice(level, text) {
+    const message = redactUrlCredentials(text);
     this.log(`[${level}] ${message}`);
     this.transient({ type: "notice", level, message, ts: Date.now() });
   }
@@ -81730,7 +81792,7 @@ var WorkerRegistry = class {
     }
     if (state === w.state) return { moved: false };
     try {
-      this.record(workerId, { type: "worker.state", state, ...reason ? { reason } : {} });
+      this.record(workerId, { type: "worker.state", state, ...reason ? { reason: redactUrlCredentials(reason) } : {} });
     } catch (err) {
       return { moved: false, error: err };
     }
@@ -82727,7 +82789,7 @@ var Engine = class {
     return this.housekeepingRun;
   }
   log(line) {
-    this.opts.log?.(line);
+    this.opts.log?.(redactUrlCredentials(line));
   }
   /** After every state change: a settled or finished worker frees its slot; a finished one releases its opencode instance. */
   moved(workerId, state) {
@@ -83030,8 +83092,13 @@ var Engine = class {
         `worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`
       );
     }
+    this.notDiscarding(workerId, "resume");
     const target = this.resolveTarget(w.targetId ?? void 0);
     await preflightTarget(target);
+    this.notDiscarding(workerId, "resume");
+    const now = this.get(workerId);
+    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to resume; retry it to start the task again`, "conflict");
+    if (now.state !== w.state) throw new InputError(`worker ${workerId} is ${now.state} now (it was ${w.state}): nothing to resume`, "conflict");
     this.pools.release(target.id);
     this.requeue(workerId, "resumed", message);
     return this.get(workerId);
@@ -83057,8 +83124,15 @@ var Engine = class {
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
     if (!w.sessionId) throw new InputError(`worker ${workerId} never got a session: retry it to start the task again`, "conflict");
     this.requireSandbox();
+    this.notDiscarding(workerId, "continue");
     const target = this.resolveTarget(w.targetId ?? void 0);
     await preflightTarget(target);
+    this.notDiscarding(workerId, "continue");
+    const now = this.get(workerId);
+    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
+    if (now.merged) throw new InputError(`worker ${workerId} was merged into ${now.merged.into}: delegate a new task from the merged code`, "conflict");
+    if (now.state !== w.state)
+      throw new InputError(`worker ${workerId} is ${now.state} now (it was ${w.state}): send the follow-up once it is graded`, "conflict");
     this.startRound(workerId, opts.kind ?? "continue", body, opts.comments ?? [], by);
     return this.get(workerId);
   }
@@ -83129,6 +83203,11 @@ var Engine = class {
   diff(workerId) {
     return this.lifecycle.diff(workerId);
   }
+  /** Refuses to start a worker again while its discard is under way. */
+  notDiscarding(workerId, what) {
+    if (this.lifecycle.discarding(workerId))
+      throw new InputError(`worker ${workerId} is being discarded: nothing is left to ${what}; retry it to start the task again`, "conflict");
+  }
   /** Removes a finished worker's workspace, engine repository and branch, unmerged work included (the person asked). */
   discard(workerId, by = { kind: "person" }) {
     return this.lifecycle.discard(workerId, by);
@@ -83150,10 +83229,12 @@ var Engine = class {
    * another endpoint of the pool (their session history replays there).
    */
   onEndpointDown(target, url2, problem) {
-    this.reg.notice("warn", `endpoint ${url2} of ${target.id} stopped answering (${problem}): out of admission until it answers again`);
+    const shown = redactUrlCredentials(url2);
+    const why = redactUrlCredentials(problem);
+    this.reg.notice("warn", `endpoint ${shown} of ${target.id} stopped answering (${why}): out of admission until it answers again`);
     for (const w of this.list()) {
       if (w.targetId !== target.id || w.endpoint !== url2 || !isActive(w.state)) continue;
-      void this.moveWorker(w.id, `the endpoint ${url2} stopped answering (${problem})`);
+      void this.moveWorker(w.id, `the endpoint ${shown} stopped answering (${why})`);
     }
   }
   async moveWorker(workerId, why) {
@@ -92721,6 +92802,7 @@ async function* engineEvents(engine, lastEventId, signal, opts = {}) {
 async function* eventStream(engine, lastEventId, signal) {
   for await (const d of engineEvents(engine, lastEventId, signal)) yield tracked(d.cursor, d.event);
 }
+var shownOrNull = (t2) => t2 ? targetShown(t2) : null;
 var appRouter = t.router({
   health: proc2.query(({ ctx }) => ({
     ok: true,
@@ -92739,7 +92821,7 @@ var appRouter = t.router({
     const counts = {};
     for (const w of workers) counts[w.state] = (counts[w.state] ?? 0) + 1;
     return {
-      activeTarget: ctx.engine.targets.active() ?? null,
+      activeTarget: shownOrNull(ctx.engine.targets.active()),
       opencode: ctx.engine.opencodeServers(),
       slots: ctx.engine.slots(),
       pendingApprovals: ctx.engine.pendingAsks().length,
@@ -92900,9 +92982,15 @@ var appRouter = t.router({
     stopRecorded: proc2.input(external_exports.object({ target: external_exports.string().min(1).max(200).optional() }).optional()).mutation(({ input: input2 }) => stopRecorded(input2?.target))
   }),
   targets: t.router({
-    list: proc2.query(({ ctx }) => ctx.engine.targets.list()),
+    // Every listing shows a target's URLs without credentials (a target saved before they were refused may hold some).
+    list: proc2.query(({ ctx }) => {
+      const { active, targets } = ctx.engine.targets.list();
+      return { active, targets: targets.map(targetShown) };
+    }),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
-    endpoints: proc2.query(({ ctx }) => ctx.engine.endpoints()),
+    endpoints: proc2.query(
+      ({ ctx }) => ctx.engine.endpoints().map((t2) => ({ ...t2, endpoints: t2.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) }))
+    ),
     /**
      * Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one),
      * or with the key the client gives (`ocw run --api-key-env VAR` where the engine's environment lacks VAR);
@@ -92919,9 +93007,13 @@ var appRouter = t.router({
       return { ok: true, keyHeld: input2.key === void 0 || held === input2.key };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
-    withEndpoints: proc2.query(
-      async ({ ctx }) => targetsWithEndpoints(ctx.engine.targets, new Map((await ctx.engine.endpoints()).map((r) => [r.targetId, r.endpoints])))
-    ),
+    withEndpoints: proc2.query(async ({ ctx }) => {
+      const r = await targetsWithEndpoints(ctx.engine.targets, new Map((await ctx.engine.endpoints()).map((x) => [x.targetId, x.endpoints])));
+      return {
+        active: r.active,
+        targets: r.targets.map((t2) => ({ ...targetShown(t2), endpoints: t2.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) }))
+      };
+    }),
     save: proc2.input(external_exports.object({ target: Target, activate: external_exports.boolean().default(false) })).mutation(({ ctx, input: input2 }) => ctx.engine.targets.save(input2.target, input2.activate)),
     /** Sets (or with null clears) an API target's price per million tokens: costs are computed from it (shared/cost.ts). */
     setPrice: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200), price: Price.nullable() })).mutation(({ ctx, input: input2 }) => {
@@ -93667,16 +93759,16 @@ function registerWorkerCommands(program3) {
       const c3 = await client("show");
       if (id3.startsWith("b-")) {
         const b = await c3.workers.batch.query({ batchId: id3 });
-        if (o2.json) return console.log(JSON.stringify(b, null, 2));
+        if (o2.json) return console.log(jsonForTerminal(b));
         return console.log(batchText(b));
       }
       if (id3.startsWith("a-")) {
         const g2 = await c3.workers.attempts.query({ groupId: id3 });
-        if (o2.json) return console.log(JSON.stringify(g2, null, 2));
+        if (o2.json) return console.log(jsonForTerminal(g2));
         return console.log(attemptsSummary(g2));
       }
       const w = await c3.workers.get.query({ workerId: id3 });
-      if (o2.json) return console.log(JSON.stringify(w, null, 2));
+      if (o2.json) return console.log(jsonForTerminal(w));
       console.log(showText(w));
     } catch (err) {
       fail(err);
@@ -93827,7 +93919,7 @@ function showText(w) {
   const lines = [
     `${w.id}  ${stateWord(w.state)}${w.stateReason ? ` \u2014 ${safe(w.stateReason)}` : ""}`,
     `task: ${safe(workerTitle(w.spec, Number.POSITIVE_INFINITY))}`,
-    `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit && !w.startFrom ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`
+    `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${safe(w.baseBranch)}${w.baseCommit && !w.startFrom ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`
   ];
   if (w.batchId)
     lines.push(
@@ -93835,7 +93927,7 @@ function showText(w) {
     );
   if (w.asks.some((a2) => a2.status === "pending"))
     lines.push(
-      `waiting for: ${w.asks.filter((a2) => a2.status === "pending").map((a2) => `${a2.tool} ${safe(a2.what).slice(0, 80)}`).join("; ")}`
+      `waiting for: ${w.asks.filter((a2) => a2.status === "pending").map((a2) => `${toolWord(a2.tool)} ${showUntrusted(a2.what, { lines: false, max: 80 })}`).join("; ")}`
     );
   if (v) {
     lines.push(`verdict: ${outcomeWord(v.verdict)} (held-back checks) \xB7 ${claimWords(v)}`);
@@ -93853,9 +93945,9 @@ function showText(w) {
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
   }
   if (w.merged)
-    lines.push(`merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
+    lines.push(`merged into ${safe(w.merged.into)} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
   const waiting = w.asks.find((a2) => a2.status === "pending");
-  const next = waiting ? `next: ocw approve ${waiting.id} (once; --always, --reject) \xB7 ocw asks --worker ${w.id} \xB7 ocw cancel ${w.id}` : w.state === "built" && !w.merged && !w.discarded ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} \xB7 ocw push ${w.id} --remote R --pr \xB7 ocw publish ${w.id} (its branch, to review with git) \xB7 ocw discard ${w.id}` : w.state === "honest-failure" ? `next: ocw logs ${w.id} \xB7 ocw continue ${w.id} --message TEXT \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : ["stopped", "interrupted", "error"].includes(w.state) ? `next: ocw resume ${w.id} \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : !isAtRest(w.state) ? `next: ocw logs ${w.id} --follow \xB7 ocw cancel ${w.id}` : w.merged && !w.reverted ? `next: ocw revert ${w.id} undoes the merge` : null;
+  const next = waiting ? `next: ocw approve ${safe(waiting.id)} (once; --always, --reject) \xB7 ocw asks --worker ${w.id} \xB7 ocw cancel ${w.id}` : w.state === "built" && !w.merged && !w.discarded ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} \xB7 ocw push ${w.id} --remote R --pr \xB7 ocw publish ${w.id} (its branch, to review with git) \xB7 ocw discard ${w.id}` : w.state === "honest-failure" ? `next: ocw logs ${w.id} \xB7 ocw continue ${w.id} --message TEXT \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : ["stopped", "interrupted", "error"].includes(w.state) ? `next: ocw resume ${w.id} \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : !isAtRest(w.state) ? `next: ocw logs ${w.id} --follow \xB7 ocw cancel ${w.id}` : w.merged && !w.reverted ? `next: ocw revert ${w.id} undoes the merge` : null;
   if (next) lines.push(next);
   return lines.join("\n");
 }
@@ -93974,9 +94066,9 @@ var quoted2 = (s, n2 = 120) => {
   const one = terminalSafe(s);
   return JSON.stringify(one.length > n2 ? one.slice(0, n2 - 1) + "\u2026" : one);
 };
-var toolWord = (tool) => plainName(tool) ? tool : `a tool named (untrusted) ${quoted2(tool, 60)}`;
+var toolWord2 = (tool) => plainName(tool) ? tool : `a tool named (untrusted) ${quoted2(tool, 60)}`;
 function stopReason(asks) {
-  return `${plural(asks.length, "opencode-worker ask")} on this repository ${asks.length === 1 ? "is" : "are"} unanswered (${asks.slice(0, 5).map((a2) => `${a2.workerId} ${toolWord(a2.tool)}`).join(", ")}): the workers are blocked. Answer them (pending_approvals, then approve), or tell the person they wait.`;
+  return `${plural(asks.length, "opencode-worker ask")} on this repository ${asks.length === 1 ? "is" : "are"} unanswered (${asks.slice(0, 5).map((a2) => `${a2.workerId} ${toolWord2(a2.tool)}`).join(", ")}): the workers are blocked. Answer them (pending_approvals, then approve), or tell the person they wait.`;
 }
 function waitLine(event, ws, batchId) {
   const asks = ws.flatMap((w) => pendingAsks(w));
@@ -94034,7 +94126,7 @@ function registerClaudeCommands(program3) {
       const ws = [...r.workers.values()];
       const ask = ws.flatMap((w) => pendingAsks(w))[0];
       const done = ws.find((w) => isAtRest(w.state) && !finalAtStart.has(w.id));
-      const event = r.reason === "settled" ? "all settled" : ask ? `${ask.workerId} asks ${toolWord(ask.tool)} (untrusted: ${quoted2(askPath(ask.what, r.workers.get(ask.workerId)?.worktree))}); answer with approve {"askId":"${ask.id}"}` : done ? `${done.id} settled ${done.verdict?.verdict ?? done.state}` : `nothing after ${timeoutSec} s`;
+      const event = r.reason === "settled" ? "all settled" : ask ? `${ask.workerId} asks ${toolWord2(ask.tool)} (untrusted: ${quoted2(askPath(ask.what, r.workers.get(ask.workerId)?.worktree))}); answer with approve {"askId":"${ask.id}"}` : done ? `${done.id} settled ${done.verdict?.verdict ?? done.state}` : `nothing after ${timeoutSec} s`;
       console.log(waitLine(event, ws, o2.batch));
       if (r.reason === "timeout") process.exitCode = 2;
     } catch (err) {
@@ -94698,7 +94790,7 @@ function registerAskCommands(program3) {
       if (o2.worker) expectId(o2.worker, "worker", `\`ocw show ${o2.worker}\` lists its workers`);
       const c3 = connect(await ensureEngine(stateDir()), "cli:ocw asks");
       const asks = (await c3.approvals.list.query()).filter((a2) => !o2.worker || a2.workerId === o2.worker);
-      if (o2.json) return console.log(JSON.stringify(asks, null, 2));
+      if (o2.json) return console.log(jsonForTerminal(asks));
       if (!asks.length) return console.log(`no asks waiting${o2.worker ? ` on ${o2.worker}` : ""}`);
       const worktrees = new Map((await c3.workers.list.query()).map((w) => [w.id, w.worktree]));
       for (const a2 of asks) {
@@ -94724,8 +94816,10 @@ function registerAskCommands(program3) {
           `${askId} is a question: answer it in the dashboard (\`ocw gui\`) or over MCP, or dismiss it with \`ocw approve ${askId} --reject\``
         );
       const a2 = await c3.approvals.decide.mutate({ askId, decision, ...o2.message?.trim() ? { message: o2.message } : {} });
-      if (o2.json) return console.log(JSON.stringify(a2, null, 2));
-      console.log(`${a2.id} (${a2.workerId} ${a2.tool}): ${decision === "reject" ? "rejected" : decision === "always" ? "allowed always" : "allowed once"}`);
+      if (o2.json) return console.log(jsonForTerminal(a2));
+      console.log(
+        `${a2.id} (${a2.workerId} ${toolWord(a2.tool)}): ${decision === "reject" ? "rejected" : decision === "always" ? "allowed always" : "allowed once"}`
+      );
     } catch (err) {
       fail(err);
     }
