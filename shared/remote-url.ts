@@ -26,14 +26,17 @@ export function hostedRepo(url: string): string | null {
   return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
 }
 
-/** Whether a URL carries credentials (`scheme://user:secret@host`); false for text that is not a URL. */
+/**
+ * Whether a URL carries credentials (`scheme://user:secret@host`); false for text that is not a URL. Read as a URL
+ * parser reads the authority (tabs and line breaks dropped, `\\` a path separator as in http(s)), without the URL
+ * global: shared/ runs where only the language is (tsconfig.shared.json).
+ */
 export function urlHasCredentials(url: string): boolean {
-  try {
-    const u = new URL(String(url ?? ""));
-    return !!(u.username || u.password);
-  } catch {
-    return /^[a-z][a-z0-9+.-]*:\/\/[^/?#\s@]*@/i.test(String(url ?? ""));
-  }
+  return /^[a-z][a-z0-9+.-]*:\/\/[^/?#\\@]*@/i.test(
+    String(url ?? "")
+      .trim()
+      .replace(/[\t\n\r]/g, ""),
+  );
 }
 
 /** A target as it is shown (a listing, the GUI, MCP): its endpoint URLs and its checks' evidence with any URL credentials replaced by `***`. */
