@@ -50596,12 +50596,9 @@ function hostedRepo(url2) {
   return `${host.toLowerCase()}/${parts[0]}/${parts[1]}`;
 }
 function urlHasCredentials(url2) {
-  try {
-    const u2 = new URL(String(url2 ?? ""));
-    return !!(u2.username || u2.password);
-  } catch {
-    return /^[a-z][a-z0-9+.-]*:\/\/[^/?#\s@]*@/i.test(String(url2 ?? ""));
-  }
+  return /^[a-z][a-z0-9+.-]*:\/\/[^/?#\\@]*@/i.test(
+    String(url2 ?? "").trim().replace(/[\t\n\r]/g, "")
+  );
 }
 function targetShown(t2) {
   return {
