@@ -194,6 +194,8 @@ async function* eventStream(engine: Engine, lastEventId: string | null | undefin
 }
 
 const shownOrNull = (t: Target | undefined) => (t ? targetShown(t) : null);
+/** A target's live endpoints as listed: their URLs without credentials. */
+const endpointsShown = <E extends { url: string }>(endpoints: E[]): E[] => endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) }));
 
 export const appRouter = t.router({
   health: proc.query(({ ctx }) => ({
@@ -391,9 +393,7 @@ export const appRouter = t.router({
       return { active, targets: targets.map(targetShown) };
     }),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
-    endpoints: proc.query(({ ctx }) =>
-      ctx.engine.endpoints().map((t) => ({ ...t, endpoints: t.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) })),
-    ),
+    endpoints: proc.query(({ ctx }) => ctx.engine.endpoints().map((t) => ({ ...t, endpoints: endpointsShown(t.endpoints) }))),
     /**
      * Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one),
      * or with the key the client gives (`ocw run --api-key-env VAR` where the engine's environment lacks VAR);
@@ -414,7 +414,7 @@ export const appRouter = t.router({
       const r = await targetsWithEndpoints(ctx.engine.targets, new Map((await ctx.engine.endpoints()).map((x) => [x.targetId, x.endpoints])));
       return {
         active: r.active,
-        targets: r.targets.map((t) => ({ ...targetShown(t), endpoints: t.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) })),
+        targets: r.targets.map((t) => ({ ...targetShown(t), endpoints: endpointsShown(t.endpoints) })),
       };
     }),
     save: proc

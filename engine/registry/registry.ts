@@ -43,7 +43,7 @@ export class WorkerRegistry {
   notice(level: "info" | "warn" | "error", text: string): void {
     // A notice is shown by every client and kept in the log: said without URL credentials.
     const message = redactUrlCredentials(text);
-    this.log(`[${level}] ${message}`);
+    this.opts.log(`[${level}] ${message}`);
     this.transient({ type: "notice", level, message, ts: Date.now() });
   }
 
