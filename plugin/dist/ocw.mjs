@@ -81722,7 +81722,7 @@ var WorkerRegistry = class {
   }
   notice(level, text) {
     const message = redactUrlCredentials(text);
-    this.log(`[${level}] ${message}`);
+    this.opts.log(`[${level}] ${message}`);
     this.transient({ type: "notice", level, message, ts: Date.now() });
   }
   /** The worker's live run (worker-run.ts): made on first use, one per worker. */
@@ -92800,6 +92800,7 @@ async function* eventStream(engine, lastEventId, signal) {
   for await (const d of engineEvents(engine, lastEventId, signal)) yield tracked(d.cursor, d.event);
 }
 var shownOrNull = (t2) => t2 ? targetShown(t2) : null;
+var endpointsShown = (endpoints) => endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) }));
 var appRouter = t.router({
   health: proc2.query(({ ctx }) => ({
     ok: true,
@@ -92985,9 +92986,7 @@ var appRouter = t.router({
       return { active, targets: targets.map(targetShown) };
     }),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
-    endpoints: proc2.query(
-      ({ ctx }) => ctx.engine.endpoints().map((t2) => ({ ...t2, endpoints: t2.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) }))
-    ),
+    endpoints: proc2.query(({ ctx }) => ctx.engine.endpoints().map((t2) => ({ ...t2, endpoints: endpointsShown(t2.endpoints) }))),
     /**
      * Whether a target's endpoint answers with the key the engine holds for it (before a client saves an ad-hoc one),
      * or with the key the client gives (`ocw run --api-key-env VAR` where the engine's environment lacks VAR);
@@ -93008,7 +93007,7 @@ var appRouter = t.router({
       const r = await targetsWithEndpoints(ctx.engine.targets, new Map((await ctx.engine.endpoints()).map((x) => [x.targetId, x.endpoints])));
       return {
         active: r.active,
-        targets: r.targets.map((t2) => ({ ...targetShown(t2), endpoints: t2.endpoints.map((e) => ({ ...e, url: redactUrlCredentials(e.url) })) }))
+        targets: r.targets.map((t2) => ({ ...targetShown(t2), endpoints: endpointsShown(t2.endpoints) }))
       };
     }),
     save: proc2.input(external_exports.object({ target: Target, activate: external_exports.boolean().default(false) })).mutation(({ ctx, input: input2 }) => ctx.engine.targets.save(input2.target, input2.activate)),
