@@ -55,9 +55,16 @@ export const PermissionAsk = z.object({
 });
 export type PermissionAsk = z.infer<typeof PermissionAsk>;
 
+/** The longest askId an answer may name. */
+export const ASK_ID_MAX = 200;
+
 /** An answer to an ask. For a question, `once` with `answers` replies and `reject` dismisses it. */
 export const Decision = z.object({
-  askId: z.string().min(1, "askId is required (see pending_approvals)"),
+  // An ask's id is opencode's (~30 characters): a longer one is refused unread, never echoed back in a message.
+  askId: z
+    .string()
+    .min(1, "askId is required (see pending_approvals)")
+    .max(ASK_ID_MAX, `askId is longer than any ask's id (${ASK_ID_MAX} characters): see pending_approvals for valid ids`),
   decision: DecisionKind,
   message: z.string().max(4000).optional(),
   answers: z.array(z.array(z.string())).optional(),
