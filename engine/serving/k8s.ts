@@ -98,13 +98,6 @@ export const IMAGES = {
 };
 export { KSERVE_API_VERSION };
 
-/** The original (safetensors) repo of a catalog entry: its source is the maker's model card. */
-export function safetensorsRepo(e: CatalogEntry): string {
-  const r = makerRepo(e);
-  if (!r) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
-  return r;
-}
-
 const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
 
 /** The node's GPUs as the planner sees them: all free (a pod gets whole GPUs). */

@@ -181,7 +181,6 @@ export async function fitFile(input: FitFileInput, o: { hardware?: HardwareRepor
         : `does not fit ${slots} slot(s) × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
   };
 }
-export type FitFileReport = Awaited<ReturnType<typeof fitFile>>;
 
 /** `ocw fit` (the planner): planFit with the CLI's options on freshly detected hardware (no ledger reordering). */
 export async function fitPlan(input: FitPlanInput, o: { hardware?: HardwareReport; store?: TargetStore } = {}): Promise<FitResult> {
@@ -243,7 +242,6 @@ export async function doctor(input: { llamaServer?: string; cwd?: string }, o: {
     sandbox,
   };
 }
-export type DoctorReport = Awaited<ReturnType<typeof doctor>>;
 
 /** `ocw serving stop [--target ID]`: the recorded model servers ocw started, stopped (a reused pid is left alone). */
 export async function stopRecorded(target?: string) {
@@ -251,7 +249,6 @@ export async function stopRecorded(target?: string) {
   const line = (s: (typeof r.stopped)[number]) => ({ pid: s.pid, targetId: s.targetId, port: s.port });
   return { stopped: r.stopped.map(line), alreadyGone: r.alreadyGone.map((s) => ({ ...line(s), reused: r.reused.includes(s) })) };
 }
-export type StopRecordedResult = Awaited<ReturnType<typeof stopRecorded>>;
 
 /**
  * `ocw setup --capture URL… | --provider URL`: verify the endpoint(s) and save the target, on `store`; the lines
@@ -282,4 +279,3 @@ export async function setupVerify(input: SetupVerifyInput, store: TargetStore, b
   }
   return { result, logs };
 }
-export type SetupVerifyResult = Awaited<ReturnType<typeof setupVerify>>;
