@@ -24,6 +24,7 @@ const SURFACED = [
   "net",
   "store",
   "hardware",
+  "serving",
 ];
 const dirs: string[] = [];
 afterAll(() => {
@@ -79,9 +80,10 @@ describe("the layering lint", { timeout: 120_000 }, () => {
   });
 
   it("requires the surfaces it lists: a deleted index.ts fails", () => {
-    expect(lint({}, ["engine/workers/index.ts", "engine/process/index.ts"])).toEqual([
+    expect(lint({}, ["engine/workers/index.ts", "engine/process/index.ts", "engine/serving/index.ts"])).toEqual([
       "engine/workers/ has no index.ts: its surface is required",
       "engine/process/ has no index.ts: its surface is required",
+      "engine/serving/ has no index.ts: its surface is required",
     ]);
   });
 
