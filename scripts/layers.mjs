@@ -86,7 +86,7 @@ const clientMayImport = (file, to) =>
 const allowText = (app) => (APP_ALLOW[app].length ? `shared/ and ${APP_ALLOW[app].join(", ")}` : "shared/");
 /** Folders that must have an `index.ts` surface (then imported from outside only through it): a surface deleted fails. */
 const SURFACED = ["harness", "approvals", "budgets", "recovery", "grading", "gateway"];
-SURFACED.push("registry", "workers", "admission", "workspace", "process", "sandbox", "net", "store", "hardware", "serving");
+SURFACED.push("registry", "workers", "admission", "workspace", "process", "sandbox", "net", "store", "hardware", "serving", "models");
 
 const layerOf = (f) => LAYERS.find(([p]) => f === p || f.startsWith(p)) ?? null;
 const folderOf = (f) => (f.startsWith("engine/") && f.split("/").length > 2 ? f.split("/").slice(0, 2).join("/") : f);

@@ -25,6 +25,7 @@ const SURFACED = [
   "store",
   "hardware",
   "serving",
+  "models",
 ];
 const dirs: string[] = [];
 afterAll(() => {
@@ -80,10 +81,11 @@ describe("the layering lint", { timeout: 120_000 }, () => {
   });
 
   it("requires the surfaces it lists: a deleted index.ts fails", () => {
-    expect(lint({}, ["engine/workers/index.ts", "engine/process/index.ts", "engine/serving/index.ts"])).toEqual([
+    expect(lint({}, ["engine/workers/index.ts", "engine/process/index.ts", "engine/serving/index.ts", "engine/models/index.ts"])).toEqual([
       "engine/workers/ has no index.ts: its surface is required",
       "engine/process/ has no index.ts: its surface is required",
       "engine/serving/ has no index.ts: its surface is required",
+      "engine/models/ has no index.ts: its surface is required",
     ]);
   });
 

@@ -5,7 +5,7 @@
  */
 import { DeployK8sInput } from "../../shared/deploy";
 import { detectHardware } from "../hardware";
-import { listRepoFiles } from "../models/hf";
+import { listRepoFiles } from "../models";
 import {
   captureSteps,
   defaultName,

@@ -10,11 +10,23 @@ import path from "node:path";
 import { execa } from "execa";
 import { FitFileInput, type FitResult, FitPlanInput } from "../../shared/fit";
 import { budgetsFromReport, detectHardware, type HardwareReport, parseGpuSpec } from "../hardware";
-import { type DeviceBudget, type Estimate, estimate, GiB, MiB } from "../models/estimate";
-import { SetupError } from "../models/errors";
-import { hparamsFromMetadata } from "../models/hparams";
-import { defaultSlots, modelFromInfo, type PlanDevices, planModel } from "../models/plan";
-import { loadGguf, loadMetadataFile, type ModelInfo } from "../models/source";
+import {
+  defaultSlots,
+  type DeviceBudget,
+  type Estimate,
+  estimate,
+  GiB,
+  hparamsFromMetadata,
+  type KvCacheType,
+  loadGguf,
+  loadMetadataFile,
+  MiB,
+  modelFromInfo,
+  type ModelInfo,
+  type PlanDevices,
+  planModel,
+  SetupError,
+} from "../models";
 import { limitSetup, sandboxStatus } from "../sandbox";
 import type { TargetStore } from "../store";
 import { planFit, safeFindLlamaServer } from "./fit-service";
@@ -24,7 +36,6 @@ import { storeApiKey } from "./keys";
 import { onPath } from "./runtime-adapters";
 import { setupCapturePool } from "./pool";
 import { SetupVerifyInput } from "../../shared/setup";
-import type { KvCacheType } from "../models/ggml-types";
 import { FIRST_ANSWER_TOKENS, MIN_SLOT_CTX, OPENCODE_FIRST_REQUEST_TOKENS } from "./verify";
 
 const fmt = (b: number | null) => (b === null ? "?" : b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / MiB).toFixed(2)} MiB`);
