@@ -3,6 +3,7 @@
 // type-only imports are erased there, so a second pass reads every file's import statements itself (type imports and
 // re-exports included): the same layer rule holds for types (an app may take only the router's type from the API),
 // no file imports itself back through any chain (no file cycle of any kind), `commander` stays in the clients,
+// opencode's SDK stays in engine/harness/ (behind its typed port),
 // `OCW_*` variables are read only in engine/config.ts, and a folder with an `index.ts` (its surface) is imported from
 // outside only through that file.
 //
@@ -205,6 +206,9 @@ function statementProblems(entries) {
     for (const { to, type, external } of edges) {
       if (external) {
         if (to === "commander" && from[2] < 4) problems.push(`${file} imports commander: only the clients parse arguments`);
+        // opencode's SDK (its calls and its types) stays behind the harness's typed port: the rest reads the port's shapes.
+        if (to.startsWith("@opencode-ai/sdk") && !file.startsWith("engine/harness/"))
+          problems.push(`${file}${type ? " (type)" : ""} imports ${to}: only engine/harness/ (the opencode port) uses opencode's SDK`);
         continue;
       }
       if (isClient(file) && !clientMayImport(file, to))

@@ -112,6 +112,15 @@ describe("the layering lint", { timeout: 120_000 }, () => {
     ]);
   });
 
+  it("keeps opencode's SDK, its types included, behind the harness", () => {
+    expect(
+      lint({
+        "engine/harness/port.ts": 'import type { Part } from "@opencode-ai/sdk/v2";\nexport type P = Part;\n',
+        "engine/registry/replies.ts": 'import type { Message } from "@opencode-ai/sdk/v2";\nexport type M = Message;\n',
+      }),
+    ).toEqual(["engine/registry/replies.ts (type) imports @opencode-ai/sdk/v2: only engine/harness/ (the opencode port) uses opencode's SDK"]);
+  });
+
   it("lets an app take its allow-listed file by name, and nothing else of the folder", () => {
     const store = {
       "engine/store/paths.ts": "export const stateDir = () => '/tmp';\n",
