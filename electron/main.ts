@@ -9,6 +9,7 @@ import { app, BrowserWindow, dialog, ipcMain, Menu, nativeImage, Notification, s
 import { DEEP_LINK_SCHEME, deepLinkFromArgv, deepLinkHash, noteFor, PendingAsks, trayText, type DesktopNote } from "../shared/desktop";
 import type { EngineEvent } from "../shared/events";
 import { stateDir } from "../engine/api/launcher";
+import { config } from "../engine/config";
 import { desktopClient, ensureEngine, followEvents, type EngineInfo } from "./engine-link";
 import { openWorker } from "./open-worker";
 
@@ -22,7 +23,8 @@ const TRAY_ICON =
 
 /** The checkout / install root: holds dist/ocw.mjs (the engine), protocol/ and packs/. */
 function findRoot(): string {
-  if (process.env.OCW_ROOT) return process.env.OCW_ROOT;
+  const configured = config().OCW_ROOT;
+  if (configured) return configured;
   if (app.isPackaged) return path.join(process.resourcesPath, "app");
   let dir = __dirname;
   for (let i = 0; i < 5; i++) {

@@ -3,6 +3,7 @@
 // type-only imports are erased there, so a second pass reads every file's import statements itself (type imports and
 // re-exports included): the same layer rule holds for types (an app may take only the router's type from the API),
 // no file imports itself back through any chain (no file cycle of any kind), `commander` stays in the clients,
+// opencode's SDK stays in engine/harness/ (behind its typed port),
 // `OCW_*` variables are read only in engine/config.ts, and a folder with an `index.ts` (its surface) is imported from
 // outside only through that file.
 //
@@ -51,7 +52,7 @@ const ENGINE_ONLY = ["engine/workers/", "engine/harness/", "engine/approvals/", 
 ENGINE_ONLY.push("engine/registry/");
 /** What each app may import besides shared/ (apps sit beside the clients, not above them). */
 const APP_ALLOW = {
-  electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/store/paths.ts"],
+  electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/store/paths.ts", "engine/config.ts"],
   renderer: [],
 };
 
@@ -86,7 +87,7 @@ const clientMayImport = (file, to) =>
 const allowText = (app) => (APP_ALLOW[app].length ? `shared/ and ${APP_ALLOW[app].join(", ")}` : "shared/");
 /** Folders that must have an `index.ts` surface (then imported from outside only through it): a surface deleted fails. */
 const SURFACED = ["harness", "approvals", "budgets", "recovery", "grading", "gateway"];
-SURFACED.push("registry", "workers", "admission", "workspace", "process", "sandbox", "net", "store", "hardware");
+SURFACED.push("registry", "workers", "admission", "workspace", "process", "sandbox", "net", "store", "hardware", "serving", "models");
 
 const layerOf = (f) => LAYERS.find(([p]) => f === p || f.startsWith(p)) ?? null;
 const folderOf = (f) => (f.startsWith("engine/") && f.split("/").length > 2 ? f.split("/").slice(0, 2).join("/") : f);
@@ -205,6 +206,9 @@ function statementProblems(entries) {
     for (const { to, type, external } of edges) {
       if (external) {
         if (to === "commander" && from[2] < 4) problems.push(`${file} imports commander: only the clients parse arguments`);
+        // opencode's SDK (its calls and its types) stays behind the harness's typed port: the rest reads the port's shapes.
+        if (to.startsWith("@opencode-ai/sdk") && !file.startsWith("engine/harness/"))
+          problems.push(`${file}${type ? " (type)" : ""} imports ${to}: only engine/harness/ (the opencode port) uses opencode's SDK`);
         continue;
       }
       if (isClient(file) && !clientMayImport(file, to))
@@ -231,9 +235,10 @@ function statementProblems(entries) {
       else if (target[2] > from[2])
         problems.push(`${file} (${from[1]}) → ${to} (${target[1]}) (type): a layer imports only the layers below it, types included`);
     }
-    if (file.startsWith("engine/") && file !== "engine/config.ts" && from[2] < 4) {
+    // Every file, the clients and apps included: an app reads its OCW_* through engine/config.ts as the engine does.
+    if (file !== "engine/config.ts") {
       const src = readFileSync(abs, "utf8");
-      for (const m of src.matchAll(/\benv(?:\.|\[["'])(OCW_[A-Z0-9_]+)(?!\s*=[^=])/g))
+      for (const m of src.matchAll(/\benv(?:\.|\[["'])(OCW_[A-Z0-9_]+)\b(?!\s*=[^=])/g))
         problems.push(`${file} reads ${m[1]}: every OCW_* variable is read in engine/config.ts`);
     }
   }

@@ -24,6 +24,8 @@ const SURFACED = [
   "net",
   "store",
   "hardware",
+  "serving",
+  "models",
 ];
 const dirs: string[] = [];
 afterAll(() => {
@@ -79,9 +81,11 @@ describe("the layering lint", { timeout: 120_000 }, () => {
   });
 
   it("requires the surfaces it lists: a deleted index.ts fails", () => {
-    expect(lint({}, ["engine/workers/index.ts", "engine/process/index.ts"])).toEqual([
+    expect(lint({}, ["engine/workers/index.ts", "engine/process/index.ts", "engine/serving/index.ts", "engine/models/index.ts"])).toEqual([
       "engine/workers/ has no index.ts: its surface is required",
       "engine/process/ has no index.ts: its surface is required",
+      "engine/serving/ has no index.ts: its surface is required",
+      "engine/models/ has no index.ts: its surface is required",
     ]);
   });
 
@@ -96,6 +100,27 @@ describe("the layering lint", { timeout: 120_000 }, () => {
     expect(problems).toContainEqual("file cycle: engine/approvals/index.ts ↔ engine/approvals/queue.ts ↔ engine/workers/engine.ts ↔ engine/workers/index.ts");
   });
 
+  it("names an OCW_* variable read outside engine/config.ts, in an app or a client too", () => {
+    expect(
+      lint({
+        "electron/main.ts": "export const root = process.env.OCW_ROOT;\n",
+        "engine/commands/run.ts": 'export const debug = process.env["OCW_DEBUG"];\nprocess.env.OCW_NO_SANDBOX = "1";\n',
+      }),
+    ).toEqual([
+      "engine/commands/run.ts reads OCW_DEBUG: every OCW_* variable is read in engine/config.ts",
+      "electron/main.ts reads OCW_ROOT: every OCW_* variable is read in engine/config.ts",
+    ]);
+  });
+
+  it("keeps opencode's SDK, its types included, behind the harness", () => {
+    expect(
+      lint({
+        "engine/harness/port.ts": 'import type { Part } from "@opencode-ai/sdk/v2";\nexport type P = Part;\n',
+        "engine/registry/replies.ts": 'import type { Message } from "@opencode-ai/sdk/v2";\nexport type M = Message;\n',
+      }),
+    ).toEqual(["engine/registry/replies.ts (type) imports @opencode-ai/sdk/v2: only engine/harness/ (the opencode port) uses opencode's SDK"]);
+  });
+
   it("lets an app take its allow-listed file by name, and nothing else of the folder", () => {
     const store = {
       "engine/store/paths.ts": "export const stateDir = () => '/tmp';\n",
@@ -104,7 +129,7 @@ describe("the layering lint", { timeout: 120_000 }, () => {
     };
     expect(lint({ ...store, "electron/main.ts": 'import { stateDir } from "../engine/store/paths";\nexport const d = stateDir();\n' })).toEqual([]);
     expect(lint({ ...store, "electron/main.ts": 'import { TargetStore } from "../engine/store/targets";\nexport const t = new TargetStore();\n' })).toEqual([
-      "electron/main.ts → engine/store/targets.ts: electron/ may import only shared/ and engine/api/client.ts, engine/api/launcher.ts, engine/api/lock.ts, engine/store/paths.ts",
+      "electron/main.ts → engine/store/targets.ts: electron/ may import only shared/ and engine/api/client.ts, engine/api/launcher.ts, engine/api/lock.ts, engine/store/paths.ts, engine/config.ts",
       "electron/main.ts → engine/store/targets.ts: import engine/store/ through its surface, engine/store/index.ts",
     ]);
   });

@@ -32,6 +32,12 @@ if (want("typecheck") || want("layers")) {
   code === 0 ? totals.passed++ : totals.failed++;
 }
 
+// 1b'. Dead exports (scripts/exports.mjs): an exported name nothing uses, not even a test.
+if (want("typecheck") || want("layers")) {
+  const code = run("dead exports", process.execPath, [path.join(root, "scripts", "exports.mjs")]);
+  code === 0 ? totals.passed++ : totals.failed++;
+}
+
 // 1c. Formatting and lint (Biome, biome.json): the formatter's output and the linter's rules, checked, never written.
 if (want("typecheck") || want("lint")) {
   const code = run("format + lint", "npx", ["biome", "check", "."]);

@@ -38,7 +38,6 @@ interface FetchInit {
   credentials?: string;
   [k: string]: unknown;
 }
-export type FetchLike = (input: never, init?: never) => Promise<unknown>;
 interface Globals {
   fetch: (input: unknown, init?: FetchInit) => Promise<unknown>;
   Headers: new (init?: unknown) => HeadersLike;

@@ -3,7 +3,7 @@ import { LlamaBuildJob } from "./llama-build";
 import { SetupJob } from "./setup";
 import { WorkerEvent } from "./worker";
 
-/** Events that are not part of any worker's log: streaming text, serving health, engine notices. */
+/** Events that are not part of any worker's log: streaming text, the health of opencode servers and model servers, engine notices. */
 export const TransientEvent = z.discriminatedUnion("type", [
   // `at`: where this piece starts in the part's streamed text, so a client that also read the transcript (which holds
   // the text streamed so far) applies each piece once.

@@ -13,6 +13,15 @@ import { isAtRest, pendingAsks, type Worker } from "../shared/worker";
 export const ROOT = projectRoot();
 export const BUNDLE = path.join(ROOT, "dist", "ocw.mjs");
 
+/**
+ * A wall-clock margin for a correctness test, stretched by the machine's load: `ms` on a machine with a core to spare,
+ * times the load per core (the 1-minute average) above that, at most 10×. Such a limit tells "bounded" from "never" (a
+ * wait that returns, a bridge not blocked); how fast is the bench's figure, and the fault table's (test:faults).
+ */
+export function loadScaledMs(ms: number, load = os.loadavg()[0] ?? 0, cores = os.availableParallelism()): number {
+  return Math.round(ms * Math.min(10, Math.max(1, load / cores)));
+}
+
 export function tempDir(prefix: string): string {
   return mkdtempSync(path.join(os.tmpdir(), `ocw-${prefix}-`));
 }

@@ -2,7 +2,7 @@ import { endpointsOf, isPool, type Target } from "../../shared/target";
 import { isActive, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../registry";
 import type { TargetStore } from "../store";
-import { keyForProbe } from "../serving/keys";
+import { keyForProbe } from "../serving";
 import { chooseEndpoint, EndpointProbes, type EndpointStatus } from "./capacity";
 
 /**

@@ -1,6 +1,6 @@
 import { endpointsOf, isPool, type Target } from "../../shared/target";
 import { probeHealth } from "./capacity";
-import { resolveKey } from "../serving/keys";
+import { resolveKey } from "../serving";
 import { InputError } from "../../shared/errors";
 
 const ok = new Map<string, number>();

@@ -3,7 +3,7 @@
 // router, plus the health check that tells a lock's engine from another process. Pure: it reads nothing from disk and
 // starts no process (finding or starting the engine is launcher.ts).
 import type { TRPCClient } from "@trpc/client";
-import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
+import type { inferRouterOutputs } from "@trpc/server";
 import { EngineHealth, HEALTH_PATH, type EngineLock } from "../../shared/api";
 import { type ClientKind, createEngineClient, type EngineAddress } from "../../shared/api-client";
 import type { AppRouter } from "./router";
@@ -11,7 +11,6 @@ import type { AppRouter } from "./router";
 export type EngineClient = TRPCClient<AppRouter>;
 /** What each procedure answers and takes, as a client sees it (e.g. `ApiOutputs["setup"]["doctor"]`). */
 export type ApiOutputs = inferRouterOutputs<AppRouter>;
-export type ApiInputs = inferRouterInputs<AppRouter>;
 export type { ClientKind, EngineAddress };
 
 export function addressOf(lock: Pick<EngineLock, "port" | "token">): EngineAddress {

@@ -50,7 +50,7 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
     let finished = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let sub: { unsubscribe(): void } | null = null;
-    let lost = false;
+    const outage = outageNotes(opts.onConnection);
     const onAbort = () => finish("aborted");
     const end = () => {
       finished = true;
@@ -95,14 +95,7 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
           reject(err);
         },
         onConnectionStateChange: (st) => {
-          if (finished || !opts.onConnection) return;
-          if (st.state === "connecting" && st.error && !lost) {
-            lost = true;
-            opts.onConnection("lost", st.error.message.replace(/^(\w*Error: )+/, "")); // the cause in words, not a class name
-          } else if (st.state === "pending" && lost) {
-            lost = false;
-            opts.onConnection("back", "");
-          }
+          if (!finished) outage(st);
         },
       },
     );
@@ -126,7 +119,7 @@ export function nextEvent(
   return new Promise((resolve, reject) => {
     let sub: { unsubscribe(): void } | null = null;
     let ended = false;
-    let lost = false;
+    const outage = outageNotes(opts.onConnection);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const end = () => {
       ended = true;
@@ -156,17 +149,31 @@ export function nextEvent(
         },
         // The stream reconnects by itself; a caller that follows for a person says the engine went away (and came back).
         onConnectionStateChange: (st) => {
-          if (ended || !opts.onConnection) return;
-          if (st.state === "connecting" && st.error && !lost) {
-            lost = true;
-            opts.onConnection("lost", st.error.message.replace(/^(\w*Error: )+/, ""));
-          } else if (st.state === "pending" && lost) {
-            lost = false;
-            opts.onConnection("back", "");
-          }
+          if (!ended) outage(st);
         },
       },
     );
     if (ended) sub.unsubscribe();
   });
+}
+
+/**
+ * The event stream's connection as a person hears of it (FollowOptions.onConnection): "lost", with why in words (not an
+ * error's class name), once per outage while the stream keeps reconnecting, and "back" when it is open again. One
+ * tracker for every follower of the stream here (follow and nextEvent).
+ */
+export function outageNotes(
+  say: FollowOptions["onConnection"],
+): (st: { state: "idle" | "connecting" | "pending"; error?: { message: string } | null }) => void {
+  let lost = false;
+  return (st) => {
+    if (!say) return;
+    if (st.state === "connecting" && st.error && !lost) {
+      lost = true;
+      say("lost", st.error.message.replace(/^(\w*Error: )+/, ""));
+    } else if (st.state === "pending" && lost) {
+      lost = false;
+      say("back", "");
+    }
+  };
 }

@@ -21,7 +21,7 @@ import { VERSION } from "../../shared/api";
 
 export { VERSION };
 /** A model server's supervisor (`ocw serving supervise`, a process the engine starts): hosted by the CLI like the engine. */
-export { superviseServing } from "../serving/setup";
+export { superviseServing } from "../serving";
 
 export interface HostedEngine {
   engine: Engine;

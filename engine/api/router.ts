@@ -36,17 +36,30 @@ import { PolicyRule, type DecidedBy, type PermissionAsk } from "../../shared/per
 import { slimWorker, WaitInput, type WaitWorker } from "../../shared/wait";
 import { waitForNews, waitStream } from "./wait";
 import { explainPolicy } from "../approvals";
-import { cancelLlamaBuild, llamaBuildJob, startLlamaBuild } from "../serving/llama-build";
 import { hardwareSummary } from "../hardware";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
-import { forgetApiKey, resolveKey } from "../serving/keys";
 import { seqOf } from "../events";
 import { continueOnNewBase, type Engine, listWorkers, mergeBatch, pruneBranches, pushWork, retryWorker, revertLanded } from "../workers";
 import { FitInput } from "../../shared/fit";
 import {
+  cancelLlamaBuild,
+  deployK8s,
+  doctor,
+  fitFile,
+  fitPlan,
+  forgetApiKey,
+  llamaBuildJob,
+  providerModelsApi,
+  resolveKey,
+  serverDeleteApi,
+  serverDeleteOf,
+  serverKeepApi,
+  serverRestartApi,
+  serversListApi,
+  serverStopApi,
   setupCancelApi,
   setupCaptureApi,
   setupCatalog,
@@ -57,16 +70,16 @@ import {
   setupProviderKeyApi,
   setupStartApi,
   setTargetKey,
-} from "../serving/setup-api";
+  setupVerify,
+  startLlamaBuild,
+  stopRecorded,
+  stopUnkeptServing,
+} from "../serving";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
 import { ProviderModelsInput, SetupProviderKeyInput } from "../../shared/servers";
-import { providerModelsApi } from "../serving/providers-api";
-import { serverDeleteApi, serverDeleteOf, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "../serving/servers-api";
 import { config } from "../config";
-import { doctor, fitFile, fitPlan, setupVerify, stopRecorded } from "../serving/setup-commands";
 import { SetupVerifyInput } from "../../shared/setup";
 import { targetsWithEndpoints } from "./targets-view";
-import { deployK8s } from "../serving/k8s-deploy";
 import { inspectRepo } from "../workspace";
 import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "./ladder";
 import { preflightEndpoint } from "../admission";

@@ -1,6 +1,6 @@
 import { endpointsOf } from "../../shared/target";
 import { type EndpointStatus, readEndpoint } from "../admission";
-import { keyForProbe } from "../serving/keys";
+import { keyForProbe } from "../serving";
 import type { TargetStore } from "../store";
 
 /**

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Target } from "../../shared/target";
 import { targetSlug } from "../../shared/target";
 import { projectRoot } from "../paths";
-import { OPENCODE_FIRST_REQUEST_TOKENS } from "../serving/verify";
+import { OPENCODE_FIRST_REQUEST_TOKENS } from "../serving";
 
 export const WORKER_AGENT = "ocw-worker";
 export const PROVIDER_ID = "ocw";

@@ -3,6 +3,6 @@
 export { WORKER_AGENT } from "./config";
 export { type Harness, type HarnessServer, opencodeHarness } from "./harness";
 export { endStaleServer } from "./opencode-server";
-export { failureText, noAnswer, type OpencodePort, okValue, type PortFailure, type PortResult, type TurnMessage } from "./port";
+export { failureText, noAnswer, type OpencodePort, okValue, type PortResult, type TurnMessage } from "./port";
 export { modelFor, OpencodeServers } from "./servers";
 export { type OpencodeEvent, permissionAsk, questionAsk, Translator } from "./translate";

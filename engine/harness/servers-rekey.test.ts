@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Target } from "../../shared/target";
-import type { HarnessServer } from "./harness";
+import { FakeOpencode } from "../../test/fixtures/fake-harness";
 import { OpencodeServers } from "./servers";
 
 let upstream: http.Server;
@@ -47,7 +47,7 @@ function stubServers() {
     wire: () => undefined,
     harness: (o) => {
       made.push([o.provider ?? []].flat());
-      return { ready: true, url: null, pid: undefined, start: async () => undefined, stop: async () => undefined } as unknown as HarnessServer;
+      return new FakeOpencode(() => []);
     },
   });
   return { made, servers };

@@ -5,7 +5,7 @@ import { modelSilenceMs, providerIdFor } from "./config";
 import { KeyGateway } from "../gateway";
 import { directEntries, EgressProxy, type EgressOptions } from "../net";
 import { type SandboxKind, writeWorkerShell, writeWorkspacePlugin } from "../sandbox";
-import { resolveKey } from "../serving/keys";
+import { resolveKey } from "../serving";
 import { opencodeHarness, type Harness, type HarnessServer } from "./harness";
 import { opencodeRegistry } from "./opencode-server";
 

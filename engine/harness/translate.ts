@@ -5,7 +5,7 @@ import type { Event, Message, Part, PermissionRequest, QuestionRequest } from "@
 import type { PermissionAsk } from "../../shared/permission";
 import type { EngineEvent } from "../../shared/events";
 import type { TranscriptPart, Worker, WorkerEventBody } from "../../shared/worker";
-import { describeError } from "../serving/provider-errors";
+import { describeError } from "../serving";
 
 /** The event types the engine acts on; every other type is dropped at the boundary. */
 const HANDLED = [

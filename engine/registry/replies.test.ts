@@ -1,18 +1,21 @@
-import type { Message, Part } from "@opencode-ai/sdk/v2";
 import { describe, expect, it } from "vitest";
-import { ReplyTrack } from "./replies";
+import { ReplyTrack, type StreamMessage, type StreamPart } from "./replies";
 
-const user = (id: string) => ({ id, role: "user" }) as Message;
-const reply = (id: string, parentID: string, more: { completed?: number; error?: { name: string } } = {}) =>
-  ({
-    id,
-    role: "assistant",
-    parentID,
-    time: { created: 1, ...(more.completed ? { completed: more.completed } : {}) },
-    ...(more.error ? { error: more.error } : {}),
-  }) as unknown as Message;
-const text = (id: string, messageID: string, t: string, end = true) =>
-  ({ id, messageID, type: "text", text: t, time: { start: 1, ...(end ? { end: 2 } : {}) } }) as unknown as Part;
+const user = (id: string): StreamMessage => ({ id, role: "user" });
+const reply = (id: string, parentID: string, more: { completed?: number; error?: { name: string } } = {}): StreamMessage => ({
+  id,
+  role: "assistant",
+  parentID,
+  time: { created: 1, ...(more.completed ? { completed: more.completed } : {}) },
+  ...(more.error ? { error: more.error } : {}),
+});
+const text = (id: string, messageID: string, t: string, end = true): StreamPart => ({
+  id,
+  messageID,
+  type: "text",
+  text: t,
+  time: { start: 1, ...(end ? { end: 2 } : {}) },
+});
 
 /** A track that saw one prompt answered by a tool-call step and a final text step. */
 function answered(): ReplyTrack {
@@ -82,7 +85,7 @@ describe("the turn the event stream saw", () => {
     const t = new ReplyTrack();
     t.message(user("u1"));
     t.part(text("p1", "a1", "half", false));
-    t.part({ id: "p2", messageID: "a1", type: "reasoning", text: "thinking", time: { start: 1, end: 2 } } as unknown as Part);
+    t.part({ id: "p2", messageID: "a1", type: "reasoning", text: "thinking", time: { start: 1, end: 2 } });
     t.message(reply("a1", "u1", { completed: 4 }));
     expect(t.settled()?.replies[0]?.parts).toEqual([]);
   });

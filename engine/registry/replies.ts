@@ -1,5 +1,22 @@
-import type { Message, Part } from "@opencode-ai/sdk/v2";
 import type { TurnMessage } from "../harness";
+
+/** What the track reads of a `message.updated` event's message (opencode's Message fits it, by its shape). */
+export interface StreamMessage {
+  id: string;
+  role: string;
+  parentID?: string;
+  time?: { completed?: number; [other: string]: unknown };
+  error?: unknown;
+}
+
+/** What the track reads of a `message.part.updated` event's part (opencode's Part fits it, by its shape). */
+export interface StreamPart {
+  id: string;
+  messageID: string;
+  type: string;
+  text?: string;
+  time?: { end?: number; [other: string]: unknown };
+}
 
 /** The assistant messages that answer the newest user message of a worker's session. */
 export interface Replies {
@@ -34,7 +51,7 @@ export class ReplyTrack {
     this.prompts++;
   }
 
-  message(info: Message): void {
+  message(info: StreamMessage): void {
     if (!info?.id) return;
     if (info.role === "user") {
       this.users.add(info.id);
@@ -47,7 +64,7 @@ export class ReplyTrack {
     r.error = info.error as Reply["error"];
   }
 
-  part(part: Part): void {
+  part(part: StreamPart): void {
     if (part?.type !== "text" || !part.time?.end || !part.messageID || !part.id) return;
     this.reply(part.messageID).texts.set(part.id, String(part.text ?? ""));
   }

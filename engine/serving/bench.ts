@@ -17,7 +17,7 @@
 import { randomBytes } from "node:crypto";
 import { benchText, type TargetBench } from "../../shared/target";
 import { config } from "../config";
-import { MIN_AGENT_TOK_PER_SEC } from "../models/speed";
+import { MIN_AGENT_TOK_PER_SEC } from "../models";
 import { readBounded, sseData } from "../net";
 
 export interface BenchOptions {

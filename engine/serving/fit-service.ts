@@ -7,24 +7,29 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { type FitPick, FitResult } from "../../shared/fit";
 import type { HardwareReport } from "../hardware";
-import { CATALOG, type CatalogEntry, findCatalog, servedBy } from "../models/catalog";
-import { readHubSizes, withHubSizes } from "../models/hub-sizes";
-import type { KvCacheType } from "../models/ggml-types";
-import { SetupError } from "../models/errors";
 import {
+  CATALOG,
+  type CatalogEntry,
   CPU_SLOTS_NOTE,
   DEFAULT_MIN_CTX,
   defaultSlots,
   devicesFromHardware,
+  findCatalog,
+  isDatacenterGpu,
+  type KvCacheType,
+  loadGguf,
   modelFromInfo,
+  parseRepoRef,
   type PlanDevices,
   planModel,
+  planRepo,
   propose,
+  readHubSizes,
+  servedBy,
+  SetupError,
   slowProblem,
-} from "../models/plan";
-import { isDatacenterGpu } from "../models/speed";
-import { parseRepoRef, planRepo } from "../models/resolve";
-import { loadGguf } from "../models/source";
+  withHubSizes,
+} from "../models";
 import { TargetStore } from "../store";
 import { expectedLlamaBackend } from "./get-llama";
 import { findLlamaServer } from "./llama-server";

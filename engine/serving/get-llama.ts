@@ -9,9 +9,8 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import path from "node:path";
 import { execa } from "execa";
 import type { Gpu } from "../hardware";
-import { downloadFile, type DownloadProgress } from "../models/download";
+import { downloadFile, type DownloadProgress, SetupError } from "../models";
 import { projectRoot } from "../paths";
-import { SetupError } from "../models/errors";
 import { BodyTooLarge, readJsonBounded } from "../net";
 
 /** The most read of a GitHub release's JSON (tens of KiB with every asset). */

@@ -5,7 +5,7 @@
  */
 import { DeployK8sInput } from "../../shared/deploy";
 import { detectHardware } from "../hardware";
-import { listRepoFiles } from "../models/hf";
+import { listRepoFiles } from "../models";
 import {
   captureSteps,
   defaultName,
@@ -109,4 +109,3 @@ export async function deployK8s(input: DeployK8sInput) {
     what: kind === "kserve" ? `LLMInferenceService ${name} (${KSERVE_API_VERSION})` : `Deployment + Service ${name} (apps/v1, v1)`,
   };
 }
-export type DeployK8sResult = Awaited<ReturnType<typeof deployK8s>>;

@@ -12,14 +12,26 @@
  */
 import { API_KEY_ENTRY, KSERVE_API_VERSION, secretManifest } from "../../shared/deploy";
 import { targetSlug } from "../../shared/target";
-import { CATALOG, type CatalogEntry, findCatalog, makerRepo, runtimeFamily, servedBy } from "../models/catalog";
-import { GiB } from "../models/estimate";
-import { DEFAULT_MIN_CTX, type ParallelModel, type ParallelPlan, type PlanDevices, sizeParallel } from "../models/plan";
-import { hasFp8 } from "../models/speed";
+import {
+  CATALOG,
+  type CatalogEntry,
+  DEFAULT_MIN_CTX,
+  findCatalog,
+  GiB,
+  hasFp8,
+  makerRepo,
+  type ParallelModel,
+  type ParallelPlan,
+  type PlanDevices,
+  runtimeFamily,
+  servedBy,
+  SetupError,
+  type SetupErrorData,
+  sizeParallel,
+} from "../models";
 import { catalogModels } from "./parallel";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
 import { parseVersion, reasoningParser, SGLANG_IMAGE, toolParser, versionProblem, VLLM_IMAGE } from "./runtime-adapters";
-import { SetupError, type SetupErrorData } from "../models/errors";
 
 export { toolParser };
 
@@ -97,13 +109,6 @@ export const IMAGES = {
   kserve: { nvidia: null as string | null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" },
 };
 export { KSERVE_API_VERSION };
-
-/** The original (safetensors) repo of a catalog entry: its source is the maker's model card. */
-export function safetensorsRepo(e: CatalogEntry): string {
-  const r = makerRepo(e);
-  if (!r) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
-  return r;
-}
 
 const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
 

@@ -5,7 +5,7 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } f
 import { createRequire } from "node:module";
 import path from "node:path";
 import { stateDir } from "../store";
-import { SetupError } from "../models/errors";
+import { SetupError } from "../models";
 
 export function generateKey(): string {
   return `ocw-${randomBytes(24).toString("base64url")}`;

@@ -12,7 +12,7 @@ import path from "node:path";
 import { stateDir } from "../store";
 import { Supervisor, type SupervisorEvents, type SupervisorOptions } from "../process";
 import { httpJson } from "./http";
-import { SetupError, type SetupErrorData } from "../models/errors";
+import { SetupError, type SetupErrorData } from "../models";
 
 export interface LlamaPlan {
   /** Local GGUF path, or `-hf` repo[:quant]. */

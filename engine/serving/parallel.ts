@@ -9,17 +9,41 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import type { FitPick } from "../../shared/fit";
 import { targetSlug } from "../../shared/target";
-import { CATALOG, type CatalogEntry, type CatalogWeights, catalogHparams, findCatalog, makerRepo, servedBy } from "../models/catalog";
-import { HUB_CONFIG_MAX_BYTES, hubEndpoint as hubEndpointOf, hubHeaders, listRepoFiles, readHubJson, resolveUrl } from "../models/hf";
+import {
+  CATALOG,
+  type CatalogEntry,
+  catalogHparams,
+  type CatalogWeights,
+  findCatalog,
+  GiB,
+  gpuWords,
+  hasFp8,
+  HUB_CONFIG_MAX_BYTES,
+  hubEndpoint as hubEndpointOf,
+  hubHeaders,
+  listRepoFiles,
+  makerRepo,
+  mtpOf,
+  PARALLEL_OVERHEAD,
+  type ParallelModel,
+  type ParallelPlan,
+  parallelSpeed,
+  type PlanDevices,
+  readHubJson,
+  readHubSizes,
+  resolveUrl,
+  servedBy,
+  SetupError,
+  type SetupErrorData,
+  sglangMtpArgs,
+  shellQuote,
+  sizeParallel,
+  vllmMtpArgs,
+  withHubSizes,
+} from "../models";
 import type { FitPick as FitPickT, PlannedDevice } from "../../shared/fit";
-import { GiB } from "../models/estimate";
-import { gpuWords, PARALLEL_OVERHEAD, type ParallelModel, type ParallelPlan, type PlanDevices, parallelSpeed, shellQuote, sizeParallel } from "../models/plan";
-import { hasFp8 } from "../models/speed";
-import { readHubSizes, withHubSizes } from "../models/hub-sizes";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
 import { reasoningParser, toolParser } from "./runtime-adapters";
-import { mtpOf, sglangMtpArgs, vllmMtpArgs } from "../models/mtp";
-import { SetupError, type SetupErrorData } from "../models/errors";
 
 export class ParallelInputError extends SetupError {
   constructor(message: string, data: SetupErrorData = {}) {

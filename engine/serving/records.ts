@@ -12,7 +12,7 @@ import { closeSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmS
 import path from "node:path";
 import { readJson, stateDir, writeJsonAtomic } from "../store";
 import { alive, processStartTime } from "../process";
-import { SetupError } from "../models/errors";
+import { SetupError } from "../models";
 
 export interface ServingRecord {
   /** The target's id, or `ID@N` for replica N of a pool target (then `replicaOf` is the target's id). */

@@ -8,7 +8,7 @@ import { config } from "../config";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { type CatalogEntry, DEFAULT_IMAGES, runtimeFamily } from "../models/catalog";
+import { type CatalogEntry, DEFAULT_IMAGES, runtimeFamily } from "../models";
 
 export type ParallelRuntime = "vllm" | "sglang";
 

@@ -9,7 +9,7 @@ import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import { type Launched, stopPid } from "../process";
 import { httpJson } from "./http";
-import { SetupError } from "../models/errors";
+import { SetupError } from "../models";
 
 export interface RuntimeProcessOptions {
   cmd: string;

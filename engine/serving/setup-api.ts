@@ -15,11 +15,22 @@ import { TargetStore } from "../store";
 import type { LedgerRow } from "../../shared/ledger";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "./setup";
 import { detectHardware, type HardwareReport } from "../hardware";
-import { CATALOG, rankByLedger, servedBy } from "../models/catalog";
-import { readHubSizes, refreshHubSizes, withHubSizes } from "../models/hub-sizes";
-import { DEFAULT_MIN_CTX, defaultSlots, devicesFromHardware, propose } from "../models/plan";
+import {
+  CATALOG,
+  DEFAULT_MIN_CTX,
+  defaultSlots,
+  devicesFromHardware,
+  isSetupError,
+  propose,
+  rankByLedger,
+  readHubSizes,
+  refreshHubSizes,
+  servedBy,
+  SetupError,
+  type SetupErrorData,
+  withHubSizes,
+} from "../models";
 import { planFit, toolVerifiedModels } from "./fit-service";
-import { isSetupError, SetupError, type SetupErrorData } from "../models/errors";
 import { findLlamaServer } from "./llama-server";
 
 /** Bad input to a setup route: a setup error of kind "input" (code bad-input), with what was wrong as data. */

@@ -10,11 +10,23 @@ import path from "node:path";
 import { execa } from "execa";
 import { FitFileInput, type FitResult, FitPlanInput } from "../../shared/fit";
 import { budgetsFromReport, detectHardware, type HardwareReport, parseGpuSpec } from "../hardware";
-import { type DeviceBudget, type Estimate, estimate, GiB, MiB } from "../models/estimate";
-import { SetupError } from "../models/errors";
-import { hparamsFromMetadata } from "../models/hparams";
-import { defaultSlots, modelFromInfo, type PlanDevices, planModel } from "../models/plan";
-import { loadGguf, loadMetadataFile, type ModelInfo } from "../models/source";
+import {
+  defaultSlots,
+  type DeviceBudget,
+  type Estimate,
+  estimate,
+  GiB,
+  hparamsFromMetadata,
+  type KvCacheType,
+  loadGguf,
+  loadMetadataFile,
+  MiB,
+  modelFromInfo,
+  type ModelInfo,
+  type PlanDevices,
+  planModel,
+  SetupError,
+} from "../models";
 import { limitSetup, sandboxStatus } from "../sandbox";
 import type { TargetStore } from "../store";
 import { planFit, safeFindLlamaServer } from "./fit-service";
@@ -24,7 +36,6 @@ import { storeApiKey } from "./keys";
 import { onPath } from "./runtime-adapters";
 import { setupCapturePool } from "./pool";
 import { SetupVerifyInput } from "../../shared/setup";
-import type { KvCacheType } from "../models/ggml-types";
 import { FIRST_ANSWER_TOKENS, MIN_SLOT_CTX, OPENCODE_FIRST_REQUEST_TOKENS } from "./verify";
 
 const fmt = (b: number | null) => (b === null ? "?" : b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / MiB).toFixed(2)} MiB`);
@@ -181,7 +192,6 @@ export async function fitFile(input: FitFileInput, o: { hardware?: HardwareRepor
         : `does not fit ${slots} slot(s) × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
   };
 }
-export type FitFileReport = Awaited<ReturnType<typeof fitFile>>;
 
 /** `ocw fit` (the planner): planFit with the CLI's options on freshly detected hardware (no ledger reordering). */
 export async function fitPlan(input: FitPlanInput, o: { hardware?: HardwareReport; store?: TargetStore } = {}): Promise<FitResult> {
@@ -243,7 +253,6 @@ export async function doctor(input: { llamaServer?: string; cwd?: string }, o: {
     sandbox,
   };
 }
-export type DoctorReport = Awaited<ReturnType<typeof doctor>>;
 
 /** `ocw serving stop [--target ID]`: the recorded model servers ocw started, stopped (a reused pid is left alone). */
 export async function stopRecorded(target?: string) {
@@ -251,7 +260,6 @@ export async function stopRecorded(target?: string) {
   const line = (s: (typeof r.stopped)[number]) => ({ pid: s.pid, targetId: s.targetId, port: s.port });
   return { stopped: r.stopped.map(line), alreadyGone: r.alreadyGone.map((s) => ({ ...line(s), reused: r.reused.includes(s) })) };
 }
-export type StopRecordedResult = Awaited<ReturnType<typeof stopRecorded>>;
 
 /**
  * `ocw setup --capture URL… | --provider URL`: verify the endpoint(s) and save the target, on `store`; the lines
@@ -282,4 +290,3 @@ export async function setupVerify(input: SetupVerifyInput, store: TargetStore, b
   }
   return { result, logs };
 }
-export type SetupVerifyResult = Awaited<ReturnType<typeof setupVerify>>;

@@ -16,7 +16,7 @@ import { alive, type ProcessIdentity, processStartTime, Supervisor } from "../pr
 import { type LoggedSizes, signalablePid, startLlamaServer, stopPid, waitHealthy } from "./llama-server";
 import { startRuntimeProcess } from "./runtime-process";
 import { type VerifyResult, verifyEndpoint } from "./verify";
-import { SetupError, type SetupErrorData } from "../models/errors";
+import { SetupError, type SetupErrorData } from "../models";
 
 /** Bad input: one line saying what to do; exit code 2. */
 export class SetupInputError extends SetupError {

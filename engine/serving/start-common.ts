@@ -3,7 +3,7 @@
  * job's options, the classified failure (StartError), the log and download classifiers, the phase helpers and the
  * running servers a start may replace. A leaf of engine/serving/: it imports no start, CLI or runtime module.
  */
-import { SetupError } from "../models/errors";
+import { SetupError } from "../models";
 import { type SetupFailure, SetupJob, type SetupPhase, type SetupPhaseName, type SetupStartInput } from "../../shared/setup";
 import type { TargetBench } from "../../shared/target";
 import { benchBudgetSec, benchLine, benchmarkEndpoint } from "./bench";

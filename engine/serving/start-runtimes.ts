@@ -22,10 +22,9 @@ import { benchPhase, classifyLog, confirmPhase, planReplacing, type RunningGroup
 import type { TargetBench } from "../../shared/target";
 import type { VerifyResult } from "./verify";
 import { findRuntime, imageFor, installedVersion, versionProblem } from "./runtime-adapters";
-import { commandWords, shellQuote } from "../models/plan";
+import { commandWords, isSetupError, shellQuote } from "../models";
 import type { FitPick } from "../../shared/fit";
 import { planFit } from "./fit-service";
-import { isSetupError } from "../models/errors";
 import { parallelDevices } from "./parallel";
 import { verifyEndpoint } from "./verify";
 

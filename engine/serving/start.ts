@@ -13,16 +13,26 @@ import type { FitPick } from "../../shared/fit";
 import { SetupJob, type SetupPhase, type SetupPhaseName, type SetupPlacement, SetupStartInput } from "../../shared/setup";
 import { type Target, type TargetBench, type TargetCheck, targetSlug } from "../../shared/target";
 import { detectHardware, type HardwareReport, listLlamaDevices } from "../hardware";
-import { findCatalog } from "../models/catalog";
-import { DownloadError, downloadFile } from "../models/download";
-import { hubEndpoint, hubHeaders, listRepoFiles, resolveUrl, type HubFile } from "../models/hf";
+import {
+  commandWords,
+  devicesFromHardware,
+  DownloadError,
+  downloadFile,
+  findCatalog,
+  hubEndpoint,
+  type HubFile,
+  hubHeaders,
+  isSetupError,
+  listRepoFiles,
+  localPathFor,
+  parseRepoRef,
+  resolveUrl,
+  shellQuote,
+} from "../models";
 import { describeFetchError } from "../net";
 import { config } from "../config";
-import { commandWords, devicesFromHardware, shellQuote } from "../models/plan";
-import { localPathFor, parseRepoRef } from "../models/resolve";
 import { stateDir } from "../store";
 import { planFit } from "./fit-service";
-import { isSetupError } from "../models/errors";
 import { installPrebuilt } from "./get-llama";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";

@@ -6,7 +6,7 @@ import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
 import { baselineChecks, baselineInFreshWorkspace, grade } from "../grading";
 import { type HarnessServer, okValue } from "../harness";
-import { describeError } from "../serving/provider-errors";
+import { describeError } from "../serving";
 import type { SandboxKind } from "../sandbox";
 import type { Workspace } from "../workspace";
 import type { TargetStore } from "../store";

@@ -21,7 +21,6 @@ export {
   mergeHint,
   mirrorsRootOf,
   moveOntoMirror,
-  objectsOf,
   partialHolds,
   prepareGrading,
   publishBranch,

@@ -677,7 +677,7 @@ const objectFormat = (commit: string): ObjectFormat => (commit.length === 64 ? "
 
 // Asked once per repository, not per worker.
 const objectDirs = new Map<string, Promise<string>>();
-export function objectsOf(repo: string): Promise<string> {
+function objectsOf(repo: string): Promise<string> {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value!);
@@ -1288,17 +1288,13 @@ export async function keptIndexInto(ws: Workspace, index: string, listing: { bas
  */
 const LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 
-/**
- * Why the worker's files are over the caps, or null: more new files than `caps.files`, more bytes added (new files, and
- * what tracked files grew by) than `caps.bytes`, or one file larger than `caps.fileBytes` (and larger than at the base).
- * Sizes from lstat (a symlink is its target's name); names as bytes, shown losslessly.
- */
-export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snapshotCaps(), keepIndex?: string): Promise<string | null> {
-  return (await capsListing(ws, caps, keepIndex)).over;
-}
-
-/** The caps check (snapshotOverCaps) and what it read: the new files' names (latin1) and the base's listing. */
+/** The caps check (capsListing) and what it read: the new files' names (latin1) and the base's listing. */
 interface CapsListing {
+  /**
+   * Why the worker's files are over the caps, or null: more new files than `caps.files`, more bytes added (new files,
+   * and what tracked files grew by) than `caps.bytes`, or one file larger than `caps.fileBytes` (and larger than at the
+   * base). Sizes from lstat (a symlink is its target's name); names as bytes, shown losslessly.
+   */
   over: string | null;
   fresh: string[];
   base: BaseListing | null;
