@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanup, tempDir } from "../../test/helpers";
 import { pidAlive } from "../process";
-import { EGRESS_CAP } from "../net/egress";
+import { EGRESS_CAP } from "../net";
 import { BUN_MAX_HTTP_REQUESTS, OPENCODE_LOG_CAP, OpencodeServer } from "./opencode-server";
 
 const tmps: string[] = [];
