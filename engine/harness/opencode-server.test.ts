@@ -7,7 +7,8 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanup, tempDir } from "../../test/helpers";
 import { pidAlive } from "../process";
-import { OPENCODE_LOG_CAP, OpencodeServer } from "./opencode-server";
+import { EGRESS_CAP } from "../net";
+import { BUN_MAX_HTTP_REQUESTS, OPENCODE_LOG_CAP, OpencodeServer } from "./opencode-server";
 
 const tmps: string[] = [];
 const servers: OpencodeServer[] = [];
@@ -35,6 +36,7 @@ function standIn(dir: string, plan: string[], streams: string[] = []): { starts:
 const fs = require("node:fs"), http = require("node:http");
 const n = Number(fs.readFileSync(${JSON.stringify(counter)}, "utf8")) + 1;
 fs.writeFileSync(${JSON.stringify(path.join(dir, "argv"))}, JSON.stringify(process.argv.slice(2)));
+fs.writeFileSync(${JSON.stringify(path.join(dir, "bun-max"))}, String(process.env.BUN_CONFIG_MAX_HTTP_REQUESTS));
 fs.writeFileSync(${JSON.stringify(counter)}, String(n));
 const fate = fs.readFileSync(${JSON.stringify(path.join(dir, "plan"))}, "utf8").split("\\n")[n - 1] ?? "ok";
 if (fate === "fail") { process.stderr.write("start " + n + " fails\\n"); process.exit(1); }
@@ -119,6 +121,15 @@ describe("OpencodeServer on the one supervisor", () => {
     expect(JSON.parse(readFileSync(path.join(dir, "argv"), "utf8"))).toContain("--log-level=WARN");
     expect(statSync(`${log}.1`).size).toBe(OPENCODE_LOG_CAP + 1);
     expect(existsSync(log) ? statSync(log).size : 0).toBe(0);
+  }, 60_000);
+
+  it("serve's Bun runs 512 fetches at once (BUN_CONFIG_MAX_HTTP_REQUESTS; 256 by default): a target's 256 slots of model requests and the egress proxy's cap on its webfetches fit together", async () => {
+    const dir = tempDir("oc-sup");
+    tmps.push(dir);
+    standIn(dir, ["ok"]);
+    await server(path.join(dir, "home")).start();
+    expect(readFileSync(path.join(dir, "bun-max"), "utf8")).toBe("512");
+    expect(BUN_MAX_HTTP_REQUESTS).toBeGreaterThanOrEqual(256 + EGRESS_CAP);
   }, 60_000);
 
   it("concurrent starts share one serve; a stop ends it and nothing restarts it", async () => {

@@ -80,6 +80,9 @@ export interface OpencodeServerOptions {
   egress?: { proxy: string; direct: string[] };
 }
 
+/** What opencode serve's Bun runs of fetch at once (BUN_CONFIG_MAX_HTTP_REQUESTS): 256 model slots and EGRESS_CAP, with room. */
+export const BUN_MAX_HTTP_REQUESTS = 512;
+
 /** The npm registry opencode may install plugins from: nowhere unless configured (opencode is run offline). */
 export function opencodeRegistry(): string {
   return ocwConfig().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/";
@@ -173,6 +176,10 @@ export class OpencodeServer extends EventEmitter {
       OPENCODE_MODELS_PATH: seedModelsCatalog(path.join(h, "models-catalog.json")),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
       npm_config_registry: opencodeRegistry(),
+      // Bun's fetch runs at most this many requests at once per process (256 by default) and queues the rest: the
+      // target's workers' model requests (up to 256 slots) and the egress proxy's cap on its webfetches (EGRESS_CAP,
+      // 128) fit together (docs/security.md, measured).
+      BUN_CONFIG_MAX_HTTP_REQUESTS: String(BUN_MAX_HTTP_REQUESTS),
     });
   }
 

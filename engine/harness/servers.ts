@@ -90,7 +90,7 @@ export class OpencodeServers {
     // The model's endpoints (or the gateway before them) and opencode's package registry are reached directly; every
     // other connection through the egress proxy, which checks it when it is made.
     const direct = directEntries([...provider.map((p) => p.baseURL), opencodeRegistry()]);
-    const proxy = await this.egress.start();
+    await this.egress.start();
     const { stateDir, workspacesRoot, tmpRoot, mirrorsRoot, sandbox } = this.opts;
     // There before the server starts: a mount namespace cannot gain the folder later (its mirrors come and go inside).
     mkdirSync(mirrorsRoot, { recursive: true });
@@ -99,6 +99,9 @@ export class OpencodeServers {
     const plugin = writeWorkspacePlugin(path.join(stateDir, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
+    // An identity of its own at the proxy: what this server's fetches hold there is counted apart from every other's, and
+    // capped below what Bun runs at once, so its webfetches never take the slots of its model requests.
+    const proxy = this.egress.identity(`target ${target.id}'s opencode`);
     if (routed) this.keyed.set(target.id, { key, baseURLs: provider.map((p) => p.baseURL), upstreams: endpointsOf(target).map((e) => e.url) });
     s = (this.opts.harness ?? opencodeHarness)({
       target,

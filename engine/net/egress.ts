@@ -16,6 +16,12 @@ import { type Lookup, localAddress, lookupHost, resolvesLocal } from "./address"
  * lookup for opencode to be answered differently). The model's endpoints and the key gateway are opencode's NO_PROXY
  * (`directEntries`): model traffic never passes through the engine. Only what holds the proxy's key (opencode's
  * environment) may use it. Plain http is relayed request by request; https is a CONNECT tunnel (the TLS is opencode's).
+ *
+ * Each opencode serve has an identity of its own (`identity()`: a user name and key in its proxy URL), and one identity
+ * holds at most `cap` requests and tunnels through the proxy at once; beyond that a request is answered 503 at once.
+ * Bun's fetch runs at most BUN_CONFIG_MAX_HTTP_REQUESTS requests per process at once (256 by default) and queues the
+ * rest, model requests included: webfetches to a page that never answers held every one of them, and every worker of
+ * that serve stalled until webfetch gave up (120 s). A refusal frees Bun's slot at once (docs/security.md, measured).
  */
 export interface EgressOptions {
   /** The addresses a host name resolves to (a test's stand-in); default: the system's resolver. */
@@ -23,6 +29,30 @@ export interface EgressOptions {
   /** The address a checked address is reached at (a test's stand-in: a local server playing a public address); default: itself. */
   dial?: (address: string) => string;
   log?: (line: string) => void;
+  /** Requests and tunnels one identity holds through the proxy at once; default `EGRESS_CAP`. */
+  cap?: number;
+}
+
+/**
+ * Requests and tunnels one opencode serve holds through the proxy at once. Bun (1.3.14, measured) counts requests in
+ * flight, not sockets, but keeps up to 64 idle kept-alive sockets per process for ~6 s, and an idle https tunnel is
+ * still a tunnel here: 64 of them plus 64 webfetches in flight. Half of the 256 requests Bun runs by default stay free
+ * for the model; opencode serve is given BUN_CONFIG_MAX_HTTP_REQUESTS=512 (engine/harness/opencode-server.ts) so a
+ * target's 256 slots of workers streaming and this cap fit together.
+ */
+export const EGRESS_CAP = 128;
+
+/** One client of the proxy (an opencode serve): its Proxy-Authorization, and what it holds through the proxy now. */
+interface Identity {
+  name: string;
+  /** Whose it is, in the engine's log (a target's id). */
+  label: string;
+  key: string;
+  /** `Basic base64(name:key)`, as opencode sends it. */
+  auth: Buffer;
+  held: number;
+  /** The cap was logged since the identity last held half of it or less (one line per flood, not one per refusal). */
+  told: boolean;
 }
 
 /** A connection with nothing sent either way for this long is closed (webfetch gives up after 120 s). */
@@ -57,14 +87,29 @@ const unexpected = (err: unknown) => `opencode-worker's proxy could not serve th
 export class EgressProxy {
   private server: http.Server | null = null;
   private starting: Promise<string> | null = null;
-  private readonly key = randomBytes(24).toString("base64url");
+  /** By user name: `ocw` (what `start()` answers) and one per `identity()`. */
+  private readonly identities = new Map<string, Identity>();
+  private readonly cap: number;
+  private port = 0;
   private readonly sockets = new Set<Socket>();
   /** Connections a CONNECT was answered 200 on: their bytes are the tunnel's from then on. */
   private readonly tunnelled = new WeakSet<Socket>();
   /** Each connection's request being served (its answer not over yet), which the next one on it waits for. */
   private readonly turns = new WeakMap<Socket, Promise<void>>();
 
-  constructor(private readonly opts: EgressOptions = {}) {}
+  constructor(private readonly opts: EgressOptions = {}) {
+    this.cap = opts.cap ?? EGRESS_CAP;
+    this.identities.set("ocw", EgressProxy.newIdentity("ocw", "ocw"));
+  }
+
+  private static newIdentity(name: string, label: string): Identity {
+    const key = randomBytes(24).toString("base64url");
+    return { name, label, key, auth: Buffer.from(`Basic ${Buffer.from(`${name}:${key}`).toString("base64")}`), held: 0, told: false };
+  }
+
+  private urlOf(id: Identity): string {
+    return `http://${id.name}:${id.key}@127.0.0.1:${this.port}`;
+  }
 
   /** Starts the proxy (once) on loopback; its URL, with the key opencode presents (Proxy-Authorization). */
   start(): Promise<string> {
@@ -108,11 +153,23 @@ export class EgressProxy {
         // exception without a listener: the listener used while starting handled only the first.
         server.on("error", (err) => this.opts.log?.(`egress proxy: ${err.message}`));
         this.server = server;
-        const port = (server.address() as { port: number }).port;
-        resolve(`http://ocw:${this.key}@127.0.0.1:${port}`);
+        this.port = (server.address() as { port: number }).port;
+        resolve(this.urlOf(this.identities.get("ocw")!));
       });
     });
     return this.starting;
+  }
+
+  /**
+   * A URL of the started proxy with an identity of its own (user name and key): what one opencode serve is given, so
+   * that its requests and tunnels are counted apart from every other's (at most `cap` at once). `label` names it in the
+   * engine's log.
+   */
+  identity(label: string): string {
+    if (!this.server) throw new Error("the egress proxy is not started");
+    const id = EgressProxy.newIdentity(`s${this.identities.size}`, label);
+    this.identities.set(id.name, id);
+    return this.urlOf(id);
   }
 
   async close(): Promise<void> {
@@ -151,10 +208,39 @@ export class EgressProxy {
     socket.off("close", done);
   }
 
-  private authorised(req: http.IncomingMessage): boolean {
-    const got = Buffer.from(req.headers["proxy-authorization"] ?? "");
-    const want = Buffer.from(`Basic ${Buffer.from(`ocw:${this.key}`).toString("base64")}`);
-    return got.length === want.length && timingSafeEqual(got, want);
+  /** Whose key the request presents (its user name picks the identity; the key is compared in constant time), or null. */
+  private authorised(req: http.IncomingMessage): Identity | null {
+    const header = req.headers["proxy-authorization"] ?? "";
+    if (!header.startsWith("Basic ")) return null;
+    const user = Buffer.from(header.slice(6), "base64").toString("latin1");
+    const id = this.identities.get(user.slice(0, user.indexOf(":")));
+    if (!id) return null;
+    const got = Buffer.from(header);
+    return got.length === id.auth.length && timingSafeEqual(got, id.auth) ? id : null;
+  }
+
+  /**
+   * One more request or tunnel held by `id`: its release (once, whichever of its ends comes first), or null when `id`
+   * holds `cap` already (what the caller answers 503, which frees opencode's fetch at once).
+   */
+  private take(id: Identity): (() => void) | null {
+    if (id.held >= this.cap) {
+      if (!id.told) this.opts.log?.(`egress: ${id.label} holds ${this.cap} connections through the proxy (its limit): more are refused until some end`);
+      id.told = true;
+      return null;
+    }
+    id.held++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      if (--id.held <= this.cap / 2) id.told = false;
+    };
+  }
+
+  /** What a request past the cap is answered (the connection then closed). */
+  private full(): string {
+    return `opencode-worker's proxy refused this connection: this opencode already has ${this.cap} connections open through it (its limit); try again when some of its fetches end\n`;
   }
 
   /**
@@ -195,7 +281,19 @@ export class EgressProxy {
       res.writeHead(status, { "content-type": "text/plain; charset=utf-8", connection: "close", ...headers });
       res.end(text);
     };
-    if (!this.authorised(req)) return send(407, "proxy authentication required\n", { "proxy-authenticate": 'Basic realm="ocw"' });
+    const who = this.authorised(req);
+    if (!who) return send(407, "proxy authentication required\n", { "proxy-authenticate": 'Basic realm="ocw"' });
+    // Held from here (its name's lookup included: Bun's request waits through it) until its answer is over or its
+    // connection gone.
+    const release = this.take(who);
+    if (!release) return send(503, this.full());
+    const over = () => {
+      release();
+      res.off("close", over);
+      req.socket.off("close", over);
+    };
+    res.once("close", over);
+    req.socket.once("close", over);
     let url: URL;
     try {
       url = new URL(req.url ?? "");
@@ -264,12 +362,21 @@ export class EgressProxy {
   /** An https connection (`CONNECT host:443`): a tunnel to the checked address; the TLS inside is opencode's own. */
   private async tunnel(req: http.IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
     socket.on("error", () => socket.destroy());
-    const answer = (status: string, text: string, extra = ""): void =>
-      void socket.end(
+    let release: (() => void) | null = null;
+    // An answer ends the tunnel: what it held is free then, whenever opencode closes its side.
+    const answer = (status: string, text: string, extra = ""): void => {
+      release?.();
+      socket.end(
         `HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\n${extra}connection: close\r\n\r\n${text}`,
       );
-    if (!this.authorised(req))
-      return answer("407 Proxy Authentication Required", "proxy authentication required\n", 'proxy-authenticate: Basic realm="ocw"\r\n');
+    };
+    const who = this.authorised(req);
+    if (!who) return answer("407 Proxy Authentication Required", "proxy authentication required\n", 'proxy-authenticate: Basic realm="ocw"\r\n');
+    // Held from here (its name's lookup included) until the connection closes, an idle kept-alive tunnel too: the proxy
+    // cannot tell one from a tunnel whose page never answers.
+    release = this.take(who);
+    if (!release) return answer("503 Service Unavailable", this.full());
+    socket.once("close", release);
     // host:port, the port always spelled (the URL parser would drop a default one)
     const m = /^(\[[0-9a-fA-F:.]+\]|[^:/@[\]\s]+):(\d{1,5})$/.exec(req.url ?? "");
     let hostname = "";

@@ -7,4 +7,4 @@ export { describeFetchError } from "./cause";
 export { type Keep, type MetricsReading, PARSE_INLINE_MAX, parseBody, readJsonBounded, type SlotsSummary } from "./parse";
 export { SSE_EVENT_MAX, SseEventTooLarge, SseSplitter, sseData } from "./sse";
 export { type Lookup, localAddress, localTarget, lookupHost, resolvesLocal } from "./address";
-export { bypassesProxy, directEntries, EgressProxy, type EgressOptions } from "./egress";
+export { bypassesProxy, directEntries, EGRESS_CAP, EgressProxy, type EgressOptions } from "./egress";

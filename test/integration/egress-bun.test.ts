@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { opencodeBinary } from "../../engine/harness/opencode-server";
+import { EGRESS_CAP, EgressProxy } from "../../engine/net/egress";
 
 const servers: http.Server[] = [];
 const hits: string[] = [];
@@ -234,5 +235,80 @@ describe("how many connections one opencode holds at the proxy", () => {
     } finally {
       held.close();
     }
+  }, 30_000);
+});
+
+describe("a worker's webfetches that never end, and the model's requests of the same opencode", () => {
+  /**
+   * 300 fetches through `proxy` to pages that never answer (half http, half https), then, 500 ms later, one to a model
+   * stand-in that NO_PROXY sends direct, given 3 s: how it went, and what the 300 were answered.
+   */
+  const flood = `
+    const [hang, fast] = [process.argv[1], process.argv[2]];
+    const statuses = {};
+    for (let i = 0; i < 300; i++)
+      fetch((i % 2 ? "https" : "http") + "://h" + i + ".example.com:" + hang + "/").then((r) => (statuses[r.status] = (statuses[r.status] ?? 0) + 1), () => {});
+    await new Promise((r) => setTimeout(r, 500));
+    const t = performance.now();
+    const model = await Promise.race([
+      fetch(fast).then(async (r) => r.status + " " + (await r.text()) + " in " + Math.round(performance.now() - t) + " ms", (e) => "error " + (e.code ?? e.name)),
+      new Promise((r) => setTimeout(() => r("stalled"), 3000)),
+    ]);
+    console.log(JSON.stringify({ model, statuses }));
+    process.exit(0);`;
+
+  it("past the proxy's cap on one opencode, its fetches are answered 503 at once, freeing Bun's slots: a model request is answered while 300 webfetches hang (with no cap it waited, Bun's 256 all held)", async (ctx) => {
+    let bin: string;
+    try {
+      bin = opencodeBinary();
+    } catch {
+      return ctx.skip();
+    }
+    // Pages that never answer (plain http, and a tunnel whose TLS is never answered), counted.
+    const up = { open: 0, peak: 0 };
+    const hang = net.createServer((c) => {
+      up.open++;
+      up.peak = Math.max(up.peak, up.open);
+      c.on("close", () => up.open--);
+      c.on("error", () => {});
+      // read (and drop) what comes: a socket never read never sees its peer close
+      c.resume();
+    });
+    const hangPort = await listen(hang as unknown as http.Server);
+    const modelPort = await listen(http.createServer((_req, res) => res.end("tokens")));
+    const run = async (cap: number) => {
+      up.peak = 0;
+      const p = new EgressProxy({ lookup: async () => ["93.184.215.14"], dial: () => "127.0.0.1", cap });
+      await p.start();
+      const proxyUrl = p.identity("test");
+      try {
+        const out = await new Promise<string>((resolve) =>
+          execFile(
+            bin,
+            ["-e", flood, String(hangPort), `http://127.0.0.1:${modelPort}/v1/chat/completions`],
+            // Bun's own default limit (256), not the 512 serve is given: the cap alone is what is tried here.
+            {
+              env: { PATH: process.env.PATH ?? "", BUN_BE_BUN: "1", HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, NO_PROXY: `127.0.0.1:${modelPort}` },
+              timeout: 15_000,
+            },
+            (_err, stdout) => resolve(stdout.trim()),
+          ),
+        );
+        return { ...(JSON.parse(out || "{}") as { model?: string; statuses?: Record<string, number> }), peak: up.peak };
+      } finally {
+        await p.close();
+        // the proxy's upstream connections close after it: none left over for the next run's count
+        for (let i = 0; i < 100 && up.open > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+
+    const uncapped = await run(10_000);
+    expect(uncapped.model).toBe("stalled");
+    expect(uncapped.peak).toBe(256);
+
+    const capped = await run(EGRESS_CAP);
+    expect(capped.model).toMatch(/^200 tokens in \d+ ms$/);
+    expect(capped.peak).toBe(EGRESS_CAP);
+    expect(capped.statuses).toEqual({ 503: 300 - EGRESS_CAP });
   }, 30_000);
 });
