@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from "react";
 import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
-import { countsAsBuilt } from "../../../shared/verdict";
+import { countsAsBuilt, type Verdict } from "../../../shared/verdict";
 import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
@@ -675,7 +675,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       )}
       {w.state === "honest-failure" && (
         <div className="card-ask small">
-          <span className="muted grow">Failed its checks.</span>
+          <span className="muted grow">{failedWhy(w.verdict)}</span>
           <button type="button" className="btn small" disabled={busy} onClick={retry} title="the same task as a new worker, in a fresh workspace">
             Retry
           </button>
@@ -683,6 +683,21 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       )}
     </section>
   );
+}
+
+/**
+ * Why a failed worker failed, in one line for its card: its checks only when one of them failed (a worker that changed
+ * nothing fails with every check passing, and "failed its checks" would tell it wrong).
+ */
+export function failedWhy(v: Verdict | null): string {
+  if (!v) return "Failed.";
+  if (v.scope.snapshotCap) return "Failed: its files were too large to grade.";
+  if (v.scope.checkConfig?.length) return "Failed: it changed what its checks run.";
+  const failing = v.checks.filter((c) => !c.passed).length;
+  if (failing) return failing === v.checks.length ? "Failed its checks." : `Failed ${failing} of its ${v.checks.length} checks.`;
+  if (!v.scope.passed) return "Failed: it changed files outside its scope.";
+  if (!v.scope.changedFiles.length) return "Failed: it changed no file.";
+  return "Failed.";
 }
 
 /** Queued workers listed above the cards: the first few (a long queue would push the workers that need you out of view). */
