@@ -162,6 +162,8 @@ test("every ask card shows its flags before the decision: protected, out of scop
   await page.goto(`${engine.origin}/#/workers/${o}`);
   await page.locator("details.tool-error summary", { hasText: "out-link/escape.txt" }).click();
   await expect(page.getByText(/refused this write call: out-link\/escape.txt leads outside your workspace/).first()).toBeVisible();
+  // One refused call is "1 tool failure", not "1 tool failures".
+  await expect(page.locator(".facts .chip-warn")).toHaveText("1 tool failure");
   await shot(page, "02-refused-outside");
   expect(existsSync(path.join(outside, "escape.txt"))).toBe(false);
 
@@ -361,6 +363,9 @@ test("notifications: permission shown, then a new ask, a verdict and a stalled w
   await panel.getByLabel("Notify me").check();
   await panel.getByLabel("also while this window is in front").check();
   await panel.getByLabel("play a sound").check();
+  // The button is as wide as its label, not stretched across the panel like a text field.
+  const soundBox = (await panel.getByRole("button", { name: "Test sound" }).boundingBox())!;
+  expect(soundBox.width).toBeLessThan(200);
   await shot(page, "07-notification-settings");
 
   const { workerId } = await engine.client.workers.start.mutate({

@@ -5,7 +5,7 @@ import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
-import { duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
+import { counted, duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { go, href } from "../router";
 import {
   batchLabel,
@@ -605,13 +605,14 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
             </span>
           )}
         </span>
-        <Sparkline values={rate ?? []} label={`tokens per second of ${w.id}`} />
+        {/* The live rate chart is for a worker at work; at rest its average is in the stats and its last line gets the width. */}
+        {!isAtRest(w.state) && <Sparkline values={rate ?? []} label={`tokens per second of ${w.id}`} />}
       </div>
       {(w.verdict || w.toolFailures > 0 || w.stalled) && (
         <div className="card-foot small">
           {w.verdict && <VerdictChips verdict={w.verdict} />}
           {w.merged && <span className="chip chip-ok">merged</span>}
-          {w.toolFailures > 0 && <span className="chip chip-warn">{w.toolFailures} tool failures</span>}
+          {w.toolFailures > 0 && <span className="chip chip-warn">{counted(w.toolFailures, "tool failure")}</span>}
           {w.stalled && <span className="chip chip-warn">stalled</span>}
         </div>
       )}
