@@ -5,7 +5,7 @@ import { Shortcuts } from "./components/Shortcuts";
 import { href, useRoute, type Route } from "./router";
 import { Dashboard } from "./screens/Dashboard";
 import { desktop } from "./desktop";
-import { ago, taskTitle, useNow } from "./format";
+import { ago, counted, taskTitle, useNow } from "./format";
 import { dismissNotice, usePending, useStore } from "./store";
 import { applyTheme, readThemePref, THEME_PREFS, type ThemePref } from "./theme";
 
@@ -93,7 +93,7 @@ export function App() {
           </div>
           {connectionError && connection !== "live" && <div className="conn-error">{connectionError}</div>}
           <div className="target-line" title="active target">
-            {status?.activeTarget ? `${status.activeTarget.model} · ${status.activeTarget.serving.slots} slots` : "no active target"}
+            {status?.activeTarget ? `${status.activeTarget.model} · ${counted(status.activeTarget.serving.slots, "slot")}` : "no active target"}
           </div>
         </div>
       </nav>
