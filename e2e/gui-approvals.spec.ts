@@ -217,6 +217,8 @@ test("bulk: one click approves the same command in every worker of a batch; the 
   await approveAll.click();
   await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
   await expect(page).toHaveTitle("opencode-worker");
+  // The notice says what was approved ("approved 3" alone said three of what?).
+  await expect(page.locator(".notice").filter({ hasText: /^approved 3 asks/ })).toBeVisible();
   // Their commands change no file: graded honest-failure (a no-op is never built), which is not what this test is about.
   for (const id of workerIds)
     await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("honest-failure");

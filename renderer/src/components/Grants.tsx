@@ -50,7 +50,7 @@ export function GrantList({
       await api.approvals.revokeGrant.mutate({ grantId: g.id });
       pushNotice("info", `revoked: ${g.tool} ${showUntrusted(grantShown(g.pattern, worktreeOf(g.workerId)), { max: 300, lines: false })} for ${g.workerId}`);
     } catch (err) {
-      pushNotice("error", `revoke ${g.id}: ${errorText(err)}`);
+      pushNotice("error", `revoke the ${g.tool} grant of ${g.workerId}: ${errorText(err)}`);
     } finally {
       setBusy(null);
     }
