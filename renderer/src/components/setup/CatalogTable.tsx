@@ -1,6 +1,6 @@
 // The engine's catalog, each entry with the engine's fit for this machine (the "fits / how" badge) or why not.
 import type { CatalogView } from "../../../../shared/fit";
-import { ctxText, gib, PLACEMENT } from "./format";
+import { ctxText, PLACEMENT, quantsText } from "./format";
 
 export function CatalogTable({ entries, chosen, onPlan }: { entries: CatalogView[]; chosen: string | null; onPlan: (id: string) => void }) {
   return (
@@ -34,7 +34,7 @@ export function CatalogTable({ entries, chosen, onPlan }: { entries: CatalogView
               </td>
               <td>{ctxText(e.contextLength)}</td>
               <td className="small">
-                {e.quants.length} · {gib(Math.min(...sizes))}–{gib(Math.max(...sizes))}
+                {quantsText(sizes)}
               </td>
               <td>
                 {badge && e.fit ? (
