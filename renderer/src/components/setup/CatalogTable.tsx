@@ -33,7 +33,9 @@ export function CatalogTable({ entries, chosen, onPlan }: { entries: CatalogView
                 {e.totalParamsB}B{e.activeParamsB !== e.totalParamsB ? ` (${e.activeParamsB}B active)` : ""}
               </td>
               <td>{ctxText(e.contextLength)}</td>
-              <td className="small">{quantsText(sizes)}</td>
+              <td className="small quants">
+                <span>{quantsText(sizes)}</span>
+              </td>
               <td>
                 {badge && e.fit ? (
                   <>
