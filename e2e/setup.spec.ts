@@ -261,6 +261,8 @@ test("API provider: an unset key variable is a clear error; a verified provider 
   await shot(page, "10-provider-confirm-unverified");
   await page.getByRole("button", { name: "Yes, save it unverified" }).click();
   await expect(result.getByRole("status")).toContainText("Saved without verifying");
+  // Said once: not again in the engine's own words ("saved later without verifying it (your choice): …").
+  await expect(result.getByRole("status")).not.toContainText("without verifying it");
   await expect(page.getByRole("region", { name: "Saved targets" }).getByRole("row").filter({ hasText: "later" })).toContainText("unverified");
   await shot(page, "11-provider-unverified", page.getByRole("region", { name: "Saved targets" }));
   const t = (await cpu.client.targets.list.query()).targets.find((x) => x.id === "later");
