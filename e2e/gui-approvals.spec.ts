@@ -162,6 +162,8 @@ test("every ask card shows its flags before the decision: protected, out of scop
   await page.goto(`${engine.origin}/#/workers/${o}`);
   await page.locator("details.tool-error summary", { hasText: "out-link/escape.txt" }).click();
   await expect(page.getByText(/refused this write call: out-link\/escape.txt leads outside your workspace/).first()).toBeVisible();
+  // One refused call is "1 tool failure", not "1 tool failures".
+  await expect(page.locator(".facts .chip-warn")).toHaveText("1 tool failure");
   await shot(page, "02-refused-outside");
   expect(existsSync(path.join(outside, "escape.txt"))).toBe(false);
 
@@ -215,6 +217,8 @@ test("bulk: one click approves the same command in every worker of a batch; the 
   await approveAll.click();
   await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
   await expect(page).toHaveTitle("opencode-worker");
+  // The notice says what was approved ("approved 3" alone said three of what?).
+  await expect(page.locator(".notice").filter({ hasText: /^approved 3 asks/ })).toBeVisible();
   // Their commands change no file: graded honest-failure (a no-op is never built), which is not what this test is about.
   for (const id of workerIds)
     await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("honest-failure");
@@ -361,6 +365,9 @@ test("notifications: permission shown, then a new ask, a verdict and a stalled w
   await panel.getByLabel("Notify me").check();
   await panel.getByLabel("also while this window is in front").check();
   await panel.getByLabel("play a sound").check();
+  // The button is as wide as its label, not stretched across the panel like a text field.
+  const soundBox = (await panel.getByRole("button", { name: "Test sound" }).boundingBox())!;
+  expect(soundBox.width).toBeLessThan(200);
   await shot(page, "07-notification-settings");
 
   const { workerId } = await engine.client.workers.start.mutate({

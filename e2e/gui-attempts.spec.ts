@@ -166,5 +166,7 @@ test("New task takes attempts: two attempts on one target start as a group and o
   expect(g.attempts.map((x) => x.target)).toEqual(["local-b", "local-b"]);
   await expect.poll(async () => (await engine.client.workers.attempts.query({ groupId })).winner, { timeout: 170_000 }).not.toBeNull();
   await expect(side.getByText("winner")).toBeVisible();
+  // A chip says a thing once: "weak evidence" is not shown twice on one card (the verdict's chips and the attempt's).
+  for (const card of await side.getByRole("article").all()) expect(await card.getByText("weak evidence", { exact: true }).count()).toBeLessThanOrEqual(1);
   await shot(page, "06-from-new-task");
 });

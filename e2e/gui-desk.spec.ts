@@ -127,6 +127,14 @@ test("a named batch: its name instead of its id, renamed in the GUI and with ocw
   expect((await engine.client.targets.list.query()).targets.find((t) => t.id === "paid")!.price).toEqual({ inputPerMTok: 6, outputPerMTok: 30 });
   await page.goto(`${engine.origin}/#/workers/${ids.local}`);
   await expect(page.getByLabel(`cost of ${ids.local}`)).toHaveText(/^cost \d+(\.\d)?k? tok$/);
+  // It changed nothing: the verdict card says why, once; the facts line above does not repeat it.
+  await expect(
+    page
+      .getByRole("region", { name: `Verdict of ${ids.local}` })
+      .getByRole("note")
+      .first(),
+  ).toContainText("no change");
+  await expect(page.locator(".facts")).not.toContainText("no change");
   await expect(page.getByRole("button", { name: /Set the price of/ })).toHaveCount(0);
   await bothSizes(page, "worker-cost", () => expect(page.getByLabel(`cost of ${ids.local}`)).toBeInViewport());
 
@@ -170,6 +178,12 @@ test("search finds words that are only in a worker's transcript, with the snippe
   const hit = page.getByLabel(`transcript match in ${ids.flux}`);
   await expect(hit).toContainText("The flux capacitor is misaligned");
   await expect(hit.locator(".untrusted")).toHaveAttribute("title", /data, not instructions/);
+  // A settled card's last line uses the card's width: no empty rate chart beside it squeezes it into a narrow column.
+  const card = page.getByRole("region", { name: ids.flux!, exact: true });
+  await expect(card.getByRole("img", { name: /tokens per second of/ })).toHaveCount(0);
+  const row = (await card.locator(".card-row").boundingBox())!;
+  const line = (await card.locator(".card-row .untrusted").boundingBox())!;
+  expect(row.x + row.width - (line.x + line.width)).toBeLessThan(40);
   await bothSizes(page, "search-transcript", () => expect(hit).toBeInViewport());
   // The engine's answer, as every client gets it: worker ids and a snippet under `untrusted`.
   const r = await engine.client.workers.search.query({ query: "warp module misaligned" });

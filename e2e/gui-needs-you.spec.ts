@@ -68,6 +68,8 @@ test("needs you first: the ask, then running, then queued, then the settled batc
   await expect(sections.nth(0).locator(".card-title")).toHaveText(["Asks a person", "Runs long", "Waits its turn"]);
   const slots = page.getByRole("group", { name: "target scripted" });
   await expect(slots).toContainText("1/1 slots on the model · 1 waiting for you (slot handed over) · 1 queued");
+  // The active target in the side bar: "1 slot", not "1 slots".
+  await expect(page.locator(".target-line")).toHaveText(/ · 1 slot$/);
   await expect(page.getByRole("radio", { name: /Needs you 1/ })).toBeVisible();
   await shot(page, "1440-order");
   await page.setViewportSize({ width: 900, height: 700 });

@@ -149,7 +149,7 @@ test("questions past five: the first five listed, a note, no answer offered; Dis
   // The a key answers no question (it cannot know the picks): it says so.
   await card.click({ position: { x: 5, y: 5 } });
   await page.keyboard.press("a");
-  await expect(page.getByText(`${manyAsk.id} asks more than 5 questions: it can only be dismissed (r)`)).toBeVisible();
+  await expect(page.getByText(`The question from ${many} asks more than 5 questions: it can only be dismissed (r)`)).toBeVisible();
   // j / k move the focus with the selection: a screen reader reads the ask moved to.
   const manyFirst = (await page.locator("[data-ask-id]").first().getAttribute("data-ask-id")) === manyAsk.id;
   await page.keyboard.press(manyFirst ? "j" : "k");
@@ -187,16 +187,16 @@ test("an ask answered in another client while its card holds a pick: the card go
   await expect(card).toHaveCount(0);
   await expect(
     page.getByText(
-      new RegExp(`^The question ${ask.id} was answered by .* while you were deciding it here: what you typed or picked on its card was not sent\\.$`),
+      new RegExp(`^The question from ${workerId} was answered by .* while you were deciding it here: what you typed or picked on its card was not sent\\.$`),
     ),
   ).toBeVisible();
   await shot(page, "answered-elsewhere");
   // The notice's own close button is named for what it closes (not a second "Dismiss" beside an ask's).
   await page
-    .locator(".notice", { hasText: `The question ${ask.id} was answered by` })
+    .locator(".notice", { hasText: `The question from ${workerId} was answered by` })
     .getByRole("button", { name: "Dismiss notice" })
     .click();
-  await expect(page.getByText(`The question ${ask.id} was answered by`)).toHaveCount(0);
+  await expect(page.getByText(`The question from ${workerId} was answered by`)).toHaveCount(0);
 });
 
 test("the worker page's transcript: a tool's input block shows the command's hidden characters, as its headline does", async () => {

@@ -141,6 +141,10 @@ test("a check that already passes on the base is called out on the worker page; 
   const verdict = page.getByRole("region", { name: `Verdict of ${workerId}` });
   await expect(verdict).toContainText("built", { timeout: 60_000 });
   await expect(verdict).toContainText("weak evidence");
+  // The warning sits between the header and the verdict with the same gap as between panels, not stuck to the verdict.
+  const warnBox = (await page.getByRole("alert", { name: "Checks that prove nothing" }).boundingBox())!;
+  const verdictBox = (await verdict.boundingBox())!;
+  expect(verdictBox.y - (warnBox.y + warnBox.height)).toBeGreaterThanOrEqual(8);
   await expect(verdict.getByRole("note")).toContainText("every check already passed before any change");
   await shot(page, "4-weak-evidence");
 });

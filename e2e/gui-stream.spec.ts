@@ -36,11 +36,11 @@ test.afterAll(async () => {
   await setup?.close();
 });
 
-/** The streamed text the transcript shows: the rows of the text part, in order (long text is cut into rows). */
+/** The streamed text the transcript shows: the rows of the text part, in order (long text is cut into rows), without the "worker" label. */
 async function shownText(p: Page): Promise<string> {
   return p.evaluate(`[...document.querySelectorAll("[aria-label=Transcript] .vrow")]
     .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index))
-    .map((r) => r.textContent ?? "")
+    .map((r) => r.querySelector(".part-text")?.textContent ?? "")
     .join("\\n")`) as Promise<string>;
 }
 

@@ -129,6 +129,11 @@ test("CPU-only machine: no invented GPU; the engine's pick for the CPU, its memo
   await expect(page.getByLabel("Qwen3.5-397B-A17B: does not fit")).toBeVisible();
   await shot(page, "01-cpu-only");
   await shot(page, "01b-cpu-catalog", page.getByRole("table", { name: "Model catalog" }));
+  // Each quants cell ("4 · 14 GiB–27 GiB") is on one line: no size split from its unit; no "Infinity" for a model without GGUF.
+  const quants = page.getByRole("table", { name: "Model catalog" }).locator("td.quants > span");
+  expect(await quants.count()).toBeGreaterThan(3);
+  expect(new Set(await quants.evaluateAll((els) => els.map((e) => e.getClientRects().length)))).toEqual(new Set([1]));
+  await expect(page.getByRole("table", { name: "Model catalog" })).not.toContainText("Infinity");
   // fewer slots than nothing fits: 64 slots × 128k is too much → the problem and the API-provider way out
   await page.getByLabel(/^Slots \(workers at once/).fill("64");
   await page.getByLabel("Minimum context per slot").selectOption("131072");
@@ -256,6 +261,8 @@ test("API provider: an unset key variable is a clear error; a verified provider 
   await shot(page, "10-provider-confirm-unverified");
   await page.getByRole("button", { name: "Yes, save it unverified" }).click();
   await expect(result.getByRole("status")).toContainText("Saved without verifying");
+  // Said once: not again in the engine's own words ("saved later without verifying it (your choice): …").
+  await expect(result.getByRole("status")).not.toContainText("without verifying it");
   await expect(page.getByRole("region", { name: "Saved targets" }).getByRole("row").filter({ hasText: "later" })).toContainText("unverified");
   await shot(page, "11-provider-unverified", page.getByRole("region", { name: "Saved targets" }));
   const t = (await cpu.client.targets.list.query()).targets.find((x) => x.id === "later");

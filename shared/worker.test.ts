@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { reduceWorker, WorkerSpec, workerTitle, type WorkerEvent } from "./worker";
+import { reduceWorker, summarizePart, WorkerSpec, workerTitle, type WorkerEvent } from "./worker";
 
 const spec = WorkerSpec.parse({ task: "t", directory: "/repo" });
 const ev = (seq: number, body: Record<string, unknown>) => ({ workerId: "w1", seq, ts: 1000 + seq, ...body }) as WorkerEvent;
@@ -91,5 +91,17 @@ describe("workerTitle", () => {
     const long = workerTitle({ task: "a".repeat(200) }, 50);
     expect(long).toHaveLength(50);
     expect(long.endsWith("…")).toBe(true);
+  });
+});
+
+describe("summarizePart (a card's last line)", () => {
+  it("a first line over 160 characters is cut and says so with …; a short one is whole", () => {
+    const long = `Ran it. ${Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ")}`;
+    const cut = summarizePart({ partId: "p", messageId: "m", kind: "text", text: `${long}\nsecond line` });
+    expect(cut).toHaveLength(160);
+    expect(cut.endsWith("…")).toBe(true);
+    expect(long.startsWith(cut.slice(0, -1))).toBe(true);
+    expect(summarizePart({ partId: "p", messageId: "m", kind: "text", text: "\n  \nWrote it.\nmore" })).toBe("Wrote it.");
+    expect(summarizePart({ partId: "p", messageId: "m", kind: "text", text: "x".repeat(160) })).toBe("x".repeat(160));
   });
 });

@@ -244,12 +244,10 @@ export type Worker = z.infer<typeof Worker>;
 
 export function summarizePart(part: TranscriptPart): string {
   if (part.kind === "tool") return `${part.tool ?? "tool"} ${part.status ?? ""}`.trim();
-  return (
-    (part.text ?? "")
-      .split("\n")
-      .find((l) => l.trim())
-      ?.slice(0, 160) ?? part.kind
-  );
+  const line = (part.text ?? "").split("\n").find((l) => l.trim());
+  if (line === undefined) return part.kind;
+  // Cut to 160 characters, and said to be cut: a card that shows it must not pass a cut word off as the whole line.
+  return line.length > 160 ? `${line.slice(0, 159)}…` : line;
 }
 
 /** A round as it starts: nothing ran, nothing graded yet. */

@@ -1,11 +1,11 @@
 import { windowTitle } from "../../shared/desktop";
-import { lazy, Suspense, useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useRef, useState } from "react";
 import { CountBadge } from "./components/common";
 import { Shortcuts } from "./components/Shortcuts";
 import { href, useRoute, type Route } from "./router";
 import { Dashboard } from "./screens/Dashboard";
 import { desktop } from "./desktop";
-import { ago, taskTitle, useNow } from "./format";
+import { ago, counted, taskTitle, useNow } from "./format";
 import { dismissNotice, usePending, useStore } from "./store";
 import { applyTheme, readThemePref, THEME_PREFS, type ThemePref } from "./theme";
 
@@ -59,6 +59,21 @@ export function App() {
   const [navOpen, setNavOpen] = useState(false);
   // A narrow window shows the navigation as a drawer: close it once a screen is picked.
   useEffect(() => setNavOpen(false), [route.name]);
+  // Opened (by keyboard too), the drawer takes the focus, on its first link; Escape closes it and gives the focus back to
+  // the Menu button. Without this the focus stayed behind the scrim and Tab walked the page under it.
+  const menuRef = useRef<HTMLButtonElement>(null);
+  const navRef = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (!navOpen) return;
+    navRef.current?.querySelector<HTMLElement>("a[href]")?.focus();
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== "Escape") return;
+      setNavOpen(false);
+      menuRef.current?.focus();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [navOpen]);
   useEffect(prefetchScreens, []);
 
   useEffect(() => {
@@ -70,7 +85,7 @@ export function App() {
   return (
     <div className={`shell ${navOpen ? "nav-open" : ""}`}>
       {navOpen && <div className="nav-scrim" onClick={() => setNavOpen(false)} aria-hidden="true" />}
-      <nav className="side" id="main-nav" aria-label="Main">
+      <nav className="side" id="main-nav" aria-label="Main" ref={navRef}>
         <div className="brand">
           <span className="logo" aria-hidden="true">
             ◆
@@ -93,13 +108,14 @@ export function App() {
           </div>
           {connectionError && connection !== "live" && <div className="conn-error">{connectionError}</div>}
           <div className="target-line" title="active target">
-            {status?.activeTarget ? `${status.activeTarget.model} · ${status.activeTarget.serving.slots} slots` : "no active target"}
+            {status?.activeTarget ? `${status.activeTarget.model} · ${counted(status.activeTarget.serving.slots, "slot")}` : "no active target"}
           </div>
         </div>
       </nav>
       <div className="main">
         <header className="top">
           <button
+            ref={menuRef}
             type="button"
             className="btn ghost nav-toggle"
             aria-label="Menu"

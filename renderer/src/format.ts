@@ -12,6 +12,11 @@ export function duration(ms: number): string {
   return `${h}h ${String(m % 60).padStart(2, "0")}m`;
 }
 
+/** A count with its noun: "1 tool failure", "2 tool failures". */
+export function counted(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 export function ago(ts: number, now = Date.now()): string {
   return `${duration(now - ts)} ago`;
 }

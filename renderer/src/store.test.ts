@@ -78,6 +78,23 @@ beforeEach(() => {
 });
 afterEach(() => vi.useRealTimers());
 
+describe("notices", () => {
+  it("the same notice twice is shown once (the newer one); different ones stack; each info notice goes after 8 s", () => {
+    store.pushNotice("info", "Opened from a link: click the ask before deciding with a key");
+    store.pushNotice("info", "Opened from a link: click the ask before deciding with a key");
+    store.pushNotice("info", "approved 3 asks");
+    store.pushNotice("error", "approved 3 asks");
+    const shown = store.useStore.getState().notices;
+    expect(shown.map((n) => [n.level, n.message])).toEqual([
+      ["info", "Opened from a link: click the ask before deciding with a key"],
+      ["info", "approved 3 asks"],
+      ["error", "approved 3 asks"],
+    ]);
+    vi.advanceTimersByTime(8000);
+    expect(store.useStore.getState().notices.map((n) => n.level)).toEqual(["error"]);
+  });
+});
+
 describe("renderer store", () => {
   it("loads the picture, goes live on the stream, and folds worker events in batches", async () => {
     engine.workers = [picture(created("w-a"))];

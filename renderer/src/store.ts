@@ -283,7 +283,8 @@ export function closeTranscript(workerId: string): void {
 let noticeSeq = 0;
 export function pushNotice(level: Notice["level"], message: string): void {
   const n: Notice = { id: ++noticeSeq, level, message, ts: Date.now() };
-  set((s) => ({ notices: [...s.notices.slice(-19), n] }));
+  // The same notice again (a key pressed twice) replaces the one shown, fresh: one toast, not a stack of copies.
+  set((s) => ({ notices: [...s.notices.filter((o) => o.level !== level || o.message !== message).slice(-19), n] }));
   if (level !== "error") setTimeout(() => dismissNotice(n.id), 8000);
 }
 export function dismissNotice(id: number): void {

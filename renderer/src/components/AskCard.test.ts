@@ -102,6 +102,9 @@ describe("the GUI's question card", () => {
   it("the a key does not answer a question (no answers picked; the engine would refuse): it says why; r dismisses", () => {
     expect(keyRefusal(question(many(1, 2)), "once")).toMatch(/is a question: pick its answers on the card/);
     expect(keyRefusal(question(many(6, 2)), "once")).toMatch(/can only be dismissed/);
+    // Named by its worker, as on its card; never by the ask's internal id.
+    expect(keyRefusal(question(many(6, 2)), "once")).toBe("The question from w1 asks more than 5 questions: it can only be dismissed (r)");
+    expect(keyRefusal(question(many(1, 2)), "once")).not.toContain("que_1");
     expect(keyRefusal(question(many(6, 2)), "reject")).toBeNull();
     expect(keyRefusal({ ...question([]), kind: "permission", tool: "bash", what: "ls" }, "once")).toBeNull();
   });
@@ -110,10 +113,10 @@ describe("the GUI's question card", () => {
     const q = question(many(1, 2));
     const decided = (over: Partial<PermissionAsk>): PermissionAsk => ({ ...q, status: "decided", ...over });
     expect(settledElsewhereNote(decided({ decision: "once", by: { kind: "mcp", name: "claude-code" } }), true)).toBe(
-      "The question que_1 was answered by Claude (claude-code) while you were deciding it here: what you typed or picked on its card was not sent.",
+      "The question from w1 was answered by Claude (claude-code) while you were deciding it here: what you typed or picked on its card was not sent.",
     );
     expect(settledElsewhereNote({ ...decided({ decision: "reject", by: { kind: "cli", name: "ocw run" } }), kind: "permission", tool: "bash" }, true)).toMatch(
-      /^The ask que_1 was rejected by the terminal \(ocw run\) while/,
+      /^The ask from w1 was rejected by the terminal \(ocw run\) while/,
     );
     expect(settledElsewhereNote({ ...q, status: "cancelled" }, true)).toMatch(/was cancelled/);
     // Nothing typed, still pending (the card only left the screen), or gone: nothing to say.

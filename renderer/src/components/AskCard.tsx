@@ -3,7 +3,7 @@ import { askView, diffChangesNothing, FLAG_LABEL, QUESTIONS_SHOWN, questionsView
 import { grantPattern, type DecisionKind, type PermissionAsk } from "../../../shared/permission";
 import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
-import { ago, byText, taskTitle, useNow } from "../format";
+import { ago, byText, counted, taskTitle, useNow } from "../format";
 import { href } from "../router";
 import { pendingOf, pushNotice, useStore } from "../store";
 import { Diff } from "./LazyDiff";
@@ -18,8 +18,8 @@ export const tooManyQuestions = (ask: PermissionAsk) => ask.kind === "question" 
 export function keyRefusal(ask: PermissionAsk, decision: DecisionKind): string | null {
   if (ask.kind !== "question" || decision === "reject") return null;
   return tooManyQuestions(ask)
-    ? `${ask.id} asks more than ${QUESTIONS_SHOWN} questions: it can only be dismissed (r)`
-    : `${ask.id} is a question: pick its answers on the card, then press Answer (r dismisses it)`;
+    ? `The question from ${ask.workerId} asks more than ${QUESTIONS_SHOWN} questions: it can only be dismissed (r)`
+    : `The ask from ${ask.workerId} is a question: pick its answers on the card, then press Answer (r dismisses it)`;
 }
 
 export async function decide(ask: PermissionAsk, decision: DecisionKind, extra: { message?: string; answers?: string[][] } = {}): Promise<void> {
@@ -83,7 +83,7 @@ export async function decideMany(asks: PermissionAsk[], decision: "once" | "reje
     } catch (err) {
       // The ask may have been settled meanwhile (cancelled by opencode, answered elsewhere): not a failure then.
       await new Promise((r) => setTimeout(r, 1000));
-      if (stillPending(a)) failed.push(`${a.id}: ${errorText(err)}`);
+      if (stillPending(a)) failed.push(`the ${a.tool} ask from ${a.workerId}: ${errorText(err)}`);
     }
   }
   return { done: todo.length - failed.length, skipped: asks.length - todo.length, failed };
@@ -105,7 +105,7 @@ function BulkBar({ ask }: { ask: PermissionAsk }) {
     const verb = d === "once" ? "approved" : "rejected";
     pushNotice(
       r.failed.length ? "error" : "info",
-      `${verb} ${r.done}${r.skipped ? `; ${r.skipped} flagged left for you to look at` : ""}${r.failed.length ? `; failed: ${r.failed.join("; ")}` : ""}`,
+      `${verb} ${counted(r.done, "ask")}${r.skipped ? `; ${r.skipped} flagged left for you to look at` : ""}${r.failed.length ? `; failed: ${r.failed.join("; ")}` : ""}`,
     );
   };
   return (
@@ -147,7 +147,8 @@ export function settledElsewhereNote(askNow: PermissionAsk | undefined, draft: b
     askNow.status === "cancelled"
       ? "was cancelled (the worker's turn ended)"
       : `was ${askNow.decision === "reject" ? (askNow.kind === "question" ? "dismissed" : "rejected") : askNow.kind === "question" ? "answered" : "approved"} by ${byText(askNow.by)}`;
-  return `The ${what} ${askNow.id} ${how} while you were deciding it here: what you typed or picked on its card was not sent.`;
+  // Named by its worker, as its card was: the ask's own id (opencode's) is shown nowhere else.
+  return `The ${what} from ${askNow.workerId} ${how} while you were deciding it here: what you typed or picked on its card was not sent.`;
 }
 
 /** One pending ask with its decision buttons. Used in the inbox and on a worker's page. */

@@ -3,7 +3,7 @@ import { grantInForce, grantShown } from "../../../shared/grants";
 import type { Grant } from "../../../shared/permission";
 import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
-import { ago, useNow } from "../format";
+import { ago, byText, useNow } from "../format";
 import { href } from "../router";
 import { pushNotice } from "../store";
 
@@ -50,7 +50,7 @@ export function GrantList({
       await api.approvals.revokeGrant.mutate({ grantId: g.id });
       pushNotice("info", `revoked: ${g.tool} ${showUntrusted(grantShown(g.pattern, worktreeOf(g.workerId)), { max: 300, lines: false })} for ${g.workerId}`);
     } catch (err) {
-      pushNotice("error", `revoke ${g.id}: ${errorText(err)}`);
+      pushNotice("error", `revoke the ${g.tool} grant of ${g.workerId}: ${errorText(err)}`);
     } finally {
       setBusy(null);
     }
@@ -85,8 +85,7 @@ export function GrantList({
                 </td>
                 <td className="mono untrusted">{showUntrusted(shown, { max: 300, lines: false })}</td>
                 <td className="small muted">
-                  {ago(g.createdAt, now)} by {g.by.kind}
-                  {g.by.name ? ` (${g.by.name})` : ""}
+                  {ago(g.createdAt, now)} by {byText(g.by)}
                   {g.expiredAt !== undefined && <> · expired {ago(g.expiredAt, now)} (the worker's run ended)</>}
                 </td>
                 <td>

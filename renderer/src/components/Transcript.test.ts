@@ -36,6 +36,17 @@ describe("a transcript part: the model's text made visible", () => {
   });
 });
 
+describe("whose words a text part holds", () => {
+  it("the model's answer is labelled as the worker's, as the task is labelled as yours", () => {
+    const worker = render({ partId: "p3", messageId: "m1", kind: "text", text: "b.txt has beta in it.\nOUTCOME: built" });
+    expect(worker).toMatch(/<div class="who"[^>]*>worker<\/div>/);
+    expect(worker).toContain("data, not instructions");
+    const user = render({ partId: "p4", messageId: "m0", kind: "user", text: "Write b.txt" });
+    expect(user).toMatch(/<div class="who">you \/ task<\/div>/);
+    expect(user).not.toMatch(/>worker</);
+  });
+});
+
 describe("a decision row: what the worker was told, made visible", () => {
   it("the engine's refusal names the worker's own path: its hidden characters are shown, in the row and its name", () => {
     const html = renderToStaticMarkup(

@@ -73,10 +73,20 @@ export const Part = memo(function Part({ part, ended }: { part: TranscriptPart; 
     );
   return (
     <div className="part text">
+      <WorkerWho />
       <Markdown className="part-text" text={part.text ?? ""} />
     </div>
   );
 });
+
+/** Whose words a text part holds, on screen as the person's own parts say "you / task": the worker's, data to read. */
+function WorkerWho() {
+  return (
+    <div className="who" title="text the worker's model wrote: data, not instructions">
+      worker
+    </div>
+  );
+}
 
 export { byText };
 
@@ -195,6 +205,7 @@ function toRows(parts: TranscriptPart[], marks: TranscriptMark[], partSeq: Recor
 const Block = memo(function Block({ text, cont }: { text: string; cont: boolean }) {
   return (
     <div className={`part text ${cont ? "cont" : ""}`}>
+      {!cont && <WorkerWho />}
       <Markdown className="part-text" text={text} />
     </div>
   );

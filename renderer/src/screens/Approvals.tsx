@@ -63,11 +63,12 @@ export function Approvals({ focus }: { focus?: string }) {
           return pushNotice("info", refused);
         }
         const offer = askView(selected);
-        if (d === "always" && !offer.always) return pushNotice("info", `“Always allow” is not offered for ${selected.id}: ${offer.alwaysWhy}`);
+        if (d === "always" && !offer.always)
+          return pushNotice("info", `“Always allow” is not offered for the ask from ${selected.workerId}: ${offer.alwaysWhy}`);
         // Select the next one right away so a run of keypresses walks the list.
         const next = pending[index + 1] ?? pending[index - 1];
         setSelectedId(next?.id ?? null);
-        decide(selected, d).catch((err) => pushNotice("error", `${selected.id}: ${errorText(err)}`));
+        decide(selected, d).catch((err) => pushNotice("error", `the ask from ${selected.workerId}: ${errorText(err)}`));
       };
       if ((e.key === "a" || e.key === "A" || e.key === "r") && !armed) {
         e.preventDefault();

@@ -142,7 +142,8 @@ function AttemptCard({ a, winner, shown, onDiff }: { a: AttemptRow; winner: bool
             no change
           </span>
         )}
-        {a.weakEvidence && (
+        {/* The verdict chips say it already when the verdict itself carries it: once per card. */}
+        {a.weakEvidence && !w.verdict?.weakEvidence && (
           <span className="chip chip-warn" title="Its checks also pass on the base commit: they prove little">
             weak evidence
           </span>

@@ -3,11 +3,12 @@
 import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it, vi } from "vitest";
+import { Verdict } from "../../../shared/verdict";
 import { reduceWorker, WorkerSpec, type Worker } from "../../../shared/worker";
 
 vi.mock("../api", () => ({ errorText: (e: unknown) => String(e), api: {} }));
 
-const { QueuePanel, QUEUE_SHOWN } = await import("./Dashboard");
+const { QueuePanel, QUEUE_SHOWN, failedWhy } = await import("./Dashboard");
 
 const queued = (n: number): Worker[] =>
   Array.from({ length: n }, (_, i) =>
@@ -37,5 +38,33 @@ describe("the queue panel", () => {
     const html = renderToStaticMarkup(createElement(QueuePanel, { queued: queued(QUEUE_SHOWN) }));
     expect(html.match(/<li>/g)).toHaveLength(QUEUE_SHOWN);
     expect(html).not.toContain("<button");
+  });
+});
+
+describe("a failed card's footer says why it failed", () => {
+  const v = (checks: boolean[], scope: Partial<Verdict["scope"]> = {}): Verdict =>
+    Verdict.parse({
+      verdict: "honest-failure",
+      claim: "honest-failure",
+      claimReason: null,
+      honest: true,
+      checks: checks.map((passed, i) => ({ name: `check ${i}`, passed, output: "" })),
+      scope: { passed: true, violations: [], changedFiles: ["a.txt"], ...scope },
+      gradedAt: 1,
+      branch: null,
+      worktree: null,
+      diffStat: "",
+      mergeHint: null,
+    });
+
+  it("a worker that changed nothing, every check passing, is not said to have failed its checks", () => {
+    expect(failedWhy(v([true], { changedFiles: [] }))).toBe("Failed: it changed no file.");
+  });
+
+  it("failing checks are counted; out of scope and an oversized snapshot say so", () => {
+    expect(failedWhy(v([false]))).toBe("Failed its checks.");
+    expect(failedWhy(v([true, false, true]))).toBe("Failed 1 of its 3 checks.");
+    expect(failedWhy(v([true], { passed: false, violations: ["x"] }))).toBe("Failed: it changed files outside its scope.");
+    expect(failedWhy(v([false], { passed: false, violations: ["x"], snapshotCap: "too many files" }))).toBe("Failed: its files were too large to grade.");
   });
 });

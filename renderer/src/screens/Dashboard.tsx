@@ -1,11 +1,11 @@
 import { useEffect, useMemo, useState } from "react";
 import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
-import { countsAsBuilt } from "../../../shared/verdict";
+import { countsAsBuilt, type Verdict } from "../../../shared/verdict";
 import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
-import { duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
+import { counted, duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { go, href } from "../router";
 import {
   batchLabel,
@@ -605,13 +605,14 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
             </span>
           )}
         </span>
-        <Sparkline values={rate ?? []} label={`tokens per second of ${w.id}`} />
+        {/* The live rate chart is for a worker at work; at rest its average is in the stats and its last line gets the width. */}
+        {!isAtRest(w.state) && <Sparkline values={rate ?? []} label={`tokens per second of ${w.id}`} />}
       </div>
       {(w.verdict || w.toolFailures > 0 || w.stalled) && (
         <div className="card-foot small">
           {w.verdict && <VerdictChips verdict={w.verdict} />}
           {w.merged && <span className="chip chip-ok">merged</span>}
-          {w.toolFailures > 0 && <span className="chip chip-warn">{w.toolFailures} tool failures</span>}
+          {w.toolFailures > 0 && <span className="chip chip-warn">{counted(w.toolFailures, "tool failure")}</span>}
           {w.stalled && <span className="chip chip-warn">stalled</span>}
         </div>
       )}
@@ -675,7 +676,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       )}
       {w.state === "honest-failure" && (
         <div className="card-ask small">
-          <span className="muted grow">Failed its checks.</span>
+          <span className="muted grow">{failedWhy(w.verdict)}</span>
           <button type="button" className="btn small" disabled={busy} onClick={retry} title="the same task as a new worker, in a fresh workspace">
             Retry
           </button>
@@ -683,6 +684,21 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       )}
     </section>
   );
+}
+
+/**
+ * Why a failed worker failed, in one line for its card: its checks only when one of them failed (a worker that changed
+ * nothing fails with every check passing, and "failed its checks" would tell it wrong).
+ */
+export function failedWhy(v: Verdict | null): string {
+  if (!v) return "Failed.";
+  if (v.scope.snapshotCap) return "Failed: its files were too large to grade.";
+  if (v.scope.checkConfig?.length) return "Failed: it changed what its checks run.";
+  const failing = v.checks.filter((c) => !c.passed).length;
+  if (failing) return failing === v.checks.length ? "Failed its checks." : `Failed ${failing} of its ${v.checks.length} checks.`;
+  if (!v.scope.passed) return "Failed: it changed files outside its scope.";
+  if (!v.scope.changedFiles.length) return "Failed: it changed no file.";
+  return "Failed.";
 }
 
 /** Queued workers listed above the cards: the first few (a long queue would push the workers that need you out of view). */

@@ -2,6 +2,7 @@ import { useEffect, useState } from "react";
 import { api } from "../api";
 import { PolicyBuilder } from "../components/PolicyBuilder";
 import { CopyField } from "../components/common";
+import { ago } from "../format";
 import { permission, playTone, requestPermission, setNotifySettings, useNotifySettings, type NotifySettings, type Permission } from "../notify";
 
 export function Settings() {
@@ -45,7 +46,7 @@ export function Settings() {
           {clients.length === 0 && <li className="muted">none yet</li>}
           {clients.map((c) => (
             <li key={`${c.kind}:${c.name}`}>
-              <strong>{c.kind}</strong> {c.name} — last request {Math.max(0, Math.round((Date.now() - c.lastSeen) / 1000))} s ago ({c.requests} requests)
+              <strong>{c.kind}</strong> {clientSeen(c)}
             </li>
           ))}
         </ul>
@@ -73,6 +74,11 @@ export function Settings() {
       </section>
     </div>
   );
+}
+
+/** A client's name and when it was last heard from, written as times are elsewhere ("5s ago", "1 request"). */
+export function clientSeen(c: { name: string; lastSeen: number; requests: number }, now = Date.now()): string {
+  return `${c.name} — last request ${ago(c.lastSeen, now)} (${c.requests} request${c.requests === 1 ? "" : "s"})`;
 }
 
 const PERMISSION_TEXT: Record<Permission, string> = {
@@ -123,7 +129,7 @@ function Notifications() {
         {box("whenFocused", "also while this window is in front", !s.enabled)}
         {box("sound", "play a sound", !s.enabled)}
         {s.sound && (
-          <button type="button" className="btn small" onClick={() => playTone()}>
+          <button type="button" className="btn small test-sound" onClick={() => playTone()}>
             Test sound
           </button>
         )}

@@ -12,7 +12,7 @@ import { RoundHistory, VerdictCard } from "../components/VerdictCard";
 import type { DraftComment } from "../components/Diff";
 import { baselineWarning } from "../../../shared/verdict";
 import { desktop } from "../desktop";
-import { duration, phaseOf, taskTitle, tokens, useNow } from "../format";
+import { counted, duration, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { throughput } from "../../../shared/metrics";
 import { spendText, workerSpend, type Price } from "../../../shared/cost";
 import { go, href } from "../router";
@@ -132,8 +132,11 @@ export function WorkerDetail({ id }: { id: string }) {
               running <code>{w.currentTool}</code>
             </span>
           )}
-          {w.stateReason && <span className="muted untrusted">{showUntrusted(w.stateReason, { lines: false, max: 1000 })}</span>}
-          {w.toolFailures > 0 && <span className="chip chip-warn">{w.toolFailures} tool failures</span>}
+          {/* The verdict's reason is said on the verdict card: not twice. */}
+          {w.stateReason && w.stateReason !== w.verdict?.reason && (
+            <span className="muted untrusted">{showUntrusted(w.stateReason, { lines: false, max: 1000 })}</span>
+          )}
+          {w.toolFailures > 0 && <span className="chip chip-warn">{counted(w.toolFailures, "tool failure")}</span>}
           {w.stalled && <span className="chip chip-warn">stalled</span>}
           {retry && isActive(w.state) && (
             <span className="chip chip-warn">
@@ -478,7 +481,7 @@ export function WorkerDetail({ id }: { id: string }) {
       )}
 
       {weak && (
-        <div className="field-error" role="alert" aria-label="Checks that prove nothing">
+        <div className="field-error page-warning" role="alert" aria-label="Checks that prove nothing">
           Warning: {weak}
         </div>
       )}

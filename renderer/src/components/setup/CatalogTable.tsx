@@ -1,6 +1,6 @@
 // The engine's catalog, each entry with the engine's fit for this machine (the "fits / how" badge) or why not.
 import type { CatalogView } from "../../../../shared/fit";
-import { ctxText, gib, PLACEMENT } from "./format";
+import { ctxText, PLACEMENT, quantsText } from "./format";
 
 export function CatalogTable({ entries, chosen, onPlan }: { entries: CatalogView[]; chosen: string | null; onPlan: (id: string) => void }) {
   return (
@@ -33,8 +33,8 @@ export function CatalogTable({ entries, chosen, onPlan }: { entries: CatalogView
                 {e.totalParamsB}B{e.activeParamsB !== e.totalParamsB ? ` (${e.activeParamsB}B active)` : ""}
               </td>
               <td>{ctxText(e.contextLength)}</td>
-              <td className="small">
-                {e.quants.length} · {gib(Math.min(...sizes))}–{gib(Math.max(...sizes))}
+              <td className="small quants">
+                <span>{quantsText(sizes)}</span>
               </td>
               <td>
                 {badge && e.fit ? (

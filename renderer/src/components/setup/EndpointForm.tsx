@@ -18,7 +18,7 @@ const OUTCOME_TEXT: Record<SetupOutcome["outcome"], string> = {
   built: "Verified: every check passed.",
   underpowered: "Reachable, but not good enough for workers.",
   "cannot-build": "Workers cannot run on this endpoint.",
-  unverified: "Saved without verifying.",
+  unverified: "Saved without verifying: nothing was checked — not the URL, the key, the context, nor tool calls.",
 };
 
 function int(v: string): number | undefined {
@@ -300,7 +300,12 @@ export function EndpointForm({ mode }: { mode: Mode }) {
               >
                 {result.outcome}
               </span>{" "}
-              {OUTCOME_TEXT[result.outcome]} <Clip text={result.summary} />{" "}
+              {OUTCOME_TEXT[result.outcome]} {/* Unverified, the engine's summary only says again what the line above says. */}
+              {result.outcome !== "unverified" && (
+                <>
+                  <Clip text={result.summary} />{" "}
+                </>
+              )}
               {result.saved ? (
                 <strong>{result.active ? `Saved as ${result.target.id} and made active.` : `Saved as ${result.target.id}, not active.`}</strong>
               ) : (

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { phaseChip } from "./format";
+import { GiB, phaseChip, quantsText } from "./format";
 
 describe("phaseChip", () => {
   it("Verify is not green when the verdict is underpowered, unverified or cannot-build", () => {
@@ -13,5 +13,17 @@ describe("phaseChip", () => {
     expect(phaseChip({ name: "download", status: "done" }, "underpowered")).toEqual({ tone: "ok", text: "done" });
     expect(phaseChip({ name: "verify", status: "running" }, undefined)).toEqual({ tone: "busy", text: "running" });
     expect(phaseChip({ name: "runtime", status: "failed" })).toEqual({ tone: "bad", text: "failed" });
+  });
+});
+
+describe("quantsText (the catalog's quants column)", () => {
+  it("a model with no GGUF quants says so, not Infinity", () => {
+    expect(quantsText([])).toBe("none (no GGUF)");
+    expect(quantsText([])).not.toMatch(/Infinity|NaN/);
+  });
+
+  it("one size once; a range otherwise", () => {
+    expect(quantsText([56 * GiB])).toBe("1 · 56 GiB");
+    expect(quantsText([11 * GiB, 30 * GiB, 17 * GiB])).toBe("3 · 11 GiB–30 GiB");
   });
 });

@@ -8,6 +8,17 @@ export function gib(bytes: number | null | undefined): string {
   return `${(bytes / GiB).toFixed(bytes >= 10 * GiB ? 0 : 1)} GiB`;
 }
 
+/**
+ * A catalog entry's GGUF quants: how many and their size range, one size when all are the same; an entry with none
+ * (served by vLLM / SGLang only) says so, never "0 · Infinity GiB–-Infinity GiB".
+ */
+export function quantsText(sizes: number[]): string {
+  if (!sizes.length) return "none (no GGUF)";
+  const lo = gib(Math.min(...sizes));
+  const hi = gib(Math.max(...sizes));
+  return `${sizes.length} · ${lo === hi ? lo : `${lo}–${hi}`}`;
+}
+
 export function ctxText(tokens: number): string {
   return tokens >= 1024 && tokens % 1024 === 0 ? `${tokens / 1024}k` : tokens.toLocaleString();
 }
