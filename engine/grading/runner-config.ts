@@ -481,6 +481,29 @@ function heldBackInit(rel: string, heldBackDirs: string[] | undefined): boolean 
   return heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir));
 }
 
+const HELD_BACK_SHADOW =
+  "named like a standard module or a tool, beside held-back tests (pytest and unittest put their folder first on sys.path: it shadows the module they import)";
+
+/**
+ * Whether `rel` (relative to the checks' folder) is a Python module (a file, or a package's __init__) named like a
+ * standard module or a tool, in a folder held-back tests land in or one above it, below the checks' folder (which
+ * runnerConfigReason covers). pytest's default import mode puts a test's folder (the first one up without an
+ * __init__.py) first on sys.path, as `unittest discover -s` does its start folder: a `tests/colorsys.py` there is what
+ * the held-back test's `import colorsys` loads.
+ */
+function heldBackShadow(rel: string, heldBackDirs: string[] | undefined): boolean {
+  if (!heldBackDirs?.length || rel.startsWith("../")) return false;
+  const parts = foldPath(rel).split("/");
+  if (parts.length < 2) return false;
+  const module = PY_MODULE.exec(parts.at(-1)!)?.[1];
+  if (!module) return false;
+  // A module file in the folder, or a package of it (its __init__).
+  const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)!] : [parts.slice(0, -1), module];
+  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name))) return false;
+  const at = dir.join("/");
+  return heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`));
+}
+
 /**
  * The changed files (relative to the repository root) that change what a check runs, each with why; those the task's
  * scope names exactly are allowed. Sectioned files count only when their runner part differs from the base's.
@@ -503,6 +526,10 @@ export async function runnerConfigChanges(opts: {
     if (named.has(rel)) continue;
     if (heldBackInit(rel, opts.heldBackDirs)) {
       out.push(`check configuration changed: ${file} — ${HELD_BACK_INIT}`);
+      continue;
+    }
+    if (heldBackShadow(rel, opts.heldBackDirs)) {
+      out.push(`check configuration changed: ${file} — ${HELD_BACK_SHADOW}`);
       continue;
     }
     const base = foldPath(path.posix.basename(file));
@@ -575,6 +602,7 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
         (!fromCwd.startsWith("../") ? runnerConfigReason(fromCwd) : null) ??
         (sectioned ? `${e.name} (its test runner settings)` : null) ??
         (heldBackInit(fromCwd, heldBackDirs) ? HELD_BACK_INIT : null) ??
+        (heldBackShadow(fromCwd, heldBackDirs) ? HELD_BACK_SHADOW : null) ??
         (e.isSymbolicLink() && !mocksOnly && intoSkipped(root, full) ? LINK_WHY : null);
       if (why) out.set(r, { ...read(full, sectioned, r), why });
     }
