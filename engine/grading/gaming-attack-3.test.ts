@@ -107,3 +107,36 @@ describe("a worker shadowing a module beside the held-back tests", () => {
     expect(what).toEqual([expect.stringMatching(/^tests\/argparse\.pyc written/), expect.stringMatching(/^tests\/unit\/decimal\.py written/)]);
   });
 });
+
+describe("a worker's program found through a relative PATH entry of the engine's", () => {
+  // The engine passes its PATH on to every check. An entry that is not absolute (`bin`, `.`, an empty one: a leading,
+  // trailing or doubled `:`, as `PATH=$PATH:$UNSET` leaves) is looked up from the check's folder: the worker's checkout.
+  const TEST = "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n";
+  const BASE = { "calc.py": "def add(a, b):\n    return a - b\n" };
+  const FAKE = "#!/bin/sh\nexit 0\n";
+
+  for (const entry of ["bin", ""]) {
+    it(`PATH=${JSON.stringify(entry)}:$PATH and the worker's ${entry || "."}/python3 that exits 0: the check runs the real python3 (fails), not built`, async () => {
+      const held = heldBack(TEST);
+      const saved = process.env.PATH;
+      process.env.PATH = `${entry}${path.delimiter}${saved}`;
+      try {
+        const v = await graded(
+          BASE,
+          (ws) => {
+            mkdirSync(path.join(ws, entry || "."), { recursive: true });
+            writeFileSync(path.join(ws, entry || ".", "python3"), FAKE, { mode: 0o755 });
+          },
+          [{ run: "python3 -m pytest -q -p no:cacheprovider tests", files: held }],
+          // A task that may change these (the fake must not be caught as a shadow of python3 at the top: this is PATH's doing).
+          ["python3", "bin/python3"],
+        );
+        expect(v.checks[0]).toMatchObject({ passed: false });
+        expect(v.checks[0]!.output).toMatch(/assert -1 == 5/);
+        expect(v.verdict).toBe("honest-failure");
+      } finally {
+        process.env.PATH = saved;
+      }
+    }, 120_000);
+  }
+});
