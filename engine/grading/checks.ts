@@ -229,11 +229,12 @@ export async function runChecks(
   // again after every command check; what one wrote fails it and leaves the later checks unrun (runner-config.ts).
   const root = watch.root ?? sandbox?.root ?? realCwd;
   const heldDirs = heldBackFolders(checks);
+  const heldModules = heldBackModules(checks);
   let config: ConfigSnapshot | null = null;
   let planted: { by: string; what: string[] } | null = null;
   if (checks.some((c) => "run" in c)) {
     try {
-      config = configSnapshot(root, realCwd, heldDirs);
+      config = configSnapshot(root, realCwd, heldDirs, heldModules);
     } catch (err) {
       return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${(err as Error).message}` }));
     }
@@ -258,7 +259,7 @@ export async function runChecks(
     if (config) {
       let what: string[];
       try {
-        what = plantedConfig(config, configSnapshot(root, realCwd, heldDirs), root);
+        what = plantedConfig(config, configSnapshot(root, realCwd, heldDirs, heldModules), root);
       } catch (err) {
         what = [(err as Error).message];
       }
@@ -329,6 +330,30 @@ export function heldBackFolders(checks: CheckSpec[]): string[] {
       const r = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) walk(path.join(from, e.name), r);
       else if (e.isFile()) out.add(rel);
+    }
+  };
+  for (const check of checks) {
+    if (!("run" in check) || !check.files) continue;
+    try {
+      walk(check.files, "");
+    } catch {
+      /* not readable: copyHeldBack says why */
+    }
+  }
+  return [...out];
+}
+
+/**
+ * The held-back Python modules (relative to the checks' folder, "/"-separated, each `.py` file's path without its
+ * suffix): what a worker's package, extension module or link of the same name beside one would stand in for.
+ */
+export function heldBackModules(checks: CheckSpec[]): string[] {
+  const out = new Set<string>();
+  const walk = (from: string, rel: string) => {
+    for (const e of readdirSync(from, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(path.join(from, e.name), r);
+      else if (e.isFile() && r.endsWith(".py") && !r.endsWith("/.py") && r !== ".py") out.add(r.slice(0, -3));
     }
   };
   for (const check of checks) {

@@ -1,7 +1,7 @@
 // Attack pass 3 on "a verdict is evidence": a cheating worker with only its workspace and its shell. Each case drives the
 // engine's grade() on real git and a real runner (python3, pytest, bash), shows the trick works on the check (it passed
 // on a failing test), and that the verdict is not built. Before the fixes each case here but the controls was built.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -139,4 +139,65 @@ describe("a worker's program found through a relative PATH entry of the engine's
       }
     }, 120_000);
   }
+});
+
+describe("a worker's package named like a held-back test module, beside it", () => {
+  // The import system prefers a package (a folder with an __init__) to a module of the same name in the same folder, and
+  // an extension module (.so) to both: a worker's tests/test_hidden/__init__.py is what pytest's and unittest's
+  // `import test_hidden` loads, and with its __file__ set to the held-back file's path neither notices. The held-back test
+  // never runs. The name is easy to guess (test_<module>), and a fix round's output shows it.
+  const TEST = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n";
+  const BASE = { "calc.py": "def add(a, b):\n    return a - b\n" };
+  const SHADOW =
+    "import os, unittest\n__file__ = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'test_hidden.py')\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        pass\n";
+  const shadow = (ws: string) => {
+    mkdirSync(path.join(ws, "tests", "test_hidden"), { recursive: true });
+    writeFileSync(path.join(ws, "tests", "test_hidden", "__init__.py"), SHADOW);
+  };
+
+  for (const run of ["python3 -m pytest -q -p no:cacheprovider tests", "python3 -m unittest discover -s tests"]) {
+    it(`${run.split(" ")[2]}: the package passes the check in place of the held-back test, and it is a check-configuration violation`, async () => {
+      const held = heldBack(TEST);
+      const v = await graded(BASE, shadow, [{ run, files: held }]);
+      expect(v.checks[0]).toMatchObject({ passed: true });
+      expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: tests\/test_hidden\/__init__\.py — .*held-back test/)]);
+      expect(v.verdict).toBe("honest-failure");
+    }, 120_000);
+  }
+
+  it("written by an earlier check's code: that check fails and the held-back one is not run", async () => {
+    const held = heldBack(TEST);
+    const v = await graded(
+      BASE,
+      (ws) =>
+        writeFileSync(
+          path.join(ws, "build.py"),
+          `import os\nos.makedirs('tests/test_hidden', exist_ok=True)\nopen('tests/test_hidden/__init__.py', 'w').write(${JSON.stringify(SHADOW)})\n`,
+        ),
+      [
+        { run: "python3 build.py", name: "build" },
+        { run: "python3 -m pytest -q -p no:cacheprovider tests", files: held, name: "held-back" },
+      ],
+    );
+    expect(v.checks.map((c) => c.passed)).toEqual([false, false]);
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+
+  it("a compiled module or a link of that name beside it counts too; another name there, or the same name elsewhere, does not", () => {
+    const root = path.join(tmp, `scan-${++n}`);
+    mkdirSync(path.join(root, "tests"), { recursive: true });
+    mkdirSync(path.join(root, "lib", "test_hidden"), { recursive: true });
+    const mods = ["tests/test_hidden"];
+    const before = configSnapshot(root, root, ["tests"], mods);
+    writeFileSync(path.join(root, "tests", "test_hidden.cpython-311-x86_64-linux-gnu.so"), "x\n");
+    symlinkSync("../lib/test_hidden", path.join(root, "tests", "TEST_HIDDEN"));
+    writeFileSync(path.join(root, "tests", "test_hidden.py"), "held back\n");
+    writeFileSync(path.join(root, "tests", "test_other.py"), "x\n");
+    writeFileSync(path.join(root, "lib", "test_hidden", "__init__.py"), "x\n");
+    const what = plantedConfig(before, configSnapshot(root, root, ["tests"], mods), root);
+    expect(what).toEqual([
+      expect.stringMatching(/^tests\/TEST_HIDDEN written/),
+      expect.stringMatching(/^tests\/test_hidden\.cpython-311-x86_64-linux-gnu\.so written/),
+    ]);
+  });
 });

@@ -16,7 +16,7 @@ import {
   type Workspace,
 } from "../workspace";
 import { limitSetup } from "../sandbox";
-import { heldBackFolders, runChecks, type CheckSandbox } from "./checks";
+import { heldBackFolders, heldBackModules, runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
 import { runnerConfigChanges } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
@@ -129,6 +129,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         baseCommit: ws.baseCommit,
         checkout,
         heldBackDirs: heldBackFolders(input.checks),
+        heldBackModules: heldBackModules(input.checks),
       });
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }

@@ -504,6 +504,33 @@ function heldBackShadow(rel: string, heldBackDirs: string[] | undefined): boolea
   return heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`));
 }
 
+const HELD_BACK_MODULE =
+  "named like a held-back test module, beside it (the import system loads a package, an extension module or a link of that name in its place: the held-back test never runs)";
+
+/**
+ * Whether `rel` (relative to the checks' folder) stands in for a held-back test module (`modules`: each held-back `.py`
+ * file's path without its suffix): in the same folder, an entry of its name (a link, a file or a folder), a package's
+ * __init__ of its name (the import system prefers a package to a module), or a module of its name with another suffix
+ * (an extension module `.so` comes before the source). Matched case folded, as elsewhere.
+ */
+function heldBackModuleShadow(rel: string, modules: string[] | undefined): boolean {
+  if (!modules?.length || rel.startsWith("../")) return false;
+  const f = foldPath(rel);
+  const dir = path.posix.dirname(f);
+  const module = PY_MODULE.exec(path.posix.basename(f))?.[1];
+  return modules.some((m) => {
+    const held = foldPath(m);
+    if (f === held) return true;
+    if (module === "__init__" && dir === held) return true;
+    return (
+      module !== undefined &&
+      f !== `${held}.py` &&
+      (dir === "." ? "" : dir) === (path.posix.dirname(held) === "." ? "" : path.posix.dirname(held)) &&
+      module === path.posix.basename(held)
+    );
+  });
+}
+
 /**
  * The changed files (relative to the repository root) that change what a check runs, each with why; those the task's
  * scope names exactly are allowed. Sectioned files count only when their runner part differs from the base's.
@@ -517,6 +544,8 @@ export async function runnerConfigChanges(opts: {
   checkout: string;
   /** The folders held-back files are copied into, relative to the checks' folder (`sub`); "" is that folder. */
   heldBackDirs?: string[];
+  /** The held-back Python modules, relative to the checks' folder, without their `.py` (heldBackModules). */
+  heldBackModules?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const out: string[] = [];
@@ -530,6 +559,10 @@ export async function runnerConfigChanges(opts: {
     }
     if (heldBackShadow(rel, opts.heldBackDirs)) {
       out.push(`check configuration changed: ${file} — ${HELD_BACK_SHADOW}`);
+      continue;
+    }
+    if (heldBackModuleShadow(rel, opts.heldBackModules)) {
+      out.push(`check configuration changed: ${file} — ${HELD_BACK_MODULE}`);
       continue;
     }
     const base = foldPath(path.posix.basename(file));
@@ -569,7 +602,7 @@ const LINK_WHY = "a symlink into a folder the scan skips (a runner that follows 
  * files keep their text, so that only a change of their runner part counts. Links are recorded by their target, and a
  * symlink into a folder the scan skips counts whatever its name (`tests/x` → `../build` would bring build/'s files in).
  */
-export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = []): ConfigSnapshot {
+export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = [], heldBackModules: string[] = []): ConfigSnapshot {
   const out: ConfigSnapshot = new Map();
   const sub = path.relative(root, cwd).split(path.sep).join("/");
   let seen = 0;
@@ -603,6 +636,7 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
         (sectioned ? `${e.name} (its test runner settings)` : null) ??
         (heldBackInit(fromCwd, heldBackDirs) ? HELD_BACK_INIT : null) ??
         (heldBackShadow(fromCwd, heldBackDirs) ? HELD_BACK_SHADOW : null) ??
+        (heldBackModuleShadow(fromCwd, heldBackModules) ? HELD_BACK_MODULE : null) ??
         (e.isSymbolicLink() && !mocksOnly && intoSkipped(root, full) ? LINK_WHY : null);
       if (why) out.set(r, { ...read(full, sectioned, r), why });
     }
