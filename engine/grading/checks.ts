@@ -19,7 +19,7 @@ import {
   systemdPrefix,
 } from "../sandbox";
 import { killGroup } from "../process";
-import { type ConfigSnapshot, configSnapshot, plantedConfig } from "./runner-config";
+import { type ConfigSnapshot, configSnapshot, HELD_BACK_CODE, plantedConfig } from "./runner-config";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
 export interface CheckSandbox {
@@ -344,8 +344,9 @@ export function heldBackFolders(checks: CheckSpec[]): string[] {
 }
 
 /**
- * The held-back Python modules (relative to the checks' folder, "/"-separated, each `.py` file's path without its
- * suffix): what a worker's package, extension module or link of the same name beside one would stand in for.
+ * The held-back code files that a test imports by name (Python, JavaScript, TypeScript), relative to the checks'
+ * folder, "/"-separated: what a worker's package, extension module or other suffix of the same name beside one would
+ * stand in for (runner-config.ts).
  */
 export function heldBackModules(checks: CheckSpec[]): string[] {
   const out = new Set<string>();
@@ -353,7 +354,7 @@ export function heldBackModules(checks: CheckSpec[]): string[] {
     for (const e of readdirSync(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) walk(path.join(from, e.name), r);
-      else if (e.isFile() && r.endsWith(".py") && !r.endsWith("/.py") && r !== ".py") out.add(r.slice(0, -3));
+      else if (e.isFile() && HELD_BACK_CODE.test(e.name)) out.add(r);
     }
   };
   for (const check of checks) {

@@ -505,29 +505,32 @@ function heldBackShadow(rel: string, heldBackDirs: string[] | undefined): boolea
 }
 
 const HELD_BACK_MODULE =
-  "named like a held-back test module, beside it (the import system loads a package, an extension module or a link of that name in its place: the held-back test never runs)";
+  "named like a held-back module, beside it (an import of that name loads a package, an extension module, another suffix or a link of that name in its place: the held-back code never runs)";
+
+/** A held-back file an import names without its suffix: Python, JavaScript, TypeScript. */
+export const HELD_BACK_CODE = /\.(py|[cm]?[jt]sx?)$/;
 
 /**
- * Whether `rel` (relative to the checks' folder) stands in for a held-back test module (`modules`: each held-back `.py`
- * file's path without its suffix): in the same folder, an entry of its name (a link, a file or a folder), a package's
- * __init__ of its name (the import system prefers a package to a module), or a module of its name with another suffix
- * (an extension module `.so` comes before the source). Matched case folded, as elsewhere.
+ * Whether `rel` (relative to the checks' folder) stands in for a held-back module (`held`: the held-back code files,
+ * HELD_BACK_CODE) when a test imports it by name. In the same folder: an entry named like it without a suffix (Node's
+ * `require('./helper')` takes a file `helper` before `helper.js`), the same name with another suffix (Python takes an
+ * extension module `.so` before the source; Vite `.js` before `.ts`), or a package of its name (its `__init__`, `index`
+ * or package.json: Python prefers a package to a module). A held-back file itself does not count (it is copied over the
+ * worker's). Matched case folded, as elsewhere.
  */
-function heldBackModuleShadow(rel: string, modules: string[] | undefined): boolean {
-  if (!modules?.length || rel.startsWith("../")) return false;
+function heldBackModuleShadow(rel: string, held: string[] | undefined): boolean {
+  if (!held?.length || rel.startsWith("../")) return false;
   const f = foldPath(rel);
-  const dir = path.posix.dirname(f);
-  const module = PY_MODULE.exec(path.posix.basename(f))?.[1];
-  return modules.some((m) => {
-    const held = foldPath(m);
-    if (f === held) return true;
-    if (module === "__init__" && dir === held) return true;
-    return (
-      module !== undefined &&
-      f !== `${held}.py` &&
-      (dir === "." ? "" : dir) === (path.posix.dirname(held) === "." ? "" : path.posix.dirname(held)) &&
-      module === path.posix.basename(held)
-    );
+  const files = held.map(foldPath);
+  if (files.includes(f)) return false;
+  const dirOf = (p: string) => (p.includes("/") ? p.slice(0, p.lastIndexOf("/")) : "");
+  const base = f.slice(f.lastIndexOf("/") + 1);
+  const stem = PY_MODULE.exec(base)?.[1] ?? (base.includes(".") ? base.slice(0, base.lastIndexOf(".")) : base);
+  return files.some((h) => {
+    const module = h.replace(HELD_BACK_CODE, "");
+    if (f === module) return true;
+    if (dirOf(f) === module && /^(__init__|index)(\.|$)|^package\.json$/.test(base)) return true;
+    return dirOf(f) === dirOf(module) && stem === module.slice(module.lastIndexOf("/") + 1);
   });
 }
 
@@ -544,7 +547,7 @@ export async function runnerConfigChanges(opts: {
   checkout: string;
   /** The folders held-back files are copied into, relative to the checks' folder (`sub`); "" is that folder. */
   heldBackDirs?: string[];
-  /** The held-back Python modules, relative to the checks' folder, without their `.py` (heldBackModules). */
+  /** The held-back code files, relative to the checks' folder (heldBackModules). */
   heldBackModules?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
