@@ -13,6 +13,7 @@ import {
   mergeHint,
   partialHolds,
   SnapshotTooLarge,
+  treeChanges,
   type Workspace,
 } from "../workspace";
 import { limitSetup } from "../sandbox";
@@ -237,6 +238,38 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
   } finally {
     discardAll(checkoutDir, input.sandbox?.tmpDir);
   }
+}
+
+/**
+ * A batch's integration checks on its combined commit: the changes since `base` to what decides what a check runs
+ * (runner-config.ts), as grading reads a worker's, less the files a task's scope names exactly. A task whose own checks
+ * are file checks (or none) is graded without this rule, so its worker's conftest.py reaches the combined commit built;
+ * none with file checks only (they read their files, nothing runs).
+ */
+export async function combinedCheckConfig(opts: {
+  repo: string;
+  base: string;
+  commit: string;
+  /** The object folder that holds the combined commit (its alternates reach the repository's). */
+  objects: string;
+  checks: CheckSpec[];
+  /** The folder the checks run in, relative to the repository's root. */
+  sub: string;
+  scope: string[];
+  checkout: string;
+}): Promise<string[]> {
+  if (!opts.checks.some((c) => "run" in c)) return [];
+  const changed = (await treeChanges(opts.repo, opts.base, opts.commit, { lossless: true, objects: opts.objects })).map((c) => c.path);
+  return runnerConfigChanges({
+    changed,
+    sub: opts.sub.split(path.sep).join("/"),
+    scope: opts.scope,
+    repo: opts.repo,
+    baseCommit: opts.base,
+    checkout: opts.checkout,
+    heldBackDirs: heldBackFolders(opts.checks),
+    heldBackModules: heldBackModules(opts.checks),
+  });
 }
 
 /** Grading's folders out of the way (folders.ts: renamed at once, deleted once gradings pause). */
