@@ -1,12 +1,16 @@
 // Attack pass 3 on "a verdict is evidence": a cheating worker with only its workspace and its shell. Each case drives the
 // engine's grade() on real git and a real runner (python3, pytest, bash), shows the trick works on the check (it passed
 // on a failing test), and that the verdict is not built. Before the fixes each case here but the controls was built.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
+import { committedRepo } from "../../test/fixtures/git-repo";
 import { gradedIn } from "../../test/fixtures/graded";
+import { createWorkspace, inspectRepo } from "../workspace";
+import { grade } from "./grade";
 import { configSnapshot, plantedConfig, runnerConfigReason } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-3-"));
@@ -160,7 +164,9 @@ describe("a worker's package named like a held-back test module, beside it", () 
       const held = heldBack(TEST);
       const v = await graded(BASE, shadow, [{ run, files: held }]);
       expect(v.checks[0]).toMatchObject({ passed: true });
-      expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: tests\/test_hidden\/__init__\.py — named like a held-back module/)]);
+      expect(v.scope.checkConfig).toEqual([
+        expect.stringMatching(/^check configuration changed: tests\/test_hidden\/__init__\.py — named like a held-back module/),
+      ]);
       expect(v.verdict).toBe("honest-failure");
     }, 120_000);
   }
@@ -228,5 +234,55 @@ describe("a worker's file named like a held-back JavaScript helper, beside it", 
     expect(v.checks[0]).toMatchObject({ passed: true });
     expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: test\/helper — named like a held-back module/)]);
     expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+});
+
+describe("a task after others: check configuration an earlier task's worker committed", () => {
+  // Task a (file checks only, so its grading does not read check configuration) is built with a conftest.py hook in its
+  // commit; task b comes after it and starts from that commit. b's grading compared b's changes with b's base (a's
+  // commit): the hook was no change of b's, and b's held-back pytest check passed on a failing test: built. Now a worker
+  // started from other workers' commits has its check configuration read from the person's commit the batch started from.
+  const HOOK =
+    "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = 'passed'\n";
+  const TEST = "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n";
+
+  async function gradeB(a: Record<string, string>, configFrom: boolean, scope: string[] = []) {
+    const repo = committedRepo(path.join(tmp, `chain-${++n}`), { "calc.py": "def add(a, b):\n    return a - b\n" });
+    const git = (...args: string[]) => execFileSync("git", ["-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", ...args], { encoding: "utf8" }).trim();
+    const personBase = git("rev-parse", "HEAD");
+    for (const [f, text] of Object.entries(a)) writeFileSync(path.join(repo, f), text);
+    git("add", "-A");
+    git("commit", "-q", "-m", "task a's graded commit");
+    const aCommit = git("rev-parse", "HEAD");
+    const id = `chain-b-${n}`;
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), { ...(await inspectRepo(repo)), head: aCommit }, id, path.join(tmp, "objects", `${id}.git`));
+    writeFileSync(path.join(ws.worktree, "notes.txt"), "b's change\n");
+    const stateDir = path.join(tmp, "state");
+    return grade({
+      workspace: ws,
+      checks: [{ run: "python3 -m pytest -q -p no:cacheprovider tests", files: heldBack(TEST) }],
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: built",
+      title: "b",
+      checkoutDir: path.join(stateDir, "grading", id),
+      sandbox: { kind: "none", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`) },
+      ...(configFrom ? { checkConfigFrom: { base: personBase, scope } } : {}),
+    });
+  }
+
+  it("a's conftest.py hook: b's held-back check passes with it, and b is not built", async () => {
+    const v = await gradeB({ "conftest.py": HOOK, "out.txt": "done\n" }, true);
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: conftest\.py — /)]);
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+
+  it("controls: a's real fix is no check configuration (built); a conftest.py a task of the batch names exactly in its scope is allowed", async () => {
+    const fixed = await gradeB({ "calc.py": "def add(a, b):\n    return a + b\n" }, true);
+    expect(fixed.scope.checkConfig).toBeUndefined();
+    expect(fixed.verdict).toBe("built");
+    const named = await gradeB({ "conftest.py": "import os\n" }, true, ["conftest.py"]);
+    expect(named.scope.checkConfig).toBeUndefined();
   }, 120_000);
 });

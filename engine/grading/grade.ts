@@ -37,6 +37,12 @@ export interface GradeInput {
   baseline?: Baseline | null;
   /** The previous round's graded commit: the verdict lists the files changed since (rounds after the first). */
   previousCommit?: string | null;
+  /**
+   * A worker started from other workers' graded commits (a task after others in a batch): the person's commit the batch
+   * started from, and the file names its tasks' scopes allow. Check configuration is read from there, so what an earlier
+   * task's worker committed (its own checks ran no command, so its grading did not look) counts here too.
+   */
+  checkConfigFrom?: { base: string; scope: string[] } | null;
 }
 
 /** The checkout's files that `protect` names (its globs are relative to the folder the user named), as absolute paths. */
@@ -122,12 +128,13 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     scope = checkScope(rel, input.scope, input.protect);
     // With command checks, the files that decide what a check runs are protected by default (runner-config.ts).
     if (input.checks.some((c) => "run" in c)) {
+      const from = input.checkConfigFrom && input.checkConfigFrom.base !== ws.baseCommit ? input.checkConfigFrom : null;
       const config = await runnerConfigChanges({
-        changed: graded.changed,
+        changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
         sub: sub.split(path.sep).join("/"),
-        scope: input.scope,
+        scope: from ? [...input.scope, ...from.scope] : input.scope,
         repo: ws.repo,
-        baseCommit: ws.baseCommit,
+        baseCommit: from ? from.base : ws.baseCommit,
         checkout,
         heldBackDirs: heldBackFolders(input.checks),
         heldBackModules: heldBackModules(input.checks),
