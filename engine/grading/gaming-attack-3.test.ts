@@ -286,3 +286,28 @@ describe("a task after others: check configuration an earlier task's worker comm
     expect(named.scope.checkConfig).toBeUndefined();
   }, 120_000);
 });
+
+describe("check configuration in a built commit whose own checks ran no command", () => {
+  // Such a grading does not read check configuration (nothing of it ran). Merged as it was, the conftest.py hook sat in
+  // the person's repository, and every later task's pytest checks ran on a base that holds it (its own grading compares
+  // with that base): none of them could fail. Now it is a flagged change: it merges only with an explicit acceptance.
+  it("a conftest.py and a pytest.ini with a file check: built, each flagged (what merges only with an acceptance); the other file is not", async () => {
+    const v = await graded(
+      { "calc.py": "def add(a, b):\n    return a - b\n" },
+      (ws) => {
+        writeFileSync(path.join(ws, "conftest.py"), "import os\n");
+        writeFileSync(path.join(ws, "pytest.ini"), "[pytest]\naddopts = --co\n");
+        writeFileSync(path.join(ws, "out.txt"), "done\n");
+      },
+      [{ file: "out.txt", equals: "done" }],
+    );
+    expect(v.verdict).toBe("built");
+    expect(v.flags).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: "conftest.py", kind: "tool-config", detail: expect.stringMatching(/later checks/) }),
+        expect.objectContaining({ path: "pytest.ini", kind: "tool-config" }),
+      ]),
+    );
+    expect((v.flags ?? []).some((f) => f.path === "out.txt")).toBe(false);
+  }, 120_000);
+});
