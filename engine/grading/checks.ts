@@ -253,6 +253,7 @@ export async function runChecks(
       results.push(runFile(check, name, cwd, realCwd));
       continue;
     }
+    clearHeldBackBytecode(realCwd, heldModules);
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
     let result = changed.length ? { ...r, passed: false, output: `${r.output}\n[this check changed protected file(s): ${changed.join(", ")}]` } : r;
@@ -276,6 +277,42 @@ export async function runChecks(
     results.push(result);
   }
   return results;
+}
+
+/**
+ * Removes the cached byte code of the held-back Python files (`held`: their paths from `root`): Python's own
+ * (`__pycache__/X.cpython-3NN.pyc`) and pytest's rewritten one (`X.cpython-3NN-pytest-V.pyc`). Each is used when it names
+ * the source's mtime and size, which a check's code can read and write a cache of other code for, that a later check's
+ * runner would run in place of the held-back test. Never through a link: a `__pycache__` that is not a real folder goes
+ * whole, and nothing outside the checkout (`root`, a real path) is touched. A readdir per folder of held-back Python
+ * files, before each command check.
+ */
+export function clearHeldBackBytecode(root: string, held: string[]): void {
+  const byDir = new Map<string, string[]>();
+  for (const f of held) {
+    if (!f.endsWith(".py")) continue;
+    const dir = path.posix.dirname(f) === "." ? "" : path.posix.dirname(f);
+    byDir.set(dir, [...(byDir.get(dir) ?? []), `${path.posix.basename(f, ".py")}.`]);
+  }
+  for (const [dir, stems] of byDir) {
+    // The folder where it is now (an earlier check may have made it a link): only inside the checkout.
+    let real: string;
+    try {
+      real = realpathSync(path.join(root, dir));
+    } catch {
+      continue;
+    }
+    if (real !== root && !real.startsWith(root + path.sep)) continue;
+    const cache = path.join(real, "__pycache__");
+    const st = lstatOrNull(cache);
+    if (!st) continue;
+    if (!st.isDirectory()) {
+      rmSync(cache, { force: true, recursive: true });
+      continue;
+    }
+    for (const name of readdirSync(cache))
+      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync(path.join(cache, name), { force: true, recursive: true });
+  }
 }
 
 /**

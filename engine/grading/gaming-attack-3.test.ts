@@ -2,7 +2,7 @@
 // engine's grade() on real git and a real runner (python3, pytest, bash), shows the trick works on the check (it passed
 // on a failing test), and that the verdict is not built. Before the fixes each case here but the controls was built.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -11,6 +11,7 @@ import { committedRepo } from "../../test/fixtures/git-repo";
 import { gradedIn } from "../../test/fixtures/graded";
 import { createWorkspace, inspectRepo } from "../workspace";
 import { grade } from "./grade";
+import { clearHeldBackBytecode } from "./checks";
 import { configSnapshot, plantedConfig, runnerConfigReason } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-3-"));
@@ -310,4 +311,68 @@ describe("check configuration in a built commit whose own checks ran no command"
     );
     expect((v.flags ?? []).some((f) => f.path === "out.txt")).toBe(false);
   }, 120_000);
+});
+
+describe("a check's code that writes byte code for a held-back test", () => {
+  // A command check runs the worker's code with the held-back tests already in the checkout: it can read a held-back
+  // test's mtime and size and write pytest's cache of its rewritten byte code (tests/__pycache__/X.cpython-3NN-pytest-V.pyc)
+  // or Python's own, which a later check's runner then loads in place of the test (both check only those two numbers).
+  // __pycache__ is not scanned for check configuration (every import writes it): the held-back test's caches are removed
+  // before every command check instead.
+  const TEST = "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n";
+  const PLANT = [
+    "import glob, importlib._bootstrap_external as be, os",
+    "import _pytest.assertion.rewrite as rw",
+    "for src in glob.glob('tests/test*.py'):",
+    "    st = os.stat(src)",
+    "    co = compile('def test_add():\\n    pass\\n', os.path.abspath(src), 'exec')",
+    "    d = os.path.join(os.path.dirname(src), '__pycache__')",
+    "    os.makedirs(d, exist_ok=True)",
+    "    stem = os.path.basename(src)[:-3]",
+    "    rw._write_pyc(None, co, st, os.path.join(d, stem + '.' + rw.PYTEST_TAG + '.pyc'))",
+    "    open(os.path.join(d, stem + '.' + __import__('sys').implementation.cache_tag + '.pyc'), 'wb').write(be._code_to_timestamp_pyc(co, st.st_mtime, st.st_size))",
+    "",
+  ].join("\n");
+
+  for (const run of ["python3 -m pytest -q -p no:cacheprovider tests", "python3 -m unittest discover -s tests -p 'test*.py'"]) {
+    it(`${run.split(" ")[2]}: the byte code a first check wrote is not what the held-back check runs`, async () => {
+      const held = path.join(tmp, `held-${++n}`);
+      mkdirSync(path.join(held, "tests"), { recursive: true });
+      writeFileSync(
+        path.join(held, "tests", "test_hidden.py"),
+        run.includes("unittest")
+          ? "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
+          : TEST,
+      );
+      const plant = run.includes("unittest")
+        ? PLANT.replace("'def test_add():\\n    pass\\n'", "'import unittest\\nclass T(unittest.TestCase):\\n    def test_add(self):\\n        pass\\n'")
+        : PLANT;
+      const v = await graded({ "calc.py": "def add(a, b):\n    return a - b\n" }, (ws) => writeFileSync(path.join(ws, "build.py"), plant), [
+        { run: "python3 build.py", name: "build" },
+        { run, files: held, name: "held-back" },
+      ]);
+      expect(v.checks[0]).toMatchObject({ passed: true });
+      expect(v.checks[1]).toMatchObject({ passed: false });
+      expect(v.verdict).toBe("honest-failure");
+    }, 120_000);
+  }
+});
+
+describe("clearing a held-back test's byte code", () => {
+  it("removes only its caches, never through a link, never outside the checkout", () => {
+    const root = realpathSync(mkdtempSync(path.join(tmp, "clear-")));
+    const outside = mkdtempSync(path.join(tmp, "outside-"));
+    mkdirSync(path.join(root, "tests", "__pycache__"), { recursive: true });
+    mkdirSync(path.join(outside, "__pycache__"));
+    for (const f of ["test_a.cpython-311.pyc", "test_a.cpython-311-pytest-9.0.3.pyc", "test_ab.cpython-311.pyc", "other.cpython-311.pyc"])
+      writeFileSync(path.join(root, "tests", "__pycache__", f), "x");
+    writeFileSync(path.join(outside, "__pycache__", "test_b.cpython-311.pyc"), "x");
+    symlinkSync(outside, path.join(root, "linked"));
+    mkdirSync(path.join(root, "lib"));
+    symlinkSync(path.join(outside, "__pycache__"), path.join(root, "lib", "__pycache__"));
+    clearHeldBackBytecode(root, ["tests/test_a.py", "linked/test_b.py", "lib/test_c.py", "tests/helper.js"]);
+    expect(readdirSync(path.join(root, "tests", "__pycache__")).sort()).toEqual(["other.cpython-311.pyc", "test_ab.cpython-311.pyc"]);
+    expect(readdirSync(path.join(outside, "__pycache__"))).toEqual(["test_b.cpython-311.pyc"]);
+    expect(existsSync(path.join(root, "lib", "__pycache__"))).toBe(false);
+  });
 });
