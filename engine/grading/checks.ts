@@ -228,6 +228,13 @@ export async function runChecks(
   // worker's code, which may write a conftest.py, a __mocks__/, a .npmrc… that a later check's runner loads. Scanned
   // again after every command check; what one wrote fails it and leaves the later checks unrun (runner-config.ts).
   const root = watch.root ?? sandbox?.root ?? realCwd;
+  // The held-back and protected Python files (from the checkout's root): their byte code is cleared before each command check.
+  const realRoot = realpathSync(root);
+  const fromRoot = (f: string) => [path.relative(root, f), path.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path.isAbsolute(r));
+  const guardedPy = protectedFiles
+    .filter((f) => f.endsWith(".py"))
+    .flatMap((f) => fromRoot(f) ?? [])
+    .map((f) => f.split(path.sep).join("/"));
   const heldDirs = heldBackFolders(checks);
   const heldModules = heldBackModules(checks);
   let config: ConfigSnapshot | null = null;
@@ -253,7 +260,7 @@ export async function runChecks(
       results.push(runFile(check, name, cwd, realCwd));
       continue;
     }
-    clearHeldBackBytecode(realCwd, heldModules);
+    clearHeldBackBytecode(realRoot, guardedPy);
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
     let result = changed.length ? { ...r, passed: false, output: `${r.output}\n[this check changed protected file(s): ${changed.join(", ")}]` } : r;
@@ -280,7 +287,7 @@ export async function runChecks(
 }
 
 /**
- * Removes the cached byte code of the held-back Python files (`held`: their paths from `root`): Python's own
+ * Removes the cached byte code of the held-back and protected Python files (`held`: their paths from `root`): Python's own
  * (`__pycache__/X.cpython-3NN.pyc`) and pytest's rewritten one (`X.cpython-3NN-pytest-V.pyc`). Each is used when it names
  * the source's mtime and size, which a check's code can read and write a cache of other code for, that a later check's
  * runner would run in place of the held-back test. Never through a link: a `__pycache__` that is not a real folder goes

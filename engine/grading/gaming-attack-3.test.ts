@@ -358,6 +358,48 @@ describe("a check's code that writes byte code for a held-back test", () => {
   }
 });
 
+describe("a check's code that writes byte code for a protected test", () => {
+  // The same with the tests in the repository, protected (`tests/**`) rather than held back: the first check's code wrote
+  // the protected test's caches, and the second check's pytest ran them.
+  it("pytest on protected tests after a check that ran the worker's code: not built", async () => {
+    const repo = committedRepo(path.join(tmp, `prot-${++n}`), {
+      "calc.py": "def add(a, b):\n    return a - b\n",
+      "tests/test_visible.py": "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    });
+    const id = `prot-${n}`;
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), id, path.join(tmp, "objects", `${id}.git`));
+    writeFileSync(
+      path.join(ws.worktree, "build.py"),
+      [
+        "import glob, os",
+        "import _pytest.assertion.rewrite as rw",
+        "for src in glob.glob('tests/test*.py'):",
+        "    co = compile('def test_add():\\n    pass\\n', os.path.abspath(src), 'exec')",
+        "    os.makedirs('tests/__pycache__', exist_ok=True)",
+        "    rw._write_pyc(None, co, os.stat(src), os.path.join('tests/__pycache__', os.path.basename(src)[:-3] + '.' + rw.PYTEST_TAG + '.pyc'))",
+        "",
+      ].join("\n"),
+    );
+    const stateDir = path.join(tmp, "state");
+    const v = await grade({
+      workspace: ws,
+      checks: [
+        { run: "python3 build.py", name: "build" },
+        { run: "python3 -m pytest -q -p no:cacheprovider tests", name: "tests" },
+      ],
+      scope: [],
+      protect: ["tests/**"],
+      finalText: "OUTCOME: built",
+      title: "t",
+      checkoutDir: path.join(stateDir, "grading", id),
+      sandbox: { kind: "none", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`) },
+    });
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.checks[1]).toMatchObject({ passed: false });
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+});
+
 describe("clearing a held-back test's byte code", () => {
   it("removes only its caches, never through a link, never outside the checkout", () => {
     const root = realpathSync(mkdtempSync(path.join(tmp, "clear-")));
