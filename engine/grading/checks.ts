@@ -19,6 +19,7 @@ import {
   systemdPrefix,
 } from "../sandbox";
 import { killGroup } from "../process";
+import { discard } from "./folders";
 import { type ConfigSnapshot, configSnapshot, HELD_BACK_CODE, plantedConfig } from "./runner-config";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
@@ -239,6 +240,7 @@ export async function runChecks(
   const heldModules = heldBackModules(checks);
   let config: ConfigSnapshot | null = null;
   let planted: { by: string; what: string[] } | null = null;
+  let ranCommand = false;
   if (checks.some((c) => "run" in c)) {
     try {
       config = configSnapshot(root, realCwd, heldDirs, heldModules);
@@ -261,6 +263,11 @@ export async function runChecks(
       continue;
     }
     clearHeldBackBytecode(realRoot, guardedPy);
+    // Each command check starts with an empty HOME and TMPDIR (the first one's were emptied for the grading): what an
+    // earlier check's code left there (a usercustomize.py or .pth in Python's user site, a tool's rc file, a cache of
+    // other code) is read by a later check's tools at startup, where no scan of the checkout sees it.
+    if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
+    ranCommand = true;
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
     let result = changed.length ? { ...r, passed: false, output: `${r.output}\n[this check changed protected file(s): ${changed.join(", ")}]` } : r;

@@ -400,6 +400,30 @@ describe("a check's code that writes byte code for a protected test", () => {
   }, 120_000);
 });
 
+describe("a check's code that plants a startup hook in the checks' HOME", () => {
+  // Checks of one grading shared one HOME and TMPDIR (emptied per grading, not per check), outside the checkout that
+  // is scanned for check configuration: the first check's code wrote a usercustomize.py into Python's user site
+  // (~/.local/lib/python3.N/site-packages), which every later python3 imports at startup; an exit handler there ended the
+  // held-back check's pytest with 0 on a failing test, built.
+  it("usercustomize.py in the user site, written by the first check: the held-back check fails", async () => {
+    const held = heldBack("from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n");
+    const plant = [
+      "import os, site",
+      "d = site.getusersitepackages()",
+      "os.makedirs(d, exist_ok=True)",
+      "open(os.path.join(d, 'usercustomize.py'), 'w').write('import atexit, os\\natexit.register(lambda: os._exit(0))\\n')",
+      "",
+    ].join("\n");
+    const v = await graded({ "calc.py": "def add(a, b):\n    return a - b\n" }, (ws) => writeFileSync(path.join(ws, "build.py"), plant), [
+      { run: "python3 build.py", name: "build" },
+      { run: "python3 -m pytest -q -p no:cacheprovider tests", files: held, name: "held-back" },
+    ]);
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.checks[1]).toMatchObject({ passed: false });
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+});
+
 describe("clearing a held-back test's byte code", () => {
   it("removes only its caches, never through a link, never outside the checkout", () => {
     const root = realpathSync(mkdtempSync(path.join(tmp, "clear-")));
