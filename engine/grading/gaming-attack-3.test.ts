@@ -442,3 +442,24 @@ describe("clearing a held-back test's byte code", () => {
     expect(existsSync(path.join(root, "lib", "__pycache__"))).toBe(false);
   });
 });
+
+describe("a make fragment the Makefile includes", () => {
+  // The Makefile is check configuration; what it includes (`-include config.mk`, a common place for local settings) was
+  // not: the worker's config.mk set the variable the test recipe runs, and `make test` passed on a failing test.
+  it("config.mk setting the recipe's command: the check passes with it, and it is a check-configuration violation", async () => {
+    const held = heldBack("from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n");
+    const base = {
+      "calc.py": "def add(a, b):\n    return a - b\n",
+      Makefile: "-include config.mk\nPYTEST ?= python3 -m pytest\n\ntest:\n\t$(PYTEST) -q -p no:cacheprovider tests\n",
+    };
+    const check: CheckSpec[] = [{ run: "make -s test", files: held }];
+    const control = await graded(base, (ws) => writeFileSync(path.join(ws, "notes.txt"), "x\n"), check);
+    expect(control.checks[0]).toMatchObject({ passed: false });
+    const v = await graded(base, (ws) => writeFileSync(path.join(ws, "config.mk"), "PYTEST = true\n"), check);
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: config\.mk — /)]);
+    expect(v.verdict).toBe("honest-failure");
+    expect(runnerConfigReason("build/rules.MK")).not.toBeNull();
+    expect(runnerConfigReason("docs/make.md")).toBeNull();
+  }, 120_000);
+});

@@ -129,6 +129,8 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base === "extensions.xml")
     return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
+  // What a Makefile includes (`-include config.mk`): its variables and rules are the Makefile's own.
+  if (base.endsWith(".mk")) return `${shown} (a make fragment: a Makefile that includes it runs its rules and variables)`;
   if (/^karma\.conf\.[^/]+$/.test(base)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base) || /^\.mocharc(\.|$)/.test(base))
     return `${shown} (tool configuration)`;
