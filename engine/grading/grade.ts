@@ -1,6 +1,6 @@
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
-import { type ChangeFlag, parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
+import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
 import {
   changedBetween,
@@ -185,16 +185,15 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   // What needs an explicit acceptance before it is merged: the graded commit's own diff (read by grading's script), the
   // engine's store for what that does not hold (a symlink's target, package.json scripts).
   const flags = built
-    ? [
-        ...(await flaggedChanges(
-          ws.repo,
-          ws.baseCommit,
-          graded.commit,
-          await gradedStoreOf(ws),
-          graded.changes && { changes: graded.changes, names: graded.names },
-        )),
-        ...unreadCheckConfig(graded.changed, input.checks),
-      ]
+    ? await flaggedChanges(
+        ws.repo,
+        ws.baseCommit,
+        graded.commit,
+        await gradedStoreOf(ws),
+        graded.changes && { changes: graded.changes, names: graded.names },
+        [],
+        runnerConfigReason,
+      )
     : [];
   return {
     verdict,
@@ -285,21 +284,6 @@ export async function combinedCheckConfig(opts: {
     checkout: opts.checkout,
     heldBackDirs: heldBackFolders(opts.checks),
     heldBackModules: heldBackModules(opts.checks),
-  });
-}
-
-/**
- * Check configuration (runner-config.ts) in a commit graded without reading it: its checks ran no command. Merged as it
- * is, a conftest.py hook is in the person's base, and every later task's checks run with it (their grading compares with
- * that base): flagged, so it merges only with an explicit acceptance. A few string tests per changed file, built only.
- */
-function unreadCheckConfig(changed: string[], checks: CheckSpec[]): ChangeFlag[] {
-  if (checks.some((c) => "run" in c)) return [];
-  return changed.flatMap((file) => {
-    const why = runnerConfigReason(file);
-    return why
-      ? [{ path: file, kind: "tool-config" as const, detail: `test runner configuration: later checks of this repository would run it (${why})` }]
-      : [];
   });
 }
 

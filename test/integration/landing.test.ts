@@ -249,6 +249,14 @@ describe("dependent tasks and integration checks", () => {
       passed: false,
       checks: [{ name: "held-back", passed: false, output: expect.stringMatching(/check configuration/) }],
     });
+    // a itself is built (its file check holds), and its hook merges only with an explicit acceptance: merged, it would be
+    // in the base of every later task of this repository.
+    const wa = await engine.client.workers.get.query({ workerId: out.workers[0].workerId });
+    expect(wa.verdict!.flags).toEqual([expect.objectContaining({ path: "conftest.py", kind: "tool-config", detail: expect.stringMatching(/later checks/) })]);
+    const m = await ocw(["merge", out.workers[0].workerId]);
+    expect(m.code).toBe(1);
+    expect(m.stderr).toMatch(/flagged files .*conftest\.py.*--accept-flagged \(nothing was changed\)/);
+    expect(git(dir, "log", "--oneline").split("\n")).toHaveLength(1);
   }, 180_000);
 
   it("bad batch files say what is wrong, and nothing starts", async () => {
