@@ -19,7 +19,7 @@ export type ScopeResult = z.infer<typeof ScopeResult>;
  * A change that does more than its diff shows, flagged on the verdict card and in every client's result, and merged only
  * after an explicit acceptance: git's own configuration in the tree (`.gitattributes` filters, `.lfsconfig` servers,
  * `.gitmodules`), symlinks, executables, submodules, and tool configuration that runs commands (`.npmrc`, package.json
- * `scripts`, hooks folders, CI workflows, editor tasks), and names that differ from another of the tree only in case or
+ * `scripts`, hooks folders, CI workflows, editor tasks, test runner configuration such as a conftest.py), and names that differ from another of the tree only in case or
  * Unicode normalisation (one file on macOS or Windows).
  */
 export const ChangeFlag = z.object({

@@ -19,7 +19,8 @@ import {
   systemdPrefix,
 } from "../sandbox";
 import { killGroup } from "../process";
-import { type ConfigSnapshot, configSnapshot, plantedConfig } from "./runner-config";
+import { discard } from "./folders";
+import { type ConfigSnapshot, configSnapshot, HELD_BACK_CODE, plantedConfig } from "./runner-config";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
 export interface CheckSandbox {
@@ -228,12 +229,21 @@ export async function runChecks(
   // worker's code, which may write a conftest.py, a __mocks__/, a .npmrc… that a later check's runner loads. Scanned
   // again after every command check; what one wrote fails it and leaves the later checks unrun (runner-config.ts).
   const root = watch.root ?? sandbox?.root ?? realCwd;
+  // The held-back and protected Python files (from the checkout's root): their byte code is cleared before each command check.
+  const realRoot = realpathSync(root);
+  const fromRoot = (f: string) => [path.relative(root, f), path.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path.isAbsolute(r));
+  const guardedPy = protectedFiles
+    .filter((f) => f.endsWith(".py"))
+    .flatMap((f) => fromRoot(f) ?? [])
+    .map((f) => f.split(path.sep).join("/"));
   const heldDirs = heldBackFolders(checks);
+  const heldModules = heldBackModules(checks);
   let config: ConfigSnapshot | null = null;
   let planted: { by: string; what: string[] } | null = null;
+  let ranCommand = false;
   if (checks.some((c) => "run" in c)) {
     try {
-      config = configSnapshot(root, realCwd, heldDirs);
+      config = configSnapshot(root, realCwd, heldDirs, heldModules);
     } catch (err) {
       return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${(err as Error).message}` }));
     }
@@ -252,13 +262,19 @@ export async function runChecks(
       results.push(runFile(check, name, cwd, realCwd));
       continue;
     }
+    clearHeldBackBytecode(realRoot, guardedPy);
+    // Each command check starts with an empty HOME and TMPDIR (the first one's were emptied for the grading): what an
+    // earlier check's code left there (a usercustomize.py or .pth in Python's user site, a tool's rc file, a cache of
+    // other code) is read by a later check's tools at startup, where no scan of the checkout sees it.
+    if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
+    ranCommand = true;
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
     let result = changed.length ? { ...r, passed: false, output: `${r.output}\n[this check changed protected file(s): ${changed.join(", ")}]` } : r;
     if (config) {
       let what: string[];
       try {
-        what = plantedConfig(config, configSnapshot(root, realCwd, heldDirs), root);
+        what = plantedConfig(config, configSnapshot(root, realCwd, heldDirs, heldModules), root);
       } catch (err) {
         what = [(err as Error).message];
       }
@@ -275,6 +291,42 @@ export async function runChecks(
     results.push(result);
   }
   return results;
+}
+
+/**
+ * Removes the cached byte code of the held-back and protected Python files (`held`: their paths from `root`): Python's own
+ * (`__pycache__/X.cpython-3NN.pyc`) and pytest's rewritten one (`X.cpython-3NN-pytest-V.pyc`). Each is used when it names
+ * the source's mtime and size, which a check's code can read and write a cache of other code for, that a later check's
+ * runner would run in place of the held-back test. Never through a link: a `__pycache__` that is not a real folder goes
+ * whole, and nothing outside the checkout (`root`, a real path) is touched. A readdir per folder of held-back Python
+ * files, before each command check.
+ */
+export function clearHeldBackBytecode(root: string, held: string[]): void {
+  const byDir = new Map<string, string[]>();
+  for (const f of held) {
+    if (!f.endsWith(".py")) continue;
+    const dir = path.posix.dirname(f) === "." ? "" : path.posix.dirname(f);
+    byDir.set(dir, [...(byDir.get(dir) ?? []), `${path.posix.basename(f, ".py")}.`]);
+  }
+  for (const [dir, stems] of byDir) {
+    // The folder where it is now (an earlier check may have made it a link): only inside the checkout.
+    let real: string;
+    try {
+      real = realpathSync(path.join(root, dir));
+    } catch {
+      continue;
+    }
+    if (real !== root && !real.startsWith(root + path.sep)) continue;
+    const cache = path.join(real, "__pycache__");
+    const st = lstatOrNull(cache);
+    if (!st) continue;
+    if (!st.isDirectory()) {
+      rmSync(cache, { force: true, recursive: true });
+      continue;
+    }
+    for (const name of readdirSync(cache))
+      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync(path.join(cache, name), { force: true, recursive: true });
+  }
 }
 
 /**
@@ -329,6 +381,31 @@ export function heldBackFolders(checks: CheckSpec[]): string[] {
       const r = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) walk(path.join(from, e.name), r);
       else if (e.isFile()) out.add(rel);
+    }
+  };
+  for (const check of checks) {
+    if (!("run" in check) || !check.files) continue;
+    try {
+      walk(check.files, "");
+    } catch {
+      /* not readable: copyHeldBack says why */
+    }
+  }
+  return [...out];
+}
+
+/**
+ * The held-back code files that a test imports by name (Python, JavaScript, TypeScript), relative to the checks'
+ * folder, "/"-separated: what a worker's package, extension module or other suffix of the same name beside one would
+ * stand in for (runner-config.ts).
+ */
+export function heldBackModules(checks: CheckSpec[]): string[] {
+  const out = new Set<string>();
+  const walk = (from: string, rel: string) => {
+    for (const e of readdirSync(from, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(path.join(from, e.name), r);
+      else if (e.isFile() && HELD_BACK_CODE.test(e.name)) out.add(r);
     }
   };
   for (const check of checks) {

@@ -13,12 +13,13 @@ import {
   mergeHint,
   partialHolds,
   SnapshotTooLarge,
+  treeChanges,
   type Workspace,
 } from "../workspace";
 import { limitSetup } from "../sandbox";
-import { heldBackFolders, runChecks, type CheckSandbox } from "./checks";
+import { heldBackFolders, heldBackModules, runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
-import { runnerConfigChanges } from "./runner-config";
+import { runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
 
 export interface GradeInput {
@@ -36,6 +37,12 @@ export interface GradeInput {
   baseline?: Baseline | null;
   /** The previous round's graded commit: the verdict lists the files changed since (rounds after the first). */
   previousCommit?: string | null;
+  /**
+   * A worker started from other workers' graded commits (a task after others in a batch): the person's commit the batch
+   * started from, and the file names its tasks' scopes allow. Check configuration is read from there, so what an earlier
+   * task's worker committed (its own checks ran no command, so its grading did not look) counts here too.
+   */
+  checkConfigFrom?: { base: string; scope: string[] } | null;
 }
 
 /** The checkout's files that `protect` names (its globs are relative to the folder the user named), as absolute paths. */
@@ -121,14 +128,16 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     scope = checkScope(rel, input.scope, input.protect);
     // With command checks, the files that decide what a check runs are protected by default (runner-config.ts).
     if (input.checks.some((c) => "run" in c)) {
+      const from = input.checkConfigFrom && input.checkConfigFrom.base !== ws.baseCommit ? input.checkConfigFrom : null;
       const config = await runnerConfigChanges({
-        changed: graded.changed,
+        changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
         sub: sub.split(path.sep).join("/"),
-        scope: input.scope,
+        scope: from ? [...input.scope, ...from.scope] : input.scope,
         repo: ws.repo,
-        baseCommit: ws.baseCommit,
+        baseCommit: from ? from.base : ws.baseCommit,
         checkout,
         heldBackDirs: heldBackFolders(input.checks),
+        heldBackModules: heldBackModules(input.checks),
       });
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
@@ -176,7 +185,15 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   // What needs an explicit acceptance before it is merged: the graded commit's own diff (read by grading's script), the
   // engine's store for what that does not hold (a symlink's target, package.json scripts).
   const flags = built
-    ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit, await gradedStoreOf(ws), graded.changes && { changes: graded.changes, names: graded.names })
+    ? await flaggedChanges(
+        ws.repo,
+        ws.baseCommit,
+        graded.commit,
+        await gradedStoreOf(ws),
+        graded.changes && { changes: graded.changes, names: graded.names },
+        [],
+        runnerConfigReason,
+      )
     : [];
   return {
     verdict,
@@ -236,6 +253,38 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
   } finally {
     discardAll(checkoutDir, input.sandbox?.tmpDir);
   }
+}
+
+/**
+ * A batch's integration checks on its combined commit: the changes since `base` to what decides what a check runs
+ * (runner-config.ts), as grading reads a worker's, less the files a task's scope names exactly. A task whose own checks
+ * are file checks (or none) is graded without this rule, so its worker's conftest.py reaches the combined commit built;
+ * none with file checks only (they read their files, nothing runs).
+ */
+export async function combinedCheckConfig(opts: {
+  repo: string;
+  base: string;
+  commit: string;
+  /** The object folder that holds the combined commit (its alternates reach the repository's). */
+  objects: string;
+  checks: CheckSpec[];
+  /** The folder the checks run in, relative to the repository's root. */
+  sub: string;
+  scope: string[];
+  checkout: string;
+}): Promise<string[]> {
+  if (!opts.checks.some((c) => "run" in c)) return [];
+  const changed = (await treeChanges(opts.repo, opts.base, opts.commit, { lossless: true, objects: opts.objects })).map((c) => c.path);
+  return runnerConfigChanges({
+    changed,
+    sub: opts.sub.split(path.sep).join("/"),
+    scope: opts.scope,
+    repo: opts.repo,
+    baseCommit: opts.base,
+    checkout: opts.checkout,
+    heldBackDirs: heldBackFolders(opts.checks),
+    heldBackModules: heldBackModules(opts.checks),
+  });
 }
 
 /** Grading's folders out of the way (folders.ts: renamed at once, deleted once gradings pause). */

@@ -129,6 +129,8 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base === "extensions.xml")
     return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
+  // What a Makefile includes (`-include config.mk`): its variables and rules are the Makefile's own.
+  if (base.endsWith(".mk")) return `${shown} (a make fragment: a Makefile that includes it runs its rules and variables)`;
   if (/^karma\.conf\.[^/]+$/.test(base)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base) || /^\.mocharc(\.|$)/.test(base))
     return `${shown} (tool configuration)`;
@@ -481,6 +483,59 @@ function heldBackInit(rel: string, heldBackDirs: string[] | undefined): boolean 
   return heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir));
 }
 
+const HELD_BACK_SHADOW =
+  "named like a standard module or a tool, beside held-back tests (pytest and unittest put their folder first on sys.path: it shadows the module they import)";
+
+/**
+ * Whether `rel` (relative to the checks' folder) is a Python module (a file, or a package's __init__) named like a
+ * standard module or a tool, in a folder held-back tests land in or one above it, below the checks' folder (which
+ * runnerConfigReason covers). pytest's default import mode puts a test's folder (the first one up without an
+ * __init__.py) first on sys.path, as `unittest discover -s` does its start folder: a `tests/colorsys.py` there is what
+ * the held-back test's `import colorsys` loads.
+ */
+function heldBackShadow(rel: string, heldBackDirs: string[] | undefined): boolean {
+  if (!heldBackDirs?.length || rel.startsWith("../")) return false;
+  const parts = foldPath(rel).split("/");
+  if (parts.length < 2) return false;
+  const module = PY_MODULE.exec(parts.at(-1)!)?.[1];
+  if (!module) return false;
+  // A module file in the folder, or a package of it (its __init__).
+  const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)!] : [parts.slice(0, -1), module];
+  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name))) return false;
+  const at = dir.join("/");
+  return heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`));
+}
+
+const HELD_BACK_MODULE =
+  "named like a held-back module, beside it (an import of that name loads a package, an extension module, another suffix or a link of that name in its place: the held-back code never runs)";
+
+/** A held-back file an import names without its suffix: Python, JavaScript, TypeScript. */
+export const HELD_BACK_CODE = /\.(py|[cm]?[jt]sx?)$/;
+
+/**
+ * Whether `rel` (relative to the checks' folder) stands in for a held-back module (`held`: the held-back code files,
+ * HELD_BACK_CODE) when a test imports it by name. In the same folder: an entry named like it without a suffix (Node's
+ * `require('./helper')` takes a file `helper` before `helper.js`), the same name with another suffix (Python takes an
+ * extension module `.so` before the source; Vite `.js` before `.ts`), or a package of its name (its `__init__`, `index`
+ * or package.json: Python prefers a package to a module). A held-back file itself does not count (it is copied over the
+ * worker's). Matched case folded, as elsewhere.
+ */
+function heldBackModuleShadow(rel: string, held: string[] | undefined): boolean {
+  if (!held?.length || rel.startsWith("../")) return false;
+  const f = foldPath(rel);
+  const files = held.map(foldPath);
+  if (files.includes(f)) return false;
+  const dirOf = (p: string) => (p.includes("/") ? p.slice(0, p.lastIndexOf("/")) : "");
+  const base = f.slice(f.lastIndexOf("/") + 1);
+  const stem = PY_MODULE.exec(base)?.[1] ?? (base.includes(".") ? base.slice(0, base.lastIndexOf(".")) : base);
+  return files.some((h) => {
+    const module = h.replace(HELD_BACK_CODE, "");
+    if (f === module) return true;
+    if (dirOf(f) === module && /^(__init__|index)(\.|$)|^package\.json$/.test(base)) return true;
+    return dirOf(f) === dirOf(module) && stem === module.slice(module.lastIndexOf("/") + 1);
+  });
+}
+
 /**
  * The changed files (relative to the repository root) that change what a check runs, each with why; those the task's
  * scope names exactly are allowed. Sectioned files count only when their runner part differs from the base's.
@@ -494,6 +549,8 @@ export async function runnerConfigChanges(opts: {
   checkout: string;
   /** The folders held-back files are copied into, relative to the checks' folder (`sub`); "" is that folder. */
   heldBackDirs?: string[];
+  /** The held-back code files, relative to the checks' folder (heldBackModules). */
+  heldBackModules?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const out: string[] = [];
@@ -503,6 +560,14 @@ export async function runnerConfigChanges(opts: {
     if (named.has(rel)) continue;
     if (heldBackInit(rel, opts.heldBackDirs)) {
       out.push(`check configuration changed: ${file} — ${HELD_BACK_INIT}`);
+      continue;
+    }
+    if (heldBackShadow(rel, opts.heldBackDirs)) {
+      out.push(`check configuration changed: ${file} — ${HELD_BACK_SHADOW}`);
+      continue;
+    }
+    if (heldBackModuleShadow(rel, opts.heldBackModules)) {
+      out.push(`check configuration changed: ${file} — ${HELD_BACK_MODULE}`);
       continue;
     }
     const base = foldPath(path.posix.basename(file));
@@ -542,7 +607,7 @@ const LINK_WHY = "a symlink into a folder the scan skips (a runner that follows 
  * files keep their text, so that only a change of their runner part counts. Links are recorded by their target, and a
  * symlink into a folder the scan skips counts whatever its name (`tests/x` → `../build` would bring build/'s files in).
  */
-export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = []): ConfigSnapshot {
+export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = [], heldBackModules: string[] = []): ConfigSnapshot {
   const out: ConfigSnapshot = new Map();
   const sub = path.relative(root, cwd).split(path.sep).join("/");
   let seen = 0;
@@ -575,6 +640,8 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
         (!fromCwd.startsWith("../") ? runnerConfigReason(fromCwd) : null) ??
         (sectioned ? `${e.name} (its test runner settings)` : null) ??
         (heldBackInit(fromCwd, heldBackDirs) ? HELD_BACK_INIT : null) ??
+        (heldBackShadow(fromCwd, heldBackDirs) ? HELD_BACK_SHADOW : null) ??
+        (heldBackModuleShadow(fromCwd, heldBackModules) ? HELD_BACK_MODULE : null) ??
         (e.isSymbolicLink() && !mocksOnly && intoSkipped(root, full) ? LINK_WHY : null);
       if (why) out.set(r, { ...read(full, sectioned, r), why });
     }

@@ -184,11 +184,30 @@ export function homeSecrets(home = os.homedir()): string[] {
 /** Variables a worker's commands may see, copied from the engine's environment when set. Nothing else passes. */
 const PASS_ENV = ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"];
 
-/** An allow-listed environment: the listed variables of `from`, then `extra`. */
+/**
+ * An allow-listed environment: the listed variables of `from`, then `extra`. PATH keeps only its absolute folders: a
+ * relative one (`bin`, `.`, the empty entry a leading, trailing or doubled `:` makes) is looked up from the command's
+ * folder, the worker's files, so a check would run the worker's `bin/python3` or `./go` in place of the tool.
+ */
 export function allowListedEnv(extra: Record<string, string>, from: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const env: Record<string, string> = {};
   for (const k of PASS_ENV) if (from[k] !== undefined) env[k] = from[k]!;
+  if (env.PATH !== undefined) env.PATH = absolutePath(env.PATH);
   return { ...env, ...extra };
+}
+
+/** A PATH's absolute folders, in order (the last value is kept: it is the same string each time). */
+let lastPath: [string, string] | null = null;
+function absolutePath(value: string): string {
+  if (lastPath?.[0] !== value)
+    lastPath = [
+      value,
+      value
+        .split(path.delimiter)
+        .filter((d) => path.isAbsolute(d))
+        .join(path.delimiter),
+    ];
+  return lastPath[1];
 }
 
 function real(p: string): string {

@@ -5,7 +5,7 @@ import { checkName, type CheckSpec } from "../../shared/check";
 import { InputError } from "../../shared/errors";
 import { quoteUntrustedList } from "../../shared/untrusted";
 import { isAtRest, type Worker, type WorkerSpec, workerTitle } from "../../shared/worker";
-import { discard, folderIn, runChecks } from "../grading";
+import { combinedCheckConfig, discard, folderIn, runChecks } from "../grading";
 import type { SandboxKind } from "../sandbox";
 import { readJson, writeJsonAtomic } from "../store";
 import { combineCommits, gitScript, gradedStore, type RepoInfo, userGitEnv } from "../workspace";
@@ -342,6 +342,23 @@ export class Batches {
       // would send the checks (and the held-back files copied in) outside it; the checks fail with the reason instead.
       const cwd = await folderIn(root, r.subdir);
       if (typeof cwd !== "string") return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
+      // What decides what a check runs (a conftest.py, a shadowing module…), changed by a task whose own checks did not
+      // run a command (so its grading did not look): the checks are not run. Files a task's scope names exactly count as
+      // allowed, as at grading.
+      const config = await combinedCheckConfig({
+        repo: r.repo!,
+        base: r.base!,
+        commit,
+        objects,
+        checks,
+        sub: r.subdir,
+        scope: r.tasks.flatMap((t) => t.spec.scope ?? []),
+        checkout: root,
+      });
+      if (config.length) {
+        const why = `not run: the combined commit changes check configuration that no task's scope names ${quoteUntrustedList(config, "what the workers' changes hold")}`;
+        return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: why }));
+      }
       const sandbox = this.opts.sandbox.kind === "none" ? undefined : { kind: this.opts.sandbox.kind, stateDir: this.opts.stateDir, tmpDir, root };
       return await runChecks(checks, cwd, sandbox, [], { root });
     } finally {

@@ -191,6 +191,11 @@ export class Engine {
       transcript: (id) => this.transcript(id),
       server: (t) => this.servers.for(t),
       fixRound: (id, v) => this.fixRound(id, v),
+      checkConfigFrom: (id) => {
+        const batchId = reg.workers.get(id)?.batchId;
+        const r = batchId ? this.batches.get(batchId) : undefined;
+        return r?.base ? { base: r.base, scope: r.tasks.flatMap((t) => t.spec.scope ?? []) } : null;
+      },
     });
     this.attempts = new Attempts({
       list: () => this.list(),

@@ -6,6 +6,7 @@ import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from ".
 import { quoteUntrustedList } from "../../shared/untrusted";
 import { attemptGroup } from "../../shared/attempts";
 import { isAtRest } from "../../shared/worker";
+import { runnerConfigReason } from "../grading";
 import { describeFlags, flaggedChanges, git, gitWithObjects, inspectRepo, landCommit, landObjects, mergeTrees, revertCommit } from "../workspace";
 import type { Engine } from "./engine";
 
@@ -110,7 +111,7 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
   const graded = await engine.batches.graded(rec.repo!);
   const head = await git(rec.repo!, ["rev-parse", "-q", "--verify", `refs/heads/${rec.branch}`], { allowFail: true });
   const from = head ? (await gitWithObjects(rec.repo!, graded, ["merge-base", head, res.commit])) || res.base : res.base;
-  const flags = await flaggedChanges(rec.repo!, from, res.commit, graded);
+  const flags = await flaggedChanges(rec.repo!, from, res.commit, graded, undefined, [], runnerConfigReason);
   if (flags.length && !opts.acceptFlagged)
     throw new InputError(
       `batch ${batchId}'s integration commit holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,

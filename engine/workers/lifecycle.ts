@@ -4,6 +4,7 @@ import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { quoteUntrustedList } from "../../shared/untrusted";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
+import { runnerConfigReason } from "../grading";
 import {
   describeFlags,
   flaggedChanges,
@@ -107,7 +108,7 @@ export class WorkspaceLifecycle {
       return { commit: head, into: ws.baseBranch, alreadyIn: true, alsoLanded: [] };
     }
     const from = head ? (await gitWithObjects(ws.repo, graded, ["merge-base", head, commit])) || ws.baseCommit : ws.baseCommit;
-    const flags = await flaggedChanges(ws.repo, from, commit, graded, undefined, head ? [head] : []);
+    const flags = await flaggedChanges(ws.repo, from, commit, graded, undefined, head ? [head] : [], runnerConfigReason);
     if (flags.length && !opts.acceptFlagged) {
       throw new InputError(
         `worker ${workerId}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,

@@ -8,6 +8,7 @@ import { showUntrusted } from "../../shared/untrusted";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
 import { type Worker, workerTitle } from "../../shared/worker";
 import { type CommandResult, runCommand } from "../process";
+import { runnerConfigReason } from "../grading";
 import { describeFlags, flaggedChanges, git, gitComplaint, gitWithObjects, landObjects, userGitEnv } from "../workspace";
 import type { Engine } from "./engine";
 import { notBuilt } from "./lifecycle";
@@ -46,7 +47,7 @@ async function pushUnredacted(
   // need the same explicit acceptance as a merge.
   const flags = input.workerId
     ? (engine.get(input.workerId).verdict?.flags ?? [])
-    : await flaggedChanges(repo, what.base, commit, await engine.batches.graded(repo));
+    : await flaggedChanges(repo, what.base, commit, await engine.batches.graded(repo), undefined, [], runnerConfigReason);
   if (flags.length && !input.acceptFlagged)
     throw new InputError(
       `${id}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then push with --accept-flagged (nothing was pushed)`,

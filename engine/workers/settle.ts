@@ -35,6 +35,11 @@ export interface SettleOptions {
    * round instead (the worker then goes back to the queue without ever resting in honest-failure).
    */
   fixRound?: (workerId: string, verdict: Verdict) => boolean;
+  /**
+   * For a worker started from other workers' graded commits: the person's commit its batch started from and the file
+   * names the batch's scopes allow (grade's `checkConfigFrom`); null when unknown.
+   */
+  checkConfigFrom?: (workerId: string) => { base: string; scope: string[] } | null;
 }
 
 export class Settler {
@@ -201,6 +206,7 @@ export class Settler {
         finalText,
         baseline,
         previousCommit,
+        checkConfigFrom: w.startFrom ? (this.opts.checkConfigFrom?.(workerId) ?? null) : null,
         title: workerTitle(w.spec),
         checkoutDir: path.join(stateDir, "grading", workerId),
         // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.

@@ -3,7 +3,7 @@
 export { foldPath } from "./fold";
 export { git, gitComplaint, gitScript, userGitEnv } from "./git";
 export { type LinkFn, type MirrorRefresh, mirrorObjects, refreshMirror } from "./mirror";
-export { combineCommits, describeFlags, flaggedChanges, gitWithObjects, isAncestor, landCommit, mergeTrees, revertCommit } from "./land";
+export { combineCommits, describeFlags, flaggedChanges, gitWithObjects, isAncestor, landCommit, mergeTrees, revertCommit, treeChanges } from "./land";
 export {
   changedBetween,
   checkOutBase,

@@ -213,6 +213,11 @@ export async function flaggedChanges(
   known?: { changes: TreeChange[]; names?: string[] },
   /** Other commits whose names a checkout will hold beside the commit's (at a merge: the person's branch). */
   beside: string[] = [],
+  /**
+   * Why a changed path is test runner configuration (grading's runnerConfigReason), or null: such a file in the person's
+   * repository is in the base of every later task, whose checks run with it and whose grading compares with that base.
+   */
+  checkConfig?: (path: string) => string | null,
 ): Promise<ChangeFlag[]> {
   if (base === commit) return [];
   const flags: ChangeFlag[] = [];
@@ -238,6 +243,9 @@ export async function flaggedChanges(
       flags.push({ path: c.path, kind: "executable", detail: c.oldMode ? "made executable" : "a new executable file" });
     const tool = TOOL_CONFIG.find(([re]) => re.test(folded));
     if (tool) flags.push({ path: c.path, kind: "tool-config", detail: tool[1] });
+    const config = tool ? null : checkConfig?.(c.path);
+    if (config)
+      flags.push({ path: c.path, kind: "tool-config", detail: `test runner configuration: later checks of this repository would run it (${config})` });
     if (name === "package.json") {
       const before = await scriptsOf(repo, `${base}:${c.path}`, objects);
       const after = await scriptsOf(repo, `${commit}:${c.path}`, objects);

@@ -62,6 +62,18 @@ beforeAll(async () => {
       },
       { name: "fail", match: /LD-FAIL/, script: (c) => (c.turnStep === 0 ? writeFile("z.txt", "no\n") : { text: "Could not.\nOUTCOME: honest-failure — no" }) },
       { name: "hang", match: /LD-HANG/, script: () => ({ hang: true, textBeforeHang: "Working…" }) },
+      // A cheating worker: its task's check is a file check, and it plants a conftest.py that reports every test passed.
+      {
+        name: "hook",
+        match: /LD-HOOK/,
+        script: (c) =>
+          c.turnStep === 0
+            ? writeFile(
+                "conftest.py",
+                "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = 'passed'\n",
+              )
+            : { text: "Done.\nOUTCOME: built" },
+      },
     ],
   });
   // A fake gh on the engine's PATH: it records every call's arguments and opens a "pull request".
@@ -208,6 +220,44 @@ describe("dependent tasks and integration checks", () => {
     // The engine's record names the files too.
     expect((await engine.client.workers.batch.query({ batchId: c.batchId })).integration!.result!.conflict).toMatchObject({ files: ["same.txt"] });
   });
+
+  // Task a's check is a file check, so its grading does not read check configuration: its conftest.py hook is built.
+  // Task b starts from a's commit; its held-back pytest test fails, and with a's hook it passed: b was built, and the
+  // integration's pytest passed too. Now both read the check configuration from the person's base.
+  it("a's planted conftest.py hook: b's held-back pytest check is not graded built on it, and the integration does not pass", async () => {
+    const dir = makeRepo({ "calc.py": "def add(a, b):\n    return a - b\n" });
+    const held = tempDir("held-hook");
+    dirs.push(dir, held);
+    mkdirSync(path.join(held, "tests"));
+    writeFileSync(path.join(held, "tests", "test_hidden.py"), "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n");
+    const pytest = { run: "python3 -m pytest -q -p no:cacheprovider tests", files: held };
+    const file = batchFile({
+      tasks: [
+        { id: "a", task: "LD-HOOK", dir, checks: [{ file: "conftest.py" }] },
+        { id: "b", after: ["a"], task: "LD-WRITE file=notes.txt text=b", dir, checks: [pytest] },
+      ],
+      integration: { checks: [{ name: "held-back", ...pytest }] },
+    });
+    const r = await ocw(["run", "--batch", file, "--json", "--approve", "once"]);
+    const out = JSON.parse(r.stdout);
+    expect(out.workers.map((w: { verdict: string }) => w.verdict)).toEqual(["built", "honest-failure"]);
+    const wb = await engine.client.workers.get.query({ workerId: out.workers[1].workerId });
+    // The hook worked (the failing held-back test was reported passed); the check configuration is what failed b.
+    expect(wb.verdict!.checks[0]).toMatchObject({ passed: true });
+    expect(wb.verdict!.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: conftest\.py — /)]);
+    expect(out.integration).toMatchObject({
+      passed: false,
+      checks: [{ name: "held-back", passed: false, output: expect.stringMatching(/check configuration/) }],
+    });
+    // a itself is built (its file check holds), and its hook merges only with an explicit acceptance: merged, it would be
+    // in the base of every later task of this repository.
+    const wa = await engine.client.workers.get.query({ workerId: out.workers[0].workerId });
+    expect(wa.verdict!.flags).toEqual([expect.objectContaining({ path: "conftest.py", kind: "tool-config", detail: expect.stringMatching(/later checks/) })]);
+    const m = await ocw(["merge", out.workers[0].workerId]);
+    expect(m.code).toBe(1);
+    expect(m.stderr).toMatch(/flagged files .*conftest\.py.*--accept-flagged \(nothing was changed\)/);
+    expect(git(dir, "log", "--oneline").split("\n")).toHaveLength(1);
+  }, 180_000);
 
   it("bad batch files say what is wrong, and nothing starts", async () => {
     const dir = makeRepo();
