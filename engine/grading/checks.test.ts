@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -40,6 +40,14 @@ describe("runChecks", () => {
     );
     expect(rs.map((r) => r.passed)).toEqual([true, true, false, true, true, false]);
     expect(rs[2]!.output).toMatch(/differs/);
+  });
+  it("a file that must not exist is not absent when its name is a symlink to nothing", async () => {
+    const d = dir();
+    // The worker "deleted" gone.txt by pointing its name at a missing file: git commits the link, a checkout gets it.
+    symlinkSync("nowhere.txt", path.join(d, "gone.txt"));
+    const [r] = await runChecks([{ file: "gone.txt", exists: false }], d);
+    expect(r).toMatchObject({ passed: false });
+    expect(r!.output).toMatch(/gone\.txt is a symlink \(to "nowhere\.txt", which is missing\) but should not exist/);
   });
 });
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
@@ -170,7 +170,13 @@ function runFile(check: FileCheck, name: string, cwd: string, realCwd: string): 
   if (exists && !realpathSync(file).startsWith(realCwd + path.sep)) {
     return { name, passed: false, output: `${check.file} resolves outside the workspace` };
   }
-  if (!wantExists) return { name, passed: !exists, output: exists ? `${check.file} exists but should not` : `${check.file} is absent, as required` };
+  if (!wantExists) {
+    // Absent is nothing at all there: a symlink whose target is missing is still an entry that git commits and a person's
+    // checkout gets (a file "deleted" by pointing its name nowhere is not deleted).
+    if (!exists && lstatOrNull(file)?.isSymbolicLink())
+      return { name, passed: false, output: `${check.file} is a symlink (to ${JSON.stringify(readlinkSync(file))}, which is missing) but should not exist` };
+    return { name, passed: !exists, output: exists ? `${check.file} exists but should not` : `${check.file} is absent, as required` };
+  }
   if (!exists) return { name, passed: false, output: `${check.file} does not exist` };
   const problems: string[] = [];
   if (check.equals !== undefined || check.matches !== undefined) {
