@@ -1,6 +1,7 @@
 // The engine's local server as a web page the person visits, and another local user, reach it (docs/security.md,
 // "Attack routes": the web attacker's pass). A real `ocw serve` (the bundle); no model is needed.
 import { execFile } from "node:child_process";
+import http from "node:http";
 import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -115,4 +116,42 @@ describe("the engine's local server against a web page and other local users", (
       expect(await r.text()).toMatch(/^<!doctype html>/i);
     }
   });
+});
+
+describe("a restarted engine whose old port another local process took", () => {
+  for (const signal of ["SIGKILL", "SIGTERM"] as const) {
+    it(`after a ${signal === "SIGKILL" ? "crash (kill -9)" : "clean stop"}, the new engine's token is new: the one a squatter on the old port is sent opens nothing`, async () => {
+      const sd = tempDir("webattack-squat");
+      dirs.push(sd);
+      const first = await startEngine(sd);
+      const old = JSON.parse(readFileSync(path.join(sd, "engine.json"), "utf8")) as { port: number; token: string };
+      await first.kill(signal);
+      // Another local user's server takes the freed port before the engine comes back, and records what it is sent.
+      const seen: string[] = [];
+      const squatter = http.createServer((req, res) => {
+        seen.push(String(req.headers.authorization ?? ""));
+        res.end("<!doctype html>not the engine");
+      });
+      await new Promise<void>((resolve, reject) => squatter.once("error", reject).listen(old.port, "127.0.0.1", () => resolve()));
+      try {
+        const second = await startEngine(sd);
+        try {
+          const now = JSON.parse(readFileSync(path.join(sd, "engine.json"), "utf8")) as { port: number; token: string };
+          expect(now.port).not.toBe(old.port);
+          // An open tab (or the desktop window) still pointed at the old port sends its token there.
+          await fetch(`http://127.0.0.1:${old.port}/trpc/events`, { headers: { authorization: `Bearer ${old.token}` } }).then((r) => r.text());
+          expect(seen).toContain(`Bearer ${old.token}`);
+          // What the squatter got must not open the engine.
+          expect(now.token).not.toBe(old.token);
+          const stolen = await fetch(`http://127.0.0.1:${now.port}/trpc/workers.list`, { headers: { authorization: `Bearer ${old.token}` } });
+          expect(stolen.status).toBe(401);
+          expect((await second.client.workers.list.query()).length).toBe(0);
+        } finally {
+          await second.kill();
+        }
+      } finally {
+        await new Promise<void>((resolve) => squatter.close(() => resolve()));
+      }
+    });
+  }
 });
