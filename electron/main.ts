@@ -99,7 +99,7 @@ async function start(): Promise<void> {
   // folder (only ever one of its workspaces), this process opens it (electron/open-worker.ts).
   ipcMain.handle("ocw:open-worker", async (e, workerId: unknown, how: unknown) => {
     if (!isOurs(e.senderFrame?.url)) return { ok: false, detail: "refused" };
-    return openWorker(desktopClient(engine!), workerId, how, (p) => shell.openPath(p));
+    return openWorker(desktopClient(engine!), workerId, how, (p) => shell.openPath(p), process.env, process.platform, path.join(stateDir(), "workspaces"));
   });
   Menu.setApplicationMenu(Menu.buildFromTemplate(menuTemplate()));
   createWindow();

@@ -1,6 +1,6 @@
 // The desktop app's "open the worker's folder / an editor / a terminal": the folder always comes from the engine, the
 // program runs detached with the workspace as its folder and last argument. A stand-in editor on PATH records what it got.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -71,5 +71,32 @@ describe("openWorker", () => {
     await new Promise((res) => setTimeout(res, 100));
     expect(existsSync(record)).toBe(false);
     expect(await openWorker(client, "w_planted", "folder", async () => "", {}, "linux")).toMatchObject({ ok: true, detail: "the file manager" });
+  });
+});
+
+describe("openWorker believes the engine's answer only about a folder of its workspaces", () => {
+  it("a server squatting the engine's old port names a folder of its own (or a link out of the workspaces): nothing is opened", async () => {
+    const root = path.join(tmp, "state", "workspaces");
+    const real = path.join(root, "repo-1", "w_1");
+    mkdirSync(real, { recursive: true });
+    const theirs = path.join(tmp, "attacker-repo");
+    mkdirSync(theirs, { recursive: true });
+    symlinkSync(theirs, path.join(root, "repo-1", "w_link"));
+    const squatter = (p: string) =>
+      ({ workers: { workspace: { query: async ({ workerId }: { workerId: string }) => ({ workerId, path: p, gitRuns: [] }) } } }) as unknown as Parameters<
+        typeof openWorker
+      >[0];
+    rmSync(record, { force: true });
+    for (const p of [theirs, path.join(root, "repo-1", "w_link"), root, "/"]) {
+      const opened: string[] = [];
+      expect(await openWorker(squatter(p), "w_1", "folder", async (x) => (opened.push(x), ""), { PATH: bin }, "linux", root)).toMatchObject({ ok: false });
+      expect(await openWorker(squatter(p), "w_1", "editor", async () => "", { PATH: bin }, "linux", root)).toMatchObject({ ok: false });
+      expect(opened).toEqual([]);
+    }
+    await new Promise((res) => setTimeout(res, 200));
+    expect(existsSync(record)).toBe(false);
+    const opened: string[] = [];
+    expect(await openWorker(squatter(real), "w_1", "folder", async (x) => (opened.push(x), ""), {}, "linux", root)).toMatchObject({ ok: true, path: real });
+    expect(opened).toEqual([real]);
   });
 });

@@ -2,7 +2,7 @@
 // that it is a workspace of the engine's), never from the page; the editor / terminal command is shared/open-with.ts.
 // No `electron` import: main.ts passes shell.openPath in, so this runs in plain Node too.
 import { spawn } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { launchesFor, type Launch, type OpenHow } from "../shared/open-with";
 import type { EngineClient } from "../engine/api/client";
@@ -42,6 +42,17 @@ function run(l: Launch, program: string, env: NodeJS.ProcessEnv): Promise<void> 
   });
 }
 
+/** `dir` is a folder inside `root`, both as the kernel resolves them (no symlink out). */
+function inside(root: string, dir: string): boolean {
+  try {
+    const r = realpathSync(root);
+    const d = realpathSync(dir);
+    return d !== r && d.startsWith(r + path.sep) && statSync(d).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 export async function openWorker(
   client: Pick<EngineClient, "workers">,
   workerId: unknown,
@@ -49,6 +60,7 @@ export async function openWorker(
   openPath: (p: string) => Promise<string>,
   env: NodeJS.ProcessEnv = process.env,
   platform: string = process.platform,
+  workspaces?: string,
 ): Promise<OpenResult> {
   if (typeof workerId !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(workerId)) return { ok: false, detail: "not a worker id" };
   if (how !== "folder" && how !== "editor" && how !== "terminal") return { ok: false, detail: "open a folder, an editor or a terminal" };
@@ -61,6 +73,11 @@ export async function openWorker(
   } catch (err) {
     return { ok: false, detail: (err as Error).message };
   }
+  // Whatever answers on the engine's port is believed only about a folder of the person's own state dir: after the
+  // engine moved (its port taken by another local user's server while it was down), a squatter answering here named
+  // a folder of its own — opened in an editor or a file manager as the person, its git settings unchecked.
+  if (workspaces !== undefined && !inside(workspaces, dir))
+    return { ok: false, detail: "refused: the engine named a folder outside its workspaces (is the engine at its address still ours?)" };
   if (how === "folder") {
     const problem = await openPath(dir);
     return problem ? { ok: false, path: dir, detail: problem } : { ok: true, path: dir, detail: "the file manager" };

@@ -77,10 +77,13 @@ export async function hostEngine(opts: { stateDir: string; port?: number; log?: 
   };
   // After a crash, take back the dead engine's port and token: its clients (event streams included) reconnect unchanged.
   // After a clean stop (engine.json removed) the same from engine.endpoint.json, so `ocw stop` + `npm start` (or a
-  // reboot) keeps open tabs working too. An explicit --port is a new address, with a new token.
+  // reboot) keeps open tabs working too. An explicit --port is a new address, with a new token. When the dead port is
+  // taken, the token is new too: whatever holds that port now (another local user's server squatting it) is sent the
+  // old token by every client still pointed there (an open tab's requests and its reconnecting event stream, the page's
+  // own session storage on that origin), so the old token must open nothing any more.
   const dead = opts.port === undefined && !readLock(opts.stateDir) ? (lastLock(opts.stateDir) ?? lastEndpoint(opts.stateDir)) : null;
   const api = await (dead
-    ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token }))
+    ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer(serverOpts))
     : startApiServer({ ...serverOpts, port: opts.port })
   ).catch(async (err) => {
     await engine.close();

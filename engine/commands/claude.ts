@@ -7,7 +7,7 @@
 //   `ocw hook session-start|stop`: the plugin's hooks (a one-line summary at session start; unanswered asks before
 //     stopping). They never start an engine and stay silent when none runs.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import type { EngineLock } from "../../shared/api";
@@ -23,6 +23,28 @@ import { expectId, positiveNumber } from "./hints";
 
 /** The dashboard's address for a running engine (the token in it lets the browser in). */
 export const guiUrl = (lock: Pick<EngineLock, "port" | "token">) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
+
+/**
+ * What `ocw gui` hands the browser: a private page (0600, in the state dir) that forwards to the dashboard with the token
+ * in the fragment. A program's argv is readable by every local user (`ps`), and so is the browser's when it is started
+ * with a URL: the token must never be a command-line argument. The fragment is never sent to the engine (no server log
+ * has it) and the page takes it out of the address bar at once.
+ */
+export function guiLauncher(dir: string, lock: Pick<EngineLock, "port" | "token">): string {
+  const target = `http://127.0.0.1:${lock.port}/#token=${encodeURIComponent(lock.token)}`;
+  const attr = target.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
+  const html =
+    `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer"><title>opencode-worker</title>\n` +
+    `<meta http-equiv="refresh" content="0;url=${attr}">\n` +
+    `<script>location.replace(${JSON.stringify(target).replace(/</g, "\\u003c")})</script>\n` +
+    `<p><a href="${attr}">Open the opencode-worker dashboard</a></p>\n`;
+  const file = path.join(dir, "gui.html");
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, html, { mode: 0o600 });
+  chmodSync(tmp, 0o600); // a leftover temp file of another mode keeps it on write
+  renameSync(tmp, file);
+  return file;
+}
 
 /** The repository root of `dir` (resolved), or `dir` itself when git cannot say. */
 function repoRootOf(dir: string): string {
@@ -154,9 +176,10 @@ export function registerClaudeCommands(program: Command): void {
     .option("--url", "only print the URL (does not block, opens nothing)")
     .action(async (o: { url?: boolean }) => {
       try {
-        const url = guiUrl(await ensureEngine(stateDir()));
-        console.log(url);
-        if (!o.url) openBrowser(url);
+        const lock = await ensureEngine(stateDir());
+        console.log(guiUrl(lock));
+        // Never the URL itself: its token would be in the argv of the opener and of the browser, which `ps` shows.
+        if (!o.url) openBrowser(guiLauncher(stateDir(), lock));
       } catch (err) {
         fail(err);
       }
@@ -258,6 +281,7 @@ function readHookInput(): Record<string, unknown> {
 }
 
 function openBrowser(url: string): void {
+  // url: a local file's path (guiLauncher), never a URL with a secret in it
   const [cmd, args] = process.platform === "darwin" ? ["open", [url]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", url]] : ["xdg-open", [url]];
   try {
     const child = spawn(cmd, args as string[], { detached: true, stdio: "ignore" });
