@@ -13,6 +13,7 @@ import { readJson, writeJsonAtomic } from "../store";
 import { bypassesProxy, localTarget, type Lookup, lookupHost, resolvesLocal } from "../net";
 import { asOpened, grantFor, grantOffer, inspectAsk, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
+import { counted } from "../../shared/words";
 
 /**
  * The approvals queue. Its data lives in the workers' logs: an ask is `ask.opened` until `ask.resolved` (decided by a
@@ -232,7 +233,7 @@ export class Approvals {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(
-            `ask ${ask.id} is a question ${quoteUntrusted(ask.what, "the worker's words", 500)}: pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`,
+            `ask ${ask.id} is a question ${quoteUntrusted(ask.what, "the worker's words", 500)}: pass answers — ${counted(want, "array")} of chosen option labels or free text, one per question — or reject to dismiss it`,
           );
         }
         call = port.replyQuestion({ requestID: ask.id, directory, answers: decision.answers }, limit);

@@ -21,6 +21,7 @@ import { uncommitted } from "./uncommitted";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { expectId } from "./hints";
 import { connectWithTarget } from "./target-flags";
+import { counted } from "../../shared/words";
 
 interface RunOptions {
   dir?: string;
@@ -579,7 +580,7 @@ export function attemptsJson(g: AttemptGroup) {
 export function attemptsSummary(g: AttemptGroup): string {
   const rows = g.attempts.map(
     (a) =>
-      `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${a.changedLines} changed line(s)` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`,
+      `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${counted(a.changedLines, "changed line")}` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`,
   );
   return [`attempts (${g.groupId}): ${g.winner ? `winner ${g.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
 }
