@@ -353,7 +353,7 @@ export class Approvals {
   revokeGrant(grantId: string, by: DecidedBy = { kind: "person" }): Grant {
     const w = this.reg.list().find((x) => x.grants.some((g) => g.id === grantId));
     const g = w?.grants.find((x) => x.id === grantId);
-    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`, "not-found");
+    if (!w || !g) throw new InputError(`unknown grant "${grantId}": no grant in force has that id (\`ocw grants\` lists them)`, "not-found");
     this.reg.record(w.id, { type: "grant.revoked", grantId, by });
     return g;
   }

@@ -78,7 +78,7 @@ export class WorkerRegistry {
 
   get(id: string): Worker {
     const w = this.workers.get(id);
-    if (!w) throw new InputError(`unknown worker "${id}": list workers to see valid ids`, "not-found");
+    if (!w) throw new InputError(`unknown worker "${id}": no worker has that id (\`ocw list\` or the workers tool lists them)`, "not-found");
     return w;
   }
 
