@@ -270,12 +270,22 @@ async function followAndAnswer(
   }
 }
 
-function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: IntegrationSpec; name?: string } {
+export function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: IntegrationSpec; name?: string } {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new CliError(
+      `cannot read the batch file ${file}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : (err as Error).message}`,
+    );
+  }
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, "utf8"));
+    raw = JSON.parse(text);
   } catch (err) {
-    throw new CliError(`cannot read the batch file ${file}: ${(err as Error).message}`);
+    // JSON.parse's own words ("Unexpected token…") say where, not what the file should be.
+    throw new CliError(`the batch file ${file} is not valid JSON (${(err as Error).message}): write a JSON array of tasks, or {"tasks": [...]}`);
   }
   const parsed = BatchFile.safeParse(raw);
   if (!parsed.success) {
