@@ -102,7 +102,11 @@ export class WorkerRegistry {
     try {
       this.record(workerId, body);
     } catch (err) {
-      this.notice("error", (err as Error).message);
+      // The platform's words alone ("ENOSPC: no space left on device") name neither the worker nor what was lost.
+      this.notice(
+        "error",
+        `worker ${workerId}: its log could not be written (${(err as Error).message}), so this change was not kept: free disk space or fix the state folder's permissions`,
+      );
     }
   }
 
