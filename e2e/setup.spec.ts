@@ -137,7 +137,7 @@ test("CPU-only machine: no invented GPU; the engine's pick for the CPU, its memo
   // fewer slots than nothing fits: 64 slots × 128k is too much → the problem and the API-provider way out
   await page.getByLabel(/^Slots \(workers at once/).fill("64");
   await page.getByLabel("Minimum context per slot").selectOption("131072");
-  await expect(page.getByRole("region", { name: "Recommended setup" }).getByRole("alert")).toContainText("no catalog model fits 64 slot(s)");
+  await expect(page.getByRole("region", { name: "Recommended setup" }).getByRole("alert")).toContainText("no catalog model fits 64 slots");
   await shot(page, "02-cpu-too-small", page.getByRole("region", { name: "Recommended setup" }));
   await page.getByRole("button", { name: "Use an API provider instead" }).click();
   await expect(page.getByRole("radio", { name: "Use an API provider" })).toBeChecked();

@@ -3,6 +3,7 @@
 // Pure: no Node, no DOM.
 import { grantOffer, type PermissionAsk } from "./permission";
 import { showUntrusted, SHOW_MAX, untrustedView } from "./untrusted";
+import { counted } from "./words";
 
 export interface AskView {
   /** The command / path / URL / question, made visible and cut (head and tail) past SHOW_MAX. */
@@ -94,7 +95,7 @@ export function questionsView(ask: Pick<PermissionAsk, "questions">): QuestionsV
           `${questionsCut} of its ${all.length} questions not shown (at most ${QUESTIONS_SHOWN} are): dismiss it, asking the worker to ask at most ${QUESTIONS_SHOWN} at a time`,
         ]
       : []),
-    ...(optionsCut ? [`${optionsCut} option(s) not shown (at most ${OPTIONS_SHOWN} a question are): an answer may be any option's text`] : []),
+    ...(optionsCut ? [`${counted(optionsCut, "option")} not shown (at most ${OPTIONS_SHOWN} a question are): an answer may be any option's text`] : []),
   ];
   return { questions, questionsCut, cutNote: parts.length ? parts.join("; ") : null };
 }

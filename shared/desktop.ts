@@ -4,12 +4,11 @@
 import { showUntrusted } from "./untrusted";
 import type { EngineEvent } from "./events";
 import { AT_REST_STATES, type WorkerState } from "./worker";
+import { counted } from "./words";
 
 export const APP_NAME = "opencode-worker";
 /** The URL scheme the desktop app registers for deep links. */
 export const DEEP_LINK_SCHEME = "ocw";
-
-const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
 
 /** The window (and browser tab) title: the pending count first, so it shows in a task bar. */
 export function windowTitle(pending: number, subject?: string | null): string {
@@ -20,8 +19,8 @@ export function windowTitle(pending: number, subject?: string | null): string {
 /** The tray: tooltip, the menu's first line, and the short text beside the icon (macOS) or on the badge. */
 export function trayText(pending: number): { tooltip: string; menuLabel: string; badge: string } {
   return {
-    tooltip: pending > 0 ? `${APP_NAME} — ${plural(pending, "pending approval")}` : `${APP_NAME} — nothing waiting for you`,
-    menuLabel: pending > 0 ? `${plural(pending, "pending approval")}…` : "No pending approvals",
+    tooltip: pending > 0 ? `${APP_NAME} — ${counted(pending, "pending approval")}` : `${APP_NAME} — nothing waiting for you`,
+    menuLabel: pending > 0 ? `${counted(pending, "pending approval")}…` : "No pending approvals",
     badge: pending <= 0 ? "" : pending > 99 ? "99+" : String(pending),
   };
 }

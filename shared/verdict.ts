@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CheckResult } from "./check";
+import { counted } from "./words";
 
 export const Outcome = z.enum(["built", "honest-failure"]);
 export type Outcome = z.infer<typeof Outcome>;
@@ -114,7 +115,7 @@ export type Round = z.infer<typeof Round>;
 
 /** The text a review becomes: one follow-up that quotes each `file:line` with its comment, in order. */
 export function reviewText(comments: ReviewComment[], message?: string | null): string {
-  const lines = [`Review of your change: ${comments.length} comment${comments.length === 1 ? "" : "s"}. Address each one.`];
+  const lines = [`Review of your change: ${counted(comments.length, "comment")}. Address each one.`];
   if (message?.trim()) lines.push("", message.trim());
   lines.push("");
   for (const c of comments) lines.push(`- ${c.file}${c.line ? `:${c.line}` : ""} — ${c.body.trim()}`);

@@ -85,6 +85,7 @@ import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "
 import { preflightEndpoint } from "../admission";
 import { DeployK8sInput } from "../../shared/deploy";
 import { FitFileInput, FitPlanInput } from "../../shared/fit";
+import { counted } from "../../shared/words";
 
 export interface ApiContext {
   engine: Engine;
@@ -461,7 +462,7 @@ export const appRouter = t.router({
         .filter((w) => w.targetId === input.id && (w.state === "queued" || isActive(w.state) || w.state === "settled" || w.state === "grading"));
       if (busy.length)
         throw new InputError(
-          `target "${input.id}" has ${busy.length} worker(s) queued or running (${busy
+          `target "${input.id}" has ${counted(busy.length, "worker")} queued or running (${busy
             .slice(0, 3)
             .map((w) => w.id)
             .join(", ")}${busy.length > 3 ? ", …" : ""}): stop them before deleting it`,

@@ -273,7 +273,7 @@ describe("waitForNews", () => {
     r.create("w-a");
     await expect(waitForNews(r.src, input({ workerIds: ["w-a", "w-nope"], timeoutMs: 1000 }))).rejects.toMatchObject({
       code: "not-found",
-      message: 'unknown worker "w-nope": list workers to see valid ids',
+      message: 'unknown worker "w-nope": no worker has that id (`ocw list` or the workers tool lists them)',
     });
     expect(r.listeners()).toBe(0);
   });
@@ -290,7 +290,7 @@ describe("waitForNews", () => {
     await tick();
     ac.abort();
     await p;
-    expect(outcome).toMatchObject({ code: "not-found", message: 'unknown worker "w-nope": list workers to see valid ids' });
+    expect(outcome).toMatchObject({ code: "not-found", message: 'unknown worker "w-nope": no worker has that id (`ocw list` or the workers tool lists them)' });
     expect(r.listeners()).toBe(0);
   });
 

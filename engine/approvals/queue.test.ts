@@ -163,6 +163,8 @@ describe("the approvals queue", () => {
     await approvals.decide({ askId: registry.get(w.id).asks[2]!.id, decision: "once" }, { kind: "person" });
     approvals.revokeGrant(approvals.grants()[0]!.id);
     expect(approvals.grants()).toEqual([]);
+    // An unknown id says where the valid ones are listed, by name (not "list grants").
+    expect(() => approvals.revokeGrant("g-nope")).toThrow('unknown grant "g-nope": no grant in force has that id (`ocw grants` lists them)');
     approvals.onAsk(w.id, ask(w.id, "bash", "echo one"));
     expect(registry.get(w.id).state).toBe("waiting-approval");
   });

@@ -13,6 +13,7 @@ import { readJson, writeJsonAtomic } from "../store";
 import { bypassesProxy, localTarget, type Lookup, lookupHost, resolvesLocal } from "../net";
 import { asOpened, grantFor, grantOffer, inspectAsk, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
+import { counted } from "../../shared/words";
 
 /**
  * The approvals queue. Its data lives in the workers' logs: an ask is `ask.opened` until `ask.resolved` (decided by a
@@ -232,7 +233,7 @@ export class Approvals {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(
-            `ask ${ask.id} is a question ${quoteUntrusted(ask.what, "the worker's words", 500)}: pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`,
+            `ask ${ask.id} is a question ${quoteUntrusted(ask.what, "the worker's words", 500)}: pass answers — ${counted(want, "array")} of chosen option labels or free text, one per question — or reject to dismiss it`,
           );
         }
         call = port.replyQuestion({ requestID: ask.id, directory, answers: decision.answers }, limit);
@@ -352,7 +353,7 @@ export class Approvals {
   revokeGrant(grantId: string, by: DecidedBy = { kind: "person" }): Grant {
     const w = this.reg.list().find((x) => x.grants.some((g) => g.id === grantId));
     const g = w?.grants.find((x) => x.id === grantId);
-    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`, "not-found");
+    if (!w || !g) throw new InputError(`unknown grant "${grantId}": no grant in force has that id (\`ocw grants\` lists them)`, "not-found");
     this.reg.record(w.id, { type: "grant.revoked", grantId, by });
     return g;
   }

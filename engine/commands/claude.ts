@@ -14,6 +14,7 @@ import type { EngineLock } from "../../shared/api";
 import { type PermissionAsk, terminalSafe } from "../../shared/permission";
 import { plainName } from "../../shared/wait";
 import { isAtRest, pendingAsks, type Worker } from "../../shared/worker";
+import { counted } from "../../shared/words";
 import { connect, healthy, type EngineClient } from "../api/client";
 import { follow } from "../api/follow";
 import { ensureEngine, stateDir } from "../api/launcher";
@@ -68,8 +69,6 @@ async function runningEngine(): Promise<EngineLock | null> {
   return lock && (await healthy(lock)) ? lock : null;
 }
 
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-
 /** Worker-written text on one line, control characters made visible, bounded, and marked as such. */
 const quoted = (s: string, n = 120) => {
   const one = terminalSafe(s);
@@ -81,7 +80,7 @@ const toolWord = (tool: string) => (plainName(tool) ? tool : `a tool named (untr
 
 /** What the Stop hook tells Claude when this repository's workers wait for answers. */
 export function stopReason(asks: Pick<PermissionAsk, "workerId" | "tool">[]): string {
-  return `${plural(asks.length, "opencode-worker ask")} on this repository ${asks.length === 1 ? "is" : "are"} unanswered (${asks
+  return `${counted(asks.length, "opencode-worker ask")} on this repository ${asks.length === 1 ? "is" : "are"} unanswered (${asks
     .slice(0, 5)
     .map((a) => `${a.workerId} ${toolWord(a.tool)}`)
     .join(", ")}): the workers are blocked. Answer them (pending_approvals, then approve), or tell the person they wait.`;
@@ -93,7 +92,7 @@ export function waitLine(event: string, ws: Worker[], batchId?: string): string 
   const final = ws.filter((w) => isAtRest(w.state));
   const built = final.filter((w) => w.state === "built").length;
   const of = batchId ? `batch ${batchId}` : ws.length === 1 ? `worker ${ws[0]!.id}` : `${ws.length} workers`;
-  return `ocw: ${event} — ${of}: ${plural(asks.length, "ask")} waiting, ${final.length}/${ws.length} settled (${built} built)`;
+  return `ocw: ${event} — ${of}: ${counted(asks.length, "ask")} waiting, ${final.length}/${ws.length} settled (${built} built)`;
 }
 
 export function registerClaudeCommands(program: Command): void {
@@ -236,7 +235,7 @@ export function sessionSummary(ws: Worker[], since: number): string | null {
   const finished = ws.filter((w) => isAtRest(w.state) && (w.endedAt ?? 0) > since);
   if (!waiting.length && !running.length && !finished.length) return null;
   const parts: string[] = [];
-  if (waiting.length) parts.push(`${plural(waiting.length, "worker")} ${waiting.length === 1 ? "waits" : "wait"} for an answer`);
+  if (waiting.length) parts.push(`${counted(waiting.length, "worker")} ${waiting.length === 1 ? "waits" : "wait"} for an answer`);
   if (running.length) parts.push(`${running.length} running`);
   if (finished.length) {
     const by: Record<string, number> = {};

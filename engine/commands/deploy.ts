@@ -18,6 +18,7 @@ import { type ApiOutputs, connect } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { SetupError } from "../models/errors";
 import { applyManifests, type ApplyResult } from "./k8s-apply";
+import { counted } from "../../shared/words";
 
 export interface DeployK8sOptions {
   runtime?: string;
@@ -97,8 +98,8 @@ export async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv =
     }
     const summary =
       [
-        `${what}: ${plan.runtime} serving ${plan.model} as "${plan.servedName}", ${plan.slots} sequence(s) × ${plan.ctxPerSlot} tokens, tensor parallel ${plan.tensorParallel}` +
-          `${plan.dataParallel > 1 ? `, data parallel ${plan.dataParallel}` : ""}, ${plan.replicas} replica(s), ${plan.gpusPerPod} ${plan.gpuResource} per pod`,
+        `${what}: ${plan.runtime} serving ${plan.model} as "${plan.servedName}", ${counted(plan.slots, "sequence")} × ${plan.ctxPerSlot} tokens, tensor parallel ${plan.tensorParallel}` +
+          `${plan.dataParallel > 1 ? `, data parallel ${plan.dataParallel}` : ""}, ${counted(plan.replicas, "replica")}, ${plan.gpusPerPod} ${plan.gpuResource} per pod`,
         `  ${plan.reason}`,
         `  the API key comes from Secret ${apiKeySecret} (key api-key) through the environment; readiness /health; Prometheus /metrics on port 8000`,
         ...(file ? [`wrote ${file}`] : []),

@@ -2,13 +2,15 @@ import { ERROR_MAP, OcwError, type ErrorCode } from "../../shared/errors";
 import { config } from "../api/launcher";
 import { grantOffer, type PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
+import { engineErrorText } from "../../shared/words";
 
 /** A user error: printed as one line, exit code 2. */
 export class CliError extends Error {}
 
 export function fail(err: unknown): never {
   const e = err as Error;
-  const msg = (e?.message ?? String(err)).split("\n")[0];
+  // A request that got no answer ("fetch failed", a refused connection) says the engine did not answer and what to do.
+  const msg = engineErrorText((e?.message ?? String(err)).split("\n")[0] ?? "");
   // Anything not anticipated is still one line, but keeps its stack for OCW_DEBUG=1.
   if (config().OCW_DEBUG) console.error(e?.stack);
   // An error may quote worker-written text (a command, a path): no escape sequence reaches the terminal.

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { grantShown, grantsInView } from "../../shared/grants";
 import { showUntrusted } from "../../shared/untrusted";
+import { counted } from "../../shared/words";
 
 const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
 import { connect } from "../api/client";
@@ -29,7 +30,7 @@ export function registerGrantsCommand(program: Command): void {
         if (o.json) return console.log(JSON.stringify(grants, null, 2));
         // As the approvals screen shows them: those in force, a path in the workspace as the repository's.
         const { shown, expired } = grantsInView(grants);
-        const note = expired ? `${expired} expired grant(s) not shown (their workers' runs ended)` : "";
+        const note = expired ? `${counted(expired, "expired grant")} not shown (their workers' runs ended)` : "";
         if (!shown.length) return console.log(`no grants in force: nothing is answered "always"${note ? `; ${note}` : ""}`);
         const worktrees = new Map<string, string | null>();
         for (const id of new Set(shown.map((g) => g.workerId)))

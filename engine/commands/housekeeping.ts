@@ -7,6 +7,7 @@ import { connect } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
 import { expectId } from "./hints";
+import { counted } from "../../shared/words";
 
 /**
  * `ocw retry ID` runs a finished, not built worker's task again as a new worker (fresh workspace, same target);
@@ -99,7 +100,7 @@ export function registerHousekeepingCommands(program: Command): void {
         console.log(
           o.json
             ? JSON.stringify({ workerId, ...p })
-            : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${p.objects} object${p.objects === 1 ? "" : "s"} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``,
+            : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${counted(p.objects, "object")} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``,
         );
       } catch (err) {
         fail(err);

@@ -21,6 +21,7 @@ import { parseGpuSpec } from "../hardware/parse";
 import { SetupError } from "../models/errors";
 import { MiB, GiB } from "../models/estimate";
 import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
+import { counted } from "../../shared/words";
 
 export interface CommandOutput {
   code: number;
@@ -256,7 +257,7 @@ export async function runFit(o: FitCommandOptions, port: SetupPort = enginePort(
     const pick = out.recommendation;
     const lines = [
       `${h.name ?? h.source} (${h.arch}, ${h.kind}${h.quant ? `, ${h.quant}` : ""})`,
-      `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) × ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
+      `context: n_ctx ${e.nCtx}, ${counted(e.slots, "slot")} × ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
       `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
       `weights ${fmt(e.weightsBytes)}, compute ≈ ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
       ...e.perDevice
@@ -313,7 +314,7 @@ export async function runFitPlan(o: FitCommandOptions, port: SetupPort = engineP
       ...out.hardware.notes.map((n) => `note: ${n}`),
       ...(p
         ? [
-            `pick: ${p.model} ${p.quant ?? ""} — ${p.runtime}, ${p.slots} slot(s) × ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
+            `pick: ${p.model} ${p.quant ?? ""} — ${p.runtime}, ${counted(p.slots, "slot")} × ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
             `  ${p.reason}`,
             ...(p.speed
               ? [
@@ -389,7 +390,7 @@ async function runStartCommand(
     if (!process.stdin.isTTY) throw new InputError("not a terminal: pass --yes to download and start without a question");
     const { createInterface } = await import("node:readline/promises");
     const rl = createInterface({ input: process.stdin, output: process.stderr });
-    const what = `${j.model}${j.quant ? ` ${j.quant}` : ""}${j.slots ? ` (${j.slots} slot(s) × ${j.ctxPerSlot} tokens)` : ""} with ${o.runtime}`;
+    const what = `${j.model}${j.quant ? ` ${j.quant}` : ""}${j.slots ? ` (${counted(j.slots, "slot")} × ${j.ctxPerSlot} tokens)` : ""} with ${o.runtime}`;
     try {
       return /^y(es)?$/i.test((await rl.question(`Download (when not on disk) and start ${what}? [y/N] `)).trim());
     } finally {
@@ -551,7 +552,7 @@ export async function runTargets(o: { json?: boolean }, port: SetupPort = engine
   const { active, targets } = await port.targets();
   if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
   const lines = targets.flatMap((t) => [
-    `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${t.serving.slots} slot(s)${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`,
+    `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${counted(t.serving.slots, "slot")}${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`,
     // what the benchmark after setup measured (absent for a provider, or when none ran)
     ...(t.bench ? [`    ${benchText(t.bench)} (${t.bench.at.slice(0, 10)})`] : []),
   ]);

@@ -21,6 +21,7 @@ import { uncommitted } from "./uncommitted";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { expectId } from "./hints";
 import { connectWithTarget } from "./target-flags";
+import { counted } from "../../shared/words";
 
 interface RunOptions {
   dir?: string;
@@ -269,12 +270,22 @@ async function followAndAnswer(
   }
 }
 
-function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: IntegrationSpec; name?: string } {
+export function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: IntegrationSpec; name?: string } {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new CliError(
+      `cannot read the batch file ${file}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : (err as Error).message}`,
+    );
+  }
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, "utf8"));
+    raw = JSON.parse(text);
   } catch (err) {
-    throw new CliError(`cannot read the batch file ${file}: ${(err as Error).message}`);
+    // JSON.parse's own words ("Unexpected token…") say where, not what the file should be.
+    throw new CliError(`the batch file ${file} is not valid JSON (${(err as Error).message}): write a JSON array of tasks, or {"tasks": [...]}`);
   }
   const parsed = BatchFile.safeParse(raw);
   if (!parsed.success) {
@@ -579,7 +590,7 @@ export function attemptsJson(g: AttemptGroup) {
 export function attemptsSummary(g: AttemptGroup): string {
   const rows = g.attempts.map(
     (a) =>
-      `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${a.changedLines} changed line(s)` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`,
+      `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${counted(a.changedLines, "changed line")}` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`,
   );
   return [`attempts (${g.groupId}): ${g.winner ? `winner ${g.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
 }

@@ -2,6 +2,7 @@
 // worker's repository is made from the last commit). Used by `ocw run` and the MCP bridge (delegate, delegate_batch).
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { counted } from "../../shared/words";
 
 const run = promisify(execFile);
 
@@ -24,5 +25,5 @@ export async function uncommitted(dir: string): Promise<string | null> {
     .filter(Boolean)
     .map((l) => l.slice(3));
   if (!files.length) return null;
-  return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", …" : ""}): the worker starts from the last commit and does not see them — commit what it needs before delegating`;
+  return `your checkout has ${counted(files.length, "uncommitted change")} (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", …" : ""}): the worker starts from the last commit and does not see them — commit what it needs before delegating`;
 }

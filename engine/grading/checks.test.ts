@@ -77,6 +77,6 @@ describe("protected files while the checks run", () => {
     writeFileSync(path.join(root, "test", "check.sh"), "exit 1\n");
     const [rewrite] = await runChecks([{ run: "printf 'exit 0\\n' > test/check.sh" }], root, undefined, [path.join(root, "test", "check.sh")]);
     expect(rewrite!.passed).toBe(false);
-    expect(rewrite!.output).toContain("changed protected file(s): test/check.sh");
+    expect(rewrite!.output).toContain("changed 1 protected file: test/check.sh");
   });
 });

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
+import { counted } from "../../shared/words";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
 import {
   allowListedEnv,
@@ -276,7 +277,9 @@ export async function runChecks(
     ranCommand = true;
     const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
-    let result = changed.length ? { ...r, passed: false, output: `${r.output}\n[this check changed protected file(s): ${changed.join(", ")}]` } : r;
+    let result = changed.length
+      ? { ...r, passed: false, output: `${r.output}\n[this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` }
+      : r;
     if (config) {
       let what: string[];
       try {

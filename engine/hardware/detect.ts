@@ -21,6 +21,7 @@ import {
   parseWindowsRegistry,
   type SysfsCard,
 } from "./parse";
+import { counted } from "../../shared/words";
 
 export interface RunResult {
   ok: boolean;
@@ -208,7 +209,7 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
         name: "sysfs amdgpu",
         ok: amd.length > 0,
         ms: Math.round(performance.now() - t),
-        note: amd.length ? `${amd.length} card(s)` : "no AMD cards",
+        note: amd.length ? `${counted(amd.length, "card")}` : "no AMD cards",
       });
     }
     gpus.push(...amd);

@@ -28,7 +28,7 @@ describe("a question ask with many questions, many options, long text", () => {
     expect(JSON.stringify(qs).length).toBeLessThan(20_000);
     const item = PendingItem.parse(pendingItem(huge));
     expect(item.questionsCut).toBe(2000 - QUESTIONS_SHOWN);
-    expect(item.questionsNote).toMatch(/^1995 of its 2000 questions not shown .*dismiss it.*; 2450 option\(s\) not shown/);
+    expect(item.questionsNote).toMatch(/^1995 of its 2000 questions not shown .*dismiss it.*; 2450 options not shown/);
     expect(JSON.stringify(item).length).toBeLessThan(3_000);
     // A small one is shown whole, with nothing said.
     const small = question(many(2, 3));

@@ -41,6 +41,7 @@ import * as S from "./schemas";
 import { follow } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
 import { noteLine, plainName, streamedLine, type WaitBatch, type WaitInput, type WaitResult, type WaitWorker } from "../../shared/wait";
+import { counted } from "../../shared/words";
 
 /** How long delegate looks for the checks' run on the base commit before it answers (it never delays the worker). */
 const BASELINE_WAIT_MS = 8000;
@@ -228,7 +229,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         hardware,
         next: problem
           ? `not ready: ${problem}`
-          : `ready: ${slots.free} of ${slots.total} slots free — delegate up to ${Math.max(1, slots.free)} independent task(s) at once${st.pendingApprovals ? `; ${st.pendingApprovals} approval(s) are pending (pending_approvals)` : ""}`,
+          : `ready: ${slots.free} of ${slots.total} slots free — delegate up to ${counted(Math.max(1, slots.free), "independent task")} at once${st.pendingApprovals ? `; ${counted(st.pendingApprovals, "approval")} ${st.pendingApprovals === 1 ? "is" : "are"} pending (pending_approvals)` : ""}`,
       };
     },
   );
@@ -374,12 +375,19 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           `tasks ${overlaps.slice(0, 6).join(", ")} work on the same repository with overlapping (or missing) scopes: their branches may conflict — give each task a disjoint scope`,
         );
       const noChecks = args.tasks.map((t, i) => (t.checks.length ? 0 : i + 1)).filter(Boolean);
-      if (noChecks.length) warnings.push(`task(s) ${noChecks.join(", ")} have no checks: their verdicts prove little`);
+      if (noChecks.length)
+        warnings.push(
+          `${noChecks.length === 1 ? `task ${noChecks[0]} has no checks: its verdict proves` : `tasks ${noChecks.join(", ")} have no checks: their verdicts prove`} little`,
+        );
       const noScope = args.tasks.map((t, i) => (t.scope.length ? 0 : i + 1)).filter(Boolean);
       if (noScope.length && !overlaps.length)
-        warnings.push(`task(s) ${noScope.join(", ")} have no scope: they may change any file — give each task \`scope\` globs`);
+        warnings.push(
+          `${noScope.length === 1 ? `task ${noScope[0]} has no scope: it may` : `tasks ${noScope.join(", ")} have no scope: they may`} change any file — give each task \`scope\` globs`,
+        );
       if (args.tasks.length > before.slots.free)
-        warnings.push(`${args.tasks.length} tasks for ${before.slots.free} free slot(s): ${args.tasks.length - before.slots.free} queue until slots free`);
+        warnings.push(
+          `${args.tasks.length} tasks for ${counted(before.slots.free, "free slot")}: ${args.tasks.length - before.slots.free} queue until slots free`,
+        );
       const later = tasks.filter((t) => !t.workerId).map((t) => t.id);
       return {
         batchId,
@@ -433,8 +441,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           ? {
               next:
                 shownWorkers.length < asked.length
-                  ? `${left} more worker(s) not shown (the result stays within what a client reads whole): narrow with directory, batchId or active, or a lower limit`
-                  : `${left} more worker(s) not shown: raise limit, or narrow with directory, batchId or active`,
+                  ? `${counted(left, "more worker")} not shown (the result stays within what a client reads whole): narrow with directory, batchId or active, or a lower limit`
+                  : `${counted(left, "more worker")} not shown: raise limit, or narrow with directory, batchId or active`,
             }
           : {}),
         counts,
@@ -672,10 +680,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const older = unanswered.length - allFresh.length;
       const next =
         (fresh.length
-          ? `answer the ${fresh.length} new ask(s) with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${notShown} more new ask(s) not shown here: the next wait returns them at once)` : ""}`
+          ? `answer the ${counted(fresh.length, "new ask")} with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again${notShown ? ` (${counted(notShown, "more new ask")} not shown here: the next wait returns them at once)` : ""}`
           : finished.length && !settled
             ? `read result for ${finished.length === 1 ? finished[0]!.id : "the finished workers"}; wait again for the others`
-            : nextFor(list, batch)) + (older ? `; ${older} ask(s) shown before are still unanswered (pending_approvals lists them)` : "");
+            : nextFor(list, batch)) +
+        (older ? `; ${counted(older, "ask")} shown before ${older === 1 ? "is" : "are"} still unanswered (pending_approvals lists them)` : "");
       return {
         state: aggregateState(list),
         settled,
@@ -892,7 +901,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       left,
       next: left.length
         ? `answered ${answered.length}; answer the ${left.length} left one by one with approve {askId, decision} (pending_approvals shows them), then wait {"batchId":"${batchId}"}`
-        : `answered ${answered.length} in-scope edit(s); wait {"batchId":"${batchId}"}`,
+        : `answered ${counted(answered.length, "in-scope edit")}; wait {"batchId":"${batchId}"}`,
     };
   }
 
@@ -1001,7 +1010,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const w = await call((c) => c.workers.get.query({ workerId: args.workerId }));
       if (!isAtRest(w.state)) {
         throw new ToolError(
-          `worker ${w.id} is ${w.state}, not finished: call wait {"workerId":"${w.id}"} until it settles${pendingAsks(w).length ? ` (it is blocked on ${pendingAsks(w).length} pending approval(s))` : ""}`,
+          `worker ${w.id} is ${w.state}, not finished: call wait {"workerId":"${w.id}"} until it settles${pendingAsks(w).length ? ` (it is blocked on ${counted(pendingAsks(w).length, "pending approval")})` : ""}`,
         );
       }
       const v = w.verdict;
@@ -1011,7 +1020,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       let pages = 1;
       if (args.check !== undefined) {
         const c = all[args.check];
-        if (!c) throw new ToolError(`check ${args.check} does not exist: this worker has ${all.length} check(s), indexed from 0`);
+        if (!c) throw new ToolError(`check ${args.check} does not exist: this worker has ${counted(all.length, "check")}, indexed from 0`);
         checks = [checkOut(c, args.check, args.maxChars ?? 8000, args.offset ?? 0)];
       } else {
         const pageSize = args.pageSize ?? 20;
@@ -1105,7 +1114,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
               : verdict === "built" && !w.baseBranch
                 ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}, from a detached HEAD: there is no branch to merge it into. Review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo} for the person to merge where they want`
                 : verdict === "built"
-                  ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}`
+                  ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${counted(v.flags.length, "FLAGGED file")} (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}`
                   : nextAfterFailure(w),
       };
     },
@@ -1246,7 +1255,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           );
         if (/conflict/i.test(msg))
           throw new ToolError(
-            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`,
+            // The engine's message without its own way on (CLI commands): this one says how to go on with the tools.
+            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg.split(" To go on: ")[0]!, 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or merge {"workerId":"${w.id}","publish":true} and let the person merge ${w.branch} by hand`,
           );
         throw err;
       }
@@ -1541,7 +1551,8 @@ function nextAfterFailure(w: Worker): string {
 
 function nextFor(ws: Pick<Worker, "id" | "state" | "asks">[], batch?: z.infer<typeof S.BatchStats> | null): string {
   const pending = ws.flatMap((w) => pendingAsks(w));
-  if (pending.length) return `answer ${pending.length} pending approval(s) with approve {"askId", "decision"} (pending_approvals shows diffs), then wait again`;
+  if (pending.length)
+    return `answer ${counted(pending.length, "pending approval")} with approve {"askId", "decision"} (pending_approvals shows diffs), then wait again`;
   if (ws.every((w) => isAtRest(w.state))) {
     const rates =
       batch && batch.builtRate !== null

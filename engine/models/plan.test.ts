@@ -192,7 +192,7 @@ describe("issue 27: planner cases from the review", () => {
     expect(ram).toBeLessThanOrEqual(8192);
     expect(ck).toBeGreaterThanOrEqual(1);
     expect(ck).toBeLessThanOrEqual(8);
-    expect(p.reason).toMatch(/prompt cache \d+ MiB \(--cache-ram\), \d+ context checkpoint\(s\) per slot .* left for the OS, opencode and the engine/);
+    expect(p.reason).toMatch(/prompt cache \d+ MiB \(--cache-ram\), \d+ context checkpoints? per slot .* left for the OS, opencode and the engine/);
     // CPU only, 32 GiB, 4 slots: the plan itself takes most of the RAM — the 8 GiB default cache would not fit
     const cpu = propose(devs([], 32 * GiB), 4, 32768, undefined, undefined, undefined, { allowSlow: true }).pick!;
     const used = cpu.devices.find((d) => d.name === "cpu")!.plannedBytes;

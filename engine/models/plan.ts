@@ -17,6 +17,7 @@ import { hparamsFromMetadata, type ModelHparams } from "./hparams";
 import type { ModelInfo } from "./source";
 import { cpuTflops, estimateSpeed, gpuBandwidth, gpuTflops, MIN_AGENT_TOK_PER_SEC, ramBandwidth, type SpeedEstimate, type SpeedPart } from "./speed";
 import { llamaMtpArgs, mtpOf } from "./mtp";
+import { counted } from "../../shared/words";
 
 export const DEFAULT_MIN_CTX = 32768;
 
@@ -339,11 +340,11 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
   const ctxPerSlot = p.ctxPerSlot;
   const where =
     p.placement === "gpu"
-      ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)`
+      ? `entirely on ${p.gpusUsed} of ${counted(dev.gpus.length, "GPU")}`
       : p.placement === "moe-offload"
-        ? `attention and ${h(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)`
+        ? `attention and ${h(m).nLayer - p.nCpuMoe} expert layers on the ${p.gpusUsed === 1 ? "GPU" : "GPUs"}, routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)`
         : p.placement === "partial"
-          ? `${p.nGpuLayers}/${h(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)`
+          ? `${p.nGpuLayers}/${h(m).nLayerAll + 1} layers on the ${p.gpusUsed === 1 ? "GPU" : "GPUs"}, the rest in RAM (slow)`
           : "CPU only";
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : undefined;
   const speed = planSpeed(m, p, gpus, slots, dev.cpuCores);
@@ -359,8 +360,8 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
     placement: p.placement,
     cacheType: p.cacheType,
     reason:
-      `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
-      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") +
+      `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${counted(slots, "slot")} × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
+      (replicas ? `; ${replicas} replicas would fit, one per ${counted(p.gpusUsed, "GPU")}` : "") +
       `; ${hostNote(p.host)}` +
       speedNote(speed),
     ...(replicas ? { replicas } : {}),
@@ -456,7 +457,7 @@ function speedNote(s: SpeedEstimate | null): string {
 function hostNote(c: HostCaches): string {
   return (
     `host RAM: prompt cache ${c.cacheRamMiB} MiB (--cache-ram)` +
-    (c.ctxCheckpoints !== null ? `, ${c.ctxCheckpoints} context checkpoint(s) per slot (${gib(c.checkpointBytes)})` : "") +
+    (c.ctxCheckpoints !== null ? `, ${counted(c.ctxCheckpoints, "context checkpoint")} per slot (${gib(c.checkpointBytes)})` : "") +
     `, ${gib(c.headroomBytes)} left for the OS, opencode and the engine`
   );
 }
@@ -518,7 +519,7 @@ export function toPoolPick(m: PlanModel, reps: ReplicaPlan[], _dev: PlanDevices,
     ...(new Set(reps.map((r) => r.plan.cacheType)).size === 1 ? { cacheType: reps[0]!.plan.cacheType } : {}),
     reason:
       `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} ` +
-      `(${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) × ${ctxPerSlot} tokens, unified KV (${caches}); ` +
+      `(${endpoints.map((e) => `${e.devices.join("+")}: ${counted(e.slots, "slot")}`).join(", ")}) × ${ctxPerSlot} tokens, unified KV (${caches}); ` +
       `one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}× the tokens at once — ocw admits each worker to a replica with a free slot`,
     replicas: reps.length,
     pool: { replicas: reps.length, endpoints },
@@ -684,7 +685,7 @@ export function propose(
 export function slowProblem(slow: FitPick[], slots: number): string {
   const s = slow[0]!;
   return (
-    `${s.model}${s.quant ? ` ${s.quant}` : ""} fits but would decode ≈ ${s.speed!.decodeTokPerSecPerSlot} tokens/s per slot with ${slots} slot(s) busy ` +
+    `${s.model}${s.quant ? ` ${s.quant}` : ""} fits but would decode ≈ ${s.speed!.decodeTokPerSecPerSlot} tokens/s per slot with ${counted(slots, "slot")} busy ` +
     `(estimated; an agent needs ≥ ${MIN_AGENT_TOK_PER_SEC}): refused as too slow — pass --allow-slow to plan it anyway`
   );
 }
@@ -752,7 +753,7 @@ function noFitProblem(
   slow: FitPick[] = [],
 ): string {
   const mem = dev.gpus.length
-    ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a, g) => a + g.freeBytes, 0) / GiB).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`
+    ? `${counted(dev.gpus.length, "GPU")} with ${(dev.gpus.reduce((a, g) => a + g.freeBytes, 0) / GiB).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`
     : `no usable GPU and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`;
   const hints: string[] = [];
   for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
@@ -769,7 +770,7 @@ function noFitProblem(
   }
   hints.push("or use an API provider: ocw setup --provider URL --model ID --api-key-env VAR");
   if (slow.length) return `${slowProblem(slow, slots)}; on this machine (${mem}): ${hints.join("; ")}`;
-  return `no catalog model fits ${slots} slot(s) × ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
+  return `no catalog model fits ${counted(slots, "slot")} × ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
 }
 
 /** Which detected GPUs the llama.cpp runtime can use, with its device ids; notes for the ones it cannot. */

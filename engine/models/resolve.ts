@@ -9,6 +9,7 @@ import { hubEndpoint, hubHeaders, repoGgufs, resolveUrl, type QuantFile } from "
 import { modelFromInfo, type PlanDevices, planModel } from "./plan";
 import { loadGguf, type ModelInfo } from "./source";
 import { SetupError } from "./errors";
+import { counted } from "../../shared/words";
 
 export interface RepoPlan {
   repo: string;
@@ -85,7 +86,7 @@ export async function planRepo(
     }
   }
   return {
-    problem: `no quant of ${p.repo} fits ${want.slots} slot(s) × ${want.minCtx} tokens here (tried ${[...new Set(considered.map((c) => c.quant))].join(", ")})`,
+    problem: `no quant of ${p.repo} fits ${counted(want.slots, "slot")} × ${want.minCtx} tokens here (tried ${[...new Set(considered.map((c) => c.quant))].join(", ")})`,
     considered,
   };
 }

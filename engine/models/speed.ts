@@ -20,6 +20,7 @@
  * unless the person allows slow plans (`--allow-slow`).
  */
 import { config } from "../config";
+import { counted } from "../../shared/words";
 
 /** By a GPU name fragment (most specific first): memory bandwidth in GB/s, dense FP16 tensor TFLOPS. */
 const GPU_TABLE: [RegExp, number, number][] = [
@@ -196,7 +197,7 @@ export function estimateSpeed(partsIn: SpeedPart[], m: SpeedModel): SpeedEstimat
   const tooSlow = perSlot < MIN_AGENT_TOK_PER_SEC;
   const gb = (b: number) => (b / 1024 ** 3).toFixed(1);
   const basis =
-    `estimated, not measured: decode = per device the larger of (weights read + the KV of ${slots} slot(s) at ≈ ${Math.round(avgCtx)} tokens) ÷ ${Math.round(MEM_EFFICIENCY * 100)} % of bandwidth ` +
+    `estimated, not measured: decode = per device the larger of (weights read + the KV of ${counted(slots, "slot")} at ≈ ${Math.round(avgCtx)} tokens) ÷ ${Math.round(MEM_EFFICIENCY * 100)} % of bandwidth ` +
     `and ${slots} × 2 × ${(m.activeParams / 1e9).toFixed(1)} B active parameters ÷ TFLOPS; ` +
     parts
       .map(
@@ -209,7 +210,7 @@ export function estimateSpeed(partsIn: SpeedPart[], m: SpeedModel): SpeedEstimat
   const warnings: string[] = [];
   if (tooSlow)
     warnings.push(
-      `≈ ${round(perSlot)} tokens/s per slot with ${slots} slot(s) busy is too slow for an agent (below ${MIN_AGENT_TOK_PER_SEC}; a worker's turn writes hundreds of tokens): fewer slots, a smaller or MoE model, or a GPU`,
+      `≈ ${round(perSlot)} tokens/s per slot with ${counted(slots, "slot")} busy is too slow for an agent (below ${MIN_AGENT_TOK_PER_SEC}; a worker's turn writes hundreds of tokens): fewer slots, a smaller or MoE model, or a GPU`,
     );
   if (firstRequestSec > SLOW_FIRST_REQUEST_SEC)
     warnings.push(`reading OpenCode's first request (≈ ${FIRST_REQUEST_TOKENS} tokens) takes ≈ ${Math.round(firstRequestSec)} s per worker`);

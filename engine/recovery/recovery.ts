@@ -6,6 +6,7 @@ import type { Approvals } from "../approvals";
 import { endStaleServer, type HarnessServer, permissionAsk, questionAsk } from "../harness";
 import type { WorkerLogStore } from "../store";
 import type { WorkerRegistry } from "../registry";
+import { counted } from "../../shared/words";
 
 /**
  * Recovery: what the engine does when something under it went away. At start-up, from the workers' logs (the only
@@ -49,7 +50,7 @@ export class Recovery {
     for (const id of this.opts.logs.list()) {
       const { events, skipped } = this.opts.logs.load(id);
       logged.push(...events);
-      if (skipped) this.reg.log(`worker ${id}: skipped ${skipped} unreadable log line(s) (torn write)`);
+      if (skipped) this.reg.log(`worker ${id}: skipped ${counted(skipped, "unreadable log line")} (torn write)`);
       let w: Worker | null = null;
       for (const e of events) {
         try {

@@ -46,6 +46,22 @@ describe("the worker registry", () => {
     }
   });
 
+  it("a failed append where the caller goes on is a notice that names the worker, what was lost and what to do", () => {
+    const w = worker("running");
+    lines.length = 0;
+    (logs as unknown as { append: () => void }).append = () => {
+      throw new Error("ENOSPC: no space left on device, write");
+    };
+    try {
+      registry.safeRecord(w.id, { type: "steered", message: "x" } as never);
+      expect(lines.at(-1)).toBe(
+        `[error] worker ${w.id}: its log could not be written (ENOSPC: no space left on device, write), so this change was not kept: free disk space or fix the state folder's permissions`,
+      );
+    } finally {
+      delete (logs as unknown as { append?: unknown }).append;
+    }
+  });
+
   it("an activity ends only as the one that was started (a stop during a probe is not cleared by the probe's end)", () => {
     const w = worker("running");
     expect(registry.is(w.id, "none")).toBe(true);

@@ -78,7 +78,7 @@ export class WorkerRegistry {
 
   get(id: string): Worker {
     const w = this.workers.get(id);
-    if (!w) throw new InputError(`unknown worker "${id}": list workers to see valid ids`, "not-found");
+    if (!w) throw new InputError(`unknown worker "${id}": no worker has that id (\`ocw list\` or the workers tool lists them)`, "not-found");
     return w;
   }
 
@@ -102,7 +102,11 @@ export class WorkerRegistry {
     try {
       this.record(workerId, body);
     } catch (err) {
-      this.notice("error", (err as Error).message);
+      // The platform's words alone ("ENOSPC: no space left on device") name neither the worker nor what was lost.
+      this.notice(
+        "error",
+        `worker ${workerId}: its log could not be written (${(err as Error).message}), so this change was not kept: free disk space or fix the state folder's permissions`,
+      );
     }
   }
 

@@ -19,6 +19,7 @@ import { benchText, type TargetBench } from "../../shared/target";
 import { config } from "../config";
 import { MIN_AGENT_TOK_PER_SEC } from "../models";
 import { readBounded, sseData } from "../net";
+import { counted } from "../../shared/words";
 
 export interface BenchOptions {
   /** The OpenAI-compatible base URL (…/v1). */
@@ -264,7 +265,7 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
  */
 export function benchWarning(b: Pick<TargetBench, "decodeTpsPerStreamN" | "decodeTps1" | "slots" | "requests" | "failed">, firstError?: string): string | null {
   if (b.decodeTpsPerStreamN === null)
-    return `nothing was measured with ${b.slots} stream(s) at once (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
+    return `nothing was measured with ${counted(b.slots, "stream")} at once (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
   const said: string[] = [];
   if (b.failed > 0)
     said.push(

@@ -138,7 +138,7 @@ describe("issue 27: a speed model on every plan; plans too slow for an agent are
     const r = await planFit({}, m, opts);
     expect(r.pick!.slots).toBe(2);
     expect(r.pick!.speed!.tooSlow).toBe(false);
-    expect(r.hardware.notes.join(" ")).toMatch(/4 slots would decode ≈ [\d.]+ tokens\/s each \(too slow for an agent\): planned 2 slot\(s\) instead/);
+    expect(r.hardware.notes.join(" ")).toMatch(/4 slots would decode ≈ [\d.]+ tokens\/s each \(too slow for an agent\): planned 2 slots instead/);
     const asked = await planFit({ slots: 4 }, m, opts);
     expect(asked.pick).toBeNull();
     expect(asked.problem).toMatch(/--slots 2 fits/);

@@ -36,6 +36,7 @@ import { findLlamaServer } from "./llama-server";
 import { ParallelInputError, parallelDevices, proposeParallel } from "./parallel";
 import { findRuntime } from "./runtime-adapters";
 import { FIRST_ANSWER_TOKENS, MIN_SLOT_CTX, OPENCODE_FIRST_REQUEST_TOKENS } from "./verify";
+import { counted } from "../../shared/words";
 
 export type FitRuntime = "llama.cpp" | "vllm" | "sglang";
 
@@ -169,7 +170,7 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
         const fewer = await planLlama(i, dev, s, minCtx, exact, verified, false, catalog);
         if (fewer.pick) {
           notes.push(
-            `${slots} slots would decode ≈ ${result.refused[0]!.speed?.decodeTokPerSecPerSlot} tokens/s each (too slow for an agent): planned ${s} slot(s) instead (pass --slots ${slots} --allow-slow to keep ${slots})`,
+            `${slots} slots would decode ≈ ${result.refused[0]!.speed?.decodeTokPerSecPerSlot} tokens/s each (too slow for an agent): planned ${counted(s, "slot")} instead (pass --slots ${slots} --allow-slow to keep ${slots})`,
           );
           result = { ...fewer, refused: [...result.refused, ...(fewer.refused ?? [])] };
           break;
@@ -197,7 +198,7 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
     }).catch(() => null);
     if (p?.pick) {
       const why =
-        `${big.length} datacenter GPU(s) of ≥ 80 GB (${big[0]!.name}): vLLM batches all ${slots} sequences on one engine with tensor × data parallel and uses the GPUs' memory for KV, ` +
+        `${counted(big.length, "datacenter GPU")} of ≥ 80 GB (${big[0]!.name}): vLLM batches all ${slots} sequences on one engine with tensor × data parallel and uses the GPUs' memory for KV, ` +
         `where llama.cpp would run ${result.pick?.pool ? `${result.pick.pool.replicas} small replicas` : "one server"}; ${vllmHere()} (ocw setup --runtime vllm; --runtime llama.cpp keeps the llama.cpp plan)`;
       const vllmPick = { ...p.pick, runtimeReason: why, reason: `${p.pick.reason}; ${why}` };
       const llama = result.pick ? [{ ...result.pick, runtimeReason: "llama.cpp: the alternative to vLLM on these GPUs (--runtime llama.cpp)" }] : [];
@@ -326,7 +327,7 @@ async function planLlama(
             problem:
               minCtx > m.hparams.nCtxTrain
                 ? `${i.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
-                : `${i.model} does not fit ${slots} slot(s) × ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
+                : `${i.model} does not fit ${counted(slots, "slot")} × ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
           };
     }
   } catch (e) {

@@ -76,11 +76,11 @@ describe("plan", () => {
     const p = await planK8s({ runtime: "vllm", node: node("2x48G") });
     expect(p.catalogId).toBeTruthy();
     expect(p.perGpuBytes).toBeLessThanOrEqual(48 * GiB * 0.9);
-    await expect(planK8s({ runtime: "vllm", node: node("1x4G") })).rejects.toThrow(/no catalog model fits 4 sequence\(s\) × 32768 tokens on 1 × 4\.0 GiB/);
+    await expect(planK8s({ runtime: "vllm", node: node("1x4G") })).rejects.toThrow(/no catalog model fits 4 sequences × 32768 tokens on 1 × 4\.0 GiB/);
   });
 
   it("refuses what cannot work, saying what to do", async () => {
-    await expect(planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("1x24G") })).rejects.toThrow(/does not fit 1 GPU\(s\) of 24\.0 GiB.*--gpus/);
+    await expect(planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("1x24G") })).rejects.toThrow(/does not fit 1 GPU of 24\.0 GiB.*--gpus/);
     await expect(planK8s({ runtime: "vllm", model: "not a repo", node: node("1x80G") })).rejects.toThrow(K8sInputError);
     await expect(planK8s({ runtime: "vllm", model: "someone/private-model", node: node("1x80G"), sizeOf: async () => null })).rejects.toThrow(/pass --tp N/);
     await expect(planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("2x80G"), dataParallel: 4 })).rejects.toThrow(

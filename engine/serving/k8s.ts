@@ -32,6 +32,7 @@ import {
 import { catalogModels } from "./parallel";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
 import { parseVersion, reasoningParser, SGLANG_IMAGE, toolParser, versionProblem, VLLM_IMAGE } from "./runtime-adapters";
+import { counted } from "../../shared/words";
 
 export { toolParser };
 
@@ -196,7 +197,7 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
       toolCallParser: parser,
       reasoningParser: m.reasoningParser ?? reasoningParser(o.runtime, e, repo),
       reason:
-        `${repo} (${gib(m.weightsBytes)} of weights${src}) + ${kvNote} for ${p.perRank} sequence(s) × ${ctx} tokens per rank` +
+        `${repo} (${gib(m.weightsBytes)} of weights${src}) + ${kvNote} for ${counted(p.perRank, "sequence")} × ${ctx} tokens per rank` +
         ` over tensor parallel ${p.tp}: ${gib(p.needPerGpu)} per GPU of ${gib(o.node.gpuBytes)} (${o.node.gpuName})` +
         `${p.dp > 1 ? `; data parallel ${p.dp} (${p.tp * p.dp} GPUs per pod, ${p.perRank} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}` +
         " (sized by the planner's sizer, as ocw fit --runtime vllm|sglang)",
@@ -244,7 +245,7 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
     }
     const m = ms.at(-1)!;
     throw new K8sInputError(
-      `${m.source} needs ${gib(m.weightsBytes)} of weights + KV for ${Math.ceil(slots / dp)} × ${ctx} per rank and does not fit ${Math.floor(o.node.gpus / dp)} GPU(s) of ${gib(o.node.gpuBytes)} per data-parallel rank${o.tensorParallel ? ` at --tp ${o.tensorParallel}` : ""}; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`,
+      `${m.source} needs ${gib(m.weightsBytes)} of weights + KV for ${Math.ceil(slots / dp)} × ${ctx} per rank and does not fit ${counted(Math.floor(o.node.gpus / dp), "GPU")} of ${gib(o.node.gpuBytes)} per data-parallel rank${o.tensorParallel ? ` at --tp ${o.tensorParallel}` : ""}; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`,
     );
   }
   const tried: string[] = [];
@@ -257,7 +258,7 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
     }
   }
   throw new K8sInputError(
-    `no catalog model fits ${slots} sequence(s) × ${ctx} tokens on ${o.node.gpus} × ${gib(o.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`,
+    `no catalog model fits ${counted(slots, "sequence")} × ${ctx} tokens on ${o.node.gpus} × ${gib(o.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`,
   );
 }
 
@@ -542,7 +543,7 @@ export function captureSteps(plan: K8sPlan, o: ManifestOptions): string[] {
       `kubectl -n ${ns} wait llminferenceservice/${o.name} --for=condition=Ready --timeout=60m`,
       key,
       `URL="$(kubectl -n ${ns} get llminferenceservice ${o.name} -o jsonpath='{.status.url}')"`,
-      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total}    # a router target: llm-d's scheduler spreads the ${total} sequences over ${plan.replicas * plan.dataParallel} replica(s)`,
+      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total}    # a router target: llm-d's scheduler spreads the ${total} sequences over ${counted(plan.replicas * plan.dataParallel, "replica")}`,
     ];
   }
   const steps = [`kubectl -n ${ns} rollout status deployment/${o.name} --timeout=60m`, key];

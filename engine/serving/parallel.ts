@@ -44,6 +44,7 @@ import {
 import type { FitPick as FitPickT, PlannedDevice } from "../../shared/fit";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
 import { reasoningParser, toolParser } from "./runtime-adapters";
+import { counted } from "../../shared/words";
 
 export class ParallelInputError extends SetupError {
   constructor(message: string, data: SetupErrorData = {}) {
@@ -326,12 +327,12 @@ export async function proposeParallel(o: {
     if (found.length) return { pick: found[0]!, alternatives: found.slice(1), problem: null };
   }
   const gpus = o.dev.gpus;
-  const mem = `${gpus.length} GPU(s) of ${(Math.min(...gpus.map((g) => g.totalBytes)) / 1024 ** 3).toFixed(0)} GiB`;
+  const mem = `${counted(gpus.length, "GPU")} of ${(Math.min(...gpus.map((g) => g.totalBytes)) / 1024 ** 3).toFixed(0)} GiB`;
   return {
     pick: null,
     alternatives: [],
     problem:
-      `${o.model ?? "no catalog model"} does not fit ${o.slots} sequence(s) × ${o.minCtx} tokens with ${name} on ${mem} (every layer must be on the GPUs; tried ${tried.slice(0, 6).join(", ")}); ` +
+      `${o.model ?? "no catalog model"} does not fit ${counted(o.slots, "sequence")} × ${o.minCtx} tokens with ${name} on ${mem} (every layer must be on the GPUs; tried ${tried.slice(0, 6).join(", ")}); ` +
       `try fewer slots (--slots ${Math.max(1, Math.floor(o.slots / 2))}), a shorter context, --runtime llama.cpp (it can keep experts or layers in RAM), or an API provider`,
   };
 }
@@ -425,7 +426,7 @@ export function toParallelPick(
     command: parallelCommand(m, p, runtime, dev.gpus.length),
     placement: "gpu",
     reason:
-      `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} — ${why} — × data parallel ${p.dp} (${p.dp} engine(s) of ${p.perRank} sequence(s) × ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${dev.gpus.length} GPU(s); ` +
+      `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} — ${why} — × data parallel ${p.dp} (${counted(p.dp, "engine")} of ${counted(p.perRank, "sequence")} × ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${counted(dev.gpus.length, "GPU")}; ` +
       `${gib(p.needPerGpu)} per GPU (weights ${gib(p.weightsPerGpu)}, KV ${gib(p.kvPerGpu)}, overhead ${gib(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` +
       (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : "") +
       (speed

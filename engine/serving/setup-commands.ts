@@ -37,6 +37,7 @@ import { onPath } from "./runtime-adapters";
 import { setupCapturePool } from "./pool";
 import { SetupVerifyInput } from "../../shared/setup";
 import { FIRST_ANSWER_TOKENS, MIN_SLOT_CTX, OPENCODE_FIRST_REQUEST_TOKENS } from "./verify";
+import { counted } from "../../shared/words";
 
 const fmt = (b: number | null) => (b === null ? "?" : b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / MiB).toFixed(2)} MiB`);
 
@@ -189,7 +190,7 @@ export async function fitFile(input: FitFileInput, o: { hardware?: HardwareRepor
       ? null
       : minCtx > h.nCtxTrain
         ? `the model was trained for ${h.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it${i.minCtx === undefined ? ` (what a worker's first turn needs: OpenCode's first request ≈ ${OPENCODE_FIRST_REQUEST_TOKENS} tokens plus ${FIRST_ANSWER_TOKENS} for its answer)` : ""}`
-        : `does not fit ${slots} slot(s) × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
+        : `does not fit ${counted(slots, "slot")} × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
   };
 }
 

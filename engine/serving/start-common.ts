@@ -11,6 +11,7 @@ import type { VerifyResult } from "./verify";
 import type { HardwareReport } from "../hardware";
 import type { TargetStore } from "../store";
 import { listServing, type ServingRecord, servingAlive } from "./setup";
+import { counted } from "../../shared/words";
 
 export interface StartJobOptions {
   input: SetupStartInput;
@@ -238,7 +239,7 @@ export async function benchPhase(
     budgetSec: budget,
     signal: c.o.signal,
     onProgress: (n, note) => {
-      phase("bench").detail = `${n} request(s): ${note}`;
+      phase("bench").detail = `${counted(n, "request")}: ${note}`;
       emit(false);
     },
   });

@@ -55,6 +55,7 @@ import {
   type StartJobOptions,
   withFreed,
 } from "./start-common";
+import { counted } from "../../shared/words";
 
 export { classifyDownload, classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartCtx, StartError, type StartJobOptions, withFreed };
 
@@ -215,7 +216,9 @@ export function checkPlacement(
     // whole-on-GPU: RAM holds at most the input embeddings (llama.cpp keeps token_embd on the CPU)
     if (cpuLoaded > Math.max(gpuWeights * 0.2, 512 * MiB)) {
       passed = false;
-      evidence.push(`RAM holds ${(cpuLoaded / GiB).toFixed(2)} GiB of weights although the plan put every layer on the GPU(s)`);
+      evidence.push(
+        `RAM holds ${(cpuLoaded / GiB).toFixed(2)} GiB of weights although the plan put every layer on the ${pick.devices.filter((d) => d.name !== "cpu").length === 1 ? "GPU" : "GPUs"}`,
+      );
     }
   }
   if (smi) {
@@ -269,7 +272,7 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
   });
   if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
   else {
-    ops.begin("download", `${files.downloads.length} file(s) to ${path.dirname(files.downloads[0]!.dest)}`);
+    ops.begin("download", `${counted(files.downloads.length, "file")} to ${path.dirname(files.downloads[0]!.dest)}`);
     const total = files.downloads.every((d) => d.size) ? files.downloads.reduce((a, d) => a + d.size!, 0) : null;
     const onDisk = (d: ModelFiles["downloads"][number]) =>
       existsSync(d.dest) ? statSync(d.dest).size : existsSync(`${d.dest}.part`) ? statSync(`${d.dest}.part`).size : 0;
@@ -282,7 +285,7 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
       if (need > free) {
         throw new StartError({
           kind: "disk",
-          cause: `the model needs ${(need / GiB).toFixed(1)} GiB more on disk (${files.downloads.length} file(s)) but ${dir} has ${(free / GiB).toFixed(1)} GiB free`,
+          cause: `the model needs ${(need / GiB).toFixed(1)} GiB more on disk (${counted(files.downloads.length, "file")}) but ${dir} has ${(free / GiB).toFixed(1)} GiB free`,
           logLine: null,
           remedy: classifyDownload("GiB free").remedy,
         });
@@ -338,7 +341,7 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
     }
     const secs = (performance.now() - tStart) / 1000;
     ops.end(
-      `${files.downloads.length} file(s), ${(doneBefore / GiB).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB / Math.max(secs, 0.001)).toFixed(1)} MiB/s` : ", already on disk"}`,
+      `${counted(files.downloads.length, "file")}, ${(doneBefore / GiB).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB / Math.max(secs, 0.001)).toFixed(1)} MiB/s` : ", already on disk"}`,
     );
   }
   return files;

@@ -23,6 +23,7 @@ import { authHeaders, httpJson, isLoopback, serverRoot, streamTimed } from "./ht
 import { sseData } from "../net";
 import { toolRoundTrip } from "./tool-probe";
 import { classifyFailure, explainChatFailure, providerError, streamedFailure } from "./provider-errors";
+import { counted } from "../../shared/words";
 
 /**
  * The least context a worker can run in: OpenCode's first request is ≈ 4.9k tokens with its 8 tools and its output
@@ -433,7 +434,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       name: "slots",
       passed: ok,
       evidence:
-        `${v.engine}: ${where} (want ≥ ${want}${v.perSlotCtx ? "" : ", what an OpenCode worker needs"}); ${v.slots} slot(s) as configured` +
+        `${v.engine}: ${where} (want ≥ ${want}${v.perSlotCtx ? "" : ", what an OpenCode worker needs"}); ${counted(v.slots, "slot")} as configured` +
         (ok ? "" : ` — ${fix}`),
     });
   } else {
@@ -458,8 +459,8 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       passed: okCtx && !floor,
       evidence:
         (ctx === null
-          ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured`
-          : `${new URL(`${apiBase}/models`).pathname} context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`) +
+          ? `${v.engine}: no slot or context figures exposed; taking ${counted(v.slots, "slot")} as configured`
+          : `${new URL(`${apiBase}/models`).pathname} context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${counted(v.slots, "slot")} as configured`) +
         (floor ? `; ${floor}` : ""),
     });
   }
@@ -524,8 +525,8 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       const passed = failed.length === 0 && firsts.length === n && slotsOk;
       const evidence =
         `${n} concurrent × ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "∞"} ms` +
-        (before ? `, /slots lists ${before.listed} slot(s) and showed ${maxBusy} processing at once` : "") +
-        (before && before.listed < n ? ` — ${n} requests cannot run at once on ${before.listed} slot(s): they queue` : "") +
+        (before ? `, /slots lists ${counted(before.listed, "slot")} and showed ${maxBusy} processing at once` : "") +
+        (before && before.listed < n ? ` — ${n} requests cannot run at once on ${counted(before.listed, "slot")}: they queue` : "") +
         (failed.length ? `; ${failed.length} failed (${failed[0]!.status} ${failed[0]!.error ?? ""})` : "") +
         (brokeWhy ? `: the provider's stream broke off with an error — ${brokeWhy}` : "");
       return { passed, factor, evidence, failedRequests: failed.length > 0 };
@@ -622,7 +623,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
         : `the model does not use tools reliably (${by("tools").evidence}); a model whose tool calling is verified, a higher quant, or an API provider`;
   } else {
     outcome = "built";
-    summary = `verified: ${v.slots} slot(s)${observed.perSlotCtx ? ` × ${observed.perSlotCtx} ctx` : ""}, coding task and tool-call round trip passed`;
+    summary = `verified: ${counted(v.slots, "slot")}${observed.perSlotCtx ? ` × ${observed.perSlotCtx} ctx` : ""}, coding task and tool-call round trip passed`;
   }
   return { outcome, checks, observed, summary: redact(summary) };
 }

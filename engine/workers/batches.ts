@@ -9,6 +9,7 @@ import { combinedCheckConfig, discard, folderIn, runChecks } from "../grading";
 import type { SandboxKind } from "../sandbox";
 import { readJson, writeJsonAtomic } from "../store";
 import { combineCommits, gitScript, gradedStore, type RepoInfo, userGitEnv } from "../workspace";
+import { counted } from "../../shared/words";
 
 /**
  * A batch's plan beside its workers: the tasks with their names and the tasks each comes `after`, the workers started
@@ -285,7 +286,7 @@ export class Batches {
           r.repo!,
           r.base!,
           built,
-          `ocw: integration of batch ${r.id} (${built.length} worker${built.length === 1 ? "" : "s"})\n\n${built.map((b) => `- ${b.id}`).join("\n")}`,
+          `ocw: integration of batch ${r.id} (${counted(built.length, "worker")})\n\n${built.map((b) => `- ${b.id}`).join("\n")}`,
           await this.graded(r.repo!),
         );
         if ("conflict" in c) {

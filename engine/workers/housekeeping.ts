@@ -125,8 +125,9 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
     objects: graded,
     publish: (next) => landObjects(rec.repo!, graded, next),
     message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
-    onConflict: (files) =>
-      `To go on: run the batch again from the current HEAD (its tasks see the commits it conflicts with: ${quoteUntrustedList(files, "file names from the workers' changes")}), or merge its workers one by one (ocw merge WORKER_ID; ocw rebase WORKER_ID continues one that conflicts on the new base).`,
+    // The files are named once, in the conflict itself: the way on does not list them again.
+    onConflict: () =>
+      `To go on: run the batch again from the current HEAD (its tasks see the commits it conflicts with), or merge its workers one by one (ocw merge WORKER_ID; ocw rebase WORKER_ID continues one that conflicts on the new base).`,
   });
   for (const id of res.workers) await engine.recordLanded(id, rec.branch, landed);
   engine.batches.landed(batchId, rec.branch, landed);

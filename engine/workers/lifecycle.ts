@@ -2,7 +2,6 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
-import { quoteUntrustedList } from "../../shared/untrusted";
 import { isAtRest, type Worker, workerTitle } from "../../shared/worker";
 import { runnerConfigReason } from "../grading";
 import {
@@ -124,8 +123,9 @@ export class WorkspaceLifecycle {
       objects: graded,
       publish: (next) => landObjects(ws.repo, graded, next),
       elsewhere: `bring the work in as branch ${ws.branch} (ocw publish ${workerId}) and merge it where you are (git merge ${ws.branch})`,
-      onConflict: (files) =>
-        `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.length ? quoteUntrustedList(files, "file names from the worker's change") : "these files"} changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`,
+      // The files are named once, in the conflict itself: the way on does not list them again.
+      onConflict: () =>
+        `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told which files changed), then discard ${workerId}; or merge it by hand (ocw publish ${workerId}, then git merge ${ws.branch}).`,
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     // A worker that started from other workers' graded commits (a batch task after others) brings them in too: each is

@@ -12,6 +12,7 @@ import { runnerConfigReason } from "../grading";
 import { describeFlags, flaggedChanges, git, gitComplaint, gitWithObjects, landObjects, userGitEnv } from "../workspace";
 import type { Engine } from "./engine";
 import { notBuilt } from "./lifecycle";
+import { counted } from "../../shared/words";
 
 /**
  * Push a built worker's graded commit (or a batch's passed integration commit) to a branch on a remote the person
@@ -248,7 +249,7 @@ function batchPush(engine: Engine, batchId: string) {
     commit: res.commit,
     base: res.base,
     id: batchId,
-    title: `Batch ${batchId}: ${workers.length} task${workers.length === 1 ? "" : "s"}`,
+    title: `Batch ${batchId}: ${counted(workers.length, "task")}`,
     body: batchCard(batchId, res, workers),
   };
 }

@@ -11,6 +11,7 @@ import { type BaseTree, IN_PROCESS_MAX_BYTES, IN_PROCESS_MAX_FILES, NotInProcess
 
 import { InputError, OcwError } from "../../shared/errors";
 import { quoteUntrusted } from "../../shared/untrusted";
+import { counted } from "../../shared/words";
 
 export interface RepoInfo {
   /** The repository's top level. */
@@ -1779,7 +1780,8 @@ export async function removeWorkspace(ws: Workspace, opts: { force?: boolean; tm
   const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
   if (tip && !opts.force) {
     const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
-    if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it, or discard the worker to delete it`);
+    if (unmerged && unmerged !== "0")
+      throw new InputError(`${ws.branch} has ${counted(Number(unmerged), "unmerged commit")}: merge it, or discard the worker to delete it`);
   }
   rmSync(ws.worktree, { recursive: true, force: true });
   rmSync(ws.gitDir, { recursive: true, force: true });

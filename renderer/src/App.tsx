@@ -5,7 +5,7 @@ import { Shortcuts } from "./components/Shortcuts";
 import { href, useRoute, type Route } from "./router";
 import { Dashboard } from "./screens/Dashboard";
 import { desktop } from "./desktop";
-import { ago, counted, taskTitle, useNow } from "./format";
+import { ago, counted, lostDetail, taskTitle, useNow } from "./format";
 import { dismissNotice, usePending, useStore } from "./store";
 import { applyTheme, readThemePref, THEME_PREFS, type ThemePref } from "./theme";
 
@@ -213,7 +213,7 @@ function EngineLost() {
           : desktop
             ? "Retrying every 3 s. A crashed engine is restarted by its supervisor; if it was stopped (`ocw stop`), start it again (`npm start` or `ocw serve`): it comes back on the same port and token and the app reconnects."
             : "Retrying every 3 s. A crashed engine is restarted by its supervisor; if it was stopped (`ocw stop`), start it again (`npm start` or `ocw serve`): it comes back on the same port and token and this tab reconnects (if that port was taken meanwhile, open the new URL it prints)."}
-        {error ? <span className="muted"> ({error})</span> : null}
+        {lostDetail(error) ? <span className="muted"> ({lostDetail(error)})</span> : null}
       </div>
     </div>
   );

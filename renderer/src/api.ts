@@ -8,6 +8,7 @@
 // with fetch (the `eventsource` package with a custom fetch), since the browser's EventSource cannot send headers.
 import type { TRPCClient } from "@trpc/client";
 import { createEngineClient } from "../../shared/api-client";
+import { engineErrorText } from "../../shared/words";
 import type { AppRouter } from "../../engine/api/router";
 import { takeToken } from "./token";
 
@@ -17,8 +18,11 @@ export { takeToken };
 /** Same origin (""), the page's token, and "gui": the engine records this page's decisions as a person's. */
 export const api: Client = createEngineClient<AppRouter>({ origin: "", token: takeToken() }, "gui");
 
-/** The message a person can act on, from a tRPC error (the engine formats it) or anything else. */
+/**
+ * The message a person can act on, from a tRPC error (the engine formats it) or anything else; a request that got no
+ * answer ("Failed to fetch") says the engine did not answer and what to do.
+ */
 export function errorText(err: unknown): string {
-  if (err && typeof err === "object" && "message" in err) return String((err as { message: unknown }).message);
-  return String(err);
+  if (err && typeof err === "object" && "message" in err) return engineErrorText(String((err as { message: unknown }).message));
+  return engineErrorText(String(err));
 }

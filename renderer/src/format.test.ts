@@ -1,6 +1,6 @@
 // Counts shown to a person read as English: "1 tool failure", "3 tool failures".
 import { describe, expect, it } from "vitest";
-import { counted } from "./format";
+import { counted, lostDetail } from "./format";
 
 describe("counted", () => {
   it("one is singular, others plural; an irregular plural can be given", () => {
@@ -8,5 +8,20 @@ describe("counted", () => {
     expect(counted(0, "tool failure")).toBe("0 tool failures");
     expect(counted(3, "tool failure")).toBe("3 tool failures");
     expect(counted(2, "batch", "batches")).toBe("2 batches");
+  });
+});
+
+describe("lostDetail: the engine-lost banner adds no raw 'Failed to fetch'", () => {
+  it("drops a platform's no-answer words (the banner already says the engine is not reachable and what to do)", () => {
+    for (const e of ["Failed to fetch", "TypeError: Failed to fetch", "fetch failed", "NetworkError when attempting to fetch resource."])
+      expect(lostDetail(e)).toBeNull();
+    expect(
+      lostDetail("the engine did not answer (Failed to fetch): it may have stopped — start it with `ocw serve` (or reopen the app), then try again"),
+    ).toBeNull();
+    expect(lostDetail(null)).toBeNull();
+  });
+
+  it("keeps other words, which say something the banner does not", () => {
+    expect(lostDetail("stream closed")).toBe("stream closed");
   });
 });

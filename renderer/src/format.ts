@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
 import type { DecidedBy } from "../../shared/permission";
 import { type WorkerState, workerTitle } from "../../shared/worker";
+import { counted, ENGINE_NO_ANSWER, isNoAnswer } from "../../shared/words";
 
 export function duration(ms: number): string {
   if (ms < 0) ms = 0;
@@ -12,9 +13,17 @@ export function duration(ms: number): string {
   return `${h}h ${String(m % 60).padStart(2, "0")}m`;
 }
 
-/** A count with its noun: "1 tool failure", "2 tool failures". */
-export function counted(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
+/** A count with its noun: "1 tool failure", "2 tool failures" (the one helper, in shared/words.ts). */
+export { counted };
+
+/**
+ * The detail the engine-lost banner adds after its own words: nothing for a platform's "no answer" ("Failed to fetch",
+ * "fetch failed", a refused connection — the banner already says the engine is not reachable and what to do), the
+ * engine's or the server's own words otherwise.
+ */
+export function lostDetail(error: string | null | undefined): string | null {
+  if (!error) return null;
+  return isNoAnswer(error) || error.startsWith(ENGINE_NO_ANSWER) ? null : error;
 }
 
 export function ago(ts: number, now = Date.now()): string {

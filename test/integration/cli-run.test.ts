@@ -165,7 +165,7 @@ describe("ocw run", () => {
     const r = await runIn(dir);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(
-      /ocw: warning: .*: your checkout has 1 uncommitted change\(s\) \(README\.md\): the worker starts from the last commit and does not see them/,
+      /ocw: warning: .*: your checkout has 1 uncommitted change \(README\.md\): the worker starts from the last commit and does not see them/,
     );
     const clean = await runIn(repo());
     expect(clean.stderr).not.toMatch(/uncommitted/);

@@ -253,7 +253,7 @@ describe("ocw deploy k8s", () => {
     for (const [args, msg] of [
       [["--runtime", "llama.cpp"], /--runtime must be vllm or sglang/],
       [["--runtime", "sglang", "--kind", "kserve"], /LLMInferenceService runs vLLM/],
-      [["--gpus", "1x8G"], /does not fit 1 GPU\(s\) of 8\.0 GiB/],
+      [["--gpus", "1x8G"], /does not fit 1 GPU of 8\.0 GiB/],
       [["--gpus", "eight"], /cannot read --gpus "eight"/],
       [["--slots", "0"], /--slots must be an integer ≥ 1/],
       [["--name", "Bad_Name"], /--name Bad_Name is not a valid name/],

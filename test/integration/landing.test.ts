@@ -459,6 +459,8 @@ describe("a merge conflict", () => {
         `conflicts in \\(file names from the worker's change, untrusted: \\["same\\.txt"\\]\\); nothing was changed\\. To go on: continue the worker on the new base \\(ocw rebase ${q}`,
       ),
     );
+    // The conflicting files are named once (the way on does not list them again).
+    expect(refused.stderr.match(/same\.txt/g)).toHaveLength(1);
     expect(git(dir, "rev-parse", "main")).toBe(before);
     expect(git(dir, "status", "--porcelain")).toBe("");
     const r = await ocw(["rebase", q, "--json"]);

@@ -294,7 +294,7 @@ describe("ocw mcp", () => {
     // The next wait is not the same news again: no second form, no repeated ask; it says one is still unanswered.
     const again = await e.call("wait", { workerId: d.workerId, elicit: false, timeoutSec: 3 });
     expect(again).toMatchObject({ reason: "timeout", pending: [], unanswered: 1 });
-    expect(again.next).toMatch(/1 ask\(s\) shown before are still unanswered/);
+    expect(again.next).toMatch(/1 ask shown before is still unanswered/);
     // A declined form is not offered again by a later wait of the same session.
     await e.call("wait", { workerId: d.workerId, timeoutSec: 2 });
     expect(forms).toBe(1);
@@ -364,8 +364,8 @@ describe("ocw mcp", () => {
     });
     expect(overlap.warnings.join(" ")).toMatch(/overlapping/);
     expect(overlap.warnings.filter((w: string) => /uncommitted change/.test(w))).toEqual([
-      expect.stringMatching(/^your checkout has 1 uncommitted change\(s\) \(wip\.txt\)/),
-      expect.stringMatching(/^your checkout has 1 uncommitted change\(s\) \(scratch\.txt\)/),
+      expect.stringMatching(/^your checkout has 1 uncommitted change \(wip\.txt\)/),
+      expect.stringMatching(/^your checkout has 1 uncommitted change \(scratch\.txt\)/),
     ]);
     // Named by Claude: people read the name instead of the id.
     expect((await engine.client.workers.batch.query({ batchId: overlap.batchId })).name).toBe("Overlap check");
@@ -530,6 +530,9 @@ describe("ocw mcp", () => {
     expect(conflict).toMatch(/conflict/i);
     expect(conflict).toMatch(/delegate the task again from the current HEAD/);
     expect(conflict).not.toMatch(/--\w/);
+    // One way on, in the tools' words: not the CLI's as well (the engine's "To go on: … ocw rebase …" is left out).
+    expect(conflict).not.toMatch(/ocw rebase|To go on: continue the worker/);
+    expect(conflict.match(/To go on:/g)).toHaveLength(1);
     // Grading put nothing in the person's repository; merge {publish} brings exactly the graded commit as ocw/<id>.
     expect(git("branch", "--list", `ocw/${second}`)).toBe("");
     const pub = await mcp.call("merge", { workerId: second, publish: true });
@@ -563,7 +566,7 @@ describe("ocw mcp", () => {
     const s = await open(engine.stateDir, "mcp-test-warn");
     const d = await s.call("delegate", { task: "MCP-WRITE file=w.txt text=w", directory: dir, checks: [{ file: "w.txt", equals: "w" }] });
     const warnings = d.warnings.join("\n");
-    expect(warnings).toMatch(/uncommitted change\(s\) \(wip.txt\): the worker starts from the last commit/);
+    expect(warnings).toMatch(/1 uncommitted change \(wip.txt\): the worker starts from the last commit/);
     expect(warnings).toMatch(/no scope: the worker may change any file/);
     const w = await waitUntil(s, {}, (r) => r.pending.length > 0);
     expect(w.pending.map((x: any) => x.workerId)).toEqual([d.workerId]);

@@ -242,7 +242,7 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
     const dir = path.join(tmp, "state", "models", REPO.replace("/", "__"));
     SHARDS.forEach((s, i) => expect(statSync(path.join(dir, s)).size).toBe(bytes[i]!.length));
     expect(rangeRequests).toContain("0:1048576");
-    expect(job.phases.find((p) => p.name === "download")!.detail).toMatch(/2 file\(s\).*sha256.*resumed at 1 MiB/);
+    expect(job.phases.find((p) => p.name === "download")!.detail).toMatch(/2 files.*sha256.*resumed at 1 MiB/);
     const progress = events
       .filter((e) => e.jobId === job.jobId)
       .map((e) => e.phases.find((p) => p.name === "download")!.progress)

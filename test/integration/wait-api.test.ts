@@ -145,7 +145,10 @@ describe("workers.wait: the engine waits for the caller's news", () => {
       .catch((e: { message: string; data: unknown }) => e);
     expect(both).toMatchObject({ message: "give workerIds or batchId (one of them)", data: { code: "BAD_REQUEST", ocwCode: "bad-input" } });
     const unknown = await engine.client.workers.wait.query({ workerIds: ["w-nope"], timeoutMs: 1000 }).catch((e: { message: string; data: unknown }) => e);
-    expect(unknown).toMatchObject({ message: 'unknown worker "w-nope": list workers to see valid ids', data: { ocwCode: "not-found" } });
+    expect(unknown).toMatchObject({
+      message: 'unknown worker "w-nope": no worker has that id (`ocw list` or the workers tool lists them)',
+      data: { ocwCode: "not-found" },
+    });
   });
 
   it("a cancelled request ends the wait; the stream form sends the workers it follows, event lines, then the answer", async () => {

@@ -1,0 +1,26 @@
+// `ocw run --batch FILE`: a file that cannot be read or parsed says what is wrong with it, not the platform's words alone.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { parseBatch } from "./run";
+
+const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-batch-file-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("parseBatch", () => {
+  it("a missing file is 'no such file', not ENOENT and an open() call", () => {
+    const file = path.join(dir, "nope.json");
+    expect(() => parseBatch(file)).toThrow(`cannot read the batch file ${file}: no such file`);
+  });
+
+  it("a file that is not JSON says so and what it should hold", () => {
+    const file = path.join(dir, "bad.json");
+    writeFileSync(file, '[{"task": "x",}]');
+    expect(() => parseBatch(file)).toThrow(
+      new RegExp(
+        `^the batch file ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON \\(.+\\): write a JSON array of tasks, or \\{"tasks": \\[\\.\\.\\.\\]\\}$`,
+      ),
+    );
+  });
+});
