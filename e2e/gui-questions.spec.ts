@@ -136,7 +136,7 @@ test("questions past five: the first five listed, a note, no answer offered; Dis
   await expect(wideCard).toContainText('<img src="http://127.0.0.1:9/px.png"> channel-1');
   await expect(wideCard).toContainText("<b>bold?</b> [a link](http://127.0.0.1:9/)");
   await expect(wideCard.locator("img")).toHaveCount(0);
-  await expect(wideCard.getByRole("note", { name: `what of ${wideAsk.id} is not shown` })).toContainText("4 option(s) not shown");
+  await expect(wideCard.getByRole("note", { name: `what of ${wideAsk.id} is not shown` })).toContainText("4 options not shown");
   await shot(page, "1360");
   await page.setViewportSize({ width: 560, height: 900 });
   // Narrow: nothing wider than the window (a long option without spaces wraps), the drawer closed.

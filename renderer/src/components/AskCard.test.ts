@@ -48,8 +48,8 @@ describe("the GUI's question card", () => {
     expect(count(html, /type="radio"/g)).toBe(2 * OPTIONS_SHOWN);
     expect(html).toContain(`option-0.${OPTIONS_SHOWN - 1}`);
     expect(html).not.toContain(`option-0.${OPTIONS_SHOWN}<`);
-    expect(html).toContain(`${2 * (40 - OPTIONS_SHOWN)} option(s) not shown`);
-    expect(html).toContain(`${40 - OPTIONS_SHOWN} more option(s) not shown`);
+    expect(html).toContain(`${2 * (40 - OPTIONS_SHOWN)} options not shown`);
+    expect(html).toContain(`${40 - OPTIONS_SHOWN} more options not shown`);
     expect(html).toContain('aria-label="typed answer to question 1 of que_1"');
     expect(html).toMatch(/>Answer</);
     expect(html).toMatch(/>Dismiss</);

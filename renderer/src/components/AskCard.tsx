@@ -304,7 +304,7 @@ export function AskCard({
               <label className="opt opt-typed small">
                 <span className="muted">
                   {q.optionsCut > 0
-                    ? `${q.optionsCut} more option(s) not shown; or type one's text (it replaces the choice above):`
+                    ? `${counted(q.optionsCut, "more option", "more options")} not shown; or type one's text (it replaces the choice above):`
                     : q.options.length
                       ? "or your own answer (it replaces the choice above):"
                       : "your answer:"}
