@@ -243,8 +243,7 @@ export async function runChecks(
     .filter((f) => f.endsWith(".py"))
     .flatMap((f) => fromRoot(f) ?? [])
     .map((f) => f.split(path.sep).join("/"));
-  const heldDirs = heldBackFolders(checks);
-  const heldModules = heldBackModules(checks);
+  const { dirs: heldDirs, modules: heldModules } = heldBackListing(checks);
   let config: ConfigSnapshot | null = null;
   let planted: { by: string; what: string[] } | null = null;
   let ranCommand = false;
@@ -379,17 +378,23 @@ export function copyHeldBack(checks: CheckSpec[], root: string): string[] {
 }
 
 /**
- * The folders (relative to the checks' folder, "/"-separated, "" for that folder itself) that held-back files are copied
- * into, read from the held-back folders as copyHeldBack walks them; a folder that cannot be read adds nothing (the copy
- * then fails the checks with its reason).
+ * What the held-back folders hold, read as copyHeldBack walks them (each path relative to the checks' folder,
+ * "/"-separated): `dirs`, the folders held-back files are copied into ("" for the checks' folder itself); `modules`, the
+ * held-back code files a test imports by name (Python, JavaScript, TypeScript), what a worker's package, extension module
+ * or other suffix of the same name beside one would stand in for (runner-config.ts). One walk; a folder that cannot be
+ * read adds nothing (the copy then fails the checks with its reason).
  */
-export function heldBackFolders(checks: CheckSpec[]): string[] {
-  const out = new Set<string>();
+export function heldBackListing(checks: CheckSpec[]): { dirs: string[]; modules: string[] } {
+  const dirs = new Set<string>();
+  const modules = new Set<string>();
   const walk = (from: string, rel: string) => {
     for (const e of readdirSync(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) walk(path.join(from, e.name), r);
-      else if (e.isFile()) out.add(rel);
+      else if (e.isFile()) {
+        dirs.add(rel);
+        if (HELD_BACK_CODE.test(e.name)) modules.add(r);
+      }
     }
   };
   for (const check of checks) {
@@ -400,32 +405,7 @@ export function heldBackFolders(checks: CheckSpec[]): string[] {
       /* not readable: copyHeldBack says why */
     }
   }
-  return [...out];
-}
-
-/**
- * The held-back code files that a test imports by name (Python, JavaScript, TypeScript), relative to the checks'
- * folder, "/"-separated: what a worker's package, extension module or other suffix of the same name beside one would
- * stand in for (runner-config.ts).
- */
-export function heldBackModules(checks: CheckSpec[]): string[] {
-  const out = new Set<string>();
-  const walk = (from: string, rel: string) => {
-    for (const e of readdirSync(from, { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path.join(from, e.name), r);
-      else if (e.isFile() && HELD_BACK_CODE.test(e.name)) out.add(r);
-    }
-  };
-  for (const check of checks) {
-    if (!("run" in check) || !check.files) continue;
-    try {
-      walk(check.files, "");
-    } catch {
-      /* not readable: copyHeldBack says why */
-    }
-  }
-  return [...out];
+  return { dirs: [...dirs], modules: [...modules] };
 }
 
 /**

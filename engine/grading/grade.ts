@@ -17,7 +17,7 @@ import {
   type Workspace,
 } from "../workspace";
 import { limitSetup } from "../sandbox";
-import { heldBackFolders, heldBackModules, runChecks, type CheckSandbox } from "./checks";
+import { heldBackListing, runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
 import { runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
@@ -136,8 +136,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
-        heldBackDirs: heldBackFolders(input.checks),
-        heldBackModules: heldBackModules(input.checks),
+        ...heldBackOf(input.checks),
       });
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
@@ -282,9 +281,14 @@ export async function combinedCheckConfig(opts: {
     repo: opts.repo,
     baseCommit: opts.base,
     checkout: opts.checkout,
-    heldBackDirs: heldBackFolders(opts.checks),
-    heldBackModules: heldBackModules(opts.checks),
+    ...heldBackOf(opts.checks),
   });
+}
+
+/** The held-back folders and code files, as runnerConfigChanges takes them (one walk of the held-back folders). */
+function heldBackOf(checks: CheckSpec[]): { heldBackDirs: string[]; heldBackModules: string[] } {
+  const { dirs, modules } = heldBackListing(checks);
+  return { heldBackDirs: dirs, heldBackModules: modules };
 }
 
 /** Grading's folders out of the way (folders.ts: renamed at once, deleted once gradings pause). */
