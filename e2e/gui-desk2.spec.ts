@@ -110,7 +110,7 @@ for (const vp of VIEWPORTS) {
     await result.scrollIntoViewIfNeeded();
     await shot(page, vp, "policies");
     await panel.getByRole("button", { name: "Save policies" }).click();
-    await expect(panel.getByRole("status").filter({ hasText: "Saved 2 rule(s)." })).toBeVisible();
+    await expect(panel.getByRole("status").filter({ hasText: "Saved 2 rules." })).toBeVisible();
     expect(await engine.client.policies.get.query()).toEqual([
       { tool: "bash", pattern: "npm test*", decision: "once" },
       { tool: "bash", pattern: "rm *", decision: "reject" },
@@ -128,7 +128,7 @@ for (const vp of VIEWPORTS) {
     await expect(panel.getByLabel("Tool of rule 1")).toHaveValue("edit");
     await expect(panel.getByLabel("What rule 1 answers")).toContainText("Approves (as “always”) an edit whose path matches the glob “docs/**”");
     await panel.getByRole("button", { name: "Save policies" }).click();
-    await expect(panel.getByRole("status").filter({ hasText: "Saved 1 rule(s)." })).toBeVisible();
+    await expect(panel.getByRole("status").filter({ hasText: "Saved 1 rule." })).toBeVisible();
     expect(await engine.client.policies.get.query()).toEqual([{ tool: "edit", pattern: "docs/**", decision: "always" }]);
     await engine.client.policies.set.mutate({ rules: [] });
 

@@ -243,7 +243,7 @@ test("API provider: presets fill the URL and key variable; the model list comes 
   await form.getByRole("textbox", { name: "Key environment variable" }).fill("WIZARD_PROV_KEY");
   await form.getByRole("button", { name: "List models" }).click();
   const list = form.getByRole("combobox", { name: "Models the provider lists" });
-  await expect(list).toContainText("2 model(s) listed by the provider");
+  await expect(list).toContainText("2 models listed by the provider");
   await list.selectOption("qwen/qwen3-coder");
   await expect(form.getByRole("textbox", { name: "Model id" })).toHaveValue("qwen/qwen3-coder");
   await expect(form.getByRole("alert")).toHaveCount(0);
@@ -252,7 +252,7 @@ test("API provider: presets fill the URL and key variable; the model list comes 
   await form.getByLabel(/^API key \(typed here/).fill("sk-wizard-prov");
   await expect(form.getByText("Key environment variable (not used: a key is typed above)")).toBeVisible();
   await form.getByRole("button", { name: "List models" }).click();
-  await expect(list).toContainText("2 model(s) listed by the provider");
+  await expect(list).toContainText("2 models listed by the provider");
   await expect(form.getByRole("alert")).toHaveCount(0);
   await shots(page, "provider-models", () => form);
 

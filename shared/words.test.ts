@@ -53,15 +53,16 @@ function sources(dir: string): string[] {
 }
 
 describe("messages say how many in words: no `${n} worker(s)` where the count is known", () => {
-  it("engine/ and shared/ use counted() instead", () => {
+  it("engine/, shared/ and the renderer use counted() instead", () => {
     const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
     const found: string[] = [];
-    for (const file of [...sources(path.join(root, "engine")), ...sources(path.join(root, "shared"))]) {
+    for (const file of ["engine", "shared", "renderer/src"].flatMap((d) => sources(path.join(root, d)))) {
       readFileSync(file, "utf8")
         .split("\n")
         .forEach((line, i) => {
           // "http(s) URL" is a scheme, not a count.
-          if (/\$\{[^{}`]+\} (?:[A-Za-z-]+ ){0,2}(?!https?\()[A-Za-z-]+\(s\)/.test(line)) found.push(`${path.relative(root, file)}:${i + 1}`);
+          // A template's `${n} …(s)`, or JSX's `{n} …(s)`.
+          if (/\$?\{[^{}`]+\} (?:[A-Za-z-]+ ){0,2}(?!https?\()[A-Za-z-]+\(s\)/.test(line)) found.push(`${path.relative(root, file)}:${i + 1}`);
         });
     }
     expect(found).toEqual([]);

@@ -122,7 +122,7 @@ function BulkBar({ ask }: { ask: PermissionAsk }) {
               className="btn small ok"
               disabled={busy || risky === g.asks.length}
               onClick={() => void run(g.asks, "once")}
-              title={risky ? `${risky} flagged ask(s) are left out` : undefined}
+              title={risky ? `${counted(risky, "flagged ask is", "flagged asks are")} left out` : undefined}
             >
               Approve all {g.asks.length - risky} {g.label}
             </button>
@@ -347,7 +347,7 @@ export function AskCard({
             className="btn ok"
             disabled={!!busy || unanswered > 0}
             onClick={(e) => (e.stopPropagation(), void act("once"))}
-            title={unanswered ? `${unanswered} question(s) not answered yet: pick an option or type an answer` : "a"}
+            title={unanswered ? `${counted(unanswered, "question")} not answered yet: pick an option or type an answer` : "a"}
             aria-describedby={descId}
           >
             {ask.kind === "question" ? "Answer" : "Approve once"}

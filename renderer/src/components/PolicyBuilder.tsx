@@ -5,6 +5,7 @@ import { useEffect, useId, useMemo, useState } from "react";
 import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
 import { describeRule, MAX_RULES, moveRow, parseRulesJson, RULE_TOOLS, rulesJson, validateRules, type RuleRow } from "../policy";
+import { counted } from "../format";
 
 type Explanation = Awaited<ReturnType<typeof api.policies.explain.query>>;
 
@@ -69,7 +70,7 @@ export function PolicyBuilder() {
       setSaved(text);
       setJson(text);
       setShowErrors(false);
-      setMsg({ ok: true, text: `Saved ${r.length} rule(s).` });
+      setMsg({ ok: true, text: `Saved ${counted(r.length, "rule")}.` });
     } catch (err) {
       setMsg({ ok: false, text: errorText(err) });
     }

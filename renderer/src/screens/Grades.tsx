@@ -3,7 +3,7 @@ import type { Grade } from "../../../shared/grade";
 import { api } from "../api";
 import { Empty } from "../components/common";
 import { ledger } from "../../../shared/ledger";
-import { duration, pct, tokens } from "../format";
+import { counted, duration, pct, tokens } from "../format";
 import { href } from "../router";
 import { useStore } from "../store";
 
@@ -33,7 +33,7 @@ export function Grades() {
           grades.map((g) => (
             <table className="table" key={g.target} aria-label={`Ladder grade of ${g.target}`}>
               <caption>
-                {g.model} ({g.target}) — {g.samples} sample(s) per rung, {new Date(g.date).toLocaleString()}; built {pct(g.builtRate)}, honest{" "}
+                {g.model} ({g.target}) — {counted(g.samples, "sample")} per rung, {new Date(g.date).toLocaleString()}; built {pct(g.builtRate)}, honest{" "}
                 {pct(g.honestRate)}
               </caption>
               <thead>

@@ -7,6 +7,7 @@ import { BuildLlama } from "../components/setup/BuildLlama";
 import { CatalogTable } from "../components/setup/CatalogTable";
 import { EndpointForm } from "../components/setup/EndpointForm";
 import { ctxText } from "../components/setup/format";
+import { counted } from "../format";
 import { HardwareList } from "../components/setup/HardwareList";
 import { PlanCard } from "../components/setup/PlanCard";
 import { StartProgress, StartStatus, useSetupJob } from "../components/setup/StartProgress";
@@ -296,7 +297,7 @@ export function Setup() {
         {active && (
           <p aria-label="Active target">
             Active target: <strong>{active.id}</strong> — <span className="mono">{active.model}</span> at <span className="mono">{active.endpoint}</span> ·{" "}
-            {active.serving.slots} slot(s)
+            {counted(active.serving.slots, "slot")}
             {active.serving.perSlotCtx ? ` × ${active.serving.perSlotCtx.toLocaleString()} tokens` : ""}{" "}
             <button type="button" className="btn small primary" onClick={() => go({ name: "new" })}>
               Start a task
@@ -314,7 +315,8 @@ export function Setup() {
                   <td>{t.model}</td>
                   <td className="mono small">{t.endpoint}</td>
                   <td>
-                    {t.serving.engine} · {t.serving.slots} slot(s){t.serving.perSlotCtx ? ` × ${ctxText(t.serving.perSlotCtx)}` : ""}
+                    {t.serving.engine} · {counted(t.serving.slots, "slot")}
+                    {t.serving.perSlotCtx ? ` × ${ctxText(t.serving.perSlotCtx)}` : ""}
                   </td>
                   <td>
                     <span

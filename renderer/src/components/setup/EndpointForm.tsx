@@ -8,6 +8,7 @@ import { benchText } from "../../../../shared/target";
 import { api, errorText } from "../../api";
 import { refreshTargets } from "../../store";
 import { CopyField } from "../common";
+import { counted } from "../../format";
 import { sh } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
 import { Clip } from "./Clip";
@@ -186,7 +187,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
                 onChange={(e) => setModel(e.target.value)}
               >
                 <option value="">
-                  {models.length} model(s) listed by the {capture ? "server" : "provider"}: pick one
+                  {counted(models.length, "model")} listed by the {capture ? "server" : "provider"}: pick one
                 </option>
                 {models.map((m) => (
                   <option key={m.id} value={m.id}>

@@ -3,6 +3,7 @@
 import type { ReactNode } from "react";
 import type { FitPick } from "../../../../shared/fit";
 import { CopyField } from "../common";
+import { counted } from "../../format";
 import { ctxText, PLACEMENT, sh } from "./format";
 import { MemoryChart } from "./MemoryChart";
 
@@ -88,7 +89,8 @@ export function PlanCard({
           <>
             <dt>replicas</dt>
             <dd>
-              {pick.pool.replicas} llama-servers as one pool target: {pick.pool.endpoints.map((e) => `${e.devices.join("+")} ${e.slots} slot(s)`).join(", ")}
+              {pick.pool.replicas} llama-servers as one pool target:{" "}
+              {pick.pool.endpoints.map((e) => `${e.devices.join("+")} ${counted(e.slots, "slot")}`).join(", ")}
             </dd>
           </>
         ) : pick.replicas ? (

@@ -6,6 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import type { SetupJob, SetupPhase, SetupStartInput } from "../../../../shared/setup";
 import { api, errorText } from "../../api";
 import { refreshTargets } from "../../store";
+import { counted } from "../../format";
 import { gib, phaseChip } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
 import { Clip } from "./Clip";
@@ -174,7 +175,7 @@ export function StartProgress({ job, onCancel }: { job: SetupJob; onCancel: () =
       </h3>
       {job.slots && job.ctxPerSlot && (
         <p className="small">
-          {job.runtime} · {job.slots} slot(s) × {job.ctxPerSlot.toLocaleString()} tokens
+          {job.runtime} · {counted(job.slots, "slot")} × {job.ctxPerSlot.toLocaleString()} tokens
         </p>
       )}
       <ol className="phases" aria-label="Start phases">
