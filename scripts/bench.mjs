@@ -2,6 +2,7 @@
 // MCP, fit and start-up figures), then the Playwright dashboard bench (e2e/bench/), and merge both into
 // bench/report.md and bench/report.json. OCW_BENCH_SEC sets how long the dashboard streams (default 600, --quick 20).
 import { build } from "esbuild";
+import { runsDashboardBench } from "./bench-args.mjs";
 import { spawnSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import os from "node:os";
@@ -31,11 +32,8 @@ await build({
 });
 const node = spawnSync(process.execPath, [out, ...args.filter((a) => a !== "--no-ui")], { stdio: "inherit", cwd: root });
 if (node.status !== 0) process.exit(node.status ?? 1);
-// The dashboard bench is the part "ui": left out by --no-ui, and by an --only list that does not name it (a cost-only run
-// must not stream a dashboard for 10 minutes after its figures are written).
-const onlyAt = args.indexOf("--only");
-const onlyParts = onlyAt >= 0 ? (args[onlyAt + 1] ?? "").split(",").map((p) => p.trim()) : null;
-if (args.includes("--no-ui") || args.includes("--help") || (onlyParts && !onlyParts.includes("ui"))) process.exit(0);
+// The dashboard bench is the part "ui" (bench-args.mjs says when it runs).
+if (!runsDashboardBench(args)) process.exit(0);
 
 const uiOut = path.join(root, "bench/tmp/ui.json");
 rmSync(uiOut, { force: true });
