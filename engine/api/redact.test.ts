@@ -36,6 +36,27 @@ describe("API error messages", () => {
   });
 });
 
+describe("an internal error", () => {
+  it("is said as the engine's bug, with JavaScript's words kept as the detail; a coded error keeps its own words", async () => {
+    let thrown: Error = new TypeError("Cannot read properties of undefined (reading 'state')");
+    const engine = {
+      bus: new EventBus(),
+      get: () => {
+        throw thrown;
+      },
+    } as unknown as Engine;
+    server = await startApiServer({ engine, version: "test", instanceId: "i", shutdown: () => {} });
+    const client = connect({ port: server.port, token: server.token }, "cli:test");
+    const err = (await client.workers.get.query({ workerId: "w-x" }).catch((e: Error) => e)) as Error;
+    expect(err.message).toBe(
+      "the engine failed on an internal error (TypeError: Cannot read properties of undefined (reading 'state')): a bug in opencode-worker, not a fault of the request; please report it with what you did",
+    );
+    thrown = new InputError("unknown worker w-x: `ocw list` shows the workers", "not-found");
+    const coded = (await client.workers.get.query({ workerId: "w-x" }).catch((e: Error) => e)) as Error;
+    expect(coded.message).toBe("unknown worker w-x: `ocw list` shows the workers");
+  });
+});
+
 describe("a target's URL credentials", () => {
   const target = (endpoint: string, pool: string[] = []) =>
     Target.parse({ id: "t1", model: "m", endpoint, serving: { engine: "api", endpoints: pool.map((url) => ({ url, slots: 1 })), slots: 1 } });

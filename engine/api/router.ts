@@ -114,8 +114,17 @@ function readGrades(): Grade[] {
 function humanMessage(error: unknown): string {
   const cause = (error as { cause?: unknown }).cause;
   if (cause instanceof z.ZodError) return redactUrlCredentials(firstIssue(cause));
+  // A JavaScript runtime error is never one the engine throws on purpose: said as the engine's bug, not as if it
+  // were the answer ("Cannot read properties of undefined (reading 'state')" alone reads like a refusal of the request).
+  if (cause instanceof Error && RUNTIME_ERRORS.has(cause.name))
+    return redactUrlCredentials(
+      `the engine failed on an internal error (${cause.name}: ${cause.message}): a bug in opencode-worker, not a fault of the request; please report it with what you did`,
+    );
   return redactUrlCredentials((error as Error).message);
 }
+
+/** The names of JavaScript's own runtime errors (a SyntaxError is left out: JSON.parse of bad input throws one). */
+const RUNTIME_ERRORS = new Set(["TypeError", "RangeError", "ReferenceError"]);
 
 /** The event stream's keep-alive: a ping after this long without a message; a client reconnects after `reconnectAfterInactivityMs` of silence. */
 export const SSE_PING_MS = 15_000;
