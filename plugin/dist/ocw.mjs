@@ -92991,8 +92991,13 @@ function readGrades() {
 function humanMessage(error46) {
   const cause = error46.cause;
   if (cause instanceof external_exports.ZodError) return redactUrlCredentials(firstIssue(cause));
+  if (cause instanceof Error && RUNTIME_ERRORS.has(cause.name))
+    return redactUrlCredentials(
+      `the engine failed on an internal error (${cause.name}: ${cause.message}): a bug in opencode-worker, not a fault of the request; please report it with what you did`
+    );
   return redactUrlCredentials(error46.message);
 }
+var RUNTIME_ERRORS = /* @__PURE__ */ new Set(["TypeError", "RangeError", "ReferenceError"]);
 var SSE_PING_MS = 15e3;
 var SSE_CLIENT = { reconnectAfterInactivityMs: 4e4 };
 var t = initTRPC.context().create({
