@@ -513,17 +513,16 @@ const HELD_BACK_MODULE =
 export const HELD_BACK_CODE = /\.(py|[cm]?[jt]sx?)$/;
 
 /**
- * Whether `rel` (relative to the checks' folder) stands in for a held-back module (`held`: the held-back code files,
- * HELD_BACK_CODE) when a test imports it by name. In the same folder: an entry named like it without a suffix (Node's
+ * Whether `rel` (relative to the checks' folder) stands in for a held-back module (`files`: the held-back code files,
+ * HELD_BACK_CODE, case folded) when a test imports it by name. In the same folder: an entry named like it without a suffix (Node's
  * `require('./helper')` takes a file `helper` before `helper.js`), the same name with another suffix (Python takes an
  * extension module `.so` before the source; Vite `.js` before `.ts`), or a package of its name (its `__init__`, `index`
  * or package.json: Python prefers a package to a module). A held-back file itself does not count (it is copied over the
  * worker's). Matched case folded, as elsewhere.
  */
-function heldBackModuleShadow(rel: string, held: string[] | undefined): boolean {
-  if (!held?.length || rel.startsWith("../")) return false;
+function heldBackModuleShadow(rel: string, files: string[]): boolean {
+  if (!files.length || rel.startsWith("../")) return false;
   const f = foldPath(rel);
-  const files = held.map(foldPath);
   if (files.includes(f)) return false;
   const dirOf = (p: string) => (p.includes("/") ? p.slice(0, p.lastIndexOf("/")) : "");
   const base = f.slice(f.lastIndexOf("/") + 1);
@@ -534,6 +533,23 @@ function heldBackModuleShadow(rel: string, held: string[] | undefined): boolean 
     if (dirOf(f) === module && /^(__init__|index)(\.|$)|^package\.json$/.test(base)) return true;
     return dirOf(f) === dirOf(module) && stem === module.slice(module.lastIndexOf("/") + 1);
   });
+}
+
+/**
+ * Why a file beside the held-back tests decides what they run (the package init above them, a module shadowing a
+ * standard one or a held-back one), or null: the rules for one grading's held-back folders and code files, with those
+ * files case folded once (runnerConfigChanges and configSnapshot ask it of every file they look at).
+ */
+function heldBackRules(heldBackDirs: string[] = [], heldBackModules: string[] = []): (rel: string) => string | null {
+  const files = heldBackModules.map(foldPath);
+  return (rel) =>
+    heldBackInit(rel, heldBackDirs)
+      ? HELD_BACK_INIT
+      : heldBackShadow(rel, heldBackDirs)
+        ? HELD_BACK_SHADOW
+        : heldBackModuleShadow(rel, files)
+          ? HELD_BACK_MODULE
+          : null;
 }
 
 /**
@@ -553,21 +569,15 @@ export async function runnerConfigChanges(opts: {
   heldBackModules?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
+  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules);
   const out: string[] = [];
   for (const file of opts.changed) {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
     const rel = opts.sub ? (file.startsWith(opts.sub + "/") ? file.slice(opts.sub.length + 1) : `../${file}`) : file;
     if (named.has(rel)) continue;
-    if (heldBackInit(rel, opts.heldBackDirs)) {
-      out.push(`check configuration changed: ${file} — ${HELD_BACK_INIT}`);
-      continue;
-    }
-    if (heldBackShadow(rel, opts.heldBackDirs)) {
-      out.push(`check configuration changed: ${file} — ${HELD_BACK_SHADOW}`);
-      continue;
-    }
-    if (heldBackModuleShadow(rel, opts.heldBackModules)) {
-      out.push(`check configuration changed: ${file} — ${HELD_BACK_MODULE}`);
+    const heldBackWhy = heldBack(rel);
+    if (heldBackWhy) {
+      out.push(`check configuration changed: ${file} — ${heldBackWhy}`);
       continue;
     }
     const base = foldPath(path.posix.basename(file));
@@ -610,6 +620,7 @@ const LINK_WHY = "a symlink into a folder the scan skips (a runner that follows 
 export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = [], heldBackModules: string[] = []): ConfigSnapshot {
   const out: ConfigSnapshot = new Map();
   const sub = path.relative(root, cwd).split(path.sep).join("/");
+  const heldBack = heldBackRules(heldBackDirs, heldBackModules);
   let seen = 0;
   const walk = (dir: string, rel: string, mocksOnly: boolean) => {
     let entries: import("node:fs").Dirent[];
@@ -639,9 +650,7 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
         runnerConfigReason(r) ??
         (!fromCwd.startsWith("../") ? runnerConfigReason(fromCwd) : null) ??
         (sectioned ? `${e.name} (its test runner settings)` : null) ??
-        (heldBackInit(fromCwd, heldBackDirs) ? HELD_BACK_INIT : null) ??
-        (heldBackShadow(fromCwd, heldBackDirs) ? HELD_BACK_SHADOW : null) ??
-        (heldBackModuleShadow(fromCwd, heldBackModules) ? HELD_BACK_MODULE : null) ??
+        heldBack(fromCwd) ??
         (e.isSymbolicLink() && !mocksOnly && intoSkipped(root, full) ? LINK_WHY : null);
       if (why) out.set(r, { ...read(full, sectioned, r), why });
     }
