@@ -87930,10 +87930,9 @@ function heldBackShadow(rel, heldBackDirs) {
 }
 var HELD_BACK_MODULE = "named like a held-back module, beside it (an import of that name loads a package, an extension module, another suffix or a link of that name in its place: the held-back code never runs)";
 var HELD_BACK_CODE = /\.(py|[cm]?[jt]sx?)$/;
-function heldBackModuleShadow(rel, held) {
-  if (!held?.length || rel.startsWith("../")) return false;
+function heldBackModuleShadow(rel, files) {
+  if (!files.length || rel.startsWith("../")) return false;
   const f = foldPath(rel);
-  const files = held.map(foldPath);
   if (files.includes(f)) return false;
   const dirOf = (p) => p.includes("/") ? p.slice(0, p.lastIndexOf("/")) : "";
   const base2 = f.slice(f.lastIndexOf("/") + 1);
@@ -87945,22 +87944,20 @@ function heldBackModuleShadow(rel, held) {
     return dirOf(f) === dirOf(module) && stem === module.slice(module.lastIndexOf("/") + 1);
   });
 }
+function heldBackRules(heldBackDirs = [], heldBackModules = []) {
+  const files = heldBackModules.map(foldPath);
+  return (rel) => heldBackInit(rel, heldBackDirs) ? HELD_BACK_INIT : heldBackShadow(rel, heldBackDirs) ? HELD_BACK_SHADOW : heldBackModuleShadow(rel, files) ? HELD_BACK_MODULE : null;
+}
 async function runnerConfigChanges(opts) {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
+  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules);
   const out = [];
   for (const file3 of opts.changed) {
     const rel = opts.sub ? file3.startsWith(opts.sub + "/") ? file3.slice(opts.sub.length + 1) : `../${file3}` : file3;
     if (named.has(rel)) continue;
-    if (heldBackInit(rel, opts.heldBackDirs)) {
-      out.push(`check configuration changed: ${file3} \u2014 ${HELD_BACK_INIT}`);
-      continue;
-    }
-    if (heldBackShadow(rel, opts.heldBackDirs)) {
-      out.push(`check configuration changed: ${file3} \u2014 ${HELD_BACK_SHADOW}`);
-      continue;
-    }
-    if (heldBackModuleShadow(rel, opts.heldBackModules)) {
-      out.push(`check configuration changed: ${file3} \u2014 ${HELD_BACK_MODULE}`);
+    const heldBackWhy = heldBack(rel);
+    if (heldBackWhy) {
+      out.push(`check configuration changed: ${file3} \u2014 ${heldBackWhy}`);
       continue;
     }
     const base2 = foldPath(path49.posix.basename(file3));
@@ -87983,6 +87980,7 @@ var LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it
 function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = []) {
   const out = /* @__PURE__ */ new Map();
   const sub = path49.relative(root2, cwd).split(path49.sep).join("/");
+  const heldBack = heldBackRules(heldBackDirs, heldBackModules);
   let seen = 0;
   const walk = (dir, rel, mocksOnly) => {
     let entries;
@@ -88008,7 +88006,7 @@ function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = []) {
       if (mocksOnly && !parts.slice(0, -1).includes("__mocks__")) continue;
       const fromCwd = sub ? r.startsWith(sub + "/") ? r.slice(sub.length + 1) : `../${r}` : r;
       const sectioned = SECTIONED.has(folded);
-      const why = runnerConfigReason(r) ?? (!fromCwd.startsWith("../") ? runnerConfigReason(fromCwd) : null) ?? (sectioned ? `${e.name} (its test runner settings)` : null) ?? (heldBackInit(fromCwd, heldBackDirs) ? HELD_BACK_INIT : null) ?? (heldBackShadow(fromCwd, heldBackDirs) ? HELD_BACK_SHADOW : null) ?? (heldBackModuleShadow(fromCwd, heldBackModules) ? HELD_BACK_MODULE : null) ?? (e.isSymbolicLink() && !mocksOnly && intoSkipped(root2, full) ? LINK_WHY : null);
+      const why = runnerConfigReason(r) ?? (!fromCwd.startsWith("../") ? runnerConfigReason(fromCwd) : null) ?? (sectioned ? `${e.name} (its test runner settings)` : null) ?? heldBack(fromCwd) ?? (e.isSymbolicLink() && !mocksOnly && intoSkipped(root2, full) ? LINK_WHY : null);
       if (why) out.set(r, { ...read2(full, sectioned, r), why });
     }
   };
