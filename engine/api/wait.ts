@@ -48,6 +48,9 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
   for (const id of new Set(input.also)) src.get(id);
   let ids: string[];
   let batch: BatchSummary | null = null;
+  // The batch's next step was waited for until the deadline (its timer may fire a millisecond before Date.now() reads
+  // the deadline: the answer is still the time running out).
+  let ranOut = false;
   if (input.batchId) {
     batch = src.batch(input.batchId);
     ids = batch.workerIds;
@@ -61,7 +64,10 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
       );
       batch = src.batch(batchId);
       ids = batch.workerIds;
-      if (got !== "event") break;
+      if (got !== "event") {
+        ranOut = got === "timeout";
+        break;
+      }
     }
   } else {
     const all = [...new Set(input.workerIds!.map((id) => src.get(id).id))];
@@ -91,7 +97,7 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
   // Every worker at rest while the batch goes on (tasks after others, its integration checks) is not the batch settled:
   // the time ran out waiting for its next event, or a worker finished.
-  const reason = reached === "settled" && !settled ? (Date.now() >= deadline ? "timeout" : "news") : reached;
+  const reason = reached === "settled" && !settled ? (ranOut || Date.now() >= deadline ? "timeout" : "news") : reached;
   const also = settled && input.also ? [...new Set(input.also)].filter((id) => !followed.has(id)).map((id) => slimWorker(src.get(id))) : [];
   return { workerIds: ids, reason, workers, batch: batch && slimBatch(batch), also };
 }
