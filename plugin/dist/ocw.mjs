@@ -92758,6 +92758,7 @@ async function waitForNews(src, input2, opts = {}) {
   for (const id3 of new Set(input2.also)) src.get(id3);
   let ids2;
   let batch = null;
+  let ranOut = false;
   if (input2.batchId) {
     batch = src.batch(input2.batchId);
     ids2 = batch.workerIds;
@@ -92771,7 +92772,10 @@ async function waitForNews(src, input2, opts = {}) {
       );
       batch = src.batch(batchId);
       ids2 = batch.workerIds;
-      if (got !== "event") break;
+      if (got !== "event") {
+        ranOut = got === "timeout";
+        break;
+      }
     }
   } else {
     const all = [...new Set(input2.workerIds.map((id3) => src.get(id3).id))];
@@ -92797,7 +92801,7 @@ async function waitForNews(src, input2, opts = {}) {
   const workers = ids2.map((id3) => slimWorker(src.get(id3), { diffs: input2.diffs }));
   if (input2.batchId) batch = src.batch(input2.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
-  const reason = reached === "settled" && !settled ? Date.now() >= deadline ? "timeout" : "news" : reached;
+  const reason = reached === "settled" && !settled ? ranOut || Date.now() >= deadline ? "timeout" : "news" : reached;
   const also = settled && input2.also ? [...new Set(input2.also)].filter((id3) => !followed.has(id3)).map((id3) => slimWorker(src.get(id3))) : [];
   return { workerIds: ids2, reason, workers, batch: batch && slimBatch(batch), also };
 }
