@@ -8,8 +8,18 @@ const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
 const reports = path.join(root, "test-results");
 mkdirSync(reports, { recursive: true });
 const totals = { passed: 0, failed: 0, skipped: 0 };
+// What failed, by name: printed again just above the totals line, so the tail of a CI log says which test it was.
+const failures = [];
 const only = process.argv.slice(2);
 const want = (name) => only.length === 0 || only.includes(name);
+
+function count(code, label) {
+  if (code === 0) totals.passed++;
+  else {
+    totals.failed++;
+    failures.push(label);
+  }
+}
 
 function run(label, cmd, args, env = {}) {
   console.log(`\n=== ${label}: ${cmd} ${args.join(" ")}`);
@@ -22,32 +32,35 @@ if (want("typecheck")) {
   for (const p of ["tsconfig.node.json", "tsconfig.shared.json", "tsconfig.web.json", "tsconfig.electron.json"]) {
     if (!existsSync(path.join(root, p))) continue;
     const code = run(`typecheck ${p}`, "npx", ["tsc", "--noEmit", "-p", p]);
-    code === 0 ? totals.passed++ : totals.failed++;
+    count(code, `typecheck ${p}`);
   }
 }
 
 // 1b. The layering rule (scripts/layers.mjs): each layer imports only the ones below it.
 if (want("typecheck") || want("layers")) {
-  const code = run("layering", process.execPath, [path.join(root, "scripts", "layers.mjs")]);
-  code === 0 ? totals.passed++ : totals.failed++;
+  count(run("layering", process.execPath, [path.join(root, "scripts", "layers.mjs")]), "layering (scripts/layers.mjs)");
 }
 
 // 1b'. Dead exports (scripts/exports.mjs): an exported name nothing uses, not even a test.
 if (want("typecheck") || want("layers")) {
-  const code = run("dead exports", process.execPath, [path.join(root, "scripts", "exports.mjs")]);
-  code === 0 ? totals.passed++ : totals.failed++;
+  count(run("dead exports", process.execPath, [path.join(root, "scripts", "exports.mjs")]), "dead exports (scripts/exports.mjs)");
 }
 
 // 1c. Formatting and lint (Biome, biome.json): the formatter's output and the linter's rules, checked, never written.
 if (want("typecheck") || want("lint")) {
-  const code = run("format + lint", "npx", ["biome", "check", "."]);
-  code === 0 ? totals.passed++ : totals.failed++;
+  count(run("format + lint", "npx", ["biome", "check", "."]), "format + lint (biome check .)");
 }
 
 // 2. vitest (unit + integration) with a JSON report we can count.
 function vitestTotals(file) {
   if (!existsSync(file)) return null;
   const r = JSON.parse(readFileSync(file, "utf8"));
+  for (const suite of r.testResults ?? []) {
+    const file = path.relative(root, suite.name ?? "");
+    const failed = (suite.assertionResults ?? []).filter((a) => a.status === "failed");
+    for (const a of failed) failures.push(`${file} › ${a.fullName ?? a.title}`);
+    if (failed.length === 0 && suite.status === "failed") failures.push(`${file} (the file failed to run: ${(suite.message ?? "").split("\n")[0]})`);
+  }
   return {
     passed: r.numPassedTests ?? 0,
     failed: (r.numFailedTests ?? 0) + (r.numRuntimeErrorTestSuites ?? 0),
@@ -60,12 +73,18 @@ for (const project of ["unit", "integration"]) {
   writeFileSync(out, "");
   const code = run(`vitest ${project}`, "npx", ["vitest", "run", "--project", project, "--reporter=default", "--reporter=json", `--outputFile.json=${out}`]);
   const t = readFileSync(out, "utf8") ? vitestTotals(out) : null;
-  if (!t) totals.failed++;
-  else {
+  if (!t) {
+    totals.failed++;
+    failures.push(`vitest ${project}: no report (the runner exited ${code})`);
+  } else {
     totals.passed += t.passed;
     totals.failed += t.failed;
     totals.skipped += t.skipped;
-    if (code !== 0 && t.failed === 0) totals.failed++; // the runner failed outside any test (a crash, an unhandled error)
+    if (code !== 0 && t.failed === 0) {
+      // the runner failed outside any test (a crash, an unhandled error)
+      totals.failed++;
+      failures.push(`vitest ${project}: exited ${code} with every test passed (see "Unhandled Errors" above)`);
+    }
   }
 }
 
@@ -75,16 +94,30 @@ if (want("e2e") && existsSync(path.join(root, "playwright.config.ts"))) {
   writeFileSync(out, "");
   const code = run("playwright e2e", "npx", ["playwright", "test"], { PLAYWRIGHT_JSON_OUTPUT_NAME: out });
   const raw = readFileSync(out, "utf8");
-  if (!raw) totals.failed++;
-  else {
-    const s = JSON.parse(raw).stats ?? {};
+  if (!raw) {
+    totals.failed++;
+    failures.push(`playwright: no report (it exited ${code})`);
+  } else {
+    const report = JSON.parse(raw);
+    const s = report.stats ?? {};
+    const walk = (suite) => {
+      for (const spec of suite.specs ?? [])
+        for (const t of spec.tests ?? [])
+          if (t.status === "unexpected") failures.push(`${spec.file}:${spec.line} › ${spec.title}${t.projectName ? ` [${t.projectName}]` : ""}`);
+      for (const child of suite.suites ?? []) walk(child);
+    };
+    for (const suite of report.suites ?? []) walk(suite);
     totals.passed += (s.expected ?? 0) + (s.flaky ?? 0);
     totals.failed += s.unexpected ?? 0;
     totals.skipped += s.skipped ?? 0;
-    if (code !== 0 && !s.unexpected) totals.failed++;
+    if (code !== 0 && !s.unexpected) {
+      totals.failed++;
+      failures.push(`playwright: exited ${code} with no test failed`);
+    }
   }
 }
 
+if (failures.length > 0) console.log(`\nWhat failed:\n${failures.map((f) => `  ✘ ${f}`).join("\n")}`);
 const line = `${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`;
 writeFileSync(path.join(reports, "totals.txt"), line + "\n");
 console.log(`\n${line}`);

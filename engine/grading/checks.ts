@@ -381,12 +381,15 @@ export function copyHeldBack(checks: CheckSpec[], root: string): string[] {
  * What the held-back folders hold, read as copyHeldBack walks them (each path relative to the checks' folder,
  * "/"-separated): `dirs`, the folders held-back files are copied into ("" for the checks' folder itself); `modules`, the
  * held-back code files a test imports by name (Python, JavaScript, TypeScript), what a worker's package, extension module
- * or other suffix of the same name beside one would stand in for (runner-config.ts). One walk; a folder that cannot be
- * read adds nothing (the copy then fails the checks with its reason).
+ * or other suffix of the same name beside one would stand in for (runner-config.ts); `imports`, the top-level names the
+ * held-back Python files import (`import numpy as np`, `from yaml import safe_load`: numpy, yaml), what a worker's module
+ * of that name would stand in for when it is an installed package. One walk; a folder that cannot be read adds nothing
+ * (the copy then fails the checks with its reason).
  */
-export function heldBackListing(checks: CheckSpec[]): { dirs: string[]; modules: string[] } {
+export function heldBackListing(checks: CheckSpec[]): { dirs: string[]; modules: string[]; imports: string[] } {
   const dirs = new Set<string>();
   const modules = new Set<string>();
+  const imports = new Set<string>();
   const walk = (from: string, rel: string) => {
     for (const e of readdirSync(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
@@ -394,6 +397,7 @@ export function heldBackListing(checks: CheckSpec[]): { dirs: string[]; modules:
       else if (e.isFile()) {
         dirs.add(rel);
         if (HELD_BACK_CODE.test(e.name)) modules.add(r);
+        if (e.name.endsWith(".py")) for (const name of pythonImports(readTextOr(path.join(from, e.name)))) imports.add(name);
       }
     }
   };
@@ -405,7 +409,34 @@ export function heldBackListing(checks: CheckSpec[]): { dirs: string[]; modules:
       /* not readable: copyHeldBack says why */
     }
   }
-  return { dirs: [...dirs], modules: [...modules] };
+  return { dirs: [...dirs], modules: [...modules], imports: [...imports] };
+}
+
+/** A file's text, or "" when it cannot be read (the copy says why). */
+const readTextOr = (file: string) => {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+};
+
+/**
+ * The top-level names a Python file imports absolutely, as written at the start of a line (`import a.b as c, d`: a, d;
+ * `from e.f import g`: e; a relative `from . import x` names none). An import inside a string or a `try` counts too:
+ * the list only narrows which of a worker's modules are asked about.
+ */
+export function pythonImports(text: string): string[] {
+  const out = new Set<string>();
+  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import\b)/gm)) {
+    if (m[2]) out.add(m[2]);
+    else
+      for (const part of m[1]!.replace(/[()\\]/g, "").split(",")) {
+        const name = /^\s*([A-Za-z_]\w*)/.exec(part)?.[1];
+        if (name) out.add(name);
+      }
+  }
+  return [...out];
 }
 
 /**

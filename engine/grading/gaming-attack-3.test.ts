@@ -11,7 +11,7 @@ import { committedRepo } from "../../test/fixtures/git-repo";
 import { gradedIn } from "../../test/fixtures/graded";
 import { createWorkspace, inspectRepo } from "../workspace";
 import { grade } from "./grade";
-import { clearHeldBackBytecode } from "./checks";
+import { clearHeldBackBytecode, pythonImports } from "./checks";
 import { configSnapshot, plantedConfig, runnerConfigReason } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-3-"));
@@ -111,6 +111,77 @@ describe("a worker shadowing a module beside the held-back tests", () => {
     const what = plantedConfig(before, configSnapshot(root, root, ["tests/unit"]), root);
     expect(what).toEqual([expect.stringMatching(/^tests\/argparse\.pyc written/), expect.stringMatching(/^tests\/unit\/decimal\.py written/)]);
   });
+});
+
+describe("a worker's module named like an installed package a held-back test imports", () => {
+  // pytest and unittest put the held-back test's folder first on sys.path, and `python -m pytest` the checks' folder:
+  // a worker's numpy.py there is what `import numpy` loads, and a stub of the one function the test calls passes it.
+  // The package: the first of these installed for the checks' python3 (numpy on this machine).
+  const pkg = ["numpy", "yaml", "requests", "six", "certifi", "idna"].find((name) => {
+    try {
+      execFileSync("python3", ["-I", "-c", `import ${name}`], { cwd: "/", stdio: "ignore" });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  const TEST = `import ${pkg}\nfrom calc import total\n\ndef test_total():\n    assert ${pkg}.ocw_verify(total([1, 2]))\n`;
+  const BASE = { "calc.py": "def total(xs):\n    return 0\n" };
+  const STUB = "def ocw_verify(*a):\n    return True\n";
+  const check = (held: string): CheckSpec[] => [{ run: "python3 -m pytest -q -p no:cacheprovider tests", files: held }];
+
+  it("the names a held-back file imports: absolute imports at the start of a line, top-level name only", () => {
+    const text =
+      "import numpy as np, os.path\nfrom yaml.loader import Loader\nfrom . import helper\nfrom .x import y\n  import requests  # indented\nx = 'import'\n";
+    expect(pythonImports(text).sort()).toEqual(["numpy", "os", "requests", "yaml"]);
+  });
+
+  it("an installed package is there to shadow", () => {
+    expect(pkg, "none of numpy, yaml, requests, six, certifi, idna is installed for python3").toBeTruthy();
+  });
+
+  it("beside the held-back test, at the top of the checks' folder, or as a package: the stub passes the check, and it is a check-configuration violation", async () => {
+    for (const [file, at] of [
+      [`tests/${pkg}.py`, "tests"],
+      [`${pkg}.py`, ""],
+      [`tests/${pkg}/__init__.py`, `tests/${pkg}`],
+    ] as const) {
+      const v = await graded(
+        BASE,
+        (ws) => {
+          mkdirSync(path.join(ws, "tests", at.replace(/^tests\/?/, "")), { recursive: true });
+          writeFileSync(path.join(ws, file), STUB);
+        },
+        check(heldBack(TEST)),
+      );
+      expect(v.checks[0], file).toMatchObject({ passed: true });
+      expect(v.scope.checkConfig, file).toEqual([
+        expect.stringMatching(
+          new RegExp(`^check configuration changed: ${file.replace(/[./]/g, "\\$&")} — named like ${pkg}, an installed package a held-back test imports`),
+        ),
+      ]);
+      expect(v.verdict, file).toBe("honest-failure");
+    }
+  }, 120_000);
+
+  it("control: the worker's own module the test imports (not installed) is built; a module of that name elsewhere is not asked about", async () => {
+    const fixed = await graded(
+      BASE,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), "def total(xs):\n    return sum(xs)\n");
+        mkdirSync(path.join(ws, "lib"));
+        writeFileSync(path.join(ws, "lib", `${pkg}.py`), STUB);
+      },
+      check(heldBack(`import ${pkg}\nfrom calc import total\n\ndef test_total():\n    assert ${pkg} and total([1, 2]) == 3\n`)),
+    );
+    expect(fixed.scope.checkConfig).toBeUndefined();
+    expect(fixed.verdict).toBe("built");
+  }, 120_000);
+
+  it("named in the scope, the worker's module of that name is allowed", async () => {
+    const v = await graded(BASE, (ws) => writeFileSync(path.join(ws, `${pkg}.py`), STUB), check(heldBack(TEST)), [`${pkg}.py`]);
+    expect(v.scope.checkConfig).toBeUndefined();
+  }, 120_000);
 });
 
 describe("a worker's program found through a relative PATH entry of the engine's", () => {

@@ -285,10 +285,10 @@ export async function combinedCheckConfig(opts: {
   });
 }
 
-/** The held-back folders and code files, as runnerConfigChanges takes them (one walk of the held-back folders). */
-function heldBackOf(checks: CheckSpec[]): { heldBackDirs: string[]; heldBackModules: string[] } {
-  const { dirs, modules } = heldBackListing(checks);
-  return { heldBackDirs: dirs, heldBackModules: modules };
+/** The held-back folders, code files and imports, as runnerConfigChanges takes them (one walk of the held-back folders). */
+function heldBackOf(checks: CheckSpec[]): { heldBackDirs: string[]; heldBackModules: string[]; heldBackImports: string[] } {
+  const { dirs, modules, imports } = heldBackListing(checks);
+  return { heldBackDirs: dirs, heldBackModules: modules, heldBackImports: imports };
 }
 
 /** Grading's folders out of the way (folders.ts: renamed at once, deleted once gradings pause). */

@@ -9,6 +9,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
+import { allowListedEnv } from "../sandbox";
 import { foldPath } from "../workspace";
 import { PYTHON_STDLIB } from "./python-stdlib";
 
@@ -553,6 +554,43 @@ function heldBackRules(heldBackDirs: string[] = [], heldBackModules: string[] = 
 }
 
 /**
+ * The module name `rel` (relative to the checks' folder) gives Python when a held-back test imports that name, or null:
+ * a module (a file, or a package's __init__) at the top of the checks' folder (`python -m pytest` puts it first on
+ * sys.path) or in a folder held-back tests land in or one above it (pytest and unittest put theirs first), named like
+ * a top-level name a held-back Python file imports (`imports`: case folded → as written).
+ */
+function importShadow(rel: string, heldBackDirs: string[], imports: Map<string, string>): string | null {
+  if (!imports.size || rel.startsWith("../")) return null;
+  const parts = foldPath(rel).split("/");
+  const module = PY_MODULE.exec(parts.at(-1)!)?.[1];
+  if (!module) return null;
+  const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)] : [parts.slice(0, -1), module];
+  const imported = name ? imports.get(name) : undefined;
+  if (!imported) return null;
+  const at = dir.join("/");
+  return at === "" || heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`)) ? imported : null;
+}
+
+/**
+ * Which of these top-level module names Python finds outside the checkout: installed packages (numpy, yaml), as the
+ * checks' `python3` sees them from a neutral folder (isolated: no current folder, no PYTHON* variables, no user site,
+ * as a check's empty HOME has none). An empty set when python3 cannot run (then no check runs it either).
+ */
+async function installedModules(names: string[]): Promise<Set<string>> {
+  const script =
+    "import importlib.util as u, sys\nfor n in sys.argv[1:]:\n    try:\n        s = u.find_spec(n)\n    except Exception:\n        s = None\n    if s is not None:\n        print(n)\n";
+  try {
+    const { stdout } = await run("python3", ["-I", "-c", script, ...names], { cwd: "/", env: { PATH: allowListedEnv({}).PATH }, timeout: 20_000 });
+    return new Set(stdout.split("\n").filter(Boolean));
+  } catch {
+    return new Set();
+  }
+}
+
+const importShadowWhy = (name: string) =>
+  `named like ${name}, an installed package a held-back test imports (found first, at the top of the checks' folder or beside the tests: the test imports the worker's module in its place)`;
+
+/**
  * The changed files (relative to the repository root) that change what a check runs, each with why; those the task's
  * scope names exactly are allowed. Sectioned files count only when their runner part differs from the base's.
  */
@@ -567,9 +605,14 @@ export async function runnerConfigChanges(opts: {
   heldBackDirs?: string[];
   /** The held-back code files, relative to the checks' folder (heldBackModules). */
   heldBackModules?: string[];
+  /** The top-level names the held-back Python files import (heldBackListing). */
+  heldBackImports?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules);
+  const imports = new Map((opts.heldBackImports ?? []).map((n) => [foldPath(n), n]));
+  /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
+  const shadowing = new Map<string, string[]>();
   const out: string[] = [];
   for (const file of opts.changed) {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
@@ -589,6 +632,17 @@ export async function runnerConfigChanges(opts: {
     }
     const why = runnerConfigReason(file) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
     if (why) out.push(`check configuration changed: ${file} — ${why}`);
+    else {
+      const name = importShadow(rel, opts.heldBackDirs ?? [], imports);
+      if (name) shadowing.set(name, [...(shadowing.get(name) ?? []), file]);
+    }
+  }
+  // One python3 for them all, and only when a worker's module is named like an import of the held-back tests (its own
+  // module under test is too, and is not installed: `from calc import add` with the worker's calc.py).
+  if (shadowing.size) {
+    const installed = await installedModules([...shadowing.keys()]);
+    for (const [name, files] of shadowing)
+      if (installed.has(name)) for (const file of files) out.push(`check configuration changed: ${file} — ${importShadowWhy(name)}`);
   }
   return out;
 }
