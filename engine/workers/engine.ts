@@ -621,13 +621,7 @@ export class Engine {
         `worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`,
       );
     }
-    this.notDiscarding(workerId, "resume");
-    const target = this.resolveTarget(w.targetId ?? undefined);
-    await preflightTarget(target);
-    // Looked at again after the check of the model: a discard, or another resume, may have come meanwhile.
-    this.notDiscarding(workerId, "resume");
-    const now = this.get(workerId);
-    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to resume; retry it to start the task again`, "conflict");
+    const { target, now } = await this.checkedTarget(workerId, w, "resume");
     if (now.state !== w.state) throw new InputError(`worker ${workerId} is ${now.state} now (it was ${w.state}): nothing to resume`, "conflict");
     // a person's resume tries the model API again now, even while it asked its workers to wait (a limit lifted early)
     this.pools.release(target.id);
@@ -665,18 +659,26 @@ export class Engine {
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
     if (!w.sessionId) throw new InputError(`worker ${workerId} never got a session: retry it to start the task again`, "conflict");
     this.requireSandbox();
-    this.notDiscarding(workerId, "continue");
-    const target = this.resolveTarget(w.targetId ?? undefined);
-    await preflightTarget(target);
-    // Looked at again after the check of the model: a discard, a merge or another follow-up may have come meanwhile.
-    this.notDiscarding(workerId, "continue");
-    const now = this.get(workerId);
-    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
+    const { now } = await this.checkedTarget(workerId, w, "continue");
     if (now.merged) throw new InputError(`worker ${workerId} was merged into ${now.merged.into}: delegate a new task from the merged code`, "conflict");
     if (now.state !== w.state)
       throw new InputError(`worker ${workerId} is ${now.state} now (it was ${w.state}): send the follow-up once it is graded`, "conflict");
     this.startRound(workerId, opts.kind ?? "continue", body, opts.comments ?? [], by);
     return this.get(workerId);
+  }
+
+  /**
+   * The worker's target, its model checked (preflight), and the worker as it is after that check: a discard, a merge
+   * or another resume or follow-up may have come meanwhile (a discard under way, or done, refuses here).
+   */
+  private async checkedTarget(workerId: string, w: Worker, verb: "resume" | "continue"): Promise<{ target: Target; now: Worker }> {
+    this.notDiscarding(workerId, verb);
+    const target = this.resolveTarget(w.targetId ?? undefined);
+    await preflightTarget(target);
+    this.notDiscarding(workerId, verb);
+    const now = this.get(workerId);
+    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to ${verb}; retry it to start the task again`, "conflict");
+    return { target, now };
   }
 
   /** A review: its comments become one follow-up that quotes each `file:line` with its comment. */
