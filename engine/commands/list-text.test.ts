@@ -47,6 +47,21 @@ describe("ocw show's next steps", () => {
   });
 });
 
+describe("ocw show of a discarded worker", () => {
+  it("says it was discarded and offers only what still works: retry, not resume, continue or discard (they refuse)", () => {
+    for (const state of ["error", "stopped", "interrupted", "honest-failure"] as const) {
+      const text = showText({ ...worker("w-d", NOW), state, discarded: true });
+      expect(text).toContain("discarded: its workspace and branch are gone");
+      const next = text.split("\n").find((l) => l.startsWith("next:"));
+      expect(next).toBe("next: ocw retry w-d (its task again as a new worker)");
+    }
+    const built = showText({ ...worker("w-b", NOW), state: "built" as const, discarded: true });
+    expect(built).not.toMatch(/^next:/m);
+    const merged = showText({ ...worker("w-m", NOW), state: "built" as const, discarded: true, merged: { into: "main", commit: "c1" } });
+    expect(merged).toContain("next: ocw revert w-m undoes the merge");
+  });
+});
+
 describe("ocw show of a worker that waits on an ask", () => {
   it("names the command that answers it (there was none on the command line)", () => {
     const ask = {

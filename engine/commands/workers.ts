@@ -384,9 +384,17 @@ export function showText(w: Worker): string {
   }
   if (w.merged)
     lines.push(`merged into ${safe(w.merged.into)} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
+  // Discarded: its workspace and branch are gone, so resume, continue, merge and discard again have nothing to act on.
+  if (w.discarded) lines.push("discarded: its workspace and branch are gone");
   const waiting = w.asks.find((a) => a.status === "pending");
   const next = waiting
     ? `next: ocw approve ${safe(waiting.id)} (once; --always, --reject) · ocw asks --worker ${w.id} · ocw cancel ${w.id}`
+    : w.discarded
+      ? w.merged && !w.reverted
+        ? `next: ocw revert ${w.id} undoes the merge`
+        : ["honest-failure", "stopped", "interrupted", "error"].includes(w.state)
+          ? `next: ocw retry ${w.id} (its task again as a new worker)`
+          : null
     : w.state === "built" && !w.merged && !w.discarded
       ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw publish ${w.id} (its branch, to review with git) · ocw discard ${w.id}`
       : w.state === "honest-failure"
