@@ -284,8 +284,10 @@ export function parseBatch(file: string): { tasks: BatchTaskInput[]; integration
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    // JSON.parse's own words ("Unexpected token…") say where, not what the file should be.
-    throw new CliError(`the batch file ${file} is not valid JSON (${(err as Error).message}): write a JSON array of tasks, or {"tasks": [...]}`);
+    // JSON.parse's own words ("Unexpected token…") say where, not what the file should be. They quote the file's text,
+    // line breaks included: an error is printed up to its first line, which cut the message there ("…"nope").
+    const why = (err as Error).message.replace(/\s+/g, " ").trim();
+    throw new CliError(`the batch file ${file} is not valid JSON (${why}): write a JSON array of tasks, or {"tasks": [...]}`);
   }
   const parsed = BatchFile.safeParse(raw);
   if (!parsed.success) {
