@@ -2,6 +2,7 @@
 // where a batch id belongs (and back), a bad --timeout, an unknown hook; the exit statuses in `ocw --help`; --json on
 // cancel and discard (valid JSON on stdout only; an error on stderr only, nonzero).
 import { spawn } from "node:child_process";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
@@ -95,6 +96,25 @@ describe("ocw: mistakes answered before any engine starts", () => {
     const h = await ocw(["hook", "session-end"]);
     expect(h.code).toBe(2);
     expect(h.stderr).toContain('unknown hook "session-end": session-start or stop');
+  });
+
+  it("serve --port N where another program holds N: one line saying so and what to do, exit 2 (it was Node's EADDRINUSE stack trace, exit 1)", async () => {
+    const squatter = net.createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve));
+    const port = (squatter.address() as net.AddressInfo).port;
+    const own = tempDir("cli-ux-port-state");
+    try {
+      const r = await runOcw(own, ["serve", "--port", String(port)], 60_000, { NO_COLOR: "1" });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr.trim()).toBe(
+        `ocw: port ${port} on 127.0.0.1 is already in use by another program: pick another --port, or leave --port out for a free one`,
+      );
+      expect(readLock(own)).toBeNull();
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+      cleanup(own);
+    }
   });
 
   it("ocw --help shows first commands and what each exit status means; no escape sequence when piped", async () => {
