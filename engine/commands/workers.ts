@@ -395,17 +395,17 @@ export function showText(w: Worker): string {
         : ["honest-failure", "stopped", "interrupted", "error"].includes(w.state)
           ? `next: ocw retry ${w.id} (its task again as a new worker)`
           : null
-    : w.state === "built" && !w.merged && !w.discarded
-      ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw publish ${w.id} (its branch, to review with git) · ocw discard ${w.id}`
-      : w.state === "honest-failure"
-        ? `next: ocw logs ${w.id} · ocw continue ${w.id} --message TEXT · ocw retry ${w.id} · ocw discard ${w.id}`
-        : ["stopped", "interrupted", "error"].includes(w.state)
-          ? `next: ocw resume ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
-          : !isAtRest(w.state)
-            ? `next: ocw logs ${w.id} --follow · ocw cancel ${w.id}`
-            : w.merged && !w.reverted
-              ? `next: ocw revert ${w.id} undoes the merge`
-              : null;
+      : w.state === "built" && !w.merged && !w.discarded
+        ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw publish ${w.id} (its branch, to review with git) · ocw discard ${w.id}`
+        : w.state === "honest-failure"
+          ? `next: ocw logs ${w.id} · ocw continue ${w.id} --message TEXT · ocw retry ${w.id} · ocw discard ${w.id}`
+          : ["stopped", "interrupted", "error"].includes(w.state)
+            ? `next: ocw resume ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
+            : !isAtRest(w.state)
+              ? `next: ocw logs ${w.id} --follow · ocw cancel ${w.id}`
+              : w.merged && !w.reverted
+                ? `next: ocw revert ${w.id} undoes the merge`
+                : null;
   if (next) lines.push(next);
   return lines.join("\n");
 }
