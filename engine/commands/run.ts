@@ -624,7 +624,8 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
   const flagged = v?.flags?.length
     ? `\n  flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}`
     : "";
-  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
+  // No verdict (an error, a stop): "not built", never "failed", which is the checks' word for an honest failure.
+  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "not built"}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
 

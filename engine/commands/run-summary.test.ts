@@ -1,0 +1,29 @@
+// `ocw run`'s last line for a worker that ended without a verdict (an error, a stop): "not built", with the state and
+// its reason. It said "failed", the checks' word for an honest failure, of a worker no check ever ran on.
+import { describe, expect, it } from "vitest";
+import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "../../shared/worker";
+import { workerResult } from "./run";
+
+const worker = (id: string): Worker =>
+  reduceWorker(null, {
+    workerId: id,
+    seq: 1,
+    ts: 1_800_000_000_000,
+    type: "worker.created",
+    spec: WorkerSpec.parse({ task: "fix the parser", directory: "/r" }),
+    batchId: null,
+    targetId: null,
+  } as WorkerEvent);
+
+describe("ocw run's summary line", () => {
+  it("an errored worker (no verdict) is 'not built', with the state's reason; never 'failed'", () => {
+    const w = { ...worker("w-e"), state: "error" as const, stateReason: "the model API refused the target's key (HTTP 401)" };
+    const { summary } = workerResult(w, []);
+    expect(summary).toBe("w-e: not built (state error: the model API refused the target's key (HTTP 401); no claim)");
+  });
+
+  it("a stopped one too", () => {
+    const { summary } = workerResult({ ...worker("w-s"), state: "stopped" as const }, []);
+    expect(summary).toBe("w-s: not built (state stopped; no claim)");
+  });
+});
