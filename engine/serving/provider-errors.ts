@@ -269,7 +269,7 @@ export type SessionError = {
  * model id, a rate limit that outlasted opencode's retries, the provider's side; `classifyFailure`, as verify reads
  * it), never opencode's class name ("APIError").
  */
-export function describeError(err: SessionError | undefined): string {
+export function describeError(err: SessionError | undefined, targetId?: string | null): string {
   const d = err?.data ?? {};
   const said = typeof d.message === "string" ? d.message : "";
   const quoted = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}…` : said)}` : "";
@@ -283,7 +283,8 @@ export function describeError(err: SessionError | undefined): string {
     const http = `HTTP ${status}${quoted}`;
     switch (classifyFailure({ status, message: said })) {
       case "key":
-        return `the model API refused the target's key (${http}): set the key again (Setup, or its variable where the engine runs), then resume the worker`;
+        // the command that sets it, where the target is known (an ad-hoc `--endpoint` target has no Setup row to find)
+        return `the model API refused the target's key (${http}): set the key again (${targetId ? `\`ocw target key ${targetId}\`, ` : ""}Setup, or its variable where the engine runs), then resume the worker`;
       case "credit":
         return `the model provider's account has no credit or quota left (${http}): add credit, then resume the worker`;
       case "forbidden":
