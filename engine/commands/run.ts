@@ -46,6 +46,10 @@ interface RunOptions {
 
 const collect = (v: string, prev: string[]) => [...prev, v];
 
+/** What each --approve mode does with the worker's asks (the help said "ask (default: ask on the terminal) | once | …"). */
+export const APPROVE_HELP =
+  "how the worker's asks (edits, commands) are answered: ask = on the terminal, one at a time (y once, a always, n no); once = allow each, once; always = allow each, and what it covers for the rest of the run; reject = refuse each";
+
 export function registerRunCommand(program: Command): void {
   program
     .command("run")
@@ -62,7 +66,7 @@ export function registerRunCommand(program: Command): void {
     .option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target")
     .option("--model <id>", "the model id at --endpoint")
     .option("--api-key-env <var>", "environment variable holding the endpoint's key")
-    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--approve <mode>", APPROVE_HELP, "ask")
     .option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v))
     .option(
       "--attempts <n>",
@@ -85,7 +89,7 @@ export function registerRunCommand(program: Command): void {
     .description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built")
     .argument("<workerId>", "the worker (see `ocw list`)")
     .requiredOption("--message <text>", "what the worker should do next")
-    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--approve <mode>", APPROVE_HELP, "ask")
     .option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v))
     .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)")
     .action((workerId: string, o: ContinueOptions) => continueCommand(workerId, o).catch(fail));
@@ -97,7 +101,7 @@ export function registerRunCommand(program: Command): void {
     )
     .argument("<workerId>", "the worker (see `ocw list`)")
     .option("--message <text>", "a note for the worker as it goes on")
-    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--approve <mode>", APPROVE_HELP, "ask")
     .option("--timeout <seconds>", "wall-clock limit: the worker is stopped again when it passes", (v) => Number(v))
     .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints)")
     .action((workerId: string, o: ResumeOptions) => resumeCommand(workerId, o).catch(fail));
