@@ -11,6 +11,7 @@ import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
 import { expectId } from "./hints";
 import { attemptsSummary } from "./run";
+import { askWhat } from "../mcp/format";
 
 /**
  * The CLI for every day: list workers, show one, read (and follow) its transcript, discard it, stop it; revert a merge
@@ -417,6 +418,8 @@ export function showText(w: Worker): string {
 export class LogPrinter {
   private readonly parts = new Map<string, { ts: number; part: TranscriptPart }>();
   private readonly printed = new Set<string>();
+  /** The worker's workspace (its worker.workspace event): an ask's path in it is shown relative, as `ocw run` shows it. */
+  private worktree: string | null = null;
 
   constructor(private readonly out: (line: string) => void) {}
 
@@ -454,8 +457,11 @@ export class LogPrinter {
         );
       case "worker.state":
         return this.out(`[${at}] state ${stateWord(e.state)}${e.reason ? ` — ${safe(e.reason)}` : ""}`);
+      case "worker.workspace":
+        this.worktree = e.worktree;
+        return;
       case "ask.opened":
-        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(e.ask.what)}`);
+        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(askWhat(e.ask, this.worktree))}`);
       case "ask.resolved":
         return this.out(
           `[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : (e.decision ?? "decided")}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` — ${safe(e.message)}` : ""}`,
