@@ -352,6 +352,12 @@ async function runCommand(o: RunOptions): Promise<void> {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (o.task === undefined) throw new CliError("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
     if (!o.task.trim()) throw new CliError("--task is empty: say what the worker should do");
+    // An empty value (`--scope ""`, an unset shell variable) was refused by the engine in zod's words ("scope.0: Too small…").
+    if (o.check.some((c) => !c.trim()))
+      throw new CliError('--check is empty: give a shell command that exits 0 when the task is done, e.g. --check "npm test"');
+    if (o.scope.some((g) => !g.trim())) throw new CliError('--scope is empty: give a glob of the files the worker may change, e.g. --scope "src/**"');
+    if (o.protect.some((g) => !g.trim()))
+      throw new CliError('--protect is empty: give a glob of the files the worker must not change, e.g. --protect "test/**"');
     if (o.heldBack && !o.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
     const files = o.heldBack ? path.resolve(o.heldBack) : undefined;
     const checks: CheckSpec[] = o.check.map((run) => (files ? { run, files } : { run }));

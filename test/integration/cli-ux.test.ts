@@ -93,6 +93,18 @@ describe("ocw: mistakes answered before any engine starts", () => {
     const noTask = await ocw(["run", "--dir", "."]);
     expect(noTask.code).toBe(2);
     expect(noTask.stderr).toContain("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
+    // An empty --scope, --protect or --check (an unset shell variable): said by its flag, not in zod's words
+    // ("scope.0: Too small: expected string to have >=1 characters"), and before any engine starts.
+    for (const [flag, words] of [
+      ["--scope", '--scope is empty: give a glob of the files the worker may change, e.g. --scope "src/**"'],
+      ["--protect", '--protect is empty: give a glob of the files the worker must not change, e.g. --protect "test/**"'],
+      ["--check", '--check is empty: give a shell command that exits 0 when the task is done, e.g. --check "npm test"'],
+    ] as const) {
+      const empty = await ocw(["run", "--dir", ".", "--task", "x", "--check", "true", flag, ""]);
+      expect(empty.code, flag).toBe(2);
+      expect(empty.stderr.trim(), flag).toBe(`ocw: ${words}`);
+    }
+    expect(readLock(stateDir)).toBeNull();
     const h = await ocw(["hook", "session-end"]);
     expect(h.code).toBe(2);
     expect(h.stderr).toContain('unknown hook "session-end": session-start or stop');
