@@ -1,7 +1,7 @@
 // `ocw list`: its columns are named, and the time is said as how long ago the worker was created (it read as a bare "5m").
 import { describe, expect, it } from "vitest";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "../../shared/worker";
-import { discardText, listText, showText } from "./workers";
+import { discardText, listText, showText, startedHint } from "./workers";
 
 const NOW = 1_800_000_000_000;
 const worker = (id: string, createdAt: number): Worker =>
@@ -108,5 +108,13 @@ describe("ocw show: a tool name and branch names a model or a repository chose s
     expect(text).not.toMatch(RAW);
     expect(text.split("\n").filter((l) => l.startsWith("next:"))).toHaveLength(1);
     expect(text).toContain("a tool name the model chose, untrusted:");
+  });
+});
+
+describe("a worker ocw retry or ocw rebase started", () => {
+  it("is said with how to follow it, answer its asks and read its verdict (it sat in waiting-approval unseen)", () => {
+    expect(startedHint("w-new")).toBe(
+      "  it runs in the engine: follow it with `ocw logs w-new --follow`; its asks: `ocw asks --worker w-new` (or the GUI); its verdict: `ocw show w-new`",
+    );
   });
 });

@@ -237,7 +237,7 @@ export function registerWorkerCommands(program: Command): void {
         console.log(
           o.json
             ? JSON.stringify(r)
-            : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id} once you no longer need it`,
+            : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id} once you no longer need it\n${startedHint(r.workerId)}`,
         );
       } catch (err) {
         fail(err);
@@ -320,6 +320,14 @@ export function registerWorkerCommands(program: Command): void {
         }
       },
     );
+}
+
+/**
+ * What to do with a worker that `ocw retry` or `ocw rebase` started and does not follow: it runs in the engine, and its
+ * asks wait for an answer (they said only "started as w-…", and the new worker sat in waiting-approval unseen).
+ */
+export function startedHint(workerId: string): string {
+  return `  it runs in the engine: follow it with \`ocw logs ${workerId} --follow\`; its asks: \`ocw asks --worker ${workerId}\` (or the GUI); its verdict: \`ocw show ${workerId}\``;
 }
 
 /** `ocw discard`'s line: a merge that was reverted since no longer "stays merged". */
