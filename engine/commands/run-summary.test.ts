@@ -2,7 +2,8 @@
 // its reason. It said "failed", the checks' word for an honest failure, of a worker no check ever ran on.
 import { describe, expect, it } from "vitest";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "../../shared/worker";
-import { workerResult } from "./run";
+import { BatchSummary } from "../../shared/batch";
+import { batchEndLine, workerResult } from "./run";
 
 const worker = (id: string): Worker =>
   reduceWorker(null, {
@@ -25,5 +26,27 @@ describe("ocw run's summary line", () => {
   it("a stopped one too", () => {
     const { summary } = workerResult({ ...worker("w-s"), state: "stopped" as const }, []);
     expect(summary).toBe("w-s: not built (state stopped; no claim)");
+  });
+});
+
+describe("ocw run --batch's last line (no integration checks)", () => {
+  const batch = (built: number) =>
+    BatchSummary.parse({
+      id: "b-1",
+      name: "demo",
+      workerIds: ["w-a", "w-b"],
+      states: { "w-a": built ? "built" : "honest-failure", "w-b": "honest-failure" },
+      settled: true,
+      built,
+      honest: 2,
+      graded: 2,
+      builtRate: built / 2,
+      honestRate: 1,
+      verdict: built ? "built" : "honest-failure",
+      done: true,
+    });
+  it("names the batch, how many were built, and the command that lands them (it was named nowhere)", () => {
+    expect(batchEndLine(batch(1))).toBe('batch b-1 "demo": built 1/2 · land the built ones: ocw merge --batch b-1 · ocw show b-1');
+    expect(batchEndLine(batch(0))).toBe('batch b-1 "demo": built 0/2 · ocw show b-1');
   });
 });

@@ -458,6 +458,7 @@ async function runCommand(o: RunOptions): Promise<void> {
   else {
     for (const r of outputs) process.stderr.write(r.summary + "\n");
     for (const s of summary?.skipped ?? []) process.stderr.write(`task ${s.id}: skipped — ${s.reason}\n`);
+    if (batchId && summary && !summary.integration) process.stderr.write(batchEndLine(summary) + "\n");
     const integ = summary?.integration?.result;
     if (integ) {
       process.stderr.write(
@@ -605,6 +606,16 @@ export function attemptsSummary(g: AttemptGroup): string {
       `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${counted(a.changedLines, "changed line")}` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`,
   );
   return [`attempts (${g.groupId}): ${g.winner ? `winner ${g.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
+}
+
+/**
+ * The last line of `ocw run --batch` without integration checks: the batch by its id (named once, on the first line, before
+ * the workers' output), how many were built, and how to land them (`ocw merge --batch` was named nowhere).
+ */
+export function batchEndLine(b: BatchSummary): string {
+  const name = b.name ? ` "${showUntrusted(b.name, { max: 80, lines: false })}"` : "";
+  const head = `batch ${b.id}${name}: built ${b.built}/${b.tasks.length || b.workerIds.length}`;
+  return b.built > 0 ? `${head} · land the built ones: ocw merge --batch ${b.id} · ocw show ${b.id}` : `${head} · ocw show ${b.id}`;
 }
 
 /** The `--json` result of one worker (the CLI contract). */
