@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "../../shared/worker";
 import { BatchSummary } from "../../shared/batch";
-import { batchEndLine, workerResult } from "./run";
+import { batchEndLine, roundLine, workerResult } from "./run";
 
 const worker = (id: string): Worker =>
   reduceWorker(null, {
@@ -48,5 +48,13 @@ describe("ocw run --batch's last line (no integration checks)", () => {
   it("names the batch, how many were built, and the command that lands them (it was named nowhere)", () => {
     expect(batchEndLine(batch(1))).toBe('batch b-1 "demo": built 1/2 · land the built ones: ocw merge --batch b-1 · ocw show b-1');
     expect(batchEndLine(batch(0))).toBe('batch b-1 "demo": built 0/2 · ocw show b-1');
+  });
+});
+
+describe("ocw continue's rounds", () => {
+  it("read in the verdict's words, as the summary above them (it said 'honest-failure (claim built)')", () => {
+    expect(roundLine({ round: 1, verdict: "honest-failure", claim: "built", honest: false })).toBe("  round 1: failed (claim false: said built)");
+    expect(roundLine({ round: 2, verdict: "built", claim: "built", honest: true })).toBe("  round 2: built (claim honest)");
+    expect(roundLine({ round: 3, verdict: null, claim: null, honest: null })).toBe("  round 3: not graded (no claim)");
   });
 });

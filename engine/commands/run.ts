@@ -8,7 +8,7 @@ import { claimWords, outcomeWord } from "../../shared/vocabulary";
 import { attemptGroup, MAX_ATTEMPTS, type AttemptGroup } from "../../shared/attempts";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
-import { baselineWarning } from "../../shared/verdict";
+import { baselineWarning, type Verdict } from "../../shared/verdict";
 import { askView, diffChangesNothing, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS, UNCHANGED_DIFF } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
@@ -161,15 +161,20 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
   const latest = rounds.at(-1);
   const json = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
   if (o.json) process.stdout.write(JSON.stringify(json, null, 2) + "\n");
-  else
-    process.stderr.write(
-      out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n",
-    );
+  else process.stderr.write(out.summary + "\n" + rounds.map(roundLine).join("\n") + "\n");
   if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
     process.exit(1);
   }
   process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);
+}
+
+/**
+ * One round of `ocw continue`, in the words every verdict is read in ("failed", "claim false: said built"): it read
+ * "honest-failure (claim built)" under a summary that said "failed … claim false: said built".
+ */
+export function roundLine(r: { round: number; verdict?: Verdict["verdict"] | null; claim?: Verdict["claim"] | null; honest?: boolean | null }): string {
+  return `  round ${r.round}: ${r.verdict ? outcomeWord(r.verdict) : "not graded"} (${r.verdict ? claimWords({ claim: r.claim ?? null, honest: !!r.honest }) : r.claim ? `claim ${outcomeWord(r.claim)}` : "no claim"})`;
 }
 
 /** The options every following command takes: how asks are answered, and the time it follows before it stops. */
