@@ -34,6 +34,21 @@ export async function preflightEndpoint(target: Target, timeoutMs = 3000, given?
   ok.set(cacheKey, Date.now() + 30_000);
 }
 
+/**
+ * Whether an endpoint answers its model list with 401 when asked without a key: a keyless target there would start a
+ * worker whose every model call is refused. Only asked without a key: a key that GET /models refuses may still chat
+ * (OpenAI's restricted keys without the models scope answer it 401). No answer, or any other one, is false.
+ */
+export async function refusesWithoutKey(endpoint: string, timeoutMs = 3000): Promise<boolean> {
+  try {
+    const res = await fetch(`${endpoint.replace(/\/$/, "")}/models`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.body?.cancel().catch(() => undefined);
+    return res.status === 401;
+  } catch {
+    return false;
+  }
+}
+
 /** Why the target's endpoint cannot be reached right now (any HTTP answer counts as reachable), or null. */
 export async function unreachable(target: Target, key: string | null = resolveKey(target), timeoutMs = 3000): Promise<string | null> {
   const problem = await probeHealth(target.endpoint, key, timeoutMs);

@@ -82,7 +82,7 @@ import { SetupVerifyInput } from "../../shared/setup";
 import { targetsWithEndpoints } from "./targets-view";
 import { inspectRepo } from "../workspace";
 import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "./ladder";
-import { preflightEndpoint } from "../admission";
+import { preflightEndpoint, refusesWithoutKey } from "../admission";
 import { DeployK8sInput } from "../../shared/deploy";
 import { FitFileInput, FitPlanInput } from "../../shared/fit";
 import { counted } from "../../shared/words";
@@ -430,6 +430,12 @@ export const appRouter = t.router({
       } catch {
         held = null;
       }
+      // No key at all, and the endpoint wants one: refused here, before a worker starts only to end in error on its
+      // first model call ("refused the target's key" — there was none to set again).
+      if (input.key === undefined && held === null && (await refusesWithoutKey(input.target.endpoint)))
+        throw new InputError(
+          `the model endpoint ${redactUrlCredentials(input.target.endpoint)} refuses requests without a key (HTTP 401): export its key in a variable and pass --api-key-env VAR (the variable's name, never the key)`,
+        );
       return { ok: true as const, keyHeld: input.key === undefined || held === input.key };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */

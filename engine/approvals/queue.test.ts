@@ -321,7 +321,9 @@ describe("the approvals queue", () => {
 
   it("refusals say what to do: unknown ask, decided twice, a question without answers, opencode no longer has it", async () => {
     const { approvals, w, registry } = setup();
-    await expect(approvals.decide({ askId: "nope", decision: "once" }, { kind: "person" })).rejects.toThrow(/unknown askId "nope"/);
+    await expect(approvals.decide({ askId: "nope", decision: "once" }, { kind: "person" })).rejects.toThrow(
+      'unknown ask "nope": no ask has that id (`ocw asks` or the approvals inbox lists the pending ones)',
+    );
     const a = ask(w.id, "edit", "a.txt");
     approvals.onAsk(w.id, a);
     await approvals.decide({ askId: a.id, decision: "once" }, { kind: "person" });

@@ -205,7 +205,8 @@ export class Approvals {
     const decision = parsed.data;
     const w = this.reg.list().find((x) => x.asks.some((a) => a.id === decision.askId));
     const ask = w?.asks.find((a) => a.id === decision.askId);
-    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
+    if (!w || !ask)
+      throw new InputError(`unknown ask "${decision.askId}": no ask has that id (\`ocw asks\` or the approvals inbox lists the pending ones)`, "not-found");
     if (ask.status !== "pending") {
       throw new InputError(
         `ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${byWhom(ask.by)}` : ""})`,

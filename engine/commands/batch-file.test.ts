@@ -23,4 +23,17 @@ describe("parseBatch", () => {
       ),
     );
   });
+
+  it("JSON.parse's words quote the file with its line breaks: the message stays one line (it was cut at the first)", () => {
+    const file = path.join(dir, "words.json");
+    writeFileSync(file, "nope\n");
+    let message = "";
+    try {
+      parseBatch(file);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).not.toContain("\n");
+    expect(message).toMatch(/^the batch file .* is not valid JSON \(.+\): write a JSON array of tasks, or \{"tasks": \[\.\.\.\]\}$/);
+  });
 });

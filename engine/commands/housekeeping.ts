@@ -7,6 +7,7 @@ import { connect } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
 import { expectId } from "./hints";
+import { startedHint } from "./workers";
 import { counted } from "../../shared/words";
 
 /**
@@ -26,7 +27,7 @@ export function registerHousekeepingCommands(program: Command): void {
         expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw retry\` takes one of them`);
         const client = connect(await ensureEngine(stateDir()), "cli:ocw retry");
         const r = await client.workers.retry.mutate({ workerId });
-        console.log(o.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}`);
+        console.log(o.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}\n${startedHint(r.workerId)}`);
       } catch (err) {
         fail(err);
       }

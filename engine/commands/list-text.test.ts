@@ -1,7 +1,7 @@
 // `ocw list`: its columns are named, and the time is said as how long ago the worker was created (it read as a bare "5m").
 import { describe, expect, it } from "vitest";
 import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent } from "../../shared/worker";
-import { discardText, listText, showText } from "./workers";
+import { discardText, listText, showText, startedHint } from "./workers";
 
 const NOW = 1_800_000_000_000;
 const worker = (id: string, createdAt: number): Worker =>
@@ -44,6 +44,21 @@ describe("ocw show's next steps", () => {
   it("an honest failure's `ocw continue` names --message, which it requires (copied as shown, it was a usage error)", () => {
     const failed = { ...worker("w-f", NOW), state: "honest-failure" as const };
     expect(showText(failed)).toContain("ocw continue w-f --message TEXT");
+  });
+});
+
+describe("ocw show of a discarded worker", () => {
+  it("says it was discarded and offers only what still works: retry, not resume, continue or discard (they refuse)", () => {
+    for (const state of ["error", "stopped", "interrupted", "honest-failure"] as const) {
+      const text = showText({ ...worker("w-d", NOW), state, discarded: true });
+      expect(text).toContain("discarded: its workspace and branch are gone");
+      const next = text.split("\n").find((l) => l.startsWith("next:"));
+      expect(next).toBe("next: ocw retry w-d (its task again as a new worker)");
+    }
+    const built = showText({ ...worker("w-b", NOW), state: "built" as const, discarded: true });
+    expect(built).not.toMatch(/^next:/m);
+    const merged = showText({ ...worker("w-m", NOW), state: "built" as const, discarded: true, merged: { into: "main", commit: "c1" } });
+    expect(merged).toContain("next: ocw revert w-m undoes the merge");
   });
 });
 
@@ -93,5 +108,13 @@ describe("ocw show: a tool name and branch names a model or a repository chose s
     expect(text).not.toMatch(RAW);
     expect(text.split("\n").filter((l) => l.startsWith("next:"))).toHaveLength(1);
     expect(text).toContain("a tool name the model chose, untrusted:");
+  });
+});
+
+describe("a worker ocw retry or ocw rebase started", () => {
+  it("is said with how to follow it, answer its asks and read its verdict (it sat in waiting-approval unseen)", () => {
+    expect(startedHint("w-new")).toBe(
+      "  it runs in the engine: follow it with `ocw logs w-new --follow`; its asks: `ocw asks --worker w-new` (or the GUI); its verdict: `ocw show w-new`",
+    );
   });
 });

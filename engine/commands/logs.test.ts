@@ -52,3 +52,15 @@ describe("ocw logs: a tool call that waited for an answer", () => {
     expect(whole[2]).toContain("│ 1 passing");
   });
 });
+
+describe("ocw logs: an ask's path in the worker's workspace", () => {
+  it("is shown relative to it, as `ocw run` and `ocw asks` show it (it was the engine's private folder)", () => {
+    const ws = "/state/workspaces/repo-1/w-logs";
+    const lines: string[] = [];
+    new LogPrinter((l) => lines.push(l)).replay([
+      ev(Date.UTC(2026, 0, 1, 10, 0, 0), { type: "worker.workspace", worktree: ws, branch: "ocw/w-logs", baseCommit: "c0", baseBranch: "main", repo: "/r" }),
+      ev(Date.UTC(2026, 0, 1, 10, 0, 1), { type: "ask.opened", ask: { ...ask, id: "per_2", tool: "edit", what: `${ws}/src/a.ts` } }),
+    ]);
+    expect(lines).toEqual(["[10:00:01] ask per_2: edit src/a.ts"]);
+  });
+});

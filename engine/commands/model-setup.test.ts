@@ -216,6 +216,11 @@ describe("targets / target use / doctor", () => {
     expect(u.code).toBe(0);
     expect(u.stdout).toMatch(/warning: its last verification was underpowered/);
     expect(JSON.parse((await runTargets({ json: true }, port)).stdout).active).toBe("a");
+    // each line names its model (ad-hoc `--endpoint` targets of one URL differ only by it); no outcome reads "unverified", not "?"
+    store.save({ id: "adhoc-1", model: "other-model", endpoint: "http://127.0.0.1:1/v1", serving: { engine: "api", endpoints: [], slots: 4 }, checks: [] });
+    const lines = (await runTargets({}, port)).stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^\* a +underpowered +capture +2 slots {2}http:\/\/127\.0\.0\.1:1\/v1 {2}model m$/);
+    expect(lines[1]).toMatch(/^ {2}adhoc-1 +unverified +api +4 slots {2}http:\/\/127\.0\.0\.1:1\/v1 {2}model other-model$/);
   });
   it("doctor --json", async () => {
     const r = await runDoctor(

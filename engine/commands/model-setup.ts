@@ -22,6 +22,7 @@ import { SetupError } from "../models/errors";
 import { MiB, GiB } from "../models/estimate";
 import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
 import { counted } from "../../shared/words";
+import { showUntrusted } from "../../shared/untrusted";
 
 export interface CommandOutput {
   code: number;
@@ -546,13 +547,17 @@ export async function runSetup(o: SetupCommandOptions, port: SetupPort = engineP
   }
 }
 
+/** A model id as the target holds it (from a flag or a provider's list): no control characters reach the terminal. */
+const safeModel = (m: string) => showUntrusted(m, { lines: false, max: 120 });
+
 export async function runTargets(o: { json?: boolean }, port: SetupPort = enginePort("cli:ocw targets")): Promise<CommandOutput> {
   // With --json every target carries its endpoints' live state (healthy, slots, inUse), as the engine sees them.
   if (o.json) return { code: 0, stdout: JSON.stringify(await port.targetsWithEndpoints(), null, 2) + "\n", stderr: "" };
   const { active, targets } = await port.targets();
   if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
   const lines = targets.flatMap((t) => [
-    `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${counted(t.serving.slots, "slot")}${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`,
+    // the model id too: `ocw run --endpoint` targets (adhoc-…) of one URL differ only by it; "unverified" for no outcome (it was "?")
+    `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "unverified").padEnd(12)} ${t.serving.engine.padEnd(9)} ${counted(t.serving.slots, "slot")}${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}  model ${safeModel(t.model)}`,
     // what the benchmark after setup measured (absent for a provider, or when none ran)
     ...(t.bench ? [`    ${benchText(t.bench)} (${t.bench.at.slice(0, 10)})`] : []),
   ]);

@@ -8,7 +8,7 @@ import { claimWords, outcomeWord } from "../../shared/vocabulary";
 import { attemptGroup, MAX_ATTEMPTS, type AttemptGroup } from "../../shared/attempts";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
-import { baselineWarning } from "../../shared/verdict";
+import { baselineWarning, type Verdict } from "../../shared/verdict";
 import { askView, diffChangesNothing, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS, UNCHANGED_DIFF } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
@@ -46,6 +46,10 @@ interface RunOptions {
 
 const collect = (v: string, prev: string[]) => [...prev, v];
 
+/** What each --approve mode does with the worker's asks (the help said "ask (default: ask on the terminal) | once | …"). */
+export const APPROVE_HELP =
+  "how the worker's asks (edits, commands) are answered: ask = on the terminal, one at a time (y once, a always, n no); once = allow each, once; always = allow each, and what it covers for the rest of the run; reject = refuse each";
+
 export function registerRunCommand(program: Command): void {
   program
     .command("run")
@@ -62,7 +66,7 @@ export function registerRunCommand(program: Command): void {
     .option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target")
     .option("--model <id>", "the model id at --endpoint")
     .option("--api-key-env <var>", "environment variable holding the endpoint's key")
-    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--approve <mode>", APPROVE_HELP, "ask")
     .option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v))
     .option(
       "--attempts <n>",
@@ -85,7 +89,7 @@ export function registerRunCommand(program: Command): void {
     .description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built")
     .argument("<workerId>", "the worker (see `ocw list`)")
     .requiredOption("--message <text>", "what the worker should do next")
-    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--approve <mode>", APPROVE_HELP, "ask")
     .option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v))
     .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)")
     .action((workerId: string, o: ContinueOptions) => continueCommand(workerId, o).catch(fail));
@@ -97,7 +101,7 @@ export function registerRunCommand(program: Command): void {
     )
     .argument("<workerId>", "the worker (see `ocw list`)")
     .option("--message <text>", "a note for the worker as it goes on")
-    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--approve <mode>", APPROVE_HELP, "ask")
     .option("--timeout <seconds>", "wall-clock limit: the worker is stopped again when it passes", (v) => Number(v))
     .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints)")
     .action((workerId: string, o: ResumeOptions) => resumeCommand(workerId, o).catch(fail));
@@ -157,15 +161,20 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
   const latest = rounds.at(-1);
   const json = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
   if (o.json) process.stdout.write(JSON.stringify(json, null, 2) + "\n");
-  else
-    process.stderr.write(
-      out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n",
-    );
+  else process.stderr.write(out.summary + "\n" + rounds.map(roundLine).join("\n") + "\n");
   if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
     process.exit(1);
   }
   process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);
+}
+
+/**
+ * One round of `ocw continue`, in the words every verdict is read in ("failed", "claim false: said built"): it read
+ * "honest-failure (claim built)" under a summary that said "failed … claim false: said built".
+ */
+export function roundLine(r: { round: number; verdict?: Verdict["verdict"] | null; claim?: Verdict["claim"] | null; honest?: boolean | null }): string {
+  return `  round ${r.round}: ${r.verdict ? outcomeWord(r.verdict) : "not graded"} (${r.verdict ? claimWords({ claim: r.claim ?? null, honest: !!r.honest }) : r.claim ? `claim ${outcomeWord(r.claim)}` : "no claim"})`;
 }
 
 /** The options every following command takes: how asks are answered, and the time it follows before it stops. */
@@ -284,8 +293,10 @@ export function parseBatch(file: string): { tasks: BatchTaskInput[]; integration
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    // JSON.parse's own words ("Unexpected token…") say where, not what the file should be.
-    throw new CliError(`the batch file ${file} is not valid JSON (${(err as Error).message}): write a JSON array of tasks, or {"tasks": [...]}`);
+    // JSON.parse's own words ("Unexpected token…") say where, not what the file should be. They quote the file's text,
+    // line breaks included: an error is printed up to its first line, which cut the message there ("…"nope").
+    const why = (err as Error).message.replace(/\s+/g, " ").trim();
+    throw new CliError(`the batch file ${file} is not valid JSON (${why}): write a JSON array of tasks, or {"tasks": [...]}`);
   }
   const parsed = BatchFile.safeParse(raw);
   if (!parsed.success) {
@@ -346,6 +357,12 @@ async function runCommand(o: RunOptions): Promise<void> {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (o.task === undefined) throw new CliError("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
     if (!o.task.trim()) throw new CliError("--task is empty: say what the worker should do");
+    // An empty value (`--scope ""`, an unset shell variable) was refused by the engine in zod's words ("scope.0: Too small…").
+    if (o.check.some((c) => !c.trim()))
+      throw new CliError('--check is empty: give a shell command that exits 0 when the task is done, e.g. --check "npm test"');
+    if (o.scope.some((g) => !g.trim())) throw new CliError('--scope is empty: give a glob of the files the worker may change, e.g. --scope "src/**"');
+    if (o.protect.some((g) => !g.trim()))
+      throw new CliError('--protect is empty: give a glob of the files the worker must not change, e.g. --protect "test/**"');
     if (o.heldBack && !o.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
     const files = o.heldBack ? path.resolve(o.heldBack) : undefined;
     const checks: CheckSpec[] = o.check.map((run) => (files ? { run, files } : { run }));
@@ -446,6 +463,7 @@ async function runCommand(o: RunOptions): Promise<void> {
   else {
     for (const r of outputs) process.stderr.write(r.summary + "\n");
     for (const s of summary?.skipped ?? []) process.stderr.write(`task ${s.id}: skipped — ${s.reason}\n`);
+    if (batchId && summary && !summary.integration) process.stderr.write(batchEndLine(summary) + "\n");
     const integ = summary?.integration?.result;
     if (integ) {
       process.stderr.write(
@@ -595,6 +613,16 @@ export function attemptsSummary(g: AttemptGroup): string {
   return [`attempts (${g.groupId}): ${g.winner ? `winner ${g.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
 }
 
+/**
+ * The last line of `ocw run --batch` without integration checks: the batch by its id (named once, on the first line, before
+ * the workers' output), how many were built, and how to land them (`ocw merge --batch` was named nowhere).
+ */
+export function batchEndLine(b: BatchSummary): string {
+  const name = b.name ? ` "${showUntrusted(b.name, { max: 80, lines: false })}"` : "";
+  const head = `batch ${b.id}${name}: built ${b.built}/${b.tasks.length || b.workerIds.length}`;
+  return b.built > 0 ? `${head} · land the built ones: ocw merge --batch ${b.id} · ocw show ${b.id}` : `${head} · ocw show ${b.id}`;
+}
+
 /** The `--json` result of one worker (the CLI contract). */
 export function workerResult(w: Worker, events: WorkerEvent[]) {
   const v = w.verdict;
@@ -622,7 +650,8 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
   const flagged = v?.flags?.length
     ? `\n  flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}`
     : "";
-  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
+  // No verdict (an error, a stop): "not built", never "failed", which is the checks' word for an honest failure.
+  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "not built"}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
 

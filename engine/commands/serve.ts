@@ -30,6 +30,8 @@ export function registerServeCommands(program: Command): void {
       }
       const attach = async (lock: EngineLock) => {
         console.log(`http://127.0.0.1:${lock.port}/?token=${lock.token}`);
+        const ignored = portIgnored(o.port, lock.port);
+        if (ignored) console.error(`ocw: ${ignored}`);
         console.error(`ocw: attached to the engine already running (pid ${lock.pid}); Ctrl-C detaches, \`ocw stop\` stops it`);
         await new Promise<void>((resolve) => {
           const t = setInterval(() => readLock(dir)?.instanceId !== lock.instanceId && (clearInterval(t), resolve()), 1000);
@@ -51,6 +53,11 @@ export function registerServeCommands(program: Command): void {
       try {
         hosted = await hostEngine({ stateDir: dir, port: o.port, log, ...(o.supervised ? { supervisorPid: process.ppid } : {}) });
       } catch (err) {
+        const problem = o.background || o.supervised ? null : listenProblem(err, o.port);
+        if (problem) {
+          console.error(`ocw: ${problem}`);
+          process.exit(2);
+        }
         if (!(err instanceof StateDirTaken)) throw err;
         // Another engine claimed the state dir first (several `ocw serve` at once): use that one.
         if (o.supervised) process.exit(0);
@@ -87,6 +94,25 @@ export function registerServeCommands(program: Command): void {
       while (Date.now() < deadline && readLock(dir)) await new Promise((r) => setTimeout(r, 100));
       console.error(readLock(dir) ? `ocw: the engine (pid ${lock.pid}) did not stop in 15 s` : "ocw: engine stopped");
     });
+}
+
+/**
+ * Why the engine could not listen on the port `ocw serve --port N` named, in words with what to do (it was Node's stack
+ * trace of EADDRINUSE), or null for any other failure.
+ */
+export function listenProblem(err: unknown, port: number | undefined): string | null {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const where = port === undefined ? "the port chosen" : `port ${port}`;
+  if (code === "EADDRINUSE") return `${where} on 127.0.0.1 is already in use by another program: pick another --port, or leave --port out for a free one`;
+  if (code === "EACCES")
+    return `${where} on 127.0.0.1 may not be opened by this user (ports below 1024 need privileges): pick one from 1024 to 65535, or leave --port out`;
+  return null;
+}
+
+/** `ocw serve --port N` while the engine already runs on another port: said, not silently another URL. */
+export function portIgnored(asked: number | undefined, running: number): string | null {
+  if (asked === undefined || asked === running) return null;
+  return `--port ${asked} is ignored: the engine already runs on port ${running} (its URL above); to move it, \`ocw stop\`, then \`ocw serve --port ${asked}\``;
 }
 
 /**

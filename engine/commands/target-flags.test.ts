@@ -22,6 +22,13 @@ describe("--endpoint", () => {
   it("a plain base URL still makes the target, /v1 added when missing", () => {
     expect(adhocTarget("http://127.0.0.1:8080", "m").endpoint).toBe("http://127.0.0.1:8080/v1");
     expect(adhocTarget("https://api.example.com/v1/", "m").endpoint).toBe("https://api.example.com/v1");
+    expect(adhocTarget("http://127.0.0.1:8080/", "m").endpoint).toBe("http://127.0.0.1:8080/v1");
+  });
+  it("a base URL with a path of its own is used as given, as `ocw setup --provider` uses it (it got /v1 appended)", () => {
+    expect(adhocTarget("https://generativelanguage.googleapis.com/v1beta/openai", "m").endpoint).toBe(
+      "https://generativelanguage.googleapis.com/v1beta/openai",
+    );
+    expect(adhocTarget("https://api.groq.com/openai/v1", "m").endpoint).toBe("https://api.groq.com/openai/v1");
   });
 });
 

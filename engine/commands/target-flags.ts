@@ -42,7 +42,9 @@ export function adhocTarget(endpoint: string, model: string, keyRef?: string): T
   return {
     id,
     model,
-    endpoint: /\/v1$/.test(base) ? base : `${base}/v1`,
+    // A server's root (llama-server, vLLM: http://host:8080) gets /v1; a base with a path is used as given, as
+    // `ocw setup --provider` uses it (Gemini's …/v1beta/openai, OpenRouter's …/api/v1): it became …/v1beta/openai/v1.
+    endpoint: /\/v1$/.test(base) || url.pathname.replace(/\/+$/, "") !== "" ? base : `${base}/v1`,
     keyRef: keyRef ?? null,
     serving: { engine: "api", endpoints: [], slots: 4 },
     checks: [],

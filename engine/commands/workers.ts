@@ -11,6 +11,7 @@ import { ensureEngine, stateDir } from "../api/launcher";
 import { CliError, fail } from "./errors";
 import { expectId } from "./hints";
 import { attemptsSummary } from "./run";
+import { askWhat } from "../mcp/format";
 
 /**
  * The CLI for every day: list workers, show one, read (and follow) its transcript, discard it, stop it; revert a merge
@@ -236,7 +237,7 @@ export function registerWorkerCommands(program: Command): void {
         console.log(
           o.json
             ? JSON.stringify(r)
-            : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id} once you no longer need it`,
+            : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id} once you no longer need it\n${startedHint(r.workerId)}`,
         );
       } catch (err) {
         fail(err);
@@ -321,6 +322,14 @@ export function registerWorkerCommands(program: Command): void {
     );
 }
 
+/**
+ * What to do with a worker that `ocw retry` or `ocw rebase` started and does not follow: it runs in the engine, and its
+ * asks wait for an answer (they said only "started as w-…", and the new worker sat in waiting-approval unseen).
+ */
+export function startedHint(workerId: string): string {
+  return `  it runs in the engine: follow it with \`ocw logs ${workerId} --follow\`; its asks: \`ocw asks --worker ${workerId}\` (or the GUI); its verdict: \`ocw show ${workerId}\``;
+}
+
 /** `ocw discard`'s line: a merge that was reverted since no longer "stays merged". */
 export function discardText(w: Worker): string {
   const merged = w.merged && !w.reverted ? `; its work stays merged in ${w.merged.into}` : w.merged ? `; its merge into ${w.merged.into} was reverted` : "";
@@ -384,20 +393,28 @@ export function showText(w: Worker): string {
   }
   if (w.merged)
     lines.push(`merged into ${safe(w.merged.into)} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
+  // Discarded: its workspace and branch are gone, so resume, continue, merge and discard again have nothing to act on.
+  if (w.discarded) lines.push("discarded: its workspace and branch are gone");
   const waiting = w.asks.find((a) => a.status === "pending");
   const next = waiting
     ? `next: ocw approve ${safe(waiting.id)} (once; --always, --reject) · ocw asks --worker ${w.id} · ocw cancel ${w.id}`
-    : w.state === "built" && !w.merged && !w.discarded
-      ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw publish ${w.id} (its branch, to review with git) · ocw discard ${w.id}`
-      : w.state === "honest-failure"
-        ? `next: ocw logs ${w.id} · ocw continue ${w.id} --message TEXT · ocw retry ${w.id} · ocw discard ${w.id}`
-        : ["stopped", "interrupted", "error"].includes(w.state)
-          ? `next: ocw resume ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
-          : !isAtRest(w.state)
-            ? `next: ocw logs ${w.id} --follow · ocw cancel ${w.id}`
-            : w.merged && !w.reverted
-              ? `next: ocw revert ${w.id} undoes the merge`
-              : null;
+    : w.discarded
+      ? w.merged && !w.reverted
+        ? `next: ocw revert ${w.id} undoes the merge`
+        : ["honest-failure", "stopped", "interrupted", "error"].includes(w.state)
+          ? `next: ocw retry ${w.id} (its task again as a new worker)`
+          : null
+      : w.state === "built" && !w.merged && !w.discarded
+        ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw publish ${w.id} (its branch, to review with git) · ocw discard ${w.id}`
+        : w.state === "honest-failure"
+          ? `next: ocw logs ${w.id} · ocw continue ${w.id} --message TEXT · ocw retry ${w.id} · ocw discard ${w.id}`
+          : ["stopped", "interrupted", "error"].includes(w.state)
+            ? `next: ocw resume ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
+            : !isAtRest(w.state)
+              ? `next: ocw logs ${w.id} --follow · ocw cancel ${w.id}`
+              : w.merged && !w.reverted
+                ? `next: ocw revert ${w.id} undoes the merge`
+                : null;
   if (next) lines.push(next);
   return lines.join("\n");
 }
@@ -409,6 +426,8 @@ export function showText(w: Worker): string {
 export class LogPrinter {
   private readonly parts = new Map<string, { ts: number; part: TranscriptPart }>();
   private readonly printed = new Set<string>();
+  /** The worker's workspace (its worker.workspace event): an ask's path in it is shown relative, as `ocw run` shows it. */
+  private worktree: string | null = null;
 
   constructor(private readonly out: (line: string) => void) {}
 
@@ -446,8 +465,11 @@ export class LogPrinter {
         );
       case "worker.state":
         return this.out(`[${at}] state ${stateWord(e.state)}${e.reason ? ` — ${safe(e.reason)}` : ""}`);
+      case "worker.workspace":
+        this.worktree = e.worktree;
+        return;
       case "ask.opened":
-        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(e.ask.what)}`);
+        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(askWhat(e.ask, this.worktree))}`);
       case "ask.resolved":
         return this.out(
           `[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : (e.decision ?? "decided")}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` — ${safe(e.message)}` : ""}`,

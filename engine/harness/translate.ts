@@ -411,7 +411,7 @@ export class Translator {
         const err = e.properties.error;
         // Aborts come from stop/budget/shutdown, and their events can trail a resume: never an error of the new turn.
         if (err?.name === "MessageAbortedError") return;
-        reg.rt(workerId).sessionError(describeError(err));
+        reg.rt(workerId).sessionError(describeError(err, w?.targetId));
         return;
       }
       case "session.idle":

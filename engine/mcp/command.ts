@@ -21,6 +21,11 @@ export function dropClientSecrets(env: NodeJS.ProcessEnv): string[] {
   return names.sort();
 }
 
+/** What `ocw mcp` says when its stdin is a terminal: a person started it, not an MCP client. */
+export function terminalHint(cli: string): string {
+  return `this is the MCP server Claude Code starts; it reads JSON-RPC on stdin, not commands. Add it to Claude Code with \`claude mcp add ocw -- ${cli} mcp\` (or install the plugin: docs/mcp.md); for the dashboard, \`${cli} gui\`. Ctrl-D or Ctrl-C quits.`;
+}
+
 export function registerMcpCommand(program: Command): void {
   program
     .command("mcp")
@@ -47,6 +52,8 @@ export async function runMcpBridge(): Promise<void> {
   const cli = process.env.CLAUDE_PLUGIN_ROOT || !launcher ? "ocw" : `node ${/[^\w/.:@+-]/.test(launcher) ? JSON.stringify(launcher) : launcher}`;
   const dropped = dropClientSecrets(process.env);
   if (dropped.length) log(`not passing on ${dropped.join(", ")} to the engine`);
+  // Started by hand in a terminal, it waited in silence (it seemed to hang): what it is, and how Claude Code runs it.
+  if (process.stdin.isTTY) log(terminalHint(cli));
 
   let server: ReturnType<typeof createMcpServer> | null = null;
   const link = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);

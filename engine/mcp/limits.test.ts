@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dropClientSecrets } from "./command";
+import { dropClientSecrets, terminalHint } from "./command";
 import { toolTimeoutFromEnv, waitCapSec } from "./server";
 
 describe("wait under the client's tool timeout", () => {
@@ -37,5 +37,14 @@ describe("the bridge keeps Claude Code's variables from the engine", () => {
       "MCP_TOOL_TIMEOUT",
     ]);
     expect(env).toEqual({ PATH: "/bin", OCW_STATE_DIR: "/s", OPENROUTER_API_KEY: "o" });
+  });
+});
+
+describe("ocw mcp started by hand in a terminal", () => {
+  it("says what it is and how Claude Code runs it (it waited in silence and seemed to hang)", () => {
+    const hint = terminalHint("node /opt/ocw/dist/ocw.mjs");
+    expect(hint).toContain("this is the MCP server Claude Code starts; it reads JSON-RPC on stdin, not commands");
+    expect(hint).toContain("`claude mcp add ocw -- node /opt/ocw/dist/ocw.mjs mcp`");
+    expect(hint).toContain("`node /opt/ocw/dist/ocw.mjs gui`");
   });
 });

@@ -276,6 +276,23 @@ describe("one classifier for verify's failures and a worker's session errors", (
     );
   const session = (statusCode: number, message: string) => describeError({ name: "APIError", data: { message, statusCode } });
 
+  it("a refused key names the command that sets the worker's target's key again (an ad-hoc --endpoint target has no Setup row)", () => {
+    const err = { name: "APIError", data: { message: "Incorrect API key provided", statusCode: 401 } };
+    expect(describeError(err, "adhoc-8838aec6e2")).toBe(
+      'the model API refused the target\'s key (HTTP 401: "Incorrect API key provided"): set the key again (`ocw target key adhoc-8838aec6e2`, Setup, or its variable where the engine runs), then resume the worker',
+    );
+    expect(describeError(err)).not.toContain("ocw target key");
+  });
+
+  it("a base URL with no chat API behind the key gateway is said as the target's endpoint, not the engine's gateway URL", () => {
+    const err = (url: string) => ({ name: "APIError", data: { message: "Not Found", statusCode: 404, metadata: { url } } });
+    const viaGateway = describeError(err("http://127.0.0.1:44187/adhoc-2c91b7d901-0-59210e11/chat/completions"), "adhoc-2c91b7d901");
+    expect(viaGateway).toContain("there is no chat-completions API at target adhoc-2c91b7d901's endpoint (`ocw targets` shows its URL) (HTTP 404");
+    expect(viaGateway).not.toContain("44187");
+    // a request that went to the endpoint itself names it as it was
+    expect(describeError(err("http://127.0.0.1:8080/v2/chat/completions"), "local")).toContain("at http://127.0.0.1:8080/v2/chat/completions (HTTP 404");
+  });
+
   it("an empty account's 429 without a code reads as credit in both (verify used to call it a rate limit)", () => {
     const message = "You exceeded your current quota, please check your plan and billing details.";
     expect(classifyFailure({ status: 429, message })).toBe("credit");

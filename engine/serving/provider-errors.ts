@@ -258,6 +258,22 @@ export function explainChatFailure(r: Pick<HttpResult, "status" | "body" | "text
   }
 }
 
+/**
+ * Where a failed model request went, for a person: a keyed target's requests go through the engine's key gateway
+ * (http://127.0.0.1:PORT/<target id>-<n>-<hex>/…), whose URL is the engine's own and names nothing they gave — said as
+ * the target's endpoint instead.
+ */
+function requestedAt(url: string | undefined, targetId: string | null | undefined): string {
+  if (!url) return "the target's endpoint";
+  let pathname = "";
+  try {
+    pathname = new URL(url).pathname;
+  } catch {
+    return url;
+  }
+  return targetId && pathname.startsWith(`/${encodeURIComponent(targetId)}-`) ? `target ${targetId}'s endpoint (\`ocw targets\` shows its URL)` : url;
+}
+
 /** A session error as opencode reports it (its `session.error` event's `error`). */
 export type SessionError = {
   name?: string;
@@ -269,7 +285,7 @@ export type SessionError = {
  * model id, a rate limit that outlasted opencode's retries, the provider's side; `classifyFailure`, as verify reads
  * it), never opencode's class name ("APIError").
  */
-export function describeError(err: SessionError | undefined): string {
+export function describeError(err: SessionError | undefined, targetId?: string | null): string {
   const d = err?.data ?? {};
   const said = typeof d.message === "string" ? d.message : "";
   const quoted = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}…` : said)}` : "";
@@ -283,7 +299,8 @@ export function describeError(err: SessionError | undefined): string {
     const http = `HTTP ${status}${quoted}`;
     switch (classifyFailure({ status, message: said })) {
       case "key":
-        return `the model API refused the target's key (${http}): set the key again (Setup, or its variable where the engine runs), then resume the worker`;
+        // the command that sets it, where the target is known (an ad-hoc `--endpoint` target has no Setup row to find)
+        return `the model API refused the target's key (${http}): set the key again (${targetId ? `\`ocw target key ${targetId}\`, ` : ""}Setup, or its variable where the engine runs), then resume the worker`;
       case "credit":
         return `the model provider's account has no credit or quota left (${http}): add credit, then resume the worker`;
       case "forbidden":
@@ -291,7 +308,7 @@ export function describeError(err: SessionError | undefined): string {
       case "model":
         return `the model API does not serve the target's model (${http}): check the target's model id (ocw targets), then retry the task`;
       case "url":
-        return `there is no chat-completions API at ${d.metadata?.url ?? "the target's endpoint"} (${http}): fix the target's base URL (usually ending in /v1: ocw setup --provider URL …), then retry the task`;
+        return `there is no chat-completions API at ${requestedAt(d.metadata?.url, targetId)} (${http}): fix the target's base URL (usually ending in /v1: ocw setup --provider URL …, or ocw run --endpoint URL), then retry the task`;
       case "rate-limit": {
         const ra = d.responseHeaders?.["retry-after"] ?? d.responseHeaders?.["Retry-After"];
         return `the model provider rate-limited the worker's model calls (${http}${ra ? `; Retry-After ${ra} s` : ""}) and opencode's retries ran out: resume the worker once the limit resets; fewer workers at once on this target (its slots) makes it rarer`;

@@ -285,7 +285,7 @@ export async function setupVerify(input: SetupVerifyInput, store: TargetStore, b
     const where = storeApiKey(result.target.id, i.apiKey);
     const target = store.save({ ...result.target, keyRef: null, ...where }, result.active);
     say(
-      `the key in ${i.apiKeyEnv} is kept by the engine for ${target.id} (${where.keyStore === "keychain" ? "the OS keychain" : `a 0600 file, ${where.keyFile}`}): the engine's own environment ${baseEnv[i.apiKeyEnv] === undefined ? "does not hold" : "holds another value of"} ${i.apiKeyEnv}; change it with Setup's key field (targets.setKey)`,
+      `the key in ${i.apiKeyEnv} is kept by the engine for ${target.id} (${where.keyStore === "keychain" ? "the OS keychain" : `a 0600 file, ${where.keyFile}`}): the engine's own environment ${baseEnv[i.apiKeyEnv] === undefined ? "does not hold" : "holds another value of"} ${i.apiKeyEnv}; change it with \`ocw target key ${target.id}\` (or Setup's key field)`,
     );
     return { result: { ...result, target }, logs };
   }

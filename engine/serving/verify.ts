@@ -240,6 +240,20 @@ export function overlapFactor(singleMs: number, wallMs: number, n: number): numb
   return wallMs > 0 ? (n * singleMs) / wallMs : 0;
 }
 
+/**
+ * An underpowered verdict in words, with what would lift it where the model runs: a model of one's own (a larger model,
+ * more VRAM, a higher quant, or an API provider), or an API provider's (engine "api": another of its models, or another
+ * provider; "more VRAM" or "an API provider" told a person who had just set one up nothing they could do).
+ */
+export function underpoweredSummary(failed: "capability" | "concurrency" | "tools", evidence: string, engine: string): string {
+  const api = engine === "api";
+  if (failed === "capability")
+    return `reachable but failed the coding task (${evidence}); ${api ? "a stronger coding model of this provider, or another provider," : "a larger or better coding model, more VRAM, or an API provider"} would lift it`;
+  if (failed === "concurrency")
+    return `requests do not overlap (${evidence}); ${api ? "fewer slots: this provider does not serve that many requests of this key at once" : "fewer slots or a stronger machine"}`;
+  return `the model does not use tools reliably (${evidence}); ${api ? "a model of this provider (or another) whose tool calling is verified" : "a model whose tool calling is verified, a higher quant, or an API provider"}`;
+}
+
 export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   const root = serverRoot(v.url);
   // An API provider's base URL is used as given: not every one ends in /v1 (Gemini's …/v1beta/openai, Azure's
@@ -616,11 +630,8 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     summary = `tool calls do not work: ${by("tools").evidence}`;
   } else if (!by("capability").passed || !by("concurrency").passed || checks.some((c) => c.name === "tools" && !c.passed)) {
     outcome = "underpowered";
-    summary = !by("capability").passed
-      ? `reachable but failed the coding task (${by("capability").evidence}); a larger or better coding model, more VRAM, or an API provider would lift it`
-      : !by("concurrency").passed
-        ? `requests do not overlap (${by("concurrency").evidence}); fewer slots or a stronger machine`
-        : `the model does not use tools reliably (${by("tools").evidence}); a model whose tool calling is verified, a higher quant, or an API provider`;
+    const failed = !by("capability").passed ? "capability" : !by("concurrency").passed ? "concurrency" : "tools";
+    summary = underpoweredSummary(failed, by(failed).evidence, v.engine);
   } else {
     outcome = "built";
     summary = `verified: ${counted(v.slots, "slot")}${observed.perSlotCtx ? ` × ${observed.perSlotCtx} ctx` : ""}, coding task and tool-call round trip passed`;

@@ -74,7 +74,10 @@ export class Settler {
     const last = turn?.replies.at(-1);
     if (turn && !last && !rt.turn.error) return;
     if (last && !last.info.time?.completed && !last.info.error) return;
-    const failure = last?.info.error && last.info.error.name !== "MessageAbortedError" ? describeError(last.info.error) : (!last && rt.turn.error) || null;
+    const failure =
+      last?.info.error && last.info.error.name !== "MessageAbortedError"
+        ? describeError(last.info.error, reg.get(workerId)?.targetId)
+        : (!last && rt.turn.error) || null;
     if (failure) {
       for (const ask of pendingAsks(reg.get(workerId)))
         reg.safeRecord(workerId, {

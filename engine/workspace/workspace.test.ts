@@ -265,6 +265,14 @@ describe("what inspectRepo says about a folder that is no checkout to work on", 
     execFileSync("git", ["init", "-q", empty]);
     await expect(inspectRepo(empty)).rejects.toThrow(/has no commits yet/);
   });
+
+  it("a repository's .git folder (or a folder in it) names the checkout to pass, not `git init` there", async () => {
+    const r = repo();
+    await expect(inspectRepo(path.join(r, ".git"))).rejects.toThrow(
+      `${path.join(r, ".git")} is inside a repository's .git folder, not its checkout: pass the repository's folder (${r})`,
+    );
+    await expect(inspectRepo(path.join(r, ".git", "refs"))).rejects.toThrow(/is inside a repository's \.git folder, not its checkout/);
+  });
 });
 
 describe("publishing a graded commit", () => {

@@ -33,6 +33,13 @@ export async function inspectRepo(dir: string): Promise<RepoInfo> {
     const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
     if (!top && (await git(dir, ["rev-parse", "--is-bare-repository"], { allowFail: true })) === "true")
       throw new InputError(`${dir} is a bare repository (it has no files to work on): pass a checkout of it (\`git clone ${dir}\`)`);
+    // A repository's .git folder (or a folder in it): its checkout is what to pass, not `git init` there.
+    if (!top && (await git(dir, ["rev-parse", "--is-inside-git-dir"], { allowFail: true })) === "true") {
+      const gitDir = path.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
+      throw new InputError(
+        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path.basename(gitDir) === ".git" ? ` (${path.dirname(gitDir)})` : ""}`,
+      );
+    }
     if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }

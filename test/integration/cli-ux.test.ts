@@ -2,6 +2,7 @@
 // where a batch id belongs (and back), a bad --timeout, an unknown hook; the exit statuses in `ocw --help`; --json on
 // cancel and discard (valid JSON on stdout only; an error on stderr only, nonzero).
 import { spawn } from "node:child_process";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
@@ -92,9 +93,40 @@ describe("ocw: mistakes answered before any engine starts", () => {
     const noTask = await ocw(["run", "--dir", "."]);
     expect(noTask.code).toBe(2);
     expect(noTask.stderr).toContain("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
+    // An empty --scope, --protect or --check (an unset shell variable): said by its flag, not in zod's words
+    // ("scope.0: Too small: expected string to have >=1 characters"), and before any engine starts.
+    for (const [flag, words] of [
+      ["--scope", '--scope is empty: give a glob of the files the worker may change, e.g. --scope "src/**"'],
+      ["--protect", '--protect is empty: give a glob of the files the worker must not change, e.g. --protect "test/**"'],
+      ["--check", '--check is empty: give a shell command that exits 0 when the task is done, e.g. --check "npm test"'],
+    ] as const) {
+      const empty = await ocw(["run", "--dir", ".", "--task", "x", "--check", "true", flag, ""]);
+      expect(empty.code, flag).toBe(2);
+      expect(empty.stderr.trim(), flag).toBe(`ocw: ${words}`);
+    }
+    expect(readLock(stateDir)).toBeNull();
     const h = await ocw(["hook", "session-end"]);
     expect(h.code).toBe(2);
     expect(h.stderr).toContain('unknown hook "session-end": session-start or stop');
+  });
+
+  it("serve --port N where another program holds N: one line saying so and what to do, exit 2 (it was Node's EADDRINUSE stack trace, exit 1)", async () => {
+    const squatter = net.createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve));
+    const port = (squatter.address() as net.AddressInfo).port;
+    const own = tempDir("cli-ux-port-state");
+    try {
+      const r = await runOcw(own, ["serve", "--port", String(port)], 60_000, { NO_COLOR: "1" });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr.trim()).toBe(
+        `ocw: port ${port} on 127.0.0.1 is already in use by another program: pick another --port, or leave --port out for a free one`,
+      );
+      expect(readLock(own)).toBeNull();
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+      cleanup(own);
+    }
   });
 
   it("ocw --help shows first commands and what each exit status means; no escape sequence when piped", async () => {

@@ -472,7 +472,7 @@ describe("ocw mcp", () => {
     expect(await mcp.fail("merge", { workerId: "w-nope" })).toMatch(/unknown worker/);
     expect(await mcp.fail("workers", { directory: "rel/dir" })).toMatch(/directory must be an absolute path/);
     expect(await mcp.fail("wait", { batchId: "b-nope" })).toMatch(/unknown batch/);
-    expect(await mcp.fail("approve", { askId: "per_nope", decision: "once" })).toMatch(/unknown askId "per_nope"/);
+    expect(await mcp.fail("approve", { askId: "per_nope", decision: "once" })).toMatch(/unknown ask "per_nope": no ask has that id/);
     expect(await mcp.fail("approve", { askId: "per_nope", decision: "maybe" })).toMatch(/decision must be "once", "always" or "reject"/);
     expect(await mcp.fail("approve", { decision: "once" })).toMatch(/askId is required/);
     expect(await mcp.fail("stop", { workerId: "w-nope" })).toMatch(/unknown worker/);

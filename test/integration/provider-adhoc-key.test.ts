@@ -69,4 +69,35 @@ describe("ocw run --api-key-env VAR where the engine lacks VAR", () => {
     expect(readFileSync(path.join(engine.stateDir, "targets.json"), "utf8")).not.toContain(KEY);
     expect(model.requests.some((q) => q.matched === "unauthorized")).toBe(false);
   }, 150_000);
+
+  it("no --api-key-env where the endpoint wants a key: refused before any worker, saying to pass --api-key-env (a worker started and ended in error 'set the key again')", async () => {
+    const dir = makeRepo();
+    repos.push(dir);
+    const before = (await engine.client.workers.list.query()).length;
+    const r = await runOcw(
+      engine.stateDir,
+      [
+        "run",
+        "--dir",
+        dir,
+        "--task",
+        "ADHOC-KEY write k.txt",
+        "--check",
+        "test -f k.txt",
+        "--endpoint",
+        model.url,
+        "--model",
+        "scripted-1",
+        "--approve",
+        "always",
+      ],
+      60_000,
+    );
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.trim()).toBe(
+      `ocw: the model endpoint ${model.url} refuses requests without a key (HTTP 401): export its key in a variable and pass --api-key-env VAR (the variable's name, never the key)`,
+    );
+    expect(await engine.client.workers.list.query()).toHaveLength(before);
+    expect(model.requests.some((q) => q.kind === "chat" && q.matched === "unauthorized")).toBe(false);
+  }, 90_000);
 });

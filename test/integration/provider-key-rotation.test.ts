@@ -90,6 +90,8 @@ describe("a provider key set again while the engine runs", () => {
     carried.length = 0;
     const third = await runOne();
     expect(third).toMatch(/^error: the model API refused the target's key \(HTTP 401: "Incorrect API key provided"\): set the key again/);
+    // the command that sets this target's key, by its id
+    expect(third).toContain("set the key again (`ocw target key api-rotating`, Setup, or its variable where the engine runs)");
     expect(carried).toEqual([""]);
   }, 240_000);
   it("a target saved without a key, given one later (ocw target key): the next worker sends it, no engine restart", async () => {

@@ -94,6 +94,9 @@ describe("ocw setup --provider URL --api-key-env VAR (setup.verify with the key 
     expect(statSync(t.keyFile!).mode & 0o777).toBe(0o600);
     expect(readFileSync(path.join(state, "targets-cli.json"), "utf8")).not.toContain(KEY);
     expect(logs.join("\n")).toMatch(/the key in OCW_CLI_PROVIDER_KEY is kept by the engine .*does not hold OCW_CLI_PROVIDER_KEY/);
+    // the command that changes it, not the API's name for it ("targets.setKey")
+    expect(logs.join("\n")).toContain(`change it with \`ocw target key ${t.id}\` (or Setup's key field)`);
+    expect(logs.join("\n")).not.toContain("targets.setKey");
     expect(logs.join("\n")).not.toContain(KEY);
   });
 

@@ -200,7 +200,7 @@ describe("worker engine", () => {
     expect(await bad({ task: "x", directory: repo(), checks: [{ bogus: 1 }] })).toMatch(/check/);
     expect(await bad({ task: "x", directory: repo(), checks: [{ file: "../etc/passwd" }] })).toMatch(/relative/);
     expect((await engine.client.workers.list.query()).length).toBe(before);
-    await expect(engine.client.approvals.decide.mutate({ askId: "per_nope", decision: "once" })).rejects.toThrow(/unknown askId/);
+    await expect(engine.client.approvals.decide.mutate({ askId: "per_nope", decision: "once" })).rejects.toThrow(/unknown ask "per_nope"/);
     await expect(engine.client.approvals.decide.mutate({ askId: "per_nope", decision: "maybe" as never })).rejects.toThrow(/decision must be/);
     await expect(engine.client.workers.get.query({ workerId: "w-nope" })).rejects.toThrow(/unknown worker/);
   });
