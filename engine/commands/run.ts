@@ -585,7 +585,7 @@ async function followBatch(
 }
 
 /** The attempts part of `ocw run --json` (the contract: `{attempts: [{workerId, target, verdict, honest}], winner}`). */
-export function attemptsJson(g: AttemptGroup) {
+function attemptsJson(g: AttemptGroup) {
   return {
     attempts: g.attempts.map((a) => ({
       workerId: a.workerId,
