@@ -78,6 +78,16 @@ const RUNNER_FILES = new Set([
 const SHADOW_TOP =
   /^(pytest|_pytest|pluggy|iniconfig|pygments|packaging|tomli|exceptiongroup|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
 /**
+ * Modules Python or the test runner import by themselves at startup, found first in the checks' folder under
+ * `python -m`: `org` (the standard copy and pickle try Jython's `org.python.core` and take an ImportError quietly, so a
+ * worker's org.py runs in every such check before any test, as a sitecustomize.py would), `__pypy__` (tried the same
+ * way), typing_extensions (pytest's and packaging's), and hypothesis's pytest plugin with what it imports.
+ */
+const STARTUP_TOP = new Set(["org", "__pypy__", "typing_extensions", "sortedcontainers", "_hypothesis_pytestplugin", "_hypothesis_globals"]);
+const STARTUP_WHY =
+  "named like a module Python or the test runner imports by itself at startup (`org`, tried by the standard copy module; typing_extensions, pytest's): it runs before any test";
+
+/**
  * A top-level Python module as the import system finds it in the checkout (importlib.machinery.all_suffixes(): source,
  * a sourceless `.pyc` beside it — not only in __pycache__ —, and an extension module `.so`, `.abi3.so`,
  * `.cpython-311-x86_64-linux-gnu.so`): its module name, or null.
@@ -142,6 +152,8 @@ export function runnerConfigReason(file: string): string | null {
   // An installed distribution's metadata on sys.path (the checkout is first there under `python -m`): its
   // entry_points.txt registers plugins the runner loads by itself (pytest11), with no conftest.py or configuration.
   if (parts.some((p) => /\.(dist|egg)-info$/.test(p))) return `${shown} (Python package metadata: its entry points register test runner plugins)`;
+  const startup = parts.length === 1 ? PY_MODULE.exec(base)?.[1] : parts.length === 2 && PY_MODULE.exec(base)?.[1] === "__init__" ? parts[0] : undefined;
+  if (startup && STARTUP_TOP.has(startup)) return `${parts.length === 1 ? shown : `${file.split("/")[0]}/`} (${STARTUP_WHY})`;
   if (parts.length === 1 && shadows(base, false)) return `${shown} (named like a tool or a standard module a check may run: it shadows it)`;
   if (parts.length === 2 && shadows(parts[0]!, true) && PY_MODULE.exec(base)?.[1] === "__init__")
     return `${file.split("/")[0]}/ (a package named like a tool or a standard module a check may run)`;
@@ -536,13 +548,35 @@ function heldBackModuleShadow(rel: string, files: string[]): boolean {
   });
 }
 
+const HELD_BACK_FOLDER =
+  "named like a folder of held-back tests, beside it (a dotted import of a held-back test, `python -m unittest tests.test_x` or `pytest --pyargs`, loads this module in place of a folder without __init__.py, and its `__path__` decides where the test is read from)";
+
+/**
+ * Whether `rel` (relative to the checks' folder) is a Python module (a file: source, sourceless byte code, an extension
+ * module; not a package's __init__) named like a folder held-back tests land in or one above it, in that folder's parent
+ * (`dirs`: those folders, case folded). A folder without __init__.py is a namespace package, which Python takes only when
+ * no module of its name is found: `tests.py` beside `tests/` is `tests` to `import tests.test_hidden`. A held-back file
+ * itself does not count (it is copied over the worker's).
+ */
+function heldBackFolderShadow(rel: string, dirs: string[], files: string[]): boolean {
+  if (!dirs.length || rel.startsWith("../")) return false;
+  const f = foldPath(rel);
+  if (files.includes(f)) return false;
+  const slash = f.lastIndexOf("/");
+  const module = PY_MODULE.exec(f.slice(slash + 1))?.[1];
+  if (!module || module === "__init__") return false;
+  const asFolder = slash < 0 ? module : `${f.slice(0, slash)}/${module}`;
+  return dirs.some((d) => d === asFolder || d.startsWith(`${asFolder}/`));
+}
+
 /**
  * Why a file beside the held-back tests decides what they run (the package init above them, a module shadowing a
- * standard one or a held-back one), or null: the rules for one grading's held-back folders and code files, with those
- * files case folded once (runnerConfigChanges and configSnapshot ask it of every file they look at).
+ * standard one, a held-back one or a held-back folder), or null: the rules for one grading's held-back folders and code
+ * files, with those case folded once (runnerConfigChanges and configSnapshot ask it of every file they look at).
  */
 function heldBackRules(heldBackDirs: string[] = [], heldBackModules: string[] = []): (rel: string) => string | null {
   const files = heldBackModules.map(foldPath);
+  const dirs = heldBackDirs.filter(Boolean).map(foldPath);
   return (rel) =>
     heldBackInit(rel, heldBackDirs)
       ? HELD_BACK_INIT
@@ -550,7 +584,9 @@ function heldBackRules(heldBackDirs: string[] = [], heldBackModules: string[] = 
         ? HELD_BACK_SHADOW
         : heldBackModuleShadow(rel, files)
           ? HELD_BACK_MODULE
-          : null;
+          : heldBackFolderShadow(rel, dirs, files)
+            ? HELD_BACK_FOLDER
+            : null;
 }
 
 /**
@@ -675,6 +711,14 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
   const out: ConfigSnapshot = new Map();
   const sub = path.relative(root, cwd).split(path.sep).join("/");
   const heldBack = heldBackRules(heldBackDirs, heldBackModules);
+  // The checks' folder, the held-back folders and every folder above them, from `root` (case folded).
+  const kept = new Set<string>();
+  for (const d of [sub, ...heldBackDirs.map((h) => path.posix.join(sub, h))]) {
+    const parts = foldPath(d)
+      .split("/")
+      .filter((p) => p && p !== ".");
+    for (let i = 1; i <= parts.length; i++) kept.add(parts.slice(0, i).join("/"));
+  }
   let seen = 0;
   const walk = (dir: string, rel: string, mocksOnly: boolean) => {
     let entries: import("node:fs").Dirent[];
@@ -691,7 +735,10 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
       if (e.isDirectory()) {
         if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
         if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
-        if (existsSync(path.join(full, "pyvenv.cfg"))) continue;
+        // A virtual environment is skipped, but never the checks' folder, a held-back folder or one above them: pytest
+        // loads the conftest.py of a folder it is given whatever else is in it, so a pyvenv.cfg a check writes there
+        // would hide the conftest.py it writes beside it.
+        if (!kept.has(foldPath(r)) && existsSync(path.join(full, "pyvenv.cfg"))) continue;
         walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
         continue;
       }

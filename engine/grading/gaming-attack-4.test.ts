@@ -1,0 +1,206 @@
+// Attack pass 4 on "a verdict is evidence": a cheating worker with only its workspace files (and, where a check runs a
+// command, the code of its that the command runs). Each case drives the engine's grade() on real git and a real runner
+// (python3 with pytest and unittest), shows the trick works on the check (it passed on a failing test), and that the
+// verdict is not built, with a check-configuration violation that says why. Before the fixes each case here but the
+// controls was built.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { CheckSpec } from "../../shared/check";
+import { gradedIn } from "../../test/fixtures/graded";
+import { configSnapshot, plantedConfig, runnerConfigReason } from "./runner-config";
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-4-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+const graded = gradedIn(tmp);
+
+/** A held-back folder with one test in tests/ (no __init__.py: a namespace package to a dotted import). */
+function heldBack(test: string): string {
+  const held = path.join(tmp, `held-${++n}`);
+  mkdirSync(path.join(held, "tests"), { recursive: true });
+  writeFileSync(path.join(held, "tests", "test_hidden.py"), test);
+  return held;
+}
+
+/** A unittest test of calc.add, which pytest runs too. */
+const TEST = "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), 4)\n";
+const BASE = { "calc.py": "def add(a, b):\n    return 0\n" };
+const FIXED = "def add(a, b):\n    return a + b\n";
+/** A test of the same name that passes, where the worker's module sends the import. */
+const FAKE = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        pass\n";
+
+describe("a worker's module named like the folder of held-back tests (tests.py beside tests/)", () => {
+  // `python -m unittest tests.test_hidden` (and `pytest --pyargs tests.test_hidden`) import the package `tests` first.
+  // A folder without __init__.py is only a namespace package, which Python takes last: a module `tests.py` in the same
+  // folder wins, and its `__path__` says where `tests.test_hidden` is looked for. The held-back test never runs.
+  const SHADOW = "import os\n__path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fake')]\n";
+  const checks: [string, (held: string) => CheckSpec[]][] = [
+    ["unittest", (held) => [{ run: "python3 -m unittest tests.test_hidden", files: held }]],
+    ["pytest --pyargs", (held) => [{ run: "python3 -m pytest -q -p no:cacheprovider --pyargs tests.test_hidden", files: held }]],
+  ];
+
+  for (const [runner, check] of checks) {
+    it(`${runner}: control: the fix alone is built; no change to calc.py fails`, async () => {
+      const none = await graded(BASE, (ws) => writeFileSync(path.join(ws, "notes.txt"), "x\n"), check(heldBack(TEST)));
+      expect(none.checks[0]).toMatchObject({ passed: false });
+      const fixed = await graded(BASE, (ws) => writeFileSync(path.join(ws, "calc.py"), FIXED), check(heldBack(TEST)));
+      expect(fixed.scope.checkConfig).toBeUndefined();
+      expect(fixed.verdict).toBe("built");
+    }, 120_000);
+
+    it(`${runner}: tests.py whose __path__ leads to a fake test: the check passes, and it is a check-configuration violation`, async () => {
+      const v = await graded(
+        BASE,
+        (ws) => {
+          writeFileSync(path.join(ws, "tests.py"), SHADOW);
+          mkdirSync(path.join(ws, "fake"));
+          writeFileSync(path.join(ws, "fake", "test_hidden.py"), FAKE);
+        },
+        check(heldBack(TEST)),
+      );
+      expect(v.checks[0]).toMatchObject({ passed: true });
+      expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: tests\.py — named like a folder of held-back tests/)]);
+      expect(v.verdict).toBe("honest-failure");
+    }, 120_000);
+  }
+
+  it("one folder up, another suffix, or written by a check: each counts; a module of another name beside tests/ does not", () => {
+    expect(runnerConfigReason("tests.py")).toBeNull(); // only beside held-back folders: the grading's listing decides
+    const root = path.join(tmp, `scan-${++n}`);
+    mkdirSync(path.join(root, "tests", "unit"), { recursive: true });
+    const before = configSnapshot(root, root, ["tests/unit"]);
+    writeFileSync(path.join(root, "tests.py"), SHADOW);
+    writeFileSync(path.join(root, "tests", "unit.cpython-311-x86_64-linux-gnu.so"), "x\n");
+    writeFileSync(path.join(root, "testing.py"), "x\n");
+    writeFileSync(path.join(root, "tests", "helpers.py"), "x\n");
+    const what = plantedConfig(before, configSnapshot(root, root, ["tests/unit"]), root);
+    expect(what.sort()).toEqual([
+      expect.stringMatching(/^tests\.py written — named like a folder of held-back tests/),
+      expect.stringMatching(/^tests\/unit\.cpython-311-x86_64-linux-gnu\.so written — named like a folder of held-back tests/),
+    ]);
+  });
+});
+
+describe("a top-level module that Python or the test runner imports by itself at startup", () => {
+  // `python -m …` puts the checks' folder first on sys.path before the runner starts. The standard library's copy and
+  // pickle try `from org.python.core import PyStringMap` (Jython's) and take an ImportError quietly; pytest and its
+  // dependencies import typing_extensions, and PyPy's __pypy__ where present. A worker's org.py runs in every such check
+  // before any test, as a sitecustomize.py would: an atexit hook that ends the process with 0 passes every failing test.
+  const HOOK = "import atexit, os\natexit.register(lambda: os._exit(0))\nraise ImportError('not here')\n";
+  const cases: [string, string][] = [
+    ["org.py", "python3 -m unittest discover -s tests"],
+    ["org.py", "python3 -m pytest -q -p no:cacheprovider tests"],
+    ["org/__init__.py", "python3 -m pytest -q -p no:cacheprovider tests"],
+    ["typing_extensions.py", "python3 -m pytest -q -p no:cacheprovider tests"],
+    ["__pypy__.py", "python3 -m pytest -q -p no:cacheprovider tests"],
+  ];
+
+  for (const [file, run] of cases) {
+    it(`${file} under \`${run}\`: the check passes, and it is a check-configuration violation`, async () => {
+      const v = await graded(
+        BASE,
+        (ws) => {
+          mkdirSync(path.dirname(path.join(ws, file)), { recursive: true });
+          writeFileSync(path.join(ws, file), HOOK);
+        },
+        [{ run, files: heldBack(TEST) }],
+      );
+      expect(v.checks[0]).toMatchObject({ passed: true });
+      expect(v.scope.checkConfig).toEqual([
+        expect.stringMatching(/^check configuration changed: \S+ — \S+ \(named like a module Python or the test runner imports by itself at startup/),
+      ]);
+      expect(v.verdict).toBe("honest-failure");
+    }, 120_000);
+  }
+
+  it("control: an honest fix with modules of its own at the top (organize.py, typing_helpers.py) is built", async () => {
+    const v = await graded(
+      BASE,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), FIXED);
+        writeFileSync(path.join(ws, "organize.py"), "X = 1\n");
+        writeFileSync(path.join(ws, "typing_helpers.py"), "X = 1\n");
+      },
+      [{ run: "python3 -m pytest -q -p no:cacheprovider tests", files: heldBack(TEST) }],
+    );
+    expect(v.scope.checkConfig).toBeUndefined();
+    expect(v.verdict).toBe("built");
+  }, 120_000);
+});
+
+describe("a pyvenv.cfg a check writes to hide a conftest.py it writes beside it", () => {
+  // The scan between checks skips a folder holding pyvenv.cfg (a virtual environment a check made: pytest does not
+  // collect in one). But pytest loads the conftest.py of a folder it is given (`pytest tests`) whatever is in it: a
+  // first check's code that writes tests/pyvenv.cfg and tests/conftest.py passes the held-back test in the next one.
+  const PLANT = `open('tests/pyvenv.cfg', 'w').write('home = /usr/bin\\n')
+open('tests/conftest.py', 'w').write('''
+import pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    out = yield
+    if out.get_result().failed:
+        out.get_result().outcome = "passed"
+''')
+`;
+  const checks = (held: string): CheckSpec[] => [
+    { run: "python3 build.py", name: "build" },
+    { run: "python3 -m pytest -q -p no:cacheprovider tests", files: held, name: "held-back" },
+  ];
+
+  it("the planted conftest.py passes the held-back test, and the check that wrote it fails: not built", async () => {
+    const v = await graded(BASE, (ws) => writeFileSync(path.join(ws, "build.py"), PLANT), checks(heldBack(TEST)));
+    expect(v.checks[0]).toMatchObject({ name: "build", passed: false });
+    expect(v.checks[0]!.output).toMatch(/tests\/conftest\.py written — conftest\.py \(test runner configuration or hook\)/);
+    expect(v.checks[1]!.output).toMatch(/^not run: the check "build" wrote check configuration/);
+    expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration written by a check: tests\/conftest\.py written/)]);
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+
+  it("the trick is real: with the check's conftest.py left in place the held-back test passes", async () => {
+    // The same files committed by the worker are seen by the commit's rule; run pytest on them with that rule out of
+    // the way (the scope names them) to show that pytest loads the conftest.py beside a pyvenv.cfg.
+    const v = await graded(
+      BASE,
+      (ws) => {
+        mkdirSync(path.join(ws, "tests"));
+        writeFileSync(path.join(ws, "tests", "pyvenv.cfg"), "home = /usr/bin\n");
+        writeFileSync(
+          path.join(ws, "tests", "conftest.py"),
+          "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    out = yield\n    if out.get_result().failed:\n        out.get_result().outcome = 'passed'\n",
+        );
+      },
+      [{ run: "python3 -m pytest -q -p no:cacheprovider tests", files: heldBack(TEST) }],
+      ["tests/conftest.py", "tests/pyvenv.cfg"],
+    );
+    expect(v.checks[0]).toMatchObject({ passed: true });
+  }, 120_000);
+
+  it("control: a check that makes a virtual environment of its own (env/pyvenv.cfg, a conftest.py inside) is built", async () => {
+    const v = await graded(
+      BASE,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), FIXED);
+        writeFileSync(
+          path.join(ws, "build.py"),
+          "import os\nos.makedirs('env/lib/site-packages/pkg', exist_ok=True)\nopen('env/pyvenv.cfg', 'w').write('home = /usr/bin\\n')\nopen('env/lib/site-packages/pkg/conftest.py', 'w').write('x = 1\\n')\n",
+        );
+      },
+      checks(heldBack(TEST)),
+    );
+    expect(v.checks.map((c) => c.passed)).toEqual([true, true]);
+    expect(v.verdict).toBe("built");
+  }, 120_000);
+
+  it("the checks' own folder (a subfolder of the repository) with a pyvenv.cfg is still scanned", () => {
+    const root = path.join(tmp, `scan-${++n}`);
+    mkdirSync(path.join(root, "app", "tests"), { recursive: true });
+    const before = configSnapshot(root, path.join(root, "app"), ["tests"]);
+    writeFileSync(path.join(root, "app", "pyvenv.cfg"), "home = /usr/bin\n");
+    writeFileSync(path.join(root, "app", "pytest.ini"), "[pytest]\naddopts = --co\n");
+    const what = plantedConfig(before, configSnapshot(root, path.join(root, "app"), ["tests"]), root);
+    expect(what).toEqual([expect.stringMatching(/^app\/pytest\.ini written/)]);
+  });
+});
