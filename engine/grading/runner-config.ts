@@ -11,6 +11,7 @@ import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
 import { foldPath } from "../workspace";
+import { type MakeInclude, makeIncludes, plainDependencies } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
 
 const run = promisify(execFile);
@@ -649,6 +650,7 @@ export async function runnerConfigChanges(opts: {
   const imports = new Map((opts.heldBackImports ?? []).map((n) => [foldPath(n), n]));
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
+  let includes: MakeInclude[] | undefined;
   const out: string[] = [];
   for (const file of opts.changed) {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
@@ -669,6 +671,15 @@ export async function runnerConfigChanges(opts: {
     const why = runnerConfigReason(file) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
     if (why) out.push(`check configuration changed: ${file} — ${why}`);
     else {
+      // A file the Makefile of the checks' folder (or the root's) includes, beyond plain dependency lines.
+      includes ??= makeIncludes(opts.checkout, [opts.sub, ""]);
+      const inc = includes.find((i) => i.names(file));
+      if (inc && !(await plainIncluded(opts, file))) {
+        out.push(
+          `check configuration changed: ${file} — included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`,
+        );
+        continue;
+      }
       const name = importShadow(rel, opts.heldBackDirs ?? [], imports);
       if (name) shadowing.set(name, [...(shadowing.get(name) ?? []), file]);
     }
@@ -681,6 +692,25 @@ export async function runnerConfigChanges(opts: {
       if (installed.has(name)) for (const file of files) out.push(`check configuration changed: ${file} — ${importShadowWhy(name)}`);
   }
   return out;
+}
+
+/**
+ * Whether a changed file a Makefile includes holds plain dependency lines only (make-includes.ts): as committed, or as
+ * the base had it when the worker deleted it (a removed file of rules or variables changes what make runs too). A
+ * symlink never is (make reads whatever it leads to).
+ */
+async function plainIncluded(opts: { checkout: string; repo: string; baseCommit: string }, file: string): Promise<boolean> {
+  const at = path.join(opts.checkout, file);
+  let st;
+  try {
+    st = lstatSync(at);
+  } catch {
+    const before = await baseText(opts.repo, opts.baseCommit, file);
+    return before === null || plainDependencies(before);
+  }
+  if (!st.isFile()) return false;
+  const text = newText(opts.checkout, file);
+  return text !== null && plainDependencies(text);
 }
 
 /**
