@@ -728,7 +728,7 @@ const READ_DOT_DIRS = new Set([".cargo", ".mvn"]);
 const SCAN_CAP = 1_000_000;
 
 /** A checkout's runner configuration at one moment: path (from `root`, "/"-separated) → its content's hash (or link, or part). */
-export type ConfigSnapshot = Map<string, { hash: string; text?: string; why: string }>;
+export type ConfigSnapshot = Map<string, { hash: string; text?: string; why: string; module?: string }>;
 const LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it, as pytest does a folder, reads what is there)";
 
 /**
@@ -737,10 +737,17 @@ const LINK_WHY = "a symlink into a folder the scan skips (a runner that follows 
  * files keep their text, so that only a change of their runner part counts. Links are recorded by their target, and a
  * symlink into a folder the scan skips counts whatever its name (`tests/x` → `../build` would bring build/'s files in).
  */
-export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = [], heldBackModules: string[] = []): ConfigSnapshot {
+export function configSnapshot(
+  root: string,
+  cwd: string,
+  heldBackDirs: string[] = [],
+  heldBackModules: string[] = [],
+  heldBackImports: string[] = [],
+): ConfigSnapshot {
   const out: ConfigSnapshot = new Map();
   const sub = path.relative(root, cwd).split(path.sep).join("/");
   const heldBack = heldBackRules(heldBackDirs, heldBackModules);
+  const imports = new Map(heldBackImports.map((n) => [foldPath(n), n]));
   // The checks' folder, the held-back folders and every folder above them, from `root` (case folded).
   const kept = new Set<string>();
   for (const d of [sub, ...heldBackDirs.map((h) => path.posix.join(sub, h))]) {
@@ -784,6 +791,12 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
         heldBack(fromCwd) ??
         (e.isSymbolicLink() && !mocksOnly && intoSkipped(root, full) ? LINK_WHY : null);
       if (why) out.set(r, { ...read(full, sectioned, r), why });
+      else if (!mocksOnly && !fromCwd.startsWith("../")) {
+        // A module named like what a held-back test imports: it counts if that name is an installed package
+        // (plantedModules asks, only when a check wrote or changed one).
+        const module = importShadow(fromCwd, heldBackDirs, imports);
+        if (module) out.set(r, { ...read(full, false, r), why: importShadowWhy(module), module });
+      }
     }
   };
   walk(root, "", false);
@@ -826,6 +839,7 @@ function read(full: string, sectioned: boolean, rel: string): { hash: string; te
 export function plantedConfig(before: ConfigSnapshot, after: ConfigSnapshot, root: string): string[] {
   const out: string[] = [];
   for (const [f, now] of after) {
+    if (now.module) continue;
     const was = before.get(f);
     if (was && (was.hash === now.hash || (was.text !== undefined && was.text === now.text))) continue;
     if (!was && SECTIONED.has(foldPath(path.posix.basename(f))) && now.text === "") continue;
@@ -852,6 +866,18 @@ export function plantedConfig(before: ConfigSnapshot, after: ConfigSnapshot, roo
     }
     out.push(`${f} ${was ? "changed" : "written"} — ${now.why}`);
   }
-  for (const [f, was] of before) if (!after.has(f)) out.push(`${f} removed — ${was.why}`);
+  for (const [f, was] of before) if (!after.has(f) && !was.module) out.push(`${f} removed — ${was.why}`);
   return out;
+}
+
+/**
+ * The modules a check wrote or changed, between two snapshots, named like a held-back test's import that is an installed
+ * package (numpy.py beside the tests: the later check's `import numpy` loads it), each with why. One python3, only when
+ * a check wrote or changed such a module (a build that generates the worker's own module: not installed, not counted).
+ */
+export async function plantedModules(before: ConfigSnapshot, after: ConfigSnapshot): Promise<string[]> {
+  const written = [...after].filter(([f, now]) => now.module && before.get(f)?.hash !== now.hash);
+  if (!written.length) return [];
+  const installed = await installedModules([...new Set(written.map(([, now]) => now.module!))]);
+  return written.filter(([, now]) => installed.has(now.module!)).map(([f, now]) => `${f} ${before.has(f) ? "changed" : "written"} — ${now.why}`);
 }
