@@ -206,3 +206,29 @@ export function plainDependencies(text: string): boolean {
   }
   return true;
 }
+
+/**
+ * The sources GNU make's built-in rules remake a file from (`make -p -f /dev/null`): `%: %.sh` (`cat $< > $@`), the
+ * compilers' `%: %.c` …, the chains through them (`.y`, `.l`, `.w`), and RCS's and SCCS's checkouts (`%,v`, `RCS/%`,
+ * `SCCS/s.%`, `s.%`). make tries to remake every makefile it reads before reading it.
+ */
+const REMADE_FROM = /^(.+?)(?:\.(?:sh|c|cc|cpp|m|mod|o|p|r|s|f|y|l|w|web|ch|def|sym|ln)|,v)$/i;
+
+/**
+ * The file (a path, "/"-separated, in the same form as `file`) that make would remake from `file` with a built-in rule,
+ * or null: `Makefile.sh` → `Makefile`, `src/calc.d.sh` → `src/calc.d`, `RCS/Makefile,v` and `SCCS/s.Makefile` →
+ * `Makefile`.
+ */
+export function remadeFrom(file: string): string | null {
+  const parts = file.split("/");
+  const base = parts.pop()!;
+  const dir = parts.at(-1)?.toLowerCase();
+  if (dir === "rcs") return [...parts.slice(0, -1), base.replace(/,v$/i, "")].join("/");
+  if (dir === "sccs") return /^s\./i.test(base) ? [...parts.slice(0, -1), base.slice(2)].join("/") : null;
+  if (/^s\../i.test(base)) return [...parts, base.slice(2)].join("/");
+  const m = REMADE_FROM.exec(base);
+  return m ? [...parts, m[1]!].join("/") : null;
+}
+
+/** Whether a name is one make reads as a makefile by itself: GNUmakefile, makefile, Makefile, or a make fragment (`.mk`). */
+export const isMakefileName = (base: string) => /^(gnu)?makefile$|\.mk$/i.test(base);

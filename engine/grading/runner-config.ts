@@ -11,7 +11,7 @@ import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
 import { foldPath } from "../workspace";
-import { type MakeInclude, makeIncludes, plainDependencies } from "./make-includes";
+import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
 
 const run = promisify(execFile);
@@ -141,6 +141,10 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base === "extensions.xml")
     return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
+  // The source a built-in rule of make's remakes a makefile from (Makefile.sh, config.mk.sh, RCS/Makefile,v).
+  const remade = remadeFrom(file);
+  if (remade && isMakefileName(path.posix.basename(remade)))
+    return `${shown} (make remakes ${path.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
   // What a Makefile includes (`-include config.mk`): its variables and rules are the Makefile's own.
   if (base.endsWith(".mk")) return `${shown} (a make fragment: a Makefile that includes it runs its rules and variables)`;
   if (/^karma\.conf\.[^/]+$/.test(base)) return `${shown} (tool configuration)`;
@@ -674,6 +678,14 @@ export async function runnerConfigChanges(opts: {
       // A file the Makefile of the checks' folder (or the root's) includes, beyond plain dependency lines.
       includes ??= makeIncludes(opts.checkout, [opts.sub, ""]);
       const inc = includes.find((i) => i.names(file));
+      const remade = remadeFrom(file);
+      const remadeInc = remade ? includes.find((i) => i.names(remade)) : undefined;
+      if (remadeInc) {
+        out.push(
+          `check configuration changed: ${file} — make remakes ${remade}, which ${remadeInc.makefile} includes (\`${remadeInc.line}\`), from it with a built-in rule before reading it`,
+        );
+        continue;
+      }
       if (inc && !(await plainIncluded(opts, file))) {
         out.push(
           `check configuration changed: ${file} — included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`,
