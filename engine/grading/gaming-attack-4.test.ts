@@ -386,3 +386,30 @@ describe("a file make remakes the Makefile from, with a built-in rule (Makefile.
     for (const f of ["Makefile.am", "Makefile.in", "src/calc.sh", "build.sh", "s.py"]) expect(runnerConfigReason(f), f).toBeNull();
   });
 });
+
+describe("a module named like a folder of held-back tests that is a regular package", () => {
+  it("control: tests/ holding an __init__.py (the base's, or a held-back one) is found before tests.py: the worker's tests.py is its own", async () => {
+    const v = await graded(
+      { ...BASE, "tests/__init__.py": "" },
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), FIXED);
+        writeFileSync(path.join(ws, "tests.py"), "X = 1\n");
+      },
+      [{ run: "python3 -m unittest tests.test_hidden", files: heldBack(TEST) }],
+    );
+    expect(v.scope.checkConfig).toBeUndefined();
+    expect(v.verdict).toBe("built");
+    const held = heldBack(TEST);
+    writeFileSync(path.join(held, "tests", "__init__.py"), "");
+    const withHeld = await graded(
+      BASE,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), FIXED);
+        writeFileSync(path.join(ws, "tests.py"), "X = 1\n");
+      },
+      [{ run: "python3 -m unittest tests.test_hidden", files: held }],
+    );
+    expect(withHeld.scope.checkConfig).toBeUndefined();
+    expect(withHeld.verdict).toBe("built");
+  }, 120_000);
+});

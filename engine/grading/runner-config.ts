@@ -563,7 +563,7 @@ const HELD_BACK_FOLDER =
  * no module of its name is found: `tests.py` beside `tests/` is `tests` to `import tests.test_hidden`. A held-back file
  * itself does not count (it is copied over the worker's).
  */
-function heldBackFolderShadow(rel: string, dirs: string[], files: string[]): boolean {
+function heldBackFolderShadow(rel: string, dirs: string[], files: string[], isPackage: (folder: string) => boolean): boolean {
   if (!dirs.length || rel.startsWith("../")) return false;
   const f = foldPath(rel);
   if (files.includes(f)) return false;
@@ -571,7 +571,11 @@ function heldBackFolderShadow(rel: string, dirs: string[], files: string[]): boo
   const module = PY_MODULE.exec(f.slice(slash + 1))?.[1];
   if (!module || module === "__init__") return false;
   const asFolder = slash < 0 ? module : `${f.slice(0, slash)}/${module}`;
-  return dirs.some((d) => d === asFolder || d.startsWith(`${asFolder}/`));
+  if (!dirs.some((d) => d === asFolder || d.startsWith(`${asFolder}/`))) return false;
+  // A regular package of that name (its __init__.py held back, or in the checkout) is found before the module: the
+  // worker's module of the same name is then no stand-in (a worker's change to that __init__.py counts on its own).
+  const folder = rel.slice(0, rel.lastIndexOf("/") + 1) + rel.slice(rel.lastIndexOf("/") + 1).split(".")[0];
+  return !files.includes(`${asFolder}/__init__.py`) && !isPackage(folder);
 }
 
 /**
@@ -579,7 +583,11 @@ function heldBackFolderShadow(rel: string, dirs: string[], files: string[]): boo
  * standard one, a held-back one or a held-back folder), or null: the rules for one grading's held-back folders and code
  * files, with those case folded once (runnerConfigChanges and configSnapshot ask it of every file they look at).
  */
-function heldBackRules(heldBackDirs: string[] = [], heldBackModules: string[] = []): (rel: string) => string | null {
+function heldBackRules(
+  heldBackDirs: string[] = [],
+  heldBackModules: string[] = [],
+  isPackage: (folder: string) => boolean = () => false,
+): (rel: string) => string | null {
   const files = heldBackModules.map(foldPath);
   const dirs = heldBackDirs.filter(Boolean).map(foldPath);
   return (rel) =>
@@ -589,7 +597,7 @@ function heldBackRules(heldBackDirs: string[] = [], heldBackModules: string[] = 
         ? HELD_BACK_SHADOW
         : heldBackModuleShadow(rel, files)
           ? HELD_BACK_MODULE
-          : heldBackFolderShadow(rel, dirs, files)
+          : heldBackFolderShadow(rel, dirs, files, isPackage)
             ? HELD_BACK_FOLDER
             : null;
 }
@@ -650,7 +658,7 @@ export async function runnerConfigChanges(opts: {
   heldBackImports?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
-  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules);
+  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync(path.join(opts.checkout, opts.sub, folder, "__init__.py")));
   const imports = new Map((opts.heldBackImports ?? []).map((n) => [foldPath(n), n]));
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
@@ -758,7 +766,7 @@ export function configSnapshot(
 ): ConfigSnapshot {
   const out: ConfigSnapshot = new Map();
   const sub = path.relative(root, cwd).split(path.sep).join("/");
-  const heldBack = heldBackRules(heldBackDirs, heldBackModules);
+  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync(path.join(cwd, folder, "__init__.py")));
   const imports = new Map(heldBackImports.map((n) => [foldPath(n), n]));
   // The checks' folder, the held-back folders and every folder above them, from `root` (case folded).
   const kept = new Set<string>();
