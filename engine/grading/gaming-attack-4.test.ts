@@ -413,3 +413,48 @@ describe("a module named like a folder of held-back tests that is a regular pack
     expect(withHeld.verdict).toBe("built");
   }, 120_000);
 });
+
+describe("pytest's cache committed (.pytest_cache/v/cache/lastfailed)", () => {
+  // `pytest --lf` runs the tests that failed last time, as the cache in the rootdir says: a worker's cache that names
+  // only its own passing test deselects the held-back one. pytest writes a .gitignore of `*` into the cache it makes, so
+  // an honest worker's runs never reach its commit.
+  const check = (held: string): CheckSpec[] => [{ run: "python3 -m pytest -q --lf tests", files: held }];
+
+  it("a lastfailed naming only the worker's own test: --lf runs that alone and passes; a check-configuration violation", async () => {
+    const v = await graded(
+      BASE,
+      (ws) => {
+        mkdirSync(path.join(ws, "tests"));
+        writeFileSync(path.join(ws, "tests", "test_mine.py"), "def test_ok():\n    pass\n");
+        mkdirSync(path.join(ws, ".pytest_cache", "v", "cache"), { recursive: true });
+        writeFileSync(path.join(ws, ".pytest_cache", "v", "cache", "lastfailed"), '{"tests/test_mine.py::test_ok": true}\n');
+      },
+      check(heldBack(TEST)),
+    );
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual([
+      expect.stringMatching(/^check configuration changed: \.pytest_cache\/v\/cache\/lastfailed — \.pytest_cache\/ \(pytest's cache/),
+    ]);
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+
+  it("control: a worker that ran pytest in its workspace (its cache ignored by its own .gitignore) and fixed the code is built", async () => {
+    const v = await graded(
+      BASE,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), FIXED);
+        mkdirSync(path.join(ws, "tests"));
+        writeFileSync(path.join(ws, "tests", "test_mine.py"), "def test_ok():\n    assert False\n");
+        try {
+          execFileSync("python3", ["-m", "pytest", "-q", "tests"], { cwd: ws, stdio: "ignore" });
+        } catch {
+          /* its own test fails: the cache names it */
+        }
+        writeFileSync(path.join(ws, "tests", "test_mine.py"), "def test_ok():\n    pass\n");
+      },
+      check(heldBack(TEST)),
+    );
+    expect(v.scope.checkConfig).toBeUndefined();
+    expect(v.verdict).toBe("built");
+  }, 120_000);
+});

@@ -136,6 +136,8 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.slice(0, -1).includes("__mocks__")) return "__mocks__/ (jest's manual mocks: one named like an installed package replaces it in every test)";
   if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base.endsWith(".pyc")) return "compiled Python a check may import";
+  // pytest writes a .gitignore of `*` into the cache it makes: only a hand-made one is ever committed.
+  if (parts.slice(0, -1).includes(".pytest_cache")) return ".pytest_cache/ (pytest's cache: `--lf`, `--ff`, `--nf` and `--sw` choose from it which tests run)";
   if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base === "config" || base === "config.toml"))
     return `.cargo/${shown} (cargo configuration: runners, aliases, flags)`;
   if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base === "extensions.xml")
