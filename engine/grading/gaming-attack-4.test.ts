@@ -458,3 +458,15 @@ describe("pytest's cache committed (.pytest_cache/v/cache/lastfailed)", () => {
     expect(v.verdict).toBe("built");
   }, 120_000);
 });
+
+describe("reading a Makefile's include lines stays bounded", () => {
+  it("a variable that doubles itself twenty times, and a glob picomatch cannot read, end at once", () => {
+    const root = path.join(tmp, `make-${++n}`);
+    mkdirSync(root, { recursive: true });
+    writeFileSync(path.join(root, "Makefile"), `A = $(A) $(A)\n-include $(A).d\ninclude [\ninclude local.env\n`);
+    const started = Date.now();
+    const incs = makeIncludes(root, [""]);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(incs.some((i) => i.names("local.env"))).toBe(true);
+  });
+});

@@ -57,12 +57,18 @@ export function makeIncludes(checkout: string, dirs: string[]): MakeInclude[] {
         }
         const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
         if (!inc) continue;
+        budget = EXPANSION_BUDGET;
         const globs = words(expand(inc[1]!, vars, 0))
           .filter((w) => !path.posix.isAbsolute(w) && /[^*?[\]]/.test(path.posix.basename(w)))
           .map((w) => path.posix.normalize(path.posix.join(dir, w)))
           .filter((w) => !w.startsWith("../"));
         if (!globs.length) continue;
-        const match = picomatch(globs, { dot: true });
+        let match: (f: string) => boolean;
+        try {
+          match = picomatch(globs, { dot: true });
+        } catch {
+          continue;
+        }
         out.push({ makefile, line: raw.trim(), names: (f) => match(f) });
         for (const g of globs) if (!picomatch.scan(g).isGlob && existsSync(path.join(checkout, g))) queue.push(g);
       }
@@ -70,6 +76,14 @@ export function makeIncludes(checkout: string, dirs: string[]): MakeInclude[] {
   }
   return out;
 }
+
+/**
+ * Bounds on reading one include line, whatever the Makefile (the worker's, when it changed one): references expanded, and
+ * the length of the text made. Past them the rest reads as `*` (unknown).
+ */
+const EXPANSION_BUDGET = 2_000;
+const MAX_EXPANSION = 64 * 1024;
+let budget = 0;
 
 /** A Makefile's lines with their continuations (a backslash at the end) joined. */
 function logicalLines(text: string): string[] {
@@ -108,6 +122,7 @@ function expand(s: string, vars: Map<string, string>, depth: number): string {
   if (depth > 20) return "*";
   let out = "";
   for (let i = 0; i < s.length; i++) {
+    if (out.length > MAX_EXPANSION) return `${out}*`;
     if (s[i] !== "$") {
       out += s[i];
       continue;
@@ -133,6 +148,7 @@ function expand(s: string, vars: Map<string, string>, depth: number): string {
 }
 
 function reference(body: string, vars: Map<string, string>, depth: number): string {
+  if (--budget < 0) return "*";
   const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
   if (fn) {
     const [, name, rest] = fn;
