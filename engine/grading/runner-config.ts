@@ -521,7 +521,7 @@ function heldBackShadow(rel: string, heldBackDirs: string[] | undefined): boolea
   if (!module) return false;
   // A module file in the folder, or a package of it (its __init__).
   const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)!] : [parts.slice(0, -1), module];
-  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name))) return false;
+  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name) || STARTUP_TOP.has(name))) return false;
   const at = dir.join("/");
   return heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`));
 }
