@@ -21,7 +21,7 @@ import {
 } from "../sandbox";
 import { killGroup } from "../process";
 import { discard } from "./folders";
-import { type ConfigSnapshot, configSnapshot, HELD_BACK_CODE, plantedConfig } from "./runner-config";
+import { type ConfigSnapshot, configSnapshot, HELD_BACK_CODE, plantedConfig, plantedModules } from "./runner-config";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
 export interface CheckSandbox {
@@ -243,13 +243,13 @@ export async function runChecks(
     .filter((f) => f.endsWith(".py"))
     .flatMap((f) => fromRoot(f) ?? [])
     .map((f) => f.split(path.sep).join("/"));
-  const { dirs: heldDirs, modules: heldModules } = heldBackListing(checks);
+  const { dirs: heldDirs, modules: heldModules, imports: heldImports } = heldBackListing(checks);
   let config: ConfigSnapshot | null = null;
   let planted: { by: string; what: string[] } | null = null;
   let ranCommand = false;
   if (checks.some((c) => "run" in c)) {
     try {
-      config = configSnapshot(root, realCwd, heldDirs, heldModules);
+      config = configSnapshot(root, realCwd, heldDirs, heldModules, heldImports);
     } catch (err) {
       return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${(err as Error).message}` }));
     }
@@ -282,7 +282,8 @@ export async function runChecks(
     if (config) {
       let what: string[];
       try {
-        what = plantedConfig(config, configSnapshot(root, realCwd, heldDirs, heldModules), root);
+        const after = configSnapshot(root, realCwd, heldDirs, heldModules, heldImports);
+        what = [...plantedConfig(config, after, root), ...(await plantedModules(config, after))];
       } catch (err) {
         what = [(err as Error).message];
       }

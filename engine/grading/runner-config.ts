@@ -11,6 +11,7 @@ import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
 import { foldPath } from "../workspace";
+import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
 
 const run = promisify(execFile);
@@ -78,6 +79,16 @@ const RUNNER_FILES = new Set([
 const SHADOW_TOP =
   /^(pytest|_pytest|pluggy|iniconfig|pygments|packaging|tomli|exceptiongroup|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
 /**
+ * Modules Python or the test runner import by themselves at startup, found first in the checks' folder under
+ * `python -m`: `org` (the standard copy and pickle try Jython's `org.python.core` and take an ImportError quietly, so a
+ * worker's org.py runs in every such check before any test, as a sitecustomize.py would), `__pypy__` (tried the same
+ * way), typing_extensions (pytest's and packaging's), and hypothesis's pytest plugin with what it imports.
+ */
+const STARTUP_TOP = new Set(["org", "__pypy__", "typing_extensions", "sortedcontainers", "_hypothesis_pytestplugin", "_hypothesis_globals"]);
+const STARTUP_WHY =
+  "named like a module Python or the test runner imports by itself at startup (`org`, tried by the standard copy module; typing_extensions, pytest's): it runs before any test";
+
+/**
  * A top-level Python module as the import system finds it in the checkout (importlib.machinery.all_suffixes(): source,
  * a sourceless `.pyc` beside it — not only in __pycache__ —, and an extension module `.so`, `.abi3.so`,
  * `.cpython-311-x86_64-linux-gnu.so`): its module name, or null.
@@ -125,11 +136,17 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.slice(0, -1).includes("__mocks__")) return "__mocks__/ (jest's manual mocks: one named like an installed package replaces it in every test)";
   if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base.endsWith(".pyc")) return "compiled Python a check may import";
+  // pytest writes a .gitignore of `*` into the cache it makes: only a hand-made one is ever committed.
+  if (parts.slice(0, -1).includes(".pytest_cache")) return ".pytest_cache/ (pytest's cache: `--lf`, `--ff`, `--nf` and `--sw` choose from it which tests run)";
   if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base === "config" || base === "config.toml"))
     return `.cargo/${shown} (cargo configuration: runners, aliases, flags)`;
   if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base === "extensions.xml")
     return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
+  // The source a built-in rule of make's remakes a makefile from (Makefile.sh, config.mk.sh, RCS/Makefile,v).
+  const remade = remadeFrom(file);
+  if (remade && isMakefileName(path.posix.basename(remade)))
+    return `${shown} (make remakes ${path.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
   // What a Makefile includes (`-include config.mk`): its variables and rules are the Makefile's own.
   if (base.endsWith(".mk")) return `${shown} (a make fragment: a Makefile that includes it runs its rules and variables)`;
   if (/^karma\.conf\.[^/]+$/.test(base)) return `${shown} (tool configuration)`;
@@ -142,6 +159,8 @@ export function runnerConfigReason(file: string): string | null {
   // An installed distribution's metadata on sys.path (the checkout is first there under `python -m`): its
   // entry_points.txt registers plugins the runner loads by itself (pytest11), with no conftest.py or configuration.
   if (parts.some((p) => /\.(dist|egg)-info$/.test(p))) return `${shown} (Python package metadata: its entry points register test runner plugins)`;
+  const startup = parts.length === 1 ? PY_MODULE.exec(base)?.[1] : parts.length === 2 && PY_MODULE.exec(base)?.[1] === "__init__" ? parts[0] : undefined;
+  if (startup && STARTUP_TOP.has(startup)) return `${parts.length === 1 ? shown : `${file.split("/")[0]}/`} (${STARTUP_WHY})`;
   if (parts.length === 1 && shadows(base, false)) return `${shown} (named like a tool or a standard module a check may run: it shadows it)`;
   if (parts.length === 2 && shadows(parts[0]!, true) && PY_MODULE.exec(base)?.[1] === "__init__")
     return `${file.split("/")[0]}/ (a package named like a tool or a standard module a check may run)`;
@@ -502,7 +521,7 @@ function heldBackShadow(rel: string, heldBackDirs: string[] | undefined): boolea
   if (!module) return false;
   // A module file in the folder, or a package of it (its __init__).
   const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)!] : [parts.slice(0, -1), module];
-  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name))) return false;
+  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name) || STARTUP_TOP.has(name))) return false;
   const at = dir.join("/");
   return heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`));
 }
@@ -536,13 +555,43 @@ function heldBackModuleShadow(rel: string, files: string[]): boolean {
   });
 }
 
+const HELD_BACK_FOLDER =
+  "named like a folder of held-back tests, beside it (a dotted import of a held-back test, `python -m unittest tests.test_x` or `pytest --pyargs`, loads this module in place of a folder without __init__.py, and its `__path__` decides where the test is read from)";
+
+/**
+ * Whether `rel` (relative to the checks' folder) is a Python module (a file: source, sourceless byte code, an extension
+ * module; not a package's __init__) named like a folder held-back tests land in or one above it, in that folder's parent
+ * (`dirs`: those folders, case folded). A folder without __init__.py is a namespace package, which Python takes only when
+ * no module of its name is found: `tests.py` beside `tests/` is `tests` to `import tests.test_hidden`. A held-back file
+ * itself does not count (it is copied over the worker's).
+ */
+function heldBackFolderShadow(rel: string, dirs: string[], files: string[], isPackage: (folder: string) => boolean): boolean {
+  if (!dirs.length || rel.startsWith("../")) return false;
+  const f = foldPath(rel);
+  if (files.includes(f)) return false;
+  const slash = f.lastIndexOf("/");
+  const module = PY_MODULE.exec(f.slice(slash + 1))?.[1];
+  if (!module || module === "__init__") return false;
+  const asFolder = slash < 0 ? module : `${f.slice(0, slash)}/${module}`;
+  if (!dirs.some((d) => d === asFolder || d.startsWith(`${asFolder}/`))) return false;
+  // A regular package of that name (its __init__.py held back, or in the checkout) is found before the module: the
+  // worker's module of the same name is then no stand-in (a worker's change to that __init__.py counts on its own).
+  const folder = rel.slice(0, rel.lastIndexOf("/") + 1) + rel.slice(rel.lastIndexOf("/") + 1).split(".")[0];
+  return !files.includes(`${asFolder}/__init__.py`) && !isPackage(folder);
+}
+
 /**
  * Why a file beside the held-back tests decides what they run (the package init above them, a module shadowing a
- * standard one or a held-back one), or null: the rules for one grading's held-back folders and code files, with those
- * files case folded once (runnerConfigChanges and configSnapshot ask it of every file they look at).
+ * standard one, a held-back one or a held-back folder), or null: the rules for one grading's held-back folders and code
+ * files, with those case folded once (runnerConfigChanges and configSnapshot ask it of every file they look at).
  */
-function heldBackRules(heldBackDirs: string[] = [], heldBackModules: string[] = []): (rel: string) => string | null {
+function heldBackRules(
+  heldBackDirs: string[] = [],
+  heldBackModules: string[] = [],
+  isPackage: (folder: string) => boolean = () => false,
+): (rel: string) => string | null {
   const files = heldBackModules.map(foldPath);
+  const dirs = heldBackDirs.filter(Boolean).map(foldPath);
   return (rel) =>
     heldBackInit(rel, heldBackDirs)
       ? HELD_BACK_INIT
@@ -550,7 +599,9 @@ function heldBackRules(heldBackDirs: string[] = [], heldBackModules: string[] = 
         ? HELD_BACK_SHADOW
         : heldBackModuleShadow(rel, files)
           ? HELD_BACK_MODULE
-          : null;
+          : heldBackFolderShadow(rel, dirs, files, isPackage)
+            ? HELD_BACK_FOLDER
+            : null;
 }
 
 /**
@@ -609,10 +660,11 @@ export async function runnerConfigChanges(opts: {
   heldBackImports?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
-  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules);
+  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync(path.join(opts.checkout, opts.sub, folder, "__init__.py")));
   const imports = new Map((opts.heldBackImports ?? []).map((n) => [foldPath(n), n]));
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
+  let includes: MakeInclude[] | undefined;
   const out: string[] = [];
   for (const file of opts.changed) {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
@@ -633,6 +685,23 @@ export async function runnerConfigChanges(opts: {
     const why = runnerConfigReason(file) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
     if (why) out.push(`check configuration changed: ${file} — ${why}`);
     else {
+      // A file the Makefile of the checks' folder (or the root's) includes, beyond plain dependency lines.
+      includes ??= makeIncludes(opts.checkout, [opts.sub, ""]);
+      const inc = includes.find((i) => i.names(file));
+      const remade = remadeFrom(file);
+      const remadeInc = remade ? includes.find((i) => i.names(remade)) : undefined;
+      if (remadeInc) {
+        out.push(
+          `check configuration changed: ${file} — make remakes ${remade}, which ${remadeInc.makefile} includes (\`${remadeInc.line}\`), from it with a built-in rule before reading it`,
+        );
+        continue;
+      }
+      if (inc && !(await plainIncluded(opts, file))) {
+        out.push(
+          `check configuration changed: ${file} — included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`,
+        );
+        continue;
+      }
       const name = importShadow(rel, opts.heldBackDirs ?? [], imports);
       if (name) shadowing.set(name, [...(shadowing.get(name) ?? []), file]);
     }
@@ -645,6 +714,25 @@ export async function runnerConfigChanges(opts: {
       if (installed.has(name)) for (const file of files) out.push(`check configuration changed: ${file} — ${importShadowWhy(name)}`);
   }
   return out;
+}
+
+/**
+ * Whether a changed file a Makefile includes holds plain dependency lines only (make-includes.ts): as committed, or as
+ * the base had it when the worker deleted it (a removed file of rules or variables changes what make runs too). A
+ * symlink never is (make reads whatever it leads to).
+ */
+async function plainIncluded(opts: { checkout: string; repo: string; baseCommit: string }, file: string): Promise<boolean> {
+  const at = path.join(opts.checkout, file);
+  let st;
+  try {
+    st = lstatSync(at);
+  } catch {
+    const before = await baseText(opts.repo, opts.baseCommit, file);
+    return before === null || plainDependencies(before);
+  }
+  if (!st.isFile()) return false;
+  const text = newText(opts.checkout, file);
+  return text !== null && plainDependencies(text);
 }
 
 /**
@@ -662,7 +750,7 @@ const READ_DOT_DIRS = new Set([".cargo", ".mvn"]);
 const SCAN_CAP = 1_000_000;
 
 /** A checkout's runner configuration at one moment: path (from `root`, "/"-separated) → its content's hash (or link, or part). */
-export type ConfigSnapshot = Map<string, { hash: string; text?: string; why: string }>;
+export type ConfigSnapshot = Map<string, { hash: string; text?: string; why: string; module?: string }>;
 const LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it, as pytest does a folder, reads what is there)";
 
 /**
@@ -671,10 +759,25 @@ const LINK_WHY = "a symlink into a folder the scan skips (a runner that follows 
  * files keep their text, so that only a change of their runner part counts. Links are recorded by their target, and a
  * symlink into a folder the scan skips counts whatever its name (`tests/x` → `../build` would bring build/'s files in).
  */
-export function configSnapshot(root: string, cwd: string, heldBackDirs: string[] = [], heldBackModules: string[] = []): ConfigSnapshot {
+export function configSnapshot(
+  root: string,
+  cwd: string,
+  heldBackDirs: string[] = [],
+  heldBackModules: string[] = [],
+  heldBackImports: string[] = [],
+): ConfigSnapshot {
   const out: ConfigSnapshot = new Map();
   const sub = path.relative(root, cwd).split(path.sep).join("/");
-  const heldBack = heldBackRules(heldBackDirs, heldBackModules);
+  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync(path.join(cwd, folder, "__init__.py")));
+  const imports = new Map(heldBackImports.map((n) => [foldPath(n), n]));
+  // The checks' folder, the held-back folders and every folder above them, from `root` (case folded).
+  const kept = new Set<string>();
+  for (const d of [sub, ...heldBackDirs.map((h) => path.posix.join(sub, h))]) {
+    const parts = foldPath(d)
+      .split("/")
+      .filter((p) => p && p !== ".");
+    for (let i = 1; i <= parts.length; i++) kept.add(parts.slice(0, i).join("/"));
+  }
   let seen = 0;
   const walk = (dir: string, rel: string, mocksOnly: boolean) => {
     let entries: import("node:fs").Dirent[];
@@ -691,7 +794,10 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
       if (e.isDirectory()) {
         if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
         if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
-        if (existsSync(path.join(full, "pyvenv.cfg"))) continue;
+        // A virtual environment is skipped, but never the checks' folder, a held-back folder or one above them: pytest
+        // loads the conftest.py of a folder it is given whatever else is in it, so a pyvenv.cfg a check writes there
+        // would hide the conftest.py it writes beside it.
+        if (!kept.has(foldPath(r)) && existsSync(path.join(full, "pyvenv.cfg"))) continue;
         walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
         continue;
       }
@@ -707,6 +813,12 @@ export function configSnapshot(root: string, cwd: string, heldBackDirs: string[]
         heldBack(fromCwd) ??
         (e.isSymbolicLink() && !mocksOnly && intoSkipped(root, full) ? LINK_WHY : null);
       if (why) out.set(r, { ...read(full, sectioned, r), why });
+      else if (!mocksOnly && !fromCwd.startsWith("../")) {
+        // A module named like what a held-back test imports: it counts if that name is an installed package
+        // (plantedModules asks, only when a check wrote or changed one).
+        const module = importShadow(fromCwd, heldBackDirs, imports);
+        if (module) out.set(r, { ...read(full, false, r), why: importShadowWhy(module), module });
+      }
     }
   };
   walk(root, "", false);
@@ -749,6 +861,7 @@ function read(full: string, sectioned: boolean, rel: string): { hash: string; te
 export function plantedConfig(before: ConfigSnapshot, after: ConfigSnapshot, root: string): string[] {
   const out: string[] = [];
   for (const [f, now] of after) {
+    if (now.module) continue;
     const was = before.get(f);
     if (was && (was.hash === now.hash || (was.text !== undefined && was.text === now.text))) continue;
     if (!was && SECTIONED.has(foldPath(path.posix.basename(f))) && now.text === "") continue;
@@ -775,6 +888,18 @@ export function plantedConfig(before: ConfigSnapshot, after: ConfigSnapshot, roo
     }
     out.push(`${f} ${was ? "changed" : "written"} — ${now.why}`);
   }
-  for (const [f, was] of before) if (!after.has(f)) out.push(`${f} removed — ${was.why}`);
+  for (const [f, was] of before) if (!after.has(f) && !was.module) out.push(`${f} removed — ${was.why}`);
   return out;
+}
+
+/**
+ * The modules a check wrote or changed, between two snapshots, named like a held-back test's import that is an installed
+ * package (numpy.py beside the tests: the later check's `import numpy` loads it), each with why. One python3, only when
+ * a check wrote or changed such a module (a build that generates the worker's own module: not installed, not counted).
+ */
+export async function plantedModules(before: ConfigSnapshot, after: ConfigSnapshot): Promise<string[]> {
+  const written = [...after].filter(([f, now]) => now.module && before.get(f)?.hash !== now.hash);
+  if (!written.length) return [];
+  const installed = await installedModules([...new Set(written.map(([, now]) => now.module!))]);
+  return written.filter(([, now]) => installed.has(now.module!)).map(([f, now]) => `${f} ${before.has(f) ? "changed" : "written"} — ${now.why}`);
 }

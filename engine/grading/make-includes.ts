@@ -1,0 +1,250 @@
+// What a Makefile includes: `-include $(DEPS)` (DEPS := $(SRCS:.c=.d)), `include config.local`. An included file's rules,
+// variables and special targets are the Makefile's own (a `.IGNORE:` in a worker's main.d makes `make test` ignore every
+// failing command), so such a file counts as check configuration, unless it holds only what a compiler writes there:
+// plain dependency lines (`main.o: main.c main.h`). Read without running make (its `$(shell)` would run here, unconfined).
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import picomatch from "picomatch";
+
+/** One include line of a Makefile: the Makefile (from the repository's root), the line as written, and what it names. */
+export interface MakeInclude {
+  makefile: string;
+  line: string;
+  /** Whether a file (from the repository's root, "/"-separated) is one the line includes. */
+  names: (file: string) => boolean;
+}
+
+/** The names make looks for in a folder, in its order: the first that exists is read. */
+const MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
+/** At most this many Makefiles (the first, and those it includes that exist) are read per folder. */
+const MAX_FILES = 10;
+
+/**
+ * The include lines of the Makefile make reads in each of `dirs` (folders from the repository's root, "" for the root)
+ * in the checkout, and of the Makefiles they include that exist there. A name made of wildcards alone (`$(shell …)`, an
+ * unknown function) is not followed: it cannot be read here.
+ */
+export function makeIncludes(checkout: string, dirs: string[]): MakeInclude[] {
+  const out: MakeInclude[] = [];
+  const done = new Set<string>();
+  for (const dir of new Set(dirs)) {
+    const first = MAKEFILES.map((m) => path.posix.join(dir, m)).find((m) => existsSync(path.join(checkout, m)));
+    if (!first) continue;
+    const vars = new Map<string, string>();
+    const queue = [first];
+    let read = 0;
+    while (queue.length && read < MAX_FILES) {
+      const makefile = queue.shift()!;
+      if (done.has(makefile)) continue;
+      done.add(makefile);
+      read++;
+      let text: string;
+      try {
+        text = readFileSync(path.join(checkout, makefile), "utf8");
+      } catch {
+        continue;
+      }
+      for (const raw of logicalLines(text)) {
+        const line = raw.replace(/(^|[^\\])#.*$/, "$1");
+        const assign = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
+        if (assign && !/^\s*-?include\b|^\s*sinclude\b/.test(line)) {
+          const [, name, op, value] = assign;
+          if (op === "+=") vars.set(name!, `${vars.get(name!) ?? ""} ${value}`);
+          else if (op === "?=") vars.set(name!, vars.get(name!) ?? value!);
+          else if (op === "!=") vars.set(name!, "*");
+          else vars.set(name!, value!);
+          continue;
+        }
+        const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
+        if (!inc) continue;
+        budget = EXPANSION_BUDGET;
+        const globs = words(expand(inc[1]!, vars, 0))
+          .filter((w) => !path.posix.isAbsolute(w) && /[^*?[\]]/.test(path.posix.basename(w)))
+          .map((w) => path.posix.normalize(path.posix.join(dir, w)))
+          .filter((w) => !w.startsWith("../"));
+        if (!globs.length) continue;
+        let match: (f: string) => boolean;
+        try {
+          match = picomatch(globs, { dot: true });
+        } catch {
+          continue;
+        }
+        out.push({ makefile, line: raw.trim(), names: (f) => match(f) });
+        for (const g of globs) if (!picomatch.scan(g).isGlob && existsSync(path.join(checkout, g))) queue.push(g);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Bounds on reading one include line, whatever the Makefile (the worker's, when it changed one): references expanded, and
+ * the length of the text made. Past them the rest reads as `*` (unknown).
+ */
+const EXPANSION_BUDGET = 2_000;
+const MAX_EXPANSION = 64 * 1024;
+let budget = 0;
+
+/** A Makefile's lines with their continuations (a backslash at the end) joined. */
+function logicalLines(text: string): string[] {
+  return text.replace(/\\\r?\n/g, " ").split(/\r?\n/);
+}
+
+const words = (s: string) => s.split(/\s+/).filter(Boolean);
+
+/** The end of a `$(`/`${` reference starting at `open` (the bracket), or -1. */
+function closing(s: string, open: number): number {
+  const [o, c] = s[open] === "(" ? ["(", ")"] : ["{", "}"];
+  let depth = 0;
+  for (let i = open; i < s.length; i++) {
+    if (s[i] === o) depth++;
+    else if (s[i] === c && --depth === 0) return i;
+  }
+  return -1;
+}
+
+/** `%` patterns as make's patsubst applies them to one word (a word that does not match is kept). */
+function patsubst(pattern: string, replacement: string, word: string): string {
+  const p = pattern.indexOf("%");
+  if (p < 0) return word === pattern ? replacement : word;
+  const [pre, suf] = [pattern.slice(0, p), pattern.slice(p + 1)];
+  if (!word.startsWith(pre) || !word.endsWith(suf) || word.length < pre.length + suf.length) return word;
+  const stem = word.slice(pre.length, word.length - suf.length);
+  return replacement.includes("%") ? replacement.replace("%", stem) : replacement;
+}
+
+/**
+ * A Makefile's text with its variable references and the functions that name files expanded as make would (wildcard,
+ * patsubst, subst, addprefix, addsuffix, sort, strip, a substitution reference `$(VAR:.o=.d)`); any other function
+ * reads as `*` (unknown here). Wildcards stay as written: they are the globs the include matches.
+ */
+function expand(s: string, vars: Map<string, string>, depth: number): string {
+  if (depth > 20) return "*";
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    if (out.length > MAX_EXPANSION) return `${out}*`;
+    if (s[i] !== "$") {
+      out += s[i];
+      continue;
+    }
+    const next = s[i + 1];
+    if (next === "$") {
+      out += "$";
+      i++;
+      continue;
+    }
+    if (next !== "(" && next !== "{") {
+      // A one-letter variable ($@, $X): unknown here.
+      out += next ? "*" : "";
+      i++;
+      continue;
+    }
+    const end = closing(s, i + 1);
+    if (end < 0) return `${out}*`;
+    out += reference(s.slice(i + 2, end), vars, depth + 1);
+    i = end;
+  }
+  return out;
+}
+
+function reference(body: string, vars: Map<string, string>, depth: number): string {
+  if (--budget < 0) return "*";
+  const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
+  if (fn) {
+    const [, name, rest] = fn;
+    const args = splitArgs(rest!).map((a) => expand(a, vars, depth));
+    switch (name) {
+      case "wildcard":
+      case "sort":
+      case "strip":
+        return args.join(",");
+      case "patsubst":
+        return words(args[2] ?? "")
+          .map((w) => patsubst(args[0]!.trim(), args[1]!.trim(), w))
+          .join(" ");
+      case "subst":
+        return (args[2] ?? "").split(args[0]!).join(args[1] ?? "");
+      case "addprefix":
+        return words(args[1] ?? "")
+          .map((w) => args[0]!.trim() + w)
+          .join(" ");
+      case "addsuffix":
+        return words(args[1] ?? "")
+          .map((w) => w + args[0]!.trim())
+          .join(" ");
+      default:
+        return "*";
+    }
+  }
+  const sub = /^([^:=]+):([^=]*)=(.*)$/.exec(body);
+  if (sub) {
+    const [, name, from, to] = sub;
+    const pattern = from!.includes("%") ? from! : `%${from}`;
+    const replacement = from!.includes("%") ? to! : `%${to}`;
+    return words(expand(vars.get(expand(name!, vars, depth)) ?? "", vars, depth))
+      .map((w) => patsubst(pattern, replacement, w))
+      .join(" ");
+  }
+  return expand(vars.get(expand(body, vars, depth).trim()) ?? "", vars, depth);
+}
+
+/** A function's arguments, split at the commas outside nested references. */
+function splitArgs(s: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let cur = "";
+  for (const ch of s) {
+    if (ch === "(" || ch === "{") depth++;
+    else if (ch === ")" || ch === "}") depth--;
+    if (ch === "," && depth === 0) {
+      out.push(cur);
+      cur = "";
+    } else cur += ch;
+  }
+  out.push(cur);
+  return out;
+}
+
+/**
+ * Whether a file make includes holds only plain dependency lines, as a compiler writes them (`gcc -MMD -MP`): `targets:
+ * prerequisites`, with no recipe, assignment, directive, reference, pattern or special target (`.IGNORE:` ignores every
+ * failing command; `SHELL = true` runs none). An empty file is plain.
+ */
+export function plainDependencies(text: string): boolean {
+  for (const raw of logicalLines(text)) {
+    if (!raw.trim() || /^\s*#/.test(raw)) continue;
+    if (raw.startsWith("\t")) return false;
+    const line = raw.replace(/\$\$/g, "");
+    if (/[$;=%]/.test(line) || !line.includes(":")) return false;
+    if (/^\s*(-?include|sinclude|define|endef|export|unexport|override|private|vpath|ifn?eq|ifn?def|else|endif|undefine|load)\b/.test(line)) return false;
+    const targets = line.slice(0, line.indexOf(":"));
+    if (words(targets).some((t) => /^\.[A-Z_]/.test(t))) return false;
+  }
+  return true;
+}
+
+/**
+ * The sources GNU make's built-in rules remake a file from (`make -p -f /dev/null`): `%: %.sh` (`cat $< > $@`), the
+ * compilers' `%: %.c` …, the chains through them (`.y`, `.l`, `.w`), and RCS's and SCCS's checkouts (`%,v`, `RCS/%`,
+ * `SCCS/s.%`, `s.%`). make tries to remake every makefile it reads before reading it.
+ */
+const REMADE_FROM = /^(.+?)(?:\.(?:sh|c|cc|cpp|m|mod|o|p|r|s|f|y|l|w|web|ch|def|sym|ln)|,v)$/i;
+
+/**
+ * The file (a path, "/"-separated, in the same form as `file`) that make would remake from `file` with a built-in rule,
+ * or null: `Makefile.sh` → `Makefile`, `src/calc.d.sh` → `src/calc.d`, `RCS/Makefile,v` and `SCCS/s.Makefile` →
+ * `Makefile`.
+ */
+export function remadeFrom(file: string): string | null {
+  const parts = file.split("/");
+  const base = parts.pop()!;
+  const dir = parts.at(-1)?.toLowerCase();
+  if (dir === "rcs") return [...parts.slice(0, -1), base.replace(/,v$/i, "")].join("/");
+  if (dir === "sccs") return /^s\./i.test(base) ? [...parts.slice(0, -1), base.slice(2)].join("/") : null;
+  if (/^s\../i.test(base)) return [...parts, base.slice(2)].join("/");
+  const m = REMADE_FROM.exec(base);
+  return m ? [...parts, m[1]!].join("/") : null;
+}
+
+/** Whether a name is one make reads as a makefile by itself: GNUmakefile, makefile, Makefile, or a make fragment (`.mk`). */
+export const isMakefileName = (base: string) => /^(gnu)?makefile$|\.mk$/i.test(base);
