@@ -11,6 +11,7 @@ import { registerWorkerCommands } from "./commands/workers";
 import { registerClaudeCommands } from "./commands/claude";
 import { registerModelSetupCommands } from "./commands/model-setup";
 import { registerAskCommands } from "./commands/asks";
+import { fail } from "./commands/errors";
 import { HELP_AFTER, unknownCommandHint } from "./commands/hints";
 
 // `ocw logs ID | head -1`: a reader that went away ends the command quietly (it was an EPIPE stack trace). Not for the
@@ -72,4 +73,6 @@ const [first, second] = process.argv.slice(2);
 if (first === "help" && second && !second.startsWith("-") && !program.commands.some((c) => c.name() === second || c.aliases().includes(second)))
   process.argv.splice(2, 1);
 
-await program.parseAsync(process.argv);
+// Whatever a command did not catch itself is one line, said as what it is (its stack with OCW_DEBUG=1), never Node's
+// stack trace of an unhandled rejection.
+await program.parseAsync(process.argv).catch(fail);

@@ -27,4 +27,13 @@ describe("fail", () => {
     const err = Object.assign(new Error('unknown worker "w1": no worker has that id'), { data: { ocwCode: "not-found" } });
     expect(failed(err)).toEqual({ line: 'ocw: unknown worker "w1": no worker has that id', code: 2 });
   });
+
+  it("a runtime error of the command itself is said as a bug of ocw, exit 1; one from a request with no answer stays the engine's", () => {
+    const { line, code } = failed(new TypeError("Cannot read properties of undefined (reading 'state')"));
+    expect(line).toBe(
+      "ocw: an internal error (TypeError: Cannot read properties of undefined (reading 'state')): a bug in ocw, not a fault of the command; run it again with OCW_DEBUG=1 for the stack, and please report it",
+    );
+    expect(code).toBe(1);
+    expect(failed(new TypeError("fetch failed")).line).toMatch(/^ocw: the engine did not answer/);
+  });
 });

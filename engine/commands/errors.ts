@@ -4,20 +4,29 @@ import { grantOffer, type PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
 import { engineErrorText } from "../../shared/words";
 
+/** The names of JavaScript's own runtime errors (a SyntaxError is left out: JSON.parse of bad input throws one). */
+const INTERNAL_ERRORS = new Set(["TypeError", "RangeError", "ReferenceError"]);
+
 /** A user error: printed as one line, exit code 2. */
 export class CliError extends Error {}
 
 export function fail(err: unknown): never {
   const e = err as Error;
   // A request that got no answer ("fetch failed", a refused connection) says the engine did not answer and what to do.
-  const msg = engineErrorText((e?.message ?? String(err)).split("\n")[0] ?? "");
+  let msg = engineErrorText((e?.message ?? String(err)).split("\n")[0] ?? "");
+  // JavaScript's own runtime errors in the command itself are a bug of ocw, said as one ("Cannot read properties of
+  // undefined" alone reads like a refusal); one whose text engineErrorText rewrote is a request that got no answer.
+  const internal = e instanceof Error && INTERNAL_ERRORS.has(e.name) && msg === (e.message.split("\n")[0] ?? "");
+  if (internal)
+    msg = `an internal error (${e.name}: ${msg}): a bug in ocw, not a fault of the command; run it again with OCW_DEBUG=1 for the stack, and please report it`;
   // Anything not anticipated is still one line, but keeps its stack for OCW_DEBUG=1.
   if (config().OCW_DEBUG) console.error(e?.stack);
   // An error may quote worker-written text (a command, a path): no escape sequence reaches the terminal.
   console.error(`ocw: ${showUntrusted(msg ?? "", { lines: false, max: 2000 })}`);
-  // The engine's error code decides the exit status (shared/errors.ts); anything else is a usage error.
   const code = (e as { data?: { ocwCode?: string } })?.data?.ocwCode ?? (e instanceof OcwError ? e.code : undefined);
-  process.exit(code && code in ERROR_MAP ? ERROR_MAP[code as ErrorCode].exit : 2);
+  // The engine's error code decides the exit status (shared/errors.ts); a bug of ocw's own is 1; anything else is a
+  // usage error.
+  process.exit(code && code in ERROR_MAP ? ERROR_MAP[code as ErrorCode].exit : internal ? 1 : 2);
 }
 
 /**
