@@ -319,7 +319,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
               {benchText(result.bench)}
             </p>
           )}
-          {result?.outcome !== "unverified" && <VerifyChecklist checks={result?.checks ?? []} running={busy === "verify"} />}
+          {result?.outcome !== "unverified" && <VerifyChecklist checks={result?.checks ?? []} running={busy === "verify"} provider={!capture} />}
           {result?.saved && !result.active && (
             <button
               type="button"

@@ -2,6 +2,15 @@
 import { Clip } from "./Clip";
 import type { TargetCheck } from "../../../../shared/target";
 
+/** Where an API provider's model is not lifted by a server flag, more VRAM or "an API provider": what is in reach there. */
+const PROVIDER_REMEDY: Partial<Record<TargetCheck["name"], string>> = {
+  reachable: "Check the base URL (the part before /chat/completions, as the provider documents it) and that this machine reaches it.",
+  concurrency: "Requests ran one after another: this provider does not serve that many requests of this key at once — ask for fewer slots.",
+  capability: "The model could not solve a small coding task: a stronger coding model of this provider, or another provider.",
+  reasoning: "The model's thinking came back as its answer: choose another model of this provider, or one whose API keeps its thinking apart.",
+  tools: "Workers act only through tool calls: choose a model of this provider whose tool calling works.",
+};
+
 const ORDER: { name: TargetCheck["name"]; label: string; remedy: string }[] = [
   {
     name: "reachable",
@@ -33,10 +42,12 @@ const ORDER: { name: TargetCheck["name"]; label: string; remedy: string }[] = [
   },
 ];
 
-export function VerifyChecklist({ checks, running }: { checks: TargetCheck[]; running?: boolean }) {
+/** `provider`: the checks of an API provider's model (its remedies are the provider's, not a server's). */
+export function VerifyChecklist({ checks, running, provider }: { checks: TargetCheck[]; running?: boolean; provider?: boolean }) {
   return (
     <ul className="checklist" aria-label="Verify checklist" aria-busy={running || undefined}>
-      {ORDER.map(({ name, label, remedy }) => {
+      {ORDER.map(({ name, label, remedy: own }) => {
+        const remedy = (provider && PROVIDER_REMEDY[name]) || own;
         const c = checks.find((x) => x.name === name);
         // A keyless server that only listens on this machine is not a failure: nothing else can reach it.
         const loopbackNoKey = !!c && name === "auth" && !c.passed && /^no key configured/.test(c.evidence) && /\(loopback only\)/.test(c.evidence);
