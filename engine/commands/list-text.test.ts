@@ -118,3 +118,22 @@ describe("a worker ocw retry or ocw rebase started", () => {
     );
   });
 });
+
+describe("ocw show of a graded worker", () => {
+  it("says what its checks cannot rule out, a changed helper the held-back tests import included", () => {
+    const verdict = {
+      verdict: "built",
+      claim: "built",
+      honest: true,
+      checks: [],
+      scope: { passed: true, violations: [] },
+      caveats: [
+        "no held-back files: every test the checks run was visible to the worker (and could be fitted to)",
+        "the worker changed tests/helpers.py, which a held-back test imports from beside it",
+      ],
+    } as unknown as NonNullable<Worker["verdict"]>;
+    const text = showText({ ...worker("w-v", NOW), state: "built" as const, verdict });
+    expect(text).toContain("what these checks cannot rule out:\n  - no held-back files");
+    expect(text).toContain("  - the worker changed tests/helpers.py, which a held-back test imports from beside it");
+  });
+});

@@ -390,6 +390,8 @@ export function showText(w: Worker): string {
       );
     if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
+    // What these checks cannot rule out, the grading's own words (a file name in them is one a held-back test imports).
+    if (v.caveats?.length) lines.push("what these checks cannot rule out:", ...v.caveats.map((c) => `  - ${safe(c)}`));
   }
   if (w.merged)
     lines.push(`merged into ${safe(w.merged.into)} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);

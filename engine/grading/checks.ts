@@ -378,19 +378,29 @@ export function copyHeldBack(checks: CheckSpec[], root: string): string[] {
   return written;
 }
 
+/** What the held-back folders hold (heldBackListing). */
+export interface HeldBackListing {
+  dirs: string[];
+  modules: string[];
+  imports: string[];
+  importPaths: string[];
+}
+
 /**
  * What the held-back folders hold, read as copyHeldBack walks them (each path relative to the checks' folder,
  * "/"-separated): `dirs`, the folders held-back files are copied into ("" for the checks' folder itself); `modules`, the
  * held-back code files a test imports by name (Python, JavaScript, TypeScript), what a worker's package, extension module
  * or other suffix of the same name beside one would stand in for (runner-config.ts); `imports`, the top-level names the
  * held-back Python files import (`import numpy as np`, `from yaml import safe_load`: numpy, yaml), what a worker's module
- * of that name would stand in for when it is an installed package. One walk; a folder that cannot be read adds nothing
- * (the copy then fails the checks with its reason).
+ * of that name would stand in for when it is an installed package; `importPaths`, where the modules they import may be
+ * found (pythonImportPaths, from the checks' folder and from each test's own). One walk; a folder that cannot be read
+ * adds nothing (the copy then fails the checks with its reason).
  */
-export function heldBackListing(checks: CheckSpec[]): { dirs: string[]; modules: string[]; imports: string[] } {
+export function heldBackListing(checks: CheckSpec[]): HeldBackListing {
   const dirs = new Set<string>();
   const modules = new Set<string>();
   const imports = new Set<string>();
+  const importPaths = new Set<string>();
   const walk = (from: string, rel: string) => {
     for (const e of readdirSync(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
@@ -398,7 +408,19 @@ export function heldBackListing(checks: CheckSpec[]): { dirs: string[]; modules:
       else if (e.isFile()) {
         dirs.add(rel);
         if (HELD_BACK_CODE.test(e.name)) modules.add(r);
-        if (e.name.endsWith(".py")) for (const name of pythonImports(readTextOr(path.join(from, e.name)))) imports.add(name);
+        if (e.name.endsWith(".py")) {
+          const text = readTextOr(path.join(from, e.name));
+          for (const name of pythonImports(text)) imports.add(name);
+          // Where each module it imports may be found: from the checks' folder (python -m, rootdir) and from the test's
+          // own folder (pytest's and unittest's first sys.path entry); a relative import from the test's folder alone.
+          for (const m of pythonImportPaths(text)) {
+            if (m.startsWith("./")) importPaths.add(rel ? `${rel}/${m.slice(2)}` : m.slice(2));
+            else {
+              importPaths.add(m);
+              if (rel) importPaths.add(`${rel}/${m}`);
+            }
+          }
+        }
       }
     }
   };
@@ -410,7 +432,36 @@ export function heldBackListing(checks: CheckSpec[]): { dirs: string[]; modules:
       /* not readable: copyHeldBack says why */
     }
   }
-  return { dirs: [...dirs], modules: [...modules], imports: [...imports] };
+  return { dirs: [...dirs], modules: [...modules], imports: [...imports], importPaths: [...importPaths] };
+}
+
+/**
+ * The modules a Python file imports, as paths ("/"-separated, no suffix): `import a.b as c`: a/b; `from a.b import c, d`:
+ * a/b, a/b/c, a/b/d (a name may be a submodule); a relative import of the file's own folder as ./x (`from .x import y`:
+ * ./x, ./x/y; `from . import x`: ./x). Imports from a parent package (`..`) are left out.
+ */
+export function pythonImportPaths(text: string): string[] {
+  const out = new Set<string>();
+  const first = (part: string) => /^\s*([A-Za-z_][\w.]*)/.exec(part)?.[1];
+  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^#\n;)]+))/gm)) {
+    if (m[1] !== undefined) {
+      for (const part of m[1].replace(/[()\\]/g, "").split(",")) {
+        const name = first(part);
+        if (name) out.add(name.replaceAll(".", "/"));
+      }
+      continue;
+    }
+    const dots = m[2] ?? "";
+    if (dots.length > 1) continue;
+    const base = (m[3] ?? "").replaceAll(".", "/");
+    const prefix = dots ? `./${base}` : base;
+    if (base) out.add(prefix);
+    for (const part of (m[4] ?? "").replace(/\\/g, "").split(",")) {
+      const name = first(part);
+      if (name && !name.includes(".")) out.add(base ? `${prefix}/${name}` : `./${name}`);
+    }
+  }
+  return [...out];
 }
 
 /** A file's text, or "" when it cannot be read (the copy says why). */

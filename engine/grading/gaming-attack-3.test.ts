@@ -11,7 +11,7 @@ import { committedRepo } from "../../test/fixtures/git-repo";
 import { gradedIn } from "../../test/fixtures/graded";
 import { createWorkspace, inspectRepo } from "../workspace";
 import { grade } from "./grade";
-import { clearHeldBackBytecode, pythonImports } from "./checks";
+import { clearHeldBackBytecode, pythonImportPaths, pythonImports } from "./checks";
 import { configSnapshot, plantedConfig, runnerConfigReason } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-3-"));
@@ -182,6 +182,43 @@ describe("a worker's module named like an installed package a held-back test imp
     const v = await graded(BASE, (ws) => writeFileSync(path.join(ws, `${pkg}.py`), STUB), check(heldBack(TEST)), [`${pkg}.py`]);
     expect(v.scope.checkConfig).toBeUndefined();
   }, 120_000);
+});
+
+describe("a worker that changes a helper the held-back tests import from beside them", () => {
+  // tests/helpers.py is the project's, in the folder the held-back tests land in; they import it. A worker that empties
+  // its assertion passes them. Not a violation (a task may have to change a helper), but said with the verdict.
+  const BASE = { "calc.py": "def total(xs):\n    return 0\n", "tests/helpers.py": "def check(ok):\n    assert ok\n" };
+  const EMPTIED = "def check(ok):\n    pass\n";
+
+  it("`from helpers import check` and `from tests.helpers import check`: the emptied helper passes, and the verdict says the worker changed it", async () => {
+    for (const line of ["from helpers import check", "from tests.helpers import check"]) {
+      const held = heldBack(`${line}\nfrom calc import total\n\ndef test_total():\n    check(total([1, 2]) == 3)\n`);
+      const v = await graded(BASE, (ws) => writeFileSync(path.join(ws, "tests", "helpers.py"), EMPTIED), [
+        { run: "python3 -m pytest -q -p no:cacheprovider tests", files: held },
+      ]);
+      expect(v.checks[0], line).toMatchObject({ passed: true });
+      expect(v.caveats, line).toContainEqual(expect.stringMatching(/^the worker changed tests\/helpers\.py, which a held-back test imports from beside it/));
+    }
+  }, 120_000);
+
+  it("control: a fix of the code under test alone carries no such word, nor does a helper no held-back test imports", async () => {
+    const held = heldBack("from helpers import check\nfrom calc import total\n\ndef test_total():\n    check(total([1, 2]) == 3)\n");
+    const v = await graded(
+      BASE,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), "def total(xs):\n    return sum(xs)\n");
+        writeFileSync(path.join(ws, "tests", "other.py"), "X = 1\n");
+      },
+      [{ run: "python3 -m pytest -q -p no:cacheprovider tests", files: held }],
+    );
+    expect(v.verdict).toBe("built");
+    expect(v.caveats?.some((c) => c.startsWith("the worker changed"))).toBe(false);
+  }, 120_000);
+
+  it("the module paths a held-back file imports", () => {
+    const text = "import a.b as c, d\nfrom e.f import g, h\nfrom . import x\nfrom .y import z\nfrom .. import no\nfrom k import (m,\n  n)\n";
+    expect(pythonImportPaths(text).sort()).toEqual(["./x", "./y", "./y/z", "a/b", "d", "e/f", "e/f/g", "e/f/h", "k", "k/m"].sort());
+  });
 });
 
 describe("a worker's program found through a relative PATH entry of the engine's", () => {

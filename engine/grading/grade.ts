@@ -8,6 +8,7 @@ import {
   checkOutCommit,
   commitAndCheckOut,
   flaggedChanges,
+  foldPath,
   gradedStoreOf,
   keepGraded,
   mergeHint,
@@ -17,7 +18,7 @@ import {
   type Workspace,
 } from "../workspace";
 import { limitSetup } from "../sandbox";
-import { heldBackListing, runChecks, type CheckSandbox } from "./checks";
+import { type HeldBackListing, heldBackListing, runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
 import { runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
@@ -111,6 +112,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   let checks;
   let scope;
   let graded;
+  let helpers: string[] = [];
   const sub = path.relative(ws.worktree, ws.cwd);
   // A check's HOME and TMPDIR start empty at every grading: what an earlier grading's checks left there (a cache, a
   // marker file) must not decide this one. Renamed away, never deleted here: a tree the user may not delete at once (a
@@ -128,6 +130,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     scope = checkScope(rel, input.scope, input.protect);
     // With command checks, the files that decide what a check runs are protected by default (runner-config.ts).
     if (input.checks.some((c) => "run" in c)) {
+      const listing = heldBackListing(input.checks);
       const from = input.checkConfigFrom && input.checkConfigFrom.base !== ws.baseCommit ? input.checkConfigFrom : null;
       const config = await runnerConfigChanges({
         changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
@@ -136,8 +139,9 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
-        ...heldBackOf(input.checks),
+        ...heldBackOf(listing),
       });
+      helpers = changedHelpers(rel, listing);
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
     const cwd = await folderIn(checkout, sub);
@@ -211,7 +215,13 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     reason: why,
     weakEvidence,
     sincePrevious,
-    caveats: caveatsOf(input.checks),
+    caveats: [
+      ...caveatsOf(input.checks),
+      ...helpers.map(
+        (f) =>
+          `the worker changed ${f}, which a held-back test imports from beside it: the held-back assertions ran through the worker's code there (read that file before you merge)`,
+      ),
+    ],
     limits: checkLimits(!!input.sandbox),
   };
 }
@@ -281,14 +291,32 @@ export async function combinedCheckConfig(opts: {
     repo: opts.repo,
     baseCommit: opts.base,
     checkout: opts.checkout,
-    ...heldBackOf(opts.checks),
+    ...heldBackOf(heldBackListing(opts.checks)),
   });
 }
 
 /** The held-back folders, code files and imports, as runnerConfigChanges takes them (one walk of the held-back folders). */
-function heldBackOf(checks: CheckSpec[]): { heldBackDirs: string[]; heldBackModules: string[]; heldBackImports: string[] } {
-  const { dirs, modules, imports } = heldBackListing(checks);
-  return { heldBackDirs: dirs, heldBackModules: modules, heldBackImports: imports };
+function heldBackOf(listing: HeldBackListing): { heldBackDirs: string[]; heldBackModules: string[]; heldBackImports: string[] } {
+  return { heldBackDirs: listing.dirs, heldBackModules: listing.modules, heldBackImports: listing.imports };
+}
+
+/**
+ * The worker's changed Python files (relative to the checks' folder) that a held-back test imports from a folder held-back
+ * tests land in (`tests/helpers.py` for `from helpers import check`): the held-back assertions run through the worker's
+ * code there. Not a violation (a worker may have to change such a helper), but said with the verdict. The checks' own
+ * folder is left out: there the module a test imports is the code under test.
+ */
+function changedHelpers(changed: string[], listing: HeldBackListing): string[] {
+  const imported = new Set(listing.importPaths.map(foldPath));
+  const held = new Set(listing.modules.map(foldPath));
+  const dirs = listing.dirs.filter(Boolean).map(foldPath);
+  return changed.filter((f) => {
+    const folded = foldPath(f);
+    if (!folded.endsWith(".py") || held.has(folded)) return false;
+    const dir = path.posix.dirname(folded);
+    if (!dirs.some((d) => dir === d || dir.startsWith(`${d}/`))) return false;
+    return imported.has(folded.replace(/\.py$/, "").replace(/\/__init__$/, ""));
+  });
 }
 
 /** Grading's folders out of the way (folders.ts: renamed at once, deleted once gradings pause). */
