@@ -93,6 +93,9 @@ export default defineConfig({
           include: UNIT_FILES,
           exclude: UNIT_EXCLUDE,
           testTimeout: 20_000,
+          // A file's setup and clean-up (repositories made, a temp tree removed) under a loaded machine: vitest's 10 s
+          // failed snapshot.test.ts's afterAll rmSync once at load ~8 (the whole file counted failed, every test passed).
+          hookTimeout: 60_000,
         },
       },
       {
