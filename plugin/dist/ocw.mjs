@@ -1202,7 +1202,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path74 = __require("node:path");
+    var path75 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2215,9 +2215,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path74.resolve(baseDir, baseName);
+          const localBin = path75.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path74.extname(baseName))) return void 0;
+          if (sourceExt.includes(path75.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2235,17 +2235,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path74.resolve(
-            path74.dirname(resolvedScriptPath),
+          executableDir = path75.resolve(
+            path75.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path74.basename(
+            const legacyName = path75.basename(
               this._scriptPath,
-              path74.extname(this._scriptPath)
+              path75.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2256,7 +2256,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path74.extname(executableFile));
+        launchWithNode = sourceExt.includes(path75.extname(executableFile));
         let proc3;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3171,7 +3171,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path74.basename(filename, path74.extname(filename));
+        this._name = path75.basename(filename, path75.extname(filename));
         return this;
       }
       /**
@@ -3185,9 +3185,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path75) {
-        if (path75 === void 0) return this._executableDir;
-        this._executableDir = path75;
+      executableDir(path76) {
+        if (path76 === void 0) return this._executableDir;
+        this._executableDir = path76;
         return this;
       }
       /**
@@ -6694,8 +6694,8 @@ var require_utils = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path74) {
-      let input2 = path74;
+    function removeDotSegments(path75) {
+      let input2 = path75;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -6769,11 +6769,11 @@ var require_utils = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path74) {
-      if (path74 === "" || path74[0] === "/") {
-        return removeDotSegments(path74);
+    function removeDotSegmentsRelative(path75) {
+      if (path75 === "" || path75[0] === "/") {
+        return removeDotSegments(path75);
       }
-      const segments = path74.split("/");
+      const segments = path75.split("/");
       const last2 = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -7136,8 +7136,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path74 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path74 && path74 !== "/" ? path74 : void 0;
+        const path75 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path75 && path75 !== "/" ? path75 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -10693,7 +10693,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path74, options) {
+    function checkPathExt(path75, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -10704,25 +10704,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path74.substr(-p.length).toLowerCase() === p) {
+        if (p && path75.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path74, options) {
+    function checkStat(stat, path75, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path74, options);
+      return checkPathExt(path75, options);
     }
-    function isexe(path74, options, cb) {
-      fs.stat(path74, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path74, options));
+    function isexe(path75, options, cb) {
+      fs.stat(path75, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path75, options));
       });
     }
-    function sync(path74, options) {
-      return checkStat(fs.statSync(path74), path74, options);
+    function sync(path75, options) {
+      return checkStat(fs.statSync(path75), path75, options);
     }
   }
 });
@@ -10733,13 +10733,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path74, options, cb) {
-      fs.stat(path74, function(er, stat) {
+    function isexe(path75, options, cb) {
+      fs.stat(path75, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path74, options) {
-      return checkStat(fs.statSync(path74), options);
+    function sync(path75, options) {
+      return checkStat(fs.statSync(path75), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -10772,7 +10772,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path74, options, cb) {
+    function isexe(path75, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -10782,7 +10782,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path74, options || {}, function(er, is) {
+          isexe(path75, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -10791,7 +10791,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path74, options || {}, function(er, is) {
+      core(path75, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -10801,9 +10801,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path74, options) {
+    function sync(path75, options) {
       try {
-        return core.sync(path74, options || {});
+        return core.sync(path75, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -10819,7 +10819,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path74 = __require("path");
+    var path75 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -10857,7 +10857,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path74.join(pathPart, cmd);
+        const pCmd = path75.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -10884,7 +10884,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path74.join(pathPart, cmd);
+        const pCmd = path75.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -10932,7 +10932,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path74 = __require("path");
+    var path75 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -10954,7 +10954,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path74.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path75.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -10963,7 +10963,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path74.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path75.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -11050,8 +11050,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path74, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path74.split("/").pop();
+      const [path75, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path75.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -11092,7 +11092,7 @@ var require_readShebang = __commonJS({
 var require_parse = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path74 = __require("path");
+    var path75 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -11126,9 +11126,9 @@ var require_parse = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path74.normalize(parsed.command);
+        parsed.command = path75.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path74.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path75.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -11355,7 +11355,7 @@ var require_util2 = __commonJS({
     "use strict";
     var os11 = __require("os");
     var fs = __require("fs");
-    var path74 = __require("path");
+    var path75 = __require("path");
     var spawn10 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -12111,7 +12111,7 @@ var require_util2 = __commonJS({
     function getFilesInPath(source) {
       const lstatSync8 = fs.lstatSync;
       const readdirSync15 = fs.readdirSync;
-      const join = path74.join;
+      const join = path75.join;
       function isDirectory(source2) {
         return lstatSync8(source2).isDirectory();
       }
@@ -14847,7 +14847,7 @@ var require_network = __commonJS({
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync7 = __require("child_process").execFileSync;
-    var readFileSync26 = __require("fs").readFileSync;
+    var readFileSync27 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util2();
     var _platform = process.platform;
@@ -15337,7 +15337,7 @@ var require_network = __commonJS({
         return result2;
       }
       try {
-        const content = readFileSync26(file3, { encoding: "utf8" });
+        const content = readFileSync27(file3, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -20864,7 +20864,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path74 = __require("path");
+    var path75 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync7 = __require("child_process").execFileSync;
@@ -21244,13 +21244,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path74.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path75.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path74.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path75.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path74.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path75.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -24525,7 +24525,7 @@ var require_processes = __commonJS({
     "use strict";
     var os11 = __require("os");
     var fs = __require("fs");
-    var path74 = __require("path");
+    var path75 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util2();
@@ -25153,7 +25153,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path74.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path75.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -26424,7 +26424,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path74, callback) {
+    function fetchJson(path75, callback) {
       let done = false;
       const finish2 = (result2) => {
         if (!done) {
@@ -26440,7 +26440,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path74} HTTP/1.0\r
+          socket.write(`GET ${path75} HTTP/1.0\r
 \r
 `);
         });
@@ -29210,7 +29210,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path74 = __require("path");
+    var path75 = __require("path");
     var util2 = require_util2();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -29343,7 +29343,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path74.basename(element);
+              const filename = path75.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -30123,8 +30123,8 @@ var require_utils2 = __commonJS({
       }
       return output;
     };
-    exports.basename = (path74, { windows: windows2 } = {}) => {
-      const segs = path74.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path75, { windows: windows2 } = {}) => {
+      const segs = path75.split(windows2 ? /[\\/]/ : "/");
       const last2 = segs[segs.length - 1];
       if (last2 === "") {
         return segs[segs.length - 2];
@@ -31241,9 +31241,9 @@ var require_picomatch = __commonJS({
     var utils = require_utils2();
     var constants8 = require_constants();
     var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
-    var picomatch3 = (glob, options, returnState = false) => {
+    var picomatch4 = (glob, options, returnState = false) => {
       if (Array.isArray(glob)) {
-        const fns = glob.map((input2) => picomatch3(input2, options, returnState));
+        const fns = glob.map((input2) => picomatch4(input2, options, returnState));
         const arrayMatcher = (str3) => {
           for (const isMatch of fns) {
             const state2 = isMatch(str3);
@@ -31259,16 +31259,16 @@ var require_picomatch = __commonJS({
       }
       const opts = options || {};
       const posix = opts.windows;
-      const regex = isState ? picomatch3.compileRe(glob, options) : picomatch3.makeRe(glob, options, false, true);
+      const regex = isState ? picomatch4.compileRe(glob, options) : picomatch4.makeRe(glob, options, false, true);
       const state = regex.state;
       delete regex.state;
       let isIgnored = () => false;
       if (opts.ignore) {
         const ignoreOpts = { ...options, ignore: null, onMatch: null, onResult: null };
-        isIgnored = picomatch3(opts.ignore, ignoreOpts, returnState);
+        isIgnored = picomatch4(opts.ignore, ignoreOpts, returnState);
       }
       const matcher = (input2, returnObject = false) => {
-        const { isMatch, match, output } = picomatch3.test(input2, regex, options, { glob, posix });
+        const { isMatch, match, output } = picomatch4.test(input2, regex, options, { glob, posix });
         const result2 = { glob, state, regex, posix, input: input2, output, match, isMatch };
         if (typeof opts.onResult === "function") {
           opts.onResult(result2);
@@ -31294,7 +31294,7 @@ var require_picomatch = __commonJS({
       }
       return matcher;
     };
-    picomatch3.test = (input2, regex, options, { glob, posix } = {}) => {
+    picomatch4.test = (input2, regex, options, { glob, posix } = {}) => {
       if (typeof input2 !== "string") {
         throw new TypeError("Expected input to be a string");
       }
@@ -31311,24 +31311,24 @@ var require_picomatch = __commonJS({
       }
       if (match === false || opts.capture === true) {
         if (opts.matchBase === true || opts.basename === true) {
-          match = picomatch3.matchBase(input2, regex, options, posix);
+          match = picomatch4.matchBase(input2, regex, options, posix);
         } else {
           match = regex.exec(output);
         }
       }
       return { isMatch: Boolean(match), match, output };
     };
-    picomatch3.matchBase = (input2, glob, options) => {
-      const regex = glob instanceof RegExp ? glob : picomatch3.makeRe(glob, options);
+    picomatch4.matchBase = (input2, glob, options) => {
+      const regex = glob instanceof RegExp ? glob : picomatch4.makeRe(glob, options);
       return regex.test(utils.basename(input2));
     };
-    picomatch3.isMatch = (str3, patterns, options) => picomatch3(patterns, options)(str3);
-    picomatch3.parse = (pattern, options) => {
-      if (Array.isArray(pattern)) return pattern.map((p) => picomatch3.parse(p, options));
+    picomatch4.isMatch = (str3, patterns, options) => picomatch4(patterns, options)(str3);
+    picomatch4.parse = (pattern, options) => {
+      if (Array.isArray(pattern)) return pattern.map((p) => picomatch4.parse(p, options));
       return parse4(pattern, { ...options, fastpaths: false });
     };
-    picomatch3.scan = (input2, options) => scan(input2, options);
-    picomatch3.compileRe = (state, options, returnOutput = false, returnState = false) => {
+    picomatch4.scan = (input2, options) => scan(input2, options);
+    picomatch4.compileRe = (state, options, returnOutput = false, returnState = false) => {
       if (returnOutput === true) {
         return state.output;
       }
@@ -31339,13 +31339,13 @@ var require_picomatch = __commonJS({
       if (state && state.negated === true) {
         source = `^(?!${source}).*$`;
       }
-      const regex = picomatch3.toRegex(source, options);
+      const regex = picomatch4.toRegex(source, options);
       if (returnState === true) {
         regex.state = state;
       }
       return regex;
     };
-    picomatch3.makeRe = (input2, options = {}, returnOutput = false, returnState = false) => {
+    picomatch4.makeRe = (input2, options = {}, returnOutput = false, returnState = false) => {
       if (!input2 || typeof input2 !== "string") {
         throw new TypeError("Expected a non-empty string");
       }
@@ -31356,9 +31356,9 @@ var require_picomatch = __commonJS({
       if (!parsed.output) {
         parsed = parse4(input2, options);
       }
-      return picomatch3.compileRe(parsed, options, returnOutput, returnState);
+      return picomatch4.compileRe(parsed, options, returnOutput, returnState);
     };
-    picomatch3.toRegex = (source, options) => {
+    picomatch4.toRegex = (source, options) => {
       try {
         const opts = options || {};
         return new RegExp(source, opts.flags || (opts.nocase ? "i" : ""));
@@ -31367,8 +31367,8 @@ var require_picomatch = __commonJS({
         return /$^/;
       }
     };
-    picomatch3.constants = constants8;
-    module.exports = picomatch3;
+    picomatch4.constants = constants8;
+    module.exports = picomatch4;
   }
 });
 
@@ -31378,14 +31378,14 @@ var require_picomatch2 = __commonJS({
     "use strict";
     var pico = require_picomatch();
     var utils = require_utils2();
-    function picomatch3(glob, options, returnState = false) {
+    function picomatch4(glob, options, returnState = false) {
       if (options && (options.windows === null || options.windows === void 0)) {
         options = { ...options, windows: utils.isWindows() };
       }
       return pico(glob, options, returnState);
     }
-    Object.assign(picomatch3, pico);
-    module.exports = picomatch3;
+    Object.assign(picomatch4, pico);
+    module.exports = picomatch4;
   }
 });
 
@@ -32349,10 +32349,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path74) {
-  if (!path74)
+function getElementAtPath(obj2, path75) {
+  if (!path75)
     return obj2;
-  return path74.reduce((acc, key) => acc?.[key], obj2);
+  return path75.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -32713,11 +32713,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path74, issues) {
+function prefixIssues(path75, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path74);
+    iss.path.unshift(path75);
     return iss;
   });
 }
@@ -32879,7 +32879,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result2 = { errors: [] };
-  const processError = (error47, path74 = []) => {
+  const processError = (error47, path75 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -32889,7 +32889,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path74, ...issue2.path];
+        const fullpath = [...path75, ...issue2.path];
         if (fullpath.length === 0) {
           result2.errors.push(mapper(issue2));
           continue;
@@ -32921,8 +32921,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path74 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path74) {
+  const path75 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path75) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -44496,22 +44496,22 @@ function splitCommand(command) {
     if (isHiddenCodePoint(cp)) return { ok: false, why: `it holds an invisible or control character (U+${cp.toString(16).toUpperCase().padStart(4, "0")})` };
   }
   const commands = [];
-  let words = [];
+  let words2 = [];
   let word = "";
   let inWord = false;
   const endWord = () => {
-    if (inWord) words.push(word);
+    if (inWord) words2.push(word);
     word = "";
     inWord = false;
   };
   const endCommand = (op) => {
     endWord();
-    if (!words.length) {
+    if (!words2.length) {
       return op === "\n" || op === "end" ? null : `an operator (${op}) with no command before it`;
     }
-    if (KEYWORDS.has(words[0])) return `it uses the shell keyword "${words[0]}"`;
-    commands.push(words.join(" "));
-    words = [];
+    if (KEYWORDS.has(words2[0])) return `it uses the shell keyword "${words2[0]}"`;
+    commands.push(words2.join(" "));
+    words2 = [];
     return null;
   };
   let redirEnd = "";
@@ -46020,28 +46020,28 @@ var noop = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path74, memo2) {
+function createInnerProxy(callback, path75, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path74.join(".");
+  const cacheKey = path75.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path74, key], memo2);
+      return createInnerProxy(callback, [...path75, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path74[path74.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path74.slice(0, -1).join(".")})`;
+      const lastOfPath = path75[path75.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path75.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path74
+        path: path75
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path74.slice(0, -1)
+        path: path75.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path74.slice(0, -1)
+        path: path75.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -46184,12 +46184,12 @@ function _objectSpread22(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path74, error: error46, config: config3 } = opts;
+  const { path: path75, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path74,
+    path: path75,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread22(_objectSpread22({}, opts), {}, { shape }));
@@ -46359,13 +46359,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path74 = []) {
+    function step(from, path75 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path74, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path75, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path74, key].join(".")] = createLazyLoader({
-            path: path74,
+          lazy3[[...path75, key].join(".")] = createLazyLoader({
+            path: path75,
             ref: item,
             key,
             aggregate
@@ -46373,14 +46373,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path74, key]);
+          aggregate[key] = step(getRouterInput(item), [...path75, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path74, key]);
+          aggregate[key] = step(item, [...path75, key]);
           continue;
         }
-        const newPath = [...path74, key].join(".");
+        const newPath = [...path75, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -46404,14 +46404,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path74) {
+async function getProcedureAtPath(router, path75) {
   const { _def } = router;
-  let procedure = _def.procedures[path74];
+  let procedure = _def.procedures[path75];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path74 === key2 || path74.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path75 === key2 || path75.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path74];
+    procedure = _def.procedures[path75];
   }
   return procedure;
 }
@@ -46420,15 +46420,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path74, args } = innerOpts;
-        const fullPath = path74.join(".");
-        if (path74.length === 1 && path74[0] === "_def") return _def;
+        const { path: path75, args } = innerOpts;
+        const fullPath = path75.join(".");
+        if (path75.length === 1 && path75[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path74}"`
+            message: `No procedure found on path "${path75}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -46488,13 +46488,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path74, separator) {
-  if (separator === ".") return path74;
-  return path74.split(".").join(separator);
+function procedurePathToURLPath(path75, separator) {
+  if (separator === ".") return path75;
+  return path75.split(".").join(separator);
 }
-function urlPathToProcedurePath(path74, separator) {
-  if (separator === ".") return path74;
-  return path74.split(separator).join(".");
+function urlPathToProcedurePath(path75, separator) {
+  if (separator === ".") return path75;
+  return path75.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -46753,11 +46753,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path74, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path74);
+    const calls = await Promise.all(paths.map(async (path75, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path75);
       return {
         batchIndex: index,
-        path: path74,
+        path: path75,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -47408,9 +47408,9 @@ function isPromise(value) {
   return (isObject2(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path74) {
-    super("Max depth reached at path: " + path74.join("."));
-    this.path = path74;
+  constructor(path75) {
+    super("Max depth reached at path: " + path75.join("."));
+    this.path = path75;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -47428,16 +47428,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path74) {
+    function encodePromise(promise2, path75) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path74);
+          const error46 = checkMaxDepth(path75);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path74
+                path: path75
               });
             });
             promise2 = Promise.reject(error46);
@@ -47447,20 +47447,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path74)
+              encode3(next, path75)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path74
+              path: path75
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path74
+                path: path75
               })
             ];
           }
@@ -47470,12 +47470,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path74) {
+    function encodeAsyncIterable(iterable2, path75) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path74);
+            const error46 = checkMaxDepth(path75);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -47485,28 +47485,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path74)
+                    encode3(next.value, path75)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path74)
+                  encode3(next.value, path75)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path74
+                path: path75
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path74
+                  path: path75
                 })
               ];
             }
@@ -47521,27 +47521,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path74) {
-      if (opts.maxDepth && path74.length > opts.maxDepth) return new MaxDepthError(path74);
+    function checkMaxDepth(path75) {
+      if (opts.maxDepth && path75.length > opts.maxDepth) return new MaxDepthError(path75);
       return null;
     }
-    function encodeAsync3(value, path74) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path74)];
+    function encodeAsync3(value, path75) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path75)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path74.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path74)];
+        if (opts.maxDepth && path75.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path75)];
       }
       return null;
     }
-    function encode3(value, path74) {
+    function encode3(value, path75) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path74);
+      const reg = encodeAsync3(value, path75);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject2(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path74, key]);
+        const transformed = encodeAsync3(item, [...path75, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -47855,13 +47855,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path74) {
+function decodePath(path75) {
   try {
-    return decodeURIComponent(path74);
+    return decodeURIComponent(path75);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path74}"`,
+      message: `Invalid URL-encoding in path "${path75}"`,
       cause
     });
   }
@@ -48130,11 +48130,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call === null || call === void 0 ? void 0 : call.result();
-              const path74 = call === null || call === void 0 ? void 0 : call.path;
+              const path75 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path74,
+                path: path75,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -48145,7 +48145,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path74,
+                path: path75,
                 type
               });
             }
@@ -48261,14 +48261,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call === null || call === void 0 ? void 0 : call.result();
-          const path74 = call === null || call === void 0 ? void 0 : call.path;
+          const path75 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path74,
+            path: path75,
             type
           });
         }
@@ -48984,7 +48984,7 @@ function httpLink(opts) {
     return (operationOpts) => {
       const { op } = operationOpts;
       return observable((observer) => {
-        const { path: path74, input: input2, type } = op;
+        const { path: path75, input: input2, type } = op;
         if (type === "subscription") throw new Error("Subscriptions are unsupported by `httpLink` - use `httpSubscriptionLink` or `wsLink`");
         const ac = new AbortController();
         const { signal, cleanup } = raceAbortSignalsWithCleanup(op.signal, ac.signal);
@@ -48992,7 +48992,7 @@ function httpLink(opts) {
         try {
           request = universalRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path74,
+            path: path75,
             input: input2,
             signal,
             headers() {
@@ -49150,21 +49150,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path74 = batchOps.map((op) => op.path).join(",");
+          const path75 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path74,
+            path: path75,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path74 = batchOps.map((op) => op.path).join(",");
+          const path75 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
-            path: path74,
+            path: path75,
             inputs,
             type,
             headers() {
@@ -49410,30 +49410,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path74, input2, opts) {
+  query(path75, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path74,
+      path: path75,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path74, input2, opts) {
+  mutation(path75, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path74,
+      path: path75,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path74, input2, opts = {}) {
+  subscription(path75, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path74,
+      path: path75,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -49498,8 +49498,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path74, args }) => {
-    const pathCopy = [...path74];
+  const proxy = createRecursiveProxy(({ path: path75, args }) => {
+    const pathCopy = [...path75];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -49574,7 +49574,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path74, input: input2 } = op;
+        const { type, path: path75, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -49584,7 +49584,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path74,
+            path: path75,
             pathSeparator,
             type,
             signal: null
@@ -51783,15 +51783,19 @@ function outageNotes(say) {
 }
 
 // engine/commands/errors.ts
+var INTERNAL_ERRORS = /* @__PURE__ */ new Set(["TypeError", "RangeError", "ReferenceError"]);
 var CliError = class extends Error {
 };
 function fail(err) {
   const e = err;
-  const msg = engineErrorText((e?.message ?? String(err)).split("\n")[0] ?? "");
+  let msg = engineErrorText((e?.message ?? String(err)).split("\n")[0] ?? "");
+  const internal = e instanceof Error && INTERNAL_ERRORS.has(e.name) && msg === (e.message.split("\n")[0] ?? "");
+  if (internal)
+    msg = `an internal error (${e.name}: ${msg}): a bug in ocw, not a fault of the command; run it again with OCW_DEBUG=1 for the stack, and please report it`;
   if (config2().OCW_DEBUG) console.error(e?.stack);
   console.error(`ocw: ${showUntrusted(msg ?? "", { lines: false, max: 2e3 })}`);
   const code2 = e?.data?.ocwCode ?? (e instanceof OcwError ? e.code : void 0);
-  process.exit(code2 && code2 in ERROR_MAP ? ERROR_MAP[code2].exit : 2);
+  process.exit(code2 && code2 in ERROR_MAP ? ERROR_MAP[code2].exit : internal ? 1 : 2);
 }
 function unattendedDecision(ask, mode) {
   if (ask.kind === "question") return { askId: ask.id, decision: "reject", message: "unattended run: questions are dismissed" };
@@ -51825,7 +51829,9 @@ function adhocTarget(endpoint, model, keyRef) {
   return {
     id: id3,
     model,
-    endpoint: /\/v1$/.test(base2) ? base2 : `${base2}/v1`,
+    // A server's root (llama-server, vLLM: http://host:8080) gets /v1; a base with a path is used as given, as
+    // `ocw setup --provider` uses it (Gemini's …/v1beta/openai, OpenRouter's …/api/v1): it became …/v1beta/openai/v1.
+    endpoint: /\/v1$/.test(base2) || url2.pathname.replace(/\/+$/, "") !== "" ? base2 : `${base2}/v1`,
     keyRef: keyRef ?? null,
     serving: { engine: "api", endpoints: [], slots: 4 },
     checks: []
@@ -52035,21 +52041,21 @@ function noteLine(note, max = NOTE_MAX) {
   const raw2 = note.untrusted;
   if (raw2 === void 0) return clipPlain(note.said, room2);
   const said = note.said ? `${clipPlain(note.said, room2 - 40)}, ${LABEL}` : LABEL;
-  const budget = room2 - said.length;
+  const budget2 = room2 - said.length;
   const whole = quoted(raw2);
-  if (whole.length <= budget) return said + whole;
+  if (whole.length <= budget2) return said + whole;
   let lo = 0;
-  let hi = Math.min(raw2.length - 1, budget * 4);
+  let hi = Math.min(raw2.length - 1, budget2 * 4);
   let best = quoted(raw2, 0);
   while (lo <= hi) {
     const mid = lo + hi >> 1;
     const q2 = quoted(raw2, mid);
-    if (q2.length <= budget) {
+    if (q2.length <= budget2) {
       best = q2;
       lo = mid + 1;
     } else hi = mid - 1;
   }
-  return best.length <= budget ? said + best : `${said}(${raw2.length} characters, not shown)`.slice(0, room2);
+  return best.length <= budget2 ? said + best : `${said}(${raw2.length} characters, not shown)`.slice(0, room2);
 }
 function streamedLine(item) {
   return noteLine(item.line ?? { said: "", untrusted: item.note });
@@ -52245,16 +52251,16 @@ ${output.slice(output.length - tail)}`,
     nextOffset: head
   };
 }
-function fitPage(text, offset, max, budget) {
+function fitPage(text, offset, max, budget2) {
   let len = Math.max(0, Math.min(max, text.length - offset));
   for (; ; ) {
     const shown = untrustedText(text.slice(offset, offset + len), Number.MAX_SAFE_INTEGER, { block: true });
-    if (shown.length <= budget || len <= 1) return { shown, end: offset + len };
-    len = Math.max(1, Math.min(len - 1, Math.floor(len * budget / shown.length)));
+    if (shown.length <= budget2 || len <= 1) return { shown, end: offset + len };
+    len = Math.max(1, Math.min(len - 1, Math.floor(len * budget2 / shown.length)));
   }
 }
-function visibleCut(shown, budget) {
-  return shown.length <= budget ? shown : `${shown.slice(0, budget)}\u2026[${shown.length - budget} more characters cut]`;
+function visibleCut(shown, budget2) {
+  return shown.length <= budget2 ? shown : `${shown.slice(0, budget2)}\u2026[${shown.length - budget2} more characters cut]`;
 }
 function checkOut(c3, index, max, offset) {
   const head = { index, name: c3.name, passed: c3.passed, exitCode: c3.exitCode ?? null, timedOut: c3.timedOut ?? false, outputChars: c3.output.length };
@@ -52377,11 +52383,12 @@ Exit status:
 
 // engine/commands/run.ts
 var collect = (v, prev) => [...prev, v];
+var APPROVE_HELP = "how the worker's asks (edits, commands) are answered: ask = on the terminal, one at a time (y once, a always, n no); once = allow each, once; always = allow each, and what it covers for the rest of the run; reject = refuse each";
 function registerRunCommand(program3) {
   program3.command("run").description("run one task (or a batch) on a worker, grade it with held-back checks, exit 0 only if built").option("--dir <dir>", "the git repository the task works on").option("--task <text>", "what the worker should do").option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, []).option(
     "--held-back <dir>",
     "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only"
-  ).option("--scope <glob>", "files the worker may change (repeatable)", collect, []).option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, []).option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v)).option(
+  ).option("--scope <glob>", "files the worker may change (repeatable)", collect, []).option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, []).option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--approve <mode>", APPROVE_HELP, "ask").option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v)).option(
     "--attempts <n>",
     `N attempts of the task (default: the number of --target flags); the checks pick the winner, the rest are stopped once one is built (at most ${MAX_ATTEMPTS})`,
     (v) => Number(v)
@@ -52389,10 +52396,10 @@ function registerRunCommand(program3) {
     "--batch <file>",
     'a JSON file: [{task, dir, checks, scope, protect, fixRounds?}, \u2026] or {"tasks": [{id, after, \u2026}], "integration": {"checks": [\u2026]}}'
   ).option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v)).option("--name <text>", "with --batch: the batch's name, shown instead of its id (overrides the file's `name`)").option("--json", "print the final result as JSON on stdout").action((o2) => runCommand2(o2).catch(fail));
-  program3.command("continue").description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built").argument("<workerId>", "the worker (see `ocw list`)").requiredOption("--message <text>", "what the worker should do next").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v)).option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)").action((workerId, o2) => continueCommand(workerId, o2).catch(fail));
+  program3.command("continue").description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built").argument("<workerId>", "the worker (see `ocw list`)").requiredOption("--message <text>", "what the worker should do next").option("--approve <mode>", APPROVE_HELP, "ask").option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v)).option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)").action((workerId, o2) => continueCommand(workerId, o2).catch(fail));
   program3.command("resume").description(
     "resume a stopped, interrupted or errored worker in its same session (a graded one takes `ocw continue`), follow it to its verdict; exit 0 only if built"
-  ).argument("<workerId>", "the worker (see `ocw list`)").option("--message <text>", "a note for the worker as it goes on").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock limit: the worker is stopped again when it passes", (v) => Number(v)).option("--json", "print the result as JSON on stdout (what `ocw run --json` prints)").action((workerId, o2) => resumeCommand(workerId, o2).catch(fail));
+  ).argument("<workerId>", "the worker (see `ocw list`)").option("--message <text>", "a note for the worker as it goes on").option("--approve <mode>", APPROVE_HELP, "ask").option("--timeout <seconds>", "wall-clock limit: the worker is stopped again when it passes", (v) => Number(v)).option("--json", "print the result as JSON on stdout (what `ocw run --json` prints)").action((workerId, o2) => resumeCommand(workerId, o2).catch(fail));
 }
 async function resumeCommand(workerId, o2) {
   checkFollowOptions(o2);
@@ -52434,16 +52441,16 @@ async function continueCommand(workerId, o2) {
   const latest = rounds.at(-1);
   const json3 = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
   if (o2.json) process.stdout.write(JSON.stringify(json3, null, 2) + "\n");
-  else
-    process.stderr.write(
-      out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n"
-    );
+  else process.stderr.write(out.summary + "\n" + rounds.map(roundLine).join("\n") + "\n");
   if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o2.timeout}s: \`ocw resume ${workerId}\` goes on
 `);
     process.exit(1);
   }
   process.exit(json3.verdict === "built" && w.state === "built" ? 0 : 1);
+}
+function roundLine(r) {
+  return `  round ${r.round}: ${r.verdict ? outcomeWord(r.verdict) : "not graded"} (${r.verdict ? claimWords({ claim: r.claim ?? null, honest: !!r.honest }) : r.claim ? `claim ${outcomeWord(r.claim)}` : "no claim"})`;
 }
 function checkFollowOptions(o2) {
   if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
@@ -52526,7 +52533,8 @@ function parseBatch(file3) {
   try {
     raw2 = JSON.parse(text);
   } catch (err) {
-    throw new CliError(`the batch file ${file3} is not valid JSON (${err.message}): write a JSON array of tasks, or {"tasks": [...]}`);
+    const why = err.message.replace(/\s+/g, " ").trim();
+    throw new CliError(`the batch file ${file3} is not valid JSON (${why}): write a JSON array of tasks, or {"tasks": [...]}`);
   }
   const parsed = BatchFile.safeParse(raw2);
   if (!parsed.success) {
@@ -52577,6 +52585,11 @@ async function runCommand2(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (o2.task === void 0) throw new CliError("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
     if (!o2.task.trim()) throw new CliError("--task is empty: say what the worker should do");
+    if (o2.check.some((c3) => !c3.trim()))
+      throw new CliError('--check is empty: give a shell command that exits 0 when the task is done, e.g. --check "npm test"');
+    if (o2.scope.some((g2) => !g2.trim())) throw new CliError('--scope is empty: give a glob of the files the worker may change, e.g. --scope "src/**"');
+    if (o2.protect.some((g2) => !g2.trim()))
+      throw new CliError('--protect is empty: give a glob of the files the worker must not change, e.g. --protect "test/**"');
     if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
     const files = o2.heldBack ? path11.resolve(o2.heldBack) : void 0;
     const checks = o2.check.map((run5) => files ? { run: run5, files } : { run: run5 });
@@ -52672,6 +52685,7 @@ async function runCommand2(o2) {
     for (const r of outputs) process.stderr.write(r.summary + "\n");
     for (const s of summary?.skipped ?? []) process.stderr.write(`task ${s.id}: skipped \u2014 ${s.reason}
 `);
+    if (batchId && summary && !summary.integration) process.stderr.write(batchEndLine(summary) + "\n");
     const integ = summary?.integration?.result;
     if (integ) {
       process.stderr.write(
@@ -52804,6 +52818,11 @@ function attemptsSummary(g2) {
   );
   return [`attempts (${g2.groupId}): ${g2.winner ? `winner ${g2.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
 }
+function batchEndLine(b) {
+  const name = b.name ? ` "${showUntrusted(b.name, { max: 80, lines: false })}"` : "";
+  const head = `batch ${b.id}${name}: built ${b.built}/${b.tasks.length || b.workerIds.length}`;
+  return b.built > 0 ? `${head} \xB7 land the built ones: ocw merge --batch ${b.id} \xB7 ocw show ${b.id}` : `${head} \xB7 ocw show ${b.id}`;
+}
 function workerResult(w, events) {
   const v = w.verdict;
   const json3 = {
@@ -52829,7 +52848,7 @@ function workerResult(w, events) {
   };
   const flagged = v?.flags?.length ? `
   flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}` : "";
-  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"}${json3.weakEvidence ? " \u2014 weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `
+  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "not built"}${json3.weakEvidence ? " \u2014 weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `
   merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
   return { json: json3, summary, timedOutChecks: (v?.checks ?? []).filter((c3) => c3.timedOut).map((c3) => c3.name) };
 }
@@ -55127,8 +55146,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path74, errorMaps, issueData } = params;
-  const fullPath = [...path74, ...issueData.path || []];
+  const { data, path: path75, errorMaps, issueData } = params;
+  const fullPath = [...path75, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -55243,11 +55262,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path74, key) {
+  constructor(parent, value, path75, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path74;
+    this._path = path75;
     this._key = key;
   }
   get path() {
@@ -58772,11 +58791,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path74) {
-  if (path74.length === 0) {
+function getDotPath(path75) {
+  if (path75.length === 0) {
     return "object root";
   }
-  return path74.reduce((acc, seg, index) => {
+  return path75.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -64345,7 +64364,7 @@ function createMcpServer(opts) {
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         attempts: w.attempt ? attemptsOut(await call((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }))) : null,
-        next: w.attempt && !w.merged && verdict !== "built" ? await attemptsNext(w) : w.merged ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})` : verdict === "built" && !w.baseBranch ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}, from a detached HEAD: there is no branch to merge it into. Review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo} for the person to merge where they want` : verdict === "built" ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${counted(v.flags.length, "FLAGGED file")} (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}` : nextAfterFailure(w)
+        next: w.attempt && !w.merged && verdict !== "built" ? await attemptsNext(w) : w.merged ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})` : verdict === "built" && !w.baseBranch ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}, from a detached HEAD: there is no branch to merge it into. Review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}","publish":true} puts its graded commit on branch ocw/${w.id} in ${w.repo} for the person to merge where they want` : verdict === "built" ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${counted(v.flags.length, "FLAGGED file")} (untrusted.flags: symlinks, executables, git or tool configuration) ${v.flags.length === 1 ? "needs" : "need"} the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}` : nextAfterFailure(w)
       };
     }
   );
@@ -64561,9 +64580,9 @@ function streamWait(client2, input2, signal, on6) {
     if (ended) sub.unsubscribe();
   });
 }
-function within(items, budget) {
+function within(items, budget2) {
   let size = 0;
-  return items.filter((it, i2) => (size += JSON.stringify(it).length) <= budget || i2 === 0);
+  return items.filter((it, i2) => (size += JSON.stringify(it).length) <= budget2 || i2 === 0);
 }
 function hasUntrusted(v) {
   if (Array.isArray(v)) return v.some(hasUntrusted);
@@ -64696,6 +64715,9 @@ function dropClientSecrets(env2) {
   for (const k of names) delete env2[k];
   return names.sort();
 }
+function terminalHint(cli) {
+  return `this is the MCP server Claude Code starts; it reads JSON-RPC on stdin, not commands. Add it to Claude Code with \`claude mcp add ocw -- ${cli} mcp\` (or install the plugin: docs/mcp.md); for the dashboard, \`${cli} gui\`. Ctrl-D or Ctrl-C quits.`;
+}
 function registerMcpCommand(program3) {
   program3.command("mcp").description("run the MCP bridge on stdio for Claude Code (a client of the engine; starts the engine when none runs)").action(async () => {
     await runMcpBridge();
@@ -64714,14 +64736,15 @@ async function runMcpBridge() {
   const cli = process.env.CLAUDE_PLUGIN_ROOT || !launcher ? "ocw" : `node ${/[^\w/.:@+-]/.test(launcher) ? JSON.stringify(launcher) : launcher}`;
   const dropped = dropClientSecrets(process.env);
   if (dropped.length) log(`not passing on ${dropped.join(", ")} to the engine`);
+  if (process.stdin.isTTY) log(terminalHint(cli));
   let server = null;
   const link3 = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
   server = createMcpServer({ link: link3, log, hardware: () => link3.call((c3) => c3.hardware.query()), baseDir, toolTimeoutMs, cli });
   const transport = new StdioServerTransport(answerInvalidLines(process.stdin, (line) => process.stdout.write(line), log));
-  let closing = false;
+  let closing2 = false;
   const shutdown = (why) => {
-    if (closing) return;
-    closing = true;
+    if (closing2) return;
+    closing2 = true;
     log(`closing (${why})`);
     void server.close().finally(() => process.exit(0));
     setTimeout(() => process.exit(0), 2e3).unref();
@@ -64786,11 +64809,11 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path70 from "node:path";
+import path71 from "node:path";
 
 // engine/workers/engine.ts
-import { existsSync as existsSync30 } from "node:fs";
-import path64 from "node:path";
+import { existsSync as existsSync31 } from "node:fs";
+import path65 from "node:path";
 
 // shared/ids.ts
 var random = globalThis.crypto;
@@ -67512,16 +67535,16 @@ import { once as once3 } from "node:events";
 import { scheduler } from "node:timers/promises";
 
 // node_modules/execa/lib/ipc/reference.js
-var addReference = (channel, reference) => {
-  if (reference) {
+var addReference = (channel, reference2) => {
+  if (reference2) {
     addReferenceCount(channel);
   }
 };
 var addReferenceCount = (channel) => {
   channel.refCounted();
 };
-var removeReference = (channel, reference) => {
-  if (reference) {
+var removeReference = (channel, reference2) => {
+  if (reference2) {
     removeReferenceCount(channel);
   }
 };
@@ -70236,13 +70259,13 @@ var logOutputSync = ({ serializedResult, fdNumber, state, verboseInfo, encoding,
   }
 };
 var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-  for (const { path: path74, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-    const pathString = typeof path74 === "string" ? path74 : path74.toString();
+  for (const { path: path75, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+    const pathString = typeof path75 === "string" ? path75 : path75.toString();
     if (append || outputFiles.has(pathString)) {
-      appendFileSync(path74, serializedResult);
+      appendFileSync(path75, serializedResult);
     } else {
       outputFiles.add(pathString);
-      writeFileSync6(path74, serializedResult);
+      writeFileSync6(path75, serializedResult);
     }
   }
 };
@@ -70465,7 +70488,7 @@ import process10 from "node:process";
 
 // node_modules/execa/lib/ipc/get-one.js
 import { once as once6, on as on2 } from "node:events";
-var getOneMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true, filter } = {}) => {
+var getOneMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference: reference2 = true, filter } = {}) => {
   validateIpcMethod({
     methodName: "getOneMessage",
     isSubprocess,
@@ -70477,11 +70500,11 @@ var getOneMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = t
     channel,
     isSubprocess,
     filter,
-    reference
+    reference: reference2
   });
 };
-var getOneMessageAsync = async ({ anyProcess, channel, isSubprocess, filter, reference }) => {
-  addReference(channel, reference);
+var getOneMessageAsync = async ({ anyProcess, channel, isSubprocess, filter, reference: reference2 }) => {
+  addReference(channel, reference2);
   const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
   const controller = new AbortController();
   try {
@@ -70495,7 +70518,7 @@ var getOneMessageAsync = async ({ anyProcess, channel, isSubprocess, filter, ref
     throw error46;
   } finally {
     controller.abort();
-    removeReference(channel, reference);
+    removeReference(channel, reference2);
   }
 };
 var getMessage2 = async (ipcEmitter, filter, { signal }) => {
@@ -70520,22 +70543,22 @@ var throwOnStrictError = async (ipcEmitter, isSubprocess, { signal }) => {
 
 // node_modules/execa/lib/ipc/get-each.js
 import { once as once7, on as on3 } from "node:events";
-var getEachMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference = true } = {}) => loopOnMessages({
+var getEachMessage = ({ anyProcess, channel, isSubprocess, ipc }, { reference: reference2 = true } = {}) => loopOnMessages({
   anyProcess,
   channel,
   isSubprocess,
   ipc,
   shouldAwait: !isSubprocess,
-  reference
+  reference: reference2
 });
-var loopOnMessages = ({ anyProcess, channel, isSubprocess, ipc, shouldAwait, reference }) => {
+var loopOnMessages = ({ anyProcess, channel, isSubprocess, ipc, shouldAwait, reference: reference2 }) => {
   validateIpcMethod({
     methodName: "getEachMessage",
     isSubprocess,
     ipc,
     isConnected: isConnected(anyProcess)
   });
-  addReference(channel, reference);
+  addReference(channel, reference2);
   const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
   const controller = new AbortController();
   const state = {};
@@ -70554,7 +70577,7 @@ var loopOnMessages = ({ anyProcess, channel, isSubprocess, ipc, shouldAwait, ref
     shouldAwait,
     controller,
     state,
-    reference
+    reference: reference2
   });
 };
 var stopOnDisconnect = async (anyProcess, ipcEmitter, controller) => {
@@ -70572,7 +70595,7 @@ var abortOnStrictError = async ({ ipcEmitter, isSubprocess, controller, state })
   } catch {
   }
 };
-var iterateOnMessages = async function* ({ anyProcess, channel, ipcEmitter, isSubprocess, shouldAwait, controller, state, reference }) {
+var iterateOnMessages = async function* ({ anyProcess, channel, ipcEmitter, isSubprocess, shouldAwait, controller, state, reference: reference2 }) {
   try {
     for await (const [message] of on3(ipcEmitter, "message", { signal: controller.signal })) {
       throwIfStrictError(state);
@@ -70582,7 +70605,7 @@ var iterateOnMessages = async function* ({ anyProcess, channel, ipcEmitter, isSu
     throwIfStrictError(state);
   } finally {
     controller.abort();
-    removeReference(channel, reference);
+    removeReference(channel, reference2);
     if (!isSubprocess) {
       disconnect(anyProcess);
     }
@@ -72792,14 +72815,14 @@ function appleGpuBudget(memsize, wiredLimitMb, chip = "Apple Silicon") {
   const ram = numOrNull(memsize);
   if (ram === null || ram <= 0) return { items: [], problems: ["sysctl hw.memsize: unreadable"] };
   const wired = numOrNull(wiredLimitMb);
-  const budget = wired && wired > 0 ? wired * MiB : Math.floor(ram * (ram <= 36 * 1024 * MiB ? 2 / 3 : 3 / 4));
+  const budget2 = wired && wired > 0 ? wired * MiB : Math.floor(ram * (ram <= 36 * 1024 * MiB ? 2 / 3 : 3 / 4));
   return {
     items: [
       {
         index: 0,
         vendor: "apple",
         name: chip,
-        totalBytes: budget,
+        totalBytes: budget2,
         freeBytes: null,
         usedBytes: null,
         unified: true,
@@ -74715,12 +74738,12 @@ var GgufError = class extends SetupError {
 };
 var T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
 var FIXED = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
-function fileSource(path74) {
+function fileSource(path75) {
   let fh;
   return {
-    describe: path74,
+    describe: path75,
     async read(offset, length) {
-      fh ??= await open(path74, "r");
+      fh ??= await open(path75, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -75940,7 +75963,7 @@ function shellQuote(w) {
   return /^[\w@%+=:,./…-]+$/u.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
 }
 function commandWords(command) {
-  const words = [];
+  const words2 = [];
   let cur = null;
   for (let i2 = 0; i2 < command.length; i2++) {
     const ch = command[i2];
@@ -75952,16 +75975,16 @@ function commandWords(command) {
     } else if (ch === "\\" && i2 + 1 < command.length) {
       cur = (cur ?? "") + command[++i2];
     } else if (/\s/.test(ch)) {
-      if (cur !== null) words.push(cur);
+      if (cur !== null) words2.push(cur);
       cur = null;
     } else cur = (cur ?? "") + ch;
   }
-  if (cur !== null) words.push(cur);
+  if (cur !== null) words2.push(cur);
   const env2 = [];
-  while (words.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0])) env2.push(words.shift());
-  const bin = words.shift();
+  while (words2.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words2[0])) env2.push(words2.shift());
+  const bin = words2.shift();
   if (!bin) throw new Error(`no program in ${command}`);
-  return { env: env2, bin, args: words };
+  return { env: env2, bin, args: words2 };
 }
 function parallelSpeed(m, p) {
   const g2 = p.gpus[0];
@@ -76021,13 +76044,13 @@ function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot, fixed = {}) {
     const perRank = Math.ceil(slots / dp);
     const used = gpus.slice(0, tp * dp);
     const utilization = Math.min(...used.map(gpuUtilization));
-    const budget = Math.min(...used.map((g2) => utilization * (g2.totalBytes || g2.freeBytes)));
+    const budget2 = Math.min(...used.map((g2) => utilization * (g2.totalBytes || g2.freeBytes)));
     const weightsPerGpu = m.weightsBytes / tp;
     const kvShare = m.nHeadKv && tp > m.nHeadKv ? 1 / m.nHeadKv : 1 / tp;
     for (const ctx of ladder) {
       const kvPerGpu = parallelKv(m, perRank, ctx) * kvShare;
       const need = weightsPerGpu + kvPerGpu + PARALLEL_OVERHEAD;
-      if (need <= budget) return { tp, dp, perRank, ctxPerSlot: ctx, utilization, gpus: used, weightsPerGpu, kvPerGpu, needPerGpu: need };
+      if (need <= budget2) return { tp, dp, perRank, ctxPerSlot: ctx, utilization, gpus: used, weightsPerGpu, kvPerGpu, needPerGpu: need };
     }
   }
   return null;
@@ -76491,17 +76514,17 @@ function parallelCommand(m, p, runtime, allGpus) {
 function toParallelPick(m, p, runtime, dev, slots, toolVerified) {
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const devices = p.gpus.map((g2) => {
-    const budget = Math.round(p.utilization * (g2.totalBytes || g2.freeBytes));
+    const budget2 = Math.round(p.utilization * (g2.totalBytes || g2.freeBytes));
     return {
       name: `${g2.runtimeId} ${g2.name}`,
-      budgetBytes: budget,
+      budgetBytes: budget2,
       plannedBytes: Math.round(p.needPerGpu),
       breakdown: {
         weightsBytes: Math.round(p.weightsPerGpu),
         kvBytes: Math.round(p.kvPerGpu),
         computeBytes: PARALLEL_OVERHEAD,
         overheadBytes: 0,
-        marginBytes: Math.max(0, Math.round(g2.freeBytes - budget))
+        marginBytes: Math.max(0, Math.round(g2.freeBytes - budget2))
       }
     };
   });
@@ -77741,7 +77764,17 @@ function explainChatFailure(r, o2) {
       return `${stem} \u2014 check the URL, the model id and the key`;
   }
 }
-function describeError(err) {
+function requestedAt(url2, targetId) {
+  if (!url2) return "the target's endpoint";
+  let pathname = "";
+  try {
+    pathname = new URL(url2).pathname;
+  } catch {
+    return url2;
+  }
+  return targetId && pathname.startsWith(`/${encodeURIComponent(targetId)}-`) ? `target ${targetId}'s endpoint (\`ocw targets\` shows its URL)` : url2;
+}
+function describeError(err, targetId) {
   const d = err?.data ?? {};
   const said = typeof d.message === "string" ? d.message : "";
   const quoted3 = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}\u2026` : said)}` : "";
@@ -77755,7 +77788,7 @@ function describeError(err) {
     const http6 = `HTTP ${status}${quoted3}`;
     switch (classifyFailure({ status, message: said })) {
       case "key":
-        return `the model API refused the target's key (${http6}): set the key again (Setup, or its variable where the engine runs), then resume the worker`;
+        return `the model API refused the target's key (${http6}): set the key again (${targetId ? `\`ocw target key ${targetId}\`, ` : ""}Setup, or its variable where the engine runs), then resume the worker`;
       case "credit":
         return `the model provider's account has no credit or quota left (${http6}): add credit, then resume the worker`;
       case "forbidden":
@@ -77763,7 +77796,7 @@ function describeError(err) {
       case "model":
         return `the model API does not serve the target's model (${http6}): check the target's model id (ocw targets), then retry the task`;
       case "url":
-        return `there is no chat-completions API at ${d.metadata?.url ?? "the target's endpoint"} (${http6}): fix the target's base URL (usually ending in /v1: ocw setup --provider URL \u2026), then retry the task`;
+        return `there is no chat-completions API at ${requestedAt(d.metadata?.url, targetId)} (${http6}): fix the target's base URL (usually ending in /v1: ocw setup --provider URL \u2026, or ocw run --endpoint URL), then retry the task`;
       case "rate-limit": {
         const ra = d.responseHeaders?.["retry-after"] ?? d.responseHeaders?.["Retry-After"];
         return `the model provider rate-limited the worker's model calls (${http6}${ra ? `; Retry-After ${ra} s` : ""}) and opencode's retries ran out: resume the worker once the limit resets; fewer workers at once on this target (its slots) makes it rarer`;
@@ -78483,10 +78516,10 @@ function benchBudgetSec(env2 = process.env) {
 }
 var WORDS = "the quick brown fox jumps over a lazy dog while seven engineers review pull requests about caching parsers schedulers and tests".split(" ");
 function benchPrompt(tokens, nonce = randomBytes5(6).toString("hex")) {
-  const words = [];
-  for (let i2 = 0; words.length < tokens; i2++) words.push(WORDS[(i2 * 7 + (i2 >> 3)) % WORDS.length], ...i2 % 12 === 11 ? [`${i2}.`] : []);
+  const words2 = [];
+  for (let i2 = 0; words2.length < tokens; i2++) words2.push(WORDS[(i2 * 7 + (i2 >> 3)) % WORDS.length], ...i2 % 12 === 11 ? [`${i2}.`] : []);
   return `Request ${nonce}. Continue this text:
-${words.slice(0, Math.max(8, tokens - 16)).join(" ")}`;
+${words2.slice(0, Math.max(8, tokens - 16)).join(" ")}`;
 }
 var median = (xs) => {
   if (!xs.length) return null;
@@ -79212,6 +79245,14 @@ async function thinkingProbe(chatUrl, key, model, timeoutMs) {
 function overlapFactor(singleMs, wallMs, n2) {
   return wallMs > 0 ? n2 * singleMs / wallMs : 0;
 }
+function underpoweredSummary(failed, evidence, engine) {
+  const api = engine === "api";
+  if (failed === "capability")
+    return `reachable but failed the coding task (${evidence}); ${api ? "a stronger coding model of this provider, or another provider," : "a larger or better coding model, more VRAM, or an API provider"} would lift it`;
+  if (failed === "concurrency")
+    return `requests do not overlap (${evidence}); ${api ? "fewer slots: this provider does not serve that many requests of this key at once" : "fewer slots or a stronger machine"}`;
+  return `the model does not use tools reliably (${evidence}); ${api ? "a model of this provider (or another) whose tool calling is verified" : "a model whose tool calling is verified, a higher quant, or an API provider"}`;
+}
 async function verifyEndpoint(v) {
   const root2 = serverRoot(v.url);
   const apiBase = v.engine === "api" || /\/v1$/.test(v.url.replace(/\/+$/, "")) ? v.url.replace(/\/+$/, "") : `${root2}/v1`;
@@ -79493,7 +79534,8 @@ async function verifyEndpoint(v) {
     summary = `tool calls do not work: ${by("tools").evidence}`;
   } else if (!by("capability").passed || !by("concurrency").passed || checks.some((c3) => c3.name === "tools" && !c3.passed)) {
     outcome2 = "underpowered";
-    summary = !by("capability").passed ? `reachable but failed the coding task (${by("capability").evidence}); a larger or better coding model, more VRAM, or an API provider would lift it` : !by("concurrency").passed ? `requests do not overlap (${by("concurrency").evidence}); fewer slots or a stronger machine` : `the model does not use tools reliably (${by("tools").evidence}); a model whose tool calling is verified, a higher quant, or an API provider`;
+    const failed = !by("capability").passed ? "capability" : !by("concurrency").passed ? "concurrency" : "tools";
+    summary = underpoweredSummary(failed, by(failed).evidence, v.engine);
   } else {
     outcome2 = "built";
     summary = `verified: ${counted(v.slots, "slot")}${observed.perSlotCtx ? ` \xD7 ${observed.perSlotCtx} ctx` : ""}, coding task and tool-call round trip passed`;
@@ -79816,8 +79858,8 @@ async function setupCapture(o2) {
   const tv = performance.now();
   const v = await verifyEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx: ctx ?? null });
   const perSlotCtx = v.observed.perSlotCtx ?? ep.perSlotCtx;
-  const budget = o2.benchSec ?? benchBudgetSec(env2);
-  const bench = budget > 0 && v.outcome !== "cannot-build" ? await benchmarkEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx, budgetSec: budget }) : null;
+  const budget2 = o2.benchSec ?? benchBudgetSec(env2);
+  const bench = budget2 > 0 && v.outcome !== "cannot-build" ? await benchmarkEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx, budgetSec: budget2 }) : null;
   if (bench) o2.log?.(benchLine(bench));
   const target = {
     id: idFor(model, ep.url),
@@ -80342,8 +80384,8 @@ async function planReplacing(hw, first2, planOn, id3, replaces2) {
 }
 async function benchPhase(c3, t2, v) {
   const { begin, end, skip, emit: emit3, phase } = c3.ops;
-  const budget = c3.input.benchSec ?? benchBudgetSec();
-  if (budget <= 0) {
+  const budget2 = c3.input.benchSec ?? benchBudgetSec();
+  if (budget2 <= 0) {
     skip("bench", "no benchmark (OCW_SETUP_BENCH_SEC=0)");
     return null;
   }
@@ -80351,10 +80393,10 @@ async function benchPhase(c3, t2, v) {
     skip("bench", "not measured: verify found the server unusable");
     return null;
   }
-  begin("bench", `${t2.slots > 1 ? `1 stream, then ${t2.slots} at once` : "1 stream"}, about ${budget} s${t2.pooled ? ` (replica 1 of ${t2.pooled})` : ""}`);
+  begin("bench", `${t2.slots > 1 ? `1 stream, then ${t2.slots} at once` : "1 stream"}, about ${budget2} s${t2.pooled ? ` (replica 1 of ${t2.pooled})` : ""}`);
   const b = await benchmarkEndpoint({
     ...t2,
-    budgetSec: budget,
+    budgetSec: budget2,
     signal: c3.o.signal,
     onProgress: (n2, note) => {
       phase("bench").detail = `${counted(n2, "request")}: ${note}`;
@@ -80383,10 +80425,10 @@ async function confirmPhase(c3) {
 // engine/serving/start-runtimes.ts
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
-  const words = commandWords(o2.command);
+  const words2 = commandWords(o2.command);
   const inner = o2.found.how === "container" ? 8e3 : o2.port;
   const host = o2.found.how === "container" ? "0.0.0.0" : "127.0.0.1";
-  const args = [...words.args];
+  const args = [...words2.args];
   const set2 = (flag2, v) => {
     const i2 = args.indexOf(flag2);
     if (i2 >= 0) args[i2 + 1] = v;
@@ -80395,7 +80437,7 @@ function buildLaunch(o2) {
   set2("--port", String(inner));
   set2("--host", host);
   const extraEnv = Object.fromEntries(
-    words.env.filter((w) => !/^(VLLM_API_KEY|LLAMA_API_KEY)=/.test(w)).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)])
+    words2.env.filter((w) => !/^(VLLM_API_KEY|LLAMA_API_KEY)=/.test(w)).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)])
   );
   let configFile = null;
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
@@ -80483,8 +80525,8 @@ async function launchOtherPhase(c3, p, found) {
   const { o: o2, job: job2, ops } = c3;
   const { runtime, name, pick: pick3, hw, replacing, idOf, familyOf, model } = p;
   ops.begin("load", `starting ${name}`);
-  const words = commandWords(pick3.command);
-  const servedName = words.args[words.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop(), quant: null });
+  const words2 = commandWords(pick3.command);
+  const servedName = words2.args[words2.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop(), quant: null });
   const id3 = idOf(pick3);
   const port = await freePort();
   const key = generateKey2();
@@ -80951,8 +80993,8 @@ async function downloadPhase(modelArg, ops, signal) {
   return files;
 }
 function modelArgOf(pick3) {
-  const words = commandWords(pick3.pool ? pick3.pool.endpoints[0].command : pick3.command);
-  const mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
+  const words2 = commandWords(pick3.pool ? pick3.pool.endpoints[0].command : pick3.command);
+  const mi = words2.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0)
     throw new StartError({
       kind: "other",
@@ -80960,7 +81002,7 @@ function modelArgOf(pick3) {
       logLine: null,
       remedy: "report this (ocw fit --json shows the command)"
     });
-  return { flag: words.args[mi], value: words.args[mi + 1] };
+  return { flag: words2.args[mi], value: words2.args[mi + 1] };
 }
 async function planLlamaPhase(c3) {
   const { o: o2, input: input2, job: job2 } = c3;
@@ -82985,7 +83027,7 @@ async function setupVerify(input2, store, baseEnv = process.env, log) {
     const where = storeApiKey(result2.target.id, i2.apiKey);
     const target = store.save({ ...result2.target, keyRef: null, ...where }, result2.active);
     say(
-      `the key in ${i2.apiKeyEnv} is kept by the engine for ${target.id} (${where.keyStore === "keychain" ? "the OS keychain" : `a 0600 file, ${where.keyFile}`}): the engine's own environment ${baseEnv[i2.apiKeyEnv] === void 0 ? "does not hold" : "holds another value of"} ${i2.apiKeyEnv}; change it with Setup's key field (targets.setKey)`
+      `the key in ${i2.apiKeyEnv} is kept by the engine for ${target.id} (${where.keyStore === "keychain" ? "the OS keychain" : `a 0600 file, ${where.keyFile}`}): the engine's own environment ${baseEnv[i2.apiKeyEnv] === void 0 ? "does not hold" : "holds another value of"} ${i2.apiKeyEnv}; change it with \`ocw target key ${target.id}\` (or Setup's key field)`
     );
     return { result: { ...result2, target }, logs };
   }
@@ -83211,6 +83253,15 @@ async function preflightEndpoint(target, timeoutMs = 3e3, given) {
     );
   ok.set(cacheKey, Date.now() + 3e4);
 }
+async function refusesWithoutKey(endpoint, timeoutMs = 3e3) {
+  try {
+    const res = await fetch(`${endpoint.replace(/\/$/, "")}/models`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.body?.cancel().catch(() => void 0);
+    return res.status === 401;
+  } catch {
+    return false;
+  }
+}
 async function unreachable(target, key = resolveKey(target), timeoutMs = 3e3) {
   const problem = await probeHealth(target.endpoint, key, timeoutMs);
   if (problem) ok.delete(target.endpoint);
@@ -83231,7 +83282,7 @@ async function preflightTarget(target) {
 
 // engine/approvals/queue.ts
 import { isIP as isIP3 } from "node:net";
-import path55 from "node:path";
+import path56 from "node:path";
 
 // engine/harness/config.ts
 import { readFileSync as readFileSync18, existsSync as existsSync18, mkdirSync as mkdirSync17, writeFileSync as writeFileSync12 } from "node:fs";
@@ -83807,7 +83858,7 @@ var Translator = class {
         if (!isRoot) return;
         const err = e.properties.error;
         if (err?.name === "MessageAbortedError") return;
-        reg.rt(workerId).sessionError(describeError(err));
+        reg.rt(workerId).sessionError(describeError(err, w?.targetId));
         return;
       }
       case "session.idle":
@@ -84307,14 +84358,14 @@ function modelFor(endpoint, target) {
 }
 
 // engine/approvals/inspect.ts
-var import_picomatch2 = __toESM(require_picomatch2());
+var import_picomatch3 = __toESM(require_picomatch2());
 import { lstatSync as lstatSync6, readlinkSync as readlinkSync5, realpathSync as realpathSync6 } from "node:fs";
-import path53 from "node:path";
+import path54 from "node:path";
 
 // engine/grading/checks.ts
 import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync24, lstatSync as lstatSync5, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync23, readlinkSync as readlinkSync4, realpathSync as realpathSync5, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
-import path50 from "node:path";
+import { existsSync as existsSync25, lstatSync as lstatSync5, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync24, readlinkSync as readlinkSync4, realpathSync as realpathSync5, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
+import path51 from "node:path";
 
 // engine/grading/folders.ts
 import { randomBytes as randomBytes11 } from "node:crypto";
@@ -84395,8 +84446,8 @@ async function folderIn(checkout, sub) {
 var import_ini = __toESM(require_ini());
 import { execFile as execFile3 } from "node:child_process";
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync23, lstatSync as lstatSync4, readdirSync as readdirSync9, readFileSync as readFileSync22, readlinkSync as readlinkSync3, realpathSync as realpathSync4 } from "node:fs";
-import path49 from "node:path";
+import { existsSync as existsSync24, lstatSync as lstatSync4, readdirSync as readdirSync9, readFileSync as readFileSync23, readlinkSync as readlinkSync3, realpathSync as realpathSync4 } from "node:fs";
+import path50 from "node:path";
 import { promisify as promisify6 } from "node:util";
 
 // node_modules/smol-toml/dist/error.js
@@ -86124,6 +86175,12 @@ async function inspectRepo(dir) {
     const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
     if (!top && await git(dir, ["rev-parse", "--is-bare-repository"], { allowFail: true }) === "true")
       throw new InputError(`${dir} is a bare repository (it has no files to work on): pass a checkout of it (\`git clone ${dir}\`)`);
+    if (!top && await git(dir, ["rev-parse", "--is-inside-git-dir"], { allowFail: true }) === "true") {
+      const gitDir = path48.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
+      throw new InputError(
+        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path48.basename(gitDir) === ".git" ? ` (${path48.dirname(gitDir)})` : ""}`
+      );
+    }
     if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
@@ -87234,6 +87291,184 @@ async function removeWorkspace(ws, opts = {}) {
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
 
+// engine/grading/make-includes.ts
+var import_picomatch = __toESM(require_picomatch2());
+import { existsSync as existsSync23, readFileSync as readFileSync22 } from "node:fs";
+import path49 from "node:path";
+var MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
+var MAX_FILES = 10;
+function makeIncludes(checkout, dirs) {
+  const out = [];
+  const done = /* @__PURE__ */ new Set();
+  for (const dir of new Set(dirs)) {
+    const first2 = MAKEFILES.map((m) => path49.posix.join(dir, m)).find((m) => existsSync23(path49.join(checkout, m)));
+    if (!first2) continue;
+    const vars = /* @__PURE__ */ new Map();
+    const queue = [first2];
+    let read3 = 0;
+    while (queue.length && read3 < MAX_FILES) {
+      const makefile = queue.shift();
+      if (done.has(makefile)) continue;
+      done.add(makefile);
+      read3++;
+      let text;
+      try {
+        text = readFileSync22(path49.join(checkout, makefile), "utf8");
+      } catch {
+        continue;
+      }
+      for (const raw2 of logicalLines(text)) {
+        const line = raw2.replace(/(^|[^\\])#.*$/, "$1");
+        const assign = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
+        if (assign && !/^\s*-?include\b|^\s*sinclude\b/.test(line)) {
+          const [, name, op, value] = assign;
+          if (op === "+=") vars.set(name, `${vars.get(name) ?? ""} ${value}`);
+          else if (op === "?=") vars.set(name, vars.get(name) ?? value);
+          else if (op === "!=") vars.set(name, "*");
+          else vars.set(name, value);
+          continue;
+        }
+        const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
+        if (!inc) continue;
+        budget = EXPANSION_BUDGET;
+        const globs = words(expand(inc[1], vars, 0)).filter((w) => !path49.posix.isAbsolute(w) && /[^*?[\]]/.test(path49.posix.basename(w))).map((w) => path49.posix.normalize(path49.posix.join(dir, w))).filter((w) => !w.startsWith("../"));
+        if (!globs.length) continue;
+        let match;
+        try {
+          match = (0, import_picomatch.default)(globs, { dot: true });
+        } catch {
+          continue;
+        }
+        out.push({ makefile, line: raw2.trim(), names: (f) => match(f) });
+        for (const g2 of globs) if (!import_picomatch.default.scan(g2).isGlob && existsSync23(path49.join(checkout, g2))) queue.push(g2);
+      }
+    }
+  }
+  return out;
+}
+var EXPANSION_BUDGET = 2e3;
+var MAX_EXPANSION = 64 * 1024;
+var budget = 0;
+function logicalLines(text) {
+  return text.replace(/\\\r?\n/g, " ").split(/\r?\n/);
+}
+var words = (s) => s.split(/\s+/).filter(Boolean);
+function closing(s, open3) {
+  const [o2, c3] = s[open3] === "(" ? ["(", ")"] : ["{", "}"];
+  let depth = 0;
+  for (let i2 = open3; i2 < s.length; i2++) {
+    if (s[i2] === o2) depth++;
+    else if (s[i2] === c3 && --depth === 0) return i2;
+  }
+  return -1;
+}
+function patsubst(pattern, replacement, word) {
+  const p = pattern.indexOf("%");
+  if (p < 0) return word === pattern ? replacement : word;
+  const [pre, suf] = [pattern.slice(0, p), pattern.slice(p + 1)];
+  if (!word.startsWith(pre) || !word.endsWith(suf) || word.length < pre.length + suf.length) return word;
+  const stem = word.slice(pre.length, word.length - suf.length);
+  return replacement.includes("%") ? replacement.replace("%", stem) : replacement;
+}
+function expand(s, vars, depth) {
+  if (depth > 20) return "*";
+  let out = "";
+  for (let i2 = 0; i2 < s.length; i2++) {
+    if (out.length > MAX_EXPANSION) return `${out}*`;
+    if (s[i2] !== "$") {
+      out += s[i2];
+      continue;
+    }
+    const next = s[i2 + 1];
+    if (next === "$") {
+      out += "$";
+      i2++;
+      continue;
+    }
+    if (next !== "(" && next !== "{") {
+      out += next ? "*" : "";
+      i2++;
+      continue;
+    }
+    const end = closing(s, i2 + 1);
+    if (end < 0) return `${out}*`;
+    out += reference(s.slice(i2 + 2, end), vars, depth + 1);
+    i2 = end;
+  }
+  return out;
+}
+function reference(body, vars, depth) {
+  if (--budget < 0) return "*";
+  const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
+  if (fn) {
+    const [, name, rest] = fn;
+    const args = splitArgs(rest).map((a2) => expand(a2, vars, depth));
+    switch (name) {
+      case "wildcard":
+      case "sort":
+      case "strip":
+        return args.join(",");
+      case "patsubst":
+        return words(args[2] ?? "").map((w) => patsubst(args[0].trim(), args[1].trim(), w)).join(" ");
+      case "subst":
+        return (args[2] ?? "").split(args[0]).join(args[1] ?? "");
+      case "addprefix":
+        return words(args[1] ?? "").map((w) => args[0].trim() + w).join(" ");
+      case "addsuffix":
+        return words(args[1] ?? "").map((w) => w + args[0].trim()).join(" ");
+      default:
+        return "*";
+    }
+  }
+  const sub = /^([^:=]+):([^=]*)=(.*)$/.exec(body);
+  if (sub) {
+    const [, name, from, to] = sub;
+    const pattern = from.includes("%") ? from : `%${from}`;
+    const replacement = from.includes("%") ? to : `%${to}`;
+    return words(expand(vars.get(expand(name, vars, depth)) ?? "", vars, depth)).map((w) => patsubst(pattern, replacement, w)).join(" ");
+  }
+  return expand(vars.get(expand(body, vars, depth).trim()) ?? "", vars, depth);
+}
+function splitArgs(s) {
+  const out = [];
+  let depth = 0;
+  let cur = "";
+  for (const ch of s) {
+    if (ch === "(" || ch === "{") depth++;
+    else if (ch === ")" || ch === "}") depth--;
+    if (ch === "," && depth === 0) {
+      out.push(cur);
+      cur = "";
+    } else cur += ch;
+  }
+  out.push(cur);
+  return out;
+}
+function plainDependencies(text) {
+  for (const raw2 of logicalLines(text)) {
+    if (!raw2.trim() || /^\s*#/.test(raw2)) continue;
+    if (raw2.startsWith("	")) return false;
+    const line = raw2.replace(/\$\$/g, "");
+    if (/[$;=%]/.test(line) || !line.includes(":")) return false;
+    if (/^\s*(-?include|sinclude|define|endef|export|unexport|override|private|vpath|ifn?eq|ifn?def|else|endif|undefine|load)\b/.test(line)) return false;
+    const targets = line.slice(0, line.indexOf(":"));
+    if (words(targets).some((t2) => /^\.[A-Z_]/.test(t2))) return false;
+  }
+  return true;
+}
+var REMADE_FROM = /^(.+?)(?:\.(?:sh|c|cc|cpp|m|mod|o|p|r|s|f|y|l|w|web|ch|def|sym|ln)|,v)$/i;
+function remadeFrom(file3) {
+  const parts = file3.split("/");
+  const base2 = parts.pop();
+  const dir = parts.at(-1)?.toLowerCase();
+  if (dir === "rcs") return [...parts.slice(0, -1), base2.replace(/,v$/i, "")].join("/");
+  if (dir === "sccs") return /^s\./i.test(base2) ? [...parts.slice(0, -1), base2.slice(2)].join("/") : null;
+  if (/^s\../i.test(base2)) return [...parts, base2.slice(2)].join("/");
+  const m = REMADE_FROM.exec(base2);
+  return m ? [...parts, m[1]].join("/") : null;
+}
+var isMakefileName = (base2) => /^(gnu)?makefile$|\.mk$/i.test(base2);
+
 // engine/grading/python-stdlib.ts
 var PYTHON_STDLIB = /* @__PURE__ */ new Set([
   "__future__",
@@ -87603,6 +87838,8 @@ var RUNNER_FILES = /* @__PURE__ */ new Set([
   "maven-wrapper.properties"
 ]);
 var SHADOW_TOP = /^(pytest|_pytest|pluggy|iniconfig|pygments|packaging|tomli|exceptiongroup|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
+var STARTUP_TOP = /* @__PURE__ */ new Set(["org", "__pypy__", "typing_extensions", "sortedcontainers", "_hypothesis_pytestplugin", "_hypothesis_globals"]);
+var STARTUP_WHY = "named like a module Python or the test runner imports by itself at startup (`org`, tried by the standard copy module; typing_extensions, pytest's): it runs before any test";
 var PY_MODULE = /^([^./]+)(?:\.py|\.pyc|(?:\.[\w-]+)?\.so)$/;
 var STDLIB_FOLDED = new Set([...PYTHON_STDLIB].filter((n2) => n2 !== "test").map((n2) => n2.toLowerCase()));
 function shadows(base2, pkg) {
@@ -87632,11 +87869,15 @@ function runnerConfigReason(file3) {
   if (parts.slice(0, -1).includes("__mocks__")) return "__mocks__/ (jest's manual mocks: one named like an installed package replaces it in every test)";
   if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base2.endsWith(".pyc")) return "compiled Python a check may import";
+  if (parts.slice(0, -1).includes(".pytest_cache")) return ".pytest_cache/ (pytest's cache: `--lf`, `--ff`, `--nf` and `--sw` choose from it which tests run)";
   if (parts.length >= 2 && parts[parts.length - 2] === ".cargo" && (base2 === "config" || base2 === "config.toml"))
     return `.cargo/${shown} (cargo configuration: runners, aliases, flags)`;
   if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base2 === "extensions.xml")
     return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base2)) return `${shown} (test runner configuration or hook)`;
+  const remade = remadeFrom(file3);
+  if (remade && isMakefileName(path50.posix.basename(remade)))
+    return `${shown} (make remakes ${path50.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
   if (base2.endsWith(".mk")) return `${shown} (a make fragment: a Makefile that includes it runs its rules and variables)`;
   if (/^karma\.conf\.[^/]+$/.test(base2)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base2) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base2) || /^\.mocharc(\.|$)/.test(base2))
@@ -87646,6 +87887,8 @@ function runnerConfigReason(file3) {
   if (/^tsconfig(\.[^/]+)?\.json$/.test(base2)) return `${shown} (TypeScript configuration: path mappings decide what a test imports)`;
   if (base2.endsWith(".pth")) return `${shown} (Python path hook)`;
   if (parts.some((p) => /\.(dist|egg)-info$/.test(p))) return `${shown} (Python package metadata: its entry points register test runner plugins)`;
+  const startup = parts.length === 1 ? PY_MODULE.exec(base2)?.[1] : parts.length === 2 && PY_MODULE.exec(base2)?.[1] === "__init__" ? parts[0] : void 0;
+  if (startup && STARTUP_TOP.has(startup)) return `${parts.length === 1 ? shown : `${file3.split("/")[0]}/`} (${STARTUP_WHY})`;
   if (parts.length === 1 && shadows(base2, false)) return `${shown} (named like a tool or a standard module a check may run: it shadows it)`;
   if (parts.length === 2 && shadows(parts[0], true) && PY_MODULE.exec(base2)?.[1] === "__init__")
     return `${file3.split("/")[0]}/ (a package named like a tool or a standard module a check may run)`;
@@ -87855,7 +88098,7 @@ function plainJson(text) {
 var DENO_FREE = ["name", "version", "publish", "fmt", "lint", "$schema"];
 function runnerPart(file3, text) {
   if (text === null) return "";
-  const base2 = foldPath(path49.posix.basename(file3));
+  const base2 = foldPath(path50.posix.basename(file3));
   try {
     let part;
     if (base2 === "package.json") {
@@ -87895,7 +88138,7 @@ async function baseText(repo, commit, file3) {
 }
 function newText(checkout, file3) {
   try {
-    return readFileSync22(path49.join(checkout, file3), "utf8");
+    return readFileSync23(path50.join(checkout, file3), "utf8");
   } catch {
     return null;
   }
@@ -87912,8 +88155,8 @@ var SECTION_WORDS = {
 };
 var HELD_BACK_INIT = "the package of held-back tests (it runs before them; its load_tests decides what unittest runs)";
 function heldBackInit(rel, heldBackDirs) {
-  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path49.posix.basename(rel)))?.[1] !== "__init__") return false;
-  const dir = path49.posix.dirname(rel) === "." ? "" : path49.posix.dirname(rel);
+  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path50.posix.basename(rel)))?.[1] !== "__init__") return false;
+  const dir = path50.posix.dirname(rel) === "." ? "" : path50.posix.dirname(rel);
   return heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir));
 }
 var HELD_BACK_SHADOW = "named like a standard module or a tool, beside held-back tests (pytest and unittest put their folder first on sys.path: it shadows the module they import)";
@@ -87924,7 +88167,7 @@ function heldBackShadow(rel, heldBackDirs) {
   const module = PY_MODULE.exec(parts.at(-1))?.[1];
   if (!module) return false;
   const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)] : [parts.slice(0, -1), module];
-  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name))) return false;
+  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name) || STARTUP_TOP.has(name))) return false;
   const at = dir.join("/");
   return heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`));
 }
@@ -87944,13 +88187,51 @@ function heldBackModuleShadow(rel, files) {
     return dirOf(f) === dirOf(module) && stem === module.slice(module.lastIndexOf("/") + 1);
   });
 }
-function heldBackRules(heldBackDirs = [], heldBackModules = []) {
-  const files = heldBackModules.map(foldPath);
-  return (rel) => heldBackInit(rel, heldBackDirs) ? HELD_BACK_INIT : heldBackShadow(rel, heldBackDirs) ? HELD_BACK_SHADOW : heldBackModuleShadow(rel, files) ? HELD_BACK_MODULE : null;
+var HELD_BACK_FOLDER = "named like a folder of held-back tests, beside it (a dotted import of a held-back test, `python -m unittest tests.test_x` or `pytest --pyargs`, loads this module in place of a folder without __init__.py, and its `__path__` decides where the test is read from)";
+function heldBackFolderShadow(rel, dirs, files, isPackage) {
+  if (!dirs.length || rel.startsWith("../")) return false;
+  const f = foldPath(rel);
+  if (files.includes(f)) return false;
+  const slash = f.lastIndexOf("/");
+  const module = PY_MODULE.exec(f.slice(slash + 1))?.[1];
+  if (!module || module === "__init__") return false;
+  const asFolder = slash < 0 ? module : `${f.slice(0, slash)}/${module}`;
+  if (!dirs.some((d) => d === asFolder || d.startsWith(`${asFolder}/`))) return false;
+  const folder = rel.slice(0, rel.lastIndexOf("/") + 1) + rel.slice(rel.lastIndexOf("/") + 1).split(".")[0];
+  return !files.includes(`${asFolder}/__init__.py`) && !isPackage(folder);
 }
+function heldBackRules(heldBackDirs = [], heldBackModules = [], isPackage = () => false) {
+  const files = heldBackModules.map(foldPath);
+  const dirs = heldBackDirs.filter(Boolean).map(foldPath);
+  return (rel) => heldBackInit(rel, heldBackDirs) ? HELD_BACK_INIT : heldBackShadow(rel, heldBackDirs) ? HELD_BACK_SHADOW : heldBackModuleShadow(rel, files) ? HELD_BACK_MODULE : heldBackFolderShadow(rel, dirs, files, isPackage) ? HELD_BACK_FOLDER : null;
+}
+function importShadow(rel, heldBackDirs, imports) {
+  if (!imports.size || rel.startsWith("../")) return null;
+  const parts = foldPath(rel).split("/");
+  const module = PY_MODULE.exec(parts.at(-1))?.[1];
+  if (!module) return null;
+  const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)] : [parts.slice(0, -1), module];
+  const imported = name ? imports.get(name) : void 0;
+  if (!imported) return null;
+  const at = dir.join("/");
+  return at === "" || heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`)) ? imported : null;
+}
+async function installedModules(names) {
+  const script = "import importlib.util as u, sys\nfor n in sys.argv[1:]:\n    try:\n        s = u.find_spec(n)\n    except Exception:\n        s = None\n    if s is not None:\n        print(n)\n";
+  try {
+    const { stdout } = await run4("python3", ["-I", "-c", script, ...names], { cwd: "/", env: { PATH: allowListedEnv({}).PATH }, timeout: 2e4 });
+    return new Set(stdout.split("\n").filter(Boolean));
+  } catch {
+    return /* @__PURE__ */ new Set();
+  }
+}
+var importShadowWhy = (name) => `named like ${name}, an installed package a held-back test imports (found first, at the top of the checks' folder or beside the tests: the test imports the worker's module in its place)`;
 async function runnerConfigChanges(opts) {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
-  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules);
+  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync24(path50.join(opts.checkout, opts.sub, folder, "__init__.py")));
+  const imports = new Map((opts.heldBackImports ?? []).map((n2) => [foldPath(n2), n2]));
+  const shadowing = /* @__PURE__ */ new Map();
+  let includes;
   const out = [];
   for (const file3 of opts.changed) {
     const rel = opts.sub ? file3.startsWith(opts.sub + "/") ? file3.slice(opts.sub.length + 1) : `../${file3}` : file3;
@@ -87960,7 +88241,7 @@ async function runnerConfigChanges(opts) {
       out.push(`check configuration changed: ${file3} \u2014 ${heldBackWhy}`);
       continue;
     }
-    const base2 = foldPath(path49.posix.basename(file3));
+    const base2 = foldPath(path50.posix.basename(file3));
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file3, await baseText(opts.repo, opts.baseCommit, file3));
       const after = runnerPart(file3, newText(opts.checkout, file3));
@@ -87969,18 +88250,62 @@ async function runnerConfigChanges(opts) {
     }
     const why = runnerConfigReason(file3) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
     if (why) out.push(`check configuration changed: ${file3} \u2014 ${why}`);
+    else {
+      includes ??= makeIncludes(opts.checkout, [opts.sub, ""]);
+      const inc = includes.find((i2) => i2.names(file3));
+      const remade = remadeFrom(file3);
+      const remadeInc = remade ? includes.find((i2) => i2.names(remade)) : void 0;
+      if (remadeInc) {
+        out.push(
+          `check configuration changed: ${file3} \u2014 make remakes ${remade}, which ${remadeInc.makefile} includes (\`${remadeInc.line}\`), from it with a built-in rule before reading it`
+        );
+        continue;
+      }
+      if (inc && !await plainIncluded(opts, file3)) {
+        out.push(
+          `check configuration changed: ${file3} \u2014 included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`
+        );
+        continue;
+      }
+      const name = importShadow(rel, opts.heldBackDirs ?? [], imports);
+      if (name) shadowing.set(name, [...shadowing.get(name) ?? [], file3]);
+    }
+  }
+  if (shadowing.size) {
+    const installed2 = await installedModules([...shadowing.keys()]);
+    for (const [name, files] of shadowing)
+      if (installed2.has(name)) for (const file3 of files) out.push(`check configuration changed: ${file3} \u2014 ${importShadowWhy(name)}`);
   }
   return out;
+}
+async function plainIncluded(opts, file3) {
+  const at = path50.join(opts.checkout, file3);
+  let st;
+  try {
+    st = lstatSync4(at);
+  } catch {
+    const before = await baseText(opts.repo, opts.baseCommit, file3);
+    return before === null || plainDependencies(before);
+  }
+  if (!st.isFile()) return false;
+  const text = newText(opts.checkout, file3);
+  return text !== null && plainDependencies(text);
 }
 var SKIPPED_DIRS = /* @__PURE__ */ new Set(["node_modules", "__pycache__", "_darcs", "cvs", "{arch}", "venv"]);
 var MOCKS_ONLY_DIRS = /* @__PURE__ */ new Set(["build", "dist"]);
 var READ_DOT_DIRS = /* @__PURE__ */ new Set([".cargo", ".mvn"]);
 var SCAN_CAP = 1e6;
 var LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it, as pytest does a folder, reads what is there)";
-function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = []) {
+function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], heldBackImports = []) {
   const out = /* @__PURE__ */ new Map();
-  const sub = path49.relative(root2, cwd).split(path49.sep).join("/");
-  const heldBack = heldBackRules(heldBackDirs, heldBackModules);
+  const sub = path50.relative(root2, cwd).split(path50.sep).join("/");
+  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync24(path50.join(cwd, folder, "__init__.py")));
+  const imports = new Map(heldBackImports.map((n2) => [foldPath(n2), n2]));
+  const kept = /* @__PURE__ */ new Set();
+  for (const d of [sub, ...heldBackDirs.map((h3) => path50.posix.join(sub, h3))]) {
+    const parts = foldPath(d).split("/").filter((p) => p && p !== ".");
+    for (let i2 = 1; i2 <= parts.length; i2++) kept.add(parts.slice(0, i2).join("/"));
+  }
   let seen = 0;
   const walk = (dir, rel, mocksOnly) => {
     let entries;
@@ -87992,12 +88317,12 @@ function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = []) {
     for (const e of entries) {
       if (++seen > SCAN_CAP) throw new Error(`over ${SCAN_CAP} entries outside the build folders: the checkout could not be scanned for runner configuration`);
       const r = rel ? `${rel}/${e.name}` : e.name;
-      const full = path49.join(dir, e.name);
+      const full = path50.join(dir, e.name);
       const folded = foldPath(e.name);
       if (e.isDirectory()) {
         if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
         if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
-        if (existsSync23(path49.join(full, "pyvenv.cfg"))) continue;
+        if (!kept.has(foldPath(r)) && existsSync24(path50.join(full, "pyvenv.cfg"))) continue;
         walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
         continue;
       }
@@ -88008,6 +88333,10 @@ function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = []) {
       const sectioned = SECTIONED.has(folded);
       const why = runnerConfigReason(r) ?? (!fromCwd.startsWith("../") ? runnerConfigReason(fromCwd) : null) ?? (sectioned ? `${e.name} (its test runner settings)` : null) ?? heldBack(fromCwd) ?? (e.isSymbolicLink() && !mocksOnly && intoSkipped(root2, full) ? LINK_WHY : null);
       if (why) out.set(r, { ...read2(full, sectioned, r), why });
+      else if (!mocksOnly && !fromCwd.startsWith("../")) {
+        const module = importShadow(fromCwd, heldBackDirs, imports);
+        if (module) out.set(r, { ...read2(full, false, r), why: importShadowWhy(module), module });
+      }
     }
   };
   walk(root2, "", false);
@@ -88020,15 +88349,15 @@ function intoSkipped(root2, link3) {
   } catch {
     return false;
   }
-  const rel = path49.relative(realpathSync4(root2), target);
-  if (!rel || rel.startsWith("..") || path49.isAbsolute(rel)) return false;
-  return rel.split(path49.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
+  const rel = path50.relative(realpathSync4(root2), target);
+  if (!rel || rel.startsWith("..") || path50.isAbsolute(rel)) return false;
+  return rel.split(path50.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
 }
 function read2(full, sectioned, rel) {
   try {
     const st = lstatSync4(full);
     if (st.isSymbolicLink()) return { hash: `link:${readlinkSync3(full)}` };
-    const buf = readFileSync22(full);
+    const buf = readFileSync23(full);
     const hash2 = createHash6("sha256").update(buf).digest("hex");
     return sectioned ? { hash: hash2, text: runnerPart(rel, buf.toString("utf8")) } : { hash: hash2 };
   } catch {
@@ -88038,26 +88367,33 @@ function read2(full, sectioned, rel) {
 function plantedConfig(before, after, root2) {
   const out = [];
   for (const [f, now] of after) {
+    if (now.module) continue;
     const was = before.get(f);
     if (was && (was.hash === now.hash || was.text !== void 0 && was.text === now.text)) continue;
-    if (!was && SECTIONED.has(foldPath(path49.posix.basename(f))) && now.text === "") continue;
+    if (!was && SECTIONED.has(foldPath(path50.posix.basename(f))) && now.text === "") continue;
     if (!was && foldPath(f).split("/").some((p) => /\.(dist|egg)-info$/.test(p))) {
-      if (foldPath(path49.posix.basename(f)) !== "entry_points.txt") continue;
+      if (foldPath(path50.posix.basename(f)) !== "entry_points.txt") continue;
       let text = "";
       try {
-        text = readFileSync22(path49.join(root2, f), "utf8");
+        text = readFileSync23(path50.join(root2, f), "utf8");
       } catch {
       }
       if (text && !/^\s*\[\s*pytest11\s*\]/im.test(text)) continue;
     }
-    if (!was && /^(gnu)?makefile$/.test(foldPath(path49.posix.basename(f)))) {
-      const dir = path49.join(root2, path49.posix.dirname(f));
-      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync23(path49.join(dir, g2)))) continue;
+    if (!was && /^(gnu)?makefile$/.test(foldPath(path50.posix.basename(f)))) {
+      const dir = path50.join(root2, path50.posix.dirname(f));
+      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync24(path50.join(dir, g2)))) continue;
     }
     out.push(`${f} ${was ? "changed" : "written"} \u2014 ${now.why}`);
   }
-  for (const [f, was] of before) if (!after.has(f)) out.push(`${f} removed \u2014 ${was.why}`);
+  for (const [f, was] of before) if (!after.has(f) && !was.module) out.push(`${f} removed \u2014 ${was.why}`);
   return out;
+}
+async function plantedModules(before, after) {
+  const written = [...after].filter(([f, now]) => now.module && before.get(f)?.hash !== now.hash);
+  if (!written.length) return [];
+  const installed2 = await installedModules([...new Set(written.map(([, now]) => now.module))]);
+  return written.filter(([, now]) => installed2.has(now.module)).map(([f, now]) => `${f} ${before.has(f) ? "changed" : "written"} \u2014 ${now.why}`);
 }
 
 // engine/grading/checks.ts
@@ -88071,11 +88407,11 @@ function cap(text) {
 }
 function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
   const root2 = sandbox.root ?? cwd;
-  const inside2 = (p, r) => p === r || p.startsWith(r + path50.sep);
-  const map3 = (p) => path50.join(at.root, path50.relative(root2, p));
-  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync24(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync22(path50.join(sandbox.tmpDir, "home"), { recursive: true });
-  const env2 = allowListedEnv({ CI: "1", HOME: path50.join(tmp, "home"), TMPDIR: tmp });
+  const inside2 = (p, r) => p === r || p.startsWith(r + path51.sep);
+  const map3 = (p) => path51.join(at.root, path51.relative(root2, p));
+  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync25(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync22(path51.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path51.join(tmp, "home"), TMPDIR: tmp });
   const cmd = sandboxed(
     argv,
     {
@@ -88094,7 +88430,7 @@ function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
     "bwrap"
   );
   const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
-  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync24(f)) binds.push("--ro-bind", f, map3(f));
+  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync25(f)) binds.push("--ro-bind", f, map3(f));
   const sep = cmd.args.length - argv.length - LIMITS_WORDS - 1;
   return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
 }
@@ -88102,7 +88438,7 @@ async function runCommand3(check2, name, cwd, sandbox) {
   const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check2.expectExit ?? 0;
   const started = Date.now();
-  const shell = existsSync24("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync25("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
   const l = commandLimits();
   let group = null;
@@ -88114,8 +88450,8 @@ async function runCommand3(check2, name, cwd, sandbox) {
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
     cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
   } else if (sandbox) {
-    mkdirSync22(path50.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path50.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    mkdirSync22(path51.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path51.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
       [shell, "-c", check2.run],
@@ -88164,10 +88500,10 @@ ${note}` : ""));
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 function runFile(check2, name, cwd, realCwd) {
-  const file3 = path50.join(cwd, check2.file);
+  const file3 = path51.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
-  const exists = existsSync24(file3);
-  if (exists && !realpathSync5(file3).startsWith(realCwd + path50.sep)) {
+  const exists = existsSync25(file3);
+  if (exists && !realpathSync5(file3).startsWith(realCwd + path51.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) {
@@ -88183,7 +88519,7 @@ function runFile(check2, name, cwd, realCwd) {
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
       return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync23(file3, "utf8");
+    const content = readFileSync24(file3, "utf8");
     if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
       problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
     }
@@ -88212,15 +88548,15 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
   const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
   const root2 = watch.root ?? sandbox?.root ?? realCwd;
   const realRoot = realpathSync5(root2);
-  const fromRoot = (f) => [path50.relative(root2, f), path50.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path50.isAbsolute(r));
-  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path50.sep).join("/"));
-  const { dirs: heldDirs, modules: heldModules } = heldBackListing(checks);
+  const fromRoot = (f) => [path51.relative(root2, f), path51.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path51.isAbsolute(r));
+  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path51.sep).join("/"));
+  const { dirs: heldDirs, modules: heldModules, imports: heldImports } = heldBackListing(checks);
   let config3 = null;
   let planted = null;
   let ranCommand = false;
   if (checks.some((c3) => "run" in c3)) {
     try {
-      config3 = configSnapshot(root2, realCwd, heldDirs, heldModules);
+      config3 = configSnapshot(root2, realCwd, heldDirs, heldModules, heldImports);
     } catch (err) {
       return checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: `not run: ${err.message}` }));
     }
@@ -88243,13 +88579,14 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
     const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path50.relative(realCwd, f)) : [];
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path51.relative(realCwd, f)) : [];
     let result2 = changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` } : r;
     if (config3) {
       let what;
       try {
-        what = plantedConfig(config3, configSnapshot(root2, realCwd, heldDirs, heldModules), root2);
+        const after = configSnapshot(root2, realCwd, heldDirs, heldModules, heldImports);
+        what = [...plantedConfig(config3, after, root2), ...await plantedModules(config3, after)];
       } catch (err) {
         what = [err.message];
       }
@@ -88272,18 +88609,18 @@ function clearHeldBackBytecode(root2, held) {
   const byDir = /* @__PURE__ */ new Map();
   for (const f of held) {
     if (!f.endsWith(".py")) continue;
-    const dir = path50.posix.dirname(f) === "." ? "" : path50.posix.dirname(f);
-    byDir.set(dir, [...byDir.get(dir) ?? [], `${path50.posix.basename(f, ".py")}.`]);
+    const dir = path51.posix.dirname(f) === "." ? "" : path51.posix.dirname(f);
+    byDir.set(dir, [...byDir.get(dir) ?? [], `${path51.posix.basename(f, ".py")}.`]);
   }
   for (const [dir, stems] of byDir) {
     let real2;
     try {
-      real2 = realpathSync5(path50.join(root2, dir));
+      real2 = realpathSync5(path51.join(root2, dir));
     } catch {
       continue;
     }
-    if (real2 !== root2 && !real2.startsWith(root2 + path50.sep)) continue;
-    const cache = path50.join(real2, "__pycache__");
+    if (real2 !== root2 && !real2.startsWith(root2 + path51.sep)) continue;
+    const cache = path51.join(real2, "__pycache__");
     const st = lstatOrNull(cache);
     if (!st) continue;
     if (!st.isDirectory()) {
@@ -88291,7 +88628,7 @@ function clearHeldBackBytecode(root2, held) {
       continue;
     }
     for (const name of readdirSync10(cache))
-      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path50.join(cache, name), { force: true, recursive: true });
+      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path51.join(cache, name), { force: true, recursive: true });
   }
 }
 function copyHeldBack(checks, root2) {
@@ -88308,9 +88645,9 @@ function copyHeldBack(checks, root2) {
     if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
     const walk = (from, rel) => {
       for (const e of readdirSync10(from, { withFileTypes: true })) {
-        const f = path50.join(from, e.name);
+        const f = path51.join(from, e.name);
         const r = rel ? `${rel}/${e.name}` : e.name;
-        const dest = path50.join(root2, r);
+        const dest = path51.join(root2, r);
         const there = lstatOrNull(dest);
         if (e.isDirectory()) {
           if (there && !there.isDirectory()) rmSync11(dest, { force: true, recursive: true });
@@ -88318,7 +88655,7 @@ function copyHeldBack(checks, root2) {
           walk(f, r);
         } else if (e.isFile()) {
           if (there) rmSync11(dest, { force: true, recursive: true });
-          writeFileSync14(dest, readFileSync23(f), { mode: statSync18(f).mode & 511 });
+          writeFileSync14(dest, readFileSync24(f), { mode: statSync18(f).mode & 511 });
           written.push(dest);
         }
       }
@@ -88330,13 +88667,26 @@ function copyHeldBack(checks, root2) {
 function heldBackListing(checks) {
   const dirs = /* @__PURE__ */ new Set();
   const modules = /* @__PURE__ */ new Set();
+  const imports = /* @__PURE__ */ new Set();
+  const importPaths = /* @__PURE__ */ new Set();
   const walk = (from, rel) => {
     for (const e of readdirSync10(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path50.join(from, e.name), r);
+      if (e.isDirectory()) walk(path51.join(from, e.name), r);
       else if (e.isFile()) {
         dirs.add(rel);
         if (HELD_BACK_CODE.test(e.name)) modules.add(r);
+        if (e.name.endsWith(".py")) {
+          const text = readTextOr(path51.join(from, e.name));
+          for (const name of pythonImports(text)) imports.add(name);
+          for (const m of pythonImportPaths(text)) {
+            if (m.startsWith("./")) importPaths.add(rel ? `${rel}/${m.slice(2)}` : m.slice(2));
+            else {
+              importPaths.add(m);
+              if (rel) importPaths.add(`${rel}/${m}`);
+            }
+          }
+        }
       }
     }
   };
@@ -88347,7 +88697,49 @@ function heldBackListing(checks) {
     } catch {
     }
   }
-  return { dirs: [...dirs], modules: [...modules] };
+  return { dirs: [...dirs], modules: [...modules], imports: [...imports], importPaths: [...importPaths] };
+}
+function pythonImportPaths(text) {
+  const out = /* @__PURE__ */ new Set();
+  const first2 = (part) => /^\s*([A-Za-z_][\w.]*)/.exec(part)?.[1];
+  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^#\n;)]+))/gm)) {
+    if (m[1] !== void 0) {
+      for (const part of m[1].replace(/[()\\]/g, "").split(",")) {
+        const name = first2(part);
+        if (name) out.add(name.replaceAll(".", "/"));
+      }
+      continue;
+    }
+    const dots = m[2] ?? "";
+    if (dots.length > 1) continue;
+    const base2 = (m[3] ?? "").replaceAll(".", "/");
+    const prefix = dots ? `./${base2}` : base2;
+    if (base2) out.add(prefix);
+    for (const part of (m[4] ?? "").replace(/\\/g, "").split(",")) {
+      const name = first2(part);
+      if (name && !name.includes(".")) out.add(base2 ? `${prefix}/${name}` : `./${name}`);
+    }
+  }
+  return [...out];
+}
+var readTextOr = (file3) => {
+  try {
+    return readFileSync24(file3, "utf8");
+  } catch {
+    return "";
+  }
+};
+function pythonImports(text) {
+  const out = /* @__PURE__ */ new Set();
+  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import\b)/gm)) {
+    if (m[2]) out.add(m[2]);
+    else
+      for (const part of m[1].replace(/[()\\]/g, "").split(",")) {
+        const name = /^\s*([A-Za-z_]\w*)/.exec(part)?.[1];
+        if (name) out.add(name);
+      }
+  }
+  return [...out];
 }
 function heldBackProblem(checks, repoRoot2) {
   const root2 = realpathOr(repoRoot2);
@@ -88360,9 +88752,9 @@ function heldBackProblem(checks, repoRoot2) {
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
-    if (real2 === root2 || real2.startsWith(root2 + path50.sep))
+    if (real2 === root2 || real2.startsWith(root2 + path51.sep))
       return `a check's files ${c3.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
-    if (root2.startsWith(real2 === path50.sep ? real2 : real2 + path50.sep))
+    if (root2.startsWith(real2 === path51.sep ? real2 : real2 + path51.sep))
       return `a check's files ${c3.files} holds the repository itself: give a folder of held-back tests beside the repository, not one above it`;
   }
   return null;
@@ -88371,7 +88763,7 @@ var realpathOr = (p) => {
   try {
     return realpathSync5(p);
   } catch {
-    return path50.resolve(p);
+    return path51.resolve(p);
   }
 };
 var lstatOrNull = (p) => {
@@ -88384,7 +88776,7 @@ var lstatOrNull = (p) => {
 function fingerprint(file3) {
   try {
     const st = lstatSync5(file3);
-    return st.isFile() ? createHash7("sha256").update(readFileSync23(file3)).digest("hex") : `not a file (${st.mode})`;
+    return st.isFile() ? createHash7("sha256").update(readFileSync24(file3)).digest("hex") : `not a file (${st.mode})`;
   } catch {
     return "absent";
   }
@@ -88392,13 +88784,13 @@ function fingerprint(file3) {
 
 // engine/grading/grade.ts
 import { lstat as lstat4, readdir as readdir5 } from "node:fs/promises";
-import path51 from "node:path";
+import path52 from "node:path";
 
 // engine/grading/scope.ts
-var import_picomatch = __toESM(require_picomatch2());
+var import_picomatch2 = __toESM(require_picomatch2());
 var GLOB = { dot: true, flags: "s" };
 function globsMatcher(globs) {
-  return globs.length ? (0, import_picomatch.default)(globs, GLOB) : () => false;
+  return globs.length ? (0, import_picomatch2.default)(globs, GLOB) : () => false;
 }
 function foldedMatcher(globs) {
   if (!globs.length) return () => false;
@@ -88428,13 +88820,13 @@ async function protectedIn(checkout, sub, protect) {
   const isProtected = protectMatcher(protect);
   const entries = await readdir5(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map(
-    (e) => path51.relative(checkout, path51.join(e.parentPath ?? e.path, e.name)).split(path51.sep).join("/")
-  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path51.join(checkout, f));
+    (e) => path52.relative(checkout, path52.join(e.parentPath ?? e.path, e.name)).split(path52.sep).join("/")
+  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path52.join(checkout, f));
 }
 function fileChecksOnly(checks, sub) {
   if (!checks.length || checks.some((c3) => "run" in c3)) return void 0;
-  const root2 = sub.split(path51.sep).join("/");
-  return checks.map((c3) => path51.posix.join(root2, c3.file));
+  const root2 = sub.split(path52.sep).join("/");
+  return checks.map((c3) => path52.posix.join(root2, c3.file));
 }
 async function grade(input2) {
   try {
@@ -88470,7 +88862,8 @@ async function gradeSnapshot(input2) {
   let checks;
   let scope;
   let graded;
-  const sub = path51.relative(ws.worktree, ws.cwd);
+  let helpers = [];
+  const sub = path52.relative(ws.worktree, ws.cwd);
   discardAll(checkout, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
@@ -88479,16 +88872,18 @@ async function gradeSnapshot(input2) {
     const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
     scope = checkScope(rel, input2.scope, input2.protect);
     if (input2.checks.some((c3) => "run" in c3)) {
+      const listing = heldBackListing(input2.checks);
       const from = input2.checkConfigFrom && input2.checkConfigFrom.base !== ws.baseCommit ? input2.checkConfigFrom : null;
       const config3 = await runnerConfigChanges({
         changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
-        sub: sub.split(path51.sep).join("/"),
+        sub: sub.split(path52.sep).join("/"),
         scope: from ? [...input2.scope, ...from.scope] : input2.scope,
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
-        ...heldBackOf(input2.checks)
+        ...heldBackOf(listing)
       });
+      helpers = changedHelpers(rel, listing);
       if (config3.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config3], checkConfig: config3 };
     }
     const cwd = await folderIn(checkout, sub);
@@ -88544,14 +88939,19 @@ async function gradeSnapshot(input2) {
     reason: why,
     weakEvidence,
     sincePrevious,
-    caveats: caveatsOf(input2.checks),
+    caveats: [
+      ...caveatsOf(input2.checks),
+      ...helpers.map(
+        (f) => `the worker changed ${f}, which a held-back test imports from beside it: the held-back assertions ran through the worker's code there (read that file before you merge)`
+      )
+    ],
     limits: checkLimits(!!input2.sandbox)
   };
 }
 async function baselineChecks(input2) {
   if (!input2.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input2;
-  const sub = path51.relative(ws.worktree, ws.cwd);
+  const sub = path52.relative(ws.worktree, ws.cwd);
   discardAll(checkoutDir, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
@@ -88576,17 +88976,28 @@ async function combinedCheckConfig(opts) {
   const changed = (await treeChanges(opts.repo, opts.base, opts.commit, { lossless: true, objects: opts.objects })).map((c3) => c3.path);
   return runnerConfigChanges({
     changed,
-    sub: opts.sub.split(path51.sep).join("/"),
+    sub: opts.sub.split(path52.sep).join("/"),
     scope: opts.scope,
     repo: opts.repo,
     baseCommit: opts.base,
     checkout: opts.checkout,
-    ...heldBackOf(opts.checks)
+    ...heldBackOf(heldBackListing(opts.checks))
   });
 }
-function heldBackOf(checks) {
-  const { dirs, modules } = heldBackListing(checks);
-  return { heldBackDirs: dirs, heldBackModules: modules };
+function heldBackOf(listing) {
+  return { heldBackDirs: listing.dirs, heldBackModules: listing.modules, heldBackImports: listing.imports };
+}
+function changedHelpers(changed, listing) {
+  const imported = new Set(listing.importPaths.map(foldPath));
+  const held = new Set(listing.modules.map(foldPath));
+  const dirs = listing.dirs.filter(Boolean).map(foldPath);
+  return changed.filter((f) => {
+    const folded = foldPath(f);
+    if (!folded.endsWith(".py") || held.has(folded)) return false;
+    const dir = path52.posix.dirname(folded);
+    if (!dirs.some((d) => dir === d || dir.startsWith(`${d}/`))) return false;
+    return imported.has(folded.replace(/\.py$/, "").replace(/\/__init__$/, ""));
+  });
 }
 var discardAll = (...dirs) => {
   for (const d of dirs) if (d) discard(d);
@@ -88595,8 +89006,8 @@ async function baselineInFreshWorkspace(ws, checks) {
   if (!checks.length) return { passedOnBase: [] };
   if (checks.some((c3) => "run" in c3)) return null;
   let cwd = ws.worktree;
-  for (const part of path51.relative(ws.worktree, ws.cwd).split(path51.sep).filter(Boolean)) {
-    cwd = path51.join(cwd, part);
+  for (const part of path52.relative(ws.worktree, ws.cwd).split(path52.sep).filter(Boolean)) {
+    cwd = path52.join(cwd, part);
     const st = await lstat4(cwd).catch(() => null);
     if (!st?.isDirectory()) return null;
   }
@@ -88626,7 +89037,7 @@ function caveatsOf(checks) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync4 } from "node:child_process";
 import { mkdirSync as mkdirSync23, writeFileSync as writeFileSync15 } from "node:fs";
-import path52 from "node:path";
+import path53 from "node:path";
 
 // shared/grade.ts
 var RungResult = external_exports.object({
@@ -88752,8 +89163,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync23(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync23(path52.dirname(path52.join(dir, name)), { recursive: true });
-    writeFileSync15(path52.join(dir, name), content);
+    mkdirSync23(path53.dirname(path53.join(dir, name)), { recursive: true });
+    writeFileSync15(path53.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync4("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -88792,18 +89203,18 @@ function summarizeLadder(target, samples, byRung) {
 // engine/approvals/inspect.ts
 var realpath2 = process.platform === "win32" ? realpathSync6 : realpathSync6.native;
 function realLocation(p, links = 0) {
-  let dir = path53.isAbsolute(p) ? p : path53.resolve(p);
+  let dir = path54.isAbsolute(p) ? p : path54.resolve(p);
   const rest = [];
   for (; ; ) {
     try {
-      return path53.join(realpath2(dir), ...rest);
+      return path54.join(realpath2(dir), ...rest);
     } catch {
       const target = links < 40 ? linkTarget(dir) : null;
       if (target !== null)
-        return realLocation([path53.isAbsolute(target) ? target : `${path53.dirname(dir)}${path53.sep}${target}`, ...rest].join(path53.sep), links + 1);
-      const parent = path53.dirname(dir);
-      if (parent === dir) return path53.join(dir, ...rest);
-      rest.unshift(path53.basename(dir));
+        return realLocation([path54.isAbsolute(target) ? target : `${path54.dirname(dir)}${path54.sep}${target}`, ...rest].join(path54.sep), links + 1);
+      const parent = path54.dirname(dir);
+      if (parent === dir) return path54.join(dir, ...rest);
+      rest.unshift(path54.basename(dir));
       dir = parent;
     }
   }
@@ -88816,18 +89227,18 @@ function linkTarget(p) {
   }
 }
 function viaSymlink(p, root2) {
-  let dir = path53.resolve(p);
-  while (dir.startsWith(root2 + path53.sep)) {
+  let dir = path54.resolve(p);
+  while (dir.startsWith(root2 + path54.sep)) {
     try {
       if (lstatSync6(dir).isSymbolicLink()) return dir;
     } catch {
     }
-    dir = path53.dirname(dir);
+    dir = path54.dirname(dir);
   }
   return null;
 }
-var asOpened = (base2, p) => path53.isAbsolute(p) ? p : path53.resolve(base2, p);
-var inside = (p, root2) => p === root2 || p.startsWith(root2 + path53.sep);
+var asOpened = (base2, p) => path54.isAbsolute(p) ? p : path54.resolve(base2, p);
+var inside = (p, root2) => p === root2 || p.startsWith(root2 + path54.sep);
 function inspectAsk(ask, ws, spec2) {
   if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
@@ -88842,13 +89253,13 @@ function inspectPath(asked, ws, spec2) {
   const root2 = realLocation(ws.worktree);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path53.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `${path53.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
+  const link3 = viaSymlink(asked, path54.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `${path54.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
   if (!inside(real2, root2)) {
     flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
     return flags;
   }
-  const rel = path53.relative(realLocation(ws.cwd), real2).split(path53.sep).join("/");
+  const rel = path54.relative(realLocation(ws.cwd), real2).split(path54.sep).join("/");
   if (protectMatcher(spec2.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
   else if (spec2.scope.length && !scopeMatcher(spec2.scope)(rel))
     flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
@@ -88858,8 +89269,8 @@ function inspectWorkdir(workdir, ws) {
   const asked = asOpened(ws.cwd, workdir);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path53.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path53.relative(ws.worktree, link3)} is a symlink to ${real2}` });
+  const link3 = viaSymlink(asked, path54.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path54.relative(ws.worktree, link3)} is a symlink to ${real2}` });
   if (!inside(real2, realLocation(ws.worktree)))
     flags.push({ kind: "outside-workspace", detail: `the command's folder ${real2} is outside the worker's workspace` });
   return flags;
@@ -88868,8 +89279,8 @@ function grantFor(ask, grants) {
   return grantsFor(ask, grants);
 }
 function ruleMatches(ask, rule) {
-  const isMatch = (text) => import_picomatch2.default.isMatch(text, rule.pattern, { dot: true, bash: true });
-  const onPath2 = (p) => isMatch(p) || rule.decision === "reject" && import_picomatch2.default.isMatch(foldPath(p), foldPath(rule.pattern), { dot: true, bash: true });
+  const isMatch = (text) => import_picomatch3.default.isMatch(text, rule.pattern, { dot: true, bash: true });
+  const onPath2 = (p) => isMatch(p) || rule.decision === "reject" && import_picomatch3.default.isMatch(foldPath(p), foldPath(rule.pattern), { dot: true, bash: true });
   if (ask.tool !== "bash" && ask.paths?.length) return rule.decision === "reject" ? onPath2(ask.what) || ask.paths.some(onPath2) : ask.paths.every(onPath2);
   if (ask.tool !== "bash") return onPath2(ask.what);
   const split = splitCommand(ask.what);
@@ -88878,12 +89289,12 @@ function ruleMatches(ask, rule) {
 }
 function approvesSimple(command, pattern) {
   const c3 = redirectionParts(command);
-  if (!c3.ops.length) return import_picomatch2.default.isMatch(command, pattern, { dot: true, bash: true });
+  if (!c3.ops.length) return import_picomatch3.default.isMatch(command, pattern, { dot: true, bash: true });
   const p = redirectionParts(pattern);
   if (p.ops.length !== c3.ops.length || p.ops.some((op, i2) => op !== c3.ops[i2])) return false;
   return c3.texts.every((t2, i2) => {
     const [text, glob] = [t2.trim(), p.texts[i2].trim()];
-    return text === glob || !!text && !!glob && import_picomatch2.default.isMatch(text, glob, { dot: true, bash: true });
+    return text === glob || !!text && !!glob && import_picomatch3.default.isMatch(text, glob, { dot: true, bash: true });
   });
 }
 function pickRule(rules, ask) {
@@ -88901,7 +89312,7 @@ function explainPolicy(rules, ask) {
     if (split.ok)
       parts = split.commands.map((command) => ({
         command,
-        rules: rules.flatMap((r, i2) => forTool(r) && import_picomatch2.default.isMatch(command, r.pattern, { dot: true, bash: true }) ? [i2] : [])
+        rules: rules.flatMap((r, i2) => forTool(r) && import_picomatch3.default.isMatch(command, r.pattern, { dot: true, bash: true }) ? [i2] : [])
       }));
     else unsplittable = split.why;
   }
@@ -88910,7 +89321,7 @@ function explainPolicy(rules, ask) {
 
 // engine/approvals/worktree-guard.ts
 import os10 from "node:os";
-import path54 from "node:path";
+import path55 from "node:path";
 var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
 function tokenize(command) {
   const tokens = [];
@@ -88948,7 +89359,7 @@ function resolveTarget(target, cwd) {
   const home = os10.homedir();
   const expanded = target.replace(/^~(?=\/|$)/, home).replace(/^\$\{?HOME\}?(?=\/|$)/, home);
   if (expanded.includes("$") || expanded.includes("`")) return null;
-  return path54.resolve(cwd, expanded);
+  return path55.resolve(cwd, expanded);
 }
 function withoutHeredocBodies(command) {
   const lines = command.split("\n");
@@ -88975,12 +89386,12 @@ function writesOutside(command, worktree, workdir = worktree) {
       for (let j = i2 + 1; j < tokens.length && !isOperator(tokens[j]); j++) if (!tokens[j].startsWith("-")) targets.push(tokens[j]);
     } else if (t2.startsWith("of=")) targets.push(t2.slice(3));
   }
-  const root2 = path54.resolve(worktree);
+  const root2 = path55.resolve(worktree);
   const outside = [];
   for (const target of targets) {
-    const file3 = resolveTarget(target, path54.resolve(root2, workdir));
+    const file3 = resolveTarget(target, path55.resolve(root2, workdir));
     if (file3 === null || HARMLESS.test(file3)) continue;
-    if (file3 !== root2 && !file3.startsWith(root2 + path54.sep)) outside.push(target);
+    if (file3 !== root2 && !file3.startsWith(root2 + path55.sep)) outside.push(target);
   }
   return [...new Set(outside)];
 }
@@ -89121,7 +89532,8 @@ var Approvals = class {
     const decision = parsed.data;
     const w = this.reg.list().find((x) => x.asks.some((a2) => a2.id === decision.askId));
     const ask = w?.asks.find((a2) => a2.id === decision.askId);
-    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
+    if (!w || !ask)
+      throw new InputError(`unknown ask "${decision.askId}": no ask has that id (\`ocw asks\` or the approvals inbox lists the pending ones)`, "not-found");
     if (ask.status !== "pending") {
       throw new InputError(
         `ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${byWhom(ask.by)}` : ""})`,
@@ -89247,24 +89659,24 @@ var Approvals = class {
   }
   /** The user's approval rules (policies.json in the state dir, read at every ask: a hand edit counts); none by default. */
   policies() {
-    return POLICY_FILE.parse(readJson(path55.join(this.opts.stateDir, "policies.json"), []));
+    return POLICY_FILE.parse(readJson(path56.join(this.opts.stateDir, "policies.json"), []));
   }
   setPolicies(rules) {
-    writeJsonAtomic(path55.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
+    writeJsonAtomic(path56.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
     return this.policies();
   }
   /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
   lookTarget(w, ask) {
     const ws = this.reg.workspaceOf(w);
     if (!ws) return null;
-    return ask.tool === "read" ? realLocation(path55.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
+    return ask.tool === "read" ? realLocation(path56.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
   }
   looksInside(w, ask) {
     const ws = this.reg.workspaceOf(w);
     const real2 = this.lookTarget(w, ask);
     if (!ws || !real2) return false;
     const root2 = realLocation(ws.worktree);
-    return real2 === root2 || real2.startsWith(root2 + path55.sep);
+    return real2 === root2 || real2.startsWith(root2 + path56.sep);
   }
   /**
    * The engine's own refusals, which no grant, rule or person overrides: a read or search outside the workspace, a write
@@ -89378,7 +89790,7 @@ var Budgets = class {
 // engine/events.ts
 import { randomBytes as randomBytes15 } from "node:crypto";
 import { EventEmitter as EventEmitter3 } from "node:events";
-import path56 from "node:path";
+import path57 from "node:path";
 var EventBus = class _EventBus {
   epoch;
   seq;
@@ -89395,7 +89807,7 @@ var EventBus = class _EventBus {
   }
   /** The epoch of the bus of a state dir, created on first use. */
   static forStateDir(stateDir2, capacity) {
-    const file3 = path56.join(stateDir2, "events.json");
+    const file3 = path57.join(stateDir2, "events.json");
     let epoch = readJson(file3, {}).epoch;
     if (!epoch) {
       epoch = randomBytes15(4).toString("hex");
@@ -89451,8 +89863,8 @@ var EventBus = class _EventBus {
 var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/recovery/recovery.ts
-import { existsSync as existsSync25, readdirSync as readdirSync11 } from "node:fs";
-import path57 from "node:path";
+import { existsSync as existsSync26, readdirSync as readdirSync11 } from "node:fs";
+import path58 from "node:path";
 var Recovery = class {
   constructor(opts) {
     this.opts = opts;
@@ -89462,9 +89874,9 @@ var Recovery = class {
   reg;
   /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
   endStaleServers() {
-    const root2 = path57.join(this.opts.stateDir, "opencode");
-    if (!existsSync25(root2)) return;
-    for (const dir of readdirSync11(root2)) endStaleServer(path57.join(root2, dir), (l) => this.reg.log(l));
+    const root2 = path58.join(this.opts.stateDir, "opencode");
+    if (!existsSync26(root2)) return;
+    for (const dir of readdirSync11(root2)) endStaleServer(path58.join(root2, dir), (l) => this.reg.log(l));
   }
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
   recover() {
@@ -89531,8 +89943,8 @@ var Recovery = class {
 };
 
 // engine/workers/lifecycle.ts
-import { existsSync as existsSync26 } from "node:fs";
-import path58 from "node:path";
+import { existsSync as existsSync27 } from "node:fs";
+import path59 from "node:path";
 function notBuilt(w, verb) {
   const state = w.state === "honest-failure" ? "failed (its held-back checks did not pass)" : w.state;
   const next = w.state === "honest-failure" ? "continue it with a review (a new round, graded again) or retry its task, then land the round that is built" : w.state === "stopped" || w.state === "interrupted" || w.state === "error" ? "resume it (or retry its task), then land it once it is built" : "wait for its verdict, then land it if it is built";
@@ -89662,7 +90074,7 @@ var WorkspaceLifecycle = class {
   async diff(workerId) {
     const w = this.reg.get(workerId);
     const ws = this.reg.workspaceOf(w);
-    if (!ws || w.discarded || !existsSync26(ws.worktree) && !existsSync26(ws.gitDir)) return "";
+    if (!ws || w.discarded || !existsSync27(ws.worktree) && !existsSync27(ws.gitDir)) return "";
     return fullDiff(ws, w.verdict?.commit ?? void 0);
   }
   /**
@@ -89695,7 +90107,7 @@ var WorkspaceLifecycle = class {
   discards = /* @__PURE__ */ new Map();
   async discardNow(workerId, by) {
     const ws = this.reg.workspaceOf(this.reg.get(workerId));
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path58.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path59.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     if (ws) this.dropGradedStore(ws.repo);
@@ -89711,7 +90123,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isAtRest(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path58.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path59.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
       this.dropGradedStore(ws.repo);
       if (w.merged) void this.reg.deleteSession(workerId).catch(() => void 0);
@@ -89727,9 +90139,9 @@ var WorkspaceLifecycle = class {
   dropGradedStore(repo) {
     const workers = this.reg.list();
     if (workers.some((w) => !isAtRest(w.state))) return;
-    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync26(this.reg.engineGitDir(w.id)))) return;
+    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync27(this.reg.engineGitDir(w.id)))) return;
     try {
-      dropGradedStore(path58.dirname(this.reg.engineGitDir("w")), repo);
+      dropGradedStore(path59.dirname(this.reg.engineGitDir("w")), repo);
     } catch (err) {
       this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${err.message}`);
     }
@@ -89746,7 +90158,7 @@ var WorkspaceLifecycle = class {
       if (!isAtRest(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
       const ws = this.reg.workspaceOf(w);
-      if (!ws || !existsSync26(ws.worktree) && !existsSync26(ws.gitDir)) continue;
+      if (!ws || !existsSync27(ws.worktree) && !existsSync27(ws.gitDir)) continue;
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
@@ -89787,7 +90199,7 @@ var FIX_TOTAL_CHARS = 6e3;
 function fixPrompt(checks, v, n2, of) {
   const lines = [`Fix round ${n2} of ${of}. The held-back checks of your task were run on your change:`];
   if (v.reason) lines.push(`- ${v.reason}`);
-  let budget = FIX_TOTAL_CHARS;
+  let budget2 = FIX_TOTAL_CHARS;
   v.checks.forEach((c3, i2) => {
     if (c3.passed) return;
     const spec2 = checks[i2];
@@ -89795,8 +90207,8 @@ function fixPrompt(checks, v, n2, of) {
     const heldBack = !!spec2 && "run" in spec2 && !!spec2.files;
     const out = heldBack ? "" : c3.output.trim();
     const tail = out.length > FIX_OUTPUT_CHARS ? `\u2026 ${out.slice(-FIX_OUTPUT_CHARS)}` : out;
-    const shown = budget > 0 ? tail.slice(-budget) : "";
-    budget -= shown.length;
+    const shown = budget2 > 0 ? tail.slice(-budget2) : "";
+    budget2 -= shown.length;
     lines.push(
       `- failed: ${name}${c3.timedOut ? " (timed out)" : c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""}${heldBack ? " \u2014 its output is not shown: it ran beside held-back tests, which it could print" : ""}${shown ? `
   output:
@@ -89809,8 +90221,8 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 
 // engine/workers/open.ts
 import { execFileSync as execFileSync5 } from "node:child_process";
-import { existsSync as existsSync27, lstatSync as lstatSync7, readdirSync as readdirSync12, realpathSync as realpathSync7, statSync as statSync19 } from "node:fs";
-import path59 from "node:path";
+import { existsSync as existsSync28, lstatSync as lstatSync7, readdirSync as readdirSync12, realpathSync as realpathSync7, statSync as statSync19 } from "node:fs";
+import path60 from "node:path";
 var QUIET_GIT_KEYS = [
   /^core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath)$/,
   /^extensions\.objectformat$/,
@@ -89824,7 +90236,7 @@ var quotedSome = (names) => names.slice(0, 12).map((n2) => JSON.stringify(n2)).j
 function gitRunsIn(worktree) {
   const found = [];
   const repo = (dir, rel) => {
-    const dotGit = path59.join(dir, ".git");
+    const dotGit = path60.join(dir, ".git");
     let st;
     try {
       st = lstatSync7(dotGit);
@@ -89836,9 +90248,9 @@ function gitRunsIn(worktree) {
       found.push(`${at}.git is ${st.isSymbolicLink() ? "a symlink" : "a file"} naming another repository, whose settings git would use`);
       return;
     }
-    for (const f of ["commondir", "config.worktree"]) if (existsSync27(path59.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
+    for (const f of ["commondir", "config.worktree"]) if (existsSync28(path60.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
     let keys = [];
-    const config3 = path59.join(dotGit, "config");
+    const config3 = path60.join(dotGit, "config");
     let configKind = "none";
     try {
       configKind = lstatSync7(config3).isFile() ? "file" : "other";
@@ -89865,7 +90277,7 @@ function gitRunsIn(worktree) {
     if (loud.length) found.push(`${at}.git/config sets ${quotedSome(loud)}`);
     let hooks = [];
     try {
-      hooks = readdirSync12(path59.join(dotGit, "hooks"));
+      hooks = readdirSync12(path60.join(dotGit, "hooks"));
     } catch {
     }
     if (hooks.length) found.push(`${at}.git/hooks holds ${quotedSome(hooks)}`);
@@ -89885,7 +90297,7 @@ function gitRunsIn(worktree) {
         if (rel) repo(dir, rel);
         continue;
       }
-      if (e.isDirectory()) walk(path59.join(dir, e.name), rel ? `${rel}/${e.name}` : e.name);
+      if (e.isDirectory()) walk(path60.join(dir, e.name), rel ? `${rel}/${e.name}` : e.name);
     }
   };
   walk(worktree, "");
@@ -89902,16 +90314,16 @@ function workspaceToOpen(w, workspacesRoot) {
   } catch {
     throw new InputError(`worker ${w.id}'s workspace is gone from disk (pruned or removed)`, "conflict");
   }
-  const rel = path59.relative(root2, real2);
-  const parts = rel.split(path59.sep);
-  if (path59.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
+  const rel = path60.relative(root2, real2);
+  const parts = rel.split(path60.sep);
+  if (path60.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
     throw new InputError(`worker ${w.id}'s workspace is not where the engine keeps workspaces: refused`, "conflict");
   if (!statSync19(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
   return { workerId: w.id, path: real2, gitRuns: gitRunsIn(real2) };
 }
 
 // engine/registry/registry.ts
-import path60 from "node:path";
+import path61 from "node:path";
 
 // shared/worker-machine.ts
 var WorkerTransition = external_exports.enum([
@@ -90256,10 +90668,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path60.relative(w.repo, w.spec.directory);
+    const sub = path61.relative(w.repo, w.spec.directory);
     const ws = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path60.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path61.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -90271,14 +90683,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path60.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path61.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path60.join(this.opts.stateDir, "workspaces");
+    return path61.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path60.join(this.opts.stateDir, "tmp");
+    return path61.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode port of a worker and the folder its session runs in (null when its server is not up). */
   portOf(workerId) {
@@ -90361,7 +90773,7 @@ var InstanceReleaser = class {
 };
 
 // engine/workers/settle.ts
-import path61 from "node:path";
+import path62 from "node:path";
 var BASELINES_AT_ONCE = 2;
 var Settler = class {
   constructor(opts) {
@@ -90389,7 +90801,7 @@ var Settler = class {
     const last2 = turn?.replies.at(-1);
     if (turn && !last2 && !rt.turn.error) return;
     if (last2 && !last2.info.time?.completed && !last2.info.error) return;
-    const failure2 = last2?.info.error && last2.info.error.name !== "MessageAbortedError" ? describeError(last2.info.error) : !last2 && rt.turn.error || null;
+    const failure2 = last2?.info.error && last2.info.error.name !== "MessageAbortedError" ? describeError(last2.info.error, reg.get(workerId)?.targetId) : !last2 && rt.turn.error || null;
     if (failure2) {
       for (const ask of pendingAsks(reg.get(workerId)))
         reg.safeRecord(workerId, {
@@ -90444,8 +90856,8 @@ var Settler = class {
       () => baselineChecks({
         workspace: ws,
         checks: w.spec.checks,
-        checkoutDir: path61.join(stateDir2, "grading", `${workerId}.base`),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path61.join(stateDir2, "grading", `${workerId}.base.tmp`) }
+        checkoutDir: path62.join(stateDir2, "grading", `${workerId}.base`),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path62.join(stateDir2, "grading", `${workerId}.base.tmp`) }
       })
     ).then((baseline) => {
       this.reg.safeRecord(workerId, { type: "worker.baseline", baseline });
@@ -90509,13 +90921,13 @@ var Settler = class {
         previousCommit,
         checkConfigFrom: w.startFrom ? this.opts.checkConfigFrom?.(workerId) ?? null : null,
         title: workerTitle(w.spec),
-        checkoutDir: path61.join(stateDir2, "grading", workerId),
+        checkoutDir: path62.join(stateDir2, "grading", workerId),
         // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
         sandbox: sandbox.kind === "none" ? void 0 : {
           kind: sandbox.kind,
           stateDir: stateDir2,
-          tmpDir: path61.join(stateDir2, "grading", `${workerId}.tmp`),
-          mountAs: { root: ws.worktree, tmp: path61.join(reg.workerTmpRoot, workerId) }
+          tmpDir: path62.join(stateDir2, "grading", `${workerId}.tmp`),
+          mountAs: { root: ws.worktree, tmp: path62.join(reg.workerTmpRoot, workerId) }
         }
       });
       if (reg.get(workerId).state !== "grading") return;
@@ -90572,12 +90984,12 @@ function summarizeFailure(v) {
 }
 
 // engine/workers/batch-names.ts
-import path62 from "node:path";
+import path63 from "node:path";
 var BatchNames = class {
   file;
   names;
   constructor(stateDir2, log) {
-    this.file = path62.join(stateDir2, "batch-names.json");
+    this.file = path63.join(stateDir2, "batch-names.json");
     try {
       const v = readJson(this.file, {});
       this.names = v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, n2]) => typeof n2 === "string")) : {};
@@ -90603,7 +91015,7 @@ var BatchNames = class {
 };
 
 // engine/workers/search.ts
-import { closeSync as closeSync6, existsSync as existsSync28, openSync as openSync6, readSync as readSync2, statSync as statSync20 } from "node:fs";
+import { closeSync as closeSync6, existsSync as existsSync29, openSync as openSync6, readSync as readSync2, statSync as statSync20 } from "node:fs";
 var PER_LOG_BYTES = 8 * 1024 * 1024;
 var TOTAL_BYTES = 96 * 1024 * 1024;
 var SNIPPET = 70;
@@ -90654,9 +91066,9 @@ function readHead(file3, max) {
   return { text: buf.toString("utf8"), cut: size > max };
 }
 function searchTranscripts(src, query, limit) {
-  const words = [...new Set(query.toLowerCase().split(/\s+/).filter(Boolean))];
+  const words2 = [...new Set(query.toLowerCase().split(/\s+/).filter(Boolean))];
   const hits = [];
-  let budget = TOTAL_BYTES;
+  let budget2 = TOTAL_BYTES;
   let scanned = 0;
   let truncated = false;
   const newest = [...src.workers].sort((a2, b) => b.createdAt - a2.createdAt || (b.createdSeq ?? 0) - (a2.createdSeq ?? 0));
@@ -90665,51 +91077,51 @@ function searchTranscripts(src, query, limit) {
       truncated = true;
       break;
     }
-    if (budget <= 0) {
+    if (budget2 <= 0) {
       truncated = true;
       break;
     }
     const found = /* @__PURE__ */ new Set();
     let first2 = null;
     const look = (where, text) => {
-      if (found.size === words.length && first2) return;
+      if (found.size === words2.length && first2) return;
       const low = text.toLowerCase();
-      for (const word of words) {
+      for (const word of words2) {
         const at = low.indexOf(word);
         if (at < 0) continue;
         found.add(word);
-        if (!first2 && word === words[0]) first2 = { workerId: w.id, where, untrusted: { snippet: snippetOf(text, at, word.length) } };
+        if (!first2 && word === words2[0]) first2 = { workerId: w.id, where, untrusted: { snippet: snippetOf(text, at, word.length) } };
       }
     };
     const file3 = src.logFile(w.id);
-    if (existsSync28(file3)) {
-      const { text, cut } = readHead(file3, Math.min(PER_LOG_BYTES, budget));
-      budget -= Buffer.byteLength(text);
+    if (existsSync29(file3)) {
+      const { text, cut } = readHead(file3, Math.min(PER_LOG_BYTES, budget2));
+      budget2 -= Buffer.byteLength(text);
       if (cut) truncated = true;
       scanned++;
       for (const line of text.split("\n")) {
         for (const t2 of textsOf(line)) look(t2.where, t2.text);
-        if (found.size === words.length && first2) break;
+        if (found.size === words2.length && first2) break;
       }
     }
-    if (found.size < words.length || !first2) for (const p of src.streaming(w.id)) for (const t2 of partTexts(p)) look(t2.where, t2.text);
-    if (found.size === words.length && first2) hits.push(first2);
+    if (found.size < words2.length || !first2) for (const p of src.streaming(w.id)) for (const t2 of partTexts(p)) look(t2.where, t2.text);
+    if (found.size === words2.length && first2) hits.push(first2);
   }
   return { hits, scanned, truncated };
 }
 
 // engine/workers/batches.ts
-import { existsSync as existsSync29, mkdirSync as mkdirSync24, readdirSync as readdirSync13 } from "node:fs";
-import path63 from "node:path";
+import { existsSync as existsSync30, mkdirSync as mkdirSync24, readdirSync as readdirSync13 } from "node:fs";
+import path64 from "node:path";
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
-    this.dir = path63.join(opts.stateDir, "batches");
-    if (existsSync29(this.dir)) {
+    this.dir = path64.join(opts.stateDir, "batches");
+    if (existsSync30(this.dir)) {
       for (const f of readdirSync13(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
-          const r = readJson(path63.join(this.dir, f), null);
+          const r = readJson(path64.join(this.dir, f), null);
           if (r?.id) this.records.set(r.id, r.integration?.state === "running" ? { ...r, integration: { ...r.integration, state: "waiting" } } : r);
         } catch (err) {
           opts.log(`[warn] batch record ${f}: ${err.message}`);
@@ -90766,7 +91178,7 @@ var Batches = class {
     this.save(record2);
   }
   save(r) {
-    writeJsonAtomic(path63.join(this.dir, `${r.id}.json`), r);
+    writeJsonAtomic(path64.join(this.dir, `${r.id}.json`), r);
   }
   /** A worker came to rest: its batch may start the tasks that come after it, skip some, or run its integration. */
   onAtRest(workerId) {
@@ -90857,7 +91269,7 @@ var Batches = class {
    * repository before they are landed), and what combining them writes goes there too.
    */
   graded(repo) {
-    return gradedStore(path63.join(this.opts.stateDir, "repos"), repo);
+    return gradedStore(path64.join(this.opts.stateDir, "repos"), repo);
   }
   /** The batch's built workers and their latest graded commits, in task order. */
   builtOf(r) {
@@ -90946,7 +91358,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
   /** A fresh checkout of the combined commit (no filter, no hook, no config of anyone's), the checks run in the sandbox. */
   async runIntegrationChecks(r, commit, checks) {
-    const root2 = path63.join(this.opts.stateDir, "grading", `${r.id}.integration`);
+    const root2 = path64.join(this.opts.stateDir, "grading", `${r.id}.integration`);
     const tmpDir = `${root2}.tmp`;
     discard(root2);
     discard(tmpDir);
@@ -90954,7 +91366,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
     mkdirSync24(tmpDir, { recursive: true });
     try {
       const objects = await this.graded(r.repo);
-      const gitDir = path63.join(this.opts.stateDir, "batches", `${r.id}.git`);
+      const gitDir = path64.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
         env: {
@@ -91031,7 +91443,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
 };
 function subdirOf(root2, dir) {
-  const rel = path63.relative(root2, dir);
+  const rel = path64.relative(root2, dir);
   return rel.startsWith("..") ? "" : rel;
 }
 var CHECK_OUT = `set -eu
@@ -91099,8 +91511,8 @@ var LONG_RETRY_WAIT_MS = 12e4;
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path64.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path64.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path65.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path65.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
@@ -91216,7 +91628,7 @@ var Engine = class {
     });
     setTimeout(() => {
       void this.housekeep(Date.now());
-      void sweepDiscarded(path64.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path65.join(opts.stateDir, "grading"));
     }, 5e3).unref();
     const clock = opts.clock ?? realClock;
     this.housekeeping = clock.setInterval(() => void this.housekeep(clock.now()), HOUSEKEEPING_MS);
@@ -91332,7 +91744,7 @@ var Engine = class {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
       void this.settler.baseline(workerId, {
         worktree,
-        cwd: path64.join(worktree, repo.subdir),
+        cwd: path65.join(worktree, repo.subdir),
         branch: `ocw/${workerId}`,
         baseCommit: repo.head,
         baseBranch: repo.branch,
@@ -91562,12 +91974,7 @@ var Engine = class {
         `worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`
       );
     }
-    this.notDiscarding(workerId, "resume");
-    const target = this.resolveTarget(w.targetId ?? void 0);
-    await preflightTarget(target);
-    this.notDiscarding(workerId, "resume");
-    const now = this.get(workerId);
-    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to resume; retry it to start the task again`, "conflict");
+    const { target, now } = await this.checkedTarget(workerId, w, "resume");
     if (now.state !== w.state) throw new InputError(`worker ${workerId} is ${now.state} now (it was ${w.state}): nothing to resume`, "conflict");
     this.pools.release(target.id);
     this.requeue(workerId, "resumed", message);
@@ -91594,17 +92001,25 @@ var Engine = class {
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
     if (!w.sessionId) throw new InputError(`worker ${workerId} never got a session: retry it to start the task again`, "conflict");
     this.requireSandbox();
-    this.notDiscarding(workerId, "continue");
-    const target = this.resolveTarget(w.targetId ?? void 0);
-    await preflightTarget(target);
-    this.notDiscarding(workerId, "continue");
-    const now = this.get(workerId);
-    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
+    const { now } = await this.checkedTarget(workerId, w, "continue");
     if (now.merged) throw new InputError(`worker ${workerId} was merged into ${now.merged.into}: delegate a new task from the merged code`, "conflict");
     if (now.state !== w.state)
       throw new InputError(`worker ${workerId} is ${now.state} now (it was ${w.state}): send the follow-up once it is graded`, "conflict");
     this.startRound(workerId, opts.kind ?? "continue", body, opts.comments ?? [], by);
     return this.get(workerId);
+  }
+  /**
+   * The worker's target, its model checked (preflight), and the worker as it is after that check: a discard, a merge
+   * or another resume or follow-up may have come meanwhile (a discard under way, or done, refuses here).
+   */
+  async checkedTarget(workerId, w, verb) {
+    this.notDiscarding(workerId, verb);
+    const target = this.resolveTarget(w.targetId ?? void 0);
+    await preflightTarget(target);
+    this.notDiscarding(workerId, verb);
+    const now = this.get(workerId);
+    if (now.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to ${verb}; retry it to start the task again`, "conflict");
+    return { target, now };
   }
   /** A review: its comments become one follow-up that quotes each `file:line` with its comment. */
   review(workerId, comments, message, by = { kind: "person" }) {
@@ -91837,11 +92252,11 @@ var Engine = class {
     rt.admitted();
     let ws = this.reg.workspaceOf(w);
     let made2 = false;
-    if (!ws || !existsSync30(ws.worktree)) {
+    if (!ws || !existsSync31(ws.worktree)) {
       const found = rt.repo ?? await inspectRepo(w.spec.directory);
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
-      made2 = !existsSync30(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
-      const importFrom = w.startFrom ? await gradedStore(path64.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
+      made2 = !existsSync31(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
+      const importFrom = w.startFrom ? await gradedStore(path65.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
       rt.setWorkspace(ws);
       prepareGrading(ws);
@@ -91858,7 +92273,7 @@ var Engine = class {
       await moveOntoMirror(this.reg.workspacesRoot, ws).catch((err) => this.log(`worker ${workerId}: its object mirror: ${err.message}`));
     }
     if (this.sandbox.kind !== "none")
-      await writeRepoBinds(path64.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
+      await writeRepoBinds(path65.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
     const baselined = made2 ? this.settler.baselineAtCreation(workerId, ws) : void 0;
     if (!made2 && !this.get(workerId).baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
@@ -92139,9 +92554,9 @@ Note from the engine: ${w.baseBranch} moved since an earlier attempt at this tas
 
 // engine/workers/listing.ts
 import { realpathSync as realpathSync8 } from "node:fs";
-import path65 from "node:path";
+import path66 from "node:path";
 function listWorkers(all, f) {
-  let repo = f.repo ? path65.resolve(f.repo) : null;
+  let repo = f.repo ? path66.resolve(f.repo) : null;
   if (repo) {
     try {
       repo = realpathSync8(repo);
@@ -92149,13 +92564,13 @@ function listWorkers(all, f) {
     }
   }
   return all.filter(
-    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path65.sep) || w.spec.directory === repo)
+    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path66.sep) || w.spec.directory === repo)
   );
 }
 
 // engine/workers/push.ts
 import { accessSync as accessSync3, constants as constants7 } from "node:fs";
-import path66 from "node:path";
+import path67 from "node:path";
 async function pushWork(engine, input2) {
   try {
     const r = await pushUnredacted(engine, input2);
@@ -92294,9 +92709,9 @@ function pushRefusal(push, remote, branch, what) {
   return new InputError(`the push to ${remote} failed: ${gitComplaint(push)} (${kept}): fix that, then push again`, "unavailable");
 }
 function findOnPath3(name) {
-  for (const dir of (process.env.PATH ?? "").split(path66.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path67.delimiter)) {
     if (!dir) continue;
-    const f = path66.join(dir, name);
+    const f = path67.join(dir, name);
     try {
       accessSync3(f, constants7.X_OK);
       return f;
@@ -92394,9 +92809,9 @@ function batchCard(batchId, res, workers) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes16, timingSafeEqual as timingSafeEqual3 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync32, statSync as statSync21 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync33, statSync as statSync21 } from "node:fs";
 import http5 from "node:http";
-import path69 from "node:path";
+import path70 from "node:path";
 
 // node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
 import { IncomingMessage } from "node:http";
@@ -92631,28 +93046,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path74) => {
-  path74 = path74.startsWith("/") ? path74.slice(1) : path74;
-  path74 = path74.endsWith("/") ? path74.slice(0, -1) : path74;
-  return path74;
+var trimSlashes = (path75) => {
+  path75 = path75.startsWith("/") ? path75.slice(1) : path75;
+  path75 = path75.endsWith("/") ? path75.slice(0, -1) : path75;
+  return path75;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path74 = "";
+    let path75 = "";
     run(async () => {
       const url2 = createURL(req);
-      path74 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path75 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread22(_objectSpread22({}, opts), {}, {
         req,
         res,
-        path: path74
+        path: path75
       }));
     }).catch(internal_exceptionHandler(_objectSpread22({
       req,
       res,
-      path: path74
+      path: path75
     }, opts)));
   };
 }
@@ -92661,8 +93076,8 @@ function createHTTPHandler(opts) {
 }
 
 // engine/api/router.ts
-import { existsSync as existsSync31, readdirSync as readdirSync14, readFileSync as readFileSync24 } from "node:fs";
-import path68 from "node:path";
+import { existsSync as existsSync32, readdirSync as readdirSync14, readFileSync as readFileSync25 } from "node:fs";
+import path69 from "node:path";
 
 // shared/ledger.ts
 var LedgerRow = external_exports.object({
@@ -92939,7 +93354,7 @@ async function targetsWithEndpoints(store, live = null) {
 
 // engine/api/ladder.ts
 import { mkdirSync as mkdirSync25 } from "node:fs";
-import path67 from "node:path";
+import path68 from "node:path";
 var LadderStartInput = external_exports.object({ targetId: external_exports.string().min(1).max(200), samples: external_exports.number().int().min(1).max(12) });
 var LadderFinishInput = LadderStartInput.extend({ workerIds: external_exports.array(external_exports.string().min(1).max(200)).max(LADDER.length * 12) });
 function targetOf(engine, id3) {
@@ -92949,11 +93364,11 @@ function targetOf(engine, id3) {
 }
 async function ladderStart(engine, i2) {
   const target = targetOf(engine, i2.targetId);
-  const runDir = path67.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path68.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: i2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path67.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path68.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -92972,21 +93387,21 @@ function ladderFinish(engine, i2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], engine.get(id3)]);
   });
   const grade2 = summarizeLadder(target, i2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path67.join(projectRoot(), "packs");
-  const file3 = path67.join(packs, targetSlug(target), "grade.json");
-  mkdirSync25(path67.dirname(file3), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path68.join(projectRoot(), "packs");
+  const file3 = path68.join(packs, targetSlug(target), "grade.json");
+  mkdirSync25(path68.dirname(file3), { recursive: true });
   writeJsonAtomic(file3, grade2, 420);
   return { grade: grade2, file: file3 };
 }
 
 // engine/api/router.ts
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path68.join(projectRoot(), "packs");
-  if (!existsSync31(dir)) return [];
+  const dir = config2().OCW_PACKS_DIR ?? path69.join(projectRoot(), "packs");
+  if (!existsSync32(dir)) return [];
   return readdirSync14(dir, { withFileTypes: true }).flatMap((d) => {
-    const file3 = path68.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync31(file3)) return [];
-    const g2 = Grade.safeParse(JSON.parse(readFileSync24(file3, "utf8")));
+    const file3 = path69.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync32(file3)) return [];
+    const g2 = Grade.safeParse(JSON.parse(readFileSync25(file3, "utf8")));
     return g2.success ? [g2.data] : [];
   });
 }
@@ -93272,6 +93687,10 @@ var appRouter = t.router({
       } catch {
         held = null;
       }
+      if (input2.key === void 0 && held === null && await refusesWithoutKey(input2.target.endpoint))
+        throw new InputError(
+          `the model endpoint ${redactUrlCredentials(input2.target.endpoint)} refuses requests without a key (HTTP 401): export its key in a variable and pass --api-key-env VAR (the variable's name, never the key)`
+        );
       return { ok: true, keyHeld: input2.key === void 0 || held === input2.key };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
@@ -93552,17 +93971,17 @@ content-length: 0\r
 var NO_UI = { missing: "The opencode-worker engine is running, but its browser UI is missing." };
 function serveStatic(ui, pathname, res) {
   const dir = ui.dir;
-  if (!dir || !existsSync32(path69.join(dir, "index.html"))) {
+  if (!dir || !existsSync33(path70.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end(`${ui.missing ?? NO_UI.missing}
 `);
     return;
   }
-  const rel = path69.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file3 = path69.join(dir, rel);
-  if (!file3.startsWith(dir + path69.sep) || !existsSync32(file3) || statSync21(file3).isDirectory()) file3 = path69.join(dir, "index.html");
+  const rel = path70.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file3 = path70.join(dir, rel);
+  if (!file3.startsWith(dir + path70.sep) || !existsSync33(file3) || statSync21(file3).isDirectory()) file3 = path70.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path69.extname(file3)] ?? "application/octet-stream",
+    "content-type": MIME[path70.extname(file3)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -93595,8 +94014,8 @@ async function hostEngine(opts) {
     releaseOwnership(opts.stateDir, claim);
     throw err;
   }
-  let closing = null;
-  const close = () => closing ??= (async () => {
+  let closing2 = null;
+  const close = () => closing2 ??= (async () => {
     removeLock(opts.stateDir);
     await api.close();
     await engine.close();
@@ -93724,6 +94143,8 @@ function registerServeCommands(program3) {
     }
     const attach = async (lock2) => {
       console.log(`http://127.0.0.1:${lock2.port}/?token=${lock2.token}`);
+      const ignored = portIgnored(o2.port, lock2.port);
+      if (ignored) console.error(`ocw: ${ignored}`);
       console.error(`ocw: attached to the engine already running (pid ${lock2.pid}); Ctrl-C detaches, \`ocw stop\` stops it`);
       await new Promise((resolve) => {
         const t2 = setInterval(() => readLock(dir)?.instanceId !== lock2.instanceId && (clearInterval(t2), resolve()), 1e3);
@@ -93737,7 +94158,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path70.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path71.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -93747,6 +94168,11 @@ function registerServeCommands(program3) {
     try {
       hosted = await hostEngine({ stateDir: dir, port: o2.port, log, ...o2.supervised ? { supervisorPid: process.ppid } : {} });
     } catch (err) {
+      const problem = o2.background || o2.supervised ? null : listenProblem(err, o2.port);
+      if (problem) {
+        console.error(`ocw: ${problem}`);
+        process.exit(2);
+      }
       if (!(err instanceof StateDirTaken)) throw err;
       if (o2.supervised) process.exit(0);
       const lock2 = await waitForEngine(dir, 3e4);
@@ -93776,6 +94202,18 @@ function registerServeCommands(program3) {
     while (Date.now() < deadline && readLock(dir)) await new Promise((r) => setTimeout(r, 100));
     console.error(readLock(dir) ? `ocw: the engine (pid ${lock2.pid}) did not stop in 15 s` : "ocw: engine stopped");
   });
+}
+function listenProblem(err, port) {
+  const code2 = err?.code;
+  const where = port === void 0 ? "the port chosen" : `port ${port}`;
+  if (code2 === "EADDRINUSE") return `${where} on 127.0.0.1 is already in use by another program: pick another --port, or leave --port out for a free one`;
+  if (code2 === "EACCES")
+    return `${where} on 127.0.0.1 may not be opened by this user (ports below 1024 need privileges): pick one from 1024 to 65535, or leave --port out`;
+  return null;
+}
+function portIgnored(asked, running) {
+  if (asked === void 0 || asked === running) return null;
+  return `--port ${asked} is ignored: the engine already runs on port ${running} (its URL above); to move it, \`ocw stop\`, then \`ocw serve --port ${asked}\``;
 }
 async function superviseAndFollow(dir, port) {
   if (port !== void 0) console.error("ocw: --port is ignored with --supervise: the engine takes back the port it had");
@@ -93871,82 +94309,8 @@ function registerGrantsCommand(program3) {
   });
 }
 
-// engine/commands/housekeeping.ts
-var terminalSafe3 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
-function registerHousekeepingCommands(program3) {
-  program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
-    try {
-      expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw retry\` takes one of them`);
-      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw retry");
-      const r = await client2.workers.retry.mutate({ workerId });
-      console.log(o2.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}`);
-    } catch (err) {
-      fail(err);
-    }
-  });
-  program3.command("merge").description(
-    "land a built worker's graded commit on its base branch (flagged files need --accept-flagged), or a batch (--batch ID): its integration commit when it has integration checks, else each built worker, stopping at a conflict"
-  ).argument("[workerId]", "the built worker to merge").option(
-    "--batch <batchId>",
-    "merge a batch: its integration commit when it has integration checks (only once they passed), else each built worker one by one in submission order, stopping at the first conflict"
-  ).option(
-    "--accept-flagged",
-    "merge even though the change holds flagged files (symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration): review them first"
-  ).option("--json", "print JSON").action(async (workerId, o2) => {
-    try {
-      if (!workerId === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
-      if (workerId) expectId(workerId, "worker", `merge a batch with \`ocw merge --batch ${workerId}\``);
-      if (o2.batch) expectId(o2.batch, "batch", `merge that worker with \`ocw merge ${o2.batch}\``);
-      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw merge");
-      if (workerId) {
-        const m = await client2.workers.merge.mutate({ workerId, acceptFlagged: !!o2.acceptFlagged });
-        if (o2.json) console.log(JSON.stringify({ workerId, ...m }));
-        else if (m.alreadyIn)
-          console.log(`${workerId} was already in ${m.into} (it came in with a worker that started from it): recorded as merged, nothing changed`);
-        else
-          console.log(
-            `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})${m.alsoLanded.length ? `; it started from ${m.alsoLanded.join(", ")}'s graded work, which came in with it (recorded as merged)` : ""}`
-          );
-        return;
-      }
-      const r = await client2.workers.mergeBatch.mutate({ batchId: o2.batch, acceptFlagged: !!o2.acceptFlagged });
-      if (o2.json) console.log(JSON.stringify(r, null, 2));
-      else if (r.integration)
-        console.log(
-          `merged batch ${r.batchId}'s integration commit ${r.integration.commit.slice(0, 12)} into ${r.integration.into} (${r.integration.merge.slice(0, 12)}): ${r.merged.map((m) => m.workerId).join(", ")}`
-        );
-      else {
-        for (const m of r.merged) console.log(`merged ${m.workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
-        if (r.stopped) {
-          console.log(`stopped at ${r.stopped.workerId}: ${terminalSafe3(r.stopped.reason)}`);
-          if (r.notTried.length) console.log(`not tried: ${r.notTried.join(", ")}`);
-        }
-        for (const s of r.skipped) console.log(`skipped ${s.workerId}: ${s.reason}`);
-        if (!r.merged.length && !r.stopped) console.log(`batch ${r.batchId}: no built worker left to merge`);
-      }
-      if (r.stopped) process.exit(ERROR_MAP[r.stopped.code].exit);
-    } catch (err) {
-      fail(err);
-    }
-  });
-  program3.command("publish").description(
-    "put a built worker's graded commit into your repository as branch ocw/<id>, to review or merge it with your own git tools (grading puts nothing there; merge and push do this themselves)"
-  ).argument("<workerId>", "the built worker whose branch to publish").option("--json", "print JSON").action(async (workerId, o2) => {
-    try {
-      expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw publish\` takes one of them`);
-      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw publish");
-      const p = await client2.workers.publish.mutate({ workerId });
-      console.log(
-        o2.json ? JSON.stringify({ workerId, ...p }) : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${counted(p.objects, "object")} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``
-      );
-    } catch (err) {
-      fail(err);
-    }
-  });
-}
-
 // engine/commands/workers.ts
-import path71 from "node:path";
+import path72 from "node:path";
 var client = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
 var stateWord = (s) => s === "honest-failure" ? "failed" : s;
@@ -93987,7 +94351,7 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path71.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path72.resolve(o2.repo) } : {}
       });
       if (o2.json) return console.log(JSON.stringify(ws, null, 2));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
@@ -94102,7 +94466,8 @@ function registerWorkerCommands(program3) {
       expectId(id3, "worker", `\`ocw show ${id3}\` lists its workers; \`ocw rebase\` takes one of them`);
       const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id3 });
       console.log(
-        o2.json ? JSON.stringify(r) : `${id3} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id3} once you no longer need it`
+        o2.json ? JSON.stringify(r) : `${id3} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id3} once you no longer need it
+${startedHint(r.workerId)}`
       );
     } catch (err) {
       fail(err);
@@ -94121,7 +94486,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client("prune")).workers.prune.mutate({ directory: path71.resolve(o2.dir ?? ".") });
+      const r = await (await client("prune")).workers.prune.mutate({ directory: path72.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -94157,6 +94522,9 @@ function registerWorkerCommands(program3) {
       }
     }
   );
+}
+function startedHint(workerId) {
+  return `  it runs in the engine: follow it with \`ocw logs ${workerId} --follow\`; its asks: \`ocw asks --worker ${workerId}\` (or the GUI); its verdict: \`ocw show ${workerId}\``;
 }
 function discardText(w) {
   const merged = w.merged && !w.reverted ? `; its work stays merged in ${w.merged.into}` : w.merged ? `; its merge into ${w.merged.into} was reverted` : "";
@@ -94211,11 +94579,13 @@ function showText(w) {
       );
     if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
+    if (v.caveats?.length) lines.push("what these checks cannot rule out:", ...v.caveats.map((c3) => `  - ${safe(c3)}`));
   }
   if (w.merged)
     lines.push(`merged into ${safe(w.merged.into)} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
+  if (w.discarded) lines.push("discarded: its workspace and branch are gone");
   const waiting = w.asks.find((a2) => a2.status === "pending");
-  const next = waiting ? `next: ocw approve ${safe(waiting.id)} (once; --always, --reject) \xB7 ocw asks --worker ${w.id} \xB7 ocw cancel ${w.id}` : w.state === "built" && !w.merged && !w.discarded ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} \xB7 ocw push ${w.id} --remote R --pr \xB7 ocw publish ${w.id} (its branch, to review with git) \xB7 ocw discard ${w.id}` : w.state === "honest-failure" ? `next: ocw logs ${w.id} \xB7 ocw continue ${w.id} --message TEXT \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : ["stopped", "interrupted", "error"].includes(w.state) ? `next: ocw resume ${w.id} \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : !isAtRest(w.state) ? `next: ocw logs ${w.id} --follow \xB7 ocw cancel ${w.id}` : w.merged && !w.reverted ? `next: ocw revert ${w.id} undoes the merge` : null;
+  const next = waiting ? `next: ocw approve ${safe(waiting.id)} (once; --always, --reject) \xB7 ocw asks --worker ${w.id} \xB7 ocw cancel ${w.id}` : w.discarded ? w.merged && !w.reverted ? `next: ocw revert ${w.id} undoes the merge` : ["honest-failure", "stopped", "interrupted", "error"].includes(w.state) ? `next: ocw retry ${w.id} (its task again as a new worker)` : null : w.state === "built" && !w.merged && !w.discarded ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} \xB7 ocw push ${w.id} --remote R --pr \xB7 ocw publish ${w.id} (its branch, to review with git) \xB7 ocw discard ${w.id}` : w.state === "honest-failure" ? `next: ocw logs ${w.id} \xB7 ocw continue ${w.id} --message TEXT \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : ["stopped", "interrupted", "error"].includes(w.state) ? `next: ocw resume ${w.id} \xB7 ocw retry ${w.id} \xB7 ocw discard ${w.id}` : !isAtRest(w.state) ? `next: ocw logs ${w.id} --follow \xB7 ocw cancel ${w.id}` : w.merged && !w.reverted ? `next: ocw revert ${w.id} undoes the merge` : null;
   if (next) lines.push(next);
   return lines.join("\n");
 }
@@ -94226,6 +94596,8 @@ var LogPrinter = class {
   out;
   parts = /* @__PURE__ */ new Map();
   printed = /* @__PURE__ */ new Set();
+  /** The worker's workspace (its worker.workspace event): an ask's path in it is shown relative, as `ocw run` shows it. */
+  worktree = null;
   /** A log read whole: each part in its final form, where `--follow` prints it live. */
   replay(events) {
     const finals = /* @__PURE__ */ new Map();
@@ -94257,8 +94629,11 @@ var LogPrinter = class {
         );
       case "worker.state":
         return this.out(`[${at}] state ${stateWord(e.state)}${e.reason ? ` \u2014 ${safe(e.reason)}` : ""}`);
+      case "worker.workspace":
+        this.worktree = e.worktree;
+        return;
       case "ask.opened":
-        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(e.ask.what)}`);
+        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(askWhat(e.ask, this.worktree))}`);
       case "ask.resolved":
         return this.out(
           `[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : e.decision ?? "decided"}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` \u2014 ${safe(e.message)}` : ""}`
@@ -94307,10 +94682,85 @@ var LogPrinter = class {
   }
 };
 
+// engine/commands/housekeeping.ts
+var terminalSafe3 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
+function registerHousekeepingCommands(program3) {
+  program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
+    try {
+      expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw retry\` takes one of them`);
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw retry");
+      const r = await client2.workers.retry.mutate({ workerId });
+      console.log(o2.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}
+${startedHint(r.workerId)}`);
+    } catch (err) {
+      fail(err);
+    }
+  });
+  program3.command("merge").description(
+    "land a built worker's graded commit on its base branch (flagged files need --accept-flagged), or a batch (--batch ID): its integration commit when it has integration checks, else each built worker, stopping at a conflict"
+  ).argument("[workerId]", "the built worker to merge").option(
+    "--batch <batchId>",
+    "merge a batch: its integration commit when it has integration checks (only once they passed), else each built worker one by one in submission order, stopping at the first conflict"
+  ).option(
+    "--accept-flagged",
+    "merge even though the change holds flagged files (symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration): review them first"
+  ).option("--json", "print JSON").action(async (workerId, o2) => {
+    try {
+      if (!workerId === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+      if (workerId) expectId(workerId, "worker", `merge a batch with \`ocw merge --batch ${workerId}\``);
+      if (o2.batch) expectId(o2.batch, "batch", `merge that worker with \`ocw merge ${o2.batch}\``);
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw merge");
+      if (workerId) {
+        const m = await client2.workers.merge.mutate({ workerId, acceptFlagged: !!o2.acceptFlagged });
+        if (o2.json) console.log(JSON.stringify({ workerId, ...m }));
+        else if (m.alreadyIn)
+          console.log(`${workerId} was already in ${m.into} (it came in with a worker that started from it): recorded as merged, nothing changed`);
+        else
+          console.log(
+            `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})${m.alsoLanded.length ? `; it started from ${m.alsoLanded.join(", ")}'s graded work, which came in with it (recorded as merged)` : ""}`
+          );
+        return;
+      }
+      const r = await client2.workers.mergeBatch.mutate({ batchId: o2.batch, acceptFlagged: !!o2.acceptFlagged });
+      if (o2.json) console.log(JSON.stringify(r, null, 2));
+      else if (r.integration)
+        console.log(
+          `merged batch ${r.batchId}'s integration commit ${r.integration.commit.slice(0, 12)} into ${r.integration.into} (${r.integration.merge.slice(0, 12)}): ${r.merged.map((m) => m.workerId).join(", ")}`
+        );
+      else {
+        for (const m of r.merged) console.log(`merged ${m.workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
+        if (r.stopped) {
+          console.log(`stopped at ${r.stopped.workerId}: ${terminalSafe3(r.stopped.reason)}`);
+          if (r.notTried.length) console.log(`not tried: ${r.notTried.join(", ")}`);
+        }
+        for (const s of r.skipped) console.log(`skipped ${s.workerId}: ${s.reason}`);
+        if (!r.merged.length && !r.stopped) console.log(`batch ${r.batchId}: no built worker left to merge`);
+      }
+      if (r.stopped) process.exit(ERROR_MAP[r.stopped.code].exit);
+    } catch (err) {
+      fail(err);
+    }
+  });
+  program3.command("publish").description(
+    "put a built worker's graded commit into your repository as branch ocw/<id>, to review or merge it with your own git tools (grading puts nothing there; merge and push do this themselves)"
+  ).argument("<workerId>", "the built worker whose branch to publish").option("--json", "print JSON").action(async (workerId, o2) => {
+    try {
+      expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw publish\` takes one of them`);
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw publish");
+      const p = await client2.workers.publish.mutate({ workerId });
+      console.log(
+        o2.json ? JSON.stringify({ workerId, ...p }) : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${counted(p.objects, "object")} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``
+      );
+    } catch (err) {
+      fail(err);
+    }
+  });
+}
+
 // engine/commands/claude.ts
 import { execFileSync as execFileSync6, spawn as spawn9 } from "node:child_process";
-import { chmodSync as chmodSync5, existsSync as existsSync33, readFileSync as readFileSync25, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
-import path72 from "node:path";
+import { chmodSync as chmodSync5, existsSync as existsSync34, readFileSync as readFileSync26, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
+import path73 from "node:path";
 var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
 function guiLauncher(dir, lock2) {
   const target = `http://127.0.0.1:${lock2.port}/#token=${encodeURIComponent(lock2.token)}`;
@@ -94320,7 +94770,7 @@ function guiLauncher(dir, lock2) {
 <script>location.replace(${JSON.stringify(target).replace(/</g, "\\u003c")})</script>
 <p><a href="${attr}">Open the opencode-worker dashboard</a></p>
 `;
-  const file3 = path72.join(dir, "gui.html");
+  const file3 = path73.join(dir, "gui.html");
   const tmp = `${file3}.${process.pid}.tmp`;
   writeFileSync16(tmp, html, { mode: 384 });
   chmodSync5(tmp, 384);
@@ -94329,16 +94779,16 @@ function guiLauncher(dir, lock2) {
 }
 function repoRootOf(dir) {
   try {
-    return path72.resolve(
+    return path73.resolve(
       execFileSync6("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path72.resolve(dir);
+    return path73.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path72.resolve(w.spec.directory);
-  return path72.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path72.sep);
+  const d = path73.resolve(w.spec.directory);
+  return path73.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path73.sep);
 };
 async function runningEngine() {
   const lock2 = readLock(stateDir());
@@ -94452,10 +94902,10 @@ async function snapshot(client2, ids2, load2) {
   return Promise.all(ids2.map((id3) => client2.workers.get.query({ workerId: id3 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path72.isAbsolute(what)) return what;
-  const root2 = path72.resolve(worktree);
-  const abs = path72.resolve(what);
-  return abs.startsWith(root2 + path72.sep) ? path72.relative(root2, abs).split(path72.sep).join("/") : what;
+  if (!worktree || !path73.isAbsolute(what)) return what;
+  const root2 = path73.resolve(worktree);
+  const abs = path73.resolve(what);
+  return abs.startsWith(root2 + path73.sep) ? path73.relative(root2, abs).split(path73.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -94474,10 +94924,10 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path72.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path73.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
-    return JSON.parse(readFileSync25(seenFile(), "utf8"))[root2] ?? 0;
+    return JSON.parse(readFileSync26(seenFile(), "utf8"))[root2] ?? 0;
   } catch {
     return 0;
   }
@@ -94485,7 +94935,7 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync33(seenFile())) all = JSON.parse(readFileSync25(seenFile(), "utf8"));
+    if (existsSync34(seenFile())) all = JSON.parse(readFileSync26(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
@@ -94497,7 +94947,7 @@ function markSeen(root2) {
 function readHookInput() {
   if (process.stdin.isTTY) return {};
   try {
-    const text = readFileSync25(0, "utf8");
+    const text = readFileSync26(0, "utf8");
     return text.trim() ? JSON.parse(text) : {};
   } catch {
     return {};
@@ -94515,8 +94965,8 @@ function openBrowser(url2) {
 }
 
 // engine/commands/model-setup.ts
-import { existsSync as existsSync34 } from "node:fs";
-import path73 from "node:path";
+import { existsSync as existsSync35 } from "node:fs";
+import path74 from "node:path";
 var NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
 async function startOnEngine(client2, input2, o2) {
   let i2 = input2;
@@ -94752,7 +95202,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
     {
       runtime: o2.runtime,
       // a file here is named to the engine by its absolute path (a repo, catalog id or URL as given)
-      model: o2.model && existsSync34(o2.model) ? path73.resolve(o2.model) : o2.model,
+      model: o2.model && existsSync35(o2.model) ? path74.resolve(o2.model) : o2.model,
       slots,
       ctx,
       minCtx,
@@ -94760,7 +95210,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
       benchSec: benchSecOf(o2.benchSec),
       ...o2.allowSlow ? { allowSlow: true } : {},
       // a path on this machine, given to the engine as an absolute one (the engine's checks name it so)
-      ...o2.llamaServer ? { llamaServer: path73.resolve(o2.llamaServer) } : {}
+      ...o2.llamaServer ? { llamaServer: path74.resolve(o2.llamaServer) } : {}
     },
     {
       yes: !!o2.yes,
@@ -94887,12 +95337,14 @@ async function runSetup(o2, port = enginePort("cli:ocw setup")) {
 ` };
   }
 }
+var safeModel = (m) => showUntrusted(m, { lines: false, max: 120 });
 async function runTargets(o2, port = enginePort("cli:ocw targets")) {
   if (o2.json) return { code: 0, stdout: JSON.stringify(await port.targetsWithEndpoints(), null, 2) + "\n", stderr: "" };
   const { active, targets } = await port.targets();
   if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
   const lines = targets.flatMap((t2) => [
-    `${t2.id === active ? "*" : " "} ${t2.id.padEnd(40)} ${(t2.outcome ?? "?").padEnd(12)} ${t2.serving.engine.padEnd(9)} ${counted(t2.serving.slots, "slot")}${t2.serving.perSlotCtx ? ` \xD7 ${t2.serving.perSlotCtx}` : ""}  ${t2.endpoint}`,
+    // the model id too: `ocw run --endpoint` targets (adhoc-…) of one URL differ only by it; "unverified" for no outcome (it was "?")
+    `${t2.id === active ? "*" : " "} ${t2.id.padEnd(40)} ${(t2.outcome ?? "unverified").padEnd(12)} ${t2.serving.engine.padEnd(9)} ${counted(t2.serving.slots, "slot")}${t2.serving.perSlotCtx ? ` \xD7 ${t2.serving.perSlotCtx}` : ""}  ${t2.endpoint}  model ${safeModel(t2.model)}`,
     // what the benchmark after setup measured (absent for a provider, or when none ran)
     ...t2.bench ? [`    ${benchText(t2.bench)} (${t2.bench.at.slice(0, 10)})`] : []
   ]);
@@ -94974,7 +95426,7 @@ async function runServingStop(o2 = {}, port = enginePort("cli:ocw serving stop")
 }
 var shWord = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 function llamaServerEnvNote(client2, engine) {
-  if (!client2 || engine && path73.resolve(engine) === path73.resolve(client2)) return null;
+  if (!client2 || engine && path74.resolve(engine) === path74.resolve(client2)) return null;
   return `this shell's LLAMA_SERVER (${client2}) is not the engine's (${engine ?? "unset"}): the engine's environment is the one that counts. To have the engine use yours: \`ocw stop\` (it also stops the model servers ocw started), then \`LLAMA_SERVER=${shWord(client2)} ocw doctor\` starts it again with it; or pass --llama-server PATH to ocw setup`;
 }
 async function runDoctor(o2, port = enginePort("cli:ocw doctor"), clientEnv = process.env) {
@@ -95142,9 +95594,9 @@ registerMcpCommand(program2);
 registerClaudeCommands(program2);
 registerDeployCommand(program2);
 registerModelSetupCommands(program2, { registerServingSupervisor });
-var helpHints = (cmd, path74) => {
+var helpHints = (cmd, path75) => {
   for (const sub of cmd.commands) {
-    const p = `${path74} ${sub.name()}`;
+    const p = `${path75} ${sub.name()}`;
     sub.showHelpAfterError(`(run \`${p} --help\` for usage)`);
     helpHints(sub, p);
   }
@@ -95153,4 +95605,4 @@ helpHints(program2, "ocw");
 var [first, second] = process.argv.slice(2);
 if (first === "help" && second && !second.startsWith("-") && !program2.commands.some((c3) => c3.name() === second || c3.aliases().includes(second)))
   process.argv.splice(2, 1);
-await program2.parseAsync(process.argv);
+await program2.parseAsync(process.argv).catch(fail);
