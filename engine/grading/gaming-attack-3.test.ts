@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { gradedIn } from "../../test/fixtures/graded";
+import { gradedIn, heldBackIn, installedPythonPackage } from "../../test/fixtures/graded";
 import { createWorkspace, inspectRepo } from "../workspace";
 import { grade } from "./grade";
 import { clearHeldBackBytecode, pythonImportPaths, pythonImports } from "./checks";
@@ -20,12 +20,7 @@ let n = 0;
 const graded = gradedIn(tmp);
 
 /** A held-back folder with one pytest test in tests/ (no __init__.py: pytest puts tests/ first on sys.path). */
-function heldBack(test: string): string {
-  const held = path.join(tmp, `held-${++n}`);
-  mkdirSync(path.join(held, "tests"), { recursive: true });
-  writeFileSync(path.join(held, "tests", "test_hidden.py"), test);
-  return held;
-}
+const heldBack = heldBackIn(tmp);
 
 describe("a worker shadowing a module beside the held-back tests", () => {
   // pytest's default import mode inserts the folder of each test module (the first one up without an __init__.py) at
@@ -117,14 +112,7 @@ describe("a worker's module named like an installed package a held-back test imp
   // pytest and unittest put the held-back test's folder first on sys.path, and `python -m pytest` the checks' folder:
   // a worker's numpy.py there is what `import numpy` loads, and a stub of the one function the test calls passes it.
   // The package: the first of these installed for the checks' python3 (numpy on this machine).
-  const pkg = ["numpy", "yaml", "requests", "six", "certifi", "idna"].find((name) => {
-    try {
-      execFileSync("python3", ["-I", "-c", `import ${name}`], { cwd: "/", stdio: "ignore" });
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const pkg = installedPythonPackage();
   const TEST = `import ${pkg}\nfrom calc import total\n\ndef test_total():\n    assert ${pkg}.ocw_verify(total([1, 2]))\n`;
   const BASE = { "calc.py": "def total(xs):\n    return 0\n" };
   const STUB = "def ocw_verify(*a):\n    return True\n";

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
-import { gradedIn } from "../../test/fixtures/graded";
+import { gradedIn, heldBackIn, installedPythonPackage } from "../../test/fixtures/graded";
 import { makeIncludes, plainDependencies } from "./make-includes";
 import { configSnapshot, plantedConfig, runnerConfigReason } from "./runner-config";
 
@@ -19,12 +19,7 @@ let n = 0;
 const graded = gradedIn(tmp);
 
 /** A held-back folder with one test in tests/ (no __init__.py: a namespace package to a dotted import). */
-function heldBack(test: string): string {
-  const held = path.join(tmp, `held-${++n}`);
-  mkdirSync(path.join(held, "tests"), { recursive: true });
-  writeFileSync(path.join(held, "tests", "test_hidden.py"), test);
-  return held;
-}
+const heldBack = heldBackIn(tmp);
 
 /** A unittest test of calc.add, which pytest runs too. */
 const TEST = "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), 4)\n";
@@ -285,14 +280,7 @@ describe("a module named like an installed package a held-back test imports, wri
   // The commit's rule (gaming-attack-3) reads the worker's files; a first check that runs the worker's code (python3
   // build.py) writes tests/numpy.py with a stub of the one function the test calls, and the held-back check after it
   // imports that. The scan between checks read only runner configuration by name.
-  const pkg = ["numpy", "yaml", "requests", "six", "certifi", "idna"].find((name) => {
-    try {
-      execFileSync("python3", ["-I", "-c", `import ${name}`], { cwd: "/", stdio: "ignore" });
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const pkg = installedPythonPackage();
   const NP_TEST = `import ${pkg}\nfrom calc import add\n\ndef test_add():\n    assert ${pkg}.ocw_verify(add(2, 2))\n`;
   const STUB = "def ocw_verify(*a):\n    return True\n";
   const checks = (held: string): CheckSpec[] => [
