@@ -37,6 +37,8 @@ describe("ocw discard's line", () => {
     expect(discardText({ ...merged, reverted: { into: "main", commit: "c2" } })).toBe(
       "discarded w-a: its workspace and branch are gone; its merge into main was reverted",
     );
+    // a second discard (the engine answers it with the worker as it is) is not said as a removal done again
+    expect(discardText({ ...w, discarded: true }, true)).toBe("w-a was already discarded: its workspace and branch are gone");
   });
 });
 

@@ -215,9 +215,12 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (id: string, o: { json?: boolean }) => {
       try {
         expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw discard\` takes one of them`);
-        const w = await (await client("discard")).workers.discard.mutate({ workerId: id });
+        const c = await client("discard");
+        // A discard is idempotent at the engine: a second one is said as what it is, not as a removal done again.
+        const already = !!(await c.workers.get.query({ workerId: id })).discarded;
+        const w = await c.workers.discard.mutate({ workerId: id });
         if (o.json) return console.log(JSON.stringify(w, null, 2));
-        console.log(discardText(w));
+        console.log(discardText(w, already));
       } catch (err) {
         fail(err);
       }
@@ -331,9 +334,9 @@ export function startedHint(workerId: string): string {
 }
 
 /** `ocw discard`'s line: a merge that was reverted since no longer "stays merged". */
-export function discardText(w: Worker): string {
+export function discardText(w: Worker, already = false): string {
   const merged = w.merged && !w.reverted ? `; its work stays merged in ${w.merged.into}` : w.merged ? `; its merge into ${w.merged.into} was reverted` : "";
-  return `discarded ${w.id}: its workspace and branch are gone${merged}`;
+  return `${already ? `${w.id} was already discarded` : `discarded ${w.id}`}: its workspace and branch are gone${merged}`;
 }
 
 export function batchText(b: BatchSummary): string {
