@@ -94452,9 +94452,11 @@ function registerWorkerCommands(program3) {
   program3.command("discard").description("remove a finished worker's workspace and branch, unmerged work included (its record and log stay)").argument("<workerId>").option("--json", "print the worker as JSON (what `ocw show --json` prints)").action(async (id3, o2) => {
     try {
       expectId(id3, "worker", `\`ocw show ${id3}\` lists its workers; \`ocw discard\` takes one of them`);
-      const w = await (await client("discard")).workers.discard.mutate({ workerId: id3 });
+      const c3 = await client("discard");
+      const already = !!(await c3.workers.get.query({ workerId: id3 })).discarded;
+      const w = await c3.workers.discard.mutate({ workerId: id3 });
       if (o2.json) return console.log(JSON.stringify(w, null, 2));
-      console.log(discardText(w));
+      console.log(discardText(w, already));
     } catch (err) {
       fail(err);
     }
@@ -94526,9 +94528,9 @@ ${startedHint(r.workerId)}`
 function startedHint(workerId) {
   return `  it runs in the engine: follow it with \`ocw logs ${workerId} --follow\`; its asks: \`ocw asks --worker ${workerId}\` (or the GUI); its verdict: \`ocw show ${workerId}\``;
 }
-function discardText(w) {
+function discardText(w, already = false) {
   const merged = w.merged && !w.reverted ? `; its work stays merged in ${w.merged.into}` : w.merged ? `; its merge into ${w.merged.into} was reverted` : "";
-  return `discarded ${w.id}: its workspace and branch are gone${merged}`;
+  return `${already ? `${w.id} was already discarded` : `discarded ${w.id}`}: its workspace and branch are gone${merged}`;
 }
 function batchText(b) {
   const lines = [`batch ${b.id}${b.name ? ` "${safe(b.name)}"` : ""}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " \xB7 done" : ""}`];
