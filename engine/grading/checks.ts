@@ -219,7 +219,12 @@ export async function runChecks(
   cwd: string,
   sandbox?: CheckSandbox,
   protectedFiles: string[] = [],
-  watch: { root?: string; planted?: string[] } = {},
+  watch: {
+    root?: string;
+    planted?: string[];
+    /** What grading already read of the held-back folders (heldBackListing): not walked and read again here. */
+    heldBack?: HeldBackListing;
+  } = {},
 ): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   const realCwd = realpathSync(cwd);
@@ -243,7 +248,7 @@ export async function runChecks(
     .filter((f) => f.endsWith(".py"))
     .flatMap((f) => fromRoot(f) ?? [])
     .map((f) => f.split(path.sep).join("/"));
-  const { dirs: heldDirs, modules: heldModules, imports: heldImports } = heldBackListing(checks);
+  const { dirs: heldDirs, modules: heldModules, imports: heldImports } = watch.heldBack ?? heldBackListing(checks);
   let config: ConfigSnapshot | null = null;
   let planted: { by: string; what: string[] } | null = null;
   let ranCommand = false;
@@ -408,19 +413,17 @@ export function heldBackListing(checks: CheckSpec[]): HeldBackListing {
       else if (e.isFile()) {
         dirs.add(rel);
         if (HELD_BACK_CODE.test(e.name)) modules.add(r);
-        if (e.name.endsWith(".py")) {
-          const text = readTextOr(path.join(from, e.name));
-          for (const name of pythonImports(text)) imports.add(name);
-          // Where each module it imports may be found: from the checks' folder (python -m, rootdir) and from the test's
-          // own folder (pytest's and unittest's first sys.path entry); a relative import from the test's folder alone.
-          for (const m of pythonImportPaths(text)) {
+        // Where each module it imports may be found: from the checks' folder (python -m, rootdir) and from the test's
+        // own folder (pytest's and unittest's first sys.path entry); a relative import from the test's folder alone.
+        if (e.name.endsWith(".py"))
+          for (const m of pythonImportPaths(readTextOr(path.join(from, e.name)))) {
             if (m.startsWith("./")) importPaths.add(rel ? `${rel}/${m.slice(2)}` : m.slice(2));
             else {
+              imports.add(topOf(m));
               importPaths.add(m);
               if (rel) importPaths.add(`${rel}/${m}`);
             }
           }
-        }
       }
     }
   };
@@ -443,7 +446,7 @@ export function heldBackListing(checks: CheckSpec[]): HeldBackListing {
 export function pythonImportPaths(text: string): string[] {
   const out = new Set<string>();
   const first = (part: string) => /^\s*([A-Za-z_][\w.]*)/.exec(part)?.[1];
-  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^#\n;)]+))/gm)) {
+  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+(\.*)([\w.]*)[ \t]+import\b[ \t]*\(?([^#\n;)]+))/gm)) {
     if (m[1] !== undefined) {
       for (const part of m[1].replace(/[()\\]/g, "").split(",")) {
         const name = first(part);
@@ -473,22 +476,22 @@ const readTextOr = (file: string) => {
   }
 };
 
+/** The top-level name of an absolute import's path (pythonImportPaths): numpy for numpy/linalg. */
+const topOf = (m: string) => m.split("/")[0]!;
+
 /**
- * The top-level names a Python file imports absolutely, as written at the start of a line (`import a.b as c, d`: a, d;
- * `from e.f import g`: e; a relative `from . import x` names none). An import inside a string or a `try` counts too:
- * the list only narrows which of a worker's modules are asked about.
+ * The top-level names a Python file imports absolutely (`import a.b as c, d`: a, d; `from e.f import g`: e; a relative
+ * `from . import x` names none): pythonImportPaths' absolute ones, cut to their first part. An import inside a string or
+ * a `try` counts too: the list only narrows which of a worker's modules are asked about.
  */
 export function pythonImports(text: string): string[] {
-  const out = new Set<string>();
-  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import\b)/gm)) {
-    if (m[2]) out.add(m[2]);
-    else
-      for (const part of m[1]!.replace(/[()\\]/g, "").split(",")) {
-        const name = /^\s*([A-Za-z_]\w*)/.exec(part)?.[1];
-        if (name) out.add(name);
-      }
-  }
-  return [...out];
+  return [
+    ...new Set(
+      pythonImportPaths(text)
+        .filter((m) => !m.startsWith("./"))
+        .map(topOf),
+    ),
+  ];
 }
 
 /**

@@ -122,6 +122,7 @@ describe("a worker's module named like an installed package a held-back test imp
     const text =
       "import numpy as np, os.path\nfrom yaml.loader import Loader\nfrom . import helper\nfrom .x import y\n  import requests  # indented\nx = 'import'\n";
     expect(pythonImports(text).sort()).toEqual(["numpy", "os", "requests", "yaml"]);
+    expect(pythonImports("from pkg import(a)\n")).toEqual(["pkg"]);
   });
 
   it("an installed package is there to shadow", () => {

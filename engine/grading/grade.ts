@@ -129,8 +129,9 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     const rel = sub ? graded.changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
     // With command checks, the files that decide what a check runs are protected by default (runner-config.ts).
-    if (input.checks.some((c) => "run" in c)) {
-      const listing = heldBackListing(input.checks);
+    // What the held-back folders hold, read once for the rules below and the checks' run.
+    const listing = input.checks.some((c) => "run" in c) ? heldBackListing(input.checks) : undefined;
+    if (listing) {
       const from = input.checkConfigFrom && input.checkConfigFrom.base !== ws.baseCommit ? input.checkConfigFrom : null;
       const config = await runnerConfigChanges({
         changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
@@ -154,7 +155,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
             cwd,
             input.sandbox ? { ...input.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined,
             guarded,
-            { root: checkout, planted },
+            { root: checkout, planted, heldBack: listing },
           )
         : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
     // Runner configuration a check wrote for a later one (a conftest.py its code planted): a check-configuration
