@@ -515,16 +515,25 @@ const HELD_BACK_SHADOW =
  */
 function heldBackShadow(rel: string, heldBackDirs: string[] | undefined): boolean {
   if (!heldBackDirs?.length || rel.startsWith("../")) return false;
-  const parts = foldPath(rel).split("/");
-  if (parts.length < 2) return false;
-  const module = PY_MODULE.exec(parts.at(-1)!)?.[1];
-  if (!module) return false;
-  // A module file in the folder, or a package of it (its __init__).
-  const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)!] : [parts.slice(0, -1), module];
-  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name) || STARTUP_TOP.has(name))) return false;
-  const at = dir.join("/");
-  return heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`));
+  const m = pythonModuleOf(rel);
+  if (!m?.folder || !(SHADOW_TOP.test(m.name) || STDLIB_FOLDED.has(m.name) || STARTUP_TOP.has(m.name))) return false;
+  return holdsHeldBack(m.folder, heldBackDirs);
 }
+
+/**
+ * The Python module `rel` (relative to the checks' folder) is, case folded: a module file in its folder, or a package of
+ * it (its __init__), with the folder it is imported from ("" for the checks' own); null for a file no import loads.
+ */
+function pythonModuleOf(rel: string): { folder: string; name: string } | null {
+  const parts = foldPath(rel).split("/");
+  const module = PY_MODULE.exec(parts.at(-1)!)?.[1];
+  if (!module) return null;
+  if (module !== "__init__") return { folder: parts.slice(0, -1).join("/"), name: module };
+  return parts.length < 2 ? null : { folder: parts.slice(0, -2).join("/"), name: parts.at(-2)! };
+}
+
+/** Whether held-back tests land in `folder` (case folded, from the checks' folder) or in one below it. */
+const holdsHeldBack = (folder: string, heldBackDirs: string[]) => heldBackDirs.some((d) => foldPath(d) === folder || foldPath(d).startsWith(`${folder}/`));
 
 const HELD_BACK_MODULE =
   "named like a held-back module, beside it (an import of that name loads a package, an extension module, another suffix or a link of that name in its place: the held-back code never runs)";
@@ -612,14 +621,10 @@ function heldBackRules(
  */
 function importShadow(rel: string, heldBackDirs: string[], imports: Map<string, string>): string | null {
   if (!imports.size || rel.startsWith("../")) return null;
-  const parts = foldPath(rel).split("/");
-  const module = PY_MODULE.exec(parts.at(-1)!)?.[1];
-  if (!module) return null;
-  const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)] : [parts.slice(0, -1), module];
-  const imported = name ? imports.get(name) : undefined;
-  if (!imported) return null;
-  const at = dir.join("/");
-  return at === "" || heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`)) ? imported : null;
+  const m = pythonModuleOf(rel);
+  const imported = m && imports.get(m.name);
+  if (!m || !imported) return null;
+  return m.folder === "" || holdsHeldBack(m.folder, heldBackDirs) ? imported : null;
 }
 
 /**
