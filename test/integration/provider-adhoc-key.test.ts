@@ -31,6 +31,29 @@ afterAll(async () => {
   cleanup(engine?.stateDir ?? "", home, ...repos);
 });
 
+/** `ocw run` of the task the model is scripted for, in `dir`, on the model's URL as an ad-hoc endpoint, with `extra` flags. */
+const adhocRun = (dir: string, extra: string[], timeoutMs: number) =>
+  runOcw(
+    engine.stateDir,
+    [
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "ADHOC-KEY write k.txt",
+      "--check",
+      "test -f k.txt",
+      "--endpoint",
+      model.url,
+      "--model",
+      "scripted-1",
+      "--approve",
+      "always",
+      ...extra,
+    ],
+    timeoutMs,
+  );
+
 describe("ocw run --api-key-env VAR where the engine lacks VAR", () => {
   it("the engine keeps the key the CLI gives: the worker runs and is built; the key is in no file but its 0600 one", async () => {
     const dir = makeRepo();
@@ -38,28 +61,7 @@ describe("ocw run --api-key-env VAR where the engine lacks VAR", () => {
     process.env.OCW_ADHOC_PROVIDER_KEY = KEY;
     let r: Awaited<ReturnType<typeof runOcw>>;
     try {
-      r = await runOcw(
-        engine.stateDir,
-        [
-          "run",
-          "--dir",
-          dir,
-          "--task",
-          "ADHOC-KEY write k.txt",
-          "--check",
-          "test -f k.txt",
-          "--endpoint",
-          model.url,
-          "--model",
-          "scripted-1",
-          "--api-key-env",
-          "OCW_ADHOC_PROVIDER_KEY",
-          "--approve",
-          "always",
-          "--json",
-        ],
-        120_000,
-      );
+      r = await adhocRun(dir, ["--api-key-env", "OCW_ADHOC_PROVIDER_KEY", "--json"], 120_000);
     } finally {
       delete process.env.OCW_ADHOC_PROVIDER_KEY;
     }
@@ -74,25 +76,7 @@ describe("ocw run --api-key-env VAR where the engine lacks VAR", () => {
     const dir = makeRepo();
     repos.push(dir);
     const before = (await engine.client.workers.list.query()).length;
-    const r = await runOcw(
-      engine.stateDir,
-      [
-        "run",
-        "--dir",
-        dir,
-        "--task",
-        "ADHOC-KEY write k.txt",
-        "--check",
-        "test -f k.txt",
-        "--endpoint",
-        model.url,
-        "--model",
-        "scripted-1",
-        "--approve",
-        "always",
-      ],
-      60_000,
-    );
+    const r = await adhocRun(dir, [], 60_000);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr.trim()).toBe(
       `ocw: the model endpoint ${model.url} refuses requests without a key (HTTP 401): export its key in a variable and pass --api-key-env VAR (the variable's name, never the key)`,
