@@ -88162,15 +88162,18 @@ function heldBackInit(rel, heldBackDirs) {
 var HELD_BACK_SHADOW = "named like a standard module or a tool, beside held-back tests (pytest and unittest put their folder first on sys.path: it shadows the module they import)";
 function heldBackShadow(rel, heldBackDirs) {
   if (!heldBackDirs?.length || rel.startsWith("../")) return false;
-  const parts = foldPath(rel).split("/");
-  if (parts.length < 2) return false;
-  const module = PY_MODULE.exec(parts.at(-1))?.[1];
-  if (!module) return false;
-  const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)] : [parts.slice(0, -1), module];
-  if (!dir.length || !(SHADOW_TOP.test(name) || STDLIB_FOLDED.has(name) || STARTUP_TOP.has(name))) return false;
-  const at = dir.join("/");
-  return heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`));
+  const m = pythonModuleOf(rel);
+  if (!m?.folder || !(SHADOW_TOP.test(m.name) || STDLIB_FOLDED.has(m.name) || STARTUP_TOP.has(m.name))) return false;
+  return holdsHeldBack(m.folder, heldBackDirs);
 }
+function pythonModuleOf(rel) {
+  const parts = foldPath(rel).split("/");
+  const module = PY_MODULE.exec(parts.at(-1))?.[1];
+  if (!module) return null;
+  if (module !== "__init__") return { folder: parts.slice(0, -1).join("/"), name: module };
+  return parts.length < 2 ? null : { folder: parts.slice(0, -2).join("/"), name: parts.at(-2) };
+}
+var holdsHeldBack = (folder, heldBackDirs) => heldBackDirs.some((d) => foldPath(d) === folder || foldPath(d).startsWith(`${folder}/`));
 var HELD_BACK_MODULE = "named like a held-back module, beside it (an import of that name loads a package, an extension module, another suffix or a link of that name in its place: the held-back code never runs)";
 var HELD_BACK_CODE = /\.(py|[cm]?[jt]sx?)$/;
 function heldBackModuleShadow(rel, files) {
@@ -88207,14 +88210,10 @@ function heldBackRules(heldBackDirs = [], heldBackModules = [], isPackage = () =
 }
 function importShadow(rel, heldBackDirs, imports) {
   if (!imports.size || rel.startsWith("../")) return null;
-  const parts = foldPath(rel).split("/");
-  const module = PY_MODULE.exec(parts.at(-1))?.[1];
-  if (!module) return null;
-  const [dir, name] = module === "__init__" ? [parts.slice(0, -2), parts.at(-2)] : [parts.slice(0, -1), module];
-  const imported = name ? imports.get(name) : void 0;
-  if (!imported) return null;
-  const at = dir.join("/");
-  return at === "" || heldBackDirs.some((d) => foldPath(d) === at || foldPath(d).startsWith(`${at}/`)) ? imported : null;
+  const m = pythonModuleOf(rel);
+  const imported = m && imports.get(m.name);
+  if (!m || !imported) return null;
+  return m.folder === "" || holdsHeldBack(m.folder, heldBackDirs) ? imported : null;
 }
 async function installedModules(names) {
   const script = "import importlib.util as u, sys\nfor n in sys.argv[1:]:\n    try:\n        s = u.find_spec(n)\n    except Exception:\n        s = None\n    if s is not None:\n        print(n)\n";
@@ -88550,7 +88549,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
   const realRoot = realpathSync5(root2);
   const fromRoot = (f) => [path51.relative(root2, f), path51.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path51.isAbsolute(r));
   const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path51.sep).join("/"));
-  const { dirs: heldDirs, modules: heldModules, imports: heldImports } = heldBackListing(checks);
+  const { dirs: heldDirs, modules: heldModules, imports: heldImports } = watch.heldBack ?? heldBackListing(checks);
   let config3 = null;
   let planted = null;
   let ranCommand = false;
@@ -88676,17 +88675,15 @@ function heldBackListing(checks) {
       else if (e.isFile()) {
         dirs.add(rel);
         if (HELD_BACK_CODE.test(e.name)) modules.add(r);
-        if (e.name.endsWith(".py")) {
-          const text = readTextOr(path51.join(from, e.name));
-          for (const name of pythonImports(text)) imports.add(name);
-          for (const m of pythonImportPaths(text)) {
+        if (e.name.endsWith(".py"))
+          for (const m of pythonImportPaths(readTextOr(path51.join(from, e.name)))) {
             if (m.startsWith("./")) importPaths.add(rel ? `${rel}/${m.slice(2)}` : m.slice(2));
             else {
+              imports.add(topOf(m));
               importPaths.add(m);
               if (rel) importPaths.add(`${rel}/${m}`);
             }
           }
-        }
       }
     }
   };
@@ -88702,7 +88699,7 @@ function heldBackListing(checks) {
 function pythonImportPaths(text) {
   const out = /* @__PURE__ */ new Set();
   const first2 = (part) => /^\s*([A-Za-z_][\w.]*)/.exec(part)?.[1];
-  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^#\n;)]+))/gm)) {
+  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+(\.*)([\w.]*)[ \t]+import\b[ \t]*\(?([^#\n;)]+))/gm)) {
     if (m[1] !== void 0) {
       for (const part of m[1].replace(/[()\\]/g, "").split(",")) {
         const name = first2(part);
@@ -88729,18 +88726,7 @@ var readTextOr = (file3) => {
     return "";
   }
 };
-function pythonImports(text) {
-  const out = /* @__PURE__ */ new Set();
-  for (const m of text.matchAll(/^[ \t]*(?:import[ \t]+([^#\n;]+)|from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import\b)/gm)) {
-    if (m[2]) out.add(m[2]);
-    else
-      for (const part of m[1].replace(/[()\\]/g, "").split(",")) {
-        const name = /^\s*([A-Za-z_]\w*)/.exec(part)?.[1];
-        if (name) out.add(name);
-      }
-  }
-  return [...out];
-}
+var topOf = (m) => m.split("/")[0];
 function heldBackProblem(checks, repoRoot2) {
   const root2 = realpathOr(repoRoot2);
   for (const c3 of checks) {
@@ -88871,8 +88857,8 @@ async function gradeSnapshot(input2) {
     if (graded.partial && only && !partialHolds(checkout, only)) await checkOutCommit(ws, graded.commit, checkout);
     const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
     scope = checkScope(rel, input2.scope, input2.protect);
-    if (input2.checks.some((c3) => "run" in c3)) {
-      const listing = heldBackListing(input2.checks);
+    const listing = input2.checks.some((c3) => "run" in c3) ? heldBackListing(input2.checks) : void 0;
+    if (listing) {
       const from = input2.checkConfigFrom && input2.checkConfigFrom.base !== ws.baseCommit ? input2.checkConfigFrom : null;
       const config3 = await runnerConfigChanges({
         changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
@@ -88894,7 +88880,7 @@ async function gradeSnapshot(input2) {
       cwd,
       input2.sandbox ? { ...input2.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input2.sandbox.mountAs } } : void 0,
       guarded,
-      { root: checkout, planted }
+      { root: checkout, planted, heldBack: listing }
     ) : input2.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
     if (planted.length) {
       const config3 = planted.map((p) => `check configuration written by a check: ${p}`);
