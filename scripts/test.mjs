@@ -52,13 +52,21 @@ if (want("typecheck") || want("lint")) {
 }
 
 // 2. vitest (unit + integration) with a JSON report we can count.
+/** A failure's first line, colours stripped and cut, so the CI tail says which assertion failed, not only which test. */
+function firstLine(message) {
+  const line = String(message ?? "")
+    .replace(/\x1b\[[0-9;]*m/g, "")
+    .split("\n")
+    .find((l) => l.trim() !== "");
+  return line ? `\n      ${line.trim().slice(0, 300)}` : "";
+}
 function vitestTotals(file) {
   if (!existsSync(file)) return null;
   const r = JSON.parse(readFileSync(file, "utf8"));
   for (const suite of r.testResults ?? []) {
     const file = path.relative(root, suite.name ?? "");
     const failed = (suite.assertionResults ?? []).filter((a) => a.status === "failed");
-    for (const a of failed) failures.push(`${file} › ${a.fullName ?? a.title}`);
+    for (const a of failed) failures.push(`${file} › ${a.fullName ?? a.title}${firstLine(a.failureMessages?.[0])}`);
     if (failed.length === 0 && suite.status === "failed") failures.push(`${file} (the file failed to run: ${(suite.message ?? "").split("\n")[0]})`);
   }
   return {
@@ -103,7 +111,10 @@ if (want("e2e") && existsSync(path.join(root, "playwright.config.ts"))) {
     const walk = (suite) => {
       for (const spec of suite.specs ?? [])
         for (const t of spec.tests ?? [])
-          if (t.status === "unexpected") failures.push(`${spec.file}:${spec.line} › ${spec.title}${t.projectName ? ` [${t.projectName}]` : ""}`);
+          if (t.status === "unexpected")
+            failures.push(
+              `${spec.file}:${spec.line} › ${spec.title}${t.projectName ? ` [${t.projectName}]` : ""}${firstLine(t.results?.at(-1)?.error?.message)}`,
+            );
       for (const child of suite.suites ?? []) walk(child);
     };
     for (const suite of report.suites ?? []) walk(suite);

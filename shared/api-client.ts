@@ -11,7 +11,7 @@
 // The token is always in a header, never a cookie (no request sends one: a browser sends cookies for 127.0.0.1 to
 // every port, so a dev server a worker starts would get it). Subscriptions use a fetch-based event stream (the
 // `eventsource` package with a custom fetch), since the browser's EventSource cannot send headers.
-import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink, type TRPCClient, type TRPCLink } from "@trpc/client";
+import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, retryLink, splitLink, type TRPCClient, type TRPCLink } from "@trpc/client";
 import type { AnyTRPCRouter, initTRPC } from "@trpc/server";
 import { EventSource } from "eventsource";
 import { API_PATH, CLIENT_HEADER } from "./api";
@@ -113,5 +113,12 @@ export function createEngineClient<R extends AnyTRPCRouter>(address: EngineAddre
       false: httpBatchLink<Plain>({ url, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies as never }),
     }),
   });
-  return createTRPCClient<R>({ links: [link as unknown as TRPCLink<R>] });
+  // A query whose request got no answer at all (no tRPC error, no response: the keep-alive connection it went out on was
+  // one the engine had just closed as it stopped or restarted) is sent once more, on a fresh connection: a query changes
+  // nothing, so sending it twice is safe. A mutation is never sent again (the engine may have acted on it); a client
+  // that lost the engine (EngineLink) finds it again on a refused connection, which the resent query then gets.
+  const resendUnanswered = retryLink<Plain>({
+    retry: ({ op, error, attempts }) => op.type === "query" && attempts < 2 && error.data === undefined && error.shape === undefined,
+  });
+  return createTRPCClient<R>({ links: [resendUnanswered, link] as unknown as TRPCLink<R>[] });
 }

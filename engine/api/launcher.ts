@@ -46,10 +46,20 @@ export async function ensureEngine(stateDir: string, opts: EnsureOptions = {}): 
   if (existing && (await healthy(existing))) return existing;
   // An engine that owns the state dir but does not answer yet (starting), or a supervisor restarting a dead one:
   // that one will answer; starting another would only lose the claim to it.
+  // An engine that owns the state dir is waited for as long as it holds it: it answers (starting), or lets go (closing
+  // after `ocw stop`: a start before it let go would lose the claim to it and end, which is how a call right after a stop
+  // used to fail after 10 s on a busy machine). A supervisor with no engine is waited for up to 10 s.
   const supervisor = supervisorOf(lastLock(stateDir));
-  if (currentOwner(stateDir) || (!existing && supervisor && alive(supervisor))) {
-    const lock = await waitForEngine(stateDir, Math.min(timeoutMs, 10_000));
+  const restarting = () => !existing && supervisor !== null && alive(supervisor);
+  if (currentOwner(stateDir) || restarting()) {
+    const t0 = Date.now();
+    const lock = await waitForEngine(stateDir, timeoutMs, () => !currentOwner(stateDir) && !(restarting() && Date.now() - t0 < 10_000));
     if (lock) return lock;
+    const owner = currentOwner(stateDir);
+    if (owner)
+      throw new Error(
+        `the engine (pid ${owner.pid}) holds ${stateDir} but did not answer within ${timeoutMs / 1000}s: stop it (\`ocw stop\`, or kill ${owner.pid}) and try again`,
+      );
   }
   const command = opts.command ?? selfCommand();
   if (!existsSync(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
@@ -95,12 +105,13 @@ export async function startExclusive(stateDir: string, timeoutMs: number, spawnE
   }
 }
 
-/** Waits until the lock names a live engine that answers as itself; null when the time is up. */
-export async function waitForEngine(stateDir: string, timeoutMs: number): Promise<EngineLock | null> {
+/** Waits until the lock names a live engine that answers as itself; null when the time is up, or once `giveUp` says so. */
+export async function waitForEngine(stateDir: string, timeoutMs: number, giveUp: () => boolean = () => false): Promise<EngineLock | null> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const lock = readLock(stateDir);
     if (lock && (await healthy(lock))) return lock;
+    if (giveUp()) return null;
     await new Promise((r) => setTimeout(r, 50));
   }
   return null;

@@ -5,7 +5,7 @@ import type { EngineLock } from "../../shared/api";
 import { connect, healthy } from "../api/client";
 import { hostEngine, StateDirTaken, superviseServing, type HostedEngine } from "../api/host";
 import { ensureEngine, waitForEngine, stateDir } from "../api/launcher";
-import { alive, readLock, supervisorOf } from "../api/lock";
+import { alive, currentOwner, readLock, supervisorOf } from "../api/lock";
 import { ACTIVATE, superviseEngine } from "../api/supervisor";
 import { portNumber } from "./hints";
 
@@ -90,9 +90,12 @@ export function registerServeCommands(program: Command): void {
       await connect(lock, "cli:ocw stop")
         .shutdown.mutate()
         .catch(() => undefined);
+      // Stopped once it let go of the state dir, not when its lock went (its first step): a command run right after
+      // then starts the next engine at once instead of waiting on this one's close.
+      const holding = () => readLock(dir) !== null || currentOwner(dir)?.instanceId === lock.instanceId;
       const deadline = Date.now() + 15_000;
-      while (Date.now() < deadline && readLock(dir)) await new Promise((r) => setTimeout(r, 100));
-      console.error(readLock(dir) ? `ocw: the engine (pid ${lock.pid}) did not stop in 15 s` : "ocw: engine stopped");
+      while (Date.now() < deadline && holding()) await new Promise((r) => setTimeout(r, 100));
+      console.error(holding() ? `ocw: the engine (pid ${lock.pid}) did not stop in 15 s` : "ocw: engine stopped");
     });
 }
 

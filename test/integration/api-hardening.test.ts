@@ -9,9 +9,10 @@ import { build } from "esbuild";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { healthy } from "../../engine/api/client";
-import { currentOwner, claimOwnership, lastLock, processStartTime, readLock, writeLock } from "../../engine/api/lock";
+import { ensureEngine } from "../../engine/api/launcher";
+import { currentOwner, claimOwnership, lastLock, processStartTime, readLock, releaseOwnership, writeLock } from "../../engine/api/lock";
 import { desktopClient, ensureEngine as desktopEnsureEngine, followEvents } from "../../electron/engine-link";
-import { BUNDLE, cleanup, ROOT, startEngine, tempDir, type TestEngine } from "../helpers";
+import { BUNDLE, cleanup, ROOT, startEngine, stopDetachedEngine, tempDir, type TestEngine } from "../helpers";
 
 const linux = process.platform === "linux";
 const procs: ChildProcess[] = [];
@@ -281,6 +282,31 @@ describe("the lock", () => {
     expect(second.lock.token).toBe(first.lock.token);
     await Promise.all(second.runs.map((r) => stop(r.proc)));
   }, 120_000);
+
+  it("a client that finds the engine closing (it removed its lock, still holds the state dir) starts the next one once it lets go, however long that takes; one that never lets go is named", async () => {
+    const stateDir = tempDir("closing-owner");
+    dirs.push(stateDir);
+    // This process stands for an engine that `ocw stop` is closing: no lock, the claim still held for 12 s (a busy
+    // machine's close). Before, the client waited 10 s, then started an engine that lost the claim to it and ended.
+    const claim = claimOwnership(stateDir, "closing-engine");
+    if (!claim.owned) throw new Error("the test could not claim its own state dir");
+    const letGo = setTimeout(() => releaseOwnership(stateDir, claim), 12_000);
+    try {
+      const lock = await ensureEngine(stateDir, { timeoutMs: 40_000, command: { node: process.execPath, bundle: BUNDLE } });
+      expect(lock.pid).not.toBe(process.pid);
+      expect(await healthy(lock)).toBe(true);
+    } finally {
+      clearTimeout(letGo);
+      await stopDetachedEngine(stateDir);
+    }
+    // An owner that never answers and never lets go: the client says who holds the state dir, not "did not start".
+    const stuckDir = tempDir("stuck-owner");
+    dirs.push(stuckDir);
+    claimOwnership(stuckDir, "stuck-engine");
+    await expect(ensureEngine(stuckDir, { timeoutMs: 2_000, command: { node: process.execPath, bundle: BUNDLE } })).rejects.toThrow(
+      new RegExp(`engine \\(pid ${process.pid}\\) holds .* but did not answer within 2s`),
+    );
+  }, 90_000);
 
   it("6 processes claim one state dir at once, fresh and from a dead owner: exactly one owns it each time", async () => {
     const work = tempDir("claim-race");

@@ -9,6 +9,14 @@ import { startMcp, waitUntil, type McpHandle } from "./mcp-helpers";
 
 const stateDir = tempDir("mcp-start");
 let model: ScriptedModel | undefined;
+/** One scripted model for every test in this file, whichever runs first (each used to start it with its own scripts). */
+const theModel = async () =>
+  (model ??= await startScriptedModel({
+    scripts: [
+      { match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) },
+      { match: /MCP-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) },
+    ],
+  }));
 let mcp: McpHandle | undefined;
 const repos: string[] = [];
 
@@ -62,11 +70,9 @@ describe("ocw mcp without a running engine", () => {
     expect(await mcp.fail("delegate", { task: "x", directory: dir })).toMatch(/no active target/);
 
     // An API client (as the GUI) saves a target on the same engine; the bridge then delegates through it.
-    model = await startScriptedModel({
-      scripts: [{ match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) }],
-    });
+    const m = await theModel();
     const api = connect(lock, "gui:test");
-    await api.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
+    await api.targets.save.mutate({ target: scriptedTarget(m.url, 2), activate: true });
     expect((await mcp.call("setup_status")).ready).toBe(true);
     const d = await mcp.call("delegate", { task: "MCP-START write s.txt", directory: dir, checks: [{ file: "s.txt", equals: "s" }] });
     const w = await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length > 0);
@@ -112,13 +118,8 @@ describe("ocw mcp when the engine dies under it", () => {
       const repo = makeRepo();
       repos.push(dir, repo);
       try {
-        model ??= await startScriptedModel({
-          scripts: [
-            { match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) },
-            { match: /MCP-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) },
-          ],
-        });
-        await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
+        const m = await theModel();
+        await engine.client.targets.save.mutate({ target: scriptedTarget(m.url, 2), activate: true });
         const d = await bridge.call("delegate", { task: "MCP-START write s.txt", directory: repo, checks: [{ file: "s.txt", equals: "s" }] });
         await waitUntil(bridge, { workerId: d.workerId }, (r) => r.pending.length > 0);
         const t0 = Date.now();
@@ -148,8 +149,8 @@ describe("ocw mcp when the engine dies under it", () => {
     const repo = makeRepo();
     repos.push(dir, repo);
     try {
-      model ??= await startScriptedModel({ scripts: [{ match: /MCP-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) }] });
-      await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
+      const m = await theModel();
+      await engine.client.targets.save.mutate({ target: scriptedTarget(m.url, 2), activate: true });
       const { workerId } = await engine.client.workers.start.mutate({ task: "MCP-HANG think", directory: repo, checks: [] } as never);
       const t0 = Date.now();
       const waiting = runOcw(dir, ["wait", "--until-ask-or-settled", "--worker", workerId, "--timeout", "600"], 90_000);
@@ -157,7 +158,7 @@ describe("ocw mcp when the engine dies under it", () => {
       await engine.kill("SIGINT");
       const r = await waiting;
       expect(Date.now() - t0, r.stdout + r.stderr).toBeLessThan(30_000);
-      expect(r.code).not.toBe(0);
+      expect(r.code, r.stdout + r.stderr).not.toBe(0);
       expect(r.stdout).toMatch(/^ocw: lost the engine/);
       expect(r.stdout.trim().split("\n")).toHaveLength(1);
     } finally {
