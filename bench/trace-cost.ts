@@ -199,7 +199,7 @@ try {
         .map((r) => r.cpu)
         .join(", ")})`,
     );
-    console.log(`${side} ÷ ${vs}: ${ratios.join(", ")}; median ${median(ratios)} [${Math.min(...ratios)}–${Math.max(...ratios)}]`);
+    console.log(`${side} ÷ ${vs}: ${ratios.join(", ")}; median ${round(median(ratios), 2)} [${Math.min(...ratios)}–${Math.max(...ratios)}]`);
   }
   console.log(
     `load now ${os

@@ -15,6 +15,7 @@ import path from "node:path";
 import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../../shared/setup";
 import { benchText } from "../../shared/target";
 import { type ApiOutputs, type ClientKind, connect, type EngineClient } from "../api/client";
+import { nextEvent } from "../api/follow";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { checkEndpointUrl } from "./target-flags";
 import { parseGpuSpec } from "../hardware/parse";
@@ -101,29 +102,18 @@ async function startOnEngine(
       .finally(() => process.exit(130));
   };
   process.once("SIGINT", cancel);
-  return await new Promise<SetupJob>((resolve, reject) => {
-    let sub: { unsubscribe(): void } | null = null;
-    sub = client.events.subscribe(
-      { lastEventId: cursor },
-      {
-        onData: (tracked) => {
-          const e = tracked.data;
-          if (e.type !== "setup" || e.job.jobId !== first.jobId) return;
-          o.onUpdate(e.job);
-          if (e.job.state !== "running") {
-            sub?.unsubscribe();
-            process.removeListener("SIGINT", cancel);
-            resolve(e.job);
-          }
-        },
-        onError: (err) => {
-          sub?.unsubscribe();
-          process.removeListener("SIGINT", cancel);
-          reject(err);
-        },
-      },
-    );
-  });
+  let last: SetupJob = first;
+  try {
+    await nextEvent(client, cursor, (e) => {
+      if (e.type !== "setup" || e.job.jobId !== first.jobId) return false;
+      o.onUpdate(e.job);
+      last = e.job;
+      return e.job.state !== "running";
+    });
+    return last;
+  } finally {
+    process.removeListener("SIGINT", cancel);
+  }
 }
 
 /** The engine's API as a SetupPort: the user's engine, started when none runs, with `name` on every call. */
