@@ -10,7 +10,9 @@ describe("ocw serve --port", () => {
     expect(listenProblem(errno("EADDRINUSE"), 8080)).toBe(
       "port 8080 on 127.0.0.1 is already in use by another program: pick another --port, or leave --port out for a free one",
     );
-    expect(listenProblem(errno("EACCES"), 80)).toContain("port 80 on 127.0.0.1 may not be opened by this user");
+    expect(listenProblem(errno("EACCES"), 1)).toBe(
+      "port 1 on 127.0.0.1 may not be opened by this user (ports below 1024 need root privileges): pick one from 1024 to 65535, or leave --port out for a free one",
+    );
     expect(listenProblem(new Error("something else"), 8080)).toBeNull();
     expect(listenProblem(undefined, 8080)).toBeNull();
   });

@@ -108,7 +108,7 @@ export function listenProblem(err: unknown, port: number | undefined): string | 
   const where = port === undefined ? "the port chosen" : `port ${port}`;
   if (code === "EADDRINUSE") return `${where} on 127.0.0.1 is already in use by another program: pick another --port, or leave --port out for a free one`;
   if (code === "EACCES")
-    return `${where} on 127.0.0.1 may not be opened by this user (ports below 1024 need privileges): pick one from 1024 to 65535, or leave --port out`;
+    return `${where} on 127.0.0.1 may not be opened by this user (ports below 1024 need root privileges): pick one from 1024 to 65535, or leave --port out for a free one`;
   return null;
 }
 

@@ -86,9 +86,18 @@ describe("ocw: mistakes answered before any engine starts", () => {
     const w = await ocw(["wait", "--timeout", "soon"]);
     expect(w.code).toBe(2);
     expect(w.stderr).toContain("argument 'soon' is invalid");
-    const port = await ocw(["serve", "--port", "abc"], 20_000);
-    expect(port.code).toBe(2);
-    expect(port.stderr).toContain("argument 'abc' is invalid. It must be a port number from 1 to 65535.");
+    // each bad --port: what is wrong and what to do (one "must be from 1 to 65535" for all; 0 and 65536 unexplained)
+    for (const [bad, words] of [
+      ["abc", "It is not a whole number"],
+      ["0", 'Port 0 is not a port to listen on (other tools read it as "any free port")'],
+      ["65536", "Ports end at 65535"],
+    ]) {
+      const port = await ocw(["serve", "--port", bad!], 20_000);
+      expect(port.code, bad).toBe(2);
+      expect(port.stderr, bad).toContain(
+        `argument '${bad}' is invalid. ${words}: give a port from 1024 to 65535 (e.g. --port 8080), or leave --port out for a free one.`,
+      );
+    }
     // `ocw run --dir .` without --task: it said "--task is empty".
     const noTask = await ocw(["run", "--dir", "."]);
     expect(noTask.code).toBe(2);
