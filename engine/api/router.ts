@@ -82,7 +82,7 @@ import { SetupVerifyInput } from "../../shared/setup";
 import { targetsWithEndpoints } from "./targets-view";
 import { inspectRepo } from "../workspace";
 import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "./ladder";
-import { preflightEndpoint, refusesWithoutKey } from "../admission";
+import { notModelApi, preflightEndpoint, refusesWithoutKey } from "../admission";
 import { DeployK8sInput } from "../../shared/deploy";
 import { FitFileInput, FitPlanInput } from "../../shared/fit";
 import { counted } from "../../shared/words";
@@ -435,6 +435,13 @@ export const appRouter = t.router({
       if (input.key === undefined && held === null && (await refusesWithoutKey(input.target.endpoint)))
         throw new InputError(
           `the model endpoint ${redactUrlCredentials(input.target.endpoint)} refuses requests without a key (HTTP 401): export its key in a variable and pass --api-key-env VAR (the variable's name, never the key)`,
+        );
+      // A web server that is not a model API (a static file server, a web app) answers too: refused here, before a
+      // worker starts only to fail on its first model call with "HTTP 405".
+      const notApi = await notModelApi(input.target.endpoint, input.key ?? held);
+      if (notApi)
+        throw new InputError(
+          `the model endpoint ${redactUrlCredentials(input.target.endpoint)} answered, but is not an OpenAI-compatible API (${redactUrlCredentials(notApi)}): check the URL is the model API's base — llama-server, vLLM, Ollama: http://HOST:PORT/v1; a provider: its OpenAI-compatible base URL — and not a web page or another service on that port`,
         );
       return { ok: true as const, keyHeld: input.key === undefined || held === input.key };
     }),
