@@ -91,7 +91,8 @@ export interface ApiContext {
   engine: Engine;
   by: DecidedBy;
   version: string;
-  shutdown: () => void;
+  /** Ends the engine; `by`: who asked (a foreground `ocw serve` says so on its terminal). */
+  shutdown: (by: DecidedBy) => void;
   clients: () => { kind: string; name: string; lastSeen: number; requests: number }[];
 }
 
@@ -507,7 +508,7 @@ export const appRouter = t.router({
       () =>
         void stopUnkeptServing()
           .catch(() => [])
-          .finally(ctx.shutdown),
+          .finally(() => ctx.shutdown(ctx.by)),
     );
     return { stopping: true };
   }),

@@ -1,7 +1,7 @@
 // `ocw serve --port N`: a port another program holds is said in words (it was Node's EADDRINUSE stack trace), and a
 // --port that differs from the running engine's is said to be ignored (it printed the other URL without a word).
 import { describe, expect, it } from "vitest";
-import { listenProblem, portIgnored } from "./serve";
+import { listenProblem, portIgnored, stoppedBy } from "./serve";
 
 const errno = (code: string) => Object.assign(new Error(`listen ${code}: 127.0.0.1:8080`), { code });
 
@@ -23,5 +23,11 @@ describe("ocw serve --port", () => {
     );
     expect(portIgnored(41234, 41234)).toBeNull();
     expect(portIgnored(undefined, 41234)).toBeNull();
+  });
+
+  it("a foreground engine stopped by another client says who asked, in words", () => {
+    expect(stoppedBy({ kind: "cli", name: "ocw stop" })).toBe("engine stopped (ocw stop from another client)");
+    expect(stoppedBy({ kind: "mcp", name: "claude-code" })).toBe("engine stopped (a stop request from an MCP client)");
+    expect(stoppedBy({ kind: "person", name: "gui" })).toBe("engine stopped (a stop request from another client)");
   });
 });

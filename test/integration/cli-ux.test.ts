@@ -6,7 +6,7 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, runOcw, stopDetachedEngine, tempDir } from "../helpers";
+import { BUNDLE, cleanup, makeRepo, runOcw, startEngine, stopDetachedEngine, tempDir } from "../helpers";
 
 const stateDir = tempDir("cli-ux-state");
 const repos: string[] = [];
@@ -134,6 +134,37 @@ describe("ocw: mistakes answered before any engine starts", () => {
       expect(readLock(own)).toBeNull();
     } finally {
       await new Promise((resolve) => squatter.close(resolve));
+      cleanup(own);
+    }
+  });
+
+  it("a foreground ocw serve that another shell stops with ocw stop says so before it exits (it ended without a word)", async () => {
+    const own = tempDir("cli-ux-stop-state");
+    const engine = await startEngine(own);
+    // a second `ocw serve` in another terminal, attached to that engine: it ended without a word too
+    const attached = spawn(process.execPath, [BUNDLE, "serve"], { env: { ...process.env, OCW_STATE_DIR: own }, stdio: ["ignore", "pipe", "pipe"] });
+    let attachedErr = "";
+    try {
+      await new Promise<void>((resolve, reject) => {
+        attached.stderr!.on("data", (b) => {
+          attachedErr += b;
+          if (attachedErr.includes("attached to the engine already running")) resolve();
+        });
+        attached.once("exit", () => reject(new Error(`ocw serve (attach) exited: ${attachedErr}`)));
+      });
+      const exited = new Promise<number | null>((resolve) => engine.proc.once("exit", (code) => resolve(code)));
+      const attachedExit = new Promise<number | null>((resolve) => attached.once("exit", (code) => resolve(code)));
+      const stop = await runOcw(own, ["stop"], 60_000);
+      expect(stop.code, stop.stderr).toBe(0);
+      expect(await exited).toBe(0);
+      expect(engine.stderr().trim().split("\n").at(-1)).toBe("ocw: engine stopped (ocw stop from another client)");
+      expect(await attachedExit).toBe(0);
+      expect(attachedErr.trim().split("\n").at(-1)).toBe(
+        `ocw: the engine (pid ${engine.proc.pid}) stopped (\`ocw stop\` or another client); this ocw serve ends`,
+      );
+    } finally {
+      attached.kill();
+      await engine.kill();
       cleanup(own);
     }
   });
