@@ -38,7 +38,7 @@ import { waitForNews, waitStream } from "./wait";
 import { explainPolicy } from "../approvals";
 import { hardwareSummary } from "../hardware";
 import { projectRoot } from "../paths";
-import { Target } from "../../shared/target";
+import { adhocUnused, Target } from "../../shared/target";
 import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
 import { seqOf } from "../events";
@@ -94,6 +94,14 @@ export interface ApiContext {
   /** Ends the engine; `by`: who asked (a foreground `ocw serve` says so on its terminal). */
   shutdown: (by: DecidedBy) => void;
   clients: () => { kind: string; name: string; lastSeen: number; requests: number }[];
+}
+
+/** A target deleted with the key kept for it; a server the engine started for it serves nothing now: stopped and forgotten with it. */
+async function removeTarget(engine: Engine, id: string) {
+  const r = engine.targets.remove(id);
+  forgetApiKey(id);
+  await serverDeleteOf(id);
+  return r;
 }
 
 /** Every target's earned ladder grade: packs/<slug>/grade.json. */
@@ -491,14 +499,28 @@ export const appRouter = t.router({
             .join(", ")}${busy.length > 3 ? ", …" : ""}): stop them before deleting it`,
         );
       try {
-        const r = ctx.engine.targets.remove(input.id);
-        forgetApiKey(input.id);
-        // a server the engine started for it serves nothing now: stopped and forgotten with it
-        await serverDeleteOf(input.id);
-        return r;
+        return await removeTarget(ctx.engine, input.id);
       } catch (err) {
         throw new InputError((err as Error).message);
       }
+    }),
+    /**
+     * `ocw target remove --ad-hoc`: the targets `ocw run --endpoint` saved (one per URL, model and key variable) that no
+     * worker needs any more (adhocUnused), removed with their kept keys; the rest said with the workers that hold them.
+     */
+    removeAdhoc: proc.mutation(async ({ ctx }) => {
+      const { active, targets } = ctx.engine.targets.list();
+      const { remove, kept } = adhocUnused(targets, active, ctx.engine.list());
+      const removed: string[] = [];
+      for (const id of remove) {
+        try {
+          await removeTarget(ctx.engine, id);
+          removed.push(id);
+        } catch {
+          kept.push({ id, active: false, workers: [] }); // gone meanwhile, or taken by a worker just started
+        }
+      }
+      return { removed, kept };
     }),
   }),
   events: proc.input(EventsInput).subscription(({ ctx, input, signal }) => eventStream(ctx.engine, input.lastEventId, signal)),

@@ -1,11 +1,13 @@
 // `ocw run --endpoint URL --model ID`, the ad-hoc endpoint, on the real bundle and engine: a web server that is not a
-// model API is refused up front (it passed the reachability check, and the worker then failed with "HTTP 405").
+// model API is refused up front (it passed the reachability check, and the worker then failed with "HTTP 405"); the
+// targets it saves (one per URL, model and key variable) are said in `ocw targets` and cleared with
+// `ocw target remove --ad-hoc`, but for those a worker may still run on (they piled up with no way but one by one).
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adhocTarget } from "../../engine/commands/target-flags";
 import { startScriptedModel, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, runOcw, startEngine, type TestEngine } from "../helpers";
+import { cleanup, makeRepo, runOcw, scriptedTarget, settle, startEngine, type TestEngine } from "../helpers";
 
 let model: ScriptedModel;
 let engine: TestEngine;
@@ -57,4 +59,54 @@ describe("ocw run --endpoint at a server that is not a model API", () => {
   it("an OpenAI-compatible server (the scripted model) still passes the check", async () => {
     await expect(engine.client.targets.preflight.mutate({ target: adhocTarget(model.url, "scripted-1") })).resolves.toMatchObject({ ok: true });
   });
+});
+
+describe("ad-hoc targets", () => {
+  it("ocw targets says how many there are and how to clear them; ocw target remove --ad-hoc removes those no worker needs and keeps one a worker may still run on", async () => {
+    const [a, b, c] = ["m-a", "m-b", "m-c"].map((m) => adhocTarget(model.url, m));
+    await engine.client.targets.save.mutate({ target: scriptedTarget(model.url), activate: true });
+    for (const t of [a!, b!, c!]) await engine.client.targets.save.mutate({ target: t });
+    const dir = makeRepo();
+    repos.push(dir);
+    // a worker of target a, at rest (honest-failure: no script matches) but one a follow-up could still run on
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "ADHOC nothing scripted",
+      directory: dir,
+      targetId: a!.id,
+      checks: [{ file: "a.txt", equals: "a" }],
+      scope: ["a.txt"],
+      protect: [],
+      budget: {},
+    } as any);
+    await settle(engine.client, [workerId]);
+
+    const listed = await runOcw(engine.stateDir, ["targets"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout.trim().split("\n").at(-1)).toBe(
+      "3 ad-hoc targets (adhoc-…, saved by `ocw run --endpoint`): `ocw target remove --ad-hoc` removes those no worker needs any more",
+    );
+
+    const first = await runOcw(engine.stateDir, ["target", "remove", "--ad-hoc"]);
+    expect(first.code, first.stderr).toBe(0);
+    const gone = [b!.id, c!.id]; // in the order they were saved
+    expect(first.stdout).toBe(
+      `removed 2 ad-hoc targets (their kept keys with them): ${gone.join(", ")}\nkept ${a!.id}: 1 worker may still run on it (${workerId}): merge or discard it first\n`,
+    );
+    expect((await engine.client.targets.list.query()).targets.map((t) => t.id).sort()).toEqual([a!.id, "scripted"].sort());
+
+    await engine.client.workers.discard.mutate({ workerId });
+    const second = await runOcw(engine.stateDir, ["target", "remove", "--ad-hoc"]);
+    expect(second.stdout).toBe(`removed 1 ad-hoc target (their kept keys with them): ${a!.id}\n`);
+    expect((await engine.client.targets.list.query()).targets.map((t) => t.id)).toEqual(["scripted"]);
+    expect((await runOcw(engine.stateDir, ["target", "remove", "--ad-hoc"])).stdout).toBe("no ad-hoc target to remove\n");
+    expect((await runOcw(engine.stateDir, ["targets"])).stdout).not.toContain("ad-hoc");
+
+    // neither an id nor --ad-hoc, or both: said, exit 2
+    const none = await runOcw(engine.stateDir, ["target", "remove"]);
+    expect([none.code, none.stderr.trim()]).toEqual([
+      2,
+      "ocw: give the id of the target to remove (`ocw targets` lists them), or --ad-hoc for the ad-hoc ones no worker needs any more",
+    ]);
+    expect((await runOcw(engine.stateDir, ["target", "remove", "scripted", "--ad-hoc"])).code).toBe(2);
+  }, 150_000);
 });
