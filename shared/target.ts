@@ -122,3 +122,27 @@ export function targetSlug(target: Pick<Target, "model" | "quant">): string {
       .slice(0, 80) || "target"
   );
 }
+
+/** The id prefix of a target `ocw run --endpoint URL --model ID` saved (one per URL, model and key variable). */
+export const ADHOC_PREFIX = "adhoc-";
+export const isAdhocTarget = (t: Pick<Target, "id">) => t.id.startsWith(ADHOC_PREFIX);
+
+/**
+ * Which ad-hoc targets `ocw target remove --ad-hoc` removes: those no worker needs any more. A worker needs its target
+ * while it can still run on it — queued, running, and also at rest but resumable or continuable (a follow-up runs on the
+ * same target) — so only its merge or discard lets the target go. The active target stays too.
+ */
+export function adhocUnused(
+  targets: Pick<Target, "id">[],
+  active: string | null,
+  workers: { id: string; targetId?: string | null; merged?: unknown; discarded?: boolean }[],
+): { remove: string[]; kept: { id: string; active: boolean; workers: string[] }[] } {
+  const remove: string[] = [];
+  const kept: { id: string; active: boolean; workers: string[] }[] = [];
+  for (const t of targets.filter(isAdhocTarget)) {
+    const users = workers.filter((w) => w.targetId === t.id && !w.merged && !w.discarded).map((w) => w.id);
+    if (users.length || t.id === active) kept.push({ id: t.id, active: t.id === active, workers: users });
+    else remove.push(t.id);
+  }
+  return { remove, kept };
+}

@@ -6,6 +6,7 @@ import { doctor, fitFile, fitPlan, setupVerify, stopRecorded } from "../engine/s
 import { serverKeepApi, serverRestartApi, serversListApi } from "../engine/serving/servers-api";
 import { TargetStore } from "../engine/store";
 import type { FitFileInput, FitPlanInput } from "../shared/fit";
+import { adhocUnused } from "../shared/target";
 import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../shared/setup";
 import { runStartJob } from "../engine/serving/start";
 import { setTargetKey } from "../engine/serving/setup-api";
@@ -26,6 +27,16 @@ export function localSetupPort(o: { hardware?: HardwareReport; store?: TargetSto
       const r = store().remove(id);
       forgetApiKey(id);
       return r;
+    },
+    // no engine, so no workers here: every ad-hoc target but the active one is unused
+    removeAdhocTargets: async () => {
+      const { active, targets } = store().list();
+      const { remove, kept } = adhocUnused(targets, active, []);
+      for (const id of remove) {
+        store().remove(id);
+        forgetApiKey(id);
+      }
+      return { removed: remove, kept };
     },
     stopServing: (target?: string) => stopRecorded(target),
     servers: async () => serversListApi(),

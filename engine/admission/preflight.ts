@@ -49,6 +49,67 @@ export async function refusesWithoutKey(endpoint: string, timeoutMs = 3000): Pro
   }
 }
 
+/** The first `max` bytes of a response's body as text (the rest is not read): enough to tell JSON from a web page. */
+async function bodyStart(res: Response, max = 65_536): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return Buffer.concat(chunks).toString("utf8").slice(0, max);
+}
+
+/** "HTTP 405", "HTTP 200 text/html": what a probe got, for the refusal. */
+const answerOf = (res: Response) => {
+  const type = (res.headers.get("content-type") ?? "").split(";")[0]!.trim();
+  return `HTTP ${res.status}${type ? ` ${type.slice(0, 60)}` : ""}`;
+};
+const looksJson = (res: Response, text: string) => /json/i.test(res.headers.get("content-type") ?? "") || /^\s*[[{]/.test(text);
+
+/**
+ * Why an endpoint that answers HTTP is not an OpenAI-compatible model API, or null when it is (or cannot be told): a
+ * plain web server (a static file server, a web app) answers 200 with a page, or 404/405, and passed the reachability
+ * check; the worker then failed on its first model call with "HTTP 405". An API answers GET /models with a JSON list;
+ * one without that route still answers POST /chat/completions of an empty request with a JSON error (no model runs).
+ * A 401/403 is an API that wants a key (refusesWithoutKey and the worker's key say the rest).
+ */
+export async function notModelApi(endpoint: string, key: string | null, timeoutMs = 3000): Promise<string | null> {
+  const base = endpoint.replace(/\/+$/, "");
+  const auth: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+  let models: string;
+  try {
+    const res = await fetch(`${base}/models`, { headers: auth, signal: AbortSignal.timeout(timeoutMs) });
+    const text = await bodyStart(res);
+    if (res.status === 401 || res.status === 403) return null;
+    if (res.ok && looksJson(res, text)) return null;
+    models = `GET ${base}/models answered ${answerOf(res)}, not a JSON model list`;
+  } catch {
+    return null; // no answer now: the reachability check speaks for that
+  }
+  try {
+    const res = await fetch(`${base}/chat/completions`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: "{}",
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await bodyStart(res);
+    if (![404, 405, 501].includes(res.status) && looksJson(res, text)) return null;
+    return `${models}; POST ${base}/chat/completions answered ${answerOf(res)}`;
+  } catch {
+    return models;
+  }
+}
+
 /** Why the target's endpoint cannot be reached right now (any HTTP answer counts as reachable), or null. */
 export async function unreachable(target: Target, key: string | null = resolveKey(target), timeoutMs = 3000): Promise<string | null> {
   const problem = await probeHealth(target.endpoint, key, timeoutMs);

@@ -18,6 +18,7 @@ import {
 import { startApiServer } from "./server";
 
 import { VERSION } from "../../shared/api";
+import type { DecidedBy } from "../../shared/permission";
 
 export { VERSION };
 /** A model server's supervisor (`ocw serving supervise`, a process the engine starts): hosted by the CLI like the engine. */
@@ -46,7 +47,14 @@ export class StateDirTaken extends Error {
  * Runs the engine with its control API and lock file in this process. Claims the state dir first: when another live
  * engine owns it, throws StateDirTaken before anything is started, so one state dir never has two engines.
  */
-export async function hostEngine(opts: { stateDir: string; port?: number; log?: (l: string) => void; supervisorPid?: number }): Promise<HostedEngine> {
+export async function hostEngine(opts: {
+  stateDir: string;
+  port?: number;
+  log?: (l: string) => void;
+  supervisorPid?: number;
+  /** Called once the engine closed on another client's stop request (`ocw stop`), just before the process exits. */
+  onStopped?: (by: DecidedBy) => void;
+}): Promise<HostedEngine> {
   const instanceId = newInstanceId();
   const me = selfIdentity();
   const claim = claimOwnership(opts.stateDir, instanceId, me);
@@ -73,7 +81,11 @@ export async function hostEngine(opts: { stateDir: string; port?: number; log?: 
     version: VERSION,
     instanceId,
     browserUi: () => browserUi(),
-    shutdown: () => void close().then(() => process.exit(0)),
+    shutdown: (by: DecidedBy) =>
+      void close().then(() => {
+        opts.onStopped?.(by);
+        process.exit(0);
+      }),
   };
   // After a crash, take back the dead engine's port and token: its clients (event streams included) reconnect unchanged.
   // After a clean stop (engine.json removed) the same from engine.endpoint.json, so `ocw stop` + `npm start` (or a

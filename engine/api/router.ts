@@ -38,7 +38,7 @@ import { waitForNews, waitStream } from "./wait";
 import { explainPolicy } from "../approvals";
 import { hardwareSummary } from "../hardware";
 import { projectRoot } from "../paths";
-import { Target } from "../../shared/target";
+import { adhocUnused, Target } from "../../shared/target";
 import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
 import { seqOf } from "../events";
@@ -82,7 +82,7 @@ import { SetupVerifyInput } from "../../shared/setup";
 import { targetsWithEndpoints } from "./targets-view";
 import { inspectRepo } from "../workspace";
 import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "./ladder";
-import { preflightEndpoint, refusesWithoutKey } from "../admission";
+import { notModelApi, preflightEndpoint, refusesWithoutKey } from "../admission";
 import { DeployK8sInput } from "../../shared/deploy";
 import { FitFileInput, FitPlanInput } from "../../shared/fit";
 import { counted } from "../../shared/words";
@@ -91,8 +91,17 @@ export interface ApiContext {
   engine: Engine;
   by: DecidedBy;
   version: string;
-  shutdown: () => void;
+  /** Ends the engine; `by`: who asked (a foreground `ocw serve` says so on its terminal). */
+  shutdown: (by: DecidedBy) => void;
   clients: () => { kind: string; name: string; lastSeen: number; requests: number }[];
+}
+
+/** A target deleted with the key kept for it; a server the engine started for it serves nothing now: stopped and forgotten with it. */
+async function removeTarget(engine: Engine, id: string) {
+  const r = engine.targets.remove(id);
+  forgetApiKey(id);
+  await serverDeleteOf(id);
+  return r;
 }
 
 /** Every target's earned ladder grade: packs/<slug>/grade.json. */
@@ -436,6 +445,13 @@ export const appRouter = t.router({
         throw new InputError(
           `the model endpoint ${redactUrlCredentials(input.target.endpoint)} refuses requests without a key (HTTP 401): export its key in a variable and pass --api-key-env VAR (the variable's name, never the key)`,
         );
+      // A web server that is not a model API (a static file server, a web app) answers too: refused here, before a
+      // worker starts only to fail on its first model call with "HTTP 405".
+      const notApi = await notModelApi(input.target.endpoint, input.key ?? held);
+      if (notApi)
+        throw new InputError(
+          `the model endpoint ${redactUrlCredentials(input.target.endpoint)} answered, but is not an OpenAI-compatible API (${redactUrlCredentials(notApi)}): check the URL is the model API's base — llama-server, vLLM, Ollama: http://HOST:PORT/v1; a provider: its OpenAI-compatible base URL — and not a web page or another service on that port`,
+        );
       return { ok: true as const, keyHeld: input.key === undefined || held === input.key };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
@@ -483,14 +499,28 @@ export const appRouter = t.router({
             .join(", ")}${busy.length > 3 ? ", …" : ""}): stop them before deleting it`,
         );
       try {
-        const r = ctx.engine.targets.remove(input.id);
-        forgetApiKey(input.id);
-        // a server the engine started for it serves nothing now: stopped and forgotten with it
-        await serverDeleteOf(input.id);
-        return r;
+        return await removeTarget(ctx.engine, input.id);
       } catch (err) {
         throw new InputError((err as Error).message);
       }
+    }),
+    /**
+     * `ocw target remove --ad-hoc`: the targets `ocw run --endpoint` saved (one per URL, model and key variable) that no
+     * worker needs any more (adhocUnused), removed with their kept keys; the rest said with the workers that hold them.
+     */
+    removeAdhoc: proc.mutation(async ({ ctx }) => {
+      const { active, targets } = ctx.engine.targets.list();
+      const { remove, kept } = adhocUnused(targets, active, ctx.engine.list());
+      const removed: string[] = [];
+      for (const id of remove) {
+        try {
+          await removeTarget(ctx.engine, id);
+          removed.push(id);
+        } catch {
+          kept.push({ id, active: false, workers: [] }); // gone meanwhile, or taken by a worker just started
+        }
+      }
+      return { removed, kept };
     }),
   }),
   events: proc.input(EventsInput).subscription(({ ctx, input, signal }) => eventStream(ctx.engine, input.lastEventId, signal)),
@@ -500,7 +530,7 @@ export const appRouter = t.router({
       () =>
         void stopUnkeptServing()
           .catch(() => [])
-          .finally(ctx.shutdown),
+          .finally(() => ctx.shutdown(ctx.by)),
     );
     return { stopping: true };
   }),

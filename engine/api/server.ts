@@ -25,7 +25,7 @@ export interface ApiServerOptions {
    * made after the engine started is served), or what the page says when there is none (engine/paths.ts browserUi).
    */
   browserUi?: () => BrowserUi;
-  shutdown: () => void;
+  shutdown: (by: DecidedBy) => void;
 }
 
 export interface ApiServer {

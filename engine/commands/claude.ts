@@ -7,7 +7,7 @@
 //   `ocw hook session-start|stop`: the plugin's hooks (a one-line summary at session start; unanswered asks before
 //     stopping). They never start an engine and stay silent when none runs.
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import type { EngineLock } from "../../shared/api";
@@ -178,7 +178,9 @@ export function registerClaudeCommands(program: Command): void {
         const lock = await ensureEngine(stateDir());
         console.log(guiUrl(lock));
         // Never the URL itself: its token would be in the argv of the opener and of the browser, which `ps` shows.
-        if (!o.url) openBrowser(guiLauncher(stateDir(), lock));
+        if (o.url) return;
+        const why = await openBrowser(guiLauncher(stateDir(), lock), stateDir());
+        if (why) console.error(noBrowserLine(why));
       } catch (err) {
         fail(err);
       }
@@ -279,14 +281,51 @@ function readHookInput(): Record<string, unknown> {
   }
 }
 
-function openBrowser(url: string): void {
-  // url: a local file's path (guiLauncher), never a URL with a secret in it
-  const [cmd, args] = process.platform === "darwin" ? ["open", [url]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", url]] : ["xdg-open", [url]];
+/**
+ * Hands the launcher page to the desktop's opener (xdg-open, open, start) and waits a moment for its verdict: where no
+ * browser can open (a headless box: xdg-open exits 3 "no method available", 4 when the opener failed) it said nothing,
+ * and the person waited for a window. An opener still running after `waitMs` is taken as a browser that opened (xdg-open
+ * runs some browsers in the foreground): it is left to run. Its stderr goes to a file, never a pipe: a pipe whose reader
+ * exits would kill a browser writing to it.
+ */
+export async function openBrowser(file: string, dir: string, waitMs = 3000): Promise<string | null> {
+  // file: a local file's path (guiLauncher), never a URL with a secret in it
+  const [cmd, args] =
+    process.platform === "darwin" ? ["open", [file]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", file]] : ["xdg-open", [file]];
+  const errFile = path.join(dir, "gui-open.err");
+  let fd: number | "ignore" = "ignore";
   try {
-    const child = spawn(cmd, args as string[], { detached: true, stdio: "ignore" });
-    child.on("error", () => console.error("ocw: could not open a browser: open the URL above"));
+    fd = openSync(errFile, "w", 0o600);
+  } catch {}
+  try {
+    const child = spawn(cmd, args as string[], { detached: true, stdio: ["ignore", "ignore", fd] });
+    const ended = await new Promise<{ code: number | null; error?: string } | null>((resolve) => {
+      const t = setTimeout(() => resolve(null), waitMs);
+      child.once(
+        "error",
+        (e) => (clearTimeout(t), resolve({ code: null, error: (e as NodeJS.ErrnoException).code === "ENOENT" ? `${cmd} is not installed` : e.message })),
+      );
+      child.once("exit", (code) => (clearTimeout(t), resolve({ code })));
+    });
     child.unref();
-  } catch {
-    console.error("ocw: could not open a browser: open the URL above");
+    if (!ended) return null;
+    if (ended.error) return ended.error;
+    const said = typeof fd === "number" ? readFileSync(errFile, "utf8") : "";
+    const last = said
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .at(-1);
+    if (ended.code !== 0) return `${cmd} exited ${ended.code}${last ? `: ${terminalSafe(last).slice(0, 200)}` : ""}`;
+    // an opener that says it could not, with exit 0 (some do)
+    if (last && /no method available|could not|couldn't|failed to|unable to/i.test(said)) return `${cmd}: ${terminalSafe(last).slice(0, 200)}`;
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  } finally {
+    if (typeof fd === "number") closeSync(fd);
   }
 }
+
+/** The line `ocw gui` prints when no browser opened: why, and to open the URL by hand. */
+export const noBrowserLine = (why: string) => `ocw: no browser opened (${why}): open the URL above in a browser by hand`;

@@ -46,6 +46,15 @@ describe("portNumber", () => {
     expect(portNumber("8080")).toBe(8080);
     for (const bad of ["abc", "", "0", "65536", "80.5", "-1", "1e3"]) expect(() => portNumber(bad)).toThrow(InvalidArgumentError);
   });
+
+  it("says what is wrong with each bad port and what to do (it was one 'must be from 1 to 65535' for all)", () => {
+    const fix = "give a port from 1024 to 65535 (e.g. --port 8080), or leave --port out for a free one.";
+    expect(() => portNumber("abc")).toThrow(`It is not a whole number: ${fix}`);
+    expect(() => portNumber("80.5")).toThrow(`It is not a whole number: ${fix}`);
+    expect(() => portNumber("0")).toThrow(`Port 0 is not a port to listen on (other tools read it as "any free port"): ${fix}`);
+    expect(() => portNumber("65536")).toThrow(`Ports end at 65535: ${fix}`);
+    expect(portNumber("1")).toBe(1); // root may open it; anyone else hears why from the listen (listenProblem)
+  });
 });
 
 describe("ocw --help's epilogue", () => {

@@ -56,10 +56,18 @@ export function positiveNumber(): (v: string) => number {
   };
 }
 
-/** `--port`: a whole number from 1 to 65535 (it was `Number(v)`: "abc" went on as NaN). */
+/**
+ * `--port`: a whole number from 1 to 65535 (it was `Number(v)`: "abc" went on as NaN). Below 1024 is taken: root may open
+ * it, and the listen refusal (EACCES) says why for anyone else (serve.ts listenProblem).
+ */
 export function portNumber(v: string): number {
   const n = Number(v);
-  if (!/^\d+$/.test(v.trim()) || n < 1 || n > 65535) throw new InvalidArgumentError("It must be a port number from 1 to 65535.");
+  // what is wrong with it, then what to do: "It must be a port number from 1 to 65535" left --port 0 (a free port
+  // elsewhere) and 1..1023 (which only root may open) unexplained
+  const fix = "give a port from 1024 to 65535 (e.g. --port 8080), or leave --port out for a free one.";
+  if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`It is not a whole number: ${fix}`);
+  if (n === 0) throw new InvalidArgumentError(`Port 0 is not a port to listen on (other tools read it as "any free port"): ${fix}`);
+  if (n > 65535) throw new InvalidArgumentError(`Ports end at 65535: ${fix}`);
   return n;
 }
 

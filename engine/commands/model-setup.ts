@@ -13,7 +13,7 @@ import type { FitFileInput, FitPlanInput } from "../../shared/fit";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { SetupJob, SetupStartInput, SetupVerifyInput } from "../../shared/setup";
-import { benchText } from "../../shared/target";
+import { benchText, isAdhocTarget } from "../../shared/target";
 import { type ApiOutputs, type ClientKind, connect, type EngineClient } from "../api/client";
 import { nextEvent } from "../api/follow";
 import { ensureEngine, stateDir } from "../api/launcher";
@@ -45,6 +45,8 @@ export interface SetupPort {
   /** A target's API key set (the engine keeps it: the OS keychain, else a 0600 file) or, empty, forgotten. */
   setKey(id: string, key: string): Promise<ApiOutputs["targets"]["setKey"]>;
   removeTarget(id: string): Promise<unknown>;
+  /** `ocw target remove --ad-hoc`: the ad-hoc targets no worker needs any more removed; the rest with who holds them. */
+  removeAdhocTargets(): Promise<ApiOutputs["targets"]["removeAdhoc"]>;
   stopServing(target?: string): Promise<ApiOutputs["servers"]["stopRecorded"]>;
   servers(): Promise<ApiOutputs["servers"]["list"]>;
   restartServer(id: string): Promise<ApiOutputs["servers"]["restart"]>;
@@ -129,6 +131,7 @@ export function enginePort(name: ClientKind): SetupPort {
     useTarget: async (id) => (await c()).targets.use.mutate({ id }),
     setKey: async (id, key) => (await c()).targets.setKey.mutate({ id, key }),
     removeTarget: async (id) => (await c()).targets.remove.mutate({ id }),
+    removeAdhocTargets: async () => (await c()).targets.removeAdhoc.mutate(),
     stopServing: async (target) => (await c()).servers.stopRecorded.mutate(target ? { target } : {}),
     servers: async () => (await c()).servers.list.query(),
     restartServer: async (id) => (await c()).servers.restart.mutate({ id }),
@@ -551,6 +554,12 @@ export async function runTargets(o: { json?: boolean }, port: SetupPort = engine
     // what the benchmark after setup measured (absent for a provider, or when none ran)
     ...(t.bench ? [`    ${benchText(t.bench)} (${t.bench.at.slice(0, 10)})`] : []),
   ]);
+  // they piled up unsaid: one per URL, model and key variable `ocw run --endpoint` was given
+  const adhoc = targets.filter(isAdhocTarget).length;
+  if (adhoc)
+    lines.push(
+      `${counted(adhoc, "ad-hoc target")} (adhoc-…, saved by \`ocw run --endpoint\`): \`ocw target remove --ad-hoc\` removes those no worker needs any more`,
+    );
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
 }
 
@@ -619,10 +628,38 @@ async function readPipedStdin(): Promise<string | null> {
   return text;
 }
 
-/** `ocw target remove ID`: a target deleted (refused while a worker of it runs), its kept key with it. */
-export async function runTargetRemove(id: string, port: SetupPort = enginePort("cli:ocw target remove")): Promise<CommandOutput> {
+/**
+ * `ocw target remove ID`: a target deleted (refused while a worker of it runs), its kept key with it. `--ad-hoc`: every
+ * target `ocw run --endpoint` saved that no worker needs any more (none queued or running, none that could still be
+ * resumed or continued: only merged and discarded workers let it go), and never the active one.
+ */
+export async function runTargetRemove(
+  id: string | undefined,
+  o: { adHoc?: boolean } = {},
+  port: SetupPort = enginePort("cli:ocw target remove"),
+): Promise<CommandOutput> {
+  const fail = (m: string) => ({ code: 2, stdout: "", stderr: `ocw: ${m}\n` });
+  if (o.adHoc && id !== undefined) return fail(`give a target id or --ad-hoc, not both (\`ocw target remove ${id}\` removes that one)`);
+  if (!o.adHoc && id === undefined)
+    return fail("give the id of the target to remove (`ocw targets` lists them), or --ad-hoc for the ad-hoc ones no worker needs any more");
   try {
-    await port.removeTarget(id);
+    if (o.adHoc) {
+      const { removed, kept } = await port.removeAdhocTargets();
+      const lines = [
+        removed.length
+          ? `removed ${counted(removed.length, "ad-hoc target")} (their kept keys with them): ${removed.join(", ")}`
+          : "no ad-hoc target to remove",
+        ...kept.map((k) =>
+          k.active
+            ? `kept ${k.id}: it is the active target (\`ocw target use ID\` another one first)`
+            : k.workers.length
+              ? `kept ${k.id}: ${counted(k.workers.length, "worker")} may still run on it (${k.workers.slice(0, 3).join(", ")}${k.workers.length > 3 ? ", …" : ""}): merge or discard ${k.workers.length === 1 ? "it" : "them"} first`
+              : `kept ${k.id}: it changed while being removed; run this again`,
+        ),
+      ];
+      return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+    }
+    await port.removeTarget(id!);
     return { code: 0, stdout: `target ${id} removed (its kept key with it)\n`, stderr: "" };
   } catch (e) {
     return { code: 2, stdout: "", stderr: `ocw: ${(e as Error).message.split("\n")[0]}\n` };
@@ -778,9 +815,10 @@ export function registerModelSetupCommands(
     .option("--clear", "forget the key (the target's workers then send none)")
     .action(async (id: string, o: { fromEnv?: string; clear?: boolean }) => emit(await runTargetKey(id, o)));
   target
-    .command("remove <id>")
+    .command("remove [id]")
     .description("delete a target and the key kept for it (refused while a worker of it is queued or running)")
-    .action(async (id: string) => emit(await runTargetRemove(id)));
+    .option("--ad-hoc", "instead of one id: every target `ocw run --endpoint` saved that no worker needs any more (only merged or discarded ones use it)")
+    .action(async (id: string | undefined, o: { adHoc?: boolean }) => emit(await runTargetRemove(id, o)));
 
   const serving = program.command("serving").description("model servers started by ocw");
   serving

@@ -1,7 +1,7 @@
 // `ocw serve --port N`: a port another program holds is said in words (it was Node's EADDRINUSE stack trace), and a
 // --port that differs from the running engine's is said to be ignored (it printed the other URL without a word).
 import { describe, expect, it } from "vitest";
-import { listenProblem, portIgnored } from "./serve";
+import { listenProblem, portIgnored, stoppedBy } from "./serve";
 
 const errno = (code: string) => Object.assign(new Error(`listen ${code}: 127.0.0.1:8080`), { code });
 
@@ -10,7 +10,9 @@ describe("ocw serve --port", () => {
     expect(listenProblem(errno("EADDRINUSE"), 8080)).toBe(
       "port 8080 on 127.0.0.1 is already in use by another program: pick another --port, or leave --port out for a free one",
     );
-    expect(listenProblem(errno("EACCES"), 80)).toContain("port 80 on 127.0.0.1 may not be opened by this user");
+    expect(listenProblem(errno("EACCES"), 1)).toBe(
+      "port 1 on 127.0.0.1 may not be opened by this user (ports below 1024 need root privileges): pick one from 1024 to 65535, or leave --port out for a free one",
+    );
     expect(listenProblem(new Error("something else"), 8080)).toBeNull();
     expect(listenProblem(undefined, 8080)).toBeNull();
   });
@@ -21,5 +23,11 @@ describe("ocw serve --port", () => {
     );
     expect(portIgnored(41234, 41234)).toBeNull();
     expect(portIgnored(undefined, 41234)).toBeNull();
+  });
+
+  it("a foreground engine stopped by another client says who asked, in words", () => {
+    expect(stoppedBy({ kind: "cli", name: "ocw stop" })).toBe("engine stopped (ocw stop from another client)");
+    expect(stoppedBy({ kind: "mcp", name: "claude-code" })).toBe("engine stopped (a stop request from an MCP client)");
+    expect(stoppedBy({ kind: "person", name: "gui" })).toBe("engine stopped (a stop request from another client)");
   });
 });

@@ -2,6 +2,7 @@ import { appendFileSync } from "node:fs";
 import path from "node:path";
 import { Option, type Command } from "commander";
 import type { EngineLock } from "../../shared/api";
+import type { DecidedBy } from "../../shared/permission";
 import { connect, healthy } from "../api/client";
 import { hostEngine, StateDirTaken, superviseServing, type HostedEngine } from "../api/host";
 import { ensureEngine, waitForEngine, stateDir } from "../api/launcher";
@@ -34,7 +35,18 @@ export function registerServeCommands(program: Command): void {
         if (ignored) console.error(`ocw: ${ignored}`);
         console.error(`ocw: attached to the engine already running (pid ${lock.pid}); Ctrl-C detaches, \`ocw stop\` stops it`);
         await new Promise<void>((resolve) => {
-          const t = setInterval(() => readLock(dir)?.instanceId !== lock.instanceId && (clearInterval(t), resolve()), 1000);
+          const t = setInterval(() => {
+            const now = readLock(dir);
+            if (now?.instanceId === lock.instanceId) return;
+            clearInterval(t);
+            // it ended without a word when the engine was stopped (`ocw stop` in another shell)
+            console.error(
+              now
+                ? `ocw: the engine was restarted (pid ${now.pid}); this ocw serve ends: \`ocw serve\` attaches to the new one`
+                : `ocw: the engine (pid ${lock.pid}) stopped (\`ocw stop\` or another client); this ocw serve ends`,
+            );
+            resolve();
+          }, 1000);
           process.once("SIGINT", () => (clearInterval(t), resolve()));
         });
       };
@@ -51,7 +63,14 @@ export function registerServeCommands(program: Command): void {
       const log = o.background ? () => {} : (l: string) => console.error(l);
       let hosted: HostedEngine;
       try {
-        hosted = await hostEngine({ stateDir: dir, port: o.port, log, ...(o.supervised ? { supervisorPid: process.ppid } : {}) });
+        hosted = await hostEngine({
+          stateDir: dir,
+          port: o.port,
+          log,
+          ...(o.supervised ? { supervisorPid: process.ppid } : {}),
+          // in a terminal: said before it exits (it ended without a word when another shell ran `ocw stop`)
+          ...(o.background ? {} : { onStopped: (by: DecidedBy) => console.error(`ocw: ${stoppedBy(by)}`) }),
+        });
       } catch (err) {
         const problem = o.background || o.supervised ? null : listenProblem(err, o.port);
         if (problem) {
@@ -108,8 +127,15 @@ export function listenProblem(err: unknown, port: number | undefined): string | 
   const where = port === undefined ? "the port chosen" : `port ${port}`;
   if (code === "EADDRINUSE") return `${where} on 127.0.0.1 is already in use by another program: pick another --port, or leave --port out for a free one`;
   if (code === "EACCES")
-    return `${where} on 127.0.0.1 may not be opened by this user (ports below 1024 need privileges): pick one from 1024 to 65535, or leave --port out`;
+    return `${where} on 127.0.0.1 may not be opened by this user (ports below 1024 need root privileges): pick one from 1024 to 65535, or leave --port out for a free one`;
   return null;
+}
+
+/** The line a foreground `ocw serve` prints when another client stopped its engine: who asked, in words. */
+export function stoppedBy(by: DecidedBy): string {
+  if (by.kind === "cli" && by.name === "ocw stop") return "engine stopped (ocw stop from another client)";
+  if (by.kind === "mcp") return "engine stopped (a stop request from an MCP client)";
+  return `engine stopped (a stop request from ${by.kind === "cli" ? "another ocw command" : "another client"})`;
 }
 
 /** `ocw serve --port N` while the engine already runs on another port: said, not silently another URL. */

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Target } from "../../shared/target";
+import { ADHOC_PREFIX, type Target } from "../../shared/target";
 import { type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { InputError } from "../../shared/errors";
@@ -34,7 +34,7 @@ export function adhocTarget(endpoint: string, model: string, keyRef?: string): T
   const url = checkEndpointUrl("--endpoint", endpoint);
   const base = url.href.replace(/\/+$/, "");
   const id =
-    "adhoc-" +
+    ADHOC_PREFIX +
     createHash("sha256")
       .update(`${base} ${model} ${keyRef ?? ""}`)
       .digest("hex")

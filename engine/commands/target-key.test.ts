@@ -77,10 +77,10 @@ describe("ocw target key / remove", () => {
     expect(resolveKey(store.get("api-m")!, {})).toBeNull();
 
     await runTargetKey("api-m", { fromEnv: "K" }, port, { env: { K: "sk-3" } });
-    const f = await runTargetRemove("api-m", port);
+    const f = await runTargetRemove("api-m", {}, port);
     expect([f.code, f.stdout]).toEqual([0, "target api-m removed (its kept key with it)\n"]);
     expect(store.list().targets).toEqual([]);
     expect(existsSync(file)).toBe(false);
-    expect((await runTargetRemove("api-m", port)).stderr).toMatch(/no target "api-m"/);
+    expect((await runTargetRemove("api-m", {}, port)).stderr).toMatch(/no target "api-m"/);
   });
 });

@@ -2,12 +2,12 @@
 // the real engine, opencode and the scripted model): `ocw wait --until-ask-or-settled` (a push channel: one line when
 // a worker asks or settles), `ocw gui --url` (the dashboard URL, non-blocking) and the plugin's hooks.
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModel, type ScriptedModel, writesAsTold } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, ROOT, scriptedTarget, startEngine, untilAsk, type TestEngine } from "../helpers";
+import { BUNDLE, cleanup, makeRepo, ROOT, runOcw, scriptedTarget, startEngine, tempDir, untilAsk, type TestEngine } from "../helpers";
 
 const run = promisify(execFile);
 let model: ScriptedModel;
@@ -46,6 +46,37 @@ describe("ocw for Claude Code", () => {
     const lock = JSON.parse(readFileSync(path.join(engine.stateDir, "engine.json"), "utf8"));
     expect(r.stdout.trim()).toBe(`http://127.0.0.1:${lock.port}/?token=${lock.token}`);
     expect((await fetch(r.stdout.trim())).status).toBe(200);
+  });
+
+  it("ocw gui where the desktop's opener opens no browser (xdg-open exits 3, or exits 0 saying so): the URL, then one line saying to open it by hand (it said nothing)", async () => {
+    const bin = tempDir("gui-opener");
+    dirs.push(bin);
+    const called = path.join(bin, "called");
+    const gui = async (body: string) => {
+      writeFileSync(path.join(bin, "xdg-open"), `#!/bin/sh\necho "$@" >> "${called}"\n${body}\n`, { mode: 0o755 });
+      return runOcw(engine.stateDir, ["gui"], 60_000, { PATH: `${bin}:${process.env.PATH}` });
+    };
+    const lock = JSON.parse(readFileSync(path.join(engine.stateDir, "engine.json"), "utf8"));
+    const url = `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
+    // as the real xdg-open in a headless box: "xdg-open: no method available for opening '…'", exit 3
+    const headless = await gui(`echo "xdg-open: no method available for opening '$1'" >&2; exit 3`);
+    expect(headless.code, headless.stderr).toBe(0);
+    expect(headless.stdout.trim()).toBe(url);
+    expect(headless.stderr.trim()).toMatch(
+      /^ocw: no browser opened \(xdg-open exited 3: xdg-open: no method available for opening '.*gui\.html'\): open the URL above in a browser by hand$/,
+    );
+    // the opener was handed the private page, never the token
+    expect(readFileSync(called, "utf8")).toMatch(/gui\.html/);
+    expect(readFileSync(called, "utf8")).not.toContain(lock.token);
+    const failed = await gui(`exit 4`);
+    expect(failed.stderr.trim()).toBe("ocw: no browser opened (xdg-open exited 4): open the URL above in a browser by hand");
+    const saysSo = await gui(`echo "xdg-open: no method available for opening '$1'" >&2; exit 0`);
+    expect(saysSo.stderr.trim()).toMatch(/^ocw: no browser opened \(xdg-open: xdg-open: no method available .*\): open the URL above in a browser by hand$/);
+    // a browser that opened: nothing more than the URL
+    const opened = await gui("exit 0");
+    expect(opened.code).toBe(0);
+    expect(opened.stdout.trim()).toBe(url);
+    expect(opened.stderr).toBe("");
   });
 
   it("ocw wait --until-ask-or-settled prints one line on the worker's ask, then on its verdict; the hooks summarise and hold back a stop", async () => {

@@ -6,7 +6,7 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, runOcw, stopDetachedEngine, tempDir } from "../helpers";
+import { BUNDLE, cleanup, makeRepo, runOcw, startEngine, stopDetachedEngine, tempDir } from "../helpers";
 
 const stateDir = tempDir("cli-ux-state");
 const repos: string[] = [];
@@ -86,9 +86,18 @@ describe("ocw: mistakes answered before any engine starts", () => {
     const w = await ocw(["wait", "--timeout", "soon"]);
     expect(w.code).toBe(2);
     expect(w.stderr).toContain("argument 'soon' is invalid");
-    const port = await ocw(["serve", "--port", "abc"], 20_000);
-    expect(port.code).toBe(2);
-    expect(port.stderr).toContain("argument 'abc' is invalid. It must be a port number from 1 to 65535.");
+    // each bad --port: what is wrong and what to do (one "must be from 1 to 65535" for all; 0 and 65536 unexplained)
+    for (const [bad, words] of [
+      ["abc", "It is not a whole number"],
+      ["0", 'Port 0 is not a port to listen on (other tools read it as "any free port")'],
+      ["65536", "Ports end at 65535"],
+    ]) {
+      const port = await ocw(["serve", "--port", bad!], 20_000);
+      expect(port.code, bad).toBe(2);
+      expect(port.stderr, bad).toContain(
+        `argument '${bad}' is invalid. ${words}: give a port from 1024 to 65535 (e.g. --port 8080), or leave --port out for a free one.`,
+      );
+    }
     // `ocw run --dir .` without --task: it said "--task is empty".
     const noTask = await ocw(["run", "--dir", "."]);
     expect(noTask.code).toBe(2);
@@ -125,6 +134,37 @@ describe("ocw: mistakes answered before any engine starts", () => {
       expect(readLock(own)).toBeNull();
     } finally {
       await new Promise((resolve) => squatter.close(resolve));
+      cleanup(own);
+    }
+  });
+
+  it("a foreground ocw serve that another shell stops with ocw stop says so before it exits (it ended without a word)", async () => {
+    const own = tempDir("cli-ux-stop-state");
+    const engine = await startEngine(own);
+    // a second `ocw serve` in another terminal, attached to that engine: it ended without a word too
+    const attached = spawn(process.execPath, [BUNDLE, "serve"], { env: { ...process.env, OCW_STATE_DIR: own }, stdio: ["ignore", "pipe", "pipe"] });
+    let attachedErr = "";
+    try {
+      await new Promise<void>((resolve, reject) => {
+        attached.stderr!.on("data", (b) => {
+          attachedErr += b;
+          if (attachedErr.includes("attached to the engine already running")) resolve();
+        });
+        attached.once("exit", () => reject(new Error(`ocw serve (attach) exited: ${attachedErr}`)));
+      });
+      const exited = new Promise<number | null>((resolve) => engine.proc.once("exit", (code) => resolve(code)));
+      const attachedExit = new Promise<number | null>((resolve) => attached.once("exit", (code) => resolve(code)));
+      const stop = await runOcw(own, ["stop"], 60_000);
+      expect(stop.code, stop.stderr).toBe(0);
+      expect(await exited).toBe(0);
+      expect(engine.stderr().trim().split("\n").at(-1)).toBe("ocw: engine stopped (ocw stop from another client)");
+      expect(await attachedExit).toBe(0);
+      expect(attachedErr.trim().split("\n").at(-1)).toBe(
+        `ocw: the engine (pid ${engine.proc.pid}) stopped (\`ocw stop\` or another client); this ocw serve ends`,
+      );
+    } finally {
+      attached.kill();
+      await engine.kill();
       cleanup(own);
     }
   });

@@ -1,0 +1,58 @@
+// `ocw run --endpoint URL` at a web server that is not a model API (a static file server, a web app): it passed the
+// reachability check (any HTTP answer counts) and the worker then failed with "HTTP 405". notModelApi tells them apart.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, describe, expect, it } from "vitest";
+import { notModelApi } from "./preflight";
+
+const servers: http.Server[] = [];
+/** A local server answering with `handle`; its base URL (…/v1). */
+async function serve(handle: http.RequestListener): Promise<string> {
+  const s = http.createServer(handle);
+  servers.push(s);
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}/v1`;
+}
+const json = (res: http.ServerResponse, status: number, body: unknown) => {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(body));
+};
+
+afterAll(async () => {
+  for (const s of servers) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+describe("notModelApi", () => {
+  it("a web server answering a page on every path, or 404/405: says what GET /models and POST /chat/completions answered", async () => {
+    const page = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      res.end("<!doctype html><h1>It works</h1>");
+    });
+    expect(await notModelApi(page, null)).toBe(
+      `GET ${page}/models answered HTTP 200 text/html, not a JSON model list; POST ${page}/chat/completions answered HTTP 200 text/html`,
+    );
+    const refuses = await serve((req, res) => {
+      res.writeHead(req.method === "GET" ? 404 : 405, { "content-type": "text/plain" });
+      res.end("no");
+    });
+    expect(await notModelApi(refuses, null)).toBe(
+      `GET ${refuses}/models answered HTTP 404 text/plain, not a JSON model list; POST ${refuses}/chat/completions answered HTTP 405 text/plain`,
+    );
+  });
+
+  it("an OpenAI-compatible API passes: a JSON model list, a key wanted (401), or no /models but a JSON error for an empty chat request", async () => {
+    const list = await serve((_req, res) => json(res, 200, { object: "list", data: [{ id: "m", object: "model" }] }));
+    expect(await notModelApi(list, null)).toBeNull();
+    const keyed = await serve((_req, res) => json(res, 401, { error: { message: "no key" } }));
+    expect(await notModelApi(keyed, null)).toBeNull();
+    const noList = await serve((req, res) =>
+      req.method === "GET" ? json(res, 404, { error: "not found" }) : json(res, 400, { error: { message: "messages is required" } }),
+    );
+    expect(await notModelApi(noList, null)).toBeNull();
+    // no answer at all is the reachability check's to say
+    expect(await notModelApi("http://127.0.0.1:1/v1", null, 500)).toBeNull();
+  });
+});
