@@ -34,6 +34,7 @@ import {
   untrustedText,
 } from "./format";
 import { readLock } from "../api/lock";
+import { idSlip } from "./ids";
 import { instructionsFor } from "./instructions";
 import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
@@ -131,7 +132,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         },
       },
       (async (raw: Record<string, unknown>, extra: Extra) => {
-        const problem = def.pre?.(raw ?? {});
+        const problem = idSlip(name, raw ?? {}) ?? def.pre?.(raw ?? {});
         if (problem) return failure(problem);
         const parsed = def.input.safeParse(raw ?? {});
         if (!parsed.success) return failure(S.firstIssue(parsed.error));

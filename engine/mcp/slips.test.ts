@@ -1,0 +1,78 @@
+// A model's slips with the bridge's tools, answered without a real engine: an in-memory MCP client against the bridge
+// over a stand-in engine client that records what it was asked.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { describe, expect, it } from "vitest";
+import type { EngineClient } from "../api/client";
+import type { EngineLink } from "./link";
+import { idSlip } from "./ids";
+import { createMcpServer } from "./server";
+
+/** A bridge over `client` (the engine's procedures a test needs), and what the engine was asked. */
+async function bridge(client: Record<string, unknown> = {}) {
+  const asked: string[] = [];
+  // Any procedure not given records its path and fails as an unknown one would.
+  const spy = (at: string[]): unknown =>
+    new Proxy(() => undefined, {
+      get: (_t, k: string) => spy([...at, k]),
+      apply: () => {
+        asked.push(at.join("."));
+        return Promise.reject(Object.assign(new Error(`unknown worker`), { data: { code: "NOT_FOUND", ocwCode: "not-found" } }));
+      },
+    });
+  const engine = new Proxy(client, { get: (t, k: string) => (k in t ? t[k] : spy([k])) }) as unknown as EngineClient;
+  const link = { stateDir: "/nonexistent", call: <T>(fn: (c: EngineClient) => Promise<T>) => fn(engine), client: async () => engine } as unknown as EngineLink;
+  const server = createMcpServer({ link, toolTimeoutMs: null });
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  const mcp = new Client({ name: "t", version: "1" });
+  await Promise.all([server.connect(a), mcp.connect(b)]);
+  const fail = async (name: string, args: Record<string, unknown>) => {
+    const r = (await mcp.callTool({ name, arguments: args })) as { isError?: boolean; content: { text: string }[] };
+    expect(r.isError, JSON.stringify(r)).toBe(true);
+    return r.content[0]!.text;
+  };
+  const ok = async (name: string, args: Record<string, unknown>) => {
+    const r = (await mcp.callTool({ name, arguments: args })) as { isError?: boolean; content: { text: string }[]; structuredContent: any };
+    expect(r.isError, r.content[0]?.text).toBeFalsy();
+    return r.structuredContent;
+  };
+  return { asked, fail, ok, close: () => mcp.close() };
+}
+
+describe("an id of the wrong kind", () => {
+  it("a batch's id as workerId names the batch form of the same tool, or the tool that lists its workers", async () => {
+    const b = await bridge();
+    expect(await b.fail("wait", { workerId: "b-mx1" })).toBe('"b-mx1" is a batch id, not a workerId: wait {"batchId":"b-mx1"}');
+    expect(await b.fail("merge", { workerId: "b-mx1" })).toBe('"b-mx1" is a batch id, not a workerId: merge {"batchId":"b-mx1"}');
+    expect(await b.fail("pending_approvals", { workerId: "b-mx1" })).toMatch(/pending_approvals \{"batchId":"b-mx1"\}$/);
+    for (const tool of ["result", "worker_status", "diff", "discard", "retry", "stop"])
+      expect(await b.fail(tool, { workerId: "b-mx1" })).toBe(
+        `"b-mx1" is a batch id, not a workerId: ${tool} takes one worker: workers {"batchId":"b-mx1"} lists this batch's workers (give one of their workerIds), and wait {"batchId":"b-mx1"} follows them all`,
+      );
+    expect(await b.fail("continue", { workerId: "b-mx1", message: "fix it" })).toMatch(/^"b-mx1" is a batch id, not a workerId: continue takes one worker/);
+    expect(await b.fail("wait", { workerIds: ["w-1", "b-mx1"] })).toBe('"b-mx1" is a batch id, not a workerIds entry: wait {"batchId":"b-mx1"}');
+    // …and the engine was never asked (it would only have said "unknown worker").
+    expect(b.asked).toEqual([]);
+    await b.close();
+  });
+
+  it("a worker's id as batchId, and an ask's id as workerId, say which argument takes them", async () => {
+    const b = await bridge();
+    expect(await b.fail("wait", { batchId: "w-mx2" })).toBe('"w-mx2" is a worker id, not a batchId: wait {"workerId":"w-mx2"}');
+    expect(await b.fail("workers", { batchId: "w-mx2" })).toMatch(/^"w-mx2" is a worker id, not a batchId: worker_status \{"workerId":"w-mx2"\}/);
+    expect(await b.fail("approve", { batchId: "w-mx2", decision: "once" })).toMatch(
+      /not a batchId: pending_approvals \{"workerId":"w-mx2"\} lists this worker's asks; approve each by its askId$/,
+    );
+    expect(await b.fail("approve", { batchId: "per_9", decision: "once" })).toMatch(/^"per_9" is an ask id, not a batchId: approve \{"askId":"per_9",/);
+    expect(await b.fail("result", { workerId: "que_7" })).toMatch(/^"que_7" is an ask id, not a workerId: it is answered with approve \{"askId":"que_7"/);
+    expect(b.asked).toEqual([]);
+    await b.close();
+  });
+
+  it("ids of no known shape, and ids of the right kind, are left to the engine", () => {
+    expect(idSlip("result", { workerId: "w-1" })).toBeNull();
+    expect(idSlip("wait", { batchId: "b-1" })).toBeNull();
+    expect(idSlip("result", { workerId: "nope" })).toBeNull();
+    expect(idSlip("approve", { askId: "w-1", decision: "once" })).toBeNull();
+  });
+});
