@@ -421,6 +421,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       ]);
       const bad = directoryProblem(args.directory, baseDir);
       if (bad) throw new ToolError(bad);
+      // A batch always has workers: none is an id that names no batch, said as such (not an empty list, read as "nothing yet").
+      if (args.batchId && !list.length)
+        throw new ToolError(
+          `unknown batch "${clip(args.batchId, 60)}": no batch has that id — delegate_batch returns a batchId, and workers {} lists every worker with its batchId`,
+        );
       const repo = args.directory ? await repoRoot(args.directory) : null;
       const filtered = list.filter((w) => (!args.active || !isAtRest(w.state)) && (!repo || sameRepo(w, repo)));
       const now = Date.now();

@@ -76,3 +76,15 @@ describe("an id of the wrong kind", () => {
     expect(idSlip("approve", { askId: "w-1", decision: "once" })).toBeNull();
   });
 });
+
+describe("workers {batchId}", () => {
+  it("of a batch that does not exist says so, instead of an empty list", async () => {
+    const b = await bridge({
+      workers: { list: { query: async () => [] } },
+      status: { query: async () => ({ pendingApprovals: 0, slots: [], activeTarget: null }) },
+    });
+    expect(await b.fail("workers", { batchId: "b-nope" })).toMatch(/^unknown batch "b-nope": no batch has that id — delegate_batch returns a batchId/);
+    expect((await b.ok("workers", {})).workers).toEqual([]);
+    await b.close();
+  });
+});
