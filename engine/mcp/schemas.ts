@@ -654,6 +654,9 @@ export const MergeOutput = z.object({
   into: z.string(),
   commit: z.string(),
   repo: z.string(),
+  /** merge {batchId} of a batch without integration checks: the workers it merged, and those it left, with why. */
+  merged: z.array(z.string()).optional(),
+  skipped: z.array(z.object({ workerId: z.string(), reason: z.string() })).optional(),
   next: z.string(),
 });
 

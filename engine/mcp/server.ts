@@ -11,7 +11,7 @@ import { z } from "zod";
 import type { AttemptGroup } from "../../shared/attempts";
 import { isAtRest, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
-import { VERSION } from "../../shared/api";
+import { type MergeBatchResult, VERSION } from "../../shared/api";
 import { canElicit, offerAsk } from "./elicit";
 import {
   aggregateState,
@@ -1230,14 +1230,23 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           throw new ToolError(
             `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId} (the engine's words, untrusted: ${JSON.stringify(untrustedText(r.stopped.reason, 800))})`,
           );
+        const ws = await call((c) => c.workers.list.query({ batchId })).catch(() => [] as Worker[]);
+        if (r.integration)
+          return {
+            workerId: batchId,
+            into,
+            commit,
+            repo: ws[0]?.repo ?? "",
+            next: `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests`,
+          };
         return {
           workerId: batchId,
-          into,
+          into: into || (ws.find((w) => w.baseBranch)?.baseBranch ?? ""),
           commit,
-          repo: "",
-          next: r.integration
-            ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests`
-            : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}`,
+          repo: ws[0]?.repo ?? "",
+          merged: r.merged.map((m) => m.workerId),
+          ...(r.skipped.length ? { skipped: r.skipped } : {}),
+          next: batchMergeNext(batchId, r, ws),
         };
       }
       const w = await call((c) => c.workers.get.query({ workerId: workerId! }));
@@ -1553,6 +1562,39 @@ function nextAfterFailure(w: Worker): string {
   if (["stopped", "interrupted", "error"].includes(w.state))
     return `not built${why}: resume {"workerId":"${w.id}","message":"…"} continues it in its session, or retry {"workerId":"${w.id}"} starts the task again; discard {"workerId":"${w.id}"} removes what is left`;
   return `not built${why}: wait {"workerId":"${w.id}"} until it settles`;
+}
+
+/**
+ * What merge {batchId} of a batch without integration checks did, and what is left: it merges the workers built so far
+ * and leaves the rest, so a batch merged while workers still run, or with some not built, is said as such (it said
+ * "merged nothing", or named what it merged and nothing of what it left).
+ */
+export function batchMergeNext(batchId: string, r: Pick<MergeBatchResult, "merged" | "skipped">, ws: Pick<Worker, "id" | "state" | "merged">[]): string {
+  const byId = new Map(ws.map((w) => [w.id, w]));
+  const ids = (list: string[]) => (list.length > 6 ? `${list.slice(0, 6).join(", ")} and ${list.length - 6} more` : list.join(", "));
+  const skipped = r.skipped.map((s) => ({ id: s.workerId, w: byId.get(s.workerId) }));
+  const working = skipped.filter((s) => s.w && !isAtRest(s.w.state)).map((s) => s.id);
+  const failed = skipped.filter((s) => s.w && isAtRest(s.w.state) && s.w.state !== "built").map((s) => s.id);
+  const earlier = skipped.filter((s) => s.w?.state === "built" && s.w.merged).length;
+  const other = skipped.length - working.length - failed.length - earlier;
+  const into = r.merged[0]?.into;
+  const parts = [
+    r.merged.length
+      ? `merged ${counted(r.merged.length, "built worker")} (${ids(r.merged.map((m) => m.workerId))}) into ${into} (the last at ${r.merged.at(-1)!.commit.slice(0, 12)})`
+      : `nothing was merged: batch ${batchId} has no built worker that is not merged yet`,
+  ];
+  if (working.length)
+    parts.push(
+      `${counted(working.length, "worker")} still working (${ids(working)}): wait {"batchId":"${batchId}"} until settled, then merge {"batchId":"${batchId}"} again for the ones built`,
+    );
+  if (failed.length)
+    parts.push(
+      `${counted(failed.length, "worker")} not built (${ids(failed)}): result {"workerId"} says why; continue or retry them, then merge {"batchId":"${batchId}"} again`,
+    );
+  if (earlier) parts.push(`${counted(earlier, "worker")} merged before`);
+  if (other > 0) parts.push(`${counted(other, "worker")} left out (skipped says why)`);
+  if (r.merged.length) parts.push("run the project's tests");
+  return parts.join("; ");
 }
 
 function nextFor(ws: Pick<Worker, "id" | "state" | "asks">[], batch?: z.infer<typeof S.BatchStats> | null): string {

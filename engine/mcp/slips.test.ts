@@ -88,3 +88,64 @@ describe("workers {batchId}", () => {
     await b.close();
   });
 });
+
+describe("merge {batchId} of a batch without integration checks", () => {
+  const w = (id: string, state: string, merged: object | null = null) => ({ id, state, merged, repo: "/r", baseBranch: "main" });
+
+  it("merged while workers still run: says nothing was merged yet and when to merge again (it said 'merged nothing')", async () => {
+    const b = await bridge({
+      workers: {
+        mergeBatch: {
+          mutate: async () => ({
+            batchId: "b-1",
+            merged: [],
+            stopped: null,
+            notTried: [],
+            skipped: [
+              { workerId: "w-1", reason: "not built (running)" },
+              { workerId: "w-2", reason: "not built (queued)" },
+            ],
+            integration: null,
+          }),
+        },
+        list: { query: async () => [w("w-1", "running"), w("w-2", "queued")] },
+      },
+    });
+    const m = await b.ok("merge", { batchId: "b-1" });
+    expect(m).toMatchObject({ workerId: "b-1", into: "main", commit: "", repo: "/r", merged: [] });
+    expect(m.next).toBe(
+      'nothing was merged: batch b-1 has no built worker that is not merged yet; 2 workers still working (w-1, w-2): wait {"batchId":"b-1"} until settled, then merge {"batchId":"b-1"} again for the ones built',
+    );
+    await b.close();
+  });
+
+  it("settled with a failed worker: names what it merged and what it left, and how to go on", async () => {
+    const b = await bridge({
+      workers: {
+        mergeBatch: {
+          mutate: async () => ({
+            batchId: "b-1",
+            merged: [
+              { workerId: "w-1", commit: "a".repeat(40), into: "main" },
+              { workerId: "w-3", commit: "c".repeat(40), into: "main" },
+            ],
+            stopped: null,
+            notTried: [],
+            skipped: [
+              { workerId: "w-2", reason: "not built (honest-failure)" },
+              { workerId: "w-4", reason: "already merged into main" },
+            ],
+            integration: null,
+          }),
+        },
+        list: { query: async () => [w("w-1", "built"), w("w-2", "honest-failure"), w("w-3", "built"), w("w-4", "built", { into: "main" })] },
+      },
+    });
+    const m = await b.ok("merge", { batchId: "b-1" });
+    expect(m).toMatchObject({ into: "main", commit: "c".repeat(40), repo: "/r", merged: ["w-1", "w-3"], skipped: [{ workerId: "w-2" }, { workerId: "w-4" }] });
+    expect(m.next).toBe(
+      'merged 2 built workers (w-1, w-3) into main (the last at cccccccccccc); 1 worker not built (w-2): result {"workerId"} says why; continue or retry them, then merge {"batchId":"b-1"} again; 1 worker merged before; run the project\'s tests',
+    );
+    await b.close();
+  });
+});
