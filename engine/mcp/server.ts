@@ -817,6 +817,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         'Answer a pending ask by askId: "once" allows this request, "always" also the exact simple commands in the ask\'s always list for the rest of the worker\'s run (each matched exactly, never joined to anything else; not offered where alwaysWhy says why), "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch\'s in-scope edits alike. Allow what the task needs; reject anything outside it.',
       input: S.ApproveInput,
       output: S.ApproveOutput,
+      pre: (raw) => answersProblem(raw.answers),
     },
     async (args) => {
       if (!["once", "always", "reject"].includes(args.decision))
@@ -1507,6 +1508,16 @@ function sameRepo(w: Worker, root: string): boolean {
 
 function failure(message: string) {
   return { content: [{ type: "text" as const, text: message }], isError: true };
+}
+
+/**
+ * A question's answers given flat (["Red"]: one label, not one array per question), the commonest slip: said with the
+ * shape that works (the schema's own words were "answers.0: expected array, received string").
+ */
+export function answersProblem(answers: unknown): string | null {
+  if (!Array.isArray(answers) || !answers.some((a) => typeof a === "string")) return null;
+  const fixed = JSON.stringify(answers.map((a) => (typeof a === "string" ? [a] : a))).slice(0, 200);
+  return `answers is one array per question, each holding that question's chosen labels (or free text): e.g. "answers":${fixed}`;
 }
 
 function directoryProblem(dir: unknown, baseDir: string): string | null {

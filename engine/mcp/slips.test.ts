@@ -149,3 +149,15 @@ describe("merge {batchId} of a batch without integration checks", () => {
     await b.close();
   });
 });
+
+describe("approve of a question", () => {
+  it("with its answers given flat says the shape that works", async () => {
+    const b = await bridge();
+    expect(await b.fail("approve", { askId: "que_1", decision: "once", answers: ["Red"] })).toBe(
+      'answers is one array per question, each holding that question\'s chosen labels (or free text): e.g. "answers":[["Red"]]',
+    );
+    expect(await b.fail("approve", { askId: "que_1", decision: "once", answers: [["Red"], "Big"] })).toMatch(/"answers":\[\["Red"\],\["Big"\]\]$/);
+    expect(b.asked).toEqual([]);
+    await b.close();
+  });
+});
