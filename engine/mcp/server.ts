@@ -92,8 +92,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   const shown = {
     /** Asks shown, while they may still be pending (an answered one never is again): its worker and the worker's batch. */
     asks: new Map<string, { workerId: string; batchId: string | null }>(),
-    /** Workers shown finished, with their batch. */
-    finished: new Map<string, string | null>(),
+    /**
+     * Workers shown finished, with their batch and when they finished: a worker given another round (continue, review,
+     * resume, by this session or another client) finishes again later, and that is news again.
+     */
+    finished: new Map<string, { batchId: string | null; endedAt: number | null }>(),
   };
   /** Asks this session offered as a form: a declined form is not offered again. */
   const offered = new Set<string>();
@@ -526,7 +529,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const concerns = (workerId: string, batchId: string | null) => ("batchId" in target ? batchId === target.batchId : target.workerIds.includes(workerId));
       const seen = {
         shownAsks: [...shown.asks].filter(([, s]) => concerns(s.workerId, s.batchId)).map(([id]) => id),
-        shownFinished: [...shown.finished].filter(([id, batchId]) => concerns(id, batchId)).map(([id]) => id),
+        shownFinished: [...shown.finished].filter(([id, s]) => concerns(id, s.batchId)).map(([id]) => id),
       };
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
@@ -577,7 +580,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const answeredInForm: { askId: string; decision: string }[] = [];
       // News for this caller: an ask no wait of this session has shown, or a worker finished since its last wait.
       const newAsk = (w: WaitWorker) => pendingAsks(w).some((a) => !shown.asks.has(a.id));
-      const newlyFinal = (w: WaitWorker) => isAtRest(w.state) && !shown.finished.has(w.id);
+      const newlyFinal = (w: WaitWorker) => isAtRest(w.state) && (!shown.finished.has(w.id) || shown.finished.get(w.id)!.endedAt !== w.endedAt);
       let reason: z.infer<typeof S.WaitOutput>["reason"];
       let r: WaitResult;
       try {
@@ -664,7 +667,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       // A cancelled call's result never reaches the caller: what it held stays news.
       if (!extra.signal.aborted) {
         for (const { a, w } of fresh) shown.asks.set(a.id, { workerId: w.id, batchId: w.batchId });
-        for (const w of finished) shown.finished.set(w.id, w.batchId);
+        for (const w of finished) shown.finished.set(w.id, { batchId: w.batchId, endedAt: w.endedAt });
+        // A worker shown finished that is working again (another round) is news once it finishes again.
+        for (const w of list) if (!isAtRest(w.state)) shown.finished.delete(w.id);
         // An ask shown before that is no longer pending never is again: not sent with later waits.
         const open = new Set(unanswered.map(({ a }) => a.id));
         const here = new Set(ids);
@@ -950,7 +955,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       input: S.ResumeToolInput,
       output: S.ControlOutput,
     },
-    async (args) => control(await call((c) => c.workers.resume.mutate(args))),
+    async (args) => {
+      const w = await call((c) => c.workers.resume.mutate(args));
+      shown.finished.delete(w.id);
+      return control(w);
+    },
   );
   register(
     "continue",
@@ -963,6 +972,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const w = await call((c) => c.workers.continue.mutate(args));
       mine.add(w.id);
+      // Its new round's verdict is news for the next wait (it was shown finished after the last round).
+      shown.finished.delete(w.id);
       return control(w);
     },
   );
@@ -977,6 +988,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const w = await call((c) => c.workers.review.mutate(args));
       mine.add(w.id);
+      shown.finished.delete(w.id);
       return control(w);
     },
   );

@@ -161,3 +161,51 @@ describe("approve of a question", () => {
     await b.close();
   });
 });
+
+describe("wait after another round", () => {
+  const usage = { input: 0, output: 0, reasoning: 0, cost: 0 };
+  const ww = (id: string, state: string, endedAt: number | null) => ({
+    id,
+    title: id,
+    batchId: null,
+    state,
+    worktree: null,
+    asks: [],
+    usage,
+    startedAt: 1,
+    endedAt,
+    stalled: false,
+    verdict: state === "built" ? { verdict: "built", honest: true } : null,
+  });
+
+  it("reports a worker that finished again (continued here, or by another client) among workers still working", async () => {
+    const answers = [
+      [ww("w-1", "built", 100), ww("w-2", "running", null)],
+      [ww("w-1", "honest-failure", 200), ww("w-2", "running", null)],
+      [ww("w-1", "built", 300), ww("w-2", "running", null)],
+    ];
+    const sentShown: string[][] = [];
+    const b = await bridge({
+      workers: {
+        wait: {
+          query: async (input: { shownFinished: string[] }) => {
+            sentShown.push(input.shownFinished);
+            return { workerIds: ["w-1", "w-2"], reason: "news", workers: answers.shift(), batch: null, also: [] };
+          },
+        },
+        continue: { mutate: async () => ({ id: "w-1", state: "starting", asks: [], rounds: [{}, {}] }) },
+      },
+    });
+    const first = await b.ok("wait", { workerIds: ["w-1", "w-2"], timeoutSec: 5 });
+    expect(first.finished.map((f: { workerId: string }) => f.workerId)).toEqual(["w-1"]);
+    await b.ok("continue", { workerId: "w-1", message: "fix the parser" });
+    // Its second round's verdict is news: the engine is not told it was shown, and the answer lists it.
+    const second = await b.ok("wait", { workerIds: ["w-1", "w-2"], timeoutSec: 5 });
+    expect(sentShown[1]).toEqual([]);
+    expect(second.finished).toMatchObject([{ workerId: "w-1", verdict: null, state: "honest-failure" }]);
+    // Another client continued it and it finished again before this session looked: a later end is news too.
+    const third = await b.ok("wait", { workerIds: ["w-1", "w-2"], timeoutSec: 5 });
+    expect(third.finished).toMatchObject([{ workerId: "w-1", state: "built" }]);
+    await b.close();
+  });
+});
