@@ -29,6 +29,7 @@ import {
   slotsOf,
   summarize,
   titleOf,
+  toolField,
   totalsOf,
   UNTRUSTED_NOTE,
   untrustedText,
@@ -1104,7 +1105,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             w.asks
               .slice(-50)
               .reverse()
-              .map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
+              .map((a) => {
+                // A tool name that is not a plain name of opencode's is the model's text: only here, marked.
+                const tool = toolField(a.tool, "untrusted.asks");
+                return { askId: a.id, what: u(askWhat(a, w.worktree), 300), ...(tool.untrusted !== undefined ? { tool: tool.untrusted } : {}) };
+              }),
             6000,
           ).reverse(),
           // File names (and a symlink's target) the worker chose.
@@ -1121,7 +1126,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         merged: w.merged,
         flagged: v?.flags?.length ?? 0,
         discarded: isDiscarded(w),
-        approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
+        approvals: w.asks
+          .slice(-50)
+          .map((a) => ({ askId: a.id, tool: toolField(a.tool, "untrusted.asks").plain, status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         attempts: w.attempt ? attemptsOut(await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }))) : null,
