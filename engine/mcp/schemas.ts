@@ -586,7 +586,8 @@ export const ResultOutput = z.object({
     violations: z.array(z.string()),
     changedFiles: z.array(z.string()),
     diffStat: z.string(),
-    asks: z.array(z.object({ askId: z.string(), what: z.string() })),
+    /** tool: the ask's tool name when it is not a plain name of opencode's (approvals' tool then points here). */
+    asks: z.array(z.object({ askId: z.string(), what: z.string(), tool: z.string().optional() })),
     flags: z.array(z.object({ kind: z.string(), path: z.string(), detail: z.string() })).optional(),
   }),
   totals: Totals,
@@ -654,6 +655,9 @@ export const MergeOutput = z.object({
   into: z.string(),
   commit: z.string(),
   repo: z.string(),
+  /** merge {batchId} of a batch without integration checks: the workers it merged, and those it left, with why. */
+  merged: z.array(z.string()).optional(),
+  skipped: z.array(z.object({ workerId: z.string(), reason: z.string() })).optional(),
   next: z.string(),
 });
 

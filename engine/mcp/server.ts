@@ -11,7 +11,7 @@ import { z } from "zod";
 import type { AttemptGroup } from "../../shared/attempts";
 import { isAtRest, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
-import { VERSION } from "../../shared/api";
+import { type MergeBatchResult, VERSION } from "../../shared/api";
 import { canElicit, offerAsk } from "./elicit";
 import {
   aggregateState,
@@ -29,11 +29,13 @@ import {
   slotsOf,
   summarize,
   titleOf,
+  toolField,
   totalsOf,
   UNTRUSTED_NOTE,
   untrustedText,
 } from "./format";
 import { readLock } from "../api/lock";
+import { idSlip } from "./ids";
 import { instructionsFor } from "./instructions";
 import { askView, diffChangesNothing, UNCHANGED_DIFF } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
@@ -91,8 +93,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   const shown = {
     /** Asks shown, while they may still be pending (an answered one never is again): its worker and the worker's batch. */
     asks: new Map<string, { workerId: string; batchId: string | null }>(),
-    /** Workers shown finished, with their batch. */
-    finished: new Map<string, string | null>(),
+    /**
+     * Workers shown finished, with their batch and when they finished: a worker given another round (continue, review,
+     * resume, by this session or another client) finishes again later, and that is news again.
+     */
+    finished: new Map<string, { batchId: string | null; endedAt: number | null }>(),
   };
   /** Asks this session offered as a form: a declined form is not offered again. */
   const offered = new Set<string>();
@@ -131,7 +136,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         },
       },
       (async (raw: Record<string, unknown>, extra: Extra) => {
-        const problem = def.pre?.(raw ?? {});
+        const problem = idSlip(name, raw ?? {}) ?? def.pre?.(raw ?? {});
         if (problem) return failure(problem);
         const parsed = def.input.safeParse(raw ?? {});
         if (!parsed.success) return failure(S.firstIssue(parsed.error));
@@ -420,6 +425,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       ]);
       const bad = directoryProblem(args.directory, baseDir);
       if (bad) throw new ToolError(bad);
+      // A batch always has workers: none is an id that names no batch, said as such (not an empty list, read as "nothing yet").
+      if (args.batchId && !list.length)
+        throw new ToolError(
+          `unknown batch "${clip(args.batchId, 60)}": no batch has that id — delegate_batch returns a batchId, and workers {} lists every worker with its batchId`,
+        );
       const repo = args.directory ? await repoRoot(args.directory) : null;
       const filtered = list.filter((w) => (!args.active || !isAtRest(w.state)) && (!repo || sameRepo(w, repo)));
       const now = Date.now();
@@ -520,7 +530,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const concerns = (workerId: string, batchId: string | null) => ("batchId" in target ? batchId === target.batchId : target.workerIds.includes(workerId));
       const seen = {
         shownAsks: [...shown.asks].filter(([, s]) => concerns(s.workerId, s.batchId)).map(([id]) => id),
-        shownFinished: [...shown.finished].filter(([id, batchId]) => concerns(id, batchId)).map(([id]) => id),
+        shownFinished: [...shown.finished].filter(([id, s]) => concerns(id, s.batchId)).map(([id]) => id),
       };
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
@@ -571,7 +581,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const answeredInForm: { askId: string; decision: string }[] = [];
       // News for this caller: an ask no wait of this session has shown, or a worker finished since its last wait.
       const newAsk = (w: WaitWorker) => pendingAsks(w).some((a) => !shown.asks.has(a.id));
-      const newlyFinal = (w: WaitWorker) => isAtRest(w.state) && !shown.finished.has(w.id);
+      const newlyFinal = (w: WaitWorker) => isAtRest(w.state) && (!shown.finished.has(w.id) || shown.finished.get(w.id)!.endedAt !== w.endedAt);
       let reason: z.infer<typeof S.WaitOutput>["reason"];
       let r: WaitResult;
       try {
@@ -658,7 +668,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       // A cancelled call's result never reaches the caller: what it held stays news.
       if (!extra.signal.aborted) {
         for (const { a, w } of fresh) shown.asks.set(a.id, { workerId: w.id, batchId: w.batchId });
-        for (const w of finished) shown.finished.set(w.id, w.batchId);
+        for (const w of finished) shown.finished.set(w.id, { batchId: w.batchId, endedAt: w.endedAt });
+        // A worker shown finished that is working again (another round) is news once it finishes again.
+        for (const w of list) if (!isAtRest(w.state)) shown.finished.delete(w.id);
         // An ask shown before that is no longer pending never is again: not sent with later waits.
         const open = new Set(unanswered.map(({ a }) => a.id));
         const here = new Set(ids);
@@ -811,6 +823,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         'Answer a pending ask by askId: "once" allows this request, "always" also the exact simple commands in the ask\'s always list for the rest of the worker\'s run (each matched exactly, never joined to anything else; not offered where alwaysWhy says why), "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch\'s in-scope edits alike. Allow what the task needs; reject anything outside it.',
       input: S.ApproveInput,
       output: S.ApproveOutput,
+      pre: (raw) => answersProblem(raw.answers),
     },
     async (args) => {
       if (!["once", "always", "reject"].includes(args.decision))
@@ -943,7 +956,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       input: S.ResumeToolInput,
       output: S.ControlOutput,
     },
-    async (args) => control(await call((c) => c.workers.resume.mutate(args))),
+    async (args) => {
+      const w = await call((c) => c.workers.resume.mutate(args));
+      shown.finished.delete(w.id);
+      return control(w);
+    },
   );
   register(
     "continue",
@@ -956,6 +973,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const w = await call((c) => c.workers.continue.mutate(args));
       mine.add(w.id);
+      // Its new round's verdict is news for the next wait (it was shown finished after the last round).
+      shown.finished.delete(w.id);
       return control(w);
     },
   );
@@ -970,6 +989,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const w = await call((c) => c.workers.review.mutate(args));
       mine.add(w.id);
+      shown.finished.delete(w.id);
       return control(w);
     },
   );
@@ -1085,7 +1105,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             w.asks
               .slice(-50)
               .reverse()
-              .map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
+              .map((a) => {
+                // A tool name that is not a plain name of opencode's is the model's text: only here, marked.
+                const tool = toolField(a.tool, "untrusted.asks");
+                return { askId: a.id, what: u(askWhat(a, w.worktree), 300), ...(tool.untrusted !== undefined ? { tool: tool.untrusted } : {}) };
+              }),
             6000,
           ).reverse(),
           // File names (and a symlink's target) the worker chose.
@@ -1102,7 +1126,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         merged: w.merged,
         flagged: v?.flags?.length ?? 0,
         discarded: isDiscarded(w),
-        approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
+        approvals: w.asks
+          .slice(-50)
+          .map((a) => ({ askId: a.id, tool: toolField(a.tool, "untrusted.asks").plain, status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         attempts: w.attempt ? attemptsOut(await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }))) : null,
@@ -1224,14 +1250,23 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           throw new ToolError(
             `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId} (the engine's words, untrusted: ${JSON.stringify(untrustedText(r.stopped.reason, 800))})`,
           );
+        const ws = await call((c) => c.workers.list.query({ batchId })).catch(() => [] as Worker[]);
+        if (r.integration)
+          return {
+            workerId: batchId,
+            into,
+            commit,
+            repo: ws[0]?.repo ?? "",
+            next: `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests`,
+          };
         return {
           workerId: batchId,
-          into,
+          into: into || (ws.find((w) => w.baseBranch)?.baseBranch ?? ""),
           commit,
-          repo: "",
-          next: r.integration
-            ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests`
-            : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}`,
+          repo: ws[0]?.repo ?? "",
+          merged: r.merged.map((m) => m.workerId),
+          ...(r.skipped.length ? { skipped: r.skipped } : {}),
+          next: batchMergeNext(batchId, r, ws),
         };
       }
       const w = await call((c) => c.workers.get.query({ workerId: workerId! }));
@@ -1494,6 +1529,16 @@ function failure(message: string) {
   return { content: [{ type: "text" as const, text: message }], isError: true };
 }
 
+/**
+ * A question's answers given flat (["Red"]: one label, not one array per question), the commonest slip: said with the
+ * shape that works (the schema's own words were "answers.0: expected array, received string").
+ */
+export function answersProblem(answers: unknown): string | null {
+  if (!Array.isArray(answers) || !answers.some((a) => typeof a === "string")) return null;
+  const fixed = JSON.stringify(answers.map((a) => (typeof a === "string" ? [a] : a))).slice(0, 200);
+  return `answers is one array per question, each holding that question's chosen labels (or free text): e.g. "answers":${fixed}`;
+}
+
 function directoryProblem(dir: unknown, baseDir: string): string | null {
   if (typeof dir !== "string" || !dir) return null;
   if (path.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
@@ -1547,6 +1592,39 @@ function nextAfterFailure(w: Worker): string {
   if (["stopped", "interrupted", "error"].includes(w.state))
     return `not built${why}: resume {"workerId":"${w.id}","message":"…"} continues it in its session, or retry {"workerId":"${w.id}"} starts the task again; discard {"workerId":"${w.id}"} removes what is left`;
   return `not built${why}: wait {"workerId":"${w.id}"} until it settles`;
+}
+
+/**
+ * What merge {batchId} of a batch without integration checks did, and what is left: it merges the workers built so far
+ * and leaves the rest, so a batch merged while workers still run, or with some not built, is said as such (it said
+ * "merged nothing", or named what it merged and nothing of what it left).
+ */
+export function batchMergeNext(batchId: string, r: Pick<MergeBatchResult, "merged" | "skipped">, ws: Pick<Worker, "id" | "state" | "merged">[]): string {
+  const byId = new Map(ws.map((w) => [w.id, w]));
+  const ids = (list: string[]) => (list.length > 6 ? `${list.slice(0, 6).join(", ")} and ${list.length - 6} more` : list.join(", "));
+  const skipped = r.skipped.map((s) => ({ id: s.workerId, w: byId.get(s.workerId) }));
+  const working = skipped.filter((s) => s.w && !isAtRest(s.w.state)).map((s) => s.id);
+  const failed = skipped.filter((s) => s.w && isAtRest(s.w.state) && s.w.state !== "built").map((s) => s.id);
+  const earlier = skipped.filter((s) => s.w?.state === "built" && s.w.merged).length;
+  const other = skipped.length - working.length - failed.length - earlier;
+  const into = r.merged[0]?.into;
+  const parts = [
+    r.merged.length
+      ? `merged ${counted(r.merged.length, "built worker")} (${ids(r.merged.map((m) => m.workerId))}) into ${into} (the last at ${r.merged.at(-1)!.commit.slice(0, 12)})`
+      : `nothing was merged: batch ${batchId} has no built worker that is not merged yet`,
+  ];
+  if (working.length)
+    parts.push(
+      `${counted(working.length, "worker")} still working (${ids(working)}): wait {"batchId":"${batchId}"} until settled, then merge {"batchId":"${batchId}"} again for the ones built`,
+    );
+  if (failed.length)
+    parts.push(
+      `${counted(failed.length, "worker")} not built (${ids(failed)}): result {"workerId"} says why; continue or retry them, then merge {"batchId":"${batchId}"} again`,
+    );
+  if (earlier) parts.push(`${counted(earlier, "worker")} merged before`);
+  if (other > 0) parts.push(`${counted(other, "worker")} left out (skipped says why)`);
+  if (r.merged.length) parts.push("run the project's tests");
+  return parts.join("; ");
 }
 
 function nextFor(ws: Pick<Worker, "id" | "state" | "asks">[], batch?: z.infer<typeof S.BatchStats> | null): string {
