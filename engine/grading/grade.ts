@@ -302,23 +302,37 @@ function heldBackOf(listing: HeldBackListing): { heldBackDirs: string[]; heldBac
 }
 
 /**
- * The worker's changed Python files (relative to the checks' folder) that a held-back test imports from a folder held-back
- * tests land in (`tests/helpers.py` for `from helpers import check`): the held-back assertions run through the worker's
- * code there. Not a violation (a worker may have to change such a helper), but said with the verdict. The checks' own
- * folder is left out: there the module a test imports is the code under test.
+ * The worker's changed files (relative to the checks' folder) that the held-back tests run through, beside them: a
+ * Python module a held-back test imports from a folder held-back tests land in (`tests/helpers.py` for `from helpers
+ * import check`), or a file a held-back JavaScript or TypeScript test's relative import or require loads (Node's
+ * resolution: `./helpers`, `../test-utils/index.js`) in a test's place (a held-back folder, one below it, one above it
+ * short of the checks' folder, or a file named like a test helper). Not a violation (a worker may have to change such a
+ * helper), but said with the verdict. Elsewhere (the checks' own folder, src/) the module a test imports is the code
+ * under test.
  */
 function changedHelpers(changed: string[], listing: HeldBackListing): string[] {
   const imported = new Set(listing.importPaths.map(foldPath));
+  const jsImported = new Set(listing.jsImportPaths.map(foldPath));
   const held = new Set(listing.modules.map(foldPath));
   const dirs = listing.dirs.filter(Boolean).map(foldPath);
   return changed.filter((f) => {
     const folded = foldPath(f);
-    if (!folded.endsWith(".py") || held.has(folded)) return false;
-    const dir = path.posix.dirname(folded);
-    if (!dirs.some((d) => dir === d || dir.startsWith(`${d}/`))) return false;
+    if (held.has(folded)) return false;
+    const dir = path.posix.dirname(folded) === "." ? "" : path.posix.dirname(folded);
+    const beside = dirs.some((d) => dir === d || dir.startsWith(`${d}/`));
+    if (jsImported.has(folded))
+      return (
+        beside || (dir !== "" && dirs.some((d) => d.startsWith(`${dir}/`))) || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path.posix.basename(folded))
+      );
+    if (!folded.endsWith(".py") || !beside) return false;
     return imported.has(folded.replace(/\.py$/, "").replace(/\/__init__$/, ""));
   });
 }
+
+/** A folder of test code (a held-back test's relative import there loads a helper, not the code under test). */
+const TEST_HELPER_DIR = /(^|\/)(__tests__|tests?|specs?|testing|test[-_]?(utils?|helpers?|support)|fixtures?|helpers?|support)(\/|$)/;
+/** A file named like a test helper (test-utils.js, spec-helper.ts, assertions.js, setup-tests.mjs). */
+const TEST_HELPER_NAME = /(^|[._-])(tests?|specs?|helpers?|fixtures?|asserts?|assertions?|matchers?)([._-]|$)/;
 
 /** Grading's folders out of the way (folders.ts: renamed at once, deleted once gradings pause). */
 const discardAll = (...dirs: (string | undefined)[]) => {
