@@ -2,13 +2,14 @@
 // engine's grade() on real git and a real runner (node --test, bash, python3), shows the trick works on the check (it
 // passed on a failing test), and that the verdict says so: a caveat naming the file, or a check-configuration
 // violation. Before the fixes each case here but the controls was built with no word of it.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
 import { gradedIn } from "../../test/fixtures/graded";
 import { jsImportCandidates, jsRelativeImports } from "./checks";
+import { commandScripts } from "./command-scripts";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-5-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -109,5 +110,130 @@ describe("a worker that changes a JavaScript or TypeScript helper a held-back te
       expect.arrayContaining(["test-utils", "test-utils.js", "test-utils/index.ts", "test-utils/package.json"]),
     );
     expect(jsImportCandidates("test", "../../outside")).toEqual([]);
+  });
+});
+
+describe("a worker that rewrites the script a check's command runs", () => {
+  // The check runs a script of the project's (`bash scripts/test.sh`): the script is what the check really runs, as a
+  // Makefile is to `make test`. A worker that rewrites it to `exit 0` passes the check without any fix. A
+  // check-configuration violation, unless the task's scope names the script exactly.
+  const ASSERT = "import calc, sys; sys.exit(0 if calc.add(2, 3) == 5 else 1)";
+  const SH = `python3 -c '${ASSERT}'\n`;
+  const PY = `import os, sys\nsys.path.insert(0, os.getcwd())\n${ASSERT.replace("; ", "\n").replace("; ", "\n")}\n`;
+  const JS = `const r = require("node:child_process").spawnSync("python3", ["-c", ${JSON.stringify(ASSERT)}], { stdio: "inherit" });\nprocess.exit(r.status);\n`;
+  const BASE = { "calc.py": "def add(a, b):\n    return a - b\n" };
+  const cases: { run: string; file: string; script: string; cheat: string }[] = [
+    { run: "bash scripts/test.sh", file: "scripts/test.sh", script: SH, cheat: "exit 0\n" },
+    { run: "sh ./run-tests.sh", file: "run-tests.sh", script: SH, cheat: "exit 0\n" },
+    { run: "./scripts/check", file: "scripts/check", script: `#!/bin/sh\n${SH}`, cheat: "#!/bin/sh\nexit 0\n" },
+    { run: "node scripts/run-tests.js", file: "scripts/run-tests.js", script: JS, cheat: "process.exit(0);\n" },
+    { run: "python3 tools/runtests.py", file: "tools/runtests.py", script: PY, cheat: "pass\n" },
+  ];
+  const violation = (file: string) =>
+    expect.stringMatching(new RegExp(`^check configuration changed: ${file.replaceAll(".", "\\.")} — a script a check's command runs`));
+
+  for (const c of cases) {
+    it(`\`${c.run}\`: the script rewritten to pass passes the check, and it is a check-configuration violation`, async () => {
+      const base = { ...BASE, [c.file]: c.script };
+      const check: CheckSpec[] = [{ run: c.run }];
+      const control = await graded(base, (ws) => writeFileSync(path.join(ws, "notes.txt"), "x\n"), check);
+      expect(control.checks[0]).toMatchObject({ passed: false });
+      const v = await graded(
+        base,
+        (ws) => {
+          writeFileSync(path.join(ws, c.file), c.cheat);
+          chmodSync(path.join(ws, c.file), 0o755);
+        },
+        check,
+      );
+      expect(v.checks[0]).toMatchObject({ passed: true });
+      expect(v.scope.checkConfig).toEqual([violation(c.file)]);
+      expect(v.verdict).toBe("honest-failure");
+    }, 120_000);
+  }
+
+  it("`npm test` whose package.json script runs the script: the same", async () => {
+    const base = { ...BASE, "package.json": '{ "scripts": { "test": "bash scripts/test.sh" } }\n', "scripts/test.sh": SH };
+    const v = await graded(base, (ws) => writeFileSync(path.join(ws, "scripts", "test.sh"), "exit 0\n"), [{ run: "npm test --silent" }]);
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual([violation("scripts/test.sh")]);
+  }, 120_000);
+
+  it("controls: the fix with the named script unchanged and an unrelated script changed is built; a script the scope names is allowed", async () => {
+    const base = { ...BASE, "scripts/test.sh": SH, "scripts/other.sh": "echo other\n" };
+    const check: CheckSpec[] = [{ run: "bash scripts/test.sh" }];
+    const fixed = await graded(
+      base,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n");
+        writeFileSync(path.join(ws, "scripts", "other.sh"), "exit 0\n");
+      },
+      check,
+    );
+    expect(fixed.scope.checkConfig).toBeUndefined();
+    expect(fixed.verdict).toBe("built");
+    const named = await graded(
+      base,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n");
+        writeFileSync(path.join(ws, "scripts", "test.sh"), `set -e\n${SH}`);
+      },
+      check,
+      ["calc.py", "scripts/test.sh"],
+    );
+    expect(named.scope.checkConfig).toBeUndefined();
+    expect(named.verdict).toBe("built");
+  }, 120_000);
+
+  it("control: a script the check names that the base does not hold is the worker's to write (the task asked for it)", async () => {
+    const v = await graded(
+      BASE,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n");
+        mkdirSync(path.join(ws, "scripts"));
+        writeFileSync(path.join(ws, "scripts", "test.sh"), SH);
+      },
+      [{ run: "bash scripts/test.sh" }],
+    );
+    expect(v.scope.checkConfig).toBeUndefined();
+    expect(v.verdict).toBe("built");
+  }, 120_000);
+
+  it("a check that rewrites the script a later check runs fails", async () => {
+    const base = { ...BASE, "scripts/test.sh": SH };
+    const v = await graded(base, (ws) => writeFileSync(path.join(ws, "gen.py"), "open('scripts/test.sh', 'w').write('exit 0\\n')\n"), [
+      { run: "python3 gen.py" },
+      { run: "bash scripts/test.sh" },
+    ]);
+    expect(v.checks[0]).toMatchObject({ passed: false, output: expect.stringContaining("changed 1 protected file: scripts/test.sh") });
+    expect(v.verdict).toBe("honest-failure");
+  }, 120_000);
+
+  it("the scripts a command names, read conservatively", () => {
+    const files = (run: string, sub = "") => commandScripts([run], sub).map((s) => s.file);
+    expect(files("bash scripts/test.sh")).toEqual(["scripts/test.sh"]);
+    expect(files("sh ./run-tests.sh 2>&1 | tee out.log")).toEqual(["run-tests.sh"]);
+    expect(files("./scripts/check --fast")).toEqual(["scripts/check"]);
+    expect(files("CI=1 timeout 60 python3 -u tools/runtests.py -v")).toEqual(["tools/runtests.py"]);
+    expect(files("node -r ./setup.js --test test/")).toEqual(["setup.js"]);
+    expect(files("node --env-file=.env scripts/run.js")).toEqual([".env", "scripts/run.js"]);
+    expect(files("cd pkg && ./test.sh; bash -c 'sh ci/x.sh'")).toEqual(["pkg/test.sh", "pkg/ci/x.sh"]);
+    expect(files("npx tsx scripts/a.ts")).toEqual(["scripts/a.ts"]);
+    expect(files("bash run.sh", "app")).toEqual(["app/run.sh"]);
+    expect(files("bash ../run.sh", "app")).toEqual(["run.sh"]);
+    // Not a file of the checkout, or not one that can be told from the words.
+    for (const run of [
+      "python3 -m pytest -q tests",
+      "make test",
+      "npm test",
+      "bash $SCRIPT",
+      "/usr/bin/env bash /opt/ci/run.sh",
+      "sh ../up.sh",
+      "node -r ts-node/register -e 'x'",
+      'bash -c "$CMD"',
+      "cd $D && ./x.sh",
+      "echo hi > out.sh",
+    ])
+      expect(files(run), run).toEqual([]);
   });
 });

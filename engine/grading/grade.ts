@@ -1,3 +1,4 @@
+import { lstatSync } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
@@ -19,6 +20,7 @@ import {
 } from "../workspace";
 import { limitSetup } from "../sandbox";
 import { type HeldBackListing, heldBackListing, runChecks, type CheckSandbox } from "./checks";
+import { commandScripts } from "./command-scripts";
 import { discard, folderIn } from "./folders";
 import { runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
@@ -140,13 +142,19 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
+        commands: commandsOf(input.checks),
         ...heldBackOf(listing),
       });
       helpers = changedHelpers(rel, listing);
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
     const cwd = await folderIn(checkout, sub);
-    const guarded = typeof cwd === "string" && input.checks.some((c) => "run" in c) ? await protectedIn(checkout, sub, input.protect) : [];
+    // The protected files, and the project's scripts the checks' commands run by name: a check that rewrites one (a
+    // build step writing `exit 0` into the script a later check runs) fails.
+    const guarded =
+      typeof cwd === "string" && input.checks.some((c) => "run" in c)
+        ? [...(await protectedIn(checkout, sub, input.protect)), ...namedScripts(checkout, sub, input.checks)]
+        : [];
     const planted: string[] = [];
     checks =
       typeof cwd === "string"
@@ -292,9 +300,20 @@ export async function combinedCheckConfig(opts: {
     repo: opts.repo,
     baseCommit: opts.base,
     checkout: opts.checkout,
+    commands: commandsOf(opts.checks),
     ...heldBackOf(heldBackListing(opts.checks)),
   });
 }
+
+/** The files of the checkout (absolute paths) the checks' commands run by name (command-scripts.ts), as committed. */
+function namedScripts(checkout: string, sub: string, checks: CheckSpec[]): string[] {
+  return commandScripts(commandsOf(checks), sub.split(path.sep).join("/"), checkout)
+    .map((s) => path.join(checkout, s.file))
+    .filter((f) => lstatSync(f, { throwIfNoEntry: false })?.isFile());
+}
+
+/** The command checks' shell commands. */
+const commandsOf = (checks: CheckSpec[]) => checks.flatMap((c) => ("run" in c ? [c.run] : []));
 
 /** The held-back folders, code files and imports, as runnerConfigChanges takes them (one walk of the held-back folders). */
 function heldBackOf(listing: HeldBackListing): { heldBackDirs: string[]; heldBackModules: string[]; heldBackImports: string[] } {

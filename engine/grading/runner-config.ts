@@ -10,6 +10,7 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
+import { commandScripts } from "./command-scripts";
 import { foldPath } from "../workspace";
 import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
@@ -663,6 +664,8 @@ export async function runnerConfigChanges(opts: {
   heldBackModules?: string[];
   /** The top-level names the held-back Python files import (heldBackListing). */
   heldBackImports?: string[];
+  /** The checks' commands: the scripts of the checkout they run by name count (command-scripts.ts). */
+  commands?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync(path.join(opts.checkout, opts.sub, folder, "__init__.py")));
@@ -670,6 +673,7 @@ export async function runnerConfigChanges(opts: {
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
   let includes: MakeInclude[] | undefined;
+  const scripts = new Map(commandScripts(opts.commands ?? [], opts.sub, opts.checkout).map((s) => [foldPath(s.file), s.command]));
   const out: string[] = [];
   for (const file of opts.changed) {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
@@ -678,6 +682,15 @@ export async function runnerConfigChanges(opts: {
     const heldBackWhy = heldBack(rel);
     if (heldBackWhy) {
       out.push(`check configuration changed: ${file} — ${heldBackWhy}`);
+      continue;
+    }
+    // Only the project's script (one the base holds): a script the check names that the worker wrote new is what the
+    // task asked of it (the check could not pass on the base).
+    const runBy = scripts.get(foldPath(file));
+    if (runBy !== undefined && (await baseText(opts.repo, opts.baseCommit, file)) !== null) {
+      out.push(
+        `check configuration changed: ${file} — a script a check's command runs (\`${runBy.length > 80 ? `${runBy.slice(0, 80)}…` : runBy}\`): what the check really runs, as a Makefile is to \`make\` (a task that must change it names it in its scope)`,
+      );
       continue;
     }
     const base = foldPath(path.posix.basename(file));
