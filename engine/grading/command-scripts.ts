@@ -61,6 +61,15 @@ export function simpleCommands(line: string): Word[][] {
       word += line.slice(i + 1, j).replace(/\\(.)/g, "$1");
       inWord = true;
       i = j;
+    } else if (c === "$" && (line[i + 1] === "(" || line[i + 1] === "{")) {
+      // A substitution (`$(cmd)`, `$((1+1))`, `${X}`, make's `$(VAR)`): the word expands; its inside is not read.
+      let depth = 0;
+      for (i++; i < line.length; i++) {
+        if (line[i] === "(" || line[i] === "{") depth++;
+        else if ((line[i] === ")" || line[i] === "}") && --depth === 0) break;
+      }
+      expands = true;
+      inWord = true;
     } else if (c === "#" && !inWord) {
       while (i < line.length && line[i] !== "\n") i++;
       endCommand();
@@ -238,7 +247,11 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         if (file === "." || file === ".." || file.startsWith("../")) continue;
         if (!found.has(file)) found.set(file, { file, command });
       }
-      if (checkout) for (const script of packageScripts(words, path.join(checkout, from))) read(script, from, command, depth + 1);
+      if (checkout) {
+        for (const script of packageScripts(words, path.join(checkout, from))) read(script, from, command, depth + 1);
+        const make = makeRecipes(words, checkout, from);
+        if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1);
+      }
     }
   };
   for (const c of commands) read(c, sub, c, 0);
@@ -264,4 +277,75 @@ function packageScripts(words: Word[], dir: string): string[] {
     return [];
   }
   return [`pre${name}`, name, `post${name}`].map((k) => scripts[k]).filter((s): s is string => typeof s === "string");
+}
+
+/**
+ * The recipe lines a `make [targets]` runs from the Makefile of its folder (`-C dir` moves it; `-f` is not followed):
+ * those of the targets named (the first target when none is) and of their prerequisites, read from the rules as
+ * written (no variables expanded, no pattern rules, no includes). Null for anything but make.
+ */
+function makeRecipes(words: Word[], checkout: string, from: string): { dir: string; lines: string[] } | null {
+  if (words[0] !== "make" && words[0] !== "gmake") return null;
+  let dir = from;
+  const targets: string[] = [];
+  for (let i = 1; i < words.length; i++) {
+    const w = words[i];
+    if (typeof w !== "string") return null;
+    if (w === "-f" || w.startsWith("--file") || w.startsWith("--makefile") || (w.startsWith("-f") && w.length > 2)) return null;
+    if (w === "-C" || w === "--directory") {
+      const to = words[++i];
+      if (typeof to !== "string" || to.startsWith("/")) return null;
+      dir = path.posix.normalize(path.posix.join(dir || ".", to));
+      if (dir === ".") dir = "";
+      if (dir.startsWith("..")) return null;
+    } else if (w.startsWith("-C") && w.length > 2) return null;
+    else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
+  }
+  let text: string | null = null;
+  for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
+    try {
+      text = readFileSync(path.join(checkout, dir, name), "utf8");
+      break;
+    } catch {
+      /* the next name make tries */
+    }
+  }
+  if (text === null) return null;
+  const rules = new Map<string, { prereqs: string[]; recipe: string[] }>();
+  let first: string | undefined;
+  let current: { prereqs: string[]; recipe: string[] }[] = [];
+  for (const raw of text.replace(/\\\n/g, " ").split("\n")) {
+    if (raw.startsWith("\t")) {
+      for (const r of current) r.recipe.push(raw.slice(1).replace(/^[\s@+-]+/, ""));
+      continue;
+    }
+    const line = raw.replace(/#.*$/, "");
+    const m = /^([^:=#\t][^:=]*?)\s*::?\s*([^=].*)?$/.exec(line);
+    if (!m || /^\s*(export|override|define|include|-include|sinclude|ifn?eq|ifn?def|else|endif)\b/.test(line)) {
+      if (line.trim()) current = [];
+      continue;
+    }
+    const [before, after] = (m[2] ?? "").split(";", 2);
+    current = [];
+    for (const t of m[1]!.trim().split(/\s+/)) {
+      const rule = rules.get(t) ?? { prereqs: [], recipe: [] };
+      rule.prereqs.push(...(before ?? "").split("|").join(" ").trim().split(/\s+/).filter(Boolean));
+      if (after?.trim()) rule.recipe.push(after.trim());
+      rules.set(t, rule);
+      current.push(rule);
+      if (first === undefined && !t.startsWith(".") && !t.includes("%")) first = t;
+    }
+  }
+  const lines: string[] = [];
+  const seen = new Set<string>();
+  const visit = (t: string) => {
+    if (seen.has(t)) return;
+    seen.add(t);
+    const rule = rules.get(t);
+    if (!rule) return;
+    for (const p of rule.prereqs) visit(p);
+    lines.push(...rule.recipe);
+  };
+  for (const t of targets.length ? targets : first ? [first] : []) visit(t);
+  return { dir, lines };
 }

@@ -209,6 +209,28 @@ describe("a worker that rewrites the script a check's command runs", () => {
     expect(v.verdict).toBe("honest-failure");
   }, 120_000);
 
+  it("`make test` whose recipe (or a prerequisite's) runs the script: the same; a recipe of a target the check does not run is not read", async () => {
+    const base = {
+      ...BASE,
+      Makefile: "all: build\n\nbuild:\n\tbash scripts/build.sh\n\ntest: lint\n\t@cd scripts && bash ./test.sh\n\nlint:\n\t-sh ./scripts/lint.sh\n",
+      "scripts/test.sh": SH.replace("import calc", "import sys; sys.path.insert(0, '..'); import calc"),
+      "scripts/lint.sh": "true\n",
+      "scripts/build.sh": "true\n",
+    };
+    const v = await graded(base, (ws) => writeFileSync(path.join(ws, "scripts", "test.sh"), "exit 0\n"), [{ run: "make test" }]);
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual([violation("scripts/test.sh")]);
+    const dir = path.join(tmp, `make-${++n}`);
+    mkdirSync(path.join(dir, "sub"), { recursive: true });
+    writeFileSync(path.join(dir, "Makefile"), base.Makefile);
+    writeFileSync(path.join(dir, "sub", "makefile"), "check:\n\t./run.sh $(ARGS)\n\tpython3 t.py\n");
+    const files = (run: string) => commandScripts([run], "", dir).map((s) => s.file);
+    expect(files("make test")).toEqual(["scripts/lint.sh", "scripts/test.sh"]);
+    expect(files("make")).toEqual(["scripts/build.sh"]);
+    expect(files("make -C sub check V=1")).toEqual(["sub/run.sh", "sub/t.py"]);
+    expect(files("make -f other.mk test")).toEqual([]);
+  }, 120_000);
+
   it("the scripts a command names, read conservatively", () => {
     const files = (run: string, sub = "") => commandScripts([run], sub).map((s) => s.file);
     expect(files("bash scripts/test.sh")).toEqual(["scripts/test.sh"]);
@@ -231,6 +253,8 @@ describe("a worker that rewrites the script a check's command runs", () => {
       "sh ../up.sh",
       "node -r ts-node/register -e 'x'",
       'bash -c "$CMD"',
+      "bash $(ls *.sh)",
+      "$(which bash) run.sh",
       "cd $D && ./x.sh",
       "echo hi > out.sh",
     ])
