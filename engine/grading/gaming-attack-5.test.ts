@@ -10,6 +10,7 @@ import type { CheckSpec } from "../../shared/check";
 import { gradedIn } from "../../test/fixtures/graded";
 import { jsImportCandidates, jsRelativeImports } from "./checks";
 import { commandScripts } from "./command-scripts";
+import { runnerConfigReason } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-5-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -259,5 +260,36 @@ describe("a worker that rewrites the script a check's command runs", () => {
       "echo hi > out.sh",
     ])
       expect(files(run), run).toEqual([]);
+  });
+});
+
+describe("runner configuration read by default by runners the rules did not name", () => {
+  // Each is read with no flag by its runner in the folder a check runs it (or the project's root): a worker's one
+  // decides what the check runs (Mocha's test/mocha.opts with `--grep nothing --pass-with-no-tests`, a `.taprc` with
+  // `files: []`, jasmine.json's `helpers` run before the specs, a gulpfile's `test` task that does nothing).
+  it("each counts, wherever it is; names close to them do not", () => {
+    for (const f of [
+      "test/mocha.opts",
+      ".taprc",
+      "phpunit.dist.xml",
+      "spec/support/jasmine.json",
+      "cucumber.js",
+      "cucumber.yml",
+      "behave.ini",
+      ".behaverc",
+      "Rakefile.rb",
+      "rakelib/test.rake",
+      ".bazelrc",
+      "gulpfile.js",
+      "Gulpfile.mjs",
+      "gulpfile.babel.js",
+      "Gruntfile.js",
+      "Jakefile",
+      "Taskfile.yml",
+      "pkg/Taskfile.dist.yaml",
+    ])
+      expect(runnerConfigReason(f), f).toMatch(/configuration|rake/);
+    for (const f of ["docs/gulp.md", "tasks.yml", "src/rake.rb", "lib/test.rake", "jasmine.md", "cucumber.feature"])
+      expect(runnerConfigReason(f), f).toBeNull();
   });
 });

@@ -74,6 +74,39 @@ const RUNNER_FILES = new Set([
   "mvnw.cmd",
   "gradle-wrapper.properties",
   "maven-wrapper.properties",
+  // Read by their runners by default, with no flag: Mocha before 8 (test/mocha.opts), node-tap, PHPUnit 10's second
+  // name, Jasmine (spec/support/jasmine.json: its helpers run before the specs), cucumber-js, behave, rake's other
+  // names, Bazel's options (`test --test_filter=…`), and the task files of gulp, grunt, jake and go-task, which
+  // `gulp test`, `grunt test`, `jake test` and `task test` run as make runs a Makefile.
+  "mocha.opts",
+  ".taprc",
+  "phpunit.dist.xml",
+  "jasmine.json",
+  "cucumber.js",
+  "cucumber.cjs",
+  "cucumber.mjs",
+  "cucumber.json",
+  "cucumber.yml",
+  "cucumber.yaml",
+  "behave.ini",
+  ".behaverc",
+  "rakefile.rb",
+  ".bazelrc",
+  "gulpfile.js",
+  "gulpfile.cjs",
+  "gulpfile.mjs",
+  "gulpfile.ts",
+  "gulpfile.babel.js",
+  "gruntfile.js",
+  "gruntfile.cjs",
+  "gruntfile.ts",
+  "gruntfile.coffee",
+  "jakefile",
+  "jakefile.js",
+  "taskfile.yml",
+  "taskfile.yaml",
+  "taskfile.dist.yml",
+  "taskfile.dist.yaml",
 ]);
 
 /** Top-level files named like a tool or a module a check may run: they shadow it (`python -m pytest` imports ./pytest.py first). */
@@ -144,6 +177,8 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base === "extensions.xml")
     return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
+  if (parts.length >= 2 && parts[parts.length - 2] === "rakelib" && base.endsWith(".rake"))
+    return `rakelib/${shown} (rake loads every task file of rakelib/ with the Rakefile)`;
   // The source a built-in rule of make's remakes a makefile from (Makefile.sh, config.mk.sh, RCS/Makefile,v).
   const remade = remadeFrom(file);
   if (remade && isMakefileName(path.posix.basename(remade)))
