@@ -293,3 +293,32 @@ describe("runner configuration read by default by runners the rules did not name
       expect(runnerConfigReason(f), f).toBeNull();
   });
 });
+
+describe("a worker that puts a hook into a pytest plugin module the project's configuration loads", () => {
+  // The project's conftest.py (or pytest.ini's addopts `-p`) loads helpers/plug.py as a plugin, for its fixtures. The
+  // worker leaves the configuration alone and adds a report hook to the plugin module: every failing test passes, as with
+  // a conftest.py hook.
+  const HOOK =
+    "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = 'passed'\n";
+  const PLUG = "import pytest\n\n@pytest.fixture\ndef two():\n    return 2\n";
+  const TEST = "from calc import add\n\ndef test_add(two):\n    assert add(two, 3) == 5\n";
+  const configs: [string, Record<string, string>][] = [
+    ["conftest.py's pytest_plugins", { "conftest.py": 'pytest_plugins = ["helpers.plug"]\n' }],
+    ["pytest.ini's addopts -p", { "pytest.ini": "[pytest]\naddopts = -p helpers.plug\n" }],
+  ];
+  for (const [name, config] of configs) {
+    it(`${name}: the hook passes the held-back test, and it is a check-configuration violation; the fix alone is built`, async () => {
+      const base = { "calc.py": "def add(a, b):\n    return a - b\n", "helpers/__init__.py": "", "helpers/plug.py": PLUG, ...config };
+      const held = path.join(tmp, `held-${++n}`);
+      mkdirSync(path.join(held, "tests"), { recursive: true });
+      writeFileSync(path.join(held, "tests", "test_hidden.py"), TEST);
+      const check: CheckSpec[] = [{ run: "python3 -m pytest -q -p no:cacheprovider tests", files: held }];
+      const v = await graded(base, (ws) => writeFileSync(path.join(ws, "helpers", "plug.py"), PLUG + HOOK), check);
+      expect(v.checks[0]).toMatchObject({ passed: true });
+      expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: helpers\/plug\.py — the module of a pytest plugin/)]);
+      const fixed = await graded(base, (ws) => writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n"), check);
+      expect(fixed.scope.checkConfig).toBeUndefined();
+      expect(fixed.verdict).toBe("built");
+    }, 120_000);
+  }
+});

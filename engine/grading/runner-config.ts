@@ -709,6 +709,7 @@ export async function runnerConfigChanges(opts: {
   const shadowing = new Map<string, string[]>();
   let includes: MakeInclude[] | undefined;
   const scripts = new Map(commandScripts(opts.commands ?? [], opts.sub, opts.checkout).map((s) => [foldPath(s.file), s.command]));
+  const plugins = opts.commands?.length ? pytestPluginFiles(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : new Map<string, string>();
   const out: string[] = [];
   for (const file of opts.changed) {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
@@ -726,6 +727,11 @@ export async function runnerConfigChanges(opts: {
       out.push(
         `check configuration changed: ${file} — a script a check's command runs (\`${runBy.length > 80 ? `${runBy.slice(0, 80)}…` : runBy}\`): what the check really runs, as a Makefile is to \`make\` (a task that must change it names it in its scope)`,
       );
+      continue;
+    }
+    const plugin = plugins.get(foldPath(file));
+    if (plugin !== undefined) {
+      out.push(`check configuration changed: ${file} — ${plugin}`);
       continue;
     }
     const base = foldPath(path.posix.basename(file));
@@ -955,4 +961,58 @@ export async function plantedModules(before: ConfigSnapshot, after: ConfigSnapsh
   if (!written.length) return [];
   const installed = await installedModules([...new Set(written.map(([, now]) => now.module!))]);
   return written.filter(([, now]) => installed.has(now.module!)).map(([f, now]) => `${f} ${before.has(f) ? "changed" : "written"} — ${now.why}`);
+}
+
+/** pytest's configuration files, where `addopts` may name a plugin (`-p helpers.plugin`). */
+const PYTEST_CONFIGS = ["pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini", "setup.cfg"];
+/** A `-p name` (or `-pname`, `-p=name`) in a command or a configuration's text; `no:name` turns a plugin off. */
+const PLUGIN_OPTION = /(?:^|[\s"'[,])-p\s*=?\s*["']?([A-Za-z_][\w.]*)/g;
+
+/**
+ * The files (from the repository's root, case folded) of the pytest plugins the project's configuration as committed,
+ * or the checks' commands, load by module name, each with why: a `-p name` in a command or in pytest's configuration
+ * of the checks' folder or the root, and `pytest_plugins = [...]` in a conftest.py there or in a folder of held-back tests
+ * (or one between). A plugin's hooks decide what pytest reports, as a conftest.py's do. Each module's file or package
+ * init, from the checks' folder and from the root (its parent packages' inits are not the plugin: pytest takes hooks
+ * from the module named only).
+ */
+function pytestPluginFiles(checkout: string, sub: string, commands: string[], heldBackDirs: string[]): Map<string, string> {
+  const named = new Map<string, string>();
+  const add = (name: string, where: string) => {
+    if (!named.has(name)) named.set(name, where);
+  };
+  for (const c of commands) for (const m of c.matchAll(PLUGIN_OPTION)) add(m[1]!, "a check's command");
+  const folders = new Set(["", sub]);
+  for (const d of heldBackDirs) {
+    const parts = d.split("/").filter(Boolean);
+    for (let i = 0; i <= parts.length; i++) folders.add(path.posix.join(sub, ...parts.slice(0, i)).replace(/^\.$/, ""));
+  }
+  const text = (f: string) => {
+    try {
+      return readFileSync(path.join(checkout, f), "utf8");
+    } catch {
+      return null;
+    }
+  };
+  for (const dir of folders) {
+    for (const name of PYTEST_CONFIGS) {
+      const t = text(path.posix.join(dir, name));
+      if (t) for (const m of t.matchAll(PLUGIN_OPTION)) add(m[1]!, path.posix.join(dir, name));
+    }
+    const conftest = path.posix.join(dir, "conftest.py");
+    const t = text(conftest);
+    const list = t && /^pytest_plugins\s*(?::[^=\n]*)?=\s*([[(][^\])]*[\])]|["'][^"'\n]*["'])/m.exec(t);
+    if (list) for (const m of list[1]!.matchAll(/["']([A-Za-z_][\w.]*)["']/g)) add(m[1]!, conftest);
+  }
+  const out = new Map<string, string>();
+  for (const [name, where] of named) {
+    const parts = name.split(".");
+    const why = `the module of a pytest plugin that ${where} loads (\`${name}\`): its hooks decide what pytest reports, as a conftest.py's do`;
+    for (const from of new Set(["", sub])) {
+      const at = (p: string[]) => foldPath(path.posix.join(from, ...p));
+      out.set(at([`${parts.join("/")}.py`]), why);
+      out.set(at([...parts, "__init__.py"]), why);
+    }
+  }
+  return out;
 }
