@@ -322,3 +322,22 @@ describe("a worker that puts a hook into a pytest plugin module the project's co
     }, 120_000);
   }
 });
+
+describe("Yarn's own files a check's yarn runs or loads", () => {
+  // A project on Yarn 2+ commits the yarn release (.yarnrc.yml's yarnPath: .yarn/releases/yarn-4.cjs): `yarn test` runs
+  // that file, so a worker's `process.exit(0)` there passes the check with .yarnrc.yml untouched. With Plug'n'Play,
+  // .pnp.cjs and .yarn/cache/*.zip are what a held-back `require('chai')` loads, as node_modules/ is elsewhere.
+  it("each counts; a file merely named like them elsewhere does not", () => {
+    for (const f of [
+      ".yarn/releases/yarn-4.1.0.cjs",
+      ".yarn/plugins/@yarnpkg/plugin-x.cjs",
+      ".yarn/cache/chai-npm-4.3.0-abc.zip",
+      "web/.yarn/releases/yarn-4.cjs",
+      ".pnp.cjs",
+      ".pnp.loader.mjs",
+      "web/.pnp.cjs",
+    ])
+      expect(runnerConfigReason(f), f).toMatch(/Yarn/);
+    for (const f of ["docs/yarn.md", "src/pnp.cjs", "yarn-4.cjs"]) expect(runnerConfigReason(f), f).toBeNull();
+  });
+});

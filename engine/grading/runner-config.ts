@@ -168,6 +168,12 @@ export function runnerConfigReason(file: string): string | null {
   // jest's manual mocks: a __mocks__/<package>.js in any folder of its roots replaces that installed package in every
   // test, without a jest.mock() (a no-op `expect` of chai passes every held-back assertion).
   if (parts.slice(0, -1).includes("__mocks__")) return "__mocks__/ (jest's manual mocks: one named like an installed package replaces it in every test)";
+  // Yarn's own files: the release `yarnPath` names (the yarn a check's `yarn test` runs), its plugins, and the zipped
+  // packages a Plug'n'Play install loads in place of node_modules/ (`.yarn/cache/chai-…zip`), with the loader that maps
+  // each import to one (.pnp.cjs, .pnp.loader.mjs).
+  if (parts.slice(0, -1).includes(".yarn"))
+    return ".yarn/ (Yarn's own files: the release a check's yarn runs, its plugins, the packages a Plug'n'Play install loads)";
+  if (/^\.pnp\.(c?js|loader\.mjs|data\.json)$/.test(base)) return `${shown} (Yarn's Plug'n'Play loader: it decides what each import of a check loads)`;
   if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base.endsWith(".pyc")) return "compiled Python a check may import";
   // pytest writes a .gitignore of `*` into the cache it makes: only a hand-made one is ever committed.
