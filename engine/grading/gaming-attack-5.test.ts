@@ -28,7 +28,7 @@ function heldFiles(files: Record<string, string>): string {
 }
 
 const helperCaveat = (file: string) =>
-  expect.stringMatching(new RegExp(`^the worker changed ${file.replaceAll(".", "\\.")}, which a held-back test imports from beside it`));
+  expect.stringMatching(new RegExp(`^the worker changed ${file.replaceAll(".", "\\.")}, which a held-back test imports as a test helper`));
 const changedCaveats = (caveats: string[] | undefined) => (caveats ?? []).filter((c) => c.startsWith("the worker changed"));
 
 describe("a worker that changes a JavaScript or TypeScript helper a held-back test imports", () => {
@@ -99,6 +99,30 @@ describe("a worker that changes a JavaScript or TypeScript helper a held-back te
     );
     expect(v.verdict).toBe("built");
     expect(changedCaveats(v.caveats)).toEqual([]);
+  }, 120_000);
+
+  it("Python: a helper named like one outside the held-back folder (`from testutils import check`, testutils.py at the top): the verdict names it; the code under test and a module merely ending in test are not named", async () => {
+    const base = { "calc.py": "def total(xs):\n    return 0\n", "testutils.py": "def check(ok):\n    assert ok\n", "latest.py": "X = 1\n" };
+    const held = path.join(tmp, `held-${++n}`);
+    mkdirSync(path.join(held, "tests"), { recursive: true });
+    writeFileSync(
+      path.join(held, "tests", "test_hidden.py"),
+      "from testutils import check\nfrom latest import X\nfrom calc import total\n\ndef test_total():\n    check(total([1, 2]) == 3)\n",
+    );
+    const check: CheckSpec[] = [{ run: "python3 -m pytest -q -p no:cacheprovider tests", files: held }];
+    const v = await graded(base, (ws) => writeFileSync(path.join(ws, "testutils.py"), "def check(ok):\n    pass\n"), check);
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(changedCaveats(v.caveats)).toEqual([helperCaveat("testutils.py")]);
+    const fixed = await graded(
+      base,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), "def total(xs):\n    return sum(xs)\n");
+        writeFileSync(path.join(ws, "latest.py"), "X = 2\n");
+      },
+      check,
+    );
+    expect(fixed.verdict).toBe("built");
+    expect(changedCaveats(fixed.caveats)).toEqual([]);
   }, 120_000);
 
   it("the relative imports a held-back file makes, and the files Node may load for each", () => {

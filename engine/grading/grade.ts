@@ -228,7 +228,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
       ...caveatsOf(input.checks),
       ...helpers.map(
         (f) =>
-          `the worker changed ${f}, which a held-back test imports from beside it: the held-back assertions ran through the worker's code there (read that file before you merge)`,
+          `the worker changed ${f}, which a held-back test imports as a test helper: the held-back assertions ran through the worker's code there (read that file before you merge)`,
       ),
     ],
     limits: checkLimits(!!input.sandbox),
@@ -323,7 +323,8 @@ function heldBackOf(listing: HeldBackListing): { heldBackDirs: string[]; heldBac
 /**
  * The worker's changed files (relative to the checks' folder) that the held-back tests run through, beside them: a
  * Python module a held-back test imports from a folder held-back tests land in (`tests/helpers.py` for `from helpers
- * import check`), or a file a held-back JavaScript or TypeScript test's relative import or require loads (Node's
+ * import check`), from a test folder, or named like a test helper (`testutils.py` for `from testutils import check`,
+ * wherever it is found), or a file a held-back JavaScript or TypeScript test's relative import or require loads (Node's
  * resolution: `./helpers`, `../test-utils/index.js`) in a test's place (a held-back folder, one below it, one above it
  * short of the checks' folder, or a file named like a test helper). Not a violation (a worker may have to change such a
  * helper), but said with the verdict. Elsewhere (the checks' own folder, src/) the module a test imports is the code
@@ -343,15 +344,15 @@ function changedHelpers(changed: string[], listing: HeldBackListing): string[] {
       return (
         beside || (dir !== "" && dirs.some((d) => d.startsWith(`${dir}/`))) || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path.posix.basename(folded))
       );
-    if (!folded.endsWith(".py") || !beside) return false;
+    if (!folded.endsWith(".py") || !(beside || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path.posix.basename(folded)))) return false;
     return imported.has(folded.replace(/\.py$/, "").replace(/\/__init__$/, ""));
   });
 }
 
 /** A folder of test code (a held-back test's relative import there loads a helper, not the code under test). */
 const TEST_HELPER_DIR = /(^|\/)(__tests__|tests?|specs?|testing|test[-_]?(utils?|helpers?|support)|fixtures?|helpers?|support)(\/|$)/;
-/** A file named like a test helper (test-utils.js, spec-helper.ts, assertions.js, setup-tests.mjs). */
-const TEST_HELPER_NAME = /(^|[._-])(tests?|specs?|helpers?|fixtures?|asserts?|assertions?|matchers?)([._-]|$)/;
+/** A file named like a test helper (test-utils.js, testutils.py, spec-helper.ts, assertions.js, testing.py). */
+const TEST_HELPER_NAME = /(^|[._-])(tests?|specs?|helpers?|fixtures?|asserts?|assertions?|matchers?)([._-]|utils?|helpers?|support|ing|$)/;
 
 /** Grading's folders out of the way (folders.ts: renamed at once, deleted once gradings pause). */
 const discardAll = (...dirs: (string | undefined)[]) => {
