@@ -365,3 +365,35 @@ describe("Yarn's own files a check's yarn runs or loads", () => {
     for (const f of ["docs/yarn.md", "src/pnp.cjs", "yarn-4.cjs"]) expect(runnerConfigReason(f), f).toBeNull();
   });
 });
+
+describe("a worker's TestMain beside held-back Go tests", () => {
+  // `go test ./calc` builds every _test.go file of the package folder into one binary; a TestMain there runs in place of
+  // the tests (`os.Exit(0)` without `m.Run()`): the held-back calc_hidden_test.go never runs, and the check passes.
+  // (No Go toolchain on the test machine: the check itself does not run here; the rule is what is shown.)
+  const TEST_MAIN = 'package calc\n\nimport (\n\t"os"\n\t"testing"\n)\n\nfunc TestMain(m *testing.M) {\n\tos.Exit(0)\n}\n';
+  const base = { "go.mod": "module example.com/m\n\ngo 1.21\n", "calc/calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n" };
+  const held = () => {
+    const h = path.join(tmp, `held-${++n}`);
+    mkdirSync(path.join(h, "calc"), { recursive: true });
+    writeFileSync(
+      path.join(h, "calc", "calc_hidden_test.go"),
+      'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal("add")\n\t}\n}\n',
+    );
+    return h;
+  };
+
+  it("a TestMain in the held-back package is a check-configuration violation; a test file without one, or a TestMain elsewhere, is not", async () => {
+    const v = await graded(base, (ws) => writeFileSync(path.join(ws, "calc", "main_test.go"), TEST_MAIN), [{ run: "go test ./calc", files: held() }]);
+    expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: calc\/main_test\.go — a Go test file that defines TestMain/)]);
+    const plain = await graded(
+      base,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc", "more_test.go"), 'package calc\n\nimport "testing"\n\nfunc TestMore(t *testing.T) {}\n');
+        mkdirSync(path.join(ws, "other"));
+        writeFileSync(path.join(ws, "other", "main_test.go"), TEST_MAIN.replace("package calc", "package other"));
+      },
+      [{ run: "go test ./calc", files: held() }],
+    );
+    expect(plain.scope.checkConfig).toBeUndefined();
+  }, 120_000);
+});

@@ -735,6 +735,10 @@ export async function runnerConfigChanges(opts: {
       );
       continue;
     }
+    if (goTestMain(rel, opts.heldBackDirs ?? [], () => newText(opts.checkout, file))) {
+      out.push(`check configuration changed: ${file} — ${GO_TEST_MAIN_WHY}`);
+      continue;
+    }
     const plugin = plugins.get(foldPath(file));
     if (plugin !== undefined) {
       out.push(`check configuration changed: ${file} — ${plugin}`);
@@ -1021,4 +1025,19 @@ function pytestPluginFiles(checkout: string, sub: string, commands: string[], he
     }
   }
   return out;
+}
+
+const GO_TEST_MAIN_WHY =
+  "a Go test file that defines TestMain in the package of held-back tests: TestMain decides whether the package's tests run at all (`os.Exit(0)` without `m.Run()` passes `go test`)";
+
+/**
+ * Whether `rel` (relative to the checks' folder) is a worker's `_test.go` file in a folder held-back files land in (a Go
+ * package is its folder) that defines TestMain: `go test` builds it into the same test binary as the held-back tests,
+ * and its TestMain runs in their place.
+ */
+function goTestMain(rel: string, heldBackDirs: string[], text: () => string | null): boolean {
+  if (rel.startsWith("../") || !foldPath(rel).endsWith("_test.go")) return false;
+  const dir = path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel);
+  if (!heldBackDirs.some((d) => foldPath(d) === foldPath(dir))) return false;
+  return /^\s*func\s+TestMain\s*\(/m.test(text() ?? "");
 }
