@@ -347,6 +347,22 @@ describe("a worker that puts a hook into a pytest plugin module the project's co
   }
 });
 
+it("control: `-p no:cacheprovider` turns a plugin off, naming no module: a worker's no.py is its own", async () => {
+  const held = path.join(tmp, `held-${++n}`);
+  mkdirSync(path.join(held, "tests"), { recursive: true });
+  writeFileSync(path.join(held, "tests", "test_hidden.py"), "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n");
+  const v = await graded(
+    { "calc.py": "def add(a, b):\n    return a - b\n", "pytest.ini": "[pytest]\naddopts = -p no:randomly\n" },
+    (ws) => {
+      writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n");
+      writeFileSync(path.join(ws, "no.py"), "X = 1\n");
+    },
+    [{ run: "python3 -m pytest -q -p no:cacheprovider tests", files: held }],
+  );
+  expect(v.scope.checkConfig).toBeUndefined();
+  expect(v.verdict).toBe("built");
+}, 120_000);
+
 describe("Yarn's own files a check's yarn runs or loads", () => {
   // A project on Yarn 2+ commits the yarn release (.yarnrc.yml's yarnPath: .yarn/releases/yarn-4.cjs): `yarn test` runs
   // that file, so a worker's `process.exit(0)` there passes the check with .yarnrc.yml untouched. With Plug'n'Play,

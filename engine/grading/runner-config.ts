@@ -975,8 +975,8 @@ export async function plantedModules(before: ConfigSnapshot, after: ConfigSnapsh
 
 /** pytest's configuration files, where `addopts` may name a plugin (`-p helpers.plugin`). */
 const PYTEST_CONFIGS = ["pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini", "setup.cfg"];
-/** A `-p name` (or `-pname`, `-p=name`) in a command or a configuration's text; `no:name` turns a plugin off. */
-const PLUGIN_OPTION = /(?:^|[\s"'[,])-p\s*=?\s*["']?([A-Za-z_][\w.]*)/g;
+/** A `-p name` (or `-pname`, `-p=name`) in a command or a configuration's text; not `-p no:name`, which turns a plugin off. */
+const PLUGIN_OPTION = /(?:^|[\s"'[,])-p\s*=?\s*["']?([A-Za-z_][\w.]*)(?![\w.:])/g;
 
 /**
  * The files (from the repository's root, case folded) of the pytest plugins the project's configuration as committed,
