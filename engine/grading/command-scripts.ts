@@ -224,7 +224,8 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): string
  */
 export function commandScripts(commands: string[], sub: string, checkout?: string): CommandScript[] {
   const found = new Map<string, CommandScript>();
-  const read = (line: string, cwd: string, command: string, depth: number): void => {
+  /** `inScript`: the line is a shell script's own (read for the shell scripts it runs in turn, and nothing else). */
+  const read = (line: string, cwd: string, command: string, depth: number, inScript = false): void => {
     if (depth > 3) return;
     let at: string | null = cwd;
     for (const words of simpleCommands(line)) {
@@ -238,15 +239,23 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         continue;
       }
       const files = scriptWords(words, (inner) => {
-        read(inner, from, command, depth + 1);
+        read(inner, from, command, depth + 1, inScript);
         return [];
       });
       for (const f of files) {
         if (f.startsWith("/") || f.startsWith("~")) continue;
         const file = path.posix.normalize(path.posix.join(from || ".", f));
         if (file === "." || file === ".." || file.startsWith("../")) continue;
-        if (!found.has(file)) found.set(file, { file, command });
+        // Inside a script only the shell scripts it runs are followed: its other programs may well be the code under test.
+        const shell = checkout ? shellScript(path.join(checkout, file)) : null;
+        if (inScript && shell === null) continue;
+        if (!found.has(file)) {
+          found.set(file, { file, command });
+          // A shell script's own lines, read from the folder it was run from (its relative paths are the caller's).
+          if (shell !== null) read(shell, from, command, depth + 1, true);
+        }
       }
+      if (inScript) continue;
       if (checkout) {
         for (const script of packageScripts(words, path.join(checkout, from))) read(script, from, command, depth + 1);
         const make = makeRecipes(words, checkout, from);
@@ -348,4 +357,16 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
   };
   for (const t of targets.length ? targets : first ? [first] : []) visit(t);
   return { dir, lines };
+}
+
+/** A shell script's text (named `.sh`/`.bash`, or with a shell's `#!` line), or null for any other file or none. */
+function shellScript(file: string): string | null {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return null;
+  }
+  if (/\.(sh|bash)$/i.test(file) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
+  return null;
 }

@@ -256,6 +256,32 @@ describe("a worker that rewrites the script a check's command runs", () => {
     expect(files("make -f other.mk test")).toEqual([]);
   }, 120_000);
 
+  it("a shell script the named script runs counts too; the other programs it runs (the code under test) do not", async () => {
+    const base = {
+      ...BASE,
+      "app.py": "print('app')\n",
+      "scripts/test.sh": "#!/bin/sh\nset -e\n. scripts/env.sh\nbash scripts/lib.sh\npython3 app.py\n",
+      "scripts/env.sh": "export X=1\n",
+      "scripts/lib.sh": SH,
+    };
+    const v = await graded(
+      base,
+      (ws) => {
+        writeFileSync(path.join(ws, "scripts", "lib.sh"), "exit 0\n");
+        writeFileSync(path.join(ws, "app.py"), "print('fixed')\n");
+      },
+      [{ run: "sh scripts/test.sh" }],
+    );
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    expect(v.scope.checkConfig).toEqual([violation("scripts/lib.sh")]);
+    const dir = path.join(tmp, `scripts-${++n}`);
+    for (const [f, text] of Object.entries(base)) {
+      mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+      writeFileSync(path.join(dir, f), text);
+    }
+    expect(commandScripts(["sh scripts/test.sh"], "", dir).map((s) => s.file)).toEqual(["scripts/test.sh", "scripts/env.sh", "scripts/lib.sh"]);
+  }, 120_000);
+
   it("the scripts a command names, read conservatively", () => {
     const files = (run: string, sub = "") => commandScripts([run], sub).map((s) => s.file);
     expect(files("bash scripts/test.sh")).toEqual(["scripts/test.sh"]);
