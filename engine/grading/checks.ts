@@ -389,6 +389,8 @@ export interface HeldBackListing {
   modules: string[];
   imports: string[];
   importPaths: string[];
+  /** The files a held-back JavaScript or TypeScript file's relative imports may load, as Node resolves them (jsImportCandidates). */
+  jsImportPaths: string[];
 }
 
 /**
@@ -406,6 +408,7 @@ export function heldBackListing(checks: CheckSpec[]): HeldBackListing {
   const modules = new Set<string>();
   const imports = new Set<string>();
   const importPaths = new Set<string>();
+  const jsImportPaths = new Set<string>();
   const walk = (from: string, rel: string) => {
     for (const e of readdirSync(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
@@ -424,6 +427,8 @@ export function heldBackListing(checks: CheckSpec[]): HeldBackListing {
               if (rel) importPaths.add(`${rel}/${m}`);
             }
           }
+        else if (JS_CODE.test(e.name))
+          for (const spec of jsRelativeImports(readTextOr(path.join(from, e.name)))) for (const f of jsImportCandidates(rel, spec)) jsImportPaths.add(f);
       }
     }
   };
@@ -435,7 +440,53 @@ export function heldBackListing(checks: CheckSpec[]): HeldBackListing {
       /* not readable: copyHeldBack says why */
     }
   }
-  return { dirs: [...dirs], modules: [...modules], imports: [...imports], importPaths: [...importPaths] };
+  return { dirs: [...dirs], modules: [...modules], imports: [...imports], importPaths: [...importPaths], jsImportPaths: [...jsImportPaths] };
+}
+
+/** A JavaScript or TypeScript file whose imports and requires are read (jsRelativeImports). */
+const JS_CODE = /\.([cm]?[jt]sx?)$/;
+
+/**
+ * The relative module specifiers a JavaScript or TypeScript file loads (`require('./helpers')`, `import { check } from
+ * '../test-utils/index.js'`, `import './setup'`, `export * from './x'`, `import('./y')`), as written. Bare names
+ * (installed packages) are left out. Matched in the text as a whole: one in a comment or a string counts too (the list
+ * only narrows which of a worker's files are said with the verdict).
+ */
+export function jsRelativeImports(text: string): string[] {
+  const out = new Set<string>();
+  const patterns = [
+    /\brequire\s*\(\s*(['"`])(\.{1,2}(?:\/[^'"`]*)?)\1\s*\)/g,
+    /\bimport\s*\(\s*(['"`])(\.{1,2}(?:\/[^'"`]*)?)\1\s*[,)]/g,
+    /\b(?:import|export)\b[^'"`;]*?\bfrom\s*(['"])(\.{1,2}(?:\/[^'"]*)?)\1/g,
+    /\bimport\s*(['"])(\.{1,2}(?:\/[^'"]*)?)\1/g,
+  ];
+  for (const re of patterns) for (const m of text.matchAll(re)) out.add(m[2]!);
+  return [...out];
+}
+
+/** The suffixes Node (and TypeScript's loaders: tsx, ts-node, vitest, jest) try after a specifier without one. */
+const JS_SUFFIXES = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".json", ".node"];
+/** TypeScript's ESM convention: `./helpers.js` is written for a helpers.ts. */
+const TS_FOR_JS: Record<string, string[]> = { ".js": [".ts", ".tsx"], ".jsx": [".tsx"], ".mjs": [".mts"], ".cjs": [".cts"] };
+
+/**
+ * The files (relative to the checks' folder, "/"-separated) a relative specifier of a file in folder `rel` may load, as
+ * Node resolves it: the exact file, the file with each suffix, the TypeScript source a `.js` specifier stands for, and a
+ * folder's package.json and index files. None for a specifier that leaves the checks' folder.
+ */
+export function jsImportCandidates(rel: string, spec: string): string[] {
+  const target = path.posix.normalize(path.posix.join(rel || ".", spec));
+  if (target === ".." || target.startsWith("../") || path.posix.isAbsolute(target)) return [];
+  const base = target === "." ? "" : target.replace(/\/$/, "");
+  const out: string[] = [];
+  if (base) {
+    out.push(base, ...JS_SUFFIXES.map((s) => base + s));
+    const ext = path.posix.extname(base);
+    for (const ts of TS_FOR_JS[ext] ?? []) out.push(base.slice(0, -ext.length) + ts);
+  }
+  const inside = (f: string) => (base ? `${base}/${f}` : f);
+  out.push(inside("package.json"), ...JS_SUFFIXES.map((s) => inside(`index${s}`)));
+  return out;
 }
 
 /**

@@ -186,7 +186,7 @@ describe("a worker that changes a helper the held-back tests import from beside 
         { run: "python3 -m pytest -q -p no:cacheprovider tests", files: held },
       ]);
       expect(v.checks[0], line).toMatchObject({ passed: true });
-      expect(v.caveats, line).toContainEqual(expect.stringMatching(/^the worker changed tests\/helpers\.py, which a held-back test imports from beside it/));
+      expect(v.caveats, line).toContainEqual(expect.stringMatching(/^the worker changed tests\/helpers\.py, which a held-back test imports as a test helper/));
     }
   }, 120_000);
 

@@ -1,3 +1,4 @@
+import { lstatSync } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
@@ -19,6 +20,7 @@ import {
 } from "../workspace";
 import { limitSetup } from "../sandbox";
 import { type HeldBackListing, heldBackListing, runChecks, type CheckSandbox } from "./checks";
+import { commandScripts } from "./command-scripts";
 import { discard, folderIn } from "./folders";
 import { runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
@@ -140,13 +142,19 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
+        commands: commandsOf(input.checks),
         ...heldBackOf(listing),
       });
       helpers = changedHelpers(rel, listing);
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
     const cwd = await folderIn(checkout, sub);
-    const guarded = typeof cwd === "string" && input.checks.some((c) => "run" in c) ? await protectedIn(checkout, sub, input.protect) : [];
+    // The protected files, and the project's scripts the checks' commands run by name: a check that rewrites one (a
+    // build step writing `exit 0` into the script a later check runs) fails.
+    const guarded =
+      typeof cwd === "string" && input.checks.some((c) => "run" in c)
+        ? [...(await protectedIn(checkout, sub, input.protect)), ...namedScripts(checkout, sub, input.checks)]
+        : [];
     const planted: string[] = [];
     checks =
       typeof cwd === "string"
@@ -220,7 +228,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
       ...caveatsOf(input.checks),
       ...helpers.map(
         (f) =>
-          `the worker changed ${f}, which a held-back test imports from beside it: the held-back assertions ran through the worker's code there (read that file before you merge)`,
+          `the worker changed ${f}, which a held-back test imports as a test helper: the held-back assertions ran through the worker's code there (read that file before you merge)`,
       ),
     ],
     limits: checkLimits(!!input.sandbox),
@@ -292,9 +300,20 @@ export async function combinedCheckConfig(opts: {
     repo: opts.repo,
     baseCommit: opts.base,
     checkout: opts.checkout,
+    commands: commandsOf(opts.checks),
     ...heldBackOf(heldBackListing(opts.checks)),
   });
 }
+
+/** The files of the checkout (absolute paths) the checks' commands run by name (command-scripts.ts), as committed. */
+function namedScripts(checkout: string, sub: string, checks: CheckSpec[]): string[] {
+  return commandScripts(commandsOf(checks), sub.split(path.sep).join("/"), checkout)
+    .map((s) => path.join(checkout, s.file))
+    .filter((f) => lstatSync(f, { throwIfNoEntry: false })?.isFile());
+}
+
+/** The command checks' shell commands. */
+const commandsOf = (checks: CheckSpec[]) => checks.flatMap((c) => ("run" in c ? [c.run] : []));
 
 /** The held-back folders, code files and imports, as runnerConfigChanges takes them (one walk of the held-back folders). */
 function heldBackOf(listing: HeldBackListing): { heldBackDirs: string[]; heldBackModules: string[]; heldBackImports: string[] } {
@@ -302,23 +321,38 @@ function heldBackOf(listing: HeldBackListing): { heldBackDirs: string[]; heldBac
 }
 
 /**
- * The worker's changed Python files (relative to the checks' folder) that a held-back test imports from a folder held-back
- * tests land in (`tests/helpers.py` for `from helpers import check`): the held-back assertions run through the worker's
- * code there. Not a violation (a worker may have to change such a helper), but said with the verdict. The checks' own
- * folder is left out: there the module a test imports is the code under test.
+ * The worker's changed files (relative to the checks' folder) that the held-back tests run through, beside them: a
+ * Python module a held-back test imports from a folder held-back tests land in (`tests/helpers.py` for `from helpers
+ * import check`), from a test folder, or named like a test helper (`testutils.py` for `from testutils import check`,
+ * wherever it is found), or a file a held-back JavaScript or TypeScript test's relative import or require loads (Node's
+ * resolution: `./helpers`, `../test-utils/index.js`) in a test's place (a held-back folder, one below it, one above it
+ * short of the checks' folder, or a file named like a test helper). Not a violation (a worker may have to change such a
+ * helper), but said with the verdict. Elsewhere (the checks' own folder, src/) the module a test imports is the code
+ * under test.
  */
 function changedHelpers(changed: string[], listing: HeldBackListing): string[] {
   const imported = new Set(listing.importPaths.map(foldPath));
+  const jsImported = new Set(listing.jsImportPaths.map(foldPath));
   const held = new Set(listing.modules.map(foldPath));
   const dirs = listing.dirs.filter(Boolean).map(foldPath);
   return changed.filter((f) => {
     const folded = foldPath(f);
-    if (!folded.endsWith(".py") || held.has(folded)) return false;
-    const dir = path.posix.dirname(folded);
-    if (!dirs.some((d) => dir === d || dir.startsWith(`${d}/`))) return false;
+    if (held.has(folded)) return false;
+    const dir = path.posix.dirname(folded) === "." ? "" : path.posix.dirname(folded);
+    const beside = dirs.some((d) => dir === d || dir.startsWith(`${d}/`));
+    if (jsImported.has(folded))
+      return (
+        beside || (dir !== "" && dirs.some((d) => d.startsWith(`${dir}/`))) || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path.posix.basename(folded))
+      );
+    if (!folded.endsWith(".py") || !(beside || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path.posix.basename(folded)))) return false;
     return imported.has(folded.replace(/\.py$/, "").replace(/\/__init__$/, ""));
   });
 }
+
+/** A folder of test code (a held-back test's relative import there loads a helper, not the code under test). */
+const TEST_HELPER_DIR = /(^|\/)(__tests__|tests?|specs?|testing|test[-_]?(utils?|helpers?|support)|fixtures?|helpers?|support)(\/|$)/;
+/** A file named like a test helper (test-utils.js, testutils.py, spec-helper.ts, assertions.js, testing.py). */
+const TEST_HELPER_NAME = /(^|[._-])(tests?|specs?|helpers?|fixtures?|asserts?|assertions?|matchers?)([._-]|utils?|helpers?|support|ing|$)/;
 
 /** Grading's folders out of the way (folders.ts: renamed at once, deleted once gradings pause). */
 const discardAll = (...dirs: (string | undefined)[]) => {

@@ -10,6 +10,7 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
+import { commandScripts } from "./command-scripts";
 import { foldPath } from "../workspace";
 import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
@@ -73,6 +74,39 @@ const RUNNER_FILES = new Set([
   "mvnw.cmd",
   "gradle-wrapper.properties",
   "maven-wrapper.properties",
+  // Read by their runners by default, with no flag: Mocha before 8 (test/mocha.opts), node-tap, PHPUnit 10's second
+  // name, Jasmine (spec/support/jasmine.json: its helpers run before the specs), cucumber-js, behave, rake's other
+  // names, Bazel's options (`test --test_filter=…`), and the task files of gulp, grunt, jake and go-task, which
+  // `gulp test`, `grunt test`, `jake test` and `task test` run as make runs a Makefile.
+  "mocha.opts",
+  ".taprc",
+  "phpunit.dist.xml",
+  "jasmine.json",
+  "cucumber.js",
+  "cucumber.cjs",
+  "cucumber.mjs",
+  "cucumber.json",
+  "cucumber.yml",
+  "cucumber.yaml",
+  "behave.ini",
+  ".behaverc",
+  "rakefile.rb",
+  ".bazelrc",
+  "gulpfile.js",
+  "gulpfile.cjs",
+  "gulpfile.mjs",
+  "gulpfile.ts",
+  "gulpfile.babel.js",
+  "gruntfile.js",
+  "gruntfile.cjs",
+  "gruntfile.ts",
+  "gruntfile.coffee",
+  "jakefile",
+  "jakefile.js",
+  "taskfile.yml",
+  "taskfile.yaml",
+  "taskfile.dist.yml",
+  "taskfile.dist.yaml",
 ]);
 
 /** Top-level files named like a tool or a module a check may run: they shadow it (`python -m pytest` imports ./pytest.py first). */
@@ -134,6 +168,12 @@ export function runnerConfigReason(file: string): string | null {
   // jest's manual mocks: a __mocks__/<package>.js in any folder of its roots replaces that installed package in every
   // test, without a jest.mock() (a no-op `expect` of chai passes every held-back assertion).
   if (parts.slice(0, -1).includes("__mocks__")) return "__mocks__/ (jest's manual mocks: one named like an installed package replaces it in every test)";
+  // Yarn's own files: the release `yarnPath` names (the yarn a check's `yarn test` runs), its plugins, and the zipped
+  // packages a Plug'n'Play install loads in place of node_modules/ (`.yarn/cache/chai-…zip`), with the loader that maps
+  // each import to one (.pnp.cjs, .pnp.loader.mjs).
+  if (parts.slice(0, -1).includes(".yarn"))
+    return ".yarn/ (Yarn's own files: the release a check's yarn runs, its plugins, the packages a Plug'n'Play install loads)";
+  if (/^\.pnp\.(c?js|loader\.mjs|data\.json)$/.test(base)) return `${shown} (Yarn's Plug'n'Play loader: it decides what each import of a check loads)`;
   if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base.endsWith(".pyc")) return "compiled Python a check may import";
   // pytest writes a .gitignore of `*` into the cache it makes: only a hand-made one is ever committed.
@@ -143,6 +183,8 @@ export function runnerConfigReason(file: string): string | null {
   if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base === "extensions.xml")
     return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base)) return `${shown} (test runner configuration or hook)`;
+  if (parts.length >= 2 && parts[parts.length - 2] === "rakelib" && base.endsWith(".rake"))
+    return `rakelib/${shown} (rake loads every task file of rakelib/ with the Rakefile)`;
   // The source a built-in rule of make's remakes a makefile from (Makefile.sh, config.mk.sh, RCS/Makefile,v).
   const remade = remadeFrom(file);
   if (remade && isMakefileName(path.posix.basename(remade)))
@@ -663,6 +705,8 @@ export async function runnerConfigChanges(opts: {
   heldBackModules?: string[];
   /** The top-level names the held-back Python files import (heldBackListing). */
   heldBackImports?: string[];
+  /** The checks' commands: the scripts of the checkout they run by name count (command-scripts.ts). */
+  commands?: string[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync(path.join(opts.checkout, opts.sub, folder, "__init__.py")));
@@ -670,6 +714,8 @@ export async function runnerConfigChanges(opts: {
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
   let includes: MakeInclude[] | undefined;
+  const scripts = new Map(commandScripts(opts.commands ?? [], opts.sub, opts.checkout).map((s) => [foldPath(s.file), s.command]));
+  const plugins = opts.commands?.length ? pytestPluginFiles(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : new Map<string, string>();
   const out: string[] = [];
   for (const file of opts.changed) {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
@@ -678,6 +724,24 @@ export async function runnerConfigChanges(opts: {
     const heldBackWhy = heldBack(rel);
     if (heldBackWhy) {
       out.push(`check configuration changed: ${file} — ${heldBackWhy}`);
+      continue;
+    }
+    // Only the project's script (one the base holds): a script the check names that the worker wrote new is what the
+    // task asked of it (the check could not pass on the base).
+    const runBy = scripts.get(foldPath(file));
+    if (runBy !== undefined && (await baseText(opts.repo, opts.baseCommit, file)) !== null) {
+      out.push(
+        `check configuration changed: ${file} — a script a check's command runs (\`${runBy.length > 80 ? `${runBy.slice(0, 80)}…` : runBy}\`): what the check really runs, as a Makefile is to \`make\` (a task that must change it names it in its scope)`,
+      );
+      continue;
+    }
+    if (goTestMain(rel, opts.heldBackDirs ?? [], () => newText(opts.checkout, file))) {
+      out.push(`check configuration changed: ${file} — ${GO_TEST_MAIN_WHY}`);
+      continue;
+    }
+    const plugin = plugins.get(foldPath(file));
+    if (plugin !== undefined) {
+      out.push(`check configuration changed: ${file} — ${plugin}`);
       continue;
     }
     const base = foldPath(path.posix.basename(file));
@@ -907,4 +971,73 @@ export async function plantedModules(before: ConfigSnapshot, after: ConfigSnapsh
   if (!written.length) return [];
   const installed = await installedModules([...new Set(written.map(([, now]) => now.module!))]);
   return written.filter(([, now]) => installed.has(now.module!)).map(([f, now]) => `${f} ${before.has(f) ? "changed" : "written"} — ${now.why}`);
+}
+
+/** pytest's configuration files, where `addopts` may name a plugin (`-p helpers.plugin`). */
+const PYTEST_CONFIGS = ["pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini", "setup.cfg"];
+/** A `-p name` (or `-pname`, `-p=name`) in a command or a configuration's text; not `-p no:name`, which turns a plugin off. */
+const PLUGIN_OPTION = /(?:^|[\s"'[,])-p\s*=?\s*["']?([A-Za-z_][\w.]*)(?![\w.:])/g;
+
+/**
+ * The files (from the repository's root, case folded) of the pytest plugins the project's configuration as committed,
+ * or the checks' commands, load by module name, each with why: a `-p name` in a command or in pytest's configuration
+ * of the checks' folder or the root, and `pytest_plugins = [...]` in a conftest.py there or in a folder of held-back tests
+ * (or one between). A plugin's hooks decide what pytest reports, as a conftest.py's do. Each module's file or package
+ * init, from the checks' folder and from the root (its parent packages' inits are not the plugin: pytest takes hooks
+ * from the module named only).
+ */
+function pytestPluginFiles(checkout: string, sub: string, commands: string[], heldBackDirs: string[]): Map<string, string> {
+  const named = new Map<string, string>();
+  const add = (name: string, where: string) => {
+    if (!named.has(name)) named.set(name, where);
+  };
+  for (const c of commands) for (const m of c.matchAll(PLUGIN_OPTION)) add(m[1]!, "a check's command");
+  const folders = new Set(["", sub]);
+  for (const d of heldBackDirs) {
+    const parts = d.split("/").filter(Boolean);
+    for (let i = 0; i <= parts.length; i++) folders.add(path.posix.join(sub, ...parts.slice(0, i)).replace(/^\.$/, ""));
+  }
+  const text = (f: string) => {
+    try {
+      return readFileSync(path.join(checkout, f), "utf8");
+    } catch {
+      return null;
+    }
+  };
+  for (const dir of folders) {
+    for (const name of PYTEST_CONFIGS) {
+      const t = text(path.posix.join(dir, name));
+      if (t) for (const m of t.matchAll(PLUGIN_OPTION)) add(m[1]!, path.posix.join(dir, name));
+    }
+    const conftest = path.posix.join(dir, "conftest.py");
+    const t = text(conftest);
+    const list = t && /^pytest_plugins\s*(?::[^=\n]*)?=\s*([[(][^\])]*[\])]|["'][^"'\n]*["'])/m.exec(t);
+    if (list) for (const m of list[1]!.matchAll(/["']([A-Za-z_][\w.]*)["']/g)) add(m[1]!, conftest);
+  }
+  const out = new Map<string, string>();
+  for (const [name, where] of named) {
+    const parts = name.split(".");
+    const why = `the module of a pytest plugin that ${where} loads (\`${name}\`): its hooks decide what pytest reports, as a conftest.py's do`;
+    for (const from of new Set(["", sub])) {
+      const at = (p: string[]) => foldPath(path.posix.join(from, ...p));
+      out.set(at([`${parts.join("/")}.py`]), why);
+      out.set(at([...parts, "__init__.py"]), why);
+    }
+  }
+  return out;
+}
+
+const GO_TEST_MAIN_WHY =
+  "a Go test file that defines TestMain in the package of held-back tests: TestMain decides whether the package's tests run at all (`os.Exit(0)` without `m.Run()` passes `go test`)";
+
+/**
+ * Whether `rel` (relative to the checks' folder) is a worker's `_test.go` file in a folder held-back files land in (a Go
+ * package is its folder) that defines TestMain: `go test` builds it into the same test binary as the held-back tests,
+ * and its TestMain runs in their place.
+ */
+function goTestMain(rel: string, heldBackDirs: string[], text: () => string | null): boolean {
+  if (rel.startsWith("../") || !foldPath(rel).endsWith("_test.go")) return false;
+  const dir = path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel);
+  if (!heldBackDirs.some((d) => foldPath(d) === foldPath(dir))) return false;
+  return /^\s*func\s+TestMain\s*\(/m.test(text() ?? "");
 }

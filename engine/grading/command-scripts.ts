@@ -1,0 +1,372 @@
+// The scripts of the checkout a check's command runs by name (`bash scripts/test.sh`, `./scripts/check`,
+// `node scripts/run-tests.js`, `python3 tools/runtests.py`): what the check really runs, as a Makefile is to `make test`.
+// Read conservatively from the command's words: an interpreter followed by a path, or a path to a program, both inside
+// the checkout; a word with an expansion (`$X`, a glob, `~`) is not guessed at.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+
+/** A script a check's command names: its path from the repository's root ("/"-separated), and the command that names it. */
+export interface CommandScript {
+  file: string;
+  command: string;
+}
+
+/** A shell word as written, or null when it holds an expansion (a variable, a command substitution, a glob, `~`). */
+type Word = string | null;
+
+/**
+ * A shell command line split into simple commands (at `;`, `&`, `|`, newlines and parentheses), each a list of words,
+ * with redirections and comments left out. Quotes are taken off; what the shell would expand makes the word null.
+ */
+export function simpleCommands(line: string): Word[][] {
+  const out: Word[][] = [];
+  let words: Word[] = [];
+  let word = "";
+  let inWord = false;
+  let expands = false;
+  let redirect = false;
+  const endWord = () => {
+    if (inWord) {
+      if (redirect) redirect = false;
+      else words.push(expands ? null : word);
+    }
+    word = "";
+    inWord = false;
+    expands = false;
+  };
+  const endCommand = () => {
+    endWord();
+    if (words.length) out.push(words);
+    words = [];
+  };
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (c === "\\") {
+      if (line[i + 1] === "\n") i++;
+      else {
+        word += line[++i] ?? "";
+        inWord = true;
+      }
+    } else if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      word += line.slice(i + 1, end < 0 ? line.length : end);
+      inWord = true;
+      i = end < 0 ? line.length : end;
+    } else if (c === '"') {
+      let j = i + 1;
+      for (; j < line.length && line[j] !== '"'; j++) {
+        if (line[j] === "\\") j++;
+        if (line[j] === "$" || line[j] === "`") expands = true;
+      }
+      word += line.slice(i + 1, j).replace(/\\(.)/g, "$1");
+      inWord = true;
+      i = j;
+    } else if (c === "$" && (line[i + 1] === "(" || line[i + 1] === "{")) {
+      // A substitution (`$(cmd)`, `$((1+1))`, `${X}`, make's `$(VAR)`): the word expands; its inside is not read.
+      let depth = 0;
+      for (i++; i < line.length; i++) {
+        if (line[i] === "(" || line[i] === "{") depth++;
+        else if ((line[i] === ")" || line[i] === "}") && --depth === 0) break;
+      }
+      expands = true;
+      inWord = true;
+    } else if (c === "#" && !inWord) {
+      while (i < line.length && line[i] !== "\n") i++;
+      endCommand();
+    } else if (";&|\n()".includes(c)) endCommand();
+    else if (c === "<" || c === ">") {
+      // A redirection: a file descriptor's number before it is no word, and the word after it is its target.
+      if (inWord && /^\d+$/.test(word)) {
+        word = "";
+        inWord = false;
+      } else endWord();
+      while (line[i + 1] === ">" || line[i + 1] === "<" || line[i + 1] === "&") i++;
+      redirect = true;
+    } else if (c === " " || c === "\t") endWord();
+    else {
+      if ("$`*?[{~".includes(c)) expands = true;
+      word += c;
+      inWord = true;
+    }
+  }
+  endCommand();
+  return out;
+}
+
+const SHELLS = new Set(["bash", "sh", "dash", "zsh", "ksh", "ash", "mksh", "source", "."]);
+const PYTHON = /^(python[\d.]*|pypy[\d.]*)$/;
+const NODE = new Set(["node", "nodejs"]);
+const TS_RUNNERS = new Set(["tsx", "ts-node", "ts-node-esm", "babel-node"]);
+const OTHER = new Set(["ruby", "perl", "php", "rscript", "lua", "pwsh", "tclsh"]);
+/** Options (per interpreter) whose value is the next word. */
+const PY_VALUE = new Set(["-W", "-X", "-Q"]);
+const NODE_VALUE = new Set([
+  "-C",
+  "--conditions",
+  "--input-type",
+  "--title",
+  "--stack-size",
+  "--inspect-port",
+  "--test-reporter",
+  "--test-reporter-destination",
+]);
+/** Node options whose value is a file Node runs or reads before the script (a preload, a loader, an env file setting NODE_OPTIONS). */
+const NODE_FILE = new Set(["-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file"]);
+const OTHER_VALUE = new Set(["-I", "-r", "-M", "-d"]);
+/** Wrappers that run the rest of the words as a command: `env X=1 cmd`, `timeout 60 cmd`, `exec cmd`. */
+const WRAPPERS = new Set(["env", "exec", "command", "time", "nice", "nohup", "timeout", "stdbuf", "xvfb-run", "builtin"]);
+
+/** Whether a word names a file by path (not a bare name looked up on PATH, an installed package or an option). */
+const pathLike = (w: string) => w.includes("/") || /\.(sh|bash|zsh|js|mjs|cjs|ts|mts|cts|tsx|jsx|py|rb|pl|php|r|lua|ps1|tcl)$/i.test(w);
+
+/**
+ * The files a simple command's words run, as paths from the checks' folder as written: the script an interpreter is
+ * given (and Node's preloads), a path run as a program, and the commands a `sh -c '…'` holds (`recurse`).
+ */
+function scriptWords(words: Word[], recurse: (line: string) => string[]): string[] {
+  let i = 0;
+  const next = () => words[i];
+  // Assignments and wrappers before the command (their options and a timeout's duration).
+  for (;;) {
+    const w = next();
+    if (w === null || w === undefined) return [];
+    if (/^[A-Za-z_]\w*=/.test(w)) i++;
+    else if (WRAPPERS.has(path.posix.basename(w))) {
+      const wrapper = path.posix.basename(w);
+      i++;
+      while (typeof next() === "string" && (next()!.startsWith("-") || (wrapper === "env" && /^[A-Za-z_]\w*=/.test(next()!)))) {
+        if (["-n", "-s", "-k", "-u", "-C", "--signal", "--kill-after"].includes(next()!) && wrapper !== "env") i++;
+        i++;
+      }
+      if (wrapper === "timeout" && typeof next() === "string") i++;
+    } else break;
+  }
+  const program = next();
+  if (typeof program !== "string") return [];
+  i++;
+  const name = path.posix.basename(program).toLowerCase();
+  const out: string[] = [];
+  const rest = () => words.slice(i);
+  /** The first word after the interpreter's options (`takesValue`: options whose value is the next word). */
+  const firstArg = (takesValue: (o: string) => boolean, stop: (o: string) => boolean, file?: (o: string) => boolean): string | null => {
+    while (i < words.length) {
+      const w = words[i];
+      if (w === null || w === undefined) return null;
+      if (w === "--") return typeof words[i + 1] === "string" ? words[i + 1]! : null;
+      if (!w.startsWith("-") || w === "-") return w === "-" ? null : w;
+      if (stop(w)) return null;
+      const eq = w.indexOf("=");
+      if (file && eq > 0 && file(w.slice(0, eq))) out.push(w.slice(eq + 1));
+      if (file?.(w) && typeof words[i + 1] === "string") out.push(words[i + 1]!);
+      if (takesValue(w) || file?.(w)) i++;
+      i++;
+    }
+    return null;
+  };
+  if (SHELLS.has(name)) {
+    const c = words.indexOf("-c", i);
+    if (
+      c >= 0 &&
+      rest()
+        .slice(0, c - i)
+        .every((w) => typeof w === "string" && w.startsWith("-"))
+    ) {
+      const line = words[c + 1];
+      return typeof line === "string" ? recurse(line) : [];
+    }
+    const script = firstArg(
+      (o) => o === "-o" || o === "-O" || o === "+o",
+      () => false,
+    );
+    if (script) out.push(script);
+  } else if (PYTHON.test(name)) {
+    const script = firstArg(
+      (o) => PY_VALUE.has(o),
+      (o) => /^-[bBdEhiIOPqsSuvV]*[cm]/.test(o),
+    );
+    if (script) out.push(script);
+  } else if (NODE.has(name) || TS_RUNNERS.has(name)) {
+    const script = firstArg(
+      (o) => NODE_VALUE.has(o),
+      (o) => ["-e", "--eval", "-p", "--print", "--test", "--run"].includes(o),
+      (o) => NODE_FILE.has(o),
+    );
+    if (script) out.push(script);
+    // A preload named as an installed package (`-r ts-node/register`) is no file of the checkout.
+    return out.filter((f) => f === script || f.startsWith(".") || /\.[cm]?[jt]s$/.test(f));
+  } else if (name === "bun" || name === "deno") {
+    if (next() === "run") i++;
+    else if (name === "deno" || next() === "test") return [];
+    const script = firstArg(
+      () => false,
+      () => false,
+    );
+    if (script && pathLike(script)) out.push(script);
+  } else if (OTHER.has(name)) {
+    const script = firstArg(
+      (o) => OTHER_VALUE.has(o),
+      (o) => o === "-e" || o === "-E" || o === "-r" || o === "-c",
+    );
+    if (script) out.push(script);
+  } else if (name === "npx" || name === "pnpx") {
+    while (typeof next() === "string" && next()!.startsWith("-")) i++;
+    return typeof next() === "string" && TS_RUNNERS.has(next()!) ? scriptWords(words.slice(i), recurse) : [];
+  } else if (program.includes("/")) out.push(program);
+  return out;
+}
+
+/**
+ * The files of the checkout the checks' commands run by name (`commands`, run in `sub`, the checks' folder from the
+ * repository's root), each with the command. A `cd` to a plain relative folder moves where later words are read from;
+ * one to anything else ends the reading of that command. Paths outside the checkout (absolute, or above its root) are
+ * left out: they are not the worker's. The package.json scripts `npm test`, `npm run X`, `yarn X` and `pnpm X` run
+ * (read from `checkout`, as committed) are read the same way.
+ */
+export function commandScripts(commands: string[], sub: string, checkout?: string): CommandScript[] {
+  const found = new Map<string, CommandScript>();
+  /** `inScript`: the line is a shell script's own (read for the shell scripts it runs in turn, and nothing else). */
+  const read = (line: string, cwd: string, command: string, depth: number, inScript = false): void => {
+    if (depth > 3) return;
+    let at: string | null = cwd;
+    for (const words of simpleCommands(line)) {
+      if (at === null) return;
+      const from: string = at;
+      if (words[0] === "cd") {
+        const to = words[1];
+        at = typeof to === "string" && !to.startsWith("/") && to !== "-" ? path.posix.normalize(path.posix.join(from || ".", to)) : null;
+        if (at === ".") at = "";
+        if (at?.startsWith("..")) at = null;
+        continue;
+      }
+      const files = scriptWords(words, (inner) => {
+        read(inner, from, command, depth + 1, inScript);
+        return [];
+      });
+      for (const f of files) {
+        if (f.startsWith("/") || f.startsWith("~")) continue;
+        const file = path.posix.normalize(path.posix.join(from || ".", f));
+        if (file === "." || file === ".." || file.startsWith("../")) continue;
+        // Inside a script only the shell scripts it runs are followed: its other programs may well be the code under test.
+        const shell = checkout ? shellScript(path.join(checkout, file)) : null;
+        if (inScript && shell === null) continue;
+        if (!found.has(file)) {
+          found.set(file, { file, command });
+          // A shell script's own lines, read from the folder it was run from (its relative paths are the caller's).
+          if (shell !== null) read(shell, from, command, depth + 1, true);
+        }
+      }
+      if (inScript) continue;
+      if (checkout) {
+        for (const script of packageScripts(words, path.join(checkout, from))) read(script, from, command, depth + 1);
+        const make = makeRecipes(words, checkout, from);
+        if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1);
+      }
+    }
+  };
+  for (const c of commands) read(c, sub, c, 0);
+  return [...found.values()];
+}
+
+/** The package.json scripts (with their pre and post scripts) an `npm test`, `npm run X`, `yarn X` or `pnpm X` runs in `dir`. */
+function packageScripts(words: Word[], dir: string): string[] {
+  const [tool, ...args] = words;
+  if (tool !== "npm" && tool !== "yarn" && tool !== "pnpm") return [];
+  const plain = args.filter((w): w is string => typeof w === "string" && !w.startsWith("-"));
+  let name: string | undefined;
+  if (plain[0] === "test" || plain[0] === "t" || plain[0] === "tst") name = "test";
+  else if (plain[0] === "start") name = "start";
+  else if (plain[0] === "run" || plain[0] === "run-script") name = plain[1];
+  else if (tool !== "npm") name = plain[0];
+  if (!name) return [];
+  let scripts: Record<string, unknown>;
+  try {
+    const json = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { scripts?: Record<string, unknown> };
+    scripts = json && typeof json.scripts === "object" && json.scripts ? json.scripts : {};
+  } catch {
+    return [];
+  }
+  return [`pre${name}`, name, `post${name}`].map((k) => scripts[k]).filter((s): s is string => typeof s === "string");
+}
+
+/**
+ * The recipe lines a `make [targets]` runs from the Makefile of its folder (`-C dir` moves it; `-f` is not followed):
+ * those of the targets named (the first target when none is) and of their prerequisites, read from the rules as
+ * written (no variables expanded, no pattern rules, no includes). Null for anything but make.
+ */
+function makeRecipes(words: Word[], checkout: string, from: string): { dir: string; lines: string[] } | null {
+  if (words[0] !== "make" && words[0] !== "gmake") return null;
+  let dir = from;
+  const targets: string[] = [];
+  for (let i = 1; i < words.length; i++) {
+    const w = words[i];
+    if (typeof w !== "string") return null;
+    if (w === "-f" || w.startsWith("--file") || w.startsWith("--makefile") || (w.startsWith("-f") && w.length > 2)) return null;
+    if (w === "-C" || w === "--directory") {
+      const to = words[++i];
+      if (typeof to !== "string" || to.startsWith("/")) return null;
+      dir = path.posix.normalize(path.posix.join(dir || ".", to));
+      if (dir === ".") dir = "";
+      if (dir.startsWith("..")) return null;
+    } else if (w.startsWith("-C") && w.length > 2) return null;
+    else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
+  }
+  let text: string | null = null;
+  for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
+    try {
+      text = readFileSync(path.join(checkout, dir, name), "utf8");
+      break;
+    } catch {
+      /* the next name make tries */
+    }
+  }
+  if (text === null) return null;
+  const rules = new Map<string, { prereqs: string[]; recipe: string[] }>();
+  let first: string | undefined;
+  let current: { prereqs: string[]; recipe: string[] }[] = [];
+  for (const raw of text.replace(/\\\n/g, " ").split("\n")) {
+    if (raw.startsWith("\t")) {
+      for (const r of current) r.recipe.push(raw.slice(1).replace(/^[\s@+-]+/, ""));
+      continue;
+    }
+    const line = raw.replace(/#.*$/, "");
+    const m = /^([^:=#\t][^:=]*?)\s*::?\s*([^=].*)?$/.exec(line);
+    if (!m || /^\s*(export|override|define|include|-include|sinclude|ifn?eq|ifn?def|else|endif)\b/.test(line)) {
+      if (line.trim()) current = [];
+      continue;
+    }
+    const [before, after] = (m[2] ?? "").split(";", 2);
+    current = [];
+    for (const t of m[1]!.trim().split(/\s+/)) {
+      const rule = rules.get(t) ?? { prereqs: [], recipe: [] };
+      rule.prereqs.push(...(before ?? "").split("|").join(" ").trim().split(/\s+/).filter(Boolean));
+      if (after?.trim()) rule.recipe.push(after.trim());
+      rules.set(t, rule);
+      current.push(rule);
+      if (first === undefined && !t.startsWith(".") && !t.includes("%")) first = t;
+    }
+  }
+  const lines: string[] = [];
+  const seen = new Set<string>();
+  const visit = (t: string) => {
+    if (seen.has(t)) return;
+    seen.add(t);
+    const rule = rules.get(t);
+    if (!rule) return;
+    for (const p of rule.prereqs) visit(p);
+    lines.push(...rule.recipe);
+  };
+  for (const t of targets.length ? targets : first ? [first] : []) visit(t);
+  return { dir, lines };
+}
+
+/** A shell script's text (named `.sh`/`.bash`, or with a shell's `#!` line), or null for any other file or none. */
+function shellScript(file: string): string | null {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return null;
+  }
+  if (/\.(sh|bash)$/i.test(file) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
+  return null;
+}
