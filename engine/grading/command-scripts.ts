@@ -9,6 +9,8 @@ import path from "node:path";
 export interface CommandScript {
   file: string;
   command: string;
+  /** The shell script that runs or sources this one (its lines named it), when it is not the command's own word. */
+  via?: string;
 }
 
 /** A shell word as written, or null when it holds an expansion (a variable, a command substitution, a glob, `~`). */
@@ -224,8 +226,8 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): string
  */
 export function commandScripts(commands: string[], sub: string, checkout?: string): CommandScript[] {
   const found = new Map<string, CommandScript>();
-  /** `inScript`: the line is a shell script's own (read for the shell scripts it runs in turn, and nothing else). */
-  const read = (line: string, cwd: string, command: string, depth: number, inScript = false): void => {
+  /** `inScript`: the shell script whose own line this is (read for the shell scripts it runs in turn, and nothing else). */
+  const read = (line: string, cwd: string, command: string, depth: number, inScript?: string): void => {
     if (depth > 3) return;
     let at: string | null = cwd;
     for (const words of simpleCommands(line)) {
@@ -250,9 +252,9 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         const shell = checkout ? shellScript(path.join(checkout, file)) : null;
         if (inScript && shell === null) continue;
         if (!found.has(file)) {
-          found.set(file, { file, command });
+          found.set(file, inScript ? { file, command, via: inScript } : { file, command });
           // A shell script's own lines, read from the folder it was run from (its relative paths are the caller's).
-          if (shell !== null) read(shell, from, command, depth + 1, true);
+          if (shell !== null) read(shell, from, command, depth + 1, file);
         }
       }
       if (inScript) continue;

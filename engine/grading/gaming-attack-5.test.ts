@@ -282,6 +282,32 @@ describe("a worker that rewrites the script a check's command runs", () => {
     expect(commandScripts(["sh scripts/test.sh"], "", dir).map((s) => s.file)).toEqual(["scripts/test.sh", "scripts/env.sh", "scripts/lib.sh"]);
   }, 120_000);
 
+  it("a script that is the code under test (`python3 calc.py 2 3`, `sh build.sh`, a recipe's `python3 app.py`): the worker fixing it is built, with a caveat naming it", async () => {
+    const base = {
+      ...BASE,
+      "calc.py": "import sys\nprint(int(sys.argv[1]) - int(sys.argv[2]))\n",
+      "build.sh": "#!/bin/sh\necho broken > out.txt\n",
+      "app.py": "print('app')\n",
+      Makefile: "run:\n\tpython3 app.py\n",
+    };
+    const v = await graded(
+      base,
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), "import sys\nprint(int(sys.argv[1]) + int(sys.argv[2]))\n");
+        writeFileSync(path.join(ws, "build.sh"), "#!/bin/sh\necho ok > out.txt\n");
+        writeFileSync(path.join(ws, "app.py"), "print('fixed')\n");
+      },
+      [{ run: "python3 calc.py 2 3 | grep -qx 5" }, { run: "sh build.sh && grep -q ok out.txt" }, { run: "make run" }],
+    );
+    expect(v.scope.checkConfig ?? []).toEqual([]);
+    expect(v.verdict).toBe("built");
+    expect(changedCaveats(v.caveats).sort()).toEqual(
+      ["app.py", "build.sh", "calc.py"].map((f) =>
+        expect.stringMatching(new RegExp(`^the worker changed ${f.replace(".", "\\.")}, which a check's command runs`)),
+      ),
+    );
+  }, 120_000);
+
   it("the scripts a command names, read conservatively", () => {
     const files = (run: string, sub = "") => commandScripts([run], sub).map((s) => s.file);
     expect(files("bash scripts/test.sh")).toEqual(["scripts/test.sh"]);

@@ -22,7 +22,7 @@ import { limitSetup } from "../sandbox";
 import { type HeldBackListing, heldBackListing, runChecks, type CheckSandbox } from "./checks";
 import { commandScripts } from "./command-scripts";
 import { discard, folderIn } from "./folders";
-import { runnerConfigChanges, runnerConfigReason } from "./runner-config";
+import { checkScriptCaveats, runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
 
 export interface GradeInput {
@@ -115,6 +115,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   let scope;
   let graded;
   let helpers: string[] = [];
+  let scriptCaveats: string[] = [];
   const sub = path.relative(ws.worktree, ws.cwd);
   // A check's HOME and TMPDIR start empty at every grading: what an earlier grading's checks left there (a cache, a
   // marker file) must not decide this one. Renamed away, never deleted here: a tree the user may not delete at once (a
@@ -146,6 +147,15 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         ...heldBackOf(listing),
       });
       helpers = changedHelpers(rel, listing);
+      scriptCaveats = await checkScriptCaveats({
+        changed: graded.changed,
+        commands: commandsOf(input.checks),
+        sub: sub.split(path.sep).join("/"),
+        scope: input.scope,
+        repo: ws.repo,
+        baseCommit: ws.baseCommit,
+        checkout,
+      });
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
     const cwd = await folderIn(checkout, sub);
@@ -230,6 +240,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         (f) =>
           `the worker changed ${f}, which a held-back test imports as a test helper: the held-back assertions ran through the worker's code there (read that file before you merge)`,
       ),
+      ...scriptCaveats,
     ],
     limits: checkLimits(!!input.sandbox),
   };

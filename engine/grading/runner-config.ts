@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
-import { commandScripts } from "./command-scripts";
+import { type CommandScript, commandScripts } from "./command-scripts";
 import { foldPath } from "../workspace";
 import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
@@ -493,6 +493,58 @@ export function runnerPart(file: string, text: string | null): string {
   }
 }
 
+/**
+ * A script a check's command runs whose path reads as a test harness (`test/check.sh`, `scripts/run-tests.js`,
+ * `tools/runtests.py`, `ci/verify`, `scripts/check`): check configuration when the worker changes it. Any other script a
+ * check runs (`python3 calc.py 2 3`, `sh build.sh`, a recipe's `python3 app.py`) may well be the code under test, the
+ * very file the task asks to fix: a refusal there failed honest workers, so it is said with the verdict instead
+ * (checkScriptCaveats).
+ */
+function looksLikeHarness(file: string): boolean {
+  return /(^|[/._-])(tests?|checks?|specs?|verify|runtests|ci)([/._-]|$)/i.test(file);
+}
+
+/** A script that reads as a test harness, or one such a harness runs or sources (its library: `. scripts/env.sh`). */
+function isHarness(script: CommandScript, all: Map<string, CommandScript>): boolean {
+  const seen = new Set<string>();
+  for (let at: CommandScript | undefined = script; at && !seen.has(at.file); at = at.via ? all.get(foldPath(at.via)) : undefined) {
+    if (looksLikeHarness(at.file)) return true;
+    seen.add(at.file);
+  }
+  return false;
+}
+
+/**
+ * The worker's changes to scripts a check's command runs that are not test harnesses by their path (looksLikeHarness),
+ * as the project held them (the base has the file): each a caveat for the verdict, with the command. Scope-named files
+ * are the task's own and are left out.
+ */
+export async function checkScriptCaveats(opts: {
+  changed: string[];
+  commands: string[];
+  sub: string;
+  scope: string[];
+  repo: string;
+  baseCommit: string;
+  checkout: string;
+}): Promise<string[]> {
+  const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
+  const changed = new Set(opts.changed.map(foldPath));
+  const out: string[] = [];
+  const scripts = commandScripts(opts.commands, opts.sub, opts.checkout);
+  const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
+  for (const s of scripts) {
+    if (isHarness(s, all) || !changed.has(foldPath(s.file))) continue;
+    const rel = opts.sub ? (s.file.startsWith(opts.sub + "/") ? s.file.slice(opts.sub.length + 1) : `../${s.file}`) : s.file;
+    if (named.has(rel) || (await baseText(opts.repo, opts.baseCommit, s.file)) === null) continue;
+    const cmd = s.command.length > 80 ? `${s.command.slice(0, 80)}…` : s.command;
+    out.push(
+      `the worker changed ${s.file}, which a check's command runs (\`${cmd}\`): that check's verdict rests on the worker's version of it (read that file before you merge, or protect it)`,
+    );
+  }
+  return out;
+}
+
 /** Whether a part holds nothing (every value null, or no table). */
 function isEmptyPart(part: unknown): boolean {
   if (part === null || part === undefined) return true;
@@ -714,7 +766,7 @@ export async function runnerConfigChanges(opts: {
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
   let includes: MakeInclude[] | undefined;
-  const scripts = new Map(commandScripts(opts.commands ?? [], opts.sub, opts.checkout).map((s) => [foldPath(s.file), s.command]));
+  const scripts = new Map(commandScripts(opts.commands ?? [], opts.sub, opts.checkout).map((s) => [foldPath(s.file), s]));
   const plugins = opts.commands?.length ? pytestPluginFiles(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : new Map<string, string>();
   const out: string[] = [];
   for (const file of opts.changed) {
@@ -728,8 +780,9 @@ export async function runnerConfigChanges(opts: {
     }
     // Only the project's script (one the base holds): a script the check names that the worker wrote new is what the
     // task asked of it (the check could not pass on the base).
-    const runBy = scripts.get(foldPath(file));
-    if (runBy !== undefined && (await baseText(opts.repo, opts.baseCommit, file)) !== null) {
+    const script = scripts.get(foldPath(file));
+    const runBy = script?.command;
+    if (script && runBy !== undefined && isHarness(script, scripts) && (await baseText(opts.repo, opts.baseCommit, file)) !== null) {
       out.push(
         `check configuration changed: ${file} — a script a check's command runs (\`${runBy.length > 80 ? `${runBy.slice(0, 80)}…` : runBy}\`): what the check really runs, as a Makefile is to \`make\` (a task that must change it names it in its scope)`,
       );
