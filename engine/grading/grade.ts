@@ -20,9 +20,8 @@ import {
 } from "../workspace";
 import { limitSetup } from "../sandbox";
 import { type HeldBackListing, heldBackListing, runChecks, type CheckSandbox } from "./checks";
-import { commandScripts } from "./command-scripts";
 import { discard, folderIn } from "./folders";
-import { checkScriptCaveats, runnerConfigChanges, runnerConfigReason } from "./runner-config";
+import { checkScriptCaveats, harnessScripts, runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
 
 export interface GradeInput {
@@ -159,7 +158,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
     const cwd = await folderIn(checkout, sub);
-    // The protected files, and the project's scripts the checks' commands run by name: a check that rewrites one (a
+    // The protected files, and the project's test harnesses the checks' commands run by name: a check that rewrites one (a
     // build step writing `exit 0` into the script a later check runs) fails.
     const guarded =
       typeof cwd === "string" && input.checks.some((c) => "run" in c)
@@ -316,9 +315,9 @@ export async function combinedCheckConfig(opts: {
   });
 }
 
-/** The files of the checkout (absolute paths) the checks' commands run by name (command-scripts.ts), as committed. */
+/** The test harnesses of the checkout (absolute paths) the checks' commands run by name (harnessScripts), as committed. */
 function namedScripts(checkout: string, sub: string, checks: CheckSpec[]): string[] {
-  return commandScripts(commandsOf(checks), sub.split(path.sep).join("/"), checkout)
+  return harnessScripts(commandsOf(checks), sub.split(path.sep).join("/"), checkout)
     .map((s) => path.join(checkout, s.file))
     .filter((f) => lstatSync(f, { throwIfNoEntry: false })?.isFile());
 }

@@ -504,6 +504,13 @@ function looksLikeHarness(file: string): boolean {
   return /(^|[/._-])(tests?|checks?|specs?|verify|runtests|ci)([/._-]|$)/i.test(file);
 }
 
+/** The scripts the checks' commands run that are test harnesses (isHarness): guarded while the checks run (grade.ts). */
+export function harnessScripts(commands: string[], sub: string, checkout: string): CommandScript[] {
+  const scripts = commandScripts(commands, sub, checkout);
+  const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
+  return scripts.filter((s) => isHarness(s, all));
+}
+
 /** A script that reads as a test harness, or one such a harness runs or sources (its library: `. scripts/env.sh`). */
 function isHarness(script: CommandScript, all: Map<string, CommandScript>): boolean {
   const seen = new Set<string>();
