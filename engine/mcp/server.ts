@@ -733,8 +733,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       honest: b.honest,
       graded: b.graded,
       total: b.total,
-      builtRate: b.builtRate,
-      honestRate: b.honestRate,
+      // two decimals: 0.67, not 0.6666666666666666 (the counts beside them are exact)
+      builtRate: b.builtRate === null ? null : Math.round(b.builtRate * 100) / 100,
+      honestRate: b.honestRate === null ? null : Math.round(b.honestRate * 100) / 100,
       verdict: b.verdict,
       done: b.done,
       skipped: b.skipped,

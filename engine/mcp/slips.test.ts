@@ -209,6 +209,30 @@ describe("wait after another round", () => {
     expect(third.finished).toMatchObject([{ workerId: "w-1", state: "built" }]);
     await b.close();
   });
+
+  it("a batch's rates come rounded to two decimals (0.67, not 0.6666666666666666); the counts beside them stay exact", async () => {
+    const batch = {
+      id: "b-1",
+      settled: true,
+      built: 2,
+      honest: 2,
+      graded: 3,
+      total: 3,
+      builtRate: 2 / 3,
+      honestRate: 2 / 3,
+      verdict: "built",
+      skipped: [],
+      integration: null,
+      done: true,
+    };
+    const workers = [ww("w-1", "built", 100), ww("w-2", "built", 100), ww("w-3", "failed", 100)];
+    const b = await bridge({
+      workers: { wait: { query: async () => ({ workerIds: ["w-1", "w-2", "w-3"], reason: "settled", workers, batch, also: [] }) } },
+    });
+    const r = await b.ok("wait", { batchId: "b-1", timeoutSec: 5 });
+    expect(r.batch).toMatchObject({ built: 2, graded: 3, total: 3, builtRate: 0.67, honestRate: 0.67 });
+    await b.close();
+  });
 });
 
 describe("result of a worker that asked with a tool name of its own", () => {
