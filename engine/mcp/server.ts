@@ -842,7 +842,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           ...(args.answers ? { answers: args.answers } : {}),
           withWorker: true,
         }),
-      ).catch((err: { data?: { ocwCode?: string } }) => {
+      ).catch((err: { message?: string; data?: { ocwCode?: string } }) => {
+        // Answered already (by this session, a person or another client): nothing to do here, and where to look next.
+        if (err?.data?.ocwCode === "conflict" && /no longer pending/.test(err.message ?? ""))
+          throw new ToolError(`${err.message}: nothing is left to answer on it; wait or pending_approvals shows what its worker asks now`);
         // A worker's or a batch's id where an ask's belongs (the commonest slip): say which id goes where.
         if (err?.data?.ocwCode === "not-found" && /^[wb]-/.test(askId))
           throw new ToolError(
