@@ -13,8 +13,8 @@ const NEEDS_TOOLS = [
   "engine/workspace/land.test.ts",
   "engine/grading/checks.test.ts",
   "engine/grading/grade.test.ts",
-  "engine/grading/gaming.test.ts",
-  "engine/grading/gaming-attack-2.test.ts",
+  // every cheating-worker pass (gaming.test.ts, gaming-attack-N.test.ts): real git, python3, bash and node runners
+  "engine/grading/gaming*.test.ts",
   "engine/grading/build-files.test.ts",
   "engine/workspace/name-collision.test.ts",
   "engine/workspace/land-attack-2.test.ts",
@@ -56,6 +56,8 @@ const STARTS_PROCESSES = [
   "engine/hardware/parse.test.ts",
   "engine/commands/model-setup.test.ts",
   "electron/open-worker.test.ts",
+  // Found by test/pure-setup.ts (12-06): a plan that probes for an installed vLLM (spawnSync).
+  "engine/serving/fit-service.test.ts",
 ];
 
 /** Unit files that hold the machine for seconds by design (an attacker's floods of connections): in the `unit` tier only. */
@@ -103,12 +105,14 @@ export default defineConfig({
         test: {
           name: "pure",
           env,
+          // a file here that starts a process fails, saying where it belongs (test/pure-setup.ts)
+          setupFiles: ["test/pure-setup.ts"],
           // No process of its own per file: the pure files share one module graph (their imports are most of the time).
           isolate: false,
           // Its slow files mostly wait (timers, sockets): more of them at once than there are cores.
           maxWorkers: 6,
           sequence: { groupOrder: 2 },
-          include: UNIT_FILES,
+          include: [...UNIT_FILES, "test/pure-setup.test.ts"],
           exclude: [...UNIT_EXCLUDE, ...NEEDS_TOOLS, ...STARTS_PROCESSES, ...FLOODS],
           testTimeout: 20_000,
         },

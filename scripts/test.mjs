@@ -1,4 +1,4 @@
-// `npm test`: typecheck every environment, then unit + integration (vitest) and e2e (Playwright), and print the totals
+// `npm test`: typecheck every environment, then unit + integration (vitest), the pure tier's guard, and e2e (Playwright), and print the totals
 // of all runners as the last line: `N passed, N failed, N skipped`. Exit code 1 when anything failed.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -94,6 +94,12 @@ for (const project of ["unit", "integration"]) {
       failures.push(`vitest ${project}: exited ${code} with every test passed (see "Unhandled Errors" above)`);
     }
   }
+}
+
+// 2b. The pure tier (`npm run test:pure`: the unit files that start no process), one step: its guard (test/pure-setup.ts)
+// fails a file there that starts one, so the tier stays in seconds. Its tests are the unit tier's, counted there.
+if (want("unit") || want("pure")) {
+  count(run("pure tier", "npx", ["vitest", "run", "--project", "pure", "--reporter=dot"]), "pure tier (npm run test:pure: a file there started a process, or a test failed)");
 }
 
 // 3. Playwright e2e (browser UI, Electron) when present.
