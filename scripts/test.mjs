@@ -99,7 +99,10 @@ for (const project of ["unit", "integration"]) {
 // 2b. The pure tier (`npm run test:pure`: the unit files that start no process), one step: its guard (test/pure-setup.ts)
 // fails a file there that starts one, so the tier stays in seconds. Its tests are the unit tier's, counted there.
 if (want("unit") || want("pure")) {
-  count(run("pure tier", "npx", ["vitest", "run", "--project", "pure", "--reporter=dot"]), "pure tier (npm run test:pure: a file there started a process, or a test failed)");
+  count(
+    run("pure tier", "npx", ["vitest", "run", "--project", "pure", "--reporter=dot"]),
+    "pure tier (npm run test:pure: a file there started a process, or a test failed)",
+  );
 }
 
 // 3. Playwright e2e (browser UI, Electron) when present.
