@@ -113,6 +113,22 @@ describe("renderer store", () => {
     expect(store.pendingOf(store.useStore.getState().workers).map((x) => x.id)).toEqual(["k1"]);
   });
 
+  it("hands every event of its one stream to onEngineEvent's listeners as it arrives (the setup screen's jobs open no stream of their own)", async () => {
+    engine.workers = [];
+    await store.connect();
+    const seen: string[] = [];
+    const stop = store.onEngineEvent((e) => seen.push(e.type === "setup" ? `setup ${e.job.state}` : e.type));
+    const job = { jobId: "j1", state: "running" } as unknown;
+    send({ type: "setup", job, ts: 1 } as unknown as EngineEvent);
+    send({ type: "setup", job: { ...(job as object), state: "done" }, ts: 2 } as unknown as EngineEvent);
+    // as they arrive, before the store's batched fold
+    expect(seen).toEqual(["setup running", "setup done"]);
+    stop();
+    send({ type: "setup", job, ts: 3 } as unknown as EngineEvent);
+    expect(seen).toHaveLength(2);
+    vi.advanceTimersByTime(60); // the store's own fold of them, so none is left for the next test
+  });
+
   it("skips events already in the fetched picture and fetches a worker it has never seen", async () => {
     const running = ev("w-a", { type: "worker.state", state: "running" });
     engine.workers = [picture(created("w-a"), running)];

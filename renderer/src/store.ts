@@ -348,6 +348,19 @@ function isWorkerEvent(e: EngineEvent): e is WorkerEvent {
   return "seq" in e && "workerId" in e;
 }
 
+/**
+ * Listeners of every event on the store's one event stream, as it arrives (a setup job's or a llama-server build's
+ * progress): a component that follows one kind opens no stream of its own. Each open stream holds one of the six
+ * connections a browser keeps to a host, and the setup screen's three had left the page's own requests two.
+ */
+const eventListeners = new Set<(e: EngineEvent) => void>();
+export function onEngineEvent(fn: (e: EngineEvent) => void): () => void {
+  eventListeners.add(fn);
+  return () => {
+    eventListeners.delete(fn);
+  };
+}
+
 /** Listeners of a batch's own events (a task started after others, one skipped, the integration ran). */
 const batchListeners = new Set<(batchId: string) => void>();
 export function onBatchEvent(fn: (batchId: string) => void): () => void {
@@ -566,7 +579,9 @@ export async function connect(): Promise<void> {
       onStarted: () => live(),
       onData: (d) => {
         if (get().connection !== "live") live();
-        enqueue(d.data as EngineEvent);
+        const e = d.data as EngineEvent;
+        for (const fn of eventListeners) fn(e);
+        enqueue(e);
       },
       onError: (err) => lost(errorText(err), "reconnecting"),
       onConnectionStateChange: (st) => {

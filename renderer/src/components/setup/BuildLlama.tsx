@@ -3,6 +3,7 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { LlamaBuildJob } from "../../../../shared/llama-build";
 import { api, errorText } from "../../api";
+import { onEngineEvent } from "../../store";
 import { Clip } from "./Clip";
 
 const secs = (ms: number) => `${Math.round(ms / 1000)} s`;
@@ -35,16 +36,9 @@ export function BuildLlama({ onBuilt }: { onBuilt: (path: string) => void }) {
       },
       () => undefined,
     );
-    const sub = api.events.subscribe(
-      { lastEventId: null },
-      {
-        onData: (d) => {
-          const e = d.data as { type: string; job?: LlamaBuildJob };
-          if (e.type === "llama-build" && e.job) accept(e.job);
-        },
-      },
-    );
-    return () => sub.unsubscribe();
+    return onEngineEvent((e) => {
+      if (e.type === "llama-build") accept(e.job);
+    });
   }, [accept]);
   const start = async () => {
     setError(null);

@@ -3,7 +3,7 @@
 import { useCallback, useEffect, useState } from "react";
 import type { ServerView } from "../../../../shared/servers";
 import { api, errorText } from "../../api";
-import { useStore } from "../../store";
+import { onEngineEvent, useStore } from "../../store";
 
 type Busy = { id: string; what: "stop" | "restart" | "delete" | "keep" } | null;
 
@@ -38,16 +38,9 @@ export function ServersPanel() {
   }, [targets, load]);
   useEffect(() => {
     // a model start that ends adds (or replaces) a server: read the list again then, not on a timer
-    const sub = api.events.subscribe(
-      { lastEventId: null },
-      {
-        onData: (d) => {
-          const e = d.data as { type: string; job?: { state: string } };
-          if (e.type === "setup" && e.job && e.job.state !== "running") void load();
-        },
-      },
-    );
-    return () => sub.unsubscribe();
+    return onEngineEvent((e) => {
+      if (e.type === "setup" && e.job.state !== "running") void load();
+    });
   }, [load]);
 
   const act = (id: string, what: NonNullable<Busy>["what"], call: () => Promise<unknown>) => {

@@ -5,7 +5,7 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { SetupJob, SetupPhase, SetupStartInput } from "../../../../shared/setup";
 import { api, errorText } from "../../api";
-import { refreshTargets } from "../../store";
+import { onEngineEvent, refreshTargets } from "../../store";
 import { counted } from "../../format";
 import { gib, phaseChip } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
@@ -55,16 +55,9 @@ export function useSetupJob(): { job: SetupJob | null; error: string | null; sta
       (j) => accept(j),
       () => undefined,
     );
-    const sub = api.events.subscribe(
-      { lastEventId: null },
-      {
-        onData: (d) => {
-          const e = d.data as { type: string; job?: SetupJob };
-          if (e.type === "setup" && e.job) accept(e.job);
-        },
-      },
-    );
-    return () => sub.unsubscribe();
+    return onEngineEvent((e) => {
+      if (e.type === "setup") accept(e.job);
+    });
   }, [accept]);
   // a fallback while a job runs: the event stream may reconnect and miss a change
   useEffect(() => {
