@@ -136,6 +136,20 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): string
     else if (WRAPPERS.has(path.posix.basename(w))) {
       const wrapper = path.posix.basename(w);
       i++;
+      // `env -S 'bash scripts/test.sh'` (or `-Sbash …`, `--split-string=…`, after other options): the string is split
+      // into the command, with the words after it.
+      if (wrapper === "env") {
+        let k = i;
+        while (typeof words[k] === "string" && words[k]!.startsWith("-") && !/^(-S|--split-string)/.test(words[k]!)) k++;
+        const flag = words[k];
+        if (typeof flag === "string" && /^(-S|--split-string)/.test(flag)) {
+          const whole = flag === "-S" || flag === "--split-string";
+          const value = whole ? words[k + 1] : flag.replace(/^(-S|--split-string=)/, "");
+          const after = words.slice(k + (whole ? 2 : 1));
+          if (typeof value !== "string" || after.some((x) => x === null)) return [];
+          return recurse([value, ...after].join(" "));
+        }
+      }
       while (typeof next() === "string" && (next()!.startsWith("-") || (wrapper === "env" && /^[A-Za-z_]\w*=/.test(next()!)))) {
         if (["-n", "-s", "-k", "-u", "-C", "--signal", "--kill-after"].includes(next()!) && wrapper !== "env") i++;
         i++;
@@ -249,7 +263,8 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         const file = path.posix.normalize(path.posix.join(from || ".", f));
         if (file === "." || file === ".." || file.startsWith("../")) continue;
         // Inside a script only the shell scripts it runs are followed: its other programs may well be the code under test.
-        const shell = checkout ? shellScript(path.join(checkout, file)) : null;
+        // A file a shell runs or sources (`bash scripts/runner`, `. config/testenv`) is shell text whatever its name.
+        const shell = checkout ? shellScript(path.join(checkout, file), SHELLS.has(programOf(words) ?? "")) : null;
         if (inScript && shell === null) continue;
         if (!found.has(file)) {
           found.set(file, inScript ? { file, command, via: inScript } : { file, command });
@@ -361,14 +376,27 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
   return { dir, lines };
 }
 
-/** A shell script's text (named `.sh`/`.bash`, or with a shell's `#!` line), or null for any other file or none. */
-function shellScript(file: string): string | null {
+/** A simple command's program: its first word after assignments and wrappers (their options and a timeout's duration). */
+function programOf(words: Word[]): string | null {
+  for (const w of words) {
+    if (typeof w !== "string") return null;
+    if (/^[A-Za-z_]\w*=/.test(w) || w.startsWith("-") || /^\d+(\.\d+)?[smhd]?$/.test(w) || WRAPPERS.has(path.posix.basename(w))) continue;
+    return path.posix.basename(w).toLowerCase();
+  }
+  return null;
+}
+
+/**
+ * A shell script's text (named `.sh`/`.bash`, with a shell's `#!` line, or `byShell`: a shell runs or sources it), or
+ * null for any other file or none.
+ */
+function shellScript(file: string, byShell = false): string | null {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
   } catch {
     return null;
   }
-  if (/\.(sh|bash)$/i.test(file) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
+  if (byShell || /\.(sh|bash)$/i.test(file) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
   return null;
 }

@@ -465,3 +465,47 @@ describe("a worker's TestMain beside held-back Go tests", () => {
     expect(plain.scope.checkConfig).toBeUndefined();
   }, 120_000);
 });
+
+describe("a file a test harness runs or sources, however it is named or written", () => {
+  // `. config/testenv` (no .sh, no #! line: a sourced file needs neither), `bash scripts/runner`, and a harness that
+  // sources an optional file the base lacks (`[ -f tests/local.sh ] && . tests/local.sh`): the worker's `exit 0` there
+  // passed the check, and none of them counted as check configuration.
+  const tmp5 = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-5b-"));
+  afterAll(() => rmSync(tmp5, { recursive: true, force: true }));
+  const graded5 = gradedIn(tmp5);
+  const SH = "python3 -c 'import calc, sys; sys.exit(0 if calc.add(2, 3) == 5 else 1)'\n";
+  const BASE = { "calc.py": "def add(a, b):\n    return a - b\n" };
+  const violation = (file: string) =>
+    expect.stringMatching(new RegExp(`^check configuration changed: ${file.replaceAll(".", "\\.")} — a script a check's command runs`));
+
+  it("a sourced file without .sh or #!, and a shell's script without them: found", () => {
+    const dir = mkdtempSync(path.join(tmp5, "s-"));
+    const files: Record<string, string> = {
+      "tests/run.sh": "#!/bin/sh\n. config/testenv\nbash scripts/runner\n",
+      "config/testenv": "export X=1\n",
+      "scripts/runner": "true\n",
+      "scripts/test.sh": "true\n",
+    };
+    for (const [f, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+      writeFileSync(path.join(dir, f), text);
+    }
+    expect(commandScripts(["sh tests/run.sh"], "", dir).map((s) => s.file)).toEqual(["tests/run.sh", "config/testenv", "scripts/runner"]);
+    expect(commandScripts(["env -S 'bash scripts/test.sh'"], "", dir).map((s) => s.file)).toEqual(["scripts/test.sh"]);
+    expect(commandScripts(["env -i -Sbash scripts/test.sh"], "", dir).map((s) => s.file)).toEqual(["scripts/test.sh"]);
+    // a program the harness runs that no shell runs is still not followed (it may be the code under test)
+    writeFileSync(path.join(dir, "tests/run.sh"), "#!/bin/sh\npython3 config/testenv\n");
+    expect(commandScripts(["sh tests/run.sh"], "", dir).map((s) => s.file)).toEqual(["tests/run.sh"]);
+  });
+
+  it("the worker's exit 0 in a file the harness sources (extensionless, or new where the harness sources it if present): a violation", async () => {
+    const base = { ...BASE, "tests/run.sh": `#!/bin/sh\n. config/testenv\n[ -f tests/local.sh ] && . tests/local.sh\n${SH}`, "config/testenv": "export X=1\n" };
+    const check: CheckSpec[] = [{ run: "sh tests/run.sh" }];
+    const sourced = await graded5(base, (ws) => writeFileSync(path.join(ws, "config", "testenv"), "exit 0\n"), check);
+    expect(sourced.checks[0]).toMatchObject({ passed: true });
+    expect(sourced.scope.checkConfig).toEqual([violation("config/testenv")]);
+    const added = await graded5(base, (ws) => writeFileSync(path.join(ws, "tests", "local.sh"), "exit 0\n"), check);
+    expect(added.checks[0]).toMatchObject({ passed: true });
+    expect(added.scope.checkConfig).toEqual([violation("tests/local.sh")]);
+  }, 120_000);
+});

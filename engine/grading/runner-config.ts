@@ -789,7 +789,15 @@ export async function runnerConfigChanges(opts: {
     // task asked of it (the check could not pass on the base).
     const script = scripts.get(foldPath(file));
     const runBy = script?.command;
-    if (script && runBy !== undefined && isHarness(script, scripts) && (await baseText(opts.repo, opts.baseCommit, file)) !== null) {
+    // A file a base harness runs or sources (`[ -f tests/env.sh ] && . tests/env.sh`) is the harness's even when the
+    // worker writes it new: its `exit 0` there passed the check.
+    if (
+      script &&
+      runBy !== undefined &&
+      isHarness(script, scripts) &&
+      ((await baseText(opts.repo, opts.baseCommit, file)) !== null ||
+        (script.via !== undefined && (await baseText(opts.repo, opts.baseCommit, script.via)) !== null))
+    ) {
       out.push(
         `check configuration changed: ${file} — a script a check's command runs (\`${runBy.length > 80 ? `${runBy.slice(0, 80)}…` : runBy}\`): what the check really runs, as a Makefile is to \`make\` (a task that must change it names it in its scope)`,
       );
