@@ -269,7 +269,7 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         if (!found.has(file)) {
           found.set(file, inScript ? { file, command, via: inScript } : { file, command });
           // A shell script's own lines, read from the folder it was run from (its relative paths are the caller's).
-          if (shell !== null) read(shell, from, command, depth + 1, file);
+          if (shell !== null) read(withScriptDir(shell, path.posix.relative(from || ".", path.posix.dirname(file)) || "."), from, command, depth + 1, file);
         }
       }
       if (inScript) continue;
@@ -374,6 +374,30 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
   };
   for (const t of targets.length ? targets : first ? [first] : []) visit(t);
   return { dir, lines };
+}
+
+/** `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, `${0%/*}` and the like: the script's own folder. */
+const SELF = String.raw`(?:\$0|\$\{0\}|\$BASH_SOURCE|\$\{BASH_SOURCE(?:\[0\])?\})`;
+const DIRNAME = String.raw`(?:\$\(\s*dirname\s+(?:"${SELF}"|${SELF})\s*\)|\x60\s*dirname\s+(?:"${SELF}"|${SELF})\s*\x60)`;
+const SCRIPT_DIR = new RegExp(
+  String.raw`\$\(\s*cd\s+(?:"${DIRNAME}"|${DIRNAME})\s*(?:&&|;)\s*pwd(?:\s+-[PL])?\s*\)|${DIRNAME}|\$\{(?:0|BASH_SOURCE(?:\[0\])?)%/\*\}`,
+  "g",
+);
+
+/**
+ * A shell script's text with its own folder written out where it names it (`. "$(dirname "$0")/lib.sh"`, or
+ * `DIR=$(cd "$(dirname "$0")" && pwd)` then `. "$DIR/env.sh"`), as `dir` (from the folder it runs in): the commonest
+ * way a harness sources its library, which read as an expansion and was not followed.
+ */
+function withScriptDir(text: string, dir: string): string {
+  if (!/^[\w./-]+$/.test(dir)) return text;
+  let out = text.replace(SCRIPT_DIR, dir);
+  const escaped = dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const names = [
+    ...out.matchAll(new RegExp(String.raw`^[ \t]*(?:export[ \t]+|readonly[ \t]+|local[ \t]+)?([A-Za-z_]\w*)=("?)${escaped}\2[ \t]*(?:#.*)?$`, "gm")),
+  ].map((m) => m[1]!);
+  for (const name of new Set(names)) out = out.replace(new RegExp(String.raw`\$(?:\{${name}\}|${name}(?!\w))`, "g"), dir);
+  return out;
 }
 
 /** A simple command's program: its first word after assignments and wrappers (their options and a timeout's duration). */

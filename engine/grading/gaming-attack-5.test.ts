@@ -498,6 +498,28 @@ describe("a file a test harness runs or sources, however it is named or written"
     expect(commandScripts(["sh tests/run.sh"], "", dir).map((s) => s.file)).toEqual(["tests/run.sh"]);
   });
 
+  it('a harness that sources its library by its own folder ($(dirname "$0"), $DIR from cd …&& pwd, ${BASH_SOURCE%/*}): found', () => {
+    const lines = [
+      '. "$(dirname "$0")/lib.sh"',
+      "source $(dirname $0)/lib.sh",
+      ". `dirname $0`/lib.sh",
+      'DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)\n. "$DIR/lib.sh"',
+      'HERE="${BASH_SOURCE%/*}"\nsource ${HERE}/lib.sh',
+      'D=$(cd "$(dirname "$0")"; pwd -P)\nbash "$D"/lib.sh',
+    ];
+    for (const line of lines) {
+      const dir = mkdtempSync(path.join(tmp5, "d-"));
+      mkdirSync(path.join(dir, "scripts"));
+      writeFileSync(path.join(dir, "scripts/test.sh"), `#!/bin/sh\n${line}\n`);
+      writeFileSync(path.join(dir, "scripts/lib.sh"), "true\n");
+      for (const run of ["bash scripts/test.sh", "cd scripts && bash ./test.sh"])
+        expect(
+          commandScripts([run], "", dir).map((s) => s.file),
+          `${line} / ${run}`,
+        ).toEqual(["scripts/test.sh", "scripts/lib.sh"]);
+    }
+  });
+
   it("the worker's exit 0 in a file the harness sources (extensionless, or new where the harness sources it if present): a violation", async () => {
     const base = { ...BASE, "tests/run.sh": `#!/bin/sh\n. config/testenv\n[ -f tests/local.sh ] && . tests/local.sh\n${SH}`, "config/testenv": "export X=1\n" };
     const check: CheckSpec[] = [{ run: "sh tests/run.sh" }];
