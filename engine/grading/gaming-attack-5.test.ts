@@ -10,7 +10,7 @@ import type { CheckSpec } from "../../shared/check";
 import { gradedIn } from "../../test/fixtures/graded";
 import { jsImportCandidates, jsRelativeImports } from "./checks";
 import { commandScripts } from "./command-scripts";
-import { runnerConfigReason } from "./runner-config";
+import { harnessScripts, runnerConfigReason } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-5-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -530,4 +530,20 @@ describe("a file a test harness runs or sources, however it is named or written"
     expect(added.checks[0]).toMatchObject({ passed: true });
     expect(added.scope.checkConfig).toEqual([violation("tests/local.sh")]);
   }, 120_000);
+});
+
+it("a project kept in a folder that reads like a harness (packages/spec-parser, tests/fixtures/app): its code under test is no harness; its own scripts/test.sh is", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-5c-"));
+  try {
+    for (const sub of ["packages/spec-parser", "tests/fixtures/app", "CI/tool"]) {
+      for (const [f, text] of Object.entries({ "calc.py": "print(5)\n", "scripts/test.sh": "python3 calc.py\n" })) {
+        mkdirSync(path.dirname(path.join(dir, sub, f)), { recursive: true });
+        writeFileSync(path.join(dir, sub, f), text);
+      }
+      expect(harnessScripts(["python3 calc.py 2 3"], sub, dir), sub).toEqual([]);
+      expect(harnessScripts(["bash scripts/test.sh"], sub, dir).map((s) => s.file)).toEqual([`${sub}/scripts/test.sh`]);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
