@@ -151,7 +151,9 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): string
         }
       }
       while (typeof next() === "string" && (next()!.startsWith("-") || (wrapper === "env" && /^[A-Za-z_]\w*=/.test(next()!)))) {
-        if (["-n", "-s", "-k", "-u", "-C", "--signal", "--kill-after"].includes(next()!) && wrapper !== "env") i++;
+        const takesValue =
+          wrapper === "env" ? ["-u", "-C", "--unset", "--chdir"] : wrapper === "exec" ? ["-a"] : ["-n", "-s", "-k", "-u", "-C", "--signal", "--kill-after"];
+        if (takesValue.includes(next()!)) i++;
         i++;
       }
       if (wrapper === "timeout" && typeof next() === "string") i++;
@@ -190,10 +192,23 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): string
       const line = words[c + 1];
       return typeof line === "string" ? recurse(line) : [];
     }
-    const script = firstArg(
-      (o) => o === "-o" || o === "-O" || o === "+o",
-      () => false,
-    );
+    // A shell's options: `-o`/`+o`/`-O` and the letters before them (`-euo pipefail`) take the next word; `-s` reads the
+    // script from stdin; `--rcfile FILE` (an interactive shell's) takes one too.
+    let script: string | null = null;
+    for (; i < words.length; i++) {
+      const w = words[i];
+      if (typeof w !== "string" || w === "-") break;
+      if (w === "--") {
+        script = typeof words[i + 1] === "string" ? words[i + 1]! : null;
+        break;
+      }
+      if (!/^[-+]/.test(w)) {
+        script = w;
+        break;
+      }
+      if (/^-[A-Za-z]*s[A-Za-z]*$/.test(w)) break;
+      if (/^[-+][A-Za-z]*[oO]$/.test(w) || w === "--rcfile" || w === "--init-file") i++;
+    }
     if (script) out.push(script);
   } else if (PYTHON.test(name)) {
     const script = firstArg(

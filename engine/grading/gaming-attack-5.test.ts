@@ -320,6 +320,20 @@ describe("a worker that rewrites the script a check's command runs", () => {
     expect(files("npx tsx scripts/a.ts")).toEqual(["scripts/a.ts"]);
     expect(files("bash run.sh", "app")).toEqual(["app/run.sh"]);
     expect(files("bash ../run.sh", "app")).toEqual(["run.sh"]);
+    // a shell's options, as check commands write them: the script is the word after them
+    for (const run of [
+      "bash -euo pipefail scripts/test.sh",
+      "bash -eo pipefail scripts/test.sh",
+      "bash +o posix scripts/test.sh",
+      "bash -O extglob scripts/test.sh",
+      "bash --rcfile x scripts/test.sh",
+      "env -u FOO bash scripts/test.sh",
+      "env -C . bash scripts/test.sh",
+      "exec -a x bash scripts/test.sh",
+      "bash -x -- scripts/test.sh",
+    ])
+      expect(files(run), run).toEqual(["scripts/test.sh"]);
+    expect(files("bash -s scripts/test.sh")).toEqual([]); // -s: the script is read from stdin, the word is its argument
     // Not a file of the checkout, or not one that can be told from the words.
     for (const run of [
       "python3 -m pytest -q tests",
