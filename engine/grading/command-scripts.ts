@@ -2,7 +2,7 @@
 // `node scripts/run-tests.js`, `python3 tools/runtests.py`): what the check really runs, as a Makefile is to `make test`.
 // Read conservatively from the command's words: an interpreter followed by a path, or a path to a program, both inside
 // the checkout; a word with an expansion (`$X`, a glob, `~`) is not guessed at.
-import { readFileSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 
 /** A script a check's command names: its path from the repository's root ("/"-separated), and the command that names it. */
@@ -283,6 +283,10 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         if (inScript && shell === null) continue;
         if (!found.has(file)) {
           found.set(file, inScript ? { file, command, via: inScript } : { file, command });
+          // A symbolic link (`scripts/test.sh -> ../tools/run.sh`, or a linked folder on the way): the file it leads to
+          // is what runs, reached through the link.
+          const real = checkout ? realInside(checkout, file) : null;
+          if (real && real !== file && !found.has(real)) found.set(real, { file: real, command, via: file });
           // A shell script's own lines, read from the folder it was run from (its relative paths are the caller's).
           if (shell !== null) read(withScriptDir(shell, path.posix.relative(from || ".", path.posix.dirname(file)) || "."), from, command, depth + 1, file);
         }
@@ -297,6 +301,20 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
   };
   for (const c of commands) read(c, sub, c, 0);
   return [...found.values()];
+}
+
+/** The path from the checkout's root of the file `file` leads to through links, or null when none is there or it is outside. */
+function realInside(checkout: string, file: string): string | null {
+  try {
+    const root = realpathSync(checkout);
+    const rel = path
+      .relative(root, realpathSync(path.join(checkout, file)))
+      .split(path.sep)
+      .join("/");
+    return rel === "" || rel.startsWith("../") || rel === ".." || path.isAbsolute(rel) ? null : rel;
+  } catch {
+    return null;
+  }
 }
 
 /** The package.json scripts (with their pre and post scripts) an `npm test`, `npm run X`, `yarn X` or `pnpm X` runs in `dir`. */

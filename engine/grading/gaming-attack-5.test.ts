@@ -2,7 +2,7 @@
 // engine's grade() on real git and a real runner (node --test, bash, python3), shows the trick works on the check (it
 // passed on a failing test), and that the verdict says so: a caveat naming the file, or a check-configuration
 // violation. Before the fixes each case here but the controls was built with no word of it.
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -532,6 +532,20 @@ describe("a file a test harness runs or sources, however it is named or written"
           `${line} / ${run}`,
         ).toEqual(["scripts/test.sh", "scripts/lib.sh"]);
     }
+  });
+
+  it("a harness that is a link (scripts/test.sh -> ../tools/runner.sh, or a linked folder): the file it leads to is a harness too", () => {
+    const dir = mkdtempSync(path.join(tmp5, "l-"));
+    mkdirSync(path.join(dir, "tools"));
+    mkdirSync(path.join(dir, "scripts"));
+    writeFileSync(path.join(dir, "tools/runner.sh"), SH);
+    symlinkSync("../tools/runner.sh", path.join(dir, "scripts/test.sh"));
+    symlinkSync("tools", path.join(dir, "ci"));
+    expect(harnessScripts(["bash scripts/test.sh"], "", dir).map((s) => s.file)).toEqual(["scripts/test.sh", "tools/runner.sh"]);
+    expect(harnessScripts(["bash ci/runner.sh"], "", dir).map((s) => s.file)).toEqual(["ci/runner.sh", "tools/runner.sh"]);
+    // a link out of the checkout leads to no file of the worker's
+    symlinkSync("/bin/sh", path.join(dir, "scripts/check.sh"));
+    expect(harnessScripts(["bash scripts/check.sh"], "", dir).map((s) => s.file)).toEqual(["scripts/check.sh"]);
   });
 
   it("the worker's exit 0 in a file the harness sources (extensionless, or new where the harness sources it if present): a violation", async () => {
