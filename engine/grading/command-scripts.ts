@@ -15,22 +15,28 @@ export interface CommandScript {
 
 /** A shell word as written, or null when it holds an expansion (a variable, a command substitution, a glob, `~`). */
 type Word = string | null;
+/** A simple command's words, with the file its standard input is redirected from (`< FILE`), when one is. */
+type Words = Word[] & { stdin?: string };
 
 /**
  * A shell command line split into simple commands (at `;`, `&`, `|`, newlines and parentheses), each a list of words,
  * with redirections and comments left out. Quotes are taken off; what the shell would expand makes the word null.
  */
-export function simpleCommands(line: string): Word[][] {
-  const out: Word[][] = [];
-  let words: Word[] = [];
+export function simpleCommands(line: string): Words[] {
+  const out: Words[] = [];
+  let words: Words = [];
   let word = "";
   let inWord = false;
   let expands = false;
   let redirect = false;
+  let fromFile = false;
   const endWord = () => {
     if (inWord) {
-      if (redirect) redirect = false;
-      else words.push(expands ? null : word);
+      if (redirect) {
+        if (fromFile && !expands) words.stdin = word;
+        redirect = false;
+        fromFile = false;
+      } else words.push(expands ? null : word);
     }
     word = "";
     inWord = false;
@@ -82,6 +88,8 @@ export function simpleCommands(line: string): Word[][] {
         word = "";
         inWord = false;
       } else endWord();
+      // `< FILE` alone is what the command reads (`bash < scripts/test.sh` runs it); `<<`, `<<<`, `<&`, `<>` are not.
+      fromFile = c === "<" && !["<", "&", ">", "("].includes(line[i + 1] ?? "");
       while (line[i + 1] === ">" || line[i + 1] === "<" || line[i + 1] === "&") i++;
       redirect = true;
     } else if (c === " " || c === "\t") endWord();
@@ -273,6 +281,18 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         read(inner, from, command, depth + 1, inScript);
         return [];
       });
+      // `bash < scripts/test.sh`, `sh -s < run.sh`: a shell given no script reads it from the file on its standard input.
+      const program = programOf(words);
+      if (
+        !files.length &&
+        words.stdin !== undefined &&
+        program &&
+        SHELLS.has(program) &&
+        program !== "." &&
+        program !== "source" &&
+        !words.some((w) => typeof w === "string" && /^-[A-Za-z]*c[A-Za-z]*$/.test(w))
+      )
+        files.push(words.stdin);
       for (const f of files) {
         if (f.startsWith("/") || f.startsWith("~")) continue;
         const file = path.posix.normalize(path.posix.join(from || ".", f));

@@ -334,6 +334,11 @@ describe("a worker that rewrites the script a check's command runs", () => {
     ])
       expect(files(run), run).toEqual(["scripts/test.sh"]);
     expect(files("bash -s scripts/test.sh")).toEqual([]); // -s: the script is read from stdin, the word is its argument
+    // a shell given its script on standard input
+    for (const run of ["bash < scripts/test.sh", "sh -s < scripts/test.sh", "cd scripts && bash -e <test.sh", "env X=1 bash 0< scripts/test.sh"])
+      expect(files(run), run).toEqual(["scripts/test.sh"]);
+    for (const run of ["bash -c 'true' < scripts/test.sh", "bash <<< 'x'", "bash << EOF", "python3 < scripts/test.sh", "bash < $F", "bash run.sh < in.txt"])
+      expect(files(run), run).toEqual(run === "bash run.sh < in.txt" ? ["run.sh"] : []);
     // Not a file of the checkout, or not one that can be told from the words.
     for (const run of [
       "python3 -m pytest -q tests",
