@@ -11,6 +11,8 @@ export interface CommandScript {
   command: string;
   /** The shell script that runs or sources this one (its lines named it), when it is not the command's own word. */
   via?: string;
+  /** Sourced (`. FILE`, `source FILE`): it runs inside the shell that sources it, and may end it (`exit 0`). */
+  sourced?: boolean;
 }
 
 /** A shell word as written, or null when it holds an expansion (a variable, a command substitution, a glob, `~`). */
@@ -299,10 +301,11 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         if (file === "." || file === ".." || file.startsWith("../")) continue;
         // Inside a script only the shell scripts it runs are followed: its other programs may well be the code under test.
         // A file a shell runs or sources (`bash scripts/runner`, `. config/testenv`) is shell text whatever its name.
-        const shell = checkout ? shellScript(path.join(checkout, file), SHELLS.has(programOf(words) ?? "")) : null;
+        const shell = checkout ? shellScript(path.join(checkout, file), SHELLS.has(program ?? "")) : null;
         if (inScript && shell === null) continue;
         if (!found.has(file)) {
-          found.set(file, inScript ? { file, command, via: inScript } : { file, command });
+          const sourced = program === "." || program === "source" ? { sourced: true } : {};
+          found.set(file, inScript ? { file, command, via: inScript, ...sourced } : { file, command, ...sourced });
           // A symbolic link (`scripts/test.sh -> ../tools/run.sh`, or a linked folder on the way): the file it leads to
           // is what runs, reached through the link.
           const real = checkout ? realInside(checkout, file) : null;

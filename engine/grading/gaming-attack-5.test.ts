@@ -562,6 +562,19 @@ describe("a file a test harness runs or sources, however it is named or written"
     const added = await graded5(base, (ws) => writeFileSync(path.join(ws, "tests", "local.sh"), "exit 0\n"), check);
     expect(added.checks[0]).toMatchObject({ passed: true });
     expect(added.scope.checkConfig).toEqual([violation("tests/local.sh")]);
+    // control: a new file the harness runs as a program of its own (not sourced) may be what the task asks for
+    const runs = { ...BASE, "tests/run.sh": `#!/bin/sh\n[ -f tools/gen.sh ] && bash tools/gen.sh\n${SH}` };
+    const own = await graded5(
+      runs,
+      (ws) => {
+        mkdirSync(path.join(ws, "tools"), { recursive: true });
+        writeFileSync(path.join(ws, "tools", "gen.sh"), "echo generated\n");
+        writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n");
+      },
+      check,
+    );
+    expect(own.checks[0]).toMatchObject({ passed: true });
+    expect(own.scope.checkConfig ?? []).toEqual([]);
   }, 120_000);
 });
 

@@ -792,14 +792,15 @@ export async function runnerConfigChanges(opts: {
     // task asked of it (the check could not pass on the base).
     const script = scripts.get(foldPath(file));
     const runBy = script?.command;
-    // A file a base harness runs or sources (`[ -f tests/env.sh ] && . tests/env.sh`) is the harness's even when the
-    // worker writes it new: its `exit 0` there passed the check.
+    // A file a base harness sources (`[ -f tests/env.sh ] && . tests/env.sh`) is the harness's even when the worker
+    // writes it new: it runs inside the harness, and its `exit 0` there passed the check. (One a harness runs as a
+    // program of its own that the worker writes new may be what the task asks for.)
     if (
       script &&
       runBy !== undefined &&
       isHarness(script, scripts, opts.sub) &&
       ((await baseText(opts.repo, opts.baseCommit, file)) !== null ||
-        (script.via !== undefined && (await baseText(opts.repo, opts.baseCommit, script.via)) !== null))
+        (script.via !== undefined && script.sourced === true && (await baseText(opts.repo, opts.baseCommit, script.via)) !== null))
     ) {
       out.push(
         `check configuration changed: ${file} — a script a check's command runs (\`${runBy.length > 80 ? `${runBy.slice(0, 80)}…` : runBy}\`): what the check really runs, as a Makefile is to \`make\` (a task that must change it names it in its scope)`,
