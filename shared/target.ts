@@ -125,7 +125,13 @@ export function targetSlug(target: Pick<Target, "model" | "quant">): string {
 
 /** The id prefix of a target `ocw run --endpoint URL --model ID` saved (one per URL, model and key variable). */
 export const ADHOC_PREFIX = "adhoc-";
-export const isAdhocTarget = (t: Pick<Target, "id">) => t.id.startsWith(ADHOC_PREFIX);
+/**
+ * A target `ocw run --endpoint` saved: its id is the prefix and 10 hex digits of a hash (engine/commands/target-flags.ts
+ * adhocTarget), on an API endpoint. The prefix alone is not enough: a person may name a target of their own
+ * "adhoc-gpu" in Setup, and `ocw target remove --ad-hoc` removed it with its kept key.
+ */
+export const isAdhocTarget = (t: Pick<Target, "id"> & { serving?: { engine: string } }) =>
+  new RegExp(`^${ADHOC_PREFIX}[0-9a-f]{10}$`).test(t.id) && (t.serving === undefined || t.serving.engine === "api");
 
 /**
  * Which ad-hoc targets `ocw target remove --ad-hoc` removes: those no worker needs any more. A worker needs its target
@@ -133,7 +139,7 @@ export const isAdhocTarget = (t: Pick<Target, "id">) => t.id.startsWith(ADHOC_PR
  * same target) — so only its merge or discard lets the target go. The active target stays too.
  */
 export function adhocUnused(
-  targets: Pick<Target, "id">[],
+  targets: (Pick<Target, "id"> & { serving?: { engine: string } })[],
   active: string | null,
   workers: { id: string; targetId?: string | null; merged?: unknown; discarded?: boolean }[],
 ): { remove: string[]; kept: { id: string; active: boolean; workers: string[] }[] } {

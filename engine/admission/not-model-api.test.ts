@@ -1,7 +1,7 @@
 // `ocw run --endpoint URL` at a web server that is not a model API (a static file server, a web app): it passed the
 // reachability check (any HTTP answer counts) and the worker then failed with "HTTP 405". notModelApi tells them apart.
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { notModelApi } from "./preflight";
 
@@ -54,5 +54,21 @@ describe("notModelApi", () => {
     expect(await notModelApi(noList, null)).toBeNull();
     // no answer at all is the reachability check's to say
     expect(await notModelApi("http://127.0.0.1:1/v1", null, 500)).toBeNull();
+  });
+
+  it("an endpoint's content type is said as printable ASCII only: a Latin-1 byte like U+009B (a terminal's CSI) does not reach the line", async () => {
+    const s = net.createServer((c) =>
+      c.once("data", () => c.end(Buffer.from("HTTP/1.1 404 Not Found\r\nContent-Type: text/\x9b2Jhtml\r\nContent-Length: 2\r\n\r\nno", "latin1"))),
+    );
+    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+    const base = `http://127.0.0.1:${(s.address() as AddressInfo).port}/v1`;
+    try {
+      const said = await notModelApi(base, null);
+      expect(said).toBe(
+        `GET ${base}/models answered HTTP 404 text/?2Jhtml, not a JSON model list; POST ${base}/chat/completions answered HTTP 404 text/?2Jhtml`,
+      );
+    } finally {
+      s.close();
+    }
   });
 });

@@ -68,9 +68,15 @@ async function bodyStart(res: Response, max = 65_536): Promise<string> {
   return Buffer.concat(chunks).toString("utf8").slice(0, max);
 }
 
-/** "HTTP 405", "HTTP 200 text/html": what a probe got, for the refusal. */
+/**
+ * "HTTP 405", "HTTP 200 text/html": what a probe got, for the refusal. The content type is the endpoint's text: only its
+ * printable ASCII is said (a header may carry Latin-1 bytes such as U+009B, a terminal's CSI, into the CLI's line).
+ */
 const answerOf = (res: Response) => {
-  const type = (res.headers.get("content-type") ?? "").split(";")[0]!.trim();
+  const type = (res.headers.get("content-type") ?? "")
+    .split(";")[0]!
+    .replace(/[^\x21-\x7e]/g, "?")
+    .trim();
   return `HTTP ${res.status}${type ? ` ${type.slice(0, 60)}` : ""}`;
 };
 const looksJson = (res: Response, text: string) => /json/i.test(res.headers.get("content-type") ?? "") || /^\s*[[{]/.test(text);

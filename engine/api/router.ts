@@ -104,6 +104,39 @@ async function removeTarget(engine: Engine, id: string) {
   return r;
 }
 
+/**
+ * `ocw target remove --ad-hoc`: the ad-hoc targets no worker needs (adhocUnused), removed one by one, each asked again
+ * just before it goes: a removal waits on its model server stopping, and meanwhile another client may start a worker
+ * on a later one (`ocw run --endpoint` of the same URL and model) or make it active; it was removed under that worker.
+ */
+export async function removeUnusedAdhoc(
+  engine: Pick<Engine, "targets" | "list">,
+  removeOne: (id: string) => Promise<unknown>,
+): Promise<{ removed: string[]; kept: { id: string; active: boolean; workers: string[] }[] }> {
+  const first = engine.targets.list();
+  const { remove, kept } = adhocUnused(first.targets, first.active, engine.list());
+  const removed: string[] = [];
+  for (const id of remove) {
+    const { active, targets } = engine.targets.list();
+    const now = adhocUnused(
+      targets.filter((t) => t.id === id),
+      active,
+      engine.list(),
+    );
+    if (!now.remove.includes(id)) {
+      kept.push(now.kept[0] ?? { id, active: false, workers: [] }); // gone meanwhile, or taken by a worker just started
+      continue;
+    }
+    try {
+      await removeOne(id);
+      removed.push(id);
+    } catch {
+      kept.push({ id, active: false, workers: [] });
+    }
+  }
+  return { removed, kept };
+}
+
 /** Every target's earned ladder grade: packs/<slug>/grade.json. */
 function readGrades(): Grade[] {
   const dir = config().OCW_PACKS_DIR ?? path.join(projectRoot(), "packs");
@@ -508,20 +541,7 @@ export const appRouter = t.router({
      * `ocw target remove --ad-hoc`: the targets `ocw run --endpoint` saved (one per URL, model and key variable) that no
      * worker needs any more (adhocUnused), removed with their kept keys; the rest said with the workers that hold them.
      */
-    removeAdhoc: proc.mutation(async ({ ctx }) => {
-      const { active, targets } = ctx.engine.targets.list();
-      const { remove, kept } = adhocUnused(targets, active, ctx.engine.list());
-      const removed: string[] = [];
-      for (const id of remove) {
-        try {
-          await removeTarget(ctx.engine, id);
-          removed.push(id);
-        } catch {
-          kept.push({ id, active: false, workers: [] }); // gone meanwhile, or taken by a worker just started
-        }
-      }
-      return { removed, kept };
-    }),
+    removeAdhoc: proc.mutation(({ ctx }) => removeUnusedAdhoc(ctx.engine, (id) => removeTarget(ctx.engine, id))),
   }),
   events: proc.input(EventsInput).subscription(({ ctx, input, signal }) => eventStream(ctx.engine, input.lastEventId, signal)),
   shutdown: proc.mutation(({ ctx }) => {

@@ -2,7 +2,7 @@
 // `node scripts/run-tests.js`, `python3 tools/runtests.py`): what the check really runs, as a Makefile is to `make test`.
 // Read conservatively from the command's words: an interpreter followed by a path, or a path to a program, both inside
 // the checkout; a word with an expansion (`$X`, a glob, `~`) is not guessed at.
-import { readFileSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 
 /** A script a check's command names: its path from the repository's root ("/"-separated), and the command that names it. */
@@ -11,26 +11,34 @@ export interface CommandScript {
   command: string;
   /** The shell script that runs or sources this one (its lines named it), when it is not the command's own word. */
   via?: string;
+  /** Sourced (`. FILE`, `source FILE`): it runs inside the shell that sources it, and may end it (`exit 0`). */
+  sourced?: boolean;
 }
 
 /** A shell word as written, or null when it holds an expansion (a variable, a command substitution, a glob, `~`). */
 type Word = string | null;
+/** A simple command's words, with the file its standard input is redirected from (`< FILE`), when one is. */
+type Words = Word[] & { stdin?: string };
 
 /**
  * A shell command line split into simple commands (at `;`, `&`, `|`, newlines and parentheses), each a list of words,
  * with redirections and comments left out. Quotes are taken off; what the shell would expand makes the word null.
  */
-export function simpleCommands(line: string): Word[][] {
-  const out: Word[][] = [];
-  let words: Word[] = [];
+export function simpleCommands(line: string): Words[] {
+  const out: Words[] = [];
+  let words: Words = [];
   let word = "";
   let inWord = false;
   let expands = false;
   let redirect = false;
+  let fromFile = false;
   const endWord = () => {
     if (inWord) {
-      if (redirect) redirect = false;
-      else words.push(expands ? null : word);
+      if (redirect) {
+        if (fromFile && !expands) words.stdin = word;
+        redirect = false;
+        fromFile = false;
+      } else words.push(expands ? null : word);
     }
     word = "";
     inWord = false;
@@ -82,6 +90,8 @@ export function simpleCommands(line: string): Word[][] {
         word = "";
         inWord = false;
       } else endWord();
+      // `< FILE` alone is what the command reads (`bash < scripts/test.sh` runs it); `<<`, `<<<`, `<&`, `<>` are not.
+      fromFile = c === "<" && !["<", "&", ">", "("].includes(line[i + 1] ?? "");
       while (line[i + 1] === ">" || line[i + 1] === "<" || line[i + 1] === "&") i++;
       redirect = true;
     } else if (c === " " || c === "\t") endWord();
@@ -136,8 +146,24 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): string
     else if (WRAPPERS.has(path.posix.basename(w))) {
       const wrapper = path.posix.basename(w);
       i++;
+      // `env -S 'bash scripts/test.sh'` (or `-Sbash …`, `--split-string=…`, after other options): the string is split
+      // into the command, with the words after it.
+      if (wrapper === "env") {
+        let k = i;
+        while (typeof words[k] === "string" && words[k]!.startsWith("-") && !/^(-S|--split-string)/.test(words[k]!)) k++;
+        const flag = words[k];
+        if (typeof flag === "string" && /^(-S|--split-string)/.test(flag)) {
+          const whole = flag === "-S" || flag === "--split-string";
+          const value = whole ? words[k + 1] : flag.replace(/^(-S|--split-string=)/, "");
+          const after = words.slice(k + (whole ? 2 : 1));
+          if (typeof value !== "string" || after.some((x) => x === null)) return [];
+          return recurse([value, ...after].join(" "));
+        }
+      }
       while (typeof next() === "string" && (next()!.startsWith("-") || (wrapper === "env" && /^[A-Za-z_]\w*=/.test(next()!)))) {
-        if (["-n", "-s", "-k", "-u", "-C", "--signal", "--kill-after"].includes(next()!) && wrapper !== "env") i++;
+        const takesValue =
+          wrapper === "env" ? ["-u", "-C", "--unset", "--chdir"] : wrapper === "exec" ? ["-a"] : ["-n", "-s", "-k", "-u", "-C", "--signal", "--kill-after"];
+        if (takesValue.includes(next()!)) i++;
         i++;
       }
       if (wrapper === "timeout" && typeof next() === "string") i++;
@@ -176,10 +202,23 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): string
       const line = words[c + 1];
       return typeof line === "string" ? recurse(line) : [];
     }
-    const script = firstArg(
-      (o) => o === "-o" || o === "-O" || o === "+o",
-      () => false,
-    );
+    // A shell's options: `-o`/`+o`/`-O` and the letters before them (`-euo pipefail`) take the next word; `-s` reads the
+    // script from stdin; `--rcfile FILE` (an interactive shell's) takes one too.
+    let script: string | null = null;
+    for (; i < words.length; i++) {
+      const w = words[i];
+      if (typeof w !== "string" || w === "-") break;
+      if (w === "--") {
+        script = typeof words[i + 1] === "string" ? words[i + 1]! : null;
+        break;
+      }
+      if (!/^[-+]/.test(w)) {
+        script = w;
+        break;
+      }
+      if (/^-[A-Za-z]*s[A-Za-z]*$/.test(w)) break;
+      if (/^[-+][A-Za-z]*[oO]$/.test(w) || w === "--rcfile" || w === "--init-file") i++;
+    }
     if (script) out.push(script);
   } else if (PYTHON.test(name)) {
     const script = firstArg(
@@ -244,17 +283,35 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         read(inner, from, command, depth + 1, inScript);
         return [];
       });
+      // `bash < scripts/test.sh`, `sh -s < run.sh`: a shell given no script reads it from the file on its standard input.
+      const program = programOf(words);
+      if (
+        !files.length &&
+        words.stdin !== undefined &&
+        program &&
+        SHELLS.has(program) &&
+        program !== "." &&
+        program !== "source" &&
+        !words.some((w) => typeof w === "string" && /^-[A-Za-z]*c[A-Za-z]*$/.test(w))
+      )
+        files.push(words.stdin);
       for (const f of files) {
         if (f.startsWith("/") || f.startsWith("~")) continue;
         const file = path.posix.normalize(path.posix.join(from || ".", f));
         if (file === "." || file === ".." || file.startsWith("../")) continue;
         // Inside a script only the shell scripts it runs are followed: its other programs may well be the code under test.
-        const shell = checkout ? shellScript(path.join(checkout, file)) : null;
+        // A file a shell runs or sources (`bash scripts/runner`, `. config/testenv`) is shell text whatever its name.
+        const shell = checkout ? shellScript(path.join(checkout, file), SHELLS.has(program ?? "")) : null;
         if (inScript && shell === null) continue;
         if (!found.has(file)) {
-          found.set(file, inScript ? { file, command, via: inScript } : { file, command });
+          const sourced = program === "." || program === "source" ? { sourced: true } : {};
+          found.set(file, inScript ? { file, command, via: inScript, ...sourced } : { file, command, ...sourced });
+          // A symbolic link (`scripts/test.sh -> ../tools/run.sh`, or a linked folder on the way): the file it leads to
+          // is what runs, reached through the link.
+          const real = checkout ? realInside(checkout, file) : null;
+          if (real && real !== file && !found.has(real)) found.set(real, { file: real, command, via: file });
           // A shell script's own lines, read from the folder it was run from (its relative paths are the caller's).
-          if (shell !== null) read(shell, from, command, depth + 1, file);
+          if (shell !== null) read(withScriptDir(shell, path.posix.relative(from || ".", path.posix.dirname(file)) || "."), from, command, depth + 1, file);
         }
       }
       if (inScript) continue;
@@ -267,6 +324,20 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
   };
   for (const c of commands) read(c, sub, c, 0);
   return [...found.values()];
+}
+
+/** The path from the checkout's root of the file `file` leads to through links, or null when none is there or it is outside. */
+function realInside(checkout: string, file: string): string | null {
+  try {
+    const root = realpathSync(checkout);
+    const rel = path
+      .relative(root, realpathSync(path.join(checkout, file)))
+      .split(path.sep)
+      .join("/");
+    return rel === "" || rel.startsWith("../") || rel === ".." || path.isAbsolute(rel) ? null : rel;
+  } catch {
+    return null;
+  }
 }
 
 /** The package.json scripts (with their pre and post scripts) an `npm test`, `npm run X`, `yarn X` or `pnpm X` runs in `dir`. */
@@ -361,14 +432,51 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
   return { dir, lines };
 }
 
-/** A shell script's text (named `.sh`/`.bash`, or with a shell's `#!` line), or null for any other file or none. */
-function shellScript(file: string): string | null {
+/** `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, `${0%/*}` and the like: the script's own folder. */
+const SELF = String.raw`(?:\$0|\$\{0\}|\$BASH_SOURCE|\$\{BASH_SOURCE(?:\[0\])?\})`;
+const DIRNAME = String.raw`(?:\$\(\s*dirname\s+(?:"${SELF}"|${SELF})\s*\)|\x60\s*dirname\s+(?:"${SELF}"|${SELF})\s*\x60)`;
+const SCRIPT_DIR = new RegExp(
+  String.raw`\$\(\s*cd\s+(?:"${DIRNAME}"|${DIRNAME})\s*(?:&&|;)\s*pwd(?:\s+-[PL])?\s*\)|${DIRNAME}|\$\{(?:0|BASH_SOURCE(?:\[0\])?)%/\*\}`,
+  "g",
+);
+
+/**
+ * A shell script's text with its own folder written out where it names it (`. "$(dirname "$0")/lib.sh"`, or
+ * `DIR=$(cd "$(dirname "$0")" && pwd)` then `. "$DIR/env.sh"`), as `dir` (from the folder it runs in): the commonest
+ * way a harness sources its library, which read as an expansion and was not followed.
+ */
+function withScriptDir(text: string, dir: string): string {
+  if (!/^[\w./-]+$/.test(dir)) return text;
+  let out = text.replace(SCRIPT_DIR, dir);
+  const escaped = dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const names = [
+    ...out.matchAll(new RegExp(String.raw`^[ \t]*(?:export[ \t]+|readonly[ \t]+|local[ \t]+)?([A-Za-z_]\w*)=("?)${escaped}\2[ \t]*(?:#.*)?$`, "gm")),
+  ].map((m) => m[1]!);
+  for (const name of new Set(names)) out = out.replace(new RegExp(String.raw`\$(?:\{${name}\}|${name}(?!\w))`, "g"), dir);
+  return out;
+}
+
+/** A simple command's program: its first word after assignments and wrappers (their options and a timeout's duration). */
+function programOf(words: Word[]): string | null {
+  for (const w of words) {
+    if (typeof w !== "string") return null;
+    if (/^[A-Za-z_]\w*=/.test(w) || w.startsWith("-") || /^\d+(\.\d+)?[smhd]?$/.test(w) || WRAPPERS.has(path.posix.basename(w))) continue;
+    return path.posix.basename(w).toLowerCase();
+  }
+  return null;
+}
+
+/**
+ * A shell script's text (named `.sh`/`.bash`, with a shell's `#!` line, or `byShell`: a shell runs or sources it), or
+ * null for any other file or none.
+ */
+function shellScript(file: string, byShell = false): string | null {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
   } catch {
     return null;
   }
-  if (/\.(sh|bash)$/i.test(file) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
+  if (byShell || /\.(sh|bash)$/i.test(file) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
   return null;
 }

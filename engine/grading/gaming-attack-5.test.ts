@@ -2,7 +2,7 @@
 // engine's grade() on real git and a real runner (node --test, bash, python3), shows the trick works on the check (it
 // passed on a failing test), and that the verdict says so: a caveat naming the file, or a check-configuration
 // violation. Before the fixes each case here but the controls was built with no word of it.
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -10,7 +10,7 @@ import type { CheckSpec } from "../../shared/check";
 import { gradedIn } from "../../test/fixtures/graded";
 import { jsImportCandidates, jsRelativeImports } from "./checks";
 import { commandScripts } from "./command-scripts";
-import { runnerConfigReason } from "./runner-config";
+import { harnessScripts, runnerConfigReason } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-5-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -320,6 +320,25 @@ describe("a worker that rewrites the script a check's command runs", () => {
     expect(files("npx tsx scripts/a.ts")).toEqual(["scripts/a.ts"]);
     expect(files("bash run.sh", "app")).toEqual(["app/run.sh"]);
     expect(files("bash ../run.sh", "app")).toEqual(["run.sh"]);
+    // a shell's options, as check commands write them: the script is the word after them
+    for (const run of [
+      "bash -euo pipefail scripts/test.sh",
+      "bash -eo pipefail scripts/test.sh",
+      "bash +o posix scripts/test.sh",
+      "bash -O extglob scripts/test.sh",
+      "bash --rcfile x scripts/test.sh",
+      "env -u FOO bash scripts/test.sh",
+      "env -C . bash scripts/test.sh",
+      "exec -a x bash scripts/test.sh",
+      "bash -x -- scripts/test.sh",
+    ])
+      expect(files(run), run).toEqual(["scripts/test.sh"]);
+    expect(files("bash -s scripts/test.sh")).toEqual([]); // -s: the script is read from stdin, the word is its argument
+    // a shell given its script on standard input
+    for (const run of ["bash < scripts/test.sh", "sh -s < scripts/test.sh", "cd scripts && bash -e <test.sh", "env X=1 bash 0< scripts/test.sh"])
+      expect(files(run), run).toEqual(["scripts/test.sh"]);
+    for (const run of ["bash -c 'true' < scripts/test.sh", "bash <<< 'x'", "bash << EOF", "python3 < scripts/test.sh", "bash < $F", "bash run.sh < in.txt"])
+      expect(files(run), run).toEqual(run === "bash run.sh < in.txt" ? ["run.sh"] : []);
     // Not a file of the checkout, or not one that can be told from the words.
     for (const run of [
       "python3 -m pytest -q tests",
@@ -464,4 +483,113 @@ describe("a worker's TestMain beside held-back Go tests", () => {
     );
     expect(plain.scope.checkConfig).toBeUndefined();
   }, 120_000);
+});
+
+describe("a file a test harness runs or sources, however it is named or written", () => {
+  // `. config/testenv` (no .sh, no #! line: a sourced file needs neither), `bash scripts/runner`, and a harness that
+  // sources an optional file the base lacks (`[ -f tests/local.sh ] && . tests/local.sh`): the worker's `exit 0` there
+  // passed the check, and none of them counted as check configuration.
+  const tmp5 = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-5b-"));
+  afterAll(() => rmSync(tmp5, { recursive: true, force: true }));
+  const graded5 = gradedIn(tmp5);
+  const SH = "python3 -c 'import calc, sys; sys.exit(0 if calc.add(2, 3) == 5 else 1)'\n";
+  const BASE = { "calc.py": "def add(a, b):\n    return a - b\n" };
+  const violation = (file: string) =>
+    expect.stringMatching(new RegExp(`^check configuration changed: ${file.replaceAll(".", "\\.")} — a script a check's command runs`));
+
+  it("a sourced file without .sh or #!, and a shell's script without them: found", () => {
+    const dir = mkdtempSync(path.join(tmp5, "s-"));
+    const files: Record<string, string> = {
+      "tests/run.sh": "#!/bin/sh\n. config/testenv\nbash scripts/runner\n",
+      "config/testenv": "export X=1\n",
+      "scripts/runner": "true\n",
+      "scripts/test.sh": "true\n",
+    };
+    for (const [f, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+      writeFileSync(path.join(dir, f), text);
+    }
+    expect(commandScripts(["sh tests/run.sh"], "", dir).map((s) => s.file)).toEqual(["tests/run.sh", "config/testenv", "scripts/runner"]);
+    expect(commandScripts(["env -S 'bash scripts/test.sh'"], "", dir).map((s) => s.file)).toEqual(["scripts/test.sh"]);
+    expect(commandScripts(["env -i -Sbash scripts/test.sh"], "", dir).map((s) => s.file)).toEqual(["scripts/test.sh"]);
+    // a program the harness runs that no shell runs is still not followed (it may be the code under test)
+    writeFileSync(path.join(dir, "tests/run.sh"), "#!/bin/sh\npython3 config/testenv\n");
+    expect(commandScripts(["sh tests/run.sh"], "", dir).map((s) => s.file)).toEqual(["tests/run.sh"]);
+  });
+
+  it('a harness that sources its library by its own folder ($(dirname "$0"), $DIR from cd …&& pwd, ${BASH_SOURCE%/*}): found', () => {
+    const lines = [
+      '. "$(dirname "$0")/lib.sh"',
+      "source $(dirname $0)/lib.sh",
+      ". `dirname $0`/lib.sh",
+      'DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)\n. "$DIR/lib.sh"',
+      'HERE="${BASH_SOURCE%/*}"\nsource ${HERE}/lib.sh',
+      'D=$(cd "$(dirname "$0")"; pwd -P)\nbash "$D"/lib.sh',
+    ];
+    for (const line of lines) {
+      const dir = mkdtempSync(path.join(tmp5, "d-"));
+      mkdirSync(path.join(dir, "scripts"));
+      writeFileSync(path.join(dir, "scripts/test.sh"), `#!/bin/sh\n${line}\n`);
+      writeFileSync(path.join(dir, "scripts/lib.sh"), "true\n");
+      for (const run of ["bash scripts/test.sh", "cd scripts && bash ./test.sh"])
+        expect(
+          commandScripts([run], "", dir).map((s) => s.file),
+          `${line} / ${run}`,
+        ).toEqual(["scripts/test.sh", "scripts/lib.sh"]);
+    }
+  });
+
+  it("a harness that is a link (scripts/test.sh -> ../tools/runner.sh, or a linked folder): the file it leads to is a harness too", () => {
+    const dir = mkdtempSync(path.join(tmp5, "l-"));
+    mkdirSync(path.join(dir, "tools"));
+    mkdirSync(path.join(dir, "scripts"));
+    writeFileSync(path.join(dir, "tools/runner.sh"), SH);
+    symlinkSync("../tools/runner.sh", path.join(dir, "scripts/test.sh"));
+    symlinkSync("tools", path.join(dir, "ci"));
+    expect(harnessScripts(["bash scripts/test.sh"], "", dir).map((s) => s.file)).toEqual(["scripts/test.sh", "tools/runner.sh"]);
+    expect(harnessScripts(["bash ci/runner.sh"], "", dir).map((s) => s.file)).toEqual(["ci/runner.sh", "tools/runner.sh"]);
+    // a link out of the checkout leads to no file of the worker's
+    symlinkSync("/bin/sh", path.join(dir, "scripts/check.sh"));
+    expect(harnessScripts(["bash scripts/check.sh"], "", dir).map((s) => s.file)).toEqual(["scripts/check.sh"]);
+  });
+
+  it("the worker's exit 0 in a file the harness sources (extensionless, or new where the harness sources it if present): a violation", async () => {
+    const base = { ...BASE, "tests/run.sh": `#!/bin/sh\n. config/testenv\n[ -f tests/local.sh ] && . tests/local.sh\n${SH}`, "config/testenv": "export X=1\n" };
+    const check: CheckSpec[] = [{ run: "sh tests/run.sh" }];
+    const sourced = await graded5(base, (ws) => writeFileSync(path.join(ws, "config", "testenv"), "exit 0\n"), check);
+    expect(sourced.checks[0]).toMatchObject({ passed: true });
+    expect(sourced.scope.checkConfig).toEqual([violation("config/testenv")]);
+    const added = await graded5(base, (ws) => writeFileSync(path.join(ws, "tests", "local.sh"), "exit 0\n"), check);
+    expect(added.checks[0]).toMatchObject({ passed: true });
+    expect(added.scope.checkConfig).toEqual([violation("tests/local.sh")]);
+    // control: a new file the harness runs as a program of its own (not sourced) may be what the task asks for
+    const runs = { ...BASE, "tests/run.sh": `#!/bin/sh\n[ -f tools/gen.sh ] && bash tools/gen.sh\n${SH}` };
+    const own = await graded5(
+      runs,
+      (ws) => {
+        mkdirSync(path.join(ws, "tools"), { recursive: true });
+        writeFileSync(path.join(ws, "tools", "gen.sh"), "echo generated\n");
+        writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n");
+      },
+      check,
+    );
+    expect(own.checks[0]).toMatchObject({ passed: true });
+    expect(own.scope.checkConfig ?? []).toEqual([]);
+  }, 120_000);
+});
+
+it("a project kept in a folder that reads like a harness (packages/spec-parser, tests/fixtures/app): its code under test is no harness; its own scripts/test.sh is", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-5c-"));
+  try {
+    for (const sub of ["packages/spec-parser", "tests/fixtures/app", "CI/tool"]) {
+      for (const [f, text] of Object.entries({ "calc.py": "print(5)\n", "scripts/test.sh": "python3 calc.py\n" })) {
+        mkdirSync(path.dirname(path.join(dir, sub, f)), { recursive: true });
+        writeFileSync(path.join(dir, sub, f), text);
+      }
+      expect(harnessScripts(["python3 calc.py 2 3"], sub, dir), sub).toEqual([]);
+      expect(harnessScripts(["bash scripts/test.sh"], sub, dir).map((s) => s.file)).toEqual([`${sub}/scripts/test.sh`]);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -500,22 +500,25 @@ export function runnerPart(file: string, text: string | null): string {
  * very file the task asks to fix: a refusal there failed honest workers, so it is said with the verdict instead
  * (checkScriptCaveats).
  */
-function looksLikeHarness(file: string): boolean {
-  return /(^|[/._-])(tests?|checks?|specs?|verify|runtests|ci)([/._-]|$)/i.test(file);
+function looksLikeHarness(file: string, sub: string): boolean {
+  // Read from the checks' folder down: the folders above it (a project kept under tests/fixtures/app, or
+  // packages/spec-parser) say nothing of the scripts in it, and made the code under test read as a harness.
+  const rel = sub && foldPath(file).startsWith(`${foldPath(sub)}/`) ? file.slice(sub.length + 1) : file;
+  return /(^|[/._-])(tests?|checks?|specs?|verify|runtests|ci)([/._-]|$)/i.test(rel);
 }
 
 /** The scripts the checks' commands run that are test harnesses (isHarness): guarded while the checks run (grade.ts). */
 export function harnessScripts(commands: string[], sub: string, checkout: string): CommandScript[] {
   const scripts = commandScripts(commands, sub, checkout);
   const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
-  return scripts.filter((s) => isHarness(s, all));
+  return scripts.filter((s) => isHarness(s, all, sub));
 }
 
 /** A script that reads as a test harness, or one such a harness runs or sources (its library: `. scripts/env.sh`). */
-function isHarness(script: CommandScript, all: Map<string, CommandScript>): boolean {
+function isHarness(script: CommandScript, all: Map<string, CommandScript>, sub: string): boolean {
   const seen = new Set<string>();
   for (let at: CommandScript | undefined = script; at && !seen.has(at.file); at = at.via ? all.get(foldPath(at.via)) : undefined) {
-    if (looksLikeHarness(at.file)) return true;
+    if (looksLikeHarness(at.file, sub)) return true;
     seen.add(at.file);
   }
   return false;
@@ -541,7 +544,7 @@ export async function checkScriptCaveats(opts: {
   const scripts = commandScripts(opts.commands, opts.sub, opts.checkout);
   const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
   for (const s of scripts) {
-    if (isHarness(s, all) || !changed.has(foldPath(s.file))) continue;
+    if (isHarness(s, all, opts.sub) || !changed.has(foldPath(s.file))) continue;
     const rel = opts.sub ? (s.file.startsWith(opts.sub + "/") ? s.file.slice(opts.sub.length + 1) : `../${s.file}`) : s.file;
     if (named.has(rel) || (await baseText(opts.repo, opts.baseCommit, s.file)) === null) continue;
     const cmd = s.command.length > 80 ? `${s.command.slice(0, 80)}…` : s.command;
@@ -789,7 +792,16 @@ export async function runnerConfigChanges(opts: {
     // task asked of it (the check could not pass on the base).
     const script = scripts.get(foldPath(file));
     const runBy = script?.command;
-    if (script && runBy !== undefined && isHarness(script, scripts) && (await baseText(opts.repo, opts.baseCommit, file)) !== null) {
+    // A file a base harness sources (`[ -f tests/env.sh ] && . tests/env.sh`) is the harness's even when the worker
+    // writes it new: it runs inside the harness, and its `exit 0` there passed the check. (One a harness runs as a
+    // program of its own that the worker writes new may be what the task asks for.)
+    if (
+      script &&
+      runBy !== undefined &&
+      isHarness(script, scripts, opts.sub) &&
+      ((await baseText(opts.repo, opts.baseCommit, file)) !== null ||
+        (script.via !== undefined && script.sourced === true && (await baseText(opts.repo, opts.baseCommit, script.via)) !== null))
+    ) {
       out.push(
         `check configuration changed: ${file} — a script a check's command runs (\`${runBy.length > 80 ? `${runBy.slice(0, 80)}…` : runBy}\`): what the check really runs, as a Makefile is to \`make\` (a task that must change it names it in its scope)`,
       );
