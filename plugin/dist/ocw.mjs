@@ -1202,7 +1202,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path75 = __require("node:path");
+    var path76 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2215,9 +2215,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path75.resolve(baseDir, baseName);
+          const localBin = path76.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path75.extname(baseName))) return void 0;
+          if (sourceExt.includes(path76.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2235,17 +2235,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path75.resolve(
-            path75.dirname(resolvedScriptPath),
+          executableDir = path76.resolve(
+            path76.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path75.basename(
+            const legacyName = path76.basename(
               this._scriptPath,
-              path75.extname(this._scriptPath)
+              path76.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2256,7 +2256,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path75.extname(executableFile));
+        launchWithNode = sourceExt.includes(path76.extname(executableFile));
         let proc3;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3171,7 +3171,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path75.basename(filename, path75.extname(filename));
+        this._name = path76.basename(filename, path76.extname(filename));
         return this;
       }
       /**
@@ -3185,9 +3185,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path76) {
-        if (path76 === void 0) return this._executableDir;
-        this._executableDir = path76;
+      executableDir(path77) {
+        if (path77 === void 0) return this._executableDir;
+        this._executableDir = path77;
         return this;
       }
       /**
@@ -6694,8 +6694,8 @@ var require_utils = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path75) {
-      let input2 = path75;
+    function removeDotSegments(path76) {
+      let input2 = path76;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -6769,11 +6769,11 @@ var require_utils = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path75) {
-      if (path75 === "" || path75[0] === "/") {
-        return removeDotSegments(path75);
+    function removeDotSegmentsRelative(path76) {
+      if (path76 === "" || path76[0] === "/") {
+        return removeDotSegments(path76);
       }
-      const segments = path75.split("/");
+      const segments = path76.split("/");
       const last2 = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -7136,8 +7136,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path75 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path75 && path75 !== "/" ? path75 : void 0;
+        const path76 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path76 && path76 !== "/" ? path76 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -10693,7 +10693,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path75, options) {
+    function checkPathExt(path76, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -10704,25 +10704,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path75.substr(-p.length).toLowerCase() === p) {
+        if (p && path76.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path75, options) {
+    function checkStat(stat, path76, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path75, options);
+      return checkPathExt(path76, options);
     }
-    function isexe(path75, options, cb) {
-      fs.stat(path75, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path75, options));
+    function isexe(path76, options, cb) {
+      fs.stat(path76, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path76, options));
       });
     }
-    function sync(path75, options) {
-      return checkStat(fs.statSync(path75), path75, options);
+    function sync(path76, options) {
+      return checkStat(fs.statSync(path76), path76, options);
     }
   }
 });
@@ -10733,13 +10733,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path75, options, cb) {
-      fs.stat(path75, function(er, stat) {
+    function isexe(path76, options, cb) {
+      fs.stat(path76, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path75, options) {
-      return checkStat(fs.statSync(path75), options);
+    function sync(path76, options) {
+      return checkStat(fs.statSync(path76), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -10772,7 +10772,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path75, options, cb) {
+    function isexe(path76, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -10782,7 +10782,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path75, options || {}, function(er, is) {
+          isexe(path76, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -10791,7 +10791,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path75, options || {}, function(er, is) {
+      core(path76, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -10801,9 +10801,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path75, options) {
+    function sync(path76, options) {
       try {
-        return core.sync(path75, options || {});
+        return core.sync(path76, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -10819,7 +10819,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path75 = __require("path");
+    var path76 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -10857,7 +10857,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path75.join(pathPart, cmd);
+        const pCmd = path76.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -10884,7 +10884,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path75.join(pathPart, cmd);
+        const pCmd = path76.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -10932,7 +10932,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path75 = __require("path");
+    var path76 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -10954,7 +10954,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path75.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path76.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -10963,7 +10963,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path75.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path76.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -11050,8 +11050,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path75, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path75.split("/").pop();
+      const [path76, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path76.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -11092,7 +11092,7 @@ var require_readShebang = __commonJS({
 var require_parse = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path75 = __require("path");
+    var path76 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -11126,9 +11126,9 @@ var require_parse = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path75.normalize(parsed.command);
+        parsed.command = path76.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path75.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path76.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -11355,7 +11355,7 @@ var require_util2 = __commonJS({
     "use strict";
     var os11 = __require("os");
     var fs = __require("fs");
-    var path75 = __require("path");
+    var path76 = __require("path");
     var spawn10 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -12046,10 +12046,10 @@ var require_util2 = __commonJS({
           const r = Math.random() * 61.99999999 + 1;
           const rs = parseInt(Math.floor(r).toString(), 10);
           const rs2 = parseInt(r.toString().split(".")[0], 10);
-          const q2 = Math.random() * 61.99999999 + 1;
-          const qs = parseInt(Math.floor(q2).toString(), 10);
-          const qs2 = parseInt(q2.toString().split(".")[0], 10);
-          notPolluted = notPolluted && r !== q2;
+          const q3 = Math.random() * 61.99999999 + 1;
+          const qs = parseInt(Math.floor(q3).toString(), 10);
+          const qs2 = parseInt(q3.toString().split(".")[0], 10);
+          notPolluted = notPolluted && r !== q3;
           notPolluted = notPolluted && rs === rs2 && qs === qs2;
           st += s[rs - 1];
         }
@@ -12109,14 +12109,14 @@ var require_util2 = __commonJS({
       return ("00000000" + parseInt(hex4, 16).toString(2)).substr(-8);
     }
     function getFilesInPath(source) {
-      const lstatSync8 = fs.lstatSync;
+      const lstatSync9 = fs.lstatSync;
       const readdirSync15 = fs.readdirSync;
-      const join = path75.join;
+      const join = path76.join;
       function isDirectory(source2) {
-        return lstatSync8(source2).isDirectory();
+        return lstatSync9(source2).isDirectory();
       }
       function isFile(source2) {
-        return lstatSync8(source2).isFile();
+        return lstatSync9(source2).isFile();
       }
       function getDirectories(source2) {
         return readdirSync15(source2).map((name) => {
@@ -14847,7 +14847,7 @@ var require_network = __commonJS({
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync7 = __require("child_process").execFileSync;
-    var readFileSync27 = __require("fs").readFileSync;
+    var readFileSync28 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util2();
     var _platform = process.platform;
@@ -15337,7 +15337,7 @@ var require_network = __commonJS({
         return result2;
       }
       try {
-        const content = readFileSync27(file3, { encoding: "utf8" });
+        const content = readFileSync28(file3, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -20864,7 +20864,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path75 = __require("path");
+    var path76 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync7 = __require("child_process").execFileSync;
@@ -21244,13 +21244,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path75.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path76.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path75.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path76.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path75.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path76.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -24525,7 +24525,7 @@ var require_processes = __commonJS({
     "use strict";
     var os11 = __require("os");
     var fs = __require("fs");
-    var path75 = __require("path");
+    var path76 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util2();
@@ -25153,7 +25153,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path75.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path76.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -26424,7 +26424,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path75, callback) {
+    function fetchJson(path76, callback) {
       let done = false;
       const finish2 = (result2) => {
         if (!done) {
@@ -26440,7 +26440,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path75} HTTP/1.0\r
+          socket.write(`GET ${path76} HTTP/1.0\r
 \r
 `);
         });
@@ -29210,7 +29210,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path75 = __require("path");
+    var path76 = __require("path");
     var util2 = require_util2();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -29343,7 +29343,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path75.basename(element);
+              const filename = path76.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -30123,8 +30123,8 @@ var require_utils2 = __commonJS({
       }
       return output;
     };
-    exports.basename = (path75, { windows: windows2 } = {}) => {
-      const segs = path75.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path76, { windows: windows2 } = {}) => {
+      const segs = path76.split(windows2 ? /[\\/]/ : "/");
       const last2 = segs[segs.length - 1];
       if (last2 === "") {
         return segs[segs.length - 2];
@@ -32349,10 +32349,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path75) {
-  if (!path75)
+function getElementAtPath(obj2, path76) {
+  if (!path76)
     return obj2;
-  return path75.reduce((acc, key) => acc?.[key], obj2);
+  return path76.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -32713,11 +32713,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path75, issues) {
+function prefixIssues(path76, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path75);
+    iss.path.unshift(path76);
     return iss;
   });
 }
@@ -32879,7 +32879,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result2 = { errors: [] };
-  const processError = (error47, path75 = []) => {
+  const processError = (error47, path76 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -32889,7 +32889,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path75, ...issue2.path];
+        const fullpath = [...path76, ...issue2.path];
         if (fullpath.length === 0) {
           result2.errors.push(mapper(issue2));
           continue;
@@ -32921,8 +32921,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path75 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path75) {
+  const path76 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path76) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -46020,28 +46020,28 @@ var noop = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path75, memo2) {
+function createInnerProxy(callback, path76, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path75.join(".");
+  const cacheKey = path76.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path75, key], memo2);
+      return createInnerProxy(callback, [...path76, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path75[path75.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path75.slice(0, -1).join(".")})`;
+      const lastOfPath = path76[path76.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path76.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path75
+        path: path76
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path75.slice(0, -1)
+        path: path76.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path75.slice(0, -1)
+        path: path76.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -46184,12 +46184,12 @@ function _objectSpread22(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path75, error: error46, config: config3 } = opts;
+  const { path: path76, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path75,
+    path: path76,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread22(_objectSpread22({}, opts), {}, { shape }));
@@ -46359,13 +46359,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path75 = []) {
+    function step(from, path76 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path75, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path76, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path75, key].join(".")] = createLazyLoader({
-            path: path75,
+          lazy3[[...path76, key].join(".")] = createLazyLoader({
+            path: path76,
             ref: item,
             key,
             aggregate
@@ -46373,14 +46373,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path75, key]);
+          aggregate[key] = step(getRouterInput(item), [...path76, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path75, key]);
+          aggregate[key] = step(item, [...path76, key]);
           continue;
         }
-        const newPath = [...path75, key].join(".");
+        const newPath = [...path76, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -46404,14 +46404,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path75) {
+async function getProcedureAtPath(router, path76) {
   const { _def } = router;
-  let procedure = _def.procedures[path75];
+  let procedure = _def.procedures[path76];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path75 === key2 || path75.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path76 === key2 || path76.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path75];
+    procedure = _def.procedures[path76];
   }
   return procedure;
 }
@@ -46420,15 +46420,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path75, args } = innerOpts;
-        const fullPath = path75.join(".");
-        if (path75.length === 1 && path75[0] === "_def") return _def;
+        const { path: path76, args } = innerOpts;
+        const fullPath = path76.join(".");
+        if (path76.length === 1 && path76[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path75}"`
+            message: `No procedure found on path "${path76}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -46488,13 +46488,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path75, separator) {
-  if (separator === ".") return path75;
-  return path75.split(".").join(separator);
+function procedurePathToURLPath(path76, separator) {
+  if (separator === ".") return path76;
+  return path76.split(".").join(separator);
 }
-function urlPathToProcedurePath(path75, separator) {
-  if (separator === ".") return path75;
-  return path75.split(separator).join(".");
+function urlPathToProcedurePath(path76, separator) {
+  if (separator === ".") return path76;
+  return path76.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -46753,11 +46753,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path75, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path75);
+    const calls = await Promise.all(paths.map(async (path76, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path76);
       return {
         batchIndex: index,
-        path: path75,
+        path: path76,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -47408,9 +47408,9 @@ function isPromise(value) {
   return (isObject2(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path75) {
-    super("Max depth reached at path: " + path75.join("."));
-    this.path = path75;
+  constructor(path76) {
+    super("Max depth reached at path: " + path76.join("."));
+    this.path = path76;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -47428,16 +47428,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path75) {
+    function encodePromise(promise2, path76) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path75);
+          const error46 = checkMaxDepth(path76);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path75
+                path: path76
               });
             });
             promise2 = Promise.reject(error46);
@@ -47447,20 +47447,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path75)
+              encode3(next, path76)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path75
+              path: path76
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path75
+                path: path76
               })
             ];
           }
@@ -47470,12 +47470,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path75) {
+    function encodeAsyncIterable(iterable2, path76) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path75);
+            const error46 = checkMaxDepth(path76);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -47485,28 +47485,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path75)
+                    encode3(next.value, path76)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path75)
+                  encode3(next.value, path76)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path75
+                path: path76
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path75
+                  path: path76
                 })
               ];
             }
@@ -47521,27 +47521,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path75) {
-      if (opts.maxDepth && path75.length > opts.maxDepth) return new MaxDepthError(path75);
+    function checkMaxDepth(path76) {
+      if (opts.maxDepth && path76.length > opts.maxDepth) return new MaxDepthError(path76);
       return null;
     }
-    function encodeAsync3(value, path75) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path75)];
+    function encodeAsync3(value, path76) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path76)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path75.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path75)];
+        if (opts.maxDepth && path76.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path76)];
       }
       return null;
     }
-    function encode3(value, path75) {
+    function encode3(value, path76) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path75);
+      const reg = encodeAsync3(value, path76);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject2(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path75, key]);
+        const transformed = encodeAsync3(item, [...path76, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -47855,13 +47855,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path75) {
+function decodePath(path76) {
   try {
-    return decodeURIComponent(path75);
+    return decodeURIComponent(path76);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path75}"`,
+      message: `Invalid URL-encoding in path "${path76}"`,
       cause
     });
   }
@@ -48130,11 +48130,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call === null || call === void 0 ? void 0 : call.result();
-              const path75 = call === null || call === void 0 ? void 0 : call.path;
+              const path76 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path75,
+                path: path76,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -48145,7 +48145,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path75,
+                path: path76,
                 type
               });
             }
@@ -48261,14 +48261,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call === null || call === void 0 ? void 0 : call.result();
-          const path75 = call === null || call === void 0 ? void 0 : call.path;
+          const path76 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path75,
+            path: path76,
             type
           });
         }
@@ -48984,7 +48984,7 @@ function httpLink(opts) {
     return (operationOpts) => {
       const { op } = operationOpts;
       return observable((observer) => {
-        const { path: path75, input: input2, type } = op;
+        const { path: path76, input: input2, type } = op;
         if (type === "subscription") throw new Error("Subscriptions are unsupported by `httpLink` - use `httpSubscriptionLink` or `wsLink`");
         const ac = new AbortController();
         const { signal, cleanup } = raceAbortSignalsWithCleanup(op.signal, ac.signal);
@@ -48992,7 +48992,7 @@ function httpLink(opts) {
         try {
           request = universalRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path75,
+            path: path76,
             input: input2,
             signal,
             headers() {
@@ -49150,21 +49150,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path75 = batchOps.map((op) => op.path).join(",");
+          const path76 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path75,
+            path: path76,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path75 = batchOps.map((op) => op.path).join(",");
+          const path76 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
-            path: path75,
+            path: path76,
             inputs,
             type,
             headers() {
@@ -49410,30 +49410,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path75, input2, opts) {
+  query(path76, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path75,
+      path: path76,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path75, input2, opts) {
+  mutation(path76, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path75,
+      path: path76,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path75, input2, opts = {}) {
+  subscription(path76, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path75,
+      path: path76,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -49498,8 +49498,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path75, args }) => {
-    const pathCopy = [...path75];
+  const proxy = createRecursiveProxy(({ path: path76, args }) => {
+    const pathCopy = [...path76];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -49574,7 +49574,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path75, input: input2 } = op;
+        const { type, path: path76, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -49584,7 +49584,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path75,
+            path: path76,
             pathSeparator,
             type,
             signal: null
@@ -49693,6 +49693,66 @@ function httpSubscriptionLink(opts) {
           observer.complete();
           ac.abort();
           connectionSub.unsubscribe();
+        };
+      });
+    };
+  };
+}
+function retryLink(opts) {
+  return () => {
+    return (callOpts) => {
+      return observable((observer) => {
+        let next$;
+        let currentAttempt = 0;
+        let disposed = false;
+        let callNextTimeout = void 0;
+        let lastEventId = void 0;
+        attempt(1);
+        function opWithLastEventId() {
+          const op = callOpts.op;
+          if (!lastEventId) return op;
+          return _objectSpread2(_objectSpread2({}, op), {}, { input: inputWithTrackedEventId(op.input, lastEventId) });
+        }
+        function attempt(attempts) {
+          if (disposed) return;
+          currentAttempt = attempts;
+          const op = opWithLastEventId();
+          const subscription = callOpts.next(op).subscribe({
+            error(error46) {
+              var _opts$retryDelayMs, _opts$retryDelayMs2;
+              const shouldRetry = opts.retry({
+                op,
+                attempts,
+                error: error46
+              });
+              if (disposed) return;
+              if (!shouldRetry) {
+                observer.error(error46);
+                return;
+              }
+              const delayMs = (_opts$retryDelayMs = (_opts$retryDelayMs2 = opts.retryDelayMs) === null || _opts$retryDelayMs2 === void 0 ? void 0 : _opts$retryDelayMs2.call(opts, attempts)) !== null && _opts$retryDelayMs !== void 0 ? _opts$retryDelayMs : 0;
+              if (disposed) return;
+              if (delayMs <= 0) {
+                attempt(attempts + 1);
+                return;
+              }
+              callNextTimeout = setTimeout(() => attempt(attempts + 1), delayMs);
+            },
+            next(envelope) {
+              if ((!envelope.result.type || envelope.result.type === "data") && envelope.result.id) lastEventId = envelope.result.id;
+              observer.next(envelope);
+            },
+            complete() {
+              observer.complete();
+            }
+          });
+          if (disposed) subscription.unsubscribe();
+          else if (currentAttempt === attempts) next$ = subscription;
+        }
+        return () => {
+          disposed = true;
+          next$.unsubscribe();
+          clearTimeout(callNextTimeout);
         };
       });
     };
@@ -50256,9 +50316,9 @@ var SUBSCRIPTION_URL_MAX = 4e3;
 function longInputAsPost(fetch2) {
   return (input2, init) => {
     const url2 = String(input2);
-    const q2 = url2.indexOf("?");
-    if (url2.length <= SUBSCRIPTION_URL_MAX || q2 < 0) return fetch2(input2, init);
-    const params = url2.slice(q2 + 1).split("&");
+    const q3 = url2.indexOf("?");
+    if (url2.length <= SUBSCRIPTION_URL_MAX || q3 < 0) return fetch2(input2, init);
+    const params = url2.slice(q3 + 1).split("&");
     const at = params.findIndex((p) => p.startsWith("input="));
     if (at < 0) return fetch2(input2, init);
     let body;
@@ -50270,7 +50330,7 @@ function longInputAsPost(fetch2) {
     params.splice(at, 1);
     const headers = new g.Headers(init?.headers);
     headers.set("content-type", "application/json");
-    return fetch2(url2.slice(0, q2) + (params.length ? `?${params.join("&")}` : ""), { ...init, method: "POST", headers, body });
+    return fetch2(url2.slice(0, q3) + (params.length ? `?${params.join("&")}` : ""), { ...init, method: "POST", headers, body });
   };
 }
 var LONG_QUERIES = /* @__PURE__ */ new Set(["workers.wait"]);
@@ -50291,7 +50351,10 @@ function createEngineClient(address, client2) {
       false: httpBatchLink({ url: url2, headers, maxItems: 10, methodOverride: "POST", fetch: noCookies })
     })
   });
-  return createTRPCClient({ links: [link3] });
+  const resendUnanswered = retryLink({
+    retry: ({ op, error: error46, attempts }) => op.type === "query" && attempts < 2 && error46.data === void 0 && error46.shape === void 0
+  });
+  return createTRPCClient({ links: [resendUnanswered, link3] });
 }
 
 // engine/api/client.ts
@@ -50603,6 +50666,18 @@ var isPool = (target) => target.serving.endpoints.length > 1;
 function targetSlug(target) {
   const raw2 = [target.model, target.quant].filter(Boolean).join("-");
   return raw2.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "target";
+}
+var ADHOC_PREFIX = "adhoc-";
+var isAdhocTarget = (t2) => new RegExp(`^${ADHOC_PREFIX}[0-9a-f]{10}$`).test(t2.id) && (t2.serving === void 0 || t2.serving.engine === "api");
+function adhocUnused(targets, active, workers) {
+  const remove = [];
+  const kept = [];
+  for (const t2 of targets.filter(isAdhocTarget)) {
+    const users = workers.filter((w) => w.targetId === t2.id && !w.merged && !w.discarded).map((w) => w.id);
+    if (users.length || t2.id === active) kept.push({ id: t2.id, active: t2.id === active, workers: users });
+    else remove.push(t2.id);
+  }
+  return { remove, kept };
 }
 
 // shared/remote-url.ts
@@ -51444,9 +51519,16 @@ async function ensureEngine(stateDir2, opts = {}) {
   const existing = readLock(stateDir2);
   if (existing && await healthy(existing)) return existing;
   const supervisor = supervisorOf(lastLock(stateDir2));
-  if (currentOwner(stateDir2) || !existing && supervisor && alive(supervisor)) {
-    const lock2 = await waitForEngine(stateDir2, Math.min(timeoutMs, 1e4));
+  const restarting = () => !existing && supervisor !== null && alive(supervisor);
+  if (currentOwner(stateDir2) || restarting()) {
+    const t0 = Date.now();
+    const lock2 = await waitForEngine(stateDir2, timeoutMs, () => !currentOwner(stateDir2) && !(restarting() && Date.now() - t0 < 1e4));
     if (lock2) return lock2;
+    const owner = currentOwner(stateDir2);
+    if (owner)
+      throw new Error(
+        `the engine (pid ${owner.pid}) holds ${stateDir2} but did not answer within ${timeoutMs / 1e3}s: stop it (\`ocw stop\`, or kill ${owner.pid}) and try again`
+      );
   }
   const command = opts.command ?? selfCommand();
   if (!existsSync2(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
@@ -51484,11 +51566,12 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
     if (spawned) rmSync3(marker, { force: true });
   }
 }
-async function waitForEngine(stateDir2, timeoutMs) {
+async function waitForEngine(stateDir2, timeoutMs, giveUp = () => false) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const lock2 = readLock(stateDir2);
     if (lock2 && await healthy(lock2)) return lock2;
+    if (giveUp()) return null;
     await new Promise((r) => setTimeout(r, 50));
   }
   return null;
@@ -51625,8 +51708,8 @@ async function runDeployK8s(o2, env2 = process.env, planner = enginePlanner) {
     if (!output && !apply) return { code: 0, stdout: yaml, stderr: summary };
     return { code: 0, stdout: summary, stderr: "" };
   } catch (err) {
-    const kindOf = err instanceof SetupError ? err.kind : err?.data?.ocwKind;
-    if (kindOf === "k8s") return { code: 2, stdout: "", stderr: `ocw: ${String(err.message).split("\n")[0]}
+    const kindOf2 = err instanceof SetupError ? err.kind : err?.data?.ocwKind;
+    if (kindOf2 === "k8s") return { code: 2, stdout: "", stderr: `ocw: ${String(err.message).split("\n")[0]}
 ` };
     throw err;
   }
@@ -51825,7 +51908,7 @@ function checkEndpointUrl(flag2, endpoint) {
 function adhocTarget(endpoint, model, keyRef) {
   const url2 = checkEndpointUrl("--endpoint", endpoint);
   const base2 = url2.href.replace(/\/+$/, "");
-  const id3 = "adhoc-" + createHash("sha256").update(`${base2} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
+  const id3 = ADHOC_PREFIX + createHash("sha256").update(`${base2} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
   return {
     id: id3,
     model,
@@ -51959,15 +52042,15 @@ var OPTIONS_SHOWN = 10;
 function questionsView(ask) {
   const all = ask.questions ?? [];
   const t2 = (x, max) => showUntrusted(x, { max, lines: false });
-  const questions = all.slice(0, QUESTIONS_SHOWN).map((q2) => ({
-    question: t2(q2.question, SHOW_MAX),
-    header: q2.header ? t2(q2.header, 80) : null,
-    options: q2.options.slice(0, OPTIONS_SHOWN).map((o2) => t2(o2.label, 200)),
-    optionsCut: Math.max(0, q2.options.length - OPTIONS_SHOWN),
-    multiple: !!q2.multiple
+  const questions = all.slice(0, QUESTIONS_SHOWN).map((q3) => ({
+    question: t2(q3.question, SHOW_MAX),
+    header: q3.header ? t2(q3.header, 80) : null,
+    options: q3.options.slice(0, OPTIONS_SHOWN).map((o2) => t2(o2.label, 200)),
+    optionsCut: Math.max(0, q3.options.length - OPTIONS_SHOWN),
+    multiple: !!q3.multiple
   }));
   const questionsCut = Math.max(0, all.length - QUESTIONS_SHOWN);
-  const optionsCut = questions.reduce((n2, q2) => n2 + q2.optionsCut, 0);
+  const optionsCut = questions.reduce((n2, q3) => n2 + q3.optionsCut, 0);
   const parts = [
     ...questionsCut ? [
       `${questionsCut} of its ${all.length} questions not shown (at most ${QUESTIONS_SHOWN} are): dismiss it, asking the worker to ask at most ${QUESTIONS_SHOWN} at a time`
@@ -52049,9 +52132,9 @@ function noteLine(note, max = NOTE_MAX) {
   let best = quoted(raw2, 0);
   while (lo <= hi) {
     const mid = lo + hi >> 1;
-    const q2 = quoted(raw2, mid);
-    if (q2.length <= budget2) {
-      best = q2;
+    const q3 = quoted(raw2, mid);
+    if (q3.length <= budget2) {
+      best = q3;
       lo = mid + 1;
     } else hi = mid - 1;
   }
@@ -52163,11 +52246,11 @@ function pendingItem(a2, worktree) {
 }
 function pendingQuestions(a2) {
   if (!a2.questions) return null;
-  return questionsView(a2).questions.map((q2) => ({
-    question: q2.question,
-    options: q2.options,
-    multiple: q2.multiple,
-    ...q2.optionsCut ? { optionsCut: q2.optionsCut } : {}
+  return questionsView(a2).questions.map((q3) => ({
+    question: q3.question,
+    options: q3.options,
+    multiple: q3.multiple,
+    ...q3.optionsCut ? { optionsCut: q3.optionsCut } : {}
   }));
 }
 function totalsOf(ws, now = Date.now()) {
@@ -52347,10 +52430,10 @@ function unknownCommandHint(word) {
   return Object.hasOwn(OTHER_WORDS, word.toLowerCase()) ? OTHER_WORDS[word.toLowerCase()] : null;
 }
 var PREFIX = { "w-": "a worker", "b-": "a batch", "a-": "an attempts group" };
-function expectId(id3, wants, instead) {
+function expectId(id3, wants, instead2) {
   const kind = Object.entries(PREFIX).find(([p]) => id3.startsWith(p))?.[1];
   if (!kind || kind === `a ${wants}`) return;
-  throw new CliError(`"${id3}" is ${kind} id, not ${wants === "worker" ? "a worker id (w-\u2026)" : "a batch id (b-\u2026)"}${instead ? `: ${instead}` : ""}`);
+  throw new CliError(`"${id3}" is ${kind} id, not ${wants === "worker" ? "a worker id (w-\u2026)" : "a batch id (b-\u2026)"}${instead2 ? `: ${instead2}` : ""}`);
 }
 function positiveNumber() {
   return (v) => {
@@ -52361,7 +52444,10 @@ function positiveNumber() {
 }
 function portNumber(v) {
   const n2 = Number(v);
-  if (!/^\d+$/.test(v.trim()) || n2 < 1 || n2 > 65535) throw new InvalidArgumentError("It must be a port number from 1 to 65535.");
+  const fix = "give a port from 1024 to 65535 (e.g. --port 8080), or leave --port out for a free one.";
+  if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`It is not a whole number: ${fix}`);
+  if (n2 === 0) throw new InvalidArgumentError(`Port 0 is not a port to listen on (other tools read it as "any free port"): ${fix}`);
+  if (n2 > 65535) throw new InvalidArgumentError(`Ports end at 65535: ${fix}`);
   return n2;
 }
 var HELP_AFTER = `
@@ -53022,7 +53108,7 @@ ocw: no terminal input; ${open3.length === 1 ? "the ask stays" : `${open3.length
     const qv = questionsView(ask);
     if (qv.questionsCut) {
       this.out.write(
-        `${qv.questions.map((q2) => `${q2.question}
+        `${qv.questions.map((q3) => `${q3.question}
 `).join("")}(${qv.cutNote})
 press Enter to dismiss it (the worker is told to ask at most ${QUESTIONS_SHOWN} at a time): `
       );
@@ -53031,14 +53117,14 @@ press Enter to dismiss it (the worker is told to ask at most ${QUESTIONS_SHOWN} 
       return { decision: "reject", message: TOO_MANY_QUESTIONS };
     }
     const answers = [];
-    for (const [i2, q2] of qv.questions.entries()) {
+    for (const [i2, q3] of qv.questions.entries()) {
       const full = ask.questions[i2];
       const t2 = (x, max = 2e3) => showUntrusted(x, { max });
-      const more = q2.optionsCut ? `
-  (${q2.optionsCut} more options not shown: type one's text)` : "";
+      const more = q3.optionsCut ? `
+  (${q3.optionsCut} more options not shown: type one's text)` : "";
       this.out.write(
-        `${q2.question}
-${q2.options.map((label, j) => `  ${j + 1}) ${label}${full.options[j].description ? ` \u2014 ${t2(full.options[j].description, 500)}` : ""}`).join("\n")}${more}
+        `${q3.question}
+${q3.options.map((label, j) => `  ${j + 1}) ${label}${full.options[j].description ? ` \u2014 ${t2(full.options[j].description, 500)}` : ""}`).join("\n")}${more}
 answer (number or text; empty dismisses): `
       );
       const line = await this.readLine();
@@ -53046,7 +53132,7 @@ answer (number or text; empty dismisses): `
       const text = line.trim();
       if (!text) return { decision: "reject" };
       const n2 = Number(text);
-      answers.push([Number.isInteger(n2) && n2 >= 1 && n2 <= q2.options.length ? full.options[n2 - 1].label : text]);
+      answers.push([Number.isInteger(n2) && n2 >= 1 && n2 <= q3.options.length ? full.options[n2 - 1].label : text]);
     }
     return { decision: "once", answers };
   }
@@ -55146,8 +55232,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path75, errorMaps, issueData } = params;
-  const fullPath = [...path75, ...issueData.path || []];
+  const { data, path: path76, errorMaps, issueData } = params;
+  const fullPath = [...path76, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -55262,11 +55348,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path75, key) {
+  constructor(parent, value, path76, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path75;
+    this._path = path76;
     this._key = key;
   }
   get path() {
@@ -58791,11 +58877,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path75) {
-  if (path75.length === 0) {
+function getDotPath(path76) {
+  if (path76.length === 0) {
     return "object root";
   }
-  return path75.reduce((acc, seg, index) => {
+  return path76.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -62800,7 +62886,7 @@ function formFor(ask, title) {
   const head = `opencode-worker: worker ${ask.workerId} (${t2(title, 80)})`;
   if (ask.kind === "question" && ask.questions?.length) {
     const qv = questionsView(ask);
-    const listed2 = qv.questions.map((q2) => `\u2022 ${q2.question}`).join("\n");
+    const listed2 = qv.questions.map((q3) => `\u2022 ${q3.question}`).join("\n");
     if (qv.questionsCut) {
       return {
         message: `${head} asks ${ask.questions.length} questions (the worker's words, untrusted), the first ${qv.questions.length} of them:
@@ -62821,15 +62907,15 @@ reject = dismiss it (the worker is told to ask at most ${QUESTIONS_SHOWN} at a t
     }
     const properties = {};
     const shownToLabel = qv.questions.map(() => /* @__PURE__ */ new Map());
-    qv.questions.forEach((q2, i2) => {
+    qv.questions.forEach((q3, i2) => {
       const labels2 = ask.questions[i2].options.slice(0, OPTIONS_SHOWN).map((o2) => o2.label);
-      q2.options.forEach((s, j) => labels2[j] ? shownToLabel[i2].set(s, labels2[j]) : void 0);
-      const shown = q2.options.filter((_, j) => labels2[j]);
-      const more = q2.optionsCut ? `; ${q2.optionsCut} more not shown: any option's text` : "";
-      properties[`q${i2}`] = shown.length && !q2.multiple && !q2.optionsCut && new Set(shown).size === shown.length ? { type: "string", title: t2(q2.header ?? q2.question, 80), description: t2(q2.question, 400), enum: shown } : {
+      q3.options.forEach((s, j) => labels2[j] ? shownToLabel[i2].set(s, labels2[j]) : void 0);
+      const shown = q3.options.filter((_, j) => labels2[j]);
+      const more = q3.optionsCut ? `; ${q3.optionsCut} more not shown: any option's text` : "";
+      properties[`q${i2}`] = shown.length && !q3.multiple && !q3.optionsCut && new Set(shown).size === shown.length ? { type: "string", title: t2(q3.header ?? q3.question, 80), description: t2(q3.question, 400), enum: shown } : {
         type: "string",
-        title: t2(q2.header ?? q2.question, 80),
-        description: t2(q2.question, 400) + (shown.length ? ` (options: ${t2(shown.join(", "), 1200)}${more})` : "")
+        title: t2(q3.header ?? q3.question, 80),
+        description: t2(q3.question, 400) + (shown.length ? ` (options: ${t2(shown.join(", "), 1200)}${more})` : "")
       };
     });
     return {
@@ -62944,6 +63030,42 @@ async function watchAsk(client2, ask, signal) {
     shown = w.asks.map((a2) => a2.id);
   }
   return "aborted";
+}
+
+// engine/mcp/ids.ts
+var PREFIXES = [
+  ["w-", "worker"],
+  ["b-", "batch"],
+  ["a-", "attempts group"],
+  ["per_", "ask"],
+  ["que_", "ask"]
+];
+function kindOf(id3) {
+  if (typeof id3 !== "string") return null;
+  return PREFIXES.find(([p]) => id3.startsWith(p))?.[1] ?? null;
+}
+var TAKES_BATCH = /* @__PURE__ */ new Set(["wait", "pending_approvals", "merge", "push", "workers"]);
+var TAKES_WORKER = /* @__PURE__ */ new Set(["wait", "pending_approvals", "merge", "push"]);
+var q = (s) => JSON.stringify(s.length > 60 ? `${s.slice(0, 60)}\u2026` : s);
+function instead(tool, kind, id3) {
+  const v = q(id3);
+  if (kind === "batch")
+    return TAKES_BATCH.has(tool) ? `${tool} {"batchId":${v}}` : `${tool} takes one worker: workers {"batchId":${v}} lists this batch's workers (give one of their workerIds), and wait {"batchId":${v}} follows them all`;
+  if (kind === "worker")
+    return TAKES_WORKER.has(tool) ? `${tool} {"workerId":${v}}` : tool === "approve" ? `pending_approvals {"workerId":${v}} lists this worker's asks; approve each by its askId` : `worker_status {"workerId":${v}} shows that worker (workers lists the batches' workers)`;
+  if (kind === "ask")
+    return tool === "approve" ? `approve {"askId":${v},"decision":"once"|"always"|"reject"}` : `it is answered with approve {"askId":${v},"decision":\u2026}; pending_approvals shows it with its worker's id`;
+  return `result of any of its workers shows every attempt and the winner (workers lists them)`;
+}
+function idSlip(tool, raw2) {
+  const check2 = (arg, want, id3) => {
+    const kind = kindOf(id3);
+    if (!kind || kind === want) return null;
+    const article = kind === "ask" || kind === "attempts group" ? "an" : "a";
+    return `${q(id3)} is ${article} ${kind} id, not a ${arg}: ${instead(tool, kind, id3)}`;
+  };
+  const ids2 = Array.isArray(raw2.workerIds) ? raw2.workerIds : [];
+  return check2("workerId", "worker", raw2.workerId) ?? ids2.map((id3) => check2("workerIds entry", "worker", id3)).find(Boolean) ?? check2("batchId", "batch", raw2.batchId) ?? null;
 }
 
 // engine/mcp/instructions.ts
@@ -63425,7 +63547,8 @@ var ResultOutput = external_exports.object({
     violations: external_exports.array(external_exports.string()),
     changedFiles: external_exports.array(external_exports.string()),
     diffStat: external_exports.string(),
-    asks: external_exports.array(external_exports.object({ askId: external_exports.string(), what: external_exports.string() })),
+    /** tool: the ask's tool name when it is not a plain name of opencode's (approvals' tool then points here). */
+    asks: external_exports.array(external_exports.object({ askId: external_exports.string(), what: external_exports.string(), tool: external_exports.string().optional() })),
     flags: external_exports.array(external_exports.object({ kind: external_exports.string(), path: external_exports.string(), detail: external_exports.string() })).optional()
   }),
   totals: Totals,
@@ -63484,6 +63607,9 @@ var MergeOutput = external_exports.object({
   into: external_exports.string(),
   commit: external_exports.string(),
   repo: external_exports.string(),
+  /** merge {batchId} of a batch without integration checks: the workers it merged, and those it left, with why. */
+  merged: external_exports.array(external_exports.string()).optional(),
+  skipped: external_exports.array(external_exports.object({ workerId: external_exports.string(), reason: external_exports.string() })).optional(),
   next: external_exports.string()
 });
 var DiscardOutput = external_exports.object({
@@ -63518,7 +63644,10 @@ function createMcpServer(opts) {
   const shown = {
     /** Asks shown, while they may still be pending (an answered one never is again): its worker and the worker's batch. */
     asks: /* @__PURE__ */ new Map(),
-    /** Workers shown finished, with their batch. */
+    /**
+     * Workers shown finished, with their batch and when they finished: a worker given another round (continue, review,
+     * resume, by this session or another client) finishes again later, and that is news again.
+     */
     finished: /* @__PURE__ */ new Map()
   };
   const offered = /* @__PURE__ */ new Set();
@@ -63540,7 +63669,7 @@ function createMcpServer(opts) {
         }
       },
       (async (raw2, extra) => {
-        const problem = def.pre?.(raw2 ?? {});
+        const problem = idSlip(name, raw2 ?? {}) ?? def.pre?.(raw2 ?? {});
         if (problem) return failure(problem);
         const parsed = def.input.safeParse(raw2 ?? {});
         if (!parsed.success) return failure(firstIssue(parsed.error));
@@ -63792,6 +63921,10 @@ function createMcpServer(opts) {
       ]);
       const bad = directoryProblem(args.directory, baseDir);
       if (bad) throw new ToolError(bad);
+      if (args.batchId && !list.length)
+        throw new ToolError(
+          `unknown batch "${clip(args.batchId, 60)}": no batch has that id \u2014 delegate_batch returns a batchId, and workers {} lists every worker with its batchId`
+        );
       const repo = args.directory ? await repoRoot(args.directory) : null;
       const filtered = list.filter((w) => (!args.active || !isAtRest(w.state)) && (!repo || sameRepo(w, repo)));
       const now = Date.now();
@@ -63871,7 +64004,7 @@ function createMcpServer(opts) {
       const concerns = (workerId, batchId) => "batchId" in target ? batchId === target.batchId : target.workerIds.includes(workerId);
       const seen = {
         shownAsks: [...shown.asks].filter(([, s]) => concerns(s.workerId, s.batchId)).map(([id3]) => id3),
-        shownFinished: [...shown.finished].filter(([id3, batchId]) => concerns(id3, batchId)).map(([id3]) => id3)
+        shownFinished: [...shown.finished].filter(([id3, s]) => concerns(id3, s.batchId)).map(([id3]) => id3)
       };
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
@@ -63907,7 +64040,7 @@ function createMcpServer(opts) {
       const heartbeat = token !== void 0 ? setInterval(() => progress2(lastNote), 1e4) : void 0;
       const answeredInForm = [];
       const newAsk = (w) => pendingAsks(w).some((a2) => !shown.asks.has(a2.id));
-      const newlyFinal = (w) => isAtRest(w.state) && !shown.finished.has(w.id);
+      const newlyFinal = (w) => isAtRest(w.state) && (!shown.finished.has(w.id) || shown.finished.get(w.id).endedAt !== w.endedAt);
       let reason;
       let r;
       try {
@@ -63973,7 +64106,8 @@ function createMcpServer(opts) {
       const finished7 = list.filter(newlyFinal);
       if (!extra.signal.aborted) {
         for (const { a: a2, w } of fresh) shown.asks.set(a2.id, { workerId: w.id, batchId: w.batchId });
-        for (const w of finished7) shown.finished.set(w.id, w.batchId);
+        for (const w of finished7) shown.finished.set(w.id, { batchId: w.batchId, endedAt: w.endedAt });
+        for (const w of list) if (!isAtRest(w.state)) shown.finished.delete(w.id);
         const open3 = new Set(unanswered.map(({ a: a2 }) => a2.id));
         const here = new Set(ids2);
         for (const [id3, s] of shown.asks) if (here.has(s.workerId) && !open3.has(id3)) shown.asks.delete(id3);
@@ -64026,8 +64160,9 @@ function createMcpServer(opts) {
       honest: b.honest,
       graded: b.graded,
       total: b.total,
-      builtRate: b.builtRate,
-      honestRate: b.honestRate,
+      // two decimals: 0.67, not 0.6666666666666666 (the counts beside them are exact)
+      builtRate: b.builtRate === null ? null : Math.round(b.builtRate * 100) / 100,
+      honestRate: b.honestRate === null ? null : Math.round(b.honestRate * 100) / 100,
       verdict: b.verdict,
       done: b.done,
       skipped: b.skipped,
@@ -64103,7 +64238,8 @@ function createMcpServer(opts) {
       title: "Answer an approval",
       description: `Answer a pending ask by askId: "once" allows this request, "always" also the exact simple commands in the ask's always list for the rest of the worker's run (each matched exactly, never joined to anything else; not offered where alwaysWhy says why), "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch's in-scope edits alike. Allow what the task needs; reject anything outside it.`,
       input: ApproveInput,
-      output: ApproveOutput
+      output: ApproveOutput,
+      pre: (raw2) => answersProblem(raw2.answers)
     },
     async (args) => {
       if (!["once", "always", "reject"].includes(args.decision))
@@ -64121,6 +64257,8 @@ function createMcpServer(opts) {
           withWorker: true
         })
       ).catch((err) => {
+        if (err?.data?.ocwCode === "conflict" && /no longer pending/.test(err.message ?? ""))
+          throw new ToolError(`${err.message}: nothing is left to answer on it; wait or pending_approvals shows what its worker asks now`);
         if (err?.data?.ocwCode === "not-found" && /^[wb]-/.test(askId))
           throw new ToolError(
             `"${clip(askId, 60)}" is a ${askId.startsWith("w-") ? "worker" : "batch"} id, not an askId: an ask's id comes from wait's pending or pending_approvals${askId.startsWith("w-") ? ` {"workerId":"${clip(askId, 60)}"}` : ""}; approve {"batchId", "decision":"once"} answers a batch's in-scope edits`
@@ -64209,7 +64347,11 @@ function createMcpServer(opts) {
       input: ResumeToolInput,
       output: ControlOutput
     },
-    async (args) => control(await call((c3) => c3.workers.resume.mutate(args)))
+    async (args) => {
+      const w = await call((c3) => c3.workers.resume.mutate(args));
+      shown.finished.delete(w.id);
+      return control(w);
+    }
   );
   register(
     "continue",
@@ -64222,6 +64364,7 @@ function createMcpServer(opts) {
     async (args) => {
       const w = await call((c3) => c3.workers.continue.mutate(args));
       mine.add(w.id);
+      shown.finished.delete(w.id);
       return control(w);
     }
   );
@@ -64236,6 +64379,7 @@ function createMcpServer(opts) {
     async (args) => {
       const w = await call((c3) => c3.workers.review.mutate(args));
       mine.add(w.id);
+      shown.finished.delete(w.id);
       return control(w);
     }
   );
@@ -64343,7 +64487,10 @@ function createMcpServer(opts) {
           ),
           diffStat: visibleCut(untrustedText(v?.diffStat ?? "", 4e3, { block: true }), 8e3),
           asks: within(
-            w.asks.slice(-50).reverse().map((a2) => ({ askId: a2.id, what: u2(askWhat(a2, w.worktree), 300) })),
+            w.asks.slice(-50).reverse().map((a2) => {
+              const tool = toolField(a2.tool, "untrusted.asks");
+              return { askId: a2.id, what: u2(askWhat(a2, w.worktree), 300), ...tool.untrusted !== void 0 ? { tool: tool.untrusted } : {} };
+            }),
             6e3
           ).reverse(),
           // File names (and a symlink's target) the worker chose.
@@ -64360,7 +64507,7 @@ function createMcpServer(opts) {
         merged: w.merged,
         flagged: v?.flags?.length ?? 0,
         discarded: isDiscarded(w),
-        approvals: w.asks.slice(-50).map((a2) => ({ askId: a2.id, tool: a2.tool, status: a2.status, decision: a2.decision ?? null, by: byText2(a2.by) })),
+        approvals: w.asks.slice(-50).map((a2) => ({ askId: a2.id, tool: toolField(a2.tool, "untrusted.asks").plain, status: a2.status, decision: a2.decision ?? null, by: byText2(a2.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         attempts: w.attempt ? attemptsOut(await call((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }))) : null,
@@ -64455,12 +64602,23 @@ function createMcpServer(opts) {
           throw new ToolError(
             `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId} (the engine's words, untrusted: ${JSON.stringify(untrustedText(r.stopped.reason, 800))})`
           );
+        const ws = await call((c3) => c3.workers.list.query({ batchId })).catch(() => []);
+        if (r.integration)
+          return {
+            workerId: batchId,
+            into,
+            commit,
+            repo: ws[0]?.repo ?? "",
+            next: `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests`
+          };
         return {
           workerId: batchId,
-          into,
+          into: into || (ws.find((w2) => w2.baseBranch)?.baseBranch ?? ""),
           commit,
-          repo: "",
-          next: r.integration ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests` : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}`
+          repo: ws[0]?.repo ?? "",
+          merged: r.merged.map((m) => m.workerId),
+          ...r.skipped.length ? { skipped: r.skipped } : {},
+          next: batchMergeNext(batchId, r, ws)
         };
       }
       const w = await call((c3) => c3.workers.get.query({ workerId }));
@@ -64656,6 +64814,11 @@ function sameRepo(w, root2) {
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
+function answersProblem(answers) {
+  if (!Array.isArray(answers) || !answers.some((a2) => typeof a2 === "string")) return null;
+  const fixed = JSON.stringify(answers.map((a2) => typeof a2 === "string" ? [a2] : a2)).slice(0, 200);
+  return `answers is one array per question, each holding that question's chosen labels (or free text): e.g. "answers":${fixed}`;
+}
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
   if (path12.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
@@ -64697,6 +64860,31 @@ function nextAfterFailure(w) {
   if (["stopped", "interrupted", "error"].includes(w.state))
     return `not built${why}: resume {"workerId":"${w.id}","message":"\u2026"} continues it in its session, or retry {"workerId":"${w.id}"} starts the task again; discard {"workerId":"${w.id}"} removes what is left`;
   return `not built${why}: wait {"workerId":"${w.id}"} until it settles`;
+}
+function batchMergeNext(batchId, r, ws) {
+  const byId = new Map(ws.map((w) => [w.id, w]));
+  const ids2 = (list) => list.length > 6 ? `${list.slice(0, 6).join(", ")} and ${list.length - 6} more` : list.join(", ");
+  const skipped = r.skipped.map((s) => ({ id: s.workerId, w: byId.get(s.workerId) }));
+  const working = skipped.filter((s) => s.w && !isAtRest(s.w.state)).map((s) => s.id);
+  const failed = skipped.filter((s) => s.w && isAtRest(s.w.state) && s.w.state !== "built").map((s) => s.id);
+  const earlier = skipped.filter((s) => s.w?.state === "built" && s.w.merged).length;
+  const other = skipped.length - working.length - failed.length - earlier;
+  const into = r.merged[0]?.into;
+  const parts = [
+    r.merged.length ? `merged ${counted(r.merged.length, "built worker")} (${ids2(r.merged.map((m) => m.workerId))}) into ${into} (the last at ${r.merged.at(-1).commit.slice(0, 12)})` : `nothing was merged: batch ${batchId} has no built worker that is not merged yet`
+  ];
+  if (working.length)
+    parts.push(
+      `${counted(working.length, "worker")} still working (${ids2(working)}): wait {"batchId":"${batchId}"} until settled, then merge {"batchId":"${batchId}"} again for the ones built`
+    );
+  if (failed.length)
+    parts.push(
+      `${counted(failed.length, "worker")} not built (${ids2(failed)}): result {"workerId"} says why; continue or retry them, then merge {"batchId":"${batchId}"} again`
+    );
+  if (earlier) parts.push(`${counted(earlier, "worker")} merged before`);
+  if (other > 0) parts.push(`${counted(other, "worker")} left out (skipped says why)`);
+  if (r.merged.length) parts.push("run the project's tests");
+  return parts.join("; ");
 }
 function nextFor(ws, batch) {
   const pending2 = ws.flatMap((w) => pendingAsks(w));
@@ -64809,11 +64997,11 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path71 from "node:path";
+import path72 from "node:path";
 
 // engine/workers/engine.ts
 import { existsSync as existsSync31 } from "node:fs";
-import path65 from "node:path";
+import path66 from "node:path";
 
 // shared/ids.ts
 var random = globalThis.crypto;
@@ -70259,13 +70447,13 @@ var logOutputSync = ({ serializedResult, fdNumber, state, verboseInfo, encoding,
   }
 };
 var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-  for (const { path: path75, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-    const pathString = typeof path75 === "string" ? path75 : path75.toString();
+  for (const { path: path76, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+    const pathString = typeof path76 === "string" ? path76 : path76.toString();
     if (append || outputFiles.has(pathString)) {
-      appendFileSync(path75, serializedResult);
+      appendFileSync(path76, serializedResult);
     } else {
       outputFiles.add(pathString);
-      writeFileSync6(path75, serializedResult);
+      writeFileSync6(path76, serializedResult);
     }
   }
 };
@@ -73566,7 +73754,7 @@ var RAW_CATALOG = [
 ];
 var CATALOG = RAW_CATALOG.map((e) => ({
   ...e,
-  quants: e.quants.map((q2) => ({ ...q2, derived: q2.derived ?? /^derived|size \(same shape\)/.test(q2.sizeNote ?? "") })),
+  quants: e.quants.map((q3) => ({ ...q3, derived: q3.derived ?? /^derived|size \(same shape\)/.test(q3.sizeNote ?? "") })),
   weights: e.weights?.map((w) => ({ ...w, derived: w.derived ?? /^derived/.test(w.sizeNote ?? "") }))
 }));
 var servedBy = (e, runtime) => !e.runtimes || e.runtimes.includes(runtime);
@@ -73634,11 +73822,11 @@ function catalogHparams(e) {
     caveats: ["weights spread from the catalog's file size (no tensor table before download)"]
   };
 }
-function catalogTensors(e, q2) {
+function catalogTensors(e, q3) {
   const s = e.spec;
-  const bytesPerParam = q2.bytes / (e.totalParamsB * 1e9);
+  const bytesPerParam = q3.bytes / (e.totalParamsB * 1e9);
   const embd = Math.round(s.nVocab * s.nEmbd * bytesPerParam);
-  const perLayer2 = Math.max(0, (q2.bytes - 2 * embd) / s.nLayer);
+  const perLayer2 = Math.max(0, (q3.bytes - 2 * embd) / s.nLayer);
   const share2 = s.moe?.expertShare ?? 0;
   const t2 = (name, bytes) => ({ name, shape: [], type: 0, offset: 0, bytes: Math.round(bytes) });
   const out = [t2("token_embd.weight", embd), t2("output.weight", embd)];
@@ -74054,9 +74242,9 @@ function graphBufferBytes(s) {
       };
       const r = rot[swa ? "swa" : "main"];
       const hadamard = (t2, bytes, by) => by >= 0 ? g2.op(bytes, [by, g2.view(t2)]) : t2;
-      let q2 = rope(g2.op(dk * h3 * n2 * F32, [cur]), dk * h3 * n2 * F32);
-      if (gemma) q2 = g2.op(dk * h3 * n2 * F32, [q2], { inplace: true });
-      q2 = hadamard(q2, dk * h3 * n2 * F32, r.k);
+      let q3 = rope(g2.op(dk * h3 * n2 * F32, [cur]), dk * h3 * n2 * F32);
+      if (gemma) q3 = g2.op(dk * h3 * n2 * F32, [q3], { inplace: true });
+      q3 = hadamard(q3, dk * h3 * n2 * F32, r.k);
       let k, v;
       if (gemma || qkNorm) {
         k = hadamard(rope(g2.op(dk * hkv * n2 * F32, [cur]), dk * hkv * n2 * F32), dk * hkv * n2 * F32, r.k);
@@ -74070,9 +74258,9 @@ function graphBufferBytes(s) {
       const m = swa ? maskSwa : mask;
       let o2;
       if (s.flashAttn)
-        o2 = g2.op(dv * h3 * n2 * F32, [g2.view(q2), m]);
+        o2 = g2.op(dv * h3 * n2 * F32, [g2.view(q3), m]);
       else {
-        const kq = g2.op(nKv * n2 * h3 * F32, [g2.view(q2)]);
+        const kq = g2.op(nKv * n2 * h3 * F32, [g2.view(q3)]);
         const sm = g2.op(nKv * n2 * h3 * F32, [kq, m], { inplace: true });
         const kqv = g2.op(dv * n2 * h3 * F32, [sm]);
         o2 = g2.op(dv * h3 * n2 * F32, [g2.view(kqv)]);
@@ -74738,12 +74926,12 @@ var GgufError = class extends SetupError {
 };
 var T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
 var FIXED = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
-function fileSource(path75) {
+function fileSource(path76) {
   let fh;
   return {
-    describe: path75,
+    describe: path76,
     async read(offset, length) {
-      fh ??= await open(path75, "r");
+      fh ??= await open(path76, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -75148,9 +75336,9 @@ function groupGgufs(repo, rev, files) {
     if (mmproj.includes(f)) continue;
     const m = /-(\d{5})-of-(\d{5})\.gguf$/i.exec(f.path);
     if (m && m[1] !== "00001") continue;
-    const q2 = quantFromName(f.path.split("/").pop()) ?? f.path;
+    const q3 = quantFromName(f.path.split("/").pop()) ?? f.path;
     const shards = m ? ggufs.filter((g2) => g2.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "") === f.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "")).sort((a2, b) => a2.path.localeCompare(b.path)) : [f];
-    byQuant.set(q2, shards);
+    byQuant.set(q3, shards);
   }
   const quants = [...byQuant.entries()].map(([quant, fs]) => ({ quant, files: fs, totalBytes: fs.reduce((a2, x) => a2 + x.size, 0) })).sort((a2, b) => b.totalBytes - a2.totalBytes);
   return { repo, rev, quants, mmproj };
@@ -75201,7 +75389,7 @@ async function refreshHubSizes(entries, o2 = {}) {
       const files = await listRepoFiles(repo, "main", fetchImpl, env2);
       const g2 = groupGgufs(repo, "main", files);
       const st = files.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a2, f) => a2 + f.size, 0);
-      data.repos[repo] = { at: now, ggufs: Object.fromEntries(g2.quants.map((q2) => [q2.quant.toUpperCase(), q2.totalBytes])), safetensors: st || null };
+      data.repos[repo] = { at: now, ggufs: Object.fromEntries(g2.quants.map((q3) => [q3.quant.toUpperCase(), q3.totalBytes])), safetensors: st || null };
       listed2.push(repo);
     } catch (e) {
       failed.push(repo);
@@ -75225,9 +75413,9 @@ function withHubSizes(entries, data, now = Date.now()) {
   const day = (at) => new Date(at).toISOString().slice(0, 10);
   return entries.map((e) => {
     const g2 = fresh(e.repo);
-    const quants = e.quants.map((q2) => {
-      const bytes = g2?.ggufs[q2.quant.toUpperCase()];
-      return bytes && plausible(bytes, q2.bytes) ? { ...q2, bytes, derived: false, sizeNote: `the Hub's listing of ${e.repo} (${day(g2.at)})` } : q2;
+    const quants = e.quants.map((q3) => {
+      const bytes = g2?.ggufs[q3.quant.toUpperCase()];
+      return bytes && plausible(bytes, q3.bytes) ? { ...q3, bytes, derived: false, sizeNote: `the Hub's listing of ${e.repo} (${day(g2.at)})` } : q3;
     });
     const weights = e.weights?.map((w) => {
       const r = fresh(w.repo);
@@ -75753,19 +75941,19 @@ function toPoolPick(m, reps, _dev, toolVerified) {
 }
 var h2 = (m) => m.hparams;
 function catalogModel(e, quant) {
-  const q2 = e.quants.find((x) => x.quant === quant);
-  if (!q2) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
+  const q3 = e.quants.find((x) => x.quant === quant);
+  if (!q3) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
   return {
     model: e.id,
-    quant: q2.quant,
+    quant: q3.quant,
     hparams: catalogHparams(e),
-    tensors: catalogTensors(e, q2),
-    fileBytes: q2.bytes,
+    tensors: catalogTensors(e, q3),
+    fileBytes: q3.bytes,
     isMoe: !!e.spec.moe,
     activeShare: e.activeParamsB / e.totalParamsB,
     experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used } : null,
     params: e.totalParamsB * 1e9,
-    modelArgs: ["-hf", `${e.repo}:${q2.quant}`],
+    modelArgs: ["-hf", `${e.repo}:${q3.quant}`],
     ...mtpOf(e)?.gguf ? { mtpDraft: mtpOf(e).draftTokens } : {}
   };
 }
@@ -75779,7 +75967,7 @@ var unifiedOnly = (dev) => dev.gpus.length > 0 && dev.gpus.every((g2) => g2.unif
 function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, maxCtxPerSlot, opts = {}) {
   const autoPicks = catalog.filter((e) => e.autoPick && servedBy(e, "llama.cpp") && e.quants.length);
   const entries = unifiedOnly(dev) ? [...autoPicks.filter((e) => e.spec.moe), ...autoPicks.filter((e) => !e.spec.moe)] : autoPicks;
-  const good = (e) => e.quants.filter((q2) => q2.bits >= 4);
+  const good = (e) => e.quants.filter((q3) => q3.bits >= 4);
   const found = [];
   const slow = [];
   const fastEnough = (pick3) => {
@@ -75796,14 +75984,14 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
         const pool2 = firstPool(e, qs);
         if (pool2) {
           found.push(pool2);
-          const split = qs.map((q2) => catalogModel(e, q2.quant)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).filter((x) => x.p).map((x) => toPick(x.m, x.p, dev, slots, verified(e.id))).find((x) => fastEnough(x));
+          const split = qs.map((q3) => catalogModel(e, q3.quant)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).filter((x) => x.p).map((x) => toPick(x.m, x.p, dev, slots, verified(e.id))).find((x) => fastEnough(x));
           if (split && found.length < max) found.push(split);
           continue;
         }
       }
       let best = null;
-      for (const q2 of qs) {
-        const m = catalogModel(e, q2.quant);
+      for (const q3 of qs) {
+        const m = catalogModel(e, q3.quant);
         const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
         if (!p) continue;
         const pick3 = toPick(m, p, dev, slots, verified(e.id));
@@ -75817,8 +76005,8 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
   };
   const firstPool = (e, qs) => {
     let best = null;
-    for (const q2 of qs) {
-      const m = catalogModel(e, q2.quant);
+    for (const q3 of qs) {
+      const m = catalogModel(e, q3.quant);
       const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
       if (!reps) continue;
       const pick3 = toPoolPick(m, reps, dev, verified(e.id));
@@ -76059,11 +76247,11 @@ function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot, fixed = {}) {
 // engine/models/resolve.ts
 import path22 from "node:path";
 function quantBits(quant) {
-  const q2 = quant.toUpperCase();
-  if (/BF16|F16/.test(q2)) return 16;
-  if (/F32/.test(q2)) return 32;
-  if (/MXFP4/.test(q2)) return 4;
-  const m = /(?:^|[-_])I?Q(\d)/.exec(q2);
+  const q3 = quant.toUpperCase();
+  if (/BF16|F16/.test(q3)) return 16;
+  if (/F32/.test(q3)) return 32;
+  if (/MXFP4/.test(q3)) return 4;
+  const m = /(?:^|[-_])I?Q(\d)/.exec(q3);
   return m ? Number(m[1]) : null;
 }
 function parseRepoRef(ref) {
@@ -76085,33 +76273,33 @@ async function planRepo(ref, want, env2 = process.env) {
     throw e;
   });
   let quants = g2.quants;
-  if (p.quant) quants = quants.filter((q2) => q2.quant.toUpperCase() === p.quant);
+  if (p.quant) quants = quants.filter((q3) => q3.quant.toUpperCase() === p.quant);
   if (!quants.length)
     throw new SetupError(
       "model-source",
-      p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g2.quants.map((q2) => q2.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`
+      p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g2.quants.map((q3) => q3.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`
     );
   const infos = /* @__PURE__ */ new Map();
-  const model = async (q2) => {
-    let info = infos.get(q2.quant);
+  const model = async (q3) => {
+    let info = infos.get(q3.quant);
     if (!info) {
-      info = await loadGguf(resolveUrl(p.repo, q2.files[0].path, p.rev, env2), hubHeaders(env2));
-      info.fileBytes = q2.totalBytes;
-      infos.set(q2.quant, info);
+      info = await loadGguf(resolveUrl(p.repo, q3.files[0].path, p.rev, env2), hubHeaders(env2));
+      info.fileBytes = q3.totalBytes;
+      infos.set(q3.quant, info);
     }
-    return modelFromInfo(info, p.repo, ["-hf", `${p.repo}:${q2.quant}${p.rev !== "main" ? `@${p.rev}` : ""}`], q2.quant);
+    return modelFromInfo(info, p.repo, ["-hf", `${p.repo}:${q3.quant}${p.rev !== "main" ? `@${p.rev}` : ""}`], q3.quant);
   };
   const considered = [];
-  const good = p.quant ? quants : quants.filter((q2) => (quantBits(q2.quant) ?? 4) >= 4);
+  const good = p.quant ? quants : quants.filter((q3) => (quantBits(q3.quant) ?? 4) >= 4);
   const order = want.dev.gpus.length ? [
     [["gpu"], quants],
     [["moe-offload", "partial"], [...good].reverse()]
   ] : [[["cpu"], [...good].reverse()]];
   for (const [phases, qs] of order) {
-    for (const q2 of qs) {
-      const pick3 = planModel(await model(q2), want.dev, want.slots, want.minCtx, want.verified, phases, want.maxCtxPerSlot);
-      considered.push({ quant: q2.quant, totalBytes: q2.totalBytes, fits: !!pick3, placement: pick3?.placement ?? null });
-      if (pick3) return { repo: p.repo, rev: p.rev, quant: q2, pick: pick3, considered };
+    for (const q3 of qs) {
+      const pick3 = planModel(await model(q3), want.dev, want.slots, want.minCtx, want.verified, phases, want.maxCtxPerSlot);
+      considered.push({ quant: q3.quant, totalBytes: q3.totalBytes, fits: !!pick3, placement: pick3?.placement ?? null });
+      if (pick3) return { repo: p.repo, rev: p.rev, quant: q3, pick: pick3, considered };
     }
   }
   return {
@@ -80215,12 +80403,12 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
   if (entry) {
     if (!servedBy(entry, "llama.cpp") || !entry.quants.length)
       input(`${entry.id} is served by vLLM / SGLang only (the catalog has no GGUF of it): plan it with --runtime vllm or --runtime sglang`, "model");
-    const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q2) => q2.quant.toUpperCase() === repoQuant) : entry.quants };
-    if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q2) => q2.quant).join(", ")})`, "model");
+    const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q3) => q3.quant.toUpperCase() === repoQuant) : entry.quants };
+    if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q3) => q3.quant).join(", ")})`, "model");
     const first2 = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow });
     result2 = first2?.pick ? { pick: first2.pick, alternatives: first2.alternatives, problem: null } : { pick: null, alternatives: [], problem: first2?.problem ?? null, ...first2?.slow?.length ? { refused: first2.slow } : {} };
     if (!result2.pick) {
-      const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q2) => ({ ...q2, bits: Math.max(q2.bits, 4) })) }], exact, {
+      const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q3) => ({ ...q3, bits: Math.max(q3.bits, 4) })) }], exact, {
         allowSlow
       });
       if (small.pick && !repoQuant)
@@ -80741,12 +80929,12 @@ var MiB3 = 1024 ** 2;
 var GiB3 = 1024 ** 3;
 var SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
 function pathHasQuant(p, quant) {
-  const q2 = quant.toUpperCase();
+  const q3 = quant.toUpperCase();
   const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
   const base2 = segs.at(-1);
   const dirs = segs.slice(0, -1);
-  const endsWith = (s) => s === q2 || s.endsWith(q2) && /[-_.]$/.test(s.slice(0, -q2.length)) && !(!q2.startsWith("UD-") && /UD[-_.]$/.test(s.slice(0, -q2.length)));
-  return endsWith(base2) || dirs.some((d) => d === q2);
+  const endsWith = (s) => s === q3 || s.endsWith(q3) && /[-_.]$/.test(s.slice(0, -q3.length)) && !(!q3.startsWith("UD-") && /UD[-_.]$/.test(s.slice(0, -q3.length)));
+  return endsWith(base2) || dirs.some((d) => d === q3);
 }
 async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
@@ -81608,7 +81796,7 @@ async function setupCatalog(input2) {
       contextLength: e.contextLength,
       totalParamsB: e.totalParamsB,
       activeParamsB: e.activeParamsB,
-      quants: e.quants.map((q2) => ({ quant: q2.quant, bytes: q2.bytes, sizeNote: q2.sizeNote, derived: !!q2.derived })),
+      quants: e.quants.map((q3) => ({ quant: q3.quant, bytes: q3.bytes, sizeNote: q3.sizeNote, derived: !!q3.derived })),
       toolCalling: { ...e.toolCalling, status: verified(e.id) ? "verified" : "unverified" },
       unverified: e.unverified,
       fit: p?.pick ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason } : null,
@@ -83262,6 +83450,55 @@ async function refusesWithoutKey(endpoint, timeoutMs = 3e3) {
     return false;
   }
 }
+async function bodyStart(res, max = 65536) {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks = [];
+  let size = 0;
+  try {
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => void 0);
+  }
+  return Buffer.concat(chunks).toString("utf8").slice(0, max);
+}
+var answerOf = (res) => {
+  const type = (res.headers.get("content-type") ?? "").split(";")[0].replace(/[^\x21-\x7e]/g, "?").trim();
+  return `HTTP ${res.status}${type ? ` ${type.slice(0, 60)}` : ""}`;
+};
+var looksJson = (res, text) => /json/i.test(res.headers.get("content-type") ?? "") || /^\s*[[{]/.test(text);
+async function notModelApi(endpoint, key, timeoutMs = 3e3) {
+  const base2 = endpoint.replace(/\/+$/, "");
+  const auth = key ? { authorization: `Bearer ${key}` } : {};
+  let models;
+  try {
+    const res = await fetch(`${base2}/models`, { headers: auth, signal: AbortSignal.timeout(timeoutMs) });
+    const text = await bodyStart(res);
+    if (res.status === 401 || res.status === 403) return null;
+    if (res.ok && looksJson(res, text)) return null;
+    models = `GET ${base2}/models answered ${answerOf(res)}, not a JSON model list`;
+  } catch {
+    return null;
+  }
+  try {
+    const res = await fetch(`${base2}/chat/completions`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: "{}",
+      signal: AbortSignal.timeout(timeoutMs)
+    });
+    const text = await bodyStart(res);
+    if (![404, 405, 501].includes(res.status) && looksJson(res, text)) return null;
+    return `${models}; POST ${base2}/chat/completions answered ${answerOf(res)}`;
+  } catch {
+    return models;
+  }
+}
 async function unreachable(target, key = resolveKey(target), timeoutMs = 3e3) {
   const problem = await probeHealth(target.endpoint, key, timeoutMs);
   if (problem) ok.delete(target.endpoint);
@@ -83282,7 +83519,7 @@ async function preflightTarget(target) {
 
 // engine/approvals/queue.ts
 import { isIP as isIP3 } from "node:net";
-import path56 from "node:path";
+import path57 from "node:path";
 
 // engine/harness/config.ts
 import { readFileSync as readFileSync18, existsSync as existsSync18, mkdirSync as mkdirSync17, writeFileSync as writeFileSync12 } from "node:fs";
@@ -83628,11 +83865,11 @@ function editPaths(md2, patterns) {
   return paths.size ? { paths: [...paths] } : {};
 }
 function questionAsk(workerId, p) {
-  const questions = (p.questions ?? []).map((q2) => ({
-    question: String(q2.question ?? ""),
-    header: q2.header,
-    options: (q2.options ?? []).map((o2) => ({ label: String(o2.label), description: o2.description })),
-    multiple: q2.multiple
+  const questions = (p.questions ?? []).map((q3) => ({
+    question: String(q3.question ?? ""),
+    header: q3.header,
+    options: (q3.options ?? []).map((o2) => ({ label: String(o2.label), description: o2.description })),
+    multiple: q3.multiple
   }));
   return {
     id: p.id,
@@ -83640,7 +83877,7 @@ function questionAsk(workerId, p) {
     sessionId: p.sessionID,
     kind: "question",
     tool: "question",
-    what: questions.map((q2) => q2.question).join(" / "),
+    what: questions.map((q3) => q3.question).join(" / "),
     patterns: [],
     always: [],
     questions,
@@ -84359,13 +84596,13 @@ function modelFor(endpoint, target) {
 
 // engine/approvals/inspect.ts
 var import_picomatch3 = __toESM(require_picomatch2());
-import { lstatSync as lstatSync6, readlinkSync as readlinkSync5, realpathSync as realpathSync6 } from "node:fs";
-import path54 from "node:path";
+import { lstatSync as lstatSync7, readlinkSync as readlinkSync5, realpathSync as realpathSync7 } from "node:fs";
+import path55 from "node:path";
 
 // engine/grading/checks.ts
 import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync25, lstatSync as lstatSync5, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync24, readlinkSync as readlinkSync4, realpathSync as realpathSync5, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
-import path51 from "node:path";
+import { existsSync as existsSync25, lstatSync as lstatSync5, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync25, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
+import path52 from "node:path";
 
 // engine/grading/folders.ts
 import { randomBytes as randomBytes11 } from "node:crypto";
@@ -84446,8 +84683,8 @@ async function folderIn(checkout, sub) {
 var import_ini = __toESM(require_ini());
 import { execFile as execFile3 } from "node:child_process";
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync24, lstatSync as lstatSync4, readdirSync as readdirSync9, readFileSync as readFileSync23, readlinkSync as readlinkSync3, realpathSync as realpathSync4 } from "node:fs";
-import path50 from "node:path";
+import { existsSync as existsSync24, lstatSync as lstatSync4, readdirSync as readdirSync9, readFileSync as readFileSync24, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
+import path51 from "node:path";
 import { promisify as promisify6 } from "node:util";
 
 // node_modules/smol-toml/dist/error.js
@@ -85208,6 +85445,387 @@ function parse3(toml, options = {}) {
 // node_modules/smol-toml/dist/stringify.js
 var HAS_WELLFORMED = !!"".isWellFormed;
 
+// engine/grading/command-scripts.ts
+import { readFileSync as readFileSync20, realpathSync as realpathSync3 } from "node:fs";
+import path45 from "node:path";
+function simpleCommands(line) {
+  const out = [];
+  let words2 = [];
+  let word = "";
+  let inWord = false;
+  let expands = false;
+  let redirect = false;
+  let fromFile = false;
+  const endWord = () => {
+    if (inWord) {
+      if (redirect) {
+        if (fromFile && !expands) words2.stdin = word;
+        redirect = false;
+        fromFile = false;
+      } else words2.push(expands ? null : word);
+    }
+    word = "";
+    inWord = false;
+    expands = false;
+  };
+  const endCommand = () => {
+    endWord();
+    if (words2.length) out.push(words2);
+    words2 = [];
+  };
+  for (let i2 = 0; i2 < line.length; i2++) {
+    const c3 = line[i2];
+    if (c3 === "\\") {
+      if (line[i2 + 1] === "\n") i2++;
+      else {
+        word += line[++i2] ?? "";
+        inWord = true;
+      }
+    } else if (c3 === "'") {
+      const end = line.indexOf("'", i2 + 1);
+      word += line.slice(i2 + 1, end < 0 ? line.length : end);
+      inWord = true;
+      i2 = end < 0 ? line.length : end;
+    } else if (c3 === '"') {
+      let j = i2 + 1;
+      for (; j < line.length && line[j] !== '"'; j++) {
+        if (line[j] === "\\") j++;
+        if (line[j] === "$" || line[j] === "`") expands = true;
+      }
+      word += line.slice(i2 + 1, j).replace(/\\(.)/g, "$1");
+      inWord = true;
+      i2 = j;
+    } else if (c3 === "$" && (line[i2 + 1] === "(" || line[i2 + 1] === "{")) {
+      let depth = 0;
+      for (i2++; i2 < line.length; i2++) {
+        if (line[i2] === "(" || line[i2] === "{") depth++;
+        else if ((line[i2] === ")" || line[i2] === "}") && --depth === 0) break;
+      }
+      expands = true;
+      inWord = true;
+    } else if (c3 === "#" && !inWord) {
+      while (i2 < line.length && line[i2] !== "\n") i2++;
+      endCommand();
+    } else if (";&|\n()".includes(c3)) endCommand();
+    else if (c3 === "<" || c3 === ">") {
+      if (inWord && /^\d+$/.test(word)) {
+        word = "";
+        inWord = false;
+      } else endWord();
+      fromFile = c3 === "<" && !["<", "&", ">", "("].includes(line[i2 + 1] ?? "");
+      while (line[i2 + 1] === ">" || line[i2 + 1] === "<" || line[i2 + 1] === "&") i2++;
+      redirect = true;
+    } else if (c3 === " " || c3 === "	") endWord();
+    else {
+      if ("$`*?[{~".includes(c3)) expands = true;
+      word += c3;
+      inWord = true;
+    }
+  }
+  endCommand();
+  return out;
+}
+var SHELLS = /* @__PURE__ */ new Set(["bash", "sh", "dash", "zsh", "ksh", "ash", "mksh", "source", "."]);
+var PYTHON = /^(python[\d.]*|pypy[\d.]*)$/;
+var NODE = /* @__PURE__ */ new Set(["node", "nodejs"]);
+var TS_RUNNERS = /* @__PURE__ */ new Set(["tsx", "ts-node", "ts-node-esm", "babel-node"]);
+var OTHER = /* @__PURE__ */ new Set(["ruby", "perl", "php", "rscript", "lua", "pwsh", "tclsh"]);
+var PY_VALUE = /* @__PURE__ */ new Set(["-W", "-X", "-Q"]);
+var NODE_VALUE = /* @__PURE__ */ new Set([
+  "-C",
+  "--conditions",
+  "--input-type",
+  "--title",
+  "--stack-size",
+  "--inspect-port",
+  "--test-reporter",
+  "--test-reporter-destination"
+]);
+var NODE_FILE = /* @__PURE__ */ new Set(["-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file"]);
+var OTHER_VALUE = /* @__PURE__ */ new Set(["-I", "-r", "-M", "-d"]);
+var WRAPPERS = /* @__PURE__ */ new Set(["env", "exec", "command", "time", "nice", "nohup", "timeout", "stdbuf", "xvfb-run", "builtin"]);
+var pathLike = (w) => w.includes("/") || /\.(sh|bash|zsh|js|mjs|cjs|ts|mts|cts|tsx|jsx|py|rb|pl|php|r|lua|ps1|tcl)$/i.test(w);
+function scriptWords(words2, recurse) {
+  let i2 = 0;
+  const next = () => words2[i2];
+  for (; ; ) {
+    const w = next();
+    if (w === null || w === void 0) return [];
+    if (/^[A-Za-z_]\w*=/.test(w)) i2++;
+    else if (WRAPPERS.has(path45.posix.basename(w))) {
+      const wrapper = path45.posix.basename(w);
+      i2++;
+      if (wrapper === "env") {
+        let k = i2;
+        while (typeof words2[k] === "string" && words2[k].startsWith("-") && !/^(-S|--split-string)/.test(words2[k])) k++;
+        const flag2 = words2[k];
+        if (typeof flag2 === "string" && /^(-S|--split-string)/.test(flag2)) {
+          const whole = flag2 === "-S" || flag2 === "--split-string";
+          const value = whole ? words2[k + 1] : flag2.replace(/^(-S|--split-string=)/, "");
+          const after = words2.slice(k + (whole ? 2 : 1));
+          if (typeof value !== "string" || after.some((x) => x === null)) return [];
+          return recurse([value, ...after].join(" "));
+        }
+      }
+      while (typeof next() === "string" && (next().startsWith("-") || wrapper === "env" && /^[A-Za-z_]\w*=/.test(next()))) {
+        const takesValue = wrapper === "env" ? ["-u", "-C", "--unset", "--chdir"] : wrapper === "exec" ? ["-a"] : ["-n", "-s", "-k", "-u", "-C", "--signal", "--kill-after"];
+        if (takesValue.includes(next())) i2++;
+        i2++;
+      }
+      if (wrapper === "timeout" && typeof next() === "string") i2++;
+    } else break;
+  }
+  const program3 = next();
+  if (typeof program3 !== "string") return [];
+  i2++;
+  const name = path45.posix.basename(program3).toLowerCase();
+  const out = [];
+  const rest = () => words2.slice(i2);
+  const firstArg = (takesValue, stop, file3) => {
+    while (i2 < words2.length) {
+      const w = words2[i2];
+      if (w === null || w === void 0) return null;
+      if (w === "--") return typeof words2[i2 + 1] === "string" ? words2[i2 + 1] : null;
+      if (!w.startsWith("-") || w === "-") return w === "-" ? null : w;
+      if (stop(w)) return null;
+      const eq = w.indexOf("=");
+      if (file3 && eq > 0 && file3(w.slice(0, eq))) out.push(w.slice(eq + 1));
+      if (file3?.(w) && typeof words2[i2 + 1] === "string") out.push(words2[i2 + 1]);
+      if (takesValue(w) || file3?.(w)) i2++;
+      i2++;
+    }
+    return null;
+  };
+  if (SHELLS.has(name)) {
+    const c3 = words2.indexOf("-c", i2);
+    if (c3 >= 0 && rest().slice(0, c3 - i2).every((w) => typeof w === "string" && w.startsWith("-"))) {
+      const line = words2[c3 + 1];
+      return typeof line === "string" ? recurse(line) : [];
+    }
+    let script = null;
+    for (; i2 < words2.length; i2++) {
+      const w = words2[i2];
+      if (typeof w !== "string" || w === "-") break;
+      if (w === "--") {
+        script = typeof words2[i2 + 1] === "string" ? words2[i2 + 1] : null;
+        break;
+      }
+      if (!/^[-+]/.test(w)) {
+        script = w;
+        break;
+      }
+      if (/^-[A-Za-z]*s[A-Za-z]*$/.test(w)) break;
+      if (/^[-+][A-Za-z]*[oO]$/.test(w) || w === "--rcfile" || w === "--init-file") i2++;
+    }
+    if (script) out.push(script);
+  } else if (PYTHON.test(name)) {
+    const script = firstArg(
+      (o2) => PY_VALUE.has(o2),
+      (o2) => /^-[bBdEhiIOPqsSuvV]*[cm]/.test(o2)
+    );
+    if (script) out.push(script);
+  } else if (NODE.has(name) || TS_RUNNERS.has(name)) {
+    const script = firstArg(
+      (o2) => NODE_VALUE.has(o2),
+      (o2) => ["-e", "--eval", "-p", "--print", "--test", "--run"].includes(o2),
+      (o2) => NODE_FILE.has(o2)
+    );
+    if (script) out.push(script);
+    return out.filter((f) => f === script || f.startsWith(".") || /\.[cm]?[jt]s$/.test(f));
+  } else if (name === "bun" || name === "deno") {
+    if (next() === "run") i2++;
+    else if (name === "deno" || next() === "test") return [];
+    const script = firstArg(
+      () => false,
+      () => false
+    );
+    if (script && pathLike(script)) out.push(script);
+  } else if (OTHER.has(name)) {
+    const script = firstArg(
+      (o2) => OTHER_VALUE.has(o2),
+      (o2) => o2 === "-e" || o2 === "-E" || o2 === "-r" || o2 === "-c"
+    );
+    if (script) out.push(script);
+  } else if (name === "npx" || name === "pnpx") {
+    while (typeof next() === "string" && next().startsWith("-")) i2++;
+    return typeof next() === "string" && TS_RUNNERS.has(next()) ? scriptWords(words2.slice(i2), recurse) : [];
+  } else if (program3.includes("/")) out.push(program3);
+  return out;
+}
+function commandScripts(commands, sub, checkout) {
+  const found = /* @__PURE__ */ new Map();
+  const read3 = (line, cwd, command, depth, inScript) => {
+    if (depth > 3) return;
+    let at = cwd;
+    for (const words2 of simpleCommands(line)) {
+      if (at === null) return;
+      const from = at;
+      if (words2[0] === "cd") {
+        const to = words2[1];
+        at = typeof to === "string" && !to.startsWith("/") && to !== "-" ? path45.posix.normalize(path45.posix.join(from || ".", to)) : null;
+        if (at === ".") at = "";
+        if (at?.startsWith("..")) at = null;
+        continue;
+      }
+      const files = scriptWords(words2, (inner) => {
+        read3(inner, from, command, depth + 1, inScript);
+        return [];
+      });
+      const program3 = programOf(words2);
+      if (!files.length && words2.stdin !== void 0 && program3 && SHELLS.has(program3) && program3 !== "." && program3 !== "source" && !words2.some((w) => typeof w === "string" && /^-[A-Za-z]*c[A-Za-z]*$/.test(w)))
+        files.push(words2.stdin);
+      for (const f of files) {
+        if (f.startsWith("/") || f.startsWith("~")) continue;
+        const file3 = path45.posix.normalize(path45.posix.join(from || ".", f));
+        if (file3 === "." || file3 === ".." || file3.startsWith("../")) continue;
+        const shell = checkout ? shellScript(path45.join(checkout, file3), SHELLS.has(program3 ?? "")) : null;
+        if (inScript && shell === null) continue;
+        if (!found.has(file3)) {
+          const sourced = program3 === "." || program3 === "source" ? { sourced: true } : {};
+          found.set(file3, inScript ? { file: file3, command, via: inScript, ...sourced } : { file: file3, command, ...sourced });
+          const real2 = checkout ? realInside(checkout, file3) : null;
+          if (real2 && real2 !== file3 && !found.has(real2)) found.set(real2, { file: real2, command, via: file3 });
+          if (shell !== null) read3(withScriptDir(shell, path45.posix.relative(from || ".", path45.posix.dirname(file3)) || "."), from, command, depth + 1, file3);
+        }
+      }
+      if (inScript) continue;
+      if (checkout) {
+        for (const script of packageScripts(words2, path45.join(checkout, from))) read3(script, from, command, depth + 1);
+        const make = makeRecipes(words2, checkout, from);
+        if (make) for (const line2 of make.lines) read3(line2, make.dir, command, depth + 1);
+      }
+    }
+  };
+  for (const c3 of commands) read3(c3, sub, c3, 0);
+  return [...found.values()];
+}
+function realInside(checkout, file3) {
+  try {
+    const root2 = realpathSync3(checkout);
+    const rel = path45.relative(root2, realpathSync3(path45.join(checkout, file3))).split(path45.sep).join("/");
+    return rel === "" || rel.startsWith("../") || rel === ".." || path45.isAbsolute(rel) ? null : rel;
+  } catch {
+    return null;
+  }
+}
+function packageScripts(words2, dir) {
+  const [tool, ...args] = words2;
+  if (tool !== "npm" && tool !== "yarn" && tool !== "pnpm") return [];
+  const plain = args.filter((w) => typeof w === "string" && !w.startsWith("-"));
+  let name;
+  if (plain[0] === "test" || plain[0] === "t" || plain[0] === "tst") name = "test";
+  else if (plain[0] === "start") name = "start";
+  else if (plain[0] === "run" || plain[0] === "run-script") name = plain[1];
+  else if (tool !== "npm") name = plain[0];
+  if (!name) return [];
+  let scripts;
+  try {
+    const json3 = JSON.parse(readFileSync20(path45.join(dir, "package.json"), "utf8"));
+    scripts = json3 && typeof json3.scripts === "object" && json3.scripts ? json3.scripts : {};
+  } catch {
+    return [];
+  }
+  return [`pre${name}`, name, `post${name}`].map((k) => scripts[k]).filter((s) => typeof s === "string");
+}
+function makeRecipes(words2, checkout, from) {
+  if (words2[0] !== "make" && words2[0] !== "gmake") return null;
+  let dir = from;
+  const targets = [];
+  for (let i2 = 1; i2 < words2.length; i2++) {
+    const w = words2[i2];
+    if (typeof w !== "string") return null;
+    if (w === "-f" || w.startsWith("--file") || w.startsWith("--makefile") || w.startsWith("-f") && w.length > 2) return null;
+    if (w === "-C" || w === "--directory") {
+      const to = words2[++i2];
+      if (typeof to !== "string" || to.startsWith("/")) return null;
+      dir = path45.posix.normalize(path45.posix.join(dir || ".", to));
+      if (dir === ".") dir = "";
+      if (dir.startsWith("..")) return null;
+    } else if (w.startsWith("-C") && w.length > 2) return null;
+    else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
+  }
+  let text = null;
+  for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
+    try {
+      text = readFileSync20(path45.join(checkout, dir, name), "utf8");
+      break;
+    } catch {
+    }
+  }
+  if (text === null) return null;
+  const rules = /* @__PURE__ */ new Map();
+  let first2;
+  let current = [];
+  for (const raw2 of text.replace(/\\\n/g, " ").split("\n")) {
+    if (raw2.startsWith("	")) {
+      for (const r of current) r.recipe.push(raw2.slice(1).replace(/^[\s@+-]+/, ""));
+      continue;
+    }
+    const line = raw2.replace(/#.*$/, "");
+    const m = /^([^:=#\t][^:=]*?)\s*::?\s*([^=].*)?$/.exec(line);
+    if (!m || /^\s*(export|override|define|include|-include|sinclude|ifn?eq|ifn?def|else|endif)\b/.test(line)) {
+      if (line.trim()) current = [];
+      continue;
+    }
+    const [before, after] = (m[2] ?? "").split(";", 2);
+    current = [];
+    for (const t2 of m[1].trim().split(/\s+/)) {
+      const rule = rules.get(t2) ?? { prereqs: [], recipe: [] };
+      rule.prereqs.push(...(before ?? "").split("|").join(" ").trim().split(/\s+/).filter(Boolean));
+      if (after?.trim()) rule.recipe.push(after.trim());
+      rules.set(t2, rule);
+      current.push(rule);
+      if (first2 === void 0 && !t2.startsWith(".") && !t2.includes("%")) first2 = t2;
+    }
+  }
+  const lines = [];
+  const seen = /* @__PURE__ */ new Set();
+  const visit = (t2) => {
+    if (seen.has(t2)) return;
+    seen.add(t2);
+    const rule = rules.get(t2);
+    if (!rule) return;
+    for (const p of rule.prereqs) visit(p);
+    lines.push(...rule.recipe);
+  };
+  for (const t2 of targets.length ? targets : first2 ? [first2] : []) visit(t2);
+  return { dir, lines };
+}
+var SELF = String.raw`(?:\$0|\$\{0\}|\$BASH_SOURCE|\$\{BASH_SOURCE(?:\[0\])?\})`;
+var DIRNAME = String.raw`(?:\$\(\s*dirname\s+(?:"${SELF}"|${SELF})\s*\)|\x60\s*dirname\s+(?:"${SELF}"|${SELF})\s*\x60)`;
+var SCRIPT_DIR = new RegExp(
+  String.raw`\$\(\s*cd\s+(?:"${DIRNAME}"|${DIRNAME})\s*(?:&&|;)\s*pwd(?:\s+-[PL])?\s*\)|${DIRNAME}|\$\{(?:0|BASH_SOURCE(?:\[0\])?)%/\*\}`,
+  "g"
+);
+function withScriptDir(text, dir) {
+  if (!/^[\w./-]+$/.test(dir)) return text;
+  let out = text.replace(SCRIPT_DIR, dir);
+  const escaped = dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const names = [
+    ...out.matchAll(new RegExp(String.raw`^[ \t]*(?:export[ \t]+|readonly[ \t]+|local[ \t]+)?([A-Za-z_]\w*)=("?)${escaped}\2[ \t]*(?:#.*)?$`, "gm"))
+  ].map((m) => m[1]);
+  for (const name of new Set(names)) out = out.replace(new RegExp(String.raw`\$(?:\{${name}\}|${name}(?!\w))`, "g"), dir);
+  return out;
+}
+function programOf(words2) {
+  for (const w of words2) {
+    if (typeof w !== "string") return null;
+    if (/^[A-Za-z_]\w*=/.test(w) || w.startsWith("-") || /^\d+(\.\d+)?[smhd]?$/.test(w) || WRAPPERS.has(path45.posix.basename(w))) continue;
+    return path45.posix.basename(w).toLowerCase();
+  }
+  return null;
+}
+function shellScript(file3, byShell = false) {
+  let text;
+  try {
+    text = readFileSync20(file3, "utf8");
+  } catch {
+    return null;
+  }
+  if (byShell || /\.(sh|bash)$/i.test(file3) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
+  return null;
+}
+
 // engine/workspace/fold.ts
 function foldPath(p) {
   return p.normalize("NFC").toUpperCase().toLowerCase().normalize("NFC").split("/").map((part) => part === "." || part === ".." ? part : part.replace(/[. ]+$/, "") || part).join("/");
@@ -85263,10 +85881,10 @@ var OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=$
 import { createHash as createHash3, randomBytes as randomBytes12 } from "node:crypto";
 import { existsSync as existsSync20 } from "node:fs";
 import { copyFile, link, mkdir as mkdir2, readdir as readdir3, readFile as readFile2, rm as rm2 } from "node:fs/promises";
-import path45 from "node:path";
+import path46 from "node:path";
 function mirrorObjects(mirrorsRoot, repoRoot2, format2) {
   const tag = createHash3("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path45.join(mirrorsRoot, `${path45.basename(repoRoot2)}-${tag}-${format2}`, "objects");
+  return path46.join(mirrorsRoot, `${path46.basename(repoRoot2)}-${tag}-${format2}`, "objects");
 }
 var LOOSE = /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/;
 var FANOUT = /^[0-9a-f]{2}$/;
@@ -85274,11 +85892,11 @@ var PACK_IDX = /^pack-[0-9a-f]+\.idx$/;
 async function alternatesOf(objects) {
   let text;
   try {
-    text = await readFile2(path45.join(objects, "info", "alternates"), "utf8");
+    text = await readFile2(path46.join(objects, "info", "alternates"), "utf8");
   } catch {
     return [];
   }
-  return text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#")).map((l) => path45.resolve(objects, l.startsWith('"') && l.endsWith('"') ? l.slice(1, -1) : l));
+  return text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#")).map((l) => path46.resolve(objects, l.startsWith('"') && l.endsWith('"') ? l.slice(1, -1) : l));
 }
 async function place(src, dest, linkFn, counts) {
   if (existsSync20(dest)) {
@@ -85297,7 +85915,7 @@ async function place(src, dest, linkFn, counts) {
     }
     if (code2 === "ENOENT" && !existsSync20(src)) return;
   }
-  const tmp = path45.join(path45.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes12(6).toString("hex")}`);
+  const tmp = path46.join(path46.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes12(6).toString("hex")}`);
   try {
     try {
       await copyFile(src, tmp);
@@ -85322,36 +85940,36 @@ async function mirrorStore(from, to, linkFn, counts) {
   for (let i2 = 0; i2 < fanout.length; i2 += 16) {
     await Promise.all(
       fanout.slice(i2, i2 + 16).map(async (d) => {
-        const objects = (await readdir3(path45.join(from, d)).catch(() => [])).filter((f) => LOOSE.test(f));
+        const objects = (await readdir3(path46.join(from, d)).catch(() => [])).filter((f) => LOOSE.test(f));
         if (!objects.length) return;
-        await mkdir2(path45.join(to, d), { recursive: true });
-        for (const name of objects) await place(path45.join(from, d, name), path45.join(to, d, name), linkFn, counts);
+        await mkdir2(path46.join(to, d), { recursive: true });
+        for (const name of objects) await place(path46.join(from, d, name), path46.join(to, d, name), linkFn, counts);
       })
     );
   }
-  const packDir = path45.join(from, "pack");
+  const packDir = path46.join(from, "pack");
   const packNames = await readdir3(packDir).catch(() => []);
   const packs = packNames.filter((f) => PACK_IDX.test(f)).map((f) => f.slice(0, -".idx".length));
   if (!packs.length) return;
-  await mkdir2(path45.join(to, "pack"), { recursive: true });
+  await mkdir2(path46.join(to, "pack"), { recursive: true });
   for (const pack of packs) {
-    if (existsSync20(path45.join(to, "pack", pack + ".idx"))) {
+    if (existsSync20(path46.join(to, "pack", pack + ".idx"))) {
       counts.present += packNames.includes(pack + ".rev") ? 3 : 2;
       continue;
     }
     for (const ext of [".pack", ".rev", ".idx"]) {
-      if (packNames.includes(pack + ext)) await place(path45.join(packDir, pack + ext), path45.join(to, "pack", pack + ext), linkFn, counts);
+      if (packNames.includes(pack + ext)) await place(path46.join(packDir, pack + ext), path46.join(to, "pack", pack + ext), linkFn, counts);
     }
   }
 }
 async function hasPromisor(objects) {
-  return (await readdir3(path45.join(objects, "pack")).catch(() => [])).some((f) => f.endsWith(".promisor"));
+  return (await readdir3(path46.join(objects, "pack")).catch(() => [])).some((f) => f.endsWith(".promisor"));
 }
 async function refreshNow(userObjects, mirror, linkFn) {
   const started = performance.now();
   const counts = { linked: 0, copied: 0, present: 0 };
-  await mkdir2(path45.join(mirror, "info"), { recursive: true });
-  await mkdir2(path45.join(mirror, "pack"), { recursive: true });
+  await mkdir2(path46.join(mirror, "info"), { recursive: true });
+  await mkdir2(path46.join(mirror, "pack"), { recursive: true });
   const sources = [];
   const unreadable = [];
   let promisor = false;
@@ -85375,10 +85993,10 @@ async function refreshNow(userObjects, mirror, linkFn) {
 var queued = /* @__PURE__ */ new Map();
 function refreshMirror(userObjects, mirror, opts = {}) {
   const linkFn = opts.link ?? link;
-  let q2 = queued.get(mirror);
-  if (!q2) queued.set(mirror, q2 = { waiting: null, tail: Promise.resolve() });
-  if (q2.waiting) return q2.waiting;
-  const entry = q2;
+  let q3 = queued.get(mirror);
+  if (!q3) queued.set(mirror, q3 = { waiting: null, tail: Promise.resolve() });
+  if (q3.waiting) return q3.waiting;
+  const entry = q3;
   const run5 = entry.tail.then(() => {
     entry.waiting = null;
     return refreshNow(userObjects, mirror, linkFn);
@@ -85392,14 +86010,14 @@ function refreshMirror(userObjects, mirror, opts = {}) {
 }
 
 // engine/workspace/land.ts
-import { existsSync as existsSync21, lstatSync as lstatSync2, readFileSync as readFileSync20, readlinkSync as readlinkSync2 } from "node:fs";
-import path47 from "node:path";
+import { existsSync as existsSync21, lstatSync as lstatSync2, readFileSync as readFileSync21, readlinkSync as readlinkSync2 } from "node:fs";
+import path48 from "node:path";
 
 // engine/workspace/snapshot.ts
 import { createHash as createHash4, randomBytes as randomBytes13 } from "node:crypto";
 import { constants as constants6, mkdirSync as mkdirSync20, renameSync as renameSync8, rmSync as rmSync9, writeFileSync as writeFileSync13 } from "node:fs";
 import { lstat as lstat2, mkdir as mkdir3, open as open2, readlink, rename, rm as rm3, symlink, writeFile } from "node:fs/promises";
-import path46 from "node:path";
+import path47 from "node:path";
 import { promisify as promisify5 } from "node:util";
 import { deflate, deflateSync } from "node:zlib";
 var deflateAsync = promisify5(deflate);
@@ -85526,7 +86144,7 @@ async function readWorktree(worktree, base2, fresh) {
   for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
   if (!await byFolder()) throw new NotInProcess("no /proc/self/fd");
   const paths = [...base2.entries.keys(), ...fresh.filter((p) => !base2.entries.has(p))];
-  const rootLength = Buffer.byteLength(worktree + path46.sep);
+  const rootLength = Buffer.byteLength(worktree + path47.sep);
   const dirs = /* @__PURE__ */ new Set();
   for (const p of paths) {
     if (rootLength + p.length >= PATH_MAX) throw new NotInProcess("a path longer than the system opens");
@@ -85643,10 +86261,10 @@ async function readWhole(file3, seen) {
 }
 var SMALL_OBJECT = 64 * 1024;
 async function writeLoose(objects, type, oid, content, folders = /* @__PURE__ */ new Map()) {
-  const file3 = path46.join(objects, oid.slice(0, 2), oid.slice(2));
+  const file3 = path47.join(objects, oid.slice(0, 2), oid.slice(2));
   const raw2 = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
-  const fanout = path46.dirname(file3);
-  const tmp = path46.join(objects, `tmp_obj_${randomBytes13(6).toString("hex")}`);
+  const fanout = path47.dirname(file3);
+  const tmp = path47.join(objects, `tmp_obj_${randomBytes13(6).toString("hex")}`);
   if (raw2.length < SMALL_OBJECT) {
     const data2 = deflateSync(raw2, { level: 1 });
     const made3 = folders.get(fanout);
@@ -85711,7 +86329,7 @@ async function writeSnapshot(objects, base2, snap, parent, message) {
   return id3;
 }
 async function writeCheckout(dir, snap, only) {
-  const root2 = Buffer.from(dir + path46.sep);
+  const root2 = Buffer.from(dir + path47.sep);
   const names = only ? only.filter((p) => snap.files.has(p)) : [...snap.files.keys()];
   const made2 = /* @__PURE__ */ new Set();
   for (const name of names) {
@@ -85757,22 +86375,22 @@ async function quietFlags(repo) {
   return flags;
 }
 var quietEnv = () => ({ ...userGitEnv(), GIT_LFS_SKIP_SMUDGE: "1" });
-async function q(repo, flags, args, opts = {}) {
+async function q2(repo, flags, args, opts = {}) {
   const env2 = opts.objects ? { ...quietEnv(), GIT_OBJECT_DIRECTORY: opts.objects, GIT_NO_LAZY_FETCH: "1" } : quietEnv();
   const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: env2, lossless: opts.lossless });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
   return { code: r.exitCode, out: r.stdout, err: r.stderr };
 }
 async function gitWithObjects(repo, objects, args) {
-  const r = await q(repo, [], args, { allowFail: true, objects });
+  const r = await q2(repo, [], args, { allowFail: true, objects });
   return r.code === 0 ? r.out.trim() : "";
 }
 async function isAncestor(repo, a2, b, objects) {
-  return (await q(repo, [], ["merge-base", "--is-ancestor", a2, b], { allowFail: true, objects })).code === 0;
+  return (await q2(repo, [], ["merge-base", "--is-ancestor", a2, b], { allowFail: true, objects })).code === 0;
 }
 async function mergeTrees(repo, a2, b, flags, objects) {
   const f = flags ?? await quietFlags(repo);
-  const r = await q(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a2, b], { allowFail: true, objects });
+  const r = await q2(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a2, b], { allowFail: true, objects });
   const parts = r.out.split("\0");
   if (r.code === 0) return { tree: parts[0].trim() };
   if (r.code === 1) {
@@ -85786,13 +86404,13 @@ async function mergeTrees(repo, a2, b, flags, objects) {
   throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
 }
 async function commitTree(repo, tree, parents, message, objects) {
-  const r = await q(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message], { objects });
+  const r = await q2(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message], { objects });
   return r.out.trim();
 }
 async function combineCommits(repo, base2, commits, message, objects) {
   const flags = await quietFlags(repo);
   let at = base2;
-  let tree = (await q(repo, [], ["rev-parse", `${base2}^{tree}`], { objects })).out.trim();
+  let tree = (await q2(repo, [], ["rev-parse", `${base2}^{tree}`], { objects })).out.trim();
   for (const c3 of commits) {
     const m = await mergeTrees(repo, at, c3.commit, flags, objects);
     if ("conflict" in m) return { conflict: { id: c3.id, files: m.conflict } };
@@ -85804,7 +86422,7 @@ async function combineCommits(repo, base2, commits, message, objects) {
 }
 async function treeChanges(repo, from, to, opts = {}) {
   return parseRawChanges(
-    (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], { lossless: opts.lossless, objects: opts.objects })).out
+    (await q2(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], { lossless: opts.lossless, objects: opts.objects })).out
   ).changes;
 }
 function parseRawChanges(out) {
@@ -85864,13 +86482,13 @@ async function flaggedChanges(repo, base2, commit, objects, known, beside = [], 
   flags.push(...await plainWhereLfs(repo, changes, objects));
   for (const c3 of changes) {
     const folded = foldPath(c3.path);
-    const name = path47.posix.basename(folded);
+    const name = path48.posix.basename(folded);
     if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
     else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
     else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
     if (!c3.mode) continue;
     if (c3.mode === "120000") {
-      const target = (await q(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out;
+      const target = (await q2(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out;
       flags.push({ path: c3.path, kind: "symlink", detail: `a symlink to ${JSON.stringify(target.slice(0, 200))}` });
     } else if (c3.mode === "160000") flags.push({ path: c3.path, kind: "submodule", detail: `a submodule at ${c3.oid.slice(0, 12)}` });
     else if (c3.mode === "100755" && c3.oldMode !== "100755")
@@ -85908,7 +86526,7 @@ async function nameCollisions(repo, commits, changes, objects, listed2 = /* @__P
       for (const p of known) add(p);
       continue;
     }
-    const r = await q(repo, [], ["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], { allowFail: true, lossless: true, objects });
+    const r = await q2(repo, [], ["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], { allowFail: true, lossless: true, objects });
     if (r.code !== 0) continue;
     for (const p of r.out.split("\0")) if (p) add(p);
   }
@@ -85935,7 +86553,7 @@ async function absoluteGitDir(repo) {
   const known = await gitDirs.get(repo);
   if (known && existsSync21(known)) return known;
   if (gitDirs.size >= 256) gitDirs.delete(gitDirs.keys().next().value);
-  const p = q(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true }).then((r) => r.code === 0 ? r.out.trim() : "");
+  const p = q2(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true }).then((r) => r.code === 0 ? r.out.trim() : "");
   gitDirs.set(repo, p);
   const dir = await p;
   if (!dir && gitDirs.get(repo) === p) gitDirs.delete(repo);
@@ -85948,12 +86566,12 @@ async function plainWhereLfs(repo, changes, objects) {
   const gitDir = await absoluteGitDir(repo);
   const read3 = (f) => {
     try {
-      return readFileSync20(f, "utf8");
+      return readFileSync21(f, "utf8");
     } catch {
       return "";
     }
   };
-  if (!/filter=lfs/.test(read3(path47.join(repo, ".gitattributes")) + (gitDir ? read3(path47.join(gitDir, "info", "attributes")) : ""))) return [];
+  if (!/filter=lfs/.test(read3(path48.join(repo, ".gitattributes")) + (gitDir ? read3(path48.join(gitDir, "info", "attributes")) : ""))) return [];
   const lfs = (await filteredAmong(
     repo,
     files.map((c3) => c3.path)
@@ -85961,8 +86579,8 @@ async function plainWhereLfs(repo, changes, objects) {
   const flags = [];
   for (const c3 of files) {
     if (!lfs.includes(c3.path)) continue;
-    const size = Number((await q(repo, [], ["cat-file", "-s", c3.oid], { allowFail: true, objects })).out.trim());
-    const head = size > 0 && size <= 1024 ? (await q(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out.slice(0, LFS_POINTER.length) : "";
+    const size = Number((await q2(repo, [], ["cat-file", "-s", c3.oid], { allowFail: true, objects })).out.trim());
+    const head = size > 0 && size <= 1024 ? (await q2(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out.slice(0, LFS_POINTER.length) : "";
     if (head !== LFS_POINTER)
       flags.push({
         path: c3.path,
@@ -85973,7 +86591,7 @@ async function plainWhereLfs(repo, changes, objects) {
   return flags;
 }
 async function scriptsOf(repo, spec2, objects) {
-  const r = await q(repo, [], ["cat-file", "blob", spec2], { allowFail: true, objects });
+  const r = await q2(repo, [], ["cat-file", "blob", spec2], { allowFail: true, objects });
   if (r.code !== 0) return "";
   try {
     const j = JSON.parse(r.out);
@@ -85995,7 +86613,7 @@ var blobId = (bytes, like) => objectId("blob", bytes, like.length === 64 ? "sha2
 function verifyCheckout(repo, changes) {
   const wrong = [];
   for (const c3 of changes) {
-    const file3 = path47.join(repo, c3.path);
+    const file3 = path48.join(repo, c3.path);
     const st = lstatSync2(file3, { throwIfNoEntry: false });
     if (!c3.mode) {
       if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
@@ -86014,7 +86632,7 @@ function verifyCheckout(repo, changes) {
       wrong.push(`${c3.path} (not a file)`);
       continue;
     }
-    if (blobId(readFileSync20(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
+    if (blobId(readFileSync21(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
     else if (c3.mode === "100755" !== !!(st.mode & 64)) wrong.push(`${c3.path} (mode differs)`);
   }
   return wrong;
@@ -86061,7 +86679,7 @@ async function landCommit(o2) {
   const flags = await quietFlags(repo);
   let next;
   const objects = o2.objects;
-  const parent = (await q(repo, [], ["rev-parse", "-q", "--verify", `${o2.commit}^1`], { allowFail: true, objects })).out.trim();
+  const parent = (await q2(repo, [], ["rev-parse", "-q", "--verify", `${o2.commit}^1`], { allowFail: true, objects })).out.trim();
   if (o2.fastForward && parent === head) next = o2.commit;
   else {
     const m = await mergeTrees(repo, head, o2.commit, flags, objects);
@@ -86096,7 +86714,7 @@ async function applyToCheckout(repo, branch, head, next, flags, reflog, from = {
       "conflict"
     );
   const objects = from.objects;
-  const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
+  const r = await q2(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
   if (r.code !== 0) {
     const stale2 = [...`${r.err}
 ${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map((m) => m[1]);
@@ -86118,7 +86736,7 @@ ${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map
   }
   const wrong = verifyCheckout(repo, changes);
   if (wrong.length) {
-    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
+    await q2(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(
       `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: an attribute of your checkout converts them (eol, a filter); the merge was undone and refused (nothing was changed).${byHand}`,
       "conflict"
@@ -86128,15 +86746,15 @@ ${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map
     try {
       await from.publish(next);
     } catch (err) {
-      await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
+      await q2(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
       throw err;
     }
   }
-  const u2 = await q(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0].slice(0, 100)}`, `refs/heads/${branch}`, next, head], {
+  const u2 = await q2(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0].slice(0, 100)}`, `refs/heads/${branch}`, next, head], {
     allowFail: true
   });
   if (u2.code !== 0) {
-    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
+    await q2(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
     throw new InputError(`${branch} moved while merging; nothing was changed: merge again`, "conflict");
   }
 }
@@ -86148,7 +86766,7 @@ async function revertCommit(repo, branch, merge2, message) {
   const isAncestor2 = await runCommand("git", ["merge-base", "--is-ancestor", merge2, head], { cwd: repo, env: userGitEnv() });
   if (isAncestor2.exitCode !== 0) throw new InputError(`${merge2.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
   const flags = await quietFlags(repo);
-  const firstParentTree = (await q(repo, [], ["rev-parse", `${merge2}^1^{tree}`])).out.trim();
+  const firstParentTree = (await q2(repo, [], ["rev-parse", `${merge2}^1^{tree}`])).out.trim();
   const undo = await commitTree(repo, firstParentTree, [merge2], "ocw: undo");
   const m = await mergeTrees(repo, head, undo, flags);
   if ("conflict" in m)
@@ -86162,12 +86780,12 @@ async function revertCommit(repo, branch, merge2, message) {
 }
 
 // engine/workspace/workspace.ts
-import { existsSync as existsSync22, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readFileSync as readFileSync21, realpathSync as realpathSync3, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
+import { existsSync as existsSync22, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readFileSync as readFileSync22, realpathSync as realpathSync4, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
 import { copyFile as copyFile2, link as link2, lstat as lstat3, mkdir as mkdir4, readdir as readdir4, readFile as readFile3, realpath, rename as rename2, rm as rm4, writeFile as writeFile2 } from "node:fs/promises";
 import { createHash as createHash5, randomBytes as randomBytes14 } from "node:crypto";
-import path48 from "node:path";
+import path49 from "node:path";
 async function inspectRepo(dir) {
-  if (!path48.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!path49.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
   if (!existsSync22(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
   if (!statSync17(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
@@ -86176,17 +86794,17 @@ async function inspectRepo(dir) {
     if (!top && await git(dir, ["rev-parse", "--is-bare-repository"], { allowFail: true }) === "true")
       throw new InputError(`${dir} is a bare repository (it has no files to work on): pass a checkout of it (\`git clone ${dir}\`)`);
     if (!top && await git(dir, ["rev-parse", "--is-inside-git-dir"], { allowFail: true }) === "true") {
-      const gitDir = path48.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
+      const gitDir = path49.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
       throw new InputError(
-        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path48.basename(gitDir) === ".git" ? ` (${path48.dirname(gitDir)})` : ""}`
+        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path49.basename(gitDir) === ".git" ? ` (${path49.dirname(gitDir)})` : ""}`
       );
     }
     if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
   const branch = ref === "HEAD" ? null : ref;
-  const subdir = path48.relative(await realpath(root2), await realpath(path48.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path48.sep).join("/")}`], { allowFail: true })) {
+  const subdir = path49.relative(await realpath(root2), await realpath(path49.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path49.sep).join("/")}`], { allowFail: true })) {
     throw new InputError(
       `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
     );
@@ -86195,30 +86813,30 @@ async function inspectRepo(dir) {
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
   const tag = createHash5("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path48.join(worktreesRoot, `${path48.basename(repoRoot2)}-${tag}`, workerId);
+  return path49.join(worktreesRoot, `${path49.basename(repoRoot2)}-${tag}`, workerId);
 }
-var mirrorsRootOf = (worktreesRoot) => path48.join(path48.dirname(worktreesRoot), "mirrors");
+var mirrorsRootOf = (worktreesRoot) => path49.join(path49.dirname(worktreesRoot), "mirrors");
 function workspaceMirror(worktreesRoot, repoRoot2, baseCommit, mirrorsRoot = mirrorsRootOf(worktreesRoot)) {
   return mirrorObjects(mirrorsRoot, repoRoot2, objectFormat(baseCommit));
 }
 async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {}) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path48.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  const ws = { worktree, cwd: path49.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   const mirror = workspaceMirror(worktreesRoot, repo.root, repo.head, opts.mirrorsRoot);
   const refresh = async () => refreshMirror(await objectsOf(repo.root), mirror, { link: opts.link });
   if (existsSync22(worktree)) {
     await moveOntoMirror(worktreesRoot, ws, opts);
     return ws;
   }
-  mkdirSync21(path48.dirname(worktree), { recursive: true });
-  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path48.dirname(gitDir)) };
+  mkdirSync21(path49.dirname(worktree), { recursive: true });
+  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path49.dirname(gitDir)) };
   const make = async () => {
     const objects = await realMirror(mirror);
     const projectId = opencodeProjectId();
-    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path48.dirname(gitDir) });
+    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path49.dirname(gitDir) });
     await gitScript(NEW_WORKSPACE, {
-      cwd: path48.dirname(worktree),
+      cwd: path49.dirname(worktree),
       env: {
         ...env2,
         OCW_WORKTREE: worktree,
@@ -86269,7 +86887,7 @@ function repoSkeleton(parent, format2, env2) {
   if (!p) {
     if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value);
     p = (async () => {
-      const tmp = path48.join(parent, `.ocw-init-${process.pid}-${randomBytes14(4).toString("hex")}`);
+      const tmp = path49.join(parent, `.ocw-init-${process.pid}-${randomBytes14(4).toString("hex")}`);
       await mkdir4(parent, { recursive: true });
       try {
         const r = await runCommand("git", ["init", "-q", "--template=", ...format2 === "sha256" ? ["--object-format=sha256"] : [], tmp], { cwd: parent, env: env2 });
@@ -86277,17 +86895,17 @@ function repoSkeleton(parent, format2, env2) {
         const dirs = [".git"];
         const files = [];
         const walk = async (rel) => {
-          for (const e of await readdir4(path48.join(tmp, rel), { withFileTypes: true })) {
-            const name = path48.join(rel, e.name);
+          for (const e of await readdir4(path49.join(tmp, rel), { withFileTypes: true })) {
+            const name = path49.join(rel, e.name);
             if (e.isDirectory()) {
               dirs.push(name);
               await walk(name);
-            } else if (e.isFile()) files.push([name, await readFile3(path48.join(tmp, name))]);
+            } else if (e.isFile()) files.push([name, await readFile3(path49.join(tmp, name))]);
             else throw new GitError(`git init made ${name}, which is neither a file nor a folder`);
           }
         };
         await walk(".git");
-        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path48.sep))), files };
+        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path49.sep))), files };
       } finally {
         await rm4(tmp, { recursive: true, force: true });
       }
@@ -86299,13 +86917,13 @@ function repoSkeleton(parent, format2, env2) {
 }
 async function newWorkspace(worktree, env2, o2) {
   const skeleton = await repoSkeleton(o2.engineDir, objectFormat(o2.base), env2);
-  const dotGit = path48.join(worktree, ".git");
-  await Promise.all(skeleton.leaves.map((d) => mkdir4(path48.join(worktree, d), { recursive: true })));
+  const dotGit = path49.join(worktree, ".git");
+  await Promise.all(skeleton.leaves.map((d) => mkdir4(path49.join(worktree, d), { recursive: true })));
   await Promise.all([
-    ...skeleton.files.map(([name, bytes]) => writeFile2(path48.join(worktree, name), bytes, { flag: "wx" })),
-    writeFile2(path48.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
+    ...skeleton.files.map(([name, bytes]) => writeFile2(path49.join(worktree, name), bytes, { flag: "wx" })),
+    writeFile2(path49.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
 `, { flag: "wx" }),
-    writeFile2(path48.join(dotGit, "opencode"), `${o2.projectId}
+    writeFile2(path49.join(dotGit, "opencode"), `${o2.projectId}
 `, { flag: "wx" })
   ]);
   const r = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "checkout", "-q", "-b", o2.branch, o2.base], {
@@ -86317,18 +86935,18 @@ async function newWorkspace(worktree, env2, o2) {
 }
 async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
   const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
-  const alternates = path48.join(ws.worktree, ".git", "objects", "info", "alternates");
-  const named = existsSync22(alternates) ? readFileSync21(alternates, "utf8").trim() : null;
+  const alternates = path49.join(ws.worktree, ".git", "objects", "info", "alternates");
+  const named = existsSync22(alternates) ? readFileSync22(alternates, "utf8").trim() : null;
   const old = named !== null && named === await objectsOf(ws.repo).catch(() => null);
   if (!old && existsSync22(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
   if (old && ownFolders(ws.worktree, [".git", "objects", "info"]))
-    await writeAlternates(path48.join(ws.worktree, ".git", "objects"), realpathSync3(mirror) + "\n");
+    await writeAlternates(path49.join(ws.worktree, ".git", "objects"), realpathSync4(mirror) + "\n");
 }
 function ownFolders(root2, parts) {
   let dir = root2;
   for (const p of parts) {
-    dir = path48.join(dir, p);
+    dir = path49.join(dir, p);
     try {
       if (!lstatSync3(dir).isDirectory()) return false;
     } catch {
@@ -86451,17 +87069,17 @@ function trustedEnv(home) {
 }
 var engineGitDirs = /* @__PURE__ */ new Map();
 function engineGitDir(workerDir, format2) {
-  const dir = path48.join(path48.dirname(workerDir), `.engine-${format2}.git`);
+  const dir = path49.join(path49.dirname(workerDir), `.engine-${format2}.git`);
   let made2 = engineGitDirs.get(dir);
   if (!made2) {
     made2 = (async () => {
-      if (existsSync22(path48.join(dir, "HEAD"))) return dir;
+      if (existsSync22(path49.join(dir, "HEAD"))) return dir;
       const tmp = `${dir}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
-      mkdirSync21(path48.dirname(dir), { recursive: true });
+      mkdirSync21(path49.dirname(dir), { recursive: true });
       try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path48.dirname(dir), env: { ...trustedEnv(path48.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path49.dirname(dir), env: { ...trustedEnv(path49.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
         await rename2(tmp, dir).catch((err) => {
-          if (!existsSync22(path48.join(dir, "HEAD"))) throw err;
+          if (!existsSync22(path49.join(dir, "HEAD"))) throw err;
         });
       } finally {
         await rm4(tmp, { recursive: true, force: true });
@@ -86490,10 +87108,10 @@ function inTurn(ws, fn) {
   return run5;
 }
 async function writeAlternates(objects, text, opts = {}) {
-  const file3 = path48.join(objects, "info", "alternates");
+  const file3 = path49.join(objects, "info", "alternates");
   if (opts.engines && alternatesWritten.get(file3) === text) return;
   if (opts.absent) {
-    await mkdir4(path48.dirname(file3), { recursive: true });
+    await mkdir4(path49.dirname(file3), { recursive: true });
     await writeFile2(file3, text);
   } else if (await readFile3(file3, "utf8").catch(() => null) !== text) {
     const tmp = `${file3}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
@@ -86501,7 +87119,7 @@ async function writeAlternates(objects, text, opts = {}) {
       await writeFile2(tmp, text);
     } catch (err) {
       if (err.code !== "ENOENT") throw err;
-      await mkdir4(path48.dirname(file3), { recursive: true });
+      await mkdir4(path49.dirname(file3), { recursive: true });
       await writeFile2(tmp, text);
     }
     await rename2(tmp, file3);
@@ -86511,7 +87129,7 @@ async function writeAlternates(objects, text, opts = {}) {
   alternatesWritten.set(file3, text);
 }
 var alternatesWritten = /* @__PURE__ */ new Map();
-var forgetAlternates = (objects) => alternatesWritten.delete(path48.join(objects, "info", "alternates"));
+var forgetAlternates = (objects) => alternatesWritten.delete(path49.join(objects, "info", "alternates"));
 async function runTrustedScript(ws, script, inputs, opts) {
   if (opts.baseOnly) {
     const [gitDir2, userObjects, graded] = await Promise.all([engineGitDir(ws.gitDir, objectFormat(ws.baseCommit)), objectsOf(ws.repo), gradedStoreOf(ws)]);
@@ -86548,8 +87166,8 @@ async function runTrustedScript(ws, script, inputs, opts) {
 async function workerObjects(ws, fresh) {
   const format2 = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path48.join(ws.gitDir, "objects");
-  const gradeObjects = path48.join(ws.gitDir, GRADE_OBJECTS);
+  const objects = path49.join(ws.gitDir, "objects");
+  const gradeObjects = path49.join(ws.gitDir, GRADE_OBJECTS);
   const graded = await gradedStoreOf(ws);
   if (fresh) {
     if (existsSync22(gradeObjects)) {
@@ -86571,7 +87189,7 @@ ${graded}
 }
 async function runOnBase(ws, script, inputs, opts, at) {
   const index = opts.index?.path ?? privateIndex(ws);
-  const cwd = path48.dirname(ws.gitDir);
+  const cwd = path49.dirname(ws.gitDir);
   try {
     const env2 = {
       ...trustedEnv(ws.gitDir),
@@ -86604,7 +87222,7 @@ function objectsOf(repo) {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path48.resolve(repo, dir));
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path49.resolve(repo, dir));
     objectDirs.set(repo, p);
     p.catch(() => objectDirs.delete(repo));
   }
@@ -86666,7 +87284,7 @@ var trusted = /* @__PURE__ */ new Map();
 function trustsFileSystem(gitDir) {
   let p = trusted.get(gitDir);
   if (!p) {
-    p = readFile3(path48.join(gitDir, "config"), "utf8").then(
+    p = readFile3(path49.join(gitDir, "config"), "utf8").then(
       (text) => {
         const values = (key) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*(\\S*)\\s*$`, "gim"))].map((m) => m[1].toLowerCase());
         return values("filemode").every((v) => v === "true") && values("ignorecase").every((v) => v === "false") && values("precomposeunicode").every((v) => v === "false");
@@ -86682,7 +87300,7 @@ function partialHolds(checkoutDir, only) {
     const parts = p.split("/").filter(Boolean);
     let at = checkoutDir;
     for (const [i2, part] of parts.entries()) {
-      at = path48.join(at, part);
+      at = path49.join(at, part);
       let st;
       try {
         st = lstatSync3(at);
@@ -86736,8 +87354,8 @@ function prepareGrading(ws) {
   baseListing(ws).catch(() => void 0);
 }
 function baseListing(ws) {
-  const dir = path48.join(path48.dirname(ws.gitDir), ".base-index");
-  const index = path48.join(dir, `${ws.baseCommit}-${process.pid}`);
+  const dir = path49.join(path49.dirname(ws.gitDir), ".base-index");
+  const index = path49.join(dir, `${ws.baseCommit}-${process.pid}`);
   let p = baseListings.get(index);
   if (p) {
     baseListings.delete(index);
@@ -86747,7 +87365,7 @@ function baseListing(ws) {
   p = (async () => {
     let cleared = baseIndexDirs.get(dir);
     if (!cleared) {
-      cleared = readdir4(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm4(path48.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir4(dir, { recursive: true })).then(() => void 0);
+      cleared = readdir4(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm4(path49.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir4(dir, { recursive: true })).then(() => void 0);
       baseIndexDirs.set(dir, cleared);
       cleared.catch(() => baseIndexDirs.delete(dir));
     }
@@ -86796,10 +87414,10 @@ async function baseIndexInto(ws, index) {
 var KEPT_INDEX = "checkout-index";
 var KEPT_META = "checkout-index.json";
 async function keepCheckoutIndex(ws) {
-  const meta = path48.join(ws.gitDir, KEPT_META);
-  const tmp = `${path48.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
+  const meta = path49.join(ws.gitDir, KEPT_META);
+  const tmp = `${path49.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
   try {
-    const src = path48.join(ws.worktree, ".git", "index");
+    const src = path49.join(ws.worktree, ".git", "index");
     const st = await lstat3(src, { bigint: true });
     if (!st.isFile()) return;
     const bytes = await readFile3(src);
@@ -86808,11 +87426,11 @@ async function keepCheckoutIndex(ws) {
     await mkdir4(ws.gitDir, { recursive: true });
     await rm4(meta, { force: true });
     await writeFile2(tmp, bytes);
-    await rename2(tmp, path48.join(ws.gitDir, KEPT_INDEX));
+    await rename2(tmp, path49.join(ws.gitDir, KEPT_INDEX));
     let fence = st.mtimeNs;
     for (let i2 = 0; i2 < 8 && fence <= st.mtimeNs; i2++) {
       if (i2) await new Promise((r) => setTimeout(r, 1));
-      const stamp = path48.join(ws.worktree, ".git", `ocw-fence-${randomBytes14(4).toString("hex")}`);
+      const stamp = path49.join(ws.worktree, ".git", `ocw-fence-${randomBytes14(4).toString("hex")}`);
       await writeFile2(stamp, "", { flag: "wx" });
       try {
         fence = (await lstat3(stamp, { bigint: true })).ctimeNs;
@@ -86858,12 +87476,12 @@ var isAttributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes"
 async function keptIndexInto(ws, index, listing) {
   const base2 = listing.base;
   if (!base2) return null;
-  const meta = JSON.parse(await readFile3(path48.join(ws.gitDir, KEPT_META), "utf8"));
+  const meta = JSON.parse(await readFile3(path49.join(ws.gitDir, KEPT_META), "utf8"));
   if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
   if (base2.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
   const format2 = objectFormat(ws.baseCommit);
   const hs = format2 === "sha256" ? 32 : 20;
-  const buf = await readFile3(path48.join(ws.gitDir, KEPT_INDEX));
+  const buf = await readFile3(path49.join(ws.gitDir, KEPT_INDEX));
   const end = buf.length - hs;
   if (end < 12 || buf.subarray(end).toString("hex") !== meta.checksum) return null;
   if (!createHash5(format2).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
@@ -86897,7 +87515,7 @@ async function keptIndexInto(ws, index, listing) {
     at += 8 + buf.readUInt32BE(at + 4);
   }
   if (at !== end) return null;
-  const root2 = Buffer.from(ws.worktree + path48.sep);
+  const root2 = Buffer.from(ws.worktree + path49.sep);
   const at0 = (rel) => Buffer.concat([root2, rel]);
   let looked = 0;
   for (const dir of dirs) {
@@ -86994,7 +87612,7 @@ async function capsListing(ws, caps, keepIndex) {
     return under(
       `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`
     );
-  const root2 = Buffer.from(ws.worktree + path48.sep);
+  const root2 = Buffer.from(ws.worktree + path49.sep);
   const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
   const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
   let total2 = 0;
@@ -87038,7 +87656,7 @@ async function sizesOf(paths) {
 }
 async function nestedGitOutside(worktree, dirs, at) {
   if (!dirs.length) return null;
-  const sep = Buffer.from(path48.sep);
+  const sep = Buffer.from(path49.sep);
   const root2 = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), sep]);
   const real2 = (p) => realpath(p, { encoding: "buffer" }).catch(() => null);
   const inside2 = (p) => Buffer.concat([p, sep]).subarray(0, root2.length).equals(root2);
@@ -87129,7 +87747,7 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
 }
 function gradedObjectsDir(reposDir, repoRoot2) {
   const tag = createHash5("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path48.join(reposDir, "graded", `${path48.basename(repoRoot2)}-${tag}`);
+  return path49.join(reposDir, "graded", `${path49.basename(repoRoot2)}-${tag}`);
 }
 async function gradedStore(reposDir, repoRoot2) {
   const dir = gradedObjectsDir(reposDir, repoRoot2);
@@ -87139,7 +87757,7 @@ async function gradedStore(reposDir, repoRoot2) {
   if (!made2) {
     if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value);
     made2 = (async () => {
-      if (!existsSync22(path48.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
+      if (!existsSync22(path49.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
     })();
     gradedStores.set(dir, made2);
     made2.catch(() => gradedStores.get(dir) === made2 && gradedStores.delete(dir));
@@ -87154,23 +87772,23 @@ function dropGradedStore(reposDir, repoRoot2) {
   forgetAlternates(dir);
   rmSync10(dir, { recursive: true, force: true });
 }
-var gradedStoreOf = (ws) => gradedStore(path48.dirname(ws.gitDir), ws.repo);
+var gradedStoreOf = (ws) => gradedStore(path49.dirname(ws.gitDir), ws.repo);
 async function keepGraded(ws, commit) {
   if (commit === ws.baseCommit) return;
   const graded = await gradedStoreOf(ws);
-  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path48.join(ws.gitDir, GRADE_OBJECTS), graded));
+  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path49.join(ws.gitDir, GRADE_OBJECTS), graded));
   const done = run5.catch(() => void 0);
   scriptsOf2.set(ws.gitDir, done);
   void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
   await run5;
 }
 async function copyCommitObjects(repo, from, to, commit, opts = {}) {
-  const tmp = path48.join(path48.dirname(from), `.copy-${process.pid}-${randomBytes14(6).toString("hex")}`);
+  const tmp = path49.join(path49.dirname(from), `.copy-${process.pid}-${randomBytes14(6).toString("hex")}`);
   try {
     const out = await gitScript(`set -eu
 ${COPY_MISSING}`, {
       cwd: repo,
-      env: { ...trustedEnv(path48.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
+      env: { ...trustedEnv(path49.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
     });
     return Number(out.trim()) || 0;
   } finally {
@@ -87187,8 +87805,8 @@ async function landObjects(repo, graded, commit) {
   return copyCommitObjects(repo, graded, await objectsOf(repo), commit, { strict });
 }
 async function publishBranch(ws, commit, earlier = []) {
-  const own = path48.join(ws.gitDir, "objects");
-  const from = existsSync22(path48.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
+  const own = path49.join(ws.gitDir, "objects");
+  const from = existsSync22(path49.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
   const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
   if (symbolic)
     throw new InputError(
@@ -87225,20 +87843,20 @@ async function copyObjects(from, to) {
   const fanout = (await readdir4(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
   await Promise.all([
     ...fanout.map(async (d) => {
-      const names = (await readdir4(path48.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      const names = (await readdir4(path49.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
       for (const [i2, name] of names.entries()) {
-        const place2 = () => copyWhole(path48.join(from, d, name), path48.join(to, d, name));
+        const place2 = () => copyWhole(path49.join(from, d, name), path49.join(to, d, name));
         if (i2) await place2();
         else
           await place2().catch(async (err) => {
-            if (err.code !== "ENOENT" || !existsSync22(path48.join(from, d, name))) throw err;
-            await mkdir4(path48.join(to, d), { recursive: true });
+            if (err.code !== "ENOENT" || !existsSync22(path49.join(from, d, name))) throw err;
+            await mkdir4(path49.join(to, d), { recursive: true });
             await place2();
           });
       }
     }),
-    copyPacks(path48.join(from, "pack"), path48.join(to, "pack"))
+    copyPacks(path49.join(from, "pack"), path49.join(to, "pack"))
   ]);
 }
 async function copyPacks(from, to) {
@@ -87247,7 +87865,7 @@ async function copyPacks(from, to) {
   if (!packs.length) return;
   await mkdir4(to, { recursive: true });
   for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path48.join(from, pack + ext), path48.join(to, pack + ext));
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path49.join(from, pack + ext), path49.join(to, pack + ext));
   }
 }
 async function copyWhole(src, dest) {
@@ -87259,7 +87877,7 @@ async function copyWhole(src, dest) {
     if (code2 === "EEXIST") return;
     if (code2 !== "EXDEV" && code2 !== "EPERM" && code2 !== "EMLINK") throw err;
   }
-  const tmp = path48.join(path48.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes14(6).toString("hex")}`);
+  const tmp = path49.join(path49.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes14(6).toString("hex")}`);
   try {
     await copyFile2(src, tmp);
     await link2(tmp, dest).catch((err) => {
@@ -87271,10 +87889,10 @@ async function copyWhole(src, dest) {
 }
 function mergeHint(ws) {
   const id3 = ws.branch.replace(/^ocw\//, "");
-  const q2 = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+  const q3 = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
   if (!ws.baseBranch)
-    return `ocw publish ${id3} && cd ${q2(ws.repo)} && git merge --no-ff ${q2(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `ocw publish ${id3} && cd ${q2(ws.repo)} && git checkout ${q2(ws.baseBranch)} && git merge --no-ff ${q2(ws.branch)}`;
+    return `ocw publish ${id3} && cd ${q3(ws.repo)} && git merge --no-ff ${q3(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
+  return `ocw publish ${id3} && cd ${q3(ws.repo)} && git checkout ${q3(ws.baseBranch)} && git merge --no-ff ${q3(ws.branch)}`;
 }
 async function removeWorkspace(ws, opts = {}) {
   const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
@@ -87285,23 +87903,23 @@ async function removeWorkspace(ws, opts = {}) {
   }
   rmSync10(ws.worktree, { recursive: true, force: true });
   rmSync10(ws.gitDir, { recursive: true, force: true });
-  forgetAlternates(path48.join(ws.gitDir, "objects"));
-  forgetAlternates(path48.join(ws.gitDir, GRADE_OBJECTS));
+  forgetAlternates(path49.join(ws.gitDir, "objects"));
+  forgetAlternates(path49.join(ws.gitDir, GRADE_OBJECTS));
   if (opts.tmpDir) rmSync10(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
 
 // engine/grading/make-includes.ts
 var import_picomatch = __toESM(require_picomatch2());
-import { existsSync as existsSync23, readFileSync as readFileSync22 } from "node:fs";
-import path49 from "node:path";
+import { existsSync as existsSync23, readFileSync as readFileSync23 } from "node:fs";
+import path50 from "node:path";
 var MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
 var MAX_FILES = 10;
 function makeIncludes(checkout, dirs) {
   const out = [];
   const done = /* @__PURE__ */ new Set();
   for (const dir of new Set(dirs)) {
-    const first2 = MAKEFILES.map((m) => path49.posix.join(dir, m)).find((m) => existsSync23(path49.join(checkout, m)));
+    const first2 = MAKEFILES.map((m) => path50.posix.join(dir, m)).find((m) => existsSync23(path50.join(checkout, m)));
     if (!first2) continue;
     const vars = /* @__PURE__ */ new Map();
     const queue = [first2];
@@ -87313,7 +87931,7 @@ function makeIncludes(checkout, dirs) {
       read3++;
       let text;
       try {
-        text = readFileSync22(path49.join(checkout, makefile), "utf8");
+        text = readFileSync23(path50.join(checkout, makefile), "utf8");
       } catch {
         continue;
       }
@@ -87331,7 +87949,7 @@ function makeIncludes(checkout, dirs) {
         const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
         if (!inc) continue;
         budget = EXPANSION_BUDGET;
-        const globs = words(expand(inc[1], vars, 0)).filter((w) => !path49.posix.isAbsolute(w) && /[^*?[\]]/.test(path49.posix.basename(w))).map((w) => path49.posix.normalize(path49.posix.join(dir, w))).filter((w) => !w.startsWith("../"));
+        const globs = words(expand(inc[1], vars, 0)).filter((w) => !path50.posix.isAbsolute(w) && /[^*?[\]]/.test(path50.posix.basename(w))).map((w) => path50.posix.normalize(path50.posix.join(dir, w))).filter((w) => !w.startsWith("../"));
         if (!globs.length) continue;
         let match;
         try {
@@ -87340,7 +87958,7 @@ function makeIncludes(checkout, dirs) {
           continue;
         }
         out.push({ makefile, line: raw2.trim(), names: (f) => match(f) });
-        for (const g2 of globs) if (!import_picomatch.default.scan(g2).isGlob && existsSync23(path49.join(checkout, g2))) queue.push(g2);
+        for (const g2 of globs) if (!import_picomatch.default.scan(g2).isGlob && existsSync23(path50.join(checkout, g2))) queue.push(g2);
       }
     }
   }
@@ -87835,7 +88453,40 @@ var RUNNER_FILES = /* @__PURE__ */ new Set([
   "mvnw",
   "mvnw.cmd",
   "gradle-wrapper.properties",
-  "maven-wrapper.properties"
+  "maven-wrapper.properties",
+  // Read by their runners by default, with no flag: Mocha before 8 (test/mocha.opts), node-tap, PHPUnit 10's second
+  // name, Jasmine (spec/support/jasmine.json: its helpers run before the specs), cucumber-js, behave, rake's other
+  // names, Bazel's options (`test --test_filter=…`), and the task files of gulp, grunt, jake and go-task, which
+  // `gulp test`, `grunt test`, `jake test` and `task test` run as make runs a Makefile.
+  "mocha.opts",
+  ".taprc",
+  "phpunit.dist.xml",
+  "jasmine.json",
+  "cucumber.js",
+  "cucumber.cjs",
+  "cucumber.mjs",
+  "cucumber.json",
+  "cucumber.yml",
+  "cucumber.yaml",
+  "behave.ini",
+  ".behaverc",
+  "rakefile.rb",
+  ".bazelrc",
+  "gulpfile.js",
+  "gulpfile.cjs",
+  "gulpfile.mjs",
+  "gulpfile.ts",
+  "gulpfile.babel.js",
+  "gruntfile.js",
+  "gruntfile.cjs",
+  "gruntfile.ts",
+  "gruntfile.coffee",
+  "jakefile",
+  "jakefile.js",
+  "taskfile.yml",
+  "taskfile.yaml",
+  "taskfile.dist.yml",
+  "taskfile.dist.yaml"
 ]);
 var SHADOW_TOP = /^(pytest|_pytest|pluggy|iniconfig|pygments|packaging|tomli|exceptiongroup|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
 var STARTUP_TOP = /* @__PURE__ */ new Set(["org", "__pypy__", "typing_extensions", "sortedcontainers", "_hypothesis_pytestplugin", "_hypothesis_globals"]);
@@ -87867,6 +88518,9 @@ function runnerConfigReason(file3) {
   const shown = file3.split("/").pop();
   if (parts.includes("node_modules")) return "node_modules/ (installed code a check runs)";
   if (parts.slice(0, -1).includes("__mocks__")) return "__mocks__/ (jest's manual mocks: one named like an installed package replaces it in every test)";
+  if (parts.slice(0, -1).includes(".yarn"))
+    return ".yarn/ (Yarn's own files: the release a check's yarn runs, its plugins, the packages a Plug'n'Play install loads)";
+  if (/^\.pnp\.(c?js|loader\.mjs|data\.json)$/.test(base2)) return `${shown} (Yarn's Plug'n'Play loader: it decides what each import of a check loads)`;
   if (parts.includes("vendor")) return "vendor/ (vendored code a check builds with: Go's `vendor/`, Composer, Bundler)";
   if (parts.includes("__pycache__") && base2.endsWith(".pyc")) return "compiled Python a check may import";
   if (parts.slice(0, -1).includes(".pytest_cache")) return ".pytest_cache/ (pytest's cache: `--lf`, `--ff`, `--nf` and `--sw` choose from it which tests run)";
@@ -87875,9 +88529,11 @@ function runnerConfigReason(file3) {
   if (parts.length >= 2 && parts[parts.length - 2] === ".mvn" && base2 === "extensions.xml")
     return ".mvn/extensions.xml (Maven's core extensions: code run in every build)";
   if (RUNNER_FILES.has(base2)) return `${shown} (test runner configuration or hook)`;
+  if (parts.length >= 2 && parts[parts.length - 2] === "rakelib" && base2.endsWith(".rake"))
+    return `rakelib/${shown} (rake loads every task file of rakelib/ with the Rakefile)`;
   const remade = remadeFrom(file3);
-  if (remade && isMakefileName(path50.posix.basename(remade)))
-    return `${shown} (make remakes ${path50.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
+  if (remade && isMakefileName(path51.posix.basename(remade)))
+    return `${shown} (make remakes ${path51.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
   if (base2.endsWith(".mk")) return `${shown} (a make fragment: a Makefile that includes it runs its rules and variables)`;
   if (/^karma\.conf\.[^/]+$/.test(base2)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base2) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base2) || /^\.mocharc(\.|$)/.test(base2))
@@ -88098,7 +88754,7 @@ function plainJson(text) {
 var DENO_FREE = ["name", "version", "publish", "fmt", "lint", "$schema"];
 function runnerPart(file3, text) {
   if (text === null) return "";
-  const base2 = foldPath(path50.posix.basename(file3));
+  const base2 = foldPath(path51.posix.basename(file3));
   try {
     let part;
     if (base2 === "package.json") {
@@ -88119,6 +88775,40 @@ function runnerPart(file3, text) {
     return `unparsable:${text}`;
   }
 }
+function looksLikeHarness(file3, sub) {
+  const rel = sub && foldPath(file3).startsWith(`${foldPath(sub)}/`) ? file3.slice(sub.length + 1) : file3;
+  return /(^|[/._-])(tests?|checks?|specs?|verify|runtests|ci)([/._-]|$)/i.test(rel);
+}
+function harnessScripts(commands, sub, checkout) {
+  const scripts = commandScripts(commands, sub, checkout);
+  const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
+  return scripts.filter((s) => isHarness(s, all, sub));
+}
+function isHarness(script, all, sub) {
+  const seen = /* @__PURE__ */ new Set();
+  for (let at = script; at && !seen.has(at.file); at = at.via ? all.get(foldPath(at.via)) : void 0) {
+    if (looksLikeHarness(at.file, sub)) return true;
+    seen.add(at.file);
+  }
+  return false;
+}
+async function checkScriptCaveats(opts) {
+  const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
+  const changed = new Set(opts.changed.map(foldPath));
+  const out = [];
+  const scripts = commandScripts(opts.commands, opts.sub, opts.checkout);
+  const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
+  for (const s of scripts) {
+    if (isHarness(s, all, opts.sub) || !changed.has(foldPath(s.file))) continue;
+    const rel = opts.sub ? s.file.startsWith(opts.sub + "/") ? s.file.slice(opts.sub.length + 1) : `../${s.file}` : s.file;
+    if (named.has(rel) || await baseText(opts.repo, opts.baseCommit, s.file) === null) continue;
+    const cmd = s.command.length > 80 ? `${s.command.slice(0, 80)}\u2026` : s.command;
+    out.push(
+      `the worker changed ${s.file}, which a check's command runs (\`${cmd}\`): that check's verdict rests on the worker's version of it (read that file before you merge, or protect it)`
+    );
+  }
+  return out;
+}
 function isEmptyPart(part) {
   if (part === null || part === void 0) return true;
   if (Array.isArray(part)) return part.every((p) => Array.isArray(p) && p.length === 2 && typeof p[0] === "string" ? p[1] === null : isEmptyPart(p));
@@ -88138,7 +88828,7 @@ async function baseText(repo, commit, file3) {
 }
 function newText(checkout, file3) {
   try {
-    return readFileSync23(path50.join(checkout, file3), "utf8");
+    return readFileSync24(path51.join(checkout, file3), "utf8");
   } catch {
     return null;
   }
@@ -88155,8 +88845,8 @@ var SECTION_WORDS = {
 };
 var HELD_BACK_INIT = "the package of held-back tests (it runs before them; its load_tests decides what unittest runs)";
 function heldBackInit(rel, heldBackDirs) {
-  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path50.posix.basename(rel)))?.[1] !== "__init__") return false;
-  const dir = path50.posix.dirname(rel) === "." ? "" : path50.posix.dirname(rel);
+  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path51.posix.basename(rel)))?.[1] !== "__init__") return false;
+  const dir = path51.posix.dirname(rel) === "." ? "" : path51.posix.dirname(rel);
   return heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir));
 }
 var HELD_BACK_SHADOW = "named like a standard module or a tool, beside held-back tests (pytest and unittest put their folder first on sys.path: it shadows the module they import)";
@@ -88227,10 +88917,12 @@ async function installedModules(names) {
 var importShadowWhy = (name) => `named like ${name}, an installed package a held-back test imports (found first, at the top of the checks' folder or beside the tests: the test imports the worker's module in its place)`;
 async function runnerConfigChanges(opts) {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
-  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync24(path50.join(opts.checkout, opts.sub, folder, "__init__.py")));
+  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync24(path51.join(opts.checkout, opts.sub, folder, "__init__.py")));
   const imports = new Map((opts.heldBackImports ?? []).map((n2) => [foldPath(n2), n2]));
   const shadowing = /* @__PURE__ */ new Map();
   let includes;
+  const scripts = new Map(commandScripts(opts.commands ?? [], opts.sub, opts.checkout).map((s) => [foldPath(s.file), s]));
+  const plugins = opts.commands?.length ? pytestPluginFiles(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : /* @__PURE__ */ new Map();
   const out = [];
   for (const file3 of opts.changed) {
     const rel = opts.sub ? file3.startsWith(opts.sub + "/") ? file3.slice(opts.sub.length + 1) : `../${file3}` : file3;
@@ -88240,7 +88932,24 @@ async function runnerConfigChanges(opts) {
       out.push(`check configuration changed: ${file3} \u2014 ${heldBackWhy}`);
       continue;
     }
-    const base2 = foldPath(path50.posix.basename(file3));
+    const script = scripts.get(foldPath(file3));
+    const runBy = script?.command;
+    if (script && runBy !== void 0 && isHarness(script, scripts, opts.sub) && (await baseText(opts.repo, opts.baseCommit, file3) !== null || script.via !== void 0 && script.sourced === true && await baseText(opts.repo, opts.baseCommit, script.via) !== null)) {
+      out.push(
+        `check configuration changed: ${file3} \u2014 a script a check's command runs (\`${runBy.length > 80 ? `${runBy.slice(0, 80)}\u2026` : runBy}\`): what the check really runs, as a Makefile is to \`make\` (a task that must change it names it in its scope)`
+      );
+      continue;
+    }
+    if (goTestMain(rel, opts.heldBackDirs ?? [], () => newText(opts.checkout, file3))) {
+      out.push(`check configuration changed: ${file3} \u2014 ${GO_TEST_MAIN_WHY}`);
+      continue;
+    }
+    const plugin = plugins.get(foldPath(file3));
+    if (plugin !== void 0) {
+      out.push(`check configuration changed: ${file3} \u2014 ${plugin}`);
+      continue;
+    }
+    const base2 = foldPath(path51.posix.basename(file3));
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file3, await baseText(opts.repo, opts.baseCommit, file3));
       const after = runnerPart(file3, newText(opts.checkout, file3));
@@ -88278,7 +88987,7 @@ async function runnerConfigChanges(opts) {
   return out;
 }
 async function plainIncluded(opts, file3) {
-  const at = path50.join(opts.checkout, file3);
+  const at = path51.join(opts.checkout, file3);
   let st;
   try {
     st = lstatSync4(at);
@@ -88297,11 +89006,11 @@ var SCAN_CAP = 1e6;
 var LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it, as pytest does a folder, reads what is there)";
 function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], heldBackImports = []) {
   const out = /* @__PURE__ */ new Map();
-  const sub = path50.relative(root2, cwd).split(path50.sep).join("/");
-  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync24(path50.join(cwd, folder, "__init__.py")));
+  const sub = path51.relative(root2, cwd).split(path51.sep).join("/");
+  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync24(path51.join(cwd, folder, "__init__.py")));
   const imports = new Map(heldBackImports.map((n2) => [foldPath(n2), n2]));
   const kept = /* @__PURE__ */ new Set();
-  for (const d of [sub, ...heldBackDirs.map((h3) => path50.posix.join(sub, h3))]) {
+  for (const d of [sub, ...heldBackDirs.map((h3) => path51.posix.join(sub, h3))]) {
     const parts = foldPath(d).split("/").filter((p) => p && p !== ".");
     for (let i2 = 1; i2 <= parts.length; i2++) kept.add(parts.slice(0, i2).join("/"));
   }
@@ -88316,12 +89025,12 @@ function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], hel
     for (const e of entries) {
       if (++seen > SCAN_CAP) throw new Error(`over ${SCAN_CAP} entries outside the build folders: the checkout could not be scanned for runner configuration`);
       const r = rel ? `${rel}/${e.name}` : e.name;
-      const full = path50.join(dir, e.name);
+      const full = path51.join(dir, e.name);
       const folded = foldPath(e.name);
       if (e.isDirectory()) {
         if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
         if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
-        if (!kept.has(foldPath(r)) && existsSync24(path50.join(full, "pyvenv.cfg"))) continue;
+        if (!kept.has(foldPath(r)) && existsSync24(path51.join(full, "pyvenv.cfg"))) continue;
         walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
         continue;
       }
@@ -88344,19 +89053,19 @@ function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], hel
 function intoSkipped(root2, link3) {
   let target;
   try {
-    target = realpathSync4(link3);
+    target = realpathSync5(link3);
   } catch {
     return false;
   }
-  const rel = path50.relative(realpathSync4(root2), target);
-  if (!rel || rel.startsWith("..") || path50.isAbsolute(rel)) return false;
-  return rel.split(path50.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
+  const rel = path51.relative(realpathSync5(root2), target);
+  if (!rel || rel.startsWith("..") || path51.isAbsolute(rel)) return false;
+  return rel.split(path51.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
 }
 function read2(full, sectioned, rel) {
   try {
     const st = lstatSync4(full);
     if (st.isSymbolicLink()) return { hash: `link:${readlinkSync3(full)}` };
-    const buf = readFileSync23(full);
+    const buf = readFileSync24(full);
     const hash2 = createHash6("sha256").update(buf).digest("hex");
     return sectioned ? { hash: hash2, text: runnerPart(rel, buf.toString("utf8")) } : { hash: hash2 };
   } catch {
@@ -88369,19 +89078,19 @@ function plantedConfig(before, after, root2) {
     if (now.module) continue;
     const was = before.get(f);
     if (was && (was.hash === now.hash || was.text !== void 0 && was.text === now.text)) continue;
-    if (!was && SECTIONED.has(foldPath(path50.posix.basename(f))) && now.text === "") continue;
+    if (!was && SECTIONED.has(foldPath(path51.posix.basename(f))) && now.text === "") continue;
     if (!was && foldPath(f).split("/").some((p) => /\.(dist|egg)-info$/.test(p))) {
-      if (foldPath(path50.posix.basename(f)) !== "entry_points.txt") continue;
+      if (foldPath(path51.posix.basename(f)) !== "entry_points.txt") continue;
       let text = "";
       try {
-        text = readFileSync23(path50.join(root2, f), "utf8");
+        text = readFileSync24(path51.join(root2, f), "utf8");
       } catch {
       }
       if (text && !/^\s*\[\s*pytest11\s*\]/im.test(text)) continue;
     }
-    if (!was && /^(gnu)?makefile$/.test(foldPath(path50.posix.basename(f)))) {
-      const dir = path50.join(root2, path50.posix.dirname(f));
-      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync24(path50.join(dir, g2)))) continue;
+    if (!was && /^(gnu)?makefile$/.test(foldPath(path51.posix.basename(f)))) {
+      const dir = path51.join(root2, path51.posix.dirname(f));
+      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync24(path51.join(dir, g2)))) continue;
     }
     out.push(`${f} ${was ? "changed" : "written"} \u2014 ${now.why}`);
   }
@@ -88393,6 +89102,55 @@ async function plantedModules(before, after) {
   if (!written.length) return [];
   const installed2 = await installedModules([...new Set(written.map(([, now]) => now.module))]);
   return written.filter(([, now]) => installed2.has(now.module)).map(([f, now]) => `${f} ${before.has(f) ? "changed" : "written"} \u2014 ${now.why}`);
+}
+var PYTEST_CONFIGS = ["pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini", "setup.cfg"];
+var PLUGIN_OPTION = /(?:^|[\s"'[,])-p\s*=?\s*["']?([A-Za-z_][\w.]*)(?![\w.:])/g;
+function pytestPluginFiles(checkout, sub, commands, heldBackDirs) {
+  const named = /* @__PURE__ */ new Map();
+  const add = (name, where) => {
+    if (!named.has(name)) named.set(name, where);
+  };
+  for (const c3 of commands) for (const m of c3.matchAll(PLUGIN_OPTION)) add(m[1], "a check's command");
+  const folders = /* @__PURE__ */ new Set(["", sub]);
+  for (const d of heldBackDirs) {
+    const parts = d.split("/").filter(Boolean);
+    for (let i2 = 0; i2 <= parts.length; i2++) folders.add(path51.posix.join(sub, ...parts.slice(0, i2)).replace(/^\.$/, ""));
+  }
+  const text = (f) => {
+    try {
+      return readFileSync24(path51.join(checkout, f), "utf8");
+    } catch {
+      return null;
+    }
+  };
+  for (const dir of folders) {
+    for (const name of PYTEST_CONFIGS) {
+      const t3 = text(path51.posix.join(dir, name));
+      if (t3) for (const m of t3.matchAll(PLUGIN_OPTION)) add(m[1], path51.posix.join(dir, name));
+    }
+    const conftest = path51.posix.join(dir, "conftest.py");
+    const t2 = text(conftest);
+    const list = t2 && /^pytest_plugins\s*(?::[^=\n]*)?=\s*([[(][^\])]*[\])]|["'][^"'\n]*["'])/m.exec(t2);
+    if (list) for (const m of list[1].matchAll(/["']([A-Za-z_][\w.]*)["']/g)) add(m[1], conftest);
+  }
+  const out = /* @__PURE__ */ new Map();
+  for (const [name, where] of named) {
+    const parts = name.split(".");
+    const why = `the module of a pytest plugin that ${where} loads (\`${name}\`): its hooks decide what pytest reports, as a conftest.py's do`;
+    for (const from of /* @__PURE__ */ new Set(["", sub])) {
+      const at = (p) => foldPath(path51.posix.join(from, ...p));
+      out.set(at([`${parts.join("/")}.py`]), why);
+      out.set(at([...parts, "__init__.py"]), why);
+    }
+  }
+  return out;
+}
+var GO_TEST_MAIN_WHY = "a Go test file that defines TestMain in the package of held-back tests: TestMain decides whether the package's tests run at all (`os.Exit(0)` without `m.Run()` passes `go test`)";
+function goTestMain(rel, heldBackDirs, text) {
+  if (rel.startsWith("../") || !foldPath(rel).endsWith("_test.go")) return false;
+  const dir = path51.posix.dirname(rel) === "." ? "" : path51.posix.dirname(rel);
+  if (!heldBackDirs.some((d) => foldPath(d) === foldPath(dir))) return false;
+  return /^\s*func\s+TestMain\s*\(/m.test(text() ?? "");
 }
 
 // engine/grading/checks.ts
@@ -88406,11 +89164,11 @@ function cap(text) {
 }
 function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
   const root2 = sandbox.root ?? cwd;
-  const inside2 = (p, r) => p === r || p.startsWith(r + path51.sep);
-  const map3 = (p) => path51.join(at.root, path51.relative(root2, p));
+  const inside2 = (p, r) => p === r || p.startsWith(r + path52.sep);
+  const map3 = (p) => path52.join(at.root, path52.relative(root2, p));
   const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync25(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync22(path51.join(sandbox.tmpDir, "home"), { recursive: true });
-  const env2 = allowListedEnv({ CI: "1", HOME: path51.join(tmp, "home"), TMPDIR: tmp });
+  mkdirSync22(path52.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path52.join(tmp, "home"), TMPDIR: tmp });
   const cmd = sandboxed(
     argv,
     {
@@ -88449,8 +89207,8 @@ async function runCommand3(check2, name, cwd, sandbox) {
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
     cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
   } else if (sandbox) {
-    mkdirSync22(path51.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path51.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    mkdirSync22(path52.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path52.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
       [shell, "-c", check2.run],
@@ -88499,10 +89257,10 @@ ${note}` : ""));
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 function runFile(check2, name, cwd, realCwd) {
-  const file3 = path51.join(cwd, check2.file);
+  const file3 = path52.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
   const exists = existsSync25(file3);
-  if (exists && !realpathSync5(file3).startsWith(realCwd + path51.sep)) {
+  if (exists && !realpathSync6(file3).startsWith(realCwd + path52.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) {
@@ -88518,7 +89276,7 @@ function runFile(check2, name, cwd, realCwd) {
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
       return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync24(file3, "utf8");
+    const content = readFileSync25(file3, "utf8");
     if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
       problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
     }
@@ -88536,7 +89294,7 @@ function runFile(check2, name, cwd, realCwd) {
 }
 async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) {
   const results = [];
-  const realCwd = realpathSync5(cwd);
+  const realCwd = realpathSync6(cwd);
   let heldBack;
   try {
     heldBack = copyHeldBack(checks, realCwd);
@@ -88546,9 +89304,9 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
   protectedFiles = [...protectedFiles, ...heldBack];
   const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
   const root2 = watch.root ?? sandbox?.root ?? realCwd;
-  const realRoot = realpathSync5(root2);
-  const fromRoot = (f) => [path51.relative(root2, f), path51.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path51.isAbsolute(r));
-  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path51.sep).join("/"));
+  const realRoot = realpathSync6(root2);
+  const fromRoot = (f) => [path52.relative(root2, f), path52.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path52.isAbsolute(r));
+  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path52.sep).join("/"));
   const { dirs: heldDirs, modules: heldModules, imports: heldImports } = watch.heldBack ?? heldBackListing(checks);
   let config3 = null;
   let planted = null;
@@ -88566,8 +89324,8 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
       results.push({ name, passed: false, output: `not run: the check "${planted.by}" wrote check configuration (${planted.what.join("; ")})` });
       continue;
     }
-    if (realpathSync5(cwd) !== realCwd) {
-      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync5(cwd)}): not run` });
+    if (realpathSync6(cwd) !== realCwd) {
+      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync6(cwd)}): not run` });
       continue;
     }
     if (!("run" in check2)) {
@@ -88578,7 +89336,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
     const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path51.relative(realCwd, f)) : [];
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path52.relative(realCwd, f)) : [];
     let result2 = changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` } : r;
     if (config3) {
@@ -88608,18 +89366,18 @@ function clearHeldBackBytecode(root2, held) {
   const byDir = /* @__PURE__ */ new Map();
   for (const f of held) {
     if (!f.endsWith(".py")) continue;
-    const dir = path51.posix.dirname(f) === "." ? "" : path51.posix.dirname(f);
-    byDir.set(dir, [...byDir.get(dir) ?? [], `${path51.posix.basename(f, ".py")}.`]);
+    const dir = path52.posix.dirname(f) === "." ? "" : path52.posix.dirname(f);
+    byDir.set(dir, [...byDir.get(dir) ?? [], `${path52.posix.basename(f, ".py")}.`]);
   }
   for (const [dir, stems] of byDir) {
     let real2;
     try {
-      real2 = realpathSync5(path51.join(root2, dir));
+      real2 = realpathSync6(path52.join(root2, dir));
     } catch {
       continue;
     }
-    if (real2 !== root2 && !real2.startsWith(root2 + path51.sep)) continue;
-    const cache = path51.join(real2, "__pycache__");
+    if (real2 !== root2 && !real2.startsWith(root2 + path52.sep)) continue;
+    const cache = path52.join(real2, "__pycache__");
     const st = lstatOrNull(cache);
     if (!st) continue;
     if (!st.isDirectory()) {
@@ -88627,7 +89385,7 @@ function clearHeldBackBytecode(root2, held) {
       continue;
     }
     for (const name of readdirSync10(cache))
-      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path51.join(cache, name), { force: true, recursive: true });
+      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path52.join(cache, name), { force: true, recursive: true });
   }
 }
 function copyHeldBack(checks, root2) {
@@ -88644,9 +89402,9 @@ function copyHeldBack(checks, root2) {
     if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
     const walk = (from, rel) => {
       for (const e of readdirSync10(from, { withFileTypes: true })) {
-        const f = path51.join(from, e.name);
+        const f = path52.join(from, e.name);
         const r = rel ? `${rel}/${e.name}` : e.name;
-        const dest = path51.join(root2, r);
+        const dest = path52.join(root2, r);
         const there = lstatOrNull(dest);
         if (e.isDirectory()) {
           if (there && !there.isDirectory()) rmSync11(dest, { force: true, recursive: true });
@@ -88654,7 +89412,7 @@ function copyHeldBack(checks, root2) {
           walk(f, r);
         } else if (e.isFile()) {
           if (there) rmSync11(dest, { force: true, recursive: true });
-          writeFileSync14(dest, readFileSync24(f), { mode: statSync18(f).mode & 511 });
+          writeFileSync14(dest, readFileSync25(f), { mode: statSync18(f).mode & 511 });
           written.push(dest);
         }
       }
@@ -88668,15 +89426,16 @@ function heldBackListing(checks) {
   const modules = /* @__PURE__ */ new Set();
   const imports = /* @__PURE__ */ new Set();
   const importPaths = /* @__PURE__ */ new Set();
+  const jsImportPaths = /* @__PURE__ */ new Set();
   const walk = (from, rel) => {
     for (const e of readdirSync10(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path51.join(from, e.name), r);
+      if (e.isDirectory()) walk(path52.join(from, e.name), r);
       else if (e.isFile()) {
         dirs.add(rel);
         if (HELD_BACK_CODE.test(e.name)) modules.add(r);
         if (e.name.endsWith(".py"))
-          for (const m of pythonImportPaths(readTextOr(path51.join(from, e.name)))) {
+          for (const m of pythonImportPaths(readTextOr(path52.join(from, e.name)))) {
             if (m.startsWith("./")) importPaths.add(rel ? `${rel}/${m.slice(2)}` : m.slice(2));
             else {
               imports.add(topOf(m));
@@ -88684,6 +89443,8 @@ function heldBackListing(checks) {
               if (rel) importPaths.add(`${rel}/${m}`);
             }
           }
+        else if (JS_CODE.test(e.name))
+          for (const spec2 of jsRelativeImports(readTextOr(path52.join(from, e.name)))) for (const f of jsImportCandidates(rel, spec2)) jsImportPaths.add(f);
       }
     }
   };
@@ -88694,7 +89455,35 @@ function heldBackListing(checks) {
     } catch {
     }
   }
-  return { dirs: [...dirs], modules: [...modules], imports: [...imports], importPaths: [...importPaths] };
+  return { dirs: [...dirs], modules: [...modules], imports: [...imports], importPaths: [...importPaths], jsImportPaths: [...jsImportPaths] };
+}
+var JS_CODE = /\.([cm]?[jt]sx?)$/;
+function jsRelativeImports(text) {
+  const out = /* @__PURE__ */ new Set();
+  const patterns = [
+    /\brequire\s*\(\s*(['"`])(\.{1,2}(?:\/[^'"`]*)?)\1\s*\)/g,
+    /\bimport\s*\(\s*(['"`])(\.{1,2}(?:\/[^'"`]*)?)\1\s*[,)]/g,
+    /\b(?:import|export)\b[^'"`;]*?\bfrom\s*(['"])(\.{1,2}(?:\/[^'"]*)?)\1/g,
+    /\bimport\s*(['"])(\.{1,2}(?:\/[^'"]*)?)\1/g
+  ];
+  for (const re of patterns) for (const m of text.matchAll(re)) out.add(m[2]);
+  return [...out];
+}
+var JS_SUFFIXES = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".json", ".node"];
+var TS_FOR_JS = { ".js": [".ts", ".tsx"], ".jsx": [".tsx"], ".mjs": [".mts"], ".cjs": [".cts"] };
+function jsImportCandidates(rel, spec2) {
+  const target = path52.posix.normalize(path52.posix.join(rel || ".", spec2));
+  if (target === ".." || target.startsWith("../") || path52.posix.isAbsolute(target)) return [];
+  const base2 = target === "." ? "" : target.replace(/\/$/, "");
+  const out = [];
+  if (base2) {
+    out.push(base2, ...JS_SUFFIXES.map((s) => base2 + s));
+    const ext = path52.posix.extname(base2);
+    for (const ts of TS_FOR_JS[ext] ?? []) out.push(base2.slice(0, -ext.length) + ts);
+  }
+  const inside2 = (f) => base2 ? `${base2}/${f}` : f;
+  out.push(inside2("package.json"), ...JS_SUFFIXES.map((s) => inside2(`index${s}`)));
+  return out;
 }
 function pythonImportPaths(text) {
   const out = /* @__PURE__ */ new Set();
@@ -88721,7 +89510,7 @@ function pythonImportPaths(text) {
 }
 var readTextOr = (file3) => {
   try {
-    return readFileSync24(file3, "utf8");
+    return readFileSync25(file3, "utf8");
   } catch {
     return "";
   }
@@ -88733,23 +89522,23 @@ function heldBackProblem(checks, repoRoot2) {
     if (!("run" in c3) || !c3.files) continue;
     let real2;
     try {
-      real2 = realpathSync5(c3.files);
+      real2 = realpathSync6(c3.files);
       if (!statSync18(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
-    if (real2 === root2 || real2.startsWith(root2 + path51.sep))
+    if (real2 === root2 || real2.startsWith(root2 + path52.sep))
       return `a check's files ${c3.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
-    if (root2.startsWith(real2 === path51.sep ? real2 : real2 + path51.sep))
+    if (root2.startsWith(real2 === path52.sep ? real2 : real2 + path52.sep))
       return `a check's files ${c3.files} holds the repository itself: give a folder of held-back tests beside the repository, not one above it`;
   }
   return null;
 }
 var realpathOr = (p) => {
   try {
-    return realpathSync5(p);
+    return realpathSync6(p);
   } catch {
-    return path51.resolve(p);
+    return path52.resolve(p);
   }
 };
 var lstatOrNull = (p) => {
@@ -88762,15 +89551,16 @@ var lstatOrNull = (p) => {
 function fingerprint(file3) {
   try {
     const st = lstatSync5(file3);
-    return st.isFile() ? createHash7("sha256").update(readFileSync24(file3)).digest("hex") : `not a file (${st.mode})`;
+    return st.isFile() ? createHash7("sha256").update(readFileSync25(file3)).digest("hex") : `not a file (${st.mode})`;
   } catch {
     return "absent";
   }
 }
 
 // engine/grading/grade.ts
+import { lstatSync as lstatSync6 } from "node:fs";
 import { lstat as lstat4, readdir as readdir5 } from "node:fs/promises";
-import path52 from "node:path";
+import path53 from "node:path";
 
 // engine/grading/scope.ts
 var import_picomatch2 = __toESM(require_picomatch2());
@@ -88806,13 +89596,13 @@ async function protectedIn(checkout, sub, protect) {
   const isProtected = protectMatcher(protect);
   const entries = await readdir5(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map(
-    (e) => path52.relative(checkout, path52.join(e.parentPath ?? e.path, e.name)).split(path52.sep).join("/")
-  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path52.join(checkout, f));
+    (e) => path53.relative(checkout, path53.join(e.parentPath ?? e.path, e.name)).split(path53.sep).join("/")
+  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path53.join(checkout, f));
 }
 function fileChecksOnly(checks, sub) {
   if (!checks.length || checks.some((c3) => "run" in c3)) return void 0;
-  const root2 = sub.split(path52.sep).join("/");
-  return checks.map((c3) => path52.posix.join(root2, c3.file));
+  const root2 = sub.split(path53.sep).join("/");
+  return checks.map((c3) => path53.posix.join(root2, c3.file));
 }
 async function grade(input2) {
   try {
@@ -88849,7 +89639,8 @@ async function gradeSnapshot(input2) {
   let scope;
   let graded;
   let helpers = [];
-  const sub = path52.relative(ws.worktree, ws.cwd);
+  let scriptCaveats = [];
+  const sub = path53.relative(ws.worktree, ws.cwd);
   discardAll(checkout, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
@@ -88862,18 +89653,28 @@ async function gradeSnapshot(input2) {
       const from = input2.checkConfigFrom && input2.checkConfigFrom.base !== ws.baseCommit ? input2.checkConfigFrom : null;
       const config3 = await runnerConfigChanges({
         changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
-        sub: sub.split(path52.sep).join("/"),
+        sub: sub.split(path53.sep).join("/"),
         scope: from ? [...input2.scope, ...from.scope] : input2.scope,
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
+        commands: commandsOf(input2.checks),
         ...heldBackOf(listing)
       });
       helpers = changedHelpers(rel, listing);
+      scriptCaveats = await checkScriptCaveats({
+        changed: graded.changed,
+        commands: commandsOf(input2.checks),
+        sub: sub.split(path53.sep).join("/"),
+        scope: input2.scope,
+        repo: ws.repo,
+        baseCommit: ws.baseCommit,
+        checkout
+      });
       if (config3.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config3], checkConfig: config3 };
     }
     const cwd = await folderIn(checkout, sub);
-    const guarded = typeof cwd === "string" && input2.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input2.protect) : [];
+    const guarded = typeof cwd === "string" && input2.checks.some((c3) => "run" in c3) ? [...await protectedIn(checkout, sub, input2.protect), ...namedScripts(checkout, sub, input2.checks)] : [];
     const planted = [];
     checks = typeof cwd === "string" ? await runChecks(
       input2.checks,
@@ -88928,8 +89729,9 @@ async function gradeSnapshot(input2) {
     caveats: [
       ...caveatsOf(input2.checks),
       ...helpers.map(
-        (f) => `the worker changed ${f}, which a held-back test imports from beside it: the held-back assertions ran through the worker's code there (read that file before you merge)`
-      )
+        (f) => `the worker changed ${f}, which a held-back test imports as a test helper: the held-back assertions ran through the worker's code there (read that file before you merge)`
+      ),
+      ...scriptCaveats
     ],
     limits: checkLimits(!!input2.sandbox)
   };
@@ -88937,7 +89739,7 @@ async function gradeSnapshot(input2) {
 async function baselineChecks(input2) {
   if (!input2.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input2;
-  const sub = path52.relative(ws.worktree, ws.cwd);
+  const sub = path53.relative(ws.worktree, ws.cwd);
   discardAll(checkoutDir, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
@@ -88962,29 +89764,40 @@ async function combinedCheckConfig(opts) {
   const changed = (await treeChanges(opts.repo, opts.base, opts.commit, { lossless: true, objects: opts.objects })).map((c3) => c3.path);
   return runnerConfigChanges({
     changed,
-    sub: opts.sub.split(path52.sep).join("/"),
+    sub: opts.sub.split(path53.sep).join("/"),
     scope: opts.scope,
     repo: opts.repo,
     baseCommit: opts.base,
     checkout: opts.checkout,
+    commands: commandsOf(opts.checks),
     ...heldBackOf(heldBackListing(opts.checks))
   });
 }
+function namedScripts(checkout, sub, checks) {
+  return harnessScripts(commandsOf(checks), sub.split(path53.sep).join("/"), checkout).map((s) => path53.join(checkout, s.file)).filter((f) => lstatSync6(f, { throwIfNoEntry: false })?.isFile());
+}
+var commandsOf = (checks) => checks.flatMap((c3) => "run" in c3 ? [c3.run] : []);
 function heldBackOf(listing) {
   return { heldBackDirs: listing.dirs, heldBackModules: listing.modules, heldBackImports: listing.imports };
 }
 function changedHelpers(changed, listing) {
   const imported = new Set(listing.importPaths.map(foldPath));
+  const jsImported = new Set(listing.jsImportPaths.map(foldPath));
   const held = new Set(listing.modules.map(foldPath));
   const dirs = listing.dirs.filter(Boolean).map(foldPath);
   return changed.filter((f) => {
     const folded = foldPath(f);
-    if (!folded.endsWith(".py") || held.has(folded)) return false;
-    const dir = path52.posix.dirname(folded);
-    if (!dirs.some((d) => dir === d || dir.startsWith(`${d}/`))) return false;
+    if (held.has(folded)) return false;
+    const dir = path53.posix.dirname(folded) === "." ? "" : path53.posix.dirname(folded);
+    const beside = dirs.some((d) => dir === d || dir.startsWith(`${d}/`));
+    if (jsImported.has(folded))
+      return beside || dir !== "" && dirs.some((d) => d.startsWith(`${dir}/`)) || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path53.posix.basename(folded));
+    if (!folded.endsWith(".py") || !(beside || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path53.posix.basename(folded)))) return false;
     return imported.has(folded.replace(/\.py$/, "").replace(/\/__init__$/, ""));
   });
 }
+var TEST_HELPER_DIR = /(^|\/)(__tests__|tests?|specs?|testing|test[-_]?(utils?|helpers?|support)|fixtures?|helpers?|support)(\/|$)/;
+var TEST_HELPER_NAME = /(^|[._-])(tests?|specs?|helpers?|fixtures?|asserts?|assertions?|matchers?)([._-]|utils?|helpers?|support|ing|$)/;
 var discardAll = (...dirs) => {
   for (const d of dirs) if (d) discard(d);
 };
@@ -88992,8 +89805,8 @@ async function baselineInFreshWorkspace(ws, checks) {
   if (!checks.length) return { passedOnBase: [] };
   if (checks.some((c3) => "run" in c3)) return null;
   let cwd = ws.worktree;
-  for (const part of path52.relative(ws.worktree, ws.cwd).split(path52.sep).filter(Boolean)) {
-    cwd = path52.join(cwd, part);
+  for (const part of path53.relative(ws.worktree, ws.cwd).split(path53.sep).filter(Boolean)) {
+    cwd = path53.join(cwd, part);
     const st = await lstat4(cwd).catch(() => null);
     if (!st?.isDirectory()) return null;
   }
@@ -89023,7 +89836,7 @@ function caveatsOf(checks) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync4 } from "node:child_process";
 import { mkdirSync as mkdirSync23, writeFileSync as writeFileSync15 } from "node:fs";
-import path53 from "node:path";
+import path54 from "node:path";
 
 // shared/grade.ts
 var RungResult = external_exports.object({
@@ -89149,8 +89962,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync23(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync23(path53.dirname(path53.join(dir, name)), { recursive: true });
-    writeFileSync15(path53.join(dir, name), content);
+    mkdirSync23(path54.dirname(path54.join(dir, name)), { recursive: true });
+    writeFileSync15(path54.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync4("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -89187,44 +90000,44 @@ function summarizeLadder(target, samples, byRung) {
 }
 
 // engine/approvals/inspect.ts
-var realpath2 = process.platform === "win32" ? realpathSync6 : realpathSync6.native;
+var realpath2 = process.platform === "win32" ? realpathSync7 : realpathSync7.native;
 function realLocation(p, links = 0) {
-  let dir = path54.isAbsolute(p) ? p : path54.resolve(p);
+  let dir = path55.isAbsolute(p) ? p : path55.resolve(p);
   const rest = [];
   for (; ; ) {
     try {
-      return path54.join(realpath2(dir), ...rest);
+      return path55.join(realpath2(dir), ...rest);
     } catch {
       const target = links < 40 ? linkTarget(dir) : null;
       if (target !== null)
-        return realLocation([path54.isAbsolute(target) ? target : `${path54.dirname(dir)}${path54.sep}${target}`, ...rest].join(path54.sep), links + 1);
-      const parent = path54.dirname(dir);
-      if (parent === dir) return path54.join(dir, ...rest);
-      rest.unshift(path54.basename(dir));
+        return realLocation([path55.isAbsolute(target) ? target : `${path55.dirname(dir)}${path55.sep}${target}`, ...rest].join(path55.sep), links + 1);
+      const parent = path55.dirname(dir);
+      if (parent === dir) return path55.join(dir, ...rest);
+      rest.unshift(path55.basename(dir));
       dir = parent;
     }
   }
 }
 function linkTarget(p) {
   try {
-    return lstatSync6(p).isSymbolicLink() ? readlinkSync5(p) : null;
+    return lstatSync7(p).isSymbolicLink() ? readlinkSync5(p) : null;
   } catch {
     return null;
   }
 }
 function viaSymlink(p, root2) {
-  let dir = path54.resolve(p);
-  while (dir.startsWith(root2 + path54.sep)) {
+  let dir = path55.resolve(p);
+  while (dir.startsWith(root2 + path55.sep)) {
     try {
-      if (lstatSync6(dir).isSymbolicLink()) return dir;
+      if (lstatSync7(dir).isSymbolicLink()) return dir;
     } catch {
     }
-    dir = path54.dirname(dir);
+    dir = path55.dirname(dir);
   }
   return null;
 }
-var asOpened = (base2, p) => path54.isAbsolute(p) ? p : path54.resolve(base2, p);
-var inside = (p, root2) => p === root2 || p.startsWith(root2 + path54.sep);
+var asOpened = (base2, p) => path55.isAbsolute(p) ? p : path55.resolve(base2, p);
+var inside = (p, root2) => p === root2 || p.startsWith(root2 + path55.sep);
 function inspectAsk(ask, ws, spec2) {
   if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
@@ -89239,13 +90052,13 @@ function inspectPath(asked, ws, spec2) {
   const root2 = realLocation(ws.worktree);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path54.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `${path54.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
+  const link3 = viaSymlink(asked, path55.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `${path55.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
   if (!inside(real2, root2)) {
     flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
     return flags;
   }
-  const rel = path54.relative(realLocation(ws.cwd), real2).split(path54.sep).join("/");
+  const rel = path55.relative(realLocation(ws.cwd), real2).split(path55.sep).join("/");
   if (protectMatcher(spec2.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
   else if (spec2.scope.length && !scopeMatcher(spec2.scope)(rel))
     flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
@@ -89255,8 +90068,8 @@ function inspectWorkdir(workdir, ws) {
   const asked = asOpened(ws.cwd, workdir);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path54.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path54.relative(ws.worktree, link3)} is a symlink to ${real2}` });
+  const link3 = viaSymlink(asked, path55.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path55.relative(ws.worktree, link3)} is a symlink to ${real2}` });
   if (!inside(real2, realLocation(ws.worktree)))
     flags.push({ kind: "outside-workspace", detail: `the command's folder ${real2} is outside the worker's workspace` });
   return flags;
@@ -89307,7 +90120,7 @@ function explainPolicy(rules, ask) {
 
 // engine/approvals/worktree-guard.ts
 import os10 from "node:os";
-import path55 from "node:path";
+import path56 from "node:path";
 var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
 function tokenize(command) {
   const tokens = [];
@@ -89345,7 +90158,7 @@ function resolveTarget(target, cwd) {
   const home = os10.homedir();
   const expanded = target.replace(/^~(?=\/|$)/, home).replace(/^\$\{?HOME\}?(?=\/|$)/, home);
   if (expanded.includes("$") || expanded.includes("`")) return null;
-  return path55.resolve(cwd, expanded);
+  return path56.resolve(cwd, expanded);
 }
 function withoutHeredocBodies(command) {
   const lines = command.split("\n");
@@ -89372,12 +90185,12 @@ function writesOutside(command, worktree, workdir = worktree) {
       for (let j = i2 + 1; j < tokens.length && !isOperator(tokens[j]); j++) if (!tokens[j].startsWith("-")) targets.push(tokens[j]);
     } else if (t2.startsWith("of=")) targets.push(t2.slice(3));
   }
-  const root2 = path55.resolve(worktree);
+  const root2 = path56.resolve(worktree);
   const outside = [];
   for (const target of targets) {
-    const file3 = resolveTarget(target, path55.resolve(root2, workdir));
+    const file3 = resolveTarget(target, path56.resolve(root2, workdir));
     if (file3 === null || HARMLESS.test(file3)) continue;
-    if (file3 !== root2 && !file3.startsWith(root2 + path55.sep)) outside.push(target);
+    if (file3 !== root2 && !file3.startsWith(root2 + path56.sep)) outside.push(target);
   }
   return [...new Set(outside)];
 }
@@ -89645,24 +90458,24 @@ var Approvals = class {
   }
   /** The user's approval rules (policies.json in the state dir, read at every ask: a hand edit counts); none by default. */
   policies() {
-    return POLICY_FILE.parse(readJson(path56.join(this.opts.stateDir, "policies.json"), []));
+    return POLICY_FILE.parse(readJson(path57.join(this.opts.stateDir, "policies.json"), []));
   }
   setPolicies(rules) {
-    writeJsonAtomic(path56.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
+    writeJsonAtomic(path57.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
     return this.policies();
   }
   /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
   lookTarget(w, ask) {
     const ws = this.reg.workspaceOf(w);
     if (!ws) return null;
-    return ask.tool === "read" ? realLocation(path56.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
+    return ask.tool === "read" ? realLocation(path57.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
   }
   looksInside(w, ask) {
     const ws = this.reg.workspaceOf(w);
     const real2 = this.lookTarget(w, ask);
     if (!ws || !real2) return false;
     const root2 = realLocation(ws.worktree);
-    return real2 === root2 || real2.startsWith(root2 + path56.sep);
+    return real2 === root2 || real2.startsWith(root2 + path57.sep);
   }
   /**
    * The engine's own refusals, which no grant, rule or person overrides: a read or search outside the workspace, a write
@@ -89776,7 +90589,7 @@ var Budgets = class {
 // engine/events.ts
 import { randomBytes as randomBytes15 } from "node:crypto";
 import { EventEmitter as EventEmitter3 } from "node:events";
-import path57 from "node:path";
+import path58 from "node:path";
 var EventBus = class _EventBus {
   epoch;
   seq;
@@ -89793,7 +90606,7 @@ var EventBus = class _EventBus {
   }
   /** The epoch of the bus of a state dir, created on first use. */
   static forStateDir(stateDir2, capacity) {
-    const file3 = path57.join(stateDir2, "events.json");
+    const file3 = path58.join(stateDir2, "events.json");
     let epoch = readJson(file3, {}).epoch;
     if (!epoch) {
       epoch = randomBytes15(4).toString("hex");
@@ -89850,7 +90663,7 @@ var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/recovery/recovery.ts
 import { existsSync as existsSync26, readdirSync as readdirSync11 } from "node:fs";
-import path58 from "node:path";
+import path59 from "node:path";
 var Recovery = class {
   constructor(opts) {
     this.opts = opts;
@@ -89860,9 +90673,9 @@ var Recovery = class {
   reg;
   /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
   endStaleServers() {
-    const root2 = path58.join(this.opts.stateDir, "opencode");
+    const root2 = path59.join(this.opts.stateDir, "opencode");
     if (!existsSync26(root2)) return;
-    for (const dir of readdirSync11(root2)) endStaleServer(path58.join(root2, dir), (l) => this.reg.log(l));
+    for (const dir of readdirSync11(root2)) endStaleServer(path59.join(root2, dir), (l) => this.reg.log(l));
   }
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
   recover() {
@@ -89921,7 +90734,7 @@ var Recovery = class {
       const live = /* @__PURE__ */ new Set();
       const mine = (sessionID) => this.reg.sessions.get(sessionID) === w.id;
       for (const p of permRes.value) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
-      for (const q2 of questionRes.value) if (mine(q2.sessionID)) live.add(q2.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q2));
+      for (const q3 of questionRes.value) if (mine(q3.sessionID)) live.add(q3.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q3));
       for (const ask of pendingAsks(this.reg.get(w.id))) if (!live.has(ask.id)) this.opts.approvals.onAskGone(w.id, ask.id, "");
       void this.opts.checkIdle(w.id);
     }
@@ -89930,7 +90743,7 @@ var Recovery = class {
 
 // engine/workers/lifecycle.ts
 import { existsSync as existsSync27 } from "node:fs";
-import path59 from "node:path";
+import path60 from "node:path";
 function notBuilt(w, verb) {
   const state = w.state === "honest-failure" ? "failed (its held-back checks did not pass)" : w.state;
   const next = w.state === "honest-failure" ? "continue it with a review (a new round, graded again) or retry its task, then land the round that is built" : w.state === "stopped" || w.state === "interrupted" || w.state === "error" ? "resume it (or retry its task), then land it once it is built" : "wait for its verdict, then land it if it is built";
@@ -90093,7 +90906,7 @@ var WorkspaceLifecycle = class {
   discards = /* @__PURE__ */ new Map();
   async discardNow(workerId, by) {
     const ws = this.reg.workspaceOf(this.reg.get(workerId));
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path59.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path60.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     if (ws) this.dropGradedStore(ws.repo);
@@ -90109,7 +90922,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isAtRest(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path59.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path60.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
       this.dropGradedStore(ws.repo);
       if (w.merged) void this.reg.deleteSession(workerId).catch(() => void 0);
@@ -90127,7 +90940,7 @@ var WorkspaceLifecycle = class {
     if (workers.some((w) => !isAtRest(w.state))) return;
     if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync27(this.reg.engineGitDir(w.id)))) return;
     try {
-      dropGradedStore(path59.dirname(this.reg.engineGitDir("w")), repo);
+      dropGradedStore(path60.dirname(this.reg.engineGitDir("w")), repo);
     } catch (err) {
       this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${err.message}`);
     }
@@ -90207,8 +91020,8 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 
 // engine/workers/open.ts
 import { execFileSync as execFileSync5 } from "node:child_process";
-import { existsSync as existsSync28, lstatSync as lstatSync7, readdirSync as readdirSync12, realpathSync as realpathSync7, statSync as statSync19 } from "node:fs";
-import path60 from "node:path";
+import { existsSync as existsSync28, lstatSync as lstatSync8, readdirSync as readdirSync12, realpathSync as realpathSync8, statSync as statSync19 } from "node:fs";
+import path61 from "node:path";
 var QUIET_GIT_KEYS = [
   /^core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath)$/,
   /^extensions\.objectformat$/,
@@ -90222,10 +91035,10 @@ var quotedSome = (names) => names.slice(0, 12).map((n2) => JSON.stringify(n2)).j
 function gitRunsIn(worktree) {
   const found = [];
   const repo = (dir, rel) => {
-    const dotGit = path60.join(dir, ".git");
+    const dotGit = path61.join(dir, ".git");
     let st;
     try {
-      st = lstatSync7(dotGit);
+      st = lstatSync8(dotGit);
     } catch {
       return;
     }
@@ -90234,12 +91047,12 @@ function gitRunsIn(worktree) {
       found.push(`${at}.git is ${st.isSymbolicLink() ? "a symlink" : "a file"} naming another repository, whose settings git would use`);
       return;
     }
-    for (const f of ["commondir", "config.worktree"]) if (existsSync28(path60.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
+    for (const f of ["commondir", "config.worktree"]) if (existsSync28(path61.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
     let keys = [];
-    const config3 = path60.join(dotGit, "config");
+    const config3 = path61.join(dotGit, "config");
     let configKind = "none";
     try {
-      configKind = lstatSync7(config3).isFile() ? "file" : "other";
+      configKind = lstatSync8(config3).isFile() ? "file" : "other";
     } catch {
     }
     if (configKind === "other") found.push(`${at}.git/config is not a plain file`);
@@ -90263,7 +91076,7 @@ function gitRunsIn(worktree) {
     if (loud.length) found.push(`${at}.git/config sets ${quotedSome(loud)}`);
     let hooks = [];
     try {
-      hooks = readdirSync12(path60.join(dotGit, "hooks"));
+      hooks = readdirSync12(path61.join(dotGit, "hooks"));
     } catch {
     }
     if (hooks.length) found.push(`${at}.git/hooks holds ${quotedSome(hooks)}`);
@@ -90283,7 +91096,7 @@ function gitRunsIn(worktree) {
         if (rel) repo(dir, rel);
         continue;
       }
-      if (e.isDirectory()) walk(path60.join(dir, e.name), rel ? `${rel}/${e.name}` : e.name);
+      if (e.isDirectory()) walk(path61.join(dir, e.name), rel ? `${rel}/${e.name}` : e.name);
     }
   };
   walk(worktree, "");
@@ -90295,21 +91108,21 @@ function workspaceToOpen(w, workspacesRoot) {
   let real2;
   let root2;
   try {
-    real2 = realpathSync7(w.worktree);
-    root2 = realpathSync7(workspacesRoot);
+    real2 = realpathSync8(w.worktree);
+    root2 = realpathSync8(workspacesRoot);
   } catch {
     throw new InputError(`worker ${w.id}'s workspace is gone from disk (pruned or removed)`, "conflict");
   }
-  const rel = path60.relative(root2, real2);
-  const parts = rel.split(path60.sep);
-  if (path60.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
+  const rel = path61.relative(root2, real2);
+  const parts = rel.split(path61.sep);
+  if (path61.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
     throw new InputError(`worker ${w.id}'s workspace is not where the engine keeps workspaces: refused`, "conflict");
   if (!statSync19(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
   return { workerId: w.id, path: real2, gitRuns: gitRunsIn(real2) };
 }
 
 // engine/registry/registry.ts
-import path61 from "node:path";
+import path62 from "node:path";
 
 // shared/worker-machine.ts
 var WorkerTransition = external_exports.enum([
@@ -90654,10 +91467,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path61.relative(w.repo, w.spec.directory);
+    const sub = path62.relative(w.repo, w.spec.directory);
     const ws = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path61.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path62.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -90669,14 +91482,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path61.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path62.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path61.join(this.opts.stateDir, "workspaces");
+    return path62.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path61.join(this.opts.stateDir, "tmp");
+    return path62.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode port of a worker and the folder its session runs in (null when its server is not up). */
   portOf(workerId) {
@@ -90759,7 +91572,7 @@ var InstanceReleaser = class {
 };
 
 // engine/workers/settle.ts
-import path62 from "node:path";
+import path63 from "node:path";
 var BASELINES_AT_ONCE = 2;
 var Settler = class {
   constructor(opts) {
@@ -90842,8 +91655,8 @@ var Settler = class {
       () => baselineChecks({
         workspace: ws,
         checks: w.spec.checks,
-        checkoutDir: path62.join(stateDir2, "grading", `${workerId}.base`),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path62.join(stateDir2, "grading", `${workerId}.base.tmp`) }
+        checkoutDir: path63.join(stateDir2, "grading", `${workerId}.base`),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path63.join(stateDir2, "grading", `${workerId}.base.tmp`) }
       })
     ).then((baseline) => {
       this.reg.safeRecord(workerId, { type: "worker.baseline", baseline });
@@ -90907,13 +91720,13 @@ var Settler = class {
         previousCommit,
         checkConfigFrom: w.startFrom ? this.opts.checkConfigFrom?.(workerId) ?? null : null,
         title: workerTitle(w.spec),
-        checkoutDir: path62.join(stateDir2, "grading", workerId),
+        checkoutDir: path63.join(stateDir2, "grading", workerId),
         // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
         sandbox: sandbox.kind === "none" ? void 0 : {
           kind: sandbox.kind,
           stateDir: stateDir2,
-          tmpDir: path62.join(stateDir2, "grading", `${workerId}.tmp`),
-          mountAs: { root: ws.worktree, tmp: path62.join(reg.workerTmpRoot, workerId) }
+          tmpDir: path63.join(stateDir2, "grading", `${workerId}.tmp`),
+          mountAs: { root: ws.worktree, tmp: path63.join(reg.workerTmpRoot, workerId) }
         }
       });
       if (reg.get(workerId).state !== "grading") return;
@@ -90970,12 +91783,12 @@ function summarizeFailure(v) {
 }
 
 // engine/workers/batch-names.ts
-import path63 from "node:path";
+import path64 from "node:path";
 var BatchNames = class {
   file;
   names;
   constructor(stateDir2, log) {
-    this.file = path63.join(stateDir2, "batch-names.json");
+    this.file = path64.join(stateDir2, "batch-names.json");
     try {
       const v = readJson(this.file, {});
       this.names = v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, n2]) => typeof n2 === "string")) : {};
@@ -91098,16 +91911,16 @@ function searchTranscripts(src, query, limit) {
 
 // engine/workers/batches.ts
 import { existsSync as existsSync30, mkdirSync as mkdirSync24, readdirSync as readdirSync13 } from "node:fs";
-import path64 from "node:path";
+import path65 from "node:path";
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
-    this.dir = path64.join(opts.stateDir, "batches");
+    this.dir = path65.join(opts.stateDir, "batches");
     if (existsSync30(this.dir)) {
       for (const f of readdirSync13(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
-          const r = readJson(path64.join(this.dir, f), null);
+          const r = readJson(path65.join(this.dir, f), null);
           if (r?.id) this.records.set(r.id, r.integration?.state === "running" ? { ...r, integration: { ...r.integration, state: "waiting" } } : r);
         } catch (err) {
           opts.log(`[warn] batch record ${f}: ${err.message}`);
@@ -91164,7 +91977,7 @@ var Batches = class {
     this.save(record2);
   }
   save(r) {
-    writeJsonAtomic(path64.join(this.dir, `${r.id}.json`), r);
+    writeJsonAtomic(path65.join(this.dir, `${r.id}.json`), r);
   }
   /** A worker came to rest: its batch may start the tasks that come after it, skip some, or run its integration. */
   onAtRest(workerId) {
@@ -91255,7 +92068,7 @@ var Batches = class {
    * repository before they are landed), and what combining them writes goes there too.
    */
   graded(repo) {
-    return gradedStore(path64.join(this.opts.stateDir, "repos"), repo);
+    return gradedStore(path65.join(this.opts.stateDir, "repos"), repo);
   }
   /** The batch's built workers and their latest graded commits, in task order. */
   builtOf(r) {
@@ -91344,7 +92157,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
   /** A fresh checkout of the combined commit (no filter, no hook, no config of anyone's), the checks run in the sandbox. */
   async runIntegrationChecks(r, commit, checks) {
-    const root2 = path64.join(this.opts.stateDir, "grading", `${r.id}.integration`);
+    const root2 = path65.join(this.opts.stateDir, "grading", `${r.id}.integration`);
     const tmpDir = `${root2}.tmp`;
     discard(root2);
     discard(tmpDir);
@@ -91352,7 +92165,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
     mkdirSync24(tmpDir, { recursive: true });
     try {
       const objects = await this.graded(r.repo);
-      const gitDir = path64.join(this.opts.stateDir, "batches", `${r.id}.git`);
+      const gitDir = path65.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
         env: {
@@ -91429,7 +92242,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
 };
 function subdirOf(root2, dir) {
-  const rel = path64.relative(root2, dir);
+  const rel = path65.relative(root2, dir);
   return rel.startsWith("..") ? "" : rel;
 }
 var CHECK_OUT = `set -eu
@@ -91497,8 +92310,8 @@ var LONG_RETRY_WAIT_MS = 12e4;
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path65.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path65.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path66.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path66.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
@@ -91614,7 +92427,7 @@ var Engine = class {
     });
     setTimeout(() => {
       void this.housekeep(Date.now());
-      void sweepDiscarded(path65.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path66.join(opts.stateDir, "grading"));
     }, 5e3).unref();
     const clock = opts.clock ?? realClock;
     this.housekeeping = clock.setInterval(() => void this.housekeep(clock.now()), HOUSEKEEPING_MS);
@@ -91730,7 +92543,7 @@ var Engine = class {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
       void this.settler.baseline(workerId, {
         worktree,
-        cwd: path65.join(worktree, repo.subdir),
+        cwd: path66.join(worktree, repo.subdir),
         branch: `ocw/${workerId}`,
         baseCommit: repo.head,
         baseBranch: repo.branch,
@@ -92153,7 +92966,7 @@ var Engine = class {
           targetId: id3,
           slots: t2.serving.slots,
           inUse: this.pools.activeCount(id3),
-          queued: this.queue.filter((q2) => this.reg.workers.get(q2)?.targetId === id3).length,
+          queued: this.queue.filter((q3) => this.reg.workers.get(q3)?.targetId === id3).length,
           waiting: this.pools.waitingCount(id3),
           heldUntil: this.pools.heldUntil(id3)?.until ?? null
         }
@@ -92242,7 +93055,7 @@ var Engine = class {
       const found = rt.repo ?? await inspectRepo(w.spec.directory);
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       made2 = !existsSync31(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
-      const importFrom = w.startFrom ? await gradedStore(path65.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
+      const importFrom = w.startFrom ? await gradedStore(path66.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
       rt.setWorkspace(ws);
       prepareGrading(ws);
@@ -92259,7 +93072,7 @@ var Engine = class {
       await moveOntoMirror(this.reg.workspacesRoot, ws).catch((err) => this.log(`worker ${workerId}: its object mirror: ${err.message}`));
     }
     if (this.sandbox.kind !== "none")
-      await writeRepoBinds(path65.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
+      await writeRepoBinds(path66.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
     const baselined = made2 ? this.settler.baselineAtCreation(workerId, ws) : void 0;
     if (!made2 && !this.get(workerId).baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
@@ -92539,24 +93352,24 @@ Note from the engine: ${w.baseBranch} moved since an earlier attempt at this tas
 }
 
 // engine/workers/listing.ts
-import { realpathSync as realpathSync8 } from "node:fs";
-import path66 from "node:path";
+import { realpathSync as realpathSync9 } from "node:fs";
+import path67 from "node:path";
 function listWorkers(all, f) {
-  let repo = f.repo ? path66.resolve(f.repo) : null;
+  let repo = f.repo ? path67.resolve(f.repo) : null;
   if (repo) {
     try {
-      repo = realpathSync8(repo);
+      repo = realpathSync9(repo);
     } catch {
     }
   }
   return all.filter(
-    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path66.sep) || w.spec.directory === repo)
+    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path67.sep) || w.spec.directory === repo)
   );
 }
 
 // engine/workers/push.ts
 import { accessSync as accessSync3, constants as constants7 } from "node:fs";
-import path67 from "node:path";
+import path68 from "node:path";
 async function pushWork(engine, input2) {
   try {
     const r = await pushUnredacted(engine, input2);
@@ -92695,9 +93508,9 @@ function pushRefusal(push, remote, branch, what) {
   return new InputError(`the push to ${remote} failed: ${gitComplaint(push)} (${kept}): fix that, then push again`, "unavailable");
 }
 function findOnPath3(name) {
-  for (const dir of (process.env.PATH ?? "").split(path67.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path68.delimiter)) {
     if (!dir) continue;
-    const f = path67.join(dir, name);
+    const f = path68.join(dir, name);
     try {
       accessSync3(f, constants7.X_OK);
       return f;
@@ -92797,7 +93610,7 @@ function batchCard(batchId, res, workers) {
 import { randomBytes as randomBytes16, timingSafeEqual as timingSafeEqual3 } from "node:crypto";
 import { createReadStream as createReadStream3, existsSync as existsSync33, statSync as statSync21 } from "node:fs";
 import http5 from "node:http";
-import path70 from "node:path";
+import path71 from "node:path";
 
 // node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
 import { IncomingMessage } from "node:http";
@@ -93032,28 +93845,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path75) => {
-  path75 = path75.startsWith("/") ? path75.slice(1) : path75;
-  path75 = path75.endsWith("/") ? path75.slice(0, -1) : path75;
-  return path75;
+var trimSlashes = (path76) => {
+  path76 = path76.startsWith("/") ? path76.slice(1) : path76;
+  path76 = path76.endsWith("/") ? path76.slice(0, -1) : path76;
+  return path76;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path75 = "";
+    let path76 = "";
     run(async () => {
       const url2 = createURL(req);
-      path75 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path76 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread22(_objectSpread22({}, opts), {}, {
         req,
         res,
-        path: path75
+        path: path76
       }));
     }).catch(internal_exceptionHandler(_objectSpread22({
       req,
       res,
-      path: path75
+      path: path76
     }, opts)));
   };
 }
@@ -93062,8 +93875,8 @@ function createHTTPHandler(opts) {
 }
 
 // engine/api/router.ts
-import { existsSync as existsSync32, readdirSync as readdirSync14, readFileSync as readFileSync25 } from "node:fs";
-import path69 from "node:path";
+import { existsSync as existsSync32, readdirSync as readdirSync14, readFileSync as readFileSync26 } from "node:fs";
+import path70 from "node:path";
 
 // shared/ledger.ts
 var LedgerRow = external_exports.object({
@@ -93340,7 +94153,7 @@ async function targetsWithEndpoints(store, live = null) {
 
 // engine/api/ladder.ts
 import { mkdirSync as mkdirSync25 } from "node:fs";
-import path68 from "node:path";
+import path69 from "node:path";
 var LadderStartInput = external_exports.object({ targetId: external_exports.string().min(1).max(200), samples: external_exports.number().int().min(1).max(12) });
 var LadderFinishInput = LadderStartInput.extend({ workerIds: external_exports.array(external_exports.string().min(1).max(200)).max(LADDER.length * 12) });
 function targetOf(engine, id3) {
@@ -93350,11 +94163,11 @@ function targetOf(engine, id3) {
 }
 async function ladderStart(engine, i2) {
   const target = targetOf(engine, i2.targetId);
-  const runDir = path68.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path69.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: i2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path68.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path69.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -93373,21 +94186,51 @@ function ladderFinish(engine, i2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], engine.get(id3)]);
   });
   const grade2 = summarizeLadder(target, i2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path68.join(projectRoot(), "packs");
-  const file3 = path68.join(packs, targetSlug(target), "grade.json");
-  mkdirSync25(path68.dirname(file3), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path69.join(projectRoot(), "packs");
+  const file3 = path69.join(packs, targetSlug(target), "grade.json");
+  mkdirSync25(path69.dirname(file3), { recursive: true });
   writeJsonAtomic(file3, grade2, 420);
   return { grade: grade2, file: file3 };
 }
 
 // engine/api/router.ts
+async function removeTarget(engine, id3) {
+  const r = engine.targets.remove(id3);
+  forgetApiKey(id3);
+  await serverDeleteOf(id3);
+  return r;
+}
+async function removeUnusedAdhoc(engine, removeOne) {
+  const first2 = engine.targets.list();
+  const { remove, kept } = adhocUnused(first2.targets, first2.active, engine.list());
+  const removed = [];
+  for (const id3 of remove) {
+    const { active, targets } = engine.targets.list();
+    const now = adhocUnused(
+      targets.filter((t2) => t2.id === id3),
+      active,
+      engine.list()
+    );
+    if (!now.remove.includes(id3)) {
+      kept.push(now.kept[0] ?? { id: id3, active: false, workers: [] });
+      continue;
+    }
+    try {
+      await removeOne(id3);
+      removed.push(id3);
+    } catch {
+      kept.push({ id: id3, active: false, workers: [] });
+    }
+  }
+  return { removed, kept };
+}
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path69.join(projectRoot(), "packs");
+  const dir = config2().OCW_PACKS_DIR ?? path70.join(projectRoot(), "packs");
   if (!existsSync32(dir)) return [];
   return readdirSync14(dir, { withFileTypes: true }).flatMap((d) => {
-    const file3 = path69.join(dir, d.name, "grade.json");
+    const file3 = path70.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync32(file3)) return [];
-    const g2 = Grade.safeParse(JSON.parse(readFileSync25(file3, "utf8")));
+    const g2 = Grade.safeParse(JSON.parse(readFileSync26(file3, "utf8")));
     return g2.success ? [g2.data] : [];
   });
 }
@@ -93677,6 +94520,11 @@ var appRouter = t.router({
         throw new InputError(
           `the model endpoint ${redactUrlCredentials(input2.target.endpoint)} refuses requests without a key (HTTP 401): export its key in a variable and pass --api-key-env VAR (the variable's name, never the key)`
         );
+      const notApi = await notModelApi(input2.target.endpoint, input2.key ?? held);
+      if (notApi)
+        throw new InputError(
+          `the model endpoint ${redactUrlCredentials(input2.target.endpoint)} answered, but is not an OpenAI-compatible API (${redactUrlCredentials(notApi)}): check the URL is the model API's base \u2014 llama-server, vLLM, Ollama: http://HOST:PORT/v1; a provider: its OpenAI-compatible base URL \u2014 and not a web page or another service on that port`
+        );
       return { ok: true, keyHeld: input2.key === void 0 || held === input2.key };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
@@ -93715,19 +94563,21 @@ var appRouter = t.router({
           `target "${input2.id}" has ${counted(busy.length, "worker")} queued or running (${busy.slice(0, 3).map((w) => w.id).join(", ")}${busy.length > 3 ? ", \u2026" : ""}): stop them before deleting it`
         );
       try {
-        const r = ctx.engine.targets.remove(input2.id);
-        forgetApiKey(input2.id);
-        await serverDeleteOf(input2.id);
-        return r;
+        return await removeTarget(ctx.engine, input2.id);
       } catch (err) {
         throw new InputError(err.message);
       }
-    })
+    }),
+    /**
+     * `ocw target remove --ad-hoc`: the targets `ocw run --endpoint` saved (one per URL, model and key variable) that no
+     * worker needs any more (adhocUnused), removed with their kept keys; the rest said with the workers that hold them.
+     */
+    removeAdhoc: proc2.mutation(({ ctx }) => removeUnusedAdhoc(ctx.engine, (id3) => removeTarget(ctx.engine, id3)))
   }),
   events: proc2.input(EventsInput).subscription(({ ctx, input: input2, signal }) => eventStream(ctx.engine, input2.lastEventId, signal)),
   shutdown: proc2.mutation(({ ctx }) => {
     setImmediate(
-      () => void stopUnkeptServing().catch(() => []).finally(ctx.shutdown)
+      () => void stopUnkeptServing().catch(() => []).finally(() => ctx.shutdown(ctx.by))
     );
     return { stopping: true };
   })
@@ -93957,17 +94807,17 @@ content-length: 0\r
 var NO_UI = { missing: "The opencode-worker engine is running, but its browser UI is missing." };
 function serveStatic(ui, pathname, res) {
   const dir = ui.dir;
-  if (!dir || !existsSync33(path70.join(dir, "index.html"))) {
+  if (!dir || !existsSync33(path71.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end(`${ui.missing ?? NO_UI.missing}
 `);
     return;
   }
-  const rel = path70.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file3 = path70.join(dir, rel);
-  if (!file3.startsWith(dir + path70.sep) || !existsSync33(file3) || statSync21(file3).isDirectory()) file3 = path70.join(dir, "index.html");
+  const rel = path71.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file3 = path71.join(dir, rel);
+  if (!file3.startsWith(dir + path71.sep) || !existsSync33(file3) || statSync21(file3).isDirectory()) file3 = path71.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path70.extname(file3)] ?? "application/octet-stream",
+    "content-type": MIME[path71.extname(file3)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -94012,7 +94862,10 @@ async function hostEngine(opts) {
     version: VERSION,
     instanceId,
     browserUi: () => browserUi(),
-    shutdown: () => void close().then(() => process.exit(0))
+    shutdown: (by) => void close().then(() => {
+      opts.onStopped?.(by);
+      process.exit(0);
+    })
   };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) ?? lastEndpoint(opts.stateDir) : null;
   const api = await (dead ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer(serverOpts)) : startApiServer({ ...serverOpts, port: opts.port })).catch(async (err) => {
@@ -94133,7 +94986,15 @@ function registerServeCommands(program3) {
       if (ignored) console.error(`ocw: ${ignored}`);
       console.error(`ocw: attached to the engine already running (pid ${lock2.pid}); Ctrl-C detaches, \`ocw stop\` stops it`);
       await new Promise((resolve) => {
-        const t2 = setInterval(() => readLock(dir)?.instanceId !== lock2.instanceId && (clearInterval(t2), resolve()), 1e3);
+        const t2 = setInterval(() => {
+          const now = readLock(dir);
+          if (now?.instanceId === lock2.instanceId) return;
+          clearInterval(t2);
+          console.error(
+            now ? `ocw: the engine was restarted (pid ${now.pid}); this ocw serve ends: \`ocw serve\` attaches to the new one` : `ocw: the engine (pid ${lock2.pid}) stopped (\`ocw stop\` or another client); this ocw serve ends`
+          );
+          resolve();
+        }, 1e3);
         process.once("SIGINT", () => (clearInterval(t2), resolve()));
       });
     };
@@ -94144,7 +95005,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path71.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path72.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -94152,7 +95013,14 @@ function registerServeCommands(program3) {
     } : (l) => console.error(l);
     let hosted;
     try {
-      hosted = await hostEngine({ stateDir: dir, port: o2.port, log, ...o2.supervised ? { supervisorPid: process.ppid } : {} });
+      hosted = await hostEngine({
+        stateDir: dir,
+        port: o2.port,
+        log,
+        ...o2.supervised ? { supervisorPid: process.ppid } : {},
+        // in a terminal: said before it exits (it ended without a word when another shell ran `ocw stop`)
+        ...o2.background ? {} : { onStopped: (by) => console.error(`ocw: ${stoppedBy(by)}`) }
+      });
     } catch (err) {
       const problem = o2.background || o2.supervised ? null : listenProblem(err, o2.port);
       if (problem) {
@@ -94184,9 +95052,10 @@ function registerServeCommands(program3) {
       return;
     }
     await connect(lock2, "cli:ocw stop").shutdown.mutate().catch(() => void 0);
+    const holding = () => readLock(dir) !== null || currentOwner(dir)?.instanceId === lock2.instanceId;
     const deadline = Date.now() + 15e3;
-    while (Date.now() < deadline && readLock(dir)) await new Promise((r) => setTimeout(r, 100));
-    console.error(readLock(dir) ? `ocw: the engine (pid ${lock2.pid}) did not stop in 15 s` : "ocw: engine stopped");
+    while (Date.now() < deadline && holding()) await new Promise((r) => setTimeout(r, 100));
+    console.error(holding() ? `ocw: the engine (pid ${lock2.pid}) did not stop in 15 s` : "ocw: engine stopped");
   });
 }
 function listenProblem(err, port) {
@@ -94194,8 +95063,13 @@ function listenProblem(err, port) {
   const where = port === void 0 ? "the port chosen" : `port ${port}`;
   if (code2 === "EADDRINUSE") return `${where} on 127.0.0.1 is already in use by another program: pick another --port, or leave --port out for a free one`;
   if (code2 === "EACCES")
-    return `${where} on 127.0.0.1 may not be opened by this user (ports below 1024 need privileges): pick one from 1024 to 65535, or leave --port out`;
+    return `${where} on 127.0.0.1 may not be opened by this user (ports below 1024 need root privileges): pick one from 1024 to 65535, or leave --port out for a free one`;
   return null;
+}
+function stoppedBy(by) {
+  if (by.kind === "cli" && by.name === "ocw stop") return "engine stopped (ocw stop from another client)";
+  if (by.kind === "mcp") return "engine stopped (a stop request from an MCP client)";
+  return `engine stopped (a stop request from ${by.kind === "cli" ? "another ocw command" : "another client"})`;
 }
 function portIgnored(asked, running) {
   if (asked === void 0 || asked === running) return null;
@@ -94296,7 +95170,7 @@ function registerGrantsCommand(program3) {
 }
 
 // engine/commands/workers.ts
-import path72 from "node:path";
+import path73 from "node:path";
 var client = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
 var stateWord = (s) => s === "honest-failure" ? "failed" : s;
@@ -94337,7 +95211,7 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path72.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path73.resolve(o2.repo) } : {}
       });
       if (o2.json) return console.log(JSON.stringify(ws, null, 2));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
@@ -94474,7 +95348,7 @@ ${startedHint(r.workerId)}`
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client("prune")).workers.prune.mutate({ directory: path72.resolve(o2.dir ?? ".") });
+      const r = await (await client("prune")).workers.prune.mutate({ directory: path73.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -94747,8 +95621,8 @@ ${startedHint(r.workerId)}`);
 
 // engine/commands/claude.ts
 import { execFileSync as execFileSync6, spawn as spawn9 } from "node:child_process";
-import { chmodSync as chmodSync5, existsSync as existsSync34, readFileSync as readFileSync26, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
-import path73 from "node:path";
+import { chmodSync as chmodSync5, closeSync as closeSync7, existsSync as existsSync34, openSync as openSync7, readFileSync as readFileSync27, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
+import path74 from "node:path";
 var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
 function guiLauncher(dir, lock2) {
   const target = `http://127.0.0.1:${lock2.port}/#token=${encodeURIComponent(lock2.token)}`;
@@ -94758,7 +95632,7 @@ function guiLauncher(dir, lock2) {
 <script>location.replace(${JSON.stringify(target).replace(/</g, "\\u003c")})</script>
 <p><a href="${attr}">Open the opencode-worker dashboard</a></p>
 `;
-  const file3 = path73.join(dir, "gui.html");
+  const file3 = path74.join(dir, "gui.html");
   const tmp = `${file3}.${process.pid}.tmp`;
   writeFileSync16(tmp, html, { mode: 384 });
   chmodSync5(tmp, 384);
@@ -94767,16 +95641,16 @@ function guiLauncher(dir, lock2) {
 }
 function repoRootOf(dir) {
   try {
-    return path73.resolve(
+    return path74.resolve(
       execFileSync6("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path73.resolve(dir);
+    return path74.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path73.resolve(w.spec.directory);
-  return path73.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path73.sep);
+  const d = path74.resolve(w.spec.directory);
+  return path74.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path74.sep);
 };
 async function runningEngine() {
   const lock2 = readLock(stateDir());
@@ -94857,7 +95731,9 @@ function registerClaudeCommands(program3) {
     try {
       const lock2 = await ensureEngine(stateDir());
       console.log(guiUrl(lock2));
-      if (!o2.url) openBrowser(guiLauncher(stateDir(), lock2));
+      if (o2.url) return;
+      const why = await openBrowser(guiLauncher(stateDir(), lock2), stateDir());
+      if (why) console.error(noBrowserLine(why));
     } catch (err) {
       fail(err);
     }
@@ -94890,10 +95766,10 @@ async function snapshot(client2, ids2, load2) {
   return Promise.all(ids2.map((id3) => client2.workers.get.query({ workerId: id3 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path73.isAbsolute(what)) return what;
-  const root2 = path73.resolve(worktree);
-  const abs = path73.resolve(what);
-  return abs.startsWith(root2 + path73.sep) ? path73.relative(root2, abs).split(path73.sep).join("/") : what;
+  if (!worktree || !path74.isAbsolute(what)) return what;
+  const root2 = path74.resolve(worktree);
+  const abs = path74.resolve(what);
+  return abs.startsWith(root2 + path74.sep) ? path74.relative(root2, abs).split(path74.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -94912,10 +95788,10 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path73.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path74.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
-    return JSON.parse(readFileSync26(seenFile(), "utf8"))[root2] ?? 0;
+    return JSON.parse(readFileSync27(seenFile(), "utf8"))[root2] ?? 0;
   } catch {
     return 0;
   }
@@ -94923,7 +95799,7 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync34(seenFile())) all = JSON.parse(readFileSync26(seenFile(), "utf8"));
+    if (existsSync34(seenFile())) all = JSON.parse(readFileSync27(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
@@ -94935,26 +95811,49 @@ function markSeen(root2) {
 function readHookInput() {
   if (process.stdin.isTTY) return {};
   try {
-    const text = readFileSync26(0, "utf8");
+    const text = readFileSync27(0, "utf8");
     return text.trim() ? JSON.parse(text) : {};
   } catch {
     return {};
   }
 }
-function openBrowser(url2) {
-  const [cmd, args] = process.platform === "darwin" ? ["open", [url2]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", url2]] : ["xdg-open", [url2]];
+async function openBrowser(file3, dir, waitMs = 3e3) {
+  const [cmd, args] = process.platform === "darwin" ? ["open", [file3]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", file3]] : ["xdg-open", [file3]];
+  const errFile = path74.join(dir, "gui-open.err");
+  let fd = "ignore";
   try {
-    const child = spawn9(cmd, args, { detached: true, stdio: "ignore" });
-    child.on("error", () => console.error("ocw: could not open a browser: open the URL above"));
-    child.unref();
+    fd = openSync7(errFile, "w", 384);
   } catch {
-    console.error("ocw: could not open a browser: open the URL above");
+  }
+  try {
+    const child = spawn9(cmd, args, { detached: true, stdio: ["ignore", "ignore", fd] });
+    const ended = await new Promise((resolve) => {
+      const t2 = setTimeout(() => resolve(null), waitMs);
+      child.once(
+        "error",
+        (e) => (clearTimeout(t2), resolve({ code: null, error: e.code === "ENOENT" ? `${cmd} is not installed` : e.message }))
+      );
+      child.once("exit", (code2) => (clearTimeout(t2), resolve({ code: code2 })));
+    });
+    child.unref();
+    if (!ended) return null;
+    if (ended.error) return ended.error;
+    const said = typeof fd === "number" ? readFileSync27(errFile, "utf8") : "";
+    const last2 = said.split("\n").map((l) => l.trim()).filter(Boolean).at(-1);
+    if (ended.code !== 0) return `${cmd} exited ${ended.code}${last2 ? `: ${terminalSafe(last2).slice(0, 200)}` : ""}`;
+    if (last2 && /no method available|could not|couldn't|failed to|unable to/i.test(said)) return `${cmd}: ${terminalSafe(last2).slice(0, 200)}`;
+    return null;
+  } catch (err) {
+    return err.message;
+  } finally {
+    if (typeof fd === "number") closeSync7(fd);
   }
 }
+var noBrowserLine = (why) => `ocw: no browser opened (${why}): open the URL above in a browser by hand`;
 
 // engine/commands/model-setup.ts
 import { existsSync as existsSync35 } from "node:fs";
-import path74 from "node:path";
+import path75 from "node:path";
 var NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
 async function startOnEngine(client2, input2, o2) {
   let i2 = input2;
@@ -94978,29 +95877,18 @@ async function startOnEngine(client2, input2, o2) {
     void client2.setup.cancel.mutate({ jobId: first2.jobId }).catch(() => void 0).finally(() => process.exit(130));
   };
   process.once("SIGINT", cancel);
-  return await new Promise((resolve, reject) => {
-    let sub = null;
-    sub = client2.events.subscribe(
-      { lastEventId: cursor },
-      {
-        onData: (tracked2) => {
-          const e = tracked2.data;
-          if (e.type !== "setup" || e.job.jobId !== first2.jobId) return;
-          o2.onUpdate(e.job);
-          if (e.job.state !== "running") {
-            sub?.unsubscribe();
-            process.removeListener("SIGINT", cancel);
-            resolve(e.job);
-          }
-        },
-        onError: (err) => {
-          sub?.unsubscribe();
-          process.removeListener("SIGINT", cancel);
-          reject(err);
-        }
-      }
-    );
-  });
+  let last2 = first2;
+  try {
+    await nextEvent(client2, cursor, (e) => {
+      if (e.type !== "setup" || e.job.jobId !== first2.jobId) return false;
+      o2.onUpdate(e.job);
+      last2 = e.job;
+      return e.job.state !== "running";
+    });
+    return last2;
+  } finally {
+    process.removeListener("SIGINT", cancel);
+  }
 }
 function enginePort(name) {
   let client2 = null;
@@ -95014,6 +95902,7 @@ function enginePort(name) {
     useTarget: async (id3) => (await c3()).targets.use.mutate({ id: id3 }),
     setKey: async (id3, key) => (await c3()).targets.setKey.mutate({ id: id3, key }),
     removeTarget: async (id3) => (await c3()).targets.remove.mutate({ id: id3 }),
+    removeAdhocTargets: async () => (await c3()).targets.removeAdhoc.mutate(),
     stopServing: async (target) => (await c3()).servers.stopRecorded.mutate(target ? { target } : {}),
     servers: async () => (await c3()).servers.list.query(),
     restartServer: async (id3) => (await c3()).servers.restart.mutate({ id: id3 }),
@@ -95190,7 +96079,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
     {
       runtime: o2.runtime,
       // a file here is named to the engine by its absolute path (a repo, catalog id or URL as given)
-      model: o2.model && existsSync35(o2.model) ? path74.resolve(o2.model) : o2.model,
+      model: o2.model && existsSync35(o2.model) ? path75.resolve(o2.model) : o2.model,
       slots,
       ctx,
       minCtx,
@@ -95198,7 +96087,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
       benchSec: benchSecOf(o2.benchSec),
       ...o2.allowSlow ? { allowSlow: true } : {},
       // a path on this machine, given to the engine as an absolute one (the engine's checks name it so)
-      ...o2.llamaServer ? { llamaServer: path74.resolve(o2.llamaServer) } : {}
+      ...o2.llamaServer ? { llamaServer: path75.resolve(o2.llamaServer) } : {}
     },
     {
       yes: !!o2.yes,
@@ -95336,6 +96225,11 @@ async function runTargets(o2, port = enginePort("cli:ocw targets")) {
     // what the benchmark after setup measured (absent for a provider, or when none ran)
     ...t2.bench ? [`    ${benchText(t2.bench)} (${t2.bench.at.slice(0, 10)})`] : []
   ]);
+  const adhoc = targets.filter(isAdhocTarget).length;
+  if (adhoc)
+    lines.push(
+      `${counted(adhoc, "ad-hoc target")} (adhoc-\u2026, saved by \`ocw run --endpoint\`): \`ocw target remove --ad-hoc\` removes those no worker needs any more`
+    );
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
 }
 async function runTargetUse(id3, port = enginePort("cli:ocw target use")) {
@@ -95392,8 +96286,23 @@ async function readPipedStdin() {
   }
   return text;
 }
-async function runTargetRemove(id3, port = enginePort("cli:ocw target remove")) {
+async function runTargetRemove(id3, o2 = {}, port = enginePort("cli:ocw target remove")) {
+  const fail2 = (m) => ({ code: 2, stdout: "", stderr: `ocw: ${m}
+` });
+  if (o2.adHoc && id3 !== void 0) return fail2(`give a target id or --ad-hoc, not both (\`ocw target remove ${id3}\` removes that one)`);
+  if (!o2.adHoc && id3 === void 0)
+    return fail2("give the id of the target to remove (`ocw targets` lists them), or --ad-hoc for the ad-hoc ones no worker needs any more");
   try {
+    if (o2.adHoc) {
+      const { removed, kept } = await port.removeAdhocTargets();
+      const lines = [
+        removed.length ? `removed ${counted(removed.length, "ad-hoc target")} (their kept keys with them): ${removed.join(", ")}` : "no ad-hoc target to remove",
+        ...kept.map(
+          (k) => k.active ? `kept ${k.id}: it is the active target (\`ocw target use ID\` another one first)` : k.workers.length ? `kept ${k.id}: ${counted(k.workers.length, "worker")} may still run on it (${k.workers.slice(0, 3).join(", ")}${k.workers.length > 3 ? ", \u2026" : ""}): merge or discard ${k.workers.length === 1 ? "it" : "them"} first` : `kept ${k.id}: it changed while being removed; run this again`
+        )
+      ];
+      return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+    }
     await port.removeTarget(id3);
     return { code: 0, stdout: `target ${id3} removed (its kept key with it)
 `, stderr: "" };
@@ -95414,7 +96323,7 @@ async function runServingStop(o2 = {}, port = enginePort("cli:ocw serving stop")
 }
 var shWord = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 function llamaServerEnvNote(client2, engine) {
-  if (!client2 || engine && path74.resolve(engine) === path74.resolve(client2)) return null;
+  if (!client2 || engine && path75.resolve(engine) === path75.resolve(client2)) return null;
   return `this shell's LLAMA_SERVER (${client2}) is not the engine's (${engine ?? "unset"}): the engine's environment is the one that counts. To have the engine use yours: \`ocw stop\` (it also stops the model servers ocw started), then \`LLAMA_SERVER=${shWord(client2)} ocw doctor\` starts it again with it; or pass --llama-server PATH to ocw setup`;
 }
 async function runDoctor(o2, port = enginePort("cli:ocw doctor"), clientEnv = process.env) {
@@ -95469,7 +96378,7 @@ function registerModelSetupCommands(program3, { registerServingSupervisor: regis
   const target = program3.command("target").description("manage targets");
   target.command("use <id>").description("make a target active").action(async (id3) => emit2(await runTargetUse(id3)));
   target.command("key <id>").description("set an API target's key again (rotate it), read from stdin or --from-env VAR, never the command line; --clear forgets it").option("--from-env <var>", "NAME of the environment variable holding the new key (never the key)").option("--clear", "forget the key (the target's workers then send none)").action(async (id3, o2) => emit2(await runTargetKey(id3, o2)));
-  target.command("remove <id>").description("delete a target and the key kept for it (refused while a worker of it is queued or running)").action(async (id3) => emit2(await runTargetRemove(id3)));
+  target.command("remove [id]").description("delete a target and the key kept for it (refused while a worker of it is queued or running)").option("--ad-hoc", "instead of one id: every target `ocw run --endpoint` saved that no worker needs any more (only merged or discarded ones use it)").action(async (id3, o2) => emit2(await runTargetRemove(id3, o2)));
   const serving = program3.command("serving").description("model servers started by ocw");
   serving.command("stop").description("stop the model servers ocw started").option("--target <id>", "only this target's server").action(async (opts) => emit2(await runServingStop(opts)));
   registerServingSupervisor2?.(serving);
@@ -95582,9 +96491,9 @@ registerMcpCommand(program2);
 registerClaudeCommands(program2);
 registerDeployCommand(program2);
 registerModelSetupCommands(program2, { registerServingSupervisor });
-var helpHints = (cmd, path75) => {
+var helpHints = (cmd, path76) => {
   for (const sub of cmd.commands) {
-    const p = `${path75} ${sub.name()}`;
+    const p = `${path76} ${sub.name()}`;
     sub.showHelpAfterError(`(run \`${p} --help\` for usage)`);
     helpHints(sub, p);
   }
