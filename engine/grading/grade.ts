@@ -21,7 +21,7 @@ import {
 import { limitSetup } from "../sandbox";
 import { type HeldBackListing, heldBackListing, runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
-import { checkScriptCaveats, harnessScripts, runnerConfigChanges, runnerConfigReason } from "./runner-config";
+import { type CheckScripts, checkScripts, checkScriptCaveats, runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
 
 export interface GradeInput {
@@ -133,37 +133,37 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     // With command checks, the files that decide what a check runs are protected by default (runner-config.ts).
     // What the held-back folders hold, read once for the rules below and the checks' run.
     const listing = input.checks.some((c) => "run" in c) ? heldBackListing(input.checks) : undefined;
-    if (listing) {
+    // The scripts the checks' commands run by name, read once for the rule, the caveats and the guard below.
+    const subPath = sub.split(path.sep).join("/");
+    const scripts = listing ? checkScripts(commandsOf(input.checks), subPath, checkout) : undefined;
+    if (listing && scripts) {
       const from = input.checkConfigFrom && input.checkConfigFrom.base !== ws.baseCommit ? input.checkConfigFrom : null;
       const config = await runnerConfigChanges({
         changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
-        sub: sub.split(path.sep).join("/"),
+        sub: subPath,
         scope: from ? [...input.scope, ...from.scope] : input.scope,
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
         commands: commandsOf(input.checks),
+        scripts,
         ...heldBackOf(listing),
       });
       helpers = changedHelpers(rel, listing);
       scriptCaveats = await checkScriptCaveats({
         changed: graded.changed,
-        commands: commandsOf(input.checks),
-        sub: sub.split(path.sep).join("/"),
+        scripts,
+        sub: subPath,
         scope: input.scope,
         repo: ws.repo,
         baseCommit: ws.baseCommit,
-        checkout,
       });
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
     const cwd = await folderIn(checkout, sub);
     // The protected files, and the project's test harnesses the checks' commands run by name: a check that rewrites one (a
     // build step writing `exit 0` into the script a later check runs) fails.
-    const guarded =
-      typeof cwd === "string" && input.checks.some((c) => "run" in c)
-        ? [...(await protectedIn(checkout, sub, input.protect)), ...namedScripts(checkout, sub, input.checks)]
-        : [];
+    const guarded = typeof cwd === "string" && scripts ? [...(await protectedIn(checkout, sub, input.protect)), ...guardedScripts(checkout, scripts)] : [];
     const planted: string[] = [];
     checks =
       typeof cwd === "string"
@@ -315,9 +315,10 @@ export async function combinedCheckConfig(opts: {
   });
 }
 
-/** The test harnesses of the checkout (absolute paths) the checks' commands run by name (harnessScripts), as committed. */
-function namedScripts(checkout: string, sub: string, checks: CheckSpec[]): string[] {
-  return harnessScripts(commandsOf(checks), sub.split(path.sep).join("/"), checkout)
+/** The test harnesses of the checkout (absolute paths) the checks' commands run by name (checkScripts), as committed. */
+function guardedScripts(checkout: string, scripts: CheckScripts): string[] {
+  return [...scripts.values()]
+    .filter((s) => s.harness)
     .map((s) => path.join(checkout, s.file))
     .filter((f) => lstatSync(f, { throwIfNoEntry: false })?.isFile());
 }

@@ -507,11 +507,22 @@ function looksLikeHarness(file: string, sub: string): boolean {
   return /(^|[/._-])(tests?|checks?|specs?|verify|runtests|ci)([/._-]|$)/i.test(rel);
 }
 
-/** The scripts the checks' commands run that are test harnesses (isHarness): guarded while the checks run (grade.ts). */
-export function harnessScripts(commands: string[], sub: string, checkout: string): CommandScript[] {
+/** The scripts the checks' commands run (command-scripts.ts), by folded path, each with whether it is a test harness. */
+export type CheckScripts = Map<string, CommandScript & { harness: boolean }>;
+
+/**
+ * The scripts the checks' commands run, read once per grading: the check-configuration rule, the verdict's caveats and
+ * the guard while the checks run all take this one reading.
+ */
+export function checkScripts(commands: string[], sub: string, checkout: string): CheckScripts {
   const scripts = commandScripts(commands, sub, checkout);
   const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
-  return scripts.filter((s) => isHarness(s, all, sub));
+  return new Map(scripts.map((s) => [foldPath(s.file), { ...s, harness: isHarness(s, all, sub) }]));
+}
+
+/** The scripts the checks' commands run that are test harnesses (isHarness), read on their own: what grading guards while the checks run. */
+export function harnessScripts(commands: string[], sub: string, checkout: string): CommandScript[] {
+  return [...checkScripts(commands, sub, checkout).values()].filter((s) => s.harness);
 }
 
 /** A script that reads as a test harness, or one such a harness runs or sources (its library: `. scripts/env.sh`). */
@@ -531,20 +542,17 @@ function isHarness(script: CommandScript, all: Map<string, CommandScript>, sub: 
  */
 export async function checkScriptCaveats(opts: {
   changed: string[];
-  commands: string[];
+  scripts: CheckScripts;
   sub: string;
   scope: string[];
   repo: string;
   baseCommit: string;
-  checkout: string;
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const changed = new Set(opts.changed.map(foldPath));
   const out: string[] = [];
-  const scripts = commandScripts(opts.commands, opts.sub, opts.checkout);
-  const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
-  for (const s of scripts) {
-    if (isHarness(s, all, opts.sub) || !changed.has(foldPath(s.file))) continue;
+  for (const s of opts.scripts.values()) {
+    if (s.harness || !changed.has(foldPath(s.file))) continue;
     const rel = opts.sub ? (s.file.startsWith(opts.sub + "/") ? s.file.slice(opts.sub.length + 1) : `../${s.file}`) : s.file;
     if (named.has(rel) || (await baseText(opts.repo, opts.baseCommit, s.file)) === null) continue;
     const cmd = s.command.length > 80 ? `${s.command.slice(0, 80)}…` : s.command;
@@ -769,6 +777,8 @@ export async function runnerConfigChanges(opts: {
   heldBackImports?: string[];
   /** The checks' commands: the scripts of the checkout they run by name count (command-scripts.ts). */
   commands?: string[];
+  /** Those scripts when the caller read them already (checkScripts); read from `commands` otherwise. */
+  scripts?: CheckScripts;
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync(path.join(opts.checkout, opts.sub, folder, "__init__.py")));
@@ -776,7 +786,7 @@ export async function runnerConfigChanges(opts: {
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
   let includes: MakeInclude[] | undefined;
-  const scripts = new Map(commandScripts(opts.commands ?? [], opts.sub, opts.checkout).map((s) => [foldPath(s.file), s]));
+  const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
   const plugins = opts.commands?.length ? pytestPluginFiles(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : new Map<string, string>();
   const out: string[] = [];
   for (const file of opts.changed) {
@@ -798,7 +808,7 @@ export async function runnerConfigChanges(opts: {
     if (
       script &&
       runBy !== undefined &&
-      isHarness(script, scripts, opts.sub) &&
+      script.harness &&
       ((await baseText(opts.repo, opts.baseCommit, file)) !== null ||
         (script.via !== undefined && script.sourced === true && (await baseText(opts.repo, opts.baseCommit, script.via)) !== null))
     ) {
