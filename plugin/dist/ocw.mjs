@@ -88779,10 +88779,10 @@ function looksLikeHarness(file3, sub) {
   const rel = sub && foldPath(file3).startsWith(`${foldPath(sub)}/`) ? file3.slice(sub.length + 1) : file3;
   return /(^|[/._-])(tests?|checks?|specs?|verify|runtests|ci)([/._-]|$)/i.test(rel);
 }
-function harnessScripts(commands, sub, checkout) {
+function checkScripts(commands, sub, checkout) {
   const scripts = commandScripts(commands, sub, checkout);
   const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
-  return scripts.filter((s) => isHarness(s, all, sub));
+  return new Map(scripts.map((s) => [foldPath(s.file), { ...s, harness: isHarness(s, all, sub) }]));
 }
 function isHarness(script, all, sub) {
   const seen = /* @__PURE__ */ new Set();
@@ -88796,10 +88796,8 @@ async function checkScriptCaveats(opts) {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const changed = new Set(opts.changed.map(foldPath));
   const out = [];
-  const scripts = commandScripts(opts.commands, opts.sub, opts.checkout);
-  const all = new Map(scripts.map((s) => [foldPath(s.file), s]));
-  for (const s of scripts) {
-    if (isHarness(s, all, opts.sub) || !changed.has(foldPath(s.file))) continue;
+  for (const s of opts.scripts.values()) {
+    if (s.harness || !changed.has(foldPath(s.file))) continue;
     const rel = opts.sub ? s.file.startsWith(opts.sub + "/") ? s.file.slice(opts.sub.length + 1) : `../${s.file}` : s.file;
     if (named.has(rel) || await baseText(opts.repo, opts.baseCommit, s.file) === null) continue;
     const cmd = s.command.length > 80 ? `${s.command.slice(0, 80)}\u2026` : s.command;
@@ -88921,7 +88919,7 @@ async function runnerConfigChanges(opts) {
   const imports = new Map((opts.heldBackImports ?? []).map((n2) => [foldPath(n2), n2]));
   const shadowing = /* @__PURE__ */ new Map();
   let includes;
-  const scripts = new Map(commandScripts(opts.commands ?? [], opts.sub, opts.checkout).map((s) => [foldPath(s.file), s]));
+  const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
   const plugins = opts.commands?.length ? pytestPluginFiles(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : /* @__PURE__ */ new Map();
   const out = [];
   for (const file3 of opts.changed) {
@@ -88934,7 +88932,7 @@ async function runnerConfigChanges(opts) {
     }
     const script = scripts.get(foldPath(file3));
     const runBy = script?.command;
-    if (script && runBy !== void 0 && isHarness(script, scripts, opts.sub) && (await baseText(opts.repo, opts.baseCommit, file3) !== null || script.via !== void 0 && script.sourced === true && await baseText(opts.repo, opts.baseCommit, script.via) !== null)) {
+    if (script && runBy !== void 0 && script.harness && (await baseText(opts.repo, opts.baseCommit, file3) !== null || script.via !== void 0 && script.sourced === true && await baseText(opts.repo, opts.baseCommit, script.via) !== null)) {
       out.push(
         `check configuration changed: ${file3} \u2014 a script a check's command runs (\`${runBy.length > 80 ? `${runBy.slice(0, 80)}\u2026` : runBy}\`): what the check really runs, as a Makefile is to \`make\` (a task that must change it names it in its scope)`
       );
@@ -89649,32 +89647,34 @@ async function gradeSnapshot(input2) {
     const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
     scope = checkScope(rel, input2.scope, input2.protect);
     const listing = input2.checks.some((c3) => "run" in c3) ? heldBackListing(input2.checks) : void 0;
-    if (listing) {
+    const subPath = sub.split(path53.sep).join("/");
+    const scripts = listing ? checkScripts(commandsOf(input2.checks), subPath, checkout) : void 0;
+    if (listing && scripts) {
       const from = input2.checkConfigFrom && input2.checkConfigFrom.base !== ws.baseCommit ? input2.checkConfigFrom : null;
       const config3 = await runnerConfigChanges({
         changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
-        sub: sub.split(path53.sep).join("/"),
+        sub: subPath,
         scope: from ? [...input2.scope, ...from.scope] : input2.scope,
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
         commands: commandsOf(input2.checks),
+        scripts,
         ...heldBackOf(listing)
       });
       helpers = changedHelpers(rel, listing);
       scriptCaveats = await checkScriptCaveats({
         changed: graded.changed,
-        commands: commandsOf(input2.checks),
-        sub: sub.split(path53.sep).join("/"),
+        scripts,
+        sub: subPath,
         scope: input2.scope,
         repo: ws.repo,
-        baseCommit: ws.baseCommit,
-        checkout
+        baseCommit: ws.baseCommit
       });
       if (config3.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config3], checkConfig: config3 };
     }
     const cwd = await folderIn(checkout, sub);
-    const guarded = typeof cwd === "string" && input2.checks.some((c3) => "run" in c3) ? [...await protectedIn(checkout, sub, input2.protect), ...namedScripts(checkout, sub, input2.checks)] : [];
+    const guarded = typeof cwd === "string" && scripts ? [...await protectedIn(checkout, sub, input2.protect), ...guardedScripts(checkout, scripts)] : [];
     const planted = [];
     checks = typeof cwd === "string" ? await runChecks(
       input2.checks,
@@ -89773,8 +89773,8 @@ async function combinedCheckConfig(opts) {
     ...heldBackOf(heldBackListing(opts.checks))
   });
 }
-function namedScripts(checkout, sub, checks) {
-  return harnessScripts(commandsOf(checks), sub.split(path53.sep).join("/"), checkout).map((s) => path53.join(checkout, s.file)).filter((f) => lstatSync6(f, { throwIfNoEntry: false })?.isFile());
+function guardedScripts(checkout, scripts) {
+  return [...scripts.values()].filter((s) => s.harness).map((s) => path53.join(checkout, s.file)).filter((f) => lstatSync6(f, { throwIfNoEntry: false })?.isFile());
 }
 var commandsOf = (checks) => checks.flatMap((c3) => "run" in c3 ? [c3.run] : []);
 function heldBackOf(listing) {
