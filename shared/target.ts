@@ -61,6 +61,15 @@ export function benchText(b: TargetBench): string {
   return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${b.warning ? ` — ${b.warning}` : ""}`;
 }
 
+/**
+ * The id a client may give a target it saves (`targets.save`): printable, one word, as the engine's own ids are (a
+ * model slug and port, `adhoc-…`). A control character or a newline would reach `ocw targets`, the GUI and Claude as
+ * written, and a slash would read as a path wherever the id keys a file.
+ */
+export const SavedTargetId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$/, "a target id of letters, digits, '.', '_', ':', '@', '+' or '-' (at most 200), starting with a letter or digit");
+
 /** A verified model endpoint the workers run on. `serving.slots` caps how many workers run at once. */
 export const Target = z.object({
   id: z.string().min(1),

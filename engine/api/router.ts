@@ -38,7 +38,7 @@ import { waitForNews, waitStream } from "./wait";
 import { explainPolicy } from "../approvals";
 import { hardwareSummary } from "../hardware";
 import { projectRoot } from "../paths";
-import { adhocUnused, Target } from "../../shared/target";
+import { adhocUnused, SavedTargetId, Target } from "../../shared/target";
 import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
 import { seqOf } from "../events";
@@ -496,7 +496,7 @@ export const appRouter = t.router({
       };
     }),
     save: proc
-      .input(z.object({ target: Target, activate: z.boolean().default(false) }))
+      .input(z.object({ target: Target.extend({ id: SavedTargetId }), activate: z.boolean().default(false) }))
       .mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),
     /** Sets (or with null clears) an API target's price per million tokens: costs are computed from it (shared/cost.ts). */
     setPrice: proc.input(z.object({ id: z.string().min(1).max(200), price: Price.nullable() })).mutation(({ ctx, input }) => {
