@@ -8,6 +8,7 @@ import {
   newInstanceId,
   processStartTime,
   readLock,
+  recordStop,
   releaseOwnership,
   removeLock,
   selfIdentity,
@@ -21,6 +22,13 @@ import { VERSION } from "../../shared/api";
 import type { DecidedBy } from "../../shared/permission";
 
 export { VERSION };
+
+/** Who asked the engine to stop, in words for the stop record (recordStop). */
+function stopRequester(by: DecidedBy): string {
+  if (by.kind === "cli") return by.name === "ocw stop" ? "`ocw stop`" : "a stop request from another ocw command";
+  if (by.kind === "mcp") return "a stop request from an MCP client";
+  return "a stop request from the dashboard or the desktop app";
+}
 /** A model server's supervisor (`ocw serving supervise`, a process the engine starts): hosted by the CLI like the engine. */
 export { superviseServing } from "../serving";
 
@@ -30,7 +38,8 @@ export interface HostedEngine {
   port: number;
   token: string;
   instanceId: string;
-  close(): Promise<void>;
+  /** Closes the engine; `by` (words: "\`ocw stop\`", "Ctrl-C") is recorded as a deliberate stop (recordStop). */
+  close(by?: string): Promise<void>;
 }
 
 /** Another live process owns the state dir: its engine is (or is about to be) the one to use. */
@@ -69,8 +78,9 @@ export async function hostEngine(opts: {
     throw err;
   }
   let closing: Promise<void> | null = null;
-  const close = () =>
+  const close = (by?: string) =>
     (closing ??= (async () => {
+      if (by) recordStop(opts.stateDir, by);
       removeLock(opts.stateDir);
       await api.close();
       await engine.close();
@@ -82,7 +92,7 @@ export async function hostEngine(opts: {
     instanceId,
     browserUi: () => browserUi(),
     shutdown: (by: DecidedBy) =>
-      void close().then(() => {
+      void close(stopRequester(by)).then(() => {
         opts.onStopped?.(by);
         process.exit(0);
       }),

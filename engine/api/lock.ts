@@ -62,6 +62,32 @@ export function lastEndpoint(stateDir: string): { port: number; token: string } 
   }
 }
 
+const stopFile = (stateDir: string) => path.join(stateDir, "engine.stopped.json");
+const StopRecord = z.object({ at: z.number(), pid: z.number().int(), by: z.string().max(300) });
+export type StopRecord = z.infer<typeof StopRecord>;
+
+/**
+ * A clean stop's record (a stop request, a signal to `ocw serve`), written before the engine lets go of its lock: a
+ * client whose call was cut by it can tell a deliberate stop from a crash, and need not start the engine again behind
+ * the person's back (engine/mcp/link.ts). A crash leaves none.
+ */
+export function recordStop(stateDir: string, by: string): void {
+  try {
+    writeJsonAtomic(stopFile(stateDir), { at: Date.now(), pid: process.pid, by }, 0o600);
+  } catch {
+    /* a full disk: the clients then take the stop for a crash */
+  }
+}
+
+/** The last clean stop (recordStop), or null. */
+export function lastStop(stateDir: string): StopRecord | null {
+  try {
+    return StopRecord.parse(JSON.parse(readFileSync(stopFile(stateDir), "utf8")));
+  } catch {
+    return null;
+  }
+}
+
 export function writeEndpoint(stateDir: string, e: { port: number; token: string }): void {
   writeJsonAtomic(endpointFile(stateDir), e, 0o600);
 }

@@ -91,9 +91,10 @@ export function registerServeCommands(program: Command): void {
         console.log(`${hosted.url}/?token=${hosted.token}`);
         console.error(`ocw: engine running (pid ${process.pid}, state ${dir}); open the URL above in a browser. Ctrl-C stops it.`);
       }
-      const stop = () => void hosted.close().then(() => process.exit(0));
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
+      const stop = (signal: string) => () =>
+        void hosted.close(signal === "SIGINT" ? "Ctrl-C in `ocw serve`" : `${signal} to \`ocw serve\``).then(() => process.exit(0));
+      process.once("SIGINT", stop("SIGINT"));
+      process.once("SIGTERM", stop("SIGTERM"));
     });
 
   program

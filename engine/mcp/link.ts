@@ -1,6 +1,6 @@
 import { type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine } from "../api/launcher";
-import { readLock } from "../api/lock";
+import { lastStop, readLock } from "../api/lock";
 import type { EngineLock } from "../../shared/api";
 
 /** A user-facing error from a tool: becomes an `isError` result with this message. */
@@ -78,12 +78,13 @@ export class EngineLink {
    * Runs `fn` with a client. When the engine refused the connection (it stopped, or restarted on another port), finds
    * or starts it again and retries once; other failures are not retried, so a mutation is never sent twice.
    */
-  async call<T>(fn: (client: EngineClient) => Promise<T>, header: ClientKind = this.name()): Promise<T> {
+  async call<T>(fn: (client: EngineClient) => Promise<T>, header: ClientKind = this.name(), since?: number): Promise<T> {
     const { lockP, client } = await this.clientOn(header);
     try {
       return await fn(client);
     } catch (err) {
       if (!isRefused(err)) throw err;
+      if (since !== undefined) this.stoppedSince(since);
       // Only the first caller to notice drops the stale lookup; the others reuse the new one.
       if (this.lockP === lockP) {
         this.log(`lost the engine (${(err as Error).message}); reconnecting`);
@@ -91,6 +92,20 @@ export class EngineLink {
       }
       return fn(await this.client(header));
     }
+  }
+
+  /**
+   * A call begun at `since` (a long wait) that the engine's deliberate stop cut (`ocw stop`, Ctrl-C in `ocw serve`, the
+   * desktop app) ends saying so, rather than starting the engine again behind the person's back; the next call starts
+   * it as on first use. After a crash, or once another client started it again, the call goes on.
+   */
+  stoppedSince(since: number): void {
+    const stop = lastStop(this.stateDir);
+    if (!stop || stop.at < since || readLock(this.stateDir)) return;
+    this.lockP = null;
+    throw new ToolError(
+      `the engine was stopped (${stop.by}) while this call waited: its running workers are interrupted. The next call starts it again; resume continues an interrupted worker`,
+    );
   }
 
   get enginePid(): number | null {

@@ -561,7 +561,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const engineWait = (timeoutMs: number): Promise<WaitResult> => {
         // An ask's diff is read only by a form (wait's own output names the path): without forms, it stays in the engine.
         const input = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...(mine.size ? { also: [...mine] } : {}) };
-        if (token === undefined) return call((c) => c.workers.wait.query(input, { signal: extra.signal }));
+        // A deliberate stop of the engine while this wait runs ends it saying so (link.stoppedSince), never restarts it.
+        if (token === undefined) return link.call((c) => c.workers.wait.query(input, { signal: extra.signal }), undefined, t0);
         // With progress wanted (an input too long for a URL, a session of very many workers, goes in the stream's POST
         // body: shared/api-client.ts): the engine streams a line per event worth showing of these workers, then the answer.
         // A stream that fails (or an engine older than this bridge, which has none: its 404 says only that) is asked
@@ -573,8 +574,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           .catch((err: unknown) => {
             if (extra.signal.aborted) throw err;
             log(`wait: the event stream failed (${(err as Error)?.message ?? String(err)}); waiting without its lines`);
+            link.stoppedSince(t0);
             const rest = { ...input, timeoutMs: Math.max(0, ends - Date.now()) };
-            return call((c) => c.workers.wait.query(rest, { signal: extra.signal }));
+            return link.call((c) => c.workers.wait.query(rest, { signal: extra.signal }), undefined, t0);
           });
       };
       const heartbeat = token !== undefined ? setInterval(() => progress(lastNote), 10_000) : undefined;

@@ -143,6 +143,43 @@ describe("ocw mcp when the engine dies under it", () => {
     });
   }
 
+  for (const streamed of [true, false]) {
+    it(`a wait${streamed ? " streaming its progress" : ""} when \`ocw stop\` stops the engine ends saying so, and does not start the engine again; the next call does`, async () => {
+      const dir = tempDir("mcp-stopped");
+      const engine = await startEngine(dir);
+      const bridge = await startMcp(dir, "mcp-stopped");
+      const repo = makeRepo();
+      repos.push(dir, repo);
+      try {
+        const m = await theModel();
+        await engine.client.targets.save.mutate({ target: scriptedTarget(m.url, 2), activate: true });
+        const d = await bridge.call("delegate", { task: "MCP-HANG think", directory: repo, checks: [] });
+        const first = readLock(dir)!.pid;
+        const waiting = bridge.client.callTool({ name: "wait", arguments: { workerId: d.workerId, timeoutSec: 20 } }, undefined, {
+          timeout: 60_000,
+          ...(streamed ? { onprogress: () => undefined } : {}),
+        });
+        await new Promise((r) => setTimeout(r, 1500));
+        const stop = await runOcw(dir, ["stop"], 30_000);
+        expect(stop.stderr).toContain("engine stopped");
+        const r = await waiting;
+        expect(r.isError).toBe(true);
+        expect((r.content as { text: string }[])[0]!.text).toMatch(/^the engine was stopped \(`ocw stop`\) while this call waited/);
+        // Nothing started it again behind the person's back.
+        await new Promise((r) => setTimeout(r, 1000));
+        expect(readLock(dir)).toBeNull();
+        // The next call is a new request: it starts the engine, and the worker is interrupted, to be resumed.
+        const after = await bridge.call("workers", {});
+        expect(readLock(dir)!.pid).not.toBe(first);
+        expect(after.workers.map((x: any) => [x.workerId, x.state])).toEqual([[d.workerId, "interrupted"]]);
+      } finally {
+        await bridge.close().catch(() => undefined);
+        await engine.kill();
+        await stopDetachedEngine(dir);
+      }
+    });
+  }
+
   it("`ocw wait --until-ask-or-settled` in the background ends with a line when the engine it watches ends, instead of waiting out its timeout", async () => {
     const dir = tempDir("ocw-wait-dies");
     const engine = await startEngine(dir);
