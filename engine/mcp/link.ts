@@ -32,6 +32,8 @@ export class EngineLink {
   private lockP: Promise<EngineLock> | null = null;
   private clients = new Map<string, { pid: number; client: EngineClient }>();
   private lockPid: number | null = null;
+  /** The engine the current lookup found (its instance id is the lock's while it runs). */
+  private found: { lockP: Promise<EngineLock>; pid: number; instanceId: string } | null = null;
 
   constructor(
     readonly stateDir: string,
@@ -64,8 +66,16 @@ export class EngineLink {
   }
 
   private async clientOn(header: ClientKind): Promise<{ lockP: Promise<EngineLock>; client: EngineClient }> {
+    // The engine found before no longer holds the lock (stopped, crashed, restarted on another port): found again
+    // before anything is sent, so the token never goes to a port that engine gave up, which another local process may
+    // hold now (and could pass on to an engine restarted later with the same port and token).
+    if (this.found && this.lockP === this.found.lockP && readLock(this.stateDir)?.instanceId !== this.found.instanceId) {
+      this.log(`the engine (pid ${this.found.pid}) is gone; finding it again`);
+      this.lockP = null;
+    }
     const lockP = this.ensure();
     const lock = await lockP;
+    this.found = { lockP, pid: lock.pid, instanceId: lock.instanceId };
     let c = this.clients.get(header);
     if (!c || c.pid !== lock.pid) {
       c = { pid: lock.pid, client: connect(lock, header) };
@@ -79,6 +89,7 @@ export class EngineLink {
    * or starts it again and retries once; other failures are not retried, so a mutation is never sent twice.
    */
   async call<T>(fn: (client: EngineClient) => Promise<T>, header: ClientKind = this.name(), since?: number): Promise<T> {
+    if (since !== undefined) this.stoppedSince(since);
     const { lockP, client } = await this.clientOn(header);
     try {
       return await fn(client);

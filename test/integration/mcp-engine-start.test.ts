@@ -1,5 +1,6 @@
 // With no engine running, the first tool call of `ocw mcp` starts one (detached) that every other client then finds.
 import { readdirSync, readFileSync } from "node:fs";
+import http from "node:http";
 import { afterAll, describe, expect, it } from "vitest";
 import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
@@ -103,7 +104,8 @@ describe("ocw mcp without a running engine", () => {
     const fresh = readLock(stateDir)!;
     expect(fresh.pid).not.toBe(lock.pid);
     expect(after.workers.map((x: any) => x.workerId)).toEqual([d.workerId]); // recovered from the state dir
-    expect(mcp.stderr()).toMatch(/lost the engine .*reconnecting/);
+    // It saw the lock gone before sending anything to the old port.
+    expect(mcp.stderr()).toMatch(/the engine \(pid \d+\) is gone; finding it again/);
     // Two calls noticed the loss at once (workers lists and reads status in parallel): still only one engine.
     if (process.platform === "linux") expect(enginesOn(stateDir)).toEqual([fresh.pid]);
   });
@@ -179,6 +181,36 @@ describe("ocw mcp when the engine dies under it", () => {
       }
     });
   }
+
+  it("after `ocw stop`, the bridge's next call sends nothing to the old port (another local process may hold it now): it finds or starts the engine first", async () => {
+    const dir = tempDir("mcp-squat");
+    const engine = await startEngine(dir);
+    const bridge = await startMcp(dir, "mcp-squat");
+    repos.push(dir);
+    const seen: string[] = [];
+    const squatter = http.createServer((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.authorization ?? ""}`);
+      res.end("<!doctype html>not the engine");
+    });
+    try {
+      expect((await bridge.call("setup_status")).engine.pid).toBe(readLock(dir)!.pid);
+      const old = readLock(dir)!;
+      const stop = await runOcw(dir, ["stop"], 30_000);
+      expect(stop.stderr).toContain("engine stopped");
+      await new Promise<void>((resolve, reject) => squatter.once("error", reject).listen(old.port, "127.0.0.1", () => resolve()));
+      const after = await bridge.call("workers", {});
+      expect(after.workers).toEqual([]);
+      expect(seen).toEqual([]);
+      const fresh = readLock(dir)!;
+      expect(fresh.port).not.toBe(old.port);
+      expect(fresh.token).not.toBe(old.token);
+    } finally {
+      await new Promise<void>((resolve) => squatter.close(() => resolve()));
+      await bridge.close().catch(() => undefined);
+      await engine.kill();
+      await stopDetachedEngine(dir);
+    }
+  });
 
   it("`ocw wait --until-ask-or-settled` in the background ends with a line when the engine it watches ends, instead of waiting out its timeout", async () => {
     const dir = tempDir("ocw-wait-dies");
