@@ -29,6 +29,7 @@ function stopRequester(by: DecidedBy): string {
   if (by.kind === "mcp") return "a stop request from an MCP client";
   return "a stop request from the dashboard or the desktop app";
 }
+
 /** A model server's supervisor (`ocw serving supervise`, a process the engine starts): hosted by the CLI like the engine. */
 export { superviseServing } from "../serving";
 
@@ -38,7 +39,7 @@ export interface HostedEngine {
   port: number;
   token: string;
   instanceId: string;
-  /** Closes the engine; `by` (words: "\`ocw stop\`", "Ctrl-C") is recorded as a deliberate stop (recordStop). */
+  /** Closes the engine; `by` (in words: `ocw stop`, Ctrl-C) is recorded as a deliberate stop (recordStop). */
   close(by?: string): Promise<void>;
 }
 
