@@ -206,6 +206,9 @@ function runFile(check: FileCheck, name: string, cwd: string, realCwd: string): 
   return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check.file} ok` };
 }
 
+/** At most this many guarded files are bound read-only in a check's sandbox (each is two words of bubblewrap's command line). */
+const READ_ONLY_CAP = 4000;
+
 /**
  * Runs the held-back checks in order in the fresh checkout. A command check runs the worker's code there, with the
  * checkout writable: what it leaves must not decide a later check. So the folder is resolved once, before the first
@@ -235,6 +238,9 @@ export async function runChecks(
   } catch (err) {
     return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `held-back files could not be brought in: ${(err as Error).message}` }));
   }
+  // Read-only inside the sandbox: the held-back files first, then the others in the order given (a `.yarn/` cache last),
+  // at most READ_ONLY_CAP (each is two words of bubblewrap's command line); those past it are compared only.
+  const readOnly = [...new Set([...heldBack, ...protectedFiles])].slice(0, READ_ONLY_CAP);
   protectedFiles = [...protectedFiles, ...heldBack];
   const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
   // The runner configuration of the checkout as committed (with the held-back files in): a command check runs the
@@ -279,7 +285,7 @@ export async function runChecks(
     // other code) is read by a later check's tools at startup, where no scan of the checkout sees it.
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
-    const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
     let result = changed.length
       ? { ...r, passed: false, output: `${r.output}\n[this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` }

@@ -21,7 +21,7 @@ import {
 import { limitSetup } from "../sandbox";
 import { type HeldBackListing, heldBackListing, runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
-import { type CheckScripts, checkScripts, checkScriptCaveats, runnerConfigChanges, runnerConfigReason } from "./runner-config";
+import { type CheckScripts, checkScripts, checkScriptCaveats, guardedConfigFiles, runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
 
 export interface GradeInput {
@@ -161,9 +161,17 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
     const cwd = await folderIn(checkout, sub);
-    // The protected files, and the project's test harnesses the checks' commands run by name: a check that rewrites one (a
-    // build step writing `exit 0` into the script a later check runs) fails.
-    const guarded = typeof cwd === "string" && scripts ? [...(await protectedIn(checkout, sub, input.protect)), ...guardedScripts(checkout, scripts)] : [];
+    // The protected files, the project's test harnesses the checks' commands run by name, and the check configuration the
+    // scan between checks does not see (the pytest plugin modules the project loads, Yarn's `.yarn/` files): a check that
+    // rewrites one (a build step writing `exit 0` into the script a later check runs) fails.
+    const guarded =
+      typeof cwd === "string" && scripts && listing
+        ? [
+            ...(await protectedIn(checkout, sub, input.protect)),
+            ...guardedScripts(checkout, scripts),
+            ...guardedConfigFiles(checkout, subPath, commandsOf(input.checks), listing.dirs).map((f) => path.join(checkout, f)),
+          ]
+        : [];
     const planted: string[] = [];
     checks =
       typeof cwd === "string"
