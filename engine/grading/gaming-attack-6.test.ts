@@ -4,13 +4,17 @@
 // project loads, Yarn's `.yarn/` files). Each case drives the engine's grade() on real git and a real runner where this
 // machine has one, shows the trick works on the check, and that the verdict says so. Before the fixes each case here
 // but the controls was built with no word of it.
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
+import { committedRepo } from "../../test/fixtures/git-repo";
 import { gradedIn } from "../../test/fixtures/graded";
+import { createWorkspace, inspectRepo } from "../workspace/workspace";
+import { runChecks } from "./checks";
 import { commandScripts } from "./command-scripts";
+import { grade } from "./grade";
 import { guardedConfigFiles, harnessScripts } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-6-"));
@@ -311,4 +315,70 @@ describe("a check that rewrites Yarn's own files for a later check", () => {
     expect(yarn("")).toEqual(top);
     expect(yarn("web")).toEqual([...top, "web/.yarn/releases/yarn-4.cjs"]);
   });
+
+  it("in the sandbox the guarded files are read-only at the worker's paths: the rewrite is refused and the release stays", async (ctx) => {
+    const { sandboxStatus } = await import("../sandbox/sandbox");
+    if (sandboxStatus().kind !== "bwrap") return ctx.skip(`no bubblewrap sandbox here: ${sandboxStatus().reason}`);
+    const id = `bw-${++n}`;
+    // 301 cached zips (chai's and 300 more): the first ones (after the plugin module, its package init, the release and
+    // the plugin) are bound read-only, the rest compared only (CONFIG_BINDS, 250 in all: 55 zips past it).
+    const zips = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`.yarn/cache/pkg-${i}-npm-1.0.0-abc.zip`, "PK\n"]));
+    const repo = committedRepo(path.join(tmp, `repo-${id}`), {
+      ...base,
+      ...zips,
+      "calc.py": FIXED,
+      "helpers/__init__.py": "",
+      "helpers/plug.py": "X = 1\n",
+      "conftest.py": 'pytest_plugins = ["helpers.plug"]\n',
+    });
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), id, path.join(tmp, "objects", `${id}.git`));
+    writeFileSync(path.join(ws.worktree, "notes.txt"), "x\n");
+    const stateDir = path.join(tmp, `state-${id}`);
+    const v = await grade({
+      workspace: ws,
+      checks: [
+        { run: "printf 'process.exit(0)\\n' > .yarn/releases/yarn-4.1.0.cjs" },
+        { run: "printf 'X = 2\\n' > helpers/plug.py" },
+        { run: "cat .yarn/releases/yarn-4.1.0.cjs | grep -q spawnSync && node .yarn/releases/yarn-4.1.0.cjs test" },
+        { run: "for f in .yarn/cache/*.zip; do printf x > $f; done 2>/dev/null; true" },
+      ],
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: built",
+      title: "t",
+      checkoutDir: path.join(stateDir, "grading", id),
+      sandbox: {
+        kind: "bwrap",
+        stateDir,
+        tmpDir: path.join(stateDir, "grading", `${id}.tmp`),
+        mountAs: { root: ws.worktree, tmp: path.join(stateDir, "tmp", id) },
+      },
+    });
+    expect(v.checks[0]!.output).toMatch(/Read-only file system/);
+    expect(v.checks[1]!.output).toMatch(/Read-only file system/);
+    expect(v.checks.map((c) => c.passed)).toEqual([false, false, true, false]);
+    expect(v.checks[3]!.output).toMatch(/changed 55 protected files: /);
+  }, 60_000);
 });
+
+it("past READ_ONLY_CAP protected files, the sandbox binds the first ones read-only (held-back files first) and compares the rest", async (ctx) => {
+  // bubblewrap takes at most 9000 words: 3000 binds failed every check ("Exceeded maximum number of arguments").
+  const { sandboxStatus } = await import("../sandbox/sandbox");
+  if (sandboxStatus().kind !== "bwrap") return ctx.skip(`no bubblewrap sandbox here: ${sandboxStatus().reason}`);
+  const root = folder({ "a.txt": "a\n" });
+  const state = path.join(tmp, `state-cap-${++n}`);
+  mkdirSync(path.join(root, "data"), { recursive: true });
+  const many = Array.from({ length: 3000 }, (_, i) => path.join(root, "data", `f-${i}.txt`));
+  for (const f of many) writeFileSync(f, "a\n");
+  const held = folder({ "tests/check.sh": "exit 0\n" });
+  const [r] = await runChecks(
+    [{ run: "printf z > tests/check.sh; printf x > data/f-0.txt; printf y > data/f-2999.txt; true", files: held }],
+    root,
+    { kind: "bwrap", stateDir: state, tmpDir: path.join(state, "tmp"), root },
+    many,
+  );
+  expect(r!.output).toMatch(/tests\/check\.sh: Read-only file system/);
+  expect(r!.output).toMatch(/data\/f-0\.txt: Read-only file system/);
+  expect(r!.output).toContain("changed 1 protected file: data/f-2999.txt");
+  expect(readFileSync(many[0]!, "utf8")).toBe("a\n");
+}, 120_000);

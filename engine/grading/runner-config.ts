@@ -1137,6 +1137,7 @@ const YARN_GUARD_CAP = 20_000;
  * - The files of the `.yarn/` folder of the checks' folder and of each folder above it (the release `yarnPath` names,
  *   its plugins, the Plug'n'Play cache of zipped packages), less what Yarn's own install writes there (YARN_WRITES).
  *   (The loader beside it, `.pnp.cjs`, is runner configuration the scan watches.)
+ * In that order, the cache last: grading binds the first ones read-only in the sandbox and compares the rest only.
  * Not guarded: a file a check writes new in `.yarn/` (only .yarnrc.yml and the loader, which are watched, make Yarn load
  * one), nor the `.yarn/` of a folder below the checks' folder.
  */
@@ -1167,7 +1168,9 @@ export function guardedConfigFiles(checkout: string, sub: string, commands: stri
     };
     if (lstatSync(path.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
   }
-  return [...new Set(out)];
+  // Yarn's release and plugins (run by every yarn command) before the cache: grading binds the first ones read-only.
+  const cache = (f: string) => /(^|\/)\.yarn\/cache\//.test(f);
+  return [...new Set([...out.filter((f) => !cache(f)), ...out.filter(cache)])];
 }
 
 const GO_TEST_MAIN_WHY =
