@@ -11,8 +11,9 @@
 // `-f` names) and, inside a shell script, the shell scripts it runs or sources (by name, by `$(dirname "$0")`, or linked).
 // Not followed (a parser of the common forms, not a shell): what an expansion names (`bash $SCRIPT`, `$(which bash) x`,
 // make's `$(MAKE) -f $(F)`), a script fed by another program than cat (`sed … x | bash`, `curl … | sh`, a here-document,
-// `bash <(cat x)`, `tee`), functions, aliases and `eval`, `xargs`/`find -exec`/`parallel`, a makefile's includes, pattern
-// rules and variables, `make`/npm scripts run from inside a shell script, and a `cd` to anything but a plain folder.
+// `bash <(cat x)`, `tee`), functions, aliases and `eval`, `xargs`/`find -exec`/`parallel`, wrappers not in WRAPPERS
+// (`su -c '…'`, `flock`, `script -c`, `watch`), a makefile's includes, pattern rules and variables, `make`/npm scripts run
+// from inside a shell script, and a `cd` to anything but a plain folder.
 import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 
