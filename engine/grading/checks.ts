@@ -207,6 +207,13 @@ function runFile(check: FileCheck, name: string, cwd: string, realCwd: string): 
 }
 
 /**
+ * At most this many guarded files are bound read-only in a check's sandbox: each is three words of bubblewrap's command
+ * line, which takes at most 9000 (past it, "Exceeded maximum number of arguments": no check ran), and 2000 binds take
+ * some 4 s at every check's start.
+ */
+const READ_ONLY_CAP = 2000;
+
+/**
  * Runs the held-back checks in order in the fresh checkout. A command check runs the worker's code there, with the
  * checkout writable: what it leaves must not decide a later check. So the folder is resolved once, before the first
  * check, and a check whose folder has moved since (a parent turned into a symlink) fails; `protectedFiles` (absolute
@@ -224,6 +231,11 @@ export async function runChecks(
     planted?: string[];
     /** What grading already read of the held-back folders (heldBackListing): not walked and read again here. */
     heldBack?: HeldBackListing;
+    /**
+     * Files compared after every command check as the protected ones are, but not bound read-only in the sandbox: too
+     * many to bind (a `.yarn/` cache of thousands of zips; bubblewrap's binds cost time that grows with their square).
+     */
+    compared?: string[];
   } = {},
 ): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
@@ -235,8 +247,12 @@ export async function runChecks(
   } catch (err) {
     return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `held-back files could not be brought in: ${(err as Error).message}` }));
   }
+  // Read-only inside the sandbox: the held-back files first, then the protected ones in the order given, at most
+  // READ_ONLY_CAP; those past it, and `watch.compared`, are compared only.
+  const readOnly = [...new Set([...heldBack, ...protectedFiles])].slice(0, READ_ONLY_CAP);
   protectedFiles = [...protectedFiles, ...heldBack];
-  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
+  const watched = [...protectedFiles, ...(watch.compared ?? [])];
+  const guarded = watched.length ? new Map(watched.map((f) => [f, fingerprint(f)])) : null;
   // The runner configuration of the checkout as committed (with the held-back files in): a command check runs the
   // worker's code, which may write a conftest.py, a __mocks__/, a .npmrc… that a later check's runner loads. Scanned
   // again after every command check; what one wrote fails it and leaves the later checks unrun (runner-config.ts).
@@ -279,7 +295,7 @@ export async function runChecks(
     // other code) is read by a later check's tools at startup, where no scan of the checkout sees it.
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
-    const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
     let result = changed.length
       ? { ...r, passed: false, output: `${r.output}\n[this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` }

@@ -2,6 +2,18 @@
 // `node scripts/run-tests.js`, `python3 tools/runtests.py`): what the check really runs, as a Makefile is to `make test`.
 // Read conservatively from the command's words: an interpreter followed by a path, or a path to a program, both inside
 // the checkout; a word with an expansion (`$X`, a glob, `~`) is not guessed at.
+//
+// Followed: an interpreter's script (`bash x`, `python3 -u x`, `node -r pre.js x`, `npx tsx x`), a path run as a program
+// (`./scripts/check`), a shell's command line (`bash -c '…'`, `sh -ec '…'`, `bash -o pipefail -c '…'`, `env -S '…'`), a
+// shell given its script on standard input (`bash < x`, `sh -s < x`, `cat x | bash`, `cat a b | sh -s`), the wrappers of
+// WRAPPERS before any of these (`env -i X=1`, `sudo -E`, `busybox`, `nice -n 5`, `timeout 60`, `taskset 0x1`…), a `cd` to
+// a plain folder, package.json's scripts (`npm test`, `yarn x`), make's recipes (the Makefile's, or those of the files
+// `-f` names) and, inside a shell script, the shell scripts it runs or sources (by name, by `$(dirname "$0")`, or linked).
+// Not followed (a parser of the common forms, not a shell): what an expansion names (`bash $SCRIPT`, `$(which bash) x`,
+// make's `$(MAKE) -f $(F)`), a script fed by another program than cat (`sed … x | bash`, `curl … | sh`, a here-document,
+// `bash <(cat x)`, `tee`), functions, aliases and `eval`, `xargs`/`find -exec`/`parallel`, wrappers not in WRAPPERS
+// (`su -c '…'`, `flock`, `script -c`, `watch`), a makefile's includes, pattern rules and variables, `make`/npm scripts run
+// from inside a shell script, and a `cd` to anything but a plain folder.
 import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 
@@ -17,8 +29,11 @@ export interface CommandScript {
 
 /** A shell word as written, or null when it holds an expansion (a variable, a command substitution, a glob, `~`). */
 type Word = string | null;
-/** A simple command's words, with the file its standard input is redirected from (`< FILE`), when one is. */
-type Words = Word[] & { stdin?: string };
+/**
+ * A simple command's words, with the file its standard input is redirected from (`< FILE`), when one is, and the simple
+ * command whose output is piped into it (`cat x | bash`), when it is the right-hand side of a pipe.
+ */
+type Words = Word[] & { stdin?: string; piped?: Words };
 
 /**
  * A shell command line split into simple commands (at `;`, `&`, `|`, newlines and parentheses), each a list of words,
@@ -32,6 +47,8 @@ export function simpleCommands(line: string): Words[] {
   let expands = false;
   let redirect = false;
   let fromFile = false;
+  /** The simple command before a `|` (not `||`), until the one after it is read. */
+  let pipeFrom: Words | null = null;
   const endWord = () => {
     if (inWord) {
       if (redirect) {
@@ -46,7 +63,11 @@ export function simpleCommands(line: string): Words[] {
   };
   const endCommand = () => {
     endWord();
-    if (words.length) out.push(words);
+    if (words.length) {
+      if (pipeFrom) words.piped = pipeFrom;
+      pipeFrom = null;
+      out.push(words);
+    }
     words = [];
   };
   for (let i = 0; i < line.length; i++) {
@@ -83,8 +104,23 @@ export function simpleCommands(line: string): Words[] {
     } else if (c === "#" && !inWord) {
       while (i < line.length && line[i] !== "\n") i++;
       endCommand();
-    } else if (";&|\n()".includes(c)) endCommand();
-    else if (c === "<" || c === ">") {
+    } else if (c === "|") {
+      // A pipe (`|`, `|&`) hands its left side's output to the next simple command; `||` does not.
+      const left = inWord || words.length ? words : null;
+      endCommand();
+      if (line[i + 1] === "|") {
+        i++;
+        pipeFrom = null;
+      } else {
+        if (line[i + 1] === "&") i++;
+        pipeFrom = left && out[out.length - 1] === left ? left : null;
+      }
+    } else if (c === "\n" && pipeFrom && !inWord && !words.length) {
+      // `cat x |` at a line's end: the pipe goes on on the next line.
+    } else if (";&\n()".includes(c)) {
+      endCommand();
+      pipeFrom = null;
+    } else if (c === "<" || c === ">") {
       // A redirection: a file descriptor's number before it is no word, and the word after it is its target.
       if (inWord && /^\d+$/.test(word)) {
         word = "";
@@ -125,8 +161,97 @@ const NODE_VALUE = new Set([
 /** Node options whose value is a file Node runs or reads before the script (a preload, a loader, an env file setting NODE_OPTIONS). */
 const NODE_FILE = new Set(["-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file"]);
 const OTHER_VALUE = new Set(["-I", "-r", "-M", "-d"]);
-/** Wrappers that run the rest of the words as a command: `env X=1 cmd`, `timeout 60 cmd`, `exec cmd`. */
-const WRAPPERS = new Set(["env", "exec", "command", "time", "nice", "nohup", "timeout", "stdbuf", "xvfb-run", "builtin"]);
+/**
+ * Wrappers that run the rest of the words as a command (`env X=1 cmd`, `timeout 60 cmd`, `sudo -E cmd`, `busybox sh x`):
+ * each with its options whose value is the next word, and whether an operand comes before the command (timeout's
+ * duration, taskset's mask).
+ */
+const WRAPPERS: Record<string, { values: string[]; operand?: true }> = {
+  env: { values: ["-u", "-C", "--unset", "--chdir"] },
+  exec: { values: ["-a"] },
+  command: { values: [] },
+  builtin: { values: [] },
+  time: { values: ["-f", "-o", "--format", "--output"] },
+  nice: { values: ["-n", "--adjustment"] },
+  nohup: { values: [] },
+  timeout: { values: ["-s", "-k", "--signal", "--kill-after"], operand: true },
+  stdbuf: { values: ["-i", "-o", "-e", "--input", "--output", "--error"] },
+  "xvfb-run": { values: ["-n", "-s", "-e", "-f", "-p", "-w", "--server-num", "--server-args", "--error-file", "--auth-file", "--xauth-protocol", "--wait"] },
+  sudo: {
+    values: [
+      "-u",
+      "-g",
+      "-C",
+      "-D",
+      "-h",
+      "-p",
+      "-r",
+      "-t",
+      "-T",
+      "-U",
+      "--user",
+      "--group",
+      "--close-from",
+      "--chdir",
+      "--host",
+      "--prompt",
+      "--role",
+      "--type",
+      "--command-timeout",
+      "--other-user",
+    ],
+  },
+  doas: { values: ["-u", "-C"] },
+  busybox: { values: [] },
+  setsid: { values: [] },
+  ionice: { values: ["-c", "-n", "--class", "--classdata"] },
+  taskset: { values: [], operand: true },
+  chronic: { values: [] },
+  unbuffer: { values: [] },
+};
+const wrapperOf = (w: string) => (Object.hasOwn(WRAPPERS, path.posix.basename(w)) ? path.posix.basename(w) : null);
+
+/**
+ * Where a simple command's program is among its words, past assignments and wrappers (their options, a timeout's
+ * duration): `at`, its index; `split`, the command line an `env -S '…'` (or `-Sbash …`, `--split-string=…`, after other
+ * options) makes of its string and the words after it; null when an expansion hides it.
+ */
+function commandStart(words: Word[]): { at: number } | { split: string } | null {
+  let i = 0;
+  for (;;) {
+    const w = words[i];
+    if (typeof w !== "string") return null;
+    const wrapper = wrapperOf(w);
+    if (/^[A-Za-z_]\w*=/.test(w)) {
+      i++;
+      continue;
+    }
+    if (!wrapper) return { at: i };
+    i++;
+    if (wrapper === "env") {
+      let k = i;
+      while (typeof words[k] === "string" && words[k]!.startsWith("-") && !/^(-S|--split-string)/.test(words[k]!)) k++;
+      const flag = words[k];
+      if (typeof flag === "string" && /^(-S|--split-string)/.test(flag)) {
+        const whole = flag === "-S" || flag === "--split-string";
+        const value = whole ? words[k + 1] : flag.replace(/^(-S|--split-string=)/, "");
+        const after = words.slice(k + (whole ? 2 : 1));
+        if (typeof value !== "string" || after.some((x) => x === null)) return null;
+        return { split: [value, ...after].join(" ") };
+      }
+    }
+    const { values, operand } = WRAPPERS[wrapper]!;
+    while (typeof words[i] === "string" && words[i]!.startsWith("-") && words[i] !== "-") {
+      const o = words[i++]!;
+      if (o === "--") break;
+      if (values.includes(o)) i++;
+    }
+    if (operand && typeof words[i] === "string") i++;
+  }
+}
+
+/** The files a simple command runs, and whether it is a shell that reads its script from standard input (`bash -s`, `sh`). */
+type Files = string[] & { fromStdin?: boolean };
 
 /** Whether a word names a file by path (not a bare name looked up on PATH, an installed package or an option). */
 const pathLike = (w: string) => w.includes("/") || /\.(sh|bash|zsh|js|mjs|cjs|ts|mts|cts|tsx|jsx|py|rb|pl|php|r|lua|ps1|tcl)$/i.test(w);
@@ -135,46 +260,17 @@ const pathLike = (w: string) => w.includes("/") || /\.(sh|bash|zsh|js|mjs|cjs|ts
  * The files a simple command's words run, as paths from the checks' folder as written: the script an interpreter is
  * given (and Node's preloads), a path run as a program, and the commands a `sh -c '…'` holds (`recurse`).
  */
-function scriptWords(words: Word[], recurse: (line: string) => string[]): string[] {
-  let i = 0;
+function scriptWords(words: Word[], recurse: (line: string) => string[]): Files {
+  const start = commandStart(words);
+  if (!start) return [];
+  if ("split" in start) return recurse(start.split);
+  let i = start.at;
   const next = () => words[i];
-  // Assignments and wrappers before the command (their options and a timeout's duration).
-  for (;;) {
-    const w = next();
-    if (w === null || w === undefined) return [];
-    if (/^[A-Za-z_]\w*=/.test(w)) i++;
-    else if (WRAPPERS.has(path.posix.basename(w))) {
-      const wrapper = path.posix.basename(w);
-      i++;
-      // `env -S 'bash scripts/test.sh'` (or `-Sbash …`, `--split-string=…`, after other options): the string is split
-      // into the command, with the words after it.
-      if (wrapper === "env") {
-        let k = i;
-        while (typeof words[k] === "string" && words[k]!.startsWith("-") && !/^(-S|--split-string)/.test(words[k]!)) k++;
-        const flag = words[k];
-        if (typeof flag === "string" && /^(-S|--split-string)/.test(flag)) {
-          const whole = flag === "-S" || flag === "--split-string";
-          const value = whole ? words[k + 1] : flag.replace(/^(-S|--split-string=)/, "");
-          const after = words.slice(k + (whole ? 2 : 1));
-          if (typeof value !== "string" || after.some((x) => x === null)) return [];
-          return recurse([value, ...after].join(" "));
-        }
-      }
-      while (typeof next() === "string" && (next()!.startsWith("-") || (wrapper === "env" && /^[A-Za-z_]\w*=/.test(next()!)))) {
-        const takesValue =
-          wrapper === "env" ? ["-u", "-C", "--unset", "--chdir"] : wrapper === "exec" ? ["-a"] : ["-n", "-s", "-k", "-u", "-C", "--signal", "--kill-after"];
-        if (takesValue.includes(next()!)) i++;
-        i++;
-      }
-      if (wrapper === "timeout" && typeof next() === "string") i++;
-    } else break;
-  }
   const program = next();
   if (typeof program !== "string") return [];
   i++;
   const name = path.posix.basename(program).toLowerCase();
-  const out: string[] = [];
-  const rest = () => words.slice(i);
+  const out: Files = [];
   /** The first word after the interpreter's options (`takesValue`: options whose value is the next word). */
   const firstArg = (takesValue: (o: string) => boolean, stop: (o: string) => boolean, file?: (o: string) => boolean): string | null => {
     while (i < words.length) {
@@ -192,34 +288,31 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): string
     return null;
   };
   if (SHELLS.has(name)) {
-    const c = words.indexOf("-c", i);
-    if (
-      c >= 0 &&
-      rest()
-        .slice(0, c - i)
-        .every((w) => typeof w === "string" && w.startsWith("-"))
-    ) {
-      const line = words[c + 1];
-      return typeof line === "string" ? recurse(line) : [];
-    }
-    // A shell's options: `-o`/`+o`/`-O` and the letters before them (`-euo pipefail`) take the next word; `-s` reads the
-    // script from stdin; `--rcfile FILE` (an interactive shell's) takes one too.
-    let script: string | null = null;
+    // A shell's options: clusters (`-euo pipefail`, `-ec`), where each `o`/`O` takes the next word (`+o posix` too);
+    // `--rcfile FILE` and `--init-file FILE` (an interactive shell's) take one; `-c`, alone or in a cluster, makes the
+    // first word after them a command line; `-s` (or no script at all) reads the script from standard input.
+    let command = false;
+    let stdin = false;
     for (; i < words.length; i++) {
       const w = words[i];
-      if (typeof w !== "string" || w === "-") break;
-      if (w === "--") {
-        script = typeof words[i + 1] === "string" ? words[i + 1]! : null;
+      if (typeof w !== "string") return out;
+      if (w === "--" || w === "-") {
+        i++;
         break;
       }
-      if (!/^[-+]/.test(w)) {
-        script = w;
-        break;
+      if (!/^[-+]./.test(w)) break;
+      if (w.startsWith("--")) {
+        if (w === "--rcfile" || w === "--init-file") i++;
+        continue;
       }
-      if (/^-[A-Za-z]*s[A-Za-z]*$/.test(w)) break;
-      if (/^[-+][A-Za-z]*[oO]$/.test(w) || w === "--rcfile" || w === "--init-file") i++;
+      if (w[0] === "-" && w.includes("c")) command = true;
+      if (w[0] === "-" && w.includes("s")) stdin = true;
+      i += (w.match(/[oO]/g) ?? []).length;
     }
-    if (script) out.push(script);
+    const operand = words[i];
+    if (command) return typeof operand === "string" ? recurse(operand) : [];
+    if (typeof operand === "string" && !stdin) out.push(operand);
+    else if (operand !== null && name !== "." && name !== "source") out.fromStdin = true;
   } else if (PYTHON.test(name)) {
     const script = firstArg(
       (o) => PY_VALUE.has(o),
@@ -283,18 +376,10 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         read(inner, from, command, depth + 1, inScript);
         return [];
       });
-      // `bash < scripts/test.sh`, `sh -s < run.sh`: a shell given no script reads it from the file on its standard input.
+      // `bash < scripts/test.sh`, `sh -s < run.sh`, `cat scripts/test.sh | bash`: a shell given no script reads it from
+      // its standard input, the file redirected there or what a `cat` of plain files pipes into it.
       const program = programOf(words);
-      if (
-        !files.length &&
-        words.stdin !== undefined &&
-        program &&
-        SHELLS.has(program) &&
-        program !== "." &&
-        program !== "source" &&
-        !words.some((w) => typeof w === "string" && /^-[A-Za-z]*c[A-Za-z]*$/.test(w))
-      )
-        files.push(words.stdin);
+      if (files.fromStdin) files.push(...(words.stdin !== undefined ? [words.stdin] : catFiles(words.piped)));
       for (const f of files) {
         if (f.startsWith("/") || f.startsWith("~")) continue;
         const file = path.posix.normalize(path.posix.join(from || ".", f));
@@ -316,8 +401,13 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
       }
       if (inScript) continue;
       if (checkout) {
-        for (const script of packageScripts(words, path.join(checkout, from))) read(script, from, command, depth + 1);
-        const make = makeRecipes(words, checkout, from);
+        // `CI=1 npm test`, `timeout 300 make test`: the tool past assignments and wrappers.
+        const start = commandStart(words);
+        const tool = start && "at" in start ? words.slice(start.at) : [];
+        for (const script of packageScripts(tool, path.join(checkout, from))) read(script, from, command, depth + 1);
+        const make = makeRecipes(tool, checkout, from);
+        // The makefiles `-f` names are what the command runs, as a script is (a harness by its name, `-f ci/test.mk`).
+        for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
         if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1);
       }
     }
@@ -362,37 +452,60 @@ function packageScripts(words: Word[], dir: string): string[] {
 }
 
 /**
- * The recipe lines a `make [targets]` runs from the Makefile of its folder (`-C dir` moves it; `-f` is not followed):
- * those of the targets named (the first target when none is) and of their prerequisites, read from the rules as
- * written (no variables expanded, no pattern rules, no includes). Null for anything but make.
+ * The recipe lines a `make [targets]` runs from the Makefile of its folder (`-C dir` moves it), or from the makefiles
+ * `-f` names (`make -f ci.mk test`, `--file=…`, `-fci.mk`; read in order, from the folder `-C` moves to, as make does;
+ * `makefiles`: their paths from the repository's root): those of the targets named (the first target when none is) and
+ * of their prerequisites, read from the rules as written (no variables expanded, no pattern rules, no includes). Null
+ * for anything but make, or a makefile not told from the words (an expansion, standard input, outside the checkout).
  */
-function makeRecipes(words: Word[], checkout: string, from: string): { dir: string; lines: string[] } | null {
+function makeRecipes(words: Word[], checkout: string, from: string): { dir: string; lines: string[]; makefiles: string[] } | null {
   if (words[0] !== "make" && words[0] !== "gmake") return null;
   let dir = from;
   const targets: string[] = [];
+  const named: string[] = [];
   for (let i = 1; i < words.length; i++) {
     const w = words[i];
     if (typeof w !== "string") return null;
-    if (w === "-f" || w.startsWith("--file") || w.startsWith("--makefile") || (w.startsWith("-f") && w.length > 2)) return null;
-    if (w === "-C" || w === "--directory") {
-      const to = words[++i];
-      if (typeof to !== "string" || to.startsWith("/")) return null;
+    if (w === "-f" || w === "--file" || w === "--makefile") {
+      const f = words[++i];
+      if (typeof f !== "string") return null;
+      named.push(f);
+    } else if (/^--(file|makefile)=/.test(w)) named.push(w.slice(w.indexOf("=") + 1));
+    else if (w.startsWith("-f") && w.length > 2) named.push(w.slice(2));
+    else if (w === "-C" || w === "--directory" || w.startsWith("--directory=") || (w.startsWith("-C") && w.length > 2)) {
+      const to = w === "-C" || w === "--directory" ? words[++i] : w.slice(w.startsWith("-C") ? 2 : "--directory=".length);
+      if (typeof to !== "string" || !to || to.startsWith("/")) return null;
       dir = path.posix.normalize(path.posix.join(dir || ".", to));
       if (dir === ".") dir = "";
       if (dir.startsWith("..")) return null;
-    } else if (w.startsWith("-C") && w.length > 2) return null;
-    else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
+    } else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
+  }
+  const makefiles: string[] = [];
+  for (const f of named) {
+    const file = path.posix.normalize(path.posix.join(dir || ".", f));
+    if (f === "-" || f.startsWith("/") || f.startsWith("~") || file === "." || file === ".." || file.startsWith("../")) return null;
+    makefiles.push(file);
   }
   let text: string | null = null;
-  for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
-    try {
-      text = readFileSync(path.join(checkout, dir, name), "utf8");
-      break;
-    } catch {
-      /* the next name make tries */
+  if (makefiles.length) {
+    const texts = makefiles.flatMap((f) => {
+      try {
+        return [readFileSync(path.join(checkout, f), "utf8")];
+      } catch {
+        return [];
+      }
+    });
+    text = texts.length ? texts.join("\n") : null;
+  } else
+    for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
+      try {
+        text = readFileSync(path.join(checkout, dir, name), "utf8");
+        break;
+      } catch {
+        /* the next name make tries */
+      }
     }
-  }
-  if (text === null) return null;
+  if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
   const rules = new Map<string, { prereqs: string[]; recipe: string[] }>();
   let first: string | undefined;
   let current: { prereqs: string[]; recipe: string[] }[] = [];
@@ -429,7 +542,7 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
     lines.push(...rule.recipe);
   };
   for (const t of targets.length ? targets : first ? [first] : []) visit(t);
-  return { dir, lines };
+  return { dir, lines, makefiles };
 }
 
 /** `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, `${0%/*}` and the like: the script's own folder. */
@@ -456,14 +569,26 @@ function withScriptDir(text: string, dir: string): string {
   return out;
 }
 
-/** A simple command's program: its first word after assignments and wrappers (their options and a timeout's duration). */
+/** A simple command's program (its first word after assignments and wrappers), as its base name in lower case. */
 function programOf(words: Word[]): string | null {
-  for (const w of words) {
-    if (typeof w !== "string") return null;
-    if (/^[A-Za-z_]\w*=/.test(w) || w.startsWith("-") || /^\d+(\.\d+)?[smhd]?$/.test(w) || WRAPPERS.has(path.posix.basename(w))) continue;
-    return path.posix.basename(w).toLowerCase();
+  const start = commandStart(words);
+  const w = start && "at" in start ? words[start.at] : null;
+  return typeof w === "string" ? path.posix.basename(w).toLowerCase() : null;
+}
+
+/** The files a `cat` of plain files (`cat a.sh b.sh`, `cat -- x`) writes out, in order; none for any other command or an expansion. */
+function catFiles(words: Words | undefined): string[] {
+  if (!words) return [];
+  const start = commandStart(words);
+  if (!start || !("at" in start) || typeof words[start.at] !== "string" || path.posix.basename(words[start.at]!) !== "cat") return [];
+  const out: string[] = [];
+  let options = true;
+  for (const w of words.slice(start.at + 1)) {
+    if (typeof w !== "string" || w === "-") return [];
+    if (options && w === "--") options = false;
+    else if (!(options && w.startsWith("-"))) out.push(w);
   }
-  return null;
+  return out.length || words.stdin === undefined ? out : [words.stdin];
 }
 
 /**

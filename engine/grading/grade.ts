@@ -21,7 +21,7 @@ import {
 import { limitSetup } from "../sandbox";
 import { type HeldBackListing, heldBackListing, runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
-import { type CheckScripts, checkScripts, checkScriptCaveats, runnerConfigChanges, runnerConfigReason } from "./runner-config";
+import { type CheckScripts, checkScripts, checkScriptCaveats, guardedConfigFiles, runnerConfigChanges, runnerConfigReason } from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
 
 export interface GradeInput {
@@ -161,9 +161,19 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
     const cwd = await folderIn(checkout, sub);
-    // The protected files, and the project's test harnesses the checks' commands run by name: a check that rewrites one (a
-    // build step writing `exit 0` into the script a later check runs) fails.
-    const guarded = typeof cwd === "string" && scripts ? [...(await protectedIn(checkout, sub, input.protect)), ...guardedScripts(checkout, scripts)] : [];
+    // The protected files, the project's test harnesses the checks' commands run by name, and the check configuration the
+    // scan between checks does not see (the pytest plugin modules the project loads, Yarn's `.yarn/` files): a check that
+    // rewrites one (a build step writing `exit 0` into the script a later check runs) fails.
+    // Of the last, the first CONFIG_BINDS are read-only in the sandbox too (the plugin modules, Yarn's release and
+    // plugins); the rest (a `.yarn/` cache) are compared after every check only.
+    const config =
+      typeof cwd === "string" && listing
+        ? guardedConfigFiles(checkout, subPath, commandsOf(input.checks), listing.dirs).map((f) => path.join(checkout, f))
+        : [];
+    const guarded =
+      typeof cwd === "string" && scripts
+        ? [...(await protectedIn(checkout, sub, input.protect)), ...guardedScripts(checkout, scripts), ...config.slice(0, CONFIG_BINDS)]
+        : [];
     const planted: string[] = [];
     checks =
       typeof cwd === "string"
@@ -172,7 +182,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
             cwd,
             input.sandbox ? { ...input.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined,
             guarded,
-            { root: checkout, planted, heldBack: listing },
+            { root: checkout, planted, heldBack: listing, compared: config.slice(CONFIG_BINDS) },
           )
         : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
     // Runner configuration a check wrote for a later one (a conftest.py its code planted): a check-configuration
@@ -314,6 +324,9 @@ export async function combinedCheckConfig(opts: {
     ...heldBackOf(heldBackListing(opts.checks)),
   });
 }
+
+/** How many of guardedConfigFiles's files are bound read-only in a check's sandbox (bubblewrap's binds: 250 take some 0.06 s). */
+const CONFIG_BINDS = 250;
 
 /** The test harnesses of the checkout (absolute paths) the checks' commands run by name (checkScripts), as committed. */
 function guardedScripts(checkout: string, scripts: CheckScripts): string[] {

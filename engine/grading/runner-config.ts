@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
-import { type CommandScript, commandScripts } from "./command-scripts";
+import { type CommandScript, commandScripts, simpleCommands } from "./command-scripts";
 import { foldPath } from "../workspace";
 import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
@@ -1069,11 +1069,25 @@ const PLUGIN_OPTION = /(?:^|[\s"'[,])-p\s*=?\s*["']?([A-Za-z_][\w.]*)(?![\w.:])/
  * from the module named only).
  */
 function pytestPluginFiles(checkout: string, sub: string, commands: string[], heldBackDirs: string[]): Map<string, string> {
+  return new Map(pytestPluginModules(checkout, sub, commands, heldBackDirs).map(({ file, why }) => [foldPath(file), why]));
+}
+
+/**
+ * The files of the pytest plugins the project's configuration or the checks' commands load by module name
+ * (pytestPluginFiles), as the configuration writes them (from the repository's root), each with why: the module's file
+ * and its package init, from the checks' folder and from the root, whether or not the checkout has them. Only a simple
+ * command that runs pytest names a plugin with `-p` (`mkdir -p build && pytest` names none).
+ */
+function pytestPluginModules(checkout: string, sub: string, commands: string[], heldBackDirs: string[]): { file: string; why: string }[] {
   const named = new Map<string, string>();
   const add = (name: string, where: string) => {
     if (!named.has(name)) named.set(name, where);
   };
-  for (const c of commands) for (const m of c.matchAll(PLUGIN_OPTION)) add(m[1]!, "a check's command");
+  for (const c of commands)
+    for (const words of simpleCommands(c)) {
+      const line = words.filter((w): w is string => typeof w === "string").join(" ");
+      if (/py\.?test/.test(line)) for (const m of line.matchAll(PLUGIN_OPTION)) add(m[1]!, "a check's command");
+    }
   const folders = new Set(["", sub]);
   for (const d of heldBackDirs) {
     const parts = d.split("/").filter(Boolean);
@@ -1096,17 +1110,67 @@ function pytestPluginFiles(checkout: string, sub: string, commands: string[], he
     const list = t && /^pytest_plugins\s*(?::[^=\n]*)?=\s*([[(][^\])]*[\])]|["'][^"'\n]*["'])/m.exec(t);
     if (list) for (const m of list[1]!.matchAll(/["']([A-Za-z_][\w.]*)["']/g)) add(m[1]!, conftest);
   }
-  const out = new Map<string, string>();
+  const out: { file: string; why: string }[] = [];
   for (const [name, where] of named) {
     const parts = name.split(".");
     const why = `the module of a pytest plugin that ${where} loads (\`${name}\`): its hooks decide what pytest reports, as a conftest.py's do`;
     for (const from of new Set(["", sub])) {
-      const at = (p: string[]) => foldPath(path.posix.join(from, ...p));
-      out.set(at([`${parts.join("/")}.py`]), why);
-      out.set(at([...parts, "__init__.py"]), why);
+      out.push({ file: path.posix.join(from, `${parts.join("/")}.py`), why });
+      out.push({ file: path.posix.join(from, ...parts, "__init__.py"), why });
     }
   }
   return out;
+}
+
+/** Yarn's files in a `.yarn/` folder that its own install writes at every run (its state, unplugged packages' builds): not guarded. */
+const YARN_WRITES = /^(install-state\.gz|build-state\.yml|unplugged(\/.*)?)$/;
+/** At most this many files of `.yarn/` folders are guarded (a committed cache of thousands of zips). */
+const YARN_GUARD_CAP = 20_000;
+
+/**
+ * The files besides the test harnesses that grading guards while the checks run, as harness scripts are (a check that
+ * rewrites one for a later check fails): what the rules count as check configuration when the worker changes it, but
+ * the scan between checks (configSnapshot) does not see. Paths from the repository's root.
+ * - The modules of the pytest plugins the project's configuration or the checks' commands load (pytestPluginModules)
+ *   that the checkout holds, and the package init that would stand in for such a module (`helpers/plug/__init__.py`
+ *   beside `helpers/plug.py`: Python takes the package first).
+ * - The files of the `.yarn/` folder of the checks' folder and of each folder above it (the release `yarnPath` names,
+ *   its plugins, the Plug'n'Play cache of zipped packages), less what Yarn's own install writes there (YARN_WRITES).
+ *   (The loader beside it, `.pnp.cjs`, is runner configuration the scan watches.)
+ * In that order, the cache last: grading binds the first ones read-only in the sandbox and compares the rest only.
+ * Not guarded: a file a check writes new in `.yarn/` (only .yarnrc.yml and the loader, which are watched, make Yarn load
+ * one), nor the `.yarn/` of a folder below the checks' folder.
+ */
+export function guardedConfigFiles(checkout: string, sub: string, commands: string[], heldBackDirs: string[]): string[] {
+  const out: string[] = [];
+  const isFile = (f: string) => lstatSync(path.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
+  for (const { file } of pytestPluginModules(checkout, sub, commands, heldBackDirs)) {
+    if (isFile(file)) out.push(file);
+    else if (file.endsWith("/__init__.py") && isFile(`${file.slice(0, -"/__init__.py".length)}.py`)) out.push(file);
+  }
+  const parts = sub.split("/").filter((p) => p && p !== ".");
+  for (let i = 0; i <= parts.length; i++) {
+    const yarn = path.posix.join(...parts.slice(0, i), ".yarn");
+    const walk = (rel: string) => {
+      let entries: import("node:fs").Dirent[];
+      try {
+        entries = readdirSync(path.join(checkout, yarn, rel), { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries) {
+        if (out.length >= YARN_GUARD_CAP) return;
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        if (YARN_WRITES.test(r)) continue;
+        if (e.isDirectory()) walk(r);
+        else if (e.isFile()) out.push(`${yarn}/${r}`);
+      }
+    };
+    if (lstatSync(path.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
+  }
+  // Yarn's release and plugins (run by every yarn command) before the cache: grading binds the first ones read-only.
+  const cache = (f: string) => /(^|\/)\.yarn\/cache\//.test(f);
+  return [...new Set([...out.filter((f) => !cache(f)), ...out.filter(cache)])];
 }
 
 const GO_TEST_MAIN_WHY =
