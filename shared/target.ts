@@ -68,7 +68,10 @@ export function benchText(b: TargetBench): string {
  */
 export const SavedTargetId = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$/, "a target id of letters, digits, '.', '_', ':', '@', '+' or '-' (at most 200), starting with a letter or digit");
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$/,
+    "a target id of letters, digits, '.', '_', ':', '@', '+' or '-' (at most 200), starting with a letter or digit",
+  );
 
 /** A verified model endpoint the workers run on. `serving.slots` caps how many workers run at once. */
 export const Target = z.object({
