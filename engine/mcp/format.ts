@@ -157,7 +157,7 @@ export function summarize(w: Worker, now = Date.now()): WorkerSummary {
  * model answer can open hundreds of asks at once (parallel tool calls, each up to ~1,000 characters), and `workers` /
  * `worker_status` over Claude Code's limit reach Claude as a file or cut; pending_approvals and wait page them all.
  */
-export const SUMMARY_PENDING_CHARS = 3000;
+const SUMMARY_PENDING_CHARS = 3000;
 function pendingPage(items: PendingItem[]): { pending: PendingItem[]; pendingMore?: number } {
   let size = 0;
   const pending = items.filter((it, i) => (size += JSON.stringify(it).length) <= SUMMARY_PENDING_CHARS || i === 0);
