@@ -23,7 +23,7 @@ export interface Gpu {
   source: string;
 }
 
-export interface ParseResult<T> {
+interface ParseResult<T> {
   items: T[];
   problems: string[];
 }
