@@ -93,7 +93,7 @@ export const OwnerRecord = z.object({
 });
 export type OwnerRecord = z.infer<typeof OwnerRecord>;
 
-export type Claim = { owned: true; generation: number; record: OwnerRecord } | { owned: false; holder: OwnerRecord };
+type Claim = { owned: true; generation: number; record: OwnerRecord } | { owned: false; holder: OwnerRecord };
 
 function generations(stateDir: string): number[] {
   try {

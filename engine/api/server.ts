@@ -13,7 +13,7 @@ import { appRouter } from "./router";
 
 const EVENTS_PATH = `${API_PATH}/events`;
 
-export interface ApiServerOptions {
+interface ApiServerOptions {
   engine: Engine;
   version: string;
   port?: number;
