@@ -248,7 +248,7 @@ export function hasRoom(s: EndpointStatus): boolean {
 }
 
 /** How many more workers an endpoint takes now: its configured slots less ours, capped by the server's own report. */
-export function room(s: EndpointStatus): number {
+function room(s: EndpointStatus): number {
   if (!s.healthy) return 0;
   let n = Math.max(0, s.slots - s.inUse);
   const live = s.live;

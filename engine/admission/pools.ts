@@ -31,7 +31,7 @@ interface PoolsOptions {
 }
 
 /** Where a queued worker may start now: `wait` (no room, or the pool not read yet), or go (on `url` for a pool). */
-export type Admission = { go: false } | { go: true; url?: string };
+type Admission = { go: false } | { go: true; url?: string };
 
 /**
  * Whether a worker holds a model slot of its target now: starting or running; waiting for a person, until its oldest

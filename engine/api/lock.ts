@@ -19,7 +19,7 @@ import { z } from "zod";
 import { EngineLock } from "../../shared/api";
 import { writeJsonAtomic } from "../store";
 
-export const lockFile = (stateDir: string) => path.join(stateDir, "engine.json");
+const lockFile = (stateDir: string) => path.join(stateDir, "engine.json");
 const ownerDir = (stateDir: string) => path.join(stateDir, "engine.owner");
 
 // Who a process is and whether it still runs: the process module (pid + kernel start time).

@@ -33,7 +33,7 @@ export function untrustedText(s: string, max: number, opts: { block?: boolean } 
 }
 
 /** What stands for the worker's private workspace path inside a command shown to Claude. */
-export const WORKSPACE_MARK = "⟨workspace⟩";
+const WORKSPACE_MARK = "⟨workspace⟩";
 
 /**
  * What an ask names, as the person sees it: a path that is the ask (an edit, a read) inside the worker's private

@@ -5,7 +5,7 @@
 import type { GgufValue } from "./gguf";
 import { SetupError, type SetupErrorData } from "./errors";
 
-export type Metadata = Record<string, GgufValue | unknown>;
+type Metadata = Record<string, GgufValue | unknown>;
 
 type SwaType = "none" | "standard" | "chunked";
 

@@ -185,7 +185,7 @@ export function removeTree(dir: string, fs: CgroupFs = hostCgroupFs, keep?: stri
  * Command groups left behind (a worker shell killed before it removed its group): empty ones older than a minute are
  * removed (a younger one may be a command's that is still being set up).
  */
-export function sweep(now = Date.now()): void {
+function sweep(now = Date.now()): void {
   for (const { dir: parent, fs } of made) {
     for (const n of fs.dirs(parent).filter((x) => /^(c|check)-/.test(x))) {
       const dir = path.join(parent, n);

@@ -102,7 +102,7 @@ interface K8sPlan {
 }
 
 const UTILIZATION = 0.9;
-export const PORT = 8000;
+const PORT = 8000;
 /** Images, pinned. KServe's are those of its v0.20.0 presets and samples (llm-d 0.8). */
 const IMAGES = {
   vllm: { nvidia: VLLM_IMAGE, amd: "docker.io/rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103" },

@@ -20,7 +20,7 @@ import type { ObjectFormat } from "./mirror";
 const deflateAsync = promisify(deflate);
 
 /** One entry of a tree: a blob (a file or a symlink) or a gitlink, by its git mode ("100644", "100755", "120000", "160000"). */
-export interface Entry {
+interface Entry {
   mode: string;
   oid: string;
 }

@@ -1166,7 +1166,7 @@ interface KeptIndexUse {
  * not know, or when `.gitattributes` could apply (in the base, new, or any, ignored too, in a folder of the base's
  * files): git's add would convert a file it reads, and a file it trusts is not read.
  */
-export async function keptIndexInto(ws: Workspace, index: string, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndexUse | null> {
+async function keptIndexInto(ws: Workspace, index: string, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndexUse | null> {
   const base = listing.base;
   if (!base) return null;
   const meta = JSON.parse(await readFile(path.join(ws.gitDir, KEPT_META), "utf8")) as KeptIndexMeta;
