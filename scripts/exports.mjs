@@ -87,20 +87,56 @@ export function deadExports(root) {
   return dead;
 }
 
+/** `Map<file, Set<name>>`: the names each file's exports are imported or re-exported by (`*`: all, a namespace or dynamic import). */
+function importedNames(text) {
+  const taken = new Map();
+  const take = (file, name) => taken.set(file, (taken.get(file) ?? new Set()).add(name));
+  const resolve = (from, spec) => {
+    if (!spec.startsWith(".")) return null;
+    const base = path.join(path.dirname(from), spec);
+    const tries = [base, base.replace(/\.js$/, ".ts"), `${base}.ts`, `${base}.tsx`, `${base}/index.ts`, `${base}/index.tsx`];
+    return tries.find((t) => text.has(t)) ?? null;
+  };
+  for (const [file, raw] of text) {
+    const src = uncommented(raw);
+    for (const m of src.matchAll(/\b(?:import|export)\s+(?:type\s+)?([^;'"]*?)\s*from\s*["']([^"']+)["']/g)) {
+      const target = resolve(file, m[2]);
+      if (!target) continue;
+      if (m[1].includes("*")) take(target, "*");
+      for (const part of /\{([^}]*)\}/.exec(m[1])?.[1].split(",") ?? []) {
+        const name = part
+          .trim()
+          .replace(/^type\s+/, "")
+          .split(/\s+as\s+/)[0];
+        if (name) take(target, name);
+      }
+    }
+    for (const m of src.matchAll(/\b(?:import|require)\s*\(\s*["']([^"']+)["']/g)) {
+      const target = resolve(file, m[1]);
+      if (target) take(target, "*");
+    }
+  }
+  return taken;
+}
+
 /**
- * `[{file, name}]`: each export its own file uses and no other file names (not imported, re-exported or tested): the
- * `export` keyword is likely superfluous. A report only (`--own-file`), never a failure: a folder's public surface may
- * export a name on purpose before anything takes it.
+ * `[{file, name}]`: each export its own file uses and no other file imports (by name, re-export, namespace or dynamic
+ * import): the `export` keyword is likely superfluous. A report only (`--own-file`), never a failure: a folder's
+ * public surface or the contract may export a name on purpose before anything takes it. Imports, not words: a name
+ * another file merely spells (its own local of that name, a comment) does not hide the export.
  */
 export function ownFileExports(root) {
-  const { text, isSource, namedElsewhere } = sources(root);
+  const { text, isSource } = sources(root);
+  const taken = importedNames(text);
   const own = [];
   for (const [file, raw] of text) {
     if (!isSource(file)) continue;
+    const names = taken.get(file) ?? new Set();
+    if (names.has("*")) continue;
     const src = uncommented(raw);
-    for (const m of src.matchAll(DECLARED)) {
-      if ((src.match(new RegExp(`\\b${quoteName(m[1])}\\b`, "g")) ?? []).length < 2) continue;
-      if (!namedElsewhere(m[1], file)) own.push({ file, name: m[1] });
+    for (const m of new Set([...src.matchAll(DECLARED)].map((d) => d[1]))) {
+      if ((src.match(new RegExp(`\\b${quoteName(m)}\\b`, "g")) ?? []).length < 2) continue;
+      if (!names.has(m)) own.push({ file, name: m });
     }
   }
   return own;

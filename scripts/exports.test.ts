@@ -54,7 +54,8 @@ describe("dead exports", () => {
   it("reports, without failing, an export only its own file uses", () => {
     const root = tree({
       "engine/e/e.ts": "export const inner = 1;\nexport const outer = inner + 1;\nexport const tested = outer + 1;\nexport const nobody = 3;",
-      "engine/f/f.ts": 'import { outer } from "../e/e";\nexport const g = outer;',
+      // f spells `inner` as a local of its own: a word, not an import of e's
+      "engine/f/f.ts": 'import { outer } from "../e/e";\nconst inner = 2;\nexport const g = outer + inner;',
       "test/e.test.ts": 'import { tested } from "../engine/e/e";\nimport { g } from "../engine/f/f";\ntested + g;',
     });
     expect(ownFileExports(root)).toEqual([{ file: "engine/e/e.ts", name: "inner" }]);
