@@ -14,7 +14,7 @@ import { desktopClient, ensureEngine, followEvents, type EngineInfo } from "./en
 import { openWorker } from "./open-worker";
 
 /** The Content-Security-Policy the engine serves the UI with; enforced here too in case a response lacks it. */
-export const CSP =
+const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
 
 // A 16×16 diamond, so the tray works without shipping image files.

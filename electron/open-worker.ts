@@ -7,7 +7,7 @@ import path from "node:path";
 import { launchesFor, type Launch, type OpenHow } from "../shared/open-with";
 import type { EngineClient } from "../engine/api/client";
 
-export interface OpenResult {
+interface OpenResult {
   ok: boolean;
   path?: string;
   /** What ran (the program's name), or why nothing did. */
@@ -15,7 +15,7 @@ export interface OpenResult {
 }
 
 /** The program on PATH (or as given, when it names a path) that can run, or null. */
-export function findProgram(command: string, env: NodeJS.ProcessEnv = process.env, platform = process.platform): string | null {
+function findProgram(command: string, env: NodeJS.ProcessEnv = process.env, platform = process.platform): string | null {
   const exts = platform === "win32" ? ["", ...(env.PATHEXT ?? ".EXE;.CMD;.BAT").split(";")] : [""];
   const ok = (p: string) => {
     try {

@@ -76,7 +76,7 @@ export const ConfigSchema = z.object({
   OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
   OCW_SETUP_BENCH_SEC: num(30).describe("seconds the benchmark after a model server starts (or is captured) may take; 0 skips it"),
 });
-export type Config = z.infer<typeof ConfigSchema>;
+type Config = z.infer<typeof ConfigSchema>;
 
 const KEYS = Object.keys(ConfigSchema.shape);
 /** The last environment parsed: its OCW_* values (what the schema reads) and the config they gave. */

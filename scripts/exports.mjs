@@ -4,6 +4,8 @@
 // for nobody: delete it (or, for a surface's name, the re-export).
 // Text, not types: a name counts as used wherever it appears as a word in another file (a false "used" is possible,
 // a false "dead" is not), so the check is quick and never wrong when it complains.
+// `node scripts/exports.mjs --own-file` also lists, as a report that never fails, each export only its own file uses
+// (an `export` keyword likely superfluous; a folder's deliberate surface may keep one).
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
@@ -33,8 +35,7 @@ function walk(dir) {
 const quoteName = (s) => s.replace(/\$/g, "\\$");
 const uncommented = (s) => s.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
 
-/** `[{file, name, how}]`: each export nothing else names (`how`: "declared" or "re-exported"), files relative to root. */
-export function deadExports(root) {
+function sources(root) {
   const files = [
     ...USE_DIRS.flatMap((d) => walk(path.join(root, d))),
     ...readdirSync(root)
@@ -48,6 +49,12 @@ export function deadExports(root) {
     for (const [g, s] of text) if (!not.includes(g) && word.test(s)) return true;
     return false;
   };
+  return { text, isSource, namedElsewhere };
+}
+
+/** `[{file, name, how}]`: each export nothing else names (`how`: "declared" or "re-exported"), files relative to root. */
+export function deadExports(root) {
+  const { text, isSource, namedElsewhere } = sources(root);
   const dead = [];
   for (const [file, raw] of text) {
     if (!isSource(file)) continue;
@@ -80,8 +87,68 @@ export function deadExports(root) {
   return dead;
 }
 
+/** `Map<file, Set<name>>`: the names each file's exports are imported or re-exported by (`*`: all, a namespace or dynamic import). */
+function importedNames(text) {
+  const taken = new Map();
+  const take = (file, name) => taken.set(file, (taken.get(file) ?? new Set()).add(name));
+  const resolve = (from, spec) => {
+    if (!spec.startsWith(".")) return null;
+    const base = path.join(path.dirname(from), spec);
+    const tries = [base, base.replace(/\.js$/, ".ts"), `${base}.ts`, `${base}.tsx`, `${base}/index.ts`, `${base}/index.tsx`];
+    return tries.find((t) => text.has(t)) ?? null;
+  };
+  for (const [file, raw] of text) {
+    const src = uncommented(raw);
+    for (const m of src.matchAll(/\b(?:import|export)\s+(?:type\s+)?([^;'"]*?)\s*from\s*["']([^"']+)["']/g)) {
+      const target = resolve(file, m[2]);
+      if (!target) continue;
+      if (m[1].includes("*")) take(target, "*");
+      for (const part of /\{([^}]*)\}/.exec(m[1])?.[1].split(",") ?? []) {
+        const name = part
+          .trim()
+          .replace(/^type\s+/, "")
+          .split(/\s+as\s+/)[0];
+        if (name) take(target, name);
+      }
+    }
+    for (const m of src.matchAll(/\b(?:import|require)\s*\(\s*["']([^"']+)["']/g)) {
+      const target = resolve(file, m[1]);
+      if (target) take(target, "*");
+    }
+  }
+  return taken;
+}
+
+/**
+ * `[{file, name}]`: each export its own file uses and no other file imports (by name, re-export, namespace or dynamic
+ * import): the `export` keyword is likely superfluous. A report only (`--own-file`), never a failure: a folder's
+ * public surface or the contract may export a name on purpose before anything takes it. Imports, not words: a name
+ * another file merely spells (its own local of that name, a comment) does not hide the export.
+ */
+export function ownFileExports(root) {
+  const { text, isSource } = sources(root);
+  const taken = importedNames(text);
+  const own = [];
+  for (const [file, raw] of text) {
+    if (!isSource(file)) continue;
+    const names = taken.get(file) ?? new Set();
+    if (names.has("*")) continue;
+    const src = uncommented(raw);
+    for (const m of new Set([...src.matchAll(DECLARED)].map((d) => d[1]))) {
+      if ((src.match(new RegExp(`\\b${quoteName(m)}\\b`, "g")) ?? []).length < 2) continue;
+      if (!names.has(m)) own.push({ file, name: m });
+    }
+  }
+  return own;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
+  if (process.argv.includes("--own-file")) {
+    const own = ownFileExports(root);
+    for (const o of own) console.log(`exports: ${o.file} exports ${o.name}, which only its own file uses`);
+    console.log(`exports: ${own.length} export(s) only their own file uses (a report, not a failure)`);
+  }
   const dead = deadExports(root);
   for (const d of dead) console.error(`exports: ${d.file} ${d.how === "declared" ? "exports" : "re-exports"} ${d.name}, which nothing uses: delete it`);
   console.log(`exports: ${dead.length} dead export(s)`);

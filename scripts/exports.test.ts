@@ -1,11 +1,12 @@
 // The dead-export check (scripts/exports.mjs, run by `npm test`) on a small tree of its own: an export nothing uses is
-// found, one used by its own file, another file or a test is not, and a surface's re-export nobody takes is found.
+// found, one used by its own file, another file or a test is not, and a surface's re-export nobody takes is found; the
+// --own-file report lists an export only its own file uses.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain ES module of the scripts, without types
-import { deadExports } from "./exports.mjs";
+import { deadExports, ownFileExports } from "./exports.mjs";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -48,5 +49,16 @@ describe("dead exports", () => {
       "test/d.test.ts": 'import { sum } from "../engine/d/d";\nsum;',
     });
     expect(deadExports(root)).toEqual([{ file: "engine/c/index.ts", name: "left", how: "re-exported" }]);
+  });
+
+  it("reports, without failing, an export only its own file uses", () => {
+    const root = tree({
+      "engine/e/e.ts": "export const inner = 1;\nexport const outer = inner + 1;\nexport const tested = outer + 1;\nexport const nobody = 3;",
+      // f spells `inner` as a local of its own: a word, not an import of e's
+      "engine/f/f.ts": 'import { outer } from "../e/e";\nconst inner = 2;\nexport const g = outer + inner;',
+      "test/e.test.ts": 'import { tested } from "../engine/e/e";\nimport { g } from "../engine/f/f";\ntested + g;',
+    });
+    expect(ownFileExports(root)).toEqual([{ file: "engine/e/e.ts", name: "inner" }]);
+    expect(deadExports(root)).toEqual([{ file: "engine/e/e.ts", name: "nobody", how: "declared" }]);
   });
 });

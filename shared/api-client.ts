@@ -50,7 +50,7 @@ const g = globalThis as unknown as Globals;
 const noCookies = (input: unknown, init?: FetchInit) => g.fetch(input, { ...init, credentials: "omit" });
 
 /** `fetch` with the engine's token and the caller's name added to every request's headers; never a cookie. */
-export function authedFetch(address: EngineAddress, client: ClientKind) {
+function authedFetch(address: EngineAddress, client: ClientKind) {
   return (input: unknown, init?: FetchInit) => {
     const headers = new g.Headers(init?.headers);
     headers.set("authorization", `Bearer ${address.token}`);
@@ -92,7 +92,7 @@ export function longInputAsPost(fetch: (input: unknown, init?: FetchInit) => Pro
 }
 
 /** Queries that may take long by design (a bounded wait): each is sent in a request of its own. */
-export const LONG_QUERIES: ReadonlySet<string> = new Set(["workers.wait"]);
+const LONG_QUERIES: ReadonlySet<string> = new Set(["workers.wait"]);
 
 /** A typed client of a running engine, naming its caller on every request. */
 export function createEngineClient<R extends AnyTRPCRouter>(address: EngineAddress, client: ClientKind): TRPCClient<R> {

@@ -5,7 +5,7 @@ import { grantOffer, type PermissionAsk } from "./permission";
 import { showUntrusted, SHOW_MAX, untrustedView } from "./untrusted";
 import { counted } from "./words";
 
-export interface AskView {
+interface AskView {
   /** The command / path / URL / question, made visible and cut (head and tail) past SHOW_MAX. */
   what: string;
   /** Characters cut from the middle of `what` (0: shown whole). */
@@ -62,7 +62,7 @@ export function askView(
 export const QUESTIONS_SHOWN = 5;
 export const OPTIONS_SHOWN = 10;
 
-export interface QuestionsView {
+interface QuestionsView {
   /** The first QUESTIONS_SHOWN questions, each made safe and bounded, with its first OPTIONS_SHOWN options' labels. */
   questions: { question: string; header: string | null; options: string[]; optionsCut: number; multiple: boolean }[];
   /** Questions of the ask not shown (past QUESTIONS_SHOWN). */

@@ -67,7 +67,7 @@ export type AttemptGroup = z.infer<typeof AttemptGroup>;
 export const AttemptGroupRef = z.object({ groupId: z.string().min(1, "groupId is required") });
 
 /** The reason the engine gives an attempt it stops for a winner (also how a client recognises one). */
-export const STOPPED_FOR_WINNER = "another attempt of this task was built";
+const STOPPED_FOR_WINNER = "another attempt of this task was built";
 export const stoppedForWinnerReason = (winnerId: string) => `${STOPPED_FOR_WINNER} (${winnerId}); the others still running were stopped`;
 
 type LooseVerdict = Omit<Verdict, "flags"> & { noop?: unknown; noOp?: unknown; weakEvidence?: unknown; flags?: unknown; weak?: unknown; baseline?: unknown };

@@ -40,7 +40,7 @@ export interface CostTarget {
   price?: Price | null;
 }
 
-export interface Spend {
+interface Spend {
   tokens: number;
   /** Dollars for workers on API targets whose cost is known; 0 when none is. */
   usd: number;
@@ -54,7 +54,7 @@ export interface Spend {
   workers: number;
 }
 
-export const NO_SPEND: Spend = { tokens: 0, usd: 0, apiTokens: 0, localTokens: 0, apiWorkers: 0, unpriced: 0, workers: 0 };
+const NO_SPEND: Spend = { tokens: 0, usd: 0, apiTokens: 0, localTokens: 0, apiWorkers: 0, unpriced: 0, workers: 0 };
 
 /** A worker's spend. A target that is gone (deleted) counts as one's own model unless the provider reported a cost. */
 export function workerSpend(w: Pick<Worker, "usage" | "targetId">, target: CostTarget | undefined): Spend {
@@ -67,7 +67,7 @@ export function workerSpend(w: Pick<Worker, "usage" | "targetId">, target: CostT
   return { ...NO_SPEND, tokens, apiTokens: tokens, apiWorkers: 1, usd: usd ?? 0, unpriced: usd === null ? 1 : 0, workers: 1 };
 }
 
-export function addSpend(a: Spend, b: Spend): Spend {
+function addSpend(a: Spend, b: Spend): Spend {
   return {
     tokens: a.tokens + b.tokens,
     usd: a.usd + b.usd,

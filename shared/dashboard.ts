@@ -4,7 +4,7 @@
 import { isAtRest, type Worker } from "./worker";
 
 /** 0 asks a person, 1 running (starting … grading), 2 queued, 3 settled. */
-export type Urgency = 0 | 1 | 2 | 3;
+type Urgency = 0 | 1 | 2 | 3;
 
 export function urgency(w: Worker): Urgency {
   if (w.state === "waiting-approval" || w.asks.some((a) => a.status === "pending")) return 0;
@@ -32,7 +32,7 @@ export interface DashboardFilter {
 }
 
 /** What the filter needs beyond a worker: the engine's transcript search hits for `search`, batch names. */
-export interface FilterContext {
+interface FilterContext {
   /** Workers whose transcript holds the search words (null: not searched, or not answered yet). */
   hits?: ReadonlySet<string> | null;
   /** Batch names by batch id. */

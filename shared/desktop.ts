@@ -6,7 +6,7 @@ import type { EngineEvent } from "./events";
 import { AT_REST_STATES, type WorkerState } from "./worker";
 import { counted } from "./words";
 
-export const APP_NAME = "opencode-worker";
+const APP_NAME = "opencode-worker";
 /** The URL scheme the desktop app registers for deep links. */
 export const DEEP_LINK_SCHEME = "ocw";
 

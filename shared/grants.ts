@@ -3,7 +3,7 @@
 import type { Grant } from "./permission";
 
 /** What stands for a worker's private workspace path where a grant names it. */
-export const WORKSPACE_MARK = "⟨workspace⟩";
+const WORKSPACE_MARK = "⟨workspace⟩";
 
 /** Whether the grant still answers asks (its worker's run has not ended). */
 export const grantInForce = (g: Pick<Grant, "expiredAt">): boolean => g.expiredAt === undefined;

@@ -43,7 +43,7 @@ export type Ledger = z.infer<typeof Ledger>;
 type Round = { verdict?: unknown };
 
 /** The round (1-based) at which a worker was first built; null when it never was. Reads the worker's rounds if it has them. */
-export function roundOfFirstBuilt(w: Worker): number | null {
+function roundOfFirstBuilt(w: Worker): number | null {
   const rounds = (w as Worker & { rounds?: unknown }).rounds;
   if (Array.isArray(rounds) && rounds.length) {
     const i = (rounds as Round[]).findIndex((r) => {

@@ -6,9 +6,9 @@
 import type { Usage, Worker } from "./worker";
 
 /** Characters per token for the streamed-text estimate (the usual figure for English text and code). */
-export const CHARS_PER_TOKEN = 4;
+const CHARS_PER_TOKEN = 4;
 
-export interface Throughput {
+interface Throughput {
   /** Input + output + reasoning as reported, plus the estimate of text streamed since. */
   tokens: number;
   /** Output + reasoning as reported, plus the estimate. */

@@ -123,7 +123,7 @@ export function terminalSafe(text: string): string {
  * inside the workspace aside), text longer than clients show whole (SHOW_MAX), a command that cannot be split with
  * certainty (shared/shell.ts), text with invisible or control characters.
  */
-export type GrantOffer = { ok: true; patterns: string[] } | { ok: false; why: string };
+type GrantOffer = { ok: true; patterns: string[] } | { ok: false; why: string };
 
 export function grantOffer(ask: Pick<PermissionAsk, "kind" | "tool" | "what"> & { flags?: PermissionAsk["flags"] }): GrantOffer {
   if (ask.kind !== "permission") return { ok: false, why: "a question is answered each time" };

@@ -25,7 +25,7 @@ export const ServerView = z.object({
 export type ServerView = z.infer<typeof ServerView>;
 
 /** An OpenAI-compatible API provider the wizard offers: its base URL and the environment variable its key is usually in. */
-export interface ProviderPreset {
+interface ProviderPreset {
   id: string;
   name: string;
   url: string;

@@ -18,7 +18,7 @@
 /** The longest command (or other untrusted line) every client shows whole; longer ones are cut, and never granted "always". */
 export const SHOW_MAX = 1000;
 
-export interface ShowOptions {
+interface ShowOptions {
   /** Show at most this many characters of the original text (head and tail, with the cut length between). */
   max?: number;
   /** A line break shows as ⏎ followed by a real line break (default), or as ⏎ alone (`lines: false`, one line). */
@@ -29,7 +29,7 @@ export interface ShowOptions {
   block?: boolean;
 }
 
-export interface UntrustedView {
+interface UntrustedView {
   /** The text to show. */
   text: string;
   /** How many characters of the original were cut from the middle (0: shown whole). */
@@ -44,12 +44,12 @@ const COMBINING = /^\p{M}$/u;
 const PICTOGRAPH = /^[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Regional_Indicator}]$/u;
 
 /** Combining marks shown on one base character; past them a stack (text drawn over its neighbours) is collapsed and counted. */
-export const MAX_MARKS = 4;
+const MAX_MARKS = 4;
 /** Spaces shown in a row in a command (a line of a block: BLOCK_MAX_SPACES); a longer run shows as its count, so nothing hides past the edge. */
-export const MAX_SPACES = 16;
-export const BLOCK_MAX_SPACES = 64;
+const MAX_SPACES = 16;
+const BLOCK_MAX_SPACES = 64;
 /** Tabs shown in a row where tabs are kept (a diff, check output). */
-export const MAX_TABS = 16;
+const MAX_TABS = 16;
 
 /**
  * Whether a code point is invisible, reorders text or controls a terminal (a line break and a tab are handled apart):

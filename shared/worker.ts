@@ -24,7 +24,7 @@ export type WorkerState = z.infer<typeof WorkerState>;
  * final: stopped and interrupted resume, built and honest-failure continue with a new round, an error retries.
  */
 export const AT_REST_STATES: readonly WorkerState[] = ["built", "honest-failure", "stopped", "interrupted", "error"];
-export const ACTIVE_STATES: readonly WorkerState[] = ["starting", "running", "waiting-approval"];
+const ACTIVE_STATES: readonly WorkerState[] = ["starting", "running", "waiting-approval"];
 export const isAtRest = (s: WorkerState) => AT_REST_STATES.includes(s);
 /**
  * The task a worker works on, for counting tasks (a batch's rate, the ledger): its attempt group, else the first worker
@@ -37,7 +37,7 @@ export function taskKey(w: Pick<Worker, "id" | "retryOf" | "attempt">, byId: Rea
 }
 
 /** A worker's grants expire when its run ends: settled (its turn is over), stopped or failed. Not when interrupted by an engine restart (resumed, it goes on). */
-export const GRANT_ENDS: ReadonlySet<WorkerState> = new Set<WorkerState>(["settled", "built", "honest-failure", "stopped", "error"]);
+const GRANT_ENDS: ReadonlySet<WorkerState> = new Set<WorkerState>(["settled", "built", "honest-failure", "stopped", "error"]);
 export const isActive = (s: WorkerState) => ACTIVE_STATES.includes(s);
 
 const Glob = z.string().min(1).max(500);

@@ -107,6 +107,19 @@ export function runOcw(
   });
 }
 
+/** What `ocw run` of one task is given: the repository, the task, its one `--check`, and the scripted model's URL as the endpoint. */
+export interface OcwRun {
+  dir: string;
+  task: string;
+  check: string;
+  endpoint: string;
+}
+
+/** The arguments of `ocw run` of `run` on the scripted model (test/fixtures/scripted-model.ts: scripted-1), then `flags`. */
+export function ocwRunArgs(run: OcwRun, ...flags: string[]): string[] {
+  return ["run", "--dir", run.dir, "--task", run.task, "--check", run.check, "--endpoint", run.endpoint, "--model", "scripted-1", ...flags];
+}
+
 export function scriptedTarget(url: string, slots = 4, id = "scripted"): Target {
   return { id, model: "scripted-1", endpoint: url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots }, checks: [] };
 }

@@ -32,7 +32,7 @@ export const EndpointStatus = z.object({
   slowOnce: z.boolean().optional(),
 });
 export type EndpointStatus = z.infer<typeof EndpointStatus>;
-export type LiveReading = NonNullable<EndpointStatus["live"]>;
+type LiveReading = NonNullable<EndpointStatus["live"]>;
 
 /** A KV cache fuller than this takes no new worker (the engine would only queue it inside the server). */
 const KV_FULL = 0.9;
@@ -145,7 +145,7 @@ const CODE_WORDS: Record<string, string> = {
 };
 
 /** Why a probe failed, in words a person can act on (never an internal error class name such as "TypeError"). */
-export function probeProblem(err: unknown, timeoutMs: number): string {
+function probeProblem(err: unknown, timeoutMs: number): string {
   const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e?.name === "TimeoutError" || e?.name === "AbortError") return `no answer within ${timeoutMs} ms`;
   const code = e?.cause?.code;
@@ -248,7 +248,7 @@ export function hasRoom(s: EndpointStatus): boolean {
 }
 
 /** How many more workers an endpoint takes now: its configured slots less ours, capped by the server's own report. */
-export function room(s: EndpointStatus): number {
+function room(s: EndpointStatus): number {
   if (!s.healthy) return 0;
   let n = Math.max(0, s.slots - s.inUse);
   const live = s.live;

@@ -11,13 +11,13 @@ import { chooseEndpoint, EndpointProbes, type EndpointStatus } from "./capacity"
  * target and those with work; every OCW_MODEL_PROBE_MS). A single-endpoint target admits by its slot count; a pool by
  * live capacity, each worker staying on its endpoint.
  */
-export interface ModelHealth {
+interface ModelHealth {
   healthy: boolean;
   problem: string | null;
   checkedAt: number;
 }
 
-export interface PoolsOptions {
+interface PoolsOptions {
   registry: WorkerRegistry;
   targets: TargetStore;
   poolProbeMs: number;
@@ -31,7 +31,7 @@ export interface PoolsOptions {
 }
 
 /** Where a queued worker may start now: `wait` (no room, or the pool not read yet), or go (on `url` for a pool). */
-export type Admission = { go: false } | { go: true; url?: string };
+type Admission = { go: false } | { go: true; url?: string };
 
 /**
  * Whether a worker holds a model slot of its target now: starting or running; waiting for a person, until its oldest
@@ -40,7 +40,7 @@ export type Admission = { go: false } | { go: true; url?: string };
  * queued worker; answered, the worker goes on at once, ahead of every queued one, so a target can run over its slots
  * until that many end or ask (the engine answers opencode at once, never holding an answer back for a slot).
  */
-export function holdsSlot(w: Pick<Worker, "state" | "asks">, now: number, handoverMs: number): boolean {
+function holdsSlot(w: Pick<Worker, "state" | "asks">, now: number, handoverMs: number): boolean {
   if (w.state === "starting" || w.state === "running") return true;
   if (w.state !== "waiting-approval") return false;
   let oldest = Number.POSITIVE_INFINITY;

@@ -13,7 +13,7 @@ export type EngineClient = TRPCClient<AppRouter>;
 export type ApiOutputs = inferRouterOutputs<AppRouter>;
 export type { ClientKind, EngineAddress };
 
-export function addressOf(lock: Pick<EngineLock, "port" | "token">): EngineAddress {
+function addressOf(lock: Pick<EngineLock, "port" | "token">): EngineAddress {
   return { origin: `http://127.0.0.1:${lock.port}`, token: lock.token };
 }
 

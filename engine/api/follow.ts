@@ -2,7 +2,7 @@ import type { EngineEvent } from "../../shared/events";
 import { isAtRest, reduceWorker, type Worker } from "../../shared/worker";
 import type { EngineClient } from "./client";
 
-export interface FollowOptions {
+interface FollowOptions {
   onEvent?: (event: EngineEvent, workers: Map<string, Worker>) => void;
   /** Resolve early when this returns true (e.g. a pending ask, for a bounded wait). */
   until?: (workers: Map<string, Worker>) => boolean;
@@ -17,7 +17,7 @@ export interface FollowOptions {
   onConnection?: (state: "lost" | "back", detail: string) => void;
 }
 
-export interface FollowResult {
+interface FollowResult {
   workers: Map<string, Worker>;
   reason: "settled" | "until" | "timeout" | "aborted";
 }

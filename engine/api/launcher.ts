@@ -9,7 +9,7 @@ import { healthy } from "./client";
 import { alive, currentOwner, lastLock, readLock, supervisorOf } from "./lock";
 
 /** How to run `ocw`: a Node executable and the bundle (dist/ocw.mjs), plus what the child's environment adds. */
-export interface EngineCommand {
+interface EngineCommand {
   node: string;
   bundle: string;
   env?: NodeJS.ProcessEnv;
@@ -31,7 +31,7 @@ export { stateDir } from "../store";
 /** The OCW_* settings (engine/config.ts), for the few a client reads itself (OCW_DEBUG: a stack with an error). */
 export { config } from "../config";
 
-export interface EnsureOptions {
+interface EnsureOptions {
   timeoutMs?: number;
   /** What the engine's environment adds to this process's (e.g. a key variable named on the command line). */
   env?: NodeJS.ProcessEnv;

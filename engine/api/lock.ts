@@ -19,7 +19,7 @@ import { z } from "zod";
 import { EngineLock } from "../../shared/api";
 import { writeJsonAtomic } from "../store";
 
-export const lockFile = (stateDir: string) => path.join(stateDir, "engine.json");
+const lockFile = (stateDir: string) => path.join(stateDir, "engine.json");
 const ownerDir = (stateDir: string) => path.join(stateDir, "engine.owner");
 
 // Who a process is and whether it still runs: the process module (pid + kernel start time).
@@ -119,7 +119,7 @@ export const OwnerRecord = z.object({
 });
 export type OwnerRecord = z.infer<typeof OwnerRecord>;
 
-export type Claim = { owned: true; generation: number; record: OwnerRecord } | { owned: false; holder: OwnerRecord };
+type Claim = { owned: true; generation: number; record: OwnerRecord } | { owned: false; holder: OwnerRecord };
 
 function generations(stateDir: string): number[] {
   try {

@@ -87,7 +87,7 @@ import { DeployK8sInput } from "../../shared/deploy";
 import { FitFileInput, FitPlanInput } from "../../shared/fit";
 import { counted } from "../../shared/words";
 
-export interface ApiContext {
+interface ApiContext {
   engine: Engine;
   by: DecidedBy;
   version: string;

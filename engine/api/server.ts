@@ -13,7 +13,7 @@ import { appRouter } from "./router";
 
 const EVENTS_PATH = `${API_PATH}/events`;
 
-export interface ApiServerOptions {
+interface ApiServerOptions {
   engine: Engine;
   version: string;
   port?: number;
@@ -46,7 +46,7 @@ const MIME: Record<string, string> = {
   ".woff2": "font/woff2",
 };
 
-export const CSP =
+const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
 
 function sameToken(given: string | undefined, token: string): boolean {

@@ -14,7 +14,7 @@ export interface WaitSource {
   batch(batchId: string): BatchSummary;
 }
 
-export interface WaitOptions {
+interface WaitOptions {
   /** The request's signal: a cancelled request ends the wait at once (reason "aborted"). */
   signal?: AbortSignal;
   /** A progress line per event worth showing of a followed worker, in its parts (shared/wait.ts describeNote). */

@@ -182,7 +182,7 @@ export function pickRule<R extends { tool: string; pattern: string; decision: st
 }
 
 /** What the rule builder shows for a sample ask: its simple commands (shell), which rules match it, and which one answers. */
-export interface PolicyExplanation {
+interface PolicyExplanation {
   /** A shell command's simple commands, each with the rules (indexes) that match it alone; null for other tools. */
   parts: { command: string; rules: number[] }[] | null;
   /** Why a shell command cannot be split with certainty (then no approving rule answers it), or null. */

@@ -21,7 +21,7 @@ import { counted } from "../../shared/words";
  * `grant.revoked`. Policies are the user's rules in `policies.json`. Nothing else is kept here but the asks whose
  * answer is on its way to opencode right now (so opencode's echo of it is not taken for a decision of its own).
  */
-export interface ApprovalsOptions {
+interface ApprovalsOptions {
   stateDir: string;
   registry: WorkerRegistry;
   /** The addresses a host name resolves to (a test's stand-in); default: the system's resolver (dns.lookup). */
@@ -42,9 +42,9 @@ export interface ApprovalsOptions {
 const LOOKUP_TTL_MS = 60_000;
 
 /** The tools that only look: the engine answers them itself, yes inside the workspace and no outside it. */
-export const LOOKS = new Set(["read", "glob", "grep"]);
+const LOOKS = new Set(["read", "glob", "grep"]);
 /** How long an answer may take to reach opencode before it counts as not given (the SDK client has no limit of its own). */
-export const REPLY_TIMEOUT_MS = 30_000;
+const REPLY_TIMEOUT_MS = 30_000;
 
 type AutoAnswer = { decision: Omit<Decision, "askId">; by: DecidedBy & { name: string } };
 

@@ -8,7 +8,7 @@ import { config } from "../config";
  * Over a budget, the worker is stopped with the reason (by "engine budget"). A running worker with no event for
  * `stallMs` is flagged `stalled` once (a `stalled` event), never stopped for it.
  */
-export interface BudgetsOptions {
+interface BudgetsOptions {
   registry: WorkerRegistry;
   /** Stops a worker (the engine's stop: asks cancelled, session aborted, state stopped). */
   stop: (workerId: string, reason: string) => Promise<unknown>;

@@ -23,7 +23,7 @@ import { CliError, fail } from "./errors";
 import { expectId, positiveNumber } from "./hints";
 
 /** The dashboard's address for a running engine (the token in it lets the browser in). */
-export const guiUrl = (lock: Pick<EngineLock, "port" | "token">) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
+const guiUrl = (lock: Pick<EngineLock, "port" | "token">) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
 
 /**
  * What `ocw gui` hands the browser: a private page (0600, in the state dir) that forwards to the dashboard with the token
@@ -31,7 +31,7 @@ export const guiUrl = (lock: Pick<EngineLock, "port" | "token">) => `http://127.
  * with a URL: the token must never be a command-line argument. The fragment is never sent to the engine (no server log
  * has it) and the page takes it out of the address bar at once.
  */
-export function guiLauncher(dir: string, lock: Pick<EngineLock, "port" | "token">): string {
+function guiLauncher(dir: string, lock: Pick<EngineLock, "port" | "token">): string {
   const target = `http://127.0.0.1:${lock.port}/#token=${encodeURIComponent(lock.token)}`;
   const attr = target.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
   const html =
@@ -87,7 +87,7 @@ export function stopReason(asks: Pick<PermissionAsk, "workerId" | "tool">[]): st
 }
 
 /** The one line `ocw wait` prints. */
-export function waitLine(event: string, ws: Worker[], batchId?: string): string {
+function waitLine(event: string, ws: Worker[], batchId?: string): string {
   const asks = ws.flatMap((w) => pendingAsks(w));
   const final = ws.filter((w) => isAtRest(w.state));
   const built = final.filter((w) => w.state === "built").length;
@@ -231,7 +231,7 @@ function askPath(what: string, worktree: string | null | undefined): string {
 }
 
 /** "opencode-worker: on this repository, 2 workers wait for an answer, 1 running; since the last session 3 finished (2 built, 1 honest-failure)". */
-export function sessionSummary(ws: Worker[], since: number): string | null {
+function sessionSummary(ws: Worker[], since: number): string | null {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
   const running = ws.filter((w) => !isAtRest(w.state) && !pendingAsks(w).length);
   const finished = ws.filter((w) => isAtRest(w.state) && (w.endedAt ?? 0) > since);
@@ -288,7 +288,7 @@ function readHookInput(): Record<string, unknown> {
  * runs some browsers in the foreground): it is left to run. Its stderr goes to a file, never a pipe: a pipe whose reader
  * exits would kill a browser writing to it.
  */
-export async function openBrowser(file: string, dir: string, waitMs = 3000): Promise<string | null> {
+async function openBrowser(file: string, dir: string, waitMs = 3000): Promise<string | null> {
   // file: a local file's path (guiLauncher), never a URL with a secret in it
   const [cmd, args] =
     process.platform === "darwin" ? ["open", [file]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", file]] : ["xdg-open", [file]];
@@ -328,4 +328,4 @@ export async function openBrowser(file: string, dir: string, waitMs = 3000): Pro
 }
 
 /** The line `ocw gui` prints when no browser opened: why, and to open the URL by hand. */
-export const noBrowserLine = (why: string) => `ocw: no browser opened (${why}): open the URL above in a browser by hand`;
+const noBrowserLine = (why: string) => `ocw: no browser opened (${why}): open the URL above in a browser by hand`;

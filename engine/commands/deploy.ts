@@ -20,7 +20,7 @@ import { SetupError } from "../models/errors";
 import { applyManifests, type ApplyResult } from "./k8s-apply";
 import { counted } from "../../shared/words";
 
-export interface DeployK8sOptions {
+interface DeployK8sOptions {
   runtime?: string;
   kind?: string;
   model?: string;
@@ -46,18 +46,18 @@ export interface DeployK8sOptions {
   json?: boolean;
 }
 
-export interface DeployOutput {
+interface DeployOutput {
   code: number;
   stdout: string;
   stderr: string;
 }
 
 /** The plan and manifests for these flags: the engine's (setup.k8s); tests pass the engine's function itself. */
-export type DeployPlanner = (input: DeployK8sInput) => Promise<ApiOutputs["setup"]["k8s"]>;
+type DeployPlanner = (input: DeployK8sInput) => Promise<ApiOutputs["setup"]["k8s"]>;
 
 const enginePlanner: DeployPlanner = async (input) => connect(await ensureEngine(stateDir()), "cli:ocw deploy k8s").setup.k8s.query(input);
 
-export async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv = process.env, planner: DeployPlanner = enginePlanner): Promise<DeployOutput> {
+async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv = process.env, planner: DeployPlanner = enginePlanner): Promise<DeployOutput> {
   try {
     const { output, apply, json, ...flags } = o;
     const d = await planner(flags);

@@ -29,14 +29,14 @@ interface ManifestOptions {
 /** A new API key, in the engine's form (engine/serving/keys.ts). */
 const generateKey = () => `ocw-${randomBytes(24).toString("base64url")}`;
 
-export interface KubectlRun {
+interface KubectlRun {
   args: string[];
   code: number;
   stdout: string;
   stderr: string;
 }
 
-export function findKubectl(env: NodeJS.ProcessEnv = process.env): string | null {
+function findKubectl(env: NodeJS.ProcessEnv = process.env): string | null {
   for (const dir of (env.PATH ?? "").split(path.delimiter)) {
     const p = dir && path.join(dir, "kubectl");
     if (p && existsSync(p)) return p;

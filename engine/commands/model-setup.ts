@@ -25,7 +25,7 @@ import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
 import { counted } from "../../shared/words";
 import { showUntrusted } from "../../shared/untrusted";
 
-export interface CommandOutput {
+interface CommandOutput {
   code: number;
   stdout: string;
   stderr: string;
@@ -61,7 +61,7 @@ export interface SetupPort {
 }
 
 /** What the question before a start shows: the planned model, quant, slots and context per slot. */
-export type StartQuestion = Pick<SetupJob, "model" | "quant" | "slots" | "ctxPerSlot">;
+type StartQuestion = Pick<SetupJob, "model" | "quant" | "slots" | "ctxPerSlot">;
 
 /** The start's answer when the person says no (as the engine's own start says it). */
 const NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
@@ -119,7 +119,7 @@ async function startOnEngine(
 }
 
 /** The engine's API as a SetupPort: the user's engine, started when none runs, with `name` on every call. */
-export function enginePort(name: ClientKind): SetupPort {
+function enginePort(name: ClientKind): SetupPort {
   let client: Promise<EngineClient> | null = null;
   const c = () => (client ??= ensureEngine(stateDir()).then((lock) => connect(lock, name)));
   return {
@@ -179,7 +179,7 @@ function cacheType(v: string | undefined, flag: string): KvCacheType | undefined
 
 const fmt = (b: number | null) => (b === null ? "?" : b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / MiB).toFixed(2)} MiB`);
 
-export interface FitCommandOptions {
+interface FitCommandOptions {
   metadata?: string;
   gguf?: string;
   ctx?: string;
@@ -282,7 +282,7 @@ export async function runFit(o: FitCommandOptions, port: SetupPort = enginePort(
  * exit 0 with a pick, 3 with none (problem says what to change), 2 on bad input. The plan is the engine's
  * (setup.plan: `planFit`, fit-service.ts); this only reads the flags and prints.
  */
-export async function runFitPlan(o: FitCommandOptions, port: SetupPort = enginePort("cli:ocw fit")): Promise<CommandOutput> {
+async function runFitPlan(o: FitCommandOptions, port: SetupPort = enginePort("cli:ocw fit")): Promise<CommandOutput> {
   try {
     const slots = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
     // `--ctx` without --gguf/--metadata is the context per slot, as `ocw setup --ctx` (it was read from a field no flag
@@ -343,7 +343,7 @@ function benchSecOf(v: string | undefined): number | undefined {
   return n;
 }
 
-export interface SetupCommandOptions {
+interface SetupCommandOptions {
   runtime?: string;
   model?: string;
   slots?: string;

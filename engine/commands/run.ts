@@ -47,7 +47,7 @@ interface RunOptions {
 const collect = (v: string, prev: string[]) => [...prev, v];
 
 /** What each --approve mode does with the worker's asks (the help said "ask (default: ask on the terminal) | once | …"). */
-export const APPROVE_HELP =
+const APPROVE_HELP =
   "how the worker's asks (edits, commands) are answered: ask = on the terminal, one at a time (y once, a always, n no); once = allow each, once; always = allow each, and what it covers for the rest of the run; reject = refuse each";
 
 export function registerRunCommand(program: Command): void {

@@ -339,7 +339,7 @@ export function discardText(w: Worker, already = false): string {
   return `${already ? `${w.id} was already discarded` : `discarded ${w.id}`}: its workspace and branch are gone${merged}`;
 }
 
-export function batchText(b: BatchSummary): string {
+function batchText(b: BatchSummary): string {
   const lines = [`batch ${b.id}${b.name ? ` "${safe(b.name)}"` : ""}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " · done" : ""}`];
   if (b.tasks.length)
     for (const t of b.tasks)

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import https from "node:https";
 
 /** One route of the gateway: opencode's requests for a target, forwarded with the target's real key. */
-export interface GatewayRoute {
+interface GatewayRoute {
   /** The upstream base URL (the target's endpoint, e.g. https://api.example.com/v1). */
   upstream: string;
   /** The real key, added to forwarded requests; it never leaves the engine's process otherwise. Null: none is sent. */

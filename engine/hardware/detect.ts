@@ -23,7 +23,7 @@ import {
 } from "./parse";
 import { counted } from "../../shared/words";
 
-export interface RunResult {
+interface RunResult {
   ok: boolean;
   /** The executable was not found. */
   missing: boolean;
@@ -33,7 +33,7 @@ export interface RunResult {
 }
 export type Runner = (cmd: string, args: string[], timeoutMs: number) => Promise<RunResult>;
 
-export const defaultRunner: Runner = async (cmd, args, timeoutMs) => {
+const defaultRunner: Runner = async (cmd, args, timeoutMs) => {
   try {
     const r = await execa(cmd, args, { timeout: timeoutMs, reject: false, stdin: "ignore", env: { ...process.env, LC_ALL: "C" } });
     const missing = (r as { code?: string }).code === "ENOENT" || /ENOENT/.test(String(r.message ?? ""));
@@ -43,7 +43,7 @@ export const defaultRunner: Runner = async (cmd, args, timeoutMs) => {
   }
 };
 
-export interface Probe {
+interface Probe {
   name: string;
   ok: boolean;
   ms: number;
@@ -63,7 +63,7 @@ export interface HardwareReport {
   ms: number;
 }
 
-export interface DetectOptions {
+interface DetectOptions {
   platform?: NodeJS.Platform;
   run?: Runner;
   /** A llama-server binary to confirm with. */
@@ -93,7 +93,7 @@ const statValue = (stat: string | null, key: string): number => Number(new RegEx
  * (memory.limit_in_bytes); the process's own cgroup directory, else the mount's root (a cgroup namespace shows the
  * container's cgroup there).
  */
-export function cgroupMemory(root = "/sys/fs/cgroup", self: string | null = readText("/proc/self/cgroup")): { limitBytes: number; usedBytes: number } | null {
+function cgroupMemory(root = "/sys/fs/cgroup", self: string | null = readText("/proc/self/cgroup")): { limitBytes: number; usedBytes: number } | null {
   const lines = (self ?? "").split("\n");
   const v2 = lines.map((l) => /^0::(\/.*)$/.exec(l.trim())?.[1]).find((x) => x !== undefined);
   const v1 = lines.map((l) => /^\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(\/.*)$/.exec(l.trim())?.[1]).find((x) => x !== undefined);

@@ -3,7 +3,7 @@
  * none throws on garbage (a broken tool must not break `ocw doctor`).
  */
 
-export type GpuVendor = "nvidia" | "amd" | "apple" | "intel" | "other";
+type GpuVendor = "nvidia" | "amd" | "apple" | "intel" | "other";
 
 export interface Gpu {
   index: number;
@@ -23,7 +23,7 @@ export interface Gpu {
   source: string;
 }
 
-export interface ParseResult<T> {
+interface ParseResult<T> {
   items: T[];
   problems: string[];
 }

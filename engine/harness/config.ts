@@ -6,7 +6,7 @@ import { projectRoot } from "../paths";
 import { OPENCODE_FIRST_REQUEST_TOKENS } from "../serving";
 
 export const WORKER_AGENT = "ocw-worker";
-export const PROVIDER_ID = "ocw";
+const PROVIDER_ID = "ocw";
 /** How opencode reaches a target's model when it is not the target's own endpoint: the engine's key gateway. */
 export interface ProviderAccess {
   baseURL: string;
@@ -98,7 +98,7 @@ export function seedModelsCatalog(file: string): string {
 }
 
 /** The worker agent's permission rules: gates on edit/bash/webfetch, nothing outside the worktree, reads free. */
-export const WORKER_PERMISSION = {
+const WORKER_PERMISSION = {
   edit: "ask",
   bash: "ask",
   webfetch: "ask",
@@ -116,7 +116,7 @@ export const WORKER_PERMISSION = {
   skill: "deny",
 } as const;
 
-export interface AgentPrompt {
+interface AgentPrompt {
   prompt: string;
   /** Where the pack came from, or null when the target has none. */
   pack: string | null;
@@ -159,7 +159,7 @@ export const providerIdFor = (i: number) => (i === 0 ? PROVIDER_ID : `${PROVIDER
  * left nothing below the compaction line — every turn compacted, and on vLLM the first request was refused — so the
  * output shrinks to what leaves room for the first request (never below 1,024).
  */
-export function modelLimits(target: Pick<Target, "contextLimit" | "outputLimit" | "serving">): { context: number; output: number } {
+function modelLimits(target: Pick<Target, "contextLimit" | "outputLimit" | "serving">): { context: number; output: number } {
   const context = target.contextLimit ?? target.serving.perSlotCtx ?? 32768;
   const want = target.outputLimit ?? 8192;
   return { context, output: Math.max(Math.min(1024, want), Math.min(want, context - OPENCODE_FIRST_REQUEST_TOKENS)) };

@@ -10,7 +10,7 @@ import type { OpencodePort, PortResult, TurnMessage } from "./port";
  * plain request takes ~0.2 ms. The answers are the same: `no-answer` where no HTTP answer came (or its body could not be
  * read), `status` for an error status, the value read from a 2xx answer (without it, a `status` failure).
  */
-export interface HttpTarget {
+interface HttpTarget {
   /** opencode serve's base URL, `http://127.0.0.1:PORT`. */
   url: string;
   /** Its `Authorization` header (OPENCODE_SERVER_PASSWORD's basic auth); absent: none sent. */

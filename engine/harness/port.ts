@@ -32,12 +32,12 @@ export interface OpencodePort {
   dispose(a: { directory: string }): Promise<PortResult<void>>;
 }
 
-export interface CallOptions {
+interface CallOptions {
   signal?: AbortSignal;
 }
 
 /** A pool endpoint's provider and model (servers.ts modelFor); absent: the target's one provider. */
-export interface PortModel {
+interface PortModel {
   providerID: string;
   modelID: string;
 }
@@ -52,7 +52,7 @@ export interface TurnMessage {
  * Why a call failed. `no-answer`: no HTTP answer at all (opencode down, hung, past the call's limit, or an answer whose
  * body could not be read): opencode may or may not have acted on it. `status`: opencode answered with an error status.
  */
-export type PortFailure = { kind: "no-answer"; error: unknown } | { kind: "status"; status: number };
+type PortFailure = { kind: "no-answer"; error: unknown } | { kind: "status"; status: number };
 
 export type PortResult<T> = { ok: true; value: T } | ({ ok: false } & PortFailure);
 

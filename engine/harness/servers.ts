@@ -18,7 +18,7 @@ import { opencodeRegistry } from "./opencode-server";
  * process (issue 31: the engine's own CPU per task); a key set on it later takes effect when its opencode server starts
  * again. Every server is sandboxed as the engine's sandbox says, with the per-command worker shell.
  */
-export interface ServersOptions {
+interface ServersOptions {
   stateDir: string;
   sandbox: { kind: SandboxKind };
   workspacesRoot: string;

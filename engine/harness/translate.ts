@@ -58,7 +58,7 @@ export function opencodeEvent(raw: unknown, directory?: string): OpencodeEvent |
 }
 
 /** The opencode session an event belongs to. */
-export function sessionOf(e: OpencodeEvent): string | undefined {
+function sessionOf(e: OpencodeEvent): string | undefined {
   switch (e.type) {
     case "message.part.updated":
       return e.properties.sessionID ?? e.properties.part?.sessionID;
@@ -131,14 +131,14 @@ export function questionAsk(workerId: string, p: QuestionRequest): PermissionAsk
 }
 
 /** Characters of one tool call's output kept in the worker's log: its head and its tail, the length cut between recorded. */
-export const TOOL_OUTPUT_KEEP = 20_000;
+const TOOL_OUTPUT_KEEP = 20_000;
 /** Characters kept of each string in a tool call's input (a written file's content, a long command). */
-export const TOOL_INPUT_STRING_KEEP = 20_000;
+const TOOL_INPUT_STRING_KEEP = 20_000;
 /** Characters kept of one finished text or reasoning part. */
-export const TEXT_KEEP = 200_000;
+const TEXT_KEEP = 200_000;
 
 /** `s` within `keep` characters: its head (60 %) and tail, with the number of characters cut between them; never half a surrogate pair. */
-export function headTail(s: string, keep: number): { text: string; cut: number } {
+function headTail(s: string, keep: number): { text: string; cut: number } {
   if (s.length <= keep) return { text: s, cut: 0 };
   let head = Math.ceil(keep * 0.6);
   if (/[\ud800-\udbff]/.test(s[head - 1] ?? "")) head--;
@@ -191,7 +191,7 @@ export function translatePart(part: Part): { part: TranscriptPart | null; toolFa
 }
 
 /** An assistant message's usage, or null for a user message or one without token counts yet. */
-export function usageOf(info: Message): { id: string; usage: { input: number; output: number; reasoning: number; cost: number } } | null {
+function usageOf(info: Message): { id: string; usage: { input: number; output: number; reasoning: number; cost: number } } | null {
   if (info?.role !== "assistant" || !info.tokens) return null;
   return {
     id: info.id,
@@ -200,7 +200,7 @@ export function usageOf(info: Message): { id: string; usage: { input: number; ou
 }
 
 /** A streamed piece of a part's text, published (not logged) to clients. */
-export interface Delta {
+interface Delta {
   workerId: string;
   partId: string;
   field: string;
@@ -248,7 +248,7 @@ const STREAMING_CAP = 256 * 1024;
  * What the translator needs of the worker registry (`engine/registry/registry.ts` satisfies it structurally, so the
  * harness never imports the workers' module: workers → harness, one way).
  */
-export interface TranslateRegistry {
+interface TranslateRegistry {
   readonly workers: ReadonlyMap<string, Worker>;
   readonly sessions: Map<string, string>;
   rt(id: string): { heard(): void; sessionError(message: string): void; replies?: { part(part: Part): void; message(info: Message): void } };
@@ -257,7 +257,7 @@ export interface TranslateRegistry {
 }
 
 /** Where translated events go: the worker registry and the services that act on them. */
-export interface TranslateSinks {
+interface TranslateSinks {
   registry: TranslateRegistry;
   ask: (workerId: string, ask: PermissionAsk) => void;
   askGone: (workerId: string, askId: string, reply: string) => void;

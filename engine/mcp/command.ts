@@ -35,7 +35,7 @@ export function registerMcpCommand(program: Command): void {
     });
 }
 
-export async function runMcpBridge(): Promise<void> {
+async function runMcpBridge(): Promise<void> {
   // Nothing but protocol messages may reach stdout.
   const toStderr = (...a: unknown[]) => process.stderr.write(a.map((x) => (typeof x === "string" ? x : JSON.stringify(x))).join(" ") + "\n");
   console.log = toStderr;
@@ -87,7 +87,7 @@ export async function runMcpBridge(): Promise<void> {
  * here each gets the error JSON-RPC asks for: -32700 when it is not JSON, -32600 when it is not a valid message, with
  * its id when it has one, else null.
  */
-export function answerInvalidLines(input: Readable, write: (line: string) => void, log: (line: string) => void = () => {}): Readable {
+function answerInvalidLines(input: Readable, write: (line: string) => void, log: (line: string) => void = () => {}): Readable {
   const valid = new PassThrough();
   const onLine = (line: string) => {
     if (!line.trim()) return;

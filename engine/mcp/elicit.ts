@@ -8,11 +8,7 @@ import { askView, diffChangesNothing, OPTIONS_SHOWN, QUESTIONS_SHOWN, questionsV
 import { showUntrusted } from "../../shared/untrusted";
 import { plainName } from "../../shared/wait";
 
-export type OfferOutcome =
-  | { kind: "answered"; decision: string }
-  | { kind: "resolved-elsewhere" }
-  | { kind: "declined" }
-  | { kind: "unavailable"; why: string };
+type OfferOutcome = { kind: "answered"; decision: string } | { kind: "resolved-elsewhere" } | { kind: "declined" } | { kind: "unavailable"; why: string };
 
 /** Whether the connected client declared form elicitation (an empty `elicitation: {}` means forms). */
 export function canElicit(server: Server): boolean {

@@ -33,7 +33,7 @@ export function untrustedText(s: string, max: number, opts: { block?: boolean } 
 }
 
 /** What stands for the worker's private workspace path inside a command shown to Claude. */
-export const WORKSPACE_MARK = "⟨workspace⟩";
+const WORKSPACE_MARK = "⟨workspace⟩";
 
 /**
  * What an ask names, as the person sees it: a path that is the ask (an edit, a read) inside the worker's private
@@ -157,7 +157,7 @@ export function summarize(w: Worker, now = Date.now()): WorkerSummary {
  * model answer can open hundreds of asks at once (parallel tool calls, each up to ~1,000 characters), and `workers` /
  * `worker_status` over Claude Code's limit reach Claude as a file or cut; pending_approvals and wait page them all.
  */
-export const SUMMARY_PENDING_CHARS = 3000;
+const SUMMARY_PENDING_CHARS = 3000;
 function pendingPage(items: PendingItem[]): { pending: PendingItem[]; pendingMore?: number } {
   let size = 0;
   const pending = items.filter((it, i) => (size += JSON.stringify(it).length) <= SUMMARY_PENDING_CHARS || i === 0);

@@ -1,5 +1,5 @@
 /** Server instructions: Claude Code puts them in the system prompt and cuts them at 2 KB — keep under that. */
-export const INSTRUCTIONS = `opencode-worker runs coding tasks on OpenCode workers, each in a private repository, graded by held-back checks the worker never sees.
+const INSTRUCTIONS = `opencode-worker runs coding tasks on OpenCode workers, each in a private repository, graded by held-back checks the worker never sees.
 
 Loop: setup_status (ready? slots.free) → delegate {task, directory (absolute), checks, scope, protect} or delegate_batch (independent tasks, DISJOINT scopes) → wait until settled → result → diff → merge.
 

@@ -15,7 +15,7 @@ export function isConnectionError(err: unknown): boolean {
 }
 
 /** True when the engine refused the connection: the request never reached it, so retrying cannot repeat it. */
-export function isRefused(err: unknown): boolean {
+function isRefused(err: unknown): boolean {
   const e = err as { data?: unknown; message?: string; cause?: { code?: string; message?: string; cause?: { code?: string; message?: string } } };
   if (e && e.data) return false;
   return /ECONNREFUSED/.test(

@@ -50,7 +50,7 @@ const BASELINE_WAIT_MS = 8000;
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-export interface BridgeOptions {
+interface BridgeOptions {
   link: EngineLink;
   log?: (line: string) => void;
   /** Where a relative `directory` would have pointed, for the hint in the error (Claude Code's project dir). */
@@ -64,7 +64,7 @@ export interface BridgeOptions {
 }
 
 /** Short, so Claude Code's tool names stay short: mcp__plugin_opencode-worker_ocw__delegate. */
-export const SERVER_NAME = "ocw";
+const SERVER_NAME = "ocw";
 
 /** The client's tool timeout from MCP_TOOL_TIMEOUT (milliseconds), or null when unset or unreadable. */
 export function toolTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number | null {
@@ -1539,7 +1539,7 @@ function failure(message: string) {
  * A question's answers given flat (["Red"]: one label, not one array per question), the commonest slip: said with the
  * shape that works (the schema's own words were "answers.0: expected array, received string").
  */
-export function answersProblem(answers: unknown): string | null {
+function answersProblem(answers: unknown): string | null {
   if (!Array.isArray(answers) || !answers.some((a) => typeof a === "string")) return null;
   const fixed = JSON.stringify(answers.map((a) => (typeof a === "string" ? [a] : a))).slice(0, 200);
   return `answers is one array per question, each holding that question's chosen labels (or free text): e.g. "answers":${fixed}`;
@@ -1605,7 +1605,7 @@ function nextAfterFailure(w: Worker): string {
  * and leaves the rest, so a batch merged while workers still run, or with some not built, is said as such (it said
  * "merged nothing", or named what it merged and nothing of what it left).
  */
-export function batchMergeNext(batchId: string, r: Pick<MergeBatchResult, "merged" | "skipped">, ws: Pick<Worker, "id" | "state" | "merged">[]): string {
+function batchMergeNext(batchId: string, r: Pick<MergeBatchResult, "merged" | "skipped">, ws: Pick<Worker, "id" | "state" | "merged">[]): string {
   const byId = new Map(ws.map((w) => [w.id, w]));
   const ids = (list: string[]) => (list.length > 6 ? `${list.slice(0, 6).join(", ")} and ${list.length - 6} more` : list.join(", "));
   const skipped = r.skipped.map((s) => ({ id: s.workerId, w: byId.get(s.workerId) }));

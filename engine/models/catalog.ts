@@ -12,7 +12,7 @@ import type { GgufTensorInfo } from "./gguf";
 import type { ModelHparams } from "./hparams";
 import type { MtpHead } from "./mtp";
 
-export interface ArchSpec {
+interface ArchSpec {
   /** GGUF general.architecture. */
   arch: string;
   nLayer: number;
@@ -33,7 +33,7 @@ export interface ArchSpec {
   moe?: { experts: number; used: number; expertShare: number };
 }
 
-export interface CatalogQuant {
+interface CatalogQuant {
   quant: string;
   /** Total file bytes (all shards). */
   bytes: number;
@@ -675,7 +675,7 @@ export function catalogTensors(e: CatalogEntry, q: CatalogQuant): GgufTensorInfo
  * minimum is known. Reasoning parser names: docs.vllm.ai "Reasoning Outputs" (qwen3, glm45, openai_gptoss) and
  * docs.sglang.io "Reasoning Parser" (qwen3, glm45, gpt-oss).
  */
-export interface RuntimeFamily {
+interface RuntimeFamily {
   family: string;
   minVersion: { vllm: string | null; sglang: string | null };
   image: { vllm: string; sglang: string };

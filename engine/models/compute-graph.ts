@@ -164,7 +164,7 @@ export class ComputeGraph {
 }
 
 /** What the compute graph depends on: the model's shape per layer (as the hyperparameters give it), and the reserve's batch. */
-export interface ComputeShape
+interface ComputeShape
   extends Pick<
     ModelHparams,
     | "arch"

@@ -15,7 +15,7 @@ export interface DownloadProgress {
   bytesPerSec: number;
 }
 
-export interface DownloadOptions {
+interface DownloadOptions {
   url: string;
   dest: string;
   headers?: Record<string, string>;
@@ -34,7 +34,7 @@ export class DownloadError extends SetupError {
   }
 }
 
-export async function sha256File(file: string): Promise<string> {
+async function sha256File(file: string): Promise<string> {
   const h = createHash("sha256");
   for await (const chunk of createReadStream(file)) h.update(chunk as Buffer);
   return h.digest("hex");

@@ -6,7 +6,7 @@
 import { type ErrorCode, type ErrorData, type ErrorKind, OcwError } from "../../shared/errors";
 
 /** The kinds of shared/errors.ts (ErrorKind): which part of setup refused. */
-export type SetupErrorKind = ErrorKind;
+type SetupErrorKind = ErrorKind;
 export type SetupErrorData = ErrorData;
 
 export class SetupError extends OcwError {

@@ -49,7 +49,7 @@ export interface EstimateOptions {
   nCpuMoe?: number;
 }
 
-export interface DeviceEstimate {
+interface DeviceEstimate {
   device: string;
   name: string;
   kind: "gpu" | "cpu";
@@ -101,7 +101,7 @@ export class EstimateError extends SetupError {
   }
 }
 
-export interface ResolvedContext {
+interface ResolvedContext {
   nCtx: number;
   nCtxPerSlot: number;
   slots: number;
@@ -133,7 +133,7 @@ function typeId(t: KvCacheType): number {
 }
 
 /** Layer index a tensor belongs to: blk.N → N, token_embd → -1 (input), everything else → n_layer_all (output). */
-export function tensorLayer(name: string, nLayerAll: number): number {
+function tensorLayer(name: string, nLayerAll: number): number {
   const m = /^blk\.(\d+)\./.exec(name);
   if (m) return Number(m[1]);
   if (name.startsWith("token_embd.") && !name.startsWith("token_embd_norm")) return -1;

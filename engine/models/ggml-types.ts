@@ -1,6 +1,6 @@
 /** ggml tensor types as stored in GGUF files: id → [name, block size, bytes per block] (ggml/src/ggml.c type_traits). */
 import { SetupError } from "./errors";
-export const GGML_TYPES: Record<number, readonly [name: string, blck: number, size: number]> = {
+const GGML_TYPES: Record<number, readonly [name: string, blck: number, size: number]> = {
   0: ["f32", 1, 4],
   1: ["f16", 1, 2],
   2: ["q4_0", 32, 18],
@@ -58,7 +58,7 @@ export function tensorBytes(type: number, shape: readonly number[]): number {
 }
 
 /** KV cache types llama.cpp accepts for -ctk/-ctv (common/arg.cpp kv_cache_types). */
-export const KV_CACHE_TYPES = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"] as const;
+const KV_CACHE_TYPES = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"] as const;
 export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
 
 export function isKvCacheType(s: string): s is KvCacheType {

@@ -10,7 +10,7 @@ import { readPrefix } from "../net";
 export type GgufValue = number | bigint | boolean | string | GgufValue[] | GgufArraySummary;
 
 /** Large arrays (tokenizer vocab, merges) are summarized unless `fullArrays` is set. */
-export interface GgufArraySummary {
+interface GgufArraySummary {
   readonly __gguf_array: true;
   itemType: number;
   length: number;
@@ -38,7 +38,7 @@ export interface GgufFile {
 }
 
 /** Random-access byte source. */
-export interface ByteSource {
+interface ByteSource {
   read(offset: number, length: number): Promise<Uint8Array>;
   close?(): Promise<void>;
   describe: string;
@@ -54,7 +54,7 @@ export class GgufError extends SetupError {
 const T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 } as const;
 const FIXED: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
 
-export function fileSource(path: string): ByteSource {
+function fileSource(path: string): ByteSource {
   let fh: Awaited<ReturnType<typeof open>> | undefined;
   return {
     describe: path,
@@ -229,7 +229,7 @@ async function readValue(c: Cursor, type: number, fullArrays: boolean, arrayLimi
   return out;
 }
 
-export interface ReadGgufOptions {
+interface ReadGgufOptions {
   /** Keep every array element (needed to copy a tokenizer). Default: arrays over `arrayLimit` are summarized. */
   fullArrays?: boolean;
   arrayLimit?: number;
@@ -239,7 +239,7 @@ export interface ReadGgufOptions {
   maxHeaderBytes?: number;
 }
 
-export async function readGguf(src: ByteSource, opts: ReadGgufOptions = {}): Promise<GgufFile> {
+async function readGguf(src: ByteSource, opts: ReadGgufOptions = {}): Promise<GgufFile> {
   const c = new Cursor(src, opts.chunk ?? 1 << 20, opts.maxHeaderBytes ?? 256 * 1024 * 1024);
   try {
     // a read error (offline, 401, 404) is its own message, never "not a GGUF"; only a short file reads as empty

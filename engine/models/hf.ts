@@ -21,7 +21,7 @@ export interface QuantFile {
   totalBytes: number;
 }
 
-export interface RepoGgufs {
+interface RepoGgufs {
   repo: string;
   rev: string;
   quants: QuantFile[];

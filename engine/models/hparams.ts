@@ -5,9 +5,9 @@
 import type { GgufValue } from "./gguf";
 import { SetupError, type SetupErrorData } from "./errors";
 
-export type Metadata = Record<string, GgufValue | unknown>;
+type Metadata = Record<string, GgufValue | unknown>;
 
-export type SwaType = "none" | "standard" | "chunked";
+type SwaType = "none" | "standard" | "chunked";
 
 export interface ModelHparams {
   arch: string;
@@ -351,10 +351,10 @@ export function hparamsFromMetadata(meta: Metadata): ModelHparams {
   };
 }
 
-export function headDimK(h: ModelHparams, il: number): number {
+function headDimK(h: ModelHparams, il: number): number {
   return h.isSwa[il] ? h.headKSwa : h.headK;
 }
-export function headDimV(h: ModelHparams, il: number): number {
+function headDimV(h: ModelHparams, il: number): number {
   return h.isSwa[il] ? h.headVSwa : h.headV;
 }
 export function nEmbdKGqa(h: ModelHparams, il: number): number {

@@ -12,13 +12,13 @@ import { stateDir } from "../store";
 import type { CatalogEntry } from "./catalog";
 import { groupGgufs, listRepoFiles } from "./hf";
 
-export interface HubSizesFile {
+interface HubSizesFile {
   version: 1;
   repos: Record<string, { at: number; ggufs: Record<string, number>; safetensors: number | null }>;
 }
 
 /** How long a kept listing is used (a repo's files rarely change; a re-upload changes a few percent). */
-export const HUB_SIZES_MAX_AGE_MS = 30 * 24 * 3600_000;
+const HUB_SIZES_MAX_AGE_MS = 30 * 24 * 3600_000;
 /** How old a listing may be before `refreshHubSizes` asks again. */
 const REFRESH_AFTER_MS = 24 * 3600_000;
 

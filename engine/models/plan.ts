@@ -63,7 +63,7 @@ export interface PlanDevices {
   cpuCores?: number | null;
 }
 
-export interface LayoutPlan {
+interface LayoutPlan {
   placement: FitPick["placement"];
   gpusUsed: number;
   ctxPerSlot: number;
@@ -82,7 +82,7 @@ export interface LayoutPlan {
  * from what the plan leaves of the host's RAM after its own part, the 1 GiB margin and HOST_HEADROOM for the OS,
  * opencode and the engine.
  */
-export interface HostCaches {
+interface HostCaches {
   cacheRamMiB: number;
   /** null: the model keeps no recurrent / SWA state (checkpoints unused). */
   ctxCheckpoints: number | null;
@@ -92,11 +92,11 @@ export interface HostCaches {
 }
 
 /** RAM kept for the OS, opencode and the engine before any host cache is given. */
-export const HOST_HEADROOM = 2 * GiB;
+const HOST_HEADROOM = 2 * GiB;
 const MAX_CACHE_RAM_MIB = 8192;
 const MAX_CHECKPOINTS = 8;
 
-export function hostCaches(e: Estimate, slots: number, hostFreeBytes: number): HostCaches {
+function hostCaches(e: Estimate, slots: number, hostFreeBytes: number): HostCaches {
   const used = e.perDevice.find((d) => d.kind === "cpu")?.totalBytes ?? 0;
   let left = hostFreeBytes - used - MARGIN - HOST_HEADROOM;
   const perCheckpoint = (e.recurrentBytes + e.kvBytesSwa) / Math.max(1, slots);
@@ -318,7 +318,7 @@ function gpuDevices(p: LayoutPlan, gpus: PlanDevices["gpus"]): PlannedDevice[] {
 }
 
 /** The pick for one laid-out model: devices with budgets, the launch command with the key elided, the reason. */
-export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: number, toolVerified: boolean): FitPick {
+function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: number, toolVerified: boolean): FitPick {
   const gpus = [...dev.gpus].sort((a, b) => b.freeBytes - a.freeBytes).slice(0, p.gpusUsed);
   const e = p.estimate;
   const devices: PlannedDevice[] = gpuDevices(p, gpus);
@@ -392,7 +392,7 @@ function expertBytesByLayer(m: PlanModel): Map<number, number> {
  * The speed of one server (issue 27): each device's dense weights, routed experts and KV at its bandwidth and TFLOPS
  * (GPUs by name; host RAM and the CPU assumed unless known) — see speed.ts.
  */
-export function planSpeed(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slots: number, cpuCores?: number | null): SpeedEstimate | null {
+function planSpeed(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slots: number, cpuCores?: number | null): SpeedEstimate | null {
   // the input embeddings stay in RAM but a token reads one row of them, not the table
   const embd = m.tensors?.find((t) => t.name === "token_embd.weight")?.bytes ?? 0;
   const byLayer = expertBytesByLayer(m);
@@ -462,7 +462,7 @@ function hostNote(c: HostCaches): string {
   );
 }
 
-export interface ReplicaPlan {
+interface ReplicaPlan {
   gpus: PlanDevices["gpus"];
   slots: number;
   plan: LayoutPlan;
@@ -494,7 +494,7 @@ export function replicate(m: PlanModel, dev: PlanDevices, slots: number, minCtx:
 }
 
 /** The pick for a pool of replicas: every replica's command (its GPUs isolated), devices and the reason. */
-export function toPoolPick(m: PlanModel, reps: ReplicaPlan[], _dev: PlanDevices, toolVerified: boolean): FitPick {
+function toPoolPick(m: PlanModel, reps: ReplicaPlan[], _dev: PlanDevices, toolVerified: boolean): FitPick {
   const slots = reps.reduce((a, r) => a + r.slots, 0);
   const ctxPerSlot = Math.min(...reps.map((r) => r.plan.ctxPerSlot));
   const endpoints = reps.map((r) => ({
@@ -548,7 +548,7 @@ export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
 }
 
 /** Per-slot context that agents need for long sessions before a larger quant is worth having (issue 27). */
-export const LONG_CTX = 65536;
+const LONG_CTX = 65536;
 
 /**
  * How good a GPU plan is apart from its quant: 2 = ≥ 64k per slot (or all the model / the asked context allows) with
@@ -560,7 +560,7 @@ function planScore(p: LayoutPlan, m: PlanModel, maxCtxPerSlot?: number): number 
   return p.ctxPerSlot >= want ? 2 : 1;
 }
 
-export interface Proposal {
+interface Proposal {
   pick: FitPick | null;
   alternatives: FitPick[];
   problem: string | null;
@@ -568,13 +568,13 @@ export interface Proposal {
   slow?: FitPick[];
 }
 
-export interface ProposeOptions {
+interface ProposeOptions {
   /** Plan models that decode below MIN_AGENT_TOK_PER_SEC per slot too (the person's `--allow-slow`). */
   allowSlow?: boolean;
 }
 
 /** Whether every GPU shares the host's memory (Apple, AMD APUs): bandwidth-poor, so MoE models first (issue 27). */
-export const unifiedOnly = (dev: PlanDevices): boolean => dev.gpus.length > 0 && dev.gpus.every((g) => g.unified);
+const unifiedOnly = (dev: PlanDevices): boolean => dev.gpus.length > 0 && dev.gpus.every((g) => g.unified);
 
 /**
  * Chooses from the catalog. `verified(id)` says whether a target of that model passed the tool-call round trip here.

@@ -11,7 +11,7 @@ import { loadGguf, type ModelInfo } from "./source";
 import { SetupError } from "./errors";
 import { counted } from "../../shared/words";
 
-export interface RepoPlan {
+interface RepoPlan {
   repo: string;
   rev: string;
   quant: QuantFile;

@@ -76,11 +76,11 @@ const GPU_TABLE: [RegExp, number, number][] = [
   [/M\d/i, 100, 3.5],
 ];
 
-export const ASSUMED_GPU_BW = 300;
-export const ASSUMED_GPU_TFLOPS = 20;
-export const ASSUMED_RAM_BW = 60;
+const ASSUMED_GPU_BW = 300;
+const ASSUMED_GPU_TFLOPS = 20;
+const ASSUMED_RAM_BW = 60;
 /** Physical cores assumed when the machine did not say. */
-export const ASSUMED_CPU_CORES = 8;
+const ASSUMED_CPU_CORES = 8;
 /** Per physical core: llama.cpp multiplies quantized weights with int8 dot products (AVX2: 2 × 32 int8 MACs a cycle at 3 GHz ≈ 200 G ops). */
 const CPU_GFLOPS_PER_CORE = 200;
 const MEM_EFFICIENCY = 0.6;
@@ -89,7 +89,7 @@ const PREFILL_EFFICIENCY = 0.4;
 /** Tokens an agent session holds on average while it decodes (half of a 32k session). */
 const AVG_SESSION_CTX = 16384;
 /** OpenCode's first request (issue 27, measured with our agent: ≈ 5,917 tokens, rounded up). */
-export const FIRST_REQUEST_TOKENS = 6144;
+const FIRST_REQUEST_TOKENS = 6144;
 /** Below this an agent's turn (a few hundred tokens of output, tens of turns a task) takes too long. */
 export const MIN_AGENT_TOK_PER_SEC = 8;
 /** Above this the first request of every worker (≈ 6k tokens) waits minutes: warned, not refused. */
@@ -141,7 +141,7 @@ export interface SpeedPart {
   flopsKnown: boolean;
 }
 
-export interface SpeedModel {
+interface SpeedModel {
   /** Active parameters (what a token multiplies): FLOPs per token ≈ 2 × this. */
   activeParams: number;
   /** Routed experts per layer and used per token; absent for a dense model. */

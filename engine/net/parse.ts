@@ -18,7 +18,7 @@ export const PARSE_INLINE_MAX = 256 * 1024;
  * - `slots`: a llama.cpp `/slots` answer as `{ total, busy }` (null when it is not a non-empty list);
  * - `metrics`: a Prometheus text answer as the family it belongs to and the values of the named metrics.
  */
-export type ParseJob = { kind: "json"; keep?: Keep } | { kind: "slots" } | { kind: "metrics"; names: string[] };
+type ParseJob = { kind: "json"; keep?: Keep } | { kind: "slots" } | { kind: "metrics"; names: string[] };
 /**
  * The part of a JSON value a caller reads: `true` the value whole; `{ key: Keep }` only those keys of an object;
  * `[Keep]` each element of a list so. Handing a large value back from the worker costs the engine's thread about as

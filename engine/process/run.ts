@@ -17,7 +17,7 @@ export interface CommandResult {
   startError?: string;
 }
 
-export interface CommandOptions {
+interface CommandOptions {
   cwd: string;
   /** The child's whole environment (nothing is inherited implicitly). */
   env: Record<string, string | undefined>;
@@ -86,7 +86,7 @@ export function losslessUtf8(buf: Buffer): string {
  * die, and every command in flight with it. A worker controls what some commands print (the names of the files it
  * made, for one), so output is capped well below that: past the cap the command is killed and reported as failed.
  */
-export const MAX_OUTPUT_BYTES = 64 * 2 ** 20;
+const MAX_OUTPUT_BYTES = 64 * 2 ** 20;
 
 type Reply = { id: number } & CommandResult;
 
@@ -258,7 +258,7 @@ class CommandThread {
  * in more entries than half its size (the commands changed company). The channel keeps order, so a base sent before a
  * command is the one its differences apply to.
  */
-export class EnvChannel {
+class EnvChannel {
   private base: Record<string, string> | null = null;
 
   constructor(private readonly onBase?: () => void) {}

@@ -14,7 +14,7 @@ import { counted } from "../../shared/words";
  * asks), a settled or grading one is graded again. When an opencode server dies, its live workers are interrupted;
  * when its event stream reconnects, the asks and idles missed meanwhile are picked up.
  */
-export interface RecoveryOptions {
+interface RecoveryOptions {
   stateDir: string;
   registry: WorkerRegistry;
   logs: WorkerLogStore;

@@ -10,7 +10,7 @@ import type { WorkerLogStore } from "../store";
 import type { Workspace } from "../workspace";
 import { type Activity, WorkerRun } from "./worker-run";
 
-export interface RegistryOptions {
+interface RegistryOptions {
   stateDir: string;
   bus: EventBus;
   logs: WorkerLogStore;

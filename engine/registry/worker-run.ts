@@ -12,7 +12,7 @@ import { ReplyTrack } from "./replies";
 export type Activity = { kind: "none" } | { kind: "stopping" } | { kind: "probing" } | { kind: "settling" };
 
 /** The turn a worker is on: what its next prompt carries and what its session reported. A resume starts a new one. */
-export interface Turn {
+interface Turn {
   /** The person's message for a resumed worker's first prompt. */
   resumeMessage?: string;
   /** The follow-up that starts a new round (continue, review, fix round) of a graded worker. */

@@ -20,7 +20,7 @@ import { config } from "../config";
  * worker shell, or by the engine for a check), joined before bubblewrap starts, emptied (every process left in it
  * killed) and removed when the command ends.
  */
-export type LimitMechanism = "cgroup2" | "cgroup1" | "systemd-run" | "prlimit";
+type LimitMechanism = "cgroup2" | "cgroup1" | "systemd-run" | "prlimit";
 
 export interface LimitSetup {
   /** What binds a worker command's processes and memory as a whole. */
@@ -96,7 +96,7 @@ export interface CgroupFs {
   kill(pid: number): void;
 }
 
-export const hostCgroupFs: CgroupFs = {
+const hostCgroupFs: CgroupFs = {
   read: (f) => {
     try {
       return readFileSync(f, "utf8");
@@ -152,7 +152,7 @@ function removeStale(parentOfParents: string, fs: CgroupFs, isAlive: (pid: numbe
 }
 
 /** Kills every process left in a group (SIGKILL; cgroup.kill where the kernel has it), then removes the group. */
-export function emptyAndRemove(dir: string, fs: CgroupFs = hostCgroupFs): boolean {
+function emptyAndRemove(dir: string, fs: CgroupFs = hostCgroupFs): boolean {
   for (let i = 0; i < 100; i++) {
     if (!fs.exists(dir)) return true;
     if (fs.exists(path.join(dir, "cgroup.kill"))) {
@@ -185,7 +185,7 @@ export function removeTree(dir: string, fs: CgroupFs = hostCgroupFs, keep?: stri
  * Command groups left behind (a worker shell killed before it removed its group): empty ones older than a minute are
  * removed (a younger one may be a command's that is still being set up).
  */
-export function sweep(now = Date.now()): void {
+function sweep(now = Date.now()): void {
   for (const { dir: parent, fs } of made) {
     for (const n of fs.dirs(parent).filter((x) => /^(c|check)-/.test(x))) {
       const dir = path.join(parent, n);
@@ -313,7 +313,7 @@ function v1(ms: Mount[], own: Map<string, string>, h: CgroupHost): { pids: strin
 }
 
 /** Where cgroups are looked for: this process by default; a stand-in hierarchy in tests. */
-export interface CgroupHost {
+interface CgroupHost {
   /** /proc/self/mountinfo's text. */
   mountinfo: string;
   /** /proc/self/cgroup's text. */

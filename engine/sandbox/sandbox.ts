@@ -11,7 +11,7 @@ import { JOIN_SCRIPT, limitFiles, limitSetup, type LimitSetup } from "./cgroup";
  * What a sandboxed process may touch. Everything else on the machine is read-only; `hidden` paths are replaced by an
  * empty tmpfs (folders) or /dev/null (files) so they cannot even be read.
  */
-export const SandboxPolicy = z.object({
+const SandboxPolicy = z.object({
   /** Writable folders (bound read-write at the same path). */
   writable: z.array(z.string()),
   /** Folders and files made unreadable. */
@@ -47,11 +47,11 @@ export const SandboxPolicy = z.object({
   env: z.record(z.string(), z.string()),
   cwd: z.string(),
 });
-export type SandboxPolicy = z.infer<typeof SandboxPolicy>;
+type SandboxPolicy = z.infer<typeof SandboxPolicy>;
 
 export type SandboxKind = "bwrap" | "none";
 
-export interface SandboxStatus {
+interface SandboxStatus {
   kind: SandboxKind;
   /** Why there is no sandbox, and what to do (when kind is "none"). */
   reason: string | null;
@@ -164,7 +164,7 @@ const HOME_SECRETS = [
  * Sockets a sandboxed process could reach without any network (a network namespace does not cover Unix sockets that
  * exist as files): agents, the user's session bus and runtime dir, container engines, the X server.
  */
-export function hostSockets(env: NodeJS.ProcessEnv = process.env): string[] {
+function hostSockets(env: NodeJS.ProcessEnv = process.env): string[] {
   const list = ["/run/user", "/var/run/docker.sock", "/run/docker.sock", "/run/podman", "/tmp/.X11-unix", "/run/dbus", "/var/run/dbus"];
   if (env.XDG_RUNTIME_DIR) list.push(env.XDG_RUNTIME_DIR);
   if (env.SSH_AUTH_SOCK) list.push(path.dirname(env.SSH_AUTH_SOCK));
@@ -177,7 +177,7 @@ export function hostSockets(env: NodeJS.ProcessEnv = process.env): string[] {
 }
 
 /** The user's secrets that exist on this machine (absolute paths). */
-export function homeSecrets(home = os.homedir()): string[] {
+function homeSecrets(home = os.homedir()): string[] {
   return [...HOME_SECRETS.map((p) => path.join(home, p)).filter((p) => existsSync(p)), ...hostSockets()];
 }
 
@@ -280,7 +280,7 @@ export function deniedRoots(home = os.homedir()): string[] {
  * credential by convention; the known credential files inside them (`.cargo/credentials*`) stay hidden.
  * `OCW_SANDBOX_READONLY` (":"-separated absolute paths) adds folders of the person's choice.
  */
-export const TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
+const TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
 
 export function revealed(home = os.homedir()): string[] {
   const extra = (config().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path.isAbsolute(p));
@@ -293,10 +293,10 @@ export function revealed(home = os.homedir()): string[] {
  * are made as links. Nothing else of the root is there: /opt, /srv, /home, /var, /sys, a project or a held-back
  * checks folder elsewhere on the machine are absent (docs/security.md lists it).
  */
-export const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix", "/gnu"];
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix", "/gnu"];
 
 /** Files and folders of /etc that hold secrets (host keys, password hashes, VPN and cluster credentials): never bound. */
-export const ETC_SECRETS = [
+const ETC_SECRETS = [
   "/etc/shadow",
   "/etc/shadow-",
   "/etc/gshadow",
@@ -437,7 +437,7 @@ export function servePolicy(o: {
  * own (root mapped to root): its capabilities hold only there, enough for the worker shell's own bubblewrap, none on
  * the host (no kernel module, no new cgroup or other file system mount, no unmounting what hides a folder outside).
  */
-export function capArgs(caps: "none" | "nested", uid = process.getuid?.() ?? -1): string[] {
+function capArgs(caps: "none" | "nested", uid = process.getuid?.() ?? -1): string[] {
   if (caps === "none") return ["--cap-drop", "ALL"];
   return uid === 0 ? ["--unshare-user", "--uid", "0", "--gid", "0"] : [];
 }
@@ -468,7 +468,7 @@ function nprocPerNamespace(): boolean {
 }
 
 /** bubblewrap's arguments for a policy (the command follows `--`). */
-export function bwrapArgs(policy: SandboxPolicy): string[] {
+function bwrapArgs(policy: SandboxPolicy): string[] {
   const args = [...(policy.base === "allow-list" ? systemBinds() : ["--ro-bind", "/", "/"]), "--dev", "/dev", ...capArgs(policy.caps ?? "none")];
   const size = policy.limits && bwrapHasSize() ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
   // /dev is bubblewrap's own tmpfs: read-only, with a size-limited /dev/shm (shared memory counts as memory).
@@ -741,7 +741,7 @@ export async function writeRepoBinds(bindsDir: string, worktree: string, mirror:
   await fsp.writeFile(path.join(bindsDir, path.basename(path.dirname(worktree))), args.map((a) => a + "\0").join(""));
 }
 
-export interface WorkerShellOptions {
+interface WorkerShellOptions {
   workspacesRoot: string;
   tmpRoot: string;
   kind: SandboxKind;

@@ -21,7 +21,7 @@ import { MIN_AGENT_TOK_PER_SEC } from "../models";
 import { readBounded, sseData } from "../net";
 import { counted } from "../../shared/words";
 
-export interface BenchOptions {
+interface BenchOptions {
   /** The OpenAI-compatible base URL (…/v1). */
   url: string;
   model: string;
@@ -263,7 +263,7 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
  * The warning a benchmark earns, or null: nothing measured; else requests that failed among answered ones (the figures
  * leave them out, and a server that fails some requests fails some workers' turns too), and too slow per stream at full load.
  */
-export function benchWarning(b: Pick<TargetBench, "decodeTpsPerStreamN" | "decodeTps1" | "slots" | "requests" | "failed">, firstError?: string): string | null {
+function benchWarning(b: Pick<TargetBench, "decodeTpsPerStreamN" | "decodeTps1" | "slots" | "requests" | "failed">, firstError?: string): string | null {
   if (b.decodeTpsPerStreamN === null)
     return `nothing was measured with ${counted(b.slots, "stream")} at once (${b.failed} of ${b.requests} requests failed${firstError ? `: ${firstError.slice(0, 160)}` : ""})`;
   const said: string[] = [];

@@ -7,9 +7,9 @@ import type { ServingEngine } from "../../shared/target";
 import { authHeaders, httpJson, serverRoot } from "./http";
 import type { Keep } from "../net";
 
-export const USUAL_PORTS = [8080, 11434, 1234, 8000, 30000] as const;
+const USUAL_PORTS = [8080, 11434, 1234, 8000, 30000] as const;
 
-export interface CapturedEndpoint {
+interface CapturedEndpoint {
   url: string;
   engine: ServingEngine | "lmstudio";
   models: string[];

@@ -38,9 +38,9 @@ import { findRuntime } from "./runtime-adapters";
 import { FIRST_ANSWER_TOKENS, MIN_SLOT_CTX, OPENCODE_FIRST_REQUEST_TOKENS } from "./verify";
 import { counted } from "../../shared/words";
 
-export type FitRuntime = "llama.cpp" | "vllm" | "sglang";
+type FitRuntime = "llama.cpp" | "vllm" | "sglang";
 
-export interface PlanFitInput {
+interface PlanFitInput {
   /** A catalog id, Hub repo[:QUANT], hf:/URL or local .gguf; absent = the planner proposes one. */
   model?: string;
   slots?: number;
@@ -55,7 +55,7 @@ export interface PlanFitInput {
   allowSlow?: boolean;
 }
 
-export interface PlanFitOptions {
+interface PlanFitOptions {
   /** The llama-server the hardware's `llamaDevices` came from; undefined = look it up, null = none installed. */
   llamaServer?: string | null;
   /** The targets whose tool-call round trip passed. */

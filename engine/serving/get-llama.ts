@@ -16,7 +16,7 @@ import { BodyTooLarge, readJsonBounded } from "../net";
 /** The most read of a GitHub release's JSON (tens of KiB with every asset). */
 const RELEASE_MAX_BYTES = 8 * 1024 * 1024;
 
-export interface ReleaseAsset {
+interface ReleaseAsset {
   name: string;
   url: string;
   size: number | null;
@@ -28,7 +28,7 @@ export interface Release {
   assets: ReleaseAsset[];
 }
 
-export type Variant = "cuda" | "vulkan" | "metal" | "rocm" | "cpu";
+type Variant = "cuda" | "vulkan" | "metal" | "rocm" | "cpu";
 
 /**
  * The llama.cpp release setup installs: pinned, never `latest` (an auto-updated build changed behaviour under Jan's
@@ -216,7 +216,7 @@ function findBinary(dir: string, name: string, depth = 0): string | null {
   return null;
 }
 
-export interface InstallResult {
+interface InstallResult {
   bin: string;
   variant: Variant;
   tag: string;

@@ -105,7 +105,7 @@ export function isLoopback(url: string): boolean {
   }
 }
 
-export interface StreamTiming {
+interface StreamTiming {
   status: number;
   startMs: number;
   firstTokenMs: number | null;

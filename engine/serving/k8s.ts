@@ -55,7 +55,7 @@ export interface K8sNode {
   vendor: GpuVendor;
 }
 
-export interface K8sPlanOptions {
+interface K8sPlanOptions {
   runtime: "vllm" | "sglang";
   /** Catalog id or Hugging Face repo with safetensors weights; absent = the best catalog model that fits. */
   model?: string;
@@ -70,7 +70,7 @@ export interface K8sPlanOptions {
   sizeOf?: (repo: string) => Promise<number | null>;
 }
 
-export interface K8sPlan {
+interface K8sPlan {
   runtime: "vllm" | "sglang";
   /** Hugging Face repo the server loads. */
   model: string;
@@ -102,9 +102,9 @@ export interface K8sPlan {
 }
 
 const UTILIZATION = 0.9;
-export const PORT = 8000;
+const PORT = 8000;
 /** Images, pinned. KServe's are those of its v0.20.0 presets and samples (llm-d 0.8). */
-export const IMAGES = {
+const IMAGES = {
   vllm: { nvidia: VLLM_IMAGE, amd: "docker.io/rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103" },
   sglang: { nvidia: SGLANG_IMAGE, amd: null as string | null },
   kserve: { nvidia: null as string | null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" },
@@ -280,7 +280,7 @@ export interface ManifestOptions {
 }
 
 /** The claim the Deployment mounts as its model cache, and the PVC to create when it is ocw's own. */
-export function modelCacheClaim(plan: K8sPlan, o: ManifestOptions): { claimName: string; pvc: Obj | null } {
+function modelCacheClaim(plan: K8sPlan, o: ManifestOptions): { claimName: string; pvc: Obj | null } {
   if (o.modelCache?.claim) return { claimName: o.modelCache.claim, pvc: null };
   const claimName = k8sName(`${o.name}-models`);
   const sizeGi = o.modelCache?.sizeGi ?? Math.ceil((plan.weightsBytes * 1.2) / GiB) + 10;

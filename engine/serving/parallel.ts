@@ -53,7 +53,7 @@ export class ParallelInputError extends SetupError {
   }
 }
 
-export interface HardwareGpus {
+interface HardwareGpus {
   gpus: { index: number; vendor: string; name: string; totalBytes: number; freeBytes: number | null; unified?: boolean }[];
   ram: { freeBytes: number };
 }
@@ -162,7 +162,7 @@ export async function catalogModels(
 const hubSizes = new Map<string, { at: number; bytes: number | null }>();
 
 /** The Hub's safetensors sizes, remembered; after one failure (offline) it is not asked again in this plan. */
-export class HubSizer {
+class HubSizer {
   private offline = false;
   private cache = new Map<string, number | null>();
   constructor(
@@ -267,7 +267,7 @@ export async function resolveParallelModel(
   ];
 }
 
-export interface ParallelProposal {
+interface ParallelProposal {
   pick: FitPick | null;
   alternatives: FitPick[];
   problem: string | null;
@@ -338,7 +338,7 @@ export async function proposeParallel(o: {
 }
 
 /** The launch command of a parallel plan, key elided: vLLM reads VLLM_API_KEY, SGLang a 0600 --config file. */
-export function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vllm" | "sglang", allGpus: number): string {
+function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vllm" | "sglang", allGpus: number): string {
   const w = gpuWords(p.gpus, p.gpus.length < allGpus);
   if (runtime === "vllm") {
     const b = buildVllmArgs({
@@ -385,14 +385,7 @@ export function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vll
 }
 
 /** The pick for a vLLM / SGLang plan: one device per GPU used, the command, and why this TP × DP. */
-export function toParallelPick(
-  m: ParallelModel,
-  p: ParallelPlan,
-  runtime: "vllm" | "sglang",
-  dev: PlanDevices,
-  slots: number,
-  toolVerified: boolean,
-): FitPickT {
+function toParallelPick(m: ParallelModel, p: ParallelPlan, runtime: "vllm" | "sglang", dev: PlanDevices, slots: number, toolVerified: boolean): FitPickT {
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const devices: PlannedDevice[] = p.gpus.map((g) => {
     const budget = Math.round(p.utilization * (g.totalBytes || g.freeBytes));

@@ -41,7 +41,7 @@ export function providerError(body: unknown, text: string): { message: string | 
 }
 
 /** The usual causes of a model API's failure, each with its own remedy. */
-export type FailureKind =
+type FailureKind =
   | "unreachable"
   | "redirect"
   | "key"
@@ -184,7 +184,7 @@ function hostOf(url: string): string {
   }
 }
 
-export interface ChatFailureContext {
+interface ChatFailureContext {
   /** The URL asked (…/chat/completions). */
   chatUrl: string;
   model: string;
@@ -275,7 +275,7 @@ function requestedAt(url: string | undefined, targetId: string | null | undefine
 }
 
 /** A session error as opencode reports it (its `session.error` event's `error`). */
-export type SessionError = {
+type SessionError = {
   name?: string;
   data?: { message?: string; statusCode?: number; responseHeaders?: Record<string, string>; isRetryable?: boolean; metadata?: { url?: string } };
 };

@@ -7,7 +7,7 @@ import { OcwError } from "../../shared/errors";
 import { ProviderModelsInput } from "../../shared/servers";
 import { BodyTooLarge, describeFetchError, parseBody, readBoundedBytes } from "../net";
 
-export interface ProviderModel {
+interface ProviderModel {
   id: string;
   /** The context window the provider reports (OpenRouter `context_length`, Together `context_length`), when it does. */
   contextLength: number | null;

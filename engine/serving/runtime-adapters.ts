@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { type CatalogEntry, DEFAULT_IMAGES, runtimeFamily } from "../models";
 
-export type ParallelRuntime = "vllm" | "sglang";
+type ParallelRuntime = "vllm" | "sglang";
 
 /** Container images, pinned (the newest family minimum in the catalog); OCW_VLLM_IMAGE / OCW_SGLANG_IMAGE override them. */
 export const VLLM_IMAGE = DEFAULT_IMAGES.vllm;
@@ -87,7 +87,7 @@ export function parseVersion(s: string): string | null {
 }
 
 /** a < b → negative (numeric per dot-separated part; missing parts are 0). */
-export function compareVersions(a: string, b: string): number {
+function compareVersions(a: string, b: string): number {
   const x = a.split(".").map(Number);
   const y = b.split(".").map(Number);
   for (let i = 0; i < Math.max(x.length, y.length); i++) {

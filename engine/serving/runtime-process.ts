@@ -11,7 +11,7 @@ import { type Launched, stopPid } from "../process";
 import { httpJson } from "./http";
 import { SetupError } from "../models";
 
-export interface RuntimeProcessOptions {
+interface RuntimeProcessOptions {
   cmd: string;
   args: string[];
   /** Environment additions (the key in VLLM_API_KEY for vLLM); added to this process's own. */
@@ -26,7 +26,7 @@ export interface RuntimeProcessOptions {
 }
 
 /** Waits until /health (or /v1/models with the key) answers 200 while the process lives. */
-export async function waitRuntimeReady(port: number, key: string | null, child: ChildProcess, logFile: string, timeoutMs: number): Promise<number> {
+async function waitRuntimeReady(port: number, key: string | null, child: ChildProcess, logFile: string, timeoutMs: number): Promise<number> {
   const t0 = performance.now();
   let exited: string | null = null;
   const onExit = (c: number | null, s: string | null) => (exited = String(c ?? s));

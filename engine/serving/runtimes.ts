@@ -3,7 +3,7 @@
  * cluster; ollama is captured or driven through its API. Keys are passed by environment, never argv, where
  * the runtime allows it (vLLM reads VLLM_API_KEY).
  */
-export interface VllmPlan {
+interface VllmPlan {
   model: string;
   servedName?: string;
   host?: string;
@@ -46,7 +46,7 @@ export function buildVllmArgs(p: VllmPlan): { cmd: string; args: string[]; keyEn
   return { cmd: "vllm", args: a, keyEnv: "VLLM_API_KEY" };
 }
 
-export interface SglangPlan {
+interface SglangPlan {
   model: string;
   servedName?: string;
   host?: string;

@@ -296,7 +296,7 @@ export function setupStartApi(input: SetupStartInput, store: TargetStore, publis
 }
 
 /** A llama-server path the person typed: an absolute path to an executable file on the engine's machine, or a clear error. */
-export function checkLlamaServerPath(p: string): void {
+function checkLlamaServerPath(p: string): void {
   if (!path.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {

@@ -64,7 +64,7 @@ async function modelInfo(i: FitFileInput): Promise<ModelInfo> {
   }
 }
 
-export interface LlamaFitParams {
+interface LlamaFitParams {
   bin: string;
   args: string[];
   devices: { device: string; modelMiB: number; contextMiB: number; computeMiB: number }[];
@@ -73,7 +73,7 @@ export interface LlamaFitParams {
 }
 
 /** Confirms with llama.cpp itself: `llama-fit-params -m FILE … -fitp on` prints `DEVICE model context compute` in MiB. */
-export async function llamaFitParams(file: string, e: Estimate, llamaServer?: string | null): Promise<LlamaFitParams | null> {
+async function llamaFitParams(file: string, e: Estimate, llamaServer?: string | null): Promise<LlamaFitParams | null> {
   const server = llamaServer ?? safeFindLlamaServer();
   if (!server) return null;
   const bin = path.join(path.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");

@@ -34,12 +34,12 @@ import { listServing, patchServing, removeServing, type ServingRecord } from "./
 const recordedStart = (t: unknown): string | null => (typeof t === "string" ? t : null);
 
 /** The record's server process as recorded (pid + start time); a record of an older ocw has no start time. */
-export function serverIdentity(r: ServingRecord): ProcessIdentity {
+function serverIdentity(r: ServingRecord): ProcessIdentity {
   return { pid: r.pid, startTime: recordedStart(r.startTime) };
 }
 
 /** The record's supervisor as recorded, or null when it has none. */
-export function supervisorIdentity(r: ServingRecord): ProcessIdentity | null {
+function supervisorIdentity(r: ServingRecord): ProcessIdentity | null {
   return signalablePid(r.supervisorPid) ? { pid: r.supervisorPid, startTime: recordedStart(r.supervisorStartTime) } : null;
 }
 
@@ -101,7 +101,7 @@ export interface SetupResult {
   timings: { totalMs: number; detectMs?: number; startMs?: number; verifyMs: number };
 }
 
-export interface CommonSetupOptions {
+interface CommonSetupOptions {
   yes?: boolean;
   acceptUnderpowered?: boolean;
   slots?: number;
@@ -277,7 +277,7 @@ function checkUrl(url: string, flag: string): string {
  * OpenRouter's https://openrouter.ai/api/v1) — with /v1 added only to a bare origin (https://api.openai.com). A query
  * or fragment is refused: opencode and the gateway append /chat/completions to the base, which would land after it.
  */
-export function providerBase(url: string): string {
+function providerBase(url: string): string {
   const u = new URL(url);
   if (u.search || u.hash)
     throw new SetupInputError(
@@ -366,7 +366,7 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
   };
 }
 
-export interface ProviderSetupOptions extends CommonSetupOptions {
+interface ProviderSetupOptions extends CommonSetupOptions {
   url: string;
   model: string;
   apiKeyEnv: string;

@@ -30,7 +30,7 @@ import { verifyEndpoint } from "./verify";
 
 export { findRuntime, SGLANG_IMAGE, VLLM_IMAGE } from "./runtime-adapters";
 
-export interface RuntimeLaunch {
+interface RuntimeLaunch {
   how: "binary" | "container";
   /** What runs: the binary (or docker/podman) and its argv — never the key. */
   cmd: string;
@@ -48,7 +48,7 @@ export interface RuntimeLaunch {
  * port, the host (0.0.0.0 inside a container) and SGLang's key file filled in; its environment (CUDA_VISIBLE_DEVICES
  * when it uses fewer GPUs than the machine has) kept; the key in VLLM_API_KEY or the 0600 config file.
  */
-export function buildLaunch(o: {
+function buildLaunch(o: {
   runtime: "vllm" | "sglang";
   found: { how: "binary" | "container"; bin: string };
   command: string;

@@ -63,7 +63,7 @@ const PHASES: SetupPhaseName[] = ["plan", "runtime", "download", "load", "warmup
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
 
-export interface ModelFiles {
+interface ModelFiles {
   /** What to launch with -m (the first shard of a split model). */
   local: string;
   downloads: { url: string; dest: string; size: number | null; sha256: string | null; name: string }[];
@@ -87,7 +87,7 @@ export function pathHasQuant(p: string, quant: string): boolean {
 }
 
 /** The files behind the pick's model argument: local, a Hub repo:QUANT (every shard), hf:… or an URL. */
-export async function modelFiles(modelArg: { flag: string; value: string }, env: NodeJS.ProcessEnv = process.env): Promise<ModelFiles> {
+async function modelFiles(modelArg: { flag: string; value: string }, env: NodeJS.ProcessEnv = process.env): Promise<ModelFiles> {
   const { flag, value } = modelArg;
   const root = stateDir();
   if (flag === "-m") {
@@ -396,7 +396,7 @@ function modelArgOf(pick: FitPick): { flag: string; value: string } {
 }
 
 /** plan: the same planner as `ocw fit` (planFit), with a running server this start replaces counted free. */
-export async function planLlamaPhase(c: StartCtx): Promise<LlamaPlan> {
+async function planLlamaPhase(c: StartCtx): Promise<LlamaPlan> {
   const { o, input, job } = c;
   const { end } = c.ops;
   let bin: string | null;
@@ -465,7 +465,7 @@ export async function planLlamaPhase(c: StartCtx): Promise<LlamaPlan> {
 }
 
 /** runtime: the llama-server found, or the pinned prebuilt installed — and then planned again on what it lists. */
-export async function runtimeLlamaPhase(c: StartCtx, plan: LlamaPlan): Promise<LlamaPlan> {
+async function runtimeLlamaPhase(c: StartCtx, plan: LlamaPlan): Promise<LlamaPlan> {
   const { job } = c;
   const { begin, end, emit, phase } = c.ops;
   begin("runtime", "looking for llama-server");
@@ -531,7 +531,7 @@ export async function runtimeLlamaPhase(c: StartCtx, plan: LlamaPlan): Promise<L
 }
 
 /** load: the planner's command(s) — one per replica of a pool — with the local file, a free port and the alias. */
-export async function launchLlamaPhase(c: StartCtx, plan: LlamaPlan, files: ModelFiles): Promise<Launched> {
+async function launchLlamaPhase(c: StartCtx, plan: LlamaPlan, files: ModelFiles): Promise<Launched> {
   const { o, input, job } = c;
   const { begin, end } = c.ops;
   const { pick, entry, hw, replacing } = plan;
@@ -684,7 +684,7 @@ export async function launchLlamaPhase(c: StartCtx, plan: LlamaPlan, files: Mode
 }
 
 /** warm-up: one short completion per server (first-use costs out of verify's timings). */
-export async function warmupLlamaPhase(c: StartCtx, l: Launched, bin: string): Promise<void> {
+async function warmupLlamaPhase(c: StartCtx, l: Launched, bin: string): Promise<void> {
   const { begin, end } = c.ops;
   const { servers, alias, key, readLog, pooled } = l;
   begin("warmup", `one short completion${pooled ? " per replica" : ""}`);
@@ -710,7 +710,7 @@ export async function warmupLlamaPhase(c: StartCtx, l: Launched, bin: string): P
 }
 
 /** verify: the checklist, live — every replica like a single server (one after the other: their timings). */
-export async function verifyLlamaPhase(c: StartCtx, l: Launched): Promise<VerifyResult> {
+async function verifyLlamaPhase(c: StartCtx, l: Launched): Promise<VerifyResult> {
   const { job } = c;
   const { begin, end, emit } = c.ops;
   const { servers, alias, key, replicas, pooled } = l;
@@ -743,7 +743,7 @@ export async function verifyLlamaPhase(c: StartCtx, l: Launched): Promise<Verify
 }
 
 /** placement: the weights where the plan put them (each server's log, its /props, the vendor tool). */
-export async function placementLlamaPhase(c: StartCtx, plan: LlamaPlan, l: Launched): Promise<SetupPlacement> {
+async function placementLlamaPhase(c: StartCtx, plan: LlamaPlan, l: Launched): Promise<SetupPlacement> {
   const { job } = c;
   const { begin, end } = c.ops;
   const { pick, hw } = plan;
@@ -1002,7 +1002,7 @@ export function replaces(pick: FitPick, g: RunningGroup, inputId?: string): bool
 }
 
 /** A pool's verdict: its weakest replica's outcome, every replica's checks (named), slots summed. */
-export function poolVerdict(vs: VerifyResult[]): VerifyResult {
+function poolVerdict(vs: VerifyResult[]): VerifyResult {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 } as const;
   const worst = vs.reduce((a, x) => (rank[x.outcome] > rank[a.outcome] ? x : a));
   const k = vs.indexOf(worst);

@@ -15,7 +15,7 @@ import { readBounded, sseData } from "../net";
 import { authHeaders } from "./http";
 import { streamedFailure } from "./provider-errors";
 
-export interface ToolProbeResult {
+interface ToolProbeResult {
   passed: boolean;
   /** null when passed. */
   failure: "refused" | "parser" | "model" | "unreachable" | "provider" | null;
@@ -34,7 +34,7 @@ const num = (description: string) => ({ type: "number", description });
 const obj = (properties: Record<string, unknown>, required: string[]) => ({ type: "object", properties, required, additionalProperties: false });
 
 /** OpenCode's core tool schemas (names and parameters as its tools define them). */
-export const OPENCODE_TOOLS = [
+const OPENCODE_TOOLS = [
   [
     "bash",
     "Executes a given bash command in a persistent shell session.",
@@ -231,7 +231,7 @@ function refusal(status: number, msg: string): boolean {
 
 const TEXT_CALL = /<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|<function[=>]|<\|tool_call|"name"\s*:\s*"(read|bash)"/;
 
-export interface ToolProbeInput {
+interface ToolProbeInput {
   chatUrl: string;
   model: string;
   key: string | null;

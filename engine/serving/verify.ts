@@ -29,7 +29,7 @@ import { counted } from "../../shared/words";
  * The least context a worker can run in: OpenCode's first request is ≈ 4.9k tokens with its 8 tools and its output
  * limit is 8,192. Checked for servers whose default is below it without the person choosing (ollama, LM Studio).
  */
-export const WORKER_MIN_CTX = 16384;
+const WORKER_MIN_CTX = 16384;
 
 /**
  * OpenCode's first request with our agent, in tokens: measured by test/integration/setup-first-request.test.ts (a real
@@ -43,7 +43,7 @@ export const MIN_SLOT_CTX = OPENCODE_FIRST_REQUEST_TOKENS + FIRST_ANSWER_TOKENS;
 
 export type Outcome = "built" | "underpowered" | "cannot-build";
 
-export interface VerifyInput {
+interface VerifyInput {
   /** OpenAI-compatible base URL (…/v1, or the server root; an API provider's as given, e.g. …/v1beta/openai). */
   url: string;
   model: string;
@@ -131,7 +131,7 @@ const POOL_UNIT = "The build runs every test in the repository and reports each 
  * N requests at once, each with a prompt of about `ctx` tokens (less the answer and a margin for the chat template),
  * measured with the server's /tokenize. passed: null when it could not be run (no /tokenize).
  */
-export async function poolCheck(o: {
+async function poolCheck(o: {
   root: string;
   chatUrl: string;
   key: string | null;
@@ -180,7 +180,7 @@ export async function poolCheck(o: {
 }
 
 /** Why a slot of this context cannot take a worker at all (below OpenCode's first request + its answer), or null. */
-export function minSlotProblem(ctx: number | null): string | null {
+function minSlotProblem(ctx: number | null): string | null {
   if (ctx === null || ctx >= MIN_SLOT_CTX) return null;
   return `${ctx} tokens per slot is less than OpenCode's first request needs (≈ ${OPENCODE_FIRST_REQUEST_TOKENS} tokens with our agent, plus ${FIRST_ANSWER_TOKENS} for its answer): no worker can start — give each slot at least 32768 (llama-server -c <slots × 32768> -np <slots> --kv-unified)`;
 }

@@ -15,7 +15,7 @@ import {
 import path from "node:path";
 import { WorkerEvent } from "../../shared/worker";
 
-export interface LoadedLog {
+interface LoadedLog {
   workerId: string;
   events: WorkerEvent[];
   /** Lines that could not be parsed (a torn last line after a crash, or a write cut short by a full disk). */
@@ -23,7 +23,7 @@ export interface LoadedLog {
 }
 
 /** Open log files kept at most (least recently appended closed first): a worker at rest closes its own. */
-export const OPEN_LOGS_CAP = 256;
+const OPEN_LOGS_CAP = 256;
 
 /**
  * Append-only event logs, one JSONL file per worker: `<root>/<workerId>/events.jsonl`.

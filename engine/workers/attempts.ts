@@ -38,7 +38,7 @@ export function expandAttempts(input: AttemptInput): { spec: WorkerSpecInput; at
   });
 }
 
-export interface AttemptsDeps {
+interface AttemptsDeps {
   list: () => Worker[];
   get: (id: string) => Worker;
   stop: (id: string, reason: string, by: DecidedBy) => Promise<unknown>;

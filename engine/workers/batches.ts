@@ -39,7 +39,7 @@ export interface BatchRecord {
   integration: { checks: CheckSpec[]; state: "waiting" | "running" | "done"; result: IntegrationResult | null } | null;
 }
 
-export interface BatchesOptions {
+interface BatchesOptions {
   stateDir: string;
   sandbox: { kind: SandboxKind };
   get: (workerId: string) => Worker | undefined;

@@ -57,7 +57,7 @@ import { Batches } from "./batches";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
 import { stoppedForWinnerReason, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
 
-export interface EngineOptions {
+interface EngineOptions {
   stateDir: string;
   targets?: TargetStore;
   log?: (line: string) => void;

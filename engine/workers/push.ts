@@ -262,7 +262,7 @@ const md = (s: string) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])
  * user, `#123` or `owner/repo#1` link an issue, a URL or a commit id a link), and markdown there is literal. In a table
  * cell (`cell`), `|` is escaped, as GitHub's tables read it even inside code.
  */
-export function mdUntrusted(s: string, max = 300, cell = false): string {
+function mdUntrusted(s: string, max = 300, cell = false): string {
   let text = showUntrusted(s, { lines: false, max });
   if (cell) text = text.replace(/\|/g, "\\|");
   const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((r) => r.length));

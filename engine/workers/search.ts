@@ -12,10 +12,10 @@ import { showUntrusted } from "../../shared/untrusted";
 import type { TranscriptPart, Worker } from "../../shared/worker";
 
 export const PER_LOG_BYTES = 8 * 1024 * 1024;
-export const TOTAL_BYTES = 96 * 1024 * 1024;
+const TOTAL_BYTES = 96 * 1024 * 1024;
 const SNIPPET = 70;
 
-export interface SearchSource {
+interface SearchSource {
   /** Workers, any order (searched newest first). */
   workers: readonly Worker[];
   /** The path of a worker's events.jsonl. */

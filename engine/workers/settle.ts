@@ -21,7 +21,7 @@ import type { Replies, WorkerRegistry } from "../registry";
 
 const BASELINES_AT_ONCE = 2;
 
-export interface SettleOptions {
+interface SettleOptions {
   stateDir: string;
   registry: WorkerRegistry;
   targets: TargetStore;

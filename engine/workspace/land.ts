@@ -96,7 +96,7 @@ export async function mergeTrees(repo: string, a: string, b: string, flags?: str
   throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
 }
 
-export async function commitTree(repo: string, tree: string, parents: string[], message: string, objects?: string): Promise<string> {
+async function commitTree(repo: string, tree: string, parents: string[], message: string, objects?: string): Promise<string> {
   const r = await q(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message], { objects });
   return r.out.trim();
 }
@@ -393,7 +393,7 @@ export function describeFlags(flags: ChangeFlag[]): string {
 }
 
 /** Conflicting files in an engine message: names from a worker's change, quoted and labelled (none: git's silence said). */
-export function conflictFiles(files: readonly string[], label = "file names from the worker's change"): string {
+function conflictFiles(files: readonly string[], label = "file names from the worker's change"): string {
   return files.length ? quoteUntrustedList(files, label) : "(git named none)";
 }
 
@@ -465,7 +465,7 @@ async function filteredAmong(repo: string, paths: string[]): Promise<{ path: str
 
 const listed = (files: string[]) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
 
-export interface LandOptions {
+interface LandOptions {
   repo: string;
   /** The branch that must be checked out, and is moved. */
   branch: string;
@@ -519,7 +519,7 @@ export async function landCommit(o: LandOptions): Promise<string> {
 }
 
 /** Moves the checkout and `branch` from `head` to `next` safely (dirty check, filters off, verification, CAS update). */
-export async function applyToCheckout(
+async function applyToCheckout(
   repo: string,
   branch: string,
   head: string,

@@ -20,7 +20,7 @@ import type { ObjectFormat } from "./mirror";
 const deflateAsync = promisify(deflate);
 
 /** One entry of a tree: a blob (a file or a symlink) or a gitlink, by its git mode ("100644", "100755", "120000", "160000"). */
-export interface Entry {
+interface Entry {
   mode: string;
   oid: string;
 }
@@ -119,7 +119,7 @@ export function treesOf(entries: Iterable<[string, Entry]>, format: ObjectFormat
 }
 
 /** A file of the snapshot: its entry and the bytes git would store for it (a symlink's: its target). */
-export interface Snapped extends Entry {
+interface Snapped extends Entry {
   content: Buffer;
 }
 
@@ -170,7 +170,7 @@ const PATH_MAX = 4096;
  * A name git's add refuses (verify_path: `.git` in any case, its NTFS forms, a symlinked `.gitmodules`), or one near
  * it (a superset, non-ASCII dropped: macOS's git also refuses `.git` with characters HFS ignores): git's way decides.
  */
-export function refusedName(name: string, symlink: boolean): boolean {
+function refusedName(name: string, symlink: boolean): boolean {
   const parts = name.split("/");
   const plain = (part: string) => part.replace(/[^\x00-\x7f]/g, "").toLowerCase();
   for (const part of parts) {
@@ -378,7 +378,7 @@ const SMALL_OBJECT = 64 * 1024;
  * the engine's thread: its folder, file, write and rename as trips to the thread pool cost more than the work (a 32-task
  * batch's ~100 objects took ~45 ms of the engine's CPU that way, issue 31). `folders` holds the fan-out folders already made.
  */
-export async function writeLoose(objects: string, type: string, oid: string, content: Buffer, folders = new Map<string, Promise<unknown>>()): Promise<void> {
+async function writeLoose(objects: string, type: string, oid: string, content: Buffer, folders = new Map<string, Promise<unknown>>()): Promise<void> {
   const file = path.join(objects, oid.slice(0, 2), oid.slice(2));
   const raw = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
   const fanout = path.dirname(file);
@@ -415,7 +415,7 @@ export async function writeLoose(objects: string, type: string, oid: string, con
 const IDENTITY = `${ENGINE_AUTHOR.name} <${ENGINE_AUTHOR.email}>`;
 
 /** A commit object's content as `git commit-tree TREE -p PARENT -m MESSAGE` writes it, at `when` (local time zone). */
-export function commitContent(tree: string, parent: string, message: string, when = new Date()): Buffer {
+function commitContent(tree: string, parent: string, message: string, when = new Date()): Buffer {
   const off = -when.getTimezoneOffset();
   const zone = `${off < 0 ? "-" : "+"}${String(Math.floor(Math.abs(off) / 60)).padStart(2, "0")}${String(Math.abs(off) % 60).padStart(2, "0")}`;
   const stamp = `${Math.floor(when.getTime() / 1000)} ${zone}`;

@@ -697,7 +697,7 @@ function objectsOf(repo: string): Promise<string> {
 }
 
 /** What grading reads of the engine's commit of a worker's files. */
-export interface GradedCommit {
+interface GradedCommit {
   /** The engine's commit on top of the base; the base itself when nothing changed. */
   commit: string;
   /** Files changed between the base and the commit (paths relative to the repository's root, as they are). */
@@ -885,7 +885,7 @@ export async function checkOutCommit(ws: Workspace, commit: string, checkoutDir:
 }
 
 /** The most a worker's snapshot may add: new files (not ignored), bytes added in all, bytes of one file. */
-export interface SnapshotCaps {
+interface SnapshotCaps {
   files: number;
   bytes: number;
   fileBytes: number;
@@ -1147,7 +1147,7 @@ const isAttributes = (p: string) => p === ".gitattributes" || p.endsWith("/.gita
  * What keptIndexInto made: entries left with their stat data (git reads such a file again only where its stat data
  * changed), and entries smudged (read again whatever their stat data).
  */
-export interface KeptIndexUse {
+interface KeptIndexUse {
   kept: number;
   reread: number;
 }
@@ -1166,7 +1166,7 @@ export interface KeptIndexUse {
  * not know, or when `.gitattributes` could apply (in the base, new, or any, ignored too, in a folder of the base's
  * files): git's add would convert a file it reads, and a file it trusts is not read.
  */
-export async function keptIndexInto(ws: Workspace, index: string, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndexUse | null> {
+async function keptIndexInto(ws: Workspace, index: string, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndexUse | null> {
   const base = listing.base;
   if (!base) return null;
   const meta = JSON.parse(await readFile(path.join(ws.gitDir, KEPT_META), "utf8")) as KeptIndexMeta;
@@ -1585,7 +1585,7 @@ export async function keepGraded(ws: Workspace, commit: string): Promise<void> {
  * lacks, read from the engine's graded store `from`; returns how many were copied (COPY_MISSING). Refuses, with git's
  * words, when the engine does not hold the whole commit.
  */
-export async function copyCommitObjects(repo: string, from: string, to: string, commit: string, opts: { strict?: boolean } = {}): Promise<number> {
+async function copyCommitObjects(repo: string, from: string, to: string, commit: string, opts: { strict?: boolean } = {}): Promise<number> {
   const tmp = path.join(path.dirname(from), `.copy-${process.pid}-${randomBytes(6).toString("hex")}`);
   try {
     const out = await gitScript(`set -eu\n${COPY_MISSING}`, {

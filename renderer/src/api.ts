@@ -12,7 +12,7 @@ import { engineErrorText } from "../../shared/words";
 import type { AppRouter } from "../../engine/api/router";
 import { takeToken } from "./token";
 
-export type Client = TRPCClient<AppRouter>;
+type Client = TRPCClient<AppRouter>;
 export { takeToken };
 
 /** Same origin (""), the page's token, and "gui": the engine records this page's decisions as a person's. */

@@ -1,6 +1,6 @@
 // What the Electron preload exposes (nothing in a browser).
 import type { DesktopNote } from "../../shared/desktop";
-export interface DesktopBridge {
+interface DesktopBridge {
   engineUrl: string;
   token: string;
   pickDirectory(): Promise<string | null>;

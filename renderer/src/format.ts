@@ -34,10 +34,6 @@ export function pct(x: number | null | undefined): string {
   return x === null || x === undefined ? "—" : `${Math.round(x * 100)}%`;
 }
 
-export function gib(bytes: number): string {
-  return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
-}
-
 /** A clock that re-renders its users once a second (one timer for all). */
 const clockSubs = new Set<(n: number) => void>();
 let clockTimer: ReturnType<typeof setInterval> | null = null;

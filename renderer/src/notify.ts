@@ -96,10 +96,10 @@ export function playTone(): void {
 }
 let tones = 0;
 
-export type Shown = DesktopNote;
+type Shown = DesktopNote;
 
 /** What was shown, newest last (Settings lists the last few; tests read it through window.__ocwNotifications). */
-export const shown: Shown[] = [];
+const shown: Shown[] = [];
 
 function show(n: Shown): void {
   const s = settings;

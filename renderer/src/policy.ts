@@ -13,7 +13,7 @@ export const MAX_RULES = 200;
 /** The tools a rule usually names ("*": any tool). Others may be typed. */
 export const RULE_TOOLS = ["bash", "edit", "webfetch", "external_directory", "*"] as const;
 
-export type RowErrors = Partial<Record<keyof RuleRow, string>>;
+type RowErrors = Partial<Record<keyof RuleRow, string>>;
 
 /** The rules as the engine will take them, or each row's problems (field → message) and any problem with the list. */
 export function validateRules(

@@ -11,7 +11,7 @@ export type Route =
   | { name: "grades" }
   | { name: "settings" };
 
-export function parse(hash: string): Route {
+function parse(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
   switch (parts[0]) {
     case "new":

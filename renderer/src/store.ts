@@ -39,9 +39,9 @@ export function markOf(e: WorkerEvent, asks: ReadonlyMap<string, PermissionAsk> 
 
 export type Connection = "connecting" | "live" | "reconnecting" | "offline";
 /** Why the engine cannot be reached, once a probe has told: gone (nothing answers) or refused (another engine, new token). */
-export type EngineLoss = "gone" | "refused" | null;
+type EngineLoss = "gone" | "refused" | null;
 
-export interface Notice {
+interface Notice {
   id: number;
   level: "info" | "warn" | "error";
   message: string;

@@ -3,7 +3,7 @@
 // changes. The CSS picks its colours from `data-theme`; before any script runs, from the system's scheme.
 export type ThemePref = "system" | "light" | "dark";
 export const THEME_PREFS: readonly ThemePref[] = ["system", "light", "dark"];
-export const THEME_KEY = "ocw.theme";
+const THEME_KEY = "ocw.theme";
 
 /** A stored value read back: anything but "light" or "dark" (missing, garbage) is "system". */
 export function parseThemePref(v: string | null | undefined): ThemePref {

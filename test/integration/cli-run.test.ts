@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, stopDetachedEngine, tempDir } from "../helpers";
+import { BUNDLE, cleanup, makeRepo, type OcwRun, ocwRunArgs, stopDetachedEngine, tempDir } from "../helpers";
 
 let model: ScriptedModel;
 const stateDir = tempDir("cli-state");
@@ -30,6 +30,9 @@ function ocw(args: string[], opts: { stdin?: string; env?: NodeJS.ProcessEnv; ti
     });
   });
 }
+
+/** The run the model writes cli.txt for, in `dir`, checked by the file being there. */
+const cliWrite = (dir: string): OcwRun => ({ dir, task: "CLI-WRITE: create cli.txt", check: "test -f cli.txt", endpoint: model.url });
 
 const repo = () => {
   const r = makeRepo();
@@ -74,24 +77,7 @@ afterAll(async () => {
 describe("ocw run", () => {
   it("--approve once --json: built, exit 0, the result has the contract's fields; the engine started itself", async () => {
     const dir = repo();
-    const r = await ocw([
-      "run",
-      "--dir",
-      dir,
-      "--task",
-      "CLI-WRITE: create cli.txt",
-      "--check",
-      "test -f cli.txt",
-      "--scope",
-      "*.txt",
-      "--endpoint",
-      model.url,
-      "--model",
-      "scripted-1",
-      "--approve",
-      "once",
-      "--json",
-    ]);
+    const r = await ocw(ocwRunArgs(cliWrite(dir), "--scope", "*.txt", "--approve", "once", "--json"));
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out).toMatchObject({ verdict: "built", claim: "built", honest: true, scope: { passed: true, violations: [] } });
@@ -108,14 +94,10 @@ describe("ocw run", () => {
 
   it("Ctrl-C while a run follows its worker: it says the worker keeps running in the engine and how to follow or stop it (exit 130)", async () => {
     const dir = repo();
-    const p = spawn(
-      process.execPath,
-      [BUNDLE, "run", "--dir", dir, "--task", "CLI-HANG ctrl-c", "--check", "true", "--endpoint", model.url, "--model", "scripted-1", "--approve", "always"],
-      {
-        env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600" },
-        stdio: ["ignore", "ignore", "pipe"],
-      },
-    );
+    const p = spawn(process.execPath, [BUNDLE, ...ocwRunArgs({ dir, task: "CLI-HANG ctrl-c", check: "true", endpoint: model.url }, "--approve", "always")], {
+      env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let stderr = "";
     const running = new Promise<void>((resolve) =>
       p.stderr.on("data", (b) => {
@@ -146,22 +128,7 @@ describe("ocw run", () => {
   it("a checkout with uncommitted changes: the run says the worker starts from the last commit without them", async () => {
     const dir = repo();
     writeFileSync(path.join(dir, "README.md"), "# edited, not committed\n");
-    const runIn = (where: string) =>
-      ocw([
-        "run",
-        "--dir",
-        where,
-        "--task",
-        "CLI-WRITE: create cli.txt",
-        "--check",
-        "test -f cli.txt",
-        "--endpoint",
-        model.url,
-        "--model",
-        "scripted-1",
-        "--approve",
-        "always",
-      ]);
+    const runIn = (where: string) => ocw(ocwRunArgs(cliWrite(where), "--approve", "always"));
     const r = await runIn(dir);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(
@@ -173,10 +140,7 @@ describe("ocw run", () => {
 
   it("--approve ask reads y/a/n from the terminal; n rejects → honest-failure, exit 1", async () => {
     const dir = repo();
-    const r = await ocw(
-      ["run", "--dir", dir, "--task", "CLI-WRITE: create cli.txt", "--check", "test -f cli.txt", "--endpoint", model.url, "--model", "scripted-1", "--json"],
-      { stdin: "n\n" },
-    );
+    const r = await ocw(ocwRunArgs(cliWrite(dir), "--json"), { stdin: "n\n" });
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/asks edit: .*cli\.txt/);
     // The path as the repository's, as the GUI and MCP show it: never the engine's private folder.
@@ -190,11 +154,10 @@ describe("ocw run", () => {
 
   it("--approve ask: an ask answered elsewhere (the GUI) while the terminal is asked says so with the answer, and the run goes on", async () => {
     const dir = repo();
-    const p = spawn(
-      process.execPath,
-      [BUNDLE, "run", "--dir", dir, "--task", "CLI-WRITE: create cli.txt", "--check", "test -f cli.txt", "--endpoint", model.url, "--model", "scripted-1"],
-      { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600" }, stdio: ["pipe", "ignore", "pipe"] },
-    );
+    const p = spawn(process.execPath, [BUNDLE, ...ocwRunArgs(cliWrite(dir))], {
+      env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600" },
+      stdio: ["pipe", "ignore", "pipe"],
+    });
     let stderr = "";
     const prompted = new Promise<void>((resolve) =>
       p.stderr.on("data", (b) => {
@@ -305,22 +268,7 @@ describe("ocw run", () => {
     const dir = repo();
     const p = spawn(
       process.execPath,
-      [
-        BUNDLE,
-        "run",
-        "--dir",
-        dir,
-        "--task",
-        "CLI-HANG",
-        "--check",
-        "test -f hang.txt",
-        "--endpoint",
-        model.url,
-        "--model",
-        "scripted-1",
-        "--approve",
-        "always",
-      ],
+      [BUNDLE, ...ocwRunArgs({ dir, task: "CLI-HANG", check: "test -f hang.txt", endpoint: model.url }, "--approve", "always")],
       {
         env,
         stdio: ["ignore", "ignore", "pipe"],

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, runOcw, startEngine, tempDir, type TestEngine } from "../helpers";
+import { cleanup, makeRepo, ocwRunArgs, runOcw, startEngine, tempDir, type TestEngine } from "../helpers";
 
 const KEY = `sk-adhoc-${Math.random().toString(36).slice(2)}`;
 let model: ScriptedModel;
@@ -35,22 +35,7 @@ afterAll(async () => {
 const adhocRun = (dir: string, extra: string[], timeoutMs: number) =>
   runOcw(
     engine.stateDir,
-    [
-      "run",
-      "--dir",
-      dir,
-      "--task",
-      "ADHOC-KEY write k.txt",
-      "--check",
-      "test -f k.txt",
-      "--endpoint",
-      model.url,
-      "--model",
-      "scripted-1",
-      "--approve",
-      "always",
-      ...extra,
-    ],
+    ocwRunArgs({ dir, task: "ADHOC-KEY write k.txt", check: "test -f k.txt", endpoint: model.url }, "--approve", "always", ...extra),
     timeoutMs,
   );
 

@@ -9,7 +9,7 @@ import { pendingOf, pushNotice, useStore } from "../store";
 import { Diff } from "./LazyDiff";
 
 /** A question ask with more questions than any client shows (shared/ask-view.ts): it can only be dismissed. */
-export const tooManyQuestions = (ask: PermissionAsk) => ask.kind === "question" && (ask.questions?.length ?? 0) > QUESTIONS_SHOWN;
+const tooManyQuestions = (ask: PermissionAsk) => ask.kind === "question" && (ask.questions?.length ?? 0) > QUESTIONS_SHOWN;
 
 /**
  * Why a single-key decision (Approvals: a, A, r) is not made on this ask, or null: a question is answered on its card
@@ -34,12 +34,12 @@ export async function decide(ask: PermissionAsk, decision: DecisionKind, extra: 
 }
 
 /** What an "always" answer would grant (the engine's own rule, from shared/): the exact simple commands; "" when none. */
-export const askPattern = grantPattern;
+const askPattern = grantPattern;
 /** Asks that a bulk decision treats as the same: the same exact grant, or (where none is offered) the same exact text. */
 const sameKey = (a: PermissionAsk) => `${a.tool}\u0000${askPattern(a) || "\u0000" + a.what}`;
 
 /** A flag that stops "approve all like this": only a symlink inside the workspace is not a reason to look twice. */
-export const isRisky = (a: PermissionAsk) => !!a.flags?.some((f) => f.kind !== "symlink");
+const isRisky = (a: PermissionAsk) => !!a.flags?.some((f) => f.kind !== "symlink");
 
 /** What the engine found about the asked path before anyone decides: each flag with its detail (real paths). */
 export function AskFlags({ ask }: { ask: PermissionAsk }) {
@@ -57,7 +57,7 @@ export function AskFlags({ ask }: { ask: PermissionAsk }) {
 }
 
 /** The other pending asks a decision can be applied to at once: same tool and pattern, from this worker or this batch. */
-export function similarAsks(
+function similarAsks(
   ask: PermissionAsk,
   pending: PermissionAsk[],
   workers: Record<string, { batchId: string | null }>,
@@ -72,7 +72,7 @@ export function similarAsks(
 const stillPending = (a: PermissionAsk) => useStore.getState().workers[a.workerId]?.asks.find((x) => x.id === a.id)?.status === "pending";
 
 /** Decides several asks one by one; asks with a risky flag are left out of an approval (they need a look of their own). */
-export async function decideMany(asks: PermissionAsk[], decision: "once" | "reject"): Promise<{ done: number; skipped: number; failed: string[] }> {
+async function decideMany(asks: PermissionAsk[], decision: "once" | "reject"): Promise<{ done: number; skipped: number; failed: string[] }> {
   const todo = decision === "reject" ? asks : asks.filter((a) => !isRisky(a));
   const failed: string[] = [];
   for (const a of todo) {

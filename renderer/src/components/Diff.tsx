@@ -46,7 +46,7 @@ function useMode(fallback: Mode): [Mode, (m: Mode) => void] {
 }
 
 /** Whether the dark theme shows (the person's choice in the header, else the system's). */
-export function useDarkTheme(): boolean {
+function useDarkTheme(): boolean {
   return useSyncExternalStore(onThemeChange, themeIsDark);
 }
 
@@ -60,7 +60,7 @@ export interface DraftComment {
 }
 
 /** Review mode: line and file comments are collected here until the person sends them as one review. */
-export interface ReviewDraft {
+interface ReviewDraft {
   comments: DraftComment[];
   add: (c: DraftComment) => void;
   remove: (c: DraftComment) => void;

@@ -64,7 +64,7 @@ const LANGS: Record<string, string> = {
 
 let highlighter: Promise<Highlighter> | null = null;
 /** shiki, with its languages and themes, loaded once on the first code block. */
-export function loadHighlighter(): Promise<Highlighter> {
+function loadHighlighter(): Promise<Highlighter> {
   highlighter ??= (async () => {
     const [{ createHighlighterCore }, { createJavaScriptRegexEngine }] = await Promise.all([import("shiki/core"), import("shiki/engine/javascript")]);
     return (await createHighlighterCore({
@@ -94,7 +94,7 @@ function reactStyle(css: Record<string, string> | undefined): React.CSSPropertie
 }
 
 /** A code block: plain at once, highlighted when shiki has loaded (for a language it knows). */
-export const CodeBlock = memo(function CodeBlock({ code, lang }: { code: string; lang: string | null }) {
+const CodeBlock = memo(function CodeBlock({ code, lang }: { code: string; lang: string | null }) {
   const name = lang ? LANGS[lang.toLowerCase()] : undefined;
   const [tokens, setTokens] = useState<Token[][] | null>(null);
   useEffect(() => {

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "react";
 import { go, type Route } from "../router";
 
 /** "g" then a letter goes to a screen. */
-export const GO_KEYS: { key: string; route: Route; label: string }[] = [
+const GO_KEYS: { key: string; route: Route; label: string }[] = [
   { key: "d", route: { name: "dashboard" }, label: "Dashboard" },
   { key: "a", route: { name: "approvals" }, label: "Approvals" },
   { key: "n", route: { name: "new" }, label: "New task" },

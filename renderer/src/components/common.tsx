@@ -83,7 +83,7 @@ export function VerdictChips({ verdict, checks = true }: { verdict: Verdict; che
   );
 }
 
-export function ClaimChip({ verdict }: { verdict: Verdict }) {
+function ClaimChip({ verdict }: { verdict: Verdict }) {
   const said = verdict.claim === "built" ? "built" : verdict.claim === "honest-failure" ? "failed" : null;
   if (!said)
     return (

@@ -8,7 +8,7 @@ import { ctxText, PLACEMENT, sh } from "./format";
 import { MemoryChart } from "./MemoryChart";
 
 /** The `ocw setup` command for a pick: the catalog repo and quant when known, else the model as given. */
-export function setupCommand(pick: FitPick, repoOf: (id: string) => string | undefined): string {
+function setupCommand(pick: FitPick, repoOf: (id: string) => string | undefined): string {
   const repo = repoOf(pick.model);
   const model = repo ? `${repo}${pick.quant ? `:${pick.quant}` : ""}` : pick.model;
   // vLLM / SGLang load the catalog id's safetensors weights; llama.cpp the GGUF repo:QUANT
