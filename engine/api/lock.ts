@@ -64,7 +64,7 @@ export function lastEndpoint(stateDir: string): { port: number; token: string } 
 
 const stopFile = (stateDir: string) => path.join(stateDir, "engine.stopped.json");
 const StopRecord = z.object({ at: z.number(), pid: z.number().int(), by: z.string().max(300) });
-export type StopRecord = z.infer<typeof StopRecord>;
+type StopRecord = z.infer<typeof StopRecord>;
 
 /**
  * A clean stop's record (a stop request, a signal to `ocw serve`), written before the engine lets go of its lock: a

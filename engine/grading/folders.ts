@@ -59,7 +59,7 @@ export async function sweepDiscarded(gradingDir: string): Promise<void> {
 }
 
 /** Deletes a tree, its read-only folders included; false when some of it could not be deleted (the next sweep tries again). */
-export async function removeTree(dir: string): Promise<boolean> {
+async function removeTree(dir: string): Promise<boolean> {
   try {
     await rm(dir, { recursive: true, force: true });
     return true;

@@ -6,7 +6,7 @@ import { Grade, type RungResult } from "../../shared/grade";
 import type { Worker } from "../../shared/worker";
 
 /** One rung of the ladder: a generated repository, a task, and held-back checks. */
-export interface Rung {
+interface Rung {
   rung: number;
   name: string;
   files: Record<string, string>;

@@ -7,7 +7,7 @@ import { foldPath } from "../workspace";
 const GLOB = { dot: true, flags: "s" } as const;
 
 /** Whether a path (relative, "/"-separated) matches any of the globs, as written; false for none. */
-export function globsMatcher(globs: string[]): (file: string) => boolean {
+function globsMatcher(globs: string[]): (file: string) => boolean {
   return globs.length ? picomatch(globs, GLOB) : () => false;
 }
 
@@ -17,7 +17,7 @@ export function globsMatcher(globs: string[]): (file: string) => boolean {
  * protected, `Tests/test_x.py`, `TESTS/x` and `tests./x` are protected too — on macOS and Windows they are the same
  * folder, and the user's checkout may be there whatever the engine runs on. The flag patterns fold names the same way.
  */
-export function foldedMatcher(globs: string[]): (file: string) => boolean {
+function foldedMatcher(globs: string[]): (file: string) => boolean {
   if (!globs.length) return () => false;
   const literal = globsMatcher(globs);
   const folded = globsMatcher(globs.map(foldPath));
