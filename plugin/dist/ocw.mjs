@@ -50625,6 +50625,10 @@ function benchText(b) {
   const f = (x) => x === null ? "?" : String(Math.round(x));
   return `measured: prefill ${f(b.prefillTps1)} tok/s, decode ${f(b.decodeTps1)} tok/s (1 stream); ${f(b.decodeTpsN)} tok/s in all, ${f(b.decodeTpsPerStreamN)} per stream (${b.slots} streams)${b.warning ? ` \u2014 ${b.warning}` : ""}`;
 }
+var SavedTargetId = external_exports.string().regex(
+  /^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$/,
+  "a target id of letters, digits, '.', '_', ':', '@', '+' or '-' (at most 200), starting with a letter or digit"
+);
 var Target = external_exports.object({
   id: external_exports.string().min(1),
   model: external_exports.string().min(1),
@@ -51410,6 +51414,21 @@ var Endpoint = external_exports.object({ port: external_exports.number().int().m
 function lastEndpoint(stateDir2) {
   try {
     return Endpoint.parse(JSON.parse(readFileSync4(endpointFile(stateDir2), "utf8")));
+  } catch {
+    return null;
+  }
+}
+var stopFile = (stateDir2) => path6.join(stateDir2, "engine.stopped.json");
+var StopRecord = external_exports.object({ at: external_exports.number(), pid: external_exports.number().int(), by: external_exports.string().max(300) });
+function recordStop(stateDir2, by) {
+  try {
+    writeJsonAtomic(stopFile(stateDir2), { at: Date.now(), pid: process.pid, by }, 384);
+  } catch {
+  }
+}
+function lastStop(stateDir2) {
+  try {
+    return StopRecord.parse(JSON.parse(readFileSync4(stopFile(stateDir2), "utf8")));
   } catch {
     return null;
   }
@@ -54815,6 +54834,8 @@ var EngineLink = class {
   lockP = null;
   clients = /* @__PURE__ */ new Map();
   lockPid = null;
+  /** The engine the current lookup found (its instance id is the lock's while it runs). */
+  found = null;
   ensure() {
     this.lockP ??= (async () => {
       const had = readLock(this.stateDir);
@@ -54837,8 +54858,13 @@ var EngineLink = class {
     return (await this.clientOn(header)).client;
   }
   async clientOn(header) {
+    if (this.found && this.lockP === this.found.lockP && readLock(this.stateDir)?.instanceId !== this.found.instanceId) {
+      this.log(`the engine (pid ${this.found.pid}) is gone; finding it again`);
+      this.lockP = null;
+    }
     const lockP = this.ensure();
     const lock2 = await lockP;
+    this.found = { lockP, pid: lock2.pid, instanceId: lock2.instanceId };
     let c3 = this.clients.get(header);
     if (!c3 || c3.pid !== lock2.pid) {
       c3 = { pid: lock2.pid, client: connect(lock2, header) };
@@ -54850,18 +54876,33 @@ var EngineLink = class {
    * Runs `fn` with a client. When the engine refused the connection (it stopped, or restarted on another port), finds
    * or starts it again and retries once; other failures are not retried, so a mutation is never sent twice.
    */
-  async call(fn, header = this.name()) {
+  async call(fn, header = this.name(), since) {
+    if (since !== void 0) this.stoppedSince(since);
     const { lockP, client: client2 } = await this.clientOn(header);
     try {
       return await fn(client2);
     } catch (err) {
       if (!isRefused(err)) throw err;
+      if (since !== void 0) this.stoppedSince(since);
       if (this.lockP === lockP) {
         this.log(`lost the engine (${err.message}); reconnecting`);
         this.lockP = null;
       }
       return fn(await this.client(header));
     }
+  }
+  /**
+   * A call begun at `since` (a long wait) that the engine's deliberate stop cut (`ocw stop`, Ctrl-C in `ocw serve`, the
+   * desktop app) ends saying so, rather than starting the engine again behind the person's back; the next call starts
+   * it as on first use. After a crash, or once another client started it again, the call goes on.
+   */
+  stoppedSince(since) {
+    const stop = lastStop(this.stateDir);
+    if (!stop || stop.at < since || readLock(this.stateDir)) return;
+    this.lockP = null;
+    throw new ToolError(
+      `the engine was stopped (${stop.by}) while this call waited: its running workers are interrupted. The next call starts it again; resume continues an interrupted worker`
+    );
   }
   get enginePid() {
     return this.lockPid;
@@ -64028,13 +64069,14 @@ function createMcpServer(opts) {
       if ("workerIds" in target && !target.unfinished) announce([...new Set(target.workerIds)]);
       const engineWait = (timeoutMs) => {
         const input2 = { ...target, ...seen, timeoutMs: Math.max(0, timeoutMs), diffs: useForms, ...mine.size ? { also: [...mine] } : {} };
-        if (token === void 0) return call((c3) => c3.workers.wait.query(input2, { signal: extra.signal }));
+        if (token === void 0) return link3.call((c3) => c3.workers.wait.query(input2, { signal: extra.signal }), void 0, t0);
         const ends = Date.now() + input2.timeoutMs;
         return link3.client().then((client2) => streamWait(client2, input2, extra.signal, { following: announce, note: progress2 })).catch((err) => {
           if (extra.signal.aborted) throw err;
           log(`wait: the event stream failed (${err?.message ?? String(err)}); waiting without its lines`);
+          link3.stoppedSince(t0);
           const rest = { ...input2, timeoutMs: Math.max(0, ends - Date.now()) };
-          return call((c3) => c3.workers.wait.query(rest, { signal: extra.signal }));
+          return link3.call((c3) => c3.workers.wait.query(rest, { signal: extra.signal }), void 0, t0);
         });
       };
       const heartbeat = token !== void 0 ? setInterval(() => progress2(lastNote), 1e4) : void 0;
@@ -85456,6 +85498,7 @@ function simpleCommands(line) {
   let expands = false;
   let redirect = false;
   let fromFile = false;
+  let pipeFrom = null;
   const endWord = () => {
     if (inWord) {
       if (redirect) {
@@ -85470,7 +85513,11 @@ function simpleCommands(line) {
   };
   const endCommand = () => {
     endWord();
-    if (words2.length) out.push(words2);
+    if (words2.length) {
+      if (pipeFrom) words2.piped = pipeFrom;
+      pipeFrom = null;
+      out.push(words2);
+    }
     words2 = [];
   };
   for (let i2 = 0; i2 < line.length; i2++) {
@@ -85506,8 +85553,21 @@ function simpleCommands(line) {
     } else if (c3 === "#" && !inWord) {
       while (i2 < line.length && line[i2] !== "\n") i2++;
       endCommand();
-    } else if (";&|\n()".includes(c3)) endCommand();
-    else if (c3 === "<" || c3 === ">") {
+    } else if (c3 === "|") {
+      const left = inWord || words2.length ? words2 : null;
+      endCommand();
+      if (line[i2 + 1] === "|") {
+        i2++;
+        pipeFrom = null;
+      } else {
+        if (line[i2 + 1] === "&") i2++;
+        pipeFrom = left && out[out.length - 1] === left ? left : null;
+      }
+    } else if (c3 === "\n" && pipeFrom && !inWord && !words2.length) {
+    } else if (";&\n()".includes(c3)) {
+      endCommand();
+      pipeFrom = null;
+    } else if (c3 === "<" || c3 === ">") {
       if (inWord && /^\d+$/.test(word)) {
         word = "";
         inWord = false;
@@ -85543,44 +85603,95 @@ var NODE_VALUE = /* @__PURE__ */ new Set([
 ]);
 var NODE_FILE = /* @__PURE__ */ new Set(["-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file"]);
 var OTHER_VALUE = /* @__PURE__ */ new Set(["-I", "-r", "-M", "-d"]);
-var WRAPPERS = /* @__PURE__ */ new Set(["env", "exec", "command", "time", "nice", "nohup", "timeout", "stdbuf", "xvfb-run", "builtin"]);
+var WRAPPERS = {
+  env: { values: ["-u", "-C", "--unset", "--chdir"] },
+  exec: { values: ["-a"] },
+  command: { values: [] },
+  builtin: { values: [] },
+  time: { values: ["-f", "-o", "--format", "--output"] },
+  nice: { values: ["-n", "--adjustment"] },
+  nohup: { values: [] },
+  timeout: { values: ["-s", "-k", "--signal", "--kill-after"], operand: true },
+  stdbuf: { values: ["-i", "-o", "-e", "--input", "--output", "--error"] },
+  "xvfb-run": { values: ["-n", "-s", "-e", "-f", "-p", "-w", "--server-num", "--server-args", "--error-file", "--auth-file", "--xauth-protocol", "--wait"] },
+  sudo: {
+    values: [
+      "-u",
+      "-g",
+      "-C",
+      "-D",
+      "-h",
+      "-p",
+      "-r",
+      "-t",
+      "-T",
+      "-U",
+      "--user",
+      "--group",
+      "--close-from",
+      "--chdir",
+      "--host",
+      "--prompt",
+      "--role",
+      "--type",
+      "--command-timeout",
+      "--other-user"
+    ]
+  },
+  doas: { values: ["-u", "-C"] },
+  busybox: { values: [] },
+  setsid: { values: [] },
+  ionice: { values: ["-c", "-n", "--class", "--classdata"] },
+  taskset: { values: [], operand: true },
+  chronic: { values: [] },
+  unbuffer: { values: [] }
+};
+var wrapperOf = (w) => Object.hasOwn(WRAPPERS, path45.posix.basename(w)) ? path45.posix.basename(w) : null;
+function commandStart(words2) {
+  let i2 = 0;
+  for (; ; ) {
+    const w = words2[i2];
+    if (typeof w !== "string") return null;
+    const wrapper = wrapperOf(w);
+    if (/^[A-Za-z_]\w*=/.test(w)) {
+      i2++;
+      continue;
+    }
+    if (!wrapper) return { at: i2 };
+    i2++;
+    if (wrapper === "env") {
+      let k = i2;
+      while (typeof words2[k] === "string" && words2[k].startsWith("-") && !/^(-S|--split-string)/.test(words2[k])) k++;
+      const flag2 = words2[k];
+      if (typeof flag2 === "string" && /^(-S|--split-string)/.test(flag2)) {
+        const whole = flag2 === "-S" || flag2 === "--split-string";
+        const value = whole ? words2[k + 1] : flag2.replace(/^(-S|--split-string=)/, "");
+        const after = words2.slice(k + (whole ? 2 : 1));
+        if (typeof value !== "string" || after.some((x) => x === null)) return null;
+        return { split: [value, ...after].join(" ") };
+      }
+    }
+    const { values, operand } = WRAPPERS[wrapper];
+    while (typeof words2[i2] === "string" && words2[i2].startsWith("-") && words2[i2] !== "-") {
+      const o2 = words2[i2++];
+      if (o2 === "--") break;
+      if (values.includes(o2)) i2++;
+    }
+    if (operand && typeof words2[i2] === "string") i2++;
+  }
+}
 var pathLike = (w) => w.includes("/") || /\.(sh|bash|zsh|js|mjs|cjs|ts|mts|cts|tsx|jsx|py|rb|pl|php|r|lua|ps1|tcl)$/i.test(w);
 function scriptWords(words2, recurse) {
-  let i2 = 0;
+  const start = commandStart(words2);
+  if (!start) return [];
+  if ("split" in start) return recurse(start.split);
+  let i2 = start.at;
   const next = () => words2[i2];
-  for (; ; ) {
-    const w = next();
-    if (w === null || w === void 0) return [];
-    if (/^[A-Za-z_]\w*=/.test(w)) i2++;
-    else if (WRAPPERS.has(path45.posix.basename(w))) {
-      const wrapper = path45.posix.basename(w);
-      i2++;
-      if (wrapper === "env") {
-        let k = i2;
-        while (typeof words2[k] === "string" && words2[k].startsWith("-") && !/^(-S|--split-string)/.test(words2[k])) k++;
-        const flag2 = words2[k];
-        if (typeof flag2 === "string" && /^(-S|--split-string)/.test(flag2)) {
-          const whole = flag2 === "-S" || flag2 === "--split-string";
-          const value = whole ? words2[k + 1] : flag2.replace(/^(-S|--split-string=)/, "");
-          const after = words2.slice(k + (whole ? 2 : 1));
-          if (typeof value !== "string" || after.some((x) => x === null)) return [];
-          return recurse([value, ...after].join(" "));
-        }
-      }
-      while (typeof next() === "string" && (next().startsWith("-") || wrapper === "env" && /^[A-Za-z_]\w*=/.test(next()))) {
-        const takesValue = wrapper === "env" ? ["-u", "-C", "--unset", "--chdir"] : wrapper === "exec" ? ["-a"] : ["-n", "-s", "-k", "-u", "-C", "--signal", "--kill-after"];
-        if (takesValue.includes(next())) i2++;
-        i2++;
-      }
-      if (wrapper === "timeout" && typeof next() === "string") i2++;
-    } else break;
-  }
   const program3 = next();
   if (typeof program3 !== "string") return [];
   i2++;
   const name = path45.posix.basename(program3).toLowerCase();
   const out = [];
-  const rest = () => words2.slice(i2);
   const firstArg = (takesValue, stop, file3) => {
     while (i2 < words2.length) {
       const w = words2[i2];
@@ -85597,27 +85708,28 @@ function scriptWords(words2, recurse) {
     return null;
   };
   if (SHELLS.has(name)) {
-    const c3 = words2.indexOf("-c", i2);
-    if (c3 >= 0 && rest().slice(0, c3 - i2).every((w) => typeof w === "string" && w.startsWith("-"))) {
-      const line = words2[c3 + 1];
-      return typeof line === "string" ? recurse(line) : [];
-    }
-    let script = null;
+    let command = false;
+    let stdin = false;
     for (; i2 < words2.length; i2++) {
       const w = words2[i2];
-      if (typeof w !== "string" || w === "-") break;
-      if (w === "--") {
-        script = typeof words2[i2 + 1] === "string" ? words2[i2 + 1] : null;
+      if (typeof w !== "string") return out;
+      if (w === "--" || w === "-") {
+        i2++;
         break;
       }
-      if (!/^[-+]/.test(w)) {
-        script = w;
-        break;
+      if (!/^[-+]./.test(w)) break;
+      if (w.startsWith("--")) {
+        if (w === "--rcfile" || w === "--init-file") i2++;
+        continue;
       }
-      if (/^-[A-Za-z]*s[A-Za-z]*$/.test(w)) break;
-      if (/^[-+][A-Za-z]*[oO]$/.test(w) || w === "--rcfile" || w === "--init-file") i2++;
+      if (w[0] === "-" && w.includes("c")) command = true;
+      if (w[0] === "-" && w.includes("s")) stdin = true;
+      i2 += (w.match(/[oO]/g) ?? []).length;
     }
-    if (script) out.push(script);
+    const operand = words2[i2];
+    if (command) return typeof operand === "string" ? recurse(operand) : [];
+    if (typeof operand === "string" && !stdin) out.push(operand);
+    else if (operand !== null && name !== "." && name !== "source") out.fromStdin = true;
   } else if (PYTHON.test(name)) {
     const script = firstArg(
       (o2) => PY_VALUE.has(o2),
@@ -85672,8 +85784,7 @@ function commandScripts(commands, sub, checkout) {
         return [];
       });
       const program3 = programOf(words2);
-      if (!files.length && words2.stdin !== void 0 && program3 && SHELLS.has(program3) && program3 !== "." && program3 !== "source" && !words2.some((w) => typeof w === "string" && /^-[A-Za-z]*c[A-Za-z]*$/.test(w)))
-        files.push(words2.stdin);
+      if (files.fromStdin) files.push(...words2.stdin !== void 0 ? [words2.stdin] : catFiles(words2.piped));
       for (const f of files) {
         if (f.startsWith("/") || f.startsWith("~")) continue;
         const file3 = path45.posix.normalize(path45.posix.join(from || ".", f));
@@ -85690,8 +85801,11 @@ function commandScripts(commands, sub, checkout) {
       }
       if (inScript) continue;
       if (checkout) {
-        for (const script of packageScripts(words2, path45.join(checkout, from))) read3(script, from, command, depth + 1);
-        const make = makeRecipes(words2, checkout, from);
+        const start = commandStart(words2);
+        const tool = start && "at" in start ? words2.slice(start.at) : [];
+        for (const script of packageScripts(tool, path45.join(checkout, from))) read3(script, from, command, depth + 1);
+        const make = makeRecipes(tool, checkout, from);
+        for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
         if (make) for (const line2 of make.lines) read3(line2, make.dir, command, depth + 1);
       }
     }
@@ -85731,28 +85845,49 @@ function makeRecipes(words2, checkout, from) {
   if (words2[0] !== "make" && words2[0] !== "gmake") return null;
   let dir = from;
   const targets = [];
+  const named = [];
   for (let i2 = 1; i2 < words2.length; i2++) {
     const w = words2[i2];
     if (typeof w !== "string") return null;
-    if (w === "-f" || w.startsWith("--file") || w.startsWith("--makefile") || w.startsWith("-f") && w.length > 2) return null;
-    if (w === "-C" || w === "--directory") {
-      const to = words2[++i2];
-      if (typeof to !== "string" || to.startsWith("/")) return null;
+    if (w === "-f" || w === "--file" || w === "--makefile") {
+      const f = words2[++i2];
+      if (typeof f !== "string") return null;
+      named.push(f);
+    } else if (/^--(file|makefile)=/.test(w)) named.push(w.slice(w.indexOf("=") + 1));
+    else if (w.startsWith("-f") && w.length > 2) named.push(w.slice(2));
+    else if (w === "-C" || w === "--directory" || w.startsWith("--directory=") || w.startsWith("-C") && w.length > 2) {
+      const to = w === "-C" || w === "--directory" ? words2[++i2] : w.slice(w.startsWith("-C") ? 2 : "--directory=".length);
+      if (typeof to !== "string" || !to || to.startsWith("/")) return null;
       dir = path45.posix.normalize(path45.posix.join(dir || ".", to));
       if (dir === ".") dir = "";
       if (dir.startsWith("..")) return null;
-    } else if (w.startsWith("-C") && w.length > 2) return null;
-    else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
+    } else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
+  }
+  const makefiles = [];
+  for (const f of named) {
+    const file3 = path45.posix.normalize(path45.posix.join(dir || ".", f));
+    if (f === "-" || f.startsWith("/") || f.startsWith("~") || file3 === "." || file3 === ".." || file3.startsWith("../")) return null;
+    makefiles.push(file3);
   }
   let text = null;
-  for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
-    try {
-      text = readFileSync20(path45.join(checkout, dir, name), "utf8");
-      break;
-    } catch {
+  if (makefiles.length) {
+    const texts = makefiles.flatMap((f) => {
+      try {
+        return [readFileSync20(path45.join(checkout, f), "utf8")];
+      } catch {
+        return [];
+      }
+    });
+    text = texts.length ? texts.join("\n") : null;
+  } else
+    for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
+      try {
+        text = readFileSync20(path45.join(checkout, dir, name), "utf8");
+        break;
+      } catch {
+      }
     }
-  }
-  if (text === null) return null;
+  if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
   const rules = /* @__PURE__ */ new Map();
   let first2;
   let current = [];
@@ -85789,7 +85924,7 @@ function makeRecipes(words2, checkout, from) {
     lines.push(...rule.recipe);
   };
   for (const t2 of targets.length ? targets : first2 ? [first2] : []) visit(t2);
-  return { dir, lines };
+  return { dir, lines, makefiles };
 }
 var SELF = String.raw`(?:\$0|\$\{0\}|\$BASH_SOURCE|\$\{BASH_SOURCE(?:\[0\])?\})`;
 var DIRNAME = String.raw`(?:\$\(\s*dirname\s+(?:"${SELF}"|${SELF})\s*\)|\x60\s*dirname\s+(?:"${SELF}"|${SELF})\s*\x60)`;
@@ -85808,12 +85943,22 @@ function withScriptDir(text, dir) {
   return out;
 }
 function programOf(words2) {
-  for (const w of words2) {
-    if (typeof w !== "string") return null;
-    if (/^[A-Za-z_]\w*=/.test(w) || w.startsWith("-") || /^\d+(\.\d+)?[smhd]?$/.test(w) || WRAPPERS.has(path45.posix.basename(w))) continue;
-    return path45.posix.basename(w).toLowerCase();
+  const start = commandStart(words2);
+  const w = start && "at" in start ? words2[start.at] : null;
+  return typeof w === "string" ? path45.posix.basename(w).toLowerCase() : null;
+}
+function catFiles(words2) {
+  if (!words2) return [];
+  const start = commandStart(words2);
+  if (!start || !("at" in start) || typeof words2[start.at] !== "string" || path45.posix.basename(words2[start.at]) !== "cat") return [];
+  const out = [];
+  let options = true;
+  for (const w of words2.slice(start.at + 1)) {
+    if (typeof w !== "string" || w === "-") return [];
+    if (options && w === "--") options = false;
+    else if (!(options && w.startsWith("-"))) out.push(w);
   }
-  return null;
+  return out.length || words2.stdin === void 0 ? out : [words2.stdin];
 }
 function shellScript(file3, byShell = false) {
   let text;
@@ -89104,11 +89249,18 @@ async function plantedModules(before, after) {
 var PYTEST_CONFIGS = ["pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini", "setup.cfg"];
 var PLUGIN_OPTION = /(?:^|[\s"'[,])-p\s*=?\s*["']?([A-Za-z_][\w.]*)(?![\w.:])/g;
 function pytestPluginFiles(checkout, sub, commands, heldBackDirs) {
+  return new Map(pytestPluginModules(checkout, sub, commands, heldBackDirs).map(({ file: file3, why }) => [foldPath(file3), why]));
+}
+function pytestPluginModules(checkout, sub, commands, heldBackDirs) {
   const named = /* @__PURE__ */ new Map();
   const add = (name, where) => {
     if (!named.has(name)) named.set(name, where);
   };
-  for (const c3 of commands) for (const m of c3.matchAll(PLUGIN_OPTION)) add(m[1], "a check's command");
+  for (const c3 of commands)
+    for (const words2 of simpleCommands(c3)) {
+      const line = words2.filter((w) => typeof w === "string").join(" ");
+      if (/py\.?test/.test(line)) for (const m of line.matchAll(PLUGIN_OPTION)) add(m[1], "a check's command");
+    }
   const folders = /* @__PURE__ */ new Set(["", sub]);
   for (const d of heldBackDirs) {
     const parts = d.split("/").filter(Boolean);
@@ -89131,17 +89283,48 @@ function pytestPluginFiles(checkout, sub, commands, heldBackDirs) {
     const list = t2 && /^pytest_plugins\s*(?::[^=\n]*)?=\s*([[(][^\])]*[\])]|["'][^"'\n]*["'])/m.exec(t2);
     if (list) for (const m of list[1].matchAll(/["']([A-Za-z_][\w.]*)["']/g)) add(m[1], conftest);
   }
-  const out = /* @__PURE__ */ new Map();
+  const out = [];
   for (const [name, where] of named) {
     const parts = name.split(".");
     const why = `the module of a pytest plugin that ${where} loads (\`${name}\`): its hooks decide what pytest reports, as a conftest.py's do`;
     for (const from of /* @__PURE__ */ new Set(["", sub])) {
-      const at = (p) => foldPath(path51.posix.join(from, ...p));
-      out.set(at([`${parts.join("/")}.py`]), why);
-      out.set(at([...parts, "__init__.py"]), why);
+      out.push({ file: path51.posix.join(from, `${parts.join("/")}.py`), why });
+      out.push({ file: path51.posix.join(from, ...parts, "__init__.py"), why });
     }
   }
   return out;
+}
+var YARN_WRITES = /^(install-state\.gz|build-state\.yml|unplugged(\/.*)?)$/;
+var YARN_GUARD_CAP = 2e4;
+function guardedConfigFiles(checkout, sub, commands, heldBackDirs) {
+  const out = [];
+  const isFile = (f) => lstatSync4(path51.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
+  for (const { file: file3 } of pytestPluginModules(checkout, sub, commands, heldBackDirs)) {
+    if (isFile(file3)) out.push(file3);
+    else if (file3.endsWith("/__init__.py") && isFile(`${file3.slice(0, -"/__init__.py".length)}.py`)) out.push(file3);
+  }
+  const parts = sub.split("/").filter((p) => p && p !== ".");
+  for (let i2 = 0; i2 <= parts.length; i2++) {
+    const yarn = path51.posix.join(...parts.slice(0, i2), ".yarn");
+    const walk = (rel) => {
+      let entries;
+      try {
+        entries = readdirSync9(path51.join(checkout, yarn, rel), { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries) {
+        if (out.length >= YARN_GUARD_CAP) return;
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        if (YARN_WRITES.test(r)) continue;
+        if (e.isDirectory()) walk(r);
+        else if (e.isFile()) out.push(`${yarn}/${r}`);
+      }
+    };
+    if (lstatSync4(path51.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
+  }
+  const cache = (f) => /(^|\/)\.yarn\/cache\//.test(f);
+  return [.../* @__PURE__ */ new Set([...out.filter((f) => !cache(f)), ...out.filter(cache)])];
 }
 var GO_TEST_MAIN_WHY = "a Go test file that defines TestMain in the package of held-back tests: TestMain decides whether the package's tests run at all (`os.Exit(0)` without `m.Run()` passes `go test`)";
 function goTestMain(rel, heldBackDirs, text) {
@@ -89290,6 +89473,7 @@ function runFile(check2, name, cwd, realCwd) {
   }
   return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
 }
+var READ_ONLY_CAP = 2e3;
 async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) {
   const results = [];
   const realCwd = realpathSync6(cwd);
@@ -89299,8 +89483,10 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
   } catch (err) {
     return checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: `held-back files could not be brought in: ${err.message}` }));
   }
+  const readOnly = [.../* @__PURE__ */ new Set([...heldBack, ...protectedFiles])].slice(0, READ_ONLY_CAP);
   protectedFiles = [...protectedFiles, ...heldBack];
-  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
+  const watched = [...protectedFiles, ...watch.compared ?? []];
+  const guarded = watched.length ? new Map(watched.map((f) => [f, fingerprint(f)])) : null;
   const root2 = watch.root ?? sandbox?.root ?? realCwd;
   const realRoot = realpathSync6(root2);
   const fromRoot = (f) => [path52.relative(root2, f), path52.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path52.isAbsolute(r));
@@ -89333,7 +89519,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     clearHeldBackBytecode(realRoot, guardedPy);
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
-    const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
     const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path52.relative(realCwd, f)) : [];
     let result2 = changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` } : r;
@@ -89651,7 +89837,7 @@ async function gradeSnapshot(input2) {
     const scripts = listing ? checkScripts(commandsOf(input2.checks), subPath, checkout) : void 0;
     if (listing && scripts) {
       const from = input2.checkConfigFrom && input2.checkConfigFrom.base !== ws.baseCommit ? input2.checkConfigFrom : null;
-      const config3 = await runnerConfigChanges({
+      const config4 = await runnerConfigChanges({
         changed: from ? await changedBetween(ws, from.base, graded.commit) : graded.changed,
         sub: subPath,
         scope: from ? [...input2.scope, ...from.scope] : input2.scope,
@@ -89671,21 +89857,22 @@ async function gradeSnapshot(input2) {
         repo: ws.repo,
         baseCommit: ws.baseCommit
       });
-      if (config3.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config3], checkConfig: config3 };
+      if (config4.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config4], checkConfig: config4 };
     }
     const cwd = await folderIn(checkout, sub);
-    const guarded = typeof cwd === "string" && scripts ? [...await protectedIn(checkout, sub, input2.protect), ...guardedScripts(checkout, scripts)] : [];
+    const config3 = typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commandsOf(input2.checks), listing.dirs).map((f) => path53.join(checkout, f)) : [];
+    const guarded = typeof cwd === "string" && scripts ? [...await protectedIn(checkout, sub, input2.protect), ...guardedScripts(checkout, scripts), ...config3.slice(0, CONFIG_BINDS)] : [];
     const planted = [];
     checks = typeof cwd === "string" ? await runChecks(
       input2.checks,
       cwd,
       input2.sandbox ? { ...input2.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input2.sandbox.mountAs } } : void 0,
       guarded,
-      { root: checkout, planted, heldBack: listing }
+      { root: checkout, planted, heldBack: listing, compared: config3.slice(CONFIG_BINDS) }
     ) : input2.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
     if (planted.length) {
-      const config3 = planted.map((p) => `check configuration written by a check: ${p}`);
-      scope = { ...scope, passed: false, violations: [...scope.violations, ...config3], checkConfig: [...scope.checkConfig ?? [], ...config3] };
+      const config4 = planted.map((p) => `check configuration written by a check: ${p}`);
+      scope = { ...scope, passed: false, violations: [...scope.violations, ...config4], checkConfig: [...scope.checkConfig ?? [], ...config4] };
     }
   } finally {
     discardAll(checkout, input2.sandbox?.tmpDir);
@@ -89773,6 +89960,7 @@ async function combinedCheckConfig(opts) {
     ...heldBackOf(heldBackListing(opts.checks))
   });
 }
+var CONFIG_BINDS = 250;
 function guardedScripts(checkout, scripts) {
   return [...scripts.values()].filter((s) => s.harness).map((s) => path53.join(checkout, s.file)).filter((f) => lstatSync6(f, { throwIfNoEntry: false })?.isFile());
 }
@@ -94535,7 +94723,7 @@ var appRouter = t.router({
         targets: r.targets.map((t2) => ({ ...targetShown(t2), endpoints: endpointsShown(t2.endpoints) }))
       };
     }),
-    save: proc2.input(external_exports.object({ target: Target, activate: external_exports.boolean().default(false) })).mutation(({ ctx, input: input2 }) => ctx.engine.targets.save(input2.target, input2.activate)),
+    save: proc2.input(external_exports.object({ target: Target.extend({ id: SavedTargetId }), activate: external_exports.boolean().default(false) })).mutation(({ ctx, input: input2 }) => ctx.engine.targets.save(input2.target, input2.activate)),
     /** Sets (or with null clears) an API target's price per million tokens: costs are computed from it (shared/cost.ts). */
     setPrice: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200), price: Price.nullable() })).mutation(({ ctx, input: input2 }) => {
       const t2 = ctx.engine.targets.get(input2.id);
@@ -94828,6 +95016,11 @@ function serveStatic(ui, pathname, res) {
 }
 
 // engine/api/host.ts
+function stopRequester(by) {
+  if (by.kind === "cli") return by.name === "ocw stop" ? "`ocw stop`" : "a stop request from another ocw command";
+  if (by.kind === "mcp") return "a stop request from an MCP client";
+  return "a stop request from the dashboard or the desktop app";
+}
 var StateDirTaken = class extends Error {
   constructor(stateDir2, holder) {
     super(`another engine (pid ${holder.pid}) owns ${stateDir2}: attach to it (ocw serve prints its URL) or stop it with \`ocw stop\``);
@@ -94851,7 +95044,8 @@ async function hostEngine(opts) {
     throw err;
   }
   let closing2 = null;
-  const close = () => closing2 ??= (async () => {
+  const close = (by) => closing2 ??= (async () => {
+    if (by) recordStop(opts.stateDir, by);
     removeLock(opts.stateDir);
     await api.close();
     await engine.close();
@@ -94862,7 +95056,7 @@ async function hostEngine(opts) {
     version: VERSION,
     instanceId,
     browserUi: () => browserUi(),
-    shutdown: (by) => void close().then(() => {
+    shutdown: (by) => void close(stopRequester(by)).then(() => {
       opts.onStopped?.(by);
       process.exit(0);
     })
@@ -95040,9 +95234,9 @@ function registerServeCommands(program3) {
       console.log(`${hosted.url}/?token=${hosted.token}`);
       console.error(`ocw: engine running (pid ${process.pid}, state ${dir}); open the URL above in a browser. Ctrl-C stops it.`);
     }
-    const stop = () => void hosted.close().then(() => process.exit(0));
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
+    const stop = (signal) => () => void hosted.close(signal === "SIGINT" ? "Ctrl-C in `ocw serve`" : `${signal} to \`ocw serve\``).then(() => process.exit(0));
+    process.once("SIGINT", stop("SIGINT"));
+    process.once("SIGTERM", stop("SIGTERM"));
   });
   program3.command("stop").description("stop the running engine (workers that are running become interrupted and can be resumed)").action(async () => {
     const dir = stateDir();
