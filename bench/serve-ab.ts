@@ -77,6 +77,7 @@ async function rig(variant: string) {
   await server.start();
   const { client, idle: idleOf } = bareSdk(server);
   const firsts: number[] = [];
+  const turns: number[] = [];
   const phases = { ws: [] as number[], session: [] as number[], prompt: [] as number[] };
   const one = async (dir: string, _i: number, branch: string, text: string) => {
     const t0 = Date.now();
@@ -99,8 +100,11 @@ async function rig(variant: string) {
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
     phases.prompt.push(Date.now() - t0);
     await idle;
-    const first = model.requests.find((r) => r.kind === "chat" && r.sessionId === s.id);
+    const chats = model.requests.filter((r) => r.kind === "chat" && r.sessionId === s.id);
+    const first = chats[0];
     if (first) firsts.push(first.at - t0);
+    // The turn after the tool: its ask asked and answered, the write run, the next request made.
+    if (chats[1] && first) turns.push(chats[1].at - first.at);
     if (dispose) await client.instance.dispose({ directory: wt });
     else dirs.push(wt);
   };
@@ -111,6 +115,7 @@ async function rig(variant: string) {
     async run(tag: string) {
       const dir = makeRepo();
       firsts.length = 0;
+      turns.length = 0;
       for (const k of Object.keys(phases) as (keyof typeof phases)[]) phases[k].length = 0;
       await untilQuiet([pid]);
       const rss0 = rssMbOf(pid);
@@ -142,6 +147,7 @@ async function rig(variant: string) {
         after: round(c2.self + c2.children - c1.self - c1.children, 2),
         first: round(median(firsts), 0),
         firstMax: Math.max(...firsts),
+        turn: round(median(turns), 0),
         released,
       };
     },
@@ -154,21 +160,21 @@ async function rig(variant: string) {
 
 const rigs = [];
 for (const v of variants) rigs.push(await rig(v));
-const res: Record<string, { rss: string; cpu: number; kids: number; after: number; first: number; firstMax: number; wall: number; released: number }[]> = {};
+const res: Record<string, { rss: string; cpu: number; kids: number; after: number; first: number; firstMax: number; turn: number; wall: number; released: number }[]> = {};
 try {
   for (let rep = 0; rep < reps; rep++) {
     for (const r of rep % 2 ? [...rigs].reverse() : rigs) {
       const x = await r.run(`r${rep}`);
       (res[r.variant] ??= []).push(x);
       console.log(
-        `${r.variant} rep ${rep}: serve CPU ${x.cpu}+${x.kids} s (+${x.after} s after, disposals ${x.released} s), first request ${x.first}/${x.firstMax} ms, wall ${x.wall} ms, serve RSS ${x.rss}`,
+        `${r.variant} rep ${rep}: serve CPU ${x.cpu}+${x.kids} s (+${x.after} s after, disposals ${x.released} s), first request ${x.first}/${x.firstMax} ms, tool turn ${x.turn} ms, wall ${x.wall} ms, serve RSS ${x.rss}`,
       );
     }
   }
   for (const [v, xs] of Object.entries(res)) {
     const m = (f: (x: (typeof xs)[number]) => number) => round(median(xs.map(f)), 2);
     console.log(
-      `${v}: median serve CPU ${m((x) => x.cpu)}+${m((x) => x.kids)} s, after ${m((x) => x.after)} s, total ${m((x) => x.cpu + x.kids + x.after)} s, disposals ${m((x) => x.released)} s; first ${m((x) => x.first)}/${m((x) => x.firstMax)} ms`,
+      `${v}: median serve CPU ${m((x) => x.cpu)}+${m((x) => x.kids)} s, after ${m((x) => x.after)} s, total ${m((x) => x.cpu + x.kids + x.after)} s, disposals ${m((x) => x.released)} s; first ${m((x) => x.first)}/${m((x) => x.firstMax)} ms; tool turn ${m((x) => x.turn)} ms; wall ${m((x) => x.wall)} ms`,
     );
   }
 } finally {
