@@ -160,7 +160,10 @@ async function rig(variant: string) {
 
 const rigs = [];
 for (const v of variants) rigs.push(await rig(v));
-const res: Record<string, { rss: string; cpu: number; kids: number; after: number; first: number; firstMax: number; turn: number; wall: number; released: number }[]> = {};
+const res: Record<
+  string,
+  { rss: string; cpu: number; kids: number; after: number; first: number; firstMax: number; turn: number; wall: number; released: number }[]
+> = {};
 try {
   for (let rep = 0; rep < reps; rep++) {
     for (const r of rep % 2 ? [...rigs].reverse() : rigs) {
