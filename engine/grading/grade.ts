@@ -21,7 +21,15 @@ import {
 import { limitSetup } from "../sandbox";
 import { type HeldBackListing, heldBackListing, runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
-import { type CheckScripts, checkScripts, checkScriptCaveats, guardedConfigFiles, runnerConfigChanges, runnerConfigReason } from "./runner-config";
+import {
+  type CheckScripts,
+  checkScripts,
+  checkScriptCaveats,
+  guardedConfigFiles,
+  pytestPluginModules,
+  runnerConfigChanges,
+  runnerConfigReason,
+} from "./runner-config";
 import { checkScope, protectMatcher } from "./scope";
 
 export interface GradeInput {
@@ -136,6 +144,8 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     // The scripts the checks' commands run by name, read once for the rule, the caveats and the guard below.
     const subPath = sub.split(path.sep).join("/");
     const scripts = listing ? checkScripts(commandsOf(input.checks), subPath, checkout) : undefined;
+    // The pytest plugins' modules the project loads, read once for the rule and the guard below.
+    const pluginModules = listing ? pytestPluginModules(checkout, subPath, commandsOf(input.checks), listing.dirs) : undefined;
     if (listing && scripts) {
       const from = input.checkConfigFrom && input.checkConfigFrom.base !== ws.baseCommit ? input.checkConfigFrom : null;
       const config = await runnerConfigChanges({
@@ -147,6 +157,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         checkout,
         commands: commandsOf(input.checks),
         scripts,
+        pluginModules,
         ...heldBackOf(listing),
       });
       helpers = changedHelpers(rel, listing);
@@ -168,7 +179,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     // plugins); the rest (a `.yarn/` cache) are compared after every check only.
     const config =
       typeof cwd === "string" && listing
-        ? guardedConfigFiles(checkout, subPath, commandsOf(input.checks), listing.dirs).map((f) => path.join(checkout, f))
+        ? guardedConfigFiles(checkout, subPath, commandsOf(input.checks), listing.dirs, pluginModules).map((f) => path.join(checkout, f))
         : [];
     const guarded =
       typeof cwd === "string" && scripts

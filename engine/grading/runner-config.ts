@@ -779,6 +779,8 @@ export async function runnerConfigChanges(opts: {
   commands?: string[];
   /** Those scripts when the caller read them already (checkScripts); read from `commands` otherwise. */
   scripts?: CheckScripts;
+  /** The pytest plugins' modules when the caller read them already (pytestPluginModules); read otherwise. */
+  pluginModules?: PytestPluginModule[];
 }): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync(path.join(opts.checkout, opts.sub, folder, "__init__.py")));
@@ -787,7 +789,11 @@ export async function runnerConfigChanges(opts: {
   const shadowing = new Map<string, string[]>();
   let includes: MakeInclude[] | undefined;
   const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
-  const plugins = opts.commands?.length ? pytestPluginFiles(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : new Map<string, string>();
+  const plugins = new Map(
+    (opts.pluginModules ?? (opts.commands?.length ? pytestPluginModules(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : [])).map(
+      ({ file, why }) => [foldPath(file), why],
+    ),
+  );
   const out: string[] = [];
   for (const file of opts.changed) {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
@@ -1060,25 +1066,19 @@ const PYTEST_CONFIGS = ["pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.tom
 /** A `-p name` (or `-pname`, `-p=name`) in a command or a configuration's text; not `-p no:name`, which turns a plugin off. */
 const PLUGIN_OPTION = /(?:^|[\s"'[,])-p\s*=?\s*["']?([A-Za-z_][\w.]*)(?![\w.:])/g;
 
-/**
- * The files (from the repository's root, case folded) of the pytest plugins the project's configuration as committed,
- * or the checks' commands, load by module name, each with why: a `-p name` in a command or in pytest's configuration
- * of the checks' folder or the root, and `pytest_plugins = [...]` in a conftest.py there or in a folder of held-back tests
- * (or one between). A plugin's hooks decide what pytest reports, as a conftest.py's do. Each module's file or package
- * init, from the checks' folder and from the root (its parent packages' inits are not the plugin: pytest takes hooks
- * from the module named only).
- */
-function pytestPluginFiles(checkout: string, sub: string, commands: string[], heldBackDirs: string[]): Map<string, string> {
-  return new Map(pytestPluginModules(checkout, sub, commands, heldBackDirs).map(({ file, why }) => [foldPath(file), why]));
-}
+/** A pytest plugin's module file (from the repository's root, as the configuration writes it), with why it counts. */
+type PytestPluginModule = { file: string; why: string };
 
 /**
- * The files of the pytest plugins the project's configuration or the checks' commands load by module name
- * (pytestPluginFiles), as the configuration writes them (from the repository's root), each with why: the module's file
- * and its package init, from the checks' folder and from the root, whether or not the checkout has them. Only a simple
- * command that runs pytest names a plugin with `-p` (`mkdir -p build && pytest` names none).
+ * The files of the pytest plugins the project's configuration as committed, or the checks' commands, load by module
+ * name, each with why: a `-p name` in a command that runs pytest (`mkdir -p build && pytest` names none) or in pytest's
+ * configuration of the checks' folder or the root, and `pytest_plugins = [...]` in a conftest.py there or in a folder of
+ * held-back tests (or one between). A plugin's hooks decide what pytest reports, as a conftest.py's do. Each module's
+ * file and package init, from the checks' folder and from the root, whether or not the checkout has them (its parent
+ * packages' inits are not the plugin: pytest takes hooks from the module named only). Read once per grading: the
+ * check-configuration rule (runnerConfigChanges) and the guard (guardedConfigFiles) both take it.
  */
-function pytestPluginModules(checkout: string, sub: string, commands: string[], heldBackDirs: string[]): { file: string; why: string }[] {
+export function pytestPluginModules(checkout: string, sub: string, commands: string[], heldBackDirs: string[]): PytestPluginModule[] {
   const named = new Map<string, string>();
   const add = (name: string, where: string) => {
     if (!named.has(name)) named.set(name, where);
@@ -1110,7 +1110,7 @@ function pytestPluginModules(checkout: string, sub: string, commands: string[], 
     const list = t && /^pytest_plugins\s*(?::[^=\n]*)?=\s*([[(][^\])]*[\])]|["'][^"'\n]*["'])/m.exec(t);
     if (list) for (const m of list[1]!.matchAll(/["']([A-Za-z_][\w.]*)["']/g)) add(m[1]!, conftest);
   }
-  const out: { file: string; why: string }[] = [];
+  const out: PytestPluginModule[] = [];
   for (const [name, where] of named) {
     const parts = name.split(".");
     const why = `the module of a pytest plugin that ${where} loads (\`${name}\`): its hooks decide what pytest reports, as a conftest.py's do`;
@@ -1141,10 +1141,16 @@ const YARN_GUARD_CAP = 20_000;
  * Not guarded: a file a check writes new in `.yarn/` (only .yarnrc.yml and the loader, which are watched, make Yarn load
  * one), nor the `.yarn/` of a folder below the checks' folder.
  */
-export function guardedConfigFiles(checkout: string, sub: string, commands: string[], heldBackDirs: string[]): string[] {
+export function guardedConfigFiles(
+  checkout: string,
+  sub: string,
+  commands: string[],
+  heldBackDirs: string[],
+  pluginModules: PytestPluginModule[] = pytestPluginModules(checkout, sub, commands, heldBackDirs),
+): string[] {
   const out: string[] = [];
   const isFile = (f: string) => lstatSync(path.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
-  for (const { file } of pytestPluginModules(checkout, sub, commands, heldBackDirs)) {
+  for (const { file } of pluginModules) {
     if (isFile(file)) out.push(file);
     else if (file.endsWith("/__init__.py") && isFile(`${file.slice(0, -"/__init__.py".length)}.py`)) out.push(file);
   }
