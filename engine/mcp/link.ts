@@ -33,7 +33,7 @@ export class EngineLink {
   private clients = new Map<string, { pid: number; client: EngineClient }>();
   private lockPid: number | null = null;
   /** The engine the current lookup found (its instance id is the lock's while it runs). */
-  private found: { lockP: Promise<EngineLock>; pid: number; instanceId: string } | null = null;
+  private found: { lockP: Promise<EngineLock>; instanceId: string } | null = null;
 
   constructor(
     readonly stateDir: string,
@@ -70,12 +70,12 @@ export class EngineLink {
     // before anything is sent, so the token never goes to a port that engine gave up, which another local process may
     // hold now (and could pass on to an engine restarted later with the same port and token).
     if (this.found && this.lockP === this.found.lockP && readLock(this.stateDir)?.instanceId !== this.found.instanceId) {
-      this.log(`the engine (pid ${this.found.pid}) is gone; finding it again`);
+      this.log(`the engine (pid ${this.lockPid}) is gone; finding it again`);
       this.lockP = null;
     }
     const lockP = this.ensure();
     const lock = await lockP;
-    this.found = { lockP, pid: lock.pid, instanceId: lock.instanceId };
+    this.found = { lockP, instanceId: lock.instanceId };
     let c = this.clients.get(header);
     if (!c || c.pid !== lock.pid) {
       c = { pid: lock.pid, client: connect(lock, header) };
@@ -110,7 +110,7 @@ export class EngineLink {
    * desktop app) ends saying so, rather than starting the engine again behind the person's back; the next call starts
    * it as on first use. After a crash, or once another client started it again, the call goes on.
    */
-  stoppedSince(since: number): void {
+  private stoppedSince(since: number): void {
     const stop = lastStop(this.stateDir);
     if (!stop || stop.at < since || readLock(this.stateDir)) return;
     this.lockP = null;

@@ -574,7 +574,6 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           .catch((err: unknown) => {
             if (extra.signal.aborted) throw err;
             log(`wait: the event stream failed (${(err as Error)?.message ?? String(err)}); waiting without its lines`);
-            link.stoppedSince(t0);
             const rest = { ...input, timeoutMs: Math.max(0, ends - Date.now()) };
             return link.call((c) => c.workers.wait.query(rest, { signal: extra.signal }), undefined, t0);
           });
