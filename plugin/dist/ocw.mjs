@@ -54859,12 +54859,12 @@ var EngineLink = class {
   }
   async clientOn(header) {
     if (this.found && this.lockP === this.found.lockP && readLock(this.stateDir)?.instanceId !== this.found.instanceId) {
-      this.log(`the engine (pid ${this.found.pid}) is gone; finding it again`);
+      this.log(`the engine (pid ${this.lockPid}) is gone; finding it again`);
       this.lockP = null;
     }
     const lockP = this.ensure();
     const lock2 = await lockP;
-    this.found = { lockP, pid: lock2.pid, instanceId: lock2.instanceId };
+    this.found = { lockP, instanceId: lock2.instanceId };
     let c3 = this.clients.get(header);
     if (!c3 || c3.pid !== lock2.pid) {
       c3 = { pid: lock2.pid, client: connect(lock2, header) };
@@ -64074,7 +64074,6 @@ function createMcpServer(opts) {
         return link3.client().then((client2) => streamWait(client2, input2, extra.signal, { following: announce, note: progress2 })).catch((err) => {
           if (extra.signal.aborted) throw err;
           log(`wait: the event stream failed (${err?.message ?? String(err)}); waiting without its lines`);
-          link3.stoppedSince(t0);
           const rest = { ...input2, timeoutMs: Math.max(0, ends - Date.now()) };
           return link3.call((c3) => c3.workers.wait.query(rest, { signal: extra.signal }), void 0, t0);
         });
@@ -89065,7 +89064,11 @@ async function runnerConfigChanges(opts) {
   const shadowing = /* @__PURE__ */ new Map();
   let includes;
   const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
-  const plugins = opts.commands?.length ? pytestPluginFiles(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : /* @__PURE__ */ new Map();
+  const plugins = new Map(
+    (opts.pluginModules ?? (opts.commands?.length ? pytestPluginModules(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : [])).map(
+      ({ file: file3, why }) => [foldPath(file3), why]
+    )
+  );
   const out = [];
   for (const file3 of opts.changed) {
     const rel = opts.sub ? file3.startsWith(opts.sub + "/") ? file3.slice(opts.sub.length + 1) : `../${file3}` : file3;
@@ -89248,9 +89251,6 @@ async function plantedModules(before, after) {
 }
 var PYTEST_CONFIGS = ["pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini", "setup.cfg"];
 var PLUGIN_OPTION = /(?:^|[\s"'[,])-p\s*=?\s*["']?([A-Za-z_][\w.]*)(?![\w.:])/g;
-function pytestPluginFiles(checkout, sub, commands, heldBackDirs) {
-  return new Map(pytestPluginModules(checkout, sub, commands, heldBackDirs).map(({ file: file3, why }) => [foldPath(file3), why]));
-}
 function pytestPluginModules(checkout, sub, commands, heldBackDirs) {
   const named = /* @__PURE__ */ new Map();
   const add = (name, where) => {
@@ -89296,10 +89296,10 @@ function pytestPluginModules(checkout, sub, commands, heldBackDirs) {
 }
 var YARN_WRITES = /^(install-state\.gz|build-state\.yml|unplugged(\/.*)?)$/;
 var YARN_GUARD_CAP = 2e4;
-function guardedConfigFiles(checkout, sub, commands, heldBackDirs) {
+function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules = pytestPluginModules(checkout, sub, commands, heldBackDirs)) {
   const out = [];
   const isFile = (f) => lstatSync4(path51.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
-  for (const { file: file3 } of pytestPluginModules(checkout, sub, commands, heldBackDirs)) {
+  for (const { file: file3 } of pluginModules) {
     if (isFile(file3)) out.push(file3);
     else if (file3.endsWith("/__init__.py") && isFile(`${file3.slice(0, -"/__init__.py".length)}.py`)) out.push(file3);
   }
@@ -89835,6 +89835,7 @@ async function gradeSnapshot(input2) {
     const listing = input2.checks.some((c3) => "run" in c3) ? heldBackListing(input2.checks) : void 0;
     const subPath = sub.split(path53.sep).join("/");
     const scripts = listing ? checkScripts(commandsOf(input2.checks), subPath, checkout) : void 0;
+    const pluginModules = listing ? pytestPluginModules(checkout, subPath, commandsOf(input2.checks), listing.dirs) : void 0;
     if (listing && scripts) {
       const from = input2.checkConfigFrom && input2.checkConfigFrom.base !== ws.baseCommit ? input2.checkConfigFrom : null;
       const config4 = await runnerConfigChanges({
@@ -89846,6 +89847,7 @@ async function gradeSnapshot(input2) {
         checkout,
         commands: commandsOf(input2.checks),
         scripts,
+        pluginModules,
         ...heldBackOf(listing)
       });
       helpers = changedHelpers(rel, listing);
@@ -89860,7 +89862,7 @@ async function gradeSnapshot(input2) {
       if (config4.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config4], checkConfig: config4 };
     }
     const cwd = await folderIn(checkout, sub);
-    const config3 = typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commandsOf(input2.checks), listing.dirs).map((f) => path53.join(checkout, f)) : [];
+    const config3 = typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commandsOf(input2.checks), listing.dirs, pluginModules).map((f) => path53.join(checkout, f)) : [];
     const guarded = typeof cwd === "string" && scripts ? [...await protectedIn(checkout, sub, input2.protect), ...guardedScripts(checkout, scripts), ...config3.slice(0, CONFIG_BINDS)] : [];
     const planted = [];
     checks = typeof cwd === "string" ? await runChecks(
