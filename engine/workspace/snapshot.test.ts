@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -205,5 +205,34 @@ describe("the trees it writes", () => {
     expect(base).not.toBeNull();
     expect(base!.entries.get("x.txt")!.oid).toBe(objectId("blob", Buffer.from("x\n"), "sha256"));
     expect(treesOf(base!.entries, "sha256").root).toBe(git(dir, "rev-parse", "HEAD^{tree}"));
+  });
+});
+
+// The engine writes a grading's new objects as one pack and its index (snapshot.ts writePack), not a loose file each:
+// git must read them as its own, small and large (a pack over the size written on the engine's thread), both formats.
+describe("the graded commit's new objects: one pack git verifies", () => {
+  it.each(["sha1", "sha256"] as const)("%s", async (format) => {
+    const r = baseRepo(format);
+    const ws = await workspace(r);
+    write(ws.worktree, "src/new.txt", "new\n");
+    write(ws.worktree, "big/large.bin", "x".repeat(40_000) + Array.from({ length: 30_000 }, (_, i) => String(i % 97)).join(","));
+    write(ws.worktree, "empty.txt", "");
+    const made = await commitAndCheckOut(ws, "ocw: snapshot", path.join(tmp, `checkout-${n++}`), snapshotCaps(), undefined, "any");
+    const packs = path.join(ws.gitDir, "grade-objects", "pack");
+    const idx = readdirSync(packs).filter((f) => f.endsWith(".idx"));
+    expect(idx).toHaveLength(1);
+    expect(readdirSync(packs).filter((f) => !f.startsWith(idx[0]!.slice(0, -4)))).toEqual([]);
+    const verified = execFileSync("git", ["verify-pack", "-v", `--object-format=${format}`, path.join(packs, idx[0]!)], { cwd: r, encoding: "utf8" });
+    // The commit, the new blobs and the trees the base lacks (the root, src/, big/), each whole: no deltas.
+    expect(verified).toMatch(new RegExp(`^${made.commit} commit `, "m"));
+    expect(verified).toContain("non delta: ");
+    expect(verified).not.toMatch(/chain length/);
+    // No loose object beside it.
+    expect(readdirSync(path.join(ws.gitDir, "grade-objects")).filter((d) => /^[0-9a-f]{2}$/.test(d))).toEqual([]);
+    // And git reads the commit's files back through the engine's repository.
+    const objects = `${path.join(ws.gitDir, "grade-objects")}:${git(r, "rev-parse", "--path-format=absolute", "--git-path", "objects")}`;
+    const show = execFileSync("git", ["-C", r, "show", `${made.commit}:big/large.bin`], { env: { ...process.env, GIT_ALTERNATE_OBJECT_DIRECTORIES: objects }, encoding: "utf8" });
+    expect(show.length).toBeGreaterThan(64 * 1024);
+    expect(made.changed.sort()).toEqual(["big/large.bin", "empty.txt", "src/new.txt"]);
   });
 });
