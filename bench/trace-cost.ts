@@ -43,7 +43,7 @@ async function traced<T>(pids: number[], fn: () => Promise<T>): Promise<{ r: T; 
       ...(io ? [] : ["-f"]),
       "-qq",
       "-e",
-      io ? "trace=writev,write,accept4,read,readv" : "trace=execve",
+      io ? "trace=writev,write,accept4,read,readv" : (process.env.STRACE_EXPR ?? "trace=execve"),
       "-e",
       "signal=none",
       "-s",
