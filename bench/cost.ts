@@ -67,7 +67,9 @@ type Side = "engine" | "engineBefore" | "bareClone";
  * task: its code ran cold (unoptimized) through the timed batches, ~0.3 s more engine CPU per 32-task batch than the
  * same build warm (bench/trace-cost.ts, one engine through all its batches).
  */
-const WARM_UP_TASKS = 16;
+// OCW_BENCH_WARM_UP=N: another size (an investigation's). 32 cut the engine's CPU per 32-task batch from 1.40 to 1.11 s
+// (medians of 4, engine + its git) and moved no ratio past the noise (stop 45).
+const WARM_UP_TASKS = Number(process.env.OCW_BENCH_WARM_UP ?? 16);
 
 /** A wrapper that runs the bridge of the earlier build (startMcp's `command` takes an executable). */
 function bridgeOf(bundle: string): string {

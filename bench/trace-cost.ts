@@ -1,6 +1,7 @@
 // Where the engine's wall time goes beyond the bare SDK's: the cost part's two sides (engine over MCP, bare SDK on
 // private clones) on the same scripted model, sides taking turns, with each worker's timeline and, with STRACE=1, the
-// processes each side started during the batch (strace -f on the engine and its opencode serve / the bare serve).
+// processes each side started during the batch (strace -f on the engine and its opencode serve / the bare serve;
+// STRACE_EXPR=trace=mkdir,openat,… traces those calls instead, STRACE_KEEP=PREFIX keeps each log).
 // `npx jiti bench/trace-cost.ts [N] [REPS] [paced]` (a scratch tool of the cost investigation; not part of `npm run bench`).
 // For ratios, run it bundled as the bench is (esbuild, as scripts/bench.mjs does, then `node`): under jiti the bare
 // side's client, which runs in this process, ran ~15 % slower (32 tasks: bare 5.0–5.5 s against 4.3–4.5 s bundled, the
