@@ -231,7 +231,10 @@ describe("the graded commit's new objects: one pack git verifies", () => {
     expect(readdirSync(path.join(ws.gitDir, "grade-objects")).filter((d) => /^[0-9a-f]{2}$/.test(d))).toEqual([]);
     // And git reads the commit's files back through the engine's repository.
     const objects = `${path.join(ws.gitDir, "grade-objects")}:${git(r, "rev-parse", "--path-format=absolute", "--git-path", "objects")}`;
-    const show = execFileSync("git", ["-C", r, "show", `${made.commit}:big/large.bin`], { env: { ...process.env, GIT_ALTERNATE_OBJECT_DIRECTORIES: objects }, encoding: "utf8" });
+    const show = execFileSync("git", ["-C", r, "show", `${made.commit}:big/large.bin`], {
+      env: { ...process.env, GIT_ALTERNATE_OBJECT_DIRECTORIES: objects },
+      encoding: "utf8",
+    });
     expect(show.length).toBeGreaterThan(64 * 1024);
     expect(made.changed.sort()).toEqual(["big/large.bin", "empty.txt", "src/new.txt"]);
   });
