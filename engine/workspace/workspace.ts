@@ -1718,7 +1718,8 @@ async function copyObjects(from: string, to: string): Promise<void> {
 
 /**
  * The engine's own snapshot writes its objects as one pack (snapshot.ts writePack), and `git add` streams a file over
- * core.bigFileThreshold (512 MiB) into a pack of its own instead of a loose object: those packs are copied too, the pack (and its reverse index) before its .idx, since git sees a pack only once its .idx is there.
+ * core.bigFileThreshold (512 MiB) into a pack of its own instead of a loose object: those packs are copied too, the
+ * pack (and its reverse index) before its .idx, since git sees a pack only once its .idx is there.
  */
 async function copyPacks(from: string, to: string): Promise<void> {
   const names = await readdir(from).catch(() => [] as string[]);
