@@ -1,7 +1,7 @@
 // The scripts of the checkout a check's command runs by name (`bash scripts/test.sh`, `./scripts/check`,
 // `node scripts/run-tests.js`, `python3 tools/runtests.py`): what the check really runs, as a Makefile is to `make test`.
 // Read conservatively from the command's words: an interpreter followed by a path, or a path to a program, both inside
-// the checkout; a word with an expansion (`$X`, a glob, `~`) is not guessed at.
+// the checkout; a word with an expansion (`$X`, a glob, `~`) is not guessed at, but for a variable set on the line itself.
 //
 // Followed: an interpreter's script (`bash x`, `python3 -u x`, `node -r pre.js x`, `npx tsx x`), a path run as a program
 // (`./scripts/check`), a shell's command line (`bash -c '…'`, `sh -ec '…'`, `bash -o pipefail -c '…'`, `env -S '…'`), a
@@ -9,11 +9,13 @@
 // WRAPPERS before any of these (`env -i X=1`, `sudo -E`, `busybox`, `nice -n 5`, `timeout 60`, `taskset 0x1`…), a `cd` to
 // a plain folder, package.json's scripts (`npm test`, `yarn x`), make's recipes (the Makefile's, or those of the files
 // `-f` names) and, inside a shell script, the shell scripts it runs or sources (by name, by `$(dirname "$0")`, or linked).
-// Not followed (a parser of the common forms, not a shell): what an expansion names (`bash $SCRIPT`, `$(which bash) x`,
-// make's `$(MAKE) -f $(F)`), a script fed by another program than cat (`sed … x | bash`, `curl … | sh`, a here-document,
-// `bash <(cat x)`, `tee`), functions, aliases and `eval`, `xargs`/`find -exec`/`parallel`, wrappers not in WRAPPERS
-// (`su -c '…'`, `flock`, `script -c`, `watch`), a makefile's includes, pattern rules and variables, `make`/npm scripts run
-// from inside a shell script, and a `cd` to anything but a plain folder.
+// A variable an earlier command of the same line or script set to a plain value (`S=scripts/test.sh; bash "$S"`,
+// `export D=ci && sh $D/run.sh`) is read as that value.
+// Not followed (a parser of the common forms, not a shell): what any other expansion names (`bash $SCRIPT` set outside
+// the command, `$(which bash) x`, make's `$(MAKE) -f $(F)`), a script fed by another program than cat (`sed … x | bash`,
+// `curl … | sh`, a here-document, `bash <(cat x)`, `tee`), functions, aliases and `eval`, `xargs`/`find -exec`/`parallel`,
+// wrappers not in WRAPPERS (`su -c '…'`, `flock`, `script -c`, `watch`), a makefile's includes, pattern rules and
+// variables, `make`/npm scripts run from inside a shell script, and a `cd` to anything but a plain folder.
 import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 
@@ -49,20 +51,46 @@ export function simpleCommands(line: string): Words[] {
   let fromFile = false;
   /** The simple command before a `|` (not `||`), until the one after it is read. */
   let pipeFrom: Words | null = null;
+  /**
+   * Variables given a value by a command of assignments only (`S=scripts/test.sh; bash "$S"`, `export S=…`): the value
+   * as written, or null where it expands. An assignment before a command (`S=x bash $S`) is not one: the shell expands
+   * the command's words before it.
+   */
+  const vars = new Map<string, string | null>();
+  /** Per word of the command: the variable it assigns (`NAME=…`), if it is an assignment. */
+  let assigns: (string | undefined)[] = [];
+  let assigning: string | undefined;
   const endWord = () => {
     if (inWord) {
       if (redirect) {
         if (fromFile && !expands) words.stdin = word;
         redirect = false;
         fromFile = false;
-      } else words.push(expands ? null : word);
+      } else {
+        words.push(expands ? null : word);
+        assigns.push(assigning);
+      }
     }
     word = "";
     inWord = false;
     expands = false;
+    assigning = undefined;
+  };
+  /** `$NAME` or `${NAME}` at `i` (the `$`): the variable's value as written and where its reference ends, when known. */
+  const valueAt = (i: number): { value: string; end: number } | null => {
+    const m = /^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})/.exec(line.slice(i, i + 260));
+    const value = m ? vars.get(m[1] ?? m[2]!) : undefined;
+    return m && typeof value === "string" ? { value, end: i + m[0].length - 1 } : null;
   };
   const endCommand = () => {
     endWord();
+    // The assignments of `S=x T=y`, or of `export S=x` (`declare -x S=x`: its options are no assignments).
+    const declares = typeof words[0] === "string" && DECLARES.has(words[0]);
+    const at = words.map((_, k) => k).filter((k) => !declares || (k > 0 && !words[k]?.startsWith("-")));
+    if (at.length && at.every((k) => assigns[k] !== undefined))
+      for (const k of at) vars.set(assigns[k]!, words[k] === null ? null : words[k]!.slice(assigns[k]!.length + 1));
+    else if (words[0] === "unset") for (const w of words.slice(1)) if (w) vars.delete(w);
+    assigns = [];
     if (words.length) {
       if (pipeFrom) words.piped = pipeFrom;
       pipeFrom = null;
@@ -86,12 +114,25 @@ export function simpleCommands(line: string): Words[] {
     } else if (c === '"') {
       let j = i + 1;
       for (; j < line.length && line[j] !== '"'; j++) {
-        if (line[j] === "\\") j++;
-        if (line[j] === "$" || line[j] === "`") expands = true;
+        if (line[j] === "\\") word += line[++j] ?? "";
+        else if (line[j] === "$" && valueAt(j)) {
+          const v = valueAt(j)!;
+          word += v.value;
+          j = v.end;
+        } else {
+          if (line[j] === "$" || line[j] === "`") expands = true;
+          word += line[j];
+        }
       }
-      word += line.slice(i + 1, j).replace(/\\(.)/g, "$1");
       inWord = true;
       i = j;
+    } else if (c === "$" && valueAt(i)) {
+      // A variable an earlier command of this line set to a plain value: that value (a glob in it expands).
+      const v = valueAt(i)!;
+      if (/[*?[{~]/.test(v.value)) expands = true;
+      word += v.value;
+      inWord = true;
+      i = v.end;
     } else if (c === "$" && (line[i + 1] === "(" || line[i + 1] === "{")) {
       // A substitution (`$(cmd)`, `$((1+1))`, `${X}`, make's `$(VAR)`): the word expands; its inside is not read.
       let depth = 0;
@@ -132,6 +173,7 @@ export function simpleCommands(line: string): Words[] {
       redirect = true;
     } else if (c === " " || c === "\t") endWord();
     else {
+      if (c === "=" && assigning === undefined && !expands && /^[A-Za-z_][A-Za-z0-9_]*$/.test(word)) assigning = word;
       if ("$`*?[{~".includes(c)) expands = true;
       word += c;
       inWord = true;
@@ -141,6 +183,8 @@ export function simpleCommands(line: string): Words[] {
   return out;
 }
 
+/** Builtins whose words are assignments (`export S=x`): they set variables as a bare `S=x` does. */
+const DECLARES = new Set(["export", "readonly", "declare", "typeset", "local"]);
 const SHELLS = new Set(["bash", "sh", "dash", "zsh", "ksh", "ash", "mksh", "source", "."]);
 const PYTHON = /^(python[\d.]*|pypy[\d.]*)$/;
 const NODE = new Set(["node", "nodejs"]);

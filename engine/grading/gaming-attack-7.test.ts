@@ -1,0 +1,81 @@
+// Attack pass 7 on "a verdict is evidence": a check's command that names its harness through a variable it sets itself
+// (`S=scripts/test.sh; bash "$S"`, `export D=ci && sh $D/run.sh`), a form people write to keep a long path in one place.
+// Grading did not read the variable, so the harness was no harness to it: a worker that rewrote it to `exit 0` passed the
+// check, and the verdict was built. Each case drives the engine's grade() on real git and a real shell.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { CheckSpec } from "../../shared/check";
+import { gradedIn } from "../../test/fixtures/graded";
+import { commandScripts, simpleCommands } from "./command-scripts";
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-7-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+const graded = gradedIn(tmp);
+
+const ASSERT = "import calc, sys; sys.exit(0 if calc.add(2, 3) == 5 else 1)";
+const SH = `python3 -c '${ASSERT}'\n`;
+const BASE = { "calc.py": "def add(a, b):\n    return a - b\n" };
+const FIXED = "def add(a, b):\n    return a + b\n";
+const violation = (file: string) =>
+  expect.stringMatching(new RegExp(`^check configuration changed: ${file.replaceAll(".", "\\.")} — a script a check's command runs`));
+
+describe("a harness a check's command names through a variable it sets", () => {
+  const cases: { run: string; file: string; base?: Record<string, string> }[] = [
+    { run: "S=scripts/test.sh; bash $S", file: "scripts/test.sh" },
+    { run: 'S=scripts/test.sh && bash "$S"', file: "scripts/test.sh" },
+    { run: "export D=ci; sh ${D}/run.sh --fast", file: "ci/run.sh" },
+    { run: "declare -x T=test.sh; bash scripts/$T", file: "scripts/test.sh" },
+    // Inside the script the check runs: its own variable names the script it runs in turn.
+    { run: "bash ci/main.sh", file: "ci/inner.sh", base: { "ci/main.sh": 'INNER=ci/inner.sh\nbash "$INNER"\n' } },
+  ];
+  for (const c of cases) {
+    it(`\`${c.run}\`: the harness rewritten to pass passes the check, and it is a check-configuration violation`, async () => {
+      const base = { ...BASE, ...c.base, [c.file]: SH };
+      const check: CheckSpec[] = [{ run: c.run }];
+      const control = await graded(base, (ws) => writeFileSync(path.join(ws, "notes.txt"), "x\n"), check);
+      expect(control.checks[0]).toMatchObject({ passed: false });
+      const v = await graded(base, (ws) => writeFileSync(path.join(ws, c.file), "exit 0\n"), check);
+      expect(v.checks[0]).toMatchObject({ passed: true });
+      expect(v.scope.checkConfig).toEqual([violation(c.file)]);
+      expect(v.verdict).toBe("honest-failure");
+      // control: the fix with the harness as it was is built
+      const fixed = await graded(base, (ws) => writeFileSync(path.join(ws, "calc.py"), FIXED), check);
+      expect(fixed.scope.checkConfig).toBeUndefined();
+      expect(fixed.verdict).toBe("built");
+    }, 120_000);
+  }
+});
+
+describe("what a variable is read as: the shell's value where it is plain, nothing otherwise", () => {
+  const dir = path.join(tmp, `dir-${++n}`);
+  for (const f of ["scripts/test.sh", "x.sh", "y.sh", "a.sh"]) {
+    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+    writeFileSync(path.join(dir, f), "true\n");
+  }
+  const files = (run: string) => commandScripts([run], "", dir).map((s) => s.file);
+  it("a value set by a command of assignments only, plain or quoted, braced or not", () => {
+    expect(files("S=scripts/test.sh; bash $S")).toEqual(["scripts/test.sh"]);
+    expect(files("S='scripts/test.sh'; bash \"${S}\"")).toEqual(["scripts/test.sh"]);
+    expect(files("readonly S=x.sh T=y.sh; bash $S; bash $T")).toEqual(["x.sh", "y.sh"]);
+  });
+  it("an assignment before a command is not yet the value its words expand to (the shell expands them first)", () => {
+    expect(files("S=x.sh bash $S")).toEqual([]);
+    expect(files("S=x.sh; S=y.sh bash $S")).toEqual(["x.sh"]);
+    expect(files("env S=x.sh bash $S")).toEqual([]);
+  });
+  it("a value that expands, a glob, an unset variable, one set elsewhere or escaped: nothing is guessed", () => {
+    expect(files("S=$(pwd)/x.sh; bash $S")).toEqual([]);
+    expect(files("S=*.sh; bash $S")).toEqual([]);
+    expect(files("S=x.sh; unset S; bash $S")).toEqual([]);
+    expect(files("bash $SCRIPT")).toEqual([]);
+    expect(simpleCommands('S=a.sh; bash "\\$S"')[1]).toEqual(["bash", "$S"]);
+  });
+  it("the options of `declare` are no assignments; `make CC=gcc` and `--opt=x` set nothing", () => {
+    expect(files("declare -x S=a.sh; bash $S")).toEqual(["a.sh"]);
+    expect(simpleCommands("make CC=gcc test; bash $CC")[1]).toEqual(["bash", null]);
+    expect(simpleCommands("tool --opt=x.sh; bash $opt")[1]).toEqual(["bash", null]);
+  });
+});
