@@ -10,12 +10,14 @@
 // a plain folder, package.json's scripts (`npm test`, `yarn x`), make's recipes (the Makefile's, or those of the files
 // `-f` names) and, inside a shell script, the shell scripts it runs or sources (by name, by `$(dirname "$0")`, or linked).
 // A variable an earlier command of the same line or script set to a plain value (`S=scripts/test.sh; bash "$S"`,
-// `export D=ci && sh $D/run.sh`) is read as that value.
+// `export D=ci && sh $D/run.sh`) is read as that value; `eval '…'`, `su -c '…'` and `flock FILE [-c] …` as the command
+// they run.
 // Not followed (a parser of the common forms, not a shell): what any other expansion names (`bash $SCRIPT` set outside
 // the command, `$(which bash) x`, make's `$(MAKE) -f $(F)`), a script fed by another program than cat (`sed … x | bash`,
-// `curl … | sh`, a here-document, `bash <(cat x)`, `tee`), functions, aliases and `eval`, `xargs`/`find -exec`/`parallel`,
-// wrappers not in WRAPPERS (`su -c '…'`, `flock`, `script -c`, `watch`), a makefile's includes, pattern rules and
-// variables, `make`/npm scripts run from inside a shell script, and a `cd` to anything but a plain folder.
+// `curl … | sh`, `bash <(cat x)`, `tee`), functions and aliases, `xargs`/`find -exec`/`parallel`, wrappers not in
+// WRAPPERS (`script -c`, `watch`), a makefile's includes, pattern rules and variables, `make`/npm scripts run from inside
+// a shell script, and a `cd` to anything but a plain folder. A here-document's lines are read as the line's own commands
+// (what a shell given one runs).
 import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 
@@ -250,6 +252,8 @@ const WRAPPERS: Record<string, { values: string[]; operand?: true }> = {
   setsid: { values: [] },
   ionice: { values: ["-c", "-n", "--class", "--classdata"] },
   taskset: { values: [], operand: true },
+  // `flock [-w 5] FILE cmd …` or `flock FILE -c '…'` (the command line after -c: commandStart).
+  flock: { values: ["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"], operand: true },
   chronic: { values: [] },
   unbuffer: { values: [] },
 };
@@ -269,6 +273,15 @@ function commandStart(words: Word[]): { at: number } | { split: string } | null 
     if (/^[A-Za-z_]\w*=/.test(w)) {
       i++;
       continue;
+    }
+    if (w === "eval" || path.posix.basename(w) === "su") {
+      // `eval '…'` runs its words joined as a command line; `su [user] -c '…'` (`--command=…`) runs its -c string.
+      const rest = words.slice(i + 1);
+      if (rest.some((x) => x === null)) return null;
+      if (w === "eval") return rest.length ? { split: rest.join(" ") } : null;
+      const c = rest.findIndex((x) => x === "-c" || x === "--command" || x!.startsWith("--command="));
+      const line = c < 0 ? undefined : rest[c]!.startsWith("--command=") ? rest[c]!.slice("--command=".length) : rest[c + 1];
+      return typeof line === "string" ? { split: line } : null;
     }
     if (!wrapper) return { at: i };
     i++;
@@ -291,6 +304,7 @@ function commandStart(words: Word[]): { at: number } | { split: string } | null 
       if (values.includes(o)) i++;
     }
     if (operand && typeof words[i] === "string") i++;
+    if (wrapper === "flock" && (words[i] === "-c" || words[i] === "--command")) return typeof words[i + 1] === "string" ? { split: words[i + 1]! } : null;
   }
 }
 
