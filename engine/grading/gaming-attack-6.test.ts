@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { gradedIn } from "../../test/fixtures/graded";
+import { CALC_ASSERT, CALC_BASE, CALC_FIXED, CALC_HARNESS, expectHarnessGuarded, gradedIn, harnessViolation } from "../../test/fixtures/graded";
 import { createWorkspace, inspectRepo } from "../workspace/workspace";
 import { runChecks } from "./checks";
 import { commandScripts } from "./command-scripts";
@@ -32,12 +32,11 @@ function folder(files: Record<string, string>): string {
   return dir;
 }
 
-const ASSERT = "import calc, sys; sys.exit(0 if calc.add(2, 3) == 5 else 1)";
-const SH = `python3 -c '${ASSERT}'\n`;
-const BASE = { "calc.py": "def add(a, b):\n    return a - b\n" };
-const FIXED = "def add(a, b):\n    return a + b\n";
-const violation = (file: string) =>
-  expect.stringMatching(new RegExp(`^check configuration changed: ${file.replaceAll(".", "\\.")} — a script a check's command runs`));
+const ASSERT = CALC_ASSERT;
+const SH = CALC_HARNESS;
+const BASE = CALC_BASE;
+const FIXED = CALC_FIXED;
+const violation = harnessViolation;
 
 describe("a harness a check's command runs in a form grading did not follow", () => {
   // The check feeds the project's harness to a shell on its standard input, through a wrapper, or names the makefile:
@@ -54,20 +53,11 @@ describe("a harness a check's command runs in a form grading did not follow", ()
     { run: "CI=1 timeout 60 make --file=build/rules.make test", file: "scripts/test.sh", base: { "build/rules.make": "test:\n\t@bash scripts/test.sh\n" } },
   ];
   for (const c of cases) {
-    it(`\`${c.run}\`: the harness rewritten to pass passes the check, and it is a check-configuration violation`, async () => {
-      const base = { ...BASE, ...c.base, [c.file]: SH };
-      const check: CheckSpec[] = [{ run: c.run }];
-      const control = await graded(base, (ws) => writeFileSync(path.join(ws, "notes.txt"), "x\n"), check);
-      expect(control.checks[0]).toMatchObject({ passed: false });
-      const v = await graded(base, (ws) => writeFileSync(path.join(ws, c.file), "exit 0\n"), check);
-      expect(v.checks[0]).toMatchObject({ passed: true });
-      expect(v.scope.checkConfig).toEqual([violation(c.file)]);
-      expect(v.verdict).toBe("honest-failure");
-      // control: the fix with the harness as it was is built
-      const fixed = await graded(base, (ws) => writeFileSync(path.join(ws, "calc.py"), FIXED), check);
-      expect(fixed.scope.checkConfig).toBeUndefined();
-      expect(fixed.verdict).toBe("built");
-    }, 120_000);
+    it(
+      `\`${c.run}\`: the harness rewritten to pass passes the check, and it is a check-configuration violation`,
+      () => expectHarnessGuarded(graded, c),
+      120_000,
+    );
   }
 
   it("a check that rewrites the harness a later `cat … | bash` check runs fails", async () => {

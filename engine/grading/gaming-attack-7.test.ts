@@ -1,26 +1,19 @@
 // Attack pass 7 on "a verdict is evidence": a check's command that names its harness through a variable it sets itself
 // (`S=scripts/test.sh; bash "$S"`, `export D=ci && sh $D/run.sh`), a form people write to keep a long path in one place.
 // Grading did not read the variable, so the harness was no harness to it: a worker that rewrote it to `exit 0` passed the
-// check, and the verdict was built. Each case drives the engine's grade() on real git and a real shell.
+// check, and the verdict was built. Also `eval`, `su -c` and `flock`. Each case drives the engine's grade() on real git and a
+// real shell.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { CheckSpec } from "../../shared/check";
-import { gradedIn } from "../../test/fixtures/graded";
+import { CALC_HARNESS, expectHarnessGuarded, gradedIn } from "../../test/fixtures/graded";
 import { commandScripts, simpleCommands } from "./command-scripts";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-7-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let n = 0;
 const graded = gradedIn(tmp);
-
-const ASSERT = "import calc, sys; sys.exit(0 if calc.add(2, 3) == 5 else 1)";
-const SH = `python3 -c '${ASSERT}'\n`;
-const BASE = { "calc.py": "def add(a, b):\n    return a - b\n" };
-const FIXED = "def add(a, b):\n    return a + b\n";
-const violation = (file: string) =>
-  expect.stringMatching(new RegExp(`^check configuration changed: ${file.replaceAll(".", "\\.")} — a script a check's command runs`));
 
 describe("a harness a check's command names through a variable it sets", () => {
   const cases: { run: string; file: string; base?: Record<string, string> }[] = [
@@ -32,20 +25,11 @@ describe("a harness a check's command names through a variable it sets", () => {
     { run: "bash ci/main.sh", file: "ci/inner.sh", base: { "ci/main.sh": 'INNER=ci/inner.sh\nbash "$INNER"\n' } },
   ];
   for (const c of cases) {
-    it(`\`${c.run}\`: the harness rewritten to pass passes the check, and it is a check-configuration violation`, async () => {
-      const base = { ...BASE, ...c.base, [c.file]: SH };
-      const check: CheckSpec[] = [{ run: c.run }];
-      const control = await graded(base, (ws) => writeFileSync(path.join(ws, "notes.txt"), "x\n"), check);
-      expect(control.checks[0]).toMatchObject({ passed: false });
-      const v = await graded(base, (ws) => writeFileSync(path.join(ws, c.file), "exit 0\n"), check);
-      expect(v.checks[0]).toMatchObject({ passed: true });
-      expect(v.scope.checkConfig).toEqual([violation(c.file)]);
-      expect(v.verdict).toBe("honest-failure");
-      // control: the fix with the harness as it was is built
-      const fixed = await graded(base, (ws) => writeFileSync(path.join(ws, "calc.py"), FIXED), check);
-      expect(fixed.scope.checkConfig).toBeUndefined();
-      expect(fixed.verdict).toBe("built");
-    }, 120_000);
+    it(
+      `\`${c.run}\`: the harness rewritten to pass passes the check, and it is a check-configuration violation`,
+      () => expectHarnessGuarded(graded, c),
+      120_000,
+    );
   }
 });
 
@@ -88,21 +72,12 @@ describe("a harness run through eval, su -c or flock", () => {
     { run: "bash <<'EOF'\nbash scripts/test.sh\nEOF", file: "scripts/test.sh" },
   ];
   for (const c of cases) {
-    it(`\`${c.run.replaceAll("\n", "⏎")}\`: the harness rewritten to pass is a check-configuration violation`, async () => {
-      const base = { ...BASE, [c.file]: SH };
-      const check: CheckSpec[] = [{ run: c.run }];
-      const v = await graded(base, (ws) => writeFileSync(path.join(ws, c.file), "exit 0\n"), check);
-      expect(v.checks[0]).toMatchObject({ passed: true });
-      expect(v.scope.checkConfig).toEqual([violation(c.file)]);
-      expect(v.verdict).toBe("honest-failure");
-      const fixed = await graded(base, (ws) => writeFileSync(path.join(ws, "calc.py"), FIXED), check);
-      expect(fixed.verdict).toBe("built");
-    }, 120_000);
+    it(`\`${c.run.replaceAll("\n", "⏎")}\`: the harness rewritten to pass is a check-configuration violation`, () => expectHarnessGuarded(graded, c), 120_000);
   }
   it("`su -c` and `su user --command=…` name the command they run (su itself is not run here)", () => {
     const dir = path.join(tmp, `dir-${++n}`);
     mkdirSync(path.join(dir, "scripts"), { recursive: true });
-    writeFileSync(path.join(dir, "scripts/test.sh"), SH);
+    writeFileSync(path.join(dir, "scripts/test.sh"), CALC_HARNESS);
     for (const run of ["su -c 'bash scripts/test.sh'", "su nobody --command='sh scripts/test.sh'", "eval bash scripts/test.sh"])
       expect(
         commandScripts([run], "", dir).map((s) => s.file),
