@@ -85498,20 +85498,40 @@ function simpleCommands(line) {
   let redirect = false;
   let fromFile = false;
   let pipeFrom = null;
+  const vars = /* @__PURE__ */ new Map();
+  let assigns = [];
+  let assigning;
   const endWord = () => {
     if (inWord) {
       if (redirect) {
         if (fromFile && !expands) words2.stdin = word;
         redirect = false;
         fromFile = false;
-      } else words2.push(expands ? null : word);
+      } else {
+        words2.push(expands ? null : word);
+        assigns.push(assigning);
+      }
     }
     word = "";
     inWord = false;
     expands = false;
+    assigning = void 0;
+  };
+  const valueAt = (i2) => {
+    const m = /^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})/.exec(line.slice(i2, i2 + 260));
+    const value = m ? vars.get(m[1] ?? m[2]) : void 0;
+    return m && typeof value === "string" ? { value, end: i2 + m[0].length - 1 } : null;
   };
   const endCommand = () => {
     endWord();
+    const declares = typeof words2[0] === "string" && DECLARES.has(words2[0]);
+    const at = words2.map((_, k) => k).filter((k) => !declares || k > 0 && !words2[k]?.startsWith("-"));
+    if (at.length && at.every((k) => assigns[k] !== void 0))
+      for (const k of at) vars.set(assigns[k], words2[k] === null ? null : words2[k].slice(assigns[k].length + 1));
+    else if (words2[0] === "unset") {
+      for (const w of words2.slice(1)) if (w) vars.delete(w);
+    }
+    assigns = [];
     if (words2.length) {
       if (pipeFrom) words2.piped = pipeFrom;
       pipeFrom = null;
@@ -85535,12 +85555,24 @@ function simpleCommands(line) {
     } else if (c3 === '"') {
       let j = i2 + 1;
       for (; j < line.length && line[j] !== '"'; j++) {
-        if (line[j] === "\\") j++;
-        if (line[j] === "$" || line[j] === "`") expands = true;
+        if (line[j] === "\\") word += line[++j] ?? "";
+        else if (line[j] === "$" && valueAt(j)) {
+          const v = valueAt(j);
+          word += v.value;
+          j = v.end;
+        } else {
+          if (line[j] === "$" || line[j] === "`") expands = true;
+          word += line[j];
+        }
       }
-      word += line.slice(i2 + 1, j).replace(/\\(.)/g, "$1");
       inWord = true;
       i2 = j;
+    } else if (c3 === "$" && valueAt(i2)) {
+      const v = valueAt(i2);
+      if (/[*?[{~]/.test(v.value)) expands = true;
+      word += v.value;
+      inWord = true;
+      i2 = v.end;
     } else if (c3 === "$" && (line[i2 + 1] === "(" || line[i2 + 1] === "{")) {
       let depth = 0;
       for (i2++; i2 < line.length; i2++) {
@@ -85576,6 +85608,7 @@ function simpleCommands(line) {
       redirect = true;
     } else if (c3 === " " || c3 === "	") endWord();
     else {
+      if (c3 === "=" && assigning === void 0 && !expands && /^[A-Za-z_][A-Za-z0-9_]*$/.test(word)) assigning = word;
       if ("$`*?[{~".includes(c3)) expands = true;
       word += c3;
       inWord = true;
@@ -85584,6 +85617,7 @@ function simpleCommands(line) {
   endCommand();
   return out;
 }
+var DECLARES = /* @__PURE__ */ new Set(["export", "readonly", "declare", "typeset", "local"]);
 var SHELLS = /* @__PURE__ */ new Set(["bash", "sh", "dash", "zsh", "ksh", "ash", "mksh", "source", "."]);
 var PYTHON = /^(python[\d.]*|pypy[\d.]*)$/;
 var NODE = /* @__PURE__ */ new Set(["node", "nodejs"]);
@@ -85642,6 +85676,8 @@ var WRAPPERS = {
   setsid: { values: [] },
   ionice: { values: ["-c", "-n", "--class", "--classdata"] },
   taskset: { values: [], operand: true },
+  // `flock [-w 5] FILE cmd …` or `flock FILE -c '…'` (the command line after -c: commandStart).
+  flock: { values: ["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"], operand: true },
   chronic: { values: [] },
   unbuffer: { values: [] }
 };
@@ -85655,6 +85691,14 @@ function commandStart(words2) {
     if (/^[A-Za-z_]\w*=/.test(w)) {
       i2++;
       continue;
+    }
+    if (w === "eval" || path45.posix.basename(w) === "su") {
+      const rest = words2.slice(i2 + 1);
+      if (rest.some((x) => x === null)) return null;
+      if (w === "eval") return rest.length ? { split: rest.join(" ") } : null;
+      const c3 = rest.findIndex((x) => x === "-c" || x === "--command" || x.startsWith("--command="));
+      const line = c3 < 0 ? void 0 : rest[c3].startsWith("--command=") ? rest[c3].slice("--command=".length) : rest[c3 + 1];
+      return typeof line === "string" ? { split: line } : null;
     }
     if (!wrapper) return { at: i2 };
     i2++;
@@ -85677,6 +85721,7 @@ function commandStart(words2) {
       if (values.includes(o2)) i2++;
     }
     if (operand && typeof words2[i2] === "string") i2++;
+    if (wrapper === "flock" && (words2[i2] === "-c" || words2[i2] === "--command")) return typeof words2[i2 + 1] === "string" ? { split: words2[i2 + 1] } : null;
   }
 }
 var pathLike = (w) => w.includes("/") || /\.(sh|bash|zsh|js|mjs|cjs|ts|mts|cts|tsx|jsx|py|rb|pl|php|r|lua|ps1|tcl)$/i.test(w);
@@ -86163,7 +86208,7 @@ import { constants as constants6, mkdirSync as mkdirSync20, renameSync as rename
 import { lstat as lstat2, mkdir as mkdir3, open as open2, readlink, rename, rm as rm3, symlink, writeFile } from "node:fs/promises";
 import path47 from "node:path";
 import { promisify as promisify5 } from "node:util";
-import { deflate, deflateSync } from "node:zlib";
+import { crc32, deflate, deflateSync } from "node:zlib";
 var deflateAsync = promisify5(deflate);
 var IN_PROCESS_MAX_FILES = 2e3;
 var IN_PROCESS_MAX_BYTES = 4 * 1024 * 1024;
@@ -86404,37 +86449,92 @@ async function readWhole(file3, seen) {
   }
 }
 var SMALL_OBJECT = 64 * 1024;
-async function writeLoose(objects, type, oid, content, folders = /* @__PURE__ */ new Map()) {
-  const file3 = path47.join(objects, oid.slice(0, 2), oid.slice(2));
-  const raw2 = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
-  const fanout = path47.dirname(file3);
-  const tmp = path47.join(objects, `tmp_obj_${randomBytes13(6).toString("hex")}`);
-  if (raw2.length < SMALL_OBJECT) {
-    const data2 = deflateSync(raw2, { level: 1 });
-    const made3 = folders.get(fanout);
-    if (made3) await made3;
-    else {
-      mkdirSync20(fanout, { recursive: true });
-      folders.set(fanout, Promise.resolve());
-    }
+var PACK_TYPE = { commit: 1, tree: 2, blob: 3 };
+function packedHeader(type, size) {
+  const bytes = [];
+  let c3 = PACK_TYPE[type] << 4 | size & 15;
+  let rest = Math.floor(size / 16);
+  while (rest > 0) {
+    bytes.push(c3 | 128);
+    c3 = rest & 127;
+    rest = Math.floor(rest / 128);
+  }
+  bytes.push(c3);
+  return Buffer.from(bytes);
+}
+var u32 = (n2) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n2);
+  return b;
+};
+async function writePack(dir, objects, format2) {
+  const packed = await Promise.all(
+    objects.map(async (o2) => {
+      const data = o2.content.length < SMALL_OBJECT ? deflateSync(o2.content, { level: 1 }) : await deflateAsync(o2.content, { level: 1 });
+      const head = packedHeader(o2.type, o2.content.length);
+      return { oid: o2.oid, head, data, crc: crc32(data, crc32(head)), offset: 0 };
+    })
+  );
+  const chunks = [Buffer.from("PACK"), u32(2), u32(packed.length)];
+  let offset = 12;
+  for (const p of packed) {
+    p.offset = offset;
+    chunks.push(p.head, p.data);
+    offset += p.head.length + p.data.length;
+  }
+  const packHash = createHash4(format2);
+  for (const c3 of chunks) packHash.update(c3);
+  const checksum = packHash.digest();
+  chunks.push(checksum);
+  const sorted = [...packed].sort((a2, b) => a2.oid < b.oid ? -1 : a2.oid > b.oid ? 1 : 0);
+  const fanout = Buffer.alloc(256 * 4);
+  for (let i2 = 0, at = 0; i2 < 256; i2++) {
+    while (at < sorted.length && Number.parseInt(sorted[at].oid.slice(0, 2), 16) <= i2) at++;
+    fanout.writeUInt32BE(at, i2 * 4);
+  }
+  const large = [];
+  const offsets = sorted.map((p) => {
+    if (p.offset < 2147483648) return u32(p.offset);
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64BE(BigInt(p.offset));
+    large.push(b);
+    return u32((2147483648 | large.length - 1) >>> 0);
+  });
+  const idx = Buffer.concat([
+    Buffer.from([255, 116, 79, 99]),
+    u32(2),
+    fanout,
+    ...sorted.map((p) => Buffer.from(p.oid, "hex")),
+    ...sorted.map((p) => u32(p.crc)),
+    ...offsets,
+    ...large,
+    checksum
+  ]);
+  const index = Buffer.concat([idx, createHash4(format2).update(idx).digest()]);
+  const folder = path47.join(dir, "pack");
+  const name = path47.join(folder, `pack-${checksum.toString("hex")}`);
+  const tmp = path47.join(folder, `tmp_idx_${randomBytes13(6).toString("hex")}`);
+  if (offset + checksum.length <= SMALL_OBJECT) {
+    mkdirSync20(folder, { recursive: true });
     try {
-      writeFileSync13(tmp, data2, { mode: 292 });
-      renameSync8(tmp, file3);
+      writeFileSync13(`${name}.pack`, Buffer.concat(chunks), { mode: 292 });
+      writeFileSync13(tmp, index, { mode: 292 });
+      renameSync8(tmp, `${name}.idx`);
     } catch (err) {
       rmSync9(tmp, { force: true });
       throw err;
     }
     return;
   }
-  const data = await deflateAsync(raw2, { level: 1 });
-  let made2 = folders.get(fanout);
-  if (!made2) folders.set(fanout, made2 = mkdir3(fanout, { recursive: true }));
-  await made2;
-  await withFile(() => writeFile(tmp, data, { mode: 292 }));
-  await rename(tmp, file3).catch(async (err) => {
+  await mkdir3(folder, { recursive: true });
+  try {
+    await withFile(() => writeFile(`${name}.pack`, Buffer.concat(chunks), { mode: 292 }));
+    await withFile(() => writeFile(tmp, index, { mode: 292 }));
+    await rename(tmp, `${name}.idx`);
+  } catch (err) {
     await rm3(tmp, { force: true });
     throw err;
-  });
+  }
 }
 var IDENTITY = `${ENGINE_AUTHOR.name} <${ENGINE_AUTHOR.email}>`;
 function commitContent(tree, parent, message, when = /* @__PURE__ */ new Date()) {
@@ -86455,21 +86555,19 @@ async function writeSnapshot(objects, base2, snap, parent, message) {
   if (!snap.changed.size) return null;
   const { root: root2, objects: trees } = treesOf(snap.files, base2.format);
   const known = new Set([...base2.entries.values()].map((e) => e.oid));
-  const writes = [];
-  const folders = /* @__PURE__ */ new Map();
+  const written = [];
   for (const p of snap.changed) {
     const f = snap.files.get(p);
     if (f && !known.has(f.oid)) {
       known.add(f.oid);
-      writes.push(writeLoose(objects, "blob", f.oid, f.content, folders));
+      written.push({ type: "blob", oid: f.oid, content: f.content });
     }
   }
-  for (const [oid, content] of trees) if (!base2.trees.has(oid)) writes.push(writeLoose(objects, "tree", oid, content, folders));
+  for (const [oid, content] of trees) if (!base2.trees.has(oid)) written.push({ type: "tree", oid, content });
   const commit = commitContent(root2, parent, message);
   const id3 = objectId("commit", commit, base2.format);
-  writes.push(writeLoose(objects, "commit", id3, commit, folders));
-  const failed = (await Promise.allSettled(writes)).find((r) => r.status === "rejected");
-  if (failed) throw failed.reason;
+  written.push({ type: "commit", oid: id3, content: commit });
+  await writePack(objects, written, base2.format);
   return id3;
 }
 async function writeCheckout(dir, snap, only) {
@@ -87273,13 +87371,18 @@ async function writeAlternates(objects, text, opts = {}) {
   alternatesWritten.set(file3, text);
 }
 var alternatesWritten = /* @__PURE__ */ new Map();
-var forgetAlternates = (objects) => alternatesWritten.delete(path49.join(objects, "info", "alternates"));
+var gradeFoldersMade = /* @__PURE__ */ new Set();
+var forgetAlternates = (objects) => {
+  gradeFoldersMade.delete(objects);
+  alternatesWritten.delete(path49.join(objects, "info", "alternates"));
+};
 async function runTrustedScript(ws, script, inputs, opts) {
   if (opts.baseOnly) {
     const [gitDir2, userObjects, graded] = await Promise.all([engineGitDir(ws.gitDir, objectFormat(ws.baseCommit)), objectsOf(ws.repo), gradedStoreOf(ws)]);
     return runOnBase(ws, script, inputs, opts, { gitDir: gitDir2, userObjects, graded });
   }
-  const { gitDir, objects, gradeObjects } = await workerObjects(ws, !!opts.freshGradeObjects);
+  const throughGrade = script === COMMIT_AND_CHECK_OUT || script === CHECK_OUT_COMMIT;
+  const { gitDir, objects, gradeObjects } = await workerObjects(ws, !!opts.freshGradeObjects, throughGrade);
   const index = opts.index?.path ?? privateIndex(ws);
   try {
     const env2 = {
@@ -87307,7 +87410,7 @@ async function runTrustedScript(ws, script, inputs, opts) {
     if (!opts.index?.keep) await rm4(index, { force: true });
   }
 }
-async function workerObjects(ws, fresh) {
+async function workerObjects(ws, fresh, throughGrade = false) {
   const format2 = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
   const objects = path49.join(ws.gitDir, "objects");
@@ -87320,15 +87423,21 @@ async function workerObjects(ws, fresh) {
     }
     forgetAlternates(gradeObjects);
   }
-  await Promise.all([
-    writeAlternates(objects, `${userObjects}
+  const gradeFolder = async () => {
+    if (throughGrade || !fresh && !gradeFoldersMade.has(gradeObjects)) {
+      return writeAlternates(gradeObjects, `${userObjects}
+${graded}
+`, { engines: true, absent: fresh });
+    }
+    if (!fresh) return;
+    await mkdir4(path49.join(gradeObjects, "pack"), { recursive: true });
+    if (gradeFoldersMade.size >= 4096) gradeFoldersMade.delete(gradeFoldersMade.values().next().value);
+    gradeFoldersMade.add(gradeObjects);
+  };
+  await Promise.all([writeAlternates(objects, `${userObjects}
 ${graded}
 ${gradeObjects}
-`, { engines: true }),
-    writeAlternates(gradeObjects, `${userObjects}
-${graded}
-`, { engines: true, absent: fresh })
-  ]);
+`, { engines: true }), gradeFolder()]);
   return { gitDir, objects, gradeObjects };
 }
 async function runOnBase(ws, script, inputs, opts, at) {
@@ -87676,7 +87785,7 @@ async function keptIndexInto(ws, index, listing) {
   const fenceSec = Number(fence / 1000000000n);
   const before = Math.floor((Date.now() - 100) / 1e3);
   const ns = (sec, nsec) => BigInt(sec) * 1000000000n + BigInt(nsec);
-  const u32 = (n2) => Number(n2 & 0xffffffffn);
+  const u322 = (n2) => Number(n2 & 0xffffffffn);
   const use = { kept: 0, reread: 0 };
   let looks = 0;
   for (const e of entries) {
@@ -87699,7 +87808,7 @@ async function keptIndexInto(ws, index, listing) {
       st = void 0;
     }
     const kind = type === 40960 ? st?.isSymbolicLink() : type === 32768 && st?.isFile() && ((Number(st.mode) ^ e.mode) & 64) === 0;
-    const same2 = !!st && kind && csec < before && msec < before && cns < fence && mns < fence && st.ctimeNs === cns && st.mtimeNs === mns && u32(st.dev) === buf.readUInt32BE(o2 + 16) && u32(st.ino) === buf.readUInt32BE(o2 + 20) && u32(st.uid) === buf.readUInt32BE(o2 + 28) && u32(st.gid) === buf.readUInt32BE(o2 + 32) && u32(st.size) === buf.readUInt32BE(o2 + 36);
+    const same2 = !!st && kind && csec < before && msec < before && cns < fence && mns < fence && st.ctimeNs === cns && st.mtimeNs === mns && u322(st.dev) === buf.readUInt32BE(o2 + 16) && u322(st.ino) === buf.readUInt32BE(o2 + 20) && u322(st.uid) === buf.readUInt32BE(o2 + 28) && u322(st.gid) === buf.readUInt32BE(o2 + 32) && u322(st.size) === buf.readUInt32BE(o2 + 36);
     if (same2) use.kept++;
     else {
       use.reread++;
