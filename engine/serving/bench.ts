@@ -38,6 +38,8 @@ interface BenchOptions {
   /** Tokens generated per request (default 128). */
   maxTokens?: number;
   signal?: AbortSignal;
+  /** The least time one request is given, ms (default: 60 s, or twice the budget); a round of N may get more (below). */
+  minTimeoutMs?: number;
   /** Called after each request (for progress). */
   onProgress?: (done: number, note: string) => void;
 }
@@ -201,7 +203,9 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
   const promptTokens = o.promptTokens ?? Math.max(32, Math.min(1024, Math.floor(ctx / 4)));
   const slots = Math.max(1, o.slots);
   // a request may take longer than the budget on a slow machine (one always runs), but not forever
-  const timeoutMs = Math.max(60_000, budgetMs * 2);
+  const timeoutMs = o.minTimeoutMs ?? Math.max(60_000, budgetMs * 2);
+  /** The slowest single-stream request, ms: what a round of N streams at once is given time by. */
+  let slowestSingleMs = 0;
   const t0 = performance.now();
   const elapsed = () => performance.now() - t0;
   const all: One[] = [];
@@ -210,16 +214,23 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
   // one stream alone: until a third of the budget is spent (at least one request, at most 5)
   do {
     if (o.signal?.aborted) throw o.signal.reason;
+    const t = performance.now();
     const r = await oneRequest(o, promptTokens, maxTokens, timeoutMs);
+    if (r.ok) slowestSingleMs = Math.max(slowestSingleMs, performance.now() - t);
     single.push(r);
     all.push(r);
     o.onProgress?.(++n, `1 stream: ${r.ok ? `${round1(r.decodeTps)} tokens/s` : r.error}`);
   } while (single.length < 5 && elapsed() < budgetMs / 3);
   // N streams at once: rounds until the budget is spent (at least one, at most 5)
   const rounds: One[][] = [];
+  // N streams at once take up to N times one alone where the machine runs them one after another (a CPU shared with other
+  // work: two llama-servers of 2 threads each on 2 cores took 9 times as long a round): each stream of a round is given
+  // three times that, never less than one request alone, at most 10 minutes. At 60 s a slow but working server's round
+  // read "no answer", and nothing was measured with N streams.
+  const roundTimeoutMs = Math.min(600_000, Math.max(timeoutMs, Math.ceil(slowestSingleMs * slots * 3)));
   do {
     if (o.signal?.aborted) throw o.signal.reason;
-    const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o, promptTokens, maxTokens, timeoutMs)));
+    const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o, promptTokens, maxTokens, roundTimeoutMs)));
     rounds.push(rs);
     all.push(...rs);
     n += rs.length;
