@@ -78872,7 +78872,8 @@ async function benchmarkEndpoint(o2) {
   const maxTokens = o2.maxTokens ?? Math.max(16, Math.min(128, Math.floor(ctx / 8)));
   const promptTokens = o2.promptTokens ?? Math.max(32, Math.min(1024, Math.floor(ctx / 4)));
   const slots = Math.max(1, o2.slots);
-  const timeoutMs = Math.max(6e4, budgetMs * 2);
+  const timeoutMs = o2.minTimeoutMs ?? Math.max(6e4, budgetMs * 2);
+  let slowestSingleMs = 0;
   const t0 = performance.now();
   const elapsed = () => performance.now() - t0;
   const all = [];
@@ -78880,15 +78881,18 @@ async function benchmarkEndpoint(o2) {
   let n2 = 0;
   do {
     if (o2.signal?.aborted) throw o2.signal.reason;
+    const t2 = performance.now();
     const r = await oneRequest(o2, promptTokens, maxTokens, timeoutMs);
+    if (r.ok) slowestSingleMs = Math.max(slowestSingleMs, performance.now() - t2);
     single.push(r);
     all.push(r);
     o2.onProgress?.(++n2, `1 stream: ${r.ok ? `${round1(r.decodeTps)} tokens/s` : r.error}`);
   } while (single.length < 5 && elapsed() < budgetMs / 3);
   const rounds = [];
+  const roundTimeoutMs = Math.min(6e5, Math.max(timeoutMs, Math.ceil(slowestSingleMs * slots * 3)));
   do {
     if (o2.signal?.aborted) throw o2.signal.reason;
-    const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o2, promptTokens, maxTokens, timeoutMs)));
+    const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o2, promptTokens, maxTokens, roundTimeoutMs)));
     rounds.push(rs);
     all.push(...rs);
     n2 += rs.length;
