@@ -225,9 +225,9 @@ export async function benchmarkEndpoint(o: BenchOptions): Promise<TargetBench> {
   const rounds: One[][] = [];
   // N streams at once take up to N times one alone where the machine runs them one after another (a CPU shared with other
   // work: two llama-servers of 2 threads each on 2 cores took 9 times as long a round): each stream of a round is given
-  // three times that, never less than one request alone, at most 10 minutes. At 60 s a slow but working server's round
+  // three times that (at most 10 minutes), never less than one request alone. At 60 s a slow but working server's round
   // read "no answer", and nothing was measured with N streams.
-  const roundTimeoutMs = Math.min(600_000, Math.max(timeoutMs, Math.ceil(slowestSingleMs * slots * 3)));
+  const roundTimeoutMs = Math.max(timeoutMs, Math.min(600_000, Math.ceil(slowestSingleMs * slots * 3)));
   do {
     if (o.signal?.aborted) throw o.signal.reason;
     const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o, promptTokens, maxTokens, roundTimeoutMs)));
