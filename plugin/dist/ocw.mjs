@@ -78889,7 +78889,7 @@ async function benchmarkEndpoint(o2) {
     o2.onProgress?.(++n2, `1 stream: ${r.ok ? `${round1(r.decodeTps)} tokens/s` : r.error}`);
   } while (single.length < 5 && elapsed() < budgetMs / 3);
   const rounds = [];
-  const roundTimeoutMs = Math.min(6e5, Math.max(timeoutMs, Math.ceil(slowestSingleMs * slots * 3)));
+  const roundTimeoutMs = Math.max(timeoutMs, Math.min(6e5, Math.ceil(slowestSingleMs * slots * 3)));
   do {
     if (o2.signal?.aborted) throw o2.signal.reason;
     const rs = await Promise.all(Array.from({ length: slots }, () => oneRequest(o2, promptTokens, maxTokens, roundTimeoutMs)));
