@@ -102,6 +102,8 @@ export function simpleCommands(line: string): Words[] {
   };
   for (let i = 0; i < line.length; i++) {
     const c = line[i]!;
+    /** A variable set on this line to a plain value, referenced here. */
+    const known = c === "$" ? valueAt(i) : null;
     if (c === "\\") {
       if (line[i + 1] === "\n") i++;
       else {
@@ -116,9 +118,9 @@ export function simpleCommands(line: string): Words[] {
     } else if (c === '"') {
       let j = i + 1;
       for (; j < line.length && line[j] !== '"'; j++) {
+        const v = line[j] === "$" ? valueAt(j) : null;
         if (line[j] === "\\") word += line[++j] ?? "";
-        else if (line[j] === "$" && valueAt(j)) {
-          const v = valueAt(j)!;
+        else if (v) {
           word += v.value;
           j = v.end;
         } else {
@@ -128,13 +130,12 @@ export function simpleCommands(line: string): Words[] {
       }
       inWord = true;
       i = j;
-    } else if (c === "$" && valueAt(i)) {
+    } else if (known) {
       // A variable an earlier command of this line set to a plain value: that value (a glob in it expands).
-      const v = valueAt(i)!;
-      if (/[*?[{~]/.test(v.value)) expands = true;
-      word += v.value;
+      if (/[*?[{~]/.test(known.value)) expands = true;
+      word += known.value;
       inWord = true;
-      i = v.end;
+      i = known.end;
     } else if (c === "$" && (line[i + 1] === "(" || line[i + 1] === "{")) {
       // A substitution (`$(cmd)`, `$((1+1))`, `${X}`, make's `$(VAR)`): the word expands; its inside is not read.
       let depth = 0;

@@ -143,9 +143,10 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     const listing = input.checks.some((c) => "run" in c) ? heldBackListing(input.checks) : undefined;
     // The scripts the checks' commands run by name, read once for the rule, the caveats and the guard below.
     const subPath = sub.split(path.sep).join("/");
-    const scripts = listing ? checkScripts(commandsOf(input.checks), subPath, checkout) : undefined;
+    const commands = commandsOf(input.checks);
+    const scripts = listing ? checkScripts(commands, subPath, checkout) : undefined;
     // The pytest plugins' modules the project loads, read once for the rule and the guard below.
-    const pluginModules = listing ? pytestPluginModules(checkout, subPath, commandsOf(input.checks), listing.dirs) : undefined;
+    const pluginModules = listing ? pytestPluginModules(checkout, subPath, commands, listing.dirs) : undefined;
     if (listing && scripts) {
       const from = input.checkConfigFrom && input.checkConfigFrom.base !== ws.baseCommit ? input.checkConfigFrom : null;
       const config = await runnerConfigChanges({
@@ -155,7 +156,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
-        commands: commandsOf(input.checks),
+        commands,
         scripts,
         pluginModules,
         ...heldBackOf(listing),
@@ -178,9 +179,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     // Of the last, the first CONFIG_BINDS are read-only in the sandbox too (the plugin modules, Yarn's release and
     // plugins); the rest (a `.yarn/` cache) are compared after every check only.
     const config =
-      typeof cwd === "string" && listing
-        ? guardedConfigFiles(checkout, subPath, commandsOf(input.checks), listing.dirs, pluginModules).map((f) => path.join(checkout, f))
-        : [];
+      typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commands, listing.dirs, pluginModules).map((f) => path.join(checkout, f)) : [];
     const guarded =
       typeof cwd === "string" && scripts
         ? [...(await protectedIn(checkout, sub, input.protect)), ...guardedScripts(checkout, scripts), ...config.slice(0, CONFIG_BINDS)]
