@@ -85545,6 +85545,7 @@ function simpleCommands(line) {
   };
   for (let i2 = 0; i2 < line.length; i2++) {
     const c3 = line[i2];
+    const known = c3 === "$" ? valueAt(i2) : null;
     if (c3 === "\\") {
       if (line[i2 + 1] === "\n") i2++;
       else {
@@ -85559,9 +85560,9 @@ function simpleCommands(line) {
     } else if (c3 === '"') {
       let j = i2 + 1;
       for (; j < line.length && line[j] !== '"'; j++) {
+        const v = line[j] === "$" ? valueAt(j) : null;
         if (line[j] === "\\") word += line[++j] ?? "";
-        else if (line[j] === "$" && valueAt(j)) {
-          const v = valueAt(j);
+        else if (v) {
           word += v.value;
           j = v.end;
         } else {
@@ -85571,12 +85572,11 @@ function simpleCommands(line) {
       }
       inWord = true;
       i2 = j;
-    } else if (c3 === "$" && valueAt(i2)) {
-      const v = valueAt(i2);
-      if (/[*?[{~]/.test(v.value)) expands = true;
-      word += v.value;
+    } else if (known) {
+      if (/[*?[{~]/.test(known.value)) expands = true;
+      word += known.value;
       inWord = true;
-      i2 = v.end;
+      i2 = known.end;
     } else if (c3 === "$" && (line[i2 + 1] === "(" || line[i2 + 1] === "{")) {
       let depth = 0;
       for (i2++; i2 < line.length; i2++) {
@@ -89947,8 +89947,9 @@ async function gradeSnapshot(input2) {
     scope = checkScope(rel, input2.scope, input2.protect);
     const listing = input2.checks.some((c3) => "run" in c3) ? heldBackListing(input2.checks) : void 0;
     const subPath = sub.split(path53.sep).join("/");
-    const scripts = listing ? checkScripts(commandsOf(input2.checks), subPath, checkout) : void 0;
-    const pluginModules = listing ? pytestPluginModules(checkout, subPath, commandsOf(input2.checks), listing.dirs) : void 0;
+    const commands = commandsOf(input2.checks);
+    const scripts = listing ? checkScripts(commands, subPath, checkout) : void 0;
+    const pluginModules = listing ? pytestPluginModules(checkout, subPath, commands, listing.dirs) : void 0;
     if (listing && scripts) {
       const from = input2.checkConfigFrom && input2.checkConfigFrom.base !== ws.baseCommit ? input2.checkConfigFrom : null;
       const config4 = await runnerConfigChanges({
@@ -89958,7 +89959,7 @@ async function gradeSnapshot(input2) {
         repo: ws.repo,
         baseCommit: from ? from.base : ws.baseCommit,
         checkout,
-        commands: commandsOf(input2.checks),
+        commands,
         scripts,
         pluginModules,
         ...heldBackOf(listing)
@@ -89975,7 +89976,7 @@ async function gradeSnapshot(input2) {
       if (config4.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config4], checkConfig: config4 };
     }
     const cwd = await folderIn(checkout, sub);
-    const config3 = typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commandsOf(input2.checks), listing.dirs, pluginModules).map((f) => path53.join(checkout, f)) : [];
+    const config3 = typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commands, listing.dirs, pluginModules).map((f) => path53.join(checkout, f)) : [];
     const guarded = typeof cwd === "string" && scripts ? [...await protectedIn(checkout, sub, input2.protect), ...guardedScripts(checkout, scripts), ...config3.slice(0, CONFIG_BINDS)] : [];
     const planted = [];
     checks = typeof cwd === "string" ? await runChecks(
