@@ -1,6 +1,6 @@
 // Counts shown to a person read as English: "1 tool failure", "3 tool failures".
 import { describe, expect, it } from "vitest";
-import { counted, lostDetail } from "./format";
+import { counted, duration, lostDetail } from "./format";
 
 describe("counted", () => {
   it("one is singular, others plural; an irregular plural can be given", () => {
@@ -23,5 +23,17 @@ describe("lostDetail: the engine-lost banner adds no raw 'Failed to fetch'", () 
 
   it("keeps other words, which say something the banner does not", () => {
     expect(lostDetail("stream closed")).toBe("stream closed");
+  });
+});
+
+describe("duration", () => {
+  it("under a second in tenths (never a rate over 0s), then whole seconds, minutes, hours", () => {
+    expect(duration(0)).toBe("0s");
+    expect(duration(40)).toBe("0.1s");
+    expect(duration(840)).toBe("0.8s");
+    expect(duration(1000)).toBe("1s");
+    expect(duration(59_999)).toBe("59s");
+    expect(duration(61_000)).toBe("1m 01s");
+    expect(duration(3_660_000)).toBe("1h 01m");
   });
 });

@@ -5,6 +5,8 @@ import { counted, ENGINE_NO_ANSWER, isNoAnswer } from "../../shared/words";
 
 export function duration(ms: number): string {
   if (ms < 0) ms = 0;
+  // Under a second, in tenths: a speed "over 0s" on the model read as a rate over no time at all.
+  if (ms > 0 && ms < 1000) return `${(Math.max(ms, 100) / 1000).toFixed(1)}s`;
   const s = Math.floor(ms / 1000);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
