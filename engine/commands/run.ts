@@ -305,6 +305,14 @@ export function parseBatch(file: string): { tasks: BatchTaskInput[]; integration
     const again = asObject ? BatchFile.options[1].safeParse(raw) : BatchFile.options[0].safeParse(raw);
     const i = (again.success ? parsed.error : again.error).issues[0]!;
     const at = asObject && i.path[0] === "tasks" ? i.path.slice(1) : asObject ? null : i.path;
+    // The file's shape itself is wrong (one task object, a string, "tasks" not a list): what it should hold, not zod's
+    // "expected array, received undefined".
+    const oneTask = '(one task too: [{"task": …, "dir": …}])';
+    if (asObject && !("tasks" in (raw as object)))
+      throw new CliError(`batch file ${file}: no "tasks" array: write a JSON array of tasks, or {"tasks": [...]} ${oneTask}`);
+    if (asObject && !Array.isArray((raw as { tasks?: unknown }).tasks))
+      throw new CliError(`batch file ${file}: "tasks" must be an array of tasks: {"tasks": [{"task": …, "dir": …}, …]}`);
+    if (!asObject && !Array.isArray(raw)) throw new CliError(`batch file ${file}: write a JSON array of tasks, or {"tasks": [...]} ${oneTask}`);
     const where =
       at === null
         ? i.path.length
