@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
 import type { Command } from "commander";
@@ -363,6 +363,11 @@ async function runCommand(o: RunOptions): Promise<void> {
     if (o.name !== undefined) batchName = o.name.trim();
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
+    // `--dir "~/src/repo"` (quoted, or from a config file): no shell expanded it, and it resolved under this folder.
+    if (/^~(\/|$)/.test(o.dir) && !existsSync(path.resolve(o.dir)))
+      throw new CliError(
+        `--dir ${o.dir}: a quoted ~ is not your home folder (the shell expands it only unquoted): give --dir "$HOME${o.dir.slice(1)}" or an absolute path`,
+      );
     if (o.task === undefined) throw new CliError("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
     if (!o.task.trim()) throw new CliError("--task is empty: say what the worker should do");
     // An empty value (`--scope ""`, an unset shell variable) was refused by the engine in zod's words ("scope.0: Too small…").

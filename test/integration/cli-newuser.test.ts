@@ -1,6 +1,6 @@
 // A newcomer following the README with the real `ocw` bundle, and the mistakes one makes: a --scope or --protect written
 // as a path of the machine (it matched nothing: the worker failed as out of scope, the protect guarded nothing), an
-// unknown worker id given to `ocw asks --worker` (it said "no asks waiting", exit 0).
+// unknown worker id given to `ocw asks --worker` (it said "no asks waiting", exit 0), a quoted `~` in --dir.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
 import { cleanup, makeRepo, runOcw, stopDetachedEngine, tempDir } from "../helpers";
@@ -55,5 +55,16 @@ describe("ocw asks --worker", () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain('unknown worker "w-nope"');
+  });
+});
+
+describe("ocw run --dir with a quoted ~", () => {
+  it("says the shell did not expand it and what to give (it said only 'directory /cwd/~/src/repo does not exist')", async () => {
+    const r = await ocw(["run", "--dir", "~/no-such-ocw-repo", "--task", "T", "--endpoint", model!.url, "--model", "m"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.trim()).toBe(
+      'ocw: --dir ~/no-such-ocw-repo: a quoted ~ is not your home folder (the shell expands it only unquoted): give --dir "$HOME/no-such-ocw-repo" or an absolute path',
+    );
   });
 });
