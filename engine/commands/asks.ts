@@ -24,6 +24,8 @@ export function registerAskCommands(program: Command): void {
       try {
         if (o.worker) expectId(o.worker, "worker", `\`ocw show ${o.worker}\` lists its workers`);
         const c = connect(await ensureEngine(stateDir()), "cli:ocw asks");
+        // An unknown id is said as every other command says it (it was "no asks waiting on w-…", exit 0).
+        if (o.worker) await c.workers.get.query({ workerId: o.worker });
         const asks = (await c.approvals.list.query()).filter((a) => !o.worker || a.workerId === o.worker);
         if (o.json) return console.log(jsonForTerminal(asks));
         if (!asks.length) return console.log(`no asks waiting${o.worker ? ` on ${o.worker}` : ""}`);

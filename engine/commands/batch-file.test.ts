@@ -36,4 +36,17 @@ describe("parseBatch", () => {
     expect(message).not.toContain("\n");
     expect(message).toMatch(/^the batch file .* is not valid JSON \(.+\): write a JSON array of tasks, or \{"tasks": \[\.\.\.\]\}$/);
   });
+
+  it("a file of the wrong shape says what it should hold, not zod's 'expected array, received undefined'", () => {
+    const cases: [unknown, string][] = [
+      [{ task: "x", dir: "/tmp" }, 'no "tasks" array: write a JSON array of tasks, or {"tasks": [...]} (one task too: [{"task": …, "dir": …}])'],
+      [{ tasks: 5 }, '"tasks" must be an array of tasks: {"tasks": [{"task": …, "dir": …}, …]}'],
+      ["hello", 'write a JSON array of tasks, or {"tasks": [...]} (one task too: [{"task": …, "dir": …}])'],
+    ];
+    for (const [content, message] of cases) {
+      const file = path.join(dir, "shape.json");
+      writeFileSync(file, JSON.stringify(content));
+      expect(() => parseBatch(file)).toThrow(`batch file ${file}: ${message}`);
+    }
+  });
 });

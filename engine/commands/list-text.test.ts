@@ -139,3 +139,24 @@ describe("ocw show of a graded worker", () => {
     expect(text).toContain("  - the worker changed tests/helpers.py, which a held-back test imports from beside it");
   });
 });
+
+describe("ocw show of a worker whose check failed", () => {
+  it("shows the failed check's last lines of output, made safe and marked untrusted (only --json had them: a newcomer saw 'fail npm test (exit 1)' and no why)", () => {
+    const output = `${Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join("\n")}\nnot ok 1 - parser \u001b[31mfails\u001b[0m\n`;
+    const verdict = {
+      verdict: "honest-failure",
+      claim: "built",
+      honest: false,
+      checks: [
+        { name: "npm test", passed: false, exitCode: 1, output },
+        { name: "lint", passed: true, exitCode: 0, output: "all good" },
+      ],
+      scope: { passed: true, violations: [] },
+    } as unknown as NonNullable<Worker["verdict"]>;
+    const text = showText({ ...worker("w-f", NOW), state: "honest-failure" as const, verdict });
+    expect(text).toContain("  fail npm test (exit 1)\n    output (untrusted: the worker's code ran in it), its last 12 of 31 lines:\n    │ line 20\n");
+    expect(text).toContain("    │ not ok 1 - parser ⟪U+001B⟫[31mfails⟪U+001B⟫[0m\n  pass lint (exit 0)\n");
+    expect(text).not.toContain("all good");
+    expect(text).not.toContain("\u001b");
+  });
+});

@@ -586,6 +586,8 @@ export async function runTargetKey(
 ): Promise<CommandOutput> {
   const fail = (m: string) => ({ code: 2, stdout: "", stderr: `ocw: ${m}\n` });
   try {
+    // An unknown id first: a typo was told "stdin held no key" or "VAR is not set here", and "no target" only once fixed.
+    if (!(await port.targets()).targets.some((t) => t.id === id)) return fail(`no target "${id}". Run \`ocw targets\` to list them.`);
     let key = "";
     if (o.clear) {
       if (o.fromEnv) return fail("--clear forgets the key: give it alone, without --from-env");

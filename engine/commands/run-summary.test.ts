@@ -23,6 +23,20 @@ describe("ocw run's summary line", () => {
     expect(summary).toBe("w-e: not built (state error: the model API refused the target's key (HTTP 401); no claim)");
   });
 
+  it("a failed check says where its output is (the summary named the check alone)", () => {
+    const verdict = {
+      verdict: "honest-failure",
+      claim: "built",
+      honest: false,
+      checks: [{ name: "npm test", passed: false, exitCode: 1, output: "not ok 1" }],
+      scope: { passed: true, violations: [] },
+    } as unknown as NonNullable<Worker["verdict"]>;
+    const w = { ...worker("w-f"), state: "honest-failure" as const, stateReason: "check failed: npm test", verdict };
+    expect(workerResult(w, []).summary).toBe(
+      "w-f: failed (state failed: check failed: npm test; claim false: said built)\n  why: ocw show w-f (each failed check's output) · ocw logs w-f",
+    );
+  });
+
   it("a stopped one too", () => {
     const { summary } = workerResult({ ...worker("w-s"), state: "stopped" as const }, []);
     expect(summary).toBe("w-s: not built (state stopped; no claim)");

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
 import type { Command } from "commander";
@@ -305,6 +305,14 @@ export function parseBatch(file: string): { tasks: BatchTaskInput[]; integration
     const again = asObject ? BatchFile.options[1].safeParse(raw) : BatchFile.options[0].safeParse(raw);
     const i = (again.success ? parsed.error : again.error).issues[0]!;
     const at = asObject && i.path[0] === "tasks" ? i.path.slice(1) : asObject ? null : i.path;
+    // The file's shape itself is wrong (one task object, a string, "tasks" not a list): what it should hold, not zod's
+    // "expected array, received undefined".
+    const oneTask = '(one task too: [{"task": …, "dir": …}])';
+    if (asObject && !("tasks" in (raw as object)))
+      throw new CliError(`batch file ${file}: no "tasks" array: write a JSON array of tasks, or {"tasks": [...]} ${oneTask}`);
+    if (asObject && !Array.isArray((raw as { tasks?: unknown }).tasks))
+      throw new CliError(`batch file ${file}: "tasks" must be an array of tasks: {"tasks": [{"task": …, "dir": …}, …]}`);
+    if (!asObject && !Array.isArray(raw)) throw new CliError(`batch file ${file}: write a JSON array of tasks, or {"tasks": [...]} ${oneTask}`);
     const where =
       at === null
         ? i.path.length
@@ -355,6 +363,11 @@ async function runCommand(o: RunOptions): Promise<void> {
     if (o.name !== undefined) batchName = o.name.trim();
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
+    // `--dir "~/src/repo"` (quoted, or from a config file): no shell expanded it, and it resolved under this folder.
+    if (/^~(\/|$)/.test(o.dir) && !existsSync(path.resolve(o.dir)))
+      throw new CliError(
+        `--dir ${o.dir}: a quoted ~ is not your home folder (the shell expands it only unquoted): give --dir "$HOME${o.dir.slice(1)}" or an absolute path`,
+      );
     if (o.task === undefined) throw new CliError("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
     if (!o.task.trim()) throw new CliError("--task is empty: say what the worker should do");
     // An empty value (`--scope ""`, an unset shell variable) was refused by the engine in zod's words ("scope.0: Too small…").
@@ -651,7 +664,7 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
     ? `\n  flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}`
     : "";
   // No verdict (an error, a stop): "not built", never "failed", which is the checks' word for an honest failure.
-  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "not built"}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
+  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "not built"}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}${v?.checks.some((c) => !c.passed) ? `\n  why: ocw show ${w.id} (each failed check's output) · ocw logs ${w.id}` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
 

@@ -70,6 +70,10 @@ describe("ocw target key / remove", () => {
     expect(d.stderr).not.toContain("sk-abc123");
     expect((await runTargetKey("api-m", { fromEnv: "UNSET_VAR" }, port, { env: {} })).stderr).toMatch(/UNSET_VAR is not set here/);
     expect((await runTargetKey("nope", { fromEnv: "K" }, port, { env: { K: "x" } })).stderr).toMatch(/no target "nope"/);
+    // an unknown id is said first: not "stdin held no key" / "UNSET_VAR is not set here", then "no target" once that is fixed
+    expect((await runTargetKey("nope", {}, port, { stdin: async () => "" })).stderr).toMatch(/no target "nope"/);
+    expect((await runTargetKey("nope", { fromEnv: "UNSET_VAR" }, port, { env: {} })).stderr).toMatch(/no target "nope"/);
+    expect((await runTargetKey("nope", {}, port, { stdin: async () => null })).stderr).toMatch(/no target "nope"/);
 
     const e = await runTargetKey("api-m", { clear: true }, port);
     expect(e.stdout).toMatch(/the key of api-m is forgotten/);

@@ -360,6 +360,20 @@ function batchText(b: BatchSummary): string {
   return lines.join("\n");
 }
 
+/**
+ * A failed check's last lines of output under it in `ocw show` (only `--json` had them: the text said "fail npm test
+ * (exit 1)" and no why). The worker's code ran in the check: each line made safe and cut, the block marked untrusted.
+ */
+function outputTail(output: string | undefined, max = 12): string[] {
+  const all = (output ?? "").replace(/\s+$/, "").split("\n");
+  if (!all.join("").trim()) return [];
+  const shown = all.slice(-max);
+  return [
+    `    output (untrusted: the worker's code ran in it)${all.length > max ? `, its last ${max} of ${all.length} lines` : ""}:`,
+    ...shown.map((l) => `    │ ${showUntrusted(l, { lines: false, max: 300 })}`),
+  ];
+}
+
 export function showText(w: Worker): string {
   const v = w.verdict;
   const lines = [
@@ -380,8 +394,10 @@ export function showText(w: Worker): string {
     );
   if (v) {
     lines.push(`verdict: ${outcomeWord(v.verdict)} (held-back checks) · ${claimWords(v)}`);
-    for (const c of v.checks)
+    for (const c of v.checks) {
       lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
+      if (!c.passed) lines.push(...outputTail(c.output));
+    }
     lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
     // The paths (and a symlink's target in the detail) are the worker's: quoted and labelled, never raw.
     if (v.flags?.length)

@@ -4,5 +4,5 @@ export { heldBackProblem, runChecks } from "./checks";
 export { discard, folderIn, sweepDiscarded } from "./folders";
 export { baselineChecks, baselineInFreshWorkspace, combinedCheckConfig, grade } from "./grade";
 export { LADDER, materializeRung, summarizeLadder } from "./ladder";
-export { protectMatcher, scopeMatcher } from "./scope";
+export { globProblem, protectMatcher, scopeMatcher } from "./scope";
 export { runnerConfigReason } from "./runner-config";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkScope } from "./scope";
+import { checkScope, globProblem } from "./scope";
 
 describe("checkScope", () => {
   it("passes files inside scope and outside protect", () => {
@@ -33,5 +33,16 @@ describe("checkScope", () => {
     // On Linux SRC/ is another folder than src/: outside the scope.
     expect(checkScope(["SRC/x.ts"], ["src/**"], [], "linux").violations).toEqual(["outside scope: SRC/x.ts"]);
     expect(checkScope(["src/x.ts"], ["src/**"], [], "linux").passed).toBe(true);
+  });
+});
+
+describe("globProblem", () => {
+  it("refuses a glob that can never match a path of the repository (absolute, or above it), with the relative glob to give", () => {
+    expect(globProblem(["/home/me/repo/src/**"], [], "/home/me/repo")).toBe(
+      'scope glob "/home/me/repo/src/**" is an absolute path: globs are relative to the repository\'s root and this one matches no file of it; give --scope "src/**"',
+    );
+    expect(globProblem([], ["/elsewhere/x"], "/home/me/repo")).toMatch(/^protect glob "\/elsewhere\/x" is an absolute path: .*give one such as "src\/\*\*"$/);
+    expect(globProblem(["../x"], [], "/r")).toMatch(/^scope glob "\.\.\/x" points above the repository/);
+    expect(globProblem(["src/**", "./cli.js", "**/*.ts", "a..b", "..x"], ["test/**"], "/r")).toBeNull();
   });
 });

@@ -1,3 +1,4 @@
+import path from "node:path";
 import picomatch from "picomatch";
 import type { ScopeResult } from "../../shared/verdict";
 import { foldPath } from "../workspace";
@@ -46,4 +47,29 @@ export function checkScope(changed: string[], scope: string[], protect: string[]
     else if (!inScope(file)) violations.push(`outside scope: ${file}`);
   }
   return { passed: violations.length === 0, violations, changedFiles: changed };
+}
+
+/**
+ * Why a task's scope or protect glob can never match a file of the repository, or null. Changed paths are relative to
+ * the repository's root, so a glob written as a path of the machine (`/home/me/repo/cli.js`) or above the repository
+ * (`../x`) matches nothing: a scope of it failed the worker's every change as out of scope, a protect of it guarded
+ * nothing. Said before any worker starts, with the relative glob to give when the path lies in the repository.
+ */
+export function globProblem(scope: string[], protect: string[], repoRoot: string): string | null {
+  for (const [kind, globs] of [
+    ["scope", scope],
+    ["protect", protect],
+  ] as const) {
+    for (const glob of globs) {
+      const g = glob.trim();
+      if (path.posix.isAbsolute(g) || path.win32.isAbsolute(g)) {
+        const rel = path.relative(repoRoot, g).split(path.sep).join("/");
+        const inside = rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
+        return `${kind} glob "${glob}" is an absolute path: globs are relative to the repository's root and this one matches no file of it; give ${inside ? `--${kind} "${rel}"` : 'one such as "src/**"'}`;
+      }
+      if (g === ".." || g.startsWith("../"))
+        return `${kind} glob "${glob}" points above the repository: globs are relative to the repository's root and this one matches no file of it; give one such as "src/**"`;
+    }
+  }
+  return null;
 }
