@@ -39,8 +39,11 @@ describe("checkScope", () => {
 describe("globProblem", () => {
   it("refuses a glob that can never match a path of the repository (absolute, or above it), with the relative glob to give", () => {
     expect(globProblem(["/home/me/repo/src/**"], [], "/home/me/repo")).toBe(
-      'scope glob "/home/me/repo/src/**" is an absolute path: globs are relative to the repository\'s root and this one matches no file of it; give --scope "src/**"',
+      'scope glob "/home/me/repo/src/**" is an absolute path: globs are relative to the task\'s folder and this one matches no file of it; give "src/**"',
     );
+    // relative to the folder the task names, where that is a subfolder; `../` reaches the rest of the repository there
+    expect(globProblem(["/home/me/repo/pkg/a/src/x.ts"], [], "/home/me/repo", "pkg/a")).toMatch(/give "src\/x\.ts"$/);
+    expect(globProblem(["../package-lock.json"], [], "/home/me/repo", "pkg/a")).toBeNull();
     expect(globProblem([], ["/elsewhere/x"], "/home/me/repo")).toMatch(/^protect glob "\/elsewhere\/x" is an absolute path: .*give one such as "src\/\*\*"$/);
     expect(globProblem(["../x"], [], "/r")).toMatch(/^scope glob "\.\.\/x" points above the repository/);
     expect(globProblem(["src/**", "./cli.js", "**/*.ts", "a..b", "..x"], ["test/**"], "/r")).toBeNull();

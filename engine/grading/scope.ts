@@ -50,12 +50,14 @@ export function checkScope(changed: string[], scope: string[], protect: string[]
 }
 
 /**
- * Why a task's scope or protect glob can never match a file of the repository, or null. Changed paths are relative to
- * the repository's root, so a glob written as a path of the machine (`/home/me/repo/cli.js`) or above the repository
- * (`../x`) matches nothing: a scope of it failed the worker's every change as out of scope, a protect of it guarded
- * nothing. Said before any worker starts, with the relative glob to give when the path lies in the repository.
+ * Why a task's scope or protect glob can never match a file of the repository, or null. Globs are relative to the folder
+ * the task names (grade.ts reads a file outside it as `../<its path from the root>`), so a glob written as a path of
+ * the machine (`/home/me/repo/cli.js`) matches nothing, nor does one above the repository (`../x` when the task names
+ * the root): a scope of it failed the worker's every change as out of scope, a protect of it guarded nothing. Said
+ * before any worker starts, with the relative glob to give when the path lies in the task's folder.
  */
-export function globProblem(scope: string[], protect: string[], repoRoot: string): string | null {
+export function globProblem(scope: string[], protect: string[], repoRoot: string, subdir = ""): string | null {
+  const folder = path.join(repoRoot, subdir);
   for (const [kind, globs] of [
     ["scope", scope],
     ["protect", protect],
@@ -63,12 +65,12 @@ export function globProblem(scope: string[], protect: string[], repoRoot: string
     for (const glob of globs) {
       const g = glob.trim();
       if (path.posix.isAbsolute(g) || path.win32.isAbsolute(g)) {
-        const rel = path.relative(repoRoot, g).split(path.sep).join("/");
+        const rel = path.relative(folder, g).split(path.sep).join("/");
         const inside = rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
-        return `${kind} glob "${glob}" is an absolute path: globs are relative to the repository's root and this one matches no file of it; give ${inside ? `--${kind} "${rel}"` : 'one such as "src/**"'}`;
+        return `${kind} glob "${glob}" is an absolute path: globs are relative to the task's folder and this one matches no file of it; give ${inside ? `"${rel}"` : 'one such as "src/**"'}`;
       }
-      if (g === ".." || g.startsWith("../"))
-        return `${kind} glob "${glob}" points above the repository: globs are relative to the repository's root and this one matches no file of it; give one such as "src/**"`;
+      if (!subdir && (g === ".." || g.startsWith("../")))
+        return `${kind} glob "${glob}" points above the repository: globs are relative to the task's folder (here the repository's root) and this one matches no file of it; give one such as "src/**"`;
     }
   }
   return null;

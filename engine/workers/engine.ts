@@ -324,7 +324,7 @@ export class Engine {
     this.requireSandbox();
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
-    const heldBack = heldBackProblem(spec.checks, repo.root) ?? globProblem(spec.scope, spec.protect, repo.root);
+    const heldBack = heldBackProblem(spec.checks, repo.root) ?? globProblem(spec.scope, spec.protect, repo.root, repo.subdir);
     if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec.targetId);
     await preflightTarget(target);
@@ -437,7 +437,7 @@ export class Engine {
       const repo = await repos.get(spec.directory)!.catch((err: Error) => {
         throw new InputError(where(n, err.message));
       });
-      const heldBack = heldBackProblem(spec.checks, repo.root) ?? globProblem(spec.scope, spec.protect, repo.root);
+      const heldBack = heldBackProblem(spec.checks, repo.root) ?? globProblem(spec.scope, spec.protect, repo.root, repo.subdir);
       if (heldBack) throw new InputError(where(n, heldBack));
       let target: Target;
       try {

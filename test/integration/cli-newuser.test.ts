@@ -29,8 +29,8 @@ describe("ocw run: globs that can never match a file of the repository", () => {
     repos.push(dir);
     const base = ["run", "--dir", dir, "--task", "NU-WRITE", "--check", "grep -q v cli.js", "--endpoint", model!.url, "--model", "m", "--approve", "once"];
     const cases: [string[], RegExp][] = [
-      [["--scope", `${dir}/cli.js`], /scope glob ".*\/cli\.js" is an absolute path: .*relative to the repository's root.* --scope "cli\.js"/],
-      [["--protect", `${dir}/test/**`], /protect glob ".*\/test\/\*\*" is an absolute path: .*--protect "test\/\*\*"/],
+      [["--scope", `${dir}/cli.js`], /scope glob ".*\/cli\.js" is an absolute path: .*relative to the task's folder.* give "cli\.js"/],
+      [["--protect", `${dir}/test/**`], /protect glob ".*\/test\/\*\*" is an absolute path: .*give "test\/\*\*"/],
       [["--scope", "../cli.js"], /scope glob "\.\.\/cli\.js" points above the repository/],
     ];
     for (const [flags, msg] of cases) {
