@@ -6,18 +6,24 @@
 // Followed: an interpreter's script (`bash x`, `python3 -u x`, `node -r pre.js x`, `npx tsx x`), a path run as a program
 // (`./scripts/check`), a shell's command line (`bash -c '…'`, `sh -ec '…'`, `bash -o pipefail -c '…'`, `env -S '…'`), a
 // shell given its script on standard input (`bash < x`, `sh -s < x`, `cat x | bash`, `cat a b | sh -s`), the wrappers of
-// WRAPPERS before any of these (`env -i X=1`, `sudo -E`, `busybox`, `nice -n 5`, `timeout 60`, `taskset 0x1`…), a `cd` to
+// WRAPPERS before any of these (`env -i X=1`, `sudo -E`, `busybox`, `nice -n 5`, `timeout 60`, `taskset 0x1`…), the
+// reserved words a command may follow (`if bash x; then`, `! sh x`, `{ sh x; }`, `while …; do bash x; done`), a `cd` to
 // a plain folder, package.json's scripts (`npm test`, `yarn x`), make's recipes (the Makefile's, or those of the files
-// `-f` names) and, inside a shell script, the shell scripts it runs or sources (by name, by `$(dirname "$0")`, or linked).
+// `-f` names, with the makefiles their `include` lines name plainly, read where the line stands) and, inside a shell
+// script, the shell scripts it runs or sources (by name, by `$(dirname "$0")`, or linked) and the package.json scripts
+// and make recipes of the npm, yarn, pnpm or make it runs (read as if the check had named them).
 // A variable an earlier command of the same line or script set to a plain value (`S=scripts/test.sh; bash "$S"`,
 // `export D=ci && sh $D/run.sh`) is read as that value; `eval '…'`, `su -c '…'` and `flock FILE [-c] …` as the command
-// they run.
+// they run. So are the command `xargs` runs (`xargs -0 -n1 bash x`; the arguments it appends and the words holding its
+// `-I` string are unknown), each `-exec CMD … ;` or `-exec CMD … {} +` of a `find` (`{}` unknown), `script -c '…'`,
+// `watch [-x] …` and GNU `parallel CMD ::: …` (or `parallel ::: 'cmd' …`: each argument a command line).
 // Not followed (a parser of the common forms, not a shell): what any other expansion names (`bash $SCRIPT` set outside
-// the command, `$(which bash) x`, make's `$(MAKE) -f $(F)`), a script fed by another program than cat (`sed … x | bash`,
-// `curl … | sh`, `bash <(cat x)`, `tee`), functions and aliases, `xargs`/`find -exec`/`parallel`, wrappers not in
-// WRAPPERS (`script -c`, `watch`), a makefile's includes, pattern rules and variables, `make`/npm scripts run from inside
-// a shell script, and a `cd` to anything but a plain folder. A here-document's lines are read as the line's own commands
-// (what a shell given one runs).
+// the command, `$(which bash) x`, make's `$(MAKE) -f $(F)`, `include $(LOCAL)`), a script fed by another program than
+// cat (`sed … | bash`, `curl … | sh`, `bash <(cat x)`, `tee`), aliases, a function called by name (its body is read
+// where it is defined), a script `xargs` or `find` takes from its input (`xargs bash`, `find -exec bash {} \;`),
+// `find -execdir`/`-ok`, `parallel` with `--`, `-I`, `--wd`, options but a few, or no `:::`, `script` without `-c`, other
+// wrappers than these, make's pattern rules and variables, and a `cd` to anything but a plain folder. A here-document's
+// lines are read as the line's own commands (what a shell given one runs).
 import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 
@@ -49,6 +55,8 @@ export function simpleCommands(line: string): Words[] {
   let word = "";
   let inWord = false;
   let expands = false;
+  /** An unquoted `{` in the word: a brace expansion (`{a,b}`, `x{1..3}`) when a comma or `..` stands between it and a `}`. */
+  let brace = false;
   let redirect = false;
   let fromFile = false;
   /** The simple command before a `|` (not `||`), until the one after it is read. */
@@ -63,6 +71,7 @@ export function simpleCommands(line: string): Words[] {
   let assigns: (string | undefined)[] = [];
   let assigning: string | undefined;
   const endWord = () => {
+    if (brace && /\{[^{}]*(?:,|\.\.)[^{}]*\}/.test(word)) expands = true;
     if (inWord) {
       if (redirect) {
         if (fromFile && !expands) words.stdin = word;
@@ -76,6 +85,7 @@ export function simpleCommands(line: string): Words[] {
     word = "";
     inWord = false;
     expands = false;
+    brace = false;
     assigning = undefined;
   };
   /** `$NAME` or `${NAME}` at `i` (the `$`): the variable's value as written and where its reference ends, when known. */
@@ -177,7 +187,8 @@ export function simpleCommands(line: string): Words[] {
     } else if (c === " " || c === "\t") endWord();
     else {
       if (c === "=" && assigning === undefined && !expands && /^[A-Za-z_][A-Za-z0-9_]*$/.test(word)) assigning = word;
-      if ("$`*?[{~".includes(c)) expands = true;
+      if ("$`*?[~".includes(c)) expands = true;
+      if (c === "{") brace = true;
       word += c;
       inWord = true;
     }
@@ -186,6 +197,8 @@ export function simpleCommands(line: string): Words[] {
   return out;
 }
 
+/** The shell's reserved words that may stand before a simple command, at its start. */
+const RESERVED = new Set(["if", "then", "elif", "else", "do", "while", "until", "!", "{"]);
 /** Builtins whose words are assignments (`export S=x`): they set variables as a bare `S=x` does. */
 const DECLARES = new Set(["export", "readonly", "declare", "typeset", "local"]);
 const SHELLS = new Set(["bash", "sh", "dash", "zsh", "ksh", "ash", "mksh", "source", "."]);
@@ -267,6 +280,8 @@ const wrapperOf = (w: string) => (Object.hasOwn(WRAPPERS, path.posix.basename(w)
  */
 function commandStart(words: Word[]): { at: number } | { split: string } | null {
   let i = 0;
+  // `if bash x; then …`, `! sh x`, `{ sh x; }`, `while …; do bash x; done`: the reserved words a command may follow.
+  while (typeof words[i] === "string" && RESERVED.has(words[i]!)) i++;
   for (;;) {
     const w = words[i];
     if (typeof w !== "string") return null;
@@ -284,6 +299,10 @@ function commandStart(words: Word[]): { at: number } | { split: string } | null 
       const line = c < 0 ? undefined : rest[c]!.startsWith("--command=") ? rest[c]!.slice("--command=".length) : rest[c + 1];
       return typeof line === "string" ? { split: line } : null;
     }
+    // `xargs CMD`, `find … -exec CMD {} +`, `script -c '…'`, `watch CMD`, `parallel CMD ::: …` (by their bare name or an
+    // absolute path: `./script` is the project's own program): the command they run.
+    const runner = !w.includes("/") || w.startsWith("/") ? path.posix.basename(w) : "";
+    if (Object.hasOwn(RUNNERS, runner)) return RUNNERS[runner]!(words.slice(i + 1));
     if (!wrapper) return { at: i };
     i++;
     if (wrapper === "env") {
@@ -308,6 +327,269 @@ function commandStart(words: Word[]): { at: number } | { split: string } | null 
     if (wrapper === "flock" && (words[i] === "-c" || words[i] === "--command")) return typeof words[i + 1] === "string" ? { split: words[i + 1]! } : null;
   }
 }
+
+/**
+ * Text the command-line parser cannot know (what `xargs -I{}` or `find -exec … {}` puts in a word): a word holding it names
+ * no file (a path cannot hold a NUL), and a `cd` to one ends the reading.
+ */
+const UNKNOWN = "\u0000";
+
+/**
+ * A word as a command line would write it (single-quoted), for a program that runs its words as they are (xargs, find
+ * -exec): `unknown`, the text that program puts in its place (`{}`), is UNKNOWN; an expansion is `"$_"` (null again).
+ */
+const quoted = (w: Word, unknown?: string): string => (w === null ? '"$_"' : `'${(unknown ? w.split(unknown).join(UNKNOWN) : w).replaceAll("'", "'\\''")}'`);
+
+/**
+ * A program's options (getopt's way: `-abc` clusters, `--name=value`): `flags` take no value, `values` the rest of their
+ * cluster or the next word, `optional` only the rest of their cluster (or `=…`); long ones likewise. Calls `seen` with
+ * each option and its value; returns the index of the first operand, or null for an option it does not know or an
+ * expansion among them (what it is cannot be told). Options end at the first operand (`+` in getopt's string), or `--`.
+ */
+function options(
+  args: Word[],
+  spec: { flags: string; values: string; optional?: string; long: Record<string, "flag" | "value" | "optional"> },
+  seen: (option: string, value: Word | undefined) => void = () => {},
+): number | null {
+  let i = 0;
+  for (; i < args.length; i++) {
+    const w = args[i];
+    if (typeof w !== "string") return null;
+    if (w === "--") return i + 1;
+    if (!w.startsWith("-") || w === "-") return i;
+    if (w.startsWith("--")) {
+      const eq = w.indexOf("=");
+      const name = eq < 0 ? w : w.slice(0, eq);
+      const kind = Object.hasOwn(spec.long, name) ? spec.long[name] : undefined;
+      if (!kind || (kind === "flag" && eq >= 0)) return null;
+      if (kind === "value" && eq < 0 && i + 1 >= args.length) return null;
+      seen(name, eq >= 0 ? w.slice(eq + 1) : kind === "value" ? args[++i] : undefined);
+      continue;
+    }
+    for (let k = 1; k < w.length; k++) {
+      const c = w[k]!;
+      const rest = w.slice(k + 1);
+      if (spec.flags.includes(c)) seen(`-${c}`, undefined);
+      else if (spec.optional?.includes(c)) {
+        seen(`-${c}`, rest || undefined);
+        break;
+      } else if (spec.values.includes(c)) {
+        if (!rest && i + 1 >= args.length) return null;
+        seen(`-${c}`, rest || args[++i]);
+        break;
+      } else return null;
+    }
+  }
+  return i;
+}
+
+/** GNU xargs: the command after its options (echo when none: nothing to read), run with the arguments it appends. */
+function xargsCommand(args: Word[]): { split: string } | null {
+  let replace: string | null | undefined;
+  const at = options(
+    args,
+    {
+      flags: "0rtpxo",
+      values: "adEILnPs",
+      optional: "eil",
+      long: {
+        "--null": "flag",
+        "--no-run-if-empty": "flag",
+        "--verbose": "flag",
+        "--interactive": "flag",
+        "--exit": "flag",
+        "--open-tty": "flag",
+        "--arg-file": "value",
+        "--delimiter": "value",
+        "--max-args": "value",
+        "--max-procs": "value",
+        "--max-chars": "value",
+        "--process-slot-var": "value",
+        "--eof": "optional",
+        "--replace": "optional",
+        "--max-lines": "optional",
+      },
+    },
+    (o, v) => {
+      // `-I R`, `-iR`, `--replace[=R]` (`{}` by default): R in the command's words is what each input line puts there.
+      if (o === "-I" || o === "-i" || o === "--replace") replace = v === undefined ? "{}" : v || null;
+    },
+  );
+  if (at === null || replace === null || at >= args.length) return null;
+  const unknown = replace ?? undefined;
+  return {
+    split: args
+      .slice(at)
+      .map((w) => quoted(w, unknown))
+      .join(" "),
+  };
+}
+
+/**
+ * find's `-exec CMD … ;` and `-exec CMD … {} +`, each one of the line (`{}`, the files found, unknown); `-execdir` (run from
+ * each file's folder) and `-ok` (asks first) are not read, nor anything of a find whose `-exec` has no end (it runs nothing).
+ */
+function findCommands(args: Word[]): { split: string } | null {
+  const lines: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const w = args[i];
+    if (w !== "-exec" && w !== "-execdir" && w !== "-ok" && w !== "-okdir") continue;
+    let end = i + 1;
+    while (end < args.length && args[end] !== ";" && !(args[end] === "+" && end > i + 2 && args[end - 1] === "{}")) end++;
+    if (end >= args.length) return null;
+    if (w === "-exec" && end > i + 1)
+      lines.push(
+        args
+          .slice(i + 1, end)
+          .map((x) => quoted(x, "{}"))
+          .join(" "),
+      );
+    i = end;
+  }
+  return lines.length ? { split: lines.join("\n") } : null;
+}
+
+/** util-linux script: the command line its `-c` (`--command`) gives the shell it starts; without one, an interactive shell (not read). */
+function scriptCommand(args: Word[]): { split: string } | null {
+  let command: Word | undefined;
+  // Its options come before or after the typescript file (getopt moves them): read them all.
+  for (let i = 0; i < args.length; ) {
+    const at = options(
+      args.slice(i),
+      {
+        flags: "aefqhV",
+        values: "cEBIOTmo",
+        optional: "t",
+        long: {
+          "--append": "flag",
+          "--return": "flag",
+          "--flush": "flag",
+          "--force": "flag",
+          "--quiet": "flag",
+          "--command": "value",
+          "--echo": "value",
+          "--log-io": "value",
+          "--log-in": "value",
+          "--log-out": "value",
+          "--log-timing": "value",
+          "--logging-format": "value",
+          "--output-limit": "value",
+          "--timing": "optional",
+        },
+      },
+      (o, v) => {
+        if (o === "-c" || o === "--command") command = v;
+      },
+    );
+    if (at === null) return typeof command === "string" ? { split: command } : null;
+    if (args[i + at - 1] === "--") break;
+    i += at + 1;
+  }
+  return typeof command === "string" ? { split: command } : null;
+}
+
+/** procps watch: its words after its options, joined as the command line it gives `sh -c` (`-x`: run as they are). */
+function watchCommand(args: Word[]): { split: string } | null {
+  let exec = false;
+  const at = options(
+    args,
+    {
+      flags: "bcCeghprtwxv",
+      values: "nq",
+      optional: "d",
+      long: {
+        "--beep": "flag",
+        "--color": "flag",
+        "--no-color": "flag",
+        "--errexit": "flag",
+        "--chgexit": "flag",
+        "--precise": "flag",
+        "--no-rerun": "flag",
+        "--no-title": "flag",
+        "--no-wrap": "flag",
+        "--exec": "flag",
+        "--interval": "value",
+        "--equexit": "value",
+        "--differences": "optional",
+      },
+    },
+    (o) => {
+      if (o === "-x" || o === "--exec") exec = true;
+    },
+  );
+  const rest = at === null ? [] : args.slice(at);
+  if (!rest.length) return null;
+  if (exec) return { split: rest.map((w) => quoted(w)).join(" ") };
+  return rest.every((w) => typeof w === "string") ? { split: rest.join(" ") } : null;
+}
+
+/**
+ * GNU parallel, when its inputs follow `:::` on the line: the command before them, its words joined as the command line
+ * it gives the shell (a replacement string, `{}`, `{.}`, `{1}`, unknown), or with no command each argument of a single
+ * `:::` as a command line. A few options only; `--` (moreutils' parallel reads the line otherwise), `-I`, `--wd`, remote
+ * logins and the rest leave it unread.
+ */
+function parallelCommand(args: Word[]): { split: string } | null {
+  const at = options(args, {
+    flags: "kvu0",
+    values: "jPnNL",
+    long: Object.fromEntries([
+      ...[
+        "--keep-order",
+        "--tag",
+        "--verbose",
+        "--progress",
+        "--bar",
+        "--eta",
+        "--dry-run",
+        "--will-cite",
+        "--no-notice",
+        "--ungroup",
+        "--line-buffer",
+        "--lb",
+        "--group",
+        "--null",
+      ].map((o) => [o, "flag" as const]),
+      ...[
+        "--jobs",
+        "--max-procs",
+        "--max-args",
+        "--max-replace-args",
+        "--max-lines",
+        "--timeout",
+        "--retries",
+        "--delay",
+        "--joblog",
+        "--halt",
+        "--results",
+        "--res",
+        "--tagstring",
+      ].map((o) => [o, "value" as const]),
+    ]),
+  });
+  if (at === null || args[at - 1] === "--") return null;
+  const rest = args.slice(at);
+  const sep = rest.findIndex((w) => typeof w === "string" && /^::::?\+?$/.test(w));
+  if (sep < 0 || rest.includes("--")) return null;
+  const command = rest.slice(0, sep);
+  if (command.length) {
+    if (command.some((w) => w === null)) return null;
+    return { split: command.map((w) => w!.replace(/\{[^{}]*\}/g, UNKNOWN)).join(" ") };
+  }
+  const inputs = rest.slice(sep + 1);
+  if (rest[sep] !== ":::" || inputs.some((w) => typeof w === "string" && /^::::?\+?$/.test(w))) return null;
+  const lines = inputs.filter((w): w is string => typeof w === "string");
+  return lines.length ? { split: lines.join("\n") } : null;
+}
+
+/** The programs that run a command of their words in a way of their own (commandStart). */
+const RUNNERS: Record<string, (args: Word[]) => { split: string } | null> = {
+  xargs: xargsCommand,
+  find: findCommands,
+  script: scriptCommand,
+  watch: watchCommand,
+  parallel: parallelCommand,
+};
 
 /** The files a simple command runs, and whether it is a shell that reads its script from standard input (`bash -s`, `sh`). */
 type Files = string[] & { fromStdin?: boolean };
@@ -417,16 +699,22 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): Files 
  */
 export function commandScripts(commands: string[], sub: string, checkout?: string): CommandScript[] {
   const found = new Map<string, CommandScript>();
-  /** `inScript`: the shell script whose own line this is (read for the shell scripts it runs in turn, and nothing else). */
+  /**
+   * `inScript`: the shell script whose own line this is (read for the shell scripts it runs in turn, and the recipes and
+   * package scripts of the make, npm, yarn or pnpm it runs; not its other programs).
+   */
   const read = (line: string, cwd: string, command: string, depth: number, inScript?: string): void => {
     if (depth > 3) return;
     let at: string | null = cwd;
     for (const words of simpleCommands(line)) {
       if (at === null) return;
       const from: string = at;
-      if (words[0] === "cd") {
-        const to = words[1];
-        at = typeof to === "string" && !to.startsWith("/") && to !== "-" ? path.posix.normalize(path.posix.join(from || ".", to)) : null;
+      // `cd x`, or `then cd x` (past the reserved words a command may follow)
+      const lead = words.findIndex((w) => typeof w !== "string" || !RESERVED.has(w));
+      if (lead >= 0 && words[lead] === "cd") {
+        const to = words[lead + 1];
+        at =
+          typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN) ? path.posix.normalize(path.posix.join(from || ".", to)) : null;
         if (at === ".") at = "";
         if (at?.startsWith("..")) at = null;
         continue;
@@ -440,7 +728,7 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
       const program = programOf(words);
       if (files.fromStdin) files.push(...(words.stdin !== undefined ? [words.stdin] : catFiles(words.piped)));
       for (const f of files) {
-        if (f.startsWith("/") || f.startsWith("~")) continue;
+        if (f.startsWith("/") || f.startsWith("~") || f.includes(UNKNOWN)) continue;
         const file = path.posix.normalize(path.posix.join(from || ".", f));
         if (file === "." || file === ".." || file.startsWith("../")) continue;
         // Inside a script only the shell scripts it runs are followed: its other programs may well be the code under test.
@@ -458,9 +746,9 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
           if (shell !== null) read(withScriptDir(shell, path.posix.relative(from || ".", path.posix.dirname(file)) || "."), from, command, depth + 1, file);
         }
       }
-      if (inScript) continue;
       if (checkout) {
-        // `CI=1 npm test`, `timeout 300 make test`: the tool past assignments and wrappers.
+        // `CI=1 npm test`, `timeout 300 make test`: the tool past assignments and wrappers. Inside a script too (`make test`
+        // in ci.sh): its recipes and package scripts are read as the check's own, as if the check had named them.
         const start = commandStart(words);
         const tool = start && "at" in start ? words.slice(start.at) : [];
         for (const script of packageScripts(tool, path.join(checkout, from))) read(script, from, command, depth + 1);
@@ -519,6 +807,7 @@ function packageScripts(words: Word[], dir: string): string[] {
  */
 function makeRecipes(words: Word[], checkout: string, from: string): { dir: string; lines: string[]; makefiles: string[] } | null {
   if (words[0] !== "make" && words[0] !== "gmake") return null;
+  if (words.some((w) => w?.includes(UNKNOWN))) return null;
   let dir = from;
   const targets: string[] = [];
   const named: string[] = [];
@@ -546,6 +835,8 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
     makefiles.push(file);
   }
   let text: string | null = null;
+  /** The makefiles read (an include of one of them is a loop). */
+  const reading = new Set(makefiles);
   if (makefiles.length) {
     const texts = makefiles.flatMap((f) => {
       try {
@@ -559,12 +850,14 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
     for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
       try {
         text = readFileSync(path.join(checkout, dir, name), "utf8");
+        reading.add(path.posix.join(dir, name));
         break;
       } catch {
         /* the next name make tries */
       }
     }
   if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
+  text = withIncludes(text, checkout, dir, reading, { files: MAX_INCLUDED });
   const rules = new Map<string, { prereqs: string[]; recipe: string[] }>();
   let first: string | undefined;
   let current: { prereqs: string[]; recipe: string[] }[] = [];
@@ -602,6 +895,45 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
   };
   for (const t of targets.length ? targets : first ? [first] : []) visit(t);
   return { dir, lines, makefiles };
+}
+
+/** At most this many makefiles a command's makefiles include are read in their place (per make command). */
+const MAX_INCLUDED = 16;
+
+/**
+ * A makefile's text with each `include`, `-include` or `sinclude` line of plain names (no variable, glob or `~`) replaced
+ * by the text of the files it names, read from make's folder (`dir`) as make reads them, and theirs in turn: their rules
+ * and recipes are the makefile's own, where the line stands (an included file's first target can be make's default goal).
+ * A name outside the checkout (absolute, above it, or a link leading out), one missing, one already being read (a loop)
+ * or past `budget` is left out; the line of a name that is not plain stays, and is not read.
+ */
+function withIncludes(text: string, checkout: string, dir: string, reading: Set<string>, budget: { files: number }): string {
+  return text
+    .replace(/\\\n/g, " ")
+    .split("\n")
+    .map((line) => {
+      const m = /^[ ]*(?:-include|sinclude|include)[ \t]+([^#]*)/.exec(line);
+      if (!m) return line;
+      const parts: string[] = [];
+      for (const name of m[1]!.trim().split(/\s+/).filter(Boolean)) {
+        if (/[$*?[\]{}~\\`"']/.test(name) || name.startsWith("/") || name.includes(UNKNOWN)) continue;
+        const file = path.posix.normalize(path.posix.join(dir || ".", name));
+        if (file === "." || file === ".." || file.startsWith("../") || reading.has(file) || budget.files <= 0) continue;
+        const real = realInside(checkout, file);
+        if (real === null) continue;
+        let included: string;
+        try {
+          included = readFileSync(path.join(checkout, real), "utf8");
+        } catch {
+          continue;
+        }
+        budget.files--;
+        parts.push(withIncludes(included, checkout, dir, new Set([...reading, file]), budget));
+      }
+      // The names not read stay as an include line (one the rules below pass over).
+      return [...parts, line].join("\n");
+    })
+    .join("\n");
 }
 
 /** `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, `${0%/*}` and the like: the script's own folder. */
