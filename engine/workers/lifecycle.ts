@@ -46,7 +46,9 @@ export function notBuilt(w: Worker, verb: string): InputError {
       ? "continue it with a review (a new round, graded again) or retry its task, then land the round that is built"
       : w.state === "stopped" || w.state === "interrupted" || w.state === "error"
         ? "resume it (or retry its task), then land it once it is built"
-        : "wait for its verdict, then land it if it is built";
+        : w.state === "waiting-approval"
+          ? "answer its ask (it waits on you), then land it once its verdict is built"
+          : "wait for its verdict, then land it if it is built";
   return new InputError(`worker ${w.id} is ${state}: only a built worker's graded commit is ${verb}; ${next} (nothing was changed)`, "conflict");
 }
 
