@@ -8,6 +8,7 @@ const NEEDS_TOOLS = [
   "engine/workspace/workspace-attack.test.ts",
   "engine/workspace/snapshot.test.ts",
   "engine/workspace/snapshot-attack.test.ts",
+  "engine/workspace/snapshot-fuzz.test.ts",
   "engine/workspace/kept-index.test.ts",
   "engine/workspace/kept-index-attack.test.ts",
   "engine/workspace/land.test.ts",

@@ -142,6 +142,12 @@ describe("what git's add refuses is git's to refuse", () => {
     ["a symlinked NTFS short name of .gitmodules", link("gitmod~1")],
     ["an HFS-ignorable character in .git (git on Linux takes it)", file(".g\u200cit/x")],
     ["a tracked file replaced by a FIFO", (w) => (rmSync(path.join(w, "a0")), execFileSync("mkfifo", [path.join(w, "a0")]))],
+    // Found by snapshot-fuzz.test.ts: `ls-files -o` lists no repository where the base has a file; git's add refuses one
+    // with no commit checked out (the engine's own had graded the file deleted).
+    [
+      "a tracked file replaced by a repository with no commit",
+      (w) => (rmSync(path.join(w, "a0")), write(w, "a0/f.txt", "f\n"), execFileSync("git", ["init", "-q", path.join(w, "a0")])),
+    ],
   ])("%s", async (_name, mutate) => {
     const mine = await outcome(r, mutate, "any");
     const gits = await outcome(r, mutate, "git");

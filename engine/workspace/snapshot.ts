@@ -224,7 +224,7 @@ const code = (err: unknown) => (err as NodeJS.ErrnoException).code;
  * folder's file or symlink), and each new file `git ls-files -o --exclude-standard` named. Each folder is opened once,
  * never through a symlink, and its files are read from that open folder (a folder swapped for a link meanwhile is not
  * followed out of the workspace). Throws NotInProcess for whatever git's path must read instead: a submodule, nested
- * repository, `.gitattributes` anywhere on the way (ignored or not: git's add applies them), a name git refuses, a FIFO,
+ * repository (a new one, or one where the base has a file), `.gitattributes` anywhere on the way (ignored or not: git's add applies them), a name git refuses, a FIFO,
  * socket or device, a file changed while read, too many files, bytes or folders.
  */
 export async function readWorktree(worktree: string, base: BaseTree, fresh: string[]): Promise<Snapshot> {
@@ -306,6 +306,20 @@ export async function readWorktree(worktree: string, base: BaseTree, fresh: stri
       }
     };
     const found = await eachLimited(paths, 64, look);
+    // A tracked name that is a folder now is deleted, unless that folder is a repository: git's add then takes it as a
+    // gitlink (a commit checked out) or refuses it (none), and `ls-files -o` lists no repository standing where the
+    // index has a file. Any `.git` in it (a folder, a gitfile, a link) means git's way.
+    await eachLimited(
+      found.flatMap((f, i) => (f?.st.isDirectory() && base.entries.has(paths[i]!) ? [f] : [])),
+      64,
+      async (f) => {
+        const st = await lstat(Buffer.concat([inFolder(f.fd, f.leaf), Buffer.from("/.git")])).catch((err) => {
+          if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
+          throw err;
+        });
+        if (st) throw new NotInProcess("a repository where the base has a file");
+      },
+    );
     let bytes = 0;
     for (const [i, f] of found.entries()) {
       if (!f || f.st.isDirectory()) continue;
