@@ -224,8 +224,9 @@ const code = (err: unknown) => (err as NodeJS.ErrnoException).code;
  * folder's file or symlink), and each new file `git ls-files -o --exclude-standard` named. Each folder is opened once,
  * never through a symlink, and its files are read from that open folder (a folder swapped for a link meanwhile is not
  * followed out of the workspace). Throws NotInProcess for whatever git's path must read instead: a submodule, nested
- * repository (a new one, or one where the base has a file), `.gitattributes` anywhere on the way (ignored or not: git's add applies them), a name git refuses, a FIFO,
- * socket or device, a file changed while read, too many files, bytes or folders.
+ * repository (a new one, or one where the base has a file), `.gitattributes` anywhere on the way (ignored or not: git's
+ * add applies them), a name git refuses, a FIFO, socket or device, a file changed while read, too many files, bytes or
+ * folders.
  */
 export async function readWorktree(worktree: string, base: BaseTree, fresh: string[]): Promise<Snapshot> {
   if (base.entries.size > IN_PROCESS_MAX_FILES || fresh.length > IN_PROCESS_MAX_FILES) throw new NotInProcess("too many files");
