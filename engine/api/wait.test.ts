@@ -11,7 +11,7 @@ import { WorkerSpec } from "../../shared/worker";
 import { EventBus } from "../events";
 import { WorkerRegistry } from "../registry/registry";
 import { WorkerLogStore } from "../store/worker-log";
-import { GATHER_MAX_MS, GATHER_MS, waitForNews, waitStream, type WaitSource } from "./wait";
+import { GATHER_IDLE_MS, GATHER_MAX_MS, GATHER_MS, waitForNews, waitStream, type WaitSource } from "./wait";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -187,8 +187,10 @@ describe("waitForNews", () => {
       const r = rig();
       const a = r.create("w-a");
       const b = r.create("w-b");
+      // A third at work all along: more news may come while the burst is gathered.
+      const c = r.create("w-c");
       let answered = false;
-      const p = waitForNews(r.src, input({ workerIds: [a, b], timeoutMs: 60_000 })).then((x) => {
+      const p = waitForNews(r.src, input({ workerIds: [a, b, c], timeoutMs: 60_000 })).then((x) => {
         answered = true;
         return x;
       });
@@ -205,6 +207,41 @@ describe("waitForNews", () => {
       expect(got.reason).toBe("news");
       expect(got.workers.flatMap((w) => w.asks.map((x) => x.id))).toEqual(["per-a", "per-b"]);
       expect(r.listeners()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("with no followed worker on its way to more news (each waits on an ask, or is at rest), the answer does not wait a gathering window", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate"] });
+    try {
+      const r = rig();
+      const a = r.create("w-a");
+      const b = r.create("w-b");
+      let answered = false;
+      const p = waitForNews(r.src, input({ workerIds: [a, b], timeoutMs: 60_000 })).then((x) => {
+        answered = true;
+        return x;
+      });
+      await vi.advanceTimersByTimeAsync(1);
+      r.ask(a, "per-a");
+      // b is at work: a's ask is gathered
+      await vi.advanceTimersByTimeAsync(GATHER_IDLE_MS + 1);
+      expect(answered).toBe(false);
+      // b's ask leaves nobody at work: answered at the window's end, not one window more
+      r.ask(b, "per-b");
+      await vi.advanceTimersByTimeAsync(GATHER_MS);
+      expect(answered).toBe(true);
+      expect((await p).workers.flatMap((w) => w.asks.map((x) => x.id))).toEqual(["per-a", "per-b"]);
+      // the only one at work asks: answered after GATHER_IDLE_MS (time for the asks of one model step), not GATHER_MS
+      const one = r.create("w-one");
+      let done = false;
+      const q = waitForNews(r.src, input({ workerIds: [one], timeoutMs: 60_000 })).then((x) => ((done = true), x));
+      await vi.advanceTimersByTimeAsync(1);
+      r.ask(one, "per-one");
+      await vi.advanceTimersByTimeAsync(GATHER_IDLE_MS + 1);
+      expect(done).toBe(true);
+      expect((await q).workers[0]!.asks.map((x) => x.id)).toEqual(["per-one"]);
     } finally {
       vi.useRealTimers();
     }

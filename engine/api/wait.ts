@@ -33,6 +33,13 @@ export const GATHER_MS = 25;
  * rest to the next wait, after the client's answers to the first.
  */
 export const GATHER_MAX_MS = 150;
+/**
+ * The window when no followed worker is on its way to news (none running or being graded: each waits on an ask, is at
+ * rest or has yet to start): nothing is coming to gather, and the wait answers after this, just long enough for the
+ * asks of one model step (parallel tool calls) to come in together. A batch's last asks waited GATHER_MS or more for
+ * nothing.
+ */
+export const GATHER_IDLE_MS = 5;
 
 /**
  * Waits until there is news for the caller — a pending ask it was not shown, a worker finished that it was not shown
@@ -91,7 +98,13 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
     if (input.untilGone && !ws.some((w) => pendingAsks(w).some((a) => a.id === input.untilGone))) return "news";
     return null;
   };
-  const reached = outcome() ?? (signal?.aborted ? "aborted" : await follow(src, followed, outcome, news, deadline, opts));
+  // Whether a followed worker may bring news within a gathering window: one at work on the model, or being graded.
+  const moving = () =>
+    ids.some((id) => {
+      const state = src.get(id).state;
+      return state === "running" || state === "settled" || state === "grading";
+    });
+  const reached = outcome() ?? (signal?.aborted ? "aborted" : await follow(src, followed, { outcome, news, moving }, deadline, opts));
   const workers = ids.map((id) => slimWorker(src.get(id), { diffs: input.diffs }));
   if (input.batchId) batch = src.batch(input.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
@@ -111,11 +124,11 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
 function follow(
   src: WaitSource,
   followed: Set<string>,
-  outcome: () => "settled" | "news" | null,
-  news: () => number,
+  seen: { outcome: () => "settled" | "news" | null; news: () => number; moving: () => boolean },
   deadline: number,
   opts: WaitOptions,
 ): Promise<WaitResult["reason"]> {
+  const { outcome, news, moving } = seen;
   return new Promise((resolve) => {
     let ended = false;
     let pending: NodeJS.Immediate | null = null;
@@ -143,24 +156,26 @@ function follow(
         if (r === "settled") return finish(r);
         // News that comes in a burst (a batch's asks, its workers' verdicts) is answered together: one answer, not one
         // wait per worker. Looked at again when the short window ends (it may have settled, or gone: then wait on).
+        // With no followed worker on its way to more news, the window is GATHER_IDLE_MS and is not drawn out.
         if (r && !gather) {
           let gathered = 0;
           let seen = news();
           const window = () => {
-            gathered += GATHER_MS;
+            const ms = moving() ? GATHER_MS : GATHER_IDLE_MS;
+            gathered += ms;
             gather = setTimeout(
               () => {
                 gather = null;
                 const again = outcome();
                 if (!again) return;
                 const now = news();
-                if (again === "news" && now > seen && gathered < GATHER_MAX_MS && deadline > Date.now()) {
+                if (again === "news" && now > seen && gathered < GATHER_MAX_MS && deadline > Date.now() && moving()) {
                   seen = now;
                   return window();
                 }
                 finish(again);
               },
-              Math.min(GATHER_MS, Math.max(0, deadline - Date.now())),
+              Math.min(ms, Math.max(0, deadline - Date.now())),
             );
           };
           window();
