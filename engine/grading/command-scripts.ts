@@ -23,8 +23,12 @@
 // where it is defined), a script `xargs` or `find` takes from its input (`xargs bash`, `find -exec bash {} \;`),
 // `find -execdir`/`-ok`, `parallel` with `--`, `-I`, `--wd`, options but a few, or no `:::`, `script` without `-c`, other
 // wrappers than these, make's pattern rules and variables, and a `cd` to anything but a plain folder. A here-document's
-// lines are read as the line's own commands (what a shell given one runs).
-import { readFileSync, realpathSync } from "node:fs";
+// lines are read as the line's own commands (what a shell given one runs). make's short options are read in getopt's
+// clusters (`make -kC sub`, `-sfci.mk`).
+// The worker writes these files: a script, package.json or makefile is read only when it is a regular file inside the
+// checkout of at most MAX_FILE_BYTES (not through a link leading out, nor a device or FIFO), a make or npm command read
+// again from the same folder at no lesser depth reads nothing new, and at most MAX_READ_CHARS are read in all.
+import { lstatSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 
 /** A script a check's command names: its path from the repository's root ("/"-separated), and the command that names it. */
@@ -71,7 +75,7 @@ export function simpleCommands(line: string): Words[] {
   let assigns: (string | undefined)[] = [];
   let assigning: string | undefined;
   const endWord = () => {
-    if (brace && /\{[^{}]*(?:,|\.\.)[^{}]*\}/.test(word)) expands = true;
+    if (brace && braceExpands(word)) expands = true;
     if (inWord) {
       if (redirect) {
         if (fromFile && !expands) words.stdin = word;
@@ -195,6 +199,26 @@ export function simpleCommands(line: string): Words[] {
   }
   endCommand();
   return out;
+}
+
+/**
+ * Whether a word holds a brace expansion: a `{` and then, before any other brace, a comma or `..` and a `}`. (A loop,
+ * not a regular expression: a worker's `{,,,…` of 200,000 commas took the expression 20 s.)
+ */
+function braceExpands(word: string): boolean {
+  let open = false;
+  let sep = false;
+  for (let i = 0; i < word.length; i++) {
+    const c = word[i];
+    if (c === "{") {
+      open = true;
+      sep = false;
+    } else if (c === "}") {
+      if (open && sep) return true;
+      open = false;
+    } else if (open && (c === "," || (c === "." && word[i + 1] === "."))) sep = true;
+  }
+  return false;
 }
 
 /** The shell's reserved words that may stand before a simple command, at its start. */
@@ -345,13 +369,15 @@ const quoted = (w: Word, unknown?: string): string => (w === null ? '"$_"' : `'$
  * cluster or the next word, `optional` only the rest of their cluster (or `=…`); long ones likewise. Calls `seen` with
  * each option and its value; returns the index of the first operand, or null for an option it does not know or an
  * expansion among them (what it is cannot be told). Options end at the first operand (`+` in getopt's string), or `--`.
+ * `from`: the index to start at (the index returned counts from 0 still).
  */
 function options(
   args: Word[],
   spec: { flags: string; values: string; optional?: string; long: Record<string, "flag" | "value" | "optional"> },
   seen: (option: string, value: Word | undefined) => void = () => {},
+  from = 0,
 ): number | null {
-  let i = 0;
+  let i = from;
   for (; i < args.length; i++) {
     const w = args[i];
     if (typeof w !== "string") return null;
@@ -453,9 +479,10 @@ function findCommands(args: Word[]): { split: string } | null {
 function scriptCommand(args: Word[]): { split: string } | null {
   let command: Word | undefined;
   // Its options come before or after the typescript file (getopt moves them): read them all.
+  // (Read in place, not from a copy of the rest at each operand: a worker's `script a a a …` of 100,000 words took 77 s.)
   for (let i = 0; i < args.length; ) {
     const at = options(
-      args.slice(i),
+      args,
       {
         flags: "aefqhV",
         values: "cEBIOTmo",
@@ -480,10 +507,11 @@ function scriptCommand(args: Word[]): { split: string } | null {
       (o, v) => {
         if (o === "-c" || o === "--command") command = v;
       },
+      i,
     );
     if (at === null) return typeof command === "string" ? { split: command } : null;
-    if (args[i + at - 1] === "--") break;
-    i += at + 1;
+    if (at > i && args[at - 1] === "--") break;
+    i = at + 1;
   }
   return typeof command === "string" ? { split: command } : null;
 }
@@ -700,11 +728,20 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): Files 
 export function commandScripts(commands: string[], sub: string, checkout?: string): CommandScript[] {
   const found = new Map<string, CommandScript>();
   /**
+   * What is left to read, in characters (command lines, scripts, makefiles): past it nothing more is read. Worker-written
+   * text read many times over (a makefile's targets whose recipes each run `make` another) would take minutes.
+   */
+  const work = { left: MAX_READ_CHARS };
+  /** The make, npm, yarn or pnpm commands read (folder and words), each with the least depth it was read at. */
+  const tools = new Map<string, number>();
+  /**
    * `inScript`: the shell script whose own line this is (read for the shell scripts it runs in turn, and the recipes and
    * package scripts of the make, npm, yarn or pnpm it runs; not its other programs).
    */
   const read = (line: string, cwd: string, command: string, depth: number, inScript?: string): void => {
     if (depth > 3) return;
+    work.left -= line.length;
+    if (work.left < 0) return;
     let at: string | null = cwd;
     for (const words of simpleCommands(line)) {
       if (at === null) return;
@@ -733,7 +770,7 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         if (file === "." || file === ".." || file.startsWith("../")) continue;
         // Inside a script only the shell scripts it runs are followed: its other programs may well be the code under test.
         // A file a shell runs or sources (`bash scripts/runner`, `. config/testenv`) is shell text whatever its name.
-        const shell = checkout ? shellScript(path.join(checkout, file), SHELLS.has(program ?? "")) : null;
+        const shell = checkout ? shellScript(checkout, file, SHELLS.has(program ?? "")) : null;
         if (inScript && shell === null) continue;
         if (!found.has(file)) {
           const sourced = program === "." || program === "source" ? { sourced: true } : {};
@@ -751,8 +788,12 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         // in ci.sh): its recipes and package scripts are read as the check's own, as if the check had named them.
         const start = commandStart(words);
         const tool = start && "at" in start ? words.slice(start.at) : [];
-        for (const script of packageScripts(tool, path.join(checkout, from))) read(script, from, command, depth + 1);
-        const make = makeRecipes(tool, checkout, from);
+        // The same tool read again in the same folder, no shallower, reads nothing new (`make` on each line of a recipe).
+        const key = `${from}\0${JSON.stringify(tool)}`;
+        if ((tools.get(key) ?? Number.POSITIVE_INFINITY) <= depth) continue;
+        if (tool[0] === "make" || tool[0] === "gmake" || tool[0] === "npm" || tool[0] === "yarn" || tool[0] === "pnpm") tools.set(key, depth);
+        for (const script of packageScripts(tool, checkout, from)) read(script, from, command, depth + 1);
+        const make = makeRecipes(tool, checkout, from, work);
         // The makefiles `-f` names are what the command runs, as a script is (a harness by its name, `-f ci/test.mk`).
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
         if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1);
@@ -762,6 +803,9 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
   for (const c of commands) read(c, sub, c, 0);
   return [...found.values()];
 }
+
+/** At most this many characters of command lines, scripts and makefiles are read per commandScripts (some 16 MiB). */
+const MAX_READ_CHARS = 16 * 2 ** 20;
 
 /** The path from the checkout's root of the file `file` leads to through links, or null when none is there or it is outside. */
 function realInside(checkout: string, file: string): string | null {
@@ -777,8 +821,29 @@ function realInside(checkout: string, file: string): string | null {
   }
 }
 
+/** At most this many bytes of a file are read here (a script, a package.json, a makefile): a bigger one is not read. */
+const MAX_FILE_BYTES = 1024 * 1024;
+
+/**
+ * The text of a file of the checkout (`file`, from its root), or null: missing, not a regular file (a folder, a link to
+ * /dev/zero or a FIFO: read whole, /dev/zero took the engine's memory and ended it), bigger than MAX_FILE_BYTES, or
+ * outside the checkout (a link leading out: not the worker's to have read).
+ */
+function readInside(checkout: string, file: string): string | null {
+  const real = realInside(checkout, file);
+  if (real === null) return null;
+  try {
+    const at = path.join(realpathSync(checkout), real);
+    const st = statSync(at);
+    if (!st.isFile() || st.size > MAX_FILE_BYTES) return null;
+    return readFileSync(at, "utf8");
+  } catch {
+    return null;
+  }
+}
+
 /** The package.json scripts (with their pre and post scripts) an `npm test`, `npm run X`, `yarn X` or `pnpm X` runs in `dir`. */
-function packageScripts(words: Word[], dir: string): string[] {
+function packageScripts(words: Word[], checkout: string, dir: string): string[] {
   const [tool, ...args] = words;
   if (tool !== "npm" && tool !== "yarn" && tool !== "pnpm") return [];
   const plain = args.filter((w): w is string => typeof w === "string" && !w.startsWith("-"));
@@ -790,7 +855,7 @@ function packageScripts(words: Word[], dir: string): string[] {
   if (!name) return [];
   let scripts: Record<string, unknown>;
   try {
-    const json = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { scripts?: Record<string, unknown> };
+    const json = JSON.parse(readInside(checkout, path.posix.join(dir || ".", "package.json")) ?? "") as { scripts?: Record<string, unknown> };
     scripts = json && typeof json.scripts === "object" && json.scripts ? json.scripts : {};
   } catch {
     return [];
@@ -805,27 +870,42 @@ function packageScripts(words: Word[], dir: string): string[] {
  * of their prerequisites, read from the rules as written (no variables expanded, no pattern rules, no includes). Null
  * for anything but make, or a makefile not told from the words (an expansion, standard input, outside the checkout).
  */
-function makeRecipes(words: Word[], checkout: string, from: string): { dir: string; lines: string[]; makefiles: string[] } | null {
+function makeRecipes(words: Word[], checkout: string, from: string, work: { left: number }): { dir: string; lines: string[]; makefiles: string[] } | null {
   if (words[0] !== "make" && words[0] !== "gmake") return null;
   if (words.some((w) => w?.includes(UNKNOWN))) return null;
   let dir = from;
   const targets: string[] = [];
   const named: string[] = [];
+  /** `-C DIR`: make moves there (a later one from the folder an earlier one moved to); false when it cannot be told. */
+  const move = (to: Word | undefined): boolean => {
+    if (typeof to !== "string" || !to || to.startsWith("/")) return false;
+    dir = path.posix.normalize(path.posix.join(dir || ".", to));
+    if (dir === ".") dir = "";
+    return !dir.startsWith("..");
+  };
   for (let i = 1; i < words.length; i++) {
     const w = words[i];
     if (typeof w !== "string") return null;
-    if (w === "-f" || w === "--file" || w === "--makefile") {
+    if (w === "--file" || w === "--makefile") {
       const f = words[++i];
       if (typeof f !== "string") return null;
       named.push(f);
     } else if (/^--(file|makefile)=/.test(w)) named.push(w.slice(w.indexOf("=") + 1));
-    else if (w.startsWith("-f") && w.length > 2) named.push(w.slice(2));
-    else if (w === "-C" || w === "--directory" || w.startsWith("--directory=") || (w.startsWith("-C") && w.length > 2)) {
-      const to = w === "-C" || w === "--directory" ? words[++i] : w.slice(w.startsWith("-C") ? 2 : "--directory=".length);
-      if (typeof to !== "string" || !to || to.startsWith("/")) return null;
-      dir = path.posix.normalize(path.posix.join(dir || ".", to));
-      if (dir === ".") dir = "";
-      if (dir.startsWith("..")) return null;
+    else if (w === "--directory" || w.startsWith("--directory=")) {
+      if (!move(w === "--directory" ? words[++i] : w.slice("--directory=".length))) return null;
+    } else if (/^-[^-]/.test(w)) {
+      // Short options, alone or in a getopt cluster (`-kC sub`, `-sfci.mk`): `-f` and `-C` take the rest of the cluster
+      // or the next word, as do `-I`, `-o`, `-W` and `-E`; any other letter takes no value here.
+      for (let k = 1; k < w.length; k++) {
+        const c = w[k]!;
+        if (!"fCIoWE".includes(c)) continue;
+        const value = k + 1 < w.length ? w.slice(k + 1) : words[++i];
+        if (c === "f") {
+          if (typeof value !== "string") return null;
+          named.push(value);
+        } else if (c === "C" && !move(value)) return null;
+        break;
+      }
     } else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
   }
   const makefiles: string[] = [];
@@ -839,25 +919,22 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
   const reading = new Set(makefiles);
   if (makefiles.length) {
     const texts = makefiles.flatMap((f) => {
-      try {
-        return [readFileSync(path.join(checkout, f), "utf8")];
-      } catch {
-        return [];
-      }
+      const t = readInside(checkout, f);
+      return t === null ? [] : [t];
     });
     text = texts.length ? texts.join("\n") : null;
   } else
     for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
-      try {
-        text = readFileSync(path.join(checkout, dir, name), "utf8");
-        reading.add(path.posix.join(dir, name));
-        break;
-      } catch {
-        /* the next name make tries */
-      }
+      // The first of these names that is there is the one make reads: one not read (readInside) ends the reading.
+      if (!lstatSync(path.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
+      text = readInside(checkout, path.posix.join(dir, name));
+      if (text !== null) reading.add(path.posix.join(dir, name));
+      break;
     }
   if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
   text = withIncludes(text, checkout, dir, reading, { files: MAX_INCLUDED });
+  work.left -= text.length;
+  if (work.left < 0) return null;
   const rules = new Map<string, { prereqs: string[]; recipe: string[] }>();
   let first: string | undefined;
   let current: { prereqs: string[]; recipe: string[] }[] = [];
@@ -867,7 +944,8 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
       continue;
     }
     const line = raw.replace(/#.*$/, "");
-    const m = /^([^:=#\t][^:=]*?)\s*::?\s*([^=].*)?$/.exec(line);
+    // (The targets up to the colon, trimmed below: a lazy `[^:=]*?\s*` took quadratic time on a long line of spaces.)
+    const m = /^([^:=#\t][^:=]*)::?\s*([^=].*)?$/.exec(line);
     if (!m || /^\s*(export|override|define|include|-include|sinclude|ifn?eq|ifn?def|else|endif)\b/.test(line)) {
       if (line.trim()) current = [];
       continue;
@@ -885,13 +963,25 @@ function makeRecipes(words: Word[], checkout: string, from: string): { dir: stri
   }
   const lines: string[] = [];
   const seen = new Set<string>();
-  const visit = (t: string) => {
-    if (seen.has(t)) return;
-    seen.add(t);
-    const rule = rules.get(t);
-    if (!rule) return;
-    for (const p of rule.prereqs) visit(p);
-    lines.push(...rule.recipe);
+  // Each target's prerequisites' recipes, then its own, depth first (with a stack of its own: a chain of 50,000
+  // prerequisites overflowed the call stack).
+  const visit = (goal: string) => {
+    const stack: { rule: { prereqs: string[]; recipe: string[] }; next: number }[] = [];
+    const enter = (t: string) => {
+      if (seen.has(t)) return;
+      seen.add(t);
+      const rule = rules.get(t);
+      if (rule) stack.push({ rule, next: 0 });
+    };
+    enter(goal);
+    while (stack.length) {
+      const top = stack[stack.length - 1]!;
+      if (top.next < top.rule.prereqs.length) enter(top.rule.prereqs[top.next++]!);
+      else {
+        stack.pop();
+        for (const r of top.rule.recipe) lines.push(r);
+      }
+    }
   };
   for (const t of targets.length ? targets : first ? [first] : []) visit(t);
   return { dir, lines, makefiles };
@@ -919,14 +1009,8 @@ function withIncludes(text: string, checkout: string, dir: string, reading: Set<
         if (/[$*?[\]{}~\\`"']/.test(name) || name.startsWith("/") || name.includes(UNKNOWN)) continue;
         const file = path.posix.normalize(path.posix.join(dir || ".", name));
         if (file === "." || file === ".." || file.startsWith("../") || reading.has(file) || budget.files <= 0) continue;
-        const real = realInside(checkout, file);
-        if (real === null) continue;
-        let included: string;
-        try {
-          included = readFileSync(path.join(checkout, real), "utf8");
-        } catch {
-          continue;
-        }
+        const included = readInside(checkout, file);
+        if (included === null) continue;
         budget.files--;
         parts.push(withIncludes(included, checkout, dir, new Set([...reading, file]), budget));
       }
@@ -986,13 +1070,9 @@ function catFiles(words: Words | undefined): string[] {
  * A shell script's text (named `.sh`/`.bash`, with a shell's `#!` line, or `byShell`: a shell runs or sources it), or
  * null for any other file or none.
  */
-function shellScript(file: string, byShell = false): string | null {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return null;
-  }
+function shellScript(checkout: string, file: string, byShell = false): string | null {
+  const text = readInside(checkout, file);
+  if (text === null) return null;
   if (byShell || /\.(sh|bash)$/i.test(file) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
   return null;
 }
