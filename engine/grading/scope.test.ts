@@ -48,4 +48,14 @@ describe("globProblem", () => {
     expect(globProblem(["../x"], [], "/r")).toMatch(/^scope glob "\.\.\/x" points above the repository/);
     expect(globProblem(["src/**", "./cli.js", "**/*.ts", "a..b", "..x"], ["test/**"], "/r")).toBeNull();
   });
+  it("takes a glob's escapes for what they are: a leading backslash escapes a character (`\\[id\\].tsx`), it is no Windows path", () => {
+    expect(globProblem(["\\[id\\].tsx", "\\!notes.md", "\\#x"], [], "/r")).toBeNull();
+    expect(globProblem([], ["C:\\repo\\x", "\\\\srv\\share\\x", "C:/repo/x"], "/r")).toMatch(/is an absolute path/);
+  });
+  it("refuses a protect that matches nothing behind `./` or a `..` segment inside it (paths are compared normalised)", () => {
+    expect(globProblem([], ["./../secret"], "/r")).toMatch(/^protect glob "\.\/\.\.\/secret" points above the repository/);
+    expect(globProblem([], ["tests/../conftest.py"], "/r")).toMatch(/^protect glob "tests\/\.\.\/conftest\.py" has a `\.\.` segment/);
+    expect(globProblem([], ["../../x"], "/r", "pkg/a")).toMatch(/has a `\.\.` segment/);
+    expect(globProblem([], ["./tests/**", "../pkg/b/**"], "/r", "pkg/a")).toBeNull();
+  });
 });

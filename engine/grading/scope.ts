@@ -54,7 +54,8 @@ export function checkScope(changed: string[], scope: string[], protect: string[]
  * the task names (grade.ts reads a file outside it as `../<its path from the root>`), so a glob written as a path of
  * the machine (`/home/me/repo/cli.js`) matches nothing, nor does one above the repository (`../x` when the task names
  * the root): a scope of it failed the worker's every change as out of scope, a protect of it guarded nothing. Said
- * before any worker starts, with the relative glob to give when the path lies in the task's folder.
+ * before any worker starts, with the relative glob to give when the path lies in the task's folder. So is a glob with
+ * a `..` segment past the one `../` a subfolder's glob may start with (`./../x`, `tests/../x`): it matches nothing.
  */
 export function globProblem(scope: string[], protect: string[], repoRoot: string, subdir = ""): string | null {
   const folder = path.join(repoRoot, subdir);
@@ -64,13 +65,20 @@ export function globProblem(scope: string[], protect: string[], repoRoot: string
   ] as const) {
     for (const glob of globs) {
       const g = glob.trim();
-      if (path.posix.isAbsolute(g) || path.win32.isAbsolute(g)) {
+      // A Windows path is one with a drive (`C:\…`, `C:/…`) or a server (`\\srv\…`): a single leading backslash is a
+      // glob's escape (`\[id\].tsx`, a Next.js route file; `\!notes.md`), not a path from a drive's root.
+      if (path.posix.isAbsolute(g) || /^[A-Za-z]:[\\/]/.test(g) || g.startsWith("\\\\")) {
         const rel = path.relative(folder, g).split(path.sep).join("/");
         const inside = rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
         return `${kind} glob "${glob}" is an absolute path: globs are relative to the task's folder and this one matches no file of it; give ${inside ? `"${rel}"` : 'one such as "src/**"'}`;
       }
-      if (!subdir && (g === ".." || g.startsWith("../")))
+      // picomatch takes a leading `./` off (`./../x` is `../x`), and compares paths as written: a file outside the task's
+      // folder is `../<its path from the root>`, so a `..` segment anywhere else (`tests/../x`, `../../x`) matches none.
+      const rest = g.replace(/^(?:\.\/+)+/, "");
+      if (!subdir && (rest === ".." || rest.startsWith("../")))
         return `${kind} glob "${glob}" points above the repository: globs are relative to the task's folder (here the repository's root) and this one matches no file of it; give one such as "src/**"`;
+      if (/(^|\/)\.\.(\/|$)/.test(subdir ? rest.replace(/^\.\.\//, "") : rest))
+        return `${kind} glob "${glob}" has a \`..\` segment: globs are matched against paths as written from the task's folder (a file outside it as ../<its path from the repository's root>), and this one matches no file; give one such as "src/**"`;
     }
   }
   return null;
