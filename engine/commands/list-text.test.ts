@@ -160,3 +160,30 @@ describe("ocw show of a worker whose check failed", () => {
     expect(text).not.toContain("\u001b");
   });
 });
+
+describe("ocw show of a failed check's worker-written output, attacked", () => {
+  const show = (output: string) =>
+    showText({
+      ...worker("w-a", NOW),
+      state: "honest-failure" as const,
+      verdict: {
+        verdict: "honest-failure",
+        claim: "built",
+        honest: false,
+        checks: [{ name: "t", passed: false, exitCode: 1, output }],
+        scope: { passed: true, violations: [] },
+      } as unknown as NonNullable<Worker["verdict"]>,
+    });
+  it("marks every line-breaking, terminal and bidi character, and cuts a long line", () => {
+    const text = show(`a\rb\u0085c\u2028d\u2029e\u000bf\u000cg\u009b2Jh\u202ei\u2066j${"x".repeat(5000)}\n`);
+    const block = text.slice(text.indexOf("    output ("), text.indexOf("  scope"));
+    expect(block.split("\n").filter(Boolean)).toHaveLength(2);
+    expect(block).not.toMatch(/[\r\u0085\u2028\u2029\u000b\u000c\u009b\u202e\u2066]/);
+    expect(block.length).toBeLessThan(700);
+  });
+  it("takes no time over 64 KiB of spaces between two words (a trailing-space regex took quadratic time)", () => {
+    const t = Date.now();
+    show(`a${" ".repeat(64 * 1024)}b`);
+    expect(Date.now() - t).toBeLessThan(500);
+  });
+});
