@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
@@ -20,6 +19,7 @@ import {
   systemdPrefix,
 } from "../sandbox";
 import { killGroup } from "../process";
+import { hashRegular } from "./files";
 import { discard } from "./folders";
 import { type ConfigSnapshot, configSnapshot, HELD_BACK_CODE, plantedConfig, plantedModules } from "./runner-config";
 
@@ -606,7 +606,8 @@ const lstatOrNull = (p: string) => {
 function fingerprint(file: string): string {
   try {
     const st = lstatSync(file);
-    return st.isFile() ? createHash("sha256").update(readFileSync(file)).digest("hex") : `not a file (${st.mode})`;
+    // A check may have grown it to any size: hashed a part at a time (files.ts).
+    return st.isFile() ? (hashRegular(file) ?? "unreadable") : `not a file (${st.mode})`;
   } catch {
     return "absent";
   }

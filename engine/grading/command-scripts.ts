@@ -26,10 +26,11 @@
 // lines are read as the line's own commands (what a shell given one runs). make's short options are read in getopt's
 // clusters (`make -kC sub`, `-sfci.mk`).
 // The worker writes these files: a script, package.json or makefile is read only when it is a regular file inside the
-// checkout of at most MAX_FILE_BYTES (not through a link leading out, nor a device or FIFO), a make or npm command read
+// checkout of at most MAX_READ_BYTES (files.ts: not through a link leading out, nor a device or FIFO), a make or npm command read
 // again from the same folder at no lesser depth reads nothing new, and at most MAX_READ_CHARS are read in all.
-import { lstatSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import path from "node:path";
+import { readInside, realInside } from "./files";
 
 /** A script a check's command names: its path from the repository's root ("/"-separated), and the command that names it. */
 export interface CommandScript {
@@ -806,41 +807,6 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
 
 /** At most this many characters of command lines, scripts and makefiles are read per commandScripts (some 16 MiB). */
 const MAX_READ_CHARS = 16 * 2 ** 20;
-
-/** The path from the checkout's root of the file `file` leads to through links, or null when none is there or it is outside. */
-function realInside(checkout: string, file: string): string | null {
-  try {
-    const root = realpathSync(checkout);
-    const rel = path
-      .relative(root, realpathSync(path.join(checkout, file)))
-      .split(path.sep)
-      .join("/");
-    return rel === "" || rel.startsWith("../") || rel === ".." || path.isAbsolute(rel) ? null : rel;
-  } catch {
-    return null;
-  }
-}
-
-/** At most this many bytes of a file are read here (a script, a package.json, a makefile): a bigger one is not read. */
-const MAX_FILE_BYTES = 1024 * 1024;
-
-/**
- * The text of a file of the checkout (`file`, from its root), or null: missing, not a regular file (a folder, a link to
- * /dev/zero or a FIFO: read whole, /dev/zero took the engine's memory and ended it), bigger than MAX_FILE_BYTES, or
- * outside the checkout (a link leading out: not the worker's to have read).
- */
-function readInside(checkout: string, file: string): string | null {
-  const real = realInside(checkout, file);
-  if (real === null) return null;
-  try {
-    const at = path.join(realpathSync(checkout), real);
-    const st = statSync(at);
-    if (!st.isFile() || st.size > MAX_FILE_BYTES) return null;
-    return readFileSync(at, "utf8");
-  } catch {
-    return null;
-  }
-}
 
 /** The package.json scripts (with their pre and post scripts) an `npm test`, `npm run X`, `yarn X` or `pnpm X` runs in `dir`. */
 function packageScripts(words: Word[], checkout: string, dir: string): string[] {

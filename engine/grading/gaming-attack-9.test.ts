@@ -136,3 +136,28 @@ describe("make's options in a getopt cluster", () => {
     120_000,
   );
 });
+
+// The rest of grading's reads of the worker's files (runner-config.ts, make-includes.ts, checks.ts): a runner's settings
+// file, a makefile the Makefile includes, a conftest.py, each linked by the worker to /dev/zero or out of the checkout,
+// was read through the link (/dev/zero whole: the engine's memory, then the engine). Each is now not read: a
+// check-configuration change, and the grading ends.
+describe("grading's other reads of the worker's files, linked to a device", () => {
+  const linked = (files: Record<string, string>) => (ws: string) => {
+    for (const [f, to] of Object.entries(files)) {
+      rmSync(path.join(ws, f), { force: true });
+      symlinkSync(to, path.join(ws, f));
+    }
+  };
+  for (const [name, base, link, run] of [
+    ["a runner's settings (setup.cfg)", { "setup.cfg": "[tool:pytest]\naddopts = -q\n" }, "setup.cfg", "true"],
+    ["a makefile the Makefile includes", { Makefile: "include dep.mk\ntest:\n\ttrue\n", "dep.mk": "x.o: x.c\n" }, "dep.mk", "true"],
+    ["a conftest.py", { "conftest.py": "import os\n", "tests/test_a.py": "def test_a():\n    pass\n" }, "conftest.py", "python3 -m pytest -q tests"],
+  ] as const)
+    it(`${name} -> /dev/zero: not read; a check-configuration change`, async () => {
+      const v = await graded({ ...base, "a.txt": "a\n" }, (ws) => (linked({ [link]: "/dev/zero" })(ws), writeFileSync(path.join(ws, "a.txt"), "b\n")), [
+        { run },
+      ]);
+      expect(v.verdict).toBe("honest-failure");
+      expect(v.scope.violations.join("\n")).toContain(link);
+    }, 60_000);
+});

@@ -2,9 +2,10 @@
 // variables and special targets are the Makefile's own (a `.IGNORE:` in a worker's main.d makes `make test` ignore every
 // failing command), so such a file counts as check configuration, unless it holds only what a compiler writes there:
 // plain dependency lines (`main.o: main.c main.h`). Read without running make (its `$(shell)` would run here, unconfined).
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
+import { readInside } from "./files";
 
 /** One include line of a Makefile: the Makefile (from the repository's root), the line as written, and what it names. */
 export interface MakeInclude {
@@ -38,12 +39,9 @@ export function makeIncludes(checkout: string, dirs: string[]): MakeInclude[] {
       if (done.has(makefile)) continue;
       done.add(makefile);
       read++;
-      let text: string;
-      try {
-        text = readFileSync(path.join(checkout, makefile), "utf8");
-      } catch {
-        continue;
-      }
+      // A regular file inside the checkout, of a bounded size (files.ts): the worker may have made it a link anywhere.
+      const text = readInside(checkout, makefile);
+      if (text === null) continue;
       for (const raw of logicalLines(text)) {
         const line = raw.replace(/(^|[^\\])#.*$/, "$1");
         const assign = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);

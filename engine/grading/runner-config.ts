@@ -4,13 +4,14 @@
 // says; a task that must change one names it exactly in its `scope`.
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
 import { type CommandScript, commandScripts, simpleCommands } from "./command-scripts";
+import { hashRegular, readInside, readRegular } from "./files";
 import { foldPath } from "../workspace";
 import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
@@ -584,12 +585,9 @@ async function baseText(repo: string, commit: string, file: string): Promise<str
   }
 }
 
+/** The text of a file of the checkout as the worker left it, or null: missing, unreadable, not a regular file inside it of a bounded size (files.ts). */
 function newText(checkout: string, file: string): string | null {
-  try {
-    return readFileSync(path.join(checkout, file), "utf8");
-  } catch {
-    return null;
-  }
+  return readInside(checkout, file);
 }
 
 const SECTION_WORDS: Record<string, string> = {
@@ -1002,9 +1000,10 @@ function read(full: string, sectioned: boolean, rel: string): { hash: string; te
   try {
     const st = lstatSync(full);
     if (st.isSymbolicLink()) return { hash: `link:${readlinkSync(full)}` };
-    const buf = readFileSync(full);
-    const hash = createHash("sha256").update(buf).digest("hex");
-    return sectioned ? { hash, text: runnerPart(rel, buf.toString("utf8")) } : { hash };
+    // A check wrote it, of any size: hashed a part at a time; its text read for its sections only when small (files.ts).
+    const buf = sectioned ? readRegular(full) : null;
+    if (buf) return { hash: createHash("sha256").update(buf).digest("hex"), text: runnerPart(rel, buf.toString("utf8")) };
+    return { hash: hashRegular(full) ?? "unreadable" };
   } catch {
     return { hash: "unreadable" };
   }
@@ -1031,12 +1030,8 @@ export function plantedConfig(before: ConfigSnapshot, after: ConfigSnapshot, roo
         .some((p) => /\.(dist|egg)-info$/.test(p))
     ) {
       if (foldPath(path.posix.basename(f)) !== "entry_points.txt") continue;
-      let text = "";
-      try {
-        text = readFileSync(path.join(root, f), "utf8");
-      } catch {
-        /* unreadable: counts */
-      }
+      // unreadable (a link out, not a regular file, too big): counts
+      const text = readInside(root, f) ?? "";
       if (text && !/^\s*\[\s*pytest11\s*\]/im.test(text)) continue;
     }
     if (!was && /^(gnu)?makefile$/.test(foldPath(path.posix.basename(f)))) {
@@ -1093,13 +1088,7 @@ export function pytestPluginModules(checkout: string, sub: string, commands: str
     const parts = d.split("/").filter(Boolean);
     for (let i = 0; i <= parts.length; i++) folders.add(path.posix.join(sub, ...parts.slice(0, i)).replace(/^\.$/, ""));
   }
-  const text = (f: string) => {
-    try {
-      return readFileSync(path.join(checkout, f), "utf8");
-    } catch {
-      return null;
-    }
-  };
+  const text = (f: string) => readInside(checkout, f);
   for (const dir of folders) {
     for (const name of PYTEST_CONFIGS) {
       const t = text(path.posix.join(dir, name));
