@@ -30,6 +30,9 @@ export const ConfigSchema = z.object({
   OCW_SANDBOX_READONLY: str().describe(
     'extra folders (":"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list',
   ),
+  OCW_GIT_READ_SEC: num(600).describe(
+    "wall-clock seconds the engine's git may take over a worker's files at grading (a FIFO named .gitignore makes git wait for good): past them the grading fails and says why",
+  ),
   OCW_COMMAND_TIMEOUT_SEC: num(600).describe("wall-clock seconds one worker command may run, whatever timeout the model asked for"),
   OCW_COMMAND_MAX_PROCS: num(1024).describe(
     "processes (tasks) a worker command or check may have: its cgroup's pids.max where cgroups bind, and RLIMIT_NPROC (which the kernel does not apply to root)",

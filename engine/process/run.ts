@@ -15,6 +15,8 @@ export interface CommandResult {
   stderr: string;
   /** Set when the command could not be started at all (ENOENT, EACCES, a missing cwd). */
   startError?: string;
+  /** Set when it ran past its `limitMs` and was killed. */
+  timedOut?: boolean;
 }
 
 interface CommandOptions {
@@ -30,6 +32,12 @@ interface CommandOptions {
   lossless?: boolean;
   /** stdout as latin1 (one character per byte), for output whose exact bytes matter (file names to open): Buffer.from(s, "latin1"). */
   bytes?: boolean;
+  /**
+   * Wall-clock milliseconds it may run: past them its whole process group is killed and it is reported failed
+   * (`timedOut`). For git reading a worker's files: a FIFO named `.gitignore`, or in a nested repository's `.git`, makes
+   * it wait for good.
+   */
+  limitMs?: number;
 }
 
 /**
@@ -99,19 +107,24 @@ const losslessUtf8 = ${losslessUtf8.toString()};
 let base = {};
 on((m) => {
   if (m.base) { base = m.base; return; }
-  const { id, file, args, cwd, set, unset, max, lossless, bytes: asBytes } = m;
+  const { id, file, args, cwd, set, unset, max, lossless, bytes: asBytes, limit } = m;
   const env = Object.assign({}, base, set);
   for (const k of unset) delete env[k];
   let child;
   const out = [], err = [];
-  let bytes = 0, over = false;
+  let bytes = 0, over = false, late = false, timer;
   let done = false;
-  const finish = (r) => { if (!done) { done = true; post({ id, ...r }); } };
+  const finish = (r) => { if (!done) { done = true; clearTimeout(timer); post({ id, ...r }); } };
   try {
-    child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    // With a time limit, a group of its own: a script's git, not only the shell, is ended at the limit.
+    child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: !!limit });
   } catch (e) {
     return finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) });
   }
+  if (limit) timer = setTimeout(() => {
+    late = true;
+    try { process.kill(-child.pid, "SIGKILL"); } catch { child.kill("SIGKILL"); }
+  }, limit);
   const keep = (into) => (b) => {
     if (over) return;
     bytes += b.length;
@@ -126,7 +139,9 @@ on((m) => {
   child.stdout.on("data", keep(out));
   child.stderr.on("data", keep(err));
   child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
-  child.on("close", (code, signal) => over
+  child.on("close", (code, signal) => late
+    ? finish({ exitCode: null, signal, stdout: "", stderr: "it ran past " + limit / 1000 + " s: it was stopped", timedOut: true })
+    : over
     ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
     : finish({ exitCode: code, signal, stdout: asBytes ? Buffer.concat(out).toString("latin1") : lossless ? losslessUtf8(Buffer.concat(out)) : Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
 });
@@ -186,6 +201,7 @@ class CommandThread {
         max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
         lossless: !!opts.lossless,
         bytes: !!opts.bytes,
+        ...(opts.limitMs ? { limit: opts.limitMs } : {}),
       });
     });
   }

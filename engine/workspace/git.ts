@@ -54,7 +54,7 @@ export async function git(cwd: string, args: string[], opts: { allowFail?: boole
  */
 export async function gitScript(
   script: string,
-  opts: { cwd: string; env: Record<string, string | undefined>; lossless?: boolean; bytes?: boolean },
+  opts: { cwd: string; env: Record<string, string | undefined>; lossless?: boolean; bytes?: boolean; limitMs?: number },
 ): Promise<string> {
   const r = await runCommand("/bin/sh", ["-c", script, "ocw-git"], opts);
   if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
@@ -63,6 +63,7 @@ export async function gitScript(
 
 /** git's own words for a failure: the last lines it printed, or why it could not start. */
 export function gitComplaint(r: CommandResult): string {
+  if (r.timedOut) return `${r.stderr} (git waits for good where it reads a FIFO: one named .gitignore in the worker's files, or in a nested repository's .git)`;
   return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
 }
 

@@ -315,3 +315,50 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/checks.ts"
     expect(verdict.verdict).toBe("honest-failure");
   }, 60_000);
 });
+
+describe("a FIFO where git reads the worker's files", () => {
+  it("a FIFO named .gitignore, or a nested repository's commondir, holds git for good: the grading's git is stopped at its limit, and says why", async () => {
+    const was = process.env.OCW_GIT_READ_SEC;
+    process.env.OCW_GIT_READ_SEC = "3";
+    try {
+      for (const [id, make] of [
+        ["w-fifo-gitignore", (w: string) => (mkdirSync(path.join(w, "sub")), execFileSync("mkfifo", [path.join(w, "sub", ".gitignore")]))],
+        [
+          "w-fifo-commondir",
+          (w: string) => (
+            execFileSync("git", ["init", "-q", "-b", "main", path.join(w, "nested")]), execFileSync("mkfifo", [path.join(w, "nested", ".git", "commondir")])
+          ),
+        ],
+      ] as const) {
+        const ws = await workspace(repo(), id);
+        make(ws.worktree);
+        writeFileSync(path.join(ws.worktree, "feature.txt"), "feature\n");
+        const t = Date.now();
+        const graded = await Promise.race([
+          commitAndCheckOut(ws, "ocw: t", path.join(tmp, `checkout-${id}`)).then(
+            () => "graded",
+            (err: Error) => err.message,
+          ),
+          new Promise<string>((res) => setTimeout(() => res("still waiting after 30 s"), 30_000)),
+        ]);
+        expect(graded).toMatch(/ran past 3 s: it was stopped \(git waits for good where it reads a FIFO/);
+        expect(Date.now() - t).toBeLessThan(25_000);
+      }
+    } finally {
+      if (was === undefined) delete process.env.OCW_GIT_READ_SEC;
+      else process.env.OCW_GIT_READ_SEC = was;
+    }
+  }, 90_000);
+
+  it("a nested repository's gitfile of 64 MiB: 4 KiB of it are read", async () => {
+    const ws = await workspace(repo(), "w-big-gitfile");
+    mkdirSync(path.join(ws.worktree, "big"));
+    writeFileSync(path.join(ws.worktree, "big", ".git"), `gitdir: ${path.join(tmp, "nowhere")}\n${"x".repeat(64 << 20)}`);
+    writeFileSync(path.join(ws.worktree, "feature.txt"), "feature\n");
+    const graded = await commitAndCheckOut(ws, "ocw: t", path.join(tmp, "checkout-big-gitfile")).then(
+      (x) => x.changed.join(","),
+      (err: Error) => err.message,
+    );
+    expect(typeof graded).toBe("string");
+  }, 60_000);
+});

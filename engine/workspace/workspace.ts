@@ -1,5 +1,5 @@
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
-import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
+import { constants, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
+import { copyFile, link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
@@ -589,16 +589,7 @@ async function runTrustedScript(ws: Workspace, script: TrustedRun, inputs: Recor
       OCW_WORKTREE: ws.worktree,
       ...inputs,
     };
-    // Lossless: the names of a worker's files (any bytes but NUL) and its diff show invalid UTF-8 as \xNN, never U+FFFD.
-    if (typeof script === "string") return await gitScript(script, { cwd: ws.gitDir, env, lossless: !opts.bytes, bytes: opts.bytes });
-    const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
-      cwd: ws.gitDir,
-      env: { ...env, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
-      lossless: !opts.bytes,
-      bytes: opts.bytes,
-    });
-    if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${ws.gitDir}: ${gitComplaint(r)}`);
-    return r.stdout;
+    return await runTrusted(ws, script, ws.gitDir, env, index, opts);
   } finally {
     if (!opts.index?.keep) await rm(index, { force: true });
   }
@@ -669,18 +660,37 @@ async function runOnBase(
       OCW_WORKTREE: ws.worktree,
       ...inputs,
     };
-    if (typeof script === "string") return await gitScript(script, { cwd, env, lossless: !opts.bytes, bytes: opts.bytes });
-    const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
-      cwd,
-      env: { ...env, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
-      lossless: !opts.bytes,
-      bytes: opts.bytes,
-    });
-    if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${cwd}: ${gitComplaint(r)}`);
-    return r.stdout;
+    return await runTrusted(ws, script, cwd, env, index, opts);
   } finally {
     if (!opts.index?.keep) await rm(index, { force: true });
   }
+}
+
+/**
+ * A trusted run's one process: the fixed script, or git over the worker's files with the run's private index. Lossless:
+ * the names of a worker's files (any bytes but NUL) and its diff show invalid UTF-8 as \xNN, never U+FFFD. Bounded in
+ * time (OCW_GIT_READ_SEC): git reads the worker's files, and a FIFO where it reads one (a `.gitignore`, a nested
+ * repository's `.git/commondir`) would hold it, and the grading with it, for good.
+ */
+async function runTrusted(
+  ws: Workspace,
+  script: TrustedRun,
+  cwd: string,
+  env: Record<string, string | undefined>,
+  index: string,
+  opts: TrustedScriptOptions,
+): Promise<string> {
+  const limitMs = config().OCW_GIT_READ_SEC * 1000;
+  if (typeof script === "string") return gitScript(script, { cwd, env, lossless: !opts.bytes, bytes: opts.bytes, limitMs });
+  const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
+    cwd,
+    env: { ...env, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
+    lossless: !opts.bytes,
+    bytes: opts.bytes,
+    limitMs,
+  });
+  if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${cwd}: ${gitComplaint(r)}`);
+  return r.stdout;
 }
 
 interface TrustedScriptOptions {
@@ -1450,9 +1460,9 @@ async function nestedGitOutside(worktree: string, dirs: string[], at: (name: str
       return false;
     };
     for (const name of ["HEAD", "packed-refs", "refs"]) if (await walk(join(gitDir, name))) return true;
-    const common = await readFile(join(gitDir, "commondir")).catch(() => null);
-    if (!common) return false;
-    const named = common.subarray(0, 4096).toString("latin1").trim();
+    const common = await readHead(join(gitDir, "commondir"), 4096);
+    if (!common.length) return false;
+    const named = common.toString("latin1").trim();
     const t = await real(named.startsWith("/") ? Buffer.from(named, "latin1") : join(gitDir, Buffer.from(named, "latin1")));
     return !!t && (!inside(t) || hops <= 0 || (await readsOutside(t, hops - 1)));
   };
@@ -1464,7 +1474,8 @@ async function nestedGitOutside(worktree: string, dirs: string[], at: (name: str
     if (st.isDirectory() && !st.isSymbolicLink()) target = await real(dotGit);
     else if (st.isSymbolicLink()) target = await real(dotGit);
     else if (st.isFile()) {
-      const m = /^gitdir: *(.+?)\s*$/m.exec((await readFile(dotGit).catch(() => Buffer.alloc(0))).subarray(0, 4096).toString("latin1"));
+      // Its first 4 KiB only: the worker wrote it, of any size.
+      const m = /^gitdir: *(.+?)\s*$/m.exec((await readHead(dotGit, 4096)).toString("latin1"));
       const named = m ? Buffer.from(m[1]!, "latin1") : null;
       if (named) target = await real(named[0] === 0x2f ? named : Buffer.concat([at(dir), named]));
     }
@@ -1812,4 +1823,20 @@ export async function removeWorkspace(ws: Workspace, opts: { force?: boolean; tm
   forgetAlternates(path.join(ws.gitDir, GRADE_OBJECTS));
   if (opts.tmpDir) rmSync(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
+}
+
+/** The first `max` bytes of a regular file (never a FIFO's wait: opened without blocking), or none. */
+async function readHead(file: Buffer | string, max: number): Promise<Buffer> {
+  const fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!fh) return Buffer.alloc(0);
+  try {
+    if (!(await fh.stat()).isFile()) return Buffer.alloc(0);
+    const buf = Buffer.alloc(max);
+    const { bytesRead } = await fh.read(buf, 0, max, 0);
+    return buf.subarray(0, bytesRead);
+  } catch {
+    return Buffer.alloc(0);
+  } finally {
+    await fh.close();
+  }
 }
