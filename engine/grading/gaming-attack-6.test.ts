@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CheckSpec } from "../../shared/check";
 import { committedRepo } from "../../test/fixtures/git-repo";
-import { CALC_ASSERT, CALC_BASE, CALC_FIXED, CALC_HARNESS, expectHarnessGuarded, gradedIn, harnessViolation } from "../../test/fixtures/graded";
+import { CALC_ASSERT, CALC_BASE, CALC_FIXED, CALC_HARNESS, expectHarnessGuarded, gradedIn, harnessViolation, folderIn } from "../../test/fixtures/graded";
 import { createWorkspace, inspectRepo } from "../workspace/workspace";
 import { runChecks } from "./checks";
 import { commandScripts } from "./command-scripts";
@@ -19,18 +19,10 @@ import { guardedConfigFiles, harnessScripts } from "./runner-config";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-6-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-let n = 0;
 const graded = gradedIn(tmp);
 
-/** A folder with these files (paths relative to it). */
-function folder(files: Record<string, string>): string {
-  const dir = path.join(tmp, `dir-${++n}`);
-  for (const [f, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
-    writeFileSync(path.join(dir, f), text);
-  }
-  return dir;
-}
+let n = 0;
+const folder = folderIn(tmp);
 
 const ASSERT = CALC_ASSERT;
 const SH = CALC_HARNESS;

@@ -3,27 +3,18 @@
 // runs, `xargs` and `find … -exec`, the `script -c` and `watch` wrappers, GNU `parallel`, and the recipes of a makefile a
 // Makefile includes. A worker that rewrote such a harness to `exit 0` passed the check, and the verdict was built. Each
 // grading case drives the engine's grade() on real git and a real shell; the parser's own cases read a folder.
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CALC_HARNESS, expectHarnessGuarded, gradedIn } from "../../test/fixtures/graded";
+import { CALC_HARNESS, expectHarnessGuarded, gradedIn, folderIn } from "../../test/fixtures/graded";
 import { commandScripts, simpleCommands } from "./command-scripts";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-8-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-let n = 0;
 const graded = gradedIn(tmp);
 
-/** A folder with these files (paths relative to it). */
-function folder(files: Record<string, string>): string {
-  const dir = path.join(tmp, `dir-${++n}`);
-  for (const [f, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
-    writeFileSync(path.join(dir, f), text);
-  }
-  return dir;
-}
+const folder = folderIn(tmp);
 
 const PKG = (scripts: Record<string, string>) => `${JSON.stringify({ name: "p", version: "1.0.0", scripts })}\n`;
 type Case = { run: string; file: string; base?: Record<string, string> };

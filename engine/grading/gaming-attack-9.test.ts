@@ -4,32 +4,18 @@
 // of the checkout was read and followed; a recipe of `make` lines read the Makefile again for each, three levels deep;
 // a long line of spaces in a Makefile, a long `{,,,` word or a long `script` command took quadratic time; a long chain of
 // prerequisites overflowed the stack. And `make -kC sub` / `make -sf ci.mk` (getopt clusters) read the wrong makefile.
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { expectHarnessGuarded, gradedIn } from "../../test/fixtures/graded";
+import { expectHarnessGuarded, gradedIn, folderIn } from "../../test/fixtures/graded";
 import { commandScripts } from "./command-scripts";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-gaming-9-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-let n = 0;
 const graded = gradedIn(tmp);
 
-/** A folder with these files (paths relative to it) and links (path → target). */
-function folder(files: Record<string, string>, links: Record<string, string> = {}): string {
-  const dir = path.join(tmp, `dir-${++n}`, "repo");
-  mkdirSync(dir, { recursive: true });
-  for (const [f, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
-    writeFileSync(path.join(dir, f), text);
-  }
-  for (const [f, to] of Object.entries(links)) {
-    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
-    symlinkSync(to, path.join(dir, f));
-  }
-  return dir;
-}
+const folder = folderIn(tmp);
 
 /** commandScripts's files, and how long it took (ms). */
 function timed(commands: string[], dir: string): { files: string[]; ms: number } {
