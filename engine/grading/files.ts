@@ -11,10 +11,10 @@ import path from "node:path";
 export const MAX_READ_BYTES = 1024 * 1024;
 
 /**
- * The bytes of the regular file at `file`, or null: missing, a link (the last part of the path is not followed), a
- * folder, FIFO, socket or device, or bigger than `max` bytes.
+ * `fn` over the regular file at `file`, opened without following a last link and without blocking, with its size; null
+ * where it is missing, a link, a folder, FIFO, socket or device, or `fn` fails.
  */
-export function readRegular(file: string, max = MAX_READ_BYTES): Buffer | null {
+function withRegular<T>(file: string, fn: (fd: number, size: number) => T | null): T | null {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -23,22 +23,31 @@ export function readRegular(file: string, max = MAX_READ_BYTES): Buffer | null {
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile() || st.size > max) return null;
-    // Read to the size it had, and one byte past: a file that grows meanwhile is not read.
-    const buf = Buffer.alloc(st.size + 1);
-    let got = 0;
-    for (;;) {
-      const n = readSync(fd, buf, got, buf.length - got, null);
-      if (n === 0) break;
-      got += n;
-      if (got > st.size) return null;
-    }
-    return buf.subarray(0, got);
+    return st.isFile() ? fn(fd, st.size) : null;
   } catch {
     return null;
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The bytes of the regular file at `file`, or null: missing, a link (the last part of the path is not followed), a
+ * folder, FIFO, socket or device, or bigger than `max` bytes.
+ */
+export function readRegular(file: string, max = MAX_READ_BYTES): Buffer | null {
+  return withRegular(file, (fd, size) => {
+    if (size > max) return null;
+    // Read to the size it had, and one byte past: a file that grows meanwhile is not read.
+    const buf = Buffer.alloc(size + 1);
+    let got = 0;
+    for (;;) {
+      const n = readSync(fd, buf, got, buf.length - got, null);
+      if (n === 0) return buf.subarray(0, got);
+      got += n;
+      if (got > size) return null;
+    }
+  });
 }
 
 /** Where `file` (a path from the root of `root`, "/"-separated) really is, from that root, or null: missing, or outside it. */
@@ -74,14 +83,7 @@ export function readInside(root: string, file: string, max = MAX_READ_BYTES): st
  * (not followed), a folder, FIFO, socket or device, or missing.
  */
 export function hashRegular(file: string): string | null {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return null;
-  }
-  try {
-    if (!fstatSync(fd).isFile()) return null;
+  return withRegular(file, (fd) => {
     const hash = createHash("sha256");
     const buf = Buffer.alloc(1024 * 1024);
     for (;;) {
@@ -89,9 +91,5 @@ export function hashRegular(file: string): string | null {
       if (n === 0) return hash.digest("hex");
       hash.update(buf.subarray(0, n));
     }
-  } catch {
-    return null;
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
