@@ -593,8 +593,8 @@ var require_help = __commonJS({
           helper.visibleOptions(cmd),
           (option) => option.helpGroupHeading ?? "Options:"
         );
-        optionGroups.forEach((options, group) => {
-          const optionList = options.map((option) => {
+        optionGroups.forEach((options2, group) => {
+          const optionList = options2.map((option) => {
             return callFormatItem(
               helper.styleOptionTerm(helper.optionTerm(option)),
               helper.styleOptionDescription(helper.optionDescription(option))
@@ -1036,11 +1036,11 @@ var require_option = __commonJS({
       /**
        * @param {Option[]} options
        */
-      constructor(options) {
+      constructor(options2) {
         this.positiveOptions = /* @__PURE__ */ new Map();
         this.negativeOptions = /* @__PURE__ */ new Map();
         this.dualOptions = /* @__PURE__ */ new Set();
-        options.forEach((option) => {
+        options2.forEach((option) => {
           if (option.negate) {
             this.negativeOptions.set(option.attributeName(), option);
           } else {
@@ -1202,7 +1202,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path76 = __require("node:path");
+    var path78 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2215,9 +2215,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path76.resolve(baseDir, baseName);
+          const localBin = path78.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path76.extname(baseName))) return void 0;
+          if (sourceExt.includes(path78.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2235,17 +2235,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path76.resolve(
-            path76.dirname(resolvedScriptPath),
+          executableDir = path78.resolve(
+            path78.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path76.basename(
+            const legacyName = path78.basename(
               this._scriptPath,
-              path76.extname(this._scriptPath)
+              path78.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2256,7 +2256,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path76.extname(executableFile));
+        launchWithNode = sourceExt.includes(path78.extname(executableFile));
         let proc3;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3171,7 +3171,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path76.basename(filename, path76.extname(filename));
+        this._name = path78.basename(filename, path78.extname(filename));
         return this;
       }
       /**
@@ -3185,9 +3185,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path77) {
-        if (path77 === void 0) return this._executableDir;
-        this._executableDir = path77;
+      executableDir(path79) {
+        if (path79 === void 0) return this._executableDir;
+        this._executableDir = path79;
         return this;
       }
       /**
@@ -3842,11 +3842,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants8) {
+      optimizeNames(names, constants10) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants8);
+          this.rhs = optimizeExpr(this.rhs, names, constants10);
         return this;
       }
       get names() {
@@ -3863,10 +3863,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants8) {
+      optimizeNames(names, constants10) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants8);
+        this.rhs = optimizeExpr(this.rhs, names, constants10);
         return this;
       }
       get names() {
@@ -3927,8 +3927,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants8) {
-        this.code = optimizeExpr(this.code, names, constants8);
+      optimizeNames(names, constants10) {
+        this.code = optimizeExpr(this.code, names, constants10);
         return this;
       }
       get names() {
@@ -3957,12 +3957,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants8) {
+      optimizeNames(names, constants10) {
         const { nodes } = this;
         let i2 = nodes.length;
         while (i2--) {
           const n2 = nodes[i2];
-          if (n2.optimizeNames(names, constants8))
+          if (n2.optimizeNames(names, constants10))
             continue;
           subtractNames(names, n2.names);
           nodes.splice(i2, 1);
@@ -4015,12 +4015,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants8) {
+      optimizeNames(names, constants10) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants8);
-        if (!(super.optimizeNames(names, constants8) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants10);
+        if (!(super.optimizeNames(names, constants10) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants8);
+        this.condition = optimizeExpr(this.condition, names, constants10);
         return this;
       }
       get names() {
@@ -4043,10 +4043,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants8) {
-        if (!super.optimizeNames(names, constants8))
+      optimizeNames(names, constants10) {
+        if (!super.optimizeNames(names, constants10))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants8);
+        this.iteration = optimizeExpr(this.iteration, names, constants10);
         return this;
       }
       get names() {
@@ -4082,10 +4082,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants8) {
-        if (!super.optimizeNames(names, constants8))
+      optimizeNames(names, constants10) {
+        if (!super.optimizeNames(names, constants10))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants8);
+        this.iterable = optimizeExpr(this.iterable, names, constants10);
         return this;
       }
       get names() {
@@ -4127,11 +4127,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants8) {
+      optimizeNames(names, constants10) {
         var _a, _b;
-        super.optimizeNames(names, constants8);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants8);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants8);
+        super.optimizeNames(names, constants10);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants10);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants10);
         return this;
       }
       get names() {
@@ -4432,7 +4432,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants8) {
+    function optimizeExpr(expr, names, constants10) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -4447,14 +4447,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n2) {
-        const c3 = constants8[n2.str];
+        const c3 = constants10[n2.str];
         if (c3 === void 0 || names[n2.str] !== 1)
           return n2;
         delete names[n2.str];
         return c3;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants8[c3.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants10[c3.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -6694,8 +6694,8 @@ var require_utils = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path76) {
-      let input2 = path76;
+    function removeDotSegments(path78) {
+      let input2 = path78;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -6769,11 +6769,11 @@ var require_utils = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path76) {
-      if (path76 === "" || path76[0] === "/") {
-        return removeDotSegments(path76);
+    function removeDotSegmentsRelative(path78) {
+      if (path78 === "" || path78[0] === "/") {
+        return removeDotSegments(path78);
       }
-      const segments = path76.split("/");
+      const segments = path78.split("/");
       const last2 = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -7136,57 +7136,57 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path76 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path76 && path76 !== "/" ? path76 : void 0;
+        const path78 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path78 && path78 !== "/" ? path78 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
       wsComponent.fragment = void 0;
       return wsComponent;
     }
-    function urnParse(urnComponent, options) {
+    function urnParse(urnComponent, options2) {
       if (!urnComponent.path) {
         urnComponent.error = "URN can not be parsed";
         return urnComponent;
       }
       const matches = urnComponent.path.match(URN_REG);
       if (matches && matches[0] === urnComponent.path) {
-        const scheme = options.scheme || urnComponent.scheme || "urn";
+        const scheme = options2.scheme || urnComponent.scheme || "urn";
         urnComponent.nid = matches[1].toLowerCase();
         urnComponent.nss = matches[2];
-        const urnScheme = `${scheme}:${options.nid || urnComponent.nid}`;
+        const urnScheme = `${scheme}:${options2.nid || urnComponent.nid}`;
         const schemeHandler = getSchemeHandler(urnScheme);
         urnComponent.path = void 0;
         if (schemeHandler) {
-          urnComponent = schemeHandler.parse(urnComponent, options);
+          urnComponent = schemeHandler.parse(urnComponent, options2);
         }
       } else {
         urnComponent.error = urnComponent.error || "URN can not be parsed.";
       }
       return urnComponent;
     }
-    function urnSerialize(urnComponent, options) {
+    function urnSerialize(urnComponent, options2) {
       if (urnComponent.nid === void 0) {
         throw new Error("URN without nid cannot be serialized");
       }
-      const scheme = options.scheme || urnComponent.scheme || "urn";
+      const scheme = options2.scheme || urnComponent.scheme || "urn";
       const nid = urnComponent.nid.toLowerCase();
-      const urnScheme = `${scheme}:${options.nid || nid}`;
+      const urnScheme = `${scheme}:${options2.nid || nid}`;
       const schemeHandler = getSchemeHandler(urnScheme);
       if (schemeHandler) {
-        urnComponent = schemeHandler.serialize(urnComponent, options);
+        urnComponent = schemeHandler.serialize(urnComponent, options2);
       }
       const uriComponent = urnComponent;
       const nss = urnComponent.nss;
-      uriComponent.path = `${nid || options.nid}:${nss}`;
-      options.skipEscape = true;
+      uriComponent.path = `${nid || options2.nid}:${nss}`;
+      options2.skipEscape = true;
       return uriComponent;
     }
-    function urnuuidParse(urnComponent, options) {
+    function urnuuidParse(urnComponent, options2) {
       const uuidComponent = urnComponent;
       uuidComponent.uuid = uuidComponent.nss;
       uuidComponent.nss = void 0;
-      if (!options.tolerant && (!uuidComponent.uuid || !isUUID(uuidComponent.uuid))) {
+      if (!options2.tolerant && (!uuidComponent.uuid || !isUUID(uuidComponent.uuid))) {
         uuidComponent.error = uuidComponent.error || "UUID is not valid.";
       }
       return uuidComponent;
@@ -7297,18 +7297,18 @@ var require_fast_uri = __commonJS({
       }
       return stringScheme;
     }
-    function normalize(uri, options) {
+    function normalize(uri, options2) {
       if (typeof uri === "string") {
         uri = /** @type {T} */
-        normalizeString(uri, options);
+        normalizeString(uri, options2);
       } else if (typeof uri === "object") {
         uri = /** @type {T} */
-        parse4(serialize2(uri, options), options);
+        parse4(serialize2(uri, options2), options2);
       }
       return uri;
     }
-    function resolve(baseURI, relativeURI, options) {
-      const schemelessOptions = options ? Object.assign({ scheme: "null" }, options) : { scheme: "null" };
+    function resolve(baseURI, relativeURI, options2) {
+      const schemelessOptions = options2 ? Object.assign({ scheme: "null" }, options2) : { scheme: "null" };
       const {
         parsed: baseParsed,
         malformedAuthorityOrPort: baseMalformed,
@@ -7329,13 +7329,13 @@ var require_fast_uri = __commonJS({
         throw new Error(baseParsed.error || relativeParsed.error || "URI is malformed.");
       }
       const resolved = resolveComponent(baseParsed, relativeParsed, schemelessOptions, true);
-      const resolvedSchemeHandler = getSchemeHandler(options && options.scheme || resolved.scheme);
+      const resolvedSchemeHandler = getSchemeHandler(options2 && options2.scheme || resolved.scheme);
       const resolvedHost = resolved.host;
       const resolvedHostIsIP = resolvedHost !== void 0 && resolvedHost !== "" && (isIPv42(resolvedHost) || normalizeIPv6(resolvedHost).isIPV6);
-      if (hasForbiddenDomainHost(resolved, options || {}, resolvedSchemeHandler, resolvedHostIsIP)) {
+      if (hasForbiddenDomainHost(resolved, options2 || {}, resolvedSchemeHandler, resolvedHostIsIP)) {
         throw new Error(MALFORMED_HOST_ERROR);
       }
-      canonicalizeHost(resolved, options || {}, resolvedSchemeHandler, resolvedHostIsIP);
+      canonicalizeHost(resolved, options2 || {}, resolvedSchemeHandler, resolvedHostIsIP);
       const encodedASCIIHost = resolvedHost && resolvedHost.indexOf("%") !== -1 && !new RegExp("\\P{ASCII}", "u").test(resolvedHost);
       if (resolved.error && !encodedASCIIHost) {
         throw new Error(resolved.error);
@@ -7343,14 +7343,14 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize2(resolved, schemelessOptions);
     }
-    function resolveComponent(base2, relative, options, skipNormalization) {
+    function resolveComponent(base2, relative, options2, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
-        base2 = parse4(serialize2(base2, options), options);
-        relative = parse4(serialize2(relative, options), options);
+        base2 = parse4(serialize2(base2, options2), options2);
+        relative = parse4(serialize2(relative, options2), options2);
       }
-      options = options || {};
-      if (!options.tolerant && relative.scheme) {
+      options2 = options2 || {};
+      if (!options2.tolerant && relative.scheme) {
         target.scheme = relative.scheme;
         target.userinfo = relative.userinfo;
         target.host = relative.host;
@@ -7397,9 +7397,9 @@ var require_fast_uri = __commonJS({
       target.fragment = relative.fragment;
       return target;
     }
-    function equal(uriA, uriB, options) {
-      const normalizedA = normalizeComparableURI(uriA, options);
-      const normalizedB = normalizeComparableURI(uriB, options);
+    function equal(uriA, uriB, options2) {
+      const normalizedA = normalizeComparableURI(uriA, options2);
+      const normalizedB = normalizeComparableURI(uriB, options2);
       return normalizedA !== void 0 && normalizedB !== void 0 && normalizedA === normalizedB;
     }
     function serialize2(cmpts, opts) {
@@ -7419,30 +7419,30 @@ var require_fast_uri = __commonJS({
         secure: cmpts.secure,
         error: ""
       };
-      const options = Object.assign({}, opts);
+      const options2 = Object.assign({}, opts);
       const uriTokens = [];
       if (component.scheme) {
         component.scheme = validateScheme(component.scheme);
       }
-      const schemeHandler = getSchemeHandler(options.scheme || component.scheme);
-      if (schemeHandler && schemeHandler.serialize) schemeHandler.serialize(component, options);
+      const schemeHandler = getSchemeHandler(options2.scheme || component.scheme);
+      if (schemeHandler && schemeHandler.serialize) schemeHandler.serialize(component, options2);
       const hasAuthority = component.userinfo !== void 0 || component.host !== void 0 || component.port !== void 0;
-      const schemelessReference = (component.scheme === void 0 || options.reference === "suffix") && !hasAuthority;
-      const pathNoScheme = !options.skipEscape && schemelessReference;
+      const schemelessReference = (component.scheme === void 0 || options2.reference === "suffix") && !hasAuthority;
+      const pathNoScheme = !options2.skipEscape && schemelessReference;
       if (component.path !== void 0) {
-        if (!options.skipEscape) {
+        if (!options2.skipEscape) {
           component.path = serializePathEncoding(component.path, pathNoScheme);
         } else {
           component.path = normalizePercentEncoding(component.path);
         }
       }
-      if (options.reference !== "suffix" && component.scheme) {
+      if (options2.reference !== "suffix" && component.scheme) {
         component.scheme = validateScheme(component.scheme);
         uriTokens.push(component.scheme, ":");
       }
       const authority = recomposeAuthority(component);
       if (authority !== void 0) {
-        if (options.reference !== "suffix") {
+        if (options2.reference !== "suffix") {
           uriTokens.push("//");
         }
         uriTokens.push(authority);
@@ -7452,7 +7452,7 @@ var require_fast_uri = __commonJS({
       }
       if (component.path !== void 0) {
         let s = component.path;
-        if (!options.absolutePath && (!schemeHandler || !schemeHandler.absolutePath)) {
+        if (!options2.absolutePath && (!schemeHandler || !schemeHandler.absolutePath)) {
           s = schemelessReference && s[0] !== "/" ? removeDotSegmentsRelative(s) : removeDotSegments(s);
         }
         if (schemelessReference) {
@@ -7501,12 +7501,12 @@ var require_fast_uri = __commonJS({
       const host = matches[4];
       return hasMalformedPercentEncoding(matches[3]) || host !== void 0 && !isIPLiteral(host) && hasMalformedPercentEncoding(host) || hasMalformedPercentEncoding(matches[6]) || hasMalformedPercentEncoding(matches[7]) || hasMalformedPercentEncoding(matches[8]);
     }
-    function canonicalizeHost(parsed, options, schemeHandler, isIP4) {
-      if (hasForbiddenDomainHost(parsed, options, schemeHandler, isIP4)) {
+    function canonicalizeHost(parsed, options2, schemeHandler, isIP4) {
+      if (hasForbiddenDomainHost(parsed, options2, schemeHandler, isIP4)) {
         parsed.error = parsed.error || MALFORMED_HOST_ERROR;
         return true;
       }
-      if (!options.unicodeSupport && (!schemeHandler || !schemeHandler.unicodeSupport) && parsed.host && !isIPLiteral(parsed.host) && (options.domainHost || schemeHandler && schemeHandler.domainHost) && isIP4 === false && nonSimpleDomain(parsed.host)) {
+      if (!options2.unicodeSupport && (!schemeHandler || !schemeHandler.unicodeSupport) && parsed.host && !isIPLiteral(parsed.host) && (options2.domainHost || schemeHandler && schemeHandler.domainHost) && isIP4 === false && nonSimpleDomain(parsed.host)) {
         let url2;
         try {
           url2 = new URL("http://" + parsed.host);
@@ -7522,16 +7522,16 @@ var require_fast_uri = __commonJS({
       }
       return false;
     }
-    function hasForbiddenDomainHost(parsed, options, schemeHandler, isIP4) {
+    function hasForbiddenDomainHost(parsed, options2, schemeHandler, isIP4) {
       return Boolean(
-        parsed.host && isIP4 === false && !isIPLiteral(parsed.host) && (options.domainHost || schemeHandler && schemeHandler.domainHost) && FORBIDDEN_DOMAIN_HOST_CHARACTER.test(parsed.host)
+        parsed.host && isIP4 === false && !isIPLiteral(parsed.host) && (options2.domainHost || schemeHandler && schemeHandler.domainHost) && FORBIDDEN_DOMAIN_HOST_CHARACTER.test(parsed.host)
       );
     }
     function isHostOnlyURL(url2) {
       return url2.username === "" && url2.password === "" && url2.port === "" && url2.pathname === "/" && url2.search === "" && url2.hash === "" && url2.hostname !== "";
     }
     function parseWithStatus(uri, opts) {
-      const options = Object.assign({}, opts);
+      const options2 = Object.assign({}, opts);
       const parsed = {
         scheme: void 0,
         userinfo: void 0,
@@ -7548,9 +7548,9 @@ var require_fast_uri = __commonJS({
       let malformedIPLiteral = false;
       let malformedScheme = false;
       let isIP4 = false;
-      if (options.reference === "suffix") {
-        if (options.scheme) {
-          uri = options.scheme + ":" + uri;
+      if (options2.reference === "suffix") {
+        if (options2.scheme) {
+          uri = options2.scheme + ":" + uri;
         } else {
           uri = "//" + uri;
         }
@@ -7629,19 +7629,19 @@ var require_fast_uri = __commonJS({
         } else {
           parsed.reference = "uri";
         }
-        if (options.reference && options.reference !== "suffix" && options.reference !== parsed.reference) {
-          parsed.error = parsed.error || "URI is not a " + options.reference + " reference.";
+        if (options2.reference && options2.reference !== "suffix" && options2.reference !== parsed.reference) {
+          parsed.error = parsed.error || "URI is not a " + options2.reference + " reference.";
         }
-        const schemeHandler = getSchemeHandler(options.scheme || parsed.scheme);
+        const schemeHandler = getSchemeHandler(options2.scheme || parsed.scheme);
         if (!malformedIPLiteral) {
-          malformedHost = canonicalizeHost(parsed, options, schemeHandler, isIP4);
+          malformedHost = canonicalizeHost(parsed, options2, schemeHandler, isIP4);
         }
         if (uri.indexOf("%") !== -1 && parsed.host !== void 0 && !malformedIPLiteral) {
           let host = isIP4 ? parsed.host : normalizePercentEncoding(parsed.host, true);
           if (!isIP4) {
             host = normalizePercentEncoding(host.toLowerCase());
           }
-          parsed.host = isIP4 || options.scheme !== "null" ? reescapeHostDelimiters(host, isIP4) : host;
+          parsed.host = isIP4 || options2.scheme !== "null" ? reescapeHostDelimiters(host, isIP4) : host;
         }
         if (!schemeHandler || schemeHandler && !schemeHandler.skipNormalize) {
           if (parsed.path) {
@@ -7655,7 +7655,7 @@ var require_fast_uri = __commonJS({
           }
         }
         if (schemeHandler && schemeHandler.parse) {
-          schemeHandler.parse(parsed, options);
+          schemeHandler.parse(parsed, options2);
           if (schemeHandler === SCHEMES.urn && parsed.nid === void 0) {
             malformedSchemeSpecific = true;
           }
@@ -8202,10 +8202,10 @@ var require_core = __commonJS({
     Ajv2.ValidationError = validation_error_1.default;
     Ajv2.MissingRefError = ref_error_1.default;
     exports.default = Ajv2;
-    function checkOptions(checkOpts, options, msg, log = "error") {
+    function checkOptions(checkOpts, options2, msg, log = "error") {
       for (const key in checkOpts) {
         const opt = key;
-        if (opt in options)
+        if (opt in options2)
           this.logger[log](`${msg}: option ${key}. ${checkOpts[opt]}`);
       }
     }
@@ -10693,8 +10693,8 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path76, options) {
-      var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
+    function checkPathExt(path78, options2) {
+      var pathext = options2.pathExt !== void 0 ? options2.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
       }
@@ -10704,25 +10704,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path76.substr(-p.length).toLowerCase() === p) {
+        if (p && path78.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path76, options) {
+    function checkStat(stat, path78, options2) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path76, options);
+      return checkPathExt(path78, options2);
     }
-    function isexe(path76, options, cb) {
-      fs.stat(path76, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path76, options));
+    function isexe(path78, options2, cb) {
+      fs.stat(path78, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path78, options2));
       });
     }
-    function sync(path76, options) {
-      return checkStat(fs.statSync(path76), path76, options);
+    function sync(path78, options2) {
+      return checkStat(fs.statSync(path78), path78, options2);
     }
   }
 });
@@ -10733,23 +10733,23 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path76, options, cb) {
-      fs.stat(path76, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, options));
+    function isexe(path78, options2, cb) {
+      fs.stat(path78, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, options2));
       });
     }
-    function sync(path76, options) {
-      return checkStat(fs.statSync(path76), options);
+    function sync(path78, options2) {
+      return checkStat(fs.statSync(path78), options2);
     }
-    function checkStat(stat, options) {
-      return stat.isFile() && checkMode(stat, options);
+    function checkStat(stat, options2) {
+      return stat.isFile() && checkMode(stat, options2);
     }
-    function checkMode(stat, options) {
+    function checkMode(stat, options2) {
       var mod = stat.mode;
       var uid = stat.uid;
       var gid = stat.gid;
-      var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
-      var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
+      var myUid = options2.uid !== void 0 ? options2.uid : process.getuid && process.getuid();
+      var myGid = options2.gid !== void 0 ? options2.gid : process.getgid && process.getgid();
       var u2 = parseInt("100", 8);
       var g2 = parseInt("010", 8);
       var o2 = parseInt("001", 8);
@@ -10772,17 +10772,17 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path76, options, cb) {
-      if (typeof options === "function") {
-        cb = options;
-        options = {};
+    function isexe(path78, options2, cb) {
+      if (typeof options2 === "function") {
+        cb = options2;
+        options2 = {};
       }
       if (!cb) {
         if (typeof Promise !== "function") {
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path76, options || {}, function(er, is) {
+          isexe(path78, options2 || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -10791,9 +10791,9 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path76, options || {}, function(er, is) {
+      core(path78, options2 || {}, function(er, is) {
         if (er) {
-          if (er.code === "EACCES" || options && options.ignoreErrors) {
+          if (er.code === "EACCES" || options2 && options2.ignoreErrors) {
             er = null;
             is = false;
           }
@@ -10801,11 +10801,11 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path76, options) {
+    function sync(path78, options2) {
       try {
-        return core.sync(path76, options || {});
+        return core.sync(path78, options2 || {});
       } catch (er) {
-        if (options && options.ignoreErrors || er.code === "EACCES") {
+        if (options2 && options2.ignoreErrors || er.code === "EACCES") {
           return false;
         } else {
           throw er;
@@ -10819,7 +10819,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path76 = __require("path");
+    var path78 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -10857,7 +10857,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path76.join(pathPart, cmd);
+        const pCmd = path78.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -10884,7 +10884,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path76.join(pathPart, cmd);
+        const pCmd = path78.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -10915,9 +10915,9 @@ var require_which = __commonJS({
 var require_path_key = __commonJS({
   "node_modules/path-key/index.js"(exports, module) {
     "use strict";
-    var pathKey2 = (options = {}) => {
-      const environment = options.env || process.env;
-      const platform2 = options.platform || process.platform;
+    var pathKey2 = (options2 = {}) => {
+      const environment = options2.env || process.env;
+      const platform2 = options2.platform || process.platform;
       if (platform2 !== "win32") {
         return "PATH";
       }
@@ -10932,7 +10932,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path76 = __require("path");
+    var path78 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -10954,7 +10954,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path76.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path78.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -10963,7 +10963,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path76.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path78.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -10989,7 +10989,7 @@ var require_escape = __commonJS({
       return arg.replace(/%/g, "%%cd:~,%");
     }
     function quoteArgument(arg, escapedQuote) {
-      let quoted3 = '"';
+      let quoted4 = '"';
       let backslashes = 0;
       for (const char of arg) {
         if (char === "\\") {
@@ -10997,13 +10997,13 @@ var require_escape = __commonJS({
           continue;
         }
         if (char === '"') {
-          quoted3 += "\\".repeat(backslashes * 2) + escapedQuote;
+          quoted4 += "\\".repeat(backslashes * 2) + escapedQuote;
         } else {
-          quoted3 += "\\".repeat(backslashes) + char;
+          quoted4 += "\\".repeat(backslashes) + char;
         }
         backslashes = 0;
       }
-      return `${quoted3}${"\\".repeat(backslashes * 2)}"`;
+      return `${quoted4}${"\\".repeat(backslashes * 2)}"`;
     }
     function escapeCommand(arg) {
       assertNoLineBreaks(arg);
@@ -11050,8 +11050,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path76, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path76.split("/").pop();
+      const [path78, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path78.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -11092,7 +11092,7 @@ var require_readShebang = __commonJS({
 var require_parse = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path76 = __require("path");
+    var path78 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -11126,9 +11126,9 @@ var require_parse = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path76.normalize(parsed.command);
+        parsed.command = path78.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path76.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path78.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -11141,24 +11141,24 @@ var require_parse = __commonJS({
       }
       return parsed;
     }
-    function parse4(command, args, options) {
+    function parse4(command, args, options2) {
       if (args && !Array.isArray(args)) {
-        options = args;
+        options2 = args;
         args = null;
       }
       args = args ? args.slice(0) : [];
-      options = Object.assign({}, options);
+      options2 = Object.assign({}, options2);
       const parsed = {
         command,
         args,
-        options,
+        options: options2,
         file: void 0,
         original: {
           command,
           args
         }
       };
-      return options.shell ? parsed : parseNonShell(parsed);
+      return options2.shell ? parsed : parseNonShell(parsed);
     }
     module.exports = parse4;
   }
@@ -11221,14 +11221,14 @@ var require_cross_spawn = __commonJS({
     var cp = __require("child_process");
     var parse4 = require_parse();
     var enoent = require_enoent();
-    function spawn10(command, args, options) {
-      const parsed = parse4(command, args, options);
+    function spawn10(command, args, options2) {
+      const parsed = parse4(command, args, options2);
       const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
       enoent.hookChildProcess(spawned, parsed);
       return spawned;
     }
-    function spawnSync4(command, args, options) {
-      const parsed = parse4(command, args, options);
+    function spawnSync4(command, args, options2) {
+      const parsed = parse4(command, args, options2);
       const result2 = cp.spawnSync(parsed.command, parsed.args, parsed.options);
       result2.error = result2.error || enoent.verifyENOENTSync(result2.status, parsed);
       return result2;
@@ -11355,7 +11355,7 @@ var require_util2 = __commonJS({
     "use strict";
     var os11 = __require("os");
     var fs = __require("fs");
-    var path76 = __require("path");
+    var path78 = __require("path");
     var spawn10 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -11390,11 +11390,11 @@ var require_util2 = __commonJS({
       env: Object.assign({}, process.env, { LANG: "en_US.UTF-8" }),
       cwd: _windows && fs.existsSync(_winSysDir) ? _winSysDir : void 0
     };
-    function winCwd(options) {
-      if (!execOptsWin.cwd || options && options.cwd) {
-        return options || {};
+    function winCwd(options2) {
+      if (!execOptsWin.cwd || options2 && options2.cwd) {
+        return options2 || {};
       }
-      return Object.assign({}, options, { cwd: execOptsWin.cwd });
+      return Object.assign({}, options2, { cwd: execOptsWin.cwd });
     }
     function execCwd(cmd, opts, callback) {
       if (typeof opts === "function") {
@@ -11832,13 +11832,13 @@ var require_util2 = __commonJS({
         });
       }
     }
-    function execSafe(cmd, args, options) {
+    function execSafe(cmd, args, options2) {
       let result2 = "";
-      options = winCwd(options || {});
+      options2 = winCwd(options2 || {});
       return new Promise((resolve) => {
         process.nextTick(() => {
           try {
-            const child = spawn10(cmd, args, options);
+            const child = spawn10(cmd, args, options2);
             if (child && !child.pid) {
               child.on("error", () => {
                 resolve(result2);
@@ -12109,14 +12109,14 @@ var require_util2 = __commonJS({
       return ("00000000" + parseInt(hex4, 16).toString(2)).substr(-8);
     }
     function getFilesInPath(source) {
-      const lstatSync9 = fs.lstatSync;
+      const lstatSync10 = fs.lstatSync;
       const readdirSync15 = fs.readdirSync;
-      const join = path76.join;
+      const join = path78.join;
       function isDirectory(source2) {
-        return lstatSync9(source2).isDirectory();
+        return lstatSync10(source2).isDirectory();
       }
       function isFile(source2) {
-        return lstatSync9(source2).isFile();
+        return lstatSync10(source2).isFile();
       }
       function getDirectories(source2) {
         return readdirSync15(source2).map((name) => {
@@ -14847,7 +14847,7 @@ var require_network = __commonJS({
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync7 = __require("child_process").execFileSync;
-    var readFileSync28 = __require("fs").readFileSync;
+    var readFileSync25 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util2();
     var _platform = process.platform;
@@ -15337,7 +15337,7 @@ var require_network = __commonJS({
         return result2;
       }
       try {
-        const content = readFileSync28(file3, { encoding: "utf8" });
+        const content = readFileSync25(file3, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -18735,10 +18735,10 @@ var require_cpu = __commonJS({
     function getCpu() {
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const UNKNOWN = "unknown";
+          const UNKNOWN2 = "unknown";
           let result2 = {
-            manufacturer: UNKNOWN,
-            brand: UNKNOWN,
+            manufacturer: UNKNOWN2,
+            brand: UNKNOWN2,
             vendor: "",
             family: "",
             model: "",
@@ -20864,7 +20864,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path76 = __require("path");
+    var path78 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync7 = __require("child_process").execFileSync;
@@ -21244,13 +21244,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path76.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path78.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path76.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path78.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path76.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path78.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -21270,14 +21270,14 @@ var require_graphics = __commonJS({
         }
         return _nvidiaSmiPath;
       }
-      function nvidiaSmi(options) {
+      function nvidiaSmi(options2) {
         const nvidiaSmiExe = getNvidiaSmi();
-        options = Object.assign({}, options || util2.execOptsWin);
+        options2 = Object.assign({}, options2 || util2.execOptsWin);
         if (nvidiaSmiExe) {
           const nvidiaSmiOpts = "--query-gpu=driver_version,pci.sub_device_id,name,pci.bus_id,fan.speed,memory.total,memory.used,memory.free,utilization.gpu,utilization.memory,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.gr,clocks.mem --format=csv,noheader,nounits";
-          options.stdio = ["pipe", "pipe", "ignore"];
+          options2.stdio = ["pipe", "pipe", "ignore"];
           try {
-            return execFileSync7(nvidiaSmiExe, nvidiaSmiOpts.split(" "), options).toString();
+            return execFileSync7(nvidiaSmiExe, nvidiaSmiOpts.split(" "), options2).toString();
           } catch {
             util2.noop();
           }
@@ -24525,7 +24525,7 @@ var require_processes = __commonJS({
     "use strict";
     var os11 = __require("os");
     var fs = __require("fs");
-    var path76 = __require("path");
+    var path78 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util2();
@@ -25153,7 +25153,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path76.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path78.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -26424,7 +26424,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path76, callback) {
+    function fetchJson(path78, callback) {
       let done = false;
       const finish2 = (result2) => {
         if (!done) {
@@ -26440,7 +26440,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path76} HTTP/1.0\r
+          socket.write(`GET ${path78} HTTP/1.0\r
 \r
 `);
         });
@@ -29210,7 +29210,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path76 = __require("path");
+    var path78 = __require("path");
     var util2 = require_util2();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -29343,7 +29343,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path76.basename(element);
+              const filename = path78.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -30114,17 +30114,17 @@ var require_utils2 = __commonJS({
       }
       return output;
     };
-    exports.wrapOutput = (input2, state = {}, options = {}) => {
-      const prepend = options.contains ? "" : "^";
-      const append = options.contains ? "" : "$";
+    exports.wrapOutput = (input2, state = {}, options2 = {}) => {
+      const prepend = options2.contains ? "" : "^";
+      const append = options2.contains ? "" : "$";
       let output = `${prepend}(?:${input2})${append}`;
       if (state.negated === true) {
         output = `(?:^(?!${output}).*$)`;
       }
       return output;
     };
-    exports.basename = (path76, { windows: windows2 } = {}) => {
-      const segs = path76.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path78, { windows: windows2 } = {}) => {
+      const segs = path78.split(windows2 ? /[\\/]/ : "/");
       const last2 = segs[segs.length - 1];
       if (last2 === "") {
         return segs[segs.length - 2];
@@ -30179,8 +30179,8 @@ var require_scan = __commonJS({
         token.depth = token.isGlobstar ? Infinity : 1;
       }
     };
-    var scan = (input2, options) => {
-      const opts = options || {};
+    var scan = (input2, options2) => {
+      const opts = options2 || {};
       const length = input2.length - 1;
       const scanToEnd = opts.parts === true || opts.scanToEnd === true;
       const slashes = [];
@@ -30468,7 +30468,7 @@ var require_scan = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/picomatch/lib/parse.js"(exports, module) {
     "use strict";
-    var constants8 = require_constants();
+    var constants10 = require_constants();
     var utils = require_utils2();
     var {
       MAX_LENGTH,
@@ -30476,10 +30476,10 @@ var require_parse2 = __commonJS({
       REGEX_NON_SPECIAL_CHARS,
       REGEX_SPECIAL_CHARS_BACKREF,
       REPLACEMENTS
-    } = constants8;
-    var expandRange = (args, options) => {
-      if (typeof options.expandRange === "function") {
-        return options.expandRange(...args, options);
+    } = constants10;
+    var expandRange = (args, options2) => {
+      if (typeof options2.expandRange === "function") {
+        return options2.expandRange(...args, options2);
       }
       args.sort();
       const value = `[${args.join("-")}]`;
@@ -30493,12 +30493,12 @@ var require_parse2 = __commonJS({
     var syntaxError2 = (type, char) => {
       return `Missing ${type}: "${char}" - use "\\\\${char}" to match literal characters`;
     };
-    var parse4 = (input2, options) => {
+    var parse4 = (input2, options2) => {
       if (typeof input2 !== "string") {
         throw new TypeError("Expected a string");
       }
       input2 = REPLACEMENTS[input2] || input2;
-      const opts = { ...options };
+      const opts = { ...options2 };
       const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
       let len = input2.length;
       if (len > max) {
@@ -30507,8 +30507,8 @@ var require_parse2 = __commonJS({
       const bos = { type: "bos", value: "", output: opts.prepend || "" };
       const tokens = [bos];
       const capture = opts.capture ? "" : "?:";
-      const PLATFORM_CHARS = constants8.globChars(opts.windows);
-      const EXTGLOB_CHARS = constants8.extglobChars(PLATFORM_CHARS);
+      const PLATFORM_CHARS = constants10.globChars(opts.windows);
+      const EXTGLOB_CHARS = constants10.extglobChars(PLATFORM_CHARS);
       const {
         DOT_LITERAL,
         PLUS_LITERAL,
@@ -30641,7 +30641,7 @@ var require_parse2 = __commonJS({
             output = token.close = `)$))${extglobStar}`;
           }
           if (token.inner.includes("*") && (rest = remaining()) && /^\.[^\\/.]+$/.test(rest)) {
-            const expression = parse4(rest, { ...options, fastpaths: false }).output;
+            const expression = parse4(rest, { ...options2, fastpaths: false }).output;
             output = token.close = `)${expression})${extglobStar})`;
           }
           if (token.prev.type === "bos") {
@@ -30691,7 +30691,7 @@ var require_parse2 = __commonJS({
           state.output = input2;
           return state;
         }
-        state.output = utils.wrapOutput(output, state, options);
+        state.output = utils.wrapOutput(output, state, options2);
         return state;
       }
       while (!eos()) {
@@ -30844,15 +30844,15 @@ var require_parse2 = __commonJS({
         }
         if (value === "{" && opts.nobrace !== true) {
           increment2("braces");
-          const open3 = {
+          const open4 = {
             type: "brace",
             value,
             output: "(",
             outputIndex: state.output.length,
             tokensIndex: state.tokens.length
           };
-          braces.push(open3);
-          push(open3);
+          braces.push(open4);
+          push(open4);
           continue;
         }
         if (value === "}") {
@@ -31163,8 +31163,8 @@ var require_parse2 = __commonJS({
       }
       return state;
     };
-    parse4.fastpaths = (input2, options) => {
-      const opts = { ...options };
+    parse4.fastpaths = (input2, options2) => {
+      const opts = { ...options2 };
       const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
       const len = input2.length;
       if (len > max) {
@@ -31181,7 +31181,7 @@ var require_parse2 = __commonJS({
         NO_DOTS_SLASH,
         STAR,
         START_ANCHOR
-      } = constants8.globChars(opts.windows);
+      } = constants10.globChars(opts.windows);
       const nodot = opts.dot ? NO_DOTS : NO_DOT;
       const slashDot = opts.dot ? NO_DOTS_SLASH : NO_DOT;
       const capture = opts.capture ? "" : "?:";
@@ -31239,11 +31239,11 @@ var require_picomatch = __commonJS({
     var scan = require_scan();
     var parse4 = require_parse2();
     var utils = require_utils2();
-    var constants8 = require_constants();
+    var constants10 = require_constants();
     var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
-    var picomatch4 = (glob, options, returnState = false) => {
+    var picomatch4 = (glob, options2, returnState = false) => {
       if (Array.isArray(glob)) {
-        const fns = glob.map((input2) => picomatch4(input2, options, returnState));
+        const fns = glob.map((input2) => picomatch4(input2, options2, returnState));
         const arrayMatcher = (str3) => {
           for (const isMatch of fns) {
             const state2 = isMatch(str3);
@@ -31257,18 +31257,18 @@ var require_picomatch = __commonJS({
       if (glob === "" || typeof glob !== "string" && !isState) {
         throw new TypeError("Expected pattern to be a non-empty string");
       }
-      const opts = options || {};
+      const opts = options2 || {};
       const posix = opts.windows;
-      const regex = isState ? picomatch4.compileRe(glob, options) : picomatch4.makeRe(glob, options, false, true);
+      const regex = isState ? picomatch4.compileRe(glob, options2) : picomatch4.makeRe(glob, options2, false, true);
       const state = regex.state;
       delete regex.state;
       let isIgnored = () => false;
       if (opts.ignore) {
-        const ignoreOpts = { ...options, ignore: null, onMatch: null, onResult: null };
+        const ignoreOpts = { ...options2, ignore: null, onMatch: null, onResult: null };
         isIgnored = picomatch4(opts.ignore, ignoreOpts, returnState);
       }
       const matcher = (input2, returnObject = false) => {
-        const { isMatch, match, output } = picomatch4.test(input2, regex, options, { glob, posix });
+        const { isMatch, match, output } = picomatch4.test(input2, regex, options2, { glob, posix });
         const result2 = { glob, state, regex, posix, input: input2, output, match, isMatch };
         if (typeof opts.onResult === "function") {
           opts.onResult(result2);
@@ -31294,14 +31294,14 @@ var require_picomatch = __commonJS({
       }
       return matcher;
     };
-    picomatch4.test = (input2, regex, options, { glob, posix } = {}) => {
+    picomatch4.test = (input2, regex, options2, { glob, posix } = {}) => {
       if (typeof input2 !== "string") {
         throw new TypeError("Expected input to be a string");
       }
       if (input2 === "") {
         return { isMatch: false, output: "" };
       }
-      const opts = options || {};
+      const opts = options2 || {};
       const format2 = opts.format || (posix ? utils.toPosixSlashes : null);
       let match = input2 === glob;
       let output = match && format2 ? format2(input2) : input2;
@@ -31311,63 +31311,63 @@ var require_picomatch = __commonJS({
       }
       if (match === false || opts.capture === true) {
         if (opts.matchBase === true || opts.basename === true) {
-          match = picomatch4.matchBase(input2, regex, options, posix);
+          match = picomatch4.matchBase(input2, regex, options2, posix);
         } else {
           match = regex.exec(output);
         }
       }
       return { isMatch: Boolean(match), match, output };
     };
-    picomatch4.matchBase = (input2, glob, options) => {
-      const regex = glob instanceof RegExp ? glob : picomatch4.makeRe(glob, options);
+    picomatch4.matchBase = (input2, glob, options2) => {
+      const regex = glob instanceof RegExp ? glob : picomatch4.makeRe(glob, options2);
       return regex.test(utils.basename(input2));
     };
-    picomatch4.isMatch = (str3, patterns, options) => picomatch4(patterns, options)(str3);
-    picomatch4.parse = (pattern, options) => {
-      if (Array.isArray(pattern)) return pattern.map((p) => picomatch4.parse(p, options));
-      return parse4(pattern, { ...options, fastpaths: false });
+    picomatch4.isMatch = (str3, patterns, options2) => picomatch4(patterns, options2)(str3);
+    picomatch4.parse = (pattern, options2) => {
+      if (Array.isArray(pattern)) return pattern.map((p) => picomatch4.parse(p, options2));
+      return parse4(pattern, { ...options2, fastpaths: false });
     };
-    picomatch4.scan = (input2, options) => scan(input2, options);
-    picomatch4.compileRe = (state, options, returnOutput = false, returnState = false) => {
+    picomatch4.scan = (input2, options2) => scan(input2, options2);
+    picomatch4.compileRe = (state, options2, returnOutput = false, returnState = false) => {
       if (returnOutput === true) {
         return state.output;
       }
-      const opts = options || {};
+      const opts = options2 || {};
       const prepend = opts.contains ? "" : "^";
       const append = opts.contains ? "" : "$";
       let source = `${prepend}(?:${state.output})${append}`;
       if (state && state.negated === true) {
         source = `^(?!${source}).*$`;
       }
-      const regex = picomatch4.toRegex(source, options);
+      const regex = picomatch4.toRegex(source, options2);
       if (returnState === true) {
         regex.state = state;
       }
       return regex;
     };
-    picomatch4.makeRe = (input2, options = {}, returnOutput = false, returnState = false) => {
+    picomatch4.makeRe = (input2, options2 = {}, returnOutput = false, returnState = false) => {
       if (!input2 || typeof input2 !== "string") {
         throw new TypeError("Expected a non-empty string");
       }
       let parsed = { negated: false, fastpaths: true };
-      if (options.fastpaths !== false && (input2[0] === "." || input2[0] === "*")) {
-        parsed.output = parse4.fastpaths(input2, options);
+      if (options2.fastpaths !== false && (input2[0] === "." || input2[0] === "*")) {
+        parsed.output = parse4.fastpaths(input2, options2);
       }
       if (!parsed.output) {
-        parsed = parse4(input2, options);
+        parsed = parse4(input2, options2);
       }
-      return picomatch4.compileRe(parsed, options, returnOutput, returnState);
+      return picomatch4.compileRe(parsed, options2, returnOutput, returnState);
     };
-    picomatch4.toRegex = (source, options) => {
+    picomatch4.toRegex = (source, options2) => {
       try {
-        const opts = options || {};
+        const opts = options2 || {};
         return new RegExp(source, opts.flags || (opts.nocase ? "i" : ""));
       } catch (err) {
-        if (options && options.debug === true) throw err;
+        if (options2 && options2.debug === true) throw err;
         return /$^/;
       }
     };
-    picomatch4.constants = constants8;
+    picomatch4.constants = constants10;
     module.exports = picomatch4;
   }
 });
@@ -31378,11 +31378,11 @@ var require_picomatch2 = __commonJS({
     "use strict";
     var pico = require_picomatch();
     var utils = require_utils2();
-    function picomatch4(glob, options, returnState = false) {
-      if (options && (options.windows === null || options.windows === void 0)) {
-        options = { ...options, windows: utils.isWindows() };
+    function picomatch4(glob, options2, returnState = false) {
+      if (options2 && (options2.windows === null || options2.windows === void 0)) {
+        options2 = { ...options2, windows: utils.isWindows() };
       }
-      return pico(glob, options, returnState);
+      return pico(glob, options2, returnState);
     }
     Object.assign(picomatch4, pico);
     module.exports = picomatch4;
@@ -32349,10 +32349,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path76) {
-  if (!path76)
+function getElementAtPath(obj2, path78) {
+  if (!path78)
     return obj2;
-  return path76.reduce((acc, key) => acc?.[key], obj2);
+  return path78.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -32713,11 +32713,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path76, issues) {
+function prefixIssues(path78, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path76);
+    iss.path.unshift(path78);
     return iss;
   });
 }
@@ -32879,7 +32879,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result2 = { errors: [] };
-  const processError = (error47, path76 = []) => {
+  const processError = (error47, path78 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -32889,7 +32889,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path76, ...issue2.path];
+        const fullpath = [...path78, ...issue2.path];
         if (fullpath.length === 0) {
           result2.errors.push(mapper(issue2));
           continue;
@@ -32921,8 +32921,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path76 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path76) {
+  const path78 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path78) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -41940,17 +41940,17 @@ function _array(Class2, element, params) {
     ...normalizeParams(params)
   });
 }
-function _union(Class2, options, params) {
+function _union(Class2, options2, params) {
   return new Class2({
     type: "union",
-    options,
+    options: options2,
     ...normalizeParams(params)
   });
 }
-function _discriminatedUnion(Class2, discriminator, options, params) {
+function _discriminatedUnion(Class2, discriminator, options2, params) {
   return new Class2({
     type: "union",
-    options,
+    options: options2,
     discriminator,
     ...normalizeParams(params)
   });
@@ -42447,11 +42447,11 @@ var JSONSchemaGenerator = class {
           }
           case "union": {
             const json3 = _json;
-            const options = def.options.map((x, i2) => this.process(x, {
+            const options2 = def.options.map((x, i2) => this.process(x, {
               ...params,
               path: [...params.path, "anyOf", i2]
             }));
-            json3.anyOf = options;
+            json3.anyOf = options2;
             break;
           }
           case "intersection": {
@@ -43657,10 +43657,10 @@ var ZodUnion = /* @__PURE__ */ $constructor("ZodUnion", (inst, def) => {
   ZodType.init(inst, def);
   inst.options = def.options;
 });
-function union(options, params) {
+function union(options2, params) {
   return new ZodUnion({
     type: "union",
-    options,
+    options: options2,
     ...util_exports.normalizeParams(params)
   });
 }
@@ -43668,10 +43668,10 @@ var ZodDiscriminatedUnion = /* @__PURE__ */ $constructor("ZodDiscriminatedUnion"
   ZodUnion.init(inst, def);
   $ZodDiscriminatedUnion.init(inst, def);
 });
-function discriminatedUnion(discriminator, options, params) {
+function discriminatedUnion(discriminator, options2, params) {
   return new ZodDiscriminatedUnion({
     type: "union",
-    options,
+    options: options2,
     discriminator,
     ...util_exports.normalizeParams(params)
   });
@@ -46020,28 +46020,28 @@ var noop = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path76, memo2) {
+function createInnerProxy(callback, path78, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path76.join(".");
+  const cacheKey = path78.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path76, key], memo2);
+      return createInnerProxy(callback, [...path78, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path76[path76.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path76.slice(0, -1).join(".")})`;
+      const lastOfPath = path78[path78.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path78.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path76
+        path: path78
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path76.slice(0, -1)
+        path: path78.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path76.slice(0, -1)
+        path: path78.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -46184,12 +46184,12 @@ function _objectSpread22(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path76, error: error46, config: config3 } = opts;
+  const { path: path78, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path76,
+    path: path78,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread22(_objectSpread22({}, opts), {}, { shape }));
@@ -46359,13 +46359,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path76 = []) {
+    function step(from, path78 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path76, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path78, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path76, key].join(".")] = createLazyLoader({
-            path: path76,
+          lazy3[[...path78, key].join(".")] = createLazyLoader({
+            path: path78,
             ref: item,
             key,
             aggregate
@@ -46373,14 +46373,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path76, key]);
+          aggregate[key] = step(getRouterInput(item), [...path78, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path76, key]);
+          aggregate[key] = step(item, [...path78, key]);
           continue;
         }
-        const newPath = [...path76, key].join(".");
+        const newPath = [...path78, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -46404,14 +46404,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path76) {
+async function getProcedureAtPath(router, path78) {
   const { _def } = router;
-  let procedure = _def.procedures[path76];
+  let procedure = _def.procedures[path78];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path76 === key2 || path76.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path78 === key2 || path78.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path76];
+    procedure = _def.procedures[path78];
   }
   return procedure;
 }
@@ -46420,15 +46420,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path76, args } = innerOpts;
-        const fullPath = path76.join(".");
-        if (path76.length === 1 && path76[0] === "_def") return _def;
+        const { path: path78, args } = innerOpts;
+        const fullPath = path78.join(".");
+        if (path78.length === 1 && path78[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path76}"`
+            message: `No procedure found on path "${path78}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -46488,13 +46488,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path76, separator) {
-  if (separator === ".") return path76;
-  return path76.split(".").join(separator);
+function procedurePathToURLPath(path78, separator) {
+  if (separator === ".") return path78;
+  return path78.split(".").join(separator);
 }
-function urlPathToProcedurePath(path76, separator) {
-  if (separator === ".") return path76;
-  return path76.split(separator).join(".");
+function urlPathToProcedurePath(path78, separator) {
+  if (separator === ".") return path78;
+  return path78.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -46753,11 +46753,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path76, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path76);
+    const calls = await Promise.all(paths.map(async (path78, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path78);
       return {
         batchIndex: index,
-        path: path76,
+        path: path78,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -47408,9 +47408,9 @@ function isPromise(value) {
   return (isObject2(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path76) {
-    super("Max depth reached at path: " + path76.join("."));
-    this.path = path76;
+  constructor(path78) {
+    super("Max depth reached at path: " + path78.join("."));
+    this.path = path78;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -47428,16 +47428,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path76) {
+    function encodePromise(promise2, path78) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path76);
+          const error46 = checkMaxDepth(path78);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path76
+                path: path78
               });
             });
             promise2 = Promise.reject(error46);
@@ -47447,20 +47447,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path76)
+              encode3(next, path78)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path76
+              path: path78
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path76
+                path: path78
               })
             ];
           }
@@ -47470,12 +47470,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path76) {
+    function encodeAsyncIterable(iterable2, path78) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path76);
+            const error46 = checkMaxDepth(path78);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -47485,28 +47485,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path76)
+                    encode3(next.value, path78)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path76)
+                  encode3(next.value, path78)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path76
+                path: path78
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path76
+                  path: path78
                 })
               ];
             }
@@ -47521,27 +47521,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path76) {
-      if (opts.maxDepth && path76.length > opts.maxDepth) return new MaxDepthError(path76);
+    function checkMaxDepth(path78) {
+      if (opts.maxDepth && path78.length > opts.maxDepth) return new MaxDepthError(path78);
       return null;
     }
-    function encodeAsync3(value, path76) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path76)];
+    function encodeAsync3(value, path78) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path78)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path76.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path76)];
+        if (opts.maxDepth && path78.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path78)];
       }
       return null;
     }
-    function encode3(value, path76) {
+    function encode3(value, path78) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path76);
+      const reg = encodeAsync3(value, path78);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject2(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path76, key]);
+        const transformed = encodeAsync3(item, [...path78, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -47739,11 +47739,11 @@ function sseStreamConsumer(opts) {
         });
       };
       addMessageListener(CONNECTED_EVENT, (msg) => {
-        const options = JSON.parse(msg.data);
-        clientOptions = options;
+        const options2 = JSON.parse(msg.data);
+        clientOptions = options2;
         controller.enqueue({
           type: "connected",
-          options,
+          options: options2,
           eventSource
         });
       });
@@ -47855,13 +47855,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path76) {
+function decodePath(path78) {
   try {
-    return decodeURIComponent(path76);
+    return decodeURIComponent(path78);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path76}"`,
+      message: `Invalid URL-encoding in path "${path78}"`,
       cause
     });
   }
@@ -48130,11 +48130,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call === null || call === void 0 ? void 0 : call.result();
-              const path76 = call === null || call === void 0 ? void 0 : call.path;
+              const path78 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path76,
+                path: path78,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -48145,7 +48145,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path76,
+                path: path78,
                 type
               });
             }
@@ -48261,14 +48261,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call === null || call === void 0 ? void 0 : call.result();
-          const path76 = call === null || call === void 0 ? void 0 : call.path;
+          const path78 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path76,
+            path: path78,
             type
           });
         }
@@ -48984,7 +48984,7 @@ function httpLink(opts) {
     return (operationOpts) => {
       const { op } = operationOpts;
       return observable((observer) => {
-        const { path: path76, input: input2, type } = op;
+        const { path: path78, input: input2, type } = op;
         if (type === "subscription") throw new Error("Subscriptions are unsupported by `httpLink` - use `httpSubscriptionLink` or `wsLink`");
         const ac = new AbortController();
         const { signal, cleanup } = raceAbortSignalsWithCleanup(op.signal, ac.signal);
@@ -48992,7 +48992,7 @@ function httpLink(opts) {
         try {
           request = universalRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path76,
+            path: path78,
             input: input2,
             signal,
             headers() {
@@ -49150,21 +49150,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path76 = batchOps.map((op) => op.path).join(",");
+          const path78 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
             type,
-            path: path76,
+            path: path78,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path76 = batchOps.map((op) => op.path).join(",");
+          const path78 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread2(_objectSpread2({}, resolvedOpts), {}, {
-            path: path76,
+            path: path78,
             inputs,
             type,
             headers() {
@@ -49410,30 +49410,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path76, input2, opts) {
+  query(path78, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path76,
+      path: path78,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path76, input2, opts) {
+  mutation(path78, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path76,
+      path: path78,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path76, input2, opts = {}) {
+  subscription(path78, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path76,
+      path: path78,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -49498,8 +49498,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path76, args }) => {
-    const pathCopy = [...path76];
+  const proxy = createRecursiveProxy(({ path: path78, args }) => {
+    const pathCopy = [...path78];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -49574,7 +49574,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path76, input: input2 } = op;
+        const { type, path: path78, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -49584,7 +49584,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path76,
+            path: path78,
             pathSeparator,
             type,
             signal: null
@@ -49824,8 +49824,8 @@ AsyncGenerator2.prototype["function" == typeof Symbol && Symbol.asyncIterator ||
 
 // node_modules/eventsource-parser/dist/index.js
 var ParseError = class extends Error {
-  constructor(message, options) {
-    super(message), this.name = "ParseError", this.type = options.type, this.field = options.field, this.value = options.value, this.line = options.line;
+  constructor(message, options2) {
+    super(message), this.name = "ParseError", this.type = options2.type, this.field = options2.field, this.value = options2.value, this.line = options2.line;
   }
 };
 var LF = 10;
@@ -49982,8 +49982,8 @@ ${value}`, dataLines++;
       data
     }), id3 = void 0, data = "", dataLines = 0, eventType = void 0;
   }
-  function reset2(options = {}) {
-    if (options.consume && pendingFragments.length > 0) {
+  function reset2(options2 = {}) {
+    if (options2.consume && pendingFragments.length > 0) {
       const incompleteLine = pendingFragments.join("");
       parseLine(incompleteLine, 0, incompleteLine.length);
     }
@@ -50023,8 +50023,8 @@ var ErrorEvent = class extends Event {
    * @param inspect - The inspect function to use (prevents having to import it from `util`)
    * @returns A string representation of the error
    */
-  [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")](_depth, options, inspect3) {
-    return inspect3(inspectableError(this), options);
+  [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")](_depth, options2, inspect3) {
+    return inspect3(inspectableError(this), options2);
   }
   /**
    * Deno "hides" the `message` and `code` properties of the `ErrorEvent` instance,
@@ -50037,8 +50037,8 @@ var ErrorEvent = class extends Event {
    * @param options - The options passed to `Deno.inspect`
    * @returns A string representation of the error
    */
-  [/* @__PURE__ */ Symbol.for("Deno.customInspect")](inspect3, options) {
-    return inspect3(inspectableError(this), options);
+  [/* @__PURE__ */ Symbol.for("Deno.customInspect")](inspect3, options2) {
+    return inspect3(inspectableError(this), options2);
   }
 };
 function syntaxError(message) {
@@ -50117,11 +50117,11 @@ var EventSource = class extends EventTarget {
         return;
       }
       const decoder = new TextDecoder(), reader = body.getReader();
-      let open3 = true;
+      let open4 = true;
       do {
         const { done, value } = await reader.read();
-        value && __privateGet(this, _parser).feed(decoder.decode(value, { stream: !done })), done && (open3 = false, __privateGet(this, _parser).reset(), __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this));
-      } while (open3);
+        value && __privateGet(this, _parser).feed(decoder.decode(value, { stream: !done })), done && (open4 = false, __privateGet(this, _parser).reset(), __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this));
+      } while (open4);
     }), __privateAdd(this, _onFetchError, (err) => {
       __privateSet(this, _controller, void 0), !(err.name === "AbortError" || err.type === "aborted") && __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this, flattenError2(err));
     }), __privateAdd(this, _onEvent, (event) => {
@@ -50204,13 +50204,13 @@ var EventSource = class extends EventTarget {
   set onopen(value) {
     __privateSet(this, _onOpen, value);
   }
-  addEventListener(type, listener, options) {
+  addEventListener(type, listener, options2) {
     const listen = listener;
-    super.addEventListener(type, listen, options);
+    super.addEventListener(type, listen, options2);
   }
-  removeEventListener(type, listener, options) {
+  removeEventListener(type, listener, options2) {
     const listen = listener;
-    super.removeEventListener(type, listen, options);
+    super.removeEventListener(type, listen, options2);
   }
   /**
    * Aborts any instances of the fetch algorithm started for this EventSource object, and sets the readyState attribute to CLOSED.
@@ -50396,6 +50396,9 @@ var ConfigSchema = external_exports.object({
   OCW_NO_SANDBOX: flag().describe("1: run workers without the OS sandbox (the person's explicit opt-out)"),
   OCW_SANDBOX_READONLY: str().describe(
     'extra folders (":"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list'
+  ),
+  OCW_GIT_READ_SEC: num(600).describe(
+    "wall-clock seconds the engine's git may take over a worker's files at grading (a FIFO named .gitignore makes git wait for good): past them the grading fails and says why"
   ),
   OCW_COMMAND_TIMEOUT_SEC: num(600).describe("wall-clock seconds one worker command may run, whatever timeout the model asked for"),
   OCW_COMMAND_MAX_PROCS: num(1024).describe(
@@ -51093,19 +51096,24 @@ const losslessUtf8 = ${losslessUtf8.toString()};
 let base = {};
 on((m) => {
   if (m.base) { base = m.base; return; }
-  const { id, file, args, cwd, set, unset, max, lossless, bytes: asBytes } = m;
+  const { id, file, args, cwd, set, unset, max, lossless, bytes: asBytes, limit } = m;
   const env = Object.assign({}, base, set);
   for (const k of unset) delete env[k];
   let child;
   const out = [], err = [];
-  let bytes = 0, over = false;
+  let bytes = 0, over = false, late = false, timer;
   let done = false;
-  const finish = (r) => { if (!done) { done = true; post({ id, ...r }); } };
+  const finish = (r) => { if (!done) { done = true; clearTimeout(timer); post({ id, ...r }); } };
   try {
-    child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    // With a time limit, a group of its own: a script's git, not only the shell, is ended at the limit.
+    child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: !!limit });
   } catch (e) {
     return finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) });
   }
+  if (limit) timer = setTimeout(() => {
+    late = true;
+    try { process.kill(-child.pid, "SIGKILL"); } catch { child.kill("SIGKILL"); }
+  }, limit);
   const keep = (into) => (b) => {
     if (over) return;
     bytes += b.length;
@@ -51120,7 +51128,9 @@ on((m) => {
   child.stdout.on("data", keep(out));
   child.stderr.on("data", keep(err));
   child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
-  child.on("close", (code, signal) => over
+  child.on("close", (code, signal) => late
+    ? finish({ exitCode: null, signal, stdout: "", stderr: "it ran past " + limit / 1000 + " s: it was stopped", timedOut: true })
+    : over
     ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
     : finish({ exitCode: code, signal, stdout: asBytes ? Buffer.concat(out).toString("latin1") : lossless ? losslessUtf8(Buffer.concat(out)) : Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
 });
@@ -51161,7 +51171,8 @@ var CommandThread = class {
         unset,
         max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES,
         lossless: !!opts.lossless,
-        bytes: !!opts.bytes
+        bytes: !!opts.bytes,
+        ...opts.limitMs ? { limit: opts.limitMs } : {}
       });
     });
   }
@@ -52015,7 +52026,7 @@ async function gradeCommand(o2) {
 }
 
 // engine/commands/run.ts
-import { readFileSync as readFileSync5 } from "node:fs";
+import { existsSync as existsSync4, readFileSync as readFileSync5 } from "node:fs";
 import path11 from "node:path";
 import readline from "node:readline";
 
@@ -52647,6 +52658,12 @@ function parseBatch(file3) {
     const again = asObject ? BatchFile.options[1].safeParse(raw2) : BatchFile.options[0].safeParse(raw2);
     const i2 = (again.success ? parsed.error : again.error).issues[0];
     const at = asObject && i2.path[0] === "tasks" ? i2.path.slice(1) : asObject ? null : i2.path;
+    const oneTask = '(one task too: [{"task": \u2026, "dir": \u2026}])';
+    if (asObject && !("tasks" in raw2))
+      throw new CliError(`batch file ${file3}: no "tasks" array: write a JSON array of tasks, or {"tasks": [...]} ${oneTask}`);
+    if (asObject && !Array.isArray(raw2.tasks))
+      throw new CliError(`batch file ${file3}: "tasks" must be an array of tasks: {"tasks": [{"task": \u2026, "dir": \u2026}, \u2026]}`);
+    if (!asObject && !Array.isArray(raw2)) throw new CliError(`batch file ${file3}: write a JSON array of tasks, or {"tasks": [...]} ${oneTask}`);
     const where = at === null ? i2.path.length ? `${i2.path.join(".")}: ` : "" : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
     throw new CliError(`batch file ${file3}: ${where}${i2.message}`);
   }
@@ -52688,6 +52705,10 @@ async function runCommand2(o2) {
     if (o2.name !== void 0) batchName = o2.name.trim();
   } else {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
+    if (/^~(\/|$)/.test(o2.dir) && !existsSync4(path11.resolve(o2.dir)))
+      throw new CliError(
+        `--dir ${o2.dir}: a quoted ~ is not your home folder (the shell expands it only unquoted): give --dir "$HOME${o2.dir.slice(1)}" or an absolute path`
+      );
     if (o2.task === void 0) throw new CliError("--task is required: say what the worker should do (or give several tasks with --batch FILE)");
     if (!o2.task.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o2.check.some((c3) => !c3.trim()))
@@ -52954,7 +52975,8 @@ function workerResult(w, events) {
   const flagged = v?.flags?.length ? `
   flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}` : "";
   const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "not built"}${json3.weakEvidence ? " \u2014 weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `
-  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
+  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}${v?.checks.some((c3) => !c3.passed) ? `
+  why: ocw show ${w.id} (each failed check's output) \xB7 ocw logs ${w.id}` : ""}`;
   return { json: json3, summary, timedOutChecks: (v?.checks ?? []).filter((c3) => c3.timedOut).map((c3) => c3.name) };
 }
 var CANCELLED = /* @__PURE__ */ Symbol("answered elsewhere");
@@ -53090,11 +53112,11 @@ ocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer need
       if (answer === CANCELLED) continue;
       this.current = null;
       if (answer === null) {
-        const open3 = [ask, ...this.queue].filter((a2) => !this.settled.has(a2.id));
-        if (open3.length && !this.ending)
+        const open4 = [ask, ...this.queue].filter((a2) => !this.settled.has(a2.id));
+        if (open4.length && !this.ending)
           this.out.write(
             `
-ocw: no terminal input; ${open3.length === 1 ? "the ask stays" : `${open3.length} asks stay`} pending (answer with \`ocw asks\` and \`ocw approve ASK_ID\`, in the GUI, or run with --approve)
+ocw: no terminal input; ${open4.length === 1 ? "the ask stays" : `${open4.length} asks stay`} pending (answer with \`ocw asks\` and \`ocw approve ASK_ID\`, in the GUI, or run with --approve)
 `
           );
         this.queue.length = 0;
@@ -54704,8 +54726,8 @@ var UrlElicitationRequiredError = class extends McpError {
 // node_modules/@modelcontextprotocol/sdk/dist/esm/shared/stdio.js
 var STDIO_DEFAULT_MAX_BUFFER_SIZE = 10 * 1024 * 1024;
 var ReadBuffer = class {
-  constructor(options) {
-    this._maxBufferSize = options?.maxBufferSize ?? STDIO_DEFAULT_MAX_BUFFER_SIZE;
+  constructor(options2) {
+    this._maxBufferSize = options2?.maxBufferSize ?? STDIO_DEFAULT_MAX_BUFFER_SIZE;
   }
   append(chunk) {
     const newSize = (this._buffer?.length ?? 0) + chunk.length;
@@ -54740,7 +54762,7 @@ function serializeMessage(message) {
 
 // node_modules/@modelcontextprotocol/sdk/dist/esm/server/stdio.js
 var StdioServerTransport = class {
-  constructor(_stdin = process3.stdin, _stdout = process3.stdout, options) {
+  constructor(_stdin = process3.stdin, _stdout = process3.stdout, options2) {
     this._stdin = _stdin;
     this._stdout = _stdout;
     this._started = false;
@@ -54757,7 +54779,7 @@ var StdioServerTransport = class {
     this._onerror = (error46) => {
       this.onerror?.(error46);
     };
-    this._readBuffer = new ReadBuffer({ maxBufferSize: options?.maxBufferSize });
+    this._readBuffer = new ReadBuffer({ maxBufferSize: options2?.maxBufferSize });
   }
   /**
    * Starts listening for messages on stdin.
@@ -55273,8 +55295,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path76, errorMaps, issueData } = params;
-  const fullPath = [...path76, ...issueData.path || []];
+  const { data, path: path78, errorMaps, issueData } = params;
+  const fullPath = [...path78, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -55389,11 +55411,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path76, key) {
+  constructor(parent, value, path78, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path76;
+    this._path = path78;
     this._key = key;
   }
   get path() {
@@ -56160,48 +56182,48 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
       ...errorUtil.errToObj(message)
     });
   }
-  jwt(options) {
-    return this._addCheck({ kind: "jwt", ...errorUtil.errToObj(options) });
+  jwt(options2) {
+    return this._addCheck({ kind: "jwt", ...errorUtil.errToObj(options2) });
   }
-  ip(options) {
-    return this._addCheck({ kind: "ip", ...errorUtil.errToObj(options) });
+  ip(options2) {
+    return this._addCheck({ kind: "ip", ...errorUtil.errToObj(options2) });
   }
-  cidr(options) {
-    return this._addCheck({ kind: "cidr", ...errorUtil.errToObj(options) });
+  cidr(options2) {
+    return this._addCheck({ kind: "cidr", ...errorUtil.errToObj(options2) });
   }
-  datetime(options) {
-    if (typeof options === "string") {
+  datetime(options2) {
+    if (typeof options2 === "string") {
       return this._addCheck({
         kind: "datetime",
         precision: null,
         offset: false,
         local: false,
-        message: options
+        message: options2
       });
     }
     return this._addCheck({
       kind: "datetime",
-      precision: typeof options?.precision === "undefined" ? null : options?.precision,
-      offset: options?.offset ?? false,
-      local: options?.local ?? false,
-      ...errorUtil.errToObj(options?.message)
+      precision: typeof options2?.precision === "undefined" ? null : options2?.precision,
+      offset: options2?.offset ?? false,
+      local: options2?.local ?? false,
+      ...errorUtil.errToObj(options2?.message)
     });
   }
   date(message) {
     return this._addCheck({ kind: "date", message });
   }
-  time(options) {
-    if (typeof options === "string") {
+  time(options2) {
+    if (typeof options2 === "string") {
       return this._addCheck({
         kind: "time",
         precision: null,
-        message: options
+        message: options2
       });
     }
     return this._addCheck({
       kind: "time",
-      precision: typeof options?.precision === "undefined" ? null : options?.precision,
-      ...errorUtil.errToObj(options?.message)
+      precision: typeof options2?.precision === "undefined" ? null : options2?.precision,
+      ...errorUtil.errToObj(options2?.message)
     });
   }
   duration(message) {
@@ -56214,12 +56236,12 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
       ...errorUtil.errToObj(message)
     });
   }
-  includes(value, options) {
+  includes(value, options2) {
     return this._addCheck({
       kind: "includes",
       value,
-      position: options?.position,
-      ...errorUtil.errToObj(options?.message)
+      position: options2?.position,
+      ...errorUtil.errToObj(options2?.message)
     });
   }
   startsWith(value, message) {
@@ -57503,7 +57525,7 @@ ZodObject2.lazycreate = (shape, params) => {
 var ZodUnion2 = class extends ZodType2 {
   _parse(input2) {
     const { ctx } = this._processInputParams(input2);
-    const options = this._def.options;
+    const options2 = this._def.options;
     function handleResults(results) {
       for (const result2 of results) {
         if (result2.result.status === "valid") {
@@ -57524,7 +57546,7 @@ var ZodUnion2 = class extends ZodType2 {
       return INVALID;
     }
     if (ctx.common.async) {
-      return Promise.all(options.map(async (option) => {
+      return Promise.all(options2.map(async (option) => {
         const childCtx = {
           ...ctx,
           common: {
@@ -57545,7 +57567,7 @@ var ZodUnion2 = class extends ZodType2 {
     } else {
       let dirty = void 0;
       const issues = [];
-      for (const option of options) {
+      for (const option of options2) {
         const childCtx = {
           ...ctx,
           common: {
@@ -57675,9 +57697,9 @@ var ZodDiscriminatedUnion2 = class _ZodDiscriminatedUnion extends ZodType2 {
    * @param types an array of object schemas
    * @param params
    */
-  static create(discriminator, options, params) {
+  static create(discriminator, options2, params) {
     const optionsMap = /* @__PURE__ */ new Map();
-    for (const type of options) {
+    for (const type of options2) {
       const discriminatorValues = getDiscriminator(type.shape[discriminator]);
       if (!discriminatorValues.length) {
         throw new Error(`A discriminator value for key \`${discriminator}\` could not be extracted from all schema options`);
@@ -57692,7 +57714,7 @@ var ZodDiscriminatedUnion2 = class _ZodDiscriminatedUnion extends ZodType2 {
     return new _ZodDiscriminatedUnion({
       typeName: ZodFirstPartyTypeKind2.ZodDiscriminatedUnion,
       discriminator,
-      options,
+      options: options2,
       optionsMap,
       ...processCreateParams(params)
     });
@@ -58918,11 +58940,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path76) {
-  if (path76.length === 0) {
+function getDotPath(path78) {
+  if (path78.length === 0) {
     return "object root";
   }
-  return path76.reduce((acc, seg, index) => {
+  return path78.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -59025,17 +59047,17 @@ var defaultOptions = {
   nameStrategy: "ref",
   openAiAnyTypeName: "OpenAiAnyType"
 };
-var getDefaultOptions = (options) => typeof options === "string" ? {
+var getDefaultOptions = (options2) => typeof options2 === "string" ? {
   ...defaultOptions,
-  name: options
+  name: options2
 } : {
   ...defaultOptions,
-  ...options
+  ...options2
 };
 
 // node_modules/zod-to-json-schema/dist/esm/Refs.js
-var getRefs = (options) => {
-  const _options = getDefaultOptions(options);
+var getRefs = (options2) => {
+  const _options = getDefaultOptions(options2);
   const currentPath = _options.name !== void 0 ? [..._options.basePath, _options.definitionPath, _options.name] : _options.basePath;
   return {
     ..._options,
@@ -59772,17 +59794,17 @@ var primitiveMappings = {
 function parseUnionDef(def, refs) {
   if (refs.target === "openApi3")
     return asAnyOf(def, refs);
-  const options = def.options instanceof Map ? Array.from(def.options.values()) : def.options;
-  if (options.every((x) => x._def.typeName in primitiveMappings && (!x._def.checks || !x._def.checks.length))) {
-    const types = options.reduce((types2, x) => {
+  const options2 = def.options instanceof Map ? Array.from(def.options.values()) : def.options;
+  if (options2.every((x) => x._def.typeName in primitiveMappings && (!x._def.checks || !x._def.checks.length))) {
+    const types = options2.reduce((types2, x) => {
       const type = primitiveMappings[x._def.typeName];
       return type && !types2.includes(type) ? [...types2, type] : types2;
     }, []);
     return {
       type: types.length > 1 ? types : types[0]
     };
-  } else if (options.every((x) => x._def.typeName === "ZodLiteral" && !x.description)) {
-    const types = options.reduce((acc, x) => {
+  } else if (options2.every((x) => x._def.typeName === "ZodLiteral" && !x.description)) {
+    const types = options2.reduce((acc, x) => {
       const type = typeof x._def.value;
       switch (type) {
         case "string":
@@ -59801,19 +59823,19 @@ function parseUnionDef(def, refs) {
           return acc;
       }
     }, []);
-    if (types.length === options.length) {
+    if (types.length === options2.length) {
       const uniqueTypes = types.filter((x, i2, a2) => a2.indexOf(x) === i2);
       return {
         type: uniqueTypes.length > 1 ? uniqueTypes : uniqueTypes[0],
-        enum: options.reduce((acc, x) => {
+        enum: options2.reduce((acc, x) => {
           return acc.includes(x._def.value) ? acc : [...acc, x._def.value];
         }, [])
       };
     }
-  } else if (options.every((x) => x._def.typeName === "ZodEnum")) {
+  } else if (options2.every((x) => x._def.typeName === "ZodEnum")) {
     return {
       type: "string",
-      enum: options.reduce((acc, x) => [
+      enum: options2.reduce((acc, x) => [
         ...acc,
         ...x._def.values.filter((x2) => !acc.includes(x2))
       ], [])
@@ -60222,21 +60244,21 @@ var addMeta = (def, refs, jsonSchema) => {
 };
 
 // node_modules/zod-to-json-schema/dist/esm/zodToJsonSchema.js
-var zodToJsonSchema = (schema, options) => {
-  const refs = getRefs(options);
-  let definitions = typeof options === "object" && options.definitions ? Object.entries(options.definitions).reduce((acc, [name2, schema2]) => ({
+var zodToJsonSchema = (schema, options2) => {
+  const refs = getRefs(options2);
+  let definitions = typeof options2 === "object" && options2.definitions ? Object.entries(options2.definitions).reduce((acc, [name2, schema2]) => ({
     ...acc,
     [name2]: parseDef(schema2._def, {
       ...refs,
       currentPath: [...refs.basePath, refs.definitionPath, name2]
     }, true) ?? parseAnyDef(refs)
   }), {}) : void 0;
-  const name = typeof options === "string" ? options : options?.nameStrategy === "title" ? void 0 : options?.name;
+  const name = typeof options2 === "string" ? options2 : options2?.nameStrategy === "title" ? void 0 : options2?.name;
   const main = parseDef(schema._def, name === void 0 ? refs : {
     ...refs,
     currentPath: [...refs.basePath, refs.definitionPath, name]
   }, false) ?? parseAnyDef(refs);
-  const title = typeof options === "object" && options.name !== void 0 && options.nameStrategy === "title" ? options.name : void 0;
+  const title = typeof options2 === "object" && options2.name !== void 0 && options2.nameStrategy === "title" ? options2.name : void 0;
   if (title !== void 0) {
     main.title = title;
   }
@@ -60622,11 +60644,11 @@ var Protocol = class {
         }
         await this.notification(notification, notificationOptions);
       },
-      sendRequest: async (r, resultSchema, options) => {
+      sendRequest: async (r, resultSchema, options2) => {
         if (abortController.signal.aborted) {
           throw new McpError(ErrorCode2.ConnectionClosed, "Request was cancelled");
         }
-        const requestOptions = { ...options, relatedRequestId: request.id };
+        const requestOptions = { ...options2, relatedRequestId: request.id };
         if (relatedTaskId && !requestOptions.relatedTask) {
           requestOptions.relatedTask = { taskId: relatedTaskId };
         }
@@ -60798,11 +60820,11 @@ var Protocol = class {
    *
    * @experimental Use `client.experimental.tasks.requestStream()` to access this method.
    */
-  async *requestStream(request, resultSchema, options) {
-    const { task } = options ?? {};
+  async *requestStream(request, resultSchema, options2) {
+    const { task } = options2 ?? {};
     if (!task) {
       try {
-        const result2 = await this.request(request, resultSchema, options);
+        const result2 = await this.request(request, resultSchema, options2);
         yield { type: "result", result: result2 };
       } catch (error46) {
         yield {
@@ -60814,7 +60836,7 @@ var Protocol = class {
     }
     let taskId;
     try {
-      const createResult = await this.request(request, CreateTaskResultSchema, options);
+      const createResult = await this.request(request, CreateTaskResultSchema, options2);
       if (createResult.task) {
         taskId = createResult.task.taskId;
         yield { type: "taskCreated", task: createResult.task };
@@ -60822,11 +60844,11 @@ var Protocol = class {
         throw new McpError(ErrorCode2.InternalError, "Task creation did not return a task");
       }
       while (true) {
-        const task2 = await this.getTask({ taskId }, options);
+        const task2 = await this.getTask({ taskId }, options2);
         yield { type: "taskStatus", task: task2 };
         if (isTerminal(task2.status)) {
           if (task2.status === "completed") {
-            const result2 = await this.getTaskResult({ taskId }, resultSchema, options);
+            const result2 = await this.getTaskResult({ taskId }, resultSchema, options2);
             yield { type: "result", result: result2 };
           } else if (task2.status === "failed") {
             yield {
@@ -60842,13 +60864,13 @@ var Protocol = class {
           return;
         }
         if (task2.status === "input_required") {
-          const result2 = await this.getTaskResult({ taskId }, resultSchema, options);
+          const result2 = await this.getTaskResult({ taskId }, resultSchema, options2);
           yield { type: "result", result: result2 };
           return;
         }
         const pollInterval = task2.pollInterval ?? this._options?.defaultTaskPollInterval ?? 1e3;
         await new Promise((resolve) => setTimeout(resolve, pollInterval));
-        options?.signal?.throwIfAborted();
+        options2?.signal?.throwIfAborted();
       }
     } catch (error46) {
       yield {
@@ -60862,8 +60884,8 @@ var Protocol = class {
    *
    * Do not use this method to emit notifications! Use notification() instead.
    */
-  request(request, resultSchema, options) {
-    const { relatedRequestId, resumptionToken, onresumptiontoken, task, relatedTask } = options ?? {};
+  request(request, resultSchema, options2) {
+    const { relatedRequestId, resumptionToken, onresumptiontoken, task, relatedTask } = options2 ?? {};
     return new Promise((resolve, reject) => {
       const earlyReject = (error46) => {
         reject(error46);
@@ -60883,15 +60905,15 @@ var Protocol = class {
           return;
         }
       }
-      options?.signal?.throwIfAborted();
+      options2?.signal?.throwIfAborted();
       const messageId = this._requestMessageId++;
       const jsonrpcRequest = {
         ...request,
         jsonrpc: "2.0",
         id: messageId
       };
-      if (options?.onprogress) {
-        this._progressHandlers.set(messageId, options.onprogress);
+      if (options2?.onprogress) {
+        this._progressHandlers.set(messageId, options2.onprogress);
         jsonrpcRequest.params = {
           ...request.params,
           _meta: {
@@ -60931,7 +60953,7 @@ var Protocol = class {
         reject(error46);
       };
       this._responseHandlers.set(messageId, (response) => {
-        if (options?.signal?.aborted) {
+        if (options2?.signal?.aborted) {
           return;
         }
         if (response instanceof Error) {
@@ -60948,12 +60970,12 @@ var Protocol = class {
           reject(error46);
         }
       });
-      options?.signal?.addEventListener("abort", () => {
-        cancel(options?.signal?.reason);
+      options2?.signal?.addEventListener("abort", () => {
+        cancel(options2?.signal?.reason);
       });
-      const timeout = options?.timeout ?? DEFAULT_REQUEST_TIMEOUT_MSEC;
+      const timeout = options2?.timeout ?? DEFAULT_REQUEST_TIMEOUT_MSEC;
       const timeoutHandler = () => cancel(McpError.fromError(ErrorCode2.RequestTimeout, "Request timed out", { timeout }));
-      this._setupTimeout(messageId, timeout, options?.maxTotalTimeout, timeoutHandler, options?.resetTimeoutOnProgress ?? false);
+      this._setupTimeout(messageId, timeout, options2?.maxTotalTimeout, timeoutHandler, options2?.resetTimeoutOnProgress ?? false);
       const relatedTaskId = relatedTask?.taskId;
       if (relatedTaskId) {
         const responseResolver = (response) => {
@@ -60986,42 +61008,42 @@ var Protocol = class {
    *
    * @experimental Use `client.experimental.tasks.getTask()` to access this method.
    */
-  async getTask(params, options) {
-    return this.request({ method: "tasks/get", params }, GetTaskResultSchema, options);
+  async getTask(params, options2) {
+    return this.request({ method: "tasks/get", params }, GetTaskResultSchema, options2);
   }
   /**
    * Retrieves the result of a completed task.
    *
    * @experimental Use `client.experimental.tasks.getTaskResult()` to access this method.
    */
-  async getTaskResult(params, resultSchema, options) {
-    return this.request({ method: "tasks/result", params }, resultSchema, options);
+  async getTaskResult(params, resultSchema, options2) {
+    return this.request({ method: "tasks/result", params }, resultSchema, options2);
   }
   /**
    * Lists tasks, optionally starting from a pagination cursor.
    *
    * @experimental Use `client.experimental.tasks.listTasks()` to access this method.
    */
-  async listTasks(params, options) {
-    return this.request({ method: "tasks/list", params }, ListTasksResultSchema, options);
+  async listTasks(params, options2) {
+    return this.request({ method: "tasks/list", params }, ListTasksResultSchema, options2);
   }
   /**
    * Cancels a specific task.
    *
    * @experimental Use `client.experimental.tasks.cancelTask()` to access this method.
    */
-  async cancelTask(params, options) {
-    return this.request({ method: "tasks/cancel", params }, CancelTaskResultSchema, options);
+  async cancelTask(params, options2) {
+    return this.request({ method: "tasks/cancel", params }, CancelTaskResultSchema, options2);
   }
   /**
    * Emits a notification, which is a one-way message that does not expect a response.
    */
-  async notification(notification, options) {
+  async notification(notification, options2) {
     if (!this._transport) {
       throw new Error("Not connected");
     }
     this.assertNotificationCapability(notification.method);
-    const relatedTaskId = options?.relatedTask?.taskId;
+    const relatedTaskId = options2?.relatedTask?.taskId;
     if (relatedTaskId) {
       const jsonrpcNotification2 = {
         ...notification,
@@ -61030,7 +61052,7 @@ var Protocol = class {
           ...notification.params,
           _meta: {
             ...notification.params?._meta || {},
-            [RELATED_TASK_META_KEY]: options.relatedTask
+            [RELATED_TASK_META_KEY]: options2.relatedTask
           }
         }
       };
@@ -61042,7 +61064,7 @@ var Protocol = class {
       return;
     }
     const debouncedMethods = this._options?.debouncedNotificationMethods ?? [];
-    const canDebounce = debouncedMethods.includes(notification.method) && !notification.params && !options?.relatedRequestId && !options?.relatedTask;
+    const canDebounce = debouncedMethods.includes(notification.method) && !notification.params && !options2?.relatedRequestId && !options2?.relatedTask;
     if (canDebounce) {
       if (this._pendingDebouncedNotifications.has(notification.method)) {
         return;
@@ -61057,19 +61079,19 @@ var Protocol = class {
           ...notification,
           jsonrpc: "2.0"
         };
-        if (options?.relatedTask) {
+        if (options2?.relatedTask) {
           jsonrpcNotification2 = {
             ...jsonrpcNotification2,
             params: {
               ...jsonrpcNotification2.params,
               _meta: {
                 ...jsonrpcNotification2.params?._meta || {},
-                [RELATED_TASK_META_KEY]: options.relatedTask
+                [RELATED_TASK_META_KEY]: options2.relatedTask
               }
             }
           };
         }
-        this._transport?.send(jsonrpcNotification2, options).catch((error46) => this._onerror(error46));
+        this._transport?.send(jsonrpcNotification2, options2).catch((error46) => this._onerror(error46));
       });
       return;
     }
@@ -61077,19 +61099,19 @@ var Protocol = class {
       ...notification,
       jsonrpc: "2.0"
     };
-    if (options?.relatedTask) {
+    if (options2?.relatedTask) {
       jsonrpcNotification = {
         ...jsonrpcNotification,
         params: {
           ...jsonrpcNotification.params,
           _meta: {
             ...jsonrpcNotification.params?._meta || {},
-            [RELATED_TASK_META_KEY]: options.relatedTask
+            [RELATED_TASK_META_KEY]: options2.relatedTask
           }
         }
       };
     }
-    await this._transport.send(jsonrpcNotification, options);
+    await this._transport.send(jsonrpcNotification, options2);
   }
   /**
    * Registers a handler to invoke when this protocol object receives a request with the given method.
@@ -61389,8 +61411,8 @@ var ExperimentalServerTasks = class {
    *
    * @experimental
    */
-  requestStream(request, resultSchema, options) {
-    return this._server.requestStream(request, resultSchema, options);
+  requestStream(request, resultSchema, options2) {
+    return this._server.requestStream(request, resultSchema, options2);
   }
   /**
    * Sends a sampling request and returns an AsyncGenerator that yields response messages.
@@ -61435,7 +61457,7 @@ var ExperimentalServerTasks = class {
    *
    * @experimental
    */
-  createMessageStream(params, options) {
+  createMessageStream(params, options2) {
     const clientCapabilities = this._server.getClientCapabilities();
     if ((params.tools || params.toolChoice) && !clientCapabilities?.sampling?.tools) {
       throw new Error("Client does not support sampling tools capability.");
@@ -61466,7 +61488,7 @@ var ExperimentalServerTasks = class {
     return this.requestStream({
       method: "sampling/createMessage",
       params
-    }, CreateMessageResultSchema, options);
+    }, CreateMessageResultSchema, options2);
   }
   /**
    * Sends an elicitation request and returns an AsyncGenerator that yields response messages.
@@ -61510,7 +61532,7 @@ var ExperimentalServerTasks = class {
    *
    * @experimental
    */
-  elicitInputStream(params, options) {
+  elicitInputStream(params, options2) {
     const clientCapabilities = this._server.getClientCapabilities();
     const mode = params.mode ?? "form";
     switch (mode) {
@@ -61531,7 +61553,7 @@ var ExperimentalServerTasks = class {
     return this.requestStream({
       method: "elicitation/create",
       params: normalizedParams
-    }, ElicitResultSchema, options);
+    }, ElicitResultSchema, options2);
   }
   /**
    * Gets the current status of a task.
@@ -61542,8 +61564,8 @@ var ExperimentalServerTasks = class {
    *
    * @experimental
    */
-  async getTask(taskId, options) {
-    return this._server.getTask({ taskId }, options);
+  async getTask(taskId, options2) {
+    return this._server.getTask({ taskId }, options2);
   }
   /**
    * Retrieves the result of a completed task.
@@ -61555,8 +61577,8 @@ var ExperimentalServerTasks = class {
    *
    * @experimental
    */
-  async getTaskResult(taskId, resultSchema, options) {
-    return this._server.getTaskResult({ taskId }, resultSchema, options);
+  async getTaskResult(taskId, resultSchema, options2) {
+    return this._server.getTaskResult({ taskId }, resultSchema, options2);
   }
   /**
    * Lists tasks with optional pagination.
@@ -61567,8 +61589,8 @@ var ExperimentalServerTasks = class {
    *
    * @experimental
    */
-  async listTasks(cursor, options) {
-    return this._server.listTasks(cursor ? { cursor } : void 0, options);
+  async listTasks(cursor, options2) {
+    return this._server.listTasks(cursor ? { cursor } : void 0, options2);
   }
   /**
    * Cancels a running task.
@@ -61578,8 +61600,8 @@ var ExperimentalServerTasks = class {
    *
    * @experimental
    */
-  async cancelTask(taskId, options) {
-    return this._server.cancelTask({ taskId }, options);
+  async cancelTask(taskId, options2) {
+    return this._server.cancelTask({ taskId }, options2);
   }
 };
 
@@ -61623,8 +61645,8 @@ var Server = class extends Protocol {
   /**
    * Initializes this server with the given name and version information.
    */
-  constructor(_serverInfo, options) {
-    super(options);
+  constructor(_serverInfo, options2) {
+    super(options2);
     this._serverInfo = _serverInfo;
     this._loggingLevels = /* @__PURE__ */ new Map();
     this.LOG_LEVEL_SEVERITY = new Map(LoggingLevelSchema.options.map((level, index) => [level, index]));
@@ -61632,9 +61654,9 @@ var Server = class extends Protocol {
       const currentLevel = this._loggingLevels.get(sessionId);
       return currentLevel ? this.LOG_LEVEL_SEVERITY.get(level) < this.LOG_LEVEL_SEVERITY.get(currentLevel) : false;
     };
-    this._capabilities = options?.capabilities ?? {};
-    this._instructions = options?.instructions;
-    this._jsonSchemaValidator = options?.jsonSchemaValidator ?? new AjvJsonSchemaValidator();
+    this._capabilities = options2?.capabilities ?? {};
+    this._instructions = options2?.instructions;
+    this._jsonSchemaValidator = options2?.jsonSchemaValidator ?? new AjvJsonSchemaValidator();
     this.setRequestHandler(InitializeRequestSchema, (request) => this._oninitialize(request));
     this.setNotificationHandler(InitializedNotificationSchema, () => this.oninitialized?.());
     if (this._capabilities.logging) {
@@ -61859,7 +61881,7 @@ var Server = class extends Protocol {
     return this.request({ method: "ping" }, EmptyResultSchema);
   }
   // Implementation
-  async createMessage(params, options) {
+  async createMessage(params, options2) {
     if (params.tools || params.toolChoice) {
       if (!this._clientCapabilities?.sampling?.tools) {
         throw new Error("Client does not support sampling tools capability.");
@@ -61889,9 +61911,9 @@ var Server = class extends Protocol {
       }
     }
     if (params.tools) {
-      return this.request({ method: "sampling/createMessage", params }, CreateMessageResultWithToolsSchema, options);
+      return this.request({ method: "sampling/createMessage", params }, CreateMessageResultWithToolsSchema, options2);
     }
-    return this.request({ method: "sampling/createMessage", params }, CreateMessageResultSchema, options);
+    return this.request({ method: "sampling/createMessage", params }, CreateMessageResultSchema, options2);
   }
   /**
    * Creates an elicitation request for the given parameters.
@@ -61900,7 +61922,7 @@ var Server = class extends Protocol {
    * @param options Optional request options.
    * @returns The result of the elicitation request.
    */
-  async elicitInput(params, options) {
+  async elicitInput(params, options2) {
     const mode = params.mode ?? "form";
     switch (mode) {
       case "url": {
@@ -61908,14 +61930,14 @@ var Server = class extends Protocol {
           throw new Error("Client does not support url elicitation.");
         }
         const urlParams = params;
-        return this.request({ method: "elicitation/create", params: urlParams }, ElicitResultSchema, options);
+        return this.request({ method: "elicitation/create", params: urlParams }, ElicitResultSchema, options2);
       }
       case "form": {
         if (!this._clientCapabilities?.elicitation?.form) {
           throw new Error("Client does not support form elicitation.");
         }
         const formParams = params.mode === "form" ? params : { ...params, mode: "form" };
-        const result2 = await this.request({ method: "elicitation/create", params: formParams }, ElicitResultSchema, options);
+        const result2 = await this.request({ method: "elicitation/create", params: formParams }, ElicitResultSchema, options2);
         if (result2.action === "accept" && result2.content && formParams.requestedSchema) {
           try {
             const validator = this._jsonSchemaValidator.getValidator(formParams.requestedSchema);
@@ -61942,7 +61964,7 @@ var Server = class extends Protocol {
    * @param options Optional notification options. Useful when the completion notification should be related to a prior request.
    * @returns A function that emits the completion notification when awaited.
    */
-  createElicitationCompletionNotifier(elicitationId, options) {
+  createElicitationCompletionNotifier(elicitationId, options2) {
     if (!this._clientCapabilities?.elicitation?.url) {
       throw new Error("Client does not support URL elicitation (required for notifications/elicitation/complete)");
     }
@@ -61951,10 +61973,10 @@ var Server = class extends Protocol {
       params: {
         elicitationId
       }
-    }, options);
+    }, options2);
   }
-  async listRoots(params, options) {
-    return this.request({ method: "roots/list", params }, ListRootsResultSchema, options);
+  async listRoots(params, options2) {
+    return this.request({ method: "roots/list", params }, ListRootsResultSchema, options2);
   }
   /**
    * Sends a logging message to the client, if connected.
@@ -62114,7 +62136,7 @@ function resolveMaxToolInputElements(value) {
   return value;
 }
 var McpServer = class {
-  constructor(serverInfo, options) {
+  constructor(serverInfo, options2) {
     this._registeredResources = {};
     this._registeredResourceTemplates = {};
     this._registeredTools = {};
@@ -62123,15 +62145,15 @@ var McpServer = class {
     this._completionHandlerInitialized = false;
     this._resourceHandlersInitialized = false;
     this._promptHandlersInitialized = false;
-    this.server = new Server(serverInfo, options);
-    this._maxToolInputElements = resolveMaxToolInputElements(options?.maxToolInputElements);
-    if (options?.capabilities?.tools) {
+    this.server = new Server(serverInfo, options2);
+    this._maxToolInputElements = resolveMaxToolInputElements(options2?.maxToolInputElements);
+    if (options2?.capabilities?.tools) {
       this.setToolRequestHandlers();
     }
-    if (options?.capabilities?.resources) {
+    if (options2?.capabilities?.resources) {
       this.setResourceRequestHandlers();
     }
-    if (options?.capabilities?.prompts) {
+    if (options2?.capabilities?.prompts) {
       this.setPromptRequestHandlers();
     }
   }
@@ -64149,9 +64171,9 @@ function createMcpServer(opts) {
         for (const { a: a2, w } of fresh) shown.asks.set(a2.id, { workerId: w.id, batchId: w.batchId });
         for (const w of finished7) shown.finished.set(w.id, { batchId: w.batchId, endedAt: w.endedAt });
         for (const w of list) if (!isAtRest(w.state)) shown.finished.delete(w.id);
-        const open3 = new Set(unanswered.map(({ a: a2 }) => a2.id));
+        const open4 = new Set(unanswered.map(({ a: a2 }) => a2.id));
         const here = new Set(ids2);
-        for (const [id3, s] of shown.asks) if (here.has(s.workerId) && !open3.has(id3)) shown.asks.delete(id3);
+        for (const [id3, s] of shown.asks) if (here.has(s.workerId) && !open4.has(id3)) shown.asks.delete(id3);
       }
       const counts = {};
       for (const w of list) counts[w.state] = (counts[w.state] ?? 0) + 1;
@@ -65038,11 +65060,11 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path72 from "node:path";
+import path74 from "node:path";
 
 // engine/workers/engine.ts
-import { existsSync as existsSync31 } from "node:fs";
-import path66 from "node:path";
+import { existsSync as existsSync32 } from "node:fs";
+import path68 from "node:path";
 
 // shared/ids.ts
 var random = globalThis.crypto;
@@ -65824,11 +65846,11 @@ ${text}`
     const up = connect2({ host: PINNED, port, lookup: this.pinned(where.addresses) });
     up.setTimeout(IDLE_MS, () => up.destroy());
     socket.setTimeout(IDLE_MS, () => socket.destroy());
-    let open3 = false;
-    up.on("error", (err) => !open3 ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}
+    let open4 = false;
+    up.on("error", (err) => !open4 ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}
 `) : socket.destroy());
     up.once("connect", () => {
-      open3 = true;
+      open4 = true;
       this.tunnelled.add(socket);
       socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length) up.write(head);
@@ -66111,7 +66133,7 @@ var normalizeFileUrl = (file3) => file3 instanceof URL ? fileURLToPath(file3) : 
 // node_modules/execa/lib/methods/parameters.js
 var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   const filePath = safeNormalizeFileUrl(rawFile, "First argument");
-  const [commandArguments, options] = isPlainObject4(rawArguments) ? [[], rawArguments] : [rawArguments, rawOptions];
+  const [commandArguments, options2] = isPlainObject4(rawArguments) ? [[], rawArguments] : [rawArguments, rawOptions];
   if (!Array.isArray(commandArguments)) {
     throw new TypeError(`Second argument must be either an array of arguments or an options object: ${commandArguments}`);
   }
@@ -66123,10 +66145,10 @@ var normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
   if (nullByteArgument !== void 0) {
     throw new TypeError(`Arguments cannot contain null bytes ("\\0"): ${nullByteArgument}`);
   }
-  if (!isPlainObject4(options)) {
-    throw new TypeError(`Last argument must be an options object: ${options}`);
+  if (!isPlainObject4(options2)) {
+    throw new TypeError(`Last argument must be an options object: ${options2}`);
   }
-  return [filePath, normalizedArguments, options];
+  return [filePath, normalizedArguments, options2];
 };
 
 // node_modules/execa/lib/methods/template.js
@@ -66293,16 +66315,16 @@ var STANDARD_STREAMS_ALIASES = ["stdin", "stdout", "stderr"];
 var getStreamName = (fdNumber) => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
 
 // node_modules/execa/lib/arguments/specific.js
-var normalizeFdSpecificOptions = (options) => {
-  const optionsCopy = { ...options };
+var normalizeFdSpecificOptions = (options2) => {
+  const optionsCopy = { ...options2 };
   for (const optionName of FD_SPECIFIC_OPTIONS) {
-    optionsCopy[optionName] = normalizeFdSpecificOption(options, optionName);
+    optionsCopy[optionName] = normalizeFdSpecificOption(options2, optionName);
   }
   return optionsCopy;
 };
-var normalizeFdSpecificOption = (options, optionName) => {
-  const optionBaseArray = Array.from({ length: getStdioLength(options) + 1 });
-  const optionArray = normalizeFdSpecificValue(options[optionName], optionBaseArray, optionName);
+var normalizeFdSpecificOption = (options2, optionName) => {
+  const optionBaseArray = Array.from({ length: getStdioLength(options2) + 1 });
+  const optionArray = normalizeFdSpecificValue(options2[optionName], optionBaseArray, optionName);
   return addDefaultValue(optionArray, optionName);
 };
 var getStdioLength = ({ stdio }) => Array.isArray(stdio) ? Math.max(stdio.length, STANDARD_STREAMS_ALIASES.length) : STANDARD_STREAMS_ALIASES.length;
@@ -66712,11 +66734,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open3, close) => {
+var format = (open4, close) => {
   if (!hasColors) {
     return (input2) => input2;
   }
-  const openCode = `\x1B[${open3}m`;
+  const openCode = `\x1B[${open4}m`;
   const closeCode = `\x1B[${close}m`;
   return (input2) => {
     const string4 = input2 + "";
@@ -66867,7 +66889,7 @@ var verboseLog = ({ type, verboseMessage, fdNumber, verboseInfo, result: result2
 var getVerboseObject = ({
   type,
   result: result2,
-  verboseInfo: { escapedCommand, commandId, rawOptions: { piped = false, ...options } }
+  verboseInfo: { escapedCommand, commandId, rawOptions: { piped = false, ...options2 } }
 }) => ({
   type,
   escapedCommand,
@@ -66875,7 +66897,7 @@ var getVerboseObject = ({
   timestamp: /* @__PURE__ */ new Date(),
   piped,
   result: result2,
-  options
+  options: options2
 });
 var getPrintedLines = (verboseMessage, verboseObject) => verboseMessage.split("\n").map((message) => getPrintedLine({ ...verboseObject, message }));
 var getPrintedLine = (verboseObject) => {
@@ -66959,11 +66981,11 @@ import process6 from "node:process";
 import path14 from "node:path";
 
 // node_modules/npm-run-path/node_modules/path-key/index.js
-function pathKey(options = {}) {
+function pathKey(options2 = {}) {
   const {
     env: env2 = process.env,
     platform: platform2 = process.platform
-  } = options;
+  } = options2;
   if (platform2 !== "win32") {
     return "PATH";
   }
@@ -67027,11 +67049,11 @@ var applyExecPath = (result2, pathParts, execPath2, cwdPath) => {
     result2.push(pathPart);
   }
 };
-var npmRunPathEnv = ({ env: env2 = process6.env, ...options } = {}) => {
+var npmRunPathEnv = ({ env: env2 = process6.env, ...options2 } = {}) => {
   env2 = { ...env2 };
   const pathName = pathKey({ env: env2 });
-  options.path = env2[pathName];
-  env2[pathName] = npmRunPath(options);
+  options2.path = env2[pathName];
+  env2[pathName] = npmRunPath(options2);
   return env2;
 };
 
@@ -67041,8 +67063,8 @@ import { setTimeout as setTimeout2 } from "node:timers/promises";
 // node_modules/execa/lib/return/final-error.js
 var getFinalError = (originalError, message, isSync) => {
   const ErrorClass = isSync ? ExecaSyncError : ExecaError;
-  const options = originalError instanceof DiscardedError ? {} : { cause: originalError };
-  return new ErrorClass(message, options);
+  const options2 = originalError instanceof DiscardedError ? {} : { cause: originalError };
+  return new ErrorClass(message, options2);
 };
 var DiscardedError = class extends Error {
 };
@@ -67663,21 +67685,21 @@ var createDeferred2 = () => {
 // node_modules/execa/lib/arguments/fd-options.js
 var getToStream = (destination, to = "stdin") => {
   const isWritable = true;
-  const { options, fileDescriptors } = SUBPROCESS_OPTIONS.get(destination);
+  const { options: options2, fileDescriptors } = SUBPROCESS_OPTIONS.get(destination);
   const fdNumber = getFdNumber(fileDescriptors, to, isWritable);
   const destinationStream = destination.stdio[fdNumber];
   if (destinationStream === null) {
-    throw new TypeError(getInvalidStdioOptionMessage(fdNumber, to, options, isWritable));
+    throw new TypeError(getInvalidStdioOptionMessage(fdNumber, to, options2, isWritable));
   }
   return destinationStream;
 };
 var getFromStream = (source, from = "stdout") => {
   const isWritable = false;
-  const { options, fileDescriptors } = SUBPROCESS_OPTIONS.get(source);
+  const { options: options2, fileDescriptors } = SUBPROCESS_OPTIONS.get(source);
   const fdNumber = getFdNumber(fileDescriptors, from, isWritable);
   const sourceStream = fdNumber === "all" ? source.all : source.stdio[fdNumber];
   if (sourceStream === null || sourceStream === void 0) {
-    throw new TypeError(getInvalidStdioOptionMessage(fdNumber, from, options, isWritable));
+    throw new TypeError(getInvalidStdioOptionMessage(fdNumber, from, options2, isWritable));
   }
   return sourceStream;
 };
@@ -67710,11 +67732,11 @@ Please set the "stdio" option to ensure that file descriptor exists.`);
     throw new TypeError(`"${getOptionName(isWritable)}" must not be ${fdName}. It must be a writable stream, not readable.`);
   }
 };
-var getInvalidStdioOptionMessage = (fdNumber, fdName, options, isWritable) => {
-  if (fdNumber === "all" && !options.all) {
+var getInvalidStdioOptionMessage = (fdNumber, fdName, options2, isWritable) => {
+  if (fdNumber === "all" && !options2.all) {
     return `The "all" option must be true to use "from: 'all'".`;
   }
-  const { optionName, optionValue } = getInvalidStdioOption(fdNumber, options);
+  const { optionName, optionValue } = getInvalidStdioOption(fdNumber, options2);
   return `The "${optionName}: ${serializeOptionValue(optionValue)}" option is incompatible with using "${getOptionName(isWritable)}: ${serializeOptionValue(fdName)}".
 Please set this option with "pipe" instead.`;
 };
@@ -68178,11 +68200,11 @@ var killAfterTimeout = async (subprocess, timeout, context, { signal }) => {
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
 import path15 from "node:path";
-var mapNode = ({ options }) => {
-  if (options.node === false) {
+var mapNode = ({ options: options2 }) => {
+  if (options2.node === false) {
     throw new TypeError('The "node" option cannot be false with `execaNode()`.');
   }
-  return { options: { ...options, node: true } };
+  return { options: { ...options2, node: true } };
 };
 var handleNodeOption = (file3, commandArguments, {
   node: shouldHandleNode = false,
@@ -68190,7 +68212,7 @@ var handleNodeOption = (file3, commandArguments, {
   nodeOptions = execArgv.filter((nodeOption) => !nodeOption.startsWith("--inspect")),
   cwd,
   execPath: formerNodePath,
-  ...options
+  ...options2
 }) => {
   if (formerNodePath !== void 0) {
     throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
@@ -68198,7 +68220,7 @@ var handleNodeOption = (file3, commandArguments, {
   const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
   const resolvedNodePath = path15.resolve(cwd, normalizedNodePath);
   const newOptions = {
-    ...options,
+    ...options2,
     nodePath: resolvedNodePath,
     node: shouldHandleNode,
     cwd
@@ -68336,21 +68358,21 @@ var normalizeOptions = (filePath, rawArguments, rawOptions) => {
   const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
   const { command: file3, args: commandArguments, options: initialOptions } = import_cross_spawn.default._parse(processedFile, processedArguments, processedOptions);
   const fdOptions = normalizeFdSpecificOptions(initialOptions);
-  const options = addDefaultOptions(fdOptions);
-  validateTimeout(options);
-  validateEncoding(options);
-  validateIpcInputOption(options);
-  validateCancelSignal(options);
-  validateGracefulCancel(options);
-  options.shell = normalizeFileUrl(options.shell);
-  options.env = getEnv(options);
-  options.killSignal = normalizeKillSignal(options.killSignal);
-  options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
-  options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
+  const options2 = addDefaultOptions(fdOptions);
+  validateTimeout(options2);
+  validateEncoding(options2);
+  validateIpcInputOption(options2);
+  validateCancelSignal(options2);
+  validateGracefulCancel(options2);
+  options2.shell = normalizeFileUrl(options2.shell);
+  options2.env = getEnv(options2);
+  options2.killSignal = normalizeKillSignal(options2.killSignal);
+  options2.forceKillAfterDelay = normalizeForceKillAfterDelay(options2.forceKillAfterDelay);
+  options2.lines = options2.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options2.encoding) && options2.buffer[fdNumber]);
   if (process8.platform === "win32" && path17.basename(file3, ".exe") === "cmd") {
     commandArguments.unshift("/q");
   }
-  return { file: file3, commandArguments, options };
+  return { file: file3, commandArguments, options: options2 };
 };
 var addDefaultOptions = ({
   extendEnv = true,
@@ -68368,9 +68390,9 @@ var addDefaultOptions = ({
   ipcInput,
   ipc = ipcInput !== void 0 || gracefulCancel,
   serialization = "advanced",
-  ...options
+  ...options2
 }) => ({
-  ...options,
+  ...options2,
   extendEnv,
   preferLocal,
   cwd,
@@ -68402,7 +68424,7 @@ var getEnv = ({ env: envOption, extendEnv, preferLocal, node, localDirectory, no
 };
 
 // node_modules/execa/lib/arguments/shell.js
-var concatenateShell = (file3, commandArguments, options) => options.shell && commandArguments.length > 0 ? [[file3, ...commandArguments].join(" "), [], options] : [file3, commandArguments, options];
+var concatenateShell = (file3, commandArguments, options2) => options2.shell && commandArguments.length > 0 ? [[file3, ...commandArguments].join(" "), [], options2] : [file3, commandArguments, options2];
 
 // node_modules/execa/lib/return/message.js
 import { inspect as inspect2 } from "node:util";
@@ -68438,8 +68460,8 @@ function isWritableStream(stream, { checkOpen = true } = {}) {
 function isReadableStream(stream, { checkOpen = true } = {}) {
   return isStream(stream, { checkOpen }) && (stream.readable || !checkOpen) && typeof stream.read === "function" && typeof stream.readable === "boolean" && typeof stream.readableObjectMode === "boolean" && typeof stream.destroy === "function" && typeof stream.destroyed === "boolean";
 }
-function isDuplexStream(stream, options) {
-  return isWritableStream(stream, options) && isReadableStream(stream, options);
+function isDuplexStream(stream, options2) {
+  return isWritableStream(stream, options2) && isReadableStream(stream, options2);
 }
 
 // node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
@@ -68683,8 +68705,8 @@ var throwObjectStream = (chunk) => {
 var getLengthProperty = (convertedChunk) => convertedChunk.length;
 
 // node_modules/get-stream/source/array.js
-async function getStreamAsArray(stream, options) {
-  return getStreamContents(stream, arrayMethods, options);
+async function getStreamAsArray(stream, options2) {
+  return getStreamContents(stream, arrayMethods, options2);
 }
 var initArray = () => ({ contents: [] });
 var increment = () => 1;
@@ -68710,8 +68732,8 @@ var arrayMethods = {
 };
 
 // node_modules/get-stream/source/array-buffer.js
-async function getStreamAsArrayBuffer(stream, options) {
-  return getStreamContents(stream, arrayBufferMethods, options);
+async function getStreamAsArrayBuffer(stream, options2) {
+  return getStreamContents(stream, arrayBufferMethods, options2);
 }
 var initArrayBuffer = () => ({ contents: new ArrayBuffer(0) });
 var useTextEncoder = (chunk) => textEncoder2.encode(chunk);
@@ -68763,8 +68785,8 @@ var arrayBufferMethods = {
 };
 
 // node_modules/get-stream/source/string.js
-async function getStreamAsString(stream, options) {
-  return getStreamContents(stream, stringMethods, options);
+async function getStreamAsString(stream, options2) {
+  return getStreamContents(stream, stringMethods, options2);
 }
 var initString = () => ({ contents: "", textDecoder: new TextDecoder() });
 var useTextDecoder = (chunk, { textDecoder: textDecoder2 }) => textDecoder2.decode(chunk, { stream: true });
@@ -69005,7 +69027,7 @@ var makeEarlyError = ({
   command,
   escapedCommand,
   fileDescriptors,
-  options,
+  options: options2,
   startTime,
   isSync
 }) => makeError({
@@ -69020,7 +69042,7 @@ var makeEarlyError = ({
   isForcefullyTerminated: false,
   stdio: Array.from({ length: fileDescriptors.length }),
   ipcOutput: [],
-  options,
+  options: options2,
   isSync
 });
 var makeError = ({
@@ -69188,24 +69210,24 @@ var isZero = (value) => value === 0 || value === 0n;
 var pluralize = (word, count2) => count2 === 1 || count2 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
 var ONE_DAY_IN_MILLISECONDS = 24n * 60n * 60n * 1000n;
-function prettyMilliseconds(milliseconds, options) {
+function prettyMilliseconds(milliseconds, options2) {
   const isBigInt = typeof milliseconds === "bigint";
   if (!isBigInt && !Number.isFinite(milliseconds)) {
     throw new TypeError("Expected a finite number or bigint");
   }
-  options = { ...options };
+  options2 = { ...options2 };
   const sign = milliseconds < 0 ? "-" : "";
   milliseconds = milliseconds < 0 ? -milliseconds : milliseconds;
-  if (options.colonNotation) {
-    options.compact = false;
-    options.formatSubMilliseconds = false;
-    options.separateMilliseconds = false;
-    options.verbose = false;
+  if (options2.colonNotation) {
+    options2.compact = false;
+    options2.formatSubMilliseconds = false;
+    options2.separateMilliseconds = false;
+    options2.verbose = false;
   }
-  if (options.compact) {
-    options.unitCount = 1;
-    options.secondsDecimalDigits = 0;
-    options.millisecondsDecimalDigits = 0;
+  if (options2.compact) {
+    options2.unitCount = 1;
+    options2.secondsDecimalDigits = 0;
+    options2.millisecondsDecimalDigits = 0;
   }
   let result2 = [];
   const floorDecimals = (value, decimalDigits) => {
@@ -69214,25 +69236,25 @@ function prettyMilliseconds(milliseconds, options) {
     return flooredValue.toFixed(decimalDigits);
   };
   const add = (value, long, short, valueString) => {
-    if ((result2.length === 0 || !options.colonNotation) && isZero(value) && !(options.colonNotation && short === "m")) {
+    if ((result2.length === 0 || !options2.colonNotation) && isZero(value) && !(options2.colonNotation && short === "m")) {
       return;
     }
     valueString ??= String(value);
-    if (options.colonNotation) {
+    if (options2.colonNotation) {
       const wholeDigits = valueString.includes(".") ? valueString.split(".")[0].length : valueString.length;
       const minLength = result2.length > 0 ? 2 : 1;
       valueString = "0".repeat(Math.max(0, minLength - wholeDigits)) + valueString;
     } else {
-      valueString += options.verbose ? " " + pluralize(long, value) : short;
+      valueString += options2.verbose ? " " + pluralize(long, value) : short;
     }
     result2.push(valueString);
   };
   const parsed = parseMilliseconds(milliseconds);
   const days = BigInt(parsed.days);
-  if (options.hideYearAndDays) {
+  if (options2.hideYearAndDays) {
     add(BigInt(days) * 24n + BigInt(parsed.hours), "hour", "h");
   } else {
-    if (options.hideYear) {
+    if (options2.hideYear) {
       add(days, "day", "d");
     } else {
       add(days / 365n, "year", "y");
@@ -69241,20 +69263,20 @@ function prettyMilliseconds(milliseconds, options) {
     add(Number(parsed.hours), "hour", "h");
   }
   add(Number(parsed.minutes), "minute", "m");
-  if (!options.hideSeconds) {
-    if (options.separateMilliseconds || options.formatSubMilliseconds || !options.colonNotation && milliseconds < 1e3 && !options.subSecondsAsDecimals) {
+  if (!options2.hideSeconds) {
+    if (options2.separateMilliseconds || options2.formatSubMilliseconds || !options2.colonNotation && milliseconds < 1e3 && !options2.subSecondsAsDecimals) {
       const seconds = Number(parsed.seconds);
       const milliseconds2 = Number(parsed.milliseconds);
       const microseconds = Number(parsed.microseconds);
       const nanoseconds = Number(parsed.nanoseconds);
       add(seconds, "second", "s");
-      if (options.formatSubMilliseconds) {
+      if (options2.formatSubMilliseconds) {
         add(milliseconds2, "millisecond", "ms");
         add(microseconds, "microsecond", "\xB5s");
         add(nanoseconds, "nanosecond", "ns");
       } else {
         const millisecondsAndBelow = milliseconds2 + microseconds / 1e3 + nanoseconds / 1e6;
-        const millisecondsDecimalDigits = typeof options.millisecondsDecimalDigits === "number" ? options.millisecondsDecimalDigits : 0;
+        const millisecondsDecimalDigits = typeof options2.millisecondsDecimalDigits === "number" ? options2.millisecondsDecimalDigits : 0;
         const roundedMilliseconds = millisecondsAndBelow >= 1 ? Math.round(millisecondsAndBelow) : Math.ceil(millisecondsAndBelow);
         const maximumMilliseconds = 1e3 - 10 ** -millisecondsDecimalDigits;
         const millisecondsString = millisecondsDecimalDigits ? Math.min(millisecondsAndBelow, maximumMilliseconds).toFixed(millisecondsDecimalDigits) : Math.min(roundedMilliseconds, maximumMilliseconds);
@@ -69267,18 +69289,18 @@ function prettyMilliseconds(milliseconds, options) {
       }
     } else {
       const seconds = (isBigInt ? Number(milliseconds % ONE_DAY_IN_MILLISECONDS) : milliseconds) / 1e3 % 60;
-      const secondsDecimalDigits = typeof options.secondsDecimalDigits === "number" ? options.secondsDecimalDigits : 1;
+      const secondsDecimalDigits = typeof options2.secondsDecimalDigits === "number" ? options2.secondsDecimalDigits : 1;
       const secondsFixed = floorDecimals(seconds, secondsDecimalDigits);
-      const secondsString = options.keepDecimalsOnWholeSeconds ? secondsFixed : secondsFixed.replace(/\.0+$/, "");
+      const secondsString = options2.keepDecimalsOnWholeSeconds ? secondsFixed : secondsFixed.replace(/\.0+$/, "");
       add(Number.parseFloat(secondsString), "second", "s", secondsString);
     }
   }
   if (result2.length === 0) {
-    return sign + "0" + (options.verbose ? " milliseconds" : "ms");
+    return sign + "0" + (options2.verbose ? " milliseconds" : "ms");
   }
-  const separator = options.colonNotation ? ":" : " ";
-  if (typeof options.unitCount === "number") {
-    result2 = result2.slice(0, Math.max(options.unitCount, 1));
+  const separator = options2.colonNotation ? ":" : " ";
+  if (typeof options2.unitCount === "number") {
+    result2 = result2.slice(0, Math.max(options2.unitCount, 1));
   }
   return sign + result2.join(separator);
 }
@@ -69472,9 +69494,9 @@ var getFdObjectMode = (stdioItems, direction) => {
 };
 
 // node_modules/execa/lib/transform/normalize.js
-var normalizeTransforms = (stdioItems, optionName, direction, options) => [
+var normalizeTransforms = (stdioItems, optionName, direction, options2) => [
   ...stdioItems.filter(({ type }) => !TRANSFORM_TYPES.has(type)),
-  ...getTransforms(stdioItems, optionName, direction, options)
+  ...getTransforms(stdioItems, optionName, direction, options2)
 ];
 var getTransforms = (stdioItems, optionName, direction, { encoding }) => {
   const transforms = stdioItems.filter(({ type }) => TRANSFORM_TYPES.has(type));
@@ -69619,15 +69641,15 @@ var DEFAULT_DIRECTION = "output";
 var normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes("ipc") ? [...stdioArray, "ipc"] : stdioArray;
 
 // node_modules/execa/lib/stdio/stdio-option.js
-var normalizeStdioOption = ({ stdio, ipc, buffer, ...options }, verboseInfo, isSync) => {
-  const stdioArray = getStdioArray(stdio, options).map((stdioOption, fdNumber) => addDefaultValue2(stdioOption, fdNumber));
+var normalizeStdioOption = ({ stdio, ipc, buffer, ...options2 }, verboseInfo, isSync) => {
+  const stdioArray = getStdioArray(stdio, options2).map((stdioOption, fdNumber) => addDefaultValue2(stdioOption, fdNumber));
   return isSync ? normalizeStdioSync(stdioArray, buffer, verboseInfo) : normalizeIpcStdioArray(stdioArray, ipc);
 };
-var getStdioArray = (stdio, options) => {
+var getStdioArray = (stdio, options2) => {
   if (stdio === void 0) {
-    return STANDARD_STREAMS_ALIASES.map((alias) => options[alias]);
+    return STANDARD_STREAMS_ALIASES.map((alias) => options2[alias]);
   }
-  if (hasAlias(options)) {
+  if (hasAlias(options2)) {
     throw new Error(`It's not possible to provide \`stdio\` in combination with one of ${STANDARD_STREAMS_ALIASES.map((alias) => `\`${alias}\``).join(", ")}`);
   }
   if (typeof stdio === "string") {
@@ -69639,7 +69661,7 @@ var getStdioArray = (stdio, options) => {
   const length = Math.max(stdio.length, STANDARD_STREAMS_ALIASES.length);
   return Array.from({ length }, (_, fdNumber) => stdio[fdNumber]);
 };
-var hasAlias = (options) => STANDARD_STREAMS_ALIASES.some((alias) => options[alias] !== void 0);
+var hasAlias = (options2) => STANDARD_STREAMS_ALIASES.some((alias) => options2[alias] !== void 0);
 var addDefaultValue2 = (stdioOption, fdNumber) => {
   if (Array.isArray(stdioOption)) {
     return stdioOption.map((item) => addDefaultValue2(item, fdNumber));
@@ -69833,29 +69855,29 @@ var throwOnDuplicateStream = (stdioItem, optionName, type) => {
 };
 
 // node_modules/execa/lib/stdio/handle.js
-var handleStdio = (addProperties3, options, verboseInfo, isSync) => {
-  const stdio = normalizeStdioOption(options, verboseInfo, isSync);
+var handleStdio = (addProperties3, options2, verboseInfo, isSync) => {
+  const stdio = normalizeStdioOption(options2, verboseInfo, isSync);
   const initialFileDescriptors = stdio.map((stdioOption, fdNumber) => getFileDescriptor({
     stdioOption,
     fdNumber,
-    options,
+    options: options2,
     isSync
   }));
   const fileDescriptors = getFinalFileDescriptors({
     initialFileDescriptors,
     addProperties: addProperties3,
-    options,
+    options: options2,
     isSync
   });
-  options.stdio = fileDescriptors.map(({ stdioItems }) => forwardStdio(stdioItems));
+  options2.stdio = fileDescriptors.map(({ stdioItems }) => forwardStdio(stdioItems));
   return fileDescriptors;
 };
-var getFileDescriptor = ({ stdioOption, fdNumber, options, isSync }) => {
+var getFileDescriptor = ({ stdioOption, fdNumber, options: options2, isSync }) => {
   const optionName = getStreamName(fdNumber);
   const { stdioItems: initialStdioItems, isStdioArray } = initializeStdioItems({
     stdioOption,
     fdNumber,
-    options,
+    options: options2,
     optionName
   });
   const direction = getStreamDirection(initialStdioItems, fdNumber, optionName);
@@ -69866,16 +69888,16 @@ var getFileDescriptor = ({ stdioOption, fdNumber, options, isSync }) => {
     direction,
     isSync
   }));
-  const normalizedStdioItems = normalizeTransforms(stdioItems, optionName, direction, options);
+  const normalizedStdioItems = normalizeTransforms(stdioItems, optionName, direction, options2);
   const objectMode = getFdObjectMode(normalizedStdioItems, direction);
   validateFileObjectMode(normalizedStdioItems, objectMode);
   return { direction, objectMode, stdioItems: normalizedStdioItems };
 };
-var initializeStdioItems = ({ stdioOption, fdNumber, options, optionName }) => {
+var initializeStdioItems = ({ stdioOption, fdNumber, options: options2, optionName }) => {
   const values = Array.isArray(stdioOption) ? stdioOption : [stdioOption];
   const initialStdioItems = [
     ...values.map((value) => initializeStdioItem(value, optionName)),
-    ...handleInputOptions(options, fdNumber)
+    ...handleInputOptions(options2, fdNumber)
   ];
   const stdioItems = filterDuplicates(initialStdioItems);
   const isStdioArray = stdioItems.length > 1;
@@ -69925,7 +69947,7 @@ var validateFileObjectMode = (stdioItems, objectMode) => {
     throw new TypeError(`The \`${fileStdioItem.optionName}\` option cannot use both files and transforms in objectMode.`);
   }
 };
-var getFinalFileDescriptors = ({ initialFileDescriptors, addProperties: addProperties3, options, isSync }) => {
+var getFinalFileDescriptors = ({ initialFileDescriptors, addProperties: addProperties3, options: options2, isSync }) => {
   const fileDescriptors = [];
   try {
     for (const fileDescriptor of initialFileDescriptors) {
@@ -69933,7 +69955,7 @@ var getFinalFileDescriptors = ({ initialFileDescriptors, addProperties: addPrope
         fileDescriptor,
         fileDescriptors,
         addProperties: addProperties3,
-        options,
+        options: options2,
         isSync
       }));
     }
@@ -69947,20 +69969,20 @@ var getFinalFileDescriptor = ({
   fileDescriptor: { direction, objectMode, stdioItems },
   fileDescriptors,
   addProperties: addProperties3,
-  options,
+  options: options2,
   isSync
 }) => {
   const finalStdioItems = stdioItems.map((stdioItem) => addStreamProperties({
     stdioItem,
     addProperties: addProperties3,
     direction,
-    options,
+    options: options2,
     fileDescriptors,
     isSync
   }));
   return { direction, objectMode, stdioItems: finalStdioItems };
 };
-var addStreamProperties = ({ stdioItem, addProperties: addProperties3, direction, options, fileDescriptors, isSync }) => {
+var addStreamProperties = ({ stdioItem, addProperties: addProperties3, direction, options: options2, fileDescriptors, isSync }) => {
   const duplicateStream = getDuplicateStream({
     stdioItem,
     direction,
@@ -69972,7 +69994,7 @@ var addStreamProperties = ({ stdioItem, addProperties: addProperties3, direction
   }
   return {
     ...stdioItem,
-    ...addProperties3[direction][stdioItem.type](stdioItem, options)
+    ...addProperties3[direction][stdioItem.type](stdioItem, options2)
   };
 };
 var cleanupCustomStreams = (fileDescriptors) => {
@@ -69993,7 +70015,7 @@ var forwardStdio = (stdioItems) => {
 };
 
 // node_modules/execa/lib/stdio/handle-sync.js
-var handleStdioSync = (options, verboseInfo) => handleStdio(addPropertiesSync, options, verboseInfo, true);
+var handleStdioSync = (options2, verboseInfo) => handleStdio(addPropertiesSync, options2, verboseInfo, true);
 var forbiddenIfSync = ({ type, optionName }) => {
   throwInvalidSyncValue(optionName, TYPE_TO_MESSAGE[type]);
 };
@@ -70334,13 +70356,13 @@ var addInternalGenerators = ({ transform: transform2, final, binary, writableObj
 };
 
 // node_modules/execa/lib/io/input-sync.js
-var addInputOptionsSync = (fileDescriptors, options) => {
+var addInputOptionsSync = (fileDescriptors, options2) => {
   for (const fdNumber of getInputFdNumbers(fileDescriptors)) {
-    addInputOptionSync(fileDescriptors, fdNumber, options);
+    addInputOptionSync(fileDescriptors, fdNumber, options2);
   }
 };
 var getInputFdNumbers = (fileDescriptors) => new Set(Object.entries(fileDescriptors).filter(([, { direction }]) => direction === "input").map(([fdNumber]) => Number(fdNumber)));
-var addInputOptionSync = (fileDescriptors, fdNumber, options) => {
+var addInputOptionSync = (fileDescriptors, fdNumber, options2) => {
   const { stdioItems } = fileDescriptors[fdNumber];
   const allStdioItems = stdioItems.filter(({ contents }) => contents !== void 0);
   if (allStdioItems.length === 0) {
@@ -70352,7 +70374,7 @@ var addInputOptionSync = (fileDescriptors, fdNumber, options) => {
   }
   const allContents = allStdioItems.map(({ contents }) => contents);
   const transformedContents = allContents.map((contents) => applySingleInputGeneratorsSync(contents, stdioItems));
-  options.input = joinToUint8Array(transformedContents);
+  options2.input = joinToUint8Array(transformedContents);
 };
 var applySingleInputGeneratorsSync = (contents, stdioItems) => {
   const newContents = runGeneratorsSync(contents, stdioItems, "utf8", true);
@@ -70397,7 +70419,7 @@ var logLine = (line, fdNumber, verboseInfo) => {
 };
 
 // node_modules/execa/lib/io/output-sync.js
-var transformOutputSync = ({ fileDescriptors, syncResult: { output }, options, isMaxBuffer, verboseInfo }) => {
+var transformOutputSync = ({ fileDescriptors, syncResult: { output }, options: options2, isMaxBuffer, verboseInfo }) => {
   if (output === null) {
     return { output: Array.from({ length: 3 }) };
   }
@@ -70411,7 +70433,7 @@ var transformOutputSync = ({ fileDescriptors, syncResult: { output }, options, i
     outputFiles,
     isMaxBuffer,
     verboseInfo
-  }, options));
+  }, options2));
   return { output: transformedOutput, ...state };
 };
 var transformOutputResultSync = ({ result: result2, fileDescriptors, fdNumber, state, outputFiles, isMaxBuffer, verboseInfo }, { buffer, encoding, lines, stripFinalNewline: stripFinalNewline2, maxBuffer }) => {
@@ -70488,20 +70510,20 @@ var logOutputSync = ({ serializedResult, fdNumber, state, verboseInfo, encoding,
   }
 };
 var writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-  for (const { path: path76, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-    const pathString = typeof path76 === "string" ? path76 : path76.toString();
+  for (const { path: path78, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+    const pathString = typeof path78 === "string" ? path78 : path78.toString();
     if (append || outputFiles.has(pathString)) {
-      appendFileSync(path76, serializedResult);
+      appendFileSync(path78, serializedResult);
     } else {
       outputFiles.add(pathString);
-      writeFileSync6(path76, serializedResult);
+      writeFileSync6(path78, serializedResult);
     }
   }
 };
 
 // node_modules/execa/lib/resolve/all-sync.js
-var getAllSync = ([, stdout, stderr], options) => {
-  if (!options.all) {
+var getAllSync = ([, stdout, stderr], options2) => {
+  if (!options2.all) {
     return;
   }
   if (stdout === void 0) {
@@ -70511,10 +70533,10 @@ var getAllSync = ([, stdout, stderr], options) => {
     return stdout;
   }
   if (Array.isArray(stdout)) {
-    return Array.isArray(stderr) ? [...stdout, ...stderr] : [...stdout, stripNewline(stderr, options, "all")];
+    return Array.isArray(stderr) ? [...stdout, ...stderr] : [...stdout, stripNewline(stderr, options2, "all")];
   }
   if (Array.isArray(stderr)) {
-    return [stripNewline(stdout, options, "all"), ...stderr];
+    return [stripNewline(stdout, options2, "all"), ...stderr];
   }
   if (isUint8Array(stdout) && isUint8Array(stderr)) {
     return concatUint8Arrays([stdout, stderr]);
@@ -70578,25 +70600,25 @@ var getResultError = (error46, exitCode, signal) => {
 
 // node_modules/execa/lib/methods/main-sync.js
 var execaCoreSync = (rawFile, rawArguments, rawOptions) => {
-  const { file: file3, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleSyncArguments(rawFile, rawArguments, rawOptions);
+  const { file: file3, commandArguments, command, escapedCommand, startTime, verboseInfo, options: options2, fileDescriptors } = handleSyncArguments(rawFile, rawArguments, rawOptions);
   const result2 = spawnSubprocessSync({
     file: file3,
     commandArguments,
-    options,
+    options: options2,
     command,
     escapedCommand,
     verboseInfo,
     fileDescriptors,
     startTime
   });
-  return handleResult2(result2, verboseInfo, options);
+  return handleResult2(result2, verboseInfo, options2);
 };
 var handleSyncArguments = (rawFile, rawArguments, rawOptions) => {
   const { command, escapedCommand, startTime, verboseInfo } = handleCommand(rawFile, rawArguments, rawOptions);
   const syncOptions = normalizeSyncOptions(rawOptions);
-  const { file: file3, commandArguments, options } = normalizeOptions(rawFile, rawArguments, syncOptions);
-  validateSyncOptions(options);
-  const fileDescriptors = handleStdioSync(options, verboseInfo);
+  const { file: file3, commandArguments, options: options2 } = normalizeOptions(rawFile, rawArguments, syncOptions);
+  validateSyncOptions(options2);
+  const fileDescriptors = handleStdioSync(options2, verboseInfo);
   return {
     file: file3,
     commandArguments,
@@ -70604,11 +70626,11 @@ var handleSyncArguments = (rawFile, rawArguments, rawOptions) => {
     escapedCommand,
     startTime,
     verboseInfo,
-    options,
+    options: options2,
     fileDescriptors
   };
 };
-var normalizeSyncOptions = (options) => options.node && !options.ipc ? { ...options, ipc: false } : options;
+var normalizeSyncOptions = (options2) => options2.node && !options2.ipc ? { ...options2, ipc: false } : options2;
 var validateSyncOptions = ({ ipc, ipcInput, detached, cancelSignal }) => {
   if (ipcInput) {
     throwInvalidSyncOption("ipcInput");
@@ -70626,11 +70648,11 @@ var validateSyncOptions = ({ ipc, ipcInput, detached, cancelSignal }) => {
 var throwInvalidSyncOption = (value) => {
   throw new TypeError(`The "${value}" option cannot be used with synchronous methods.`);
 };
-var spawnSubprocessSync = ({ file: file3, commandArguments, options, command, escapedCommand, verboseInfo, fileDescriptors, startTime }) => {
+var spawnSubprocessSync = ({ file: file3, commandArguments, options: options2, command, escapedCommand, verboseInfo, fileDescriptors, startTime }) => {
   const syncResult = runSubprocessSync({
     file: file3,
     commandArguments,
-    options,
+    options: options2,
     command,
     escapedCommand,
     fileDescriptors,
@@ -70639,16 +70661,16 @@ var spawnSubprocessSync = ({ file: file3, commandArguments, options, command, es
   if (syncResult.failed) {
     return syncResult;
   }
-  const { resultError, exitCode, signal, timedOut, isMaxBuffer } = getExitResultSync(syncResult, options);
+  const { resultError, exitCode, signal, timedOut, isMaxBuffer } = getExitResultSync(syncResult, options2);
   const { output, error: error46 = resultError } = transformOutputSync({
     fileDescriptors,
     syncResult,
-    options,
+    options: options2,
     isMaxBuffer,
     verboseInfo
   });
-  const stdio = output.map((stdioOutput, fdNumber) => stripNewline(stdioOutput, options, fdNumber));
-  const all = stripNewline(getAllSync(output, options), options, "all");
+  const stdio = output.map((stdioOutput, fdNumber) => stripNewline(stdioOutput, options2, fdNumber));
+  const all = stripNewline(getAllSync(output, options2), options2, "all");
   return getSyncResult({
     error: error46,
     exitCode,
@@ -70657,16 +70679,16 @@ var spawnSubprocessSync = ({ file: file3, commandArguments, options, command, es
     isMaxBuffer,
     stdio,
     all,
-    options,
+    options: options2,
     command,
     escapedCommand,
     startTime
   });
 };
-var runSubprocessSync = ({ file: file3, commandArguments, options, command, escapedCommand, fileDescriptors, startTime }) => {
+var runSubprocessSync = ({ file: file3, commandArguments, options: options2, command, escapedCommand, fileDescriptors, startTime }) => {
   try {
-    addInputOptionsSync(fileDescriptors, options);
-    const normalizedOptions = normalizeSpawnSyncOptions(options);
+    addInputOptionsSync(fileDescriptors, options2);
+    const normalizedOptions = normalizeSpawnSyncOptions(options2);
     return spawnSync2(...concatenateShell(file3, commandArguments, normalizedOptions));
   } catch (error46) {
     return makeEarlyError({
@@ -70674,20 +70696,20 @@ var runSubprocessSync = ({ file: file3, commandArguments, options, command, esca
       command,
       escapedCommand,
       fileDescriptors,
-      options,
+      options: options2,
       startTime,
       isSync: true
     });
   }
 };
-var normalizeSpawnSyncOptions = ({ encoding, maxBuffer, ...options }) => ({ ...options, encoding: "buffer", maxBuffer: getMaxBufferSync(maxBuffer) });
-var getSyncResult = ({ error: error46, exitCode, signal, timedOut, isMaxBuffer, stdio, all, options, command, escapedCommand, startTime }) => error46 === void 0 ? makeSuccessResult({
+var normalizeSpawnSyncOptions = ({ encoding, maxBuffer, ...options2 }) => ({ ...options2, encoding: "buffer", maxBuffer: getMaxBufferSync(maxBuffer) });
+var getSyncResult = ({ error: error46, exitCode, signal, timedOut, isMaxBuffer, stdio, all, options: options2, command, escapedCommand, startTime }) => error46 === void 0 ? makeSuccessResult({
   command,
   escapedCommand,
   stdio,
   all,
   ipcOutput: [],
-  options,
+  options: options2,
   startTime
 }) : makeError({
   error: error46,
@@ -70703,7 +70725,7 @@ var getSyncResult = ({ error: error46, exitCode, signal, timedOut, isMaxBuffer, 
   stdio,
   all,
   ipcOutput: [],
-  options,
+  options: options2,
   startTime,
   isSync: true
 });
@@ -70896,7 +70918,7 @@ import {
   Writable,
   Duplex
 } from "node:stream";
-var handleEarlyError = ({ error: error46, command, escapedCommand, fileDescriptors, options, startTime, verboseInfo }) => {
+var handleEarlyError = ({ error: error46, command, escapedCommand, fileDescriptors, options: options2, startTime, verboseInfo }) => {
   cleanupCustomStreams(fileDescriptors);
   const subprocess = new ChildProcess2();
   createDummyStreams(subprocess, fileDescriptors);
@@ -70906,11 +70928,11 @@ var handleEarlyError = ({ error: error46, command, escapedCommand, fileDescripto
     command,
     escapedCommand,
     fileDescriptors,
-    options,
+    options: options2,
     startTime,
     isSync: false
   });
-  const promise2 = handleDummyPromise(earlyError, verboseInfo, options);
+  const promise2 = handleDummyPromise(earlyError, verboseInfo, options2);
   return { subprocess, promise: promise2 };
 };
 var createDummyStreams = (subprocess, fileDescriptors) => {
@@ -70940,13 +70962,13 @@ var writable = () => new Writable({ write() {
 var duplex = () => new Duplex({ read() {
 }, write() {
 } });
-var handleDummyPromise = async (error46, verboseInfo, options) => handleResult2(error46, verboseInfo, options);
+var handleDummyPromise = async (error46, verboseInfo, options2) => handleResult2(error46, verboseInfo, options2);
 
 // node_modules/execa/lib/stdio/handle-async.js
 import { createReadStream, createWriteStream } from "node:fs";
 import { Buffer as Buffer4 } from "node:buffer";
 import { Readable as Readable2, Writable as Writable2, Duplex as Duplex2 } from "node:stream";
-var handleStdioAsync = (options, verboseInfo) => handleStdio(addPropertiesAsync, options, verboseInfo, false);
+var handleStdioAsync = (options2, verboseInfo) => handleStdio(addPropertiesAsync, options2, verboseInfo, false);
 var forbiddenIfAsync = ({ type, optionName }) => {
   throw new TypeError(`The \`${optionName}\` option cannot be ${TYPE_TO_MESSAGE[type]}.`);
 };
@@ -71624,7 +71646,7 @@ var getDestination = (boundOptions, createNested, firstArgument, ...pipeArgument
   }
   throw new TypeError(`The first argument must be a template string, an options object, or an Execa subprocess: ${firstArgument}`);
 };
-var mapDestinationArguments = ({ options }) => ({ options: { ...options, stdin: "pipe", piped: true } });
+var mapDestinationArguments = ({ options: options2 }) => ({ options: { ...options2, stdin: "pipe", piped: true } });
 var getSourceStream = (source, from) => {
   try {
     const sourceStream = getFromStream(source, from);
@@ -72614,11 +72636,11 @@ var descriptors = ["then", "catch", "finally"].map((property) => [
 
 // node_modules/execa/lib/methods/main-async.js
 var execaCoreAsync = (rawFile, rawArguments, rawOptions, createNested) => {
-  const { file: file3, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleAsyncArguments(rawFile, rawArguments, rawOptions);
+  const { file: file3, commandArguments, command, escapedCommand, startTime, verboseInfo, options: options2, fileDescriptors } = handleAsyncArguments(rawFile, rawArguments, rawOptions);
   const { subprocess, promise: promise2 } = spawnSubprocessAsync({
     file: file3,
     commandArguments,
-    options,
+    options: options2,
     startTime,
     verboseInfo,
     command,
@@ -72632,14 +72654,14 @@ var execaCoreAsync = (rawFile, rawArguments, rawOptions, createNested) => {
     createNested
   });
   mergePromise(subprocess, promise2);
-  SUBPROCESS_OPTIONS.set(subprocess, { options, fileDescriptors });
+  SUBPROCESS_OPTIONS.set(subprocess, { options: options2, fileDescriptors });
   return subprocess;
 };
 var handleAsyncArguments = (rawFile, rawArguments, rawOptions) => {
   const { command, escapedCommand, startTime, verboseInfo } = handleCommand(rawFile, rawArguments, rawOptions);
   const { file: file3, commandArguments, options: normalizedOptions } = normalizeOptions(rawFile, rawArguments, rawOptions);
-  const options = handleAsyncOptions(normalizedOptions);
-  const fileDescriptors = handleStdioAsync(options, verboseInfo);
+  const options2 = handleAsyncOptions(normalizedOptions);
+  const fileDescriptors = handleStdioAsync(options2, verboseInfo);
   return {
     file: file3,
     commandArguments,
@@ -72647,27 +72669,27 @@ var handleAsyncArguments = (rawFile, rawArguments, rawOptions) => {
     escapedCommand,
     startTime,
     verboseInfo,
-    options,
+    options: options2,
     fileDescriptors
   };
 };
-var handleAsyncOptions = ({ timeout, signal, ...options }) => {
+var handleAsyncOptions = ({ timeout, signal, ...options2 }) => {
   if (signal !== void 0) {
     throw new TypeError('The "signal" option has been renamed to "cancelSignal" instead.');
   }
-  return { ...options, timeoutDuration: timeout };
+  return { ...options2, timeoutDuration: timeout };
 };
-var spawnSubprocessAsync = ({ file: file3, commandArguments, options, startTime, verboseInfo, command, escapedCommand, fileDescriptors }) => {
+var spawnSubprocessAsync = ({ file: file3, commandArguments, options: options2, startTime, verboseInfo, command, escapedCommand, fileDescriptors }) => {
   let subprocess;
   try {
-    subprocess = spawn3(...concatenateShell(file3, commandArguments, options));
+    subprocess = spawn3(...concatenateShell(file3, commandArguments, options2));
   } catch (error46) {
     return handleEarlyError({
       error: error46,
       command,
       escapedCommand,
       fileDescriptors,
-      options,
+      options: options2,
       startTime,
       verboseInfo
     });
@@ -72676,22 +72698,22 @@ var spawnSubprocessAsync = ({ file: file3, commandArguments, options, startTime,
   setMaxListeners(Number.POSITIVE_INFINITY, controller.signal);
   const originalStreams = [...subprocess.stdio];
   pipeOutputAsync(subprocess, fileDescriptors, controller);
-  cleanupOnExit(subprocess, options, controller);
+  cleanupOnExit(subprocess, options2, controller);
   const context = {};
   const onInternalError = createDeferred2();
   subprocess.kill = subprocessKill.bind(void 0, {
     kill: subprocess.kill.bind(subprocess),
-    options,
+    options: options2,
     onInternalError,
     context,
     controller
   });
-  subprocess.all = makeAllStream(subprocess, options);
-  addConvertedStreams(subprocess, options);
-  addIpcMethods(subprocess, options);
+  subprocess.all = makeAllStream(subprocess, options2);
+  addConvertedStreams(subprocess, options2);
+  addIpcMethods(subprocess, options2);
   const promise2 = handlePromise({
     subprocess,
-    options,
+    options: options2,
     startTime,
     verboseInfo,
     fileDescriptors,
@@ -72704,7 +72726,7 @@ var spawnSubprocessAsync = ({ file: file3, commandArguments, options, startTime,
   });
   return { subprocess, promise: promise2 };
 };
-var handlePromise = async ({ subprocess, options, startTime, verboseInfo, fileDescriptors, originalStreams, command, escapedCommand, context, onInternalError, controller }) => {
+var handlePromise = async ({ subprocess, options: options2, startTime, verboseInfo, fileDescriptors, originalStreams, command, escapedCommand, context, onInternalError, controller }) => {
   const [
     errorInfo,
     [exitCode, signal],
@@ -72713,7 +72735,7 @@ var handlePromise = async ({ subprocess, options, startTime, verboseInfo, fileDe
     ipcOutput
   ] = await waitForSubprocessResult({
     subprocess,
-    options,
+    options: options2,
     context,
     verboseInfo,
     fileDescriptors,
@@ -72723,8 +72745,8 @@ var handlePromise = async ({ subprocess, options, startTime, verboseInfo, fileDe
   });
   controller.abort();
   onInternalError.resolve();
-  const stdio = stdioResults.map((stdioResult, fdNumber) => stripNewline(stdioResult, options, fdNumber));
-  const all = stripNewline(allResult, options, "all");
+  const stdio = stdioResults.map((stdioResult, fdNumber) => stripNewline(stdioResult, options2, fdNumber));
+  const all = stripNewline(allResult, options2, "all");
   const result2 = getAsyncResult({
     errorInfo,
     exitCode,
@@ -72733,14 +72755,14 @@ var handlePromise = async ({ subprocess, options, startTime, verboseInfo, fileDe
     all,
     ipcOutput,
     context,
-    options,
+    options: options2,
     command,
     escapedCommand,
     startTime
   });
-  return handleResult2(result2, verboseInfo, options);
+  return handleResult2(result2, verboseInfo, options2);
 };
-var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all, ipcOutput, context, options, command, escapedCommand, startTime }) => "error" in errorInfo ? makeError({
+var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all, ipcOutput, context, options: options2, command, escapedCommand, startTime }) => "error" in errorInfo ? makeError({
   error: errorInfo.error,
   command,
   escapedCommand,
@@ -72754,7 +72776,7 @@ var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all, ipcOutput, cont
   stdio,
   all,
   ipcOutput,
-  options,
+  options: options2,
   startTime,
   isSync: false
 }) : makeSuccessResult({
@@ -72763,14 +72785,14 @@ var getAsyncResult = ({ errorInfo, exitCode, signal, stdio, all, ipcOutput, cont
   stdio,
   all,
   ipcOutput,
-  options,
+  options: options2,
   startTime
 });
 
 // node_modules/execa/lib/methods/bind.js
-var mergeOptions = (boundOptions, options) => {
+var mergeOptions = (boundOptions, options2) => {
   const newOptions = Object.fromEntries(
-    Object.entries(options).map(([optionName, optionValue]) => [
+    Object.entries(options2).map(([optionName, optionValue]) => [
       optionName,
       mergeOption(optionName, boundOptions[optionName], optionValue)
     ])
@@ -72804,14 +72826,14 @@ var callBoundExeca = ({ mapArguments, deepOptions = {}, boundOptions = {}, setBo
   if (isPlainObject4(firstArgument)) {
     return createNested(mapArguments, mergeOptions(boundOptions, firstArgument), setBoundExeca);
   }
-  const { file: file3, commandArguments, options, isSync } = parseArguments({
+  const { file: file3, commandArguments, options: options2, isSync } = parseArguments({
     mapArguments,
     firstArgument,
     nextArguments,
     deepOptions,
     boundOptions
   });
-  return isSync ? execaCoreSync(file3, commandArguments, options) : execaCoreAsync(file3, commandArguments, options, createNested);
+  return isSync ? execaCoreSync(file3, commandArguments, options2) : execaCoreAsync(file3, commandArguments, options2, createNested);
 };
 var parseArguments = ({ mapArguments, firstArgument, nextArguments, deepOptions, boundOptions }) => {
   const callArguments = isTemplateString(firstArgument) ? parseTemplates(firstArgument, nextArguments) : [firstArgument, ...nextArguments];
@@ -72820,13 +72842,13 @@ var parseArguments = ({ mapArguments, firstArgument, nextArguments, deepOptions,
   const {
     file: file3 = initialFile,
     commandArguments = initialArguments,
-    options = mergedOptions,
+    options: options2 = mergedOptions,
     isSync = false
   } = mapArguments({ file: initialFile, commandArguments: initialArguments, options: mergedOptions });
   return {
     file: file3,
     commandArguments,
-    options,
+    options: options2,
     isSync
   };
 };
@@ -72867,9 +72889,9 @@ var setScriptSync = (boundExeca, createNested, boundOptions) => {
   boundExeca.sync = createNested(mapScriptSync, boundOptions);
   boundExeca.s = boundExeca.sync;
 };
-var mapScriptAsync = ({ options }) => getScriptOptions(options);
-var mapScriptSync = ({ options }) => ({ ...getScriptOptions(options), isSync: true });
-var getScriptOptions = (options) => ({ options: { ...getScriptStdinOption(options), ...options } });
+var mapScriptAsync = ({ options: options2 }) => getScriptOptions(options2);
+var mapScriptSync = ({ options: options2 }) => ({ ...getScriptOptions(options2), isSync: true });
+var getScriptOptions = (options2) => ({ options: { ...getScriptStdinOption(options2), ...options2 } });
 var getScriptStdinOption = ({ input: input2, inputFile, stdio }) => input2 === void 0 && inputFile === void 0 && stdio === void 0 ? { stdin: "inherit" } : {};
 var deepScriptOptions = { preferLocal: true };
 
@@ -73929,7 +73951,7 @@ function runtimeFamily(idOrRepo) {
 
 // engine/models/download.ts
 import { createHash as createHash2 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync4, mkdirSync as mkdirSync6, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync5, mkdirSync as mkdirSync6, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
 import path19 from "node:path";
 var DownloadError = class extends SetupError {
@@ -73946,12 +73968,12 @@ async function sha256File(file3) {
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
   mkdirSync6(path19.dirname(o2.dest), { recursive: true });
-  if (existsSync4(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
+  if (existsSync5(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
       return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
   const part = `${o2.dest}.part`;
-  let start = existsSync4(part) ? statSync5(part).size : 0;
+  let start = existsSync5(part) ? statSync5(part).size : 0;
   if (o2.expectedSize && start > o2.expectedSize) {
     unlinkSync(part);
     start = 0;
@@ -74954,7 +74976,7 @@ function estimate(h3, tensors, o2 = {}) {
 }
 
 // engine/models/source.ts
-import { existsSync as existsSync5, readFileSync as readFileSync9, statSync as statSync6 } from "node:fs";
+import { existsSync as existsSync6, readFileSync as readFileSync9, statSync as statSync6 } from "node:fs";
 import path20 from "node:path";
 
 // engine/models/gguf.ts
@@ -74967,12 +74989,12 @@ var GgufError = class extends SetupError {
 };
 var T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
 var FIXED = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
-function fileSource(path76) {
+function fileSource(path78) {
   let fh;
   return {
-    describe: path76,
+    describe: path78,
     async read(offset, length) {
-      fh ??= await open(path76, "r");
+      fh ??= await open(path78, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -75267,7 +75289,7 @@ function tensorsFromJson(raw2) {
   });
 }
 function loadMetadataFile(file3) {
-  if (!existsSync5(file3)) throw new ModelSourceError(`no such file: ${file3} (pass a JSON object of GGUF metadata keys)`);
+  if (!existsSync6(file3)) throw new ModelSourceError(`no such file: ${file3} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
     j = JSON.parse(readFileSync9(file3, "utf8"));
@@ -75306,9 +75328,9 @@ async function loadGguf(ref, headers = {}) {
     if (isMmproj(f2)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
-  if (!existsSync5(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
+  if (!existsSync6(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
   const names = shardNames(path20.basename(ref)).map((n2) => path20.join(path20.dirname(ref), n2));
-  for (const n2 of names) if (!existsSync5(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
+  for (const n2 of names) if (!existsSync6(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
     try {
@@ -75389,7 +75411,7 @@ async function repoGgufs(repo, rev = "main", fetchImpl = fetch, env2 = process.e
 }
 
 // engine/models/hub-sizes.ts
-import { existsSync as existsSync6, readFileSync as readFileSync10, renameSync as renameSync3, writeFileSync as writeFileSync7 } from "node:fs";
+import { existsSync as existsSync7, readFileSync as readFileSync10, renameSync as renameSync3, writeFileSync as writeFileSync7 } from "node:fs";
 import path21 from "node:path";
 var HUB_SIZES_MAX_AGE_MS = 30 * 24 * 36e5;
 var REFRESH_AFTER_MS = 24 * 36e5;
@@ -75397,7 +75419,7 @@ var file2 = (env2) => path21.join(stateDir(env2), "hub-sizes.json");
 function readHubSizes(env2 = process.env) {
   try {
     const f = file2(env2);
-    if (!existsSync6(f)) return { version: 1, repos: {} };
+    if (!existsSync7(f)) return { version: 1, repos: {} };
     const j = JSON.parse(readFileSync10(f, "utf8"));
     return j?.version === 1 && j.repos && typeof j.repos === "object" ? j : { version: 1, repos: {} };
   } catch {
@@ -76353,7 +76375,7 @@ function localPathFor(stateDir2, repo, file3) {
 }
 
 // engine/serving/parallel.ts
-import { existsSync as existsSync8, readdirSync as readdirSync4, readFileSync as readFileSync11, statSync as statSync7 } from "node:fs";
+import { existsSync as existsSync9, readdirSync as readdirSync4, readFileSync as readFileSync11, statSync as statSync7 } from "node:fs";
 import path24 from "node:path";
 
 // engine/serving/runtimes.ts
@@ -76393,14 +76415,14 @@ function buildSglangArgs(p) {
 
 // engine/serving/runtime-adapters.ts
 import { spawnSync as spawnSync3 } from "node:child_process";
-import { existsSync as existsSync7 } from "node:fs";
+import { existsSync as existsSync8 } from "node:fs";
 import path23 from "node:path";
 var VLLM_IMAGE = DEFAULT_IMAGES.vllm;
 var SGLANG_IMAGE = DEFAULT_IMAGES.sglang;
 function onPath(name, env2) {
   for (const dir of (env2.PATH ?? "").split(path23.delimiter)) {
     const p = dir && path23.join(dir, name);
-    if (p && existsSync7(p)) return p;
+    if (p && existsSync8(p)) return p;
   }
   return null;
 }
@@ -76591,7 +76613,7 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
     return exact.length ? exact : all;
   }
-  if (existsSync8(name)) {
+  if (existsSync9(name)) {
     if (!statSync7(name).isDirectory())
       throw new ParallelInputError(
         `${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`
@@ -76600,7 +76622,7 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
     const bytes2 = st.reduce((a2, f) => a2 + statSync7(path24.join(name, f)).size, 0);
     const cfgFile = path24.join(name, "config.json");
-    const cfg2 = existsSync8(cfgFile) ? JSON.parse(readFileSync11(cfgFile, "utf8")) : {};
+    const cfg2 = existsSync9(cfgFile) ? JSON.parse(readFileSync11(cfgFile, "utf8")) : {};
     return [
       {
         model: name,
@@ -77421,11 +77443,11 @@ function keyForProbe(t2) {
 import { accessSync, constants as constants4 } from "node:fs";
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync10, mkdirSync as mkdirSync8, readdirSync as readdirSync5, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync9 } from "node:fs";
+import { existsSync as existsSync11, mkdirSync as mkdirSync8, readdirSync as readdirSync5, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync9 } from "node:fs";
 import path27 from "node:path";
 
 // engine/paths.ts
-import { existsSync as existsSync9 } from "node:fs";
+import { existsSync as existsSync10 } from "node:fs";
 import path26 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function projectRoot() {
@@ -77433,19 +77455,19 @@ function projectRoot() {
   if (configured) return configured;
   let dir = path26.dirname(fileURLToPath3(import.meta.url));
   for (let i2 = 0; i2 < 6; i2++) {
-    if (existsSync9(path26.join(dir, "protocol")) && existsSync9(path26.join(dir, "package.json"))) return dir;
+    if (existsSync10(path26.join(dir, "protocol")) && existsSync10(path26.join(dir, "package.json"))) return dir;
     dir = path26.dirname(dir);
   }
   throw new Error("cannot find the opencode-worker root (protocol/ and package.json); set OCW_ROOT");
 }
 function browserUi(root2 = projectRoot(), here = path26.dirname(fileURLToPath3(import.meta.url))) {
   const candidates = [path26.join(root2, "out", "renderer"), path26.join(here, "ui"), path26.join(root2, "dist", "ui")];
-  const dir = candidates.find((d) => existsSync9(path26.join(d, "index.html")));
+  const dir = candidates.find((d) => existsSync10(path26.join(d, "index.html")));
   if (dir) return { dir };
   const lead = "The opencode-worker engine is running, but its browser UI is missing";
-  if (existsSync9(path26.join(root2, "renderer", "index.html"))) return { missing: `${lead}: it is not built. Run \`npm run build\` in ${root2}.` };
+  if (existsSync10(path26.join(root2, "renderer", "index.html"))) return { missing: `${lead}: it is not built. Run \`npm run build\` in ${root2}.` };
   const looked = `(looked for ${path26.join(here, "ui", "index.html")})`;
-  if (existsSync9(path26.join(root2, ".claude-plugin", "plugin.json")))
+  if (existsSync10(path26.join(root2, ".claude-plugin", "plugin.json")))
     return {
       missing: `${lead} from this plugin install ${looked}. Update the plugin (\`claude plugin marketplace update opencode-worker\`, then \`claude plugin update opencode-worker@opencode-worker\`) or reinstall it, restart Claude Code, and run \`ocw stop\` so that the next call starts the new engine. Until then, \`ocw list\` and the plugin's MCP tools show the same workers.`
     };
@@ -77516,13 +77538,13 @@ async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
 }
 function findNvcc(env2 = process.env) {
   const given = config2(env2).OCW_NVCC;
-  if (given !== void 0) return given && existsSync10(given) ? given : null;
+  if (given !== void 0) return given && existsSync11(given) ? given : null;
   const cands = [
     ...(env2.PATH ?? "").split(path27.delimiter).filter(Boolean).map((d) => path27.join(d, "nvcc")),
     ...env2.CUDA_HOME ? [path27.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
     "/usr/local/cuda/bin/nvcc"
   ];
-  return cands.find((c3) => existsSync10(c3)) ?? null;
+  return cands.find((c3) => existsSync11(c3)) ?? null;
 }
 function variantsFor(platform2, arch, gpus, o2 = {}) {
   const v = [];
@@ -77595,10 +77617,10 @@ function findBinary(dir, name, depth = 0) {
 }
 function buildScript(env2 = process.env) {
   const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
-  if (given) return existsSync10(given) ? given : null;
+  if (given) return existsSync11(given) ? given : null;
   try {
     const f = path27.join(projectRoot(), "scripts", "build-llama-server.sh");
-    return existsSync10(f) ? f : null;
+    return existsSync11(f) ? f : null;
   } catch {
     return null;
   }
@@ -77612,7 +77634,7 @@ async function buildCuda(env2, onLine) {
   });
   const r = await p;
   const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
-  if (r.exitCode !== 0 || !bin || !existsSync10(bin))
+  if (r.exitCode !== 0 || !bin || !existsSync11(bin))
     throw new SetupError(
       "runtime",
       `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`,
@@ -77645,7 +77667,7 @@ async function installPrebuilt(o2) {
       continue;
     }
     const dir = path27.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync10(dir) ? findBinary(dir, "llama-server") : null;
+    let bin = existsSync11(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "installed";
     if (!bin) {
       if (!asset.sha256) {
@@ -78006,15 +78028,15 @@ function requestedAt(url2, targetId) {
 function describeError(err, targetId) {
   const d = err?.data ?? {};
   const said = typeof d.message === "string" ? d.message : "";
-  const quoted3 = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}\u2026` : said)}` : "";
+  const quoted4 = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}\u2026` : said)}` : "";
   const status = typeof d.statusCode === "number" ? d.statusCode : null;
   const out = (() => {
     if (err?.name === "ContextOverflowError")
-      return `the conversation outgrew the model's context${quoted3}: continue the worker with a narrower task, or use a target with a longer context`;
-    if (err?.name === "MessageOutputLengthError") return `the model's answer reached its output limit${quoted3}: resume the worker to let it go on`;
+      return `the conversation outgrew the model's context${quoted4}: continue the worker with a narrower task, or use a target with a longer context`;
+    if (err?.name === "MessageOutputLengthError") return `the model's answer reached its output limit${quoted4}: resume the worker to let it go on`;
     if (err?.name !== "APIError") return said || "the session failed without a message: resume the worker to try again";
-    if (status === null) return `the model API could not be reached${quoted3}: resume the worker once it answers (ocw targets shows whether it does)`;
-    const http6 = `HTTP ${status}${quoted3}`;
+    if (status === null) return `the model API could not be reached${quoted4}: resume the worker once it answers (ocw targets shows whether it does)`;
+    const http6 = `HTTP ${status}${quoted4}`;
     switch (classifyFailure({ status, message: said })) {
       case "key":
         return `the model API refused the target's key (${http6}): set the key again (${targetId ? `\`ocw target key ${targetId}\`, ` : ""}Setup, or its variable where the engine runs), then resume the worker`;
@@ -78479,7 +78501,7 @@ import path32 from "node:path";
 
 // engine/serving/llama-server.ts
 import { spawn as spawn4 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync11, mkdirSync as mkdirSync9, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync13 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync12, mkdirSync as mkdirSync9, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync13 } from "node:fs";
 import { createServer } from "node:net";
 import os6 from "node:os";
 import path28 from "node:path";
@@ -78607,7 +78629,7 @@ var LlamaServerError = class extends SetupError {
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
-    if (!existsSync11(explicit))
+    if (!existsSync12(explicit))
       throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
     return path28.resolve(explicit);
   }
@@ -78627,7 +78649,7 @@ function findLlamaServer(explicit, env2 = process.env) {
     }
   } catch {
   }
-  return cands.find((c3) => existsSync11(c3)) ?? null;
+  return cands.find((c3) => existsSync12(c3)) ?? null;
 }
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
@@ -78699,7 +78721,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync11(logFile) ? readFileSync13(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync12(logFile) ? readFileSync13(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -80280,11 +80302,11 @@ import path36 from "node:path";
 
 // engine/serving/start.ts
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { existsSync as existsSync14, mkdirSync as mkdirSync14, readFileSync as readFileSync16, statfsSync as statfsSync2, statSync as statSync12 } from "node:fs";
+import { existsSync as existsSync15, mkdirSync as mkdirSync14, readFileSync as readFileSync16, statfsSync as statfsSync2, statSync as statSync12 } from "node:fs";
 import path35 from "node:path";
 
 // engine/serving/fit-service.ts
-import { existsSync as existsSync12 } from "node:fs";
+import { existsSync as existsSync13 } from "node:fs";
 import path33 from "node:path";
 function input(message, field) {
   throw new SetupError("input", message, { field });
@@ -80467,7 +80489,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
     i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, "")
   );
   try {
-    if (!existsSync12(i2.model) && parseRepoRef(i2.model)) {
+    if (!existsSync13(i2.model) && parseRepoRef(i2.model)) {
       const r = await planRepo(i2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
       result2 = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : {
         pick: null,
@@ -80476,7 +80498,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
       };
     } else {
       const info = await loadGguf(i2.model);
-      const m = modelFromInfo(info, i2.model, existsSync12(i2.model) ? ["-m", path33.resolve(i2.model)] : ["-hf", i2.model]);
+      const m = modelFromInfo(info, i2.model, existsSync13(i2.model) ? ["-m", path33.resolve(i2.model)] : ["-hf", i2.model]);
       const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
       result2 = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
         pick: null,
@@ -80491,7 +80513,7 @@ async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, cat
 }
 
 // engine/serving/start-runtimes.ts
-import { chmodSync as chmodSync3, existsSync as existsSync13, mkdirSync as mkdirSync13, readFileSync as readFileSync15, statSync as statSync11, writeFileSync as writeFileSync9 } from "node:fs";
+import { chmodSync as chmodSync3, existsSync as existsSync14, mkdirSync as mkdirSync13, readFileSync as readFileSync15, statSync as statSync11, writeFileSync as writeFileSync9 } from "node:fs";
 import os7 from "node:os";
 import path34 from "node:path";
 
@@ -80775,8 +80797,8 @@ async function launchOtherPhase(c3, p, found) {
   const logFile = path34.join(stateDir(), "logs", `${id3}.log`);
   c3.setLog(logFile);
   mkdirSync13(path34.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync13(logFile) ? statSync11(logFile).size : 0;
-  const readLog = () => existsSync13(logFile) ? readFileSync15(logFile, "utf8").slice(logStart) : "";
+  const logStart = existsSync14(logFile) ? statSync11(logFile).size : 0;
+  const readLog = () => existsSync14(logFile) ? readFileSync15(logFile, "utf8").slice(logStart) : "";
   const record2 = {
     targetId: id3,
     runtime,
@@ -80985,13 +81007,13 @@ async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
   const root2 = stateDir();
   if (flag2 === "-m") {
-    if (!existsSync14(value))
+    if (!existsSync15(value))
       throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n2 = Number(m[2]);
       const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter(
-        (f) => !existsSync14(f)
+        (f) => !existsSync15(f)
       );
       if (missing.length)
         throw new StartError({
@@ -81154,7 +81176,7 @@ async function downloadPhase(modelArg, ops, signal) {
   else {
     ops.begin("download", `${counted(files.downloads.length, "file")} to ${path35.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-    const onDisk = (d) => existsSync14(d.dest) ? statSync12(d.dest).size : existsSync14(`${d.dest}.part`) ? statSync12(`${d.dest}.part`).size : 0;
+    const onDisk = (d) => existsSync15(d.dest) ? statSync12(d.dest).size : existsSync15(`${d.dest}.part`) ? statSync12(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
       const dir = path35.dirname(files.downloads[0].dest);
@@ -81384,7 +81406,7 @@ async function launchLlamaPhase(c3, plan, files) {
   const logs = [];
   const readLog = (k = 0) => {
     const l = logs[k];
-    return l && existsSync14(l.file) ? readFileSync16(l.file, "utf8").slice(l.start) : "";
+    return l && existsSync15(l.file) ? readFileSync16(l.file, "utf8").slice(l.start) : "";
   };
   const startOne = async (r) => {
     const port = await freePort();
@@ -81405,7 +81427,7 @@ async function launchLlamaPhase(c3, plan, files) {
     const recId = pooled ? `${id3}@${r.i + 1}` : id3;
     const file3 = path35.join(stateDir(), "logs", `${recId}.log`);
     mkdirSync14(path35.dirname(file3), { recursive: true });
-    logs[r.i] = { file: file3, start: existsSync14(file3) ? statSync12(file3).size : 0 };
+    logs[r.i] = { file: file3, start: existsSync15(file3) ? statSync12(file3).size : 0 };
     if (r.i === 0) c3.setLog(file3);
     const record2 = {
       targetId: recId,
@@ -82046,12 +82068,12 @@ function setTargetKey(store, id3, given) {
 }
 
 // engine/serving/setup-commands.ts
-import { existsSync as existsSync17 } from "node:fs";
+import { existsSync as existsSync18 } from "node:fs";
 import path40 from "node:path";
 
 // engine/sandbox/cgroup.ts
 import { execFileSync as execFileSync2 } from "node:child_process";
-import { existsSync as existsSync15, mkdirSync as mkdirSync15, readdirSync as readdirSync7, readFileSync as readFileSync17, rmdirSync, statSync as statSync14, writeFileSync as writeFileSync10 } from "node:fs";
+import { existsSync as existsSync16, mkdirSync as mkdirSync15, readdirSync as readdirSync7, readFileSync as readFileSync17, rmdirSync, statSync as statSync14, writeFileSync as writeFileSync10 } from "node:fs";
 import path37 from "node:path";
 var MIB2 = 1024 * 1024;
 function mounts(mountinfo) {
@@ -82091,7 +82113,7 @@ var hostCgroupFs = {
   write: (f, v) => writeFileSync10(f, v),
   mkdir: (d) => mkdirSync15(d),
   rmdir: (d) => rmdirSync(d),
-  exists: (p) => existsSync15(p),
+  exists: (p) => existsSync16(p),
   dirs: (d) => {
     try {
       return readdirSync7(d, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
@@ -82277,7 +82299,7 @@ function userSystemd() {
 }
 function findOnPath(name) {
   for (const dir of (process.env.PATH ?? "").split(path37.delimiter)) {
-    if (dir && existsSync15(path37.join(dir, name))) return path37.join(dir, name);
+    if (dir && existsSync16(path37.join(dir, name))) return path37.join(dir, name);
   }
   return null;
 }
@@ -82367,7 +82389,7 @@ function systemdPrefix(procs, memMb) {
 
 // engine/sandbox/sandbox.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { chmodSync as chmodSync4, existsSync as existsSync16, lstatSync, mkdirSync as mkdirSync16, readdirSync as readdirSync8, readlinkSync, realpathSync, statSync as statSync15, writeFileSync as writeFileSync11 } from "node:fs";
+import { chmodSync as chmodSync4, existsSync as existsSync17, lstatSync, mkdirSync as mkdirSync16, readdirSync as readdirSync8, readlinkSync, realpathSync, statSync as statSync15, writeFileSync as writeFileSync11 } from "node:fs";
 import fsp from "node:fs/promises";
 import os8 from "node:os";
 import path38 from "node:path";
@@ -82505,10 +82527,10 @@ function hostSockets(env2 = process.env) {
     for (const d of readdirSync8("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path38.join("/tmp", d));
   } catch {
   }
-  return list.filter((p) => existsSync16(p));
+  return list.filter((p) => existsSync17(p));
 }
 function homeSecrets(home = os8.homedir()) {
-  return [...HOME_SECRETS.map((p) => path38.join(home, p)).filter((p) => existsSync16(p)), ...hostSockets()];
+  return [...HOME_SECRETS.map((p) => path38.join(home, p)).filter((p) => existsSync17(p)), ...hostSockets()];
 }
 var PASS_ENV = ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"];
 function allowListedEnv(extra, from = process.env) {
@@ -82561,7 +82583,7 @@ function deniedRoots(home = os8.homedir()) {
 var TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
 function revealed(home = os8.homedir()) {
   const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path38.isAbsolute(p));
-  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path38.join(home, p)), ...extra].filter((p) => existsSync16(p)).map(real))];
+  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path38.join(home, p)), ...extra].filter((p) => existsSync17(p)).map(real))];
 }
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix", "/gnu"];
 var ETC_SECRETS = [
@@ -82597,7 +82619,7 @@ function pathToolchains(env2 = process.env, home = os8.homedir()) {
   const add = (p) => {
     if (!path38.isAbsolute(p)) return;
     const r = real(p);
-    if (r === "/" || covered(r) || !existsSync16(r) || r.split(path38.sep).includes("node_modules")) return;
+    if (r === "/" || covered(r) || !existsSync17(r) || r.split(path38.sep).includes("node_modules")) return;
     const parent = path38.dirname(r);
     const dir = path38.basename(r) === "bin" && path38.dirname(parent) !== "/" ? parent : r;
     if (!out.includes(dir)) out.push(dir);
@@ -82631,11 +82653,11 @@ function systemBinds() {
 }
 function reshown(hidden2, reveal) {
   const r = reveal.map(real);
-  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path38.sep))).filter((h3) => existsSync16(h3) && statSync15(h3).isDirectory());
+  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path38.sep))).filter((h3) => existsSync17(h3) && statSync15(h3).isDirectory());
 }
 function reshownFiles(hidden2, reveal) {
   const r = reveal.map(real);
-  return hidden2.map(real).filter((h3) => r.some((x) => h3.startsWith(x + path38.sep))).filter((h3) => existsSync16(h3) && !statSync15(h3).isDirectory());
+  return hidden2.map(real).filter((h3) => r.some((x) => h3.startsWith(x + path38.sep))).filter((h3) => existsSync17(h3) && !statSync15(h3).isDirectory());
 }
 function servePolicy(o2) {
   const home = o2.home ?? os8.homedir();
@@ -82685,20 +82707,20 @@ function bwrapArgs(policy) {
   if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   args.push("--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
   if (policy.network === "none") args.push("--unshare-net");
-  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync16(p)) args.push(...size, "--tmpfs", p);
+  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync17(p)) args.push(...size, "--tmpfs", p);
   for (const p of policy.hidden.map(real)) {
-    if (!existsSync16(p)) continue;
+    if (!existsSync17(p)) continue;
     if (statSync15(p).isDirectory()) args.push(...size, "--tmpfs", p);
     else args.push("--ro-bind", "/dev/null", p);
   }
-  for (const p of (policy.reveal ?? []).map(real)) if (existsSync16(p)) args.push("--ro-bind", p, p);
+  for (const p of (policy.reveal ?? []).map(real)) if (existsSync17(p)) args.push("--ro-bind", p, p);
   for (const p of reshown(policy.hidden, policy.reveal ?? [])) args.push(...size, "--tmpfs", p);
   for (const p of reshownFiles(policy.hidden, policy.reveal ?? [])) args.push("--ro-bind", "/dev/null", p);
   for (const p of policy.writable.map(real)) {
     mkdirSync16(p, { recursive: true });
     args.push("--bind", p, p);
   }
-  for (const p of policy.readOnly.map(real)) if (existsSync16(p)) args.push("--ro-bind", p, p);
+  for (const p of policy.readOnly.map(real)) if (existsSync17(p)) args.push("--ro-bind", p, p);
   args.push("--clearenv");
   for (const [k, v] of Object.entries(policy.env)) args.push("--setenv", k, v);
   args.push("--chdir", policy.cwd);
@@ -82715,7 +82737,7 @@ function capFilter(outputBytes) {
 }
 function sandboxed(argv, policy, kind = sandboxStatus().kind) {
   const l = policy.limits;
-  const shell = existsSync16("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync17("/bin/bash") ? "/bin/bash" : "/bin/sh";
   const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash"), kind !== "none"), ...argv] : argv;
   const base2 = kind === "none" ? { file: inner[0], args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap, args: [...bwrapArgs(policy), "--", ...inner], env: {} };
   if (policy.join?.length) {
@@ -82917,7 +82939,7 @@ function writeWorkerShell(file3, opts) {
   const named = path38.resolve(opts.workspacesRoot);
   const tmpRoot = real(opts.tmpRoot);
   const binds = real(opts.bindsDir ?? path38.join(path38.dirname(file3), "binds"));
-  const bash = opts.bash ?? (existsSync16("/bin/bash") ? "/bin/bash" : "/bin/sh");
+  const bash = opts.bash ?? (existsSync17("/bin/bash") ? "/bin/bash" : "/bin/sh");
   const l = opts.limits ?? commandLimits();
   const env2 = allowListedEnv({
     TERM: "dumb",
@@ -82978,7 +83000,7 @@ function writeWorkerShell(file3, opts) {
       ...secretsInside.map((s) => statSync15(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)
     ].join(" ");
     const again = reshown(hide, reveal).map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
-    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync16(t2));
+    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync17(t2));
     const cg = opts.cgroups ?? limitSetup();
     const joined = !!cg.parents && (cg.commands === "cgroup1" || cg.commands === "cgroup2");
     if (joined && cg.parents) {
@@ -83108,7 +83130,7 @@ async function llamaFitParams(file3, e, llamaServer) {
   const server = llamaServer ?? safeFindLlamaServer();
   if (!server) return null;
   const bin = path40.join(path40.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync17(bin)) return null;
+  if (!existsSync18(bin)) return null;
   const args = [
     "-m",
     file3,
@@ -83182,9 +83204,9 @@ async function fitFile(input2, o2 = {}) {
   const minCtx = i2.minCtx ?? MIN_SLOT_CTX;
   const dev = { gpus: gpus.map((g2, n2) => ({ ...g2, runtimeId: /^[A-Za-z]+\d+$/.test(g2.name) ? g2.name : `GPU${n2}` })), hostFreeBytes: hostFree };
   const gguf = i2.gguf ? local(i2.gguf, i2.cwd) : null;
-  const m = modelFromInfo(info, i2.gguf ?? i2.metadata, i2.gguf ? [existsSync17(gguf) ? "-m" : "-hf", i2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
+  const m = modelFromInfo(info, i2.gguf ?? i2.metadata, i2.gguf ? [existsSync18(gguf) ? "-m" : "-hf", i2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
   const pick3 = planModel(m, dev, slots, minCtx, false);
-  const llamaCpp = i2.llamaFit !== false && gguf && existsSync17(gguf) ? await llamaFitParams(gguf, e) : null;
+  const llamaCpp = i2.llamaFit !== false && gguf && existsSync18(gguf) ? await llamaFitParams(gguf, e) : null;
   return {
     model: {
       source: info.source,
@@ -83564,10 +83586,10 @@ async function preflightTarget(target) {
 
 // engine/approvals/queue.ts
 import { isIP as isIP3 } from "node:net";
-import path57 from "node:path";
+import path59 from "node:path";
 
 // engine/harness/config.ts
-import { readFileSync as readFileSync18, existsSync as existsSync18, mkdirSync as mkdirSync17, writeFileSync as writeFileSync12 } from "node:fs";
+import { readFileSync as readFileSync18, existsSync as existsSync19, mkdirSync as mkdirSync17, writeFileSync as writeFileSync12 } from "node:fs";
 import path41 from "node:path";
 var WORKER_AGENT = "ocw-worker";
 var PROVIDER_ID = "ocw";
@@ -83648,12 +83670,12 @@ var WORKER_PERMISSION = {
 };
 function compileAgentPrompt(target, root2 = projectRoot()) {
   const protocolFile = path41.join(root2, "protocol", "opencode-worker-protocol.md");
-  if (!existsSync18(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
+  if (!existsSync19(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
   let prompt = readFileSync18(protocolFile, "utf8").trim();
   let pack = null;
   if (target) {
     const packFile = path41.join(root2, "packs", targetSlug(target), "agent.md");
-    if (existsSync18(packFile)) {
+    if (existsSync19(packFile)) {
       pack = packFile;
       prompt += `
 
@@ -83716,7 +83738,7 @@ function compileOpencodeConfig(target, agent, access) {
 import { spawn as spawn7 } from "node:child_process";
 import { randomBytes as randomBytes9 } from "node:crypto";
 import { EventEmitter as EventEmitter2 } from "node:events";
-import { existsSync as existsSync19, mkdirSync as mkdirSync18, readFileSync as readFileSync19, realpathSync as realpathSync2, renameSync as renameSync6, statSync as statSync16 } from "node:fs";
+import { existsSync as existsSync20, mkdirSync as mkdirSync18, readFileSync as readFileSync19, realpathSync as realpathSync2, renameSync as renameSync6, statSync as statSync16 } from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
 import path42 from "node:path";
 import { pathToFileURL } from "node:url";
@@ -84163,7 +84185,7 @@ function opencodeBinary() {
   const require2 = createRequire2(import.meta.url);
   const pkg = require2.resolve("opencode-ai/package.json");
   const bin = path42.join(path42.dirname(pkg), "bin", "opencode.exe");
-  if (!existsSync19(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
+  if (!existsSync20(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
   return bin;
 }
 var OPENCODE_LOG_CAP = 8 * 2 ** 20;
@@ -84641,19 +84663,82 @@ function modelFor(endpoint, target) {
 
 // engine/approvals/inspect.ts
 var import_picomatch3 = __toESM(require_picomatch2());
-import { lstatSync as lstatSync7, readlinkSync as readlinkSync5, realpathSync as realpathSync7 } from "node:fs";
-import path55 from "node:path";
+import { lstatSync as lstatSync8, readlinkSync as readlinkSync5, realpathSync as realpathSync7 } from "node:fs";
+import path57 from "node:path";
 
 // engine/grading/checks.ts
-import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync25, lstatSync as lstatSync5, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync25, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
-import path52 from "node:path";
+import { existsSync as existsSync26, lstatSync as lstatSync6, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync22, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
+import path53 from "node:path";
+
+// engine/grading/files.ts
+import { createHash as createHash3 } from "node:crypto";
+import { closeSync as closeSync6, constants as constants6, fstatSync as fstatSync2, openSync as openSync6, readSync as readSync2, realpathSync as realpathSync3 } from "node:fs";
+import path44 from "node:path";
+var MAX_READ_BYTES = 1024 * 1024;
+function withRegular(file3, fn) {
+  let fd;
+  try {
+    fd = openSync6(file3, constants6.O_RDONLY | constants6.O_NOFOLLOW | constants6.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    const st = fstatSync2(fd);
+    return st.isFile() ? fn(fd, st.size) : null;
+  } catch {
+    return null;
+  } finally {
+    closeSync6(fd);
+  }
+}
+function readRegular(file3, max = MAX_READ_BYTES) {
+  return withRegular(file3, (fd, size) => {
+    if (size > max) return null;
+    const buf = Buffer.alloc(size + 1);
+    let got = 0;
+    for (; ; ) {
+      const n2 = readSync2(fd, buf, got, buf.length - got, null);
+      if (n2 === 0) return buf.subarray(0, got);
+      got += n2;
+      if (got > size) return null;
+    }
+  });
+}
+function realInside(root2, file3) {
+  try {
+    const real2 = realpathSync3(root2);
+    const rel = path44.relative(real2, realpathSync3(path44.join(root2, file3))).split(path44.sep).join("/");
+    return rel === "" || rel === ".." || rel.startsWith("../") || path44.isAbsolute(rel) ? null : rel;
+  } catch {
+    return null;
+  }
+}
+function readInside(root2, file3, max = MAX_READ_BYTES) {
+  const real2 = realInside(root2, file3);
+  if (real2 === null) return null;
+  try {
+    return readRegular(path44.join(realpathSync3(root2), real2), max)?.toString("utf8") ?? null;
+  } catch {
+    return null;
+  }
+}
+function hashRegular(file3) {
+  return withRegular(file3, (fd) => {
+    const hash2 = createHash3("sha256");
+    const buf = Buffer.alloc(1024 * 1024);
+    for (; ; ) {
+      const n2 = readSync2(fd, buf, 0, buf.length, null);
+      if (n2 === 0) return hash2.digest("hex");
+      hash2.update(buf.subarray(0, n2));
+    }
+  });
+}
 
 // engine/grading/folders.ts
 import { randomBytes as randomBytes11 } from "node:crypto";
 import { renameSync as renameSync7 } from "node:fs";
 import { chmod, lstat, mkdir, readdir as readdir2, rm } from "node:fs/promises";
-import path44 from "node:path";
+import path45 from "node:path";
 var DISCARDED = ".discarded-";
 function discard(dir) {
   const away = awayName(dir);
@@ -84685,7 +84770,7 @@ async function removePending() {
 }
 async function sweepDiscarded(gradingDir) {
   const names = await readdir2(gradingDir).catch(() => []);
-  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path44.join(gradingDir, n2))));
+  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path45.join(gradingDir, n2))));
 }
 async function removeTree2(dir) {
   try {
@@ -84706,18 +84791,18 @@ async function writableFolders(dir) {
   if (!st?.isDirectory()) return;
   await chmod(dir, st.mode & 4095 | 448).catch(() => void 0);
   const entries = await readdir2(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries) if (e.isDirectory()) await writableFolders(path44.join(dir, e.name));
+  for (const e of entries) if (e.isDirectory()) await writableFolders(path45.join(dir, e.name));
 }
 async function folderIn(checkout, sub) {
   let at = checkout;
-  for (const part of sub.split(path44.sep).filter(Boolean)) {
-    at = path44.join(at, part);
+  for (const part of sub.split(path45.sep).filter(Boolean)) {
+    at = path45.join(at, part);
     const st = await lstat(at).catch(() => null);
     if (!st) await mkdir(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
       return {
-        problem: `${path44.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
+        problem: `${path45.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
       };
     }
   }
@@ -84727,9 +84812,9 @@ async function folderIn(checkout, sub) {
 // engine/grading/runner-config.ts
 var import_ini = __toESM(require_ini());
 import { execFile as execFile3 } from "node:child_process";
-import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync24, lstatSync as lstatSync4, readdirSync as readdirSync9, readFileSync as readFileSync24, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
-import path51 from "node:path";
+import { createHash as createHash7 } from "node:crypto";
+import { existsSync as existsSync25, lstatSync as lstatSync5, readdirSync as readdirSync9, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
+import path52 from "node:path";
 import { promisify as promisify6 } from "node:util";
 
 // node_modules/smol-toml/dist/error.js
@@ -84760,12 +84845,12 @@ var TomlError = class _TomlError extends Error {
   line;
   column;
   codeblock;
-  constructor(message, options) {
-    const [line, column] = getLineColFromPtr(options.toml, options.ptr);
-    const codeblock2 = makeCodeBlock(options.toml, line, column);
+  constructor(message, options2) {
+    const [line, column] = getLineColFromPtr(options2.toml, options2.ptr);
+    const codeblock2 = makeCodeBlock(options2.toml, line, column);
     super(`Invalid TOML document: ${message}
 
-${codeblock2}`, options);
+${codeblock2}`, options2);
     this.line = line;
     this.column = column;
     this.codeblock = codeblock2;
@@ -85411,14 +85496,14 @@ function validateTablePeek(ctx, peek, ptr) {
   if (peek === null || ctx.uk === 2)
     TomlError.x(peek === null ? "trying to redefine an already defined table or value" : "document contains an unsafe property", ctx, ptr);
 }
-function parse3(toml, options = {}) {
+function parse3(toml, options2 = {}) {
   let ctx = {
     s: toml,
     p: 0,
-    d: options.maxDepth ?? 1e3,
-    bi: options.integersAsBigInt ?? false,
-    ld: options.useLegacyDate ?? true,
-    uk: options.unsafeKeyBehaviour === "throw" ? 2 : options.unsafeKeyBehaviour === "drop" ? 1 : 0
+    d: options2.maxDepth ?? 1e3,
+    bi: options2.integersAsBigInt ?? false,
+    ld: options2.useLegacyDate ?? true,
+    uk: options2.unsafeKeyBehaviour === "throw" ? 2 : options2.unsafeKeyBehaviour === "drop" ? 1 : 0
   };
   let res = /* @__PURE__ */ Object.create(null);
   let meta = /* @__PURE__ */ Object.create(null);
@@ -85491,14 +85576,15 @@ function parse3(toml, options = {}) {
 var HAS_WELLFORMED = !!"".isWellFormed;
 
 // engine/grading/command-scripts.ts
-import { readFileSync as readFileSync20, realpathSync as realpathSync3 } from "node:fs";
-import path45 from "node:path";
+import { lstatSync as lstatSync2 } from "node:fs";
+import path46 from "node:path";
 function simpleCommands(line) {
   const out = [];
   let words2 = [];
   let word = "";
   let inWord = false;
   let expands = false;
+  let brace = false;
   let redirect = false;
   let fromFile = false;
   let pipeFrom = null;
@@ -85506,6 +85592,7 @@ function simpleCommands(line) {
   let assigns = [];
   let assigning;
   const endWord = () => {
+    if (brace && braceExpands(word)) expands = true;
     if (inWord) {
       if (redirect) {
         if (fromFile && !expands) words2.stdin = word;
@@ -85519,6 +85606,7 @@ function simpleCommands(line) {
     word = "";
     inWord = false;
     expands = false;
+    brace = false;
     assigning = void 0;
   };
   const valueAt = (i2) => {
@@ -85613,7 +85701,8 @@ function simpleCommands(line) {
     } else if (c3 === " " || c3 === "	") endWord();
     else {
       if (c3 === "=" && assigning === void 0 && !expands && /^[A-Za-z_][A-Za-z0-9_]*$/.test(word)) assigning = word;
-      if ("$`*?[{~".includes(c3)) expands = true;
+      if ("$`*?[~".includes(c3)) expands = true;
+      if (c3 === "{") brace = true;
       word += c3;
       inWord = true;
     }
@@ -85621,6 +85710,22 @@ function simpleCommands(line) {
   endCommand();
   return out;
 }
+function braceExpands(word) {
+  let open4 = false;
+  let sep = false;
+  for (let i2 = 0; i2 < word.length; i2++) {
+    const c3 = word[i2];
+    if (c3 === "{") {
+      open4 = true;
+      sep = false;
+    } else if (c3 === "}") {
+      if (open4 && sep) return true;
+      open4 = false;
+    } else if (open4 && (c3 === "," || c3 === "." && word[i2 + 1] === ".")) sep = true;
+  }
+  return false;
+}
+var RESERVED2 = /* @__PURE__ */ new Set(["if", "then", "elif", "else", "do", "while", "until", "!", "{"]);
 var DECLARES = /* @__PURE__ */ new Set(["export", "readonly", "declare", "typeset", "local"]);
 var SHELLS = /* @__PURE__ */ new Set(["bash", "sh", "dash", "zsh", "ksh", "ash", "mksh", "source", "."]);
 var PYTHON = /^(python[\d.]*|pypy[\d.]*)$/;
@@ -85685,9 +85790,10 @@ var WRAPPERS = {
   chronic: { values: [] },
   unbuffer: { values: [] }
 };
-var wrapperOf = (w) => Object.hasOwn(WRAPPERS, path45.posix.basename(w)) ? path45.posix.basename(w) : null;
+var wrapperOf = (w) => Object.hasOwn(WRAPPERS, path46.posix.basename(w)) ? path46.posix.basename(w) : null;
 function commandStart(words2) {
   let i2 = 0;
+  while (typeof words2[i2] === "string" && RESERVED2.has(words2[i2])) i2++;
   for (; ; ) {
     const w = words2[i2];
     if (typeof w !== "string") return null;
@@ -85696,7 +85802,7 @@ function commandStart(words2) {
       i2++;
       continue;
     }
-    if (w === "eval" || path45.posix.basename(w) === "su") {
+    if (w === "eval" || path46.posix.basename(w) === "su") {
       const rest = words2.slice(i2 + 1);
       if (rest.some((x) => x === null)) return null;
       if (w === "eval") return rest.length ? { split: rest.join(" ") } : null;
@@ -85704,6 +85810,8 @@ function commandStart(words2) {
       const line = c3 < 0 ? void 0 : rest[c3].startsWith("--command=") ? rest[c3].slice("--command=".length) : rest[c3 + 1];
       return typeof line === "string" ? { split: line } : null;
     }
+    const runner = !w.includes("/") || w.startsWith("/") ? path46.posix.basename(w) : "";
+    if (Object.hasOwn(RUNNERS, runner)) return RUNNERS[runner](words2.slice(i2 + 1));
     if (!wrapper) return { at: i2 };
     i2++;
     if (wrapper === "env") {
@@ -85728,6 +85836,222 @@ function commandStart(words2) {
     if (wrapper === "flock" && (words2[i2] === "-c" || words2[i2] === "--command")) return typeof words2[i2 + 1] === "string" ? { split: words2[i2 + 1] } : null;
   }
 }
+var UNKNOWN = "\0";
+var quoted2 = (w, unknown2) => w === null ? '"$_"' : `'${(unknown2 ? w.split(unknown2).join(UNKNOWN) : w).replaceAll("'", "'\\''")}'`;
+function options(args, spec2, seen = () => {
+}, from = 0) {
+  let i2 = from;
+  for (; i2 < args.length; i2++) {
+    const w = args[i2];
+    if (typeof w !== "string") return null;
+    if (w === "--") return i2 + 1;
+    if (!w.startsWith("-") || w === "-") return i2;
+    if (w.startsWith("--")) {
+      const eq = w.indexOf("=");
+      const name = eq < 0 ? w : w.slice(0, eq);
+      const kind = Object.hasOwn(spec2.long, name) ? spec2.long[name] : void 0;
+      if (!kind || kind === "flag" && eq >= 0) return null;
+      if (kind === "value" && eq < 0 && i2 + 1 >= args.length) return null;
+      seen(name, eq >= 0 ? w.slice(eq + 1) : kind === "value" ? args[++i2] : void 0);
+      continue;
+    }
+    for (let k = 1; k < w.length; k++) {
+      const c3 = w[k];
+      const rest = w.slice(k + 1);
+      if (spec2.flags.includes(c3)) seen(`-${c3}`, void 0);
+      else if (spec2.optional?.includes(c3)) {
+        seen(`-${c3}`, rest || void 0);
+        break;
+      } else if (spec2.values.includes(c3)) {
+        if (!rest && i2 + 1 >= args.length) return null;
+        seen(`-${c3}`, rest || args[++i2]);
+        break;
+      } else return null;
+    }
+  }
+  return i2;
+}
+function xargsCommand(args) {
+  let replace;
+  const at = options(
+    args,
+    {
+      flags: "0rtpxo",
+      values: "adEILnPs",
+      optional: "eil",
+      long: {
+        "--null": "flag",
+        "--no-run-if-empty": "flag",
+        "--verbose": "flag",
+        "--interactive": "flag",
+        "--exit": "flag",
+        "--open-tty": "flag",
+        "--arg-file": "value",
+        "--delimiter": "value",
+        "--max-args": "value",
+        "--max-procs": "value",
+        "--max-chars": "value",
+        "--process-slot-var": "value",
+        "--eof": "optional",
+        "--replace": "optional",
+        "--max-lines": "optional"
+      }
+    },
+    (o2, v) => {
+      if (o2 === "-I" || o2 === "-i" || o2 === "--replace") replace = v === void 0 ? "{}" : v || null;
+    }
+  );
+  if (at === null || replace === null || at >= args.length) return null;
+  const unknown2 = replace ?? void 0;
+  return {
+    split: args.slice(at).map((w) => quoted2(w, unknown2)).join(" ")
+  };
+}
+function findCommands(args) {
+  const lines = [];
+  for (let i2 = 0; i2 < args.length; i2++) {
+    const w = args[i2];
+    if (w !== "-exec" && w !== "-execdir" && w !== "-ok" && w !== "-okdir") continue;
+    let end = i2 + 1;
+    while (end < args.length && args[end] !== ";" && !(args[end] === "+" && end > i2 + 2 && args[end - 1] === "{}")) end++;
+    if (end >= args.length) return null;
+    if (w === "-exec" && end > i2 + 1)
+      lines.push(
+        args.slice(i2 + 1, end).map((x) => quoted2(x, "{}")).join(" ")
+      );
+    i2 = end;
+  }
+  return lines.length ? { split: lines.join("\n") } : null;
+}
+function scriptCommand(args) {
+  let command;
+  for (let i2 = 0; i2 < args.length; ) {
+    const at = options(
+      args,
+      {
+        flags: "aefqhV",
+        values: "cEBIOTmo",
+        optional: "t",
+        long: {
+          "--append": "flag",
+          "--return": "flag",
+          "--flush": "flag",
+          "--force": "flag",
+          "--quiet": "flag",
+          "--command": "value",
+          "--echo": "value",
+          "--log-io": "value",
+          "--log-in": "value",
+          "--log-out": "value",
+          "--log-timing": "value",
+          "--logging-format": "value",
+          "--output-limit": "value",
+          "--timing": "optional"
+        }
+      },
+      (o2, v) => {
+        if (o2 === "-c" || o2 === "--command") command = v;
+      },
+      i2
+    );
+    if (at === null) return typeof command === "string" ? { split: command } : null;
+    if (at > i2 && args[at - 1] === "--") break;
+    i2 = at + 1;
+  }
+  return typeof command === "string" ? { split: command } : null;
+}
+function watchCommand(args) {
+  let exec = false;
+  const at = options(
+    args,
+    {
+      flags: "bcCeghprtwxv",
+      values: "nq",
+      optional: "d",
+      long: {
+        "--beep": "flag",
+        "--color": "flag",
+        "--no-color": "flag",
+        "--errexit": "flag",
+        "--chgexit": "flag",
+        "--precise": "flag",
+        "--no-rerun": "flag",
+        "--no-title": "flag",
+        "--no-wrap": "flag",
+        "--exec": "flag",
+        "--interval": "value",
+        "--equexit": "value",
+        "--differences": "optional"
+      }
+    },
+    (o2) => {
+      if (o2 === "-x" || o2 === "--exec") exec = true;
+    }
+  );
+  const rest = at === null ? [] : args.slice(at);
+  if (!rest.length) return null;
+  if (exec) return { split: rest.map((w) => quoted2(w)).join(" ") };
+  return rest.every((w) => typeof w === "string") ? { split: rest.join(" ") } : null;
+}
+function parallelCommand2(args) {
+  const at = options(args, {
+    flags: "kvu0",
+    values: "jPnNL",
+    long: Object.fromEntries([
+      ...[
+        "--keep-order",
+        "--tag",
+        "--verbose",
+        "--progress",
+        "--bar",
+        "--eta",
+        "--dry-run",
+        "--will-cite",
+        "--no-notice",
+        "--ungroup",
+        "--line-buffer",
+        "--lb",
+        "--group",
+        "--null"
+      ].map((o2) => [o2, "flag"]),
+      ...[
+        "--jobs",
+        "--max-procs",
+        "--max-args",
+        "--max-replace-args",
+        "--max-lines",
+        "--timeout",
+        "--retries",
+        "--delay",
+        "--joblog",
+        "--halt",
+        "--results",
+        "--res",
+        "--tagstring"
+      ].map((o2) => [o2, "value"])
+    ])
+  });
+  if (at === null || args[at - 1] === "--") return null;
+  const rest = args.slice(at);
+  const sep = rest.findIndex((w) => typeof w === "string" && /^::::?\+?$/.test(w));
+  if (sep < 0 || rest.includes("--")) return null;
+  const command = rest.slice(0, sep);
+  if (command.length) {
+    if (command.some((w) => w === null)) return null;
+    return { split: command.map((w) => w.replace(/\{[^{}]*\}/g, UNKNOWN)).join(" ") };
+  }
+  const inputs = rest.slice(sep + 1);
+  if (rest[sep] !== ":::" || inputs.some((w) => typeof w === "string" && /^::::?\+?$/.test(w))) return null;
+  const lines = inputs.filter((w) => typeof w === "string");
+  return lines.length ? { split: lines.join("\n") } : null;
+}
+var RUNNERS = {
+  xargs: xargsCommand,
+  find: findCommands,
+  script: scriptCommand,
+  watch: watchCommand,
+  parallel: parallelCommand2
+};
 var pathLike = (w) => w.includes("/") || /\.(sh|bash|zsh|js|mjs|cjs|ts|mts|cts|tsx|jsx|py|rb|pl|php|r|lua|ps1|tcl)$/i.test(w);
 function scriptWords(words2, recurse) {
   const start = commandStart(words2);
@@ -85738,7 +86062,7 @@ function scriptWords(words2, recurse) {
   const program3 = next();
   if (typeof program3 !== "string") return [];
   i2++;
-  const name = path45.posix.basename(program3).toLowerCase();
+  const name = path46.posix.basename(program3).toLowerCase();
   const out = [];
   const firstArg = (takesValue, stop, file3) => {
     while (i2 < words2.length) {
@@ -85814,15 +86138,20 @@ function scriptWords(words2, recurse) {
 }
 function commandScripts(commands, sub, checkout) {
   const found = /* @__PURE__ */ new Map();
+  const work = { left: MAX_READ_CHARS };
+  const tools = /* @__PURE__ */ new Map();
   const read3 = (line, cwd, command, depth, inScript) => {
     if (depth > 3) return;
+    work.left -= line.length;
+    if (work.left < 0) return;
     let at = cwd;
     for (const words2 of simpleCommands(line)) {
       if (at === null) return;
       const from = at;
-      if (words2[0] === "cd") {
-        const to = words2[1];
-        at = typeof to === "string" && !to.startsWith("/") && to !== "-" ? path45.posix.normalize(path45.posix.join(from || ".", to)) : null;
+      const lead = words2.findIndex((w) => typeof w !== "string" || !RESERVED2.has(w));
+      if (lead >= 0 && words2[lead] === "cd") {
+        const to = words2[lead + 1];
+        at = typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN) ? path46.posix.normalize(path46.posix.join(from || ".", to)) : null;
         if (at === ".") at = "";
         if (at?.startsWith("..")) at = null;
         continue;
@@ -85834,25 +86163,27 @@ function commandScripts(commands, sub, checkout) {
       const program3 = programOf(words2);
       if (files.fromStdin) files.push(...words2.stdin !== void 0 ? [words2.stdin] : catFiles(words2.piped));
       for (const f of files) {
-        if (f.startsWith("/") || f.startsWith("~")) continue;
-        const file3 = path45.posix.normalize(path45.posix.join(from || ".", f));
+        if (f.startsWith("/") || f.startsWith("~") || f.includes(UNKNOWN)) continue;
+        const file3 = path46.posix.normalize(path46.posix.join(from || ".", f));
         if (file3 === "." || file3 === ".." || file3.startsWith("../")) continue;
-        const shell = checkout ? shellScript(path45.join(checkout, file3), SHELLS.has(program3 ?? "")) : null;
+        const shell = checkout ? shellScript(checkout, file3, SHELLS.has(program3 ?? "")) : null;
         if (inScript && shell === null) continue;
         if (!found.has(file3)) {
           const sourced = program3 === "." || program3 === "source" ? { sourced: true } : {};
           found.set(file3, inScript ? { file: file3, command, via: inScript, ...sourced } : { file: file3, command, ...sourced });
           const real2 = checkout ? realInside(checkout, file3) : null;
           if (real2 && real2 !== file3 && !found.has(real2)) found.set(real2, { file: real2, command, via: file3 });
-          if (shell !== null) read3(withScriptDir(shell, path45.posix.relative(from || ".", path45.posix.dirname(file3)) || "."), from, command, depth + 1, file3);
+          if (shell !== null) read3(withScriptDir(shell, path46.posix.relative(from || ".", path46.posix.dirname(file3)) || "."), from, command, depth + 1, file3);
         }
       }
-      if (inScript) continue;
       if (checkout) {
         const start = commandStart(words2);
         const tool = start && "at" in start ? words2.slice(start.at) : [];
-        for (const script of packageScripts(tool, path45.join(checkout, from))) read3(script, from, command, depth + 1);
-        const make = makeRecipes(tool, checkout, from);
+        const key = `${from}\0${JSON.stringify(tool)}`;
+        if ((tools.get(key) ?? Number.POSITIVE_INFINITY) <= depth) continue;
+        if (tool[0] === "make" || tool[0] === "gmake" || tool[0] === "npm" || tool[0] === "yarn" || tool[0] === "pnpm") tools.set(key, depth);
+        for (const script of packageScripts(tool, checkout, from)) read3(script, from, command, depth + 1);
+        const make = makeRecipes(tool, checkout, from, work);
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
         if (make) for (const line2 of make.lines) read3(line2, make.dir, command, depth + 1);
       }
@@ -85861,16 +86192,8 @@ function commandScripts(commands, sub, checkout) {
   for (const c3 of commands) read3(c3, sub, c3, 0);
   return [...found.values()];
 }
-function realInside(checkout, file3) {
-  try {
-    const root2 = realpathSync3(checkout);
-    const rel = path45.relative(root2, realpathSync3(path45.join(checkout, file3))).split(path45.sep).join("/");
-    return rel === "" || rel.startsWith("../") || rel === ".." || path45.isAbsolute(rel) ? null : rel;
-  } catch {
-    return null;
-  }
-}
-function packageScripts(words2, dir) {
+var MAX_READ_CHARS = 16 * 2 ** 20;
+function packageScripts(words2, checkout, dir) {
   const [tool, ...args] = words2;
   if (tool !== "npm" && tool !== "yarn" && tool !== "pnpm") return [];
   const plain = args.filter((w) => typeof w === "string" && !w.startsWith("-"));
@@ -85882,60 +86205,73 @@ function packageScripts(words2, dir) {
   if (!name) return [];
   let scripts;
   try {
-    const json3 = JSON.parse(readFileSync20(path45.join(dir, "package.json"), "utf8"));
+    const json3 = JSON.parse(readInside(checkout, path46.posix.join(dir || ".", "package.json")) ?? "");
     scripts = json3 && typeof json3.scripts === "object" && json3.scripts ? json3.scripts : {};
   } catch {
     return [];
   }
   return [`pre${name}`, name, `post${name}`].map((k) => scripts[k]).filter((s) => typeof s === "string");
 }
-function makeRecipes(words2, checkout, from) {
+function makeRecipes(words2, checkout, from, work) {
   if (words2[0] !== "make" && words2[0] !== "gmake") return null;
+  if (words2.some((w) => w?.includes(UNKNOWN))) return null;
   let dir = from;
   const targets = [];
   const named = [];
+  const move = (to) => {
+    if (typeof to !== "string" || !to || to.startsWith("/")) return false;
+    dir = path46.posix.normalize(path46.posix.join(dir || ".", to));
+    if (dir === ".") dir = "";
+    return !dir.startsWith("..");
+  };
   for (let i2 = 1; i2 < words2.length; i2++) {
     const w = words2[i2];
     if (typeof w !== "string") return null;
-    if (w === "-f" || w === "--file" || w === "--makefile") {
+    if (w === "--file" || w === "--makefile") {
       const f = words2[++i2];
       if (typeof f !== "string") return null;
       named.push(f);
     } else if (/^--(file|makefile)=/.test(w)) named.push(w.slice(w.indexOf("=") + 1));
-    else if (w.startsWith("-f") && w.length > 2) named.push(w.slice(2));
-    else if (w === "-C" || w === "--directory" || w.startsWith("--directory=") || w.startsWith("-C") && w.length > 2) {
-      const to = w === "-C" || w === "--directory" ? words2[++i2] : w.slice(w.startsWith("-C") ? 2 : "--directory=".length);
-      if (typeof to !== "string" || !to || to.startsWith("/")) return null;
-      dir = path45.posix.normalize(path45.posix.join(dir || ".", to));
-      if (dir === ".") dir = "";
-      if (dir.startsWith("..")) return null;
+    else if (w === "--directory" || w.startsWith("--directory=")) {
+      if (!move(w === "--directory" ? words2[++i2] : w.slice("--directory=".length))) return null;
+    } else if (/^-[^-]/.test(w)) {
+      for (let k = 1; k < w.length; k++) {
+        const c3 = w[k];
+        if (!"fCIoWE".includes(c3)) continue;
+        const value = k + 1 < w.length ? w.slice(k + 1) : words2[++i2];
+        if (c3 === "f") {
+          if (typeof value !== "string") return null;
+          named.push(value);
+        } else if (c3 === "C" && !move(value)) return null;
+        break;
+      }
     } else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
   }
   const makefiles = [];
   for (const f of named) {
-    const file3 = path45.posix.normalize(path45.posix.join(dir || ".", f));
+    const file3 = path46.posix.normalize(path46.posix.join(dir || ".", f));
     if (f === "-" || f.startsWith("/") || f.startsWith("~") || file3 === "." || file3 === ".." || file3.startsWith("../")) return null;
     makefiles.push(file3);
   }
   let text = null;
+  const reading = new Set(makefiles);
   if (makefiles.length) {
     const texts = makefiles.flatMap((f) => {
-      try {
-        return [readFileSync20(path45.join(checkout, f), "utf8")];
-      } catch {
-        return [];
-      }
+      const t2 = readInside(checkout, f);
+      return t2 === null ? [] : [t2];
     });
     text = texts.length ? texts.join("\n") : null;
   } else
     for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
-      try {
-        text = readFileSync20(path45.join(checkout, dir, name), "utf8");
-        break;
-      } catch {
-      }
+      if (!lstatSync2(path46.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
+      text = readInside(checkout, path46.posix.join(dir, name));
+      if (text !== null) reading.add(path46.posix.join(dir, name));
+      break;
     }
   if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
+  text = withIncludes(text, checkout, dir, reading, { files: MAX_INCLUDED });
+  work.left -= text.length;
+  if (work.left < 0) return null;
   const rules = /* @__PURE__ */ new Map();
   let first2;
   let current = [];
@@ -85945,7 +86281,7 @@ function makeRecipes(words2, checkout, from) {
       continue;
     }
     const line = raw2.replace(/#.*$/, "");
-    const m = /^([^:=#\t][^:=]*?)\s*::?\s*([^=].*)?$/.exec(line);
+    const m = /^([^:=#\t][^:=]*)::?\s*([^=].*)?$/.exec(line);
     if (!m || /^\s*(export|override|define|include|-include|sinclude|ifn?eq|ifn?def|else|endif)\b/.test(line)) {
       if (line.trim()) current = [];
       continue;
@@ -85963,16 +86299,44 @@ function makeRecipes(words2, checkout, from) {
   }
   const lines = [];
   const seen = /* @__PURE__ */ new Set();
-  const visit = (t2) => {
-    if (seen.has(t2)) return;
-    seen.add(t2);
-    const rule = rules.get(t2);
-    if (!rule) return;
-    for (const p of rule.prereqs) visit(p);
-    lines.push(...rule.recipe);
+  const visit = (goal) => {
+    const stack = [];
+    const enter = (t2) => {
+      if (seen.has(t2)) return;
+      seen.add(t2);
+      const rule = rules.get(t2);
+      if (rule) stack.push({ rule, next: 0 });
+    };
+    enter(goal);
+    while (stack.length) {
+      const top = stack[stack.length - 1];
+      if (top.next < top.rule.prereqs.length) enter(top.rule.prereqs[top.next++]);
+      else {
+        stack.pop();
+        for (const r of top.rule.recipe) lines.push(r);
+      }
+    }
   };
   for (const t2 of targets.length ? targets : first2 ? [first2] : []) visit(t2);
   return { dir, lines, makefiles };
+}
+var MAX_INCLUDED = 16;
+function withIncludes(text, checkout, dir, reading, budget2) {
+  return text.replace(/\\\n/g, " ").split("\n").map((line) => {
+    const m = /^[ ]*(?:-include|sinclude|include)[ \t]+([^#]*)/.exec(line);
+    if (!m) return line;
+    const parts = [];
+    for (const name of m[1].trim().split(/\s+/).filter(Boolean)) {
+      if (/[$*?[\]{}~\\`"']/.test(name) || name.startsWith("/") || name.includes(UNKNOWN)) continue;
+      const file3 = path46.posix.normalize(path46.posix.join(dir || ".", name));
+      if (file3 === "." || file3 === ".." || file3.startsWith("../") || reading.has(file3) || budget2.files <= 0) continue;
+      const included = readInside(checkout, file3);
+      if (included === null) continue;
+      budget2.files--;
+      parts.push(withIncludes(included, checkout, dir, /* @__PURE__ */ new Set([...reading, file3]), budget2));
+    }
+    return [...parts, line].join("\n");
+  }).join("\n");
 }
 var SELF = String.raw`(?:\$0|\$\{0\}|\$BASH_SOURCE|\$\{BASH_SOURCE(?:\[0\])?\})`;
 var DIRNAME = String.raw`(?:\$\(\s*dirname\s+(?:"${SELF}"|${SELF})\s*\)|\x60\s*dirname\s+(?:"${SELF}"|${SELF})\s*\x60)`;
@@ -85993,28 +86357,24 @@ function withScriptDir(text, dir) {
 function programOf(words2) {
   const start = commandStart(words2);
   const w = start && "at" in start ? words2[start.at] : null;
-  return typeof w === "string" ? path45.posix.basename(w).toLowerCase() : null;
+  return typeof w === "string" ? path46.posix.basename(w).toLowerCase() : null;
 }
 function catFiles(words2) {
   if (!words2) return [];
   const start = commandStart(words2);
-  if (!start || !("at" in start) || typeof words2[start.at] !== "string" || path45.posix.basename(words2[start.at]) !== "cat") return [];
+  if (!start || !("at" in start) || typeof words2[start.at] !== "string" || path46.posix.basename(words2[start.at]) !== "cat") return [];
   const out = [];
-  let options = true;
+  let options2 = true;
   for (const w of words2.slice(start.at + 1)) {
     if (typeof w !== "string" || w === "-") return [];
-    if (options && w === "--") options = false;
-    else if (!(options && w.startsWith("-"))) out.push(w);
+    if (options2 && w === "--") options2 = false;
+    else if (!(options2 && w.startsWith("-"))) out.push(w);
   }
   return out.length || words2.stdin === void 0 ? out : [words2.stdin];
 }
-function shellScript(file3, byShell = false) {
-  let text;
-  try {
-    text = readFileSync20(file3, "utf8");
-  } catch {
-    return null;
-  }
+function shellScript(checkout, file3, byShell = false) {
+  const text = readInside(checkout, file3);
+  if (text === null) return null;
   if (byShell || /\.(sh|bash)$/i.test(file3) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
   return null;
 }
@@ -86065,19 +86425,20 @@ async function gitScript(script, opts) {
   return r.stdout;
 }
 function gitComplaint(r) {
+  if (r.timedOut) return `${r.stderr} (git waits for good where it reads a FIFO: one named .gitignore in the worker's files, or in a nested repository's .git)`;
   return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
 }
 var ENGINE_AUTHOR = { name: "opencode-worker", email: "opencode-worker@localhost" };
 var OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=${ENGINE_AUTHOR.email}`, "-c", "commit.gpgsign=false"];
 
 // engine/workspace/mirror.ts
-import { createHash as createHash3, randomBytes as randomBytes12 } from "node:crypto";
-import { existsSync as existsSync20 } from "node:fs";
+import { createHash as createHash4, randomBytes as randomBytes12 } from "node:crypto";
+import { existsSync as existsSync21 } from "node:fs";
 import { copyFile, link, mkdir as mkdir2, readdir as readdir3, readFile as readFile2, rm as rm2 } from "node:fs/promises";
-import path46 from "node:path";
+import path47 from "node:path";
 function mirrorObjects(mirrorsRoot, repoRoot2, format2) {
-  const tag = createHash3("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path46.join(mirrorsRoot, `${path46.basename(repoRoot2)}-${tag}-${format2}`, "objects");
+  const tag = createHash4("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path47.join(mirrorsRoot, `${path47.basename(repoRoot2)}-${tag}-${format2}`, "objects");
 }
 var LOOSE = /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/;
 var FANOUT = /^[0-9a-f]{2}$/;
@@ -86085,14 +86446,14 @@ var PACK_IDX = /^pack-[0-9a-f]+\.idx$/;
 async function alternatesOf(objects) {
   let text;
   try {
-    text = await readFile2(path46.join(objects, "info", "alternates"), "utf8");
+    text = await readFile2(path47.join(objects, "info", "alternates"), "utf8");
   } catch {
     return [];
   }
-  return text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#")).map((l) => path46.resolve(objects, l.startsWith('"') && l.endsWith('"') ? l.slice(1, -1) : l));
+  return text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#")).map((l) => path47.resolve(objects, l.startsWith('"') && l.endsWith('"') ? l.slice(1, -1) : l));
 }
 async function place(src, dest, linkFn, counts) {
-  if (existsSync20(dest)) {
+  if (existsSync21(dest)) {
     counts.present++;
     return;
   }
@@ -86106,14 +86467,14 @@ async function place(src, dest, linkFn, counts) {
       counts.present++;
       return;
     }
-    if (code2 === "ENOENT" && !existsSync20(src)) return;
+    if (code2 === "ENOENT" && !existsSync21(src)) return;
   }
-  const tmp = path46.join(path46.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes12(6).toString("hex")}`);
+  const tmp = path47.join(path47.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes12(6).toString("hex")}`);
   try {
     try {
       await copyFile(src, tmp);
     } catch (err) {
-      if (err.code === "ENOENT" && !existsSync20(src)) return;
+      if (err.code === "ENOENT" && !existsSync21(src)) return;
       throw err;
     }
     try {
@@ -86133,36 +86494,36 @@ async function mirrorStore(from, to, linkFn, counts) {
   for (let i2 = 0; i2 < fanout.length; i2 += 16) {
     await Promise.all(
       fanout.slice(i2, i2 + 16).map(async (d) => {
-        const objects = (await readdir3(path46.join(from, d)).catch(() => [])).filter((f) => LOOSE.test(f));
+        const objects = (await readdir3(path47.join(from, d)).catch(() => [])).filter((f) => LOOSE.test(f));
         if (!objects.length) return;
-        await mkdir2(path46.join(to, d), { recursive: true });
-        for (const name of objects) await place(path46.join(from, d, name), path46.join(to, d, name), linkFn, counts);
+        await mkdir2(path47.join(to, d), { recursive: true });
+        for (const name of objects) await place(path47.join(from, d, name), path47.join(to, d, name), linkFn, counts);
       })
     );
   }
-  const packDir = path46.join(from, "pack");
+  const packDir = path47.join(from, "pack");
   const packNames = await readdir3(packDir).catch(() => []);
   const packs = packNames.filter((f) => PACK_IDX.test(f)).map((f) => f.slice(0, -".idx".length));
   if (!packs.length) return;
-  await mkdir2(path46.join(to, "pack"), { recursive: true });
+  await mkdir2(path47.join(to, "pack"), { recursive: true });
   for (const pack of packs) {
-    if (existsSync20(path46.join(to, "pack", pack + ".idx"))) {
+    if (existsSync21(path47.join(to, "pack", pack + ".idx"))) {
       counts.present += packNames.includes(pack + ".rev") ? 3 : 2;
       continue;
     }
     for (const ext of [".pack", ".rev", ".idx"]) {
-      if (packNames.includes(pack + ext)) await place(path46.join(packDir, pack + ext), path46.join(to, "pack", pack + ext), linkFn, counts);
+      if (packNames.includes(pack + ext)) await place(path47.join(packDir, pack + ext), path47.join(to, "pack", pack + ext), linkFn, counts);
     }
   }
 }
 async function hasPromisor(objects) {
-  return (await readdir3(path46.join(objects, "pack")).catch(() => [])).some((f) => f.endsWith(".promisor"));
+  return (await readdir3(path47.join(objects, "pack")).catch(() => [])).some((f) => f.endsWith(".promisor"));
 }
 async function refreshNow(userObjects, mirror, linkFn) {
   const started = performance.now();
   const counts = { linked: 0, copied: 0, present: 0 };
-  await mkdir2(path46.join(mirror, "info"), { recursive: true });
-  await mkdir2(path46.join(mirror, "pack"), { recursive: true });
+  await mkdir2(path47.join(mirror, "info"), { recursive: true });
+  await mkdir2(path47.join(mirror, "pack"), { recursive: true });
   const sources = [];
   const unreadable = [];
   let promisor = false;
@@ -86203,14 +86564,14 @@ function refreshMirror(userObjects, mirror, opts = {}) {
 }
 
 // engine/workspace/land.ts
-import { existsSync as existsSync21, lstatSync as lstatSync2, readFileSync as readFileSync21, readlinkSync as readlinkSync2 } from "node:fs";
-import path48 from "node:path";
+import { existsSync as existsSync22, lstatSync as lstatSync3, readFileSync as readFileSync20, readlinkSync as readlinkSync2 } from "node:fs";
+import path49 from "node:path";
 
 // engine/workspace/snapshot.ts
-import { createHash as createHash4, randomBytes as randomBytes13 } from "node:crypto";
-import { constants as constants6, mkdirSync as mkdirSync20, renameSync as renameSync8, rmSync as rmSync9, writeFileSync as writeFileSync13 } from "node:fs";
+import { createHash as createHash5, randomBytes as randomBytes13 } from "node:crypto";
+import { constants as constants7, mkdirSync as mkdirSync20, renameSync as renameSync8, rmSync as rmSync9, writeFileSync as writeFileSync13 } from "node:fs";
 import { lstat as lstat2, mkdir as mkdir3, open as open2, readlink, rename, rm as rm3, symlink, writeFile } from "node:fs/promises";
-import path47 from "node:path";
+import path48 from "node:path";
 import { promisify as promisify5 } from "node:util";
 import { crc32, deflate, deflateSync } from "node:zlib";
 var deflateAsync = promisify5(deflate);
@@ -86219,7 +86580,7 @@ var IN_PROCESS_MAX_BYTES = 4 * 1024 * 1024;
 var NotInProcess = class extends Error {
 };
 function objectId(type, content, format2) {
-  return createHash4(format2).update(`${type} ${content.length}\0`).update(content).digest("hex");
+  return createHash5(format2).update(`${type} ${content.length}\0`).update(content).digest("hex");
 }
 function parseBaseTree(out, format2) {
   const nl = out.indexOf("\n");
@@ -86337,7 +86698,7 @@ async function readWorktree(worktree, base2, fresh) {
   for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
   if (!await byFolder()) throw new NotInProcess("no /proc/self/fd");
   const paths = [...base2.entries.keys(), ...fresh.filter((p) => !base2.entries.has(p))];
-  const rootLength = Buffer.byteLength(worktree + path47.sep);
+  const rootLength = Buffer.byteLength(worktree + path48.sep);
   const dirs = /* @__PURE__ */ new Set();
   for (const p of paths) {
     if (rootLength + p.length >= PATH_MAX) throw new NotInProcess("a path longer than the system opens");
@@ -86361,7 +86722,7 @@ async function readWorktree(worktree, base2, fresh) {
       });
       if (st) throw new NotInProcess("a .gitattributes on the way");
     };
-    const top = await open2(worktree, O_PATH | constants6.O_DIRECTORY);
+    const top = await open2(worktree, O_PATH | constants7.O_DIRECTORY);
     held.push(top);
     const [seen, named] = await Promise.all([top.stat(), lstat2(inFolder(top.fd, "."))]);
     if (seen.ino !== named.ino || seen.dev !== named.dev) throw new NotInProcess("/proc/self/fd does not lead to the open folder");
@@ -86375,7 +86736,7 @@ async function readWorktree(worktree, base2, fresh) {
           if (fd === null) return null;
           let h3;
           try {
-            h3 = await open2(inFolder(fd, leaf), O_PATH | constants6.O_DIRECTORY | constants6.O_NOFOLLOW);
+            h3 = await open2(inFolder(fd, leaf), O_PATH | constants7.O_DIRECTORY | constants7.O_NOFOLLOW);
           } catch (err) {
             if (["ENOENT", "ENOTDIR", "ELOOP"].includes(code(err) ?? "")) return null;
             throw err;
@@ -86400,6 +86761,17 @@ async function readWorktree(worktree, base2, fresh) {
       }
     };
     const found = await eachLimited(paths, 64, look);
+    await eachLimited(
+      found.flatMap((f, i2) => f?.st.isDirectory() && base2.entries.has(paths[i2]) ? [f] : []),
+      64,
+      async (f) => {
+        const st = await lstat2(Buffer.concat([inFolder(f.fd, f.leaf), Buffer.from("/.git")])).catch((err) => {
+          if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
+          throw err;
+        });
+        if (st) throw new NotInProcess("a repository where the base has a file");
+      }
+    );
     let bytes = 0;
     for (const [i2, f] of found.entries()) {
       if (!f || f.st.isDirectory()) continue;
@@ -86434,7 +86806,7 @@ async function readWorktree(worktree, base2, fresh) {
 async function readWhole(file3, seen) {
   const { size } = seen;
   const changed = () => new NotInProcess("a file changed while it was read");
-  const h3 = await open2(file3, constants6.O_RDONLY | constants6.O_NOFOLLOW | constants6.O_NONBLOCK);
+  const h3 = await open2(file3, constants7.O_RDONLY | constants7.O_NOFOLLOW | constants7.O_NONBLOCK);
   try {
     const st = await h3.stat();
     if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev || st.size !== size) throw changed();
@@ -86486,7 +86858,7 @@ async function writePack(dir, objects, format2) {
     chunks.push(p.head, p.data);
     offset += p.head.length + p.data.length;
   }
-  const packHash = createHash4(format2);
+  const packHash = createHash5(format2);
   for (const c3 of chunks) packHash.update(c3);
   const checksum = packHash.digest();
   chunks.push(checksum);
@@ -86514,10 +86886,10 @@ async function writePack(dir, objects, format2) {
     ...large,
     checksum
   ]);
-  const index = Buffer.concat([idx, createHash4(format2).update(idx).digest()]);
-  const folder = path47.join(dir, "pack");
-  const name = path47.join(folder, `pack-${checksum.toString("hex")}`);
-  const tmp = path47.join(folder, `tmp_idx_${randomBytes13(6).toString("hex")}`);
+  const index = Buffer.concat([idx, createHash5(format2).update(idx).digest()]);
+  const folder = path48.join(dir, "pack");
+  const name = path48.join(folder, `pack-${checksum.toString("hex")}`);
+  const tmp = path48.join(folder, `tmp_idx_${randomBytes13(6).toString("hex")}`);
   if (offset + checksum.length <= SMALL_OBJECT) {
     mkdirSync20(folder, { recursive: true });
     try {
@@ -86575,7 +86947,7 @@ async function writeSnapshot(objects, base2, snap, parent, message) {
   return id3;
 }
 async function writeCheckout(dir, snap, only) {
-  const root2 = Buffer.from(dir + path47.sep);
+  const root2 = Buffer.from(dir + path48.sep);
   const names = only ? only.filter((p) => snap.files.has(p)) : [...snap.files.keys()];
   const made2 = /* @__PURE__ */ new Set();
   for (const name of names) {
@@ -86728,7 +87100,7 @@ async function flaggedChanges(repo, base2, commit, objects, known, beside = [], 
   flags.push(...await plainWhereLfs(repo, changes, objects));
   for (const c3 of changes) {
     const folded = foldPath(c3.path);
-    const name = path48.posix.basename(folded);
+    const name = path49.posix.basename(folded);
     if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
     else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
     else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
@@ -86797,7 +87169,7 @@ async function nameCollisions(repo, commits, changes, objects, listed2 = /* @__P
 var gitDirs = /* @__PURE__ */ new Map();
 async function absoluteGitDir(repo) {
   const known = await gitDirs.get(repo);
-  if (known && existsSync21(known)) return known;
+  if (known && existsSync22(known)) return known;
   if (gitDirs.size >= 256) gitDirs.delete(gitDirs.keys().next().value);
   const p = q2(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true }).then((r) => r.code === 0 ? r.out.trim() : "");
   gitDirs.set(repo, p);
@@ -86812,12 +87184,12 @@ async function plainWhereLfs(repo, changes, objects) {
   const gitDir = await absoluteGitDir(repo);
   const read3 = (f) => {
     try {
-      return readFileSync21(f, "utf8");
+      return readFileSync20(f, "utf8");
     } catch {
       return "";
     }
   };
-  if (!/filter=lfs/.test(read3(path48.join(repo, ".gitattributes")) + (gitDir ? read3(path48.join(gitDir, "info", "attributes")) : ""))) return [];
+  if (!/filter=lfs/.test(read3(path49.join(repo, ".gitattributes")) + (gitDir ? read3(path49.join(gitDir, "info", "attributes")) : ""))) return [];
   const lfs = (await filteredAmong(
     repo,
     files.map((c3) => c3.path)
@@ -86859,8 +87231,8 @@ var blobId = (bytes, like) => objectId("blob", bytes, like.length === 64 ? "sha2
 function verifyCheckout(repo, changes) {
   const wrong = [];
   for (const c3 of changes) {
-    const file3 = path48.join(repo, c3.path);
-    const st = lstatSync2(file3, { throwIfNoEntry: false });
+    const file3 = path49.join(repo, c3.path);
+    const st = lstatSync3(file3, { throwIfNoEntry: false });
     if (!c3.mode) {
       if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
       continue;
@@ -86878,7 +87250,7 @@ function verifyCheckout(repo, changes) {
       wrong.push(`${c3.path} (not a file)`);
       continue;
     }
-    if (blobId(readFileSync21(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
+    if (blobId(readFileSync20(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
     else if (c3.mode === "100755" !== !!(st.mode & 64)) wrong.push(`${c3.path} (mode differs)`);
   }
   return wrong;
@@ -87026,13 +87398,13 @@ async function revertCommit(repo, branch, merge2, message) {
 }
 
 // engine/workspace/workspace.ts
-import { existsSync as existsSync22, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readFileSync as readFileSync22, realpathSync as realpathSync4, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
-import { copyFile as copyFile2, link as link2, lstat as lstat3, mkdir as mkdir4, readdir as readdir4, readFile as readFile3, realpath, rename as rename2, rm as rm4, writeFile as writeFile2 } from "node:fs/promises";
-import { createHash as createHash5, randomBytes as randomBytes14 } from "node:crypto";
-import path49 from "node:path";
+import { constants as constants8, existsSync as existsSync23, lstatSync as lstatSync4, mkdirSync as mkdirSync21, readFileSync as readFileSync21, realpathSync as realpathSync4, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
+import { copyFile as copyFile2, link as link2, lstat as lstat3, mkdir as mkdir4, open as open3, readdir as readdir4, readFile as readFile3, realpath, rename as rename2, rm as rm4, writeFile as writeFile2 } from "node:fs/promises";
+import { createHash as createHash6, randomBytes as randomBytes14 } from "node:crypto";
+import path50 from "node:path";
 async function inspectRepo(dir) {
-  if (!path49.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync22(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!path50.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!existsSync23(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
   if (!statSync17(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root2 || !head || !ref) {
@@ -87040,17 +87412,17 @@ async function inspectRepo(dir) {
     if (!top && await git(dir, ["rev-parse", "--is-bare-repository"], { allowFail: true }) === "true")
       throw new InputError(`${dir} is a bare repository (it has no files to work on): pass a checkout of it (\`git clone ${dir}\`)`);
     if (!top && await git(dir, ["rev-parse", "--is-inside-git-dir"], { allowFail: true }) === "true") {
-      const gitDir = path49.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
+      const gitDir = path50.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
       throw new InputError(
-        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path49.basename(gitDir) === ".git" ? ` (${path49.dirname(gitDir)})` : ""}`
+        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path50.basename(gitDir) === ".git" ? ` (${path50.dirname(gitDir)})` : ""}`
       );
     }
     if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
   const branch = ref === "HEAD" ? null : ref;
-  const subdir = path49.relative(await realpath(root2), await realpath(path49.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path49.sep).join("/")}`], { allowFail: true })) {
+  const subdir = path50.relative(await realpath(root2), await realpath(path50.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path50.sep).join("/")}`], { allowFail: true })) {
     throw new InputError(
       `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
     );
@@ -87058,31 +87430,31 @@ async function inspectRepo(dir) {
   return { root: root2, subdir, head, branch };
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
-  const tag = createHash5("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path49.join(worktreesRoot, `${path49.basename(repoRoot2)}-${tag}`, workerId);
+  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path50.join(worktreesRoot, `${path50.basename(repoRoot2)}-${tag}`, workerId);
 }
-var mirrorsRootOf = (worktreesRoot) => path49.join(path49.dirname(worktreesRoot), "mirrors");
+var mirrorsRootOf = (worktreesRoot) => path50.join(path50.dirname(worktreesRoot), "mirrors");
 function workspaceMirror(worktreesRoot, repoRoot2, baseCommit, mirrorsRoot = mirrorsRootOf(worktreesRoot)) {
   return mirrorObjects(mirrorsRoot, repoRoot2, objectFormat(baseCommit));
 }
 async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {}) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path49.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  const ws = { worktree, cwd: path50.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   const mirror = workspaceMirror(worktreesRoot, repo.root, repo.head, opts.mirrorsRoot);
   const refresh = async () => refreshMirror(await objectsOf(repo.root), mirror, { link: opts.link });
-  if (existsSync22(worktree)) {
+  if (existsSync23(worktree)) {
     await moveOntoMirror(worktreesRoot, ws, opts);
     return ws;
   }
-  mkdirSync21(path49.dirname(worktree), { recursive: true });
-  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path49.dirname(gitDir)) };
+  mkdirSync21(path50.dirname(worktree), { recursive: true });
+  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path50.dirname(gitDir)) };
   const make = async () => {
     const objects = await realMirror(mirror);
     const projectId = opencodeProjectId();
-    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path49.dirname(gitDir) });
+    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path50.dirname(gitDir) });
     await gitScript(NEW_WORKSPACE, {
-      cwd: path49.dirname(worktree),
+      cwd: path50.dirname(worktree),
       env: {
         ...env2,
         OCW_WORKTREE: worktree,
@@ -87098,7 +87470,7 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {})
       }
     });
   };
-  let last2 = existsSync22(mirror) ? null : await refresh();
+  let last2 = existsSync23(mirror) ? null : await refresh();
   try {
     await make();
   } catch (first2) {
@@ -87133,7 +87505,7 @@ function repoSkeleton(parent, format2, env2) {
   if (!p) {
     if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value);
     p = (async () => {
-      const tmp = path49.join(parent, `.ocw-init-${process.pid}-${randomBytes14(4).toString("hex")}`);
+      const tmp = path50.join(parent, `.ocw-init-${process.pid}-${randomBytes14(4).toString("hex")}`);
       await mkdir4(parent, { recursive: true });
       try {
         const r = await runCommand("git", ["init", "-q", "--template=", ...format2 === "sha256" ? ["--object-format=sha256"] : [], tmp], { cwd: parent, env: env2 });
@@ -87141,17 +87513,17 @@ function repoSkeleton(parent, format2, env2) {
         const dirs = [".git"];
         const files = [];
         const walk = async (rel) => {
-          for (const e of await readdir4(path49.join(tmp, rel), { withFileTypes: true })) {
-            const name = path49.join(rel, e.name);
+          for (const e of await readdir4(path50.join(tmp, rel), { withFileTypes: true })) {
+            const name = path50.join(rel, e.name);
             if (e.isDirectory()) {
               dirs.push(name);
               await walk(name);
-            } else if (e.isFile()) files.push([name, await readFile3(path49.join(tmp, name))]);
+            } else if (e.isFile()) files.push([name, await readFile3(path50.join(tmp, name))]);
             else throw new GitError(`git init made ${name}, which is neither a file nor a folder`);
           }
         };
         await walk(".git");
-        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path49.sep))), files };
+        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path50.sep))), files };
       } finally {
         await rm4(tmp, { recursive: true, force: true });
       }
@@ -87163,13 +87535,13 @@ function repoSkeleton(parent, format2, env2) {
 }
 async function newWorkspace(worktree, env2, o2) {
   const skeleton = await repoSkeleton(o2.engineDir, objectFormat(o2.base), env2);
-  const dotGit = path49.join(worktree, ".git");
-  await Promise.all(skeleton.leaves.map((d) => mkdir4(path49.join(worktree, d), { recursive: true })));
+  const dotGit = path50.join(worktree, ".git");
+  await Promise.all(skeleton.leaves.map((d) => mkdir4(path50.join(worktree, d), { recursive: true })));
   await Promise.all([
-    ...skeleton.files.map(([name, bytes]) => writeFile2(path49.join(worktree, name), bytes, { flag: "wx" })),
-    writeFile2(path49.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
+    ...skeleton.files.map(([name, bytes]) => writeFile2(path50.join(worktree, name), bytes, { flag: "wx" })),
+    writeFile2(path50.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
 `, { flag: "wx" }),
-    writeFile2(path49.join(dotGit, "opencode"), `${o2.projectId}
+    writeFile2(path50.join(dotGit, "opencode"), `${o2.projectId}
 `, { flag: "wx" })
   ]);
   const r = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "checkout", "-q", "-b", o2.branch, o2.base], {
@@ -87181,20 +87553,20 @@ async function newWorkspace(worktree, env2, o2) {
 }
 async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
   const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
-  const alternates = path49.join(ws.worktree, ".git", "objects", "info", "alternates");
-  const named = existsSync22(alternates) ? readFileSync22(alternates, "utf8").trim() : null;
+  const alternates = path50.join(ws.worktree, ".git", "objects", "info", "alternates");
+  const named = existsSync23(alternates) ? readFileSync21(alternates, "utf8").trim() : null;
   const old = named !== null && named === await objectsOf(ws.repo).catch(() => null);
-  if (!old && existsSync22(mirror)) return;
+  if (!old && existsSync23(mirror)) return;
   await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
   if (old && ownFolders(ws.worktree, [".git", "objects", "info"]))
-    await writeAlternates(path49.join(ws.worktree, ".git", "objects"), realpathSync4(mirror) + "\n");
+    await writeAlternates(path50.join(ws.worktree, ".git", "objects"), realpathSync4(mirror) + "\n");
 }
 function ownFolders(root2, parts) {
   let dir = root2;
   for (const p of parts) {
-    dir = path49.join(dir, p);
+    dir = path50.join(dir, p);
     try {
-      if (!lstatSync3(dir).isDirectory()) return false;
+      if (!lstatSync4(dir).isDirectory()) return false;
     } catch {
       return false;
     }
@@ -87315,17 +87687,17 @@ function trustedEnv(home) {
 }
 var engineGitDirs = /* @__PURE__ */ new Map();
 function engineGitDir(workerDir, format2) {
-  const dir = path49.join(path49.dirname(workerDir), `.engine-${format2}.git`);
+  const dir = path50.join(path50.dirname(workerDir), `.engine-${format2}.git`);
   let made2 = engineGitDirs.get(dir);
   if (!made2) {
     made2 = (async () => {
-      if (existsSync22(path49.join(dir, "HEAD"))) return dir;
+      if (existsSync23(path50.join(dir, "HEAD"))) return dir;
       const tmp = `${dir}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
-      mkdirSync21(path49.dirname(dir), { recursive: true });
+      mkdirSync21(path50.dirname(dir), { recursive: true });
       try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path49.dirname(dir), env: { ...trustedEnv(path49.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path50.dirname(dir), env: { ...trustedEnv(path50.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
         await rename2(tmp, dir).catch((err) => {
-          if (!existsSync22(path49.join(dir, "HEAD"))) throw err;
+          if (!existsSync23(path50.join(dir, "HEAD"))) throw err;
         });
       } finally {
         await rm4(tmp, { recursive: true, force: true });
@@ -87354,10 +87726,10 @@ function inTurn(ws, fn) {
   return run5;
 }
 async function writeAlternates(objects, text, opts = {}) {
-  const file3 = path49.join(objects, "info", "alternates");
+  const file3 = path50.join(objects, "info", "alternates");
   if (opts.engines && alternatesWritten.get(file3) === text) return;
   if (opts.absent) {
-    await mkdir4(path49.dirname(file3), { recursive: true });
+    await mkdir4(path50.dirname(file3), { recursive: true });
     await writeFile2(file3, text);
   } else if (await readFile3(file3, "utf8").catch(() => null) !== text) {
     const tmp = `${file3}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
@@ -87365,7 +87737,7 @@ async function writeAlternates(objects, text, opts = {}) {
       await writeFile2(tmp, text);
     } catch (err) {
       if (err.code !== "ENOENT") throw err;
-      await mkdir4(path49.dirname(file3), { recursive: true });
+      await mkdir4(path50.dirname(file3), { recursive: true });
       await writeFile2(tmp, text);
     }
     await rename2(tmp, file3);
@@ -87378,7 +87750,7 @@ var alternatesWritten = /* @__PURE__ */ new Map();
 var gradeFoldersMade = /* @__PURE__ */ new Set();
 var forgetAlternates = (objects) => {
   gradeFoldersMade.delete(objects);
-  alternatesWritten.delete(path49.join(objects, "info", "alternates"));
+  alternatesWritten.delete(path50.join(objects, "info", "alternates"));
 };
 async function runTrustedScript(ws, script, inputs, opts) {
   if (opts.baseOnly) {
@@ -87401,15 +87773,7 @@ async function runTrustedScript(ws, script, inputs, opts) {
       OCW_WORKTREE: ws.worktree,
       ...inputs
     };
-    if (typeof script === "string") return await gitScript(script, { cwd: ws.gitDir, env: env2, lossless: !opts.bytes, bytes: opts.bytes });
-    const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
-      cwd: ws.gitDir,
-      env: { ...env2, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
-      lossless: !opts.bytes,
-      bytes: opts.bytes
-    });
-    if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${ws.gitDir}: ${gitComplaint(r)}`);
-    return r.stdout;
+    return await runTrusted(ws, script, ws.gitDir, env2, index, opts);
   } finally {
     if (!opts.index?.keep) await rm4(index, { force: true });
   }
@@ -87417,11 +87781,11 @@ async function runTrustedScript(ws, script, inputs, opts) {
 async function workerObjects(ws, fresh, throughGrade = false) {
   const format2 = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path49.join(ws.gitDir, "objects");
-  const gradeObjects = path49.join(ws.gitDir, GRADE_OBJECTS);
+  const objects = path50.join(ws.gitDir, "objects");
+  const gradeObjects = path50.join(ws.gitDir, GRADE_OBJECTS);
   const graded = await gradedStoreOf(ws);
   if (fresh) {
-    if (existsSync22(gradeObjects)) {
+    if (existsSync23(gradeObjects)) {
       await copyObjects(gradeObjects, objects);
       await rm4(gradeObjects, { recursive: true, force: true });
     }
@@ -87434,7 +87798,7 @@ ${graded}
 `, { engines: true, absent: fresh });
     }
     if (!fresh) return;
-    await mkdir4(path49.join(gradeObjects, "pack"), { recursive: true });
+    await mkdir4(path50.join(gradeObjects, "pack"), { recursive: true });
     if (gradeFoldersMade.size >= 4096) gradeFoldersMade.delete(gradeFoldersMade.values().next().value);
     gradeFoldersMade.add(gradeObjects);
   };
@@ -87446,7 +87810,7 @@ ${gradeObjects}
 }
 async function runOnBase(ws, script, inputs, opts, at) {
   const index = opts.index?.path ?? privateIndex(ws);
-  const cwd = path49.dirname(ws.gitDir);
+  const cwd = path50.dirname(ws.gitDir);
   try {
     const env2 = {
       ...trustedEnv(ws.gitDir),
@@ -87459,18 +87823,23 @@ async function runOnBase(ws, script, inputs, opts, at) {
       OCW_WORKTREE: ws.worktree,
       ...inputs
     };
-    if (typeof script === "string") return await gitScript(script, { cwd, env: env2, lossless: !opts.bytes, bytes: opts.bytes });
-    const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
-      cwd,
-      env: { ...env2, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
-      lossless: !opts.bytes,
-      bytes: opts.bytes
-    });
-    if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${cwd}: ${gitComplaint(r)}`);
-    return r.stdout;
+    return await runTrusted(ws, script, cwd, env2, index, opts);
   } finally {
     if (!opts.index?.keep) await rm4(index, { force: true });
   }
+}
+async function runTrusted(ws, script, cwd, env2, index, opts) {
+  const limitMs = config2().OCW_GIT_READ_SEC * 1e3;
+  if (typeof script === "string") return gitScript(script, { cwd, env: env2, lossless: !opts.bytes, bytes: opts.bytes, limitMs });
+  const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
+    cwd,
+    env: { ...env2, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
+    lossless: !opts.bytes,
+    bytes: opts.bytes,
+    limitMs
+  });
+  if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${cwd}: ${gitComplaint(r)}`);
+  return r.stdout;
 }
 var privateIndex = (ws) => `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
 var objectFormat = (commit) => commit.length === 64 ? "sha256" : "sha1";
@@ -87479,7 +87848,7 @@ function objectsOf(repo) {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path49.resolve(repo, dir));
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path50.resolve(repo, dir));
     objectDirs.set(repo, p);
     p.catch(() => objectDirs.delete(repo));
   }
@@ -87494,7 +87863,7 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
     const listing = await capsListing(ws, caps);
     if (listing.over) throw new SnapshotTooLarge(listing.over);
     const emptied = async () => {
-      if (existsSync22(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
+      if (existsSync23(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
       mkdirSync21(checkoutDir, { recursive: true });
     };
     await emptied();
@@ -87510,7 +87879,7 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
       ws,
       COMMIT_AND_CHECK_OUT,
       { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : "" },
-      { freshGradeObjects: true, index: { path: index, ready: existsSync22(index) } }
+      { freshGradeObjects: true, index: { path: index, ready: existsSync23(index) } }
     );
   } finally {
     if (indexMade) await rm4(index, { force: true });
@@ -87541,7 +87910,7 @@ var trusted = /* @__PURE__ */ new Map();
 function trustsFileSystem(gitDir) {
   let p = trusted.get(gitDir);
   if (!p) {
-    p = readFile3(path49.join(gitDir, "config"), "utf8").then(
+    p = readFile3(path50.join(gitDir, "config"), "utf8").then(
       (text) => {
         const values = (key) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*(\\S*)\\s*$`, "gim"))].map((m) => m[1].toLowerCase());
         return values("filemode").every((v) => v === "true") && values("ignorecase").every((v) => v === "false") && values("precomposeunicode").every((v) => v === "false");
@@ -87557,10 +87926,10 @@ function partialHolds(checkoutDir, only) {
     const parts = p.split("/").filter(Boolean);
     let at = checkoutDir;
     for (const [i2, part] of parts.entries()) {
-      at = path49.join(at, part);
+      at = path50.join(at, part);
       let st;
       try {
-        st = lstatSync3(at);
+        st = lstatSync4(at);
       } catch {
         return true;
       }
@@ -87580,7 +87949,7 @@ function checkoutList(only) {
 }
 var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
 async function checkOutCommit(ws, commit, checkoutDir) {
-  if (existsSync22(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
+  if (existsSync23(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
   mkdirSync21(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
@@ -87611,8 +87980,8 @@ function prepareGrading(ws) {
   baseListing(ws).catch(() => void 0);
 }
 function baseListing(ws) {
-  const dir = path49.join(path49.dirname(ws.gitDir), ".base-index");
-  const index = path49.join(dir, `${ws.baseCommit}-${process.pid}`);
+  const dir = path50.join(path50.dirname(ws.gitDir), ".base-index");
+  const index = path50.join(dir, `${ws.baseCommit}-${process.pid}`);
   let p = baseListings.get(index);
   if (p) {
     baseListings.delete(index);
@@ -87622,7 +87991,7 @@ function baseListing(ws) {
   p = (async () => {
     let cleared = baseIndexDirs.get(dir);
     if (!cleared) {
-      cleared = readdir4(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm4(path49.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir4(dir, { recursive: true })).then(() => void 0);
+      cleared = readdir4(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm4(path50.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir4(dir, { recursive: true })).then(() => void 0);
       baseIndexDirs.set(dir, cleared);
       cleared.catch(() => baseIndexDirs.delete(dir));
     }
@@ -87671,10 +88040,10 @@ async function baseIndexInto(ws, index) {
 var KEPT_INDEX = "checkout-index";
 var KEPT_META = "checkout-index.json";
 async function keepCheckoutIndex(ws) {
-  const meta = path49.join(ws.gitDir, KEPT_META);
-  const tmp = `${path49.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
+  const meta = path50.join(ws.gitDir, KEPT_META);
+  const tmp = `${path50.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
   try {
-    const src = path49.join(ws.worktree, ".git", "index");
+    const src = path50.join(ws.worktree, ".git", "index");
     const st = await lstat3(src, { bigint: true });
     if (!st.isFile()) return;
     const bytes = await readFile3(src);
@@ -87683,11 +88052,11 @@ async function keepCheckoutIndex(ws) {
     await mkdir4(ws.gitDir, { recursive: true });
     await rm4(meta, { force: true });
     await writeFile2(tmp, bytes);
-    await rename2(tmp, path49.join(ws.gitDir, KEPT_INDEX));
+    await rename2(tmp, path50.join(ws.gitDir, KEPT_INDEX));
     let fence = st.mtimeNs;
     for (let i2 = 0; i2 < 8 && fence <= st.mtimeNs; i2++) {
       if (i2) await new Promise((r) => setTimeout(r, 1));
-      const stamp = path49.join(ws.worktree, ".git", `ocw-fence-${randomBytes14(4).toString("hex")}`);
+      const stamp = path50.join(ws.worktree, ".git", `ocw-fence-${randomBytes14(4).toString("hex")}`);
       await writeFile2(stamp, "", { flag: "wx" });
       try {
         fence = (await lstat3(stamp, { bigint: true })).ctimeNs;
@@ -87733,15 +88102,15 @@ var isAttributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes"
 async function keptIndexInto(ws, index, listing) {
   const base2 = listing.base;
   if (!base2) return null;
-  const meta = JSON.parse(await readFile3(path49.join(ws.gitDir, KEPT_META), "utf8"));
+  const meta = JSON.parse(await readFile3(path50.join(ws.gitDir, KEPT_META), "utf8"));
   if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
   if (base2.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
   const format2 = objectFormat(ws.baseCommit);
   const hs = format2 === "sha256" ? 32 : 20;
-  const buf = await readFile3(path49.join(ws.gitDir, KEPT_INDEX));
+  const buf = await readFile3(path50.join(ws.gitDir, KEPT_INDEX));
   const end = buf.length - hs;
   if (end < 12 || buf.subarray(end).toString("hex") !== meta.checksum) return null;
-  if (!createHash5(format2).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
+  if (!createHash6(format2).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
   const version2 = buf.readUInt32BE(4);
   if (buf.toString("latin1", 0, 4) !== "DIRC" || version2 !== 2 && version2 !== 3) return null;
   const count2 = buf.readUInt32BE(8);
@@ -87772,14 +88141,14 @@ async function keptIndexInto(ws, index, listing) {
     at += 8 + buf.readUInt32BE(at + 4);
   }
   if (at !== end) return null;
-  const root2 = Buffer.from(ws.worktree + path49.sep);
+  const root2 = Buffer.from(ws.worktree + path50.sep);
   const at0 = (rel) => Buffer.concat([root2, rel]);
   let looked = 0;
   for (const dir of dirs) {
     if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
     let st;
     try {
-      st = lstatSync3(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
+      st = lstatSync4(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
     } catch {
       st = void 0;
     }
@@ -87807,7 +88176,7 @@ async function keptIndexInto(ws, index, listing) {
     const mns = ns(msec, buf.readUInt32BE(o2 + 12));
     let st;
     try {
-      st = lstatSync3(at0(e.name), { bigint: true, throwIfNoEntry: false });
+      st = lstatSync4(at0(e.name), { bigint: true, throwIfNoEntry: false });
     } catch {
       st = void 0;
     }
@@ -87819,7 +88188,7 @@ async function keptIndexInto(ws, index, listing) {
       buf.writeUInt32BE(0, o2 + 36);
     }
   }
-  if (use.reread) createHash5(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
+  if (use.reread) createHash6(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
   const tmp = `${index}.tmp-${randomBytes14(4).toString("hex")}`;
   try {
     await writeFile2(tmp, buf);
@@ -87832,7 +88201,7 @@ async function keptIndexInto(ws, index, listing) {
 var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 async function capsListing(ws, caps, keepIndex) {
   const under = (over, base3 = null) => ({ over, fresh: [], base: base3 });
-  if (!existsSync22(ws.worktree)) return under(null);
+  if (!existsSync23(ws.worktree)) return under(null);
   let fresh;
   let base2;
   const list = (index, keep) => trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep } });
@@ -87869,7 +88238,7 @@ async function capsListing(ws, caps, keepIndex) {
     return under(
       `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`
     );
-  const root2 = Buffer.from(ws.worktree + path49.sep);
+  const root2 = Buffer.from(ws.worktree + path50.sep);
   const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
   const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
   let total2 = 0;
@@ -87903,7 +88272,7 @@ async function sizesOf(paths) {
     if (i2 && i2 % 256 === 0) await new Promise((r) => setImmediate(r));
     let st;
     try {
-      st = lstatSync3(paths[i2], { throwIfNoEntry: false });
+      st = lstatSync4(paths[i2], { throwIfNoEntry: false });
     } catch {
       st = void 0;
     }
@@ -87913,7 +88282,7 @@ async function sizesOf(paths) {
 }
 async function nestedGitOutside(worktree, dirs, at) {
   if (!dirs.length) return null;
-  const sep = Buffer.from(path49.sep);
+  const sep = Buffer.from(path50.sep);
   const root2 = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), sep]);
   const real2 = (p) => realpath(p, { encoding: "buffer" }).catch(() => null);
   const inside2 = (p) => Buffer.concat([p, sep]).subarray(0, root2.length).equals(root2);
@@ -87933,9 +88302,9 @@ async function nestedGitOutside(worktree, dirs, at) {
       return false;
     };
     for (const name of ["HEAD", "packed-refs", "refs"]) if (await walk(join(gitDir, name))) return true;
-    const common2 = await readFile3(join(gitDir, "commondir")).catch(() => null);
-    if (!common2) return false;
-    const named = common2.subarray(0, 4096).toString("latin1").trim();
+    const common2 = await readHead(join(gitDir, "commondir"), 4096);
+    if (!common2.length) return false;
+    const named = common2.toString("latin1").trim();
     const t2 = await real2(named.startsWith("/") ? Buffer.from(named, "latin1") : join(gitDir, Buffer.from(named, "latin1")));
     return !!t2 && (!inside2(t2) || hops <= 0 || await readsOutside(t2, hops - 1));
   };
@@ -87947,7 +88316,7 @@ async function nestedGitOutside(worktree, dirs, at) {
     if (st.isDirectory() && !st.isSymbolicLink()) target = await real2(dotGit);
     else if (st.isSymbolicLink()) target = await real2(dotGit);
     else if (st.isFile()) {
-      const m = /^gitdir: *(.+?)\s*$/m.exec((await readFile3(dotGit).catch(() => Buffer.alloc(0))).subarray(0, 4096).toString("latin1"));
+      const m = /^gitdir: *(.+?)\s*$/m.exec((await readHead(dotGit, 4096)).toString("latin1"));
       const named = m ? Buffer.from(m[1], "latin1") : null;
       if (named) target = await real2(named[0] === 47 ? named : Buffer.concat([at(dir), named]));
     }
@@ -87956,7 +88325,7 @@ async function nestedGitOutside(worktree, dirs, at) {
   return null;
 }
 async function checkOutBase(ws, checkoutDir, only) {
-  if (existsSync22(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
+  if (existsSync23(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
   mkdirSync21(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   const partial2 = plainNames(only);
@@ -87984,7 +88353,7 @@ function parseNumstatAndStat(out) {
   return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
-  if (!commit && !existsSync22(ws.worktree)) return "";
+  if (!commit && !existsSync23(ws.worktree)) return "";
   const index = commit ? null : privateIndex(ws);
   let d;
   try {
@@ -87992,7 +88361,7 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
     const over = listing?.over ?? null;
     if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
     if (index && listing) await keptIndexInto(ws, index, listing).catch(() => null);
-    const ready = !!index && existsSync22(index);
+    const ready = !!index && existsSync23(index);
     d = trimFinalNewline(
       await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {})
     );
@@ -88003,8 +88372,8 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
 function gradedObjectsDir(reposDir, repoRoot2) {
-  const tag = createHash5("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path49.join(reposDir, "graded", `${path49.basename(repoRoot2)}-${tag}`);
+  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path50.join(reposDir, "graded", `${path50.basename(repoRoot2)}-${tag}`);
 }
 async function gradedStore(reposDir, repoRoot2) {
   const dir = gradedObjectsDir(reposDir, repoRoot2);
@@ -88014,7 +88383,7 @@ async function gradedStore(reposDir, repoRoot2) {
   if (!made2) {
     if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value);
     made2 = (async () => {
-      if (!existsSync22(path49.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
+      if (!existsSync23(path50.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
     })();
     gradedStores.set(dir, made2);
     made2.catch(() => gradedStores.get(dir) === made2 && gradedStores.delete(dir));
@@ -88029,23 +88398,23 @@ function dropGradedStore(reposDir, repoRoot2) {
   forgetAlternates(dir);
   rmSync10(dir, { recursive: true, force: true });
 }
-var gradedStoreOf = (ws) => gradedStore(path49.dirname(ws.gitDir), ws.repo);
+var gradedStoreOf = (ws) => gradedStore(path50.dirname(ws.gitDir), ws.repo);
 async function keepGraded(ws, commit) {
   if (commit === ws.baseCommit) return;
   const graded = await gradedStoreOf(ws);
-  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path49.join(ws.gitDir, GRADE_OBJECTS), graded));
+  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path50.join(ws.gitDir, GRADE_OBJECTS), graded));
   const done = run5.catch(() => void 0);
   scriptsOf2.set(ws.gitDir, done);
   void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
   await run5;
 }
 async function copyCommitObjects(repo, from, to, commit, opts = {}) {
-  const tmp = path49.join(path49.dirname(from), `.copy-${process.pid}-${randomBytes14(6).toString("hex")}`);
+  const tmp = path50.join(path50.dirname(from), `.copy-${process.pid}-${randomBytes14(6).toString("hex")}`);
   try {
     const out = await gitScript(`set -eu
 ${COPY_MISSING}`, {
       cwd: repo,
-      env: { ...trustedEnv(path49.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
+      env: { ...trustedEnv(path50.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
     });
     return Number(out.trim()) || 0;
   } finally {
@@ -88062,8 +88431,8 @@ async function landObjects(repo, graded, commit) {
   return copyCommitObjects(repo, graded, await objectsOf(repo), commit, { strict });
 }
 async function publishBranch(ws, commit, earlier = []) {
-  const own = path49.join(ws.gitDir, "objects");
-  const from = existsSync22(path49.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
+  const own = path50.join(ws.gitDir, "objects");
+  const from = existsSync23(path50.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
   const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
   if (symbolic)
     throw new InputError(
@@ -88100,20 +88469,20 @@ async function copyObjects(from, to) {
   const fanout = (await readdir4(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
   await Promise.all([
     ...fanout.map(async (d) => {
-      const names = (await readdir4(path49.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      const names = (await readdir4(path50.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
       for (const [i2, name] of names.entries()) {
-        const place2 = () => copyWhole(path49.join(from, d, name), path49.join(to, d, name));
+        const place2 = () => copyWhole(path50.join(from, d, name), path50.join(to, d, name));
         if (i2) await place2();
         else
           await place2().catch(async (err) => {
-            if (err.code !== "ENOENT" || !existsSync22(path49.join(from, d, name))) throw err;
-            await mkdir4(path49.join(to, d), { recursive: true });
+            if (err.code !== "ENOENT" || !existsSync23(path50.join(from, d, name))) throw err;
+            await mkdir4(path50.join(to, d), { recursive: true });
             await place2();
           });
       }
     }),
-    copyPacks(path49.join(from, "pack"), path49.join(to, "pack"))
+    copyPacks(path50.join(from, "pack"), path50.join(to, "pack"))
   ]);
 }
 async function copyPacks(from, to) {
@@ -88122,7 +88491,7 @@ async function copyPacks(from, to) {
   if (!packs.length) return;
   await mkdir4(to, { recursive: true });
   for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path49.join(from, pack + ext), path49.join(to, pack + ext));
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path50.join(from, pack + ext), path50.join(to, pack + ext));
   }
 }
 async function copyWhole(src, dest) {
@@ -88134,7 +88503,7 @@ async function copyWhole(src, dest) {
     if (code2 === "EEXIST") return;
     if (code2 !== "EXDEV" && code2 !== "EPERM" && code2 !== "EMLINK") throw err;
   }
-  const tmp = path49.join(path49.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes14(6).toString("hex")}`);
+  const tmp = path50.join(path50.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes14(6).toString("hex")}`);
   try {
     await copyFile2(src, tmp);
     await link2(tmp, dest).catch((err) => {
@@ -88160,23 +88529,37 @@ async function removeWorkspace(ws, opts = {}) {
   }
   rmSync10(ws.worktree, { recursive: true, force: true });
   rmSync10(ws.gitDir, { recursive: true, force: true });
-  forgetAlternates(path49.join(ws.gitDir, "objects"));
-  forgetAlternates(path49.join(ws.gitDir, GRADE_OBJECTS));
+  forgetAlternates(path50.join(ws.gitDir, "objects"));
+  forgetAlternates(path50.join(ws.gitDir, GRADE_OBJECTS));
   if (opts.tmpDir) rmSync10(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
+}
+async function readHead(file3, max) {
+  const fh = await open3(file3, constants8.O_RDONLY | constants8.O_NOFOLLOW | constants8.O_NONBLOCK).catch(() => null);
+  if (!fh) return Buffer.alloc(0);
+  try {
+    if (!(await fh.stat()).isFile()) return Buffer.alloc(0);
+    const buf = Buffer.alloc(max);
+    const { bytesRead } = await fh.read(buf, 0, max, 0);
+    return buf.subarray(0, bytesRead);
+  } catch {
+    return Buffer.alloc(0);
+  } finally {
+    await fh.close();
+  }
 }
 
 // engine/grading/make-includes.ts
 var import_picomatch = __toESM(require_picomatch2());
-import { existsSync as existsSync23, readFileSync as readFileSync23 } from "node:fs";
-import path50 from "node:path";
+import { existsSync as existsSync24 } from "node:fs";
+import path51 from "node:path";
 var MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
 var MAX_FILES = 10;
 function makeIncludes(checkout, dirs) {
   const out = [];
   const done = /* @__PURE__ */ new Set();
   for (const dir of new Set(dirs)) {
-    const first2 = MAKEFILES.map((m) => path50.posix.join(dir, m)).find((m) => existsSync23(path50.join(checkout, m)));
+    const first2 = MAKEFILES.map((m) => path51.posix.join(dir, m)).find((m) => existsSync24(path51.join(checkout, m)));
     if (!first2) continue;
     const vars = /* @__PURE__ */ new Map();
     const queue = [first2];
@@ -88186,12 +88569,8 @@ function makeIncludes(checkout, dirs) {
       if (done.has(makefile)) continue;
       done.add(makefile);
       read3++;
-      let text;
-      try {
-        text = readFileSync23(path50.join(checkout, makefile), "utf8");
-      } catch {
-        continue;
-      }
+      const text = readInside(checkout, makefile);
+      if (text === null) continue;
       for (const raw2 of logicalLines(text)) {
         const line = raw2.replace(/(^|[^\\])#.*$/, "$1");
         const assign = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
@@ -88206,7 +88585,7 @@ function makeIncludes(checkout, dirs) {
         const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
         if (!inc) continue;
         budget = EXPANSION_BUDGET;
-        const globs = words(expand(inc[1], vars, 0)).filter((w) => !path50.posix.isAbsolute(w) && /[^*?[\]]/.test(path50.posix.basename(w))).map((w) => path50.posix.normalize(path50.posix.join(dir, w))).filter((w) => !w.startsWith("../"));
+        const globs = words(expand(inc[1], vars, 0)).filter((w) => !path51.posix.isAbsolute(w) && /[^*?[\]]/.test(path51.posix.basename(w))).map((w) => path51.posix.normalize(path51.posix.join(dir, w))).filter((w) => !w.startsWith("../"));
         if (!globs.length) continue;
         let match;
         try {
@@ -88215,7 +88594,7 @@ function makeIncludes(checkout, dirs) {
           continue;
         }
         out.push({ makefile, line: raw2.trim(), names: (f) => match(f) });
-        for (const g2 of globs) if (!import_picomatch.default.scan(g2).isGlob && existsSync23(path50.join(checkout, g2))) queue.push(g2);
+        for (const g2 of globs) if (!import_picomatch.default.scan(g2).isGlob && existsSync24(path51.join(checkout, g2))) queue.push(g2);
       }
     }
   }
@@ -88228,10 +88607,10 @@ function logicalLines(text) {
   return text.replace(/\\\r?\n/g, " ").split(/\r?\n/);
 }
 var words = (s) => s.split(/\s+/).filter(Boolean);
-function closing(s, open3) {
-  const [o2, c3] = s[open3] === "(" ? ["(", ")"] : ["{", "}"];
+function closing(s, open4) {
+  const [o2, c3] = s[open4] === "(" ? ["(", ")"] : ["{", "}"];
   let depth = 0;
-  for (let i2 = open3; i2 < s.length; i2++) {
+  for (let i2 = open4; i2 < s.length; i2++) {
     if (s[i2] === o2) depth++;
     else if (s[i2] === c3 && --depth === 0) return i2;
   }
@@ -88789,8 +89168,8 @@ function runnerConfigReason(file3) {
   if (parts.length >= 2 && parts[parts.length - 2] === "rakelib" && base2.endsWith(".rake"))
     return `rakelib/${shown} (rake loads every task file of rakelib/ with the Rakefile)`;
   const remade = remadeFrom(file3);
-  if (remade && isMakefileName(path51.posix.basename(remade)))
-    return `${shown} (make remakes ${path51.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
+  if (remade && isMakefileName(path52.posix.basename(remade)))
+    return `${shown} (make remakes ${path52.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
   if (base2.endsWith(".mk")) return `${shown} (a make fragment: a Makefile that includes it runs its rules and variables)`;
   if (/^karma\.conf\.[^/]+$/.test(base2)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base2) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base2) || /^\.mocharc(\.|$)/.test(base2))
@@ -89011,7 +89390,7 @@ function plainJson(text) {
 var DENO_FREE = ["name", "version", "publish", "fmt", "lint", "$schema"];
 function runnerPart(file3, text) {
   if (text === null) return "";
-  const base2 = foldPath(path51.posix.basename(file3));
+  const base2 = foldPath(path52.posix.basename(file3));
   try {
     let part;
     if (base2 === "package.json") {
@@ -89082,11 +89461,7 @@ async function baseText(repo, commit, file3) {
   }
 }
 function newText(checkout, file3) {
-  try {
-    return readFileSync24(path51.join(checkout, file3), "utf8");
-  } catch {
-    return null;
-  }
+  return readInside(checkout, file3);
 }
 var SECTION_WORDS = {
   "package.json": "its scripts or test runner settings",
@@ -89100,8 +89475,8 @@ var SECTION_WORDS = {
 };
 var HELD_BACK_INIT = "the package of held-back tests (it runs before them; its load_tests decides what unittest runs)";
 function heldBackInit(rel, heldBackDirs) {
-  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path51.posix.basename(rel)))?.[1] !== "__init__") return false;
-  const dir = path51.posix.dirname(rel) === "." ? "" : path51.posix.dirname(rel);
+  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path52.posix.basename(rel)))?.[1] !== "__init__") return false;
+  const dir = path52.posix.dirname(rel) === "." ? "" : path52.posix.dirname(rel);
   return heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir));
 }
 var HELD_BACK_SHADOW = "named like a standard module or a tool, beside held-back tests (pytest and unittest put their folder first on sys.path: it shadows the module they import)";
@@ -89172,7 +89547,7 @@ async function installedModules(names) {
 var importShadowWhy = (name) => `named like ${name}, an installed package a held-back test imports (found first, at the top of the checks' folder or beside the tests: the test imports the worker's module in its place)`;
 async function runnerConfigChanges(opts) {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
-  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync24(path51.join(opts.checkout, opts.sub, folder, "__init__.py")));
+  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync25(path52.join(opts.checkout, opts.sub, folder, "__init__.py")));
   const imports = new Map((opts.heldBackImports ?? []).map((n2) => [foldPath(n2), n2]));
   const shadowing = /* @__PURE__ */ new Map();
   let includes;
@@ -89208,7 +89583,7 @@ async function runnerConfigChanges(opts) {
       out.push(`check configuration changed: ${file3} \u2014 ${plugin}`);
       continue;
     }
-    const base2 = foldPath(path51.posix.basename(file3));
+    const base2 = foldPath(path52.posix.basename(file3));
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file3, await baseText(opts.repo, opts.baseCommit, file3));
       const after = runnerPart(file3, newText(opts.checkout, file3));
@@ -89246,10 +89621,10 @@ async function runnerConfigChanges(opts) {
   return out;
 }
 async function plainIncluded(opts, file3) {
-  const at = path51.join(opts.checkout, file3);
+  const at = path52.join(opts.checkout, file3);
   let st;
   try {
-    st = lstatSync4(at);
+    st = lstatSync5(at);
   } catch {
     const before = await baseText(opts.repo, opts.baseCommit, file3);
     return before === null || plainDependencies(before);
@@ -89265,11 +89640,11 @@ var SCAN_CAP = 1e6;
 var LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it, as pytest does a folder, reads what is there)";
 function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], heldBackImports = []) {
   const out = /* @__PURE__ */ new Map();
-  const sub = path51.relative(root2, cwd).split(path51.sep).join("/");
-  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync24(path51.join(cwd, folder, "__init__.py")));
+  const sub = path52.relative(root2, cwd).split(path52.sep).join("/");
+  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync25(path52.join(cwd, folder, "__init__.py")));
   const imports = new Map(heldBackImports.map((n2) => [foldPath(n2), n2]));
   const kept = /* @__PURE__ */ new Set();
-  for (const d of [sub, ...heldBackDirs.map((h3) => path51.posix.join(sub, h3))]) {
+  for (const d of [sub, ...heldBackDirs.map((h3) => path52.posix.join(sub, h3))]) {
     const parts = foldPath(d).split("/").filter((p) => p && p !== ".");
     for (let i2 = 1; i2 <= parts.length; i2++) kept.add(parts.slice(0, i2).join("/"));
   }
@@ -89284,12 +89659,12 @@ function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], hel
     for (const e of entries) {
       if (++seen > SCAN_CAP) throw new Error(`over ${SCAN_CAP} entries outside the build folders: the checkout could not be scanned for runner configuration`);
       const r = rel ? `${rel}/${e.name}` : e.name;
-      const full = path51.join(dir, e.name);
+      const full = path52.join(dir, e.name);
       const folded = foldPath(e.name);
       if (e.isDirectory()) {
         if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
         if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
-        if (!kept.has(foldPath(r)) && existsSync24(path51.join(full, "pyvenv.cfg"))) continue;
+        if (!kept.has(foldPath(r)) && existsSync25(path52.join(full, "pyvenv.cfg"))) continue;
         walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
         continue;
       }
@@ -89316,17 +89691,17 @@ function intoSkipped(root2, link3) {
   } catch {
     return false;
   }
-  const rel = path51.relative(realpathSync5(root2), target);
-  if (!rel || rel.startsWith("..") || path51.isAbsolute(rel)) return false;
-  return rel.split(path51.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
+  const rel = path52.relative(realpathSync5(root2), target);
+  if (!rel || rel.startsWith("..") || path52.isAbsolute(rel)) return false;
+  return rel.split(path52.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
 }
 function read2(full, sectioned, rel) {
   try {
-    const st = lstatSync4(full);
+    const st = lstatSync5(full);
     if (st.isSymbolicLink()) return { hash: `link:${readlinkSync3(full)}` };
-    const buf = readFileSync24(full);
-    const hash2 = createHash6("sha256").update(buf).digest("hex");
-    return sectioned ? { hash: hash2, text: runnerPart(rel, buf.toString("utf8")) } : { hash: hash2 };
+    const buf = sectioned ? readRegular(full) : null;
+    if (buf) return { hash: createHash7("sha256").update(buf).digest("hex"), text: runnerPart(rel, buf.toString("utf8")) };
+    return { hash: hashRegular(full) ?? "unreadable" };
   } catch {
     return { hash: "unreadable" };
   }
@@ -89337,19 +89712,15 @@ function plantedConfig(before, after, root2) {
     if (now.module) continue;
     const was = before.get(f);
     if (was && (was.hash === now.hash || was.text !== void 0 && was.text === now.text)) continue;
-    if (!was && SECTIONED.has(foldPath(path51.posix.basename(f))) && now.text === "") continue;
+    if (!was && SECTIONED.has(foldPath(path52.posix.basename(f))) && now.text === "") continue;
     if (!was && foldPath(f).split("/").some((p) => /\.(dist|egg)-info$/.test(p))) {
-      if (foldPath(path51.posix.basename(f)) !== "entry_points.txt") continue;
-      let text = "";
-      try {
-        text = readFileSync24(path51.join(root2, f), "utf8");
-      } catch {
-      }
+      if (foldPath(path52.posix.basename(f)) !== "entry_points.txt") continue;
+      const text = readInside(root2, f) ?? "";
       if (text && !/^\s*\[\s*pytest11\s*\]/im.test(text)) continue;
     }
-    if (!was && /^(gnu)?makefile$/.test(foldPath(path51.posix.basename(f)))) {
-      const dir = path51.join(root2, path51.posix.dirname(f));
-      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync24(path51.join(dir, g2)))) continue;
+    if (!was && /^(gnu)?makefile$/.test(foldPath(path52.posix.basename(f)))) {
+      const dir = path52.join(root2, path52.posix.dirname(f));
+      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync25(path52.join(dir, g2)))) continue;
     }
     out.push(`${f} ${was ? "changed" : "written"} \u2014 ${now.why}`);
   }
@@ -89377,21 +89748,15 @@ function pytestPluginModules(checkout, sub, commands, heldBackDirs) {
   const folders = /* @__PURE__ */ new Set(["", sub]);
   for (const d of heldBackDirs) {
     const parts = d.split("/").filter(Boolean);
-    for (let i2 = 0; i2 <= parts.length; i2++) folders.add(path51.posix.join(sub, ...parts.slice(0, i2)).replace(/^\.$/, ""));
+    for (let i2 = 0; i2 <= parts.length; i2++) folders.add(path52.posix.join(sub, ...parts.slice(0, i2)).replace(/^\.$/, ""));
   }
-  const text = (f) => {
-    try {
-      return readFileSync24(path51.join(checkout, f), "utf8");
-    } catch {
-      return null;
-    }
-  };
+  const text = (f) => readInside(checkout, f);
   for (const dir of folders) {
     for (const name of PYTEST_CONFIGS) {
-      const t3 = text(path51.posix.join(dir, name));
-      if (t3) for (const m of t3.matchAll(PLUGIN_OPTION)) add(m[1], path51.posix.join(dir, name));
+      const t3 = text(path52.posix.join(dir, name));
+      if (t3) for (const m of t3.matchAll(PLUGIN_OPTION)) add(m[1], path52.posix.join(dir, name));
     }
-    const conftest = path51.posix.join(dir, "conftest.py");
+    const conftest = path52.posix.join(dir, "conftest.py");
     const t2 = text(conftest);
     const list = t2 && /^pytest_plugins\s*(?::[^=\n]*)?=\s*([[(][^\])]*[\])]|["'][^"'\n]*["'])/m.exec(t2);
     if (list) for (const m of list[1].matchAll(/["']([A-Za-z_][\w.]*)["']/g)) add(m[1], conftest);
@@ -89401,8 +89766,8 @@ function pytestPluginModules(checkout, sub, commands, heldBackDirs) {
     const parts = name.split(".");
     const why = `the module of a pytest plugin that ${where} loads (\`${name}\`): its hooks decide what pytest reports, as a conftest.py's do`;
     for (const from of /* @__PURE__ */ new Set(["", sub])) {
-      out.push({ file: path51.posix.join(from, `${parts.join("/")}.py`), why });
-      out.push({ file: path51.posix.join(from, ...parts, "__init__.py"), why });
+      out.push({ file: path52.posix.join(from, `${parts.join("/")}.py`), why });
+      out.push({ file: path52.posix.join(from, ...parts, "__init__.py"), why });
     }
   }
   return out;
@@ -89411,18 +89776,18 @@ var YARN_WRITES = /^(install-state\.gz|build-state\.yml|unplugged(\/.*)?)$/;
 var YARN_GUARD_CAP = 2e4;
 function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules = pytestPluginModules(checkout, sub, commands, heldBackDirs)) {
   const out = [];
-  const isFile = (f) => lstatSync4(path51.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
+  const isFile = (f) => lstatSync5(path52.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
   for (const { file: file3 } of pluginModules) {
     if (isFile(file3)) out.push(file3);
     else if (file3.endsWith("/__init__.py") && isFile(`${file3.slice(0, -"/__init__.py".length)}.py`)) out.push(file3);
   }
   const parts = sub.split("/").filter((p) => p && p !== ".");
   for (let i2 = 0; i2 <= parts.length; i2++) {
-    const yarn = path51.posix.join(...parts.slice(0, i2), ".yarn");
+    const yarn = path52.posix.join(...parts.slice(0, i2), ".yarn");
     const walk = (rel) => {
       let entries;
       try {
-        entries = readdirSync9(path51.join(checkout, yarn, rel), { withFileTypes: true });
+        entries = readdirSync9(path52.join(checkout, yarn, rel), { withFileTypes: true });
       } catch {
         return;
       }
@@ -89434,7 +89799,7 @@ function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules
         else if (e.isFile()) out.push(`${yarn}/${r}`);
       }
     };
-    if (lstatSync4(path51.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
+    if (lstatSync5(path52.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
   }
   const cache = (f) => /(^|\/)\.yarn\/cache\//.test(f);
   return [.../* @__PURE__ */ new Set([...out.filter((f) => !cache(f)), ...out.filter(cache)])];
@@ -89442,7 +89807,7 @@ function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules
 var GO_TEST_MAIN_WHY = "a Go test file that defines TestMain in the package of held-back tests: TestMain decides whether the package's tests run at all (`os.Exit(0)` without `m.Run()` passes `go test`)";
 function goTestMain(rel, heldBackDirs, text) {
   if (rel.startsWith("../") || !foldPath(rel).endsWith("_test.go")) return false;
-  const dir = path51.posix.dirname(rel) === "." ? "" : path51.posix.dirname(rel);
+  const dir = path52.posix.dirname(rel) === "." ? "" : path52.posix.dirname(rel);
   if (!heldBackDirs.some((d) => foldPath(d) === foldPath(dir))) return false;
   return /^\s*func\s+TestMain\s*\(/m.test(text() ?? "");
 }
@@ -89458,11 +89823,11 @@ function cap(text) {
 }
 function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
   const root2 = sandbox.root ?? cwd;
-  const inside2 = (p, r) => p === r || p.startsWith(r + path52.sep);
-  const map3 = (p) => path52.join(at.root, path52.relative(root2, p));
-  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync25(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync22(path52.join(sandbox.tmpDir, "home"), { recursive: true });
-  const env2 = allowListedEnv({ CI: "1", HOME: path52.join(tmp, "home"), TMPDIR: tmp });
+  const inside2 = (p, r) => p === r || p.startsWith(r + path53.sep);
+  const map3 = (p) => path53.join(at.root, path53.relative(root2, p));
+  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync26(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync22(path53.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path53.join(tmp, "home"), TMPDIR: tmp });
   const cmd = sandboxed(
     argv,
     {
@@ -89481,7 +89846,7 @@ function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
     "bwrap"
   );
   const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
-  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync25(f)) binds.push("--ro-bind", f, map3(f));
+  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync26(f)) binds.push("--ro-bind", f, map3(f));
   const sep = cmd.args.length - argv.length - LIMITS_WORDS - 1;
   return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
 }
@@ -89489,7 +89854,7 @@ async function runCommand3(check2, name, cwd, sandbox) {
   const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check2.expectExit ?? 0;
   const started = Date.now();
-  const shell = existsSync25("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync26("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
   const l = commandLimits();
   let group = null;
@@ -89501,8 +89866,8 @@ async function runCommand3(check2, name, cwd, sandbox) {
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
     cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
   } else if (sandbox) {
-    mkdirSync22(path52.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path52.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    mkdirSync22(path53.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path53.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
       [shell, "-c", check2.run],
@@ -89551,10 +89916,10 @@ ${note}` : ""));
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 function runFile(check2, name, cwd, realCwd) {
-  const file3 = path52.join(cwd, check2.file);
+  const file3 = path53.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
-  const exists = existsSync25(file3);
-  if (exists && !realpathSync6(file3).startsWith(realCwd + path52.sep)) {
+  const exists = existsSync26(file3);
+  if (exists && !realpathSync6(file3).startsWith(realCwd + path53.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) {
@@ -89570,7 +89935,7 @@ function runFile(check2, name, cwd, realCwd) {
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
       return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync25(file3, "utf8");
+    const content = readFileSync22(file3, "utf8");
     if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
       problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
     }
@@ -89602,8 +89967,8 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
   const guarded = watched.length ? new Map(watched.map((f) => [f, fingerprint(f)])) : null;
   const root2 = watch.root ?? sandbox?.root ?? realCwd;
   const realRoot = realpathSync6(root2);
-  const fromRoot = (f) => [path52.relative(root2, f), path52.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path52.isAbsolute(r));
-  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path52.sep).join("/"));
+  const fromRoot = (f) => [path53.relative(root2, f), path53.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path53.isAbsolute(r));
+  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path53.sep).join("/"));
   const { dirs: heldDirs, modules: heldModules, imports: heldImports } = watch.heldBack ?? heldBackListing(checks);
   let config3 = null;
   let planted = null;
@@ -89633,7 +89998,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
     const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path52.relative(realCwd, f)) : [];
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path53.relative(realCwd, f)) : [];
     let result2 = changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` } : r;
     if (config3) {
@@ -89663,18 +90028,18 @@ function clearHeldBackBytecode(root2, held) {
   const byDir = /* @__PURE__ */ new Map();
   for (const f of held) {
     if (!f.endsWith(".py")) continue;
-    const dir = path52.posix.dirname(f) === "." ? "" : path52.posix.dirname(f);
-    byDir.set(dir, [...byDir.get(dir) ?? [], `${path52.posix.basename(f, ".py")}.`]);
+    const dir = path53.posix.dirname(f) === "." ? "" : path53.posix.dirname(f);
+    byDir.set(dir, [...byDir.get(dir) ?? [], `${path53.posix.basename(f, ".py")}.`]);
   }
   for (const [dir, stems] of byDir) {
     let real2;
     try {
-      real2 = realpathSync6(path52.join(root2, dir));
+      real2 = realpathSync6(path53.join(root2, dir));
     } catch {
       continue;
     }
-    if (real2 !== root2 && !real2.startsWith(root2 + path52.sep)) continue;
-    const cache = path52.join(real2, "__pycache__");
+    if (real2 !== root2 && !real2.startsWith(root2 + path53.sep)) continue;
+    const cache = path53.join(real2, "__pycache__");
     const st = lstatOrNull(cache);
     if (!st) continue;
     if (!st.isDirectory()) {
@@ -89682,7 +90047,7 @@ function clearHeldBackBytecode(root2, held) {
       continue;
     }
     for (const name of readdirSync10(cache))
-      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path52.join(cache, name), { force: true, recursive: true });
+      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path53.join(cache, name), { force: true, recursive: true });
   }
 }
 function copyHeldBack(checks, root2) {
@@ -89699,9 +90064,9 @@ function copyHeldBack(checks, root2) {
     if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
     const walk = (from, rel) => {
       for (const e of readdirSync10(from, { withFileTypes: true })) {
-        const f = path52.join(from, e.name);
+        const f = path53.join(from, e.name);
         const r = rel ? `${rel}/${e.name}` : e.name;
-        const dest = path52.join(root2, r);
+        const dest = path53.join(root2, r);
         const there = lstatOrNull(dest);
         if (e.isDirectory()) {
           if (there && !there.isDirectory()) rmSync11(dest, { force: true, recursive: true });
@@ -89709,7 +90074,7 @@ function copyHeldBack(checks, root2) {
           walk(f, r);
         } else if (e.isFile()) {
           if (there) rmSync11(dest, { force: true, recursive: true });
-          writeFileSync14(dest, readFileSync25(f), { mode: statSync18(f).mode & 511 });
+          writeFileSync14(dest, readFileSync22(f), { mode: statSync18(f).mode & 511 });
           written.push(dest);
         }
       }
@@ -89727,12 +90092,12 @@ function heldBackListing(checks) {
   const walk = (from, rel) => {
     for (const e of readdirSync10(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path52.join(from, e.name), r);
+      if (e.isDirectory()) walk(path53.join(from, e.name), r);
       else if (e.isFile()) {
         dirs.add(rel);
         if (HELD_BACK_CODE.test(e.name)) modules.add(r);
         if (e.name.endsWith(".py"))
-          for (const m of pythonImportPaths(readTextOr(path52.join(from, e.name)))) {
+          for (const m of pythonImportPaths(readTextOr(path53.join(from, e.name)))) {
             if (m.startsWith("./")) importPaths.add(rel ? `${rel}/${m.slice(2)}` : m.slice(2));
             else {
               imports.add(topOf(m));
@@ -89741,7 +90106,7 @@ function heldBackListing(checks) {
             }
           }
         else if (JS_CODE.test(e.name))
-          for (const spec2 of jsRelativeImports(readTextOr(path52.join(from, e.name)))) for (const f of jsImportCandidates(rel, spec2)) jsImportPaths.add(f);
+          for (const spec2 of jsRelativeImports(readTextOr(path53.join(from, e.name)))) for (const f of jsImportCandidates(rel, spec2)) jsImportPaths.add(f);
       }
     }
   };
@@ -89769,13 +90134,13 @@ function jsRelativeImports(text) {
 var JS_SUFFIXES = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".json", ".node"];
 var TS_FOR_JS = { ".js": [".ts", ".tsx"], ".jsx": [".tsx"], ".mjs": [".mts"], ".cjs": [".cts"] };
 function jsImportCandidates(rel, spec2) {
-  const target = path52.posix.normalize(path52.posix.join(rel || ".", spec2));
-  if (target === ".." || target.startsWith("../") || path52.posix.isAbsolute(target)) return [];
+  const target = path53.posix.normalize(path53.posix.join(rel || ".", spec2));
+  if (target === ".." || target.startsWith("../") || path53.posix.isAbsolute(target)) return [];
   const base2 = target === "." ? "" : target.replace(/\/$/, "");
   const out = [];
   if (base2) {
     out.push(base2, ...JS_SUFFIXES.map((s) => base2 + s));
-    const ext = path52.posix.extname(base2);
+    const ext = path53.posix.extname(base2);
     for (const ts of TS_FOR_JS[ext] ?? []) out.push(base2.slice(0, -ext.length) + ts);
   }
   const inside2 = (f) => base2 ? `${base2}/${f}` : f;
@@ -89807,7 +90172,7 @@ function pythonImportPaths(text) {
 }
 var readTextOr = (file3) => {
   try {
-    return readFileSync25(file3, "utf8");
+    return readFileSync22(file3, "utf8");
   } catch {
     return "";
   }
@@ -89824,9 +90189,9 @@ function heldBackProblem(checks, repoRoot2) {
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
-    if (real2 === root2 || real2.startsWith(root2 + path52.sep))
+    if (real2 === root2 || real2.startsWith(root2 + path53.sep))
       return `a check's files ${c3.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
-    if (root2.startsWith(real2 === path52.sep ? real2 : real2 + path52.sep))
+    if (root2.startsWith(real2 === path53.sep ? real2 : real2 + path53.sep))
       return `a check's files ${c3.files} holds the repository itself: give a folder of held-back tests beside the repository, not one above it`;
   }
   return null;
@@ -89835,32 +90200,33 @@ var realpathOr = (p) => {
   try {
     return realpathSync6(p);
   } catch {
-    return path52.resolve(p);
+    return path53.resolve(p);
   }
 };
 var lstatOrNull = (p) => {
   try {
-    return lstatSync5(p);
+    return lstatSync6(p);
   } catch {
     return null;
   }
 };
 function fingerprint(file3) {
   try {
-    const st = lstatSync5(file3);
-    return st.isFile() ? createHash7("sha256").update(readFileSync25(file3)).digest("hex") : `not a file (${st.mode})`;
+    const st = lstatSync6(file3);
+    return st.isFile() ? hashRegular(file3) ?? "unreadable" : `not a file (${st.mode})`;
   } catch {
     return "absent";
   }
 }
 
 // engine/grading/grade.ts
-import { lstatSync as lstatSync6 } from "node:fs";
+import { lstatSync as lstatSync7 } from "node:fs";
 import { lstat as lstat4, readdir as readdir5 } from "node:fs/promises";
-import path53 from "node:path";
+import path55 from "node:path";
 
 // engine/grading/scope.ts
 var import_picomatch2 = __toESM(require_picomatch2());
+import path54 from "node:path";
 var GLOB = { dot: true, flags: "s" };
 function globsMatcher(globs) {
   return globs.length ? (0, import_picomatch2.default)(globs, GLOB) : () => false;
@@ -89886,6 +90252,28 @@ function checkScope(changed, scope, protect, platform2 = process.platform) {
   }
   return { passed: violations.length === 0, violations, changedFiles: changed };
 }
+function globProblem(scope, protect, repoRoot2, subdir = "") {
+  const folder = path54.join(repoRoot2, subdir);
+  for (const [kind, globs] of [
+    ["scope", scope],
+    ["protect", protect]
+  ]) {
+    for (const glob of globs) {
+      const g2 = glob.trim();
+      if (path54.posix.isAbsolute(g2) || /^[A-Za-z]:[\\/]/.test(g2) || g2.startsWith("\\\\")) {
+        const rel = path54.relative(folder, g2).split(path54.sep).join("/");
+        const inside2 = rel !== "" && !rel.startsWith("..") && !path54.isAbsolute(rel);
+        return `${kind} glob "${glob}" is an absolute path: globs are relative to the task's folder and this one matches no file of it; give ${inside2 ? `"${rel}"` : 'one such as "src/**"'}`;
+      }
+      const rest = g2.replace(/^(?:\.\/+)+/, "");
+      if (!subdir && (rest === ".." || rest.startsWith("../")))
+        return `${kind} glob "${glob}" points above the repository: globs are relative to the task's folder (here the repository's root) and this one matches no file of it; give one such as "src/**"`;
+      if (/(^|\/)\.\.(\/|$)/.test(subdir ? rest.replace(/^\.\.\//, "") : rest))
+        return `${kind} glob "${glob}" has a \`..\` segment: globs are matched against paths as written from the task's folder (a file outside it as ../<its path from the repository's root>), and this one matches no file; give one such as "src/**"`;
+    }
+  }
+  return null;
+}
 
 // engine/grading/grade.ts
 async function protectedIn(checkout, sub, protect) {
@@ -89893,13 +90281,13 @@ async function protectedIn(checkout, sub, protect) {
   const isProtected = protectMatcher(protect);
   const entries = await readdir5(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map(
-    (e) => path53.relative(checkout, path53.join(e.parentPath ?? e.path, e.name)).split(path53.sep).join("/")
-  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path53.join(checkout, f));
+    (e) => path55.relative(checkout, path55.join(e.parentPath ?? e.path, e.name)).split(path55.sep).join("/")
+  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path55.join(checkout, f));
 }
 function fileChecksOnly(checks, sub) {
   if (!checks.length || checks.some((c3) => "run" in c3)) return void 0;
-  const root2 = sub.split(path53.sep).join("/");
-  return checks.map((c3) => path53.posix.join(root2, c3.file));
+  const root2 = sub.split(path55.sep).join("/");
+  return checks.map((c3) => path55.posix.join(root2, c3.file));
 }
 async function grade(input2) {
   try {
@@ -89937,7 +90325,7 @@ async function gradeSnapshot(input2) {
   let graded;
   let helpers = [];
   let scriptCaveats = [];
-  const sub = path53.relative(ws.worktree, ws.cwd);
+  const sub = path55.relative(ws.worktree, ws.cwd);
   discardAll(checkout, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
@@ -89946,7 +90334,7 @@ async function gradeSnapshot(input2) {
     const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
     scope = checkScope(rel, input2.scope, input2.protect);
     const listing = input2.checks.some((c3) => "run" in c3) ? heldBackListing(input2.checks) : void 0;
-    const subPath = sub.split(path53.sep).join("/");
+    const subPath = sub.split(path55.sep).join("/");
     const commands = commandsOf(input2.checks);
     const scripts = listing ? checkScripts(commands, subPath, checkout) : void 0;
     const pluginModules = listing ? pytestPluginModules(checkout, subPath, commands, listing.dirs) : void 0;
@@ -89976,7 +90364,7 @@ async function gradeSnapshot(input2) {
       if (config4.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config4], checkConfig: config4 };
     }
     const cwd = await folderIn(checkout, sub);
-    const config3 = typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commands, listing.dirs, pluginModules).map((f) => path53.join(checkout, f)) : [];
+    const config3 = typeof cwd === "string" && listing ? guardedConfigFiles(checkout, subPath, commands, listing.dirs, pluginModules).map((f) => path55.join(checkout, f)) : [];
     const guarded = typeof cwd === "string" && scripts ? [...await protectedIn(checkout, sub, input2.protect), ...guardedScripts(checkout, scripts), ...config3.slice(0, CONFIG_BINDS)] : [];
     const planted = [];
     checks = typeof cwd === "string" ? await runChecks(
@@ -90042,7 +90430,7 @@ async function gradeSnapshot(input2) {
 async function baselineChecks(input2) {
   if (!input2.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input2;
-  const sub = path53.relative(ws.worktree, ws.cwd);
+  const sub = path55.relative(ws.worktree, ws.cwd);
   discardAll(checkoutDir, input2.sandbox?.tmpDir);
   try {
     const only = fileChecksOnly(input2.checks, sub);
@@ -90067,7 +90455,7 @@ async function combinedCheckConfig(opts) {
   const changed = (await treeChanges(opts.repo, opts.base, opts.commit, { lossless: true, objects: opts.objects })).map((c3) => c3.path);
   return runnerConfigChanges({
     changed,
-    sub: opts.sub.split(path53.sep).join("/"),
+    sub: opts.sub.split(path55.sep).join("/"),
     scope: opts.scope,
     repo: opts.repo,
     baseCommit: opts.base,
@@ -90078,7 +90466,7 @@ async function combinedCheckConfig(opts) {
 }
 var CONFIG_BINDS = 250;
 function guardedScripts(checkout, scripts) {
-  return [...scripts.values()].filter((s) => s.harness).map((s) => path53.join(checkout, s.file)).filter((f) => lstatSync6(f, { throwIfNoEntry: false })?.isFile());
+  return [...scripts.values()].filter((s) => s.harness).map((s) => path55.join(checkout, s.file)).filter((f) => lstatSync7(f, { throwIfNoEntry: false })?.isFile());
 }
 var commandsOf = (checks) => checks.flatMap((c3) => "run" in c3 ? [c3.run] : []);
 function heldBackOf(listing) {
@@ -90092,11 +90480,11 @@ function changedHelpers(changed, listing) {
   return changed.filter((f) => {
     const folded = foldPath(f);
     if (held.has(folded)) return false;
-    const dir = path53.posix.dirname(folded) === "." ? "" : path53.posix.dirname(folded);
+    const dir = path55.posix.dirname(folded) === "." ? "" : path55.posix.dirname(folded);
     const beside = dirs.some((d) => dir === d || dir.startsWith(`${d}/`));
     if (jsImported.has(folded))
-      return beside || dir !== "" && dirs.some((d) => d.startsWith(`${dir}/`)) || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path53.posix.basename(folded));
-    if (!folded.endsWith(".py") || !(beside || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path53.posix.basename(folded)))) return false;
+      return beside || dir !== "" && dirs.some((d) => d.startsWith(`${dir}/`)) || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path55.posix.basename(folded));
+    if (!folded.endsWith(".py") || !(beside || TEST_HELPER_DIR.test(dir) || TEST_HELPER_NAME.test(path55.posix.basename(folded)))) return false;
     return imported.has(folded.replace(/\.py$/, "").replace(/\/__init__$/, ""));
   });
 }
@@ -90109,8 +90497,8 @@ async function baselineInFreshWorkspace(ws, checks) {
   if (!checks.length) return { passedOnBase: [] };
   if (checks.some((c3) => "run" in c3)) return null;
   let cwd = ws.worktree;
-  for (const part of path53.relative(ws.worktree, ws.cwd).split(path53.sep).filter(Boolean)) {
-    cwd = path53.join(cwd, part);
+  for (const part of path55.relative(ws.worktree, ws.cwd).split(path55.sep).filter(Boolean)) {
+    cwd = path55.join(cwd, part);
     const st = await lstat4(cwd).catch(() => null);
     if (!st?.isDirectory()) return null;
   }
@@ -90140,7 +90528,7 @@ function caveatsOf(checks) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync4 } from "node:child_process";
 import { mkdirSync as mkdirSync23, writeFileSync as writeFileSync15 } from "node:fs";
-import path54 from "node:path";
+import path56 from "node:path";
 
 // shared/grade.ts
 var RungResult = external_exports.object({
@@ -90266,8 +90654,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync23(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync23(path54.dirname(path54.join(dir, name)), { recursive: true });
-    writeFileSync15(path54.join(dir, name), content);
+    mkdirSync23(path56.dirname(path56.join(dir, name)), { recursive: true });
+    writeFileSync15(path56.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync4("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -90306,42 +90694,42 @@ function summarizeLadder(target, samples, byRung) {
 // engine/approvals/inspect.ts
 var realpath2 = process.platform === "win32" ? realpathSync7 : realpathSync7.native;
 function realLocation(p, links = 0) {
-  let dir = path55.isAbsolute(p) ? p : path55.resolve(p);
+  let dir = path57.isAbsolute(p) ? p : path57.resolve(p);
   const rest = [];
   for (; ; ) {
     try {
-      return path55.join(realpath2(dir), ...rest);
+      return path57.join(realpath2(dir), ...rest);
     } catch {
       const target = links < 40 ? linkTarget(dir) : null;
       if (target !== null)
-        return realLocation([path55.isAbsolute(target) ? target : `${path55.dirname(dir)}${path55.sep}${target}`, ...rest].join(path55.sep), links + 1);
-      const parent = path55.dirname(dir);
-      if (parent === dir) return path55.join(dir, ...rest);
-      rest.unshift(path55.basename(dir));
+        return realLocation([path57.isAbsolute(target) ? target : `${path57.dirname(dir)}${path57.sep}${target}`, ...rest].join(path57.sep), links + 1);
+      const parent = path57.dirname(dir);
+      if (parent === dir) return path57.join(dir, ...rest);
+      rest.unshift(path57.basename(dir));
       dir = parent;
     }
   }
 }
 function linkTarget(p) {
   try {
-    return lstatSync7(p).isSymbolicLink() ? readlinkSync5(p) : null;
+    return lstatSync8(p).isSymbolicLink() ? readlinkSync5(p) : null;
   } catch {
     return null;
   }
 }
 function viaSymlink(p, root2) {
-  let dir = path55.resolve(p);
-  while (dir.startsWith(root2 + path55.sep)) {
+  let dir = path57.resolve(p);
+  while (dir.startsWith(root2 + path57.sep)) {
     try {
-      if (lstatSync7(dir).isSymbolicLink()) return dir;
+      if (lstatSync8(dir).isSymbolicLink()) return dir;
     } catch {
     }
-    dir = path55.dirname(dir);
+    dir = path57.dirname(dir);
   }
   return null;
 }
-var asOpened = (base2, p) => path55.isAbsolute(p) ? p : path55.resolve(base2, p);
-var inside = (p, root2) => p === root2 || p.startsWith(root2 + path55.sep);
+var asOpened = (base2, p) => path57.isAbsolute(p) ? p : path57.resolve(base2, p);
+var inside = (p, root2) => p === root2 || p.startsWith(root2 + path57.sep);
 function inspectAsk(ask, ws, spec2) {
   if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
@@ -90356,13 +90744,13 @@ function inspectPath(asked, ws, spec2) {
   const root2 = realLocation(ws.worktree);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path55.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `${path55.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
+  const link3 = viaSymlink(asked, path57.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `${path57.relative(ws.worktree, link3)} is a symlink: the write lands in ${real2}` });
   if (!inside(real2, root2)) {
     flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
     return flags;
   }
-  const rel = path55.relative(realLocation(ws.cwd), real2).split(path55.sep).join("/");
+  const rel = path57.relative(realLocation(ws.cwd), real2).split(path57.sep).join("/");
   if (protectMatcher(spec2.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
   else if (spec2.scope.length && !scopeMatcher(spec2.scope)(rel))
     flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
@@ -90372,8 +90760,8 @@ function inspectWorkdir(workdir, ws) {
   const asked = asOpened(ws.cwd, workdir);
   const real2 = realLocation(asked);
   const flags = [];
-  const link3 = viaSymlink(asked, path55.resolve(ws.worktree));
-  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path55.relative(ws.worktree, link3)} is a symlink to ${real2}` });
+  const link3 = viaSymlink(asked, path57.resolve(ws.worktree));
+  if (link3) flags.push({ kind: "symlink", detail: `the command's folder ${path57.relative(ws.worktree, link3)} is a symlink to ${real2}` });
   if (!inside(real2, realLocation(ws.worktree)))
     flags.push({ kind: "outside-workspace", detail: `the command's folder ${real2} is outside the worker's workspace` });
   return flags;
@@ -90424,23 +90812,23 @@ function explainPolicy(rules, ask) {
 
 // engine/approvals/worktree-guard.ts
 import os10 from "node:os";
-import path56 from "node:path";
+import path58 from "node:path";
 var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
 function tokenize(command) {
   const tokens = [];
   let word = "";
-  let quoted3 = false;
+  let quoted4 = false;
   const flush = () => {
-    if (word || quoted3) tokens.push(word);
+    if (word || quoted4) tokens.push(word);
     word = "";
-    quoted3 = false;
+    quoted4 = false;
   };
   for (let i2 = 0; i2 < command.length; i2++) {
     const c3 = command[i2];
     if (c3 === "'" || c3 === '"') {
       const end = command.indexOf(c3, i2 + 1);
       word += command.slice(i2 + 1, end < 0 ? void 0 : end);
-      quoted3 = true;
+      quoted4 = true;
       i2 = end < 0 ? command.length : end;
     } else if (c3 === "\\" && i2 + 1 < command.length) word += command[++i2];
     else if (/\s/.test(c3)) flush();
@@ -90462,7 +90850,7 @@ function resolveTarget(target, cwd) {
   const home = os10.homedir();
   const expanded = target.replace(/^~(?=\/|$)/, home).replace(/^\$\{?HOME\}?(?=\/|$)/, home);
   if (expanded.includes("$") || expanded.includes("`")) return null;
-  return path56.resolve(cwd, expanded);
+  return path58.resolve(cwd, expanded);
 }
 function withoutHeredocBodies(command) {
   const lines = command.split("\n");
@@ -90489,12 +90877,12 @@ function writesOutside(command, worktree, workdir = worktree) {
       for (let j = i2 + 1; j < tokens.length && !isOperator(tokens[j]); j++) if (!tokens[j].startsWith("-")) targets.push(tokens[j]);
     } else if (t2.startsWith("of=")) targets.push(t2.slice(3));
   }
-  const root2 = path56.resolve(worktree);
+  const root2 = path58.resolve(worktree);
   const outside = [];
   for (const target of targets) {
-    const file3 = resolveTarget(target, path56.resolve(root2, workdir));
+    const file3 = resolveTarget(target, path58.resolve(root2, workdir));
     if (file3 === null || HARMLESS.test(file3)) continue;
-    if (file3 !== root2 && !file3.startsWith(root2 + path56.sep)) outside.push(target);
+    if (file3 !== root2 && !file3.startsWith(root2 + path58.sep)) outside.push(target);
   }
   return [...new Set(outside)];
 }
@@ -90762,24 +91150,24 @@ var Approvals = class {
   }
   /** The user's approval rules (policies.json in the state dir, read at every ask: a hand edit counts); none by default. */
   policies() {
-    return POLICY_FILE.parse(readJson(path57.join(this.opts.stateDir, "policies.json"), []));
+    return POLICY_FILE.parse(readJson(path59.join(this.opts.stateDir, "policies.json"), []));
   }
   setPolicies(rules) {
-    writeJsonAtomic(path57.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
+    writeJsonAtomic(path59.join(this.opts.stateDir, "policies.json"), POLICY_RULES.parse(rules));
     return this.policies();
   }
   /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
   lookTarget(w, ask) {
     const ws = this.reg.workspaceOf(w);
     if (!ws) return null;
-    return ask.tool === "read" ? realLocation(path57.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
+    return ask.tool === "read" ? realLocation(path59.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(asOpened(ws.cwd, ask.what || "."));
   }
   looksInside(w, ask) {
     const ws = this.reg.workspaceOf(w);
     const real2 = this.lookTarget(w, ask);
     if (!ws || !real2) return false;
     const root2 = realLocation(ws.worktree);
-    return real2 === root2 || real2.startsWith(root2 + path57.sep);
+    return real2 === root2 || real2.startsWith(root2 + path59.sep);
   }
   /**
    * The engine's own refusals, which no grant, rule or person overrides: a read or search outside the workspace, a write
@@ -90893,7 +91281,7 @@ var Budgets = class {
 // engine/events.ts
 import { randomBytes as randomBytes15 } from "node:crypto";
 import { EventEmitter as EventEmitter3 } from "node:events";
-import path58 from "node:path";
+import path60 from "node:path";
 var EventBus = class _EventBus {
   epoch;
   seq;
@@ -90910,7 +91298,7 @@ var EventBus = class _EventBus {
   }
   /** The epoch of the bus of a state dir, created on first use. */
   static forStateDir(stateDir2, capacity) {
-    const file3 = path58.join(stateDir2, "events.json");
+    const file3 = path60.join(stateDir2, "events.json");
     let epoch = readJson(file3, {}).epoch;
     if (!epoch) {
       epoch = randomBytes15(4).toString("hex");
@@ -90966,8 +91354,8 @@ var EventBus = class _EventBus {
 var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/recovery/recovery.ts
-import { existsSync as existsSync26, readdirSync as readdirSync11 } from "node:fs";
-import path59 from "node:path";
+import { existsSync as existsSync27, readdirSync as readdirSync11 } from "node:fs";
+import path61 from "node:path";
 var Recovery = class {
   constructor(opts) {
     this.opts = opts;
@@ -90977,9 +91365,9 @@ var Recovery = class {
   reg;
   /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
   endStaleServers() {
-    const root2 = path59.join(this.opts.stateDir, "opencode");
-    if (!existsSync26(root2)) return;
-    for (const dir of readdirSync11(root2)) endStaleServer(path59.join(root2, dir), (l) => this.reg.log(l));
+    const root2 = path61.join(this.opts.stateDir, "opencode");
+    if (!existsSync27(root2)) return;
+    for (const dir of readdirSync11(root2)) endStaleServer(path61.join(root2, dir), (l) => this.reg.log(l));
   }
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
   recover() {
@@ -91046,11 +91434,11 @@ var Recovery = class {
 };
 
 // engine/workers/lifecycle.ts
-import { existsSync as existsSync27 } from "node:fs";
-import path60 from "node:path";
+import { existsSync as existsSync28 } from "node:fs";
+import path62 from "node:path";
 function notBuilt(w, verb) {
   const state = w.state === "honest-failure" ? "failed (its held-back checks did not pass)" : w.state;
-  const next = w.state === "honest-failure" ? "continue it with a review (a new round, graded again) or retry its task, then land the round that is built" : w.state === "stopped" || w.state === "interrupted" || w.state === "error" ? "resume it (or retry its task), then land it once it is built" : "wait for its verdict, then land it if it is built";
+  const next = w.state === "honest-failure" ? "continue it with a review (a new round, graded again) or retry its task, then land the round that is built" : w.state === "stopped" || w.state === "interrupted" || w.state === "error" ? "resume it (or retry its task), then land it once it is built" : w.state === "waiting-approval" ? "answer its ask (it waits on you), then land it once its verdict is built" : "wait for its verdict, then land it if it is built";
   return new InputError(`worker ${w.id} is ${state}: only a built worker's graded commit is ${verb}; ${next} (nothing was changed)`, "conflict");
 }
 var WorkspaceLifecycle = class {
@@ -91177,7 +91565,7 @@ var WorkspaceLifecycle = class {
   async diff(workerId) {
     const w = this.reg.get(workerId);
     const ws = this.reg.workspaceOf(w);
-    if (!ws || w.discarded || !existsSync27(ws.worktree) && !existsSync27(ws.gitDir)) return "";
+    if (!ws || w.discarded || !existsSync28(ws.worktree) && !existsSync28(ws.gitDir)) return "";
     return fullDiff(ws, w.verdict?.commit ?? void 0);
   }
   /**
@@ -91210,7 +91598,7 @@ var WorkspaceLifecycle = class {
   discards = /* @__PURE__ */ new Map();
   async discardNow(workerId, by) {
     const ws = this.reg.workspaceOf(this.reg.get(workerId));
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path60.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path62.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     if (ws) this.dropGradedStore(ws.repo);
@@ -91226,7 +91614,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isAtRest(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path60.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path62.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).forgetWorkspace();
       this.dropGradedStore(ws.repo);
       if (w.merged) void this.reg.deleteSession(workerId).catch(() => void 0);
@@ -91242,9 +91630,9 @@ var WorkspaceLifecycle = class {
   dropGradedStore(repo) {
     const workers = this.reg.list();
     if (workers.some((w) => !isAtRest(w.state))) return;
-    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync27(this.reg.engineGitDir(w.id)))) return;
+    if (workers.some((w) => w.repo === repo && !w.merged && !w.discarded && existsSync28(this.reg.engineGitDir(w.id)))) return;
     try {
-      dropGradedStore(path60.dirname(this.reg.engineGitDir("w")), repo);
+      dropGradedStore(path62.dirname(this.reg.engineGitDir("w")), repo);
     } catch (err) {
       this.reg.notice("warn", `could not remove the engine's graded objects of ${repo}: ${err.message}`);
     }
@@ -91261,7 +91649,7 @@ var WorkspaceLifecycle = class {
       if (!isAtRest(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
       const ws = this.reg.workspaceOf(w);
-      if (!ws || !existsSync27(ws.worktree) && !existsSync27(ws.gitDir)) continue;
+      if (!ws || !existsSync28(ws.worktree) && !existsSync28(ws.gitDir)) continue;
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
@@ -91324,8 +91712,8 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 
 // engine/workers/open.ts
 import { execFileSync as execFileSync5 } from "node:child_process";
-import { existsSync as existsSync28, lstatSync as lstatSync8, readdirSync as readdirSync12, realpathSync as realpathSync8, statSync as statSync19 } from "node:fs";
-import path61 from "node:path";
+import { existsSync as existsSync29, lstatSync as lstatSync9, readdirSync as readdirSync12, realpathSync as realpathSync8, statSync as statSync19 } from "node:fs";
+import path63 from "node:path";
 var QUIET_GIT_KEYS = [
   /^core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath)$/,
   /^extensions\.objectformat$/,
@@ -91339,10 +91727,10 @@ var quotedSome = (names) => names.slice(0, 12).map((n2) => JSON.stringify(n2)).j
 function gitRunsIn(worktree) {
   const found = [];
   const repo = (dir, rel) => {
-    const dotGit = path61.join(dir, ".git");
+    const dotGit = path63.join(dir, ".git");
     let st;
     try {
-      st = lstatSync8(dotGit);
+      st = lstatSync9(dotGit);
     } catch {
       return;
     }
@@ -91351,12 +91739,12 @@ function gitRunsIn(worktree) {
       found.push(`${at}.git is ${st.isSymbolicLink() ? "a symlink" : "a file"} naming another repository, whose settings git would use`);
       return;
     }
-    for (const f of ["commondir", "config.worktree"]) if (existsSync28(path61.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
+    for (const f of ["commondir", "config.worktree"]) if (existsSync29(path63.join(dotGit, f))) found.push(`${at}.git/${f} (git reads settings through it)`);
     let keys = [];
-    const config3 = path61.join(dotGit, "config");
+    const config3 = path63.join(dotGit, "config");
     let configKind = "none";
     try {
-      configKind = lstatSync8(config3).isFile() ? "file" : "other";
+      configKind = lstatSync9(config3).isFile() ? "file" : "other";
     } catch {
     }
     if (configKind === "other") found.push(`${at}.git/config is not a plain file`);
@@ -91380,7 +91768,7 @@ function gitRunsIn(worktree) {
     if (loud.length) found.push(`${at}.git/config sets ${quotedSome(loud)}`);
     let hooks = [];
     try {
-      hooks = readdirSync12(path61.join(dotGit, "hooks"));
+      hooks = readdirSync12(path63.join(dotGit, "hooks"));
     } catch {
     }
     if (hooks.length) found.push(`${at}.git/hooks holds ${quotedSome(hooks)}`);
@@ -91400,7 +91788,7 @@ function gitRunsIn(worktree) {
         if (rel) repo(dir, rel);
         continue;
       }
-      if (e.isDirectory()) walk(path61.join(dir, e.name), rel ? `${rel}/${e.name}` : e.name);
+      if (e.isDirectory()) walk(path63.join(dir, e.name), rel ? `${rel}/${e.name}` : e.name);
     }
   };
   walk(worktree, "");
@@ -91417,16 +91805,16 @@ function workspaceToOpen(w, workspacesRoot) {
   } catch {
     throw new InputError(`worker ${w.id}'s workspace is gone from disk (pruned or removed)`, "conflict");
   }
-  const rel = path61.relative(root2, real2);
-  const parts = rel.split(path61.sep);
-  if (path61.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
+  const rel = path63.relative(root2, real2);
+  const parts = rel.split(path63.sep);
+  if (path63.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
     throw new InputError(`worker ${w.id}'s workspace is not where the engine keeps workspaces: refused`, "conflict");
   if (!statSync19(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
   return { workerId: w.id, path: real2, gitRuns: gitRunsIn(real2) };
 }
 
 // engine/registry/registry.ts
-import path62 from "node:path";
+import path64 from "node:path";
 
 // shared/worker-machine.ts
 var WorkerTransition = external_exports.enum([
@@ -91771,10 +92159,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path62.relative(w.repo, w.spec.directory);
+    const sub = path64.relative(w.repo, w.spec.directory);
     const ws = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path62.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path64.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -91786,14 +92174,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path62.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path64.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path62.join(this.opts.stateDir, "workspaces");
+    return path64.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path62.join(this.opts.stateDir, "tmp");
+    return path64.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode port of a worker and the folder its session runs in (null when its server is not up). */
   portOf(workerId) {
@@ -91876,7 +92264,7 @@ var InstanceReleaser = class {
 };
 
 // engine/workers/settle.ts
-import path63 from "node:path";
+import path65 from "node:path";
 var BASELINES_AT_ONCE = 2;
 var Settler = class {
   constructor(opts) {
@@ -91959,8 +92347,8 @@ var Settler = class {
       () => baselineChecks({
         workspace: ws,
         checks: w.spec.checks,
-        checkoutDir: path63.join(stateDir2, "grading", `${workerId}.base`),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path63.join(stateDir2, "grading", `${workerId}.base.tmp`) }
+        checkoutDir: path65.join(stateDir2, "grading", `${workerId}.base`),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path65.join(stateDir2, "grading", `${workerId}.base.tmp`) }
       })
     ).then((baseline) => {
       this.reg.safeRecord(workerId, { type: "worker.baseline", baseline });
@@ -92024,13 +92412,13 @@ var Settler = class {
         previousCommit,
         checkConfigFrom: w.startFrom ? this.opts.checkConfigFrom?.(workerId) ?? null : null,
         title: workerTitle(w.spec),
-        checkoutDir: path63.join(stateDir2, "grading", workerId),
+        checkoutDir: path65.join(stateDir2, "grading", workerId),
         // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
         sandbox: sandbox.kind === "none" ? void 0 : {
           kind: sandbox.kind,
           stateDir: stateDir2,
-          tmpDir: path63.join(stateDir2, "grading", `${workerId}.tmp`),
-          mountAs: { root: ws.worktree, tmp: path63.join(reg.workerTmpRoot, workerId) }
+          tmpDir: path65.join(stateDir2, "grading", `${workerId}.tmp`),
+          mountAs: { root: ws.worktree, tmp: path65.join(reg.workerTmpRoot, workerId) }
         }
       });
       if (reg.get(workerId).state !== "grading") return;
@@ -92087,12 +92475,12 @@ function summarizeFailure(v) {
 }
 
 // engine/workers/batch-names.ts
-import path64 from "node:path";
+import path66 from "node:path";
 var BatchNames = class {
   file;
   names;
   constructor(stateDir2, log) {
-    this.file = path64.join(stateDir2, "batch-names.json");
+    this.file = path66.join(stateDir2, "batch-names.json");
     try {
       const v = readJson(this.file, {});
       this.names = v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, n2]) => typeof n2 === "string")) : {};
@@ -92118,7 +92506,7 @@ var BatchNames = class {
 };
 
 // engine/workers/search.ts
-import { closeSync as closeSync6, existsSync as existsSync29, openSync as openSync6, readSync as readSync2, statSync as statSync20 } from "node:fs";
+import { closeSync as closeSync7, existsSync as existsSync30, openSync as openSync7, readSync as readSync3, statSync as statSync20 } from "node:fs";
 var PER_LOG_BYTES = 8 * 1024 * 1024;
 var TOTAL_BYTES = 96 * 1024 * 1024;
 var SNIPPET = 70;
@@ -92151,20 +92539,20 @@ function snippetOf(text, at, len) {
   const piece = `${from > 0 ? "\u2026" : ""}${text.slice(from, to)}${to < text.length ? "\u2026" : ""}`;
   return showUntrusted(piece.replace(/\s+/g, " "), { lines: false, max: 2 * SNIPPET + len + 2 });
 }
-function readHead(file3, max) {
+function readHead2(file3, max) {
   const size = statSync20(file3).size;
   const n2 = Math.min(size, max);
   const buf = Buffer.alloc(n2);
-  const fd = openSync6(file3, "r");
+  const fd = openSync7(file3, "r");
   try {
     let off = 0;
     while (off < n2) {
-      const r = readSync2(fd, buf, off, n2 - off, off);
+      const r = readSync3(fd, buf, off, n2 - off, off);
       if (!r) break;
       off += r;
     }
   } finally {
-    closeSync6(fd);
+    closeSync7(fd);
   }
   return { text: buf.toString("utf8"), cut: size > max };
 }
@@ -92197,8 +92585,8 @@ function searchTranscripts(src, query, limit) {
       }
     };
     const file3 = src.logFile(w.id);
-    if (existsSync29(file3)) {
-      const { text, cut } = readHead(file3, Math.min(PER_LOG_BYTES, budget2));
+    if (existsSync30(file3)) {
+      const { text, cut } = readHead2(file3, Math.min(PER_LOG_BYTES, budget2));
       budget2 -= Buffer.byteLength(text);
       if (cut) truncated = true;
       scanned++;
@@ -92214,17 +92602,17 @@ function searchTranscripts(src, query, limit) {
 }
 
 // engine/workers/batches.ts
-import { existsSync as existsSync30, mkdirSync as mkdirSync24, readdirSync as readdirSync13 } from "node:fs";
-import path65 from "node:path";
+import { existsSync as existsSync31, mkdirSync as mkdirSync24, readdirSync as readdirSync13 } from "node:fs";
+import path67 from "node:path";
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
-    this.dir = path65.join(opts.stateDir, "batches");
-    if (existsSync30(this.dir)) {
+    this.dir = path67.join(opts.stateDir, "batches");
+    if (existsSync31(this.dir)) {
       for (const f of readdirSync13(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
-          const r = readJson(path65.join(this.dir, f), null);
+          const r = readJson(path67.join(this.dir, f), null);
           if (r?.id) this.records.set(r.id, r.integration?.state === "running" ? { ...r, integration: { ...r.integration, state: "waiting" } } : r);
         } catch (err) {
           opts.log(`[warn] batch record ${f}: ${err.message}`);
@@ -92281,7 +92669,7 @@ var Batches = class {
     this.save(record2);
   }
   save(r) {
-    writeJsonAtomic(path65.join(this.dir, `${r.id}.json`), r);
+    writeJsonAtomic(path67.join(this.dir, `${r.id}.json`), r);
   }
   /** A worker came to rest: its batch may start the tasks that come after it, skip some, or run its integration. */
   onAtRest(workerId) {
@@ -92372,7 +92760,7 @@ var Batches = class {
    * repository before they are landed), and what combining them writes goes there too.
    */
   graded(repo) {
-    return gradedStore(path65.join(this.opts.stateDir, "repos"), repo);
+    return gradedStore(path67.join(this.opts.stateDir, "repos"), repo);
   }
   /** The batch's built workers and their latest graded commits, in task order. */
   builtOf(r) {
@@ -92461,7 +92849,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
   /** A fresh checkout of the combined commit (no filter, no hook, no config of anyone's), the checks run in the sandbox. */
   async runIntegrationChecks(r, commit, checks) {
-    const root2 = path65.join(this.opts.stateDir, "grading", `${r.id}.integration`);
+    const root2 = path67.join(this.opts.stateDir, "grading", `${r.id}.integration`);
     const tmpDir = `${root2}.tmp`;
     discard(root2);
     discard(tmpDir);
@@ -92469,7 +92857,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
     mkdirSync24(tmpDir, { recursive: true });
     try {
       const objects = await this.graded(r.repo);
-      const gitDir = path65.join(this.opts.stateDir, "batches", `${r.id}.git`);
+      const gitDir = path67.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
         env: {
@@ -92546,7 +92934,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`,
   }
 };
 function subdirOf(root2, dir) {
-  const rel = path65.relative(root2, dir);
+  const rel = path67.relative(root2, dir);
   return rel.startsWith("..") ? "" : rel;
 }
 var CHECK_OUT = `set -eu
@@ -92614,8 +93002,8 @@ var LONG_RETRY_WAIT_MS = 12e4;
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path66.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path66.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path68.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path68.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
@@ -92731,7 +93119,7 @@ var Engine = class {
     });
     setTimeout(() => {
       void this.housekeep(Date.now());
-      void sweepDiscarded(path66.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path68.join(opts.stateDir, "grading"));
     }, 5e3).unref();
     const clock = opts.clock ?? realClock;
     this.housekeeping = clock.setInterval(() => void this.housekeep(clock.now()), HOUSEKEEPING_MS);
@@ -92823,7 +93211,7 @@ var Engine = class {
     this.requireSandbox();
     const spec2 = parseInput(WorkerSpec, input2);
     const repo = await inspectRepo(spec2.directory);
-    const heldBack = heldBackProblem(spec2.checks, repo.root);
+    const heldBack = heldBackProblem(spec2.checks, repo.root) ?? globProblem(spec2.scope, spec2.protect, repo.root, repo.subdir);
     if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec2.targetId);
     await preflightTarget(target);
@@ -92847,7 +93235,7 @@ var Engine = class {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
       void this.settler.baseline(workerId, {
         worktree,
-        cwd: path66.join(worktree, repo.subdir),
+        cwd: path68.join(worktree, repo.subdir),
         branch: `ocw/${workerId}`,
         baseCommit: repo.head,
         baseBranch: repo.branch,
@@ -92912,7 +93300,7 @@ var Engine = class {
       const repo = await repos.get(spec2.directory).catch((err) => {
         throw new InputError(where(n2, err.message));
       });
-      const heldBack = heldBackProblem(spec2.checks, repo.root);
+      const heldBack = heldBackProblem(spec2.checks, repo.root) ?? globProblem(spec2.scope, spec2.protect, repo.root, repo.subdir);
       if (heldBack) throw new InputError(where(n2, heldBack));
       let target;
       try {
@@ -93355,11 +93743,11 @@ var Engine = class {
     rt.admitted();
     let ws = this.reg.workspaceOf(w);
     let made2 = false;
-    if (!ws || !existsSync31(ws.worktree)) {
+    if (!ws || !existsSync32(ws.worktree)) {
       const found = rt.repo ?? await inspectRepo(w.spec.directory);
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
-      made2 = !existsSync31(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
-      const importFrom = w.startFrom ? await gradedStore(path66.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
+      made2 = !existsSync32(worktreePath(this.reg.workspacesRoot, repo.root, workerId));
+      const importFrom = w.startFrom ? await gradedStore(path68.dirname(this.reg.engineGitDir(workerId)), found.root) : void 0;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId), { importFrom });
       rt.setWorkspace(ws);
       prepareGrading(ws);
@@ -93376,7 +93764,7 @@ var Engine = class {
       await moveOntoMirror(this.reg.workspacesRoot, ws).catch((err) => this.log(`worker ${workerId}: its object mirror: ${err.message}`));
     }
     if (this.sandbox.kind !== "none")
-      await writeRepoBinds(path66.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
+      await writeRepoBinds(path68.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, workspaceMirror(this.reg.workspacesRoot, ws.repo, ws.baseCommit));
     const baselined = made2 ? this.settler.baselineAtCreation(workerId, ws) : void 0;
     if (!made2 && !this.get(workerId).baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
@@ -93657,9 +94045,9 @@ Note from the engine: ${w.baseBranch} moved since an earlier attempt at this tas
 
 // engine/workers/listing.ts
 import { realpathSync as realpathSync9 } from "node:fs";
-import path67 from "node:path";
+import path69 from "node:path";
 function listWorkers(all, f) {
-  let repo = f.repo ? path67.resolve(f.repo) : null;
+  let repo = f.repo ? path69.resolve(f.repo) : null;
   if (repo) {
     try {
       repo = realpathSync9(repo);
@@ -93667,13 +94055,13 @@ function listWorkers(all, f) {
     }
   }
   return all.filter(
-    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path67.sep) || w.spec.directory === repo)
+    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path69.sep) || w.spec.directory === repo)
   );
 }
 
 // engine/workers/push.ts
-import { accessSync as accessSync3, constants as constants7 } from "node:fs";
-import path68 from "node:path";
+import { accessSync as accessSync3, constants as constants9 } from "node:fs";
+import path70 from "node:path";
 async function pushWork(engine, input2) {
   try {
     const r = await pushUnredacted(engine, input2);
@@ -93812,11 +94200,11 @@ function pushRefusal(push, remote, branch, what) {
   return new InputError(`the push to ${remote} failed: ${gitComplaint(push)} (${kept}): fix that, then push again`, "unavailable");
 }
 function findOnPath3(name) {
-  for (const dir of (process.env.PATH ?? "").split(path68.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path70.delimiter)) {
     if (!dir) continue;
-    const f = path68.join(dir, name);
+    const f = path70.join(dir, name);
     try {
-      accessSync3(f, constants7.X_OK);
+      accessSync3(f, constants9.X_OK);
       return f;
     } catch {
     }
@@ -93912,9 +94300,9 @@ function batchCard(batchId, res, workers) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes16, timingSafeEqual as timingSafeEqual3 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync33, statSync as statSync21 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync34, statSync as statSync21 } from "node:fs";
 import http5 from "node:http";
-import path71 from "node:path";
+import path73 from "node:path";
 
 // node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
 import { IncomingMessage } from "node:http";
@@ -94149,28 +94537,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path76) => {
-  path76 = path76.startsWith("/") ? path76.slice(1) : path76;
-  path76 = path76.endsWith("/") ? path76.slice(0, -1) : path76;
-  return path76;
+var trimSlashes = (path78) => {
+  path78 = path78.startsWith("/") ? path78.slice(1) : path78;
+  path78 = path78.endsWith("/") ? path78.slice(0, -1) : path78;
+  return path78;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path76 = "";
+    let path78 = "";
     run(async () => {
       const url2 = createURL(req);
-      path76 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path78 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread22(_objectSpread22({}, opts), {}, {
         req,
         res,
-        path: path76
+        path: path78
       }));
     }).catch(internal_exceptionHandler(_objectSpread22({
       req,
       res,
-      path: path76
+      path: path78
     }, opts)));
   };
 }
@@ -94179,8 +94567,8 @@ function createHTTPHandler(opts) {
 }
 
 // engine/api/router.ts
-import { existsSync as existsSync32, readdirSync as readdirSync14, readFileSync as readFileSync26 } from "node:fs";
-import path70 from "node:path";
+import { existsSync as existsSync33, readdirSync as readdirSync14, readFileSync as readFileSync23 } from "node:fs";
+import path72 from "node:path";
 
 // shared/ledger.ts
 var LedgerRow = external_exports.object({
@@ -94270,6 +94658,7 @@ function ledger(workers) {
 // engine/api/wait.ts
 var GATHER_MS = 25;
 var GATHER_MAX_MS = 150;
+var GATHER_IDLE_MS = 5;
 async function waitForNews(src, input2, opts = {}) {
   const deadline = Date.now() + input2.timeoutMs;
   const signal = opts.signal;
@@ -94297,8 +94686,8 @@ async function waitForNews(src, input2, opts = {}) {
     }
   } else {
     const all = [...new Set(input2.workerIds.map((id3) => src.get(id3).id))];
-    const open3 = input2.unfinished ? all.filter((id3) => !isAtRest(src.get(id3).state)) : [];
-    ids2 = open3.length ? open3 : all;
+    const open4 = input2.unfinished ? all.filter((id3) => !isAtRest(src.get(id3).state)) : [];
+    ids2 = open4.length ? open4 : all;
   }
   const shownAsks = new Set(input2.shownAsks);
   const shownFinished = new Set(input2.shownFinished);
@@ -94315,7 +94704,11 @@ async function waitForNews(src, input2, opts = {}) {
     if (input2.untilGone && !ws.some((w) => pendingAsks(w).some((a2) => a2.id === input2.untilGone))) return "news";
     return null;
   };
-  const reached = outcome2() ?? (signal?.aborted ? "aborted" : await follow2(src, followed, outcome2, news, deadline, opts));
+  const moving = () => ids2.some((id3) => {
+    const state = src.get(id3).state;
+    return state === "running" || state === "settled" || state === "grading";
+  });
+  const reached = outcome2() ?? (signal?.aborted ? "aborted" : await follow2(src, followed, { outcome: outcome2, news, moving }, deadline, opts));
   const workers = ids2.map((id3) => slimWorker(src.get(id3), { diffs: input2.diffs }));
   if (input2.batchId) batch = src.batch(input2.batchId);
   const settled = workers.every((w) => isAtRest(w.state)) && (!batch || batch.done !== false);
@@ -94323,7 +94716,8 @@ async function waitForNews(src, input2, opts = {}) {
   const also = settled && input2.also ? [...new Set(input2.also)].filter((id3) => !followed.has(id3)).map((id3) => slimWorker(src.get(id3))) : [];
   return { workerIds: ids2, reason, workers, batch: batch && slimBatch(batch), also };
 }
-function follow2(src, followed, outcome2, news, deadline, opts) {
+function follow2(src, followed, seen, deadline, opts) {
+  const { outcome: outcome2, news, moving } = seen;
   return new Promise((resolve) => {
     let ended = false;
     let pending2 = null;
@@ -94351,22 +94745,23 @@ function follow2(src, followed, outcome2, news, deadline, opts) {
         if (r === "settled") return finish2(r);
         if (r && !gather) {
           let gathered = 0;
-          let seen = news();
+          let seen2 = news();
           const window2 = () => {
-            gathered += GATHER_MS;
+            const ms = moving() ? GATHER_MS : GATHER_IDLE_MS;
+            gathered += ms;
             gather = setTimeout(
               () => {
                 gather = null;
                 const again = outcome2();
                 if (!again) return;
                 const now = news();
-                if (again === "news" && now > seen && gathered < GATHER_MAX_MS && deadline > Date.now()) {
-                  seen = now;
+                if (again === "news" && now > seen2 && gathered < GATHER_MAX_MS && deadline > Date.now() && moving()) {
+                  seen2 = now;
                   return window2();
                 }
                 finish2(again);
               },
-              Math.min(GATHER_MS, Math.max(0, deadline - Date.now()))
+              Math.min(ms, Math.max(0, deadline - Date.now()))
             );
           };
           window2();
@@ -94457,7 +94852,7 @@ async function targetsWithEndpoints(store, live = null) {
 
 // engine/api/ladder.ts
 import { mkdirSync as mkdirSync25 } from "node:fs";
-import path69 from "node:path";
+import path71 from "node:path";
 var LadderStartInput = external_exports.object({ targetId: external_exports.string().min(1).max(200), samples: external_exports.number().int().min(1).max(12) });
 var LadderFinishInput = LadderStartInput.extend({ workerIds: external_exports.array(external_exports.string().min(1).max(200)).max(LADDER.length * 12) });
 function targetOf(engine, id3) {
@@ -94467,11 +94862,11 @@ function targetOf(engine, id3) {
 }
 async function ladderStart(engine, i2) {
   const target = targetOf(engine, i2.targetId);
-  const runDir = path69.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path71.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: i2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path69.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path71.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -94490,9 +94885,9 @@ function ladderFinish(engine, i2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], engine.get(id3)]);
   });
   const grade2 = summarizeLadder(target, i2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path69.join(projectRoot(), "packs");
-  const file3 = path69.join(packs, targetSlug(target), "grade.json");
-  mkdirSync25(path69.dirname(file3), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path71.join(projectRoot(), "packs");
+  const file3 = path71.join(packs, targetSlug(target), "grade.json");
+  mkdirSync25(path71.dirname(file3), { recursive: true });
   writeJsonAtomic(file3, grade2, 420);
   return { grade: grade2, file: file3 };
 }
@@ -94529,12 +94924,12 @@ async function removeUnusedAdhoc(engine, removeOne) {
   return { removed, kept };
 }
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path70.join(projectRoot(), "packs");
-  if (!existsSync32(dir)) return [];
+  const dir = config2().OCW_PACKS_DIR ?? path72.join(projectRoot(), "packs");
+  if (!existsSync33(dir)) return [];
   return readdirSync14(dir, { withFileTypes: true }).flatMap((d) => {
-    const file3 = path70.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync32(file3)) return [];
-    const g2 = Grade.safeParse(JSON.parse(readFileSync26(file3, "utf8")));
+    const file3 = path72.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync33(file3)) return [];
+    const g2 = Grade.safeParse(JSON.parse(readFileSync23(file3, "utf8")));
     return g2.success ? [g2.data] : [];
   });
 }
@@ -95111,17 +95506,17 @@ content-length: 0\r
 var NO_UI = { missing: "The opencode-worker engine is running, but its browser UI is missing." };
 function serveStatic(ui, pathname, res) {
   const dir = ui.dir;
-  if (!dir || !existsSync33(path71.join(dir, "index.html"))) {
+  if (!dir || !existsSync34(path73.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end(`${ui.missing ?? NO_UI.missing}
 `);
     return;
   }
-  const rel = path71.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file3 = path71.join(dir, rel);
-  if (!file3.startsWith(dir + path71.sep) || !existsSync33(file3) || statSync21(file3).isDirectory()) file3 = path71.join(dir, "index.html");
+  const rel = path73.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file3 = path73.join(dir, rel);
+  if (!file3.startsWith(dir + path73.sep) || !existsSync34(file3) || statSync21(file3).isDirectory()) file3 = path73.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path71.extname(file3)] ?? "application/octet-stream",
+    "content-type": MIME[path73.extname(file3)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -95315,7 +95710,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path72.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path74.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -95480,7 +95875,7 @@ function registerGrantsCommand(program3) {
 }
 
 // engine/commands/workers.ts
-import path73 from "node:path";
+import path75 from "node:path";
 var client = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
 var stateWord = (s) => s === "honest-failure" ? "failed" : s;
@@ -95521,7 +95916,7 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path73.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path75.resolve(o2.repo) } : {}
       });
       if (o2.json) return console.log(JSON.stringify(ws, null, 2));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
@@ -95658,7 +96053,7 @@ ${startedHint(r.workerId)}`
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client("prune")).workers.prune.mutate({ directory: path73.resolve(o2.dir ?? ".") });
+      const r = await (await client("prune")).workers.prune.mutate({ directory: path75.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -95722,6 +96117,15 @@ function batchText(b) {
   }
   return lines.join("\n");
 }
+function outputTail(output, max = 12) {
+  const all = (output ?? "").trimEnd().split("\n");
+  if (!all.join("").trim()) return [];
+  const shown = all.slice(-max);
+  return [
+    `    output (untrusted: the worker's code ran in it)${all.length > max ? `, its last ${max} of ${all.length} lines` : ""}:`,
+    ...shown.map((l) => `    \u2502 ${showUntrusted(l, { lines: false, max: 300 })}`)
+  ];
+}
 function showText(w) {
   const v = w.verdict;
   const lines = [
@@ -95739,8 +96143,10 @@ function showText(w) {
     );
   if (v) {
     lines.push(`verdict: ${outcomeWord(v.verdict)} (held-back checks) \xB7 ${claimWords(v)}`);
-    for (const c3 of v.checks)
+    for (const c3 of v.checks) {
       lines.push(`  ${c3.passed ? "pass" : "fail"} ${safe(c3.name)}${c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""}`);
+      if (!c3.passed) lines.push(...outputTail(c3.output));
+    }
     lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
     if (v.flags?.length)
       lines.push(
@@ -95931,8 +96337,8 @@ ${startedHint(r.workerId)}`);
 
 // engine/commands/claude.ts
 import { execFileSync as execFileSync6, spawn as spawn9 } from "node:child_process";
-import { chmodSync as chmodSync5, closeSync as closeSync7, existsSync as existsSync34, openSync as openSync7, readFileSync as readFileSync27, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
-import path74 from "node:path";
+import { chmodSync as chmodSync5, closeSync as closeSync8, existsSync as existsSync35, openSync as openSync8, readFileSync as readFileSync24, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
+import path76 from "node:path";
 var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
 function guiLauncher(dir, lock2) {
   const target = `http://127.0.0.1:${lock2.port}/#token=${encodeURIComponent(lock2.token)}`;
@@ -95942,7 +96348,7 @@ function guiLauncher(dir, lock2) {
 <script>location.replace(${JSON.stringify(target).replace(/</g, "\\u003c")})</script>
 <p><a href="${attr}">Open the opencode-worker dashboard</a></p>
 `;
-  const file3 = path74.join(dir, "gui.html");
+  const file3 = path76.join(dir, "gui.html");
   const tmp = `${file3}.${process.pid}.tmp`;
   writeFileSync16(tmp, html, { mode: 384 });
   chmodSync5(tmp, 384);
@@ -95951,26 +96357,26 @@ function guiLauncher(dir, lock2) {
 }
 function repoRootOf(dir) {
   try {
-    return path74.resolve(
+    return path76.resolve(
       execFileSync6("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path74.resolve(dir);
+    return path76.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path74.resolve(w.spec.directory);
-  return path74.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path74.sep);
+  const d = path76.resolve(w.spec.directory);
+  return path76.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path76.sep);
 };
 async function runningEngine() {
   const lock2 = readLock(stateDir());
   return lock2 && await healthy(lock2) ? lock2 : null;
 }
-var quoted2 = (s, n2 = 120) => {
+var quoted3 = (s, n2 = 120) => {
   const one = terminalSafe(s);
   return JSON.stringify(one.length > n2 ? one.slice(0, n2 - 1) + "\u2026" : one);
 };
-var toolWord2 = (tool) => plainName(tool) ? tool : `a tool named (untrusted) ${quoted2(tool, 60)}`;
+var toolWord2 = (tool) => plainName(tool) ? tool : `a tool named (untrusted) ${quoted3(tool, 60)}`;
 function stopReason(asks) {
   return `${counted(asks.length, "opencode-worker ask")} on this repository ${asks.length === 1 ? "is" : "are"} unanswered (${asks.slice(0, 5).map((a2) => `${a2.workerId} ${toolWord2(a2.tool)}`).join(", ")}): the workers are blocked. Answer them (pending_approvals, then approve), or tell the person they wait.`;
 }
@@ -96030,7 +96436,7 @@ function registerClaudeCommands(program3) {
       const ws = [...r.workers.values()];
       const ask = ws.flatMap((w) => pendingAsks(w))[0];
       const done = ws.find((w) => isAtRest(w.state) && !finalAtStart.has(w.id));
-      const event = r.reason === "settled" ? "all settled" : ask ? `${ask.workerId} asks ${toolWord2(ask.tool)} (untrusted: ${quoted2(askPath(ask.what, r.workers.get(ask.workerId)?.worktree))}); answer with approve {"askId":"${ask.id}"}` : done ? `${done.id} settled ${done.verdict?.verdict ?? done.state}` : `nothing after ${timeoutSec} s`;
+      const event = r.reason === "settled" ? "all settled" : ask ? `${ask.workerId} asks ${toolWord2(ask.tool)} (untrusted: ${quoted3(askPath(ask.what, r.workers.get(ask.workerId)?.worktree))}); answer with approve {"askId":"${ask.id}"}` : done ? `${done.id} settled ${done.verdict?.verdict ?? done.state}` : `nothing after ${timeoutSec} s`;
       console.log(waitLine(event, ws, o2.batch));
       if (r.reason === "timeout") process.exitCode = 2;
     } catch (err) {
@@ -96076,10 +96482,10 @@ async function snapshot(client2, ids2, load2) {
   return Promise.all(ids2.map((id3) => client2.workers.get.query({ workerId: id3 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path74.isAbsolute(what)) return what;
-  const root2 = path74.resolve(worktree);
-  const abs = path74.resolve(what);
-  return abs.startsWith(root2 + path74.sep) ? path74.relative(root2, abs).split(path74.sep).join("/") : what;
+  if (!worktree || !path76.isAbsolute(what)) return what;
+  const root2 = path76.resolve(worktree);
+  const abs = path76.resolve(what);
+  return abs.startsWith(root2 + path76.sep) ? path76.relative(root2, abs).split(path76.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -96098,10 +96504,10 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path74.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path76.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
-    return JSON.parse(readFileSync27(seenFile(), "utf8"))[root2] ?? 0;
+    return JSON.parse(readFileSync24(seenFile(), "utf8"))[root2] ?? 0;
   } catch {
     return 0;
   }
@@ -96109,7 +96515,7 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync34(seenFile())) all = JSON.parse(readFileSync27(seenFile(), "utf8"));
+    if (existsSync35(seenFile())) all = JSON.parse(readFileSync24(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
@@ -96121,7 +96527,7 @@ function markSeen(root2) {
 function readHookInput() {
   if (process.stdin.isTTY) return {};
   try {
-    const text = readFileSync27(0, "utf8");
+    const text = readFileSync24(0, "utf8");
     return text.trim() ? JSON.parse(text) : {};
   } catch {
     return {};
@@ -96129,10 +96535,10 @@ function readHookInput() {
 }
 async function openBrowser(file3, dir, waitMs = 3e3) {
   const [cmd, args] = process.platform === "darwin" ? ["open", [file3]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", file3]] : ["xdg-open", [file3]];
-  const errFile = path74.join(dir, "gui-open.err");
+  const errFile = path76.join(dir, "gui-open.err");
   let fd = "ignore";
   try {
-    fd = openSync7(errFile, "w", 384);
+    fd = openSync8(errFile, "w", 384);
   } catch {
   }
   try {
@@ -96148,7 +96554,7 @@ async function openBrowser(file3, dir, waitMs = 3e3) {
     child.unref();
     if (!ended) return null;
     if (ended.error) return ended.error;
-    const said = typeof fd === "number" ? readFileSync27(errFile, "utf8") : "";
+    const said = typeof fd === "number" ? readFileSync24(errFile, "utf8") : "";
     const last2 = said.split("\n").map((l) => l.trim()).filter(Boolean).at(-1);
     if (ended.code !== 0) return `${cmd} exited ${ended.code}${last2 ? `: ${terminalSafe(last2).slice(0, 200)}` : ""}`;
     if (last2 && /no method available|could not|couldn't|failed to|unable to/i.test(said)) return `${cmd}: ${terminalSafe(last2).slice(0, 200)}`;
@@ -96156,14 +96562,14 @@ async function openBrowser(file3, dir, waitMs = 3e3) {
   } catch (err) {
     return err.message;
   } finally {
-    if (typeof fd === "number") closeSync7(fd);
+    if (typeof fd === "number") closeSync8(fd);
   }
 }
 var noBrowserLine = (why) => `ocw: no browser opened (${why}): open the URL above in a browser by hand`;
 
 // engine/commands/model-setup.ts
-import { existsSync as existsSync35 } from "node:fs";
-import path75 from "node:path";
+import { existsSync as existsSync36 } from "node:fs";
+import path77 from "node:path";
 var NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
 async function startOnEngine(client2, input2, o2) {
   let i2 = input2;
@@ -96389,7 +96795,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
     {
       runtime: o2.runtime,
       // a file here is named to the engine by its absolute path (a repo, catalog id or URL as given)
-      model: o2.model && existsSync35(o2.model) ? path75.resolve(o2.model) : o2.model,
+      model: o2.model && existsSync36(o2.model) ? path77.resolve(o2.model) : o2.model,
       slots,
       ctx,
       minCtx,
@@ -96397,7 +96803,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
       benchSec: benchSecOf(o2.benchSec),
       ...o2.allowSlow ? { allowSlow: true } : {},
       // a path on this machine, given to the engine as an absolute one (the engine's checks name it so)
-      ...o2.llamaServer ? { llamaServer: path75.resolve(o2.llamaServer) } : {}
+      ...o2.llamaServer ? { llamaServer: path77.resolve(o2.llamaServer) } : {}
     },
     {
       yes: !!o2.yes,
@@ -96557,6 +96963,7 @@ async function runTargetKey(id3, o2, port = enginePort("cli:ocw target key"), io
   const fail2 = (m) => ({ code: 2, stdout: "", stderr: `ocw: ${m}
 ` });
   try {
+    if (!(await port.targets()).targets.some((t2) => t2.id === id3)) return fail2(`no target "${id3}". Run \`ocw targets\` to list them.`);
     let key = "";
     if (o2.clear) {
       if (o2.fromEnv) return fail2("--clear forgets the key: give it alone, without --from-env");
@@ -96633,7 +97040,7 @@ async function runServingStop(o2 = {}, port = enginePort("cli:ocw serving stop")
 }
 var shWord = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 function llamaServerEnvNote(client2, engine) {
-  if (!client2 || engine && path75.resolve(engine) === path75.resolve(client2)) return null;
+  if (!client2 || engine && path77.resolve(engine) === path77.resolve(client2)) return null;
   return `this shell's LLAMA_SERVER (${client2}) is not the engine's (${engine ?? "unset"}): the engine's environment is the one that counts. To have the engine use yours: \`ocw stop\` (it also stops the model servers ocw started), then \`LLAMA_SERVER=${shWord(client2)} ocw doctor\` starts it again with it; or pass --llama-server PATH to ocw setup`;
 }
 async function runDoctor(o2, port = enginePort("cli:ocw doctor"), clientEnv = process.env) {
@@ -96730,6 +97137,7 @@ function registerAskCommands(program3) {
     try {
       if (o2.worker) expectId(o2.worker, "worker", `\`ocw show ${o2.worker}\` lists its workers`);
       const c3 = connect(await ensureEngine(stateDir()), "cli:ocw asks");
+      if (o2.worker) await c3.workers.get.query({ workerId: o2.worker });
       const asks = (await c3.approvals.list.query()).filter((a2) => !o2.worker || a2.workerId === o2.worker);
       if (o2.json) return console.log(jsonForTerminal(asks));
       if (!asks.length) return console.log(`no asks waiting${o2.worker ? ` on ${o2.worker}` : ""}`);
@@ -96801,9 +97209,9 @@ registerMcpCommand(program2);
 registerClaudeCommands(program2);
 registerDeployCommand(program2);
 registerModelSetupCommands(program2, { registerServingSupervisor });
-var helpHints = (cmd, path76) => {
+var helpHints = (cmd, path78) => {
   for (const sub of cmd.commands) {
-    const p = `${path76} ${sub.name()}`;
+    const p = `${path78} ${sub.name()}`;
     sub.showHelpAfterError(`(run \`${p} --help\` for usage)`);
     helpHints(sub, p);
   }
