@@ -118,12 +118,9 @@ async function resumeCommand(workerId: string, o: ResumeOptions): Promise<void> 
   checkFollowOptions(o);
   expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw resume\` takes one of them`);
   const { client } = await connectWithTarget({}, "cli:ocw resume");
-  try {
-    await client.workers.resume.mutate({ workerId, ...(o.message?.trim() ? { message: o.message } : {}) });
-  } catch (err) {
-    // Bad input (an unknown id, a worker that runs or was graded): one line, exit 2.
-    throw new CliError((err as Error).message);
-  }
+  // Refused: one line, its exit status from the engine's code (an unknown id 2; a worker that runs or was graded 1, as
+  // the README says of a refusal by the state of things).
+  await client.workers.resume.mutate({ workerId, ...(o.message?.trim() ? { message: o.message } : {}) });
   process.stderr.write(`ocw: ${workerId} resumed\n`);
   const { w, timedOut } = await followOne(client, workerId, o, "resume");
   const out = workerResult(w, await client.workers.events.query({ workerId }));
@@ -148,12 +145,8 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
   if (!o.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
   expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw continue\` takes one of them`);
   const { client } = await connectWithTarget({}, "cli:ocw continue");
-  try {
-    await client.workers.continue.mutate({ workerId, message: o.message });
-  } catch (err) {
-    // Bad input (an unknown id, a worker still running or not graded): one line, exit 2.
-    throw new CliError((err as Error).message);
-  }
+  // Refused: one line, its exit status from the engine's code (an unknown id 2; a worker still running or not graded 1).
+  await client.workers.continue.mutate({ workerId, message: o.message });
   process.stderr.write(`ocw: ${workerId} continues (a new round)\n`);
   const { w, timedOut } = await followOne(client, workerId, o, "continue");
   const out = workerResult(w, await client.workers.events.query({ workerId }));

@@ -619,6 +619,7 @@ export class Engine {
       const graded = w.state === "built" || w.state === "honest-failure";
       throw new InputError(
         `worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`,
+        "conflict",
       );
     }
     const { target, now } = await this.checkedTarget(workerId, w, "resume");
@@ -649,7 +650,11 @@ export class Engine {
         : isAtRest(w.state)
           ? ""
           : "wait until it is graded, or steer it while it runs";
-      throw new InputError(`worker ${workerId} is ${w.state}: only a graded worker (built or honest-failure) takes a follow-up${hint ? `; ${hint}` : ""}`);
+      // Refused by the worker's state, as a merged or discarded one is below (the CLI's exit 1, not bad input's 2).
+      throw new InputError(
+        `worker ${workerId} is ${w.state}: only a graded worker (built or honest-failure) takes a follow-up${hint ? `; ${hint}` : ""}`,
+        "conflict",
+      );
     }
     if (w.merged)
       throw new InputError(

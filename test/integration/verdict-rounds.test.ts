@@ -224,7 +224,7 @@ describe("rounds", () => {
     expect(r.stderr).toMatch(/was stopped at --timeout 3s/);
   });
 
-  it("a worker still running cannot be continued (exit 2, one line); the verb for a stopped one is resume", async () => {
+  it("a worker still running cannot be continued (exit 1: refused by the state of things, as the README says; one line); the verb for a stopped one is resume", async () => {
     const dir = repo();
     const { workerId } = await engine.client.workers.start.mutate({
       task: "TASK-CONT: write v.txt",
@@ -233,7 +233,7 @@ describe("rounds", () => {
     });
     await untilState(engine.client, workerId, (w) => w.state === "waiting-approval");
     const r = await ocw(["continue", workerId, "--message", "more", "--approve", "once"], 60_000);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/only a graded worker \(built or honest-failure\) takes a follow-up/);
     await engine.client.workers.stop.mutate({ workerId });
     await expect(engine.client.workers.continue.mutate({ workerId, message: "more" })).rejects.toThrow(/resume it/);
