@@ -52521,11 +52521,7 @@ async function resumeCommand(workerId, o2) {
   checkFollowOptions(o2);
   expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw resume\` takes one of them`);
   const { client: client2 } = await connectWithTarget({}, "cli:ocw resume");
-  try {
-    await client2.workers.resume.mutate({ workerId, ...o2.message?.trim() ? { message: o2.message } : {} });
-  } catch (err) {
-    throw new CliError(err.message);
-  }
+  await client2.workers.resume.mutate({ workerId, ...o2.message?.trim() ? { message: o2.message } : {} });
   process.stderr.write(`ocw: ${workerId} resumed
 `);
   const { w, timedOut } = await followOne(client2, workerId, o2, "resume");
@@ -52544,11 +52540,7 @@ async function continueCommand(workerId, o2) {
   if (!o2.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
   expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw continue\` takes one of them`);
   const { client: client2 } = await connectWithTarget({}, "cli:ocw continue");
-  try {
-    await client2.workers.continue.mutate({ workerId, message: o2.message });
-  } catch (err) {
-    throw new CliError(err.message);
-  }
+  await client2.workers.continue.mutate({ workerId, message: o2.message });
   process.stderr.write(`ocw: ${workerId} continues (a new round)
 `);
   const { w, timedOut } = await followOne(client2, workerId, o2, "continue");
@@ -93462,7 +93454,8 @@ var Engine = class {
     if (!["stopped", "interrupted", "error"].includes(w.state)) {
       const graded = w.state === "built" || w.state === "honest-failure";
       throw new InputError(
-        `worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`
+        `worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`,
+        "conflict"
       );
     }
     const { target, now } = await this.checkedTarget(workerId, w, "resume");
@@ -93482,7 +93475,10 @@ var Engine = class {
     if (body.length > 6e4) throw new InputError("the follow-up is over 60,000 characters: shorten it");
     if (w.state !== "built" && w.state !== "honest-failure") {
       const hint = ["stopped", "interrupted", "error"].includes(w.state) ? "resume it (with a message) instead" : isAtRest(w.state) ? "" : "wait until it is graded, or steer it while it runs";
-      throw new InputError(`worker ${workerId} is ${w.state}: only a graded worker (built or honest-failure) takes a follow-up${hint ? `; ${hint}` : ""}`);
+      throw new InputError(
+        `worker ${workerId} is ${w.state}: only a graded worker (built or honest-failure) takes a follow-up${hint ? `; ${hint}` : ""}`,
+        "conflict"
+      );
     }
     if (w.merged)
       throw new InputError(
