@@ -19,7 +19,7 @@ import {
   systemdPrefix,
 } from "../sandbox";
 import { killGroup } from "../process";
-import { hashRegular } from "./files";
+import { hashRegular } from "../workspace";
 import { discard } from "./folders";
 import { type ConfigSnapshot, configSnapshot, HELD_BACK_CODE, plantedConfig, plantedModules } from "./runner-config";
 

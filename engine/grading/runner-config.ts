@@ -11,8 +11,8 @@ import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
 import { type CommandScript, commandScripts, simpleCommands } from "./command-scripts";
-import { hashRegular, readInside, readRegular } from "./files";
-import { foldPath } from "../workspace";
+import { MAX_READ_BYTES, readInside } from "./files";
+import { foldPath, hashRegular, readRegular } from "../workspace";
 import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
 
@@ -1001,7 +1001,7 @@ function read(full: string, sectioned: boolean, rel: string): { hash: string; te
     const st = lstatSync(full);
     if (st.isSymbolicLink()) return { hash: `link:${readlinkSync(full)}` };
     // A check wrote it, of any size: hashed a part at a time; its text read for its sections only when small (files.ts).
-    const buf = sectioned ? readRegular(full) : null;
+    const buf = sectioned ? readRegular(full, MAX_READ_BYTES) : null;
     if (buf) return { hash: createHash("sha256").update(buf).digest("hex"), text: runnerPart(rel, buf.toString("utf8")) };
     return { hash: hashRegular(full) ?? "unreadable" };
   } catch {

@@ -1,6 +1,7 @@
 // The workspace's surface: private repositories and worktrees, the engine's commit of a worker's files, fresh checkouts,
 // landing and publishing, git itself. Code outside engine/workspace/ imports only this file (scripts/layers.mjs).
 export { foldPath } from "./fold";
+export { hashRegular, readRegular } from "./regular-file";
 export { git, gitComplaint, gitScript, userGitEnv } from "./git";
 export { type LinkFn, type MirrorRefresh, mirrorObjects, refreshMirror } from "./mirror";
 export { combineCommits, describeFlags, flaggedChanges, gitWithObjects, isAncestor, landCommit, mergeTrees, revertCommit, treeChanges } from "./land";

@@ -1,5 +1,5 @@
-import { constants, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
-import { copyFile, link, lstat, mkdir, open, readdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
+import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
@@ -7,6 +7,7 @@ import { config } from "../config";
 import { ENGINE_AUTHOR, git, GitError, gitComplaint, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 import { parseRawChanges, type TreeChange } from "./land";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
+import { readHead } from "./regular-file";
 import { type BaseTree, IN_PROCESS_MAX_BYTES, IN_PROCESS_MAX_FILES, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
 
 import { InputError, OcwError } from "../../shared/errors";
@@ -1460,7 +1461,7 @@ async function nestedGitOutside(worktree: string, dirs: string[], at: (name: str
       return false;
     };
     for (const name of ["HEAD", "packed-refs", "refs"]) if (await walk(join(gitDir, name))) return true;
-    const common = await readHead(join(gitDir, "commondir"), 4096);
+    const common = readHead(join(gitDir, "commondir"), 4096);
     if (!common.length) return false;
     const named = common.toString("latin1").trim();
     const t = await real(named.startsWith("/") ? Buffer.from(named, "latin1") : join(gitDir, Buffer.from(named, "latin1")));
@@ -1475,7 +1476,7 @@ async function nestedGitOutside(worktree: string, dirs: string[], at: (name: str
     else if (st.isSymbolicLink()) target = await real(dotGit);
     else if (st.isFile()) {
       // Its first 4 KiB only: the worker wrote it, of any size.
-      const m = /^gitdir: *(.+?)\s*$/m.exec((await readHead(dotGit, 4096)).toString("latin1"));
+      const m = /^gitdir: *(.+?)\s*$/m.exec(readHead(dotGit, 4096).toString("latin1"));
       const named = m ? Buffer.from(m[1]!, "latin1") : null;
       if (named) target = await real(named[0] === 0x2f ? named : Buffer.concat([at(dir), named]));
     }
@@ -1823,20 +1824,4 @@ export async function removeWorkspace(ws: Workspace, opts: { force?: boolean; tm
   forgetAlternates(path.join(ws.gitDir, GRADE_OBJECTS));
   if (opts.tmpDir) rmSync(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
-}
-
-/** The first `max` bytes of a regular file (never a FIFO's wait: opened without blocking), or none. */
-async function readHead(file: Buffer | string, max: number): Promise<Buffer> {
-  const fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-  if (!fh) return Buffer.alloc(0);
-  try {
-    if (!(await fh.stat()).isFile()) return Buffer.alloc(0);
-    const buf = Buffer.alloc(max);
-    const { bytesRead } = await fh.read(buf, 0, max, 0);
-    return buf.subarray(0, bytesRead);
-  } catch {
-    return Buffer.alloc(0);
-  } finally {
-    await fh.close();
-  }
 }
