@@ -3842,11 +3842,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants9) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants10);
+          this.rhs = optimizeExpr(this.rhs, names, constants9);
         return this;
       }
       get names() {
@@ -3863,10 +3863,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants9) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants10);
+        this.rhs = optimizeExpr(this.rhs, names, constants9);
         return this;
       }
       get names() {
@@ -3927,8 +3927,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants10) {
-        this.code = optimizeExpr(this.code, names, constants10);
+      optimizeNames(names, constants9) {
+        this.code = optimizeExpr(this.code, names, constants9);
         return this;
       }
       get names() {
@@ -3957,12 +3957,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants9) {
         const { nodes } = this;
         let i2 = nodes.length;
         while (i2--) {
           const n2 = nodes[i2];
-          if (n2.optimizeNames(names, constants10))
+          if (n2.optimizeNames(names, constants9))
             continue;
           subtractNames(names, n2.names);
           nodes.splice(i2, 1);
@@ -4015,12 +4015,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants9) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants10);
-        if (!(super.optimizeNames(names, constants10) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants9);
+        if (!(super.optimizeNames(names, constants9) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants10);
+        this.condition = optimizeExpr(this.condition, names, constants9);
         return this;
       }
       get names() {
@@ -4043,10 +4043,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants10) {
-        if (!super.optimizeNames(names, constants10))
+      optimizeNames(names, constants9) {
+        if (!super.optimizeNames(names, constants9))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants10);
+        this.iteration = optimizeExpr(this.iteration, names, constants9);
         return this;
       }
       get names() {
@@ -4082,10 +4082,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants10) {
-        if (!super.optimizeNames(names, constants10))
+      optimizeNames(names, constants9) {
+        if (!super.optimizeNames(names, constants9))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants10);
+        this.iterable = optimizeExpr(this.iterable, names, constants9);
         return this;
       }
       get names() {
@@ -4127,11 +4127,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants9) {
         var _a, _b;
-        super.optimizeNames(names, constants10);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants10);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants10);
+        super.optimizeNames(names, constants9);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants9);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants9);
         return this;
       }
       get names() {
@@ -4432,7 +4432,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants10) {
+    function optimizeExpr(expr, names, constants9) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -4447,14 +4447,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n2) {
-        const c3 = constants10[n2.str];
+        const c3 = constants9[n2.str];
         if (c3 === void 0 || names[n2.str] !== 1)
           return n2;
         delete names[n2.str];
         return c3;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants10[c3.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants9[c3.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -30468,7 +30468,7 @@ var require_scan = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/picomatch/lib/parse.js"(exports, module) {
     "use strict";
-    var constants10 = require_constants();
+    var constants9 = require_constants();
     var utils = require_utils2();
     var {
       MAX_LENGTH,
@@ -30476,7 +30476,7 @@ var require_parse2 = __commonJS({
       REGEX_NON_SPECIAL_CHARS,
       REGEX_SPECIAL_CHARS_BACKREF,
       REPLACEMENTS
-    } = constants10;
+    } = constants9;
     var expandRange = (args, options2) => {
       if (typeof options2.expandRange === "function") {
         return options2.expandRange(...args, options2);
@@ -30507,8 +30507,8 @@ var require_parse2 = __commonJS({
       const bos = { type: "bos", value: "", output: opts.prepend || "" };
       const tokens = [bos];
       const capture = opts.capture ? "" : "?:";
-      const PLATFORM_CHARS = constants10.globChars(opts.windows);
-      const EXTGLOB_CHARS = constants10.extglobChars(PLATFORM_CHARS);
+      const PLATFORM_CHARS = constants9.globChars(opts.windows);
+      const EXTGLOB_CHARS = constants9.extglobChars(PLATFORM_CHARS);
       const {
         DOT_LITERAL,
         PLUS_LITERAL,
@@ -30844,15 +30844,15 @@ var require_parse2 = __commonJS({
         }
         if (value === "{" && opts.nobrace !== true) {
           increment2("braces");
-          const open4 = {
+          const open3 = {
             type: "brace",
             value,
             output: "(",
             outputIndex: state.output.length,
             tokensIndex: state.tokens.length
           };
-          braces.push(open4);
-          push(open4);
+          braces.push(open3);
+          push(open3);
           continue;
         }
         if (value === "}") {
@@ -31181,7 +31181,7 @@ var require_parse2 = __commonJS({
         NO_DOTS_SLASH,
         STAR,
         START_ANCHOR
-      } = constants10.globChars(opts.windows);
+      } = constants9.globChars(opts.windows);
       const nodot = opts.dot ? NO_DOTS : NO_DOT;
       const slashDot = opts.dot ? NO_DOTS_SLASH : NO_DOT;
       const capture = opts.capture ? "" : "?:";
@@ -31239,7 +31239,7 @@ var require_picomatch = __commonJS({
     var scan = require_scan();
     var parse4 = require_parse2();
     var utils = require_utils2();
-    var constants10 = require_constants();
+    var constants9 = require_constants();
     var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
     var picomatch4 = (glob, options2, returnState = false) => {
       if (Array.isArray(glob)) {
@@ -31367,7 +31367,7 @@ var require_picomatch = __commonJS({
         return /$^/;
       }
     };
-    picomatch4.constants = constants10;
+    picomatch4.constants = constants9;
     module.exports = picomatch4;
   }
 });
@@ -50117,11 +50117,11 @@ var EventSource = class extends EventTarget {
         return;
       }
       const decoder = new TextDecoder(), reader = body.getReader();
-      let open4 = true;
+      let open3 = true;
       do {
         const { done, value } = await reader.read();
-        value && __privateGet(this, _parser).feed(decoder.decode(value, { stream: !done })), done && (open4 = false, __privateGet(this, _parser).reset(), __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this));
-      } while (open4);
+        value && __privateGet(this, _parser).feed(decoder.decode(value, { stream: !done })), done && (open3 = false, __privateGet(this, _parser).reset(), __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this));
+      } while (open3);
     }), __privateAdd(this, _onFetchError, (err) => {
       __privateSet(this, _controller, void 0), !(err.name === "AbortError" || err.type === "aborted") && __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this, flattenError2(err));
     }), __privateAdd(this, _onEvent, (event) => {
@@ -53104,11 +53104,11 @@ ocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer need
       if (answer === CANCELLED) continue;
       this.current = null;
       if (answer === null) {
-        const open4 = [ask, ...this.queue].filter((a2) => !this.settled.has(a2.id));
-        if (open4.length && !this.ending)
+        const open3 = [ask, ...this.queue].filter((a2) => !this.settled.has(a2.id));
+        if (open3.length && !this.ending)
           this.out.write(
             `
-ocw: no terminal input; ${open4.length === 1 ? "the ask stays" : `${open4.length} asks stay`} pending (answer with \`ocw asks\` and \`ocw approve ASK_ID\`, in the GUI, or run with --approve)
+ocw: no terminal input; ${open3.length === 1 ? "the ask stays" : `${open3.length} asks stay`} pending (answer with \`ocw asks\` and \`ocw approve ASK_ID\`, in the GUI, or run with --approve)
 `
           );
         this.queue.length = 0;
@@ -64163,9 +64163,9 @@ function createMcpServer(opts) {
         for (const { a: a2, w } of fresh) shown.asks.set(a2.id, { workerId: w.id, batchId: w.batchId });
         for (const w of finished7) shown.finished.set(w.id, { batchId: w.batchId, endedAt: w.endedAt });
         for (const w of list) if (!isAtRest(w.state)) shown.finished.delete(w.id);
-        const open4 = new Set(unanswered.map(({ a: a2 }) => a2.id));
+        const open3 = new Set(unanswered.map(({ a: a2 }) => a2.id));
         const here = new Set(ids2);
-        for (const [id3, s] of shown.asks) if (here.has(s.workerId) && !open4.has(id3)) shown.asks.delete(id3);
+        for (const [id3, s] of shown.asks) if (here.has(s.workerId) && !open3.has(id3)) shown.asks.delete(id3);
       }
       const counts = {};
       for (const w of list) counts[w.state] = (counts[w.state] ?? 0) + 1;
@@ -65838,11 +65838,11 @@ ${text}`
     const up = connect2({ host: PINNED, port, lookup: this.pinned(where.addresses) });
     up.setTimeout(IDLE_MS, () => up.destroy());
     socket.setTimeout(IDLE_MS, () => socket.destroy());
-    let open4 = false;
-    up.on("error", (err) => !open4 ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}
+    let open3 = false;
+    up.on("error", (err) => !open3 ? answer("502 Bad Gateway", `opencode-worker could not reach ${target}: ${err.message}
 `) : socket.destroy());
     up.once("connect", () => {
-      open4 = true;
+      open3 = true;
       this.tunnelled.add(socket);
       socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length) up.write(head);
@@ -66726,11 +66726,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open4, close) => {
+var format = (open3, close) => {
   if (!hasColors) {
     return (input2) => input2;
   }
-  const openCode = `\x1B[${open4}m`;
+  const openCode = `\x1B[${open3}m`;
   const closeCode = `\x1B[${close}m`;
   return (input2) => {
     const string4 = input2 + "";
@@ -84662,11 +84662,14 @@ import path57 from "node:path";
 import { existsSync as existsSync26, lstatSync as lstatSync6, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync22, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
 import path53 from "node:path";
 
-// engine/grading/files.ts
+// engine/workspace/fold.ts
+function foldPath(p) {
+  return p.normalize("NFC").toUpperCase().toLowerCase().normalize("NFC").split("/").map((part) => part === "." || part === ".." ? part : part.replace(/[. ]+$/, "") || part).join("/");
+}
+
+// engine/workspace/regular-file.ts
 import { createHash as createHash3 } from "node:crypto";
-import { closeSync as closeSync6, constants as constants6, fstatSync as fstatSync2, openSync as openSync6, readSync as readSync2, realpathSync as realpathSync3 } from "node:fs";
-import path44 from "node:path";
-var MAX_READ_BYTES = 1024 * 1024;
+import { closeSync as closeSync6, constants as constants6, fstatSync as fstatSync2, openSync as openSync6, readSync as readSync2 } from "node:fs";
 function withRegular(file3, fn) {
   let fd;
   try {
@@ -84683,7 +84686,7 @@ function withRegular(file3, fn) {
     closeSync6(fd);
   }
 }
-function readRegular(file3, max = MAX_READ_BYTES) {
+function readRegular(file3, max) {
   return withRegular(file3, (fd, size) => {
     if (size > max) return null;
     const buf = Buffer.alloc(size + 1);
@@ -84696,23 +84699,11 @@ function readRegular(file3, max = MAX_READ_BYTES) {
     }
   });
 }
-function realInside(root2, file3) {
-  try {
-    const real2 = realpathSync3(root2);
-    const rel = path44.relative(real2, realpathSync3(path44.join(root2, file3))).split(path44.sep).join("/");
-    return rel === "" || rel === ".." || rel.startsWith("../") || path44.isAbsolute(rel) ? null : rel;
-  } catch {
-    return null;
-  }
-}
-function readInside(root2, file3, max = MAX_READ_BYTES) {
-  const real2 = realInside(root2, file3);
-  if (real2 === null) return null;
-  try {
-    return readRegular(path44.join(realpathSync3(root2), real2), max)?.toString("utf8") ?? null;
-  } catch {
-    return null;
-  }
+function readHead(file3, max) {
+  return withRegular(file3, (fd) => {
+    const buf = Buffer.alloc(max);
+    return buf.subarray(0, readSync2(fd, buf, 0, max, 0));
+  }) ?? Buffer.alloc(0);
 }
 function hashRegular(file3) {
   return withRegular(file3, (fd) => {
@@ -84726,22 +84717,2173 @@ function hashRegular(file3) {
   });
 }
 
-// engine/grading/folders.ts
-import { randomBytes as randomBytes11 } from "node:crypto";
-import { renameSync as renameSync7 } from "node:fs";
-import { chmod, lstat, mkdir, readdir as readdir2, rm } from "node:fs/promises";
+// engine/workspace/git.ts
+var GitError = class extends OcwError {
+  constructor(message) {
+    super("conflict", message);
+    this.name = "GitError";
+  }
+};
+var LOCAL_REPO_ENV = [
+  "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+  "GIT_CONFIG",
+  "GIT_CONFIG_PARAMETERS",
+  "GIT_CONFIG_COUNT",
+  "GIT_OBJECT_DIRECTORY",
+  "GIT_DIR",
+  "GIT_WORK_TREE",
+  "GIT_IMPLICIT_WORK_TREE",
+  "GIT_GRAFT_FILE",
+  "GIT_INDEX_FILE",
+  "GIT_NO_REPLACE_OBJECTS",
+  "GIT_REPLACE_REF_BASE",
+  "GIT_PREFIX",
+  "GIT_INTERNAL_SUPER_PREFIX",
+  "GIT_SHALLOW_FILE",
+  "GIT_COMMON_DIR"
+];
+var userGitEnv = () => {
+  const env2 = { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+  for (const name of LOCAL_REPO_ENV) delete env2[name];
+  return env2;
+};
+async function git(cwd, args, opts = {}) {
+  const r = await runCommand("git", args, { cwd, env: userGitEnv() });
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
+  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
+}
+async function gitScript(script, opts) {
+  const r = await runCommand("/bin/sh", ["-c", script, "ocw-git"], opts);
+  if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
+  return r.stdout;
+}
+function gitComplaint(r) {
+  if (r.timedOut) return `${r.stderr} (git waits for good where it reads a FIFO: one named .gitignore in the worker's files, or in a nested repository's .git)`;
+  return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
+}
+var ENGINE_AUTHOR = { name: "opencode-worker", email: "opencode-worker@localhost" };
+var OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=${ENGINE_AUTHOR.email}`, "-c", "commit.gpgsign=false"];
+
+// engine/workspace/mirror.ts
+import { createHash as createHash4, randomBytes as randomBytes11 } from "node:crypto";
+import { existsSync as existsSync21 } from "node:fs";
+import { copyFile, link, mkdir, readdir as readdir2, readFile as readFile2, rm } from "node:fs/promises";
+import path44 from "node:path";
+function mirrorObjects(mirrorsRoot, repoRoot2, format2) {
+  const tag = createHash4("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path44.join(mirrorsRoot, `${path44.basename(repoRoot2)}-${tag}-${format2}`, "objects");
+}
+var LOOSE = /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/;
+var FANOUT = /^[0-9a-f]{2}$/;
+var PACK_IDX = /^pack-[0-9a-f]+\.idx$/;
+async function alternatesOf(objects) {
+  let text;
+  try {
+    text = await readFile2(path44.join(objects, "info", "alternates"), "utf8");
+  } catch {
+    return [];
+  }
+  return text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#")).map((l) => path44.resolve(objects, l.startsWith('"') && l.endsWith('"') ? l.slice(1, -1) : l));
+}
+async function place(src, dest, linkFn, counts) {
+  if (existsSync21(dest)) {
+    counts.present++;
+    return;
+  }
+  try {
+    await linkFn(src, dest);
+    counts.linked++;
+    return;
+  } catch (err) {
+    const code2 = err.code;
+    if (code2 === "EEXIST") {
+      counts.present++;
+      return;
+    }
+    if (code2 === "ENOENT" && !existsSync21(src)) return;
+  }
+  const tmp = path44.join(path44.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes11(6).toString("hex")}`);
+  try {
+    try {
+      await copyFile(src, tmp);
+    } catch (err) {
+      if (err.code === "ENOENT" && !existsSync21(src)) return;
+      throw err;
+    }
+    try {
+      await link(tmp, dest);
+      counts.copied++;
+    } catch (err) {
+      if (err.code !== "EEXIST") throw err;
+      counts.present++;
+    }
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+async function mirrorStore(from, to, linkFn, counts) {
+  const names = await readdir2(from);
+  const fanout = names.filter((d) => FANOUT.test(d));
+  for (let i2 = 0; i2 < fanout.length; i2 += 16) {
+    await Promise.all(
+      fanout.slice(i2, i2 + 16).map(async (d) => {
+        const objects = (await readdir2(path44.join(from, d)).catch(() => [])).filter((f) => LOOSE.test(f));
+        if (!objects.length) return;
+        await mkdir(path44.join(to, d), { recursive: true });
+        for (const name of objects) await place(path44.join(from, d, name), path44.join(to, d, name), linkFn, counts);
+      })
+    );
+  }
+  const packDir = path44.join(from, "pack");
+  const packNames = await readdir2(packDir).catch(() => []);
+  const packs = packNames.filter((f) => PACK_IDX.test(f)).map((f) => f.slice(0, -".idx".length));
+  if (!packs.length) return;
+  await mkdir(path44.join(to, "pack"), { recursive: true });
+  for (const pack of packs) {
+    if (existsSync21(path44.join(to, "pack", pack + ".idx"))) {
+      counts.present += packNames.includes(pack + ".rev") ? 3 : 2;
+      continue;
+    }
+    for (const ext of [".pack", ".rev", ".idx"]) {
+      if (packNames.includes(pack + ext)) await place(path44.join(packDir, pack + ext), path44.join(to, "pack", pack + ext), linkFn, counts);
+    }
+  }
+}
+async function hasPromisor(objects) {
+  return (await readdir2(path44.join(objects, "pack")).catch(() => [])).some((f) => f.endsWith(".promisor"));
+}
+async function refreshNow(userObjects, mirror, linkFn) {
+  const started = performance.now();
+  const counts = { linked: 0, copied: 0, present: 0 };
+  await mkdir(path44.join(mirror, "info"), { recursive: true });
+  await mkdir(path44.join(mirror, "pack"), { recursive: true });
+  const sources = [];
+  const unreadable = [];
+  let promisor = false;
+  const queue = [userObjects];
+  while (queue.length) {
+    const store = queue.shift();
+    if (sources.includes(store) || unreadable.includes(store) || sources.length > 64) continue;
+    try {
+      await mirrorStore(store, mirror, linkFn, counts);
+    } catch (err) {
+      if (store === userObjects) throw err;
+      unreadable.push(store);
+      continue;
+    }
+    sources.push(store);
+    promisor ||= await hasPromisor(store);
+    queue.push(...await alternatesOf(store));
+  }
+  return { objects: mirror, ...counts, sources, unreadable, promisor, ms: Math.round(performance.now() - started) };
+}
+var queued = /* @__PURE__ */ new Map();
+function refreshMirror(userObjects, mirror, opts = {}) {
+  const linkFn = opts.link ?? link;
+  let q3 = queued.get(mirror);
+  if (!q3) queued.set(mirror, q3 = { waiting: null, tail: Promise.resolve() });
+  if (q3.waiting) return q3.waiting;
+  const entry = q3;
+  const run5 = entry.tail.then(() => {
+    entry.waiting = null;
+    return refreshNow(userObjects, mirror, linkFn);
+  });
+  entry.waiting = run5;
+  entry.tail = run5.catch(() => void 0);
+  void entry.tail.then(() => {
+    if (queued.get(mirror) === entry && !entry.waiting) queued.delete(mirror);
+  });
+  return run5;
+}
+
+// engine/workspace/land.ts
+import { existsSync as existsSync22, lstatSync as lstatSync2, readFileSync as readFileSync20, readlinkSync as readlinkSync2 } from "node:fs";
+import path46 from "node:path";
+
+// engine/workspace/snapshot.ts
+import { createHash as createHash5, randomBytes as randomBytes12 } from "node:crypto";
+import { constants as constants7, mkdirSync as mkdirSync20, renameSync as renameSync7, rmSync as rmSync9, writeFileSync as writeFileSync13 } from "node:fs";
+import { lstat, mkdir as mkdir2, open as open2, readlink, rename, rm as rm2, symlink, writeFile } from "node:fs/promises";
 import path45 from "node:path";
+import { promisify as promisify5 } from "node:util";
+import { crc32, deflate, deflateSync } from "node:zlib";
+var deflateAsync = promisify5(deflate);
+var IN_PROCESS_MAX_FILES = 2e3;
+var IN_PROCESS_MAX_BYTES = 4 * 1024 * 1024;
+var NotInProcess = class extends Error {
+};
+function objectId(type, content, format2) {
+  return createHash5(format2).update(`${type} ${content.length}\0`).update(content).digest("hex");
+}
+function parseBaseTree(out, format2) {
+  const nl = out.indexOf("\n");
+  const root2 = out.slice(0, nl);
+  const entries = /* @__PURE__ */ new Map();
+  const trees = /* @__PURE__ */ new Set([root2]);
+  const record2 = /^(\d+) (blob|tree|commit) ([0-9a-f]+) +(\d+|-)\t([\s\S]+)$/;
+  for (const rec of out.slice(nl + 1).split("\0")) {
+    if (!rec) continue;
+    const m = record2.exec(rec);
+    if (!m) return null;
+    if (m[2] === "tree") trees.add(m[3]);
+    else entries.set(m[5], { mode: m[1], oid: m[3], size: m[4] === "-" ? 0 : Number(m[4]) });
+    if (entries.size > IN_PROCESS_MAX_FILES) return null;
+  }
+  try {
+    return treesOf(entries, format2).root === root2 ? { entries, trees, root: root2, format: format2 } : null;
+  } catch {
+    return null;
+  }
+}
+function treesOf(entries, format2) {
+  const top = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() };
+  for (const [p, e] of entries) {
+    const parts = p.split("/");
+    let d = top;
+    for (const part of parts.slice(0, -1)) {
+      let next = d.dirs.get(part);
+      if (!next) d.dirs.set(part, next = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() });
+      d = next;
+    }
+    d.files.set(parts.at(-1), e);
+  }
+  const objects = /* @__PURE__ */ new Map();
+  const raw2 = format2 === "sha256" ? 32 : 20;
+  const write = (d) => {
+    const items = [];
+    for (const [name, e] of d.files) {
+      if (!name || d.dirs.has(name)) throw new NotInProcess(`an unusual name in the tree: ${JSON.stringify(name)}`);
+      items.push({ key: name, head: Buffer.from(`${e.mode} ${name}\0`, "latin1"), oid: e.oid });
+    }
+    for (const [name, sub] of d.dirs) {
+      const oid2 = write(sub);
+      if (oid2) items.push({ key: `${name}/`, head: Buffer.from(`40000 ${name}\0`, "latin1"), oid: oid2 });
+    }
+    if (!items.length && d !== top) return null;
+    items.sort((a2, b) => a2.key < b.key ? -1 : a2.key > b.key ? 1 : 0);
+    const content = Buffer.concat(items.flatMap((i2) => [i2.head, Buffer.from(i2.oid, "hex").subarray(0, raw2)]));
+    const oid = objectId("tree", content, format2);
+    objects.set(oid, content);
+    return oid;
+  };
+  return { root: write(top), objects };
+}
+var O_PATH = 2097152;
+var IN_PROCESS_MAX_FOLDERS = 1024;
+var IN_PROCESS_READS = 32;
+var FOLDER_BUDGET = 2048;
+var OPEN_FILES = 64;
+var foldersHeld = 0;
+var filesOpen = 0;
+var fileTurns = [];
+async function withFile(fn) {
+  if (filesOpen < OPEN_FILES) filesOpen++;
+  else await new Promise((turn) => fileTurns.push(turn));
+  try {
+    return await fn();
+  } finally {
+    const next = fileTurns.shift();
+    if (next) next();
+    else filesOpen--;
+  }
+}
+var PATH_MAX = 4096;
+function refusedName(name, symlink2) {
+  const parts = name.split("/");
+  const plain = (part) => part.replace(/[^\x00-\x7f]/g, "").toLowerCase();
+  for (const part of parts) {
+    if (part === "" || part === "." || part === "..") return true;
+    const p = plain(part);
+    if (/^\.git[ .]*(:|$)/.test(p) || p.startsWith("git~")) return true;
+  }
+  const last2 = plain(parts.at(-1));
+  return symlink2 && (last2.startsWith(".gitmodules") || last2.includes("~"));
+}
+var procFd;
+var byFolder = () => procFd ??= process.platform === "linux" ? lstat("/proc/self/fd").then(
+  (st) => st.isDirectory(),
+  () => false
+) : Promise.resolve(false);
+async function eachLimited(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  let failure2 = null;
+  const worker = async () => {
+    while (!failure2 && next < items.length) {
+      const i2 = next++;
+      try {
+        out[i2] = await fn(items[i2], i2);
+      } catch (err) {
+        failure2 ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure2) throw failure2.err;
+  return out;
+}
+var code = (err) => err.code;
+async function readWorktree(worktree, base2, fresh) {
+  if (base2.entries.size > IN_PROCESS_MAX_FILES || fresh.length > IN_PROCESS_MAX_FILES) throw new NotInProcess("too many files");
+  const attributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
+  for (const [p, e] of base2.entries) if (e.mode === "160000" || attributes(p)) throw new NotInProcess(`${p}: a submodule or attributes`);
+  for (const p of fresh) if (p.endsWith("/") || attributes(p)) throw new NotInProcess(`${p}: a nested repository or attributes`);
+  for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
+  if (!await byFolder()) throw new NotInProcess("no /proc/self/fd");
+  const paths = [...base2.entries.keys(), ...fresh.filter((p) => !base2.entries.has(p))];
+  const rootLength = Buffer.byteLength(worktree + path45.sep);
+  const dirs = /* @__PURE__ */ new Set();
+  for (const p of paths) {
+    if (rootLength + p.length >= PATH_MAX) throw new NotInProcess("a path longer than the system opens");
+    for (let i2 = p.indexOf("/"); i2 >= 0; i2 = p.indexOf("/", i2 + 1)) dirs.add(p.slice(0, i2));
+  }
+  if (dirs.size > IN_PROCESS_MAX_FOLDERS) throw new NotInProcess("too many folders");
+  const reserved = dirs.size + 1;
+  if (foldersHeld + reserved > FOLDER_BUDGET) throw new NotInProcess("the snapshots' budget of open folders is in use");
+  foldersHeld += reserved;
+  const split = (name) => {
+    const i2 = name.lastIndexOf("/");
+    return i2 < 0 ? { dir: "", leaf: name } : { dir: name.slice(0, i2), leaf: name.slice(i2 + 1) };
+  };
+  const inFolder = (fd, leaf) => Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), Buffer.from(leaf, "latin1")]);
+  const held = [];
+  try {
+    const noAttributes = async (fd) => {
+      const st = await lstat(inFolder(fd, ".gitattributes")).catch((err) => {
+        if (code(err) === "ENOENT") return null;
+        throw err;
+      });
+      if (st) throw new NotInProcess("a .gitattributes on the way");
+    };
+    const top = await open2(worktree, O_PATH | constants7.O_DIRECTORY);
+    held.push(top);
+    const [seen, named] = await Promise.all([top.stat(), lstat(inFolder(top.fd, "."))]);
+    if (seen.ino !== named.ino || seen.dev !== named.dev) throw new NotInProcess("/proc/self/fd does not lead to the open folder");
+    await noAttributes(top.fd);
+    const folders = /* @__PURE__ */ new Map([["", Promise.resolve(top.fd)]]);
+    const folder = (dir) => {
+      let p = folders.get(dir);
+      if (!p) {
+        const { dir: parent, leaf } = split(dir);
+        p = folder(parent).then(async (fd) => {
+          if (fd === null) return null;
+          let h3;
+          try {
+            h3 = await open2(inFolder(fd, leaf), O_PATH | constants7.O_DIRECTORY | constants7.O_NOFOLLOW);
+          } catch (err) {
+            if (["ENOENT", "ENOTDIR", "ELOOP"].includes(code(err) ?? "")) return null;
+            throw err;
+          }
+          held.push(h3);
+          await noAttributes(h3.fd);
+          return h3.fd;
+        });
+        folders.set(dir, p);
+      }
+      return p;
+    };
+    const look = async (name) => {
+      const { dir, leaf } = split(name);
+      const fd = await folder(dir);
+      if (fd === null) return null;
+      try {
+        return { fd, leaf, st: await lstat(inFolder(fd, leaf)) };
+      } catch (err) {
+        if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
+        throw err;
+      }
+    };
+    const found = await eachLimited(paths, 64, look);
+    await eachLimited(
+      found.flatMap((f, i2) => f?.st.isDirectory() && base2.entries.has(paths[i2]) ? [f] : []),
+      64,
+      async (f) => {
+        const st = await lstat(Buffer.concat([inFolder(f.fd, f.leaf), Buffer.from("/.git")])).catch((err) => {
+          if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
+          throw err;
+        });
+        if (st) throw new NotInProcess("a repository where the base has a file");
+      }
+    );
+    let bytes = 0;
+    for (const [i2, f] of found.entries()) {
+      if (!f || f.st.isDirectory()) continue;
+      if (!f.st.isFile() && !f.st.isSymbolicLink()) throw new NotInProcess("a file that is neither a file nor a symlink");
+      if (f.st.isSymbolicLink() && refusedName(paths[i2], true)) throw new NotInProcess("a symlink of a name git refuses");
+      bytes += f.st.size;
+    }
+    if (bytes > IN_PROCESS_MAX_BYTES) throw new NotInProcess("too many bytes");
+    const files = /* @__PURE__ */ new Map();
+    const changed = /* @__PURE__ */ new Set();
+    await eachLimited(paths, IN_PROCESS_READS, async (name, i2) => {
+      const f = found[i2];
+      const before = base2.entries.get(name);
+      if (!f || f.st.isDirectory()) {
+        if (before) changed.add(name);
+        return;
+      }
+      const at = inFolder(f.fd, f.leaf);
+      const link3 = f.st.isSymbolicLink();
+      const content = link3 ? await readlink(at, { encoding: "buffer" }) : await withFile(() => readWhole(at, f.st));
+      const mode = link3 ? "120000" : f.st.mode & 64 ? "100755" : "100644";
+      const oid = objectId("blob", content, base2.format);
+      files.set(name, { mode, oid, content });
+      if (!before || before.mode !== mode || before.oid !== oid) changed.add(name);
+    });
+    return { files, changed };
+  } finally {
+    await Promise.all(held.map((h3) => h3.close().catch(() => void 0)));
+    foldersHeld -= reserved;
+  }
+}
+async function readWhole(file3, seen) {
+  const { size } = seen;
+  const changed = () => new NotInProcess("a file changed while it was read");
+  const h3 = await open2(file3, constants7.O_RDONLY | constants7.O_NOFOLLOW | constants7.O_NONBLOCK);
+  try {
+    const st = await h3.stat();
+    if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev || st.size !== size) throw changed();
+    const buf = Buffer.alloc(size + 1);
+    let got = 0;
+    for (; ; ) {
+      const { bytesRead } = await h3.read(buf, got, size + 1 - got, got);
+      got += bytesRead;
+      if (got > size) throw changed();
+      if (got === size || !bytesRead) break;
+    }
+    if (got !== size) throw changed();
+    return buf.subarray(0, size);
+  } finally {
+    await h3.close();
+  }
+}
+var SMALL_OBJECT = 64 * 1024;
+var PACK_TYPE = { commit: 1, tree: 2, blob: 3 };
+function packedHeader(type, size) {
+  const bytes = [];
+  let c3 = PACK_TYPE[type] << 4 | size & 15;
+  let rest = Math.floor(size / 16);
+  while (rest > 0) {
+    bytes.push(c3 | 128);
+    c3 = rest & 127;
+    rest = Math.floor(rest / 128);
+  }
+  bytes.push(c3);
+  return Buffer.from(bytes);
+}
+var u32 = (n2) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n2);
+  return b;
+};
+async function writePack(dir, objects, format2) {
+  const packed = await Promise.all(
+    objects.map(async (o2) => {
+      const data = o2.content.length < SMALL_OBJECT ? deflateSync(o2.content, { level: 1 }) : await deflateAsync(o2.content, { level: 1 });
+      const head = packedHeader(o2.type, o2.content.length);
+      return { oid: o2.oid, head, data, crc: crc32(data, crc32(head)), offset: 0 };
+    })
+  );
+  const chunks = [Buffer.from("PACK"), u32(2), u32(packed.length)];
+  let offset = 12;
+  for (const p of packed) {
+    p.offset = offset;
+    chunks.push(p.head, p.data);
+    offset += p.head.length + p.data.length;
+  }
+  const packHash = createHash5(format2);
+  for (const c3 of chunks) packHash.update(c3);
+  const checksum = packHash.digest();
+  chunks.push(checksum);
+  const sorted = [...packed].sort((a2, b) => a2.oid < b.oid ? -1 : a2.oid > b.oid ? 1 : 0);
+  const fanout = Buffer.alloc(256 * 4);
+  for (let i2 = 0, at = 0; i2 < 256; i2++) {
+    while (at < sorted.length && Number.parseInt(sorted[at].oid.slice(0, 2), 16) <= i2) at++;
+    fanout.writeUInt32BE(at, i2 * 4);
+  }
+  const large = [];
+  const offsets = sorted.map((p) => {
+    if (p.offset < 2147483648) return u32(p.offset);
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64BE(BigInt(p.offset));
+    large.push(b);
+    return u32((2147483648 | large.length - 1) >>> 0);
+  });
+  const idx = Buffer.concat([
+    Buffer.from([255, 116, 79, 99]),
+    u32(2),
+    fanout,
+    ...sorted.map((p) => Buffer.from(p.oid, "hex")),
+    ...sorted.map((p) => u32(p.crc)),
+    ...offsets,
+    ...large,
+    checksum
+  ]);
+  const index = Buffer.concat([idx, createHash5(format2).update(idx).digest()]);
+  const folder = path45.join(dir, "pack");
+  const name = path45.join(folder, `pack-${checksum.toString("hex")}`);
+  const tmp = path45.join(folder, `tmp_idx_${randomBytes12(6).toString("hex")}`);
+  if (offset + checksum.length <= SMALL_OBJECT) {
+    mkdirSync20(folder, { recursive: true });
+    try {
+      writeFileSync13(`${name}.pack`, Buffer.concat(chunks), { mode: 292 });
+      writeFileSync13(tmp, index, { mode: 292 });
+      renameSync7(tmp, `${name}.idx`);
+    } catch (err) {
+      rmSync9(tmp, { force: true });
+      throw err;
+    }
+    return;
+  }
+  await mkdir2(folder, { recursive: true });
+  try {
+    await withFile(() => writeFile(`${name}.pack`, Buffer.concat(chunks), { mode: 292 }));
+    await withFile(() => writeFile(tmp, index, { mode: 292 }));
+    await rename(tmp, `${name}.idx`);
+  } catch (err) {
+    await rm2(tmp, { force: true });
+    throw err;
+  }
+}
+var IDENTITY = `${ENGINE_AUTHOR.name} <${ENGINE_AUTHOR.email}>`;
+function commitContent(tree, parent, message, when = /* @__PURE__ */ new Date()) {
+  const off = -when.getTimezoneOffset();
+  const zone = `${off < 0 ? "-" : "+"}${String(Math.floor(Math.abs(off) / 60)).padStart(2, "0")}${String(Math.abs(off) % 60).padStart(2, "0")}`;
+  const stamp = `${Math.floor(when.getTime() / 1e3)} ${zone}`;
+  const text = message.replace(/\0/g, "");
+  return Buffer.from(
+    `tree ${tree}
+parent ${parent}
+author ${IDENTITY} ${stamp}
+committer ${IDENTITY} ${stamp}
+
+${text}${text.endsWith("\n") ? "" : "\n"}`
+  );
+}
+async function writeSnapshot(objects, base2, snap, parent, message) {
+  if (!snap.changed.size) return null;
+  const { root: root2, objects: trees } = treesOf(snap.files, base2.format);
+  const known = new Set([...base2.entries.values()].map((e) => e.oid));
+  const written = [];
+  for (const p of snap.changed) {
+    const f = snap.files.get(p);
+    if (f && !known.has(f.oid)) {
+      known.add(f.oid);
+      written.push({ type: "blob", oid: f.oid, content: f.content });
+    }
+  }
+  for (const [oid, content] of trees) if (!base2.trees.has(oid)) written.push({ type: "tree", oid, content });
+  const commit = commitContent(root2, parent, message);
+  const id3 = objectId("commit", commit, base2.format);
+  written.push({ type: "commit", oid: id3, content: commit });
+  await writePack(objects, written, base2.format);
+  return id3;
+}
+async function writeCheckout(dir, snap, only) {
+  const root2 = Buffer.from(dir + path45.sep);
+  const names = only ? only.filter((p) => snap.files.has(p)) : [...snap.files.keys()];
+  const made2 = /* @__PURE__ */ new Set();
+  for (const name of names) {
+    const parent = name.includes("/") ? name.slice(0, name.lastIndexOf("/")) : "";
+    if (parent && !made2.has(parent)) {
+      await mkdir2(Buffer.concat([root2, Buffer.from(parent, "latin1")]), { recursive: true });
+      made2.add(parent);
+    }
+  }
+  await eachLimited(names, IN_PROCESS_READS, async (name) => {
+    const f = snap.files.get(name);
+    const file3 = Buffer.concat([root2, Buffer.from(name, "latin1")]);
+    if (f.mode === "120000") await symlink(f.content, file3);
+    else await withFile(() => writeFile(file3, f.content, { mode: f.mode === "100755" ? 511 : 438, flag: "wx" }));
+  });
+}
+
+// engine/workspace/land.ts
+async function quietFlags(repo) {
+  const names = /* @__PURE__ */ new Set(["lfs"]);
+  const drivers = /* @__PURE__ */ new Set();
+  const listed2 = await git(repo, ["config", "--name-only", "--get-regexp", "^(filter|merge)\\."], { allowFail: true });
+  for (const line of listed2.split("\n")) {
+    const f = /^filter\.(.+)\.(clean|smudge|process|required)$/.exec(line);
+    if (f) names.add(f[1]);
+    const m = /^merge\.(.+)\.driver$/.exec(line);
+    if (m) drivers.add(m[1]);
+  }
+  const flags = [
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "merge.renormalize=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.safecrlf=false"
+  ];
+  for (const n2 of names) flags.push("-c", `filter.${n2}.smudge=`, "-c", `filter.${n2}.clean=`, "-c", `filter.${n2}.process=`, "-c", `filter.${n2}.required=false`);
+  for (const d of drivers) flags.push("-c", `merge.${d}.driver=false`);
+  return flags;
+}
+var quietEnv = () => ({ ...userGitEnv(), GIT_LFS_SKIP_SMUDGE: "1" });
+async function q2(repo, flags, args, opts = {}) {
+  const env2 = opts.objects ? { ...quietEnv(), GIT_OBJECT_DIRECTORY: opts.objects, GIT_NO_LAZY_FETCH: "1" } : quietEnv();
+  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: env2, lossless: opts.lossless });
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
+  return { code: r.exitCode, out: r.stdout, err: r.stderr };
+}
+async function gitWithObjects(repo, objects, args) {
+  const r = await q2(repo, [], args, { allowFail: true, objects });
+  return r.code === 0 ? r.out.trim() : "";
+}
+async function isAncestor(repo, a2, b, objects) {
+  return (await q2(repo, [], ["merge-base", "--is-ancestor", a2, b], { allowFail: true, objects })).code === 0;
+}
+async function mergeTrees(repo, a2, b, flags, objects) {
+  const f = flags ?? await quietFlags(repo);
+  const r = await q2(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a2, b], { allowFail: true, objects });
+  const parts = r.out.split("\0");
+  if (r.code === 0) return { tree: parts[0].trim() };
+  if (r.code === 1) {
+    const files = [];
+    for (const p of parts.slice(1)) {
+      if (!p) break;
+      if (!files.includes(p)) files.push(p);
+    }
+    return { conflict: files };
+  }
+  throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
+}
+async function commitTree(repo, tree, parents, message, objects) {
+  const r = await q2(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message], { objects });
+  return r.out.trim();
+}
+async function combineCommits(repo, base2, commits, message, objects) {
+  const flags = await quietFlags(repo);
+  let at = base2;
+  let tree = (await q2(repo, [], ["rev-parse", `${base2}^{tree}`], { objects })).out.trim();
+  for (const c3 of commits) {
+    const m = await mergeTrees(repo, at, c3.commit, flags, objects);
+    if ("conflict" in m) return { conflict: { id: c3.id, files: m.conflict } };
+    tree = m.tree;
+    at = await commitTree(repo, tree, [at, c3.commit], `ocw: combine ${c3.id}`, objects);
+  }
+  if (at === base2) return { commit: base2, tree };
+  return { commit: await commitTree(repo, tree, [base2], message, objects), tree };
+}
+async function treeChanges(repo, from, to, opts = {}) {
+  return parseRawChanges(
+    (await q2(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], { lossless: opts.lossless, objects: opts.objects })).out
+  ).changes;
+}
+function parseRawChanges(out) {
+  const changes = [];
+  let at = 0;
+  while (out.startsWith(":", at)) {
+    const metaEnd = out.indexOf("\0", at);
+    const pathEnd = metaEnd < 0 ? -1 : out.indexOf("\0", metaEnd + 1);
+    if (pathEnd < 0) break;
+    const [oldMode, newMode, , newOid, status] = out.slice(at + 1, metaEnd).split(" ");
+    const deleted = status === "D";
+    changes.push({
+      path: out.slice(metaEnd + 1, pathEnd),
+      mode: deleted ? null : newMode,
+      oid: deleted ? null : newOid,
+      oldMode: oldMode === "000000" ? null : oldMode
+    });
+    at = pathEnd + 1;
+  }
+  return { changes, rest: out.slice(at) };
+}
+var TOOL_CONFIG = [
+  [/(^|\/)\.npmrc$/, "npm configuration (can set script-shell, registries, lifecycle scripts)"],
+  [/(^|\/)\.yarnrc(\.yml)?$/, "yarn configuration"],
+  [/(^|\/)\.pnpmfile\.cjs$/, "pnpm hook file (runs at install)"],
+  [/(^|\/)\.envrc$/, "direnv file (runs on cd)"],
+  [/(^|\/)\.pre-commit-config\.ya?ml$/, "pre-commit hooks"],
+  [/(^|\/)(\.husky|\.githooks|hooks)\//, "a hooks folder"],
+  [/^\.github\/workflows\//, "a CI workflow"],
+  [/^\.gitlab-ci\.yml$|^\.circleci\/|^azure-pipelines\.yml$|^Jenkinsfile$/, "CI configuration"],
+  [/(^|\/)\.vscode\/(tasks|settings|launch)\.json$/, "editor tasks/settings (can run commands)"],
+  [/(^|\/)\.vscode\/mcp\.json$/, "VS Code MCP servers (programs it starts)"],
+  [/\.code-workspace$/, "a VS Code workspace file (its tasks can run when the folder opens, its settings name programs)"],
+  [/(^|\/)\.zed\//, "Zed editor configuration (its tasks and language servers are programs it starts)"],
+  [/(^|\/)\.helix\//, "Helix editor configuration (language servers it starts on opening a file)"],
+  [/(^|\/)(\.nvim\.lua|\.nvimrc|\.exrc|\.lazy\.lua)$/, "an editor's project startup file (runs in the editor)"],
+  [/(^|\/)\.cargo\/config(\.toml)?$/, "cargo configuration (build wrappers and runners it starts)"],
+  [/(^|\/)\.?mise(\.local)?\.toml$|(^|\/)\.mise\//, "mise configuration (its hooks, tasks and environment)"],
+  [/(^|\/)\.idea\//, "editor configuration"],
+  [/(^|\/)\.devcontainer\//, "dev container configuration"],
+  // What the coding agents in the person's checkout read as the project's own: Claude Code (which drives ocw) runs the
+  // hooks of `.claude/settings*.json` and the MCP servers of `.mcp.json`, and reads CLAUDE.md as instructions; opencode
+  // (later workers, on the merged base) reads AGENTS.md and its own config the same way.
+  [/(^|\/)\.claude\//, "Claude Code configuration (hooks run commands; commands, agents and settings steer Claude)"],
+  [/(^|\/)\.mcp\.json$/, "Claude Code MCP servers (programs it starts)"],
+  [/(^|\/)claude(\.local)?\.md$/, "instructions Claude Code reads as the project's own"],
+  [/(^|\/)(agents|gemini)\.md$|(^|\/)\.cursorrules$|^\.github\/copilot-instructions\.md$/, "instructions coding agents read as the project's own"],
+  [/(^|\/)\.(cursor|gemini|opencode|codex)\/|(^|\/)opencode\.jsonc?$/, "a coding agent's configuration"],
+  [/(^|\/)\.(windsurf|continue|roo|clinerules|amazonq|kiro)(\/|$)|(^|\/)\.(windsurfrules|aider\.conf\.ya?ml)$/, "a coding agent's configuration"]
+];
+async function flaggedChanges(repo, base2, commit, objects, known, beside = [], checkConfig) {
+  if (base2 === commit) return [];
+  const flags = [];
+  const changes = known?.changes ?? await treeChanges(repo, base2, commit, { lossless: true, objects });
+  const listed2 = new Map(known?.names ? [[commit, known.names]] : []);
+  flags.push(...await nameCollisions(repo, [commit, ...beside], changes, objects, listed2));
+  flags.push(...await plainWhereLfs(repo, changes, objects));
+  for (const c3 of changes) {
+    const folded = foldPath(c3.path);
+    const name = path46.posix.basename(folded);
+    if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
+    else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
+    else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
+    if (!c3.mode) continue;
+    if (c3.mode === "120000") {
+      const target = (await q2(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out;
+      flags.push({ path: c3.path, kind: "symlink", detail: `a symlink to ${JSON.stringify(target.slice(0, 200))}` });
+    } else if (c3.mode === "160000") flags.push({ path: c3.path, kind: "submodule", detail: `a submodule at ${c3.oid.slice(0, 12)}` });
+    else if (c3.mode === "100755" && c3.oldMode !== "100755")
+      flags.push({ path: c3.path, kind: "executable", detail: c3.oldMode ? "made executable" : "a new executable file" });
+    const tool = TOOL_CONFIG.find(([re]) => re.test(folded));
+    if (tool) flags.push({ path: c3.path, kind: "tool-config", detail: tool[1] });
+    const config3 = tool ? null : checkConfig?.(c3.path);
+    if (config3)
+      flags.push({ path: c3.path, kind: "tool-config", detail: `test runner configuration: later checks of this repository would run it (${config3})` });
+    if (name === "package.json") {
+      const before = await scriptsOf(repo, `${base2}:${c3.path}`, objects);
+      const after = await scriptsOf(repo, `${commit}:${c3.path}`, objects);
+      if (before !== after) flags.push({ path: c3.path, kind: "tool-config", detail: "package.json scripts changed (npm runs them)" });
+    }
+  }
+  return flags;
+}
+async function nameCollisions(repo, commits, changes, objects, listed2 = /* @__PURE__ */ new Map()) {
+  const written = changes.filter((c3) => c3.mode);
+  if (!written.length) return [];
+  const spellings = /* @__PURE__ */ new Map();
+  const add = (p) => {
+    const parts = p.split("/");
+    for (let i2 = 1; i2 <= parts.length; i2++) {
+      const spelled = parts.slice(0, i2).join("/");
+      const key = foldPath(spelled);
+      let set2 = spellings.get(key);
+      if (!set2) spellings.set(key, set2 = /* @__PURE__ */ new Set());
+      if (set2.size < 4) set2.add(spelled);
+    }
+  };
+  for (const commit of [...new Set(commits)]) {
+    const known = listed2.get(commit);
+    if (known) {
+      for (const p of known) add(p);
+      continue;
+    }
+    const r = await q2(repo, [], ["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], { allowFail: true, lossless: true, objects });
+    if (r.code !== 0) continue;
+    for (const p of r.out.split("\0")) if (p) add(p);
+  }
+  const flags = [];
+  for (const c3 of written) {
+    const parts = c3.path.split("/");
+    for (let i2 = 1; i2 <= parts.length; i2++) {
+      const spelled = parts.slice(0, i2).join("/");
+      const other = [...spellings.get(foldPath(spelled)) ?? []].find((s) => s !== spelled);
+      if (other === void 0) continue;
+      const what = i2 === parts.length ? "its name" : `its folder ${JSON.stringify(spelled)}`;
+      flags.push({
+        path: c3.path,
+        kind: "name-collision",
+        detail: `${what} and ${JSON.stringify(other)} differ only in case or Unicode normalisation: one file on macOS or Windows, where a checkout keeps one of them`
+      });
+      break;
+    }
+  }
+  return flags;
+}
+var gitDirs = /* @__PURE__ */ new Map();
+async function absoluteGitDir(repo) {
+  const known = await gitDirs.get(repo);
+  if (known && existsSync22(known)) return known;
+  if (gitDirs.size >= 256) gitDirs.delete(gitDirs.keys().next().value);
+  const p = q2(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true }).then((r) => r.code === 0 ? r.out.trim() : "");
+  gitDirs.set(repo, p);
+  const dir = await p;
+  if (!dir && gitDirs.get(repo) === p) gitDirs.delete(repo);
+  return dir;
+}
+var LFS_POINTER = "version https://git-lfs.github.com/spec/v1\n";
+async function plainWhereLfs(repo, changes, objects) {
+  const files = changes.filter((c3) => c3.mode === "100644" || c3.mode === "100755");
+  if (!files.length) return [];
+  const gitDir = await absoluteGitDir(repo);
+  const read3 = (f) => {
+    try {
+      return readFileSync20(f, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  if (!/filter=lfs/.test(read3(path46.join(repo, ".gitattributes")) + (gitDir ? read3(path46.join(gitDir, "info", "attributes")) : ""))) return [];
+  const lfs = (await filteredAmong(
+    repo,
+    files.map((c3) => c3.path)
+  )).filter((x) => x.filter === "lfs").map((x) => x.path);
+  const flags = [];
+  for (const c3 of files) {
+    if (!lfs.includes(c3.path)) continue;
+    const size = Number((await q2(repo, [], ["cat-file", "-s", c3.oid], { allowFail: true, objects })).out.trim());
+    const head = size > 0 && size <= 1024 ? (await q2(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out.slice(0, LFS_POINTER.length) : "";
+    if (head !== LFS_POINTER)
+      flags.push({
+        path: c3.path,
+        kind: "git-config",
+        detail: "written as plain content where your .gitattributes stores it through git-lfs: landed, its bytes go into git itself, not LFS, and your git shows it changed until you add it again"
+      });
+  }
+  return flags;
+}
+async function scriptsOf(repo, spec2, objects) {
+  const r = await q2(repo, [], ["cat-file", "blob", spec2], { allowFail: true, objects });
+  if (r.code !== 0) return "";
+  try {
+    const j = JSON.parse(r.out);
+    return JSON.stringify([j.scripts ?? null, j.config ?? null]);
+  } catch {
+    return r.out;
+  }
+}
+function describeFlags(flags) {
+  return quoteUntrustedList(
+    flags.map((f) => `${f.path} (${f.detail})`),
+    "files of the worker's change, with why each is flagged"
+  );
+}
+function conflictFiles(files, label = "file names from the worker's change") {
+  return files.length ? quoteUntrustedList(files, label) : "(git named none)";
+}
+var blobId = (bytes, like) => objectId("blob", bytes, like.length === 64 ? "sha256" : "sha1");
+function verifyCheckout(repo, changes) {
+  const wrong = [];
+  for (const c3 of changes) {
+    const file3 = path46.join(repo, c3.path);
+    const st = lstatSync2(file3, { throwIfNoEntry: false });
+    if (!c3.mode) {
+      if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
+      continue;
+    }
+    if (c3.mode === "160000") continue;
+    if (!st) {
+      wrong.push(`${c3.path} (missing)`);
+      continue;
+    }
+    if (c3.mode === "120000") {
+      if (!st.isSymbolicLink() || blobId(Buffer.from(readlinkSync2(file3, { encoding: "buffer" })), c3.oid) !== c3.oid) wrong.push(`${c3.path} (symlink differs)`);
+      continue;
+    }
+    if (!st.isFile()) {
+      wrong.push(`${c3.path} (not a file)`);
+      continue;
+    }
+    if (blobId(readFileSync20(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
+    else if (c3.mode === "100755" !== !!(st.mode & 64)) wrong.push(`${c3.path} (mode differs)`);
+  }
+  return wrong;
+}
+async function dirtyAmong(repo, paths) {
+  const changed = [];
+  const untracked = [];
+  for (let i2 = 0; i2 < paths.length; i2 += 200) {
+    const chunk = paths.slice(i2, i2 + 200);
+    const r = await runCommand(
+      "git",
+      ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", ...chunk],
+      { cwd: repo, env: userGitEnv() }
+    );
+    if (r.exitCode !== 0) throw new GitError(`git status failed in ${repo}: ${gitComplaint(r)}`);
+    for (const x of r.stdout.split("\0")) {
+      if (x.length <= 3) continue;
+      (x.startsWith("??") || x.startsWith("!!") ? untracked : changed).push(x.slice(3));
+    }
+  }
+  return { changed, untracked };
+}
+async function filteredAmong(repo, paths) {
+  const r = await runCommand("git", ["check-attr", "-z", "filter", "--", ...paths.slice(0, 200)], { cwd: repo, env: userGitEnv() });
+  if (r.exitCode !== 0) return [];
+  const parts = r.stdout.split("\0");
+  const out = [];
+  for (let i2 = 0; i2 + 2 < parts.length; i2 += 3) {
+    const value = parts[i2 + 2];
+    if (value !== "unspecified" && value !== "unset") out.push({ path: parts[i2], filter: value });
+  }
+  return out;
+}
+var listed = (files) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
+async function landCommit(o2) {
+  const { repo, branch } = o2;
+  const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
+  if (current !== branch)
+    throw new InputError(
+      `your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first${o2.elsewhere ? `, or ${o2.elsewhere}` : ""} (nothing was changed)`,
+      "conflict"
+    );
+  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
+  const flags = await quietFlags(repo);
+  let next;
+  const objects = o2.objects;
+  const parent = (await q2(repo, [], ["rev-parse", "-q", "--verify", `${o2.commit}^1`], { allowFail: true, objects })).out.trim();
+  if (o2.fastForward && parent === head) next = o2.commit;
+  else {
+    const m = await mergeTrees(repo, head, o2.commit, flags, objects);
+    if ("conflict" in m) {
+      const files = conflictFiles(m.conflict);
+      throw new InputError(
+        `merging into ${branch} conflicts in ${files}; nothing was changed.${o2.onConflict ? " " + o2.onConflict(m.conflict) : ""}`,
+        "conflict"
+      );
+    }
+    next = await commitTree(repo, m.tree, [head, o2.commit], o2.message, objects);
+  }
+  await applyToCheckout(repo, branch, head, next, flags, o2.message, { objects, publish: o2.publish, elsewhere: o2.elsewhere });
+  return next;
+}
+async function applyToCheckout(repo, branch, head, next, flags, reflog, from = {}) {
+  const byHand = from.elsewhere ? ` To land it with your own git instead (your filters and attributes apply there): ${from.elsewhere}.` : "";
+  const f = flags ?? await quietFlags(repo);
+  const changes = await treeChanges(repo, head, next, { objects: from.objects });
+  const dirty = await dirtyAmong(
+    repo,
+    changes.map((c3) => c3.path)
+  );
+  if (dirty.changed.length)
+    throw new InputError(
+      `your checkout has local changes to files this merge changes: commit or stash ${listed(dirty.changed)} first, then merge again (nothing was changed)`,
+      "conflict"
+    );
+  if (dirty.untracked.length)
+    throw new InputError(
+      `your checkout has untracked files where this merge writes: move or remove ${listed(dirty.untracked)} first, then merge again (nothing was changed)`,
+      "conflict"
+    );
+  const objects = from.objects;
+  const r = await q2(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
+  if (r.code !== 0) {
+    const stale2 = [...`${r.err}
+${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map((m) => m[1]);
+    const filtered = stale2.length ? await filteredAmong(repo, stale2) : [];
+    if (filtered.length)
+      throw new InputError(
+        `${quoteUntrustedList(
+          filtered.map((x) => `${x.path} (filter=${x.filter})`),
+          "files this merge changes",
+          { shown: 5 }
+        )} ${filtered.length === 1 ? "is" : "are"} stored in your checkout through a filter of yours (.gitattributes; filter=lfs is git-lfs), which the engine never runs, so it cannot write this merge there; nothing was changed.${byHand}`,
+        "conflict"
+      );
+    const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
+    throw new InputError(
+      `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
+      "conflict"
+    );
+  }
+  const wrong = verifyCheckout(repo, changes);
+  if (wrong.length) {
+    await q2(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
+    throw new InputError(
+      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: an attribute of your checkout converts them (eol, a filter); the merge was undone and refused (nothing was changed).${byHand}`,
+      "conflict"
+    );
+  }
+  if (from.publish) {
+    try {
+      await from.publish(next);
+    } catch (err) {
+      await q2(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
+      throw err;
+    }
+  }
+  const u2 = await q2(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0].slice(0, 100)}`, `refs/heads/${branch}`, next, head], {
+    allowFail: true
+  });
+  if (u2.code !== 0) {
+    await q2(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
+    throw new InputError(`${branch} moved while merging; nothing was changed: merge again`, "conflict");
+  }
+}
+async function revertCommit(repo, branch, merge2, message) {
+  const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
+  if (current !== branch)
+    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
+  const isAncestor2 = await runCommand("git", ["merge-base", "--is-ancestor", merge2, head], { cwd: repo, env: userGitEnv() });
+  if (isAncestor2.exitCode !== 0) throw new InputError(`${merge2.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
+  const flags = await quietFlags(repo);
+  const firstParentTree = (await q2(repo, [], ["rev-parse", `${merge2}^1^{tree}`])).out.trim();
+  const undo = await commitTree(repo, firstParentTree, [merge2], "ocw: undo");
+  const m = await mergeTrees(repo, head, undo, flags);
+  if ("conflict" in m)
+    throw new InputError(
+      `reverting ${merge2.slice(0, 12)} conflicts with later changes in ${conflictFiles(m.conflict, "file names from the merged change")}; nothing was changed: revert it by hand (git revert -m 1 ${merge2.slice(0, 12)})`,
+      "conflict"
+    );
+  const next = await commitTree(repo, m.tree, [head], message);
+  await applyToCheckout(repo, branch, head, next, flags, message);
+  return next;
+}
+
+// engine/workspace/workspace.ts
+import { existsSync as existsSync23, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readFileSync as readFileSync21, realpathSync as realpathSync3, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
+import { copyFile as copyFile2, link as link2, lstat as lstat2, mkdir as mkdir3, readdir as readdir3, readFile as readFile3, realpath, rename as rename2, rm as rm3, writeFile as writeFile2 } from "node:fs/promises";
+import { createHash as createHash6, randomBytes as randomBytes13 } from "node:crypto";
+import path47 from "node:path";
+async function inspectRepo(dir) {
+  if (!path47.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!existsSync23(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!statSync17(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
+  const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
+  if (!root2 || !head || !ref) {
+    const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
+    if (!top && await git(dir, ["rev-parse", "--is-bare-repository"], { allowFail: true }) === "true")
+      throw new InputError(`${dir} is a bare repository (it has no files to work on): pass a checkout of it (\`git clone ${dir}\`)`);
+    if (!top && await git(dir, ["rev-parse", "--is-inside-git-dir"], { allowFail: true }) === "true") {
+      const gitDir = path47.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
+      throw new InputError(
+        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path47.basename(gitDir) === ".git" ? ` (${path47.dirname(gitDir)})` : ""}`
+      );
+    }
+    if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
+    throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
+  }
+  const branch = ref === "HEAD" ? null : ref;
+  const subdir = path47.relative(await realpath(root2), await realpath(path47.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path47.sep).join("/")}`], { allowFail: true })) {
+    throw new InputError(
+      `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
+    );
+  }
+  return { root: root2, subdir, head, branch };
+}
+function worktreePath(worktreesRoot, repoRoot2, workerId) {
+  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path47.join(worktreesRoot, `${path47.basename(repoRoot2)}-${tag}`, workerId);
+}
+var mirrorsRootOf = (worktreesRoot) => path47.join(path47.dirname(worktreesRoot), "mirrors");
+function workspaceMirror(worktreesRoot, repoRoot2, baseCommit, mirrorsRoot = mirrorsRootOf(worktreesRoot)) {
+  return mirrorObjects(mirrorsRoot, repoRoot2, objectFormat(baseCommit));
+}
+async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {}) {
+  const branch = `ocw/${workerId}`;
+  const worktree = worktreePath(worktreesRoot, repo.root, workerId);
+  const ws = { worktree, cwd: path47.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  const mirror = workspaceMirror(worktreesRoot, repo.root, repo.head, opts.mirrorsRoot);
+  const refresh = async () => refreshMirror(await objectsOf(repo.root), mirror, { link: opts.link });
+  if (existsSync23(worktree)) {
+    await moveOntoMirror(worktreesRoot, ws, opts);
+    return ws;
+  }
+  mkdirSync21(path47.dirname(worktree), { recursive: true });
+  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path47.dirname(gitDir)) };
+  const make = async () => {
+    const objects = await realMirror(mirror);
+    const projectId = opencodeProjectId();
+    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path47.dirname(gitDir) });
+    await gitScript(NEW_WORKSPACE, {
+      cwd: path47.dirname(worktree),
+      env: {
+        ...env2,
+        OCW_WORKTREE: worktree,
+        OCW_OBJECTS: objects,
+        OCW_BRANCH: branch,
+        OCW_BASE: repo.head,
+        OCW_OBJECT_FORMAT: objectFormat(repo.head),
+        OCW_PROJECT_ID: projectId,
+        // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
+        // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
+        OCW_IMPORT_FROM: opts.importFrom,
+        OCW_REPO: repo.root
+      }
+    });
+  };
+  let last2 = existsSync23(mirror) ? null : await refresh();
+  try {
+    await make();
+  } catch (first2) {
+    await rm3(worktree, { recursive: true, force: true });
+    if (last2) throw mirrorFailure(repo, last2, first2);
+    last2 = await refresh();
+    try {
+      await make();
+    } catch (again) {
+      await rm3(worktree, { recursive: true, force: true });
+      throw mirrorFailure(repo, last2, again);
+    }
+  }
+  await keepCheckoutIndex(ws);
+  return ws;
+}
+var realMirrors = /* @__PURE__ */ new Map();
+function realMirror(mirror) {
+  let p = realMirrors.get(mirror);
+  if (!p) {
+    if (realMirrors.size >= 256) realMirrors.delete(realMirrors.keys().next().value);
+    p = realpath(mirror);
+    realMirrors.set(mirror, p);
+    p.catch(() => realMirrors.get(mirror) === p && realMirrors.delete(mirror));
+  }
+  return p;
+}
+var skeletons = /* @__PURE__ */ new Map();
+function repoSkeleton(parent, format2, env2) {
+  const key = `${parent}\0${format2}`;
+  let p = skeletons.get(key);
+  if (!p) {
+    if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value);
+    p = (async () => {
+      const tmp = path47.join(parent, `.ocw-init-${process.pid}-${randomBytes13(4).toString("hex")}`);
+      await mkdir3(parent, { recursive: true });
+      try {
+        const r = await runCommand("git", ["init", "-q", "--template=", ...format2 === "sha256" ? ["--object-format=sha256"] : [], tmp], { cwd: parent, env: env2 });
+        if (r.exitCode !== 0) throw new GitError(`git init failed in ${parent}: ${gitComplaint(r)}`);
+        const dirs = [".git"];
+        const files = [];
+        const walk = async (rel) => {
+          for (const e of await readdir3(path47.join(tmp, rel), { withFileTypes: true })) {
+            const name = path47.join(rel, e.name);
+            if (e.isDirectory()) {
+              dirs.push(name);
+              await walk(name);
+            } else if (e.isFile()) files.push([name, await readFile3(path47.join(tmp, name))]);
+            else throw new GitError(`git init made ${name}, which is neither a file nor a folder`);
+          }
+        };
+        await walk(".git");
+        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path47.sep))), files };
+      } finally {
+        await rm3(tmp, { recursive: true, force: true });
+      }
+    })();
+    skeletons.set(key, p);
+    p.catch(() => skeletons.get(key) === p && skeletons.delete(key));
+  }
+  return p;
+}
+async function newWorkspace(worktree, env2, o2) {
+  const skeleton = await repoSkeleton(o2.engineDir, objectFormat(o2.base), env2);
+  const dotGit = path47.join(worktree, ".git");
+  await Promise.all(skeleton.leaves.map((d) => mkdir3(path47.join(worktree, d), { recursive: true })));
+  await Promise.all([
+    ...skeleton.files.map(([name, bytes]) => writeFile2(path47.join(worktree, name), bytes, { flag: "wx" })),
+    writeFile2(path47.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
+`, { flag: "wx" }),
+    writeFile2(path47.join(dotGit, "opencode"), `${o2.projectId}
+`, { flag: "wx" })
+  ]);
+  const r = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "checkout", "-q", "-b", o2.branch, o2.base], {
+    cwd: worktree,
+    env: env2
+  });
+  const out = `${r.stdout}${r.stderr}`;
+  if (r.exitCode !== 0 || /unable to read|invalid object/.test(out)) throw new GitError(`git failed in ${worktree}: ${gitComplaint(r)}`);
+}
+async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
+  const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
+  const alternates = path47.join(ws.worktree, ".git", "objects", "info", "alternates");
+  const named = existsSync23(alternates) ? readFileSync21(alternates, "utf8").trim() : null;
+  const old = named !== null && named === await objectsOf(ws.repo).catch(() => null);
+  if (!old && existsSync23(mirror)) return;
+  await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
+  if (old && ownFolders(ws.worktree, [".git", "objects", "info"]))
+    await writeAlternates(path47.join(ws.worktree, ".git", "objects"), realpathSync3(mirror) + "\n");
+}
+function ownFolders(root2, parts) {
+  let dir = root2;
+  for (const p of parts) {
+    dir = path47.join(dir, p);
+    try {
+      if (!lstatSync3(dir).isDirectory()) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+function mirrorFailure(repo, r, err) {
+  const base2 = repo.head.slice(0, 12);
+  if (r.promisor)
+    return new InputError(
+      `${repo.root} is a partial clone: objects of ${base2} were never fetched, and a worker's workspace cannot fetch them. Fetch them in your repository first (\`git -C ${repo.root} fetch --refetch\`, or \`git checkout ${base2}\` there), then start again. Nothing was changed.`,
+      "conflict"
+    );
+  if (r.unreadable.length)
+    return new InputError(
+      `${repo.root} borrows objects from ${r.unreadable.join(", ")} (objects/info/alternates), which the engine cannot read: ${base2} cannot be checked out for the worker. Make it readable, or run \`git repack -a -d\` in your repository to copy those objects in. Nothing was changed.`,
+      "conflict"
+    );
+  return err;
+}
+var opencodeProjectId = () => randomBytes13(20).toString("hex");
+var TRUSTED_FLAGS = [
+  "-c",
+  "core.quotePath=false",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "core.untrackedCache=false",
+  "-c",
+  "core.sparseCheckout=false",
+  "-c",
+  "core.symlinks=true",
+  "-c",
+  "commit.gpgsign=false",
+  // A file's stat data is trusted only whole (the kept checkout index, keptIndexInto): its ctime, inode and owner too,
+  // so a file rewritten and its mtime put back (`touch -d`) is read again.
+  "-c",
+  "core.trustctime=true",
+  "-c",
+  "core.checkStat=default"
+];
+var GRADE_OBJECTS = "grade-objects";
+var COPY_MISSING = `GIT_NO_LAZY_FETCH=1; export GIT_NO_LAZY_FETCH
+GIT_OBJECT_DIRECTORY="$OCW_FROM" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > "$OCW_TMP.list"
+GIT_OBJECT_DIRECTORY="$OCW_TO" git cat-file --batch-check < "$OCW_TMP.list" > "$OCW_TMP.check"
+sed -n 's/ missing$//p' "$OCW_TMP.check" > "$OCW_TMP.missing"
+if [ -s "$OCW_TMP.missing" ]; then
+  GIT_OBJECT_DIRECTORY="$OCW_FROM" git pack-objects -q --stdout < "$OCW_TMP.missing" > "$OCW_TMP.pack"
+  if [ -n "\${OCW_STRICT:-}" ]; then
+    mkdir -p "$OCW_TMP.q/info" && printf '%s
+' "$OCW_TO" > "$OCW_TMP.q/info/alternates"
+    GIT_OBJECT_DIRECTORY="$OCW_TMP.q" git unpack-objects -q --strict < "$OCW_TMP.pack"
+  fi
+  GIT_OBJECT_DIRECTORY="$OCW_TO" git unpack-objects -q < "$OCW_TMP.pack"
+fi
+GIT_OBJECT_DIRECTORY="$OCW_TO" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > /dev/null
+wc -l < "$OCW_TMP.missing"
+`;
+var NEW_WORKSPACE = `set -eu
+if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
+printf '%s
+' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
+printf '%s
+' "$OCW_PROJECT_ID" > "$OCW_WORKTREE/.git/opencode"
+if [ -n "\${OCW_IMPORT_FROM:-}" ]; then
+  OCW_FROM="$OCW_IMPORT_FROM" OCW_TO="$OCW_WORKTREE/.git/objects" OCW_COMMIT="$OCW_BASE" OCW_TMP="$OCW_WORKTREE/.git/ocw-import"
+  (cd "$OCW_REPO"
+${COPY_MISSING}) > /dev/null
+  rm -f "$OCW_TMP".*
+fi
+cd "$OCW_WORKTREE"
+out=$(git checkout -q -b "$OCW_BRANCH" "$OCW_BASE" 2>&1) || { printf '%s
+' "$out" >&2; exit 1; }
+case "$out" in *"unable to read"*|*"invalid object"*) printf '%s
+' "$out" >&2; exit 1 ;; esac
+`;
+var workspaceGitEnv = (home) => ({ GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", HOME: home, XDG_CONFIG_HOME: void 0 });
+var TRUSTED = `set -eu
+C="${TRUSTED_FLAGS.join(" ")}"
+`;
+var INIT_ENGINE_GIT_DIR = `${TRUSTED}if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$OCW_DIR"; else git $C init -q --bare --template= "$OCW_DIR"; fi
+`;
+var SNAPSHOT = `[ -n "\${OCW_INDEX_READY-}" ] || GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
+tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
+`;
+var COMMIT_AND_CHECK_OUT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
+${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
+printf '%s
+' "$commit"
+git $C diff --raw --no-abbrev --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
+if [ -n "$OCW_CHECKOUT_ONLY" ]; then
+  printf '%s
+' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
+else
+  GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+fi
+`;
+var CHECK_OUT_COMMIT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_COMMIT"
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+`;
+function trustedEnv(home) {
+  return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    LC_ALL: "C",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    HOME: home,
+    GIT_AUTHOR_NAME: ENGINE_AUTHOR.name,
+    GIT_AUTHOR_EMAIL: ENGINE_AUTHOR.email,
+    GIT_COMMITTER_NAME: ENGINE_AUTHOR.name,
+    GIT_COMMITTER_EMAIL: ENGINE_AUTHOR.email
+  };
+}
+var engineGitDirs = /* @__PURE__ */ new Map();
+function engineGitDir(workerDir, format2) {
+  const dir = path47.join(path47.dirname(workerDir), `.engine-${format2}.git`);
+  let made2 = engineGitDirs.get(dir);
+  if (!made2) {
+    made2 = (async () => {
+      if (existsSync23(path47.join(dir, "HEAD"))) return dir;
+      const tmp = `${dir}.tmp-${process.pid}-${randomBytes13(4).toString("hex")}`;
+      mkdirSync21(path47.dirname(dir), { recursive: true });
+      try {
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path47.dirname(dir), env: { ...trustedEnv(path47.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await rename2(tmp, dir).catch((err) => {
+          if (!existsSync23(path47.join(dir, "HEAD"))) throw err;
+        });
+      } finally {
+        await rm3(tmp, { recursive: true, force: true });
+      }
+      return dir;
+    })();
+    engineGitDirs.set(dir, made2);
+    made2.catch(() => engineGitDirs.delete(dir));
+  }
+  return made2;
+}
+var DIFF = `${TRUSTED}if [ -z "$OCW_TO" ]; then
+${SNAPSHOT}OCW_TO="$tree"
+fi
+git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
+`;
+var scriptsOf2 = /* @__PURE__ */ new Map();
+function trustedScript(ws, script, inputs, opts = {}) {
+  return inTurn(ws, () => runTrustedScript(ws, script, inputs, opts));
+}
+function inTurn(ws, fn) {
+  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(fn);
+  const done = run5.catch(() => void 0);
+  scriptsOf2.set(ws.gitDir, done);
+  void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
+  return run5;
+}
+async function writeAlternates(objects, text, opts = {}) {
+  const file3 = path47.join(objects, "info", "alternates");
+  if (opts.engines && alternatesWritten.get(file3) === text) return;
+  if (opts.absent) {
+    await mkdir3(path47.dirname(file3), { recursive: true });
+    await writeFile2(file3, text);
+  } else if (await readFile3(file3, "utf8").catch(() => null) !== text) {
+    const tmp = `${file3}.tmp-${process.pid}-${randomBytes13(4).toString("hex")}`;
+    try {
+      await writeFile2(tmp, text);
+    } catch (err) {
+      if (err.code !== "ENOENT") throw err;
+      await mkdir3(path47.dirname(file3), { recursive: true });
+      await writeFile2(tmp, text);
+    }
+    await rename2(tmp, file3);
+  }
+  if (!opts.engines) return;
+  if (alternatesWritten.size >= 4096) alternatesWritten.delete(alternatesWritten.keys().next().value);
+  alternatesWritten.set(file3, text);
+}
+var alternatesWritten = /* @__PURE__ */ new Map();
+var gradeFoldersMade = /* @__PURE__ */ new Set();
+var forgetAlternates = (objects) => {
+  gradeFoldersMade.delete(objects);
+  alternatesWritten.delete(path47.join(objects, "info", "alternates"));
+};
+async function runTrustedScript(ws, script, inputs, opts) {
+  if (opts.baseOnly) {
+    const [gitDir2, userObjects, graded] = await Promise.all([engineGitDir(ws.gitDir, objectFormat(ws.baseCommit)), objectsOf(ws.repo), gradedStoreOf(ws)]);
+    return runOnBase(ws, script, inputs, opts, { gitDir: gitDir2, userObjects, graded });
+  }
+  const throughGrade = script === COMMIT_AND_CHECK_OUT || script === CHECK_OUT_COMMIT;
+  const { gitDir, objects, gradeObjects } = await workerObjects(ws, !!opts.freshGradeObjects, throughGrade);
+  const index = opts.index?.path ?? privateIndex(ws);
+  try {
+    const env2 = {
+      ...trustedEnv(ws.gitDir),
+      GIT_DIR: gitDir,
+      GIT_OBJECT_DIRECTORY: objects,
+      OCW_GRADE_OBJECTS: gradeObjects,
+      OCW_INDEX: index,
+      // The index already holds the base (read by the caps listing just before): the snapshot does not read it again.
+      ...opts.index?.ready ? { OCW_INDEX_READY: "1" } : {},
+      OCW_BASE: ws.baseCommit,
+      OCW_WORKTREE: ws.worktree,
+      ...inputs
+    };
+    return await runTrusted(ws, script, ws.gitDir, env2, index, opts);
+  } finally {
+    if (!opts.index?.keep) await rm3(index, { force: true });
+  }
+}
+async function workerObjects(ws, fresh, throughGrade = false) {
+  const format2 = objectFormat(ws.baseCommit);
+  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
+  const objects = path47.join(ws.gitDir, "objects");
+  const gradeObjects = path47.join(ws.gitDir, GRADE_OBJECTS);
+  const graded = await gradedStoreOf(ws);
+  if (fresh) {
+    if (existsSync23(gradeObjects)) {
+      await copyObjects(gradeObjects, objects);
+      await rm3(gradeObjects, { recursive: true, force: true });
+    }
+    forgetAlternates(gradeObjects);
+  }
+  const gradeFolder = async () => {
+    if (throughGrade || !fresh && !gradeFoldersMade.has(gradeObjects)) {
+      return writeAlternates(gradeObjects, `${userObjects}
+${graded}
+`, { engines: true, absent: fresh });
+    }
+    if (!fresh) return;
+    await mkdir3(path47.join(gradeObjects, "pack"), { recursive: true });
+    if (gradeFoldersMade.size >= 4096) gradeFoldersMade.delete(gradeFoldersMade.values().next().value);
+    gradeFoldersMade.add(gradeObjects);
+  };
+  await Promise.all([writeAlternates(objects, `${userObjects}
+${graded}
+${gradeObjects}
+`, { engines: true }), gradeFolder()]);
+  return { gitDir, objects, gradeObjects };
+}
+async function runOnBase(ws, script, inputs, opts, at) {
+  const index = opts.index?.path ?? privateIndex(ws);
+  const cwd = path47.dirname(ws.gitDir);
+  try {
+    const env2 = {
+      ...trustedEnv(ws.gitDir),
+      GIT_DIR: at.gitDir,
+      GIT_OBJECT_DIRECTORY: at.userObjects,
+      GIT_ALTERNATE_OBJECT_DIRECTORIES: at.graded,
+      GIT_NO_LAZY_FETCH: "1",
+      OCW_INDEX: index,
+      OCW_BASE: ws.baseCommit,
+      OCW_WORKTREE: ws.worktree,
+      ...inputs
+    };
+    return await runTrusted(ws, script, cwd, env2, index, opts);
+  } finally {
+    if (!opts.index?.keep) await rm3(index, { force: true });
+  }
+}
+async function runTrusted(ws, script, cwd, env2, index, opts) {
+  const limitMs = config2().OCW_GIT_READ_SEC * 1e3;
+  if (typeof script === "string") return gitScript(script, { cwd, env: env2, lossless: !opts.bytes, bytes: opts.bytes, limitMs });
+  const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
+    cwd,
+    env: { ...env2, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
+    lossless: !opts.bytes,
+    bytes: opts.bytes,
+    limitMs
+  });
+  if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${cwd}: ${gitComplaint(r)}`);
+  return r.stdout;
+}
+var privateIndex = (ws) => `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+var objectFormat = (commit) => commit.length === 64 ? "sha256" : "sha1";
+var objectDirs = /* @__PURE__ */ new Map();
+function objectsOf(repo) {
+  let p = objectDirs.get(repo);
+  if (!p) {
+    if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path47.resolve(repo, dir));
+    objectDirs.set(repo, p);
+    p.catch(() => objectDirs.delete(repo));
+  }
+  return p;
+}
+async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps(), only, how = "any") {
+  const index = privateIndex(ws);
+  let indexMade = false;
+  const partial2 = plainNames(only);
+  let out;
+  try {
+    const listing = await capsListing(ws, caps);
+    if (listing.over) throw new SnapshotTooLarge(listing.over);
+    const emptied = async () => {
+      if (existsSync23(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+      mkdirSync21(checkoutDir, { recursive: true });
+    };
+    await emptied();
+    const tree = listing.base?.tree;
+    if (how === "any" && tree && !config2().OCW_SNAPSHOT_GIT) {
+      const made2 = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial2 ? only : void 0).catch(() => null);
+      if (made2) return made2;
+      await emptied();
+    }
+    indexMade = true;
+    if (!await keptIndexInto(ws, index, listing).catch(() => null)) await baseIndexInto(ws, index);
+    out = await trustedScript(
+      ws,
+      COMMIT_AND_CHECK_OUT,
+      { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : "" },
+      { freshGradeObjects: true, index: { path: index, ready: existsSync23(index) } }
+    );
+  } finally {
+    if (indexMade) await rm3(index, { force: true });
+  }
+  const eol = out.indexOf("\n");
+  const raw2 = parseRawChanges(out.slice(eol + 1));
+  const { changed, stat } = parseNumstatAndStat(raw2.rest);
+  return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat, partial: partial2, changes: raw2.changes } : { commit: ws.baseCommit, changed, diffStat: "", partial: partial2, changes: [] };
+}
+async function commitInProcess(ws, base2, fresh, message, checkoutDir, only) {
+  if (!await trustsFileSystem(await engineGitDir(ws.gitDir, base2.format))) throw new NotInProcess("git does not trust the file system's modes or names");
+  const snap = await readWorktree(ws.worktree, base2, fresh);
+  const commit = await inTurn(ws, async () => writeSnapshot((await workerObjects(ws, true)).gradeObjects, base2, snap, ws.baseCommit, message));
+  const wanted = only ? checkoutList(only).split("\n").map((p) => Buffer.from(p).toString("latin1")) : void 0;
+  await writeCheckout(checkoutDir, snap, wanted);
+  const partial2 = !!only;
+  if (!commit) return { commit: ws.baseCommit, changed: [], diffStat: "", partial: partial2, changes: [] };
+  const out = await trustedScript(ws, { git: ["diff", "--raw", "--no-abbrev", "--numstat", "--stat", "-z", "--no-renames", ws.baseCommit, commit] }, {});
+  const raw2 = parseRawChanges(out);
+  const read3 = new Map([...snap.changed].map((p) => [losslessUtf8(Buffer.from(p, "latin1")), snap.files.get(p)]));
+  const same2 = raw2.changes.length === read3.size && raw2.changes.every((c3) => read3.has(c3.path) && (c3.mode === null ? !read3.get(c3.path) : read3.get(c3.path)?.oid === c3.oid && read3.get(c3.path)?.mode === c3.mode));
+  if (!same2) throw new Error("the in-process snapshot and git's diff of it differ");
+  const { changed, stat } = parseNumstatAndStat(raw2.rest);
+  const names = [...snap.files.keys()].map((p) => losslessUtf8(Buffer.from(p, "latin1")));
+  return { commit, changed, diffStat: stat, partial: partial2, changes: raw2.changes, names };
+}
+var trusted = /* @__PURE__ */ new Map();
+function trustsFileSystem(gitDir) {
+  let p = trusted.get(gitDir);
+  if (!p) {
+    p = readFile3(path47.join(gitDir, "config"), "utf8").then(
+      (text) => {
+        const values = (key) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*(\\S*)\\s*$`, "gim"))].map((m) => m[1].toLowerCase());
+        return values("filemode").every((v) => v === "true") && values("ignorecase").every((v) => v === "false") && values("precomposeunicode").every((v) => v === "false");
+      },
+      () => false
+    );
+    trusted.set(gitDir, p);
+  }
+  return p;
+}
+function partialHolds(checkoutDir, only) {
+  return only.every((p) => {
+    const parts = p.split("/").filter(Boolean);
+    let at = checkoutDir;
+    for (const [i2, part] of parts.entries()) {
+      at = path47.join(at, part);
+      let st;
+      try {
+        st = lstatSync3(at);
+      } catch {
+        return true;
+      }
+      if (i2 === parts.length - 1) return st.isFile();
+      if (!st.isDirectory() || st.isSymbolicLink()) return false;
+    }
+    return false;
+  });
+}
+function checkoutList(only) {
+  const all = /* @__PURE__ */ new Set();
+  for (const p of only) {
+    const parts = p.split("/").filter(Boolean);
+    for (let i2 = 1; i2 <= parts.length; i2++) all.add(parts.slice(0, i2).join("/"));
+  }
+  return [...all].join("\n");
+}
+var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
+async function checkOutCommit(ws, commit, checkoutDir) {
+  if (existsSync23(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+  mkdirSync21(checkoutDir, { recursive: true });
+  const checkoutIndex = `${checkoutDir}.index`;
+  try {
+    await trustedScript(ws, CHECK_OUT_COMMIT, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex, OCW_COMMIT: commit });
+  } finally {
+    await rm3(checkoutIndex, { force: true });
+  }
+}
+function snapshotCaps(env2 = process.env) {
+  const c3 = config2(env2);
+  const MiB4 = 1024 * 1024;
+  return { files: c3.OCW_SNAPSHOT_MAX_FILES, bytes: c3.OCW_SNAPSHOT_MAX_MB * MiB4, fileBytes: c3.OCW_SNAPSHOT_FILE_MAX_MB * MiB4 };
+}
+var SnapshotTooLarge = class extends OcwError {
+  constructor(message) {
+    super("conflict", message);
+    this.name = "SnapshotTooLarge";
+  }
+};
+var BASE_LISTING = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+git $C rev-parse "$OCW_BASE^{tree}"
+git $C ls-tree -r -t -l -z --full-tree "$OCW_BASE"
+`;
+var baseListings = /* @__PURE__ */ new Map();
+var BASE_LISTINGS_KEPT = 8;
+var baseIndexDirs = /* @__PURE__ */ new Map();
+function prepareGrading(ws) {
+  baseListing(ws).catch(() => void 0);
+}
+function baseListing(ws) {
+  const dir = path47.join(path47.dirname(ws.gitDir), ".base-index");
+  const index = path47.join(dir, `${ws.baseCommit}-${process.pid}`);
+  let p = baseListings.get(index);
+  if (p) {
+    baseListings.delete(index);
+    baseListings.set(index, p);
+    return p;
+  }
+  p = (async () => {
+    let cleared = baseIndexDirs.get(dir);
+    if (!cleared) {
+      cleared = readdir3(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm3(path47.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir3(dir, { recursive: true })).then(() => void 0);
+      baseIndexDirs.set(dir, cleared);
+      cleared.catch(() => baseIndexDirs.delete(dir));
+    }
+    await cleared;
+    const tmp = `${index}.tmp-${randomBytes13(4).toString("hex")}`;
+    try {
+      const out = await trustedScript(ws, BASE_LISTING, { OCW_INDEX: tmp }, { bytes: true, baseOnly: true, index: { path: tmp, keep: true } });
+      await rename2(tmp, index);
+      const blobs = [];
+      const submodules = [];
+      for (const rec of out.slice(out.indexOf("\n") + 1).split("\0")) {
+        const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
+        if (m) blobs.push([m[2], Number(m[1])]);
+        const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
+        if (sub) submodules.push(`${sub[1]}/`);
+      }
+      return { index, blobs, submodules, tree: parseBaseTree(out, objectFormat(ws.baseCommit)), readers: 0 };
+    } finally {
+      await rm3(tmp, { force: true });
+    }
+  })();
+  baseListings.set(index, p);
+  p.catch(() => baseListings.get(index) === p && baseListings.delete(index));
+  while (baseListings.size > BASE_LISTINGS_KEPT) {
+    const [oldest, old] = baseListings.entries().next().value;
+    baseListings.delete(oldest);
+    void old.then((l) => {
+      l.evicted = true;
+      if (!l.readers) return rm3(oldest, { force: true });
+    }).catch(() => void 0);
+  }
+  return p;
+}
+async function baseIndexInto(ws, index) {
+  for (let tries = 0; ; tries++) {
+    const listing = await baseListing(ws);
+    try {
+      await copyFile2(listing.index, index);
+      return listing;
+    } catch (err) {
+      if (err.code !== "ENOENT" || tries) throw err;
+      if (baseListings.get(listing.index)) baseListings.delete(listing.index);
+    }
+  }
+}
+var KEPT_INDEX = "checkout-index";
+var KEPT_META = "checkout-index.json";
+async function keepCheckoutIndex(ws) {
+  const meta = path47.join(ws.gitDir, KEPT_META);
+  const tmp = `${path47.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes13(4).toString("hex")}`;
+  try {
+    const src = path47.join(ws.worktree, ".git", "index");
+    const st = await lstat2(src, { bigint: true });
+    if (!st.isFile()) return;
+    const bytes = await readFile3(src);
+    const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
+    if (bytes.length < 12 + hashSize || !config2().OCW_SNAPSHOT_GIT && inProcessSize(bytes, hashSize)) return;
+    await mkdir3(ws.gitDir, { recursive: true });
+    await rm3(meta, { force: true });
+    await writeFile2(tmp, bytes);
+    await rename2(tmp, path47.join(ws.gitDir, KEPT_INDEX));
+    let fence = st.mtimeNs;
+    for (let i2 = 0; i2 < 8 && fence <= st.mtimeNs; i2++) {
+      if (i2) await new Promise((r) => setTimeout(r, 1));
+      const stamp = path47.join(ws.worktree, ".git", `ocw-fence-${randomBytes13(4).toString("hex")}`);
+      await writeFile2(stamp, "", { flag: "wx" });
+      try {
+        fence = (await lstat2(stamp, { bigint: true })).ctimeNs;
+      } finally {
+        await rm3(stamp, { force: true });
+      }
+    }
+    const kept = { base: ws.baseCommit, fence: fence.toString(), checksum: bytes.subarray(bytes.length - hashSize).toString("hex") };
+    await writeFile2(`${meta}.tmp`, JSON.stringify(kept));
+    await rename2(`${meta}.tmp`, meta);
+  } catch {
+    await rm3(meta, { force: true }).catch(() => void 0);
+  } finally {
+    await rm3(tmp, { force: true }).catch(() => void 0);
+  }
+}
+function inProcessSize(index, hashSize) {
+  if (process.platform !== "linux" || index.readUInt32BE(8) > IN_PROCESS_MAX_FILES) return false;
+  const walked = indexEntries(index, hashSize, index.length - hashSize);
+  if (!walked) return false;
+  let bytes = 0;
+  for (const e of walked.entries) bytes += index.readUInt32BE(e.at + 36);
+  return bytes <= IN_PROCESS_MAX_BYTES;
+}
+function indexEntries(buf, hashSize, end) {
+  const count2 = buf.readUInt32BE(8);
+  const entries = [];
+  let at = 12;
+  for (let i2 = 0; i2 < count2; i2++) {
+    if (at + 40 + hashSize + 2 > end) return null;
+    const flags = buf.readUInt16BE(at + 40 + hashSize);
+    const name = at + 40 + hashSize + 2;
+    const len = flags & 4095;
+    const nul = len < 4095 ? name + len : buf.indexOf(0, name);
+    if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
+    entries.push({ at, flags, name, nul });
+    at += nul - at + 8 & ~7;
+  }
+  return { entries, after: at };
+}
+var KEPT_EXTENSIONS = /* @__PURE__ */ new Set(["TREE", "REUC", "EOIE", "IEOT"]);
+var isAttributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
+async function keptIndexInto(ws, index, listing) {
+  const base2 = listing.base;
+  if (!base2) return null;
+  const meta = JSON.parse(await readFile3(path47.join(ws.gitDir, KEPT_META), "utf8"));
+  if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
+  if (base2.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
+  const format2 = objectFormat(ws.baseCommit);
+  const hs = format2 === "sha256" ? 32 : 20;
+  const buf = await readFile3(path47.join(ws.gitDir, KEPT_INDEX));
+  const end = buf.length - hs;
+  if (end < 12 || buf.subarray(end).toString("hex") !== meta.checksum) return null;
+  if (!createHash6(format2).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
+  const version2 = buf.readUInt32BE(4);
+  if (buf.toString("latin1", 0, 4) !== "DIRC" || version2 !== 2 && version2 !== 3) return null;
+  const count2 = buf.readUInt32BE(8);
+  if (count2 !== base2.blobs.length + base2.submodules.length) return null;
+  const submodules = new Set(base2.submodules.map((s) => s.slice(0, -1)));
+  const walked = indexEntries(buf, hs, end);
+  if (!walked) return null;
+  const entries = [];
+  const dirs = /* @__PURE__ */ new Set([""]);
+  let lastDir = "";
+  let blob = 0;
+  for (const e of walked.entries) {
+    if (e.flags & 61440) return null;
+    const name = buf.toString("latin1", e.name, e.nul);
+    const mode = buf.readUInt32BE(e.at + 24);
+    if ((mode & 61440) === 57344 ? !submodules.has(name) : base2.blobs[blob++]?.[0] !== name) return null;
+    const dir = name.slice(0, name.lastIndexOf("/") + 1);
+    if (dir !== lastDir) {
+      lastDir = dir;
+      for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
+    }
+    entries.push({ at: e.at, name: buf.subarray(e.name, e.nul), mode });
+  }
+  if (blob !== base2.blobs.length) return null;
+  let at = walked.after;
+  while (at < end) {
+    if (at + 8 > end || !KEPT_EXTENSIONS.has(buf.toString("latin1", at, at + 4))) return null;
+    at += 8 + buf.readUInt32BE(at + 4);
+  }
+  if (at !== end) return null;
+  const root2 = Buffer.from(ws.worktree + path47.sep);
+  const at0 = (rel) => Buffer.concat([root2, rel]);
+  let looked = 0;
+  for (const dir of dirs) {
+    if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync3(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
+    } catch {
+      st = void 0;
+    }
+    if (st) return null;
+  }
+  const fence = BigInt(meta.fence);
+  const fenceSec = Number(fence / 1000000000n);
+  const before = Math.floor((Date.now() - 100) / 1e3);
+  const ns = (sec, nsec) => BigInt(sec) * 1000000000n + BigInt(nsec);
+  const u322 = (n2) => Number(n2 & 0xffffffffn);
+  const use = { kept: 0, reread: 0 };
+  let looks = 0;
+  for (const e of entries) {
+    const type = e.mode & 61440;
+    if (type === 57344) continue;
+    const o2 = e.at;
+    const csec = buf.readUInt32BE(o2);
+    const msec = buf.readUInt32BE(o2 + 8);
+    if (csec < fenceSec && msec < fenceSec) {
+      use.kept++;
+      continue;
+    }
+    if (++looks % 256 === 0) await new Promise((r) => setImmediate(r));
+    const cns = ns(csec, buf.readUInt32BE(o2 + 4));
+    const mns = ns(msec, buf.readUInt32BE(o2 + 12));
+    let st;
+    try {
+      st = lstatSync3(at0(e.name), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      st = void 0;
+    }
+    const kind = type === 40960 ? st?.isSymbolicLink() : type === 32768 && st?.isFile() && ((Number(st.mode) ^ e.mode) & 64) === 0;
+    const same2 = !!st && kind && csec < before && msec < before && cns < fence && mns < fence && st.ctimeNs === cns && st.mtimeNs === mns && u322(st.dev) === buf.readUInt32BE(o2 + 16) && u322(st.ino) === buf.readUInt32BE(o2 + 20) && u322(st.uid) === buf.readUInt32BE(o2 + 28) && u322(st.gid) === buf.readUInt32BE(o2 + 32) && u322(st.size) === buf.readUInt32BE(o2 + 36);
+    if (same2) use.kept++;
+    else {
+      use.reread++;
+      buf.writeUInt32BE(0, o2 + 36);
+    }
+  }
+  if (use.reread) createHash6(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
+  const tmp = `${index}.tmp-${randomBytes13(4).toString("hex")}`;
+  try {
+    await writeFile2(tmp, buf);
+    await rename2(tmp, index);
+  } finally {
+    await rm3(tmp, { force: true });
+  }
+  return use;
+}
+var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
+async function capsListing(ws, caps, keepIndex) {
+  const under = (over, base3 = null) => ({ over, fresh: [], base: base3 });
+  if (!existsSync23(ws.worktree)) return under(null);
+  let fresh;
+  let base2;
+  const list = (index, keep) => trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep } });
+  let copy = keepIndex ?? null;
+  try {
+    if (copy) {
+      base2 = await baseIndexInto(ws, copy);
+      fresh = await list(copy, true);
+    } else {
+      const held = await baseListing(ws);
+      if (held.evicted) {
+        copy = privateIndex(ws);
+        base2 = await baseIndexInto(ws, copy);
+        fresh = await list(copy, false);
+      } else {
+        base2 = held;
+        held.readers++;
+        try {
+          fresh = await list(held.index, true);
+        } finally {
+          if (!--held.readers && held.evicted) await rm3(held.index, { force: true });
+        }
+      }
+    }
+  } catch (err) {
+    if (copy && !keepIndex) await rm3(copy, { force: true });
+    if (/output passed/.test(err.message))
+      return under(`the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`);
+    throw err;
+  }
+  const names = fresh ? fresh.split("\0").filter(Boolean) : [];
+  const size = (n2) => n2 < 1024 * 1024 ? `${n2.toLocaleString("en-US")} bytes` : `${Math.round(n2 / 1024 / 1024).toLocaleString("en-US")} MiB`;
+  if (names.length > caps.files)
+    return under(
+      `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`
+    );
+  const root2 = Buffer.from(ws.worktree + path47.sep);
+  const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
+  const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
+  let total2 = 0;
+  const sizes = await sizesOf(names.map(at));
+  const nested = [...names.filter((n2) => n2.endsWith("/")), ...base2.submodules];
+  const grow = base2.blobs.map(([name, before]) => [name, before, 0]);
+  const outside = await nestedGitOutside(ws.worktree, nested, at);
+  if (outside)
+    return under(
+      `${quoteUntrusted(`${shown(outside)}.git`, "a path in the worker's files")} names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`
+    );
+  for (const [i2, now] of (await sizesOf(grow.map((g2) => at(g2[0])))).entries()) grow[i2][2] = now;
+  for (const [i2, n2] of names.entries()) {
+    total2 += sizes[i2];
+    if (sizes[i2] > caps.fileBytes)
+      return under(
+        `${quoteUntrusted(shown(n2), "a file the worker made")} is ${size(sizes[i2])}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`
+      );
+  }
+  for (const [n2, before, now] of grow) {
+    if (now <= before) continue;
+    total2 += now - before;
+    if (now > caps.fileBytes) return under(`${shown(n2)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
+  }
+  if (total2 > caps.bytes) return under(`the worker's files add ${size(total2)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`);
+  return { over: null, fresh: names, base: base2 };
+}
+async function sizesOf(paths) {
+  const out = [];
+  for (let i2 = 0; i2 < paths.length; i2++) {
+    if (i2 && i2 % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync3(paths[i2], { throwIfNoEntry: false });
+    } catch {
+      st = void 0;
+    }
+    out.push(st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0);
+  }
+  return out;
+}
+async function nestedGitOutside(worktree, dirs, at) {
+  if (!dirs.length) return null;
+  const sep = Buffer.from(path47.sep);
+  const root2 = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), sep]);
+  const real2 = (p) => realpath(p, { encoding: "buffer" }).catch(() => null);
+  const inside2 = (p) => Buffer.concat([p, sep]).subarray(0, root2.length).equals(root2);
+  const join = (dir, name) => Buffer.concat([dir, sep, typeof name === "string" ? Buffer.from(name) : name]);
+  const readsOutside = async (gitDir, hops = 1) => {
+    let seen = 0;
+    const walk = async (p) => {
+      if (++seen > 1e4) return true;
+      const st = await lstat2(p).catch(() => null);
+      if (!st) return false;
+      if (st.isSymbolicLink()) {
+        const t3 = await real2(p);
+        if (t3 && !inside2(t3)) return true;
+      }
+      if (!st.isDirectory()) return false;
+      for (const e of await readdir3(p, { encoding: "buffer" }).catch(() => [])) if (await walk(join(p, e))) return true;
+      return false;
+    };
+    for (const name of ["HEAD", "packed-refs", "refs"]) if (await walk(join(gitDir, name))) return true;
+    const common2 = readHead(join(gitDir, "commondir"), 4096);
+    if (!common2.length) return false;
+    const named = common2.toString("latin1").trim();
+    const t2 = await real2(named.startsWith("/") ? Buffer.from(named, "latin1") : join(gitDir, Buffer.from(named, "latin1")));
+    return !!t2 && (!inside2(t2) || hops <= 0 || await readsOutside(t2, hops - 1));
+  };
+  for (const dir of dirs) {
+    const dotGit = at(`${dir}.git`);
+    const st = await lstat2(dotGit).catch(() => null);
+    if (!st) continue;
+    let target = null;
+    if (st.isDirectory() && !st.isSymbolicLink()) target = await real2(dotGit);
+    else if (st.isSymbolicLink()) target = await real2(dotGit);
+    else if (st.isFile()) {
+      const m = /^gitdir: *(.+?)\s*$/m.exec(readHead(dotGit, 4096).toString("latin1"));
+      const named = m ? Buffer.from(m[1], "latin1") : null;
+      if (named) target = await real2(named[0] === 47 ? named : Buffer.concat([at(dir), named]));
+    }
+    if (target !== null && (!inside2(target) || await readsOutside(target))) return dir;
+  }
+  return null;
+}
+async function checkOutBase(ws, checkoutDir, only) {
+  if (existsSync23(checkoutDir)) await rm3(checkoutDir, { recursive: true, force: true });
+  mkdirSync21(checkoutDir, { recursive: true });
+  const checkoutIndex = `${checkoutDir}.index`;
+  const partial2 = plainNames(only);
+  try {
+    await baseIndexInto(ws, checkoutIndex);
+    const args = partial2 ? ["checkout-index", "-f", "-q", "--", ...checkoutList(only).split("\n")] : ["checkout-index", "-a", "-f", "-q"];
+    await trustedScript(ws, { git: args, workTree: checkoutDir, allowFail: partial2 }, {}, { baseOnly: true, index: { path: checkoutIndex, keep: true } });
+  } finally {
+    await rm3(checkoutIndex, { force: true });
+  }
+  return { partial: partial2 };
+}
+async function changedBetween(ws, from, to) {
+  if (from === to) return [];
+  return parseNumstatAndStat(await trustedScript(ws, { git: ["diff", "--numstat", "-z", "--no-renames", from, to] }, {})).changed;
+}
+function parseNumstatAndStat(out) {
+  const record2 = /(?:\d+|-)\t(?:\d+|-)\t([^\0]*)\0/y;
+  const changed = [];
+  let at = 0;
+  for (let m = record2.exec(out); m; m = record2.exec(out)) {
+    changed.push(m[1]);
+    at = record2.lastIndex;
+  }
+  return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
+}
+async function fullDiff(ws, commit, maxBytes = 2e5) {
+  if (!commit && !existsSync23(ws.worktree)) return "";
+  const index = commit ? null : privateIndex(ws);
+  let d;
+  try {
+    const listing = index ? await capsListing(ws, snapshotCaps(), index) : null;
+    const over = listing?.over ?? null;
+    if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
+    if (index && listing) await keptIndexInto(ws, index, listing).catch(() => null);
+    const ready = !!index && existsSync23(index);
+    d = trimFinalNewline(
+      await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {})
+    );
+  } finally {
+    if (index) await rm3(index, { force: true });
+  }
+  return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
+\u2026 diff truncated at ${maxBytes} bytes` : d;
+}
+function gradedObjectsDir(reposDir, repoRoot2) {
+  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path47.join(reposDir, "graded", `${path47.basename(repoRoot2)}-${tag}`);
+}
+async function gradedStore(reposDir, repoRoot2) {
+  const dir = gradedObjectsDir(reposDir, repoRoot2);
+  const want = `${await objectsOf(repoRoot2)}
+`;
+  let made2 = gradedStores.get(dir);
+  if (!made2) {
+    if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value);
+    made2 = (async () => {
+      if (!existsSync23(path47.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
+    })();
+    gradedStores.set(dir, made2);
+    made2.catch(() => gradedStores.get(dir) === made2 && gradedStores.delete(dir));
+  }
+  await made2;
+  return dir;
+}
+var gradedStores = /* @__PURE__ */ new Map();
+function dropGradedStore(reposDir, repoRoot2) {
+  const dir = gradedObjectsDir(reposDir, repoRoot2);
+  gradedStores.delete(dir);
+  forgetAlternates(dir);
+  rmSync10(dir, { recursive: true, force: true });
+}
+var gradedStoreOf = (ws) => gradedStore(path47.dirname(ws.gitDir), ws.repo);
+async function keepGraded(ws, commit) {
+  if (commit === ws.baseCommit) return;
+  const graded = await gradedStoreOf(ws);
+  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path47.join(ws.gitDir, GRADE_OBJECTS), graded));
+  const done = run5.catch(() => void 0);
+  scriptsOf2.set(ws.gitDir, done);
+  void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
+  await run5;
+}
+async function copyCommitObjects(repo, from, to, commit, opts = {}) {
+  const tmp = path47.join(path47.dirname(from), `.copy-${process.pid}-${randomBytes13(6).toString("hex")}`);
+  try {
+    const out = await gitScript(`set -eu
+${COPY_MISSING}`, {
+      cwd: repo,
+      env: { ...trustedEnv(path47.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
+    });
+    return Number(out.trim()) || 0;
+  } finally {
+    await Promise.all([".list", ".check", ".missing", ".pack", ".q"].map((ext) => rm3(tmp + ext, { force: true, recursive: true })));
+  }
+}
+async function landObjects(repo, graded, commit) {
+  const listed2 = await git(repo, ["config", "--get-regexp", "^((fetch|transfer)\\.fsckobjects|extensions\\.partialclone)$"], { allowFail: true });
+  const set2 = new Map(
+    listed2.split("\n").filter(Boolean).map((l) => l.includes(" ") ? [l.slice(0, l.indexOf(" ")), l.slice(l.indexOf(" ") + 1)] : [l, "true"])
+  );
+  const on6 = (v) => v !== void 0 && (/^(true|yes|on)$/i.test(v) || /^-?[1-9][0-9]*$/.test(v));
+  const strict = !set2.has("extensions.partialclone") && on6(set2.get("fetch.fsckobjects") ?? set2.get("transfer.fsckobjects"));
+  return copyCommitObjects(repo, graded, await objectsOf(repo), commit, { strict });
+}
+async function publishBranch(ws, commit, earlier = []) {
+  const own = path47.join(ws.gitDir, "objects");
+  const from = existsSync23(path47.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
+  const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
+  if (symbolic)
+    throw new InputError(
+      `${ws.branch} is a symbolic ref to ${symbolic}, not a branch of the engine's: delete it (git symbolic-ref --delete refs/heads/${ws.branch}), then publish again`,
+      "conflict"
+    );
+  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+  if (tip && tip !== commit && !earlier.includes(tip))
+    throw new InputError(
+      `${ws.branch} already exists at ${tip.slice(0, 12)}, not the graded commit ${commit.slice(0, 12)}: delete or rename that branch, then publish again`,
+      "conflict"
+    );
+  if (tip && tip !== commit) {
+    const at = await git(ws.repo, ["for-each-ref", "--format=%(worktreepath)", `refs/heads/${ws.branch}`], { allowFail: true });
+    if (at)
+      throw new InputError(
+        `${ws.branch} is checked out in ${at}: switch that checkout to another branch, then publish again (nothing was changed)`,
+        "conflict"
+      );
+  }
+  const objects = await landObjects(ws.repo, from, commit);
+  if (tip !== commit) {
+    const r = await runCommand("git", ["update-ref", "--no-deref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, tip], {
+      cwd: ws.repo,
+      env: userGitEnv()
+    });
+    const now = r.exitCode === 0 ? commit : await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+    if (!now) throw new InputError(`${ws.branch} could not be made (git: ${gitComplaint(r)}); no branch was set`, "conflict");
+    if (now !== commit) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
+  }
+  return { repo: ws.repo, branch: ws.branch, commit, objects };
+}
+async function copyObjects(from, to) {
+  const fanout = (await readdir3(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
+  await Promise.all([
+    ...fanout.map(async (d) => {
+      const names = (await readdir3(path47.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      if (!names.length) return;
+      for (const [i2, name] of names.entries()) {
+        const place2 = () => copyWhole(path47.join(from, d, name), path47.join(to, d, name));
+        if (i2) await place2();
+        else
+          await place2().catch(async (err) => {
+            if (err.code !== "ENOENT" || !existsSync23(path47.join(from, d, name))) throw err;
+            await mkdir3(path47.join(to, d), { recursive: true });
+            await place2();
+          });
+      }
+    }),
+    copyPacks(path47.join(from, "pack"), path47.join(to, "pack"))
+  ]);
+}
+async function copyPacks(from, to) {
+  const names = await readdir3(from).catch(() => []);
+  const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
+  if (!packs.length) return;
+  await mkdir3(to, { recursive: true });
+  for (const pack of packs) {
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path47.join(from, pack + ext), path47.join(to, pack + ext));
+  }
+}
+async function copyWhole(src, dest) {
+  try {
+    await link2(src, dest);
+    return;
+  } catch (err) {
+    const code2 = err.code;
+    if (code2 === "EEXIST") return;
+    if (code2 !== "EXDEV" && code2 !== "EPERM" && code2 !== "EMLINK") throw err;
+  }
+  const tmp = path47.join(path47.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes13(6).toString("hex")}`);
+  try {
+    await copyFile2(src, tmp);
+    await link2(tmp, dest).catch((err) => {
+      if (err.code !== "EEXIST") throw err;
+    });
+  } finally {
+    await rm3(tmp, { force: true });
+  }
+}
+function mergeHint(ws) {
+  const id3 = ws.branch.replace(/^ocw\//, "");
+  const q3 = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+  if (!ws.baseBranch)
+    return `ocw publish ${id3} && cd ${q3(ws.repo)} && git merge --no-ff ${q3(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
+  return `ocw publish ${id3} && cd ${q3(ws.repo)} && git checkout ${q3(ws.baseBranch)} && git merge --no-ff ${q3(ws.branch)}`;
+}
+async function removeWorkspace(ws, opts = {}) {
+  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+  if (tip && !opts.force) {
+    const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
+    if (unmerged && unmerged !== "0")
+      throw new InputError(`${ws.branch} has ${counted(Number(unmerged), "unmerged commit")}: merge it, or discard the worker to delete it`);
+  }
+  rmSync10(ws.worktree, { recursive: true, force: true });
+  rmSync10(ws.gitDir, { recursive: true, force: true });
+  forgetAlternates(path47.join(ws.gitDir, "objects"));
+  forgetAlternates(path47.join(ws.gitDir, GRADE_OBJECTS));
+  if (opts.tmpDir) rmSync10(opts.tmpDir, { recursive: true, force: true });
+  if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
+}
+
+// engine/grading/folders.ts
+import { randomBytes as randomBytes14 } from "node:crypto";
+import { renameSync as renameSync8 } from "node:fs";
+import { chmod, lstat as lstat3, mkdir as mkdir4, readdir as readdir4, rm as rm4 } from "node:fs/promises";
+import path48 from "node:path";
 var DISCARDED = ".discarded-";
 function discard(dir) {
   const away = awayName(dir);
   try {
-    renameSync7(dir, away);
+    renameSync8(dir, away);
   } catch {
     return;
   }
   removeLater(away);
 }
-var awayName = (dir) => `${dir}${DISCARDED}${randomBytes11(4).toString("hex")}`;
+var awayName = (dir) => `${dir}${DISCARDED}${randomBytes14(4).toString("hex")}`;
 var QUIET_MS = 300;
 var MAX_WAIT_MS = 5e3;
 var pending = [];
@@ -84761,40 +86903,40 @@ async function removePending() {
   for (const d of dirs) await removeTree2(d);
 }
 async function sweepDiscarded(gradingDir) {
-  const names = await readdir2(gradingDir).catch(() => []);
-  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path45.join(gradingDir, n2))));
+  const names = await readdir4(gradingDir).catch(() => []);
+  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path48.join(gradingDir, n2))));
 }
 async function removeTree2(dir) {
   try {
-    await rm(dir, { recursive: true, force: true });
+    await rm4(dir, { recursive: true, force: true });
     return true;
   } catch (err) {
     const code2 = err.code;
     if (code2 !== "EACCES" && code2 !== "EPERM") return false;
   }
   await writableFolders(dir);
-  return rm(dir, { recursive: true, force: true }).then(
+  return rm4(dir, { recursive: true, force: true }).then(
     () => true,
     () => false
   );
 }
 async function writableFolders(dir) {
-  const st = await lstat(dir).catch(() => null);
+  const st = await lstat3(dir).catch(() => null);
   if (!st?.isDirectory()) return;
   await chmod(dir, st.mode & 4095 | 448).catch(() => void 0);
-  const entries = await readdir2(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries) if (e.isDirectory()) await writableFolders(path45.join(dir, e.name));
+  const entries = await readdir4(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) if (e.isDirectory()) await writableFolders(path48.join(dir, e.name));
 }
 async function folderIn(checkout, sub) {
   let at = checkout;
-  for (const part of sub.split(path45.sep).filter(Boolean)) {
-    at = path45.join(at, part);
-    const st = await lstat(at).catch(() => null);
-    if (!st) await mkdir(at);
+  for (const part of sub.split(path48.sep).filter(Boolean)) {
+    at = path48.join(at, part);
+    const st = await lstat3(at).catch(() => null);
+    if (!st) await mkdir4(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
       return {
-        problem: `${path45.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
+        problem: `${path48.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
       };
     }
   }
@@ -85568,8 +87710,33 @@ function parse3(toml, options2 = {}) {
 var HAS_WELLFORMED = !!"".isWellFormed;
 
 // engine/grading/command-scripts.ts
-import { lstatSync as lstatSync2 } from "node:fs";
-import path46 from "node:path";
+import { lstatSync as lstatSync4 } from "node:fs";
+import path50 from "node:path";
+
+// engine/grading/files.ts
+import { realpathSync as realpathSync4 } from "node:fs";
+import path49 from "node:path";
+var MAX_READ_BYTES = 1024 * 1024;
+function realInside(root2, file3) {
+  try {
+    const real2 = realpathSync4(root2);
+    const rel = path49.relative(real2, realpathSync4(path49.join(root2, file3))).split(path49.sep).join("/");
+    return rel === "" || rel === ".." || rel.startsWith("../") || path49.isAbsolute(rel) ? null : rel;
+  } catch {
+    return null;
+  }
+}
+function readInside(root2, file3, max = MAX_READ_BYTES) {
+  const real2 = realInside(root2, file3);
+  if (real2 === null) return null;
+  try {
+    return readRegular(path49.join(realpathSync4(root2), real2), max)?.toString("utf8") ?? null;
+  } catch {
+    return null;
+  }
+}
+
+// engine/grading/command-scripts.ts
 function simpleCommands(line) {
   const out = [];
   let words2 = [];
@@ -85703,17 +87870,17 @@ function simpleCommands(line) {
   return out;
 }
 function braceExpands(word) {
-  let open4 = false;
+  let open3 = false;
   let sep = false;
   for (let i2 = 0; i2 < word.length; i2++) {
     const c3 = word[i2];
     if (c3 === "{") {
-      open4 = true;
+      open3 = true;
       sep = false;
     } else if (c3 === "}") {
-      if (open4 && sep) return true;
-      open4 = false;
-    } else if (open4 && (c3 === "," || c3 === "." && word[i2 + 1] === ".")) sep = true;
+      if (open3 && sep) return true;
+      open3 = false;
+    } else if (open3 && (c3 === "," || c3 === "." && word[i2 + 1] === ".")) sep = true;
   }
   return false;
 }
@@ -85782,7 +87949,7 @@ var WRAPPERS = {
   chronic: { values: [] },
   unbuffer: { values: [] }
 };
-var wrapperOf = (w) => Object.hasOwn(WRAPPERS, path46.posix.basename(w)) ? path46.posix.basename(w) : null;
+var wrapperOf = (w) => Object.hasOwn(WRAPPERS, path50.posix.basename(w)) ? path50.posix.basename(w) : null;
 function commandStart(words2) {
   let i2 = 0;
   while (typeof words2[i2] === "string" && RESERVED2.has(words2[i2])) i2++;
@@ -85794,7 +87961,7 @@ function commandStart(words2) {
       i2++;
       continue;
     }
-    if (w === "eval" || path46.posix.basename(w) === "su") {
+    if (w === "eval" || path50.posix.basename(w) === "su") {
       const rest = words2.slice(i2 + 1);
       if (rest.some((x) => x === null)) return null;
       if (w === "eval") return rest.length ? { split: rest.join(" ") } : null;
@@ -85802,7 +87969,7 @@ function commandStart(words2) {
       const line = c3 < 0 ? void 0 : rest[c3].startsWith("--command=") ? rest[c3].slice("--command=".length) : rest[c3 + 1];
       return typeof line === "string" ? { split: line } : null;
     }
-    const runner = !w.includes("/") || w.startsWith("/") ? path46.posix.basename(w) : "";
+    const runner = !w.includes("/") || w.startsWith("/") ? path50.posix.basename(w) : "";
     if (Object.hasOwn(RUNNERS, runner)) return RUNNERS[runner](words2.slice(i2 + 1));
     if (!wrapper) return { at: i2 };
     i2++;
@@ -86054,7 +88221,7 @@ function scriptWords(words2, recurse) {
   const program3 = next();
   if (typeof program3 !== "string") return [];
   i2++;
-  const name = path46.posix.basename(program3).toLowerCase();
+  const name = path50.posix.basename(program3).toLowerCase();
   const out = [];
   const firstArg = (takesValue, stop, file3) => {
     while (i2 < words2.length) {
@@ -86143,7 +88310,7 @@ function commandScripts(commands, sub, checkout) {
       const lead = words2.findIndex((w) => typeof w !== "string" || !RESERVED2.has(w));
       if (lead >= 0 && words2[lead] === "cd") {
         const to = words2[lead + 1];
-        at = typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN) ? path46.posix.normalize(path46.posix.join(from || ".", to)) : null;
+        at = typeof to === "string" && !to.startsWith("/") && to !== "-" && !to.includes(UNKNOWN) ? path50.posix.normalize(path50.posix.join(from || ".", to)) : null;
         if (at === ".") at = "";
         if (at?.startsWith("..")) at = null;
         continue;
@@ -86156,7 +88323,7 @@ function commandScripts(commands, sub, checkout) {
       if (files.fromStdin) files.push(...words2.stdin !== void 0 ? [words2.stdin] : catFiles(words2.piped));
       for (const f of files) {
         if (f.startsWith("/") || f.startsWith("~") || f.includes(UNKNOWN)) continue;
-        const file3 = path46.posix.normalize(path46.posix.join(from || ".", f));
+        const file3 = path50.posix.normalize(path50.posix.join(from || ".", f));
         if (file3 === "." || file3 === ".." || file3.startsWith("../")) continue;
         const shell = checkout ? shellScript(checkout, file3, SHELLS.has(program3 ?? "")) : null;
         if (inScript && shell === null) continue;
@@ -86165,7 +88332,7 @@ function commandScripts(commands, sub, checkout) {
           found.set(file3, inScript ? { file: file3, command, via: inScript, ...sourced } : { file: file3, command, ...sourced });
           const real2 = checkout ? realInside(checkout, file3) : null;
           if (real2 && real2 !== file3 && !found.has(real2)) found.set(real2, { file: real2, command, via: file3 });
-          if (shell !== null) read3(withScriptDir(shell, path46.posix.relative(from || ".", path46.posix.dirname(file3)) || "."), from, command, depth + 1, file3);
+          if (shell !== null) read3(withScriptDir(shell, path50.posix.relative(from || ".", path50.posix.dirname(file3)) || "."), from, command, depth + 1, file3);
         }
       }
       if (checkout) {
@@ -86197,7 +88364,7 @@ function packageScripts(words2, checkout, dir) {
   if (!name) return [];
   let scripts;
   try {
-    const json3 = JSON.parse(readInside(checkout, path46.posix.join(dir || ".", "package.json")) ?? "");
+    const json3 = JSON.parse(readInside(checkout, path50.posix.join(dir || ".", "package.json")) ?? "");
     scripts = json3 && typeof json3.scripts === "object" && json3.scripts ? json3.scripts : {};
   } catch {
     return [];
@@ -86212,7 +88379,7 @@ function makeRecipes(words2, checkout, from, work) {
   const named = [];
   const move = (to) => {
     if (typeof to !== "string" || !to || to.startsWith("/")) return false;
-    dir = path46.posix.normalize(path46.posix.join(dir || ".", to));
+    dir = path50.posix.normalize(path50.posix.join(dir || ".", to));
     if (dir === ".") dir = "";
     return !dir.startsWith("..");
   };
@@ -86241,7 +88408,7 @@ function makeRecipes(words2, checkout, from, work) {
   }
   const makefiles = [];
   for (const f of named) {
-    const file3 = path46.posix.normalize(path46.posix.join(dir || ".", f));
+    const file3 = path50.posix.normalize(path50.posix.join(dir || ".", f));
     if (f === "-" || f.startsWith("/") || f.startsWith("~") || file3 === "." || file3 === ".." || file3.startsWith("../")) return null;
     makefiles.push(file3);
   }
@@ -86255,9 +88422,9 @@ function makeRecipes(words2, checkout, from, work) {
     text = texts.length ? texts.join("\n") : null;
   } else
     for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
-      if (!lstatSync2(path46.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
-      text = readInside(checkout, path46.posix.join(dir, name));
-      if (text !== null) reading.add(path46.posix.join(dir, name));
+      if (!lstatSync4(path50.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
+      text = readInside(checkout, path50.posix.join(dir, name));
+      if (text !== null) reading.add(path50.posix.join(dir, name));
       break;
     }
   if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
@@ -86320,7 +88487,7 @@ function withIncludes(text, checkout, dir, reading, budget2) {
     const parts = [];
     for (const name of m[1].trim().split(/\s+/).filter(Boolean)) {
       if (/[$*?[\]{}~\\`"']/.test(name) || name.startsWith("/") || name.includes(UNKNOWN)) continue;
-      const file3 = path46.posix.normalize(path46.posix.join(dir || ".", name));
+      const file3 = path50.posix.normalize(path50.posix.join(dir || ".", name));
       if (file3 === "." || file3 === ".." || file3.startsWith("../") || reading.has(file3) || budget2.files <= 0) continue;
       const included = readInside(checkout, file3);
       if (included === null) continue;
@@ -86349,12 +88516,12 @@ function withScriptDir(text, dir) {
 function programOf(words2) {
   const start = commandStart(words2);
   const w = start && "at" in start ? words2[start.at] : null;
-  return typeof w === "string" ? path46.posix.basename(w).toLowerCase() : null;
+  return typeof w === "string" ? path50.posix.basename(w).toLowerCase() : null;
 }
 function catFiles(words2) {
   if (!words2) return [];
   const start = commandStart(words2);
-  if (!start || !("at" in start) || typeof words2[start.at] !== "string" || path46.posix.basename(words2[start.at]) !== "cat") return [];
+  if (!start || !("at" in start) || typeof words2[start.at] !== "string" || path50.posix.basename(words2[start.at]) !== "cat") return [];
   const out = [];
   let options2 = true;
   for (const w of words2.slice(start.at + 1)) {
@@ -86369,2176 +88536,6 @@ function shellScript(checkout, file3, byShell = false) {
   if (text === null) return null;
   if (byShell || /\.(sh|bash)$/i.test(file3) || /^#!\s*\S*\/(env\s+)?(ba|da|z|k)?sh\b/.test(text)) return text;
   return null;
-}
-
-// engine/workspace/fold.ts
-function foldPath(p) {
-  return p.normalize("NFC").toUpperCase().toLowerCase().normalize("NFC").split("/").map((part) => part === "." || part === ".." ? part : part.replace(/[. ]+$/, "") || part).join("/");
-}
-
-// engine/workspace/git.ts
-var GitError = class extends OcwError {
-  constructor(message) {
-    super("conflict", message);
-    this.name = "GitError";
-  }
-};
-var LOCAL_REPO_ENV = [
-  "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-  "GIT_CONFIG",
-  "GIT_CONFIG_PARAMETERS",
-  "GIT_CONFIG_COUNT",
-  "GIT_OBJECT_DIRECTORY",
-  "GIT_DIR",
-  "GIT_WORK_TREE",
-  "GIT_IMPLICIT_WORK_TREE",
-  "GIT_GRAFT_FILE",
-  "GIT_INDEX_FILE",
-  "GIT_NO_REPLACE_OBJECTS",
-  "GIT_REPLACE_REF_BASE",
-  "GIT_PREFIX",
-  "GIT_INTERNAL_SUPER_PREFIX",
-  "GIT_SHALLOW_FILE",
-  "GIT_COMMON_DIR"
-];
-var userGitEnv = () => {
-  const env2 = { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
-  for (const name of LOCAL_REPO_ENV) delete env2[name];
-  return env2;
-};
-async function git(cwd, args, opts = {}) {
-  const r = await runCommand("git", args, { cwd, env: userGitEnv() });
-  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
-  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
-}
-async function gitScript(script, opts) {
-  const r = await runCommand("/bin/sh", ["-c", script, "ocw-git"], opts);
-  if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
-  return r.stdout;
-}
-function gitComplaint(r) {
-  if (r.timedOut) return `${r.stderr} (git waits for good where it reads a FIFO: one named .gitignore in the worker's files, or in a nested repository's .git)`;
-  return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
-}
-var ENGINE_AUTHOR = { name: "opencode-worker", email: "opencode-worker@localhost" };
-var OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=${ENGINE_AUTHOR.email}`, "-c", "commit.gpgsign=false"];
-
-// engine/workspace/mirror.ts
-import { createHash as createHash4, randomBytes as randomBytes12 } from "node:crypto";
-import { existsSync as existsSync21 } from "node:fs";
-import { copyFile, link, mkdir as mkdir2, readdir as readdir3, readFile as readFile2, rm as rm2 } from "node:fs/promises";
-import path47 from "node:path";
-function mirrorObjects(mirrorsRoot, repoRoot2, format2) {
-  const tag = createHash4("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path47.join(mirrorsRoot, `${path47.basename(repoRoot2)}-${tag}-${format2}`, "objects");
-}
-var LOOSE = /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/;
-var FANOUT = /^[0-9a-f]{2}$/;
-var PACK_IDX = /^pack-[0-9a-f]+\.idx$/;
-async function alternatesOf(objects) {
-  let text;
-  try {
-    text = await readFile2(path47.join(objects, "info", "alternates"), "utf8");
-  } catch {
-    return [];
-  }
-  return text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#")).map((l) => path47.resolve(objects, l.startsWith('"') && l.endsWith('"') ? l.slice(1, -1) : l));
-}
-async function place(src, dest, linkFn, counts) {
-  if (existsSync21(dest)) {
-    counts.present++;
-    return;
-  }
-  try {
-    await linkFn(src, dest);
-    counts.linked++;
-    return;
-  } catch (err) {
-    const code2 = err.code;
-    if (code2 === "EEXIST") {
-      counts.present++;
-      return;
-    }
-    if (code2 === "ENOENT" && !existsSync21(src)) return;
-  }
-  const tmp = path47.join(path47.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes12(6).toString("hex")}`);
-  try {
-    try {
-      await copyFile(src, tmp);
-    } catch (err) {
-      if (err.code === "ENOENT" && !existsSync21(src)) return;
-      throw err;
-    }
-    try {
-      await link(tmp, dest);
-      counts.copied++;
-    } catch (err) {
-      if (err.code !== "EEXIST") throw err;
-      counts.present++;
-    }
-  } finally {
-    await rm2(tmp, { force: true });
-  }
-}
-async function mirrorStore(from, to, linkFn, counts) {
-  const names = await readdir3(from);
-  const fanout = names.filter((d) => FANOUT.test(d));
-  for (let i2 = 0; i2 < fanout.length; i2 += 16) {
-    await Promise.all(
-      fanout.slice(i2, i2 + 16).map(async (d) => {
-        const objects = (await readdir3(path47.join(from, d)).catch(() => [])).filter((f) => LOOSE.test(f));
-        if (!objects.length) return;
-        await mkdir2(path47.join(to, d), { recursive: true });
-        for (const name of objects) await place(path47.join(from, d, name), path47.join(to, d, name), linkFn, counts);
-      })
-    );
-  }
-  const packDir = path47.join(from, "pack");
-  const packNames = await readdir3(packDir).catch(() => []);
-  const packs = packNames.filter((f) => PACK_IDX.test(f)).map((f) => f.slice(0, -".idx".length));
-  if (!packs.length) return;
-  await mkdir2(path47.join(to, "pack"), { recursive: true });
-  for (const pack of packs) {
-    if (existsSync21(path47.join(to, "pack", pack + ".idx"))) {
-      counts.present += packNames.includes(pack + ".rev") ? 3 : 2;
-      continue;
-    }
-    for (const ext of [".pack", ".rev", ".idx"]) {
-      if (packNames.includes(pack + ext)) await place(path47.join(packDir, pack + ext), path47.join(to, "pack", pack + ext), linkFn, counts);
-    }
-  }
-}
-async function hasPromisor(objects) {
-  return (await readdir3(path47.join(objects, "pack")).catch(() => [])).some((f) => f.endsWith(".promisor"));
-}
-async function refreshNow(userObjects, mirror, linkFn) {
-  const started = performance.now();
-  const counts = { linked: 0, copied: 0, present: 0 };
-  await mkdir2(path47.join(mirror, "info"), { recursive: true });
-  await mkdir2(path47.join(mirror, "pack"), { recursive: true });
-  const sources = [];
-  const unreadable = [];
-  let promisor = false;
-  const queue = [userObjects];
-  while (queue.length) {
-    const store = queue.shift();
-    if (sources.includes(store) || unreadable.includes(store) || sources.length > 64) continue;
-    try {
-      await mirrorStore(store, mirror, linkFn, counts);
-    } catch (err) {
-      if (store === userObjects) throw err;
-      unreadable.push(store);
-      continue;
-    }
-    sources.push(store);
-    promisor ||= await hasPromisor(store);
-    queue.push(...await alternatesOf(store));
-  }
-  return { objects: mirror, ...counts, sources, unreadable, promisor, ms: Math.round(performance.now() - started) };
-}
-var queued = /* @__PURE__ */ new Map();
-function refreshMirror(userObjects, mirror, opts = {}) {
-  const linkFn = opts.link ?? link;
-  let q3 = queued.get(mirror);
-  if (!q3) queued.set(mirror, q3 = { waiting: null, tail: Promise.resolve() });
-  if (q3.waiting) return q3.waiting;
-  const entry = q3;
-  const run5 = entry.tail.then(() => {
-    entry.waiting = null;
-    return refreshNow(userObjects, mirror, linkFn);
-  });
-  entry.waiting = run5;
-  entry.tail = run5.catch(() => void 0);
-  void entry.tail.then(() => {
-    if (queued.get(mirror) === entry && !entry.waiting) queued.delete(mirror);
-  });
-  return run5;
-}
-
-// engine/workspace/land.ts
-import { existsSync as existsSync22, lstatSync as lstatSync3, readFileSync as readFileSync20, readlinkSync as readlinkSync2 } from "node:fs";
-import path49 from "node:path";
-
-// engine/workspace/snapshot.ts
-import { createHash as createHash5, randomBytes as randomBytes13 } from "node:crypto";
-import { constants as constants7, mkdirSync as mkdirSync20, renameSync as renameSync8, rmSync as rmSync9, writeFileSync as writeFileSync13 } from "node:fs";
-import { lstat as lstat2, mkdir as mkdir3, open as open2, readlink, rename, rm as rm3, symlink, writeFile } from "node:fs/promises";
-import path48 from "node:path";
-import { promisify as promisify5 } from "node:util";
-import { crc32, deflate, deflateSync } from "node:zlib";
-var deflateAsync = promisify5(deflate);
-var IN_PROCESS_MAX_FILES = 2e3;
-var IN_PROCESS_MAX_BYTES = 4 * 1024 * 1024;
-var NotInProcess = class extends Error {
-};
-function objectId(type, content, format2) {
-  return createHash5(format2).update(`${type} ${content.length}\0`).update(content).digest("hex");
-}
-function parseBaseTree(out, format2) {
-  const nl = out.indexOf("\n");
-  const root2 = out.slice(0, nl);
-  const entries = /* @__PURE__ */ new Map();
-  const trees = /* @__PURE__ */ new Set([root2]);
-  const record2 = /^(\d+) (blob|tree|commit) ([0-9a-f]+) +(\d+|-)\t([\s\S]+)$/;
-  for (const rec of out.slice(nl + 1).split("\0")) {
-    if (!rec) continue;
-    const m = record2.exec(rec);
-    if (!m) return null;
-    if (m[2] === "tree") trees.add(m[3]);
-    else entries.set(m[5], { mode: m[1], oid: m[3], size: m[4] === "-" ? 0 : Number(m[4]) });
-    if (entries.size > IN_PROCESS_MAX_FILES) return null;
-  }
-  try {
-    return treesOf(entries, format2).root === root2 ? { entries, trees, root: root2, format: format2 } : null;
-  } catch {
-    return null;
-  }
-}
-function treesOf(entries, format2) {
-  const top = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() };
-  for (const [p, e] of entries) {
-    const parts = p.split("/");
-    let d = top;
-    for (const part of parts.slice(0, -1)) {
-      let next = d.dirs.get(part);
-      if (!next) d.dirs.set(part, next = { files: /* @__PURE__ */ new Map(), dirs: /* @__PURE__ */ new Map() });
-      d = next;
-    }
-    d.files.set(parts.at(-1), e);
-  }
-  const objects = /* @__PURE__ */ new Map();
-  const raw2 = format2 === "sha256" ? 32 : 20;
-  const write = (d) => {
-    const items = [];
-    for (const [name, e] of d.files) {
-      if (!name || d.dirs.has(name)) throw new NotInProcess(`an unusual name in the tree: ${JSON.stringify(name)}`);
-      items.push({ key: name, head: Buffer.from(`${e.mode} ${name}\0`, "latin1"), oid: e.oid });
-    }
-    for (const [name, sub] of d.dirs) {
-      const oid2 = write(sub);
-      if (oid2) items.push({ key: `${name}/`, head: Buffer.from(`40000 ${name}\0`, "latin1"), oid: oid2 });
-    }
-    if (!items.length && d !== top) return null;
-    items.sort((a2, b) => a2.key < b.key ? -1 : a2.key > b.key ? 1 : 0);
-    const content = Buffer.concat(items.flatMap((i2) => [i2.head, Buffer.from(i2.oid, "hex").subarray(0, raw2)]));
-    const oid = objectId("tree", content, format2);
-    objects.set(oid, content);
-    return oid;
-  };
-  return { root: write(top), objects };
-}
-var O_PATH = 2097152;
-var IN_PROCESS_MAX_FOLDERS = 1024;
-var IN_PROCESS_READS = 32;
-var FOLDER_BUDGET = 2048;
-var OPEN_FILES = 64;
-var foldersHeld = 0;
-var filesOpen = 0;
-var fileTurns = [];
-async function withFile(fn) {
-  if (filesOpen < OPEN_FILES) filesOpen++;
-  else await new Promise((turn) => fileTurns.push(turn));
-  try {
-    return await fn();
-  } finally {
-    const next = fileTurns.shift();
-    if (next) next();
-    else filesOpen--;
-  }
-}
-var PATH_MAX = 4096;
-function refusedName(name, symlink2) {
-  const parts = name.split("/");
-  const plain = (part) => part.replace(/[^\x00-\x7f]/g, "").toLowerCase();
-  for (const part of parts) {
-    if (part === "" || part === "." || part === "..") return true;
-    const p = plain(part);
-    if (/^\.git[ .]*(:|$)/.test(p) || p.startsWith("git~")) return true;
-  }
-  const last2 = plain(parts.at(-1));
-  return symlink2 && (last2.startsWith(".gitmodules") || last2.includes("~"));
-}
-var procFd;
-var byFolder = () => procFd ??= process.platform === "linux" ? lstat2("/proc/self/fd").then(
-  (st) => st.isDirectory(),
-  () => false
-) : Promise.resolve(false);
-async function eachLimited(items, limit, fn) {
-  const out = new Array(items.length);
-  let next = 0;
-  let failure2 = null;
-  const worker = async () => {
-    while (!failure2 && next < items.length) {
-      const i2 = next++;
-      try {
-        out[i2] = await fn(items[i2], i2);
-      } catch (err) {
-        failure2 ??= { err };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failure2) throw failure2.err;
-  return out;
-}
-var code = (err) => err.code;
-async function readWorktree(worktree, base2, fresh) {
-  if (base2.entries.size > IN_PROCESS_MAX_FILES || fresh.length > IN_PROCESS_MAX_FILES) throw new NotInProcess("too many files");
-  const attributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
-  for (const [p, e] of base2.entries) if (e.mode === "160000" || attributes(p)) throw new NotInProcess(`${p}: a submodule or attributes`);
-  for (const p of fresh) if (p.endsWith("/") || attributes(p)) throw new NotInProcess(`${p}: a nested repository or attributes`);
-  for (const p of fresh) if (refusedName(p, false)) throw new NotInProcess(`${p}: a name git refuses`);
-  if (!await byFolder()) throw new NotInProcess("no /proc/self/fd");
-  const paths = [...base2.entries.keys(), ...fresh.filter((p) => !base2.entries.has(p))];
-  const rootLength = Buffer.byteLength(worktree + path48.sep);
-  const dirs = /* @__PURE__ */ new Set();
-  for (const p of paths) {
-    if (rootLength + p.length >= PATH_MAX) throw new NotInProcess("a path longer than the system opens");
-    for (let i2 = p.indexOf("/"); i2 >= 0; i2 = p.indexOf("/", i2 + 1)) dirs.add(p.slice(0, i2));
-  }
-  if (dirs.size > IN_PROCESS_MAX_FOLDERS) throw new NotInProcess("too many folders");
-  const reserved = dirs.size + 1;
-  if (foldersHeld + reserved > FOLDER_BUDGET) throw new NotInProcess("the snapshots' budget of open folders is in use");
-  foldersHeld += reserved;
-  const split = (name) => {
-    const i2 = name.lastIndexOf("/");
-    return i2 < 0 ? { dir: "", leaf: name } : { dir: name.slice(0, i2), leaf: name.slice(i2 + 1) };
-  };
-  const inFolder = (fd, leaf) => Buffer.concat([Buffer.from(`/proc/self/fd/${fd}/`), Buffer.from(leaf, "latin1")]);
-  const held = [];
-  try {
-    const noAttributes = async (fd) => {
-      const st = await lstat2(inFolder(fd, ".gitattributes")).catch((err) => {
-        if (code(err) === "ENOENT") return null;
-        throw err;
-      });
-      if (st) throw new NotInProcess("a .gitattributes on the way");
-    };
-    const top = await open2(worktree, O_PATH | constants7.O_DIRECTORY);
-    held.push(top);
-    const [seen, named] = await Promise.all([top.stat(), lstat2(inFolder(top.fd, "."))]);
-    if (seen.ino !== named.ino || seen.dev !== named.dev) throw new NotInProcess("/proc/self/fd does not lead to the open folder");
-    await noAttributes(top.fd);
-    const folders = /* @__PURE__ */ new Map([["", Promise.resolve(top.fd)]]);
-    const folder = (dir) => {
-      let p = folders.get(dir);
-      if (!p) {
-        const { dir: parent, leaf } = split(dir);
-        p = folder(parent).then(async (fd) => {
-          if (fd === null) return null;
-          let h3;
-          try {
-            h3 = await open2(inFolder(fd, leaf), O_PATH | constants7.O_DIRECTORY | constants7.O_NOFOLLOW);
-          } catch (err) {
-            if (["ENOENT", "ENOTDIR", "ELOOP"].includes(code(err) ?? "")) return null;
-            throw err;
-          }
-          held.push(h3);
-          await noAttributes(h3.fd);
-          return h3.fd;
-        });
-        folders.set(dir, p);
-      }
-      return p;
-    };
-    const look = async (name) => {
-      const { dir, leaf } = split(name);
-      const fd = await folder(dir);
-      if (fd === null) return null;
-      try {
-        return { fd, leaf, st: await lstat2(inFolder(fd, leaf)) };
-      } catch (err) {
-        if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
-        throw err;
-      }
-    };
-    const found = await eachLimited(paths, 64, look);
-    await eachLimited(
-      found.flatMap((f, i2) => f?.st.isDirectory() && base2.entries.has(paths[i2]) ? [f] : []),
-      64,
-      async (f) => {
-        const st = await lstat2(Buffer.concat([inFolder(f.fd, f.leaf), Buffer.from("/.git")])).catch((err) => {
-          if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
-          throw err;
-        });
-        if (st) throw new NotInProcess("a repository where the base has a file");
-      }
-    );
-    let bytes = 0;
-    for (const [i2, f] of found.entries()) {
-      if (!f || f.st.isDirectory()) continue;
-      if (!f.st.isFile() && !f.st.isSymbolicLink()) throw new NotInProcess("a file that is neither a file nor a symlink");
-      if (f.st.isSymbolicLink() && refusedName(paths[i2], true)) throw new NotInProcess("a symlink of a name git refuses");
-      bytes += f.st.size;
-    }
-    if (bytes > IN_PROCESS_MAX_BYTES) throw new NotInProcess("too many bytes");
-    const files = /* @__PURE__ */ new Map();
-    const changed = /* @__PURE__ */ new Set();
-    await eachLimited(paths, IN_PROCESS_READS, async (name, i2) => {
-      const f = found[i2];
-      const before = base2.entries.get(name);
-      if (!f || f.st.isDirectory()) {
-        if (before) changed.add(name);
-        return;
-      }
-      const at = inFolder(f.fd, f.leaf);
-      const link3 = f.st.isSymbolicLink();
-      const content = link3 ? await readlink(at, { encoding: "buffer" }) : await withFile(() => readWhole(at, f.st));
-      const mode = link3 ? "120000" : f.st.mode & 64 ? "100755" : "100644";
-      const oid = objectId("blob", content, base2.format);
-      files.set(name, { mode, oid, content });
-      if (!before || before.mode !== mode || before.oid !== oid) changed.add(name);
-    });
-    return { files, changed };
-  } finally {
-    await Promise.all(held.map((h3) => h3.close().catch(() => void 0)));
-    foldersHeld -= reserved;
-  }
-}
-async function readWhole(file3, seen) {
-  const { size } = seen;
-  const changed = () => new NotInProcess("a file changed while it was read");
-  const h3 = await open2(file3, constants7.O_RDONLY | constants7.O_NOFOLLOW | constants7.O_NONBLOCK);
-  try {
-    const st = await h3.stat();
-    if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev || st.size !== size) throw changed();
-    const buf = Buffer.alloc(size + 1);
-    let got = 0;
-    for (; ; ) {
-      const { bytesRead } = await h3.read(buf, got, size + 1 - got, got);
-      got += bytesRead;
-      if (got > size) throw changed();
-      if (got === size || !bytesRead) break;
-    }
-    if (got !== size) throw changed();
-    return buf.subarray(0, size);
-  } finally {
-    await h3.close();
-  }
-}
-var SMALL_OBJECT = 64 * 1024;
-var PACK_TYPE = { commit: 1, tree: 2, blob: 3 };
-function packedHeader(type, size) {
-  const bytes = [];
-  let c3 = PACK_TYPE[type] << 4 | size & 15;
-  let rest = Math.floor(size / 16);
-  while (rest > 0) {
-    bytes.push(c3 | 128);
-    c3 = rest & 127;
-    rest = Math.floor(rest / 128);
-  }
-  bytes.push(c3);
-  return Buffer.from(bytes);
-}
-var u32 = (n2) => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n2);
-  return b;
-};
-async function writePack(dir, objects, format2) {
-  const packed = await Promise.all(
-    objects.map(async (o2) => {
-      const data = o2.content.length < SMALL_OBJECT ? deflateSync(o2.content, { level: 1 }) : await deflateAsync(o2.content, { level: 1 });
-      const head = packedHeader(o2.type, o2.content.length);
-      return { oid: o2.oid, head, data, crc: crc32(data, crc32(head)), offset: 0 };
-    })
-  );
-  const chunks = [Buffer.from("PACK"), u32(2), u32(packed.length)];
-  let offset = 12;
-  for (const p of packed) {
-    p.offset = offset;
-    chunks.push(p.head, p.data);
-    offset += p.head.length + p.data.length;
-  }
-  const packHash = createHash5(format2);
-  for (const c3 of chunks) packHash.update(c3);
-  const checksum = packHash.digest();
-  chunks.push(checksum);
-  const sorted = [...packed].sort((a2, b) => a2.oid < b.oid ? -1 : a2.oid > b.oid ? 1 : 0);
-  const fanout = Buffer.alloc(256 * 4);
-  for (let i2 = 0, at = 0; i2 < 256; i2++) {
-    while (at < sorted.length && Number.parseInt(sorted[at].oid.slice(0, 2), 16) <= i2) at++;
-    fanout.writeUInt32BE(at, i2 * 4);
-  }
-  const large = [];
-  const offsets = sorted.map((p) => {
-    if (p.offset < 2147483648) return u32(p.offset);
-    const b = Buffer.alloc(8);
-    b.writeBigUInt64BE(BigInt(p.offset));
-    large.push(b);
-    return u32((2147483648 | large.length - 1) >>> 0);
-  });
-  const idx = Buffer.concat([
-    Buffer.from([255, 116, 79, 99]),
-    u32(2),
-    fanout,
-    ...sorted.map((p) => Buffer.from(p.oid, "hex")),
-    ...sorted.map((p) => u32(p.crc)),
-    ...offsets,
-    ...large,
-    checksum
-  ]);
-  const index = Buffer.concat([idx, createHash5(format2).update(idx).digest()]);
-  const folder = path48.join(dir, "pack");
-  const name = path48.join(folder, `pack-${checksum.toString("hex")}`);
-  const tmp = path48.join(folder, `tmp_idx_${randomBytes13(6).toString("hex")}`);
-  if (offset + checksum.length <= SMALL_OBJECT) {
-    mkdirSync20(folder, { recursive: true });
-    try {
-      writeFileSync13(`${name}.pack`, Buffer.concat(chunks), { mode: 292 });
-      writeFileSync13(tmp, index, { mode: 292 });
-      renameSync8(tmp, `${name}.idx`);
-    } catch (err) {
-      rmSync9(tmp, { force: true });
-      throw err;
-    }
-    return;
-  }
-  await mkdir3(folder, { recursive: true });
-  try {
-    await withFile(() => writeFile(`${name}.pack`, Buffer.concat(chunks), { mode: 292 }));
-    await withFile(() => writeFile(tmp, index, { mode: 292 }));
-    await rename(tmp, `${name}.idx`);
-  } catch (err) {
-    await rm3(tmp, { force: true });
-    throw err;
-  }
-}
-var IDENTITY = `${ENGINE_AUTHOR.name} <${ENGINE_AUTHOR.email}>`;
-function commitContent(tree, parent, message, when = /* @__PURE__ */ new Date()) {
-  const off = -when.getTimezoneOffset();
-  const zone = `${off < 0 ? "-" : "+"}${String(Math.floor(Math.abs(off) / 60)).padStart(2, "0")}${String(Math.abs(off) % 60).padStart(2, "0")}`;
-  const stamp = `${Math.floor(when.getTime() / 1e3)} ${zone}`;
-  const text = message.replace(/\0/g, "");
-  return Buffer.from(
-    `tree ${tree}
-parent ${parent}
-author ${IDENTITY} ${stamp}
-committer ${IDENTITY} ${stamp}
-
-${text}${text.endsWith("\n") ? "" : "\n"}`
-  );
-}
-async function writeSnapshot(objects, base2, snap, parent, message) {
-  if (!snap.changed.size) return null;
-  const { root: root2, objects: trees } = treesOf(snap.files, base2.format);
-  const known = new Set([...base2.entries.values()].map((e) => e.oid));
-  const written = [];
-  for (const p of snap.changed) {
-    const f = snap.files.get(p);
-    if (f && !known.has(f.oid)) {
-      known.add(f.oid);
-      written.push({ type: "blob", oid: f.oid, content: f.content });
-    }
-  }
-  for (const [oid, content] of trees) if (!base2.trees.has(oid)) written.push({ type: "tree", oid, content });
-  const commit = commitContent(root2, parent, message);
-  const id3 = objectId("commit", commit, base2.format);
-  written.push({ type: "commit", oid: id3, content: commit });
-  await writePack(objects, written, base2.format);
-  return id3;
-}
-async function writeCheckout(dir, snap, only) {
-  const root2 = Buffer.from(dir + path48.sep);
-  const names = only ? only.filter((p) => snap.files.has(p)) : [...snap.files.keys()];
-  const made2 = /* @__PURE__ */ new Set();
-  for (const name of names) {
-    const parent = name.includes("/") ? name.slice(0, name.lastIndexOf("/")) : "";
-    if (parent && !made2.has(parent)) {
-      await mkdir3(Buffer.concat([root2, Buffer.from(parent, "latin1")]), { recursive: true });
-      made2.add(parent);
-    }
-  }
-  await eachLimited(names, IN_PROCESS_READS, async (name) => {
-    const f = snap.files.get(name);
-    const file3 = Buffer.concat([root2, Buffer.from(name, "latin1")]);
-    if (f.mode === "120000") await symlink(f.content, file3);
-    else await withFile(() => writeFile(file3, f.content, { mode: f.mode === "100755" ? 511 : 438, flag: "wx" }));
-  });
-}
-
-// engine/workspace/land.ts
-async function quietFlags(repo) {
-  const names = /* @__PURE__ */ new Set(["lfs"]);
-  const drivers = /* @__PURE__ */ new Set();
-  const listed2 = await git(repo, ["config", "--name-only", "--get-regexp", "^(filter|merge)\\."], { allowFail: true });
-  for (const line of listed2.split("\n")) {
-    const f = /^filter\.(.+)\.(clean|smudge|process|required)$/.exec(line);
-    if (f) names.add(f[1]);
-    const m = /^merge\.(.+)\.driver$/.exec(line);
-    if (m) drivers.add(m[1]);
-  }
-  const flags = [
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "merge.renormalize=false",
-    "-c",
-    "core.autocrlf=false",
-    "-c",
-    "core.safecrlf=false"
-  ];
-  for (const n2 of names) flags.push("-c", `filter.${n2}.smudge=`, "-c", `filter.${n2}.clean=`, "-c", `filter.${n2}.process=`, "-c", `filter.${n2}.required=false`);
-  for (const d of drivers) flags.push("-c", `merge.${d}.driver=false`);
-  return flags;
-}
-var quietEnv = () => ({ ...userGitEnv(), GIT_LFS_SKIP_SMUDGE: "1" });
-async function q2(repo, flags, args, opts = {}) {
-  const env2 = opts.objects ? { ...quietEnv(), GIT_OBJECT_DIRECTORY: opts.objects, GIT_NO_LAZY_FETCH: "1" } : quietEnv();
-  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: env2, lossless: opts.lossless });
-  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
-  return { code: r.exitCode, out: r.stdout, err: r.stderr };
-}
-async function gitWithObjects(repo, objects, args) {
-  const r = await q2(repo, [], args, { allowFail: true, objects });
-  return r.code === 0 ? r.out.trim() : "";
-}
-async function isAncestor(repo, a2, b, objects) {
-  return (await q2(repo, [], ["merge-base", "--is-ancestor", a2, b], { allowFail: true, objects })).code === 0;
-}
-async function mergeTrees(repo, a2, b, flags, objects) {
-  const f = flags ?? await quietFlags(repo);
-  const r = await q2(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a2, b], { allowFail: true, objects });
-  const parts = r.out.split("\0");
-  if (r.code === 0) return { tree: parts[0].trim() };
-  if (r.code === 1) {
-    const files = [];
-    for (const p of parts.slice(1)) {
-      if (!p) break;
-      if (!files.includes(p)) files.push(p);
-    }
-    return { conflict: files };
-  }
-  throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
-}
-async function commitTree(repo, tree, parents, message, objects) {
-  const r = await q2(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message], { objects });
-  return r.out.trim();
-}
-async function combineCommits(repo, base2, commits, message, objects) {
-  const flags = await quietFlags(repo);
-  let at = base2;
-  let tree = (await q2(repo, [], ["rev-parse", `${base2}^{tree}`], { objects })).out.trim();
-  for (const c3 of commits) {
-    const m = await mergeTrees(repo, at, c3.commit, flags, objects);
-    if ("conflict" in m) return { conflict: { id: c3.id, files: m.conflict } };
-    tree = m.tree;
-    at = await commitTree(repo, tree, [at, c3.commit], `ocw: combine ${c3.id}`, objects);
-  }
-  if (at === base2) return { commit: base2, tree };
-  return { commit: await commitTree(repo, tree, [base2], message, objects), tree };
-}
-async function treeChanges(repo, from, to, opts = {}) {
-  return parseRawChanges(
-    (await q2(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], { lossless: opts.lossless, objects: opts.objects })).out
-  ).changes;
-}
-function parseRawChanges(out) {
-  const changes = [];
-  let at = 0;
-  while (out.startsWith(":", at)) {
-    const metaEnd = out.indexOf("\0", at);
-    const pathEnd = metaEnd < 0 ? -1 : out.indexOf("\0", metaEnd + 1);
-    if (pathEnd < 0) break;
-    const [oldMode, newMode, , newOid, status] = out.slice(at + 1, metaEnd).split(" ");
-    const deleted = status === "D";
-    changes.push({
-      path: out.slice(metaEnd + 1, pathEnd),
-      mode: deleted ? null : newMode,
-      oid: deleted ? null : newOid,
-      oldMode: oldMode === "000000" ? null : oldMode
-    });
-    at = pathEnd + 1;
-  }
-  return { changes, rest: out.slice(at) };
-}
-var TOOL_CONFIG = [
-  [/(^|\/)\.npmrc$/, "npm configuration (can set script-shell, registries, lifecycle scripts)"],
-  [/(^|\/)\.yarnrc(\.yml)?$/, "yarn configuration"],
-  [/(^|\/)\.pnpmfile\.cjs$/, "pnpm hook file (runs at install)"],
-  [/(^|\/)\.envrc$/, "direnv file (runs on cd)"],
-  [/(^|\/)\.pre-commit-config\.ya?ml$/, "pre-commit hooks"],
-  [/(^|\/)(\.husky|\.githooks|hooks)\//, "a hooks folder"],
-  [/^\.github\/workflows\//, "a CI workflow"],
-  [/^\.gitlab-ci\.yml$|^\.circleci\/|^azure-pipelines\.yml$|^Jenkinsfile$/, "CI configuration"],
-  [/(^|\/)\.vscode\/(tasks|settings|launch)\.json$/, "editor tasks/settings (can run commands)"],
-  [/(^|\/)\.vscode\/mcp\.json$/, "VS Code MCP servers (programs it starts)"],
-  [/\.code-workspace$/, "a VS Code workspace file (its tasks can run when the folder opens, its settings name programs)"],
-  [/(^|\/)\.zed\//, "Zed editor configuration (its tasks and language servers are programs it starts)"],
-  [/(^|\/)\.helix\//, "Helix editor configuration (language servers it starts on opening a file)"],
-  [/(^|\/)(\.nvim\.lua|\.nvimrc|\.exrc|\.lazy\.lua)$/, "an editor's project startup file (runs in the editor)"],
-  [/(^|\/)\.cargo\/config(\.toml)?$/, "cargo configuration (build wrappers and runners it starts)"],
-  [/(^|\/)\.?mise(\.local)?\.toml$|(^|\/)\.mise\//, "mise configuration (its hooks, tasks and environment)"],
-  [/(^|\/)\.idea\//, "editor configuration"],
-  [/(^|\/)\.devcontainer\//, "dev container configuration"],
-  // What the coding agents in the person's checkout read as the project's own: Claude Code (which drives ocw) runs the
-  // hooks of `.claude/settings*.json` and the MCP servers of `.mcp.json`, and reads CLAUDE.md as instructions; opencode
-  // (later workers, on the merged base) reads AGENTS.md and its own config the same way.
-  [/(^|\/)\.claude\//, "Claude Code configuration (hooks run commands; commands, agents and settings steer Claude)"],
-  [/(^|\/)\.mcp\.json$/, "Claude Code MCP servers (programs it starts)"],
-  [/(^|\/)claude(\.local)?\.md$/, "instructions Claude Code reads as the project's own"],
-  [/(^|\/)(agents|gemini)\.md$|(^|\/)\.cursorrules$|^\.github\/copilot-instructions\.md$/, "instructions coding agents read as the project's own"],
-  [/(^|\/)\.(cursor|gemini|opencode|codex)\/|(^|\/)opencode\.jsonc?$/, "a coding agent's configuration"],
-  [/(^|\/)\.(windsurf|continue|roo|clinerules|amazonq|kiro)(\/|$)|(^|\/)\.(windsurfrules|aider\.conf\.ya?ml)$/, "a coding agent's configuration"]
-];
-async function flaggedChanges(repo, base2, commit, objects, known, beside = [], checkConfig) {
-  if (base2 === commit) return [];
-  const flags = [];
-  const changes = known?.changes ?? await treeChanges(repo, base2, commit, { lossless: true, objects });
-  const listed2 = new Map(known?.names ? [[commit, known.names]] : []);
-  flags.push(...await nameCollisions(repo, [commit, ...beside], changes, objects, listed2));
-  flags.push(...await plainWhereLfs(repo, changes, objects));
-  for (const c3 of changes) {
-    const folded = foldPath(c3.path);
-    const name = path49.posix.basename(folded);
-    if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
-    else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
-    else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
-    if (!c3.mode) continue;
-    if (c3.mode === "120000") {
-      const target = (await q2(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out;
-      flags.push({ path: c3.path, kind: "symlink", detail: `a symlink to ${JSON.stringify(target.slice(0, 200))}` });
-    } else if (c3.mode === "160000") flags.push({ path: c3.path, kind: "submodule", detail: `a submodule at ${c3.oid.slice(0, 12)}` });
-    else if (c3.mode === "100755" && c3.oldMode !== "100755")
-      flags.push({ path: c3.path, kind: "executable", detail: c3.oldMode ? "made executable" : "a new executable file" });
-    const tool = TOOL_CONFIG.find(([re]) => re.test(folded));
-    if (tool) flags.push({ path: c3.path, kind: "tool-config", detail: tool[1] });
-    const config3 = tool ? null : checkConfig?.(c3.path);
-    if (config3)
-      flags.push({ path: c3.path, kind: "tool-config", detail: `test runner configuration: later checks of this repository would run it (${config3})` });
-    if (name === "package.json") {
-      const before = await scriptsOf(repo, `${base2}:${c3.path}`, objects);
-      const after = await scriptsOf(repo, `${commit}:${c3.path}`, objects);
-      if (before !== after) flags.push({ path: c3.path, kind: "tool-config", detail: "package.json scripts changed (npm runs them)" });
-    }
-  }
-  return flags;
-}
-async function nameCollisions(repo, commits, changes, objects, listed2 = /* @__PURE__ */ new Map()) {
-  const written = changes.filter((c3) => c3.mode);
-  if (!written.length) return [];
-  const spellings = /* @__PURE__ */ new Map();
-  const add = (p) => {
-    const parts = p.split("/");
-    for (let i2 = 1; i2 <= parts.length; i2++) {
-      const spelled = parts.slice(0, i2).join("/");
-      const key = foldPath(spelled);
-      let set2 = spellings.get(key);
-      if (!set2) spellings.set(key, set2 = /* @__PURE__ */ new Set());
-      if (set2.size < 4) set2.add(spelled);
-    }
-  };
-  for (const commit of [...new Set(commits)]) {
-    const known = listed2.get(commit);
-    if (known) {
-      for (const p of known) add(p);
-      continue;
-    }
-    const r = await q2(repo, [], ["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], { allowFail: true, lossless: true, objects });
-    if (r.code !== 0) continue;
-    for (const p of r.out.split("\0")) if (p) add(p);
-  }
-  const flags = [];
-  for (const c3 of written) {
-    const parts = c3.path.split("/");
-    for (let i2 = 1; i2 <= parts.length; i2++) {
-      const spelled = parts.slice(0, i2).join("/");
-      const other = [...spellings.get(foldPath(spelled)) ?? []].find((s) => s !== spelled);
-      if (other === void 0) continue;
-      const what = i2 === parts.length ? "its name" : `its folder ${JSON.stringify(spelled)}`;
-      flags.push({
-        path: c3.path,
-        kind: "name-collision",
-        detail: `${what} and ${JSON.stringify(other)} differ only in case or Unicode normalisation: one file on macOS or Windows, where a checkout keeps one of them`
-      });
-      break;
-    }
-  }
-  return flags;
-}
-var gitDirs = /* @__PURE__ */ new Map();
-async function absoluteGitDir(repo) {
-  const known = await gitDirs.get(repo);
-  if (known && existsSync22(known)) return known;
-  if (gitDirs.size >= 256) gitDirs.delete(gitDirs.keys().next().value);
-  const p = q2(repo, [], ["rev-parse", "--absolute-git-dir"], { allowFail: true }).then((r) => r.code === 0 ? r.out.trim() : "");
-  gitDirs.set(repo, p);
-  const dir = await p;
-  if (!dir && gitDirs.get(repo) === p) gitDirs.delete(repo);
-  return dir;
-}
-var LFS_POINTER = "version https://git-lfs.github.com/spec/v1\n";
-async function plainWhereLfs(repo, changes, objects) {
-  const files = changes.filter((c3) => c3.mode === "100644" || c3.mode === "100755");
-  if (!files.length) return [];
-  const gitDir = await absoluteGitDir(repo);
-  const read3 = (f) => {
-    try {
-      return readFileSync20(f, "utf8");
-    } catch {
-      return "";
-    }
-  };
-  if (!/filter=lfs/.test(read3(path49.join(repo, ".gitattributes")) + (gitDir ? read3(path49.join(gitDir, "info", "attributes")) : ""))) return [];
-  const lfs = (await filteredAmong(
-    repo,
-    files.map((c3) => c3.path)
-  )).filter((x) => x.filter === "lfs").map((x) => x.path);
-  const flags = [];
-  for (const c3 of files) {
-    if (!lfs.includes(c3.path)) continue;
-    const size = Number((await q2(repo, [], ["cat-file", "-s", c3.oid], { allowFail: true, objects })).out.trim());
-    const head = size > 0 && size <= 1024 ? (await q2(repo, [], ["cat-file", "blob", c3.oid], { allowFail: true, objects })).out.slice(0, LFS_POINTER.length) : "";
-    if (head !== LFS_POINTER)
-      flags.push({
-        path: c3.path,
-        kind: "git-config",
-        detail: "written as plain content where your .gitattributes stores it through git-lfs: landed, its bytes go into git itself, not LFS, and your git shows it changed until you add it again"
-      });
-  }
-  return flags;
-}
-async function scriptsOf(repo, spec2, objects) {
-  const r = await q2(repo, [], ["cat-file", "blob", spec2], { allowFail: true, objects });
-  if (r.code !== 0) return "";
-  try {
-    const j = JSON.parse(r.out);
-    return JSON.stringify([j.scripts ?? null, j.config ?? null]);
-  } catch {
-    return r.out;
-  }
-}
-function describeFlags(flags) {
-  return quoteUntrustedList(
-    flags.map((f) => `${f.path} (${f.detail})`),
-    "files of the worker's change, with why each is flagged"
-  );
-}
-function conflictFiles(files, label = "file names from the worker's change") {
-  return files.length ? quoteUntrustedList(files, label) : "(git named none)";
-}
-var blobId = (bytes, like) => objectId("blob", bytes, like.length === 64 ? "sha256" : "sha1");
-function verifyCheckout(repo, changes) {
-  const wrong = [];
-  for (const c3 of changes) {
-    const file3 = path49.join(repo, c3.path);
-    const st = lstatSync3(file3, { throwIfNoEntry: false });
-    if (!c3.mode) {
-      if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
-      continue;
-    }
-    if (c3.mode === "160000") continue;
-    if (!st) {
-      wrong.push(`${c3.path} (missing)`);
-      continue;
-    }
-    if (c3.mode === "120000") {
-      if (!st.isSymbolicLink() || blobId(Buffer.from(readlinkSync2(file3, { encoding: "buffer" })), c3.oid) !== c3.oid) wrong.push(`${c3.path} (symlink differs)`);
-      continue;
-    }
-    if (!st.isFile()) {
-      wrong.push(`${c3.path} (not a file)`);
-      continue;
-    }
-    if (blobId(readFileSync20(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
-    else if (c3.mode === "100755" !== !!(st.mode & 64)) wrong.push(`${c3.path} (mode differs)`);
-  }
-  return wrong;
-}
-async function dirtyAmong(repo, paths) {
-  const changed = [];
-  const untracked = [];
-  for (let i2 = 0; i2 < paths.length; i2 += 200) {
-    const chunk = paths.slice(i2, i2 + 200);
-    const r = await runCommand(
-      "git",
-      ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", ...chunk],
-      { cwd: repo, env: userGitEnv() }
-    );
-    if (r.exitCode !== 0) throw new GitError(`git status failed in ${repo}: ${gitComplaint(r)}`);
-    for (const x of r.stdout.split("\0")) {
-      if (x.length <= 3) continue;
-      (x.startsWith("??") || x.startsWith("!!") ? untracked : changed).push(x.slice(3));
-    }
-  }
-  return { changed, untracked };
-}
-async function filteredAmong(repo, paths) {
-  const r = await runCommand("git", ["check-attr", "-z", "filter", "--", ...paths.slice(0, 200)], { cwd: repo, env: userGitEnv() });
-  if (r.exitCode !== 0) return [];
-  const parts = r.stdout.split("\0");
-  const out = [];
-  for (let i2 = 0; i2 + 2 < parts.length; i2 += 3) {
-    const value = parts[i2 + 2];
-    if (value !== "unspecified" && value !== "unset") out.push({ path: parts[i2], filter: value });
-  }
-  return out;
-}
-var listed = (files) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
-async function landCommit(o2) {
-  const { repo, branch } = o2;
-  const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
-  if (current !== branch)
-    throw new InputError(
-      `your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first${o2.elsewhere ? `, or ${o2.elsewhere}` : ""} (nothing was changed)`,
-      "conflict"
-    );
-  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
-  const flags = await quietFlags(repo);
-  let next;
-  const objects = o2.objects;
-  const parent = (await q2(repo, [], ["rev-parse", "-q", "--verify", `${o2.commit}^1`], { allowFail: true, objects })).out.trim();
-  if (o2.fastForward && parent === head) next = o2.commit;
-  else {
-    const m = await mergeTrees(repo, head, o2.commit, flags, objects);
-    if ("conflict" in m) {
-      const files = conflictFiles(m.conflict);
-      throw new InputError(
-        `merging into ${branch} conflicts in ${files}; nothing was changed.${o2.onConflict ? " " + o2.onConflict(m.conflict) : ""}`,
-        "conflict"
-      );
-    }
-    next = await commitTree(repo, m.tree, [head, o2.commit], o2.message, objects);
-  }
-  await applyToCheckout(repo, branch, head, next, flags, o2.message, { objects, publish: o2.publish, elsewhere: o2.elsewhere });
-  return next;
-}
-async function applyToCheckout(repo, branch, head, next, flags, reflog, from = {}) {
-  const byHand = from.elsewhere ? ` To land it with your own git instead (your filters and attributes apply there): ${from.elsewhere}.` : "";
-  const f = flags ?? await quietFlags(repo);
-  const changes = await treeChanges(repo, head, next, { objects: from.objects });
-  const dirty = await dirtyAmong(
-    repo,
-    changes.map((c3) => c3.path)
-  );
-  if (dirty.changed.length)
-    throw new InputError(
-      `your checkout has local changes to files this merge changes: commit or stash ${listed(dirty.changed)} first, then merge again (nothing was changed)`,
-      "conflict"
-    );
-  if (dirty.untracked.length)
-    throw new InputError(
-      `your checkout has untracked files where this merge writes: move or remove ${listed(dirty.untracked)} first, then merge again (nothing was changed)`,
-      "conflict"
-    );
-  const objects = from.objects;
-  const r = await q2(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true, objects });
-  if (r.code !== 0) {
-    const stale2 = [...`${r.err}
-${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map((m) => m[1]);
-    const filtered = stale2.length ? await filteredAmong(repo, stale2) : [];
-    if (filtered.length)
-      throw new InputError(
-        `${quoteUntrustedList(
-          filtered.map((x) => `${x.path} (filter=${x.filter})`),
-          "files this merge changes",
-          { shown: 5 }
-        )} ${filtered.length === 1 ? "is" : "are"} stored in your checkout through a filter of yours (.gitattributes; filter=lfs is git-lfs), which the engine never runs, so it cannot write this merge there; nothing was changed.${byHand}`,
-        "conflict"
-      );
-    const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
-    throw new InputError(
-      `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
-      "conflict"
-    );
-  }
-  const wrong = verifyCheckout(repo, changes);
-  if (wrong.length) {
-    await q2(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
-    throw new InputError(
-      `the files written to your checkout are not the graded ones ${quoteUntrustedList(wrong, "files of the worker's change, with what differs", { shown: 5 })}: an attribute of your checkout converts them (eol, a filter); the merge was undone and refused (nothing was changed).${byHand}`,
-      "conflict"
-    );
-  }
-  if (from.publish) {
-    try {
-      await from.publish(next);
-    } catch (err) {
-      await q2(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
-      throw err;
-    }
-  }
-  const u2 = await q2(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0].slice(0, 100)}`, `refs/heads/${branch}`, next, head], {
-    allowFail: true
-  });
-  if (u2.code !== 0) {
-    await q2(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true, objects });
-    throw new InputError(`${branch} moved while merging; nothing was changed: merge again`, "conflict");
-  }
-}
-async function revertCommit(repo, branch, merge2, message) {
-  const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
-  if (current !== branch)
-    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
-  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
-  const isAncestor2 = await runCommand("git", ["merge-base", "--is-ancestor", merge2, head], { cwd: repo, env: userGitEnv() });
-  if (isAncestor2.exitCode !== 0) throw new InputError(`${merge2.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
-  const flags = await quietFlags(repo);
-  const firstParentTree = (await q2(repo, [], ["rev-parse", `${merge2}^1^{tree}`])).out.trim();
-  const undo = await commitTree(repo, firstParentTree, [merge2], "ocw: undo");
-  const m = await mergeTrees(repo, head, undo, flags);
-  if ("conflict" in m)
-    throw new InputError(
-      `reverting ${merge2.slice(0, 12)} conflicts with later changes in ${conflictFiles(m.conflict, "file names from the merged change")}; nothing was changed: revert it by hand (git revert -m 1 ${merge2.slice(0, 12)})`,
-      "conflict"
-    );
-  const next = await commitTree(repo, m.tree, [head], message);
-  await applyToCheckout(repo, branch, head, next, flags, message);
-  return next;
-}
-
-// engine/workspace/workspace.ts
-import { constants as constants8, existsSync as existsSync23, lstatSync as lstatSync4, mkdirSync as mkdirSync21, readFileSync as readFileSync21, realpathSync as realpathSync4, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
-import { copyFile as copyFile2, link as link2, lstat as lstat3, mkdir as mkdir4, open as open3, readdir as readdir4, readFile as readFile3, realpath, rename as rename2, rm as rm4, writeFile as writeFile2 } from "node:fs/promises";
-import { createHash as createHash6, randomBytes as randomBytes14 } from "node:crypto";
-import path50 from "node:path";
-async function inspectRepo(dir) {
-  if (!path50.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync23(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
-  if (!statSync17(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
-  const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
-  if (!root2 || !head || !ref) {
-    const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
-    if (!top && await git(dir, ["rev-parse", "--is-bare-repository"], { allowFail: true }) === "true")
-      throw new InputError(`${dir} is a bare repository (it has no files to work on): pass a checkout of it (\`git clone ${dir}\`)`);
-    if (!top && await git(dir, ["rev-parse", "--is-inside-git-dir"], { allowFail: true }) === "true") {
-      const gitDir = path50.resolve(dir, await git(dir, ["rev-parse", "--absolute-git-dir"], { allowFail: true }));
-      throw new InputError(
-        `${dir} is inside a repository's .git folder, not its checkout: pass the repository's folder${path50.basename(gitDir) === ".git" ? ` (${path50.dirname(gitDir)})` : ""}`
-      );
-    }
-    if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
-    throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
-  }
-  const branch = ref === "HEAD" ? null : ref;
-  const subdir = path50.relative(await realpath(root2), await realpath(path50.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path50.sep).join("/")}`], { allowFail: true })) {
-    throw new InputError(
-      `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
-    );
-  }
-  return { root: root2, subdir, head, branch };
-}
-function worktreePath(worktreesRoot, repoRoot2, workerId) {
-  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path50.join(worktreesRoot, `${path50.basename(repoRoot2)}-${tag}`, workerId);
-}
-var mirrorsRootOf = (worktreesRoot) => path50.join(path50.dirname(worktreesRoot), "mirrors");
-function workspaceMirror(worktreesRoot, repoRoot2, baseCommit, mirrorsRoot = mirrorsRootOf(worktreesRoot)) {
-  return mirrorObjects(mirrorsRoot, repoRoot2, objectFormat(baseCommit));
-}
-async function createWorkspace(worktreesRoot, repo, workerId, gitDir, opts = {}) {
-  const branch = `ocw/${workerId}`;
-  const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path50.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  const mirror = workspaceMirror(worktreesRoot, repo.root, repo.head, opts.mirrorsRoot);
-  const refresh = async () => refreshMirror(await objectsOf(repo.root), mirror, { link: opts.link });
-  if (existsSync23(worktree)) {
-    await moveOntoMirror(worktreesRoot, ws, opts);
-    return ws;
-  }
-  mkdirSync21(path50.dirname(worktree), { recursive: true });
-  const env2 = { ...userGitEnv(), ...workspaceGitEnv(path50.dirname(gitDir)) };
-  const make = async () => {
-    const objects = await realMirror(mirror);
-    const projectId = opencodeProjectId();
-    if (!opts.importFrom) return newWorkspace(worktree, env2, { objects, projectId, branch, base: repo.head, engineDir: path50.dirname(gitDir) });
-    await gitScript(NEW_WORKSPACE, {
-      cwd: path50.dirname(worktree),
-      env: {
-        ...env2,
-        OCW_WORKTREE: worktree,
-        OCW_OBJECTS: objects,
-        OCW_BRANCH: branch,
-        OCW_BASE: repo.head,
-        OCW_OBJECT_FORMAT: objectFormat(repo.head),
-        OCW_PROJECT_ID: projectId,
-        // A task after others starts from their graded commits, which the user's repository does not hold: exactly the
-        // objects of that base it lacks are copied into the workspace's own object store from the engine's (importFrom).
-        OCW_IMPORT_FROM: opts.importFrom,
-        OCW_REPO: repo.root
-      }
-    });
-  };
-  let last2 = existsSync23(mirror) ? null : await refresh();
-  try {
-    await make();
-  } catch (first2) {
-    await rm4(worktree, { recursive: true, force: true });
-    if (last2) throw mirrorFailure(repo, last2, first2);
-    last2 = await refresh();
-    try {
-      await make();
-    } catch (again) {
-      await rm4(worktree, { recursive: true, force: true });
-      throw mirrorFailure(repo, last2, again);
-    }
-  }
-  await keepCheckoutIndex(ws);
-  return ws;
-}
-var realMirrors = /* @__PURE__ */ new Map();
-function realMirror(mirror) {
-  let p = realMirrors.get(mirror);
-  if (!p) {
-    if (realMirrors.size >= 256) realMirrors.delete(realMirrors.keys().next().value);
-    p = realpath(mirror);
-    realMirrors.set(mirror, p);
-    p.catch(() => realMirrors.get(mirror) === p && realMirrors.delete(mirror));
-  }
-  return p;
-}
-var skeletons = /* @__PURE__ */ new Map();
-function repoSkeleton(parent, format2, env2) {
-  const key = `${parent}\0${format2}`;
-  let p = skeletons.get(key);
-  if (!p) {
-    if (skeletons.size >= 64) skeletons.delete(skeletons.keys().next().value);
-    p = (async () => {
-      const tmp = path50.join(parent, `.ocw-init-${process.pid}-${randomBytes14(4).toString("hex")}`);
-      await mkdir4(parent, { recursive: true });
-      try {
-        const r = await runCommand("git", ["init", "-q", "--template=", ...format2 === "sha256" ? ["--object-format=sha256"] : [], tmp], { cwd: parent, env: env2 });
-        if (r.exitCode !== 0) throw new GitError(`git init failed in ${parent}: ${gitComplaint(r)}`);
-        const dirs = [".git"];
-        const files = [];
-        const walk = async (rel) => {
-          for (const e of await readdir4(path50.join(tmp, rel), { withFileTypes: true })) {
-            const name = path50.join(rel, e.name);
-            if (e.isDirectory()) {
-              dirs.push(name);
-              await walk(name);
-            } else if (e.isFile()) files.push([name, await readFile3(path50.join(tmp, name))]);
-            else throw new GitError(`git init made ${name}, which is neither a file nor a folder`);
-          }
-        };
-        await walk(".git");
-        return { leaves: dirs.filter((d) => !dirs.some((x) => x.startsWith(d + path50.sep))), files };
-      } finally {
-        await rm4(tmp, { recursive: true, force: true });
-      }
-    })();
-    skeletons.set(key, p);
-    p.catch(() => skeletons.get(key) === p && skeletons.delete(key));
-  }
-  return p;
-}
-async function newWorkspace(worktree, env2, o2) {
-  const skeleton = await repoSkeleton(o2.engineDir, objectFormat(o2.base), env2);
-  const dotGit = path50.join(worktree, ".git");
-  await Promise.all(skeleton.leaves.map((d) => mkdir4(path50.join(worktree, d), { recursive: true })));
-  await Promise.all([
-    ...skeleton.files.map(([name, bytes]) => writeFile2(path50.join(worktree, name), bytes, { flag: "wx" })),
-    writeFile2(path50.join(dotGit, "objects", "info", "alternates"), `${o2.objects}
-`, { flag: "wx" }),
-    writeFile2(path50.join(dotGit, "opencode"), `${o2.projectId}
-`, { flag: "wx" })
-  ]);
-  const r = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "checkout", "-q", "-b", o2.branch, o2.base], {
-    cwd: worktree,
-    env: env2
-  });
-  const out = `${r.stdout}${r.stderr}`;
-  if (r.exitCode !== 0 || /unable to read|invalid object/.test(out)) throw new GitError(`git failed in ${worktree}: ${gitComplaint(r)}`);
-}
-async function moveOntoMirror(worktreesRoot, ws, opts = {}) {
-  const mirror = workspaceMirror(worktreesRoot, ws.repo, ws.baseCommit, opts.mirrorsRoot);
-  const alternates = path50.join(ws.worktree, ".git", "objects", "info", "alternates");
-  const named = existsSync23(alternates) ? readFileSync21(alternates, "utf8").trim() : null;
-  const old = named !== null && named === await objectsOf(ws.repo).catch(() => null);
-  if (!old && existsSync23(mirror)) return;
-  await refreshMirror(await objectsOf(ws.repo), mirror, { link: opts.link });
-  if (old && ownFolders(ws.worktree, [".git", "objects", "info"]))
-    await writeAlternates(path50.join(ws.worktree, ".git", "objects"), realpathSync4(mirror) + "\n");
-}
-function ownFolders(root2, parts) {
-  let dir = root2;
-  for (const p of parts) {
-    dir = path50.join(dir, p);
-    try {
-      if (!lstatSync4(dir).isDirectory()) return false;
-    } catch {
-      return false;
-    }
-  }
-  return true;
-}
-function mirrorFailure(repo, r, err) {
-  const base2 = repo.head.slice(0, 12);
-  if (r.promisor)
-    return new InputError(
-      `${repo.root} is a partial clone: objects of ${base2} were never fetched, and a worker's workspace cannot fetch them. Fetch them in your repository first (\`git -C ${repo.root} fetch --refetch\`, or \`git checkout ${base2}\` there), then start again. Nothing was changed.`,
-      "conflict"
-    );
-  if (r.unreadable.length)
-    return new InputError(
-      `${repo.root} borrows objects from ${r.unreadable.join(", ")} (objects/info/alternates), which the engine cannot read: ${base2} cannot be checked out for the worker. Make it readable, or run \`git repack -a -d\` in your repository to copy those objects in. Nothing was changed.`,
-      "conflict"
-    );
-  return err;
-}
-var opencodeProjectId = () => randomBytes14(20).toString("hex");
-var TRUSTED_FLAGS = [
-  "-c",
-  "core.quotePath=false",
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false",
-  "-c",
-  "core.untrackedCache=false",
-  "-c",
-  "core.sparseCheckout=false",
-  "-c",
-  "core.symlinks=true",
-  "-c",
-  "commit.gpgsign=false",
-  // A file's stat data is trusted only whole (the kept checkout index, keptIndexInto): its ctime, inode and owner too,
-  // so a file rewritten and its mtime put back (`touch -d`) is read again.
-  "-c",
-  "core.trustctime=true",
-  "-c",
-  "core.checkStat=default"
-];
-var GRADE_OBJECTS = "grade-objects";
-var COPY_MISSING = `GIT_NO_LAZY_FETCH=1; export GIT_NO_LAZY_FETCH
-GIT_OBJECT_DIRECTORY="$OCW_FROM" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > "$OCW_TMP.list"
-GIT_OBJECT_DIRECTORY="$OCW_TO" git cat-file --batch-check < "$OCW_TMP.list" > "$OCW_TMP.check"
-sed -n 's/ missing$//p' "$OCW_TMP.check" > "$OCW_TMP.missing"
-if [ -s "$OCW_TMP.missing" ]; then
-  GIT_OBJECT_DIRECTORY="$OCW_FROM" git pack-objects -q --stdout < "$OCW_TMP.missing" > "$OCW_TMP.pack"
-  if [ -n "\${OCW_STRICT:-}" ]; then
-    mkdir -p "$OCW_TMP.q/info" && printf '%s
-' "$OCW_TO" > "$OCW_TMP.q/info/alternates"
-    GIT_OBJECT_DIRECTORY="$OCW_TMP.q" git unpack-objects -q --strict < "$OCW_TMP.pack"
-  fi
-  GIT_OBJECT_DIRECTORY="$OCW_TO" git unpack-objects -q < "$OCW_TMP.pack"
-fi
-GIT_OBJECT_DIRECTORY="$OCW_TO" git rev-list --objects --no-object-names "$OCW_COMMIT" --not --all > /dev/null
-wc -l < "$OCW_TMP.missing"
-`;
-var NEW_WORKSPACE = `set -eu
-if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
-printf '%s
-' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
-printf '%s
-' "$OCW_PROJECT_ID" > "$OCW_WORKTREE/.git/opencode"
-if [ -n "\${OCW_IMPORT_FROM:-}" ]; then
-  OCW_FROM="$OCW_IMPORT_FROM" OCW_TO="$OCW_WORKTREE/.git/objects" OCW_COMMIT="$OCW_BASE" OCW_TMP="$OCW_WORKTREE/.git/ocw-import"
-  (cd "$OCW_REPO"
-${COPY_MISSING}) > /dev/null
-  rm -f "$OCW_TMP".*
-fi
-cd "$OCW_WORKTREE"
-out=$(git checkout -q -b "$OCW_BRANCH" "$OCW_BASE" 2>&1) || { printf '%s
-' "$out" >&2; exit 1; }
-case "$out" in *"unable to read"*|*"invalid object"*) printf '%s
-' "$out" >&2; exit 1 ;; esac
-`;
-var workspaceGitEnv = (home) => ({ GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", HOME: home, XDG_CONFIG_HOME: void 0 });
-var TRUSTED = `set -eu
-C="${TRUSTED_FLAGS.join(" ")}"
-`;
-var INIT_ENGINE_GIT_DIR = `${TRUSTED}if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$OCW_DIR"; else git $C init -q --bare --template= "$OCW_DIR"; fi
-`;
-var SNAPSHOT = `[ -n "\${OCW_INDEX_READY-}" ] || GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
-tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
-`;
-var COMMIT_AND_CHECK_OUT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
-${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
-printf '%s
-' "$commit"
-git $C diff --raw --no-abbrev --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
-if [ -n "$OCW_CHECKOUT_ONLY" ]; then
-  printf '%s
-' "$OCW_CHECKOUT_ONLY" | GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index --stdin -f -q || :
-else
-  GIT_INDEX_FILE="$OCW_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
-fi
-`;
-var CHECK_OUT_COMMIT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
-GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_COMMIT"
-GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
-`;
-function trustedEnv(home) {
-  return {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    LC_ALL: "C",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    HOME: home,
-    GIT_AUTHOR_NAME: ENGINE_AUTHOR.name,
-    GIT_AUTHOR_EMAIL: ENGINE_AUTHOR.email,
-    GIT_COMMITTER_NAME: ENGINE_AUTHOR.name,
-    GIT_COMMITTER_EMAIL: ENGINE_AUTHOR.email
-  };
-}
-var engineGitDirs = /* @__PURE__ */ new Map();
-function engineGitDir(workerDir, format2) {
-  const dir = path50.join(path50.dirname(workerDir), `.engine-${format2}.git`);
-  let made2 = engineGitDirs.get(dir);
-  if (!made2) {
-    made2 = (async () => {
-      if (existsSync23(path50.join(dir, "HEAD"))) return dir;
-      const tmp = `${dir}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
-      mkdirSync21(path50.dirname(dir), { recursive: true });
-      try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path50.dirname(dir), env: { ...trustedEnv(path50.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
-        await rename2(tmp, dir).catch((err) => {
-          if (!existsSync23(path50.join(dir, "HEAD"))) throw err;
-        });
-      } finally {
-        await rm4(tmp, { recursive: true, force: true });
-      }
-      return dir;
-    })();
-    engineGitDirs.set(dir, made2);
-    made2.catch(() => engineGitDirs.delete(dir));
-  }
-  return made2;
-}
-var DIFF = `${TRUSTED}if [ -z "$OCW_TO" ]; then
-${SNAPSHOT}OCW_TO="$tree"
-fi
-git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
-`;
-var scriptsOf2 = /* @__PURE__ */ new Map();
-function trustedScript(ws, script, inputs, opts = {}) {
-  return inTurn(ws, () => runTrustedScript(ws, script, inputs, opts));
-}
-function inTurn(ws, fn) {
-  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(fn);
-  const done = run5.catch(() => void 0);
-  scriptsOf2.set(ws.gitDir, done);
-  void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
-  return run5;
-}
-async function writeAlternates(objects, text, opts = {}) {
-  const file3 = path50.join(objects, "info", "alternates");
-  if (opts.engines && alternatesWritten.get(file3) === text) return;
-  if (opts.absent) {
-    await mkdir4(path50.dirname(file3), { recursive: true });
-    await writeFile2(file3, text);
-  } else if (await readFile3(file3, "utf8").catch(() => null) !== text) {
-    const tmp = `${file3}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
-    try {
-      await writeFile2(tmp, text);
-    } catch (err) {
-      if (err.code !== "ENOENT") throw err;
-      await mkdir4(path50.dirname(file3), { recursive: true });
-      await writeFile2(tmp, text);
-    }
-    await rename2(tmp, file3);
-  }
-  if (!opts.engines) return;
-  if (alternatesWritten.size >= 4096) alternatesWritten.delete(alternatesWritten.keys().next().value);
-  alternatesWritten.set(file3, text);
-}
-var alternatesWritten = /* @__PURE__ */ new Map();
-var gradeFoldersMade = /* @__PURE__ */ new Set();
-var forgetAlternates = (objects) => {
-  gradeFoldersMade.delete(objects);
-  alternatesWritten.delete(path50.join(objects, "info", "alternates"));
-};
-async function runTrustedScript(ws, script, inputs, opts) {
-  if (opts.baseOnly) {
-    const [gitDir2, userObjects, graded] = await Promise.all([engineGitDir(ws.gitDir, objectFormat(ws.baseCommit)), objectsOf(ws.repo), gradedStoreOf(ws)]);
-    return runOnBase(ws, script, inputs, opts, { gitDir: gitDir2, userObjects, graded });
-  }
-  const throughGrade = script === COMMIT_AND_CHECK_OUT || script === CHECK_OUT_COMMIT;
-  const { gitDir, objects, gradeObjects } = await workerObjects(ws, !!opts.freshGradeObjects, throughGrade);
-  const index = opts.index?.path ?? privateIndex(ws);
-  try {
-    const env2 = {
-      ...trustedEnv(ws.gitDir),
-      GIT_DIR: gitDir,
-      GIT_OBJECT_DIRECTORY: objects,
-      OCW_GRADE_OBJECTS: gradeObjects,
-      OCW_INDEX: index,
-      // The index already holds the base (read by the caps listing just before): the snapshot does not read it again.
-      ...opts.index?.ready ? { OCW_INDEX_READY: "1" } : {},
-      OCW_BASE: ws.baseCommit,
-      OCW_WORKTREE: ws.worktree,
-      ...inputs
-    };
-    return await runTrusted(ws, script, ws.gitDir, env2, index, opts);
-  } finally {
-    if (!opts.index?.keep) await rm4(index, { force: true });
-  }
-}
-async function workerObjects(ws, fresh, throughGrade = false) {
-  const format2 = objectFormat(ws.baseCommit);
-  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path50.join(ws.gitDir, "objects");
-  const gradeObjects = path50.join(ws.gitDir, GRADE_OBJECTS);
-  const graded = await gradedStoreOf(ws);
-  if (fresh) {
-    if (existsSync23(gradeObjects)) {
-      await copyObjects(gradeObjects, objects);
-      await rm4(gradeObjects, { recursive: true, force: true });
-    }
-    forgetAlternates(gradeObjects);
-  }
-  const gradeFolder = async () => {
-    if (throughGrade || !fresh && !gradeFoldersMade.has(gradeObjects)) {
-      return writeAlternates(gradeObjects, `${userObjects}
-${graded}
-`, { engines: true, absent: fresh });
-    }
-    if (!fresh) return;
-    await mkdir4(path50.join(gradeObjects, "pack"), { recursive: true });
-    if (gradeFoldersMade.size >= 4096) gradeFoldersMade.delete(gradeFoldersMade.values().next().value);
-    gradeFoldersMade.add(gradeObjects);
-  };
-  await Promise.all([writeAlternates(objects, `${userObjects}
-${graded}
-${gradeObjects}
-`, { engines: true }), gradeFolder()]);
-  return { gitDir, objects, gradeObjects };
-}
-async function runOnBase(ws, script, inputs, opts, at) {
-  const index = opts.index?.path ?? privateIndex(ws);
-  const cwd = path50.dirname(ws.gitDir);
-  try {
-    const env2 = {
-      ...trustedEnv(ws.gitDir),
-      GIT_DIR: at.gitDir,
-      GIT_OBJECT_DIRECTORY: at.userObjects,
-      GIT_ALTERNATE_OBJECT_DIRECTORIES: at.graded,
-      GIT_NO_LAZY_FETCH: "1",
-      OCW_INDEX: index,
-      OCW_BASE: ws.baseCommit,
-      OCW_WORKTREE: ws.worktree,
-      ...inputs
-    };
-    return await runTrusted(ws, script, cwd, env2, index, opts);
-  } finally {
-    if (!opts.index?.keep) await rm4(index, { force: true });
-  }
-}
-async function runTrusted(ws, script, cwd, env2, index, opts) {
-  const limitMs = config2().OCW_GIT_READ_SEC * 1e3;
-  if (typeof script === "string") return gitScript(script, { cwd, env: env2, lossless: !opts.bytes, bytes: opts.bytes, limitMs });
-  const r = await runCommand("git", [...TRUSTED_FLAGS, ...script.git], {
-    cwd,
-    env: { ...env2, GIT_INDEX_FILE: index, GIT_WORK_TREE: script.workTree ?? ws.worktree },
-    lossless: !opts.bytes,
-    bytes: opts.bytes,
-    limitMs
-  });
-  if (r.exitCode !== 0 && !(script.allowFail && r.exitCode !== null)) throw new GitError(`git ${script.git[0]} failed in ${cwd}: ${gitComplaint(r)}`);
-  return r.stdout;
-}
-var privateIndex = (ws) => `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-var objectFormat = (commit) => commit.length === 64 ? "sha256" : "sha1";
-var objectDirs = /* @__PURE__ */ new Map();
-function objectsOf(repo) {
-  let p = objectDirs.get(repo);
-  if (!p) {
-    if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path50.resolve(repo, dir));
-    objectDirs.set(repo, p);
-    p.catch(() => objectDirs.delete(repo));
-  }
-  return p;
-}
-async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps(), only, how = "any") {
-  const index = privateIndex(ws);
-  let indexMade = false;
-  const partial2 = plainNames(only);
-  let out;
-  try {
-    const listing = await capsListing(ws, caps);
-    if (listing.over) throw new SnapshotTooLarge(listing.over);
-    const emptied = async () => {
-      if (existsSync23(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
-      mkdirSync21(checkoutDir, { recursive: true });
-    };
-    await emptied();
-    const tree = listing.base?.tree;
-    if (how === "any" && tree && !config2().OCW_SNAPSHOT_GIT) {
-      const made2 = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial2 ? only : void 0).catch(() => null);
-      if (made2) return made2;
-      await emptied();
-    }
-    indexMade = true;
-    if (!await keptIndexInto(ws, index, listing).catch(() => null)) await baseIndexInto(ws, index);
-    out = await trustedScript(
-      ws,
-      COMMIT_AND_CHECK_OUT,
-      { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_ONLY: partial2 ? checkoutList(only) : "" },
-      { freshGradeObjects: true, index: { path: index, ready: existsSync23(index) } }
-    );
-  } finally {
-    if (indexMade) await rm4(index, { force: true });
-  }
-  const eol = out.indexOf("\n");
-  const raw2 = parseRawChanges(out.slice(eol + 1));
-  const { changed, stat } = parseNumstatAndStat(raw2.rest);
-  return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat, partial: partial2, changes: raw2.changes } : { commit: ws.baseCommit, changed, diffStat: "", partial: partial2, changes: [] };
-}
-async function commitInProcess(ws, base2, fresh, message, checkoutDir, only) {
-  if (!await trustsFileSystem(await engineGitDir(ws.gitDir, base2.format))) throw new NotInProcess("git does not trust the file system's modes or names");
-  const snap = await readWorktree(ws.worktree, base2, fresh);
-  const commit = await inTurn(ws, async () => writeSnapshot((await workerObjects(ws, true)).gradeObjects, base2, snap, ws.baseCommit, message));
-  const wanted = only ? checkoutList(only).split("\n").map((p) => Buffer.from(p).toString("latin1")) : void 0;
-  await writeCheckout(checkoutDir, snap, wanted);
-  const partial2 = !!only;
-  if (!commit) return { commit: ws.baseCommit, changed: [], diffStat: "", partial: partial2, changes: [] };
-  const out = await trustedScript(ws, { git: ["diff", "--raw", "--no-abbrev", "--numstat", "--stat", "-z", "--no-renames", ws.baseCommit, commit] }, {});
-  const raw2 = parseRawChanges(out);
-  const read3 = new Map([...snap.changed].map((p) => [losslessUtf8(Buffer.from(p, "latin1")), snap.files.get(p)]));
-  const same2 = raw2.changes.length === read3.size && raw2.changes.every((c3) => read3.has(c3.path) && (c3.mode === null ? !read3.get(c3.path) : read3.get(c3.path)?.oid === c3.oid && read3.get(c3.path)?.mode === c3.mode));
-  if (!same2) throw new Error("the in-process snapshot and git's diff of it differ");
-  const { changed, stat } = parseNumstatAndStat(raw2.rest);
-  const names = [...snap.files.keys()].map((p) => losslessUtf8(Buffer.from(p, "latin1")));
-  return { commit, changed, diffStat: stat, partial: partial2, changes: raw2.changes, names };
-}
-var trusted = /* @__PURE__ */ new Map();
-function trustsFileSystem(gitDir) {
-  let p = trusted.get(gitDir);
-  if (!p) {
-    p = readFile3(path50.join(gitDir, "config"), "utf8").then(
-      (text) => {
-        const values = (key) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*(\\S*)\\s*$`, "gim"))].map((m) => m[1].toLowerCase());
-        return values("filemode").every((v) => v === "true") && values("ignorecase").every((v) => v === "false") && values("precomposeunicode").every((v) => v === "false");
-      },
-      () => false
-    );
-    trusted.set(gitDir, p);
-  }
-  return p;
-}
-function partialHolds(checkoutDir, only) {
-  return only.every((p) => {
-    const parts = p.split("/").filter(Boolean);
-    let at = checkoutDir;
-    for (const [i2, part] of parts.entries()) {
-      at = path50.join(at, part);
-      let st;
-      try {
-        st = lstatSync4(at);
-      } catch {
-        return true;
-      }
-      if (i2 === parts.length - 1) return st.isFile();
-      if (!st.isDirectory() || st.isSymbolicLink()) return false;
-    }
-    return false;
-  });
-}
-function checkoutList(only) {
-  const all = /* @__PURE__ */ new Set();
-  for (const p of only) {
-    const parts = p.split("/").filter(Boolean);
-    for (let i2 = 1; i2 <= parts.length; i2++) all.add(parts.slice(0, i2).join("/"));
-  }
-  return [...all].join("\n");
-}
-var plainNames = (only) => !!only?.length && only.every((p) => p.length > 0 && !p.includes("\n") && !p.startsWith('"') && !p.includes('/"'));
-async function checkOutCommit(ws, commit, checkoutDir) {
-  if (existsSync23(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
-  mkdirSync21(checkoutDir, { recursive: true });
-  const checkoutIndex = `${checkoutDir}.index`;
-  try {
-    await trustedScript(ws, CHECK_OUT_COMMIT, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex, OCW_COMMIT: commit });
-  } finally {
-    await rm4(checkoutIndex, { force: true });
-  }
-}
-function snapshotCaps(env2 = process.env) {
-  const c3 = config2(env2);
-  const MiB4 = 1024 * 1024;
-  return { files: c3.OCW_SNAPSHOT_MAX_FILES, bytes: c3.OCW_SNAPSHOT_MAX_MB * MiB4, fileBytes: c3.OCW_SNAPSHOT_FILE_MAX_MB * MiB4 };
-}
-var SnapshotTooLarge = class extends OcwError {
-  constructor(message) {
-    super("conflict", message);
-    this.name = "SnapshotTooLarge";
-  }
-};
-var BASE_LISTING = `${TRUSTED}GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
-git $C rev-parse "$OCW_BASE^{tree}"
-git $C ls-tree -r -t -l -z --full-tree "$OCW_BASE"
-`;
-var baseListings = /* @__PURE__ */ new Map();
-var BASE_LISTINGS_KEPT = 8;
-var baseIndexDirs = /* @__PURE__ */ new Map();
-function prepareGrading(ws) {
-  baseListing(ws).catch(() => void 0);
-}
-function baseListing(ws) {
-  const dir = path50.join(path50.dirname(ws.gitDir), ".base-index");
-  const index = path50.join(dir, `${ws.baseCommit}-${process.pid}`);
-  let p = baseListings.get(index);
-  if (p) {
-    baseListings.delete(index);
-    baseListings.set(index, p);
-    return p;
-  }
-  p = (async () => {
-    let cleared = baseIndexDirs.get(dir);
-    if (!cleared) {
-      cleared = readdir4(dir).then((names) => Promise.all(names.filter((n2) => !n2.endsWith(`-${process.pid}`)).map((n2) => rm4(path50.join(dir, n2), { force: true })))).catch(() => void 0).then(() => mkdir4(dir, { recursive: true })).then(() => void 0);
-      baseIndexDirs.set(dir, cleared);
-      cleared.catch(() => baseIndexDirs.delete(dir));
-    }
-    await cleared;
-    const tmp = `${index}.tmp-${randomBytes14(4).toString("hex")}`;
-    try {
-      const out = await trustedScript(ws, BASE_LISTING, { OCW_INDEX: tmp }, { bytes: true, baseOnly: true, index: { path: tmp, keep: true } });
-      await rename2(tmp, index);
-      const blobs = [];
-      const submodules = [];
-      for (const rec of out.slice(out.indexOf("\n") + 1).split("\0")) {
-        const m = /^\d+ blob [0-9a-f]+ +(\d+)\t([\s\S]+)$/.exec(rec);
-        if (m) blobs.push([m[2], Number(m[1])]);
-        const sub = /^160000 commit [0-9a-f]+ +-\t([\s\S]+)$/.exec(rec);
-        if (sub) submodules.push(`${sub[1]}/`);
-      }
-      return { index, blobs, submodules, tree: parseBaseTree(out, objectFormat(ws.baseCommit)), readers: 0 };
-    } finally {
-      await rm4(tmp, { force: true });
-    }
-  })();
-  baseListings.set(index, p);
-  p.catch(() => baseListings.get(index) === p && baseListings.delete(index));
-  while (baseListings.size > BASE_LISTINGS_KEPT) {
-    const [oldest, old] = baseListings.entries().next().value;
-    baseListings.delete(oldest);
-    void old.then((l) => {
-      l.evicted = true;
-      if (!l.readers) return rm4(oldest, { force: true });
-    }).catch(() => void 0);
-  }
-  return p;
-}
-async function baseIndexInto(ws, index) {
-  for (let tries = 0; ; tries++) {
-    const listing = await baseListing(ws);
-    try {
-      await copyFile2(listing.index, index);
-      return listing;
-    } catch (err) {
-      if (err.code !== "ENOENT" || tries) throw err;
-      if (baseListings.get(listing.index)) baseListings.delete(listing.index);
-    }
-  }
-}
-var KEPT_INDEX = "checkout-index";
-var KEPT_META = "checkout-index.json";
-async function keepCheckoutIndex(ws) {
-  const meta = path50.join(ws.gitDir, KEPT_META);
-  const tmp = `${path50.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes14(4).toString("hex")}`;
-  try {
-    const src = path50.join(ws.worktree, ".git", "index");
-    const st = await lstat3(src, { bigint: true });
-    if (!st.isFile()) return;
-    const bytes = await readFile3(src);
-    const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
-    if (bytes.length < 12 + hashSize || !config2().OCW_SNAPSHOT_GIT && inProcessSize(bytes, hashSize)) return;
-    await mkdir4(ws.gitDir, { recursive: true });
-    await rm4(meta, { force: true });
-    await writeFile2(tmp, bytes);
-    await rename2(tmp, path50.join(ws.gitDir, KEPT_INDEX));
-    let fence = st.mtimeNs;
-    for (let i2 = 0; i2 < 8 && fence <= st.mtimeNs; i2++) {
-      if (i2) await new Promise((r) => setTimeout(r, 1));
-      const stamp = path50.join(ws.worktree, ".git", `ocw-fence-${randomBytes14(4).toString("hex")}`);
-      await writeFile2(stamp, "", { flag: "wx" });
-      try {
-        fence = (await lstat3(stamp, { bigint: true })).ctimeNs;
-      } finally {
-        await rm4(stamp, { force: true });
-      }
-    }
-    const kept = { base: ws.baseCommit, fence: fence.toString(), checksum: bytes.subarray(bytes.length - hashSize).toString("hex") };
-    await writeFile2(`${meta}.tmp`, JSON.stringify(kept));
-    await rename2(`${meta}.tmp`, meta);
-  } catch {
-    await rm4(meta, { force: true }).catch(() => void 0);
-  } finally {
-    await rm4(tmp, { force: true }).catch(() => void 0);
-  }
-}
-function inProcessSize(index, hashSize) {
-  if (process.platform !== "linux" || index.readUInt32BE(8) > IN_PROCESS_MAX_FILES) return false;
-  const walked = indexEntries(index, hashSize, index.length - hashSize);
-  if (!walked) return false;
-  let bytes = 0;
-  for (const e of walked.entries) bytes += index.readUInt32BE(e.at + 36);
-  return bytes <= IN_PROCESS_MAX_BYTES;
-}
-function indexEntries(buf, hashSize, end) {
-  const count2 = buf.readUInt32BE(8);
-  const entries = [];
-  let at = 12;
-  for (let i2 = 0; i2 < count2; i2++) {
-    if (at + 40 + hashSize + 2 > end) return null;
-    const flags = buf.readUInt16BE(at + 40 + hashSize);
-    const name = at + 40 + hashSize + 2;
-    const len = flags & 4095;
-    const nul = len < 4095 ? name + len : buf.indexOf(0, name);
-    if (nul < 0 || nul >= end || buf[nul] !== 0) return null;
-    entries.push({ at, flags, name, nul });
-    at += nul - at + 8 & ~7;
-  }
-  return { entries, after: at };
-}
-var KEPT_EXTENSIONS = /* @__PURE__ */ new Set(["TREE", "REUC", "EOIE", "IEOT"]);
-var isAttributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
-async function keptIndexInto(ws, index, listing) {
-  const base2 = listing.base;
-  if (!base2) return null;
-  const meta = JSON.parse(await readFile3(path50.join(ws.gitDir, KEPT_META), "utf8"));
-  if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
-  if (base2.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
-  const format2 = objectFormat(ws.baseCommit);
-  const hs = format2 === "sha256" ? 32 : 20;
-  const buf = await readFile3(path50.join(ws.gitDir, KEPT_INDEX));
-  const end = buf.length - hs;
-  if (end < 12 || buf.subarray(end).toString("hex") !== meta.checksum) return null;
-  if (!createHash6(format2).update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
-  const version2 = buf.readUInt32BE(4);
-  if (buf.toString("latin1", 0, 4) !== "DIRC" || version2 !== 2 && version2 !== 3) return null;
-  const count2 = buf.readUInt32BE(8);
-  if (count2 !== base2.blobs.length + base2.submodules.length) return null;
-  const submodules = new Set(base2.submodules.map((s) => s.slice(0, -1)));
-  const walked = indexEntries(buf, hs, end);
-  if (!walked) return null;
-  const entries = [];
-  const dirs = /* @__PURE__ */ new Set([""]);
-  let lastDir = "";
-  let blob = 0;
-  for (const e of walked.entries) {
-    if (e.flags & 61440) return null;
-    const name = buf.toString("latin1", e.name, e.nul);
-    const mode = buf.readUInt32BE(e.at + 24);
-    if ((mode & 61440) === 57344 ? !submodules.has(name) : base2.blobs[blob++]?.[0] !== name) return null;
-    const dir = name.slice(0, name.lastIndexOf("/") + 1);
-    if (dir !== lastDir) {
-      lastDir = dir;
-      for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
-    }
-    entries.push({ at: e.at, name: buf.subarray(e.name, e.nul), mode });
-  }
-  if (blob !== base2.blobs.length) return null;
-  let at = walked.after;
-  while (at < end) {
-    if (at + 8 > end || !KEPT_EXTENSIONS.has(buf.toString("latin1", at, at + 4))) return null;
-    at += 8 + buf.readUInt32BE(at + 4);
-  }
-  if (at !== end) return null;
-  const root2 = Buffer.from(ws.worktree + path50.sep);
-  const at0 = (rel) => Buffer.concat([root2, rel]);
-  let looked = 0;
-  for (const dir of dirs) {
-    if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
-    let st;
-    try {
-      st = lstatSync4(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
-    } catch {
-      st = void 0;
-    }
-    if (st) return null;
-  }
-  const fence = BigInt(meta.fence);
-  const fenceSec = Number(fence / 1000000000n);
-  const before = Math.floor((Date.now() - 100) / 1e3);
-  const ns = (sec, nsec) => BigInt(sec) * 1000000000n + BigInt(nsec);
-  const u322 = (n2) => Number(n2 & 0xffffffffn);
-  const use = { kept: 0, reread: 0 };
-  let looks = 0;
-  for (const e of entries) {
-    const type = e.mode & 61440;
-    if (type === 57344) continue;
-    const o2 = e.at;
-    const csec = buf.readUInt32BE(o2);
-    const msec = buf.readUInt32BE(o2 + 8);
-    if (csec < fenceSec && msec < fenceSec) {
-      use.kept++;
-      continue;
-    }
-    if (++looks % 256 === 0) await new Promise((r) => setImmediate(r));
-    const cns = ns(csec, buf.readUInt32BE(o2 + 4));
-    const mns = ns(msec, buf.readUInt32BE(o2 + 12));
-    let st;
-    try {
-      st = lstatSync4(at0(e.name), { bigint: true, throwIfNoEntry: false });
-    } catch {
-      st = void 0;
-    }
-    const kind = type === 40960 ? st?.isSymbolicLink() : type === 32768 && st?.isFile() && ((Number(st.mode) ^ e.mode) & 64) === 0;
-    const same2 = !!st && kind && csec < before && msec < before && cns < fence && mns < fence && st.ctimeNs === cns && st.mtimeNs === mns && u322(st.dev) === buf.readUInt32BE(o2 + 16) && u322(st.ino) === buf.readUInt32BE(o2 + 20) && u322(st.uid) === buf.readUInt32BE(o2 + 28) && u322(st.gid) === buf.readUInt32BE(o2 + 32) && u322(st.size) === buf.readUInt32BE(o2 + 36);
-    if (same2) use.kept++;
-    else {
-      use.reread++;
-      buf.writeUInt32BE(0, o2 + 36);
-    }
-  }
-  if (use.reread) createHash6(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
-  const tmp = `${index}.tmp-${randomBytes14(4).toString("hex")}`;
-  try {
-    await writeFile2(tmp, buf);
-    await rename2(tmp, index);
-  } finally {
-    await rm4(tmp, { force: true });
-  }
-  return use;
-}
-var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
-async function capsListing(ws, caps, keepIndex) {
-  const under = (over, base3 = null) => ({ over, fresh: [], base: base3 });
-  if (!existsSync23(ws.worktree)) return under(null);
-  let fresh;
-  let base2;
-  const list = (index, keep) => trustedScript(ws, { git: [...LIST_NEW_FILES, ws.worktree] }, {}, { bytes: true, baseOnly: true, index: { path: index, keep } });
-  let copy = keepIndex ?? null;
-  try {
-    if (copy) {
-      base2 = await baseIndexInto(ws, copy);
-      fresh = await list(copy, true);
-    } else {
-      const held = await baseListing(ws);
-      if (held.evicted) {
-        copy = privateIndex(ws);
-        base2 = await baseIndexInto(ws, copy);
-        fresh = await list(copy, false);
-      } else {
-        base2 = held;
-        held.readers++;
-        try {
-          fresh = await list(held.index, true);
-        } finally {
-          if (!--held.readers && held.evicted) await rm4(held.index, { force: true });
-        }
-      }
-    }
-  } catch (err) {
-    if (copy && !keepIndex) await rm4(copy, { force: true });
-    if (/output passed/.test(err.message))
-      return under(`the workspace holds more than ${caps.files.toLocaleString("en-US")} new files (the snapshot cap)`);
-    throw err;
-  }
-  const names = fresh ? fresh.split("\0").filter(Boolean) : [];
-  const size = (n2) => n2 < 1024 * 1024 ? `${n2.toLocaleString("en-US")} bytes` : `${Math.round(n2 / 1024 / 1024).toLocaleString("en-US")} MiB`;
-  if (names.length > caps.files)
-    return under(
-      `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`
-    );
-  const root2 = Buffer.from(ws.worktree + path50.sep);
-  const at = (name) => Buffer.concat([root2, Buffer.from(name, "latin1")]);
-  const shown = (name) => losslessUtf8(Buffer.from(name, "latin1"));
-  let total2 = 0;
-  const sizes = await sizesOf(names.map(at));
-  const nested = [...names.filter((n2) => n2.endsWith("/")), ...base2.submodules];
-  const grow = base2.blobs.map(([name, before]) => [name, before, 0]);
-  const outside = await nestedGitOutside(ws.worktree, nested, at);
-  if (outside)
-    return under(
-      `${quoteUntrusted(`${shown(outside)}.git`, "a path in the worker's files")} names a repository outside the workspace (a link or a gitfile, or refs linked out): nothing was graded (remove it; a nested repository's .git must be a folder of the workspace)`
-    );
-  for (const [i2, now] of (await sizesOf(grow.map((g2) => at(g2[0])))).entries()) grow[i2][2] = now;
-  for (const [i2, n2] of names.entries()) {
-    total2 += sizes[i2];
-    if (sizes[i2] > caps.fileBytes)
-      return under(
-        `${quoteUntrusted(shown(n2), "a file the worker made")} is ${size(sizes[i2])}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`
-      );
-  }
-  for (const [n2, before, now] of grow) {
-    if (now <= before) continue;
-    total2 += now - before;
-    if (now > caps.fileBytes) return under(`${shown(n2)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`);
-  }
-  if (total2 > caps.bytes) return under(`the worker's files add ${size(total2)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`);
-  return { over: null, fresh: names, base: base2 };
-}
-async function sizesOf(paths) {
-  const out = [];
-  for (let i2 = 0; i2 < paths.length; i2++) {
-    if (i2 && i2 % 256 === 0) await new Promise((r) => setImmediate(r));
-    let st;
-    try {
-      st = lstatSync4(paths[i2], { throwIfNoEntry: false });
-    } catch {
-      st = void 0;
-    }
-    out.push(st && (st.isFile() || st.isSymbolicLink()) ? st.size : 0);
-  }
-  return out;
-}
-async function nestedGitOutside(worktree, dirs, at) {
-  if (!dirs.length) return null;
-  const sep = Buffer.from(path50.sep);
-  const root2 = Buffer.concat([await realpath(worktree, { encoding: "buffer" }), sep]);
-  const real2 = (p) => realpath(p, { encoding: "buffer" }).catch(() => null);
-  const inside2 = (p) => Buffer.concat([p, sep]).subarray(0, root2.length).equals(root2);
-  const join = (dir, name) => Buffer.concat([dir, sep, typeof name === "string" ? Buffer.from(name) : name]);
-  const readsOutside = async (gitDir, hops = 1) => {
-    let seen = 0;
-    const walk = async (p) => {
-      if (++seen > 1e4) return true;
-      const st = await lstat3(p).catch(() => null);
-      if (!st) return false;
-      if (st.isSymbolicLink()) {
-        const t3 = await real2(p);
-        if (t3 && !inside2(t3)) return true;
-      }
-      if (!st.isDirectory()) return false;
-      for (const e of await readdir4(p, { encoding: "buffer" }).catch(() => [])) if (await walk(join(p, e))) return true;
-      return false;
-    };
-    for (const name of ["HEAD", "packed-refs", "refs"]) if (await walk(join(gitDir, name))) return true;
-    const common2 = await readHead(join(gitDir, "commondir"), 4096);
-    if (!common2.length) return false;
-    const named = common2.toString("latin1").trim();
-    const t2 = await real2(named.startsWith("/") ? Buffer.from(named, "latin1") : join(gitDir, Buffer.from(named, "latin1")));
-    return !!t2 && (!inside2(t2) || hops <= 0 || await readsOutside(t2, hops - 1));
-  };
-  for (const dir of dirs) {
-    const dotGit = at(`${dir}.git`);
-    const st = await lstat3(dotGit).catch(() => null);
-    if (!st) continue;
-    let target = null;
-    if (st.isDirectory() && !st.isSymbolicLink()) target = await real2(dotGit);
-    else if (st.isSymbolicLink()) target = await real2(dotGit);
-    else if (st.isFile()) {
-      const m = /^gitdir: *(.+?)\s*$/m.exec((await readHead(dotGit, 4096)).toString("latin1"));
-      const named = m ? Buffer.from(m[1], "latin1") : null;
-      if (named) target = await real2(named[0] === 47 ? named : Buffer.concat([at(dir), named]));
-    }
-    if (target !== null && (!inside2(target) || await readsOutside(target))) return dir;
-  }
-  return null;
-}
-async function checkOutBase(ws, checkoutDir, only) {
-  if (existsSync23(checkoutDir)) await rm4(checkoutDir, { recursive: true, force: true });
-  mkdirSync21(checkoutDir, { recursive: true });
-  const checkoutIndex = `${checkoutDir}.index`;
-  const partial2 = plainNames(only);
-  try {
-    await baseIndexInto(ws, checkoutIndex);
-    const args = partial2 ? ["checkout-index", "-f", "-q", "--", ...checkoutList(only).split("\n")] : ["checkout-index", "-a", "-f", "-q"];
-    await trustedScript(ws, { git: args, workTree: checkoutDir, allowFail: partial2 }, {}, { baseOnly: true, index: { path: checkoutIndex, keep: true } });
-  } finally {
-    await rm4(checkoutIndex, { force: true });
-  }
-  return { partial: partial2 };
-}
-async function changedBetween(ws, from, to) {
-  if (from === to) return [];
-  return parseNumstatAndStat(await trustedScript(ws, { git: ["diff", "--numstat", "-z", "--no-renames", from, to] }, {})).changed;
-}
-function parseNumstatAndStat(out) {
-  const record2 = /(?:\d+|-)\t(?:\d+|-)\t([^\0]*)\0/y;
-  const changed = [];
-  let at = 0;
-  for (let m = record2.exec(out); m; m = record2.exec(out)) {
-    changed.push(m[1]);
-    at = record2.lastIndex;
-  }
-  return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
-}
-async function fullDiff(ws, commit, maxBytes = 2e5) {
-  if (!commit && !existsSync23(ws.worktree)) return "";
-  const index = commit ? null : privateIndex(ws);
-  let d;
-  try {
-    const listing = index ? await capsListing(ws, snapshotCaps(), index) : null;
-    const over = listing?.over ?? null;
-    if (over) return `\u2026 diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
-    if (index && listing) await keptIndexInto(ws, index, listing).catch(() => null);
-    const ready = !!index && existsSync23(index);
-    d = trimFinalNewline(
-      await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }, index ? { index: { path: index, ready } } : {})
-    );
-  } finally {
-    if (index) await rm4(index, { force: true });
-  }
-  return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
-\u2026 diff truncated at ${maxBytes} bytes` : d;
-}
-function gradedObjectsDir(reposDir, repoRoot2) {
-  const tag = createHash6("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path50.join(reposDir, "graded", `${path50.basename(repoRoot2)}-${tag}`);
-}
-async function gradedStore(reposDir, repoRoot2) {
-  const dir = gradedObjectsDir(reposDir, repoRoot2);
-  const want = `${await objectsOf(repoRoot2)}
-`;
-  let made2 = gradedStores.get(dir);
-  if (!made2) {
-    if (gradedStores.size >= 256) gradedStores.delete(gradedStores.keys().next().value);
-    made2 = (async () => {
-      if (!existsSync23(path50.join(dir, "info", "alternates"))) await writeAlternates(dir, want);
-    })();
-    gradedStores.set(dir, made2);
-    made2.catch(() => gradedStores.get(dir) === made2 && gradedStores.delete(dir));
-  }
-  await made2;
-  return dir;
-}
-var gradedStores = /* @__PURE__ */ new Map();
-function dropGradedStore(reposDir, repoRoot2) {
-  const dir = gradedObjectsDir(reposDir, repoRoot2);
-  gradedStores.delete(dir);
-  forgetAlternates(dir);
-  rmSync10(dir, { recursive: true, force: true });
-}
-var gradedStoreOf = (ws) => gradedStore(path50.dirname(ws.gitDir), ws.repo);
-async function keepGraded(ws, commit) {
-  if (commit === ws.baseCommit) return;
-  const graded = await gradedStoreOf(ws);
-  const run5 = (scriptsOf2.get(ws.gitDir) ?? Promise.resolve()).then(() => copyObjects(path50.join(ws.gitDir, GRADE_OBJECTS), graded));
-  const done = run5.catch(() => void 0);
-  scriptsOf2.set(ws.gitDir, done);
-  void done.then(() => scriptsOf2.get(ws.gitDir) === done && scriptsOf2.delete(ws.gitDir));
-  await run5;
-}
-async function copyCommitObjects(repo, from, to, commit, opts = {}) {
-  const tmp = path50.join(path50.dirname(from), `.copy-${process.pid}-${randomBytes14(6).toString("hex")}`);
-  try {
-    const out = await gitScript(`set -eu
-${COPY_MISSING}`, {
-      cwd: repo,
-      env: { ...trustedEnv(path50.dirname(from)), OCW_FROM: from, OCW_TO: to, OCW_COMMIT: commit, OCW_TMP: tmp, OCW_STRICT: opts.strict ? "1" : "" }
-    });
-    return Number(out.trim()) || 0;
-  } finally {
-    await Promise.all([".list", ".check", ".missing", ".pack", ".q"].map((ext) => rm4(tmp + ext, { force: true, recursive: true })));
-  }
-}
-async function landObjects(repo, graded, commit) {
-  const listed2 = await git(repo, ["config", "--get-regexp", "^((fetch|transfer)\\.fsckobjects|extensions\\.partialclone)$"], { allowFail: true });
-  const set2 = new Map(
-    listed2.split("\n").filter(Boolean).map((l) => l.includes(" ") ? [l.slice(0, l.indexOf(" ")), l.slice(l.indexOf(" ") + 1)] : [l, "true"])
-  );
-  const on6 = (v) => v !== void 0 && (/^(true|yes|on)$/i.test(v) || /^-?[1-9][0-9]*$/.test(v));
-  const strict = !set2.has("extensions.partialclone") && on6(set2.get("fetch.fsckobjects") ?? set2.get("transfer.fsckobjects"));
-  return copyCommitObjects(repo, graded, await objectsOf(repo), commit, { strict });
-}
-async function publishBranch(ws, commit, earlier = []) {
-  const own = path50.join(ws.gitDir, "objects");
-  const from = existsSync23(path50.join(own, "info", "alternates")) ? own : await gradedStoreOf(ws);
-  const symbolic = await git(ws.repo, ["symbolic-ref", "-q", `refs/heads/${ws.branch}`], { allowFail: true });
-  if (symbolic)
-    throw new InputError(
-      `${ws.branch} is a symbolic ref to ${symbolic}, not a branch of the engine's: delete it (git symbolic-ref --delete refs/heads/${ws.branch}), then publish again`,
-      "conflict"
-    );
-  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-  if (tip && tip !== commit && !earlier.includes(tip))
-    throw new InputError(
-      `${ws.branch} already exists at ${tip.slice(0, 12)}, not the graded commit ${commit.slice(0, 12)}: delete or rename that branch, then publish again`,
-      "conflict"
-    );
-  if (tip && tip !== commit) {
-    const at = await git(ws.repo, ["for-each-ref", "--format=%(worktreepath)", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (at)
-      throw new InputError(
-        `${ws.branch} is checked out in ${at}: switch that checkout to another branch, then publish again (nothing was changed)`,
-        "conflict"
-      );
-  }
-  const objects = await landObjects(ws.repo, from, commit);
-  if (tip !== commit) {
-    const r = await runCommand("git", ["update-ref", "--no-deref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit, tip], {
-      cwd: ws.repo,
-      env: userGitEnv()
-    });
-    const now = r.exitCode === 0 ? commit : await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (!now) throw new InputError(`${ws.branch} could not be made (git: ${gitComplaint(r)}); no branch was set`, "conflict");
-    if (now !== commit) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
-  }
-  return { repo: ws.repo, branch: ws.branch, commit, objects };
-}
-async function copyObjects(from, to) {
-  const fanout = (await readdir4(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
-  await Promise.all([
-    ...fanout.map(async (d) => {
-      const names = (await readdir4(path50.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
-      if (!names.length) return;
-      for (const [i2, name] of names.entries()) {
-        const place2 = () => copyWhole(path50.join(from, d, name), path50.join(to, d, name));
-        if (i2) await place2();
-        else
-          await place2().catch(async (err) => {
-            if (err.code !== "ENOENT" || !existsSync23(path50.join(from, d, name))) throw err;
-            await mkdir4(path50.join(to, d), { recursive: true });
-            await place2();
-          });
-      }
-    }),
-    copyPacks(path50.join(from, "pack"), path50.join(to, "pack"))
-  ]);
-}
-async function copyPacks(from, to) {
-  const names = await readdir4(from).catch(() => []);
-  const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
-  if (!packs.length) return;
-  await mkdir4(to, { recursive: true });
-  for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path50.join(from, pack + ext), path50.join(to, pack + ext));
-  }
-}
-async function copyWhole(src, dest) {
-  try {
-    await link2(src, dest);
-    return;
-  } catch (err) {
-    const code2 = err.code;
-    if (code2 === "EEXIST") return;
-    if (code2 !== "EXDEV" && code2 !== "EPERM" && code2 !== "EMLINK") throw err;
-  }
-  const tmp = path50.join(path50.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes14(6).toString("hex")}`);
-  try {
-    await copyFile2(src, tmp);
-    await link2(tmp, dest).catch((err) => {
-      if (err.code !== "EEXIST") throw err;
-    });
-  } finally {
-    await rm4(tmp, { force: true });
-  }
-}
-function mergeHint(ws) {
-  const id3 = ws.branch.replace(/^ocw\//, "");
-  const q3 = (s) => /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
-  if (!ws.baseBranch)
-    return `ocw publish ${id3} && cd ${q3(ws.repo)} && git merge --no-ff ${q3(ws.branch)}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `ocw publish ${id3} && cd ${q3(ws.repo)} && git checkout ${q3(ws.baseBranch)} && git merge --no-ff ${q3(ws.branch)}`;
-}
-async function removeWorkspace(ws, opts = {}) {
-  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-  if (tip && !opts.force) {
-    const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
-    if (unmerged && unmerged !== "0")
-      throw new InputError(`${ws.branch} has ${counted(Number(unmerged), "unmerged commit")}: merge it, or discard the worker to delete it`);
-  }
-  rmSync10(ws.worktree, { recursive: true, force: true });
-  rmSync10(ws.gitDir, { recursive: true, force: true });
-  forgetAlternates(path50.join(ws.gitDir, "objects"));
-  forgetAlternates(path50.join(ws.gitDir, GRADE_OBJECTS));
-  if (opts.tmpDir) rmSync10(opts.tmpDir, { recursive: true, force: true });
-  if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
-}
-async function readHead(file3, max) {
-  const fh = await open3(file3, constants8.O_RDONLY | constants8.O_NOFOLLOW | constants8.O_NONBLOCK).catch(() => null);
-  if (!fh) return Buffer.alloc(0);
-  try {
-    if (!(await fh.stat()).isFile()) return Buffer.alloc(0);
-    const buf = Buffer.alloc(max);
-    const { bytesRead } = await fh.read(buf, 0, max, 0);
-    return buf.subarray(0, bytesRead);
-  } catch {
-    return Buffer.alloc(0);
-  } finally {
-    await fh.close();
-  }
 }
 
 // engine/grading/make-includes.ts
@@ -88599,10 +88596,10 @@ function logicalLines(text) {
   return text.replace(/\\\r?\n/g, " ").split(/\r?\n/);
 }
 var words = (s) => s.split(/\s+/).filter(Boolean);
-function closing(s, open4) {
-  const [o2, c3] = s[open4] === "(" ? ["(", ")"] : ["{", "}"];
+function closing(s, open3) {
+  const [o2, c3] = s[open3] === "(" ? ["(", ")"] : ["{", "}"];
   let depth = 0;
-  for (let i2 = open4; i2 < s.length; i2++) {
+  for (let i2 = open3; i2 < s.length; i2++) {
     if (s[i2] === o2) depth++;
     else if (s[i2] === c3 && --depth === 0) return i2;
   }
@@ -89691,7 +89688,7 @@ function read2(full, sectioned, rel) {
   try {
     const st = lstatSync5(full);
     if (st.isSymbolicLink()) return { hash: `link:${readlinkSync3(full)}` };
-    const buf = sectioned ? readRegular(full) : null;
+    const buf = sectioned ? readRegular(full, MAX_READ_BYTES) : null;
     if (buf) return { hash: createHash7("sha256").update(buf).digest("hex"), text: runnerPart(rel, buf.toString("utf8")) };
     return { hash: hashRegular(full) ?? "unreadable" };
   } catch {
@@ -94056,7 +94053,7 @@ function listWorkers(all, f) {
 }
 
 // engine/workers/push.ts
-import { accessSync as accessSync3, constants as constants9 } from "node:fs";
+import { accessSync as accessSync3, constants as constants8 } from "node:fs";
 import path70 from "node:path";
 async function pushWork(engine, input2) {
   try {
@@ -94200,7 +94197,7 @@ function findOnPath3(name) {
     if (!dir) continue;
     const f = path70.join(dir, name);
     try {
-      accessSync3(f, constants9.X_OK);
+      accessSync3(f, constants8.X_OK);
       return f;
     } catch {
     }
@@ -94682,8 +94679,8 @@ async function waitForNews(src, input2, opts = {}) {
     }
   } else {
     const all = [...new Set(input2.workerIds.map((id3) => src.get(id3).id))];
-    const open4 = input2.unfinished ? all.filter((id3) => !isAtRest(src.get(id3).state)) : [];
-    ids2 = open4.length ? open4 : all;
+    const open3 = input2.unfinished ? all.filter((id3) => !isAtRest(src.get(id3).state)) : [];
+    ids2 = open3.length ? open3 : all;
   }
   const shownAsks = new Set(input2.shownAsks);
   const shownFinished = new Set(input2.shownFinished);
