@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { renderMarkdown, type Report } from "./report";
 import { spread } from "./stats";
-import { goalText, interleaving, loadNote, noise, overloaded, verdict } from "./trust";
+import { goalText, interleaving, loadNote, medianInterval, noise, overloaded, verdict } from "./trust";
 
 describe("load per part", () => {
   it("marks a part whose 1-minute load was above the core count at its start or its end", () => {
@@ -36,8 +36,43 @@ describe("a figure against its goal", () => {
 
   it("states the spread as ± half the range", () => {
     expect(noise(spread([1.0, 1.3, 1.1], 2))).toBeCloseTo(0.15);
-    expect(goalText(spread([0.98, 1.1, 1.2], 2), 1.05)).toBe("1.1 [0.98–1.2] — not met, within noise (± 0.11; goal ≤ 1.05)");
+    expect(goalText(spread([0.98, 1.1, 1.2], 2), 1.05)).toBe(
+      "1.1 [0.98–1.2] — not met, within noise (± 0.11 over 3 runs, too few for an interval of the median; goal ≤ 1.05)",
+    );
     expect(goalText(undefined, 1.05)).toBe("not measured");
+  });
+});
+
+describe("the interval of a median", () => {
+  const runs = (n: number) => Array.from({ length: n }, (_, i) => n - i); // n … 1: the order must not matter
+  it("takes the order statistics whose binomial coverage reaches 95 %, and none below 6 runs", () => {
+    expect(medianInterval(runs(5))).toBeNull();
+    expect(medianInterval(runs(6))).toEqual({ lo: 1, hi: 6, coverage: 1 - 2 / 64 });
+    // 12 runs: the 3rd and 10th (1 − 2·(1 + 12 + 66)/4096); the 4th and 9th would hold the median only 85 % of the time.
+    expect(medianInterval(runs(12))).toEqual({ lo: 3, hi: 10, coverage: 1 - (2 * 79) / 4096 });
+    // 24 runs: the 7th and 18th (P(B ≤ 6) = 190051 / 2^24).
+    const i = medianInterval(runs(24))!;
+    expect([i.lo, i.hi]).toEqual([7, 18]);
+    expect(i.coverage).toBeCloseTo(1 - (2 * 190051) / 2 ** 24, 12);
+    expect(medianInterval(runs(12), 0.99)).toEqual({ lo: 2, hi: 11, coverage: 1 - (2 * 13) / 4096 });
+  });
+
+  it("decides against a goal from 6 runs on: an outlying run no longer makes a clear median within noise", () => {
+    // Twelve runs, one of them far out on each side: every run but two meets the goal, and so does the interval.
+    const twelve = spread([0.8, 0.97, 0.98, 0.99, 1.0, 1.0, 1.01, 1.01, 1.02, 1.03, 1.04, 1.3], 2);
+    expect(verdict(twelve, 1.05)).toBe("met");
+    expect(goalText(twelve, 1.05)).toBe("1 [0.8–1.3] — **met** (96 % interval of the median 0.98–1.03 over 12 runs; goal ≤ 1.05)");
+    // The same runs shifted by 0.03: the interval reaches past the goal, the median does not.
+    const shift = (d: number) =>
+      spread(
+        twelve.runs.map((x) => x + d),
+        2,
+      );
+    expect(verdict(shift(0.03), 1.05)).toBe("met, within noise");
+    // Shifted by 0.1: the whole interval is past it.
+    expect(verdict(shift(0.1), 1.05)).toBe("not met");
+    // Five runs: the spread still decides.
+    expect(verdict(spread([0.8, 1.0, 1.01, 1.02, 1.3], 2), 1.05)).toBe("met, within noise");
   });
 });
 
@@ -110,15 +145,15 @@ describe("the report", () => {
     const md = renderMarkdown(r);
     expect(md).toMatch(/\| batch \| 3.5, 2, 2 \| 4, 2, 2 \| 100 \| \*\*above the 2 cores\*\* \|/);
     expect(md).toMatch(/\| gate \| 0.5, 2, 2 \| 1, 2, 2 \| 10 \| \|/);
-    expect(md).toContain("1.1 [1.08–1.3] — **not met** (± 0.11; goal ≤ 1.05)");
-    expect(md).toContain("1.1 [1–1.2] — not met, within noise (± 0.1; goal ≤ 1.05)");
+    expect(md).toContain("1.1 [1.08–1.3] — **not met** (± 0.11 over 3 runs, too few for an interval of the median; goal ≤ 1.05)");
+    expect(md).toContain("1.1 [1–1.2] — not met, within noise (± 0.1 over 3 runs, too few for an interval of the median; goal ≤ 1.05)");
     expect(md).toContain("Parts measured with the machine's load above its 2 cores: batch;");
     expect(md).toContain(
-      "| engine ÷ bare SDK on private clones, 16 tasks | 1.1 [1.08–1.3] — **not met** (± 0.11; goal ≤ 1.05) | 3.5 → 4 (**above its 2 cores**) | yes, back to back |",
+      "| engine ÷ bare SDK on private clones, 16 tasks | 1.1 [1.08–1.3] — **not met** (± 0.11 over 3 runs, too few for an interval of the median; goal ≤ 1.05) | 3.5 → 4 (**above its 2 cores**) | yes, back to back |",
     );
     // The worktree baseline's side ("bare") never ran in this sequence: the report says so rather than claiming turns.
     expect(md).toContain(
-      "| engine ÷ bare SDK on worktrees, 16 tasks | 1.1 [1–1.2] — not met, within noise (± 0.1; goal ≤ 1.05) | 3.5 → 4 (**above its 2 cores**) | **no**: repetition 1 ran engine, not one engine and one bare |",
+      "| engine ÷ bare SDK on worktrees, 16 tasks | 1.1 [1–1.2] — not met, within noise (± 0.1 over 3 runs, too few for an interval of the median; goal ≤ 1.05) | 3.5 → 4 (**above its 2 cores**) | **no**: repetition 1 ran engine, not one engine and one bare |",
     );
   });
 });
