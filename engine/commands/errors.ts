@@ -10,6 +10,11 @@ const INTERNAL_ERRORS = new Set(["TypeError", "RangeError", "ReferenceError"]);
 /** A user error: printed as one line, exit code 2. */
 export class CliError extends Error {}
 
+const NOT_FOUND_HINTS: [RegExp, string][] = [
+  [/^unknown batch "[^"]*"$/, ": `ocw list` shows each worker's batch"],
+  [/^unknown worker "[^"]*"$/, ": `ocw list` lists the workers"],
+];
+
 export function fail(err: unknown): never {
   const e = err as Error;
   // A request that got no answer ("fetch failed", a refused connection) says the engine did not answer and what to do.
@@ -21,9 +26,11 @@ export function fail(err: unknown): never {
     msg = `an internal error (${e.name}: ${msg}): a bug in ocw, not a fault of the command; run it again with OCW_DEBUG=1 for the stack, and please report it`;
   // Anything not anticipated is still one line, but keeps its stack for OCW_DEBUG=1.
   if (config().OCW_DEBUG) console.error(e?.stack);
+  const code = (e as { data?: { ocwCode?: string } })?.data?.ocwCode ?? (e instanceof OcwError ? e.code : undefined);
+  // The engine's bare "unknown batch/worker" (every command that takes the id) says where the ids are listed.
+  if (code === "not-found") msg += NOT_FOUND_HINTS.find(([re]) => re.test(msg))?.[1] ?? "";
   // An error may quote worker-written text (a command, a path): no escape sequence reaches the terminal.
   console.error(`ocw: ${showUntrusted(msg ?? "", { lines: false, max: 2000 })}`);
-  const code = (e as { data?: { ocwCode?: string } })?.data?.ocwCode ?? (e instanceof OcwError ? e.code : undefined);
   // The engine's error code decides the exit status (shared/errors.ts); a bug of ocw's own is 1; anything else is a
   // usage error.
   process.exit(code && code in ERROR_MAP ? ERROR_MAP[code as ErrorCode].exit : internal ? 1 : 2);

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import type { BatchSummary } from "../../shared/batch";
@@ -78,6 +79,11 @@ export function registerWorkerCommands(program: Command): void {
           ...(states ? { states: states as Worker["state"][] } : {}),
           ...(o.repo ? { repo: path.resolve(o.repo) } : {}),
         });
+        // A filter that names nothing there is is said as such, not as "no workers match" (exit 0): a batch id the engine does
+        // not know, a --repo that is no folder here. A folder gone since its workers ran still lists them.
+        if (!ws.length && o.batch) await c.workers.batch.query({ batchId: o.batch });
+        if (!ws.length && o.repo && !existsSync(path.resolve(o.repo)))
+          throw new CliError(`no folder ${path.resolve(o.repo)} here: give --repo the repository's folder, as \`ocw run --dir\` took it`);
         if (o.json) return console.log(JSON.stringify(ws, null, 2));
         if (!ws.length) return console.log("no workers" + (o.state || o.repo || o.batch ? " match" : " yet: start one with `ocw run`"));
         // Batch names are read instead of ids (an engine from before names has none).

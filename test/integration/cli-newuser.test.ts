@@ -68,3 +68,27 @@ describe("ocw run --dir with a quoted ~", () => {
     );
   });
 });
+
+describe("ocw list with a filter that names nothing there is", () => {
+  it("an unknown --batch (to list or to merge), or a --repo that is no folder, is one line on stderr, exit 2 (it was 'no workers match', exit 0); a real filter with no match is still exit 0", async () => {
+    const batch = await ocw(["list", "--batch", "b-nope"]);
+    expect(batch.code, batch.stderr).toBe(2);
+    expect(batch.stdout).toBe("");
+    expect(batch.stderr.trim()).toBe('ocw: unknown batch "b-nope": `ocw list` shows each worker\'s batch');
+    // Every command that takes a batch id says where the ids are (merge said only "unknown batch").
+    const merge = await ocw(["merge", "--batch", "b-nope"]);
+    expect(merge.code, merge.stderr).toBe(2);
+    expect(merge.stderr.trim()).toBe('ocw: unknown batch "b-nope": `ocw list` shows each worker\'s batch');
+    const gone = tempDir("cli-newuser-gone");
+    cleanup(gone);
+    const repo = await ocw(["list", "--repo", gone]);
+    expect(repo.code, repo.stderr).toBe(2);
+    expect(repo.stderr.trim()).toBe(`ocw: no folder ${gone} here: give --repo the repository's folder, as \`ocw run --dir\` took it`);
+    // A folder that is there, with no workers on it: nothing wrong with the filter.
+    const dir = makeRepo({ "a.txt": "a\n" });
+    repos.push(dir);
+    const none = await ocw(["list", "--repo", dir, "--state", "built"]);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout.trim()).toBe("no workers match");
+  });
+});
