@@ -61,7 +61,7 @@ export function registerRunCommand(program: Command): void {
       "--held-back <dir>",
       "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only",
     )
-    .option("--scope <glob>", "files the worker may change (repeatable)", collect, [])
+    .option("--scope <glob>", "files the worker may change, relative to --dir (one outside it as `cd` reaches it: ../b/**) (repeatable)", collect, [])
     .option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, [])
     .option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target")
     .option("--model <id>", "the model id at --endpoint")

@@ -371,3 +371,34 @@ describe("file checks read a partial checkout", () => {
     expect(out.checks[0]).toMatchObject({ passed: false, output: "out.txt resolves outside the workspace" });
   });
 });
+
+describe("scope and protect of a task in a nested folder", () => {
+  it("read a file outside the folder as `cd` reaches it from there: `--protect ../b/**` from packages/a guards packages/b (it read ../packages/b/x.ts and guarded nothing)", async () => {
+    const repo = committedRepo(path.join(tmp, "repo-nested"), {
+      "README.md": "# r\n",
+      "packages/a/src/x.ts": "a\n",
+      "packages/b/x.ts": "b\n",
+    });
+    const ws = await createWorkspace(
+      path.join(tmp, "workspaces"),
+      await inspectRepo(path.join(repo, "packages/a")),
+      "w-nested",
+      path.join(tmp, "objects", "w-nested.git"),
+    );
+    writeFileSync(path.join(ws.worktree, "packages/a/src/x.ts"), "a2\n");
+    writeFileSync(path.join(ws.worktree, "packages/b/x.ts"), "b2\n");
+    writeFileSync(path.join(ws.worktree, "README.md"), "# r2\n");
+    const v = await grade({
+      workspace: ws,
+      checks: [{ file: "src/x.ts", equals: "a2" }],
+      scope: ["src/**", "../../README.md"],
+      protect: ["../b/**"],
+      finalText: "OUTCOME: built",
+      title: "t",
+      checkoutDir: path.join(tmp, "grading", "w-nested"),
+    });
+    expect(v.scope.violations).toEqual(["protected file changed: ../b/x.ts"]);
+    expect(v.scope.changedFiles.sort()).toEqual(["../../README.md", "../b/x.ts", "src/x.ts"]);
+    expect(v.verdict).toBe("honest-failure");
+  }, 30_000);
+});

@@ -30,7 +30,7 @@ import {
   runnerConfigChanges,
   runnerConfigReason,
 } from "./runner-config";
-import { checkScope, protectMatcher } from "./scope";
+import { checkScope, fromTaskFolder, protectMatcher } from "./scope";
 
 export interface GradeInput {
   workspace: Workspace;
@@ -68,7 +68,7 @@ async function protectedIn(checkout: string, sub: string, protect: string[]): Pr
         .split(path.sep)
         .join("/"),
     )
-    .filter((f) => isProtected(sub ? (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : f))
+    .filter((f) => isProtected(fromTaskFolder(sub.split(path.sep).join("/"), f)))
     .map((f) => path.join(checkout, f));
 }
 
@@ -136,7 +136,7 @@ async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
     graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout, undefined, only);
     if (graded.partial && only && !partialHolds(checkout, only)) await checkOutCommit(ws, graded.commit, checkout);
     // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
-    const rel = sub ? graded.changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : graded.changed;
+    const rel = graded.changed.map((f) => fromTaskFolder(sub.split(path.sep).join("/"), f));
     scope = checkScope(rel, input.scope, input.protect);
     // With command checks, the files that decide what a check runs are protected by default (runner-config.ts).
     // What the held-back folders hold, read once for the rules below and the checks' run.

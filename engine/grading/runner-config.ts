@@ -15,6 +15,7 @@ import { MAX_READ_BYTES, readInside } from "./files";
 import { foldPath, hashRegular, readRegular } from "../workspace";
 import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
+import { fromTaskFolder } from "./scope";
 
 const run = promisify(execFile);
 
@@ -554,7 +555,7 @@ export async function checkScriptCaveats(opts: {
   const out: string[] = [];
   for (const s of opts.scripts.values()) {
     if (s.harness || !changed.has(foldPath(s.file))) continue;
-    const rel = opts.sub ? (s.file.startsWith(opts.sub + "/") ? s.file.slice(opts.sub.length + 1) : `../${s.file}`) : s.file;
+    const rel = fromTaskFolder(opts.sub, s.file);
     if (named.has(rel) || (await baseText(opts.repo, opts.baseCommit, s.file)) === null) continue;
     const cmd = s.command.length > 80 ? `${s.command.slice(0, 80)}…` : s.command;
     out.push(
@@ -795,7 +796,7 @@ export async function runnerConfigChanges(opts: {
   const out: string[] = [];
   for (const file of opts.changed) {
     // Scope globs are relative to the folder the user named (`sub`); git paths to the repository's root.
-    const rel = opts.sub ? (file.startsWith(opts.sub + "/") ? file.slice(opts.sub.length + 1) : `../${file}`) : file;
+    const rel = fromTaskFolder(opts.sub, file);
     if (named.has(rel)) continue;
     const heldBackWhy = heldBack(rel);
     if (heldBackWhy) {
@@ -959,7 +960,7 @@ export function configSnapshot(
       if (!e.isFile() && !e.isSymbolicLink()) continue;
       const parts = foldPath(r).split("/");
       if (mocksOnly && !parts.slice(0, -1).includes("__mocks__")) continue;
-      const fromCwd = sub ? (r.startsWith(sub + "/") ? r.slice(sub.length + 1) : `../${r}`) : r;
+      const fromCwd = fromTaskFolder(sub, r);
       const sectioned = SECTIONED.has(folded);
       const why =
         runnerConfigReason(r) ??

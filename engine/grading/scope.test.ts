@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkScope, globProblem } from "./scope";
+import { checkScope, fromTaskFolder, globProblem, protectMatcher } from "./scope";
 
 describe("checkScope", () => {
   it("passes files inside scope and outside protect", () => {
@@ -36,6 +36,19 @@ describe("checkScope", () => {
   });
 });
 
+describe("fromTaskFolder", () => {
+  it("writes a path from the root as `cd` reaches it from the task's folder, as an ask's path is read at approval", () => {
+    expect(fromTaskFolder("", "packages/b/x.ts")).toBe("packages/b/x.ts");
+    expect(fromTaskFolder("packages/a", "packages/a/src/x.ts")).toBe("src/x.ts");
+    // It read `../packages/b/x.ts` and `../README.md`: `--protect "../b/**"` from packages/a guarded nothing at grading,
+    // while the same glob flagged the ask at approval.
+    expect(fromTaskFolder("packages/a", "packages/b/x.ts")).toBe("../b/x.ts");
+    expect(fromTaskFolder("packages/a", "README.md")).toBe("../../README.md");
+    expect(fromTaskFolder("pkg", "pkg2/x")).toBe("../pkg2/x");
+    expect(protectMatcher(["../b/**"])(fromTaskFolder("packages/a", "packages/b/x.ts"))).toBe(true);
+  });
+});
+
 describe("globProblem", () => {
   it("refuses a glob that can never match a path of the repository (absolute, or above it), with the relative glob to give", () => {
     expect(globProblem(["/home/me/repo/src/**"], [], "/home/me/repo")).toBe(
@@ -43,7 +56,8 @@ describe("globProblem", () => {
     );
     // relative to the folder the task names, where that is a subfolder; `../` reaches the rest of the repository there
     expect(globProblem(["/home/me/repo/pkg/a/src/x.ts"], [], "/home/me/repo", "pkg/a")).toMatch(/give "src\/x\.ts"$/);
-    expect(globProblem(["../package-lock.json"], [], "/home/me/repo", "pkg/a")).toBeNull();
+    expect(globProblem(["../../package-lock.json", "../b/**"], [], "/home/me/repo", "pkg/a")).toBeNull();
+    expect(globProblem(["../../../x"], [], "/home/me/repo", "pkg/a")).toMatch(/^scope glob "\.\.\/\.\.\/\.\.\/x" points above the repository: .*\(pkg\/a\)/);
     expect(globProblem([], ["/elsewhere/x"], "/home/me/repo")).toMatch(/^protect glob "\/elsewhere\/x" is an absolute path: .*give one such as "src\/\*\*"$/);
     expect(globProblem(["../x"], [], "/r")).toMatch(/^scope glob "\.\.\/x" points above the repository/);
     expect(globProblem(["src/**", "./cli.js", "**/*.ts", "a..b", "..x"], ["test/**"], "/r")).toBeNull();
@@ -55,7 +69,7 @@ describe("globProblem", () => {
   it("refuses a protect that matches nothing behind `./` or a `..` segment inside it (paths are compared normalised)", () => {
     expect(globProblem([], ["./../secret"], "/r")).toMatch(/^protect glob "\.\/\.\.\/secret" points above the repository/);
     expect(globProblem([], ["tests/../conftest.py"], "/r")).toMatch(/^protect glob "tests\/\.\.\/conftest\.py" has a `\.\.` segment/);
-    expect(globProblem([], ["../../x"], "/r", "pkg/a")).toMatch(/has a `\.\.` segment/);
-    expect(globProblem([], ["./tests/**", "../pkg/b/**"], "/r", "pkg/a")).toBeNull();
+    expect(globProblem([], ["../b/../x"], "/r", "pkg/a")).toMatch(/has a `\.\.` segment/);
+    expect(globProblem([], ["./tests/**", "../b/**", "./../../x"], "/r", "pkg/a")).toBeNull();
   });
 });

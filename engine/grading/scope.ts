@@ -50,15 +50,25 @@ export function checkScope(changed: string[], scope: string[], protect: string[]
 }
 
 /**
+ * A path from the repository's root as the task's scope and protect globs see it: relative to the folder the task names
+ * (`sub`, "/"-separated, "" for the root), as `cd` would reach it from there: `packages/b/x.ts` is `../b/x.ts` from
+ * `packages/a`, `README.md` is `../../README.md`. The same as an ask's path is read at approval (approvals/inspect.ts).
+ */
+export function fromTaskFolder(sub: string, file: string): string {
+  return sub ? path.posix.relative(sub, file) : file;
+}
+
+/**
  * Why a task's scope or protect glob can never match a file of the repository, or null. Globs are relative to the folder
- * the task names (grade.ts reads a file outside it as `../<its path from the root>`), so a glob written as a path of
- * the machine (`/home/me/repo/cli.js`) matches nothing, nor does one above the repository (`../x` when the task names
- * the root): a scope of it failed the worker's every change as out of scope, a protect of it guarded nothing. Said
- * before any worker starts, with the relative glob to give when the path lies in the task's folder. So is a glob with
- * a `..` segment past the one `../` a subfolder's glob may start with (`./../x`, `tests/../x`): it matches nothing.
+ * the task names (fromTaskFolder), so a glob written as a path of the machine (`/home/me/repo/cli.js`) matches nothing,
+ * nor does one above the repository (`../x` when the task names the root, `../../../x` from `packages/a`): a scope of it
+ * failed the worker's every change as out of scope, a protect of it guarded nothing. Said before any worker starts, with
+ * the relative glob to give when the path lies in the task's folder. So is a glob with a `..` segment after its leading
+ * ones (`tests/../x`): paths are compared as fromTaskFolder writes them, without one, so it matches nothing.
  */
 export function globProblem(scope: string[], protect: string[], repoRoot: string, subdir = ""): string | null {
   const folder = path.join(repoRoot, subdir);
+  const depth = subdir.split(/[\\/]/).filter((p) => p && p !== ".").length;
   for (const [kind, globs] of [
     ["scope", scope],
     ["protect", protect],
@@ -72,13 +82,14 @@ export function globProblem(scope: string[], protect: string[], repoRoot: string
         const inside = rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
         return `${kind} glob "${glob}" is an absolute path: globs are relative to the task's folder and this one matches no file of it; give ${inside ? `"${rel}"` : 'one such as "src/**"'}`;
       }
-      // picomatch takes a leading `./` off (`./../x` is `../x`), and compares paths as written: a file outside the task's
-      // folder is `../<its path from the root>`, so a `..` segment anywhere else (`tests/../x`, `../../x`) matches none.
+      // picomatch takes a leading `./` off (`./../x` is `../x`) and compares paths as written.
       const rest = g.replace(/^(?:\.\/+)+/, "");
-      if (!subdir && (rest === ".." || rest.startsWith("../")))
-        return `${kind} glob "${glob}" points above the repository: globs are relative to the task's folder (here the repository's root) and this one matches no file of it; give one such as "src/**"`;
-      if (/(^|\/)\.\.(\/|$)/.test(subdir ? rest.replace(/^\.\.\//, "") : rest))
-        return `${kind} glob "${glob}" has a \`..\` segment: globs are matched against paths as written from the task's folder (a file outside it as ../<its path from the repository's root>), and this one matches no file; give one such as "src/**"`;
+      const up = /^(?:\.\.(?:\/+|$))*/.exec(rest)![0];
+      const ups = up.split("/").filter((p) => p === "..").length;
+      if (ups > depth)
+        return `${kind} glob "${glob}" points above the repository: globs are relative to the task's folder (${depth ? subdir.split(path.sep).join("/") : "here the repository's root"}) and this one matches no file of it; give one such as "src/**"`;
+      if (/(^|\/)\.\.(\/|$)/.test(rest.slice(up.length)))
+        return `${kind} glob "${glob}" has a \`..\` segment: globs are matched against paths as written from the task's folder (a file outside it as \`cd\` reaches it from there: ../b/x.ts), and this one matches no file; give one such as "src/**"`;
     }
   }
   return null;
