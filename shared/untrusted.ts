@@ -240,9 +240,10 @@ export function quoteUntrustedList(names: readonly string[], label: string, opts
  * JSON for a terminal (`--json`): the same value as JSON.stringify's, with every character `showUntrusted` would mark
  * (C1 controls such as U+009B CSI, bidi and zero-width characters… which JSON.stringify leaves raw) written as a \u
  * escape, so worker-written text in it neither drives the terminal nor reorders what is shown. Parses to the same value.
+ * Every `--json` of `ocw` prints through it (`indent` 0: one line).
  */
-export function jsonForTerminal(value: unknown): string {
-  const s = JSON.stringify(value, null, 2) ?? "null";
+export function jsonForTerminal(value: unknown, indent = 2): string {
+  const s = JSON.stringify(value, null, indent) ?? "null";
   let out = "";
   let from = 0;
   for (let i = 0; i < s.length; i++) {

@@ -78,7 +78,7 @@ export function registerWorkerCommands(program: Command): void {
           ...(states ? { states: states as Worker["state"][] } : {}),
           ...(o.repo ? { repo: path.resolve(o.repo) } : {}),
         });
-        if (o.json) return console.log(JSON.stringify(ws, null, 2));
+        if (o.json) return console.log(jsonForTerminal(ws));
         if (!ws.length) return console.log("no workers" + (o.state || o.repo || o.batch ? " match" : " yet: start one with `ocw run`"));
         // Batch names are read instead of ids (an engine from before names has none).
         const names: Record<string, string> = ws.some((w) => w.batchId) ? await c.workers.batchNames.query().catch(() => ({})) : {};
@@ -111,7 +111,7 @@ export function registerWorkerCommands(program: Command): void {
         } catch (err) {
           throw new CliError((err as Error).message);
         }
-        if (o.json) return console.log(JSON.stringify(b, null, 2));
+        if (o.json) return console.log(jsonForTerminal(b));
         console.log(batchText(b));
       } catch (err) {
         fail(err);
@@ -200,7 +200,7 @@ export function registerWorkerCommands(program: Command): void {
       try {
         expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw cancel\` takes one of them`);
         const w = await (await client("cancel")).workers.stop.mutate({ workerId: id, reason: "cancelled with ocw cancel" });
-        if (o.json) return console.log(JSON.stringify(w, null, 2));
+        if (o.json) return console.log(jsonForTerminal(w));
         console.log(`${w.id} is ${stateWord(w.state)}${isAtRest(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
       } catch (err) {
         fail(err);
@@ -219,7 +219,7 @@ export function registerWorkerCommands(program: Command): void {
         // A discard is idempotent at the engine: a second one is said as what it is, not as a removal done again.
         const already = !!(await c.workers.get.query({ workerId: id })).discarded;
         const w = await c.workers.discard.mutate({ workerId: id });
-        if (o.json) return console.log(JSON.stringify(w, null, 2));
+        if (o.json) return console.log(jsonForTerminal(w));
         console.log(discardText(w, already));
       } catch (err) {
         fail(err);
@@ -239,7 +239,7 @@ export function registerWorkerCommands(program: Command): void {
         const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id });
         console.log(
           o.json
-            ? JSON.stringify(r)
+            ? jsonForTerminal(r, 0)
             : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id} once you no longer need it\n${startedHint(r.workerId)}`,
         );
       } catch (err) {
@@ -259,7 +259,7 @@ export function registerWorkerCommands(program: Command): void {
         if (id) expectId(id, "worker", `revert a batch's integration commit with \`ocw revert --batch ${id}\``);
         if (o.batch) expectId(o.batch, "batch", `revert that worker's merge with \`ocw revert ${o.batch}\``);
         const r = await (await client("revert")).workers.revert.mutate(id ? { workerId: id } : { batchId: o.batch! });
-        console.log(o.json ? JSON.stringify(r) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
+        console.log(o.json ? jsonForTerminal(r, 0) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
       } catch (err) {
         fail(err);
       }
@@ -273,7 +273,7 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (o: { dir?: string; json?: boolean }) => {
       try {
         const r = await (await client("prune")).workers.prune.mutate({ directory: path.resolve(o.dir ?? ".") });
-        if (o.json) return console.log(JSON.stringify(r, null, 2));
+        if (o.json) return console.log(jsonForTerminal(r));
         for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
         for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
         if (!r.deleted.length && !r.kept.length) console.log("no ocw/ branches");
@@ -312,7 +312,7 @@ export function registerWorkerCommands(program: Command): void {
             ...(o.title ? { title: o.title } : {}),
             acceptFlagged: !!o.acceptFlagged,
           });
-          if (o.json) return console.log(JSON.stringify(r, null, 2));
+          if (o.json) return console.log(jsonForTerminal(r));
           console.log(
             `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}${r.replaced ? ` (in place of ${o.batch ? "its earlier integration commit" : "the earlier round's"} ${r.replaced.slice(0, 12)})` : ""}`,
           );
