@@ -11,7 +11,7 @@ import type { EngineEvent } from "../../shared/events";
 import { baselineWarning, type Verdict } from "../../shared/verdict";
 import { askView, diffChangesNothing, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS, UNCHANGED_DIFF } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
-import { jsonForTerminal, showUntrusted } from "../../shared/untrusted";
+import { jsonForTerminal, showUntrusted, showUntrustedBlock } from "../../shared/untrusted";
 import { toolWord } from "../../shared/wait";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
@@ -678,13 +678,8 @@ export function askText(ask: PermissionAsk): string {
   if (ask.kind === "permission")
     out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;
   if (ask.diff && diffChangesNothing(ask.diff)) out += `  ${UNCHANGED_DIFF}\n`;
-  else if (ask.diff)
-    out +=
-      ask.diff
-        .split("\n")
-        .slice(0, 40)
-        .map((l) => showUntrusted(l, { max: 400, lines: false }))
-        .join("\n") + "\n";
+  // Behind a bar: a line break in a file name (the diff's header lines) never starts a line that reads as the engine's.
+  else if (ask.diff) out += `  the change (the worker's, untrusted):\n${showUntrustedBlock(ask.diff, { maxLines: 40, lineMax: 400, bar: "  │ " })}\n`;
   return out;
 }
 
@@ -858,7 +853,8 @@ export class TerminalAsker {
     const answers: string[][] = [];
     for (const [i, q] of qv.questions.entries()) {
       const full = ask.questions![i]!;
-      const t = (x: string, max = 2000) => showUntrusted(x, { max });
+      // One line each: a line break in a description would start a line that reads as another option.
+      const t = (x: string, max = 2000) => showUntrusted(x, { max, lines: false });
       const more = q.optionsCut ? `\n  (${q.optionsCut} more options not shown: type one's text)` : "";
       this.out.write(
         `${q.question}\n${q.options.map((label, j) => `  ${j + 1}) ${label}${full.options[j]!.description ? ` — ${t(full.options[j]!.description!, 500)}` : ""}`).join("\n")}${more}\nanswer (number or text; empty dismisses): `,
