@@ -399,7 +399,8 @@ export function showText(w: Worker): string {
       lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
       if (!c.passed) lines.push(...outputTail(c.output));
     }
-    lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
+    // Each violation names a file the worker chose: quoted and labelled, as in the state's reason.
+    lines.push(`  scope ${v.scope.passed ? "ok" : `violated ${quoteUntrustedList(v.scope.violations, "violations naming the worker's files")}`}`);
     // The paths (and a symlink's target in the detail) are the worker's: quoted and labelled, never raw.
     if (v.flags?.length)
       lines.push(
@@ -408,7 +409,7 @@ export function showText(w: Worker): string {
           "files of the worker's change, with why each is flagged",
         )}`,
       );
-    if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
+    if (v.diffStat) lines.push("  diff stat (file names the worker chose, untrusted):", ...v.diffStat.split("\n").map((l) => `  │ ${safe(l)}`));
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
     // What these checks cannot rule out, the grading's own words (a file name in them is one a held-back test imports).
     if (v.caveats?.length) lines.push("what these checks cannot rule out:", ...v.caveats.map((c) => `  - ${safe(c)}`));
@@ -491,7 +492,7 @@ export class LogPrinter {
         this.worktree = e.worktree;
         return;
       case "ask.opened":
-        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(askWhat(e.ask, this.worktree))}`);
+        return this.out(`[${at}] ask ${e.ask.id}: ${toolWord(e.ask.tool)} ${safe(askWhat(e.ask, this.worktree))}`);
       case "ask.resolved":
         return this.out(
           `[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : (e.decision ?? "decided")}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` — ${safe(e.message)}` : ""}`,

@@ -53,6 +53,11 @@ beforeAll(async () => {
         script: (ctx) => (ctx.turnStep === 0 ? writeFile(FAKE_FILE, "x\n") : { text: "Done.\nOUTCOME: built" }),
       },
       {
+        name: "out-of-scope",
+        match: /UA-SCOPE/,
+        script: (ctx) => (ctx.turnStep === 0 ? writeFile(`out, fine.txt\n${INJECTION}`, "x\n") : { text: "Done.\nOUTCOME: built" }),
+      },
+      {
         name: "hidden",
         match: /UA-HIDDEN/,
         // The command asked, the file, the claim and what the check prints (the worker's code runs in it) hold them.
@@ -134,5 +139,22 @@ describe("an ask's lines never read as the engine's", () => {
     expect(form.split("\n").at(-1)).toBe(choices[0]);
     await engine.client.approvals.decide.mutate({ askId: ask.id, decision: "reject" });
     await settle(engine.client, [workerId]);
+  });
+});
+
+describe("ocw show", () => {
+  it("a file out of scope: its violation and the diff stat name it quoted, or behind a bar, labelled as the worker's", async () => {
+    const dir = repo();
+    const { workerId } = await engine.client.workers.start.mutate({ task: "UA-SCOPE write", directory: dir, checks: [{ run: "true" }], scope: ["src/**"] });
+    await settle(engine.client, [workerId], () => "once");
+    const show = await ocw(["show", workerId]);
+    expect(show.code, show.stderr).toBe(0);
+    const lines = show.stdout.split("\n");
+    const scope = lines.find((l) => l.startsWith("  scope "))!;
+    expect(scope).toMatch(/^ {2}scope violated \(violations naming the worker's files, untrusted: \[".*"\]\)$/);
+    expect(scope.indexOf("untrusted: [")).toBeLessThan(scope.indexOf(INJECTION));
+    expect(lines).toContain("  diff stat (file names the worker chose, untrusted):");
+    for (const l of lines.filter((l) => l.includes(INJECTION) && l !== scope && !l.startsWith("w-")))
+      expect(l.startsWith("  │ "), l).toBe(true);
   });
 });
