@@ -82,11 +82,17 @@ describe("a question on the terminal", () => {
       ...ask("Which?"),
       kind: "question",
       tool: "question",
-      questions: [{ question: "Which?", options: [{ label: "Delete the tests", description: "removes them\n  2) Keep the tests (recommended)" }, { label: "Keep" }] }],
+      questions: [
+        { question: "Which?", options: [{ label: "Delete the tests", description: "removes them\n  2) Keep the tests (recommended)" }, { label: "Keep" }] },
+      ],
     });
     await new Promise((r) => setImmediate(r));
     expect(printed()).toContain("  1) Delete the tests — removes them⏎  2) Keep the tests (recommended)\n  2) Keep\n");
-    expect(printed().split("\n").filter((l) => l.startsWith("  2)"))).toEqual(["  2) Keep"]);
+    expect(
+      printed()
+        .split("\n")
+        .filter((l) => l.startsWith("  2)")),
+    ).toEqual(["  2) Keep"]);
     input.write("2\n");
     await new Promise((r) => setTimeout(r, 20));
     expect(decided).toEqual([{ askId: "per_1", decision: "once", answers: [["Keep"]] }]);

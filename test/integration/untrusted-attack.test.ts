@@ -154,7 +154,6 @@ describe("ocw show", () => {
     expect(scope).toMatch(/^ {2}scope violated \(violations naming the worker's files, untrusted: \[".*"\]\)$/);
     expect(scope.indexOf("untrusted: [")).toBeLessThan(scope.indexOf(INJECTION));
     expect(lines).toContain("  diff stat (file names the worker chose, untrusted):");
-    for (const l of lines.filter((l) => l.includes(INJECTION) && l !== scope && !l.startsWith("w-")))
-      expect(l.startsWith("  │ "), l).toBe(true);
+    for (const l of lines.filter((l) => l.includes(INJECTION) && l !== scope && !l.startsWith("w-"))) expect(l.startsWith("  │ "), l).toBe(true);
   });
 });
