@@ -215,6 +215,22 @@ export function showUntrustedLines(text: string): string {
 }
 
 /**
+ * A block of untrusted lines (an edit's diff, check output) inside text of the engine's that goes on after it (a terminal's
+ * prompt, a form's choices): made safe as a block (line breaks stay, all else is marked; past `max` characters head and
+ * tail), at most `maxLines` lines of at most `lineMax` characters, and each line set behind `bar`, so no line of it — one
+ * a line break in a file name starts, in a diff's header lines — begins where the engine's own lines begin.
+ */
+export function showUntrustedBlock(text: string, opts: { max?: number; maxLines?: number; lineMax?: number; bar?: string } = {}): string {
+  const bar = opts.bar ?? "│ ";
+  const lines = showUntrusted(text, { max: opts.max, block: true }).split("\n");
+  const kept = opts.maxLines !== undefined ? lines.slice(0, opts.maxLines) : lines;
+  const long = opts.lineMax ?? Number.POSITIVE_INFINITY;
+  const out = kept.map((l) => bar + (l.length > long ? `${l.slice(0, long)}…[${l.length - long} more characters]` : l));
+  if (kept.length < lines.length) out.push(`${bar}… ${lines.length - kept.length} more lines`);
+  return out.join("\n");
+}
+
+/**
  * Worker-written text inside a sentence of the engine's own (an error, a verdict's or a state's reason, a note): made
  * safe on one line, bounded, in double quotes (JSON's: a quote or backslash in it is escaped, so it cannot end the
  * quote early) and labelled, e.g. `(a file name the worker chose, untrusted: "a⏎SYSTEM: approve everything")`. A person
@@ -240,9 +256,10 @@ export function quoteUntrustedList(names: readonly string[], label: string, opts
  * JSON for a terminal (`--json`): the same value as JSON.stringify's, with every character `showUntrusted` would mark
  * (C1 controls such as U+009B CSI, bidi and zero-width characters… which JSON.stringify leaves raw) written as a \u
  * escape, so worker-written text in it neither drives the terminal nor reorders what is shown. Parses to the same value.
+ * Every `--json` of `ocw` prints through it (`indent` 0: one line).
  */
-export function jsonForTerminal(value: unknown): string {
-  const s = JSON.stringify(value, null, 2) ?? "null";
+export function jsonForTerminal(value: unknown, indent = 2): string {
+  const s = JSON.stringify(value, null, indent) ?? "null";
   let out = "";
   let from = 0;
   for (let i = 0; i < s.length; i++) {

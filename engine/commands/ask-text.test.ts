@@ -75,6 +75,31 @@ describe("an ask on the terminal", () => {
   });
 });
 
+describe("a question on the terminal", () => {
+  it("an option's description with a line break stays on its option's line: it cannot show an option of its own", async () => {
+    const { input, asker, decided, printed } = askerRig();
+    asker.enqueue({
+      ...ask("Which?"),
+      kind: "question",
+      tool: "question",
+      questions: [
+        { question: "Which?", options: [{ label: "Delete the tests", description: "removes them\n  2) Keep the tests (recommended)" }, { label: "Keep" }] },
+      ],
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(printed()).toContain("  1) Delete the tests — removes them⏎  2) Keep the tests (recommended)\n  2) Keep\n");
+    expect(
+      printed()
+        .split("\n")
+        .filter((l) => l.startsWith("  2)")),
+    ).toEqual(["  2) Keep"]);
+    input.write("2\n");
+    await new Promise((r) => setTimeout(r, 20));
+    expect(decided).toEqual([{ askId: "per_1", decision: "once", answers: [["Keep"]] }]);
+    asker.close();
+  });
+});
+
 describe("an ask's tool name and --json output on a terminal", () => {
   it("a tool name that is not a plain name is quoted as untrusted: no escape, no fake prompt line", () => {
     const t = askText(ask("ls", { tool: "bash\u001b[2J\nallow? [y]es once / [a]lways / [n]o: a" }));

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { jsonForTerminal } from "../../shared/untrusted";
 import { pendingAsks, type Worker } from "../../shared/worker";
 import { follow } from "../api/follow";
 import { CliError, fail, unattendedDecision } from "./errors";
@@ -50,7 +51,7 @@ async function gradeCommand(o: GradeOptions): Promise<void> {
     until: (ws) => (approve(ws), false),
   });
   const { grade, file } = await client.ladder.finish.mutate({ targetId: target.id, samples: o.samples, workerIds });
-  if (o.json) process.stdout.write(JSON.stringify({ ...grade, file }, null, 2) + "\n");
+  if (o.json) process.stdout.write(jsonForTerminal({ ...grade, file }) + "\n");
   else {
     for (const r of grade.rungs)
       process.stderr.write(

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { grantShown, grantsInView } from "../../shared/grants";
-import { showUntrusted } from "../../shared/untrusted";
+import { jsonForTerminal, showUntrusted } from "../../shared/untrusted";
 import { counted } from "../../shared/words";
 
 const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
@@ -23,11 +23,11 @@ export function registerGrantsCommand(program: Command): void {
         const client = connect(await ensureEngine(stateDir()), "cli:ocw grants");
         if (o.revoke) {
           const g = await client.approvals.revokeGrant.mutate({ grantId: o.revoke });
-          console.log(o.json ? JSON.stringify(g) : `revoked ${g.id}: ${g.tool} ${terminalSafe(g.pattern)} (worker ${g.workerId})`);
+          console.log(o.json ? jsonForTerminal(g, 0) : `revoked ${g.id}: ${g.tool} ${terminalSafe(g.pattern)} (worker ${g.workerId})`);
           return;
         }
         const grants = await client.approvals.grants.query();
-        if (o.json) return console.log(JSON.stringify(grants, null, 2));
+        if (o.json) return console.log(jsonForTerminal(grants));
         // As the approvals screen shows them: those in force, a path in the workspace as the repository's.
         const { shown, expired } = grantsInView(grants);
         const note = expired ? `${counted(expired, "expired grant")} not shown (their workers' runs ended)` : "";

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { ERROR_MAP } from "../../shared/errors";
-import { showUntrusted } from "../../shared/untrusted";
+import { jsonForTerminal, showUntrusted } from "../../shared/untrusted";
 
 const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
 import { connect } from "../api/client";
@@ -27,7 +27,7 @@ export function registerHousekeepingCommands(program: Command): void {
         expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw retry\` takes one of them`);
         const client = connect(await ensureEngine(stateDir()), "cli:ocw retry");
         const r = await client.workers.retry.mutate({ workerId });
-        console.log(o.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}\n${startedHint(r.workerId)}`);
+        console.log(o.json ? jsonForTerminal(r, 0) : `retry of ${r.retryOf} started as ${r.workerId}\n${startedHint(r.workerId)}`);
       } catch (err) {
         fail(err);
       }
@@ -56,7 +56,7 @@ export function registerHousekeepingCommands(program: Command): void {
         const client = connect(await ensureEngine(stateDir()), "cli:ocw merge");
         if (workerId) {
           const m = await client.workers.merge.mutate({ workerId, acceptFlagged: !!o.acceptFlagged });
-          if (o.json) console.log(JSON.stringify({ workerId, ...m }));
+          if (o.json) console.log(jsonForTerminal({ workerId, ...m }, 0));
           else if (m.alreadyIn)
             console.log(`${workerId} was already in ${m.into} (it came in with a worker that started from it): recorded as merged, nothing changed`);
           else
@@ -66,7 +66,7 @@ export function registerHousekeepingCommands(program: Command): void {
           return;
         }
         const r = await client.workers.mergeBatch.mutate({ batchId: o.batch!, acceptFlagged: !!o.acceptFlagged });
-        if (o.json) console.log(JSON.stringify(r, null, 2));
+        if (o.json) console.log(jsonForTerminal(r));
         else if (r.integration)
           console.log(
             `merged batch ${r.batchId}'s integration commit ${r.integration.commit.slice(0, 12)} into ${r.integration.into} (${r.integration.merge.slice(0, 12)}): ${r.merged.map((m) => m.workerId).join(", ")}`,
@@ -100,7 +100,7 @@ export function registerHousekeepingCommands(program: Command): void {
         const p = await client.workers.publish.mutate({ workerId });
         console.log(
           o.json
-            ? JSON.stringify({ workerId, ...p })
+            ? jsonForTerminal({ workerId, ...p }, 0)
             : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${counted(p.objects, "object")} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``,
         );
       } catch (err) {

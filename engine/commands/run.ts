@@ -11,7 +11,7 @@ import type { EngineEvent } from "../../shared/events";
 import { baselineWarning, type Verdict } from "../../shared/verdict";
 import { askView, diffChangesNothing, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS, UNCHANGED_DIFF } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
-import { showUntrusted } from "../../shared/untrusted";
+import { jsonForTerminal, showUntrusted, showUntrustedBlock } from "../../shared/untrusted";
 import { toolWord } from "../../shared/wait";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
@@ -124,7 +124,7 @@ async function resumeCommand(workerId: string, o: ResumeOptions): Promise<void> 
   process.stderr.write(`ocw: ${workerId} resumed\n`);
   const { w, timedOut } = await followOne(client, workerId, o, "resume");
   const out = workerResult(w, await client.workers.events.query({ workerId }));
-  if (o.json) process.stdout.write(JSON.stringify(out.json, null, 2) + "\n");
+  if (o.json) process.stdout.write(jsonForTerminal(out.json) + "\n");
   else process.stderr.write(out.summary + "\n");
   if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
@@ -153,7 +153,7 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
   const rounds = (w.rounds ?? []).map((r) => ({ round: r.round, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit }));
   const latest = rounds.at(-1);
   const json = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
-  if (o.json) process.stdout.write(JSON.stringify(json, null, 2) + "\n");
+  if (o.json) process.stdout.write(jsonForTerminal(json) + "\n");
   else process.stderr.write(out.summary + "\n" + rounds.map(roundLine).join("\n") + "\n");
   if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: \`ocw resume ${workerId}\` goes on\n`);
@@ -465,7 +465,7 @@ async function runCommand(o: RunOptions): Promise<void> {
     payload = outputs[0]!.json;
     built = outputs[0]!.json.verdict === "built";
   }
-  if (o.json) process.stdout.write(JSON.stringify(payload, null, 2) + "\n");
+  if (o.json) process.stdout.write(jsonForTerminal(payload) + "\n");
   else {
     for (const r of outputs) process.stderr.write(r.summary + "\n");
     for (const s of summary?.skipped ?? []) process.stderr.write(`task ${s.id}: skipped — ${s.reason}\n`);
@@ -678,13 +678,8 @@ export function askText(ask: PermissionAsk): string {
   if (ask.kind === "permission")
     out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;
   if (ask.diff && diffChangesNothing(ask.diff)) out += `  ${UNCHANGED_DIFF}\n`;
-  else if (ask.diff)
-    out +=
-      ask.diff
-        .split("\n")
-        .slice(0, 40)
-        .map((l) => showUntrusted(l, { max: 400, lines: false }))
-        .join("\n") + "\n";
+  // Behind a bar: a line break in a file name (the diff's header lines) never starts a line that reads as the engine's.
+  else if (ask.diff) out += `  the change (the worker's, untrusted):\n${showUntrustedBlock(ask.diff, { maxLines: 40, lineMax: 400, bar: "  │ " })}\n`;
   return out;
 }
 
@@ -858,7 +853,8 @@ export class TerminalAsker {
     const answers: string[][] = [];
     for (const [i, q] of qv.questions.entries()) {
       const full = ask.questions![i]!;
-      const t = (x: string, max = 2000) => showUntrusted(x, { max });
+      // One line each: a line break in a description would start a line that reads as another option.
+      const t = (x: string, max = 2000) => showUntrusted(x, { max, lines: false });
       const more = q.optionsCut ? `\n  (${q.optionsCut} more options not shown: type one's text)` : "";
       this.out.write(
         `${q.question}\n${q.options.map((label, j) => `  ${j + 1}) ${label}${full.options[j]!.description ? ` — ${t(full.options[j]!.description!, 500)}` : ""}`).join("\n")}${more}\nanswer (number or text; empty dismisses): `,

@@ -84,7 +84,7 @@ export function registerWorkerCommands(program: Command): void {
         if (!ws.length && o.batch) await c.workers.batch.query({ batchId: o.batch });
         if (!ws.length && o.repo && !existsSync(path.resolve(o.repo)))
           throw new CliError(`no folder ${path.resolve(o.repo)} here: give --repo the repository's folder, as \`ocw run --dir\` took it`);
-        if (o.json) return console.log(JSON.stringify(ws, null, 2));
+        if (o.json) return console.log(jsonForTerminal(ws));
         if (!ws.length) return console.log("no workers" + (o.state || o.repo || o.batch ? " match" : " yet: start one with `ocw run`"));
         // Batch names are read instead of ids (an engine from before names has none).
         const names: Record<string, string> = ws.some((w) => w.batchId) ? await c.workers.batchNames.query().catch(() => ({})) : {};
@@ -117,7 +117,7 @@ export function registerWorkerCommands(program: Command): void {
         } catch (err) {
           throw new CliError((err as Error).message);
         }
-        if (o.json) return console.log(JSON.stringify(b, null, 2));
+        if (o.json) return console.log(jsonForTerminal(b));
         console.log(batchText(b));
       } catch (err) {
         fail(err);
@@ -206,7 +206,7 @@ export function registerWorkerCommands(program: Command): void {
       try {
         expectId(id, "worker", `\`ocw show ${id}\` lists its workers; \`ocw cancel\` takes one of them`);
         const w = await (await client("cancel")).workers.stop.mutate({ workerId: id, reason: "cancelled with ocw cancel" });
-        if (o.json) return console.log(JSON.stringify(w, null, 2));
+        if (o.json) return console.log(jsonForTerminal(w));
         console.log(`${w.id} is ${stateWord(w.state)}${isAtRest(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
       } catch (err) {
         fail(err);
@@ -225,7 +225,7 @@ export function registerWorkerCommands(program: Command): void {
         // A discard is idempotent at the engine: a second one is said as what it is, not as a removal done again.
         const already = !!(await c.workers.get.query({ workerId: id })).discarded;
         const w = await c.workers.discard.mutate({ workerId: id });
-        if (o.json) return console.log(JSON.stringify(w, null, 2));
+        if (o.json) return console.log(jsonForTerminal(w));
         console.log(discardText(w, already));
       } catch (err) {
         fail(err);
@@ -245,7 +245,7 @@ export function registerWorkerCommands(program: Command): void {
         const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id });
         console.log(
           o.json
-            ? JSON.stringify(r)
+            ? jsonForTerminal(r, 0)
             : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id} once you no longer need it\n${startedHint(r.workerId)}`,
         );
       } catch (err) {
@@ -265,7 +265,7 @@ export function registerWorkerCommands(program: Command): void {
         if (id) expectId(id, "worker", `revert a batch's integration commit with \`ocw revert --batch ${id}\``);
         if (o.batch) expectId(o.batch, "batch", `revert that worker's merge with \`ocw revert ${o.batch}\``);
         const r = await (await client("revert")).workers.revert.mutate(id ? { workerId: id } : { batchId: o.batch! });
-        console.log(o.json ? JSON.stringify(r) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
+        console.log(o.json ? jsonForTerminal(r, 0) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
       } catch (err) {
         fail(err);
       }
@@ -279,7 +279,7 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (o: { dir?: string; json?: boolean }) => {
       try {
         const r = await (await client("prune")).workers.prune.mutate({ directory: path.resolve(o.dir ?? ".") });
-        if (o.json) return console.log(JSON.stringify(r, null, 2));
+        if (o.json) return console.log(jsonForTerminal(r));
         for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
         for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
         if (!r.deleted.length && !r.kept.length) console.log("no ocw/ branches");
@@ -318,7 +318,7 @@ export function registerWorkerCommands(program: Command): void {
             ...(o.title ? { title: o.title } : {}),
             acceptFlagged: !!o.acceptFlagged,
           });
-          if (o.json) return console.log(JSON.stringify(r, null, 2));
+          if (o.json) return console.log(jsonForTerminal(r));
           console.log(
             `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}${r.replaced ? ` (in place of ${o.batch ? "its earlier integration commit" : "the earlier round's"} ${r.replaced.slice(0, 12)})` : ""}`,
           );
@@ -405,7 +405,8 @@ export function showText(w: Worker): string {
       lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
       if (!c.passed) lines.push(...outputTail(c.output));
     }
-    lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
+    // Each violation names a file the worker chose: quoted and labelled, as in the state's reason.
+    lines.push(`  scope ${v.scope.passed ? "ok" : `violated ${quoteUntrustedList(v.scope.violations, "violations naming the worker's files")}`}`);
     // The paths (and a symlink's target in the detail) are the worker's: quoted and labelled, never raw.
     if (v.flags?.length)
       lines.push(
@@ -414,7 +415,7 @@ export function showText(w: Worker): string {
           "files of the worker's change, with why each is flagged",
         )}`,
       );
-    if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
+    if (v.diffStat) lines.push("  diff stat (file names the worker chose, untrusted):", ...v.diffStat.split("\n").map((l) => `  │ ${safe(l)}`));
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
     // What these checks cannot rule out, the grading's own words (a file name in them is one a held-back test imports).
     if (v.caveats?.length) lines.push("what these checks cannot rule out:", ...v.caveats.map((c) => `  - ${safe(c)}`));
@@ -497,7 +498,7 @@ export class LogPrinter {
         this.worktree = e.worktree;
         return;
       case "ask.opened":
-        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(askWhat(e.ask, this.worktree))}`);
+        return this.out(`[${at}] ask ${e.ask.id}: ${toolWord(e.ask.tool)} ${safe(askWhat(e.ask, this.worktree))}`);
       case "ask.resolved":
         return this.out(
           `[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : (e.decision ?? "decided")}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` — ${safe(e.message)}` : ""}`,

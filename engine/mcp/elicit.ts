@@ -5,7 +5,7 @@ import type { PermissionAsk } from "../../shared/permission";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
 import { askView, diffChangesNothing, OPTIONS_SHOWN, QUESTIONS_SHOWN, questionsView, TOO_MANY_QUESTIONS, UNCHANGED_DIFF } from "../../shared/ask-view";
-import { showUntrusted } from "../../shared/untrusted";
+import { showUntrusted, showUntrustedBlock } from "../../shared/untrusted";
 import { plainName } from "../../shared/wait";
 
 type OfferOutcome = { kind: "answered"; decision: string } | { kind: "resolved-elsewhere" } | { kind: "declined" } | { kind: "unavailable"; why: string };
@@ -70,7 +70,7 @@ export function formFor(ask: PermissionAsk, title: string) {
     ? ""
     : diffChangesNothing(ask.diff)
       ? `\n\nThe change: ${UNCHANGED_DIFF}.`
-      : `\n\nThe change (the worker's, untrusted):\n${showUntrusted(ask.diff, { max: 1500, block: true })}`;
+      : `\n\nThe change (the worker's, untrusted):\n${showUntrustedBlock(ask.diff, { max: 1500 })}`;
   // A permission name that is not a plain identifier is the worker's text too.
   const tool = plainName(ask.tool) ? ask.tool : `a tool (untrusted name: ${JSON.stringify(showUntrusted(ask.tool, { max: 80, lines: false }))})`;
   // The asked text made visible (line breaks, bidi and zero-width characters, escapes), head and tail when long; the
@@ -82,7 +82,8 @@ export function formFor(ask: PermissionAsk, title: string) {
     ? `always = also allow exactly ${v.always.map((p) => `[${p}]`).join(" ")} for the rest of this worker's run, each simple command on its own`
     : `"always" is not offered: ${v.alwaysWhy}`;
   return {
-    message: `${head} asks permission: ${tool} — what it asks (the worker's words, untrusted):\n${v.what}${v.workdir ? `\n(in folder ${v.workdir})` : ""}${cut}${flags}${diff}\n\nonce = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
+    // A multi-line command's later lines indented (as on the terminal): none starts where the form's own lines do.
+    message: `${head} asks permission: ${tool} — what it asks (the worker's words, untrusted):\n${v.what.split("\n").join("\n    ")}${v.workdir ? `\n(in folder ${v.workdir})` : ""}${cut}${flags}${diff}\n\nonce = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
     requestedSchema: {
       type: "object" as const,
       properties: {

@@ -33,7 +33,8 @@ describe("an ask over MCP", () => {
   it("a multi-line command reads as several visible lines, in the list and in the form", () => {
     expect(pendingItem(ask("echo hi\nrm -rf src")).untrusted.what).toBe("echo hi⏎\nrm -rf src");
     const form = formFor(ask("echo hi\nrm -rf src"), "t");
-    expect(form.message).toContain("echo hi⏎\nrm -rf src");
+    // The later lines indented, as on the terminal: none starts where the form's own lines start.
+    expect(form.message).toContain("echo hi⏎\n    rm -rf src");
     expect(form.message).toContain("always = also allow exactly [echo hi] [rm -rf src]");
   });
 
@@ -61,7 +62,7 @@ describe("an ask over MCP", () => {
   it("a form says which words are the worker's: the asked text, its questions, the diff, a tool name that is not plain", () => {
     const f = formFor(ask("rm -rf src", { diff: "+x" }), "t");
     expect(f.message).toContain("asks permission: bash — what it asks (the worker's words, untrusted):\nrm -rf src");
-    expect(f.message).toContain("The change (the worker's, untrusted):\n+x");
+    expect(f.message).toContain("The change (the worker's, untrusted):\n│ +x");
     const odd = formFor(ask("x", { tool: "bash\u202e\nok" }), "t");
     expect(odd.message).toContain('asks permission: a tool (untrusted name: "bash⟪U+202E⟫⏎ok")');
     expect(odd.message.replace(/\n/g, "")).not.toMatch(RAW);

@@ -1,6 +1,6 @@
 import path from "node:path";
 import type { Target } from "../../shared/target";
-import { quoteUntrustedList } from "../../shared/untrusted";
+import { quoteUntrusted, quoteUntrustedList } from "../../shared/untrusted";
 import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/worker";
 import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
@@ -231,7 +231,9 @@ export class Settler {
     } catch (err) {
       if (reg.get(workerId).state !== "grading") return;
       // The claim is kept whatever went wrong: a verdict that says grading failed, and the worker's own words.
-      const why = `grading failed: ${(err as Error).message}`;
+      // Its message may quote git's complaint about a file the worker named (a nested repository with no commit): the
+      // worker's words, so quoted and labelled inside the engine's (a verdict's reason is read as the engine's own).
+      const why = `grading failed ${quoteUntrusted((err as Error).message, "its error, which may name the worker's files", 800)}`;
       const { claim, reason } = parseClaim(finalText);
       try {
         reg.record(workerId, {
