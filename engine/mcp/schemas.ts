@@ -68,7 +68,7 @@ export const DelegateInput = z
     checks: spec.checks.describe(
       "Held-back checks that decide the verdict (the worker never sees them): a command run in the worktree ({run, files?: an absolute folder of held-back tests outside the repository, copied in only at grading}), or a file test.",
     ),
-    scope: spec.scope.describe('Globs it may change, e.g. ["src/parser/**"]; a change outside fails the verdict.'),
+    scope: spec.scope.describe('Globs it may change, relative to directory, e.g. ["src/**"]; others fail the verdict.'),
     protect: spec.protect.describe('Globs it must not change, e.g. ["test/**"].'),
     budget: spec.budget.describe("Limits."),
     title: spec.title.describe("Short label."),
