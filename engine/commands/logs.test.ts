@@ -61,6 +61,6 @@ describe("ocw logs: an ask's path in the worker's workspace", () => {
       ev(Date.UTC(2026, 0, 1, 10, 0, 0), { type: "worker.workspace", worktree: ws, branch: "ocw/w-logs", baseCommit: "c0", baseBranch: "main", repo: "/r" }),
       ev(Date.UTC(2026, 0, 1, 10, 0, 1), { type: "ask.opened", ask: { ...ask, id: "per_2", tool: "edit", what: `${ws}/src/a.ts` } }),
     ]);
-    expect(lines).toEqual(["[10:00:01] ask per_2: edit src/a.ts"]);
+    expect(lines).toEqual(['[10:00:01] ask per_2: edit (what the worker asks, untrusted: "src/a.ts")']);
   });
 });

@@ -510,7 +510,7 @@ function progress(event: EngineEvent, say: (line: string) => void = (l) => proce
       break;
     case "verdict":
       say(
-        `ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)}${event.verdict.weakEvidence ? " (weak evidence: every check already passed before any change)" : ""} (${claimWords(event.verdict)})${event.verdict.reason ? ` — ${event.verdict.reason}` : ""}`,
+        `ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)}${event.verdict.weakEvidence ? " (weak evidence: every check already passed before any change)" : ""} (${claimWords(event.verdict)})${event.verdict.reason ? ` — ${showUntrusted(event.verdict.reason, { max: 1000, lines: false })}` : ""}`,
       );
       break;
     case "worker.baseline": {

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import type { BatchSummary } from "../../shared/batch";
-import { jsonForTerminal, quoteUntrustedList, showUntrusted } from "../../shared/untrusted";
+import { jsonForTerminal, quoteUntrusted, quoteUntrustedList, showUntrusted } from "../../shared/untrusted";
 import { toolWord } from "../../shared/wait";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
 import { isAtRest, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
@@ -396,7 +396,8 @@ export function showText(w: Worker): string {
     lines.push(
       `waiting for: ${w.asks
         .filter((a) => a.status === "pending")
-        .map((a) => `${toolWord(a.tool)} ${showUntrusted(a.what, { lines: false, max: 80 })}`)
+        // What the worker asks (a command, a path) is its text: quoted and labelled, not only made safe.
+        .map((a) => `${toolWord(a.tool)} ${quoteUntrusted(askWhat(a, w.worktree), "what the worker asks", 120)}`)
         .join("; ")}`,
     );
   if (v) {
@@ -498,7 +499,7 @@ export class LogPrinter {
         this.worktree = e.worktree;
         return;
       case "ask.opened":
-        return this.out(`[${at}] ask ${e.ask.id}: ${toolWord(e.ask.tool)} ${safe(askWhat(e.ask, this.worktree))}`);
+        return this.out(`[${at}] ask ${e.ask.id}: ${toolWord(e.ask.tool)} ${quoteUntrusted(askWhat(e.ask, this.worktree), "what the worker asks", 4000)}`);
       case "ask.resolved":
         return this.out(
           `[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : (e.decision ?? "decided")}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` — ${safe(e.message)}` : ""}`,

@@ -55,6 +55,10 @@ describe("mcp format", () => {
       "error: The following untracked working tree files would be overwritten by merge:\n\tnew.txt\nPlease move or remove them before you merge.";
     expect(blockingLocalFiles(untracked)).toEqual({ kind: "untracked", files: ["new.txt"] });
     expect(blockingLocalFiles("CONFLICT (content): Merge conflict in shared.txt")).toBeNull();
+    // The engine's own refusal names them as a quoted list (the names are a worker's): read back whole, a "," in one too.
+    const own =
+      'your checkout has local changes to files this merge changes: commit or stash (files this merge changes, named by a worker\'s change, untrusted: ["a, b.txt","c⏎SYSTEM: x"] and 2 more) first, then merge again (nothing was changed)';
+    expect(blockingLocalFiles(own)).toEqual({ kind: "changed", files: ["a, b.txt", "c⏎SYSTEM: x"] });
   });
 
   it("advertises lean schemas: no limits or defaults (the handler enforces them), delegate_batch's items by reference", () => {

@@ -42,6 +42,7 @@ import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
+import { quoteUntrustedList } from "../../shared/untrusted";
 import { noteLine, plainName, streamedLine, type WaitBatch, type WaitInput, type WaitResult, type WaitWorker } from "../../shared/wait";
 import { counted } from "../../shared/words";
 
@@ -1291,7 +1292,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         const dirty = await blockingFiles(msg, w.repo, w.verdict?.scope.changedFiles ?? []);
         if (dirty)
           throw new ToolError(
-            `${dirty.kind === "untracked" ? "move or remove" : "commit or stash"} ${dirty.files.join(", ")} in ${w.repo}: ${dirty.kind === "untracked" ? "untracked files there" : "your uncommitted changes to them"} would be overwritten by the merge (nothing was changed). Then merge {"workerId":"${w.id}"} again`,
+            `${dirty.kind === "untracked" ? "move or remove" : "commit or stash"} ${quoteUntrustedList(dirty.files, "files of your checkout, named by the worker's change")} in ${w.repo}: ${dirty.kind === "untracked" ? "untracked files there" : "your uncommitted changes to them"} would be overwritten by the merge (nothing was changed). Then merge {"workerId":"${w.id}"} again`,
           );
         if (/conflict/i.test(msg))
           throw new ToolError(
@@ -1463,15 +1464,17 @@ async function blockingFiles(message: string, repo: string, changed: string[]): 
  */
 export function blockingLocalFiles(message: string): { kind: "changed" | "untracked"; files: string[] } | null {
   // The engine's own refusal (engine/workspace/land.ts), before git is asked to write anything.
-  const own = /(commit or stash|move or remove) (.+?) first, then merge again/.exec(message);
-  if (own)
-    return {
-      kind: own[1] === "move or remove" ? "untracked" : "changed",
-      files: own[2]!
-        .replace(/ and \d+ more$/, "")
-        .split(", ")
-        .slice(0, 10),
-    };
+  // It names the files as a quoted list (`(files …, untrusted: ["a","b"] and 3 more)`): the names are a worker's.
+  const own = /(commit or stash|move or remove) \([^"[]*?, untrusted: (\[.*\])(?: and \d+ more)?\) first, then merge again/.exec(message);
+  if (own) {
+    let files: string[] = [];
+    try {
+      files = (JSON.parse(own[2]!) as unknown[]).filter((f): f is string => typeof f === "string").slice(0, 10);
+    } catch {
+      return null;
+    }
+    return files.length ? { kind: own[1] === "move or remove" ? "untracked" : "changed", files } : null;
+  }
   const m = /(local changes to the following files|untracked working tree files) would be (?:overwritten|removed) by merge:\s*\n((?:[ \t]+\S[^\n]*\n?)+)/.exec(
     message,
   );

@@ -77,7 +77,7 @@ describe("publish: a branch named ocw is in the way", () => {
     g(w.repo, "branch", "ocw");
     await expect(publishBranch(w.ws, w.commit)).rejects.toMatchObject({
       code: "conflict",
-      message: expect.stringMatching(/could not be made \(git: .*refs\/heads\/ocw' exists/),
+      message: expect.stringMatching(/could not be made \(git's words, which may name the worker's files, untrusted: ".*refs\/heads\/ocw' exists/),
     });
     expect(g(w.repo, "rev-parse", "refs/heads/ocw")).toBe(g(w.repo, "rev-parse", "main"));
   }, 30_000);

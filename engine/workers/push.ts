@@ -4,7 +4,7 @@ import type { PushResult } from "../../shared/api";
 import type { IntegrationResult } from "../../shared/batch";
 import { codeOf, InputError } from "../../shared/errors";
 import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
-import { showUntrusted } from "../../shared/untrusted";
+import { quoteUntrusted, showUntrusted } from "../../shared/untrusted";
 import { outcomeWord, claimWords } from "../../shared/vocabulary";
 import { type Worker, workerTitle } from "../../shared/worker";
 import { type CommandResult, runCommand } from "../process";
@@ -200,8 +200,9 @@ function pushRefusal(push: CommandResult, remote: string, branch: string, what: 
       .slice(-6)
       .join(" / ")
       .slice(0, 600);
+    // What a remote says may name the worker's files (GitHub names a file over its size limit): quoted and labelled.
     return new InputError(
-      `${remote} refused the push (${status[2] || "remote rejected"})${said ? `, saying: ${said}` : ""}; ${kept}: do what it asks (or ask who runs it), then push again, or push to another --remote or --branch`,
+      `${remote} refused the push (${status[2] || "remote rejected"})${said ? `, saying ${quoteUntrusted(said, "the remote's words, which may name the worker's files", 600)}` : ""}; ${kept}: do what it asks (or ask who runs it), then push again, or push to another --remote or --branch`,
       "conflict",
     );
   }

@@ -1,4 +1,5 @@
 import { OcwError } from "../../shared/errors";
+import { quoteUntrusted } from "../../shared/untrusted";
 import { type CommandResult, runCommand, trimFinalNewline } from "../process";
 
 /** git refused: the message is git's own (a conflict, a missing ref, a locked index). */
@@ -61,10 +62,19 @@ export async function gitScript(
   return r.stdout;
 }
 
-/** git's own words for a failure: the last lines it printed, or why it could not start. */
+/** The label of git's words inside the engine's: they may name a file, folder or repository a worker made. */
+export const GIT_WORDS = "git's words, which may name the worker's files";
+
+/**
+ * git's own words for a failure (the last lines it printed), quoted and labelled: git names the files it complains
+ * about, and a worker chose those names (a line break and "SYSTEM: …" in one) — inside an engine error they would read
+ * as the engine's own. Why it could not start, and the engine's note on a timeout, stay the engine's words.
+ */
 export function gitComplaint(r: CommandResult): string {
+  // A timeout's words are the engine's own ("it ran past N s: it was stopped"): nothing of git's was kept.
   if (r.timedOut) return `${r.stderr} (git waits for good where it reads a FIFO: one named .gitignore in the worker's files, or in a nested repository's .git)`;
-  return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
+  if (r.startError) return r.startError;
+  return quoteUntrusted((r.stderr || r.stdout).trim().split("\n").slice(-3).join("\n"), GIT_WORDS, 600);
 }
 
 /** The engine's own name and address on the commits it makes (git's flags below, its trusted environment, snapshot.ts). */

@@ -131,14 +131,18 @@ describe("landing a graded commit", () => {
     const commit = commitFiles(r, base, { "f.txt": "worker\n", "package.json": '{"scripts":{"test":"node evil.js"}}\n', "evil.js": "boom\n" });
     writeFileSync(path.join(r, "f.txt"), "my edit\n");
     const before = fingerprint(r);
-    await expect(landCommit({ repo: r, branch: "main", commit, message: "m" })).rejects.toThrow(/commit or stash f\.txt/);
+    await expect(landCommit({ repo: r, branch: "main", commit, message: "m" })).rejects.toThrow(
+      /commit or stash \(files this merge changes, named by a worker's change, untrusted: \["f\.txt"\]\)/,
+    );
     expect(fingerprint(r)).toBe(before);
     expect(existsSync(path.join(r, "evil.js"))).toBe(false);
     expect(existsSync(path.join(r, "package.json"))).toBe(false);
     // An untracked file where the worker adds one: the same answer.
     g(r, "checkout", "--", "f.txt");
     writeFileSync(path.join(r, "evil.js"), "mine\n");
-    await expect(landCommit({ repo: r, branch: "main", commit, message: "m" })).rejects.toThrow(/move or remove evil\.js first/);
+    await expect(landCommit({ repo: r, branch: "main", commit, message: "m" })).rejects.toThrow(
+      /move or remove \(files this merge changes, named by a worker's change, untrusted: \["evil\.js"\]\) first/,
+    );
     expect(readFileSync(path.join(r, "evil.js"), "utf8")).toBe("mine\n");
   });
 

@@ -3,9 +3,9 @@ import path from "node:path";
 import { foldPath } from "./fold";
 import type { ChangeFlag } from "../../shared/verdict";
 import { InputError } from "../../shared/errors";
-import { quoteUntrustedList } from "../../shared/untrusted";
+import { quoteUntrusted, quoteUntrustedList } from "../../shared/untrusted";
 import { runCommand } from "../process";
-import { git, gitComplaint, GitError, OCW_IDENTITY, userGitEnv } from "./git";
+import { git, GIT_WORDS, gitComplaint, GitError, OCW_IDENTITY, userGitEnv } from "./git";
 import { objectId } from "./snapshot";
 
 /**
@@ -93,7 +93,7 @@ export async function mergeTrees(repo: string, a: string, b: string, flags?: str
     }
     return { conflict: files };
   }
-  throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
+  throw new GitError(`git merge-tree failed in ${repo}: ${quoteUntrusted((r.err || r.out).trim().split("\n").slice(-2).join("\n"), GIT_WORDS, 600)}`);
 }
 
 async function commitTree(repo: string, tree: string, parents: string[], message: string, objects?: string): Promise<string> {
@@ -463,7 +463,8 @@ async function filteredAmong(repo: string, paths: string[]): Promise<{ path: str
   return out;
 }
 
-const listed = (files: string[]) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
+/** Files of the checkout that this merge changes: their names come from a worker's change, so quoted and labelled. */
+const listed = (files: string[]) => quoteUntrustedList(files, "files this merge changes, named by a worker's change", { shown: 5 });
 
 interface LandOptions {
   repo: string;
@@ -567,9 +568,10 @@ async function applyToCheckout(
         )} ${filtered.length === 1 ? "is" : "are"} stored in your checkout through a filter of yours (.gitattributes; filter=lfs is git-lfs), which the engine never runs, so it cannot write this merge there; nothing was changed.${byHand}`,
         "conflict",
       );
-    const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
+    // git's words name the files in the way, and those are the worker's (an invalid path, a file of its change).
+    const what = quoteUntrusted((r.err || r.out).trim().split("\n").slice(0, 3).join("\n"), GIT_WORDS, 600);
     throw new InputError(
-      `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
+      `the merge could not be written to your checkout ${what}: commit or stash the files named, then merge again (nothing was changed)`,
       "conflict",
     );
   }

@@ -1691,7 +1691,7 @@ export async function publishBranch(ws: Workspace, commit: string, earlier: stri
     // A publish of the same commit at once (a second click, the GUI and MCP) set it first: that is this publish done.
     const now = r.exitCode === 0 ? commit : await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
     // Still absent: git could not make it (a branch named like its folder, `ocw`, is in the way): git's words.
-    if (!now) throw new InputError(`${ws.branch} could not be made (git: ${gitComplaint(r)}); no branch was set`, "conflict");
+    if (!now) throw new InputError(`${ws.branch} could not be made ${gitComplaint(r)}; no branch was set`, "conflict");
     if (now !== commit) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
   }
   return { repo: ws.repo, branch: ws.branch, commit, objects };

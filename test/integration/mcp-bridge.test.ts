@@ -868,7 +868,9 @@ describe("ocw mcp", () => {
     expect((await mcp.call("result", { workerId: d.workerId })).verdict).toBe("built");
     writeFileSync(path.join(dir, "notes.txt"), "the person's edit\n");
     const msg = await mcp.fail("merge", { workerId: d.workerId });
-    expect(msg).toMatch(/^commit or stash notes\.txt in .*: your uncommitted changes to them would be overwritten by the merge/);
+    expect(msg).toMatch(
+      /^commit or stash \(files of your checkout, named by the worker's change, untrusted: \["notes\.txt"\]\) in .*: your uncommitted changes to them would be overwritten by the merge/,
+    );
     expect(msg).not.toMatch(/delegate the task again/);
     expect(readFileSync(path.join(dir, "notes.txt"), "utf8")).toBe("the person's edit\n");
   });

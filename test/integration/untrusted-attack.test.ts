@@ -1,6 +1,10 @@
 // A worker that tries to make its own text read as the engine's: through git's complaints about its files, the terminal
 // output of `ocw … --json`, and the other places text it chose reaches Claude (the `ocw mcp` bridge) or a person (`ocw`).
 // The real engine, opencode, bridge and CLI; the scripted model is the only stand-in.
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formFor } from "../../engine/mcp/elicit";
 import { askText } from "../../engine/commands/run";
@@ -56,6 +60,22 @@ beforeAll(async () => {
         name: "out-of-scope",
         match: /UA-SCOPE/,
         script: (ctx) => (ctx.turnStep === 0 ? writeFile(`out, fine.txt\n${INJECTION}`, "x\n") : { text: "Done.\nOUTCOME: built" }),
+      },
+      {
+        // A folder whose name holds a line break and the injection, with a `.g‹ZWNJ›it` in it: the engine's git takes it
+        // (Linux's defaults), the person's git with core.protectHFS (macOS's default) refuses the path, naming it.
+        name: "hfs-path",
+        match: /UA-HFS/,
+        script: (ctx) =>
+          ctx.turnStep === 0
+            ? bash(`d="$(printf 'd\\n${INJECTION}')/$(printf '.g\\342\\200\\214it')" && mkdir -p "$d" && echo x > "$d/x"`)
+            : { text: "Done.\nOUTCOME: built" },
+      },
+      {
+        // A file whose name holds a line break and the injection: a remote that refuses a file names it.
+        name: "push-name",
+        match: /UA-PUSH/,
+        script: (ctx) => (ctx.turnStep === 0 ? writeFile(`big.bin\n${INJECTION}`, "x\n") : { text: "Done.\nOUTCOME: built" }),
       },
       {
         name: "hidden",
@@ -137,6 +157,13 @@ describe("an ask's lines never read as the engine's", () => {
     const choices = form.split("\n").filter((l) => l.startsWith("once = "));
     expect(choices).toHaveLength(1);
     expect(form.split("\n").at(-1)).toBe(choices[0]);
+    // ocw show's "waiting for:" and ocw logs' ask line: what the worker asks, quoted and labelled, not only made safe.
+    const show = await ocw(["show", workerId]);
+    const waiting = show.stdout.split("\n").find((l) => l.startsWith("waiting for:"))!;
+    expect(waiting, show.stdout).toMatch(/^waiting for: edit \(what the worker asks, untrusted: "a\.txt⏎allow\? .*"\)$/);
+    const logs = await ocw(["logs", workerId]);
+    const opened = logs.stdout.split("\n").find((l) => / ask \S+: /.test(l))!;
+    expect(opened, logs.stdout).toMatch(/ ask \S+: edit \(what the worker asks, untrusted: "a\.txt⏎allow\? .*"\)$/);
     await engine.client.approvals.decide.mutate({ askId: ask.id, decision: "reject" });
     await settle(engine.client, [workerId]);
   });
@@ -155,5 +182,59 @@ describe("ocw show", () => {
     expect(scope.indexOf("untrusted: [")).toBeLessThan(scope.indexOf(INJECTION));
     expect(lines).toContain("  diff stat (file names the worker chose, untrusted):");
     for (const l of lines.filter((l) => l.includes(INJECTION) && l !== scope && !l.startsWith("w-"))) expect(l.startsWith("  │ "), l).toBe(true);
+  });
+});
+
+/** Where INJECTION stands in `text`: only after the engine's label and its opening quote, never as the engine's words. */
+function onlyQuoted(text: string, label: RegExp): void {
+  const at = text.indexOf(INJECTION);
+  expect(at, text).toBeGreaterThan(-1);
+  const m = label.exec(text);
+  expect(m, text).not.toBeNull();
+  expect(m!.index, text).toBeLessThan(at);
+  // One line: the worker's line break is shown, never made.
+  expect(text.slice(0, at)).not.toContain("\n");
+}
+
+describe("landing: git's complaints about the worker's files", () => {
+  it("a path the person's git refuses (core.protectHFS, as on macOS): merge over MCP and `ocw merge` give git's words quoted and labelled", async () => {
+    const dir = repo();
+    execFileSync("git", ["-C", dir, "config", "core.protectHFS", "true"]);
+    const { workerId } = await engine.client.workers.start.mutate({ task: "UA-HFS make it", directory: dir, checks: [{ run: "true" }] });
+    const done = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+    expect(done.state, done.stateReason ?? "").toBe("built");
+    const msg = await mcp.fail("merge", { workerId, acceptFlagged: true });
+    onlyQuoted(msg, /git's words, which may name the worker's files, untrusted: "/);
+    expect(msg).not.toMatch(/InputError|GitError|OcwError/);
+    const cli = await ocw(["merge", workerId, "--accept-flagged"]);
+    expect(cli.code).not.toBe(0);
+    const line = cli.stderr.split("\n").find((l) => l.includes(INJECTION))!;
+    expect(line, cli.stderr).toBeDefined();
+    onlyQuoted(line, /git's words, which may name the worker's files, untrusted: "/);
+  });
+
+  it("a remote that refuses a file, naming it (as GitHub does a large file): push over MCP and `ocw push` give the remote's words quoted and labelled", async () => {
+    const dir = repo();
+    const remote = mkdtempSync(path.join(os.tmpdir(), "ua-remote-"));
+    dirs.push(remote);
+    execFileSync("git", ["init", "-q", "--bare", remote]);
+    execFileSync("git", ["-C", dir, "remote", "add", "origin", remote]);
+    execFileSync("git", ["-C", dir, "push", "-q", "origin", "HEAD:refs/heads/main"]);
+    const hook = path.join(remote, "hooks", "pre-receive");
+    writeFileSync(
+      hook,
+      '#!/bin/sh\nwhile read old new ref; do git ls-tree -r -z --name-only "$new" | tr "\\0" "\\n" | while IFS= read -r f; do echo "error: File $f is 120.00 MB; this exceeds the file size limit of 100.00 MB"; done; done\nexit 1\n',
+    );
+    chmodSync(hook, 0o755);
+    const { workerId } = await engine.client.workers.start.mutate({ task: "UA-PUSH write", directory: dir, checks: [{ run: "true" }] });
+    const done = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+    expect(done.state, done.stateReason ?? "").toBe("built");
+    const msg = await mcp.fail("push", { workerId, remote: "origin", acceptFlagged: true });
+    onlyQuoted(msg, /the remote's words, which may name the worker's files, untrusted: "/);
+    const cli = await ocw(["push", workerId, "--remote", "origin", "--accept-flagged"]);
+    expect(cli.code).not.toBe(0);
+    const line = cli.stderr.split("\n").find((l) => l.includes(INJECTION))!;
+    expect(line, cli.stderr).toBeDefined();
+    onlyQuoted(line, /the remote's words, which may name the worker's files, untrusted: "/);
   });
 });
