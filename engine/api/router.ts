@@ -188,13 +188,31 @@ const t = initTRPC.context<ApiContext>().create({
   }),
 });
 
-/** Maps engine errors to 4xx so every client shows the message instead of a stack. */
-const proc = t.procedure.use(async ({ next }) => {
+/** An engine error as the tRPC error of its code (any other error as it is). */
+const coded = (err: unknown) => (err instanceof OcwError ? new TRPCError({ code: ERROR_MAP[err.code].trpc, message: err.message, cause: err }) : err);
+
+/**
+ * A subscription's stream with its engine errors coded: one thrown while it streams (an unknown worker or batch in
+ * workers.waitStream) reached the client as INTERNAL_SERVER_ERROR, since tRPC sees it after the procedure returned.
+ */
+async function* codedStream<T>(stream: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* stream;
+  } catch (err) {
+    throw coded(err);
+  }
+}
+
+const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> => !!v && typeof (v as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
+
+/** Maps engine errors to 4xx so every client shows the message instead of a stack, a subscription's while it streams too. */
+const proc = t.procedure.use(async ({ next, type }) => {
   const res = await next();
   if (!res.ok) {
-    const cause = res.error.cause;
-    if (cause instanceof OcwError) throw new TRPCError({ code: ERROR_MAP[cause.code].trpc, message: cause.message, cause });
+    if (res.error.cause instanceof OcwError) throw coded(res.error.cause);
+    return res;
   }
+  if (type === "subscription" && isAsyncIterable(res.data)) return { ...res, data: codedStream(res.data) };
   return res;
 });
 
