@@ -7,9 +7,10 @@
 // (no internal class name, stack frame or engine source path), never INTERNAL_SERVER_ERROR; the engine stays up (same
 // pid) and the workers and target that existed before are unchanged after. A real `ocw serve`, a real opencode and the
 // scripted model; nothing fuzzed starts a worker or a model (a valid input of a procedure that would is skipped and counted).
-// OCW_FUZZ_SEED and OCW_FUZZ_RUNS run another seed or more runs per procedure; a failure names its seed and input.
+// OCW_FUZZ_SEED and OCW_FUZZ_RUNS run another seed or more runs per procedure (a failure names its seed and input);
+// OCW_FUZZ_STATS=1 prints, per procedure, how many requests were answered and how each was refused.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, symlinkSync } from "node:fs";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -32,6 +33,8 @@ const dirs: string[] = [];
 
 /** The workers in a known state, made before the fuzz: a merged one, a discarded one, one waiting for a person. */
 const W = { merged: "", discarded: "", waiting: "", askId: "", batch: "" };
+/** Two more, for the races at the end (never in the fuzz's pools): a built one and one waiting for a person. */
+const R = { built: "", waiting: "", askId: "" };
 let repo = "";
 let before: unknown;
 /** Files no request may read whole or wait on: a FIFO (a read waits for a writer for good), a link to /dev/zero, a folder. */
@@ -92,16 +95,19 @@ beforeAll(async () => {
       { task: "TASK-FUZZ-WRITE file=a.txt text=alpha", directory: repo, checks: [{ file: "a.txt", equals: "alpha" }] },
       { task: "TASK-FUZZ-WRITE file=b.txt text=beta", directory: repo, checks: [{ file: "b.txt", equals: "beta" }] },
       { task: "TASK-FUZZ-HOLD run a command", directory: repo },
+      { task: "TASK-FUZZ-WRITE file=c.txt text=gamma", directory: repo, checks: [{ file: "c.txt", equals: "gamma" }] },
+      { task: "TASK-FUZZ-HOLD run another command", directory: repo },
     ],
   });
   W.batch = batch.batchId;
-  [W.merged, W.discarded, W.waiting] = batch.workerIds as [string, string, string];
-  const done = await settle(c, [W.merged, W.discarded], (a) => (a.workerId === W.waiting ? null : "once"));
-  expect([...done.values()].map((w) => w.state)).toEqual(["built", "built"]);
+  [W.merged, W.discarded, W.waiting, R.built, R.waiting] = batch.workerIds as [string, string, string, string, string];
+  const done = await settle(c, [W.merged, W.discarded, R.built], (a) => (a.workerId === W.waiting || a.workerId === R.waiting ? null : "once"));
+  expect([...done.values()].map((w) => w.state)).toEqual(["built", "built", "built"]);
   await c.workers.merge.mutate({ workerId: W.merged });
   await c.workers.discard.mutate({ workerId: W.discarded });
   const held = await untilAsk(c, W.waiting);
   W.askId = held.asks.find((a) => a.status === "pending")!.id;
+  R.askId = (await untilAsk(c, R.waiting)).asks.find((a) => a.status === "pending")!.id;
   before = await witnesses();
 }, 120_000);
 
@@ -143,13 +149,12 @@ function skipValid(path: string, input: unknown): boolean {
     case "setup.start":
     case "policies.set":
       return true;
+    // the worker waiting for a person takes these (a merged or discarded one must refuse them: sent)
     case "workers.stop":
     case "workers.steer":
     case "workers.resume":
     case "approvals.decide":
-    case "workers.continue":
-    case "workers.review":
-      return names(v).includes(W.waiting) || names(v).includes(W.askId) || names(v).includes(W.merged) || names(v).includes(W.discarded);
+      return names(v).includes(W.waiting) || names(v).includes(W.askId);
     case "workers.discard":
       // a merged worker may be discarded (it is at rest: lifecycle.ts); the witness would change
       return names(v).includes(W.merged);
@@ -429,6 +434,7 @@ interface Answer {
 }
 const stats: Record<string, { sent: number; ok: number; refused: Record<string, number>; skipped: number }> = {};
 const soft: string[] = [];
+const messages = new Set<string>();
 
 async function send(proc: Proc, body: string | undefined, how: "post" | "get" = "post", timeoutMs = 10_000): Promise<Answer> {
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, "content-type": "application/json", "x-ocw-client": "gui:fuzz" };
@@ -485,6 +491,11 @@ function judge(proc: Proc, shown: string, a: Answer) {
   const m = a.message ?? "";
   expect(m, `${where}: an empty message`).not.toBe("");
   expect(m, `${where}: ${m}`).not.toMatch(INTERNAL);
+  // a refusal quotes what it refuses, bounded: never the request back whole
+  expect(m.length, `${where}: a message of ${m.length} characters: ${m.slice(0, 200)}…`).toBeLessThan(2_000);
+  // a code name is not words
+  expect(m, where).not.toMatch(/^[A-Z_]+$/);
+  if (process.env.OCW_FUZZ_MESSAGES) messages.add(`${proc.path}\t${a.code}\t${m.slice(0, 300).replace(/\s+/g, " ")}`);
   if (/\b(ENOENT|EACCES|EISDIR|ENOTDIR|ELOOP|EINVAL|ENAMETOOLONG|ERR_[A-Z_]+)\b/.test(m) && soft.length < 50) soft.push(`${proc.path}: ${m.slice(0, 200)}`);
 }
 
@@ -512,6 +523,8 @@ describe(`the API, fuzzed (seed ${SEED}, ${RUNS} runs per procedure)`, () => {
     ["setup.estimate", { gguf: FOLDER }],
     ["setup.plan", { model: FIFO }],
     ["setup.plan", { model: FOLDER }],
+    ["setup.fit", { model: FIFO }],
+    ["setup.k8s", { model: FIFO, gpus: "1x80G" }],
     // an unknown batch or worker in the wait's stream: NOT_FOUND, as workers.wait says (it was INTERNAL_SERVER_ERROR)
     ["workers.waitStream", { batchId: "b-nope", timeoutMs: 10 }],
     ["workers.waitStream", { workerIds: ["w-nope"], timeoutMs: 10 }],
@@ -558,6 +571,43 @@ describe(`the API, fuzzed (seed ${SEED}, ${RUNS} runs per procedure)`, () => {
     });
   }
 
+  it("one ask answered by 8 clients at once: one answer taken, the rest refused in words (never a 500)", async () => {
+    const decide = byPath("approvals.decide");
+    const decisions = ["once", "reject", "always", "once", "reject", "once", "always", "reject"];
+    const answers = await Promise.all(decisions.map((d) => send(decide, JSON.stringify({ askId: R.askId, decision: d }))));
+    answers.forEach((a, i) => judge(decide, `race ${decisions[i]}`, a));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    const w = await engine.client.workers.get.query({ workerId: R.waiting });
+    expect(w.asks.find((a) => a.id === R.askId)?.status).toBe("decided");
+  });
+
+  it("a built worker raced by merge, discard, publish, push, revert and reads at once: every answer a success or a 4xx in words", async () => {
+    const id = JSON.stringify({ workerId: R.built });
+    const calls: [string, string][] = [
+      ["workers.merge", id],
+      ["workers.discard", id],
+      ["workers.publish", id],
+      ["workers.merge", id],
+      ["workers.discard", id],
+      ["workers.diff", id],
+      ["workers.transcript", id],
+      ["workers.workspace", id],
+      ["workers.events", id],
+      ["workers.push", JSON.stringify({ workerId: R.built, remote: "/nonexistent/remote.git" })],
+      ["workers.revert", id],
+      ["workers.publish", id],
+      ["workers.get", id],
+    ];
+    const answers = await Promise.all(calls.map(([p, b]) => send(byPath(p), b)));
+    answers.forEach((a, i) => judge(byPath(calls[i]![0]), `race ${calls[i]![1]}`, a));
+    const w = await engine.client.workers.get.query({ workerId: R.built });
+    expect(w.state).toBe("built");
+    expect(w.merged !== null || w.discarded).toBe(true);
+    // and again, now that it is merged or discarded
+    const again = await Promise.all(calls.map(([p, b]) => send(byPath(p), b)));
+    again.forEach((a, i) => judge(byPath(calls[i]![0]), `after ${calls[i]![1]}`, a));
+  });
+
   it("the engine is the same process, answers, and what existed before is unchanged", async () => {
     expect(readLock(engine.stateDir)?.pid).toBe(pid);
     expect(engine.proc.exitCode).toBeNull();
@@ -567,6 +617,9 @@ describe(`the API, fuzzed (seed ${SEED}, ${RUNS} runs per procedure)`, () => {
     const total = Object.values(stats).reduce((n, s) => n + s.sent, 0);
     const skipped = Object.values(stats).reduce((n, s) => n + s.skipped, 0);
     console.log(`api fuzz, seed ${SEED}: ${total} requests over ${Object.keys(stats).length} procedures (${skipped} valid inputs skipped)`);
+    if (process.env.OCW_FUZZ_STATS) console.log(JSON.stringify(stats, null, 1));
+    // OCW_FUZZ_MESSAGES=FILE: every distinct refusal (procedure, code, message), to read them
+    if (process.env.OCW_FUZZ_MESSAGES) writeFileSync(process.env.OCW_FUZZ_MESSAGES, [...messages].sort().join("\n"));
     if (soft.length) console.log(`raw system error codes in messages:\n${soft.join("\n")}`);
   });
 });
