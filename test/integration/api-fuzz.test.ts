@@ -162,15 +162,20 @@ function skipValid(path: string, input: unknown): boolean {
     case "workers.push":
     case "workers.mergeBatch":
       return true;
+    // another target may be saved, priced or keyed; the fuzz's own stays as it is, and stays the active one
     case "targets.save":
+      return (v?.target as { id?: string } | undefined)?.id === "fuzz" || v?.activate === true;
     case "targets.setPrice":
     case "targets.setKey":
+      return v?.id === "fuzz";
     case "targets.use":
+      return true;
+    // verified against the pool's URLs (nothing listens there); "unverified" saves and uses one without checks
     case "setup.capture":
     case "setup.provider":
     case "setup.providerKey":
     case "setup.verify":
-      return true;
+      return names(v).includes('"unverified":true');
     default:
       return false;
   }
@@ -482,6 +487,7 @@ function judge(proc: Proc, shown: string, a: Answer) {
   expect(a.status, `${where}: HTTP ${a.status} ${a.message ?? ""}`).toBeLessThan(500);
   if (a.status < 300 && !a.code) {
     s.ok++;
+    if (process.env.OCW_FUZZ_OK === proc.path) console.log(`ok: ${shown.slice(0, 600)}`);
     return;
   }
   s.refused[a.code ?? String(a.status)] = (s.refused[a.code ?? String(a.status)] ?? 0) + 1;
@@ -528,8 +534,11 @@ describe(`the API, fuzzed (seed ${SEED}, ${RUNS} runs per procedure)`, () => {
     // an unknown batch or worker in the wait's stream: NOT_FOUND, as workers.wait says (it was INTERNAL_SERVER_ERROR)
     ["workers.waitStream", { batchId: "b-nope", timeoutMs: 10 }],
     ["workers.waitStream", { workerIds: ["w-nope"], timeoutMs: 10 }],
+    // a rule of several `*` on a long command held the engine's thread for minutes (picomatch's regular expression)
+    ["policies.explain", { rules: [{ tool: "bash", pattern: "*a*a*a*b", decision: "once" }], tool: "bash", what: "a".repeat(3000) }],
+    ["policies.explain", { rules: [{ tool: "*", pattern: "*[a]*[a]*[a]*b", decision: "reject" }], tool: "edit", what: "a".repeat(8000) }],
   ];
-  it.each(EXAMPLES)("%s %j: a 4xx in plain words, at once, and the engine answers meanwhile", async (p, input) => {
+  it.each(EXAMPLES)("%s %j: answered at once (a 4xx in plain words), and the engine answers meanwhile", async (p, input) => {
     const proc = byPath(p);
     const started = Date.now();
     const [answer, health] = await Promise.all([
@@ -538,8 +547,9 @@ describe(`the API, fuzzed (seed ${SEED}, ${RUNS} runs per procedure)`, () => {
     ]);
     expect(health.status, "the engine answered nothing else while it served this").toBe(200);
     judge(proc, JSON.stringify(input), answer);
-    expect(answer.code, `${p} ${JSON.stringify(input)}: ${answer.message}`).toMatch(/BAD_REQUEST|NOT_FOUND/);
-    expect(answer.message).not.toMatch(/\bE[A-Z]{3,}\b/);
+    if (answer.status !== 200)
+      expect(answer.code, `${p} ${JSON.stringify(input).slice(0, 200)}: HTTP ${answer.status} ${answer.message}`).toMatch(/BAD_REQUEST|NOT_FOUND/);
+    expect(answer.message ?? "").not.toMatch(/\bE[A-Z]{3,}\b/);
     expect(Date.now() - started).toBeLessThan(8_000);
   });
 
@@ -564,8 +574,17 @@ describe(`the API, fuzzed (seed ${SEED}, ${RUNS} runs per procedure)`, () => {
           `${proc.path}: ${(det.errorInstance as Error | undefined)?.message ?? ""}\ninput: ${shown.length > 400 ? `${shown.slice(0, 400)}…(${shown.length} chars)` : shown}\n(seed ${det.seed}, path ${det.counterexamplePath}; rerun with OCW_FUZZ_SEED=${SEED})`,
         );
       }
+      const rawInput = (raw: string) => {
+        try {
+          return JSON.parse(raw) as unknown;
+        } catch {
+          return undefined;
+        }
+      };
       if (proc.type !== "subscription")
         for (const raw of RAW_BODIES) {
+          // `{"workerId":1e400}` is `{}` to a schema whose fields are all optional (setup.start's: a model start)
+          if (proc.input && proc.input.safeParse(rawInput(raw)).success && skipValid(proc.path, rawInput(raw))) continue;
           judge(proc, `raw ${raw.slice(0, 60)}`, await send(proc, raw));
         }
     });
@@ -614,6 +633,9 @@ describe(`the API, fuzzed (seed ${SEED}, ${RUNS} runs per procedure)`, () => {
     expect((await engine.client.health.query()).pid).toBe(pid);
     expect(await witnesses()).toEqual(before);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    // nothing it was sent failed inside the engine unseen: no runtime error or stack in its log
+    if (process.env.OCW_FUZZ_STATS) console.log(engine.stderr());
+    expect(engine.stderr()).not.toMatch(/unhandled|uncaught|\b(TypeError|RangeError|ReferenceError)\b|\n\s+at \S+ \(/i);
     const total = Object.values(stats).reduce((n, s) => n + s.sent, 0);
     const skipped = Object.values(stats).reduce((n, s) => n + s.skipped, 0);
     console.log(`api fuzz, seed ${SEED}: ${total} requests over ${Object.keys(stats).length} procedures (${skipped} valid inputs skipped)`);
