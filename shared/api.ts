@@ -2,13 +2,14 @@ import { z } from "zod";
 import { BatchName, IntegrationSpec, TaskId } from "./batch";
 import { AttemptOptions } from "./attempts";
 import { ErrorCode } from "./errors";
+import { IdRef } from "./ids";
 import { Decision } from "./permission";
 import { ReviewComment } from "./verdict";
 import { WorkerSpec, WorkerState } from "./worker";
 
 /** Inputs of the engine's control API, shared by every client (GUI, CLI, MCP bridge). */
-export const WorkerRef = z.object({ workerId: z.string().min(1, "workerId is required") });
-export const BatchRef = z.object({ batchId: z.string().min(1, "batchId is required") });
+export const WorkerRef = z.object({ workerId: IdRef("workerId") });
+export const BatchRef = z.object({ batchId: IdRef("batchId") });
 export const StartInput = WorkerSpec;
 /** A task with its attempt options: `attempts` workers over `targets` in turn (shared/attempts.ts). */
 export const TaskInput = WorkerSpec.extend(AttemptOptions.shape);

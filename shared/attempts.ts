@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { countsAsBuilt as verdictCounts, type Verdict } from "./verdict";
 import { MAX_ATTEMPTS } from "./attempt-ref";
+import { IdRef } from "./ids";
 import { isAtRest, WorkerState, type Worker } from "./worker";
 
 /**
@@ -64,7 +65,7 @@ export const AttemptGroup = z.object({
 });
 export type AttemptGroup = z.infer<typeof AttemptGroup>;
 
-export const AttemptGroupRef = z.object({ groupId: z.string().min(1, "groupId is required") });
+export const AttemptGroupRef = z.object({ groupId: IdRef("groupId") });
 
 /** The reason the engine gives an attempt it stops for a winner (also how a client recognises one). */
 const STOPPED_FOR_WINNER = "another attempt of this task was built";

@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 /** The Web Crypto random source, present in Node ≥ 19 and every browser (shared/ is typed without either's library). */
 const random = (globalThis as unknown as { crypto: { getRandomValues(a: Uint8Array): Uint8Array } }).crypto;
 
@@ -6,3 +8,9 @@ export function newId(prefix: string): string {
   const r = random.getRandomValues(new Uint8Array(3));
   return `${prefix}-${Date.now().toString(36)}${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
+
+/**
+ * An id a client names (a worker's, batch's, attempt group's, job's): required, and at most 200 characters — every id the
+ * engine makes is about 20 — so a refusal quotes it whole (an id of 200,000 characters came back in "unknown worker …").
+ */
+export const IdRef = (field: string) => z.string().min(1, `${field} is required`).max(200, "an id is at most 200 characters");

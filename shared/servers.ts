@@ -60,6 +60,7 @@ export const ProviderModelsInput = z.object({
   apiKeyEnv: z
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _)")
+    .max(200, "an environment variable name is at most 200 characters")
     .optional(),
   /** A key typed in the wizard, used for this one request only (never stored by this call). */
   key: z.string().trim().min(1).max(4096).optional(),

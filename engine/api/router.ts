@@ -30,6 +30,7 @@ import path from "node:path";
 import { Grade } from "../../shared/grade";
 import { AttemptGroupRef } from "../../shared/attempts";
 import { ledger } from "../../shared/ledger";
+import { IdRef } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import { redactUrlCredentials, targetShown } from "../../shared/remote-url";
 import { PolicyRule, type DecidedBy, type PermissionAsk } from "../../shared/permission";
@@ -154,6 +155,9 @@ function readGrades(): Grade[] {
  * remote given as `https://user:secret@host/…`, quoted back by the message that refuses it) never leave the engine.
  */
 function humanMessage(error: unknown): string {
+  // tRPC's own words for a body over the limit are its code name, "PAYLOAD_TOO_LARGE"
+  if (error instanceof TRPCError && error.code === "PAYLOAD_TOO_LARGE")
+    return `the request is over ${MAX_BODY_BYTES / 1024 / 1024} MiB, the most the engine reads of one: send less (a long task can point at a file in its repository)`;
   const cause = (error as { cause?: unknown }).cause;
   if (cause instanceof z.ZodError) return redactUrlCredentials(firstIssue(cause));
   // A JavaScript runtime error is never one the engine throws on purpose: said as the engine's bug, not as if it
@@ -164,6 +168,9 @@ function humanMessage(error: unknown): string {
     );
   return redactUrlCredentials((error as Error).message);
 }
+
+/** The most of a request's body the engine reads (the HTTP server's limit). */
+export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
 /** The names of JavaScript's own runtime errors (a SyntaxError is left out: JSON.parse of bad input throws one). */
 const RUNTIME_ERRORS = new Set(["TypeError", "RangeError", "ReferenceError"]);
@@ -188,13 +195,31 @@ const t = initTRPC.context<ApiContext>().create({
   }),
 });
 
-/** Maps engine errors to 4xx so every client shows the message instead of a stack. */
-const proc = t.procedure.use(async ({ next }) => {
+/** An engine error as the tRPC error of its code (any other error as it is). */
+const coded = (err: unknown) => (err instanceof OcwError ? new TRPCError({ code: ERROR_MAP[err.code].trpc, message: err.message, cause: err }) : err);
+
+/**
+ * A subscription's stream with its engine errors coded: one thrown while it streams (an unknown worker or batch in
+ * workers.waitStream) reached the client as INTERNAL_SERVER_ERROR, since tRPC sees it after the procedure returned.
+ */
+async function* codedStream<T>(stream: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* stream;
+  } catch (err) {
+    throw coded(err);
+  }
+}
+
+const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> => !!v && typeof (v as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
+
+/** Maps engine errors to 4xx so every client shows the message instead of a stack, a subscription's while it streams too. */
+const proc = t.procedure.use(async ({ next, type }) => {
   const res = await next();
   if (!res.ok) {
-    const cause = res.error.cause;
-    if (cause instanceof OcwError) throw new TRPCError({ code: ERROR_MAP[cause.code].trpc, message: cause.message, cause });
+    if (res.error.cause instanceof OcwError) throw coded(res.error.cause);
+    return res;
   }
+  if (type === "subscription" && isAsyncIterable(res.data)) return { ...res, data: codedStream(res.data) };
   return res;
 });
 
@@ -410,12 +435,14 @@ export const appRouter = t.router({
     /** A model start by id, or the latest (null when none ran since the engine started). */
     /** "Build one": scripts/build-llama-server.sh as a job; progress arrives as `llama-build` events (and from buildJob). */
     buildLlama: proc.mutation(({ ctx }) => startLlamaBuild((job) => ctx.engine.bus.publish({ type: "llama-build", job, ts: Date.now() }))),
-    buildJob: proc.input(z.object({ jobId: z.string().optional() }).optional()).query(({ input }) => llamaBuildJob(input?.jobId)),
-    buildCancel: proc.input(z.object({ jobId: z.string().min(1, "jobId is required") })).mutation(({ input }) => cancelLlamaBuild(input.jobId)),
-    job: proc.input(z.object({ jobId: z.string().optional() }).optional()).query(({ input }) => {
+    buildJob: proc
+      .input(z.object({ jobId: z.string().max(200, "an id is at most 200 characters").optional() }).optional())
+      .query(({ input }) => llamaBuildJob(input?.jobId)),
+    buildCancel: proc.input(z.object({ jobId: IdRef("jobId") })).mutation(({ input }) => cancelLlamaBuild(input.jobId)),
+    job: proc.input(z.object({ jobId: z.string().max(200, "an id is at most 200 characters").optional() }).optional()).query(({ input }) => {
       return setupJobApi(input?.jobId);
     }),
-    cancel: proc.input(z.object({ jobId: z.string().min(1, "jobId is required") })).mutation(({ input }) => {
+    cancel: proc.input(z.object({ jobId: IdRef("jobId") })).mutation(({ input }) => {
       return setupCancelApi(input.jobId);
     }),
     /** Verify an API provider with the key the named variable holds, then save it; `unverified: true` saves without checks. */

@@ -9,7 +9,7 @@ import type { DecidedBy } from "../../shared/permission";
 import type { BrowserUi } from "../paths";
 import type { Engine } from "../workers";
 import { plainSubscription, serveEvents } from "./event-stream";
-import { appRouter } from "./router";
+import { appRouter, MAX_BODY_BYTES } from "./router";
 
 const EVENTS_PATH = `${API_PATH}/events`;
 
@@ -99,7 +99,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         clients: () => [...clients.values()].sort((a, b) => b.lastSeen - a.lastSeen),
       };
     },
-    maxBodySize: 2 * 1024 * 1024,
+    maxBodySize: MAX_BODY_BYTES,
   });
 
   const handle = (req: http.IncomingMessage, res: http.ServerResponse) => {

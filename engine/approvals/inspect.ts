@@ -1,6 +1,6 @@
 import { lstatSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
-import picomatch from "picomatch";
+import { policyGlob } from "./policy-glob";
 import { protectMatcher, scopeMatcher } from "../grading";
 import { foldPath } from "../workspace";
 import { grantsFor, type Grant, type PermissionAsk } from "../../shared/permission";
@@ -140,10 +140,11 @@ export function grantFor(ask: PermissionAsk, grants: Grant[]): Grant[] | undefin
  * rejecting rule answers when the whole command or any simple command matches.
  */
 export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what"> & { paths?: string[] }, rule: { pattern: string; decision: string }): boolean {
-  const isMatch = (text: string) => picomatch.isMatch(text, rule.pattern, { dot: true, bash: true });
+  const holdBack = rule.decision === "reject";
+  const isMatch = (text: string) => policyGlob(text, rule.pattern, holdBack);
   // A rejecting rule on a path (an edit, a read…) holds for the names a case-insensitive, normalising file system
   // opens as the same file (`SECRETS/x`, `.Env`), as protect globs do; an approving one answers only the name as written.
-  const onPath = (p: string) => isMatch(p) || (rule.decision === "reject" && picomatch.isMatch(foldPath(p), foldPath(rule.pattern), { dot: true, bash: true }));
+  const onPath = (p: string) => isMatch(p) || (holdBack && policyGlob(foldPath(p), foldPath(rule.pattern), true));
   // An ask of several files (apply_patch; `what` is their names joined, which `src/**` would match whole): an approving
   // rule answers only when it matches every file, a rejecting one when it matches any.
   if (ask.tool !== "bash" && ask.paths?.length) return rule.decision === "reject" ? onPath(ask.what) || ask.paths.some(onPath) : ask.paths.every(onPath);
@@ -160,12 +161,12 @@ export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what"> & { paths?
  */
 function approvesSimple(command: string, pattern: string): boolean {
   const c = redirectionParts(command);
-  if (!c.ops.length) return picomatch.isMatch(command, pattern, { dot: true, bash: true });
+  if (!c.ops.length) return policyGlob(command, pattern, false);
   const p = redirectionParts(pattern);
   if (p.ops.length !== c.ops.length || p.ops.some((op, i) => op !== c.ops[i])) return false;
   return c.texts.every((t, i) => {
     const [text, glob] = [t.trim(), p.texts[i]!.trim()];
-    return text === glob || (!!text && !!glob && picomatch.isMatch(text, glob, { dot: true, bash: true }));
+    return text === glob || (!!text && !!glob && policyGlob(text, glob, false));
   });
 }
 
@@ -207,7 +208,7 @@ export function explainPolicy(
     if (split.ok)
       parts = split.commands.map((command) => ({
         command,
-        rules: rules.flatMap((r, i) => (forTool(r) && picomatch.isMatch(command, r.pattern, { dot: true, bash: true }) ? [i] : [])),
+        rules: rules.flatMap((r, i) => (forTool(r) && policyGlob(command, r.pattern, r.decision === "reject") ? [i] : [])),
       }));
     else unsplittable = split.why;
   }

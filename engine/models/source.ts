@@ -93,8 +93,27 @@ function tensorsFromJson(raw: unknown): GgufTensorInfo[] | null {
   });
 }
 
+/** The most a metadata JSON file may hold: a real one (every key of a GGUF's header, tensors included) is a few MB. */
+const METADATA_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Refuses a local path that is not a regular file (a link to one is followed: the person's own), in words: a folder; a
+ * FIFO, whose read waits for a writer for good (read whole, it stopped the engine, every client with it); a device or
+ * socket (/dev/zero read whole takes the engine's memory). `what`: what to pass instead.
+ */
+function regularFile(file: string, what: string): void {
+  const st = statSync(file, { throwIfNoEntry: false });
+  if (!st) throw new ModelSourceError(`no such file: ${file} (${what})`);
+  if (st.isDirectory()) throw new ModelSourceError(`${file} is a folder, not a file (${what})`);
+  if (!st.isFile()) throw new ModelSourceError(`${file} is not a regular file (a FIFO, socket or device): ${what}`);
+}
+
 export function loadMetadataFile(file: string): ModelInfo {
-  if (!existsSync(file)) throw new ModelSourceError(`no such file: ${file} (pass a JSON object of GGUF metadata keys)`);
+  const what = "pass a JSON object of GGUF metadata keys";
+  if (!existsSync(file)) throw new ModelSourceError(`no such file: ${file} (${what})`);
+  regularFile(file, what);
+  if (statSync(file).size > METADATA_MAX_BYTES)
+    throw new ModelSourceError(`${file} is over ${METADATA_MAX_BYTES / 1024 / 1024} MB: not a metadata file (${what})`);
   let j: unknown;
   try {
     j = JSON.parse(readFileSync(file, "utf8"));
@@ -140,6 +159,7 @@ export async function loadGguf(ref: string, headers: Record<string, string> = {}
   if (!existsSync(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
   const names = shardNames(path.basename(ref)).map((n) => path.join(path.dirname(ref), n));
   for (const n of names) if (!existsSync(n)) throw new ModelSourceError(`missing shard ${n} of ${ref}`);
+  for (const n of names) regularFile(n, "pass a .gguf file, an http(s) URL or hf:owner/repo/file.gguf");
   const files: GgufFile[] = [];
   for (const n of names) {
     try {
