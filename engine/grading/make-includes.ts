@@ -61,18 +61,86 @@ export function makeIncludes(checkout: string, dirs: string[]): MakeInclude[] {
           .map((w) => path.posix.normalize(path.posix.join(dir, w)))
           .filter((w) => !w.startsWith("../"));
         if (!globs.length) continue;
-        let match: (f: string) => boolean;
-        try {
-          match = picomatch(globs, { dot: true });
-        } catch {
-          continue;
-        }
-        out.push({ makefile, line: raw.trim(), names: (f) => match(f) });
+        const match = globs.map(includeMatcher);
+        out.push({ makefile, line: raw.trim(), names: (f) => match.some((m) => m(f)) });
         for (const g of globs) if (!picomatch.scan(g).isGlob && existsSync(path.join(checkout, g))) queue.push(g);
       }
     }
   }
   return out;
+}
+
+const STAR = Symbol("*");
+type Token = typeof STAR | ((c: string) => boolean);
+
+/** One name's wildcard as make reads it (`*`, `?`, `[…]`), as tokens; null for what it is not (a backslash, an unclosed `[`). */
+function wildcardTokens(p: string): Token[] | null {
+  const out: Token[] = [];
+  for (let i = 0; i < p.length; i++) {
+    const c = p[i]!;
+    if (c === "\\") return null;
+    if (c === "*") {
+      if (out.at(-1) !== STAR) out.push(STAR);
+    } else if (c === "?") out.push(() => true);
+    else if (c === "[") {
+      const end = p.indexOf("]", i + 2);
+      if (end < 0) return null;
+      const negated = p[i + 1] === "!" || p[i + 1] === "^";
+      const set = p.slice(negated ? i + 2 : i + 1, end);
+      const ranges: [string, string][] = [];
+      for (let j = 0; j < set.length; j++) ranges.push(set[j + 1] === "-" && j + 2 < set.length ? [set[j]!, set[(j += 2)]!] : [set[j]!, set[j]!]);
+      out.push((ch) => ranges.some(([a, b]) => ch >= a && ch <= b) !== negated);
+      i = end;
+    } else out.push((ch) => ch === c);
+  }
+  return out;
+}
+
+/** The wildcard walk over one name: `*` any run, a token one character; back to the last `*` only (linear in practice). */
+function wildcardMatch(name: string, tokens: Token[]): boolean {
+  let t = 0;
+  let k = 0;
+  let star = -1;
+  let from = 0;
+  while (t < name.length) {
+    const tok = tokens[k];
+    if (tok !== undefined && tok !== STAR && tok(name[t]!)) {
+      t++;
+      k++;
+    } else if (tok === STAR) {
+      star = k++;
+      from = t;
+    } else if (star >= 0) {
+      k = star + 1;
+      t = ++from;
+    } else return false;
+  }
+  while (tokens[k] === STAR) k++;
+  return k === tokens.length;
+}
+
+/**
+ * Whether a file (from the repository's root) is one an include word names, in time linear in practice whatever the word:
+ * the word is the worker's when it changed the Makefile, and picomatch's expression for `*a*a*a*a*b.mk` backtracks
+ * polynomially (minutes of the engine's thread on a 200-character name). Read name by name as make's wildcard reads it;
+ * a word in other glob syntax (braces, extglobs, picomatch's `**` across folders) goes to picomatch only with at most
+ * one run of `*`, else it names every file (the file is then read as an included one: check configuration unless it
+ * holds only plain dependency lines).
+ */
+function includeMatcher(word: string): (file: string) => boolean {
+  const parts = word.split("/").map(wildcardTokens);
+  if (!/[{}()+@]|(?<!\[)!|\*\*/.test(word) && parts.every((p) => p !== null)) {
+    return (file) => {
+      const names = file.split("/");
+      return names.length === parts.length && names.every((n, i) => wildcardMatch(n, parts[i]!));
+    };
+  }
+  if ((word.match(/\*+/g)?.length ?? 0) > 1) return () => true;
+  try {
+    return picomatch(word, { dot: true });
+  } catch {
+    return () => true;
+  }
 }
 
 /**
