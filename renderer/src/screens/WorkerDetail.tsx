@@ -55,6 +55,22 @@ export function WorkerDetail({ id }: { id: string }) {
     setFocusResume(false);
   }, [focusResume, resumable, busy]);
 
+  // A decided ask's card goes away with the button pressed on it, and the focus with it (to the page's top: a keyboard
+  // user lost their place after every decision). It goes on to the next ask's first choice, else to the steering box.
+  const asksRef = useRef<HTMLElement>(null);
+  const steerRef = useRef<HTMLTextAreaElement>(null);
+  const focusInAsks = useRef(false);
+  const pendingIds = w
+    ? pendingAsks(w)
+        .map((a) => a.id)
+        .join()
+    : "";
+  useEffect(() => {
+    if (!focusInAsks.current || (document.activeElement && document.activeElement !== document.body)) return;
+    focusInAsks.current = false;
+    (asksRef.current?.querySelector<HTMLElement>(".ask-actions button:not(:disabled)") ?? steerRef.current)?.focus();
+  }, [pendingIds]);
+
   useEffect(() => {
     void loadTranscript(id);
     return () => closeTranscript(id);
@@ -472,7 +488,14 @@ export function WorkerDetail({ id }: { id: string }) {
       )}
 
       {asks.length > 0 && (
-        <section className="panel" aria-label="Pending approvals of this worker">
+        <section
+          className="panel"
+          aria-label="Pending approvals of this worker"
+          ref={asksRef}
+          onFocus={() => (focusInAsks.current = true)}
+          // Focus that moves elsewhere leaves it; a removed button's blur (no next target) is what the effect above mends.
+          onBlur={(e) => e.relatedTarget && !e.currentTarget.contains(e.relatedTarget) && (focusInAsks.current = false)}
+        >
           <h2>Waiting for you</h2>
           {asks.map((a) => (
             <AskCard key={a.id} ask={a} showWorker={false} />
@@ -535,6 +558,7 @@ export function WorkerDetail({ id }: { id: string }) {
           }}
         >
           <textarea
+            ref={steerRef}
             aria-label="Steering message"
             rows={2}
             placeholder={
