@@ -1,0 +1,141 @@
+// What a newcomer met using the GUI end to end against a real engine, real opencode and the scripted model: the New
+// task form says in words what is wrong with a number field, under that field (a word there came back as "Invalid
+// input: expected number, received null", under the token budget even for the wall clock; a word as the exit code as
+// the schema of a whole check); a directory typed with "~" or pasted in quotes says why it is refused; after a
+// decision on a worker's page the keyboard focus goes on (to the next ask, else the steering box) instead of to the
+// page's top; a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
+// transcript's box, unreadable), also 900 px wide; a diff's fold button has a name. Screenshots in OCW_SHOTS_DIR
+// (default test-results/screenshots).
+import { expect, test, type Page } from "@playwright/test";
+import { bash, writeFile } from "../test/fixtures/scripted-model";
+import { approvingPoll, type E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
+
+const shot = shots("newcomer-", { fullPage: true });
+
+const LONG = `src/${"very-long-directory-name-".repeat(6)}/file-with-a-really-long-name-${"x".repeat(60)}.ts`;
+const LONG_CMD = `echo ${"a-very-long-argument-".repeat(20)}`;
+
+let setup: ScriptedUi;
+let engine: E2EEngine;
+let page: Page;
+let repo: string;
+
+test.beforeAll(async ({ browser }) => {
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        {
+          name: "long",
+          match: /TASK-LONG/,
+          script: (c) => (c.turnStep === 0 ? writeFile(LONG, "hello\n") : c.turnStep === 1 ? bash(LONG_CMD) : { text: "Done.\nOUTCOME: built" }),
+        },
+      ],
+    },
+    target: { engine: "scripted", slots: 2 },
+  });
+  ({ engine, repo, page } = setup);
+});
+
+test.afterAll(() => setup?.close());
+
+/** A fresh New task form with a valid directory and task, then `fill`, then Start worker. */
+async function submitNewTask(fill: Record<string, string>): Promise<void> {
+  await page.goto(`${engine.origin}/#/dashboard`);
+  await page.goto(`${engine.origin}/#/new`);
+  await page.reload();
+  await page.locator("input[name=directory]").fill(repo);
+  await page.locator("textarea[name=task]").fill("TASK-NONE do nothing");
+  for (const [selector, value] of Object.entries(fill)) await page.locator(selector).fill(value);
+  await page.getByRole("button", { name: "Start worker" }).click();
+}
+
+/** The form field (its <label>) that holds the input `name`. */
+const field = (name: string) => page.locator("label.field").filter({ has: page.locator(`[name=${name}]`) });
+
+test("a number field holding something else says so in words, under that field; no worker starts", async () => {
+  await submitNewTask({ "input[name=wallSec]": "abc" });
+  await expect(field("wallSec").getByRole("alert")).toHaveText(/wall-clock budget is a number of seconds above 0: got "abc"/);
+  await expect(page.locator("input[name=wallSec]")).toHaveAttribute("aria-invalid", "true");
+  await expect(field("tokens").getByRole("alert")).toHaveCount(0);
+  await shot(page, "wall-clock-word");
+  // Edited, the field no longer shows the message about its old value.
+  await page.locator("input[name=wallSec]").fill("60");
+  await expect(page.getByRole("alert")).toHaveCount(0);
+
+  // Over the engine's own limit (a week): the engine's message, under the wall-clock field too (not the token budget).
+  await submitNewTask({ "input[name=wallSec]": "99999999" });
+  await expect(field("wallSec").getByRole("alert")).toBeVisible();
+  await expect(field("tokens").getByRole("alert")).toHaveCount(0);
+
+  await submitNewTask({ "input[name=tokens]": "lots" });
+  await expect(field("tokens").getByRole("alert")).toHaveText(/token budget is a whole number above 0: got "lots"/);
+
+  await submitNewTask({ "input[name=fixRounds]": "some" });
+  await expect(field("fixRounds").getByRole("alert")).toHaveText(/fix rounds are a whole number from 0 to 10: got "some"/);
+
+  await submitNewTask({ "input[aria-label='Command']": "true", "input[aria-label='Expected exit code']": "zero" });
+  const checks = page.getByRole("group", { name: "Checks" });
+  await expect(checks.getByRole("alert")).toHaveText(/expected exit code must be a whole number from 0 to 255: got "zero"/);
+  await expect(page.getByRole("alert")).not.toContainText("received null");
+  await shot(page, "exit-code-word");
+  expect(await engine.client.workers.list.query()).toHaveLength(0);
+});
+
+test("a directory with ~ or in quotes is refused with what to type instead", async () => {
+  await submitNewTask({ "input[name=directory]": "~/src/repo" });
+  const dirError = field("directory").getByRole("alert");
+  await expect(dirError).toHaveText(/absolute path.*"~" is not expanded here/);
+  await submitNewTask({ "input[name=directory]": `"${repo}"` });
+  await expect(dirError).toHaveText(`directory must be an absolute path to a git repository: leave out the quotes around it (${repo})`);
+  await shot(page, "directory-quoted");
+  // A folder that is no repository says how to make it one.
+  await submitNewTask({ "input[name=directory]": "/tmp" });
+  await expect(dirError).toHaveText(/\/tmp is not a git repository: run `git init/);
+});
+
+test("a decision made with the keyboard on a worker's page leaves the focus on the page's next control, not its top", async () => {
+  await submitNewTask({ "textarea[name=task]": "TASK-LONG write a file with a long name, then echo a long line" });
+  await page.waitForURL(/#\/workers\//);
+  const asks = page.getByRole("region", { name: "Pending approvals of this worker" });
+  const once = asks.getByRole("button", { name: "Approve once" });
+  await once.focus();
+  await page.keyboard.press("Enter");
+  await expect(once).toHaveCount(0, { timeout: 60_000 });
+  const focused = () => page.evaluate(() => document.activeElement?.getAttribute("aria-label") ?? document.activeElement?.textContent ?? "");
+  await expect.poll(focused).toMatch(/^(Steering message|Approve once)$/);
+
+  // The second ask (the long command): rejected by keyboard, the focus goes on to the steering box.
+  const reject = asks.getByRole("button", { name: "Reject" });
+  await reject.focus();
+  await page.keyboard.press("Enter");
+  await expect(asks).toHaveCount(0, { timeout: 60_000 });
+  await expect.poll(focused).toBe("Steering message");
+});
+
+test("long paths and commands in the transcript's ask and decision rows stay inside their rows, also 900 px wide", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-LONG again", directory: repo, checks: [{ run: "true" }] });
+  await approvingPoll(engine, workerId, (w) => w.state).toBe("built");
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const transcript = page.getByRole("log", { name: "Transcript" });
+  await expect(transcript.getByRole("note", { name: /^Approved once .* bash echo/ })).toBeVisible();
+  for (const width of [1360, 900]) {
+    await page.setViewportSize({ width, height: 900 });
+    await expect(transcript.getByRole("note").first()).toBeVisible();
+    // Every mark's text ends inside its own row (before: a long path ran out of the row and the transcript's box).
+    const overflowing = await page.evaluate(() =>
+      [...document.querySelectorAll(".part.mark")].flatMap((row) => {
+        const box = row.getBoundingClientRect();
+        return [...row.querySelectorAll(".ellipsis")].filter((e) => e.getBoundingClientRect().right > box.right + 1).map((e) => e.textContent);
+      }),
+    );
+    expect(overflowing, `at ${width} px`).toEqual([]);
+    await page.waitForTimeout(400); // the navigation drawer's slide after the resize
+    await shot(page, `long-marks-${width}`, false);
+  }
+  // A diff's fold button is named by its file, not "▾".
+  await page.getByRole("tab", { name: "Diff" }).click();
+  await expect(page.getByRole("button", { name: /^Fold src\/very-long-directory-name-/ })).toBeVisible();
+  await page.getByRole("tab", { name: /^Transcript/ }).click();
+});
