@@ -4,7 +4,7 @@ import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
-import { Empty, StateChip } from "../components/common";
+import { Empty, Modal, StateChip } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { Diff } from "../components/LazyDiff";
 import { Transcript } from "../components/Transcript";
@@ -343,148 +343,140 @@ export function WorkerDetail({ id }: { id: string }) {
       </section>
 
       {confirmMerge && (
-        <div className="modal-back">
-          <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm merge">
-            <h3>
-              Merge {w.branch} into {w.baseBranch ?? "its base branch"}?
-            </h3>
-            <p className="small">
-              A merge commit is made in <code>{w.repo}</code>. If the base branch moved and the changes conflict, nothing is changed and you get the conflicting
-              files.
-            </p>
-            {w.verdict?.diffStat && <pre className="diffstat">{w.verdict.diffStat}</pre>}
-            {w.verdict?.flags?.length ? (
-              <div className="flags" role="group" aria-label="Flagged files to accept">
-                <p className="small">
-                  <strong>This change holds files that do more than their diff shows.</strong> They are merged exactly as graded (no filter runs), but they act
-                  once in your checkout:
-                </p>
-                <ul>
-                  {w.verdict.flags.map((f) => (
-                    <li key={`${f.path}:${f.kind}`}>
-                      <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code>{" "}
-                      <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
-                    </li>
-                  ))}
-                </ul>
-                <label className="small">
-                  <input type="checkbox" aria-label="accept flagged files" checked={acceptFlagged} onChange={(e) => setAcceptFlagged(e.target.checked)} /> I
-                  reviewed these files and accept them
-                </label>
-              </div>
-            ) : null}
-            <div className="actions">
-              <button
-                type="button"
-                className="btn primary"
-                disabled={!!w.verdict?.flags?.length && !acceptFlagged}
-                onClick={() => {
-                  setConfirmMerge(false);
-                  void (async () => {
-                    try {
-                      const r = await api.workers.merge.mutate({ workerId: id, acceptFlagged });
-                      pushNotice(
-                        "info",
-                        r.alreadyIn
-                          ? `${id} was already in ${r.into} (it came in with a worker that started from it): recorded as merged`
-                          : `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})${r.alsoLanded.length ? `; it brought in ${r.alsoLanded.join(", ")} (it started from their graded work)` : ""}`,
-                      );
-                    } catch (err) {
-                      setMergeError(errorText(err));
-                    }
-                  })();
-                }}
-              >
-                Merge
-              </button>
-              <button type="button" className="btn" onClick={() => setConfirmMerge(false)}>
-                Cancel
-              </button>
+        <Modal label="Confirm merge" onClose={() => setConfirmMerge(false)}>
+          <h3>
+            Merge {w.branch} into {w.baseBranch ?? "its base branch"}?
+          </h3>
+          <p className="small">
+            A merge commit is made in <code>{w.repo}</code>. If the base branch moved and the changes conflict, nothing is changed and you get the conflicting
+            files.
+          </p>
+          {w.verdict?.diffStat && <pre className="diffstat">{w.verdict.diffStat}</pre>}
+          {w.verdict?.flags?.length ? (
+            <div className="flags" role="group" aria-label="Flagged files to accept">
+              <p className="small">
+                <strong>This change holds files that do more than their diff shows.</strong> They are merged exactly as graded (no filter runs), but they act
+                once in your checkout:
+              </p>
+              <ul>
+                {w.verdict.flags.map((f) => (
+                  <li key={`${f.path}:${f.kind}`}>
+                    <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code>{" "}
+                    <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
+                  </li>
+                ))}
+              </ul>
+              <label className="small">
+                <input type="checkbox" aria-label="accept flagged files" checked={acceptFlagged} onChange={(e) => setAcceptFlagged(e.target.checked)} /> I
+                reviewed these files and accept them
+              </label>
             </div>
+          ) : null}
+          <div className="actions">
+            <button
+              type="button"
+              className="btn primary"
+              disabled={!!w.verdict?.flags?.length && !acceptFlagged}
+              onClick={() => {
+                setConfirmMerge(false);
+                void (async () => {
+                  try {
+                    const r = await api.workers.merge.mutate({ workerId: id, acceptFlagged });
+                    pushNotice(
+                      "info",
+                      r.alreadyIn
+                        ? `${id} was already in ${r.into} (it came in with a worker that started from it): recorded as merged`
+                        : `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})${r.alsoLanded.length ? `; it brought in ${r.alsoLanded.join(", ")} (it started from their graded work)` : ""}`,
+                    );
+                  } catch (err) {
+                    setMergeError(errorText(err));
+                  }
+                })();
+              }}
+            >
+              Merge
+            </button>
+            <button type="button" className="btn" onClick={() => setConfirmMerge(false)}>
+              Cancel
+            </button>
           </div>
-        </div>
+        </Modal>
       )}
 
       {continueOpen && (
-        <div className="modal-back">
-          <form
-            className="modal"
-            role="dialog"
-            aria-modal="true"
-            aria-label="Continue the worker"
-            onSubmit={(e) => {
-              e.preventDefault();
-              const message = followUp.trim();
-              if (!message) return;
-              setContinueOpen(false);
-              void run("continue", async () => {
-                await api.workers.continue.mutate({ workerId: id, message });
-                setFollowUp("");
-                pushNotice("info", `${id}: round ${(w.rounds?.length ?? 1) + 1} started`);
-              });
-            }}
-          >
-            <h3>Continue {w.id}</h3>
-            <p className="small">
-              The worker goes on in its same session and files; when it settles, the new round is graded again from a fresh checkout. Say what to change, add or
-              fix.
-            </p>
-            <textarea aria-label="Follow-up message" rows={5} autoFocus value={followUp} onChange={(e) => setFollowUp(e.target.value)} />
-            <div className="actions">
-              <button type="submit" className="btn primary" disabled={!followUp.trim()}>
-                Send follow-up
-              </button>
-              <button type="button" className="btn" onClick={() => setContinueOpen(false)}>
-                Cancel
-              </button>
-            </div>
-          </form>
-        </div>
+        <Modal
+          label="Continue the worker"
+          onClose={() => setContinueOpen(false)}
+          onSubmit={(e) => {
+            e.preventDefault();
+            const message = followUp.trim();
+            if (!message) return;
+            setContinueOpen(false);
+            void run("continue", async () => {
+              await api.workers.continue.mutate({ workerId: id, message });
+              setFollowUp("");
+              pushNotice("info", `${id}: round ${(w.rounds?.length ?? 1) + 1} started`);
+            });
+          }}
+        >
+          <h3>Continue {w.id}</h3>
+          <p className="small">
+            The worker goes on in its same session and files; when it settles, the new round is graded again from a fresh checkout. Say what to change, add or
+            fix.
+          </p>
+          <textarea aria-label="Follow-up message" rows={5} autoFocus value={followUp} onChange={(e) => setFollowUp(e.target.value)} />
+          <div className="actions">
+            <button type="submit" className="btn primary" disabled={!followUp.trim()}>
+              Send follow-up
+            </button>
+            <button type="button" className="btn" onClick={() => setContinueOpen(false)}>
+              Cancel
+            </button>
+          </div>
+        </Modal>
       )}
 
       {confirmDiscard && (
-        <div className="modal-back">
-          <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm discard">
-            <h3>Discard {w.id}?</h3>
-            <p className="small">
-              Its workspace
-              {w.worktree ? (
-                <>
-                  {" "}
-                  (<code>{w.worktree}</code>)
-                </>
-              ) : null}
-              , its private repository and its branch
-              {w.branch ? (
-                <>
-                  {" "}
-                  <code>{w.branch}</code>
-                </>
-              ) : null}{" "}
-              are removed. {w.state === "built" && !w.merged ? <strong>Its built work is not merged and is lost.</strong> : "Nothing of it is merged."} Its
-              record, transcript and verdict stay.
-            </p>
-            <div className="actions">
-              <button
-                type="button"
-                className="btn bad"
-                onClick={() => {
-                  setConfirmDiscard(false);
-                  void run("discard", async () => {
-                    await api.workers.discard.mutate({ workerId: id });
-                    pushNotice("info", `discarded ${id}: workspace and branch removed`);
-                  });
-                }}
-              >
-                Discard
-              </button>
-              {/* focus starts on Cancel, never on the destructive button */}
-              <button type="button" className="btn" autoFocus onClick={() => setConfirmDiscard(false)}>
-                Cancel
-              </button>
-            </div>
+        <Modal label="Confirm discard" onClose={() => setConfirmDiscard(false)}>
+          <h3>Discard {w.id}?</h3>
+          <p className="small">
+            Its workspace
+            {w.worktree ? (
+              <>
+                {" "}
+                (<code>{w.worktree}</code>)
+              </>
+            ) : null}
+            , its private repository and its branch
+            {w.branch ? (
+              <>
+                {" "}
+                <code>{w.branch}</code>
+              </>
+            ) : null}{" "}
+            are removed. {w.state === "built" && !w.merged ? <strong>Its built work is not merged and is lost.</strong> : "Nothing of it is merged."} Its
+            record, transcript and verdict stay.
+          </p>
+          <div className="actions">
+            <button
+              type="button"
+              className="btn bad"
+              onClick={() => {
+                setConfirmDiscard(false);
+                void run("discard", async () => {
+                  await api.workers.discard.mutate({ workerId: id });
+                  pushNotice("info", `discarded ${id}: workspace and branch removed`);
+                });
+              }}
+            >
+              Discard
+            </button>
+            {/* focus starts on Cancel, never on the destructive button */}
+            <button type="button" className="btn" autoFocus onClick={() => setConfirmDiscard(false)}>
+              Cancel
+            </button>
           </div>
-        </div>
+        </Modal>
       )}
 
       {asks.length > 0 && (
