@@ -3,11 +3,12 @@
 // input: expected number, received null", under the token budget even for the wall clock; a word as the exit code as
 // the schema of a whole check); a directory typed with "~" or pasted in quotes says why it is refused; after a
 // decision on a worker's page the keyboard focus goes on (to the next ask, else the steering box) instead of to the
-// page's top; a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
+// page's top; the worker page's dialogs (merge, continue, discard) take the focus, close on Escape and give the focus
+// back to the button that opened them; a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
 // transcript's box, unreadable), also 900 px wide; a diff's fold button has a name. Screenshots in OCW_SHOTS_DIR
 // (default test-results/screenshots).
 import { expect, test, type Page } from "@playwright/test";
-import { bash, writeFile } from "../test/fixtures/scripted-model";
+import { bash, writeFile, writesAsTold } from "../test/fixtures/scripted-model";
 import { approvingPoll, type E2EEngine } from "./engine";
 import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
@@ -26,6 +27,7 @@ test.beforeAll(async ({ browser }) => {
     model: {
       chunkDelayMs: 2,
       scripts: [
+        writesAsTold("TASK-WRITE"),
         {
           name: "long",
           match: /TASK-LONG/,
@@ -138,4 +140,38 @@ test("long paths and commands in the transcript's ask and decision rows stay ins
   await page.getByRole("tab", { name: "Diff" }).click();
   await expect(page.getByRole("button", { name: /^Fold src\/very-long-directory-name-/ })).toBeVisible();
   await page.getByRole("tab", { name: /^Transcript/ }).click();
+});
+
+test("the worker page's dialogs take the focus, close on Escape and give the focus back to the button that opened them", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-WRITE file=out.txt text=ok",
+    directory: repo,
+    checks: [{ run: "test -f out.txt" }],
+  });
+  await approvingPoll(engine, workerId, (w) => w.state).toBe("built");
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const inside = (dialog: string) => page.getByRole("dialog", { name: dialog }).evaluate((d) => d.contains(document.activeElement));
+  for (const [button, dialog] of [
+    ["Merge…", "Confirm merge"],
+    ["Continue…", "Continue the worker"],
+    ["Discard…", "Confirm discard"],
+  ] as const) {
+    const opener = page.getByRole("button", { name: button });
+    await opener.focus();
+    await page.keyboard.press("Enter");
+    await expect(page.getByRole("dialog", { name: dialog })).toBeVisible();
+    expect(await inside(dialog), `${dialog} has the focus`).toBe(true);
+    if (dialog === "Confirm merge") await shot(page, "merge-dialog", false);
+    await page.keyboard.press("Escape");
+    await expect(page.getByRole("dialog", { name: dialog }), `${dialog} closes on Escape`).toHaveCount(0);
+    await expect(opener).toBeFocused();
+    // Cancel, by keyboard, gives it back too.
+    await page.keyboard.press("Enter");
+    await page.getByRole("dialog", { name: dialog }).getByRole("button", { name: "Cancel" }).focus();
+    await page.keyboard.press("Enter");
+    await expect(page.getByRole("dialog", { name: dialog })).toHaveCount(0);
+    await expect(opener).toBeFocused();
+  }
+  expect((await engine.client.workers.get.query({ workerId })).state).toBe("built");
 });
