@@ -105,7 +105,7 @@ test("a decision made with the keyboard on a worker's page leaves the focus on t
   await once.focus();
   await page.keyboard.press("Enter");
   await expect(once).toHaveCount(0, { timeout: 60_000 });
-  const focused = () => page.evaluate(() => document.activeElement?.getAttribute("aria-label") ?? document.activeElement?.textContent ?? "");
+  const focused = () => page.evaluate(`document.activeElement?.getAttribute("aria-label") ?? document.activeElement?.textContent ?? ""`);
   await expect.poll(focused).toMatch(/^(Steering message|Approve once)$/);
 
   // The second ask (the long command): rejected by keyboard, the focus goes on to the steering box.
@@ -126,12 +126,10 @@ test("long paths and commands in the transcript's ask and decision rows stay ins
     await page.setViewportSize({ width, height: 900 });
     await expect(transcript.getByRole("note").first()).toBeVisible();
     // Every mark's text ends inside its own row (before: a long path ran out of the row and the transcript's box).
-    const overflowing = await page.evaluate(() =>
-      [...document.querySelectorAll(".part.mark")].flatMap((row) => {
-        const box = row.getBoundingClientRect();
-        return [...row.querySelectorAll(".ellipsis")].filter((e) => e.getBoundingClientRect().right > box.right + 1).map((e) => e.textContent);
-      }),
-    );
+    const overflowing = await page.evaluate(`[...document.querySelectorAll(".part.mark")].flatMap((row) => {
+      const box = row.getBoundingClientRect();
+      return [...row.querySelectorAll(".ellipsis")].filter((e) => e.getBoundingClientRect().right > box.right + 1).map((e) => e.textContent);
+    })`);
     expect(overflowing, `at ${width} px`).toEqual([]);
     await page.waitForTimeout(400); // the navigation drawer's slide after the resize
     await shot(page, `long-marks-${width}`, false);
@@ -151,7 +149,7 @@ test("the worker page's dialogs take the focus, close on Escape and give the foc
   await approvingPoll(engine, workerId, (w) => w.state).toBe("built");
   await page.setViewportSize({ width: 1360, height: 900 });
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
-  const inside = (dialog: string) => page.getByRole("dialog", { name: dialog }).evaluate((d) => d.contains(document.activeElement));
+  const inside = (dialog: string) => page.getByRole("dialog", { name: dialog }).evaluate((d) => d.contains(d.ownerDocument.activeElement));
   for (const [button, dialog] of [
     ["Merge…", "Confirm merge"],
     ["Continue…", "Continue the worker"],
