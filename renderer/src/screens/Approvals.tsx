@@ -36,6 +36,21 @@ export function Approvals({ focus }: { focus?: string }) {
     if (pending.length && (!selectedId || !pending.some((a) => a.id === selectedId))) setSelectedId(pending[Math.min(index, pending.length - 1)]!.id);
   }, [pending, selectedId, index]);
 
+  // A card decided with its own button goes away with the focus (to the page's top): it goes on to the ask selected
+  // next, its list item, as j / k leave it.
+  const focusInList = useRef(false);
+  const pendingIds = pending.map((a) => a.id).join();
+  useEffect(() => {
+    if (!focusInList.current || (document.activeElement && document.activeElement !== document.body)) return;
+    focusInList.current = false;
+    // After the selection has moved on (the effect above).
+    requestAnimationFrame(() =>
+      (listRef.current?.querySelector<HTMLElement>('li[aria-current="true"]') ?? listRef.current?.querySelector<HTMLElement>("li"))?.focus({
+        preventScroll: true,
+      }),
+    );
+  }, [pendingIds]);
+
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const t = e.target as HTMLElement | null;
@@ -99,7 +114,13 @@ export function Approvals({ focus }: { focus?: string }) {
         </p>
       )}
       {pending.length === 0 && <Empty title="Nothing is waiting for you">Permission asks and questions from every worker show up here.</Empty>}
-      <ul className="ask-list" aria-label="Pending approvals" ref={listRef}>
+      <ul
+        className="ask-list"
+        aria-label="Pending approvals"
+        ref={listRef}
+        onFocus={() => (focusInList.current = true)}
+        onBlur={(e) => e.relatedTarget && !e.currentTarget.contains(e.relatedTarget) && (focusInList.current = false)}
+      >
         {pending.map((a) => (
           <li
             key={a.id}

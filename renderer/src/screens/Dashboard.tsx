@@ -155,11 +155,21 @@ export function Dashboard() {
 
       {list.length === 0 && loaded && (
         <Empty title="No workers yet">
-          <p>
-            <a className="btn primary" href={href({ name: "new" })}>
-              Start a task
-            </a>
-          </p>
+          {/* With no model set up, a task would be refused: the first step is the model. */}
+          {status && !status.activeTarget ? (
+            <p>
+              Workers need a model first.{" "}
+              <a className="btn primary" href={href({ name: "setup" })}>
+                Set up a model
+              </a>
+            </p>
+          ) : (
+            <p>
+              <a className="btn primary" href={href({ name: "new" })}>
+                Start a task
+              </a>
+            </p>
+          )}
         </Empty>
       )}
 
