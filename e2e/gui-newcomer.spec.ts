@@ -1,15 +1,16 @@
-// What a newcomer met using the GUI end to end against a real engine, real opencode and the scripted model: the New
+// What a newcomer met using the GUI end to end against a real engine, real opencode and the scripted model: on a first
+// run with no model the dashboard's empty state leads to Setup (it offered "Start a task", which is refused); the New
 // task form says in words what is wrong with a number field, under that field (a word there came back as "Invalid
 // input: expected number, received null", under the token budget even for the wall clock; a word as the exit code as
 // the schema of a whole check); a directory typed with "~" or pasted in quotes says why it is refused; after a
-// decision on a worker's page the keyboard focus goes on (to the next ask, else the steering box) instead of to the
-// page's top; the worker page's dialogs (merge, continue, discard) take the focus, close on Escape and give the focus
+// decision on a worker's page the keyboard focus goes on (to the next ask, else the steering box), and in the inbox to
+// the next ask, instead of to the page's top; the worker page's dialogs (merge, continue, discard) take the focus, close on Escape and give the focus
 // back to the button that opened them; a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
 // transcript's box, unreadable), also 900 px wide; a diff's fold button has a name. Screenshots in OCW_SHOTS_DIR
 // (default test-results/screenshots).
 import { expect, test, type Page } from "@playwright/test";
 import { bash, writeFile, writesAsTold } from "../test/fixtures/scripted-model";
-import { approvingPoll, type E2EEngine } from "./engine";
+import { approvingPoll, cleanup, openUi, startEngine, type E2EEngine } from "./engine";
 import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
 
 const shot = shots("newcomer-", { fullPage: true });
@@ -172,4 +173,36 @@ test("the worker page's dialogs take the focus, close on Escape and give the foc
     await expect(opener).toBeFocused();
   }
   expect((await engine.client.workers.get.query({ workerId })).state).toBe("built");
+});
+
+test("a decision with a card's own button in the inbox leaves the focus on the next ask, not the page's top", async () => {
+  for (let i = 0; i < 2; i++) await engine.client.workers.start.mutate({ task: `TASK-WRITE file=inbox${i}.txt text=ok`, directory: repo, checks: [] });
+  await expect.poll(async () => (await engine.client.approvals.list.query()).length, { timeout: 60_000 }).toBe(2);
+  await page.goto(`${engine.origin}/#/approvals`);
+  const list = page.getByRole("list", { name: "Pending approvals" });
+  await expect(list.getByRole("listitem")).toHaveCount(2);
+  await list.getByRole("button", { name: "Always allow" }).first().focus();
+  await page.keyboard.press("Enter");
+  await expect(list.getByRole("listitem")).toHaveCount(1);
+  await expect(list.getByRole("listitem")).toBeFocused();
+  await list.getByRole("button", { name: "Approve once" }).focus();
+  await page.keyboard.press("Enter");
+  await expect(page.getByText("Nothing is waiting for you")).toBeVisible();
+});
+
+test("a first run with no model: the dashboard's empty state leads to Setup, not to a task that would be refused", async ({ browser }) => {
+  const bare = await startEngine();
+  try {
+    const first = await openUi(browser, bare);
+    const empty = first.locator(".empty").filter({ hasText: "No workers yet" });
+    await expect(empty.getByRole("link", { name: "Set up a model" })).toBeVisible();
+    await expect(empty.getByRole("link", { name: "Start a task" })).toHaveCount(0);
+    await shot(first, "first-run", false);
+    await empty.getByRole("link", { name: "Set up a model" }).click();
+    await expect(first).toHaveURL(/#\/setup/);
+    await first.context().close();
+  } finally {
+    await bare.kill();
+    cleanup(bare.stateDir);
+  }
 });
