@@ -5,7 +5,8 @@
 // the schema of a whole check); a directory typed with "~" or pasted in quotes says why it is refused; after a
 // decision on a worker's page the keyboard focus goes on (to the next ask, else the steering box), and in the inbox to
 // the next ask, instead of to the page's top; the worker page's dialogs (merge, continue, discard) take the focus, close on Escape and give the focus
-// back to the button that opened them; a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
+// back to the button that opened them; a discarded worker's Diff tab says it was discarded (it said "No changes in the
+// worktree yet." of a built worker's work); a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
 // transcript's box, unreadable), also 900 px wide; a diff's fold button has a name. Screenshots in OCW_SHOTS_DIR
 // (default test-results/screenshots).
 import { expect, test, type Page } from "@playwright/test";
@@ -141,7 +142,7 @@ test("long paths and commands in the transcript's ask and decision rows stay ins
   await page.getByRole("tab", { name: /^Transcript/ }).click();
 });
 
-test("the worker page's dialogs take the focus, close on Escape and give the focus back to the button that opened them", async () => {
+test("the worker page's dialogs take the focus, close on Escape and give the focus back; once discarded, its Diff tab says so", async () => {
   const { workerId } = await engine.client.workers.start.mutate({
     task: "TASK-WRITE file=out.txt text=ok",
     directory: repo,
@@ -173,6 +174,15 @@ test("the worker page's dialogs take the focus, close on Escape and give the foc
     await expect(opener).toBeFocused();
   }
   expect((await engine.client.workers.get.query({ workerId })).state).toBe("built");
+
+  // Discarded: the Diff tab says why it is empty.
+  await page.getByRole("button", { name: "Discard…" }).click();
+  await page.getByRole("dialog", { name: "Confirm discard" }).getByRole("button", { name: "Discard", exact: true }).click();
+  await expect(page.getByText("discarded: workspace and branch removed").first()).toBeVisible();
+  await page.getByRole("tab", { name: "Diff" }).click();
+  await expect(page.getByRole("status").filter({ hasText: /^Discarded: its workspace and branch were removed/ })).toBeVisible();
+  await expect(page.getByText("No changes in the worktree yet.")).toHaveCount(0);
+  await shot(page, "discarded-diff", false);
 });
 
 test("a decision with a card's own button in the inbox leaves the focus on the next ask, not the page's top", async () => {

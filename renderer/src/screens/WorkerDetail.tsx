@@ -529,7 +529,9 @@ export function WorkerDetail({ id }: { id: string }) {
           ))}
         </div>
         {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isAtRest(w.state)} />}
-        {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} merged={w.merged} />}
+        {tab === "diff" && (
+          <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} merged={w.merged} discarded={w.discarded} />
+        )}
         {tab === "task" && (
           <div className="task-view">
             <pre className="task-text">{w.spec.task}</pre>
@@ -676,12 +678,15 @@ function WorktreeDiff({
   reviewable,
   round,
   merged,
+  discarded,
 }: {
   id: string;
   lastSeq: number;
   reviewable: boolean;
   round: number;
   merged: { into: string; commit: string } | null;
+  /** Its workspace and branch are gone: an empty diff is not "no changes". */
+  discarded: boolean;
 }) {
   const [diff, setDiff] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -716,6 +721,10 @@ function WorktreeDiff({
       <div className="muted pad" role="status">
         Merged into <code>{merged.into}</code> as <code>{merged.commit.slice(0, 12)}</code>: its changes are in that branch now (
         <code>git show {merged.commit.slice(0, 12)}</code>).
+      </div>
+    ) : discarded ? (
+      <div className="muted pad" role="status">
+        Discarded: its workspace and branch were removed, so there is no diff to show. What it changed is in the verdict above.
       </div>
     ) : (
       <div className="muted pad">No changes in the worktree yet.</div>
