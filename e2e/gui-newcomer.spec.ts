@@ -1,14 +1,15 @@
-// What a newcomer met using the GUI end to end against a real engine, real opencode and the scripted model: on a first
-// run with no model the dashboard's empty state leads to Setup (it offered "Start a task", which is refused); the New
-// task form says in words what is wrong with a number field, under that field (a word there came back as "Invalid
-// input: expected number, received null", under the token budget even for the wall clock; a word as the exit code as
-// the schema of a whole check); a directory typed with "~" or pasted in quotes says why it is refused; after a
-// decision on a worker's page the keyboard focus goes on (to the next ask, else the steering box), and in the inbox to
-// the next ask, instead of to the page's top; the worker page's dialogs (merge, continue, discard) take the focus, close on Escape and give the focus
-// back to the button that opened them; a discarded worker's Diff tab says it was discarded (it said "No changes in the
-// worktree yet." of a built worker's work); a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
-// transcript's box, unreadable), also 900 px wide; a diff's fold button has a name. Screenshots in OCW_SHOTS_DIR
-// (default test-results/screenshots).
+// What a newcomer met using the GUI end to end against a real engine, real opencode and the scripted model:
+// - a first run with no model: the dashboard's empty state leads to Setup (it offered "Start a task", which is refused);
+// - New task: a word in a number field is refused in words under that field (it came back as "Invalid input: expected
+//   number, received null", under the token budget even for the wall clock; an exit code as a whole check's schema);
+//   a directory typed with "~" or pasted in quotes says why it is refused;
+// - the keyboard focus goes on after an action instead of to the page's top: a decision on a worker's page (next ask,
+//   else the steering box) or in the inbox (next ask), a check or task removed from the form;
+// - the worker page's dialogs (merge, continue, discard) take the focus, close on Escape and give the focus back;
+// - a discarded worker's Diff tab says it was discarded (it said "No changes in the worktree yet.");
+// - a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
+//   transcript's box), also 900 px wide; a diff's fold button is named by its file, not "▾".
+// Screenshots in OCW_SHOTS_DIR (default test-results/screenshots).
 import { expect, test, type Page } from "@playwright/test";
 import { bash, writeFile, writesAsTold } from "../test/fixtures/scripted-model";
 import { approvingPoll, cleanup, openUi, startEngine, type E2EEngine } from "./engine";
@@ -85,6 +86,20 @@ test("a number field holding something else says so in words, under that field; 
   await expect(page.getByRole("alert")).not.toContainText("received null");
   await shot(page, "exit-code-word");
   expect(await engine.client.workers.list.query()).toHaveLength(0);
+});
+
+test("removing a check or a task leaves the focus on the form, not the page's top", async () => {
+  await page.goto(`${engine.origin}/#/new`);
+  await page.getByRole("button", { name: "+ Add check" }).click();
+  await page.getByRole("button", { name: "Remove check 2" }).focus();
+  await page.keyboard.press("Enter");
+  await expect(page.getByRole("button", { name: "Remove check 2" })).toHaveCount(0);
+  await expect(page.getByRole("button", { name: "+ Add check" })).toBeFocused();
+  await page.getByRole("button", { name: "+ Add another task (batch)" }).click();
+  await page.getByRole("button", { name: "Remove task 2" }).focus();
+  await page.keyboard.press("Enter");
+  await expect(page.getByRole("group", { name: "Task 2" })).toHaveCount(0);
+  await expect(page.getByRole("button", { name: "+ Add another task (batch)" })).toBeFocused();
 });
 
 test("a directory with ~ or in quotes is refused with what to type instead", async () => {

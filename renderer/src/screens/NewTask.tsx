@@ -304,7 +304,12 @@ export function NewTask() {
                   type="button"
                   className="btn ghost small"
                   aria-label={`Remove check ${ci + 1}`}
-                  onClick={() => update(i, { checks: t.checks.filter((_, k) => k !== ci) })}
+                  onClick={(e) => {
+                    // The removed row took the focus with it (to the page's top): it goes to "+ Add check" of these checks.
+                    const group = e.currentTarget.closest<HTMLElement>(".checks");
+                    update(i, { checks: t.checks.filter((_, k) => k !== ci) });
+                    requestAnimationFrame(() => group?.querySelector<HTMLElement>(":scope > button")?.focus());
+                  }}
                 >
                   ×
                 </button>
@@ -389,7 +394,16 @@ export function NewTask() {
           </div>
           {many && (
             <div className="row-actions">
-              <button type="button" className="btn ghost small" onClick={() => setTasks((ts) => ts.filter((_, j) => j !== i))}>
+              <button
+                type="button"
+                className="btn ghost small"
+                onClick={(e) => {
+                  // The removed task took the focus with it: it goes to "+ Add another task (batch)".
+                  const form = e.currentTarget.form;
+                  setTasks((ts) => ts.filter((_, j) => j !== i));
+                  requestAnimationFrame(() => form?.querySelector<HTMLElement>(".form-foot > button")?.focus());
+                }}
+              >
                 Remove task {i + 1}
               </button>
             </div>
