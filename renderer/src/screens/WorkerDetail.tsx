@@ -56,7 +56,8 @@ export function WorkerDetail({ id }: { id: string }) {
   }, [focusResume, resumable, busy]);
 
   // A decided ask's card goes away with the button pressed on it, and the focus with it (to the page's top: a keyboard
-  // user lost their place after every decision). It goes on to the next ask's first choice, else to the steering box.
+  // user lost their place after every decision). It goes on to the next ask's first choice, else to the steering box,
+  // without scrolling the page (a mouse click focuses the button too).
   const asksRef = useRef<HTMLElement>(null);
   const steerRef = useRef<HTMLTextAreaElement>(null);
   const focusInAsks = useRef(false);
@@ -68,7 +69,7 @@ export function WorkerDetail({ id }: { id: string }) {
   useEffect(() => {
     if (!focusInAsks.current || (document.activeElement && document.activeElement !== document.body)) return;
     focusInAsks.current = false;
-    (asksRef.current?.querySelector<HTMLElement>(".ask-actions button:not(:disabled)") ?? steerRef.current)?.focus();
+    (asksRef.current?.querySelector<HTMLElement>(".ask-actions button:not(:disabled)") ?? steerRef.current)?.focus({ preventScroll: true });
   }, [pendingIds]);
 
   useEffect(() => {
