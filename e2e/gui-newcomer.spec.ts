@@ -4,7 +4,8 @@
 //   number, received null", under the token budget even for the wall clock; an exit code as a whole check's schema);
 //   a directory typed with "~" or pasted in quotes says why it is refused;
 // - the keyboard focus goes on after an action instead of to the page's top: a decision on a worker's page (next ask,
-//   else the steering box) or in the inbox (next ask), a check or task removed from the form;
+//   else the steering box), in the inbox (next ask) or on a dashboard card (its title), a check or task removed from
+//   the form;
 // - the worker page's dialogs (merge, continue, discard) take the focus, close on Escape and give the focus back;
 // - a discarded worker's Diff tab says it was discarded (it said "No changes in the worktree yet.");
 // - a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
@@ -213,6 +214,17 @@ test("a decision with a card's own button in the inbox leaves the focus on the n
   await list.getByRole("button", { name: "Approve once" }).focus();
   await page.keyboard.press("Enter");
   await expect(page.getByText("Nothing is waiting for you")).toBeVisible();
+});
+
+test("Approve on a dashboard card leaves the focus on that card's title", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-WRITE file=card.txt text=ok", directory: repo, checks: [] });
+  await expect.poll(async () => (await engine.client.approvals.list.query()).length, { timeout: 60_000 }).toBe(1);
+  await page.goto(`${engine.origin}/#/dashboard`);
+  const card = page.getByRole("region", { name: workerId });
+  await card.getByRole("button", { name: "Approve" }).focus();
+  await page.keyboard.press("Enter");
+  await expect(card.getByRole("button", { name: "Approve" })).toHaveCount(0);
+  await expect(card.getByRole("link", { name: "TASK-WRITE file=card.txt text=ok" })).toBeFocused();
 });
 
 test("a first run with no model: the dashboard's empty state leads to Setup, not to a task that would be refused", async ({ browser }) => {

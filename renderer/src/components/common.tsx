@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { useEffect, useRef, useState, type FormEvent, type ReactNode, type RefObject } from "react";
 import type { Verdict } from "../../../shared/verdict";
 import type { WorkerState } from "../../../shared/worker";
 import { STATE_LABEL, stateTone } from "../format";
@@ -155,4 +155,34 @@ export function Modal({
       )}
     </div>
   );
+}
+
+/**
+ * Focus that was inside `box` and fell to the page's top because what held it went away (a decided ask's buttons) is
+ * put on `fallback()` when `key` changes, without scrolling.
+ */
+export function useFocusKept(box: RefObject<HTMLElement | null>, key: string, fallback: () => HTMLElement | null | undefined): void {
+  const inside = useRef(false);
+  const pick = useRef(fallback);
+  pick.current = fallback;
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const onIn = () => (inside.current = true);
+    // Focus that moves elsewhere leaves it; a removed button's focusout (no next target) is what the effect below mends.
+    const onOut = (e: FocusEvent) => {
+      if (e.relatedTarget && !el.contains(e.relatedTarget as Node)) inside.current = false;
+    };
+    el.addEventListener("focusin", onIn);
+    el.addEventListener("focusout", onOut);
+    return () => {
+      el.removeEventListener("focusin", onIn);
+      el.removeEventListener("focusout", onOut);
+    };
+  }, [box]);
+  useEffect(() => {
+    if (!inside.current || (document.activeElement && document.activeElement !== document.body)) return;
+    inside.current = false;
+    pick.current()?.focus({ preventScroll: true });
+  }, [key]);
 }
