@@ -9,7 +9,8 @@
 // - the worker page's dialogs (merge, continue, discard) take the focus, close on Escape and give the focus back;
 // - a discarded worker's Diff tab says it was discarded (it said "No changes in the worktree yet.");
 // - a long path in the transcript's ask and decision rows is cut with "…" inside its row (it ran out of the
-//   transcript's box), also 900 px wide; a diff's fold button is named by its file, not "▾".
+//   transcript's box), also 900 px wide; a diff's fold button is named by its file, not "▾"; an inbox item is named
+//   with the path its card shows, not the engine's state folder.
 // Screenshots in OCW_SHOTS_DIR (default test-results/screenshots).
 import { expect, test, type Page } from "@playwright/test";
 import { bash, writeFile, writesAsTold } from "../test/fixtures/scripted-model";
@@ -201,12 +202,15 @@ test("the worker page's dialogs take the focus, close on Escape and give the foc
   await shot(page, "discarded-diff", false);
 });
 
-test("a decision with a card's own button in the inbox leaves the focus on the next ask, not the page's top", async () => {
+test("the inbox names each ask as its card shows it; a decision with a card's own button leaves the focus on the next ask", async () => {
   for (let i = 0; i < 2; i++) await engine.client.workers.start.mutate({ task: `TASK-WRITE file=inbox${i}.txt text=ok`, directory: repo, checks: [] });
   await expect.poll(async () => (await engine.client.approvals.list.query()).length, { timeout: 60_000 }).toBe(2);
   await page.goto(`${engine.origin}/#/approvals`);
   const list = page.getByRole("list", { name: "Pending approvals" });
   await expect(list.getByRole("listitem")).toHaveCount(2);
+  // Each ask is named as its card shows it: the path in the worker's workspace, not the engine's state folder.
+  await expect(list.getByRole("listitem", { name: /^edit from w-\S+: inbox0\.txt$/ })).toHaveCount(1);
+  expect((await list.getByRole("listitem").first().getAttribute("aria-label")) ?? "").not.toContain(engine.stateDir);
   await list.getByRole("button", { name: "Always allow" }).first().focus();
   await page.keyboard.press("Enter");
   await expect(list.getByRole("listitem")).toHaveCount(1);

@@ -127,7 +127,8 @@ export function Approvals({ focus }: { focus?: string }) {
             data-ask={a.id}
             tabIndex={-1}
             aria-current={a.id === selected?.id ? "true" : undefined}
-            aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(a.what, { max: 300, lines: false })}`}
+            // A path in the worker's own workspace named as the card shows it, relative (not the engine's state folder).
+            aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(inWorkspace(a.what, workers[a.workerId]?.worktree), { max: 300, lines: false })}`}
           >
             <AskCard ask={a} selected={a.id === selected?.id} onSelect={() => setSelectedId(a.id)} />
           </li>
@@ -143,3 +144,6 @@ export function Approvals({ focus }: { focus?: string }) {
     </div>
   );
 }
+
+/** `what` with the worker's workspace folder left out of its paths, as its card shows them. */
+const inWorkspace = (what: string, worktree: string | null | undefined) => (worktree ? what.split(`${worktree}/`).join("") : what);
