@@ -81,6 +81,16 @@ describe("WorkerSpec", () => {
     expect(WorkerSpec.safeParse({ task: "x", directory: "/r", checks: [{ file: "/etc/passwd" }] }).success).toBe(false);
     expect(WorkerSpec.safeParse({ task: "x".repeat(100_001), directory: "/r" }).error?.issues[0]?.message).toMatch(/100,000/);
   });
+
+  it("a directory pasted in quotes or typed with ~ is told what to write instead", () => {
+    const why = (directory: string) => WorkerSpec.safeParse({ task: "x", directory }).error?.issues[0]?.message;
+    expect(why("rel")).toBe("directory must be an absolute path to a git repository");
+    expect(why('"/home/me/repo"')).toBe("directory must be an absolute path to a git repository: leave out the quotes around it (/home/me/repo)");
+    expect(why("'/home/me/repo'")).toMatch(/leave out the quotes around it \(\/home\/me\/repo\)$/);
+    expect(why("~/repo")).toMatch(/"~" is not expanded here/);
+    expect(why("~")).toMatch(/"~" is not expanded here/);
+    expect(why("~bob/repo")).toBe("directory must be an absolute path to a git repository");
+  });
 });
 
 describe("workerTitle", () => {

@@ -54,6 +54,17 @@ export const Budget = z
   .strict();
 export type Budget = z.infer<typeof Budget>;
 
+/**
+ * What makes a typed directory not absolute when it reads as one to a person: quotes pasted around it ("Copy as path",
+ * a shell line), or a `~` that no shell expands here. Said after the rule, so the fix is in the message.
+ */
+function notAbsoluteHint(p: string): string {
+  const t = p.trim();
+  if (/^(["'`]).+\1$/s.test(t)) return `: leave out the quotes around it (${t.slice(1, -1)})`;
+  if (t === "~" || /^~[\\/]/.test(t)) return ': "~" is not expanded here, write the home folder out (e.g. /home/you/repo)';
+  return "";
+}
+
 /** What `start` takes. `directory` must be an absolute path to a git repository. */
 export const WorkerSpec = z.object({
   task: z
@@ -66,7 +77,7 @@ export const WorkerSpec = z.object({
     .min(1, "directory is required")
     .max(4096)
     .refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), {
-      message: "directory must be an absolute path to a git repository",
+      error: (iss) => `directory must be an absolute path to a git repository${notAbsoluteHint(String(iss.input))}`,
     }),
   checks: z.array(CheckSpec).max(100).default([]),
   scope: z.array(Glob).max(200).default([]),

@@ -227,7 +227,14 @@ const FileBlock = memo(function FileBlock({
   return (
     <section id={id} className="dv-file" aria-label={`diff of ${name}`}>
       <header className="dv-file-head">
-        <button type="button" className="linklike" aria-expanded={open} onClick={() => setOpen(!open)} title={open ? "fold" : "unfold"}>
+        <button
+          type="button"
+          className="linklike"
+          aria-expanded={open}
+          onClick={() => setOpen(!open)}
+          title={open ? "fold" : "unfold"}
+          aria-label={`${open ? "Fold" : "Unfold"} ${name}`}
+        >
           {open ? "▾" : "▸"}
         </button>
         <span className={`dv-status dv-${file.status}`}>{STATUS_MARK[file.status]}</span>

@@ -1,4 +1,4 @@
-import type { ReactNode } from "react";
+import { useEffect, useRef, useState, type FormEvent, type ReactNode, type RefObject } from "react";
 import type { Verdict } from "../../../shared/verdict";
 import type { WorkerState } from "../../../shared/worker";
 import { STATE_LABEL, stateTone } from "../format";
@@ -106,4 +106,83 @@ function ClaimChip({ verdict }: { verdict: Verdict }) {
       claim false: said {said}
     </span>
   );
+}
+
+/**
+ * A modal dialog over the page. Opened, it has the focus (its autoFocus control, else the dialog itself, never a button
+ * that acts); Escape closes it; closed, the focus goes back to what opened it. Before, a keyboard user stayed on the
+ * button behind the dialog, could not close it without the mouse, and landed on the page's top after Cancel.
+ * With `onSubmit` the dialog is a form.
+ */
+export function Modal({
+  label,
+  onClose,
+  onSubmit,
+  children,
+}: {
+  label: string;
+  onClose: () => void;
+  onSubmit?: (e: FormEvent<HTMLFormElement>) => void;
+  children: ReactNode;
+}) {
+  const box = useRef<HTMLDivElement & HTMLFormElement>(null);
+  // Read while rendering, before a control of the dialog takes the focus (autoFocus).
+  const [opener] = useState(() => document.activeElement as HTMLElement | null);
+  const close = useRef(onClose);
+  close.current = onClose;
+  useEffect(() => {
+    if (!box.current?.contains(document.activeElement)) box.current?.focus();
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== "Escape") return;
+      e.preventDefault();
+      close.current();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => {
+      window.removeEventListener("keydown", onKey);
+      if (opener?.isConnected && (!document.activeElement || document.activeElement === document.body)) opener.focus();
+    };
+  }, [opener]);
+  const props = { ref: box, className: "modal", role: "dialog", "aria-modal": true, "aria-label": label, tabIndex: -1 } as const;
+  return (
+    <div className="modal-back">
+      {onSubmit ? (
+        <form {...props} onSubmit={onSubmit}>
+          {children}
+        </form>
+      ) : (
+        <div {...props}>{children}</div>
+      )}
+    </div>
+  );
+}
+
+/**
+ * Focus that was inside `box` and fell to the page's top because what held it went away (a decided ask's buttons) is
+ * put on `fallback()` when `key` changes, without scrolling.
+ */
+export function useFocusKept(box: RefObject<HTMLElement | null>, key: string, fallback: () => HTMLElement | null | undefined): void {
+  const inside = useRef(false);
+  const pick = useRef(fallback);
+  pick.current = fallback;
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const onIn = () => (inside.current = true);
+    // Focus that moves elsewhere leaves it; a removed button's focusout (no next target) is what the effect below mends.
+    const onOut = (e: FocusEvent) => {
+      if (e.relatedTarget && !el.contains(e.relatedTarget as Node)) inside.current = false;
+    };
+    el.addEventListener("focusin", onIn);
+    el.addEventListener("focusout", onOut);
+    return () => {
+      el.removeEventListener("focusin", onIn);
+      el.removeEventListener("focusout", onOut);
+    };
+  }, [box]);
+  useEffect(() => {
+    if (!inside.current || (document.activeElement && document.activeElement !== document.body)) return;
+    inside.current = false;
+    pick.current()?.focus({ preventScroll: true });
+  }, [key]);
 }

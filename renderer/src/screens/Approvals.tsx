@@ -36,6 +36,21 @@ export function Approvals({ focus }: { focus?: string }) {
     if (pending.length && (!selectedId || !pending.some((a) => a.id === selectedId))) setSelectedId(pending[Math.min(index, pending.length - 1)]!.id);
   }, [pending, selectedId, index]);
 
+  // A card decided with its own button goes away with the focus (to the page's top): it goes on to the ask selected
+  // next, its list item, as j / k leave it.
+  const focusInList = useRef(false);
+  const pendingIds = pending.map((a) => a.id).join();
+  useEffect(() => {
+    if (!focusInList.current || (document.activeElement && document.activeElement !== document.body)) return;
+    focusInList.current = false;
+    // After the selection has moved on (the effect above).
+    requestAnimationFrame(() =>
+      (listRef.current?.querySelector<HTMLElement>('li[aria-current="true"]') ?? listRef.current?.querySelector<HTMLElement>("li"))?.focus({
+        preventScroll: true,
+      }),
+    );
+  }, [pendingIds]);
+
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const t = e.target as HTMLElement | null;
@@ -99,14 +114,21 @@ export function Approvals({ focus }: { focus?: string }) {
         </p>
       )}
       {pending.length === 0 && <Empty title="Nothing is waiting for you">Permission asks and questions from every worker show up here.</Empty>}
-      <ul className="ask-list" aria-label="Pending approvals" ref={listRef}>
+      <ul
+        className="ask-list"
+        aria-label="Pending approvals"
+        ref={listRef}
+        onFocus={() => (focusInList.current = true)}
+        onBlur={(e) => e.relatedTarget && !e.currentTarget.contains(e.relatedTarget) && (focusInList.current = false)}
+      >
         {pending.map((a) => (
           <li
             key={a.id}
             data-ask={a.id}
             tabIndex={-1}
             aria-current={a.id === selected?.id ? "true" : undefined}
-            aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(a.what, { max: 300, lines: false })}`}
+            // A path in the worker's own workspace named as the card shows it, relative (not the engine's state folder).
+            aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(inWorkspace(a.what, workers[a.workerId]?.worktree), { max: 300, lines: false })}`}
           >
             <AskCard ask={a} selected={a.id === selected?.id} onSelect={() => setSelectedId(a.id)} />
           </li>
@@ -122,3 +144,6 @@ export function Approvals({ focus }: { focus?: string }) {
     </div>
   );
 }
+
+/** `what` with the worker's workspace folder left out of its paths, as its card shows them. */
+const inWorkspace = (what: string, worktree: string | null | undefined) => (worktree ? what.split(`${worktree}/`).join("") : what);

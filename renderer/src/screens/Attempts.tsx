@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from "react";
 import { attemptGroup, type AttemptRow } from "../../../shared/attempts";
 import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
-import { Empty, StateChip, VerdictChips } from "../components/common";
+import { Empty, Modal, StateChip, VerdictChips } from "../components/common";
 import { Diff } from "../components/LazyDiff";
 import { duration, taskTitle, tokens } from "../format";
 import { href } from "../router";
@@ -70,40 +70,38 @@ export function Attempts({ groupId }: { groupId: string }) {
       </section>
 
       {confirm && winner && (
-        <div className="modal-back">
-          <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm merge of the winner">
-            <h3>
-              Merge the winner {winner.id} ({winner.branch}) into {winner.baseBranch ?? "its base branch"}?
-            </h3>
-            <p className="small">
-              Exactly the commit its checks ran on is merged into <code>{winner.repo}</code>. The other attempts are left as they are (discard them from their
-              pages).
-            </p>
-            {winner.verdict?.diffStat && <pre className="diffstat">{winner.verdict.diffStat}</pre>}
-            <div className="actions">
-              <button
-                type="button"
-                className="btn primary"
-                onClick={() => {
-                  setConfirm(false);
-                  setBusy(true);
-                  api.workers.merge
-                    .mutate({ workerId: winner.id })
-                    .then(
-                      (r) => pushNotice("info", `merged the winner ${winner.id} into ${r.into} (${r.commit.slice(0, 8)})`),
-                      (err) => setError(errorText(err)),
-                    )
-                    .finally(() => setBusy(false));
-                }}
-              >
-                Merge
-              </button>
-              <button type="button" className="btn" onClick={() => setConfirm(false)}>
-                Cancel
-              </button>
-            </div>
+        <Modal label="Confirm merge of the winner" onClose={() => setConfirm(false)}>
+          <h3>
+            Merge the winner {winner.id} ({winner.branch}) into {winner.baseBranch ?? "its base branch"}?
+          </h3>
+          <p className="small">
+            Exactly the commit its checks ran on is merged into <code>{winner.repo}</code>. The other attempts are left as they are (discard them from their
+            pages).
+          </p>
+          {winner.verdict?.diffStat && <pre className="diffstat">{winner.verdict.diffStat}</pre>}
+          <div className="actions">
+            <button
+              type="button"
+              className="btn primary"
+              onClick={() => {
+                setConfirm(false);
+                setBusy(true);
+                api.workers.merge
+                  .mutate({ workerId: winner.id })
+                  .then(
+                    (r) => pushNotice("info", `merged the winner ${winner.id} into ${r.into} (${r.commit.slice(0, 8)})`),
+                    (err) => setError(errorText(err)),
+                  )
+                  .finally(() => setBusy(false));
+              }}
+            >
+              Merge
+            </button>
+            <button type="button" className="btn" onClick={() => setConfirm(false)}>
+              Cancel
+            </button>
           </div>
-        </div>
+        </Modal>
       )}
 
       <section className="panel" aria-label="Attempts side by side">

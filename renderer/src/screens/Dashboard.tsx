@@ -1,10 +1,10 @@
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
 import { countsAsBuilt, type Verdict } from "../../../shared/verdict";
 import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
-import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
+import { Empty, Sparkline, StateChip, useFocusKept, VerdictChips } from "../components/common";
 import { counted, duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { go, href } from "../router";
 import {
@@ -155,11 +155,21 @@ export function Dashboard() {
 
       {list.length === 0 && loaded && (
         <Empty title="No workers yet">
-          <p>
-            <a className="btn primary" href={href({ name: "new" })}>
-              Start a task
-            </a>
-          </p>
+          {/* With no model set up, a task would be refused: the first step is the model. */}
+          {status && !status.activeTarget ? (
+            <p>
+              Workers need a model first.{" "}
+              <a className="btn primary" href={href({ name: "setup" })}>
+                Set up a model
+              </a>
+            </p>
+          ) : (
+            <p>
+              <a className="btn primary" href={href({ name: "new" })}>
+                Start a task
+              </a>
+            </p>
+          )}
         </Empty>
       )}
 
@@ -505,6 +515,9 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
   const asks = pendingAsks(w);
   const pending = asks.length;
   const [busy, setBusy] = useState(false);
+  // Approve or Reject on the card goes away with the focus once decided: it stays on the card, on its title.
+  const cardRef = useRef<HTMLElement>(null);
+  useFocusKept(cardRef, `${w.state} ${asks.map((a) => a.id).join()}`, () => cardRef.current?.querySelector<HTMLElement>(".card-title"));
   const act = async (label: string, fn: () => Promise<unknown>) => {
     setBusy(true);
     try {
@@ -531,7 +544,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       go({ name: "worker", id });
     });
   return (
-    <section className={`card worker-card tone-${w.state}`} aria-label={w.id}>
+    <section className={`card worker-card tone-${w.state}`} aria-label={w.id} ref={cardRef}>
       <div className="card-top">
         <a className="card-title" href={href({ name: "worker", id: w.id })}>
           {taskTitle(w.spec)}

@@ -83,12 +83,32 @@ function toSpec(t: TaskRow, targetId: string | undefined): WorkerSpecInput {
   };
 }
 
+/**
+ * The number fields that hold something else, as the message a person reads under that field. Sent as they are, a word
+ * went out as null and came back as "Invalid input: expected number, received null" (under the token budget even for
+ * the wall clock), and an exit code as the whole check's schema.
+ */
+function badNumber(t: TaskRow): { field: string; text: string } | null {
+  const whole = (s: string, min: number, max: number) => /^\d+$/.test(s.trim()) && Number(s) >= min && Number(s) <= max;
+  const bad = t.checks.find((c) => c.kind === "run" && c.expectExit.trim() && !whole(c.expectExit, 0, 255));
+  if (bad) return { field: "checks", text: `the expected exit code must be a whole number from 0 to 255: got "${bad.expectExit.trim()}"` };
+  if (t.wallSec.trim() && !(Number(t.wallSec) > 0))
+    return { field: "wallSec", text: `the wall-clock budget is a number of seconds above 0: got "${t.wallSec.trim()}"` };
+  if (t.tokens.trim() && !whole(t.tokens, 1, Number.MAX_SAFE_INTEGER))
+    return { field: "tokens", text: `the token budget is a whole number above 0: got "${t.tokens.trim()}"` };
+  if (t.fixRounds.trim() && !whole(t.fixRounds, 0, 10))
+    return { field: "fixRounds", text: `fix rounds are a whole number from 0 to 10: got "${t.fixRounds.trim()}"` };
+  return null;
+}
+
 /** Where an API message belongs: "tasks.1.directory: …" or a message naming the field. */
 function place(message: string, many: boolean): { task: number; field: string; text: string } {
   const n = /^task (\d+): (.*)$/s.exec(message);
   if (n) return { ...place(n[2]!, false), task: Number(n[1]) - 1, text: message };
-  const m = /^(?:tasks\.(\d+)\.)?([a-zA-Z]+)(?:\.[\w.]+)?: (.*)$/s.exec(message);
-  if (m && (m[1] !== undefined || !many)) return { task: Number(m[1] ?? 0), field: m[2]!, text: m[3]! };
+  const m = /^(?:tasks\.(\d+)\.)?([a-zA-Z]+)(?:\.([\w.]+))?: (.*)$/s.exec(message);
+  // A budget's message goes under its own field (budget.wallSec, budget.tokens).
+  const named = m?.[2] === "budget" && (m[3] === "wallSec" || m[3] === "tokens") ? m[3] : m?.[2];
+  if (m && (m[1] !== undefined || !many)) return { task: Number(m[1] ?? 0), field: named!, text: m[4]! };
   const field = /director|git repository|does not exist/i.test(message)
     ? "directory"
     : /task is/i.test(message)
@@ -120,6 +140,8 @@ export function NewTask() {
 
   async function submit(e: FormEvent) {
     e.preventDefault();
+    const bad = tasks.findIndex((t) => badNumber(t) !== null);
+    if (bad >= 0) return setError({ task: bad, ...badNumber(tasks[bad]!)! });
     setBusy(true);
     setError(null);
     try {
@@ -282,7 +304,12 @@ export function NewTask() {
                   type="button"
                   className="btn ghost small"
                   aria-label={`Remove check ${ci + 1}`}
-                  onClick={() => update(i, { checks: t.checks.filter((_, k) => k !== ci) })}
+                  onClick={(e) => {
+                    // The removed row took the focus with it (to the page's top): it goes to "+ Add check" of these checks.
+                    const group = e.currentTarget.closest<HTMLElement>(".checks");
+                    update(i, { checks: t.checks.filter((_, k) => k !== ci) });
+                    requestAnimationFrame(() => group?.querySelector<HTMLElement>(":scope > button")?.focus());
+                  }}
                 >
                   ×
                 </button>
@@ -323,11 +350,29 @@ export function NewTask() {
             </label>
             <label className="field">
               <span>Wall-clock budget (s)</span>
-              <input name="wallSec" inputMode="numeric" value={t.wallSec} placeholder="none" onChange={(e) => update(i, { wallSec: e.target.value })} />
+              <input
+                name="wallSec"
+                inputMode="numeric"
+                value={t.wallSec}
+                placeholder="none"
+                onChange={(e) => update(i, { wallSec: e.target.value })}
+                aria-invalid={!!describedBy(i, "wallSec")}
+                aria-describedby={describedBy(i, "wallSec")}
+              />
+              {fieldError(i, "wallSec")}
             </label>
             <label className="field">
               <span>Token budget</span>
-              <input name="tokens" inputMode="numeric" value={t.tokens} placeholder="none" onChange={(e) => update(i, { tokens: e.target.value })} />
+              <input
+                name="tokens"
+                inputMode="numeric"
+                value={t.tokens}
+                placeholder="none"
+                onChange={(e) => update(i, { tokens: e.target.value })}
+                aria-invalid={!!describedBy(i, "tokens")}
+                aria-describedby={describedBy(i, "tokens")}
+              />
+              {fieldError(i, "tokens")}
               {fieldError(i, "budget")}
             </label>
             <label
@@ -335,13 +380,30 @@ export function NewTask() {
               title="on honest-failure, the engine sends the failing checks' names and output back to the worker, at most this many times"
             >
               <span>Fix rounds (0–10)</span>
-              <input name="fixRounds" inputMode="numeric" value={t.fixRounds} placeholder="none" onChange={(e) => update(i, { fixRounds: e.target.value })} />
+              <input
+                name="fixRounds"
+                inputMode="numeric"
+                value={t.fixRounds}
+                placeholder="none"
+                onChange={(e) => update(i, { fixRounds: e.target.value })}
+                aria-invalid={!!describedBy(i, "fixRounds")}
+                aria-describedby={describedBy(i, "fixRounds")}
+              />
               {fieldError(i, "fixRounds")}
             </label>
           </div>
           {many && (
             <div className="row-actions">
-              <button type="button" className="btn ghost small" onClick={() => setTasks((ts) => ts.filter((_, j) => j !== i))}>
+              <button
+                type="button"
+                className="btn ghost small"
+                onClick={(e) => {
+                  // The removed task took the focus with it: it goes to "+ Add another task (batch)".
+                  const form = e.currentTarget.form;
+                  setTasks((ts) => ts.filter((_, j) => j !== i));
+                  requestAnimationFrame(() => form?.querySelector<HTMLElement>(".form-foot > button")?.focus());
+                }}
+              >
                 Remove task {i + 1}
               </button>
             </div>

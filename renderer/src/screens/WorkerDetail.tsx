@@ -4,7 +4,7 @@ import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
-import { Empty, StateChip } from "../components/common";
+import { Empty, Modal, StateChip } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { Diff } from "../components/LazyDiff";
 import { Transcript } from "../components/Transcript";
@@ -54,6 +54,23 @@ export function WorkerDetail({ id }: { id: string }) {
     resumeRef.current?.focus();
     setFocusResume(false);
   }, [focusResume, resumable, busy]);
+
+  // A decided ask's card goes away with the button pressed on it, and the focus with it (to the page's top: a keyboard
+  // user lost their place after every decision). It goes on to the next ask's first choice, else to the steering box,
+  // without scrolling the page (a mouse click focuses the button too).
+  const asksRef = useRef<HTMLElement>(null);
+  const steerRef = useRef<HTMLTextAreaElement>(null);
+  const focusInAsks = useRef(false);
+  const pendingIds = w
+    ? pendingAsks(w)
+        .map((a) => a.id)
+        .join()
+    : "";
+  useEffect(() => {
+    if (!focusInAsks.current || (document.activeElement && document.activeElement !== document.body)) return;
+    focusInAsks.current = false;
+    (asksRef.current?.querySelector<HTMLElement>(".ask-actions button:not(:disabled)") ?? steerRef.current)?.focus({ preventScroll: true });
+  }, [pendingIds]);
 
   useEffect(() => {
     void loadTranscript(id);
@@ -327,152 +344,151 @@ export function WorkerDetail({ id }: { id: string }) {
       </section>
 
       {confirmMerge && (
-        <div className="modal-back">
-          <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm merge">
-            <h3>
-              Merge {w.branch} into {w.baseBranch ?? "its base branch"}?
-            </h3>
-            <p className="small">
-              A merge commit is made in <code>{w.repo}</code>. If the base branch moved and the changes conflict, nothing is changed and you get the conflicting
-              files.
-            </p>
-            {w.verdict?.diffStat && <pre className="diffstat">{w.verdict.diffStat}</pre>}
-            {w.verdict?.flags?.length ? (
-              <div className="flags" role="group" aria-label="Flagged files to accept">
-                <p className="small">
-                  <strong>This change holds files that do more than their diff shows.</strong> They are merged exactly as graded (no filter runs), but they act
-                  once in your checkout:
-                </p>
-                <ul>
-                  {w.verdict.flags.map((f) => (
-                    <li key={`${f.path}:${f.kind}`}>
-                      <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code>{" "}
-                      <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
-                    </li>
-                  ))}
-                </ul>
-                <label className="small">
-                  <input type="checkbox" aria-label="accept flagged files" checked={acceptFlagged} onChange={(e) => setAcceptFlagged(e.target.checked)} /> I
-                  reviewed these files and accept them
-                </label>
-              </div>
-            ) : null}
-            <div className="actions">
-              <button
-                type="button"
-                className="btn primary"
-                disabled={!!w.verdict?.flags?.length && !acceptFlagged}
-                onClick={() => {
-                  setConfirmMerge(false);
-                  void (async () => {
-                    try {
-                      const r = await api.workers.merge.mutate({ workerId: id, acceptFlagged });
-                      pushNotice(
-                        "info",
-                        r.alreadyIn
-                          ? `${id} was already in ${r.into} (it came in with a worker that started from it): recorded as merged`
-                          : `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})${r.alsoLanded.length ? `; it brought in ${r.alsoLanded.join(", ")} (it started from their graded work)` : ""}`,
-                      );
-                    } catch (err) {
-                      setMergeError(errorText(err));
-                    }
-                  })();
-                }}
-              >
-                Merge
-              </button>
-              <button type="button" className="btn" onClick={() => setConfirmMerge(false)}>
-                Cancel
-              </button>
+        <Modal label="Confirm merge" onClose={() => setConfirmMerge(false)}>
+          <h3>
+            Merge {w.branch} into {w.baseBranch ?? "its base branch"}?
+          </h3>
+          <p className="small">
+            A merge commit is made in <code>{w.repo}</code>. If the base branch moved and the changes conflict, nothing is changed and you get the conflicting
+            files.
+          </p>
+          {w.verdict?.diffStat && <pre className="diffstat">{w.verdict.diffStat}</pre>}
+          {w.verdict?.flags?.length ? (
+            <div className="flags" role="group" aria-label="Flagged files to accept">
+              <p className="small">
+                <strong>This change holds files that do more than their diff shows.</strong> They are merged exactly as graded (no filter runs), but they act
+                once in your checkout:
+              </p>
+              <ul>
+                {w.verdict.flags.map((f) => (
+                  <li key={`${f.path}:${f.kind}`}>
+                    <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code>{" "}
+                    <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
+                  </li>
+                ))}
+              </ul>
+              <label className="small">
+                <input type="checkbox" aria-label="accept flagged files" checked={acceptFlagged} onChange={(e) => setAcceptFlagged(e.target.checked)} /> I
+                reviewed these files and accept them
+              </label>
             </div>
+          ) : null}
+          <div className="actions">
+            <button
+              type="button"
+              className="btn primary"
+              disabled={!!w.verdict?.flags?.length && !acceptFlagged}
+              onClick={() => {
+                setConfirmMerge(false);
+                void (async () => {
+                  try {
+                    const r = await api.workers.merge.mutate({ workerId: id, acceptFlagged });
+                    pushNotice(
+                      "info",
+                      r.alreadyIn
+                        ? `${id} was already in ${r.into} (it came in with a worker that started from it): recorded as merged`
+                        : `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})${r.alsoLanded.length ? `; it brought in ${r.alsoLanded.join(", ")} (it started from their graded work)` : ""}`,
+                    );
+                  } catch (err) {
+                    setMergeError(errorText(err));
+                  }
+                })();
+              }}
+            >
+              Merge
+            </button>
+            <button type="button" className="btn" onClick={() => setConfirmMerge(false)}>
+              Cancel
+            </button>
           </div>
-        </div>
+        </Modal>
       )}
 
       {continueOpen && (
-        <div className="modal-back">
-          <form
-            className="modal"
-            role="dialog"
-            aria-modal="true"
-            aria-label="Continue the worker"
-            onSubmit={(e) => {
-              e.preventDefault();
-              const message = followUp.trim();
-              if (!message) return;
-              setContinueOpen(false);
-              void run("continue", async () => {
-                await api.workers.continue.mutate({ workerId: id, message });
-                setFollowUp("");
-                pushNotice("info", `${id}: round ${(w.rounds?.length ?? 1) + 1} started`);
-              });
-            }}
-          >
-            <h3>Continue {w.id}</h3>
-            <p className="small">
-              The worker goes on in its same session and files; when it settles, the new round is graded again from a fresh checkout. Say what to change, add or
-              fix.
-            </p>
-            <textarea aria-label="Follow-up message" rows={5} autoFocus value={followUp} onChange={(e) => setFollowUp(e.target.value)} />
-            <div className="actions">
-              <button type="submit" className="btn primary" disabled={!followUp.trim()}>
-                Send follow-up
-              </button>
-              <button type="button" className="btn" onClick={() => setContinueOpen(false)}>
-                Cancel
-              </button>
-            </div>
-          </form>
-        </div>
+        <Modal
+          label="Continue the worker"
+          onClose={() => setContinueOpen(false)}
+          onSubmit={(e) => {
+            e.preventDefault();
+            const message = followUp.trim();
+            if (!message) return;
+            setContinueOpen(false);
+            void run("continue", async () => {
+              await api.workers.continue.mutate({ workerId: id, message });
+              setFollowUp("");
+              pushNotice("info", `${id}: round ${(w.rounds?.length ?? 1) + 1} started`);
+            });
+          }}
+        >
+          <h3>Continue {w.id}</h3>
+          <p className="small">
+            The worker goes on in its same session and files; when it settles, the new round is graded again from a fresh checkout. Say what to change, add or
+            fix.
+          </p>
+          <textarea aria-label="Follow-up message" rows={5} autoFocus value={followUp} onChange={(e) => setFollowUp(e.target.value)} />
+          <div className="actions">
+            <button type="submit" className="btn primary" disabled={!followUp.trim()}>
+              Send follow-up
+            </button>
+            <button type="button" className="btn" onClick={() => setContinueOpen(false)}>
+              Cancel
+            </button>
+          </div>
+        </Modal>
       )}
 
       {confirmDiscard && (
-        <div className="modal-back">
-          <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm discard">
-            <h3>Discard {w.id}?</h3>
-            <p className="small">
-              Its workspace
-              {w.worktree ? (
-                <>
-                  {" "}
-                  (<code>{w.worktree}</code>)
-                </>
-              ) : null}
-              , its private repository and its branch
-              {w.branch ? (
-                <>
-                  {" "}
-                  <code>{w.branch}</code>
-                </>
-              ) : null}{" "}
-              are removed. {w.state === "built" && !w.merged ? <strong>Its built work is not merged and is lost.</strong> : "Nothing of it is merged."} Its
-              record, transcript and verdict stay.
-            </p>
-            <div className="actions">
-              <button
-                type="button"
-                className="btn bad"
-                onClick={() => {
-                  setConfirmDiscard(false);
-                  void run("discard", async () => {
-                    await api.workers.discard.mutate({ workerId: id });
-                    pushNotice("info", `discarded ${id}: workspace and branch removed`);
-                  });
-                }}
-              >
-                Discard
-              </button>
-              {/* focus starts on Cancel, never on the destructive button */}
-              <button type="button" className="btn" autoFocus onClick={() => setConfirmDiscard(false)}>
-                Cancel
-              </button>
-            </div>
+        <Modal label="Confirm discard" onClose={() => setConfirmDiscard(false)}>
+          <h3>Discard {w.id}?</h3>
+          <p className="small">
+            Its workspace
+            {w.worktree ? (
+              <>
+                {" "}
+                (<code>{w.worktree}</code>)
+              </>
+            ) : null}
+            , its private repository and its branch
+            {w.branch ? (
+              <>
+                {" "}
+                <code>{w.branch}</code>
+              </>
+            ) : null}{" "}
+            are removed. {w.state === "built" && !w.merged ? <strong>Its built work is not merged and is lost.</strong> : "Nothing of it is merged."} Its
+            record, transcript and verdict stay.
+          </p>
+          <div className="actions">
+            <button
+              type="button"
+              className="btn bad"
+              onClick={() => {
+                setConfirmDiscard(false);
+                void run("discard", async () => {
+                  await api.workers.discard.mutate({ workerId: id });
+                  pushNotice("info", `discarded ${id}: workspace and branch removed`);
+                });
+              }}
+            >
+              Discard
+            </button>
+            {/* focus starts on Cancel, never on the destructive button */}
+            <button type="button" className="btn" autoFocus onClick={() => setConfirmDiscard(false)}>
+              Cancel
+            </button>
           </div>
-        </div>
+        </Modal>
       )}
 
       {asks.length > 0 && (
-        <section className="panel" aria-label="Pending approvals of this worker">
+        <section
+          className="panel"
+          aria-label="Pending approvals of this worker"
+          ref={asksRef}
+          onFocus={() => (focusInAsks.current = true)}
+          // Focus that moves elsewhere leaves it; a removed button's blur (no next target) is what the effect above mends.
+          onBlur={(e) => e.relatedTarget && !e.currentTarget.contains(e.relatedTarget) && (focusInAsks.current = false)}
+        >
           <h2>Waiting for you</h2>
           {asks.map((a) => (
             <AskCard key={a.id} ask={a} showWorker={false} />
@@ -514,7 +530,9 @@ export function WorkerDetail({ id }: { id: string }) {
           ))}
         </div>
         {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isAtRest(w.state)} />}
-        {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} merged={w.merged} />}
+        {tab === "diff" && (
+          <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} merged={w.merged} discarded={w.discarded} />
+        )}
         {tab === "task" && (
           <div className="task-view">
             <pre className="task-text">{w.spec.task}</pre>
@@ -535,6 +553,7 @@ export function WorkerDetail({ id }: { id: string }) {
           }}
         >
           <textarea
+            ref={steerRef}
             aria-label="Steering message"
             rows={2}
             placeholder={
@@ -660,12 +679,15 @@ function WorktreeDiff({
   reviewable,
   round,
   merged,
+  discarded,
 }: {
   id: string;
   lastSeq: number;
   reviewable: boolean;
   round: number;
   merged: { into: string; commit: string } | null;
+  /** Its workspace and branch are gone: an empty diff is not "no changes". */
+  discarded: boolean;
 }) {
   const [diff, setDiff] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -700,6 +722,10 @@ function WorktreeDiff({
       <div className="muted pad" role="status">
         Merged into <code>{merged.into}</code> as <code>{merged.commit.slice(0, 12)}</code>: its changes are in that branch now (
         <code>git show {merged.commit.slice(0, 12)}</code>).
+      </div>
+    ) : discarded ? (
+      <div className="muted pad" role="status">
+        Discarded: its workspace and branch were removed, so there is no diff to show. What it changed is in the verdict above.
       </div>
     ) : (
       <div className="muted pad">No changes in the worktree yet.</div>
