@@ -29891,7 +29891,7 @@ var require_constants = __commonJS({
     var NO_DOT_SLASH = `(?!${DOT_LITERAL}{0,1}${END_ANCHOR})`;
     var NO_DOTS_SLASH = `(?!${DOTS_SLASH})`;
     var QMARK_NO_DOT = `[^.${SLASH_LITERAL}]`;
-    var STAR = `${QMARK}*?`;
+    var STAR2 = `${QMARK}*?`;
     var SEP = "/";
     var POSIX_CHARS = {
       DOT_LITERAL,
@@ -29907,7 +29907,7 @@ var require_constants = __commonJS({
       NO_DOT_SLASH,
       NO_DOTS_SLASH,
       QMARK_NO_DOT,
-      STAR,
+      STAR: STAR2,
       START_ANCHOR,
       SEP
     };
@@ -30520,7 +30520,7 @@ var require_parse2 = __commonJS({
         NO_DOTS_SLASH,
         QMARK,
         QMARK_NO_DOT,
-        STAR,
+        STAR: STAR2,
         START_ANCHOR
       } = PLATFORM_CHARS;
       const globstar = (opts2) => {
@@ -30528,7 +30528,7 @@ var require_parse2 = __commonJS({
       };
       const nodot = opts.dot ? "" : NO_DOT;
       const qmarkNoDot = opts.dot ? QMARK : QMARK_NO_DOT;
-      let star = opts.bash === true ? globstar(opts) : STAR;
+      let star = opts.bash === true ? globstar(opts) : STAR2;
       if (opts.capture) {
         star = `(${star})`;
       }
@@ -31179,14 +31179,14 @@ var require_parse2 = __commonJS({
         NO_DOT,
         NO_DOTS,
         NO_DOTS_SLASH,
-        STAR,
+        STAR: STAR2,
         START_ANCHOR
       } = constants9.globChars(opts.windows);
       const nodot = opts.dot ? NO_DOTS : NO_DOT;
       const slashDot = opts.dot ? NO_DOTS_SLASH : NO_DOT;
       const capture = opts.capture ? "" : "?:";
       const state = { negated: false, prefix: "" };
-      let star = opts.bash === true ? ".*?" : STAR;
+      let star = opts.bash === true ? ".*?" : STAR2;
       if (opts.capture) {
         star = `(${star})`;
       }
@@ -44321,6 +44321,14 @@ var AttemptRef = external_exports.object({
   all: external_exports.boolean().default(false)
 });
 
+// shared/ids.ts
+var random = globalThis.crypto;
+function newId(prefix) {
+  const r = random.getRandomValues(new Uint8Array(3));
+  return `${prefix}-${Date.now().toString(36)}${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+var IdRef = (field) => external_exports.string().min(1, `${field} is required`).max(200, "an id is at most 200 characters");
+
 // shared/untrusted.ts
 var SHOW_MAX = 1e3;
 var hex3 = (cp) => `\u27EAU+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27EB`;
@@ -44436,6 +44444,15 @@ function untrustedView(text, opts = {}) {
 function showUntrusted(text, opts = {}) {
   return untrustedView(text, opts).text;
 }
+function showUntrustedBlock(text, opts = {}) {
+  const bar = opts.bar ?? "\u2502 ";
+  const lines = showUntrusted(text, { max: opts.max, block: true }).split("\n");
+  const kept = opts.maxLines !== void 0 ? lines.slice(0, opts.maxLines) : lines;
+  const long = opts.lineMax ?? Number.POSITIVE_INFINITY;
+  const out = kept.map((l) => bar + (l.length > long ? `${l.slice(0, long)}\u2026[${l.length - long} more characters]` : l));
+  if (kept.length < lines.length) out.push(`${bar}\u2026 ${lines.length - kept.length} more lines`);
+  return out.join("\n");
+}
 function quoteUntrusted(text, label, max = 300) {
   return `(${label}, untrusted: ${JSON.stringify(showUntrusted(text, { lines: false, max }))})`;
 }
@@ -44445,8 +44462,8 @@ function quoteUntrustedList(names, label, opts = {}) {
   const more = names.length > shown ? ` and ${names.length - shown} more` : "";
   return `(${label}, untrusted: ${JSON.stringify(list)}${more})`;
 }
-function jsonForTerminal(value) {
-  const s = JSON.stringify(value, null, 2) ?? "null";
+function jsonForTerminal(value, indent = 2) {
+  const s = JSON.stringify(value, null, indent) ?? "null";
   let out = "";
   let from = 0;
   for (let i2 = 0; i2 < s.length; i2++) {
@@ -44756,10 +44773,16 @@ var Budget = external_exports.object({
   wallSec: external_exports.number().positive().max(7 * 24 * 3600).optional(),
   tokens: external_exports.number().int().positive().optional()
 }).strict();
+function notAbsoluteHint(p) {
+  const t2 = p.trim();
+  if (/^(["'`]).+\1$/s.test(t2)) return `: leave out the quotes around it (${t2.slice(1, -1)})`;
+  if (t2 === "~" || /^~[\\/]/.test(t2)) return ': "~" is not expanded here, write the home folder out (e.g. /home/you/repo)';
+  return "";
+}
 var WorkerSpec = external_exports.object({
   task: external_exports.string().trim().min(1, "the task is empty: say what the worker should do").max(1e5, "the task is over 100,000 characters: shorten it or point at a file"),
   directory: external_exports.string().min(1, "directory is required").max(4096).refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), {
-    message: "directory must be an absolute path to a git repository"
+    error: (iss) => `directory must be an absolute path to a git repository${notAbsoluteHint(String(iss.input))}`
   }),
   checks: external_exports.array(CheckSpec).max(100).default([]),
   scope: external_exports.array(Glob).max(200).default([]),
@@ -45130,7 +45153,7 @@ var AttemptGroup = external_exports.object({
   /** The built, honest attempt the checks picked; null while none is. */
   winner: external_exports.string().nullable()
 });
-var AttemptGroupRef = external_exports.object({ groupId: external_exports.string().min(1, "groupId is required") });
+var AttemptGroupRef = external_exports.object({ groupId: IdRef("groupId") });
 var STOPPED_FOR_WINNER = "another attempt of this task was built";
 var stoppedForWinnerReason = (winnerId) => `${STOPPED_FOR_WINNER} (${winnerId}); the others still running were stopped`;
 function flagsOf(v) {
@@ -45353,8 +45376,8 @@ function codeOf(err) {
 }
 
 // shared/api.ts
-var WorkerRef = external_exports.object({ workerId: external_exports.string().min(1, "workerId is required") });
-var BatchRef = external_exports.object({ batchId: external_exports.string().min(1, "batchId is required") });
+var WorkerRef = external_exports.object({ workerId: IdRef("workerId") });
+var BatchRef = external_exports.object({ batchId: IdRef("batchId") });
 var StartInput = WorkerSpec;
 var TaskInput = WorkerSpec.extend(AttemptOptions.shape);
 var StartAttemptsInput = TaskInput;
@@ -51899,6 +51922,10 @@ function outageNotes(say) {
 var INTERNAL_ERRORS = /* @__PURE__ */ new Set(["TypeError", "RangeError", "ReferenceError"]);
 var CliError = class extends Error {
 };
+var NOT_FOUND_HINTS = [
+  [/^unknown batch "[^"]*"$/, ": `ocw list` shows each worker's batch"],
+  [/^unknown worker "[^"]*"$/, ": `ocw list` lists the workers"]
+];
 function fail(err) {
   const e = err;
   let msg = engineErrorText((e?.message ?? String(err)).split("\n")[0] ?? "");
@@ -51906,8 +51933,9 @@ function fail(err) {
   if (internal)
     msg = `an internal error (${e.name}: ${msg}): a bug in ocw, not a fault of the command; run it again with OCW_DEBUG=1 for the stack, and please report it`;
   if (config2().OCW_DEBUG) console.error(e?.stack);
-  console.error(`ocw: ${showUntrusted(msg ?? "", { lines: false, max: 2e3 })}`);
   const code2 = e?.data?.ocwCode ?? (e instanceof OcwError ? e.code : void 0);
+  if (code2 === "not-found") msg += NOT_FOUND_HINTS.find(([re]) => re.test(msg))?.[1] ?? "";
+  console.error(`ocw: ${showUntrusted(msg ?? "", { lines: false, max: 2e3 })}`);
   process.exit(code2 && code2 in ERROR_MAP ? ERROR_MAP[code2].exit : internal ? 1 : 2);
 }
 function unattendedDecision(ask, mode) {
@@ -52013,7 +52041,7 @@ async function gradeCommand(o2) {
     until: (ws) => (approve(ws), false)
   });
   const { grade: grade2, file: file3 } = await client2.ladder.finish.mutate({ targetId: target.id, samples: o2.samples, workerIds });
-  if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file3 }, null, 2) + "\n");
+  if (o2.json) process.stdout.write(jsonForTerminal({ ...grade2, file: file3 }) + "\n");
   else {
     for (const r of grade2.rungs)
       process.stderr.write(
@@ -52504,7 +52532,7 @@ function registerRunCommand(program3) {
   program3.command("run").description("run one task (or a batch) on a worker, grade it with held-back checks, exit 0 only if built").option("--dir <dir>", "the git repository the task works on").option("--task <text>", "what the worker should do").option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, []).option(
     "--held-back <dir>",
     "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only"
-  ).option("--scope <glob>", "files the worker may change (repeatable)", collect, []).option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, []).option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--approve <mode>", APPROVE_HELP, "ask").option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v)).option(
+  ).option("--scope <glob>", "files the worker may change, relative to --dir (one outside it as `cd` reaches it: ../b/**) (repeatable)", collect, []).option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, []).option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--approve <mode>", APPROVE_HELP, "ask").option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v)).option(
     "--attempts <n>",
     `N attempts of the task (default: the number of --target flags); the checks pick the winner, the rest are stopped once one is built (at most ${MAX_ATTEMPTS})`,
     (v) => Number(v)
@@ -52526,7 +52554,7 @@ async function resumeCommand(workerId, o2) {
 `);
   const { w, timedOut } = await followOne(client2, workerId, o2, "resume");
   const out = workerResult(w, await client2.workers.events.query({ workerId }));
-  if (o2.json) process.stdout.write(JSON.stringify(out.json, null, 2) + "\n");
+  if (o2.json) process.stdout.write(jsonForTerminal(out.json) + "\n");
   else process.stderr.write(out.summary + "\n");
   if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o2.timeout}s: \`ocw resume ${workerId}\` goes on
@@ -52548,7 +52576,7 @@ async function continueCommand(workerId, o2) {
   const rounds = (w.rounds ?? []).map((r) => ({ round: r.round, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit }));
   const latest = rounds.at(-1);
   const json3 = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
-  if (o2.json) process.stdout.write(JSON.stringify(json3, null, 2) + "\n");
+  if (o2.json) process.stdout.write(jsonForTerminal(json3) + "\n");
   else process.stderr.write(out.summary + "\n" + rounds.map(roundLine).join("\n") + "\n");
   if (timedOut) {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o2.timeout}s: \`ocw resume ${workerId}\` goes on
@@ -52798,7 +52826,7 @@ async function runCommand2(o2) {
     payload = outputs[0].json;
     built = outputs[0].json.verdict === "built";
   }
-  if (o2.json) process.stdout.write(JSON.stringify(payload, null, 2) + "\n");
+  if (o2.json) process.stdout.write(jsonForTerminal(payload) + "\n");
   else {
     for (const r of outputs) process.stderr.write(r.summary + "\n");
     for (const s of summary?.skipped ?? []) process.stderr.write(`task ${s.id}: skipped \u2014 ${s.reason}
@@ -52848,7 +52876,7 @@ function progress(event, say = (l) => process.stderr.write(l + "\n")) {
       break;
     case "verdict":
       say(
-        `ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)}${event.verdict.weakEvidence ? " (weak evidence: every check already passed before any change)" : ""} (${claimWords(event.verdict)})${event.verdict.reason ? ` \u2014 ${event.verdict.reason}` : ""}`
+        `ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)}${event.verdict.weakEvidence ? " (weak evidence: every check already passed before any change)" : ""} (${claimWords(event.verdict)})${event.verdict.reason ? ` \u2014 ${showUntrusted(event.verdict.reason, { max: 1e3, lines: false })}` : ""}`
       );
       break;
     case "worker.baseline": {
@@ -52990,8 +53018,9 @@ ocw: ${ask.workerId} asks ${toolWord(ask.tool)}: ${indent(v.what)}
 `;
   if (ask.diff && diffChangesNothing(ask.diff)) out += `  ${UNCHANGED_DIFF}
 `;
-  else if (ask.diff)
-    out += ask.diff.split("\n").slice(0, 40).map((l) => showUntrusted(l, { max: 400, lines: false })).join("\n") + "\n";
+  else if (ask.diff) out += `  the change (the worker's, untrusted):
+${showUntrustedBlock(ask.diff, { maxLines: 40, lineMax: 400, bar: "  \u2502 " })}
+`;
   return out;
 }
 function settleAnsweredElsewhere(asker, workers) {
@@ -53152,7 +53181,7 @@ press Enter to dismiss it (the worker is told to ask at most ${QUESTIONS_SHOWN} 
     const answers = [];
     for (const [i2, q3] of qv.questions.entries()) {
       const full = ask.questions[i2];
-      const t2 = (x, max = 2e3) => showUntrusted(x, { max });
+      const t2 = (x, max = 2e3) => showUntrusted(x, { max, lines: false });
       const more = q3.optionsCut ? `
   (${q3.optionsCut} more options not shown: type one's text)` : "";
       this.out.write(
@@ -62990,7 +63019,7 @@ Decline to leave it for Claude to answer.`,
 The change: ${UNCHANGED_DIFF}.` : `
 
 The change (the worker's, untrusted):
-${showUntrusted(ask.diff, { max: 1500, block: true })}`;
+${showUntrustedBlock(ask.diff, { max: 1500 })}`;
   const tool = plainName(ask.tool) ? ask.tool : `a tool (untrusted name: ${JSON.stringify(showUntrusted(ask.tool, { max: 80, lines: false }))})`;
   const v = askView(ask);
   const flags = v.flags.length ? `
@@ -62999,8 +63028,9 @@ ${v.flags.map((f) => `\u2691 ${f}`).join("\n")}` : "";
 (${v.cut} characters cut from the middle)` : "";
   const always = v.always ? `always = also allow exactly ${v.always.map((p) => `[${p}]`).join(" ")} for the rest of this worker's run, each simple command on its own` : `"always" is not offered: ${v.alwaysWhy}`;
   return {
+    // A multi-line command's later lines indented (as on the terminal): none starts where the form's own lines do.
     message: `${head} asks permission: ${tool} \u2014 what it asks (the worker's words, untrusted):
-${v.what}${v.workdir ? `
+${v.what.split("\n").join("\n    ")}${v.workdir ? `
 (in folder ${v.workdir})` : ""}${cut}${flags}${diff}
 
 once = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
@@ -63188,7 +63218,7 @@ var DelegateInput = external_exports.object({
   checks: spec.checks.describe(
     "Held-back checks that decide the verdict (the worker never sees them): a command run in the worktree ({run, files?: an absolute folder of held-back tests outside the repository, copied in only at grading}), or a file test."
   ),
-  scope: spec.scope.describe('Globs it may change, e.g. ["src/parser/**"]; a change outside fails the verdict.'),
+  scope: spec.scope.describe('Globs it may change, relative to directory, e.g. ["src/**"]; others fail the verdict.'),
   protect: spec.protect.describe('Globs it must not change, e.g. ["test/**"].'),
   budget: spec.budget.describe("Limits."),
   title: spec.title.describe("Short label."),
@@ -64693,7 +64723,7 @@ function createMcpServer(opts) {
         const dirty = await blockingFiles(msg, w.repo, w.verdict?.scope.changedFiles ?? []);
         if (dirty)
           throw new ToolError(
-            `${dirty.kind === "untracked" ? "move or remove" : "commit or stash"} ${dirty.files.join(", ")} in ${w.repo}: ${dirty.kind === "untracked" ? "untracked files there" : "your uncommitted changes to them"} would be overwritten by the merge (nothing was changed). Then merge {"workerId":"${w.id}"} again`
+            `${dirty.kind === "untracked" ? "move or remove" : "commit or stash"} ${quoteUntrustedList(dirty.files, "files of your checkout, named by the worker's change")} in ${w.repo}: ${dirty.kind === "untracked" ? "untracked files there" : "your uncommitted changes to them"} would be overwritten by the merge (nothing was changed). Then merge {"workerId":"${w.id}"} again`
           );
         if (/conflict/i.test(msg))
           throw new ToolError(
@@ -64814,12 +64844,16 @@ async function blockingFiles(message, repo, changed) {
   return files.length ? { kind, files } : null;
 }
 function blockingLocalFiles(message) {
-  const own = /(commit or stash|move or remove) (.+?) first, then merge again/.exec(message);
-  if (own)
-    return {
-      kind: own[1] === "move or remove" ? "untracked" : "changed",
-      files: own[2].replace(/ and \d+ more$/, "").split(", ").slice(0, 10)
-    };
+  const own = /(commit or stash|move or remove) \([^"[]*?, untrusted: (\[.*\])(?: and \d+ more)?\) first, then merge again/.exec(message);
+  if (own) {
+    let files2 = [];
+    try {
+      files2 = JSON.parse(own[2]).filter((f) => typeof f === "string").slice(0, 10);
+    } catch {
+      return null;
+    }
+    return files2.length ? { kind: own[1] === "move or remove" ? "untracked" : "changed", files: files2 } : null;
+  }
   const m = /(local changes to the following files|untracked working tree files) would be (?:overwritten|removed) by merge:\s*\n((?:[ \t]+\S[^\n]*\n?)+)/.exec(
     message
   );
@@ -65057,13 +65091,6 @@ import path74 from "node:path";
 // engine/workers/engine.ts
 import { existsSync as existsSync32 } from "node:fs";
 import path68 from "node:path";
-
-// shared/ids.ts
-var random = globalThis.crypto;
-function newId(prefix) {
-  const r = random.getRandomValues(new Uint8Array(3));
-  return `${prefix}-${Date.now().toString(36)}${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
 
 // engine/net/bounded.ts
 var ENDPOINT_MAX_BYTES = 4 * 1024 * 1024;
@@ -75280,8 +75307,19 @@ function tensorsFromJson(raw2) {
     return { name, shape: dims, type, offset: Number(o2.offset ?? 0), bytes: tensorBytes(type, dims) };
   });
 }
+var METADATA_MAX_BYTES = 64 * 1024 * 1024;
+function regularFile(file3, what) {
+  const st = statSync6(file3, { throwIfNoEntry: false });
+  if (!st) throw new ModelSourceError(`no such file: ${file3} (${what})`);
+  if (st.isDirectory()) throw new ModelSourceError(`${file3} is a folder, not a file (${what})`);
+  if (!st.isFile()) throw new ModelSourceError(`${file3} is not a regular file (a FIFO, socket or device): ${what}`);
+}
 function loadMetadataFile(file3) {
-  if (!existsSync6(file3)) throw new ModelSourceError(`no such file: ${file3} (pass a JSON object of GGUF metadata keys)`);
+  const what = "pass a JSON object of GGUF metadata keys";
+  if (!existsSync6(file3)) throw new ModelSourceError(`no such file: ${file3} (${what})`);
+  regularFile(file3, what);
+  if (statSync6(file3).size > METADATA_MAX_BYTES)
+    throw new ModelSourceError(`${file3} is over ${METADATA_MAX_BYTES / 1024 / 1024} MB: not a metadata file (${what})`);
   let j;
   try {
     j = JSON.parse(readFileSync9(file3, "utf8"));
@@ -75323,6 +75361,7 @@ async function loadGguf(ref, headers = {}) {
   if (!existsSync6(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
   const names = shardNames(path20.basename(ref)).map((n2) => path20.join(path20.dirname(ref), n2));
   for (const n2 of names) if (!existsSync6(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
+  for (const n2 of names) regularFile(n2, "pass a .gguf file, an http(s) URL or hf:owner/repo/file.gguf");
   const files = [];
   for (const n2 of names) {
     try {
@@ -78385,7 +78424,7 @@ var ServerView = external_exports.object({
 });
 var ProviderModelsInput = external_exports.object({
   url: external_exports.string().trim().url("the URL must be an http(s) URL such as https://api.example.com/v1"),
-  apiKeyEnv: external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _)").optional(),
+  apiKeyEnv: external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _)").max(200, "an environment variable name is at most 200 characters").optional(),
   /** A key typed in the wizard, used for this one request only (never stored by this call). */
   key: external_exports.string().trim().min(1).max(4096).optional()
 });
@@ -84654,13 +84693,46 @@ function modelFor(endpoint, target) {
 }
 
 // engine/approvals/inspect.ts
-var import_picomatch3 = __toESM(require_picomatch2());
 import { lstatSync as lstatSync8, readlinkSync as readlinkSync5, realpathSync as realpathSync7 } from "node:fs";
 import path57 from "node:path";
 
+// engine/approvals/policy-glob.ts
+var import_picomatch = __toESM(require_picomatch2());
+var OPTIONS = { dot: true, bash: true };
+var plainPattern = (p) => /^[^"'\\[\]{}()!+@|$\u0000-\u001f]+$/.test(p) && !/\/\*|\*\/|^\.\//.test(p);
+var plainText = (t2) => t2 !== "" && !/(^|\/)\.\.?(\/|$)|[\n\r\u2028\u2029]/.test(t2);
+function wildcard(text, pattern) {
+  let t2 = 0;
+  let p = 0;
+  let star = -1;
+  let from = 0;
+  while (t2 < text.length) {
+    const c3 = pattern[p];
+    if (p < pattern.length && c3 !== "*" && (c3 === "?" ? text[t2] !== "/" : c3 === text[t2])) {
+      t2++;
+      p++;
+    } else if (c3 === "*") {
+      star = p++;
+      from = t2;
+    } else if (star >= 0) {
+      p = star + 1;
+      t2 = ++from;
+    } else return false;
+  }
+  while (pattern[p] === "*") p++;
+  return p === pattern.length;
+}
+var PICOMATCH_TEXT_MAX = 1e4;
+function policyGlob(text, pattern, holdBack) {
+  if (plainPattern(pattern) && plainText(text)) return wildcard(text, pattern);
+  const stars = pattern.match(/\*+/g)?.length ?? 0;
+  if (stars <= 1 || stars === 2 && text.length <= PICOMATCH_TEXT_MAX) return import_picomatch.default.isMatch(text, pattern, OPTIONS);
+  return holdBack;
+}
+
 // engine/grading/checks.ts
 import { existsSync as existsSync26, lstatSync as lstatSync6, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync22, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
-import path53 from "node:path";
+import path54 from "node:path";
 
 // engine/workspace/fold.ts
 function foldPath(p) {
@@ -84757,9 +84829,11 @@ async function gitScript(script, opts) {
   if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
   return r.stdout;
 }
+var GIT_WORDS = "git's words, which may name the worker's files";
 function gitComplaint(r) {
   if (r.timedOut) return `${r.stderr} (git waits for good where it reads a FIFO: one named .gitignore in the worker's files, or in a nested repository's .git)`;
-  return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
+  if (r.startError) return r.startError;
+  return quoteUntrusted((r.stderr || r.stdout).trim().split("\n").slice(-3).join("\n"), GIT_WORDS, 600);
 }
 var ENGINE_AUTHOR = { name: "opencode-worker", email: "opencode-worker@localhost" };
 var OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=${ENGINE_AUTHOR.email}`, "-c", "commit.gpgsign=false"];
@@ -85352,7 +85426,7 @@ async function mergeTrees(repo, a2, b, flags, objects) {
     }
     return { conflict: files };
   }
-  throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
+  throw new GitError(`git merge-tree failed in ${repo}: ${quoteUntrusted((r.err || r.out).trim().split("\n").slice(-2).join("\n"), GIT_WORDS, 600)}`);
 }
 async function commitTree(repo, tree, parents, message, objects) {
   const r = await q2(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message], { objects });
@@ -85617,7 +85691,7 @@ async function filteredAmong(repo, paths) {
   }
   return out;
 }
-var listed = (files) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
+var listed = (files) => quoteUntrustedList(files, "files this merge changes, named by a worker's change", { shown: 5 });
 async function landCommit(o2) {
   const { repo, branch } = o2;
   const current = await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
@@ -85679,9 +85753,9 @@ ${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map
         )} ${filtered.length === 1 ? "is" : "are"} stored in your checkout through a filter of yours (.gitattributes; filter=lfs is git-lfs), which the engine never runs, so it cannot write this merge there; nothing was changed.${byHand}`,
         "conflict"
       );
-    const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
+    const what = quoteUntrusted((r.err || r.out).trim().split("\n").slice(0, 3).join("\n"), GIT_WORDS, 600);
     throw new InputError(
-      `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
+      `the merge could not be written to your checkout ${what}: commit or stash the files named, then merge again (nothing was changed)`,
       "conflict"
     );
   }
@@ -86793,7 +86867,7 @@ async function publishBranch(ws, commit, earlier = []) {
       env: userGitEnv()
     });
     const now = r.exitCode === 0 ? commit : await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (!now) throw new InputError(`${ws.branch} could not be made (git: ${gitComplaint(r)}); no branch was set`, "conflict");
+    if (!now) throw new InputError(`${ws.branch} could not be made ${gitComplaint(r)}; no branch was set`, "conflict");
     if (now !== commit) throw new InputError(`${ws.branch} moved while publishing; nothing was changed: publish again`, "conflict");
   }
   return { repo: ws.repo, branch: ws.branch, commit, objects };
@@ -86948,7 +87022,7 @@ var import_ini = __toESM(require_ini());
 import { execFile as execFile3 } from "node:child_process";
 import { createHash as createHash7 } from "node:crypto";
 import { existsSync as existsSync25, lstatSync as lstatSync5, readdirSync as readdirSync9, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
-import path52 from "node:path";
+import path53 from "node:path";
 import { promisify as promisify6 } from "node:util";
 
 // node_modules/smol-toml/dist/error.js
@@ -88539,7 +88613,7 @@ function shellScript(checkout, file3, byShell = false) {
 }
 
 // engine/grading/make-includes.ts
-var import_picomatch = __toESM(require_picomatch2());
+var import_picomatch2 = __toESM(require_picomatch2());
 import { existsSync as existsSync24 } from "node:fs";
 import path51 from "node:path";
 var MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
@@ -88576,18 +88650,71 @@ function makeIncludes(checkout, dirs) {
         budget = EXPANSION_BUDGET;
         const globs = words(expand(inc[1], vars, 0)).filter((w) => !path51.posix.isAbsolute(w) && /[^*?[\]]/.test(path51.posix.basename(w))).map((w) => path51.posix.normalize(path51.posix.join(dir, w))).filter((w) => !w.startsWith("../"));
         if (!globs.length) continue;
-        let match;
-        try {
-          match = (0, import_picomatch.default)(globs, { dot: true });
-        } catch {
-          continue;
-        }
-        out.push({ makefile, line: raw2.trim(), names: (f) => match(f) });
-        for (const g2 of globs) if (!import_picomatch.default.scan(g2).isGlob && existsSync24(path51.join(checkout, g2))) queue.push(g2);
+        const match = globs.map(includeMatcher);
+        out.push({ makefile, line: raw2.trim(), names: (f) => match.some((m) => m(f)) });
+        for (const g2 of globs) if (!import_picomatch2.default.scan(g2).isGlob && existsSync24(path51.join(checkout, g2))) queue.push(g2);
       }
     }
   }
   return out;
+}
+var STAR = /* @__PURE__ */ Symbol("*");
+function wildcardTokens(p) {
+  const out = [];
+  for (let i2 = 0; i2 < p.length; i2++) {
+    const c3 = p[i2];
+    if (c3 === "\\") return null;
+    if (c3 === "*") {
+      if (out.at(-1) !== STAR) out.push(STAR);
+    } else if (c3 === "?") out.push(() => true);
+    else if (c3 === "[") {
+      const end = p.indexOf("]", i2 + 2);
+      if (end < 0) return null;
+      const negated = p[i2 + 1] === "!" || p[i2 + 1] === "^";
+      const set2 = p.slice(negated ? i2 + 2 : i2 + 1, end);
+      const ranges = [];
+      for (let j = 0; j < set2.length; j++) ranges.push(set2[j + 1] === "-" && j + 2 < set2.length ? [set2[j], set2[j += 2]] : [set2[j], set2[j]]);
+      out.push((ch) => ranges.some(([a2, b]) => ch >= a2 && ch <= b) !== negated);
+      i2 = end;
+    } else out.push((ch) => ch === c3);
+  }
+  return out;
+}
+function wildcardMatch(name, tokens) {
+  let t2 = 0;
+  let k = 0;
+  let star = -1;
+  let from = 0;
+  while (t2 < name.length) {
+    const tok = tokens[k];
+    if (tok !== void 0 && tok !== STAR && tok(name[t2])) {
+      t2++;
+      k++;
+    } else if (tok === STAR) {
+      star = k++;
+      from = t2;
+    } else if (star >= 0) {
+      k = star + 1;
+      t2 = ++from;
+    } else return false;
+  }
+  while (tokens[k] === STAR) k++;
+  return k === tokens.length;
+}
+function includeMatcher(word) {
+  const parts = word.split("/").map(wildcardTokens);
+  if (!/[{}()+@]|(?<!\[)!|\*\*/.test(word) && parts.every((p) => p !== null)) {
+    return (file3) => {
+      const names = file3.split("/");
+      return names.length === parts.length && names.every((n2, i2) => wildcardMatch(n2, parts[i2]));
+    };
+  }
+  if ((word.match(/\*+/g)?.length ?? 0) > 1) return () => true;
+  try {
+    return (0, import_picomatch2.default)(word, { dot: true });
+  } catch {
+    return () => true;
+  }
 }
 var EXPANSION_BUDGET = 2e3;
 var MAX_EXPANSION = 64 * 1024;
@@ -89021,6 +89148,63 @@ var PYTHON_STDLIB = /* @__PURE__ */ new Set([
   "zoneinfo"
 ]);
 
+// engine/grading/scope.ts
+var import_picomatch3 = __toESM(require_picomatch2());
+import path52 from "node:path";
+var GLOB = { dot: true, flags: "s" };
+function globsMatcher(globs) {
+  return globs.length ? (0, import_picomatch3.default)(globs, GLOB) : () => false;
+}
+function foldedMatcher(globs) {
+  if (!globs.length) return () => false;
+  const literal2 = globsMatcher(globs);
+  const folded = globsMatcher(globs.map(foldPath));
+  return (file3) => literal2(file3) || folded(foldPath(file3));
+}
+var protectMatcher = foldedMatcher;
+function scopeMatcher(globs, platform2 = process.platform) {
+  if (!globs.length) return () => true;
+  return platform2 === "darwin" || platform2 === "win32" ? foldedMatcher(globs) : globsMatcher(globs);
+}
+function checkScope(changed, scope, protect, platform2 = process.platform) {
+  const inScope = scopeMatcher(scope, platform2);
+  const isProtected = protectMatcher(protect);
+  const violations = [];
+  for (const file3 of changed) {
+    if (isProtected(file3)) violations.push(`protected file changed: ${file3}`);
+    else if (!inScope(file3)) violations.push(`outside scope: ${file3}`);
+  }
+  return { passed: violations.length === 0, violations, changedFiles: changed };
+}
+function fromTaskFolder(sub, file3) {
+  return sub ? path52.posix.relative(sub, file3) : file3;
+}
+function globProblem(scope, protect, repoRoot2, subdir = "") {
+  const folder = path52.join(repoRoot2, subdir);
+  const depth = subdir.split(/[\\/]/).filter((p) => p && p !== ".").length;
+  for (const [kind, globs] of [
+    ["scope", scope],
+    ["protect", protect]
+  ]) {
+    for (const glob of globs) {
+      const g2 = glob.trim();
+      if (path52.posix.isAbsolute(g2) || /^[A-Za-z]:[\\/]/.test(g2) || g2.startsWith("\\\\")) {
+        const rel = path52.relative(folder, g2).split(path52.sep).join("/");
+        const inside2 = rel !== "" && !rel.startsWith("..") && !path52.isAbsolute(rel);
+        return `${kind} glob "${glob}" is an absolute path: globs are relative to the task's folder and this one matches no file of it; give ${inside2 ? `"${rel}"` : 'one such as "src/**"'}`;
+      }
+      const rest = g2.replace(/^(?:\.\/+)+/, "");
+      const up = /^(?:\.\.(?:\/+|$))*/.exec(rest)[0];
+      const ups = up.split("/").filter((p) => p === "..").length;
+      if (ups > depth)
+        return `${kind} glob "${glob}" points above the repository: globs are relative to the task's folder (${depth ? subdir.split(path52.sep).join("/") : "here the repository's root"}) and this one matches no file of it; give one such as "src/**"`;
+      if (/(^|\/)\.\.(\/|$)/.test(rest.slice(up.length)))
+        return `${kind} glob "${glob}" has a \`..\` segment: globs are matched against paths as written from the task's folder (a file outside it as \`cd\` reaches it from there: ../b/x.ts), and this one matches no file; give one such as "src/**"`;
+    }
+  }
+  return null;
+}
+
 // engine/grading/runner-config.ts
 var run4 = promisify6(execFile3);
 var RUNNER_FILES = /* @__PURE__ */ new Set([
@@ -89157,8 +89341,8 @@ function runnerConfigReason(file3) {
   if (parts.length >= 2 && parts[parts.length - 2] === "rakelib" && base2.endsWith(".rake"))
     return `rakelib/${shown} (rake loads every task file of rakelib/ with the Rakefile)`;
   const remade = remadeFrom(file3);
-  if (remade && isMakefileName(path52.posix.basename(remade)))
-    return `${shown} (make remakes ${path52.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
+  if (remade && isMakefileName(path53.posix.basename(remade)))
+    return `${shown} (make remakes ${path53.posix.basename(remade)} from it with a built-in rule before reading it, \`cat Makefile.sh > Makefile\`: its rules in place of the Makefile's)`;
   if (base2.endsWith(".mk")) return `${shown} (a make fragment: a Makefile that includes it runs its rules and variables)`;
   if (/^karma\.conf\.[^/]+$/.test(base2)) return `${shown} (tool configuration)`;
   if (/\.config\.[^/]+$/.test(base2) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|jsonc|ya?ml|toml)$/.test(base2) || /^\.mocharc(\.|$)/.test(base2))
@@ -89379,7 +89563,7 @@ function plainJson(text) {
 var DENO_FREE = ["name", "version", "publish", "fmt", "lint", "$schema"];
 function runnerPart(file3, text) {
   if (text === null) return "";
-  const base2 = foldPath(path52.posix.basename(file3));
+  const base2 = foldPath(path53.posix.basename(file3));
   try {
     let part;
     if (base2 === "package.json") {
@@ -89423,7 +89607,7 @@ async function checkScriptCaveats(opts) {
   const out = [];
   for (const s of opts.scripts.values()) {
     if (s.harness || !changed.has(foldPath(s.file))) continue;
-    const rel = opts.sub ? s.file.startsWith(opts.sub + "/") ? s.file.slice(opts.sub.length + 1) : `../${s.file}` : s.file;
+    const rel = fromTaskFolder(opts.sub, s.file);
     if (named.has(rel) || await baseText(opts.repo, opts.baseCommit, s.file) === null) continue;
     const cmd = s.command.length > 80 ? `${s.command.slice(0, 80)}\u2026` : s.command;
     out.push(
@@ -89464,8 +89648,8 @@ var SECTION_WORDS = {
 };
 var HELD_BACK_INIT = "the package of held-back tests (it runs before them; its load_tests decides what unittest runs)";
 function heldBackInit(rel, heldBackDirs) {
-  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path52.posix.basename(rel)))?.[1] !== "__init__") return false;
-  const dir = path52.posix.dirname(rel) === "." ? "" : path52.posix.dirname(rel);
+  if (!heldBackDirs?.length || rel.startsWith("../") || PY_MODULE.exec(foldPath(path53.posix.basename(rel)))?.[1] !== "__init__") return false;
+  const dir = path53.posix.dirname(rel) === "." ? "" : path53.posix.dirname(rel);
   return heldBackDirs.some((d) => d === dir || dir === "" || foldPath(d).startsWith(foldPath(dir) + "/") || foldPath(d) === foldPath(dir));
 }
 var HELD_BACK_SHADOW = "named like a standard module or a tool, beside held-back tests (pytest and unittest put their folder first on sys.path: it shadows the module they import)";
@@ -89536,7 +89720,7 @@ async function installedModules(names) {
 var importShadowWhy = (name) => `named like ${name}, an installed package a held-back test imports (found first, at the top of the checks' folder or beside the tests: the test imports the worker's module in its place)`;
 async function runnerConfigChanges(opts) {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
-  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync25(path52.join(opts.checkout, opts.sub, folder, "__init__.py")));
+  const heldBack = heldBackRules(opts.heldBackDirs, opts.heldBackModules, (folder) => existsSync25(path53.join(opts.checkout, opts.sub, folder, "__init__.py")));
   const imports = new Map((opts.heldBackImports ?? []).map((n2) => [foldPath(n2), n2]));
   const shadowing = /* @__PURE__ */ new Map();
   let includes;
@@ -89548,7 +89732,7 @@ async function runnerConfigChanges(opts) {
   );
   const out = [];
   for (const file3 of opts.changed) {
-    const rel = opts.sub ? file3.startsWith(opts.sub + "/") ? file3.slice(opts.sub.length + 1) : `../${file3}` : file3;
+    const rel = fromTaskFolder(opts.sub, file3);
     if (named.has(rel)) continue;
     const heldBackWhy = heldBack(rel);
     if (heldBackWhy) {
@@ -89572,7 +89756,7 @@ async function runnerConfigChanges(opts) {
       out.push(`check configuration changed: ${file3} \u2014 ${plugin}`);
       continue;
     }
-    const base2 = foldPath(path52.posix.basename(file3));
+    const base2 = foldPath(path53.posix.basename(file3));
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file3, await baseText(opts.repo, opts.baseCommit, file3));
       const after = runnerPart(file3, newText(opts.checkout, file3));
@@ -89610,7 +89794,7 @@ async function runnerConfigChanges(opts) {
   return out;
 }
 async function plainIncluded(opts, file3) {
-  const at = path52.join(opts.checkout, file3);
+  const at = path53.join(opts.checkout, file3);
   let st;
   try {
     st = lstatSync5(at);
@@ -89629,11 +89813,11 @@ var SCAN_CAP = 1e6;
 var LINK_WHY = "a symlink into a folder the scan skips (a runner that follows it, as pytest does a folder, reads what is there)";
 function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], heldBackImports = []) {
   const out = /* @__PURE__ */ new Map();
-  const sub = path52.relative(root2, cwd).split(path52.sep).join("/");
-  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync25(path52.join(cwd, folder, "__init__.py")));
+  const sub = path53.relative(root2, cwd).split(path53.sep).join("/");
+  const heldBack = heldBackRules(heldBackDirs, heldBackModules, (folder) => existsSync25(path53.join(cwd, folder, "__init__.py")));
   const imports = new Map(heldBackImports.map((n2) => [foldPath(n2), n2]));
   const kept = /* @__PURE__ */ new Set();
-  for (const d of [sub, ...heldBackDirs.map((h3) => path52.posix.join(sub, h3))]) {
+  for (const d of [sub, ...heldBackDirs.map((h3) => path53.posix.join(sub, h3))]) {
     const parts = foldPath(d).split("/").filter((p) => p && p !== ".");
     for (let i2 = 1; i2 <= parts.length; i2++) kept.add(parts.slice(0, i2).join("/"));
   }
@@ -89648,19 +89832,19 @@ function configSnapshot(root2, cwd, heldBackDirs = [], heldBackModules = [], hel
     for (const e of entries) {
       if (++seen > SCAN_CAP) throw new Error(`over ${SCAN_CAP} entries outside the build folders: the checkout could not be scanned for runner configuration`);
       const r = rel ? `${rel}/${e.name}` : e.name;
-      const full = path52.join(dir, e.name);
+      const full = path53.join(dir, e.name);
       const folded = foldPath(e.name);
       if (e.isDirectory()) {
         if (folded === ".git" || SKIPPED_DIRS.has(folded) || folded.endsWith(".egg")) continue;
         if (folded.startsWith(".") && !READ_DOT_DIRS.has(folded)) continue;
-        if (!kept.has(foldPath(r)) && existsSync25(path52.join(full, "pyvenv.cfg"))) continue;
+        if (!kept.has(foldPath(r)) && existsSync25(path53.join(full, "pyvenv.cfg"))) continue;
         walk(full, r, mocksOnly || MOCKS_ONLY_DIRS.has(folded));
         continue;
       }
       if (!e.isFile() && !e.isSymbolicLink()) continue;
       const parts = foldPath(r).split("/");
       if (mocksOnly && !parts.slice(0, -1).includes("__mocks__")) continue;
-      const fromCwd = sub ? r.startsWith(sub + "/") ? r.slice(sub.length + 1) : `../${r}` : r;
+      const fromCwd = fromTaskFolder(sub, r);
       const sectioned = SECTIONED.has(folded);
       const why = runnerConfigReason(r) ?? (!fromCwd.startsWith("../") ? runnerConfigReason(fromCwd) : null) ?? (sectioned ? `${e.name} (its test runner settings)` : null) ?? heldBack(fromCwd) ?? (e.isSymbolicLink() && !mocksOnly && intoSkipped(root2, full) ? LINK_WHY : null);
       if (why) out.set(r, { ...read2(full, sectioned, r), why });
@@ -89680,9 +89864,9 @@ function intoSkipped(root2, link3) {
   } catch {
     return false;
   }
-  const rel = path52.relative(realpathSync5(root2), target);
-  if (!rel || rel.startsWith("..") || path52.isAbsolute(rel)) return false;
-  return rel.split(path52.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
+  const rel = path53.relative(realpathSync5(root2), target);
+  if (!rel || rel.startsWith("..") || path53.isAbsolute(rel)) return false;
+  return rel.split(path53.sep).map(foldPath).some((p) => SKIPPED_DIRS.has(p) || MOCKS_ONLY_DIRS.has(p) || p === ".git" || p.endsWith(".egg") || p.startsWith(".") && !READ_DOT_DIRS.has(p));
 }
 function read2(full, sectioned, rel) {
   try {
@@ -89701,15 +89885,15 @@ function plantedConfig(before, after, root2) {
     if (now.module) continue;
     const was = before.get(f);
     if (was && (was.hash === now.hash || was.text !== void 0 && was.text === now.text)) continue;
-    if (!was && SECTIONED.has(foldPath(path52.posix.basename(f))) && now.text === "") continue;
+    if (!was && SECTIONED.has(foldPath(path53.posix.basename(f))) && now.text === "") continue;
     if (!was && foldPath(f).split("/").some((p) => /\.(dist|egg)-info$/.test(p))) {
-      if (foldPath(path52.posix.basename(f)) !== "entry_points.txt") continue;
+      if (foldPath(path53.posix.basename(f)) !== "entry_points.txt") continue;
       const text = readInside(root2, f) ?? "";
       if (text && !/^\s*\[\s*pytest11\s*\]/im.test(text)) continue;
     }
-    if (!was && /^(gnu)?makefile$/.test(foldPath(path52.posix.basename(f)))) {
-      const dir = path52.join(root2, path52.posix.dirname(f));
-      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync25(path52.join(dir, g2)))) continue;
+    if (!was && /^(gnu)?makefile$/.test(foldPath(path53.posix.basename(f)))) {
+      const dir = path53.join(root2, path53.posix.dirname(f));
+      if (["Makefile.in", "Makefile.am", "configure", "CMakeLists.txt"].some((g2) => existsSync25(path53.join(dir, g2)))) continue;
     }
     out.push(`${f} ${was ? "changed" : "written"} \u2014 ${now.why}`);
   }
@@ -89737,15 +89921,15 @@ function pytestPluginModules(checkout, sub, commands, heldBackDirs) {
   const folders = /* @__PURE__ */ new Set(["", sub]);
   for (const d of heldBackDirs) {
     const parts = d.split("/").filter(Boolean);
-    for (let i2 = 0; i2 <= parts.length; i2++) folders.add(path52.posix.join(sub, ...parts.slice(0, i2)).replace(/^\.$/, ""));
+    for (let i2 = 0; i2 <= parts.length; i2++) folders.add(path53.posix.join(sub, ...parts.slice(0, i2)).replace(/^\.$/, ""));
   }
   const text = (f) => readInside(checkout, f);
   for (const dir of folders) {
     for (const name of PYTEST_CONFIGS) {
-      const t3 = text(path52.posix.join(dir, name));
-      if (t3) for (const m of t3.matchAll(PLUGIN_OPTION)) add(m[1], path52.posix.join(dir, name));
+      const t3 = text(path53.posix.join(dir, name));
+      if (t3) for (const m of t3.matchAll(PLUGIN_OPTION)) add(m[1], path53.posix.join(dir, name));
     }
-    const conftest = path52.posix.join(dir, "conftest.py");
+    const conftest = path53.posix.join(dir, "conftest.py");
     const t2 = text(conftest);
     const list = t2 && /^pytest_plugins\s*(?::[^=\n]*)?=\s*([[(][^\])]*[\])]|["'][^"'\n]*["'])/m.exec(t2);
     if (list) for (const m of list[1].matchAll(/["']([A-Za-z_][\w.]*)["']/g)) add(m[1], conftest);
@@ -89755,8 +89939,8 @@ function pytestPluginModules(checkout, sub, commands, heldBackDirs) {
     const parts = name.split(".");
     const why = `the module of a pytest plugin that ${where} loads (\`${name}\`): its hooks decide what pytest reports, as a conftest.py's do`;
     for (const from of /* @__PURE__ */ new Set(["", sub])) {
-      out.push({ file: path52.posix.join(from, `${parts.join("/")}.py`), why });
-      out.push({ file: path52.posix.join(from, ...parts, "__init__.py"), why });
+      out.push({ file: path53.posix.join(from, `${parts.join("/")}.py`), why });
+      out.push({ file: path53.posix.join(from, ...parts, "__init__.py"), why });
     }
   }
   return out;
@@ -89765,18 +89949,18 @@ var YARN_WRITES = /^(install-state\.gz|build-state\.yml|unplugged(\/.*)?)$/;
 var YARN_GUARD_CAP = 2e4;
 function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules = pytestPluginModules(checkout, sub, commands, heldBackDirs)) {
   const out = [];
-  const isFile = (f) => lstatSync5(path52.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
+  const isFile = (f) => lstatSync5(path53.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
   for (const { file: file3 } of pluginModules) {
     if (isFile(file3)) out.push(file3);
     else if (file3.endsWith("/__init__.py") && isFile(`${file3.slice(0, -"/__init__.py".length)}.py`)) out.push(file3);
   }
   const parts = sub.split("/").filter((p) => p && p !== ".");
   for (let i2 = 0; i2 <= parts.length; i2++) {
-    const yarn = path52.posix.join(...parts.slice(0, i2), ".yarn");
+    const yarn = path53.posix.join(...parts.slice(0, i2), ".yarn");
     const walk = (rel) => {
       let entries;
       try {
-        entries = readdirSync9(path52.join(checkout, yarn, rel), { withFileTypes: true });
+        entries = readdirSync9(path53.join(checkout, yarn, rel), { withFileTypes: true });
       } catch {
         return;
       }
@@ -89788,7 +89972,7 @@ function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules
         else if (e.isFile()) out.push(`${yarn}/${r}`);
       }
     };
-    if (lstatSync5(path52.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
+    if (lstatSync5(path53.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
   }
   const cache = (f) => /(^|\/)\.yarn\/cache\//.test(f);
   return [.../* @__PURE__ */ new Set([...out.filter((f) => !cache(f)), ...out.filter(cache)])];
@@ -89796,7 +89980,7 @@ function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules
 var GO_TEST_MAIN_WHY = "a Go test file that defines TestMain in the package of held-back tests: TestMain decides whether the package's tests run at all (`os.Exit(0)` without `m.Run()` passes `go test`)";
 function goTestMain(rel, heldBackDirs, text) {
   if (rel.startsWith("../") || !foldPath(rel).endsWith("_test.go")) return false;
-  const dir = path52.posix.dirname(rel) === "." ? "" : path52.posix.dirname(rel);
+  const dir = path53.posix.dirname(rel) === "." ? "" : path53.posix.dirname(rel);
   if (!heldBackDirs.some((d) => foldPath(d) === foldPath(dir))) return false;
   return /^\s*func\s+TestMain\s*\(/m.test(text() ?? "");
 }
@@ -89812,11 +89996,11 @@ function cap(text) {
 }
 function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
   const root2 = sandbox.root ?? cwd;
-  const inside2 = (p, r) => p === r || p.startsWith(r + path53.sep);
-  const map3 = (p) => path53.join(at.root, path53.relative(root2, p));
+  const inside2 = (p, r) => p === r || p.startsWith(r + path54.sep);
+  const map3 = (p) => path54.join(at.root, path54.relative(root2, p));
   const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync26(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync22(path53.join(sandbox.tmpDir, "home"), { recursive: true });
-  const env2 = allowListedEnv({ CI: "1", HOME: path53.join(tmp, "home"), TMPDIR: tmp });
+  mkdirSync22(path54.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path54.join(tmp, "home"), TMPDIR: tmp });
   const cmd = sandboxed(
     argv,
     {
@@ -89855,8 +90039,8 @@ async function runCommand3(check2, name, cwd, sandbox) {
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
     cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
   } else if (sandbox) {
-    mkdirSync22(path53.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path53.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    mkdirSync22(path54.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path54.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
       [shell, "-c", check2.run],
@@ -89905,10 +90089,10 @@ ${note}` : ""));
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 function runFile(check2, name, cwd, realCwd) {
-  const file3 = path53.join(cwd, check2.file);
+  const file3 = path54.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
   const exists = existsSync26(file3);
-  if (exists && !realpathSync6(file3).startsWith(realCwd + path53.sep)) {
+  if (exists && !realpathSync6(file3).startsWith(realCwd + path54.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) {
@@ -89956,8 +90140,8 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
   const guarded = watched.length ? new Map(watched.map((f) => [f, fingerprint(f)])) : null;
   const root2 = watch.root ?? sandbox?.root ?? realCwd;
   const realRoot = realpathSync6(root2);
-  const fromRoot = (f) => [path53.relative(root2, f), path53.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path53.isAbsolute(r));
-  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path53.sep).join("/"));
+  const fromRoot = (f) => [path54.relative(root2, f), path54.relative(realRoot, f)].find((r) => !r.startsWith("..") && !path54.isAbsolute(r));
+  const guardedPy = protectedFiles.filter((f) => f.endsWith(".py")).flatMap((f) => fromRoot(f) ?? []).map((f) => f.split(path54.sep).join("/"));
   const { dirs: heldDirs, modules: heldModules, imports: heldImports } = watch.heldBack ?? heldBackListing(checks);
   let config3 = null;
   let planted = null;
@@ -89987,7 +90171,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = [], watch = {}) 
     if (sandbox?.tmpDir && ranCommand) discard(sandbox.tmpDir);
     ranCommand = true;
     const r = await runCommand3(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path53.relative(realCwd, f)) : [];
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path54.relative(realCwd, f)) : [];
     let result2 = changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed ${counted(changed.length, "protected file")}: ${changed.join(", ")}]` } : r;
     if (config3) {
@@ -90017,18 +90201,18 @@ function clearHeldBackBytecode(root2, held) {
   const byDir = /* @__PURE__ */ new Map();
   for (const f of held) {
     if (!f.endsWith(".py")) continue;
-    const dir = path53.posix.dirname(f) === "." ? "" : path53.posix.dirname(f);
-    byDir.set(dir, [...byDir.get(dir) ?? [], `${path53.posix.basename(f, ".py")}.`]);
+    const dir = path54.posix.dirname(f) === "." ? "" : path54.posix.dirname(f);
+    byDir.set(dir, [...byDir.get(dir) ?? [], `${path54.posix.basename(f, ".py")}.`]);
   }
   for (const [dir, stems] of byDir) {
     let real2;
     try {
-      real2 = realpathSync6(path53.join(root2, dir));
+      real2 = realpathSync6(path54.join(root2, dir));
     } catch {
       continue;
     }
-    if (real2 !== root2 && !real2.startsWith(root2 + path53.sep)) continue;
-    const cache = path53.join(real2, "__pycache__");
+    if (real2 !== root2 && !real2.startsWith(root2 + path54.sep)) continue;
+    const cache = path54.join(real2, "__pycache__");
     const st = lstatOrNull(cache);
     if (!st) continue;
     if (!st.isDirectory()) {
@@ -90036,7 +90220,7 @@ function clearHeldBackBytecode(root2, held) {
       continue;
     }
     for (const name of readdirSync10(cache))
-      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path53.join(cache, name), { force: true, recursive: true });
+      if (name.endsWith(".pyc") && stems.some((s) => name.startsWith(s))) rmSync11(path54.join(cache, name), { force: true, recursive: true });
   }
 }
 function copyHeldBack(checks, root2) {
@@ -90053,9 +90237,9 @@ function copyHeldBack(checks, root2) {
     if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
     const walk = (from, rel) => {
       for (const e of readdirSync10(from, { withFileTypes: true })) {
-        const f = path53.join(from, e.name);
+        const f = path54.join(from, e.name);
         const r = rel ? `${rel}/${e.name}` : e.name;
-        const dest = path53.join(root2, r);
+        const dest = path54.join(root2, r);
         const there = lstatOrNull(dest);
         if (e.isDirectory()) {
           if (there && !there.isDirectory()) rmSync11(dest, { force: true, recursive: true });
@@ -90081,12 +90265,12 @@ function heldBackListing(checks) {
   const walk = (from, rel) => {
     for (const e of readdirSync10(from, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path53.join(from, e.name), r);
+      if (e.isDirectory()) walk(path54.join(from, e.name), r);
       else if (e.isFile()) {
         dirs.add(rel);
         if (HELD_BACK_CODE.test(e.name)) modules.add(r);
         if (e.name.endsWith(".py"))
-          for (const m of pythonImportPaths(readTextOr(path53.join(from, e.name)))) {
+          for (const m of pythonImportPaths(readTextOr(path54.join(from, e.name)))) {
             if (m.startsWith("./")) importPaths.add(rel ? `${rel}/${m.slice(2)}` : m.slice(2));
             else {
               imports.add(topOf(m));
@@ -90095,7 +90279,7 @@ function heldBackListing(checks) {
             }
           }
         else if (JS_CODE.test(e.name))
-          for (const spec2 of jsRelativeImports(readTextOr(path53.join(from, e.name)))) for (const f of jsImportCandidates(rel, spec2)) jsImportPaths.add(f);
+          for (const spec2 of jsRelativeImports(readTextOr(path54.join(from, e.name)))) for (const f of jsImportCandidates(rel, spec2)) jsImportPaths.add(f);
       }
     }
   };
@@ -90123,13 +90307,13 @@ function jsRelativeImports(text) {
 var JS_SUFFIXES = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".json", ".node"];
 var TS_FOR_JS = { ".js": [".ts", ".tsx"], ".jsx": [".tsx"], ".mjs": [".mts"], ".cjs": [".cts"] };
 function jsImportCandidates(rel, spec2) {
-  const target = path53.posix.normalize(path53.posix.join(rel || ".", spec2));
-  if (target === ".." || target.startsWith("../") || path53.posix.isAbsolute(target)) return [];
+  const target = path54.posix.normalize(path54.posix.join(rel || ".", spec2));
+  if (target === ".." || target.startsWith("../") || path54.posix.isAbsolute(target)) return [];
   const base2 = target === "." ? "" : target.replace(/\/$/, "");
   const out = [];
   if (base2) {
     out.push(base2, ...JS_SUFFIXES.map((s) => base2 + s));
-    const ext = path53.posix.extname(base2);
+    const ext = path54.posix.extname(base2);
     for (const ts of TS_FOR_JS[ext] ?? []) out.push(base2.slice(0, -ext.length) + ts);
   }
   const inside2 = (f) => base2 ? `${base2}/${f}` : f;
@@ -90178,9 +90362,9 @@ function heldBackProblem(checks, repoRoot2) {
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
-    if (real2 === root2 || real2.startsWith(root2 + path53.sep))
+    if (real2 === root2 || real2.startsWith(root2 + path54.sep))
       return `a check's files ${c3.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
-    if (root2.startsWith(real2 === path53.sep ? real2 : real2 + path53.sep))
+    if (root2.startsWith(real2 === path54.sep ? real2 : real2 + path54.sep))
       return `a check's files ${c3.files} holds the repository itself: give a folder of held-back tests beside the repository, not one above it`;
   }
   return null;
@@ -90189,7 +90373,7 @@ var realpathOr = (p) => {
   try {
     return realpathSync6(p);
   } catch {
-    return path53.resolve(p);
+    return path54.resolve(p);
   }
 };
 var lstatOrNull = (p) => {
@@ -90212,66 +90396,13 @@ function fingerprint(file3) {
 import { lstatSync as lstatSync7 } from "node:fs";
 import { lstat as lstat4, readdir as readdir5 } from "node:fs/promises";
 import path55 from "node:path";
-
-// engine/grading/scope.ts
-var import_picomatch2 = __toESM(require_picomatch2());
-import path54 from "node:path";
-var GLOB = { dot: true, flags: "s" };
-function globsMatcher(globs) {
-  return globs.length ? (0, import_picomatch2.default)(globs, GLOB) : () => false;
-}
-function foldedMatcher(globs) {
-  if (!globs.length) return () => false;
-  const literal2 = globsMatcher(globs);
-  const folded = globsMatcher(globs.map(foldPath));
-  return (file3) => literal2(file3) || folded(foldPath(file3));
-}
-var protectMatcher = foldedMatcher;
-function scopeMatcher(globs, platform2 = process.platform) {
-  if (!globs.length) return () => true;
-  return platform2 === "darwin" || platform2 === "win32" ? foldedMatcher(globs) : globsMatcher(globs);
-}
-function checkScope(changed, scope, protect, platform2 = process.platform) {
-  const inScope = scopeMatcher(scope, platform2);
-  const isProtected = protectMatcher(protect);
-  const violations = [];
-  for (const file3 of changed) {
-    if (isProtected(file3)) violations.push(`protected file changed: ${file3}`);
-    else if (!inScope(file3)) violations.push(`outside scope: ${file3}`);
-  }
-  return { passed: violations.length === 0, violations, changedFiles: changed };
-}
-function globProblem(scope, protect, repoRoot2, subdir = "") {
-  const folder = path54.join(repoRoot2, subdir);
-  for (const [kind, globs] of [
-    ["scope", scope],
-    ["protect", protect]
-  ]) {
-    for (const glob of globs) {
-      const g2 = glob.trim();
-      if (path54.posix.isAbsolute(g2) || /^[A-Za-z]:[\\/]/.test(g2) || g2.startsWith("\\\\")) {
-        const rel = path54.relative(folder, g2).split(path54.sep).join("/");
-        const inside2 = rel !== "" && !rel.startsWith("..") && !path54.isAbsolute(rel);
-        return `${kind} glob "${glob}" is an absolute path: globs are relative to the task's folder and this one matches no file of it; give ${inside2 ? `"${rel}"` : 'one such as "src/**"'}`;
-      }
-      const rest = g2.replace(/^(?:\.\/+)+/, "");
-      if (!subdir && (rest === ".." || rest.startsWith("../")))
-        return `${kind} glob "${glob}" points above the repository: globs are relative to the task's folder (here the repository's root) and this one matches no file of it; give one such as "src/**"`;
-      if (/(^|\/)\.\.(\/|$)/.test(subdir ? rest.replace(/^\.\.\//, "") : rest))
-        return `${kind} glob "${glob}" has a \`..\` segment: globs are matched against paths as written from the task's folder (a file outside it as ../<its path from the repository's root>), and this one matches no file; give one such as "src/**"`;
-    }
-  }
-  return null;
-}
-
-// engine/grading/grade.ts
 async function protectedIn(checkout, sub, protect) {
   if (!protect.length) return [];
   const isProtected = protectMatcher(protect);
   const entries = await readdir5(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map(
     (e) => path55.relative(checkout, path55.join(e.parentPath ?? e.path, e.name)).split(path55.sep).join("/")
-  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path55.join(checkout, f));
+  ).filter((f) => isProtected(fromTaskFolder(sub.split(path55.sep).join("/"), f))).map((f) => path55.join(checkout, f));
 }
 function fileChecksOnly(checks, sub) {
   if (!checks.length || checks.some((c3) => "run" in c3)) return void 0;
@@ -90320,7 +90451,7 @@ async function gradeSnapshot(input2) {
     const only = fileChecksOnly(input2.checks, sub);
     graded = await commitAndCheckOut(ws, `ocw: ${input2.title}`, checkout, void 0, only);
     if (graded.partial && only && !partialHolds(checkout, only)) await checkOutCommit(ws, graded.commit, checkout);
-    const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
+    const rel = graded.changed.map((f) => fromTaskFolder(sub.split(path55.sep).join("/"), f));
     scope = checkScope(rel, input2.scope, input2.protect);
     const listing = input2.checks.some((c3) => "run" in c3) ? heldBackListing(input2.checks) : void 0;
     const subPath = sub.split(path55.sep).join("/");
@@ -90759,8 +90890,9 @@ function grantFor(ask, grants) {
   return grantsFor(ask, grants);
 }
 function ruleMatches(ask, rule) {
-  const isMatch = (text) => import_picomatch3.default.isMatch(text, rule.pattern, { dot: true, bash: true });
-  const onPath2 = (p) => isMatch(p) || rule.decision === "reject" && import_picomatch3.default.isMatch(foldPath(p), foldPath(rule.pattern), { dot: true, bash: true });
+  const holdBack = rule.decision === "reject";
+  const isMatch = (text) => policyGlob(text, rule.pattern, holdBack);
+  const onPath2 = (p) => isMatch(p) || holdBack && policyGlob(foldPath(p), foldPath(rule.pattern), true);
   if (ask.tool !== "bash" && ask.paths?.length) return rule.decision === "reject" ? onPath2(ask.what) || ask.paths.some(onPath2) : ask.paths.every(onPath2);
   if (ask.tool !== "bash") return onPath2(ask.what);
   const split = splitCommand(ask.what);
@@ -90769,12 +90901,12 @@ function ruleMatches(ask, rule) {
 }
 function approvesSimple(command, pattern) {
   const c3 = redirectionParts(command);
-  if (!c3.ops.length) return import_picomatch3.default.isMatch(command, pattern, { dot: true, bash: true });
+  if (!c3.ops.length) return policyGlob(command, pattern, false);
   const p = redirectionParts(pattern);
   if (p.ops.length !== c3.ops.length || p.ops.some((op, i2) => op !== c3.ops[i2])) return false;
   return c3.texts.every((t2, i2) => {
     const [text, glob] = [t2.trim(), p.texts[i2].trim()];
-    return text === glob || !!text && !!glob && import_picomatch3.default.isMatch(text, glob, { dot: true, bash: true });
+    return text === glob || !!text && !!glob && policyGlob(text, glob, false);
   });
 }
 function pickRule(rules, ask) {
@@ -90792,7 +90924,7 @@ function explainPolicy(rules, ask) {
     if (split.ok)
       parts = split.commands.map((command) => ({
         command,
-        rules: rules.flatMap((r, i2) => forTool(r) && import_picomatch3.default.isMatch(command, r.pattern, { dot: true, bash: true }) ? [i2] : [])
+        rules: rules.flatMap((r, i2) => forTool(r) && policyGlob(command, r.pattern, r.decision === "reject") ? [i2] : [])
       }));
     else unsplittable = split.why;
   }
@@ -92416,7 +92548,7 @@ var Settler = class {
       reg.fire(workerId, verdict.verdict === "built" ? "pass" : "fail", verdict.verdict === "built" ? void 0 : summarizeFailure(verdict));
     } catch (err) {
       if (reg.get(workerId).state !== "grading") return;
-      const why = `grading failed: ${err.message}`;
+      const why = `grading failed ${quoteUntrusted(err.message, "its error, which may name the worker's files", 800)}`;
       const { claim, reason } = parseClaim(finalText);
       try {
         reg.record(workerId, {
@@ -94186,7 +94318,7 @@ function pushRefusal(push, remote, branch, what) {
   if (status?.[1] === "[remote rejected]") {
     const said = push.stderr.split("\n").filter((l) => l.startsWith("remote:")).map((l) => l.slice("remote:".length).trim()).filter(Boolean).slice(-6).join(" / ").slice(0, 600);
     return new InputError(
-      `${remote} refused the push (${status[2] || "remote rejected"})${said ? `, saying: ${said}` : ""}; ${kept}: do what it asks (or ask who runs it), then push again, or push to another --remote or --branch`,
+      `${remote} refused the push (${status[2] || "remote rejected"})${said ? `, saying ${quoteUntrusted(said, "the remote's words, which may name the worker's files", 600)}` : ""}; ${kept}: do what it asks (or ask who runs it), then push again, or push to another --remote or --branch`,
       "conflict"
     );
   }
@@ -94927,6 +95059,8 @@ function readGrades() {
   });
 }
 function humanMessage(error46) {
+  if (error46 instanceof TRPCError && error46.code === "PAYLOAD_TOO_LARGE")
+    return `the request is over ${MAX_BODY_BYTES / 1024 / 1024} MiB, the most the engine reads of one: send less (a long task can point at a file in its repository)`;
   const cause = error46.cause;
   if (cause instanceof external_exports.ZodError) return redactUrlCredentials(firstIssue(cause));
   if (cause instanceof Error && RUNTIME_ERRORS.has(cause.name))
@@ -94935,6 +95069,7 @@ function humanMessage(error46) {
     );
   return redactUrlCredentials(error46.message);
 }
+var MAX_BODY_BYTES = 2 * 1024 * 1024;
 var RUNTIME_ERRORS = /* @__PURE__ */ new Set(["TypeError", "RangeError", "ReferenceError"]);
 var SSE_PING_MS = 15e3;
 var SSE_CLIENT = { reconnectAfterInactivityMs: 4e4 };
@@ -94953,12 +95088,22 @@ var t = initTRPC.context().create({
     }
   })
 });
-var proc2 = t.procedure.use(async ({ next }) => {
+var coded = (err) => err instanceof OcwError ? new TRPCError({ code: ERROR_MAP[err.code].trpc, message: err.message, cause: err }) : err;
+async function* codedStream(stream) {
+  try {
+    yield* stream;
+  } catch (err) {
+    throw coded(err);
+  }
+}
+var isAsyncIterable2 = (v) => !!v && typeof v[Symbol.asyncIterator] === "function";
+var proc2 = t.procedure.use(async ({ next, type }) => {
   const res = await next();
   if (!res.ok) {
-    const cause = res.error.cause;
-    if (cause instanceof OcwError) throw new TRPCError({ code: ERROR_MAP[cause.code].trpc, message: cause.message, cause });
+    if (res.error.cause instanceof OcwError) throw coded(res.error.cause);
+    return res;
   }
+  if (type === "subscription" && isAsyncIterable2(res.data)) return { ...res, data: codedStream(res.data) };
   return res;
 });
 async function* engineEvents(engine, lastEventId, signal, opts = {}) {
@@ -95148,12 +95293,12 @@ var appRouter = t.router({
     /** A model start by id, or the latest (null when none ran since the engine started). */
     /** "Build one": scripts/build-llama-server.sh as a job; progress arrives as `llama-build` events (and from buildJob). */
     buildLlama: proc2.mutation(({ ctx }) => startLlamaBuild((job2) => ctx.engine.bus.publish({ type: "llama-build", job: job2, ts: Date.now() }))),
-    buildJob: proc2.input(external_exports.object({ jobId: external_exports.string().optional() }).optional()).query(({ input: input2 }) => llamaBuildJob(input2?.jobId)),
-    buildCancel: proc2.input(external_exports.object({ jobId: external_exports.string().min(1, "jobId is required") })).mutation(({ input: input2 }) => cancelLlamaBuild(input2.jobId)),
-    job: proc2.input(external_exports.object({ jobId: external_exports.string().optional() }).optional()).query(({ input: input2 }) => {
+    buildJob: proc2.input(external_exports.object({ jobId: external_exports.string().max(200, "an id is at most 200 characters").optional() }).optional()).query(({ input: input2 }) => llamaBuildJob(input2?.jobId)),
+    buildCancel: proc2.input(external_exports.object({ jobId: IdRef("jobId") })).mutation(({ input: input2 }) => cancelLlamaBuild(input2.jobId)),
+    job: proc2.input(external_exports.object({ jobId: external_exports.string().max(200, "an id is at most 200 characters").optional() }).optional()).query(({ input: input2 }) => {
       return setupJobApi(input2?.jobId);
     }),
-    cancel: proc2.input(external_exports.object({ jobId: external_exports.string().min(1, "jobId is required") })).mutation(({ input: input2 }) => {
+    cancel: proc2.input(external_exports.object({ jobId: IdRef("jobId") })).mutation(({ input: input2 }) => {
       return setupCancelApi(input2.jobId);
     }),
     /** Verify an API provider with the key the named variable holds, then save it; `unverified: true` saves without checks. */
@@ -95414,7 +95559,7 @@ async function startApiServer(opts) {
         clients: () => [...clients.values()].sort((a2, b) => b.lastSeen - a2.lastSeen)
       };
     },
-    maxBodySize: 2 * 1024 * 1024
+    maxBodySize: MAX_BODY_BYTES
   });
   const handle = (req, res) => {
     const deny = (status, message) => {
@@ -95845,11 +95990,11 @@ function registerGrantsCommand(program3) {
       const client2 = connect(await ensureEngine(stateDir()), "cli:ocw grants");
       if (o2.revoke) {
         const g2 = await client2.approvals.revokeGrant.mutate({ grantId: o2.revoke });
-        console.log(o2.json ? JSON.stringify(g2) : `revoked ${g2.id}: ${g2.tool} ${terminalSafe2(g2.pattern)} (worker ${g2.workerId})`);
+        console.log(o2.json ? jsonForTerminal(g2, 0) : `revoked ${g2.id}: ${g2.tool} ${terminalSafe2(g2.pattern)} (worker ${g2.workerId})`);
         return;
       }
       const grants = await client2.approvals.grants.query();
-      if (o2.json) return console.log(JSON.stringify(grants, null, 2));
+      if (o2.json) return console.log(jsonForTerminal(grants));
       const { shown, expired } = grantsInView(grants);
       const note = expired ? `${counted(expired, "expired grant")} not shown (their workers' runs ended)` : "";
       if (!shown.length) return console.log(`no grants in force: nothing is answered "always"${note ? `; ${note}` : ""}`);
@@ -95868,6 +96013,7 @@ function registerGrantsCommand(program3) {
 }
 
 // engine/commands/workers.ts
+import { existsSync as existsSync35 } from "node:fs";
 import path75 from "node:path";
 var client = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
@@ -95911,7 +96057,10 @@ function registerWorkerCommands(program3) {
         ...states ? { states } : {},
         ...o2.repo ? { repo: path75.resolve(o2.repo) } : {}
       });
-      if (o2.json) return console.log(JSON.stringify(ws, null, 2));
+      if (!ws.length && o2.batch) await c3.workers.batch.query({ batchId: o2.batch });
+      if (!ws.length && o2.repo && !existsSync35(path75.resolve(o2.repo)))
+        throw new CliError(`no folder ${path75.resolve(o2.repo)} here: give --repo the repository's folder, as \`ocw run --dir\` took it`);
+      if (o2.json) return console.log(jsonForTerminal(ws));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
       const names = ws.some((w) => w.batchId) ? await c3.workers.batchNames.query().catch(() => ({})) : {};
       process.stdout.write(listText(ws, names));
@@ -95936,7 +96085,7 @@ function registerWorkerCommands(program3) {
       } catch (err) {
         throw new CliError(err.message);
       }
-      if (o2.json) return console.log(JSON.stringify(b, null, 2));
+      if (o2.json) return console.log(jsonForTerminal(b));
       console.log(batchText(b));
     } catch (err) {
       fail(err);
@@ -96001,7 +96150,7 @@ function registerWorkerCommands(program3) {
     try {
       expectId(id3, "worker", `\`ocw show ${id3}\` lists its workers; \`ocw cancel\` takes one of them`);
       const w = await (await client("cancel")).workers.stop.mutate({ workerId: id3, reason: "cancelled with ocw cancel" });
-      if (o2.json) return console.log(JSON.stringify(w, null, 2));
+      if (o2.json) return console.log(jsonForTerminal(w));
       console.log(`${w.id} is ${stateWord(w.state)}${isAtRest(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
     } catch (err) {
       fail(err);
@@ -96013,7 +96162,7 @@ function registerWorkerCommands(program3) {
       const c3 = await client("discard");
       const already = !!(await c3.workers.get.query({ workerId: id3 })).discarded;
       const w = await c3.workers.discard.mutate({ workerId: id3 });
-      if (o2.json) return console.log(JSON.stringify(w, null, 2));
+      if (o2.json) return console.log(jsonForTerminal(w));
       console.log(discardText(w, already));
     } catch (err) {
       fail(err);
@@ -96026,7 +96175,7 @@ function registerWorkerCommands(program3) {
       expectId(id3, "worker", `\`ocw show ${id3}\` lists its workers; \`ocw rebase\` takes one of them`);
       const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id3 });
       console.log(
-        o2.json ? JSON.stringify(r) : `${id3} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id3} once you no longer need it
+        o2.json ? jsonForTerminal(r, 0) : `${id3} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${quoteUntrustedList(r.files, "file names from its change")})` : ""}; discard ${id3} once you no longer need it
 ${startedHint(r.workerId)}`
       );
     } catch (err) {
@@ -96039,7 +96188,7 @@ ${startedHint(r.workerId)}`
       if (id3) expectId(id3, "worker", `revert a batch's integration commit with \`ocw revert --batch ${id3}\``);
       if (o2.batch) expectId(o2.batch, "batch", `revert that worker's merge with \`ocw revert ${o2.batch}\``);
       const r = await (await client("revert")).workers.revert.mutate(id3 ? { workerId: id3 } : { batchId: o2.batch });
-      console.log(o2.json ? JSON.stringify(r) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
+      console.log(o2.json ? jsonForTerminal(r, 0) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
     } catch (err) {
       fail(err);
     }
@@ -96047,7 +96196,7 @@ ${startedHint(r.workerId)}`
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
       const r = await (await client("prune")).workers.prune.mutate({ directory: path75.resolve(o2.dir ?? ".") });
-      if (o2.json) return console.log(JSON.stringify(r, null, 2));
+      if (o2.json) return console.log(jsonForTerminal(r));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
       if (!r.deleted.length && !r.kept.length) console.log("no ocw/ branches");
@@ -96071,7 +96220,7 @@ ${startedHint(r.workerId)}`
           ...o2.title ? { title: o2.title } : {},
           acceptFlagged: !!o2.acceptFlagged
         });
-        if (o2.json) return console.log(JSON.stringify(r, null, 2));
+        if (o2.json) return console.log(jsonForTerminal(r));
         console.log(
           `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}${r.replaced ? ` (in place of ${o2.batch ? "its earlier integration commit" : "the earlier round's"} ${r.replaced.slice(0, 12)})` : ""}`
         );
@@ -96132,7 +96281,7 @@ function showText(w) {
     );
   if (w.asks.some((a2) => a2.status === "pending"))
     lines.push(
-      `waiting for: ${w.asks.filter((a2) => a2.status === "pending").map((a2) => `${toolWord(a2.tool)} ${showUntrusted(a2.what, { lines: false, max: 80 })}`).join("; ")}`
+      `waiting for: ${w.asks.filter((a2) => a2.status === "pending").map((a2) => `${toolWord(a2.tool)} ${quoteUntrusted(askWhat(a2, w.worktree), "what the worker asks", 120)}`).join("; ")}`
     );
   if (v) {
     lines.push(`verdict: ${outcomeWord(v.verdict)} (held-back checks) \xB7 ${claimWords(v)}`);
@@ -96140,7 +96289,7 @@ function showText(w) {
       lines.push(`  ${c3.passed ? "pass" : "fail"} ${safe(c3.name)}${c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""}`);
       if (!c3.passed) lines.push(...outputTail(c3.output));
     }
-    lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
+    lines.push(`  scope ${v.scope.passed ? "ok" : `violated ${quoteUntrustedList(v.scope.violations, "violations naming the worker's files")}`}`);
     if (v.flags?.length)
       lines.push(
         `flagged (merge needs --accept-flagged): ${quoteUntrustedList(
@@ -96148,7 +96297,7 @@ function showText(w) {
           "files of the worker's change, with why each is flagged"
         )}`
       );
-    if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
+    if (v.diffStat) lines.push("  diff stat (file names the worker chose, untrusted):", ...v.diffStat.split("\n").map((l) => `  \u2502 ${safe(l)}`));
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
     if (v.caveats?.length) lines.push("what these checks cannot rule out:", ...v.caveats.map((c3) => `  - ${safe(c3)}`));
   }
@@ -96204,7 +96353,7 @@ var LogPrinter = class {
         this.worktree = e.worktree;
         return;
       case "ask.opened":
-        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(askWhat(e.ask, this.worktree))}`);
+        return this.out(`[${at}] ask ${e.ask.id}: ${toolWord(e.ask.tool)} ${quoteUntrusted(askWhat(e.ask, this.worktree), "what the worker asks", 4e3)}`);
       case "ask.resolved":
         return this.out(
           `[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : e.decision ?? "decided"}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` \u2014 ${safe(e.message)}` : ""}`
@@ -96261,7 +96410,7 @@ function registerHousekeepingCommands(program3) {
       expectId(workerId, "worker", `\`ocw show ${workerId}\` lists its workers; \`ocw retry\` takes one of them`);
       const client2 = connect(await ensureEngine(stateDir()), "cli:ocw retry");
       const r = await client2.workers.retry.mutate({ workerId });
-      console.log(o2.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}
+      console.log(o2.json ? jsonForTerminal(r, 0) : `retry of ${r.retryOf} started as ${r.workerId}
 ${startedHint(r.workerId)}`);
     } catch (err) {
       fail(err);
@@ -96283,7 +96432,7 @@ ${startedHint(r.workerId)}`);
       const client2 = connect(await ensureEngine(stateDir()), "cli:ocw merge");
       if (workerId) {
         const m = await client2.workers.merge.mutate({ workerId, acceptFlagged: !!o2.acceptFlagged });
-        if (o2.json) console.log(JSON.stringify({ workerId, ...m }));
+        if (o2.json) console.log(jsonForTerminal({ workerId, ...m }, 0));
         else if (m.alreadyIn)
           console.log(`${workerId} was already in ${m.into} (it came in with a worker that started from it): recorded as merged, nothing changed`);
         else
@@ -96293,7 +96442,7 @@ ${startedHint(r.workerId)}`);
         return;
       }
       const r = await client2.workers.mergeBatch.mutate({ batchId: o2.batch, acceptFlagged: !!o2.acceptFlagged });
-      if (o2.json) console.log(JSON.stringify(r, null, 2));
+      if (o2.json) console.log(jsonForTerminal(r));
       else if (r.integration)
         console.log(
           `merged batch ${r.batchId}'s integration commit ${r.integration.commit.slice(0, 12)} into ${r.integration.into} (${r.integration.merge.slice(0, 12)}): ${r.merged.map((m) => m.workerId).join(", ")}`
@@ -96320,7 +96469,7 @@ ${startedHint(r.workerId)}`);
       const client2 = connect(await ensureEngine(stateDir()), "cli:ocw publish");
       const p = await client2.workers.publish.mutate({ workerId });
       console.log(
-        o2.json ? JSON.stringify({ workerId, ...p }) : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${counted(p.objects, "object")} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``
+        o2.json ? jsonForTerminal({ workerId, ...p }, 0) : `published ${p.branch} at ${p.commit.slice(0, 12)} in ${p.repo} (${counted(p.objects, "object")} copied): review it with git, merge it with \`git merge --no-ff ${p.branch}\` or \`ocw merge ${workerId}\``
       );
     } catch (err) {
       fail(err);
@@ -96330,7 +96479,7 @@ ${startedHint(r.workerId)}`);
 
 // engine/commands/claude.ts
 import { execFileSync as execFileSync6, spawn as spawn9 } from "node:child_process";
-import { chmodSync as chmodSync5, closeSync as closeSync8, existsSync as existsSync35, openSync as openSync8, readFileSync as readFileSync24, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
+import { chmodSync as chmodSync5, closeSync as closeSync8, existsSync as existsSync36, openSync as openSync8, readFileSync as readFileSync24, renameSync as renameSync9, writeFileSync as writeFileSync16 } from "node:fs";
 import path76 from "node:path";
 var guiUrl = (lock2) => `http://127.0.0.1:${lock2.port}/?token=${lock2.token}`;
 function guiLauncher(dir, lock2) {
@@ -96508,7 +96657,7 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync35(seenFile())) all = JSON.parse(readFileSync24(seenFile(), "utf8"));
+    if (existsSync36(seenFile())) all = JSON.parse(readFileSync24(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
@@ -96561,7 +96710,7 @@ async function openBrowser(file3, dir, waitMs = 3e3) {
 var noBrowserLine = (why) => `ocw: no browser opened (${why}): open the URL above in a browser by hand`;
 
 // engine/commands/model-setup.ts
-import { existsSync as existsSync36 } from "node:fs";
+import { existsSync as existsSync37 } from "node:fs";
 import path77 from "node:path";
 var NOT_CONFIRMED = "not confirmed; nothing downloaded or started (pass --yes to skip the question)";
 async function startOnEngine(client2, input2, o2) {
@@ -96788,7 +96937,7 @@ async function runStartCommand(o2, slots, ctx, log, port) {
     {
       runtime: o2.runtime,
       // a file here is named to the engine by its absolute path (a repo, catalog id or URL as given)
-      model: o2.model && existsSync36(o2.model) ? path77.resolve(o2.model) : o2.model,
+      model: o2.model && existsSync37(o2.model) ? path77.resolve(o2.model) : o2.model,
       slots,
       ctx,
       minCtx,
