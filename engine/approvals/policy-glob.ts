@@ -6,6 +6,7 @@
 // picomatch only where its cost is bounded (one run of `*`, or two on a text of at most 10,000 characters), and
 // otherwise gets the answer that holds the worker back: a rejecting rule matches, an approving one does not.
 import picomatch from "picomatch";
+import { STAR, type WildcardToken, wildcardMatch } from "../../shared/wildcard";
 
 const OPTIONS = { dot: true, bash: true } as const;
 
@@ -18,28 +19,9 @@ const plainPattern = (p: string) => /^[^"'\\[\]{}()!+@|$\u0000-\u001f]+$/.test(p
 /** Plain text: not empty, no `.` or `..` segment (picomatch's `*` never matches one), no line break (nor does its `*`). */
 const plainText = (t: string) => t !== "" && !/(^|\/)\.\.?(\/|$)|[\n\r\u2028\u2029]/.test(t);
 
-/** The wildcard walk: `*` any run of characters, `?` one that is not `/`; back to the last `*` only. */
-function wildcard(text: string, pattern: string): boolean {
-  let t = 0;
-  let p = 0;
-  let star = -1;
-  let from = 0;
-  while (t < text.length) {
-    const c = pattern[p];
-    if (p < pattern.length && c !== "*" && (c === "?" ? text[t] !== "/" : c === text[t])) {
-      t++;
-      p++;
-    } else if (c === "*") {
-      star = p++;
-      from = t;
-    } else if (star >= 0) {
-      p = star + 1;
-      t = ++from;
-    } else return false;
-  }
-  while (pattern[p] === "*") p++;
-  return p === pattern.length;
-}
+/** A plain pattern as the walk's tokens: `*` any run, `?` one character that is not `/`, anything else itself. */
+const tokens = (pattern: string): WildcardToken[] =>
+  pattern.split("").map((c): WildcardToken => (c === "*" ? STAR : c === "?" ? (x) => x !== "/" : (x) => x === c));
 
 /** Texts longer than this are matched by picomatch only with a single run of `*`. */
 const PICOMATCH_TEXT_MAX = 10_000;
@@ -49,7 +31,7 @@ const PICOMATCH_TEXT_MAX = 10_000;
  * told in bounded time, `holdBack` (true for a rejecting rule: it matches; false for an approving one: it does not).
  */
 export function policyGlob(text: string, pattern: string, holdBack: boolean): boolean {
-  if (plainPattern(pattern) && plainText(text)) return wildcard(text, pattern);
+  if (plainPattern(pattern) && plainText(text)) return wildcardMatch(text, tokens(pattern));
   const stars = pattern.match(/\*+/g)?.length ?? 0;
   if (stars <= 1 || (stars === 2 && text.length <= PICOMATCH_TEXT_MAX)) return picomatch.isMatch(text, pattern, OPTIONS);
   return holdBack;

@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
+import { STAR, type WildcardToken, wildcardMatch } from "../../shared/wildcard";
 import { readInside } from "./files";
 
 /** One include line of a Makefile: the Makefile (from the repository's root), the line as written, and what it names. */
@@ -70,12 +71,9 @@ export function makeIncludes(checkout: string, dirs: string[]): MakeInclude[] {
   return out;
 }
 
-const STAR = Symbol("*");
-type Token = typeof STAR | ((c: string) => boolean);
-
 /** One name's wildcard as make reads it (`*`, `?`, `[…]`), as tokens; null for what it is not (a backslash, an unclosed `[`). */
-function wildcardTokens(p: string): Token[] | null {
-  const out: Token[] = [];
+function wildcardTokens(p: string): WildcardToken[] | null {
+  const out: WildcardToken[] = [];
   for (let i = 0; i < p.length; i++) {
     const c = p[i]!;
     if (c === "\\") return null;
@@ -94,29 +92,6 @@ function wildcardTokens(p: string): Token[] | null {
     } else out.push((ch) => ch === c);
   }
   return out;
-}
-
-/** The wildcard walk over one name: `*` any run, a token one character; back to the last `*` only (linear in practice). */
-function wildcardMatch(name: string, tokens: Token[]): boolean {
-  let t = 0;
-  let k = 0;
-  let star = -1;
-  let from = 0;
-  while (t < name.length) {
-    const tok = tokens[k];
-    if (tok !== undefined && tok !== STAR && tok(name[t]!)) {
-      t++;
-      k++;
-    } else if (tok === STAR) {
-      star = k++;
-      from = t;
-    } else if (star >= 0) {
-      k = star + 1;
-      t = ++from;
-    } else return false;
-  }
-  while (tokens[k] === STAR) k++;
-  return k === tokens.length;
 }
 
 /**

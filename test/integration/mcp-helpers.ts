@@ -74,3 +74,11 @@ export async function waitUntil(
   }
   throw new Error(`wait never satisfied the condition; last: ${JSON.stringify(r)}`);
 }
+
+/** Every path (a.b.0.c) in `value` where a string holds `needle`: where a result carries a text it must mark. */
+export function pathsOf(value: unknown, needle: string, at = ""): string[] {
+  if (typeof value === "string") return value.includes(needle) ? [at] : [];
+  if (Array.isArray(value)) return value.flatMap((v, i) => pathsOf(v, needle, `${at}.${i}`));
+  if (value && typeof value === "object") return Object.entries(value).flatMap(([k, v]) => pathsOf(v, needle, `${at}.${k}`));
+  return [];
+}
