@@ -30184,7 +30184,7 @@ var require_scan = __commonJS({
       const length = input2.length - 1;
       const scanToEnd = opts.parts === true || opts.scanToEnd === true;
       const slashes = [];
-      const tokens = [];
+      const tokens2 = [];
       const parts = [];
       let str3 = input2;
       let index = -1;
@@ -30268,7 +30268,7 @@ var require_scan = __commonJS({
         }
         if (code2 === CHAR_FORWARD_SLASH) {
           slashes.push(index);
-          tokens.push(token);
+          tokens2.push(token);
           token = { value: "", depth: 0, isGlob: false };
           if (finished7 === true) continue;
           if (prev === CHAR_DOT && index === start + 1) {
@@ -30421,9 +30421,9 @@ var require_scan = __commonJS({
       if (opts.tokens === true) {
         state.maxDepth = 0;
         if (!isPathSeparator(code2)) {
-          tokens.push(token);
+          tokens2.push(token);
         }
-        state.tokens = tokens;
+        state.tokens = tokens2;
       }
       if (opts.parts === true || opts.tokens === true) {
         let prevIndex;
@@ -30433,13 +30433,13 @@ var require_scan = __commonJS({
           const value = input2.slice(n2, i2);
           if (opts.tokens) {
             if (idx === 0 && start !== 0) {
-              tokens[idx].isPrefix = true;
-              tokens[idx].value = prefix;
+              tokens2[idx].isPrefix = true;
+              tokens2[idx].value = prefix;
             } else {
-              tokens[idx].value = value;
+              tokens2[idx].value = value;
             }
-            depth(tokens[idx]);
-            state.maxDepth += tokens[idx].depth;
+            depth(tokens2[idx]);
+            state.maxDepth += tokens2[idx].depth;
           }
           if (idx !== 0 || value !== "") {
             parts.push(value);
@@ -30450,9 +30450,9 @@ var require_scan = __commonJS({
           const value = input2.slice(prevIndex + 1);
           parts.push(value);
           if (opts.tokens) {
-            tokens[tokens.length - 1].value = value;
-            depth(tokens[tokens.length - 1]);
-            state.maxDepth += tokens[tokens.length - 1].depth;
+            tokens2[tokens2.length - 1].value = value;
+            depth(tokens2[tokens2.length - 1]);
+            state.maxDepth += tokens2[tokens2.length - 1].depth;
           }
         }
         state.slashes = slashes;
@@ -30505,7 +30505,7 @@ var require_parse2 = __commonJS({
         throw new SyntaxError(`Input length: ${len}, exceeds maximum allowed length: ${max}`);
       }
       const bos = { type: "bos", value: "", output: opts.prepend || "" };
-      const tokens = [bos];
+      const tokens2 = [bos];
       const capture = opts.capture ? "" : "?:";
       const PLATFORM_CHARS = constants9.globChars(opts.windows);
       const EXTGLOB_CHARS = constants9.extglobChars(PLATFORM_CHARS);
@@ -30550,7 +30550,7 @@ var require_parse2 = __commonJS({
         parens: 0,
         quotes: 0,
         globstar: false,
-        tokens
+        tokens: tokens2
       };
       input2 = utils.removePrefix(input2, state);
       len = input2.length;
@@ -30615,7 +30615,7 @@ var require_parse2 = __commonJS({
           return;
         }
         tok.prev = prev;
-        tokens.push(tok);
+        tokens2.push(tok);
         prev = tok;
       };
       const extglobOpen = (type, value2) => {
@@ -30745,7 +30745,7 @@ var require_parse2 = __commonJS({
                   prev.value = pre + posix;
                   state.backtrack = true;
                   advance();
-                  if (!bos.output && tokens.indexOf(prev) === 1) {
+                  if (!bos.output && tokens2.indexOf(prev) === 1) {
                     bos.output = ONE_CHAR;
                   }
                   continue;
@@ -30863,10 +30863,10 @@ var require_parse2 = __commonJS({
           }
           let output = ")";
           if (brace.dots === true) {
-            const arr = tokens.slice();
+            const arr = tokens2.slice();
             const range = [];
             for (let i2 = arr.length - 1; i2 >= 0; i2--) {
-              tokens.pop();
+              tokens2.pop();
               if (arr[i2].type === "brace") {
                 break;
               }
@@ -30914,7 +30914,7 @@ var require_parse2 = __commonJS({
             state.start = state.index + 1;
             state.consumed = "";
             state.output = "";
-            tokens.pop();
+            tokens2.pop();
             prev = bos;
             continue;
           }
@@ -52312,15 +52312,15 @@ function pendingQuestions(a2) {
   }));
 }
 function totalsOf(ws, now = Date.now()) {
-  let tokens = 0;
+  let tokens2 = 0;
   let cost = 0;
   let sec = 0;
   for (const w of ws) {
-    tokens += w.usage.input + w.usage.output + w.usage.reasoning;
+    tokens2 += w.usage.input + w.usage.output + w.usage.reasoning;
     cost += w.usage.cost;
     sec += elapsedSec(w, now);
   }
-  return { tokens, cost: Math.round(cost * 1e4) / 1e4, sec: Math.round(sec * 10) / 10 };
+  return { tokens: tokens2, cost: Math.round(cost * 1e4) / 1e4, sec: Math.round(sec * 10) / 10 };
 }
 function elapsedSec(w, now = Date.now()) {
   if (w.startedAt === null) return 0;
@@ -66223,28 +66223,28 @@ var getJoinLength = (uint8Arrays) => {
 // node_modules/execa/lib/methods/template.js
 var isTemplateString = (templates) => Array.isArray(templates) && Array.isArray(templates.raw);
 var parseTemplates = (templates, expressions) => {
-  let tokens = [];
+  let tokens2 = [];
   for (const [index, template] of templates.entries()) {
-    tokens = parseTemplate({
+    tokens2 = parseTemplate({
       templates,
       expressions,
-      tokens,
+      tokens: tokens2,
       index,
       template
     });
   }
-  if (tokens.length === 0) {
+  if (tokens2.length === 0) {
     throw new TypeError("Template script must not be empty");
   }
-  const [file3, ...commandArguments] = tokens;
+  const [file3, ...commandArguments] = tokens2;
   return [file3, commandArguments, {}];
 };
-var parseTemplate = ({ templates, expressions, tokens, index, template }) => {
+var parseTemplate = ({ templates, expressions, tokens: tokens2, index, template }) => {
   if (template === void 0) {
     throw new TypeError(`Invalid backslash sequence: ${templates.raw[index]}`);
   }
   const { nextTokens, leadingWhitespaces, trailingWhitespaces } = splitByWhitespaces(template, templates.raw[index]);
-  const newTokens = concatTokens(tokens, nextTokens, leadingWhitespaces);
+  const newTokens = concatTokens(tokens2, nextTokens, leadingWhitespaces);
   if (index === expressions.length) {
     return newTokens;
   }
@@ -66286,9 +66286,9 @@ var splitByWhitespaces = (template, rawTemplate) => {
 };
 var DELIMITERS = /* @__PURE__ */ new Set([" ", "	", "\r", "\n"]);
 var ESCAPE_LENGTH = { x: 3, u: 5 };
-var concatTokens = (tokens, nextTokens, isSeparated) => isSeparated || tokens.length === 0 || nextTokens.length === 0 ? [...tokens, ...nextTokens] : [
-  ...tokens.slice(0, -1),
-  `${tokens.at(-1)}${nextTokens[0]}`,
+var concatTokens = (tokens2, nextTokens, isSeparated) => isSeparated || tokens2.length === 0 || nextTokens.length === 0 ? [...tokens2, ...nextTokens] : [
+  ...tokens2.slice(0, -1),
+  `${tokens2.at(-1)}${nextTokens[0]}`,
   ...nextTokens.slice(1)
 ];
 var parseExpression = (expression) => {
@@ -72890,16 +72890,16 @@ var parseCommandString = (command) => {
   if (trimmedCommand === "") {
     return [];
   }
-  const tokens = [];
+  const tokens2 = [];
   for (const token of trimmedCommand.split(SPACES_REGEXP)) {
-    const previousToken = tokens.at(-1);
+    const previousToken = tokens2.at(-1);
     if (previousToken && previousToken.endsWith("\\")) {
-      tokens[tokens.length - 1] = `${previousToken.slice(0, -1)} ${token}`;
+      tokens2[tokens2.length - 1] = `${previousToken.slice(0, -1)} ${token}`;
     } else {
-      tokens.push(token);
+      tokens2.push(token);
     }
   }
-  return tokens;
+  return tokens2;
 };
 var SPACES_REGEXP = / +/g;
 
@@ -74268,7 +74268,7 @@ function graphBufferBytes(s) {
   const vWidthMax = Math.max(0, ...s.kvLayer.map((k, il) => k ? (s.isSwa[il] ? s.headVSwa : s.headV) * (s.nHeadKv[il] ?? 0) : 0));
   const maskBytes = (nKv) => nKv * T2 * (s.flashAttn ? 2 : F32);
   const vIdxBytes = s.flashAttn ? 8 * T2 : 8 * T2 * vWidthMax;
-  const tokens = g2.input(4 * T2);
+  const tokens2 = g2.input(4 * T2);
   g2.input(E * T2 * F32);
   const pos = g2.input(4 * T2);
   let kIdx = -1, vIdx = -1, mask = -1, kIdxSwa = -1, vIdxSwa = -1, maskSwa = -1;
@@ -74291,7 +74291,7 @@ function graphBufferBytes(s) {
     else [kIdx, vIdx, mask] = [k, v, m];
   }
   const outIds = g2.input(4 * s.nOutputs);
-  let x = g2.op(E * T2 * F32, [tokens]);
+  let x = g2.op(E * T2 * F32, [tokens2]);
   if (GEMMA.test(s.arch)) x = g2.op(E * T2 * F32, [x], { inplace: true });
   const qkNorm = QK_NORM.test(s.arch);
   const gemma = GEMMA.test(s.arch);
@@ -78616,7 +78616,7 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
         error: (await readBounded(res, url2, ERROR_MAX_BYTES).catch(() => "")).slice(0, 200)
       };
     let first2 = null;
-    let tokens = 0;
+    let tokens2 = 0;
     for await (const data of sseData(res.body)) {
       if (data === "[DONE]") continue;
       try {
@@ -78628,20 +78628,20 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
             startMs,
             firstTokenMs: first2,
             endMs: performance.now() - t0,
-            tokens,
+            tokens: tokens2,
             error: (typeof message === "string" ? message : JSON.stringify(j.error)).slice(0, 200),
             streamError: j
           };
         }
         const d = j.choices?.[0]?.delta;
         if (d && (d.content || d.reasoning_content || d.reasoning)) {
-          tokens++;
+          tokens2++;
           first2 ??= performance.now() - t0;
         }
       } catch {
       }
     }
-    return { status: res.status, startMs, firstTokenMs: first2, endMs: performance.now() - t0, tokens };
+    return { status: res.status, startMs, firstTokenMs: first2, endMs: performance.now() - t0, tokens: tokens2 };
   } catch (e) {
     return { status: 0, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: e.message };
   } finally {
@@ -78797,11 +78797,11 @@ function benchBudgetSec(env2 = process.env) {
   return Math.max(0, config2(env2).OCW_SETUP_BENCH_SEC);
 }
 var WORDS = "the quick brown fox jumps over a lazy dog while seven engineers review pull requests about caching parsers schedulers and tests".split(" ");
-function benchPrompt(tokens, nonce = randomBytes5(6).toString("hex")) {
+function benchPrompt(tokens2, nonce = randomBytes5(6).toString("hex")) {
   const words2 = [];
-  for (let i2 = 0; words2.length < tokens; i2++) words2.push(WORDS[(i2 * 7 + (i2 >> 3)) % WORDS.length], ...i2 % 12 === 11 ? [`${i2}.`] : []);
+  for (let i2 = 0; words2.length < tokens2; i2++) words2.push(WORDS[(i2 * 7 + (i2 >> 3)) % WORDS.length], ...i2 % 12 === 11 ? [`${i2}.`] : []);
   return `Request ${nonce}. Continue this text:
-${words2.slice(0, Math.max(8, tokens - 16)).join(" ")}`;
+${words2.slice(0, Math.max(8, tokens2 - 16)).join(" ")}`;
 }
 var median = (xs) => {
   if (!xs.length) return null;
@@ -79705,9 +79705,9 @@ async function verifyEndpoint(v) {
     add({ name: "concurrency", passed: true, evidence: "1 slot: nothing to overlap" });
   } else {
     const n2 = v.slots;
-    const tokens = v.concurrencyTokens ?? 192;
+    const tokens2 = v.concurrencyTokens ?? 192;
     const body = base2({
-      max_tokens: tokens,
+      max_tokens: tokens2,
       messages: [{ role: "user", content: "Count from one to one hundred in words." }],
       ...ext ? { ignore_eos: true } : {}
     });
@@ -79748,7 +79748,7 @@ async function verifyEndpoint(v) {
       const spreadOk = spread < 0.5 * (n2 - 1) * singleMs;
       const slotsOk = before ? before.listed >= n2 && ((maxBusy ?? 0) >= 2 || spreadOk) : spreadOk;
       const passed = failed.length === 0 && firsts.length === n2 && slotsOk;
-      const evidence = `${n2} concurrent \xD7 ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "\u221E"} ms` + (before ? `, /slots lists ${counted(before.listed, "slot")} and showed ${maxBusy} processing at once` : "") + (before && before.listed < n2 ? ` \u2014 ${n2} requests cannot run at once on ${counted(before.listed, "slot")}: they queue` : "") + (failed.length ? `; ${failed.length} failed (${failed[0].status} ${failed[0].error ?? ""})` : "") + (brokeWhy ? `: the provider's stream broke off with an error \u2014 ${brokeWhy}` : "");
+      const evidence = `${n2} concurrent \xD7 ${tokens2} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "\u221E"} ms` + (before ? `, /slots lists ${counted(before.listed, "slot")} and showed ${maxBusy} processing at once` : "") + (before && before.listed < n2 ? ` \u2014 ${n2} requests cannot run at once on ${counted(before.listed, "slot")}: they queue` : "") + (failed.length ? `; ${failed.length} failed (${failed[0].status} ${failed[0].error ?? ""})` : "") + (brokeWhy ? `: the provider's stream broke off with an error \u2014 ${brokeWhy}` : "");
       return { passed, factor, evidence, failedRequests: failed.length > 0 };
     };
     let result2 = await burst();
@@ -84698,33 +84698,39 @@ import path57 from "node:path";
 
 // engine/approvals/policy-glob.ts
 var import_picomatch = __toESM(require_picomatch2());
-var OPTIONS = { dot: true, bash: true };
-var plainPattern = (p) => /^[^"'\\[\]{}()!+@|$\u0000-\u001f]+$/.test(p) && !/\/\*|\*\/|^\.\//.test(p);
-var plainText = (t2) => t2 !== "" && !/(^|\/)\.\.?(\/|$)|[\n\r\u2028\u2029]/.test(t2);
-function wildcard(text, pattern) {
+
+// shared/wildcard.ts
+var STAR = /* @__PURE__ */ Symbol("*");
+function wildcardMatch(text, tokens2) {
   let t2 = 0;
-  let p = 0;
+  let k = 0;
   let star = -1;
   let from = 0;
   while (t2 < text.length) {
-    const c3 = pattern[p];
-    if (p < pattern.length && c3 !== "*" && (c3 === "?" ? text[t2] !== "/" : c3 === text[t2])) {
+    const tok = tokens2[k];
+    if (tok !== void 0 && tok !== STAR && tok(text[t2])) {
       t2++;
-      p++;
-    } else if (c3 === "*") {
-      star = p++;
+      k++;
+    } else if (tok === STAR) {
+      star = k++;
       from = t2;
     } else if (star >= 0) {
-      p = star + 1;
+      k = star + 1;
       t2 = ++from;
     } else return false;
   }
-  while (pattern[p] === "*") p++;
-  return p === pattern.length;
+  while (tokens2[k] === STAR) k++;
+  return k === tokens2.length;
 }
+
+// engine/approvals/policy-glob.ts
+var OPTIONS = { dot: true, bash: true };
+var plainPattern = (p) => /^[^"'\\[\]{}()!+@|$\u0000-\u001f]+$/.test(p) && !/\/\*|\*\/|^\.\//.test(p);
+var plainText = (t2) => t2 !== "" && !/(^|\/)\.\.?(\/|$)|[\n\r\u2028\u2029]/.test(t2);
+var tokens = (pattern) => pattern.split("").map((c3) => c3 === "*" ? STAR : c3 === "?" ? (x) => x !== "/" : (x) => x === c3);
 var PICOMATCH_TEXT_MAX = 1e4;
 function policyGlob(text, pattern, holdBack) {
-  if (plainPattern(pattern) && plainText(text)) return wildcard(text, pattern);
+  if (plainPattern(pattern) && plainText(text)) return wildcardMatch(text, tokens(pattern));
   const stars = pattern.match(/\*+/g)?.length ?? 0;
   if (stars <= 1 || stars === 2 && text.length <= PICOMATCH_TEXT_MAX) return import_picomatch.default.isMatch(text, pattern, OPTIONS);
   return holdBack;
@@ -88658,7 +88664,6 @@ function makeIncludes(checkout, dirs) {
   }
   return out;
 }
-var STAR = /* @__PURE__ */ Symbol("*");
 function wildcardTokens(p) {
   const out = [];
   for (let i2 = 0; i2 < p.length; i2++) {
@@ -88679,27 +88684,6 @@ function wildcardTokens(p) {
     } else out.push((ch) => ch === c3);
   }
   return out;
-}
-function wildcardMatch(name, tokens) {
-  let t2 = 0;
-  let k = 0;
-  let star = -1;
-  let from = 0;
-  while (t2 < name.length) {
-    const tok = tokens[k];
-    if (tok !== void 0 && tok !== STAR && tok(name[t2])) {
-      t2++;
-      k++;
-    } else if (tok === STAR) {
-      star = k++;
-      from = t2;
-    } else if (star >= 0) {
-      k = star + 1;
-      t2 = ++from;
-    } else return false;
-  }
-  while (tokens[k] === STAR) k++;
-  return k === tokens.length;
 }
 function includeMatcher(word) {
   const parts = word.split("/").map(wildcardTokens);
@@ -90936,11 +90920,11 @@ import os10 from "node:os";
 import path58 from "node:path";
 var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
 function tokenize(command) {
-  const tokens = [];
+  const tokens2 = [];
   let word = "";
   let quoted4 = false;
   const flush = () => {
-    if (word || quoted4) tokens.push(word);
+    if (word || quoted4) tokens2.push(word);
     word = "";
     quoted4 = false;
   };
@@ -90959,11 +90943,11 @@ function tokenize(command) {
       flush();
       let op = fd + c3;
       while (i2 + 1 < command.length && /[>&|]/.test(command[i2 + 1]) && op.length < 4) op += command[++i2];
-      tokens.push(op);
+      tokens2.push(op);
     } else word += c3;
   }
   flush();
-  return tokens;
+  return tokens2;
 }
 var isOperator = (t2) => /^\d*[<>|;&]/.test(t2);
 var isRedirect = (t2) => /^(\d*>{1,2}\|?|&>{1,2})$/.test(t2);
@@ -90988,14 +90972,14 @@ function withoutHeredocBodies(command) {
   return kept.join("\n");
 }
 function writesOutside(command, worktree, workdir = worktree) {
-  const tokens = tokenize(withoutHeredocBodies(command));
+  const tokens2 = tokenize(withoutHeredocBodies(command));
   const targets = [];
-  for (let i2 = 0; i2 < tokens.length; i2++) {
-    const t2 = tokens[i2];
-    const next = tokens[i2 + 1];
+  for (let i2 = 0; i2 < tokens2.length; i2++) {
+    const t2 = tokens2[i2];
+    const next = tokens2[i2 + 1];
     if (isRedirect(t2) && next !== void 0 && !isOperator(next)) targets.push(next);
-    else if (t2 === "tee" && (i2 === 0 || isOperator(tokens[i2 - 1]))) {
-      for (let j = i2 + 1; j < tokens.length && !isOperator(tokens[j]); j++) if (!tokens[j].startsWith("-")) targets.push(tokens[j]);
+    else if (t2 === "tee" && (i2 === 0 || isOperator(tokens2[i2 - 1]))) {
+      for (let j = i2 + 1; j < tokens2.length && !isOperator(tokens2[j]); j++) if (!tokens2[j].startsWith("-")) targets.push(tokens2[j]);
     } else if (t2.startsWith("of=")) targets.push(t2.slice(3));
   }
   const root2 = path58.resolve(worktree);
@@ -94758,7 +94742,7 @@ function ledger(workers) {
     const builtAttempts = graded.filter((w) => countsAsBuilt2(w.verdict));
     const builtTasks = [...tasks.values()].filter((t2) => t2.some((w) => countsAsBuilt2(w.verdict))).length;
     const rounds = builtAttempts.map(roundOfFirstBuilt).filter((r) => r !== null);
-    const tokens = ws.reduce((s, w) => s + tokensOf(w), 0);
+    const tokens2 = ws.reduce((s, w) => s + tokensOf(w), 0);
     const sec = ws.reduce((s, w) => s + (w.startedAt !== null && w.endedAt !== null ? Math.max(0, w.endedAt - w.startedAt) / 1e3 : 0), 0);
     rows.push({
       target,
@@ -94770,7 +94754,7 @@ function ledger(workers) {
       built: builtTasks,
       roundsToBuilt: rounds.length ? rounds.reduce((a2, b) => a2 + b, 0) / rounds.length : null,
       honestRate: ratio(graded.filter((w) => w.verdict.honest).length, graded.length),
-      tokensPerBuilt: ratio(tokens, builtTasks),
+      tokensPerBuilt: ratio(tokens2, builtTasks),
       secPerBuilt: ratio(sec, builtTasks),
       noopBuilt: graded.filter((w) => w.verdict.verdict === "built" && isNoop(w.verdict)).length,
       weakEvidence: builtAttempts.filter((w) => isWeakEvidence(w.verdict)).length,
