@@ -20,12 +20,19 @@ interface Stub {
  * streams in flight (`decodeTotal` ÷ in flight, as a memory-bound server shares its bandwidth); `fail`: HTTP 500 (a
  * number: only that request, counted from 1).
  */
-async function stub(o: { timings?: boolean; decodeTotal?: number; fail?: boolean | number; sharedMs?: number } = {}): Promise<Stub> {
+async function stub(o: { timings?: boolean; decodeTotal?: number; fail?: boolean | number; sharedMs?: number; dropSecond?: boolean } = {}): Promise<Stub> {
   const s: Stub = { url: "", server: createServer(), maxInFlight: 0, bodies: [] };
   let inFlight = 0;
+  // `dropSecond`: the second request finds its connection closed before any answer, as one sent on a kept-alive
+  // connection the server closes while idle (llama-server's keep-alive timeout) does; the client cannot tell the two apart.
+  let requests = 0;
   // each live stream's most peers at once over its life (a stream shares the bandwidth with every one it overlaps)
   const live = new Set<{ peak: number }>();
   s.server.on("request", (req, res) => {
+    if (o.dropSecond && ++requests === 2) {
+      req.socket.destroy();
+      return;
+    }
     let raw = "";
     req.on("data", (b) => (raw += b));
     req.on("end", async () => {
@@ -125,6 +132,14 @@ describe("benchmark after start", () => {
     expect(b.failed).toBe(1);
     expect(b.decodeTpsPerStreamN).toBeGreaterThan(0);
     expect(b.warning).toMatch(/^1 of \d+ requests failed \(the first: HTTP 500 .*boom/);
+  });
+
+  it("a connection closed before any answer (a kept-alive one the server closed while idle) is not a failed request: sent again on a fresh one", async () => {
+    const s = await stub({ timings: true, dropSecond: true });
+    servers.push(s);
+    const b = await benchmarkEndpoint({ url: s.url, model: "m", key: null, engine: "llama.cpp", slots: 2, perSlotCtx: 4096, budgetSec: 0 });
+    expect(b, `the bench's warning: ${b.warning}`).toMatchObject({ failed: 0, warning: null });
+    expect(b.requests).toBeGreaterThanOrEqual(3);
   });
 
   it("a round of N streams slower than one request's least time, within N × 3 × one alone, is measured, not counted failed", async () => {

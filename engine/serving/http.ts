@@ -38,7 +38,7 @@ type HttpInit = {
 };
 
 /** A kept-alive connection the server closed while idle fails the next request sent on it at once; a GET is safe to send again on a fresh one. */
-const STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
+export const STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
 
 export async function httpJson<T = unknown>(url: string, given: HttpInit = {}): Promise<HttpResult<T>> {
   const init = { ...given, method: given.method ?? (given.body === undefined ? "GET" : "POST") };
