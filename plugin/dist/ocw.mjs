@@ -78826,7 +78826,7 @@ async function oneRequest(o2, promptTokens, maxTokens, timeoutMs) {
   const timer2 = setTimeout(() => ctl.abort(new Error(`no answer within ${Math.round(timeoutMs / 1e3)} s`)), timeoutMs);
   const onAbort = () => ctl.abort(o2.signal?.reason);
   o2.signal?.addEventListener("abort", onAbort);
-  const t0 = performance.now();
+  let t0 = performance.now();
   let tFirst = null;
   let tLast = null;
   let chunks = 0;
@@ -78834,12 +78834,20 @@ async function oneRequest(o2, promptTokens, maxTokens, timeoutMs) {
   let timings = null;
   let bytes = 0;
   try {
-    const res = await fetch(`${o2.url.replace(/\/+$/, "")}/chat/completions`, {
+    const post = () => fetch(`${o2.url.replace(/\/+$/, "")}/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", ...o2.key ? { authorization: `Bearer ${o2.key}` } : {} },
       body: JSON.stringify(body),
       signal: ctl.signal
     });
+    let res;
+    try {
+      res = await post();
+    } catch (e) {
+      if (ctl.signal.aborted || !STALE_CONNECTION.test(e.cause?.code ?? "")) throw e;
+      t0 = performance.now();
+      res = await post();
+    }
     if (!res.ok || !res.body) {
       const text = (await readBounded(res, `${o2.url}/chat/completions`, 64 * 1024).catch(() => "")).slice(0, 200);
       return {
