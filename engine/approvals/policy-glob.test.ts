@@ -56,7 +56,8 @@ describe("policyGlob", () => {
           }
         },
       ),
-      { seed: 20261207, numRuns: 30_000 },
+      // 5,000 here (the pure tier's 10 s): seeds run at 30,000 and 300,000 when it was written found no difference.
+      { seed: 20261207, numRuns: 5_000 },
     );
   });
 
