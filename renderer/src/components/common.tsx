@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState, type FormEvent, type ReactNode, type RefObject } from "react";
+import { useEffect, useRef, useState, type FocusEvent, type FormEvent, type ReactNode } from "react";
 import type { Verdict } from "../../../shared/verdict";
 import type { WorkerState } from "../../../shared/worker";
 import { STATE_LABEL, stateTone } from "../format";
@@ -158,31 +158,33 @@ export function Modal({
 }
 
 /**
- * Focus that was inside `box` and fell to the page's top because what held it went away (a decided ask's buttons) is
- * put on `fallback()` when `key` changes, without scrolling.
+ * Focus that was inside an element (spread the handlers returned on it) and fell to the page's top because what held it
+ * went away (a decided ask's buttons) is put on `fallback()` when `key` changes, without scrolling; `later`: a frame
+ * later, once the other effects of that change have rendered (the inbox's selection moving on). Handlers, not listeners
+ * on a ref: the element may itself be rendered only while there is something to decide.
  */
-export function useFocusKept(box: RefObject<HTMLElement | null>, key: string, fallback: () => HTMLElement | null | undefined): void {
+export function useFocusKept(
+  key: string,
+  fallback: () => HTMLElement | null | undefined,
+  opts: { later?: boolean } = {},
+): { onFocus: () => void; onBlur: (e: FocusEvent<HTMLElement>) => void } {
   const inside = useRef(false);
   const pick = useRef(fallback);
   pick.current = fallback;
   useEffect(() => {
-    const el = box.current;
-    if (!el) return;
-    const onIn = () => (inside.current = true);
-    // Focus that moves elsewhere leaves it; a removed button's focusout (no next target) is what the effect below mends.
-    const onOut = (e: FocusEvent) => {
-      if (e.relatedTarget && !el.contains(e.relatedTarget as Node)) inside.current = false;
-    };
-    el.addEventListener("focusin", onIn);
-    el.addEventListener("focusout", onOut);
-    return () => {
-      el.removeEventListener("focusin", onIn);
-      el.removeEventListener("focusout", onOut);
-    };
-  }, [box]);
-  useEffect(() => {
     if (!inside.current || (document.activeElement && document.activeElement !== document.body)) return;
     inside.current = false;
-    pick.current()?.focus({ preventScroll: true });
-  }, [key]);
+    const put = () => pick.current()?.focus({ preventScroll: true });
+    if (opts.later) requestAnimationFrame(put);
+    else put();
+  }, [key, opts.later]);
+  return {
+    onFocus: () => {
+      inside.current = true;
+    },
+    // Focus that moves elsewhere leaves it; a removed button's blur (no next target) is what the effect above mends.
+    onBlur: (e) => {
+      if (e.relatedTarget && !e.currentTarget.contains(e.relatedTarget)) inside.current = false;
+    },
+  };
 }

@@ -3,7 +3,7 @@ import { askView } from "../../../shared/ask-view";
 import { showUntrusted } from "../../../shared/untrusted";
 import { errorText } from "../api";
 import { AskCard, decide, keyRefusal } from "../components/AskCard";
-import { Empty } from "../components/common";
+import { Empty, useFocusKept } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { grantsInView } from "../../../shared/grants";
 import { pushNotice, usePending, useStore } from "../store";
@@ -38,18 +38,12 @@ export function Approvals({ focus }: { focus?: string }) {
 
   // A card decided with its own button goes away with the focus (to the page's top): it goes on to the ask selected
   // next, its list item, as j / k leave it.
-  const focusInList = useRef(false);
-  const pendingIds = pending.map((a) => a.id).join();
-  useEffect(() => {
-    if (!focusInList.current || (document.activeElement && document.activeElement !== document.body)) return;
-    focusInList.current = false;
+  const keepFocus = useFocusKept(
+    pending.map((a) => a.id).join(),
+    () => listRef.current?.querySelector<HTMLElement>('li[aria-current="true"]') ?? listRef.current?.querySelector<HTMLElement>("li"),
     // After the selection has moved on (the effect above).
-    requestAnimationFrame(() =>
-      (listRef.current?.querySelector<HTMLElement>('li[aria-current="true"]') ?? listRef.current?.querySelector<HTMLElement>("li"))?.focus({
-        preventScroll: true,
-      }),
-    );
-  }, [pendingIds]);
+    { later: true },
+  );
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -114,13 +108,7 @@ export function Approvals({ focus }: { focus?: string }) {
         </p>
       )}
       {pending.length === 0 && <Empty title="Nothing is waiting for you">Permission asks and questions from every worker show up here.</Empty>}
-      <ul
-        className="ask-list"
-        aria-label="Pending approvals"
-        ref={listRef}
-        onFocus={() => (focusInList.current = true)}
-        onBlur={(e) => e.relatedTarget && !e.currentTarget.contains(e.relatedTarget) && (focusInList.current = false)}
-      >
+      <ul className="ask-list" aria-label="Pending approvals" ref={listRef} {...keepFocus}>
         {pending.map((a) => (
           <li
             key={a.id}

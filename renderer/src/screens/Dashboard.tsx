@@ -517,7 +517,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
   const [busy, setBusy] = useState(false);
   // Approve or Reject on the card goes away with the focus once decided: it stays on the card, on its title.
   const cardRef = useRef<HTMLElement>(null);
-  useFocusKept(cardRef, `${w.state} ${asks.map((a) => a.id).join()}`, () => cardRef.current?.querySelector<HTMLElement>(".card-title"));
+  const keepFocus = useFocusKept(`${w.state} ${asks.map((a) => a.id).join()}`, () => cardRef.current?.querySelector<HTMLElement>(".card-title"));
   const act = async (label: string, fn: () => Promise<unknown>) => {
     setBusy(true);
     try {
@@ -544,7 +544,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       go({ name: "worker", id });
     });
   return (
-    <section className={`card worker-card tone-${w.state}`} aria-label={w.id} ref={cardRef}>
+    <section className={`card worker-card tone-${w.state}`} aria-label={w.id} ref={cardRef} {...keepFocus}>
       <div className="card-top">
         <a className="card-title" href={href({ name: "worker", id: w.id })}>
           {taskTitle(w.spec)}

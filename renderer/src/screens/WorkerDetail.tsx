@@ -4,7 +4,7 @@ import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
-import { Empty, Modal, StateChip } from "../components/common";
+import { Empty, Modal, StateChip, useFocusKept } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { Diff } from "../components/LazyDiff";
 import { Transcript } from "../components/Transcript";
@@ -60,17 +60,14 @@ export function WorkerDetail({ id }: { id: string }) {
   // without scrolling the page (a mouse click focuses the button too).
   const asksRef = useRef<HTMLElement>(null);
   const steerRef = useRef<HTMLTextAreaElement>(null);
-  const focusInAsks = useRef(false);
-  const pendingIds = w
-    ? pendingAsks(w)
-        .map((a) => a.id)
-        .join()
-    : "";
-  useEffect(() => {
-    if (!focusInAsks.current || (document.activeElement && document.activeElement !== document.body)) return;
-    focusInAsks.current = false;
-    (asksRef.current?.querySelector<HTMLElement>(".ask-actions button:not(:disabled)") ?? steerRef.current)?.focus({ preventScroll: true });
-  }, [pendingIds]);
+  const keepFocus = useFocusKept(
+    w
+      ? pendingAsks(w)
+          .map((a) => a.id)
+          .join()
+      : "",
+    () => asksRef.current?.querySelector<HTMLElement>(".ask-actions button:not(:disabled)") ?? steerRef.current,
+  );
 
   useEffect(() => {
     void loadTranscript(id);
@@ -481,14 +478,7 @@ export function WorkerDetail({ id }: { id: string }) {
       )}
 
       {asks.length > 0 && (
-        <section
-          className="panel"
-          aria-label="Pending approvals of this worker"
-          ref={asksRef}
-          onFocus={() => (focusInAsks.current = true)}
-          // Focus that moves elsewhere leaves it; a removed button's blur (no next target) is what the effect above mends.
-          onBlur={(e) => e.relatedTarget && !e.currentTarget.contains(e.relatedTarget) && (focusInAsks.current = false)}
-        >
+        <section className="panel" aria-label="Pending approvals of this worker" ref={asksRef} {...keepFocus}>
           <h2>Waiting for you</h2>
           {asks.map((a) => (
             <AskCard key={a.id} ask={a} showWorker={false} />
