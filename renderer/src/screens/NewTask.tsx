@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from "react";
+import { useState, type FormEvent, type ReactNode } from "react";
 import type { CheckSpec } from "../../../shared/check";
 import type { WorkerSpecInput } from "../../../shared/worker";
 import { api, errorText } from "../api";
@@ -174,6 +174,23 @@ export function NewTask() {
       </div>
     ) : null;
   const describedBy = (i: number, field: string) => (error && error.task === i && error.field === field ? `err-${i}-${field}` : undefined);
+  /** A number field of task `i` (its budget's or its fix rounds'), with its own error under it (and `also`). */
+  const numberField = (i: number, name: "wallSec" | "tokens" | "fixRounds", label: string, opts: { title?: string; also?: ReactNode } = {}) => (
+    <label className="field" title={opts.title}>
+      <span>{label}</span>
+      <input
+        name={name}
+        inputMode="numeric"
+        value={tasks[i]![name]}
+        placeholder="none"
+        onChange={(e) => update(i, { [name]: e.target.value })}
+        aria-invalid={!!describedBy(i, name)}
+        aria-describedby={describedBy(i, name)}
+      />
+      {fieldError(i, name)}
+      {opts.also}
+    </label>
+  );
 
   return (
     <form className="new-task" onSubmit={submit} noValidate aria-label="New task">
@@ -348,49 +365,11 @@ export function NewTask() {
               />
               {fieldError(i, "protect")}
             </label>
-            <label className="field">
-              <span>Wall-clock budget (s)</span>
-              <input
-                name="wallSec"
-                inputMode="numeric"
-                value={t.wallSec}
-                placeholder="none"
-                onChange={(e) => update(i, { wallSec: e.target.value })}
-                aria-invalid={!!describedBy(i, "wallSec")}
-                aria-describedby={describedBy(i, "wallSec")}
-              />
-              {fieldError(i, "wallSec")}
-            </label>
-            <label className="field">
-              <span>Token budget</span>
-              <input
-                name="tokens"
-                inputMode="numeric"
-                value={t.tokens}
-                placeholder="none"
-                onChange={(e) => update(i, { tokens: e.target.value })}
-                aria-invalid={!!describedBy(i, "tokens")}
-                aria-describedby={describedBy(i, "tokens")}
-              />
-              {fieldError(i, "tokens")}
-              {fieldError(i, "budget")}
-            </label>
-            <label
-              className="field"
-              title="on honest-failure, the engine sends the failing checks' names and output back to the worker, at most this many times"
-            >
-              <span>Fix rounds (0–10)</span>
-              <input
-                name="fixRounds"
-                inputMode="numeric"
-                value={t.fixRounds}
-                placeholder="none"
-                onChange={(e) => update(i, { fixRounds: e.target.value })}
-                aria-invalid={!!describedBy(i, "fixRounds")}
-                aria-describedby={describedBy(i, "fixRounds")}
-              />
-              {fieldError(i, "fixRounds")}
-            </label>
+            {numberField(i, "wallSec", "Wall-clock budget (s)")}
+            {numberField(i, "tokens", "Token budget", { also: fieldError(i, "budget") })}
+            {numberField(i, "fixRounds", "Fix rounds (0–10)", {
+              title: "on honest-failure, the engine sends the failing checks' names and output back to the worker, at most this many times",
+            })}
           </div>
           {many && (
             <div className="row-actions">
