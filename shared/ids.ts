@@ -10,7 +10,10 @@ export function newId(prefix: string): string {
 }
 
 /**
- * An id a client names (a worker's, batch's, attempt group's, job's): required, and at most 200 characters — every id the
- * engine makes is about 20 — so a refusal quotes it whole (an id of 200,000 characters came back in "unknown worker …").
+ * An id a client may name (a job's, where none means the latest): at most 200 characters — every id the engine makes is
+ * about 20 — so a refusal quotes it whole (an id of 200,000 characters came back in "unknown worker …").
  */
-export const IdRef = (field: string) => z.string().min(1, `${field} is required`).max(200, "an id is at most 200 characters");
+export const IdText = () => z.string().max(200, "an id is at most 200 characters");
+
+/** An id a client names (a worker's, batch's, attempt group's, job's): required, and bounded as IdText. */
+export const IdRef = (field: string) => IdText().min(1, `${field} is required`);

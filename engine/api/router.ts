@@ -30,7 +30,7 @@ import path from "node:path";
 import { Grade } from "../../shared/grade";
 import { AttemptGroupRef } from "../../shared/attempts";
 import { ledger } from "../../shared/ledger";
-import { IdRef } from "../../shared/ids";
+import { IdRef, IdText } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import { redactUrlCredentials, targetShown } from "../../shared/remote-url";
 import { PolicyRule, type DecidedBy, type PermissionAsk } from "../../shared/permission";
@@ -435,11 +435,9 @@ export const appRouter = t.router({
     /** A model start by id, or the latest (null when none ran since the engine started). */
     /** "Build one": scripts/build-llama-server.sh as a job; progress arrives as `llama-build` events (and from buildJob). */
     buildLlama: proc.mutation(({ ctx }) => startLlamaBuild((job) => ctx.engine.bus.publish({ type: "llama-build", job, ts: Date.now() }))),
-    buildJob: proc
-      .input(z.object({ jobId: z.string().max(200, "an id is at most 200 characters").optional() }).optional())
-      .query(({ input }) => llamaBuildJob(input?.jobId)),
+    buildJob: proc.input(z.object({ jobId: IdText().optional() }).optional()).query(({ input }) => llamaBuildJob(input?.jobId)),
     buildCancel: proc.input(z.object({ jobId: IdRef("jobId") })).mutation(({ input }) => cancelLlamaBuild(input.jobId)),
-    job: proc.input(z.object({ jobId: z.string().max(200, "an id is at most 200 characters").optional() }).optional()).query(({ input }) => {
+    job: proc.input(z.object({ jobId: IdText().optional() }).optional()).query(({ input }) => {
       return setupJobApi(input?.jobId);
     }),
     cancel: proc.input(z.object({ jobId: IdRef("jobId") })).mutation(({ input }) => {
