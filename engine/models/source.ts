@@ -3,7 +3,7 @@
  * Hugging Face reference (`hf:owner/repo/path/file.gguf[@rev]`, or `owner/repo:QUANT` via the Hub tree API).
  */
 import { config } from "../config";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, type Stats, statSync } from "node:fs";
 import path from "node:path";
 import { ggmlTypeId, tensorBytes } from "./ggml-types";
 import { type GgufFile, type GgufTensorInfo, isMmproj, mergeShards, readGgufFrom, shardNames } from "./gguf";
@@ -101,18 +101,17 @@ const METADATA_MAX_BYTES = 64 * 1024 * 1024;
  * FIFO, whose read waits for a writer for good (read whole, it stopped the engine, every client with it); a device or
  * socket (/dev/zero read whole takes the engine's memory). `what`: what to pass instead.
  */
-function regularFile(file: string, what: string): void {
+function regularFile(file: string, what: string): Stats {
   const st = statSync(file, { throwIfNoEntry: false });
   if (!st) throw new ModelSourceError(`no such file: ${file} (${what})`);
   if (st.isDirectory()) throw new ModelSourceError(`${file} is a folder, not a file (${what})`);
   if (!st.isFile()) throw new ModelSourceError(`${file} is not a regular file (a FIFO, socket or device): ${what}`);
+  return st;
 }
 
 export function loadMetadataFile(file: string): ModelInfo {
   const what = "pass a JSON object of GGUF metadata keys";
-  if (!existsSync(file)) throw new ModelSourceError(`no such file: ${file} (${what})`);
-  regularFile(file, what);
-  if (statSync(file).size > METADATA_MAX_BYTES)
+  if (regularFile(file, what).size > METADATA_MAX_BYTES)
     throw new ModelSourceError(`${file} is over ${METADATA_MAX_BYTES / 1024 / 1024} MB: not a metadata file (${what})`);
   let j: unknown;
   try {
