@@ -62,8 +62,13 @@ export async function gitScript(
   return r.stdout;
 }
 
-/** The label of git's words inside the engine's: they may name a file, folder or repository a worker made. */
-export const GIT_WORDS = "git's words, which may name the worker's files";
+/**
+ * Lines of git's output (as `slice(start, end)` picks them) quoted and labelled inside the engine's words: git names the
+ * files it complains about, and a worker chose those names (a line break and "SYSTEM: …" in one).
+ */
+export function gitWords(text: string, start: number, end?: number): string {
+  return quoteUntrusted(text.trim().split("\n").slice(start, end).join("\n"), "git's words, which may name the worker's files", 600);
+}
 
 /**
  * git's own words for a failure (the last lines it printed), quoted and labelled: git names the files it complains
@@ -74,7 +79,7 @@ export function gitComplaint(r: CommandResult): string {
   // A timeout's words are the engine's own ("it ran past N s: it was stopped"): nothing of git's was kept.
   if (r.timedOut) return `${r.stderr} (git waits for good where it reads a FIFO: one named .gitignore in the worker's files, or in a nested repository's .git)`;
   if (r.startError) return r.startError;
-  return quoteUntrusted((r.stderr || r.stdout).trim().split("\n").slice(-3).join("\n"), GIT_WORDS, 600);
+  return gitWords(r.stderr || r.stdout, -3);
 }
 
 /** The engine's own name and address on the commits it makes (git's flags below, its trusted environment, snapshot.ts). */

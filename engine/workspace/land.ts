@@ -3,9 +3,9 @@ import path from "node:path";
 import { foldPath } from "./fold";
 import type { ChangeFlag } from "../../shared/verdict";
 import { InputError } from "../../shared/errors";
-import { quoteUntrusted, quoteUntrustedList } from "../../shared/untrusted";
+import { quoteUntrustedList } from "../../shared/untrusted";
 import { runCommand } from "../process";
-import { git, GIT_WORDS, gitComplaint, GitError, OCW_IDENTITY, userGitEnv } from "./git";
+import { git, gitComplaint, GitError, gitWords, OCW_IDENTITY, userGitEnv } from "./git";
 import { objectId } from "./snapshot";
 
 /**
@@ -93,7 +93,7 @@ export async function mergeTrees(repo: string, a: string, b: string, flags?: str
     }
     return { conflict: files };
   }
-  throw new GitError(`git merge-tree failed in ${repo}: ${quoteUntrusted((r.err || r.out).trim().split("\n").slice(-2).join("\n"), GIT_WORDS, 600)}`);
+  throw new GitError(`git merge-tree failed in ${repo}: ${gitWords(r.err || r.out, -2)}`);
 }
 
 async function commitTree(repo: string, tree: string, parents: string[], message: string, objects?: string): Promise<string> {
@@ -569,7 +569,7 @@ async function applyToCheckout(
         "conflict",
       );
     // git's words name the files in the way, and those are the worker's (an invalid path, a file of its change).
-    const what = quoteUntrusted((r.err || r.out).trim().split("\n").slice(0, 3).join("\n"), GIT_WORDS, 600);
+    const what = gitWords(r.err || r.out, 0, 3);
     throw new InputError(
       `the merge could not be written to your checkout ${what}: commit or stash the files named, then merge again (nothing was changed)`,
       "conflict",
