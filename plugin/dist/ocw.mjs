@@ -44327,7 +44327,8 @@ function newId(prefix) {
   const r = random.getRandomValues(new Uint8Array(3));
   return `${prefix}-${Date.now().toString(36)}${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
-var IdRef = (field) => external_exports.string().min(1, `${field} is required`).max(200, "an id is at most 200 characters");
+var IdText = () => external_exports.string().max(200, "an id is at most 200 characters");
+var IdRef = (field) => IdText().min(1, `${field} is required`);
 
 // shared/untrusted.ts
 var SHOW_MAX = 1e3;
@@ -75313,12 +75314,11 @@ function regularFile(file3, what) {
   if (!st) throw new ModelSourceError(`no such file: ${file3} (${what})`);
   if (st.isDirectory()) throw new ModelSourceError(`${file3} is a folder, not a file (${what})`);
   if (!st.isFile()) throw new ModelSourceError(`${file3} is not a regular file (a FIFO, socket or device): ${what}`);
+  return st;
 }
 function loadMetadataFile(file3) {
   const what = "pass a JSON object of GGUF metadata keys";
-  if (!existsSync6(file3)) throw new ModelSourceError(`no such file: ${file3} (${what})`);
-  regularFile(file3, what);
-  if (statSync6(file3).size > METADATA_MAX_BYTES)
+  if (regularFile(file3, what).size > METADATA_MAX_BYTES)
     throw new ModelSourceError(`${file3} is over ${METADATA_MAX_BYTES / 1024 / 1024} MB: not a metadata file (${what})`);
   let j;
   try {
@@ -84843,11 +84843,13 @@ async function gitScript(script, opts) {
   if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
   return r.stdout;
 }
-var GIT_WORDS = "git's words, which may name the worker's files";
+function gitWords(text, start, end) {
+  return quoteUntrusted(text.trim().split("\n").slice(start, end).join("\n"), "git's words, which may name the worker's files", 600);
+}
 function gitComplaint(r) {
   if (r.timedOut) return `${r.stderr} (git waits for good where it reads a FIFO: one named .gitignore in the worker's files, or in a nested repository's .git)`;
   if (r.startError) return r.startError;
-  return quoteUntrusted((r.stderr || r.stdout).trim().split("\n").slice(-3).join("\n"), GIT_WORDS, 600);
+  return gitWords(r.stderr || r.stdout, -3);
 }
 var ENGINE_AUTHOR = { name: "opencode-worker", email: "opencode-worker@localhost" };
 var OCW_IDENTITY = ["-c", `user.name=${ENGINE_AUTHOR.name}`, "-c", `user.email=${ENGINE_AUTHOR.email}`, "-c", "commit.gpgsign=false"];
@@ -85440,7 +85442,7 @@ async function mergeTrees(repo, a2, b, flags, objects) {
     }
     return { conflict: files };
   }
-  throw new GitError(`git merge-tree failed in ${repo}: ${quoteUntrusted((r.err || r.out).trim().split("\n").slice(-2).join("\n"), GIT_WORDS, 600)}`);
+  throw new GitError(`git merge-tree failed in ${repo}: ${gitWords(r.err || r.out, -2)}`);
 }
 async function commitTree(repo, tree, parents, message, objects) {
   const r = await q2(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message], { objects });
@@ -85767,7 +85769,7 @@ ${r.out}`.matchAll(/^error: Entry '(.+)' not uptodate\. Cannot merge\.$/gm)].map
         )} ${filtered.length === 1 ? "is" : "are"} stored in your checkout through a filter of yours (.gitattributes; filter=lfs is git-lfs), which the engine never runs, so it cannot write this merge there; nothing was changed.${byHand}`,
         "conflict"
       );
-    const what = quoteUntrusted((r.err || r.out).trim().split("\n").slice(0, 3).join("\n"), GIT_WORDS, 600);
+    const what = gitWords(r.err || r.out, 0, 3);
     throw new InputError(
       `the merge could not be written to your checkout ${what}: commit or stash the files named, then merge again (nothing was changed)`,
       "conflict"
@@ -95285,9 +95287,9 @@ var appRouter = t.router({
     /** A model start by id, or the latest (null when none ran since the engine started). */
     /** "Build one": scripts/build-llama-server.sh as a job; progress arrives as `llama-build` events (and from buildJob). */
     buildLlama: proc2.mutation(({ ctx }) => startLlamaBuild((job2) => ctx.engine.bus.publish({ type: "llama-build", job: job2, ts: Date.now() }))),
-    buildJob: proc2.input(external_exports.object({ jobId: external_exports.string().max(200, "an id is at most 200 characters").optional() }).optional()).query(({ input: input2 }) => llamaBuildJob(input2?.jobId)),
+    buildJob: proc2.input(external_exports.object({ jobId: IdText().optional() }).optional()).query(({ input: input2 }) => llamaBuildJob(input2?.jobId)),
     buildCancel: proc2.input(external_exports.object({ jobId: IdRef("jobId") })).mutation(({ input: input2 }) => cancelLlamaBuild(input2.jobId)),
-    job: proc2.input(external_exports.object({ jobId: external_exports.string().max(200, "an id is at most 200 characters").optional() }).optional()).query(({ input: input2 }) => {
+    job: proc2.input(external_exports.object({ jobId: IdText().optional() }).optional()).query(({ input: input2 }) => {
       return setupJobApi(input2?.jobId);
     }),
     cancel: proc2.input(external_exports.object({ jobId: IdRef("jobId") })).mutation(({ input: input2 }) => {
