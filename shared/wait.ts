@@ -204,11 +204,8 @@ export function describeNote(e: EngineEvent, followed: { has(id: string): boolea
   switch (e.type) {
     case "worker.state":
       return e.reason ? { said: `${e.workerId} ${e.state}`, untrusted: e.reason } : { said: `${e.workerId} ${e.state}` };
-    case "ask.opened": {
-      const tool = e.ask.tool;
-      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} asks ${tool}`, untrusted: e.ask.what };
-      return { said: `${e.workerId} asks (tool and request)`, untrusted: `${tool}: ${e.ask.what}` };
-    }
+    case "ask.opened":
+      return askNote(e.workerId, e.ask);
     case "ask.resolved":
       return { said: `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText(e.by)}` : ""}` };
     case "part": {
@@ -225,6 +222,12 @@ export function describeNote(e: EngineEvent, followed: { has(id: string): boolea
     default:
       return null;
   }
+}
+
+/** The progress note of a worker's ask: its tool named where the name is plain, its request always the worker's words. */
+export function askNote(workerId: string, ask: Pick<PermissionAsk, "tool" | "what">): WaitNote {
+  if (PLAIN_NAME.test(ask.tool)) return { said: `${workerId} asks ${ask.tool}`, untrusted: ask.what };
+  return { said: `${workerId} asks (tool and request)`, untrusted: `${ask.tool}: ${ask.what}` };
 }
 
 /** A one-line progress note for an event of a followed worker (noteLine of describeNote), or null when none. */

@@ -358,4 +358,22 @@ describe("waitForNews", () => {
     expect(items[3]).toMatchObject({ result: { reason: "news", workerIds: [a] } });
     expect(r.listeners()).toBe(0);
   });
+
+  it("as a stream: an ask already waiting when the wait begins is a line too, unless this caller was shown it", async () => {
+    const r = rig();
+    const a = r.create("w-a");
+    const b = r.create("w-b");
+    // Both asks opened before the wait followed its workers (the race a bridge's wait lost under load: the answer held
+    // the ask, its progress never named it).
+    r.ask(a, "per-1");
+    r.ask(b, "per-2");
+    const items: unknown[] = [];
+    for await (const it of waitStream(r.src, input({ workerIds: [a, b], shownAsks: ["per-2"], timeoutMs: 60_000 }))) items.push(it);
+    expect(items).toHaveLength(3);
+    expect(items.slice(0, 2)).toEqual([
+      { following: [a, b] },
+      { note: 'w-a asks edit, untrusted: "/r/a.txt"', line: { said: "w-a asks edit", untrusted: "/r/a.txt" } },
+    ]);
+    expect(items[2]).toMatchObject({ result: { reason: "news", workerIds: [a, b] } });
+  });
 });

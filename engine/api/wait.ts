@@ -4,7 +4,7 @@
 import type { z } from "zod";
 import type { BatchSummary } from "../../shared/batch";
 import type { Delivered, EngineEvent } from "../../shared/events";
-import { describeNote, noteLine, slimBatch, slimWorker, type WaitInput, type WaitNote, type WaitResult, type WaitStreamItem } from "../../shared/wait";
+import { askNote, describeNote, noteLine, slimBatch, slimWorker, type WaitInput, type WaitNote, type WaitResult, type WaitStreamItem } from "../../shared/wait";
 import { isAtRest, pendingAsks, type Worker } from "../../shared/worker";
 
 /** What a wait reads of the engine (the Engine itself in production). */
@@ -85,6 +85,9 @@ export async function waitForNews(src: WaitSource, input: Input, opts: WaitOptio
   const shownFinished = new Set(input.shownFinished);
   const followed = new Set(ids);
   opts.onFollow?.(ids);
+  // The asks already waiting that this caller was not shown are lines too: an ask that opened a moment before the
+  // wait began following would otherwise be in the answer without ever having been a line of its progress.
+  if (opts.onNote) for (const id of ids) for (const a of pendingAsks(src.get(id))) if (!shownAsks.has(a.id)) opts.onNote(askNote(a.workerId, a));
   // How much news there is: the asks not shown, the workers finished and not shown.
   const news = () =>
     ids.reduce((n, id) => {

@@ -94,8 +94,11 @@ export class EngineLink {
     try {
       return await fn(client);
     } catch (err) {
+      // The engine records a deliberate stop before it drops its connections, so a long call cut off by any failed
+      // connection reads that record. Not only a refused one: the query's one resend can go out on another kept-alive
+      // connection the stopping engine dropped too, whose close this process had not yet seen, and fail alike.
+      if (since !== undefined && isConnectionError(err)) this.stoppedSince(since);
       if (!isRefused(err)) throw err;
-      if (since !== undefined) this.stoppedSince(since);
       // Only the first caller to notice drops the stale lookup; the others reuse the new one.
       if (this.lockP === lockP) {
         this.log(`lost the engine (${(err as Error).message}); reconnecting`);
