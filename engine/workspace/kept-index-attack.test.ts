@@ -4,7 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { gitsWaySuite, gradeGitsWay, keptIndexMeta, settle } from "../../test/fixtures/kept-index";
 import { write } from "../../test/fixtures/snapshot-cases";
-import { createWorkspace, fullDiff, inspectRepo, keptIndexUseOf, type Workspace } from "./workspace";
+import { commitAndCheckOut, createWorkspace, fullDiff, inspectRepo, keptIndexUseOf, snapshotCaps, type Workspace } from "./workspace";
 
 // A hostile worker against grading's git way from the kept checkout index: each route tries to make a changed file
 // look unchanged to git's stat check (same size, times put back, an inode reused, a swap of files or folders). The
@@ -16,7 +16,7 @@ let n = 0;
 
 // Files of equal sizes (a swap keeps every size), an executable, a symlink whose target is as long as a file.
 const NINE = "nine.txt";
-function attackRepo(): string {
+function attackRepo(opts: { submodule?: boolean } = {}): string {
   const dir = path.join(tmp, `repo-${n++}`);
   execFileSync("git", ["init", "-q", "-b", "main", dir]);
   const files: Record<string, string> = {
@@ -38,8 +38,8 @@ function attackRepo(): string {
   chmodSync(path.join(dir, "run.sh"), 0o755);
   symlinkSync("ABCDEFGHI", path.join(dir, "lnk"));
   execFileSync("git", ["-C", dir, "add", "-A"]);
-  // A submodule (gitlink) the checkout leaves as an empty folder.
-  execFileSync("git", ["-C", dir, "update-index", "--add", "--cacheinfo", `160000,${"1".repeat(40)},sub`]);
+  // A submodule (gitlink) the checkout leaves as an empty folder (the in-process snapshot takes none: git's way).
+  if (opts.submodule !== false) execFileSync("git", ["-C", dir, "update-index", "--add", "--cacheinfo", `160000,${"1".repeat(40)},sub`]);
   execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init"]);
   return dir;
 }
@@ -429,4 +429,90 @@ describe("the attacks are changes (the oracle sees them)", () => {
     },
     30_000,
   );
+});
+
+/**
+ * The engine's own snapshot with a partial checkout (file checks): it reads no base file whose stat data the kept index
+ * shows unchanged. `only` names no base file, so every base file is left to that stat check. On git's switch off for
+ * the call (gitsWaySuite sets it for this file).
+ */
+async function inProcess(ws: Workspace) {
+  const switched = process.env.OCW_SNAPSHOT_GIT;
+  delete process.env.OCW_SNAPSHOT_GIT;
+  try {
+    const checkoutDir = path.join(tmp, `checkout-${n++}`);
+    const m = await commitAndCheckOut(ws, "ocw: attack", checkoutDir, snapshotCaps(), ["checked.txt"]);
+    return {
+      changed: m.changed,
+      diffStat: m.diffStat,
+      changes: [...(m.changes ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1)),
+      unchanged: m.commit === ws.baseCommit,
+      filesRead: m.filesRead,
+    };
+  } finally {
+    process.env.OCW_SNAPSHOT_GIT = switched;
+  }
+}
+
+async function attackInProcess(route: Route, when: When) {
+  for (let tries = 1; ; tries++) {
+    try {
+      const [, mutate] = route;
+      const settled = when !== "same second";
+      const r = attackRepo({ submodule: false });
+      const kept = await workspace(r);
+      if (settled) await settle();
+      if (when === "fence later") fenceNow(kept);
+      mutate(kept.worktree);
+      const before = await workspace(r);
+      rmSync(meta(before));
+      mutate(before.worktree);
+      if (!settled) await settle();
+      const g = await inProcess(kept);
+      // The oracle: git's way from the base's index (every file read again).
+      const o = await grade(before);
+      expect({ changed: g.changed, diffStat: g.diffStat, changes: g.changes, unchanged: g.unchanged }).toEqual({
+        changed: o.changed,
+        diffStat: o.diffStat,
+        changes: o.changes,
+        unchanged: o.unchanged,
+      });
+      return g;
+    } catch (err) {
+      if (!(err instanceof PremiseUnmet) || tries >= 5) throw err;
+    }
+  }
+}
+
+for (const [title, when] of [
+  [
+    "the engine's own snapshot of a partial checkout, reading only what the kept stat data shows changed: what git's way commits from the base's index",
+    "settled",
+  ],
+  ["the same, the fence of a later second than the checkout's files", "fence later"],
+  ["the same, changed within the checkout's own second", "same second"],
+] as const)
+  describe(title, () => {
+    it.each(routes.filter(([name]) => !/submodule/.test(name)))(
+      "%s",
+      async (...route) => {
+        await attackInProcess(route as Route, when);
+      },
+      30_000,
+    );
+  });
+
+describe("the engine's own snapshot skips reading only where the kept stat data holds", () => {
+  it("reads no file of an untouched workspace, and only the changed file of a changed one (the same commit as git's way)", async () => {
+    const r = attackRepo({ submodule: false });
+    const ws = await workspace(r);
+    const files = execFileSync("git", ["-C", r, "ls-files"], { encoding: "utf8" }).trim().split("\n").length;
+    await settle();
+    expect(await inProcess(ws)).toMatchObject({ unchanged: true, filesRead: 0, changed: [] });
+    sameSizeRewrite(NINE, "987654321")(ws.worktree);
+    expect(await inProcess(ws)).toMatchObject({ unchanged: false, filesRead: 1, changed: [NINE] });
+    // Without the kept index, every file is read (as before it).
+    rmSync(meta(ws));
+    expect(await inProcess(ws)).toMatchObject({ unchanged: false, filesRead: files, changed: [NINE] });
+  }, 30_000);
 });

@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
+import { type BigIntStats, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
 import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
@@ -8,7 +8,7 @@ import { ENGINE_AUTHOR, git, GitError, gitComplaint, gitScript, OCW_IDENTITY, us
 import { parseRawChanges, type TreeChange } from "./land";
 import { type LinkFn, type MirrorRefresh, type ObjectFormat, mirrorObjects, refreshMirror } from "./mirror";
 import { readHead } from "./regular-file";
-import { type BaseTree, IN_PROCESS_MAX_BYTES, IN_PROCESS_MAX_FILES, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
+import { type BaseTree, type KeptStats, NotInProcess, parseBaseTree, readWorktree, writeCheckout, writeSnapshot } from "./snapshot";
 
 import { InputError, OcwError } from "../../shared/errors";
 import { quoteUntrusted } from "../../shared/untrusted";
@@ -733,6 +733,8 @@ interface GradedCommit {
   changes?: TreeChange[];
   /** Every path of the commit's tree (shown losslessly, as `git ls-tree -r` lists them), where the engine made it itself. */
   names?: string[];
+  /** How many of the worker's files the engine's own snapshot read, where it made the commit (or found no change). */
+  filesRead?: number;
 }
 
 /**
@@ -768,7 +770,9 @@ export async function commitAndCheckOut(
     // The usual case made inside the engine (snapshot.ts); whatever it does not take, or any failure of it, git's way.
     const tree = listing.base?.tree;
     if (how === "any" && tree && !config().OCW_SNAPSHOT_GIT) {
-      const made = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial ? only : undefined).catch(() => null);
+      // A checkout of some files only (file checks) reads no other file the checkout's stat data shows unchanged.
+      const kept = partial ? await keptStats(ws, listing) : null;
+      const made = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial ? only : undefined, kept).catch(() => null);
       if (made) return made;
       await emptied();
     }
@@ -807,18 +811,19 @@ async function commitInProcess(
   message: string,
   checkoutDir: string,
   only?: string[],
+  kept?: KeptStats | null,
 ): Promise<GradedCommit & { partial: boolean }> {
   if (!(await trustsFileSystem(await engineGitDir(ws.gitDir, base.format)))) throw new NotInProcess("git does not trust the file system's modes or names");
-  const snap = await readWorktree(ws.worktree, base, fresh);
-  const commit = await inTurn(ws, async () => writeSnapshot((await workerObjects(ws, true)).gradeObjects, base, snap, ws.baseCommit, message));
   const wanted = only
     ? checkoutList(only)
         .split("\n")
         .map((p) => Buffer.from(p).toString("latin1"))
     : undefined;
+  const snap = await readWorktree(ws.worktree, base, fresh, kept && wanted ? { kept, wanted: new Set(wanted) } : {});
+  const commit = await inTurn(ws, async () => writeSnapshot((await workerObjects(ws, true)).gradeObjects, base, snap, ws.baseCommit, message));
   await writeCheckout(checkoutDir, snap, wanted);
   const partial = !!only;
-  if (!commit) return { commit: ws.baseCommit, changed: [], diffStat: "", partial, changes: [] };
+  if (!commit) return { commit: ws.baseCommit, changed: [], diffStat: "", partial, changes: [], filesRead: snap.read };
   const out = await trustedScript(ws, { git: ["diff", "--raw", "--no-abbrev", "--numstat", "--stat", "-z", "--no-renames", ws.baseCommit, commit] }, {});
   const raw = parseRawChanges(out);
   const read = new Map([...snap.changed].map((p) => [losslessUtf8(Buffer.from(p, "latin1")), snap.files.get(p)]));
@@ -829,7 +834,7 @@ async function commitInProcess(
   const { changed, stat } = parseNumstatAndStat(raw.rest);
   // The tree's names as git lists them: flaggedChanges reads them instead of a `git ls-tree -r` of the commit.
   const names = [...snap.files.keys()].map((p) => losslessUtf8(Buffer.from(p, "latin1")));
-  return { commit, changed, diffStat: stat, partial, changes: raw.changes, names };
+  return { commit, changed, diffStat: stat, partial, changes: raw.changes, names, filesRead: snap.read };
 }
 
 /**
@@ -1081,7 +1086,7 @@ async function keepCheckoutIndex(ws: Workspace): Promise<void> {
     if (!st.isFile()) return;
     const bytes = await readFile(src);
     const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
-    if (bytes.length < 12 + hashSize || (!config().OCW_SNAPSHOT_GIT && inProcessSize(bytes, hashSize))) return;
+    if (bytes.length < 12 + hashSize) return;
     await mkdir(ws.gitDir, { recursive: true });
     await rm(meta, { force: true });
     await writeFile(tmp, bytes);
@@ -1109,20 +1114,6 @@ async function keepCheckoutIndex(ws: Workspace): Promise<void> {
   } finally {
     await rm(tmp, { force: true }).catch(() => undefined);
   }
-}
-
-/**
- * Whether a checkout's index is of a repository the in-process snapshot takes (snapshot.ts: on Linux, at most its files
- * and bytes): its grading does not read the kept index, so none is kept (a worker's start costs nothing more), unless
- * OCW_SNAPSHOT_GIT makes git's way the only one.
- */
-function inProcessSize(index: Buffer, hashSize: number): boolean {
-  if (process.platform !== "linux" || index.readUInt32BE(8) > IN_PROCESS_MAX_FILES) return false;
-  const walked = indexEntries(index, hashSize, index.length - hashSize);
-  if (!walked) return false;
-  let bytes = 0;
-  for (const e of walked.entries) bytes += index.readUInt32BE(e.at + 36);
-  return bytes <= IN_PROCESS_MAX_BYTES;
 }
 
 /**
@@ -1193,6 +1184,94 @@ interface KeptIndexUse {
  * files): git's add would convert a file it reads, and a file it trusts is not read.
  */
 async function keptIndexInto(ws: Workspace, index: string, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndexUse | null> {
+  const kept = await keptIndexRead(ws, listing);
+  if (!kept) return null;
+  const { buf, end, entries, fence, format } = kept;
+  // The folders of the base's files, where a .gitattributes (an ignored one too: git reads it) would apply to what git
+  // reads.
+  const dirs = new Set<string>([""]);
+  let lastDir = "";
+  for (const e of entries) {
+    const dir = e.name.toString("latin1", 0, e.name.lastIndexOf(0x2f) + 1);
+    if (dir !== lastDir) {
+      lastDir = dir;
+      for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
+    }
+  }
+  const root = Buffer.from(ws.worktree + path.sep);
+  const at0 = (rel: Buffer) => Buffer.concat([root, rel]);
+  let looked = 0;
+  for (const dir of dirs) {
+    if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
+    } catch {
+      st = undefined; // a folder on the way is a file now
+    }
+    if (st) return null;
+  }
+  const fenceSec = Number(fence / 1_000_000_000n);
+  // Seconds: a file changed after this look has a ctime of this second or later (the file system's clock runs a tick
+  // behind the system's: 100 ms allowed), which git's add, comparing seconds, tells from an entry of an earlier one.
+  const before = Math.floor((Date.now() - 100) / 1000);
+  const use: KeptIndexUse = { kept: 0, reread: 0 };
+  let looks = 0;
+  for (const e of entries) {
+    if ((e.mode & 0o170000) === 0o160000) continue; // a gitlink: git reads the submodule's HEAD whatever its stat data
+    const o = e.at;
+    const csec = buf.readUInt32BE(o);
+    const msec = buf.readUInt32BE(o + 8);
+    // Of a second before the fence's: any change since has a ctime of the fence's second or later, which git's own
+    // comparison (to the second) sees. Nothing to look at here.
+    if (csec < fenceSec && msec < fenceSec) {
+      use.kept++;
+      continue;
+    }
+    // Of the fence's second: kept only where the file is still, to the nanosecond, what the checkout left, and of an
+    // earlier second than now (a change after this look still differs to the second).
+    if (++looks % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync(at0(e.name), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      st = undefined;
+    }
+    if (st && csec < before && msec < before && keptStatHolds(buf, e, fence, st)) use.kept++;
+    else {
+      use.reread++;
+      buf.writeUInt32BE(0, o + 36);
+    }
+  }
+  if (use.reread) createHash(format).update(buf.subarray(0, end)).digest().copy(buf, end);
+  // Whole or not at all: a failure leaves what was there (the caller's index of the base, or nothing).
+  const tmp = `${index}.tmp-${randomBytes(4).toString("hex")}`;
+  try {
+    await writeFile(tmp, buf);
+    await rename(tmp, index);
+  } finally {
+    await rm(tmp, { force: true });
+  }
+  return use;
+}
+
+/** A kept checkout index read and checked whole (keptIndexRead): its bytes, its entries in the base's order, its fence. */
+interface KeptIndex {
+  buf: Buffer;
+  /** Where its checksum starts. */
+  end: number;
+  entries: { at: number; name: Buffer; mode: number }[];
+  /** KeptIndexMeta's fence (nanoseconds). */
+  fence: bigint;
+  format: ObjectFormat;
+}
+
+/**
+ * The workspace's kept checkout index (KEPT_INDEX), or null where it is missing, unreadable, of another base or not
+ * exactly the base's files (each entry a plain checkout's, in the base's order), or carries what this reading does not
+ * know, or where a `.gitattributes` is in the base or new (git's add would convert what it reads).
+ */
+async function keptIndexRead(ws: Workspace, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndex | null> {
   const base = listing.base;
   if (!base) return null;
   const meta = JSON.parse(await readFile(path.join(ws.gitDir, KEPT_META), "utf8")) as KeptIndexMeta;
@@ -1209,14 +1288,11 @@ async function keptIndexInto(ws: Workspace, index: string, listing: { base: Base
   const count = buf.readUInt32BE(8);
   if (count !== base.blobs.length + base.submodules.length) return null;
   // The entries, in the base's order (the index's and ls-tree's are git's one order): 40 bytes of stat data and mode,
-  // the object id, 16 bits of flags, the name, NULs to a multiple of 8. And the folders of the base's files, where a
-  // .gitattributes (an ignored one too: git reads it) would apply to what git reads.
+  // the object id, 16 bits of flags, the name, NULs to a multiple of 8.
   const submodules = new Set(base.submodules.map((s) => s.slice(0, -1)));
   const walked = indexEntries(buf, hs, end);
   if (!walked) return null;
-  const entries: { at: number; name: Buffer; mode: number }[] = [];
-  const dirs = new Set<string>([""]);
-  let lastDir = "";
+  const entries: KeptIndex["entries"] = [];
   let blob = 0;
   for (const e of walked.entries) {
     // Assume-valid, extended flags (skip-worktree, intent-to-add) or a stage: not a plain checkout's entry.
@@ -1224,11 +1300,6 @@ async function keptIndexInto(ws: Workspace, index: string, listing: { base: Base
     const name = buf.toString("latin1", e.name, e.nul);
     const mode = buf.readUInt32BE(e.at + 24);
     if ((mode & 0o170000) === 0o160000 ? !submodules.has(name) : base.blobs[blob++]?.[0] !== name) return null;
-    const dir = name.slice(0, name.lastIndexOf("/") + 1);
-    if (dir !== lastDir) {
-      lastDir = dir;
-      for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
-    }
     entries.push({ at: e.at, name: buf.subarray(e.name, e.nul), mode });
   }
   if (blob !== base.blobs.length) return null;
@@ -1239,81 +1310,51 @@ async function keptIndexInto(ws: Workspace, index: string, listing: { base: Base
     at += 8 + buf.readUInt32BE(at + 4);
   }
   if (at !== end) return null;
-  const root = Buffer.from(ws.worktree + path.sep);
-  const at0 = (rel: Buffer) => Buffer.concat([root, rel]);
-  let looked = 0;
-  for (const dir of dirs) {
-    if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
-    let st;
-    try {
-      st = lstatSync(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
-    } catch {
-      st = undefined; // a folder on the way is a file now
-    }
-    if (st) return null;
-  }
-  const fence = BigInt(meta.fence);
-  const fenceSec = Number(fence / 1_000_000_000n);
-  // Seconds: a file changed after this look has a ctime of this second or later (the file system's clock runs a tick
-  // behind the system's: 100 ms allowed), which git's add, comparing seconds, tells from an entry of an earlier one.
-  const before = Math.floor((Date.now() - 100) / 1000);
-  const ns = (sec: number, nsec: number) => BigInt(sec) * 1_000_000_000n + BigInt(nsec);
+  return { buf, end, entries, fence: BigInt(meta.fence), format };
+}
+
+/**
+ * Whether a file is still, to the nanosecond, what the checkout left as its kept entry says: its ctime and mtime both
+ * before the fence (taken after the checkout, before the worker ran) and the same now, and its inode, device, owner,
+ * size, type and executable bit. Any write, chmod, rename or `touch -d` since moves the ctime past the fence, which no
+ * process can set back; a file put in its place is another inode.
+ */
+function keptStatHolds(buf: Buffer, e: KeptIndex["entries"][number], fence: bigint, st: BigIntStats): boolean {
+  const o = e.at;
+  const ns = (at: number) => BigInt(buf.readUInt32BE(at)) * 1_000_000_000n + BigInt(buf.readUInt32BE(at + 4));
   const u32 = (n: bigint) => Number(n & 0xffffffffn);
-  const use: KeptIndexUse = { kept: 0, reread: 0 };
-  let looks = 0;
-  for (const e of entries) {
-    const type = e.mode & 0o170000;
-    if (type === 0o160000) continue; // a gitlink: git reads the submodule's HEAD whatever its stat data
-    const o = e.at;
-    const csec = buf.readUInt32BE(o);
-    const msec = buf.readUInt32BE(o + 8);
-    // Of a second before the fence's: any change since has a ctime of the fence's second or later, which git's own
-    // comparison (to the second) sees. Nothing to look at here.
-    if (csec < fenceSec && msec < fenceSec) {
-      use.kept++;
-      continue;
-    }
-    // Of the fence's second: kept only where the file is still, to the nanosecond, what the checkout left.
-    if (++looks % 256 === 0) await new Promise((r) => setImmediate(r));
-    const cns = ns(csec, buf.readUInt32BE(o + 4));
-    const mns = ns(msec, buf.readUInt32BE(o + 12));
-    let st;
-    try {
-      st = lstatSync(at0(e.name), { bigint: true, throwIfNoEntry: false });
-    } catch {
-      st = undefined;
-    }
-    const kind = type === 0o120000 ? st?.isSymbolicLink() : type === 0o100000 && st?.isFile() && ((Number(st.mode) ^ e.mode) & 0o100) === 0;
-    const same =
-      !!st &&
-      kind &&
-      csec < before &&
-      msec < before &&
-      cns < fence &&
-      mns < fence &&
-      st.ctimeNs === cns &&
-      st.mtimeNs === mns &&
-      u32(st.dev) === buf.readUInt32BE(o + 16) &&
-      u32(st.ino) === buf.readUInt32BE(o + 20) &&
-      u32(st.uid) === buf.readUInt32BE(o + 28) &&
-      u32(st.gid) === buf.readUInt32BE(o + 32) &&
-      u32(st.size) === buf.readUInt32BE(o + 36);
-    if (same) use.kept++;
-    else {
-      use.reread++;
-      buf.writeUInt32BE(0, o + 36);
-    }
-  }
-  if (use.reread) createHash(format).update(buf.subarray(0, end)).digest().copy(buf, end);
-  // Whole or not at all: a failure leaves what was there (the caller's index of the base, or nothing).
-  const tmp = `${index}.tmp-${randomBytes(4).toString("hex")}`;
-  try {
-    await writeFile(tmp, buf);
-    await rename(tmp, index);
-  } finally {
-    await rm(tmp, { force: true });
-  }
-  return use;
+  const type = e.mode & 0o170000;
+  const kind = type === 0o120000 ? st.isSymbolicLink() : type === 0o100000 && st.isFile() && ((Number(st.mode) ^ e.mode) & 0o100) === 0;
+  const cns = ns(o);
+  const mns = ns(o + 8);
+  return (
+    kind &&
+    cns < fence &&
+    mns < fence &&
+    st.ctimeNs === cns &&
+    st.mtimeNs === mns &&
+    u32(st.dev) === buf.readUInt32BE(o + 16) &&
+    u32(st.ino) === buf.readUInt32BE(o + 20) &&
+    u32(st.uid) === buf.readUInt32BE(o + 28) &&
+    u32(st.gid) === buf.readUInt32BE(o + 32) &&
+    u32(st.size) === buf.readUInt32BE(o + 36)
+  );
+}
+
+/**
+ * For the in-process snapshot: which of the base's files are unchanged since the checkout, by the kept checkout index's
+ * stat data (keptStatHolds), so that it need not read them. Null without a kept index that holds (keptIndexRead).
+ */
+async function keptStats(ws: Workspace, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptStats | null> {
+  const kept = await keptIndexRead(ws, listing).catch(() => null);
+  if (!kept) return null;
+  const byName = new Map(kept.entries.map((e) => [e.name.toString("latin1"), e]));
+  return {
+    unchanged: (name, st) => {
+      const e = byName.get(name);
+      return !!e && (e.mode & 0o170000) !== 0o160000 && keptStatHolds(kept.buf, e, kept.fence, st);
+    },
+  };
 }
 
 /**
