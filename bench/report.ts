@@ -141,7 +141,9 @@ export interface Report {
     cores: number;
     repoFiles: number;
     other: string;
-    out: { side: string; gradings: number; built: number; medianMs: number; minMs: number; maxMs: number; gitProcessesPerGrading: number; baseChecksMedianMs: number; gitProcessesPerBaseCheck: number }[];
+    out: GradingAloneRow[];
+    /** The same per repository size (FILES=…), with the CPU each grading took (absent in records before it). */
+    bySize?: { repoFiles: number; out: GradingAloneRow[] }[];
   };
   /**
    * Where the engine's wall time goes beyond the bare SDK's (bench/trace-cost.ts, written into the report by hand from
@@ -545,9 +547,40 @@ function costSection(r: Report): string[] {
   ];
 }
 
+/** One build's row of the grading-alone run (bench/grading-micro.ts). */
+interface GradingAloneRow {
+  side: string;
+  gradings: number;
+  built: number;
+  medianMs: number;
+  minMs: number;
+  maxMs: number;
+  /** The engine's own CPU per grading (its thread and its thread pool), median; absent in records before it. */
+  engineCpuMs?: number;
+  /** The CPU of the processes it started (git, and the counting shim's sh), mean per grading. */
+  gitCpuMs?: number;
+  gitProcessesPerGrading: number;
+  baseChecksMedianMs: number;
+  gitProcessesPerBaseCheck: number;
+}
+
 function gradingAloneSection(r: Report): string[] {
   const g = r.gradingAlone;
   if (!g) return [];
+  if (g.bySize)
+    return [
+      "",
+      `Grading alone (\`FILES=${g.bySize.map((x) => x.repoFiles).join(",")} npx jiti bench/grading-micro.ts DIR N LABEL\`, ${g.at}): a worker that wrote one file in a repository of that many files, graded a second after its checkout with a file check, no sandbox, under jiti (unbundled TypeScript: both builds' CPU runs higher than the bundled engine's); this build and the source tree of ${g.other}, taking turns worker by worker; CPU as this process counts it (the engine's thread and its thread pool) and as its reaped children count it (git, with the counting shim's sh); git processes counted by a logging \`git\` first on PATH. Load (1 min) ${g.load.join(" → ")} on ${g.cores} cores${Math.max(...g.load) > g.cores ? " (**above the core count**)" : ""}.`,
+      "",
+      "| repository files | build | gradings (built) | grading ms, median [min–max] | engine CPU ms per grading, median | git CPU ms per grading | git processes per grading |",
+      "|---|---|---|---|---|---|---|",
+      ...g.bySize.flatMap((s) =>
+        s.out.map(
+          (x) =>
+            `| ${s.repoFiles} | ${x.side} | ${x.gradings} (${x.built}) | ${x.medianMs} [${x.minMs}–${x.maxMs}] | ${x.engineCpuMs ?? "–"} | ${x.gitCpuMs ?? "–"} | ${x.gitProcessesPerGrading} |`,
+        ),
+      ),
+    ];
   return [
     "",
     `Grading alone (\`npx jiti bench/grading-micro.ts DIR N LABEL\`, ${g.at}): a worker that wrote one file in a ${g.repoFiles}-file repository, graded with a file check, no sandbox; this build and the source tree of ${g.other}, taking turns worker by worker; git processes counted by a logging \`git\` first on PATH. Load (1 min) ${g.load.join(" → ")} on ${g.cores} cores${Math.max(...g.load) > g.cores ? " (**above the core count**)" : ""}.`,
