@@ -11,6 +11,7 @@
  * Balance, 422, 503 Server Overloaded), with Retry-After and the x-ratelimit-* headers of a 429.
  */
 import type { HttpResult } from "./http";
+import { quoteUntrusted } from "../../shared/untrusted";
 
 /** The provider's own error text and code, from any of the documented error shapes (or null). */
 export function providerError(body: unknown, text: string): { message: string | null; code: string | null } {
@@ -288,15 +289,19 @@ type SessionError = {
 export function describeError(err: SessionError | undefined, targetId?: string | null): string {
   const d = err?.data ?? {};
   const said = typeof d.message === "string" ? d.message : "";
-  const quoted = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}…` : said)}` : "";
+  // The error's own text is the provider's (or whatever answers at the target's URL) and reaches people and Claude:
+  // quoted, made safe and labelled inside the engine's sentence, never its words.
+  const words = said ? quoteUntrusted(said, "the error's words", 400).slice(1, -1) : "";
+  const quoted = words ? ` (${words})` : "";
   const status = typeof d.statusCode === "number" ? d.statusCode : null;
   const out = (() => {
     if (err?.name === "ContextOverflowError")
       return `the conversation outgrew the model's context${quoted}: continue the worker with a narrower task, or use a target with a longer context`;
     if (err?.name === "MessageOutputLengthError") return `the model's answer reached its output limit${quoted}: resume the worker to let it go on`;
-    if (err?.name !== "APIError") return said || "the session failed without a message: resume the worker to try again";
+    if (err?.name !== "APIError")
+      return said ? `the session failed${quoted}: resume the worker to try again` : "the session failed without a message: resume the worker to try again";
     if (status === null) return `the model API could not be reached${quoted}: resume the worker once it answers (ocw targets shows whether it does)`;
-    const http = `HTTP ${status}${quoted}`;
+    const http = `HTTP ${status}${words ? `; ${words}` : ""}`;
     switch (classifyFailure({ status, message: said })) {
       case "key":
         // the command that sets it, where the target is known (an ad-hoc `--endpoint` target has no Setup row to find)

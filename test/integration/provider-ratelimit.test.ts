@@ -31,7 +31,7 @@ describe("a provider's 429 in the middle of a task", () => {
     const w = await untilState(rig.engine.client, workerId, (x) => atRest(x.state), 120_000);
     expect(w.state).toBe("error");
     expect(w.stateReason).toMatch(
-      /the model provider rate-limited the worker's model calls \(HTTP 429: "Rate limit reached for requests per min \(RPM\)"; Retry-After 1 s\)/,
+      /the model provider rate-limited the worker's model calls \(HTTP 429; the error's words, untrusted: "Rate limit reached for requests per min \(RPM\)"; Retry-After 1 s\)/,
     );
     expect(w.stateReason).toMatch(/resume the worker once the limit resets/);
     expect(w.stateReason).not.toMatch(/APIError/);
