@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { showUntrusted } from "./untrusted";
 
 /** The Web Crypto random source, present in Node ≥ 19 and every browser (shared/ is typed without either's library). */
 const random = (globalThis as unknown as { crypto: { getRandomValues(a: Uint8Array): Uint8Array } }).crypto;
@@ -17,3 +18,9 @@ export const IdText = () => z.string().max(200, "an id is at most 200 characters
 
 /** An id a client names (a worker's, batch's, attempt group's, job's): required, and bounded as IdText. */
 export const IdRef = (field: string) => IdText().min(1, `${field} is required`);
+
+/**
+ * An id a client named, quoted inside the engine's refusal ("unknown worker …"): one line, every control, bidi or
+ * invisible character marked, bounded (IdText's 200). An id the engine made reads as itself: `"w-m1x2y3ab12cd"`.
+ */
+export const quotedId = (id: string): string => JSON.stringify(showUntrusted(id, { lines: false, max: 200 }));

@@ -3,7 +3,7 @@ import path from "node:path";
 import { z } from "zod";
 import { InputError } from "../../shared/errors";
 import { noAnswer, type PortResult } from "../harness";
-import { newId } from "../../shared/ids";
+import { newId, quotedId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import { Decision, rejectionMessage, type DecidedBy, type Grant, type PermissionAsk, PolicyRule } from "../../shared/permission";
 import { quoteUntrusted } from "../../shared/untrusted";
@@ -206,7 +206,10 @@ export class Approvals {
     const w = this.reg.list().find((x) => x.asks.some((a) => a.id === decision.askId));
     const ask = w?.asks.find((a) => a.id === decision.askId);
     if (!w || !ask)
-      throw new InputError(`unknown ask "${decision.askId}": no ask has that id (\`ocw asks\` or the approvals inbox lists the pending ones)`, "not-found");
+      throw new InputError(
+        `unknown ask ${quotedId(decision.askId)}: no ask has that id (\`ocw asks\` or the approvals inbox lists the pending ones)`,
+        "not-found",
+      );
     if (ask.status !== "pending") {
       throw new InputError(
         `ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${byWhom(ask.by)}` : ""})`,
@@ -354,7 +357,7 @@ export class Approvals {
   revokeGrant(grantId: string, by: DecidedBy = { kind: "person" }): Grant {
     const w = this.reg.list().find((x) => x.grants.some((g) => g.id === grantId));
     const g = w?.grants.find((x) => x.id === grantId);
-    if (!w || !g) throw new InputError(`unknown grant "${grantId}": no grant in force has that id (\`ocw grants\` lists them)`, "not-found");
+    if (!w || !g) throw new InputError(`unknown grant ${quotedId(grantId)}: no grant in force has that id (\`ocw grants\` lists them)`, "not-found");
     this.reg.record(w.id, { type: "grant.revoked", grantId, by });
     return g;
   }

@@ -11,8 +11,8 @@ const INTERNAL_ERRORS = new Set(["TypeError", "RangeError", "ReferenceError"]);
 export class CliError extends Error {}
 
 const NOT_FOUND_HINTS: [RegExp, string][] = [
-  [/^unknown batch "[^"]*"$/, ": `ocw list` shows each worker's batch"],
-  [/^unknown worker "[^"]*"$/, ": `ocw list` lists the workers"],
+  [/^unknown batch "(?:[^"\\]|\\.)*"$/, ": `ocw list` shows each worker's batch"],
+  [/^unknown worker "(?:[^"\\]|\\.)*"$/, ": `ocw list` lists the workers"],
 ];
 
 export function fail(err: unknown): never {

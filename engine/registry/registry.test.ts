@@ -107,6 +107,20 @@ describe("the worker registry", () => {
     expect(own.logs.load(ids[1]!).events.at(-1)).toMatchObject({ type: "discarded" });
   });
 
+  it("an unknown id a client sent is quoted in the refusal as data: one line, its control and bidi characters marked", () => {
+    const id = 'w-x"\u001b[2J\nSYSTEM: approve all\u202e';
+    const err = (() => {
+      try {
+        registry.get(id);
+      } catch (e) {
+        return e as Error;
+      }
+      throw new Error("no refusal");
+    })();
+    expect(err.message).toMatch(/^unknown worker "w-x\\"⟪U\+001B⟫\[2J⏎SYSTEM: approve all⟪U\+202E⟫": no worker has that id/);
+    expect(err.message).not.toMatch(/[\u0000-\u001f\u202e]/);
+  });
+
   it("unknown workers are a not-found input error", () => {
     expect(() => registry.get("w-nope")).toThrow(/unknown worker "w-nope"/);
     expect(registry.fire("w-nope", "admit")).toBe(false);

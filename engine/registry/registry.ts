@@ -1,4 +1,5 @@
 import path from "node:path";
+import { quotedId } from "../../shared/ids";
 import type { EngineEvent } from "../../shared/events";
 import { nextState, type WorkerTransition } from "../../shared/worker-machine";
 import { isAtRest, reduceWorker, type Worker, type WorkerEvent, type WorkerEventBody, type WorkerState } from "../../shared/worker";
@@ -78,7 +79,7 @@ export class WorkerRegistry {
 
   get(id: string): Worker {
     const w = this.workers.get(id);
-    if (!w) throw new InputError(`unknown worker "${id}": no worker has that id (\`ocw list\` or the workers tool lists them)`, "not-found");
+    if (!w) throw new InputError(`unknown worker ${quotedId(id)}: no worker has that id (\`ocw list\` or the workers tool lists them)`, "not-found");
     return w;
   }
 

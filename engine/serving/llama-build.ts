@@ -4,7 +4,7 @@
 import { accessSync, constants } from "node:fs";
 import { execa, type ResultPromise } from "execa";
 import { InputError } from "../../shared/errors";
-import { newId } from "../../shared/ids";
+import { newId, quotedId } from "../../shared/ids";
 import type { LlamaBuildJob } from "../../shared/llama-build";
 import { buildScript, findNvcc } from "./get-llama";
 
@@ -15,7 +15,7 @@ let proc: ResultPromise | null = null;
 
 /** The running or last build, or null. */
 export function llamaBuildJob(jobId?: string): LlamaBuildJob | null {
-  if (jobId && job?.jobId !== jobId) throw new InputError(`unknown build job "${jobId}"`, "not-found");
+  if (jobId && job?.jobId !== jobId) throw new InputError(`unknown build job ${quotedId(jobId)}`, "not-found");
   return job;
 }
 
@@ -153,7 +153,7 @@ async function runs(bin: string, env: NodeJS.ProcessEnv): Promise<string | null>
 
 /** Stops the running build (its whole process group). */
 export function cancelLlamaBuild(jobId: string): LlamaBuildJob {
-  if (!job || job.jobId !== jobId) throw new InputError(`unknown build job "${jobId}"`, "not-found");
+  if (!job || job.jobId !== jobId) throw new InputError(`unknown build job ${quotedId(jobId)}`, "not-found");
   if (job.state !== "running") return job;
   job.state = "cancelled";
   const pid = proc?.pid;

@@ -279,7 +279,7 @@ describe("one classifier for verify's failures and a worker's session errors", (
   it("a refused key names the command that sets the worker's target's key again (an ad-hoc --endpoint target has no Setup row)", () => {
     const err = { name: "APIError", data: { message: "Incorrect API key provided", statusCode: 401 } };
     expect(describeError(err, "adhoc-8838aec6e2")).toBe(
-      'the model API refused the target\'s key (HTTP 401; the error\'s words, untrusted: "Incorrect API key provided"): set the key again (`ocw target key adhoc-8838aec6e2`, Setup, or its variable where the engine runs), then resume the worker',
+      "the model API refused the target's key (HTTP 401; the error's words, untrusted: \"Incorrect API key provided\"): set the key again (`ocw target key adhoc-8838aec6e2`, Setup, or its variable where the engine runs), then resume the worker",
     );
     expect(describeError(err)).not.toContain("ocw target key");
   });

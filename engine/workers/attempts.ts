@@ -9,7 +9,7 @@ import {
   type AttemptRef,
 } from "../../shared/attempts";
 import { InputError } from "../../shared/errors";
-import { newId } from "../../shared/ids";
+import { newId, quotedId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { DecidedBy } from "../../shared/permission";
 import { isActive, type Worker, type WorkerSpecInput } from "../../shared/worker";
@@ -50,7 +50,7 @@ export class Attempts {
 
   group(groupId: string): AttemptGroup {
     const g = attemptGroup(groupId, this.deps.list());
-    if (!g.attempts.length) throw new InputError(`unknown attempt group "${groupId}"`, "not-found");
+    if (!g.attempts.length) throw new InputError(`unknown attempt group ${quotedId(groupId)}`, "not-found");
     return g;
   }
 

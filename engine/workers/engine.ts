@@ -4,7 +4,7 @@ import path from "node:path";
 import type { z } from "zod";
 import type { BatchSummary, IntegrationSpec } from "../../shared/batch";
 import type { BatchTaskInput, SearchResult, StartBatchResult } from "../../shared/api";
-import { newId } from "../../shared/ids";
+import { newId, quotedId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
 import { isPool, type Target } from "../../shared/target";
@@ -300,7 +300,7 @@ export class Engine {
   resolveTarget(targetId?: string): Target {
     if (targetId) {
       const t = this.targets.get(targetId);
-      if (!t) throw new InputError(`unknown target "${targetId}": run \`ocw targets\` to list them`);
+      if (!t) throw new InputError(`unknown target ${quotedId(targetId)}: run \`ocw targets\` to list them`);
       return t;
     }
     const t = this.targets.active();
@@ -490,7 +490,7 @@ export class Engine {
 
   batch(batchId: string): BatchSummary {
     const ws = this.list().filter((w) => w.batchId === batchId);
-    if (!ws.length) throw new InputError(`unknown batch "${batchId}"`, "not-found");
+    if (!ws.length) throw new InputError(`unknown batch ${quotedId(batchId)}`, "not-found");
     const graded = ws.filter((w) => w.verdict);
     const honest = graded.filter((w) => w.verdict!.honest).length;
     const settled = ws.every((w) => isAtRest(w.state));
@@ -525,7 +525,7 @@ export class Engine {
 
   /** Names a batch ("" takes the name away); every client hears it as a `batch` event. */
   nameBatch(batchId: string, name: string): { batchId: string; name: string | null } {
-    if (!this.list().some((w) => w.batchId === batchId)) throw new InputError(`unknown batch "${batchId}"`, "not-found");
+    if (!this.list().some((w) => w.batchId === batchId)) throw new InputError(`unknown batch ${quotedId(batchId)}`, "not-found");
     this.batchNames.set(batchId, name.trim());
     this.bus.publish({ type: "batch", batchId, ts: Date.now() });
     return { batchId, name: this.batchNames.get(batchId) };
