@@ -165,9 +165,16 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     }
   });
   // A request Node's parser refuses (bad bytes, conflicting lengths, headers too large): answered, never a hang-up.
+  // Said in words, in the shape of the API's other errors (a client reads `error.message` alike): it was an empty 431.
   server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
-    const status = err.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
-    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    const big = err.code === "HPE_HEADER_OVERFLOW";
+    const status = big ? "431 Request Header Fields Too Large" : "400 Bad Request";
+    const message = big
+      ? `the request's URL and headers are over the ${Math.round(http.maxHeaderSize / 1024)} KiB the engine reads: send a long input in a POST body (a subscription's too), or name fewer ids`
+      : "the engine could not read the request as HTTP: it was refused";
+    const body = JSON.stringify({ error: { message, code: -32600, data: { code: "BAD_REQUEST", httpStatus: big ? 431 : 400 } } });
+    if (socket.writable)
+      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     else socket.destroy();
   });
   await new Promise<void>((resolve, reject) => {

@@ -196,7 +196,7 @@ describe("ocw mcp under hostile input", () => {
         numRuns: 1000,
         // Report the first failure as it came: shrinking 20k-character strings through real calls outlasts the test.
         endOnFailure: true,
-        // Ids that do not fit in the engine's query URL (its HTTP server answers such a request with an empty 431).
+        // Ids that do not fit in the engine's query URL (its HTTP server answers such a request with a 431 in words).
         examples: [
           [["worker_status", { workerId: longId }]],
           [["pending_approvals", { batchId: longId }]],

@@ -89,7 +89,9 @@ describe("a provider key set again while the engine runs", () => {
     await engine.client.targets.setKey.mutate({ id: "api-rotating", key: "" });
     carried.length = 0;
     const third = await runOne();
-    expect(third).toMatch(/^error: the model API refused the target's key \(HTTP 401; the error's words, untrusted: "Incorrect API key provided"\): set the key again/);
+    expect(third).toMatch(
+      /^error: the model API refused the target's key \(HTTP 401; the error's words, untrusted: "Incorrect API key provided"\): set the key again/,
+    );
     // the command that sets this target's key, by its id
     expect(third).toContain("set the key again (`ocw target key api-rotating`, Setup, or its variable where the engine runs)");
     expect(carried).toEqual([""]);
