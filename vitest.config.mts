@@ -11,6 +11,7 @@ const NEEDS_TOOLS = [
   "engine/workspace/snapshot-fuzz.test.ts",
   "engine/workspace/kept-index.test.ts",
   "engine/workspace/kept-index-attack.test.ts",
+  "engine/workspace/kept-stats-attack.test.ts",
   "engine/workspace/land.test.ts",
   "engine/grading/checks.test.ts",
   "engine/grading/grade.test.ts",
