@@ -14,6 +14,7 @@ import {
   inspectRepo,
   keepGraded,
   keptIndexUseOf,
+  kernelStampsCtime,
   snapshotCaps,
   type Workspace,
 } from "./workspace";
@@ -269,5 +270,15 @@ describe("the stat data it trusts", () => {
       expect(await keptIndexUseOf(ws)).toBeNull();
       expect(await grade(ws)).toEqual(await grade(before));
     });
+  });
+});
+
+describe("where the kept stat data is trusted at all", () => {
+  it("on a file system whose ctime the kernel stamps (this machine's temporary folders), not on another (/proc, /sys: as a FUSE or network one)", async () => {
+    expect(await kernelStampsCtime(tmp)).toBe(true);
+    if (process.platform !== "linux") return;
+    expect(await kernelStampsCtime("/proc")).toBe(false);
+    expect(await kernelStampsCtime("/sys")).toBe(false);
+    expect(await kernelStampsCtime(path.join(tmp, "no-such-folder"))).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { type BigIntStats, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
-import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
+import { copyFile, link, lstat, mkdir, readdir, readFile, realpath, rename, rm, statfs, writeFile } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { losslessUtf8, runCommand, trimFinalNewline } from "../process";
@@ -1255,6 +1255,20 @@ async function keptIndexInto(ws: Workspace, index: string, listing: { base: Base
   return use;
 }
 
+/**
+ * File systems whose ctime the kernel stamps on every change of a file, which no process can set (statfs magic numbers):
+ * ext4 (ext2/3 too), xfs, btrfs, tmpfs, overlayfs, zfs, f2fs. On others (a FUSE or network file system, where the times
+ * are what the server or the file system's process says: some report the ctime as the mtime, which `touch -d` sets) a
+ * worker's change could keep the checkout's stat data, so it is not trusted there: every file is read, as before.
+ */
+const KERNEL_CTIME_FS = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0x794c7630, 0x2fc12fc1, 0xf2f52010]);
+export async function kernelStampsCtime(dir: string): Promise<boolean> {
+  // Elsewhere (macOS) statfs's type is no magic number to read: git's own stat check is trusted there as it always was.
+  if (process.platform !== "linux") return true;
+  const fs = await statfs(dir).catch(() => null);
+  return !!fs && KERNEL_CTIME_FS.has(Number(fs.type));
+}
+
 /** A kept checkout index read and checked whole (keptIndexRead): its bytes, its entries in the base's order, its fence. */
 interface KeptIndex {
   buf: Buffer;
@@ -1273,7 +1287,7 @@ interface KeptIndex {
  */
 async function keptIndexRead(ws: Workspace, listing: { base: BaseListing | null; fresh: string[] }): Promise<KeptIndex | null> {
   const base = listing.base;
-  if (!base) return null;
+  if (!base || !(await kernelStampsCtime(ws.worktree))) return null;
   const meta = JSON.parse(await readFile(path.join(ws.gitDir, KEPT_META), "utf8")) as KeptIndexMeta;
   if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
   if (base.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
