@@ -128,14 +128,14 @@ test("filters by state, repository and batch, search by task text and id, and fo
 test("the engine goes away: a banner, every control disabled, timers frozen; started again on the same port and token, the tab reconnects", async () => {
   await page.goto(engine.origin + "/#/");
   const askCard = page.getByRole("region", { name: ids.ask!, exact: true });
-  await expect(askCard.getByRole("button", { name: "Approve" })).toBeEnabled();
+  await expect(askCard.getByRole("button", { name: `Approve ${ids.ask}'s bash ask`, exact: true })).toBeEnabled();
   const stateDir = engine.stateDir;
   const origin = engine.origin;
   await engine.kill();
   const lost = page.getByRole("alert", { name: "Engine not reachable" });
   await expect(lost).toBeVisible({ timeout: 20_000 });
   await expect(lost).toContainText("actions are disabled and timers paused");
-  await expect(askCard.getByRole("button", { name: "Approve" })).toBeDisabled();
+  await expect(askCard.getByRole("button", { name: `Approve ${ids.ask}'s bash ask`, exact: true })).toBeDisabled();
   await expect(page.getByRole("searchbox", { name: "Search task or id" })).toBeDisabled();
   const elapsed = page.getByRole("region", { name: ids.run!, exact: true }).getByTitle("elapsed");
   const before = await elapsed.textContent();

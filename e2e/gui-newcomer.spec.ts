@@ -225,9 +225,9 @@ test("Approve on a dashboard card leaves the focus on that card's title", async 
   await expect.poll(async () => (await engine.client.approvals.list.query()).length, { timeout: 60_000 }).toBe(1);
   await page.goto(`${engine.origin}/#/dashboard`);
   const card = page.getByRole("region", { name: workerId });
-  await card.getByRole("button", { name: "Approve" }).focus();
+  await card.getByRole("button", { name: `Approve ${workerId}'s edit ask`, exact: true }).focus();
   await page.keyboard.press("Enter");
-  await expect(card.getByRole("button", { name: "Approve" })).toHaveCount(0);
+  await expect(card.getByRole("button", { name: `Approve ${workerId}'s edit ask`, exact: true })).toHaveCount(0);
   await expect(card.getByRole("link", { name: "TASK-WRITE file=card.txt text=ok" })).toBeFocused();
 });
 

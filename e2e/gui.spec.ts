@@ -178,10 +178,10 @@ test("verdict chips: a worker that claimed built and failed shows “failed” a
   await page.goto(engine.origin + "/#/");
   const card = page.getByRole("region", { name: workerId, exact: true });
   // Its write ask can be approved right on the dashboard card.
-  await expect(card.getByRole("button", { name: "Approve" })).toBeVisible({ timeout: 90_000 });
+  await expect(card.getByRole("button", { name: `Approve ${workerId}'s edit ask`, exact: true })).toBeVisible({ timeout: 90_000 });
   await expect(card).toContainText("b.txt");
   await shot(page, "05-dashboard-inline-ask");
-  await card.getByRole("button", { name: "Approve" }).click();
+  await card.getByRole("button", { name: `Approve ${workerId}'s edit ask`, exact: true }).click();
   await expect(card.getByLabel("verdict: failed")).toBeVisible({ timeout: 90_000 });
   await expect(card.getByLabel("verdict: failed")).toHaveText("failed · 0/1 checks");
   await expect(card.getByLabel("claim: false")).toHaveText("claim false: said built");

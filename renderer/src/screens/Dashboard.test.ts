@@ -8,7 +8,7 @@ import { reduceWorker, WorkerSpec, type Worker } from "../../../shared/worker";
 
 vi.mock("../api", () => ({ errorText: (e: unknown) => String(e), api: {} }));
 
-const { QueuePanel, QUEUE_SHOWN, failedWhy } = await import("./Dashboard");
+const { QueuePanel, QUEUE_SHOWN, askButtonName, failedWhy } = await import("./Dashboard");
 
 const queued = (n: number): Worker[] =>
   Array.from({ length: n }, (_, i) =>
@@ -66,5 +66,21 @@ describe("a failed card's footer says why it failed", () => {
     expect(failedWhy(v([true, false, true]))).toBe("Failed 1 of its 3 checks.");
     expect(failedWhy(v([true], { passed: false, violations: ["x"] }))).toBe("Failed: it changed files outside its scope.");
     expect(failedWhy(v([false], { passed: false, violations: ["x"], snapshotCap: "too many files" }))).toBe("Failed: its files were too large to grade.");
+  });
+});
+
+describe("a card's Approve / Reject names", () => {
+  it("name the worker and the ask's tool", () => {
+    expect(askButtonName("Approve", "w-1a2b", "bash")).toBe("Approve w-1a2b's bash ask");
+    expect(askButtonName("Reject", "w-1a2b", "external_directory")).toBe("Reject w-1a2b's external_directory ask");
+  });
+
+  it("show a tool name as one word: a space, a quote or a hidden character cannot hold another button's name", () => {
+    const forged = askButtonName("Approve", "w-1", "bash ask, Reject w-2's edit");
+    expect(forged).toBe("Approve w-1's bash⟪U+0020⟫ask⟪U+002C⟫⟪U+0020⟫Reject⟪U+0020⟫w-2⟪U+0027⟫s⟪U+0020⟫edit ask");
+    expect(forged).not.toContain("Reject w-2's edit");
+    expect(askButtonName("Approve", "w-1", "ba\u202Esh")).toBe("Approve w-1's ba⟪U+202E⟫sh ask");
+    expect(askButtonName("Approve", "w-1", "")).toBe("Approve w-1's unnamed ask");
+    expect(askButtonName("Approve", "w-1", "x".repeat(500))).toBe(`Approve w-1's ${"x".repeat(40)}… ask`);
   });
 });

@@ -508,6 +508,26 @@ function RenameBatch({ batchId, name, done }: { batchId: string; name: string; d
   );
 }
 
+/** The longest tool name an ask button's name quotes; past it, cut with "…". */
+const TOOL_NAME_MAX = 40;
+
+/**
+ * A card's Approve / Reject button named for a screen reader or voice control: which worker's ask it answers and for
+ * what tool ("Approve w-1a2b's bash ask"), where every card's buttons were just "Approve" and "Reject". The worker's id is
+ * the engine's; the tool name comes with the ask, so it is shown as one word: every character but a letter, digit, "_",
+ * "." or "-" as ⟪U+XXXX⟫ (as shared/untrusted.ts marks hidden ones). A name with a space in it could otherwise hold a
+ * whole other button's name ("bash ask, Reject w-9c3d's edit") for voice control to match. Worker-written text
+ * (its title, its command) is never part of the name: it is shown on the card, as data.
+ */
+export function askButtonName(verb: "Approve" | "Reject", workerId: string, tool: string): string {
+  const chars = [...tool];
+  const word = chars
+    .slice(0, TOOL_NAME_MAX)
+    .map((c) => (/^[A-Za-z0-9_.-]$/.test(c) ? c : `⟪U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟫`))
+    .join("");
+  return `${verb} ${workerId}'s ${word || "unnamed"}${chars.length > TOOL_NAME_MAX ? "…" : ""} ask`;
+}
+
 function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
   const now = useNow();
   const rate = useStore((s) => s.rates[w.id]);
@@ -651,6 +671,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
                 type="button"
                 className="btn ok small"
                 disabled={busy}
+                aria-label={askButtonName("Approve", w.id, asks[0]!.tool)}
                 onClick={() => void act("approve", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "once" }))}
               >
                 Approve
@@ -659,6 +680,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
                 type="button"
                 className="btn bad small"
                 disabled={busy}
+                aria-label={askButtonName("Reject", w.id, asks[0]!.tool)}
                 onClick={() => void act("reject", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "reject" }))}
               >
                 Reject

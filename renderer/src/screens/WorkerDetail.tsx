@@ -40,6 +40,12 @@ export function WorkerDetail({ id }: { id: string }) {
   const resumeRef = useRef<HTMLButtonElement>(null);
   const [focusResume, setFocusResume] = useState(false);
   const [confirmDiscard, setConfirmDiscard] = useState(false);
+  // Discarded from its dialog, the Discard… button the dialog would give the focus back to is gone (disabled while it
+  // runs, then removed), and the focus fell to the page's top. It goes to the page's heading, the worker's title, with
+  // the "discarded" chip read next; after a refused discard, back to Discard… (the error is announced as an alert).
+  const headRef = useRef<HTMLHeadingElement>(null);
+  const discardRef = useRef<HTMLButtonElement>(null);
+  const [afterDiscard, setAfterDiscard] = useState<"done" | "failed" | null>(null);
   const [mergeError, setMergeError] = useState<string | null>(null);
   const [acceptFlagged, setAcceptFlagged] = useState(false);
   const [pushOpen, setPushOpen] = useState(false);
@@ -54,6 +60,15 @@ export function WorkerDetail({ id }: { id: string }) {
     resumeRef.current?.focus();
     setFocusResume(false);
   }, [focusResume, resumable, busy]);
+  const discarded = !!w?.discarded;
+  useEffect(() => {
+    // Done: once the worker's record says discarded (its event may come after the call returns).
+    if (!afterDiscard || busy || (afterDiscard === "done" && !discarded)) return;
+    setAfterDiscard(null);
+    // Only focus that nothing else took meanwhile (a click elsewhere while it ran stays where it is).
+    if (document.activeElement && document.activeElement !== document.body) return;
+    (afterDiscard === "done" ? headRef.current : discardRef.current)?.focus();
+  }, [afterDiscard, busy, discarded]);
 
   // A decided ask's card goes away with the button pressed on it, and the focus with it (to the page's top: a keyboard
   // user lost their place after every decision). It goes on to the next ask's first choice, else to the steering box,
@@ -102,7 +117,9 @@ export function WorkerDetail({ id }: { id: string }) {
     <div className="detail">
       <section className="panel detail-head" aria-label="Worker">
         <div className="detail-title">
-          <h2>{taskTitle(w.spec)}</h2>
+          <h2 ref={headRef} tabIndex={-1}>
+            {taskTitle(w.spec)}
+          </h2>
           <StateChip state={w.state} />
           {w.sandbox === "none" && (
             <span className="chip chip-bad" title="This worker runs without the OS sandbox: it can read your files and secrets">
@@ -264,7 +281,7 @@ export function WorkerDetail({ id }: { id: string }) {
             </button>
           )}
           {canDiscard && (
-            <button type="button" className="btn bad" disabled={!!busy} onClick={() => setConfirmDiscard(true)}>
+            <button type="button" className="btn bad" ref={discardRef} disabled={!!busy} onClick={() => setConfirmDiscard(true)}>
               Discard…
             </button>
           )}
@@ -462,7 +479,13 @@ export function WorkerDetail({ id }: { id: string }) {
               onClick={() => {
                 setConfirmDiscard(false);
                 void run("discard", async () => {
-                  await api.workers.discard.mutate({ workerId: id });
+                  try {
+                    await api.workers.discard.mutate({ workerId: id });
+                  } catch (err) {
+                    setAfterDiscard("failed");
+                    throw err;
+                  }
+                  setAfterDiscard("done");
                   pushNotice("info", `discarded ${id}: workspace and branch removed`);
                 });
               }}

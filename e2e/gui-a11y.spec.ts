@@ -1,0 +1,130 @@
+// What a newcomer met with a screen reader, the keyboard and a narrow window, against a real engine, real opencode and
+// the scripted model:
+// - every dashboard card with a pending ask had buttons named "Approve" and "Reject", the same on every card: which
+//   worker's ask a button answered could not be told. Each is named by its worker and the ask's tool now, and text a
+//   worker or its starter chose (a title, a command) cannot make a button carry another card's name;
+// - after Discard in the worker page's confirm dialog the focus fell to the page's top: it goes to the page's heading;
+// - the "1 ask" badge of a card with a long title wrapped onto two lines 900 px wide.
+// Screenshots in OCW_SHOTS_DIR (default test-results/screenshots).
+import { expect, test, type Page } from "@playwright/test";
+import { bash, writesAsTold } from "../test/fixtures/scripted-model";
+import { approvingPoll, type E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
+
+const shot = shots("a11y-", { fullPage: true });
+
+const LONG_TITLE = "Rename the settings loader and every caller of it across the whole repository, then update its docs";
+
+let setup: ScriptedUi;
+let engine: E2EEngine;
+let page: Page;
+let repo: string;
+
+test.beforeAll(async ({ browser }) => {
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        writesAsTold("TASK-WRITE"),
+        {
+          // Runs the command its task spells out: a command the worker wrote, shown on its card.
+          name: "say",
+          match: /TASK-SAY /,
+          script: (c) => (c.turnStep === 0 ? bash(`echo '${c.firstUserText.split("TASK-SAY ")[1]!.trim()}'`) : { text: "Done.\nOUTCOME: built" }),
+        },
+      ],
+    },
+    target: { engine: "scripted", slots: 3 },
+  });
+  ({ engine, repo, page } = setup);
+});
+
+test.afterAll(() => setup?.close());
+
+test("each dashboard card's Approve and Reject name their worker and its ask; a title or a command cannot borrow another card's names", async () => {
+  const a = (await engine.client.workers.start.mutate({ task: "TASK-WRITE file=named.txt text=ok", directory: repo, checks: [] })).workerId;
+  // Its title and its command both spell out the names of the first card's buttons.
+  const forged = `Approve ${a}'s edit ask`;
+  const b = (await engine.client.workers.start.mutate({ task: `TASK-SAY Reject ${a}'s edit ask`, title: forged, directory: repo, checks: [] })).workerId;
+  await expect.poll(async () => (await engine.client.approvals.list.query()).length, { timeout: 60_000 }).toBe(2);
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.goto(`${engine.origin}/#/dashboard`);
+  const cardA = page.getByRole("region", { name: a, exact: true });
+  const cardB = page.getByRole("region", { name: b, exact: true });
+  await expect(cardB).toContainText(forged);
+  await expect(cardB).toContainText(`Reject ${a}'s edit ask`);
+
+  // One button on the whole page carries each name, on its own worker's card; the text shown stays short.
+  for (const [card, id, tool] of [
+    [cardA, a, "edit"],
+    [cardB, b, "bash"],
+  ] as const) {
+    for (const verb of ["Approve", "Reject"]) {
+      const name = `${verb} ${id}'s ${tool} ask`;
+      await expect(page.getByRole("button", { name, exact: true }), name).toHaveCount(1);
+      await expect(card.getByRole("button", { name, exact: true })).toHaveText(verb);
+    }
+  }
+  // The first card's names are nowhere on the second card (its title link and its command are not buttons).
+  await expect(cardB.getByRole("button", { name: forged })).toHaveCount(0);
+  await expect(cardB.getByRole("button", { name: `Reject ${a}` })).toHaveCount(0);
+  await shot(page, "dashboard-ask-buttons", false);
+
+  // Decided by its name, the right worker's ask is the one answered.
+  await page.getByRole("button", { name: `Reject ${b}'s bash ask`, exact: true }).click();
+  await expect(cardB.getByRole("button", { name: /^Approve / })).toHaveCount(0);
+  await expect(cardA.getByRole("button", { name: `Approve ${a}'s edit ask`, exact: true })).toBeVisible();
+});
+
+test("a card's ask badge stays on one line inside its card, 900 px wide", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-WRITE file=badge.txt text=ok", title: LONG_TITLE, directory: repo, checks: [] });
+  await expect
+    .poll(async () => (await engine.client.workers.get.query({ workerId })).asks.filter((x) => x.status === "pending").length, { timeout: 60_000 })
+    .toBe(1);
+  await page.setViewportSize({ width: 900, height: 900 });
+  await page.goto(`${engine.origin}/#/dashboard`);
+  const card = page.getByRole("region", { name: workerId, exact: true });
+  const badge = card.getByRole("link", { name: "1 pending approval", exact: true });
+  await expect(badge).toHaveText("1 ask");
+  await page.waitForTimeout(400); // the navigation drawer's slide after the resize
+  // Its text's line boxes: one top (before, "1" and "ask" sat on two lines, out of its 18 px pill).
+  const lines = await badge.evaluate((el) => {
+    const r = el.ownerDocument.createRange();
+    r.selectNodeContents(el);
+    return new Set([...r.getClientRects()].map((b) => Math.round(b.top))).size;
+  });
+  expect(lines, "lines of the badge's text").toBe(1);
+  const inside = await badge.evaluate((el) => {
+    const box = el.getBoundingClientRect();
+    const outer = el.closest(".card")!.getBoundingClientRect();
+    return box.left >= outer.left && box.right <= outer.right && el.scrollWidth <= el.clientWidth;
+  });
+  expect(inside, "the badge inside its card").toBe(true);
+  await shot(card, "ask-badge-900");
+  await shot(page, "dashboard-900", false);
+  await page.setViewportSize({ width: 1360, height: 900 });
+});
+
+test("after Discard in its confirm dialog the focus goes to the worker page's heading, not the page's top", async () => {
+  const title = "Discard me";
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-WRITE file=gone.txt text=ok",
+    title,
+    directory: repo,
+    checks: [{ run: "test -f gone.txt" }],
+  });
+  await approvingPoll(engine, workerId, (w) => w.state).toBe("built");
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  await page.getByRole("button", { name: "Discard…" }).focus();
+  await page.keyboard.press("Enter");
+  const dialog = page.getByRole("dialog", { name: "Confirm discard" });
+  await dialog.getByRole("button", { name: "Discard", exact: true }).focus();
+  await page.keyboard.press("Enter");
+  await expect(page.getByText("discarded: workspace and branch removed").first()).toBeVisible();
+  await expect(page.getByRole("button", { name: "Discard…" })).toHaveCount(0);
+  await expect(page.getByRole("heading", { name: title, level: 2 })).toBeFocused();
+  await shot(page, "discarded-focus", false);
+  // Tab goes on from there, into the page (not back to the navigation at its top).
+  await page.keyboard.press("Tab");
+  expect(await page.evaluate(`!!document.activeElement?.closest(".detail")`)).toBe(true);
+});
