@@ -280,7 +280,9 @@ test("a dead model server is not shown as ready: its interrupted worker says why
   const card = page.getByRole("region", { name: workerId, exact: true });
   await expect(card).toContainText("interrupted");
   await expect(card).toContainText("stopped answering");
-  await expect(card.getByRole("button", { name: "Resume" })).toBeEnabled();
+  // Named for its worker, as every card's button is (each card's was "Resume").
+  await expect(card.getByRole("button", { name: `Resume ${workerId}`, exact: true })).toBeEnabled();
+  await expect(card.getByRole("button", { name: `Retry ${workerId}`, exact: true })).toBeEnabled();
   await shot(page, "11-model-server-down");
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
   await expect(page.getByRole("button", { name: "Resume" })).toBeEnabled();

@@ -701,10 +701,24 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
                 ? "Stopped: it can be resumed."
                 : "Ended in an error."}
           </span>
-          <button type="button" className="btn small" disabled={busy} onClick={() => void act("resume", () => api.workers.resume.mutate({ workerId: w.id }))}>
+          {/* Named for their worker (the engine's id), as the ask buttons are: every card's were "Resume" and "Retry". */}
+          <button
+            type="button"
+            className="btn small"
+            disabled={busy}
+            aria-label={`Resume ${w.id}`}
+            onClick={() => void act("resume", () => api.workers.resume.mutate({ workerId: w.id }))}
+          >
             Resume
           </button>
-          <button type="button" className="btn small" disabled={busy} onClick={retry} title="the same task as a new worker, in a fresh workspace">
+          <button
+            type="button"
+            className="btn small"
+            disabled={busy}
+            aria-label={`Retry ${w.id}`}
+            onClick={retry}
+            title="the same task as a new worker, in a fresh workspace"
+          >
             Retry
           </button>
         </div>
@@ -712,7 +726,14 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       {w.state === "honest-failure" && (
         <div className="card-ask small">
           <span className="muted grow">{failedWhy(w.verdict)}</span>
-          <button type="button" className="btn small" disabled={busy} onClick={retry} title="the same task as a new worker, in a fresh workspace">
+          <button
+            type="button"
+            className="btn small"
+            disabled={busy}
+            aria-label={`Retry ${w.id}`}
+            onClick={retry}
+            title="the same task as a new worker, in a fresh workspace"
+          >
             Retry
           </button>
         </div>
