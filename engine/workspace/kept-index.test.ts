@@ -99,7 +99,7 @@ describe("the same in a sha256 repository", () => {
 });
 
 describe("which workspaces keep their checkout's index", () => {
-  it("every one does: past the in-process snapshot git's way reads it, and the in-process snapshot of file checks too", async () => {
+  it("every one of 16 files or more does (git's way past the in-process snapshot reads it, and the in-process snapshot of file checks); a smaller one none", async () => {
     const files: Record<string, string> = {};
     for (let i = 0; i < 2001; i++) files[`d${i % 20}/f${i}`] = `${i}\n`;
     const big = committedRepo(path.join(tmp, "repo-big"), files);
@@ -108,7 +108,9 @@ describe("which workspaces keep their checkout's index", () => {
     try {
       const [b, s] = [await workspace(big), await workspace(small)];
       expect(existsSync(meta(b))).toBe(true);
-      expect(existsSync(meta(s))).toBe(true);
+      expect(existsSync(meta(s))).toBe(false);
+      const sixteen = committedRepo(path.join(tmp, "repo-sixteen"), Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`f${i}.txt`, `${i}\n`])));
+      expect(existsSync(meta(await workspace(sixteen)))).toBe(true);
       await settle();
       write(b.worktree, "d3/f3", "changed\n");
       expect(readUse(await keptIndexUseOf(b))).toBe(2001);
