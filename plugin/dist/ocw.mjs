@@ -12109,14 +12109,14 @@ var require_util2 = __commonJS({
       return ("00000000" + parseInt(hex4, 16).toString(2)).substr(-8);
     }
     function getFilesInPath(source) {
-      const lstatSync10 = fs.lstatSync;
+      const lstatSync11 = fs.lstatSync;
       const readdirSync15 = fs.readdirSync;
       const join = path78.join;
       function isDirectory(source2) {
-        return lstatSync10(source2).isDirectory();
+        return lstatSync11(source2).isDirectory();
       }
       function isFile(source2) {
-        return lstatSync10(source2).isFile();
+        return lstatSync11(source2).isFile();
       }
       function getDirectories(source2) {
         return readdirSync15(source2).map((name) => {
@@ -44321,15 +44321,6 @@ var AttemptRef = external_exports.object({
   all: external_exports.boolean().default(false)
 });
 
-// shared/ids.ts
-var random = globalThis.crypto;
-function newId(prefix) {
-  const r = random.getRandomValues(new Uint8Array(3));
-  return `${prefix}-${Date.now().toString(36)}${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-var IdText = () => external_exports.string().max(200, "an id is at most 200 characters");
-var IdRef = (field) => IdText().min(1, `${field} is required`);
-
 // shared/untrusted.ts
 var SHOW_MAX = 1e3;
 var hex3 = (cp) => `\u27EAU+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27EB`;
@@ -44481,6 +44472,16 @@ function jsonForTerminal(value, indent = 2) {
   }
   return out + s.slice(from);
 }
+
+// shared/ids.ts
+var random = globalThis.crypto;
+function newId(prefix) {
+  const r = random.getRandomValues(new Uint8Array(3));
+  return `${prefix}-${Date.now().toString(36)}${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+var IdText = () => external_exports.string().max(200, "an id is at most 200 characters");
+var IdRef = (field) => IdText().min(1, `${field} is required`);
+var quotedId = (id3) => JSON.stringify(showUntrusted(id3, { lines: false, max: 200 }));
 
 // shared/shell.ts
 var KEYWORDS = /* @__PURE__ */ new Set([
@@ -51924,8 +51925,8 @@ var INTERNAL_ERRORS = /* @__PURE__ */ new Set(["TypeError", "RangeError", "Refer
 var CliError = class extends Error {
 };
 var NOT_FOUND_HINTS = [
-  [/^unknown batch "[^"]*"$/, ": `ocw list` shows each worker's batch"],
-  [/^unknown worker "[^"]*"$/, ": `ocw list` lists the workers"]
+  [/^unknown batch "(?:[^"\\]|\\.)*"$/, ": `ocw list` shows each worker's batch"],
+  [/^unknown worker "(?:[^"\\]|\\.)*"$/, ": `ocw list` lists the workers"]
 ];
 function fail(err) {
   const e = err;
@@ -52234,11 +52235,8 @@ function describeNote(e, followed) {
   switch (e.type) {
     case "worker.state":
       return e.reason ? { said: `${e.workerId} ${e.state}`, untrusted: e.reason } : { said: `${e.workerId} ${e.state}` };
-    case "ask.opened": {
-      const tool = e.ask.tool;
-      if (PLAIN_NAME.test(tool)) return { said: `${e.workerId} asks ${tool}`, untrusted: e.ask.what };
-      return { said: `${e.workerId} asks (tool and request)`, untrusted: `${tool}: ${e.ask.what}` };
-    }
+    case "ask.opened":
+      return askNote(e.workerId, e.ask);
     case "ask.resolved":
       return { said: `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText(e.by)}` : ""}` };
     case "part": {
@@ -52255,6 +52253,10 @@ function describeNote(e, followed) {
     default:
       return null;
   }
+}
+function askNote(workerId, ask) {
+  if (PLAIN_NAME.test(ask.tool)) return { said: `${workerId} asks ${ask.tool}`, untrusted: ask.what };
+  return { said: `${workerId} asks (tool and request)`, untrusted: `${ask.tool}: ${ask.what}` };
 }
 
 // engine/mcp/format.ts
@@ -54926,8 +54928,8 @@ var EngineLink = class {
     try {
       return await fn(client2);
     } catch (err) {
+      if (since !== void 0 && isConnectionError(err)) this.stoppedSince(since);
       if (!isRefused(err)) throw err;
-      if (since !== void 0) this.stoppedSince(since);
       if (this.lockP === lockP) {
         this.log(`lost the engine (${err.message}); reconnecting`);
         this.lockP = null;
@@ -77747,7 +77749,7 @@ var MAX_LINE = 500;
 var job = null;
 var proc = null;
 function llamaBuildJob(jobId) {
-  if (jobId && job?.jobId !== jobId) throw new InputError(`unknown build job "${jobId}"`, "not-found");
+  if (jobId && job?.jobId !== jobId) throw new InputError(`unknown build job ${quotedId(jobId)}`, "not-found");
   return job;
 }
 function buildFailureCause(lines, exit) {
@@ -77863,7 +77865,7 @@ async function runs(bin, env2) {
   return r.exitCode === 0 ? null : `\`--version\` exited with ${r.exitCode ?? r.signal}: ${String(r.stderr || r.stdout).trim().split("\n").at(-1) ?? ""}`;
 }
 function cancelLlamaBuild(jobId) {
-  if (!job || job.jobId !== jobId) throw new InputError(`unknown build job "${jobId}"`, "not-found");
+  if (!job || job.jobId !== jobId) throw new InputError(`unknown build job ${quotedId(jobId)}`, "not-found");
   if (job.state !== "running") return job;
   job.state = "cancelled";
   const pid = proc?.pid;
@@ -78059,15 +78061,17 @@ function requestedAt(url2, targetId) {
 function describeError(err, targetId) {
   const d = err?.data ?? {};
   const said = typeof d.message === "string" ? d.message : "";
-  const quoted4 = said ? `: ${JSON.stringify(said.length > 400 ? `${said.slice(0, 400)}\u2026` : said)}` : "";
+  const words2 = said ? quoteUntrusted(said, "the error's words", 400).slice(1, -1) : "";
+  const quoted4 = words2 ? ` (${words2})` : "";
   const status = typeof d.statusCode === "number" ? d.statusCode : null;
   const out = (() => {
     if (err?.name === "ContextOverflowError")
       return `the conversation outgrew the model's context${quoted4}: continue the worker with a narrower task, or use a target with a longer context`;
     if (err?.name === "MessageOutputLengthError") return `the model's answer reached its output limit${quoted4}: resume the worker to let it go on`;
-    if (err?.name !== "APIError") return said || "the session failed without a message: resume the worker to try again";
+    if (err?.name !== "APIError")
+      return said ? `the session failed${quoted4}: resume the worker to try again` : "the session failed without a message: resume the worker to try again";
     if (status === null) return `the model API could not be reached${quoted4}: resume the worker once it answers (ocw targets shows whether it does)`;
-    const http6 = `HTTP ${status}${quoted4}`;
+    const http6 = `HTTP ${status}${words2 ? `; ${words2}` : ""}`;
     switch (classifyFailure({ status, message: said })) {
       case "key":
         return `the model API refused the target's key (${http6}): set the key again (${targetId ? `\`ocw target key ${targetId}\`, ` : ""}Setup, or its variable where the engine runs), then resume the worker`;
@@ -84701,7 +84705,7 @@ function modelFor(endpoint, target) {
 }
 
 // engine/approvals/inspect.ts
-import { lstatSync as lstatSync8, readlinkSync as readlinkSync5, realpathSync as realpathSync7 } from "node:fs";
+import { lstatSync as lstatSync9, readlinkSync as readlinkSync5, realpathSync as realpathSync7 } from "node:fs";
 import path57 from "node:path";
 
 // engine/approvals/policy-glob.ts
@@ -84745,7 +84749,7 @@ function policyGlob(text, pattern, holdBack) {
 }
 
 // engine/grading/checks.ts
-import { existsSync as existsSync26, lstatSync as lstatSync6, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync22, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
+import { existsSync as existsSync26, lstatSync as lstatSync7, mkdirSync as mkdirSync22, readdirSync as readdirSync10, readFileSync as readFileSync22, readlinkSync as readlinkSync4, realpathSync as realpathSync6, rmSync as rmSync11, statSync as statSync18, writeFileSync as writeFileSync14 } from "node:fs";
 import path54 from "node:path";
 
 // engine/workspace/fold.ts
@@ -84987,12 +84991,12 @@ function refreshMirror(userObjects, mirror, opts = {}) {
 }
 
 // engine/workspace/land.ts
-import { existsSync as existsSync22, lstatSync as lstatSync2, readFileSync as readFileSync20, readlinkSync as readlinkSync2 } from "node:fs";
+import { existsSync as existsSync22, lstatSync as lstatSync3, readFileSync as readFileSync20, readlinkSync as readlinkSync2 } from "node:fs";
 import path46 from "node:path";
 
 // engine/workspace/snapshot.ts
 import { createHash as createHash5, randomBytes as randomBytes12 } from "node:crypto";
-import { constants as constants7, mkdirSync as mkdirSync20, renameSync as renameSync7, rmSync as rmSync9, writeFileSync as writeFileSync13 } from "node:fs";
+import { constants as constants7, lstatSync as lstatSync2, mkdirSync as mkdirSync20, renameSync as renameSync7, rmSync as rmSync9, writeFileSync as writeFileSync13 } from "node:fs";
 import { lstat, mkdir as mkdir2, open as open2, readlink, rename, rm as rm2, symlink, writeFile } from "node:fs/promises";
 import path45 from "node:path";
 import { promisify as promisify5 } from "node:util";
@@ -85113,7 +85117,8 @@ async function eachLimited(items, limit, fn) {
   return out;
 }
 var code = (err) => err.code;
-async function readWorktree(worktree, base2, fresh) {
+async function readWorktree(worktree, base2, fresh, opts = {}) {
+  const { kept, wanted } = opts;
   if (base2.entries.size > IN_PROCESS_MAX_FILES || fresh.length > IN_PROCESS_MAX_FILES) throw new NotInProcess("too many files");
   const attributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
   for (const [p, e] of base2.entries) if (e.mode === "160000" || attributes(p)) throw new NotInProcess(`${p}: a submodule or attributes`);
@@ -85172,18 +85177,23 @@ async function readWorktree(worktree, base2, fresh) {
       }
       return p;
     };
-    const look = async (name) => {
-      const { dir, leaf } = split(name);
-      const fd = await folder(dir);
+    const look = (fd, leaf) => {
       if (fd === null) return null;
       try {
-        return { fd, leaf, st: await lstat(inFolder(fd, leaf)) };
+        const st = kept ? lstatSync2(inFolder(fd, leaf), { bigint: true, throwIfNoEntry: false }) : lstatSync2(inFolder(fd, leaf), { throwIfNoEntry: false });
+        return st ? { fd, leaf, st } : null;
       } catch (err) {
-        if (code(err) === "ENOENT" || code(err) === "ENOTDIR") return null;
+        if (code(err) === "ENOTDIR") return null;
         throw err;
       }
     };
-    const found = await eachLimited(paths, 64, look);
+    await Promise.all([...dirs].map((d) => folder(d)));
+    const found = [];
+    for (const [i2, name] of paths.entries()) {
+      if (i2 && i2 % 256 === 0) await new Promise((r) => setImmediate(r));
+      const { dir, leaf } = split(name);
+      found.push(look(await folder(dir), leaf));
+    }
     await eachLimited(
       found.flatMap((f, i2) => f?.st.isDirectory() && base2.entries.has(paths[i2]) ? [f] : []),
       64,
@@ -85200,11 +85210,12 @@ async function readWorktree(worktree, base2, fresh) {
       if (!f || f.st.isDirectory()) continue;
       if (!f.st.isFile() && !f.st.isSymbolicLink()) throw new NotInProcess("a file that is neither a file nor a symlink");
       if (f.st.isSymbolicLink() && refusedName(paths[i2], true)) throw new NotInProcess("a symlink of a name git refuses");
-      bytes += f.st.size;
+      bytes += Number(f.st.size);
     }
     if (bytes > IN_PROCESS_MAX_BYTES) throw new NotInProcess("too many bytes");
     const files = /* @__PURE__ */ new Map();
     const changed = /* @__PURE__ */ new Set();
+    let read3 = 0;
     await eachLimited(paths, IN_PROCESS_READS, async (name, i2) => {
       const f = found[i2];
       const before = base2.entries.get(name);
@@ -85212,15 +85223,21 @@ async function readWorktree(worktree, base2, fresh) {
         if (before) changed.add(name);
         return;
       }
+      if (before && kept && !wanted?.has(name) && kept.unchanged(name, f.st)) {
+        files.set(name, { mode: before.mode, oid: before.oid, content: null });
+        return;
+      }
+      read3++;
       const at = inFolder(f.fd, f.leaf);
       const link3 = f.st.isSymbolicLink();
-      const content = link3 ? await readlink(at, { encoding: "buffer" }) : await withFile(() => readWhole(at, f.st));
-      const mode = link3 ? "120000" : f.st.mode & 64 ? "100755" : "100644";
+      const st = { ino: Number(f.st.ino), dev: Number(f.st.dev), size: Number(f.st.size) };
+      const content = link3 ? await readlink(at, { encoding: "buffer" }) : await withFile(() => readWhole(at, st));
+      const mode = link3 ? "120000" : Number(f.st.mode) & 64 ? "100755" : "100644";
       const oid = objectId("blob", content, base2.format);
       files.set(name, { mode, oid, content });
       if (!before || before.mode !== mode || before.oid !== oid) changed.add(name);
     });
-    return { files, changed };
+    return { files, changed, read: read3 };
   } finally {
     await Promise.all(held.map((h3) => h3.close().catch(() => void 0)));
     foldersHeld -= reserved;
@@ -85358,6 +85375,7 @@ async function writeSnapshot(objects, base2, snap, parent, message) {
   for (const p of snap.changed) {
     const f = snap.files.get(p);
     if (f && !known.has(f.oid)) {
+      if (!f.content) throw new NotInProcess(`${p}: changed, and not read`);
       known.add(f.oid);
       written.push({ type: "blob", oid: f.oid, content: f.content });
     }
@@ -85372,6 +85390,7 @@ async function writeSnapshot(objects, base2, snap, parent, message) {
 async function writeCheckout(dir, snap, only) {
   const root2 = Buffer.from(dir + path45.sep);
   const names = only ? only.filter((p) => snap.files.has(p)) : [...snap.files.keys()];
+  for (const name of names) if (!snap.files.get(name).content) throw new NotInProcess(`${name}: to check out, and not read`);
   const made2 = /* @__PURE__ */ new Set();
   for (const name of names) {
     const parent = name.includes("/") ? name.slice(0, name.lastIndexOf("/")) : "";
@@ -85382,9 +85401,10 @@ async function writeCheckout(dir, snap, only) {
   }
   await eachLimited(names, IN_PROCESS_READS, async (name) => {
     const f = snap.files.get(name);
+    const content = f.content;
     const file3 = Buffer.concat([root2, Buffer.from(name, "latin1")]);
-    if (f.mode === "120000") await symlink(f.content, file3);
-    else await withFile(() => writeFile(file3, f.content, { mode: f.mode === "100755" ? 511 : 438, flag: "wx" }));
+    if (f.mode === "120000") await symlink(content, file3);
+    else await withFile(() => writeFile(file3, content, { mode: f.mode === "100755" ? 511 : 438, flag: "wx" }));
   });
 }
 
@@ -85655,7 +85675,7 @@ function verifyCheckout(repo, changes) {
   const wrong = [];
   for (const c3 of changes) {
     const file3 = path46.join(repo, c3.path);
-    const st = lstatSync2(file3, { throwIfNoEntry: false });
+    const st = lstatSync3(file3, { throwIfNoEntry: false });
     if (!c3.mode) {
       if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
       continue;
@@ -85821,8 +85841,8 @@ async function revertCommit(repo, branch, merge2, message) {
 }
 
 // engine/workspace/workspace.ts
-import { existsSync as existsSync23, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readFileSync as readFileSync21, realpathSync as realpathSync3, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
-import { copyFile as copyFile2, link as link2, lstat as lstat2, mkdir as mkdir3, readdir as readdir3, readFile as readFile3, realpath, rename as rename2, rm as rm3, writeFile as writeFile2 } from "node:fs/promises";
+import { existsSync as existsSync23, lstatSync as lstatSync4, mkdirSync as mkdirSync21, readFileSync as readFileSync21, realpathSync as realpathSync3, rmSync as rmSync10, statSync as statSync17 } from "node:fs";
+import { copyFile as copyFile2, link as link2, lstat as lstat2, mkdir as mkdir3, readdir as readdir3, readFile as readFile3, realpath, rename as rename2, rm as rm3, statfs, writeFile as writeFile2 } from "node:fs/promises";
 import { createHash as createHash6, randomBytes as randomBytes13 } from "node:crypto";
 import path47 from "node:path";
 async function inspectRepo(dir) {
@@ -85989,7 +86009,7 @@ function ownFolders(root2, parts) {
   for (const p of parts) {
     dir = path47.join(dir, p);
     try {
-      if (!lstatSync3(dir).isDirectory()) return false;
+      if (!lstatSync4(dir).isDirectory()) return false;
     } catch {
       return false;
     }
@@ -86292,7 +86312,8 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
     await emptied();
     const tree = listing.base?.tree;
     if (how === "any" && tree && !config2().OCW_SNAPSHOT_GIT) {
-      const made2 = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial2 ? only : void 0).catch(() => null);
+      const kept = partial2 ? await keptStats(ws, listing) : null;
+      const made2 = await commitInProcess(ws, tree, listing.fresh, message, checkoutDir, partial2 ? only : void 0, kept).catch(() => null);
       if (made2) return made2;
       await emptied();
     }
@@ -86312,14 +86333,14 @@ async function commitAndCheckOut(ws, message, checkoutDir, caps = snapshotCaps()
   const { changed, stat } = parseNumstatAndStat(raw2.rest);
   return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat, partial: partial2, changes: raw2.changes } : { commit: ws.baseCommit, changed, diffStat: "", partial: partial2, changes: [] };
 }
-async function commitInProcess(ws, base2, fresh, message, checkoutDir, only) {
+async function commitInProcess(ws, base2, fresh, message, checkoutDir, only, kept) {
   if (!await trustsFileSystem(await engineGitDir(ws.gitDir, base2.format))) throw new NotInProcess("git does not trust the file system's modes or names");
-  const snap = await readWorktree(ws.worktree, base2, fresh);
-  const commit = await inTurn(ws, async () => writeSnapshot((await workerObjects(ws, true)).gradeObjects, base2, snap, ws.baseCommit, message));
   const wanted = only ? checkoutList(only).split("\n").map((p) => Buffer.from(p).toString("latin1")) : void 0;
+  const snap = await readWorktree(ws.worktree, base2, fresh, kept && wanted ? { kept, wanted: new Set(wanted) } : {});
+  const commit = await inTurn(ws, async () => writeSnapshot((await workerObjects(ws, true)).gradeObjects, base2, snap, ws.baseCommit, message));
   await writeCheckout(checkoutDir, snap, wanted);
   const partial2 = !!only;
-  if (!commit) return { commit: ws.baseCommit, changed: [], diffStat: "", partial: partial2, changes: [] };
+  if (!commit) return { commit: ws.baseCommit, changed: [], diffStat: "", partial: partial2, changes: [], filesRead: snap.read };
   const out = await trustedScript(ws, { git: ["diff", "--raw", "--no-abbrev", "--numstat", "--stat", "-z", "--no-renames", ws.baseCommit, commit] }, {});
   const raw2 = parseRawChanges(out);
   const read3 = new Map([...snap.changed].map((p) => [losslessUtf8(Buffer.from(p, "latin1")), snap.files.get(p)]));
@@ -86327,7 +86348,7 @@ async function commitInProcess(ws, base2, fresh, message, checkoutDir, only) {
   if (!same2) throw new Error("the in-process snapshot and git's diff of it differ");
   const { changed, stat } = parseNumstatAndStat(raw2.rest);
   const names = [...snap.files.keys()].map((p) => losslessUtf8(Buffer.from(p, "latin1")));
-  return { commit, changed, diffStat: stat, partial: partial2, changes: raw2.changes, names };
+  return { commit, changed, diffStat: stat, partial: partial2, changes: raw2.changes, names, filesRead: snap.read };
 }
 var trusted = /* @__PURE__ */ new Map();
 function trustsFileSystem(gitDir) {
@@ -86352,7 +86373,7 @@ function partialHolds(checkoutDir, only) {
       at = path47.join(at, part);
       let st;
       try {
-        st = lstatSync3(at);
+        st = lstatSync4(at);
       } catch {
         return true;
       }
@@ -86462,6 +86483,7 @@ async function baseIndexInto(ws, index) {
 }
 var KEPT_INDEX = "checkout-index";
 var KEPT_META = "checkout-index.json";
+var KEEP_INDEX_MIN_FILES = 16;
 async function keepCheckoutIndex(ws) {
   const meta = path47.join(ws.gitDir, KEPT_META);
   const tmp = `${path47.join(ws.gitDir, KEPT_INDEX)}.tmp-${process.pid}-${randomBytes13(4).toString("hex")}`;
@@ -86471,7 +86493,7 @@ async function keepCheckoutIndex(ws) {
     if (!st.isFile()) return;
     const bytes = await readFile3(src);
     const hashSize = objectFormat(ws.baseCommit) === "sha256" ? 32 : 20;
-    if (bytes.length < 12 + hashSize || !config2().OCW_SNAPSHOT_GIT && inProcessSize(bytes, hashSize)) return;
+    if (bytes.length < 12 + hashSize || bytes.readUInt32BE(8) < KEEP_INDEX_MIN_FILES && !config2().OCW_SNAPSHOT_GIT) return;
     await mkdir3(ws.gitDir, { recursive: true });
     await rm3(meta, { force: true });
     await writeFile2(tmp, bytes);
@@ -86496,14 +86518,6 @@ async function keepCheckoutIndex(ws) {
     await rm3(tmp, { force: true }).catch(() => void 0);
   }
 }
-function inProcessSize(index, hashSize) {
-  if (process.platform !== "linux" || index.readUInt32BE(8) > IN_PROCESS_MAX_FILES) return false;
-  const walked = indexEntries(index, hashSize, index.length - hashSize);
-  if (!walked) return false;
-  let bytes = 0;
-  for (const e of walked.entries) bytes += index.readUInt32BE(e.at + 36);
-  return bytes <= IN_PROCESS_MAX_BYTES;
-}
 function indexEntries(buf, hashSize, end) {
   const count2 = buf.readUInt32BE(8);
   const entries = [];
@@ -86523,8 +86537,76 @@ function indexEntries(buf, hashSize, end) {
 var KEPT_EXTENSIONS = /* @__PURE__ */ new Set(["TREE", "REUC", "EOIE", "IEOT"]);
 var isAttributes = (p) => p === ".gitattributes" || p.endsWith("/.gitattributes");
 async function keptIndexInto(ws, index, listing) {
+  const kept = await keptIndexRead(ws, listing);
+  if (!kept) return null;
+  const { buf, end, entries, fence, format: format2 } = kept;
+  const dirs = /* @__PURE__ */ new Set([""]);
+  let lastDir = "";
+  for (const e of entries) {
+    const dir = e.name.toString("latin1", 0, e.name.lastIndexOf(47) + 1);
+    if (dir !== lastDir) {
+      lastDir = dir;
+      for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
+    }
+  }
+  const root2 = Buffer.from(ws.worktree + path47.sep);
+  const at0 = (rel) => Buffer.concat([root2, rel]);
+  let looked = 0;
+  for (const dir of dirs) {
+    if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync4(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
+    } catch {
+      st = void 0;
+    }
+    if (st) return null;
+  }
+  const fenceSec = Number(fence / 1000000000n);
+  const before = Math.floor((Date.now() - 100) / 1e3);
+  const use = { kept: 0, reread: 0 };
+  let looks = 0;
+  for (const e of entries) {
+    if ((e.mode & 61440) === 57344) continue;
+    const o2 = e.at;
+    const csec = buf.readUInt32BE(o2);
+    const msec = buf.readUInt32BE(o2 + 8);
+    if (csec < fenceSec && msec < fenceSec) {
+      use.kept++;
+      continue;
+    }
+    if (++looks % 256 === 0) await new Promise((r) => setImmediate(r));
+    let st;
+    try {
+      st = lstatSync4(at0(e.name), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      st = void 0;
+    }
+    if (st && csec < before && msec < before && keptStatHolds(buf, e, fence, st)) use.kept++;
+    else {
+      use.reread++;
+      buf.writeUInt32BE(0, o2 + 36);
+    }
+  }
+  if (use.reread) createHash6(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
+  const tmp = `${index}.tmp-${randomBytes13(4).toString("hex")}`;
+  try {
+    await writeFile2(tmp, buf);
+    await rename2(tmp, index);
+  } finally {
+    await rm3(tmp, { force: true });
+  }
+  return use;
+}
+var KERNEL_CTIME_FS = /* @__PURE__ */ new Set([61267, 1481003842, 2435016766, 16914836, 2035054128, 801189825, 4076150800]);
+async function kernelStampsCtime(dir) {
+  if (process.platform !== "linux") return true;
+  const fs = await statfs(dir).catch(() => null);
+  return !!fs && KERNEL_CTIME_FS.has(Number(fs.type));
+}
+async function keptIndexRead(ws, listing) {
   const base2 = listing.base;
-  if (!base2) return null;
+  if (!base2 || !await kernelStampsCtime(ws.worktree)) return null;
   const meta = JSON.parse(await readFile3(path47.join(ws.gitDir, KEPT_META), "utf8"));
   if (meta.base !== ws.baseCommit || !/^\d+$/.test(meta.fence)) return null;
   if (base2.blobs.some(([name]) => isAttributes(name)) || listing.fresh.some(isAttributes)) return null;
@@ -86542,19 +86624,12 @@ async function keptIndexInto(ws, index, listing) {
   const walked = indexEntries(buf, hs, end);
   if (!walked) return null;
   const entries = [];
-  const dirs = /* @__PURE__ */ new Set([""]);
-  let lastDir = "";
   let blob = 0;
   for (const e of walked.entries) {
     if (e.flags & 61440) return null;
     const name = buf.toString("latin1", e.name, e.nul);
     const mode = buf.readUInt32BE(e.at + 24);
     if ((mode & 61440) === 57344 ? !submodules.has(name) : base2.blobs[blob++]?.[0] !== name) return null;
-    const dir = name.slice(0, name.lastIndexOf("/") + 1);
-    if (dir !== lastDir) {
-      lastDir = dir;
-      for (let j = dir.indexOf("/"); j >= 0; j = dir.indexOf("/", j + 1)) dirs.add(dir.slice(0, j + 1));
-    }
     entries.push({ at: e.at, name: buf.subarray(e.name, e.nul), mode });
   }
   if (blob !== base2.blobs.length) return null;
@@ -86564,62 +86639,28 @@ async function keptIndexInto(ws, index, listing) {
     at += 8 + buf.readUInt32BE(at + 4);
   }
   if (at !== end) return null;
-  const root2 = Buffer.from(ws.worktree + path47.sep);
-  const at0 = (rel) => Buffer.concat([root2, rel]);
-  let looked = 0;
-  for (const dir of dirs) {
-    if (++looked % 256 === 0) await new Promise((r) => setImmediate(r));
-    let st;
-    try {
-      st = lstatSync3(at0(Buffer.from(`${dir}.gitattributes`, "latin1")), { throwIfNoEntry: false });
-    } catch {
-      st = void 0;
-    }
-    if (st) return null;
-  }
-  const fence = BigInt(meta.fence);
-  const fenceSec = Number(fence / 1000000000n);
-  const before = Math.floor((Date.now() - 100) / 1e3);
-  const ns = (sec, nsec) => BigInt(sec) * 1000000000n + BigInt(nsec);
+  return { buf, end, entries, fence: BigInt(meta.fence), format: format2 };
+}
+function keptStatHolds(buf, e, fence, st) {
+  const o2 = e.at;
+  const ns = (at) => BigInt(buf.readUInt32BE(at)) * 1000000000n + BigInt(buf.readUInt32BE(at + 4));
   const u322 = (n2) => Number(n2 & 0xffffffffn);
-  const use = { kept: 0, reread: 0 };
-  let looks = 0;
-  for (const e of entries) {
-    const type = e.mode & 61440;
-    if (type === 57344) continue;
-    const o2 = e.at;
-    const csec = buf.readUInt32BE(o2);
-    const msec = buf.readUInt32BE(o2 + 8);
-    if (csec < fenceSec && msec < fenceSec) {
-      use.kept++;
-      continue;
+  const type = e.mode & 61440;
+  const kind = type === 40960 ? st.isSymbolicLink() : type === 32768 && st.isFile() && ((Number(st.mode) ^ e.mode) & 64) === 0;
+  const cns = ns(o2);
+  const mns = ns(o2 + 8);
+  return kind && cns < fence && mns < fence && st.ctimeNs === cns && st.mtimeNs === mns && u322(st.dev) === buf.readUInt32BE(o2 + 16) && u322(st.ino) === buf.readUInt32BE(o2 + 20) && u322(st.uid) === buf.readUInt32BE(o2 + 28) && u322(st.gid) === buf.readUInt32BE(o2 + 32) && u322(st.size) === buf.readUInt32BE(o2 + 36);
+}
+async function keptStats(ws, listing) {
+  const kept = await keptIndexRead(ws, listing).catch(() => null);
+  if (!kept) return null;
+  const byName = new Map(kept.entries.map((e) => [e.name.toString("latin1"), e]));
+  return {
+    unchanged: (name, st) => {
+      const e = byName.get(name);
+      return !!e && (e.mode & 61440) !== 57344 && keptStatHolds(kept.buf, e, kept.fence, st);
     }
-    if (++looks % 256 === 0) await new Promise((r) => setImmediate(r));
-    const cns = ns(csec, buf.readUInt32BE(o2 + 4));
-    const mns = ns(msec, buf.readUInt32BE(o2 + 12));
-    let st;
-    try {
-      st = lstatSync3(at0(e.name), { bigint: true, throwIfNoEntry: false });
-    } catch {
-      st = void 0;
-    }
-    const kind = type === 40960 ? st?.isSymbolicLink() : type === 32768 && st?.isFile() && ((Number(st.mode) ^ e.mode) & 64) === 0;
-    const same2 = !!st && kind && csec < before && msec < before && cns < fence && mns < fence && st.ctimeNs === cns && st.mtimeNs === mns && u322(st.dev) === buf.readUInt32BE(o2 + 16) && u322(st.ino) === buf.readUInt32BE(o2 + 20) && u322(st.uid) === buf.readUInt32BE(o2 + 28) && u322(st.gid) === buf.readUInt32BE(o2 + 32) && u322(st.size) === buf.readUInt32BE(o2 + 36);
-    if (same2) use.kept++;
-    else {
-      use.reread++;
-      buf.writeUInt32BE(0, o2 + 36);
-    }
-  }
-  if (use.reread) createHash6(format2).update(buf.subarray(0, end)).digest().copy(buf, end);
-  const tmp = `${index}.tmp-${randomBytes13(4).toString("hex")}`;
-  try {
-    await writeFile2(tmp, buf);
-    await rename2(tmp, index);
-  } finally {
-    await rm3(tmp, { force: true });
-  }
-  return use;
+  };
 }
 var LIST_NEW_FILES = ["ls-files", "-z", "-o", "--exclude-standard", "--"];
 async function capsListing(ws, caps, keepIndex) {
@@ -86695,7 +86736,7 @@ async function sizesOf(paths) {
     if (i2 && i2 % 256 === 0) await new Promise((r) => setImmediate(r));
     let st;
     try {
-      st = lstatSync3(paths[i2], { throwIfNoEntry: false });
+      st = lstatSync4(paths[i2], { throwIfNoEntry: false });
     } catch {
       st = void 0;
     }
@@ -87037,7 +87078,7 @@ async function folderIn(checkout, sub) {
 var import_ini = __toESM(require_ini());
 import { execFile as execFile3 } from "node:child_process";
 import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync25, lstatSync as lstatSync5, readdirSync as readdirSync9, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
+import { existsSync as existsSync25, lstatSync as lstatSync6, readdirSync as readdirSync9, readlinkSync as readlinkSync3, realpathSync as realpathSync5 } from "node:fs";
 import path53 from "node:path";
 import { promisify as promisify6 } from "node:util";
 
@@ -87800,7 +87841,7 @@ function parse3(toml, options2 = {}) {
 var HAS_WELLFORMED = !!"".isWellFormed;
 
 // engine/grading/command-scripts.ts
-import { lstatSync as lstatSync4 } from "node:fs";
+import { lstatSync as lstatSync5 } from "node:fs";
 import path50 from "node:path";
 
 // engine/grading/files.ts
@@ -88512,7 +88553,7 @@ function makeRecipes(words2, checkout, from, work) {
     text = texts.length ? texts.join("\n") : null;
   } else
     for (const name of ["GNUmakefile", "makefile", "Makefile"]) {
-      if (!lstatSync4(path50.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
+      if (!lstatSync5(path50.join(checkout, dir, name), { throwIfNoEntry: false })) continue;
       text = readInside(checkout, path50.posix.join(dir, name));
       if (text !== null) reading.add(path50.posix.join(dir, name));
       break;
@@ -89791,7 +89832,7 @@ async function plainIncluded(opts, file3) {
   const at = path53.join(opts.checkout, file3);
   let st;
   try {
-    st = lstatSync5(at);
+    st = lstatSync6(at);
   } catch {
     const before = await baseText(opts.repo, opts.baseCommit, file3);
     return before === null || plainDependencies(before);
@@ -89864,7 +89905,7 @@ function intoSkipped(root2, link3) {
 }
 function read2(full, sectioned, rel) {
   try {
-    const st = lstatSync5(full);
+    const st = lstatSync6(full);
     if (st.isSymbolicLink()) return { hash: `link:${readlinkSync3(full)}` };
     const buf = sectioned ? readRegular(full, MAX_READ_BYTES) : null;
     if (buf) return { hash: createHash7("sha256").update(buf).digest("hex"), text: runnerPart(rel, buf.toString("utf8")) };
@@ -89943,7 +89984,7 @@ var YARN_WRITES = /^(install-state\.gz|build-state\.yml|unplugged(\/.*)?)$/;
 var YARN_GUARD_CAP = 2e4;
 function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules = pytestPluginModules(checkout, sub, commands, heldBackDirs)) {
   const out = [];
-  const isFile = (f) => lstatSync5(path53.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
+  const isFile = (f) => lstatSync6(path53.join(checkout, f), { throwIfNoEntry: false })?.isFile() ?? false;
   for (const { file: file3 } of pluginModules) {
     if (isFile(file3)) out.push(file3);
     else if (file3.endsWith("/__init__.py") && isFile(`${file3.slice(0, -"/__init__.py".length)}.py`)) out.push(file3);
@@ -89966,7 +90007,7 @@ function guardedConfigFiles(checkout, sub, commands, heldBackDirs, pluginModules
         else if (e.isFile()) out.push(`${yarn}/${r}`);
       }
     };
-    if (lstatSync5(path53.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
+    if (lstatSync6(path53.join(checkout, yarn), { throwIfNoEntry: false })?.isDirectory()) walk("");
   }
   const cache = (f) => /(^|\/)\.yarn\/cache\//.test(f);
   return [.../* @__PURE__ */ new Set([...out.filter((f) => !cache(f)), ...out.filter(cache)])];
@@ -90372,14 +90413,14 @@ var realpathOr = (p) => {
 };
 var lstatOrNull = (p) => {
   try {
-    return lstatSync6(p);
+    return lstatSync7(p);
   } catch {
     return null;
   }
 };
 function fingerprint(file3) {
   try {
-    const st = lstatSync6(file3);
+    const st = lstatSync7(file3);
     return st.isFile() ? hashRegular(file3) ?? "unreadable" : `not a file (${st.mode})`;
   } catch {
     return "absent";
@@ -90387,7 +90428,7 @@ function fingerprint(file3) {
 }
 
 // engine/grading/grade.ts
-import { lstatSync as lstatSync7 } from "node:fs";
+import { lstatSync as lstatSync8 } from "node:fs";
 import { lstat as lstat4, readdir as readdir5 } from "node:fs/promises";
 import path55 from "node:path";
 async function protectedIn(checkout, sub, protect) {
@@ -90580,7 +90621,7 @@ async function combinedCheckConfig(opts) {
 }
 var CONFIG_BINDS = 250;
 function guardedScripts(checkout, scripts) {
-  return [...scripts.values()].filter((s) => s.harness).map((s) => path55.join(checkout, s.file)).filter((f) => lstatSync7(f, { throwIfNoEntry: false })?.isFile());
+  return [...scripts.values()].filter((s) => s.harness).map((s) => path55.join(checkout, s.file)).filter((f) => lstatSync8(f, { throwIfNoEntry: false })?.isFile());
 }
 var commandsOf = (checks) => checks.flatMap((c3) => "run" in c3 ? [c3.run] : []);
 function heldBackOf(listing) {
@@ -90826,7 +90867,7 @@ function realLocation(p, links = 0) {
 }
 function linkTarget(p) {
   try {
-    return lstatSync8(p).isSymbolicLink() ? readlinkSync5(p) : null;
+    return lstatSync9(p).isSymbolicLink() ? readlinkSync5(p) : null;
   } catch {
     return null;
   }
@@ -90835,7 +90876,7 @@ function viaSymlink(p, root2) {
   let dir = path57.resolve(p);
   while (dir.startsWith(root2 + path57.sep)) {
     try {
-      if (lstatSync8(dir).isSymbolicLink()) return dir;
+      if (lstatSync9(dir).isSymbolicLink()) return dir;
     } catch {
     }
     dir = path57.dirname(dir);
@@ -91139,7 +91180,10 @@ var Approvals = class {
     const w = this.reg.list().find((x) => x.asks.some((a2) => a2.id === decision.askId));
     const ask = w?.asks.find((a2) => a2.id === decision.askId);
     if (!w || !ask)
-      throw new InputError(`unknown ask "${decision.askId}": no ask has that id (\`ocw asks\` or the approvals inbox lists the pending ones)`, "not-found");
+      throw new InputError(
+        `unknown ask ${quotedId(decision.askId)}: no ask has that id (\`ocw asks\` or the approvals inbox lists the pending ones)`,
+        "not-found"
+      );
     if (ask.status !== "pending") {
       throw new InputError(
         `ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${byWhom(ask.by)}` : ""})`,
@@ -91259,7 +91303,7 @@ var Approvals = class {
   revokeGrant(grantId, by = { kind: "person" }) {
     const w = this.reg.list().find((x) => x.grants.some((g3) => g3.id === grantId));
     const g2 = w?.grants.find((x) => x.id === grantId);
-    if (!w || !g2) throw new InputError(`unknown grant "${grantId}": no grant in force has that id (\`ocw grants\` lists them)`, "not-found");
+    if (!w || !g2) throw new InputError(`unknown grant ${quotedId(grantId)}: no grant in force has that id (\`ocw grants\` lists them)`, "not-found");
     this.reg.record(w.id, { type: "grant.revoked", grantId, by });
     return g2;
   }
@@ -91827,7 +91871,7 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 
 // engine/workers/open.ts
 import { execFileSync as execFileSync5 } from "node:child_process";
-import { existsSync as existsSync29, lstatSync as lstatSync9, readdirSync as readdirSync12, realpathSync as realpathSync8, statSync as statSync19 } from "node:fs";
+import { existsSync as existsSync29, lstatSync as lstatSync10, readdirSync as readdirSync12, realpathSync as realpathSync8, statSync as statSync19 } from "node:fs";
 import path63 from "node:path";
 var QUIET_GIT_KEYS = [
   /^core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath)$/,
@@ -91845,7 +91889,7 @@ function gitRunsIn(worktree) {
     const dotGit = path63.join(dir, ".git");
     let st;
     try {
-      st = lstatSync9(dotGit);
+      st = lstatSync10(dotGit);
     } catch {
       return;
     }
@@ -91859,7 +91903,7 @@ function gitRunsIn(worktree) {
     const config3 = path63.join(dotGit, "config");
     let configKind = "none";
     try {
-      configKind = lstatSync9(config3).isFile() ? "file" : "other";
+      configKind = lstatSync10(config3).isFile() ? "file" : "other";
     } catch {
     }
     if (configKind === "other") found.push(`${at}.git/config is not a plain file`);
@@ -92217,7 +92261,7 @@ var WorkerRegistry = class {
   }
   get(id3) {
     const w = this.workers.get(id3);
-    if (!w) throw new InputError(`unknown worker "${id3}": no worker has that id (\`ocw list\` or the workers tool lists them)`, "not-found");
+    if (!w) throw new InputError(`unknown worker ${quotedId(id3)}: no worker has that id (\`ocw list\` or the workers tool lists them)`, "not-found");
     return w;
   }
   /** Appends to the worker's log, folds into its picture, publishes. A failed append throws and changes nothing. */
@@ -93082,7 +93126,7 @@ var Attempts = class {
   deps;
   group(groupId) {
     const g2 = attemptGroup(groupId, this.deps.list());
-    if (!g2.attempts.length) throw new InputError(`unknown attempt group "${groupId}"`, "not-found");
+    if (!g2.attempts.length) throw new InputError(`unknown attempt group ${quotedId(groupId)}`, "not-found");
     return g2;
   }
   /** Every attempt group the engine knows, newest first. */
@@ -93305,7 +93349,7 @@ var Engine = class {
   resolveTarget(targetId) {
     if (targetId) {
       const t3 = this.targets.get(targetId);
-      if (!t3) throw new InputError(`unknown target "${targetId}": run \`ocw targets\` to list them`);
+      if (!t3) throw new InputError(`unknown target ${quotedId(targetId)}: run \`ocw targets\` to list them`);
       return t3;
     }
     const t2 = this.targets.active();
@@ -93466,7 +93510,7 @@ var Engine = class {
   }
   batch(batchId) {
     const ws = this.list().filter((w) => w.batchId === batchId);
-    if (!ws.length) throw new InputError(`unknown batch "${batchId}"`, "not-found");
+    if (!ws.length) throw new InputError(`unknown batch ${quotedId(batchId)}`, "not-found");
     const graded = ws.filter((w) => w.verdict);
     const honest = graded.filter((w) => w.verdict.honest).length;
     const settled = ws.every((w) => isAtRest(w.state));
@@ -93497,7 +93541,7 @@ var Engine = class {
   }
   /** Names a batch ("" takes the name away); every client hears it as a `batch` event. */
   nameBatch(batchId, name) {
-    if (!this.list().some((w) => w.batchId === batchId)) throw new InputError(`unknown batch "${batchId}"`, "not-found");
+    if (!this.list().some((w) => w.batchId === batchId)) throw new InputError(`unknown batch ${quotedId(batchId)}`, "not-found");
     this.batchNames.set(batchId, name.trim());
     this.bus.publish({ type: "batch", batchId, ts: Date.now() });
     return { batchId, name: this.batchNames.get(batchId) };
@@ -94812,6 +94856,9 @@ async function waitForNews(src, input2, opts = {}) {
   const shownFinished = new Set(input2.shownFinished);
   const followed = new Set(ids2);
   opts.onFollow?.(ids2);
+  if (opts.onNote) {
+    for (const id3 of ids2) for (const a2 of pendingAsks(src.get(id3))) if (!shownAsks.has(a2.id)) opts.onNote(askNote(a2.workerId, a2));
+  }
   const news = () => ids2.reduce((n2, id3) => {
     const w = src.get(id3);
     return n2 + pendingAsks(w).filter((a2) => !shownAsks.has(a2.id)).length + (isAtRest(w.state) && !shownFinished.has(w.id) ? 1 : 0);
@@ -95612,12 +95659,17 @@ async function startApiServer(opts) {
     }
   });
   server.on("clientError", (err, socket) => {
-    const status = err.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
-    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r
+    const big = err.code === "HPE_HEADER_OVERFLOW";
+    const status = big ? "431 Request Header Fields Too Large" : "400 Bad Request";
+    const message = big ? `the request's URL and headers are over the ${Math.round(http5.maxHeaderSize / 1024)} KiB the engine reads: send a long input in a POST body (a subscription's too), or name fewer ids` : "the engine could not read the request as HTTP: it was refused";
+    const body = JSON.stringify({ error: { message, code: -32600, data: { code: "BAD_REQUEST", httpStatus: big ? 431 : 400 } } });
+    if (socket.writable)
+      socket.end(`HTTP/1.1 ${status}\r
 connection: close\r
-content-length: 0\r
+content-type: application/json\r
+content-length: ${Buffer.byteLength(body)}\r
 \r
-`);
+${body}`);
     else socket.destroy();
   });
   await new Promise((resolve, reject) => {
