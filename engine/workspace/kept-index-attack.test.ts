@@ -2,9 +2,9 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { gitsWaySuite, gradeGitsWay, keptIndexMeta, settle } from "../../test/fixtures/kept-index";
+import { gitsWaySuite, gradeGitsWay, gradeInProcess, keptIndexMeta, putTimesBack, settle, workspaceOf } from "../../test/fixtures/kept-index";
 import { write } from "../../test/fixtures/snapshot-cases";
-import { commitAndCheckOut, createWorkspace, fullDiff, inspectRepo, keptIndexUseOf, snapshotCaps, type Workspace } from "./workspace";
+import { fullDiff, keptIndexUseOf, type Workspace } from "./workspace";
 
 // A hostile worker against grading's git way from the kept checkout index: each route tries to make a changed file
 // look unchanged to git's stat check (same size, times put back, an inode reused, a swap of files or folders). The
@@ -44,11 +44,7 @@ function attackRepo(opts: { submodule?: boolean } = {}): string {
   return dir;
 }
 
-async function workspace(r: string): Promise<Workspace> {
-  const id = `w-${n++}`;
-  const info = await inspectRepo(r);
-  return createWorkspace(path.join(tmp, "workspaces"), info, id, path.join(tmp, "repos", `${id}.git`), {});
-}
+const workspace = (r: string) => workspaceOf(tmp, r, `w-${n++}`);
 
 const meta = keptIndexMeta;
 
@@ -56,11 +52,6 @@ const grade = (ws: Workspace) => gradeGitsWay(ws, path.join(tmp, `checkout-${n++
 
 type Stat = { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint };
 const stat = (f: string) => lstatSync(f, { bigint: true }) as unknown as Stat;
-/** `touch -d` the mtime (and atime) back to the nanosecond; -h: a symlink's own. */
-function putTimesBack(f: string, st: { mtimeNs: bigint }) {
-  const at = `@${st.mtimeNs / 1_000_000_000n}.${String(st.mtimeNs % 1_000_000_000n).padStart(9, "0")}`;
-  execFileSync("touch", ["-h", "-d", at, f]);
-}
 /** Writes `bytes` into a file through a shared mmap (no write(2)). */
 function mmapWrite(f: string, bytes: string) {
   execFileSync("python3", [
@@ -431,28 +422,7 @@ describe("the attacks are changes (the oracle sees them)", () => {
   );
 });
 
-/**
- * The engine's own snapshot with a partial checkout (file checks): it reads no base file whose stat data the kept index
- * shows unchanged. `only` names no base file, so every base file is left to that stat check. On git's switch off for
- * the call (gitsWaySuite sets it for this file).
- */
-async function inProcess(ws: Workspace) {
-  const switched = process.env.OCW_SNAPSHOT_GIT;
-  delete process.env.OCW_SNAPSHOT_GIT;
-  try {
-    const checkoutDir = path.join(tmp, `checkout-${n++}`);
-    const m = await commitAndCheckOut(ws, "ocw: attack", checkoutDir, snapshotCaps(), ["checked.txt"]);
-    return {
-      changed: m.changed,
-      diffStat: m.diffStat,
-      changes: [...(m.changes ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1)),
-      unchanged: m.commit === ws.baseCommit,
-      filesRead: m.filesRead,
-    };
-  } finally {
-    process.env.OCW_SNAPSHOT_GIT = switched;
-  }
-}
+const inProcess = (ws: Workspace) => gradeInProcess(ws, path.join(tmp, `checkout-${n++}`));
 
 async function attackInProcess(route: Route, when: When) {
   for (let tries = 1; ; tries++) {

@@ -2,8 +2,8 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { gitsWaySuite, gradeGitsWay, keptIndexMeta, settle } from "../../test/fixtures/kept-index";
-import { commitAndCheckOut, createWorkspace, inspectRepo, snapshotCaps, type Workspace } from "./workspace";
+import { gitsWaySuite, gradeGitsWay, gradeInProcess, keptIndexMeta, putTimesBack, settle, workspaceOf } from "../../test/fixtures/kept-index";
+import type { Workspace } from "./workspace";
 
 // A hostile worker against the engine's own snapshot of a file-check grading (commit c59511f): a base file whose lstat
 // still shows, to the nanosecond, the ctime and mtime the checkout's kept index recorded (both before the fence), and
@@ -46,22 +46,13 @@ function attackRepo(): string {
   return dir;
 }
 
-async function workspace(r: string): Promise<Workspace> {
-  const id = `w-${n++}`;
-  const info = await inspectRepo(r);
-  return createWorkspace(path.join(tmp, "workspaces"), info, id, path.join(tmp, "repos", `${id}.git`), {});
-}
+const workspace = (r: string) => workspaceOf(tmp, r, `w-${n++}`);
 
 const meta = keptIndexMeta;
 const grade = (ws: Workspace) => gradeGitsWay(ws, path.join(tmp, `checkout-${n++}`), "ocw: attack");
 
 type Stat = { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint; nlink: bigint };
 const stat = (f: string) => lstatSync(f, { bigint: true }) as unknown as Stat;
-/** `touch -d` the mtime (and atime) back to the nanosecond. */
-function putTimesBack(f: string, st: { mtimeNs: bigint }) {
-  const at = `@${st.mtimeNs / 1_000_000_000n}.${String(st.mtimeNs % 1_000_000_000n).padStart(9, "0")}`;
-  execFileSync("touch", ["-h", "-d", at, f]);
-}
 /** Runs a python3 program with the file and the other arguments as sys.argv[1:]. */
 const py = (code: string, ...args: string[]) => execFileSync("python3", ["-c", code, ...args]);
 const FALLOCATE = `import ctypes,os,sys
@@ -281,28 +272,7 @@ const timeRoutes: Route[] = [
 
 type When = "settled" | "same second";
 
-/**
- * The engine's own snapshot with a partial checkout (file checks): it reads no base file whose stat data the kept index
- * shows unchanged. `only` names no base file, so every base file is left to that stat check. On git's switch off for
- * the call (gitsWaySuite sets it for this file).
- */
-async function inProcess(ws: Workspace) {
-  const switched = process.env.OCW_SNAPSHOT_GIT;
-  delete process.env.OCW_SNAPSHOT_GIT;
-  try {
-    const checkoutDir = path.join(tmp, `checkout-${n++}`);
-    const m = await commitAndCheckOut(ws, "ocw: attack", checkoutDir, snapshotCaps(), ["checked.txt"]);
-    return {
-      changed: m.changed,
-      diffStat: m.diffStat,
-      changes: [...(m.changes ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1)),
-      unchanged: m.commit === ws.baseCommit,
-      filesRead: m.filesRead,
-    };
-  } finally {
-    process.env.OCW_SNAPSHOT_GIT = switched;
-  }
-}
+const inProcess = (ws: Workspace) => gradeInProcess(ws, path.join(tmp, `checkout-${n++}`));
 
 /** The route on a workspace with its kept index (the engine's own snapshot) and on one without (the oracle: git's way from the base's index). */
 async function attackInProcess(route: Route, when: When) {

@@ -563,6 +563,19 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       pushNotice("info", `retry of ${w.id} started as ${id}`);
       go({ name: "worker", id });
     });
+  // Named for its worker (the engine's id), as the ask buttons are: every card's was "Retry".
+  const retryButton = (
+    <button
+      type="button"
+      className="btn small"
+      disabled={busy}
+      aria-label={`Retry ${w.id}`}
+      onClick={retry}
+      title="the same task as a new worker, in a fresh workspace"
+    >
+      Retry
+    </button>
+  );
   return (
     <section className={`card worker-card tone-${w.state}`} aria-label={w.id} ref={cardRef} {...keepFocus}>
       <div className="card-top">
@@ -701,7 +714,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
                 ? "Stopped: it can be resumed."
                 : "Ended in an error."}
           </span>
-          {/* Named for their worker (the engine's id), as the ask buttons are: every card's were "Resume" and "Retry". */}
+          {/* Named for its worker (the engine's id), as the ask buttons are: every card's was "Resume". */}
           <button
             type="button"
             className="btn small"
@@ -711,31 +724,13 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
           >
             Resume
           </button>
-          <button
-            type="button"
-            className="btn small"
-            disabled={busy}
-            aria-label={`Retry ${w.id}`}
-            onClick={retry}
-            title="the same task as a new worker, in a fresh workspace"
-          >
-            Retry
-          </button>
+          {retryButton}
         </div>
       )}
       {w.state === "honest-failure" && (
         <div className="card-ask small">
           <span className="muted grow">{failedWhy(w.verdict)}</span>
-          <button
-            type="button"
-            className="btn small"
-            disabled={busy}
-            aria-label={`Retry ${w.id}`}
-            onClick={retry}
-            title="the same task as a new worker, in a fresh workspace"
-          >
-            Retry
-          </button>
+          {retryButton}
         </div>
       )}
     </section>
