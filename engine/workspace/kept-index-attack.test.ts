@@ -2,7 +2,17 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { gitsWaySuite, gradeGitsWay, gradeInProcess, keptIndexMeta, putTimesBack, settle, workspaceOf } from "../../test/fixtures/kept-index";
+import {
+  changedAlike,
+  expectSameCommit,
+  gitsWaySuite,
+  gradeGitsWay,
+  gradeInProcess,
+  keptIndexMeta,
+  putTimesBack,
+  settle,
+  workspaceOf,
+} from "../../test/fixtures/kept-index";
 import { write } from "../../test/fixtures/snapshot-cases";
 import { fullDiff, keptIndexUseOf, type Workspace } from "./workspace";
 
@@ -352,29 +362,27 @@ function fenceNow(ws: Workspace) {
   writeFileSync(meta(ws), JSON.stringify({ ...m, fence: fence.toString() }));
 }
 
-async function attack(route: Route, when: When): Promise<{ use: Awaited<ReturnType<typeof keptIndexUseOf>>; g: Awaited<ReturnType<typeof grade>> }> {
+/** `fn` set up and run again (a few times) while its route's premise could not be set up (PremiseUnmet). */
+async function retried<T>(fn: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries++) {
     try {
-      return await attackOnce(route, when);
+      return await fn();
     } catch (err) {
       if (!(err instanceof PremiseUnmet) || tries >= 5) throw err;
     }
   }
 }
 
+/** The route's change on a workspace with its kept index and on one without: changes right after the checkout (the
+ * fence's second, git's racy-clean one) or seconds after it, with the fence taken again first for "fence later". */
+const changed = (r: string, mutate: Route[1], when: When) =>
+  changedAlike(() => workspace(r), mutate, { settled: when !== "same second", atChange: when === "fence later" ? fenceNow : undefined });
+
+const attack = (route: Route, when: When) => retried(() => attackOnce(route, when));
+
 async function attackOnce(route: Route, when: When) {
   const [name, mutate, opts] = route;
-  const settled = when !== "same second";
-  const r = attackRepo();
-  const kept = await workspace(r);
-  // Changes right after the checkout (the fence's second, git's racy-clean one) or seconds after it.
-  if (settled) await settle();
-  if (when === "fence later") fenceNow(kept);
-  mutate(kept.worktree);
-  const before = await workspace(r);
-  rmSync(meta(before));
-  mutate(before.worktree);
-  if (!settled) await settle();
+  const { kept, before } = await changed(attackRepo(), mutate, when);
   const use = await keptIndexUseOf(kept);
   if (when === "fence later") expect(use?.reread ?? 0, "git's own stat check alone").toBe(0);
   // The route is only an attack where the kept index is in use.
@@ -424,35 +432,14 @@ describe("the attacks are changes (the oracle sees them)", () => {
 
 const inProcess = (ws: Workspace) => gradeInProcess(ws, path.join(tmp, `checkout-${n++}`));
 
-async function attackInProcess(route: Route, when: When) {
-  for (let tries = 1; ; tries++) {
-    try {
-      const [, mutate] = route;
-      const settled = when !== "same second";
-      const r = attackRepo({ submodule: false });
-      const kept = await workspace(r);
-      if (settled) await settle();
-      if (when === "fence later") fenceNow(kept);
-      mutate(kept.worktree);
-      const before = await workspace(r);
-      rmSync(meta(before));
-      mutate(before.worktree);
-      if (!settled) await settle();
-      const g = await inProcess(kept);
-      // The oracle: git's way from the base's index (every file read again).
-      const o = await grade(before);
-      expect({ changed: g.changed, diffStat: g.diffStat, changes: g.changes, unchanged: g.unchanged }).toEqual({
-        changed: o.changed,
-        diffStat: o.diffStat,
-        changes: o.changes,
-        unchanged: o.unchanged,
-      });
-      return g;
-    } catch (err) {
-      if (!(err instanceof PremiseUnmet) || tries >= 5) throw err;
-    }
-  }
-}
+const attackInProcess = (route: Route, when: When) =>
+  retried(async () => {
+    const { kept, before } = await changed(attackRepo({ submodule: false }), route[1], when);
+    const g = await inProcess(kept);
+    // The oracle: git's way from the base's index (every file read again).
+    expectSameCommit(g, await grade(before));
+    return g;
+  });
 
 for (const [title, when] of [
   [

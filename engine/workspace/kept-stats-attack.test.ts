@@ -2,7 +2,17 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { gitsWaySuite, gradeGitsWay, gradeInProcess, keptIndexMeta, putTimesBack, settle, workspaceOf } from "../../test/fixtures/kept-index";
+import {
+  changedAlike,
+  expectSameCommit,
+  gitsWaySuite,
+  gradeGitsWay,
+  gradeInProcess,
+  keptIndexMeta,
+  putTimesBack,
+  settle,
+  workspaceOf,
+} from "../../test/fixtures/kept-index";
 import type { Workspace } from "./workspace";
 
 // A hostile worker against the engine's own snapshot of a file-check grading (commit c59511f): a base file whose lstat
@@ -276,23 +286,11 @@ const inProcess = (ws: Workspace) => gradeInProcess(ws, path.join(tmp, `checkout
 
 /** The route on a workspace with its kept index (the engine's own snapshot) and on one without (the oracle: git's way from the base's index). */
 async function attackInProcess(route: Route, when: When) {
-  const [, mutate] = route;
   const r = attackRepo();
-  const kept = await workspace(r);
-  if (when === "settled") await settle();
-  mutate(kept.worktree);
-  const before = await workspace(r);
-  rmSync(meta(before));
-  mutate(before.worktree);
-  if (when === "same second") await settle();
+  const { kept, before } = await changedAlike(() => workspace(r), route[1], { settled: when === "settled" });
   const g = await inProcess(kept);
   const o = await grade(before);
-  expect({ changed: g.changed, diffStat: g.diffStat, changes: g.changes, unchanged: g.unchanged }).toEqual({
-    changed: o.changed,
-    diffStat: o.diffStat,
-    changes: o.changes,
-    unchanged: o.unchanged,
-  });
+  expectSameCommit(g, o);
   // The engine did use the kept stat data (it read fewer files than the base has).
   expect(g.filesRead).toBeLessThan(8);
   return { g, o };
