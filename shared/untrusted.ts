@@ -38,7 +38,8 @@ interface UntrustedView {
   marked: number;
 }
 
-const hex = (cp: number) => `⟪U+${cp.toString(16).toUpperCase().padStart(4, "0")}⟫`;
+/** The visible marker a hidden or refused character is shown as: ⟪U+200B⟫. */
+export const codePointMark = (cp: number) => `⟪U+${cp.toString(16).toUpperCase().padStart(4, "0")}⟫`;
 
 const COMBINING = /^\p{M}$/u;
 const PICTOGRAPH = /^[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Regional_Indicator}]$/u;
@@ -167,7 +168,7 @@ function mark(text: string, lines: boolean, keepTabs = false, block = false): { 
     if (cp === 0x0a) out += lines ? "⏎\n" : "⏎";
     else if (cp === 0x0d) out += "␍";
     else if (cp === 0x09) out += "␉";
-    else out += hex(cp);
+    else out += codePointMark(cp);
   }
   flushStack();
   return { text: out, marked };
@@ -237,7 +238,12 @@ export function showUntrustedBlock(text: string, opts: { max?: number; maxLines?
  * or Claude reading the engine's words then sees where the worker's begin and end.
  */
 export function quoteUntrusted(text: string, label: string, max = 300): string {
-  return `(${label}, untrusted: ${JSON.stringify(showUntrusted(text, { lines: false, max }))})`;
+  return `(${labelledUntrusted(text, label, max)})`;
+}
+
+/** quoteUntrusted's words without its parentheses, for a sentence that has its own: `HTTP 401; the error's words, untrusted: "…"`. */
+export function labelledUntrusted(text: string, label: string, max = 300): string {
+  return `${label}, untrusted: ${JSON.stringify(showUntrusted(text, { lines: false, max }))}`;
 }
 
 /**

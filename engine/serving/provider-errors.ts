@@ -11,7 +11,7 @@
  * Balance, 422, 503 Server Overloaded), with Retry-After and the x-ratelimit-* headers of a 429.
  */
 import type { HttpResult } from "./http";
-import { quoteUntrusted } from "../../shared/untrusted";
+import { labelledUntrusted } from "../../shared/untrusted";
 
 /** The provider's own error text and code, from any of the documented error shapes (or null). */
 export function providerError(body: unknown, text: string): { message: string | null; code: string | null } {
@@ -291,7 +291,7 @@ export function describeError(err: SessionError | undefined, targetId?: string |
   const said = typeof d.message === "string" ? d.message : "";
   // The error's own text is the provider's (or whatever answers at the target's URL) and reaches people and Claude:
   // quoted, made safe and labelled inside the engine's sentence, never its words.
-  const words = said ? quoteUntrusted(said, "the error's words", 400).slice(1, -1) : "";
+  const words = said ? labelledUntrusted(said, "the error's words", 400) : "";
   const quoted = words ? ` (${words})` : "";
   const status = typeof d.statusCode === "number" ? d.statusCode : null;
   const out = (() => {

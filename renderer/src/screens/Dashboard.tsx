@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from "react";
 import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
 import { countsAsBuilt, type Verdict } from "../../../shared/verdict";
-import { showUntrusted } from "../../../shared/untrusted";
+import { codePointMark, showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, useFocusKept, VerdictChips } from "../components/common";
@@ -515,7 +515,7 @@ const TOOL_NAME_MAX = 40;
  * A card's Approve / Reject button named for a screen reader or voice control: which worker's ask it answers and for
  * what tool ("Approve w-1a2b's bash ask"), where every card's buttons were just "Approve" and "Reject". The worker's id is
  * the engine's; the tool name comes with the ask, so it is shown as one word: every character but a letter, digit, "_",
- * "." or "-" as ⟪U+XXXX⟫ (as shared/untrusted.ts marks hidden ones). A name with a space in it could otherwise hold a
+ * "." or "-" as ⟪U+XXXX⟫ (codePointMark, as shared/untrusted.ts marks hidden ones). A name with a space in it could otherwise hold a
  * whole other button's name ("bash ask, Reject w-9c3d's edit") for voice control to match. Worker-written text
  * (its title, its command) is never part of the name: it is shown on the card, as data.
  */
@@ -523,7 +523,7 @@ export function askButtonName(verb: "Approve" | "Reject", workerId: string, tool
   const chars = [...tool];
   const word = chars
     .slice(0, TOOL_NAME_MAX)
-    .map((c) => (/^[A-Za-z0-9_.-]$/.test(c) ? c : `⟪U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟫`))
+    .map((c) => (/^[A-Za-z0-9_.-]$/.test(c) ? c : codePointMark(c.codePointAt(0)!)))
     .join("");
   return `${verb} ${workerId}'s ${word || "unnamed"}${chars.length > TOOL_NAME_MAX ? "…" : ""} ask`;
 }
