@@ -6815,9 +6815,9 @@ var require_utils = __commonJS({
       let output = "";
       for (let i2 = 0; i2 < input2.length; i2++) {
         if (input2[i2] === "%" && i2 + 2 < input2.length) {
-          const hex4 = input2.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex4)) {
-            const normalizedHex = hex4.toUpperCase();
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex3)) {
+            const normalizedHex = hex3.toUpperCase();
             const decoded = String.fromCharCode(parseInt(normalizedHex, 16));
             if (decodeUnreserved && isUnreserved(decoded)) {
               output += decoded;
@@ -6837,9 +6837,9 @@ var require_utils = __commonJS({
       for (let i2 = 0; i2 < input2.length; i2++) {
         const ch = input2[i2];
         if (ch === "%" && i2 + 2 < input2.length) {
-          const hex4 = input2.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex4)) {
-            const normalizedHex = hex4.toUpperCase();
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex3)) {
+            const normalizedHex = hex3.toUpperCase();
             const decoded = String.fromCharCode(parseInt(normalizedHex, 16));
             if (decoded !== "." && isUnreserved(decoded)) {
               output += decoded;
@@ -6879,9 +6879,9 @@ var require_utils = __commonJS({
       for (let i2 = 0; i2 < input2.length; i2++) {
         const ch = input2[i2];
         if (ch === "%" && i2 + 2 < input2.length) {
-          const hex4 = input2.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex4)) {
-            output += "%" + hex4.toUpperCase();
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex3)) {
+            output += "%" + hex3.toUpperCase();
             i2 += 2;
             continue;
           }
@@ -6917,9 +6917,9 @@ var require_utils = __commonJS({
       for (let i2 = 0; i2 < input2.length; i2++) {
         const ch = input2[i2];
         if (ch === "%" && i2 + 2 < input2.length) {
-          const hex4 = input2.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex4)) {
-            output += "%" + hex4.toUpperCase();
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex3)) {
+            output += "%" + hex3.toUpperCase();
             i2 += 2;
             continue;
           }
@@ -6964,9 +6964,9 @@ var require_utils = __commonJS({
       for (let i2 = 0; i2 < input2.length; i2++) {
         const ch = input2[i2];
         if (ch === "%" && i2 + 2 < input2.length) {
-          const hex4 = input2.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex4)) {
-            const normalizedHex = hex4.toUpperCase();
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex3)) {
+            const normalizedHex = hex3.toUpperCase();
             const decoded = String.fromCharCode(parseInt(normalizedHex, 16));
             if (isUnreserved(decoded)) {
               output += decoded;
@@ -7004,9 +7004,9 @@ var require_utils = __commonJS({
       let output = "";
       for (let i2 = 0; i2 < input2.length; i2++) {
         if (input2[i2] === "%" && i2 + 2 < input2.length) {
-          const hex4 = input2.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex4)) {
-            output += "%" + hex4.toUpperCase();
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex3)) {
+            output += "%" + hex3.toUpperCase();
             i2 += 2;
             continue;
           }
@@ -12105,8 +12105,8 @@ var require_util2 = __commonJS({
       }
       return result2;
     }
-    function hex2bin(hex4) {
-      return ("00000000" + parseInt(hex4, 16).toString(2)).substr(-8);
+    function hex2bin(hex3) {
+      return ("00000000" + parseInt(hex3, 16).toString(2)).substr(-8);
     }
     function getFilesInPath(source) {
       const lstatSync11 = fs.lstatSync;
@@ -32793,8 +32793,8 @@ function base64urlToUint8Array(base64url3) {
 function uint8ArrayToBase64url(bytes) {
   return uint8ArrayToBase64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=/g, "");
 }
-function hexToUint8Array(hex4) {
-  const cleanHex = hex4.replace(/^0x/, "");
+function hexToUint8Array(hex3) {
+  const cleanHex = hex3.replace(/^0x/, "");
   if (cleanHex.length % 2 !== 0) {
     throw new Error("Invalid hex string length");
   }
@@ -44323,7 +44323,7 @@ var AttemptRef = external_exports.object({
 
 // shared/untrusted.ts
 var SHOW_MAX = 1e3;
-var hex3 = (cp) => `\u27EAU+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27EB`;
+var codePointMark = (cp) => `\u27EAU+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27EB`;
 var COMBINING = new RegExp("^\\p{M}$", "u");
 var PICTOGRAPH = /^[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Regional_Indicator}]$/u;
 var MAX_MARKS = 4;
@@ -44404,7 +44404,7 @@ function mark(text, lines, keepTabs = false, block = false) {
     if (cp === 10) out += lines ? "\u23CE\n" : "\u23CE";
     else if (cp === 13) out += "\u240D";
     else if (cp === 9) out += "\u2409";
-    else out += hex3(cp);
+    else out += codePointMark(cp);
   }
   flushStack();
   return { text: out, marked };
@@ -44446,7 +44446,10 @@ function showUntrustedBlock(text, opts = {}) {
   return out.join("\n");
 }
 function quoteUntrusted(text, label, max = 300) {
-  return `(${label}, untrusted: ${JSON.stringify(showUntrusted(text, { lines: false, max }))})`;
+  return `(${labelledUntrusted(text, label, max)})`;
+}
+function labelledUntrusted(text, label, max = 300) {
+  return `${label}, untrusted: ${JSON.stringify(showUntrusted(text, { lines: false, max }))}`;
 }
 function quoteUntrustedList(names, label, opts = {}) {
   const shown = opts.shown ?? 20;
@@ -78061,7 +78064,7 @@ function requestedAt(url2, targetId) {
 function describeError(err, targetId) {
   const d = err?.data ?? {};
   const said = typeof d.message === "string" ? d.message : "";
-  const words2 = said ? quoteUntrusted(said, "the error's words", 400).slice(1, -1) : "";
+  const words2 = said ? labelledUntrusted(said, "the error's words", 400) : "";
   const quoted4 = words2 ? ` (${words2})` : "";
   const status = typeof d.statusCode === "number" ? d.statusCode : null;
   const out = (() => {
@@ -87172,14 +87175,14 @@ function parseString(ctx) {
         let value = 0;
         let len = c3 === 120 ? 2 : c3 === 117 ? 4 : 8;
         for (let j = 0; j < len; j++, ctx.p++) {
-          let hex4 = ctx.s.charCodeAt(ctx.p);
+          let hex3 = ctx.s.charCodeAt(ctx.p);
           let digit = (
             /* 0-9 */
-            hex4 >= 48 && hex4 <= 57 ? hex4 - 48 : (
+            hex3 >= 48 && hex3 <= 57 ? hex3 - 48 : (
               /* A-F */
-              hex4 >= 65 && hex4 <= 70 ? hex4 - 65 + 10 : (
+              hex3 >= 65 && hex3 <= 70 ? hex3 - 65 + 10 : (
                 /* a-f */
-                hex4 >= 97 && hex4 <= 102 ? hex4 - 97 + 10 : -1
+                hex3 >= 97 && hex3 <= 102 ? hex3 - 97 + 10 : -1
               )
             )
           );
