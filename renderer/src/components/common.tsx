@@ -160,8 +160,9 @@ export function Modal({
 /**
  * Focus that was inside an element (spread the handlers returned on it) and fell to the page's top because what held it
  * went away (a decided ask's buttons) is put on `fallback()` when `key` changes, without scrolling; `later`: a frame
- * later, once the other effects of that change have rendered (the inbox's selection moving on). Handlers, not listeners
- * on a ref: the element may itself be rendered only while there is something to decide.
+ * later, once the other effects of that change have rendered (the inbox's selection moving on). A `fallback()` with
+ * nothing to give yet (an action still running) leaves it for the next change. Handlers, not listeners on a ref: the
+ * element may itself be rendered only while there is something to decide.
  */
 export function useFocusKept(
   key: string,
@@ -173,8 +174,12 @@ export function useFocusKept(
   pick.current = fallback;
   useEffect(() => {
     if (!inside.current || (document.activeElement && document.activeElement !== document.body)) return;
-    inside.current = false;
-    const put = () => pick.current()?.focus({ preventScroll: true });
+    const put = () => {
+      const to = pick.current();
+      if (!to) return;
+      inside.current = false;
+      to.focus({ preventScroll: true });
+    };
     if (opts.later) requestAnimationFrame(put);
     else put();
   }, [key, opts.later]);

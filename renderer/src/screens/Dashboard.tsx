@@ -673,36 +673,40 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
         </div>
       )}
       {pending > 0 && (
-        <div className="card-ask small">
-          <span className="mono ellipsis" title={showUntrusted(asks[0]!.what, { max: 1000, lines: false })}>
+        <div className="card-ask card-ask-pending small">
+          {/* The buttons go below it, together, when it does not fit beside them, and it wraps: cut to one line beside
+              them, 900 px wide it read "edit: name…", the file unreadable. */}
+          <span className="mono card-ask-what" title={showUntrusted(asks[0]!.what, { max: 1000, lines: false })}>
             {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}:{" "}
             {showUntrusted(w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what, { max: 300, lines: false })}
           </span>
-          {asks[0]!.kind === "permission" && (
-            <>
-              <button
-                type="button"
-                className="btn ok small"
-                disabled={busy}
-                aria-label={askButtonName("Approve", w.id, asks[0]!.tool)}
-                onClick={() => void act("approve", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "once" }))}
-              >
-                Approve
-              </button>
-              <button
-                type="button"
-                className="btn bad small"
-                disabled={busy}
-                aria-label={askButtonName("Reject", w.id, asks[0]!.tool)}
-                onClick={() => void act("reject", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "reject" }))}
-              >
-                Reject
-              </button>
-            </>
-          )}
-          <a className="small" href={href({ name: "approvals", ask: asks[0]!.id })}>
-            {asks[0]!.kind === "question" ? "Answer…" : "Diff…"}
-          </a>
+          <span className="card-ask-do">
+            {asks[0]!.kind === "permission" && (
+              <>
+                <button
+                  type="button"
+                  className="btn ok small"
+                  disabled={busy}
+                  aria-label={askButtonName("Approve", w.id, asks[0]!.tool)}
+                  onClick={() => void act("approve", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "once" }))}
+                >
+                  Approve
+                </button>
+                <button
+                  type="button"
+                  className="btn bad small"
+                  disabled={busy}
+                  aria-label={askButtonName("Reject", w.id, asks[0]!.tool)}
+                  onClick={() => void act("reject", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "reject" }))}
+                >
+                  Reject
+                </button>
+              </>
+            )}
+            <a className="small" href={href({ name: "approvals", ask: asks[0]!.id })}>
+              {asks[0]!.kind === "question" ? "Answer…" : "Diff…"}
+            </a>
+          </span>
         </div>
       )}
       {resumable && (

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "react";
+import { type RefObject, useEffect, useRef, useState } from "react";
 import { isActive, isAtRest, pendingAsks, type Worker } from "../../../shared/worker";
 import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
@@ -40,12 +40,15 @@ export function WorkerDetail({ id }: { id: string }) {
   const resumeRef = useRef<HTMLButtonElement>(null);
   const [focusResume, setFocusResume] = useState(false);
   const [confirmDiscard, setConfirmDiscard] = useState(false);
-  // Discarded from its dialog, the Discard… button the dialog would give the focus back to is gone (disabled while it
-  // runs, then removed), and the focus fell to the page's top. It goes to the page's heading, the worker's title, with
-  // the "discarded" chip read next; after a refused discard, back to Discard… (the error is announced as an alert).
   const headRef = useRef<HTMLHeadingElement>(null);
+  const stopRef = useRef<HTMLButtonElement>(null);
+  const mergeRef = useRef<HTMLButtonElement>(null);
+  const pushRef = useRef<HTMLButtonElement>(null);
+  const continueRef = useRef<HTMLButtonElement>(null);
   const discardRef = useRef<HTMLButtonElement>(null);
-  const [afterDiscard, setAfterDiscard] = useState<"done" | "failed" | null>(null);
+  // Where the focus goes back to once an action is over: the control it came from (a dialog's: the button that opened
+  // the dialog), while that can still be used (below).
+  const cameFrom = useRef<HTMLElement | RefObject<HTMLElement | null> | null>(null);
   const [mergeError, setMergeError] = useState<string | null>(null);
   const [acceptFlagged, setAcceptFlagged] = useState(false);
   const [pushOpen, setPushOpen] = useState(false);
@@ -60,15 +63,6 @@ export function WorkerDetail({ id }: { id: string }) {
     resumeRef.current?.focus();
     setFocusResume(false);
   }, [focusResume, resumable, busy]);
-  const discarded = !!w?.discarded;
-  useEffect(() => {
-    // Done: once the worker's record says discarded (its event may come after the call returns).
-    if (!afterDiscard || busy || (afterDiscard === "done" && !discarded)) return;
-    setAfterDiscard(null);
-    // Only focus that nothing else took meanwhile (a click elsewhere while it ran stays where it is).
-    if (document.activeElement && document.activeElement !== document.body) return;
-    (afterDiscard === "done" ? headRef.current : discardRef.current)?.focus();
-  }, [afterDiscard, busy, discarded]);
 
   // A decided ask's card goes away with the button pressed on it, and the focus with it (to the page's top: a keyboard
   // user lost their place after every decision). It goes on to the next ask's first choice, else to the steering box,
@@ -83,6 +77,17 @@ export function WorkerDetail({ id }: { id: string }) {
       : "",
     () => asksRef.current?.querySelector<HTMLElement>(".ask-actions button:not(:disabled)") ?? steerRef.current,
   );
+  // An action's button is disabled while it runs, and a dialog's or a form's goes with it: the focus fell to the page's
+  // top (Merge… went away once merged, Discard… once discarded, Publish branch came back enabled with the focus lost).
+  // Once the action is over, it goes back to where the action came from while that can still be used, else to the
+  // page's heading, the worker's title, with its chips ("merged into …", "discarded: …") read next; a control the
+  // worker's record takes away later (its event may come after the call returns) sends it there then. Focus that
+  // something else took meanwhile (a click elsewhere) stays where it is.
+  const keepPlace = useFocusKept(`${busy} ${w?.state} ${!!w?.merged} ${!!w?.reverted} ${!!w?.discarded} ${pushOpen} ${confirmStop}`, () => {
+    if (busy) return null;
+    const from = cameFrom.current && "current" in cameFrom.current ? cameFrom.current.current : cameFrom.current;
+    return from?.isConnected && !(from as HTMLButtonElement).disabled ? from : headRef.current;
+  });
 
   useEffect(() => {
     void loadTranscript(id);
@@ -91,7 +96,9 @@ export function WorkerDetail({ id }: { id: string }) {
 
   if (!w) return <Empty title={`No worker ${id}`}>It may belong to another engine run. Go back to the dashboard.</Empty>;
 
-  const run = async (label: string, fn: () => Promise<unknown>) => {
+  /** Runs an action (one at a time); `from`: where the focus goes back to after it, unless the control focused now. */
+  const run = async (label: string, fn: () => Promise<unknown>, from?: HTMLElement | RefObject<HTMLElement | null>) => {
+    cameFrom.current = from ?? (document.activeElement as HTMLElement | null);
     setBusy(label);
     setError(null);
     try {
@@ -114,7 +121,7 @@ export function WorkerDetail({ id }: { id: string }) {
   const elapsed = (w.endedAt ?? now) - (w.startedAt ?? w.createdAt);
 
   return (
-    <div className="detail">
+    <div className="detail" {...keepPlace}>
       <section className="panel detail-head" aria-label="Worker">
         <div className="detail-title">
           <h2 ref={headRef} tabIndex={-1}>
@@ -181,7 +188,8 @@ export function WorkerDetail({ id }: { id: string }) {
           )}
         </div>
         <div className="actions">
-          {confirmStop && canStop ? (
+          {/* A discarded worker is never stopped or resumed again: no Stop, no Resume. */}
+          {w.discarded ? null : confirmStop && canStop ? (
             <span className="confirm-inline" role="group" aria-label="Confirm stop">
               <span className="small">Stop this worker? Its session can be resumed later.</span>
               <button
@@ -192,26 +200,29 @@ export function WorkerDetail({ id }: { id: string }) {
               >
                 Stop now
               </button>
-              <button type="button" className="btn" autoFocus onClick={() => setConfirmStop(false)}>
+              <button type="button" className="btn" autoFocus onClick={() => ((cameFrom.current = stopRef), setConfirmStop(false))}>
                 Cancel
               </button>
             </span>
           ) : (
-            <button type="button" className="btn bad" disabled={!canStop || !!busy} onClick={() => setConfirmStop(true)}>
+            <button ref={stopRef} type="button" className="btn bad" disabled={!canStop || !!busy} onClick={() => setConfirmStop(true)}>
               Stop
             </button>
           )}
-          <button
-            ref={resumeRef}
-            type="button"
-            className="btn"
-            disabled={!canResume || !!busy}
-            onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}
-          >
-            Resume
-          </button>
+          {!w.discarded && (
+            <button
+              ref={resumeRef}
+              type="button"
+              className="btn"
+              disabled={!canResume || !!busy}
+              onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}
+            >
+              Resume
+            </button>
+          )}
           {canContinue && (
             <button
+              ref={continueRef}
               type="button"
               className="btn"
               disabled={!!busy}
@@ -222,7 +233,7 @@ export function WorkerDetail({ id }: { id: string }) {
             </button>
           )}
           {canMerge && (
-            <button type="button" className="btn primary" disabled={!!busy} onClick={() => (setMergeError(null), setConfirmMerge(true))}>
+            <button ref={mergeRef} type="button" className="btn primary" disabled={!!busy} onClick={() => (setMergeError(null), setConfirmMerge(true))}>
               Merge…
             </button>
           )}
@@ -243,7 +254,7 @@ export function WorkerDetail({ id }: { id: string }) {
             </button>
           )}
           {canMerge && (
-            <button type="button" className="btn" disabled={!!busy} onClick={() => setPushOpen((x) => !x)}>
+            <button ref={pushRef} type="button" className="btn" disabled={!!busy} onClick={() => setPushOpen((x) => !x)}>
               Push…
             </button>
           )}
@@ -337,6 +348,8 @@ export function WorkerDetail({ id }: { id: string }) {
                   `pushed ${r.commit.slice(0, 8)} to ${r.remote} ${r.branch}${r.pr ? ` · pull request ${r.pr.url}` : r.prProblem ? ` · no pull request: ${r.prProblem}` : ""}`,
                 );
                 setPushOpen(false);
+                // Pushed, the form goes: back to the button that opened it (a refused push: its form's button).
+                cameFrom.current = pushRef;
               });
             }}
           >
@@ -394,19 +407,23 @@ export function WorkerDetail({ id }: { id: string }) {
               disabled={!!w.verdict?.flags?.length && !acceptFlagged}
               onClick={() => {
                 setConfirmMerge(false);
-                void (async () => {
-                  try {
-                    const r = await api.workers.merge.mutate({ workerId: id, acceptFlagged });
-                    pushNotice(
-                      "info",
-                      r.alreadyIn
-                        ? `${id} was already in ${r.into} (it came in with a worker that started from it): recorded as merged`
-                        : `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})${r.alsoLanded.length ? `; it brought in ${r.alsoLanded.join(", ")} (it started from their graded work)` : ""}`,
-                    );
-                  } catch (err) {
-                    setMergeError(errorText(err));
-                  }
-                })();
+                void run(
+                  "merge",
+                  async () => {
+                    try {
+                      const r = await api.workers.merge.mutate({ workerId: id, acceptFlagged });
+                      pushNotice(
+                        "info",
+                        r.alreadyIn
+                          ? `${id} was already in ${r.into} (it came in with a worker that started from it): recorded as merged`
+                          : `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})${r.alsoLanded.length ? `; it brought in ${r.alsoLanded.join(", ")} (it started from their graded work)` : ""}`,
+                      );
+                    } catch (err) {
+                      setMergeError(errorText(err));
+                    }
+                  },
+                  mergeRef,
+                );
               }}
             >
               Merge
@@ -427,11 +444,15 @@ export function WorkerDetail({ id }: { id: string }) {
             const message = followUp.trim();
             if (!message) return;
             setContinueOpen(false);
-            void run("continue", async () => {
-              await api.workers.continue.mutate({ workerId: id, message });
-              setFollowUp("");
-              pushNotice("info", `${id}: round ${(w.rounds?.length ?? 1) + 1} started`);
-            });
+            void run(
+              "continue",
+              async () => {
+                await api.workers.continue.mutate({ workerId: id, message });
+                setFollowUp("");
+                pushNotice("info", `${id}: round ${(w.rounds?.length ?? 1) + 1} started`);
+              },
+              continueRef,
+            );
           }}
         >
           <h3>Continue {w.id}</h3>
@@ -478,16 +499,15 @@ export function WorkerDetail({ id }: { id: string }) {
               className="btn bad"
               onClick={() => {
                 setConfirmDiscard(false);
-                void run("discard", async () => {
-                  try {
+                // Refused, the focus goes back to Discard… (the error is announced as an alert); done, Discard… goes.
+                void run(
+                  "discard",
+                  async () => {
                     await api.workers.discard.mutate({ workerId: id });
-                  } catch (err) {
-                    setAfterDiscard("failed");
-                    throw err;
-                  }
-                  setAfterDiscard("done");
-                  pushNotice("info", `discarded ${id}: workspace and branch removed`);
-                });
+                    pushNotice("info", `discarded ${id}: workspace and branch removed`);
+                  },
+                  discardRef,
+                );
               }}
             >
               Discard
