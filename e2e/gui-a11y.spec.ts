@@ -185,6 +185,9 @@ test("after Merge in its confirm dialog the focus goes to the worker page's head
   await expect(page.getByText(/^merged into main/)).toBeVisible();
   await expect(page.getByRole("button", { name: "Merge…" })).toHaveCount(0);
   await expect(page.getByRole("heading", { name: title, level: 2 })).toBeFocused();
+  // Merged, it is never stopped or resumed again: neither button is there, not even disabled.
+  await expect(page.getByRole("button", { name: "Stop" })).toHaveCount(0);
+  await expect(page.getByRole("button", { name: "Resume" })).toHaveCount(0);
   await shot(page, "merged-focus", false);
 
   // Its file changed on main meanwhile: the merge is refused, and the focus is back on Merge… to try again or not.

@@ -112,6 +112,8 @@ export function WorkerDetail({ id }: { id: string }) {
   const canStop = isActive(w.state) || w.state === "queued";
   const canResume = (w.state === "stopped" || w.state === "interrupted" || w.state === "error") && !w.discarded;
   const canMerge = w.state === "built" && !w.merged && !w.discarded;
+  /** Its life as a worker is over: discarded, or merged (its merge reverted too: it is not continued either). */
+  const over = !!w.discarded || !!w.merged;
   const canDiscard = discardable(w);
   const canRetry = retryable(w);
   // A graded worker takes a follow-up in its session (a new round); a merged or discarded one has no workspace left.
@@ -188,8 +190,8 @@ export function WorkerDetail({ id }: { id: string }) {
           )}
         </div>
         <div className="actions">
-          {/* A discarded worker is never stopped or resumed again: no Stop, no Resume. */}
-          {w.discarded ? null : confirmStop && canStop ? (
+          {/* A discarded or merged worker is never stopped or resumed again: no Stop, no Resume. */}
+          {over ? null : confirmStop && canStop ? (
             <span className="confirm-inline" role="group" aria-label="Confirm stop">
               <span className="small">Stop this worker? Its session can be resumed later.</span>
               <button
@@ -209,7 +211,7 @@ export function WorkerDetail({ id }: { id: string }) {
               Stop
             </button>
           )}
-          {!w.discarded && (
+          {!over && (
             <button
               ref={resumeRef}
               type="button"
