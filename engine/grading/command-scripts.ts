@@ -9,9 +9,10 @@
 // WRAPPERS before any of these (`env -i X=1`, `sudo -E`, `busybox`, `nice -n 5`, `timeout 60`, `taskset 0x1`…), the
 // reserved words a command may follow (`if bash x; then`, `! sh x`, `{ sh x; }`, `while …; do bash x; done`), a `cd` to
 // a plain folder, package.json's scripts (`npm test`, `yarn x`), make's recipes (the Makefile's, or those of the files
-// `-f` names, with the makefiles their `include` lines name plainly, read where the line stands) and, inside a shell
-// script, the shell scripts it runs or sources (by name, by `$(dirname "$0")`, or linked) and the package.json scripts
-// and make recipes of the npm, yarn, pnpm or make it runs (read as if the check had named them).
+// `-f` names, with the makefiles their `include` lines name plainly, read where the line stands, found in make's folder
+// or its `-I` folders, a sub-make's inherited ones too) and, inside a shell script, the shell scripts it runs or sources
+// (by name, by `$(dirname "$0")`, or linked) and the package.json scripts and make recipes of the npm, yarn, pnpm or
+// make it runs (read as if the check had named them).
 // A variable an earlier command of the same line or script set to a plain value (`S=scripts/test.sh; bash "$S"`,
 // `export D=ci && sh $D/run.sh`) is read as that value; `eval '…'`, `su -c '…'` and `flock FILE [-c] …` as the command
 // they run. So are the command `xargs` runs (`xargs -0 -n1 bash x`; the arguments it appends and the words holding its
@@ -31,6 +32,7 @@
 import { lstatSync } from "node:fs";
 import path from "node:path";
 import { readInside, realInside } from "./files";
+import { MAKE_SHORT_VALUE, type MakeRun, makeflagsIncludeDirs, makeLongOption } from "./make-includes";
 
 /** A script a check's command names: its path from the repository's root ("/"-separated), and the command that names it. */
 export interface CommandScript {
@@ -727,7 +729,23 @@ function scriptWords(words: Word[], recurse: (line: string) => string[]): Files 
  * (read from `checkout`, as committed) are read the same way.
  */
 export function commandScripts(commands: string[], sub: string, checkout?: string): CommandScript[] {
+  return readCommands(commands, sub, checkout).scripts;
+}
+
+/**
+ * The makes the checks' commands run (`commands`, run in `sub`), read as commandScripts reads them (a `cd`, a recipe's
+ * `make -C sub`, a script's `make`): each one's folder, the makefiles `-f` names and the folders of its search path for
+ * included makefiles (makeIncludes), from the repository's root. One whose options cannot be told (a word that expands)
+ * is taken as a plain `make` in its folder.
+ */
+export function makeRuns(commands: string[], sub: string, checkout: string): MakeRun[] {
+  return readCommands(commands, sub, checkout).runs;
+}
+
+/** The scripts the commands run (commandScripts) and the makes they run (makeRuns), in one reading. */
+function readCommands(commands: string[], sub: string, checkout?: string): { scripts: CommandScript[]; runs: MakeRun[] } {
   const found = new Map<string, CommandScript>();
+  const runs: MakeRun[] = [];
   /**
    * What is left to read, in characters (command lines, scripts, makefiles): past it nothing more is read. Worker-written
    * text read many times over (a makefile's targets whose recipes each run `make` another) would take minutes.
@@ -737,9 +755,10 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
   const tools = new Map<string, number>();
   /**
    * `inScript`: the shell script whose own line this is (read for the shell scripts it runs in turn, and the recipes and
-   * package scripts of the make, npm, yarn or pnpm it runs; not its other programs).
+   * package scripts of the make, npm, yarn or pnpm it runs; not its other programs). `makeflags`: the `-I` folders (as
+   * written, from the make's folder) a make's MAKEFLAGS passes on to what its recipes run, and so to a make they run.
    */
-  const read = (line: string, cwd: string, command: string, depth: number, inScript?: string): void => {
+  const read = (line: string, cwd: string, command: string, depth: number, inScript?: string, makeflags: string[] = []): void => {
     if (depth > 3) return;
     work.left -= line.length;
     if (work.left < 0) return;
@@ -758,7 +777,7 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         continue;
       }
       const files = scriptWords(words, (inner) => {
-        read(inner, from, command, depth + 1, inScript);
+        read(inner, from, command, depth + 1, inScript, makeflags);
         return [];
       });
       // `bash < scripts/test.sh`, `sh -s < run.sh`, `cat scripts/test.sh | bash`: a shell given no script reads it from
@@ -781,7 +800,8 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
           const real = checkout ? realInside(checkout, file) : null;
           if (real && real !== file && !found.has(real)) found.set(real, { file: real, command, via: file });
           // A shell script's own lines, read from the folder it was run from (its relative paths are the caller's).
-          if (shell !== null) read(withScriptDir(shell, path.posix.relative(from || ".", path.posix.dirname(file)) || "."), from, command, depth + 1, file);
+          if (shell !== null)
+            read(withScriptDir(shell, path.posix.relative(from || ".", path.posix.dirname(file)) || "."), from, command, depth + 1, file, makeflags);
         }
       }
       if (checkout) {
@@ -789,20 +809,45 @@ export function commandScripts(commands: string[], sub: string, checkout?: strin
         // in ci.sh): its recipes and package scripts are read as the check's own, as if the check had named them.
         const start = commandStart(words);
         const tool = start && "at" in start ? words.slice(start.at) : [];
+        const isMake = tool[0] === "make" || tool[0] === "gmake";
+        // `MAKEFLAGS=-Iconf make test`, `env GNUMAKEFLAGS='-I conf' make`: the environment's flags come first, as make reads them.
+        const flags = isMake ? [...makeflags, ...envIncludeDirs(start && "at" in start ? words.slice(0, start.at) : [])] : makeflags;
         // The same tool read again in the same folder, no shallower, reads nothing new (`make` on each line of a recipe).
-        const key = `${from}\0${JSON.stringify(tool)}`;
+        const key = `${from}\0${JSON.stringify(tool)}\0${flags.join("\0")}`;
         if ((tools.get(key) ?? Number.POSITIVE_INFINITY) <= depth) continue;
-        if (tool[0] === "make" || tool[0] === "gmake" || tool[0] === "npm" || tool[0] === "yarn" || tool[0] === "pnpm") tools.set(key, depth);
-        for (const script of packageScripts(tool, checkout, from)) read(script, from, command, depth + 1);
-        const make = makeRecipes(tool, checkout, from, work);
+        if (isMake || tool[0] === "npm" || tool[0] === "yarn" || tool[0] === "pnpm") tools.set(key, depth);
+        for (const script of packageScripts(tool, checkout, from)) read(script, from, command, depth + 1, undefined, makeflags);
+        const options = isMake ? makeOptions(tool, from) : null;
+        const includeDirs = options ? [...flags, ...options.includeDirs] : flags;
+        if (isMake) runs.push({ dir: options?.dir ?? from, makefiles: options?.makefiles ?? [], includeDirs: fromMakeDir(options?.dir ?? from, includeDirs) });
+        const make = options ? makeRecipes(options, checkout, work, fromMakeDir(options.dir, includeDirs)) : null;
         // The makefiles `-f` names are what the command runs, as a script is (a harness by its name, `-f ci/test.mk`).
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
-        if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1);
+        if (make) for (const line of make.lines) read(line, make.dir, command, depth + 1, undefined, includeDirs);
       }
     }
   };
   for (const c of commands) read(c, sub, c, 0);
-  return [...found.values()];
+  return { scripts: [...found.values()], runs };
+}
+
+/** The `-I` folders the `MAKEFLAGS=…` and `GNUMAKEFLAGS=…` assignments before a command give make (GNUMAKEFLAGS first). */
+function envIncludeDirs(before: Word[]): string[] {
+  const value = (name: string) =>
+    before.flatMap((w) => (typeof w === "string" && w.startsWith(`${name}=`) && !w.includes(UNKNOWN) ? makeflagsIncludeDirs(w.slice(name.length + 1)) : []));
+  return [...value("GNUMAKEFLAGS"), ...value("MAKEFLAGS")];
+}
+
+/** `-I` folders as written, read from make's folder `dir`: from the repository's root, once each; those outside it left out. */
+function fromMakeDir(dir: string, dirs: string[]): string[] {
+  const out: string[] = [];
+  for (const d of dirs) {
+    if (d.startsWith("/") || d.startsWith("~") || d.includes(UNKNOWN)) continue;
+    let p = path.posix.normalize(path.posix.join(dir || ".", d));
+    if (p === ".") p = "";
+    if (p !== ".." && !p.startsWith("../") && !out.includes(p)) out.push(p);
+  }
+  return out;
 }
 
 /** At most this many characters of command lines, scripts and makefiles are read per commandScripts (some 16 MiB). */
@@ -829,19 +874,29 @@ function packageScripts(words: Word[], checkout: string, dir: string): string[] 
   return [`pre${name}`, name, `post${name}`].map((k) => scripts[k]).filter((s): s is string => typeof s === "string");
 }
 
+/** A make command's options: its folder (after `-C`), the makefiles `-f` names, its `-I` folders as written, its targets. */
+interface MakeOptions {
+  dir: string;
+  makefiles: string[];
+  includeDirs: string[];
+  targets: string[];
+}
+
 /**
- * The recipe lines a `make [targets]` runs from the Makefile of its folder (`-C dir` moves it), or from the makefiles
- * `-f` names (`make -f ci.mk test`, `--file=…`, `-fci.mk`; read in order, from the folder `-C` moves to, as make does;
- * `makefiles`: their paths from the repository's root): those of the targets named (the first target when none is) and
- * of their prerequisites, read from the rules as written (no variables expanded, no pattern rules, no includes). Null
- * for anything but make, or a makefile not told from the words (an expansion, standard input, outside the checkout).
+ * A `make [options] [targets]` command's options as make reads them, run from `from`: `-C DIR` (`--directory`) moves it
+ * (a later one from the folder an earlier one moved to), and the makefiles `-f` names (`make -f ci.mk test`, `--file=…`,
+ * `--makefile …`, `-fci.mk`) are read from the folder it moves to, as are `-I` folders (`-I conf`, `-Iconf`,
+ * `--include-dir=conf`). Short options in getopt's clusters (`make -kC sub`, `-sfci.mk`), long ones by any unambiguous
+ * start (`--inc=conf`), as getopt takes them. Null for anything but make, a word that expands, or a folder or makefile
+ * not told from the words (standard input, outside the checkout).
  */
-function makeRecipes(words: Word[], checkout: string, from: string, work: { left: number }): { dir: string; lines: string[]; makefiles: string[] } | null {
+function makeOptions(words: Word[], from: string): MakeOptions | null {
   if (words[0] !== "make" && words[0] !== "gmake") return null;
   if (words.some((w) => w?.includes(UNKNOWN))) return null;
   let dir = from;
   const targets: string[] = [];
   const named: string[] = [];
+  const includeDirs: string[] = [];
   /** `-C DIR`: make moves there (a later one from the folder an earlier one moved to); false when it cannot be told. */
   const move = (to: Word | undefined): boolean => {
     if (typeof to !== "string" || !to || to.startsWith("/")) return false;
@@ -849,27 +904,33 @@ function makeRecipes(words: Word[], checkout: string, from: string, work: { left
     if (dir === ".") dir = "";
     return !dir.startsWith("..");
   };
+  /** An option's value: false when it cannot be told. */
+  const take = (option: string, value: Word | undefined): boolean => {
+    if (option === "f") {
+      if (typeof value !== "string") return false;
+      named.push(value);
+    } else if (option === "C") return move(value);
+    else if (option === "I" && typeof value === "string") includeDirs.push(value);
+    return true;
+  };
   for (let i = 1; i < words.length; i++) {
     const w = words[i];
     if (typeof w !== "string") return null;
-    if (w === "--file" || w === "--makefile") {
-      const f = words[++i];
-      if (typeof f !== "string") return null;
-      named.push(f);
-    } else if (/^--(file|makefile)=/.test(w)) named.push(w.slice(w.indexOf("=") + 1));
-    else if (w === "--directory" || w.startsWith("--directory=")) {
-      if (!move(w === "--directory" ? words[++i] : w.slice("--directory=".length))) return null;
+    if (w === "--") {
+      for (const t of words.slice(i + 1)) if (typeof t === "string" && !t.includes("=")) targets.push(t);
+      break;
+    }
+    if (w.startsWith("--")) {
+      const eq = w.indexOf("=");
+      const long = makeLongOption(w.slice(2, eq < 0 ? undefined : eq));
+      if (long?.value && !take(long.option, eq < 0 ? words[++i] : w.slice(eq + 1))) return null;
     } else if (/^-[^-]/.test(w)) {
-      // Short options, alone or in a getopt cluster (`-kC sub`, `-sfci.mk`): `-f` and `-C` take the rest of the cluster
-      // or the next word, as do `-I`, `-o`, `-W` and `-E`; any other letter takes no value here.
+      // Short options, alone or in a getopt cluster (`-kC sub`, `-sfci.mk`): `-f`, `-C` and `-I` take the rest of the
+      // cluster or the next word, as do `-o`, `-W` and `-E`; any other letter takes no value here.
       for (let k = 1; k < w.length; k++) {
         const c = w[k]!;
-        if (!"fCIoWE".includes(c)) continue;
-        const value = k + 1 < w.length ? w.slice(k + 1) : words[++i];
-        if (c === "f") {
-          if (typeof value !== "string") return null;
-          named.push(value);
-        } else if (c === "C" && !move(value)) return null;
+        if (!MAKE_SHORT_VALUE.includes(c)) continue;
+        if (!take(c, k + 1 < w.length ? w.slice(k + 1) : words[++i])) return null;
         break;
       }
     } else if (!w.startsWith("-") && !w.includes("=")) targets.push(w);
@@ -880,6 +941,22 @@ function makeRecipes(words: Word[], checkout: string, from: string, work: { left
     if (f === "-" || f.startsWith("/") || f.startsWith("~") || file === "." || file === ".." || file.startsWith("../")) return null;
     makefiles.push(file);
   }
+  return { dir, makefiles, includeDirs, targets };
+}
+
+/**
+ * The recipe lines a make command (makeOptions) runs from the Makefile of its folder, or from the makefiles `-f` names
+ * (read in order; `makefiles`: their paths from the repository's root), with the makefiles their include lines name
+ * plainly, found as make finds them (`searched`: its `-I` folders, from the root): those of the targets named (the first
+ * target when none is) and of their prerequisites, read from the rules as written (no variables expanded, no pattern
+ * rules). Null when no makefile is there to read.
+ */
+function makeRecipes(
+  { dir, makefiles, targets }: MakeOptions,
+  checkout: string,
+  work: { left: number },
+  searched: string[],
+): { dir: string; lines: string[]; makefiles: string[] } | null {
   let text: string | null = null;
   /** The makefiles read (an include of one of them is a loop). */
   const reading = new Set(makefiles);
@@ -898,7 +975,7 @@ function makeRecipes(words: Word[], checkout: string, from: string, work: { left
       break;
     }
   if (text === null) return makefiles.length ? { dir, lines: [], makefiles } : null;
-  text = withIncludes(text, checkout, dir, reading, { files: MAX_INCLUDED });
+  text = withIncludes(text, checkout, [dir, ...searched], reading, { files: MAX_INCLUDED });
   work.left -= text.length;
   if (work.left < 0) return null;
   const rules = new Map<string, { prereqs: string[]; recipe: string[] }>();
@@ -958,12 +1035,13 @@ const MAX_INCLUDED = 16;
 
 /**
  * A makefile's text with each `include`, `-include` or `sinclude` line of plain names (no variable, glob or `~`) replaced
- * by the text of the files it names, read from make's folder (`dir`) as make reads them, and theirs in turn: their rules
- * and recipes are the makefile's own, where the line stands (an included file's first target can be make's default goal).
+ * by the text of the files it names, read as make reads them: from make's folder, or the first of its `-I` folders that
+ * has the name (`folders`: make's folder first), and theirs in turn: their rules and recipes are the makefile's own,
+ * where the line stands (an included file's first target can be make's default goal).
  * A name outside the checkout (absolute, above it, or a link leading out), one missing, one already being read (a loop)
  * or past `budget` is left out; the line of a name that is not plain stays, and is not read.
  */
-function withIncludes(text: string, checkout: string, dir: string, reading: Set<string>, budget: { files: number }): string {
+function withIncludes(text: string, checkout: string, folders: string[], reading: Set<string>, budget: { files: number }): string {
   return text
     .replace(/\\\n/g, " ")
     .split("\n")
@@ -973,17 +1051,28 @@ function withIncludes(text: string, checkout: string, dir: string, reading: Set<
       const parts: string[] = [];
       for (const name of m[1]!.trim().split(/\s+/).filter(Boolean)) {
         if (/[$*?[\]{}~\\`"']/.test(name) || name.startsWith("/") || name.includes(UNKNOWN)) continue;
-        const file = path.posix.normalize(path.posix.join(dir || ".", name));
-        if (file === "." || file === ".." || file.startsWith("../") || reading.has(file) || budget.files <= 0) continue;
+        const file = folders
+          .map((f) => path.posix.normalize(path.posix.join(f || ".", name)))
+          .find((f) => f !== "." && f !== ".." && !f.startsWith("../") && isThere(checkout, f));
+        if (file === undefined || reading.has(file) || budget.files <= 0) continue;
         const included = readInside(checkout, file);
         if (included === null) continue;
         budget.files--;
-        parts.push(withIncludes(included, checkout, dir, new Set([...reading, file]), budget));
+        parts.push(withIncludes(included, checkout, folders, new Set([...reading, file]), budget));
       }
       // The names not read stay as an include line (one the rules below pass over).
       return [...parts, line].join("\n");
     })
     .join("\n");
+}
+
+/** Whether the checkout has something at `file` (a link too, wherever it leads). */
+function isThere(checkout: string, file: string): boolean {
+  try {
+    return lstatSync(path.join(checkout, file), { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false;
+  }
 }
 
 /** `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, `${0%/*}` and the like: the script's own folder. */

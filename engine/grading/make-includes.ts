@@ -18,28 +18,59 @@ export interface MakeInclude {
 
 /** The names make looks for in a folder, in its order: the first that exists is read. */
 const MAKEFILES = ["GNUmakefile", "makefile", "Makefile"];
-/** At most this many Makefiles (the first, and those it includes that exist) are read per folder. */
+/** At most this many Makefiles (the first, and those it includes that exist) are read per make run. */
 const MAX_FILES = 10;
+/** At most this many make runs are read (the checks' folder's, the root's, and those the checks' commands start). */
+const MAX_RUNS = 24;
 
 /**
- * The include lines of the Makefile make reads in each of `dirs` (folders from the repository's root, "" for the root)
- * in the checkout, and of the Makefiles they include that exist there. A name made of wildcards alone (`$(shell …)`, an
- * unknown function) is not followed: it cannot be read here.
+ * One make that a check runs, with paths from the repository's root ("/"-separated, "" for the root): the folder it
+ * runs in (after `-C`), the makefiles `-f` names (none: the folder's GNUmakefile, makefile or Makefile), and the folders
+ * `-I DIR` / `--include-dir=DIR` name (from its command line, from MAKEFLAGS in its environment, or passed on to it in
+ * MAKEFLAGS by the make whose recipe runs it), in make's order.
  */
-export function makeIncludes(checkout: string, dirs: string[]): MakeInclude[] {
+export interface MakeRun {
+  dir: string;
+  makefiles?: string[];
+  includeDirs?: string[];
+}
+
+/**
+ * Stands for `$(CURDIR)` (the folder make runs in, an absolute path) while a line is expanded: a name that starts with
+ * it is the run's folder, not one outside the checkout.
+ */
+const CURDIR = "\u0001";
+
+/**
+ * The include lines of the makefiles each run reads in the checkout (a folder alone: the Makefile make reads there), and
+ * of the makefiles they include that exist there. An include line names a file in the folder make runs in and, for a
+ * relative name (`include config.env`, `-include rules/x.d`), under each folder of make's search path: the run's `-I`
+ * folders, and those a `MAKEFLAGS += -I DIR` of its makefiles adds (GNU make 4.4 reads that at once; 4.3 only in a
+ * sub-make: counted for every include line of the run, whichever make runs it). Make reads the first of these that
+ * exists; all count here (the worker may add or remove the one before). A name made of wildcards alone (`$(shell …)`,
+ * an unknown function) is not followed: it cannot be read here.
+ */
+export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): MakeInclude[] {
   const out: MakeInclude[] = [];
-  const done = new Set<string>();
-  for (const dir of new Set(dirs)) {
-    const first = MAKEFILES.map((m) => path.posix.join(dir, m)).find((m) => existsSync(path.join(checkout, m)));
-    if (!first) continue;
-    const vars = new Map<string, string>();
-    const queue = [first];
-    let read = 0;
-    while (queue.length && read < MAX_FILES) {
+  const seen = new Set<string>();
+  for (const given of runs) {
+    const run = typeof given === "string" ? { dir: given } : given;
+    const key = JSON.stringify([run.dir, run.makefiles ?? [], run.includeDirs ?? []]);
+    if (seen.has(key)) continue;
+    if (seen.size >= MAX_RUNS) break;
+    seen.add(key);
+    const { dir } = run;
+    const named = run.makefiles?.length ? run.makefiles : null;
+    const first = named ?? [MAKEFILES.map((m) => path.posix.join(dir, m)).find((m) => existsSync(path.join(checkout, m)))].filter((m) => m !== undefined);
+    /** The run's search path for included makefiles: grows with each `MAKEFLAGS` its makefiles set. */
+    const searched = [...(run.includeDirs ?? [])];
+    const vars = new Map<string, string>([["CURDIR", CURDIR]]);
+    const queue = [...first];
+    const done = new Set<string>();
+    while (queue.length && done.size < MAX_FILES) {
       const makefile = queue.shift()!;
       if (done.has(makefile)) continue;
       done.add(makefile);
-      read++;
       // A regular file inside the checkout, of a bounded size (files.ts): the worker may have made it a link anywhere.
       const text = readInside(checkout, makefile);
       if (text === null) continue;
@@ -52,21 +83,147 @@ export function makeIncludes(checkout: string, dirs: string[]): MakeInclude[] {
           else if (op === "?=") vars.set(name!, vars.get(name!) ?? value!);
           else if (op === "!=") vars.set(name!, "*");
           else vars.set(name!, value!);
+          if (name === "MAKEFLAGS") {
+            budget = EXPANSION_BUDGET;
+            for (const d of makeflagsIncludeDirs(expand(vars.get(name)!, vars, 0))) {
+              const at = d.startsWith(CURDIR) ? fromRun(dir, `.${d.slice(CURDIR.length)}`) : path.posix.isAbsolute(d) ? null : fromRun(dir, d);
+              if (at !== null && !searched.includes(at)) searched.push(at);
+            }
+          }
           continue;
         }
         const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
         if (!inc) continue;
         budget = EXPANSION_BUDGET;
-        const globs = words(expand(inc[1]!, vars, 0))
-          .filter((w) => !path.posix.isAbsolute(w) && /[^*?[\]]/.test(path.posix.basename(w)))
-          .map((w) => path.posix.normalize(path.posix.join(dir, w)))
-          .filter((w) => !w.startsWith("../"));
-        if (!globs.length) continue;
-        const match = globs.map(includeMatcher);
-        out.push({ makefile, line: raw.trim(), names: (f) => match.some((m) => m(f)) });
-        for (const g of globs) if (!picomatch.scan(g).isGlob && existsSync(path.join(checkout, g))) queue.push(g);
+        const names = words(expand(inc[1]!, vars, 0)).filter((w) => /[^*?[\]]/.test(path.posix.basename(w)));
+        /** Each name where make looks for it: the run's folder, then (a relative name) the search path's folders. */
+        const where = (folders: string[]) =>
+          names.flatMap((w) => {
+            if (w.startsWith(CURDIR)) return [fromRun(dir, `.${w.slice(CURDIR.length)}`)];
+            if (path.posix.isAbsolute(w)) return [];
+            return [dir, ...folders].map((f) => fromRun(f, w));
+          });
+        if (!where(searched).some((g) => g !== null)) continue;
+        // Matched against the search path as the run's makefiles leave it (a later `MAKEFLAGS += -I` too), once asked.
+        let match: ((file: string) => boolean)[] | undefined;
+        const matchers = () => where(searched).flatMap((g) => (g === null ? [] : [includeMatcher(g)]));
+        out.push({ makefile, line: raw.trim(), names: (f) => (match ??= matchers()).some((m) => m(f)) });
+        // The makefile make reads for each plain name: the first found.
+        for (const w of names) {
+          const found = firstFound(checkout, dir, searched, w);
+          if (found) queue.push(found);
+        }
       }
     }
+  }
+  return out;
+}
+
+/** A path from the repository's root for `name` read from `folder` (also from the root), or null when it leads above the root. */
+function fromRun(folder: string, name: string): string | null {
+  const p = path.posix.normalize(path.posix.join(folder || ".", name));
+  return p === ".." || p.startsWith("../") ? null : p === "." ? "" : p;
+}
+
+/** The file make reads for an include name (no wildcard): the first of the run's folder and its search path that has it. */
+function firstFound(checkout: string, dir: string, searched: string[], name: string): string | null {
+  if (picomatch.scan(name).isGlob || path.posix.isAbsolute(name)) return null;
+  const at = name.startsWith(CURDIR) ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)] : [dir, ...searched].map((f) => fromRun(f, name));
+  return at.find((f): f is string => f !== null && existsSync(path.join(checkout, f))) ?? null;
+}
+
+/** make's long options (GNU make 4.4), for the names a `--name` abbreviates (getopt takes any unambiguous start). */
+const LONG_OPTIONS = new Map<string, string>(
+  Object.entries({
+    "always-make": "B",
+    "assume-new": "W",
+    "assume-old": "o",
+    "check-symlink-times": "L",
+    debug: "debug",
+    directory: "C",
+    "dry-run": "n",
+    "environment-overrides": "e",
+    eval: "E",
+    file: "f",
+    help: "h",
+    "ignore-errors": "i",
+    "include-dir": "I",
+    jobs: "j",
+    "jobserver-auth": "jobserver-auth",
+    "jobserver-fds": "jobserver-auth",
+    "jobserver-style": "jobserver-style",
+    "just-print": "n",
+    "keep-going": "k",
+    "load-average": "l",
+    makefile: "f",
+    "max-load": "l",
+    "new-file": "W",
+    "no-builtin-rules": "r",
+    "no-builtin-variables": "R",
+    "no-keep-going": "S",
+    "no-print-directory": "no-print-directory",
+    "no-silent": "no-silent",
+    "old-file": "o",
+    "output-sync": "O",
+    "print-data-base": "p",
+    "print-directory": "w",
+    question: "q",
+    quiet: "s",
+    recon: "n",
+    shuffle: "shuffle",
+    silent: "s",
+    stop: "S",
+    "sync-mutex": "sync-mutex",
+    "temp-stdin": "temp-stdin",
+    touch: "t",
+    trace: "trace",
+    version: "v",
+    "warn-undefined-variables": "warn-undefined-variables",
+    "what-if": "W",
+  }),
+);
+/** The options of LONG_OPTIONS that take a value (in the word after, or after `=`). */
+const LONG_VALUE = new Set(["C", "E", "f", "I", "o", "W", "jobserver-auth", "jobserver-style", "sync-mutex", "temp-stdin"]);
+
+/**
+ * What a make option `--name` (before any `=`) stands for, as getopt reads an abbreviation: the short letter of the
+ * option (`--include-dir`, `--inc` → "I"; `--file`, `--makefile`, `--fi` → "f"), another name for an option without one,
+ * and whether it takes a value; null for a name that is no option or an ambiguous start (`--i`: make stops there).
+ */
+export function makeLongOption(name: string): { option: string; value: boolean } | null {
+  const exact = LONG_OPTIONS.get(name);
+  const starts = new Set([...LONG_OPTIONS].filter(([o]) => o.startsWith(name)).map(([, short]) => short));
+  const option = exact ?? (name && starts.size === 1 ? [...starts][0]! : null);
+  return option === null ? null : { option, value: LONG_VALUE.has(option) };
+}
+
+/** make's short options that take a value, in the rest of a cluster or the word after (`-C dir`, `-kIconf`). */
+export const MAKE_SHORT_VALUE = "CEfIoW";
+
+/**
+ * The folders `-I DIR`, `-IDIR`, `--include-dir=DIR` (or an abbreviation) name in a MAKEFLAGS value, as make reads it:
+ * its first word is a cluster of letters when it has no `-` (`kI conf`), and variables follow a `--` (`-- X=1`).
+ */
+export function makeflagsIncludeDirs(value: string): string[] {
+  const ws = words(value);
+  if (ws[0] && !ws[0].startsWith("-")) ws[0] = `-${ws[0]}`;
+  const out: string[] = [];
+  for (let i = 0; i < ws.length; i++) {
+    const w = ws[i]!;
+    if (w === "--") break;
+    if (w.startsWith("--")) {
+      const eq = w.indexOf("=");
+      const opt = makeLongOption(w.slice(2, eq < 0 ? undefined : eq));
+      if (!opt?.value) continue;
+      const v = eq < 0 ? ws[++i] : w.slice(eq + 1);
+      if (opt.option === "I" && v) out.push(v);
+    } else if (w.startsWith("-"))
+      for (let k = 1; k < w.length; k++) {
+        if (!MAKE_SHORT_VALUE.includes(w[k]!)) continue;
+        const v = k + 1 < w.length ? w.slice(k + 1) : ws[++i];
+        if (w[k] === "I" && v) out.push(v);
+        break;
+      }
   }
   return out;
 }

@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import ini from "ini";
 import { parse as parseToml } from "smol-toml";
 import { allowListedEnv } from "../sandbox";
-import { type CommandScript, commandScripts, simpleCommands } from "./command-scripts";
+import { type CommandScript, commandScripts, makeRuns, simpleCommands } from "./command-scripts";
 import { MAX_READ_BYTES, readInside } from "./files";
 import { foldPath, hashRegular, readRegular } from "../workspace";
 import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
@@ -841,8 +841,10 @@ export async function runnerConfigChanges(opts: {
     const why = runnerConfigReason(file) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
     if (why) out.push(`check configuration changed: ${file} — ${why}`);
     else {
-      // A file the Makefile of the checks' folder (or the root's) includes, beyond plain dependency lines.
-      includes ??= makeIncludes(opts.checkout, [opts.sub, ""]);
+      // A file the Makefile of the checks' folder (or the root's) includes, or a makefile of a make the checks' commands
+      // run (`make -C app`, `make -f ci.make`), found as that make finds it (its `-I` folders too), beyond plain
+      // dependency lines.
+      includes ??= makeIncludes(opts.checkout, [opts.sub, "", ...makeRuns(opts.commands ?? [], opts.sub, opts.checkout)]);
       const inc = includes.find((i) => i.names(file));
       const remade = remadeFrom(file);
       const remadeInc = remade ? includes.find((i) => i.names(remade)) : undefined;
