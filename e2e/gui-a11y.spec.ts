@@ -84,14 +84,19 @@ test("each dashboard card's Approve and Reject name their worker and its ask; a 
   await expect(cardA.getByRole("button", { name: `Approve ${a}'s edit ask`, exact: true })).toBeVisible();
 });
 
-test("a card's ask badge stays on one line inside its card, 900 px wide", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-WRITE file=badge.txt text=ok", title: LONG_TITLE, directory: repo, checks: [] });
+/** A worker waiting on its one ask (a write of `file`), and its card on the dashboard 900 px wide. */
+async function askingCardAt900(file: string, title?: string) {
+  const { workerId } = await engine.client.workers.start.mutate({ task: `TASK-WRITE file=${file} text=ok`, title, directory: repo, checks: [] });
   await expect
     .poll(async () => (await engine.client.workers.get.query({ workerId })).asks.filter((x) => x.status === "pending").length, { timeout: 60_000 })
     .toBe(1);
   await page.setViewportSize({ width: 900, height: 900 });
   await page.goto(`${engine.origin}/#/dashboard`);
-  const card = page.getByRole("region", { name: workerId, exact: true });
+  return { workerId, card: page.getByRole("region", { name: workerId, exact: true }) };
+}
+
+test("a card's ask badge stays on one line inside its card, 900 px wide", async () => {
+  const { card } = await askingCardAt900("badge.txt", LONG_TITLE);
   const badge = card.getByRole("link", { name: "1 pending approval", exact: true });
   await expect(badge).toHaveText("1 ask");
   await page.waitForTimeout(400); // the navigation drawer's slide after the resize
@@ -141,13 +146,7 @@ test("after Discard in its confirm dialog the focus goes to the worker page's he
 });
 
 test("a card's pending ask line reads whole 900 px wide: the tool and the file, not cut short", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-WRITE file=settings-loader.txt text=ok", directory: repo, checks: [] });
-  await expect
-    .poll(async () => (await engine.client.workers.get.query({ workerId })).asks.filter((x) => x.status === "pending").length, { timeout: 60_000 })
-    .toBe(1);
-  await page.setViewportSize({ width: 900, height: 900 });
-  await page.goto(`${engine.origin}/#/dashboard`);
-  const card = page.getByRole("region", { name: workerId, exact: true });
+  const { workerId, card } = await askingCardAt900("settings-loader.txt");
   await expect(card.getByRole("button", { name: `Approve ${workerId}'s edit ask`, exact: true })).toBeVisible();
   await page.waitForTimeout(400); // the navigation drawer's slide after the resize
   const line = card.locator(".card-ask > .mono");
