@@ -2,4 +2,4 @@
 // Code outside engine/admission/ imports only this file (scripts/layers.mjs).
 export { type EndpointStatus, readEndpoint } from "./capacity";
 export { Pools } from "./pools";
-export { notModelApi, preflightEndpoint, preflightTarget, refusesWithoutKey, unreachable } from "./preflight";
+export { notModelApi, preflightEndpoint, preflightTarget, refusesWithoutKey, unlistedModel, unreachable } from "./preflight";

@@ -3,7 +3,7 @@
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
-import { notModelApi } from "./preflight";
+import { notModelApi, unlistedModel } from "./preflight";
 
 const servers: http.Server[] = [];
 /** A local server answering with `handle`; its base URL (…/v1). */
@@ -70,5 +70,49 @@ describe("notModelApi", () => {
     } finally {
       s.close();
     }
+  });
+});
+
+// `ocw run --endpoint URL --model NAME` with a name the endpoint does not list: vLLM answers such a model 404 on the
+// worker's first call ("The model `x` does not exist."), as Ollama and the providers do; llama-server serves its one
+// model under any name. Listings as each server answers GET /v1/models (trimmed).
+describe("unlistedModel", () => {
+  const listing = (data: unknown[]) => serve((_req, res) => json(res, 200, { object: "list", data }));
+
+  it("a vLLM or Ollama listing without the name: what it lists, in its order", async () => {
+    const vllm = await listing([{ id: "Qwen/Qwen3-Coder-30B-A3B-Instruct", object: "model", created: 1, owned_by: "vllm", max_model_len: 32768 }]);
+    expect(await unlistedModel(vllm, null, "qwen3-coder")).toEqual(["Qwen/Qwen3-Coder-30B-A3B-Instruct"]);
+    const ollama = await listing([
+      { id: "qwen3:8b", object: "model", created: 1, owned_by: "library" },
+      { id: "gpt-oss:20b", object: "model", created: 1, owned_by: "library" },
+    ]);
+    expect(await unlistedModel(ollama, null, "qwen3")).toEqual(["qwen3:8b", "gpt-oss:20b"]);
+  });
+
+  it("nothing to say: the name listed, llama-server (any name is its one model), no list, an error, or no answer", async () => {
+    const vllm = await listing([{ id: "m1", owned_by: "vllm" }]);
+    expect(await unlistedModel(vllm, null, "m1")).toBeNull();
+    const llama = await listing([
+      { id: "/models/qwen3-coder-30b-q4_k_m.gguf", object: "model", created: 1, owned_by: "llamacpp", meta: { n_ctx_train: 262144 } },
+    ]);
+    expect(await unlistedModel(llama, null, "qwen3-coder")).toBeNull();
+    expect(await unlistedModel(await listing([]), null, "m")).toBeNull();
+    const keyed = await serve((_req, res) => json(res, 401, { error: { message: "no key" } }));
+    expect(await unlistedModel(keyed, null, "m")).toBeNull();
+    const page = await serve((_req, res) => (res.writeHead(200, { "content-type": "text/html" }), res.end("<h1>hi</h1>")));
+    expect(await unlistedModel(page, null, "m")).toBeNull();
+    expect(await unlistedModel("http://127.0.0.1:1/v1", null, "m", 500)).toBeNull();
+  });
+
+  it("sends the key it is given, and keeps at most 20 names of a long list", async () => {
+    let auth: string | undefined;
+    const many = await serve((req, res) => {
+      auth = req.headers.authorization;
+      json(res, 200, { object: "list", data: Array.from({ length: 300 }, (_, i) => ({ id: `vendor/model-${i}`, owned_by: "vendor" })) });
+    });
+    const got = await unlistedModel(many, "sk-test", "gpt-x");
+    expect(auth).toBe("Bearer sk-test");
+    expect(got).toHaveLength(20);
+    expect(got?.[0]).toBe("vendor/model-0");
   });
 });

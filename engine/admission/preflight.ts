@@ -116,6 +116,36 @@ export async function notModelApi(endpoint: string, key: string | null, timeoutM
   }
 }
 
+/** At most this many of an endpoint's model names are kept for the warning that the one asked for is not among them. */
+const LISTED_SHOWN = 20;
+
+/**
+ * The models an endpoint lists when `model` is not among them, or null: listed, no JSON list to read, or a server that
+ * serves its one model under any name (llama-server: its entries are `owned_by` "llamacpp"). vLLM, Ollama, LM Studio
+ * and the providers answer a model they do not list with 404 on the worker's first call; a proxy (LiteLLM) may route a
+ * name it does not list, so this is said, not refused. The names are the endpoint's words (untrusted), at most
+ * LISTED_SHOWN of them.
+ */
+export async function unlistedModel(endpoint: string, key: string | null, model: string, timeoutMs = 3000): Promise<string[] | null> {
+  let list: unknown;
+  try {
+    const res = await fetch(`${endpoint.replace(/\/+$/, "")}/models`, {
+      headers: key ? { authorization: `Bearer ${key}` } : {},
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await bodyStart(res, 4 * 1_048_576);
+    if (!res.ok) return null;
+    list = JSON.parse(text);
+  } catch {
+    return null; // no answer, or not whole JSON within its first 4 MiB: nothing to say
+  }
+  const data = (list as { data?: unknown })?.data;
+  if (!Array.isArray(data)) return null;
+  const entries = data.filter((m): m is { id: string; owned_by?: unknown } => typeof m?.id === "string");
+  if (!entries.length || entries.some((m) => m.id === model || m.owned_by === "llamacpp")) return null;
+  return entries.slice(0, LISTED_SHOWN).map((m) => m.id);
+}
+
 /** Why the target's endpoint cannot be reached right now (any HTTP answer counts as reachable), or null. */
 export async function unreachable(target: Target, key: string | null = resolveKey(target), timeoutMs = 3000): Promise<string | null> {
   const problem = await probeHealth(target.endpoint, key, timeoutMs);

@@ -83,7 +83,7 @@ import { SetupVerifyInput } from "../../shared/setup";
 import { targetsWithEndpoints } from "./targets-view";
 import { inspectRepo } from "../workspace";
 import { LadderFinishInput, ladderFinish, LadderStartInput, ladderStart } from "./ladder";
-import { notModelApi, preflightEndpoint, refusesWithoutKey } from "../admission";
+import { notModelApi, preflightEndpoint, refusesWithoutKey, unlistedModel } from "../admission";
 import { DeployK8sInput } from "../../shared/deploy";
 import { FitFileInput, FitPlanInput } from "../../shared/fit";
 import { counted } from "../../shared/words";
@@ -510,7 +510,9 @@ export const appRouter = t.router({
         throw new InputError(
           `the model endpoint ${redactUrlCredentials(input.target.endpoint)} answered, but is not an OpenAI-compatible API (${redactUrlCredentials(notApi)}): check the URL is the model API's base — llama-server, vLLM, Ollama: http://HOST:PORT/v1; a provider: its OpenAI-compatible base URL — and not a web page or another service on that port`,
         );
-      return { ok: true as const, keyHeld: input.key === undefined || held === input.key };
+      // A model the endpoint does not list: said, not refused (unlistedModel).
+      const unlisted = await unlistedModel(input.target.endpoint, input.key ?? held, input.target.model);
+      return { ok: true as const, keyHeld: input.key === undefined || held === input.key, ...(unlisted ? { unlisted } : {}) };
     }),
     /** `ocw targets --json`: every target with its endpoints' live state (health, slots, workers on each). */
     withEndpoints: proc.query(async ({ ctx }) => {

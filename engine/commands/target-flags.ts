@@ -3,6 +3,7 @@ import { ADHOC_PREFIX, type Target } from "../../shared/target";
 import { type ClientKind, connect, type EngineClient } from "../api/client";
 import { ensureEngine, stateDir } from "../api/launcher";
 import { InputError } from "../../shared/errors";
+import { quoteUntrustedList } from "../../shared/untrusted";
 import { redactUrlCredentials } from "../../shared/remote-url";
 import { CliError } from "./errors";
 
@@ -88,6 +89,11 @@ export async function connectWithTarget(
     const pre = await client.targets.preflight.mutate({ target, ...(key ? { key } : {}) }).catch((err) => {
       throw new CliError((err as Error).message);
     });
+    // Said, not refused: llama-server and proxies serve names they do not list.
+    if (pre.unlisted)
+      process.stderr.write(
+        `ocw: the model endpoint does not list the model ${JSON.stringify(o.model)} ${quoteUntrustedList(pre.unlisted, "the models it lists")}: the worker's first model call may fail with HTTP 404 (vLLM, Ollama and the providers serve only the names they list; a proxy may route others): if it does, run again with one of these as --model\n`,
+      );
     await client.targets.save.mutate({ target });
     // it does not: the engine keeps this key for the target (the OS keychain, else a 0600 file; never targets.json),
     // so its workers can start without restarting the engine

@@ -110,3 +110,21 @@ describe("ad-hoc targets", () => {
     expect((await runOcw(engine.stateDir, ["target", "remove", "scripted", "--ad-hoc"])).code).toBe(2);
   }, 150_000);
 });
+
+// After the ad-hoc targets' count above: these runs save two more.
+describe("ocw run --endpoint with a model the endpoint does not list", () => {
+  it("a model the endpoint does not list is said on stderr with what it lists (the endpoint's words, marked), not refused; a listed one says nothing", async () => {
+    const dir = makeRepo();
+    repos.push(dir);
+    const r = await adhocRun(dir, model.url, "qwen3-coder");
+    expect(r.stderr).toContain(
+      `ocw: the model endpoint does not list the model "qwen3-coder" (the models it lists, untrusted: ["scripted-1"]): the worker's first model call may fail with HTTP 404`,
+    );
+    // not refused: the worker ran (the scripted model serves any name, as llama-server does)
+    expect(r.code, r.stderr).not.toBe(2);
+    expect((await engine.client.workers.list.query()).some((w) => w.targetId === adhocTarget(model.url, "qwen3-coder").id)).toBe(true);
+    const listed = await adhocRun(dir, model.url, "scripted-1");
+    expect(listed.code, listed.stderr).not.toBe(2);
+    expect(listed.stderr).not.toContain("does not list the model");
+  });
+});
