@@ -1,0 +1,98 @@
+// What a newcomer met walking every screen, keyboard-only for part of it, 900 and 1360 px wide, against a real engine,
+// real opencode and the scripted model:
+// - New task refused by the engine (an empty task, a folder that is no git repository), submitted with the keyboard:
+//   Start worker is disabled while the engine answers and the focus fell to the page's top; it goes to the field the
+//   message is under now. That field's message sat inside its label and was read as part of its name ("Task the task is
+//   empty: …"): the field is named by its label's words, the message is its description;
+// - "Retry as new worker" opens the new worker's page and the focus fell to the page's top: it goes to that page's
+//   heading (as "Continue on the new base" does, which opens another worker's page the same way).
+// Screenshots in OCW_SHOTS_DIR (default test-results/screenshots).
+import { expect, test, type Page } from "@playwright/test";
+import { writeFile, type ScriptContext } from "../test/fixtures/scripted-model";
+import type { E2EEngine } from "./engine";
+import { scriptedUi, shots, type ScriptedUi } from "./scripted-setup";
+
+const shot = shots("walk-", { fullPage: false });
+
+let setup: ScriptedUi;
+let engine: E2EEngine;
+let page: Page;
+let repo: string;
+
+/** The first turn of a session (no follow-up, no steer yet). */
+const firstTurn = (c: ScriptContext) => c.userTexts.length === 1 && c.turnStep === 0;
+
+test.beforeAll(async ({ browser }) => {
+  setup = await scriptedUi(browser, {
+    model: {
+      chunkDelayMs: 2,
+      scripts: [
+        { name: "fail", match: /TASK-FAIL/, script: () => ({ text: "I could not do it.\nOUTCOME: honest-failure — the file is locked" }) },
+        { name: "hang", match: /TASK-HANG/, script: (c) => (firstTurn(c) ? { hang: true, textBeforeHang: "Thinking…" } : { text: "Done.\nOUTCOME: built" }) },
+        {
+          // Round 1 writes a file and is built; the follow-up of round 2 never finishes.
+          name: "round",
+          match: /TASK-ROUND/,
+          script: (c) =>
+            c.userTexts.length > 1
+              ? { hang: true, textBeforeHang: "Thinking again…" }
+              : c.turnStep === 0
+                ? writeFile("r.txt", "ok\n")
+                : { text: "Wrote r.txt.\nOUTCOME: built" },
+        },
+      ],
+    },
+    target: { engine: "scripted", slots: 3 },
+    policies: [{ tool: "edit", pattern: "*", decision: "once" }],
+  });
+  ({ engine, repo, page } = setup);
+});
+
+test.afterAll(() => setup?.close());
+
+const state = (workerId: string) => async () => (await engine.client.workers.get.query({ workerId })).state;
+
+test("New task refused by the engine, submitted with the keyboard: the focus goes to the field its message is under", async () => {
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.goto(`${engine.origin}/#/new`);
+  const form = page.getByRole("form", { name: "New task" });
+  const directory = form.getByRole("textbox", { name: "Directory (git repository)" });
+  const task = form.getByRole("textbox", { name: "Task", exact: true });
+  const start = form.getByRole("button", { name: "Start worker" });
+  await directory.fill(repo);
+  await start.focus();
+  await page.keyboard.press("Enter");
+  await expect(form.getByRole("alert")).toHaveText("the task is empty: say what the worker should do");
+  await expect(task).toBeFocused();
+  // Named by its label alone; the message is its description (it was read as part of the name: "Task the task is empty…").
+  await expect(task).toHaveAccessibleName("Task");
+  await expect(task).toHaveAccessibleDescription("the task is empty: say what the worker should do");
+
+  await task.fill("TASK-FAIL anything");
+  await directory.fill("/tmp");
+  await start.focus();
+  await page.keyboard.press("Enter");
+  await expect(form.getByRole("alert")).toHaveText(/^\/tmp is not a git repository: run `git init/);
+  await expect(directory).toBeFocused();
+  await expect(directory).toHaveAccessibleName("Directory (git repository)");
+  await shot(page, "new-task-refused-focus");
+  expect(await engine.client.workers.list.query()).toHaveLength(0);
+});
+
+test("Retry as new worker, pressed with the keyboard, leaves the focus on the new worker's heading", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-FAIL now",
+    title: "A task that fails",
+    directory: repo,
+    checks: [{ run: "false" }],
+  });
+  await expect.poll(state(workerId), { timeout: 60_000 }).toBe("honest-failure");
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const retry = page.getByRole("button", { name: "Retry as new worker", exact: true });
+  await retry.focus();
+  await page.keyboard.press("Enter");
+  await page.waitForURL((u) => /#\/workers\/w-/.test(u.hash) && !u.hash.endsWith(workerId));
+  const heading = page.getByRole("heading", { level: 2, name: "A task that fails", exact: true });
+  await expect(heading).toBeFocused();
+  await shot(page, "retry-focus");
+});
