@@ -5,7 +5,9 @@
 //   message is under now. That field's message sat inside its label and was read as part of its name ("Task the task is
 //   empty: …"): the field is named by its label's words, the message is its description;
 // - "Retry as new worker" opens the new worker's page and the focus fell to the page's top: it goes to that page's
-//   heading (as "Continue on the new base" does, which opens another worker's page the same way).
+//   heading (as "Continue on the new base" does, which opens another worker's page the same way);
+// - a continued worker's latest round said "running" while the worker was stopped (or queued for a slot): it says the
+//   worker's state.
 // Screenshots in OCW_SHOTS_DIR (default test-results/screenshots).
 import { expect, test, type Page } from "@playwright/test";
 import { writeFile, type ScriptContext } from "../test/fixtures/scripted-model";
@@ -95,4 +97,28 @@ test("Retry as new worker, pressed with the keyboard, leaves the focus on the ne
   const heading = page.getByRole("heading", { level: 2, name: "A task that fails", exact: true });
   await expect(heading).toBeFocused();
   await shot(page, "retry-focus");
+});
+
+test("a continued worker's latest round says the worker's state: stopped, not running", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-ROUND write r.txt",
+    title: "Rounds",
+    directory: repo,
+    checks: [{ run: "test -f r.txt" }],
+  });
+  await expect.poll(state(workerId), { timeout: 60_000 }).toBe("built");
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  await page.getByRole("button", { name: "Continue…" }).click();
+  const dialog = page.getByRole("dialog", { name: "Continue the worker" });
+  await dialog.getByRole("textbox").fill("and then some more");
+  await dialog.getByRole("button", { name: "Send follow-up" }).click();
+  const round2 = page.getByRole("region", { name: `Rounds of ${workerId}` }).getByRole("listitem", { name: "round 2" });
+  await expect.poll(state(workerId), { timeout: 60_000 }).toBe("running");
+  await expect(round2.locator(".chip")).toHaveText("running");
+  await page.getByRole("button", { name: "Stop", exact: true }).click();
+  await page.getByRole("button", { name: "Stop now", exact: true }).click();
+  await expect.poll(state(workerId), { timeout: 60_000 }).toBe("stopped");
+  await expect(round2.locator(".chip")).toHaveText("stopped");
+  await expect(page.getByRole("region", { name: `Rounds of ${workerId}` }).getByText("running", { exact: true })).toHaveCount(0);
+  await shot(page, "round-stopped");
 });

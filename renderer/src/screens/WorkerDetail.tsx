@@ -559,7 +559,7 @@ export function WorkerDetail({ id }: { id: string }) {
 
       {w.verdict && <VerdictCard verdict={w.verdict} workerId={w.id} />}
 
-      {(w.rounds?.length ?? 0) > 1 && <RoundHistory rounds={w.rounds} workerId={w.id} />}
+      {(w.rounds?.length ?? 0) > 1 && <RoundHistory rounds={w.rounds} workerId={w.id} state={w.state} />}
 
       <RefusedByEngine asks={w.asks} />
 
