@@ -7,7 +7,9 @@
 // - "Retry as new worker" opens the new worker's page and the focus fell to the page's top: it goes to that page's
 //   heading (as "Continue on the new base" does, which opens another worker's page the same way);
 // - a continued worker's latest round said "running" while the worker was stopped (or queued for a slot): it says the
-//   worker's state.
+//   worker's state;
+// - the notices in the bottom-right corner covered the page's last controls (a worker page's "Send steer") even
+//   scrolled to its end: the page keeps room for them at its end.
 // Screenshots in OCW_SHOTS_DIR (default test-results/screenshots).
 import { expect, test, type Page } from "@playwright/test";
 import { writeFile, type ScriptContext } from "../test/fixtures/scripted-model";
@@ -121,4 +123,31 @@ test("a continued worker's latest round says the worker's state: stopped, not ru
   await expect(round2.locator(".chip")).toHaveText("stopped");
   await expect(page.getByRole("region", { name: `Rounds of ${workerId}` }).getByText("running", { exact: true })).toHaveCount(0);
   await shot(page, "round-stopped");
+});
+
+test("the notices leave the page's end free: scrolled to its end, Send steer is not under them (900 px)", async () => {
+  await page.setViewportSize({ width: 900, height: 480 });
+  await page.goto(`${engine.origin}/#/new`);
+  const form = page.getByRole("form", { name: "New task" });
+  await form.getByRole("textbox", { name: "Directory (git repository)" }).fill(repo);
+  await form.getByRole("textbox", { name: "Task", exact: true }).fill("TASK-HANG think");
+  await form.getByRole("button", { name: "Start worker" }).click();
+  await page.waitForURL(/#\/workers\/w-/);
+  const notice = page.locator(".notice").filter({ hasText: /^started w-/ });
+  await expect(notice).toBeVisible();
+  const send = page.getByRole("button", { name: "Send steer", exact: true });
+  // The page as it stays while the worker thinks (its header grows a line once the model streams).
+  await expect(page.getByRole("log", { name: "Transcript" }).getByText("Thinking…")).toBeVisible();
+  await expect(send).toBeEnabled();
+  // Scrolled to the page's end, as a person does to reach its last controls.
+  await page.locator("main.content").evaluate((m) => m.scrollTo(0, m.scrollHeight));
+  const covered = await send.evaluate((b) => {
+    const r = b.getBoundingClientRect();
+    return [...b.ownerDocument.querySelectorAll(".notice")]
+      .map((n) => n.getBoundingClientRect())
+      .some((n) => n.left < r.right && n.right > r.left && n.top < r.bottom && n.bottom > r.top);
+  });
+  await expect(notice).toBeVisible();
+  await shot(page, "notices-room-900");
+  expect(covered, "Send steer lies under a notice").toBe(false);
 });
