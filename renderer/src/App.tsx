@@ -62,6 +62,20 @@ export function App() {
   // Opened (by keyboard too), the drawer takes the focus, on its first link; Escape closes it and gives the focus back to
   // the Menu button. Without this the focus stayed behind the scrim and Tab walked the page under it.
   const menuRef = useRef<HTMLButtonElement>(null);
+  // The notices stack over the bottom-right corner of the page (a worker page's "Send steer", a card's Retry): the page
+  // gets that much more room at its end, and keyboard focus scrolls what it reaches above them, so nothing stays under.
+  const noticesRef = useRef<HTMLDivElement>(null);
+  const contentRef = useRef<HTMLElement>(null);
+  useEffect(() => {
+    const stack = noticesRef.current;
+    const content = contentRef.current;
+    if (!stack || !content || typeof ResizeObserver === "undefined") return;
+    const fit = () => content.style.setProperty("--notice-room", `${stack.offsetHeight ? stack.offsetHeight + 14 : 0}px`);
+    const seen = new ResizeObserver(fit);
+    seen.observe(stack);
+    fit();
+    return () => seen.disconnect();
+  }, []);
   const navRef = useRef<HTMLElement>(null);
   useEffect(() => {
     if (!navOpen) return;
@@ -144,7 +158,7 @@ export function App() {
         </header>
         {unreachable && <EngineLost />}
         {status?.sandbox?.kind === "none" && <Unsandboxed sandbox={status.sandbox} />}
-        <main className="content">
+        <main className="content" ref={contentRef}>
           {/* While the engine is unreachable every control below is disabled (a disabled fieldset: buttons, inputs and
               the forms they submit), so no click is lost to a "Failed to fetch"; links still navigate. */}
           <fieldset className="freeze" disabled={unreachable} aria-disabled={unreachable || undefined}>
@@ -162,7 +176,7 @@ export function App() {
         </main>
       </div>
       <Shortcuts />
-      <div className="notices" aria-live="polite">
+      <div className="notices" aria-live="polite" ref={noticesRef}>
         {notices.map((n) => (
           <div key={n.id} className={`notice notice-${n.level}`}>
             <span>{n.message}</span>

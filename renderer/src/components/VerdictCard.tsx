@@ -1,5 +1,7 @@
 import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import type { Round, Verdict } from "../../../shared/verdict";
+import type { WorkerState } from "../../../shared/worker";
+import { StateChip } from "./common";
 
 export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId: string }) {
   const passed = verdict.checks.filter((c) => c.passed).length;
@@ -115,7 +117,11 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
 const KIND: Record<Round["kind"], string> = { task: "the task", continue: "follow-up", review: "review", fix: "fix round" };
 
 /** Every round of a worker, oldest first: what started it, its verdict and claim, its commit, what changed since. */
-export function RoundHistory({ rounds, workerId }: { rounds: Round[]; workerId: string }) {
+/**
+ * `state`: the worker's, said by its latest round while that round has no verdict (it said "running" while the worker
+ * was queued for a slot, stopped or interrupted).
+ */
+export function RoundHistory({ rounds, workerId, state }: { rounds: Round[]; workerId: string; state: WorkerState }) {
   return (
     <section className="panel" aria-label={`Rounds of ${workerId}`}>
       <h2>
@@ -129,7 +135,7 @@ export function RoundHistory({ rounds, workerId }: { rounds: Round[]; workerId: 
               {r.verdict ? (
                 <span className={`chip chip-${r.verdict === "built" ? "ok" : "bad"}`}>{r.verdict === "built" ? "built" : "failed"}</span>
               ) : (
-                <span className="chip chip-idle">{r.gradedAt ? "not graded" : "running"}</span>
+                <RoundState graded={!!r.gradedAt} latest={r.round === rounds[rounds.length - 1]?.round} state={state} />
               )}
               {r.weakEvidence && <span className="chip chip-warn">weak evidence</span>}
               {r.verdict && (
@@ -165,4 +171,10 @@ export function RoundHistory({ rounds, workerId }: { rounds: Round[]; workerId: 
       </ol>
     </section>
   );
+}
+
+/** A round without a verdict: "not graded" once grading passed it by; the latest one is where the worker is now. */
+function RoundState({ graded, latest, state }: { graded: boolean; latest: boolean; state: WorkerState }) {
+  if (graded || !latest || state === "built" || state === "honest-failure") return <span className="chip chip-idle">not graded</span>;
+  return <StateChip state={state} />;
 }

@@ -1,4 +1,4 @@
-import { useState, type FormEvent, type ReactNode } from "react";
+import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import type { CheckSpec } from "../../../shared/check";
 import type { WorkerSpecInput } from "../../../shared/worker";
 import { api, errorText } from "../api";
@@ -137,6 +137,14 @@ export function NewTask() {
     setError((e) => (e && (e.task === i || e.task === -1) && (e.field === "form" || Object.keys(patch).includes(e.field)) ? null : e));
   };
   const many = tasks.length > 1;
+  // Start worker is disabled while the engine answers, and the focus with it fell to the page's top: a refused form
+  // puts it on the field its message is under (else on the message), so the keyboard is where the fix is typed.
+  const formRef = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    const form = formRef.current;
+    if (!error || !form || (document.activeElement && document.activeElement !== document.body)) return;
+    (form.querySelector<HTMLElement>('[aria-invalid="true"]:not(:disabled)') ?? form.querySelector<HTMLElement>(".field-error[role=alert]"))?.focus();
+  }, [error]);
 
   async function submit(e: FormEvent) {
     e.preventDefault();
@@ -169,17 +177,21 @@ export function NewTask() {
 
   const fieldError = (i: number, field: string) =>
     error && error.task === i && error.field === field ? (
-      <div className="field-error" role="alert" id={`err-${i}-${field}`}>
+      <div className="field-error" role="alert" id={`err-${i}-${field}`} tabIndex={-1}>
         {error.text}
       </div>
     ) : null;
+  // A field's message sits inside its <label>, and so was read as part of the field's name ("Task the task is empty: …"):
+  // a field with a message is named by its label's own words only (the message is its description).
+  const labelId = (i: number, field: string) => `lbl-${i}-${field}`;
   const describedBy = (i: number, field: string) => (error && error.task === i && error.field === field ? `err-${i}-${field}` : undefined);
   /** A number field of task `i` (its budget's or its fix rounds'), with its own error under it (and `also`). */
   const numberField = (i: number, name: "wallSec" | "tokens" | "fixRounds", label: string, opts: { title?: string; also?: ReactNode } = {}) => (
     <label className="field" title={opts.title}>
-      <span>{label}</span>
+      <span id={labelId(i, name)}>{label}</span>
       <input
         name={name}
+        aria-labelledby={labelId(i, name)}
         inputMode="numeric"
         value={tasks[i]![name]}
         placeholder="none"
@@ -193,7 +205,7 @@ export function NewTask() {
   );
 
   return (
-    <form className="new-task" onSubmit={submit} noValidate aria-label="New task">
+    <form className="new-task" ref={formRef} onSubmit={submit} noValidate aria-label="New task">
       {!active && !targetId && (
         <Warning title="No active target.">
           Workers will be refused until you <a href="#/setup">set up a model</a>.
@@ -204,7 +216,7 @@ export function NewTask() {
           <legend>{many ? `Task ${i + 1}` : "Task"}</legend>
           <div className="grid2">
             <label className="field">
-              <span>Directory (git repository)</span>
+              <span id={labelId(i, "directory")}>Directory (git repository)</span>
               <div className="inline">
                 <input
                   name="directory"
@@ -212,6 +224,7 @@ export function NewTask() {
                   placeholder="/absolute/path/to/repo"
                   onChange={(e) => update(i, { directory: e.target.value })}
                   aria-invalid={!!describedBy(i, "directory")}
+                  aria-labelledby={labelId(i, "directory")}
                   aria-describedby={describedBy(i, "directory")}
                   spellCheck={false}
                 />
@@ -236,7 +249,7 @@ export function NewTask() {
             </label>
           </div>
           <label className="field">
-            <span>Task</span>
+            <span id={labelId(i, "task")}>Task</span>
             <textarea
               name="task"
               rows={4}
@@ -244,6 +257,7 @@ export function NewTask() {
               onChange={(e) => update(i, { task: e.target.value })}
               placeholder="What the worker should do. Say what done looks like; the checks below stay hidden from it."
               aria-invalid={!!describedBy(i, "task")}
+              aria-labelledby={labelId(i, "task")}
               aria-describedby={describedBy(i, "task")}
             />
             {fieldError(i, "task")}
@@ -340,7 +354,7 @@ export function NewTask() {
 
           <div className="grid4">
             <label className="field">
-              <span>Scope (globs the diff may touch)</span>
+              <span id={labelId(i, "scope")}>Scope (globs the diff may touch)</span>
               <textarea
                 name="scope"
                 rows={2}
@@ -348,12 +362,14 @@ export function NewTask() {
                 value={t.scope}
                 placeholder="src/**"
                 onChange={(e) => update(i, { scope: e.target.value })}
+                aria-labelledby={labelId(i, "scope")}
+                aria-invalid={!!describedBy(i, "scope")}
                 aria-describedby={describedBy(i, "scope")}
               />
               {fieldError(i, "scope")}
             </label>
             <label className="field">
-              <span>Protected globs (must not change)</span>
+              <span id={labelId(i, "protect")}>Protected globs (must not change)</span>
               <textarea
                 name="protect"
                 rows={2}
@@ -361,6 +377,8 @@ export function NewTask() {
                 value={t.protect}
                 placeholder="test/**"
                 onChange={(e) => update(i, { protect: e.target.value })}
+                aria-labelledby={labelId(i, "protect")}
+                aria-invalid={!!describedBy(i, "protect")}
                 aria-describedby={describedBy(i, "protect")}
               />
               {fieldError(i, "protect")}
@@ -391,7 +409,7 @@ export function NewTask() {
         </fieldset>
       ))}
       {error && error.task === -1 && (
-        <div className="field-error" role="alert">
+        <div className="field-error" role="alert" tabIndex={-1}>
           {error.text}
         </div>
       )}

@@ -21,6 +21,17 @@ import { closeTranscript, loadTranscript, pushNotice, refreshTargets, useStore }
 const EMPTY: never[] = [];
 const NO_SEQS: Record<string, number> = {};
 
+/**
+ * The worker whose page an action on another worker's page opened ("Retry as new worker", "Continue on the new base"):
+ * that page is a new one (keyed by its id), so the focus the pressed button held fell to the page's top. The new page
+ * puts it on its heading once its worker is shown.
+ */
+let arriving: string | null = null;
+function openFromAction(workerId: string): void {
+  arriving = workerId;
+  go({ name: "worker", id: workerId });
+}
+
 export function WorkerDetail({ id }: { id: string }) {
   const w = useStore((s) => s.workers[id]);
   const parts = useStore((s) => s.transcripts[id]) ?? EMPTY;
@@ -88,6 +99,15 @@ export function WorkerDetail({ id }: { id: string }) {
     const from = cameFrom.current && "current" in cameFrom.current ? cameFrom.current.current : cameFrom.current;
     return from?.isConnected && !(from as HTMLButtonElement).disabled ? from : headRef.current;
   });
+
+  // Opened by an action on another worker's page: the focus goes to this page's heading once the worker is shown (the
+  // new worker may reach the store after its page opened).
+  const shown = !!w;
+  useEffect(() => {
+    if (!shown || arriving !== id) return;
+    arriving = null;
+    if (!document.activeElement || document.activeElement === document.body) headRef.current?.focus({ preventScroll: true });
+  }, [shown, id]);
 
   useEffect(() => {
     void loadTranscript(id);
@@ -286,7 +306,7 @@ export function WorkerDetail({ id }: { id: string }) {
                 void run("retry", async () => {
                   const nid = await retryWorker(w);
                   pushNotice("info", `retry of ${id} started as ${nid}`);
-                  go({ name: "worker", id: nid });
+                  openFromAction(nid);
                 })
               }
             >
@@ -321,7 +341,7 @@ export function WorkerDetail({ id }: { id: string }) {
                     void run("continue on the new base", async () => {
                       const r = await api.workers.onNewBase.mutate({ workerId: id });
                       pushNotice("info", `${id} continues on the new base as ${r.workerId}`);
-                      go({ name: "worker", id: r.workerId });
+                      openFromAction(r.workerId);
                     })
                   }
                 >
@@ -539,7 +559,7 @@ export function WorkerDetail({ id }: { id: string }) {
 
       {w.verdict && <VerdictCard verdict={w.verdict} workerId={w.id} />}
 
-      {(w.rounds?.length ?? 0) > 1 && <RoundHistory rounds={w.rounds} workerId={w.id} />}
+      {(w.rounds?.length ?? 0) > 1 && <RoundHistory rounds={w.rounds} workerId={w.id} state={w.state} />}
 
       <RefusedByEngine asks={w.asks} />
 
