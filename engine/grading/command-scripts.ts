@@ -819,7 +819,14 @@ function readCommands(commands: string[], sub: string, checkout?: string): { scr
         for (const script of packageScripts(tool, checkout, from)) read(script, from, command, depth + 1, undefined, makeflags);
         const options = isMake ? makeOptions(tool, from) : null;
         const includeDirs = options ? [...flags, ...options.includeDirs] : flags;
-        if (isMake) runs.push({ dir: options?.dir ?? from, makefiles: options?.makefiles ?? [], includeDirs: fromMakeDir(options?.dir ?? from, includeDirs) });
+        if (isMake)
+          runs.push({
+            dir: options?.dir ?? from,
+            makefiles: options?.makefiles ?? [],
+            includeDirs: fromMakeDir(options?.dir ?? from, includeDirs),
+            // No target named (or none that can be told): make builds its makefiles' first target.
+            ...(options?.targets.length ? {} : { defaultGoal: true }),
+          });
         const make = options ? makeRecipes(options, checkout, work, fromMakeDir(options.dir, includeDirs)) : null;
         // The makefiles `-f` names are what the command runs, as a script is (a harness by its name, `-f ci/test.mk`).
         for (const f of make?.makefiles ?? []) if (!found.has(f)) found.set(f, { file: f, command });
@@ -983,7 +990,7 @@ function makeRecipes(
   let current: { prereqs: string[]; recipe: string[] }[] = [];
   for (const raw of text.replace(/\\\n/g, " ").split("\n")) {
     if (raw.startsWith("\t")) {
-      for (const r of current) r.recipe.push(raw.slice(1).replace(/^[\s@+-]+/, ""));
+      for (const r of current) r.recipe.push(asMake(raw.slice(1).replace(/^[\s@+-]+/, "")));
       continue;
     }
     const line = raw.replace(/#.*$/, "");
@@ -998,7 +1005,7 @@ function makeRecipes(
     for (const t of m[1]!.trim().split(/\s+/)) {
       const rule = rules.get(t) ?? { prereqs: [], recipe: [] };
       rule.prereqs.push(...(before ?? "").split("|").join(" ").trim().split(/\s+/).filter(Boolean));
-      if (after?.trim()) rule.recipe.push(after.trim());
+      if (after?.trim()) rule.recipe.push(asMake(after.trim()));
       rules.set(t, rule);
       current.push(rule);
       if (first === undefined && !t.startsWith(".") && !t.includes("%")) first = t;
@@ -1029,6 +1036,12 @@ function makeRecipes(
   for (const t of targets.length ? targets : first ? [first] : []) visit(t);
   return { dir, lines, makefiles };
 }
+
+/**
+ * A recipe line with make's own name for itself, `$(MAKE)` or `${MAKE}` (the sub-make of `$(MAKE) -f src/tests.make
+ * check`), read as `make`: the makefiles and folders that sub-make reads are read as a plain `make`'s.
+ */
+const asMake = (line: string) => line.replace(/\$(\(MAKE\)|\{MAKE\})/g, "make");
 
 /** At most this many makefiles a command's makefiles include are read in their place (per make command). */
 const MAX_INCLUDED = 16;

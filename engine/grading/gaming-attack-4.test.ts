@@ -246,16 +246,20 @@ describe("a file the Makefile includes (`-include $(DEPS)`, the compiler's depen
     expect(incs.map((i) => [i.makefile, i.line])).toEqual([
       ["app/Makefile", "-include $(OBJS:.o=.d)"],
       ["app/Makefile", "include common.make"],
+      ["app/Makefile", "sinclude $(shell find . -name '*.x')"],
       ["app/common.make", "-include $(LOCAL)    $(addsuffix .cfg,extra)"],
     ]);
     const names = (f: string) => incs.filter((i) => i.names(f)).map((i) => i.makefile);
-    expect(names("app/build/calc.d")).toEqual(["app/Makefile"]);
-    expect(names("app/common.make")).toEqual(["app/Makefile"]);
+    // (Each also by the `$(shell …)` line: named like a makefile fragment.)
+    expect(names("app/build/calc.d")).toEqual(["app/Makefile", "app/Makefile"]);
+    expect(names("app/common.make")).toEqual(["app/Makefile", "app/Makefile"]);
     expect(names("app/local.env")).toEqual(["app/common.make"]);
     expect(names("app/extra.cfg")).toEqual(["app/common.make"]);
     expect(names("app/calc.c")).toEqual([]);
     expect(names("app/build/calc.o")).toEqual([]);
-    expect(names("app/thing.x")).toEqual([]); // $(shell) cannot be read here
+    // $(shell) cannot be read here: its line names any file named like a makefile fragment.
+    expect(names("app/thing.x")).toEqual([]);
+    expect(names("src/thing.d")).toEqual(["app/Makefile"]);
   });
 
   it("plain dependency lines, as gcc -MMD -MP writes them, and what is more", () => {

@@ -138,7 +138,7 @@ describe("the make runs a check's commands start, as makeIncludes takes them", (
     expect(makeRuns(["make -I conf test", "make -C app -f x.make", "cd app; make -I .. check"], "", dir)).toEqual([
       { dir: "", makefiles: [], includeDirs: ["conf"] },
       { dir: "app", makefiles: [], includeDirs: ["app/conf", "shared"] },
-      { dir: "app", makefiles: ["app/x.make"], includeDirs: [] },
+      { dir: "app", makefiles: ["app/x.make"], includeDirs: [], defaultGoal: true },
       { dir: "app", makefiles: [], includeDirs: [""] },
     ]);
   });

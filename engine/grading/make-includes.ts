@@ -14,6 +14,11 @@ export interface MakeInclude {
   line: string;
   /** Whether a file (from the repository's root, "/"-separated) is one the line includes. */
   names: (file: string) => boolean;
+  /**
+   * The line comes before the first rule of the makefile a make that names no target reads first (`make` alone): the
+   * first target of what it includes is the one make builds (`src/x.o: src/x.c` in place of the Makefile's tests).
+   */
+  setsGoal?: boolean;
 }
 
 /** The names make looks for in a folder, in its order: the first that exists is read. */
@@ -33,6 +38,8 @@ export interface MakeRun {
   dir: string;
   makefiles?: string[];
   includeDirs?: string[];
+  /** It names no target: it builds the first target its makefiles define (an included file's, when included before any). */
+  defaultGoal?: boolean;
 }
 
 /**
@@ -42,20 +49,68 @@ export interface MakeRun {
 const CURDIR = "\u0001";
 
 /**
+ * Stands for text that cannot be told here (`$(shell …)`, a function not read here, a variable `!=` sets, `$@`): any
+ * text, `/` included. A name with it in it names every file its known parts allow (`$(SRCS:.c=.d)` with SRCS from
+ * `$(shell find src -name '*.c')`: any file ending in `.d`); one of it alone, any file named like a makefile fragment.
+ */
+const UNKNOWN = "\u0002";
+
+/**
+ * What the makefiles a make run reads say besides their include lines, from the repository's root ("/"-separated):
+ * - `targets`: where a file makes make skip a target's recipe. A target not declared `.PHONY` is up to date when a file
+ *   (or a folder) of its name is there, in make's folder or one its VPATH or `vpath` names (`make test` with a `test`
+ *   file there: "'test' is up to date", and no test runs).
+ * - `inputs`: files whose change changes the makefiles make reads: those a rule that remakes an included makefile reads
+ *   (its prerequisites and the files its recipe names, in make's folder or a VPATH one; make remakes an included
+ *   makefile before reading it: `build.env: src/gen.sh` with `sh src/gen.sh > $@`), and those `$(file <…)` and
+ *   `$(shell …)` read as make reads the makefile (`$(eval $(shell cat src/rules.txt))`).
+ * - `vpath`: each run's folder with the folders of its VPATH and `vpath` lines (a built-in rule remakes an included
+ *   makefile from a source found there: `local.env` from `src/local.env.sh`).
+ * - `runs`: whether any run read a makefile.
+ */
+export interface MakeFacts {
+  includes: MakeInclude[];
+  targets: { path: string; target: string; makefile: string }[];
+  inputs: { path: string; makefile: string; why: string }[];
+  vpath: { dir: string; folders: string[] }[];
+  read: boolean;
+}
+
+/** A rule of a makefile as read here: its targets, prerequisites and recipe's words, expanded as far as can be told. */
+interface Rule {
+  makefile: string;
+  targets: string[];
+  prereqs: string[];
+  recipe: string[];
+}
+
+/** Names make reads as a makefile fragment, for an include name that cannot be told at all (`-include $(shell …)`). */
+const FRAGMENT = /\.(d|dep|deps|mk|mak|make)$/i;
+
+/** A recipe that writes a compiler's dependency lines (`$(CC) -MM $^ > $@`, makedepend): its prerequisites are sources. */
+const DEPENDENCY_RECIPE = /(^|\s)-M{1,2}[DGP]?(\s|$)|makedepend|(^|[\s(])(gcc|g\+\+|c\+\+|cc|clang\+*|cpp)(\s|$)|\$[({](CC|CXX|CPP)[)}]/;
+
+/**
  * The include lines of the makefiles each run reads in the checkout (a folder alone: the Makefile make reads there), and
  * of the makefiles they include that exist there. An include line names a file in the folder make runs in and, for a
  * relative name (`include config.env`, `-include rules/x.d`), under each folder of make's search path: the run's `-I`
  * folders, and those a `MAKEFLAGS += -I DIR` of its makefiles adds (GNU make 4.4 reads that at once; 4.3 only in a
  * sub-make: counted for every include line of the run, whichever make runs it). Make reads the first of these that
- * exists; all count here (the worker may add or remove the one before). A name made of wildcards alone (`$(shell …)`,
- * an unknown function) is not followed: it cannot be read here.
+ * exists; all count here (the worker may add or remove the one before). A name that cannot be told at all (`$(shell
+ * …)`, `$(call …)`) names every file named like a makefile fragment (FRAGMENT).
  */
 export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): MakeInclude[] {
+  return makeFacts(checkout, runs).includes;
+}
+
+/** The include lines of the makefiles each run reads (makeIncludes), and what else they say (MakeFacts). */
+export function makeFacts(checkout: string, runs: (string | MakeRun)[]): MakeFacts {
   const out: MakeInclude[] = [];
+  const facts: MakeFacts = { includes: out, targets: [], inputs: [], vpath: [], read: false };
   const seen = new Set<string>();
   for (const given of runs) {
     const run = typeof given === "string" ? { dir: given } : given;
-    const key = JSON.stringify([run.dir, run.makefiles ?? [], run.includeDirs ?? []]);
+    const key = JSON.stringify([run.dir, run.makefiles ?? [], run.includeDirs ?? [], !!run.defaultGoal]);
     if (seen.has(key)) continue;
     if (seen.size >= MAX_RUNS) break;
     seen.add(key);
@@ -67,6 +122,15 @@ export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): Make
     const vars = new Map<string, string>([["CURDIR", CURDIR]]);
     const queue = [...first];
     const done = new Set<string>();
+    const rules: Rule[] = [];
+    const phony = new Set<string>();
+    const vpathDirs: string[] = [];
+    /** The include lines of this run, with the names they give (expanded), for the rules that remake them. */
+    const runIncludes: { inc: MakeInclude; names: string[] }[] = [];
+    /** Names `$(file <…)` and `$(shell …)` read, with the makefile. */
+    const reads: { name: string; makefile: string }[] = [];
+    /** Whether the goal is still to be set: a make naming no target, before the first rule of its first makefile. */
+    let goalOpen = !!run.defaultGoal;
     while (queue.length && done.size < MAX_FILES) {
       const makefile = queue.shift()!;
       if (done.has(makefile)) continue;
@@ -74,14 +138,37 @@ export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): Make
       // A regular file inside the checkout, of a bounded size (files.ts): the worker may have made it a link anywhere.
       const text = readInside(checkout, makefile);
       if (text === null) continue;
+      facts.read = true;
+      /** The rules the lines since the last rule line belong to (a recipe line is theirs). */
+      let current: Rule[] = [];
+      let inDefine = false;
       for (const raw of logicalLines(text)) {
+        if (inDefine) {
+          if (/^\s*endef\b/.test(raw)) inDefine = false;
+          continue;
+        }
+        if (raw.startsWith("\t") && current.length) {
+          budget = EXPANSION_BUDGET;
+          const recipe = words(expand(raw, vars, 0));
+          for (const r of current) r.recipe.push(...recipe);
+          continue;
+        }
         const line = raw.replace(/(^|[^\\])#.*$/, "$1");
+        if (line.trim()) current = [];
+        if (/^\s*(?:(?:override|export|private)\s+)*define\b/.test(line)) {
+          inDefine = true;
+          continue;
+        }
+        // What make reads of other files as it reads this line: `$(file <X)`, and the words of a `$(shell …)`.
+        for (const m of line.matchAll(/\$[({]file\s+<\s*([^)}\s]+)/g)) reads.push({ name: m[1]!, makefile });
+        for (const m of line.matchAll(/\$[({]shell\s+([^)}]*)/g))
+          for (const w of words(m[1]!.replace(/[<>|;&'"]/g, " "))) if (!w.startsWith("-") && !w.includes("$")) reads.push({ name: w, makefile });
         const assign = /^\s*(?:(?:override|export|private)\s+)*([\w.-]+)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$/.exec(line);
         if (assign && !/^\s*-?include\b|^\s*sinclude\b/.test(line)) {
           const [, name, op, value] = assign;
           if (op === "+=") vars.set(name!, `${vars.get(name!) ?? ""} ${value}`);
           else if (op === "?=") vars.set(name!, vars.get(name!) ?? value!);
-          else if (op === "!=") vars.set(name!, "*");
+          else if (op === "!=") vars.set(name!, UNKNOWN);
           else vars.set(name!, value!);
           if (name === "MAKEFLAGS") {
             budget = EXPANSION_BUDGET;
@@ -90,15 +177,42 @@ export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): Make
               if (at !== null && !searched.includes(at)) searched.push(at);
             }
           }
+          if (name === ".DEFAULT_GOAL") goalOpen = false;
+          if (name === "VPATH") {
+            budget = EXPANSION_BUDGET;
+            vpathDirs.push(...expand(vars.get(name)!, vars, 0).split(/[:\s]+/));
+          }
+          continue;
+        }
+        const vp = /^\s*vpath\s+\S+\s+(.*)$/.exec(line);
+        if (vp) {
+          budget = EXPANSION_BUDGET;
+          vpathDirs.push(...expand(vp[1]!, vars, 0).split(/[:\s]+/));
           continue;
         }
         const inc = /^\s*(?:-include|sinclude|include)\s+(.*)$/.exec(line);
-        if (!inc) continue;
+        if (!inc) {
+          if (/^\s*(?:export|unexport|override|undefine|ifn?eq|ifn?def|else|endif|load|-load)\b/.test(line)) continue;
+          const rule = /^([^:=#\t][^:=]*?)::?(?!=)\s*(.*)$/.exec(line);
+          if (!rule) continue;
+          budget = EXPANSION_BUDGET;
+          const [before, after] = rule[2]!.split(";", 2) as [string, string | undefined];
+          const targets = words(expand(rule[1]!, vars, 0));
+          // A target-specific variable (`test: X = 1`) names its targets, but no prerequisite or recipe.
+          const prereqs = /=/.test(before) ? [] : words(expand(before.replace("|", " "), vars, 0));
+          const r: Rule = { makefile, targets, prereqs, recipe: after ? words(expand(after, vars, 0)) : [] };
+          if (targets.some((t) => !t.startsWith(".") && !t.includes("%"))) goalOpen = false;
+          rules.push(r);
+          current = [r];
+          if (targets.includes(".PHONY")) for (const p of prereqs) phony.add(p);
+          continue;
+        }
         budget = EXPANSION_BUDGET;
         const names = words(expand(inc[1]!, vars, 0)).filter((w) => /[^*?[\]]/.test(path.posix.basename(w)));
         /** Each name where make looks for it: the run's folder, then (a relative name) the search path's folders. */
         const where = (folders: string[]) =>
           names.flatMap((w) => {
+            if (!w.replaceAll(UNKNOWN, "")) return [UNKNOWN];
             if (w.startsWith(CURDIR)) return [fromRun(dir, `.${w.slice(CURDIR.length)}`)];
             if (path.posix.isAbsolute(w)) return [];
             return [dir, ...folders].map((f) => fromRun(f, w));
@@ -107,7 +221,10 @@ export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): Make
         // Matched against the search path as the run's makefiles leave it (a later `MAKEFLAGS += -I` too), once asked.
         let match: ((file: string) => boolean)[] | undefined;
         const matchers = () => where(searched).flatMap((g) => (g === null ? [] : [includeMatcher(g)]));
-        out.push({ makefile, line: raw.trim(), names: (f) => (match ??= matchers()).some((m) => m(f)) });
+        const include: MakeInclude = { makefile, line: raw.trim(), names: (f: string) => (match ??= matchers()).some((m) => m(f)) };
+        if (goalOpen && first.includes(makefile)) include.setsGoal = true;
+        out.push(include);
+        runIncludes.push({ inc: include, names });
         // The makefile make reads for each plain name: the first found.
         for (const w of names) {
           const found = firstFound(checkout, dir, searched, w);
@@ -115,8 +232,51 @@ export function makeIncludes(checkout: string, runs: (string | MakeRun)[]): Make
         }
       }
     }
+    const folders = [...new Set(vpathDirs.filter((d) => d && !d.includes(UNKNOWN) && !path.posix.isAbsolute(d)).map((d) => fromRun(dir, d)))].filter(
+      (d): d is string => d !== null && d !== dir,
+    );
+    facts.vpath.push({ dir, folders });
+    /** A name read from make's folder, and where VPATH would find it. */
+    const at = (name: string): string[] =>
+      (name.includes(UNKNOWN) || path.posix.isAbsolute(name)
+        ? []
+        : name.startsWith(CURDIR)
+          ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)]
+          : [dir, ...folders].map((f) => fromRun(f, name))
+      ).filter((p): p is string => p !== null);
+    for (const r of rules) {
+      for (const t of r.targets) {
+        if (t.includes("%") || /^\.[A-Z_]/.test(t) || phony.has(t)) continue;
+        for (const p of at(t)) facts.targets.push({ path: p, target: t, makefile: r.makefile });
+      }
+      // A rule that remakes an included makefile: an explicit target an include line names, or a pattern one of its names matches.
+      const remakes = runIncludes.flatMap(({ inc, names }) =>
+        r.targets.flatMap((t) => {
+          if (!t.includes("%")) return at(t).some((p) => inc.names(p)) ? [{ inc, stem: null as string | null }] : [];
+          return names.filter((n) => !n.includes(UNKNOWN) && matchesPattern(t, n)).map((n) => ({ inc, stem: stemOf(t, n) }));
+        }),
+      );
+      for (const { inc, stem } of remakes.slice(0, 8)) {
+        const why = `make remakes what ${inc.makefile} includes (\`${inc.line}\`) with a rule that reads it`;
+        const sources = r.recipe.join(" ").match(DEPENDENCY_RECIPE) ? [] : r.prereqs;
+        for (const w of [...sources, ...r.recipe]) {
+          const name = stem === null ? w : w.replace("%", stem);
+          if (/^[-<>|&;]/.test(name) || name.includes("$")) continue;
+          for (const p of at(name)) facts.inputs.push({ path: p, makefile: r.makefile, why });
+        }
+      }
+    }
+    for (const { name, makefile } of reads)
+      for (const p of at(name))
+        facts.inputs.push({ path: p, makefile, why: `${makefile} reads it as make reads the makefile (\`$(file <…)\` or \`$(shell …)\`)` });
   }
-  return out;
+  return facts;
+}
+
+/** The stem a `%` pattern matches in a name. */
+function stemOf(pattern: string, name: string): string {
+  const p = pattern.indexOf("%");
+  return name.slice(p, name.length - (pattern.length - p - 1));
 }
 
 /** A path from the repository's root for `name` read from `folder` (also from the root), or null when it leads above the root. */
@@ -127,7 +287,7 @@ function fromRun(folder: string, name: string): string | null {
 
 /** The file make reads for an include name (no wildcard): the first of the run's folder and its search path that has it. */
 function firstFound(checkout: string, dir: string, searched: string[], name: string): string | null {
-  if (picomatch.scan(name).isGlob || path.posix.isAbsolute(name)) return null;
+  if (name.includes(UNKNOWN) || picomatch.scan(name).isGlob || path.posix.isAbsolute(name)) return null;
   const at = name.startsWith(CURDIR) ? [fromRun(dir, `.${name.slice(CURDIR.length)}`)] : [dir, ...searched].map((f) => fromRun(f, name));
   return at.find((f): f is string => f !== null && existsSync(path.join(checkout, f))) ?? null;
 }
@@ -260,6 +420,15 @@ function wildcardTokens(p: string): WildcardToken[] | null {
  * holds only plain dependency lines).
  */
 function includeMatcher(word: string): (file: string) => boolean {
+  if (word === UNKNOWN) return (file) => FRAGMENT.test(file);
+  if (word.includes(UNKNOWN)) {
+    // Known text around what cannot be told: the literal start before it and end after it (up to any wildcard).
+    const head = word.slice(0, word.indexOf(UNKNOWN));
+    const tail = word.slice(word.lastIndexOf(UNKNOWN) + 1);
+    const prefix = head.slice(0, head.search(/[*?[]/) < 0 ? head.length : head.search(/[*?[]/));
+    const suffix = tail.slice(Math.max(tail.lastIndexOf("*"), tail.lastIndexOf("?"), tail.lastIndexOf("]")) + 1);
+    return (file) => file.length >= prefix.length + suffix.length && file.startsWith(prefix) && file.endsWith(suffix);
+  }
   const parts = word.split("/").map(wildcardTokens);
   if (!/[{}()+@]|(?<!\[)!|\*\*/.test(word) && parts.every((p) => p !== null)) {
     return (file) => {
@@ -303,6 +472,8 @@ function closing(s: string, open: number): number {
 
 /** `%` patterns as make's patsubst applies them to one word (a word that does not match is kept). */
 function patsubst(pattern: string, replacement: string, word: string): string {
+  // A word not known here may be one the pattern matches: made with an unknown stem (`$(SRCS:.c=.d)` of an unknown SRCS: any name ending in `.d`).
+  if (word.includes(UNKNOWN) && !matchesPattern(pattern, word)) return replacement.includes("%") ? replacement.replace("%", UNKNOWN) : replacement;
   const p = pattern.indexOf("%");
   if (p < 0) return word === pattern ? replacement : word;
   const [pre, suf] = [pattern.slice(0, p), pattern.slice(p + 1)];
@@ -311,16 +482,24 @@ function patsubst(pattern: string, replacement: string, word: string): string {
   return replacement.includes("%") ? replacement.replace("%", stem) : replacement;
 }
 
+/** Whether a word matches a `%` pattern (or is the pattern's text, without one). */
+function matchesPattern(pattern: string, word: string): boolean {
+  const p = pattern.indexOf("%");
+  if (p < 0) return word === pattern;
+  const [pre, suf] = [pattern.slice(0, p), pattern.slice(p + 1)];
+  return word.length >= pre.length + suf.length && word.startsWith(pre) && word.endsWith(suf);
+}
+
 /**
  * A Makefile's text with its variable references and the functions that name files expanded as make would (wildcard,
  * patsubst, subst, addprefix, addsuffix, sort, strip, a substitution reference `$(VAR:.o=.d)`); any other function
  * reads as `*` (unknown here). Wildcards stay as written: they are the globs the include matches.
  */
 function expand(s: string, vars: Map<string, string>, depth: number): string {
-  if (depth > 20) return "*";
+  if (depth > 20) return UNKNOWN;
   let out = "";
   for (let i = 0; i < s.length; i++) {
-    if (out.length > MAX_EXPANSION) return `${out}*`;
+    if (out.length > MAX_EXPANSION) return `${out}${UNKNOWN}`;
     if (s[i] !== "$") {
       out += s[i];
       continue;
@@ -333,12 +512,12 @@ function expand(s: string, vars: Map<string, string>, depth: number): string {
     }
     if (next !== "(" && next !== "{") {
       // A one-letter variable ($@, $X): unknown here.
-      out += next ? "*" : "";
+      out += next ? UNKNOWN : "";
       i++;
       continue;
     }
     const end = closing(s, i + 1);
-    if (end < 0) return `${out}*`;
+    if (end < 0) return `${out}${UNKNOWN}`;
     out += reference(s.slice(i + 2, end), vars, depth + 1);
     i = end;
   }
@@ -346,16 +525,59 @@ function expand(s: string, vars: Map<string, string>, depth: number): string {
 }
 
 function reference(body: string, vars: Map<string, string>, depth: number): string {
-  if (--budget < 0) return "*";
+  if (--budget < 0) return UNKNOWN;
   const fn = /^([a-z-]+)\s+([\s\S]*)$/.exec(body);
   if (fn) {
     const [, name, rest] = fn;
+    if (name === "foreach") {
+      // `$(foreach d,$(DIRS),$(wildcard $(d)/*.d))`: the text expanded once per word of the list, the name bound to it.
+      const [v, list, text] = splitArgs(rest!);
+      const bound = expand(v ?? "", vars, depth).trim();
+      const was = vars.get(bound);
+      const out = words(expand(list ?? "", vars, depth))
+        .slice(0, 64)
+        .map((w) => {
+          vars.set(bound, w);
+          return expand(text ?? "", vars, depth);
+        });
+      if (was === undefined) vars.delete(bound);
+      else vars.set(bound, was);
+      return out.join(" ");
+    }
     const args = splitArgs(rest!).map((a) => expand(a, vars, depth));
+    const each = (text: string | undefined, f: (w: string) => string) =>
+      words(text ?? "")
+        .map(f)
+        .join(" ");
     switch (name) {
       case "wildcard":
       case "sort":
       case "strip":
         return args.join(",");
+      // What only picks words out of a list: the whole list (a name it would leave out is counted too).
+      case "filter":
+      case "filter-out":
+      case "word":
+        return args[1] ?? "";
+      case "firstword":
+      case "lastword":
+        return args[0] ?? "";
+      case "wordlist":
+        return args[2] ?? "";
+      case "if":
+        return args.slice(1).join(" ");
+      case "or":
+      case "and":
+        return args.join(" ");
+      case "notdir":
+        return each(args[0], (w) => path.posix.basename(w));
+      case "dir":
+        return each(args[0], (w) => (w.includes("/") ? w.slice(0, w.lastIndexOf("/") + 1) : "./"));
+      case "basename":
+        return each(args[0], (w) => w.replace(/\.[^./]*$/, ""));
+      case "abspath":
+      case "realpath":
+        return each(args[0], (w) => (path.posix.isAbsolute(w) || w.startsWith(CURDIR) ? w : `${CURDIR}/${w}`));
       case "patsubst":
         return words(args[2] ?? "")
           .map((w) => patsubst(args[0]!.trim(), args[1]!.trim(), w))
@@ -371,7 +593,7 @@ function reference(body: string, vars: Map<string, string>, depth: number): stri
           .map((w) => w + args[0]!.trim())
           .join(" ");
       default:
-        return "*";
+        return UNKNOWN;
     }
   }
   const sub = /^([^:=]+):([^=]*)=(.*)$/.exec(body);

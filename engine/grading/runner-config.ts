@@ -13,7 +13,7 @@ import { allowListedEnv } from "../sandbox";
 import { type CommandScript, commandScripts, makeRuns, simpleCommands } from "./command-scripts";
 import { MAX_READ_BYTES, readInside } from "./files";
 import { foldPath, hashRegular, readRegular } from "../workspace";
-import { isMakefileName, type MakeInclude, makeIncludes, plainDependencies, remadeFrom } from "./make-includes";
+import { isMakefileName, type MakeFacts, type MakeRun, makeFacts, plainDependencies, remadeFrom } from "./make-includes";
 import { PYTHON_STDLIB } from "./python-stdlib";
 import { fromTaskFolder } from "./scope";
 
@@ -573,6 +573,18 @@ function isEmptyPart(part: unknown): boolean {
   return false;
 }
 
+/** Whether the base commit holds a path (a file or a folder). */
+async function baseHas(repo: string, commit: string, file: string): Promise<boolean> {
+  try {
+    await run("git", ["-C", repo, "cat-file", "-e", `${commit}:${file}`], {
+      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function baseText(repo: string, commit: string, file: string): Promise<string | null> {
   try {
     // Read from the user's repository's objects (no filter, no hook runs for cat-file).
@@ -786,7 +798,8 @@ export async function runnerConfigChanges(opts: {
   const imports = new Map((opts.heldBackImports ?? []).map((n) => [foldPath(n), n]));
   /** A worker's module named like a name a held-back test imports: a violation if Python finds that name installed. */
   const shadowing = new Map<string, string[]>();
-  let includes: MakeInclude[] | undefined;
+  let facts: MakeFacts | undefined;
+  let runs: MakeRun[] | undefined;
   const scripts = opts.scripts ?? checkScripts(opts.commands ?? [], opts.sub, opts.checkout);
   const plugins = new Map(
     (opts.pluginModules ?? (opts.commands?.length ? pytestPluginModules(opts.checkout, opts.sub, opts.commands, opts.heldBackDirs ?? []) : [])).map(
@@ -844,16 +857,58 @@ export async function runnerConfigChanges(opts: {
       // A file the Makefile of the checks' folder (or the root's) includes, or a makefile of a make the checks' commands
       // run (`make -C app`, `make -f ci.make`), found as that make finds it (its `-I` folders too), beyond plain
       // dependency lines.
-      includes ??= makeIncludes(opts.checkout, [opts.sub, "", ...makeRuns(opts.commands ?? [], opts.sub, opts.checkout)]);
-      const inc = includes.find((i) => i.names(file));
-      const remade = remadeFrom(file);
-      const remadeInc = remade ? includes.find((i) => i.names(remade)) : undefined;
+      runs ??= makeRuns(opts.commands ?? [], opts.sub, opts.checkout);
+      facts ??= makeFacts(opts.checkout, [opts.sub, "", ...runs]);
+      const { includes } = facts;
+      // A makefile a check's command names (`make -f src/rules.mak test`): what make runs, whatever its name.
+      const namedBy = runs.find((r) => r.makefiles?.some((m) => foldPath(m) === foldPath(file)));
+      if (namedBy) {
+        out.push(`check configuration changed: ${file} — a makefile a check's make reads (\`-f\`): its rules are what the check runs`);
+        continue;
+      }
+      // The source a built-in rule remakes an included makefile from: beside it, or in a folder of the run's VPATH.
+      const remade = [
+        remadeFrom(file),
+        ...facts.vpath.flatMap(({ dir, folders }) =>
+          folders.filter((v) => file.startsWith(`${v}/`)).map((v) => remadeFrom(path.posix.join(dir, file.slice(v.length + 1)))),
+        ),
+      ].filter((r): r is string => r !== null);
+      const remadeInc = remade.flatMap((r) => includes.filter((i) => i.names(r)).map((i) => ({ r, i })))[0];
       if (remadeInc) {
         out.push(
-          `check configuration changed: ${file} — make remakes ${remade}, which ${remadeInc.makefile} includes (\`${remadeInc.line}\`), from it with a built-in rule before reading it`,
+          `check configuration changed: ${file} — make remakes ${remadeInc.r}, which ${remadeInc.i.makefile} includes (\`${remadeInc.i.line}\`), from it with a built-in rule before reading it`,
         );
         continue;
       }
+      const input = facts.inputs.find((i) => i.path === file);
+      if (input) {
+        out.push(`check configuration changed: ${file} — ${input.why}: its change changes the rules make reads`);
+        continue;
+      }
+      // A file or folder named like a target that is not `.PHONY`: make takes that target as up to date and runs no recipe for it.
+      const target = facts.targets.find((t) => file === t.path || file.startsWith(`${t.path}/`));
+      if (target && !(await baseHas(opts.repo, opts.baseCommit, target.path))) {
+        out.push(
+          `check configuration changed: ${file} — named like the target \`${target.target}\` of ${target.makefile}, which is not declared .PHONY: with a file or folder of that name make takes it as up to date and runs none of its recipe`,
+        );
+        continue;
+      }
+      // A name a compiler writes into the dependency lines a Makefile includes (`gcc -MMD -MP` writes \`HEADER:\` for each
+      // header): \`.IGNORE\` there is make's special target, \`MAKEFLAGS=i\` an assignment.
+      if (facts.read && /^\.[A-Z][A-Z_]*$|[=;]/.test(path.posix.basename(file))) {
+        out.push(
+          `check configuration changed: ${file} — its name, read as a makefile line (the dependency lines a compiler writes name it) is a special target or an assignment of make's`,
+        );
+        continue;
+      }
+      const goal = includes.find((i) => i.setsGoal && i.names(file));
+      if (goal) {
+        out.push(
+          `check configuration changed: ${file} — included by ${goal.makefile} (\`${goal.line}\`) before its first rule, and a check's make names no target: the first target it defines is the one make builds, in place of the Makefile's`,
+        );
+        continue;
+      }
+      const inc = includes.find((i) => i.names(file));
       if (inc && !(await plainIncluded(opts, file))) {
         out.push(
           `check configuration changed: ${file} — included by ${inc.makefile} (\`${inc.line}\`): beyond plain dependency lines, its rules, variables and special targets are the Makefile's own (\`.IGNORE:\` ignores every failing command)`,
