@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { runChecks } from "./checks";
+import { runChecks, shellSyntaxProblem } from "./checks";
 
 const dir = () => mkdtempSync(path.join(os.tmpdir(), "ocw-checks-"));
 
@@ -78,5 +78,34 @@ describe("protected files while the checks run", () => {
     const [rewrite] = await runChecks([{ run: "printf 'exit 0\\n' > test/check.sh" }], root, undefined, [path.join(root, "test", "check.sh")]);
     expect(rewrite!.passed).toBe(false);
     expect(rewrite!.output).toContain("changed 1 protected file: test/check.sh");
+  });
+});
+
+describe("shellSyntaxProblem", () => {
+  // The shell the checks run in (bash here) reads each command with -n: nothing runs.
+  it("a command its shell cannot read: which check, and the shell's words", async () => {
+    const marker = path.join(os.tmpdir(), `ocw-syntax-${process.pid}`);
+    expect(await shellSyntaxProblem([{ file: "a.txt" }, { run: `touch ${marker} && (` }])).toBe(
+      "check 2's command is not valid shell (bash reads: line 2: syntax error: unexpected end of file): close its quotes and parentheses, or quote it whole where your shell took part of it (`touch " +
+        marker +
+        " && (`)",
+    );
+    expect(existsSync(marker)).toBe(false);
+    expect(await shellSyntaxProblem([{ run: 'echo "unclosed' }])).toMatch(
+      /^check 1's command is not valid shell \(bash reads: line 1: unexpected EOF while looking for matching `"'\)/,
+    );
+    expect(await shellSyntaxProblem([{ run: "for f in *.py; do python $f" }])).toMatch(/^check 1's command is not valid shell/);
+  });
+
+  it("what a shell reads: pipes, here-documents, several lines, functions, extglob after shopt, $(…) and quotes of every kind", async () => {
+    const good = [
+      "npm test",
+      "pytest -q tests/ | tee out.txt; test ${PIPESTATUS[0]} -eq 0",
+      "cat <<'EOF' > x.txt\nhello\nEOF\ngrep -q hello x.txt",
+      "f() { echo \"$1\"; }\nf 'a b' && [[ -n $(f x) ]]",
+      "shopt -s extglob; ls !(node_modules) >/dev/null",
+      "node -e 'console.log(\"(\")'",
+    ];
+    for (const run of good) expect(await shellSyntaxProblem([{ run }]), run).toBeNull();
   });
 });

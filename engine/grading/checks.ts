@@ -18,7 +18,7 @@ import {
   type SandboxKind,
   systemdPrefix,
 } from "../sandbox";
-import { killGroup } from "../process";
+import { killGroup, runCommand as runProcess } from "../process";
 import { hashRegular } from "../workspace";
 import { discard } from "./folders";
 import { type ConfigSnapshot, configSnapshot, HELD_BACK_CODE, plantedConfig, plantedModules } from "./runner-config";
@@ -99,7 +99,7 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   const timeoutSec = check.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check.expectExit ?? 0;
   const started = Date.now();
-  const shell = existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = checkShell();
   let cmd = { file: shell, args: ["-c", check.run], env: allowListedEnv({ CI: "1" }) };
   // Every process of the check together: its own cgroup (processes, memory) where cgroups bind, else a systemd-run
   // scope; the per-process limits always (limitSetup says which bound).
@@ -559,6 +559,34 @@ export function pythonImports(text: string): string[] {
         .map(topOf),
     ),
   ];
+}
+
+/** The shell a check's command runs in: bash, else sh. */
+const checkShell = () => (existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh");
+
+/**
+ * Why a check's command cannot be read as shell, or null: the shell the checks run in reads each with `-n` (parsed,
+ * nothing run; bash with extglob on, so `!(x)` after a `shopt -s extglob` reads too). A command with an unclosed quote
+ * or parenthesis (`npm test && (`) was taken, and every grading of its worker then failed that check, for a reason no
+ * worker could fix. A shell that could not be asked (not started, killed) says nothing: the check runs as before.
+ */
+export async function shellSyntaxProblem(checks: CheckSpec[]): Promise<string | null> {
+  const shell = checkShell();
+  for (const [i, c] of checks.entries()) {
+    if (!("run" in c)) continue;
+    const args = shell.endsWith("bash") ? ["-O", "extglob", "-n", "-c", c.run] : ["-n", "-c", c.run];
+    const r = await runProcess(shell, args, { cwd: "/", env: { PATH: "/usr/bin:/bin", LC_ALL: "C" }, limitMs: 5000, maxOutputBytes: 16_384 });
+    if (r.exitCode === 0 || r.exitCode === null || r.startError) continue;
+    // "bash: -c: line 2: syntax error: unexpected end of file" → "line 2: syntax error: unexpected end of file"
+    const why =
+      r.stderr
+        .split("\n")
+        .find((l) => l.trim())
+        ?.replace(/^\S*(bash|sh): (-c: |\d+: )?/, "")
+        .trim() ?? `exit ${r.exitCode}`;
+    return `check ${i + 1}'s command is not valid shell (${path.basename(shell)} reads: ${why.slice(0, 300)}): close its quotes and parentheses, or quote it whole where your shell took part of it (\`${checkName(c, i)}\`)`;
+  }
+  return null;
 }
 
 /**

@@ -1,6 +1,6 @@
 // Grading's surface: checks run held back, scope, the verdict, the ladder, grading's folders.
 // Code outside engine/grading/ imports only this file (scripts/layers.mjs).
-export { heldBackProblem, runChecks } from "./checks";
+export { heldBackProblem, runChecks, shellSyntaxProblem } from "./checks";
 export { discard, folderIn, sweepDiscarded } from "./folders";
 export { baselineChecks, baselineInFreshWorkspace, combinedCheckConfig, grade } from "./grade";
 export { LADDER, materializeRung, summarizeLadder } from "./ladder";

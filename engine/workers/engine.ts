@@ -27,7 +27,7 @@ import { config } from "../config";
 import { EventBus } from "../events";
 import type { EgressOptions } from "../net";
 import { type Harness, type HarnessServer, modelFor, noAnswer, type OpencodeEvent, OpencodeServers, Translator, WORKER_AGENT } from "../harness";
-import { globProblem, heldBackProblem, sweepDiscarded } from "../grading";
+import { globProblem, heldBackProblem, shellSyntaxProblem, sweepDiscarded } from "../grading";
 import { Recovery } from "../recovery";
 import { limitSetup, type SandboxKind, sandboxStatus, writeRepoBinds } from "../sandbox";
 import { TargetStore, WorkerLogStore } from "../store";
@@ -324,7 +324,8 @@ export class Engine {
     this.requireSandbox();
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
-    const heldBack = heldBackProblem(spec.checks, repo.root) ?? globProblem(spec.scope, spec.protect, repo.root, repo.subdir);
+    const heldBack =
+      heldBackProblem(spec.checks, repo.root) ?? globProblem(spec.scope, spec.protect, repo.root, repo.subdir) ?? (await shellSyntaxProblem(spec.checks));
     if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec.targetId);
     await preflightTarget(target);
@@ -437,7 +438,8 @@ export class Engine {
       const repo = await repos.get(spec.directory)!.catch((err: Error) => {
         throw new InputError(where(n, err.message));
       });
-      const heldBack = heldBackProblem(spec.checks, repo.root) ?? globProblem(spec.scope, spec.protect, repo.root, repo.subdir);
+      const heldBack =
+        heldBackProblem(spec.checks, repo.root) ?? globProblem(spec.scope, spec.protect, repo.root, repo.subdir) ?? (await shellSyntaxProblem(spec.checks));
       if (heldBack) throw new InputError(where(n, heldBack));
       let target: Target;
       try {
@@ -465,6 +467,8 @@ export class Engine {
       checked.map((c) => c.repo),
       integration,
     );
+    const unreadable = integration && (await shellSyntaxProblem(integration.checks));
+    if (unreadable) throw new InputError(`integration: ${unreadable}`);
     const first = checked[0]!.repo;
     const record = {
       id: batchId!,

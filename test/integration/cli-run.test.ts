@@ -244,6 +244,11 @@ describe("ocw run", () => {
     [["run", "--dir", "REPO", "--task", "x", "--endpoint", "URL", "--model", "m", "--api-key-env", "OCW_SURELY_UNSET"], /OCW_SURELY_UNSET is not set/],
     [["run", "--batch", "/no/such/batch.json"], /cannot read the batch file/],
     [["run", "--dir", "REPO", "--task", "x", "--name", "n"], /--name names a batch: give it with --batch/],
+    // a check its shell cannot read: refused at once (every grading then failed it, for a reason no worker could fix)
+    [
+      ["run", "--dir", "REPO", "--task", "x", "--check", "npm test && ("],
+      /^ocw: check 1's command is not valid shell \(bash reads: line 2: syntax error: unexpected end of file\): close its quotes and parentheses/,
+    ],
   ])("bad input %j → one line, exit 2, nothing created", async (args, message) => {
     const dir = repo();
     const notGit = tempDir("notgit");
