@@ -4,7 +4,7 @@ import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
 import { Empty, Modal, StateChip, VerdictChips } from "../components/common";
 import { Diff } from "../components/LazyDiff";
-import { duration, taskTitle, tokens } from "../format";
+import { duration, STATE_LABEL, taskTitle, tokens } from "../format";
 import { href } from "../router";
 import { pushNotice, useStore } from "../store";
 
@@ -53,7 +53,7 @@ export function Attempts({ groupId }: { groupId: string }) {
           ) : g.settled ? (
             "No attempt was built and honest: nothing to merge. Read the failing checks of each attempt."
           ) : (
-            "No winner yet: the attempts are still running. Once one is built and honest, the others still running are stopped" +
+            `No winner yet: ${attemptsNow(g.attempts)}. Once one is built and honest, the others still running are stopped` +
             (g.all ? " — not here: every attempt runs to the end." : ".")
           )}
         </p>
@@ -201,4 +201,15 @@ function AttemptDiff({ id, lastSeq, index }: { id: string; lastSeq: number; inde
       )}
     </section>
   );
+}
+
+/**
+ * Where the attempts of a group without a winner are, in words: "2 running, 1 queued" (it said "the attempts are still
+ * running" while every one was queued for a model slot).
+ */
+export function attemptsNow(rows: readonly Pick<AttemptRow, "state">[]): string {
+  const by = new Map<string, number>();
+  for (const r of rows) by.set(STATE_LABEL[r.state], (by.get(STATE_LABEL[r.state]) ?? 0) + 1);
+  const parts = [...by].map(([label, n]) => `${n} ${label}`);
+  return by.get("queued") === rows.length ? "every attempt is queued for a model slot" : parts.join(", ");
 }
