@@ -98,7 +98,14 @@ test("Retry as new worker, pressed with the keyboard, leaves the focus on the ne
   await page.waitForURL((u) => /#\/workers\/w-/.test(u.hash) && !u.hash.endsWith(workerId));
   const heading = page.getByRole("heading", { level: 2, name: "A task that fails", exact: true });
   await expect(heading).toBeFocused();
+  // Its title is the first's: the page says what it retries, and leads back to it (the dashboard's card too).
+  const back = page.getByRole("link", { name: `retry of ${workerId}`, exact: true });
+  await expect(back).toHaveAttribute("href", `#/workers/${workerId}`);
   await shot(page, "retry-focus");
+  const retryId = decodeURIComponent(new URL(page.url()).hash.replace("#/workers/", ""));
+  await page.goto(`${engine.origin}/#/dashboard`);
+  await expect(page.getByRole("region", { name: retryId, exact: true }).getByRole("link", { name: `retry of ${workerId}`, exact: true })).toBeVisible();
+  await expect(page.getByRole("region", { name: workerId, exact: true }).getByRole("link", { name: /^retry of / })).toHaveCount(0);
 });
 
 test("a continued worker's latest round says the worker's state: stopped, not running", async () => {

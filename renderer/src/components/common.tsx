@@ -2,6 +2,7 @@ import { useEffect, useRef, useState, type FocusEvent, type FormEvent, type Reac
 import type { Verdict } from "../../../shared/verdict";
 import type { WorkerState } from "../../../shared/worker";
 import { STATE_LABEL, stateTone } from "../format";
+import { href } from "../router";
 
 export function StateChip({ state }: { state: WorkerState }) {
   return <span className={`chip chip-${stateTone(state)}`}>{STATE_LABEL[state]}</span>;
@@ -192,4 +193,14 @@ export function useFocusKept(
       if (e.relatedTarget && !e.currentTarget.contains(e.relatedTarget)) inside.current = false;
     },
   };
+}
+
+/** A retry's link to the worker it runs the task of again (a retry's card and page read the same as the first's). */
+export function RetryOfChip({ of }: { of: string | null }) {
+  if (!of) return null;
+  return (
+    <a className="chip chip-idle" href={href({ name: "worker", id: of })} title="This worker runs the task of an earlier one again: open that one">
+      retry of {of}
+    </a>
+  );
 }

@@ -4,7 +4,7 @@ import { countsAsBuilt, type Verdict } from "../../../shared/verdict";
 import { codePointMark, showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
-import { Empty, Sparkline, StateChip, useFocusKept, VerdictChips } from "../components/common";
+import { Empty, RetryOfChip, Sparkline, StateChip, useFocusKept, VerdictChips } from "../components/common";
 import { counted, duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { go, href } from "../router";
 import {
@@ -596,6 +596,7 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
           </span>
         )}
         {w.discarded && <span className="chip chip-idle">discarded</span>}
+        <RetryOfChip of={w.retryOf} />
         {w.attempt && (
           <a
             className="chip chip-idle"

@@ -4,7 +4,7 @@ import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
-import { Empty, Modal, StateChip, useFocusKept } from "../components/common";
+import { Empty, Modal, RetryOfChip, StateChip, useFocusKept } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { Diff } from "../components/LazyDiff";
 import { Transcript } from "../components/Transcript";
@@ -161,6 +161,7 @@ export function WorkerDetail({ id }: { id: string }) {
             </span>
           )}
           {w.discarded && <span className="chip chip-idle">discarded: workspace and branch removed</span>}
+          <RetryOfChip of={w.retryOf} />
           {w.attempt && (
             <a
               className="chip chip-idle"
