@@ -244,3 +244,15 @@ test("after Publish branch, a push (done or refused) and Cancel of Stop the focu
   await expect(page.getByRole("button", { name: "Stop", exact: true })).toBeFocused();
   await engine.client.workers.stop.mutate({ workerId: waiting });
 });
+
+test("a transcript's tool row held by a pending ask says it waits for approval, not that it runs; answered, it completes", async () => {
+  const { workerId } = await askingCardAt900("held.txt");
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const row = page.locator(".part.tool").filter({ hasText: "held.txt" });
+  await expect(row.locator(".chip")).toHaveText("waiting for approval");
+  await shot(page, "tool-row-waiting", false);
+  const [ask] = await engine.client.approvals.list.query();
+  await engine.client.approvals.decide.mutate({ askId: ask!.id, decision: "once" });
+  await expect(row.locator(".chip")).toHaveText("completed", { timeout: 30_000 });
+});

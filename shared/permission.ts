@@ -35,6 +35,8 @@ export const PermissionAsk = z.object({
   /** A bash command's folder (opencode's `workdir`) as the worker gave it; absent: the worker's own folder. */
   workdir: z.string().optional(),
   diff: z.string().optional(),
+  /** The tool call it asks for (opencode's callID): the transcript's tool row of the same call says it waits on this ask. */
+  callId: z.string().max(200).optional(),
   /**
    * Every file an edit ask writes, moves to or deletes, as opencode names them (absolute, or relative to the workspace):
    * one `apply_patch` ask (the tool opencode gives `gpt-*` models instead of edit/write) covers several files, and its

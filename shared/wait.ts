@@ -164,8 +164,10 @@ export function slimWorker(
   const pending = w.asks
     .filter((a) => a.status === "pending")
     .map((a) => {
-      if (opts.diffs !== false || a.diff === undefined) return a;
-      const { diff: _diff, ...rest } = a;
+      // The tool call's id links an ask to its transcript row (the GUI's): nothing a waiting client acts on.
+      const { callId: _call, ...ask } = a;
+      if (opts.diffs !== false || ask.diff === undefined) return ask;
+      const { diff: _diff, ...rest } = ask;
       return rest;
     });
   return {

@@ -108,6 +108,8 @@ export const TranscriptPart = z.object({
   kind: z.enum(["text", "reasoning", "tool", "user"]),
   text: z.string().optional(),
   tool: z.string().optional(),
+  /** A tool part's call (opencode's callID): the ask that holds it names the same one. */
+  callId: z.string().max(200).optional(),
   status: z.string().optional(),
   input: z.unknown().optional(),
   output: z.string().optional(),

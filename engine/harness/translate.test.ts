@@ -187,6 +187,8 @@ describe("the translator", () => {
         ["askGone", "per_5", undefined],
       ]);
       expect(got.every((g) => g[1] === w.id)).toBe(true);
+      // Each ask names the tool call it holds, as that call's transcript row does (the GUI says the row waits on it).
+      expect(got.filter((g) => g[0] === "ask").map((g) => (g[2] as { callId?: string }).callId)).toEqual(["c1", "c2", "c3", "c4", "c5"]);
     } finally {
       vi.useRealTimers();
     }

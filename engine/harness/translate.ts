@@ -71,6 +71,12 @@ function sessionOf(e: OpencodeEvent): string | undefined {
   }
 }
 
+/** The tool call an ask holds (opencode's callID), kept when it is a plain id. */
+const callOf = (p: PermissionRequest | QuestionRequest): { callId?: string } => {
+  const id = p.tool?.callID;
+  return typeof id === "string" && id.length <= 200 ? { callId: id } : {};
+};
+
 export function permissionAsk(workerId: string, p: PermissionRequest): PermissionAsk {
   const md = (p.metadata ?? {}) as Record<string, unknown>;
   // A search names its root (absent: the worker's own folder); the glob or regex itself is in `patterns`.
@@ -83,6 +89,7 @@ export function permissionAsk(workerId: string, p: PermissionRequest): Permissio
     kind: "permission",
     tool: String(p.permission),
     what,
+    ...callOf(p),
     ...(typeof md.diff === "string" ? { diff: md.diff.slice(0, 100_000) } : {}),
     ...(p.permission === "edit" ? editPaths(md, p.patterns ?? []) : {}),
     patterns: p.patterns ?? [],
@@ -122,6 +129,7 @@ export function questionAsk(workerId: string, p: QuestionRequest): PermissionAsk
     kind: "question",
     tool: "question",
     what: questions.map((q) => q.question).join(" / "),
+    ...callOf(p),
     patterns: [],
     always: [],
     questions,
@@ -179,6 +187,7 @@ export function translatePart(part: Part): { part: TranscriptPart | null; toolFa
     messageId: part.messageID,
     kind: "tool",
     tool: part.tool,
+    ...(typeof part.callID === "string" && part.callID.length <= 200 ? { callId: part.callID } : {}),
     status: st.status as "running" | "completed" | "error",
     input: capStrings(st.input, TOOL_INPUT_STRING_KEEP) as Record<string, unknown> | undefined,
     ...(st.output !== undefined ? keptOutput(String(st.output)) : {}),

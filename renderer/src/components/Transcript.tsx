@@ -25,7 +25,8 @@ function toolHeadline(p: TranscriptPart): string {
 /** What opencode's bash tool appends to the output of a command it aborted (a stop, an abort of the session). */
 const KILLED = /<shell_metadata>[\s\S]*\b(User aborted the command|aborted)\b[\s\S]*<\/shell_metadata>/i;
 
-export const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?: boolean }) {
+/** `waiting`: a pending ask holds this tool call (it shows "running" while it waits for a person or Claude). */
+export const Part = memo(function Part({ part, ended, waiting }: { part: TranscriptPart; ended?: boolean; waiting?: boolean }) {
   if (part.kind === "reasoning")
     return (
       <details className="part reasoning">
@@ -40,13 +41,14 @@ export const Part = memo(function Part({ part, ended }: { part: TranscriptPart; 
     const cut = ended && (part.status === "running" || part.status === "pending");
     // opencode reports a shell command killed by a stop as "completed", saying so only in its output's metadata.
     const killed = part.status === "completed" && KILLED.test(part.output ?? "");
-    const status = cut ? "not finished" : killed ? "killed" : (part.status ?? "…");
+    const held = !cut && !!waiting && (part.status === "running" || part.status === "pending");
+    const status = cut ? "not finished" : killed ? "killed" : held ? "waiting for approval" : (part.status ?? "…");
     return (
       <details className={`part tool tool-${part.status ?? "unknown"}`}>
         <summary>
           <span className="tool-name">{showUntrusted(part.tool ?? "tool", { max: 80, lines: false })}</span>{" "}
           <span className="mono small ellipsis">{toolHeadline(part)}</span>
-          <span className={`chip chip-${cut || killed ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>
+          <span className={`chip chip-${cut || killed || held ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>
             {status}
           </span>
         </summary>
@@ -218,12 +220,15 @@ const NO_SEQS: Record<string, number> = {};
  * The live transcript, virtualized: only the rows on screen are in the DOM, so long sessions stay smooth. `marks`
  * (steers, asks, decisions) are shown between the parts by their place in the worker's log (`partSeq`).
  */
+const NO_CALLS: ReadonlySet<string> = new Set();
+
 export function Transcript({
   parts,
   marks = NO_MARKS,
   partSeq = NO_SEQS,
   root = null,
   ended = false,
+  waiting = NO_CALLS,
 }: {
   parts: TranscriptPart[];
   marks?: TranscriptMark[];
@@ -231,6 +236,8 @@ export function Transcript({
   /** The worker's workspace: paths in it are shown relative to it. */
   root?: string | null;
   ended?: boolean;
+  /** The tool calls pending asks hold (their callId). */
+  waiting?: ReadonlySet<string>;
 }) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [follow, setFollow] = useState(true);
@@ -285,7 +292,11 @@ export function Transcript({
                 ) : row.block !== undefined ? (
                   <Block text={row.block} cont={!!row.cont} />
                 ) : (
-                  <Part part={row.part} ended={ended || (!!lastMessageId && row.part.kind === "tool" && row.part.messageId !== lastMessageId)} />
+                  <Part
+                    part={row.part}
+                    ended={ended || (!!lastMessageId && row.part.kind === "tool" && row.part.messageId !== lastMessageId)}
+                    waiting={!!row.part.callId && waiting.has(row.part.callId)}
+                  />
                 )}
               </div>
             );

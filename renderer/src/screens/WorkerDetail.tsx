@@ -141,6 +141,8 @@ export function WorkerDetail({ id }: { id: string }) {
   const weak = baselineWarning(w.baseline);
   const asks = pendingAsks(w);
   const elapsed = (w.endedAt ?? now) - (w.startedAt ?? w.createdAt);
+  /** The tool calls its pending asks hold: their transcript rows say they wait, not that they run. */
+  const heldCalls = new Set(pendingAsks(w).flatMap((a) => (a.callId ? [a.callId] : [])));
 
   return (
     <div className="detail" {...keepPlace}>
@@ -585,7 +587,7 @@ export function WorkerDetail({ id }: { id: string }) {
             </button>
           ))}
         </div>
-        {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isAtRest(w.state)} />}
+        {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isAtRest(w.state)} waiting={heldCalls} />}
         {tab === "diff" && (
           <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} merged={w.merged} discarded={w.discarded} />
         )}
